@@ -1,0 +1,222 @@
+//! `coord demo`: a live session of several agent processes in a fresh folder, ending in
+//! `coord status`. Every step is the real `coord` binary run as its own process.
+
+use std::io::{BufRead, BufReader, Read};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, bail};
+use clap::Args;
+
+use coord::{Error, ExitCode};
+
+use super::{Ctx, output};
+
+const NAMES: [&str; 8] = [
+    "claude",
+    "gemini",
+    "copilot",
+    "ollama",
+    "perplexity",
+    "cursor",
+    "windsurf",
+    "cline",
+];
+
+/// Run a live multi-agent session in a fresh folder, ending in `coord status`
+///
+/// Each agent is a real `coord` process: they announce their presence, contend for the same
+/// file (waiting for and handing over the lock), and the session ends with `coord status`.
+/// The folder is a new temporary folder unless `--dir` names an empty or new one.
+///
+///   coord demo
+///   coord demo --agents 5 --dir /tmp/coord-demo
+#[derive(Debug, Args)]
+pub struct DemoArgs {
+    /// How many agents take part (2-8)
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(2..=8))]
+    agents: u8,
+}
+
+pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let dir = demo_dir(ctx)?;
+    let exe = std::env::current_exe().context("cannot find the coord binary")?;
+    let agents: Vec<&str> = NAMES[..usize::from(args.agents)].to_vec();
+    let demo = Demo {
+        exe,
+        dir: dir.clone(),
+        print: Arc::new(Mutex::new(())),
+        started: Instant::now(),
+    };
+    output::line(&format!(
+        "coord demo: {} agents in {}\n",
+        agents.len(),
+        dir.display()
+    ));
+
+    output::line("# Every agent announces itself");
+    for (i, a) in agents.iter().enumerate() {
+        demo.run(a, &["presence", ".", &format!("Task_{}", 123 + i * 111)])?;
+    }
+    demo.run(agents[0], &["check"])?;
+
+    output::line(
+        "\n# All of them want SHARED.txt at once: one holds it, the others wait their turn",
+    );
+    std::fs::write(dir.join("SHARED.txt"), "# Shared notes\n")
+        .with_context(|| format!("cannot create SHARED.txt in {}", dir.display()))?;
+    let handles: Vec<_> = agents
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let demo = demo.clone();
+            let a = a.to_string();
+            std::thread::spawn(move || -> anyhow::Result<()> {
+                std::thread::sleep(Duration::from_millis(60 * i as u64));
+                let reason = format!("adding section {}", i + 1);
+                demo.run(
+                    &a,
+                    &["lock", "SHARED.txt", "--wait", "30s", "--reason", &reason],
+                )?;
+                let line = format!(
+                    "[{}] [{a}] section {} written under the lock\n",
+                    coord::clock::now().format("%H:%M"),
+                    i + 1
+                );
+                append(&demo.dir.join("SHARED.txt"), &line)?;
+                demo.say(&a, &format!("edits SHARED.txt: {}", line.trim_end()));
+                std::thread::sleep(Duration::from_millis(400));
+                demo.run(&a, &["unlock", "SHARED.txt"])?;
+                Ok(())
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join()
+            .map_err(|_| anyhow::anyhow!("a demo agent thread panicked"))??;
+    }
+
+    output::line("\n# The result: every section is there, each written by one holder at a time");
+    let text = std::fs::read_to_string(dir.join("SHARED.txt")).context("cannot read SHARED.txt")?;
+    for l in text.lines() {
+        output::line(&format!("  {l}"));
+    }
+
+    output::line("\n# One agent finishes; one keeps a lock while it works");
+    demo.run(agents[0], &["presence", "--status", "finished"])?;
+    demo.run(agents[1], &["lock", "NOTES.md", "--reason", "summarising"])?;
+
+    output::line("\n$ coord status");
+    let status = Command::new(&demo.exe)
+        .args(["status"])
+        .current_dir(&dir)
+        .env("COORD_DIR", &dir)
+        .env_remove("COORD_AGENT")
+        .status()
+        .context("cannot run coord status")?;
+    if !status.success() {
+        bail!("coord status failed in the demo folder");
+    }
+    output::line(&format!("\nThe demo folder is {}", dir.display()));
+    Ok(ExitCode::Success)
+}
+
+fn demo_dir(ctx: &Ctx) -> anyhow::Result<PathBuf> {
+    match &ctx.dir {
+        Some(d) => {
+            let d = ctx.cwd().join(d);
+            std::fs::create_dir_all(&d)
+                .with_context(|| format!("cannot create the demo folder {}", d.display()))?;
+            let busy = std::fs::read_dir(&d)
+                .with_context(|| format!("cannot read {}", d.display()))?
+                .next()
+                .is_some();
+            if busy {
+                return Err(Error::BadPath {
+                    path: d.display().to_string(),
+                    why: "the demo needs an empty or new folder".into(),
+                }
+                .into());
+            }
+            Ok(std::fs::canonicalize(&d)?)
+        }
+        None => {
+            let t = tempfile::Builder::new()
+                .prefix("coord-demo-")
+                .tempdir()
+                .context("cannot create a temporary folder")?;
+            Ok(std::fs::canonicalize(t.keep())?)
+        }
+    }
+}
+
+fn append(path: &Path, text: &str) -> anyhow::Result<()> {
+    use std::io::Write;
+    let mut f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(path)
+        .with_context(|| format!("cannot open {}", path.display()))?;
+    f.write_all(text.as_bytes())?;
+    Ok(())
+}
+
+#[derive(Clone)]
+struct Demo {
+    exe: PathBuf,
+    dir: PathBuf,
+    print: Arc<Mutex<()>>,
+    started: Instant,
+}
+
+impl Demo {
+    fn stamp(&self) -> String {
+        format!("{:>5.2}s", self.started.elapsed().as_secs_f64())
+    }
+
+    fn say(&self, agent: &str, text: &str) {
+        let _g = self.print.lock();
+        output::line(&format!("{} [{agent:<8}] {text}", self.stamp()));
+    }
+
+    /// Run `coord ARGS` as `agent`, streaming its output with a prefix.
+    fn run(&self, agent: &str, args: &[&str]) -> anyhow::Result<()> {
+        self.say(agent, &format!("$ coord {}", args.join(" ")));
+        let mut child = Command::new(&self.exe)
+            .args(args)
+            .current_dir(&self.dir)
+            .env("COORD_DIR", &self.dir)
+            .env("COORD_AGENT", agent)
+            .env_remove("COORD_SESSION")
+            .env_remove("COORD_SESSION_PID")
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .context("cannot start coord")?;
+        let out = child.stdout.take().map(|s| self.stream(agent, s));
+        let err = child.stderr.take().map(|s| self.stream(agent, s));
+        let status = child.wait()?;
+        for h in [out, err].into_iter().flatten() {
+            let _ = h.join();
+        }
+        if !status.success() {
+            bail!("`coord {}` failed for {agent}", args.join(" "));
+        }
+        Ok(())
+    }
+
+    fn stream(
+        &self,
+        agent: &str,
+        stream: impl Read + Send + 'static,
+    ) -> std::thread::JoinHandle<()> {
+        let me = self.clone();
+        let agent = agent.to_string();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stream).lines().map_while(Result::ok) {
+                me.say(&agent, &format!("  {line}"));
+            }
+        })
+    }
+}

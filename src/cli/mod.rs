@@ -1,0 +1,180 @@
+//! The command tree: global options, one module per command, and the one place where an
+//! outcome becomes an exit code and an `error:` line.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::Context as _;
+use clap::{Parser, Subcommand};
+
+use coord::workspace::{AgentId, Target, Workspace};
+use coord::{Error, ExitCode};
+
+mod check;
+mod demo;
+mod lock;
+mod output;
+mod presence;
+mod status;
+mod unlock;
+
+const ABOUT: &str = "Coordinate AI coding agents and humans in one shared folder";
+
+const LONG_ABOUT: &str = "\
+Coordinate AI coding agents and humans in one shared folder.
+
+coord implements Protocol V3 (presence, FILE.lock.<agent> locks, .bak backups) with plain files
+that agents following the protocol by hand can read and write too, and makes every lock race-free.
+
+A typical agent turn:
+  coord -a claude presence . \"Task_123\"
+  coord -a claude lock SHARED.txt        # waits while someone else holds it
+  ... edit SHARED.txt ...
+  coord -a claude unlock SHARED.txt
+  coord status";
+
+/// The command line.
+#[derive(Debug, Parser)]
+#[command(name = "coord", version, about = ABOUT, long_about = LONG_ABOUT)]
+pub struct Cli {
+    /// The shared working folder (default: nearest ancestor holding `.coord/`, else the current directory)
+    #[arg(
+        short = 'C',
+        long = "dir",
+        env = "COORD_DIR",
+        global = true,
+        value_name = "DIR"
+    )]
+    dir: Option<PathBuf>,
+
+    /// Who is acting (lower-cased for file names; the name as given is shown in files)
+    #[arg(short, long, env = "COORD_AGENT", global = true, value_name = "NAME")]
+    agent: Option<String>,
+
+    /// Print one JSON document on stdout instead of human text
+    #[arg(long, global = true)]
+    json: bool,
+
+    /// Print nothing on success
+    #[arg(short, long, global = true)]
+    quiet: bool,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+#[derive(Debug, Subcommand)]
+enum Command {
+    Presence(presence::PresenceArgs),
+    Check(check::CheckArgs),
+    Lock(lock::LockArgs),
+    Unlock(unlock::UnlockArgs),
+    Status(status::StatusArgs),
+    Demo(demo::DemoArgs),
+}
+
+/// What every command gets: the global options, resolved lazily.
+pub struct Ctx {
+    cwd: PathBuf,
+    dir: Option<PathBuf>,
+    agent: Option<String>,
+    /// `--json` was given.
+    pub json: bool,
+    /// `--quiet` was given.
+    pub quiet: bool,
+}
+
+impl Ctx {
+    /// The workspace: a positional DIR wins over `--dir`/`COORD_DIR`.
+    pub fn workspace(&self, positional: Option<&Path>) -> Result<Workspace, Error> {
+        Workspace::discover(positional.or(self.dir.as_deref()), &self.cwd)
+    }
+
+    /// The acting agent, or the error that says how to give one.
+    pub fn agent(&self) -> Result<AgentId, Error> {
+        match self.agent.as_deref() {
+            Some(name) => AgentId::parse(name),
+            None => Err(Error::MissingAgent),
+        }
+    }
+
+    /// The acting agent when one was given (commands that work without one).
+    pub fn agent_opt(&self) -> Result<Option<AgentId>, Error> {
+        self.agent.as_deref().map(AgentId::parse).transpose()
+    }
+
+    /// Resolve FILE arguments inside the workspace; all are checked before anything is done.
+    pub fn targets(&self, ws: &Workspace, files: &[String]) -> Result<Vec<Target>, Error> {
+        files.iter().map(|f| ws.resolve(&self.cwd, f)).collect()
+    }
+
+    /// The current directory.
+    pub fn cwd(&self) -> &Path {
+        &self.cwd
+    }
+}
+
+/// Run the command line and return the process exit code.
+pub fn run() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.use_stderr() {
+                ExitCode::Usage
+            } else {
+                ExitCode::Success
+            };
+        }
+    };
+    let json = cli.json;
+    let result = std::env::current_dir()
+        .context("cannot read the current directory")
+        .and_then(|cwd| {
+            let ctx = Ctx {
+                cwd,
+                dir: cli.dir,
+                agent: cli.agent,
+                json: cli.json,
+                quiet: cli.quiet,
+            };
+            dispatch(cli.command, &ctx)
+        });
+    match result {
+        Ok(code) => code,
+        Err(err) => report(&err, json),
+    }
+}
+
+fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    match command {
+        Command::Presence(args) => presence::run(args, ctx),
+        Command::Check(args) => check::run(args, ctx),
+        Command::Lock(args) => lock::run(args, ctx),
+        Command::Unlock(args) => unlock::run(args, ctx),
+        Command::Status(args) => status::run(args, ctx),
+        Command::Demo(args) => demo::run(args, ctx),
+    }
+}
+
+/// Print an error (and its hint) and map it to the contract's exit code.
+fn report(err: &anyhow::Error, json: bool) -> ExitCode {
+    let coord_err = err.chain().find_map(|e| e.downcast_ref::<Error>());
+    let code = coord_err.map(ExitCode::from).unwrap_or(ExitCode::Failure);
+    let message = match coord_err {
+        Some(e) if err.downcast_ref::<Error>().is_some() => e.to_string(),
+        _ => format!("{err:#}"),
+    };
+    let hint = coord_err.and_then(Error::hint);
+    output::error_line(&message, hint.as_deref());
+    if json {
+        output::json(&serde_json::json!({
+            "error": {
+                "kind": coord_err.map(Error::kind).unwrap_or("failed"),
+                "message": message,
+                "hint": hint,
+                "exit_code": code.code(),
+            }
+        }));
+    }
+    code
+}

@@ -1,0 +1,78 @@
+//! `coord presence [DIR] [TASK]`: create or refresh this agent's presence (heartbeat now).
+
+use std::path::Path;
+
+use clap::{Args, ValueEnum};
+
+use coord::ExitCode;
+use coord::status::agent_view;
+use coord::v3::presence::{self, Update};
+
+use super::{Ctx, output};
+
+/// Create or refresh this agent's presence (heartbeat now)
+///
+/// Run it every 30-60 seconds while working; an agent whose heartbeat is older than two
+/// minutes is INACTIVE to the others.
+///
+///   coord -a claude presence . "Task_123"
+///   coord -a claude presence --status finished
+#[derive(Debug, Args)]
+pub struct PresenceArgs {
+    /// The workspace folder (like `--dir`); a single argument that is not a folder is the TASK
+    #[arg(id = "workdir", value_name = "DIR")]
+    dir: Option<String>,
+    /// What the agent works on (`working_on`)
+    #[arg(value_name = "TASK")]
+    task: Option<String>,
+    /// The file the agent works on (`current_file`)
+    #[arg(long, value_name = "F")]
+    file: Option<String>,
+    /// ACTIVE (default) or FINISHED
+    #[arg(long, value_enum)]
+    status: Option<PresenceStatus>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum PresenceStatus {
+    Active,
+    Finished,
+}
+
+pub fn run(args: PresenceArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let (dir, task) = match (args.dir, args.task) {
+        (Some(one), None) if !ctx.cwd().join(&one).is_dir() => (None, Some(one)),
+        pair => pair,
+    };
+    let ws = ctx.workspace(dir.as_deref().map(Path::new))?;
+    let agent = ctx.agent()?;
+    let current_file = match &args.file {
+        Some(f) => Some(ws.resolve(ctx.cwd(), f)?.rel),
+        None => None,
+    };
+    let update = Update {
+        finished: args.status.map(|s| matches!(s, PresenceStatus::Finished)),
+        working_on: task,
+        current_file,
+        ..Default::default()
+    };
+    let written = {
+        let _mutex = ws.lock_mutex()?;
+        presence::write(ws.root(), &agent, &update)?
+    };
+    let view = agent_view(&written, &coord::clock::now());
+    if ctx.json {
+        output::json(&view);
+    } else if !ctx.quiet {
+        output::line(&format!(
+            "Presence updated: {} {}{}",
+            view.agent,
+            view.status,
+            view.working_on
+                .as_deref()
+                .map(|w| format!(" (working on {})", output::clean(w)))
+                .unwrap_or_default()
+        ));
+    }
+    Ok(ExitCode::Success)
+}

@@ -1,0 +1,130 @@
+//! `coord status [DIR] [--json]`: agents, locks, handshakes and messages in one view.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use coord::ExitCode;
+use coord::status::{self, Status};
+
+use super::Ctx;
+use super::output::{self, Cell};
+
+/// Show agents, locks, handshakes and unread messages in one view
+///
+///   coord status
+///   coord status --json | jq '.locks[] | select(.state != "LIVE")'
+#[derive(Debug, Args)]
+pub struct StatusArgs {
+    /// The workspace folder (like `--dir`)
+    #[arg(id = "workdir", value_name = "DIR")]
+    dir: Option<PathBuf>,
+}
+
+pub fn run(args: StatusArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let ws = ctx.workspace(args.dir.as_deref())?;
+    let st = status::collect(&ws);
+    if ctx.json {
+        output::json(&st);
+    } else if !ctx.quiet {
+        output::line(&render(&st, output::color_enabled()));
+    }
+    Ok(ExitCode::Success)
+}
+
+/// The human view.
+pub fn render(st: &Status, color: bool) -> String {
+    let mut out = Vec::new();
+    out.push(format!(
+        "{} {}",
+        output::title("Workspace", color),
+        output::clean(&st.root)
+    ));
+    out.push(String::new());
+    out.push(output::title("Agents", color));
+    if st.agents.is_empty() {
+        out.push("  No agents".into());
+    } else {
+        let rows = st
+            .agents
+            .iter()
+            .map(|a| {
+                vec![
+                    Cell::plain(&a.agent),
+                    Cell::state(&a.status),
+                    Cell::plain(output::ago(a.heartbeat_age_s)),
+                    Cell::opt(a.working_on.as_deref()),
+                    Cell::opt(a.current_file.as_deref()),
+                    Cell::state(a.lock_status.as_deref().unwrap_or("-")),
+                ]
+            })
+            .collect();
+        out.push(output::table(
+            &["AGENT", "STATUS", "HEARTBEAT", "WORKING ON", "FILE", "LOCK"],
+            rows,
+            color,
+        ));
+    }
+    out.push(String::new());
+    out.push(output::title("Locks", color));
+    if st.locks.is_empty() {
+        out.push("  No locks".into());
+    } else {
+        let rows = st
+            .locks
+            .iter()
+            .map(|l| {
+                vec![
+                    Cell::plain(&l.file),
+                    Cell::plain(&l.agent),
+                    Cell::plain(output::ago(l.age_s)),
+                    Cell::state(l.state.as_str()),
+                    Cell::opt(l.stale_reason.as_deref().or(l.reason.as_deref())),
+                ]
+            })
+            .collect();
+        out.push(output::table(
+            &["FILE", "HOLDER", "SINCE", "STATE", "NOTE"],
+            rows,
+            color,
+        ));
+    }
+    if !st.handshakes.is_empty() {
+        out.push(String::new());
+        out.push(output::title("Handshakes", color));
+        let rows = st
+            .handshakes
+            .iter()
+            .map(|h| {
+                vec![
+                    Cell::plain(&h.from),
+                    Cell::plain(&h.to),
+                    Cell::state(&h.status),
+                ]
+            })
+            .collect();
+        out.push(output::table(&["FROM", "TO", "STATUS"], rows, color));
+    }
+    if !st.unread.is_empty() {
+        out.push(String::new());
+        out.push(output::title("Unread messages", color));
+        let rows = st
+            .unread
+            .iter()
+            .map(|(agent, n)| vec![Cell::plain(agent), Cell::plain(n.to_string())])
+            .collect();
+        out.push(output::table(&["AGENT", "UNREAD"], rows, color));
+    }
+    if !st.unreadable.is_empty() {
+        out.push(String::new());
+        out.push(output::title("Could not read", color));
+        for u in &st.unreadable {
+            out.push(format!(
+                "  {}: {}",
+                output::clean(&u.path),
+                output::clean(&u.why)
+            ));
+        }
+    }
+    out.join("\n")
+}

@@ -1,0 +1,231 @@
+//! The one owner of "now", of timestamps as written in files, and of durations.
+//!
+//! Files carry RFC 3339 with the local offset (`2026-01-28T01:00:00+01:00`). When reading, the
+//! seed's offset-less form (`2026-01-28T01:00:00`) is accepted too and read as local time, as
+//! `TZ` says. `COORD_NOW` (an RFC 3339 time) fixes the clock, so tests and docs get stable output.
+
+use std::time::Duration;
+
+use chrono::{DateTime, FixedOffset, Local, NaiveDateTime, TimeZone};
+
+use crate::error::{Error, Result};
+
+/// A point in time with the offset it was written with.
+pub type Timestamp = DateTime<FixedOffset>;
+
+/// The environment variable that fixes the clock.
+pub const NOW_ENV: &str = "COORD_NOW";
+
+/// The current time in the local offset (or `COORD_NOW` when set and valid).
+pub fn now() -> Timestamp {
+    if let Ok(fixed) = std::env::var(NOW_ENV)
+        && let Some(ts) = parse_timestamp(&fixed)
+    {
+        return ts;
+    }
+    let local = Local::now();
+    local.with_timezone(local.offset())
+}
+
+/// Format a time the way coord writes it into files: RFC 3339, seconds, local offset.
+pub fn format_timestamp(ts: &Timestamp) -> String {
+    ts.format("%Y-%m-%dT%H:%M:%S%:z").to_string()
+}
+
+/// `now()` formatted for a file.
+pub fn now_string() -> String {
+    format_timestamp(&now())
+}
+
+/// Read a timestamp written by coord or by hand.
+///
+/// Accepts RFC 3339 (any offset, fractional seconds allowed) and the seed's offset-less
+/// `YYYY-MM-DDTHH:MM:SS[.fff]` (or with a space instead of `T`), read as local time.
+/// Returns `None` for anything else: callers fall back to a file's mtime.
+pub fn parse_timestamp(text: &str) -> Option<Timestamp> {
+    let text = text.trim();
+    if text.is_empty() || text.len() > 64 {
+        return None;
+    }
+    if let Ok(ts) = DateTime::parse_from_rfc3339(text) {
+        return Some(ts);
+    }
+    let naive = ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f"]
+        .iter()
+        .find_map(|fmt| NaiveDateTime::parse_from_str(text, fmt).ok())?;
+    let local = Local.from_local_datetime(&naive).earliest()?;
+    Some(local.with_timezone(local.offset()))
+}
+
+/// Convert a file's modification time to a timestamp in the local offset.
+pub fn from_system_time(t: std::time::SystemTime) -> Timestamp {
+    let local: DateTime<Local> = t.into();
+    local.with_timezone(local.offset())
+}
+
+/// How long ago `then` was, as seen from `now` (zero when `then` is in the future).
+pub fn age(now: &Timestamp, then: &Timestamp) -> Duration {
+    (*now - *then).to_std().unwrap_or(Duration::ZERO)
+}
+
+/// A short human age: `12s`, `3m`, `2h`, `4d`.
+pub fn format_age(age: Duration) -> String {
+    let secs = age.as_secs();
+    if secs < 60 {
+        format!("{secs}s")
+    } else if secs < 3600 {
+        format!("{}m", secs / 60)
+    } else if secs < 86_400 {
+        format!("{}h", secs / 3600)
+    } else {
+        format!("{}d", secs / 86_400)
+    }
+}
+
+/// A short human form of a duration given as an option: `500ms`, `30s`, `5m`, `1h30m`.
+pub fn format_duration(d: Duration) -> String {
+    let ms = d.as_millis();
+    if ms == 0 {
+        return "0s".into();
+    }
+    if !ms.is_multiple_of(1000) {
+        return format!("{ms}ms");
+    }
+    let mut secs = d.as_secs();
+    let mut out = String::new();
+    for (unit, size) in [("d", 86_400), ("h", 3600), ("m", 60), ("s", 1)] {
+        if secs >= size {
+            out.push_str(&format!("{}{unit}", secs / size));
+            secs %= size;
+        }
+    }
+    out
+}
+
+/// A wait bound: a duration, or `forever`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Wait {
+    /// Wait at most this long (zero: do not wait).
+    For(Duration),
+    /// Wait until the condition holds.
+    Forever,
+}
+
+impl Wait {
+    /// Parse `forever` or a duration.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadDuration`] when `text` is neither.
+    pub fn parse(text: &str) -> Result<Wait> {
+        if text.trim().eq_ignore_ascii_case("forever") {
+            Ok(Wait::Forever)
+        } else {
+            parse_duration(text).map(Wait::For)
+        }
+    }
+
+    /// The wait as a duration, `None` for forever.
+    pub fn as_duration(self) -> Option<Duration> {
+        match self {
+            Wait::For(d) => Some(d),
+            Wait::Forever => None,
+        }
+    }
+}
+
+/// Parse a duration: `0`, `500ms`, `30s`, `5m`, `2h`, `1d`, or a sum like `1m30s`.
+///
+/// # Errors
+///
+/// [`Error::BadDuration`] for anything else (a bare number other than `0`, an unknown unit,
+/// an overflow).
+pub fn parse_duration(text: &str) -> Result<Duration> {
+    let bad = |why: &str| Error::BadDuration {
+        text: text.to_string(),
+        why: why.to_string(),
+    };
+    let s = text.trim();
+    if s.is_empty() {
+        return Err(bad("it is empty"));
+    }
+    if s.bytes().all(|b| b == b'0') {
+        return Ok(Duration::ZERO);
+    }
+    let mut total_ms: u128 = 0;
+    let mut rest = s;
+    while !rest.is_empty() {
+        let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+        if digits == 0 {
+            return Err(bad("expected a number"));
+        }
+        if digits > 12 {
+            return Err(bad("the number is too large"));
+        }
+        let n: u128 = rest[..digits]
+            .parse()
+            .map_err(|_| bad("expected a number"))?;
+        rest = &rest[digits..];
+        let unit_len = rest.bytes().take_while(|b| b.is_ascii_alphabetic()).count();
+        let unit = &rest[..unit_len];
+        rest = &rest[unit_len..];
+        let scale: u128 = match unit {
+            "ms" => 1,
+            "s" => 1000,
+            "m" => 60_000,
+            "h" => 3_600_000,
+            "d" => 86_400_000,
+            "" => return Err(bad("a unit is missing (ms, s, m, h or d)")),
+            _ => return Err(bad("unknown unit (use ms, s, m, h or d)")),
+        };
+        total_ms += n * scale;
+    }
+    let ms = u64::try_from(total_ms).map_err(|_| bad("the duration is too long"))?;
+    Ok(Duration::from_millis(ms))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations_parse() {
+        assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
+        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
+        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
+        assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
+        assert_eq!(parse_duration("2h").unwrap(), Duration::from_secs(7200));
+        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
+        assert_eq!(Wait::parse("forever").unwrap(), Wait::Forever);
+        for bad in ["", "5", "5x", "m", "-1s", "1.5s", "99999999999999s"] {
+            assert!(parse_duration(bad).is_err(), "{bad:?} should be refused");
+        }
+    }
+
+    #[test]
+    fn durations_format_back() {
+        for text in ["500ms", "30s", "5m", "2h", "1m30s"] {
+            assert_eq!(format_duration(parse_duration(text).unwrap()), text);
+        }
+    }
+
+    #[test]
+    fn timestamps_with_and_without_offset() {
+        let ts = parse_timestamp("2026-01-28T01:00:00+01:00").unwrap();
+        assert_eq!(format_timestamp(&ts), "2026-01-28T01:00:00+01:00");
+        let naive = parse_timestamp("2026-01-28T01:00:00").unwrap();
+        assert_eq!(naive.format("%H:%M:%S").to_string(), "01:00:00");
+        assert!(parse_timestamp("2026-01-28 01:00:00.250").is_some());
+        for bad in ["", "yesterday", "2026-13-01T00:00:00", "\u{0}\u{1}"] {
+            assert!(parse_timestamp(bad).is_none(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn ages_read_at_a_glance() {
+        assert_eq!(format_age(Duration::from_secs(12)), "12s");
+        assert_eq!(format_age(Duration::from_secs(200)), "3m");
+        assert_eq!(format_age(Duration::from_secs(7300)), "2h");
+        assert_eq!(format_age(Duration::from_secs(200_000)), "2d");
+    }
+}

@@ -1,0 +1,242 @@
+//! The library's one error type.
+//!
+//! Variants are protocol outcomes a caller can act on; every I/O error carries the path it
+//! happened on (see [`IoResultExt::at`]). [`Error::hint`] says what to do next, and
+//! [`ExitCode`](crate::ExitCode) maps each variant to the contract's exit code.
+
+use std::io;
+use std::path::{Path, PathBuf};
+
+/// Shorthand for results of this crate.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in coord, as outcomes a caller can act on.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// An agent name that is not a valid id.
+    #[error("invalid agent name `{name}`: {why}")]
+    InvalidAgent {
+        /// The name as given.
+        name: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A command that acts as an agent was run without one.
+    #[error("no agent given")]
+    MissingAgent,
+    /// A path argument that resolves outside the workspace root.
+    #[error("`{path}` is outside the workspace `{root}`")]
+    OutsideRoot {
+        /// The path as given.
+        path: String,
+        /// The workspace root.
+        root: PathBuf,
+    },
+    /// A path argument that cannot name a file coord may use.
+    #[error("invalid path `{path}`: {why}")]
+    BadPath {
+        /// The path as given.
+        path: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// A duration that cannot be parsed.
+    #[error("invalid duration `{text}`: {why}")]
+    BadDuration {
+        /// The text as given.
+        text: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// Other bad input from the user (a malformed file given on the command line, a bad value).
+    #[error("{message}")]
+    BadInput {
+        /// What is wrong.
+        message: String,
+    },
+    /// A lock held by another agent, when not waiting.
+    #[error(
+        "lock on `{file}` is held by {holder} since {since}{}",
+        working_suffix(working_on)
+    )]
+    LockHeld {
+        /// The locked file, relative to the root.
+        file: String,
+        /// The holder's display name.
+        holder: String,
+        /// When the holder took it (local time, `HH:MM`, or the raw text).
+        since: String,
+        /// What the holder says it works on.
+        working_on: Option<String>,
+    },
+    /// A wait that ended without the lock.
+    #[error(
+        "gave up waiting for `{file}` after {waited}: held by {holder} since {since}{}",
+        working_suffix(working_on)
+    )]
+    WaitTimedOut {
+        /// The file waited for.
+        file: String,
+        /// How long coord waited, human readable.
+        waited: String,
+        /// Who held it at the end (or `earlier waiters`).
+        holder: String,
+        /// Since when.
+        since: String,
+        /// What the holder works on.
+        working_on: Option<String>,
+    },
+    /// A lock that belongs to another agent (unlock, write without the lock).
+    #[error("`{file}` is locked by {holder}, not by {agent}")]
+    NotHolder {
+        /// The file, relative to the root.
+        file: String,
+        /// Who holds it.
+        holder: String,
+        /// Who asked.
+        agent: String,
+    },
+    /// Any other refusal by a protocol rule.
+    #[error("{message}")]
+    Refused {
+        /// What was refused and why.
+        message: String,
+        /// What to do next.
+        hint: Option<String>,
+    },
+    /// A check that found problems (`check --strict`).
+    #[error("{message}")]
+    CheckFailed {
+        /// A summary of the problems.
+        message: String,
+    },
+    /// A state file that cannot be understood.
+    #[error("`{}` is corrupted{}: {why}", path.display(), line.map(|l| format!(" at line {l}")).unwrap_or_default())]
+    Corrupt {
+        /// The file.
+        path: PathBuf,
+        /// The 1-based line, when known.
+        line: Option<usize>,
+        /// What is wrong.
+        why: String,
+    },
+    /// An I/O error, with the path it happened on.
+    #[error("cannot {action} `{}`: {source}", path.display())]
+    Io {
+        /// What coord was doing (`read`, `create`, `rename`, …).
+        action: &'static str,
+        /// The path involved.
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// A state that cannot be handled, not tied to one I/O call.
+    #[error("{message}")]
+    Failed {
+        /// What went wrong and where.
+        message: String,
+    },
+}
+
+fn working_suffix(working_on: &Option<String>) -> String {
+    match working_on {
+        Some(w) if !w.is_empty() => format!(" (working on {w})"),
+        _ => String::new(),
+    }
+}
+
+impl Error {
+    /// What the user can do next, when coord knows.
+    pub fn hint(&self) -> Option<String> {
+        match self {
+            Error::MissingAgent => Some(
+                "say who is acting with `--agent NAME` (or `-a NAME`), or set `COORD_AGENT=NAME`"
+                    .into(),
+            ),
+            Error::InvalidAgent { .. } => Some(
+                "an agent name is 1-32 characters of a-z, 0-9, `_` and `-`, starting with a letter or digit (case is ignored)"
+                    .into(),
+            ),
+            Error::OutsideRoot { root, .. } => Some(format!(
+                "name a file inside `{}`, or choose another workspace with `--dir`",
+                root.display()
+            )),
+            Error::BadDuration { .. } => {
+                Some("write durations like `0`, `500ms`, `30s`, `5m`, `2h` or `forever`".into())
+            }
+            Error::LockHeld { file, holder, .. } | Error::WaitTimedOut { file, holder, .. } => {
+                Some(format!(
+                    "wait with `coord lock {file} --wait 5m`, or message them: `coord msg send {} \"…\"`",
+                    holder.to_lowercase()
+                ))
+            }
+            Error::NotHolder { file, .. } => Some(format!(
+                "take the lock first with `coord lock {file}`; `coord unlock --force` only removes a STALE lock"
+            )),
+            Error::Refused { hint, .. } => hint.clone(),
+            Error::CheckFailed { .. } => {
+                Some("see `coord status` for details; `coord unlock FILE --force` removes a STALE lock".into())
+            }
+            Error::Corrupt { path, .. } => Some(format!(
+                "repair or remove `{}` by hand; nothing was written",
+                path.display()
+            )),
+            _ => None,
+        }
+    }
+
+    /// A short machine-readable name of the variant, for `--json` error output.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Error::InvalidAgent { .. } => "invalid_agent",
+            Error::MissingAgent => "missing_agent",
+            Error::OutsideRoot { .. } => "outside_root",
+            Error::BadPath { .. } => "bad_path",
+            Error::BadDuration { .. } => "bad_duration",
+            Error::BadInput { .. } => "bad_input",
+            Error::LockHeld { .. } => "lock_held",
+            Error::WaitTimedOut { .. } => "wait_timed_out",
+            Error::NotHolder { .. } => "not_holder",
+            Error::Refused { .. } => "refused",
+            Error::CheckFailed { .. } => "check_failed",
+            Error::Corrupt { .. } => "corrupt",
+            Error::Io { .. } => "io",
+            Error::Failed { .. } => "failed",
+        }
+    }
+
+    /// A refusal with a message and an optional hint.
+    pub fn refused(message: impl Into<String>, hint: Option<String>) -> Error {
+        Error::Refused {
+            message: message.into(),
+            hint,
+        }
+    }
+
+    /// Bad user input.
+    pub fn bad_input(message: impl Into<String>) -> Error {
+        Error::BadInput {
+            message: message.into(),
+        }
+    }
+}
+
+/// Attach a path (and what was being done) to an `io::Result`.
+pub trait IoResultExt<T> {
+    /// Turn an `io::Error` into [`Error::Io`] naming `path`.
+    ///
+    /// # Errors
+    ///
+    /// Returns [`Error::Io`] when `self` is an error.
+    fn at(self, action: &'static str, path: &Path) -> Result<T>;
+}
+
+impl<T> IoResultExt<T> for io::Result<T> {
+    fn at(self, action: &'static str, path: &Path) -> Result<T> {
+        self.map_err(|source| Error::Io {
+            action,
+            path: path.to_path_buf(),
+            source,
+        })
+    }
+}

@@ -1,0 +1,53 @@
+//! The exit-code table of the command-line contract, in one place.
+//!
+//! Call sites never pick a number: they return an [`Error`](crate::Error), and
+//! [`ExitCode::from`] maps its variant here.
+
+use crate::error::Error;
+
+/// How a `coord` process ends.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExitCode {
+    /// 0: done.
+    Success,
+    /// 1: an I/O error or a state that cannot be handled.
+    Failure,
+    /// 2: usage or bad input.
+    Usage,
+    /// 3: refused by the protocol (lock held, wait timed out, not your turn).
+    Refused,
+    /// 4: a check failed.
+    CheckFailed,
+}
+
+impl ExitCode {
+    /// The numeric process exit status.
+    pub fn code(self) -> i32 {
+        match self {
+            ExitCode::Success => 0,
+            ExitCode::Failure => 1,
+            ExitCode::Usage => 2,
+            ExitCode::Refused => 3,
+            ExitCode::CheckFailed => 4,
+        }
+    }
+}
+
+impl From<&Error> for ExitCode {
+    fn from(err: &Error) -> ExitCode {
+        match err {
+            Error::InvalidAgent { .. }
+            | Error::MissingAgent
+            | Error::OutsideRoot { .. }
+            | Error::BadPath { .. }
+            | Error::BadDuration { .. }
+            | Error::BadInput { .. } => ExitCode::Usage,
+            Error::LockHeld { .. }
+            | Error::WaitTimedOut { .. }
+            | Error::NotHolder { .. }
+            | Error::Refused { .. } => ExitCode::Refused,
+            Error::CheckFailed { .. } => ExitCode::CheckFailed,
+            Error::Corrupt { .. } | Error::Io { .. } | Error::Failed { .. } => ExitCode::Failure,
+        }
+    }
+}

@@ -1,0 +1,98 @@
+//! This machine and its processes: the host name recorded in lock files, whether a recorded
+//! process still lives, and the short host tag used in temporary file names.
+//!
+//! A process id only means something on the host that recorded it, so every liveness question
+//! asks "same host?" first.
+
+use std::sync::OnceLock;
+
+/// This machine's host name (`uname -n`).
+pub fn hostname() -> &'static str {
+    static NAME: OnceLock<String> = OnceLock::new();
+    NAME.get_or_init(|| {
+        let uts = rustix::system::uname();
+        let name = uts.nodename().to_string_lossy().into_owned();
+        if name.is_empty() {
+            "localhost".to_string()
+        } else {
+            name
+        }
+    })
+}
+
+/// A short, stable tag for this host (8 hex digits), safe in file names.
+pub fn host_tag() -> &'static str {
+    static TAG: OnceLock<String> = OnceLock::new();
+    TAG.get_or_init(|| format!("{:08x}", fnv1a64(hostname().as_bytes()) as u32))
+}
+
+/// This process's id.
+pub fn pid() -> u32 {
+    std::process::id()
+}
+
+/// Whether process `pid` exists on this host.
+///
+/// A process that exists but belongs to another user still counts as alive.
+pub fn pid_alive(pid: u32) -> bool {
+    let Ok(raw) = i32::try_from(pid) else {
+        return false;
+    };
+    let Some(pid) = rustix::process::Pid::from_raw(raw) else {
+        return false;
+    };
+    match rustix::process::test_kill_process(pid) {
+        Ok(()) => true,
+        Err(e) => e == rustix::io::Errno::PERM,
+    }
+}
+
+/// Whether a process recorded as (`pid`, `host`) is known to be gone.
+///
+/// Only a process of this host can be known gone; one of another host is presumed alive.
+pub fn recorded_process_gone(pid: u32, host: &str) -> bool {
+    host == hostname() && !pid_alive(pid)
+}
+
+/// 64-bit FNV-1a: a small, stable hash for names on disk (not for security).
+pub fn fnv1a64(bytes: &[u8]) -> u64 {
+    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        hash ^= u64::from(*b);
+        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
+    }
+    hash
+}
+
+/// A random 64-bit value for tokens, from the OS's hashing keys and the clock.
+pub fn random_u64() -> u64 {
+    use std::collections::hash_map::RandomState;
+    use std::hash::{BuildHasher, Hasher};
+    let mut h = RandomState::new().build_hasher();
+    h.write_u32(pid());
+    if let Ok(d) = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH) {
+        h.write_u128(d.as_nanos());
+    }
+    h.finish()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_process_is_alive_and_a_reaped_child_is_not() {
+        assert!(pid_alive(pid()));
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let child_pid = child.id();
+        child.wait().unwrap();
+        assert!(!pid_alive(child_pid));
+        assert!(recorded_process_gone(child_pid, hostname()));
+        assert!(!recorded_process_gone(child_pid, "another-host.example"));
+    }
+
+    #[test]
+    fn tokens_differ() {
+        assert_ne!(random_u64(), random_u64());
+    }
+}

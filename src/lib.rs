@@ -1,0 +1,30 @@
+//! coord: coordinate several AI coding agents (and the humans watching them) in one shared folder.
+//!
+//! The library implements the seed protocols as plain files. It never prints and never exits:
+//! every operation returns data or a typed [`Error`], and the `coord` binary renders both.
+//!
+//! Layers, from the bottom up:
+//!
+//! - foundation: [`clock`] (now, timestamps, durations), [`layout`] (every name on disk),
+//!   [`record`] (the seed's `key: value` text), [`fsutil`] (every write to disk, capped reads, the
+//!   workspace mutex), [`host`] (this machine and its processes), [`watch`] (waiting on folder events),
+//!   [`workspace`] (root discovery, agent ids, path confinement);
+//! - protocols: [`v3`] (seed 001: presence, locks, backups, wait queue);
+//! - views: [`status`] (everything at once, for `coord status`).
+
+#![deny(missing_docs)]
+
+pub mod clock;
+pub mod error;
+pub mod exit_code;
+pub mod fsutil;
+pub mod host;
+pub mod layout;
+pub mod record;
+pub mod status;
+pub mod v3;
+pub mod watch;
+pub mod workspace;
+
+pub use error::{Error, Result};
+pub use exit_code::ExitCode;

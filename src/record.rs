@@ -1,0 +1,143 @@
+//! The seed's `key: value` text, as used by presence, lock and handshake files.
+//!
+//! Reading is lenient, as a file written by hand deserves: keys are matched without regard to
+//! case, surrounding blanks are trimmed, lines without a `:` are skipped. Writing is strict:
+//! one `key: value` line each, in the order given, values on one line (a newline in a value can
+//! never smuggle in another key).
+
+/// An ordered list of `key: value` entries.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Record {
+    entries: Vec<(String, String)>,
+}
+
+impl Record {
+    /// An empty record.
+    pub fn new() -> Record {
+        Record::default()
+    }
+
+    /// Parse the text of a file. Never fails: what cannot be read as `key: value` is skipped.
+    pub fn parse(text: &str) -> Record {
+        let entries = text
+            .lines()
+            .filter_map(|line| {
+                let (key, value) = line.split_once(':')?;
+                let key = key.trim().trim_start_matches('\u{feff}');
+                if key.is_empty() || key.contains(char::is_whitespace) {
+                    return None;
+                }
+                Some((key.to_string(), value.trim().to_string()))
+            })
+            .collect();
+        Record { entries }
+    }
+
+    /// The value of the first entry named `key` (case-insensitive), if any.
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.entries
+            .iter()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// The value of `key` when present and not empty.
+    pub fn get_nonempty(&self, key: &str) -> Option<&str> {
+        self.get(key).filter(|v| !v.is_empty())
+    }
+
+    /// Set `key` to `value`: the first entry of that name keeps its place (and its spelling),
+    /// otherwise the entry is appended.
+    pub fn set(&mut self, key: &str, value: impl AsRef<str>) {
+        let value = one_line(value.as_ref());
+        match self
+            .entries
+            .iter_mut()
+            .find(|(k, _)| k.eq_ignore_ascii_case(key))
+        {
+            Some(entry) => entry.1 = value,
+            None => self.entries.push((key.to_string(), value)),
+        }
+    }
+
+    /// Remove every entry named `key`.
+    pub fn remove(&mut self, key: &str) {
+        self.entries.retain(|(k, _)| !k.eq_ignore_ascii_case(key));
+    }
+
+    /// The entries, in order.
+    pub fn entries(&self) -> &[(String, String)] {
+        &self.entries
+    }
+
+    /// Entries whose key is not one of `known` (case-insensitive), in order.
+    pub fn extras<'a>(&'a self, known: &'a [&str]) -> impl Iterator<Item = (&'a str, &'a str)> {
+        self.entries
+            .iter()
+            .filter(|(k, _)| !known.iter().any(|n| n.eq_ignore_ascii_case(k)))
+            .map(|(k, v)| (k.as_str(), v.as_str()))
+    }
+
+    /// The file text: `key: value\n` per entry.
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        for (k, v) in &self.entries {
+            out.push_str(k);
+            out.push_str(": ");
+            out.push_str(v);
+            out.push('\n');
+        }
+        out
+    }
+}
+
+/// Fold a value onto one line and drop control characters.
+pub fn one_line(value: &str) -> String {
+    value
+        .chars()
+        .map(|c| {
+            if c == '\n' || c == '\r' || c == '\t' {
+                ' '
+            } else {
+                c
+            }
+        })
+        .filter(|c| !c.is_control())
+        .collect::<String>()
+        .trim()
+        .to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_the_seed_example() {
+        let r = Record::parse("Agent: Claude\nlocked_at: 2026-01-28T01:00:00\nfile: PROTOKOL.md\n");
+        assert_eq!(r.get("agent"), Some("Claude"));
+        assert_eq!(r.get("locked_at"), Some("2026-01-28T01:00:00"));
+        assert_eq!(r.get("file"), Some("PROTOKOL.md"));
+    }
+
+    #[test]
+    fn lenient_reading() {
+        let r = Record::parse("\u{feff}Agent:Claude\r\ngarbage line\n  status :  ACTIVE  \n: x\n");
+        assert_eq!(r.get("Agent"), Some("Claude"));
+        assert_eq!(r.get("STATUS"), Some("ACTIVE"));
+        assert_eq!(r.entries().len(), 2);
+    }
+
+    #[test]
+    fn set_keeps_order_and_spelling() {
+        let mut r = Record::parse("Agent: A\nstatus: ACTIVE\nextra: 1\n");
+        r.set("agent", "B");
+        r.set("new", "line1\nkey: injected");
+        assert_eq!(
+            r.render(),
+            "Agent: B\nstatus: ACTIVE\nextra: 1\nnew: line1 key: injected\n"
+        );
+        r.remove("status");
+        assert_eq!(r.get("status"), None);
+    }
+}

@@ -1,0 +1,147 @@
+//! Everything at once, for `coord status`: agents, locks, handshakes, unread messages, and the
+//! state files that could not be read. Reading only: building a status never writes a byte.
+
+use std::collections::BTreeMap;
+
+use serde::Serialize;
+
+use crate::clock::{self, Timestamp};
+use crate::v3::lock::{self, LockState};
+use crate::v3::presence::{self, StateCache, Unreadable};
+use crate::workspace::Workspace;
+
+/// One agent, as `status` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct AgentView {
+    /// The id.
+    pub agent: String,
+    /// The display name.
+    pub name: String,
+    /// ACTIVE, INACTIVE or FINISHED.
+    pub status: String,
+    /// The heartbeat as written (or the file's mtime when unreadable).
+    pub heartbeat: Option<String>,
+    /// Seconds since the heartbeat.
+    pub heartbeat_age_s: Option<u64>,
+    /// When the agent started.
+    pub started: Option<String>,
+    /// What it works on.
+    pub working_on: Option<String>,
+    /// The file it works on.
+    pub current_file: Option<String>,
+    /// FREE, LOCKED or WAITING.
+    pub lock_status: Option<String>,
+}
+
+/// One lock, as `status` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct LockView {
+    /// The locked file, relative to the root.
+    pub file: String,
+    /// The holder's id.
+    pub agent: String,
+    /// The holder's display name.
+    pub name: String,
+    /// `locked_at` as written, or the file's mtime.
+    pub locked_at: Option<String>,
+    /// Seconds since then.
+    pub age_s: Option<u64>,
+    /// LIVE, STALE or CONFLICT.
+    pub state: LockState,
+    /// Why it is stale.
+    pub stale_reason: Option<String>,
+    /// The reason given by the holder.
+    pub reason: Option<String>,
+    /// The process the lock follows.
+    pub pid: Option<u32>,
+    /// The session it was taken in.
+    pub session: Option<String>,
+    /// The lock file, relative to the root.
+    pub lock_file: String,
+}
+
+/// One handshake file entry.
+#[derive(Debug, Clone, Serialize)]
+pub struct HandshakeView {
+    /// Who wrote it.
+    pub from: String,
+    /// To whom.
+    pub to: String,
+    /// REQUESTED or ACCEPTED.
+    pub status: String,
+    /// When.
+    pub time: Option<String>,
+}
+
+/// The whole workspace at a glance.
+#[derive(Debug, Clone, Serialize)]
+pub struct Status {
+    /// The workspace root.
+    pub root: String,
+    /// Agents with a presence file.
+    pub agents: Vec<AgentView>,
+    /// Every lock file.
+    pub locks: Vec<LockView>,
+    /// Handshake files.
+    pub handshakes: Vec<HandshakeView>,
+    /// Unread messages per agent.
+    pub unread: BTreeMap<String, usize>,
+    /// State files that could not be read.
+    pub unreadable: Vec<Unreadable>,
+}
+
+/// Build an [`AgentView`] from a presence.
+pub fn agent_view(p: &presence::Presence, now: &Timestamp) -> AgentView {
+    let hb = p.heartbeat();
+    AgentView {
+        agent: p.id.clone(),
+        name: p.name().to_string(),
+        status: p.state(now).as_str().to_string(),
+        heartbeat: p
+            .field("heartbeat")
+            .map(str::to_string)
+            .or_else(|| hb.as_ref().map(clock::format_timestamp)),
+        heartbeat_age_s: hb.map(|h| clock::age(now, &h).as_secs()),
+        started: p.field("started").map(str::to_string),
+        working_on: p.field("working_on").map(str::to_string),
+        current_file: p.field("current_file").map(str::to_string),
+        lock_status: p.field("lock_status").map(str::to_string),
+    }
+}
+
+/// Build a [`LockView`] from a judged lock entry.
+pub fn lock_view(e: &lock::LockEntry, ws: &Workspace, now: &Timestamp) -> LockView {
+    LockView {
+        file: e.file.clone(),
+        agent: e.agent.clone(),
+        name: e.holder().to_string(),
+        locked_at: e
+            .locked_at()
+            .map(str::to_string)
+            .or_else(|| e.since.as_ref().map(clock::format_timestamp)),
+        age_s: e.since.as_ref().map(|s| clock::age(now, s).as_secs()),
+        state: e.state,
+        stale_reason: e.stale_why.clone(),
+        reason: e.reason().map(str::to_string),
+        pid: e.process().map(|(pid, _)| pid),
+        session: e.session().map(str::to_string),
+        lock_file: ws.rel(&e.lock_path).unwrap_or_default(),
+    }
+}
+
+/// Read the whole workspace.
+pub fn collect(ws: &Workspace) -> Status {
+    let now = clock::now();
+    let (presences, mut unreadable) = presence::scan(ws.root());
+    let mut cache = StateCache::from_presences(&presences, &now);
+    let entries = lock::scan_judged(ws, &mut cache, &now);
+    unreadable.extend(lock::unreadable(&entries, ws));
+    Status {
+        root: ws.root().display().to_string(),
+        agents: presences.iter().map(|p| agent_view(p, &now)).collect(),
+        locks: entries.iter().map(|e| lock_view(e, ws, &now)).collect(),
+        handshakes: Vec::new(),
+        unread: BTreeMap::new(),
+        unreadable,
+    }
+}

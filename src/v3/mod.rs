@@ -1,0 +1,7 @@
+//! Protocol V3 (seed 001): presence files with heartbeats, `FILE.lock.<agent>` locks that can
+//! never be double-held, `.bak` backups, and the wait queue that serves waiters in order.
+
+pub mod backup;
+pub mod lock;
+pub mod presence;
+pub mod queue;

@@ -1,0 +1,363 @@
+//! Presence files: `<root>/.<agent>_presence`, one per agent, in the seed's `key: value` form.
+//!
+//! ```text
+//! Agent: Claude
+//! status: ACTIVE
+//! started: 2026-01-28T01:00:00+01:00
+//! heartbeat: 2026-01-28T01:05:00+01:00
+//! working_on: Task_123
+//! current_file: SHARED.txt
+//! lock_status: LOCKED
+//! ```
+//!
+//! The seed's keys come first, in the seed's order; keys coord adds (`locks`, the JSON list of
+//! files this agent locked through coord) and keys someone else added follow and are kept.
+//! `started` survives every refresh. An agent is `ACTIVE` while its heartbeat is at most two
+//! minutes old, `INACTIVE` after, `FINISHED` once it said so. A heartbeat that cannot be read
+//! falls back to the file's mtime.
+//!
+//! Writers hold the workspace mutex, so two coord processes of one agent never lose an update.
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::clock::{self, Timestamp};
+use crate::error::{IoResultExt, Result};
+use crate::fsutil::{self, RECORD_CAP};
+use crate::layout;
+use crate::record::Record;
+use crate::workspace::AgentId;
+
+/// A heartbeat older than this makes an agent `INACTIVE`.
+pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(120);
+
+/// The seed's keys, in the seed's order.
+pub const SEED_KEYS: [&str; 7] = [
+    "Agent",
+    "status",
+    "started",
+    "heartbeat",
+    "working_on",
+    "current_file",
+    "lock_status",
+];
+
+/// The extra key listing the files locked through coord.
+const LOCKS_KEY: &str = "locks";
+
+/// What an agent's presence says about it now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum AgentState {
+    /// Heartbeat at most two minutes old.
+    Active,
+    /// Heartbeat older than that (or missing).
+    Inactive,
+    /// The agent said it is done.
+    Finished,
+}
+
+impl AgentState {
+    /// The word used in files and output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            AgentState::Active => "ACTIVE",
+            AgentState::Inactive => "INACTIVE",
+            AgentState::Finished => "FINISHED",
+        }
+    }
+}
+
+/// `lock_status` in a presence file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum LockStatus {
+    /// Holds no lock.
+    Free,
+    /// Holds at least one lock.
+    Locked,
+    /// Waits for a lock.
+    Waiting,
+}
+
+impl LockStatus {
+    /// The word written in the file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LockStatus::Free => "FREE",
+            LockStatus::Locked => "LOCKED",
+            LockStatus::Waiting => "WAITING",
+        }
+    }
+}
+
+/// One agent's presence file, as read.
+#[derive(Debug, Clone)]
+pub struct Presence {
+    /// The agent id (from the file name).
+    pub id: String,
+    /// Everything in the file.
+    pub record: Record,
+    /// The file's modification time, the fallback for an unreadable heartbeat.
+    pub mtime: Option<Timestamp>,
+}
+
+impl Presence {
+    /// Parse presence text for agent `id`.
+    pub fn parse(id: &str, text: &str, mtime: Option<Timestamp>) -> Presence {
+        Presence {
+            id: id.to_string(),
+            record: Record::parse(text),
+            mtime,
+        }
+    }
+
+    /// The display name (`Agent:`), or the id when missing.
+    pub fn name(&self) -> &str {
+        self.record.get_nonempty("Agent").unwrap_or(&self.id)
+    }
+
+    /// A seed field, when present and meaningful (`-` means none).
+    pub fn field(&self, key: &str) -> Option<&str> {
+        self.record.get_nonempty(key).filter(|v| *v != "-")
+    }
+
+    /// The heartbeat: the `heartbeat` line when readable, else the file's mtime.
+    pub fn heartbeat(&self) -> Option<Timestamp> {
+        self.field("heartbeat")
+            .and_then(clock::parse_timestamp)
+            .or(self.mtime)
+    }
+
+    /// ACTIVE, INACTIVE or FINISHED, as of `now`.
+    pub fn state(&self, now: &Timestamp) -> AgentState {
+        if self
+            .field("status")
+            .is_some_and(|s| s.eq_ignore_ascii_case("FINISHED"))
+        {
+            return AgentState::Finished;
+        }
+        match self.heartbeat() {
+            Some(hb) if clock::age(now, &hb) <= HEARTBEAT_TIMEOUT => AgentState::Active,
+            _ => AgentState::Inactive,
+        }
+    }
+
+    /// The files this agent locked through coord (relative to the root).
+    pub fn locks(&self) -> Vec<String> {
+        self.record
+            .get(LOCKS_KEY)
+            .and_then(|v| serde_json::from_str(v).ok())
+            .unwrap_or_default()
+    }
+}
+
+/// A state file that could not be read, and why.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Unreadable {
+    /// The file, relative to the root.
+    pub path: String,
+    /// Why it could not be read.
+    pub why: String,
+}
+
+/// Read agent `id`'s presence. `Ok(None)` when there is none.
+///
+/// # Errors
+///
+/// [`Unreadable`] when the file exists but is not a readable small regular file.
+pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Presence>, Unreadable> {
+    let path = layout::presence(root, id);
+    match fsutil::read_text_capped(&path, RECORD_CAP) {
+        Ok((text, mtime)) => Ok(Some(Presence::parse(
+            id,
+            &text,
+            mtime.map(clock::from_system_time),
+        ))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Unreadable {
+            path: format!(".{id}_presence"),
+            why: e.to_string(),
+        }),
+    }
+}
+
+/// Every presence in the root, sorted by agent id, and those that could not be read.
+pub fn scan(root: &Path) -> (Vec<Presence>, Vec<Unreadable>) {
+    let mut found = Vec::new();
+    let mut bad = Vec::new();
+    if let Ok(entries) = fs::read_dir(root) {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(id) = name.to_str().and_then(layout::presence_agent) else {
+                continue;
+            };
+            match read(root, id) {
+                Ok(Some(p)) => found.push(p),
+                Ok(None) => {}
+                Err(u) => bad.push(u),
+            }
+        }
+    }
+    found.sort_by(|a, b| a.id.cmp(&b.id));
+    (found, bad)
+}
+
+/// Agents' states looked up once each (for classifying many locks).
+#[derive(Debug, Default)]
+pub struct StateCache {
+    states: HashMap<String, Option<AgentState>>,
+}
+
+impl StateCache {
+    /// A cache pre-filled from presences already read.
+    pub fn from_presences(presences: &[Presence], now: &Timestamp) -> StateCache {
+        StateCache {
+            states: presences
+                .iter()
+                .map(|p| (p.id.clone(), Some(p.state(now))))
+                .collect(),
+        }
+    }
+
+    /// Agent `id`'s state, reading its presence on first use (`None`: no readable presence).
+    pub fn state(&mut self, root: &Path, id: &str, now: &Timestamp) -> Option<AgentState> {
+        *self
+            .states
+            .entry(id.to_string())
+            .or_insert_with(|| read(root, id).ok().flatten().map(|p| p.state(now)))
+    }
+}
+
+/// A change to an agent's own presence. `None` fields keep what the file says.
+#[derive(Debug, Clone, Default)]
+pub struct Update {
+    /// `status`: ACTIVE or FINISHED.
+    pub finished: Option<bool>,
+    /// `working_on`.
+    pub working_on: Option<String>,
+    /// `current_file`.
+    pub current_file: Option<String>,
+    /// `lock_status`.
+    pub lock_status: Option<LockStatus>,
+    /// The files locked through coord.
+    pub locks: Option<Vec<String>>,
+}
+
+/// Create or refresh `agent`'s presence (heartbeat now), applying `update`.
+/// The caller holds the workspace mutex.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) when the file cannot be written.
+pub fn write(root: &Path, agent: &AgentId, update: &Update) -> Result<Presence> {
+    let old = read(root, agent.id()).ok().flatten();
+    let now = clock::now_string();
+    let old_field = |key: &str| {
+        old.as_ref()
+            .and_then(|p| p.record.get_nonempty(key))
+            .map(str::to_string)
+    };
+    let status = match update.finished {
+        Some(true) => "FINISHED".to_string(),
+        Some(false) => "ACTIVE".to_string(),
+        None => match old_field("status") {
+            Some(s) if s.eq_ignore_ascii_case("FINISHED") => "FINISHED".into(),
+            _ => "ACTIVE".into(),
+        },
+    };
+    let started = old_field("started")
+        .filter(|s| clock::parse_timestamp(s).is_some())
+        .unwrap_or_else(|| now.clone());
+    let pick = |new: &Option<String>, key: &str| {
+        new.clone()
+            .or_else(|| old_field(key))
+            .unwrap_or_else(|| "-".to_string())
+    };
+    let working_on = pick(&update.working_on, "working_on");
+    let current_file = pick(&update.current_file, "current_file");
+    let lock_status = update
+        .lock_status
+        .map(|s| s.as_str().to_string())
+        .or_else(|| old_field("lock_status"))
+        .unwrap_or_else(|| "FREE".to_string());
+
+    let mut rec = Record::new();
+    rec.set("Agent", agent.name());
+    rec.set("status", status);
+    rec.set("started", started);
+    rec.set("heartbeat", &now);
+    rec.set("working_on", working_on);
+    rec.set("current_file", current_file);
+    rec.set("lock_status", lock_status);
+    if let Some(old) = &old {
+        for (k, v) in old.record.extras(&SEED_KEYS) {
+            rec.set(k, v);
+        }
+    }
+    match &update.locks {
+        Some(locks) if locks.is_empty() => rec.remove(LOCKS_KEY),
+        Some(locks) => rec.set(
+            LOCKS_KEY,
+            serde_json::to_string(locks).unwrap_or_else(|_| "[]".into()),
+        ),
+        None => {}
+    }
+    let path = layout::presence(root, agent.id());
+    fsutil::replace(&path, rec.render().as_bytes())?;
+    let mtime = fsutil::mtime(&path).map(clock::from_system_time);
+    Ok(Presence {
+        id: agent.id().to_string(),
+        record: rec,
+        mtime,
+    })
+}
+
+/// Remove `agent`'s presence file (used by tests and cleanup; `shutdown` marks FINISHED instead).
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) on a failure other than "not there".
+pub fn remove(root: &Path, agent: &AgentId) -> Result<bool> {
+    let path = layout::presence(root, agent.id());
+    fs::remove_file(&path).map(|_| true).or_else(|e| {
+        if e.kind() == std::io::ErrorKind::NotFound {
+            Ok(false)
+        } else {
+            Err(e).at("remove", &path)
+        }
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn seed_presence_is_read() {
+        let now = clock::parse_timestamp("2026-01-28T01:06:00").unwrap();
+        let p = Presence::parse(
+            "claude",
+            "Agent: Claude\nstatus: ACTIVE\nstarted: 2026-01-28T01:00:00\nheartbeat: 2026-01-28T01:05:00\nworking_on: Task_123\ncurrent_file: file.txt\nlock_status: FREE\n",
+            None,
+        );
+        assert_eq!(p.name(), "Claude");
+        assert_eq!(p.state(&now), AgentState::Active);
+        let later = clock::parse_timestamp("2026-01-28T01:07:01").unwrap();
+        assert_eq!(p.state(&later), AgentState::Inactive);
+        let done = Presence::parse("claude", "status: FINISHED\n", None);
+        assert_eq!(done.state(&now), AgentState::Finished);
+    }
+
+    #[test]
+    fn unreadable_heartbeat_falls_back_to_mtime() {
+        let now = clock::parse_timestamp("2026-01-28T01:06:00+00:00").unwrap();
+        let p = Presence::parse("x", "heartbeat: soon\n", Some(now));
+        assert_eq!(p.state(&now), AgentState::Active);
+        let none = Presence::parse("x", "heartbeat: soon\n", None);
+        assert_eq!(none.state(&now), AgentState::Inactive);
+    }
+}

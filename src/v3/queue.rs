@@ -1,0 +1,162 @@
+//! The wait queue: waiters for a busy lock are served in the order they started waiting.
+//!
+//! A waiter registers one ticket per file it waits for, under `.coord/queue/q-<hash>/`, named
+//! `<seq>.<agent>` with a sequence number taken from `.coord/queue/seq`. Every queue operation
+//! runs under the workspace mutex, so the numbers are unique and increase. Only the waiter whose
+//! ticket is the first live one in every queue it stands in may take the lock; since one global
+//! counter orders all tickets, the oldest waiter is first in each of its queues, and waiters for
+//! overlapping sets of files cannot block each other in a cycle.
+//!
+//! A ticket is dead when its process is gone (same host) or when it has not been touched for
+//! [`TICKET_TIMEOUT`] (waiters touch theirs every few seconds). Dead tickets are removed by
+//! whoever looks next; a waiter that gives up removes its own.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use crate::error::{IoResultExt, Result};
+use crate::fsutil::{self, RECORD_CAP};
+use crate::host;
+use crate::layout;
+use crate::record::Record;
+use crate::workspace::{AgentId, Target};
+
+/// A ticket untouched for this long is dead (waiters touch theirs every [`TOUCH_EVERY`]).
+pub const TICKET_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// How often a waiter touches its tickets.
+pub const TOUCH_EVERY: Duration = Duration::from_secs(5);
+
+/// A waiter's tickets, one per file.
+#[derive(Debug, Clone)]
+pub struct Tickets {
+    /// The shared sequence number.
+    pub seq: u64,
+    /// The ticket files.
+    pub paths: Vec<PathBuf>,
+}
+
+/// Register `agent` (this process) as waiting for `targets`. Caller holds the mutex.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) when the queue cannot be written.
+pub fn register(root: &Path, agent: &AgentId, targets: &[Target]) -> Result<Tickets> {
+    let seq_path = layout::queue_seq(root);
+    fsutil::ensure_dir(&layout::queue_root(root))?;
+    let last: u64 = fsutil::read_capped(&seq_path, 64)
+        .ok()
+        .and_then(|b| String::from_utf8_lossy(&b).trim().parse().ok())
+        .unwrap_or(0);
+    let seq = last + 1;
+    fsutil::replace(&seq_path, format!("{seq}\n").as_bytes())?;
+    let mut paths = Vec::with_capacity(targets.len());
+    for target in targets {
+        let dir = layout::queue_dir(root, &target.rel);
+        fsutil::ensure_dir(&dir)?;
+        let mut rec = Record::new();
+        rec.set("agent", agent.name());
+        rec.set("file", &target.rel);
+        rec.set("pid", host::pid().to_string());
+        rec.set("host", host::hostname());
+        let path = dir.join(layout::ticket_name(seq, agent.id()));
+        fsutil::replace(&path, rec.render().as_bytes())?;
+        paths.push(path);
+    }
+    Ok(Tickets { seq, paths })
+}
+
+/// Remove a waiter's tickets (and queue folders left empty). Caller holds the mutex.
+pub fn leave(tickets: &Tickets) {
+    for path in &tickets.paths {
+        let _ = fsutil::remove(path);
+        if let Some(dir) = path.parent() {
+            let _ = fs::remove_dir(dir);
+        }
+    }
+}
+
+/// Touch a waiter's tickets so they stay live.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) when a ticket vanished or cannot be touched.
+pub fn touch(tickets: &Tickets) -> Result<()> {
+    for path in &tickets.paths {
+        fsutil::touch(path)?;
+    }
+    Ok(())
+}
+
+/// A live ticket ahead in a queue.
+#[derive(Debug, Clone)]
+pub struct Ahead {
+    /// Sequence number.
+    pub seq: u64,
+    /// The waiter's display name.
+    pub agent: String,
+}
+
+/// The live tickets of `target`'s queue, oldest first, removing dead ones on the way.
+/// Caller holds the mutex.
+pub fn live_tickets(root: &Path, target: &Target) -> Vec<Ahead> {
+    let dir = layout::queue_dir(root, &target.rel);
+    let Ok(entries) = fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    let mut tickets: Vec<(u64, PathBuf)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let seq = e.file_name().to_str().and_then(layout::parse_ticket_name)?;
+            Some((seq, e.path()))
+        })
+        .collect();
+    tickets.sort();
+    let mut live = Vec::new();
+    for (seq, path) in tickets {
+        match ticket_alive(&path) {
+            Some(agent) => live.push(Ahead { seq, agent }),
+            None => {
+                let _ = fsutil::remove(&path);
+            }
+        }
+    }
+    if live.is_empty() {
+        let _ = fs::remove_dir(&dir);
+    }
+    live
+}
+
+fn ticket_alive(path: &Path) -> Option<String> {
+    let (text, mtime) = fsutil::read_text_capped(path, RECORD_CAP).ok()?;
+    let rec = Record::parse(&text);
+    if let (Some(pid), Some(h)) = (
+        rec.get("pid").and_then(|p| p.parse::<u32>().ok()),
+        rec.get("host"),
+    ) && host::recorded_process_gone(pid, h)
+    {
+        return None;
+    }
+    let fresh = mtime
+        .and_then(|m| m.elapsed().ok())
+        .is_some_and(|age| age <= TICKET_TIMEOUT);
+    fresh.then(|| rec.get("agent").unwrap_or("?").to_string())
+}
+
+/// The folders a waiter for `targets` should watch for queue changes.
+pub fn dirs(root: &Path, targets: &[Target]) -> Vec<PathBuf> {
+    targets
+        .iter()
+        .map(|t| layout::queue_dir(root, &t.rel))
+        .collect()
+}
+
+/// Make sure `dir` exists so it can be watched.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) when it cannot be created.
+pub fn ensure(dir: &Path) -> Result<()> {
+    fs::create_dir_all(dir).at("create folder", dir)
+}

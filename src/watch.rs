@@ -1,0 +1,125 @@
+//! Waiting for a condition on disk without polling every few seconds.
+//!
+//! A [`FolderWatch`] subscribes to events in a few folders (inotify on Linux, through `notify`)
+//! and wakes its waiter on any change there. Because network filesystems send no events, and
+//! because a watch can fail to start, every wait is also bounded by a short re-check interval:
+//! events make waits fast, the re-check makes them certain.
+//!
+//! Subscribe first, then test the condition, then wait: a change that lands between the test
+//! and the wait is still seen.
+
+use std::path::PathBuf;
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+
+/// How often a waiter re-checks even without an event (network filesystems send none).
+pub const RECHECK: Duration = Duration::from_millis(500);
+
+/// A subscription to changes in some folders.
+pub struct FolderWatch {
+    watcher: Option<RecommendedWatcher>,
+    rx: Receiver<()>,
+}
+
+impl FolderWatch {
+    /// Watch `dirs` (non-recursively). Folders that cannot be watched are left to the re-check.
+    pub fn new(dirs: &[PathBuf]) -> FolderWatch {
+        let (tx, rx) = channel();
+        let watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+            if res.is_ok() {
+                let _ = tx.send(());
+            }
+        })
+        .ok()
+        .map(|mut w| {
+            for dir in dirs {
+                let _ = w.watch(dir, RecursiveMode::NonRecursive);
+            }
+            w
+        });
+        FolderWatch { watcher, rx }
+    }
+
+    /// Add another folder to the subscription.
+    pub fn add(&mut self, dir: &std::path::Path) {
+        if let Some(w) = self.watcher.as_mut() {
+            let _ = w.watch(dir, RecursiveMode::NonRecursive);
+        }
+    }
+
+    /// Block until a change is seen or `max` has passed (never longer than [`RECHECK`] when the
+    /// watch could not start). Returns whether an event arrived. Pending events are drained.
+    pub fn wait(&self, max: Duration) -> bool {
+        let max = if self.watcher.is_some() {
+            max
+        } else {
+            max.min(RECHECK)
+        };
+        let got = match self.rx.recv_timeout(max) {
+            Ok(()) => true,
+            Err(RecvTimeoutError::Timeout) => false,
+            Err(RecvTimeoutError::Disconnected) => {
+                std::thread::sleep(max);
+                false
+            }
+        };
+        while self.rx.try_recv().is_ok() {}
+        got
+    }
+}
+
+/// A point in time by which a wait ends, or none.
+#[derive(Debug, Clone, Copy)]
+pub struct Deadline(Option<Instant>);
+
+impl Deadline {
+    /// A deadline `d` from now, or never for `None`.
+    pub fn after(d: Option<Duration>) -> Deadline {
+        Deadline(d.map(|d| Instant::now() + d))
+    }
+
+    /// Whether it has passed.
+    pub fn passed(&self) -> bool {
+        self.0.is_some_and(|t| Instant::now() >= t)
+    }
+
+    /// How long to sleep next: at most `step`, never past the deadline.
+    pub fn next_sleep(&self, step: Duration) -> Duration {
+        match self.0 {
+            Some(t) => t.saturating_duration_since(Instant::now()).min(step),
+            None => step,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_file_event_wakes_the_waiter_quickly() {
+        let dir = tempfile::tempdir().unwrap();
+        let w = FolderWatch::new(&[dir.path().to_path_buf()]);
+        let p = dir.path().join("x");
+        let t = std::thread::spawn(move || {
+            std::thread::sleep(Duration::from_millis(50));
+            std::fs::write(p, b"1").unwrap();
+        });
+        assert!(
+            w.wait(Duration::from_secs(10)),
+            "the event arrived before the timeout"
+        );
+        t.join().unwrap();
+    }
+
+    #[test]
+    fn deadlines() {
+        let d = Deadline::after(Some(Duration::ZERO));
+        assert!(d.passed());
+        let never = Deadline::after(None);
+        assert!(!never.passed());
+        assert_eq!(never.next_sleep(RECHECK), RECHECK);
+    }
+}

@@ -1,0 +1,317 @@
+//! The workspace: its root, who is acting, and which files may be named.
+//!
+//! - Root discovery: an explicit folder (`--dir`, `COORD_DIR`, a positional `DIR`), else the
+//!   nearest ancestor of the current directory holding `.coord/`, else the current directory.
+//! - Agent ids: the name lower-cased, matching `^[a-z0-9][a-z0-9_-]{0,31}$`; the name as given
+//!   is kept for display inside files.
+//! - Path confinement: a FILE argument is resolved against the current directory, `..` and
+//!   symlinks included, and must land inside the root (and outside `.coord/`). Anything else is
+//!   refused before a single byte is written.
+
+use std::fs;
+use std::path::{Component, Path, PathBuf};
+
+use crate::error::{Error, IoResultExt, Result};
+use crate::fsutil;
+use crate::layout;
+
+/// Whether `id` is a valid agent id (already lower-case).
+pub fn is_valid_agent_id(id: &str) -> bool {
+    let bytes = id.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 32
+        && (bytes[0].is_ascii_lowercase() || bytes[0].is_ascii_digit())
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_' || *b == b'-')
+}
+
+/// Who is acting: the id used in file names and the name as given, for display.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct AgentId {
+    id: String,
+    name: String,
+}
+
+impl AgentId {
+    /// Validate a name as given (`Claude` → id `claude`, display `Claude`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidAgent`] for anything that is not a valid id once lower-cased.
+    pub fn parse(name: &str) -> Result<AgentId> {
+        let bad = |why: &str| Error::InvalidAgent {
+            name: name.to_string(),
+            why: why.to_string(),
+        };
+        if name.is_empty() {
+            return Err(bad("it is empty"));
+        }
+        if !name.is_ascii() {
+            return Err(bad("only ASCII letters, digits, `_` and `-` are allowed"));
+        }
+        if name.len() > 32 {
+            return Err(bad("it is longer than 32 characters"));
+        }
+        let id = name.to_ascii_lowercase();
+        if !is_valid_agent_id(&id) {
+            return Err(bad(
+                "only letters, digits, `_` and `-` are allowed, starting with a letter or digit",
+            ));
+        }
+        Ok(AgentId {
+            id,
+            name: name.to_string(),
+        })
+    }
+
+    /// The id: lower-case, safe in file names.
+    pub fn id(&self) -> &str {
+        &self.id
+    }
+
+    /// The name as given, for display inside files.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl std::fmt::Display for AgentId {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.id)
+    }
+}
+
+/// A file inside the workspace: its absolute path and its path relative to the root.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Target {
+    /// Relative to the root, `/`-separated. First, so targets sort by it.
+    pub rel: String,
+    /// Absolute, with symlinks resolved.
+    pub abs: PathBuf,
+}
+
+/// The shared working folder.
+#[derive(Debug, Clone)]
+pub struct Workspace {
+    root: PathBuf,
+}
+
+impl Workspace {
+    /// Find the root: `explicit` when given, else the nearest ancestor of `cwd` holding
+    /// `.coord/`, else `cwd`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadPath`] when an explicit folder does not exist or is not a folder.
+    pub fn discover(explicit: Option<&Path>, cwd: &Path) -> Result<Workspace> {
+        let root = match explicit {
+            Some(dir) => {
+                let dir = cwd.join(dir);
+                let canon = fs::canonicalize(&dir).map_err(|e| Error::BadPath {
+                    path: dir.display().to_string(),
+                    why: format!("the workspace folder cannot be used ({e})"),
+                })?;
+                if !canon.is_dir() {
+                    return Err(Error::BadPath {
+                        path: dir.display().to_string(),
+                        why: "the workspace must be a folder".into(),
+                    });
+                }
+                canon
+            }
+            None => {
+                let cwd = fs::canonicalize(cwd).at("resolve the current directory", cwd)?;
+                cwd.ancestors()
+                    .find(|dir| {
+                        fs::symlink_metadata(layout::state_dir(dir)).is_ok_and(|m| m.is_dir())
+                    })
+                    .map(Path::to_path_buf)
+                    .unwrap_or(cwd)
+            }
+        };
+        Ok(Workspace { root })
+    }
+
+    /// A workspace at an already resolved root (tests, the demo).
+    pub fn at(root: PathBuf) -> Workspace {
+        Workspace { root }
+    }
+
+    /// The root folder.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Create `.coord/` when missing, and sweep temporary files left in the root.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] when the folder cannot be created.
+    pub fn ensure_state_dir(&self) -> Result<PathBuf> {
+        let dir = layout::state_dir(&self.root);
+        fsutil::ensure_dir(&dir)?;
+        Ok(dir)
+    }
+
+    /// Take the workspace mutex (creating `.coord/` when needed).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] when it cannot be opened or locked.
+    pub fn lock_mutex(&self) -> Result<fsutil::MutexGuard> {
+        self.ensure_state_dir()?;
+        fsutil::lock_mutex(&layout::mutex(&self.root))
+    }
+
+    /// Resolve a FILE argument given relative to `cwd`.
+    ///
+    /// The folder part must exist; `..` and symlinks are resolved; the result must lie inside
+    /// the root, must not be the root itself, and must not be inside `.coord/`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::OutsideRoot`] or [`Error::BadPath`]; nothing is written in either case.
+    pub fn resolve(&self, cwd: &Path, arg: &str) -> Result<Target> {
+        let bad = |why: &str| Error::BadPath {
+            path: arg.to_string(),
+            why: why.to_string(),
+        };
+        if arg.is_empty() {
+            return Err(bad("it is empty"));
+        }
+        if arg.contains('\0') {
+            return Err(bad("it contains a NUL byte"));
+        }
+        let joined = cwd.join(arg);
+        let name = match joined.components().next_back() {
+            Some(Component::Normal(name)) => name.to_os_string(),
+            _ => return Err(bad("it does not name a file")),
+        };
+        let parent = joined.parent().unwrap_or(Path::new("/"));
+        let parent = fs::canonicalize(parent).map_err(|_| bad("its folder does not exist"))?;
+        let mut abs = parent.join(&name);
+        if let Ok(meta) = fs::symlink_metadata(&abs)
+            && meta.is_symlink()
+        {
+            abs = fs::canonicalize(&abs).map_err(|_| bad("it is a dangling symlink"))?;
+        }
+        let Ok(rel) = abs.strip_prefix(&self.root) else {
+            return Err(Error::OutsideRoot {
+                path: arg.to_string(),
+                root: self.root.clone(),
+            });
+        };
+        let mut parts = Vec::new();
+        for c in rel.components() {
+            match c.as_os_str().to_str() {
+                Some(s) => parts.push(s),
+                None => return Err(bad("it is not valid UTF-8")),
+            }
+        }
+        if parts.is_empty() {
+            return Err(bad("it is the workspace root itself"));
+        }
+        if parts[0] == layout::STATE_DIR {
+            return Err(bad("files under `.coord/` belong to coord itself"));
+        }
+        Ok(Target {
+            rel: parts.join("/"),
+            abs,
+        })
+    }
+
+    /// The target for a path already relative to the root (as found in a lock record).
+    ///
+    /// # Errors
+    ///
+    /// As [`Workspace::resolve`].
+    pub fn target_from_rel(&self, rel: &str) -> Result<Target> {
+        if Path::new(rel).is_absolute() {
+            return Err(Error::BadPath {
+                path: rel.to_string(),
+                why: "expected a path relative to the workspace root".into(),
+            });
+        }
+        self.resolve(&self.root, rel)
+    }
+
+    /// The path of `abs` relative to the root, `/`-separated, when it is inside.
+    pub fn rel(&self, abs: &Path) -> Option<String> {
+        let rel = abs.strip_prefix(&self.root).ok()?;
+        let parts: Option<Vec<&str>> = rel.components().map(|c| c.as_os_str().to_str()).collect();
+        parts.map(|p| p.join("/"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_names() {
+        let a = AgentId::parse("Claude").unwrap();
+        assert_eq!((a.id(), a.name()), ("claude", "Claude"));
+        assert_eq!(AgentId::parse("AGENT-1").unwrap().id(), "agent-1");
+        assert!(AgentId::parse(&"a".repeat(32)).is_ok());
+        for bad in [
+            "",
+            "../x",
+            "a/b",
+            ".",
+            "-x",
+            "_x",
+            "a b",
+            "ünï",
+            &"a".repeat(33),
+        ] {
+            assert!(AgentId::parse(bad).is_err(), "{bad:?} must be refused");
+        }
+    }
+
+    #[test]
+    fn paths_stay_inside_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        fs::create_dir(root.join("sub")).unwrap();
+        let ws = Workspace::at(root.clone());
+        let t = ws.resolve(&root.join("sub"), "../SHARED.txt").unwrap();
+        assert_eq!(t.rel, "SHARED.txt");
+        assert_eq!(t.abs, root.join("SHARED.txt"));
+        assert_eq!(ws.resolve(&root, "sub/x.md").unwrap().rel, "sub/x.md");
+        assert!(matches!(
+            ws.resolve(&root, "../outside"),
+            Err(Error::OutsideRoot { .. })
+        ));
+        assert!(matches!(
+            ws.resolve(&root, "/etc/passwd"),
+            Err(Error::OutsideRoot { .. })
+        ));
+        assert!(ws.resolve(&root, "sub/..").is_err());
+        assert!(ws.resolve(&root, ".coord/mutex").is_err());
+        assert!(ws.resolve(&root, "nope/x").is_err());
+        std::os::unix::fs::symlink("/etc/passwd", root.join("evil")).unwrap();
+        assert!(matches!(
+            ws.resolve(&root, "evil"),
+            Err(Error::OutsideRoot { .. })
+        ));
+        std::os::unix::fs::symlink("/etc", root.join("evildir")).unwrap();
+        assert!(matches!(
+            ws.resolve(&root, "evildir/passwd"),
+            Err(Error::OutsideRoot { .. })
+        ));
+    }
+
+    #[test]
+    fn discovery_finds_the_nearest_coord_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        fs::create_dir_all(root.join(".coord")).unwrap();
+        fs::create_dir_all(root.join("a/b")).unwrap();
+        let ws = Workspace::discover(None, &root.join("a/b")).unwrap();
+        assert_eq!(ws.root(), root);
+        let ws = Workspace::discover(Some(Path::new("a")), &root).unwrap();
+        assert_eq!(ws.root(), root.join("a"));
+        assert!(Workspace::discover(Some(Path::new("missing")), &root).is_err());
+    }
+}
