@@ -930,6 +930,14 @@ pub fn release_tokens(
     Ok(out)
 }
 
+/// The token of `agent`'s lock on `target`, when it holds one.
+pub fn own_token(target: &Target, agent: &AgentId) -> Option<String> {
+    let path = layout::lock_file(&target.abs, agent.id());
+    LockEntry::read(path, target.rel.clone(), agent.id().to_string())
+        .token()
+        .map(str::to_string)
+}
+
 /// Whether `agent` still holds `target` with `token`. Caller holds the mutex.
 pub fn holds(target: &Target, agent: &AgentId, token: &str) -> bool {
     let path = layout::lock_file(&target.abs, agent.id());

@@ -1,0 +1,7 @@
+//! Integration tests: the real `coord` binary in temporary folders.
+//!
+//! One test binary, one module per command group; `support` holds the builder.
+
+mod support;
+
+mod v3_core;

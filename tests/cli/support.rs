@@ -1,0 +1,293 @@
+//! A small builder around the real `coord` binary, in the spirit of just's and fd's test
+//! harnesses: `env.agent("claude").args(["lock", "a.md"]).code(3).stderr_has("gemini")`.
+
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::ffi::OsStr;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+
+/// The binary under test.
+pub fn coord_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_coord")
+}
+
+/// A temporary workspace.
+pub struct Env {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Env {
+    pub fn new() -> Env {
+        let dir = tempfile::Builder::new()
+            .prefix("coord-test-")
+            .tempdir()
+            .unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        Env { _dir: dir, root }
+    }
+
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    pub fn path(&self, rel: &str) -> PathBuf {
+        self.root.join(rel)
+    }
+
+    pub fn write(&self, rel: &str, content: impl AsRef<[u8]>) {
+        let p = self.path(rel);
+        if let Some(parent) = p.parent() {
+            std::fs::create_dir_all(parent).unwrap();
+        }
+        std::fs::write(p, content).unwrap();
+    }
+
+    #[track_caller]
+    pub fn read(&self, rel: &str) -> String {
+        std::fs::read_to_string(self.path(rel)).unwrap_or_else(|e| panic!("cannot read {rel}: {e}"))
+    }
+
+    pub fn exists(&self, rel: &str) -> bool {
+        std::fs::symlink_metadata(self.path(rel)).is_ok()
+    }
+
+    /// Set a file's modification time to `secs` seconds ago.
+    pub fn age(&self, rel: &str, secs: u64) {
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(self.path(rel))
+            .unwrap();
+        f.set_modified(std::time::SystemTime::now() - std::time::Duration::from_secs(secs))
+            .unwrap();
+    }
+
+    /// `coord` in the root, with no agent and no inherited `COORD_*` settings.
+    pub fn cmd(&self) -> Cmd {
+        let mut command = Command::new(coord_bin());
+        command.current_dir(&self.root).env("COORD_DIR", &self.root);
+        for (k, _) in std::env::vars_os() {
+            if k.to_string_lossy().starts_with("COORD_") && k != "COORD_DIR" {
+                command.env_remove(k);
+            }
+        }
+        command.env("NO_COLOR", "1");
+        Cmd {
+            command,
+            stdin: None,
+        }
+    }
+
+    /// `coord` acting as `agent`.
+    pub fn agent(&self, agent: &str) -> Cmd {
+        self.cmd().env("COORD_AGENT", agent)
+    }
+
+    /// Every file under the root (relative path → bytes), `.coord/` excepted unless asked.
+    pub fn snapshot(&self) -> BTreeMap<String, Vec<u8>> {
+        let mut out = BTreeMap::new();
+        let mut stack = vec![self.root.clone()];
+        while let Some(dir) = stack.pop() {
+            for e in std::fs::read_dir(&dir).unwrap().flatten() {
+                let p = e.path();
+                let rel = p
+                    .strip_prefix(&self.root)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned();
+                let ft = e.file_type().unwrap();
+                if ft.is_dir() {
+                    stack.push(p);
+                } else if ft.is_symlink() {
+                    out.insert(
+                        rel,
+                        std::fs::read_link(&p)
+                            .unwrap()
+                            .to_string_lossy()
+                            .into_owned()
+                            .into_bytes(),
+                    );
+                } else {
+                    out.insert(rel, std::fs::read(&p).unwrap_or_default());
+                }
+            }
+        }
+        out
+    }
+
+    /// Files whose name ends with `suffix`, anywhere under the root.
+    pub fn files_ending(&self, suffix: &str) -> Vec<String> {
+        self.snapshot()
+            .into_keys()
+            .filter(|k| k.ends_with(suffix))
+            .collect()
+    }
+}
+
+/// One `coord` invocation being built.
+pub struct Cmd {
+    command: Command,
+    stdin: Option<Vec<u8>>,
+}
+
+impl Cmd {
+    pub fn agent(self, name: &str) -> Cmd {
+        self.env("COORD_AGENT", name)
+    }
+
+    pub fn arg(mut self, arg: impl AsRef<OsStr>) -> Cmd {
+        self.command.arg(arg);
+        self
+    }
+
+    pub fn args<I, S>(mut self, args: I) -> Cmd
+    where
+        I: IntoIterator<Item = S>,
+        S: AsRef<OsStr>,
+    {
+        self.command.args(args);
+        self
+    }
+
+    pub fn env(mut self, key: &str, value: impl AsRef<OsStr>) -> Cmd {
+        self.command.env(key, value);
+        self
+    }
+
+    pub fn env_remove(mut self, key: &str) -> Cmd {
+        self.command.env_remove(key);
+        self
+    }
+
+    pub fn cwd(mut self, dir: impl AsRef<Path>) -> Cmd {
+        self.command.current_dir(dir);
+        self
+    }
+
+    pub fn stdin(mut self, input: impl AsRef<[u8]>) -> Cmd {
+        self.stdin = Some(input.as_ref().to_vec());
+        self
+    }
+
+    /// The underlying command (for spawning without waiting).
+    pub fn command(self) -> Command {
+        self.command
+    }
+
+    /// Start it without waiting; stdout and stderr are piped.
+    pub fn spawn(mut self) -> Child {
+        self.command
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap()
+    }
+
+    /// Run it to completion.
+    pub fn run(mut self) -> Output {
+        self.command
+            .stdin(if self.stdin.is_some() {
+                Stdio::piped()
+            } else {
+                Stdio::null()
+            })
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let shown = format!("{:?}", self.command);
+        let mut child = self.command.spawn().unwrap();
+        if let Some(input) = self.stdin.take() {
+            let mut pipe = child.stdin.take().unwrap();
+            std::thread::spawn(move || {
+                let _ = pipe.write_all(&input);
+            });
+        }
+        let out = child.wait_with_output().unwrap();
+        Output {
+            shown,
+            code: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Run it and expect exit 0.
+    #[track_caller]
+    pub fn ok(self) -> Output {
+        self.code(0)
+    }
+
+    /// Run it and expect exit `code`.
+    #[track_caller]
+    pub fn code(self, code: i32) -> Output {
+        let out = self.run();
+        assert_eq!(
+            out.code,
+            Some(code),
+            "expected exit {code} from {}\n--- stdout\n{}--- stderr\n{}",
+            out.shown,
+            out.stdout,
+            out.stderr
+        );
+        out
+    }
+}
+
+/// A finished invocation.
+#[derive(Debug)]
+pub struct Output {
+    pub shown: String,
+    pub code: Option<i32>,
+    pub stdout: String,
+    pub stderr: String,
+}
+
+impl Output {
+    #[track_caller]
+    pub fn stdout_has(&self, needle: &str) -> &Output {
+        assert!(
+            self.stdout.contains(needle),
+            "expected stdout of {} to contain {needle:?}\n--- stdout\n{}--- stderr\n{}",
+            self.shown,
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+
+    #[track_caller]
+    pub fn stderr_has(&self, needle: &str) -> &Output {
+        assert!(
+            self.stderr.contains(needle),
+            "expected stderr of {} to contain {needle:?}\n--- stdout\n{}--- stderr\n{}",
+            self.shown,
+            self.stdout,
+            self.stderr
+        );
+        self
+    }
+
+    #[track_caller]
+    pub fn stdout_lacks(&self, needle: &str) -> &Output {
+        assert!(
+            !self.stdout.contains(needle),
+            "expected stdout of {} not to contain {needle:?}\n--- stdout\n{}",
+            self.shown,
+            self.stdout
+        );
+        self
+    }
+
+    #[track_caller]
+    pub fn json<T: serde::de::DeserializeOwned>(&self) -> T {
+        serde_json::from_str(&self.stdout).unwrap_or_else(|e| {
+            panic!(
+                "stdout of {} is not the expected JSON: {e}\n{}",
+                self.shown, self.stdout
+            )
+        })
+    }
+}
