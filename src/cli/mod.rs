@@ -166,7 +166,7 @@ fn report(err: &anyhow::Error, json: bool) -> ExitCode {
     };
     let hint = coord_err.and_then(Error::hint);
     output::error_line(&message, hint.as_deref());
-    if json {
+    if json && !output::json_printed() {
         output::json(&serde_json::json!({
             "error": {
                 "kind": coord_err.map(Error::kind).unwrap_or("failed"),

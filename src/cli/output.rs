@@ -5,6 +5,7 @@
 //! hostile presence file cannot drive the terminal.
 
 use std::io::{IsTerminal, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
 
@@ -16,8 +17,16 @@ pub fn line(text: &str) {
     }
 }
 
+static JSON_PRINTED: AtomicBool = AtomicBool::new(false);
+
+/// Whether a JSON document was already printed (stdout carries at most one).
+pub fn json_printed() -> bool {
+    JSON_PRINTED.load(Ordering::Relaxed)
+}
+
 /// Write one JSON document to stdout.
 pub fn json<T: Serialize>(value: &T) {
+    JSON_PRINTED.store(true, Ordering::Relaxed);
     match serde_json::to_string_pretty(value) {
         Ok(text) => line(&text),
         Err(e) => eprintln!("error: cannot render JSON: {e}"),

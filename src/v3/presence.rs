@@ -285,8 +285,15 @@ pub fn write(root: &Path, agent: &AgentId, update: &Update) -> Result<Presence> 
         .or_else(|| old_field("lock_status"))
         .unwrap_or_else(|| "FREE".to_string());
 
+    // A name given in lower case does not replace a display name of the same id (`Claude`).
+    let name = match old_field("Agent") {
+        Some(shown) if agent.name() == agent.id() && shown.eq_ignore_ascii_case(agent.id()) => {
+            shown
+        }
+        _ => agent.name().to_string(),
+    };
     let mut rec = Record::new();
-    rec.set("Agent", agent.name());
+    rec.set("Agent", name);
     rec.set("status", status);
     rec.set("started", started);
     rec.set("heartbeat", &now);

@@ -4,4 +4,5 @@
 
 mod support;
 
+mod concurrency;
 mod v3_core;

@@ -1,0 +1,132 @@
+//! Mutual exclusion with real processes: many `coord` processes racing for one file, a witness
+//! file created with `O_EXCL` inside the critical section, and a stampede on a stale lock.
+
+use std::process::{Child, Command};
+
+use crate::support::{Env, coord_bin};
+
+fn sh(env: &Env, agent: &str, script: &str) -> Child {
+    Command::new("sh")
+        .arg("-c")
+        .arg(script)
+        .current_dir(env.root())
+        .env("COORD_DIR", env.root())
+        .env("COORD_AGENT", agent)
+        .env("COORD", coord_bin())
+        .env_remove("COORD_SESSION")
+        .env_remove("COORD_SESSION_PID")
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn eight_processes_fifty_cycles_each_count_to_exactly_400() {
+    let env = Env::new();
+    env.write("counter.txt", "0\n");
+    // `set -C` makes `>` use O_EXCL: two holders inside the critical section would collide.
+    let cycle = r#"
+        i=0
+        while [ $i -lt 50 ]; do
+            "$COORD" lock counter.txt --wait 2m -q || exit 10
+            if ! ( set -C; : > witness ) 2>/dev/null; then echo "$COORD_AGENT" >> collisions; fi
+            n=$(cat counter.txt)
+            echo $((n + 1)) > counter.txt
+            rm -f witness
+            "$COORD" unlock counter.txt -q || exit 11
+            i=$((i + 1))
+        done
+    "#;
+    let children: Vec<Child> = (1..=8)
+        .map(|i| sh(&env, &format!("agent-{i}"), cycle))
+        .collect();
+    for mut c in children {
+        let status = c.wait().unwrap();
+        assert!(status.success(), "a worker failed: {status}");
+    }
+    assert!(
+        !env.exists("collisions"),
+        "two holders were inside the critical section at once: {}",
+        env.read("collisions")
+    );
+    assert_eq!(env.read("counter.txt").trim(), "400");
+    assert!(env.files_ending(".lock.agent-1").is_empty());
+    let leftovers: Vec<String> = env
+        .snapshot()
+        .into_keys()
+        .filter(|k| k.contains(".coord-") && k.ends_with(".tmp"))
+        .collect();
+    assert!(leftovers.is_empty(), "temporary files left: {leftovers:?}");
+}
+
+#[test]
+fn a_stampede_of_sixteen_on_one_stale_lock_has_exactly_one_winner() {
+    let env = Env::new();
+    let old = (chrono::Local::now() - chrono::Duration::minutes(20))
+        .format("%Y-%m-%dT%H:%M:%S")
+        .to_string();
+    env.write(
+        "SHARED.txt.lock.ghost",
+        format!("Agent: Ghost\nlocked_at: {old}\nfile: SHARED.txt\n"),
+    );
+    // All sixteen start together: each waits for the go file, then tries once.
+    let script = r#"
+        while [ ! -e go ]; do :; done
+        "$COORD" lock SHARED.txt --no-wait --no-backup 2>"err.$COORD_AGENT"
+        echo $? > "code.$COORD_AGENT"
+    "#;
+    let children: Vec<Child> = (1..=16)
+        .map(|i| sh(&env, &format!("racer-{i:02}"), script))
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    env.write("go", "");
+    for mut c in children {
+        c.wait().unwrap();
+    }
+    let mut winners = Vec::new();
+    let mut takeovers = 0;
+    for i in 1..=16 {
+        let name = format!("racer-{i:02}");
+        let code = env.read(&format!("code.{name}"));
+        let err = env.read(&format!("err.{name}"));
+        match code.trim() {
+            "0" => winners.push(name.clone()),
+            "3" => assert!(err.contains("is held by"), "{name}: {err}"),
+            other => panic!("{name} exited {other}: {err}"),
+        }
+        takeovers += err.matches("took over the stale lock of Ghost").count();
+    }
+    assert_eq!(winners.len(), 1, "winners: {winners:?}");
+    assert_eq!(takeovers, 1);
+    let locks = env.files_ending(&format!(".lock.{}", winners[0]));
+    assert_eq!(locks, ["SHARED.txt.lock.".to_string() + &winners[0]]);
+    let all_locks: Vec<String> = env
+        .snapshot()
+        .into_keys()
+        .filter(|k| k.starts_with("SHARED.txt.lock."))
+        .collect();
+    assert_eq!(all_locks.len(), 1, "{all_locks:?}");
+}
+
+#[test]
+fn a_stampede_of_waiters_takes_turns_without_overlap() {
+    let env = Env::new();
+    env.write("counter.txt", "0\n");
+    env.agent("holder").args(["lock", "counter.txt"]).ok();
+    let script = r#"
+        "$COORD" lock counter.txt --wait 2m -q || exit 10
+        if ! ( set -C; : > witness ) 2>/dev/null; then echo "$COORD_AGENT" >> collisions; fi
+        n=$(cat counter.txt); echo $((n + 1)) > counter.txt
+        rm -f witness
+        "$COORD" unlock counter.txt -q
+    "#;
+    let children: Vec<Child> = (1..=12)
+        .map(|i| sh(&env, &format!("w{i}"), script))
+        .collect();
+    std::thread::sleep(std::time::Duration::from_millis(300));
+    env.agent("holder").args(["unlock", "counter.txt"]).ok();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    assert!(!env.exists("collisions"));
+    assert_eq!(env.read("counter.txt").trim(), "12");
+}
