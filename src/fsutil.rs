@@ -15,7 +15,7 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::OpenOptionsExt;
+use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -102,10 +102,13 @@ fn parent_of(path: &Path) -> &Path {
 ///
 /// Any error creating the file.
 pub fn temp_in(dir: &Path) -> io::Result<NamedTempFile> {
+    // 0666 less the umask, like any new file: state files are shared with agents that may run
+    // as other users.
     tempfile::Builder::new()
         .prefix(&layout::temp_prefix(host::host_tag(), host::pid()))
         .suffix(layout::TEMP_SUFFIX)
         .rand_bytes(6)
+        .permissions(std::fs::Permissions::from_mode(0o666))
         .tempfile_in(dir)
 }
 
@@ -425,8 +428,22 @@ mod tests {
     }
 
     #[test]
+    fn new_files_get_the_usual_mode() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x");
+        assert!(create_new(&p, b"1").unwrap());
+        let mode = fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+        let status = fs::read_to_string("/proc/self/status").unwrap();
+        let umask = status
+            .lines()
+            .find_map(|l| l.strip_prefix("Umask:"))
+            .map(|v| u32::from_str_radix(v.trim(), 8).unwrap())
+            .unwrap();
+        assert_eq!(mode, 0o666 & !umask);
+    }
+
+    #[test]
     fn replace_durable_keeps_the_mode() {
-        use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("script.sh");
         fs::write(&f, b"old").unwrap();

@@ -1,0 +1,315 @@
+//! Benchmarks of the `coord` binary against the classic tools, as whole processes.
+//!
+//! Run with `cargo bench --bench coord` (or `bench/run.sh`, which installs the reference tools
+//! first). Prints a markdown report; `docs/performance.md` records the figures.
+//!
+//! - `lock`: `coord lock` + `coord unlock` as two processes vs `dotlockfile -l` + `dotlockfile -u`.
+//! - `wake`: time from the holder's release returning to the waiter's exit, coord vs `flock(1)`.
+//! - `status`: `coord status --json` over 20,000 files, 1,000 locks and 100 agents vs `find`.
+
+use std::io::Write;
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+const COORD: &str = env!("CARGO_BIN_EXE_coord");
+
+fn run(cmd: &mut Command) {
+    let status = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("spawn");
+    assert!(status.success(), "{cmd:?} failed");
+}
+
+fn coord(dir: &Path, agent: &str, args: &[&str]) -> Command {
+    let mut c = Command::new(COORD);
+    c.args(args)
+        .current_dir(dir)
+        .env("COORD_DIR", dir)
+        .env("COORD_AGENT", agent)
+        .env_remove("COORD_SESSION_PID");
+    c
+}
+
+fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .arg("-c")
+        .arg(format!("command -v {tool}"))
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
+}
+
+struct Stats {
+    median: Duration,
+    p95: Duration,
+    n: usize,
+}
+
+fn stats(mut v: Vec<Duration>) -> Stats {
+    v.sort();
+    let n = v.len();
+    Stats {
+        median: v[n / 2],
+        p95: v[(n * 95 / 100).min(n - 1)],
+        n,
+    }
+}
+
+fn ms(d: Duration) -> String {
+    format!("{:.2} ms", d.as_secs_f64() * 1000.0)
+}
+
+fn row(name: &str, s: &Stats) -> String {
+    format!("| {name} | {} | {} | {} |", ms(s.median), ms(s.p95), s.n)
+}
+
+fn bench_lock(out: &mut Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("SHARED.txt"), "shared\n").unwrap();
+    let n = 500;
+    // Warm up the page cache and the state folder.
+    for _ in 0..20 {
+        run(&mut coord(d, "claude", &["lock", "SHARED.txt", "-q"]));
+        run(&mut coord(d, "claude", &["unlock", "SHARED.txt", "-q"]));
+    }
+    let measure = |args_lock: &[&str]| {
+        let mut v = Vec::with_capacity(n);
+        for _ in 0..n {
+            let t = Instant::now();
+            run(&mut coord(d, "claude", args_lock));
+            run(&mut coord(d, "claude", &["unlock", "SHARED.txt", "-q"]));
+            v.push(t.elapsed());
+        }
+        stats(v)
+    };
+    let coord_plain = measure(&["lock", "SHARED.txt", "-q", "--no-backup"]);
+    let coord_backup = measure(&["lock", "SHARED.txt", "-q"]);
+    out.push("| lock + unlock (two processes) | median | p95 | runs |".into());
+    out.push("|---|---|---|---|".into());
+    out.push(row(
+        "`coord lock --no-backup` + `coord unlock`",
+        &coord_plain,
+    ));
+    out.push(row(
+        "`coord lock` (with `.bak`) + `coord unlock`",
+        &coord_backup,
+    ));
+    if have("dotlockfile") {
+        let lockfile = d.join("SHARED.txt.lock");
+        let lf = lockfile.to_str().unwrap();
+        for _ in 0..20 {
+            run(Command::new("dotlockfile").args(["-l", lf]));
+            run(Command::new("dotlockfile").args(["-u", lf]));
+        }
+        let mut v = Vec::with_capacity(n);
+        for _ in 0..n {
+            let t = Instant::now();
+            run(Command::new("dotlockfile").args(["-l", lf]));
+            run(Command::new("dotlockfile").args(["-u", lf]));
+            v.push(t.elapsed());
+        }
+        let dl = stats(v);
+        out.push(row("`dotlockfile -l` + `dotlockfile -u`", &dl));
+        out.push(String::new());
+        out.push(format!(
+            "Ratio coord / dotlockfile (medians): {:.2}x without backup, {:.2}x with backup.",
+            coord_plain.median.as_secs_f64() / dl.median.as_secs_f64(),
+            coord_backup.median.as_secs_f64() / dl.median.as_secs_f64()
+        ));
+    } else {
+        out.push(String::new());
+        out.push("(dotlockfile not installed: `apt-get install liblockfile-bin`)".into());
+    }
+}
+
+/// Spawn `cmd`, and return a handle that yields the instant it exited.
+fn exit_time(mut cmd: Command) -> std::thread::JoinHandle<Instant> {
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::thread::spawn(move || {
+        let st = child.wait().unwrap();
+        let t = Instant::now();
+        assert!(st.success());
+        t
+    })
+}
+
+fn wait_until(mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < Duration::from_secs(10), "setup timed out");
+        std::thread::sleep(Duration::from_millis(2));
+    }
+}
+
+fn bench_wake(out: &mut Vec<String>) {
+    let rounds = 40;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let mut lat = Vec::new();
+    for _ in 0..rounds {
+        run(&mut coord(d, "holder", &["lock", "f", "-q", "--no-backup"]));
+        let waiter = exit_time(coord(
+            d,
+            "waiter",
+            &["lock", "f", "--wait", "30s", "-q", "--no-backup"],
+        ));
+        wait_until(|| {
+            std::fs::read_to_string(d.join(".waiter_presence")).is_ok_and(|t| t.contains("WAITING"))
+        });
+        // Let the waiter settle into its wait.
+        std::thread::sleep(Duration::from_millis(30));
+        run(&mut coord(d, "holder", &["unlock", "f", "-q"]));
+        let released = Instant::now();
+        let woke = waiter.join().unwrap();
+        lat.push(woke.saturating_duration_since(released));
+        run(&mut coord(d, "waiter", &["unlock", "f", "-q"]));
+    }
+    let c = stats(lat);
+    out.push("| waiter wake-up after release | median | p95 | rounds |".into());
+    out.push("|---|---|---|---|".into());
+    out.push(row("`coord lock --wait` after `coord unlock` returns", &c));
+    if have("flock") {
+        let lockf = d.join("flockfile");
+        std::fs::write(&lockf, "").unwrap();
+        let lf = lockf.to_str().unwrap().to_string();
+        let mut lat = Vec::new();
+        for _ in 0..rounds {
+            let ready = d.join("holding");
+            let _ = std::fs::remove_file(&ready);
+            let mut holder = Command::new("flock")
+                .args([
+                    &lf,
+                    "sh",
+                    "-c",
+                    &format!("touch {}; read x", ready.display()),
+                ])
+                .stdin(Stdio::piped())
+                .spawn()
+                .unwrap();
+            wait_until(|| ready.exists());
+            let waiter = exit_time({
+                let mut c = Command::new("flock");
+                c.args([&lf, "true"]);
+                c
+            });
+            std::thread::sleep(Duration::from_millis(30));
+            drop(holder.stdin.take());
+            holder.wait().unwrap();
+            let released = Instant::now();
+            let woke = waiter.join().unwrap();
+            lat.push(woke.saturating_duration_since(released));
+        }
+        out.push(row("`flock FILE true` after the holder exits", &stats(lat)));
+    }
+}
+
+fn bench_status(out: &mut Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    // 20,000 files in 200 folders, 1,000 of them locked, 100 agents present.
+    let now = chrono::Local::now()
+        .format("%Y-%m-%dT%H:%M:%S%:z")
+        .to_string();
+    for i in 0..200 {
+        let sub = d.join(format!("pkg{i:03}"));
+        std::fs::create_dir(&sub).unwrap();
+        for j in 0..100 {
+            std::fs::write(sub.join(format!("file{j:03}.rs")), "fn main() {}\n").unwrap();
+        }
+        for j in 0..5 {
+            let agent = format!("agent{:03}", (i * 5 + j) % 100);
+            let mut f =
+                std::fs::File::create(sub.join(format!("file{j:03}.rs.lock.{agent}"))).unwrap();
+            write!(
+                f,
+                "Agent: {agent}\nlocked_at: {now}\nfile: pkg{i:03}/file{j:03}.rs\n"
+            )
+            .unwrap();
+        }
+    }
+    for a in 0..100 {
+        std::fs::write(
+            d.join(format!(".agent{a:03}_presence")),
+            format!("Agent: agent{a:03}\nstatus: ACTIVE\nstarted: {now}\nheartbeat: {now}\nworking_on: t\ncurrent_file: -\nlock_status: LOCKED\n"),
+        )
+        .unwrap();
+    }
+    let n = 30;
+    let time = |mk: &dyn Fn() -> Command| {
+        run(&mut mk());
+        let mut v = Vec::with_capacity(n);
+        for _ in 0..n {
+            let t = Instant::now();
+            run(&mut mk());
+            v.push(t.elapsed());
+        }
+        stats(v)
+    };
+    let c = time(&|| {
+        let mut c = Command::new(COORD);
+        c.args(["status", "--json"]).env("COORD_DIR", d);
+        c
+    });
+    let f = time(&|| {
+        let mut c = Command::new("find");
+        c.arg(d).args(["-name", "*.lock.*"]);
+        c
+    });
+    out.push("| 20,000 files, 1,000 locks, 100 agents | median | p95 | runs |".into());
+    out.push("|---|---|---|---|".into());
+    out.push(row("`coord status --json`", &c));
+    out.push(row("`find DIR -name '*.lock.*'`", &f));
+    out.push(String::new());
+    out.push(format!(
+        "Ratio coord / find (medians): {:.2}x.",
+        c.median.as_secs_f64() / f.median.as_secs_f64()
+    ));
+}
+
+fn main() {
+    let which: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let want = |name: &str| which.is_empty() || which.iter().any(|w| w == name || w == "all");
+    let mut out = Vec::new();
+    out.push(format!(
+        "Machine: {} cores, {}",
+        std::thread::available_parallelism().map_or(0, |n| n.get()),
+        std::fs::read_to_string("/proc/cpuinfo")
+            .ok()
+            .and_then(
+                |c| c.lines().find(|l| l.starts_with("model name")).map(|l| l
+                    .split(':')
+                    .nth(1)
+                    .unwrap_or("")
+                    .trim()
+                    .to_string())
+            )
+            .unwrap_or_else(|| "unknown CPU".into())
+    ));
+    out.push(String::new());
+    if want("lock") {
+        bench_lock(&mut out);
+        out.push(String::new());
+    }
+    if want("wake") {
+        bench_wake(&mut out);
+        out.push(String::new());
+    }
+    if want("status") {
+        bench_status(&mut out);
+        out.push(String::new());
+    }
+    println!("{}", out.join("\n"));
+}
