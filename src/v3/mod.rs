@@ -3,5 +3,7 @@
 
 pub mod backup;
 pub mod lock;
+pub mod message;
+pub mod note;
 pub mod presence;
 pub mod queue;
