@@ -288,7 +288,8 @@ fn read_marks(root: &Path, agent: &str) -> std::collections::HashSet<String> {
 
 fn is_unread(m: &Message, agent: &str, marks: &std::collections::HashSet<String>) -> bool {
     // A broadcast is never news to its sender; a note to oneself is.
-    !(m.to == ALL && m.from == agent) && !marks.contains(&m.id)
+    let own_broadcast = m.to == ALL && m.from == agent;
+    !own_broadcast && !marks.contains(&m.id)
 }
 
 /// `agent`'s inbox: messages to it or to `all`. Reading only.

@@ -4,4 +4,6 @@
 
 mod support;
 
+mod collab;
+mod messages;
 mod v3_core;
