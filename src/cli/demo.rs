@@ -132,13 +132,30 @@ fn messages_step(demo: &Demo, agents: &[&str]) -> anyhow::Result<()> {
     let (first, second, last) = (agents[0], agents[1], agents[agents.len() - 1]);
     demo.run(
         second,
-        &["msg", "send", first, "SHARED.txt is yours again, thanks for waiting"],
+        &[
+            "msg",
+            "send",
+            first,
+            "SHARED.txt is yours again, thanks for waiting",
+        ],
     )?;
     demo.run(
         last,
-        &["msg", "send", "all", "Heads-up: I summarise everything in NOTES.md next"],
+        &[
+            "msg",
+            "send",
+            "all",
+            "Heads-up: I summarise everything in NOTES.md next",
+        ],
     )?;
-    demo.run(last, &["note", "SHARED.txt", "summary of this file goes to NOTES.md"])?;
+    demo.run(
+        last,
+        &[
+            "note",
+            "SHARED.txt",
+            "summary of this file goes to NOTES.md",
+        ],
+    )?;
     demo.run(first, &["msg", "list"])?;
     let out = Command::new(&demo.exe)
         .args(["msg", "list", "--unread", "--json"])
