@@ -1,5 +1,6 @@
 //! Protocol V3 (seed 001): presence files with heartbeats, `FILE.lock.<agent>` locks that can
-//! never be double-held, `.bak` backups, and the wait queue that serves waiters in order.
+//! never be double-held, `.bak` backups, the wait queue that serves waiters in order, messages
+//! between agents and in-file notes.
 
 pub mod backup;
 pub mod lock;
