@@ -10,6 +10,9 @@
 //!   temporary file is created with `O_EXCL`.
 //! - Reads of state files are capped in size, never follow a symlink, never block on a FIFO,
 //!   and refuse anything but a regular file.
+//! - Appends ([`append_line`]) are one `write(2)` of a whole line on an `O_APPEND` descriptor,
+//!   made while holding a kernel lock (`flock`) on the file itself, so two coord writers never
+//!   interleave and a line never lands glued to a previous line that lacked its newline.
 //! - Temporary files left behind by a killed process are swept by the next coord in that folder
 //!   ([`sweep_temps`]): at once when their process is known gone, after an hour otherwise.
 
@@ -306,6 +309,95 @@ pub fn sweep_temps(dir: &Path) -> usize {
     removed
 }
 
+/// Append `line` to `path` (created when missing, never through a symlink), as one line.
+///
+/// The file is opened `O_APPEND` and locked with `flock` for the duration of the append, so
+/// concurrent coord writers never interleave; the whole line goes out in one `write` call, so
+/// even writers that do not lock (the seed's own Python class) cannot split it on a local disk.
+/// When the file does not end with a newline (written by hand), one is written first, so the new
+/// line stands on its own. A `line` without a trailing newline gets one. Not synced: see
+/// [`append_line_durable`] and [`sync_file`].
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the path: a symlink, a FIFO or a folder at `path`, or
+/// any I/O failure.
+pub fn append_line(path: &Path, line: &[u8]) -> Result<()> {
+    append_inner(path, line).map(drop)
+}
+
+/// [`append_line`], then fsync of the file (and of the folder when the file was created).
+///
+/// # Errors
+///
+/// As [`append_line`].
+pub fn append_line_durable(path: &Path, line: &[u8]) -> Result<()> {
+    let (file, created) = append_inner(path, line)?;
+    file.sync_data().at("sync", path)?;
+    if created {
+        sync_dir(parent_of(path))?;
+    }
+    Ok(())
+}
+
+/// fsync the regular file at `path` (data written through another descriptor included).
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the path.
+pub fn sync_file(path: &Path) -> Result<()> {
+    open_regular_nofollow(path)
+        .and_then(|f| f.sync_data())
+        .at("sync", path)
+}
+
+fn append_inner(path: &Path, line: &[u8]) -> Result<(File, bool)> {
+    use std::os::unix::fs::FileExt;
+    let existed = fs::symlink_metadata(path).is_ok();
+    let file = OpenOptions::new()
+        .read(true)
+        .append(true)
+        .create(true)
+        .mode(0o666)
+        .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32)
+        .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
+                io::Error::new(io::ErrorKind::InvalidData, "is a symlink (not followed)")
+            } else {
+                e
+            }
+        })
+        .at("open for appending", path)?;
+    let meta = file.metadata().at("inspect", path)?;
+    if !meta.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "is not a regular file",
+        ))
+        .at("append to", path);
+    }
+    file.lock().at("lock", path)?;
+    // Under the lock the length is final: look at the last byte to decide on a leading newline.
+    let len = file.metadata().at("inspect", path)?.len();
+    let mut buf = Vec::with_capacity(line.len() + 2);
+    if len > 0 {
+        let mut last = [0u8; 1];
+        file.read_exact_at(&mut last, len - 1).at("read", path)?;
+        if last[0] != b'\n' {
+            buf.push(b'\n');
+        }
+    }
+    buf.extend_from_slice(line);
+    if buf.last() != Some(&b'\n') {
+        buf.push(b'\n');
+    }
+    (&file).write_all(&buf).at("append to", path)?;
+    // Dropping `file` releases the flock; callers that sync do it after, which is fine: the
+    // data is in the page cache in its final place already.
+    Ok((file, !existed))
+}
+
 /// The workspace mutex: a short kernel lock on a file that is never deleted.
 ///
 /// Every lock transition (acquire, stale takeover, release, fenced commit) happens while one
@@ -440,6 +532,24 @@ mod tests {
             .map(|v| u32::from_str_radix(v.trim(), 8).unwrap())
             .unwrap();
         assert_eq!(mode, 0o666 & !umask);
+    }
+
+    #[test]
+    fn append_adds_whole_lines_and_refuses_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("notes.md");
+        append_line(&f, b"one").unwrap();
+        fs::write(&f, b"one\nhand-written, no newline").unwrap();
+        append_line_durable(&f, b"two\n").unwrap();
+        assert_eq!(
+            fs::read_to_string(&f).unwrap(),
+            "one\nhand-written, no newline\ntwo\n"
+        );
+        let link = dir.path().join("link.md");
+        std::os::unix::fs::symlink(&f, &link).unwrap();
+        assert!(append_line(&link, b"x").is_err());
+        assert!(append_line(dir.path(), b"x").is_err());
+        assert!(fs::read_to_string(&f).unwrap().ends_with("two\n"));
     }
 
     #[test]

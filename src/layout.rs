@@ -9,6 +9,9 @@
 //! <root>/.coord/mutex                 the workspace mutex (never deleted)
 //! <root>/.coord/queue/seq             the next wait-ticket number
 //! <root>/.coord/queue/q-<hash>/<seq>.<agent>  a waiter's ticket for one file
+//! <root>/.coord/messages/<id>.msg     one message (seed 001 `msg send`)
+//! <root>/.coord/messages/read/<agent>/<id>  agent has read message <id>
+//! <root>/collaboration_file.txt       seed 000 shared collaboration file (default name)
 //! ```
 //!
 //! No other module builds a path by joining strings.
@@ -144,6 +147,48 @@ pub fn parse_ticket_name(file_name: &str) -> Option<u64> {
     seq.parse().ok()
 }
 
+// --- Messages and the collaboration file -------------------------------------------------
+
+/// The suffix of a message file.
+pub const MESSAGE_SUFFIX: &str = ".msg";
+
+/// The default collaboration file of seed 000, in the root.
+pub const COLLAB_FILE: &str = "collaboration_file.txt";
+
+/// `<root>/.coord/messages`.
+pub fn messages_dir(root: &Path) -> PathBuf {
+    state_dir(root).join("messages")
+}
+
+/// Whether `id` can be a message id: 1-32 characters of `0-9a-z`.
+pub fn is_valid_message_id(id: &str) -> bool {
+    (1..=32).contains(&id.len())
+        && id
+            .bytes()
+            .all(|b| b.is_ascii_digit() || b.is_ascii_lowercase())
+}
+
+/// `<root>/.coord/messages/<id>.msg`. The caller has checked `id` with [`is_valid_message_id`].
+pub fn message_file(root: &Path, id: &str) -> PathBuf {
+    messages_dir(root).join(format!("{id}{MESSAGE_SUFFIX}"))
+}
+
+/// The id of a message file name (`0mkx2a9q1b3cd.msg` → `0mkx2a9q1b3cd`).
+pub fn parse_message_name(file_name: &str) -> Option<&str> {
+    let id = file_name.strip_suffix(MESSAGE_SUFFIX)?;
+    is_valid_message_id(id).then_some(id)
+}
+
+/// `<root>/.coord/messages/read/<agent>`: the read marks of one agent.
+pub fn read_marks_dir(root: &Path, agent: &str) -> PathBuf {
+    messages_dir(root).join("read").join(agent)
+}
+
+/// `<root>/.coord/messages/read/<agent>/<id>`: present once `agent` has read message `id`.
+pub fn read_mark(root: &Path, agent: &str, id: &str) -> PathBuf {
+    read_marks_dir(root, agent).join(id)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -185,5 +230,18 @@ mod tests {
         assert!(!is_temp_name("notes.tmp"));
         assert_eq!(parse_ticket_name(&ticket_name(7, "claude")), Some(7));
         assert_eq!(parse_ticket_name("7.claude"), None);
+    }
+
+    #[test]
+    fn message_names_parse_back() {
+        let p = message_file(Path::new("/w"), "0mkx2a9q1b3cd");
+        assert_eq!(p, Path::new("/w/.coord/messages/0mkx2a9q1b3cd.msg"));
+        assert_eq!(
+            parse_message_name("0mkx2a9q1b3cd.msg"),
+            Some("0mkx2a9q1b3cd")
+        );
+        for bad in ["x.txt", ".msg", "../x.msg", "A.msg", "a-b.msg"] {
+            assert_eq!(parse_message_name(bad), None, "{bad}");
+        }
     }
 }

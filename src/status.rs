@@ -7,6 +7,7 @@ use serde::Serialize;
 
 use crate::clock::{self, Timestamp};
 use crate::v3::lock::{self, LockState};
+use crate::v3::message;
 use crate::v3::presence::{self, StateCache, Unreadable};
 use crate::workspace::Workspace;
 
@@ -84,7 +85,7 @@ pub struct Status {
     pub locks: Vec<LockView>,
     /// Handshake files.
     pub handshakes: Vec<HandshakeView>,
-    /// Unread messages per agent.
+    /// Unread messages per agent with a presence (every such agent is listed, zero included).
     pub unread: BTreeMap<String, usize>,
     /// State files that could not be read.
     pub unreadable: Vec<Unreadable>,
@@ -141,7 +142,10 @@ pub fn collect(ws: &Workspace) -> Status {
         agents: presences.iter().map(|p| agent_view(p, &now)).collect(),
         locks: entries.iter().map(|e| lock_view(e, ws, &now)).collect(),
         handshakes: Vec::new(),
-        unread: BTreeMap::new(),
+        unread: message::unread_counts(
+            ws,
+            &presences.iter().map(|p| p.id.clone()).collect::<Vec<_>>(),
+        ),
         unreadable,
     }
 }

@@ -104,6 +104,8 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         output::line(&format!("  {l}"));
     }
 
+    messages_step(&demo, &agents)?;
+
     output::line("\n# One agent finishes; one keeps a lock while it works");
     demo.run(agents[0], &["presence", "--status", "finished"])?;
     demo.run(agents[1], &["lock", "NOTES.md", "--reason", "summarising"])?;
@@ -121,6 +123,57 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     }
     output::line(&format!("\nThe demo folder is {}", dir.display()));
     Ok(ExitCode::Success)
+}
+
+/// The agents talk: one direct message, one broadcast to `all`, a note in the shared file; the
+/// first agent lists its inbox and reads a message.
+fn messages_step(demo: &Demo, agents: &[&str]) -> anyhow::Result<()> {
+    output::line("\n# They talk: a direct message, a broadcast, a note; the first agent reads");
+    let (first, second, last) = (agents[0], agents[1], agents[agents.len() - 1]);
+    demo.run(
+        second,
+        &[
+            "msg",
+            "send",
+            first,
+            "SHARED.txt is yours again, thanks for waiting",
+        ],
+    )?;
+    demo.run(
+        last,
+        &[
+            "msg",
+            "send",
+            "all",
+            "Heads-up: I summarise everything in NOTES.md next",
+        ],
+    )?;
+    demo.run(
+        last,
+        &[
+            "note",
+            "SHARED.txt",
+            "summary of this file goes to NOTES.md",
+        ],
+    )?;
+    demo.run(first, &["msg", "list"])?;
+    let out = Command::new(&demo.exe)
+        .args(["msg", "list", "--unread", "--json"])
+        .current_dir(&demo.dir)
+        .env("COORD_DIR", &demo.dir)
+        .env("COORD_AGENT", first)
+        .env_remove("COORD_SESSION")
+        .env_remove("COORD_SESSION_PID")
+        .output()
+        .context("cannot run coord msg list")?;
+    let listed: serde_json::Value =
+        serde_json::from_slice(&out.stdout).context("coord msg list --json printed no JSON")?;
+    let id = listed["messages"][0]["id"]
+        .as_str()
+        .context("the first agent has no unread message")?
+        .to_string();
+    demo.run(first, &["msg", "read", &id])?;
+    Ok(())
 }
 
 fn demo_dir(ctx: &Ctx) -> anyhow::Result<PathBuf> {

@@ -10,8 +10,11 @@ use coord::workspace::{AgentId, Target, Workspace};
 use coord::{Error, ExitCode};
 
 mod check;
+mod collab;
 mod demo;
 mod lock;
+mod msg;
+mod note;
 mod output;
 mod presence;
 mod status;
@@ -70,6 +73,9 @@ enum Command {
     Unlock(unlock::UnlockArgs),
     Status(status::StatusArgs),
     Demo(demo::DemoArgs),
+    Msg(msg::MsgArgs),
+    Note(note::NoteArgs),
+    Collab(collab::CollabArgs),
 }
 
 /// What every command gets: the global options, resolved lazily.
@@ -153,6 +159,9 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Unlock(args) => unlock::run(args, ctx),
         Command::Status(args) => status::run(args, ctx),
         Command::Demo(args) => demo::run(args, ctx),
+        Command::Msg(args) => msg::run(args, ctx),
+        Command::Note(args) => note::run(args, ctx),
+        Command::Collab(args) => collab::run(args, ctx),
     }
 }
 

@@ -105,12 +105,13 @@ pub fn render(st: &Status, color: bool) -> String {
             .collect();
         out.push(output::table(&["FROM", "TO", "STATUS"], rows, color));
     }
-    if !st.unread.is_empty() {
+    if st.unread.values().any(|n| *n > 0) {
         out.push(String::new());
         out.push(output::title("Unread messages", color));
         let rows = st
             .unread
             .iter()
+            .filter(|(_, n)| **n > 0)
             .map(|(agent, n)| vec![Cell::plain(agent), Cell::plain(n.to_string())])
             .collect();
         out.push(output::table(&["AGENT", "UNREAD"], rows, color));

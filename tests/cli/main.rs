@@ -5,4 +5,6 @@
 mod support;
 
 mod concurrency;
+mod collab;
+mod messages;
 mod v3_core;

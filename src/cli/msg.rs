@@ -1,0 +1,241 @@
+//! `coord msg send|list|read|wait`: messages between agents (one file each under
+//! `.coord/messages/`, read marks per reader).
+
+use std::io::Read;
+
+use clap::{Args, Subcommand};
+use serde::Serialize;
+
+use coord::clock::{self, Wait};
+use coord::v3::message::{self, Inbox, InboxEntry, Recipient};
+use coord::v3::presence;
+use coord::{Error, ExitCode};
+
+use super::Ctx;
+use super::output::{self, Cell};
+
+/// Send, list, read and wait for messages between agents
+///
+///   coord -a claude msg send gemini "SHARED.txt is free again"
+///   coord -a claude msg send all - < summary.md
+///   coord -a gemini msg list --unread
+///   coord -a gemini msg read 0mkx2a9q1b3cd
+///   coord -a gemini msg wait --timeout 5m
+#[derive(Debug, Args)]
+pub struct MsgArgs {
+    #[command(subcommand)]
+    command: MsgCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum MsgCommand {
+    /// Send a message to one agent or to `all`; prints its id
+    ///
+    ///   coord -a claude msg send gemini "please review section 2"
+    ///   echo "build is green" | coord -a claude msg send all -
+    Send {
+        /// The recipient: an agent name, or `all`
+        #[arg(value_name = "PARTNER|all")]
+        to: String,
+        /// The message (`-` reads it from stdin)
+        #[arg(value_name = "TEXT")]
+        text: String,
+    },
+    /// List this agent's inbox (messages to it or to `all`), oldest first
+    ///
+    ///   coord -a gemini msg list
+    ///   coord -a gemini msg list --unread --json
+    List {
+        /// Only unread messages
+        #[arg(long)]
+        unread: bool,
+    },
+    /// Print a message whole and mark it read (for this agent only)
+    ///
+    ///   coord -a gemini msg read 0mkx2a9q1b3cd
+    Read {
+        /// The message id (from `coord msg list`)
+        #[arg(value_name = "ID")]
+        id: String,
+    },
+    /// Block until this agent has an unread message (exit 3 on timeout); lists the unread ones
+    ///
+    ///   coord -a gemini msg wait --timeout 10m && coord -a gemini msg list --unread
+    Wait {
+        /// Give up after this long (`300ms`, `30s`, `5m`, `forever`; default forever)
+        #[arg(long, value_name = "DUR")]
+        timeout: Option<String>,
+    },
+}
+
+/// `msg list --json` and `msg wait --json`.
+#[derive(Debug, Serialize)]
+struct ListJson<'a> {
+    /// The messages, oldest first.
+    messages: Vec<&'a InboxEntry>,
+    /// Files under `.coord/messages/` that are not messages.
+    skipped: &'a [presence::Unreadable],
+}
+
+/// `msg send --json`.
+#[derive(Debug, Serialize)]
+struct SentJson<'a> {
+    id: &'a str,
+    to: &'a str,
+    time: &'a str,
+}
+
+pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let ws = ctx.workspace(None)?;
+    match args.command {
+        MsgCommand::Send { to, text } => {
+            let to = Recipient::parse(&to)?;
+            let agent = ctx.agent()?;
+            let body = text_or_stdin(&text)?;
+            let sent = message::send(&ws, &agent, &to, &body)?;
+            if let Recipient::Agent(id) = &to
+                && matches!(presence::read(ws.root(), id), Ok(None))
+                && !ctx.quiet
+            {
+                output::diag(&format!(
+                    "note: `{id}` has no presence in this workspace yet; the message waits in its inbox"
+                ));
+            }
+            if ctx.json {
+                output::json(&SentJson {
+                    id: &sent.id,
+                    to: &sent.to,
+                    time: &sent.time,
+                });
+            } else if !ctx.quiet {
+                output::line(&sent.id);
+            }
+        }
+        MsgCommand::List { unread } => {
+            let agent = ctx.agent()?;
+            let inbox = message::inbox(&ws, &agent);
+            warn_skipped(&inbox);
+            print_list(&inbox, unread, ctx);
+        }
+        MsgCommand::Read { id } => {
+            let agent = ctx.agent()?;
+            let entry = message::read(&ws, &agent, &id)?;
+            if ctx.json {
+                output::json(&entry);
+            } else if !ctx.quiet {
+                let m = &entry.message;
+                output::line(&format!(
+                    "id: {}\nfrom: {}\nto: {}\ntime: {}\n\n{}",
+                    m.id,
+                    output::clean(&m.from_name),
+                    m.to,
+                    output::clean(&m.time),
+                    clean_text(m.body.trim_end_matches('\n'))
+                ));
+            }
+        }
+        MsgCommand::Wait { timeout } => {
+            let agent = ctx.agent()?;
+            let wait = match timeout {
+                Some(t) => Wait::parse(&t)?,
+                None => Wait::Forever,
+            };
+            let inbox = message::wait(&ws, &agent, wait)?;
+            print_list(&inbox, true, ctx);
+        }
+    }
+    Ok(ExitCode::Success)
+}
+
+/// TEXT, or stdin when TEXT is `-` (one trailing newline dropped).
+pub(super) fn text_or_stdin(text: &str) -> Result<String, Error> {
+    if text != "-" {
+        return Ok(text.to_string());
+    }
+    let mut buf = Vec::new();
+    std::io::stdin()
+        .take(message::MESSAGE_CAP + 1)
+        .read_to_end(&mut buf)
+        .map_err(|e| Error::bad_input(format!("cannot read the text from stdin: {e}")))?;
+    let mut text =
+        String::from_utf8(buf).map_err(|_| Error::bad_input("the text on stdin is not UTF-8"))?;
+    if text.ends_with('\n') {
+        text.pop();
+        if text.ends_with('\r') {
+            text.pop();
+        }
+    }
+    Ok(text)
+}
+
+/// Text from a file, for the terminal: control characters other than newline and tab replaced.
+pub(super) fn clean_text(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() && c != '\n' && c != '\t' {
+                '?'
+            } else {
+                c
+            }
+        })
+        .collect()
+}
+
+fn warn_skipped(inbox: &Inbox) {
+    for s in &inbox.skipped {
+        output::diag(&format!(
+            "warning: skipped `{}`: {}",
+            output::clean(&s.path),
+            output::clean(&s.why)
+        ));
+    }
+}
+
+fn print_list(inbox: &Inbox, only_unread: bool, ctx: &Ctx) {
+    let shown: Vec<&InboxEntry> = inbox
+        .messages
+        .iter()
+        .filter(|e| e.unread || !only_unread)
+        .collect();
+    if ctx.json {
+        output::json(&ListJson {
+            messages: shown,
+            skipped: &inbox.skipped,
+        });
+        return;
+    }
+    if ctx.quiet {
+        return;
+    }
+    if shown.is_empty() {
+        output::line(if only_unread {
+            "No unread messages"
+        } else {
+            "No messages"
+        });
+        return;
+    }
+    let now = clock::now();
+    let rows = shown
+        .iter()
+        .map(|e| {
+            let m = &e.message;
+            let when = clock::parse_timestamp(&m.time)
+                .map(|t| coord::v3::lock::format_since(Some(&t), &now))
+                .unwrap_or_else(|| "-".into());
+            vec![
+                Cell::plain(&m.id),
+                Cell::plain(if e.unread { "*" } else { "" }),
+                Cell::plain(&m.from),
+                Cell::plain(&m.to),
+                Cell::plain(when),
+                Cell::plain(m.first_line()),
+            ]
+        })
+        .collect();
+    output::line(&output::table(
+        &["ID", "NEW", "FROM", "TO", "TIME", "MESSAGE"],
+        rows,
+        output::color_enabled(),
+    ));
+}

@@ -1,0 +1,82 @@
+//! `coord note FILE TEXT`: append `[HH:MM] [Agent] TEXT` to FILE under its lock.
+
+use std::time::Duration;
+
+use clap::Args;
+
+use coord::ExitCode;
+use coord::clock::Wait;
+use coord::v3::lock::LockEvent;
+use coord::v3::note::{self, DEFAULT_WAIT, NoteRequest};
+
+use super::{Ctx, msg, output};
+
+/// Append `[HH:MM] [Agent] TEXT` to a shared file, under its lock
+///
+/// Takes FILE's lock (waiting like `coord lock`, 2 minutes by default), appends the line and
+/// releases the lock; if you already hold the lock, the line is appended and you keep it.
+///
+///   coord -a claude note SHARED.txt "Section 2 rewritten, please check the numbers"
+///   coord -a claude note PROTOKOL.md - < summary.txt
+#[derive(Debug, Args)]
+pub struct NoteArgs {
+    /// The file to append to (created when missing)
+    #[arg(value_name = "FILE")]
+    file: String,
+    /// The note, folded onto one line (`-` reads it from stdin)
+    #[arg(value_name = "TEXT")]
+    text: String,
+    /// Wait at most this long for the lock (`30s`, `5m`, `forever`; default 2m)
+    #[arg(long, value_name = "DUR", conflicts_with = "no_wait")]
+    wait: Option<String>,
+    /// Fail at once (exit 3) if another agent holds the lock
+    #[arg(long)]
+    no_wait: bool,
+}
+
+pub fn run(args: NoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let ws = ctx.workspace(None)?;
+    let agent = ctx.agent()?;
+    let target = ws.resolve(ctx.cwd(), &args.file)?;
+    let wait = match (&args.wait, args.no_wait) {
+        (_, true) => Wait::For(Duration::ZERO),
+        (Some(w), false) => Wait::parse(w)?,
+        (None, false) => Wait::For(DEFAULT_WAIT),
+    };
+    let text = msg::text_or_stdin(&args.text)?;
+    let quiet = ctx.quiet;
+    let noted = note::note(
+        &ws,
+        &NoteRequest {
+            agent,
+            target,
+            text,
+            wait,
+        },
+        &mut |event| match event {
+            LockEvent::Waiting(b) if !quiet && b.queued_ahead > 0 => output::diag(&format!(
+                "waiting for `{}`: {} earlier waiter(s) stand in line ({} first)",
+                b.file,
+                b.queued_ahead,
+                output::clean(&b.holder)
+            )),
+            LockEvent::Waiting(b) if !quiet => output::diag(&format!(
+                "waiting for `{}`: held by {} since {}",
+                b.file,
+                output::clean(&b.holder),
+                b.since
+            )),
+            LockEvent::Waiting(_) => {}
+        },
+    )?;
+    if ctx.json {
+        output::json(&noted);
+    } else if !ctx.quiet {
+        output::line(&format!(
+            "Noted in {}: {}",
+            noted.file,
+            output::clean(&noted.line)
+        ));
+    }
+    Ok(ExitCode::Success)
+}

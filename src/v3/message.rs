@@ -1,0 +1,464 @@
+//! Messages between agents (seed 001's `msg send / list / read`): one file per message under
+//! `.coord/messages/`, and read marks kept per reader.
+//!
+//! ```text
+//! <root>/.coord/messages/0mkx2a9q1b3cd.msg
+//!     from: claude
+//!     name: Claude
+//!     to: gemini                      (an agent id, or `all`)
+//!     time: 2026-01-28T01:00:00+01:00
+//!                                     (one empty line)
+//!     The body, any number of lines, exactly as sent.
+//! <root>/.coord/messages/read/gemini/0mkx2a9q1b3cd   (gemini has read it)
+//! ```
+//!
+//! Invariants:
+//!
+//! - **No lost or torn message.** Every message is its own file, published whole with
+//!   [`fsutil::create_new`] (temporary file, then link without replacing). Any number of senders
+//!   can write at once without a lock; an id already taken is retried with a new random suffix.
+//! - **Ids** are short, unique and stable: the sending time in milliseconds in base 36 (9
+//!   characters, so ids sort in sending order) followed by 4 random base-36 characters.
+//! - **Read state is per reader.** Reading creates a mark in the reader's own folder; nothing
+//!   else changes, so a broadcast (`to: all`) read by one agent stays unread for every other.
+//!   A broadcast never counts as unread for its sender.
+//! - **Hostile files are skipped, never trusted.** Files are read with a size cap, without
+//!   following links; a file that is not a message is reported in the listing's `skipped` and
+//!   left alone.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use crate::clock::{self, Wait};
+use crate::error::{Error, Result};
+use crate::fsutil;
+use crate::host;
+use crate::layout;
+use crate::record::Record;
+use crate::v3::presence::Unreadable;
+use crate::watch::{Deadline, FolderWatch, RECHECK};
+use crate::workspace::{AgentId, Workspace, is_valid_agent_id};
+
+/// The largest message coord writes or reads (1 MiB).
+pub const MESSAGE_CAP: u64 = 1024 * 1024;
+
+/// The recipient name that addresses every agent.
+pub const ALL: &str = "all";
+
+/// Whom a message is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recipient {
+    /// One agent, by id.
+    Agent(String),
+    /// Every agent (`all`).
+    All,
+}
+
+impl Recipient {
+    /// Parse `all` or an agent name (case is ignored, as for `--agent`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::InvalidAgent`] for anything else; nothing is written.
+    pub fn parse(text: &str) -> Result<Recipient> {
+        if text.eq_ignore_ascii_case(ALL) {
+            return Ok(Recipient::All);
+        }
+        AgentId::parse(text).map(|a| Recipient::Agent(a.id().to_string()))
+    }
+
+    /// The name written in the `to:` line.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Recipient::Agent(id) => id,
+            Recipient::All => ALL,
+        }
+    }
+}
+
+/// One message, as stored.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Message {
+    /// Its id (the file name without `.msg`).
+    pub id: String,
+    /// The sender's id.
+    pub from: String,
+    /// The sender's name as given (for display).
+    pub from_name: String,
+    /// The recipient's id, or `all`.
+    pub to: String,
+    /// When it was sent (RFC 3339, as written).
+    pub time: String,
+    /// The text, exactly as sent.
+    pub body: String,
+}
+
+impl Message {
+    /// The first line of the body (for listings).
+    pub fn first_line(&self) -> &str {
+        self.body.lines().next().unwrap_or("")
+    }
+
+    /// Whether `agent` is among its recipients.
+    pub fn is_for(&self, agent: &str) -> bool {
+        self.to == agent || self.to == ALL
+    }
+
+    /// The file text.
+    fn render(&self) -> String {
+        let mut rec = Record::new();
+        rec.set("from", &self.from);
+        rec.set("name", &self.from_name);
+        rec.set("to", &self.to);
+        rec.set("time", &self.time);
+        format!("{}\n{}", rec.render(), self.body)
+    }
+
+    /// Parse a message file's text; `None` with the reason when it is not a message.
+    fn parse(id: &str, text: &str) -> std::result::Result<Message, String> {
+        let (head, body) = text
+            .split_once("\n\n")
+            .ok_or("no empty line between the header and the body")?;
+        let rec = Record::parse(head);
+        let from = rec.get_nonempty("from").ok_or("no `from:` line")?;
+        if !is_valid_agent_id(from) {
+            return Err(format!("`from: {from}` is not an agent id"));
+        }
+        let to = rec.get_nonempty("to").ok_or("no `to:` line")?;
+        if to != ALL && !is_valid_agent_id(to) {
+            return Err(format!("`to: {to}` is neither an agent id nor `all`"));
+        }
+        Ok(Message {
+            id: id.to_string(),
+            from: from.to_string(),
+            from_name: rec.get_nonempty("name").unwrap_or(from).to_string(),
+            to: to.to_string(),
+            time: rec.get("time").unwrap_or("").to_string(),
+            body: body.to_string(),
+        })
+    }
+}
+
+/// A message in one agent's inbox.
+#[derive(Debug, Clone, Serialize)]
+pub struct InboxEntry {
+    /// The message.
+    #[serde(flatten)]
+    pub message: Message,
+    /// Whether this agent has not read it yet.
+    pub unread: bool,
+}
+
+/// One agent's inbox: messages to it or to `all`, oldest first, and files that were skipped.
+#[derive(Debug, Clone, Serialize)]
+pub struct Inbox {
+    /// The messages, in sending order.
+    pub messages: Vec<InboxEntry>,
+    /// Files in the message folder that could not be read as messages.
+    pub skipped: Vec<Unreadable>,
+}
+
+impl Inbox {
+    /// The unread entries.
+    pub fn unread(&self) -> impl Iterator<Item = &InboxEntry> {
+        self.messages.iter().filter(|e| e.unread)
+    }
+}
+
+const BASE36: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
+
+fn base36(mut n: u64, width: usize) -> String {
+    let mut digits = vec![b'0'; width];
+    for slot in digits.iter_mut().rev() {
+        *slot = BASE36[(n % 36) as usize];
+        n /= 36;
+    }
+    String::from_utf8(digits).unwrap_or_default()
+}
+
+/// A new id: sending time (ms, base 36, 9 digits) and 4 random base-36 digits.
+fn new_id() -> String {
+    let ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    format!(
+        "{}{}",
+        base36(ms, 9),
+        base36(host::random_u64() % 36u64.pow(4), 4)
+    )
+}
+
+/// Store a message from `from` to `to`; returns it with its new id.
+///
+/// # Errors
+///
+/// [`Error::BadInput`] for an empty or too large body (nothing is written);
+/// [`Error::Io`] when the file cannot be written.
+pub fn send(ws: &Workspace, from: &AgentId, to: &Recipient, body: &str) -> Result<Message> {
+    if body.trim().is_empty() {
+        return Err(Error::bad_input("the message is empty"));
+    }
+    if body.len() as u64 > MESSAGE_CAP - 4096 {
+        return Err(Error::bad_input(format!(
+            "the message is larger than {} KiB",
+            (MESSAGE_CAP - 4096) / 1024
+        )));
+    }
+    ws.ensure_state_dir()?;
+    let dir = layout::messages_dir(ws.root());
+    fsutil::ensure_dir(&dir)?;
+    let mut msg = Message {
+        id: String::new(),
+        from: from.id().to_string(),
+        from_name: from.name().to_string(),
+        to: to.as_str().to_string(),
+        time: clock::now_string(),
+        body: body.to_string(),
+    };
+    for _ in 0..64 {
+        msg.id = new_id();
+        let path = layout::message_file(ws.root(), &msg.id);
+        if fsutil::create_new(&path, msg.render().as_bytes())? {
+            return Ok(msg);
+        }
+    }
+    Err(Error::Failed {
+        message: format!(
+            "cannot find a free message id in `{}` after 64 tries",
+            dir.display()
+        ),
+    })
+}
+
+/// Every message in the workspace, in sending order, and the files that are not messages.
+fn scan(root: &Path) -> (Vec<Message>, Vec<Unreadable>) {
+    let dir = layout::messages_dir(root);
+    let mut found = Vec::new();
+    let mut skipped = Vec::new();
+    let Ok(entries) = fs::read_dir(&dir) else {
+        return (found, skipped);
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.ends_with(layout::MESSAGE_SUFFIX) {
+            continue; // temporary files, the `read` folder
+        }
+        let shown = format!("{}/messages/{name}", layout::STATE_DIR);
+        let Some(id) = layout::parse_message_name(name) else {
+            skipped.push(Unreadable {
+                path: shown,
+                why: "its name is not a message id".into(),
+            });
+            continue;
+        };
+        match read_one(&entry.path(), id) {
+            Ok(m) => found.push(m),
+            Err(why) => skipped.push(Unreadable { path: shown, why }),
+        }
+    }
+    found.sort_by(|a, b| a.id.cmp(&b.id));
+    skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    (found, skipped)
+}
+
+fn read_one(path: &Path, id: &str) -> std::result::Result<Message, String> {
+    let bytes = fsutil::read_capped(path, MESSAGE_CAP).map_err(|e| e.to_string())?;
+    let text = String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_string())?;
+    Message::parse(id, &text)
+}
+
+/// The ids `agent` has read.
+fn read_marks(root: &Path, agent: &str) -> std::collections::HashSet<String> {
+    fs::read_dir(layout::read_marks_dir(root, agent))
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| e.file_name().to_str().map(str::to_string))
+                .filter(|n| layout::is_valid_message_id(n))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn is_unread(m: &Message, agent: &str, marks: &std::collections::HashSet<String>) -> bool {
+    // A broadcast is never news to its sender; a note to oneself is.
+    let own_broadcast = m.to == ALL && m.from == agent;
+    !own_broadcast && !marks.contains(&m.id)
+}
+
+/// `agent`'s inbox: messages to it or to `all`. Reading only.
+pub fn inbox(ws: &Workspace, agent: &AgentId) -> Inbox {
+    let (all, skipped) = scan(ws.root());
+    let marks = read_marks(ws.root(), agent.id());
+    let messages = all
+        .into_iter()
+        .filter(|m| m.is_for(agent.id()))
+        .map(|m| {
+            let unread = is_unread(&m, agent.id(), &marks);
+            InboxEntry { message: m, unread }
+        })
+        .collect();
+    Inbox { messages, skipped }
+}
+
+/// Unread counts of each agent in `agents` (every one gets an entry). Reading only.
+pub fn unread_counts(ws: &Workspace, agents: &[String]) -> BTreeMap<String, usize> {
+    let (all, _) = scan(ws.root());
+    agents
+        .iter()
+        .map(|agent| {
+            let marks = read_marks(ws.root(), agent);
+            let n = all
+                .iter()
+                .filter(|m| m.is_for(agent) && is_unread(m, agent, &marks))
+                .count();
+            (agent.clone(), n)
+        })
+        .collect()
+}
+
+/// Message `id`, marked read for `agent` when it is one of its recipients.
+///
+/// # Errors
+///
+/// [`Error::BadInput`] when there is no message `id`; [`Error::Corrupt`] when its file cannot be
+/// read as a message; [`Error::Io`] when the read mark cannot be written.
+pub fn read(ws: &Workspace, agent: &AgentId, id: &str) -> Result<InboxEntry> {
+    let unknown = || {
+        Error::bad_input(format!(
+            "there is no message `{id}` (see the ids with `coord msg list`)"
+        ))
+    };
+    let id = id.trim().to_ascii_lowercase();
+    if !layout::is_valid_message_id(&id) {
+        return Err(unknown());
+    }
+    let path = layout::message_file(ws.root(), &id);
+    let message = match fsutil::read_capped(&path, MESSAGE_CAP) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(unknown()),
+        Err(e) => {
+            return Err(Error::Corrupt {
+                path,
+                line: None,
+                why: e.to_string(),
+            });
+        }
+        Ok(bytes) => String::from_utf8(bytes)
+            .map_err(|_| "it is not UTF-8 text".to_string())
+            .and_then(|text| Message::parse(&id, &text))
+            .map_err(|why| Error::Corrupt {
+                path: path.clone(),
+                line: None,
+                why,
+            })?,
+    };
+    let marks = read_marks(ws.root(), agent.id());
+    let unread = message.is_for(agent.id()) && is_unread(&message, agent.id(), &marks);
+    if unread {
+        let dir = layout::read_marks_dir(ws.root(), agent.id());
+        fsutil::ensure_dir(&dir)?;
+        // Already there (read twice at once): just as good.
+        fsutil::create_new(
+            &layout::read_mark(ws.root(), agent.id(), &id),
+            format!("{}\n", clock::now_string()).as_bytes(),
+        )?;
+    }
+    Ok(InboxEntry { message, unread })
+}
+
+/// Block until `agent` has at least one unread message, or `wait` runs out.
+///
+/// Wakes on events in the message folder (a new message appears there whole, by a link), with
+/// the [`RECHECK`] interval as a safety net for filesystems that send no events.
+/// Returns the inbox, which holds at least one unread message.
+///
+/// # Errors
+///
+/// [`Error::Refused`] when the wait ends without an unread message; [`Error::Io`] when the message
+/// folder cannot be created.
+pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Inbox> {
+    ws.ensure_state_dir()?;
+    let dir = layout::messages_dir(ws.root());
+    fsutil::ensure_dir(&dir)?;
+    let started = std::time::Instant::now();
+    let deadline = Deadline::after(wait.as_duration());
+    // Subscribe first, then look, then wait: a message sent in between is still seen.
+    let watch = FolderWatch::new(std::slice::from_ref(&dir));
+    loop {
+        let inbox = inbox(ws, agent);
+        if inbox.unread().next().is_some() {
+            return Ok(inbox);
+        }
+        if deadline.passed() {
+            return Err(Error::refused(
+                format!(
+                    "no unread message for {} after {}",
+                    agent.id(),
+                    clock::format_duration(Duration::from_millis(
+                        started.elapsed().as_millis() as u64
+                    ))
+                ),
+                Some(format!(
+                    "wait longer with `coord msg wait --timeout 10m`, or see older messages with `coord msg list`; others reach you with `coord msg send {} \"…\"`",
+                    agent.id()
+                )),
+            ));
+        }
+        watch.wait(deadline.next_sleep(RECHECK));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_short_sortable_and_valid() {
+        let a = new_id();
+        std::thread::sleep(Duration::from_millis(2));
+        let b = new_id();
+        assert_eq!(a.len(), 13);
+        assert!(layout::is_valid_message_id(&a));
+        assert!(a[..9] < b[..9], "{a} sorts before {b}");
+        assert_eq!(base36(35, 2), "0z");
+    }
+
+    #[test]
+    fn messages_round_trip_and_bad_ones_are_refused() {
+        let m = Message {
+            id: "abc".into(),
+            from: "claude".into(),
+            from_name: "Claude".into(),
+            to: ALL.into(),
+            time: "2026-01-28T01:00:00+01:00".into(),
+            body: "line one\n\nline three\nto: nobody\n".into(),
+        };
+        assert_eq!(Message::parse("abc", &m.render()).unwrap(), m);
+        for bad in [
+            "",
+            "from: claude\nto: all\n",
+            "to: all\n\nbody",
+            "from: ../x\nto: all\n\nbody",
+            "from: claude\nto: a/b\n\nbody",
+        ] {
+            assert!(Message::parse("x", bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn recipients() {
+        assert_eq!(Recipient::parse("ALL").unwrap(), Recipient::All);
+        assert_eq!(
+            Recipient::parse("Gemini").unwrap(),
+            Recipient::Agent("gemini".into())
+        );
+        assert!(Recipient::parse("../x").is_err());
+        assert!(Recipient::parse("").is_err());
+    }
+}
