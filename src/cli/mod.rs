@@ -11,9 +11,13 @@ use coord::{Error, ExitCode};
 
 mod check;
 mod demo;
+mod handshake;
 mod lock;
 mod output;
+mod partners;
 mod presence;
+mod session;
+mod startup;
 mod status;
 mod unlock;
 
@@ -70,6 +74,11 @@ enum Command {
     Unlock(unlock::UnlockArgs),
     Status(status::StatusArgs),
     Demo(demo::DemoArgs),
+    Startup(startup::StartupArgs),
+    Shutdown(startup::ShutdownArgs),
+    Partners(partners::PartnersArgs),
+    Session(session::SessionArgs),
+    Handshake(handshake::HandshakeArgs),
 }
 
 /// What every command gets: the global options, resolved lazily.
@@ -153,6 +162,11 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Unlock(args) => unlock::run(args, ctx),
         Command::Status(args) => status::run(args, ctx),
         Command::Demo(args) => demo::run(args, ctx),
+        Command::Startup(args) => startup::run_startup(args, ctx),
+        Command::Shutdown(args) => startup::run_shutdown(args, ctx),
+        Command::Partners(args) => partners::run(args, ctx),
+        Command::Session(args) => session::run(args, ctx),
+        Command::Handshake(args) => handshake::run(args, ctx),
     }
 }
 

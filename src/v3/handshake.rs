@@ -370,7 +370,8 @@ pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Round> {
 mod tests {
     use super::*;
 
-    const SEED: &str = "from: claude\nto: gemini\ntime: 2026-01-28T01:00:00\nstatus: ACCEPTED\nprotocol: V3\n";
+    const SEED: &str =
+        "from: claude\nto: gemini\ntime: 2026-01-28T01:00:00\nstatus: ACCEPTED\nprotocol: V3\n";
 
     #[test]
     fn the_seed_file_reads_and_renders_back() {
@@ -420,7 +421,10 @@ mod tests {
         use HandshakeStatus::{Accepted, Requested};
         assert!(!v3_active(&[b("a", "b", Requested)]));
         assert!(!v3_active(&[b("a", "b", Accepted)]));
-        assert!(!v3_active(&[b("a", "b", Requested), b("b", "a", Requested)]));
+        assert!(!v3_active(&[
+            b("a", "b", Requested),
+            b("b", "a", Requested)
+        ]));
         assert!(v3_active(&[b("a", "b", Requested), b("b", "a", Accepted)]));
     }
 }

@@ -123,7 +123,9 @@ pub struct Row {
 }
 
 fn opt(value: Option<&str>) -> Option<String> {
-    value.filter(|v| !v.is_empty() && *v != "-").map(str::to_string)
+    value
+        .filter(|v| !v.is_empty() && *v != "-")
+        .map(str::to_string)
 }
 
 impl Row {
@@ -204,10 +206,7 @@ impl Row {
         }
         match self.heartbeat_age(now) {
             Some(age) if age <= CRASH_AFTER => None,
-            Some(age) => Some(format!(
-                "no heartbeat for {}",
-                clock::format_age(age)
-            )),
+            Some(age) => Some(format!("no heartbeat for {}", clock::format_age(age))),
             None => Some("its heartbeat cannot be read".into()),
         }
     }
@@ -370,11 +369,7 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
         clocked_out: None,
         last_heartbeat: Some(now_s),
         current_task: task.clone(),
-        session_id: format!(
-            "{}-{id}-{:06x}",
-            agent.id(),
-            host::random_u64() & 0xff_ffff
-        ),
+        session_id: format!("{}-{id}-{:06x}", agent.id(), host::random_u64() & 0xff_ffff),
         pid: req.pid,
         host: req.pid.map(|_| host::hostname().to_string()),
     };
