@@ -45,14 +45,16 @@ pub const KILL_GRACE: Duration = Duration::from_secs(10);
 pub fn heartbeat_interval() -> Result<Duration> {
     match std::env::var(HEARTBEAT_ENV) {
         Ok(text) if !text.trim().is_empty() => {
-            let d = clock::parse_duration(&text)?;
-            if d.is_zero() {
-                return Err(crate::Error::BadDuration {
-                    text,
-                    why: format!("`{HEARTBEAT_ENV}` must be above zero"),
-                });
+            let bad = |why: String| crate::Error::BadDuration {
+                text: text.clone(),
+                why: format!("{why} (in `{HEARTBEAT_ENV}`)"),
+            };
+            match clock::parse_duration(&text) {
+                Ok(d) if d.is_zero() => Err(bad("the interval must be above zero".into())),
+                Ok(d) => Ok(d),
+                Err(crate::Error::BadDuration { why, .. }) => Err(bad(why)),
+                Err(e) => Err(e),
             }
-            Ok(d)
         }
         _ => Ok(HEARTBEAT_EVERY),
     }

@@ -251,15 +251,27 @@ fn write_row(root: &Path, row: &Row) -> Result<()> {
     fsutil::replace(&layout::partner_row(root, row.id), row.render().as_bytes())
 }
 
-/// The next row id, bumping the counter. Caller holds the mutex. Never below an existing row's
-/// id, so a lost counter file cannot hand out an id twice.
-fn next_id(root: &Path, rows: &[Row]) -> Result<u64> {
+/// The next row id, bumping the counter. Caller holds the mutex. Never below the id of a row
+/// file already there (readable or not), so a lost counter cannot hand out an id twice.
+fn next_id(root: &Path) -> Result<u64> {
     let path = layout::partners_seq(root);
     let counted: u64 = fsutil::read_capped(&path, 64)
         .ok()
         .and_then(|b| String::from_utf8_lossy(&b).trim().parse().ok())
         .unwrap_or(0);
-    let seen = rows.iter().map(|r| r.id).max().unwrap_or(0);
+    let seen = fs::read_dir(layout::partners_dir(root))
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| {
+                    e.file_name()
+                        .to_str()
+                        .and_then(layout::parse_partner_row_name)
+                })
+                .max()
+                .unwrap_or(0)
+        })
+        .unwrap_or(0);
     let id = counted.max(seen) + 1;
     fsutil::replace(&path, format!("{id}\n").as_bytes())?;
     Ok(id)
@@ -355,7 +367,7 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
         }
     }
 
-    let id = next_id(root, &rows)?;
+    let id = next_id(root)?;
     let task = req
         .task
         .as_deref()

@@ -4,4 +4,6 @@
 
 mod support;
 
+mod session;
+mod stamp;
 mod v3_core;
