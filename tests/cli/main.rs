@@ -4,6 +4,7 @@
 
 mod support;
 
+mod handshake;
 mod session;
 mod stamp;
 mod v3_core;
