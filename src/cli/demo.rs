@@ -128,7 +128,9 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 /// Every agent hand-shakes with the others at once and waits for their answers; then one
 /// agent's `.handshake_*` file (one block per peer) is shown.
 fn handshake_step(demo: &Demo, agents: &[&str]) -> anyhow::Result<()> {
-    output::line("\n# They hand-shake (Protocol V3): each asks the others and accepts who asked it");
+    output::line(
+        "\n# They hand-shake (Protocol V3): each asks the others and accepts who asked it",
+    );
     let handles: Vec<_> = agents
         .iter()
         .map(|a| {

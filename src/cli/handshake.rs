@@ -21,6 +21,7 @@ use super::output::{self, Cell};
 ///   coord -a claude handshake
 ///   coord -a gemini handshake --wait 1m
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct HandshakeArgs {
     /// The workspace folder (like `--dir`)
     #[arg(id = "workdir", value_name = "DIR")]

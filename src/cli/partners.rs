@@ -16,6 +16,7 @@ use super::output::{self, Cell};
 ///   coord partners
 ///   coord partners --json | jq '.partners[] | select(.status == "online")'
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct PartnersArgs {}
 
 #[derive(Serialize)]

@@ -39,6 +39,7 @@ const RECHECK: Duration = Duration::from_secs(1);
 ///   coord session --partner claude --task Task_123 -- claude-code
 ///   coord session --partner new -- ./my-agent.sh --flag
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct SessionArgs {
     /// Who (the agent; `new` picks a free name). Default: `--agent`/`COORD_AGENT`
     #[arg(long, value_name = "NAME")]

@@ -21,6 +21,7 @@ use super::{Ctx, output};
 ///   ... work: coord lock / coord unlock / coord presence ...
 ///   coord shutdown --partner claude
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct StartupArgs {
     /// Who clocks in (the agent; `new` picks a free name). Default: `--agent`/`COORD_AGENT`
     #[arg(long, value_name = "NAME")]
@@ -49,6 +50,7 @@ pub enum Mode {
 ///
 ///   coord shutdown --partner claude
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct ShutdownArgs {
     /// Who clocks out (default: `--agent`/`COORD_AGENT`)
     #[arg(long, value_name = "NAME")]
