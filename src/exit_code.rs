@@ -18,6 +18,9 @@ pub enum ExitCode {
     Refused,
     /// 4: a check failed.
     CheckFailed,
+    /// The status of a command coord ran for the user (`coord session`): its exit code, or
+    /// 128 + the signal that killed it.
+    Passthrough(u8),
 }
 
 impl ExitCode {
@@ -29,6 +32,7 @@ impl ExitCode {
             ExitCode::Usage => 2,
             ExitCode::Refused => 3,
             ExitCode::CheckFailed => 4,
+            ExitCode::Passthrough(code) => i32::from(code),
         }
     }
 }

@@ -12,6 +12,8 @@
 //! <root>/.coord/messages/<id>.msg     one message (seed 001 `msg send`)
 //! <root>/.coord/messages/read/<agent>/<id>  agent has read message <id>
 //! <root>/collaboration_file.txt       seed 000 shared collaboration file (default name)
+//! <root>/.coord/partners/seq          the last stamp-card row id
+//! <root>/.coord/partners/<id>.session one stamp-card row (seed 001 partner_presence)
 //! ```
 //!
 //! No other module builds a path by joining strings.
@@ -189,6 +191,35 @@ pub fn read_mark(root: &Path, agent: &str, id: &str) -> PathBuf {
     read_marks_dir(root, agent).join(id)
 }
 
+// --- stamp card (seed 001 `partner_presence`) ---
+
+/// The suffix of a stamp-card row file.
+const ROW_SUFFIX: &str = ".session";
+
+/// `<root>/.coord/partners`, the stamp card.
+pub fn partners_dir(root: &Path) -> PathBuf {
+    state_dir(root).join("partners")
+}
+
+/// `<root>/.coord/partners/seq`, the last row id handed out.
+pub fn partners_seq(root: &Path) -> PathBuf {
+    partners_dir(root).join("seq")
+}
+
+/// `<root>/.coord/partners/<id>.session`, one row (the id zero-padded, so names sort by id).
+pub fn partner_row(root: &Path, id: u64) -> PathBuf {
+    partners_dir(root).join(format!("{id:010}{ROW_SUFFIX}"))
+}
+
+/// The row id of a stamp-card row file name.
+pub fn parse_partner_row_name(file_name: &str) -> Option<u64> {
+    let digits = file_name.strip_suffix(ROW_SUFFIX)?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -243,5 +274,17 @@ mod tests {
         for bad in ["x.txt", ".msg", "../x.msg", "A.msg", "a-b.msg"] {
             assert_eq!(parse_message_name(bad), None, "{bad}");
         }
+    }
+
+    #[test]
+    fn stamp_rows_parse_back() {
+        let root = Path::new("/w");
+        let row = partner_row(root, 7);
+        assert_eq!(row, Path::new("/w/.coord/partners/0000000007.session"));
+        let name = row.file_name().unwrap().to_str().unwrap();
+        assert_eq!(parse_partner_row_name(name), Some(7));
+        assert_eq!(parse_partner_row_name("seq"), None);
+        assert_eq!(parse_partner_row_name("x.session"), None);
+        assert_eq!(parse_partner_row_name(".session"), None);
     }
 }

@@ -1,4 +1,5 @@
-//! Everything at once, for `coord status`: agents, locks, handshakes, unread messages, and the
+//! Everything at once, for `coord status`: agents, locks, handshakes (and whether Protocol V3 is
+//! active), online stamp-card sessions, unread messages, and the
 //! state files that could not be read. Reading only: building a status never writes a byte.
 
 use std::collections::BTreeMap;
@@ -6,9 +7,11 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::clock::{self, Timestamp};
+use crate::v3::handshake;
 use crate::v3::lock::{self, LockState};
 use crate::v3::message;
 use crate::v3::presence::{self, StateCache, Unreadable};
+use crate::v3::stamp::{self, RowStatus};
 use crate::workspace::Workspace;
 
 /// One agent, as `status` shows it.
@@ -74,6 +77,25 @@ pub struct HandshakeView {
     pub time: Option<String>,
 }
 
+/// One online session of the stamp card.
+#[derive(Debug, Clone, Serialize)]
+pub struct PartnerView {
+    /// The row id.
+    pub id: u64,
+    /// The partner.
+    pub partner_name: String,
+    /// The session id.
+    pub session_id: String,
+    /// When it clocked in.
+    pub clocked_in: String,
+    /// Its last heartbeat.
+    pub last_heartbeat: Option<String>,
+    /// Seconds since then.
+    pub heartbeat_age_s: Option<u64>,
+    /// What it works on.
+    pub current_task: Option<String>,
+}
+
 /// The whole workspace at a glance.
 #[derive(Debug, Clone, Serialize)]
 pub struct Status {
@@ -83,8 +105,12 @@ pub struct Status {
     pub agents: Vec<AgentView>,
     /// Every lock file.
     pub locks: Vec<LockView>,
-    /// Handshake files.
+    /// Handshake files, one entry per block.
     pub handshakes: Vec<HandshakeView>,
+    /// At least one pair of agents has exchanged a handshake with an ACCEPTED.
+    pub protocol_v3_active: bool,
+    /// Stamp-card sessions that are `online`.
+    pub partners: Vec<PartnerView>,
     /// Unread messages per agent with a presence (every such agent is listed, zero included).
     pub unread: BTreeMap<String, usize>,
     /// State files that could not be read.
@@ -137,11 +163,37 @@ pub fn collect(ws: &Workspace) -> Status {
     let mut cache = StateCache::from_presences(&presences, &now);
     let entries = lock::scan_judged(ws, &mut cache, &now);
     unreadable.extend(lock::unreadable(&entries, ws));
+    let (blocks, bad_handshakes) = handshake::scan(ws.root());
+    unreadable.extend(bad_handshakes);
+    let (rows, bad_rows) = stamp::scan(ws.root());
+    unreadable.extend(bad_rows);
     Status {
         root: ws.root().display().to_string(),
         agents: presences.iter().map(|p| agent_view(p, &now)).collect(),
         locks: entries.iter().map(|e| lock_view(e, ws, &now)).collect(),
-        handshakes: Vec::new(),
+        protocol_v3_active: handshake::v3_active(&blocks),
+        handshakes: blocks
+            .into_iter()
+            .map(|b| HandshakeView {
+                from: b.from,
+                to: b.to,
+                status: b.status.as_str().to_string(),
+                time: b.time,
+            })
+            .collect(),
+        partners: rows
+            .into_iter()
+            .filter(|r| r.status == RowStatus::Online)
+            .map(|r| PartnerView {
+                heartbeat_age_s: r.heartbeat_age(&now).map(|a| a.as_secs()),
+                id: r.id,
+                partner_name: r.partner_name,
+                session_id: r.session_id,
+                clocked_in: r.clocked_in,
+                last_heartbeat: r.last_heartbeat,
+                current_task: r.current_task,
+            })
+            .collect(),
         unread: message::unread_counts(
             ws,
             &presences.iter().map(|p| p.id.clone()).collect::<Vec<_>>(),

@@ -104,6 +104,7 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         output::line(&format!("  {l}"));
     }
 
+    handshake_step(&demo, &agents)?;
     messages_step(&demo, &agents)?;
 
     output::line("\n# One agent finishes; one keeps a lock while it works");
@@ -173,6 +174,34 @@ fn messages_step(demo: &Demo, agents: &[&str]) -> anyhow::Result<()> {
         .context("the first agent has no unread message")?
         .to_string();
     demo.run(first, &["msg", "read", &id])?;
+    Ok(())
+}
+
+/// Every agent hand-shakes with the others at once and waits for their answers; then one
+/// agent's `.handshake_*` file (one block per peer) is shown.
+fn handshake_step(demo: &Demo, agents: &[&str]) -> anyhow::Result<()> {
+    output::line(
+        "\n# They hand-shake (Protocol V3): each asks the others and accepts who asked it",
+    );
+    let handles: Vec<_> = agents
+        .iter()
+        .map(|a| {
+            let demo = demo.clone();
+            let a = a.to_string();
+            std::thread::spawn(move || demo.run(&a, &["handshake", "--wait", "30s"]))
+        })
+        .collect();
+    for h in handles {
+        h.join()
+            .map_err(|_| anyhow::anyhow!("a demo agent thread panicked"))??;
+    }
+    let file = format!(".handshake_{}", agents[0]);
+    output::line(&format!("\n$ cat {file}"));
+    let text = std::fs::read_to_string(demo.dir.join(&file))
+        .with_context(|| format!("cannot read {file}"))?;
+    for l in text.lines() {
+        output::line(format!("  {l}").trim_end());
+    }
     Ok(())
 }
 

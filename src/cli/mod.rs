@@ -12,11 +12,15 @@ use coord::{Error, ExitCode};
 mod check;
 mod collab;
 mod demo;
+mod handshake;
 mod lock;
 mod msg;
 mod note;
 mod output;
+mod partners;
 mod presence;
+mod session;
+mod startup;
 mod status;
 mod unlock;
 
@@ -76,6 +80,11 @@ enum Command {
     Msg(msg::MsgArgs),
     Note(note::NoteArgs),
     Collab(collab::CollabArgs),
+    Startup(startup::StartupArgs),
+    Shutdown(startup::ShutdownArgs),
+    Partners(partners::PartnersArgs),
+    Session(session::SessionArgs),
+    Handshake(handshake::HandshakeArgs),
 }
 
 /// What every command gets: the global options, resolved lazily.
@@ -162,6 +171,11 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Msg(args) => msg::run(args, ctx),
         Command::Note(args) => note::run(args, ctx),
         Command::Collab(args) => collab::run(args, ctx),
+        Command::Startup(args) => startup::run_startup(args, ctx),
+        Command::Shutdown(args) => startup::run_shutdown(args, ctx),
+        Command::Partners(args) => partners::run(args, ctx),
+        Command::Session(args) => session::run(args, ctx),
+        Command::Handshake(args) => handshake::run(args, ctx),
     }
 }
 

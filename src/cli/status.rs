@@ -89,9 +89,37 @@ pub fn render(st: &Status, color: bool) -> String {
             color,
         ));
     }
+    if !st.partners.is_empty() {
+        out.push(String::new());
+        out.push(output::title("Sessions online (stamp card)", color));
+        let rows = st
+            .partners
+            .iter()
+            .map(|p| {
+                vec![
+                    Cell::plain(&p.partner_name),
+                    Cell::plain(output::ago(p.heartbeat_age_s)),
+                    Cell::opt(p.current_task.as_deref()),
+                    Cell::plain(&p.session_id),
+                ]
+            })
+            .collect();
+        out.push(output::table(
+            &["PARTNER", "HEARTBEAT", "TASK", "SESSION"],
+            rows,
+            color,
+        ));
+    }
     if !st.handshakes.is_empty() {
         out.push(String::new());
-        out.push(output::title("Handshakes", color));
+        out.push(output::title(
+            if st.protocol_v3_active {
+                "Handshakes (Protocol V3 active)"
+            } else {
+                "Handshakes (Protocol V3 not yet active)"
+            },
+            color,
+        ));
         let rows = st
             .handshakes
             .iter()

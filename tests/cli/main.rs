@@ -7,4 +7,7 @@ mod support;
 mod concurrency;
 mod collab;
 mod messages;
+mod handshake;
+mod session;
+mod stamp;
 mod v3_core;

@@ -1,0 +1,86 @@
+//! `coord handshake [DIR] [--wait DUR]`: ask every other active agent, accept who asked you.
+
+use std::path::PathBuf;
+
+use clap::Args;
+
+use coord::ExitCode;
+use coord::clock::Wait;
+use coord::v3::handshake::{self, Round};
+
+use super::Ctx;
+use super::output::{self, Cell};
+
+/// Hand-shake with every other active agent (Protocol V3)
+///
+/// Writes `.handshake_<you>`: a REQUESTED block for each other ACTIVE agent, and ACCEPTED for
+/// each agent whose handshake file addresses you. A pair is established once both directions
+/// exist and one says ACCEPTED. `--wait` keeps answering until every peer is established
+/// (exit 3 when the wait ends first).
+///
+///   coord -a claude handshake
+///   coord -a gemini handshake --wait 1m
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct HandshakeArgs {
+    /// The workspace folder (like `--dir`)
+    #[arg(id = "workdir", value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Wait until every peer has answered (`30s`, `5m`, `forever`)
+    #[arg(long, value_name = "DUR")]
+    wait: Option<String>,
+}
+
+pub fn run(args: HandshakeArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let ws = ctx.workspace(args.dir.as_deref())?;
+    let agent = ctx.agent()?;
+    let wait = args.wait.as_deref().map(Wait::parse).transpose()?;
+    let round = match wait {
+        Some(w) => handshake::wait(&ws, &agent, w)?,
+        None => handshake::step(&ws, &agent, &[])?,
+    };
+    if ctx.json {
+        output::json(&round);
+    } else if !ctx.quiet {
+        output::line(&render(&round));
+    }
+    Ok(ExitCode::Success)
+}
+
+fn render(round: &Round) -> String {
+    if round.peers.is_empty() {
+        return "No other active agents: nobody to hand-shake with".into();
+    }
+    let rows = round
+        .peers
+        .iter()
+        .map(|p| {
+            vec![
+                Cell::plain(&p.peer),
+                Cell::state(p.mine.as_str()),
+                Cell::state(p.theirs.map(|s| s.as_str()).unwrap_or("-")),
+                Cell::state(if p.established {
+                    "ESTABLISHED"
+                } else {
+                    "PENDING"
+                }),
+            ]
+        })
+        .collect();
+    let mut out = format!("Handshake of {}:\n", round.agent);
+    out.push_str(&output::table(
+        &["PEER", "YOU SENT", "THEY SENT", "PAIR"],
+        rows,
+        output::color_enabled(),
+    ));
+    let pending = round.pending();
+    if pending.is_empty() {
+        out.push_str("\nProtocol V3 active with every peer");
+    } else {
+        out.push_str(&format!(
+            "\nWaiting for {} to answer (they run `coord handshake`)",
+            pending.join(", ")
+        ));
+    }
+    out
+}

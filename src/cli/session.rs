@@ -1,0 +1,169 @@
+//! `coord session -- CMD`: run an agent under coord, and supervise it.
+//!
+//! The supervisor clocks in, starts CMD with the session's environment, beats every 30 s while
+//! CMD lives, forwards SIGTERM/SIGINT/SIGHUP to it (killing it when it has not ended
+//! [`KILL_GRACE`] after the first), and when CMD has ended — however it ended — releases the
+//! locks taken in the session and clocks out. Its own messages go to stderr, so CMD's stdout
+//! stays CMD's. Only the main thread reaps the child, so a signal is never sent to a recycled pid.
+
+use std::ffi::OsString;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, Command, ExitStatus};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::time::{Duration, Instant};
+
+use anyhow::Context as _;
+use clap::Args;
+use signal_hook::consts::signal::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+use coord::host;
+use coord::v3::session::{self, KILL_GRACE};
+use coord::v3::stamp::{self, Scope, StartupRequest};
+use coord::workspace::AgentId;
+use coord::{Error, ExitCode};
+
+use super::startup::{Mode, partner_choice, release_lines, startup_lines};
+use super::{Ctx, output};
+
+/// Even without a signal, look at the child this often (a safety net; SIGCHLD wakes sooner).
+const RECHECK: Duration = Duration::from_secs(1);
+
+/// Run a command as an agent session: clock in, run it, clean up whatever happens
+///
+/// CMD gets COORD_AGENT, COORD_DIR, COORD_SESSION and COORD_SESSION_PID. Locks it takes with
+/// `coord lock` follow the session: they are released when CMD ends, and are STALE at once if
+/// the session process dies. The presence and stamp card beat every 30 s
+/// (COORD_HEARTBEAT_INTERVAL overrides). Exits with CMD's status (128+N when killed by signal N).
+///
+///   coord session --partner claude --task Task_123 -- claude-code
+///   coord session --partner new -- ./my-agent.sh --flag
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct SessionArgs {
+    /// Who (the agent; `new` picks a free name). Default: `--agent`/`COORD_AGENT`
+    #[arg(long, value_name = "NAME")]
+    partner: Option<String>,
+    /// What this session works on
+    #[arg(long, value_name = "T")]
+    task: Option<String>,
+    /// The command to run, after `--`
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<OsString>,
+}
+
+pub fn run(args: SessionArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let ws = ctx.workspace(None)?;
+    let partner = partner_choice(args.partner.as_deref(), ctx)?;
+    let interval = session::heartbeat_interval()?;
+    // Listen before clocking in, so a signal that arrives meanwhile is not lost.
+    let mut signals = Signals::new([SIGTERM, SIGINT, SIGHUP, SIGCHLD])
+        .context("cannot install the signal handlers")?;
+    let handle = signals.handle();
+    let (tx, rx) = mpsc::channel::<i32>();
+    let listener = std::thread::spawn(move || {
+        for sig in signals.forever() {
+            if tx.send(sig).is_err() {
+                break;
+            }
+        }
+    });
+
+    let started = stamp::startup(
+        &ws,
+        &StartupRequest {
+            partner,
+            task: args.task,
+            pid: Some(host::pid()),
+        },
+    )?;
+    let agent = AgentId::parse(&started.partner)?;
+    let session_id = started.row.session_id.clone();
+    if !ctx.quiet {
+        for line in startup_lines(&started, Mode::Silent) {
+            output::diag(&line);
+        }
+    }
+
+    let (program, rest) = args
+        .command
+        .split_first()
+        .context("no command given after `--`")?;
+    let mut command = Command::new(program);
+    command.args(rest);
+    for (k, v) in session::child_env(&ws, &agent, &session_id, host::pid()) {
+        command.env(k, v);
+    }
+    let outcome = match command.spawn() {
+        Ok(child) => supervise(child, &rx, &ws, &agent, &session_id, interval),
+        Err(e) => Err(Error::bad_input(format!(
+            "cannot run `{}`: {e}",
+            program.to_string_lossy()
+        ))),
+    };
+    handle.close();
+    let _ = listener.join();
+
+    // Whatever happened to CMD, the session ends cleanly.
+    let done = stamp::shutdown(&ws, &agent, Scope::Session(&session_id))?;
+    if !ctx.quiet {
+        for line in release_lines(&done.released) {
+            output::diag(&line);
+        }
+        output::diag(&format!(
+            "Clocked out: {} (session {})",
+            agent.id(),
+            session_id
+        ));
+    }
+    let status = outcome?;
+    let code = session::exit_code_of(status.code(), status.signal());
+    Ok(ExitCode::Passthrough(u8::try_from(code).unwrap_or(1)))
+}
+
+/// Wait for the child, beating and forwarding signals meanwhile.
+fn supervise(
+    mut child: Child,
+    signals: &mpsc::Receiver<i32>,
+    ws: &coord::workspace::Workspace,
+    agent: &AgentId,
+    session_id: &str,
+    interval: Duration,
+) -> Result<ExitStatus, Error> {
+    let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap_or(0));
+    let mut next_beat = Instant::now() + interval;
+    let mut kill_at: Option<Instant> = None;
+    loop {
+        if let Some(status) = child.try_wait().map_err(|e| Error::Failed {
+            message: format!("cannot wait for the session's command: {e}"),
+        })? {
+            return Ok(status);
+        }
+        let now = Instant::now();
+        if now >= next_beat {
+            if let Err(e) = stamp::heartbeat(ws, agent, session_id) {
+                output::diag(&format!("warning: heartbeat failed: {e}"));
+            }
+            next_beat = now + interval;
+        }
+        if kill_at.is_some_and(|t| now >= t) {
+            let _ = child.kill();
+            kill_at = None;
+        }
+        let mut sleep = next_beat.saturating_duration_since(now).min(RECHECK);
+        if let Some(t) = kill_at {
+            sleep = sleep.min(t.saturating_duration_since(now));
+        }
+        match signals.recv_timeout(sleep) {
+            Ok(SIGCHLD) | Err(RecvTimeoutError::Timeout) => {}
+            Ok(sig) => {
+                // Not reaped yet (only this thread reaps), so `pid` is still our child.
+                if let (Some(pid), Some(s)) = (pid, rustix::process::Signal::from_named_raw(sig)) {
+                    let _ = rustix::process::kill_process(pid, s);
+                }
+                kill_at.get_or_insert(now + KILL_GRACE);
+            }
+            Err(RecvTimeoutError::Disconnected) => std::thread::sleep(sleep),
+        }
+    }
+}

@@ -1,0 +1,224 @@
+//! `coord startup` and `coord shutdown`: clock in and out on the stamp card.
+
+use clap::{Args, ValueEnum};
+
+use coord::clock;
+use coord::v3::lock::{Release, ReleaseOutcome};
+use coord::v3::session::SESSION_ENV;
+use coord::v3::stamp::{self, NEW_PARTNER, Partner, Scope, Startup, StartupRequest};
+use coord::workspace::AgentId;
+use coord::{Error, ExitCode};
+
+use super::{Ctx, output};
+
+/// Clock in: a new session on the stamp card, presence ACTIVE, partners online listed
+///
+/// Earlier sessions of the same partner that never clocked out and have been silent for more
+/// than 5 minutes are marked `crashed`. With two or more agents active, `coord handshake` is
+/// recommended. `--partner new` picks a free name (`partner-1`, `partner-2`, …) and prints it.
+///
+///   coord startup --partner claude --mode silent --task Task_123
+///   ... work: coord lock / coord unlock / coord presence ...
+///   coord shutdown --partner claude
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct StartupArgs {
+    /// Who clocks in (the agent; `new` picks a free name). Default: `--agent`/`COORD_AGENT`
+    #[arg(long, value_name = "NAME")]
+    partner: Option<String>,
+    /// `silent` prints only the essentials; `verbose` (default) also lists who is around
+    #[arg(long, value_enum, default_value_t = Mode::Verbose)]
+    mode: Mode,
+    /// What this session works on (`current_task`, presence `working_on`)
+    #[arg(long, value_name = "T")]
+    task: Option<String>,
+}
+
+/// How much `startup` says.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Mode {
+    /// Only the essentials.
+    Silent,
+    /// Everything.
+    Verbose,
+}
+
+/// Clock out: stamp-card row offline, presence FINISHED, your locks released
+///
+/// Inside `coord session` (`COORD_SESSION` set) only that session is clocked out; otherwise
+/// every open session of the agent.
+///
+///   coord shutdown --partner claude
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct ShutdownArgs {
+    /// Who clocks out (default: `--agent`/`COORD_AGENT`)
+    #[arg(long, value_name = "NAME")]
+    partner: Option<String>,
+}
+
+/// Who acts, from `--partner` and `--agent`/`COORD_AGENT`: both given and different is bad input.
+pub fn partner_choice(partner: Option<&str>, ctx: &Ctx) -> Result<Partner, Error> {
+    let agent = ctx.agent_opt()?;
+    match (partner, agent) {
+        (None, Some(a)) => Ok(Partner::Named(a)),
+        (None, None) => Err(Error::MissingAgent),
+        (Some(p), agent) if p.eq_ignore_ascii_case(NEW_PARTNER) => match agent {
+            None => Ok(Partner::New),
+            Some(a) => Err(Error::bad_input(format!(
+                "`--partner new` asks for a fresh name, but the agent `{}` is also given (by `--agent` or `COORD_AGENT`); drop one of them",
+                a.id()
+            ))),
+        },
+        (Some(p), agent) => {
+            let p = AgentId::parse(p)?;
+            match agent {
+                Some(a) if a.id() != p.id() => Err(Error::bad_input(format!(
+                    "`--partner {}` and the agent `{}` (by `--agent` or `COORD_AGENT`) differ; give only one",
+                    p.id(),
+                    a.id()
+                ))),
+                _ => Ok(Partner::Named(p)),
+            }
+        }
+    }
+}
+
+pub fn run_startup(args: StartupArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let ws = ctx.workspace(None)?;
+    let partner = partner_choice(args.partner.as_deref(), ctx)?;
+    let started = stamp::startup(
+        &ws,
+        &StartupRequest {
+            partner,
+            task: args.task,
+            pid: None,
+        },
+    )?;
+    if ctx.json {
+        output::json(&started);
+    } else if !ctx.quiet {
+        for line in startup_lines(&started, args.mode) {
+            output::line(&line);
+        }
+    }
+    Ok(ExitCode::Success)
+}
+
+/// What `startup` (and `session`) tell the user.
+pub fn startup_lines(s: &Startup, mode: Mode) -> Vec<String> {
+    let mut out = Vec::new();
+    if s.picked {
+        out.push(format!("Partner name: {}", s.partner));
+    }
+    out.push(format!(
+        "Clocked in: {} (session {}, row {}){}",
+        s.partner,
+        s.row.session_id,
+        s.row.id,
+        s.row
+            .current_task
+            .as_deref()
+            .map(|t| format!(" working on {}", output::clean(t)))
+            .unwrap_or_default()
+    ));
+    for c in &s.crashed {
+        out.push(format!(
+            "Marked crashed: earlier session {} (row {}) never clocked out: {}",
+            output::clean(&c.row.session_id),
+            c.row.id,
+            c.why
+        ));
+    }
+    if mode == Mode::Verbose {
+        if s.online.is_empty() {
+            out.push("Partners online: none".into());
+        } else {
+            out.push("Partners online:".into());
+            let now = clock::now();
+            let rows = s
+                .online
+                .iter()
+                .map(|r| {
+                    vec![
+                        output::Cell::plain(&r.partner_name),
+                        output::Cell::opt(r.current_task.as_deref()),
+                        output::Cell::plain(output::ago(
+                            r.heartbeat_age(&now).map(|a| a.as_secs()),
+                        )),
+                        output::Cell::plain(&r.session_id),
+                    ]
+                })
+                .collect();
+            out.push(output::table(
+                &["PARTNER", "TASK", "HEARTBEAT", "SESSION"],
+                rows,
+                output::color_enabled(),
+            ));
+        }
+        out.push(format!("Active agents: {}", s.active_agents.join(", ")));
+    }
+    if s.recommend_handshake {
+        out.push(format!(
+            "Protocol V3 recommended: {} agents are active; run `coord handshake`",
+            s.active_agents.len()
+        ));
+    }
+    out
+}
+
+pub fn run_shutdown(args: ShutdownArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let ws = ctx.workspace(None)?;
+    let agent = match partner_choice(args.partner.as_deref(), ctx)? {
+        Partner::Named(a) => a,
+        Partner::New => {
+            return Err(Error::bad_input(
+                "`coord shutdown --partner new` names nobody; give the partner's name",
+            )
+            .into());
+        }
+    };
+    let session = std::env::var(SESSION_ENV).ok().filter(|s| !s.is_empty());
+    let scope = match &session {
+        Some(id) => Scope::Session(id),
+        None => Scope::Partner,
+    };
+    let done = stamp::shutdown(&ws, &agent, scope)?;
+    if ctx.json {
+        output::json(&done);
+    } else if !ctx.quiet {
+        for line in release_lines(&done.released) {
+            output::line(&line);
+        }
+        if done.closed.is_empty() {
+            output::line(&format!(
+                "No open session of {} on the stamp card",
+                done.partner
+            ));
+        }
+        for row in &done.closed {
+            output::line(&format!(
+                "Clocked out: {} (session {}, row {})",
+                row.partner_name,
+                output::clean(&row.session_id),
+                row.id
+            ));
+        }
+        if done.finished {
+            output::line("Presence: FINISHED");
+        }
+    }
+    Ok(ExitCode::Success)
+}
+
+/// One line per released lock.
+pub fn release_lines(released: &[Release]) -> Vec<String> {
+    released
+        .iter()
+        .filter_map(|r| match &r.outcome {
+            ReleaseOutcome::Released => Some(format!("Lock released: {}", r.file)),
+            ReleaseOutcome::Lost => Some(format!("{}: lock was taken over meanwhile", r.file)),
+            _ => None,
+        })
+        .collect()
+}

@@ -1,0 +1,430 @@
+//! Handshakes: `<root>/.handshake_<agent>`, one block per peer, in the seed's `key: value` form.
+//!
+//! ```text
+//! from: claude
+//! to: gemini
+//! time: 2026-01-28T01:00:00+01:00
+//! status: REQUESTED
+//! protocol: V3
+//! ```
+//!
+//! With two agents the file is exactly the seed's single block; with more, one block per peer,
+//! sorted by peer, separated by a blank line. A block says "`from` asks `to` for Protocol V3"
+//! (`REQUESTED`) or "`from` accepts `to`" (`ACCEPTED`).
+//!
+//! One round ([`step`]), under the workspace mutex: every other ACTIVE agent gets a request,
+//! and every peer whose file has a block addressed to this agent gets `ACCEPTED`. A block keeps
+//! its `time` while its status stays the same, so repeating a round changes nothing. A pair is
+//! **established** when both directions exist and at least one says `ACCEPTED`; Protocol V3 is
+//! active in the workspace while at least one pair is established.
+//!
+//! Reading is lenient, for files written by hand: blocks are separated by blank lines (or start
+//! at a repeated `from:`), keys are matched without regard to case, a `time` without an offset
+//! is read as local time, a block without a valid `to` is skipped, and the file's name — not
+//! its `from:` line — says whose it is.
+
+use std::fs;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::clock::{self, Wait};
+use crate::error::{Error, Result};
+use crate::fsutil::{self, RECORD_CAP};
+use crate::layout;
+use crate::record::Record;
+use crate::v3::presence::{self, AgentState, Unreadable};
+use crate::watch::{Deadline, FolderWatch, RECHECK};
+use crate::workspace::{AgentId, Workspace, is_valid_agent_id};
+
+/// The protocol named in every block.
+pub const PROTOCOL: &str = "V3";
+
+/// A block's `status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum HandshakeStatus {
+    /// `from` asks `to`.
+    Requested,
+    /// `from` accepts `to`.
+    Accepted,
+}
+
+impl HandshakeStatus {
+    /// The word written in the file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HandshakeStatus::Requested => "REQUESTED",
+            HandshakeStatus::Accepted => "ACCEPTED",
+        }
+    }
+
+    /// Anything but `ACCEPTED` (any case) is read as a request.
+    fn parse(text: &str) -> HandshakeStatus {
+        if text.trim().eq_ignore_ascii_case("ACCEPTED") {
+            HandshakeStatus::Accepted
+        } else {
+            HandshakeStatus::Requested
+        }
+    }
+}
+
+/// One block of a handshake file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Block {
+    /// Whose file it is in (an agent id).
+    pub from: String,
+    /// The peer (an agent id).
+    pub to: String,
+    /// REQUESTED or ACCEPTED.
+    pub status: HandshakeStatus,
+    /// When, as written.
+    pub time: Option<String>,
+}
+
+/// Parse the handshake file of `owner`. Never fails; unusable blocks are skipped.
+pub fn parse(owner: &str, text: &str) -> Vec<Block> {
+    let mut groups: Vec<Vec<&str>> = vec![Vec::new()];
+    for line in text.lines() {
+        let key = line.split_once(':').map(|(k, _)| k.trim());
+        let starts_again = key.is_some_and(|k| k.eq_ignore_ascii_case("from"))
+            && groups
+                .last()
+                .is_some_and(|g| g.iter().any(|l| is_key(l, "from")));
+        if line.trim().is_empty() || starts_again {
+            groups.push(Vec::new());
+        }
+        if !line.trim().is_empty()
+            && let Some(g) = groups.last_mut()
+        {
+            g.push(line);
+        }
+    }
+    let mut blocks: Vec<Block> = Vec::new();
+    for g in groups.into_iter().filter(|g| !g.is_empty()) {
+        let rec = Record::parse(&g.join("\n"));
+        let Some(to) = rec
+            .get_nonempty("to")
+            .map(str::to_ascii_lowercase)
+            .filter(|t| is_valid_agent_id(t) && t != owner)
+        else {
+            continue;
+        };
+        if blocks.iter().any(|b| b.to == to) {
+            continue;
+        }
+        blocks.push(Block {
+            from: owner.to_string(),
+            to,
+            status: HandshakeStatus::parse(rec.get("status").unwrap_or("")),
+            time: rec
+                .get_nonempty("time")
+                .filter(|t| *t != "-")
+                .map(str::to_string),
+        });
+    }
+    blocks
+}
+
+fn is_key(line: &str, key: &str) -> bool {
+    line.split_once(':')
+        .is_some_and(|(k, _)| k.trim().eq_ignore_ascii_case(key))
+}
+
+/// The file text: the seed's five lines per block, blocks sorted by peer, a blank line between.
+pub fn render(blocks: &[Block]) -> String {
+    let mut sorted: Vec<&Block> = blocks.iter().collect();
+    sorted.sort_by(|a, b| a.to.cmp(&b.to));
+    sorted
+        .iter()
+        .map(|b| {
+            let mut rec = Record::new();
+            rec.set("from", &b.from);
+            rec.set("to", &b.to);
+            rec.set("time", b.time.as_deref().unwrap_or("-"));
+            rec.set("status", b.status.as_str());
+            rec.set("protocol", PROTOCOL);
+            rec.render()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Agent `id`'s handshake blocks; `Ok(None)` when it has no file.
+///
+/// # Errors
+///
+/// [`Unreadable`] when the file exists but cannot be read.
+pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Vec<Block>>, Unreadable> {
+    match fsutil::read_text_capped(&layout::handshake(root, id), RECORD_CAP) {
+        Ok((text, _)) => Ok(Some(parse(id, &text))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Unreadable {
+            path: format!(".handshake_{id}"),
+            why: e.to_string(),
+        }),
+    }
+}
+
+/// Every block of every handshake file in the root, sorted by `from` then `to`.
+pub fn scan(root: &Path) -> (Vec<Block>, Vec<Unreadable>) {
+    let mut blocks = Vec::new();
+    let mut bad = Vec::new();
+    if let Ok(entries) = fs::read_dir(root) {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(id) = name.to_str().and_then(layout::handshake_agent) else {
+                continue;
+            };
+            match read(root, id) {
+                Ok(Some(b)) => blocks.extend(b),
+                Ok(None) => {}
+                Err(u) => bad.push(u),
+            }
+        }
+    }
+    blocks.sort_by(|a, b| a.from.cmp(&b.from).then(a.to.cmp(&b.to)));
+    (blocks, bad)
+}
+
+/// Whether `a` and `b` have an established handshake among `blocks`: both directions exist and
+/// at least one says ACCEPTED.
+pub fn established(blocks: &[Block], a: &str, b: &str) -> bool {
+    let find = |from: &str, to: &str| blocks.iter().find(|x| x.from == from && x.to == to);
+    match (find(a, b), find(b, a)) {
+        (Some(x), Some(y)) => {
+            x.status == HandshakeStatus::Accepted || y.status == HandshakeStatus::Accepted
+        }
+        _ => false,
+    }
+}
+
+/// Whether Protocol V3 is active: at least one established pair.
+pub fn v3_active(blocks: &[Block]) -> bool {
+    blocks.iter().any(|b| established(blocks, &b.from, &b.to))
+}
+
+/// One peer, after a round.
+#[derive(Debug, Clone, Serialize)]
+pub struct Peer {
+    /// The peer's id.
+    pub peer: String,
+    /// What this agent's file says to it.
+    pub mine: HandshakeStatus,
+    /// What its file says to this agent, if anything.
+    pub theirs: Option<HandshakeStatus>,
+    /// Both directions exist and one is ACCEPTED.
+    pub established: bool,
+}
+
+/// The result of a round (or of a wait).
+#[derive(Debug, Clone, Serialize)]
+pub struct Round {
+    /// Who.
+    pub agent: String,
+    /// The peers of this round: the other ACTIVE agents and whoever asked this one.
+    pub peers: Vec<Peer>,
+    /// Whether this agent's file was (re)written.
+    pub changed: bool,
+}
+
+impl Round {
+    /// The peers not yet established.
+    pub fn pending(&self) -> Vec<&str> {
+        self.peers
+            .iter()
+            .filter(|p| !p.established)
+            .map(|p| p.peer.as_str())
+            .collect()
+    }
+}
+
+/// One round for `agent`: request every other ACTIVE agent, accept every block addressed to it.
+/// `also` names peers to keep in the round even if they went inactive (a wait's first peers).
+///
+/// # Errors
+///
+/// [`Error::Corrupt`] when this agent's own file cannot be read (nothing is written then);
+/// [`Error::Io`] when it cannot be written.
+pub fn step(ws: &Workspace, agent: &AgentId, also: &[String]) -> Result<Round> {
+    let root = ws.root();
+    let me = agent.id();
+    let _mutex = ws.lock_mutex()?;
+    let path = layout::handshake(root, me);
+    let old = read(root, me).map_err(|u| Error::Corrupt {
+        path: path.clone(),
+        line: None,
+        why: u.why,
+    })?;
+    let old_blocks = old.clone().unwrap_or_default();
+    let (all, _) = scan(root);
+    let now = clock::now();
+    let (presences, _) = presence::scan(root);
+    let mut peers: Vec<String> = presences
+        .iter()
+        .filter(|p| p.id != me && p.state(&now) == AgentState::Active)
+        .map(|p| p.id.clone())
+        .collect();
+    let requesters: Vec<&Block> = all.iter().filter(|b| b.to == me && b.from != me).collect();
+    peers.extend(requesters.iter().map(|b| b.from.clone()));
+    peers.extend(also.iter().filter(|p| p.as_str() != me).cloned());
+    peers.sort();
+    peers.dedup();
+
+    let now_s = clock::format_timestamp(&now);
+    let mut blocks: Vec<Block> = old_blocks
+        .iter()
+        .filter(|b| !peers.contains(&b.to))
+        .cloned()
+        .collect();
+    for peer in &peers {
+        let asked = requesters.iter().any(|b| &b.from == peer);
+        let before = old_blocks.iter().find(|b| &b.to == peer);
+        let status = if asked || before.is_some_and(|b| b.status == HandshakeStatus::Accepted) {
+            HandshakeStatus::Accepted
+        } else {
+            HandshakeStatus::Requested
+        };
+        let time = match before {
+            Some(b) if b.status == status && b.time.is_some() => b.time.clone(),
+            _ => Some(now_s.clone()),
+        };
+        blocks.push(Block {
+            from: me.to_string(),
+            to: peer.clone(),
+            status,
+            time,
+        });
+    }
+    let text = render(&blocks);
+    let current = fsutil::read_capped(&path, RECORD_CAP).ok();
+    let changed = !blocks.is_empty() && current.as_deref() != Some(text.as_bytes());
+    if changed {
+        fsutil::replace(&path, text.as_bytes())?;
+    }
+
+    let mut view = all.clone();
+    view.retain(|b| b.from != me);
+    view.extend(blocks.iter().cloned());
+    let peers = peers
+        .iter()
+        .map(|peer| Peer {
+            peer: peer.clone(),
+            mine: blocks
+                .iter()
+                .find(|b| &b.to == peer)
+                .map(|b| b.status)
+                .unwrap_or(HandshakeStatus::Requested),
+            theirs: view
+                .iter()
+                .find(|b| &b.from == peer && b.to == me)
+                .map(|b| b.status),
+            established: established(&view, me, peer),
+        })
+        .collect();
+    Ok(Round {
+        agent: me.to_string(),
+        peers,
+        changed,
+    })
+}
+
+/// Rounds until every peer of the first round is established, waking on changes in the root
+/// (and every [`RECHECK`]).
+///
+/// # Errors
+///
+/// [`Error::Refused`] when `wait` ends first, naming the peers that did not answer; as [`step`].
+pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Round> {
+    let watch = FolderWatch::new(&[ws.root().to_path_buf()]);
+    let deadline = Deadline::after(wait.as_duration());
+    let first = step(ws, agent, &[])?;
+    let wanted: Vec<String> = first.peers.iter().map(|p| p.peer.clone()).collect();
+    let mut round = first;
+    loop {
+        if round.pending().is_empty() {
+            return Ok(round);
+        }
+        if deadline.passed() {
+            let pending = round.pending().join(", ");
+            return Err(Error::refused(
+                format!(
+                    "handshake of {} not answered by {pending} after {}",
+                    agent.id(),
+                    wait.as_duration()
+                        .map(clock::format_duration)
+                        .unwrap_or_else(|| "forever".into())
+                ),
+                Some(format!(
+                    "ask them to run `coord handshake` (or wait longer with `--wait 5m`); `.handshake_{}` keeps the request",
+                    agent.id()
+                )),
+            ));
+        }
+        watch.wait(deadline.next_sleep(RECHECK));
+        round = step(ws, agent, &wanted)?;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const SEED: &str =
+        "from: claude\nto: gemini\ntime: 2026-01-28T01:00:00\nstatus: ACCEPTED\nprotocol: V3\n";
+
+    #[test]
+    fn the_seed_file_reads_and_renders_back() {
+        let blocks = parse("claude", SEED);
+        assert_eq!(blocks.len(), 1);
+        assert_eq!(blocks[0].to, "gemini");
+        assert_eq!(blocks[0].status, HandshakeStatus::Accepted);
+        assert_eq!(render(&blocks), SEED);
+    }
+
+    #[test]
+    fn several_blocks_with_or_without_blank_lines() {
+        let text = "From: Claude\nTo: Gemini\nstatus: requested\n\n\nfrom: claude\nto: copilot\nstatus: ACCEPTED\nfrom: claude\nto: ../x\nfrom: claude\nto: gemini\n";
+        let blocks = parse("claude", text);
+        let tos: Vec<_> = blocks.iter().map(|b| (b.to.as_str(), b.status)).collect();
+        assert_eq!(
+            tos,
+            [
+                ("gemini", HandshakeStatus::Requested),
+                ("copilot", HandshakeStatus::Accepted)
+            ]
+        );
+        let rendered = render(&blocks);
+        assert!(rendered.starts_with("from: claude\nto: copilot\n"));
+        assert!(rendered.contains("protocol: V3\n\nfrom: claude\nto: gemini\n"));
+        assert_eq!(parse("claude", &rendered), {
+            let mut b = blocks.clone();
+            b.sort_by(|x, y| x.to.cmp(&y.to));
+            b
+        });
+    }
+
+    #[test]
+    fn garbage_gives_no_blocks() {
+        assert!(parse("claude", "\u{0}\u{1}\u{2}").is_empty());
+        assert!(parse("claude", "to: claude\n").is_empty(), "not to itself");
+    }
+
+    #[test]
+    fn establishment_needs_both_directions_and_one_acceptance() {
+        let b = |from: &str, to: &str, s| Block {
+            from: from.into(),
+            to: to.into(),
+            status: s,
+            time: None,
+        };
+        use HandshakeStatus::{Accepted, Requested};
+        assert!(!v3_active(&[b("a", "b", Requested)]));
+        assert!(!v3_active(&[b("a", "b", Accepted)]));
+        assert!(!v3_active(&[
+            b("a", "b", Requested),
+            b("b", "a", Requested)
+        ]));
+        assert!(v3_active(&[b("a", "b", Requested), b("b", "a", Accepted)]));
+    }
+}

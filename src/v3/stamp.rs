@@ -1,0 +1,592 @@
+//! The stamp card: seed 001's `partner_presence` table, one plain file per row.
+//!
+//! ```text
+//! <root>/.coord/partners/seq                 the last row id handed out
+//! <root>/.coord/partners/0000000007.session  one row:
+//!
+//! id: 7
+//! partner_name: claude
+//! status: online
+//! clocked_in: 2026-01-28T01:00:00+01:00
+//! clocked_out: -
+//! last_heartbeat: 2026-01-28T01:05:00+01:00
+//! current_task: Task_123
+//! session_id: claude-7-3fa2c1
+//! pid: 4242
+//! host: build-box
+//! ```
+//!
+//! The seed keeps this table in SQLite; coord keeps it as files because the shared folder may be
+//! on a network filesystem where SQLite's locking is unsafe (see `docs/sessions.md`). Every
+//! transition — clock in, heartbeat, crash marking, clock out — happens under the workspace
+//! mutex, and every row is replaced atomically, so a reader never sees half a row and two
+//! writers never lose each other's change. Row ids come from a counter file read and bumped
+//! under the same mutex, so they are unique and increase.
+//!
+//! `status` is `online` from clock-in to clock-out (`offline`). A row that never clocked out is
+//! marked `crashed` by the next startup of the same partner once its `last_heartbeat` is more
+//! than [`CRASH_AFTER`] old — or at once when it records a process (`pid`, `host`: rows made by
+//! `coord session`) that no longer exists on this host. `-` stands for "none".
+
+use std::fs;
+use std::path::Path;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::clock::{self, Timestamp};
+use crate::error::{Error, Result};
+use crate::fsutil::{self, RECORD_CAP};
+use crate::host;
+use crate::layout;
+use crate::record::Record;
+use crate::v3::lock::{self, Release};
+use crate::v3::presence::{self, AgentState, Unreadable, Update};
+use crate::v3::session;
+use crate::workspace::{AgentId, Workspace, is_valid_agent_id};
+
+/// A session whose heartbeat is older than this, and that never clocked out, has crashed.
+pub const CRASH_AFTER: Duration = Duration::from_secs(300);
+
+/// The `--partner` value that asks coord to pick a free name.
+pub const NEW_PARTNER: &str = "new";
+
+/// The prefix of names picked for `--partner new` (`partner-1`, `partner-2`, …).
+const PICKED_PREFIX: &str = "partner-";
+
+/// The seed's columns, in the seed's order.
+pub const SEED_KEYS: [&str; 8] = [
+    "id",
+    "partner_name",
+    "status",
+    "clocked_in",
+    "clocked_out",
+    "last_heartbeat",
+    "current_task",
+    "session_id",
+];
+
+/// A row's `status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RowStatus {
+    /// Clocked in, not yet out.
+    Online,
+    /// Clocked out.
+    Offline,
+    /// Never clocked out, and silent for too long (or its process is gone).
+    Crashed,
+}
+
+impl RowStatus {
+    /// The word written in the file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RowStatus::Online => "online",
+            RowStatus::Offline => "offline",
+            RowStatus::Crashed => "crashed",
+        }
+    }
+
+    fn parse(text: &str) -> Option<RowStatus> {
+        [RowStatus::Online, RowStatus::Offline, RowStatus::Crashed]
+            .into_iter()
+            .find(|s| s.as_str().eq_ignore_ascii_case(text.trim()))
+    }
+}
+
+/// One row of the stamp card.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Row {
+    /// The row id (increasing).
+    pub id: u64,
+    /// The partner (an agent id).
+    pub partner_name: String,
+    /// online, offline or crashed.
+    pub status: RowStatus,
+    /// When the session clocked in.
+    pub clocked_in: String,
+    /// When it clocked out (or was found crashed), if it did.
+    pub clocked_out: Option<String>,
+    /// Its last sign of life.
+    pub last_heartbeat: Option<String>,
+    /// What it works on.
+    pub current_task: Option<String>,
+    /// The session id (`COORD_SESSION` inside `coord session`, `session:` in its locks).
+    pub session_id: String,
+    /// The process the session follows (`coord session`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// The host of that process.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+}
+
+fn opt(value: Option<&str>) -> Option<String> {
+    value
+        .filter(|v| !v.is_empty() && *v != "-")
+        .map(str::to_string)
+}
+
+impl Row {
+    /// Parse row `id`'s file text (the id in the file name is authoritative).
+    ///
+    /// # Errors
+    ///
+    /// A description of what is missing or wrong.
+    pub fn parse(id: u64, text: &str) -> std::result::Result<Row, String> {
+        let rec = Record::parse(text);
+        let partner_name = rec
+            .get_nonempty("partner_name")
+            .map(str::to_ascii_lowercase)
+            .filter(|n| is_valid_agent_id(n))
+            .ok_or("no valid `partner_name`")?;
+        let status = rec
+            .get("status")
+            .and_then(RowStatus::parse)
+            .ok_or("`status` is not online, offline or crashed")?;
+        let clocked_in = opt(rec.get("clocked_in")).ok_or("no `clocked_in`")?;
+        Ok(Row {
+            id,
+            partner_name,
+            status,
+            clocked_in,
+            clocked_out: opt(rec.get("clocked_out")),
+            last_heartbeat: opt(rec.get("last_heartbeat")),
+            current_task: opt(rec.get("current_task")),
+            session_id: opt(rec.get("session_id")).unwrap_or_else(|| format!("row-{id}")),
+            pid: rec.get("pid").and_then(|p| p.trim().parse().ok()),
+            host: opt(rec.get("host")),
+        })
+    }
+
+    /// The file text: the seed's columns in order, then `pid` and `host` when known.
+    pub fn render(&self) -> String {
+        let dash = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+        let mut rec = Record::new();
+        rec.set("id", self.id.to_string());
+        rec.set("partner_name", &self.partner_name);
+        rec.set("status", self.status.as_str());
+        rec.set("clocked_in", &self.clocked_in);
+        rec.set("clocked_out", dash(&self.clocked_out));
+        rec.set("last_heartbeat", dash(&self.last_heartbeat));
+        rec.set("current_task", dash(&self.current_task));
+        rec.set("session_id", &self.session_id);
+        if let Some(pid) = self.pid {
+            rec.set("pid", pid.to_string());
+        }
+        if let Some(h) = &self.host {
+            rec.set("host", h);
+        }
+        rec.render()
+    }
+
+    /// The last sign of life: `last_heartbeat`, else `clocked_in`.
+    pub fn heartbeat(&self) -> Option<Timestamp> {
+        self.last_heartbeat
+            .as_deref()
+            .and_then(clock::parse_timestamp)
+            .or_else(|| clock::parse_timestamp(&self.clocked_in))
+    }
+
+    /// Seconds since the last sign of life.
+    pub fn heartbeat_age(&self, now: &Timestamp) -> Option<Duration> {
+        self.heartbeat().map(|hb| clock::age(now, &hb))
+    }
+
+    /// Why an `online` row counts as crashed as of `now`, if it does.
+    pub fn crash_reason(&self, now: &Timestamp) -> Option<String> {
+        if self.status != RowStatus::Online {
+            return None;
+        }
+        if let (Some(pid), Some(h)) = (self.pid, self.host.as_deref())
+            && host::recorded_process_gone(pid, h)
+        {
+            return Some(format!("its process {pid} on {h} is gone"));
+        }
+        match self.heartbeat_age(now) {
+            Some(age) if age <= CRASH_AFTER => None,
+            Some(age) => Some(format!("no heartbeat for {}", clock::format_age(age))),
+            None => Some("its heartbeat cannot be read".into()),
+        }
+    }
+}
+
+/// Every row on the stamp card, by id, and the row files that could not be read.
+pub fn scan(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
+    let dir = layout::partners_dir(root);
+    let mut rows = Vec::new();
+    let mut bad = Vec::new();
+    let Ok(entries) = fs::read_dir(&dir) else {
+        return (rows, bad);
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(id) = name.to_str().and_then(layout::parse_partner_row_name) else {
+            continue;
+        };
+        let path = layout::partner_row(root, id);
+        let rel = format!(
+            "{}/{}/{}",
+            layout::STATE_DIR,
+            "partners",
+            name.to_string_lossy()
+        );
+        match fsutil::read_text_capped(&path, RECORD_CAP) {
+            Ok((text, _)) => match Row::parse(id, &text) {
+                Ok(row) => rows.push(row),
+                Err(why) => bad.push(Unreadable { path: rel, why }),
+            },
+            Err(e) => bad.push(Unreadable {
+                path: rel,
+                why: e.to_string(),
+            }),
+        }
+    }
+    rows.sort_by_key(|r| r.id);
+    (rows, bad)
+}
+
+fn write_row(root: &Path, row: &Row) -> Result<()> {
+    fsutil::replace(&layout::partner_row(root, row.id), row.render().as_bytes())
+}
+
+/// The next row id, bumping the counter. Caller holds the mutex. Never below the id of a row
+/// file already there (readable or not), so a lost counter cannot hand out an id twice.
+fn next_id(root: &Path) -> Result<u64> {
+    let path = layout::partners_seq(root);
+    let counted: u64 = fsutil::read_capped(&path, 64)
+        .ok()
+        .and_then(|b| String::from_utf8_lossy(&b).trim().parse().ok())
+        .unwrap_or(0);
+    let seen = fs::read_dir(layout::partners_dir(root))
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter_map(|e| {
+                    e.file_name()
+                        .to_str()
+                        .and_then(layout::parse_partner_row_name)
+                })
+                .max()
+                .unwrap_or(0)
+        })
+        .unwrap_or(0);
+    let id = counted.max(seen) + 1;
+    fsutil::replace(&path, format!("{id}\n").as_bytes())?;
+    Ok(id)
+}
+
+/// The first `partner-N` not used by any row or presence file.
+pub fn free_name(root: &Path, rows: &[Row]) -> String {
+    let (presences, _) = presence::scan(root);
+    (1u64..)
+        .map(|n| format!("{PICKED_PREFIX}{n}"))
+        .find(|name| {
+            !rows.iter().any(|r| &r.partner_name == name)
+                && !presences.iter().any(|p| &p.id == name)
+                && !layout::presence(root, name).exists()
+        })
+        .unwrap_or_else(|| format!("{PICKED_PREFIX}{}", host::random_u64() % 1_000_000))
+}
+
+/// Who clocks in.
+#[derive(Debug, Clone)]
+pub enum Partner {
+    /// This agent.
+    Named(AgentId),
+    /// A free name picked by coord (`--partner new`).
+    New,
+}
+
+/// What `coord startup` (and `coord session`) asks for.
+#[derive(Debug, Clone)]
+pub struct StartupRequest {
+    /// Who.
+    pub partner: Partner,
+    /// `current_task` and the presence's `working_on`.
+    pub task: Option<String>,
+    /// The process the session follows (`coord session`); `None` for a plain startup.
+    pub pid: Option<u32>,
+}
+
+/// What clocking in did and found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Startup {
+    /// The partner's id.
+    pub partner: String,
+    /// Whether the name was picked by coord (`--partner new`).
+    pub picked: bool,
+    /// The new row.
+    pub row: Row,
+    /// Earlier sessions of this partner just marked crashed, with why.
+    pub crashed: Vec<Crashed>,
+    /// Other sessions on the stamp card that are online (heartbeat within 5 minutes).
+    pub online: Vec<Row>,
+    /// Agents whose presence is ACTIVE, this one included.
+    pub active_agents: Vec<String>,
+    /// Two or more agents are active: `coord handshake` is recommended.
+    pub recommend_handshake: bool,
+}
+
+/// A row marked crashed.
+#[derive(Debug, Clone, Serialize)]
+pub struct Crashed {
+    /// The row, as now written.
+    pub row: Row,
+    /// Why.
+    pub why: String,
+}
+
+/// Clock in: mark this partner's dead sessions crashed, add an `online` row, write the presence
+/// (ACTIVE, `working_on` = task), and look who else is around. All under the workspace mutex.
+///
+/// # Errors
+///
+/// [`Error::Io`] when the stamp card or the presence cannot be written.
+pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
+    let root = ws.root();
+    let _mutex = ws.lock_mutex()?;
+    fsutil::ensure_dir(&layout::partners_dir(root))?;
+    fsutil::sweep_temps(&layout::partners_dir(root));
+    let (rows, _) = scan(root);
+    let (agent, picked) = match &req.partner {
+        Partner::Named(a) => (a.clone(), false),
+        Partner::New => (AgentId::parse(&free_name(root, &rows))?, true),
+    };
+    let now = clock::now();
+    let now_s = clock::format_timestamp(&now);
+
+    let mut crashed = Vec::new();
+    for row in rows.iter().filter(|r| r.partner_name == agent.id()) {
+        if let Some(why) = row.crash_reason(&now) {
+            let mut row = row.clone();
+            row.status = RowStatus::Crashed;
+            write_row(root, &row)?;
+            crashed.push(Crashed { row, why });
+        }
+    }
+
+    let id = next_id(root)?;
+    let task = req
+        .task
+        .as_deref()
+        .map(crate::record::one_line)
+        .filter(|t| !t.is_empty());
+    let row = Row {
+        id,
+        partner_name: agent.id().to_string(),
+        status: RowStatus::Online,
+        clocked_in: now_s.clone(),
+        clocked_out: None,
+        last_heartbeat: Some(now_s),
+        current_task: task.clone(),
+        session_id: format!("{}-{id}-{:06x}", agent.id(), host::random_u64() & 0xff_ffff),
+        pid: req.pid,
+        host: req.pid.map(|_| host::hostname().to_string()),
+    };
+    if !fsutil::create_new(&layout::partner_row(root, id), row.render().as_bytes())? {
+        return Err(Error::Failed {
+            message: format!(
+                "stamp-card row `{}` already exists; the counter `{}` is behind",
+                layout::partner_row(root, id).display(),
+                layout::partners_seq(root).display()
+            ),
+        });
+    }
+    presence::write(
+        root,
+        &agent,
+        &Update {
+            finished: Some(false),
+            working_on: Some(task.unwrap_or_else(|| "-".into())),
+            ..Default::default()
+        },
+    )?;
+
+    let online = rows
+        .iter()
+        .filter(|r| r.status == RowStatus::Online && r.crash_reason(&now).is_none())
+        .filter(|r| !crashed.iter().any(|c| c.row.id == r.id))
+        .cloned()
+        .collect();
+    let (presences, _) = presence::scan(root);
+    let active_agents: Vec<String> = presences
+        .iter()
+        .filter(|p| p.state(&now) == AgentState::Active)
+        .map(|p| p.id.clone())
+        .collect();
+    Ok(Startup {
+        partner: agent.id().to_string(),
+        picked,
+        recommend_handshake: active_agents.len() >= 2,
+        row,
+        crashed,
+        online,
+        active_agents,
+    })
+}
+
+/// Refresh session `session_id`'s `last_heartbeat` and `agent`'s presence heartbeat. A row
+/// marked crashed meanwhile (the machine slept) comes back `online`. Returns the row, `None`
+/// when it is gone from the card.
+///
+/// # Errors
+///
+/// [`Error::Io`] when a file cannot be written.
+pub fn heartbeat(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<Option<Row>> {
+    let root = ws.root();
+    let _mutex = ws.lock_mutex()?;
+    let (rows, _) = scan(root);
+    let row = rows
+        .into_iter()
+        .find(|r| r.session_id == session_id && r.partner_name == agent.id());
+    let row = match row {
+        Some(mut row) if row.status != RowStatus::Offline => {
+            row.status = RowStatus::Online;
+            row.last_heartbeat = Some(clock::now_string());
+            write_row(root, &row)?;
+            Some(row)
+        }
+        other => other,
+    };
+    presence::write(root, agent, &Update::default())?;
+    Ok(row)
+}
+
+/// What `coord shutdown` ends.
+#[derive(Debug, Clone, Copy)]
+pub enum Scope<'a> {
+    /// Every open session of the partner, and all its locks.
+    Partner,
+    /// One session, and only the locks taken in it.
+    Session(&'a str),
+}
+
+/// What clocking out did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Shutdown {
+    /// The partner's id.
+    pub partner: String,
+    /// The rows clocked out.
+    pub closed: Vec<Row>,
+    /// The locks released, each named.
+    pub released: Vec<Release>,
+    /// Whether the presence now says FINISHED (not while another session of the partner is online).
+    pub finished: bool,
+}
+
+/// Clock out: release the locks in scope, set the rows in scope `offline` with `clocked_out`,
+/// and mark the presence FINISHED unless another session of the partner is still online.
+///
+/// # Errors
+///
+/// [`Error::Io`] when a lock, row or the presence cannot be written.
+pub fn shutdown(ws: &Workspace, agent: &AgentId, scope: Scope<'_>) -> Result<Shutdown> {
+    let released = match scope {
+        Scope::Partner => lock::release(ws, agent, None, false)?,
+        Scope::Session(id) => session::release_locks(ws, agent, id)?,
+    };
+    let root = ws.root();
+    let _mutex = ws.lock_mutex()?;
+    let now = clock::now();
+    let now_s = clock::format_timestamp(&now);
+    let (rows, _) = scan(root);
+    let mut closed = Vec::new();
+    for row in rows.iter().filter(|r| r.partner_name == agent.id()) {
+        let in_scope = match scope {
+            Scope::Partner => row.status == RowStatus::Online,
+            Scope::Session(id) => row.session_id == id && row.status != RowStatus::Offline,
+        };
+        if in_scope {
+            let mut row = row.clone();
+            row.status = RowStatus::Offline;
+            row.clocked_out = Some(now_s.clone());
+            row.last_heartbeat = Some(now_s.clone());
+            write_row(root, &row)?;
+            closed.push(row);
+        }
+    }
+    let others_online = rows.iter().any(|r| {
+        r.partner_name == agent.id()
+            && !closed.iter().any(|c| c.id == r.id)
+            && r.crash_reason(&now).is_none()
+            && r.status == RowStatus::Online
+    });
+    if !others_online {
+        presence::write(
+            root,
+            agent,
+            &Update {
+                finished: Some(true),
+                ..Default::default()
+            },
+        )?;
+    }
+    Ok(Shutdown {
+        partner: agent.id().to_string(),
+        closed,
+        released,
+        finished: !others_online,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Row {
+        Row {
+            id: 7,
+            partner_name: "claude".into(),
+            status: RowStatus::Online,
+            clocked_in: "2026-01-28T01:00:00+01:00".into(),
+            clocked_out: None,
+            last_heartbeat: Some("2026-01-28T01:05:00+01:00".into()),
+            current_task: Some("Task_123".into()),
+            session_id: "claude-7-abcdef".into(),
+            pid: None,
+            host: None,
+        }
+    }
+
+    #[test]
+    fn rows_render_and_parse_back() {
+        let row = sample();
+        let text = row.render();
+        assert_eq!(
+            text,
+            "id: 7\npartner_name: claude\nstatus: online\nclocked_in: 2026-01-28T01:00:00+01:00\n\
+             clocked_out: -\nlast_heartbeat: 2026-01-28T01:05:00+01:00\ncurrent_task: Task_123\n\
+             session_id: claude-7-abcdef\n"
+        );
+        assert_eq!(Row::parse(7, &text).unwrap(), row);
+    }
+
+    #[test]
+    fn hand_written_rows_are_read_leniently() {
+        let row = Row::parse(
+            3,
+            "partner_name: Gemini\nstatus: ONLINE\nclocked_in: 2026-01-28T01:00:00\n",
+        )
+        .unwrap();
+        assert_eq!(row.partner_name, "gemini");
+        assert_eq!(row.status, RowStatus::Online);
+        assert_eq!(row.session_id, "row-3");
+        assert!(Row::parse(3, "partner_name: x\nstatus: maybe\nclocked_in: now\n").is_err());
+        assert!(Row::parse(3, "status: online\nclocked_in: now\n").is_err());
+        assert!(Row::parse(3, "\u{0}\u{1}binary").is_err());
+    }
+
+    #[test]
+    fn crash_needs_five_silent_minutes() {
+        let row = sample();
+        let soon = clock::parse_timestamp("2026-01-28T01:10:00+01:00").unwrap();
+        assert_eq!(row.crash_reason(&soon), None);
+        let later = clock::parse_timestamp("2026-01-28T01:10:01+01:00").unwrap();
+        assert!(row.crash_reason(&later).unwrap().contains("no heartbeat"));
+        let mut off = row.clone();
+        off.status = RowStatus::Offline;
+        assert_eq!(off.crash_reason(&later), None);
+    }
+}

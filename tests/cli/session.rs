@@ -1,0 +1,175 @@
+//! `coord session -- CMD`: a supervised agent, its locks and its end, whatever the end.
+
+use std::path::Path;
+use std::time::{Duration, Instant};
+
+use crate::support::{Env, coord_bin};
+
+/// Wait (at most 30 s, generously) until `path` exists.
+#[track_caller]
+fn wait_for(path: &Path) {
+    let start = Instant::now();
+    while !path.exists() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{} never appeared",
+            path.display()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+fn send(pid: u32, sig: rustix::process::Signal) {
+    let pid = rustix::process::Pid::from_raw(pid as i32).unwrap();
+    let _ = rustix::process::kill_process(pid, sig);
+}
+
+/// `coord session` as `claude`, with `$COORD_BIN` naming the binary for CMD.
+fn session(env: &Env, script: &str) -> crate::support::Cmd {
+    env.cmd().env("COORD_BIN", coord_bin()).args([
+        "session",
+        "--partner",
+        "claude",
+        "--task",
+        "T1",
+        "--",
+        "sh",
+        "-c",
+        script,
+    ])
+}
+
+#[test]
+fn the_command_gets_the_session_and_its_exit_code_is_passed_through() {
+    let env = Env::new();
+    let out = session(
+        &env,
+        r#"test "$COORD_AGENT" = claude && test "$COORD_DIR" = "$PWD" && test -n "$COORD_SESSION" && test -n "$COORD_SESSION_PID" && echo "child says hi" && exit 7"#,
+    )
+    .code(7);
+    assert_eq!(
+        out.stdout, "child says hi\n",
+        "coord's own lines go to stderr"
+    );
+    out.stderr_has("Clocked in: claude")
+        .stderr_has("Clocked out: claude");
+    let rows: serde_json::Value = env.cmd().args(["partners", "--json"]).ok().json();
+    assert_eq!(rows["partners"][0]["status"], "offline");
+    assert_eq!(rows["partners"][0]["current_task"], "T1");
+    assert!(env.read(".claude_presence").contains("status: FINISHED\n"));
+    session(&env, "exit 0").ok();
+}
+
+#[test]
+fn a_command_killed_by_sigkill_gives_137_and_its_locks_are_released() {
+    let env = Env::new();
+    env.write("a.md", "a");
+    env.write("keep.md", "k");
+    // A lock of claude's taken outside the session is not the session's to release.
+    env.agent("claude").args(["lock", "keep.md"]).ok();
+    let out = session(&env, r#""$COORD_BIN" lock a.md && kill -9 $$"#).code(137);
+    out.stderr_has("Lock released: a.md");
+    assert!(!env.exists("a.md.lock.claude"));
+    assert!(env.exists("keep.md.lock.claude"));
+}
+
+#[test]
+fn locks_of_a_killed_session_process_are_stale_at_once() {
+    let env = Env::new();
+    env.write("a.md", "a");
+    let mut sess = session(
+        &env,
+        r#""$COORD_BIN" lock a.md && echo $$ > child.pid && exec sleep 60"#,
+    )
+    .spawn();
+    wait_for(&env.path("child.pid"));
+    let lock = env.read("a.md.lock.claude");
+    assert!(lock.contains(&format!("pid: {}\n", sess.id())), "{lock}");
+    assert!(lock.contains("session: claude-"), "{lock}");
+
+    sess.kill().unwrap(); // SIGKILL: no chance to clean up
+    sess.wait().unwrap();
+    env.agent("gemini")
+        .args(["lock", "a.md", "--no-wait"])
+        .ok()
+        .stderr_has("took over the stale lock of claude");
+    assert!(env.exists("a.md.lock.gemini"));
+    assert!(!env.exists("a.md.lock.claude"));
+
+    let child: u32 = env.read("child.pid").trim().parse().unwrap();
+    send(child, rustix::process::Signal::KILL);
+    // The next startup of claude finds the dead session crashed at once (its process is gone).
+    env.cmd()
+        .args(["startup", "--partner", "claude"])
+        .ok()
+        .stdout_has("Marked crashed")
+        .stdout_has("is gone");
+}
+
+#[test]
+fn sigterm_ends_the_command_releases_the_locks_and_clocks_out() {
+    let env = Env::new();
+    env.write("a.md", "a");
+    let sess = session(
+        &env,
+        r#""$COORD_BIN" lock a.md && touch ready && exec sleep 60"#,
+    )
+    .spawn();
+    wait_for(&env.path("ready"));
+    assert!(env.exists("a.md.lock.claude"));
+    let started = Instant::now();
+    send(sess.id(), rustix::process::Signal::TERM);
+    let out = sess.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(143), "128 + SIGTERM");
+    assert!(
+        started.elapsed() < Duration::from_secs(9),
+        "the command ended on the forwarded signal, not on the kill grace"
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("Lock released: a.md"), "{stderr}");
+    assert!(!env.exists("a.md.lock.claude"));
+    let rows: serde_json::Value = env.cmd().args(["partners", "--json"]).ok().json();
+    assert_eq!(rows["partners"][0]["status"], "offline");
+    assert!(env.read(".claude_presence").contains("status: FINISHED\n"));
+}
+
+#[test]
+fn the_session_beats_while_the_command_lives() {
+    let env = Env::new();
+    let out = session(&env, "sleep 2.3; cat .coord/partners/*.session")
+        .env("COORD_HEARTBEAT_INTERVAL", "100ms")
+        .ok();
+    let field = |key: &str| {
+        out.stdout
+            .lines()
+            .find_map(|l| l.strip_prefix(&format!("{key}: ")))
+            .unwrap()
+            .to_string()
+    };
+    assert_eq!(field("status"), "online");
+    assert_ne!(
+        field("last_heartbeat"),
+        field("clocked_in"),
+        "{}",
+        out.stdout
+    );
+
+    let before = env.snapshot();
+    session(&env, "exit 0")
+        .env("COORD_HEARTBEAT_INTERVAL", "soon")
+        .code(2)
+        .stderr_has("COORD_HEARTBEAT_INTERVAL");
+    assert_eq!(env.snapshot(), before);
+}
+
+#[test]
+fn a_missing_command_still_clocks_out() {
+    let env = Env::new();
+    env.cmd()
+        .args(["session", "--partner", "claude", "--", "/no/such/program"])
+        .code(2)
+        .stderr_has("cannot run `/no/such/program`");
+    let rows: serde_json::Value = env.cmd().args(["partners", "--json"]).ok().json();
+    assert_eq!(rows["partners"][0]["status"], "offline");
+    env.cmd().args(["session", "--partner", "claude"]).code(2);
+}

@@ -1,0 +1,213 @@
+//! The stamp card: `coord startup`, `coord shutdown`, `coord partners`.
+
+use serde::Deserialize;
+
+use crate::support::Env;
+
+#[derive(Debug, Deserialize)]
+struct Partners {
+    partners: Vec<Row>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Row {
+    id: u64,
+    partner_name: String,
+    status: String,
+    clocked_in: String,
+    clocked_out: Option<String>,
+    last_heartbeat: Option<String>,
+    current_task: Option<String>,
+    session_id: String,
+}
+
+fn partners(env: &Env) -> Vec<Row> {
+    env.cmd()
+        .args(["partners", "--json"])
+        .ok()
+        .json::<Partners>()
+        .partners
+}
+
+fn row_file(id: u64) -> String {
+    format!(".coord/partners/{id:010}.session")
+}
+
+#[test]
+fn a_silent_old_session_is_marked_crashed_by_the_next_startup() {
+    let env = Env::new();
+    // A session clocked in ten minutes ago and never clocked out.
+    env.cmd()
+        .env("COORD_NOW", "2026-01-28T01:00:00+01:00")
+        .args(["startup", "--partner", "claude", "--task", "Task_1"])
+        .ok();
+    // One written by hand, seed style (offset-less times), by an agent without coord.
+    env.write(
+        &row_file(40),
+        "id: 40\npartner_name: claude\nstatus: online\nclocked_in: 2026-01-28T00:00:00\nlast_heartbeat: 2026-01-28T00:01:00\ncurrent_task: old\nsession_id: by-hand\n",
+    );
+    // Another partner's silent session is not ours to judge.
+    env.write(
+        &row_file(41),
+        "partner_name: gemini\nstatus: online\nclocked_in: 2026-01-28T00:00:00\n",
+    );
+    let out = env
+        .cmd()
+        .args(["startup", "--partner", "claude", "--task", "Task_2"])
+        .ok();
+    out.stdout_has("Marked crashed: earlier session by-hand (row 40)")
+        .stdout_has("(row 1) never clocked out: no heartbeat for")
+        .stdout_has("Clocked in: claude");
+    let rows = partners(&env);
+    let by_id = |id: u64| rows.iter().find(|r| r.id == id).unwrap();
+    assert_eq!(by_id(1).status, "crashed");
+    assert_eq!(by_id(40).status, "crashed");
+    assert_eq!(by_id(41).status, "online", "gemini's row is left alone");
+    let new = rows.last().unwrap();
+    assert_eq!(new.id, 42, "ids keep increasing past rows written by hand");
+    assert_eq!(new.status, "online");
+    assert_eq!(new.current_task.as_deref(), Some("Task_2"));
+    assert!(new.clocked_out.is_none());
+    assert!(env.read(&row_file(40)).contains("status: crashed\n"));
+
+    // A fresh session of the same partner is not crashed by a second startup.
+    env.cmd().args(["startup", "--partner", "claude"]).ok();
+    assert_eq!(
+        partners(&env).iter().find(|r| r.id == 42).unwrap().status,
+        "online"
+    );
+}
+
+#[test]
+fn shutdown_clocks_out_finishes_the_presence_and_releases_each_lock() {
+    let env = Env::new();
+    env.write("a.md", "a");
+    env.write("docs/b.md", "b");
+    env.cmd()
+        .args(["startup", "--partner", "claude", "--task", "Task_123"])
+        .ok();
+    env.agent("claude").args(["lock", "a.md", "docs/b.md"]).ok();
+    env.agent("gemini").args(["presence", ".", "x"]).ok();
+    env.agent("gemini").args(["lock", "c.md"]).ok();
+    let out = env.agent("claude").args(["shutdown"]).ok();
+    out.stdout_has("Lock released: a.md")
+        .stdout_has("Lock released: docs/b.md")
+        .stdout_has("Clocked out: claude")
+        .stdout_has("Presence: FINISHED");
+    assert!(!env.exists("a.md.lock.claude"));
+    assert!(!env.exists("docs/b.md.lock.claude"));
+    assert!(env.exists("c.md.lock.gemini"), "others' locks stay");
+    let row = &partners(&env)[0];
+    assert_eq!(row.partner_name, "claude");
+    assert_eq!(row.status, "offline");
+    assert!(row.clocked_out.is_some());
+    assert!(row.last_heartbeat.is_some());
+    assert!(!row.clocked_in.is_empty());
+    assert!(!row.session_id.is_empty());
+    let presence = env.read(".claude_presence");
+    assert!(presence.contains("status: FINISHED\n"), "{presence}");
+    assert!(presence.contains("lock_status: FREE\n"), "{presence}");
+
+    // Nothing open any more: said so, still fine.
+    env.agent("claude")
+        .args(["shutdown"])
+        .ok()
+        .stdout_has("No open session of claude");
+}
+
+#[test]
+fn partner_new_picks_a_free_name() {
+    let env = Env::new();
+    // partner-1 has a presence, partner-2 a row: both names are taken.
+    env.agent("partner-1").args(["presence", ".", "x"]).ok();
+    env.write(
+        &row_file(1),
+        "partner_name: partner-2\nstatus: offline\nclocked_in: 2026-01-28T00:00:00\n",
+    );
+    env.cmd()
+        .args(["startup", "--partner", "new", "--mode", "silent"])
+        .ok()
+        .stdout_has("Partner name: partner-3");
+    assert!(env.exists(".partner-3_presence"));
+    let out = env
+        .cmd()
+        .args(["startup", "--partner", "new", "--json"])
+        .ok();
+    let v: serde_json::Value = out.json();
+    assert_eq!(v["partner"], "partner-4");
+    assert_eq!(v["picked"], true);
+    assert_eq!(v["row"]["partner_name"], "partner-4");
+}
+
+#[test]
+fn partner_and_agent_must_agree() {
+    let env = Env::new();
+    let before = env.snapshot();
+    env.agent("claude")
+        .args(["startup", "--partner", "gemini"])
+        .code(2)
+        .stderr_has("error:");
+    env.agent("claude")
+        .args(["startup", "--partner", "new"])
+        .code(2);
+    env.cmd()
+        .args(["startup"])
+        .code(2)
+        .stderr_has("COORD_AGENT");
+    env.cmd()
+        .args(["startup", "--partner", "../x"])
+        .code(2)
+        .stderr_has("invalid agent name");
+    assert_eq!(env.snapshot(), before, "nothing written");
+    // The same agent both ways is fine; `-a` alone too.
+    env.agent("Claude")
+        .args(["startup", "--partner", "claude"])
+        .ok();
+    env.agent("gemini").args(["startup"]).ok();
+}
+
+#[test]
+fn startup_lists_partners_and_recommends_a_handshake() {
+    let env = Env::new();
+    env.cmd()
+        .args(["startup", "--partner", "claude", "--task", "Task_123"])
+        .ok()
+        .stdout_has("Partners online: none")
+        .stdout_lacks("handshake");
+    let out = env
+        .cmd()
+        .args(["startup", "--partner", "gemini", "--mode", "verbose"])
+        .ok();
+    out.stdout_has("claude")
+        .stdout_has("Task_123")
+        .stdout_has("Active agents: claude, gemini")
+        .stdout_has("run `coord handshake`");
+    let silent = env
+        .cmd()
+        .args(["startup", "--partner", "copilot", "--mode", "silent"])
+        .ok();
+    silent
+        .stdout_lacks("Partners online")
+        .stdout_has("Clocked in: copilot")
+        .stdout_has("3 agents are active");
+    env.cmd()
+        .args(["partners"])
+        .ok()
+        .stdout_has("PARTNER")
+        .stdout_has("copilot")
+        .stdout_has("online");
+    let st: serde_json::Value = env.cmd().args(["status", "--json"]).ok().json();
+    assert_eq!(st["partners"].as_array().unwrap().len(), 3);
+}
+
+#[test]
+fn a_corrupt_row_is_reported_not_fatal() {
+    let env = Env::new();
+    env.cmd().args(["startup", "--partner", "claude"]).ok();
+    env.write(&row_file(9), [0u8, 159, 146, 150, 255]);
+    let out = env.cmd().args(["partners", "--json"]).ok();
+    out.stderr_has("0000000009.session");
+    assert_eq!(out.json::<Partners>().partners.len(), 1);
+    env.cmd().args(["startup", "--partner", "gemini"]).ok();
+    assert_eq!(partners(&env).last().unwrap().id, 10);
+}
