@@ -20,6 +20,7 @@ use super::{Ctx, output};
 ///
 ///   coord check --strict
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct CheckArgs {
     /// The workspace folder (like `--dir`)
     #[arg(id = "workdir", value_name = "DIR")]

@@ -34,6 +34,7 @@ const NAMES: [&str; 8] = [
 ///   coord demo
 ///   coord demo --agents 5 --dir /tmp/coord-demo
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct DemoArgs {
     /// How many agents take part (2-8)
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u8).range(2..=8))]
@@ -264,7 +265,8 @@ impl Demo {
 
     /// Run `coord ARGS` as `agent`, streaming its output with a prefix.
     fn run(&self, agent: &str, args: &[&str]) -> anyhow::Result<()> {
-        self.say(agent, &format!("$ coord {}", args.join(" ")));
+        let shown: Vec<String> = args.iter().map(|a| shell_quote(a)).collect();
+        self.say(agent, &format!("$ coord {}", shown.join(" ")));
         let mut child = Command::new(&self.exe)
             .args(args)
             .current_dir(&self.dir)
@@ -300,5 +302,18 @@ impl Demo {
                 me.say(&agent, &format!("  {line}"));
             }
         })
+    }
+}
+
+/// Quote an argument for display the way a shell user would type it.
+fn shell_quote(arg: &str) -> String {
+    let plain = !arg.is_empty()
+        && arg
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,%+".contains(c));
+    if plain {
+        arg.to_string()
+    } else {
+        format!("'{}'", arg.replace('\'', "'\\''"))
     }
 }

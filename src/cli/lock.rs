@@ -6,6 +6,7 @@ use clap::Args;
 
 use coord::clock::{self, Wait};
 use coord::v3::lock::{self, DEFAULT_TTL, LockEvent, LockRequest, Owner};
+use coord::v3::session::{SESSION_ENV, SESSION_PID_ENV};
 use coord::{Error, ExitCode};
 
 use super::{Ctx, output};
@@ -23,6 +24,7 @@ const DEFAULT_WAIT: Duration = Duration::from_secs(120);
 ///   ... edit SHARED.txt ...
 ///   coord -a claude unlock SHARED.txt
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct LockArgs {
     /// Files to lock (relative to the current directory, inside the workspace)
     #[arg(required = true, value_name = "FILE")]
@@ -129,11 +131,9 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 
 /// Inside `coord session`, locks follow the session's process.
 fn session_owner() -> Option<Owner> {
-    let pid = std::env::var("COORD_SESSION_PID").ok()?.parse().ok()?;
+    let pid = std::env::var(SESSION_PID_ENV).ok()?.parse().ok()?;
     Some(Owner {
         pid,
-        session: std::env::var("COORD_SESSION")
-            .ok()
-            .filter(|s| !s.is_empty()),
+        session: std::env::var(SESSION_ENV).ok().filter(|s| !s.is_empty()),
     })
 }

@@ -7,6 +7,8 @@ use clap::{Args, ValueEnum};
 use coord::ExitCode;
 use coord::status::agent_view;
 use coord::v3::presence::{self, Update};
+use coord::v3::session::SESSION_ENV;
+use coord::v3::stamp;
 
 use super::{Ctx, output};
 
@@ -18,8 +20,9 @@ use super::{Ctx, output};
 ///   coord -a claude presence . "Task_123"
 ///   coord -a claude presence --status finished
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct PresenceArgs {
-    /// The workspace folder (like `--dir`); a single argument that is not a folder is the TASK
+    /// The workspace folder (like `--dir`); a lone plain word (no `/`, not `.`) is the TASK
     #[arg(id = "workdir", value_name = "DIR")]
     dir: Option<String>,
     /// What the agent works on (`working_on`)
@@ -41,7 +44,7 @@ enum PresenceStatus {
 
 pub fn run(args: PresenceArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let (dir, task) = match (args.dir, args.task) {
-        (Some(one), None) if !ctx.cwd().join(&one).is_dir() => (None, Some(one)),
+        (Some(one), None) if !looks_like_dir(&one) => (None, Some(one)),
         pair => pair,
     };
     let ws = ctx.workspace(dir.as_deref().map(Path::new))?;
@@ -58,6 +61,8 @@ pub fn run(args: PresenceArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     };
     let written = {
         let _mutex = ws.lock_mutex()?;
+        let session = std::env::var(SESSION_ENV).ok().filter(|s| !s.is_empty());
+        stamp::refresh_partner(ws.root(), &agent, session.as_deref())?;
         presence::write(ws.root(), &agent, &update)?
     };
     let view = agent_view(&written, &coord::clock::now());
@@ -75,4 +80,10 @@ pub fn run(args: PresenceArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         ));
     }
     Ok(ExitCode::Success)
+}
+
+/// A lone argument is the DIR only when it is written like a path (`.`, `..`, `./x`, `/x`,
+/// `a/b`); a plain word is the TASK, even if a folder of that name happens to exist.
+fn looks_like_dir(arg: &str) -> bool {
+    arg == "." || arg == ".." || arg.contains('/')
 }

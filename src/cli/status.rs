@@ -15,6 +15,7 @@ use super::output::{self, Cell};
 ///   coord status
 ///   coord status --json | jq '.locks[] | select(.state != "LIVE")'
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct StatusArgs {
     /// The workspace folder (like `--dir`)
     #[arg(id = "workdir", value_name = "DIR")]

@@ -16,6 +16,7 @@ use super::{Ctx, output};
 ///   coord -a claude unlock SHARED.txt
 ///   coord -a claude unlock              # everything you hold
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct UnlockArgs {
     /// Files to unlock (default: every lock you hold)
     #[arg(value_name = "FILE")]

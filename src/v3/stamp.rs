@@ -454,6 +454,31 @@ pub fn heartbeat(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<Op
     Ok(row)
 }
 
+/// Refresh `last_heartbeat` of `agent`'s open rows: only `session` when given, else every row
+/// of the partner that is `online`. Returns how many rows were refreshed. Caller holds the
+/// workspace mutex. Keeps `coord presence` and the stamp card in step, so an agent that
+/// heartbeats by hand is not marked crashed by its next startup.
+///
+/// # Errors
+///
+/// [`Error::Io`] when a row cannot be written.
+pub fn refresh_partner(root: &Path, agent: &AgentId, session: Option<&str>) -> Result<usize> {
+    let (rows, _) = scan(root);
+    let now = clock::now_string();
+    let mut n = 0;
+    for mut row in rows {
+        let mine = row.partner_name == agent.id()
+            && row.status == RowStatus::Online
+            && session.is_none_or(|s| row.session_id == s);
+        if mine {
+            row.last_heartbeat = Some(now.clone());
+            write_row(root, &row)?;
+            n += 1;
+        }
+    }
+    Ok(n)
+}
+
 /// What `coord shutdown` ends.
 #[derive(Debug, Clone, Copy)]
 pub enum Scope<'a> {

@@ -4,10 +4,10 @@
 
 mod support;
 
-mod concurrency;
 mod collab;
-mod messages;
+mod concurrency;
 mod handshake;
+mod messages;
 mod session;
 mod stamp;
 mod v3_core;

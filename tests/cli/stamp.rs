@@ -211,3 +211,27 @@ fn a_corrupt_row_is_reported_not_fatal() {
     env.cmd().args(["startup", "--partner", "gemini"]).ok();
     assert_eq!(partners(&env).last().unwrap().id, 10);
 }
+
+#[test]
+fn presence_heartbeats_keep_the_stamp_card_row_alive() {
+    let env = Env::new();
+    // Clocked in long ago; since then the agent only ran `coord presence` by hand.
+    env.cmd()
+        .env("COORD_NOW", "2026-01-28T01:00:00+01:00")
+        .args(["startup", "--partner", "claude"])
+        .ok();
+    env.agent("claude")
+        .args(["presence", ".", "still here"])
+        .ok();
+    let row = partners(&env).pop().unwrap();
+    assert_ne!(
+        row.last_heartbeat.as_deref(),
+        Some("2026-01-28T01:00:00+01:00")
+    );
+    // So a second startup of the same partner does not take the first for crashed.
+    env.cmd()
+        .args(["startup", "--partner", "claude"])
+        .ok()
+        .stdout_lacks("Marked crashed");
+    assert!(partners(&env).iter().all(|r| r.status == "online"));
+}

@@ -689,3 +689,16 @@ fn lock_json_reports_what_was_taken() {
     assert_eq!(rel["results"][0]["outcome"], "released");
     assert_eq!(rel["results"][1]["outcome"], "not_locked");
 }
+
+#[test]
+fn a_lone_plain_word_is_the_task_even_if_a_folder_has_that_name() {
+    let env = Env::new();
+    std::fs::create_dir(env.path("bench")).unwrap();
+    env.agent("claude").args(["presence", "bench"]).ok();
+    assert!(env.read(".claude_presence").contains("working_on: bench\n"));
+    env.agent("claude").args(["presence", "."]).ok();
+    assert!(env.read(".claude_presence").contains("working_on: bench\n"));
+    assert!(!env.exists("bench/.claude_presence"));
+    env.agent("claude").args(["presence", "bench/", "t"]).ok();
+    assert!(env.exists("bench/.claude_presence"));
+}
