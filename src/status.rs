@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::clock::{self, Timestamp};
+use crate::dialogue::{self, DialogueSummary};
 use crate::v3::lock::{self, LockState};
 use crate::v3::presence::{self, StateCache, Unreadable};
 use crate::workspace::Workspace;
@@ -88,6 +89,8 @@ pub struct Status {
     pub unread: BTreeMap<String, usize>,
     /// State files that could not be read.
     pub unreadable: Vec<Unreadable>,
+    /// The dialogue in `agent-dialogue/`, null when there is none.
+    pub dialogue: Option<DialogueSummary>,
 }
 
 /// Build an [`AgentView`] from a presence.
@@ -143,5 +146,6 @@ pub fn collect(ws: &Workspace) -> Status {
         handshakes: Vec::new(),
         unread: BTreeMap::new(),
         unreadable,
+        dialogue: dialogue::summary(ws),
     }
 }

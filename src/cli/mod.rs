@@ -11,6 +11,7 @@ use coord::{Error, ExitCode};
 
 mod check;
 mod demo;
+mod dialogue;
 mod lock;
 mod output;
 mod presence;
@@ -70,6 +71,7 @@ enum Command {
     Unlock(unlock::UnlockArgs),
     Status(status::StatusArgs),
     Demo(demo::DemoArgs),
+    Dialogue(dialogue::DialogueArgs),
 }
 
 /// What every command gets: the global options, resolved lazily.
@@ -153,6 +155,7 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Unlock(args) => unlock::run(args, ctx),
         Command::Status(args) => status::run(args, ctx),
         Command::Demo(args) => demo::run(args, ctx),
+        Command::Dialogue(args) => dialogue::run(args, ctx),
     }
 }
 
