@@ -634,7 +634,7 @@ mod tests {
         assert_eq!(c.last().unwrap().speaker, "AGENT-2");
         let broken = text.replace("Message #2", "Message #3");
         let (line, why) = Conversation::parse(&broken).numbering_error().unwrap();
-        assert_eq!(line, 12);
+        assert_eq!(line, 13);
         assert!(why.contains("#2"), "{why}");
     }
 

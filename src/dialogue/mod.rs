@@ -289,7 +289,7 @@ impl Dialogue {
     /// dialogue; [`Error::Io`].
     pub fn wait(&self, id: &str, timeout: Option<Duration>) -> Result<Snapshot> {
         let deadline = Deadline::after(timeout);
-        let watch = FolderWatch::new(&[self.folder.clone()]);
+        let watch = FolderWatch::new(std::slice::from_ref(&self.folder));
         loop {
             let snap = self.snapshot()?;
             if snap.commands.ended {

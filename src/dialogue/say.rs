@@ -176,7 +176,7 @@ pub fn take_lock_txt<'a>(
         }
         match &watch {
             // Subscribe first, then look again, then wait.
-            None => watch = Some(FolderWatch::new(&[d.folder.clone()])),
+            None => watch = Some(FolderWatch::new(std::slice::from_ref(&d.folder))),
             Some(w) => {
                 w.wait(deadline.next_sleep(RECHECK));
             }
@@ -231,6 +231,10 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
     let mut warnings = Vec::new();
     let mut repaired = None;
 
+    if matches!(snap.turn, Turn::Error(_)) {
+        // Already stopped (by an earlier corruption, or by the user): wait for the user.
+        snap.may_speak(&speaker)?;
+    }
     if let Some((line, why)) = snap.conv.numbering_error() {
         return Err(mark_corrupted(d, Some(line), &why));
     }

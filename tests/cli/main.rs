@@ -4,4 +4,5 @@
 
 mod support;
 
+mod dialogue;
 mod v3_core;
