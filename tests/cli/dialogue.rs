@@ -720,3 +720,40 @@ fn show_follow_prints_new_messages() {
         "show --follow printed the new message"
     );
 }
+
+#[test]
+fn a_lock_txt_left_by_a_dead_coord_process_is_taken_over_at_once() {
+    let env = Env::new();
+    init(&env);
+    let mut child = Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let host = std::fs::read_to_string("/proc/sys/kernel/hostname").unwrap();
+    env.write(
+        &p("lock.txt"),
+        format!(
+            "AGENT-2\nsince: 2999-01-01T00:00:00+00:00\npid: {dead}\nhost: {}\n",
+            host.trim()
+        ),
+    );
+    say(&env, "AGENT-1", "no need to wait a minute")
+        .code(0)
+        .stderr_has("took over a stale lock.txt of AGENT-2");
+    assert!(!env.exists(&p("lock.txt")));
+}
+
+#[test]
+fn wait_shows_the_users_priority() {
+    let env = Env::new();
+    init(&env);
+    env.cmd()
+        .args(["dialogue", "command", "PRIORITY:", "tests", "first"])
+        .ok();
+    assert_eq!(env.read(&p("user-commands.txt")), "PRIORITY: tests first\n");
+    env.cmd()
+        .args(["dialogue", "wait", "--as", "AGENT-1", "--timeout", "5s"])
+        .ok()
+        .stdout_has("PRIORITY from the user: tests first");
+    let t = turn(&env);
+    assert_eq!(t.state, "open");
+}
