@@ -457,6 +457,26 @@ mod tests {
     }
 
     #[test]
+    fn append_durable_only_appends_to_an_existing_regular_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("conversation.md");
+        assert!(
+            append_durable(&f, b"x").is_err(),
+            "a missing file is not created"
+        );
+        fs::write(&f, b"one\n").unwrap();
+        append_durable(&f, b"two\n").unwrap();
+        assert_eq!(fs::read(&f).unwrap(), b"one\ntwo\n");
+        let link = dir.path().join("link.md");
+        std::os::unix::fs::symlink(&f, &link).unwrap();
+        assert!(
+            append_durable(&link, b"three\n").is_err(),
+            "a link is not followed"
+        );
+        assert_eq!(fs::read(&f).unwrap(), b"one\ntwo\n");
+    }
+
+    #[test]
     fn replace_durable_keeps_the_mode() {
         use std::os::unix::fs::PermissionsExt;
         let dir = tempfile::tempdir().unwrap();
