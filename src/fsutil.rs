@@ -166,6 +166,38 @@ pub fn replace_durable(path: &Path, bytes: &[u8]) -> Result<()> {
     sync_dir(parent_of(path))
 }
 
+/// Append `bytes` to the existing regular file at `path` with one `write`, then fsync it.
+///
+/// For append-only logs (a dialogue's `conversation.md`): the file is never truncated or
+/// rewritten, a symlink at `path` is refused, and a missing file is an error (never created).
+/// One `write` on an `O_APPEND` descriptor lands whole at the end of the file as seen at that
+/// instant, so an earlier byte is never lost.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the path (also for a short write).
+pub fn append_durable(path: &Path, bytes: &[u8]) -> Result<()> {
+    let mut file = OpenOptions::new()
+        .append(true)
+        .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK).bits() as i32)
+        .open(path)
+        .at("open for appending", path)?;
+    if !file.metadata().at("inspect", path)?.is_file() {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "is not a regular file",
+        ))
+        .at("append to", path);
+    }
+    let n = file.write(bytes).at("append to", path)?;
+    if n != bytes.len() {
+        // A short write on a regular file means the disk is full; finish it rather than leave
+        // a partial block, and report it if that fails too.
+        file.write_all(&bytes[n..]).at("append to", path)?;
+    }
+    file.sync_all().at("sync", path)
+}
+
 /// Give `file` the permissions of the regular file at `path`, when there is one.
 fn keep_mode(path: &Path, file: &File) -> Result<()> {
     if let Ok(meta) = fs::symlink_metadata(path)
@@ -550,6 +582,26 @@ mod tests {
         assert!(append_line(&link, b"x").is_err());
         assert!(append_line(dir.path(), b"x").is_err());
         assert!(fs::read_to_string(&f).unwrap().ends_with("two\n"));
+    }
+
+    #[test]
+    fn append_durable_only_appends_to_an_existing_regular_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("conversation.md");
+        assert!(
+            append_durable(&f, b"x").is_err(),
+            "a missing file is not created"
+        );
+        fs::write(&f, b"one\n").unwrap();
+        append_durable(&f, b"two\n").unwrap();
+        assert_eq!(fs::read(&f).unwrap(), b"one\ntwo\n");
+        let link = dir.path().join("link.md");
+        std::os::unix::fs::symlink(&f, &link).unwrap();
+        assert!(
+            append_durable(&link, b"three\n").is_err(),
+            "a link is not followed"
+        );
+        assert_eq!(fs::read(&f).unwrap(), b"one\ntwo\n");
     }
 
     #[test]

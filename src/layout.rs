@@ -14,6 +14,8 @@
 //! <root>/collaboration_file.txt       seed 000 shared collaboration file (default name)
 //! <root>/.coord/partners/seq          the last stamp-card row id
 //! <root>/.coord/partners/<id>.session one stamp-card row (seed 001 partner_presence)
+//! <root>/agent-dialogue/{conversation.md,current-turn.txt,status.json,lock.txt,user-commands.txt,archive/}  seed 002
+//! <root>/.coord/dialogue-<hash>.mutex  kernel lock around one dialogue folder's writes
 //! ```
 //!
 //! No other module builds a path by joining strings.
@@ -218,6 +220,54 @@ pub fn parse_partner_row_name(file_name: &str) -> Option<u64> {
         return None;
     }
     digits.parse().ok()
+}
+
+// ---- Dialogue (seed 002) -------------------------------------------------------------------
+
+/// The default dialogue folder, relative to the root.
+pub const DIALOGUE_DIR: &str = "agent-dialogue";
+
+/// The dialogue log, in the dialogue folder.
+pub const DIALOGUE_CONVERSATION: &str = "conversation.md";
+
+/// Whose turn it is, in the dialogue folder.
+pub const DIALOGUE_TURN: &str = "current-turn.txt";
+
+/// Session metadata, in the dialogue folder.
+pub const DIALOGUE_STATUS: &str = "status.json";
+
+/// The writer's lock, in the dialogue folder.
+pub const DIALOGUE_LOCK: &str = "lock.txt";
+
+/// The user's command channel, in the dialogue folder.
+pub const DIALOGUE_COMMANDS: &str = "user-commands.txt";
+
+/// The archive folder, in the dialogue folder.
+pub const DIALOGUE_ARCHIVE: &str = "archive";
+
+/// One of the dialogue folder's files (`name` is one of the `DIALOGUE_*` names).
+pub fn dialogue_file(folder: &Path, name: &str) -> PathBuf {
+    folder.join(name)
+}
+
+/// `archive/session-<stamp>` in the dialogue folder (`stamp` like `20260128-010000`), with a
+/// `-N` suffix for the N-th archive made in the same second.
+pub fn dialogue_archive_session(folder: &Path, stamp: &str, n: u32) -> PathBuf {
+    let name = if n <= 1 {
+        format!("session-{stamp}")
+    } else {
+        format!("session-{stamp}-{n}")
+    };
+    folder.join(DIALOGUE_ARCHIVE).join(name)
+}
+
+/// `<root>/.coord/dialogue-<hash>.mutex`: the kernel lock serialising coord's writers of one
+/// dialogue folder (named after a hash of the folder's path relative to the root).
+pub fn dialogue_mutex(root: &Path, folder_rel: &str) -> PathBuf {
+    state_dir(root).join(format!(
+        "dialogue-{:016x}.mutex",
+        host::fnv1a64(folder_rel.as_bytes())
+    ))
 }
 
 #[cfg(test)]

@@ -10,13 +10,15 @@
 //!   workspace mutex), [`host`] (this machine and its processes), [`watch`] (waiting on folder events),
 //!   [`workspace`] (root discovery, agent ids, path confinement);
 //! - protocols: [`v3`] (seed 001: presence, locks, backups, wait queue, messages, notes);
-//!   [`collab`] (seed 000: the shared collaboration file);
+//!   [`collab`] (seed 000: the shared collaboration file); [`dialogue`] (seed 002: the
+//!   turn-based dialogue);
 //! - views: [`status`] (everything at once, for `coord status`).
 
 #![deny(missing_docs)]
 
 pub mod clock;
 pub mod collab;
+pub mod dialogue;
 pub mod error;
 pub mod exit_code;
 pub mod fsutil;

@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use crate::clock::{self, Timestamp};
 use crate::v3::handshake;
+use crate::dialogue::{self, DialogueSummary};
 use crate::v3::lock::{self, LockState};
 use crate::v3::message;
 use crate::v3::presence::{self, StateCache, Unreadable};
@@ -115,6 +116,8 @@ pub struct Status {
     pub unread: BTreeMap<String, usize>,
     /// State files that could not be read.
     pub unreadable: Vec<Unreadable>,
+    /// The dialogue in `agent-dialogue/`, null when there is none.
+    pub dialogue: Option<DialogueSummary>,
 }
 
 /// Build an [`AgentView`] from a presence.
@@ -199,5 +202,6 @@ pub fn collect(ws: &Workspace) -> Status {
             &presences.iter().map(|p| p.id.clone()).collect::<Vec<_>>(),
         ),
         unreadable,
+        dialogue: dialogue::summary(ws),
     }
 }

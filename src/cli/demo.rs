@@ -107,6 +107,7 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 
     handshake_step(&demo, &agents)?;
     messages_step(&demo, &agents)?;
+    dialogue_step(&demo, agents[0], agents[1])?;
 
     output::line("\n# One agent finishes; one keeps a lock while it works");
     demo.run(agents[0], &["presence", "--status", "finished"])?;
@@ -203,6 +204,67 @@ fn handshake_step(demo: &Demo, agents: &[&str]) -> anyhow::Result<()> {
     for l in text.lines() {
         output::line(format!("  {l}").trim_end());
     }
+    Ok(())
+}
+
+/// Two agents hold a short turn-based dialogue (seed 002): each is its own loop of real
+/// `coord dialogue wait` / `coord dialogue say` processes.
+fn dialogue_step(demo: &Demo, first: &str, second: &str) -> anyhow::Result<()> {
+    output::line("\n# A short turn-based dialogue: each agent waits for its turn, then speaks");
+    let agents = format!("{first},{second}");
+    demo.run(
+        first,
+        &[
+            "dialogue",
+            "init",
+            "--topic",
+            "Where do the notes go?",
+            "--agents",
+            &agents,
+        ],
+    )?;
+    let lines: [(&str, &[&str]); 4] = [
+        (
+            "I suggest one section per agent in SHARED.txt.",
+            &["QUESTION-CRITICAL"],
+        ),
+        ("Agreed, and a summary at the top.", &["AGREEMENT"]),
+        ("I will write the summary after the review.", &[]),
+        ("Then we are done here.", &["PROPOSE-END"]),
+    ];
+    let handles: Vec<_> = [first, second]
+        .into_iter()
+        .enumerate()
+        .map(|(who, agent)| {
+            let demo = demo.clone();
+            let agent = agent.to_string();
+            let mine: Vec<(String, Vec<String>)> = lines
+                .iter()
+                .skip(who)
+                .step_by(2)
+                .map(|(t, m)| (t.to_string(), m.iter().map(|s| s.to_string()).collect()))
+                .collect();
+            std::thread::spawn(move || -> anyhow::Result<()> {
+                for (text, markers) in mine {
+                    demo.run(
+                        &agent,
+                        &["dialogue", "wait", "--as", &agent, "--timeout", "30s"],
+                    )?;
+                    let mut args = vec!["dialogue", "say", "--as", &agent, &text];
+                    for m in &markers {
+                        args.extend(["--marker", m]);
+                    }
+                    demo.run(&agent, &args)?;
+                }
+                Ok(())
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join()
+            .map_err(|_| anyhow::anyhow!("a demo dialogue thread panicked"))??;
+    }
+    demo.run(first, &["dialogue", "turn"])?;
     Ok(())
 }
 

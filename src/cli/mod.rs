@@ -13,6 +13,7 @@ mod check;
 mod collab;
 mod demo;
 mod handshake;
+mod dialogue;
 mod lock;
 mod msg;
 mod note;
@@ -85,6 +86,7 @@ enum Command {
     Partners(partners::PartnersArgs),
     Session(session::SessionArgs),
     Handshake(handshake::HandshakeArgs),
+    Dialogue(dialogue::DialogueArgs),
 }
 
 /// What every command gets: the global options, resolved lazily.
@@ -176,6 +178,7 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Partners(args) => partners::run(args, ctx),
         Command::Session(args) => session::run(args, ctx),
         Command::Handshake(args) => handshake::run(args, ctx),
+        Command::Dialogue(args) => dialogue::run(args, ctx),
     }
 }
 

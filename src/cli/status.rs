@@ -145,6 +145,22 @@ pub fn render(st: &Status, color: bool) -> String {
             .collect();
         out.push(output::table(&["AGENT", "UNREAD"], rows, color));
     }
+    if let Some(d) = &st.dialogue {
+        out.push(String::new());
+        out.push(output::title("Dialogue", color));
+        let rows = vec![vec![
+            Cell::plain(&d.folder),
+            Cell::plain(&d.topic),
+            Cell::plain(d.message_count.to_string()),
+            Cell::opt(d.turn.as_deref()),
+            Cell::state(&d.state),
+        ]];
+        out.push(output::table(
+            &["FOLDER", "TOPIC", "MESSAGES", "TURN", "STATE"],
+            rows,
+            color,
+        ));
+    }
     if !st.unreadable.is_empty() {
         out.push(String::new());
         out.push(output::title("Could not read", color));

@@ -10,4 +10,5 @@ mod handshake;
 mod messages;
 mod session;
 mod stamp;
+mod dialogue;
 mod v3_core;

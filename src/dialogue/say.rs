@@ -1,0 +1,399 @@
+//! `say`: seed 002's steps 1–7 as one operation, and `lock.txt`.
+//!
+//! Under the dialogue's kernel lock (so two coord processes never interleave), `say`:
+//! 1. takes `lock.txt` with create-new (a stale one, older than 60 s or left by a process that
+//!    is gone, is taken over; a fresh one is waited for briefly);
+//! 2. reads `conversation.md`, `status.json`, `current-turn.txt` and `user-commands.txt`, and
+//!    refuses unless it is the speaker's turn and no `PAUSE`, `END-SESSION` or other agent's
+//!    `-ONLY` stands;
+//! 3. appends the whole message block with one write and an fsync (the commit point);
+//! 4. replaces `current-turn.txt` (the next participant round-robin, `USER` on `[NEEDS-USER]`);
+//! 5. replaces `status.json` (`message_count`, `last_update`, `last_speaker`, `commands_read`);
+//! 6. removes `lock.txt`.
+//!
+//! A crash leaves one of these states, and the next `say` (which takes the stale `lock.txt`
+//! over) finds and repairs it:
+//! - before 3: nothing changed but `lock.txt`, which is simply taken over;
+//! - after 3: the conversation holds one message more than `status.json` counts, written by
+//!   the holder of the stale `lock.txt`; the turn file still names that writer (crash before
+//!   4) or already the next speaker (crash before 5). The repair passes the turn when it was
+//!   not passed and rewrites `status.json`, then the new message is written;
+//! - after 5: only `lock.txt` is left, and taken over.
+//!
+//! A count that differs from `status.json` in any other way is corruption: `current-turn.txt`
+//! gets `[ERROR] conversation.md appears corrupted` and nothing else changes.
+
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::clock::{self, Timestamp};
+use crate::error::{Error, Result};
+use crate::fsutil::{self, MutexGuard};
+use crate::layout;
+use crate::watch::{Deadline, FolderWatch, RECHECK};
+
+use super::files::{
+    self, CORRUPTED_LINE, LockInfo, Marker, StatusDoc, Turn, USER, same_id, validate_id,
+};
+use super::{Dialogue, Snapshot};
+
+/// The largest message text coord accepts.
+pub const MAX_TEXT: usize = 1024 * 1024;
+
+/// How long `say` waits for a fresh `lock.txt` by default.
+pub const DEFAULT_LOCK_WAIT: Duration = Duration::from_secs(10);
+
+/// One message to write.
+#[derive(Debug, Clone)]
+pub struct SayRequest {
+    /// Who speaks (a participant's id, or `USER`).
+    pub speaker: String,
+    /// The message text.
+    pub text: String,
+    /// Markers to add after the text.
+    pub markers: Vec<Marker>,
+    /// Pass the turn to this id instead of the next participant.
+    pub to: Option<String>,
+    /// How long to wait for a fresh `lock.txt` held by another writer.
+    pub lock_wait: Duration,
+}
+
+/// What `say` did.
+#[derive(Debug, Clone, Serialize)]
+pub struct SayOutcome {
+    /// The new message's number.
+    pub number: u64,
+    /// Who spoke.
+    pub speaker: String,
+    /// Whose turn it is now.
+    pub next: String,
+    /// The markers written.
+    pub markers: Vec<String>,
+    /// Problems noticed and worked around (`status.json needs repair`).
+    pub warnings: Vec<String>,
+    /// An interrupted earlier write that was completed first.
+    pub repaired: Option<String>,
+    /// A stale `lock.txt` that was taken over.
+    pub took_over: Option<LockInfo>,
+}
+
+/// A held `lock.txt` (with the dialogue's kernel lock). Dropping it removes `lock.txt`.
+pub struct LockTxt<'a> {
+    d: &'a Dialogue,
+    _mutex: MutexGuard,
+    /// The stale lock that was taken over, if any.
+    pub took_over: Option<LockInfo>,
+    released: bool,
+}
+
+impl LockTxt<'_> {
+    /// Remove `lock.txt` (the last step of a write).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] when it cannot be removed.
+    pub fn release(mut self) -> Result<()> {
+        self.released = true;
+        fsutil::remove(&self.d.path(layout::DIALOGUE_LOCK)).map(|_| ())
+    }
+}
+
+impl Drop for LockTxt<'_> {
+    fn drop(&mut self) {
+        if !self.released {
+            let _ = fsutil::remove(&self.d.path(layout::DIALOGUE_LOCK));
+        }
+    }
+}
+
+/// Take `lock.txt` for `holder`, starting with the kernel lock `mutex` already held. A stale
+/// `lock.txt` is taken over; a fresh one is waited for (without the kernel lock) up to `wait`.
+///
+/// # Errors
+///
+/// Refused when `lock.txt` stays held; [`Error::Io`].
+pub fn take_lock_txt<'a>(
+    d: &'a Dialogue,
+    mutex: MutexGuard,
+    holder: &str,
+    wait: Duration,
+) -> Result<LockTxt<'a>> {
+    let deadline = Deadline::after(Some(wait));
+    let path = d.path(layout::DIALOGUE_LOCK);
+    let mut held = Some(mutex);
+    let mut watch: Option<FolderWatch> = None;
+    loop {
+        let guard = match held.take() {
+            Some(g) => g,
+            None => d.lock_mutex()?,
+        };
+        let now = clock::now();
+        let record = LockInfo::render(holder, &now);
+        if fsutil::create_new(&path, record.as_bytes())? {
+            return Ok(LockTxt {
+                d,
+                _mutex: guard,
+                took_over: None,
+                released: false,
+            });
+        }
+        let info = match d.read_small(layout::DIALOGUE_LOCK) {
+            Ok(Some((text, mtime))) => LockInfo::parse(&text, mtime, &now),
+            Ok(None) => {
+                held = Some(guard);
+                continue;
+            }
+            Err(_) => LockInfo::parse("", fsutil::mtime(&path).map(clock::from_system_time), &now),
+        };
+        if info.stale {
+            fsutil::remove(&path)?;
+            if fsutil::create_new(&path, record.as_bytes())? {
+                return Ok(LockTxt {
+                    d,
+                    _mutex: guard,
+                    took_over: Some(info),
+                    released: false,
+                });
+            }
+            held = Some(guard);
+            continue;
+        }
+        drop(guard);
+        if deadline.passed() {
+            return Err(Error::refused(
+                format!(
+                    "`{}` is held by {} since {} (a write in progress)",
+                    d.shown(layout::DIALOGUE_LOCK),
+                    info.holder,
+                    info.since.as_deref().unwrap_or("an unknown time")
+                ),
+                Some(
+                    "try again in a moment; a lock.txt older than 60 seconds is stale and taken over"
+                        .into(),
+                ),
+            ));
+        }
+        match &watch {
+            // Subscribe first, then look again, then wait.
+            None => watch = Some(FolderWatch::new(std::slice::from_ref(&d.folder))),
+            Some(w) => {
+                w.wait(deadline.next_sleep(RECHECK));
+            }
+        }
+    }
+}
+
+/// Validate what does not depend on the files (before anything is touched).
+fn check_request(req: &SayRequest) -> Result<(String, Option<String>)> {
+    let speaker = if same_id(&req.speaker, USER) {
+        USER.to_string()
+    } else {
+        validate_id(&req.speaker)?
+    };
+    if req.text.trim().is_empty() {
+        return Err(Error::bad_input("the message text is empty"));
+    }
+    if req.text.contains('\0') {
+        return Err(Error::bad_input("the message text contains a NUL byte"));
+    }
+    if req.text.len() > MAX_TEXT {
+        return Err(Error::bad_input(format!(
+            "the message text is larger than {MAX_TEXT} bytes"
+        )));
+    }
+    let to = match &req.to {
+        Some(t) if same_id(t, USER) => Some(USER.to_string()),
+        Some(t) => Some(validate_id(t)?),
+        None => None,
+    };
+    Ok((speaker, to))
+}
+
+/// Write one message as `req.speaker`: seed steps 1–7 in one operation (see the module docs).
+///
+/// # Errors
+///
+/// [`Error::BadInput`] for bad input (nothing written); refused (exit 3) when it is not the
+/// speaker's turn, the dialogue is paused, ended or reserved for another, the turn is unclear,
+/// or `lock.txt` stays held; [`Error::Failed`] on a corrupted conversation (after writing the
+/// seed's error line to `current-turn.txt`); [`Error::Io`].
+pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
+    let (speaker, to) = check_request(req)?;
+    if !d.exists() {
+        return Err(d.no_dialogue());
+    }
+    let mutex = d.lock_mutex()?;
+    let lock = take_lock_txt(d, mutex, &speaker, req.lock_wait)?;
+    let now = clock::now();
+    let conv = files::Conversation::parse(&d.read_conversation()?);
+    let mut snap = d.snapshot_with(conv, &now)?;
+    let mut warnings = Vec::new();
+    let mut repaired = None;
+
+    if matches!(snap.turn, Turn::Error(_)) {
+        // Already stopped (by an earlier corruption, or by the user): wait for the user.
+        snap.may_speak(&speaker)?;
+    }
+    if let Some((line, why)) = snap.conv.numbering_error() {
+        return Err(mark_corrupted(d, Some(line), &why));
+    }
+    if let Some(problem) = &snap.status_problem {
+        warnings.push(format!(
+            "status.json needs repair ({problem}); continuing with conversation.md only"
+        ));
+    } else if let Some((_, why)) = snap.corruption() {
+        match repair_interrupted(d, &mut snap, lock.took_over.as_ref(), &now)? {
+            Some(done) => repaired = Some(done),
+            None => return Err(mark_corrupted(d, None, &why)),
+        }
+    }
+    let speaker = snap
+        .participants
+        .iter()
+        .find(|p| same_id(p, &speaker))
+        .cloned()
+        .unwrap_or(speaker);
+    snap.may_speak(&speaker)?;
+
+    let mut markers: Vec<Marker> = Vec::new();
+    for m in &req.markers {
+        if !markers.contains(m) {
+            markers.push(m.clone());
+        }
+    }
+    let needs_user =
+        markers.contains(&Marker::NeedsUser) || req.text.contains(&Marker::NeedsUser.to_string());
+    let next = next_turn(&snap, &speaker, to.as_deref(), needs_user)?;
+    let number = snap.conv.count() + 1;
+    let block = files::render_message(&snap.conv, number, &speaker, &now, &req.text, &markers);
+
+    fsutil::append_durable(&d.path(layout::DIALOGUE_CONVERSATION), block.as_bytes())?;
+    fsutil::replace_durable(
+        &d.path(layout::DIALOGUE_TURN),
+        format!("{next}\n").as_bytes(),
+    )?;
+    let mut status = snap
+        .status
+        .clone()
+        .unwrap_or_else(|| StatusDoc::new(&snap.topic, &snap.participants, &now));
+    status.record_message(number, &speaker, &now);
+    status.set(
+        "commands_read",
+        serde_json::Value::from(snap.commands.lines),
+    );
+    fsutil::replace_durable(&d.path(layout::DIALOGUE_STATUS), status.render().as_bytes())?;
+    let took_over = lock.took_over.clone();
+    lock.release()?;
+    Ok(SayOutcome {
+        number,
+        speaker,
+        next,
+        markers: markers.iter().map(Marker::to_string).collect(),
+        warnings,
+        repaired,
+        took_over,
+    })
+}
+
+/// Who speaks after `speaker`: `to` when given, `USER` on `[NEEDS-USER]`, else the next
+/// participant round-robin (after the user, the one after the last agent who spoke).
+fn next_turn(snap: &Snapshot, speaker: &str, to: Option<&str>, needs_user: bool) -> Result<String> {
+    let parts = &snap.participants;
+    if let Some(t) = to {
+        if t == USER {
+            return Ok(USER.into());
+        }
+        return parts
+            .iter()
+            .find(|p| same_id(p, t))
+            .cloned()
+            .ok_or_else(|| {
+                Error::bad_input(format!(
+                    "`--to {t}` is not a participant ({})",
+                    parts.join(", ")
+                ))
+            });
+    }
+    if needs_user {
+        return Ok(USER.into());
+    }
+    let after = if speaker == USER {
+        snap.conv
+            .messages
+            .iter()
+            .rev()
+            .map(|m| m.speaker.as_str())
+            .find(|s| !same_id(s, USER))
+    } else {
+        Some(speaker)
+    };
+    Ok(round_robin(parts, after))
+}
+
+/// The participant after `after` (the first one when `after` is none or not a participant).
+pub fn round_robin(parts: &[String], after: Option<&str>) -> String {
+    match after.and_then(|a| parts.iter().position(|p| same_id(p, a))) {
+        Some(i) => parts[(i + 1) % parts.len()].clone(),
+        None => parts[0].clone(),
+    }
+}
+
+/// Write the seed's error line to `current-turn.txt`; the error to return.
+fn mark_corrupted(d: &Dialogue, line: Option<usize>, why: &str) -> Error {
+    let path = d.path(layout::DIALOGUE_TURN);
+    let written = fsutil::replace_durable(&path, format!("{CORRUPTED_LINE}\n").as_bytes());
+    let at = line.map(|l| format!(" at line {l}")).unwrap_or_default();
+    let turn_note = match written {
+        Ok(()) => format!(
+            "`{}` now says `{CORRUPTED_LINE}`",
+            d.shown(layout::DIALOGUE_TURN)
+        ),
+        Err(e) => format!("and the error line could not be written ({e})"),
+    };
+    Error::Failed {
+        message: format!(
+            "`{}` appears corrupted{at}: {why}; {turn_note}. Nothing else was written\nhint: fix conversation.md (message numbers 1..N, in step with status.json's message_count), then write the next speaker's id into current-turn.txt",
+            d.shown(layout::DIALOGUE_CONVERSATION)
+        ),
+    }
+}
+
+/// Complete a write interrupted by a crash (see the module docs): only when a stale
+/// `lock.txt` was taken over, the conversation holds exactly one message more than
+/// `status.json` counts, and that message is by the stale lock's holder.
+fn repair_interrupted(
+    d: &Dialogue,
+    snap: &mut Snapshot,
+    stale: Option<&LockInfo>,
+    now: &Timestamp,
+) -> Result<Option<String>> {
+    let (Some(stale), Some(status), Some(last)) = (stale, snap.status.clone(), snap.conv.last())
+    else {
+        return Ok(None);
+    };
+    if snap.conv.count() != status.message_count() + 1 || !same_id(&last.speaker, &stale.holder) {
+        return Ok(None);
+    }
+    let writer = last.speaker.clone();
+    let number = last.number;
+    if snap.turn.id().is_some_and(|t| same_id(t, &writer)) {
+        let next = if snap.conv.last_has(&Marker::NeedsUser) {
+            USER.to_string()
+        } else {
+            round_robin(&snap.participants, Some(&writer))
+        };
+        fsutil::replace_durable(
+            &d.path(layout::DIALOGUE_TURN),
+            format!("{next}\n").as_bytes(),
+        )?;
+        snap.turn = Turn::parse(&next);
+    }
+    let mut status = status;
+    status.record_message(number, &writer, now);
+    fsutil::replace_durable(&d.path(layout::DIALOGUE_STATUS), status.render().as_bytes())?;
+    snap.status = Some(status);
+    Ok(Some(format!(
+        "completed the interrupted write of message #{number} by {writer}"
+    )))
+}
