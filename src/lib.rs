@@ -9,7 +9,8 @@
 //!   [`record`] (the seed's `key: value` text), [`fsutil`] (every write to disk, capped reads, the
 //!   workspace mutex), [`host`] (this machine and its processes), [`watch`] (waiting on folder events),
 //!   [`workspace`] (root discovery, agent ids, path confinement);
-//! - protocols: [`v3`] (seed 001: presence, locks, backups, wait queue);
+//! - protocols: [`v3`] (seed 001: presence, locks, backups, wait queue), [`review`] (seed 003:
+//!   the review tracker);
 //! - views: [`status`] (everything at once, for `coord status`).
 
 #![deny(missing_docs)]
@@ -21,6 +22,7 @@ pub mod fsutil;
 pub mod host;
 pub mod layout;
 pub mod record;
+pub mod review;
 pub mod status;
 pub mod v3;
 pub mod watch;

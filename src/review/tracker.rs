@@ -1,0 +1,1741 @@
+//! The tracker file format: parse, view, edit, render.
+//!
+//! A tracker is kept as the lines it was read from. Parsing finds the seed's sections
+//! (`## Meta`, `## Current State`, `## Steps`, `## Issues`, `## Agreements Log`,
+//! `## Handoff Prompts`) and reads them into a [`View`]; every edit rewrites or inserts only the
+//! lines it is about and then parses again. So rendering a tracker that was not edited gives back
+//! its bytes exactly (unknown sections, extra lines, spacing, CRLF line ends included), and an
+//! edit changes nothing but what it meant to change.
+//!
+//! Reading is lenient where the seed is loose (`- **Key:** value` and `- **Key**: value`, case of
+//! section names and severities, prose between items, a missing Agreements Log or Handoff
+//! Prompts section) and strict where a command depends on the content: a missing required
+//! section, a step heading without its number, steps not numbered 01, 02, …, an unknown step or
+//! issue status, a duplicate issue id, or an Issues table row with the wrong number of cells is
+//! [`Error::Corrupt`] with the 1-based line number.
+//!
+//! Lines inside fenced code blocks (```` ``` ```` or `~~~`) are never read as headings or fields,
+//! so a handoff prompt copied into the tracker inside a fence cannot break its structure.
+//!
+//! Issues table cells escape `|` as `\|` (and a `\` that would otherwise be read as part of an
+//! escape as `\\`); reading undoes both, so any title or resolution survives the table.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::{Action, IssueStatus, Severity, StepStatus};
+use crate::error::{Error, Result};
+
+/// The heading that must end every output file, and whose body is the prompt for the next actor.
+pub const HANDOFF_HEADING: &str = "Handoff Prompt for Next Actor";
+
+/// The Meta value of `Prompt for next actor`.
+pub const PROMPT_POINTER: &str = "See Handoff Prompts section below";
+
+const META: &str = "meta";
+const CURRENT: &str = "current state";
+const STEPS: &str = "steps";
+const ISSUES: &str = "issues";
+const AGREEMENTS: &str = "agreements log";
+const HANDOFFS: &str = "handoff prompts";
+
+/// A participant and its role, from Meta's `Participants` line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Participant {
+    /// The name as written (`Claude`).
+    pub name: String,
+    /// `reviewer`, `implementer`, or whatever the tracker says; `None` when not given.
+    pub role: Option<String>,
+}
+
+/// The Meta section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Meta {
+    /// The topic.
+    pub topic: Option<String>,
+    /// The reviewed path.
+    pub target: Option<String>,
+    /// `YYYY-MM-DD`.
+    pub created: Option<String>,
+    /// `YYYY-MM-DD`.
+    pub last_updated: Option<String>,
+    /// `in_progress` or `closed`.
+    pub status: String,
+    /// Who takes part, in the order written.
+    pub participants: Vec<Participant>,
+}
+
+impl Meta {
+    /// The participant with `role` (case is ignored).
+    pub fn with_role(&self, role: &str) -> Option<&Participant> {
+        self.participants
+            .iter()
+            .find(|p| p.role.as_deref().is_some_and(|r| r.eq_ignore_ascii_case(role)))
+    }
+
+    /// The role of the participant named `name` (compared case-insensitively).
+    pub fn role_of(&self, name: &str) -> Option<&str> {
+        self.participants
+            .iter()
+            .find(|p| p.name.eq_ignore_ascii_case(name))
+            .and_then(|p| p.role.as_deref())
+    }
+}
+
+/// The Current State section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Current {
+    /// Exactly one actor, or `none` once closed.
+    pub next_actor: String,
+    /// What they are to do.
+    pub next_action: Option<String>,
+    /// Where their prompt is.
+    pub prompt: Option<String>,
+}
+
+/// One `### NN` entry of the Steps section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Step {
+    /// The step number (`01` → 1).
+    pub number: u32,
+    /// Who owns it.
+    pub actor: String,
+    /// Where it stands.
+    pub status: StepStatus,
+    /// What it does.
+    pub action: Option<Action>,
+    /// What it read.
+    pub input: Option<String>,
+    /// What it wrote.
+    pub output: Option<String>,
+    /// What it did, briefly.
+    pub summary: Option<String>,
+    /// Who comes next.
+    pub next: Option<String>,
+}
+
+/// One row of the Issues table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Issue {
+    /// `ISSUE-NN`.
+    pub id: String,
+    /// critical, high, medium or low.
+    pub severity: Severity,
+    /// What the problem is.
+    pub title: String,
+    /// Where it stands.
+    pub status: IssueStatus,
+    /// How it was settled.
+    pub resolution: Option<String>,
+}
+
+/// One line of the Agreements Log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Agreement {
+    /// The entry as written, without the bullet and the `[DISPUTED]` prefix.
+    pub text: String,
+    /// The decision: `text` before its last ` - `.
+    pub decision: String,
+    /// Whose position was adopted: `text` after its last ` - `, when there is one.
+    pub adopted: Option<String>,
+    /// Marked `[DISPUTED]`.
+    pub disputed: bool,
+}
+
+/// One `###` entry of the Handoff Prompts section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Prompt {
+    /// The heading text.
+    pub heading: String,
+    /// For whom (`### For gemini (step 02)`).
+    pub actor: Option<String>,
+    /// For which step.
+    pub step: Option<u32>,
+    /// The prompt (the inside of its fence when fenced).
+    pub text: String,
+}
+
+/// Everything a tracker says, as read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct View {
+    /// Meta.
+    pub meta: Meta,
+    /// Current State.
+    pub current: Current,
+    /// The `Note: Steps 01-10 archived to …` line, when steps were archived.
+    pub steps_note: Option<String>,
+    /// Steps in order.
+    pub steps: Vec<Step>,
+    /// Issues in table order.
+    pub issues: Vec<Issue>,
+    /// Agreements in order.
+    pub agreements: Vec<Agreement>,
+    /// Handoff prompts in order.
+    pub handoff_prompts: Vec<Prompt>,
+}
+
+impl View {
+    /// The open (planned or in-progress) step, when the last step is one.
+    pub fn open_step(&self) -> Option<&Step> {
+        self.steps.last().filter(|s| s.status.is_open())
+    }
+
+    /// The stored prompt for `actor` and step `number`, if any.
+    pub fn prompt_for(&self, actor: &str, number: u32) -> Option<&Prompt> {
+        self.handoff_prompts.iter().rev().find(|p| {
+            p.step == Some(number) && p.actor.as_deref().is_some_and(|a| a.eq_ignore_ascii_case(actor))
+        })
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Line-level structure
+
+#[derive(Debug, Clone)]
+struct Field {
+    key: String,
+    value: String,
+    line: usize,
+    /// Byte offset in the line where the value starts (after the `:**` and one blank).
+    value_at: usize,
+}
+
+#[derive(Debug, Clone)]
+struct Section {
+    name: String,
+    heading: usize,
+    end: usize,
+}
+
+#[derive(Debug, Clone)]
+struct StepSpan {
+    heading: usize,
+    fields: Vec<Field>,
+}
+
+#[derive(Debug, Clone)]
+struct Row {
+    line: usize,
+    cells: Vec<String>,
+}
+
+#[derive(Debug, Clone)]
+struct Table {
+    cols: [usize; 5],
+    ncols: usize,
+    rows: Vec<Row>,
+    /// The line after the last row.
+    end: usize,
+}
+
+#[derive(Debug, Clone)]
+struct PromptSpan {
+    heading: usize,
+    end: usize,
+}
+
+#[derive(Debug, Clone, Default)]
+struct Index {
+    sections: Vec<Section>,
+    meta: Vec<Field>,
+    current: Vec<Field>,
+    note: Option<usize>,
+    steps: Vec<StepSpan>,
+    table: Option<Table>,
+    agreements: Vec<usize>,
+    prompts: Vec<PromptSpan>,
+}
+
+/// A tracker: its lines as read, and what they say.
+#[derive(Debug, Clone)]
+pub struct Tracker {
+    path: PathBuf,
+    lines: Vec<String>,
+    final_newline: bool,
+    crlf: bool,
+    index: Index,
+    view: View,
+}
+
+impl Tracker {
+    /// Parse the text of the tracker at `path` (the path is only used in error messages).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Corrupt`] with the line number when the text is not a tracker in the seed's format.
+    pub fn parse(path: &Path, text: &str) -> Result<Tracker> {
+        let mut lines: Vec<String> = text.split('\n').map(str::to_string).collect();
+        let final_newline = text.ends_with('\n');
+        if final_newline {
+            lines.pop();
+        }
+        let crlf = lines.first().is_some_and(|l| l.ends_with('\r'));
+        let (index, view) = analyze(path, &lines)?;
+        Ok(Tracker {
+            path: path.to_path_buf(),
+            lines,
+            final_newline,
+            crlf,
+            index,
+            view,
+        })
+    }
+
+    /// What the tracker says.
+    pub fn view(&self) -> &View {
+        &self.view
+    }
+
+    /// The file it was read from (or will be written to).
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Point the tracker at another file (when it moves to `closed/`).
+    pub fn set_path(&mut self, path: PathBuf) {
+        self.path = path;
+    }
+
+    /// The text, byte for byte as read except for the edits made.
+    pub fn render(&self) -> String {
+        let mut out = self.lines.join("\n");
+        if self.final_newline {
+            out.push('\n');
+        }
+        out
+    }
+
+    fn reindex(&mut self) -> Result<()> {
+        let (index, view) = analyze(&self.path, &self.lines).map_err(|e| Error::Failed {
+            message: format!("an edit of `{}` went wrong: {e}", self.path.display()),
+        })?;
+        self.index = index;
+        self.view = view;
+        Ok(())
+    }
+
+    fn eol(&self, line: String) -> String {
+        if self.crlf { line + "\r" } else { line }
+    }
+
+    fn insert(&mut self, at: usize, block: Vec<String>) {
+        let block: Vec<String> = block.into_iter().map(|l| self.eol(l)).collect();
+        self.lines.splice(at..at, block);
+    }
+
+    fn section(&self, name: &str) -> Option<&Section> {
+        self.index.sections.iter().find(|s| s.name == name)
+    }
+
+    /// Rewrite the value of a field line, keeping everything before it (indent, bullet, key).
+    fn set_value(&mut self, f: &Field, value: &str) {
+        let old = &self.lines[f.line];
+        let cr = if old.ends_with('\r') { "\r" } else { "" };
+        let head = old[..f.value_at].trim_end();
+        self.lines[f.line] = if value.is_empty() {
+            format!("{head}{cr}")
+        } else {
+            format!("{head} {value}{cr}")
+        };
+    }
+
+    /// Set fields of one block (Meta, Current State or a step), adding missing ones after the
+    /// block's last field.
+    fn set_fields(
+        &mut self,
+        fields: &[Field],
+        fallback: usize,
+        values: &[(&str, &str)],
+    ) -> Result<()> {
+        let mut extra = Vec::new();
+        for (key, value) in values {
+            match fields.iter().find(|f| f.key.eq_ignore_ascii_case(key)) {
+                Some(f) => self.set_value(f, value),
+                None => extra.push(field_line(key, value)),
+            }
+        }
+        if !extra.is_empty() {
+            let at = fields.iter().map(|f| f.line + 1).max().unwrap_or(fallback);
+            self.insert(at, extra);
+        }
+        self.reindex()
+    }
+
+    /// Set Meta fields (`Last updated`, `Status`, …).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Failed`] if the edit left a tracker that no longer parses (a bug).
+    pub fn set_meta(&mut self, values: &[(&str, &str)]) -> Result<()> {
+        let fields = self.index.meta.clone();
+        let fallback = self.section(META).map_or(0, |s| s.heading + 1);
+        self.set_fields(&fields, fallback, values)
+    }
+
+    /// Set Current State fields (`Next actor`, `Next action`).
+    ///
+    /// # Errors
+    ///
+    /// As [`Tracker::set_meta`].
+    pub fn set_current(&mut self, values: &[(&str, &str)]) -> Result<()> {
+        let fields = self.index.current.clone();
+        let fallback = self.section(CURRENT).map_or(0, |s| s.heading + 1);
+        self.set_fields(&fields, fallback, values)
+    }
+
+    /// Set fields of step `number` (`Status`, `Output`, …).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Failed`] when there is no such step.
+    pub fn set_step(&mut self, number: u32, values: &[(&str, &str)]) -> Result<()> {
+        let span = self
+            .index
+            .steps
+            .get((number as usize).wrapping_sub(1))
+            .cloned()
+            .ok_or_else(|| Error::Failed {
+                message: format!("`{}` has no step {number:02}", self.path.display()),
+            })?;
+        self.set_fields(&span.fields, span.heading + 1, values)
+    }
+
+    /// Append a step after the last one.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tracker::set_meta`].
+    pub fn push_step(&mut self, step: &Step) -> Result<()> {
+        let mut block = vec![format!("### {:02}", step.number)];
+        let opt = |v: &Option<String>| v.clone().unwrap_or_default();
+        block.push(field_line("Actor", &step.actor));
+        block.push(field_line("Status", step.status.as_str()));
+        block.push(field_line(
+            "Action",
+            step.action.map(Action::as_str).unwrap_or_default(),
+        ));
+        block.push(field_line("Input", &opt(&step.input)));
+        block.push(field_line("Output", &opt(&step.output)));
+        block.push(field_line("Summary", &opt(&step.summary)));
+        block.push(field_line("Next", &opt(&step.next)));
+        self.append_to_section(STEPS, block)
+    }
+
+    /// Insert `block` after the last non-blank line of a section, a blank line before it, and a
+    /// blank line after it when another section follows at once.
+    fn append_to_section(&mut self, name: &str, block: Vec<String>) -> Result<()> {
+        let sec = self.ensure_section(name)?;
+        let last = (sec.heading..sec.end)
+            .rev()
+            .find(|&i| !is_blank(&self.lines[i]))
+            .unwrap_or(sec.heading);
+        let at = last + 1;
+        let mut block = std::iter::once(String::new()).chain(block).collect::<Vec<_>>();
+        if at == sec.end && at < self.lines.len() {
+            block.push(String::new());
+        }
+        self.insert(at, block);
+        self.reindex()
+    }
+
+    /// The section `name`, appended at the end of the file when missing (only the optional ones
+    /// can be missing: the others are required by the parser).
+    fn ensure_section(&mut self, name: &str) -> Result<Section> {
+        if let Some(s) = self.section(name) {
+            return Ok(s.clone());
+        }
+        let title = match name {
+            AGREEMENTS => "Agreements Log",
+            HANDOFFS => "Handoff Prompts",
+            other => other,
+        };
+        let mut block = Vec::new();
+        if self.lines.last().is_some_and(|l| !is_blank(l)) {
+            block.push(String::new());
+        }
+        block.push(format!("## {title}"));
+        if name == AGREEMENTS {
+            block.push("Key positions agreed between LLMs:".to_string());
+        }
+        let at = self.lines.len();
+        self.insert(at, block);
+        self.final_newline = true;
+        self.reindex()?;
+        self.section(name).cloned().ok_or_else(|| Error::Failed {
+            message: format!("cannot add a section to `{}`", self.path.display()),
+        })
+    }
+
+    /// Add a row to the Issues table (creating the table when the section has none).
+    ///
+    /// # Errors
+    ///
+    /// As [`Tracker::set_meta`].
+    pub fn add_issue(&mut self, issue: &Issue) -> Result<()> {
+        let Some(table) = self.index.table.clone() else {
+            let block = vec![
+                "| ID | Severity | Title | Status | Resolution |".to_string(),
+                "|----|----------|-------|--------|------------|".to_string(),
+                issue_row(issue),
+            ];
+            return self.append_to_section(ISSUES, block);
+        };
+        let mut cells = vec![String::new(); table.ncols];
+        let values = issue_cells(issue);
+        for (i, col) in table.cols.iter().enumerate() {
+            cells[*col] = values[i].clone();
+        }
+        let row = render_row(&cells);
+        self.insert(table.end, vec![row]);
+        self.reindex()
+    }
+
+    /// Update the status (and resolution, when given) of issue `id`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadInput`] when there is no such issue.
+    pub fn set_issue(
+        &mut self,
+        id: &str,
+        status: IssueStatus,
+        resolution: Option<&str>,
+    ) -> Result<()> {
+        let table = self.index.table.clone();
+        let Some((table, row)) = table.and_then(|t| {
+            let row = t
+                .rows
+                .iter()
+                .find(|r| decode_cell(&r.cells[t.cols[0]]).eq_ignore_ascii_case(id))?
+                .clone();
+            Some((t, row))
+        }) else {
+            return Err(Error::bad_input(format!(
+                "`{}` has no issue `{id}`",
+                self.path.display()
+            )));
+        };
+        let mut cells = row.cells.clone();
+        cells[table.cols[3]] = encode_cell(status.as_str());
+        if let Some(r) = resolution {
+            cells[table.cols[4]] = encode_cell(r);
+        }
+        let cr = if self.lines[row.line].ends_with('\r') { "\r" } else { "" };
+        self.lines[row.line] = format!("{}{cr}", render_row(&cells));
+        self.reindex()
+    }
+
+    /// Append a line to the Agreements Log.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tracker::set_meta`].
+    pub fn add_agreement(&mut self, text: &str, disputed: bool) -> Result<()> {
+        let sec = self.ensure_section(AGREEMENTS)?;
+        let line = format!("- {}{text}", if disputed { "[DISPUTED] " } else { "" });
+        let at = match self.index.agreements.last() {
+            Some(&l) => l + 1,
+            None => {
+                (sec.heading..sec.end)
+                    .rev()
+                    .find(|&i| !is_blank(&self.lines[i]))
+                    .unwrap_or(sec.heading)
+                    + 1
+            }
+        };
+        let mut block = vec![line];
+        if at == sec.end && at < self.lines.len() {
+            block.push(String::new());
+        }
+        self.insert(at, block);
+        self.reindex()
+    }
+
+    /// Store the prompt for `actor`'s step `number`, replacing an earlier prompt for that actor.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tracker::set_meta`].
+    pub fn set_prompt(&mut self, actor: &str, number: u32, text: &str) -> Result<()> {
+        let mut block = vec![format!("### For {actor} (step {number:02})")];
+        let fence = "`".repeat(longest_run(text, '`').max(2) + 1);
+        block.push(format!("{fence}text"));
+        block.extend(text.lines().map(|l| l.trim_end_matches('\r').to_string()));
+        block.push(fence);
+        let old = self.view.handoff_prompts.iter().position(|p| {
+            p.actor
+                .as_deref()
+                .is_some_and(|a| a.eq_ignore_ascii_case(actor))
+        });
+        match old {
+            Some(i) => {
+                let span = self.index.prompts[i].clone();
+                let last = (span.heading..span.end)
+                    .rev()
+                    .find(|&i| !is_blank(&self.lines[i]))
+                    .unwrap_or(span.heading);
+                let block: Vec<String> = block.into_iter().map(|l| self.eol(l)).collect();
+                self.lines.splice(span.heading..=last, block);
+                self.reindex()
+            }
+            None => self.append_to_section(HANDOFFS, block),
+        }
+    }
+
+    /// Remove the first `count` steps and renumber the rest from 01 (step and prompt headings).
+    /// Returns the removed steps' lines, as written.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tracker::set_meta`].
+    pub fn take_first_steps(&mut self, count: usize) -> Result<Vec<String>> {
+        let spans = self.index.steps.clone();
+        if spans.len() <= count {
+            return Ok(Vec::new());
+        }
+        let (from, to) = (spans[0].heading, spans[count].heading);
+        let taken: Vec<String> = self.lines.drain(from..to).collect();
+        self.reindex()?;
+        let shift = u32::try_from(count).unwrap_or(u32::MAX);
+        for (i, span) in self.index.steps.clone().iter().enumerate() {
+            let new = u32::try_from(i + 1).unwrap_or(u32::MAX);
+            self.lines[span.heading] = renumber_heading(&self.lines[span.heading], new);
+        }
+        for (i, p) in self.view.handoff_prompts.clone().iter().enumerate() {
+            if let (Some(actor), Some(step)) = (&p.actor, p.step)
+                && step > shift
+            {
+                let line = self.index.prompts[i].heading;
+                let cr = if self.lines[line].ends_with('\r') { "\r" } else { "" };
+                self.lines[line] = format!("### For {actor} (step {:02}){cr}", step - shift);
+            }
+        }
+        self.reindex()?;
+        Ok(taken
+            .into_iter()
+            .map(|l| l.trim_end_matches('\r').to_string())
+            .collect())
+    }
+
+    /// Set the note line at the top of the Steps section.
+    ///
+    /// # Errors
+    ///
+    /// As [`Tracker::set_meta`].
+    pub fn set_steps_note(&mut self, note: &str) -> Result<()> {
+        if let Some(line) = self.index.note {
+            let cr = if self.lines[line].ends_with('\r') { "\r" } else { "" };
+            self.lines[line] = format!("{note}{cr}");
+            return self.reindex();
+        }
+        let sec = self.section(STEPS).cloned().ok_or_else(|| Error::Failed {
+            message: "no Steps section".into(),
+        })?;
+        let mut at = sec.heading + 1;
+        if at < sec.end && is_blank(&self.lines[at]) {
+            at += 1;
+        }
+        self.insert(at, vec![note.to_string(), String::new()]);
+        self.reindex()
+    }
+}
+
+fn field_line(key: &str, value: &str) -> String {
+    if value.is_empty() {
+        format!("- **{key}:**")
+    } else {
+        format!("- **{key}:** {value}")
+    }
+}
+
+fn issue_cells(issue: &Issue) -> [String; 5] {
+    [
+        encode_cell(&issue.id),
+        encode_cell(issue.severity.as_str()),
+        encode_cell(&issue.title),
+        encode_cell(issue.status.as_str()),
+        encode_cell(issue.resolution.as_deref().unwrap_or("")),
+    ]
+}
+
+fn issue_row(issue: &Issue) -> String {
+    render_row(&issue_cells(issue))
+}
+
+fn render_row(cells: &[String]) -> String {
+    let mut out = String::from("|");
+    for c in cells {
+        if c.is_empty() {
+            out.push_str("  |");
+        } else {
+            out.push(' ');
+            out.push_str(c);
+            out.push_str(" |");
+        }
+    }
+    out
+}
+
+fn longest_run(text: &str, ch: char) -> usize {
+    let (mut best, mut run) = (0, 0);
+    for c in text.chars() {
+        run = if c == ch { run + 1 } else { 0 };
+        best = best.max(run);
+    }
+    best
+}
+
+fn renumber_heading(line: &str, number: u32) -> String {
+    let lead = line.len() - line.trim_start().len();
+    let after_hashes = line[lead..].trim_start_matches('#');
+    let rest = after_hashes.trim_start();
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    format!("### {number:02}{}", &rest[digits..])
+}
+
+/// Escape text for one Issues table cell.
+pub fn encode_cell(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let chars: Vec<char> = text.chars().collect();
+    for (i, &c) in chars.iter().enumerate() {
+        match c {
+            '|' => out.push_str("\\|"),
+            '\\' if matches!(chars.get(i + 1), None | Some('|') | Some('\\')) => {
+                out.push_str("\\\\")
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Undo [`encode_cell`] (and trim the cell).
+pub fn decode_cell(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.trim().chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '\\'
+            && let Some(&n) = chars.peek()
+            && (n == '|' || n == '\\')
+        {
+            out.push(n);
+            chars.next();
+            continue;
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// Split a table row into its raw (still escaped, trimmed) cells. `None` unless it starts with `|`.
+fn split_row(line: &str) -> Option<Vec<String>> {
+    let t = line.trim();
+    let body = t.strip_prefix('|')?;
+    let mut cells = Vec::new();
+    let mut cur = String::new();
+    let mut chars = body.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                cur.push(c);
+                if let Some(n) = chars.next() {
+                    cur.push(n);
+                }
+            }
+            '|' => cells.push(std::mem::take(&mut cur).trim().to_string()),
+            c => cur.push(c),
+        }
+    }
+    if !cur.trim().is_empty() {
+        cells.push(cur.trim().to_string());
+    }
+    Some(cells)
+}
+
+fn is_blank(line: &str) -> bool {
+    line.trim().is_empty()
+}
+
+/// A heading's level and text (`## Meta` → `(2, "Meta")`).
+fn heading(line: &str) -> Option<(usize, &str)> {
+    let t = line.trim_start();
+    if line.len() - t.len() > 3 {
+        return None;
+    }
+    let level = t.bytes().take_while(|&b| b == b'#').count();
+    if level == 0 || level > 6 {
+        return None;
+    }
+    let rest = &t[level..];
+    if !(rest.is_empty() || rest.starts_with(' ') || rest.starts_with('\t')) {
+        return None;
+    }
+    let text = rest.trim().trim_end_matches('#').trim();
+    Some((level, text))
+}
+
+/// Which lines lie inside a fenced code block (the fences included).
+fn fenced(lines: &[String]) -> Vec<bool> {
+    let mut out = Vec::with_capacity(lines.len());
+    let mut open: Option<(char, usize)> = None;
+    for line in lines {
+        let t = line.trim_start();
+        let t = t.trim_end();
+        match open {
+            Some((ch, n)) => {
+                out.push(true);
+                let run = t.chars().take_while(|&c| c == ch).count();
+                if run >= n && t.chars().all(|c| c == ch) {
+                    open = None;
+                }
+            }
+            None => {
+                let ch = t.chars().next().unwrap_or(' ');
+                let run = t.chars().take_while(|&c| c == ch).count();
+                if (ch == '`' || ch == '~') && run >= 3 {
+                    open = Some((ch, run));
+                    out.push(true);
+                } else {
+                    out.push(false);
+                }
+            }
+        }
+    }
+    out
+}
+
+fn parse_field(line: &str, at: usize) -> Option<Field> {
+    let lead = line.len() - line.trim_start().len();
+    let t = &line[lead..];
+    let rest = t.strip_prefix("- **").or_else(|| t.strip_prefix("* **"))?;
+    let close = rest.find("**")?;
+    let inner = &rest[..close];
+    let after = &rest[close + 2..];
+    let (key, colon) = match inner.strip_suffix(':') {
+        Some(k) => (k, 0),
+        None if after.starts_with(':') => (inner, 1),
+        None => return None,
+    };
+    if key.trim().is_empty() {
+        return None;
+    }
+    let value_at = lead + 4 + close + 2 + colon;
+    let value = line[value_at..].trim_end_matches('\r').trim().to_string();
+    Some(Field {
+        key: key.trim().to_string(),
+        value,
+        line: at,
+        value_at,
+    })
+}
+
+fn get<'a>(fields: &'a [Field], key: &str) -> Option<&'a Field> {
+    fields.iter().find(|f| f.key.eq_ignore_ascii_case(key))
+}
+
+fn value(fields: &[Field], key: &str) -> Option<String> {
+    get(fields, key)
+        .map(|f| f.value.clone())
+        .filter(|v| !v.is_empty())
+}
+
+fn parse_participants(text: &str) -> Vec<Participant> {
+    text.split(',')
+        .map(str::trim)
+        .filter(|p| !p.is_empty())
+        .map(|p| match p.split_once('(') {
+            Some((name, role)) => Participant {
+                name: name.trim().to_string(),
+                role: Some(role.trim_end_matches(')').trim().to_string()).filter(|r| !r.is_empty()),
+            },
+            None => Participant {
+                name: p.to_string(),
+                role: None,
+            },
+        })
+        .collect()
+}
+
+/// Split an agreement entry into decision and adopted position (at its last ` - `).
+pub fn split_agreement(text: &str) -> (String, Option<String>) {
+    match text.rsplit_once(" - ") {
+        Some((d, a)) if !a.trim().is_empty() => (d.trim().to_string(), Some(a.trim().to_string())),
+        _ => (text.to_string(), None),
+    }
+}
+
+fn analyze(path: &Path, lines: &[String]) -> Result<(Index, View)> {
+    let corrupt = |line: Option<usize>, why: String| Error::Corrupt {
+        path: path.to_path_buf(),
+        line: line.map(|l| l + 1),
+        why,
+    };
+    let fence = fenced(lines);
+    let mut ix = Index::default();
+
+    for (i, line) in lines.iter().enumerate() {
+        if fence[i] {
+            continue;
+        }
+        if let Some((level, text)) = heading(line)
+            && level <= 2
+        {
+            if let Some(last) = ix.sections.last_mut() {
+                last.end = i;
+            }
+            let name = if level == 2 {
+                text.to_ascii_lowercase()
+            } else {
+                String::new()
+            };
+            if !name.is_empty() && ix.sections.iter().any(|s| s.name == name) {
+                return Err(corrupt(Some(i), format!("a second `## {text}` section")));
+            }
+            ix.sections.push(Section {
+                name,
+                heading: i,
+                end: lines.len(),
+            });
+        }
+    }
+    let find = |name: &str| ix.sections.iter().find(|s| s.name == name).cloned();
+    let require = |name: &str, title: &str| {
+        find(name).ok_or_else(|| corrupt(None, format!("it has no `## {title}` section")))
+    };
+    let meta_sec = require(META, "Meta")?;
+    let cur_sec = require(CURRENT, "Current State")?;
+    let steps_sec = require(STEPS, "Steps")?;
+    let issues_sec = require(ISSUES, "Issues")?;
+
+    let fields_in = |from: usize, to: usize| -> Vec<Field> {
+        (from..to)
+            .filter(|&i| !fence[i])
+            .filter_map(|i| parse_field(&lines[i], i))
+            .collect()
+    };
+
+    // Meta.
+    ix.meta = fields_in(meta_sec.heading + 1, meta_sec.end);
+    let status_field = get(&ix.meta, "Status")
+        .ok_or_else(|| corrupt(Some(meta_sec.heading), "Meta has no `Status`".into()))?;
+    let status = status_field.value.to_ascii_lowercase();
+    if status != "in_progress" && status != "closed" {
+        return Err(corrupt(
+            Some(status_field.line),
+            format!(
+                "Meta `Status` is `{}`, expected `in_progress` or `closed`",
+                status_field.value
+            ),
+        ));
+    }
+    let meta = Meta {
+        topic: value(&ix.meta, "Topic"),
+        target: value(&ix.meta, "Target"),
+        created: value(&ix.meta, "Created"),
+        last_updated: value(&ix.meta, "Last updated"),
+        status,
+        participants: value(&ix.meta, "Participants")
+            .map(|p| parse_participants(&p))
+            .unwrap_or_default(),
+    };
+
+    // Current State.
+    ix.current = fields_in(cur_sec.heading + 1, cur_sec.end);
+    let next_actor = value(&ix.current, "Next actor").ok_or_else(|| {
+        corrupt(
+            Some(cur_sec.heading),
+            "Current State has no `Next actor`".into(),
+        )
+    })?;
+    let current = Current {
+        next_actor,
+        next_action: value(&ix.current, "Next action"),
+        prompt: value(&ix.current, "Prompt for next actor"),
+    };
+
+    // Steps.
+    let mut step_heads = Vec::new();
+    for i in steps_sec.heading + 1..steps_sec.end {
+        if fence[i] {
+            continue;
+        }
+        if let Some((3, text)) = heading(&lines[i]) {
+            step_heads.push((i, text));
+        } else if step_heads.is_empty()
+            && ix.note.is_none()
+            && lines[i].trim_start().starts_with("Note:")
+        {
+            ix.note = Some(i);
+        }
+    }
+    let mut steps = Vec::new();
+    for (k, &(head, text)) in step_heads.iter().enumerate() {
+        let end = step_heads
+            .get(k + 1)
+            .map_or(steps_sec.end, |&(next, _)| next);
+        let digits: String = text.chars().take_while(char::is_ascii_digit).collect();
+        let number: u32 = digits.parse().map_err(|_| {
+            corrupt(
+                Some(head),
+                format!("step heading `### {text}` does not start with its number (`### 01`)"),
+            )
+        })?;
+        let expected = u32::try_from(k + 1).unwrap_or(u32::MAX);
+        if number != expected {
+            return Err(corrupt(
+                Some(head),
+                format!("step {number:02} where step {expected:02} was expected"),
+            ));
+        }
+        let fields = fields_in(head + 1, end);
+        let actor = value(&fields, "Actor")
+            .ok_or_else(|| corrupt(Some(head), format!("step {number:02} has no `Actor`")))?;
+        let sf = get(&fields, "Status")
+            .ok_or_else(|| corrupt(Some(head), format!("step {number:02} has no `Status`")))?;
+        let status = StepStatus::parse(&sf.value).ok_or_else(|| {
+            corrupt(
+                Some(sf.line),
+                format!(
+                    "step {number:02} has status `{}`, expected one of {}",
+                    sf.value,
+                    StepStatus::NAMES.join(", ")
+                ),
+            )
+        })?;
+        let action = match get(&fields, "Action").filter(|f| !f.value.is_empty()) {
+            None => None,
+            Some(f) => Some(Action::parse(&f.value).ok_or_else(|| {
+                corrupt(
+                    Some(f.line),
+                    format!(
+                        "step {number:02} has action `{}`, expected one of {}",
+                        f.value,
+                        Action::NAMES.join(", ")
+                    ),
+                )
+            })?),
+        };
+        steps.push(Step {
+            number,
+            actor,
+            status,
+            action,
+            input: value(&fields, "Input"),
+            output: value(&fields, "Output"),
+            summary: value(&fields, "Summary"),
+            next: value(&fields, "Next"),
+        });
+        ix.steps.push(StepSpan {
+            heading: head,
+            fields,
+        });
+    }
+
+    // Issues.
+    let mut issues = Vec::new();
+    let table_start = (issues_sec.heading + 1..issues_sec.end)
+        .find(|&i| !fence[i] && lines[i].trim_start().starts_with('|'));
+    if let Some(h) = table_start {
+        let header: Vec<String> = split_row(&lines[h])
+            .unwrap_or_default()
+            .iter()
+            .map(|c| decode_cell(c).to_ascii_lowercase())
+            .collect();
+        let col = |name: &str| {
+            header.iter().position(|c| c == name).ok_or_else(|| {
+                corrupt(
+                    Some(h),
+                    format!("the Issues table has no `{name}` column (ID, Severity, Title, Status, Resolution)"),
+                )
+            })
+        };
+        let cols = [
+            col("id")?,
+            col("severity")?,
+            col("title")?,
+            col("status")?,
+            col("resolution")?,
+        ];
+        let sep_ok = lines.get(h + 1).and_then(|l| split_row(l)).is_some_and(|cells| {
+            cells.len() == header.len()
+                && cells.iter().all(|c| {
+                    let c = c.trim_matches(':');
+                    !c.is_empty() && c.chars().all(|ch| ch == '-')
+                })
+        });
+        if !sep_ok {
+            return Err(corrupt(
+                Some(h + 1),
+                "the Issues table header must be followed by a `|----|` separator row".into(),
+            ));
+        }
+        let mut rows = Vec::new();
+        let mut i = h + 2;
+        while i < issues_sec.end && !fence[i] {
+            let Some(cells) = split_row(&lines[i]) else {
+                break;
+            };
+            if cells.len() != header.len() {
+                return Err(corrupt(
+                    Some(i),
+                    format!(
+                        "this Issues row has {} cells, the header {} (escape `|` inside a cell as `\\|`)",
+                        cells.len(),
+                        header.len()
+                    ),
+                ));
+            }
+            let cell = |k: usize| decode_cell(&cells[cols[k]]);
+            let id = cell(0);
+            if id.is_empty() {
+                return Err(corrupt(Some(i), "an Issues row without an ID".into()));
+            }
+            if issues.iter().any(|x: &Issue| x.id.eq_ignore_ascii_case(&id)) {
+                return Err(corrupt(Some(i), format!("issue id `{id}` is used twice")));
+            }
+            let severity = Severity::parse(&cell(1)).ok_or_else(|| {
+                corrupt(
+                    Some(i),
+                    format!(
+                        "issue `{id}` has severity `{}`, expected one of {}",
+                        cell(1),
+                        Severity::NAMES.join(", ")
+                    ),
+                )
+            })?;
+            let status = IssueStatus::parse(&cell(3)).ok_or_else(|| {
+                corrupt(
+                    Some(i),
+                    format!(
+                        "issue `{id}` has status `{}`, expected one of {}",
+                        cell(3),
+                        IssueStatus::NAMES.join(", ")
+                    ),
+                )
+            })?;
+            issues.push(Issue {
+                id,
+                severity,
+                title: cell(2),
+                status,
+                resolution: Some(cell(4)).filter(|r| !r.is_empty()),
+            });
+            rows.push(Row { line: i, cells });
+            i += 1;
+        }
+        ix.table = Some(Table {
+            cols,
+            ncols: header.len(),
+            rows,
+            end: i,
+        });
+    }
+
+    // Agreements Log.
+    let mut agreements = Vec::new();
+    if let Some(sec) = find(AGREEMENTS) {
+        for i in sec.heading + 1..sec.end {
+            if fence[i] {
+                continue;
+            }
+            let t = lines[i].trim_start();
+            let Some(entry) = t.strip_prefix("- ").or_else(|| t.strip_prefix("* ")) else {
+                continue;
+            };
+            let entry = entry.trim_end_matches('\r').trim();
+            let (disputed, text) = match entry.strip_prefix("[DISPUTED]") {
+                Some(rest) => (true, rest.trim()),
+                None => (false, entry),
+            };
+            let (decision, adopted) = split_agreement(text);
+            agreements.push(Agreement {
+                text: text.to_string(),
+                decision,
+                adopted,
+                disputed,
+            });
+            ix.agreements.push(i);
+        }
+    }
+
+    // Handoff Prompts.
+    let mut prompts = Vec::new();
+    if let Some(sec) = find(HANDOFFS) {
+        let heads: Vec<usize> = (sec.heading + 1..sec.end)
+            .filter(|&i| !fence[i] && matches!(heading(&lines[i]), Some((3, _))))
+            .collect();
+        for (k, &h) in heads.iter().enumerate() {
+            let end = heads.get(k + 1).copied().unwrap_or(sec.end);
+            let text = heading(&lines[h]).map(|(_, t)| t).unwrap_or_default();
+            let (actor, step) = parse_prompt_heading(text);
+            prompts.push(Prompt {
+                heading: text.to_string(),
+                actor,
+                step,
+                text: prompt_body(&lines[h + 1..end]),
+            });
+            ix.prompts.push(PromptSpan { heading: h, end });
+        }
+    }
+
+    let view = View {
+        meta,
+        current,
+        steps_note: ix.note.map(|l| lines[l].trim_end_matches('\r').trim().to_string()),
+        steps,
+        issues,
+        agreements,
+        handoff_prompts: prompts,
+    };
+    Ok((ix, view))
+}
+
+/// `For gemini (step 02)` → (`gemini`, 2).
+fn parse_prompt_heading(text: &str) -> (Option<String>, Option<u32>) {
+    let Some(rest) = text.strip_prefix("For ") else {
+        return (None, None);
+    };
+    match rest.split_once(" (step ") {
+        Some((actor, num)) => (
+            Some(actor.trim().to_string()),
+            num.trim_end_matches(')').trim().parse().ok(),
+        ),
+        None => (Some(rest.trim().to_string()), None),
+    }
+}
+
+fn prompt_body(lines: &[String]) -> String {
+    let clean: Vec<&str> = lines.iter().map(|l| l.trim_end_matches('\r')).collect();
+    let start = clean.iter().position(|l| !is_blank(l)).unwrap_or(clean.len());
+    let end = clean.iter().rposition(|l| !is_blank(l)).map_or(start, |e| e + 1);
+    let body = &clean[start..end];
+    if body.len() >= 2 {
+        let open = body[0].trim();
+        let ch = open.chars().next().unwrap_or(' ');
+        let run = open.chars().take_while(|&c| c == ch).count();
+        let close = body[body.len() - 1].trim();
+        if (ch == '`' || ch == '~')
+            && run >= 3
+            && close.chars().all(|c| c == ch)
+            && close.len() >= run
+        {
+            return body[1..body.len() - 1].join("\n");
+        }
+    }
+    body.join("\n")
+}
+
+/// The body of the `## Handoff Prompt for Next Actor` section that ends an output file.
+///
+/// # Errors
+///
+/// [`Error::BadInput`] when the file has no such section, when another `##` section follows it,
+/// or when it is empty.
+pub fn handoff_section(path: &Path, text: &str) -> Result<String> {
+    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let fence = fenced(&lines);
+    let mut found = None;
+    let mut after = None;
+    for (i, line) in lines.iter().enumerate() {
+        if fence[i] {
+            continue;
+        }
+        if let Some((level, t)) = heading(line)
+            && level <= 2
+        {
+            if level == 2 && t.eq_ignore_ascii_case(HANDOFF_HEADING) {
+                found = Some(i);
+                after = None;
+            } else if found.is_some() {
+                after = Some((i, t.to_string()));
+            }
+        }
+    }
+    let shown = path.display();
+    let Some(h) = found else {
+        return Err(Error::bad_input(format!(
+            "`{shown}` does not end with a `## {HANDOFF_HEADING}` section"
+        )));
+    };
+    if let Some((i, t)) = after {
+        return Err(Error::bad_input(format!(
+            "`{shown}` must end with its `## {HANDOFF_HEADING}` section, but `{t}` follows it at line {}",
+            i + 1
+        )));
+    }
+    let clean: Vec<&str> = lines[h + 1..].iter().map(|l| l.trim_end_matches('\r')).collect();
+    let start = clean.iter().position(|l| !is_blank(l)).unwrap_or(clean.len());
+    let end = clean.iter().rposition(|l| !is_blank(l)).map_or(start, |e| e + 1);
+    if start == end {
+        return Err(Error::bad_input(format!(
+            "the `## {HANDOFF_HEADING}` section of `{shown}` is empty"
+        )));
+    }
+    Ok(clean[start..end].join("\n"))
+}
+
+/// The number of `### NN` step entries in an archive file (outside code fences).
+pub fn count_archived_steps(text: &str) -> usize {
+    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let fence = fenced(&lines);
+    lines
+        .iter()
+        .enumerate()
+        .filter(|(i, l)| {
+            !fence[*i]
+                && matches!(heading(l), Some((3, t)) if t.starts_with(|c: char| c.is_ascii_digit()))
+        })
+        .count()
+}
+
+/// Renumber the `### NN` headings of archived step lines from `first`.
+pub fn renumber_steps(lines: &[String], first: u32) -> Vec<String> {
+    let fence = fenced(lines);
+    let mut n = first;
+    lines
+        .iter()
+        .enumerate()
+        .map(|(i, l)| {
+            if !fence[i]
+                && matches!(heading(l), Some((3, t)) if t.starts_with(|c: char| c.is_ascii_digit()))
+            {
+                let out = renumber_heading(l, n);
+                n += 1;
+                out
+            } else {
+                l.clone()
+            }
+        })
+        .collect()
+}
+
+/// What a new tracker is made of.
+#[derive(Debug, Clone)]
+pub struct NewTracker<'a> {
+    /// The topic.
+    pub topic: &'a str,
+    /// The reviewed path, relative to the root.
+    pub target: &'a str,
+    /// Today, `YYYY-MM-DD`.
+    pub date: &'a str,
+    /// The reviewer's display name.
+    pub reviewer: &'a str,
+    /// The implementer's display name.
+    pub implementer: &'a str,
+    /// The prompt for the reviewer's step 01.
+    pub prompt: &'a str,
+}
+
+/// The text of a new tracker: Meta, Current State (next actor the reviewer, action review),
+/// step 01 planned for the reviewer, an empty Issues table, the Agreements Log, and the
+/// reviewer's prompt under Handoff Prompts.
+pub fn new_tracker_text(n: &NewTracker<'_>) -> String {
+    let fence = "`".repeat(longest_run(n.prompt, '`').max(2) + 1);
+    format!(
+        "# Review Tracker: {topic}\n\
+\n\
+## Meta\n\
+- **Topic:** {topic}\n\
+- **Target:** {target}\n\
+- **Created:** {date}\n\
+- **Last updated:** {date}\n\
+- **Status:** in_progress\n\
+- **Participants:** {reviewer} (reviewer), {implementer} (implementer)\n\
+\n\
+## Current State\n\
+- **Next actor:** {reviewer}\n\
+- **Next action:** review (step 01)\n\
+- **Prompt for next actor:** {PROMPT_POINTER}\n\
+\n\
+## Steps\n\
+\n\
+### 01\n\
+- **Actor:** {reviewer}\n\
+- **Status:** planned\n\
+- **Action:** review\n\
+- **Input:** {target}\n\
+- **Output:**\n\
+- **Summary:**\n\
+- **Next:**\n\
+\n\
+## Issues\n\
+| ID | Severity | Title | Status | Resolution |\n\
+|----|----------|-------|--------|------------|\n\
+\n\
+## Agreements Log\n\
+Key positions agreed between LLMs:\n\
+\n\
+## Handoff Prompts\n\
+\n\
+### For {reviewer} (step 01)\n\
+{fence}text\n\
+{prompt}\n\
+{fence}\n",
+        topic = n.topic,
+        target = n.target,
+        date = n.date,
+        reviewer = n.reviewer,
+        implementer = n.implementer,
+        prompt = n.prompt,
+    )
+}
+
+/// The seed's tracker template (`templates/review-tracker-template.md`), placeholders and all.
+pub const TEMPLATE: &str = "# Review Tracker: {topic_name}
+
+## Meta
+- **Topic:** {topic_name}
+- **Target:** {path/to/target/}
+- **Created:** {YYYY-MM-DD}
+- **Last updated:** {YYYY-MM-DD}
+- **Status:** {in_progress|closed}
+- **Participants:** {llm_a} (reviewer), {llm_b} (implementer)
+
+## Current State
+- **Next actor:** {llm_name}
+- **Next action:** {description}
+- **Prompt for next actor:** See Handoff Prompts section below
+
+## Steps
+
+### {NN}
+- **Actor:** {llm_name}
+- **Status:** {planned|in_progress|done|blocked|no_action}
+- **Action:** {action_type}
+- **Input:** {file_path}
+- **Output:** {file_path}
+- **Summary:** {brief description}
+- **Next:** {next_llm_name}
+
+## Issues
+| ID | Severity | Title | Status | Resolution |
+|----|----------|-------|--------|------------|
+
+## Agreements Log
+Key positions agreed between LLMs:
+- {Decision 1} - {which LLM's position was adopted}
+- [DISPUTED] {Decision 2} - {escalated to user, resolved as X}
+
+## Handoff Prompts
+
+### For {llm_name} (step {NN})
+```text
+{prompt to paste to the next LLM}
+```
+";
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+
+    /// A tracker as a person following the seed would write it: the seed's snippets, prose,
+    /// an extra section, odd spacing, the other field style, and a filled table.
+    pub(crate) const HAND: &str = "# Review: regional federalism
+
+Some words before the first section.
+
+## Meta
+- **Topic:** regional-federalism-design
+- **Target:** docs/design/
+- **Created:** 2026-01-20
+- **Last updated:** 2026-01-27
+- **Status:** in_progress
+- **Participants:** Claude (reviewer), Codex (implementer)
+- **Extra:** kept as is
+
+## Current State
+- **Next actor:** Codex
+- **Next action:**   implement the agreed changes
+- **Prompt for next actor:** See Handoff Prompts section below
+
+## Steps
+### 01
+- **Actor:** Claude
+- **Status:** done
+- **Action:** review
+- **Input:** docs/design/
+- **Output:** .metadata/reviews/llms/claude/regional-federalism-design_review_2026_01_20.md
+- **Summary:** Found 4 issues; see `ISSUE-01`..`ISSUE-04` | with a pipe
+- **Next:** Codex
+A free note under the step.
+
+### 02 - response
+* **Actor**: Codex
+* **Status**: done
+* **Action**: response
+* **Input**: .metadata/reviews/llms/claude/regional-federalism-design_review_2026_01_20.md
+* **Output**: .metadata/review-responses/llms/codex/regional-federalism-design-review/02_response_to_claude_agree_2026_01_21.md
+* **Summary**: Agreed with all but ISSUE-03
+* **Next**: Claude
+
+### 03
+- **Actor:** Codex
+- **Status:** planned
+- **Action:** implement
+- **Input:**
+- **Output:**
+- **Summary:**
+- **Next:**
+
+## Issues
+Table tracking all identified problems.
+
+| ID | Severity | Title | Status | Resolution |
+|----|----------|-------|--------|------------|
+| ISSUE-01 | critical | Elections \\| NPV | resolved | Updated elections design for NPV |
+| ISSUE-02 | High | Armed forces `two-key` | open |  |
+| ISSUE-03 | medium | Judicial timelines | escalate | |
+| ISSUE-04 | low | C:\\path stays | wontfix | not needed |
+
+## Agreements Log
+Key positions agreed between LLMs:
+- Keep the NPV compact - Claude's position adopted
+- [DISPUTED] Judicial timelines - escalated to user, resolved as X
+
+## Notes of our own
+Anything at all.
+
+## Handoff Prompts
+
+### For Codex (step 03)
+```text
+You are Codex. Read the tracker at .metadata/reviews/active/regional-federalism-design-tracker.md.
+## Not a heading: inside the fence
+```
+";
+
+    fn hand() -> Tracker {
+        Tracker::parse(Path::new("t.md"), HAND).unwrap()
+    }
+
+    #[test]
+    fn a_hand_written_tracker_round_trips_byte_for_byte() {
+        let t = hand();
+        assert_eq!(t.render(), HAND);
+        let v = t.view();
+        assert_eq!(v.meta.topic.as_deref(), Some("regional-federalism-design"));
+        assert_eq!(v.meta.participants[1].name, "Codex");
+        assert_eq!(v.meta.role_of("codex"), Some("implementer"));
+        assert_eq!(v.current.next_actor, "Codex");
+        assert_eq!(v.current.next_action.as_deref(), Some("implement the agreed changes"));
+        assert_eq!(v.steps.len(), 3);
+        assert_eq!(v.steps[1].actor, "Codex");
+        assert_eq!(v.steps[1].status, StepStatus::Done);
+        assert_eq!(
+            v.steps[0].summary.as_deref(),
+            Some("Found 4 issues; see `ISSUE-01`..`ISSUE-04` | with a pipe")
+        );
+        assert_eq!(v.open_step().unwrap().number, 3);
+        assert_eq!(v.issues.len(), 4);
+        assert_eq!(v.issues[0].title, "Elections | NPV");
+        assert_eq!(v.issues[1].severity, Severity::High);
+        assert_eq!(v.issues[1].resolution, None);
+        assert_eq!(v.issues[3].title, "C:\\path stays");
+        assert_eq!(v.agreements.len(), 2);
+        assert!(v.agreements[1].disputed);
+        assert_eq!(v.agreements[0].adopted.as_deref(), Some("Claude's position adopted"));
+        assert_eq!(v.handoff_prompts.len(), 1);
+        assert_eq!(v.handoff_prompts[0].step, Some(3));
+        assert!(v.handoff_prompts[0].text.ends_with("## Not a heading: inside the fence"));
+    }
+
+    #[test]
+    fn an_edit_changes_only_its_lines() {
+        let mut t = hand();
+        t.set_issue("ISSUE-02", IssueStatus::Resolved, Some("two-key | done"))
+            .unwrap();
+        t.set_meta(&[("Last updated", "2026-01-28")]).unwrap();
+        let out = t.render();
+        let diff: Vec<(&str, &str)> = HAND
+            .lines()
+            .zip(out.lines())
+            .filter(|(a, b)| a != b)
+            .collect();
+        assert_eq!(
+            diff,
+            vec![
+                ("- **Last updated:** 2026-01-27", "- **Last updated:** 2026-01-28"),
+                (
+                    "| ISSUE-02 | High | Armed forces `two-key` | open |  |",
+                    "| ISSUE-02 | High | Armed forces `two-key` | resolved | two-key \\| done |"
+                ),
+            ]
+        );
+        assert_eq!(HAND.lines().count(), out.lines().count());
+        let again = Tracker::parse(Path::new("t.md"), &out).unwrap();
+        assert_eq!(again.view().issues[1].resolution.as_deref(), Some("two-key | done"));
+    }
+
+    #[test]
+    fn the_other_field_style_is_edited_in_place() {
+        let mut t = hand();
+        t.set_step(2, &[("Summary", "changed")]).unwrap();
+        assert!(t.render().contains("* **Summary**: changed\n"));
+    }
+
+    #[test]
+    fn crlf_files_stay_crlf() {
+        let crlf = HAND.replace('\n', "\r\n");
+        let mut t = Tracker::parse(Path::new("t.md"), &crlf).unwrap();
+        assert_eq!(t.render(), crlf);
+        t.add_agreement("New point - both", false).unwrap();
+        t.set_meta(&[("Status", "closed")]).unwrap();
+        let out = t.render();
+        assert!(out.contains("- New point - both\r\n"));
+        assert!(out.contains("- **Status:** closed\r\n"));
+        assert!(!out.replace("\r\n", "").contains('\n'));
+    }
+
+    #[test]
+    fn corrupt_trackers_name_the_line() {
+        let cases = [
+            (HAND.replace("### 02 - response", "### two"), 30),
+            (HAND.replace("### 03", "### 04"), 39),
+            (HAND.replace("- **Status:** planned", "- **Status:** maybe"), 41),
+            (HAND.replace("| ISSUE-03 | medium |", "| ISSUE-01 | medium |"), 55),
+            (HAND.replace("| ISSUE-04 | low |", "| ISSUE-04 | low | x |"), 56),
+            (HAND.replace("| ISSUE-04 | low |", "| ISSUE-04 | tiny |"), 56),
+            (HAND.replace("## Agreements Log", "## Meta"), 58),
+        ];
+        for (text, line) in cases {
+            match Tracker::parse(Path::new("t.md"), &text) {
+                Err(Error::Corrupt { line: l, .. }) => assert_eq!(l, Some(line), "{text}"),
+                other => panic!("expected Corrupt at {line}, got {other:?}"),
+            }
+        }
+        assert!(matches!(
+            Tracker::parse(Path::new("t.md"), "# nothing\n"),
+            Err(Error::Corrupt { .. })
+        ));
+        assert!(Tracker::parse(Path::new("t.md"), "\u{0}\u{1}binary").is_err());
+    }
+
+    #[test]
+    fn the_template_is_not_a_tracker() {
+        assert!(Tracker::parse(Path::new("t.md"), TEMPLATE).is_err());
+    }
+
+    #[test]
+    fn handoff_sections() {
+        let p = Path::new("out.md");
+        let ok = "# Review\nfindings\n\n## Handoff Prompt for Next Actor\n\nYou are next.\n### Details\nmore\n";
+        assert_eq!(handoff_section(p, ok).unwrap(), "You are next.\n### Details\nmore");
+        assert!(handoff_section(p, "# Review\n").is_err());
+        assert!(handoff_section(p, "## Handoff Prompt for Next Actor\nx\n## Later\n").is_err());
+        assert!(handoff_section(p, "## Handoff Prompt for Next Actor\n\n\n").is_err());
+        assert!(handoff_section(p, "```\n## Handoff Prompt for Next Actor\nx\n```\n").is_err());
+    }
+
+    #[test]
+    fn cells_escape_and_unescape() {
+        for s in ["a|b", "a\\|b", "a\\", "a\\\\b", "C:\\path", "|", "\\", "x \\| y | z"] {
+            assert_eq!(decode_cell(&encode_cell(s)), s, "{s:?}");
+            let row = render_row(&[encode_cell(s), "x".into()]);
+            let cells = split_row(&row).unwrap();
+            assert_eq!(cells.len(), 2, "{row}");
+            assert_eq!(decode_cell(&cells[0]), s.trim());
+        }
+    }
+
+    fn fresh() -> Tracker {
+        let text = new_tracker_text(&NewTracker {
+            topic: "t",
+            target: "src/",
+            date: "2026-01-28",
+            reviewer: "Claude",
+            implementer: "Gemini",
+            prompt: "Review src/.",
+        });
+        Tracker::parse(Path::new("t.md"), &text).unwrap()
+    }
+
+    #[test]
+    fn a_new_tracker_reads_back() {
+        let t = fresh();
+        let v = t.view();
+        assert_eq!(v.current.next_actor, "Claude");
+        assert_eq!(v.steps.len(), 1);
+        assert_eq!(v.steps[0].status, StepStatus::Planned);
+        assert_eq!(v.steps[0].action, Some(Action::Review));
+        assert!(v.issues.is_empty());
+        assert_eq!(v.prompt_for("claude", 1).unwrap().text, "Review src/.");
+        assert_eq!(v.meta.with_role("implementer").unwrap().name, "Gemini");
+    }
+
+    fn text_strategy() -> impl Strategy<Value = String> {
+        // Markdown, pipes, backslashes, backticks, unicode, and stray newlines.
+        proptest::string::string_regex("[a-zA-Z0-9 |\\\\`*_#\\[\\]()<>:.\\-éß\n]{1,40}").unwrap()
+    }
+
+    proptest! {
+        #[test]
+        fn written_values_read_back(
+            titles in proptest::collection::vec(text_strategy(), 1..5),
+            summaries in proptest::collection::vec(text_strategy(), 1..4),
+            agreements in proptest::collection::vec((text_strategy(), any::<bool>()), 0..3),
+            prompt in text_strategy(),
+        ) {
+            let mut t = fresh();
+            let mut expect_titles = Vec::new();
+            for (i, title) in titles.iter().enumerate() {
+                let title = crate::review::one_line(title);
+                prop_assume!(!title.is_empty());
+                t.add_issue(&Issue {
+                    id: format!("ISSUE-{:02}", i + 1),
+                    severity: Severity::Low,
+                    title: title.clone(),
+                    status: IssueStatus::Open,
+                    resolution: None,
+                }).unwrap();
+                expect_titles.push(title);
+            }
+            t.set_issue("ISSUE-01", IssueStatus::Resolved, Some(&crate::review::one_line(&titles[0]))).unwrap();
+            for (i, s) in summaries.iter().enumerate() {
+                let s = crate::review::one_line(s);
+                let n = u32::try_from(i + 1).unwrap();
+                t.set_step(n, &[("Status", "done"), ("Summary", &s)]).unwrap();
+                t.push_step(&Step {
+                    number: n + 1, actor: "Gemini".into(), status: StepStatus::Planned,
+                    action: Some(Action::Response), input: None, output: None, summary: None, next: None,
+                }).unwrap();
+                prop_assert_eq!(t.view().steps[i].summary.clone(), Some(s).filter(|s| !s.is_empty()));
+            }
+            for (a, d) in &agreements {
+                let a = crate::review::one_line(a);
+                prop_assume!(!a.is_empty() && !a.starts_with("[DISPUTED]"));
+                t.add_agreement(&a, *d).unwrap();
+            }
+            t.set_prompt("Gemini", 2, &prompt).unwrap();
+            let view = t.view().clone();
+            let titles_read: Vec<String> = view.issues.iter().map(|i| i.title.clone()).collect();
+            prop_assert_eq!(&titles_read, &expect_titles);
+            prop_assert_eq!(view.issues[0].resolution.clone(), Some(expect_titles[0].clone()));
+            let texts: Vec<(String, bool)> = view.agreements.iter().map(|a| (a.text.clone(), a.disputed)).collect();
+            let expect: Vec<(String, bool)> = agreements.iter().map(|(a, d)| (crate::review::one_line(a), *d)).collect();
+            prop_assert_eq!(texts, expect);
+            let trimmed: Vec<&str> = prompt.lines().map(str::trim_end).collect();
+            let stored = view.prompt_for("gemini", 2).unwrap().text.clone();
+            let got = stored.lines().map(str::trim_end).collect::<Vec<_>>().join("\n");
+            let want = trimmed.join("\n");
+            prop_assert_eq!(got.trim(), want.trim());
+            // parse(render(x)) == x, and render(parse(text)) == text.
+            let text = t.render();
+            let again = Tracker::parse(Path::new("t.md"), &text).unwrap();
+            prop_assert_eq!(again.view(), &view);
+            prop_assert_eq!(again.render(), text);
+        }
+
+        #[test]
+        fn extra_lines_anywhere_survive(at in 0usize..80, extra in "[a-zA-Z0-9 .,:!?-]{0,30}") {
+            let mut lines: Vec<&str> = HAND.lines().collect();
+            let at = at.min(lines.len());
+            lines.insert(at, &extra);
+            let text = lines.join("\n") + "\n";
+            if let Ok(t) = Tracker::parse(Path::new("t.md"), &text) {
+                prop_assert_eq!(t.render(), text);
+            }
+        }
+    }
+}
