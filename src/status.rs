@@ -1,11 +1,12 @@
-//! Everything at once, for `coord status`: agents, locks, handshakes, unread messages, and the
-//! state files that could not be read. Reading only: building a status never writes a byte.
+//! Everything at once, for `coord status`: agents, locks, handshakes, unread messages, open
+//! reviews, and the state files that could not be read. Reading only: building a status never writes a byte.
 
 use std::collections::BTreeMap;
 
 use serde::Serialize;
 
 use crate::clock::{self, Timestamp};
+use crate::review::{self, rules::ReviewSummary};
 use crate::v3::lock::{self, LockState};
 use crate::v3::presence::{self, StateCache, Unreadable};
 use crate::workspace::Workspace;
@@ -86,6 +87,8 @@ pub struct Status {
     pub handshakes: Vec<HandshakeView>,
     /// Unread messages per agent.
     pub unread: BTreeMap<String, usize>,
+    /// Open reviews (seed 003 trackers under `.metadata/reviews/active/`).
+    pub reviews: Vec<ReviewSummary>,
     /// State files that could not be read.
     pub unreadable: Vec<Unreadable>,
 }
@@ -136,12 +139,15 @@ pub fn collect(ws: &Workspace) -> Status {
     let mut cache = StateCache::from_presences(&presences, &now);
     let entries = lock::scan_judged(ws, &mut cache, &now);
     unreadable.extend(lock::unreadable(&entries, ws));
+    let (reviews, bad_trackers) = review::rules::open_reviews(ws);
+    unreadable.extend(bad_trackers);
     Status {
         root: ws.root().display().to_string(),
         agents: presences.iter().map(|p| agent_view(p, &now)).collect(),
         locks: entries.iter().map(|e| lock_view(e, ws, &now)).collect(),
         handshakes: Vec::new(),
         unread: BTreeMap::new(),
+        reviews,
         unreadable,
     }
 }

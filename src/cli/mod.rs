@@ -14,6 +14,7 @@ mod demo;
 mod lock;
 mod output;
 mod presence;
+mod review;
 mod status;
 mod unlock;
 
@@ -70,6 +71,7 @@ enum Command {
     Unlock(unlock::UnlockArgs),
     Status(status::StatusArgs),
     Demo(demo::DemoArgs),
+    Review(review::ReviewArgs),
 }
 
 /// What every command gets: the global options, resolved lazily.
@@ -153,6 +155,7 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Unlock(args) => unlock::run(args, ctx),
         Command::Status(args) => status::run(args, ctx),
         Command::Demo(args) => demo::run(args, ctx),
+        Command::Review(args) => review::run(args, ctx),
     }
 }
 

@@ -86,7 +86,10 @@ pub fn conventional(meta: &Path, parts: &NameParts<'_>, now: &Timestamp) -> Resu
     let date = file_date(now);
     let need = |v: Option<&str>, flag: &str| -> Result<String> {
         v.map(snake_case).filter(|s| !s.is_empty()).ok_or_else(|| {
-            Error::bad_input(format!("a {} file name needs `{flag}`", kind_name(parts.kind)))
+            Error::bad_input(format!(
+                "a {} file name needs `{flag}`",
+                kind_name(parts.kind)
+            ))
         })
     };
     Ok(match parts.kind {
@@ -144,17 +147,23 @@ mod tests {
         };
         assert_eq!(
             conventional(meta, &p, &now).unwrap(),
-            Path::new(".metadata/reviews/llms/claude/regional-federalism-design_review_2026_01_28.md")
+            Path::new(
+                ".metadata/reviews/llms/claude/regional-federalism-design_review_2026_01_28.md"
+            )
         );
         p.kind = Kind::Response;
         assert_eq!(
             conventional(meta, &p, &now).unwrap(),
-            Path::new(".metadata/review-responses/llms/claude/regional-federalism-design-review/02_response_to_codex_agree_with_most_points_2026_01_28.md")
+            Path::new(
+                ".metadata/review-responses/llms/claude/regional-federalism-design-review/02_response_to_codex_agree_with_most_points_2026_01_28.md"
+            )
         );
         p.kind = Kind::Changelog;
         assert_eq!(
             conventional(meta, &p, &now).unwrap(),
-            Path::new(".metadata/changelog/claude_codex_regional-federalism-design_agree_with_most_points_2026_01_28.md")
+            Path::new(
+                ".metadata/changelog/claude_codex_regional-federalism-design_agree_with_most_points_2026_01_28.md"
+            )
         );
         p.description = Some("!!!");
         assert!(conventional(meta, &p, &now).is_err());

@@ -305,7 +305,10 @@ impl Reviews {
             )));
         }
         let meta = std::fs::symlink_metadata(&req.target.abs).map_err(|_| {
-            Error::bad_input(format!("the review target `{}` does not exist", req.target.rel))
+            Error::bad_input(format!(
+                "the review target `{}` does not exist",
+                req.target.rel
+            ))
         })?;
         let target = if meta.is_dir() {
             format!("{}/", req.target.rel)
@@ -364,11 +367,7 @@ impl Reviews {
     }
 
     /// Take the mutex and read TOPIC's active tracker for an edit by `actor`.
-    fn begin(
-        &self,
-        topic: &str,
-        actor: Option<&AgentId>,
-    ) -> Result<(fsutil::MutexGuard, Tracker)> {
+    fn begin(&self, topic: &str, actor: Option<&AgentId>) -> Result<(fsutil::MutexGuard, Tracker)> {
         check_topic(topic)?;
         let guard = self.ws.lock_mutex()?;
         let path = self.active_path(topic);
@@ -451,7 +450,10 @@ impl Reviews {
             return Err(Error::bad_input("the step summary is empty"));
         }
         let text = read_utf8(&req.output.abs)?.ok_or_else(|| {
-            Error::bad_input(format!("the output file `{}` does not exist", req.output.rel))
+            Error::bad_input(format!(
+                "the output file `{}` does not exist",
+                req.output.rel
+            ))
         })?;
         let prompt = tracker::handoff_section(Path::new(&req.output.rel), &text)?;
 
@@ -464,9 +466,7 @@ impl Reviews {
                     "review `{}` has no planned step: step {:02} is {}",
                     req.topic,
                     view.steps.len(),
-                    view.steps
-                        .last()
-                        .map_or("missing", |s| s.status.as_str())
+                    view.steps.last().map_or("missing", |s| s.status.as_str())
                 ),
                 Some(format!(
                     "see `coord review show {}`; the tracker may have been edited by hand",
@@ -673,9 +673,14 @@ impl Reviews {
         let (_guard, mut t) = self.begin(topic, None)?;
         let now = clock::now();
         t.add_agreement(&text, disputed)?;
-        let added = t.view().agreements.last().cloned().ok_or_else(|| Error::Failed {
-            message: "the agreement was not added".into(),
-        })?;
+        let added = t
+            .view()
+            .agreements
+            .last()
+            .cloned()
+            .ok_or_else(|| Error::Failed {
+                message: "the agreement was not added".into(),
+            })?;
         self.finish(&mut t, &now)?;
         Ok(added)
     }
@@ -707,7 +712,11 @@ impl Reviews {
             )),
             Some(_) => {}
         }
-        if let Some(s) = view.steps.last().filter(|s| s.status == StepStatus::InProgress) {
+        if let Some(s) = view
+            .steps
+            .last()
+            .filter(|s| s.status == StepStatus::InProgress)
+        {
             missing.push(format!("step {:02} is in progress ({})", s.number, s.actor));
         }
         missing
@@ -755,7 +764,10 @@ impl Reviews {
             )?;
         }
         t.set_meta(&[("Status", "closed")])?;
-        t.set_current(&[("Next actor", "none"), ("Next action", "none (review closed)")])?;
+        t.set_current(&[
+            ("Next actor", "none"),
+            ("Next action", "none (review closed)"),
+        ])?;
         fsutil::ensure_dir(&self.closed_dir())?;
         t.set_path(closed_path.clone());
         self.finish(&mut t, &now)?;
@@ -858,7 +870,7 @@ impl Reviews {
         out.prompt = Some(match v.prompt_for(&open.actor, open.number) {
             Some(p) if !p.text.trim().is_empty() => {
                 out.prompt_from_tracker = true;
-                if p.text.contains("coord review step") {
+                if p.text.contains("review step") {
                     p.text.clone()
                 } else {
                     format!("{}\n\n{}", p.text, self.recording_note(&parts))
@@ -1005,18 +1017,21 @@ fn read_utf8(path: &Path) -> Result<Option<String>> {
 /// The seed's commit message: `{topic} review: {summary}`, a blank line, one `- ISSUE-NN: …`
 /// line per issue, and a `Co-Authored-By:` line per participant whose address is known.
 pub fn commit_message(topic: &str, view: &View, summary: Option<&str>) -> String {
-    let summary = summary.map(one_line).filter(|s| !s.is_empty()).unwrap_or_else(|| {
-        let resolved = view
-            .issues
-            .iter()
-            .filter(|i| i.status == IssueStatus::Resolved)
-            .count();
-        match (view.issues.len(), resolved) {
-            (0, _) => "reviewed, no issues found".to_string(),
-            (n, r) if n == r => format!("{r} issue{} resolved", if r == 1 { "" } else { "s" }),
-            (n, r) => format!("{r} of {n} issues resolved"),
-        }
-    });
+    let summary = summary
+        .map(one_line)
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| {
+            let resolved = view
+                .issues
+                .iter()
+                .filter(|i| i.status == IssueStatus::Resolved)
+                .count();
+            match (view.issues.len(), resolved) {
+                (0, _) => "reviewed, no issues found".to_string(),
+                (n, r) if n == r => format!("{r} issue{} resolved", if r == 1 { "" } else { "s" }),
+                (n, r) => format!("{r} of {n} issues resolved"),
+            }
+        });
     let mut msg = format!("{topic} review: {summary}\n");
     if !view.issues.is_empty() {
         msg.push('\n');
@@ -1167,7 +1182,10 @@ mod tests {
             implementer: "Codex",
             prompt: "p",
         });
-        let mut v = Tracker::parse(Path::new("t"), &text).unwrap().view().clone();
+        let mut v = Tracker::parse(Path::new("t"), &text)
+            .unwrap()
+            .view()
+            .clone();
         v.issues = issues;
         v.steps = steps
             .into_iter()
@@ -1201,7 +1219,11 @@ mod tests {
         let done = StepStatus::Done;
         let v = view_with(
             vec![issue("ISSUE-01", IssueStatus::Open, None)],
-            vec![(Action::Review, done), (Action::Implement, done), (Action::Verify, StepStatus::Planned)],
+            vec![
+                (Action::Review, done),
+                (Action::Implement, done),
+                (Action::Verify, StepStatus::Planned),
+            ],
         );
         let m = Reviews::missing_for_close(&v);
         assert_eq!(m.len(), 2, "{m:?}");
@@ -1209,7 +1231,10 @@ mod tests {
         assert!(m[1].contains("step 02 is implement"));
         let v = view_with(
             vec![issue("ISSUE-01", IssueStatus::Wontfix, None)],
-            vec![(Action::Verify, StepStatus::Blocked), (Action::Fix, StepStatus::Planned)],
+            vec![
+                (Action::Verify, StepStatus::Blocked),
+                (Action::Fix, StepStatus::Planned),
+            ],
         );
         assert!(Reviews::missing_for_close(&v)[0].contains("blocked"));
         let v = view_with(
@@ -1225,17 +1250,34 @@ mod tests {
     fn the_seed_commit_message() {
         let mut v = view_with(
             vec![
-                issue("ISSUE-01", IssueStatus::Resolved, Some("Updated elections design for NPV")),
+                issue(
+                    "ISSUE-01",
+                    IssueStatus::Resolved,
+                    Some("Updated elections design for NPV"),
+                ),
                 issue("ISSUE-02", IssueStatus::Wontfix, None),
             ],
             vec![],
         );
         v.meta.participants = vec![
-            Participant { name: "claude".into(), role: Some("reviewer".into()) },
-            Participant { name: "Codex".into(), role: Some("implementer".into()) },
-            Participant { name: "Local".into(), role: None },
+            Participant {
+                name: "claude".into(),
+                role: Some("reviewer".into()),
+            },
+            Participant {
+                name: "Codex".into(),
+                role: Some("implementer".into()),
+            },
+            Participant {
+                name: "Local".into(),
+                role: None,
+            },
         ];
-        let m = commit_message("regional-federalism-design", &v, Some("align design docs with constitution"));
+        let m = commit_message(
+            "regional-federalism-design",
+            &v,
+            Some("align design docs with constitution"),
+        );
         assert_eq!(
             m,
             "regional-federalism-design review: align design docs with constitution\n\n\

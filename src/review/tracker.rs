@@ -69,9 +69,11 @@ pub struct Meta {
 impl Meta {
     /// The participant with `role` (case is ignored).
     pub fn with_role(&self, role: &str) -> Option<&Participant> {
-        self.participants
-            .iter()
-            .find(|p| p.role.as_deref().is_some_and(|r| r.eq_ignore_ascii_case(role)))
+        self.participants.iter().find(|p| {
+            p.role
+                .as_deref()
+                .is_some_and(|r| r.eq_ignore_ascii_case(role))
+        })
     }
 
     /// The role of the participant named `name` (compared case-insensitively).
@@ -184,7 +186,10 @@ impl View {
     /// The stored prompt for `actor` and step `number`, if any.
     pub fn prompt_for(&self, actor: &str, number: u32) -> Option<&Prompt> {
         self.handoff_prompts.iter().rev().find(|p| {
-            p.step == Some(number) && p.actor.as_deref().is_some_and(|a| a.eq_ignore_ascii_case(actor))
+            p.step == Some(number)
+                && p.actor
+                    .as_deref()
+                    .is_some_and(|a| a.eq_ignore_ascii_case(actor))
         })
     }
 }
@@ -431,7 +436,9 @@ impl Tracker {
             .find(|&i| !is_blank(&self.lines[i]))
             .unwrap_or(sec.heading);
         let at = last + 1;
-        let mut block = std::iter::once(String::new()).chain(block).collect::<Vec<_>>();
+        let mut block = std::iter::once(String::new())
+            .chain(block)
+            .collect::<Vec<_>>();
         if at == sec.end && at < self.lines.len() {
             block.push(String::new());
         }
@@ -521,7 +528,11 @@ impl Tracker {
         if let Some(r) = resolution {
             cells[table.cols[4]] = encode_cell(r);
         }
-        let cr = if self.lines[row.line].ends_with('\r') { "\r" } else { "" };
+        let cr = if self.lines[row.line].ends_with('\r') {
+            "\r"
+        } else {
+            ""
+        };
         self.lines[row.line] = format!("{}{cr}", render_row(&cells));
         self.reindex()
     }
@@ -607,7 +618,11 @@ impl Tracker {
                 && step > shift
             {
                 let line = self.index.prompts[i].heading;
-                let cr = if self.lines[line].ends_with('\r') { "\r" } else { "" };
+                let cr = if self.lines[line].ends_with('\r') {
+                    "\r"
+                } else {
+                    ""
+                };
                 self.lines[line] = format!("### For {actor} (step {:02}){cr}", step - shift);
             }
         }
@@ -625,7 +640,11 @@ impl Tracker {
     /// As [`Tracker::set_meta`].
     pub fn set_steps_note(&mut self, note: &str) -> Result<()> {
         if let Some(line) = self.index.note {
-            let cr = if self.lines[line].ends_with('\r') { "\r" } else { "" };
+            let cr = if self.lines[line].ends_with('\r') {
+                "\r"
+            } else {
+                ""
+            };
             self.lines[line] = format!("{note}{cr}");
             return self.reindex();
         }
@@ -1057,13 +1076,16 @@ fn analyze(path: &Path, lines: &[String]) -> Result<(Index, View)> {
             col("status")?,
             col("resolution")?,
         ];
-        let sep_ok = lines.get(h + 1).and_then(|l| split_row(l)).is_some_and(|cells| {
-            cells.len() == header.len()
-                && cells.iter().all(|c| {
-                    let c = c.trim_matches(':');
-                    !c.is_empty() && c.chars().all(|ch| ch == '-')
-                })
-        });
+        let sep_ok = lines
+            .get(h + 1)
+            .and_then(|l| split_row(l))
+            .is_some_and(|cells| {
+                cells.len() == header.len()
+                    && cells.iter().all(|c| {
+                        let c = c.trim_matches(':');
+                        !c.is_empty() && c.chars().all(|ch| ch == '-')
+                    })
+            });
         if !sep_ok {
             return Err(corrupt(
                 Some(h + 1),
@@ -1091,7 +1113,10 @@ fn analyze(path: &Path, lines: &[String]) -> Result<(Index, View)> {
             if id.is_empty() {
                 return Err(corrupt(Some(i), "an Issues row without an ID".into()));
             }
-            if issues.iter().any(|x: &Issue| x.id.eq_ignore_ascii_case(&id)) {
+            if issues
+                .iter()
+                .any(|x: &Issue| x.id.eq_ignore_ascii_case(&id))
+            {
                 return Err(corrupt(Some(i), format!("issue id `{id}` is used twice")));
             }
             let severity = Severity::parse(&cell(1)).ok_or_else(|| {
@@ -1182,7 +1207,9 @@ fn analyze(path: &Path, lines: &[String]) -> Result<(Index, View)> {
     let view = View {
         meta,
         current,
-        steps_note: ix.note.map(|l| lines[l].trim_end_matches('\r').trim().to_string()),
+        steps_note: ix
+            .note
+            .map(|l| lines[l].trim_end_matches('\r').trim().to_string()),
         steps,
         issues,
         agreements,
@@ -1207,8 +1234,14 @@ fn parse_prompt_heading(text: &str) -> (Option<String>, Option<u32>) {
 
 fn prompt_body(lines: &[String]) -> String {
     let clean: Vec<&str> = lines.iter().map(|l| l.trim_end_matches('\r')).collect();
-    let start = clean.iter().position(|l| !is_blank(l)).unwrap_or(clean.len());
-    let end = clean.iter().rposition(|l| !is_blank(l)).map_or(start, |e| e + 1);
+    let start = clean
+        .iter()
+        .position(|l| !is_blank(l))
+        .unwrap_or(clean.len());
+    let end = clean
+        .iter()
+        .rposition(|l| !is_blank(l))
+        .map_or(start, |e| e + 1);
     let body = &clean[start..end];
     if body.len() >= 2 {
         let open = body[0].trim();
@@ -1264,9 +1297,18 @@ pub fn handoff_section(path: &Path, text: &str) -> Result<String> {
             i + 1
         )));
     }
-    let clean: Vec<&str> = lines[h + 1..].iter().map(|l| l.trim_end_matches('\r')).collect();
-    let start = clean.iter().position(|l| !is_blank(l)).unwrap_or(clean.len());
-    let end = clean.iter().rposition(|l| !is_blank(l)).map_or(start, |e| e + 1);
+    let clean: Vec<&str> = lines[h + 1..]
+        .iter()
+        .map(|l| l.trim_end_matches('\r'))
+        .collect();
+    let start = clean
+        .iter()
+        .position(|l| !is_blank(l))
+        .unwrap_or(clean.len());
+    let end = clean
+        .iter()
+        .rposition(|l| !is_blank(l))
+        .map_or(start, |e| e + 1);
     if start == end {
         return Err(Error::bad_input(format!(
             "the `## {HANDOFF_HEADING}` section of `{shown}` is empty"
@@ -1519,7 +1561,10 @@ You are Codex. Read the tracker at .metadata/reviews/active/regional-federalism-
         assert_eq!(v.meta.participants[1].name, "Codex");
         assert_eq!(v.meta.role_of("codex"), Some("implementer"));
         assert_eq!(v.current.next_actor, "Codex");
-        assert_eq!(v.current.next_action.as_deref(), Some("implement the agreed changes"));
+        assert_eq!(
+            v.current.next_action.as_deref(),
+            Some("implement the agreed changes")
+        );
         assert_eq!(v.steps.len(), 3);
         assert_eq!(v.steps[1].actor, "Codex");
         assert_eq!(v.steps[1].status, StepStatus::Done);
@@ -1535,10 +1580,17 @@ You are Codex. Read the tracker at .metadata/reviews/active/regional-federalism-
         assert_eq!(v.issues[3].title, "C:\\path stays");
         assert_eq!(v.agreements.len(), 2);
         assert!(v.agreements[1].disputed);
-        assert_eq!(v.agreements[0].adopted.as_deref(), Some("Claude's position adopted"));
+        assert_eq!(
+            v.agreements[0].adopted.as_deref(),
+            Some("Claude's position adopted")
+        );
         assert_eq!(v.handoff_prompts.len(), 1);
         assert_eq!(v.handoff_prompts[0].step, Some(3));
-        assert!(v.handoff_prompts[0].text.ends_with("## Not a heading: inside the fence"));
+        assert!(
+            v.handoff_prompts[0]
+                .text
+                .ends_with("## Not a heading: inside the fence")
+        );
     }
 
     #[test]
@@ -1556,7 +1608,10 @@ You are Codex. Read the tracker at .metadata/reviews/active/regional-federalism-
         assert_eq!(
             diff,
             vec![
-                ("- **Last updated:** 2026-01-27", "- **Last updated:** 2026-01-28"),
+                (
+                    "- **Last updated:** 2026-01-27",
+                    "- **Last updated:** 2026-01-28"
+                ),
                 (
                     "| ISSUE-02 | High | Armed forces `two-key` | open |  |",
                     "| ISSUE-02 | High | Armed forces `two-key` | resolved | two-key \\| done |"
@@ -1565,7 +1620,10 @@ You are Codex. Read the tracker at .metadata/reviews/active/regional-federalism-
         );
         assert_eq!(HAND.lines().count(), out.lines().count());
         let again = Tracker::parse(Path::new("t.md"), &out).unwrap();
-        assert_eq!(again.view().issues[1].resolution.as_deref(), Some("two-key | done"));
+        assert_eq!(
+            again.view().issues[1].resolution.as_deref(),
+            Some("two-key | done")
+        );
     }
 
     #[test]
@@ -1593,10 +1651,22 @@ You are Codex. Read the tracker at .metadata/reviews/active/regional-federalism-
         let cases = [
             (HAND.replace("### 02 - response", "### two"), 30),
             (HAND.replace("### 03", "### 04"), 39),
-            (HAND.replace("- **Status:** planned", "- **Status:** maybe"), 41),
-            (HAND.replace("| ISSUE-03 | medium |", "| ISSUE-01 | medium |"), 55),
-            (HAND.replace("| ISSUE-04 | low |", "| ISSUE-04 | low | x |"), 56),
-            (HAND.replace("| ISSUE-04 | low |", "| ISSUE-04 | tiny |"), 56),
+            (
+                HAND.replace("- **Status:** planned", "- **Status:** maybe"),
+                41,
+            ),
+            (
+                HAND.replace("| ISSUE-03 | medium |", "| ISSUE-01 | medium |"),
+                55,
+            ),
+            (
+                HAND.replace("| ISSUE-04 | low |", "| ISSUE-04 | low | x |"),
+                56,
+            ),
+            (
+                HAND.replace("| ISSUE-04 | low |", "| ISSUE-04 | tiny |"),
+                56,
+            ),
             (HAND.replace("## Agreements Log", "## Meta"), 58),
         ];
         for (text, line) in cases {
@@ -1621,7 +1691,10 @@ You are Codex. Read the tracker at .metadata/reviews/active/regional-federalism-
     fn handoff_sections() {
         let p = Path::new("out.md");
         let ok = "# Review\nfindings\n\n## Handoff Prompt for Next Actor\n\nYou are next.\n### Details\nmore\n";
-        assert_eq!(handoff_section(p, ok).unwrap(), "You are next.\n### Details\nmore");
+        assert_eq!(
+            handoff_section(p, ok).unwrap(),
+            "You are next.\n### Details\nmore"
+        );
         assert!(handoff_section(p, "# Review\n").is_err());
         assert!(handoff_section(p, "## Handoff Prompt for Next Actor\nx\n## Later\n").is_err());
         assert!(handoff_section(p, "## Handoff Prompt for Next Actor\n\n\n").is_err());
@@ -1630,7 +1703,16 @@ You are Codex. Read the tracker at .metadata/reviews/active/regional-federalism-
 
     #[test]
     fn cells_escape_and_unescape() {
-        for s in ["a|b", "a\\|b", "a\\", "a\\\\b", "C:\\path", "|", "\\", "x \\| y | z"] {
+        for s in [
+            "a|b",
+            "a\\|b",
+            "a\\",
+            "a\\\\b",
+            "C:\\path",
+            "|",
+            "\\",
+            "x \\| y | z",
+        ] {
             assert_eq!(decode_cell(&encode_cell(s)), s, "{s:?}");
             let row = render_row(&[encode_cell(s), "x".into()]);
             let cells = split_row(&row).unwrap();
