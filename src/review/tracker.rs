@@ -606,14 +606,14 @@ impl Tracker {
             return Ok(Vec::new());
         }
         let (from, to) = (spans[0].heading, spans[count].heading);
-        let taken: Vec<String> = self.lines.drain(from..to).collect();
-        self.reindex()?;
+        let removed = to - from;
         let shift = u32::try_from(count).unwrap_or(u32::MAX);
-        for (i, span) in self.index.steps.clone().iter().enumerate() {
+        // Renumber on the old indices first: the parser insists on steps numbered from 01.
+        for (i, span) in spans[count..].iter().enumerate() {
             let new = u32::try_from(i + 1).unwrap_or(u32::MAX);
             self.lines[span.heading] = renumber_heading(&self.lines[span.heading], new);
         }
-        for (i, p) in self.view.handoff_prompts.clone().iter().enumerate() {
+        for (i, p) in self.view.handoff_prompts.iter().enumerate() {
             if let (Some(actor), Some(step)) = (&p.actor, p.step)
                 && step > shift
             {
@@ -626,6 +626,7 @@ impl Tracker {
                 self.lines[line] = format!("### For {actor} (step {:02}){cr}", step - shift);
             }
         }
+        let taken: Vec<String> = self.lines.drain(from..from + removed).collect();
         self.reindex()?;
         Ok(taken
             .into_iter()

@@ -4,4 +4,5 @@
 
 mod support;
 
+mod review;
 mod v3_core;
