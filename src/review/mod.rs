@@ -7,14 +7,19 @@
 //! - [`rules`] owns the protocol: who may finish which step, what comes next, the archive policy,
 //!   the completion criteria, and the read-modify-write of a tracker under the workspace mutex.
 //! - [`paths`] owns the seed's naming conventions for review, response and changelog files.
+//! - [`commit`] owns `close --commit`: the seed's message format and running `git`.
+//! - [`template`] holds the text of a new tracker and the seed's template.
 //!
 //! Invariants: a tracker is only ever replaced whole (`fsutil::replace_durable`) while the
 //! workspace mutex is held, after it was read under that same mutex, so two commands running at
 //! once never lose an update; a tracker that cannot be parsed is reported with its line number
 //! and never written.
 
+pub mod commit;
+mod parse;
 pub mod paths;
 pub mod rules;
+pub mod template;
 pub mod tracker;
 
 use serde::Serialize;
