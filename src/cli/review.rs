@@ -209,7 +209,8 @@ pub fn run(args: ReviewArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let reviews = match &args.metadata {
         None => Reviews::default_for(&ws),
         Some(dir) => Reviews::new(&ws, ws.resolve(ctx.cwd(), dir)?.abs),
-    };
+    }
+    .acting_as(ctx.agent_opt()?);
     match args.command {
         ReviewCommand::New(a) => new(a, ctx, &ws, &reviews),
         ReviewCommand::Show(a) => show(a, ctx, &reviews),

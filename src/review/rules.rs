@@ -50,6 +50,7 @@ pub struct Reviews {
     ws: Workspace,
     meta: PathBuf,
     meta_rel: String,
+    actor: Option<AgentId>,
 }
 
 /// A new review.
@@ -197,7 +198,15 @@ impl Reviews {
             ws: ws.clone(),
             meta,
             meta_rel,
+            actor: None,
         }
+    }
+
+    /// The agent running the commands, when known: its own `coord lock` on a tracker does not
+    /// keep it from editing.
+    pub fn acting_as(mut self, actor: Option<AgentId>) -> Reviews {
+        self.actor = actor;
+        self
     }
 
     /// The default metadata folder, `<root>/.metadata`.
@@ -389,7 +398,7 @@ impl Reviews {
                 None,
             ));
         }
-        self.check_not_locked(&path, actor)?;
+        self.check_not_locked(&path, actor.or(self.actor.as_ref()))?;
         Ok((guard, t))
     }
 

@@ -939,3 +939,40 @@ fn another_metadata_folder_and_status() {
         .stdout_has("Open reviews")
         .stdout_has("review (step 01)");
 }
+
+#[test]
+fn a_tracker_locked_by_another_agent_is_not_written() {
+    let env = Env::new();
+    new_review(&env, "2026-01-20T10:00:00+01:00");
+    env.agent("gemini").args(["presence", ".", "editing"]).ok();
+    env.agent("gemini").args(["lock", TRACKER]).ok();
+    let before = env.read(TRACKER);
+    env.agent("claude")
+        .args([
+            "review",
+            "issue",
+            "api",
+            "add",
+            "--severity",
+            "low",
+            "--title",
+            "x",
+        ])
+        .code(3)
+        .stderr_has("gemini");
+    assert_eq!(env.read(TRACKER), before);
+    // The holder itself may edit.
+    env.agent("gemini")
+        .args([
+            "review",
+            "issue",
+            "api",
+            "add",
+            "--severity",
+            "low",
+            "--title",
+            "x",
+        ])
+        .ok()
+        .stdout_has("ISSUE-01");
+}
