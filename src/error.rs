@@ -110,6 +110,14 @@ pub enum Error {
         /// A summary of the problems.
         message: String,
     },
+    /// A review that cannot be closed yet (`coord review close`): what is missing.
+    #[error("review `{topic}` cannot be closed yet: {}", missing.join("; "))]
+    ReviewUnfinished {
+        /// The review topic.
+        topic: String,
+        /// Each unmet completion criterion.
+        missing: Vec<String>,
+    },
     /// A state file that cannot be understood.
     #[error("`{}` is corrupted{}: {why}", path.display(), line.map(|l| format!(" at line {l}")).unwrap_or_default())]
     Corrupt {
@@ -177,6 +185,9 @@ impl Error {
             Error::CheckFailed { .. } => {
                 Some("see `coord status` for details; `coord unlock FILE --force` removes a STALE lock".into())
             }
+            Error::ReviewUnfinished { topic, .. } => Some(format!(
+                "settle every issue (`coord review issue {topic} set ISSUE-NN --status resolved`) and finish a verify step first; `coord review show {topic}` shows where it stands"
+            )),
             Error::Corrupt { path, .. } => Some(format!(
                 "repair or remove `{}` by hand; nothing was written",
                 path.display()
@@ -199,6 +210,7 @@ impl Error {
             Error::NotHolder { .. } => "not_holder",
             Error::Refused { .. } => "refused",
             Error::CheckFailed { .. } => "check_failed",
+            Error::ReviewUnfinished { .. } => "review_unfinished",
             Error::Corrupt { .. } => "corrupt",
             Error::Io { .. } => "io",
             Error::Failed { .. } => "failed",

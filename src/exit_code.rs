@@ -50,7 +50,7 @@ impl From<&Error> for ExitCode {
             | Error::WaitTimedOut { .. }
             | Error::NotHolder { .. }
             | Error::Refused { .. } => ExitCode::Refused,
-            Error::CheckFailed { .. } => ExitCode::CheckFailed,
+            Error::CheckFailed { .. } | Error::ReviewUnfinished { .. } => ExitCode::CheckFailed,
             Error::Corrupt { .. } | Error::Io { .. } | Error::Failed { .. } => ExitCode::Failure,
         }
     }

@@ -16,6 +16,13 @@
 //! <root>/.coord/partners/<id>.session one stamp-card row (seed 001 partner_presence)
 //! <root>/agent-dialogue/{conversation.md,current-turn.txt,status.json,lock.txt,user-commands.txt,archive/}  seed 002
 //! <root>/.coord/dialogue-<hash>.mutex  kernel lock around one dialogue folder's writes
+//! <meta>/reviews/active/<topic>-tracker.md          seed 003 tracker (meta: `--metadata`, default `<root>/.metadata`)
+//! <meta>/reviews/active/<topic>-tracker-archive.md  seed 003 archived steps
+//! <meta>/reviews/closed/<topic>-tracker.md          seed 003 closed tracker
+//! <meta>/templates/review-tracker-template.md       seed 003 template
+//! <meta>/reviews/llms/<llm>/...                     seed 003 review files
+//! <meta>/review-responses/llms/<llm>/<topic>-review/...  seed 003 response files
+//! <meta>/changelog/...                              seed 003 changelogs
 //! ```
 //!
 //! No other module builds a path by joining strings.
@@ -268,6 +275,91 @@ pub fn dialogue_mutex(root: &Path, folder_rel: &str) -> PathBuf {
         "dialogue-{:016x}.mutex",
         host::fnv1a64(folder_rel.as_bytes())
     ))
+}
+
+// --- Review tracker (seed 003) -----------------------------------------------------------------
+
+/// The default review metadata folder under the root.
+pub const REVIEW_METADATA_DIR: &str = ".metadata";
+
+/// `<meta>/reviews/active`.
+pub fn review_active_dir(meta: &Path) -> PathBuf {
+    meta.join("reviews").join("active")
+}
+
+/// `<meta>/reviews/closed`.
+pub fn review_closed_dir(meta: &Path) -> PathBuf {
+    meta.join("reviews").join("closed")
+}
+
+/// `<dir>/<topic>-tracker.md` (in `active/` or `closed/`).
+pub fn review_tracker(dir: &Path, topic: &str) -> PathBuf {
+    dir.join(format!("{topic}-tracker.md"))
+}
+
+/// The topic of a tracker file name (`api-tracker.md` → `api`).
+pub fn review_tracker_topic(file_name: &str) -> Option<&str> {
+    file_name
+        .strip_suffix("-tracker.md")
+        .filter(|t| !t.is_empty() && !t.ends_with("-tracker-archive"))
+}
+
+/// `<topic>-tracker-archive.md`, the name the Steps note refers to.
+pub fn review_archive_name(topic: &str) -> String {
+    format!("{topic}-tracker-archive.md")
+}
+
+/// `<dir>/<topic>-tracker-archive.md`, beside its tracker.
+pub fn review_archive(dir: &Path, topic: &str) -> PathBuf {
+    dir.join(review_archive_name(topic))
+}
+
+/// `<meta>/templates/review-tracker-template.md`.
+pub fn review_template(meta: &Path) -> PathBuf {
+    meta.join("templates").join("review-tracker-template.md")
+}
+
+/// `<meta>/reviews/llms/<llm>/<topic>_review_<date>.md`.
+pub fn review_file(meta: &Path, llm: &str, topic: &str, date: &str) -> PathBuf {
+    meta.join("reviews")
+        .join("llms")
+        .join(llm)
+        .join(format!("{topic}_review_{date}.md"))
+}
+
+/// `<meta>/review-responses/llms/<llm>/<topic>-review/<NN>_<action>_to_<other>_<description>_<date>.md`.
+// Every argument is one part of the seed's name; a struct would only rename them.
+#[allow(clippy::too_many_arguments)]
+pub fn review_response(
+    meta: &Path,
+    llm: &str,
+    topic: &str,
+    step: u32,
+    action: &str,
+    other: &str,
+    description: &str,
+    date: &str,
+) -> PathBuf {
+    meta.join("review-responses")
+        .join("llms")
+        .join(llm)
+        .join(format!("{topic}-review"))
+        .join(format!(
+            "{step:02}_{action}_to_{other}_{description}_{date}.md"
+        ))
+}
+
+/// `<meta>/changelog/<llm1>_<llm2>_<topic>_<description>_<date>.md`.
+pub fn review_changelog(
+    meta: &Path,
+    llm1: &str,
+    llm2: &str,
+    topic: &str,
+    description: &str,
+    date: &str,
+) -> PathBuf {
+    meta.join("changelog")
+        .join(format!("{llm1}_{llm2}_{topic}_{description}_{date}.md"))
 }
 
 #[cfg(test)]

@@ -11,7 +11,7 @@
 //!   [`workspace`] (root discovery, agent ids, path confinement);
 //! - protocols: [`v3`] (seed 001: presence, locks, backups, wait queue, messages, notes);
 //!   [`collab`] (seed 000: the shared collaboration file); [`dialogue`] (seed 002: the
-//!   turn-based dialogue);
+//!   turn-based dialogue); [`review`] (seed 003: the review tracker);
 //! - views: [`status`] (everything at once, for `coord status`).
 
 #![deny(missing_docs)]
@@ -25,6 +25,7 @@ pub mod fsutil;
 pub mod host;
 pub mod layout;
 pub mod record;
+pub mod review;
 pub mod status;
 pub mod v3;
 pub mod watch;

@@ -1,5 +1,5 @@
 //! Everything at once, for `coord status`: agents, locks, handshakes (and whether Protocol V3 is
-//! active), online stamp-card sessions, unread messages, and the
+//! active), online stamp-card sessions, unread messages, the open dialogue, open reviews, and the
 //! state files that could not be read. Reading only: building a status never writes a byte.
 
 use std::collections::BTreeMap;
@@ -9,6 +9,7 @@ use serde::Serialize;
 use crate::clock::{self, Timestamp};
 use crate::v3::handshake;
 use crate::dialogue::{self, DialogueSummary};
+use crate::review::{self, rules::ReviewSummary};
 use crate::v3::lock::{self, LockState};
 use crate::v3::message;
 use crate::v3::presence::{self, StateCache, Unreadable};
@@ -114,6 +115,8 @@ pub struct Status {
     pub partners: Vec<PartnerView>,
     /// Unread messages per agent with a presence (every such agent is listed, zero included).
     pub unread: BTreeMap<String, usize>,
+    /// Open reviews (seed 003 trackers under `.metadata/reviews/active/`).
+    pub reviews: Vec<ReviewSummary>,
     /// State files that could not be read.
     pub unreadable: Vec<Unreadable>,
     /// The dialogue in `agent-dialogue/`, null when there is none.
@@ -170,6 +173,8 @@ pub fn collect(ws: &Workspace) -> Status {
     unreadable.extend(bad_handshakes);
     let (rows, bad_rows) = stamp::scan(ws.root());
     unreadable.extend(bad_rows);
+    let (reviews, bad_trackers) = review::rules::open_reviews(ws);
+    unreadable.extend(bad_trackers);
     Status {
         root: ws.root().display().to_string(),
         agents: presences.iter().map(|p| agent_view(p, &now)).collect(),
@@ -201,6 +206,7 @@ pub fn collect(ws: &Workspace) -> Status {
             ws,
             &presences.iter().map(|p| p.id.clone()).collect::<Vec<_>>(),
         ),
+        reviews,
         unreadable,
         dialogue: dialogue::summary(ws),
     }

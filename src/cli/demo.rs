@@ -108,6 +108,7 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     handshake_step(&demo, &agents)?;
     messages_step(&demo, &agents)?;
     dialogue_step(&demo, agents[0], agents[1])?;
+    review_step(&demo, &agents)?;
 
     output::line("\n# One agent finishes; one keeps a lock while it works");
     demo.run(agents[0], &["presence", "--status", "finished"])?;
@@ -266,6 +267,79 @@ fn dialogue_step(demo: &Demo, first: &str, second: &str) -> anyhow::Result<()> {
     }
     demo.run(first, &["dialogue", "turn"])?;
     Ok(())
+}
+
+/// One review step (seed 003): a new review of SHARED.txt, the reviewer writes its review file
+/// ending with the handoff prompt, records the step, and the implementer is told what is next.
+fn review_step(demo: &Demo, agents: &[&str]) -> anyhow::Result<()> {
+    let (reviewer, implementer) = (agents[0], agents[1]);
+    output::line(
+        "\n# A review: the reviewer writes its findings and hands over to the implementer",
+    );
+    let topic = "shared-notes";
+    demo.run(
+        reviewer,
+        &[
+            "review",
+            "new",
+            topic,
+            "--target",
+            "SHARED.txt",
+            "--reviewer",
+            reviewer,
+            "--implementer",
+            implementer,
+        ],
+    )?;
+    let meta = demo.dir.join(coord::layout::REVIEW_METADATA_DIR);
+    let file = coord::review::paths::conventional(
+        &meta,
+        &coord::review::paths::NameParts {
+            kind: coord::review::paths::Kind::Review,
+            topic,
+            llm: reviewer,
+            to: None,
+            step: None,
+            action: None,
+            description: None,
+        },
+        &coord::clock::now(),
+    )?;
+    if let Some(dir) = file.parent() {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+    }
+    std::fs::write(
+        &file,
+        format!(
+            "# Review of SHARED.txt\n\nEvery section is there, one per agent.\n\n\
+             ## Handoff Prompt for Next Actor\n\n\
+             You are {implementer}, the implementer of review `{topic}`. Read the tracker \
+             `.metadata/reviews/active/{topic}-tracker.md` and answer the review in step 02.\n"
+        ),
+    )
+    .with_context(|| format!("cannot write {}", file.display()))?;
+    let rel = file
+        .strip_prefix(&demo.dir)
+        .unwrap_or(&file)
+        .display()
+        .to_string();
+    demo.run(
+        reviewer,
+        &[
+            "review",
+            "step",
+            topic,
+            "--action",
+            "review",
+            "--output",
+            &rel,
+            "--summary",
+            "no issues: every section is present",
+            "--next",
+            implementer,
+        ],
+    )?;
+    demo.run(implementer, &["review", "next", topic])
 }
 
 fn demo_dir(ctx: &Ctx) -> anyhow::Result<PathBuf> {

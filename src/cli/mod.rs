@@ -22,6 +22,7 @@ mod partners;
 mod presence;
 mod session;
 mod startup;
+mod review;
 mod status;
 mod unlock;
 
@@ -87,6 +88,7 @@ enum Command {
     Session(session::SessionArgs),
     Handshake(handshake::HandshakeArgs),
     Dialogue(dialogue::DialogueArgs),
+    Review(review::ReviewArgs),
 }
 
 /// What every command gets: the global options, resolved lazily.
@@ -179,6 +181,7 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Session(args) => session::run(args, ctx),
         Command::Handshake(args) => handshake::run(args, ctx),
         Command::Dialogue(args) => dialogue::run(args, ctx),
+        Command::Review(args) => review::run(args, ctx),
     }
 }
 

@@ -1,4 +1,4 @@
-//! `coord status [DIR] [--json]`: agents, locks, handshakes and messages in one view.
+//! `coord status [DIR] [--json]`: agents, locks, handshakes, messages and open reviews in one view.
 
 use std::path::PathBuf;
 
@@ -157,6 +157,27 @@ pub fn render(st: &Status, color: bool) -> String {
         ]];
         out.push(output::table(
             &["FOLDER", "TOPIC", "MESSAGES", "TURN", "STATE"],
+            rows,
+            color,
+        ));
+    }
+    if !st.reviews.is_empty() {
+        out.push(String::new());
+        out.push(output::title("Open reviews", color));
+        let rows = st
+            .reviews
+            .iter()
+            .map(|r| {
+                vec![
+                    Cell::plain(&r.topic),
+                    Cell::plain(&r.next_actor),
+                    Cell::opt(r.next_action.as_deref()),
+                    Cell::plain(r.open_issues.to_string()),
+                ]
+            })
+            .collect();
+        out.push(output::table(
+            &["TOPIC", "NEXT ACTOR", "NEXT ACTION", "OPEN ISSUES"],
             rows,
             color,
         ));

@@ -11,4 +11,5 @@ mod messages;
 mod session;
 mod stamp;
 mod dialogue;
+mod review;
 mod v3_core;

@@ -1,0 +1,978 @@
+//! `coord review …` (seed 003) through the real binary.
+
+use std::collections::BTreeSet;
+
+use serde::Deserialize;
+
+use crate::support::Env;
+
+const TRACKER: &str = ".metadata/reviews/active/api-tracker.md";
+const CLOSED: &str = ".metadata/reviews/closed/api-tracker.md";
+
+#[derive(Debug, Deserialize)]
+struct Shown {
+    meta: Meta,
+    current: Current,
+    steps: Vec<Step>,
+    issues: Vec<Issue>,
+    agreements: Vec<Agreement>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Meta {
+    status: String,
+    last_updated: Option<String>,
+    participants: Vec<Participant>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Participant {
+    name: String,
+    role: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Current {
+    next_actor: String,
+    next_action: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Step {
+    number: u32,
+    actor: String,
+    status: String,
+    action: Option<String>,
+    output: Option<String>,
+    summary: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Issue {
+    id: String,
+    severity: String,
+    title: String,
+    status: String,
+    resolution: Option<String>,
+}
+
+#[derive(Debug, Deserialize)]
+struct Agreement {
+    text: String,
+    disputed: bool,
+}
+
+fn show(env: &Env, topic: &str) -> Shown {
+    env.cmd()
+        .args(["review", "show", topic, "--json"])
+        .ok()
+        .json()
+}
+
+/// Write an output file that ends with the handoff section.
+fn output(env: &Env, rel: &str, body: &str, prompt: &str) {
+    env.write(
+        rel,
+        format!("# Output\n\n{body}\n\n## Handoff Prompt for Next Actor\n\n{prompt}\n"),
+    );
+}
+
+fn new_review(env: &Env, day: &str) {
+    env.write("docs/api.md", "# API\n");
+    env.cmd()
+        .env("COORD_NOW", day)
+        .args([
+            "review",
+            "new",
+            "api",
+            "--target",
+            "docs/api.md",
+            "--reviewer",
+            "Claude",
+            "--implementer",
+            "Codex",
+        ])
+        .ok()
+        .stdout_has(TRACKER);
+}
+
+fn step(
+    env: &Env,
+    day: &str,
+    actor: &str,
+    action: &str,
+    out: &str,
+    summary: &str,
+    next: &str,
+) -> crate::support::Cmd {
+    env.cmd().env("COORD_NOW", day).args([
+        "review",
+        "step",
+        "api",
+        "--as",
+        actor,
+        "--action",
+        action,
+        "--output",
+        out,
+        "--summary",
+        summary,
+        "--next",
+        next,
+    ])
+}
+
+#[test]
+fn a_full_review_cycle() {
+    let env = Env::new();
+    new_review(&env, "2026-01-20T10:00:00+01:00");
+    assert!(env.exists(".metadata/templates/review-tracker-template.md"));
+    let s = show(&env, "api");
+    assert_eq!(s.meta.status, "in_progress");
+    assert_eq!(s.meta.participants[0].name, "Claude");
+    assert_eq!(s.meta.participants[1].role.as_deref(), Some("implementer"));
+    assert_eq!(s.current.next_actor, "Claude");
+    assert_eq!(s.steps.len(), 1);
+    assert_eq!(
+        (s.steps[0].actor.as_str(), s.steps[0].status.as_str()),
+        ("Claude", "planned")
+    );
+    assert!(s.issues.is_empty());
+    env.cmd()
+        .args(["review", "next", "api"])
+        .ok()
+        .stdout_has("Next actor:  Claude (reviewer)")
+        .stdout_has("coord -a claude review step api --action review");
+    // A second `new` is refused.
+    env.cmd()
+        .args([
+            "review",
+            "new",
+            "api",
+            "--target",
+            "docs/api.md",
+            "--reviewer",
+            "a",
+            "--implementer",
+            "b",
+        ])
+        .code(3)
+        .stderr_has("already exists");
+
+    // Step 01: review. Refusals first, and they change nothing.
+    let day = "2026-01-21T09:00:00+01:00";
+    let review = env
+        .cmd()
+        .env("COORD_NOW", day)
+        .args([
+            "review", "path", "api", "--kind", "review", "--llm", "claude",
+        ])
+        .ok()
+        .stdout
+        .trim()
+        .to_string();
+    assert_eq!(
+        review,
+        ".metadata/reviews/llms/claude/api_review_2026_01_21.md"
+    );
+    env.write(&review, "# Review\n\nNo handoff here.\n");
+    let before = env.snapshot();
+    step(&env, day, "claude", "review", &review, "x", "codex")
+        .code(2)
+        .stderr_has("Handoff Prompt for Next Actor");
+    output(
+        &env,
+        &review,
+        "Findings.",
+        "Codex: answer the review (step 02).",
+    );
+    let before_tracker = env.read(TRACKER);
+    step(&env, day, "codex", "review", &review, "x", "codex")
+        .code(3)
+        .stderr_has("belongs to Claude");
+    env.agent("codex")
+        .env("COORD_NOW", day)
+        .args([
+            "review",
+            "step",
+            "api",
+            "--action",
+            "review",
+            "--output",
+            &review,
+            "--summary",
+            "x",
+            "--next",
+            "codex",
+        ])
+        .code(3);
+    step(&env, day, "claude", "review", &review, "x", "codex, claude").code(2);
+    step(&env, day, "claude", "review", "missing.md", "x", "codex").code(2);
+    assert_eq!(env.read(TRACKER), before_tracker, "refusals write nothing");
+    let _ = before;
+
+    env.cmd()
+        .env("COORD_NOW", day)
+        .args([
+            "review",
+            "issue",
+            "api",
+            "add",
+            "--severity",
+            "high",
+            "--title",
+            "Pagination | cursor vs **offset**",
+        ])
+        .ok()
+        .stdout_has("ISSUE-01");
+    env.cmd()
+        .env("COORD_NOW", day)
+        .args([
+            "review",
+            "issue",
+            "api",
+            "add",
+            "--severity",
+            "low",
+            "--title",
+            "Typo",
+        ])
+        .ok()
+        .stdout_has("ISSUE-02");
+    step(
+        &env,
+        day,
+        "claude",
+        "review",
+        &review,
+        "Found 2 issues | see `ISSUE-01`",
+        "codex",
+    )
+    .ok()
+    .stdout_has("step 02 planned for Codex (response)");
+    let s = show(&env, "api");
+    assert_eq!(s.meta.last_updated.as_deref(), Some("2026-01-21"));
+    assert_eq!(s.current.next_actor, "Codex");
+    assert_eq!(s.current.next_action.as_deref(), Some("response (step 02)"));
+    assert_eq!(s.steps[0].status, "done");
+    assert_eq!(s.steps[0].output.as_deref(), Some(review.as_str()));
+    assert_eq!(
+        s.steps[0].summary.as_deref(),
+        Some("Found 2 issues | see `ISSUE-01`")
+    );
+    assert_eq!(s.steps[1].actor, "Codex");
+    assert_eq!(s.steps[1].action.as_deref(), Some("response"));
+    assert_eq!(s.issues[0].title, "Pagination | cursor vs **offset**");
+    assert_eq!(s.issues[0].severity, "high");
+    let text = env.read(TRACKER);
+    assert!(text.contains("| ISSUE-01 | high | Pagination \\| cursor vs **offset** | open |  |"));
+    assert!(
+        text.contains("### For Codex (step 02)\n```text\nCodex: answer the review (step 02).\n```")
+    );
+    env.cmd()
+        .args(["review", "next", "api", "--prompt"])
+        .ok()
+        .stdout_has("Codex: answer the review (step 02).");
+
+    // Step 02: response; an agreement and a dispute.
+    let day = "2026-01-22T09:00:00+01:00";
+    let resp = env
+        .cmd()
+        .env("COORD_NOW", day)
+        .args([
+            "review",
+            "path",
+            "api",
+            "--kind",
+            "response",
+            "--llm",
+            "codex",
+            "--description",
+            "Agree on most",
+        ])
+        .ok()
+        .stdout
+        .trim()
+        .to_string();
+    assert_eq!(
+        resp,
+        ".metadata/review-responses/llms/codex/api-review/02_response_to_claude_agree_on_most_2026_01_22.md"
+    );
+    output(&env, &resp, "Agree.", "Claude: confirm (step 03).");
+    env.cmd()
+        .env("COORD_NOW", day)
+        .args([
+            "review",
+            "agree",
+            "api",
+            "Use cursors",
+            "--adopted",
+            "Claude",
+        ])
+        .ok();
+    env.cmd()
+        .env("COORD_NOW", day)
+        .args(["review", "agree", "api", "Typo policy", "--disputed"])
+        .ok();
+    env.cmd()
+        .env("COORD_NOW", day)
+        .args([
+            "review", "issue", "api", "set", "ISSUE-02", "--status", "escalate",
+        ])
+        .ok();
+    step(
+        &env,
+        day,
+        "codex",
+        "response",
+        &resp,
+        "agreed on ISSUE-01",
+        "claude",
+    )
+    .ok()
+    .stdout_has("(response)");
+    let s = show(&env, "api");
+    assert_eq!(s.agreements.len(), 2);
+    assert_eq!(s.agreements[0].text, "Use cursors - Claude");
+    assert!(s.agreements[1].disputed);
+    assert!(env.read(TRACKER).contains("- [DISPUTED] Typo policy\n"));
+    assert_eq!(s.issues[1].status, "escalate");
+
+    // Step 03: the reviewer answers and hands over for implementation.
+    step(&env, day, "claude", "response", &resp, "fine", "codex")
+        .ok()
+        .stdout_has("(implement)");
+    // Step 04: implement.
+    let changelog = ".metadata/changelog/codex_claude_api_cursors_2026_01_22.md";
+    output(
+        &env,
+        changelog,
+        "Changed docs/api.md.",
+        "Claude: verify (step 05).",
+    );
+    step(
+        &env,
+        day,
+        "codex",
+        "implement",
+        changelog,
+        "cursors in",
+        "claude",
+    )
+    .ok()
+    .stdout_has("(verify)");
+    // Closing now: exit 4, naming what is missing, nothing moved.
+    env.cmd()
+        .args(["review", "close", "api"])
+        .code(4)
+        .stderr_has("ISSUE-01 is open")
+        .stderr_has("ISSUE-02 is escalate")
+        .stderr_has("not a verify step");
+    assert!(env.exists(TRACKER) && !env.exists(CLOSED));
+
+    // Step 05: verify; issues settled.
+    let day = "2026-01-23T09:00:00+01:00";
+    let verify =
+        ".metadata/review-responses/llms/claude/api-review/05_verify_to_codex_ok_2026_01_23.md";
+    output(&env, verify, "All good.", "Codex: nothing left; close it.");
+    step(&env, day, "claude", "verify", verify, "verified", "codex")
+        .ok()
+        .stdout_has("(fix)");
+    env.cmd()
+        .args(["review", "close", "api"])
+        .code(4)
+        .stderr_has("ISSUE-01 is open");
+    env.cmd()
+        .env("COORD_NOW", day)
+        .args([
+            "review",
+            "issue",
+            "api",
+            "set",
+            "ISSUE-01",
+            "--status",
+            "resolved",
+            "--resolution",
+            "Cursors | documented",
+        ])
+        .ok()
+        .stdout_has("ISSUE-01: resolved");
+    env.cmd()
+        .env("COORD_NOW", day)
+        .args([
+            "review",
+            "issue",
+            "api",
+            "set",
+            "ISSUE-02",
+            "--status",
+            "wontfix",
+            "--resolution",
+            "user decided",
+        ])
+        .ok();
+    env.cmd()
+        .args([
+            "review", "issue", "api", "set", "ISSUE-09", "--status", "open",
+        ])
+        .code(2);
+    env.cmd()
+        .env("COORD_NOW", "2026-01-24T09:00:00+01:00")
+        .args(["review", "close", "api"])
+        .ok()
+        .stdout_has(CLOSED);
+    assert!(!env.exists(TRACKER));
+    let s = show(&env, "api");
+    assert_eq!(s.meta.status, "closed");
+    assert_eq!(s.meta.last_updated.as_deref(), Some("2026-01-24"));
+    assert_eq!(s.current.next_actor, "none");
+    assert_eq!(s.steps.last().unwrap().status, "no_action");
+    assert_eq!(
+        s.issues[0].resolution.as_deref(),
+        Some("Cursors | documented")
+    );
+    // A closed review takes no more edits.
+    env.cmd()
+        .args([
+            "review",
+            "issue",
+            "api",
+            "add",
+            "--severity",
+            "low",
+            "--title",
+            "x",
+        ])
+        .code(3)
+        .stderr_has("closed");
+    env.cmd()
+        .args(["review", "next", "api"])
+        .ok()
+        .stdout_has("is closed");
+}
+
+/// The seed's snippets, filled in by hand, with prose, an extra section and odd spacing.
+const HAND: &str = "# Review Tracker: api
+
+## Meta
+- **Topic:** api
+- **Target:** docs/api.md
+- **Created:** 2026-01-20
+- **Last updated:** 2026-01-21
+- **Status:** in_progress
+- **Participants:** Claude (reviewer), Codex (implementer)
+
+## Current State
+- **Next actor:** Codex
+- **Next action:** respond to the review
+- **Prompt for next actor:** See Handoff Prompts section below
+
+## Steps
+
+### 01
+- **Actor:** Claude
+- **Status:** done
+- **Action:** review
+- **Input:** docs/api.md
+- **Output:** .metadata/reviews/llms/claude/api_review_2026_01_20.md
+- **Summary:** Two issues
+- **Next:** Codex
+
+### 02
+- **Actor:** Codex
+- **Status:** planned
+- **Action:** response
+- **Input:** .metadata/reviews/llms/claude/api_review_2026_01_20.md
+- **Output:**
+- **Summary:**
+- **Next:**
+
+## Issues
+| ID | Severity | Title | Status | Resolution |
+|----|----------|-------|--------|------------|
+| ISSUE-01 | critical | Example issue | resolved | How it was fixed |
+| ISSUE-07 | Medium | Rate limits \\| quotas | open |  |
+
+## Agreements Log
+Key positions agreed between LLMs:
+- Keep v1 paths - Codex
+- [DISPUTED] Decision 2 - escalated to user, resolved as X
+
+## Our own notes
+Kept  as   is.
+
+## Handoff Prompts
+
+Codex: read the tracker and respond.
+";
+
+#[test]
+fn a_hand_written_tracker_is_read_and_edited_in_place() {
+    let env = Env::new();
+    env.write(TRACKER, HAND);
+    let s = show(&env, "api");
+    assert_eq!(s.steps.len(), 2);
+    assert_eq!(s.issues[1].id, "ISSUE-07");
+    assert_eq!(s.issues[1].severity, "medium");
+    assert_eq!(s.issues[1].title, "Rate limits | quotas");
+    assert_eq!(s.agreements.len(), 2);
+    assert_eq!(env.read(TRACKER), HAND, "reading writes nothing");
+
+    env.cmd()
+        .env("COORD_NOW", "2026-01-22T10:00:00+01:00")
+        .args([
+            "review",
+            "issue",
+            "api",
+            "add",
+            "--severity",
+            "low",
+            "--title",
+            "a|b",
+        ])
+        .ok()
+        .stdout_has("ISSUE-08");
+    let after = env.read(TRACKER);
+    let expected = HAND
+        .replace("- **Last updated:** 2026-01-21", "- **Last updated:** 2026-01-22")
+        .replace(
+            "| ISSUE-07 | Medium | Rate limits \\| quotas | open |  |\n",
+            "| ISSUE-07 | Medium | Rate limits \\| quotas | open |  |\n| ISSUE-08 | low | a\\|b | open |  |\n",
+        );
+    assert_eq!(after, expected);
+
+    // A corrupt tracker: the line is named, nothing is written.
+    let broken = HAND.replace("- **Status:** planned", "- **Status:** someday");
+    env.write(TRACKER, &broken);
+    env.cmd()
+        .args([
+            "review",
+            "issue",
+            "api",
+            "add",
+            "--severity",
+            "low",
+            "--title",
+            "x",
+        ])
+        .code(1)
+        .stderr_has("at line 29")
+        .stderr_has("someday");
+    env.cmd().args(["review", "show", "api"]).code(1);
+    assert_eq!(env.read(TRACKER), broken);
+    env.cmd()
+        .args(["status", "--json"])
+        .ok()
+        .stdout_has("api-tracker.md");
+}
+
+#[test]
+fn past_twenty_steps_the_first_ten_are_archived() {
+    let env = Env::new();
+    new_review(&env, "2026-01-20T10:00:00+01:00");
+    let day = "2026-01-21T10:00:00+01:00";
+    let actors = ["claude", "codex"];
+    for k in 0..20 {
+        let me = actors[k % 2];
+        let other = actors[(k + 1) % 2];
+        let action = if k == 0 { "review" } else { "response" };
+        let out = format!("out/{:02}.md", k + 1);
+        output(&env, &out, "x", &format!("prompt after step {:02}", k + 1));
+        let o = step(
+            &env,
+            day,
+            me,
+            action,
+            &out,
+            &format!("summary {}", k + 1),
+            other,
+        )
+        .run();
+        assert_eq!(o.code, Some(0), "step {}: {}", k + 1, o.stderr);
+        if k < 19 {
+            assert!(!env.exists(".metadata/reviews/active/api-tracker-archive.md"));
+        }
+    }
+    let archive = env.read(".metadata/reviews/active/api-tracker-archive.md");
+    let text = env.read(TRACKER);
+    assert!(
+        text.contains(
+            "## Steps\n\nNote: Steps 01-10 archived to api-tracker-archive.md\n\n### 01\n"
+        )
+    );
+    let s = show(&env, "api");
+    assert_eq!(s.steps.len(), 11);
+    assert_eq!(
+        s.steps.iter().map(|x| x.number).collect::<Vec<_>>(),
+        (1..=11).collect::<Vec<_>>()
+    );
+    assert_eq!(s.steps[0].summary.as_deref(), Some("summary 11"));
+    assert_eq!(s.steps[10].status, "planned");
+    assert_eq!(s.current.next_action.as_deref(), Some("response (step 11)"));
+    for n in 1..=10 {
+        assert!(archive.contains(&format!("### {n:02}\n")), "{archive}");
+        assert!(archive.contains(&format!("- **Summary:** summary {n}\n")));
+    }
+    assert!(!archive.contains("summary 11"));
+    // The prompt for the renumbered step is found.
+    env.cmd()
+        .args(["review", "next", "api", "--prompt"])
+        .ok()
+        .stdout_has("prompt after step 20");
+    assert!(text.contains("### For Claude (step 11)"));
+}
+
+#[test]
+fn close_commit_makes_the_seed_commit() {
+    if std::process::Command::new("git")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("git is not installed: skipped");
+        return;
+    }
+    let env = Env::new();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(env.root())
+            .output()
+            .unwrap();
+        assert!(
+            out.status.success(),
+            "git {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    new_review(&env, "2026-01-20T10:00:00+01:00");
+    git(&["init", "-q"]);
+    git(&["config", "user.name", "Test User"]);
+    git(&["config", "user.email", "test@example.com"]);
+    git(&["config", "commit.gpgsign", "false"]);
+    let day = "2026-01-21T10:00:00+01:00";
+    output(&env, "r.md", "x", "next");
+    step(&env, day, "claude", "review", "r.md", "one issue", "codex").ok();
+    env.cmd()
+        .args([
+            "review",
+            "issue",
+            "api",
+            "add",
+            "--severity",
+            "high",
+            "--title",
+            "T",
+        ])
+        .ok();
+    env.cmd()
+        .args([
+            "review",
+            "issue",
+            "api",
+            "set",
+            "ISSUE-01",
+            "--status",
+            "resolved",
+            "--resolution",
+            "Updated the API doc",
+        ])
+        .ok();
+    env.write("docs/api.md", "# API v2\n");
+    output(&env, "c.md", "x", "verify");
+    step(&env, day, "codex", "implement", "c.md", "done", "claude").ok();
+    output(&env, "v.md", "x", "done");
+    step(&env, day, "claude", "verify", "v.md", "ok", "codex").ok();
+    env.cmd()
+        .args([
+            "review",
+            "close",
+            "api",
+            "--commit",
+            "--summary",
+            "align the API doc",
+        ])
+        .ok()
+        .stdout_has("Committed");
+    let msg = git(&["log", "-1", "--format=%B"]);
+    assert_eq!(
+        msg.trim_end(),
+        "api review: align the API doc\n\n- ISSUE-01: Updated the API doc\n\nCo-Authored-By: Claude <noreply@anthropic.com>\nCo-Authored-By: Codex <noreply@openai.com>"
+    );
+    let files = git(&["show", "--name-only", "--format=", "HEAD"]);
+    for f in [CLOSED, "docs/api.md", "r.md", "c.md", "v.md"] {
+        assert!(files.lines().any(|l| l == f), "{f} not in commit:\n{files}");
+    }
+}
+
+#[test]
+fn close_commit_outside_git_changes_nothing() {
+    if std::process::Command::new("git")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        return;
+    }
+    let env = Env::new();
+    new_review(&env, "2026-01-20T10:00:00+01:00");
+    let before = env.read(TRACKER);
+    let out = env
+        .cmd()
+        .env("GIT_CEILING_DIRECTORIES", env.root().parent().unwrap())
+        .args(["review", "close", "api", "--commit"])
+        .run();
+    assert_eq!(out.code, Some(2), "{}", out.stderr);
+    assert!(out.stderr.contains("git work tree"));
+    assert_eq!(env.read(TRACKER), before);
+}
+
+#[test]
+fn concurrent_issue_adds_lose_nothing() {
+    let env = Env::new();
+    new_review(&env, "2026-01-20T10:00:00+01:00");
+    let procs = 8;
+    let each = 5;
+    let children: Vec<_> = (0..procs)
+        .map(|p| {
+            let script = (0..each)
+                .map(|i| {
+                    format!(
+                        "\"{}\" review issue api add --severity low --title 'p{p} i{i}' || exit 1",
+                        crate::support::coord_bin()
+                    )
+                })
+                .collect::<Vec<_>>()
+                .join("\n");
+            let mut c = std::process::Command::new("sh");
+            c.arg("-c")
+                .arg(script)
+                .current_dir(env.root())
+                .env("COORD_DIR", env.root())
+                .stdout(std::process::Stdio::piped())
+                .stderr(std::process::Stdio::piped());
+            c.spawn().unwrap()
+        })
+        .collect();
+    let mut printed = Vec::new();
+    for c in children {
+        let out = c.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        printed.extend(
+            String::from_utf8_lossy(&out.stdout)
+                .lines()
+                .map(str::to_string),
+        );
+    }
+    let s = show(&env, "api");
+    assert_eq!(s.issues.len(), procs * each);
+    let ids: BTreeSet<&str> = s.issues.iter().map(|i| i.id.as_str()).collect();
+    assert_eq!(ids.len(), procs * each, "ids are unique");
+    let titles: BTreeSet<&str> = s.issues.iter().map(|i| i.title.as_str()).collect();
+    assert_eq!(titles.len(), procs * each, "no update lost");
+    let printed: BTreeSet<String> = printed.into_iter().collect();
+    let expect: BTreeSet<String> = (1..=procs * each)
+        .map(|n| format!("ISSUE-{n:02}"))
+        .collect();
+    assert_eq!(printed, expect);
+}
+
+#[test]
+fn bad_input_is_refused_before_anything_is_written() {
+    let env = Env::new();
+    env.write("docs/api.md", "x");
+    for args in [
+        vec![
+            "review",
+            "new",
+            "../x",
+            "--target",
+            "docs/api.md",
+            "--reviewer",
+            "a",
+            "--implementer",
+            "b",
+        ],
+        vec![
+            "review",
+            "new",
+            "t",
+            "--target",
+            "../outside",
+            "--reviewer",
+            "a",
+            "--implementer",
+            "b",
+        ],
+        vec![
+            "review",
+            "new",
+            "t",
+            "--target",
+            "nope.md",
+            "--reviewer",
+            "a",
+            "--implementer",
+            "b",
+        ],
+        vec![
+            "review",
+            "new",
+            "t",
+            "--target",
+            "docs/api.md",
+            "--reviewer",
+            "a/b",
+            "--implementer",
+            "b",
+        ],
+        vec![
+            "review",
+            "new",
+            "t",
+            "--target",
+            "docs/api.md",
+            "--reviewer",
+            "a",
+            "--implementer",
+            "A",
+        ],
+        vec![
+            "review",
+            "--metadata",
+            "../meta",
+            "new",
+            "t",
+            "--target",
+            "docs/api.md",
+            "--reviewer",
+            "a",
+            "--implementer",
+            "b",
+        ],
+        vec!["review", "show", "missing"],
+        vec![
+            "review",
+            "issue",
+            "missing",
+            "add",
+            "--severity",
+            "huge",
+            "--title",
+            "x",
+        ],
+    ] {
+        env.cmd().args(&args).code(2);
+    }
+    assert!(!env.exists(".metadata/reviews"));
+}
+
+#[test]
+fn another_metadata_folder_and_status() {
+    let env = Env::new();
+    env.write("docs/api.md", "x");
+    env.cmd()
+        .args([
+            "review",
+            "new",
+            "api",
+            "--metadata",
+            "meta",
+            "--target",
+            "docs/api.md",
+            "--reviewer",
+            "claude",
+            "--implementer",
+            "gemini",
+        ])
+        .ok()
+        .stdout_has("meta/reviews/active/api-tracker.md");
+    assert!(env.exists("meta/templates/review-tracker-template.md"));
+    env.cmd()
+        .args(["review", "show", "api", "--metadata", "meta"])
+        .ok()
+        .stdout_has("claude");
+    new_review(&env, "2026-01-20T10:00:00+01:00");
+    env.cmd()
+        .args([
+            "review",
+            "issue",
+            "api",
+            "add",
+            "--severity",
+            "low",
+            "--title",
+            "x",
+        ])
+        .ok();
+    #[derive(Deserialize)]
+    struct St {
+        reviews: Vec<R>,
+    }
+    #[derive(Deserialize)]
+    struct R {
+        topic: String,
+        next_actor: String,
+        next_action: Option<String>,
+        open_issues: usize,
+    }
+    let st: St = env.cmd().args(["status", "--json"]).ok().json();
+    assert_eq!(st.reviews.len(), 1);
+    let r = &st.reviews[0];
+    assert_eq!(
+        (
+            r.topic.as_str(),
+            r.next_actor.as_str(),
+            r.next_action.as_deref(),
+            r.open_issues
+        ),
+        ("api", "Claude", Some("review (step 01)"), 1)
+    );
+    env.cmd()
+        .args(["status"])
+        .ok()
+        .stdout_has("Open reviews")
+        .stdout_has("review (step 01)");
+}
+
+#[test]
+fn a_tracker_locked_by_another_agent_is_not_written() {
+    let env = Env::new();
+    new_review(&env, "2026-01-20T10:00:00+01:00");
+    env.agent("gemini").args(["presence", ".", "editing"]).ok();
+    env.agent("gemini").args(["lock", TRACKER]).ok();
+    let before = env.read(TRACKER);
+    env.agent("claude")
+        .args([
+            "review",
+            "issue",
+            "api",
+            "add",
+            "--severity",
+            "low",
+            "--title",
+            "x",
+        ])
+        .code(3)
+        .stderr_has("gemini");
+    assert_eq!(env.read(TRACKER), before);
+    // The holder itself may edit.
+    env.agent("gemini")
+        .args([
+            "review",
+            "issue",
+            "api",
+            "add",
+            "--severity",
+            "low",
+            "--title",
+            "x",
+        ])
+        .ok()
+        .stdout_has("ISSUE-01");
+}
