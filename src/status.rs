@@ -7,9 +7,9 @@ use std::collections::BTreeMap;
 use serde::Serialize;
 
 use crate::clock::{self, Timestamp};
-use crate::v3::handshake;
 use crate::dialogue::{self, DialogueSummary};
 use crate::review::{self, rules::ReviewSummary};
+use crate::v3::handshake;
 use crate::v3::lock::{self, LockState};
 use crate::v3::message;
 use crate::v3::presence::{self, StateCache, Unreadable};

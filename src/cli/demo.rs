@@ -57,9 +57,21 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         dir.display()
     ));
 
-    output::line("# Every agent announces itself");
+    output::line("# Every agent clocks in on the stamp card");
     for (i, a) in agents.iter().enumerate() {
-        demo.run(a, &["presence", ".", &format!("Task_{}", 123 + i * 111)])?;
+        let task = format!("Task_{}", 123 + i * 111);
+        demo.run(
+            a,
+            &[
+                "startup",
+                "--partner",
+                a,
+                "--mode",
+                "silent",
+                "--task",
+                &task,
+            ],
+        )?;
     }
     demo.run(agents[0], &["check"])?;
 
@@ -110,8 +122,8 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     dialogue_step(&demo, agents[0], agents[1])?;
     review_step(&demo, &agents)?;
 
-    output::line("\n# One agent finishes; one keeps a lock while it works");
-    demo.run(agents[0], &["presence", "--status", "finished"])?;
+    output::line("\n# One agent clocks out; one keeps a lock while it works");
+    demo.run(agents[0], &["shutdown"])?;
     demo.run(agents[1], &["lock", "NOTES.md", "--reason", "summarising"])?;
 
     output::line("\n$ coord status");

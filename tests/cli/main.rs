@@ -6,10 +6,10 @@ mod support;
 
 mod collab;
 mod concurrency;
+mod dialogue;
 mod handshake;
 mod messages;
+mod review;
 mod session;
 mod stamp;
-mod dialogue;
-mod review;
 mod v3_core;
