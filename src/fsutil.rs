@@ -102,11 +102,21 @@ fn parent_of(path: &Path) -> &Path {
 ///
 /// Any error creating the file.
 pub fn temp_in(dir: &Path) -> io::Result<NamedTempFile> {
-    tempfile::Builder::new()
-        .prefix(&layout::temp_prefix(host::host_tag(), host::pid()))
+    temp_builder().tempfile_in(dir)
+}
+
+fn temp_builder() -> tempfile::Builder<'static, 'static> {
+    let mut b = tempfile::Builder::new();
+    b.prefix(layout_prefix())
         .suffix(layout::TEMP_SUFFIX)
-        .rand_bytes(6)
-        .tempfile_in(dir)
+        .rand_bytes(6);
+    b
+}
+
+/// This process's temporary-file prefix, built once.
+fn layout_prefix() -> &'static str {
+    static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PREFIX.get_or_init(|| layout::temp_prefix(host::host_tag(), host::pid()))
 }
 
 fn filled_temp(path: &Path, bytes: &[u8], durable: bool) -> Result<NamedTempFile> {
@@ -178,8 +188,19 @@ fn keep_mode(path: &Path, file: &File) -> Result<()> {
 ///
 /// [`Error::Io`](crate::Error::Io) naming the file involved.
 pub fn copy_replace(src: &Path, dst: &Path) -> Result<u64> {
+    let (tmp, n) = copy_to_temp(src, parent_of(dst), false)?;
+    persist(tmp, dst)?;
+    Ok(n)
+}
+
+/// A temporary copy of the regular file `src` (never following a link at `src`) in `dir`, with
+/// `src`'s mode, fsynced when `durable`; publish it with [`persist`]. Returns it and its size.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the file involved.
+pub fn copy_to_temp(src: &Path, dir: &Path, durable: bool) -> Result<(NamedTempFile, u64)> {
     let mut input = open_regular_nofollow(src).at("read", src)?;
-    let dir = parent_of(dst);
     let mut tmp = temp_in(dir).at("create a temporary file in", dir)?;
     let n = io::copy(&mut input, tmp.as_file_mut()).at("copy", src)?;
     if let Ok(meta) = input.metadata() {
@@ -187,8 +208,72 @@ pub fn copy_replace(src: &Path, dst: &Path) -> Result<u64> {
             .set_permissions(meta.permissions())
             .at("set permissions of", tmp.path())?;
     }
-    tmp.persist(dst).map_err(|e| e.error).at("replace", dst)?;
-    Ok(n)
+    if durable {
+        tmp.as_file().sync_all().at("sync", tmp.path())?;
+    }
+    Ok((tmp, n))
+}
+
+/// Everything `input` yields, in a new temporary file in `dir`, fsynced: content on its way to
+/// a path, published later with [`persist`]. The file gets the mode of the regular file at
+/// `like` when there is one, else the usual mode of a new file (0666 less the umask). Returns
+/// it and its size. On error the temporary file is removed.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the folder, the temporary file, or `what` (the input).
+pub fn spool(
+    dir: &Path,
+    input: &mut dyn Read,
+    what: &Path,
+    like: &Path,
+) -> Result<(NamedTempFile, u64)> {
+    let mut tmp = temp_builder()
+        .permissions(std::os::unix::fs::PermissionsExt::from_mode(0o666))
+        .tempfile_in(dir)
+        .at("create a temporary file in", dir)?;
+    let to = tmp.path().to_path_buf();
+    let n = copy_input(input, tmp.as_file_mut(), what, &to)?;
+    keep_mode(like, tmp.as_file())?;
+    tmp.as_file().sync_all().at("sync", tmp.path())?;
+    Ok((tmp, n))
+}
+
+/// `io::copy`, telling a read error (blamed on `what`) from a write error (blamed on `to`).
+fn copy_input(input: &mut dyn Read, out: &mut File, what: &Path, to: &Path) -> Result<u64> {
+    let mut buf = vec![0u8; 128 * 1024];
+    let mut total = 0u64;
+    loop {
+        let n = match input.read(&mut buf) {
+            Ok(0) => return Ok(total),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).at("read", what),
+        };
+        out.write_all(&buf[..n]).at("write", to)?;
+        total += n as u64;
+    }
+}
+
+/// Publish a filled temporary file at `path` by rename: atomic, replacing whatever is there
+/// (a symlink at `path` is replaced, never followed). Pair with [`sync_dir`] for durability.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the path; the temporary file is removed then.
+pub fn persist(tmp: NamedTempFile, path: &Path) -> Result<()> {
+    tmp.persist(path).map_err(|e| e.error).at("replace", path)?;
+    Ok(())
+}
+
+/// [`persist`], then fsync of the folder, so the new content survives a crash.
+///
+/// # Errors
+///
+/// As [`persist`] and [`sync_dir`].
+pub fn persist_durable(tmp: NamedTempFile, path: &Path) -> Result<()> {
+    persist(tmp, path)?;
+    sync_dir(parent_of(path))
 }
 
 /// Open a regular file for reading without following a symlink or blocking on a FIFO.

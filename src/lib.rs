@@ -9,12 +9,14 @@
 //!   [`record`] (the seed's `key: value` text), [`fsutil`] (every write to disk, capped reads, the
 //!   workspace mutex), [`host`] (this machine and its processes), [`watch`] (waiting on folder events),
 //!   [`workspace`] (root discovery, agent ids, path confinement);
-//! - protocols: [`v3`] (seed 001: presence, locks, backups, wait queue);
+//! - protocols: [`v3`] (seed 001: presence, locks, backups, wait queue), [`edit`] (safe editing
+//!   under the lock: write, run, restore);
 //! - views: [`status`] (everything at once, for `coord status`).
 
 #![deny(missing_docs)]
 
 pub mod clock;
+pub mod edit;
 pub mod error;
 pub mod exit_code;
 pub mod fsutil;

@@ -14,8 +14,11 @@ mod demo;
 mod lock;
 mod output;
 mod presence;
+mod restore;
+mod run;
 mod status;
 mod unlock;
+mod write;
 
 const ABOUT: &str = "Coordinate AI coding agents and humans in one shared folder";
 
@@ -70,6 +73,9 @@ enum Command {
     Unlock(unlock::UnlockArgs),
     Status(status::StatusArgs),
     Demo(demo::DemoArgs),
+    Write(write::WriteArgs),
+    Run(run::RunArgs),
+    Restore(restore::RestoreArgs),
 }
 
 /// What every command gets: the global options, resolved lazily.
@@ -153,6 +159,9 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Unlock(args) => unlock::run(args, ctx),
         Command::Status(args) => status::run(args, ctx),
         Command::Demo(args) => demo::run(args, ctx),
+        Command::Write(args) => write::run(args, ctx),
+        Command::Run(args) => run::run(args, ctx),
+        Command::Restore(args) => restore::run(args, ctx),
     }
 }
 

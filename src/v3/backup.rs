@@ -26,3 +26,48 @@ pub fn write(target: &Target) -> Result<Option<String>> {
     fsutil::copy_replace(&target.abs, &dst)?;
     Ok(Some(format!("{}{}", target.rel, layout::BACKUP_SUFFIX)))
 }
+
+/// A backup copied aside and fsynced, not yet published: [`Staged::commit`] puts it at
+/// `FILE.bak` with one rename. Copying before taking the workspace mutex keeps the mutex
+/// short; the copy is of a file whose lock the caller holds, so it cannot change meanwhile
+/// (through coord). Dropping it unpublished removes the copy.
+#[derive(Debug)]
+pub struct Staged {
+    tmp: tempfile::NamedTempFile,
+    dst: std::path::PathBuf,
+    rel: String,
+}
+
+/// Copy `target` aside for a backup when it is a regular file; `None` when there is nothing
+/// to back up.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the file when the copy fails.
+pub fn stage(target: &Target) -> Result<Option<Staged>> {
+    match fs::symlink_metadata(&target.abs) {
+        Ok(meta) if meta.is_file() => {}
+        _ => return Ok(None),
+    }
+    let dst = layout::backup(&target.abs);
+    let dir = dst.parent().unwrap_or(std::path::Path::new("."));
+    let (tmp, _) = fsutil::copy_to_temp(&target.abs, dir, true)?;
+    Ok(Some(Staged {
+        tmp,
+        dst,
+        rel: format!("{}{}", target.rel, layout::BACKUP_SUFFIX),
+    }))
+}
+
+impl Staged {
+    /// Publish the copy at `FILE.bak` (replacing it, never following a link there). Returns
+    /// the backup's path relative to the root.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`](crate::Error::Io) naming `FILE.bak`.
+    pub fn commit(self) -> Result<String> {
+        fsutil::persist(self.tmp, &self.dst)?;
+        Ok(self.rel)
+    }
+}
