@@ -286,7 +286,14 @@ pub fn open_regular_nofollow(path: &Path) -> io::Result<File> {
         path,
         OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
         Mode::empty(),
-    )?;
+    )
+    .map_err(|e| {
+        if e == rustix::io::Errno::LOOP {
+            io::Error::new(io::ErrorKind::InvalidData, "is a symlink (not followed)")
+        } else {
+            io::Error::from(e)
+        }
+    })?;
     let file = File::from(fd);
     if !file.metadata()?.is_file() {
         return Err(io::Error::new(

@@ -59,15 +59,30 @@ pub fn restore(
     regular_or_absent(target)?;
     let bak = layout::backup(&target.abs);
     let bak_rel = ws.rel(&bak).unwrap_or_else(|| bak.display().to_string());
-    if std::fs::symlink_metadata(&bak).is_err() {
-        return Err(Error::Io {
-            action: "find the backup",
-            path: PathBuf::from(&bak_rel),
-            source: io::Error::new(
-                io::ErrorKind::NotFound,
-                "there is nothing to restore (coord writes FILE.bak on `coord lock`, `coord write` and `coord run`)",
-            ),
-        });
+    match std::fs::symlink_metadata(&bak) {
+        Ok(meta) if meta.is_file() => {}
+        Ok(meta) => {
+            let what = if meta.is_symlink() {
+                "it is a symlink, which coord never follows; replace it with a regular file"
+            } else {
+                "it is not a regular file"
+            };
+            return Err(Error::Io {
+                action: "restore from",
+                path: PathBuf::from(&bak_rel),
+                source: io::Error::new(io::ErrorKind::InvalidData, what),
+            });
+        }
+        Err(_) => {
+            return Err(Error::Io {
+                action: "find the backup",
+                path: PathBuf::from(&bak_rel),
+                source: io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "there is nothing to restore (coord writes FILE.bak on `coord lock`, `coord write` and `coord run`)",
+                ),
+            });
+        }
     }
     let (token, took_lock) = match lock::own_token(target, agent) {
         Some(token) => (token, false),

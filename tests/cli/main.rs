@@ -4,4 +4,5 @@
 
 mod support;
 
+mod edit;
 mod v3_core;
