@@ -152,8 +152,7 @@ pub fn create_new(path: &Path, bytes: &[u8]) -> Result<bool> {
 /// [`Error::Io`](crate::Error::Io) naming the path.
 pub fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = filled_temp(path, bytes, false)?;
-    tmp.persist(path).map_err(|e| e.error).at("replace", path)?;
-    Ok(())
+    persist(tmp, path)
 }
 
 /// Replace `path` durably: temp file, fsync, rename, fsync of the folder. The mode of an
@@ -166,7 +165,7 @@ pub fn replace_durable(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = filled_temp(path, bytes, false)?;
     keep_mode(path, tmp.as_file())?;
     tmp.as_file().sync_all().at("sync", tmp.path())?;
-    tmp.persist(path).map_err(|e| e.error).at("replace", path)?;
+    persist(tmp, path)?;
     sync_dir(parent_of(path))
 }
 
@@ -262,8 +261,37 @@ fn copy_input(input: &mut dyn Read, out: &mut File, what: &Path, to: &Path) -> R
 ///
 /// [`Error::Io`](crate::Error::Io) naming the path; the temporary file is removed then.
 pub fn persist(tmp: NamedTempFile, path: &Path) -> Result<()> {
+    if exchange(&tmp, path) {
+        return Ok(());
+    }
     tmp.persist(path).map_err(|e| e.error).at("replace", path)?;
     Ok(())
+}
+
+/// Replace a regular file (or a symlink) at `path` by swapping it with `tmp` in one atomic
+/// `renameat2(RENAME_EXCHANGE)`, then dropping `tmp`, which now names the old content.
+/// Returns `false` (nothing changed) when there is nothing to swap with or the filesystem
+/// cannot exchange; the caller then renames.
+///
+/// Why: ext4 starts writeback of the new file on a rename that replaces an existing file
+/// (`auto_da_alloc`), which makes every small replace wait on the disk; an exchange does not.
+/// Content that must survive a crash is fsynced before it gets here ([`replace_durable`],
+/// [`spool`]), which is what `auto_da_alloc` only approximates.
+fn exchange(tmp: &NamedTempFile, path: &Path) -> bool {
+    use rustix::fs::{CWD, RenameFlags};
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() || meta.is_symlink() => {}
+        _ => return false,
+    }
+    if rustix::fs::renameat_with(CWD, tmp.path(), CWD, path, RenameFlags::EXCHANGE).is_err() {
+        return false;
+    }
+    if fs::symlink_metadata(tmp.path()).is_ok_and(|m| m.is_dir()) {
+        // A folder appeared at `path` in between: put it back, and let the rename refuse.
+        let _ = rustix::fs::renameat_with(CWD, tmp.path(), CWD, path, RenameFlags::EXCHANGE);
+        return false;
+    }
+    true
 }
 
 /// [`persist`], then fsync of the folder, so the new content survives a crash.
@@ -274,6 +302,31 @@ pub fn persist(tmp: NamedTempFile, path: &Path) -> Result<()> {
 pub fn persist_durable(tmp: NamedTempFile, path: &Path) -> Result<()> {
     persist(tmp, path)?;
     sync_dir(parent_of(path))
+}
+
+/// Whether `a` and `b` are both regular files (neither followed through a symlink) with the
+/// same permissions and the same bytes. Any error reads as "not the same".
+pub fn same_regular_files(a: &Path, b: &Path) -> bool {
+    fn same(a: &Path, b: &Path) -> io::Result<bool> {
+        let (mut fa, mut fb) = (open_regular_nofollow(a)?, open_regular_nofollow(b)?);
+        let (ma, mb) = (fa.metadata()?, fb.metadata()?);
+        if ma.len() != mb.len() || ma.permissions() != mb.permissions() {
+            return Ok(false);
+        }
+        let (mut ba, mut bb) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
+        loop {
+            let n = fa.read(&mut ba)?;
+            if n == 0 {
+                // Same length as `a` (checked above), unless `b` grew meanwhile.
+                return Ok(fb.read(&mut bb[..1])? == 0);
+            }
+            fb.read_exact(&mut bb[..n])?;
+            if ba[..n] != bb[..n] {
+                return Ok(false);
+            }
+        }
+    }
+    same(a, b).unwrap_or(false)
 }
 
 /// Open a regular file for reading without following a symlink or blocking on a FIFO.
@@ -514,6 +567,48 @@ mod tests {
         assert_eq!(sweep_temps(dir.path()), 1);
         assert!(!orphan.exists());
         assert!(mine.path().exists());
+    }
+
+    #[test]
+    fn replace_over_an_existing_file_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("f");
+        fs::write(&f, b"old").unwrap();
+        let other = dir.path().join("hardlink");
+        fs::hard_link(&f, &other).unwrap();
+        replace(&f, b"new").unwrap();
+        assert_eq!(fs::read(&f).unwrap(), b"new");
+        assert_eq!(
+            fs::read(&other).unwrap(),
+            b"old",
+            "other links keep the old content"
+        );
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2, "no temp left");
+        let sub = dir.path().join("sub");
+        fs::create_dir(&sub).unwrap();
+        assert!(replace(&sub, b"x").is_err(), "a folder is never replaced");
+        assert!(sub.is_dir());
+    }
+
+    #[test]
+    fn same_regular_files_compares_bytes_and_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        fs::write(&a, b"same").unwrap();
+        fs::write(&b, b"same").unwrap();
+        fs::set_permissions(&a, fs::Permissions::from_mode(0o644)).unwrap();
+        fs::set_permissions(&b, fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(same_regular_files(&a, &b));
+        fs::write(&b, b"diff").unwrap();
+        assert!(!same_regular_files(&a, &b));
+        fs::write(&b, b"same").unwrap();
+        fs::set_permissions(&b, fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(!same_regular_files(&a, &b));
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&a, &link).unwrap();
+        assert!(!same_regular_files(&a, &link), "a link is never followed");
+        assert!(!same_regular_files(&a, &dir.path().join("missing")));
     }
 
     #[test]

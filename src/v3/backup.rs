@@ -2,7 +2,8 @@
 //!
 //! A backup is a whole copy published by atomic rename: a reader sees the previous backup or
 //! the new one, never a mix. A symlink planted at `FILE.bak` is replaced, never followed, and
-//! nothing but `FILE.bak` is ever touched. Only regular files are backed up.
+//! nothing but `FILE.bak` is ever touched. Only regular files are backed up. A `FILE.bak` that
+//! already is a regular file with the same content and mode is not rewritten.
 
 use std::fs;
 
@@ -23,7 +24,11 @@ pub fn write(target: &Target) -> Result<Option<String>> {
         _ => return Ok(None),
     }
     let dst = layout::backup(&target.abs);
-    fsutil::copy_replace(&target.abs, &dst)?;
+    // A backup that already holds exactly this content (and mode) is left as it is: locking a
+    // file again without changing it then costs no write, no new inode, no rename.
+    if !fsutil::same_regular_files(&target.abs, &dst) {
+        fsutil::copy_replace(&target.abs, &dst)?;
+    }
     Ok(Some(format!("{}{}", target.rel, layout::BACKUP_SUFFIX)))
 }
 
