@@ -44,12 +44,7 @@ pub fn run(args: RestoreArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let quiet = ctx.quiet;
     let restored = restore::restore(&ws, &agent, &target, wait, &mut |event| {
         if let (LockEvent::Waiting(b), false) = (event, quiet) {
-            output::diag(&format!(
-                "waiting for `{}`: held by {} since {}",
-                b.file,
-                output::clean(&b.holder),
-                b.since
-            ));
+            output::diag(&super::run::waiting_line(b));
         }
     })?;
     if ctx.json {

@@ -8,7 +8,7 @@ use clap::Args;
 use coord::ExitCode;
 use coord::clock::Wait;
 use coord::edit::run::{self, RunEnd, RunEvent, RunRequest};
-use coord::v3::lock::LockEvent;
+use coord::v3::lock::{Blocker, LockEvent};
 
 use super::{Ctx, output};
 
@@ -52,14 +52,7 @@ pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     };
     let quiet = ctx.quiet;
     let outcome = run::run(&ws, &req, &mut |event| match event {
-        RunEvent::Lock(LockEvent::Waiting(b)) if !quiet => {
-            output::diag(&format!(
-                "waiting for `{}`: held by {} since {}",
-                b.file,
-                output::clean(&b.holder),
-                b.since
-            ));
-        }
+        RunEvent::Lock(LockEvent::Waiting(b)) if !quiet => output::diag(&waiting_line(b)),
         RunEvent::Locked(got) => {
             for a in &got.acquired {
                 for t in &a.took_over {
@@ -91,4 +84,26 @@ pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     // CMD's own status is passed on as is: it is not one of coord's outcomes, so it does not
     // go through the `ExitCode` table. Everything is released and flushed by now.
     std::process::exit(i32::from(outcome.end.status()))
+}
+
+/// The one line said on stderr when a lock is busy and coord starts waiting.
+pub fn waiting_line(b: &Blocker) -> String {
+    let who = if b.queued_ahead > 0 {
+        format!(
+            "{} earlier waiter(s) stand in line ({} first)",
+            b.queued_ahead,
+            output::clean(&b.holder)
+        )
+    } else {
+        format!(
+            "held by {} since {}{}",
+            output::clean(&b.holder),
+            b.since,
+            b.working_on
+                .as_deref()
+                .map(|w| format!(" (working on {})", output::clean(w)))
+                .unwrap_or_default()
+        )
+    };
+    format!("waiting for `{}`: {who}", b.file)
 }
