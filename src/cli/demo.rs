@@ -104,6 +104,8 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         output::line(&format!("  {l}"));
     }
 
+    step_counter(&demo, &agents)?;
+
     output::line("\n# One agent finishes; one keeps a lock while it works");
     demo.run(agents[0], &["presence", "--status", "finished"])?;
     demo.run(agents[1], &["lock", "NOTES.md", "--reason", "summarising"])?;
@@ -121,6 +123,48 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     }
     output::line(&format!("\nThe demo folder is {}", dir.display()));
     Ok(ExitCode::Success)
+}
+
+/// Every agent bumps a shared counter once with `coord run`, all at the same time: each holds
+/// the lock only while its command runs, and no increment is lost.
+fn step_counter(demo: &Demo, agents: &[&str]) -> anyhow::Result<()> {
+    output::line(
+        "\n# Each agent bumps a shared counter with `coord run` (the lock lives as long as the command)",
+    );
+    std::fs::write(demo.dir.join("COUNTER.txt"), "0\n")
+        .with_context(|| format!("cannot create COUNTER.txt in {}", demo.dir.display()))?;
+    let script = "echo $(( $(cat COUNTER.txt) + 1 )) > COUNTER.txt";
+    let handles: Vec<_> = agents
+        .iter()
+        .map(|a| {
+            let (demo, a) = (demo.clone(), a.to_string());
+            std::thread::spawn(move || {
+                let args = [
+                    "run",
+                    "COUNTER.txt",
+                    "--wait",
+                    "30s",
+                    "--",
+                    "sh",
+                    "-c",
+                    script,
+                ];
+                demo.run(&a, &args)
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join()
+            .map_err(|_| anyhow::anyhow!("a demo agent thread panicked"))??;
+    }
+    let n =
+        std::fs::read_to_string(demo.dir.join("COUNTER.txt")).context("cannot read COUNTER.txt")?;
+    output::line(&format!(
+        "  COUNTER.txt = {} ({} agents, one increment each)",
+        n.trim(),
+        agents.len()
+    ));
+    Ok(())
 }
 
 fn demo_dir(ctx: &Ctx) -> anyhow::Result<PathBuf> {
