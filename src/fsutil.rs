@@ -105,14 +105,24 @@ fn parent_of(path: &Path) -> &Path {
 ///
 /// Any error creating the file.
 pub fn temp_in(dir: &Path) -> io::Result<NamedTempFile> {
+    temp_builder().tempfile_in(dir)
+}
+
+fn temp_builder() -> tempfile::Builder<'static, 'static> {
     // 0666 less the umask, like any new file: state files are shared with agents that may run
     // as other users.
-    tempfile::Builder::new()
-        .prefix(&layout::temp_prefix(host::host_tag(), host::pid()))
+    let mut b = tempfile::Builder::new();
+    b.prefix(layout_prefix())
         .suffix(layout::TEMP_SUFFIX)
         .rand_bytes(6)
-        .permissions(std::fs::Permissions::from_mode(0o666))
-        .tempfile_in(dir)
+        .permissions(std::fs::Permissions::from_mode(0o666));
+    b
+}
+
+/// This process's temporary-file prefix, built once.
+fn layout_prefix() -> &'static str {
+    static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PREFIX.get_or_init(|| layout::temp_prefix(host::host_tag(), host::pid()))
 }
 
 fn filled_temp(path: &Path, bytes: &[u8], durable: bool) -> Result<NamedTempFile> {
@@ -148,8 +158,7 @@ pub fn create_new(path: &Path, bytes: &[u8]) -> Result<bool> {
 /// [`Error::Io`](crate::Error::Io) naming the path.
 pub fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = filled_temp(path, bytes, false)?;
-    tmp.persist(path).map_err(|e| e.error).at("replace", path)?;
-    Ok(())
+    persist(tmp, path)
 }
 
 /// Replace `path` durably: temp file, fsync, rename, fsync of the folder. The mode of an
@@ -162,7 +171,7 @@ pub fn replace_durable(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = filled_temp(path, bytes, false)?;
     keep_mode(path, tmp.as_file())?;
     tmp.as_file().sync_all().at("sync", tmp.path())?;
-    tmp.persist(path).map_err(|e| e.error).at("replace", path)?;
+    persist(tmp, path)?;
     sync_dir(parent_of(path))
 }
 
@@ -216,8 +225,19 @@ fn keep_mode(path: &Path, file: &File) -> Result<()> {
 ///
 /// [`Error::Io`](crate::Error::Io) naming the file involved.
 pub fn copy_replace(src: &Path, dst: &Path) -> Result<u64> {
+    let (tmp, n) = copy_to_temp(src, parent_of(dst), false)?;
+    persist(tmp, dst)?;
+    Ok(n)
+}
+
+/// A temporary copy of the regular file `src` (never following a link at `src`) in `dir`, with
+/// `src`'s mode, fsynced when `durable`; publish it with [`persist`]. Returns it and its size.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the file involved.
+pub fn copy_to_temp(src: &Path, dir: &Path, durable: bool) -> Result<(NamedTempFile, u64)> {
     let mut input = open_regular_nofollow(src).at("read", src)?;
-    let dir = parent_of(dst);
     let mut tmp = temp_in(dir).at("create a temporary file in", dir)?;
     let n = io::copy(&mut input, tmp.as_file_mut()).at("copy", src)?;
     if let Ok(meta) = input.metadata() {
@@ -225,8 +245,125 @@ pub fn copy_replace(src: &Path, dst: &Path) -> Result<u64> {
             .set_permissions(meta.permissions())
             .at("set permissions of", tmp.path())?;
     }
-    tmp.persist(dst).map_err(|e| e.error).at("replace", dst)?;
-    Ok(n)
+    if durable {
+        tmp.as_file().sync_all().at("sync", tmp.path())?;
+    }
+    Ok((tmp, n))
+}
+
+/// Everything `input` yields, in a new temporary file in `dir`, fsynced: content on its way to
+/// a path, published later with [`persist`]. The file gets the mode of the regular file at
+/// `like` when there is one, else the usual mode of a new file (0666 less the umask). Returns
+/// it and its size. On error the temporary file is removed.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the folder, the temporary file, or `what` (the input).
+pub fn spool(
+    dir: &Path,
+    input: &mut dyn Read,
+    what: &Path,
+    like: &Path,
+) -> Result<(NamedTempFile, u64)> {
+    let mut tmp = temp_builder()
+        .tempfile_in(dir)
+        .at("create a temporary file in", dir)?;
+    let to = tmp.path().to_path_buf();
+    let n = copy_input(input, tmp.as_file_mut(), what, &to)?;
+    keep_mode(like, tmp.as_file())?;
+    tmp.as_file().sync_all().at("sync", tmp.path())?;
+    Ok((tmp, n))
+}
+
+/// `io::copy`, telling a read error (blamed on `what`) from a write error (blamed on `to`).
+fn copy_input(input: &mut dyn Read, out: &mut File, what: &Path, to: &Path) -> Result<u64> {
+    let mut buf = vec![0u8; 128 * 1024];
+    let mut total = 0u64;
+    loop {
+        let n = match input.read(&mut buf) {
+            Ok(0) => return Ok(total),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).at("read", what),
+        };
+        out.write_all(&buf[..n]).at("write", to)?;
+        total += n as u64;
+    }
+}
+
+/// Publish a filled temporary file at `path` by rename: atomic, replacing whatever is there
+/// (a symlink at `path` is replaced, never followed). Pair with [`sync_dir`] for durability.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the path; the temporary file is removed then.
+pub fn persist(tmp: NamedTempFile, path: &Path) -> Result<()> {
+    if exchange(&tmp, path) {
+        return Ok(());
+    }
+    tmp.persist(path).map_err(|e| e.error).at("replace", path)?;
+    Ok(())
+}
+
+/// Replace a regular file (or a symlink) at `path` by swapping it with `tmp` in one atomic
+/// `renameat2(RENAME_EXCHANGE)`, then dropping `tmp`, which now names the old content.
+/// Returns `false` (nothing changed) when there is nothing to swap with or the filesystem
+/// cannot exchange; the caller then renames.
+///
+/// Why: ext4 starts writeback of the new file on a rename that replaces an existing file
+/// (`auto_da_alloc`), which makes every small replace wait on the disk; an exchange does not.
+/// Content that must survive a crash is fsynced before it gets here ([`replace_durable`],
+/// [`spool`]), which is what `auto_da_alloc` only approximates.
+fn exchange(tmp: &NamedTempFile, path: &Path) -> bool {
+    use rustix::fs::{CWD, RenameFlags};
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() || meta.is_symlink() => {}
+        _ => return false,
+    }
+    if rustix::fs::renameat_with(CWD, tmp.path(), CWD, path, RenameFlags::EXCHANGE).is_err() {
+        return false;
+    }
+    if fs::symlink_metadata(tmp.path()).is_ok_and(|m| m.is_dir()) {
+        // A folder appeared at `path` in between: put it back, and let the rename refuse.
+        let _ = rustix::fs::renameat_with(CWD, tmp.path(), CWD, path, RenameFlags::EXCHANGE);
+        return false;
+    }
+    true
+}
+
+/// [`persist`], then fsync of the folder, so the new content survives a crash.
+///
+/// # Errors
+///
+/// As [`persist`] and [`sync_dir`].
+pub fn persist_durable(tmp: NamedTempFile, path: &Path) -> Result<()> {
+    persist(tmp, path)?;
+    sync_dir(parent_of(path))
+}
+
+/// Whether `a` and `b` are both regular files (neither followed through a symlink) with the
+/// same permissions and the same bytes. Any error reads as "not the same".
+pub fn same_regular_files(a: &Path, b: &Path) -> bool {
+    fn same(a: &Path, b: &Path) -> io::Result<bool> {
+        let (mut fa, mut fb) = (open_regular_nofollow(a)?, open_regular_nofollow(b)?);
+        let (ma, mb) = (fa.metadata()?, fb.metadata()?);
+        if ma.len() != mb.len() || ma.permissions() != mb.permissions() {
+            return Ok(false);
+        }
+        let (mut ba, mut bb) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
+        loop {
+            let n = fa.read(&mut ba)?;
+            if n == 0 {
+                // Same length as `a` (checked above), unless `b` grew meanwhile.
+                return Ok(fb.read(&mut bb[..1])? == 0);
+            }
+            fb.read_exact(&mut bb[..n])?;
+            if ba[..n] != bb[..n] {
+                return Ok(false);
+            }
+        }
+    }
+    same(a, b).unwrap_or(false)
 }
 
 /// Open a regular file for reading without following a symlink or blocking on a FIFO.
@@ -239,7 +376,14 @@ pub fn open_regular_nofollow(path: &Path) -> io::Result<File> {
         path,
         OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
         Mode::empty(),
-    )?;
+    )
+    .map_err(|e| {
+        if e == rustix::io::Errno::LOOP {
+            io::Error::new(io::ErrorKind::InvalidData, "is a symlink (not followed)")
+        } else {
+            io::Error::from(e)
+        }
+    })?;
     let file = File::from(fd);
     if !file.metadata()?.is_file() {
         return Err(io::Error::new(
@@ -602,6 +746,48 @@ mod tests {
             "a link is not followed"
         );
         assert_eq!(fs::read(&f).unwrap(), b"one\ntwo\n");
+    }
+
+    #[test]
+    fn replace_over_an_existing_file_leaves_nothing_behind() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("f");
+        fs::write(&f, b"old").unwrap();
+        let other = dir.path().join("hardlink");
+        fs::hard_link(&f, &other).unwrap();
+        replace(&f, b"new").unwrap();
+        assert_eq!(fs::read(&f).unwrap(), b"new");
+        assert_eq!(
+            fs::read(&other).unwrap(),
+            b"old",
+            "other links keep the old content"
+        );
+        assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2, "no temp left");
+        let sub = dir.path().join("sub");
+        fs::create_dir(&sub).unwrap();
+        assert!(replace(&sub, b"x").is_err(), "a folder is never replaced");
+        assert!(sub.is_dir());
+    }
+
+    #[test]
+    fn same_regular_files_compares_bytes_and_mode() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        fs::write(&a, b"same").unwrap();
+        fs::write(&b, b"same").unwrap();
+        fs::set_permissions(&a, fs::Permissions::from_mode(0o644)).unwrap();
+        fs::set_permissions(&b, fs::Permissions::from_mode(0o644)).unwrap();
+        assert!(same_regular_files(&a, &b));
+        fs::write(&b, b"diff").unwrap();
+        assert!(!same_regular_files(&a, &b));
+        fs::write(&b, b"same").unwrap();
+        fs::set_permissions(&b, fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(!same_regular_files(&a, &b));
+        let link = dir.path().join("link");
+        std::os::unix::fs::symlink(&a, &link).unwrap();
+        assert!(!same_regular_files(&a, &link), "a link is never followed");
+        assert!(!same_regular_files(&a, &dir.path().join("missing")));
     }
 
     #[test]

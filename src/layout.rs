@@ -5,6 +5,7 @@
 //! <root>/.handshake_<agent>           seed 001 handshake
 //! <dir>/FILE.lock.<agent>             seed 001 lock, beside FILE
 //! <dir>/FILE.bak                      seed 001 backup, beside FILE
+//! <dir>/FILE.rejected.<agent>         content of a `coord write` refused by the lock (kept, never lost)
 //! <dir>/.coord-<host>-<pid>-XXXXXX.tmp  a temporary file on its way to becoming one of the above
 //! <root>/.coord/mutex                 the workspace mutex (never deleted)
 //! <root>/.coord/queue/seq             the next wait-ticket number
@@ -100,6 +101,16 @@ fn with_suffix(file: &Path, suffix: &str) -> PathBuf {
     let mut name = file.file_name().unwrap_or_default().to_os_string();
     name.push(suffix);
     file.with_file_name(name)
+}
+
+// Safe editing (`coord write`, `run`, `restore`).
+
+/// The infix between a file's name and the agent in a rejected-write file name.
+pub const REJECTED_INFIX: &str = ".rejected.";
+
+/// `FILE.rejected.<agent>` beside `file`: where a refused `coord write` keeps its content.
+pub fn rejected(file: &Path, agent: &str) -> PathBuf {
+    with_suffix(file, &format!("{REJECTED_INFIX}{agent}"))
 }
 
 /// The start of a temporary file name made by process `pid` on the host tagged `tag`.
@@ -376,6 +387,10 @@ mod tests {
             Path::new("/w/PROTOKOL.md.lock.claude")
         );
         assert_eq!(backup(Path::new("/w/a/b.txt")), Path::new("/w/a/b.txt.bak"));
+        assert_eq!(
+            rejected(Path::new("/w/a/b.txt"), "claude"),
+            Path::new("/w/a/b.txt.rejected.claude")
+        );
     }
 
     #[test]

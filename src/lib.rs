@@ -11,7 +11,8 @@
 //!   [`workspace`] (root discovery, agent ids, path confinement);
 //! - protocols: [`v3`] (seed 001: presence, locks, backups, wait queue, messages, notes);
 //!   [`collab`] (seed 000: the shared collaboration file); [`dialogue`] (seed 002: the
-//!   turn-based dialogue); [`review`] (seed 003: the review tracker);
+//!   turn-based dialogue); [`review`] (seed 003: the review tracker); [`edit`] (safe editing
+//!   under the lock: write, run, restore);
 //! - views: [`status`] (everything at once, for `coord status`).
 
 #![deny(missing_docs)]
@@ -19,6 +20,7 @@
 pub mod clock;
 pub mod collab;
 pub mod dialogue;
+pub mod edit;
 pub mod error;
 pub mod exit_code;
 pub mod fsutil;

@@ -117,6 +117,7 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         output::line(&format!("  {l}"));
     }
 
+    step_counter(&demo, &agents)?;
     handshake_step(&demo, &agents)?;
     messages_step(&demo, &agents)?;
     dialogue_step(&demo, agents[0], agents[1])?;
@@ -352,6 +353,48 @@ fn review_step(demo: &Demo, agents: &[&str]) -> anyhow::Result<()> {
         ],
     )?;
     demo.run(implementer, &["review", "next", topic])
+}
+
+/// Every agent bumps a shared counter once with `coord run`, all at the same time: each holds
+/// the lock only while its command runs, and no increment is lost.
+fn step_counter(demo: &Demo, agents: &[&str]) -> anyhow::Result<()> {
+    output::line(
+        "\n# Each agent bumps a shared counter with `coord run` (the lock lives as long as the command)",
+    );
+    std::fs::write(demo.dir.join("COUNTER.txt"), "0\n")
+        .with_context(|| format!("cannot create COUNTER.txt in {}", demo.dir.display()))?;
+    let script = "echo $(( $(cat COUNTER.txt) + 1 )) > COUNTER.txt";
+    let handles: Vec<_> = agents
+        .iter()
+        .map(|a| {
+            let (demo, a) = (demo.clone(), a.to_string());
+            std::thread::spawn(move || {
+                let args = [
+                    "run",
+                    "COUNTER.txt",
+                    "--wait",
+                    "30s",
+                    "--",
+                    "sh",
+                    "-c",
+                    script,
+                ];
+                demo.run(&a, &args)
+            })
+        })
+        .collect();
+    for h in handles {
+        h.join()
+            .map_err(|_| anyhow::anyhow!("a demo agent thread panicked"))??;
+    }
+    let n =
+        std::fs::read_to_string(demo.dir.join("COUNTER.txt")).context("cannot read COUNTER.txt")?;
+    output::line(&format!(
+        "  COUNTER.txt = {} ({} agents, one increment each)",
+        n.trim(),
+        agents.len()
+    ));
+    Ok(())
 }
 
 fn demo_dir(ctx: &Ctx) -> anyhow::Result<PathBuf> {

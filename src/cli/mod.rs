@@ -20,11 +20,14 @@ mod note;
 mod output;
 mod partners;
 mod presence;
+mod restore;
 mod review;
+mod run;
 mod session;
 mod startup;
 mod status;
 mod unlock;
+mod write;
 
 const ABOUT: &str = "Coordinate AI coding agents and humans in one shared folder";
 
@@ -89,6 +92,9 @@ enum Command {
     Handshake(handshake::HandshakeArgs),
     Dialogue(dialogue::DialogueArgs),
     Review(review::ReviewArgs),
+    Write(write::WriteArgs),
+    Run(run::RunArgs),
+    Restore(restore::RestoreArgs),
 }
 
 /// What every command gets: the global options, resolved lazily.
@@ -182,6 +188,9 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Handshake(args) => handshake::run(args, ctx),
         Command::Dialogue(args) => dialogue::run(args, ctx),
         Command::Review(args) => review::run(args, ctx),
+        Command::Write(args) => write::run(args, ctx),
+        Command::Run(args) => run::run(args, ctx),
+        Command::Restore(args) => restore::run(args, ctx),
     }
 }
 

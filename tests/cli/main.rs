@@ -7,6 +7,7 @@ mod support;
 mod collab;
 mod concurrency;
 mod dialogue;
+mod edit;
 mod handshake;
 mod messages;
 mod review;

@@ -1,0 +1,109 @@
+//! `coord run FILE... [--wait DUR] -- CMD [ARGS...]`: hold locks while a command runs.
+
+use std::ffi::OsString;
+use std::time::Duration;
+
+use clap::Args;
+
+use coord::ExitCode;
+use coord::clock::Wait;
+use coord::edit::run::{self, RunEnd, RunEvent, RunRequest};
+use coord::v3::lock::{Blocker, LockEvent};
+
+use super::{Ctx, output};
+
+/// Lock files, run a command, release the locks however it ends
+///
+/// Like flock(1) for the protocol: takes every FILE's lock (all or nothing, waiting up to
+/// --wait, default 2m), writes FILE.bak, runs CMD with COORD_AGENT and COORD_DIR set, and
+/// releases the locks when CMD ends, whatever the way: exit, crash, or a signal to coord
+/// (SIGINT, SIGTERM and SIGHUP are forwarded to CMD). Exits with CMD's status (128+N when a
+/// signal N killed it), 3 when the locks were not had (CMD did not run), 127 when CMD was
+/// not found.
+///
+///   coord -a claude run counter.txt -- sh -c 'echo $(( $(cat counter.txt) + 1 )) > counter.txt'
+///   coord -a claude run --wait 30s SHARED.txt NOTES.md -- ./update-docs.sh
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// Files to lock (relative to the current directory, inside the workspace)
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<String>,
+    /// Wait at most this long for a held lock (`0`, `30s`, `5m`, `forever`; default 2m)
+    #[arg(long, value_name = "DUR")]
+    wait: Option<String>,
+    /// The command and its arguments, after `--`
+    #[arg(last = true, required = true, value_name = "CMD")]
+    command: Vec<OsString>,
+}
+
+pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let ws = ctx.workspace(None)?;
+    let agent = ctx.agent()?;
+    let targets = ctx.targets(&ws, &args.files)?;
+    let wait = match &args.wait {
+        Some(w) => Wait::parse(w)?,
+        None => Wait::For(Duration::from_secs(120)),
+    };
+    let req = RunRequest {
+        agent,
+        targets,
+        wait,
+        command: args.command,
+    };
+    let quiet = ctx.quiet;
+    let outcome = run::run(&ws, &req, &mut |event| match event {
+        RunEvent::Lock(LockEvent::Waiting(b)) if !quiet => output::diag(&waiting_line(b)),
+        RunEvent::Locked(got) => {
+            for a in &got.acquired {
+                for t in &a.took_over {
+                    output::diag(&format!(
+                        "note: took over the stale lock of {} on `{}` ({})",
+                        output::clean(&t.from),
+                        a.file,
+                        t.why
+                    ));
+                }
+            }
+        }
+        RunEvent::Lock(_) => {}
+    })?;
+    for file in &outcome.lost {
+        output::diag(&format!(
+            "warning: the lock on `{file}` was taken over while the command ran (it had gone STALE)"
+        ));
+    }
+    if let RunEnd::NotStarted(e) = &outcome.end {
+        let program = req.command[0].to_string_lossy();
+        output::error_line(
+            &format!("cannot run `{}`: {e}", output::clean(&program)),
+            Some(
+                "check the command after `--` (it is run directly, not through a shell: use `sh -c '…'` for shell syntax)",
+            ),
+        );
+    }
+    // CMD's own status is passed on as is: it is not one of coord's outcomes, so it does not
+    // go through the `ExitCode` table. Everything is released and flushed by now.
+    std::process::exit(i32::from(outcome.end.status()))
+}
+
+/// The one line said on stderr when a lock is busy and coord starts waiting.
+pub fn waiting_line(b: &Blocker) -> String {
+    let who = if b.queued_ahead > 0 {
+        format!(
+            "{} earlier waiter(s) stand in line ({} first)",
+            b.queued_ahead,
+            output::clean(&b.holder)
+        )
+    } else {
+        format!(
+            "held by {} since {}{}",
+            output::clean(&b.holder),
+            b.since,
+            b.working_on
+                .as_deref()
+                .map(|w| format!(" (working on {})", output::clean(w)))
+                .unwrap_or_default()
+        )
+    };
+    format!("waiting for `{}`: {who}", b.file)
+}

@@ -1,0 +1,167 @@
+//! `coord restore FILE`: put `FILE.bak` back, under FILE's lock, as a swap.
+//!
+//! The current content becomes the new `FILE.bak`, so a second restore undoes the first.
+//! Both copies are made aside (temporary files beside FILE, fsynced) before the workspace
+//! mutex is taken; under it, the lock's token is checked (as for a write) and two renames put
+//! them in place: FILE first, then `FILE.bak`. When FILE does not exist, it is created from
+//! the backup and the backup stays.
+//!
+//! The lock: if this agent holds it, it keeps it; otherwise restore takes it for the swap
+//! (waiting as asked, without writing a backup, which would overwrite the one to restore)
+//! and releases it after. A `FILE.bak` that is a symlink or not a regular file is refused,
+//! never followed.
+
+use std::io;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::clock::Wait;
+use crate::error::{Error, Result};
+use crate::fsutil;
+use crate::host;
+use crate::layout;
+use crate::v3::lock::{self, DEFAULT_TTL, LockEvent, LockRequest, Owner};
+use crate::workspace::{AgentId, Target, Workspace};
+
+use super::{folder, regular_or_absent};
+
+/// The result of a restore.
+#[derive(Debug, Clone, Serialize)]
+pub struct Restored {
+    /// The file, relative to the root.
+    pub file: String,
+    /// The backup it was restored from, relative to the root.
+    pub backup: String,
+    /// How many bytes the file now holds.
+    pub bytes: u64,
+    /// Whether the replaced content is now in the backup (false when FILE did not exist).
+    pub swapped: bool,
+    /// Whether restore took the lock itself (and released it after).
+    pub took_lock: bool,
+}
+
+/// Put `FILE.bak` back as `target`, the current content becoming the new backup.
+///
+/// # Errors
+///
+/// [`Error::Io`] (`NotFound`) when there is no backup, or when a copy or rename fails;
+/// the lock errors of [`lock::acquire`] when the lock cannot be had within `wait`;
+/// [`Error::Refused`] when the lock was taken over before the swap;
+/// [`Error::BadPath`] when FILE is not a regular file.
+pub fn restore(
+    ws: &Workspace,
+    agent: &AgentId,
+    target: &Target,
+    wait: Wait,
+    on_event: &mut dyn FnMut(&LockEvent),
+) -> Result<Restored> {
+    regular_or_absent(target)?;
+    let bak = layout::backup(&target.abs);
+    let bak_rel = ws.rel(&bak).unwrap_or_else(|| bak.display().to_string());
+    match std::fs::symlink_metadata(&bak) {
+        Ok(meta) if meta.is_file() => {}
+        Ok(meta) => {
+            let what = if meta.is_symlink() {
+                "it is a symlink, which coord never follows; replace it with a regular file"
+            } else {
+                "it is not a regular file"
+            };
+            return Err(Error::Io {
+                action: "restore from",
+                path: PathBuf::from(&bak_rel),
+                source: io::Error::new(io::ErrorKind::InvalidData, what),
+            });
+        }
+        Err(_) => {
+            return Err(Error::Io {
+                action: "find the backup",
+                path: PathBuf::from(&bak_rel),
+                source: io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "there is nothing to restore (coord writes FILE.bak on `coord lock`, `coord write` and `coord run`)",
+                ),
+            });
+        }
+    }
+    let (token, took_lock) = match lock::own_token(target, agent) {
+        Some(token) => (token, false),
+        None => {
+            let req = LockRequest {
+                agent: agent.clone(),
+                targets: vec![target.clone()],
+                wait,
+                ttl: DEFAULT_TTL,
+                backup: false,
+                reason: Some("restoring from its backup".into()),
+                owner: Some(Owner {
+                    pid: host::pid(),
+                    session: None,
+                }),
+            };
+            let got = lock::acquire(ws, &req, on_event)?;
+            let token = got
+                .acquired
+                .into_iter()
+                .next()
+                .map(|a| a.token)
+                .unwrap_or_default();
+            (token, true)
+        }
+    };
+    let result = swap(ws, agent, target, &token, &bak, bak_rel, took_lock);
+    if took_lock {
+        let released = lock::release_tokens(ws, agent, &[(target.clone(), token)]);
+        if let (Ok(_), Err(e)) = (&result, released) {
+            return Err(e);
+        }
+    }
+    result
+}
+
+fn swap(
+    ws: &Workspace,
+    agent: &AgentId,
+    target: &Target,
+    token: &str,
+    bak: &std::path::Path,
+    bak_rel: String,
+    took_lock: bool,
+) -> Result<Restored> {
+    let dir = folder(target);
+    fsutil::sweep_temps(dir);
+    let (restored, bytes) = fsutil::copy_to_temp(bak, dir, true)?;
+    let current = if regular_or_absent(target)? {
+        Some(fsutil::copy_to_temp(&target.abs, dir, true)?.0)
+    } else {
+        None
+    };
+    let swapped = current.is_some();
+    {
+        let _mutex = ws.lock_mutex()?;
+        if !lock::holds(target, agent, token) {
+            return Err(Error::refused(
+                format!(
+                    "your lock on `{}` was taken over before the restore: nothing was changed",
+                    target.rel
+                ),
+                Some(format!(
+                    "see `coord status`, then lock again with `coord lock {}`",
+                    target.rel
+                )),
+            ));
+        }
+        fsutil::persist(restored, &target.abs)?;
+        if let Some(current) = current {
+            fsutil::persist(current, bak)?;
+        }
+    }
+    fsutil::sync_dir(dir)?;
+    Ok(Restored {
+        file: target.rel.clone(),
+        backup: bak_rel,
+        bytes,
+        swapped,
+        took_lock,
+    })
+}

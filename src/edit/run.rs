@@ -1,0 +1,269 @@
+//! `coord run FILE... -- CMD`: hold locks for the life of a command, like flock(1) for the
+//! protocol.
+//!
+//! The locks are taken all or nothing through [`lock::acquire`] (which orders targets, so
+//! overlapping runs in different orders cannot deadlock) and record this process: if `coord
+//! run` is killed outright, its locks are stale at once on this host. Backups are written by
+//! the acquire, before CMD starts.
+//!
+//! While CMD runs, this process sleeps on a self-pipe woken by `SIGCHLD`, `SIGINT`, `SIGTERM`
+//! and `SIGHUP`. A terminating signal is forwarded to CMD, and coord keeps waiting for CMD to
+//! end; the locks are released (compare-and-delete by token) on every way out: CMD exits,
+//! CMD dies by a signal, coord is asked to stop. The child is only ever signalled before it is
+//! reaped, so a forwarded signal cannot hit a recycled process id. Every
+//! [`HEARTBEAT_EVERY`] the agent's presence heartbeat is refreshed, so a long command's locks
+//! do not go stale by TTL while it still runs.
+//!
+//! What is not covered: if `coord run` itself is killed with `SIGKILL`, CMD keeps running
+//! while its locks are already stale.
+
+use std::ffi::OsString;
+use std::io::{self, Read};
+use std::os::unix::net::UnixStream;
+use std::os::unix::process::ExitStatusExt;
+use std::process::{Child, Command, ExitStatus};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use rustix::process::{Pid, Signal};
+use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
+
+use crate::clock::Wait;
+use crate::error::{Error, IoResultExt, Result};
+use crate::host;
+use crate::v3::lock::{self, Acquisition, DEFAULT_TTL, LockEvent, LockRequest, Owner};
+use crate::v3::presence;
+use crate::workspace::{AgentId, Target, Workspace};
+
+/// How often the agent's heartbeat is refreshed while CMD runs.
+pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(30);
+
+/// The signals forwarded to CMD.
+const FORWARDED: [(i32, Signal); 3] = [
+    (SIGINT, Signal::INT),
+    (SIGTERM, Signal::TERM),
+    (SIGHUP, Signal::HUP),
+];
+
+/// What `coord run` asks for.
+#[derive(Debug, Clone)]
+pub struct RunRequest {
+    /// Who.
+    pub agent: AgentId,
+    /// The files, all or nothing.
+    pub targets: Vec<Target>,
+    /// How long to wait for a lock held by another.
+    pub wait: Wait,
+    /// The program and its arguments (at least the program).
+    pub command: Vec<OsString>,
+}
+
+/// Something worth telling the user before CMD ends.
+#[derive(Debug)]
+pub enum RunEvent<'a> {
+    /// From the acquire (waiting for a held lock).
+    Lock(&'a LockEvent),
+    /// The locks are held; CMD starts next.
+    Locked(&'a Acquisition),
+}
+
+/// How CMD ended.
+#[derive(Debug)]
+pub enum RunEnd {
+    /// It exited with this status.
+    Exited(i32),
+    /// It was killed by this signal.
+    Signaled(i32),
+    /// It could not be started.
+    NotStarted(io::Error),
+}
+
+impl RunEnd {
+    /// The exit status `coord run` passes on: CMD's own, 128 + the signal when a signal killed
+    /// it, 127 when it was not found, 126 when it could not be executed (as shells do).
+    pub fn status(&self) -> u8 {
+        match self {
+            RunEnd::Exited(code) => (*code & 0xff) as u8,
+            RunEnd::Signaled(sig) => (128 + (*sig & 0x7f)) as u8,
+            RunEnd::NotStarted(e) if e.kind() == io::ErrorKind::NotFound => 127,
+            RunEnd::NotStarted(_) => 126,
+        }
+    }
+
+    fn of(status: ExitStatus) -> RunEnd {
+        match (status.code(), status.signal()) {
+            (Some(code), _) => RunEnd::Exited(code),
+            (None, Some(sig)) => RunEnd::Signaled(sig),
+            (None, None) => RunEnd::Exited(1),
+        }
+    }
+}
+
+/// The outcome of a run whose locks were had.
+#[derive(Debug)]
+pub struct RunOutcome {
+    /// How CMD ended.
+    pub end: RunEnd,
+    /// Files whose lock was no longer ours at release (taken over while CMD ran).
+    pub lost: Vec<String>,
+}
+
+/// Lock `req.targets`, run CMD, release the locks whatever happens.
+///
+/// # Errors
+///
+/// The errors of [`lock::acquire`] when the locks were not had (CMD did not run then);
+/// [`Error::BadInput`] for an empty command; [`Error::Io`] when waiting for CMD or releasing
+/// fails.
+pub fn run(
+    ws: &Workspace,
+    req: &RunRequest,
+    on_event: &mut dyn FnMut(RunEvent<'_>),
+) -> Result<RunOutcome> {
+    let Some((program, args)) = req.command.split_first() else {
+        return Err(Error::bad_input("no command to run"));
+    };
+    let lock_req = LockRequest {
+        agent: req.agent.clone(),
+        targets: req.targets.clone(),
+        wait: req.wait,
+        ttl: DEFAULT_TTL,
+        backup: true,
+        reason: Some(reason(program)),
+        owner: Some(Owner {
+            pid: host::pid(),
+            session: None,
+        }),
+    };
+    let got = lock::acquire(ws, &lock_req, &mut |e| on_event(RunEvent::Lock(e)))?;
+    on_event(RunEvent::Locked(&got));
+    let held: Vec<(Target, String)> = got
+        .acquired
+        .iter()
+        .filter_map(|a| {
+            let target = req.targets.iter().find(|t| t.rel == a.file)?;
+            Some((target.clone(), a.token.clone()))
+        })
+        .collect();
+
+    let end = supervise(ws, req, program, args);
+    let released = lock::release_tokens(ws, &req.agent, &held);
+    let end = end?;
+    let lost = released?
+        .into_iter()
+        .filter(|r| r.outcome == lock::ReleaseOutcome::Lost)
+        .map(|r| r.file)
+        .collect();
+    Ok(RunOutcome { end, lost })
+}
+
+/// What waiters are told the holder is doing: the program's file name.
+fn reason(program: &OsString) -> String {
+    let name = std::path::Path::new(program)
+        .file_name()
+        .unwrap_or(program.as_os_str())
+        .to_string_lossy();
+    let name: String = name.chars().filter(|c| !c.is_control()).take(60).collect();
+    format!("coord run {name}")
+}
+
+/// Start CMD and wait for it, forwarding terminating signals.
+fn supervise(
+    ws: &Workspace,
+    req: &RunRequest,
+    program: &OsString,
+    args: &[OsString],
+) -> Result<RunEnd> {
+    // Listen before spawning: a signal that arrives in between is still forwarded.
+    let signals = Signals::listen().at("listen for signals in", ws.root())?;
+    let mut child = match Command::new(program)
+        .args(args)
+        .env("COORD_AGENT", req.agent.name())
+        .env("COORD_DIR", ws.root())
+        .spawn()
+    {
+        Ok(child) => child,
+        Err(e) => return Ok(RunEnd::NotStarted(e)),
+    };
+    let status = wait_forwarding(&mut child, &signals, ws, &req.agent)
+        .at("wait for", std::path::Path::new(program))?;
+    Ok(RunEnd::of(status))
+}
+
+fn wait_forwarding(
+    child: &mut Child,
+    signals: &Signals,
+    ws: &Workspace,
+    agent: &AgentId,
+) -> io::Result<ExitStatus> {
+    let pid = i32::try_from(child.id())
+        .ok()
+        .and_then(Pid::from_raw)
+        .ok_or_else(|| io::Error::other("the child has no valid process id"))?;
+    loop {
+        // Forward before reaping: until `try_wait` reaps it, the child's pid cannot be reused.
+        for ((_, sig), flag) in FORWARDED.iter().zip(signals.flags.iter()) {
+            if flag.swap(false, Ordering::SeqCst) {
+                let _ = rustix::process::kill_process(pid, *sig);
+            }
+        }
+        if let Some(status) = child.try_wait()? {
+            return Ok(status);
+        }
+        if !signals.wait()? {
+            heartbeat(ws, agent);
+        }
+    }
+}
+
+/// Refresh the agent's presence heartbeat (best effort: a failure only risks staleness later).
+fn heartbeat(ws: &Workspace, agent: &AgentId) {
+    if let Ok(_mutex) = ws.lock_mutex() {
+        let _ = presence::write(ws.root(), agent, &presence::Update::default());
+    }
+}
+
+/// A self-pipe woken by `SIGCHLD` and the forwarded signals, with one flag per forwarded signal.
+///
+/// The handlers stay installed until the process ends: a terminating signal that arrives while
+/// the locks are being released must not cut the release short.
+struct Signals {
+    rx: UnixStream,
+    flags: [Arc<AtomicBool>; 3],
+}
+
+impl Signals {
+    fn listen() -> io::Result<Signals> {
+        let (rx, tx) = UnixStream::pair()?;
+        rx.set_read_timeout(Some(HEARTBEAT_EVERY))?;
+        let flags = [
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+            Arc::new(AtomicBool::new(false)),
+        ];
+        // The flag is set before the wake-up byte is written (actions run in registration order).
+        for ((sig, _), flag) in FORWARDED.iter().zip(flags.iter()) {
+            signal_hook::flag::register(*sig, Arc::clone(flag))?;
+        }
+        for sig in [SIGCHLD, SIGINT, SIGTERM, SIGHUP] {
+            signal_hook::low_level::pipe::register(sig, tx.try_clone()?)?;
+        }
+        Ok(Signals { rx, flags })
+    }
+
+    /// Block until a signal arrives (`true`) or the heartbeat interval passes (`false`).
+    fn wait(&self) -> io::Result<bool> {
+        let mut buf = [0u8; 64];
+        match (&self.rx).read(&mut buf) {
+            Ok(_) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(true),
+            Err(e)
+                if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::TimedOut =>
+            {
+                Ok(false)
+            }
+            Err(e) => Err(e),
+        }
+    }
+}

@@ -1,0 +1,144 @@
+//! `coord write FILE`: replace a file's content, only while holding its lock (fenced commit).
+//!
+//! Order of a write, and why:
+//!
+//! 1. Read this agent's lock token for FILE (before anything slow, so a takeover that happens
+//!    while the content streams in is seen at commit).
+//! 2. Stream the new content into a unique temporary file beside FILE and fsync it; copy the
+//!    current FILE aside for the backup. Neither touches FILE or `FILE.bak`.
+//! 3. Under the workspace mutex: check the token is still ours (`lock::holds`); if so publish
+//!    `FILE.bak`, then rename the temporary file over FILE. The mutex is held for two renames.
+//! 4. fsync the folder, so the rename survives a crash.
+//!
+//! When the token is gone or changed (no lock, or a stale takeover), the content is published
+//! as `FILE.rejected.<agent>` instead and the write is refused: nothing is lost, nothing of the
+//! new holder's is touched. A process killed at any step leaves FILE whole (old or new) and, at
+//! worst, a temporary file that the next coord command in that folder sweeps.
+
+use std::io::Read;
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::fsutil;
+use crate::layout;
+use crate::v3::backup;
+use crate::v3::lock;
+use crate::workspace::{AgentId, Target, Workspace};
+
+use super::{folder, regular_or_absent};
+
+/// The result of a committed write.
+#[derive(Debug, Clone, Serialize)]
+pub struct Written {
+    /// The file, relative to the root.
+    pub file: String,
+    /// How many bytes it now holds.
+    pub bytes: u64,
+    /// The backup written (relative to the root), when the file existed before.
+    pub backup: Option<String>,
+}
+
+/// Why a write was refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Refusal {
+    /// The agent held no lock when the write started.
+    NotLocked,
+    /// The lock was taken over (or released) before the commit.
+    TakenOver,
+}
+
+/// Replace `target`'s content with everything read from `input` (named `input_name` in
+/// errors), only if `agent` holds its lock from start to commit.
+///
+/// # Errors
+///
+/// [`Error::Refused`] when `agent` does not hold the lock or lost it meanwhile (the content is
+/// then in `FILE.rejected.<agent>`); [`Error::BadPath`] when FILE is not a regular file;
+/// [`Error::Io`] when reading the input or writing fails (FILE is unchanged then).
+pub fn write(
+    ws: &Workspace,
+    agent: &AgentId,
+    target: &Target,
+    input: &mut dyn Read,
+    input_name: &Path,
+) -> Result<Written> {
+    let token = lock::own_token(target, agent);
+    regular_or_absent(target)?;
+    let dir = folder(target);
+    fsutil::sweep_temps(dir);
+    let (tmp, bytes) = fsutil::spool(dir, input, input_name, &target.abs)?;
+    let Some(token) = token else {
+        return Err(reject(ws, agent, target, tmp, Refusal::NotLocked));
+    };
+    let staged = backup::stage(target)?;
+    let committed = {
+        let _mutex = ws.lock_mutex()?;
+        if lock::holds(target, agent, &token) {
+            let backup = staged.map(backup::Staged::commit).transpose()?;
+            fsutil::persist(tmp, &target.abs)?;
+            Ok(backup)
+        } else {
+            Err(tmp)
+        }
+    };
+    match committed {
+        Ok(backup) => {
+            fsutil::sync_dir(dir)?;
+            Ok(Written {
+                file: target.rel.clone(),
+                bytes,
+                backup,
+            })
+        }
+        Err(tmp) => Err(reject(ws, agent, target, tmp, Refusal::TakenOver)),
+    }
+}
+
+/// Keep refused content in `FILE.rejected.<agent>` and say why the write was refused.
+fn reject(
+    ws: &Workspace,
+    agent: &AgentId,
+    target: &Target,
+    tmp: tempfile::NamedTempFile,
+    why: Refusal,
+) -> Error {
+    let path = layout::rejected(&target.abs, agent.id());
+    let rel = ws.rel(&path).unwrap_or_else(|| path.display().to_string());
+    if let Err(e) = fsutil::persist_durable(tmp, &path) {
+        return e;
+    }
+    let file = &target.rel;
+    let holder = lock::locks_of(target)
+        .into_iter()
+        .find(|e| e.agent != agent.id())
+        .map(|e| printable(e.holder()));
+    let kept = format!("`{file}` was not written; your content is kept in `{rel}`");
+    let message = match (why, holder) {
+        (Refusal::NotLocked, Some(h)) => {
+            format!("`{file}` is locked by {h}, not by {}: {kept}", agent.id())
+        }
+        (Refusal::NotLocked, None) => format!("`{file}` is not locked by {}: {kept}", agent.id()),
+        (Refusal::TakenOver, Some(h)) => format!(
+            "your lock on `{file}` was taken over by {h} while you wrote (it had gone STALE): {kept}"
+        ),
+        (Refusal::TakenOver, None) => {
+            format!("your lock on `{file}` was released or taken over while you wrote: {kept}")
+        }
+    };
+    let hint = match why {
+        Refusal::NotLocked => format!(
+            "take the lock first: `coord lock {file}`, then `coord write {file} --from {rel}`"
+        ),
+        Refusal::TakenOver => format!(
+            "see what changed (`coord status`, `diff {file} {rel}`), lock again with `coord lock {file}`, then `coord write {file} --from {rel}`"
+        ),
+    };
+    Error::refused(message, Some(hint))
+}
+
+/// Text from a lock file, with control characters dropped (it ends up on a terminal).
+pub(super) fn printable(text: &str) -> String {
+    text.chars().filter(|c| !c.is_control()).collect()
+}
