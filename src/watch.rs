@@ -12,7 +12,8 @@ use std::path::PathBuf;
 use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
-use notify::{RecommendedWatcher, RecursiveMode, Watcher};
+use notify::event::ModifyKind;
+use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
 /// How often a waiter re-checks even without an event (network filesystems send none).
 pub const RECHECK: Duration = Duration::from_millis(500);
@@ -28,7 +29,7 @@ impl FolderWatch {
     pub fn new(dirs: &[PathBuf]) -> FolderWatch {
         let (tx, rx) = channel();
         let watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-            if res.is_ok() {
+            if res.is_ok_and(|event| is_change(&event.kind)) {
                 let _ = tx.send(());
             }
         })
@@ -68,6 +69,18 @@ impl FolderWatch {
         while self.rx.try_recv().is_ok() {}
         got
     }
+}
+
+/// Whether an event can change what a waiter looks at. Opening, reading and closing a file
+/// (notify reports them as access events) and attribute changes change nothing: waking on them
+/// would make every waiter wake itself, and each other, by merely looking. (Setting an mtime,
+/// as a waiter touching its ticket does, arrives as a data change: that wakes the queue's other
+/// waiters once per touch interval, which is bounded.)
+fn is_change(kind: &EventKind) -> bool {
+    !matches!(
+        kind,
+        EventKind::Access(_) | EventKind::Modify(ModifyKind::Metadata(_))
+    )
 }
 
 /// A point in time by which a wait ends, or none.
@@ -112,6 +125,24 @@ mod tests {
             "the event arrived before the timeout"
         );
         t.join().unwrap();
+    }
+
+    #[test]
+    fn reading_a_watched_folder_does_not_wake_the_waiter() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("x");
+        std::fs::write(&p, b"1").unwrap();
+        let w = FolderWatch::new(&[dir.path().to_path_buf()]);
+        for _ in 0..5 {
+            let _ = std::fs::read_dir(dir.path()).unwrap().count();
+            let _ = std::fs::read(&p).unwrap();
+        }
+        assert!(
+            !w.wait(Duration::from_millis(300)),
+            "looking is not a change"
+        );
+        std::fs::remove_file(&p).unwrap();
+        assert!(w.wait(Duration::from_secs(10)), "a removal is");
     }
 
     #[test]

@@ -541,7 +541,7 @@ fn blocked_error(b: Blocker, waited: bool, elapsed: Duration) -> Error {
             if waited {
                 format!(
                     "gave up waiting after {}: {message}",
-                    clock::format_duration(elapsed)
+                    clock::format_duration(round_wait(elapsed))
                 )
             } else {
                 message
@@ -555,7 +555,7 @@ fn blocked_error(b: Blocker, waited: bool, elapsed: Duration) -> Error {
     if waited {
         Error::WaitTimedOut {
             file: b.file,
-            waited: clock::format_duration(Duration::from_millis(elapsed.as_millis() as u64)),
+            waited: clock::format_duration(round_wait(elapsed)),
             holder: b.holder,
             since: b.since,
             working_on: b.working_on,
@@ -567,6 +567,15 @@ fn blocked_error(b: Blocker, waited: bool, elapsed: Duration) -> Error {
             since: b.since,
             working_on: b.working_on,
         }
+    }
+}
+
+/// A wait as a person reads it: whole seconds from one second on, milliseconds below.
+fn round_wait(d: Duration) -> Duration {
+    if d >= Duration::from_secs(1) {
+        Duration::from_secs(d.as_secs_f64().round() as u64)
+    } else {
+        Duration::from_millis(d.as_millis() as u64)
     }
 }
 
