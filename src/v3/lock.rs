@@ -703,7 +703,7 @@ fn attempt(
             listed.push(a.file.clone());
         }
     }
-    presence::write(
+    if let Err(e) = presence::write(
         root,
         &req.agent,
         &presence::Update {
@@ -712,7 +712,14 @@ fn attempt(
             locks: Some(listed),
             ..Default::default()
         },
-    )?;
+    ) {
+        // All or nothing: a lock whose holder cannot say so in its presence (a folder or
+        // something else unwritable stands there) is withdrawn rather than left behind.
+        for path in &created {
+            let _ = fsutil::remove(path);
+        }
+        return Err(e);
+    }
     Ok(Attempt::Got(acquired))
 }
 
@@ -946,7 +953,9 @@ pub fn holds(target: &Target, agent: &AgentId, token: &str) -> bool {
 
 /// Bring the agent's presence up to date after locks went away. Caller holds the mutex.
 fn after_release(ws: &Workspace, agent: &AgentId) -> Result<()> {
-    if !layout::presence(ws.root(), agent.id()).exists() {
+    // Only a regular presence file is brought up to date: the locks are already gone, and a
+    // release must not fail (or follow a link) because something else stands there.
+    if !fs::symlink_metadata(layout::presence(ws.root(), agent.id())).is_ok_and(|m| m.is_file()) {
         return Ok(());
     }
     let held = own_locks_listed(ws, agent);
