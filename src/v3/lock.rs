@@ -210,9 +210,13 @@ fn stale_reason(
     {
         return Some(format!("its process {pid} on {h} is gone"));
     }
-    let age = clock::age(now, e.since.as_ref()?);
+    let since = e.since.as_ref()?;
+    let age = clock::age(now, since);
+    // A lock dated further in the future than its TTL (a forged date, or a clock far off) would
+    // otherwise never age: it counts as expired, and the holder's presence still decides.
+    let ahead = clock::age(since, now);
     let ttl = e.ttl();
-    if age <= ttl {
+    if age <= ttl && ahead <= ttl {
         return None;
     }
     let holder = match cache.state(root, &e.agent, now) {
@@ -220,6 +224,13 @@ fn stale_reason(
         Some(state) => format!("{} is {}", e.agent, state.as_str()),
         None => format!("{} has no presence", e.agent),
     };
+    if ahead > ttl {
+        return Some(format!(
+            "dated {} in the future, beyond its TTL of {}, and {holder}",
+            clock::format_age(ahead),
+            clock::format_duration(ttl)
+        ));
+    }
     Some(format!(
         "older than its TTL of {} and {holder}",
         clock::format_duration(ttl)
@@ -1060,6 +1071,20 @@ mod tests {
         assert_eq!(entries[0].state, LockState::Stale);
         assert_eq!(entries[1].state, LockState::Live);
         assert_eq!(entries[2].state, LockState::Live);
+    }
+
+    #[test]
+    fn a_lock_dated_far_in_the_future_still_goes_stale() {
+        let root = Path::new("/nonexistent");
+        let now = clock::parse_timestamp("2026-01-28T01:10:00+00:00").unwrap();
+        let mut entries = vec![
+            entry("a", "x", "locked_at: 2026-01-28T01:11:00+00:00\n"),
+            entry("b", "y", "locked_at: 2999-01-01T00:00:00+00:00\n"),
+        ];
+        classify(root, &mut entries, &mut StateCache::default(), &now);
+        assert_eq!(entries[0].state, LockState::Live, "a little skew is fine");
+        assert_eq!(entries[1].state, LockState::Stale);
+        assert!(entries[1].stale_why.as_deref().unwrap().contains("future"));
     }
 
     #[test]
