@@ -873,6 +873,10 @@ pub fn release(
     let mut cache = StateCache::default();
     let mut out = Vec::with_capacity(targets.len());
     for target in &targets {
+        if let Some(dir) = target.abs.parent() {
+            // Temporary files of killed processes, as `acquire` does.
+            fsutil::sweep_temps(dir);
+        }
         let mut entries = locks_of(target);
         classify(ws.root(), &mut entries, &mut cache, &now);
         let outcome = if let Some(mine) = entries.iter().find(|e| e.agent == agent.id()) {
