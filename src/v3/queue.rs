@@ -153,11 +153,11 @@ pub fn live_tickets(root: &Path, target: &Target) -> Vec<Ahead> {
 fn ticket_alive(path: &Path) -> Option<String> {
     let (text, mtime) = fsutil::read_text_capped(path, RECORD_CAP).ok()?;
     let rec = Record::parse(&text);
-    if let (Some(pid), Some(h)) = (
-        rec.get("pid").and_then(|p| p.parse::<u32>().ok()),
-        rec.get("host"),
-    ) && host::recorded_process_gone(pid, h)
-    {
+    // coord writes every ticket with its process; one without (empty, truncated, garbage) was
+    // not written by a waiter and must not hold the line for TICKET_TIMEOUT.
+    let pid = rec.get("pid").and_then(|p| p.parse::<u32>().ok())?;
+    let h = rec.get_nonempty("host")?;
+    if host::recorded_process_gone(pid, h) {
         return None;
     }
     let fresh = mtime
