@@ -5,4 +5,5 @@
 mod support;
 
 mod concurrency;
+mod hostile;
 mod v3_core;
