@@ -436,6 +436,27 @@ mod tests {
     }
 
     #[test]
+    fn touch_and_the_mutex_refuse_a_fifo_instead_of_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("ticket");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        assert!(touch(&fifo).is_err(), "no reader: must not block");
+        assert!(lock_mutex(&fifo).is_err());
+        assert!(touch(dir.path()).is_err());
+        let link = dir.path().join("mutex");
+        std::os::unix::fs::symlink(dir.path().join("elsewhere"), &link).unwrap();
+        assert!(lock_mutex(&link).is_err());
+        assert!(!dir.path().join("elsewhere").exists(), "the link was not followed");
+    }
+
+    #[test]
     fn sweep_removes_temps_of_dead_processes_only() {
         let dir = tempfile::tempdir().unwrap();
         let mine = temp_in(dir.path()).unwrap();
