@@ -6,4 +6,5 @@ mod support;
 
 mod concurrency;
 mod hostile;
+mod symlinks;
 mod v3_core;
