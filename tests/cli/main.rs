@@ -5,6 +5,7 @@
 mod support;
 
 mod concurrency;
+mod crashes;
 mod hostile;
 mod symlinks;
 mod v3_core;
