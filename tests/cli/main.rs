@@ -7,5 +7,6 @@ mod support;
 mod concurrency;
 mod crashes;
 mod hostile;
+mod load;
 mod symlinks;
 mod v3_core;
