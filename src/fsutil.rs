@@ -453,7 +453,10 @@ mod tests {
         let link = dir.path().join("mutex");
         std::os::unix::fs::symlink(dir.path().join("elsewhere"), &link).unwrap();
         assert!(lock_mutex(&link).is_err());
-        assert!(!dir.path().join("elsewhere").exists(), "the link was not followed");
+        assert!(
+            !dir.path().join("elsewhere").exists(),
+            "the link was not followed"
+        );
     }
 
     #[test]

@@ -48,14 +48,14 @@ pub fn register(root: &Path, agent: &AgentId, targets: &[Target]) -> Result<Tick
     fsutil::ensure_dir(&queue_root)?;
     // `seq` may be missing, garbage, huge or not a file at all. Never trust it alone: the next
     // number is also above every ticket still queued, so a damaged counter cannot let a new
-    // waiter jump the line. At the top of the range the number stays there (checked, no
+    // waiter jump the line. At the top of the range the number stays there (saturating, no
     // overflow); tickets then share it and are ordered by name, which still never deadlocks.
     let last: u64 = fsutil::read_capped(&seq_path, 64)
         .ok()
         .and_then(|b| String::from_utf8_lossy(&b).trim().parse().ok())
         .unwrap_or(0)
         .max(highest_ticket(&queue_root));
-    let seq = last.checked_add(1).unwrap_or(u64::MAX);
+    let seq = last.saturating_add(1);
     // Best effort: the tickets themselves keep the order (see above), so a `seq` that cannot be
     // replaced (a folder, say) does not stop anyone from waiting.
     let _ = fsutil::replace(&seq_path, format!("{seq}\n").as_bytes());
