@@ -58,8 +58,20 @@ pub fn parse_timestamp(text: &str) -> Option<Timestamp> {
 }
 
 /// Convert a file's modification time to a timestamp in the local offset.
+///
+/// Anyone can set a file's mtime to any 64-bit value (tmpfs keeps it), and chrono's own
+/// conversion panics outside its range, so the time is clamped to the years 1 to 9999 first.
 pub fn from_system_time(t: std::time::SystemTime) -> Timestamp {
-    let local: DateTime<Local> = t.into();
+    // 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z, far enough from chrono's limits that no
+    // local offset can push them over.
+    const MIN_SECS: i64 = -62_135_596_800;
+    const MAX_SECS: i64 = 253_402_300_799;
+    let secs = match t.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => i64::try_from(d.as_secs()).unwrap_or(i64::MAX),
+        Err(e) => i64::try_from(e.duration().as_secs()).map_or(i64::MIN, |s| -s),
+    };
+    let utc = DateTime::from_timestamp(secs.clamp(MIN_SECS, MAX_SECS), 0).unwrap_or_default();
+    let local = utc.with_timezone(&Local);
     local.with_timezone(local.offset())
 }
 
@@ -88,16 +100,22 @@ pub fn format_duration(d: Duration) -> String {
     if ms == 0 {
         return "0s".into();
     }
-    if !ms.is_multiple_of(1000) {
+    // Milliseconds alone while the number stays short enough for `parse_duration` to read back
+    // (12 digits); past that, whole units first and the milliseconds last (`11574d1h46m40s1ms`).
+    if !ms.is_multiple_of(1000) && ms < 1_000_000_000_000 {
         return format!("{ms}ms");
     }
     let mut secs = d.as_secs();
     let mut out = String::new();
+    let rest_ms = d.subsec_millis();
     for (unit, size) in [("d", 86_400), ("h", 3600), ("m", 60), ("s", 1)] {
         if secs >= size {
             out.push_str(&format!("{}{unit}", secs / size));
             secs %= size;
         }
+    }
+    if rest_ms > 0 {
+        out.push_str(&format!("{rest_ms}ms"));
     }
     out
 }
@@ -218,6 +236,39 @@ mod tests {
         assert!(parse_timestamp("2026-01-28 01:00:00.250").is_some());
         for bad in ["", "yesterday", "2026-13-01T00:00:00", "\u{0}\u{1}"] {
             assert!(parse_timestamp(bad).is_none(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn any_mtime_converts_without_panicking() {
+        use std::time::{SystemTime, UNIX_EPOCH};
+        let far = [u64::MAX / 2, 1 << 40, 253_402_300_800, 0];
+        for secs in far {
+            for t in [
+                UNIX_EPOCH.checked_add(Duration::from_secs(secs)),
+                UNIX_EPOCH.checked_sub(Duration::from_secs(secs)),
+            ]
+            .into_iter()
+            .flatten()
+            {
+                let ts = from_system_time(t);
+                assert!(!format_timestamp(&ts).is_empty());
+            }
+        }
+        let now = SystemTime::now();
+        assert!(age(&from_system_time(now), &now_in_files()).as_secs() < 5);
+    }
+
+    fn now_in_files() -> Timestamp {
+        let local = Local::now();
+        local.with_timezone(local.offset())
+    }
+
+    #[test]
+    fn long_odd_durations_format_back() {
+        for ms in [1_000_000_000_001u64, u64::MAX, 86_400_001] {
+            let d = Duration::from_millis(ms);
+            assert_eq!(parse_duration(&format_duration(d)).unwrap(), d, "{ms}");
         }
     }
 

@@ -192,6 +192,22 @@ impl Error {
                 "repair or remove `{}` by hand; nothing was written",
                 path.display()
             )),
+            // Something that is not what coord expects stands where coord keeps a file (a
+            // symlink, a FIFO, a folder where a file belongs, or the reverse).
+            Error::Io { path, source, .. }
+                if matches!(
+                    source.kind(),
+                    io::ErrorKind::InvalidData
+                        | io::ErrorKind::AlreadyExists
+                        | io::ErrorKind::IsADirectory
+                        | io::ErrorKind::NotADirectory
+                ) =>
+            {
+                Some(format!(
+                    "look at `{}`: move it out of the way if it is not yours (coord creates its own files again)",
+                    path.display()
+                ))
+            }
             _ => None,
         }
     }

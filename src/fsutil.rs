@@ -450,12 +450,21 @@ pub fn ensure_dir(dir: &Path) -> Result<()> {
 ///
 /// [`Error::Io`](crate::Error::Io) naming the path.
 pub fn touch(path: &Path) -> Result<()> {
+    // O_NONBLOCK: opening a FIFO planted here for writing would otherwise wait for a reader
+    // forever. Only a regular file is touched.
     let file = OpenOptions::new()
         .write(true)
-        .custom_flags(OFlags::NOFOLLOW.bits() as i32)
+        .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK).bits() as i32)
         .open(path)
         .at("open", path)?;
+    if !file.metadata().at("open", path)?.is_file() {
+        return Err(not_regular()).at("touch", path);
+    }
     file.set_modified(SystemTime::now()).at("touch", path)
+}
+
+fn not_regular() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, "is not a regular file")
 }
 
 /// Remove coord's temporary files in `dir` whose writer is gone: at once when their process
@@ -598,15 +607,32 @@ impl MutexGuard {
 /// [`Error::Io`](crate::Error::Io) when the mutex file cannot be opened (a symlink is refused)
 /// or locked.
 pub fn lock_mutex(path: &Path) -> Result<MutexGuard> {
+    // O_NONBLOCK so that a FIFO planted at `path` cannot make the open wait (it does not affect
+    // `flock`, which still blocks). Anything but a regular file is refused: every coord process
+    // must lock the same kind of object, and a symlink could point anywhere.
     let file = OpenOptions::new()
         .read(true)
         .write(true)
         .create(true)
         .truncate(false)
         .mode(0o666)
-        .custom_flags(OFlags::NOFOLLOW.bits() as i32)
+        .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK).bits() as i32)
         .open(path)
+        .map_err(|e| {
+            if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
+                io::Error::new(io::ErrorKind::InvalidData, "is a symlink (not followed)")
+            } else {
+                e
+            }
+        })
         .at("open the workspace mutex", path)?;
+    if !file
+        .metadata()
+        .at("open the workspace mutex", path)?
+        .is_file()
+    {
+        return Err(not_regular()).at("open the workspace mutex", path);
+    }
     file.lock().at("lock the workspace mutex", path)?;
     Ok(MutexGuard {
         _file: file,
@@ -674,6 +700,30 @@ mod tests {
         assert!(
             read_capped(&fifo, 100).is_err(),
             "a FIFO is refused, not waited on"
+        );
+    }
+
+    #[test]
+    fn touch_and_the_mutex_refuse_a_fifo_instead_of_waiting() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("ticket");
+        rustix::fs::mknodat(
+            rustix::fs::CWD,
+            &fifo,
+            rustix::fs::FileType::Fifo,
+            Mode::from_raw_mode(0o600),
+            0,
+        )
+        .unwrap();
+        assert!(touch(&fifo).is_err(), "no reader: must not block");
+        assert!(lock_mutex(&fifo).is_err());
+        assert!(touch(dir.path()).is_err());
+        let link = dir.path().join("mutex");
+        std::os::unix::fs::symlink(dir.path().join("elsewhere"), &link).unwrap();
+        assert!(lock_mutex(&link).is_err());
+        assert!(
+            !dir.path().join("elsewhere").exists(),
+            "the link was not followed"
         );
     }
 

@@ -89,7 +89,10 @@ pub fn lock_file(file: &Path, agent: &str) -> PathBuf {
 pub fn parse_lock_name(file_name: &str) -> Option<(&str, &str)> {
     let at = file_name.rfind(LOCK_INFIX)?;
     let (base, agent) = (&file_name[..at], &file_name[at + LOCK_INFIX.len()..]);
-    (!base.is_empty() && is_valid_agent_id(agent)).then_some((base, agent))
+    // `...lock.x` and `..lock.x` would name a lock on `..` or `.`, which no file can be: a walk
+    // of the tree would report a lock on a folder path that leaves it.
+    let names_a_file = !base.is_empty() && base != "." && base != "..";
+    (names_a_file && is_valid_agent_id(agent)).then_some((base, agent))
 }
 
 /// `FILE.bak` beside `file`.
@@ -405,6 +408,9 @@ mod tests {
         );
         assert_eq!(parse_lock_name("a.lock.b.txt"), None);
         assert_eq!(parse_lock_name(".lock.claude"), None);
+        assert_eq!(parse_lock_name("...lock.claude"), None, "found by fuzzing");
+        assert_eq!(parse_lock_name("..lock.claude"), None);
+        assert_eq!(parse_lock_name("....lock.claude"), Some(("...", "claude")));
         assert_eq!(parse_lock_name("x.lock.Claude"), None);
         assert_eq!(presence_agent(".claude_presence"), Some("claude"));
         assert_eq!(presence_agent(".x/y_presence"), None);

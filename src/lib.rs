@@ -33,5 +33,8 @@ pub mod v3;
 pub mod watch;
 pub mod workspace;
 
+#[cfg(test)]
+mod proptests;
+
 pub use error::{Error, Result};
 pub use exit_code::ExitCode;

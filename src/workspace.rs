@@ -151,7 +151,31 @@ impl Workspace {
     pub fn ensure_state_dir(&self) -> Result<PathBuf> {
         let dir = layout::state_dir(&self.root);
         fsutil::ensure_dir(&dir)?;
+        self.sweep_temps_once();
         Ok(dir)
+    }
+
+    /// Remove temporary files that killed coord processes left in the folders coord itself
+    /// writes in: the root (presence), `.coord/`, `.coord/queue/` and every queue folder.
+    /// Lock folders elsewhere are swept by the lock transitions that work in them. Runs once
+    /// per process: it reads a few folders, and later transitions would find nothing new.
+    fn sweep_temps_once(&self) {
+        static SWEPT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+        if SWEPT.swap(true, std::sync::atomic::Ordering::Relaxed) {
+            return;
+        }
+        let queue = layout::queue_root(&self.root);
+        fsutil::sweep_temps(&self.root);
+        fsutil::sweep_temps(&layout::state_dir(&self.root));
+        fsutil::sweep_temps(&queue);
+        // Queue folders only: a symlink there is not entered.
+        if let Ok(entries) = fs::read_dir(&queue) {
+            for entry in entries.flatten() {
+                if entry.file_type().is_ok_and(|t| t.is_dir()) {
+                    fsutil::sweep_temps(&entry.path());
+                }
+            }
+        }
     }
 
     /// Take the workspace mutex (creating `.coord/` when needed).

@@ -40,10 +40,13 @@ pub fn diag(text: &str) {
 
 /// `error: …` and, when known, `hint: …` on stderr.
 pub fn error_line(message: &str, hint: Option<&str>) {
+    // Messages quote text from files (a holder's name, a reason): clean it here, once, so a
+    // hostile lock file cannot drive the terminal. Line breaks of multi-line messages stay.
+    let keep_lines = |text: &str| text.split('\n').map(clean).collect::<Vec<_>>().join("\n");
     let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "error: {message}");
+    let _ = writeln!(err, "error: {}", keep_lines(message));
     if let Some(hint) = hint {
-        let _ = writeln!(err, "hint: {hint}");
+        let _ = writeln!(err, "hint: {}", keep_lines(hint));
     }
 }
 

@@ -210,9 +210,13 @@ fn stale_reason(
     {
         return Some(format!("its process {pid} on {h} is gone"));
     }
-    let age = clock::age(now, e.since.as_ref()?);
+    let since = e.since.as_ref()?;
+    let age = clock::age(now, since);
+    // A lock dated further in the future than its TTL (a forged date, or a clock far off) would
+    // otherwise never age: it counts as expired, and the holder's presence still decides.
+    let ahead = clock::age(since, now);
     let ttl = e.ttl();
-    if age <= ttl {
+    if age <= ttl && ahead <= ttl {
         return None;
     }
     let holder = match cache.state(root, &e.agent, now) {
@@ -220,6 +224,13 @@ fn stale_reason(
         Some(state) => format!("{} is {}", e.agent, state.as_str()),
         None => format!("{} has no presence", e.agent),
     };
+    if ahead > ttl {
+        return Some(format!(
+            "dated {} in the future, beyond its TTL of {}, and {holder}",
+            clock::format_age(ahead),
+            clock::format_duration(ttl)
+        ));
+    }
     Some(format!(
         "older than its TTL of {} and {holder}",
         clock::format_duration(ttl)
@@ -712,7 +723,7 @@ fn attempt(
             listed.push(a.file.clone());
         }
     }
-    presence::write(
+    if let Err(e) = presence::write(
         root,
         &req.agent,
         &presence::Update {
@@ -721,7 +732,14 @@ fn attempt(
             locks: Some(listed),
             ..Default::default()
         },
-    )?;
+    ) {
+        // All or nothing: a lock whose holder cannot say so in its presence (a folder or
+        // something else unwritable stands there) is withdrawn rather than left behind.
+        for path in &created {
+            let _ = fsutil::remove(path);
+        }
+        return Err(e);
+    }
     Ok(Attempt::Got(acquired))
 }
 
@@ -864,6 +882,10 @@ pub fn release(
     let mut cache = StateCache::default();
     let mut out = Vec::with_capacity(targets.len());
     for target in &targets {
+        if let Some(dir) = target.abs.parent() {
+            // Temporary files of killed processes, as `acquire` does.
+            fsutil::sweep_temps(dir);
+        }
         let mut entries = locks_of(target);
         classify(ws.root(), &mut entries, &mut cache, &now);
         let outcome = if let Some(mine) = entries.iter().find(|e| e.agent == agent.id()) {
@@ -955,7 +977,9 @@ pub fn holds(target: &Target, agent: &AgentId, token: &str) -> bool {
 
 /// Bring the agent's presence up to date after locks went away. Caller holds the mutex.
 fn after_release(ws: &Workspace, agent: &AgentId) -> Result<()> {
-    if !layout::presence(ws.root(), agent.id()).exists() {
+    // Only a regular presence file is brought up to date: the locks are already gone, and a
+    // release must not fail (or follow a link) because something else stands there.
+    if !fs::symlink_metadata(layout::presence(ws.root(), agent.id())).is_ok_and(|m| m.is_file()) {
         return Ok(());
     }
     let held = own_locks_listed(ws, agent);
@@ -1060,6 +1084,20 @@ mod tests {
         assert_eq!(entries[0].state, LockState::Stale);
         assert_eq!(entries[1].state, LockState::Live);
         assert_eq!(entries[2].state, LockState::Live);
+    }
+
+    #[test]
+    fn a_lock_dated_far_in_the_future_still_goes_stale() {
+        let root = Path::new("/nonexistent");
+        let now = clock::parse_timestamp("2026-01-28T01:10:00+00:00").unwrap();
+        let mut entries = vec![
+            entry("a", "x", "locked_at: 2026-01-28T01:11:00+00:00\n"),
+            entry("b", "y", "locked_at: 2999-01-01T00:00:00+00:00\n"),
+        ];
+        classify(root, &mut entries, &mut StateCache::default(), &now);
+        assert_eq!(entries[0].state, LockState::Live, "a little skew is fine");
+        assert_eq!(entries[1].state, LockState::Stale);
+        assert!(entries[1].stale_why.as_deref().unwrap().contains("future"));
     }
 
     #[test]

@@ -140,8 +140,15 @@ impl Presence {
         {
             return AgentState::Finished;
         }
+        // A heartbeat further in the future than the timeout is not believed either: clocks
+        // that far apart (or a hand-edited date) must not keep an agent ACTIVE forever.
         match self.heartbeat() {
-            Some(hb) if clock::age(now, &hb) <= HEARTBEAT_TIMEOUT => AgentState::Active,
+            Some(hb)
+                if clock::age(now, &hb) <= HEARTBEAT_TIMEOUT
+                    && clock::age(&hb, now) <= HEARTBEAT_TIMEOUT =>
+            {
+                AgentState::Active
+            }
             _ => AgentState::Inactive,
         }
     }
@@ -366,5 +373,14 @@ mod tests {
         assert_eq!(p.state(&now), AgentState::Active);
         let none = Presence::parse("x", "heartbeat: soon\n", None);
         assert_eq!(none.state(&now), AgentState::Inactive);
+    }
+
+    #[test]
+    fn a_heartbeat_far_in_the_future_is_not_active() {
+        let now = clock::parse_timestamp("2026-01-28T01:06:00+00:00").unwrap();
+        let skewed = Presence::parse("x", "heartbeat: 2026-01-28T01:07:00+00:00\n", None);
+        assert_eq!(skewed.state(&now), AgentState::Active);
+        let forged = Presence::parse("x", "heartbeat: 2999-01-01T00:00:00+00:00\n", None);
+        assert_eq!(forged.state(&now), AgentState::Inactive);
     }
 }

@@ -15,7 +15,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
-use crate::error::{IoResultExt, Result};
+use crate::error::Result;
 use crate::fsutil::{self, RECORD_CAP};
 use crate::host;
 use crate::layout;
@@ -44,13 +44,21 @@ pub struct Tickets {
 /// [`Error::Io`](crate::Error::Io) when the queue cannot be written.
 pub fn register(root: &Path, agent: &AgentId, targets: &[Target]) -> Result<Tickets> {
     let seq_path = layout::queue_seq(root);
-    fsutil::ensure_dir(&layout::queue_root(root))?;
+    let queue_root = layout::queue_root(root);
+    fsutil::ensure_dir(&queue_root)?;
+    // `seq` may be missing, garbage, huge or not a file at all. Never trust it alone: the next
+    // number is also above every ticket still queued, so a damaged counter cannot let a new
+    // waiter jump the line. At the top of the range the number stays there (saturating, no
+    // overflow); tickets then share it and are ordered by name, which still never deadlocks.
     let last: u64 = fsutil::read_capped(&seq_path, 64)
         .ok()
         .and_then(|b| String::from_utf8_lossy(&b).trim().parse().ok())
-        .unwrap_or(0);
-    let seq = last + 1;
-    fsutil::replace(&seq_path, format!("{seq}\n").as_bytes())?;
+        .unwrap_or(0)
+        .max(highest_ticket(&queue_root));
+    let seq = last.saturating_add(1);
+    // Best effort: the tickets themselves keep the order (see above), so a `seq` that cannot be
+    // replaced (a folder, say) does not stop anyone from waiting.
+    let _ = fsutil::replace(&seq_path, format!("{seq}\n").as_bytes());
     let mut paths = Vec::with_capacity(targets.len());
     for target in targets {
         let dir = layout::queue_dir(root, &target.rel);
@@ -65,6 +73,20 @@ pub fn register(root: &Path, agent: &AgentId, targets: &[Target]) -> Result<Tick
         paths.push(path);
     }
     Ok(Tickets { seq, paths })
+}
+
+/// The highest sequence number of any ticket under `queue_root` (0 when there is none).
+fn highest_ticket(queue_root: &Path) -> u64 {
+    let Ok(dirs) = fs::read_dir(queue_root) else {
+        return 0;
+    };
+    dirs.flatten()
+        .filter(|d| d.file_type().is_ok_and(|t| t.is_dir()))
+        .filter_map(|d| fs::read_dir(d.path()).ok())
+        .flat_map(|entries| entries.flatten())
+        .filter_map(|e| e.file_name().to_str().and_then(layout::parse_ticket_name))
+        .max()
+        .unwrap_or(0)
 }
 
 /// Remove a waiter's tickets (and queue folders left empty). Caller holds the mutex.
@@ -131,11 +153,11 @@ pub fn live_tickets(root: &Path, target: &Target) -> Vec<Ahead> {
 fn ticket_alive(path: &Path) -> Option<String> {
     let (text, mtime) = fsutil::read_text_capped(path, RECORD_CAP).ok()?;
     let rec = Record::parse(&text);
-    if let (Some(pid), Some(h)) = (
-        rec.get("pid").and_then(|p| p.parse::<u32>().ok()),
-        rec.get("host"),
-    ) && host::recorded_process_gone(pid, h)
-    {
+    // coord writes every ticket with its process; one without (empty, truncated, garbage) was
+    // not written by a waiter and must not hold the line for TICKET_TIMEOUT.
+    let pid = rec.get("pid").and_then(|p| p.parse::<u32>().ok())?;
+    let h = rec.get_nonempty("host")?;
+    if host::recorded_process_gone(pid, h) {
         return None;
     }
     let fresh = mtime
@@ -158,5 +180,6 @@ pub fn dirs(root: &Path, targets: &[Target]) -> Vec<PathBuf> {
 ///
 /// [`Error::Io`](crate::Error::Io) when it cannot be created.
 pub fn ensure(dir: &Path) -> Result<()> {
-    fs::create_dir_all(dir).at("create folder", dir)
+    // Not `create_dir_all`: a symlink planted where a queue folder belongs must not be followed.
+    fsutil::ensure_dir(dir)
 }

@@ -13,4 +13,8 @@ mod messages;
 mod review;
 mod session;
 mod stamp;
+mod crashes;
+mod hostile;
+mod load;
+mod symlinks;
 mod v3_core;

@@ -1,0 +1,222 @@
+//! Symlinks and traversal: names coord writes (`FILE.bak`, `FILE.lock.<agent>`, temporary
+//! files) planted as symlinks to a victim never lead coord to the victim, and FILE arguments
+//! or agent names that try to leave the workspace are refused (exit 2) before a byte is
+//! written. The folder around the workspace is compared byte for byte before and after.
+
+use crate::hostile::{Bed, PRECIOUS, age_entry, expect};
+
+fn dead_pid() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+fn temp_like(pid: u32, tail: &str) -> String {
+    format!(
+        "{}{tail}{}",
+        coord::layout::temp_prefix(coord::host::host_tag(), pid),
+        coord::layout::TEMP_SUFFIX
+    )
+}
+
+#[test]
+fn a_backup_planted_as_a_symlink_is_replaced_never_written_through() {
+    let bed = Bed::new();
+    std::os::unix::fs::symlink(bed.victim(), bed.at("a.md.bak")).unwrap();
+    // A dangling one too: following it would create a file outside.
+    std::fs::write(bed.at("b.md"), "bee\n").unwrap();
+    std::os::unix::fs::symlink(bed.env.path("outside/created"), bed.at("b.md.bak")).unwrap();
+    let outside = bed.outside();
+    let out = bed.run(Some("claude"), &["lock", "a.md", "b.md"]);
+    expect(&out, 0);
+    for (bak, content) in [("a.md.bak", "hello\n"), ("b.md.bak", "bee\n")] {
+        let meta = std::fs::symlink_metadata(bed.at(bak)).unwrap();
+        assert!(meta.is_file(), "{bak} is a regular file now");
+        assert_eq!(std::fs::read_to_string(bed.at(bak)).unwrap(), content);
+    }
+    expect(&bed.run(Some("claude"), &["unlock"]), 0);
+    assert_eq!(bed.outside(), outside);
+    bed.assert_victim_untouched();
+}
+
+#[test]
+fn lock_files_planted_as_symlinks_never_touch_their_targets() {
+    let bed = Bed::new();
+    // Own lock name → victim; a foreign lock name → victim; a dangling one → outside.
+    std::os::unix::fs::symlink(bed.victim(), bed.at("a.md.lock.claude")).unwrap();
+    std::os::unix::fs::symlink(bed.victim(), bed.at("b.md.lock.ghost")).unwrap();
+    std::fs::write(bed.at("b.md"), "bee\n").unwrap();
+    std::os::unix::fs::symlink(bed.env.path("outside/made"), bed.at("c.md.lock.claude")).unwrap();
+    let outside = bed.outside();
+
+    // lock over our own planted link: the link is replaced by a real record.
+    expect(&bed.run(Some("claude"), &["lock", "a.md", "c.md"]), 0);
+    for lock in ["a.md.lock.claude", "c.md.lock.claude"] {
+        assert!(std::fs::symlink_metadata(bed.at(lock)).unwrap().is_file());
+    }
+    // unlock removes the record, not what a link pointed at.
+    expect(&bed.run(Some("claude"), &["unlock"]), 0);
+
+    // A foreign link is a lock (fresh), then stale (aged): unlock --force and takeover
+    // remove the link only.
+    expect(&bed.run(Some("claude"), &["lock", "b.md", "--no-wait"]), 3);
+    expect(&bed.run(Some("claude"), &["unlock", "b.md"]), 3);
+    age_entry(&bed.at("b.md.lock.ghost"), 3600);
+    expect(&bed.run(Some("claude"), &["unlock", "b.md", "--force"]), 0);
+    std::os::unix::fs::symlink(bed.victim(), bed.at("b.md.lock.ghost")).unwrap();
+    age_entry(&bed.at("b.md.lock.ghost"), 3600);
+    let out = bed.run(Some("claude"), &["lock", "b.md", "--no-wait"]);
+    expect(&out, 0);
+    assert!(
+        out.stderr.contains("took over the stale lock of ghost"),
+        "{}",
+        out.stderr
+    );
+    expect(&bed.run(Some("claude"), &["unlock"]), 0);
+
+    assert_eq!(bed.outside(), outside);
+    bed.assert_victim_untouched();
+    assert!(!bed.env.path("outside/made").exists());
+}
+
+#[test]
+fn temporary_names_planted_as_symlinks_are_swept_as_links_only() {
+    let bed = Bed::new();
+    let pid = dead_pid();
+    std::fs::create_dir_all(bed.at(".coord/queue")).unwrap();
+    let planted = [
+        bed.at(&temp_like(pid, "aaaaaa")),
+        bed.at(&format!(".coord/{}", temp_like(pid, "bbbbbb"))),
+        bed.at(&format!(".coord/queue/{}", temp_like(pid, "cccccc"))),
+    ];
+    for p in &planted {
+        std::os::unix::fs::symlink(bed.victim(), p).unwrap();
+    }
+    // And one pointing at a folder outside, which a careless sweep could empty.
+    std::fs::write(bed.env.path("outside/keep"), "keep\n").unwrap();
+    let dir_link = bed.at(&temp_like(pid, "dddddd"));
+    std::os::unix::fs::symlink(bed.env.path("outside"), &dir_link).unwrap();
+    let outside = bed.outside();
+
+    expect(&bed.run(Some("claude"), &["lock", "a.md"]), 0);
+    expect(&bed.run(Some("claude"), &["unlock"]), 0);
+    for p in planted.iter().chain([&dir_link]) {
+        assert!(
+            std::fs::symlink_metadata(p).is_err(),
+            "{} swept",
+            p.display()
+        );
+    }
+    assert_eq!(bed.outside(), outside);
+    bed.assert_victim_untouched();
+    assert_eq!(
+        std::fs::read_to_string(bed.env.path("outside/keep")).unwrap(),
+        "keep\n"
+    );
+}
+
+#[test]
+fn file_arguments_that_leave_the_workspace_are_refused_before_anything_is_written() {
+    let bed = Bed::new();
+    std::fs::create_dir_all(bed.at("sub")).unwrap();
+    std::os::unix::fs::symlink(bed.env.path("outside"), bed.at("outlink")).unwrap();
+    std::os::unix::fs::symlink(bed.victim(), bed.at("victimlink")).unwrap();
+    std::os::unix::fs::symlink(bed.at(".coord"), bed.at("statelink")).unwrap();
+    let victim_abs = bed.victim().display().to_string();
+    let bad: Vec<&str> = vec![
+        "../victim.txt",
+        "sub/../../victim.txt",
+        &victim_abs,
+        "outlink/x.md",
+        "victimlink",
+        "./../outside/y.md",
+        ".coord/mutex",
+        "statelink/mutex",
+        "",
+        ".",
+        "..",
+        "sub/..",
+        "missing/dir/x.md",
+    ];
+    let inside = bed.inside();
+    let outside = bed.outside();
+    for arg in &bad {
+        for args in [
+            vec!["lock", arg],
+            vec!["lock", "a.md", arg],
+            vec!["unlock", arg],
+            vec!["unlock", "--force", arg],
+            vec!["presence", "--file", arg, "task"],
+        ] {
+            let out = bed.run(Some("claude"), &args);
+            expect(&out, 2);
+            assert!(
+                out.stderr.starts_with("error: "),
+                "{args:?}: {}",
+                out.stderr
+            );
+            assert_eq!(bed.inside(), inside, "{args:?} wrote inside");
+            assert_eq!(bed.outside(), outside, "{args:?} wrote outside");
+        }
+    }
+    // From a subfolder too, where `..` is still inside.
+    let out = crate::hostile::bounded(
+        bed.cmd(Some("claude"))
+            .cwd(bed.at("sub"))
+            .args(["lock", "../../victim.txt"]),
+        crate::hostile::LIMIT,
+    );
+    expect(&out, 2);
+    assert!(!bed.at(".coord").exists(), "nothing was created");
+    bed.assert_victim_untouched();
+}
+
+#[test]
+fn agent_names_that_could_build_paths_are_refused_before_anything_is_written() {
+    let bed = Bed::new();
+    let long = "a".repeat(33);
+    let bad = [
+        "../x", "a/b", "/abs", ".", "..", "", &long, "a b", "ünï", "-x", "_x", "x.y", "a\\b",
+        "x\ny",
+    ];
+    let inside = bed.inside();
+    let outside = bed.outside();
+    for name in bad {
+        for args in [
+            vec!["lock", "a.md"],
+            vec!["unlock"],
+            vec!["presence", "task"],
+        ] {
+            let out = bed.run(Some(name), &args);
+            expect(&out, 2);
+            assert!(
+                out.stderr.starts_with("error: "),
+                "{name:?}: {}",
+                out.stderr
+            );
+            let flag = crate::hostile::bounded(
+                bed.cmd(None).arg(format!("--agent={name}")).args(&args),
+                crate::hostile::LIMIT,
+            );
+            expect(&flag, 2);
+        }
+        assert_eq!(bed.inside(), inside, "{name:?} wrote inside");
+        assert_eq!(bed.outside(), outside, "{name:?} wrote outside");
+    }
+    assert!(!bed.at(".coord").exists());
+    assert_eq!(std::fs::read_to_string(bed.victim()).unwrap(), PRECIOUS);
+}
+
+#[test]
+fn a_symlink_to_a_file_inside_is_locked_as_its_target() {
+    let bed = Bed::new();
+    std::os::unix::fs::symlink("a.md", bed.at("alias.md")).unwrap();
+    let out = bed.run(Some("claude"), &["lock", "alias.md"]);
+    expect(&out, 0);
+    assert!(out.stdout.contains("Lock acquired: a.md"), "{}", out.stdout);
+    assert!(bed.at("a.md.lock.claude").exists());
+    assert!(!bed.at("alias.md.lock.claude").exists());
+    expect(&bed.run(Some("gemini"), &["lock", "a.md", "--no-wait"]), 3);
+    expect(&bed.run(Some("claude"), &["unlock", "alias.md"]), 0);
+}
