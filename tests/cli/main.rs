@@ -6,15 +6,15 @@ mod support;
 
 mod collab;
 mod concurrency;
+mod crashes;
 mod dialogue;
 mod edit;
 mod handshake;
+mod hostile;
+mod load;
 mod messages;
 mod review;
 mod session;
 mod stamp;
-mod crashes;
-mod hostile;
-mod load;
 mod symlinks;
 mod v3_core;

@@ -346,7 +346,11 @@ fn note_appends_the_seed_line_under_the_lock_and_releases_it() {
 fn note_keeps_a_lock_already_held_and_waits_for_another_holder() {
     let env = Env::new();
     env.write("SHARED.txt", "");
-    env.agent("claude").args(["lock", "SHARED.txt"]).ok();
+    // One clock for every process: a lock dated far in another process's future expires.
+    env.agent("claude")
+        .env("COORD_NOW", "2026-01-28T09:59:00+01:00")
+        .args(["lock", "SHARED.txt"])
+        .ok();
     env.agent("claude")
         .env("COORD_NOW", "2026-01-28T10:00:00+01:00")
         .args(["note", "SHARED.txt", "mine"])
@@ -357,6 +361,7 @@ fn note_keeps_a_lock_already_held_and_waits_for_another_holder() {
     );
 
     env.agent("gemini")
+        .env("COORD_NOW", "2026-01-28T10:00:30+01:00")
         .args(["note", "SHARED.txt", "--no-wait", "refused"])
         .code(3)
         .stderr_has("held by claude");
@@ -371,7 +376,10 @@ fn note_keeps_a_lock_already_held_and_waits_for_another_holder() {
         "[10:00] [claude] mine\n",
         "still waiting"
     );
-    env.agent("claude").args(["unlock", "SHARED.txt"]).ok();
+    env.agent("claude")
+        .env("COORD_NOW", "2026-01-28T10:01:00+01:00")
+        .args(["unlock", "SHARED.txt"])
+        .ok();
     let out = waiter.wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(0), "{out:?}");
     assert!(String::from_utf8_lossy(&out.stderr).contains("waiting for `SHARED.txt`"));
