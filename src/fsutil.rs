@@ -18,9 +18,9 @@
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Write};
-use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt, PermissionsExt};
 use std::path::{Path, PathBuf};
-use std::time::{Duration, SystemTime};
+use std::time::{Duration, Instant, SystemTime};
 
 use rustix::fs::{Mode, OFlags};
 use tempfile::NamedTempFile;
@@ -607,9 +607,45 @@ impl MutexGuard {
 /// [`Error::Io`](crate::Error::Io) when the mutex file cannot be opened (a symlink is refused)
 /// or locked.
 pub fn lock_mutex(path: &Path) -> Result<MutexGuard> {
+    lock_mutex_within(path, MUTEX_PATIENCE)
+}
+
+fn lock_mutex_within(path: &Path, patience: Duration) -> Result<MutexGuard> {
+    let deadline = Instant::now() + patience;
+    // A mutex file deleted and created anew (`git clean`, an agent tidying up) between our open
+    // and our lock would let two processes hold "the" mutex, each on its own file: after
+    // locking, make sure the file we hold is still the one at the path, else start over.
+    loop {
+        let file = open_mutex(path)?;
+        lock_patiently(&file, path, deadline)?;
+        let held = file.metadata().at("open the workspace mutex", path)?;
+        match fs::symlink_metadata(path) {
+            Ok(now) if now.dev() == held.dev() && now.ino() == held.ino() => {
+                return Ok(MutexGuard {
+                    _file: file,
+                    path: path.to_path_buf(),
+                });
+            }
+            _ if Instant::now() >= deadline => {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "keeps being replaced while coord locks it",
+                ))
+                .at("lock the workspace mutex", path);
+            }
+            _ => continue,
+        }
+    }
+}
+
+/// How long coord waits for the workspace mutex before giving up. It is held for microseconds;
+/// only a process stopped (or stuck) while holding it makes anyone wait this long.
+pub const MUTEX_PATIENCE: Duration = Duration::from_secs(30);
+
+fn open_mutex(path: &Path) -> Result<File> {
     // O_NONBLOCK so that a FIFO planted at `path` cannot make the open wait (it does not affect
-    // `flock`, which still blocks). Anything but a regular file is refused: every coord process
-    // must lock the same kind of object, and a symlink could point anywhere.
+    // `flock`). Anything but a regular file is refused: every coord process must lock the same
+    // kind of object, and a symlink could point anywhere.
     let file = OpenOptions::new()
         .read(true)
         .write(true)
@@ -633,11 +669,31 @@ pub fn lock_mutex(path: &Path) -> Result<MutexGuard> {
     {
         return Err(not_regular()).at("open the workspace mutex", path);
     }
-    file.lock().at("lock the workspace mutex", path)?;
-    Ok(MutexGuard {
-        _file: file,
-        path: path.to_path_buf(),
-    })
+    Ok(file)
+}
+
+/// Take the kernel lock, trying again with short growing pauses (at most 1 ms) until `deadline`,
+/// so that a process frozen while holding the mutex cannot freeze every other coord forever.
+fn lock_patiently(file: &File, path: &Path, deadline: Instant) -> Result<()> {
+    let mut pause = Duration::from_micros(20);
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(()),
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).at("lock the workspace mutex", path);
+            }
+        }
+        if Instant::now() >= deadline {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "another process has held it too long (a coord process stopped with Ctrl-Z?)",
+            ))
+            .at("lock the workspace mutex", path);
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(1));
+    }
 }
 
 #[cfg(test)]
@@ -852,5 +908,41 @@ mod tests {
             fs::metadata(&f).unwrap().permissions().mode() & 0o777,
             0o751
         );
+    }
+
+    #[test]
+    fn a_mutex_replaced_while_waiting_is_not_shared() {
+        use std::sync::mpsc::channel;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mutex");
+        let old = lock_mutex(&path).unwrap();
+        let (tx, rx) = channel();
+        let p = path.clone();
+        let waiter = std::thread::spawn(move || {
+            let guard = lock_mutex(&p).unwrap();
+            tx.send(()).unwrap();
+            drop(guard);
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        // Someone deletes the mutex file and another process takes a new one.
+        fs::remove_file(&path).unwrap();
+        let new = lock_mutex(&path).unwrap();
+        drop(old);
+        assert!(
+            rx.recv_timeout(Duration::from_millis(300)).is_err(),
+            "the waiter must not hold the old file while another holds the new one"
+        );
+        drop(new);
+        rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        waiter.join().unwrap();
+    }
+
+    #[test]
+    fn a_mutex_held_too_long_is_an_error_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mutex");
+        let _held = lock_mutex(&path).unwrap();
+        let err = lock_mutex_within(&path, Duration::from_millis(200)).unwrap_err();
+        assert!(err.to_string().contains("held it too long"), "{err}");
     }
 }

@@ -54,6 +54,33 @@ pub fn recorded_process_gone(pid: u32, host: &str) -> bool {
     host == hostname() && !pid_alive(pid)
 }
 
+/// Whether `pid` is the parent, grandparent, … of this process (read from `/proc`; `false`
+/// where there is no `/proc`).
+pub fn is_ancestor(pid: u32) -> bool {
+    let mut current = std::os::unix::process::parent_id();
+    for _ in 0..64 {
+        if current == pid {
+            return true;
+        }
+        if current <= 1 {
+            return false;
+        }
+        match parent_of(current) {
+            Some(parent) => current = parent,
+            None => return false,
+        }
+    }
+    false
+}
+
+/// The parent of process `pid`, from `/proc/<pid>/stat` (the field after the command name,
+/// which may itself contain spaces and parentheses).
+fn parent_of(pid: u32) -> Option<u32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(1)?.parse().ok()
+}
+
 /// 64-bit FNV-1a: a small, stable hash for names on disk (not for security).
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
     let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
@@ -89,6 +116,19 @@ mod tests {
         assert!(!pid_alive(child_pid));
         assert!(recorded_process_gone(child_pid, hostname()));
         assert!(!recorded_process_gone(child_pid, "another-host.example"));
+    }
+
+    #[test]
+    fn ancestors_are_known() {
+        assert!(is_ancestor(std::os::unix::process::parent_id()));
+        assert!(!is_ancestor(pid()), "a process is not its own ancestor");
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        assert!(!is_ancestor(child.id()), "a child is not an ancestor");
+        child.kill().unwrap();
+        child.wait().unwrap();
     }
 
     #[test]

@@ -86,13 +86,16 @@ pub fn lock_file(file: &Path, agent: &str) -> PathBuf {
 
 /// Split a lock file name into the locked file's name and the agent id
 /// (`SHARED.txt.lock.claude` → `("SHARED.txt", "claude")`). The agent part must be a valid id.
-pub fn parse_lock_name(file_name: &str) -> Option<(&str, &str)> {
+pub fn parse_lock_name(file_name: &str) -> Option<(&str, String)> {
     let at = file_name.rfind(LOCK_INFIX)?;
     let (base, agent) = (&file_name[..at], &file_name[at + LOCK_INFIX.len()..]);
     // `...lock.x` and `..lock.x` would name a lock on `..` or `.`, which no file can be: a walk
     // of the tree would report a lock on a folder path that leaves it.
     let names_a_file = !base.is_empty() && base != "." && base != "..";
-    (names_a_file && is_valid_agent_id(agent)).then_some((base, agent))
+    // An agent following the seed by hand may write its name as it spells it
+    // (`FILE.lock.Claude`): that is claude's lock, not no lock at all.
+    let agent = agent.to_ascii_lowercase();
+    (names_a_file && is_valid_agent_id(&agent)).then_some((base, agent))
 }
 
 /// `FILE.bak` beside `file`.
@@ -400,18 +403,26 @@ mod tests {
     fn lock_names_parse_back() {
         assert_eq!(
             parse_lock_name("SHARED.txt.lock.claude"),
-            Some(("SHARED.txt", "claude"))
+            Some(("SHARED.txt", "claude".to_string()))
         );
         assert_eq!(
             parse_lock_name("a.lock.b.lock.gemini"),
-            Some(("a.lock.b", "gemini"))
+            Some(("a.lock.b", "gemini".to_string()))
         );
         assert_eq!(parse_lock_name("a.lock.b.txt"), None);
         assert_eq!(parse_lock_name(".lock.claude"), None);
         assert_eq!(parse_lock_name("...lock.claude"), None, "found by fuzzing");
         assert_eq!(parse_lock_name("..lock.claude"), None);
-        assert_eq!(parse_lock_name("....lock.claude"), Some(("...", "claude")));
-        assert_eq!(parse_lock_name("x.lock.Claude"), None);
+        assert_eq!(
+            parse_lock_name("....lock.claude"),
+            Some(("...", "claude".to_string()))
+        );
+        assert_eq!(
+            parse_lock_name("x.lock.Claude"),
+            Some(("x", "claude".to_string())),
+            "a hand-made lock spelled with capitals is still a lock"
+        );
+        assert_eq!(parse_lock_name("x.lock.gpt 4o"), None);
         assert_eq!(presence_agent(".claude_presence"), Some("claude"));
         assert_eq!(presence_agent(".x/y_presence"), None);
         assert_eq!(handshake_agent(".handshake_gemini"), Some("gemini"));

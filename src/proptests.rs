@@ -137,7 +137,7 @@ proptest! {
         let _ = layout::presence_agent(&name);
         let _ = layout::handshake_agent(&name);
         if let Some((base, agent)) = layout::parse_lock_name(&name) {
-            prop_assert!(!base.is_empty() && is_valid_agent_id(agent));
+            prop_assert!(!base.is_empty() && is_valid_agent_id(&agent));
         }
     }
 
@@ -152,7 +152,7 @@ proptest! {
     ) {
         let lock = layout::lock_file(&Path::new("/w").join(&base), &agent);
         let name = lock.file_name().unwrap().to_str().unwrap();
-        prop_assert_eq!(layout::parse_lock_name(name), Some((base.as_str(), agent.as_str())));
+        prop_assert_eq!(layout::parse_lock_name(name), Some((base.as_str(), agent.clone())));
         let temp = format!("{}{rand}{}", layout::temp_prefix(&tag, pid), layout::TEMP_SUFFIX);
         prop_assert_eq!(layout::parse_temp_name(&temp), Some((tag.as_str(), pid)));
         prop_assert!(layout::parse_lock_name(&temp).is_none());

@@ -129,9 +129,14 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-/// Inside `coord session`, locks follow the session's process.
+/// Inside `coord session`, locks follow the session's process. The variable is trusted only
+/// when it names a live ancestor of this process: a stray or forged value would otherwise make
+/// the lock stale the moment it is written.
 fn session_owner() -> Option<Owner> {
-    let pid = std::env::var(SESSION_PID_ENV).ok()?.parse().ok()?;
+    let pid: u32 = std::env::var(SESSION_PID_ENV).ok()?.parse().ok()?;
+    if !coord::host::is_ancestor(pid) {
+        return None;
+    }
     Some(Owner {
         pid,
         session: std::env::var(SESSION_ENV).ok().filter(|s| !s.is_empty()),

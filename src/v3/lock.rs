@@ -92,6 +92,9 @@ pub struct LockEntry {
     pub record: Option<Record>,
     /// The raw bytes read (compared again before a stale takeover).
     raw: Option<Vec<u8>>,
+    /// The file's mtime as read (compared again before a stale takeover: a hand-made lock is
+    /// refreshed by touching it).
+    mtime: Option<std::time::SystemTime>,
     /// Why the file could not be read.
     pub problem: Option<String>,
     /// When the lock was taken: `locked_at`, or the file's mtime.
@@ -104,7 +107,8 @@ pub struct LockEntry {
 
 impl LockEntry {
     fn read(lock_path: PathBuf, file: String, agent: String) -> LockEntry {
-        let mtime = fsutil::mtime(&lock_path).map(clock::from_system_time);
+        let raw_mtime = fsutil::mtime(&lock_path);
+        let mtime = raw_mtime.map(clock::from_system_time);
         let (record, raw, problem) = match fsutil::read_capped(&lock_path, RECORD_CAP) {
             Ok(bytes) => (
                 Some(Record::parse(&String::from_utf8_lossy(&bytes))),
@@ -124,6 +128,7 @@ impl LockEntry {
             agent,
             record,
             raw,
+            mtime: raw_mtime,
             problem,
             since,
             state: LockState::Live,
@@ -239,26 +244,44 @@ fn stale_reason(
 
 /// The lock files of one target, unjudged, sorted by agent.
 pub fn locks_of(target: &Target) -> Vec<LockEntry> {
-    let Some(dir) = target.abs.parent() else {
-        return Vec::new();
+    try_locks_of(target).unwrap_or_default()
+}
+
+/// The lock files of one target, unjudged, sorted by agent; an error when the folder cannot be
+/// listed (a folder coord cannot read is not a folder without locks).
+///
+/// # Errors
+///
+/// [`Error::Io`] naming the folder.
+pub fn try_locks_of(target: &Target) -> Result<Vec<LockEntry>> {
+    let (Some(dir), Some(base)) = (
+        target.abs.parent(),
+        target.abs.file_name().and_then(|n| n.to_str()),
+    ) else {
+        return Ok(Vec::new());
     };
-    let Some(base) = target.abs.file_name().and_then(|n| n.to_str()) else {
-        return Vec::new();
-    };
-    let Ok(entries) = fs::read_dir(dir) else {
-        return Vec::new();
-    };
-    let mut found: Vec<LockEntry> = entries
-        .flatten()
-        .filter_map(|entry| {
-            let name = entry.file_name();
-            let (b, agent) = layout::parse_lock_name(name.to_str()?)?;
-            (b == base)
-                .then(|| LockEntry::read(entry.path(), target.rel.clone(), agent.to_string()))
-        })
-        .collect();
+    let entries = fs::read_dir(dir).map_err(|source| Error::Io {
+        action: "list",
+        path: dir.to_path_buf(),
+        source,
+    })?;
+    let mut found = Vec::new();
+    for entry in entries {
+        let entry = entry.map_err(|source| Error::Io {
+            action: "list",
+            path: dir.to_path_buf(),
+            source,
+        })?;
+        let name = entry.file_name();
+        let Some((b, agent)) = name.to_str().and_then(layout::parse_lock_name) else {
+            continue;
+        };
+        if b == base {
+            found.push(LockEntry::read(entry.path(), target.rel.clone(), agent));
+        }
+    }
     found.sort_by(|a, b| a.agent.cmp(&b.agent));
-    found
+    Ok(found)
 }
 
 /// Every lock file under the root (`.git` and `.coord` excepted), sorted by file then agent,
@@ -278,7 +301,7 @@ pub fn scan_tree(ws: &Workspace) -> Vec<LockEntry> {
                 let Some(file) = ws.rel(&dir.join(base)) else {
                     continue;
                 };
-                found.push(LockEntry::read(entry.path(), file, agent.to_string()));
+                found.push(LockEntry::read(entry.path(), file, agent));
             } else if ft.is_dir() && !layout::skip_in_walk(name) {
                 stack.push(entry.path());
             }
@@ -472,8 +495,13 @@ pub fn acquire(
             if let Some(t) = &waiting.tickets
                 && queue::touch(t).is_err()
             {
-                // Our ticket was judged dead (we were stopped too long): queue up again.
+                // Our ticket was judged dead (we were stopped too long): leave what is left of
+                // it and queue up again (the next attempt registers anew; the new queue folders
+                // get a fresh watch).
+                let _mutex = ws.lock_mutex()?;
+                queue::leave(t);
                 waiting.tickets = None;
+                watch = None;
             }
         }
     };
@@ -625,38 +653,59 @@ fn attempt(
     let root = ws.root();
     let now = clock::now();
     let mut cache = StateCache::default();
+    let held = own_locks_listed(ws, &req.agent);
     let mut plans = Vec::with_capacity(targets.len());
     for target in targets {
         if let Some(dir) = target.abs.parent() {
             fsutil::sweep_temps(dir);
         }
-        let mut entries = locks_of(target);
+        let mut entries = try_locks_of(target)?;
         classify(root, &mut entries, &mut cache, &now);
         let (mine, foreign): (Vec<_>, Vec<_>) =
             entries.into_iter().partition(|e| e.agent == req.agent.id());
         if let Some(live) = foreign.iter().find(|e| e.state != LockState::Stale) {
             return Ok(Attempt::Busy(blocker_of(root, live, &now)));
         }
-        let line = queue::live_tickets(root, target);
-        let my_seq = tickets.map(|t| t.seq);
-        if let Some(first) = line.first()
-            && Some(first.seq) != my_seq
+        // Our own name on the lock is not enough when the lock follows another live process of
+        // ours (`coord run`, `coord session`) that is not this one or one of its ancestors: two
+        // processes of one agent exclude each other too.
+        if let Some(other) = mine
+            .iter()
+            .find(|m| m.state != LockState::Stale && held_by_other_process(m, req))
         {
-            let ahead = line.iter().take_while(|t| Some(t.seq) != my_seq).count();
-            return Ok(Attempt::Busy(Blocker {
-                file: target.rel.clone(),
-                holder: first.agent.clone(),
-                since: String::new(),
-                working_on: None,
-                queued_ahead: ahead,
-            }));
+            let mut b = blocker_of(root, other, &now);
+            if let Some((pid, _)) = other.process() {
+                b.holder = format!("{} (process {pid})", b.holder);
+            }
+            return Ok(Attempt::Busy(b));
+        }
+        // Refreshing a lock we hold does not queue. Otherwise only the first live waiter may
+        // take the file; waiters that themselves wait for a file we hold are not ahead of us
+        // (they wait for us: letting them block us would deadlock both).
+        let refresh = mine.iter().any(|m| m.state != LockState::Stale);
+        if !refresh {
+            let my_seq = tickets.map(|t| t.seq);
+            let ahead: Vec<_> = queue::live_tickets(root, target)
+                .into_iter()
+                .take_while(|t| Some(t.seq) != my_seq)
+                .filter(|t| !queue::waits_for_any(ws, t.seq, &held))
+                .collect();
+            if let Some(first) = ahead.first() {
+                return Ok(Attempt::Busy(Blocker {
+                    file: target.rel.clone(),
+                    holder: first.agent.clone(),
+                    since: String::new(),
+                    working_on: None,
+                    queued_ahead: ahead.len(),
+                }));
+            }
         }
         plans.push((target, mine.into_iter().next(), foreign));
     }
 
     // Everything is free or stale: take stale locks over (re-verified), then publish ours.
     let mut took: Vec<Vec<TakeOver>> = Vec::with_capacity(plans.len());
-    for (target, _, stale) in &plans {
+    for (_, _, stale) in &plans {
         let mut list = Vec::new();
         for e in stale {
             if !take_over(e)? {
@@ -667,12 +716,56 @@ fn attempt(
                 why: e.stale_why.clone().unwrap_or_default(),
             });
         }
-        let _ = target;
         took.push(list);
     }
-    let locked_at = clock::format_timestamp(&now);
-    let mut acquired = Vec::with_capacity(plans.len());
+    // All or nothing: whatever goes wrong from here on, the locks this attempt created are
+    // withdrawn before returning.
     let mut created = Vec::new();
+    let outcome = publish(
+        ws,
+        req,
+        targets,
+        &plans,
+        took,
+        &now,
+        &mut cache,
+        &mut created,
+    );
+    if !matches!(outcome, Ok(Attempt::Got(_))) {
+        for path in &created {
+            let _ = fsutil::remove(path);
+        }
+    }
+    outcome
+}
+
+/// Whether our own lock `m` follows a live process other than this one and its ancestors.
+fn held_by_other_process(m: &LockEntry, req: &LockRequest) -> bool {
+    let Some((pid, h)) = m.process() else {
+        return false;
+    };
+    if req.owner.as_ref().is_some_and(|o| o.pid == pid) || pid == host::pid() {
+        return false;
+    }
+    h != host::hostname() || !host::is_ancestor(pid)
+}
+
+type Plan<'a> = (&'a Target, Option<LockEntry>, Vec<LockEntry>);
+
+#[allow(clippy::too_many_arguments)]
+fn publish(
+    ws: &Workspace,
+    req: &LockRequest,
+    targets: &[Target],
+    plans: &[Plan<'_>],
+    took: Vec<Vec<TakeOver>>,
+    now: &Timestamp,
+    cache: &mut StateCache,
+    created: &mut Vec<PathBuf>,
+) -> Result<Attempt> {
+    let root = ws.root();
+    let locked_at = clock::format_timestamp(now);
+    let mut acquired = Vec::with_capacity(plans.len());
     for ((target, mine, _), took_over) in plans.iter().zip(took) {
         let token = mine
             .as_ref()
@@ -690,6 +783,13 @@ fn attempt(
             fsutil::replace(&path, text.as_bytes())?;
             true
         };
+        // A lock of ours made by hand under another spelling (`FILE.lock.Claude`) is replaced
+        // by the canonical name, not kept beside it.
+        if let Some(m) = mine
+            && m.lock_path != path
+        {
+            fsutil::remove(&m.lock_path)?;
+        }
         acquired.push(Acquired {
             file: target.rel.clone(),
             lock_file: ws.rel(&path).unwrap_or_default(),
@@ -701,19 +801,17 @@ fn attempt(
         });
     }
 
-    // A lock made by hand while we looked: withdraw in its favour.
-    for (target, _, before) in &plans {
-        let mut entries = locks_of(target);
-        classify(root, &mut entries, &mut cache, &now);
-        if let Some(newcomer) = entries.iter().find(|e| {
-            e.agent != req.agent.id()
-                && e.state != LockState::Stale
-                && !before.iter().any(|b| b.lock_path == e.lock_path)
-        }) {
-            for path in &created {
-                let _ = fsutil::remove(path);
-            }
-            return Ok(Attempt::Busy(blocker_of(root, newcomer, &now)));
+    // A lock made by hand while we looked (the seed's "look, then create" does not take the
+    // mutex): withdraw in its favour. Every foreign lock seen before was stale and is gone, so
+    // any live foreign lock now is a newcomer.
+    for (target, _, _) in plans {
+        let mut entries = try_locks_of(target)?;
+        classify(root, &mut entries, cache, now);
+        if let Some(newcomer) = entries
+            .iter()
+            .find(|e| e.agent != req.agent.id() && e.state != LockState::Stale)
+        {
+            return Ok(Attempt::Busy(blocker_of(root, newcomer, now)));
         }
     }
 
@@ -723,7 +821,9 @@ fn attempt(
             listed.push(a.file.clone());
         }
     }
-    if let Err(e) = presence::write(
+    // A lock whose holder cannot say so in its presence (a folder or something else unwritable
+    // stands there) is withdrawn rather than left behind (the caller removes `created`).
+    presence::write(
         root,
         &req.agent,
         &presence::Update {
@@ -732,14 +832,7 @@ fn attempt(
             locks: Some(listed),
             ..Default::default()
         },
-    ) {
-        // All or nothing: a lock whose holder cannot say so in its presence (a folder or
-        // something else unwritable stands there) is withdrawn rather than left behind.
-        for path in &created {
-            let _ = fsutil::remove(path);
-        }
-        return Err(e);
-    }
+    )?;
     Ok(Attempt::Got(acquired))
 }
 
@@ -772,13 +865,12 @@ fn take_over(e: &LockEntry) -> Result<bool> {
         Err(_) => return Ok(true), // already gone
     };
     if meta.is_dir() {
-        return Err(Error::refused(
-            format!(
-                "the stale lock `{}` is a folder, not a file",
+        return Err(Error::Failed {
+            message: format!(
+                "the stale lock `{}` is a folder, not a file: remove it by hand",
                 e.lock_path.display()
             ),
-            Some("remove it by hand".into()),
-        ));
+        });
     }
     let aside = fsutil::temp_in(dir)
         .map_err(|source| Error::Io {
@@ -799,8 +891,11 @@ fn take_over(e: &LockEntry) -> Result<bool> {
         });
     }
     let now_bytes = fsutil::read_capped(&aside_path, RECORD_CAP).ok();
-    if now_bytes.is_some() && now_bytes != e.raw {
-        // Refreshed by its holder in the meantime: put it back and honour it.
+    let touched = e.mtime.is_some() && fsutil::mtime(&aside_path) != e.mtime;
+    if (now_bytes.is_some() && now_bytes != e.raw) || touched {
+        // Refreshed by its holder in the meantime (rewritten, or touched as a hand-made lock is
+        // refreshed): put it back and honour it. If the holder has already made a new record at
+        // the path, that one stands and the moved copy is dropped.
         let _ = fs::hard_link(&aside_path, &e.lock_path);
         return Ok(false);
     }
@@ -1052,6 +1147,7 @@ mod tests {
             agent: agent.into(),
             record: Some(record),
             raw: Some(text.as_bytes().to_vec()),
+            mtime: None,
             problem: None,
             since,
             state: LockState::Live,

@@ -166,6 +166,18 @@ fn ticket_alive(path: &Path) -> Option<String> {
     fresh.then(|| rec.get("agent").unwrap_or("?").to_string())
 }
 
+/// Whether the waiter with ticket number `seq` also waits for one of `files` (paths relative to
+/// the root). Caller holds the mutex.
+pub fn waits_for_any(ws: &crate::workspace::Workspace, seq: u64, files: &[String]) -> bool {
+    files.iter().any(|rel| {
+        fs::read_dir(layout::queue_dir(ws.root(), rel)).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.file_name().to_str().and_then(layout::parse_ticket_name) == Some(seq))
+        })
+    })
+}
+
 /// The folders a waiter for `targets` should watch for queue changes.
 pub fn dirs(root: &Path, targets: &[Target]) -> Vec<PathBuf> {
     targets

@@ -702,3 +702,113 @@ fn a_lone_plain_word_is_the_task_even_if_a_folder_has_that_name() {
     env.agent("claude").args(["presence", "bench/", "t"]).ok();
     assert!(env.exists("bench/.claude_presence"));
 }
+
+#[test]
+fn a_hand_made_lock_spelled_with_capitals_is_honoured() {
+    let env = Env::new();
+    let now = chrono::Local::now().format("%Y-%m-%dT%H:%M:%S").to_string();
+    env.write(
+        "X.md.lock.Claude",
+        format!("Agent: Claude\nlocked_at: {now}\nfile: X.md\n"),
+    );
+    env.agent("gemini")
+        .args(["lock", "X.md", "--no-wait"])
+        .code(3)
+        .stderr_has("held by Claude");
+    let st = status(&env);
+    assert_eq!(st.locks.len(), 1);
+    assert_eq!(
+        (st.locks[0].agent.as_str(), st.locks[0].state.as_str()),
+        ("claude", "LIVE")
+    );
+    // Its owner, using coord, takes it up under the canonical name; no second lock stays beside.
+    env.agent("claude")
+        .args(["lock", "X.md"])
+        .ok()
+        .stdout_has("Lock refreshed");
+    assert!(env.exists("X.md.lock.claude"));
+    assert!(!env.exists("X.md.lock.Claude"));
+}
+
+#[test]
+fn refreshing_a_held_lock_never_queues_behind_its_own_waiters() {
+    let env = Env::new();
+    env.agent("alice").args(["lock", "a.md"]).ok();
+    let waiter = env
+        .agent("bob")
+        .args(["lock", "a.md", "b.md", "--wait", "60s"])
+        .spawn();
+    eventually("bob waits", || {
+        env.exists(".bob_presence") && env.read(".bob_presence").contains("WAITING")
+    });
+    // Bob waits for a.md (held by alice): alice refreshing a.md, or taking b.md which bob also
+    // wants, must not wait behind bob, who waits for alice.
+    env.agent("alice")
+        .args(["lock", "a.md", "--no-wait"])
+        .ok()
+        .stdout_has("Lock refreshed: a.md");
+    env.agent("alice")
+        .args(["lock", "b.md", "--no-wait"])
+        .ok()
+        .stdout_has("Lock acquired: b.md");
+    // A third agent holding nothing does queue behind bob for b.md once alice lets it go.
+    env.agent("alice").args(["unlock", "b.md"]).ok();
+    env.agent("carol")
+        .args(["lock", "b.md", "--no-wait"])
+        .code(3)
+        .stderr_has("earlier waiter");
+    env.agent("alice").arg("unlock").ok();
+    let out = waiter.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(env.exists("a.md.lock.bob") && env.exists("b.md.lock.bob"));
+}
+
+#[test]
+fn a_lock_held_by_another_process_of_the_same_agent_is_not_shared() {
+    let env = Env::new();
+    env.write("f.txt", "x");
+    let runner = env
+        .agent("claude")
+        .args([
+            "run",
+            "f.txt",
+            "--",
+            "sh",
+            "-c",
+            "touch started; exec sleep 30",
+        ])
+        .spawn();
+    eventually("the run holds the lock", || env.exists("started"));
+    env.agent("claude")
+        .args(["lock", "f.txt", "--no-wait"])
+        .code(3)
+        .stderr_has("(process ");
+    // SIGTERM: `coord run` passes it to its command and releases the lock.
+    let status = std::process::Command::new("kill")
+        .arg(runner.id().to_string())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let out = runner.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(143));
+    env.agent("claude")
+        .args(["lock", "f.txt", "--no-wait"])
+        .ok();
+}
+
+#[test]
+fn a_forged_session_pid_does_not_tie_a_lock_to_a_stranger() {
+    let env = Env::new();
+    env.agent("alice")
+        .env("COORD_SESSION_PID", "999999")
+        .env("COORD_SESSION", "forged")
+        .args(["lock", "a.md"])
+        .ok();
+    let record = env.read("a.md.lock.alice");
+    assert!(!record.contains("pid:"), "{record}");
+    env.agent("bob").args(["lock", "a.md", "--no-wait"]).code(3);
+}
