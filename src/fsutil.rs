@@ -473,25 +473,24 @@ pub fn sweep_temps(dir: &Path) -> usize {
     let Ok(entries) = fs::read_dir(dir) else {
         return 0;
     };
-    let mut removed = 0;
-    for entry in entries.flatten() {
-        let name = entry.file_name();
-        let Some(name) = name.to_str() else { continue };
-        let Some((tag, pid)) = layout::parse_temp_name(name) else {
-            continue;
-        };
-        let old = entry
-            .metadata()
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|m| m.elapsed().ok())
-            .is_some_and(|age| age > Duration::from_secs(3600));
-        let gone = tag == host::host_tag() && pid != host::pid() && !host::pid_alive(pid);
-        if (gone || old) && fs::remove_file(entry.path()).is_ok() {
-            removed += 1;
-        }
-    }
-    removed
+    entries.flatten().filter(sweep_entry).count()
+}
+
+/// [`sweep_temps`] for one entry of a folder being listed anyway: removes it when it is one of
+/// coord's temporary files whose writer is gone. Returns whether it was removed.
+pub fn sweep_entry(entry: &fs::DirEntry) -> bool {
+    let name = entry.file_name();
+    let Some((tag, pid)) = name.to_str().and_then(layout::parse_temp_name) else {
+        return false;
+    };
+    let old = entry
+        .metadata()
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|m| m.elapsed().ok())
+        .is_some_and(|age| age > Duration::from_secs(3600));
+    let gone = tag == host::host_tag() && pid != host::pid() && !host::pid_alive(pid);
+    (gone || old) && fs::remove_file(entry.path()).is_ok()
 }
 
 /// Append `line` to `path` (created when missing, never through a symlink), as one line.

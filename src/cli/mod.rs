@@ -1,10 +1,11 @@
 //! The command tree: global options, one module per command, and the one place where an
 //! outcome becomes an exit code and an `error:` line.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
-use clap::{CommandFactory, FromArgMatches, Parser, Subcommand};
+use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
 use coord::workspace::{AgentId, Target, Workspace};
 use coord::{Error, ExitCode};
@@ -48,6 +49,16 @@ A typical agent turn:
 #[derive(Debug, Parser)]
 #[command(name = "coord", version, about = ABOUT, long_about = LONG_ABOUT)]
 pub struct Cli {
+    #[command(flatten)]
+    global: Global,
+
+    #[command(subcommand)]
+    command: Command,
+}
+
+/// The options every command takes, before or after its name.
+#[derive(Debug, Args)]
+struct Global {
     /// The shared working folder (default: nearest ancestor holding `.coord/`, else the current directory)
     #[arg(
         short = 'C',
@@ -69,9 +80,6 @@ pub struct Cli {
     /// Print nothing on success
     #[arg(short, long, global = true)]
     quiet: bool,
-
-    #[command(subcommand)]
-    command: Command,
 }
 
 #[derive(Debug, Subcommand)]
@@ -151,16 +159,16 @@ pub fn run() -> ExitCode {
             };
         }
     };
-    let json = cli.json;
+    let json = cli.global.json;
     let result = std::env::current_dir()
         .context("cannot read the current directory")
         .and_then(|cwd| {
             let ctx = Ctx {
                 cwd,
-                dir: cli.dir,
-                agent: cli.agent,
-                json: cli.json,
-                quiet: cli.quiet,
+                dir: cli.global.dir,
+                agent: cli.global.agent,
+                json: cli.global.json,
+                quiet: cli.global.quiet,
             };
             dispatch(cli.command, &ctx)
         });
@@ -170,13 +178,29 @@ pub fn run() -> ExitCode {
     }
 }
 
-/// Parse the command line. The clap command tree is leaked rather than dropped: coord is one
-/// short process per command, and freeing the tree's many small allocations took about a fifth
-/// of the instructions of a `coord lock`. The process exits soon after; the OS reclaims it all.
+/// Parse the command line.
+///
+/// coord is one short process per command, and an agent runs `lock` and `unlock` (and
+/// `presence`) far more often than anything else. Building clap's tree of every command costs
+/// about as much as a lock itself, so for those three the tree holds just that one command
+/// (parsed by the very same derived definitions); anything else, and any command line that is
+/// not plainly one of them, gets the whole tree. The tree is leaked rather than freed: the
+/// process exits soon after and freeing its many small allocations was a fifth of the work.
 fn parse_args() -> Result<Cli, clap::Error> {
-    let mut command = Cli::command();
+    let args: Vec<OsString> = std::env::args_os().collect();
+    let mut command = match args.get(1..).and_then(hot_command) {
+        Some(sub) => Global::augment_args(
+            clap::Command::new("coord")
+                .version(env!("CARGO_PKG_VERSION"))
+                .about(ABOUT)
+                .long_about(LONG_ABOUT),
+        )
+        .subcommand_required(true)
+        .subcommand(sub),
+        None => Cli::command(),
+    };
     let parsed = command
-        .try_get_matches_from_mut(std::env::args_os())
+        .try_get_matches_from_mut(args)
         .and_then(|matches| {
             let cli = Cli::from_arg_matches(&matches);
             std::mem::forget(matches);
@@ -185,6 +209,31 @@ fn parse_args() -> Result<Cli, clap::Error> {
         .map_err(|e| e.format(&mut command));
     std::mem::forget(command);
     parsed
+}
+
+/// The clap command of `args`' subcommand when it is one of the hot ones and everything before
+/// it is a plain global option; `None` sends the line to the full tree.
+fn hot_command(args: &[OsString]) -> Option<clap::Command> {
+    let mut args = args.iter().map(|a| a.to_str());
+    let name = loop {
+        match args.next()?? {
+            "--json" | "--quiet" | "-q" => {}
+            "--dir" | "--agent" | "-C" | "-a" => {
+                args.next()??;
+            }
+            a if a.starts_with("--dir=") || a.starts_with("--agent=") => {}
+            a if (a.starts_with("-C") || a.starts_with("-a")) && a.len() > 2 => {}
+            a if a.starts_with('-') => return None,
+            a => break a,
+        }
+    };
+    let named = |n: &'static str| clap::Command::new(n);
+    Some(match name {
+        "lock" => lock::LockArgs::augment_args(named("lock")),
+        "unlock" => unlock::UnlockArgs::augment_args(named("unlock")),
+        "presence" => presence::PresenceArgs::augment_args(named("presence")),
+        _ => return None,
+    })
 }
 
 fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {

@@ -254,6 +254,12 @@ pub fn locks_of(target: &Target) -> Vec<LockEntry> {
 ///
 /// [`Error::Io`] naming the folder.
 pub fn try_locks_of(target: &Target) -> Result<Vec<LockEntry>> {
+    list_locks(target, false)
+}
+
+/// List the lock files of `target`; with `sweep`, also remove coord's temporary files left in
+/// that folder by killed processes, in the same pass (a large folder is listed once, not twice).
+fn list_locks(target: &Target, sweep: bool) -> Result<Vec<LockEntry>> {
     let (Some(dir), Some(base)) = (
         target.abs.parent(),
         target.abs.file_name().and_then(|n| n.to_str()),
@@ -273,11 +279,15 @@ pub fn try_locks_of(target: &Target) -> Result<Vec<LockEntry>> {
             source,
         })?;
         let name = entry.file_name();
-        let Some((b, agent)) = name.to_str().and_then(layout::parse_lock_name) else {
-            continue;
-        };
-        if b == base {
-            found.push(LockEntry::read(entry.path(), target.rel.clone(), agent));
+        match name.to_str().and_then(layout::parse_lock_name) {
+            Some((b, agent)) if b == base => {
+                found.push(LockEntry::read(entry.path(), target.rel.clone(), agent));
+            }
+            Some(_) => {}
+            None if sweep => {
+                fsutil::sweep_entry(&entry);
+            }
+            None => {}
         }
     }
     found.sort_by(|a, b| a.agent.cmp(&b.agent));
@@ -656,10 +666,7 @@ fn attempt(
     let held = own_locks_listed(ws, &req.agent);
     let mut plans = Vec::with_capacity(targets.len());
     for target in targets {
-        if let Some(dir) = target.abs.parent() {
-            fsutil::sweep_temps(dir);
-        }
-        let mut entries = try_locks_of(target)?;
+        let mut entries = list_locks(target, true)?;
         classify(root, &mut entries, &mut cache, &now);
         let (mine, foreign): (Vec<_>, Vec<_>) =
             entries.into_iter().partition(|e| e.agent == req.agent.id());
@@ -977,11 +984,8 @@ pub fn release(
     let mut cache = StateCache::default();
     let mut out = Vec::with_capacity(targets.len());
     for target in &targets {
-        if let Some(dir) = target.abs.parent() {
-            // Temporary files of killed processes, as `acquire` does.
-            fsutil::sweep_temps(dir);
-        }
-        let mut entries = locks_of(target);
+        // Temporary files of killed processes are swept in the same pass, as `acquire` does.
+        let mut entries = list_locks(target, true)?;
         classify(ws.root(), &mut entries, &mut cache, &now);
         let outcome = if let Some(mine) = entries.iter().find(|e| e.agent == agent.id()) {
             fsutil::remove(&mine.lock_path)?;
