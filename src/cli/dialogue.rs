@@ -13,7 +13,7 @@ use coord::{Error, ExitCode, fsutil};
 
 use super::{Ctx, output};
 
-/// Hold a turn-based dialogue in `agent-dialogue/` (seed 002)
+/// Hold a turn-based dialogue between agents in `agent-dialogue/`
 ///
 /// Agents take turns writing numbered messages to conversation.md; current-turn.txt says whose
 /// turn it is, user-commands.txt carries the user's PAUSE / RESUME / END-SESSION / …

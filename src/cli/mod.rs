@@ -84,25 +84,25 @@ struct Global {
 
 #[derive(Debug, Subcommand)]
 enum Command {
-    Presence(presence::PresenceArgs),
-    Check(check::CheckArgs),
-    Lock(lock::LockArgs),
-    Unlock(unlock::UnlockArgs),
-    Status(status::StatusArgs),
-    Demo(demo::DemoArgs),
-    Msg(msg::MsgArgs),
-    Note(note::NoteArgs),
-    Collab(collab::CollabArgs),
     Startup(startup::StartupArgs),
     Shutdown(startup::ShutdownArgs),
-    Partners(partners::PartnersArgs),
     Session(session::SessionArgs),
+    Presence(presence::PresenceArgs),
+    Check(check::CheckArgs),
     Handshake(handshake::HandshakeArgs),
-    Dialogue(dialogue::DialogueArgs),
-    Review(review::ReviewArgs),
+    Partners(partners::PartnersArgs),
+    Lock(lock::LockArgs),
+    Unlock(unlock::UnlockArgs),
     Write(write::WriteArgs),
     Run(run::RunArgs),
     Restore(restore::RestoreArgs),
+    Note(note::NoteArgs),
+    Msg(msg::MsgArgs),
+    Collab(collab::CollabArgs),
+    Dialogue(dialogue::DialogueArgs),
+    Review(review::ReviewArgs),
+    Status(status::StatusArgs),
+    Demo(demo::DemoArgs),
 }
 
 /// What every command gets: the global options, resolved lazily.

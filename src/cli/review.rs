@@ -14,7 +14,7 @@ use coord::{Error, ExitCode};
 use super::Ctx;
 use super::output::{self, Cell};
 
-/// Run a review between two agents through a tracker file (seed 003)
+/// Run a review between two agents through a markdown tracker
 ///
 /// The tracker `.metadata/reviews/active/TOPIC-tracker.md` is the single source of truth: who is
 /// next, what they do, the steps so far, the issues, the agreements and the handoff prompts.

@@ -10,7 +10,7 @@ use coord::status::{self, Status};
 use super::Ctx;
 use super::output::{self, Cell};
 
-/// Show agents, locks, handshakes and unread messages in one view
+/// Show agents, locks, handshakes, messages, the dialogue and reviews in one view
 ///
 ///   coord status
 ///   coord status --json | jq '.locks[] | select(.state != "LIVE")'
