@@ -44,13 +44,7 @@ pub fn read_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
         OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
         Mode::empty(),
     )
-    .map_err(|e| {
-        if e == rustix::io::Errno::LOOP {
-            io::Error::new(io::ErrorKind::InvalidData, "is a symlink (not followed)")
-        } else {
-            io::Error::from(e)
-        }
-    })?;
+    .map_err(|e| not_followed(e.into()))?;
     let file = File::from(fd);
     let meta = file.metadata()?;
     if !meta.is_file() {
@@ -377,13 +371,7 @@ pub fn open_regular_nofollow(path: &Path) -> io::Result<File> {
         OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
         Mode::empty(),
     )
-    .map_err(|e| {
-        if e == rustix::io::Errno::LOOP {
-            io::Error::new(io::ErrorKind::InvalidData, "is a symlink (not followed)")
-        } else {
-            io::Error::from(e)
-        }
-    })?;
+    .map_err(|e| not_followed(e.into()))?;
     let file = File::from(fd);
     if !file.metadata()?.is_file() {
         return Err(io::Error::new(
@@ -461,6 +449,15 @@ pub fn touch(path: &Path) -> Result<()> {
         return Err(not_regular()).at("touch", path);
     }
     file.set_modified(SystemTime::now()).at("touch", path)
+}
+
+/// An `O_NOFOLLOW` open that met a symlink (`ELOOP`) said as such; other errors unchanged.
+fn not_followed(e: io::Error) -> io::Error {
+    if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
+        io::Error::new(io::ErrorKind::InvalidData, "is a symlink (not followed)")
+    } else {
+        e
+    }
 }
 
 fn not_regular() -> io::Error {
@@ -545,13 +542,7 @@ fn append_inner(path: &Path, line: &[u8]) -> Result<(File, bool)> {
         .mode(0o666)
         .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32)
         .open(path)
-        .map_err(|e| {
-            if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
-                io::Error::new(io::ErrorKind::InvalidData, "is a symlink (not followed)")
-            } else {
-                e
-            }
-        })
+        .map_err(not_followed)
         .at("open for appending", path)?;
     let meta = file.metadata().at("inspect", path)?;
     if !meta.is_file() {
@@ -653,13 +644,7 @@ fn open_mutex(path: &Path) -> Result<File> {
         .mode(0o666)
         .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK).bits() as i32)
         .open(path)
-        .map_err(|e| {
-            if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
-                io::Error::new(io::ErrorKind::InvalidData, "is a symlink (not followed)")
-            } else {
-                e
-            }
-        })
+        .map_err(not_followed)
         .at("open the workspace mutex", path)?;
     if !file
         .metadata()

@@ -1,18 +1,13 @@
 //! `coord lock FILE...`: acquire, all or nothing; wait for a held lock; take a stale one over.
 
-use std::time::Duration;
-
 use clap::Args;
 
-use coord::clock::{self, Wait};
+use coord::clock;
 use coord::v3::lock::{self, DEFAULT_TTL, LockEvent, LockRequest, Owner};
 use coord::v3::session::{SESSION_ENV, SESSION_PID_ENV};
 use coord::{Error, ExitCode};
 
-use super::{Ctx, output};
-
-/// How long `lock` waits by default.
-const DEFAULT_WAIT: Duration = Duration::from_secs(120);
+use super::{Ctx, WaitArgs, output};
 
 /// Acquire locks on files, all or nothing
 ///
@@ -29,12 +24,8 @@ pub struct LockArgs {
     /// Files to lock (relative to the current directory, inside the workspace)
     #[arg(required = true, value_name = "FILE")]
     files: Vec<String>,
-    /// Wait at most this long for a held lock (`30s`, `5m`, `forever`; default 2m)
-    #[arg(long, value_name = "DUR", conflicts_with = "no_wait")]
-    wait: Option<String>,
-    /// Fail at once (exit 3) if a lock is held
-    #[arg(long)]
-    no_wait: bool,
+    #[command(flatten)]
+    wait: WaitArgs,
     /// After this long without a heartbeat from you, others may take the lock over (default 5m)
     #[arg(long, value_name = "DUR")]
     ttl: Option<String>,
@@ -50,11 +41,7 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     let agent = ctx.agent()?;
     let targets = ctx.targets(&ws, &args.files)?;
-    let wait = match (&args.wait, args.no_wait) {
-        (_, true) => Wait::For(Duration::ZERO),
-        (Some(w), false) => Wait::parse(w)?,
-        (None, false) => Wait::For(DEFAULT_WAIT),
-    };
+    let wait = args.wait.wait()?;
     let ttl = match &args.ttl {
         Some(t) => clock::parse_duration(t)?,
         None => DEFAULT_TTL,
@@ -77,38 +64,10 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     };
     let quiet = ctx.quiet;
     let got = lock::acquire(&ws, &req, &mut |event| match event {
-        LockEvent::Waiting(b) if !quiet => {
-            let who = if b.queued_ahead > 0 {
-                format!(
-                    "{} earlier waiter(s) stand in line ({} first)",
-                    b.queued_ahead,
-                    output::clean(&b.holder)
-                )
-            } else {
-                format!(
-                    "held by {} since {}{}",
-                    output::clean(&b.holder),
-                    b.since,
-                    b.working_on
-                        .as_deref()
-                        .map(|w| format!(" (working on {})", output::clean(w)))
-                        .unwrap_or_default()
-                )
-            };
-            output::diag(&format!("waiting for `{}`: {who}", b.file));
-        }
+        LockEvent::Waiting(b) if !quiet => output::diag(&output::waiting_line(b)),
         LockEvent::Waiting(_) => {}
     })?;
-    for a in &got.acquired {
-        for t in &a.took_over {
-            output::diag(&format!(
-                "note: took over the stale lock of {} on `{}` ({})",
-                output::clean(&t.from),
-                a.file,
-                t.why
-            ));
-        }
-    }
+    output::took_over_notes(&got.acquired);
     if ctx.json {
         output::json(&got);
     } else if !ctx.quiet {

@@ -105,6 +105,32 @@ enum Command {
     Demo(demo::DemoArgs),
 }
 
+/// How long a command waits for a lock held by another agent: `--wait DUR` or `--no-wait`.
+#[derive(Debug, Args)]
+pub struct WaitArgs {
+    /// Wait at most this long for a lock held by another (`30s`, `5m`, `forever`; default 2m)
+    #[arg(long, value_name = "DUR", conflicts_with = "no_wait")]
+    wait: Option<String>,
+    /// Fail at once (exit 3) if another agent holds the lock
+    #[arg(long)]
+    no_wait: bool,
+}
+
+impl WaitArgs {
+    /// How long commands wait for a lock by default.
+    pub const DEFAULT: std::time::Duration = std::time::Duration::from_secs(120);
+
+    /// The wait asked for.
+    pub fn wait(&self) -> Result<coord::clock::Wait, Error> {
+        use coord::clock::Wait;
+        match (&self.wait, self.no_wait) {
+            (_, true) => Ok(Wait::For(std::time::Duration::ZERO)),
+            (Some(w), false) => Wait::parse(w),
+            (None, false) => Ok(Wait::For(Self::DEFAULT)),
+        }
+    }
+}
+
 /// What every command gets: the global options, resolved lazily.
 pub struct Ctx {
     cwd: PathBuf,

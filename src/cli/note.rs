@@ -1,15 +1,12 @@
 //! `coord note FILE TEXT`: append `[HH:MM] [Agent] TEXT` to FILE under its lock.
 
-use std::time::Duration;
-
 use clap::Args;
 
 use coord::ExitCode;
-use coord::clock::Wait;
 use coord::v3::lock::LockEvent;
-use coord::v3::note::{self, DEFAULT_WAIT, NoteRequest};
+use coord::v3::note::{self, NoteRequest};
 
-use super::{Ctx, msg, output};
+use super::{Ctx, WaitArgs, msg, output};
 
 /// Append `[HH:MM] [Agent] TEXT` to a shared file, under its lock
 ///
@@ -26,23 +23,15 @@ pub struct NoteArgs {
     /// The note, folded onto one line (`-` reads it from stdin)
     #[arg(value_name = "TEXT")]
     text: String,
-    /// Wait at most this long for the lock (`30s`, `5m`, `forever`; default 2m)
-    #[arg(long, value_name = "DUR", conflicts_with = "no_wait")]
-    wait: Option<String>,
-    /// Fail at once (exit 3) if another agent holds the lock
-    #[arg(long)]
-    no_wait: bool,
+    #[command(flatten)]
+    wait: WaitArgs,
 }
 
 pub fn run(args: NoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     let agent = ctx.agent()?;
     let target = ws.resolve(ctx.cwd(), &args.file)?;
-    let wait = match (&args.wait, args.no_wait) {
-        (_, true) => Wait::For(Duration::ZERO),
-        (Some(w), false) => Wait::parse(w)?,
-        (None, false) => Wait::For(DEFAULT_WAIT),
-    };
+    let wait = args.wait.wait()?;
     let text = msg::text_or_stdin(&args.text)?;
     let quiet = ctx.quiet;
     let noted = note::note(
@@ -54,18 +43,7 @@ pub fn run(args: NoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             wait,
         },
         &mut |event| match event {
-            LockEvent::Waiting(b) if !quiet && b.queued_ahead > 0 => output::diag(&format!(
-                "waiting for `{}`: {} earlier waiter(s) stand in line ({} first)",
-                b.file,
-                b.queued_ahead,
-                output::clean(&b.holder)
-            )),
-            LockEvent::Waiting(b) if !quiet => output::diag(&format!(
-                "waiting for `{}`: held by {} since {}",
-                b.file,
-                output::clean(&b.holder),
-                b.since
-            )),
+            LockEvent::Waiting(b) if !quiet => output::diag(&output::waiting_line(b)),
             LockEvent::Waiting(_) => {}
         },
     )?;

@@ -201,3 +201,40 @@ pub fn title(text: &str, color: bool) -> String {
         text.to_string()
     }
 }
+
+/// The one line said on stderr when a lock is busy and coord starts waiting: who holds it, since
+/// when, what they work on (or how many waiters stand in line first).
+pub fn waiting_line(b: &coord::v3::lock::Blocker) -> String {
+    let who = if b.queued_ahead > 0 {
+        format!(
+            "{} earlier waiter(s) stand in line ({} first)",
+            b.queued_ahead,
+            clean(&b.holder)
+        )
+    } else {
+        format!(
+            "held by {} since {}{}",
+            clean(&b.holder),
+            b.since,
+            b.working_on
+                .as_deref()
+                .map(|w| format!(" (working on {})", clean(w)))
+                .unwrap_or_default()
+        )
+    };
+    format!("waiting for `{}`: {who}", b.file)
+}
+
+/// Say on stderr, for each stale lock an acquisition took over, whose it was and why.
+pub fn took_over_notes(acquired: &[coord::v3::lock::Acquired]) {
+    for a in acquired {
+        for t in &a.took_over {
+            diag(&format!(
+                "note: took over the stale lock of {} on `{}` ({})",
+                clean(&t.from),
+                a.file,
+                t.why
+            ));
+        }
+    }
+}

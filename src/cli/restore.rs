@@ -1,15 +1,12 @@
 //! `coord restore FILE`: put FILE.bak back under FILE's lock (a swap, so it can be undone).
 
-use std::time::Duration;
-
 use clap::Args;
 
 use coord::ExitCode;
-use coord::clock::Wait;
 use coord::edit::restore;
 use coord::v3::lock::LockEvent;
 
-use super::{Ctx, output};
+use super::{Ctx, WaitArgs, output};
 
 /// Put FILE.bak back (the current content becomes the new FILE.bak)
 ///
@@ -24,27 +21,19 @@ pub struct RestoreArgs {
     /// The file to restore from FILE.bak
     #[arg(value_name = "FILE")]
     file: String,
-    /// Wait at most this long for a lock held by another (`30s`, `5m`, `forever`; default 2m)
-    #[arg(long, value_name = "DUR", conflicts_with = "no_wait")]
-    wait: Option<String>,
-    /// Fail at once (exit 3) if another agent holds the lock
-    #[arg(long)]
-    no_wait: bool,
+    #[command(flatten)]
+    wait: WaitArgs,
 }
 
 pub fn run(args: RestoreArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     let agent = ctx.agent()?;
     let target = ws.resolve(ctx.cwd(), &args.file)?;
-    let wait = match (&args.wait, args.no_wait) {
-        (_, true) => Wait::For(Duration::ZERO),
-        (Some(w), false) => Wait::parse(w)?,
-        (None, false) => Wait::For(Duration::from_secs(120)),
-    };
+    let wait = args.wait.wait()?;
     let quiet = ctx.quiet;
     let restored = restore::restore(&ws, &agent, &target, wait, &mut |event| {
         if let (LockEvent::Waiting(b), false) = (event, quiet) {
-            output::diag(&super::run::waiting_line(b));
+            output::diag(&output::waiting_line(b));
         }
     })?;
     if ctx.json {

@@ -1,16 +1,14 @@
 //! `coord run FILE... [--wait DUR] -- CMD [ARGS...]`: hold locks while a command runs.
 
 use std::ffi::OsString;
-use std::time::Duration;
 
 use clap::Args;
 
 use coord::ExitCode;
-use coord::clock::Wait;
 use coord::edit::run::{self, RunEnd, RunEvent, RunRequest};
-use coord::v3::lock::{Blocker, LockEvent};
+use coord::v3::lock::LockEvent;
 
-use super::{Ctx, output};
+use super::{Ctx, WaitArgs, output};
 
 /// Lock files, run a command, release the locks however it ends
 ///
@@ -28,9 +26,8 @@ pub struct RunArgs {
     /// Files to lock (relative to the current directory, inside the workspace)
     #[arg(required = true, value_name = "FILE")]
     files: Vec<String>,
-    /// Wait at most this long for a held lock (`0`, `30s`, `5m`, `forever`; default 2m)
-    #[arg(long, value_name = "DUR")]
-    wait: Option<String>,
+    #[command(flatten)]
+    wait: WaitArgs,
     /// The command and its arguments, after `--`
     #[arg(last = true, required = true, value_name = "CMD")]
     command: Vec<OsString>,
@@ -40,10 +37,7 @@ pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     let agent = ctx.agent()?;
     let targets = ctx.targets(&ws, &args.files)?;
-    let wait = match &args.wait {
-        Some(w) => Wait::parse(w)?,
-        None => Wait::For(Duration::from_secs(120)),
-    };
+    let wait = args.wait.wait()?;
     let req = RunRequest {
         agent,
         targets,
@@ -52,19 +46,8 @@ pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     };
     let quiet = ctx.quiet;
     let outcome = run::run(&ws, &req, &mut |event| match event {
-        RunEvent::Lock(LockEvent::Waiting(b)) if !quiet => output::diag(&waiting_line(b)),
-        RunEvent::Locked(got) => {
-            for a in &got.acquired {
-                for t in &a.took_over {
-                    output::diag(&format!(
-                        "note: took over the stale lock of {} on `{}` ({})",
-                        output::clean(&t.from),
-                        a.file,
-                        t.why
-                    ));
-                }
-            }
-        }
+        RunEvent::Lock(LockEvent::Waiting(b)) if !quiet => output::diag(&output::waiting_line(b)),
+        RunEvent::Locked(got) => output::took_over_notes(&got.acquired),
         RunEvent::Lock(_) => {}
     })?;
     for file in &outcome.lost {
@@ -84,26 +67,4 @@ pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     // CMD's own status is passed on as is: it is not one of coord's outcomes, so it does not
     // go through the `ExitCode` table. Everything is released and flushed by now.
     std::process::exit(i32::from(outcome.end.status()))
-}
-
-/// The one line said on stderr when a lock is busy and coord starts waiting.
-pub fn waiting_line(b: &Blocker) -> String {
-    let who = if b.queued_ahead > 0 {
-        format!(
-            "{} earlier waiter(s) stand in line ({} first)",
-            b.queued_ahead,
-            output::clean(&b.holder)
-        )
-    } else {
-        format!(
-            "held by {} since {}{}",
-            output::clean(&b.holder),
-            b.since,
-            b.working_on
-                .as_deref()
-                .map(|w| format!(" (working on {})", output::clean(w)))
-                .unwrap_or_default()
-        )
-    };
-    format!("waiting for `{}`: {who}", b.file)
 }

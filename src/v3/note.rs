@@ -17,8 +17,6 @@
 //! - The text is folded onto one line (newlines become spaces, control characters are dropped):
 //!   a note can never forge a second note.
 
-use std::time::Duration;
-
 use serde::Serialize;
 
 use crate::clock::{self, Timestamp, Wait};
@@ -149,9 +147,6 @@ fn fenced_append(ws: &Workspace, req: &NoteRequest, token: &str) -> Result<Strin
     fsutil::sync_file(&req.target.abs)?;
     Ok(line)
 }
-
-/// The wait `coord note` uses when none is given (the same as `coord lock`).
-pub const DEFAULT_WAIT: Duration = Duration::from_secs(120);
 
 #[cfg(test)]
 mod tests {
