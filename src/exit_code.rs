@@ -1,6 +1,6 @@
 //! The exit-code table of the command-line contract, in one place.
 //!
-//! Call sites never pick a number: they return an [`Error`](crate::Error), and
+//! Call sites never pick a number: they return an [`Error`], and
 //! [`ExitCode::from`] maps its variant here.
 
 use crate::error::Error;

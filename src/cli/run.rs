@@ -64,7 +64,6 @@ pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             ),
         );
     }
-    // CMD's own status is passed on as is: it is not one of coord's outcomes, so it does not
-    // go through the `ExitCode` table. Everything is released and flushed by now.
-    std::process::exit(i32::from(outcome.end.status()))
+    // CMD's own status is passed on as is (127/126 when it could not be started).
+    Ok(ExitCode::Passthrough(outcome.end.status()))
 }
