@@ -307,10 +307,16 @@ pub fn inbox(ws: &Workspace, agent: &AgentId) -> Inbox {
     Inbox { messages, skipped }
 }
 
-/// Unread counts of each agent in `agents` (every one gets an entry). Reading only.
-pub fn unread_counts(ws: &Workspace, agents: &[String]) -> BTreeMap<String, usize> {
-    let (all, _) = scan(ws.root());
-    agents
+/// Unread counts of each agent in `agents` (every one gets an entry), and the files in the
+/// message folder that could not be read as messages. Reading only.
+pub fn unread_counts(
+    ws: &Workspace,
+    agents: &[String],
+) -> (BTreeMap<String, usize>, Vec<Unreadable>) {
+    // The skipped files are returned so that `coord status` can list them: a message that
+    // cannot be read is otherwise invisible there (not counted, not reported).
+    let (all, skipped) = scan(ws.root());
+    let counts = agents
         .iter()
         .map(|agent| {
             let marks = read_marks(ws.root(), agent);
@@ -320,7 +326,8 @@ pub fn unread_counts(ws: &Workspace, agents: &[String]) -> BTreeMap<String, usiz
                 .count();
             (agent.clone(), n)
         })
-        .collect()
+        .collect();
+    (counts, skipped)
 }
 
 /// Message `id`, marked read for `agent` when it is one of its recipients.
