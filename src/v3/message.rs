@@ -468,4 +468,28 @@ mod tests {
         assert!(Recipient::parse("../x").is_err());
         assert!(Recipient::parse("").is_err());
     }
+
+    proptest::proptest! {
+        // Message files are read from a shared folder: any bytes must give a message or a
+        // reason, never a panic; and what `msg send` writes reads back exactly.
+        #[test]
+        fn message_files_never_panic_and_read_back(
+            text in proptest::prelude::any::<String>(),
+            from in "[a-z0-9][a-z0-9_-]{0,15}",
+            name in "[A-Za-z0-9][A-Za-z0-9_-]{0,15}",
+            to in "(all|[a-z0-9][a-z0-9_-]{0,15})",
+            body in proptest::prelude::any::<String>(),
+        ) {
+            let _ = Message::parse("x", &text);
+            let m = Message {
+                id: "abc".into(),
+                from,
+                from_name: name,
+                to,
+                time: "2026-01-28T01:00:00+01:00".into(),
+                body,
+            };
+            proptest::prop_assert_eq!(Message::parse("abc", &m.render()), Ok(m));
+        }
+    }
 }
