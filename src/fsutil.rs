@@ -415,12 +415,35 @@ pub fn rename(from: &Path, to: &Path) -> Result<()> {
     fs::rename(from, to).at("rename", from)
 }
 
-/// Create `dir` and its parents. A symlink where a folder should be is refused.
+/// The first folder above `path` (nearest first) that is a symlink, if any.
+///
+/// Every path coord builds starts at a workspace root that was resolved (`canonicalize`), so a
+/// symlink among the ancestors of a state path was planted below the root: following it would
+/// read or write outside the workspace.
+pub fn linked_ancestor(path: &Path) -> Option<PathBuf> {
+    path.ancestors()
+        .skip(1)
+        .filter(|a| !a.as_os_str().is_empty())
+        .find(|a| fs::symlink_metadata(a).is_ok_and(|m| m.is_symlink()))
+        .map(Path::to_path_buf)
+}
+
+/// Create `dir` and its parents. A symlink where a folder should be is refused, at `dir` or
+/// at any folder above it.
 ///
 /// # Errors
 ///
 /// [`Error::Io`](crate::Error::Io) naming the folder.
 pub fn ensure_dir(dir: &Path) -> Result<()> {
+    // A symlinked folder above `dir` (`.metadata -> /elsewhere`, `archive -> /elsewhere`) would
+    // make `create_dir_all` and every later write land outside the workspace.
+    if let Some(link) = linked_ancestor(dir) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "is a symlink (not followed)",
+        ))
+        .at("create folder", &link);
+    }
     match fs::symlink_metadata(dir) {
         Ok(meta) if meta.is_dir() => Ok(()),
         Ok(_) => Err(io::Error::new(

@@ -175,6 +175,11 @@ pub fn collect(ws: &Workspace) -> Status {
     unreadable.extend(bad_rows);
     let (reviews, bad_trackers) = review::rules::open_reviews(ws);
     unreadable.extend(bad_trackers);
+    let (unread, bad_messages) = message::unread_counts(
+        ws,
+        &presences.iter().map(|p| p.id.clone()).collect::<Vec<_>>(),
+    );
+    unreadable.extend(bad_messages);
     Status {
         root: ws.root().display().to_string(),
         agents: presences.iter().map(|p| agent_view(p, &now)).collect(),
@@ -202,10 +207,7 @@ pub fn collect(ws: &Workspace) -> Status {
                 current_task: r.current_task,
             })
             .collect(),
-        unread: message::unread_counts(
-            ws,
-            &presences.iter().map(|p| p.id.clone()).collect::<Vec<_>>(),
-        ),
+        unread,
         reviews,
         unreadable,
         dialogue: dialogue::summary(ws),

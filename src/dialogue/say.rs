@@ -23,12 +23,13 @@
 //! A count that differs from `status.json` in any other way is corruption: `current-turn.txt`
 //! gets `[ERROR] conversation.md appears corrupted` and nothing else changes.
 
+use std::io;
 use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::clock::{self, Timestamp};
-use crate::error::{Error, Result};
+use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil::{self, MutexGuard};
 use crate::layout;
 use crate::watch::{Deadline, FolderWatch, RECHECK};
@@ -268,6 +269,19 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
     let number = snap.conv.count() + 1;
     let block = files::render_message(&snap.conv, number, &speaker, &now, &req.text, &markers);
 
+    // The append is the commit point: refuse before it when a file replaced after it cannot be
+    // (a folder standing at `current-turn.txt` or `status.json`), rather than commit half a
+    // message whose turn and status stay behind.
+    for name in [layout::DIALOGUE_TURN, layout::DIALOGUE_STATUS] {
+        let path = d.path(name);
+        if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
+            return Err(io::Error::new(
+                io::ErrorKind::InvalidData,
+                "is a folder; move it out of the way",
+            ))
+            .at("replace", &path);
+        }
+    }
     fsutil::append_durable(&d.path(layout::DIALOGUE_CONVERSATION), block.as_bytes())?;
     fsutil::replace_durable(
         &d.path(layout::DIALOGUE_TURN),

@@ -1004,6 +1004,15 @@ pub fn meta_date(now: &Timestamp) -> String {
 
 /// Read a whole file as UTF-8 (capped, no symlink followed). `Ok(None)` when it does not exist.
 fn read_utf8(path: &Path) -> Result<Option<String>> {
+    // O_NOFOLLOW guards only the last component: a symlinked `.metadata` or `reviews/active`
+    // would still lead the read (and the replace that follows it) outside the workspace.
+    if let Some(link) = fsutil::linked_ancestor(path) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "is a symlink (not followed)",
+        ))
+        .at("read through", &link);
+    }
     let bytes = match fsutil::read_capped(path, FILE_CAP) {
         Ok(b) => b,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),

@@ -307,10 +307,16 @@ pub fn inbox(ws: &Workspace, agent: &AgentId) -> Inbox {
     Inbox { messages, skipped }
 }
 
-/// Unread counts of each agent in `agents` (every one gets an entry). Reading only.
-pub fn unread_counts(ws: &Workspace, agents: &[String]) -> BTreeMap<String, usize> {
-    let (all, _) = scan(ws.root());
-    agents
+/// Unread counts of each agent in `agents` (every one gets an entry), and the files in the
+/// message folder that could not be read as messages. Reading only.
+pub fn unread_counts(
+    ws: &Workspace,
+    agents: &[String],
+) -> (BTreeMap<String, usize>, Vec<Unreadable>) {
+    // The skipped files are returned so that `coord status` can list them: a message that
+    // cannot be read is otherwise invisible there (not counted, not reported).
+    let (all, skipped) = scan(ws.root());
+    let counts = agents
         .iter()
         .map(|agent| {
             let marks = read_marks(ws.root(), agent);
@@ -320,7 +326,8 @@ pub fn unread_counts(ws: &Workspace, agents: &[String]) -> BTreeMap<String, usiz
                 .count();
             (agent.clone(), n)
         })
-        .collect()
+        .collect();
+    (counts, skipped)
 }
 
 /// Message `id`, marked read for `agent` when it is one of its recipients.
@@ -460,5 +467,29 @@ mod tests {
         );
         assert!(Recipient::parse("../x").is_err());
         assert!(Recipient::parse("").is_err());
+    }
+
+    proptest::proptest! {
+        // Message files are read from a shared folder: any bytes must give a message or a
+        // reason, never a panic; and what `msg send` writes reads back exactly.
+        #[test]
+        fn message_files_never_panic_and_read_back(
+            text in proptest::prelude::any::<String>(),
+            from in "[a-z0-9][a-z0-9_-]{0,15}",
+            name in "[A-Za-z0-9][A-Za-z0-9_-]{0,15}",
+            to in "(all|[a-z0-9][a-z0-9_-]{0,15})",
+            body in proptest::prelude::any::<String>(),
+        ) {
+            let _ = Message::parse("x", &text);
+            let m = Message {
+                id: "abc".into(),
+                from,
+                from_name: name,
+                to,
+                time: "2026-01-28T01:00:00+01:00".into(),
+                body,
+            };
+            proptest::prop_assert_eq!(Message::parse("abc", &m.render()), Ok(m));
+        }
     }
 }

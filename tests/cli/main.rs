@@ -11,6 +11,7 @@ mod dialogue;
 mod edit;
 mod handshake;
 mod hostile;
+mod hostile_state;
 mod load;
 mod messages;
 mod review;
