@@ -121,6 +121,9 @@ pub fn take_lock_txt<'a>(
 ) -> Result<LockTxt<'a>> {
     let deadline = Deadline::after(Some(wait));
     let path = d.path(layout::DIALOGUE_LOCK);
+    // Every write in the folder starts here: sweep what killed writers left (the temporary
+    // files of `current-turn.txt` and `status.json` replacements); nothing else would.
+    fsutil::sweep_temps(&d.folder);
     let mut held = Some(mutex);
     let mut watch: Option<FolderWatch> = None;
     loop {
