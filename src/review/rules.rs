@@ -379,6 +379,9 @@ impl Reviews {
     fn begin(&self, topic: &str, actor: Option<&AgentId>) -> Result<(fsutil::MutexGuard, Tracker)> {
         check_topic(topic)?;
         let guard = self.ws.lock_mutex()?;
+        // Every tracker update starts here: sweep the temporary files that killed updates
+        // left in the folder of active trackers (and archives); nothing else would.
+        fsutil::sweep_temps(&self.active_dir());
         let path = self.active_path(topic);
         let Some(t) = self.read_tracker(&path)? else {
             if fsutil::mtime(&self.closed_path(topic)).is_some() {
