@@ -546,6 +546,11 @@ pub struct LockInfo {
     pub age_s: Option<u64>,
     /// Whether it is stale (older than 60 s, or its process is gone).
     pub stale: bool,
+    /// The writer whose interrupted write may still need completing: written by a `say` that
+    /// took a stale `lock.txt` over, and dropped once it knows nothing is left to complete, so
+    /// a `say` killed in between does not hide whose message the next one may complete.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub interrupted: Option<String>,
 }
 
 impl LockInfo {
@@ -579,17 +584,23 @@ impl LockInfo {
             host: host_name,
             age_s: age.map(|a| a.as_secs()),
             stale: gone || age.is_some_and(|a| a > LOCK_STALE_AFTER),
+            interrupted: rec.get_nonempty("interrupted").map(clip),
         }
     }
 
-    /// The text coord writes: the id first (as the seed asks), then who and since when.
-    pub fn render(holder: &str, now: &Timestamp) -> String {
-        format!(
+    /// The text coord writes: the id first (as the seed asks), then who and since when, and
+    /// the writer whose interrupted write may need completing (see [`LockInfo::interrupted`]).
+    pub fn render(holder: &str, now: &Timestamp, interrupted: Option<&str>) -> String {
+        let mut text = format!(
             "{holder}\nsince: {}\npid: {}\nhost: {}\n",
             clock::format_timestamp(now),
             host::pid(),
             host::hostname()
-        )
+        );
+        if let Some(w) = interrupted {
+            text.push_str(&format!("interrupted: {w}\n"));
+        }
+        text
     }
 }
 
@@ -680,8 +691,15 @@ mod tests {
         let hand = LockInfo::parse("AGENT-2\n", Some(old), &now);
         assert_eq!(hand.holder, "AGENT-2");
         assert!(hand.stale);
-        let fresh = LockInfo::parse(&LockInfo::render("AGENT-1", &now), None, &now);
+        let fresh = LockInfo::parse(&LockInfo::render("AGENT-1", &now, None), None, &now);
         assert_eq!(fresh.holder, "AGENT-1");
         assert!(!fresh.stale, "this process is alive");
+        assert_eq!(fresh.interrupted, None);
+        let taken = LockInfo::parse(
+            &LockInfo::render("AGENT-1", &now, Some("AGENT-2")),
+            None,
+            &now,
+        );
+        assert_eq!(taken.interrupted.as_deref(), Some("AGENT-2"));
     }
 }

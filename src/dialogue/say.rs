@@ -20,6 +20,11 @@
 //!   not passed and rewrites `status.json`, then the new message is written;
 //! - after 5: only `lock.txt` is left, and taken over.
 //!
+//! A stale `lock.txt` is taken over by replacing it in one rename (never removed first), and
+//! the new one names the writer whose write may be interrupted (`interrupted:`) until the
+//! repair is done; so a `say` killed while taking over or repairing leaves a state the next
+//! `say` still completes.
+//!
 //! A count that differs from `status.json` in any other way is corruption: `current-turn.txt`
 //! gets `[ERROR] conversation.md appears corrupted` and nothing else changes.
 
@@ -89,6 +94,19 @@ pub struct LockTxt<'a> {
 }
 
 impl LockTxt<'_> {
+    /// After a takeover, once any interrupted write is completed: rewrite `lock.txt` without
+    /// its `interrupted:` line, so that from now on only this holder's own message can be
+    /// the one a crash leaves uncounted.
+    fn settle(&self, holder: &str, now: &Timestamp) -> Result<()> {
+        if self.took_over.is_none() {
+            return Ok(());
+        }
+        fsutil::replace(
+            &self.d.path(layout::DIALOGUE_LOCK),
+            LockInfo::render(holder, now, None).as_bytes(),
+        )
+    }
+
     /// Remove `lock.txt` (the last step of a write).
     ///
     /// # Errors
@@ -122,6 +140,9 @@ pub fn take_lock_txt<'a>(
 ) -> Result<LockTxt<'a>> {
     let deadline = Deadline::after(Some(wait));
     let path = d.path(layout::DIALOGUE_LOCK);
+    // Every write in the folder starts here: sweep what killed writers left (the temporary
+    // files of `current-turn.txt` and `status.json` replacements); nothing else would.
+    fsutil::sweep_temps(&d.folder);
     let mut held = Some(mutex);
     let mut watch: Option<FolderWatch> = None;
     loop {
@@ -130,7 +151,7 @@ pub fn take_lock_txt<'a>(
             None => d.lock_mutex()?,
         };
         let now = clock::now();
-        let record = LockInfo::render(holder, &now);
+        let record = LockInfo::render(holder, &now, None);
         if fsutil::create_new(&path, record.as_bytes())? {
             return Ok(LockTxt {
                 d,
@@ -148,17 +169,21 @@ pub fn take_lock_txt<'a>(
             Err(_) => LockInfo::parse("", fsutil::mtime(&path).map(clock::from_system_time), &now),
         };
         if info.stale {
-            fsutil::remove(&path)?;
-            if fsutil::create_new(&path, record.as_bytes())? {
-                return Ok(LockTxt {
-                    d,
-                    _mutex: guard,
-                    took_over: Some(info),
-                    released: false,
-                });
-            }
-            held = Some(guard);
-            continue;
+            // Replaced in one rename, never removed first: a crash in between would leave an
+            // interrupted write without the stale `lock.txt` that lets the next `say` complete
+            // it. The new record carries whose write that may be, so that this process being
+            // killed before completing it does not hide it from the next one.
+            let origin = info.interrupted.as_deref().unwrap_or(&info.holder);
+            fsutil::replace(
+                &path,
+                LockInfo::render(holder, &now, Some(origin)).as_bytes(),
+            )?;
+            return Ok(LockTxt {
+                d,
+                _mutex: guard,
+                took_over: Some(info),
+                released: false,
+            });
         }
         drop(guard);
         if deadline.passed() {
@@ -249,6 +274,7 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
             None => return Err(mark_corrupted(d, None, &why)),
         }
     }
+    lock.settle(&speaker, &now)?;
     let speaker = snap
         .participants
         .iter()
@@ -386,7 +412,14 @@ fn repair_interrupted(
     else {
         return Ok(None);
     };
-    if snap.conv.count() != status.message_count() + 1 || !same_id(&last.speaker, &stale.holder) {
+    // The message must be by the stale lock's holder, or by the writer whose interrupted
+    // write that holder was completing when it was killed in turn.
+    let by_writer = same_id(&last.speaker, &stale.holder)
+        || stale
+            .interrupted
+            .as_deref()
+            .is_some_and(|w| same_id(&last.speaker, w));
+    if snap.conv.count() != status.message_count() + 1 || !by_writer {
         return Ok(None);
     }
     let writer = last.speaker.clone();

@@ -379,6 +379,9 @@ impl Reviews {
     fn begin(&self, topic: &str, actor: Option<&AgentId>) -> Result<(fsutil::MutexGuard, Tracker)> {
         check_topic(topic)?;
         let guard = self.ws.lock_mutex()?;
+        // Every tracker update starts here: sweep the temporary files that killed updates
+        // left in the folder of active trackers (and archives); nothing else would.
+        fsutil::sweep_temps(&self.active_dir());
         let path = self.active_path(topic);
         let Some(t) = self.read_tracker(&path)? else {
             if fsutil::mtime(&self.closed_path(topic)).is_some() {
@@ -569,9 +572,30 @@ impl Reviews {
         while taken.last().is_some_and(|l| l.trim().is_empty()) {
             taken.pop();
         }
+        let name = layout::review_archive_name(topic);
+        // A step killed between the archive write and the tracker write left these very steps
+        // at the archive's end while the tracker still holds them (its note counting one
+        // batch fewer): finish that move instead of archiving them a second time.
+        let noted = t
+            .view()
+            .steps_note
+            .as_deref()
+            .and_then(|n| n.strip_prefix("Note: Steps 01-"))
+            .and_then(|n| n.split(' ').next())
+            .and_then(|n| n.parse::<usize>().ok())
+            .unwrap_or(0);
+        if let Some(e) = &existing
+            && before == noted + ARCHIVED_AT_ONCE
+        {
+            let first = u32::try_from(noted + 1).unwrap_or(u32::MAX);
+            let again = tracker::renumber_steps(&taken, first).join("\n");
+            if e.trim_end().ends_with(again.trim_end()) {
+                t.set_steps_note(&format!("Note: Steps 01-{before:02} archived to {name}"))?;
+                return Ok(Some(self.meta_rel_path(&archive)));
+            }
+        }
         let first = u32::try_from(before + 1).unwrap_or(u32::MAX);
         let steps = tracker::renumber_steps(&taken, first).join("\n");
-        let name = layout::review_archive_name(topic);
         let text = match existing {
             None => format!(
                 "# Review Tracker Archive: {topic}\n\nSteps archived from `{topic}-tracker.md` (archive policy: more than {MAX_STEPS} steps).\n\n## Steps\n\n{steps}\n"
@@ -583,7 +607,8 @@ impl Reviews {
                 format!("{e}\n{steps}\n")
             }
         };
-        // The archive first: a crash in between leaves steps in both files, never in neither.
+        // The archive first: a crash in between leaves steps in both files, never in neither,
+        // and the next step finishes the move (above).
         fsutil::replace_durable(&archive, text.as_bytes())?;
         t.set_steps_note(&format!(
             "Note: Steps 01-{:02} archived to {name}",

@@ -25,6 +25,8 @@
 //! - **Hostile files are skipped, never trusted.** Files are read with a size cap, without
 //!   following links; a file that is not a message is reported in the listing's `skipped` and
 //!   left alone.
+//! - **No litter.** Temporary files of killed senders and readers are swept by the next
+//!   `send`, listing or read in their folder.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -212,6 +214,8 @@ pub fn send(ws: &Workspace, from: &AgentId, to: &Recipient, body: &str) -> Resul
     ws.ensure_state_dir()?;
     let dir = layout::messages_dir(ws.root());
     fsutil::ensure_dir(&dir)?;
+    // What killed senders left here is swept by the next sender too (and by every listing).
+    fsutil::sweep_temps(&dir);
     let mut msg = Message {
         id: String::new(),
         from: from.id().to_string(),
@@ -247,6 +251,9 @@ fn scan(root: &Path) -> (Vec<Message>, Vec<Unreadable>) {
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
         if !name.ends_with(layout::MESSAGE_SUFFIX) {
+            // Temporary files of senders killed before publishing: nothing else removes them,
+            // since no other command works in this folder.
+            fsutil::sweep_entry(&entry);
             continue; // temporary files, the `read` folder
         }
         let shown = format!("{}/messages/{name}", layout::STATE_DIR);
@@ -279,6 +286,8 @@ fn read_marks(root: &Path, agent: &str) -> std::collections::HashSet<String> {
         .map(|entries| {
             entries
                 .flatten()
+                // Temporary files of readers killed while marking are swept here.
+                .filter(|e| !fsutil::sweep_entry(e))
                 .filter_map(|e| e.file_name().to_str().map(str::to_string))
                 .filter(|n| layout::is_valid_message_id(n))
                 .collect()
@@ -393,6 +402,8 @@ pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Inbox> {
     ws.ensure_state_dir()?;
     let dir = layout::messages_dir(ws.root());
     fsutil::ensure_dir(&dir)?;
+    // What killed senders left here is swept by the next sender too (and by every listing).
+    fsutil::sweep_temps(&dir);
     let started = std::time::Instant::now();
     let deadline = Deadline::after(wait.as_duration());
     // Subscribe first, then look, then wait: a message sent in between is still seen.

@@ -7,6 +7,7 @@ mod support;
 mod collab;
 mod concurrency;
 mod crashes;
+mod crashes_protocols;
 mod dialogue;
 mod edit;
 mod handshake;
