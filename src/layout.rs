@@ -119,6 +119,12 @@ pub fn rejected(file: &Path, agent: &str) -> PathBuf {
     with_suffix(file, &format!("{REJECTED_INFIX}{agent}"))
 }
 
+/// `FILE.rejected.<agent>.<n>`: where refused content goes when something that is not a file
+/// (a folder, a FIFO) stands at `FILE.rejected.<agent>`.
+pub fn rejected_numbered(file: &Path, agent: &str, n: u32) -> PathBuf {
+    with_suffix(file, &format!("{REJECTED_INFIX}{agent}.{n}"))
+}
+
 /// The start of a temporary file name made by process `pid` on the host tagged `tag`.
 pub fn temp_prefix(tag: &str, pid: u32) -> String {
     format!("{TEMP_START}{tag}-{pid}-")

@@ -104,7 +104,21 @@ fn reject(
     tmp: tempfile::NamedTempFile,
     why: Refusal,
 ) -> Error {
-    let path = layout::rejected(&target.abs, agent.id());
+    let mut path = layout::rejected(&target.abs, agent.id());
+    // A regular file or a symlink at the usual name is replaced (never followed); anything else
+    // there (a folder, a FIFO) cannot be, and the content must not be lost with it: keep it
+    // beside, under the first numbered name that is free.
+    let blocked = |p: &std::path::Path| {
+        std::fs::symlink_metadata(p).is_ok_and(|m| !m.is_file() && !m.is_symlink())
+    };
+    if blocked(&path) {
+        if let Some(free) = (1..=99)
+            .map(|n| layout::rejected_numbered(&target.abs, agent.id(), n))
+            .find(|p| std::fs::symlink_metadata(p).is_err())
+        {
+            path = free;
+        }
+    }
     let rel = ws.rel(&path).unwrap_or_else(|| path.display().to_string());
     if let Err(e) = fsutil::persist_durable(tmp, &path) {
         return e;

@@ -492,3 +492,17 @@ fn a_killed_run_leaves_a_lock_that_is_stale_at_once() {
         .ok()
         .stderr_has("took over the stale lock of claude");
 }
+
+#[test]
+fn refused_content_is_kept_even_when_a_folder_blocks_the_usual_name() {
+    let env = Env::new();
+    env.write("a.md", "original\n");
+    std::fs::create_dir(env.path("a.md.rejected.claude")).unwrap();
+    env.agent("claude")
+        .args(["write", "a.md"])
+        .stdin("my precious edit\n")
+        .code(3)
+        .stderr_has("kept in `a.md.rejected.claude.1`");
+    assert_eq!(env.read("a.md.rejected.claude.1"), "my precious edit\n");
+    assert_eq!(env.read("a.md"), "original\n");
+}
