@@ -111,13 +111,12 @@ fn reject(
     let blocked = |p: &std::path::Path| {
         std::fs::symlink_metadata(p).is_ok_and(|m| !m.is_file() && !m.is_symlink())
     };
-    if blocked(&path) {
-        if let Some(free) = (1..=99)
+    if blocked(&path)
+        && let Some(free) = (1..=99)
             .map(|n| layout::rejected_numbered(&target.abs, agent.id(), n))
             .find(|p| std::fs::symlink_metadata(p).is_err())
-        {
-            path = free;
-        }
+    {
+        path = free;
     }
     let rel = ws.rel(&path).unwrap_or_else(|| path.display().to_string());
     if let Err(e) = fsutil::persist_durable(tmp, &path) {
