@@ -13,8 +13,13 @@ fuzz_target!(|data: &[u8]| {
     // A name read from a folder never holds `/` (paths normalise repeated ones).
     let file_name = !text.contains('/');
     if let Some((base, agent)) = layout::parse_lock_name(&text).filter(|_| file_name) {
-        let built = layout::lock_file(Path::new(base), agent);
-        assert_eq!(built.to_str(), Some(&*text));
+        // The agent part is read case-insensitively (`FILE.lock.Claude` is claude's lock); the
+        // canonical name coord writes is the same text with that part lower-cased.
+        let built = layout::lock_file(Path::new(base), &agent);
+        let (b, a) = text.rsplit_once(".lock.").expect("a lock name has the infix");
+        assert_eq!(b, base);
+        assert_eq!(a.to_ascii_lowercase(), agent);
+        assert_eq!(built.to_str(), Some(&*format!("{base}.lock.{agent}")));
     }
     if let Some((tag, pid)) = layout::parse_temp_name(&text) {
         assert!(layout::temp_prefix(tag, pid).len() <= text.len());
