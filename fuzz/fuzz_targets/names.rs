@@ -16,7 +16,9 @@ fuzz_target!(|data: &[u8]| {
         // The agent part is read case-insensitively (`FILE.lock.Claude` is claude's lock); the
         // canonical name coord writes is the same text with that part lower-cased.
         let built = layout::lock_file(Path::new(base), &agent);
-        let (b, a) = text.rsplit_once(".lock.").expect("a lock name has the infix");
+        let (b, a) = text
+            .rsplit_once(".lock.")
+            .expect("a lock name has the infix");
         assert_eq!(b, base);
         assert_eq!(a.to_ascii_lowercase(), agent);
         assert_eq!(built.to_str(), Some(&*format!("{base}.lock.{agent}")));

@@ -12,6 +12,10 @@ fuzz_target!(|data: &[u8]| {
             assert_eq!(UserCommand::parse(&cmd.render()), Some(cmd));
         }
     }
-    let _ = judge(&text, Some(text.len() % 7), data.first().is_some_and(|b| b & 1 == 1));
+    let _ = judge(
+        &text,
+        Some(text.len() % 7),
+        data.first().is_some_and(|b| b & 1 == 1),
+    );
     let _ = judge(&text, None, false);
 });
