@@ -603,16 +603,7 @@ pub(super) fn parse_prompt_heading(text: &str) -> (Option<String>, Option<u32>) 
 }
 
 pub(super) fn prompt_body(lines: &[String]) -> String {
-    let clean: Vec<&str> = lines.iter().map(|l| l.trim_end_matches('\r')).collect();
-    let start = clean
-        .iter()
-        .position(|l| !is_blank(l))
-        .unwrap_or(clean.len());
-    let end = clean
-        .iter()
-        .rposition(|l| !is_blank(l))
-        .map_or(start, |e| e + 1);
-    let body = &clean[start..end];
+    let body = without_blank_ends(lines);
     if body.len() >= 2 {
         let open = body[0].trim();
         let ch = open.chars().next().unwrap_or(' ');
@@ -667,10 +658,18 @@ pub fn handoff_section(path: &Path, text: &str) -> Result<String> {
             i + 1
         )));
     }
-    let clean: Vec<&str> = lines[h + 1..]
-        .iter()
-        .map(|l| l.trim_end_matches('\r'))
-        .collect();
+    let body = without_blank_ends(&lines[h + 1..]);
+    if body.is_empty() {
+        return Err(Error::bad_input(format!(
+            "the `## {HANDOFF_HEADING}` section of `{shown}` is empty"
+        )));
+    }
+    Ok(body.join("\n"))
+}
+
+/// `lines` without their `\r` line ends and without blank lines at either end.
+fn without_blank_ends(lines: &[String]) -> Vec<&str> {
+    let clean: Vec<&str> = lines.iter().map(|l| l.trim_end_matches('\r')).collect();
     let start = clean
         .iter()
         .position(|l| !is_blank(l))
@@ -679,12 +678,7 @@ pub fn handoff_section(path: &Path, text: &str) -> Result<String> {
         .iter()
         .rposition(|l| !is_blank(l))
         .map_or(start, |e| e + 1);
-    if start == end {
-        return Err(Error::bad_input(format!(
-            "the `## {HANDOFF_HEADING}` section of `{shown}` is empty"
-        )));
-    }
-    Ok(clean[start..end].join("\n"))
+    clean[start..end].to_vec()
 }
 
 /// The number of `### NN` step entries in an archive file (outside code fences).
