@@ -255,19 +255,7 @@ impl Dialogue {
         let commands = self.path(layout::DIALOGUE_COMMANDS);
         fsutil::create_new(&commands, b"")?;
         let status = StatusDoc::new(topic, &participants, &now);
-        fsutil::replace_durable(
-            &self.path(layout::DIALOGUE_STATUS),
-            status.render().as_bytes(),
-        )?;
-        fsutil::replace_durable(
-            &self.path(layout::DIALOGUE_TURN),
-            format!("{first}\n").as_bytes(),
-        )?;
-        let header = files::render_conversation_header(topic, &participants, &first, &now);
-        // Created last, with create-new: its existence is what "a dialogue is there" means.
-        if !fsutil::create_new(&self.path(layout::DIALOGUE_CONVERSATION), header.as_bytes())? {
-            return Err(self.already_there());
-        }
+        self.write_session(&status, topic, &participants, &first, &now)?;
         fsutil::sync_dir(&self.folder)?;
         self.snapshot()
     }
@@ -412,6 +400,20 @@ impl Dialogue {
         let first = old.participants[0].clone();
         let mut status = StatusDoc::new(&old.topic, &old.participants, &now);
         status.set("commands_read", serde_json::Value::from(old.commands.lines));
+        self.write_session(&status, &old.topic, &old.participants, &first, &now)
+    }
+
+    /// Write a new session's `status.json` and `current-turn.txt`, then its `conversation.md`
+    /// header, last and with create-new: that file's existence is what "a dialogue is there"
+    /// means, so a session half set up is never taken for one.
+    fn write_session(
+        &self,
+        status: &StatusDoc,
+        topic: &str,
+        participants: &[String],
+        first: &str,
+        now: &Timestamp,
+    ) -> Result<()> {
         fsutil::replace_durable(
             &self.path(layout::DIALOGUE_STATUS),
             status.render().as_bytes(),
@@ -420,7 +422,7 @@ impl Dialogue {
             &self.path(layout::DIALOGUE_TURN),
             format!("{first}\n").as_bytes(),
         )?;
-        let header = files::render_conversation_header(&old.topic, &old.participants, &first, &now);
+        let header = files::render_conversation_header(topic, participants, first, now);
         if !fsutil::create_new(&self.path(layout::DIALOGUE_CONVERSATION), header.as_bytes())? {
             return Err(self.already_there());
         }
