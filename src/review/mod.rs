@@ -3,10 +3,10 @@
 //!
 //! From the bottom up (each module uses only those above it in this list):
 //! - this module: the seed's names (actions, statuses, severities) and topic rules;
-//! - [`syntax`]: the markdown lines a tracker is written in (headings, fences, fields, table
+//! - `syntax`: the markdown lines a tracker is written in (headings, fences, fields, table
 //!   cells), read and written in one place;
 //! - [`model`]: what a tracker says, as plain data ([`model::View`]);
-//! - [`parse`] reads a tracker's lines, section by section, into a `View` and the index of
+//! - `parse` reads a tracker's lines, section by section, into a `View` and the index of
 //!   which line holds what;
 //! - [`template`] holds the text of a new tracker and the seed's template;
 //! - [`tracker`] owns the file: [`tracker::Tracker`] edits it line by line, so every line a

@@ -1,6 +1,6 @@
 //! What a tracker says, as plain data: [`View`] and the parts it is made of.
 //!
-//! These types are what [`super::parse`] reads a tracker into, what `coord review show --json`
+//! These types are what `super::parse` reads a tracker into, what `coord review show --json`
 //! prints (their serde names are part of the `--json` schema in `docs/protocol.md`), and what the
 //! rules judge. They hold no line numbers and know nothing of the file: editing goes through
 //! [`super::tracker::Tracker`], which reads a new `View` after every edit.

@@ -1,6 +1,6 @@
 //! A tracker file held as the lines it was read from: read it, edit it, render it.
 //!
-//! [`Tracker::parse`] keeps the lines and asks [`super::parse`] where each part is and what it
+//! [`Tracker::parse`] keeps the lines and asks `super::parse` where each part is and what it
 //! says (a [`View`]); every edit rewrites or inserts only the lines it is about, in the
 //! file's own style (field spelling, CRLF line ends), and then parses again. So rendering a
 //! tracker that was not edited gives back its bytes exactly (unknown sections, extra lines,
@@ -8,8 +8,8 @@
 //!
 //! Reading is lenient where the seed is loose (`- **Key:** value` and `- **Key**: value`, case of
 //! section names and severities, prose between items, a missing Agreements Log or Handoff
-//! Prompts section) and strict where a command depends on the content (see [`super::parse`]).
-//! Text is written through [`super::syntax`]: a handoff prompt goes inside a fence longer than
+//! Prompts section) and strict where a command depends on the content (see `super::parse`).
+//! Text is written through `super::syntax`: a handoff prompt goes inside a fence longer than
 //! any run of backticks in it, and Issues cells are escaped, so no title, resolution or prompt
 //! can break the file's structure. An edit that would leave a tracker coord cannot read back is
 //! [`Error::Failed`] (a bug), and the caller writes nothing.

@@ -1,24 +1,24 @@
 //! The review protocol: who may do what to a tracker, and when.
 //!
 //! - Ownership: only the actor of the open (planned) step may finish it; anyone else is refused
-//!   ([`step`]).
+//!   (`step`).
 //! - Single actor handoff: every finished step names exactly one next actor, who gets the next
-//!   planned step, the Current State, and the prompt copied from the output file ([`step`]).
+//!   planned step, the Current State, and the prompt copied from the output file (`step`).
 //! - Output files must exist and end with a `## Handoff Prompt for Next Actor` section.
-//! - `Last updated` is set on every edit ([`store`]).
+//! - `Last updated` is set on every edit (`store`).
 //! - Archive policy: once there are more than 20 steps, steps 01–10 move to
 //!   `TOPIC-tracker-archive.md` beside the tracker, the rest are renumbered from 01, and the
 //!   Steps section opens with `Note: Steps 01-10 archived to TOPIC-tracker-archive.md` (after a
 //!   second archiving, `01-20`, and so on: the note names every step the archive holds)
-//!   ([`archive`]).
+//!   (`archive`).
 //! - Completion: a review closes only when every issue is resolved or wontfix and the last
 //!   finished step is a verify step that is done; then Meta status `closed`, next actor `none`,
-//!   and the tracker (with its archive) moves to `reviews/closed/` ([`close`]).
+//!   and the tracker (with its archive) moves to `reviews/closed/` (`close`).
 //!
 //! This module holds [`Reviews`], the handle on one metadata folder, and the paths inside it.
-//! Each command is an `impl Reviews` block of its own: [`create`] starts a review, [`step`]
-//! finishes a step, [`issues`] edits the Issues table and the Agreements Log, [`close`] closes,
-//! [`prompts`] says who is next and what to paste to them. [`store`] is the read-modify-write
+//! Each command is an `impl Reviews` block of its own: `create` starts a review, `step`
+//! finishes a step, `issues` edits the Issues table and the Agreements Log, `close` closes,
+//! `prompts` says who is next and what to paste to them. `store` is the read-modify-write
 //! they all go through: every edit happens under the workspace mutex, the tracker is read,
 //! checked, edited and replaced durably before the mutex is released, so concurrent commands
 //! serialize and none loses another's update. A tracker that someone holds a live `coord lock`
