@@ -522,52 +522,34 @@ fn concurrent_issue_adds_lose_nothing() {
     assert_eq!(printed, expect);
 }
 
-/// `review new TOPIC --target TARGET --reviewer R --implementer I`, as arguments.
-fn new_args<'a>(
-    topic: &'a str,
-    target: &'a str,
-    reviewer: &'a str,
-    implementer: &'a str,
-) -> Vec<&'a str> {
-    vec![
-        "review",
-        "new",
-        topic,
-        "--target",
-        target,
-        "--reviewer",
-        reviewer,
-        "--implementer",
-        implementer,
-    ]
-}
-
 #[test]
 fn bad_input_is_refused_before_anything_is_written() {
     let env = Env::new();
     env.write("docs/api.md", "x");
-    let mut other_meta = new_args("t", "docs/api.md", "a", "b");
-    other_meta.splice(1..1, ["--metadata", "../meta"]);
-    for args in [
-        new_args("../x", "docs/api.md", "a", "b"),
-        new_args("t", "../outside", "a", "b"),
-        new_args("t", "nope.md", "a", "b"),
-        new_args("t", "docs/api.md", "a/b", "b"),
-        new_args("t", "docs/api.md", "a", "A"),
-        other_meta,
-        vec!["review", "show", "missing"],
-        vec![
+    let t = Review::new(&env, "t");
+    for cmd in [
+        Review::new(&env, "../x").start("docs/api.md", "a", "b"),
+        t.start("../outside", "a", "b"),
+        t.start("nope.md", "a", "b"),
+        t.start("docs/api.md", "a/b", "b"),
+        t.start("docs/api.md", "a", "A"),
+        env.cmd().args([
             "review",
-            "issue",
-            "missing",
-            "add",
-            "--severity",
-            "huge",
-            "--title",
-            "x",
-        ],
+            "--metadata",
+            "../meta",
+            "new",
+            "t",
+            "--target",
+            "docs/api.md",
+            "--reviewer",
+            "a",
+            "--implementer",
+            "b",
+        ]),
+        Review::new(&env, "missing").cmd("show", &[]),
+        Review::new(&env, "missing").add_issue("huge", "x"),
     ] {
-        env.cmd().args(&args).code(2);
+        cmd.code(2);
     }
     assert!(!env.exists(".metadata/reviews"));
 }
