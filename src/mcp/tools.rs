@@ -410,9 +410,7 @@ impl<'a> Args<'a> {
         match self.get(name) {
             None => Ok(None),
             Some(Value::Number(n)) => match n.as_f64() {
-                Some(s) if (0.0..1e12).contains(&s) => {
-                    Ok(Some(Duration::from_secs_f64(s)))
-                }
+                Some(s) if (0.0..1e12).contains(&s) => Ok(Some(Duration::from_secs_f64(s))),
                 _ => Err(Error::bad_input(format!(
                     "argument `{name}` of tool `{}` must be a number of seconds from 0 up, got {n}",
                     self.tool.name
