@@ -776,3 +776,42 @@ fn the_stateless_revision_is_answered_too() {
     assert_eq!(bad["error"]["code"], -32022);
     assert_eq!(bad["error"]["data"]["requested"], "2031-01-01");
 }
+
+/// Whether `python3` can import the official MCP SDK; the reason when not.
+fn python_sdk() -> Result<(), String> {
+    match Command::new("python3")
+        .args(["-c", "import mcp.client.stdio, mcp"])
+        .output()
+    {
+        Ok(out) if out.status.success() => Ok(()),
+        Ok(out) => Err(format!(
+            "python3 cannot import the MCP SDK (`pip install mcp`): {}",
+            String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")
+        )),
+        Err(e) => Err(format!("no python3: {e}")),
+    }
+}
+
+#[test]
+fn the_official_python_sdk_client_drives_the_server() {
+    if let Err(why) = python_sdk() {
+        eprintln!("SKIPPED the_official_python_sdk_client_drives_the_server: {why}");
+        return;
+    }
+    let env = Env::new();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_sdk/client_test.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(coord_bin())
+        .arg(env.root())
+        .env_remove("COORD_AGENT")
+        .env_remove("COORD_DIR")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains("all checks passed"),
+        "the SDK client failed\n--- stdout\n{stdout}--- stderr\n{stderr}"
+    );
+}
