@@ -786,7 +786,10 @@ fn python_sdk() -> Result<(), String> {
         Ok(out) if out.status.success() => Ok(()),
         Ok(out) => Err(format!(
             "python3 cannot import the MCP SDK (`pip install mcp`): {}",
-            String::from_utf8_lossy(&out.stderr).lines().last().unwrap_or("")
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
         )),
         Err(e) => Err(format!("no python3: {e}")),
     }
@@ -814,4 +817,78 @@ fn the_official_python_sdk_client_drives_the_server() {
         out.status.success() && stdout.contains("all checks passed"),
         "the SDK client failed\n--- stdout\n{stdout}--- stderr\n{stderr}"
     );
+}
+
+/// The Claude Code CLI: `COORD_TEST_CLAUDE`, else `claude` on the PATH.
+fn claude_code() -> Result<std::path::PathBuf, String> {
+    let candidate = std::env::var_os("COORD_TEST_CLAUDE")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| "claude".into());
+    match Command::new(&candidate).arg("--version").output() {
+        Ok(out) if out.status.success() => Ok(candidate),
+        Ok(out) => Err(format!(
+            "`{} --version` failed: {}",
+            candidate.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+        Err(e) => Err(format!(
+            "no Claude Code CLI (`{}`: {e}; `npm install @anthropic-ai/claude-code` and set COORD_TEST_CLAUDE)",
+            candidate.display()
+        )),
+    }
+}
+
+#[test]
+fn claude_code_registers_the_server_and_sees_it_connected() {
+    let claude = match claude_code() {
+        Ok(c) => c,
+        Err(why) => {
+            eprintln!("SKIPPED claude_code_registers_the_server_and_sees_it_connected: {why}");
+            return;
+        }
+    };
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(&claude)
+            .args(args)
+            .current_dir(env.root())
+            .env("HOME", home.path())
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env_remove("COORD_AGENT")
+            .env_remove("COORD_DIR")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    };
+    let root = env.root().to_str().unwrap();
+    let (ok, said) = run(&["mcp", "add", "coord", "--", coord_bin(), "-C", root, "mcp"]);
+    assert!(ok, "claude mcp add failed: {said}");
+    let (ok, said) = run(&["mcp", "list"]);
+    assert!(ok, "claude mcp list failed: {said}");
+    let line = said
+        .lines()
+        .find(|l| l.starts_with("coord: "))
+        .unwrap_or_else(|| panic!("no coord line in: {said}"));
+    assert!(line.contains("Connected"), "{said}");
+    // The server it started really ran as an agent here, and clocked out when Claude Code left.
+    let presences = env.files_ending("_presence");
+    let mine: Vec<_> = presences
+        .iter()
+        .filter(|p| p.starts_with(".mcp-"))
+        .collect();
+    assert_eq!(mine.len(), 1, "{presences:?}");
+    wait_until("the server clocking out", || {
+        env.read(mine[0]).contains("status: FINISHED\n")
+    });
 }
