@@ -16,6 +16,7 @@ mod handshake;
 mod hostile;
 mod hostile_state;
 mod load;
+mod mcp;
 mod messages;
 mod review;
 mod session;
