@@ -59,7 +59,7 @@ pub struct Cli {
 /// The options every command takes, before or after its name.
 #[derive(Debug, Args)]
 struct Global {
-    /// The shared working folder (default: nearest ancestor holding `.coord/`, else the current directory)
+    /// The shared working folder (default: nearest ancestor holding `.coord/`, else the git top level, else the current directory)
     #[arg(
         short = 'C',
         long = "dir",

@@ -1,0 +1,79 @@
+//! Where the workspace is: one root for everyone, whatever folder a command runs from.
+
+use crate::support::Env;
+
+/// The README's first command, run from a subfolder of a workspace, must not start a second,
+/// nested workspace that cannot see the first one's locks.
+#[test]
+fn a_dir_inside_a_workspace_means_that_workspace() {
+    let env = Env::new();
+    env.write("src/a/z.rs", "fn z() {}\n");
+    env.agent("gemini")
+        .args(["presence", ".", "Task_456"])
+        .ok();
+    env.agent("gemini").args(["lock", "src/a/z.rs"]).ok();
+    let sub = env.path("src/a");
+    // From the subfolder, with no COORD_DIR: `presence .` names the enclosing workspace.
+    env.agent("claude")
+        .env_remove("COORD_DIR")
+        .cwd(&sub)
+        .args(["presence", ".", "Task_123"])
+        .ok();
+    assert!(!env.exists("src/a/.coord"), "no nested workspace");
+    assert!(!env.exists("src/a/.claude_presence"));
+    assert!(env.read(".claude_presence").contains("working_on: Task_123\n"));
+    env.agent("claude")
+        .env_remove("COORD_DIR")
+        .cwd(&sub)
+        .args(["check", "."])
+        .ok()
+        .stdout_has("gemini");
+    env.agent("claude")
+        .env_remove("COORD_DIR")
+        .cwd(&sub)
+        .args(["lock", "z.rs", "--no-wait"])
+        .code(3)
+        .stderr_has("gemini");
+    // `--dir` pointing inside means the same workspace too.
+    env.agent("claude")
+        .env("COORD_DIR", &sub)
+        .args(["status", "--json"])
+        .ok()
+        .stdout_has(&format!("\"root\": \"{}\"", env.root().display()));
+    assert!(!env.exists("src/a/.coord"));
+    assert!(env.exists("src/a/z.rs.lock.gemini"));
+    assert!(!env.exists("src/a/z.rs.lock.claude"));
+}
+
+/// Without any `.coord/`, the git work tree's top level is the root, not the subfolder.
+#[test]
+fn without_a_workspace_the_git_top_level_is_the_root() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.path(".git")).unwrap();
+    env.write("src/a/z.rs", "x");
+    env.agent("claude")
+        .env_remove("COORD_DIR")
+        .cwd(env.path("src/a"))
+        .args(["lock", "z.rs"])
+        .ok()
+        .stdout_has("src/a/z.rs");
+    assert!(env.exists(".coord"));
+    assert!(env.exists(".claude_presence"));
+    assert!(!env.exists("src/a/.coord"));
+}
+
+/// A nested workspace that was made on purpose (its own `.coord/`) is its own root.
+#[test]
+fn a_deliberate_nested_workspace_is_its_own_root() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.path(".coord")).unwrap();
+    std::fs::create_dir_all(env.path("inner/.coord")).unwrap();
+    env.write("inner/x.md", "x");
+    env.agent("claude")
+        .env_remove("COORD_DIR")
+        .cwd(env.path("inner"))
+        .args(["lock", "x.md"])
+        .ok()
+        .stdout_has("Lock acquired: x.md");
+    assert!(env.exists("inner/.claude_presence"));
+}
