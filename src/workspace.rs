@@ -383,7 +383,9 @@ mod tests {
         assert!(created);
         assert_eq!(ws.root(), root.join("a"));
         assert_eq!(
-            Workspace::discover(Some(Path::new("a")), &root).unwrap().root(),
+            Workspace::discover(Some(Path::new("a")), &root)
+                .unwrap()
+                .root(),
             root.join("a")
         );
         assert!(!Workspace::init(&root.join("a")).unwrap().1);

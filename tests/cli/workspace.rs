@@ -8,9 +8,7 @@ use crate::support::Env;
 fn a_dir_inside_a_workspace_means_that_workspace() {
     let env = Env::new();
     env.write("src/a/z.rs", "fn z() {}\n");
-    env.agent("gemini")
-        .args(["presence", ".", "Task_456"])
-        .ok();
+    env.agent("gemini").args(["presence", ".", "Task_456"]).ok();
     env.agent("gemini").args(["lock", "src/a/z.rs"]).ok();
     let sub = env.path("src/a");
     // From the subfolder, with no COORD_DIR: `presence .` names the enclosing workspace.
@@ -21,7 +19,10 @@ fn a_dir_inside_a_workspace_means_that_workspace() {
         .ok();
     assert!(!env.exists("src/a/.coord"), "no nested workspace");
     assert!(!env.exists("src/a/.claude_presence"));
-    assert!(env.read(".claude_presence").contains("working_on: Task_123\n"));
+    assert!(
+        env.read(".claude_presence")
+            .contains("working_on: Task_123\n")
+    );
     env.agent("claude")
         .env_remove("COORD_DIR")
         .cwd(&sub)
@@ -76,4 +77,45 @@ fn a_deliberate_nested_workspace_is_its_own_root() {
         .ok()
         .stdout_has("Lock acquired: x.md");
     assert!(env.exists("inner/.claude_presence"));
+}
+
+/// `-C DIR` is "change directory first", as in git, make and cargo: FILEs are read from DIR.
+#[test]
+fn dash_c_changes_directory_first() {
+    let env = Env::new();
+    env.write("src/a/z.rs", "x");
+    std::fs::create_dir_all(env.path(".coord")).unwrap();
+    env.agent("gemini").args(["lock", "src/a/z.rs"]).ok();
+    // From the root, `-C src/a lock z.rs` means src/a/z.rs: held by gemini.
+    env.agent("claude")
+        .env_remove("COORD_DIR")
+        .args(["-C", "src/a", "lock", "z.rs", "--no-wait"])
+        .code(3)
+        .stderr_has("gemini");
+    // Given after the subcommand, and as `--dir=`, it is the same.
+    env.agent("claude")
+        .env_remove("COORD_DIR")
+        .args(["lock", "z.rs", "--no-wait", "--dir=src/a"])
+        .code(3);
+    env.agent("claude")
+        .env_remove("COORD_DIR")
+        .args(["-C", "src", "lock", "a/y.rs"])
+        .ok()
+        .stdout_has("Lock acquired: src/a/y.rs");
+    assert!(env.exists("src/a/y.rs.lock.claude"));
+    assert!(!env.exists("z.rs.lock.claude"));
+    // COORD_DIR names the root only: FILEs stay relative to the current directory.
+    env.agent("claude")
+        .env("COORD_DIR", env.path("src"))
+        .cwd(env.path("src/a"))
+        .args(["lock", "w.rs"])
+        .ok()
+        .stdout_has("Lock acquired: src/a/w.rs");
+    // A -C that is not a folder: exit 2, nothing written.
+    env.agent("claude")
+        .args(["-C", "nope", "lock", "x"])
+        .code(2)
+        .stderr_has("nope");
+    let help = env.cmd().args(["lock", "--help"]).ok().stdout;
+    assert!(help.contains("Run as if started in DIR"), "{help}");
 }
