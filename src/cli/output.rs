@@ -238,3 +238,15 @@ pub fn took_over_notes(acquired: &[coord::v3::lock::Acquired]) {
         }
     }
 }
+
+/// Warn about each refreshed lock that `agent` had taken from another shell or session: the
+/// same name in two places excludes nothing, and the user should know.
+pub fn held_elsewhere_warnings(agent: &str, acquired: &[coord::v3::lock::Acquired]) {
+    for a in acquired.iter().filter(|a| a.held_from.is_some()) {
+        diag(&format!(
+            "warning: {} already holds `{}` from another session; the lock was refreshed, not taken (one agent name in two shells excludes nothing: give each shell its own `COORD_AGENT`)",
+            clean(agent),
+            a.file
+        ));
+    }
+}

@@ -45,9 +45,15 @@ pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         command: args.command,
     };
     let quiet = ctx.quiet;
+    let agent_id = req.agent.id().to_string();
     let outcome = run::run(&ws, &req, &mut |event| match event {
         RunEvent::Lock(LockEvent::Waiting(b)) if !quiet => output::diag(&output::waiting_line(b)),
-        RunEvent::Locked(got) => output::took_over_notes(&got.acquired),
+        RunEvent::Locked(got) => {
+            output::took_over_notes(&got.acquired);
+            if !quiet {
+                output::held_elsewhere_warnings(&agent_id, &got.acquired);
+            }
+        }
         RunEvent::Lock(_) => {}
     })?;
     for file in &outcome.lost {

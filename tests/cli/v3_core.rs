@@ -812,3 +812,51 @@ fn a_forged_session_pid_does_not_tie_a_lock_to_a_stranger() {
     assert!(!record.contains("pid:"), "{record}");
     env.agent("bob").args(["lock", "a.md", "--no-wait"]).code(3);
 }
+
+/// One agent name used from two shells excludes nothing: the second `lock` refreshes the lock,
+/// and says so on stderr; the same shell refreshing its own lock is quiet.
+#[test]
+fn a_lock_refreshed_from_another_shell_is_warned_about() {
+    let env = Env::new();
+    env.write("G", "x");
+    env.agent("claude").args(["lock", "G"]).ok();
+    assert!(env.read("G.lock.claude").contains("\norigin: "));
+    let same = env.agent("claude").args(["lock", "G", "--no-wait"]).ok();
+    same.stdout_has("Lock refreshed: G");
+    assert!(!same.stderr.contains("another session"), "{}", same.stderr);
+    // Another terminal: a new POSIX session (`setsid`), as a second shell window is.
+    if std::process::Command::new("setsid")
+        .arg("true")
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        let out = env
+            .agent("claude")
+            .args(["lock", "G", "--no-wait"])
+            .command();
+        let mut other = std::process::Command::new("setsid");
+        other.arg("-w").arg(out.get_program()).args(out.get_args());
+        for (k, v) in out.get_envs() {
+            match v {
+                Some(v) => other.env(k, v),
+                None => other.env_remove(k),
+            };
+        }
+        let got = other.current_dir(env.root()).output().unwrap();
+        assert_eq!(got.status.code(), Some(0));
+        let stderr = String::from_utf8_lossy(&got.stderr);
+        assert!(
+            stderr.contains("warning: claude already holds `G` from another session"),
+            "{stderr}"
+        );
+    } else {
+        eprintln!("skipped the setsid half: no `setsid` on this machine");
+    }
+    // Another coord session (COORD_SESSION) is another origin too.
+    env.agent("claude")
+        .env("COORD_SESSION", "s-other")
+        .args(["lock", "G", "--no-wait"])
+        .ok()
+        .stdout_has("Lock refreshed: G")
+        .stderr_has("claude already holds `G` from another session");
+}

@@ -89,6 +89,10 @@ pub struct Acquired {
     pub token: String,
     /// Whether this refreshed a lock already held.
     pub refreshed: bool,
+    /// When a refreshed lock had been taken from another origin (another shell or session
+    /// using the same agent name): that origin. One name in two shells excludes nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_from: Option<String>,
     /// Holders of stale locks taken over, with why they were stale.
     pub took_over: Vec<TakeOver>,
     /// The backup written, relative to the root.
@@ -478,6 +482,11 @@ fn publish(
             .unwrap_or_else(|| format!("{:016x}", host::random_u64()));
         let text = render_record(req, &target.rel, &locked_at, &token);
         let path = layout::lock_file(&target.abs, req.agent.id());
+        let held_from = mine.as_ref().and_then(|m| {
+            let theirs = m.field("origin")?;
+            let same_host = m.field("host").is_none_or(|h| h == host::hostname());
+            (theirs != host::origin() || !same_host).then(|| theirs.to_string())
+        });
         let refreshed = if mine.is_some() {
             fsutil::replace(&path, text.as_bytes())?;
             true
@@ -501,6 +510,7 @@ fn publish(
             locked_at: locked_at.clone(),
             token,
             refreshed,
+            held_from: held_from.filter(|_| refreshed),
             took_over,
             backup: None,
         });
@@ -549,6 +559,7 @@ fn render_record(req: &LockRequest, rel: &str, locked_at: &str, token: &str) -> 
     rec.set("token", token);
     rec.set("ttl", clock::format_duration(req.ttl));
     rec.set("host", host::hostname());
+    rec.set("origin", host::origin());
     if let Some(owner) = &req.owner {
         rec.set("pid", owner.pid.to_string());
         if let Some(s) = &owner.session {
