@@ -168,7 +168,7 @@ fn lock_file_has_the_seeds_keys_first() {
         .iter()
         .map(|l| l.split_once(": ").unwrap().0)
         .collect();
-    assert_eq!(keys, ["token", "ttl", "host", "reason"]);
+    assert_eq!(keys, ["token", "ttl", "host", "origin", "reason"]);
     assert!(text.contains("ttl: 5m\n") && text.contains("reason: fixing typos\n"));
     let presence = env.read(".claude_presence");
     assert!(
@@ -699,6 +699,12 @@ fn a_lone_plain_word_is_the_task_even_if_a_folder_has_that_name() {
     env.agent("claude").args(["presence", "."]).ok();
     assert!(env.read(".claude_presence").contains("working_on: bench\n"));
     assert!(!env.exists("bench/.claude_presence"));
+    // `bench/` is a DIR; inside this workspace it means this workspace (no nested one)...
+    env.agent("claude").args(["presence", "bench/", "t"]).ok();
+    assert!(!env.exists("bench/.claude_presence"));
+    assert!(env.read(".claude_presence").contains("working_on: t\n"));
+    // ... unless it was made a workspace of its own.
+    std::fs::create_dir(env.path("bench/.coord")).unwrap();
     env.agent("claude").args(["presence", "bench/", "t"]).ok();
     assert!(env.exists("bench/.claude_presence"));
 }
