@@ -93,7 +93,7 @@ struct SayArgs {
     /// The message text (`-`: read stdin)
     #[arg(value_name = "TEXT", conflicts_with = "file")]
     text: Option<String>,
-    /// Read the message text from a file inside the workspace
+    /// Read the message text from a file (anywhere: it is only read)
     #[arg(long, value_name = "F")]
     file: Option<String>,
     /// A marker: NEEDS-USER, WAITING, PROPOSE-END, QUESTION-CRITICAL, AGREEMENT, DISAGREEMENT
@@ -305,7 +305,8 @@ fn say_cmd(a: SayArgs, d: &Dialogue, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-/// The text from TEXT, `-` (stdin), or `--file F` (inside the workspace).
+/// The text from TEXT, `-` (stdin), or `--file F` (any readable file: it is only read, as
+/// `write --from` reads its source).
 fn message_text(text: Option<&str>, file: Option<&str>, ctx: &Ctx) -> anyhow::Result<String> {
     let cap = say::MAX_TEXT as u64;
     match (text, file) {
@@ -321,9 +322,10 @@ fn message_text(text: Option<&str>, file: Option<&str>, ctx: &Ctx) -> anyhow::Re
         }
         (Some(t), None) => Ok(t.to_string()),
         (None, Some(f)) => {
-            let ws = ctx.workspace(None)?;
-            let target = ws.resolve(ctx.cwd(), f)?;
-            let bytes = fsutil::read_capped(&target.abs, cap)
+            // Only read: a symlink (to anywhere) is followed, as any reader would.
+            let path = ctx.cwd().join(f);
+            let path = std::fs::canonicalize(&path).unwrap_or(path);
+            let bytes = fsutil::read_capped(&path, cap)
                 .map_err(|e| Error::bad_input(format!("cannot read `{f}`: {e}")))?;
             utf8(bytes, f)
         }

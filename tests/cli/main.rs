@@ -9,6 +9,7 @@ mod concurrency;
 mod crashes;
 mod crashes_protocols;
 mod dialogue;
+mod docs;
 mod edit;
 mod handshake;
 mod hostile;

@@ -298,6 +298,11 @@ fn a_sigint_sent_to_coord_is_passed_on_once_without_a_kill() {
     wait_for(&env.path("count"));
     std::fs::write(env.path("stop"), "").unwrap();
     let out = child.wait_with_output().unwrap();
-    assert_eq!(out.status.code(), Some(4), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert_eq!(env.read("count").trim(), "1");
 }
