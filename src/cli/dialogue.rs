@@ -23,6 +23,7 @@ use super::{Ctx, output};
 ///   coord dialogue wait --as AGENT-1 && coord dialogue say --as AGENT-1 - < reply.md
 ///   coord dialogue command PAUSE
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct DialogueArgs {
     /// The dialogue folder (default `agent-dialogue/` under the workspace root)
     #[arg(long, global = true, value_name = "DIR")]
@@ -48,6 +49,7 @@ enum DialogueCommand {
 ///   coord dialogue init --topic "Cache design"
 ///   coord dialogue init --topic "Review" --agents claude,gemini,copilot --first gemini
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 struct InitArgs {
     /// What the dialogue is about
     #[arg(long)]
@@ -61,13 +63,18 @@ struct InitArgs {
 }
 
 /// Show whose turn it is and the session state (open, paused, ended, only-one-agent, error)
+///
+///   coord dialogue turn
+///   coord dialogue turn --json
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 struct TurnArgs {}
 
 /// Block until it is ID's turn and the dialogue is not paused (exit 3 on timeout or end)
 ///
 ///   coord dialogue wait --as AGENT-2 --timeout 10m && coord dialogue say --as AGENT-2 "…"
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 struct WaitArgs {
     /// Whose turn to wait for (default: the `--agent` name)
     #[arg(long = "as", value_name = "ID")]
@@ -86,6 +93,7 @@ struct WaitArgs {
 ///   coord dialogue say --as AGENT-2 --file reply.md
 ///   echo "Agreed." | coord dialogue say --as AGENT-1 - --marker AGREEMENT --marker PROPOSE-END
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 struct SayArgs {
     /// Who speaks (default: the `--agent` name)
     #[arg(long = "as", value_name = "ID")]
@@ -113,6 +121,7 @@ struct SayArgs {
 ///   coord dialogue command "PRIORITY: focus on the failing test"
 ///   coord dialogue command AGENT-2-ONLY
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 struct CommandArgs {
     /// The command (words are joined with spaces)
     #[arg(required = true, num_args = 1.., value_name = "CMD")]
@@ -120,7 +129,12 @@ struct CommandArgs {
 }
 
 /// Print the conversation (`--follow`: keep printing new messages)
+///
+///   coord dialogue show
+///   coord dialogue show --follow
+///   coord dialogue show --json
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 struct ShowArgs {
     /// Keep printing messages as they are written
     #[arg(long)]
@@ -128,7 +142,11 @@ struct ShowArgs {
 }
 
 /// Move conversation.md and status.json to archive/session-YYYYMMDD-HHMMSS/
+///
+///   coord dialogue archive
+///   coord dialogue init --topic "Next question"
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 struct ArchiveArgs {}
 
 pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {

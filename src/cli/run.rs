@@ -22,6 +22,7 @@ use super::{Ctx, WaitArgs, output};
 ///   coord -a claude run counter.txt -- sh -c 'echo $(( $(cat counter.txt) + 1 )) > counter.txt'
 ///   coord -a claude run --wait 30s SHARED.txt NOTES.md -- ./update-docs.sh
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct RunArgs {
     /// Files to lock (relative to the current directory, inside the workspace)
     #[arg(required = true, value_name = "FILE")]

@@ -161,3 +161,64 @@ fn dialogue_say_reads_a_file_outside_the_workspace() {
         .code(2)
         .stderr_has("/nonexistent/reply.md");
 }
+
+/// The subcommands listed on a help page (`help` itself left out).
+fn subcommands(help: &str) -> Vec<String> {
+    help.lines()
+        .skip_while(|l| *l != "Commands:")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .filter_map(|l| {
+            let name = l.strip_prefix("  ")?.split_whitespace().next()?;
+            (!l.starts_with("   ") && name != "help").then(|| name.to_string())
+        })
+        .collect()
+}
+
+/// Every command's `--help` shows an example, line by line as written (not re-wrapped into
+/// prose): the part above `Usage:` has an indented line starting with `coord`, and no line
+/// of prose there holds a command (clap re-wraps a paragraph into unindented lines, gluing
+/// its commands together).
+#[test]
+fn every_help_page_has_a_verbatim_example() {
+    let env = Env::new();
+    let top = subcommands(&env.cmd().arg("--help").ok().stdout);
+    // `coord -a NAME …` or `coord SUBCOMMAND …` in a line of prose is a re-wrapped example.
+    let is_command = |text: &str| {
+        text.split("coord ").skip(1).any(|rest| {
+            let word = rest.split_whitespace().next().unwrap_or_default();
+            word == "-a" || top.iter().any(|t| t == word)
+        })
+    };
+    let mut pages = vec![Vec::<String>::new()];
+    let mut seen = 0;
+    while let Some(path) = pages.pop() {
+        let help = env.cmd().args(&path).arg("--help").ok().stdout;
+        seen += 1;
+        for sub in subcommands(&help) {
+            let mut next = path.clone();
+            next.push(sub);
+            pages.push(next);
+        }
+        let head: Vec<&str> = help
+            .lines()
+            .take_while(|l| !l.starts_with("Usage:"))
+            .collect();
+        let shown = format!("coord {} --help", path.join(" "));
+        assert!(
+            head.iter()
+                .any(|l| l.starts_with("  ") && l.trim_start().starts_with("coord ")),
+            "{shown} has no example\n{help}"
+        );
+        for l in &head {
+            if !l.starts_with("  ") {
+                let unquoted: String = l.split('`').step_by(2).collect();
+                assert!(
+                    !is_command(&unquoted),
+                    "{shown}: an example re-wrapped into prose: {l:?}"
+                );
+            }
+        }
+    }
+    assert!(seen >= 40, "only {seen} help pages found");
+}
