@@ -70,7 +70,10 @@ pub fn run(args: UnlockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                     "`{file}` has a STALE lock of {}, not yours",
                     output::clean(holder)
                 ),
-                Some(format!("remove it with `coord unlock {file} --force`")),
+                Some(format!(
+                    "remove it with `coord unlock {} --force`",
+                    coord::shell::arg(file)
+                )),
             )
             .into());
         }

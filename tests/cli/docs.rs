@@ -222,3 +222,96 @@ fn every_help_page_has_a_verbatim_example() {
     }
     assert!(seen >= 40, "only {seen} help pages found");
 }
+
+/// The commands a `hint:` line suggests (the backticked parts starting with `coord `).
+fn hinted_commands(stderr: &str) -> Vec<String> {
+    stderr
+        .lines()
+        .filter(|l| l.starts_with("hint:"))
+        .flat_map(|l| l.split('`').skip(1).step_by(2).map(str::to_string))
+        .filter(|c| c.starts_with("coord "))
+        .collect()
+}
+
+/// Every command a hint suggests runs as printed, even for a file whose name a shell would
+/// split or choke on and a holder shown with its process: pasted into bash, it parses, and
+/// (once the way is clear) does what it says.
+#[test]
+fn suggested_commands_run_as_printed() {
+    let env = Env::new();
+    let name = "a file (1) & 'x'.txt";
+    env.write(name, "v1\n");
+    let mut holder = env
+        .agent("claude")
+        .args(["run", name, "--", "sleep", "30"])
+        .spawn();
+    wait_until("the run's lock", || {
+        env.files_ending(".lock.claude").len() == 1
+    });
+    let out = env
+        .agent("claude")
+        .args(["lock", name, "--no-wait"])
+        .code(3);
+    out.stderr_has("(process ");
+    let hinted = hinted_commands(&out.stderr);
+    assert_eq!(hinted.len(), 2, "{}", out.stderr);
+    for cmd in &hinted {
+        let syntax = Command::new("bash")
+            .args(["-n", "-c", cmd])
+            .output()
+            .unwrap();
+        assert!(syntax.status.success(), "not valid shell: {cmd}");
+    }
+    // The message goes to claude, as printed.
+    let send = hinted.iter().find(|c| c.contains("msg send")).unwrap();
+    let sent = bash(&env, send)
+        .env("COORD_AGENT", "gemini")
+        .output()
+        .unwrap();
+    assert!(
+        sent.status.success(),
+        "{send}: {}",
+        String::from_utf8_lossy(&sent.stderr)
+    );
+    env.agent("claude")
+        .args(["msg", "list", "--unread"])
+        .ok()
+        .stdout_has("gemini");
+    // Once the run is over, the suggested lock takes the file.
+    let pid = rustix::process::Pid::from_raw(holder.id() as i32).unwrap();
+    let _ = rustix::process::kill_process(pid, rustix::process::Signal::TERM);
+    let _ = holder.wait();
+    let lock = hinted.iter().find(|c| c.starts_with("coord lock")).unwrap();
+    let got = bash(&env, lock)
+        .env("COORD_AGENT", "claude")
+        .output()
+        .unwrap();
+    assert!(
+        got.status.success(),
+        "{lock}: {}",
+        String::from_utf8_lossy(&got.stderr)
+    );
+    assert!(env.exists(&format!("{name}.lock.claude")));
+
+    // A write without the lock: both suggested commands run, in order, and succeed.
+    let out = env
+        .agent("gemini")
+        .args(["write", name])
+        .stdin("v2\n")
+        .code(3);
+    let hinted = hinted_commands(&out.stderr);
+    assert_eq!(hinted.len(), 2, "{}", out.stderr);
+    env.agent("claude").args(["unlock", name]).ok();
+    for cmd in &hinted {
+        let ran = bash(&env, cmd)
+            .env("COORD_AGENT", "gemini")
+            .output()
+            .unwrap();
+        assert!(
+            ran.status.success(),
+            "{cmd}: {}",
+            String::from_utf8_lossy(&ran.stderr)
+        );
+    }
+    assert_eq!(env.read(name), "v2\n");
+}
