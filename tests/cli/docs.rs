@@ -7,9 +7,14 @@ use std::time::{Duration, Instant};
 
 use crate::support::{Env, coord_bin};
 
-/// Every block in `docs/<doc>` marked runnable: (name, code).
+/// Every block in `docs/<doc>` (or `README.md`) marked runnable: (name, code).
 pub fn runnable_blocks(doc: &str) -> Vec<(String, String)> {
-    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs").join(doc);
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let path = if doc == "README.md" {
+        manifest.join(doc)
+    } else {
+        manifest.join("docs").join(doc)
+    };
     let text = std::fs::read_to_string(&path).unwrap();
     let mut out = Vec::new();
     let mut lines = text.lines();
@@ -314,4 +319,75 @@ fn suggested_commands_run_as_printed() {
         );
     }
     assert_eq!(env.read(name), "v2\n");
+}
+
+/// What a runnable block needs around it: files in the workspace and shell lines before it.
+/// `None`: the block has a test of its own (it needs other agents to play along).
+fn setup_of(name: &str) -> Option<(&'static [(&'static str, &'static str)], &'static str)> {
+    Some(match name {
+        "dialogue-loop" => return None,
+        "readme-quickstart" | "locking-workflow" | "sessions-stamp-card" => (&[], ""),
+        "editing-workflow" => (
+            &[
+                ("SHARED.txt", "shared\n"),
+                (
+                    "update-shared.sh",
+                    "#!/bin/sh\necho updated >> SHARED.txt\n",
+                ),
+            ],
+            "chmod +x update-shared.sh\ngenerate-notes() { echo notes; }\n",
+        ),
+        "editing-counter" => (&[("counter.txt", "41\n")], ""),
+        "editing-two-runs" | "messages-note" | "messages-note-under-lock" => {
+            (&[("SHARED.txt", "shared\n")], "")
+        }
+        other => panic!("runnable block `{other}` has no setup in tests/cli/docs.rs"),
+    })
+}
+
+/// Every docs code block marked `<!-- runnable: NAME -->` runs as printed (with `bash -e`, as
+/// agent `claude` unless the block says otherwise) in a fresh workspace, and exits 0.
+#[test]
+fn every_runnable_docs_block_runs() {
+    let docs = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs");
+    let mut names: Vec<String> = std::fs::read_dir(&docs)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".md"))
+        .collect();
+    names.push("README.md".into());
+    let mut ran = Vec::new();
+    for doc in &names {
+        for (name, code) in runnable_blocks(doc) {
+            let Some((files, prelude)) = setup_of(&name) else {
+                continue;
+            };
+            let env = Env::new();
+            for (f, content) in files {
+                env.write(f, content);
+            }
+            let out = bash(&env, &format!("set -e\n{prelude}{code}"))
+                .env("COORD_AGENT", "claude")
+                .stdin(Stdio::null())
+                .output()
+                .unwrap();
+            assert!(
+                out.status.success(),
+                "docs/{doc} block `{name}` failed ({:?})\n{code}\n--- stdout\n{}--- stderr\n{}",
+                out.status.code(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+            if name == "editing-counter" {
+                assert_eq!(env.read("counter.txt"), "42\n");
+            }
+            if name == "editing-two-runs" {
+                let stdout = String::from_utf8_lossy(&out.stdout);
+                assert!(stdout.contains("refused with exit 3"), "{stdout}");
+            }
+            ran.push(name);
+        }
+    }
+    assert!(ran.len() >= 8, "only {ran:?} ran");
 }
