@@ -140,7 +140,7 @@ fn print_batch(target: &Target, batch: &Batch, ctx: &Ctx, following: bool) {
     }
     if ctx.json && following {
         for e in &batch.entries {
-            match serde_json::to_string(e) {
+            match output::json_text(e, false) {
                 Ok(text) => output::line(&text),
                 Err(e) => output::diag(&format!("error: cannot render JSON: {e}")),
             }

@@ -407,12 +407,18 @@ fn show(a: ShowArgs, d: &Dialogue, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let bytes = d.conversation_bytes()?;
     if !a.follow {
         if ctx.json {
-            let view = d.snapshot()?.view();
-            output::json(&serde_json::json!({
-                "file": d.shown(coord::layout::DIALOGUE_CONVERSATION),
-                "text": String::from_utf8_lossy(&bytes),
-                "turn": view,
-            }));
+            // A struct, not `json!`: the `turn` object keeps `dialogue turn --json`'s key order.
+            #[derive(serde::Serialize)]
+            struct ShowJson<'a, V> {
+                file: String,
+                text: std::borrow::Cow<'a, str>,
+                turn: V,
+            }
+            output::json(&ShowJson {
+                file: d.shown(coord::layout::DIALOGUE_CONVERSATION),
+                text: String::from_utf8_lossy(&bytes),
+                turn: d.snapshot()?.view(),
+            });
         } else {
             let text = String::from_utf8_lossy(&bytes);
             output::line(clean_block(text.trim_end_matches('\n')).as_str());

@@ -183,11 +183,32 @@ pub fn run() -> ExitCode {
         Ok(parsed) => parsed,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::Usage
-            } else {
-                ExitCode::Success
-            };
+            if !e.use_stderr() {
+                return ExitCode::Success;
+            }
+            // `--json` promises one document, a usage error included.
+            if std::env::args_os()
+                .skip(1)
+                .take_while(|a| a != "--")
+                .any(|a| a == "--json")
+            {
+                let message = e.kind().to_string();
+                let detail = e.render().to_string();
+                let first = detail
+                    .lines()
+                    .next()
+                    .and_then(|l| l.strip_prefix("error: "))
+                    .unwrap_or(&message);
+                output::json(&serde_json::json!({
+                    "error": {
+                        "kind": "usage",
+                        "message": first,
+                        "hint": "see `coord help`",
+                        "exit_code": ExitCode::Usage.code(),
+                    }
+                }));
+            }
+            return ExitCode::Usage;
         }
     };
     let json = cli.global.json;

@@ -82,6 +82,16 @@ struct ListJson<'a> {
     skipped: &'a [presence::Unreadable],
 }
 
+/// `msg read --json`: the message as `msg list --json` shows it (now read), and whether this
+/// read marked it.
+#[derive(Debug, Serialize)]
+struct ReadJson<'a> {
+    #[serde(flatten)]
+    entry: &'a InboxEntry,
+    /// It was unread for this agent until this read.
+    marked_read: bool,
+}
+
 /// `msg send --json`.
 #[derive(Debug, Serialize)]
 struct SentJson<'a> {
@@ -124,9 +134,14 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
         MsgCommand::Read { id } => {
             let agent = ctx.agent()?;
-            let entry = message::read(&ws, &agent, &id)?;
+            let mut entry = message::read(&ws, &agent, &id)?;
+            // `unread` says whether it was unread until now; it is read from here on.
+            let marked_read = std::mem::replace(&mut entry.unread, false);
             if ctx.json {
-                output::json(&entry);
+                output::json(&ReadJson {
+                    entry: &entry,
+                    marked_read,
+                });
             } else if !ctx.quiet {
                 let m = &entry.message;
                 output::line(&format!(

@@ -24,10 +24,35 @@ pub fn json_printed() -> bool {
     JSON_PRINTED.load(Ordering::Relaxed)
 }
 
+/// The version of the `--json` documents' shapes, the first field of every document. It goes
+/// up when a field changes meaning or goes away; new fields do not change it.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A document with `schema_version` in front of its own fields (in their order).
+#[derive(Serialize)]
+struct Versioned<'a, T> {
+    schema_version: u32,
+    #[serde(flatten)]
+    doc: &'a T,
+}
+
+/// `value` as one JSON text with `schema_version` first (`pretty`: indented, else one line).
+pub fn json_text<T: Serialize>(value: &T, pretty: bool) -> serde_json::Result<String> {
+    let doc = Versioned {
+        schema_version: SCHEMA_VERSION,
+        doc: value,
+    };
+    if pretty {
+        serde_json::to_string_pretty(&doc)
+    } else {
+        serde_json::to_string(&doc)
+    }
+}
+
 /// Write one JSON document to stdout.
 pub fn json<T: Serialize>(value: &T) {
     JSON_PRINTED.store(true, Ordering::Relaxed);
-    match serde_json::to_string_pretty(value) {
+    match json_text(value, true) {
         Ok(text) => line(&text),
         Err(e) => eprintln!("error: cannot render JSON: {e}"),
     }

@@ -14,6 +14,7 @@ mod edit;
 mod handshake;
 mod hostile;
 mod hostile_state;
+mod json;
 mod load;
 mod messages;
 mod review;
