@@ -119,3 +119,66 @@ fn dash_c_changes_directory_first() {
     let help = env.cmd().args(["lock", "--help"]).ok().stdout;
     assert!(help.contains("Run as if started in DIR"), "{help}");
 }
+
+/// The `.gitignore` lines the docs give keep every file coord makes out of `git status`, and
+/// nothing else.
+#[test]
+fn the_documented_gitignore_lines_hide_coords_files() {
+    let git_ok = std::process::Command::new("git")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !git_ok {
+        eprintln!("skipped: no `git` on this machine");
+        return;
+    }
+    let env = Env::new();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(env.root())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    git(&["init", "-q"]);
+    // The block in docs/protocol.md, as printed.
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/protocol.md"),
+    )
+    .unwrap();
+    let block = doc
+        .split("<!-- gitignore -->\n```gitignore\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("docs/protocol.md has the gitignore block");
+    assert_eq!(
+        block
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .collect::<Vec<_>>(),
+        coord::layout::GITIGNORE_LINES,
+        "the docs and coord init write the same lines"
+    );
+    env.write(".gitignore", block);
+    env.write("SHARED.txt", "v1\n");
+    env.write("src/a.rs", "fn a() {}\n");
+    env.agent("claude").args(["presence", ".", "T"]).ok();
+    env.agent("gemini").args(["presence", ".", "T"]).ok();
+    env.agent("claude").args(["handshake"]).ok();
+    env.agent("claude")
+        .args(["lock", "SHARED.txt", "src/a.rs"])
+        .ok();
+    env.agent("gemini")
+        .args(["write", "SHARED.txt"])
+        .stdin("v2\n")
+        .code(3);
+    env.agent("claude")
+        .args(["msg", "send", "gemini", "hi"])
+        .ok();
+    let status = git(&["status", "--porcelain", "--untracked-files=all"]);
+    let mut listed: Vec<&str> = status.lines().map(|l| &l[3..]).collect();
+    listed.sort();
+    assert_eq!(listed, [".gitignore", "SHARED.txt", "src/a.rs"], "{status}");
+}
