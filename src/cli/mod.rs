@@ -155,7 +155,7 @@ impl Ctx {
 
     /// The acting agent, or the error that says how to give one.
     pub fn agent(&self) -> Result<AgentId, Error> {
-        match self.agent.as_deref() {
+        match self.agent_given() {
             Some(name) => AgentId::parse(name),
             None => Err(Error::MissingAgent),
         }
@@ -163,7 +163,13 @@ impl Ctx {
 
     /// The acting agent when one was given (commands that work without one).
     pub fn agent_opt(&self) -> Result<Option<AgentId>, Error> {
-        self.agent.as_deref().map(AgentId::parse).transpose()
+        self.agent_given().map(AgentId::parse).transpose()
+    }
+
+    /// The name given; an empty one (`COORD_AGENT=`, as a shell leaves an unset variable) is
+    /// no name at all.
+    fn agent_given(&self) -> Option<&str> {
+        self.agent.as_deref().filter(|name| !name.is_empty())
     }
 
     /// Resolve FILE arguments inside the workspace; all are checked before anything is done.

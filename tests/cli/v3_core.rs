@@ -551,22 +551,19 @@ fn bad_agent_names_are_refused_before_anything_is_written() {
     let env = Env::new();
     env.write("a.md", "x\n");
     let before = env.snapshot();
-    for bad in [
-        "../x",
-        "a/b",
-        ".",
-        "",
-        "x y",
-        "ünï",
-        &"a".repeat(33),
-        "-dash",
-    ] {
+    for bad in ["../x", "a/b", ".", "x y", "ünï", &"a".repeat(33), "-dash"] {
         env.agent(bad)
             .args(["lock", "a.md"])
             .code(2)
             .stderr_has("error: invalid agent name");
         env.agent(bad).args(["presence", ".", "t"]).code(2);
     }
+    // Empty (`COORD_AGENT=`): refused the same way, reported as the missing name it is.
+    env.agent("")
+        .args(["lock", "a.md"])
+        .code(2)
+        .stderr_has("error: no agent given");
+    env.agent("").args(["presence", ".", "t"]).code(2);
     env.cmd()
         .args(["lock", "a.md"])
         .code(2)
@@ -865,4 +862,31 @@ fn a_lock_refreshed_from_another_shell_is_warned_about() {
         .ok()
         .stdout_has("Lock refreshed: G")
         .stderr_has("claude already holds `G` from another session");
+}
+
+/// A busy lock names both what the holder works on and why it locked; an empty `COORD_AGENT`
+/// is no agent at all.
+#[test]
+fn a_busy_lock_shows_task_and_reason_and_an_empty_agent_is_missing() {
+    let env = Env::new();
+    env.agent("gemini").args(["presence", ".", "Task_456"]).ok();
+    env.agent("gemini")
+        .args(["lock", "a.md", "--reason", "fixing typos"])
+        .ok();
+    env.agent("claude")
+        .args(["lock", "a.md", "--no-wait"])
+        .code(3)
+        .stderr_has("held by gemini since")
+        .stderr_has("(working on Task_456; reason: fixing typos)");
+    env.agent("claude")
+        .args(["lock", "a.md", "--wait", "100ms"])
+        .code(3)
+        .stderr_has("(working on Task_456; reason: fixing typos)");
+    env.cmd()
+        .env("COORD_AGENT", "")
+        .args(["lock", "b.md"])
+        .code(2)
+        .stderr_has("error: no agent given")
+        .stderr_has("COORD_AGENT=NAME");
+    assert!(!env.exists("b.md.lock."));
 }

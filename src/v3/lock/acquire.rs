@@ -70,7 +70,8 @@ pub struct Blocker {
     pub holder: String,
     /// When the holder locked it (`HH:MM`), empty for a queue.
     pub since: String,
-    /// What the holder works on.
+    /// What the holder works on (its task, then `; reason: ` and the lock's reason; see
+    /// [`working_text`]).
     pub working_on: Option<String>,
     /// How many earlier waiters stand in line (only when the lock itself is free).
     pub queued_ahead: usize,
@@ -340,18 +341,30 @@ pub fn format_since(ts: Option<&Timestamp>, now: &Timestamp) -> String {
 }
 
 fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker {
-    let working_on = e.reason().map(str::to_string).or_else(|| {
-        presence::read(root, &e.agent)
-            .ok()
-            .flatten()
-            .and_then(|p| p.field("working_on").map(str::to_string))
-    });
+    let task = presence::read(root, &e.agent)
+        .ok()
+        .flatten()
+        .and_then(|p| p.field("working_on").map(str::to_string));
+    let working_on = working_text(task.as_deref(), e.reason());
     Blocker {
         file: e.file.clone(),
         holder: e.holder().to_string(),
         since: format_since(e.since.as_ref(), now),
         working_on,
         queued_ahead: 0,
+    }
+}
+
+/// What a holder works on, as shown after "held by X since T": its presence's task, and the
+/// lock's `--reason` after `; reason: ` (the reason alone when there is no task).
+pub fn working_text(task: Option<&str>, reason: Option<&str>) -> Option<String> {
+    let task = task.filter(|t| !t.trim().is_empty());
+    let reason = reason.filter(|r| !r.trim().is_empty());
+    match (task, reason) {
+        (Some(t), Some(r)) => Some(format!("{t}; reason: {r}")),
+        (Some(t), None) => Some(t.to_string()),
+        (None, Some(r)) => Some(r.to_string()),
+        (None, None) => None,
     }
 }
 
