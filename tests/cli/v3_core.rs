@@ -890,3 +890,26 @@ fn a_busy_lock_shows_task_and_reason_and_an_empty_agent_is_missing() {
         .stderr_has("COORD_AGENT=NAME");
     assert!(!env.exists("b.md.lock."));
 }
+
+/// An agent that released its locks, or finished, is not shown working on a file any more.
+#[test]
+fn free_and_finished_agents_drop_their_current_file() {
+    let env = Env::new();
+    env.agent("claude").args(["lock", "a.md"]).ok();
+    assert!(env.read(".claude_presence").contains("current_file: a.md\n"));
+    env.agent("claude").args(["unlock"]).ok();
+    let p = env.read(".claude_presence");
+    assert!(p.contains("lock_status: FREE\n") && p.contains("current_file: -\n"), "{p}");
+    // A file named on purpose stays, until the agent finishes.
+    env.agent("claude")
+        .args(["presence", "--file", "b.md"])
+        .ok();
+    assert!(env.read(".claude_presence").contains("current_file: b.md\n"));
+    env.agent("claude").args(["presence", "."]).ok();
+    assert!(env.read(".claude_presence").contains("current_file: b.md\n"));
+    env.agent("claude")
+        .args(["presence", "--status", "finished"])
+        .ok();
+    let p = env.read(".claude_presence");
+    assert!(p.contains("status: FINISHED\n") && p.contains("current_file: -\n"), "{p}");
+}
