@@ -28,6 +28,7 @@ mod session;
 mod startup;
 mod status;
 mod unlock;
+mod who;
 mod write;
 
 const ABOUT: &str = "Coordinate AI coding agents and humans in one shared folder";
@@ -108,6 +109,7 @@ enum Command {
     Review(review::ReviewArgs),
     Status(status::StatusArgs),
     Demo(demo::DemoArgs),
+    Who(who::WhoArgs),
 }
 
 /// How long a command waits for a lock held by another agent: `--wait DUR` or `--no-wait`.
@@ -360,6 +362,7 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Write(args) => write::run(args, ctx),
         Command::Run(args) => run::run(args, ctx),
         Command::Restore(args) => restore::run(args, ctx),
+        Command::Who(args) => who::run(args, ctx),
     }
 }
 

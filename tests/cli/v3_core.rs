@@ -896,20 +896,62 @@ fn a_busy_lock_shows_task_and_reason_and_an_empty_agent_is_missing() {
 fn free_and_finished_agents_drop_their_current_file() {
     let env = Env::new();
     env.agent("claude").args(["lock", "a.md"]).ok();
-    assert!(env.read(".claude_presence").contains("current_file: a.md\n"));
+    assert!(
+        env.read(".claude_presence")
+            .contains("current_file: a.md\n")
+    );
     env.agent("claude").args(["unlock"]).ok();
     let p = env.read(".claude_presence");
-    assert!(p.contains("lock_status: FREE\n") && p.contains("current_file: -\n"), "{p}");
+    assert!(
+        p.contains("lock_status: FREE\n") && p.contains("current_file: -\n"),
+        "{p}"
+    );
     // A file named on purpose stays, until the agent finishes.
     env.agent("claude")
         .args(["presence", "--file", "b.md"])
         .ok();
-    assert!(env.read(".claude_presence").contains("current_file: b.md\n"));
+    assert!(
+        env.read(".claude_presence")
+            .contains("current_file: b.md\n")
+    );
     env.agent("claude").args(["presence", "."]).ok();
-    assert!(env.read(".claude_presence").contains("current_file: b.md\n"));
+    assert!(
+        env.read(".claude_presence")
+            .contains("current_file: b.md\n")
+    );
     env.agent("claude")
         .args(["presence", "--status", "finished"])
         .ok();
     let p = env.read(".claude_presence");
-    assert!(p.contains("status: FINISHED\n") && p.contains("current_file: -\n"), "{p}");
+    assert!(
+        p.contains("status: FINISHED\n") && p.contains("current_file: -\n"),
+        "{p}"
+    );
+}
+
+/// `coord who FILE` answers who holds one file, in text and in JSON.
+#[test]
+fn who_says_who_holds_a_file() {
+    let env = Env::new();
+    env.agent("gemini").args(["presence", ".", "Task_456"]).ok();
+    env.agent("gemini")
+        .args(["lock", "a.md", "--reason", "typos"])
+        .ok();
+    let out = env.cmd().args(["who", "a.md", "b.md"]).ok();
+    out.stdout_has("a.md: held by gemini since ")
+        .stdout_has("(working on Task_456; reason: typos) [LIVE]")
+        .stdout_has("b.md: not locked");
+    let doc: serde_json::Value = env
+        .cmd()
+        .args(["who", "a.md", "b.md", "--json"])
+        .ok()
+        .json();
+    let files = doc["files"].as_array().unwrap();
+    assert_eq!(files[0]["file"], "a.md");
+    assert_eq!(files[0]["locks"][0]["agent"], "gemini");
+    assert_eq!(files[0]["locks"][0]["state"], "LIVE");
+    assert_eq!(files[0]["locks"][0]["working_on"], "Task_456");
+    assert_eq!(files[0]["locks"][0]["reason"], "typos");
+    assert_eq!(files[1]["locks"].as_array().unwrap().len(), 0);
+    env.cmd().args(["who", "../x"]).code(2);
 }
