@@ -86,6 +86,10 @@ struct Global {
     /// Print nothing on success
     #[arg(short, long, global = true)]
     quiet: bool,
+
+    /// When to colour output: auto (a terminal; `NO_COLOR` and `CLICOLOR_FORCE` are honoured), always, never
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
+    color: output::ColorChoice,
 }
 
 #[derive(Debug, Subcommand)]
@@ -220,6 +224,7 @@ pub fn run() -> ExitCode {
         }
     };
     let json = cli.global.json;
+    output::set_color_choice(cli.global.color);
     let result = std::env::current_dir()
         .context("cannot read the current directory")
         .and_then(|cwd| {

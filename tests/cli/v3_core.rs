@@ -955,3 +955,56 @@ fn who_says_who_holds_a_file() {
     assert_eq!(files[1]["locks"].as_array().unwrap().len(), 0);
     env.cmd().args(["who", "../x"]).code(2);
 }
+
+/// `status` fits the terminal's width, and colour follows `--color`, `NO_COLOR` and
+/// `CLICOLOR_FORCE`.
+#[test]
+fn status_fits_the_width_and_colour_is_chosen() {
+    let env = Env::new();
+    env.agent("claude")
+        .args([
+            "presence",
+            ".",
+            "a task with a very long description that would never fit in forty columns",
+        ])
+        .ok();
+    env.agent("claude").args(["lock", "a.md"]).ok();
+    let wide = env.cmd().args(["status"]).ok().stdout;
+    assert!(wide.contains("never fit in forty columns"), "{wide}");
+    let narrow = env.cmd().env("COLUMNS", "50").args(["status"]).ok().stdout;
+    for line in narrow.lines().filter(|l| l.starts_with("  ")) {
+        assert!(
+            line.chars().count() <= 50,
+            "{line:?} is wider than 50\n{narrow}"
+        );
+    }
+    assert!(narrow.contains('…'), "{narrow}");
+    let esc = |out: &str| out.contains('\u{1b}');
+    assert!(esc(&env
+        .cmd()
+        .args(["--color", "always", "status"])
+        .ok()
+        .stdout));
+    assert!(!esc(&env
+        .cmd()
+        .args(["status", "--color", "never"])
+        .ok()
+        .stdout));
+    assert!(!esc(&env.cmd().args(["status"]).ok().stdout), "NO_COLOR=1");
+    let forced = env
+        .cmd()
+        .env_remove("NO_COLOR")
+        .env("CLICOLOR_FORCE", "1")
+        .args(["status"])
+        .ok()
+        .stdout;
+    assert!(esc(&forced));
+    let piped = env
+        .cmd()
+        .env_remove("NO_COLOR")
+        .args(["status"])
+        .ok()
+        .stdout;
+    assert!(!esc(&piped), "auto: no colour into a pipe");
+    env.cmd().args(["--color", "sometimes", "status"]).code(2);
+}
