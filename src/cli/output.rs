@@ -52,7 +52,8 @@ pub fn json_text<T: Serialize>(value: &T, pretty: bool) -> serde_json::Result<St
 /// Write one JSON document to stdout.
 pub fn json<T: Serialize>(value: &T) {
     JSON_PRINTED.store(true, Ordering::Relaxed);
-    match json_text(value, true) {
+    // A document that is not an object (none today) cannot carry the field: print it as is.
+    match json_text(value, true).or_else(|_| serde_json::to_string_pretty(value)) {
         Ok(text) => line(&text),
         Err(e) => eprintln!("error: cannot render JSON: {e}"),
     }
