@@ -68,6 +68,9 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         LockEvent::Waiting(_) => {}
     })?;
     output::took_over_notes(&got.acquired);
+    if !quiet {
+        output::held_elsewhere_warnings(req.agent.id(), &got.acquired);
+    }
     if ctx.json {
         output::json(&got);
     } else if !ctx.quiet {

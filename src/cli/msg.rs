@@ -22,6 +22,7 @@ use super::output::{self, Cell};
 ///   coord -a gemini msg read 0mkx2a9q1b3cd
 ///   coord -a gemini msg wait --timeout 5m
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct MsgArgs {
     #[command(subcommand)]
     command: MsgCommand,
@@ -33,6 +34,7 @@ enum MsgCommand {
     ///
     ///   coord -a claude msg send gemini "please review section 2"
     ///   echo "build is green" | coord -a claude msg send all -
+    #[command(verbatim_doc_comment)]
     Send {
         /// The recipient: an agent name, or `all`
         #[arg(value_name = "PARTNER|all")]
@@ -45,6 +47,7 @@ enum MsgCommand {
     ///
     ///   coord -a gemini msg list
     ///   coord -a gemini msg list --unread --json
+    #[command(verbatim_doc_comment)]
     List {
         /// Only unread messages
         #[arg(long)]
@@ -53,6 +56,7 @@ enum MsgCommand {
     /// Print a message whole and mark it read (for this agent only)
     ///
     ///   coord -a gemini msg read 0mkx2a9q1b3cd
+    #[command(verbatim_doc_comment)]
     Read {
         /// The message id (from `coord msg list`)
         #[arg(value_name = "ID")]
@@ -61,6 +65,7 @@ enum MsgCommand {
     /// Block until this agent has an unread message (exit 3 on timeout); lists the unread ones
     ///
     ///   coord -a gemini msg wait --timeout 10m && coord -a gemini msg list --unread
+    #[command(verbatim_doc_comment)]
     Wait {
         /// Give up after this long (`300ms`, `30s`, `5m`, `forever`; default forever)
         #[arg(long, value_name = "DUR")]
@@ -75,6 +80,16 @@ pub struct ListJson<'a> {
     pub messages: Vec<&'a InboxEntry>,
     /// Files under `.coord/messages/` that are not messages.
     pub skipped: &'a [presence::Unreadable],
+}
+
+/// `msg read --json`: the message as `msg list --json` shows it (now read), and whether this
+/// read marked it.
+#[derive(Debug, Serialize)]
+struct ReadJson<'a> {
+    #[serde(flatten)]
+    entry: &'a InboxEntry,
+    /// It was unread for this agent until this read.
+    marked_read: bool,
 }
 
 /// `msg send --json`.
@@ -122,9 +137,14 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
         MsgCommand::Read { id } => {
             let agent = ctx.agent()?;
-            let entry = message::read(&ws, &agent, &id)?;
+            let mut entry = message::read(&ws, &agent, &id)?;
+            // `unread` says whether it was unread until now; it is read from here on.
+            let marked_read = std::mem::replace(&mut entry.unread, false);
             if ctx.json {
-                output::json(&entry);
+                output::json(&ReadJson {
+                    entry: &entry,
+                    marked_read,
+                });
             } else if !ctx.quiet {
                 output::line(&read_text(&entry));
             }

@@ -16,6 +16,7 @@ use super::{Ctx, WaitArgs, msg, output};
 ///   coord -a claude note SHARED.txt "Section 2 rewritten, please check the numbers"
 ///   coord -a claude note PROTOKOL.md - < summary.txt
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct NoteArgs {
     /// The file to append to (created when missing)
     #[arg(value_name = "FILE")]

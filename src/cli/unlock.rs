@@ -89,7 +89,10 @@ pub fn refusal(results: &[Release], agent: &AgentId) -> Option<Error> {
                 "`{file}` has a STALE lock of {}, not yours",
                 output::clean(holder)
             ),
-            Some(format!("remove it with `coord unlock {file} --force`")),
+            Some(format!(
+                "remove it with `coord unlock {} --force`",
+                coord::shell::arg(file)
+            )),
         ));
     }
     Some(Error::NotHolder {

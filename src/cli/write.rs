@@ -22,6 +22,7 @@ use super::{Ctx, output};
 ///   generate-notes | coord -a claude write SHARED.txt
 ///   coord -a claude unlock SHARED.txt
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct WriteArgs {
     /// The file to replace (relative to the current directory, inside the workspace)
     #[arg(value_name = "FILE")]

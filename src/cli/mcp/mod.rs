@@ -43,6 +43,7 @@ const MAX_LINE: u64 = 32 * 1024 * 1024;
 /// heartbeats the agent while it runs; locks taken through it record this process, so they are
 /// STALE the moment it dies, and are released at end of input or on SIGTERM/SIGINT.
 ///
+///   coord -a claude -C /path/to/shared mcp      # what a client starts
 ///   claude mcp add coord -- coord -C /path/to/shared mcp
 ///   codex:  [mcp_servers.coord] command = "coord", args = ["mcp"]
 ///   gemini: "mcpServers": {"coord": {"command": "coord", "args": ["mcp"]}}

@@ -232,7 +232,7 @@ impl Done {
     fn new(text: String, json: &impl Serialize) -> Done {
         Done {
             text,
-            structured: serde_json::to_value(json).ok(),
+            structured: output::json_value(json),
         }
     }
 }
@@ -252,7 +252,7 @@ impl ToolHost for Host {
                 let d = Described::of(&err);
                 ToolOutcome {
                     text: output::error_text(&d.message, d.hint.as_deref()),
-                    structured: Some(d.json()),
+                    structured: output::json_value(&d.json()),
                     is_error: true,
                 }
             }
