@@ -15,6 +15,7 @@ mod collab;
 mod demo;
 mod dialogue;
 mod handshake;
+mod hook;
 mod lock;
 mod msg;
 mod note;
@@ -103,6 +104,7 @@ enum Command {
     Review(review::ReviewArgs),
     Status(status::StatusArgs),
     Demo(demo::DemoArgs),
+    Hook(hook::HookArgs),
 }
 
 /// How long a command waits for a lock held by another agent: `--wait DUR` or `--no-wait`.
@@ -207,10 +209,10 @@ pub fn run() -> ExitCode {
 /// Parse the command line.
 ///
 /// coord is one short process per command, and an agent runs `lock` and `unlock` (and
-/// `presence`) far more often than anything else. Building clap's tree of every command costs
-/// about as much as a lock itself, so for those three the tree holds just that one command
-/// (parsed by the very same derived definitions); anything else, and any command line that is
-/// not plainly one of them, gets the whole tree. The tree is leaked rather than freed: the
+/// `presence`; its client runs `hook` before every edit) far more often than anything else.
+/// Building clap's tree of every command costs about as much as a lock itself, so for those
+/// the tree holds just that one command (parsed by the very same derived definitions); anything
+/// else, and any command line that is not plainly one of them, gets the whole tree. The tree is leaked rather than freed: the
 /// process exits soon after and freeing its many small allocations was a fifth of the work.
 fn parse_args() -> Result<Cli, clap::Error> {
     let args: Vec<OsString> = std::env::args_os().collect();
@@ -258,6 +260,7 @@ fn hot_command(args: &[OsString]) -> Option<clap::Command> {
         "lock" => lock::LockArgs::augment_args(named("lock")),
         "unlock" => unlock::UnlockArgs::augment_args(named("unlock")),
         "presence" => presence::PresenceArgs::augment_args(named("presence")),
+        "hook" => hook::HookArgs::augment_args(named("hook")),
         _ => return None,
     })
 }
@@ -283,6 +286,7 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Write(args) => write::run(args, ctx),
         Command::Run(args) => run::run(args, ctx),
         Command::Restore(args) => restore::run(args, ctx),
+        Command::Hook(args) => hook::run(args, ctx),
     }
 }
 
