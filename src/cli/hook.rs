@@ -72,7 +72,10 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> Result<Reply, String> {
     let wait = match &args.wait {
         None => act::DEFAULT_WAIT,
         Some(w) => clock::parse_duration(w).unwrap_or_else(|e| {
-            output::diag(&format!("warning: {e}; waiting {}", clock::format_duration(act::DEFAULT_WAIT)));
+            output::diag(&format!(
+                "warning: {e}; waiting {}",
+                clock::format_duration(act::DEFAULT_WAIT)
+            ));
             act::DEFAULT_WAIT
         }),
     };
@@ -110,7 +113,7 @@ fn agent(ctx: &Ctx, client: Client, call: &HookCall) -> Result<AgentId, String> 
         None => hook::agent_for_parent(client),
     }
     .ok_or_else(|| {
-        "the payload has no usable `session_id`; give the agent with `-a` or COORD_AGENT".to_string()
+        "the payload has no usable `session_id`; give the agent with `-a` or COORD_AGENT"
+            .to_string()
     })
 }
-

@@ -58,7 +58,10 @@ pub fn handle(
 /// The files inside the workspace; anything else (outside, under `.coord/`, in a folder that
 /// does not exist yet) is not coord's to lock.
 fn targets(ws: &Workspace, cwd: &Path, files: &[String]) -> Vec<Target> {
-    files.iter().filter_map(|f| ws.resolve(cwd, f).ok()).collect()
+    files
+        .iter()
+        .filter_map(|f| ws.resolve(cwd, f).ok())
+        .collect()
 }
 
 /// Presence heartbeat (and the stamp-card row), as `coord presence` does.
@@ -167,13 +170,18 @@ fn deny_reason(
     let place = match waiting {
         0 => "no one else waits for it: you are next in the queue".to_string(),
         1 => "1 other agent waits for it: you are 2nd in the queue".to_string(),
-        n => format!("{n} other agents wait for it: you are #{} in the queue", n + 1),
+        n => format!(
+            "{n} other agents wait for it: you are #{} in the queue",
+            n + 1
+        ),
     };
     Some(format!(
         "coord: {held}; {place}. Waited {}. Do not edit `{file}` now: work on something else and try again later (it is released when its holder's turn ends), or ask with `coord -a {} msg send {} \"...\"`.",
         clock::format_duration(wait),
         agent.id(),
-        AgentId::parse(&ask).map(|a| a.id().to_string()).unwrap_or(ask),
+        AgentId::parse(&ask)
+            .map(|a| a.id().to_string())
+            .unwrap_or(ask),
     ))
 }
 
@@ -256,7 +264,14 @@ pub fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
     let inbox = message::inbox(ws, agent);
     let unread: Vec<String> = inbox
         .unread()
-        .map(|e| format!("{} from {}: {}", e.message.id, e.message.from, e.message.first_line()))
+        .map(|e| {
+            format!(
+                "{} from {}: {}",
+                e.message.id,
+                e.message.from,
+                e.message.first_line()
+            )
+        })
         .collect();
     if !unread.is_empty() {
         out.push(format!(
@@ -266,7 +281,9 @@ pub fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
         ));
     }
     if let Some(d) = &st.dialogue
-        && d.turn.as_deref().is_some_and(|t| t.eq_ignore_ascii_case(me))
+        && d.turn
+            .as_deref()
+            .is_some_and(|t| t.eq_ignore_ascii_case(me))
     {
         out.push(format!(
             "It is your turn in the dialogue `{}` ({}): `coord -a {me} dialogue turn`.",
@@ -299,7 +316,14 @@ fn stop(ws: &Workspace, agent: &AgentId, already_continued: bool) -> Result<Repl
     let inbox = message::inbox(ws, agent);
     let unread: Vec<String> = inbox
         .unread()
-        .map(|e| format!("{} from {}: {}", e.message.id, e.message.from, e.message.first_line()))
+        .map(|e| {
+            format!(
+                "{} from {}: {}",
+                e.message.id,
+                e.message.from,
+                e.message.first_line()
+            )
+        })
         .collect();
     if unread.is_empty() {
         return Ok(Reply::Allow);
@@ -311,4 +335,49 @@ fn stop(ws: &Workspace, agent: &AgentId, already_continued: bool) -> Result<Repl
         unread.join("; "),
         agent.id()
     )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hook::patch;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Of a patch's paths, exactly those inside the workspace (and not under `.coord/`) are
+        /// locked: `..` escapes, absolute paths elsewhere and coord's own files are ignored.
+        #[test]
+        fn only_paths_inside_the_workspace_are_targets(
+            names in prop::collection::vec("[a-z]{1,6}( [a-z]{1,3})?\\.txt", 1..5),
+            escapes in prop::collection::vec(0u8..4, 1..5),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let root = std::fs::canonicalize(dir.path()).unwrap();
+            let ws = Workspace::at(root.clone());
+            let mut text = String::from("*** Begin Patch\r\n");
+            let mut inside = Vec::new();
+            for (i, name) in names.iter().enumerate() {
+                let path = match escapes[i % escapes.len()] {
+                    0 => { inside.push(name.clone()); name.clone() }
+                    1 => format!("../{name}"),
+                    2 => format!("/nonexistent-coord-dir/{name}"),
+                    _ => format!(".coord/{name}"),
+                };
+                text.push_str(&format!("*** Update File: {path}\r\n@@\r\n-a\r\n+b\r\n"));
+            }
+            text.push_str("*** End Patch\r\n");
+            std::fs::create_dir_all(root.join(".coord")).unwrap();
+            let got: Vec<String> = targets(&ws, &root, &patch::paths(&text))
+                .into_iter()
+                .map(|t| t.rel)
+                .collect();
+            let mut want = Vec::new();
+            for n in inside {
+                if !want.contains(&n) {
+                    want.push(n);
+                }
+            }
+            prop_assert_eq!(got, want);
+        }
+    }
 }

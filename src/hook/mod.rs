@@ -37,7 +37,12 @@ pub enum Client {
 
 impl Client {
     /// Every client, in the order `coord init --client all` wires them.
-    pub const ALL: [Client; 4] = [Client::Claude, Client::Codex, Client::Gemini, Client::Copilot];
+    pub const ALL: [Client; 4] = [
+        Client::Claude,
+        Client::Codex,
+        Client::Gemini,
+        Client::Copilot,
+    ];
 
     /// The name used on the command line and in agent ids.
     pub fn as_str(self) -> &'static str {

@@ -11,6 +11,7 @@ mod crashes_protocols;
 mod dialogue;
 mod edit;
 mod handshake;
+mod hooks;
 mod hostile;
 mod hostile_state;
 mod load;
