@@ -26,6 +26,7 @@ pub mod exit_code;
 pub mod fsutil;
 pub mod hook;
 pub mod host;
+pub mod init;
 pub mod layout;
 pub mod record;
 pub mod review;

@@ -16,6 +16,7 @@ mod demo;
 mod dialogue;
 mod handshake;
 mod hook;
+mod init;
 mod lock;
 mod msg;
 mod note;
@@ -105,6 +106,7 @@ enum Command {
     Status(status::StatusArgs),
     Demo(demo::DemoArgs),
     Hook(hook::HookArgs),
+    Init(init::InitArgs),
 }
 
 /// How long a command waits for a lock held by another agent: `--wait DUR` or `--no-wait`.
@@ -287,6 +289,7 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Run(args) => run::run(args, ctx),
         Command::Restore(args) => restore::run(args, ctx),
         Command::Hook(args) => hook::run(args, ctx),
+        Command::Init(args) => init::run(args, ctx),
     }
 }
 

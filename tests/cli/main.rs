@@ -14,6 +14,7 @@ mod handshake;
 mod hooks;
 mod hostile;
 mod hostile_state;
+mod init;
 mod load;
 mod messages;
 mod review;
