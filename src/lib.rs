@@ -24,6 +24,7 @@ pub mod edit;
 pub mod error;
 pub mod exit_code;
 pub mod fsutil;
+pub mod guard;
 pub mod hook;
 pub mod host;
 pub mod init;

@@ -14,6 +14,7 @@ mod check;
 mod collab;
 mod demo;
 mod dialogue;
+mod guard;
 mod handshake;
 mod hook;
 mod init;
@@ -107,6 +108,7 @@ enum Command {
     Demo(demo::DemoArgs),
     Hook(hook::HookArgs),
     Init(init::InitArgs),
+    Guard(guard::GuardArgs),
 }
 
 /// How long a command waits for a lock held by another agent: `--wait DUR` or `--no-wait`.
@@ -290,6 +292,7 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Restore(args) => restore::run(args, ctx),
         Command::Hook(args) => hook::run(args, ctx),
         Command::Init(args) => init::run(args, ctx),
+        Command::Guard(args) => guard::run(args, ctx),
     }
 }
 

@@ -10,6 +10,7 @@ mod crashes;
 mod crashes_protocols;
 mod dialogue;
 mod edit;
+mod guard;
 mod handshake;
 mod hooks;
 mod hostile;
