@@ -4,6 +4,7 @@
 
 mod support;
 
+mod claude_e2e;
 mod collab;
 mod concurrency;
 mod crashes;
