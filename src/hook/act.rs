@@ -41,7 +41,7 @@ pub fn handle(
         Kind::AfterTool => {
             heartbeat(ws, agent)?;
             if let Some(files) = &call.files {
-                renew(ws, agent, &targets(ws, cwd, files))?;
+                renew(ws, agent, call, &targets(ws, cwd, files))?;
             }
             Ok(Reply::Allow)
         }
@@ -85,26 +85,13 @@ fn before_edit(
         heartbeat(ws, agent)?;
         return Ok(Reply::Allow);
     }
-    // What this agent works on, for whoever it blocks: its presence says, else the tool.
-    let stated = presence::read(ws.root(), agent.id())
-        .ok()
-        .flatten()
-        .and_then(|p| p.field("working_on").map(str::to_string))
-        .filter(|w| w != "-");
     let req = LockRequest {
         agent: agent.clone(),
         targets: targets.to_vec(),
         wait: Wait::For(wait),
         ttl: DEFAULT_TTL,
         backup: true,
-        reason: match stated {
-            Some(_) => None,
-            None => Some(format!(
-                "{} in {}",
-                call.tool.as_deref().unwrap_or("an edit"),
-                call.client.product()
-            )),
-        },
+        reason: lock_reason(ws, agent, call),
         owner: None,
     };
     match lock::acquire(ws, &req, &mut |_| {}) {
@@ -114,6 +101,22 @@ fn before_edit(
             None => Err(e),
         },
     }
+}
+
+/// What this agent works on, for whoever it blocks: its presence says (then the lock records
+/// no reason of its own), else the tool and the client.
+fn lock_reason(ws: &Workspace, agent: &AgentId, call: &HookCall) -> Option<String> {
+    let stated = presence::read(ws.root(), agent.id())
+        .ok()
+        .flatten()
+        .is_some_and(|p| p.field("working_on").is_some());
+    (!stated).then(|| {
+        format!(
+            "{} in {}",
+            call.tool.as_deref().unwrap_or("an edit"),
+            call.client.product()
+        )
+    })
 }
 
 /// Why a lock refusal denies the tool call: holder, since when, what they work on, the queue.
@@ -186,7 +189,7 @@ fn deny_reason(
 }
 
 /// Renew the TTL of this agent's locks on `targets` (a refresh rewrites `locked_at`).
-fn renew(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Result<()> {
+fn renew(ws: &Workspace, agent: &AgentId, call: &HookCall, targets: &[Target]) -> Result<()> {
     let mine: Vec<Target> = targets
         .iter()
         .filter(|t| lock::own_token(t, agent).is_some())
@@ -201,7 +204,7 @@ fn renew(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Result<()> {
         wait: Wait::For(Duration::ZERO),
         ttl: DEFAULT_TTL,
         backup: false,
-        reason: None,
+        reason: lock_reason(ws, agent, call),
         owner: None,
     };
     lock::acquire(ws, &req, &mut |_| {}).map(|_| ())

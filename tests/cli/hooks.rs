@@ -147,12 +147,23 @@ fn a_second_claude_session_is_denied_naming_the_first_then_gets_the_file_after_s
     let first = fixture(&env, &format!("{CLAUDE}/write_allow.PreToolUse.json"));
     let second = fixture(&env, &format!("{CLAUDE}/write_deny.PreToolUse.json"));
     assert_eq!(denied("claude", &hook(&env, "claude", &first, &[])), None);
+    // The PostToolUse renewal keeps what the lock says the holder works on.
+    hook(
+        &env,
+        "claude",
+        &fixture(&env, &format!("{CLAUDE}/write_allow.PostToolUse.json")),
+        &[],
+    );
     let out = hook(&env, "claude", &second, &["--wait", "300ms"]);
     let reason = denied("claude", &out).expect("the second session must be denied");
     assert!(reason.contains("claude-7684f1ed"), "{reason}");
     assert!(reason.contains("out.txt"), "{reason}");
     assert!(reason.contains("since"), "{reason}");
     assert!(reason.contains("queue"), "{reason}");
+    assert!(
+        reason.contains("working on Write in Claude Code"),
+        "{reason}"
+    );
     assert!(!env.exists("out.txt.lock.claude-10bf7680"));
 
     hook(
