@@ -13,7 +13,8 @@
 //!   [`collab`] (seed 000: the shared collaboration file); [`dialogue`] (seed 002: the
 //!   turn-based dialogue); [`review`] (seed 003: the review tracker); [`edit`] (safe editing
 //!   under the lock: write, run, restore);
-//! - views: [`status`] (everything at once, for `coord status`).
+//! - views: [`status`] (everything at once, for `coord status`);
+//! - front doors: [`mcp`] (the Model Context Protocol server's framing and tool catalogue).
 
 #![deny(missing_docs)]
 
@@ -29,6 +30,7 @@ pub mod hook;
 pub mod host;
 pub mod init;
 pub mod layout;
+pub mod mcp;
 pub mod record;
 pub mod review;
 pub mod status;

@@ -195,7 +195,7 @@ fn turn(d: &Dialogue, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 }
 
 /// The human form of `coord dialogue turn`.
-fn render_view(v: &TurnView) -> String {
+pub fn render_view(v: &TurnView) -> String {
     let mut out = vec![
         format!(
             "turn: {}",
@@ -297,12 +297,17 @@ fn say_cmd(a: SayArgs, d: &Dialogue, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     if ctx.json {
         output::json(&outcome);
     } else if !ctx.quiet {
-        output::line(&format!(
-            "Message #{} written by {}. The turn is now with {}.",
-            outcome.number, outcome.speaker, outcome.next
-        ));
+        output::line(&said_line(&outcome));
     }
     Ok(ExitCode::Success)
+}
+
+/// `Message #N written by ID. The turn is now with NEXT.`
+pub fn said_line(outcome: &say::SayOutcome) -> String {
+    format!(
+        "Message #{} written by {}. The turn is now with {}.",
+        outcome.number, outcome.speaker, outcome.next
+    )
 }
 
 /// The text from TEXT, `-` (stdin), or `--file F` (inside the workspace).

@@ -19,6 +19,7 @@ mod handshake;
 mod hook;
 mod init;
 mod lock;
+mod mcp;
 mod msg;
 mod note;
 mod output;
@@ -109,6 +110,7 @@ enum Command {
     Hook(hook::HookArgs),
     Init(init::InitArgs),
     Guard(guard::GuardArgs),
+    Mcp(mcp::McpArgs),
 }
 
 /// How long a command waits for a lock held by another agent: `--wait DUR` or `--no-wait`.
@@ -293,28 +295,57 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Hook(args) => hook::run(args, ctx),
         Command::Init(args) => init::run(args, ctx),
         Command::Guard(args) => guard::run(args, ctx),
+        Command::Mcp(args) => mcp::run(args, ctx),
+    }
+}
+
+/// An error as the user sees it: the `error:` line's message, the hint, the exit code.
+pub struct Described {
+    /// The text after `error: `.
+    pub message: String,
+    /// The text after `hint: `, when coord knows what to do next.
+    pub hint: Option<String>,
+    /// The exit code.
+    pub code: ExitCode,
+    /// The variant's short name (`lock_held`, `bad_input`, ...).
+    pub kind: &'static str,
+}
+
+impl Described {
+    /// Describe an error the way `coord` reports it.
+    pub fn of(err: &anyhow::Error) -> Described {
+        let coord_err = err.chain().find_map(|e| e.downcast_ref::<Error>());
+        let message = match coord_err {
+            Some(e) if err.downcast_ref::<Error>().is_some() => e.to_string(),
+            _ => format!("{err:#}"),
+        };
+        Described {
+            message,
+            hint: coord_err.and_then(Error::hint),
+            code: coord_err.map(ExitCode::from).unwrap_or(ExitCode::Failure),
+            kind: coord_err.map(Error::kind).unwrap_or("failed"),
+        }
+    }
+
+    /// The object `--json` prints for an error.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "error": {
+                "kind": self.kind,
+                "message": self.message,
+                "hint": self.hint,
+                "exit_code": self.code.code(),
+            }
+        })
     }
 }
 
 /// Print an error (and its hint) and map it to the contract's exit code.
 fn report(err: &anyhow::Error, json: bool) -> ExitCode {
-    let coord_err = err.chain().find_map(|e| e.downcast_ref::<Error>());
-    let code = coord_err.map(ExitCode::from).unwrap_or(ExitCode::Failure);
-    let message = match coord_err {
-        Some(e) if err.downcast_ref::<Error>().is_some() => e.to_string(),
-        _ => format!("{err:#}"),
-    };
-    let hint = coord_err.and_then(Error::hint);
-    output::error_line(&message, hint.as_deref());
+    let d = Described::of(err);
+    output::error_line(&d.message, d.hint.as_deref());
     if json && !output::json_printed() {
-        output::json(&serde_json::json!({
-            "error": {
-                "kind": coord_err.map(Error::kind).unwrap_or("failed"),
-                "message": message,
-                "hint": hint,
-                "exit_code": code.code(),
-            }
-        }));
+        output::json(&d.json());
     }
-    code
+    d.code
 }

@@ -70,19 +70,22 @@ enum MsgCommand {
 
 /// `msg list --json` and `msg wait --json`.
 #[derive(Debug, Serialize)]
-struct ListJson<'a> {
+pub struct ListJson<'a> {
     /// The messages, oldest first.
-    messages: Vec<&'a InboxEntry>,
+    pub messages: Vec<&'a InboxEntry>,
     /// Files under `.coord/messages/` that are not messages.
-    skipped: &'a [presence::Unreadable],
+    pub skipped: &'a [presence::Unreadable],
 }
 
 /// `msg send --json`.
 #[derive(Debug, Serialize)]
-struct SentJson<'a> {
-    id: &'a str,
-    to: &'a str,
-    time: &'a str,
+pub struct SentJson<'a> {
+    /// The message id.
+    pub id: &'a str,
+    /// The recipient.
+    pub to: &'a str,
+    /// When it was sent.
+    pub time: &'a str,
 }
 
 pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
@@ -123,15 +126,7 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             if ctx.json {
                 output::json(&entry);
             } else if !ctx.quiet {
-                let m = &entry.message;
-                output::line(&format!(
-                    "id: {}\nfrom: {}\nto: {}\ntime: {}\n\n{}",
-                    m.id,
-                    output::clean(&m.from_name),
-                    m.to,
-                    output::clean(&m.time),
-                    clean_text(m.body.trim_end_matches('\n'))
-                ));
+                output::line(&read_text(&entry));
             }
         }
         MsgCommand::Wait { timeout } => {
@@ -191,29 +186,56 @@ fn warn_skipped(inbox: &Inbox) {
     }
 }
 
+/// A message whole: `id:`, `from:`, `to:`, `time:`, a blank line, the body.
+pub fn read_text(entry: &InboxEntry) -> String {
+    let m = &entry.message;
+    format!(
+        "id: {}\nfrom: {}\nto: {}\ntime: {}\n\n{}",
+        m.id,
+        output::clean(&m.from_name),
+        m.to,
+        output::clean(&m.time),
+        clean_text(m.body.trim_end_matches('\n'))
+    )
+}
+
+/// The inbox's `--json` object (only unread messages when `only_unread`).
+pub fn list_json(inbox: &Inbox, only_unread: bool) -> ListJson<'_> {
+    ListJson {
+        messages: inbox
+            .messages
+            .iter()
+            .filter(|e| e.unread || !only_unread)
+            .collect(),
+        skipped: &inbox.skipped,
+    }
+}
+
 fn print_list(inbox: &Inbox, only_unread: bool, ctx: &Ctx) {
-    let shown: Vec<&InboxEntry> = inbox
-        .messages
-        .iter()
-        .filter(|e| e.unread || !only_unread)
-        .collect();
+    let listed = list_json(inbox, only_unread);
     if ctx.json {
-        output::json(&ListJson {
-            messages: shown,
-            skipped: &inbox.skipped,
-        });
+        output::json(&listed);
         return;
     }
     if ctx.quiet {
         return;
     }
+    output::line(&list_text(
+        &listed.messages,
+        only_unread,
+        output::color_enabled(),
+    ));
+}
+
+/// The inbox as a table (ID, NEW, FROM, TO, TIME, MESSAGE), or `No (unread) messages`.
+pub fn list_text(shown: &[&InboxEntry], only_unread: bool, color: bool) -> String {
     if shown.is_empty() {
-        output::line(if only_unread {
+        return if only_unread {
             "No unread messages"
         } else {
             "No messages"
-        });
-        return;
+        }
+        .into();
     }
     let now = clock::now();
     let rows = shown
@@ -233,9 +255,5 @@ fn print_list(inbox: &Inbox, only_unread: bool, ctx: &Ctx) {
             ]
         })
         .collect();
-    output::line(&output::table(
-        &["ID", "NEW", "FROM", "TO", "TIME", "MESSAGE"],
-        rows,
-        output::color_enabled(),
-    ));
+    output::table(&["ID", "NEW", "FROM", "TO", "TIME", "MESSAGE"], rows, color)
 }

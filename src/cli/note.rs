@@ -50,11 +50,12 @@ pub fn run(args: NoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     if ctx.json {
         output::json(&noted);
     } else if !ctx.quiet {
-        output::line(&format!(
-            "Noted in {}: {}",
-            noted.file,
-            output::clean(&noted.line)
-        ));
+        output::line(&noted_line(&noted));
     }
     Ok(ExitCode::Success)
+}
+
+/// `Noted in FILE: LINE`.
+pub fn noted_line(noted: &note::Noted) -> String {
+    format!("Noted in {}: {}", noted.file, output::clean(&noted.line))
 }

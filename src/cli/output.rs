@@ -40,14 +40,20 @@ pub fn diag(text: &str) {
 
 /// `error: …` and, when known, `hint: …` on stderr.
 pub fn error_line(message: &str, hint: Option<&str>) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{}", error_text(message, hint));
+}
+
+/// The `error: …` line and, when known, the `hint: …` line, without a final line break.
+pub fn error_text(message: &str, hint: Option<&str>) -> String {
     // Messages quote text from files (a holder's name, a reason): clean it here, once, so a
     // hostile lock file cannot drive the terminal. Line breaks of multi-line messages stay.
     let keep_lines = |text: &str| text.split('\n').map(clean).collect::<Vec<_>>().join("\n");
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "error: {}", keep_lines(message));
+    let mut text = format!("error: {}", keep_lines(message));
     if let Some(hint) = hint {
-        let _ = writeln!(err, "hint: {}", keep_lines(hint));
+        text.push_str(&format!("\nhint: {}", keep_lines(hint)));
     }
+    text
 }
 
 /// Whether stdout gets colour: a terminal, `NO_COLOR` unset or empty, `TERM` not `dumb`.
@@ -227,14 +233,24 @@ pub fn waiting_line(b: &coord::v3::lock::Blocker) -> String {
 
 /// Say on stderr, for each stale lock an acquisition took over, whose it was and why.
 pub fn took_over_notes(acquired: &[coord::v3::lock::Acquired]) {
-    for a in acquired {
-        for t in &a.took_over {
-            diag(&format!(
-                "note: took over the stale lock of {} on `{}` ({})",
-                clean(&t.from),
-                a.file,
-                t.why
-            ));
-        }
+    for line in took_over_lines(acquired) {
+        diag(&line);
     }
+}
+
+/// For each stale lock an acquisition took over, whose it was and why.
+pub fn took_over_lines(acquired: &[coord::v3::lock::Acquired]) -> Vec<String> {
+    acquired
+        .iter()
+        .flat_map(|a| {
+            a.took_over.iter().map(move |t| {
+                format!(
+                    "note: took over the stale lock of {} on `{}` ({})",
+                    clean(&t.from),
+                    a.file,
+                    t.why
+                )
+            })
+        })
+        .collect()
 }

@@ -396,33 +396,39 @@ fn next(a: NextArgs, ctx: &Ctx, reviews: &Reviews) -> anyhow::Result<ExitCode> {
     if ctx.quiet {
         return Ok(ExitCode::Success);
     }
+    output::line(&next_text(&n, &a.topic));
+    Ok(ExitCode::Success)
+}
+
+/// Next actor, next action, tracker, output and the handoff prompt, as `review next` prints them.
+pub fn next_text(n: &coord::review::rules::Next, topic: &str) -> String {
     let role = n
         .role
         .as_deref()
         .map(|r| format!(" ({r})"))
         .unwrap_or_default();
-    output::line(&format!(
+    let mut out = vec![format!(
         "Next actor:  {}{}",
         output::clean(&n.next_actor),
         output::clean(&role)
-    ));
+    )];
     let action = match (n.action, n.step) {
         (Some(act), Some(step)) => format!("{} (step {step:02})", act.as_str()),
         _ => n.next_action.clone().unwrap_or_else(|| "-".into()),
     };
-    output::line(&format!("Next action: {}", output::clean(&action)));
-    output::line(&format!("Tracker:     {}", output::clean(&n.tracker)));
+    out.push(format!("Next action: {}", output::clean(&action)));
+    out.push(format!("Tracker:     {}", output::clean(&n.tracker)));
     if let Some(o) = &n.suggested_output {
-        output::line(&format!("Output:      {}", output::clean(o)));
+        out.push(format!("Output:      {}", output::clean(o)));
     }
     match &n.prompt {
         Some(p) => {
-            output::line("\nHandoff prompt (paste it to them as is):\n");
-            output::line(&clean_block(p));
+            out.push("\nHandoff prompt (paste it to them as is):\n".into());
+            out.push(clean_block(p));
         }
-        None => output::line(&format!("\nReview `{}` is {}.", a.topic, n.status)),
+        None => out.push(format!("\nReview `{topic}` is {}.", n.status)),
     }
-    Ok(ExitCode::Success)
+    out.join("\n")
 }
 
 fn step(

@@ -17,13 +17,13 @@ use crate::support::{Env, coord_bin};
 const SESSION_A: &str = "a1a1a1a1-0000-4000-8000-000000000001";
 const SESSION_B: &str = "b2b2b2b2-0000-4000-8000-000000000002";
 
-/// The `claude` executable: `COORD_E2E_CLAUDE`, else installed under `target/claude-code/`
-/// (by `.ci/run`, or here on first use).
+/// The `claude` executable: `COORD_TEST_CLAUDE` (set by `.ci/run`, which installs it under
+/// `target/ci-tools/`), else installed there on first use.
 fn claude() -> Result<PathBuf, String> {
-    if let Some(p) = std::env::var_os("COORD_E2E_CLAUDE") {
+    if let Some(p) = std::env::var_os("COORD_TEST_CLAUDE") {
         return Ok(PathBuf::from(p));
     }
-    let prefix = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/claude-code");
+    let prefix = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("target/ci-tools");
     let bin = prefix.join("node_modules/.bin/claude");
     if !bin.exists() {
         let status = Command::new("timeout")

@@ -1,7 +1,9 @@
 //! Integration tests: the real `coord` binary in temporary folders.
 //!
-//! One test binary, one module per command group; `support` holds the builder.
+//! One test binary, one module per command group; `support` holds the builder, `fixture` the
+//! workspaces in a given state built with it.
 
+mod fixture;
 mod support;
 
 mod claude_e2e;
@@ -18,6 +20,7 @@ mod hostile;
 mod hostile_state;
 mod init;
 mod load;
+mod mcp;
 mod messages;
 mod review;
 mod session;
