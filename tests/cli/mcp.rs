@@ -144,7 +144,7 @@ fn assert_refused(result: &Value) {
 
 /// Feed `input` to a fresh server at once and collect every line it writes.
 fn raw(env: &Env, input: &[u8]) -> (Vec<Value>, i32) {
-    let out = env.agent("raw").arg("mcp").stdin(input.to_vec()).run();
+    let out = env.agent("raw").arg("mcp").stdin(input).run();
     let lines = out
         .stdout
         .lines()
