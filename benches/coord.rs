@@ -6,6 +6,8 @@
 //! - `lock`: `coord lock` + `coord unlock` as two processes vs `dotlockfile -l` + `dotlockfile -u`.
 //! - `wake`: time from the holder's release returning to the waiter's exit, coord vs `flock(1)`.
 //! - `status`: `coord status --json` over 20,000 files, 1,000 locks and 100 agents vs `find`.
+//! - `hook`: one pre-edit `coord hook claude` call (a Write's PreToolUse payload on stdin) vs one
+//!   `coord lock` process, each taking a free lock (released, untimed, between runs).
 //! - `mcp`: `lock` + `unlock` as two `tools/call` requests to one running `coord mcp` vs
 //!   `dotlockfile -l` + `dotlockfile -u`, in the same run.
 
@@ -127,6 +129,63 @@ fn bench_lock(out: &mut Vec<String>) {
         out.push(String::new());
         out.push("(dotlockfile not installed: `apt-get install liblockfile-bin`)".into());
     }
+}
+
+fn bench_hook(out: &mut Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let d = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::write(d.join("SHARED.txt"), "shared\n").unwrap();
+    let payload = format!(
+        r#"{{"session_id":"7684f1ed-55e2-4a19-be34-6aa5a64f4b50","transcript_path":"/tmp/t.jsonl","cwd":"{0}","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{{"file_path":"{0}/SHARED.txt","content":"x"}},"tool_use_id":"toolu_1"}}"#,
+        d.display()
+    );
+    let hook = || {
+        let mut c = Command::new(COORD);
+        c.args(["hook", "claude"])
+            .current_dir(&d)
+            .env_remove("COORD_DIR")
+            .env_remove("COORD_AGENT")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut child = c.spawn().expect("spawn");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(payload.as_bytes())
+            .unwrap();
+        assert!(child.wait().unwrap().success());
+    };
+    let agent = "claude-7684f1ed";
+    let n = 300;
+    for _ in 0..20 {
+        hook();
+        run(&mut coord(&d, agent, &["unlock", "-q"]));
+    }
+    let mut h = Vec::with_capacity(n);
+    let mut l = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        hook();
+        h.push(t.elapsed());
+        assert!(d.join(format!("SHARED.txt.lock.{agent}")).exists());
+        run(&mut coord(&d, agent, &["unlock", "-q"]));
+        let t = Instant::now();
+        run(&mut coord(&d, agent, &["lock", "SHARED.txt", "-q"]));
+        l.push(t.elapsed());
+        run(&mut coord(&d, agent, &["unlock", "-q"]));
+    }
+    let (h, l) = (stats(h), stats(l));
+    out.push("| one pre-edit lock (one process) | median | p95 | runs |".into());
+    out.push("|---|---|---|---|".into());
+    out.push(row("`coord hook claude` (PreToolUse of a Write)", &h));
+    out.push(row("`coord lock` (with `.bak`)", &l));
+    out.push(String::new());
+    out.push(format!(
+        "Ratio hook / lock (medians): {:.2}x.",
+        h.median.as_secs_f64() / l.median.as_secs_f64()
+    ));
 }
 
 /// `dotlockfile -l` + `dotlockfile -u` on `lf`, `n` times (after a warm-up).
@@ -393,6 +452,10 @@ fn main() {
     }
     if want("wake") {
         bench_wake(&mut out);
+        out.push(String::new());
+    }
+    if want("hook") {
+        bench_hook(&mut out);
         out.push(String::new());
     }
     if want("status") {

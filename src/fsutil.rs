@@ -474,6 +474,21 @@ pub fn touch(path: &Path) -> Result<()> {
     file.set_modified(SystemTime::now()).at("touch", path)
 }
 
+/// Make the regular file at `path` executable by whoever may read it (a git hook script).
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the path.
+pub fn make_executable(path: &Path) -> Result<()> {
+    let meta = fs::symlink_metadata(path).at("inspect", path)?;
+    if !meta.is_file() {
+        return Err(not_regular()).at("make executable", path);
+    }
+    let mode = meta.permissions().mode();
+    let exec = (mode & 0o444) >> 2;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode | exec)).at("make executable", path)
+}
+
 /// An `O_NOFOLLOW` open that met a symlink (`ELOOP`) said as such; other errors unchanged.
 fn not_followed(e: io::Error) -> io::Error {
     if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {

@@ -14,7 +14,10 @@ mod check;
 mod collab;
 mod demo;
 mod dialogue;
+mod guard;
 mod handshake;
+mod hook;
+mod init;
 mod lock;
 mod mcp;
 mod msg;
@@ -114,6 +117,9 @@ enum Command {
     Review(review::ReviewArgs),
     Status(status::StatusArgs),
     Demo(demo::DemoArgs),
+    Hook(hook::HookArgs),
+    Init(init::InitArgs),
+    Guard(guard::GuardArgs),
     Mcp(mcp::McpArgs),
     Who(who::WhoArgs),
 }
@@ -279,10 +285,10 @@ fn change_dir(cwd: PathBuf, dir: Option<&Path>) -> Result<PathBuf, Error> {
 /// Parse the command line.
 ///
 /// coord is one short process per command, and an agent runs `lock` and `unlock` (and
-/// `presence`) far more often than anything else. Building clap's tree of every command costs
-/// about as much as a lock itself, so for those three the tree holds just that one command
-/// (parsed by the very same derived definitions); anything else, and any command line that is
-/// not plainly one of them, gets the whole tree. The tree is leaked rather than freed: the
+/// `presence`; its client runs `hook` before every edit) far more often than anything else.
+/// Building clap's tree of every command costs about as much as a lock itself, so for those
+/// the tree holds just that one command (parsed by the very same derived definitions); anything
+/// else, and any command line that is not plainly one of them, gets the whole tree. The tree is leaked rather than freed: the
 /// process exits soon after and freeing its many small allocations was a fifth of the work.
 fn parse_args() -> Result<(Cli, bool), clap::Error> {
     let args: Vec<OsString> = std::env::args_os().collect();
@@ -344,6 +350,7 @@ fn hot_command(args: &[OsString]) -> Option<clap::Command> {
         "lock" => lock::LockArgs::augment_args(named("lock")),
         "unlock" => unlock::UnlockArgs::augment_args(named("unlock")),
         "presence" => presence::PresenceArgs::augment_args(named("presence")),
+        "hook" => hook::HookArgs::augment_args(named("hook")),
         _ => return None,
     })
 }
@@ -369,6 +376,9 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Write(args) => write::run(args, ctx),
         Command::Run(args) => run::run(args, ctx),
         Command::Restore(args) => restore::run(args, ctx),
+        Command::Hook(args) => hook::run(args, ctx),
+        Command::Init(args) => init::run(args, ctx),
+        Command::Guard(args) => guard::run(args, ctx),
         Command::Mcp(args) => mcp::run(args, ctx),
         Command::Who(args) => who::run(args, ctx),
     }

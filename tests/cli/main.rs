@@ -6,6 +6,7 @@
 mod fixture;
 mod support;
 
+mod claude_e2e;
 mod collab;
 mod concurrency;
 mod crashes;
@@ -13,9 +14,12 @@ mod crashes_protocols;
 mod dialogue;
 mod docs;
 mod edit;
+mod guard;
 mod handshake;
+mod hooks;
 mod hostile;
 mod hostile_state;
+mod init;
 mod json;
 mod load;
 mod mcp;
