@@ -87,6 +87,11 @@ fn paint(text: &str, tone: Tone, color: bool) -> String {
     }
 }
 
+/// `text` in the colour of a broken state (when `color`).
+pub fn paint_bad(text: &str, color: bool) -> String {
+    paint(text, Tone::Bad, color)
+}
+
 /// The tone of a state word.
 pub fn tone_of(word: &str) -> Tone {
     match word {

@@ -20,3 +20,4 @@ mod session;
 mod stamp;
 mod symlinks;
 mod v3_core;
+mod views;
