@@ -12,6 +12,7 @@ use coord::{Error, ExitCode};
 
 mod check;
 mod collab;
+mod completions;
 mod demo;
 mod dialogue;
 mod handshake;
@@ -28,6 +29,7 @@ mod session;
 mod startup;
 mod status;
 mod unlock;
+mod watch;
 mod write;
 
 const ABOUT: &str = "Coordinate AI coding agents and humans in one shared folder";
@@ -103,6 +105,9 @@ enum Command {
     Review(review::ReviewArgs),
     Status(status::StatusArgs),
     Demo(demo::DemoArgs),
+    Watch(watch::WatchArgs),
+    Completions(completions::CompletionsArgs),
+    Man(completions::ManArgs),
 }
 
 /// How long a command waits for a lock held by another agent: `--wait DUR` or `--no-wait`.
@@ -283,6 +288,9 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Write(args) => write::run(args, ctx),
         Command::Run(args) => run::run(args, ctx),
         Command::Restore(args) => restore::run(args, ctx),
+        Command::Watch(args) => watch::run(args, ctx),
+        Command::Completions(args) => completions::completions(args, ctx),
+        Command::Man(args) => completions::man(args, ctx),
     }
 }
 

@@ -17,6 +17,14 @@ pub fn line(text: &str) {
     }
 }
 
+/// Write `bytes` as they are to stdout; exit quietly if stdout is closed.
+pub fn raw(bytes: &[u8]) {
+    let mut out = std::io::stdout().lock();
+    if out.write_all(bytes).and_then(|()| out.flush()).is_err() {
+        std::process::exit(0);
+    }
+}
+
 static JSON_PRINTED: AtomicBool = AtomicBool::new(false);
 
 /// Whether a JSON document was already printed (stdout carries at most one).

@@ -151,9 +151,9 @@ fn a_cycle_that_closes_while_both_wait_is_refused_on_the_next_look() {
         "y.lock.c3",
         format!("Agent: c3\nlocked_at: {}\nfile: y\n", now()),
     );
-    let a = env.agent("a1").args(["lock", "y", "--wait", "60s"]).spawn();
+    let mut a = env.agent("a1").args(["lock", "y", "--wait", "60s"]).spawn();
     eventually("a1 waits", || waiting(&env, "a1"));
-    let b = env.agent("b2").args(["lock", "x", "--wait", "60s"]).spawn();
+    let mut b = env.agent("b2").args(["lock", "x", "--wait", "60s"]).spawn();
     eventually("b2 waits", || waiting(&env, "b2"));
     // No cycle yet: a1 waits for c3, b2 for a1. Now b2 takes y by hand, c3 lets go of it.
     env.write(
@@ -161,20 +161,179 @@ fn a_cycle_that_closes_while_both_wait_is_refused_on_the_next_look() {
         format!("Agent: b2\nlocked_at: {}\nfile: y\n", now()),
     );
     std::fs::remove_file(env.path("y.lock.c3")).unwrap();
-    // a1 wakes up on the change, sees a1 → b2 → a1, and gives up at once.
-    let out = finish(a);
+    // Both wake up on the change; the first to look again sees the cycle and gives up at
+    // once (leaving the queue, so the other one no longer sees a cycle and keeps waiting).
+    let mut first = None;
+    eventually("one of the cycle gives up", || {
+        if a.try_wait().unwrap().is_some() {
+            first = Some("a1");
+        } else if b.try_wait().unwrap().is_some() {
+            first = Some("b2");
+        }
+        first.is_some()
+    });
+    let (quitter, stayer, cycle) = match first {
+        Some("a1") => (
+            a,
+            b,
+            "a1 waits for `y` held by b2, b2 waits for `x` held by a1",
+        ),
+        _ => (
+            b,
+            a,
+            "b2 waits for `x` held by a1, a1 waits for `y` held by b2",
+        ),
+    };
+    let out = finish(quitter);
     assert_eq!(out.code, Some(3), "{out:?}");
-    assert!(
-        out.stderr
-            .contains("a1 waits for `y` held by b2, b2 waits for `x` held by a1"),
-        "{out:?}"
-    );
-    // b2 still waits for x; a1 lets it go.
-    assert!(waiting(&env, "b2"));
-    env.agent("a1").args(["unlock", "x"]).ok();
-    assert_eq!(finish(b).code, Some(0));
+    assert!(out.stderr.contains(cycle), "{out:?}");
+    // The other one still waits, and gets its file once it is let go.
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    if first == Some("a1") {
+        assert!(waiting(&env, "b2"));
+        env.agent("a1").args(["unlock", "x"]).ok();
+    } else {
+        assert!(waiting(&env, "a1"));
+        std::fs::remove_file(env.path("y.lock.b2")).unwrap();
+    }
+    let out = finish(stayer);
+    assert_eq!(out.code, Some(0), "{out:?}");
 }
 
 fn now() -> String {
     chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, false)
+}
+
+/// Whether `program` can be run here.
+fn have(program: &str) -> bool {
+    std::process::Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Check `script` with `shell ARGS... FILE`, or skip (saying why) when the shell is missing.
+fn shell_accepts(env: &Env, shell: &str, check: &[&str], script: &str) {
+    if !have(shell) {
+        eprintln!("skipped: `{shell}` is not installed; its completion script was not checked");
+        return;
+    }
+    let file = env.path(&format!("completion.{shell}"));
+    std::fs::write(&file, script).unwrap();
+    let out = std::process::Command::new(shell)
+        .args(check)
+        .arg(&file)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{shell} rejects the script: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+#[test]
+fn completion_scripts_are_valid_for_each_shell() {
+    let env = Env::new();
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = env.cmd().args(["completions", shell]).ok();
+        assert!(
+            out.stdout.contains("lock") && out.stdout.contains("unlock"),
+            "{shell}: {}",
+            out.stdout
+        );
+        assert!(out.stdout.contains("completions"), "{shell} lists itself");
+    }
+    let bash = env.cmd().args(["completions", "bash"]).ok().stdout.clone();
+    assert!(bash.contains("complete -F _coord"), "{bash}");
+    shell_accepts(&env, "bash", &["-n"], &bash);
+    let zsh = env.cmd().args(["completions", "zsh"]).ok().stdout.clone();
+    assert!(zsh.starts_with("#compdef coord"));
+    shell_accepts(&env, "zsh", &["-n"], &zsh);
+    let fish = env.cmd().args(["completions", "fish"]).ok().stdout.clone();
+    shell_accepts(&env, "fish", &["--no-execute"], &fish);
+    env.cmd()
+        .args(["completions", "tcsh"])
+        .code(2)
+        .stderr_has("tcsh");
+}
+
+#[test]
+fn bash_completion_really_completes_commands_and_options() {
+    if !have("bash") {
+        eprintln!("skipped: bash is not installed");
+        return;
+    }
+    let env = Env::new();
+    let script = env.cmd().args(["completions", "bash"]).ok().stdout.clone();
+    let file = env.path("coord.bash");
+    std::fs::write(&file, script).unwrap();
+    // Load the script and ask it what follows `coord unl` and `coord lock --no-`.
+    let probe = format!(
+        "source {}\n\
+         COMP_WORDS=(coord unl); COMP_CWORD=1; _coord coord unl coord; echo \"1:${{COMPREPLY[*]}}\"\n\
+         COMP_WORDS=(coord lock --no-); COMP_CWORD=2; _coord coord --no- lock; echo \"2:${{COMPREPLY[*]}}\"\n",
+        file.display()
+    );
+    let out = std::process::Command::new("bash")
+        .args(["-c", &probe])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("1:unlock"), "{text}");
+    assert!(
+        text.contains("--no-wait") && text.contains("--no-backup"),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_man_page_renders() {
+    let env = Env::new();
+    let page = env.cmd().arg("man").ok().stdout.clone();
+    assert!(page.contains(".TH coord 1"), "{page}");
+    assert!(page.contains(".SH SYNOPSIS") && page.contains("lock"));
+    let sub = env.cmd().args(["man", "msg", "send"]).ok().stdout.clone();
+    assert!(sub.contains(".TH coord-msg-send 1"), "{sub}");
+    env.cmd()
+        .args(["man", "nosuch"])
+        .code(2)
+        .stderr_has("error: `coord` has no command `nosuch`");
+    if !have("groff") {
+        eprintln!("skipped: groff is not installed; the man page was not rendered");
+        return;
+    }
+    for (name, roff) in [("coord", &page), ("coord-msg-send", &sub)] {
+        let file = env.path(&format!("{name}.1"));
+        std::fs::write(&file, roff).unwrap();
+        let out = std::process::Command::new("groff")
+            .args(["-man", "-Tutf8", "-ww"])
+            .arg(&file)
+            .env("GROFF_NO_SGR", "1")
+            .output()
+            .unwrap();
+        // Overstruck bold (`S\x08S`) and underline (`_\x08x`) back to plain letters.
+        let mut text = String::new();
+        for c in String::from_utf8_lossy(&out.stdout).chars() {
+            if c == '\x08' {
+                text.pop();
+            } else {
+                text.push(c);
+            }
+        }
+        assert!(
+            out.status.success(),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            out.stderr.is_empty(),
+            "groff warns: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(
+            text.contains("SYNOPSIS") && text.contains("OPTIONS"),
+            "{text}"
+        );
+    }
 }
