@@ -16,6 +16,7 @@ mod hostile_state;
 mod load;
 mod messages;
 mod review;
+mod schemas;
 mod session;
 mod stamp;
 mod symlinks;
