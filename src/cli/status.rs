@@ -102,11 +102,17 @@ pub fn render(st: &Status, color: bool) -> String {
                 } else {
                     w.waits_for.join(", ")
                 };
+                let now = coord::clock::now();
+                let age = w
+                    .since
+                    .as_deref()
+                    .and_then(coord::clock::parse_timestamp)
+                    .map(|t| coord::clock::age(&now, &t).as_secs());
                 vec![
                     Cell::plain(&w.agent),
                     Cell::plain(&w.file),
                     Cell::plain(whom),
-                    Cell::opt(w.since.as_deref()),
+                    Cell::plain(output::ago(age)),
                 ]
             })
             .collect();
