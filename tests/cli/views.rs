@@ -557,3 +557,61 @@ fn watch_redraws_full_screen_in_a_terminal() {
             && s.matches("coord watch").count() == 1
     });
 }
+
+#[test]
+fn forged_and_broken_queue_tickets_are_not_waiters() {
+    let env = Env::new();
+    setup(&env, &["alpha", "beta"], &["a.md"]);
+    env.agent("alpha").args(["lock", "a.md"]).ok();
+    let waiter = env
+        .agent("beta")
+        .args(["lock", "a.md", "--wait", "60s"])
+        .spawn();
+    eventually("beta waits", || waiting(&env, "beta"));
+    let ticket = env
+        .snapshot()
+        .into_keys()
+        .find(|k| k.starts_with(".coord/queue/q-") && k.ends_with(".beta"))
+        .expect("beta's ticket");
+    let folder = std::path::Path::new(&ticket)
+        .parent()
+        .unwrap()
+        .to_path_buf();
+    let text = env.read(&ticket);
+    // A live-looking ticket whose `file:` is not the file of its folder, one without a
+    // process, a symlink to a real ticket, and a FIFO.
+    env.write(
+        &folder
+            .join("00000000000000099999.mallory")
+            .to_string_lossy(),
+        text.replace("file: a.md", "file: ../outside"),
+    );
+    env.write(
+        &folder.join("00000000000000000002.eve").to_string_lossy(),
+        "\x00\x01garbage",
+    );
+    std::os::unix::fs::symlink(
+        env.path(&ticket),
+        env.path(&folder.join("00000000000000000003.link").to_string_lossy()),
+    )
+    .unwrap();
+    let fifo = env.path(&folder.join("00000000000000000004.pipe").to_string_lossy());
+    assert!(
+        std::process::Command::new("mkfifo")
+            .arg(&fifo)
+            .status()
+            .unwrap()
+            .success()
+    );
+    let st: serde_json::Value = env.cmd().args(["status", "--json"]).ok().json();
+    let waits = st["waits"].as_array().unwrap();
+    assert_eq!(waits.len(), 1, "only beta waits: {st}");
+    assert_eq!(waits[0]["agent"], "beta");
+    // A forged ticket of alpha's does not make alpha's own requests deadlock.
+    env.agent("alpha")
+        .args(["lock", "a.md", "--wait", "1s"])
+        .ok()
+        .stdout_has("Lock refreshed");
+    env.agent("alpha").args(["unlock", "a.md"]).ok();
+    assert_eq!(finish(waiter).code, Some(0));
+}
