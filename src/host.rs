@@ -26,6 +26,21 @@ pub fn host_tag() -> &'static str {
     TAG.get_or_init(|| format!("{:08x}", fnv1a64(hostname().as_bytes()) as u32))
 }
 
+/// Where a command comes from, as recorded in a lock's `origin:` line: the coord session it
+/// runs in (`session ID`, from `COORD_SESSION`), else the POSIX session of its terminal or
+/// supervisor (`sid N`). Two shells (two terminals, two tmux panes, two agent clients) are two
+/// origins; every command typed in one shell is one. Locks are per agent name, so this is what
+/// tells "the same name, used from somewhere else" apart from a refresh.
+pub fn origin() -> String {
+    match std::env::var("COORD_SESSION") {
+        Ok(s) if !s.trim().is_empty() => format!("session {}", s.trim()),
+        _ => match rustix::process::getsid(None) {
+            Ok(sid) => format!("sid {}", sid.as_raw_nonzero()),
+            Err(_) => format!("pid {}", pid()),
+        },
+    }
+}
+
 /// This process's id.
 pub fn pid() -> u32 {
     std::process::id()

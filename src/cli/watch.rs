@@ -62,17 +62,16 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let mut before = changes::snapshot(&ws);
     let mut recent: VecDeque<String> = VecDeque::new();
     match mode {
-        Mode::Json => output::raw(
-            format!(
-                "{}\n",
-                serde_json::json!({
-                    "event": "started",
-                    "at": clock::now_string(),
-                    "root": before.status.root,
-                })
-            )
-            .as_bytes(),
-        ),
+        Mode::Json => {
+            let started = serde_json::json!({
+                "event": "started",
+                "at": clock::now_string(),
+                "root": before.status.root,
+            });
+            if let Ok(text) = output::json_text(&started, false) {
+                output::raw(format!("{text}\n").as_bytes());
+            }
+        }
         Mode::Screen => draw(&before.status, &recent),
         Mode::Lines => output::line(&status::render(&before.status, false)),
     }
@@ -92,7 +91,7 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                         at: at.clone(),
                         change,
                     };
-                    if let Ok(text) = serde_json::to_string(&line) {
+                    if let Ok(text) = output::json_text(&line, false) {
                         output::raw(format!("{text}\n").as_bytes());
                     }
                 }

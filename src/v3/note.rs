@@ -138,7 +138,7 @@ fn fenced_append(ws: &Workspace, req: &NoteRequest, token: &str) -> Result<Strin
                 ),
                 Some(format!(
                     "nothing was written; try again: `coord note {} \"…\"`",
-                    req.target.rel
+                    crate::shell::arg(&req.target.rel)
                 )),
             ));
         }

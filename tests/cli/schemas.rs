@@ -101,6 +101,11 @@ fn every_json_document_matches_its_schema() {
         0,
     );
     c.run(
+        "who",
+        env.cmd().args(["who", "a.md", "b.md", "nolock.md"]),
+        0,
+    );
+    c.run(
         "error",
         env.agent("beta").args(["lock", "a.md", "--no-wait"]),
         3,

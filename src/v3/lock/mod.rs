@@ -43,6 +43,7 @@ mod release;
 
 pub use acquire::{
     Acquired, Acquisition, Blocker, LockEvent, LockRequest, Owner, TakeOver, acquire, format_since,
+    working_text,
 };
 pub use release::{Release, ReleaseOutcome, holds, own_token, release, release_tokens};
 
