@@ -10,6 +10,8 @@
 //!   `coord lock` process, each taking a free lock (released, untimed, between runs).
 //! - `mcp`: `lock` + `unlock` as two `tools/call` requests to one running `coord mcp` vs
 //!   `dotlockfile -l` + `dotlockfile -u`, in the same run.
+//! - `deadlock`: how long the `coord lock` that would close a cycle of N waiting agents takes
+//!   to be refused, vs a plain refusal (`--no-wait` on a held lock).
 
 use std::io::Write;
 use std::path::Path;
@@ -419,6 +421,81 @@ fn bench_status(out: &mut Vec<String>) {
     ));
 }
 
+/// Run `cmd` to completion expecting exit 3; its wall-clock time.
+fn refused_in(mut cmd: Command) -> Duration {
+    let start = Instant::now();
+    let st = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    let t = start.elapsed();
+    assert_eq!(st.code(), Some(3), "{cmd:?}");
+    t
+}
+
+fn bench_deadlock(out: &mut Vec<String>) {
+    let runs = 30;
+    out.push("| refusal | median | p95 | runs |".into());
+    out.push("|---|---|---|---|".into());
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        run(&mut coord(d, "holder", &["lock", "f", "-q", "--no-backup"]));
+        let lat = (0..runs)
+            .map(|_| refused_in(coord(d, "other", &["lock", "f", "--no-wait", "-q"])))
+            .collect();
+        out.push(row(
+            "`coord lock --no-wait` on a held lock (plain refusal)",
+            &stats(lat),
+        ));
+    }
+    for n in [2usize, 8] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // a0 holds f0, ..., a{n-1} holds f{n-1}; a{i} waits for f{i+1} for i < n-1.
+        for i in 0..n {
+            run(&mut coord(
+                d,
+                &format!("a{i}"),
+                &["lock", &format!("f{i}"), "-q", "--no-backup"],
+            ));
+        }
+        let mut waiters = Vec::new();
+        for i in 0..n - 1 {
+            let mut c = coord(
+                d,
+                &format!("a{i}"),
+                &["lock", &format!("f{}", i + 1), "--wait", "10m", "-q"],
+            );
+            waiters.push(
+                c.stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap(),
+            );
+            wait_until(|| {
+                std::fs::read_to_string(d.join(format!(".a{i}_presence")))
+                    .is_ok_and(|t| t.contains("WAITING"))
+            });
+        }
+        let last = format!("a{}", n - 1);
+        let lat = (0..runs)
+            .map(|_| refused_in(coord(d, &last, &["lock", "f0", "--wait", "10m", "-q"])))
+            .collect();
+        out.push(row(
+            &format!("`coord lock --wait 10m` closing a cycle of {n} agents"),
+            &stats(lat),
+        ));
+        for mut w in waiters {
+            let _ = w.kill();
+            let _ = w.wait();
+        }
+    }
+}
+
 fn main() {
     let which: Vec<String> = std::env::args()
         .skip(1)
@@ -460,6 +537,10 @@ fn main() {
     }
     if want("status") {
         bench_status(&mut out);
+        out.push(String::new());
+    }
+    if want("deadlock") {
+        bench_deadlock(&mut out);
         out.push(String::new());
     }
     println!("{}", out.join("\n"));

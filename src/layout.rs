@@ -188,11 +188,16 @@ pub fn ticket_name(seq: u64, agent: &str) -> String {
 
 /// The sequence number of a ticket file name.
 pub fn parse_ticket_name(file_name: &str) -> Option<u64> {
+    parse_ticket(file_name).map(|(seq, _)| seq)
+}
+
+/// The sequence number and agent id of a ticket file name.
+pub fn parse_ticket(file_name: &str) -> Option<(u64, &str)> {
     let (seq, agent) = file_name.split_once('.')?;
     if seq.len() != 20 || !is_valid_agent_id(agent) {
         return None;
     }
-    seq.parse().ok()
+    Some((seq.parse().ok()?, agent))
 }
 
 // --- Messages and the collaboration file -------------------------------------------------

@@ -18,6 +18,7 @@
 
 #![deny(missing_docs)]
 
+pub mod changes;
 pub mod clock;
 pub mod collab;
 pub mod dialogue;

@@ -12,6 +12,7 @@ use coord::{Error, ExitCode};
 
 mod check;
 mod collab;
+mod completions;
 mod demo;
 mod dialogue;
 mod guard;
@@ -32,6 +33,7 @@ mod session;
 mod startup;
 mod status;
 mod unlock;
+mod watch;
 mod who;
 mod write;
 
@@ -122,6 +124,9 @@ enum Command {
     Guard(guard::GuardArgs),
     Mcp(mcp::McpArgs),
     Who(who::WhoArgs),
+    Watch(watch::WatchArgs),
+    Completions(completions::CompletionsArgs),
+    Man(completions::ManArgs),
 }
 
 /// How long a command waits for a lock held by another agent: `--wait DUR` or `--no-wait`.
@@ -379,6 +384,9 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Hook(args) => hook::run(args, ctx),
         Command::Init(args) => init::run(args, ctx),
         Command::Guard(args) => guard::run(args, ctx),
+        Command::Watch(args) => watch::run(args, ctx),
+        Command::Completions(args) => completions::completions(args, ctx),
+        Command::Man(args) => completions::man(args, ctx),
         Command::Mcp(args) => mcp::run(args, ctx),
         Command::Who(args) => who::run(args, ctx),
     }

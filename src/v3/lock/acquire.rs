@@ -23,6 +23,7 @@ use crate::record::Record;
 use crate::v3::backup;
 use crate::v3::presence::{self, LockStatus, StateCache};
 use crate::v3::queue::{self, Tickets};
+use crate::v3::waits::{self, WaitEdge};
 use crate::watch::{Deadline, FolderWatch, RECHECK};
 use crate::workspace::{AgentId, Target, Workspace};
 
@@ -127,7 +128,8 @@ enum Attempt {
 ///
 /// # Errors
 ///
-/// [`Error::LockHeld`] when not waiting and a target is held; [`Error::WaitTimedOut`] when the
+/// [`Error::LockHeld`] when not waiting and a target is held; [`Error::Deadlock`] when waiting
+/// would close a cycle of agents waiting for each other; [`Error::WaitTimedOut`] when the
 /// wait ended first; [`Error::Refused`] when the lock is free but earlier waiters stand in line;
 /// [`Error::Io`] on I/O failure (no lock is left behind then).
 pub fn acquire(
@@ -163,16 +165,26 @@ pub fn acquire(
                         queue::leave(&t);
                     }
                 }
-                Attempt::Busy(_) if may_wait && waiting.tickets.is_none() && !deadline.passed() => {
-                    waiting.tickets = Some(queue::register(ws.root(), &req.agent, &targets)?);
-                    presence::write(
-                        ws.root(),
-                        &req.agent,
-                        &presence::Update {
-                            lock_status: Some(LockStatus::Waiting),
-                            ..Default::default()
-                        },
-                    )?;
+                Attempt::Busy(_) if may_wait && !deadline.passed() => {
+                    // Every time we would wait (the first time and after every wake-up, so the
+                    // last one to close a cycle sees it even when it formed while we waited).
+                    if let Some(err) = deadlock(ws, req, &targets, waiting.tickets.as_ref()) {
+                        if let Some(t) = waiting.tickets.take() {
+                            settle(ws, &req.agent, &t);
+                        }
+                        return Err(err);
+                    }
+                    if waiting.tickets.is_none() {
+                        waiting.tickets = Some(queue::register(ws.root(), &req.agent, &targets)?);
+                        presence::write(
+                            ws.root(),
+                            &req.agent,
+                            &presence::Update {
+                                lock_status: Some(LockStatus::Waiting),
+                                ..Default::default()
+                            },
+                        )?;
+                    }
                 }
                 Attempt::Busy(_) => {}
             }
@@ -261,22 +273,69 @@ impl Drop for Waiting<'_> {
             return;
         };
         if let Ok(_mutex) = self.ws.lock_mutex() {
-            queue::leave(&tickets);
-            let held = own_locks_listed(self.ws, self.agent);
-            let _ = presence::write(
-                self.ws.root(),
-                self.agent,
-                &presence::Update {
-                    lock_status: Some(if held.is_empty() {
-                        LockStatus::Free
-                    } else {
-                        LockStatus::Locked
-                    }),
-                    ..Default::default()
-                },
-            );
+            settle(self.ws, self.agent, &tickets);
         }
     }
+}
+
+/// Leave the queue and say in the presence whether we still hold anything. Caller holds the mutex.
+fn settle(ws: &Workspace, agent: &AgentId, tickets: &Tickets) {
+    queue::leave(tickets);
+    let held = own_locks_listed(ws, agent);
+    let _ = presence::write(
+        ws.root(),
+        agent,
+        &presence::Update {
+            lock_status: Some(if held.is_empty() {
+                LockStatus::Free
+            } else {
+                LockStatus::Locked
+            }),
+            ..Default::default()
+        },
+    );
+}
+
+/// The deadlock waiting for `targets` would close, if any: we would wait for the holders of
+/// `targets`, and following who waits for whom (the queue's other tickets) leads back to us.
+/// Caller holds the mutex, so the graph is one consistent picture.
+fn deadlock(
+    ws: &Workspace,
+    req: &LockRequest,
+    targets: &[Target],
+    tickets: Option<&Tickets>,
+) -> Option<Error> {
+    let me = req.agent.id();
+    let now = clock::now();
+    let mut cache = StateCache::default();
+    let mut edges = Vec::new();
+    for t in targets {
+        for (id, name) in waits::holders(ws, &t.rel, &mut cache, &now) {
+            if id != me {
+                edges.push(WaitEdge {
+                    agent: me.to_string(),
+                    name: req.agent.name().to_string(),
+                    file: t.rel.clone(),
+                    holder: id,
+                    holder_name: name,
+                });
+            }
+        }
+    }
+    if edges.is_empty() {
+        return None;
+    }
+    let my_seq = tickets.map(|t| t.seq);
+    let others: Vec<_> = queue::waiters(ws.root())
+        .into_iter()
+        .filter(|w| Some(w.seq) != my_seq)
+        .collect();
+    edges.extend(waits::edges(ws, &others, &mut cache, &now));
+    let cycle = waits::cycle_through(me, &edges)?;
+    Some(Error::Deadlock {
+        file: cycle[0].file.clone(),
+        cycle: cycle.iter().map(WaitEdge::step).collect(),
+    })
 }
 
 fn blocked_error(b: Blocker, waited: bool, elapsed: Duration) -> Error {
