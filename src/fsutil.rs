@@ -39,6 +39,16 @@ pub const RECORD_CAP: u64 = 64 * 1024;
 /// `NotFound` when it does not exist; `InvalidData` when it is not a regular file or is larger
 /// than `cap`; any other open/read error as is.
 pub fn read_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+    read_capped_with_mtime(path, cap).map(|(bytes, _)| bytes)
+}
+
+/// [`read_capped`], with the mtime of the file as opened (`fstat` on the open file: a network
+/// filesystem revalidates it on open, where a `stat` of the path may be served from a cache).
+///
+/// # Errors
+///
+/// As [`read_capped`].
+pub fn read_capped_with_mtime(path: &Path, cap: u64) -> io::Result<(Vec<u8>, Option<SystemTime>)> {
     let fd = rustix::fs::open(
         path,
         OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
@@ -47,6 +57,11 @@ pub fn read_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
     .map_err(|e| not_followed(e.into()))?;
     let file = File::from(fd);
     let meta = file.metadata()?;
+    let bytes = read_open_capped(file, &meta, cap)?;
+    Ok((bytes, meta.modified().ok()))
+}
+
+fn read_open_capped(file: File, meta: &fs::Metadata, cap: u64) -> io::Result<Vec<u8>> {
     if !meta.is_file() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
@@ -76,8 +91,7 @@ pub fn read_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
 ///
 /// As [`read_capped`].
 pub fn read_text_capped(path: &Path, cap: u64) -> io::Result<(String, Option<SystemTime>)> {
-    let bytes = read_capped(path, cap)?;
-    let mtime = fs::symlink_metadata(path).and_then(|m| m.modified()).ok();
+    let (bytes, mtime) = read_capped_with_mtime(path, cap)?;
     Ok((String::from_utf8_lossy(&bytes).into_owned(), mtime))
 }
 

@@ -14,6 +14,7 @@ use super::release::release_tokens;
 use super::{
     LockEntry, LockState, classify, list_locks, own_locks_listed, take_over, try_locks_of,
 };
+use crate::arbiter::Guard;
 use crate::clock::{self, Timestamp, Wait};
 use crate::error::{Error, Result};
 use crate::fsutil;
@@ -23,7 +24,7 @@ use crate::record::Record;
 use crate::v3::backup;
 use crate::v3::presence::{self, LockStatus, StateCache};
 use crate::v3::queue::{self, Tickets};
-use crate::watch::{Deadline, FolderWatch, RECHECK};
+use crate::watch::{Deadline, FolderWatch};
 use crate::workspace::{AgentId, Target, Workspace};
 
 /// A lock tied to a process: stale the moment that process is gone.
@@ -121,6 +122,9 @@ pub struct Acquisition {
 enum Attempt {
     Got(Vec<Acquired>),
     Busy(Blocker),
+    /// The arbitration was lost while deciding (a stalled holder of a lease): everything this
+    /// try did was undone; try again at once.
+    Fenced,
 }
 
 /// Acquire all of `req.targets` or none, waiting as `req.wait` allows; then write backups.
@@ -142,6 +146,7 @@ pub fn acquire(
         return Err(Error::bad_input("no file to lock"));
     }
     ws.ensure_state_dir()?;
+    let policy = ws.policy()?;
     let started = Instant::now();
     let deadline = Deadline::after(req.wait.as_duration());
     let may_wait = req.wait != Wait::For(Duration::ZERO);
@@ -155,8 +160,8 @@ pub fn acquire(
     let mut last_touch = Instant::now();
     let got = loop {
         let attempt = {
-            let _mutex = ws.lock_mutex()?;
-            let attempt = attempt(ws, req, &targets, waiting.tickets.as_ref())?;
+            let mutex = ws.lock_mutex()?;
+            let attempt = attempt(ws, &mutex, req, &targets, waiting.tickets.as_ref())?;
             match &attempt {
                 Attempt::Got(_) => {
                     if let Some(t) = waiting.tickets.take() {
@@ -164,7 +169,13 @@ pub fn acquire(
                     }
                 }
                 Attempt::Busy(_) if may_wait && waiting.tickets.is_none() && !deadline.passed() => {
-                    waiting.tickets = Some(queue::register(ws.root(), &req.agent, &targets)?);
+                    let tickets = queue::register(ws.root(), &req.agent, &targets)?;
+                    // Fencing: a number drawn under a lost lease may repeat one drawn since.
+                    if !mutex.still_held() {
+                        queue::leave(&tickets);
+                        continue;
+                    }
+                    waiting.tickets = Some(tickets);
                     presence::write(
                         ws.root(),
                         &req.agent,
@@ -174,13 +185,14 @@ pub fn acquire(
                         },
                     )?;
                 }
-                Attempt::Busy(_) => {}
+                Attempt::Busy(_) | Attempt::Fenced => {}
             }
             attempt
         };
         let blocker = match attempt {
             Attempt::Got(list) => break list,
             Attempt::Busy(b) => b,
+            Attempt::Fenced => continue,
         };
         if !may_wait || deadline.passed() {
             return Err(blocked_error(blocker, may_wait, started.elapsed()));
@@ -200,7 +212,7 @@ pub fn acquire(
                 continue;
             }
             Some(w) => {
-                w.wait(deadline.next_sleep(RECHECK));
+                w.wait(deadline.next_sleep(policy.recheck));
             }
         }
         if last_touch.elapsed() >= queue::TOUCH_EVERY {
@@ -371,6 +383,7 @@ pub fn working_text(task: Option<&str>, reason: Option<&str>) -> Option<String> 
 /// One try, under the mutex: take every target or none.
 fn attempt(
     ws: &Workspace,
+    mutex: &Guard,
     req: &LockRequest,
     targets: &[Target],
     tickets: Option<&Tickets>,
@@ -445,6 +458,7 @@ fn attempt(
     let mut created = Vec::new();
     let outcome = publish(
         ws,
+        mutex,
         req,
         targets,
         &plans,
@@ -477,6 +491,7 @@ type Plan<'a> = (&'a Target, Option<LockEntry>, Vec<LockEntry>);
 #[allow(clippy::too_many_arguments)]
 fn publish(
     ws: &Workspace,
+    mutex: &Guard,
     req: &LockRequest,
     targets: &[Target],
     plans: &[Plan<'_>],
@@ -486,6 +501,11 @@ fn publish(
     created: &mut Vec<PathBuf>,
 ) -> Result<Attempt> {
     let root = ws.root();
+    // Where folder listings may lag other machines, a lock is also looked up by its exact name
+    // for every agent on the roster: be on it before the lock exists.
+    if ws.policy()?.exact_lookups {
+        super::join_roster(root, req.agent.id())?;
+    }
     let locked_at = clock::format_timestamp(now);
     let mut acquired = Vec::with_capacity(plans.len());
     for ((target, mine, _), took_over) in plans.iter().zip(took) {
@@ -541,6 +561,12 @@ fn publish(
         {
             return Ok(Attempt::Busy(blocker_of(root, newcomer, now)));
         }
+    }
+
+    // Fencing: whatever this try saw and published counts only if the arbitration is still ours
+    // now (a holder stopped past its lease may have been overtaken; the caller withdraws).
+    if !mutex.still_held() {
+        return Ok(Attempt::Fenced);
     }
 
     let mut listed = own_locks_listed(ws, &req.agent);
