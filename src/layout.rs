@@ -9,6 +9,7 @@
 //! <dir>/.coord-<host>-<pid>-XXXXXX.tmp  a temporary file on its way to becoming one of the above
 //! <root>/.coord/mutex                 the workspace mutex (never deleted)
 //! <root>/.coord/mutex.lease           the workspace mutex where kernel locks do not cross machines
+//! <root>/.coord/sync-warned          the warning about a sync tool was given
 //! <root>/.coord/agents                every agent that ever took a lock here (exact-name lookups)
 //! <root>/.coord/queue/seq             the next wait-ticket number
 //! <root>/.coord/queue/q-<hash>/<seq>.<agent>  a waiter's ticket for one file
@@ -72,6 +73,11 @@ pub fn lease_of(mutex_path: &Path) -> PathBuf {
 /// may lag).
 pub fn roster(root: &Path) -> PathBuf {
     state_dir(root).join("agents")
+}
+
+/// `<root>/.coord/sync-warned`: the sync-tool warning was given (it is given once).
+pub fn sync_warned(root: &Path) -> PathBuf {
+    state_dir(root).join("sync-warned")
 }
 
 /// `<root>/.<agent>_presence`.

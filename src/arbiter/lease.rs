@@ -140,10 +140,13 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
                 });
             }
             Ok(false) => {}
-            // Our temporary file vanished (swept, or the folder emptied by hand): make another.
-            Err(e) if e.kind() == io::ErrorKind::NotFound && !t.path().exists() => {
+            // Our temporary file or the folder vanished (removed by hand, or from another
+            // machine while a cache here still shows them): make both anew, asking the server
+            // itself (a cached `stat` may still say the folder is there).
+            Err(e) if e.kind() == io::ErrorKind::NotFound && Instant::now() < deadline => {
                 tmp = None;
-                fsutil::ensure_dir(dir)?;
+                let _ = fs::create_dir(dir);
+                std::thread::sleep(pause);
                 continue;
             }
             Err(e) => return Err(e).at("take the workspace lease", path),
@@ -199,12 +202,23 @@ fn publish(tmp: &Path, path: &Path, text: &[u8]) -> io::Result<bool> {
             match e.kind() {
                 io::ErrorKind::AlreadyExists => Ok(false),
                 io::ErrorKind::NotFound => Err(e),
+                // Some servers report an existing name as a generic failure (sshfs turns
+                // SFTP's FAILURE into EPERM): if a record opens there, it is taken.
+                _ if exists_at_server(path) => Ok(false),
                 // No hard links here (some SMB servers): an exclusive create is atomic there.
-                _ if no_hard_links(&e) => create_exclusive(path, text),
+                _ if no_hard_links(&e) => match create_exclusive(path, text) {
+                    Err(_) if exists_at_server(path) => Ok(false),
+                    other => other,
+                },
                 _ => Err(e),
             }
         }
     }
+}
+
+/// Whether a file opens at `path` (an open asks the server; a `stat` may be answered by a cache).
+fn exists_at_server(path: &Path) -> bool {
+    fsutil::open_regular_nofollow(path).is_ok()
 }
 
 fn no_hard_links(e: &io::Error) -> bool {

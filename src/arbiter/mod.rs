@@ -20,6 +20,7 @@
 //! `COORD_ARBITRATION=kernel|link` overrides the choice (every process sharing the folder must
 //! then be given the same value).
 
+pub mod doctor;
 pub mod lease;
 
 use std::io;
@@ -246,7 +247,7 @@ pub const ENV_ARBITRATION: &str = "COORD_ARBITRATION";
 pub const RECHECK_LOCAL: Duration = Duration::from_millis(500);
 
 /// How a waiter re-checks where events from other machines never arrive.
-pub const RECHECK_REMOTE: Duration = Duration::from_millis(75);
+pub const RECHECK_REMOTE: Duration = Duration::from_millis(50);
 
 /// Everything coord decides from the filesystem.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]

@@ -76,6 +76,32 @@ pub struct Blocker {
     pub working_on: Option<String>,
     /// How many earlier waiters stand in line (only when the lock itself is free).
     pub queued_ahead: usize,
+    /// The blocking lock file and its bytes as read: where events do not cross machines, a
+    /// waiter re-reads just this file until it changes before trying again in full.
+    pub record: Option<(PathBuf, Vec<u8>)>,
+}
+
+/// Where a waiter only re-reads the blocking lock, how often it tries in full anyway (a lock
+/// also turns stale by age).
+const FULL_TRY_EVERY: Duration = Duration::from_secs(1);
+
+/// Whether the lock file at `path` still holds exactly `raw` and does not name a process of
+/// this host that is gone. One open and read: no mutex, no listing.
+fn unchanged(path: &Path, raw: &[u8]) -> bool {
+    let Ok(now) = fsutil::read_capped(path, crate::fsutil::RECORD_CAP) else {
+        return false;
+    };
+    if now != raw {
+        return false;
+    }
+    let rec = Record::parse(&String::from_utf8_lossy(&now));
+    match (
+        rec.get_nonempty("pid").and_then(|p| p.parse::<u32>().ok()),
+        rec.get_nonempty("host"),
+    ) {
+        (Some(pid), Some(h)) => !host::recorded_process_gone(pid, h),
+        _ => true,
+    }
 }
 
 /// One lock taken.
@@ -189,10 +215,15 @@ pub fn acquire(
             }
             attempt
         };
-        let blocker = match attempt {
+        let mut blocker = match attempt {
             Attempt::Got(list) => break list,
             Attempt::Busy(b) => b,
             Attempt::Fenced => continue,
+        };
+        let probe = if policy.exact_lookups {
+            blocker.record.take()
+        } else {
+            None
         };
         if !may_wait || deadline.passed() {
             return Err(blocked_error(blocker, may_wait, started.elapsed()));
@@ -213,6 +244,18 @@ pub fn acquire(
             }
             Some(w) => {
                 w.wait(deadline.next_sleep(policy.recheck));
+                // Where events do not cross machines, re-read only the blocking lock (one open,
+                // no mutex) until it changes: full tries by every waiter would keep the
+                // workspace mutex busy and slow the holder's own release.
+                if let Some((path, raw)) = &probe {
+                    let since = Instant::now();
+                    while since.elapsed() < FULL_TRY_EVERY
+                        && !deadline.passed()
+                        && unchanged(path, raw)
+                    {
+                        w.wait(deadline.next_sleep(policy.recheck));
+                    }
+                }
             }
         }
         if last_touch.elapsed() >= queue::TOUCH_EVERY {
@@ -364,6 +407,7 @@ fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker {
         since: format_since(e.since.as_ref(), now),
         working_on,
         queued_ahead: 0,
+        record: e.raw.clone().map(|raw| (e.lock_path.clone(), raw)),
     }
 }
 
@@ -432,6 +476,7 @@ fn attempt(
                     since: String::new(),
                     working_on: None,
                     queued_ahead: ahead.len(),
+                    record: None,
                 }));
             }
         }
