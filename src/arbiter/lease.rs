@@ -48,8 +48,9 @@ pub const LEASE: Duration = Duration::from_secs(5);
 /// read with the nearest bound).
 const LEASE_BOUNDS: (Duration, Duration) = (Duration::from_millis(200), Duration::from_secs(20));
 
-/// The longest pause between two tries.
-const MAX_PAUSE: Duration = Duration::from_millis(2);
+/// The longest pause between two tries. Every try is a round trip to the file server, which
+/// also serves the holder: polling harder slows the holder down.
+const MAX_PAUSE: Duration = Duration::from_millis(4);
 
 /// The lease path beside a kernel-mutex path (`.coord/mutex` → `.coord/mutex.lease`).
 pub fn lease_path(mutex_path: &Path) -> PathBuf {
@@ -184,7 +185,8 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
             ))
             .at("take the workspace lease", path);
         }
-        std::thread::sleep(pause);
+        // A little jitter keeps contenders from trying in lockstep.
+        std::thread::sleep(pause + Duration::from_micros(host::random_u64() % 500));
         pause = (pause * 2).min(MAX_PAUSE);
     }
 }

@@ -20,6 +20,7 @@ mod json;
 mod load;
 mod mcp;
 mod messages;
+mod netfs;
 mod review;
 mod session;
 mod stamp;

@@ -166,8 +166,8 @@ race() { # label, mount A, mount B, with_coord (1/0)
     bg_pids=()
     end=$(now_ms)
     n=$(cat "$real/$ws/COUNTER.txt" 2>/dev/null || echo 0)
-    coll=$(wc -l <"$work/out/collisions" 2>/dev/null || echo 0)
-    coll=${coll// /}
+    coll=0
+    [ -f "$work/out/collisions" ] && coll=$(wc -l <"$work/out/collisions" | tr -d ' ')
     local lost=$((400 - n))
     local wall
     wall=$(awk -v ms=$((end - start)) 'BEGIN { printf "%.1f s", ms / 1000 }')
