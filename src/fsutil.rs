@@ -514,6 +514,9 @@ pub fn sweep_temps(dir: &Path) -> usize {
 /// coord's temporary files whose writer is gone. Returns whether it was removed.
 pub fn sweep_entry(entry: &fs::DirEntry) -> bool {
     let name = entry.file_name();
+    if name.to_str().is_some_and(layout::is_fuse_hidden) {
+        return sweep_fuse_hidden(entry);
+    }
     let Some((tag, pid)) = name.to_str().and_then(layout::parse_temp_name) else {
         return false;
     };
@@ -525,6 +528,19 @@ pub fn sweep_entry(entry: &fs::DirEntry) -> bool {
         .is_some_and(|age| age > Duration::from_secs(3600));
     let gone = tag == host::host_tag() && pid != host::pid() && !host::pid_alive(pid);
     (gone || old) && fs::remove_file(entry.path()).is_ok()
+}
+
+/// A `.fuse_hidden…` file: a record removed while a process on the same FUSE mount still had it
+/// open, kept by FUSE until that process closes it. coord opens records for milliseconds, so one
+/// older than a minute is a leftover (its process was killed, or the mount went away).
+fn sweep_fuse_hidden(entry: &fs::DirEntry) -> bool {
+    let old = entry
+        .metadata()
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|m| m.elapsed().ok())
+        .is_some_and(|age| age > Duration::from_secs(60));
+    old && entry.file_type().is_ok_and(|t| t.is_file()) && fs::remove_file(entry.path()).is_ok()
 }
 
 /// Append `line` to `path` (created when missing, never through a symlink), as one line.
@@ -830,6 +846,21 @@ mod tests {
             !dir.path().join("elsewhere").exists(),
             "the link was not followed"
         );
+    }
+
+    #[test]
+    fn old_fuse_leftovers_are_swept_and_fresh_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir.path().join(".fuse_hidden0000000a00000001");
+        let fresh = dir.path().join(".fuse_hidden0000000b00000002");
+        fs::write(&old, b"Agent: x\n").unwrap();
+        fs::write(&fresh, b"Agent: y\n").unwrap();
+        let f = OpenOptions::new().write(true).open(&old).unwrap();
+        f.set_modified(SystemTime::now() - Duration::from_secs(120))
+            .unwrap();
+        assert_eq!(sweep_temps(dir.path()), 1);
+        assert!(!old.exists());
+        assert!(fresh.exists(), "one still in use is left alone");
     }
 
     #[test]

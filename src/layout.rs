@@ -179,6 +179,12 @@ pub fn parse_temp_name(file_name: &str) -> Option<(&str, u32)> {
     Some((tag, pid))
 }
 
+/// Whether a name is a FUSE leftover (`.fuse_hidden…`): a file removed while still open through
+/// the same FUSE mount.
+pub fn is_fuse_hidden(file_name: &str) -> bool {
+    file_name.starts_with(".fuse_hidden")
+}
+
 /// Whether a name is one of coord's temporary files.
 pub fn is_temp_name(file_name: &str) -> bool {
     parse_temp_name(file_name).is_some()

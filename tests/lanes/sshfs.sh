@@ -58,6 +58,7 @@ cleanup() {
     rm -rf "$work"
 }
 trap cleanup EXIT
+trap "exit 1" INT TERM
 
 # --- a private sshd: throwaway keys, its own config, a free port on 127.0.0.1 -----------------
 ssh-keygen -q -t ed25519 -N '' -f "$work/host_key" || skip "ssh-keygen failed"
