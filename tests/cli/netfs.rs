@@ -113,7 +113,7 @@ fn a_holder_of_the_lease_killed_with_sigkill_does_not_wedge_anyone() {
 #[test]
 fn a_stopped_holder_of_the_lease_is_overtaken_and_fenced() {
     let env = Env::new();
-    let mut h = holder(&env, "2s");
+    let h = holder(&env, "2s");
     signal(&h, "-STOP");
     let start = Instant::now();
     env.agent("bob")
