@@ -123,6 +123,7 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
     let mut seen: Option<(Vec<u8>, Instant)> = None;
     let mut pause = Duration::from_micros(50);
     let mut tmp = None;
+    let mut last_error: Option<io::Error> = None;
     loop {
         if tmp.is_none() {
             let mut t = fsutil::temp_in(dir).at("create a temporary file in", dir)?;
@@ -150,13 +151,21 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
                 std::thread::sleep(pause);
                 continue;
             }
+            // A failure that may only mean "taken" (see `publish`): look, and try again.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => last_error = Some(e),
             Err(e) => return Err(e).at("take the workspace lease", path),
         }
         match fsutil::read_capped(path, RECORD_CAP) {
-            // Released between our try and our look: try again at once.
+            // Released between our try and our look: try again at once (after a pause when the
+            // try itself failed oddly, so a server that keeps failing is not hammered).
             Err(e) if e.kind() == io::ErrorKind::NotFound => {
                 seen = None;
-                continue;
+                if last_error.is_some() {
+                    std::thread::sleep(pause);
+                }
+                if Instant::now() < deadline {
+                    continue;
+                }
             }
             result => {
                 let bytes = result.unwrap_or_default();
@@ -179,6 +188,9 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
             }
         }
         if Instant::now() >= deadline {
+            if let Some(e) = last_error {
+                return Err(e).at("take the workspace lease", path);
+            }
             return Err(io::Error::new(
                 io::ErrorKind::TimedOut,
                 "other processes kept the workspace lease for the whole wait (is the folder reachable and writable for them?)",
@@ -208,9 +220,11 @@ fn publish(tmp: &Path, path: &Path, text: &[u8]) -> io::Result<bool> {
                 // SFTP's FAILURE into EPERM): if a record opens there, it is taken.
                 _ if exists_at_server(path) => Ok(false),
                 // No hard links here (some SMB servers): an exclusive create is atomic there.
+                // Or the holder released between our link and our look: try again (the caller
+                // gives up at its deadline, naming the error).
                 _ if no_hard_links(&e) => match create_exclusive(path, text) {
-                    Err(_) if exists_at_server(path) => Ok(false),
-                    other => other,
+                    Ok(done) => Ok(done),
+                    Err(_) => Err(io::Error::new(io::ErrorKind::WouldBlock, e)),
                 },
                 _ => Err(e),
             }
