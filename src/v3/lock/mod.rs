@@ -34,9 +34,11 @@
 //! before it is dropped; if it changed, it is put back and honoured. After publishing, coord
 //! looks once more for a lock made by hand meanwhile and withdraws in its favour.
 //!
-//! **Filesystems.** On a local filesystem the kernel lock is `flock(2)`. On NFSv4 Linux maps it to
-//! byte-range locks held by the server, so the guarantee holds across machines sharing the folder;
-//! on NFSv3 without a lock manager, or on filesystems without locking, it does not.
+//! **Filesystems.** The workspace mutex is what [`crate::arbiter`] chooses for the folder: on a
+//! local filesystem `flock(2)`; where kernel locks do not cross machines (NFS, SMB, FUSE) a lease
+//! published with `link(2)`, with fencing. There, records are read by open + `fstat` (never
+//! through cached attributes), a lock whose open fails with "not found" is gone, and lock files
+//! are also looked up by exact name for every agent on the roster, because listings lag.
 
 mod acquire;
 mod release;
