@@ -14,6 +14,7 @@
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
+use crate::arbiter;
 use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
 use crate::layout;
@@ -192,9 +193,18 @@ impl Workspace {
     /// # Errors
     ///
     /// [`Error::Io`] when it cannot be opened or locked.
-    pub fn lock_mutex(&self) -> Result<fsutil::MutexGuard> {
+    pub fn lock_mutex(&self) -> Result<arbiter::Guard> {
         self.ensure_state_dir()?;
-        fsutil::lock_mutex(&layout::mutex(&self.root))
+        arbiter::Guard::take(&layout::mutex(&self.root), self.policy()?.arbitration)
+    }
+
+    /// What the folder is on and how coord arbitrates there (detected once per process).
+    ///
+    /// # Errors
+    ///
+    /// As [`arbiter::Policy::detect`].
+    pub fn policy(&self) -> Result<arbiter::Policy> {
+        arbiter::policy(&self.root)
     }
 
     /// Resolve a FILE argument given relative to `cwd`.

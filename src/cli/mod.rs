@@ -15,6 +15,7 @@ mod collab;
 mod completions;
 mod demo;
 mod dialogue;
+mod doctor;
 mod guard;
 mod handshake;
 mod hook;
@@ -127,6 +128,7 @@ enum Command {
     Watch(watch::WatchArgs),
     Completions(completions::CompletionsArgs),
     Man(completions::ManArgs),
+    Doctor(doctor::DoctorArgs),
 }
 
 /// How long a command waits for a lock held by another agent: `--wait DUR` or `--no-wait`.
@@ -169,7 +171,12 @@ pub struct Ctx {
 impl Ctx {
     /// The workspace: a positional DIR wins over `--dir`/`COORD_DIR`.
     pub fn workspace(&self, positional: Option<&Path>) -> Result<Workspace, Error> {
-        Workspace::discover(positional.or(self.dir.as_deref()), &self.cwd)
+        let ws = Workspace::discover(positional.or(self.dir.as_deref()), &self.cwd)?;
+        // A folder under a sync tool cannot keep exclusion between machines: said once.
+        if let Some(warning) = coord::arbiter::doctor::sync_warning_once(ws.root()) {
+            output::diag(&format!("warning: {warning}"));
+        }
+        Ok(ws)
     }
 
     /// The acting agent, or the error that says how to give one.
@@ -368,6 +375,7 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Unlock(args) => unlock::run(args, ctx),
         Command::Status(args) => status::run(args, ctx),
         Command::Demo(args) => demo::run(args, ctx),
+        Command::Doctor(args) => doctor::run(args, ctx),
         Command::Msg(args) => msg::run(args, ctx),
         Command::Note(args) => note::run(args, ctx),
         Command::Collab(args) => collab::run(args, ctx),

@@ -35,6 +35,15 @@ pub struct Tickets {
     pub seq: u64,
     /// The ticket files.
     pub paths: Vec<PathBuf>,
+    /// Whether queue folders left empty stay (see [`keeps_folders`]).
+    pub keep_folders: bool,
+}
+
+/// Whether empty queue folders are kept rather than removed: where another machine's cache may
+/// still list a removed folder for a while, it could not create its ticket in it until the
+/// cache expires (a folder that exists is never wrong).
+pub fn keeps_folders(root: &Path) -> bool {
+    crate::arbiter::policy(root).is_ok_and(|p| p.exact_lookups)
 }
 
 /// Register `agent` (this process) as waiting for `targets`. Caller holds the mutex.
@@ -73,7 +82,11 @@ pub fn register(root: &Path, agent: &AgentId, targets: &[Target]) -> Result<Tick
         fsutil::replace(&path, rec.render().as_bytes())?;
         paths.push(path);
     }
-    Ok(Tickets { seq, paths })
+    Ok(Tickets {
+        seq,
+        paths,
+        keep_folders: keeps_folders(root),
+    })
 }
 
 /// The highest sequence number of any ticket under `queue_root` (0 when there is none).
@@ -94,7 +107,9 @@ fn highest_ticket(queue_root: &Path) -> u64 {
 pub fn leave(tickets: &Tickets) {
     for path in &tickets.paths {
         let _ = fsutil::remove(path);
-        if let Some(dir) = path.parent() {
+        if let Some(dir) = path.parent()
+            && !tickets.keep_folders
+        {
             let _ = fs::remove_dir(dir);
         }
     }
@@ -145,7 +160,7 @@ pub fn live_tickets(root: &Path, target: &Target) -> Vec<Ahead> {
             }
         }
     }
-    if live.is_empty() {
+    if live.is_empty() && !keeps_folders(root) {
         let _ = fs::remove_dir(&dir);
     }
     live

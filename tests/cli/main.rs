@@ -24,6 +24,7 @@ mod json;
 mod load;
 mod mcp;
 mod messages;
+mod netfs;
 mod review;
 mod schemas;
 mod session;

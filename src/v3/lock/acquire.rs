@@ -14,6 +14,7 @@ use super::release::release_tokens;
 use super::{
     LockEntry, LockState, classify, list_locks, own_locks_listed, take_over, try_locks_of,
 };
+use crate::arbiter::Guard;
 use crate::clock::{self, Timestamp, Wait};
 use crate::error::{Error, Result};
 use crate::fsutil;
@@ -24,7 +25,7 @@ use crate::v3::backup;
 use crate::v3::presence::{self, LockStatus, StateCache};
 use crate::v3::queue::{self, Tickets};
 use crate::v3::waits::{self, WaitEdge};
-use crate::watch::{Deadline, FolderWatch, RECHECK};
+use crate::watch::{Deadline, FolderWatch};
 use crate::workspace::{AgentId, Target, Workspace};
 
 /// A lock tied to a process: stale the moment that process is gone.
@@ -76,6 +77,32 @@ pub struct Blocker {
     pub working_on: Option<String>,
     /// How many earlier waiters stand in line (only when the lock itself is free).
     pub queued_ahead: usize,
+    /// The blocking lock file and its bytes as read: where events do not cross machines, a
+    /// waiter re-reads just this file until it changes before trying again in full.
+    pub record: Option<(PathBuf, Vec<u8>)>,
+}
+
+/// Where a waiter only re-reads the blocking lock, how often it tries in full anyway (a lock
+/// also turns stale by age).
+const FULL_TRY_EVERY: Duration = Duration::from_secs(1);
+
+/// Whether the lock file at `path` still holds exactly `raw` and does not name a process of
+/// this host that is gone. One open and read: no mutex, no listing.
+fn unchanged(path: &Path, raw: &[u8]) -> bool {
+    let Ok(now) = fsutil::read_capped(path, crate::fsutil::RECORD_CAP) else {
+        return false;
+    };
+    if now != raw {
+        return false;
+    }
+    let rec = Record::parse(&String::from_utf8_lossy(&now));
+    match (
+        rec.get_nonempty("pid").and_then(|p| p.parse::<u32>().ok()),
+        rec.get_nonempty("host"),
+    ) {
+        (Some(pid), Some(h)) => !host::recorded_process_gone(pid, h),
+        _ => true,
+    }
 }
 
 /// One lock taken.
@@ -122,6 +149,9 @@ pub struct Acquisition {
 enum Attempt {
     Got(Vec<Acquired>),
     Busy(Blocker),
+    /// The arbitration was lost while deciding (a stalled holder of a lease): everything this
+    /// try did was undone; try again at once.
+    Fenced,
 }
 
 /// Acquire all of `req.targets` or none, waiting as `req.wait` allows; then write backups.
@@ -144,6 +174,7 @@ pub fn acquire(
         return Err(Error::bad_input("no file to lock"));
     }
     ws.ensure_state_dir()?;
+    let policy = ws.policy()?;
     let started = Instant::now();
     let deadline = Deadline::after(req.wait.as_duration());
     let may_wait = req.wait != Wait::For(Duration::ZERO);
@@ -157,8 +188,8 @@ pub fn acquire(
     let mut last_touch = Instant::now();
     let got = loop {
         let attempt = {
-            let _mutex = ws.lock_mutex()?;
-            let attempt = attempt(ws, req, &targets, waiting.tickets.as_ref())?;
+            let mutex = ws.lock_mutex()?;
+            let attempt = attempt(ws, &mutex, req, &targets, waiting.tickets.as_ref())?;
             match &attempt {
                 Attempt::Got(_) => {
                     if let Some(t) = waiting.tickets.take() {
@@ -175,7 +206,13 @@ pub fn acquire(
                         return Err(err);
                     }
                     if waiting.tickets.is_none() {
-                        waiting.tickets = Some(queue::register(ws.root(), &req.agent, &targets)?);
+                        let tickets = queue::register(ws.root(), &req.agent, &targets)?;
+                        // Fencing: a number drawn under a lost lease may repeat one drawn since.
+                        if !mutex.still_held() {
+                            queue::leave(&tickets);
+                            continue;
+                        }
+                        waiting.tickets = Some(tickets);
                         presence::write(
                             ws.root(),
                             &req.agent,
@@ -186,13 +223,19 @@ pub fn acquire(
                         )?;
                     }
                 }
-                Attempt::Busy(_) => {}
+                Attempt::Busy(_) | Attempt::Fenced => {}
             }
             attempt
         };
-        let blocker = match attempt {
+        let mut blocker = match attempt {
             Attempt::Got(list) => break list,
             Attempt::Busy(b) => b,
+            Attempt::Fenced => continue,
+        };
+        let probe = if policy.exact_lookups {
+            blocker.record.take()
+        } else {
+            None
         };
         if !may_wait || deadline.passed() {
             return Err(blocked_error(blocker, may_wait, started.elapsed()));
@@ -212,7 +255,19 @@ pub fn acquire(
                 continue;
             }
             Some(w) => {
-                w.wait(deadline.next_sleep(RECHECK));
+                w.wait(deadline.next_sleep(policy.recheck));
+                // Where events do not cross machines, re-read only the blocking lock (one open,
+                // no mutex) until it changes: full tries by every waiter would keep the
+                // workspace mutex busy and slow the holder's own release.
+                if let Some((path, raw)) = &probe {
+                    let since = Instant::now();
+                    while since.elapsed() < FULL_TRY_EVERY
+                        && !deadline.passed()
+                        && unchanged(path, raw)
+                    {
+                        w.wait(deadline.next_sleep(policy.recheck));
+                    }
+                }
             }
         }
         if last_touch.elapsed() >= queue::TOUCH_EVERY {
@@ -411,6 +466,7 @@ fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker {
         since: format_since(e.since.as_ref(), now),
         working_on,
         queued_ahead: 0,
+        record: e.raw.clone().map(|raw| (e.lock_path.clone(), raw)),
     }
 }
 
@@ -430,6 +486,7 @@ pub fn working_text(task: Option<&str>, reason: Option<&str>) -> Option<String> 
 /// One try, under the mutex: take every target or none.
 fn attempt(
     ws: &Workspace,
+    mutex: &Guard,
     req: &LockRequest,
     targets: &[Target],
     tickets: Option<&Tickets>,
@@ -478,6 +535,7 @@ fn attempt(
                     since: String::new(),
                     working_on: None,
                     queued_ahead: ahead.len(),
+                    record: None,
                 }));
             }
         }
@@ -504,6 +562,7 @@ fn attempt(
     let mut created = Vec::new();
     let outcome = publish(
         ws,
+        mutex,
         req,
         targets,
         &plans,
@@ -536,6 +595,7 @@ type Plan<'a> = (&'a Target, Option<LockEntry>, Vec<LockEntry>);
 #[allow(clippy::too_many_arguments)]
 fn publish(
     ws: &Workspace,
+    mutex: &Guard,
     req: &LockRequest,
     targets: &[Target],
     plans: &[Plan<'_>],
@@ -545,6 +605,11 @@ fn publish(
     created: &mut Vec<PathBuf>,
 ) -> Result<Attempt> {
     let root = ws.root();
+    // Where folder listings may lag other machines, a lock is also looked up by its exact name
+    // for every agent on the roster: be on it before the lock exists.
+    if ws.policy()?.exact_lookups {
+        super::join_roster(root, req.agent.id())?;
+    }
     let locked_at = clock::format_timestamp(now);
     let mut acquired = Vec::with_capacity(plans.len());
     for ((target, mine, _), took_over) in plans.iter().zip(took) {
@@ -600,6 +665,12 @@ fn publish(
         {
             return Ok(Attempt::Busy(blocker_of(root, newcomer, now)));
         }
+    }
+
+    // Fencing: whatever this try saw and published counts only if the arbitration is still ours
+    // now (a holder stopped past its lease may have been overtaken; the caller withdraws).
+    if !mutex.still_held() {
+        return Ok(Attempt::Fenced);
     }
 
     let mut listed = own_locks_listed(ws, &req.agent);
