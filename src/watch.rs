@@ -20,36 +20,47 @@ pub const RECHECK: Duration = Duration::from_millis(500);
 /// start, no channel hop between the kernel's event and the waiter. Elsewhere it is `notify`'s
 /// recommended watcher.
 pub struct FolderWatch {
-    inner: Option<imp::Watch>,
+    inner: Option<Inner>,
+}
+
+enum Inner {
+    #[cfg(target_os = "linux")]
+    Direct(direct::Watch),
+    Threaded(threaded::Watch),
 }
 
 impl FolderWatch {
     /// Watch `dirs` (non-recursively). Folders that cannot be watched are left to the re-check.
     pub fn new(dirs: &[PathBuf]) -> FolderWatch {
-        let mut inner = imp::Watch::new();
-        if let Some(w) = inner.as_mut() {
-            for dir in dirs {
-                w.add(dir);
-            }
-        }
-        FolderWatch { inner }
-    }
-
-    /// Watch `dir` and every folder below it (a whole workspace, for `coord watch`).
-    pub fn recursive(dir: &std::path::Path) -> FolderWatch {
-        let mut w = FolderWatch::new(&[]);
-        if let Some(watcher) = w.watcher.as_mut()
-            && watcher.watch(dir, RecursiveMode::Recursive).is_err()
-        {
-            w.watcher = None;
+        #[cfg(target_os = "linux")]
+        let inner = direct::Watch::new().map(Inner::Direct);
+        #[cfg(not(target_os = "linux"))]
+        let inner = threaded::Watch::new().map(Inner::Threaded);
+        let mut w = FolderWatch { inner };
+        for dir in dirs {
+            w.add(dir);
         }
         w
     }
 
+    /// Watch `dir` and every folder below it (a whole workspace, for `coord watch`). This one
+    /// runs `notify`'s watcher thread, which follows folders as they are created.
+    pub fn recursive(dir: &Path) -> FolderWatch {
+        let inner = threaded::Watch::new()
+            .and_then(|mut w| w.add(dir, true).then_some(w))
+            .map(Inner::Threaded);
+        FolderWatch { inner }
+    }
+
     /// Add another folder to the subscription.
     pub fn add(&mut self, dir: &Path) {
-        if let Some(w) = self.inner.as_mut() {
-            w.add(dir);
+        match self.inner.as_mut() {
+            #[cfg(target_os = "linux")]
+            Some(Inner::Direct(w)) => w.add(dir),
+            Some(Inner::Threaded(w)) => {
+                w.add(dir, false);
+            }
+            None => {}
         }
     }
 
@@ -57,7 +68,9 @@ impl FolderWatch {
     /// watch could not start). Returns whether an event arrived. Pending events are drained.
     pub fn wait(&self, max: Duration) -> bool {
         match &self.inner {
-            Some(w) => w.wait(max),
+            #[cfg(target_os = "linux")]
+            Some(Inner::Direct(w)) => w.wait(max),
+            Some(Inner::Threaded(w)) => w.wait(max),
             None => {
                 std::thread::sleep(max.min(RECHECK));
                 false
@@ -67,7 +80,7 @@ impl FolderWatch {
 }
 
 #[cfg(target_os = "linux")]
-mod imp {
+mod direct {
     //! inotify, read in the caller's thread.
     //!
     //! The mask names only what changes what a waiter looks at: names appearing, going or moving,
@@ -163,8 +176,7 @@ mod imp {
     }
 }
 
-#[cfg(not(target_os = "linux"))]
-mod imp {
+mod threaded {
     //! `notify`'s recommended watcher, its events forwarded over a channel.
 
     use std::path::Path;
@@ -191,8 +203,14 @@ mod imp {
             Some(Watch { watcher, rx })
         }
 
-        pub(super) fn add(&mut self, dir: &Path) {
-            let _ = self.watcher.watch(dir, RecursiveMode::NonRecursive);
+        /// Whether the folder is now watched.
+        pub(super) fn add(&mut self, dir: &Path, recursive: bool) -> bool {
+            let mode = if recursive {
+                RecursiveMode::Recursive
+            } else {
+                RecursiveMode::NonRecursive
+            };
+            self.watcher.watch(dir, mode).is_ok()
         }
 
         pub(super) fn wait(&self, max: Duration) -> bool {
