@@ -553,12 +553,12 @@ fn bench_run(out: &mut Vec<String>) -> Option<(Duration, Duration)> {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let script = "n=$(cat counter.txt); echo $((n + 1)) > counter.txt";
-    let race = |mk: &dyn Fn() -> Command| {
+    let race = |mk: &dyn Fn(usize) -> Command| {
         std::fs::write(d.join("counter.txt"), "0\n").unwrap();
         let t = Instant::now();
         let workers: Vec<_> = (0..procs)
-            .map(|_| {
-                let cmds: Vec<Command> = (0..each).map(|_| mk()).collect();
+            .map(|worker| {
+                let cmds: Vec<Command> = (0..each).map(|_| mk(worker)).collect();
                 std::thread::spawn(move || {
                     for mut c in cmds {
                         run(&mut c);
@@ -575,13 +575,14 @@ fn bench_run(out: &mut Vec<String>) -> Option<(Duration, Duration)> {
             .trim()
             .parse()
             .unwrap();
-        assert_eq!(n, procs * each, "lost updates");
+        assert_eq!(n as usize, procs * each, "lost updates");
         total
     };
-    let c = race(&|| {
-        let mut c = coord(
+    // One agent per worker, as eight agents sharing a folder would be.
+    let c = race(&|worker| {
+        coord(
             d,
-            "runner",
+            &format!("agent{worker}"),
             &[
                 "run",
                 "counter.txt",
@@ -592,14 +593,9 @@ fn bench_run(out: &mut Vec<String>) -> Option<(Duration, Duration)> {
                 "-c",
                 script,
             ],
-        );
-        c.env_remove("COORD_AGENT");
-        // One agent per worker would be more realistic, but one agent's processes exclude each
-        // other too; a shared name keeps presence traffic equal across runs.
-        c.env("COORD_AGENT", "runner");
-        c
+        )
     });
-    let f = race(&|| {
+    let f = race(&|_| {
         let mut c = Command::new("flock");
         c.args(["counter.txt", "sh", "-c", script]).current_dir(d);
         c

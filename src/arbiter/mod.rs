@@ -144,8 +144,11 @@ impl FsInfo {
         // `f_type` is signed on some targets; the magic numbers are 32-bit.
         #[allow(clippy::unnecessary_cast)]
         let magic_number = (st.f_type as i64 as u64) & 0xFFFF_FFFF;
-        let mount_type = std::fs::read_to_string("/proc/self/mountinfo")
-            .ok()
+        // Only FUSE needs the mount table (its subtype, `fuse.sshfs`): every other class is told
+        // by the magic number alone, and this runs on every command's hot path.
+        let mount_type = (magic_number == magic::FUSE)
+            .then(|| std::fs::read_to_string("/proc/self/mountinfo").ok())
+            .flatten()
             .and_then(|table| mount_type_of(&table, dir));
         Ok(FsInfo::from_magic(magic_number, mount_type.as_deref()))
     }
