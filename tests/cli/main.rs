@@ -8,6 +8,7 @@ mod collab;
 mod concurrency;
 mod crashes;
 mod crashes_protocols;
+mod defects;
 mod dialogue;
 mod edit;
 mod handshake;

@@ -1,0 +1,103 @@
+//! Regression tests for defects found by hostile testing: another Unix user, hand-made seed
+//! locks, signals to a supervisor, a full disk, a state folder removed under waiters. Each test
+//! failed before its fix. Tests that need root (another user, a tmpfs mount) skip with a
+//! printed reason elsewhere.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::support::{Env, coord_bin};
+
+fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// `coord` run as the unprivileged user `nobody` (uid 65534) through `setpriv`, or `None` (with
+/// the reason printed) when that is not possible here.
+fn as_nobody(env: &Env, agent: &str) -> Option<Command> {
+    if !is_root() {
+        eprintln!("skipped: needs root to run coord as another user");
+        return None;
+    }
+    let probe = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "true"])
+        .status();
+    if !probe.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: `setpriv` cannot run a command as uid 65534 here");
+        return None;
+    }
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(coord_bin())
+        .current_dir(env.root())
+        .env("COORD_DIR", env.root())
+        .env("COORD_AGENT", agent)
+        .env("NO_COLOR", "1");
+    Some(cmd)
+}
+
+/// Let everyone in: the workspace, `.coord/` and what is in it.
+fn open_to_all(dir: &Path) {
+    let meta = std::fs::symlink_metadata(dir).unwrap();
+    let mode = if meta.is_dir() { 0o777 } else { 0o666 };
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode)).unwrap();
+    if meta.is_dir() {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            open_to_all(&e.path());
+        }
+    }
+}
+
+fn eventually(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exclusion
+
+/// A presence another user cannot read is judged by its mtime, never as "no presence": a live
+/// holder with a short TTL keeps its lock; once the file is old, the lock can be taken over.
+#[test]
+fn an_unreadable_presence_is_judged_by_its_mtime_not_as_absent() {
+    let env = Env::new();
+    env.write("F", "a's work\n");
+    env.agent("a").args(["lock", "F", "--ttl", "1s"]).ok();
+    let Some(_) = as_nobody(&env, "b") else {
+        return;
+    };
+    open_to_all(env.root());
+    // a's presence: fresh, but only a may read it.
+    std::fs::set_permissions(
+        env.path(".a_presence"),
+        std::fs::Permissions::from_mode(0o600),
+    )
+    .unwrap();
+    std::thread::sleep(Duration::from_millis(1300)); // older than its TTL of 1s
+    let out = as_nobody(&env, "b")
+        .unwrap()
+        .args(["lock", "F", "--no-wait"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "b took a live lock over: {stderr}");
+    assert!(stderr.contains("held by a"), "{stderr}");
+    assert!(env.exists("F.lock.a") && !env.exists("F.lock.b"));
+
+    // Ten minutes without a touch: INACTIVE by its mtime, and the stale lock goes.
+    env.age(".a_presence", 600);
+    let out = as_nobody(&env, "b")
+        .unwrap()
+        .args(["lock", "F", "--no-wait"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(stderr.contains("a is INACTIVE"), "{stderr}");
+    assert!(env.exists("F.lock.b") && !env.exists("F.lock.a"));
+}
