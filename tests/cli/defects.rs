@@ -85,7 +85,11 @@ fn an_unreadable_presence_is_judged_by_its_mtime_not_as_absent() {
         .output()
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "b took a live lock over: {stderr}");
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "b took a live lock over: {stderr}"
+    );
     assert!(stderr.contains("held by a"), "{stderr}");
     assert!(env.exists("F.lock.a") && !env.exists("F.lock.b"));
 
@@ -100,4 +104,90 @@ fn an_unreadable_presence_is_judged_by_its_mtime_not_as_absent() {
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(stderr.contains("a is INACTIVE"), "{stderr}");
     assert!(env.exists("F.lock.b") && !env.exists("F.lock.a"));
+}
+
+/// A lock in the seed's form, written by hand (no token), dated now.
+fn hand_made_lock(env: &Env, file: &str, name: &str) -> String {
+    let text = format!(
+        "Agent: {name}\nlocked_at: {}\nfile: {file}\n",
+        chrono::Local::now().format("%Y-%m-%dT%H:%M:%S")
+    );
+    let lock = format!("{file}.lock.{name}");
+    env.write(&lock, &text);
+    lock
+}
+
+/// `note` and `restore` use an agent's hand-made lock as they find it, and leave it: a lock the
+/// command did not take itself is never released by it.
+#[test]
+fn note_and_restore_keep_a_hand_made_lock() {
+    let env = Env::new();
+    env.write("F", "first\n");
+    env.write("F.bak", "older\n");
+    let lock = hand_made_lock(&env, "F", "Claude");
+    let before = env.read(&lock);
+
+    env.agent("claude").args(["note", "F", "hi"]).ok();
+    assert!(
+        env.read("F").ends_with("[claude] hi\n"),
+        "{}",
+        env.read("F")
+    );
+    assert_eq!(env.read(&lock), before, "the hand-made lock was touched");
+    env.agent("gemini")
+        .args(["lock", "F", "--no-wait"])
+        .code(3)
+        .stderr_has("held by Claude");
+
+    env.agent("claude").args(["restore", "F"]).ok();
+    assert_eq!(env.read("F"), "older\n");
+    assert_eq!(env.read(&lock), before, "the hand-made lock was touched");
+    env.agent("gemini")
+        .args(["lock", "F", "--no-wait"])
+        .code(3)
+        .stderr_has("held by Claude");
+    assert!(!env.exists("F.lock.gemini") && !env.exists("F.lock.claude"));
+}
+
+/// `write` honours the agent's own hand-made lock, fenced on that lock file: the write commits
+/// while it stands, and is refused (content kept) once it was released and taken by another.
+#[test]
+fn write_honours_a_hand_made_own_lock_and_fences_on_it() {
+    let env = Env::new();
+    env.write("F", "old\n");
+    let lock = hand_made_lock(&env, "F", "Claude");
+    env.agent("claude").args(["write", "F"]).stdin("x\n").ok();
+    assert_eq!(env.read("F"), "x\n");
+    assert!(env.exists(&lock));
+
+    // The lock goes and gemini takes F while claude's content still streams in.
+    let mut child = env
+        .agent("claude")
+        .args(["write", "F"])
+        .command()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::io::Write::write_all(&mut stdin, b"late ").unwrap();
+    std::thread::sleep(Duration::from_millis(300));
+    std::fs::remove_file(env.path(&lock)).unwrap();
+    env.agent("gemini").args(["lock", "F", "--no-wait"]).ok();
+    env.agent("gemini")
+        .args(["write", "F"])
+        .stdin("gemini's\n")
+        .ok();
+    std::io::Write::write_all(&mut stdin, b"claude\n").unwrap();
+    drop(stdin);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(env.read("F"), "gemini's\n");
+    assert_eq!(env.read("F.rejected.claude"), "late claude\n");
 }

@@ -44,7 +44,10 @@ mod release;
 pub use acquire::{
     Acquired, Acquisition, Blocker, LockEvent, LockRequest, Owner, TakeOver, acquire, format_since,
 };
-pub use release::{Release, ReleaseOutcome, holds, own_token, release, release_tokens};
+pub use release::{
+    Fence, Release, ReleaseOutcome, holds, holds_fence, own_fence, own_token, release,
+    release_tokens,
+};
 
 use std::fs;
 use std::path::{Path, PathBuf};
