@@ -191,3 +191,100 @@ fn write_honours_a_hand_made_own_lock_and_fences_on_it() {
     assert_eq!(env.read("F"), "gemini's\n");
     assert_eq!(env.read("F.rejected.claude"), "late claude\n");
 }
+
+fn sigterm(child: &std::process::Child) {
+    let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+}
+
+/// SIGTERM to `coord run` reaches CMD's whole process group: a child CMD left running in the
+/// background dies with it instead of writing FILE after the lock went to another agent.
+#[test]
+fn sigterm_to_run_ends_cmds_background_children_before_releasing() {
+    let env = Env::new();
+    env.write("F", "");
+    let child = env
+        .agent("a")
+        .args(["run", "F", "--", "sh", "-c"])
+        .arg(r#"sh -c "sleep 2; echo late >> F" & touch started; sleep 30"#)
+        .spawn();
+    eventually("CMD to start", Duration::from_secs(10), || {
+        env.exists("started")
+    });
+    sigterm(&child);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(143),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    env.agent("b").args(["lock", "F", "--no-wait"]).ok();
+    env.agent("b").args(["write", "F"]).stdin("b's\n").ok();
+    std::thread::sleep(Duration::from_millis(2500));
+    assert_eq!(
+        env.read("F"),
+        "b's\n",
+        "an orphan of the run wrote under b's lock"
+    );
+}
+
+/// A child that ignores SIGTERM is waited for (it is killed only after a grace period): the
+/// lock is released once the whole group has ended, never while a member still runs.
+#[test]
+fn run_and_session_release_only_after_cmds_group_has_ended() {
+    let env = Env::new();
+    env.write("F", "");
+    let stubborn = r#"sh -c "trap '' TERM; sleep 1; echo late >> F" & touch started; sleep 30"#;
+    let child = env
+        .agent("a")
+        .args(["run", "F", "--", "sh", "-c", stubborn])
+        .spawn();
+    eventually("CMD to start", Duration::from_secs(10), || {
+        env.exists("started")
+    });
+    sigterm(&child);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(143),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        env.read("F"),
+        "late\n",
+        "the lock was released before the group ended"
+    );
+    assert!(!env.exists("F.lock.a"));
+
+    // The same inside `coord session`, for a lock taken by CMD.
+    std::fs::remove_file(env.path("started")).unwrap();
+    env.write("F", "");
+    let script = format!(
+        "'{}' lock F --no-backup && {stubborn}",
+        crate::support::coord_bin()
+    );
+    let child = env
+        .agent("a")
+        .args(["session", "--", "sh", "-c", &script])
+        .spawn();
+    eventually("CMD to start", Duration::from_secs(10), || {
+        env.exists("started")
+    });
+    assert!(env.exists("F.lock.a"));
+    sigterm(&child);
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(143),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        env.read("F"),
+        "late\n",
+        "the lock was released before the group ended"
+    );
+    assert!(!env.exists("F.lock.a"));
+}
