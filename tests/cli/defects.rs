@@ -288,3 +288,30 @@ fn run_and_session_release_only_after_cmds_group_has_ended() {
     );
     assert!(!env.exists("F.lock.a"));
 }
+
+// ---------------------------------------------------------------------------------------------
+// Tests that let bugs through
+
+/// The cleanup of `coord run` deletes only the lock it took (compare-and-delete by token): a
+/// newer lock CMD took after releasing the run's own stays, and the run says it lost its lock.
+#[test]
+fn run_never_releases_a_lock_whose_token_is_not_its_own() {
+    let env = Env::new();
+    env.write("f", "");
+    let bin = crate::support::coord_bin();
+    let out = env
+        .agent("a")
+        .args(["run", "f", "--", "sh", "-c"])
+        .arg(format!("'{bin}' unlock f && '{bin}' lock f --no-backup"))
+        .ok();
+    assert!(
+        out.stderr.contains("taken over while the command ran"),
+        "{}",
+        out.stderr
+    );
+    assert!(env.exists("f.lock.a"), "the run deleted the newer lock");
+    env.agent("b")
+        .args(["lock", "f", "--no-wait"])
+        .code(3)
+        .stderr_has("held by a");
+}

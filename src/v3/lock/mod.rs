@@ -532,4 +532,85 @@ mod tests {
         classify(root, &mut entries, &mut StateCache::default(), &now);
         assert_eq!(entries[0].state, LockState::Stale);
     }
+
+    fn real_entry(dir: &Path, text: &str) -> LockEntry {
+        let path = dir.join("F.lock.x");
+        std::fs::write(&path, text).unwrap();
+        LockEntry::read(path, "F".into(), "x".into())
+    }
+
+    #[test]
+    fn take_over_removes_a_lock_unchanged_since_it_was_judged() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = real_entry(
+            dir.path(),
+            "Agent: X\nlocked_at: 2026-01-28T01:00:00+00:00\n",
+        );
+        assert!(take_over(&e).unwrap());
+        assert!(!e.lock_path.exists());
+        // Nothing else is left in the folder (the record moved aside is dropped).
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn take_over_keeps_a_lock_renewed_after_it_was_judged() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = real_entry(
+            dir.path(),
+            "Agent: X\nlocked_at: 2026-01-28T01:00:00+00:00\n",
+        );
+        // The holder renews between the judgement and the takeover.
+        let renewed = "Agent: X\nlocked_at: 2026-01-28T01:09:59+00:00\n";
+        std::fs::write(&e.lock_path, renewed).unwrap();
+        assert!(!take_over(&e).unwrap());
+        assert_eq!(std::fs::read_to_string(&e.lock_path).unwrap(), renewed);
+    }
+
+    #[test]
+    fn take_over_keeps_a_hand_made_lock_touched_after_it_was_judged() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = real_entry(
+            dir.path(),
+            "Agent: X\nlocked_at: 2026-01-28T01:00:00+00:00\n",
+        );
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&e.lock_path)
+            .unwrap();
+        f.set_modified(std::time::SystemTime::now() + Duration::from_secs(5))
+            .unwrap();
+        assert!(!take_over(&e).unwrap());
+        assert!(e.lock_path.exists());
+    }
+
+    #[test]
+    fn take_over_of_a_lock_already_gone_succeeds() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = real_entry(dir.path(), "Agent: X\n");
+        std::fs::remove_file(&e.lock_path).unwrap();
+        assert!(take_over(&e).unwrap());
+    }
+
+    #[test]
+    fn the_ttl_boundary_is_inclusive() {
+        let root = Path::new("/nonexistent");
+        let now = clock::parse_timestamp("2026-01-28T01:10:00+00:00").unwrap();
+        let mut entries = vec![
+            entry("a", "x", "locked_at: 2026-01-28T01:05:00+00:00\n"),
+            entry("b", "y", "locked_at: 2026-01-28T01:04:59+00:00\n"),
+            entry("c", "z", "locked_at: 2026-01-28T01:15:00+00:00\n"),
+            entry("d", "w", "locked_at: 2026-01-28T01:15:01+00:00\n"),
+        ];
+        classify(root, &mut entries, &mut StateCache::default(), &now);
+        let states: Vec<_> = entries.iter().map(|e| e.state).collect();
+        assert_eq!(
+            states,
+            [
+                LockState::Live,
+                LockState::Stale,
+                LockState::Live,
+                LockState::Stale
+            ]
+        );
+    }
 }
