@@ -315,3 +315,19 @@ fn run_never_releases_a_lock_whose_token_is_not_its_own() {
         .code(3)
         .stderr_has("held by a");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Liveness and state
+
+/// `dialogue turn` says `status.json needs repair` (the seed's phrase, which scripts grep for),
+/// then the detail.
+#[test]
+fn dialogue_turn_says_status_json_needs_repair() {
+    let env = Env::new();
+    env.cmd().args(["dialogue", "init", "--topic", "t"]).ok();
+    env.write("agent-dialogue/status.json", "{ not json");
+    env.cmd()
+        .args(["dialogue", "turn"])
+        .ok()
+        .stdout_has("status.json needs repair: ");
+}
