@@ -331,3 +331,31 @@ fn dialogue_turn_says_status_json_needs_repair() {
         .ok()
         .stdout_has("status.json needs repair: ");
 }
+
+/// Text over 1 MiB on stdin is refused with exit 2 and the limit named, never cut silently.
+#[test]
+fn oversize_stdin_is_refused_not_truncated() {
+    let env = Env::new();
+    env.write("F", "start\n");
+    let big = "x".repeat(1024 * 1024 + 10);
+    env.agent("a")
+        .args(["collab", "write", "-"])
+        .stdin(&big)
+        .code(2)
+        .stderr_has("1 MiB");
+    env.agent("a")
+        .args(["note", "F", "-"])
+        .stdin(&big)
+        .code(2)
+        .stderr_has("1 MiB");
+    assert_eq!(env.read("F"), "start\n");
+    assert!(!env.exists("F.lock.a"));
+    assert!(!env.exists("collaboration_file.txt"));
+    // Under the limit is taken whole.
+    let fits = "y".repeat(512 * 1024);
+    env.agent("a")
+        .args(["collab", "write", "-"])
+        .stdin(&fits)
+        .ok();
+    assert!(env.read("collaboration_file.txt").contains(&fits));
+}
