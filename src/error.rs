@@ -138,6 +138,14 @@ pub enum Error {
         /// The underlying error.
         source: io::Error,
     },
+    /// A wait ended by a signal (`SIGINT`, `SIGTERM`) after cleaning up what it had started.
+    #[error("interrupted by signal {signal} while waiting for `{file}`; left the queue")]
+    Interrupted {
+        /// The signal's number.
+        signal: i32,
+        /// The file waited for.
+        file: String,
+    },
     /// A state that cannot be handled, not tied to one I/O call.
     #[error("{message}")]
     Failed {
@@ -230,6 +238,7 @@ impl Error {
             Error::Corrupt { .. } => "corrupt",
             Error::Io { .. } => "io",
             Error::Failed { .. } => "failed",
+            Error::Interrupted { .. } => "interrupted",
         }
     }
 

@@ -359,3 +359,44 @@ fn oversize_stdin_is_refused_not_truncated() {
         .ok();
     assert!(env.read("collaboration_file.txt").contains(&fits));
 }
+
+/// Wait tickets under `.coord/queue/` (any file but `seq`, in any folder).
+fn tickets(env: &Env) -> Vec<String> {
+    env.snapshot()
+        .into_keys()
+        .filter(|k| k.starts_with(".coord/queue/") && k != ".coord/queue/seq")
+        .collect()
+}
+
+/// SIGINT or SIGTERM to a waiting `coord lock` cleans up as a timeout does (ticket removed,
+/// presence no longer WAITING), then exits with the signal's status.
+#[test]
+fn a_signal_to_a_waiting_lock_leaves_the_queue_and_resets_waiting() {
+    let env = Env::new();
+    env.agent("a").args(["lock", "F"]).ok();
+    for (sig, code) in [
+        (rustix::process::Signal::INT, 130),
+        (rustix::process::Signal::TERM, 143),
+    ] {
+        let child = env.agent("b").args(["lock", "F", "--wait", "60s"]).spawn();
+        eventually("b to wait", Duration::from_secs(10), || {
+            env.exists(".b_presence")
+                && env.read(".b_presence").contains("WAITING")
+                && !tickets(&env).is_empty()
+        });
+        let pid = rustix::process::Pid::from_raw(child.id() as i32).unwrap();
+        rustix::process::kill_process(pid, sig).unwrap();
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(tickets(&env), Vec::<String>::new());
+        assert!(env.read(".b_presence").contains("lock_status: FREE"));
+    }
+    // Nobody stands in line: a newcomer gets the lock at once when a releases it.
+    env.agent("a").args(["unlock", "F"]).ok();
+    env.agent("c").args(["lock", "F", "--no-wait"]).ok();
+}

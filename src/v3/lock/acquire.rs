@@ -198,6 +198,13 @@ pub fn acquire(
                 w.wait(deadline.next_sleep(RECHECK));
             }
         }
+        // Asked to stop: `waiting` leaves the queue and resets the presence on the way out.
+        if let Some(signal) = crate::watch::stop_requested() {
+            return Err(Error::Interrupted {
+                signal,
+                file: targets[0].rel.clone(),
+            });
+        }
         if last_touch.elapsed() >= queue::TOUCH_EVERY {
             last_touch = Instant::now();
             if let Some(t) = &waiting.tickets
