@@ -400,3 +400,25 @@ fn a_signal_to_a_waiting_lock_leaves_the_queue_and_resets_waiting() {
     env.agent("a").args(["unlock", "F"]).ok();
     env.agent("c").args(["lock", "F", "--no-wait"]).ok();
 }
+
+/// A lock file whose name is not UTF-8 is shown by `status` (lossy name, flagged) and counted
+/// by `check --strict`.
+#[test]
+fn a_lock_with_a_non_utf8_name_is_shown_and_counted() {
+    use std::os::unix::ffi::OsStrExt;
+    let env = Env::new();
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9.txt.lock.gemini");
+    let path = env.root().join(name);
+    std::fs::write(
+        &path,
+        "Agent: Gemini\nlocked_at: 2000-01-01T00:00:00+00:00\nfile: caf.txt\n",
+    )
+    .unwrap();
+    let out = env.cmd().args(["status"]).ok();
+    assert!(out.stdout.contains("caf\u{FFFD}.txt"), "{}", out.stdout);
+    assert!(out.stdout.contains("not valid UTF-8"), "{}", out.stdout);
+    env.cmd()
+        .args(["check", "--strict"])
+        .code(4)
+        .stderr_has("caf\u{FFFD}.txt");
+}

@@ -315,15 +315,24 @@ pub fn scan_tree(ws: &Workspace) -> Vec<LockEntry> {
             continue;
         };
         for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
+            let raw_name = entry.file_name();
+            // A name that is not UTF-8 is still a lock when it reads as one: it is shown with
+            // the bad bytes replaced, flagged, and counted as a problem, never skipped.
+            let name = raw_name.to_string_lossy();
             let Ok(ft) = entry.file_type() else { continue };
-            if let Some((base, agent)) = layout::parse_lock_name(name) {
+            if let Some((base, agent)) = layout::parse_lock_name(&name) {
                 let Some(file) = ws.rel(&dir.join(base)) else {
                     continue;
                 };
-                found.push(LockEntry::read(entry.path(), file, agent));
-            } else if ft.is_dir() && !layout::skip_in_walk(name) {
+                let mut e = LockEntry::read(entry.path(), file, agent);
+                if raw_name.to_str().is_none() {
+                    e.problem = Some(match e.problem.take() {
+                        Some(p) => format!("{BAD_NAME}; {p}"),
+                        None => BAD_NAME.to_string(),
+                    });
+                }
+                found.push(e);
+            } else if ft.is_dir() && !layout::skip_in_walk(&name) {
                 stack.push(entry.path());
             }
         }
@@ -339,17 +348,30 @@ pub fn scan_judged(ws: &Workspace, cache: &mut StateCache, now: &Timestamp) -> V
     entries
 }
 
-/// Problems a strict check reports: stale and conflicting locks, and lock files that cannot be read.
+/// Why a lock file whose name is not UTF-8 is flagged.
+const BAD_NAME: &str = "its name is not valid UTF-8 (shown with \u{FFFD} for the bad bytes)";
+
+impl LockEntry {
+    /// Whether the lock file's name is not valid UTF-8 (its `file` is then shown lossily).
+    pub fn bad_name(&self) -> bool {
+        self.lock_path
+            .file_name()
+            .is_some_and(|n| n.to_str().is_none())
+    }
+}
+
+/// Problems a strict check reports: stale and conflicting locks, and lock files whose name is
+/// not valid UTF-8 (no tool can name them reliably).
 pub fn problems(entries: &[LockEntry]) -> Vec<&LockEntry> {
     entries
         .iter()
-        .filter(|e| e.state != LockState::Live)
+        .filter(|e| e.state != LockState::Live || e.bad_name())
         .collect()
 }
 
 /// Describe a lock problem in one line.
 pub fn describe_problem(e: &LockEntry) -> String {
-    match e.state {
+    let text = match e.state {
         LockState::Stale => format!(
             "`{}` has a STALE lock of {} ({})",
             e.file,
@@ -362,6 +384,11 @@ pub fn describe_problem(e: &LockEntry) -> String {
             e.holder()
         ),
         LockState::Live => format!("`{}` is locked by {}", e.file, e.holder()),
+    };
+    if e.bad_name() {
+        format!("{text}; {BAD_NAME}")
+    } else {
+        text
     }
 }
 
@@ -371,7 +398,11 @@ pub fn unreadable(entries: &[LockEntry], ws: &Workspace) -> Vec<Unreadable> {
         .iter()
         .filter_map(|e| {
             Some(Unreadable {
-                path: ws.rel(&e.lock_path)?,
+                // A name that is not UTF-8 is shown with its bad bytes replaced.
+                path: ws.rel(&e.lock_path).or_else(|| {
+                    let rel = e.lock_path.strip_prefix(ws.root()).ok()?;
+                    Some(rel.to_string_lossy().into_owned())
+                })?,
                 why: e.problem.clone()?,
             })
         })
