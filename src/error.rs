@@ -202,6 +202,12 @@ impl Error {
             )),
             // Something that is not what coord expects stands where coord keeps a file (a
             // symlink, a FIFO, a folder where a file belongs, or the reverse).
+            Error::Io { path, source, .. } if source.kind() == io::ErrorKind::StorageFull => {
+                Some(format!(
+                    "the disk is full: `{}` was not written; free some space and run the command again",
+                    path.display()
+                ))
+            }
             Error::Io { path, source, .. }
                 if matches!(
                     source.kind(),

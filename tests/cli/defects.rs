@@ -422,3 +422,203 @@ fn a_lock_with_a_non_utf8_name_is_shown_and_counted() {
         .code(4)
         .stderr_has("caf\u{FFFD}.txt");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Data: a full disk (a small tmpfs)
+
+/// A tmpfs mounted for one test, unmounted (by its path) when dropped.
+struct Tmpfs {
+    dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    /// Mount a tmpfs with `options` (`size=…`, `nr_inodes=…`), or `None` with the reason printed.
+    fn mount(options: &str) -> Option<Tmpfs> {
+        if !is_root() {
+            eprintln!("skipped: needs root to mount a small tmpfs");
+            return None;
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("coord-tmpfs-")
+            .tempdir()
+            .unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", options, "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("skipped: cannot mount a tmpfs here");
+            return None;
+        }
+        Some(Tmpfs { dir })
+    }
+
+    fn path(&self, rel: &str) -> std::path::PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    fn coord(&self, agent: &str) -> Command {
+        let mut cmd = Command::new(coord_bin());
+        cmd.current_dir(self.dir.path())
+            .env("COORD_DIR", self.dir.path())
+            .env("COORD_AGENT", agent)
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::null());
+        cmd
+    }
+
+    /// Fill the disk: a file grown until the disk refuses more.
+    fn fill(&self) {
+        use std::io::Write;
+        let mut f = std::fs::File::create(self.path("filler")).unwrap();
+        let chunk = vec![0u8; 4096];
+        while f.write_all(&chunk).is_ok() {}
+        let _ = f.sync_all();
+    }
+
+    /// Use up every inode but `spare`: empty files until the disk refuses more, then remove
+    /// `spare` of them.
+    fn fill_inodes(&self, spare: usize) {
+        let mut n = 0;
+        while std::fs::File::create(self.path(&format!("inode-{n}"))).is_ok() {
+            n += 1;
+        }
+        for i in 0..spare {
+            std::fs::remove_file(self.path(&format!("inode-{}", n - 1 - i))).unwrap();
+        }
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+fn run_with_stdin(cmd: &mut Command, input: &[u8]) -> std::process::Output {
+    use std::io::Write;
+    let mut child = cmd
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = input.to_vec();
+    let feeder = std::thread::spawn(move || {
+        let _ = stdin.write_all(&input);
+    });
+    let out = child.wait_with_output().unwrap();
+    let _ = feeder.join();
+    out
+}
+
+/// On a full disk a `collab write` is whole or absent (no torn line), and its error names the
+/// collaboration file and says the disk is full.
+#[test]
+fn a_collab_write_on_a_full_disk_leaves_no_torn_line() {
+    let Some(fs) = Tmpfs::mount("size=512k") else {
+        return;
+    };
+    let ok = run_with_stdin(fs.coord("a").args(["collab", "write", "-"]), b"first");
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+    let before = std::fs::read(fs.path("collaboration_file.txt")).unwrap();
+    fs.fill();
+    std::fs::OpenOptions::new()
+        .write(true)
+        .open(fs.path("filler"))
+        .unwrap()
+        .set_len(std::fs::metadata(fs.path("filler")).unwrap().len() - 8192)
+        .unwrap();
+    let big = vec![b'x'; 200 * 1024];
+    let out = run_with_stdin(fs.coord("a").args(["collab", "write", "-"]), &big);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(
+        std::fs::read(fs.path("collaboration_file.txt")).unwrap(),
+        before,
+        "a torn line stayed"
+    );
+    assert!(stderr.contains("collaboration_file.txt"), "{stderr}");
+    assert!(stderr.contains("disk is full"), "{stderr}");
+}
+
+/// On a full disk `coord write` names FILE (not its temporary copy) and says the disk is full;
+/// FILE is unchanged.
+#[test]
+fn a_write_on_a_full_disk_names_the_file() {
+    let Some(fs) = Tmpfs::mount("size=512k") else {
+        return;
+    };
+    std::fs::write(fs.path("F"), "old\n").unwrap();
+    let out = fs
+        .coord("a")
+        .args(["lock", "F", "--no-backup"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    fs.fill();
+    let out = run_with_stdin(fs.coord("a").args(["write", "F"]), &vec![b'y'; 300 * 1024]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("/F`"), "{stderr}");
+    assert!(!stderr.contains(".coord-"), "{stderr}");
+    assert!(stderr.contains("disk is full"), "{stderr}");
+    assert_eq!(std::fs::read_to_string(fs.path("F")).unwrap(), "old\n");
+}
+
+/// A `dialogue say` that cannot finish after its message went in (no inode left for the new
+/// `current-turn.txt`) leaves the dialogue as a crash at that point would: the next `say`
+/// completes it and goes on, instead of declaring the conversation corrupted.
+#[test]
+fn a_say_on_a_full_disk_leaves_a_dialogue_the_next_say_completes() {
+    let Some(fs) = Tmpfs::mount("size=4m,nr_inodes=64") else {
+        return;
+    };
+    let out = fs
+        .coord("x")
+        .args(["dialogue", "init", "--topic", "t"])
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // One inode left: `lock.txt` takes it, the message is appended, the turn cannot be written.
+    fs.fill_inodes(1);
+    let out = fs
+        .coord("x")
+        .args(["dialogue", "say", "--as", "AGENT-1", "hello"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    for i in 0..8 {
+        let _ = std::fs::remove_file(fs.path(&format!("inode-{i}")));
+    }
+    let out = fs
+        .coord("x")
+        .args(["dialogue", "say", "--as", "AGENT-2", "hi back"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{stderr}");
+    let conv = std::fs::read_to_string(fs.path("agent-dialogue/conversation.md")).unwrap();
+    assert!(!conv.contains("[ERROR]"), "{conv}");
+    assert!(conv.contains("hello") && conv.contains("hi back"), "{conv}");
+    assert_eq!(conv.matches("## Message #").count(), 2, "{conv}");
+}
