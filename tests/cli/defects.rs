@@ -622,3 +622,34 @@ fn a_say_on_a_full_disk_leaves_a_dialogue_the_next_say_completes() {
     assert!(conv.contains("hello") && conv.contains("hi back"), "{conv}");
     assert_eq!(conv.matches("## Message #").count(), 2, "{conv}");
 }
+
+/// `collab read` takes an unterminated last line that does not parse for an append still
+/// being written, not for a corrupt line; a complete bad line is still reported.
+#[test]
+fn collab_read_leaves_an_unfinished_last_line_alone() {
+    let env = Env::new();
+    env.write(
+        "collaboration_file.txt",
+        "{\"llm_id\": \"a\", \"response\": \"one\"}\n{\"llm_id\": \"a\", \"resp",
+    );
+    let out = env.cmd().args(["collab", "read"]).ok();
+    assert!(out.stdout.contains("one"), "{}", out.stdout);
+    assert!(
+        !out.stderr.contains("collaboration_file.txt:2:"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("not valid JSON"), "{}", out.stderr);
+    // Once the line is finished it is read; a finished bad line is reported.
+    env.write(
+        "collaboration_file.txt",
+        "{\"llm_id\": \"a\", \"response\": \"one\"}\n{\"llm_id\": \"a\", \"resp\n{\"llm_id\": \"b\", \"response\": \"two\"}",
+    );
+    let out = env.cmd().args(["collab", "read"]).ok();
+    assert!(out.stdout.contains("two"), "{}", out.stdout);
+    assert!(
+        out.stderr.contains("collaboration_file.txt:2:"),
+        "{}",
+        out.stderr
+    );
+}
