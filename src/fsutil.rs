@@ -461,7 +461,22 @@ pub fn ensure_dir(dir: &Path) -> Result<()> {
             "exists and is not a folder",
         ))
         .at("create folder", dir),
-        Err(_) => fs::create_dir_all(dir).at("create folder", dir),
+        Err(_) => {
+            // Someone may be removing the folder while it is created (`rm -rf .coord` while
+            // agents wait): mkdir then finds it "exists" and it is gone a moment later. Try
+            // again a few times; what stands there in the end decides.
+            let mut tries = 0;
+            loop {
+                match fs::create_dir_all(dir) {
+                    Ok(()) => return Ok(()),
+                    Err(_) if fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) => {
+                        return Ok(());
+                    }
+                    Err(_) if tries < 20 => tries += 1,
+                    Err(e) => return Err(e).at("create folder", dir),
+                }
+            }
+        }
     }
 }
 

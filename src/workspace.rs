@@ -184,8 +184,21 @@ impl Workspace {
     ///
     /// [`Error::Io`] when it cannot be opened or locked.
     pub fn lock_mutex(&self) -> Result<fsutil::MutexGuard> {
-        self.ensure_state_dir()?;
-        fsutil::lock_mutex(&layout::mutex(&self.root))
+        // `.coord/` removed (`rm -rf .coord`, `git clean`) between creating it and opening the
+        // mutex: create it again and go on. Exclusion does not depend on the old folder: the
+        // mutex is checked to be the file at its path once locked.
+        let mut tries = 0;
+        loop {
+            self.ensure_state_dir()?;
+            match fsutil::lock_mutex(&layout::mutex(&self.root)) {
+                Err(Error::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound && tries < 100 =>
+                {
+                    tries += 1;
+                }
+                other => return other,
+            }
+        }
     }
 
     /// Resolve a FILE argument given relative to `cwd`.

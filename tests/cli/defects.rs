@@ -653,3 +653,50 @@ fn collab_read_leaves_an_unfinished_last_line_alone() {
         out.stderr
     );
 }
+
+/// `rm -rf .coord` while agents wait: every waiter recreates the state folder and goes on; each
+/// gets the lock in turn, and no two hold it at once.
+#[test]
+fn waiters_survive_the_state_folder_being_removed() {
+    let env = Env::new();
+    env.write("F", "");
+    env.agent("a0").args(["lock", "F"]).ok();
+    let bin = crate::support::coord_bin();
+    let waiters: Vec<_> = (1..=6)
+        .map(|i| {
+            let script = format!(
+                "'{bin}' lock F --wait 60s -q --no-backup && \
+                 ls F.lock.* | wc -l >> holders.txt && '{bin}' unlock F -q"
+            );
+            std::process::Command::new("sh")
+                .args(["-c", &script])
+                .current_dir(env.root())
+                .env("COORD_DIR", env.root())
+                .env("COORD_AGENT", format!("w{i}"))
+                .stderr(std::process::Stdio::piped())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    // Remove the state folder over and over while they wait, then release.
+    std::thread::sleep(Duration::from_millis(300));
+    let until = Instant::now() + Duration::from_millis(1500);
+    while Instant::now() < until {
+        let _ = std::fs::remove_dir_all(env.path(".coord"));
+    }
+    env.agent("a0").args(["unlock", "F"]).ok();
+    for w in waiters {
+        let out = w.wait_with_output().unwrap();
+        assert!(
+            out.status.success(),
+            "a waiter failed: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let holders = env.read("holders.txt");
+    assert_eq!(holders.lines().count(), 6, "{holders}");
+    assert!(
+        holders.lines().all(|l| l.trim() == "1"),
+        "two holders at once: {holders}"
+    );
+}
