@@ -700,3 +700,38 @@ fn waiters_survive_the_state_folder_being_removed() {
         "two holders at once: {holders}"
     );
 }
+
+/// `startup` on a full disk (no inode left for the presence once the row is written) is all
+/// or nothing: it fails and leaves no `online` row on the stamp card.
+#[test]
+fn startup_on_a_full_disk_leaves_no_online_row() {
+    let Some(fs) = Tmpfs::mount("size=4m,nr_inodes=64") else {
+        return;
+    };
+    let first = fs.coord("a").args(["startup"]).output().unwrap();
+    assert!(
+        first.status.success(),
+        "{}",
+        String::from_utf8_lossy(&first.stderr)
+    );
+    let shut = fs.coord("a").args(["shutdown"]).output().unwrap();
+    assert!(
+        shut.status.success(),
+        "{}",
+        String::from_utf8_lossy(&shut.stderr)
+    );
+    let rows = || {
+        std::fs::read_dir(fs.path(".coord/partners"))
+            .unwrap()
+            .count()
+    };
+    let before = rows();
+    fs.fill_inodes(1);
+    let out = fs.coord("a").args(["startup"]).output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert_eq!(rows(), before, "a row stayed behind");
+    let partners = fs.coord("a").args(["partners", "--json"]).output().unwrap();
+    let text = String::from_utf8_lossy(&partners.stdout);
+    assert!(!text.contains("\"online\""), "{text}");
+}
