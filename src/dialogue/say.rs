@@ -118,7 +118,6 @@ impl LockTxt<'_> {
     /// # Errors
     ///
     /// [`Error::Io`] when it cannot be removed.
-
     pub fn release(mut self) -> Result<()> {
         self.released = true;
         fsutil::remove(&self.d.path(layout::DIALOGUE_LOCK)).map(|_| ())
