@@ -235,7 +235,8 @@ fn sigterm_to_run_ends_cmds_background_children_before_releasing() {
 fn run_and_session_release_only_after_cmds_group_has_ended() {
     let env = Env::new();
     env.write("F", "");
-    let stubborn = r#"sh -c "trap '' TERM; sleep 1; echo late >> F" & touch started; sleep 30"#;
+    // `started` is touched by the child itself once it ignores SIGTERM.
+    let stubborn = r#"sh -c "trap '' TERM; touch started; sleep 1; echo late >> F" & sleep 30"#;
     let child = env
         .agent("a")
         .args(["run", "F", "--", "sh", "-c", stubborn])
@@ -262,7 +263,7 @@ fn run_and_session_release_only_after_cmds_group_has_ended() {
     std::fs::remove_file(env.path("started")).unwrap();
     env.write("F", "");
     let script = format!(
-        "'{}' lock F --no-backup && {stubborn}",
+        "'{}' lock F --no-backup; {stubborn}",
         crate::support::coord_bin()
     );
     let child = env
