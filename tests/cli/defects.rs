@@ -736,3 +736,24 @@ fn startup_on_a_full_disk_leaves_no_online_row() {
     let text = String::from_utf8_lossy(&partners.stdout);
     assert!(!text.contains("\"online\""), "{text}");
 }
+
+/// After a release, the presence lists exactly the locks still held, and names one of them as
+/// the current file.
+#[test]
+fn unlock_brings_the_presence_up_to_date() {
+    let env = Env::new();
+    env.agent("a")
+        .args(["lock", "x.md", "y.md", "--no-backup"])
+        .ok();
+    env.agent("a").args(["unlock", "x.md"]).ok();
+    let p = env.read(".a_presence");
+    assert!(p.contains("current_file: y.md"), "{p}");
+    assert!(p.contains("locks: [\"y.md\"]"), "{p}");
+    assert!(p.contains("lock_status: LOCKED"), "{p}");
+    env.agent("a").args(["unlock", "y.md"]).ok();
+    let p = env.read(".a_presence");
+    assert!(
+        p.contains("lock_status: FREE") && !p.contains("locks:"),
+        "{p}"
+    );
+}

@@ -644,4 +644,33 @@ mod tests {
             ]
         );
     }
+
+    #[test]
+    fn take_over_fails_when_the_lock_cannot_be_moved_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = real_entry(
+            dir.path(),
+            "Agent: X\nlocked_at: 2026-01-28T01:00:00+00:00\n",
+        );
+        // An immutable file cannot be renamed, even by root (ext4, xfs, btrfs; not tmpfs).
+        let immutable = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(&e.lock_path)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !immutable {
+            eprintln!("skipped: `chattr +i` is not available on this filesystem");
+            return;
+        }
+        let result = take_over(&e);
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&e.lock_path)
+            .status();
+        assert!(
+            result.is_err(),
+            "a lock still in place was reported taken over"
+        );
+        assert!(e.lock_path.exists());
+    }
 }
