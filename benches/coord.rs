@@ -6,6 +6,8 @@
 //! - `lock`: `coord lock` + `coord unlock` as two processes vs `dotlockfile -l` + `dotlockfile -u`.
 //! - `wake`: time from the holder's release returning to the waiter's exit, coord vs `flock(1)`.
 //! - `status`: `coord status --json` over 20,000 files, 1,000 locks and 100 agents vs `find`.
+//! - `mcp`: `lock` + `unlock` as two `tools/call` requests to one running `coord mcp` vs
+//!   `dotlockfile -l` + `dotlockfile -u`, in the same run.
 
 use std::io::Write;
 use std::path::Path;
@@ -120,6 +122,88 @@ fn bench_lock(out: &mut Vec<String>) {
             "Ratio coord / dotlockfile (medians): {:.2}x without backup, {:.2}x with backup.",
             coord_plain.median.as_secs_f64() / dl.median.as_secs_f64(),
             coord_backup.median.as_secs_f64() / dl.median.as_secs_f64()
+        ));
+    } else {
+        out.push(String::new());
+        out.push("(dotlockfile not installed: `apt-get install liblockfile-bin`)".into());
+    }
+}
+
+/// `dotlockfile -l` + `dotlockfile -u` on `lf`, `n` times (after a warm-up).
+fn dotlockfile_pairs(lf: &str, n: usize) -> Stats {
+    for _ in 0..20 {
+        run(Command::new("dotlockfile").args(["-l", lf]));
+        run(Command::new("dotlockfile").args(["-u", lf]));
+    }
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        run(Command::new("dotlockfile").args(["-l", lf]));
+        run(Command::new("dotlockfile").args(["-u", lf]));
+        v.push(t.elapsed());
+    }
+    stats(v)
+}
+
+fn bench_mcp(out: &mut Vec<String>) {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    std::fs::write(d.join("SHARED.txt"), "shared\n").unwrap();
+    let mut server = coord(d, "claude", &["mcp", "-q"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn coord mcp");
+    let mut to = server.stdin.take().unwrap();
+    let mut from = std::io::BufReader::new(server.stdout.take().unwrap());
+    let mut line = String::new();
+    let mut ask = |request: &str| {
+        to.write_all(request.as_bytes()).unwrap();
+        to.write_all(b"\n").unwrap();
+        to.flush().unwrap();
+        line.clear();
+        from.read_line(&mut line).unwrap();
+        assert!(
+            line.contains("\"result\"") && !line.contains("\"isError\":true"),
+            "{line}"
+        );
+    };
+    ask(
+        r#"{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"bench","version":"1"}}}"#,
+    );
+    let lock = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lock","arguments":{"files":["SHARED.txt"]}}}"#;
+    let unlock = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"unlock","arguments":{"files":["SHARED.txt"]}}}"#;
+    let n = 2000;
+    for _ in 0..50 {
+        ask(lock);
+        ask(unlock);
+    }
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        ask(lock);
+        ask(unlock);
+        v.push(t.elapsed());
+    }
+    let mcp = stats(v);
+    drop(to);
+    let _ = server.wait();
+    out.push("| lock + unlock | median | p95 | runs |".into());
+    out.push("|---|---|---|---|".into());
+    out.push(row(
+        "two `tools/call` to one running `coord mcp` (with `.bak`)",
+        &mcp,
+    ));
+    if have("dotlockfile") {
+        let lockfile = d.join("SHARED.txt.lock");
+        let dl = dotlockfile_pairs(lockfile.to_str().unwrap(), 500);
+        out.push(row("`dotlockfile -l` + `dotlockfile -u`", &dl));
+        out.push(String::new());
+        out.push(format!(
+            "Ratio coord mcp / dotlockfile (medians): {:.3}x (goal: 0.25x or less).",
+            mcp.median.as_secs_f64() / dl.median.as_secs_f64()
         ));
     } else {
         out.push(String::new());
@@ -301,6 +385,10 @@ fn main() {
     out.push(String::new());
     if want("lock") {
         bench_lock(&mut out);
+        out.push(String::new());
+    }
+    if want("mcp") {
+        bench_mcp(&mut out);
         out.push(String::new());
     }
     if want("wake") {

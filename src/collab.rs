@@ -36,7 +36,7 @@ pub const LINE_CAP: u64 = 4 * 1024 * 1024;
 /// One entry of the collaboration file.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Entry {
-    /// The 1-based line it was read from (0 for an entry just written).
+    /// The 1-based line it was read from, or written to.
     pub line: usize,
     /// Who wrote it (`llm_id`).
     pub llm_id: String,
@@ -145,9 +145,9 @@ pub fn write(target: &Target, agent: &AgentId, response: &str) -> Result<Entry> 
             LINE_CAP / (1024 * 1024)
         )));
     }
-    fsutil::append_line_durable(&target.abs, line.as_bytes())?;
+    let number = fsutil::append_line_durable_numbered(&target.abs, line.as_bytes())?;
     Ok(Entry {
-        line: 0,
+        line: number,
         llm_id: agent.name().to_string(),
         response: response.to_string(),
         time: Some(time),

@@ -182,19 +182,22 @@ impl Error {
             }
             Error::LockHeld { file, holder, .. } | Error::WaitTimedOut { file, holder, .. } => {
                 Some(format!(
-                    "wait with `coord lock {file} --wait 5m`, or message them: `coord msg send {} \"…\"`",
-                    holder.to_lowercase()
+                    "wait with `coord lock {} --wait 5m`, or message them: `coord msg send {} \"…\"`",
+                    crate::shell::arg(file),
+                    crate::shell::agent(holder)
                 ))
             }
             Error::NotHolder { file, .. } => Some(format!(
-                "take the lock first with `coord lock {file}`; `coord unlock --force` only removes a STALE lock"
+                "take the lock first with `coord lock {}`; `coord unlock --force` only removes a STALE lock",
+                crate::shell::arg(file)
             )),
             Error::Refused { hint, .. } => hint.clone(),
             Error::CheckFailed { .. } => {
                 Some("see `coord status` for details; `coord unlock FILE --force` removes a STALE lock".into())
             }
             Error::ReviewUnfinished { topic, .. } => Some(format!(
-                "settle every issue (`coord review issue {topic} set ISSUE-NN --status resolved`) and finish a verify step first; `coord review show {topic}` shows where it stands"
+                "settle every issue (`coord review issue {t} set ISSUE-NN --status resolved`) and finish a verify step first; `coord review show {t}` shows where it stands",
+                t = crate::shell::arg(topic)
             )),
             Error::Corrupt { path, .. } => Some(format!(
                 "repair or remove `{}` by hand; nothing was written",

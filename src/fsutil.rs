@@ -552,7 +552,7 @@ pub fn sweep_entry(entry: &fs::DirEntry) -> bool {
 /// [`Error::Io`](crate::Error::Io) naming the path: a symlink, a FIFO or a folder at `path`, or
 /// any I/O failure.
 pub fn append_line(path: &Path, line: &[u8]) -> Result<()> {
-    append_inner(path, line).map(drop)
+    append_inner(path, line, false).map(drop)
 }
 
 /// [`append_line`], then fsync of the file (and of the folder when the file was created).
@@ -561,12 +561,22 @@ pub fn append_line(path: &Path, line: &[u8]) -> Result<()> {
 ///
 /// As [`append_line`].
 pub fn append_line_durable(path: &Path, line: &[u8]) -> Result<()> {
-    let (file, created) = append_inner(path, line)?;
+    append_line_durable_numbered(path, line).map(drop)
+}
+
+/// [`append_line_durable`], returning the 1-based number of the line written, counted under
+/// the same kernel lock as the append (so it is the line's number even with other writers).
+///
+/// # Errors
+///
+/// As [`append_line`].
+pub fn append_line_durable_numbered(path: &Path, line: &[u8]) -> Result<usize> {
+    let (file, created, number) = append_inner(path, line, true)?;
     file.sync_data().at("sync", path)?;
     if created {
         sync_dir(parent_of(path))?;
     }
-    Ok(())
+    Ok(number)
 }
 
 /// fsync the regular file at `path` (data written through another descriptor included).
@@ -580,7 +590,9 @@ pub fn sync_file(path: &Path) -> Result<()> {
         .at("sync", path)
 }
 
-fn append_inner(path: &Path, line: &[u8]) -> Result<(File, bool)> {
+/// Append under the file's kernel lock; with `count`, also the 1-based number of the new line
+/// (0 without).
+fn append_inner(path: &Path, line: &[u8], count: bool) -> Result<(File, bool, usize)> {
     use std::os::unix::fs::FileExt;
     let existed = fs::symlink_metadata(path).is_ok();
     let file = OpenOptions::new()
@@ -604,11 +616,27 @@ fn append_inner(path: &Path, line: &[u8]) -> Result<(File, bool)> {
     // Under the lock the length is final: look at the last byte to decide on a leading newline.
     let len = file.metadata().at("inspect", path)?.len();
     let mut buf = Vec::with_capacity(line.len() + 2);
+    let mut number = 0;
+    if count {
+        let mut chunk = vec![0u8; 64 * 1024];
+        let mut at = 0u64;
+        let mut newlines = 0usize;
+        while at < len {
+            let n = file.read_at(&mut chunk, at).at("read", path)?;
+            if n == 0 {
+                break;
+            }
+            newlines += chunk[..n].iter().filter(|b| **b == b'\n').count();
+            at += n as u64;
+        }
+        number = newlines + 1;
+    }
     if len > 0 {
         let mut last = [0u8; 1];
         file.read_exact_at(&mut last, len - 1).at("read", path)?;
         if last[0] != b'\n' {
             buf.push(b'\n');
+            number += usize::from(count);
         }
     }
     buf.extend_from_slice(line);
@@ -623,7 +651,7 @@ fn append_inner(path: &Path, line: &[u8]) -> Result<(File, bool)> {
     }
     // Dropping `file` releases the flock; callers that sync do it after, which is fine: the
     // data is in the page cache in its final place already.
-    Ok((file, !existed))
+    Ok((file, !existed, number))
 }
 
 /// The workspace mutex: a short kernel lock on a file that is never deleted.

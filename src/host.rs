@@ -29,6 +29,21 @@ pub fn host_tag() -> &'static str {
     TAG.get_or_init(|| format!("{:08x}", fnv1a64(hostname().as_bytes()) as u32))
 }
 
+/// Where a command comes from, as recorded in a lock's `origin:` line: the coord session it
+/// runs in (`session ID`, from `COORD_SESSION`), else the POSIX session of its terminal or
+/// supervisor (`sid N`). Two shells (two terminals, two tmux panes, two agent clients) are two
+/// origins; every command typed in one shell is one. Locks are per agent name, so this is what
+/// tells "the same name, used from somewhere else" apart from a refresh.
+pub fn origin() -> String {
+    match std::env::var("COORD_SESSION") {
+        Ok(s) if !s.trim().is_empty() => format!("session {}", s.trim()),
+        _ => match rustix::process::getsid(None) {
+            Ok(sid) => format!("sid {}", sid.as_raw_nonzero()),
+            Err(_) => format!("pid {}", pid()),
+        },
+    }
+}
+
 /// This process's id.
 pub fn pid() -> u32 {
     std::process::id()
@@ -121,13 +136,16 @@ const GROUP_LINGER: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl ProcessGroup {
     /// Whether a command started now should get a process group of its own. Not when coord runs
-    /// in the foreground of the terminal on its stdin: an interactive command must stay in the
-    /// terminal's foreground group to read from it (and Ctrl-C reaches it there directly).
+    /// in the foreground of a terminal (on its stdin, stdout or stderr): an interactive command
+    /// must stay in the terminal's foreground group to use it (and Ctrl-C reaches it there).
     pub fn wanted() -> bool {
-        match rustix::termios::tcgetpgrp(std::io::stdin()) {
-            Ok(foreground) => foreground != rustix::process::getpgrp(),
-            Err(_) => true,
-        }
+        use std::os::fd::AsFd as _;
+        let me = rustix::process::getpgrp();
+        let foreground =
+            |fd: std::os::fd::BorrowedFd<'_>| rustix::termios::tcgetpgrp(fd).is_ok_and(|p| p == me);
+        !(foreground(std::io::stdin().as_fd())
+            || foreground(std::io::stdout().as_fd())
+            || foreground(std::io::stderr().as_fd()))
     }
 
     /// The group led by child `pid` (started with `process_group(0)`).

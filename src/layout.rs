@@ -111,6 +111,20 @@ fn with_suffix(file: &Path, suffix: &str) -> PathBuf {
 
 // Safe editing (`coord write`, `run`, `restore`).
 
+/// The `.gitignore` lines that keep coord's own files out of `git status`: the state folder,
+/// presence and handshake files, locks, backups, refused writes and temporary files (`coord
+/// init` writes them; docs/protocol.md lists them). Review trackers and the dialogue folder are
+/// work products and are not ignored.
+pub const GITIGNORE_LINES: &[&str] = &[
+    "/.coord/",
+    ".*_presence",
+    ".handshake_*",
+    "*.lock.*",
+    "*.bak",
+    "*.rejected.*",
+    ".coord-*.tmp",
+];
+
 /// The infix between a file's name and the agent in a rejected-write file name.
 pub const REJECTED_INFIX: &str = ".rejected.";
 

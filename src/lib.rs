@@ -8,12 +8,13 @@
 //! - foundation: [`clock`] (now, timestamps, durations), [`layout`] (every name on disk),
 //!   [`record`] (the seed's `key: value` text), [`fsutil`] (every write to disk, capped reads, the
 //!   workspace mutex), [`host`] (this machine and its processes), [`watch`] (waiting on folder events),
-//!   [`workspace`] (root discovery, agent ids, path confinement);
+//!   [`workspace`] (root discovery, agent ids, path confinement), [`shell`] (commands in hints);
 //! - protocols: [`v3`] (seed 001: presence, locks, backups, wait queue, messages, notes);
 //!   [`collab`] (seed 000: the shared collaboration file); [`dialogue`] (seed 002: the
 //!   turn-based dialogue); [`review`] (seed 003: the review tracker); [`edit`] (safe editing
 //!   under the lock: write, run, restore);
-//! - views: [`status`] (everything at once, for `coord status`).
+//! - views: [`status`] (everything at once, for `coord status`);
+//! - front doors: [`mcp`] (the Model Context Protocol server's framing and tool catalogue).
 
 #![deny(missing_docs)]
 
@@ -26,8 +27,10 @@ pub mod exit_code;
 pub mod fsutil;
 pub mod host;
 pub mod layout;
+pub mod mcp;
 pub mod record;
 pub mod review;
+pub mod shell;
 pub mod status;
 pub mod v3;
 pub mod watch;

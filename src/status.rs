@@ -162,6 +162,52 @@ pub fn lock_view(e: &lock::LockEntry, ws: &Workspace, now: &Timestamp) -> LockVi
     }
 }
 
+/// Who holds one file (`coord who FILE`): its locks, judged, each with the holder's task.
+#[derive(Debug, Clone, Serialize)]
+pub struct FileHolders {
+    /// The file, relative to the root.
+    pub file: String,
+    /// Its locks (none when it is free), each as `status` shows it plus `working_on`.
+    pub locks: Vec<Holder>,
+}
+
+/// One lock on a file, with what its holder works on.
+#[derive(Debug, Clone, Serialize)]
+pub struct Holder {
+    /// The lock.
+    #[serde(flatten)]
+    pub lock: LockView,
+    /// The holder's task, from its presence.
+    pub working_on: Option<String>,
+}
+
+/// Who holds each of `targets`, as of now.
+pub fn who(ws: &Workspace, targets: &[crate::workspace::Target]) -> Vec<FileHolders> {
+    let now = clock::now();
+    let mut cache = StateCache::default();
+    targets
+        .iter()
+        .map(|t| {
+            let mut entries = lock::locks_of(t);
+            lock::classify(ws.root(), &mut entries, &mut cache, &now);
+            FileHolders {
+                file: t.rel.clone(),
+                locks: entries
+                    .iter()
+                    .map(|e| Holder {
+                        lock: lock_view(e, ws, &now),
+                        working_on: presence::read(ws.root(), &e.agent)
+                            .ok()
+                            .flatten()
+                            .and_then(|p| p.field("working_on").map(str::to_string))
+                            .filter(|w| w != "-"),
+                    })
+                    .collect(),
+            }
+        })
+        .collect()
+}
+
 /// Read the whole workspace.
 pub fn collect(ws: &Workspace) -> Status {
     let now = clock::now();

@@ -1,7 +1,10 @@
 //! The workspace: its root, who is acting, and which files may be named.
 //!
-//! - Root discovery: an explicit folder (`--dir`, `COORD_DIR`, a positional `DIR`), else the
-//!   nearest ancestor of the current directory holding `.coord/`, else the current directory.
+//! - Root discovery: the nearest ancestor of the current directory holding `.coord/`, else the
+//!   top level of the git work tree around it, else the current directory. An explicit folder
+//!   (`--dir`, `COORD_DIR`, a positional `DIR`) that lies inside an existing workspace means that
+//!   workspace: coord never silently starts a second, nested one (two roots would not see each
+//!   other's locks). A nested workspace exists only once [`Workspace::init`] made it.
 //! - Agent ids: the name lower-cased, matching `^[a-z0-9][a-z0-9_-]{0,31}$`; the name as given
 //!   is kept for display inside files.
 //! - Path confinement: a FILE argument is resolved against the current directory, `..` and
@@ -98,8 +101,11 @@ pub struct Workspace {
 }
 
 impl Workspace {
-    /// Find the root: `explicit` when given, else the nearest ancestor of `cwd` holding
-    /// `.coord/`, else `cwd`.
+    /// Find the root.
+    ///
+    /// With `explicit` (resolved against `cwd`): the nearest folder holding `.coord/` among it
+    /// and its ancestors, else that folder itself. Without: the nearest ancestor of `cwd`
+    /// holding `.coord/`, else the top level of the git work tree around `cwd`, else `cwd`.
     ///
     /// # Errors
     ///
@@ -107,30 +113,33 @@ impl Workspace {
     pub fn discover(explicit: Option<&Path>, cwd: &Path) -> Result<Workspace> {
         let root = match explicit {
             Some(dir) => {
-                let dir = cwd.join(dir);
-                let canon = fs::canonicalize(&dir).map_err(|e| Error::BadPath {
-                    path: dir.display().to_string(),
-                    why: format!("the workspace folder cannot be used ({e})"),
-                })?;
-                if !canon.is_dir() {
-                    return Err(Error::BadPath {
-                        path: dir.display().to_string(),
-                        why: "the workspace must be a folder".into(),
-                    });
-                }
-                canon
+                let canon = canonical_dir(&cwd.join(dir))?;
+                enclosing_workspace(&canon).unwrap_or(canon)
             }
             None => {
                 let cwd = fs::canonicalize(cwd).at("resolve the current directory", cwd)?;
-                cwd.ancestors()
-                    .find(|dir| {
-                        fs::symlink_metadata(layout::state_dir(dir)).is_ok_and(|m| m.is_dir())
-                    })
-                    .map(Path::to_path_buf)
+                enclosing_workspace(&cwd)
+                    .or_else(|| git_top_level(&cwd))
                     .unwrap_or(cwd)
             }
         };
         Ok(Workspace { root })
+    }
+
+    /// Make `dir` a workspace of its own: create its `.coord/` folder, even when `dir` lies
+    /// inside another workspace (that is what makes a nested workspace deliberate). Returns the
+    /// workspace and whether `.coord/` was created now (`false`: it was there already).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadPath`] when `dir` does not exist or is not a folder; [`Error::Io`] when
+    /// `.coord/` cannot be created.
+    pub fn init(dir: &Path) -> Result<(Workspace, bool)> {
+        let root = canonical_dir(dir)?;
+        let state = layout::state_dir(&root);
+        let existed = fs::symlink_metadata(&state).is_ok_and(|m| m.is_dir());
+        fsutil::ensure_dir(&state)?;
+        Ok((Workspace { root }, !existed))
     }
 
     /// A workspace at an already resolved root (tests, the demo).
@@ -281,6 +290,37 @@ impl Workspace {
     }
 }
 
+/// `dir` with symlinks resolved, when it is an existing folder.
+fn canonical_dir(dir: &Path) -> Result<PathBuf> {
+    let canon = fs::canonicalize(dir).map_err(|e| Error::BadPath {
+        path: dir.display().to_string(),
+        why: format!("the workspace folder cannot be used ({e})"),
+    })?;
+    if !canon.is_dir() {
+        return Err(Error::BadPath {
+            path: dir.display().to_string(),
+            why: "the workspace must be a folder".into(),
+        });
+    }
+    Ok(canon)
+}
+
+/// The nearest of `dir` and its ancestors that holds a `.coord/` folder (not a symlink).
+fn enclosing_workspace(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .find(|d| fs::symlink_metadata(layout::state_dir(d)).is_ok_and(|m| m.is_dir()))
+        .map(Path::to_path_buf)
+}
+
+/// The top level of the git work tree holding `dir`: the nearest ancestor with a `.git` entry
+/// (a folder, or the file a linked worktree or submodule has). Found by looking, not by
+/// running git: this runs on every command.
+fn git_top_level(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .find(|d| fs::symlink_metadata(d.join(".git")).is_ok())
+        .map(Path::to_path_buf)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,8 +387,38 @@ mod tests {
         fs::create_dir_all(root.join("a/b")).unwrap();
         let ws = Workspace::discover(None, &root.join("a/b")).unwrap();
         assert_eq!(ws.root(), root);
+        // An explicit folder inside the workspace means the workspace, not a nested one.
         let ws = Workspace::discover(Some(Path::new("a")), &root).unwrap();
-        assert_eq!(ws.root(), root.join("a"));
+        assert_eq!(ws.root(), root);
         assert!(Workspace::discover(Some(Path::new("missing")), &root).is_err());
+        // ... until `init` makes it one of its own.
+        let (ws, created) = Workspace::init(&root.join("a")).unwrap();
+        assert!(created);
+        assert_eq!(ws.root(), root.join("a"));
+        assert_eq!(
+            Workspace::discover(Some(Path::new("a")), &root)
+                .unwrap()
+                .root(),
+            root.join("a")
+        );
+        assert!(!Workspace::init(&root.join("a")).unwrap().1);
+    }
+
+    #[test]
+    fn discovery_falls_back_to_the_git_top_level_then_the_folder() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = fs::canonicalize(dir.path()).unwrap();
+        fs::create_dir_all(root.join("repo/.git")).unwrap();
+        fs::create_dir_all(root.join("repo/src/a")).unwrap();
+        fs::create_dir_all(root.join("plain/x")).unwrap();
+        let ws = Workspace::discover(None, &root.join("repo/src/a")).unwrap();
+        assert_eq!(ws.root(), root.join("repo"));
+        // An explicit folder is taken as given when no workspace encloses it.
+        let ws = Workspace::discover(Some(Path::new("repo/src")), &root).unwrap();
+        assert_eq!(ws.root(), root.join("repo/src"));
+        // A `.coord/` inside the repository wins over its top level.
+        fs::create_dir_all(root.join("repo/src/.coord")).unwrap();
+        let ws = Workspace::discover(None, &root.join("repo/src/a")).unwrap();
+        assert_eq!(ws.root(), root.join("repo/src"));
     }
 }

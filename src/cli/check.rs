@@ -9,6 +9,7 @@ use serde::Serialize;
 use coord::status::{AgentView, LockView, agent_view, lock_view};
 use coord::v3::lock;
 use coord::v3::presence::{self, StateCache, Unreadable};
+use coord::workspace::AgentId;
 use coord::{Error, ExitCode, clock};
 
 use super::{Ctx, output};
@@ -30,59 +31,89 @@ pub struct CheckArgs {
     strict: bool,
 }
 
+/// `coord check --json`.
 #[derive(Serialize)]
-struct CheckReport {
-    agents: Vec<AgentView>,
-    problems: Vec<LockView>,
-    unreadable: Vec<Unreadable>,
-    ok: bool,
+pub struct CheckReport {
+    /// The other agents.
+    pub agents: Vec<AgentView>,
+    /// STALE and CONFLICT locks.
+    pub problems: Vec<LockView>,
+    /// Files that could not be read.
+    pub unreadable: Vec<Unreadable>,
+    /// No lock problem.
+    pub ok: bool,
+}
+
+/// What `coord check` found: the report, and each problem described in words.
+pub struct Checked {
+    /// The report.
+    pub report: CheckReport,
+    /// One sentence per problem.
+    pub problems: Vec<String>,
+}
+
+/// Look at the other agents (all of them when `me` is `None`) and the locks.
+pub fn collect(ws: &coord::workspace::Workspace, me: Option<&AgentId>) -> Checked {
+    let now = clock::now();
+    let (presences, mut unreadable) = presence::scan(ws.root());
+    let mut cache = StateCache::from_presences(&presences, &now);
+    let entries = lock::scan_judged(ws, &mut cache, &now);
+    unreadable.extend(lock::unreadable(&entries, ws));
+    let agents: Vec<AgentView> = presences
+        .iter()
+        .filter(|p| me.is_none_or(|m| m.id() != p.id))
+        .map(|p| agent_view(p, &now))
+        .collect();
+    let problems = lock::problems(&entries);
+    Checked {
+        problems: problems
+            .iter()
+            .map(|p| output::clean(&lock::describe_problem(p)))
+            .collect(),
+        report: CheckReport {
+            agents,
+            problems: problems.iter().map(|e| lock_view(e, ws, &now)).collect(),
+            unreadable,
+            ok: problems.is_empty(),
+        },
+    }
+}
+
+/// `AGENT: STATUS (working on …, file …, heartbeat …)`, or `No other agents`.
+pub fn agent_lines(agents: &[AgentView]) -> Vec<String> {
+    if agents.is_empty() {
+        return vec!["No other agents".into()];
+    }
+    agents
+        .iter()
+        .map(|a| {
+            let mut details = Vec::new();
+            if let Some(w) = &a.working_on {
+                details.push(format!("working on {}", output::clean(w)));
+            }
+            if let Some(f) = &a.current_file {
+                details.push(format!("file {}", output::clean(f)));
+            }
+            details.push(format!("heartbeat {}", output::ago(a.heartbeat_age_s)));
+            format!("{}: {} ({})", a.agent, a.status, details.join(", "))
+        })
+        .collect()
 }
 
 pub fn run(args: CheckArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(args.dir.as_deref())?;
     let me = ctx.agent_opt()?;
-    let now = clock::now();
-    let (presences, mut unreadable) = presence::scan(ws.root());
-    let mut cache = StateCache::from_presences(&presences, &now);
-    let entries = lock::scan_judged(&ws, &mut cache, &now);
-    unreadable.extend(lock::unreadable(&entries, &ws));
-    let others: Vec<AgentView> = presences
-        .iter()
-        .filter(|p| me.as_ref().is_none_or(|m| m.id() != p.id))
-        .map(|p| agent_view(p, &now))
-        .collect();
-    let problems = lock::problems(&entries);
-    let ok = problems.is_empty();
+    let Checked { report, problems } = collect(&ws, me.as_ref());
+    let ok = report.ok;
     if ctx.json {
-        output::json(&CheckReport {
-            agents: others,
-            problems: problems.iter().map(|e| lock_view(e, &ws, &now)).collect(),
-            unreadable,
-            ok,
-        });
+        output::json(&report);
     } else {
         if !ctx.quiet {
-            if others.is_empty() {
-                output::line("No other agents");
-            }
-            for a in &others {
-                let mut details = Vec::new();
-                if let Some(w) = &a.working_on {
-                    details.push(format!("working on {}", output::clean(w)));
-                }
-                if let Some(f) = &a.current_file {
-                    details.push(format!("file {}", output::clean(f)));
-                }
-                details.push(format!("heartbeat {}", output::ago(a.heartbeat_age_s)));
-                output::line(&format!(
-                    "{}: {} ({})",
-                    a.agent,
-                    a.status,
-                    details.join(", ")
-                ));
+            for line in agent_lines(&report.agents) {
+                output::line(&line);
             }
         }
-        for u in &unreadable {
+        for u in &report.unreadable {
             output::diag(&format!(
                 "warning: cannot read `{}`: {}",
                 output::clean(&u.path),
@@ -91,24 +122,17 @@ pub fn run(args: CheckArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
         if !args.strict {
             for p in &problems {
-                output::diag(&format!(
-                    "warning: {}",
-                    output::clean(&lock::describe_problem(p))
-                ));
+                output::diag(&format!("warning: {p}"));
             }
         }
     }
     if args.strict && !ok {
-        let list: Vec<String> = problems
-            .iter()
-            .map(|p| output::clean(&lock::describe_problem(p)))
-            .collect();
         return Err(Error::CheckFailed {
             message: format!(
                 "{} lock problem{}:\n  {}",
-                list.len(),
-                if list.len() == 1 { "" } else { "s" },
-                list.join("\n  ")
+                problems.len(),
+                if problems.len() == 1 { "" } else { "s" },
+                problems.join("\n  ")
             ),
         }
         .into());

@@ -20,6 +20,7 @@ use super::{Ctx, msg, output};
 ///   coord collab read
 ///   coord collab read --follow
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct CollabArgs {
     #[command(subcommand)]
     command: CollabCommand,
@@ -31,6 +32,7 @@ enum CollabCommand {
     ///
     ///   coord -a claude collab write "Plan: I refactor lock.rs"
     ///   git diff --stat | coord -a claude collab write -
+    #[command(verbatim_doc_comment)]
     Write {
         /// The response (`-` reads it from stdin)
         #[arg(value_name = "TEXT")]
@@ -44,6 +46,7 @@ enum CollabCommand {
     ///   coord collab read
     ///   coord collab read --json | jq -r '.entries[].response'
     ///   coord collab read --follow
+    #[command(verbatim_doc_comment)]
     Read {
         /// The collaboration file (default `collaboration_file.txt` in the workspace root)
         #[arg(long, value_name = "F")]
@@ -137,7 +140,7 @@ fn print_batch(target: &Target, batch: &Batch, ctx: &Ctx, following: bool) {
     }
     if ctx.json && following {
         for e in &batch.entries {
-            match serde_json::to_string(e) {
+            match output::json_text(e, false) {
                 Ok(text) => output::line(&text),
                 Err(e) => output::diag(&format!("error: cannot render JSON: {e}")),
             }

@@ -23,6 +23,7 @@ use super::{Ctx, output};
 ///   coord dialogue wait --as AGENT-1 && coord dialogue say --as AGENT-1 - < reply.md
 ///   coord dialogue command PAUSE
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct DialogueArgs {
     /// The dialogue folder (default `agent-dialogue/` under the workspace root)
     #[arg(long, global = true, value_name = "DIR")]
@@ -48,6 +49,7 @@ enum DialogueCommand {
 ///   coord dialogue init --topic "Cache design"
 ///   coord dialogue init --topic "Review" --agents claude,gemini,copilot --first gemini
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 struct InitArgs {
     /// What the dialogue is about
     #[arg(long)]
@@ -61,13 +63,18 @@ struct InitArgs {
 }
 
 /// Show whose turn it is and the session state (open, paused, ended, only-one-agent, error)
+///
+///   coord dialogue turn
+///   coord dialogue turn --json
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 struct TurnArgs {}
 
 /// Block until it is ID's turn and the dialogue is not paused (exit 3 on timeout or end)
 ///
 ///   coord dialogue wait --as AGENT-2 --timeout 10m && coord dialogue say --as AGENT-2 "…"
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 struct WaitArgs {
     /// Whose turn to wait for (default: the `--agent` name)
     #[arg(long = "as", value_name = "ID")]
@@ -86,6 +93,7 @@ struct WaitArgs {
 ///   coord dialogue say --as AGENT-2 --file reply.md
 ///   echo "Agreed." | coord dialogue say --as AGENT-1 - --marker AGREEMENT --marker PROPOSE-END
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 struct SayArgs {
     /// Who speaks (default: the `--agent` name)
     #[arg(long = "as", value_name = "ID")]
@@ -93,7 +101,7 @@ struct SayArgs {
     /// The message text (`-`: read stdin)
     #[arg(value_name = "TEXT", conflicts_with = "file")]
     text: Option<String>,
-    /// Read the message text from a file inside the workspace
+    /// Read the message text from a file (anywhere: it is only read)
     #[arg(long, value_name = "F")]
     file: Option<String>,
     /// A marker: NEEDS-USER, WAITING, PROPOSE-END, QUESTION-CRITICAL, AGREEMENT, DISAGREEMENT
@@ -113,6 +121,7 @@ struct SayArgs {
 ///   coord dialogue command "PRIORITY: focus on the failing test"
 ///   coord dialogue command AGENT-2-ONLY
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 struct CommandArgs {
     /// The command (words are joined with spaces)
     #[arg(required = true, num_args = 1.., value_name = "CMD")]
@@ -120,7 +129,12 @@ struct CommandArgs {
 }
 
 /// Print the conversation (`--follow`: keep printing new messages)
+///
+///   coord dialogue show
+///   coord dialogue show --follow
+///   coord dialogue show --json
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 struct ShowArgs {
     /// Keep printing messages as they are written
     #[arg(long)]
@@ -128,7 +142,11 @@ struct ShowArgs {
 }
 
 /// Move conversation.md and status.json to archive/session-YYYYMMDD-HHMMSS/
+///
+///   coord dialogue archive
+///   coord dialogue init --topic "Next question"
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 struct ArchiveArgs {}
 
 pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
@@ -195,7 +213,7 @@ fn turn(d: &Dialogue, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 }
 
 /// The human form of `coord dialogue turn`.
-fn render_view(v: &TurnView) -> String {
+pub fn render_view(v: &TurnView) -> String {
     let mut out = vec![
         format!(
             "turn: {}",
@@ -297,15 +315,21 @@ fn say_cmd(a: SayArgs, d: &Dialogue, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     if ctx.json {
         output::json(&outcome);
     } else if !ctx.quiet {
-        output::line(&format!(
-            "Message #{} written by {}. The turn is now with {}.",
-            outcome.number, outcome.speaker, outcome.next
-        ));
+        output::line(&said_line(&outcome));
     }
     Ok(ExitCode::Success)
 }
 
-/// The text from TEXT, `-` (stdin), or `--file F` (inside the workspace).
+/// `Message #N written by ID. The turn is now with NEXT.`
+pub fn said_line(outcome: &say::SayOutcome) -> String {
+    format!(
+        "Message #{} written by {}. The turn is now with {}.",
+        outcome.number, outcome.speaker, outcome.next
+    )
+}
+
+/// The text from TEXT, `-` (stdin), or `--file F` (any readable file: it is only read, as
+/// `write --from` reads its source).
 fn message_text(text: Option<&str>, file: Option<&str>, ctx: &Ctx) -> anyhow::Result<String> {
     let cap = say::MAX_TEXT as u64;
     match (text, file) {
@@ -321,9 +345,10 @@ fn message_text(text: Option<&str>, file: Option<&str>, ctx: &Ctx) -> anyhow::Re
         }
         (Some(t), None) => Ok(t.to_string()),
         (None, Some(f)) => {
-            let ws = ctx.workspace(None)?;
-            let target = ws.resolve(ctx.cwd(), f)?;
-            let bytes = fsutil::read_capped(&target.abs, cap)
+            // Only read: a symlink (to anywhere) is followed, as any reader would.
+            let path = ctx.cwd().join(f);
+            let path = std::fs::canonicalize(&path).unwrap_or(path);
+            let bytes = fsutil::read_capped(&path, cap)
                 .map_err(|e| Error::bad_input(format!("cannot read `{f}`: {e}")))?;
             utf8(bytes, f)
         }
@@ -387,12 +412,18 @@ fn show(a: ShowArgs, d: &Dialogue, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let bytes = d.conversation_bytes()?;
     if !a.follow {
         if ctx.json {
-            let view = d.snapshot()?.view();
-            output::json(&serde_json::json!({
-                "file": d.shown(coord::layout::DIALOGUE_CONVERSATION),
-                "text": String::from_utf8_lossy(&bytes),
-                "turn": view,
-            }));
+            // A struct, not `json!`: the `turn` object keeps `dialogue turn --json`'s key order.
+            #[derive(serde::Serialize)]
+            struct ShowJson<'a, V> {
+                file: String,
+                text: std::borrow::Cow<'a, str>,
+                turn: V,
+            }
+            output::json(&ShowJson {
+                file: d.shown(coord::layout::DIALOGUE_CONVERSATION),
+                text: String::from_utf8_lossy(&bytes),
+                turn: d.snapshot()?.view(),
+            });
         } else {
             let text = String::from_utf8_lossy(&bytes);
             output::line(clean_block(text.trim_end_matches('\n')).as_str());

@@ -72,10 +72,24 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         LockEvent::Waiting(_) => {}
     })?;
     output::took_over_notes(&got.acquired);
+    if !quiet {
+        output::held_elsewhere_warnings(req.agent.id(), &got.acquired);
+    }
     if ctx.json {
         output::json(&got);
     } else if !ctx.quiet {
-        for a in &got.acquired {
+        for line in acquired_lines(&got) {
+            output::line(&line);
+        }
+    }
+    Ok(ExitCode::Success)
+}
+
+/// `Lock acquired: FILE (backup FILE.bak)`, one line per file.
+pub fn acquired_lines(got: &lock::Acquisition) -> Vec<String> {
+    got.acquired
+        .iter()
+        .map(|a| {
             let verb = if a.refreshed {
                 "Lock refreshed"
             } else {
@@ -86,10 +100,9 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 .as_deref()
                 .map(|b| format!(" (backup {b})"))
                 .unwrap_or_default();
-            output::line(&format!("{verb}: {}{backup}", a.file));
-        }
-    }
-    Ok(ExitCode::Success)
+            format!("{verb}: {}{backup}", a.file)
+        })
+        .collect()
 }
 
 /// Inside `coord session`, locks follow the session's process. The variable is trusted only

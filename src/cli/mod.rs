@@ -16,6 +16,7 @@ mod demo;
 mod dialogue;
 mod handshake;
 mod lock;
+mod mcp;
 mod msg;
 mod note;
 mod output;
@@ -28,6 +29,7 @@ mod session;
 mod startup;
 mod status;
 mod unlock;
+mod who;
 mod write;
 
 const ABOUT: &str = "Coordinate AI coding agents and humans in one shared folder";
@@ -59,7 +61,12 @@ pub struct Cli {
 /// The options every command takes, before or after its name.
 #[derive(Debug, Args)]
 struct Global {
-    /// The shared working folder (default: nearest ancestor holding `.coord/`, else the current directory)
+    /// Run as if started in DIR: the workspace is DIR (or the workspace around it) and relative FILEs are read from DIR
+    ///
+    /// Like `git -C` and `make -C`: change directory to DIR first. Without it the workspace is
+    /// the nearest folder holding `.coord/` at or above the current directory, else the git
+    /// work tree's top level, else the current directory. `COORD_DIR` names the workspace
+    /// only; FILEs stay relative to the current directory.
     #[arg(
         short = 'C',
         long = "dir",
@@ -80,6 +87,10 @@ struct Global {
     /// Print nothing on success
     #[arg(short, long, global = true)]
     quiet: bool,
+
+    /// When to colour output: auto (a terminal; `NO_COLOR` and `CLICOLOR_FORCE` are honoured), always, never
+    #[arg(long, global = true, value_name = "WHEN", default_value = "auto")]
+    color: output::ColorChoice,
 }
 
 #[derive(Debug, Subcommand)]
@@ -103,6 +114,8 @@ enum Command {
     Review(review::ReviewArgs),
     Status(status::StatusArgs),
     Demo(demo::DemoArgs),
+    Mcp(mcp::McpArgs),
+    Who(who::WhoArgs),
 }
 
 /// How long a command waits for a lock held by another agent: `--wait DUR` or `--no-wait`.
@@ -150,7 +163,7 @@ impl Ctx {
 
     /// The acting agent, or the error that says how to give one.
     pub fn agent(&self) -> Result<AgentId, Error> {
-        match self.agent.as_deref() {
+        match self.agent_given() {
             Some(name) => AgentId::parse(name),
             None => Err(Error::MissingAgent),
         }
@@ -158,7 +171,13 @@ impl Ctx {
 
     /// The acting agent when one was given (commands that work without one).
     pub fn agent_opt(&self) -> Result<Option<AgentId>, Error> {
-        self.agent.as_deref().map(AgentId::parse).transpose()
+        self.agent_given().map(AgentId::parse).transpose()
+    }
+
+    /// The name given; an empty one (`COORD_AGENT=`, as a shell leaves an unset variable) is
+    /// no name at all.
+    fn agent_given(&self) -> Option<&str> {
+        self.agent.as_deref().filter(|name| !name.is_empty())
     }
 
     /// Resolve FILE arguments inside the workspace; all are checked before anything is done.
@@ -174,24 +193,57 @@ impl Ctx {
 
 /// Run the command line and return the process exit code.
 pub fn run() -> ExitCode {
-    let cli = match parse_args() {
-        Ok(cli) => cli,
+    let (cli, dir_given) = match parse_args() {
+        Ok(parsed) => parsed,
         Err(e) => {
             let _ = e.print();
-            return if e.use_stderr() {
-                ExitCode::Usage
-            } else {
-                ExitCode::Success
-            };
+            if !e.use_stderr() {
+                return ExitCode::Success;
+            }
+            // `--json` promises one document, a usage error included.
+            if std::env::args_os()
+                .skip(1)
+                .take_while(|a| a != "--")
+                .any(|a| a == "--json")
+            {
+                let message = e.kind().to_string();
+                let detail = e.render().to_string();
+                let first = detail
+                    .lines()
+                    .next()
+                    .and_then(|l| l.strip_prefix("error: "))
+                    .unwrap_or(&message);
+                output::json(&serde_json::json!({
+                    "error": {
+                        "kind": "usage",
+                        "message": first,
+                        "hint": "see `coord help`",
+                        "exit_code": ExitCode::Usage.code(),
+                    }
+                }));
+            }
+            return ExitCode::Usage;
         }
     };
     let json = cli.global.json;
+    output::set_color_choice(cli.global.color);
     let result = std::env::current_dir()
         .context("cannot read the current directory")
         .and_then(|cwd| {
-            let ctx = Ctx {
+            Ok(change_dir(
                 cwd,
-                dir: cli.global.dir,
+                cli.global.dir.as_deref().filter(|_| dir_given),
+            )?)
+        })
+        .and_then(|cwd| {
+            let ctx = Ctx {
+                // After `-C`, DIR is the current directory: keep it absolute.
+                dir: if dir_given {
+                    Some(cwd.clone())
+                } else {
+                    cli.global.dir
+                },
+                cwd,
                 agent: cli.global.agent,
                 json: cli.global.json,
                 quiet: cli.global.quiet,
@@ -204,6 +256,26 @@ pub fn run() -> ExitCode {
     }
 }
 
+/// `-C DIR` on the command line: like git, make and cargo, coord works as if started in DIR,
+/// so relative FILE arguments are read from there (`COORD_DIR` only names the root).
+fn change_dir(cwd: PathBuf, dir: Option<&Path>) -> Result<PathBuf, Error> {
+    let Some(dir) = dir else {
+        return Ok(cwd);
+    };
+    let dir = cwd.join(dir);
+    match std::fs::canonicalize(&dir) {
+        Ok(canon) if canon.is_dir() => Ok(canon),
+        Ok(_) => Err(Error::BadPath {
+            path: dir.display().to_string(),
+            why: "the workspace must be a folder".into(),
+        }),
+        Err(e) => Err(Error::BadPath {
+            path: dir.display().to_string(),
+            why: format!("the workspace folder cannot be used ({e})"),
+        }),
+    }
+}
+
 /// Parse the command line.
 ///
 /// coord is one short process per command, and an agent runs `lock` and `unlock` (and
@@ -212,7 +284,7 @@ pub fn run() -> ExitCode {
 /// (parsed by the very same derived definitions); anything else, and any command line that is
 /// not plainly one of them, gets the whole tree. The tree is leaked rather than freed: the
 /// process exits soon after and freeing its many small allocations was a fifth of the work.
-fn parse_args() -> Result<Cli, clap::Error> {
+fn parse_args() -> Result<(Cli, bool), clap::Error> {
     let args: Vec<OsString> = std::env::args_os().collect();
     let mut command = match args.get(1..).and_then(hot_command) {
         Some(sub) => Global::augment_args(
@@ -228,13 +300,27 @@ fn parse_args() -> Result<Cli, clap::Error> {
     let parsed = command
         .try_get_matches_from_mut(args)
         .and_then(|matches| {
+            let dir_given = dir_on_command_line(&matches);
             let cli = Cli::from_arg_matches(&matches);
             std::mem::forget(matches);
-            cli
+            cli.map(|cli| (cli, dir_given))
         })
         .map_err(|e| e.format(&mut command));
     std::mem::forget(command);
     parsed
+}
+
+/// Whether `-C/--dir` stood on the command line (rather than coming from `COORD_DIR`), before
+/// or after the subcommand's name.
+fn dir_on_command_line(matches: &clap::ArgMatches) -> bool {
+    let mut level = Some(matches);
+    while let Some(m) = level {
+        if m.value_source("dir") == Some(clap::parser::ValueSource::CommandLine) {
+            return true;
+        }
+        level = m.subcommand().map(|(_, sub)| sub);
+    }
+    false
 }
 
 /// The clap command of `args`' subcommand when it is one of the hot ones and everything before
@@ -283,28 +369,58 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Write(args) => write::run(args, ctx),
         Command::Run(args) => run::run(args, ctx),
         Command::Restore(args) => restore::run(args, ctx),
+        Command::Mcp(args) => mcp::run(args, ctx),
+        Command::Who(args) => who::run(args, ctx),
+    }
+}
+
+/// An error as the user sees it: the `error:` line's message, the hint, the exit code.
+pub struct Described {
+    /// The text after `error: `.
+    pub message: String,
+    /// The text after `hint: `, when coord knows what to do next.
+    pub hint: Option<String>,
+    /// The exit code.
+    pub code: ExitCode,
+    /// The variant's short name (`lock_held`, `bad_input`, ...).
+    pub kind: &'static str,
+}
+
+impl Described {
+    /// Describe an error the way `coord` reports it.
+    pub fn of(err: &anyhow::Error) -> Described {
+        let coord_err = err.chain().find_map(|e| e.downcast_ref::<Error>());
+        let message = match coord_err {
+            Some(e) if err.downcast_ref::<Error>().is_some() => e.to_string(),
+            _ => format!("{err:#}"),
+        };
+        Described {
+            message,
+            hint: coord_err.and_then(Error::hint),
+            code: coord_err.map(ExitCode::from).unwrap_or(ExitCode::Failure),
+            kind: coord_err.map(Error::kind).unwrap_or("failed"),
+        }
+    }
+
+    /// The object `--json` prints for an error.
+    pub fn json(&self) -> serde_json::Value {
+        serde_json::json!({
+            "error": {
+                "kind": self.kind,
+                "message": self.message,
+                "hint": self.hint,
+                "exit_code": self.code.code(),
+            }
+        })
     }
 }
 
 /// Print an error (and its hint) and map it to the contract's exit code.
 fn report(err: &anyhow::Error, json: bool) -> ExitCode {
-    let coord_err = err.chain().find_map(|e| e.downcast_ref::<Error>());
-    let code = coord_err.map(ExitCode::from).unwrap_or(ExitCode::Failure);
-    let message = match coord_err {
-        Some(e) if err.downcast_ref::<Error>().is_some() => e.to_string(),
-        _ => format!("{err:#}"),
-    };
-    let hint = coord_err.and_then(Error::hint);
-    output::error_line(&message, hint.as_deref());
+    let d = Described::of(err);
+    output::error_line(&d.message, d.hint.as_deref());
     if json && !output::json_printed() {
-        output::json(&serde_json::json!({
-            "error": {
-                "kind": coord_err.map(Error::kind).unwrap_or("failed"),
-                "message": message,
-                "hint": hint,
-                "exit_code": code.code(),
-            }
-        }));
+        output::json(&d.json());
     }
-    code
+    d.code
 }

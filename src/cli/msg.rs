@@ -22,6 +22,7 @@ use super::output::{self, Cell};
 ///   coord -a gemini msg read 0mkx2a9q1b3cd
 ///   coord -a gemini msg wait --timeout 5m
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct MsgArgs {
     #[command(subcommand)]
     command: MsgCommand,
@@ -33,6 +34,7 @@ enum MsgCommand {
     ///
     ///   coord -a claude msg send gemini "please review section 2"
     ///   echo "build is green" | coord -a claude msg send all -
+    #[command(verbatim_doc_comment)]
     Send {
         /// The recipient: an agent name, or `all`
         #[arg(value_name = "PARTNER|all")]
@@ -45,6 +47,7 @@ enum MsgCommand {
     ///
     ///   coord -a gemini msg list
     ///   coord -a gemini msg list --unread --json
+    #[command(verbatim_doc_comment)]
     List {
         /// Only unread messages
         #[arg(long)]
@@ -53,6 +56,7 @@ enum MsgCommand {
     /// Print a message whole and mark it read (for this agent only)
     ///
     ///   coord -a gemini msg read 0mkx2a9q1b3cd
+    #[command(verbatim_doc_comment)]
     Read {
         /// The message id (from `coord msg list`)
         #[arg(value_name = "ID")]
@@ -61,6 +65,7 @@ enum MsgCommand {
     /// Block until this agent has an unread message (exit 3 on timeout); lists the unread ones
     ///
     ///   coord -a gemini msg wait --timeout 10m && coord -a gemini msg list --unread
+    #[command(verbatim_doc_comment)]
     Wait {
         /// Give up after this long (`300ms`, `30s`, `5m`, `forever`; default forever)
         #[arg(long, value_name = "DUR")]
@@ -70,19 +75,32 @@ enum MsgCommand {
 
 /// `msg list --json` and `msg wait --json`.
 #[derive(Debug, Serialize)]
-struct ListJson<'a> {
+pub struct ListJson<'a> {
     /// The messages, oldest first.
-    messages: Vec<&'a InboxEntry>,
+    pub messages: Vec<&'a InboxEntry>,
     /// Files under `.coord/messages/` that are not messages.
-    skipped: &'a [presence::Unreadable],
+    pub skipped: &'a [presence::Unreadable],
+}
+
+/// `msg read --json`: the message as `msg list --json` shows it (now read), and whether this
+/// read marked it.
+#[derive(Debug, Serialize)]
+struct ReadJson<'a> {
+    #[serde(flatten)]
+    entry: &'a InboxEntry,
+    /// It was unread for this agent until this read.
+    marked_read: bool,
 }
 
 /// `msg send --json`.
 #[derive(Debug, Serialize)]
-struct SentJson<'a> {
-    id: &'a str,
-    to: &'a str,
-    time: &'a str,
+pub struct SentJson<'a> {
+    /// The message id.
+    pub id: &'a str,
+    /// The recipient.
+    pub to: &'a str,
+    /// When it was sent.
+    pub time: &'a str,
 }
 
 pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
@@ -119,19 +137,16 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
         MsgCommand::Read { id } => {
             let agent = ctx.agent()?;
-            let entry = message::read(&ws, &agent, &id)?;
+            let mut entry = message::read(&ws, &agent, &id)?;
+            // `unread` says whether it was unread until now; it is read from here on.
+            let marked_read = std::mem::replace(&mut entry.unread, false);
             if ctx.json {
-                output::json(&entry);
+                output::json(&ReadJson {
+                    entry: &entry,
+                    marked_read,
+                });
             } else if !ctx.quiet {
-                let m = &entry.message;
-                output::line(&format!(
-                    "id: {}\nfrom: {}\nto: {}\ntime: {}\n\n{}",
-                    m.id,
-                    output::clean(&m.from_name),
-                    m.to,
-                    output::clean(&m.time),
-                    clean_text(m.body.trim_end_matches('\n'))
-                ));
+                output::line(&read_text(&entry));
             }
         }
         MsgCommand::Wait { timeout } => {
@@ -198,29 +213,56 @@ fn warn_skipped(inbox: &Inbox) {
     }
 }
 
+/// A message whole: `id:`, `from:`, `to:`, `time:`, a blank line, the body.
+pub fn read_text(entry: &InboxEntry) -> String {
+    let m = &entry.message;
+    format!(
+        "id: {}\nfrom: {}\nto: {}\ntime: {}\n\n{}",
+        m.id,
+        output::clean(&m.from_name),
+        m.to,
+        output::clean(&m.time),
+        clean_text(m.body.trim_end_matches('\n'))
+    )
+}
+
+/// The inbox's `--json` object (only unread messages when `only_unread`).
+pub fn list_json(inbox: &Inbox, only_unread: bool) -> ListJson<'_> {
+    ListJson {
+        messages: inbox
+            .messages
+            .iter()
+            .filter(|e| e.unread || !only_unread)
+            .collect(),
+        skipped: &inbox.skipped,
+    }
+}
+
 fn print_list(inbox: &Inbox, only_unread: bool, ctx: &Ctx) {
-    let shown: Vec<&InboxEntry> = inbox
-        .messages
-        .iter()
-        .filter(|e| e.unread || !only_unread)
-        .collect();
+    let listed = list_json(inbox, only_unread);
     if ctx.json {
-        output::json(&ListJson {
-            messages: shown,
-            skipped: &inbox.skipped,
-        });
+        output::json(&listed);
         return;
     }
     if ctx.quiet {
         return;
     }
+    output::line(&list_text(
+        &listed.messages,
+        only_unread,
+        output::color_enabled(),
+    ));
+}
+
+/// The inbox as a table (ID, NEW, FROM, TO, TIME, MESSAGE), or `No (unread) messages`.
+pub fn list_text(shown: &[&InboxEntry], only_unread: bool, color: bool) -> String {
     if shown.is_empty() {
-        output::line(if only_unread {
+        return if only_unread {
             "No unread messages"
         } else {
             "No messages"
-        });
-        return;
+        }
+        .into();
     }
     let now = clock::now();
     let rows = shown
@@ -240,9 +282,5 @@ fn print_list(inbox: &Inbox, only_unread: bool, ctx: &Ctx) {
             ]
         })
         .collect();
-    output::line(&output::table(
-        &["ID", "NEW", "FROM", "TO", "TIME", "MESSAGE"],
-        rows,
-        output::color_enabled(),
-    ));
+    output::table(&["ID", "NEW", "FROM", "TO", "TIME", "MESSAGE"], rows, color)
 }

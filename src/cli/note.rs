@@ -16,6 +16,7 @@ use super::{Ctx, WaitArgs, msg, output};
 ///   coord -a claude note SHARED.txt "Section 2 rewritten, please check the numbers"
 ///   coord -a claude note PROTOKOL.md - < summary.txt
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct NoteArgs {
     /// The file to append to (created when missing)
     #[arg(value_name = "FILE")]
@@ -50,11 +51,12 @@ pub fn run(args: NoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     if ctx.json {
         output::json(&noted);
     } else if !ctx.quiet {
-        output::line(&format!(
-            "Noted in {}: {}",
-            noted.file,
-            output::clean(&noted.line)
-        ));
+        output::line(&noted_line(&noted));
     }
     Ok(ExitCode::Success)
+}
+
+/// `Noted in FILE: LINE`.
+pub fn noted_line(noted: &note::Noted) -> String {
+    format!("Noted in {}: {}", noted.file, output::clean(&noted.line))
 }

@@ -24,10 +24,47 @@ pub fn json_printed() -> bool {
     JSON_PRINTED.load(Ordering::Relaxed)
 }
 
+/// The version of the `--json` documents' shapes, the first field of every document. It goes
+/// up when a field changes meaning or goes away; new fields do not change it.
+pub const SCHEMA_VERSION: u32 = 1;
+
+/// A document with `schema_version` in front of its own fields (in their order).
+#[derive(Serialize)]
+struct Versioned<'a, T> {
+    schema_version: u32,
+    #[serde(flatten)]
+    doc: &'a T,
+}
+
+/// `value` as one JSON text with `schema_version` first (`pretty`: indented, else one line).
+pub fn json_text<T: Serialize>(value: &T, pretty: bool) -> serde_json::Result<String> {
+    let doc = Versioned {
+        schema_version: SCHEMA_VERSION,
+        doc: value,
+    };
+    if pretty {
+        serde_json::to_string_pretty(&doc)
+    } else {
+        serde_json::to_string(&doc)
+    }
+}
+
+/// `value` as a JSON value with `schema_version` first, as `--json` prints it (MCP's
+/// `structuredContent` carries the same object).
+pub fn json_value<T: Serialize>(value: &T) -> Option<serde_json::Value> {
+    serde_json::to_value(Versioned {
+        schema_version: SCHEMA_VERSION,
+        doc: value,
+    })
+    .or_else(|_| serde_json::to_value(value))
+    .ok()
+}
+
 /// Write one JSON document to stdout.
 pub fn json<T: Serialize>(value: &T) {
     JSON_PRINTED.store(true, Ordering::Relaxed);
-    match serde_json::to_string_pretty(value) {
+    // A document that is not an object (none today) cannot carry the field: print it as is.
+    match json_text(value, true).or_else(|_| serde_json::to_string_pretty(value)) {
         Ok(text) => line(&text),
         Err(e) => eprintln!("error: cannot render JSON: {e}"),
     }
@@ -40,21 +77,79 @@ pub fn diag(text: &str) {
 
 /// `error: …` and, when known, `hint: …` on stderr.
 pub fn error_line(message: &str, hint: Option<&str>) {
+    let mut err = std::io::stderr().lock();
+    let _ = writeln!(err, "{}", error_text(message, hint));
+}
+
+/// The `error: …` line and, when known, the `hint: …` line, without a final line break.
+pub fn error_text(message: &str, hint: Option<&str>) -> String {
     // Messages quote text from files (a holder's name, a reason): clean it here, once, so a
     // hostile lock file cannot drive the terminal. Line breaks of multi-line messages stay.
     let keep_lines = |text: &str| text.split('\n').map(clean).collect::<Vec<_>>().join("\n");
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "error: {}", keep_lines(message));
+    let mut text = format!("error: {}", keep_lines(message));
     if let Some(hint) = hint {
-        let _ = writeln!(err, "hint: {}", keep_lines(hint));
+        text.push_str(&format!("\nhint: {}", keep_lines(hint)));
+    }
+    text
+}
+
+/// `--color`: when to colour human output.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum ColorChoice {
+    /// On a terminal, unless `NO_COLOR` says no (or `CLICOLOR_FORCE` says yes anyway).
+    Auto,
+    /// Always, even into a pipe.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// 0: auto, 1: always, 2: never (set once from `--color`).
+static COLOR_CHOICE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+
+/// Record `--color`.
+pub fn set_color_choice(choice: ColorChoice) {
+    let v = match choice {
+        ColorChoice::Auto => 0,
+        ColorChoice::Always => 1,
+        ColorChoice::Never => 2,
+    };
+    COLOR_CHOICE.store(v, Ordering::Relaxed);
+}
+
+/// Whether stdout gets colour: `--color always|never` decides; else (`auto`) a non-empty
+/// `NO_COLOR` says no, a `CLICOLOR_FORCE` other than empty or `0` says yes, and otherwise a
+/// terminal whose `TERM` is not `dumb` gets colour.
+pub fn color_enabled() -> bool {
+    let set = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+    match COLOR_CHOICE.load(Ordering::Relaxed) {
+        1 => true,
+        2 => false,
+        _ if set("NO_COLOR").is_some() => false,
+        _ if set("CLICOLOR_FORCE").is_some_and(|v| v != "0") => true,
+        _ => std::io::stdout().is_terminal() && std::env::var("TERM").map_or(true, |t| t != "dumb"),
     }
 }
 
-/// Whether stdout gets colour: a terminal, `NO_COLOR` unset or empty, `TERM` not `dumb`.
-pub fn color_enabled() -> bool {
-    std::io::stdout().is_terminal()
-        && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
-        && std::env::var("TERM").map_or(true, |t| t != "dumb")
+/// How wide a line of a table may be: `COLUMNS` when set, else the terminal's width when
+/// stdout is one; `None` (no limit) into a pipe or file.
+pub fn terminal_width() -> Option<usize> {
+    if let Some(n) = std::env::var("COLUMNS")
+        .ok()
+        .and_then(|c| c.trim().parse::<usize>().ok())
+        .filter(|n| *n > 0)
+    {
+        return Some(n);
+    }
+    let out = std::io::stdout();
+    if !out.is_terminal() {
+        return None;
+    }
+    use std::os::fd::AsFd as _;
+    rustix::termios::tcgetwinsize(out.as_fd())
+        .ok()
+        .map(|w| usize::from(w.ws_col))
+        .filter(|n| *n > 0)
 }
 
 /// Colours used for states.
@@ -140,18 +235,39 @@ impl Cell {
 }
 
 /// Render rows as aligned columns under a header, indented by two spaces.
-pub fn table(headers: &[&str], rows: Vec<Vec<Cell>>, color: bool) -> String {
+///
+/// Lines fit the terminal ([`terminal_width`]): the widest column is cut (ending in `…`) until
+/// they do, no column below 6 characters.
+pub fn table(headers: &[&str], mut rows: Vec<Vec<Cell>>, color: bool) -> String {
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
     for row in &rows {
         for (i, cell) in row.iter().enumerate() {
             widths[i] = widths[i].max(cell.text.chars().count());
         }
     }
+    if let Some(limit) = terminal_width() {
+        const MIN: usize = 6;
+        let total = |w: &[usize]| 2 + w.iter().sum::<usize>() + 2 * w.len().saturating_sub(1);
+        while total(&widths) > limit {
+            let Some((i, w)) = widths.iter().copied().enumerate().max_by_key(|(_, w)| *w) else {
+                break;
+            };
+            if w <= MIN {
+                break;
+            }
+            widths[i] = (w - (total(&widths) - limit)).max(MIN);
+        }
+        for row in &mut rows {
+            for (i, cell) in row.iter_mut().enumerate() {
+                cell.text = fit(&cell.text, widths[i]);
+            }
+        }
+    }
     let mut out = String::new();
     let header: Vec<String> = headers
         .iter()
         .enumerate()
-        .map(|(i, h)| pad(h, widths[i], i + 1 == headers.len()))
+        .map(|(i, h)| pad(&fit(h, widths[i]), widths[i], i + 1 == headers.len()))
         .collect();
     out.push_str("  ");
     out.push_str(&paint(&header.join("  "), Tone::Dim, color));
@@ -172,6 +288,16 @@ pub fn table(headers: &[&str], rows: Vec<Vec<Cell>>, color: bool) -> String {
     }
     out.pop();
     out
+}
+
+/// `text` cut to `width` characters, its end marked `…` when cut.
+fn fit(text: &str, width: usize) -> String {
+    if text.chars().count() <= width {
+        return text.to_string();
+    }
+    let mut cut: String = text.chars().take(width.saturating_sub(1)).collect();
+    cut.push('…');
+    cut
 }
 
 fn pad(text: &str, width: usize, last: bool) -> String {
@@ -227,14 +353,36 @@ pub fn waiting_line(b: &coord::v3::lock::Blocker) -> String {
 
 /// Say on stderr, for each stale lock an acquisition took over, whose it was and why.
 pub fn took_over_notes(acquired: &[coord::v3::lock::Acquired]) {
-    for a in acquired {
-        for t in &a.took_over {
-            diag(&format!(
-                "note: took over the stale lock of {} on `{}` ({})",
-                clean(&t.from),
-                a.file,
-                t.why
-            ));
-        }
+    for line in took_over_lines(acquired) {
+        diag(&line);
+    }
+}
+
+/// For each stale lock an acquisition took over, whose it was and why.
+pub fn took_over_lines(acquired: &[coord::v3::lock::Acquired]) -> Vec<String> {
+    acquired
+        .iter()
+        .flat_map(|a| {
+            a.took_over.iter().map(move |t| {
+                format!(
+                    "note: took over the stale lock of {} on `{}` ({})",
+                    clean(&t.from),
+                    a.file,
+                    t.why
+                )
+            })
+        })
+        .collect()
+}
+
+/// Warn about each refreshed lock that `agent` had taken from another shell or session: the
+/// same name in two places excludes nothing, and the user should know.
+pub fn held_elsewhere_warnings(agent: &str, acquired: &[coord::v3::lock::Acquired]) {
+    for a in acquired.iter().filter(|a| a.held_from.is_some()) {
+        diag(&format!(
+            "warning: {} already holds `{}` from another session; the lock was refreshed, not taken (one agent name in two shells excludes nothing: give each shell its own `COORD_AGENT`)",
+            clean(agent),
+            a.file
+        ));
     }
 }

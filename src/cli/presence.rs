@@ -5,10 +5,11 @@ use std::path::Path;
 use clap::{Args, ValueEnum};
 
 use coord::ExitCode;
-use coord::status::agent_view;
+use coord::status::{AgentView, agent_view};
 use coord::v3::presence::{self, Update};
 use coord::v3::session::SESSION_ENV;
 use coord::v3::stamp;
+use coord::workspace::{AgentId, Workspace};
 
 use super::{Ctx, output};
 
@@ -59,27 +60,42 @@ pub fn run(args: PresenceArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         current_file,
         ..Default::default()
     };
-    let written = {
-        let _mutex = ws.lock_mutex()?;
-        let session = std::env::var(SESSION_ENV).ok().filter(|s| !s.is_empty());
-        stamp::refresh_partner(ws.root(), &agent, session.as_deref())?;
-        presence::write(ws.root(), &agent, &update)?
-    };
-    let view = agent_view(&written, &coord::clock::now());
+    let session = std::env::var(SESSION_ENV).ok().filter(|s| !s.is_empty());
+    let view = refresh(&ws, &agent, &update, session.as_deref())?;
     if ctx.json {
         output::json(&view);
     } else if !ctx.quiet {
-        output::line(&format!(
-            "Presence updated: {} {}{}",
-            view.agent,
-            view.status,
-            view.working_on
-                .as_deref()
-                .map(|w| format!(" (working on {})", output::clean(w)))
-                .unwrap_or_default()
-        ));
+        output::line(&updated_line(&view));
     }
     Ok(ExitCode::Success)
+}
+
+/// Refresh the stamp card (only `session`'s row when given) and write the presence.
+pub fn refresh(
+    ws: &Workspace,
+    agent: &AgentId,
+    update: &Update,
+    session: Option<&str>,
+) -> Result<AgentView, coord::Error> {
+    let written = {
+        let _mutex = ws.lock_mutex()?;
+        stamp::refresh_partner(ws.root(), agent, session)?;
+        presence::write(ws.root(), agent, update)?
+    };
+    Ok(agent_view(&written, &coord::clock::now()))
+}
+
+/// `Presence updated: AGENT ACTIVE (working on …)`.
+pub fn updated_line(view: &AgentView) -> String {
+    format!(
+        "Presence updated: {} {}{}",
+        view.agent,
+        view.status,
+        view.working_on
+            .as_deref()
+            .map(|w| format!(" (working on {})", output::clean(w)))
+            .unwrap_or_default()
+    )
 }
 
 /// A lone argument is the DIR only when it is written like a path (`.`, `..`, `./x`, `/x`,

@@ -17,6 +17,7 @@ use super::{Ctx, WaitArgs, output};
 ///   coord -a claude restore SHARED.txt     # undo the last change
 ///   coord -a claude restore SHARED.txt     # ... and redo it
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct RestoreArgs {
     /// The file to restore from FILE.bak
     #[arg(value_name = "FILE")]

@@ -26,6 +26,7 @@ use super::output::{self, Cell};
 ///   coord review issue api add --severity high --title "Pagination is undefined"
 ///   coord review close api --commit
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct ReviewArgs {
     /// The review metadata folder (default `.metadata` under the workspace root)
     #[arg(long, global = true, value_name = "DIR")]
@@ -48,7 +49,10 @@ enum ReviewCommand {
 }
 
 /// Start a review: the tracker, with step 01 planned for the reviewer
+///
+///   coord review new api --target docs/api.md --reviewer claude --implementer codex
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 struct NewArgs {
     /// The topic (a-z, 0-9, `-`, `_`): the tracker is `TOPIC-tracker.md`
     topic: String,
@@ -64,14 +68,22 @@ struct NewArgs {
 }
 
 /// Show a tracker: meta, current state, steps, issues, agreements
+///
+///   coord review show api
+///   coord review show api --json
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 struct ShowArgs {
     /// The topic
     topic: String,
 }
 
 /// Say who is next, what they do, and print the prompt to paste to them
+///
+///   coord review next api
+///   coord review next api --prompt | pbcopy
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 struct NextArgs {
     /// The topic
     topic: String,
@@ -84,7 +96,11 @@ struct NextArgs {
 ///
 /// The output file must exist and end with a `## Handoff Prompt for Next Actor` section; that
 /// section is copied into the tracker's Handoff Prompts for the next actor.
+///
+///   coord -a claude review step api --action review --output REVIEW.md \
+///         --summary "3 issues" --next codex
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 struct StepArgs {
     /// The topic
     topic: String,
@@ -116,7 +132,11 @@ struct StepArgs {
 }
 
 /// Add or update a row of the Issues table
+///
+///   coord review issue api add --severity high --title "Pagination is undefined"
+///   coord review issue api set ISSUE-01 --status resolved --resolution "cursor paging"
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 struct IssueArgs {
     /// The topic
     topic: String,
@@ -127,6 +147,9 @@ struct IssueArgs {
 #[derive(Debug, Subcommand)]
 enum IssueOp {
     /// Add an issue; prints its id (`ISSUE-NN`)
+    ///
+    ///   coord review issue api add --severity critical --title "Tokens leak in logs"
+    #[command(verbatim_doc_comment)]
     Add {
         /// How bad it is
         #[arg(long, value_parser = PossibleValuesParser::new(Severity::NAMES))]
@@ -136,6 +159,9 @@ enum IssueOp {
         title: String,
     },
     /// Set an issue's status (and resolution)
+    ///
+    ///   coord review issue api set ISSUE-02 --status wontfix --resolution "out of scope"
+    #[command(verbatim_doc_comment)]
     Set {
         /// The issue id (`ISSUE-01`)
         id: String,
@@ -149,7 +175,11 @@ enum IssueOp {
 }
 
 /// Log a key decision in the Agreements Log
+///
+///   coord review agree api "Cursor paging, not offsets" --adopted codex
+///   coord review agree api "Keep v1 endpoints" --disputed
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 struct AgreeArgs {
     /// The topic
     topic: String,
@@ -167,7 +197,11 @@ struct AgreeArgs {
 ///
 /// Exit 4, naming what is missing, unless every issue is resolved or wontfix and the last
 /// finished step is a verify step that is done.
+///
+///   coord review close api
+///   coord review close api --commit
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 struct CloseArgs {
     /// The topic
     topic: String,
@@ -180,7 +214,11 @@ struct CloseArgs {
 }
 
 /// Print the conventional path of a review, response or changelog file for today
+///
+///   coord review path api --kind review --llm claude
+///   coord review path api --kind response --llm codex --to claude
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 struct PathArgs {
     /// The topic
     topic: String,
@@ -396,33 +434,39 @@ fn next(a: NextArgs, ctx: &Ctx, reviews: &Reviews) -> anyhow::Result<ExitCode> {
     if ctx.quiet {
         return Ok(ExitCode::Success);
     }
+    output::line(&next_text(&n, &a.topic));
+    Ok(ExitCode::Success)
+}
+
+/// Next actor, next action, tracker, output and the handoff prompt, as `review next` prints them.
+pub fn next_text(n: &coord::review::rules::Next, topic: &str) -> String {
     let role = n
         .role
         .as_deref()
         .map(|r| format!(" ({r})"))
         .unwrap_or_default();
-    output::line(&format!(
+    let mut out = vec![format!(
         "Next actor:  {}{}",
         output::clean(&n.next_actor),
         output::clean(&role)
-    ));
+    )];
     let action = match (n.action, n.step) {
         (Some(act), Some(step)) => format!("{} (step {step:02})", act.as_str()),
         _ => n.next_action.clone().unwrap_or_else(|| "-".into()),
     };
-    output::line(&format!("Next action: {}", output::clean(&action)));
-    output::line(&format!("Tracker:     {}", output::clean(&n.tracker)));
+    out.push(format!("Next action: {}", output::clean(&action)));
+    out.push(format!("Tracker:     {}", output::clean(&n.tracker)));
     if let Some(o) = &n.suggested_output {
-        output::line(&format!("Output:      {}", output::clean(o)));
+        out.push(format!("Output:      {}", output::clean(o)));
     }
     match &n.prompt {
         Some(p) => {
-            output::line("\nHandoff prompt (paste it to them as is):\n");
-            output::line(&clean_block(p));
+            out.push("\nHandoff prompt (paste it to them as is):\n".into());
+            out.push(clean_block(p));
         }
-        None => output::line(&format!("\nReview `{}` is {}.", a.topic, n.status)),
+        None => out.push(format!("\nReview `{topic}` is {}.", n.status)),
     }
-    Ok(ExitCode::Success)
+    out.join("\n")
 }
 
 fn step(

@@ -22,6 +22,7 @@ use super::{Ctx, WaitArgs, output};
 ///   coord -a claude run counter.txt -- sh -c 'echo $(( $(cat counter.txt) + 1 )) > counter.txt'
 ///   coord -a claude run --wait 30s SHARED.txt NOTES.md -- ./update-docs.sh
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct RunArgs {
     /// Files to lock (relative to the current directory, inside the workspace)
     #[arg(required = true, value_name = "FILE")]
@@ -45,9 +46,15 @@ pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         command: args.command,
     };
     let quiet = ctx.quiet;
+    let agent_id = req.agent.id().to_string();
     let outcome = run::run(&ws, &req, &mut |event| match event {
         RunEvent::Lock(LockEvent::Waiting(b)) if !quiet => output::diag(&output::waiting_line(b)),
-        RunEvent::Locked(got) => output::took_over_notes(&got.acquired),
+        RunEvent::Locked(got) => {
+            output::took_over_notes(&got.acquired);
+            if !quiet {
+                output::held_elsewhere_warnings(&agent_id, &got.acquired);
+            }
+        }
         RunEvent::Lock(_) => {}
     })?;
     for file in &outcome.lost {

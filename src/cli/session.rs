@@ -2,10 +2,16 @@
 //!
 //! The supervisor clocks in, starts CMD with the session's environment (in a process group of
 //! its own unless coord runs in the foreground of a terminal), beats every 30 s while CMD lives,
-//! forwards SIGTERM/SIGINT/SIGHUP to it — to its whole group when it has one — (killing it when
-//! it has not ended [`KILL_GRACE`] after the first), and when CMD and, after such a signal,
-//! everything left in its group have ended, releases the locks taken in the session and clocks
-//! out. Its own messages go to stderr, so CMD's stdout
+//! forwards SIGTERM/SIGHUP to it — to its whole group when it has one — (killing it when it has
+//! not ended [`KILL_GRACE`] after the first), and when CMD and, after such a signal, everything
+//! left in its group have ended, releases the locks taken in the session and clocks out.
+//!
+//! SIGINT is different: CMD is usually an interactive agent, for which Ctrl-C means "stop what
+//! you are doing", not "quit". The terminal delivers Ctrl-C to its whole foreground process
+//! group, CMD included, so when coord is in that group it does not pass the signal on (CMD
+//! would get it twice); a SIGINT sent to coord alone is passed on once (to CMD's group when it
+//! has one). Either way CMD is never killed for it: the session ends when CMD ends. Its own
+//! messages go to stderr, so CMD's stdout
 //! stays CMD's. Only the main thread reaps the child, so a signal is never sent to a recycled pid.
 
 use std::ffi::OsString;
@@ -38,7 +44,10 @@ const RECHECK: Duration = Duration::from_secs(1);
 /// the session process dies. The presence and stamp card beat every 30 s
 /// (COORD_HEARTBEAT_INTERVAL overrides). Exits with CMD's status (128+N when killed by signal N).
 ///
-///   coord session --partner claude --task Task_123 -- claude-code
+/// Ctrl-C reaches CMD once (from the terminal) and does not end the session; the session ends
+/// when CMD ends.
+///
+///   coord session --partner claude --task Task_123 -- claude
 ///   coord session --partner new -- ./my-agent.sh --flag
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
@@ -179,6 +188,15 @@ fn supervise(
         }
         match signals.recv_timeout(sleep) {
             Ok(SIGCHLD) | Err(RecvTimeoutError::Timeout) => {}
+            // Ctrl-C at the terminal already reached CMD; never a reason to kill it.
+            Ok(SIGINT) if terminal_foreground() => {}
+            Ok(SIGINT) => match (&group, pid) {
+                (Some(g), _) => g.signal(rustix::process::Signal::INT),
+                (None, Some(pid)) => {
+                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
+                }
+                (None, None) => {}
+            },
             Ok(sig) => {
                 // Not reaped yet (only this thread reaps), so `pid` is still our child, and its
                 // group still exists. With a group of its own, its whole group is signalled.
@@ -196,4 +214,14 @@ fn supervise(
             Err(RecvTimeoutError::Disconnected) => std::thread::sleep(sleep),
         }
     }
+}
+
+/// Whether this process belongs to the foreground process group of its terminal (on stdin,
+/// stdout or stderr). CMD inherits that group, so a Ctrl-C typed there reaches it directly.
+fn terminal_foreground() -> bool {
+    let me = rustix::process::getpgrp();
+    let fg =
+        |fd: std::os::fd::BorrowedFd<'_>| rustix::termios::tcgetpgrp(fd).is_ok_and(|p| p == me);
+    use std::os::fd::AsFd as _;
+    fg(std::io::stdin().as_fd()) || fg(std::io::stdout().as_fd()) || fg(std::io::stderr().as_fd())
 }

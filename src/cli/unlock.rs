@@ -4,6 +4,7 @@ use clap::Args;
 use serde::Serialize;
 
 use coord::v3::lock::{self, LockState, Release, ReleaseOutcome};
+use coord::workspace::AgentId;
 use coord::{Error, ExitCode};
 
 use super::{Ctx, output};
@@ -26,9 +27,11 @@ pub struct UnlockArgs {
     force: bool,
 }
 
+/// `coord unlock --json`.
 #[derive(Serialize)]
-struct UnlockReport<'a> {
-    results: &'a [Release],
+pub struct UnlockReport<'a> {
+    /// One entry per file.
+    pub results: &'a [Release],
 }
 
 pub fn run(args: UnlockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
@@ -43,43 +46,58 @@ pub fn run(args: UnlockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     if ctx.json {
         output::json(&UnlockReport { results: &results });
     } else if !ctx.quiet {
-        if results.is_empty() {
-            output::line("No locks held");
-        }
-        for r in &results {
-            match &r.outcome {
-                ReleaseOutcome::Released => output::line(&format!("Lock released: {}", r.file)),
-                ReleaseOutcome::NotLocked => output::line(&format!("{}: not locked", r.file)),
-                ReleaseOutcome::ForcedStale { from } => output::line(&format!(
-                    "Stale lock of {} on {} removed",
-                    output::clean(from),
-                    r.file
-                )),
-                ReleaseOutcome::Lost => output::line(&format!("{}: lock was taken over", r.file)),
-                ReleaseOutcome::HeldByOther { .. } => {}
-            }
+        for line in release_lines(&results) {
+            output::line(&line);
         }
     }
-    if let Some((file, holder, state)) = results.iter().find_map(|r| match &r.outcome {
+    match refusal(&results, &agent) {
+        Some(err) => Err(err.into()),
+        None => Ok(ExitCode::Success),
+    }
+}
+
+/// `Lock released: FILE`, one line per file (`No locks held` for none).
+pub fn release_lines(results: &[Release]) -> Vec<String> {
+    if results.is_empty() {
+        return vec!["No locks held".into()];
+    }
+    results
+        .iter()
+        .filter_map(|r| match &r.outcome {
+            ReleaseOutcome::Released => Some(format!("Lock released: {}", r.file)),
+            ReleaseOutcome::NotLocked => Some(format!("{}: not locked", r.file)),
+            ReleaseOutcome::ForcedStale { from } => Some(format!(
+                "Stale lock of {} on {} removed",
+                output::clean(from),
+                r.file
+            )),
+            ReleaseOutcome::Lost => Some(format!("{}: lock was taken over", r.file)),
+            ReleaseOutcome::HeldByOther { .. } => None,
+        })
+        .collect()
+}
+
+/// The refusal to report when one of the files is locked by another agent.
+pub fn refusal(results: &[Release], agent: &AgentId) -> Option<Error> {
+    let (file, holder, state) = results.iter().find_map(|r| match &r.outcome {
         ReleaseOutcome::HeldByOther { holder, state } => Some((&r.file, holder, *state)),
         _ => None,
-    }) {
-        if state == LockState::Stale {
-            return Err(Error::refused(
-                format!(
-                    "`{file}` has a STALE lock of {}, not yours",
-                    output::clean(holder)
-                ),
-                Some(format!("remove it with `coord unlock {file} --force`")),
-            )
-            .into());
-        }
-        return Err(Error::NotHolder {
-            file: file.clone(),
-            holder: output::clean(holder),
-            agent: agent.id().to_string(),
-        }
-        .into());
+    })?;
+    if state == LockState::Stale {
+        return Some(Error::refused(
+            format!(
+                "`{file}` has a STALE lock of {}, not yours",
+                output::clean(holder)
+            ),
+            Some(format!(
+                "remove it with `coord unlock {} --force`",
+                coord::shell::arg(file)
+            )),
+        ));
     }
-    Ok(ExitCode::Success)
+    Some(Error::NotHolder {
+        file: file.clone(),
+        holder: output::clean(holder),
+        agent: agent.id().to_string(),
+    })
 }

@@ -22,6 +22,7 @@ use super::{Ctx, output};
 ///   generate-notes | coord -a claude write SHARED.txt
 ///   coord -a claude unlock SHARED.txt
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 pub struct WriteArgs {
     /// The file to replace (relative to the current directory, inside the workspace)
     #[arg(value_name = "FILE")]
@@ -62,15 +63,20 @@ pub fn run(args: WriteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     if ctx.json {
         output::json(&written);
     } else if !ctx.quiet {
-        let backup = written
-            .backup
-            .as_deref()
-            .map(|b| format!(", backup {b}"))
-            .unwrap_or_default();
-        output::line(&format!(
-            "Written: {} ({} bytes{backup})",
-            written.file, written.bytes
-        ));
+        output::line(&written_line(&written));
     }
     Ok(ExitCode::Success)
+}
+
+/// `Written: FILE (N bytes, backup FILE.bak)`.
+pub fn written_line(written: &write::Written) -> String {
+    let backup = written
+        .backup
+        .as_deref()
+        .map(|b| format!(", backup {b}"))
+        .unwrap_or_default();
+    format!(
+        "Written: {} ({} bytes{backup})",
+        written.file, written.bytes
+    )
 }

@@ -148,7 +148,7 @@ fn swap(
                 ),
                 Some(format!(
                     "see `coord status`, then lock again with `coord lock {}`",
-                    target.rel
+                    crate::shell::arg(&target.rel)
                 )),
             ));
         }

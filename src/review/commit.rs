@@ -5,8 +5,8 @@ use std::path::Path;
 use std::process::Command;
 
 use super::IssueStatus;
+use super::model::View;
 use super::one_line;
-use super::tracker::View;
 use crate::error::{Error, Result};
 
 /// The seed's commit message: `{topic} review: {summary}`, a blank line, one `- ISSUE-NN: …`
@@ -117,8 +117,8 @@ pub(super) fn git_commit(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::review::rules::tests::{issue, view_with};
-    use crate::review::tracker::Participant;
+    use crate::review::fixtures::{issue, view_with};
+    use crate::review::model::Participant;
 
     #[test]
     fn the_seed_commit_message() {

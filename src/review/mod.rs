@@ -1,14 +1,21 @@
 //! The review tracker (seed 003): a markdown file per review topic, with Meta, Current State,
 //! Steps, Issues, Agreements Log and Handoff Prompts, that two agents take turns updating.
 //!
-//! - [`tracker`] owns the file format: it parses a tracker written by coord or by hand into a
-//!   [`tracker::View`], and edits it line by line, so every line a command did not mean to change
-//!   stays byte for byte as it was.
-//! - [`rules`] owns the protocol: who may finish which step, what comes next, the archive policy,
-//!   the completion criteria, and the read-modify-write of a tracker under the workspace mutex.
-//! - [`paths`] owns the seed's naming conventions for review, response and changelog files.
-//! - [`commit`] owns `close --commit`: the seed's message format and running `git`.
-//! - [`template`] holds the text of a new tracker and the seed's template.
+//! From the bottom up (each module uses only those above it in this list):
+//! - this module: the seed's names (actions, statuses, severities) and topic rules;
+//! - `syntax`: the markdown lines a tracker is written in (headings, fences, fields, table
+//!   cells), read and written in one place;
+//! - [`model`]: what a tracker says, as plain data ([`model::View`]);
+//! - `parse` reads a tracker's lines, section by section, into a `View` and the index of
+//!   which line holds what;
+//! - [`template`] holds the text of a new tracker and the seed's template;
+//! - [`tracker`] owns the file: [`tracker::Tracker`] edits it line by line, so every line a
+//!   command did not mean to change stays byte for byte as it was;
+//! - [`paths`] owns the seed's naming conventions for review, response and changelog files;
+//! - [`commit`] owns `close --commit`: the seed's message format and running `git`;
+//! - [`rules`] owns the protocol: who may finish which step, what comes next, the archive
+//!   policy, the completion criteria, and the read-modify-write of a tracker under the
+//!   workspace mutex.
 //!
 //! Invariants: a tracker is only ever replaced whole (`fsutil::replace_durable`) while the
 //! workspace mutex is held, after it was read under that same mutex, so two commands running at
@@ -16,9 +23,13 @@
 //! and never written.
 
 pub mod commit;
+#[cfg(test)]
+mod fixtures;
+pub mod model;
 mod parse;
 pub mod paths;
 pub mod rules;
+mod syntax;
 pub mod template;
 pub mod tracker;
 

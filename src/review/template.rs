@@ -1,6 +1,9 @@
 //! The text of a new tracker, and the seed's template with its placeholders.
+//!
+//! Invariant: [`new_tracker_text`] is a tracker [`super::tracker::Tracker::parse`] reads back
+//! (coord checks that before writing one); [`TEMPLATE`] is the seed's text as is, and is not.
 
-use super::tracker::{PROMPT_POINTER, longest_run};
+use super::syntax::{PROMPT_POINTER, fence_for};
 
 /// What a new tracker is made of.
 #[derive(Debug, Clone)]
@@ -23,7 +26,7 @@ pub struct NewTracker<'a> {
 /// step 01 planned for the reviewer, an empty Issues table, the Agreements Log, and the
 /// reviewer's prompt under Handoff Prompts.
 pub fn new_tracker_text(n: &NewTracker<'_>) -> String {
-    let fence = "`".repeat(longest_run(n.prompt, '`').max(2) + 1);
+    let fence = fence_for(n.prompt);
     format!(
         "# Review Tracker: {topic}\n\
 \n\

@@ -300,7 +300,15 @@ pub fn write(root: &Path, agent: &AgentId, update: &Update) -> Result<Presence> 
             .unwrap_or_else(|| "-".to_string())
     };
     let working_on = pick(&update.working_on, "working_on");
-    let current_file = pick(&update.current_file, "current_file");
+    // Releasing every lock or finishing ends work on a file: a `current_file` left over would
+    // tell the others a file is being worked on when none is.
+    let done_with_file =
+        update.finished == Some(true) || matches!(update.lock_status, Some(LockStatus::Free));
+    let current_file = match (&update.current_file, done_with_file) {
+        (Some(f), _) => f.clone(),
+        (None, true) => "-".to_string(),
+        (None, false) => pick(&None, "current_file"),
+    };
     let lock_status = update
         .lock_status
         .map(|s| s.as_str().to_string())

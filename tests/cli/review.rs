@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 
 use serde::Deserialize;
 
+use crate::fixture::{Review, git, handoff_output as output, has_git};
 use crate::support::Env;
 
 const TRACKER: &str = ".metadata/reviews/active/api-tracker.md";
@@ -63,69 +64,24 @@ struct Agreement {
 }
 
 fn show(env: &Env, topic: &str) -> Shown {
-    env.cmd()
-        .args(["review", "show", topic, "--json"])
-        .ok()
-        .json()
+    Review::new(env, topic).show()
 }
 
-/// Write an output file that ends with the handoff section.
-fn output(env: &Env, rel: &str, body: &str, prompt: &str) {
-    env.write(
-        rel,
-        format!("# Output\n\n{body}\n\n## Handoff Prompt for Next Actor\n\n{prompt}\n"),
-    );
-}
-
-fn new_review(env: &Env, day: &str) {
+/// The review `api` of `docs/api.md`, Claude reviewing and Codex implementing, started at `day`.
+fn new_review<'e>(env: &'e Env, day: &'e str) -> Review<'e> {
     env.write("docs/api.md", "# API\n");
-    env.cmd()
-        .env("COORD_NOW", day)
-        .args([
-            "review",
-            "new",
-            "api",
-            "--target",
-            "docs/api.md",
-            "--reviewer",
-            "Claude",
-            "--implementer",
-            "Codex",
-        ])
+    let api = Review::new(env, "api").at(day);
+    api.start("docs/api.md", "Claude", "Codex")
         .ok()
         .stdout_has(TRACKER);
-}
-
-fn step(
-    env: &Env,
-    day: &str,
-    actor: &str,
-    action: &str,
-    out: &str,
-    summary: &str,
-    next: &str,
-) -> crate::support::Cmd {
-    env.cmd().env("COORD_NOW", day).args([
-        "review",
-        "step",
-        "api",
-        "--as",
-        actor,
-        "--action",
-        action,
-        "--output",
-        out,
-        "--summary",
-        summary,
-        "--next",
-        next,
-    ])
+    api
 }
 
 #[test]
 fn a_full_review_cycle() {
     let env = Env::new();
     new_review(&env, "2026-01-20T10:00:00+01:00");
+    let api = Review::new(&env, "api");
     assert!(env.exists(".metadata/templates/review-tracker-template.md"));
     let s = show(&env, "api");
     assert_eq!(s.meta.status, "in_progress");
@@ -138,46 +94,26 @@ fn a_full_review_cycle() {
         ("Claude", "planned")
     );
     assert!(s.issues.is_empty());
-    env.cmd()
-        .args(["review", "next", "api"])
+    api.cmd("next", &[])
         .ok()
         .stdout_has("Next actor:  Claude (reviewer)")
         .stdout_has("coord -a claude review step api --action review");
     // A second `new` is refused.
-    env.cmd()
-        .args([
-            "review",
-            "new",
-            "api",
-            "--target",
-            "docs/api.md",
-            "--reviewer",
-            "a",
-            "--implementer",
-            "b",
-        ])
+    api.start("docs/api.md", "a", "b")
         .code(3)
         .stderr_has("already exists");
 
     // Step 01: review. Refusals first, and they change nothing.
     let day = "2026-01-21T09:00:00+01:00";
-    let review = env
-        .cmd()
-        .env("COORD_NOW", day)
-        .args([
-            "review", "path", "api", "--kind", "review", "--llm", "claude",
-        ])
-        .ok()
-        .stdout
-        .trim()
-        .to_string();
+    let at = api.at(day);
+    let review = at.path("review", "claude", &[]);
     assert_eq!(
         review,
         ".metadata/reviews/llms/claude/api_review_2026_01_21.md"
     );
     env.write(&review, "# Review\n\nNo handoff here.\n");
     let before = env.snapshot();
-    step(&env, day, "claude", "review", &review, "x", "codex")
+    at.step("claude", "review", &review, "x", "codex")
         .code(2)
         .stderr_has("Handoff Prompt for Next Actor");
     output(
@@ -187,15 +123,12 @@ fn a_full_review_cycle() {
         "Codex: answer the review (step 02).",
     );
     let before_tracker = env.read(TRACKER);
-    step(&env, day, "codex", "review", &review, "x", "codex")
+    at.step("codex", "review", &review, "x", "codex")
         .code(3)
         .stderr_has("belongs to Claude");
-    env.agent("codex")
-        .env("COORD_NOW", day)
-        .args([
-            "review",
-            "step",
-            "api",
+    at.cmd(
+        "step",
+        &[
             "--action",
             "review",
             "--output",
@@ -204,44 +137,22 @@ fn a_full_review_cycle() {
             "x",
             "--next",
             "codex",
-        ])
-        .code(3);
-    step(&env, day, "claude", "review", &review, "x", "codex, claude").code(2);
-    step(&env, day, "claude", "review", "missing.md", "x", "codex").code(2);
+        ],
+    )
+    .agent("codex")
+    .code(3);
+    at.step("claude", "review", &review, "x", "codex, claude")
+        .code(2);
+    at.step("claude", "review", "missing.md", "x", "codex")
+        .code(2);
     assert_eq!(env.read(TRACKER), before_tracker, "refusals write nothing");
     let _ = before;
 
-    env.cmd()
-        .env("COORD_NOW", day)
-        .args([
-            "review",
-            "issue",
-            "api",
-            "add",
-            "--severity",
-            "high",
-            "--title",
-            "Pagination | cursor vs **offset**",
-        ])
+    at.add_issue("high", "Pagination | cursor vs **offset**")
         .ok()
         .stdout_has("ISSUE-01");
-    env.cmd()
-        .env("COORD_NOW", day)
-        .args([
-            "review",
-            "issue",
-            "api",
-            "add",
-            "--severity",
-            "low",
-            "--title",
-            "Typo",
-        ])
-        .ok()
-        .stdout_has("ISSUE-02");
-    step(
-        &env,
-        day,
+    at.add_issue("low", "Typo").ok().stdout_has("ISSUE-02");
+    at.step(
         "claude",
         "review",
         &review,
@@ -269,68 +180,25 @@ fn a_full_review_cycle() {
     assert!(
         text.contains("### For Codex (step 02)\n```text\nCodex: answer the review (step 02).\n```")
     );
-    env.cmd()
-        .args(["review", "next", "api", "--prompt"])
+    api.cmd("next", &["--prompt"])
         .ok()
         .stdout_has("Codex: answer the review (step 02).");
 
     // Step 02: response; an agreement and a dispute.
     let day = "2026-01-22T09:00:00+01:00";
-    let resp = env
-        .cmd()
-        .env("COORD_NOW", day)
-        .args([
-            "review",
-            "path",
-            "api",
-            "--kind",
-            "response",
-            "--llm",
-            "codex",
-            "--description",
-            "Agree on most",
-        ])
-        .ok()
-        .stdout
-        .trim()
-        .to_string();
+    let at = api.at(day);
+    let resp = at.path("response", "codex", &["--description", "Agree on most"]);
     assert_eq!(
         resp,
         ".metadata/review-responses/llms/codex/api-review/02_response_to_claude_agree_on_most_2026_01_22.md"
     );
     output(&env, &resp, "Agree.", "Claude: confirm (step 03).");
-    env.cmd()
-        .env("COORD_NOW", day)
-        .args([
-            "review",
-            "agree",
-            "api",
-            "Use cursors",
-            "--adopted",
-            "Claude",
-        ])
-        .ok();
-    env.cmd()
-        .env("COORD_NOW", day)
-        .args(["review", "agree", "api", "Typo policy", "--disputed"])
-        .ok();
-    env.cmd()
-        .env("COORD_NOW", day)
-        .args([
-            "review", "issue", "api", "set", "ISSUE-02", "--status", "escalate",
-        ])
-        .ok();
-    step(
-        &env,
-        day,
-        "codex",
-        "response",
-        &resp,
-        "agreed on ISSUE-01",
-        "claude",
-    )
-    .ok()
-    .stdout_has("(response)");
+    at.agree("Use cursors").args(["--adopted", "Claude"]).ok();
+    at.agree("Typo policy").arg("--disputed").ok();
+    at.set_issue("ISSUE-02", "escalate").ok();
+    at.step("codex", "response", &resp, "agreed on ISSUE-01", "claude")
+        .ok()
+        .stdout_has("(response)");
     let s = show(&env, "api");
     assert_eq!(s.agreements.len(), 2);
     assert_eq!(s.agreements[0].text, "Use cursors - Claude");
@@ -339,7 +207,7 @@ fn a_full_review_cycle() {
     assert_eq!(s.issues[1].status, "escalate");
 
     // Step 03: the reviewer answers and hands over for implementation.
-    step(&env, day, "claude", "response", &resp, "fine", "codex")
+    at.step("claude", "response", &resp, "fine", "codex")
         .ok()
         .stdout_has("(implement)");
     // Step 04: implement.
@@ -350,20 +218,11 @@ fn a_full_review_cycle() {
         "Changed docs/api.md.",
         "Claude: verify (step 05).",
     );
-    step(
-        &env,
-        day,
-        "codex",
-        "implement",
-        changelog,
-        "cursors in",
-        "claude",
-    )
-    .ok()
-    .stdout_has("(verify)");
+    at.step("codex", "implement", changelog, "cursors in", "claude")
+        .ok()
+        .stdout_has("(verify)");
     // Closing now: exit 4, naming what is missing, nothing moved.
-    env.cmd()
-        .args(["review", "close", "api"])
+    api.cmd("close", &[])
         .code(4)
         .stderr_has("ISSUE-01 is open")
         .stderr_has("ISSUE-02 is escalate")
@@ -372,53 +231,24 @@ fn a_full_review_cycle() {
 
     // Step 05: verify; issues settled.
     let day = "2026-01-23T09:00:00+01:00";
+    let at = api.at(day);
     let verify =
         ".metadata/review-responses/llms/claude/api-review/05_verify_to_codex_ok_2026_01_23.md";
     output(&env, verify, "All good.", "Codex: nothing left; close it.");
-    step(&env, day, "claude", "verify", verify, "verified", "codex")
+    at.step("claude", "verify", verify, "verified", "codex")
         .ok()
         .stdout_has("(fix)");
-    env.cmd()
-        .args(["review", "close", "api"])
-        .code(4)
-        .stderr_has("ISSUE-01 is open");
-    env.cmd()
-        .env("COORD_NOW", day)
-        .args([
-            "review",
-            "issue",
-            "api",
-            "set",
-            "ISSUE-01",
-            "--status",
-            "resolved",
-            "--resolution",
-            "Cursors | documented",
-        ])
+    api.cmd("close", &[]).code(4).stderr_has("ISSUE-01 is open");
+    at.set_issue("ISSUE-01", "resolved")
+        .args(["--resolution", "Cursors | documented"])
         .ok()
         .stdout_has("ISSUE-01: resolved");
-    env.cmd()
-        .env("COORD_NOW", day)
-        .args([
-            "review",
-            "issue",
-            "api",
-            "set",
-            "ISSUE-02",
-            "--status",
-            "wontfix",
-            "--resolution",
-            "user decided",
-        ])
+    at.set_issue("ISSUE-02", "wontfix")
+        .args(["--resolution", "user decided"])
         .ok();
-    env.cmd()
-        .args([
-            "review", "issue", "api", "set", "ISSUE-09", "--status", "open",
-        ])
-        .code(2);
-    env.cmd()
-        .env("COORD_NOW", "2026-01-24T09:00:00+01:00")
-        .args(["review", "close", "api"])
+    api.set_issue("ISSUE-09", "open").code(2);
+    api.at("2026-01-24T09:00:00+01:00")
+        .cmd("close", &[])
         .ok()
         .stdout_has(CLOSED);
     assert!(!env.exists(TRACKER));
@@ -432,23 +262,8 @@ fn a_full_review_cycle() {
         Some("Cursors | documented")
     );
     // A closed review takes no more edits.
-    env.cmd()
-        .args([
-            "review",
-            "issue",
-            "api",
-            "add",
-            "--severity",
-            "low",
-            "--title",
-            "x",
-        ])
-        .code(3)
-        .stderr_has("closed");
-    env.cmd()
-        .args(["review", "next", "api"])
-        .ok()
-        .stdout_has("is closed");
+    api.add_issue("low", "x").code(3).stderr_has("closed");
+    api.cmd("next", &[]).ok().stdout_has("is closed");
 }
 
 /// The seed's snippets, filled in by hand, with prose, an extra section and odd spacing.
@@ -518,18 +333,9 @@ fn a_hand_written_tracker_is_read_and_edited_in_place() {
     assert_eq!(s.agreements.len(), 2);
     assert_eq!(env.read(TRACKER), HAND, "reading writes nothing");
 
-    env.cmd()
-        .env("COORD_NOW", "2026-01-22T10:00:00+01:00")
-        .args([
-            "review",
-            "issue",
-            "api",
-            "add",
-            "--severity",
-            "low",
-            "--title",
-            "a|b",
-        ])
+    let api = Review::new(&env, "api");
+    api.at("2026-01-22T10:00:00+01:00")
+        .add_issue("low", "a|b")
         .ok()
         .stdout_has("ISSUE-08");
     let after = env.read(TRACKER);
@@ -544,21 +350,11 @@ fn a_hand_written_tracker_is_read_and_edited_in_place() {
     // A corrupt tracker: the line is named, nothing is written.
     let broken = HAND.replace("- **Status:** planned", "- **Status:** someday");
     env.write(TRACKER, &broken);
-    env.cmd()
-        .args([
-            "review",
-            "issue",
-            "api",
-            "add",
-            "--severity",
-            "low",
-            "--title",
-            "x",
-        ])
+    api.add_issue("low", "x")
         .code(1)
         .stderr_has("at line 29")
         .stderr_has("someday");
-    env.cmd().args(["review", "show", "api"]).code(1);
+    api.cmd("show", &[]).code(1);
     assert_eq!(env.read(TRACKER), broken);
     env.cmd()
         .args(["status", "--json"])
@@ -569,8 +365,7 @@ fn a_hand_written_tracker_is_read_and_edited_in_place() {
 #[test]
 fn past_twenty_steps_the_first_ten_are_archived() {
     let env = Env::new();
-    new_review(&env, "2026-01-20T10:00:00+01:00");
-    let day = "2026-01-21T10:00:00+01:00";
+    let api = new_review(&env, "2026-01-20T10:00:00+01:00").at("2026-01-21T10:00:00+01:00");
     let actors = ["claude", "codex"];
     for k in 0..20 {
         let me = actors[k % 2];
@@ -578,16 +373,9 @@ fn past_twenty_steps_the_first_ten_are_archived() {
         let action = if k == 0 { "review" } else { "response" };
         let out = format!("out/{:02}.md", k + 1);
         output(&env, &out, "x", &format!("prompt after step {:02}", k + 1));
-        let o = step(
-            &env,
-            day,
-            me,
-            action,
-            &out,
-            &format!("summary {}", k + 1),
-            other,
-        )
-        .run();
+        let o = api
+            .step(me, action, &out, &format!("summary {}", k + 1), other)
+            .run();
         assert_eq!(o.code, Some(0), "step {}: {}", k + 1, o.stderr);
         if k < 19 {
             assert!(!env.exists(".metadata/reviews/active/api-tracker-archive.md"));
@@ -615,8 +403,8 @@ fn past_twenty_steps_the_first_ten_are_archived() {
     }
     assert!(!archive.contains("summary 11"));
     // The prompt for the renumbered step is found.
-    env.cmd()
-        .args(["review", "next", "api", "--prompt"])
+    Review::new(&env, "api")
+        .cmd("next", &["--prompt"])
         .ok()
         .stdout_has("prompt after step 20");
     assert!(text.contains("### For Claude (step 11)"));
@@ -624,75 +412,32 @@ fn past_twenty_steps_the_first_ten_are_archived() {
 
 #[test]
 fn close_commit_makes_the_seed_commit() {
-    if std::process::Command::new("git")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
+    if !has_git() {
         eprintln!("git is not installed: skipped");
         return;
     }
     let env = Env::new();
-    let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .args(args)
-            .current_dir(env.root())
-            .output()
-            .unwrap();
-        assert!(
-            out.status.success(),
-            "git {args:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
+    let git = |args: &[&str]| git(&env, args);
     new_review(&env, "2026-01-20T10:00:00+01:00");
+    let api = Review::new(&env, "api");
+    let at = api.at("2026-01-21T10:00:00+01:00");
     git(&["init", "-q"]);
     git(&["config", "user.name", "Test User"]);
     git(&["config", "user.email", "test@example.com"]);
     git(&["config", "commit.gpgsign", "false"]);
-    let day = "2026-01-21T10:00:00+01:00";
     output(&env, "r.md", "x", "next");
-    step(&env, day, "claude", "review", "r.md", "one issue", "codex").ok();
-    env.cmd()
-        .args([
-            "review",
-            "issue",
-            "api",
-            "add",
-            "--severity",
-            "high",
-            "--title",
-            "T",
-        ])
+    at.step("claude", "review", "r.md", "one issue", "codex")
         .ok();
-    env.cmd()
-        .args([
-            "review",
-            "issue",
-            "api",
-            "set",
-            "ISSUE-01",
-            "--status",
-            "resolved",
-            "--resolution",
-            "Updated the API doc",
-        ])
+    api.add_issue("high", "T").ok();
+    api.set_issue("ISSUE-01", "resolved")
+        .args(["--resolution", "Updated the API doc"])
         .ok();
     env.write("docs/api.md", "# API v2\n");
     output(&env, "c.md", "x", "verify");
-    step(&env, day, "codex", "implement", "c.md", "done", "claude").ok();
+    at.step("codex", "implement", "c.md", "done", "claude").ok();
     output(&env, "v.md", "x", "done");
-    step(&env, day, "claude", "verify", "v.md", "ok", "codex").ok();
-    env.cmd()
-        .args([
-            "review",
-            "close",
-            "api",
-            "--commit",
-            "--summary",
-            "align the API doc",
-        ])
+    at.step("claude", "verify", "v.md", "ok", "codex").ok();
+    api.cmd("close", &["--commit", "--summary", "align the API doc"])
         .ok()
         .stdout_has("Committed");
     let msg = git(&["log", "-1", "--format=%B"]);
@@ -708,20 +453,15 @@ fn close_commit_makes_the_seed_commit() {
 
 #[test]
 fn close_commit_outside_git_changes_nothing() {
-    if std::process::Command::new("git")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
+    if !has_git() {
         return;
     }
     let env = Env::new();
     new_review(&env, "2026-01-20T10:00:00+01:00");
     let before = env.read(TRACKER);
-    let out = env
-        .cmd()
+    let out = Review::new(&env, "api")
+        .cmd("close", &["--commit"])
         .env("GIT_CEILING_DIRECTORIES", env.root().parent().unwrap())
-        .args(["review", "close", "api", "--commit"])
         .run();
     assert_eq!(out.code, Some(2), "{}", out.stderr);
     assert!(out.stderr.contains("git work tree"));
@@ -786,63 +526,14 @@ fn concurrent_issue_adds_lose_nothing() {
 fn bad_input_is_refused_before_anything_is_written() {
     let env = Env::new();
     env.write("docs/api.md", "x");
-    for args in [
-        vec![
-            "review",
-            "new",
-            "../x",
-            "--target",
-            "docs/api.md",
-            "--reviewer",
-            "a",
-            "--implementer",
-            "b",
-        ],
-        vec![
-            "review",
-            "new",
-            "t",
-            "--target",
-            "../outside",
-            "--reviewer",
-            "a",
-            "--implementer",
-            "b",
-        ],
-        vec![
-            "review",
-            "new",
-            "t",
-            "--target",
-            "nope.md",
-            "--reviewer",
-            "a",
-            "--implementer",
-            "b",
-        ],
-        vec![
-            "review",
-            "new",
-            "t",
-            "--target",
-            "docs/api.md",
-            "--reviewer",
-            "a/b",
-            "--implementer",
-            "b",
-        ],
-        vec![
-            "review",
-            "new",
-            "t",
-            "--target",
-            "docs/api.md",
-            "--reviewer",
-            "a",
-            "--implementer",
-            "A",
-        ],
-        vec![
+    let t = Review::new(&env, "t");
+    for cmd in [
+        Review::new(&env, "../x").start("docs/api.md", "a", "b"),
+        t.start("../outside", "a", "b"),
+        t.start("nope.md", "a", "b"),
+        t.start("docs/api.md", "a/b", "b"),
+        t.start("docs/api.md", "a", "A"),
+        env.cmd().args([
             "review",
             "--metadata",
             "../meta",
@@ -854,20 +545,11 @@ fn bad_input_is_refused_before_anything_is_written() {
             "a",
             "--implementer",
             "b",
-        ],
-        vec!["review", "show", "missing"],
-        vec![
-            "review",
-            "issue",
-            "missing",
-            "add",
-            "--severity",
-            "huge",
-            "--title",
-            "x",
-        ],
+        ]),
+        Review::new(&env, "missing").cmd("show", &[]),
+        Review::new(&env, "missing").add_issue("huge", "x"),
     ] {
-        env.cmd().args(&args).code(2);
+        cmd.code(2);
     }
     assert!(!env.exists(".metadata/reviews"));
 }
@@ -876,13 +558,9 @@ fn bad_input_is_refused_before_anything_is_written() {
 fn another_metadata_folder_and_status() {
     let env = Env::new();
     env.write("docs/api.md", "x");
-    env.cmd()
+    let api = Review::new(&env, "api");
+    api.cmd("new", &["--metadata", "meta"])
         .args([
-            "review",
-            "new",
-            "api",
-            "--metadata",
-            "meta",
             "--target",
             "docs/api.md",
             "--reviewer",
@@ -893,23 +571,11 @@ fn another_metadata_folder_and_status() {
         .ok()
         .stdout_has("meta/reviews/active/api-tracker.md");
     assert!(env.exists("meta/templates/review-tracker-template.md"));
-    env.cmd()
-        .args(["review", "show", "api", "--metadata", "meta"])
+    api.cmd("show", &["--metadata", "meta"])
         .ok()
         .stdout_has("claude");
     new_review(&env, "2026-01-20T10:00:00+01:00");
-    env.cmd()
-        .args([
-            "review",
-            "issue",
-            "api",
-            "add",
-            "--severity",
-            "low",
-            "--title",
-            "x",
-        ])
-        .ok();
+    api.add_issue("low", "x").ok();
     #[derive(Deserialize)]
     struct St {
         reviews: Vec<R>,
@@ -944,35 +610,18 @@ fn another_metadata_folder_and_status() {
 fn a_tracker_locked_by_another_agent_is_not_written() {
     let env = Env::new();
     new_review(&env, "2026-01-20T10:00:00+01:00");
+    let api = Review::new(&env, "api");
     env.agent("gemini").args(["presence", ".", "editing"]).ok();
     env.agent("gemini").args(["lock", TRACKER]).ok();
     let before = env.read(TRACKER);
-    env.agent("claude")
-        .args([
-            "review",
-            "issue",
-            "api",
-            "add",
-            "--severity",
-            "low",
-            "--title",
-            "x",
-        ])
+    api.add_issue("low", "x")
+        .agent("claude")
         .code(3)
         .stderr_has("gemini");
     assert_eq!(env.read(TRACKER), before);
     // The holder itself may edit.
-    env.agent("gemini")
-        .args([
-            "review",
-            "issue",
-            "api",
-            "add",
-            "--severity",
-            "low",
-            "--title",
-            "x",
-        ])
+    api.add_issue("low", "x")
+        .agent("gemini")
         .ok()
         .stdout_has("ISSUE-01");
 }

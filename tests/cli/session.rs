@@ -173,3 +173,136 @@ fn a_missing_command_still_clocks_out() {
     assert_eq!(rows["partners"][0]["status"], "offline");
     env.cmd().args(["session", "--partner", "claude"]).code(2);
 }
+
+/// The child of the pty test: counts the SIGINTs it gets, says it is ready, lives `LIVE`
+/// seconds whatever happens, then exits 5.
+const PTY_CHILD: &str = r#"
+import os, signal, sys, time
+n = 0
+def on_int(sig, frame):
+    global n
+    n += 1
+    with open(os.environ["COUNT"], "w") as f:
+        f.write(str(n))
+signal.signal(signal.SIGINT, on_int)
+open(os.environ["READY"], "w").close()
+end = time.time() + float(os.environ["LIVE"])
+while time.time() < end:
+    time.sleep(0.05)
+sys.exit(5)
+"#;
+
+/// The driver: runs argv under a new pseudo-terminal (its controlling terminal, foreground
+/// group), types Ctrl-C once CMD is ready, and prints coord's exit code.
+const PTY_DRIVER: &str = r#"
+import os, pty, sys, time
+argv = sys.argv[1:]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(argv[0], argv)
+deadline = time.time() + 30
+while not os.path.exists(os.environ["READY"]):
+    if time.time() > deadline:
+        sys.exit("the session's command never started")
+    time.sleep(0.02)
+time.sleep(0.3)
+os.write(fd, b"\x03")
+out = b""
+while True:
+    try:
+        chunk = os.read(fd, 4096)
+    except OSError:
+        break
+    if not chunk:
+        break
+    out += chunk
+_, status = os.waitpid(pid, 0)
+sys.stderr.write(out.decode(errors="replace"))
+print(os.waitstatus_to_exitcode(status))
+"#;
+
+/// An interactive agent under `coord session` at a real terminal: one Ctrl-C reaches it once
+/// (the terminal delivers it; coord does not pass it on again), coord does not kill it (it
+/// lives past the 10 s grace a SIGTERM gets), and the session ends when it ends, with its
+/// status.
+#[test]
+fn ctrl_c_at_a_terminal_reaches_the_agent_once_and_does_not_end_the_session() {
+    let python_pty = std::process::Command::new("python3")
+        .args(["-c", "import pty"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !python_pty {
+        eprintln!("skipped: needs python3 with the pty module to make a pseudo-terminal");
+        return;
+    }
+    let env = Env::new();
+    let count = env.path("count");
+    let ready = env.path("ready");
+    let cmd = env
+        .cmd()
+        .env("COUNT", &count)
+        .env("READY", &ready)
+        .env("LIVE", "11")
+        .args([
+            "session",
+            "--partner",
+            "claude",
+            "--",
+            "python3",
+            "-c",
+            PTY_CHILD,
+        ])
+        .command();
+    let mut driver = std::process::Command::new("python3");
+    driver
+        .arg("-c")
+        .arg(PTY_DRIVER)
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .current_dir(env.root());
+    for (k, v) in cmd.get_envs() {
+        match v {
+            Some(v) => driver.env(k, v),
+            None => driver.env_remove(k),
+        };
+    }
+    let out = driver.output().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "driver failed: {stderr}");
+    assert_eq!(
+        stdout.trim(),
+        "5",
+        "coord must exit with the agent's own status\n{stderr}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(&count).unwrap_or_default(),
+        "1",
+        "one Ctrl-C, one SIGINT\n{stderr}"
+    );
+    assert!(stderr.contains("Clocked out: claude"), "{stderr}");
+}
+
+/// A SIGINT sent to coord alone (not typed at its terminal) is passed on once, and does not
+/// get the command killed either.
+#[test]
+fn a_sigint_sent_to_coord_is_passed_on_once_without_a_kill() {
+    let env = Env::new();
+    let child = session(
+        &env,
+        r#"n=0; trap 'n=$((n+1)); echo $n > "$COORD_DIR/count"' INT; touch "$COORD_DIR/ready"; i=0; while [ $i -lt 120 ]; do sleep 0.1; i=$((i+1)); [ -f "$COORD_DIR/stop" ] && exit 4; done; exit 9"#,
+    )
+    .spawn();
+    wait_for(&env.path("ready"));
+    send(child.id(), rustix::process::Signal::INT);
+    wait_for(&env.path("count"));
+    std::fs::write(env.path("stop"), "").unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(4),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(env.read("count").trim(), "1");
+}

@@ -168,7 +168,7 @@ fn lock_file_has_the_seeds_keys_first() {
         .iter()
         .map(|l| l.split_once(": ").unwrap().0)
         .collect();
-    assert_eq!(keys, ["token", "ttl", "host", "reason"]);
+    assert_eq!(keys, ["token", "ttl", "host", "origin", "reason"]);
     assert!(text.contains("ttl: 5m\n") && text.contains("reason: fixing typos\n"));
     let presence = env.read(".claude_presence");
     assert!(
@@ -565,22 +565,19 @@ fn bad_agent_names_are_refused_before_anything_is_written() {
     let env = Env::new();
     env.write("a.md", "x\n");
     let before = env.snapshot();
-    for bad in [
-        "../x",
-        "a/b",
-        ".",
-        "",
-        "x y",
-        "ünï",
-        &"a".repeat(33),
-        "-dash",
-    ] {
+    for bad in ["../x", "a/b", ".", "x y", "ünï", &"a".repeat(33), "-dash"] {
         env.agent(bad)
             .args(["lock", "a.md"])
             .code(2)
             .stderr_has("error: invalid agent name");
         env.agent(bad).args(["presence", ".", "t"]).code(2);
     }
+    // Empty (`COORD_AGENT=`): refused the same way, reported as the missing name it is.
+    env.agent("")
+        .args(["lock", "a.md"])
+        .code(2)
+        .stderr_has("error: no agent given");
+    env.agent("").args(["presence", ".", "t"]).code(2);
     env.cmd()
         .args(["lock", "a.md"])
         .code(2)
@@ -713,6 +710,12 @@ fn a_lone_plain_word_is_the_task_even_if_a_folder_has_that_name() {
     env.agent("claude").args(["presence", "."]).ok();
     assert!(env.read(".claude_presence").contains("working_on: bench\n"));
     assert!(!env.exists("bench/.claude_presence"));
+    // `bench/` is a DIR; inside this workspace it means this workspace (no nested one)...
+    env.agent("claude").args(["presence", "bench/", "t"]).ok();
+    assert!(!env.exists("bench/.claude_presence"));
+    assert!(env.read(".claude_presence").contains("working_on: t\n"));
+    // ... unless it was made a workspace of its own.
+    std::fs::create_dir(env.path("bench/.coord")).unwrap();
     env.agent("claude").args(["presence", "bench/", "t"]).ok();
     assert!(env.exists("bench/.claude_presence"));
 }
@@ -825,4 +828,197 @@ fn a_forged_session_pid_does_not_tie_a_lock_to_a_stranger() {
     let record = env.read("a.md.lock.alice");
     assert!(!record.contains("pid:"), "{record}");
     env.agent("bob").args(["lock", "a.md", "--no-wait"]).code(3);
+}
+
+/// One agent name used from two shells excludes nothing: the second `lock` refreshes the lock,
+/// and says so on stderr; the same shell refreshing its own lock is quiet.
+#[test]
+fn a_lock_refreshed_from_another_shell_is_warned_about() {
+    let env = Env::new();
+    env.write("G", "x");
+    env.agent("claude").args(["lock", "G"]).ok();
+    assert!(env.read("G.lock.claude").contains("\norigin: "));
+    let same = env.agent("claude").args(["lock", "G", "--no-wait"]).ok();
+    same.stdout_has("Lock refreshed: G");
+    assert!(!same.stderr.contains("another session"), "{}", same.stderr);
+    // Another terminal: a new POSIX session (`setsid`), as a second shell window is.
+    if std::process::Command::new("setsid")
+        .arg("true")
+        .status()
+        .is_ok_and(|s| s.success())
+    {
+        let out = env
+            .agent("claude")
+            .args(["lock", "G", "--no-wait"])
+            .command();
+        let mut other = std::process::Command::new("setsid");
+        other.arg("-w").arg(out.get_program()).args(out.get_args());
+        for (k, v) in out.get_envs() {
+            match v {
+                Some(v) => other.env(k, v),
+                None => other.env_remove(k),
+            };
+        }
+        let got = other.current_dir(env.root()).output().unwrap();
+        assert_eq!(got.status.code(), Some(0));
+        let stderr = String::from_utf8_lossy(&got.stderr);
+        assert!(
+            stderr.contains("warning: claude already holds `G` from another session"),
+            "{stderr}"
+        );
+    } else {
+        eprintln!("skipped the setsid half: no `setsid` on this machine");
+    }
+    // Another coord session (COORD_SESSION) is another origin too.
+    env.agent("claude")
+        .env("COORD_SESSION", "s-other")
+        .args(["lock", "G", "--no-wait"])
+        .ok()
+        .stdout_has("Lock refreshed: G")
+        .stderr_has("claude already holds `G` from another session");
+}
+
+/// A busy lock names both what the holder works on and why it locked; an empty `COORD_AGENT`
+/// is no agent at all.
+#[test]
+fn a_busy_lock_shows_task_and_reason_and_an_empty_agent_is_missing() {
+    let env = Env::new();
+    env.agent("gemini").args(["presence", ".", "Task_456"]).ok();
+    env.agent("gemini")
+        .args(["lock", "a.md", "--reason", "fixing typos"])
+        .ok();
+    env.agent("claude")
+        .args(["lock", "a.md", "--no-wait"])
+        .code(3)
+        .stderr_has("held by gemini since")
+        .stderr_has("(working on Task_456; reason: fixing typos)");
+    env.agent("claude")
+        .args(["lock", "a.md", "--wait", "100ms"])
+        .code(3)
+        .stderr_has("(working on Task_456; reason: fixing typos)");
+    env.cmd()
+        .env("COORD_AGENT", "")
+        .args(["lock", "b.md"])
+        .code(2)
+        .stderr_has("error: no agent given")
+        .stderr_has("COORD_AGENT=NAME");
+    assert!(!env.exists("b.md.lock."));
+}
+
+/// An agent that released its locks, or finished, is not shown working on a file any more.
+#[test]
+fn free_and_finished_agents_drop_their_current_file() {
+    let env = Env::new();
+    env.agent("claude").args(["lock", "a.md"]).ok();
+    assert!(
+        env.read(".claude_presence")
+            .contains("current_file: a.md\n")
+    );
+    env.agent("claude").args(["unlock"]).ok();
+    let p = env.read(".claude_presence");
+    assert!(
+        p.contains("lock_status: FREE\n") && p.contains("current_file: -\n"),
+        "{p}"
+    );
+    // A file named on purpose stays, until the agent finishes.
+    env.agent("claude")
+        .args(["presence", "--file", "b.md"])
+        .ok();
+    assert!(
+        env.read(".claude_presence")
+            .contains("current_file: b.md\n")
+    );
+    env.agent("claude").args(["presence", "."]).ok();
+    assert!(
+        env.read(".claude_presence")
+            .contains("current_file: b.md\n")
+    );
+    env.agent("claude")
+        .args(["presence", "--status", "finished"])
+        .ok();
+    let p = env.read(".claude_presence");
+    assert!(
+        p.contains("status: FINISHED\n") && p.contains("current_file: -\n"),
+        "{p}"
+    );
+}
+
+/// `coord who FILE` answers who holds one file, in text and in JSON.
+#[test]
+fn who_says_who_holds_a_file() {
+    let env = Env::new();
+    env.agent("gemini").args(["presence", ".", "Task_456"]).ok();
+    env.agent("gemini")
+        .args(["lock", "a.md", "--reason", "typos"])
+        .ok();
+    let out = env.cmd().args(["who", "a.md", "b.md"]).ok();
+    out.stdout_has("a.md: held by gemini since ")
+        .stdout_has("(working on Task_456; reason: typos) [LIVE]")
+        .stdout_has("b.md: not locked");
+    let doc: serde_json::Value = env
+        .cmd()
+        .args(["who", "a.md", "b.md", "--json"])
+        .ok()
+        .json();
+    let files = doc["files"].as_array().unwrap();
+    assert_eq!(files[0]["file"], "a.md");
+    assert_eq!(files[0]["locks"][0]["agent"], "gemini");
+    assert_eq!(files[0]["locks"][0]["state"], "LIVE");
+    assert_eq!(files[0]["locks"][0]["working_on"], "Task_456");
+    assert_eq!(files[0]["locks"][0]["reason"], "typos");
+    assert_eq!(files[1]["locks"].as_array().unwrap().len(), 0);
+    env.cmd().args(["who", "../x"]).code(2);
+}
+
+/// `status` fits the terminal's width, and colour follows `--color`, `NO_COLOR` and
+/// `CLICOLOR_FORCE`.
+#[test]
+fn status_fits_the_width_and_colour_is_chosen() {
+    let env = Env::new();
+    env.agent("claude")
+        .args([
+            "presence",
+            ".",
+            "a task with a very long description that would never fit in forty columns",
+        ])
+        .ok();
+    env.agent("claude").args(["lock", "a.md"]).ok();
+    let wide = env.cmd().args(["status"]).ok().stdout;
+    assert!(wide.contains("never fit in forty columns"), "{wide}");
+    let narrow = env.cmd().env("COLUMNS", "50").args(["status"]).ok().stdout;
+    for line in narrow.lines().filter(|l| l.starts_with("  ")) {
+        assert!(
+            line.chars().count() <= 50,
+            "{line:?} is wider than 50\n{narrow}"
+        );
+    }
+    assert!(narrow.contains('…'), "{narrow}");
+    let esc = |out: &str| out.contains('\u{1b}');
+    assert!(esc(&env
+        .cmd()
+        .args(["--color", "always", "status"])
+        .ok()
+        .stdout));
+    assert!(!esc(&env
+        .cmd()
+        .args(["status", "--color", "never"])
+        .ok()
+        .stdout));
+    assert!(!esc(&env.cmd().args(["status"]).ok().stdout), "NO_COLOR=1");
+    let forced = env
+        .cmd()
+        .env_remove("NO_COLOR")
+        .env("CLICOLOR_FORCE", "1")
+        .args(["status"])
+        .ok()
+        .stdout;
+    assert!(esc(&forced));
+    let piped = env
+        .cmd()
+        .env_remove("NO_COLOR")
+        .args(["status"])
+        .ok()
+        .stdout;
+    assert!(!esc(&piped), "auto: no colour into a pipe");
+    env.cmd().args(["--color", "sometimes", "status"]).code(2);
 }

@@ -70,7 +70,8 @@ pub struct Blocker {
     pub holder: String,
     /// When the holder locked it (`HH:MM`), empty for a queue.
     pub since: String,
-    /// What the holder works on.
+    /// What the holder works on (its task, then `; reason: ` and the lock's reason; see
+    /// [`working_text`]).
     pub working_on: Option<String>,
     /// How many earlier waiters stand in line (only when the lock itself is free).
     pub queued_ahead: usize,
@@ -89,6 +90,10 @@ pub struct Acquired {
     pub token: String,
     /// Whether this refreshed a lock already held.
     pub refreshed: bool,
+    /// When a refreshed lock had been taken from another origin (another shell or session
+    /// using the same agent name): that origin. One name in two shells excludes nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_from: Option<String>,
     /// Holders of stale locks taken over, with why they were stale.
     pub took_over: Vec<TakeOver>,
     /// The backup written, relative to the root.
@@ -343,18 +348,30 @@ pub fn format_since(ts: Option<&Timestamp>, now: &Timestamp) -> String {
 }
 
 fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker {
-    let working_on = e.reason().map(str::to_string).or_else(|| {
-        presence::read(root, &e.agent)
-            .ok()
-            .flatten()
-            .and_then(|p| p.field("working_on").map(str::to_string))
-    });
+    let task = presence::read(root, &e.agent)
+        .ok()
+        .flatten()
+        .and_then(|p| p.field("working_on").map(str::to_string));
+    let working_on = working_text(task.as_deref(), e.reason());
     Blocker {
         file: e.file.clone(),
         holder: e.holder().to_string(),
         since: format_since(e.since.as_ref(), now),
         working_on,
         queued_ahead: 0,
+    }
+}
+
+/// What a holder works on, as shown after "held by X since T": its presence's task, and the
+/// lock's `--reason` after `; reason: ` (the reason alone when there is no task).
+pub fn working_text(task: Option<&str>, reason: Option<&str>) -> Option<String> {
+    let task = task.filter(|t| !t.trim().is_empty());
+    let reason = reason.filter(|r| !r.trim().is_empty());
+    match (task, reason) {
+        (Some(t), Some(r)) => Some(format!("{t}; reason: {r}")),
+        (Some(t), None) => Some(t.to_string()),
+        (None, Some(r)) => Some(r.to_string()),
+        (None, None) => None,
     }
 }
 
@@ -485,6 +502,11 @@ fn publish(
             .unwrap_or_else(|| format!("{:016x}", host::random_u64()));
         let text = render_record(req, &target.rel, &locked_at, &token);
         let path = layout::lock_file(&target.abs, req.agent.id());
+        let held_from = mine.as_ref().and_then(|m| {
+            let theirs = m.field("origin")?;
+            let same_host = m.field("host").is_none_or(|h| h == host::hostname());
+            (theirs != host::origin() || !same_host).then(|| theirs.to_string())
+        });
         let refreshed = if mine.is_some() {
             fsutil::replace(&path, text.as_bytes())?;
             true
@@ -508,6 +530,7 @@ fn publish(
             locked_at: locked_at.clone(),
             token,
             refreshed,
+            held_from: held_from.filter(|_| refreshed),
             took_over,
             backup: None,
         });
@@ -556,6 +579,7 @@ fn render_record(req: &LockRequest, rel: &str, locked_at: &str, token: &str) -> 
     rec.set("token", token);
     rec.set("ttl", clock::format_duration(req.ttl));
     rec.set("host", host::hostname());
+    rec.set("origin", host::origin());
     if let Some(owner) = &req.owner {
         rec.set("pid", owner.pid.to_string());
         if let Some(s) = &owner.session {

@@ -43,6 +43,7 @@ mod release;
 
 pub use acquire::{
     Acquired, Acquisition, Blocker, LockEvent, LockRequest, Owner, TakeOver, acquire, format_since,
+    working_text,
 };
 pub use release::{
     Fence, Release, ReleaseOutcome, holds, holds_fence, own_fence, own_token, release,

@@ -1,0 +1,277 @@
+//! `coord mcp`: a Model Context Protocol server on stdin/stdout, as one agent.
+//!
+//! The loop is synchronous: read a line, answer it, write the answer, flush. The protocol itself
+//! ([`coord::mcp`]) is a plain state machine on `serde_json`; the tools ([`tools`]) call the
+//! same library functions as the CLI commands. There is no async runtime: the official `rmcp`
+//! crate would bring tokio and about seventy crates into a CLI whose other commands start and
+//! finish in a millisecond, and one request at a time is all a stdio client sends that matters
+//! here (a lock wait blocks its own call, as `coord lock --wait` does).
+//!
+//! Like `coord session`, the server clocks in (a stamp-card row recording this process),
+//! heartbeats the agent every 30 s from a thread of its own (`COORD_HEARTBEAT_INTERVAL`
+//! overrides), records this process in every lock it takes (so they are STALE the moment it is
+//! killed), and at end of input, SIGTERM, SIGINT or SIGHUP releases those locks and clocks out.
+//! stdout carries protocol messages only; everything else goes to stderr.
+
+mod tools;
+
+use std::io::{BufRead, Write};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use anyhow::Context as _;
+use clap::Args;
+use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
+use signal_hook::iterator::Signals;
+
+use coord::mcp::{Server, ServerInfo, jsonrpc};
+use coord::v3::session;
+use coord::v3::stamp::{self, Partner, Scope, StartupRequest};
+use coord::workspace::{AgentId, Workspace};
+use coord::{ExitCode, host};
+
+use super::startup::release_lines;
+use super::{Ctx, output};
+
+/// The longest line the server reads; a longer one is answered with -32700 and skipped.
+const MAX_LINE: u64 = 32 * 1024 * 1024;
+
+/// Serve coord's tools to an MCP client over stdio (JSON-RPC, one message per line)
+///
+/// The agent is --agent/COORD_AGENT, else `mcp-` and 6 random letters and digits. The server
+/// heartbeats the agent while it runs; locks taken through it record this process, so they are
+/// STALE the moment it dies, and are released at end of input or on SIGTERM/SIGINT.
+///
+///   coord -a claude -C /path/to/shared mcp      # what a client starts
+///   claude mcp add coord -- coord -C /path/to/shared mcp
+///   codex:  [mcp_servers.coord] command = "coord", args = ["mcp"]
+///   gemini: "mcpServers": {"coord": {"command": "coord", "args": ["mcp"]}}
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct McpArgs {
+    /// What this agent works on (its presence's `working_on`)
+    #[arg(long, value_name = "T")]
+    task: Option<String>,
+}
+
+/// Releases the session's locks and clocks out, once, whichever of end of input or a signal
+/// comes first; the other waits for it to finish.
+struct Closer {
+    ws: Workspace,
+    agent: AgentId,
+    session_id: String,
+    done: Mutex<bool>,
+    quiet: bool,
+}
+
+impl Closer {
+    fn close(&self, why: &str) {
+        let mut done = match self.done.lock() {
+            Ok(d) => d,
+            Err(poisoned) => poisoned.into_inner(),
+        };
+        if *done {
+            return;
+        }
+        *done = true;
+        match stamp::shutdown(&self.ws, &self.agent, Scope::Session(&self.session_id)) {
+            Ok(closed) if !self.quiet => {
+                for line in release_lines(&closed.released) {
+                    output::diag(&line);
+                }
+                output::diag(&format!(
+                    "coord mcp: {why}; clocked out {} (session {})",
+                    self.agent.id(),
+                    self.session_id
+                ));
+            }
+            Ok(_) => {}
+            Err(e) => output::diag(&format!("warning: cannot clock out: {e}")),
+        }
+    }
+}
+
+pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let ws = ctx.workspace(None)?;
+    let agent = match ctx.agent_opt()? {
+        Some(a) => a,
+        None => AgentId::parse(&random_name())?,
+    };
+    let interval = session::heartbeat_interval()?;
+    // Listen before clocking in, so a signal that arrives meanwhile is not lost.
+    let mut signals =
+        Signals::new([SIGTERM, SIGINT, SIGHUP]).context("cannot install the signal handlers")?;
+    let started = stamp::startup(
+        &ws,
+        &StartupRequest {
+            partner: Partner::Named(agent.clone()),
+            task: args.task,
+            pid: Some(host::pid()),
+        },
+    )?;
+    let session_id = started.row.session_id.clone();
+    if !ctx.quiet {
+        output::diag(&format!(
+            "coord mcp: serving as agent {} in {} (session {})",
+            agent.id(),
+            ws.root().display(),
+            session_id
+        ));
+    }
+    let closer = Arc::new(Closer {
+        ws: ws.clone(),
+        agent: agent.clone(),
+        session_id: session_id.clone(),
+        done: Mutex::new(false),
+        quiet: ctx.quiet,
+    });
+
+    let signal_closer = Arc::clone(&closer);
+    let signal_handle = signals.handle();
+    let signal_thread = std::thread::spawn(move || {
+        if let Some(sig) = signals.forever().next() {
+            let name = match sig {
+                SIGTERM => "SIGTERM",
+                SIGINT => "SIGINT",
+                _ => "SIGHUP",
+            };
+            signal_closer.close(&format!("{name} received"));
+            std::process::exit(0);
+        }
+    });
+
+    let (stop_beat, beats) = mpsc::channel::<()>();
+    let beat_ws = ws.clone();
+    let beat_agent = agent.clone();
+    let beat_session = session_id.clone();
+    let beat_thread = std::thread::spawn(move || {
+        heartbeat(&beat_ws, &beat_agent, &beat_session, interval, &beats)
+    });
+
+    let instructions = instructions(&agent, &ws);
+    let mut server = Server::new(
+        tools::Host::new(ws.clone(), agent.clone(), session_id),
+        ServerInfo {
+            name: "coord".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            instructions,
+        },
+    );
+    let why = serve(&mut server);
+
+    closer.close(why);
+    let _ = stop_beat.send(());
+    let _ = beat_thread.join();
+    signal_handle.close();
+    let _ = signal_thread.join();
+    Ok(ExitCode::Success)
+}
+
+/// Answer lines until end of input (or until the client stops reading); says why it stopped.
+fn serve(server: &mut Server<tools::Host>) -> &'static str {
+    let stdin = std::io::stdin();
+    let mut input = stdin.lock();
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        let read = std::io::Read::take(&mut input, MAX_LINE + 1).read_until(b'\n', &mut line);
+        match read {
+            Ok(0) => return "end of input",
+            Ok(_) => {}
+            Err(e) => {
+                output::diag(&format!("warning: cannot read stdin: {e}"));
+                return "stdin failed";
+            }
+        }
+        let response = if line.len() as u64 > MAX_LINE && line.last() != Some(&b'\n') {
+            if skip_rest_of_line(&mut input).is_err() {
+                return "stdin failed";
+            }
+            Some(jsonrpc::error(
+                &serde_json::Value::Null,
+                jsonrpc::PARSE_ERROR,
+                &format!("the line is longer than {MAX_LINE} bytes"),
+                None,
+            ))
+        } else {
+            while matches!(line.last(), Some(b'\n' | b'\r')) {
+                line.pop();
+            }
+            server.handle_line(&line)
+        };
+        if let Some(response) = response
+            && send(&response).is_err()
+        {
+            return "stdout closed";
+        }
+    }
+}
+
+fn skip_rest_of_line(input: &mut impl BufRead) -> std::io::Result<()> {
+    loop {
+        let buf = input.fill_buf()?;
+        if buf.is_empty() {
+            return Ok(());
+        }
+        if let Some(i) = buf.iter().position(|b| *b == b'\n') {
+            input.consume(i + 1);
+            return Ok(());
+        }
+        let n = buf.len();
+        input.consume(n);
+    }
+}
+
+/// One response, one line, flushed at once.
+fn send(response: &serde_json::Value) -> std::io::Result<()> {
+    let mut text = serde_json::to_string(response).map_err(std::io::Error::other)?;
+    text.push('\n');
+    let mut out = std::io::stdout().lock();
+    out.write_all(text.as_bytes())?;
+    out.flush()
+}
+
+fn heartbeat(
+    ws: &Workspace,
+    agent: &AgentId,
+    session_id: &str,
+    interval: Duration,
+    stop: &mpsc::Receiver<()>,
+) {
+    while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(interval) {
+        if let Err(e) = stamp::heartbeat(ws, agent, session_id) {
+            output::diag(&format!("warning: heartbeat failed: {e}"));
+        }
+    }
+}
+
+/// `mcp-` and 6 random lowercase letters and digits.
+fn random_name() -> String {
+    const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
+    let mut n = host::random_u64();
+    let mut name = String::from("mcp-");
+    for _ in 0..6 {
+        name.push(char::from(ALPHABET[(n % 36) as usize]));
+        n /= 36;
+    }
+    name
+}
+
+/// What the client tells the model: who it is here and how the protocol goes, in a few lines.
+fn instructions(agent: &AgentId, ws: &Workspace) -> String {
+    format!(
+        "coord coordinates several agents editing one shared folder ({root}) through plain files. \
+You are agent `{id}` here; other agents see what you do at once, and you see them.\n\
+- Before editing a shared file, call `lock` with its path (relative to the folder). If another agent \
+holds it, the result is an error naming them: wait (`wait_s`), do something else, or `msg_send` them. \
+Call `unlock` as soon as your edit is done.\n\
+- Call `status` to see who works on what and which files are locked; `msg_list` for messages to you \
+(`msg_read` marks one read).\n\
+- In a turn-based dialogue, speak with `dialogue_say` only when `dialogue_turn` says it is your turn; \
+in a review, `review_next` says who acts next.\n\
+- Your locks are released when this server ends, and count as STALE at once if it dies.",
+        root = ws.root().display(),
+        id = agent.id(),
+    )
+}

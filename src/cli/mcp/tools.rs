@@ -1,0 +1,261 @@
+//! The tools of `coord mcp`, each a thin door onto the library call of the CLI command of the
+//! same name: the text is what that command prints, `structuredContent` what it prints with
+//! `--json`, and a refusal is its `error:` line (and `hint:`).
+
+use std::io::Cursor;
+use std::path::Path;
+
+use serde::Serialize;
+use serde_json::{Map, Value};
+
+use coord::clock::Wait;
+use coord::dialogue::Dialogue;
+use coord::dialogue::files::Marker;
+use coord::dialogue::say::{self, DEFAULT_LOCK_WAIT, SayRequest};
+use coord::edit::write;
+use coord::mcp::tools::{Args, ToolSpec};
+use coord::mcp::{ToolHost, ToolOutcome};
+use coord::review::rules::Reviews;
+use coord::status;
+use coord::v3::lock::{self, DEFAULT_TTL, LockRequest, Owner};
+use coord::v3::message::{self, Recipient};
+use coord::v3::note::{self, NoteRequest};
+use coord::v3::presence::Update;
+use coord::workspace::{AgentId, Target, Workspace};
+use coord::{Error, host};
+
+use super::super::{Described, check, dialogue, lock as lock_cmd, msg, note as note_cmd};
+use super::super::{output, presence, review, unlock, write as write_cmd};
+
+/// How long a lock or note call waits for a lock held by another agent when the call does not
+/// say: not at all. A tool call blocks the client while it waits, so the agent is told who
+/// holds the file at once and chooses (`wait_s`, another task, a message).
+const DEFAULT_WAIT: Wait = Wait::For(std::time::Duration::ZERO);
+
+/// Runs the tools as one agent in one workspace, in the server's session.
+pub struct Host {
+    ws: Workspace,
+    agent: AgentId,
+    session: String,
+}
+
+impl Host {
+    /// The tools of `agent` in `ws`, whose locks record this process and `session`.
+    pub fn new(ws: Workspace, agent: AgentId, session: String) -> Host {
+        Host { ws, agent, session }
+    }
+
+    /// Locks taken through the server follow this process: STALE the moment it is gone.
+    fn owner(&self) -> Owner {
+        Owner {
+            pid: host::pid(),
+            session: Some(self.session.clone()),
+        }
+    }
+
+    /// A FILE argument: relative to the workspace root (the server has no "current folder" an
+    /// agent could know), or absolute inside it.
+    fn target(&self, file: &str) -> Result<Target, Error> {
+        self.ws.resolve(self.ws.root(), file)
+    }
+
+    fn targets(&self, files: &[String]) -> Result<Vec<Target>, Error> {
+        files.iter().map(|f| self.target(f)).collect()
+    }
+
+    fn run(&mut self, tool: &'static ToolSpec, args: &Args<'_>) -> anyhow::Result<Done> {
+        match tool.name {
+            "status" => {
+                let st = status::collect(&self.ws);
+                Ok(Done::new(super::super::status::render(&st, false), &st))
+            }
+            "check" => {
+                let checked = check::collect(&self.ws, Some(&self.agent));
+                let mut lines = check::agent_lines(&checked.report.agents);
+                lines.extend(checked.problems.iter().map(|p| format!("warning: {p}")));
+                Ok(Done::new(lines.join("\n"), &checked.report))
+            }
+            "presence" => {
+                let current_file = match args.str("file")? {
+                    Some(f) => Some(self.target(f)?.rel),
+                    None => None,
+                };
+                let update = Update {
+                    working_on: args.str("task")?.map(str::to_string),
+                    current_file,
+                    ..Default::default()
+                };
+                let view = presence::refresh(&self.ws, &self.agent, &update, Some(&self.session))?;
+                Ok(Done::new(presence::updated_line(&view), &view))
+            }
+            "lock" => self.lock(args),
+            "unlock" => {
+                let targets = match args.strings("files")? {
+                    Some(files) => Some(self.targets(&files)?),
+                    None => None,
+                };
+                let results = lock::release(&self.ws, &self.agent, targets.as_deref(), false)?;
+                if let Some(err) = unlock::refusal(&results, &self.agent) {
+                    return Err(err.into());
+                }
+                Ok(Done::new(
+                    unlock::release_lines(&results).join("\n"),
+                    &unlock::UnlockReport { results: &results },
+                ))
+            }
+            "write" => {
+                let target = self.target(args.req_str("file")?)?;
+                let content = args.req_str("content")?;
+                let written = write::write(
+                    &self.ws,
+                    &self.agent,
+                    &target,
+                    &mut Cursor::new(content.as_bytes()),
+                    Path::new("the tool call"),
+                )?;
+                Ok(Done::new(write_cmd::written_line(&written), &written))
+            }
+            "note" => {
+                let req = NoteRequest {
+                    agent: self.agent.clone(),
+                    target: self.target(args.req_str("file")?)?,
+                    text: args.req_str("text")?.to_string(),
+                    wait: args.wait("wait_s", DEFAULT_WAIT)?,
+                };
+                let noted = note::note(&self.ws, &req, &mut |_| {})?;
+                Ok(Done::new(note_cmd::noted_line(&noted), &noted))
+            }
+            "msg_send" => {
+                let to = Recipient::parse(args.req_str("to")?)?;
+                let sent = message::send(&self.ws, &self.agent, &to, args.req_str("text")?)?;
+                Ok(Done::new(
+                    format!("Sent to {}: {}", sent.to, sent.id),
+                    &msg::SentJson {
+                        id: &sent.id,
+                        to: &sent.to,
+                        time: &sent.time,
+                    },
+                ))
+            }
+            "msg_list" => {
+                let only_unread = args.bool("unread_only")?.unwrap_or(false);
+                let inbox = message::inbox(&self.ws, &self.agent);
+                let listed = msg::list_json(&inbox, only_unread);
+                Ok(Done::new(
+                    msg::list_text(&listed.messages, only_unread, false),
+                    &listed,
+                ))
+            }
+            "msg_read" => {
+                let entry = message::read(&self.ws, &self.agent, args.req_str("id")?)?;
+                Ok(Done::new(msg::read_text(&entry), &entry))
+            }
+            "dialogue_turn" => {
+                let view = Dialogue::default_in(&self.ws)?.snapshot()?.view();
+                Ok(Done::new(dialogue::render_view(&view), &view))
+            }
+            "dialogue_say" => {
+                let markers = args
+                    .strings("markers")?
+                    .unwrap_or_default()
+                    .iter()
+                    .map(|m| Marker::parse(m))
+                    .collect::<Result<Vec<_>, _>>()?;
+                let req = SayRequest {
+                    speaker: args.req_str("as")?.to_string(),
+                    text: args.req_str("text")?.to_string(),
+                    markers,
+                    to: None,
+                    lock_wait: DEFAULT_LOCK_WAIT,
+                };
+                let d = Dialogue::default_in(&self.ws)?;
+                let outcome = say::say(&d, &req)?;
+                let mut lines: Vec<String> = outcome
+                    .warnings
+                    .iter()
+                    .map(|w| format!("warning: {w}"))
+                    .collect();
+                if let Some(r) = &outcome.repaired {
+                    lines.push(format!("note: {r}"));
+                }
+                lines.push(dialogue::said_line(&outcome));
+                Ok(Done::new(lines.join("\n"), &outcome))
+            }
+            "review_next" => {
+                let topic = args.req_str("topic")?;
+                let reviews = Reviews::default_for(&self.ws).acting_as(Some(self.agent.clone()));
+                let n = reviews.next(topic)?;
+                Ok(Done::new(review::next_text(&n, topic), &n))
+            }
+            other => Err(Error::Failed {
+                message: format!("tool `{other}` has no implementation"),
+            }
+            .into()),
+        }
+    }
+
+    fn lock(&mut self, args: &Args<'_>) -> anyhow::Result<Done> {
+        let files = args.strings("files")?.unwrap_or_default();
+        let targets = self.targets(&files)?;
+        let wait = args.wait("wait_s", DEFAULT_WAIT)?;
+        let ttl = args.duration("ttl_s")?.unwrap_or(DEFAULT_TTL);
+        if ttl.is_zero() {
+            return Err(Error::BadDuration {
+                text: "0".into(),
+                why: "a lock needs a TTL above zero".into(),
+            }
+            .into());
+        }
+        let req = LockRequest {
+            agent: self.agent.clone(),
+            targets,
+            wait,
+            ttl,
+            backup: true,
+            reason: args.str("reason")?.map(str::to_string),
+            owner: Some(self.owner()),
+        };
+        let got = lock::acquire(&self.ws, &req, &mut |_| {})?;
+        let mut lines = output::took_over_lines(&got.acquired);
+        lines.extend(lock_cmd::acquired_lines(&got));
+        Ok(Done::new(lines.join("\n"), &got))
+    }
+}
+
+/// A tool's success: its text and its `--json` object.
+struct Done {
+    text: String,
+    structured: Option<Value>,
+}
+
+impl Done {
+    fn new(text: String, json: &impl Serialize) -> Done {
+        Done {
+            text,
+            structured: output::json_value(json),
+        }
+    }
+}
+
+impl ToolHost for Host {
+    fn call(&mut self, tool: &'static ToolSpec, args: &Map<String, Value>) -> ToolOutcome {
+        let result = Args::new(tool, args)
+            .map_err(anyhow::Error::from)
+            .and_then(|args| self.run(tool, &args));
+        match result {
+            Ok(done) => ToolOutcome {
+                text: done.text,
+                structured: done.structured,
+                is_error: false,
+            },
+            Err(err) => {
+                let d = Described::of(&err);
+                ToolOutcome {
+                    text: output::error_text(&d.message, d.hint.as_deref()),
+                    structured: output::json_value(&d.json()),
+                    is_error: true,
+                }
+            }
+        }
+    }
+}

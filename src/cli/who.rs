@@ -1,0 +1,67 @@
+//! `coord who FILE...`: who holds these files, in one line each.
+
+use clap::Args;
+
+use coord::ExitCode;
+use coord::status::{self, FileHolders};
+use coord::v3::lock::LockState;
+
+use super::{Ctx, output};
+
+/// Say who holds each FILE's lock (holder, since when, working on what, LIVE or STALE)
+///
+/// Exit 0 whether or not the files are locked; `--json` gives the locks as `status --json`
+/// shows them, plus the holder's task.
+///
+///   coord who SHARED.txt
+///   coord who src/lib.rs src/main.rs --json
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct WhoArgs {
+    /// Files to ask about (relative to the current directory, inside the workspace)
+    #[arg(required = true, value_name = "FILE")]
+    files: Vec<String>,
+}
+
+#[derive(serde::Serialize)]
+struct WhoJson<'a> {
+    files: &'a [FileHolders],
+}
+
+pub fn run(args: WhoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let ws = ctx.workspace(None)?;
+    let targets = ctx.targets(&ws, &args.files)?;
+    let files = status::who(&ws, &targets);
+    if ctx.json {
+        output::json(&WhoJson { files: &files });
+        return Ok(ExitCode::Success);
+    }
+    if ctx.quiet {
+        return Ok(ExitCode::Success);
+    }
+    for f in &files {
+        if f.locks.is_empty() {
+            output::line(&format!("{}: not locked", f.file));
+        }
+        for h in &f.locks {
+            let l = &h.lock;
+            let since = l.locked_at.as_deref().unwrap_or("?");
+            let working =
+                coord::v3::lock::working_text(h.working_on.as_deref(), l.reason.as_deref())
+                    .map(|w| format!(" (working on {})", output::clean(&w)))
+                    .unwrap_or_default();
+            let process = l.pid.map(|p| format!(", process {p}")).unwrap_or_default();
+            output::line(&format!(
+                "{}: held by {} since {since}{working} [{}{process}]",
+                f.file,
+                output::clean(&l.name),
+                match l.state {
+                    LockState::Live => "LIVE",
+                    LockState::Stale => "STALE",
+                    LockState::Conflict => "CONFLICT",
+                }
+            ));
+        }
+    }
+    Ok(ExitCode::Success)
+}

@@ -1,0 +1,260 @@
+//! JSON-RPC 2.0 framing for the MCP server: one message per line in, one response per line out.
+//!
+//! [`classify`] turns a line into what the server must do with it — answer a request, stay
+//! silent for a notification or a client's response, or answer with the error the line deserves
+//! (`-32700` for text that is not JSON, `-32600` for JSON that is not a request). It never
+//! panics on any input, however hostile.
+
+use serde_json::{Map, Value, json};
+
+/// The line is not JSON.
+pub const PARSE_ERROR: i64 = -32700;
+/// The JSON is not a valid request object.
+pub const INVALID_REQUEST: i64 = -32600;
+/// No such method.
+pub const METHOD_NOT_FOUND: i64 = -32601;
+/// Invalid parameters (also: unknown tool).
+pub const INVALID_PARAMS: i64 = -32602;
+/// An error inside the server.
+pub const INTERNAL_ERROR: i64 = -32603;
+/// The request names a protocol version the server does not speak (2026-07-28 revision).
+pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
+
+/// A request: it has an id and expects exactly one response.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Request {
+    /// The id, echoed in the response (a string or a number).
+    pub id: Value,
+    /// The method.
+    pub method: String,
+    /// The params object (empty when absent).
+    pub params: Map<String, Value>,
+}
+
+/// What one input line is.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Incoming {
+    /// A request to answer.
+    Request(Request),
+    /// A notification (no id): never answered.
+    Notification {
+        /// The method.
+        method: String,
+    },
+    /// A response from the client (this server sends no requests, so it is ignored), or a
+    /// blank line.
+    Ignored,
+    /// A line that gets an error response: `id` is the request's id when it could be read,
+    /// else `null`.
+    Invalid {
+        /// The id to answer with.
+        id: Value,
+        /// The JSON-RPC error code.
+        code: i64,
+        /// What is wrong with the line.
+        message: String,
+    },
+}
+
+/// Classify one line of input (without its line break).
+pub fn classify(line: &[u8]) -> Incoming {
+    let text = match std::str::from_utf8(line) {
+        Ok(t) => t,
+        Err(e) => {
+            return invalid(
+                Value::Null,
+                PARSE_ERROR,
+                format!("the line is not UTF-8 (byte {})", e.valid_up_to()),
+            );
+        }
+    };
+    if text.trim().is_empty() {
+        return Incoming::Ignored;
+    }
+    let value: Value = match serde_json::from_str(text) {
+        Ok(v) => v,
+        Err(e) => {
+            return invalid(
+                Value::Null,
+                PARSE_ERROR,
+                format!("the line is not JSON: {e}"),
+            );
+        }
+    };
+    let mut obj = match value {
+        Value::Object(o) => o,
+        Value::Array(_) => {
+            return invalid(
+                Value::Null,
+                INVALID_REQUEST,
+                "batches are not supported: send one JSON-RPC object per line".into(),
+            );
+        }
+        other => {
+            return invalid(
+                Value::Null,
+                INVALID_REQUEST,
+                format!("expected a JSON-RPC object, got {}", kind(&other)),
+            );
+        }
+    };
+    let id = obj.remove("id");
+    let id_ok = matches!(&id, None | Some(Value::String(_)) | Some(Value::Number(_)));
+    let answer_id = match &id {
+        Some(v @ (Value::String(_) | Value::Number(_))) => v.clone(),
+        _ => Value::Null,
+    };
+    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
+        return invalid(
+            answer_id,
+            INVALID_REQUEST,
+            "`jsonrpc` must be \"2.0\"".into(),
+        );
+    }
+    let method = match obj.remove("method") {
+        Some(Value::String(m)) => m,
+        Some(other) => {
+            return invalid(
+                answer_id,
+                INVALID_REQUEST,
+                format!("`method` must be a string, got {}", kind(&other)),
+            );
+        }
+        None if obj.contains_key("result") || obj.contains_key("error") => {
+            return Incoming::Ignored;
+        }
+        None => return invalid(answer_id, INVALID_REQUEST, "`method` is missing".into()),
+    };
+    if !id_ok {
+        let got = id.as_ref().map(kind).unwrap_or("nothing");
+        return invalid(
+            Value::Null,
+            INVALID_REQUEST,
+            format!("`id` must be a string or a number, got {got}"),
+        );
+    }
+    let params = match obj.remove("params") {
+        None | Some(Value::Null) => Map::new(),
+        Some(Value::Object(p)) => p,
+        Some(other) => {
+            if id.is_none() {
+                return Incoming::Notification { method };
+            }
+            return invalid(
+                answer_id,
+                INVALID_PARAMS,
+                format!("`params` must be an object, got {}", kind(&other)),
+            );
+        }
+    };
+    match id {
+        None => Incoming::Notification { method },
+        Some(id) => Incoming::Request(Request { id, method, params }),
+    }
+}
+
+fn invalid(id: Value, code: i64, message: String) -> Incoming {
+    Incoming::Invalid { id, code, message }
+}
+
+/// The JSON type of a value, for messages.
+pub fn kind(v: &Value) -> &'static str {
+    match v {
+        Value::Null => "null",
+        Value::Bool(_) => "a boolean",
+        Value::Number(_) => "a number",
+        Value::String(_) => "a string",
+        Value::Array(_) => "an array",
+        Value::Object(_) => "an object",
+    }
+}
+
+/// A success response.
+pub fn result(id: &Value, result: Value) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "result": result})
+}
+
+/// An error response.
+pub fn error(id: &Value, code: i64, message: &str, data: Option<Value>) -> Value {
+    let mut err = json!({"code": code, "message": message});
+    if let (Some(data), Some(obj)) = (data, err.as_object_mut()) {
+        obj.insert("data".into(), data);
+    }
+    json!({"jsonrpc": "2.0", "id": id, "error": err})
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code_of(line: &str) -> Option<i64> {
+        match classify(line.as_bytes()) {
+            Incoming::Invalid { code, .. } => Some(code),
+            _ => None,
+        }
+    }
+
+    #[test]
+    fn requests_notifications_and_responses() {
+        assert!(matches!(
+            classify(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+            Incoming::Request(Request { method, .. }) if method == "ping"
+        ));
+        assert!(matches!(
+            classify(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
+            Incoming::Notification { .. }
+        ));
+        assert_eq!(
+            classify(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
+            Incoming::Ignored
+        );
+        assert_eq!(classify(b"   "), Incoming::Ignored);
+    }
+
+    #[test]
+    fn garbage_gets_the_right_code() {
+        assert_eq!(code_of("{not json"), Some(PARSE_ERROR));
+        assert_eq!(code_of("\u{0}\u{1}"), Some(PARSE_ERROR));
+        assert!(matches!(
+            classify(&[0xff, 0xfe]),
+            Incoming::Invalid {
+                code: PARSE_ERROR,
+                ..
+            }
+        ));
+        assert_eq!(code_of("42"), Some(INVALID_REQUEST));
+        assert_eq!(code_of("[]"), Some(INVALID_REQUEST));
+        assert_eq!(
+            code_of(r#"{"id":1,"method":"ping"}"#),
+            Some(INVALID_REQUEST)
+        );
+        assert_eq!(
+            code_of(r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#),
+            Some(INVALID_REQUEST)
+        );
+        assert_eq!(
+            code_of(r#"{"jsonrpc":"2.0","id":1,"method":7}"#),
+            Some(INVALID_REQUEST)
+        );
+        assert_eq!(
+            code_of(r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#),
+            Some(INVALID_REQUEST)
+        );
+        assert_eq!(
+            code_of(r#"{"jsonrpc":"2.0","id":1}"#),
+            Some(INVALID_REQUEST)
+        );
+        assert_eq!(
+            code_of(r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":[1]}"#),
+            Some(INVALID_PARAMS)
+        );
+    }
+
+    #[test]
+    fn the_id_is_echoed_when_it_can_be_read() {
+        match classify(br#"{"jsonrpc":"1.0","id":"a","method":"ping"}"#) {
+            Incoming::Invalid { id, .. } => assert_eq!(id, json!("a")),
+            other => panic!("{other:?}"),
+        }
+    }
+}

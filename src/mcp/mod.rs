@@ -1,0 +1,357 @@
+//! The Model Context Protocol server behind `coord mcp`: newline-delimited JSON-RPC 2.0.
+//!
+//! [`Server::handle_line`] takes one input line and returns the one response it deserves, or
+//! nothing (notifications and the client's own responses are never answered). It is a plain
+//! synchronous state machine on `serde_json`: no async runtime, no transport of its own. The
+//! binary reads stdin, writes stdout, and supplies a [`ToolHost`] that runs the tools with the
+//! same library calls as the CLI commands of the same names.
+//!
+//! Both generations of the protocol are answered: the `initialize` handshake (versions
+//! [`VERSIONS`]; the client's when supported, else the newest) and the stateless revision
+//! [`STATELESS_VERSION`], whose requests carry their version in
+//! `params._meta["io.modelcontextprotocol/protocolVersion"]` and which starts with
+//! `server/discover`.
+
+pub mod jsonrpc;
+pub mod tools;
+
+use serde_json::{Map, Value, json};
+
+use self::jsonrpc::{Incoming, Request};
+use self::tools::ToolSpec;
+
+/// The protocol versions of the `initialize` handshake, oldest first.
+pub const VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-11-25"];
+
+/// The stateless revision: no handshake, the version in every request's `_meta`.
+pub const STATELESS_VERSION: &str = "2026-07-28";
+
+/// Where a stateless request carries its protocol version.
+pub const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
+
+/// Where a stateless result names the server.
+pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
+
+/// The version `initialize` answers: the client's when supported, else the newest.
+pub fn negotiate(requested: Option<&str>) -> &'static str {
+    VERSIONS
+        .iter()
+        .find(|v| Some(**v) == requested)
+        .copied()
+        .unwrap_or(VERSIONS[VERSIONS.len() - 1])
+}
+
+/// Every version this server speaks, oldest first.
+pub fn all_versions() -> Vec<&'static str> {
+    let mut all = VERSIONS.to_vec();
+    all.push(STATELESS_VERSION);
+    all
+}
+
+/// What a tool call produced.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolOutcome {
+    /// The text content (for a refusal: the CLI's `error:` line and its `hint:`).
+    pub text: String,
+    /// The object the CLI prints with `--json`, when it has one.
+    pub structured: Option<Value>,
+    /// A refusal or bad arguments.
+    pub is_error: bool,
+}
+
+/// Runs the tools.
+pub trait ToolHost {
+    /// Run `tool` with `args` (an object; unknown tools never reach the host).
+    fn call(&mut self, tool: &'static ToolSpec, args: &Map<String, Value>) -> ToolOutcome;
+}
+
+/// Who the server is.
+#[derive(Debug, Clone)]
+pub struct ServerInfo {
+    /// `serverInfo.name`.
+    pub name: String,
+    /// `serverInfo.version`.
+    pub version: String,
+    /// `instructions`: how to use the tools, naming the agent.
+    pub instructions: String,
+}
+
+/// The protocol state machine.
+#[derive(Debug)]
+pub struct Server<H> {
+    host: H,
+    info: ServerInfo,
+    negotiated: Option<&'static str>,
+}
+
+impl<H: ToolHost> Server<H> {
+    /// A server running tools on `host`.
+    pub fn new(host: H, info: ServerInfo) -> Server<H> {
+        Server {
+            host,
+            info,
+            negotiated: None,
+        }
+    }
+
+    /// The version agreed by `initialize`, if one was.
+    pub fn negotiated(&self) -> Option<&'static str> {
+        self.negotiated
+    }
+
+    /// The tool host.
+    pub fn host(&mut self) -> &mut H {
+        &mut self.host
+    }
+
+    /// Handle one input line; the response to write, if any.
+    pub fn handle_line(&mut self, line: &[u8]) -> Option<Value> {
+        match jsonrpc::classify(line) {
+            Incoming::Request(req) => Some(self.handle(req)),
+            Incoming::Notification { .. } | Incoming::Ignored => None,
+            Incoming::Invalid { id, code, message } => {
+                Some(jsonrpc::error(&id, code, &message, None))
+            }
+        }
+    }
+
+    fn handle(&mut self, req: Request) -> Value {
+        let id = req.id.clone();
+        // A request of the stateless revision names its version; one we do not speak is refused
+        // the way that revision says, listing the ones we do.
+        let stateless = match req.params.get("_meta").and_then(|m| m.get(META_VERSION)) {
+            None => false,
+            Some(Value::String(v)) if v == STATELESS_VERSION => true,
+            Some(Value::String(v)) if VERSIONS.contains(&v.as_str()) => false,
+            Some(v) => {
+                return jsonrpc::error(
+                    &id,
+                    jsonrpc::UNSUPPORTED_PROTOCOL_VERSION,
+                    "unsupported protocol version",
+                    Some(json!({"supported": all_versions(), "requested": v})),
+                );
+            }
+        };
+        let outcome = match req.method.as_str() {
+            "initialize" => Ok(self.initialize(&req.params)),
+            "ping" => Ok(json!({})),
+            "server/discover" => Ok(self.discover()),
+            "tools/list" => Ok(self.list(stateless)),
+            "tools/call" => self.call(&req.params),
+            other => Err((
+                jsonrpc::METHOD_NOT_FOUND,
+                format!(
+                    "method `{other}` not found: coord answers initialize, ping, server/discover, tools/list and tools/call"
+                ),
+            )),
+        };
+        match outcome {
+            Ok(mut result) => {
+                if stateless && let Some(obj) = result.as_object_mut() {
+                    obj.entry("resultType").or_insert_with(|| json!("complete"));
+                    obj.entry("_meta")
+                        .or_insert_with(|| json!({ META_SERVER_INFO: self.server_info() }));
+                }
+                jsonrpc::result(&id, result)
+            }
+            Err((code, message)) => jsonrpc::error(&id, code, &message, None),
+        }
+    }
+
+    fn server_info(&self) -> Value {
+        json!({"name": self.info.name, "title": "coord", "version": self.info.version})
+    }
+
+    fn capabilities() -> Value {
+        json!({"tools": {"listChanged": false}})
+    }
+
+    fn initialize(&mut self, params: &Map<String, Value>) -> Value {
+        let version = negotiate(params.get("protocolVersion").and_then(Value::as_str));
+        self.negotiated = Some(version);
+        json!({
+            "protocolVersion": version,
+            "capabilities": Self::capabilities(),
+            "serverInfo": self.server_info(),
+            "instructions": self.info.instructions,
+        })
+    }
+
+    fn discover(&self) -> Value {
+        json!({
+            "resultType": "complete",
+            "supportedVersions": all_versions(),
+            "capabilities": Self::capabilities(),
+            "instructions": self.info.instructions,
+            "ttlMs": 0,
+            "cacheScope": "private",
+            "_meta": { META_SERVER_INFO: self.server_info() },
+        })
+    }
+
+    fn list(&self, stateless: bool) -> Value {
+        let tools: Vec<Value> = tools::TOOLS.iter().map(ToolSpec::to_json).collect();
+        let mut result = json!({ "tools": tools });
+        if stateless && let Some(obj) = result.as_object_mut() {
+            obj.insert("ttlMs".into(), json!(0));
+            obj.insert("cacheScope".into(), json!("private"));
+        }
+        result
+    }
+
+    fn call(&mut self, params: &Map<String, Value>) -> Result<Value, (i64, String)> {
+        let name = match params.get("name") {
+            Some(Value::String(n)) => n,
+            Some(other) => {
+                return Err((
+                    jsonrpc::INVALID_PARAMS,
+                    format!("`name` must be a string, got {}", jsonrpc::kind(other)),
+                ));
+            }
+            None => {
+                return Err((
+                    jsonrpc::INVALID_PARAMS,
+                    "`name` is missing: say which tool to call".into(),
+                ));
+            }
+        };
+        let Some(tool) = tools::find(name) else {
+            let names: Vec<&str> = tools::TOOLS.iter().map(|t| t.name).collect();
+            return Err((
+                jsonrpc::INVALID_PARAMS,
+                format!("unknown tool `{name}` (tools: {})", names.join(", ")),
+            ));
+        };
+        let empty = Map::new();
+        let outcome = match params.get("arguments") {
+            None | Some(Value::Null) => self.host.call(tool, &empty),
+            Some(Value::Object(args)) => self.host.call(tool, args),
+            Some(other) => ToolOutcome {
+                text: format!(
+                    "error: the arguments of tool `{name}` must be an object, got {}",
+                    jsonrpc::kind(other)
+                ),
+                structured: None,
+                is_error: true,
+            },
+        };
+        Ok(call_result(outcome))
+    }
+}
+
+/// A `tools/call` result: text content, `structuredContent` when the tool has one, `isError`.
+pub fn call_result(outcome: ToolOutcome) -> Value {
+    let mut result = json!({
+        "content": [{"type": "text", "text": outcome.text}],
+        "isError": outcome.is_error,
+    });
+    if let (Some(s @ Value::Object(_)), Some(obj)) = (outcome.structured, result.as_object_mut()) {
+        obj.insert("structuredContent".into(), s);
+    }
+    result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Echo;
+    impl ToolHost for Echo {
+        fn call(&mut self, tool: &'static ToolSpec, args: &Map<String, Value>) -> ToolOutcome {
+            ToolOutcome {
+                text: tool.name.into(),
+                structured: Some(Value::Object(args.clone())),
+                is_error: false,
+            }
+        }
+    }
+
+    fn server() -> Server<Echo> {
+        Server::new(
+            Echo,
+            ServerInfo {
+                name: "coord".into(),
+                version: "0".into(),
+                instructions: "hi".into(),
+            },
+        )
+    }
+
+    fn ask(s: &mut Server<Echo>, v: Value) -> Value {
+        s.handle_line(v.to_string().as_bytes())
+            .unwrap_or(Value::Null)
+    }
+
+    #[test]
+    fn versions_are_negotiated() {
+        assert_eq!(negotiate(Some("2024-11-05")), "2024-11-05");
+        assert_eq!(negotiate(Some("2025-06-18")), "2025-06-18");
+        assert_eq!(negotiate(Some("2099-01-01")), "2025-11-25");
+        assert_eq!(negotiate(None), "2025-11-25");
+        let mut s = server();
+        let r = ask(
+            &mut s,
+            json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}),
+        );
+        assert_eq!(r["result"]["protocolVersion"], "2025-03-26");
+        assert_eq!(r["result"]["instructions"], "hi");
+        assert_eq!(s.negotiated(), Some("2025-03-26"));
+    }
+
+    #[test]
+    fn stateless_requests_are_answered_in_kind() {
+        let mut s = server();
+        let meta = json!({META_VERSION: STATELESS_VERSION, "io.modelcontextprotocol/clientCapabilities": {}});
+        let r = ask(
+            &mut s,
+            json!({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta": meta}}),
+        );
+        assert!(
+            r["result"]["supportedVersions"]
+                .as_array()
+                .unwrap()
+                .contains(&json!(STATELESS_VERSION))
+        );
+        let r = ask(
+            &mut s,
+            json!({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta": meta}}),
+        );
+        assert_eq!(r["result"]["resultType"], "complete");
+        assert_eq!(r["result"]["cacheScope"], "private");
+        let r = ask(
+            &mut s,
+            json!({"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta": {META_VERSION: "2030-01-01"}}}),
+        );
+        assert_eq!(r["error"]["code"], jsonrpc::UNSUPPORTED_PROTOCOL_VERSION);
+        assert_eq!(r["error"]["data"]["requested"], "2030-01-01");
+    }
+
+    #[test]
+    fn errors_have_their_codes() {
+        let mut s = server();
+        let r = ask(&mut s, json!({"jsonrpc":"2.0","id":1,"method":"nope"}));
+        assert_eq!(r["error"]["code"], jsonrpc::METHOD_NOT_FOUND);
+        let r = ask(
+            &mut s,
+            json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"nope"}}),
+        );
+        assert_eq!(r["error"]["code"], jsonrpc::INVALID_PARAMS);
+        let r = ask(
+            &mut s,
+            json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"status","arguments":[1]}}),
+        );
+        assert_eq!(r["result"]["isError"], true);
+        assert_eq!(
+            s.handle_line(br#"{"jsonrpc":"2.0","method":"nope"}"#),
+            None,
+            "a notification is never answered, not even an unknown one"
+        );
+        let r = ask(
+            &mut s,
+            json!({"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"status"}}),
+        );
+        assert_eq!(r["id"], "x");
+        assert_eq!(r["result"]["content"][0]["text"], "status");
+        assert_eq!(r["result"]["structuredContent"], json!({}));
+    }
+}

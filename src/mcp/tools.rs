@@ -1,0 +1,512 @@
+//! The tools `coord mcp` offers: names, descriptions an agent can act on, JSON Schemas of their
+//! arguments, annotations — and [`Args`], which reads a call's arguments against them.
+//!
+//! The names and arguments are the contract's (section 8). Every tool is a thin door onto the
+//! same library call as the CLI command of the same name.
+
+use std::time::Duration;
+
+use serde_json::{Map, Value, json};
+
+use crate::clock::{self, Wait};
+use crate::error::{Error, Result};
+
+/// One tool as `tools/list` shows it.
+#[derive(Debug, Clone)]
+pub struct ToolSpec {
+    /// The name used in `tools/call`.
+    pub name: &'static str,
+    /// A short human title.
+    pub title: &'static str,
+    /// What it does and when to use it.
+    pub description: &'static str,
+    /// The arguments: (name, JSON Schema, required).
+    pub args: &'static [(&'static str, &'static str, bool)],
+    /// It changes nothing on disk.
+    pub read_only: bool,
+    /// It may remove or replace what others wrote.
+    pub destructive: bool,
+    /// Calling it twice with the same arguments does no more than once.
+    pub idempotent: bool,
+}
+
+impl ToolSpec {
+    /// The `tools/list` entry: name, title, description, inputSchema, annotations.
+    pub fn to_json(&self) -> Value {
+        let mut props = Map::new();
+        let mut required = Vec::new();
+        for (name, schema, req) in self.args {
+            let schema: Value = serde_json::from_str(schema).unwrap_or_else(|_| json!({}));
+            props.insert((*name).into(), schema);
+            if *req {
+                required.push(*name);
+            }
+        }
+        json!({
+            "name": self.name,
+            "title": self.title,
+            "description": self.description,
+            "inputSchema": {
+                "type": "object",
+                "properties": props,
+                "required": required,
+                "additionalProperties": false,
+            },
+            "annotations": {
+                "title": self.title,
+                "readOnlyHint": self.read_only,
+                "destructiveHint": self.destructive,
+                "idempotentHint": self.idempotent,
+                "openWorldHint": false,
+            },
+        })
+    }
+
+    /// The names of its arguments.
+    pub fn arg_names(&self) -> Vec<&'static str> {
+        self.args.iter().map(|(n, _, _)| *n).collect()
+    }
+}
+
+const FILES: &str = r#"{"type":"array","items":{"type":"string","minLength":1},"minItems":1,"description":"Paths relative to the workspace root (absolute paths inside it work too)"}"#;
+const WAIT_S: &str = r#"{"type":["number","string"],"description":"How long to wait for a lock held by another agent: seconds (0 = fail at once, the default), or a duration like \"30s\", \"5m\", \"forever\""}"#;
+
+/// Every tool, in the order `tools/list` shows them.
+pub const TOOLS: &[ToolSpec] = &[
+    ToolSpec {
+        name: "status",
+        title: "Workspace status",
+        description: "Show everyone working in this folder: agents and their heartbeat, every lock (LIVE, STALE, CONFLICT) with its holder, handshakes, unread messages per agent, the open dialogue and open reviews. Call it first, and whenever you wonder who is doing what.",
+        args: &[],
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+    },
+    ToolSpec {
+        name: "check",
+        title: "Other agents",
+        description: "List the other agents and their state (ACTIVE, INACTIVE, FINISHED), plus any lock problem (STALE or CONFLICT). Cheaper than status when you only need to know who else is here.",
+        args: &[],
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+    },
+    ToolSpec {
+        name: "presence",
+        title: "Say what you work on",
+        description: "Refresh your presence (heartbeat now) and tell the others what you work on (task) and which file (file). The server already heartbeats for you; call this when your task changes.",
+        args: &[
+            (
+                "task",
+                r#"{"type":"string","description":"What you work on (working_on), e.g. \"Task_123: fix the parser\""}"#,
+                false,
+            ),
+            (
+                "file",
+                r#"{"type":"string","description":"The file you work on (current_file), relative to the workspace root"}"#,
+                false,
+            ),
+        ],
+        read_only: false,
+        destructive: false,
+        idempotent: true,
+    },
+    ToolSpec {
+        name: "lock",
+        title: "Lock files before editing",
+        description: "Lock files before you edit them, all or nothing. Writes FILE.bak first. If another agent holds one, the result is an error naming the holder, since when and what they work on: then wait (wait_s), work on something else, or msg_send them. Locking again what you hold refreshes it. Your locks are released when you unlock them or when this server ends, and are STALE at once if it dies.",
+        args: &[
+            ("files", FILES, true),
+            ("wait_s", WAIT_S, false),
+            (
+                "ttl_s",
+                r#"{"type":["number","string"],"description":"After this long without your heartbeat others may take the lock over: seconds or a duration like \"10m\" (default 5 minutes)"}"#,
+                false,
+            ),
+            (
+                "reason",
+                r#"{"type":"string","description":"Why you lock (shown to whoever waits)"}"#,
+                false,
+            ),
+        ],
+        read_only: false,
+        destructive: false,
+        idempotent: true,
+    },
+    ToolSpec {
+        name: "unlock",
+        title: "Release your locks",
+        description: "Release your locks on files (all of your locks when files is omitted) as soon as your edit is done, so others can go on. A file nobody locked is fine (not locked); another agent's lock is refused.",
+        args: &[(
+            "files",
+            r#"{"type":"array","items":{"type":"string","minLength":1},"description":"Paths relative to the workspace root; omit to release every lock you hold"}"#,
+            false,
+        )],
+        read_only: false,
+        destructive: false,
+        idempotent: true,
+    },
+    ToolSpec {
+        name: "write",
+        title: "Replace a locked file's content",
+        description: "Replace a file's whole content, only while you hold its lock (lock it first). Writes FILE.bak, then replaces the file atomically and durably. If you do not hold the lock (or it was taken over), the file is left alone and your content is kept in FILE.rejected.<you>.",
+        args: &[
+            (
+                "file",
+                r#"{"type":"string","minLength":1,"description":"Path relative to the workspace root"}"#,
+                true,
+            ),
+            (
+                "content",
+                r#"{"type":"string","description":"The new content, whole"}"#,
+                true,
+            ),
+        ],
+        read_only: false,
+        destructive: true,
+        idempotent: true,
+    },
+    ToolSpec {
+        name: "note",
+        title: "Append a note to a shared file",
+        description: "Append one line `[HH:MM] [You] text` to a shared file (a log, a PROTOKOLL), under its lock: taken and released for you unless you already hold it.",
+        args: &[
+            (
+                "file",
+                r#"{"type":"string","minLength":1,"description":"Path relative to the workspace root (created when missing)"}"#,
+                true,
+            ),
+            (
+                "text",
+                r#"{"type":"string","description":"The note, folded onto one line"}"#,
+                true,
+            ),
+            ("wait_s", WAIT_S, false),
+        ],
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+    },
+    ToolSpec {
+        name: "msg_send",
+        title: "Message another agent",
+        description: "Send a message to another agent by name, or to \"all\". Use it to ask for a lock, hand work over, or say a file is free again. Returns the message id.",
+        args: &[
+            (
+                "to",
+                r#"{"type":"string","minLength":1,"description":"An agent name, or \"all\""}"#,
+                true,
+            ),
+            (
+                "text",
+                r#"{"type":"string","minLength":1,"description":"The message"}"#,
+                true,
+            ),
+        ],
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+    },
+    ToolSpec {
+        name: "msg_list",
+        title: "Your inbox",
+        description: "List the messages addressed to you (or to all), oldest first, with id, sender, time, first line and whether you read them. Read one whole with msg_read.",
+        args: &[(
+            "unread_only",
+            r#"{"type":"boolean","description":"Only the ones you have not read (default false)"}"#,
+            false,
+        )],
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+    },
+    ToolSpec {
+        name: "msg_read",
+        title: "Read a message",
+        description: "Show one message whole and mark it read for you (the id comes from msg_list).",
+        args: &[(
+            "id",
+            r#"{"type":"string","minLength":1,"description":"The message id from msg_list"}"#,
+            true,
+        )],
+        read_only: false,
+        destructive: false,
+        idempotent: true,
+    },
+    ToolSpec {
+        name: "dialogue_turn",
+        title: "Whose turn in the dialogue",
+        description: "Show the turn-based dialogue in agent-dialogue/: whose turn it is, the topic, how many messages, and whether the user paused or ended it. Speak with dialogue_say only when it is your turn.",
+        args: &[],
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+    },
+    ToolSpec {
+        name: "dialogue_say",
+        title: "Speak in the dialogue",
+        description: "Write the next dialogue message as participant `as` (e.g. AGENT-1) and pass the turn on. Refused unless it is that participant's turn and the user has not paused the dialogue. Markers: NEEDS-USER (passes the turn to the user), WAITING, PROPOSE-END, QUESTION-CRITICAL, AGREEMENT, DISAGREEMENT.",
+        args: &[
+            (
+                "as",
+                r#"{"type":"string","minLength":1,"description":"Your participant id in the dialogue, e.g. AGENT-1"}"#,
+                true,
+            ),
+            (
+                "text",
+                r#"{"type":"string","minLength":1,"description":"The message (Markdown)"}"#,
+                true,
+            ),
+            (
+                "markers",
+                r#"{"type":"array","items":{"type":"string","enum":["NEEDS-USER","WAITING","PROPOSE-END","QUESTION-CRITICAL","AGREEMENT","DISAGREEMENT"]},"description":"Markers appended to the message"}"#,
+                false,
+            ),
+        ],
+        read_only: false,
+        destructive: false,
+        idempotent: false,
+    },
+    ToolSpec {
+        name: "review_next",
+        title: "Next step of a review",
+        description: "Show who acts next in a review tracker (.metadata/reviews/active/TOPIC-tracker.md), which action (review, response, implement, verify, fix), and the handoff prompt for them.",
+        args: &[(
+            "topic",
+            r#"{"type":"string","minLength":1,"description":"The review topic (the tracker's name without -tracker.md)"}"#,
+            true,
+        )],
+        read_only: true,
+        destructive: false,
+        idempotent: true,
+    },
+];
+
+/// The tool called `name`.
+pub fn find(name: &str) -> Option<&'static ToolSpec> {
+    TOOLS.iter().find(|t| t.name == name)
+}
+
+/// A tool call's arguments, read against its spec: each getter says, in an `error:` line an
+/// agent can act on, what is wrong with an argument.
+#[derive(Debug)]
+pub struct Args<'a> {
+    tool: &'static ToolSpec,
+    map: &'a Map<String, Value>,
+}
+
+impl<'a> Args<'a> {
+    /// Check that every argument is one the tool has and that the required ones are there.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadInput`] naming the unknown or missing argument.
+    pub fn new(tool: &'static ToolSpec, map: &'a Map<String, Value>) -> Result<Args<'a>> {
+        let names = tool.arg_names();
+        if let Some(unknown) = map.keys().find(|k| !names.contains(&k.as_str())) {
+            return Err(Error::bad_input(format!(
+                "tool `{}` has no argument `{unknown}` (its arguments: {})",
+                tool.name,
+                list_or_none(&names)
+            )));
+        }
+        for (name, _, required) in tool.args {
+            if *required && map.get(*name).is_none_or(Value::is_null) {
+                return Err(Error::bad_input(format!(
+                    "tool `{}` needs the argument `{name}`",
+                    tool.name
+                )));
+            }
+        }
+        Ok(Args { tool, map })
+    }
+
+    fn get(&self, name: &str) -> Option<&'a Value> {
+        self.map.get(name).filter(|v| !v.is_null())
+    }
+
+    fn wrong(&self, name: &str, want: &str, got: &Value) -> Error {
+        Error::bad_input(format!(
+            "argument `{name}` of tool `{}` must be {want}, got {}",
+            self.tool.name,
+            super::jsonrpc::kind(got)
+        ))
+    }
+
+    /// A string argument.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadInput`] when it is not a string.
+    pub fn str(&self, name: &str) -> Result<Option<&'a str>> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::String(s)) => Ok(Some(s)),
+            Some(v) => Err(self.wrong(name, "a string", v)),
+        }
+    }
+
+    /// A required string argument (presence was checked by [`Args::new`]).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadInput`] when it is missing or not a string.
+    pub fn req_str(&self, name: &str) -> Result<&'a str> {
+        self.str(name)?.ok_or_else(|| {
+            Error::bad_input(format!(
+                "tool `{}` needs the argument `{name}`",
+                self.tool.name
+            ))
+        })
+    }
+
+    /// A boolean argument.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadInput`] when it is not a boolean.
+    pub fn bool(&self, name: &str) -> Result<Option<bool>> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::Bool(b)) => Ok(Some(*b)),
+            Some(v) => Err(self.wrong(name, "true or false", v)),
+        }
+    }
+
+    /// An array of strings; a lone string is taken as an array of one.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadInput`] when it is anything else, or an empty array.
+    pub fn strings(&self, name: &str) -> Result<Option<Vec<String>>> {
+        let items = match self.get(name) {
+            None => return Ok(None),
+            Some(Value::String(s)) => return Ok(Some(vec![s.clone()])),
+            Some(Value::Array(items)) => items,
+            Some(v) => return Err(self.wrong(name, "an array of strings", v)),
+        };
+        let mut out = Vec::with_capacity(items.len());
+        for item in items {
+            match item {
+                Value::String(s) => out.push(s.clone()),
+                v => return Err(self.wrong(name, "an array of strings", v)),
+            }
+        }
+        if out.is_empty() {
+            return Err(Error::bad_input(format!(
+                "argument `{name}` of tool `{}` is an empty list: name at least one",
+                self.tool.name
+            )));
+        }
+        Ok(Some(out))
+    }
+
+    /// A duration: a number of seconds, or a duration string (`30s`, `5m`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadInput`] or [`Error::BadDuration`] when it is neither.
+    pub fn duration(&self, name: &str) -> Result<Option<Duration>> {
+        match self.get(name) {
+            None => Ok(None),
+            Some(Value::Number(n)) => match n.as_f64() {
+                Some(s) if (0.0..1e12).contains(&s) => Ok(Some(Duration::from_secs_f64(s))),
+                _ => Err(Error::bad_input(format!(
+                    "argument `{name}` of tool `{}` must be a number of seconds from 0 up, got {n}",
+                    self.tool.name
+                ))),
+            },
+            Some(Value::String(s)) => clock::parse_duration(s).map(Some),
+            Some(v) => Err(self.wrong(name, "seconds or a duration like \"30s\"", v)),
+        }
+    }
+
+    /// A wait: like [`Args::duration`], and `"forever"`; absent means `default`.
+    ///
+    /// # Errors
+    ///
+    /// As [`Args::duration`].
+    pub fn wait(&self, name: &str, default: Wait) -> Result<Wait> {
+        match self.get(name) {
+            None => Ok(default),
+            Some(Value::String(s)) => Wait::parse(s),
+            Some(_) => Ok(Wait::For(self.duration(name)?.unwrap_or_default())),
+        }
+    }
+}
+
+fn list_or_none(names: &[&str]) -> String {
+    if names.is_empty() {
+        "none".into()
+    } else {
+        names.join(", ")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_schema_is_valid_json_and_names_are_unique() {
+        for t in TOOLS {
+            for (name, schema, _) in t.args {
+                assert!(
+                    serde_json::from_str::<Value>(schema).is_ok(),
+                    "{}.{name}",
+                    t.name
+                );
+            }
+            assert_eq!(TOOLS.iter().filter(|o| o.name == t.name).count(), 1);
+        }
+        let names: Vec<_> = TOOLS.iter().map(|t| t.name).collect();
+        assert_eq!(
+            names,
+            [
+                "status",
+                "check",
+                "presence",
+                "lock",
+                "unlock",
+                "write",
+                "note",
+                "msg_send",
+                "msg_list",
+                "msg_read",
+                "dialogue_turn",
+                "dialogue_say",
+                "review_next"
+            ]
+        );
+    }
+
+    fn args(v: Value) -> Map<String, Value> {
+        v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn arguments_are_checked() {
+        let lock = find("lock").unwrap();
+        let m = args(json!({"files": ["a"], "bogus": 1}));
+        let e = Args::new(lock, &m).unwrap_err().to_string();
+        assert!(e.contains("no argument `bogus`"), "{e}");
+        let m = args(json!({}));
+        let e = Args::new(lock, &m).unwrap_err().to_string();
+        assert!(e.contains("needs the argument `files`"), "{e}");
+        let m = args(json!({"files": [1]}));
+        let a = Args::new(lock, &m).unwrap();
+        assert!(a.strings("files").is_err());
+        let m = args(json!({"files": [], "wait_s": -1}));
+        let a = Args::new(lock, &m).unwrap();
+        assert!(a.strings("files").is_err());
+        assert!(a.wait("wait_s", Wait::For(Duration::ZERO)).is_err());
+        let m = args(json!({"files": "a", "wait_s": 1.5, "ttl_s": "10m"}));
+        let a = Args::new(lock, &m).unwrap();
+        assert_eq!(a.strings("files").unwrap(), Some(vec!["a".to_string()]));
+        assert_eq!(
+            a.wait("wait_s", Wait::For(Duration::ZERO)).unwrap(),
+            Wait::For(Duration::from_millis(1500))
+        );
+        assert_eq!(a.duration("ttl_s").unwrap(), Some(Duration::from_secs(600)));
+    }
+}

@@ -1,0 +1,894 @@
+//! `coord mcp`: the MCP server on stdio, spoken to line by line as a client would, with real
+//! CLI agents on the same folder, real disconnects and real kills.
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+use crate::support::{Env, coord_bin};
+
+/// A running `coord mcp` and the client end of its stdio.
+struct Client {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    stdout: BufReader<ChildStdout>,
+    next_id: u64,
+}
+
+impl Client {
+    /// `coord mcp` in `env`'s root, as `agent` when given.
+    fn start(env: &Env, agent: Option<&str>) -> Client {
+        Client::start_with(env, agent, &[])
+    }
+
+    fn start_with(env: &Env, agent: Option<&str>, vars: &[(&str, &str)]) -> Client {
+        let mut cmd = env.cmd();
+        if let Some(a) = agent {
+            cmd = cmd.env("COORD_AGENT", a);
+        }
+        for (k, v) in vars {
+            cmd = cmd.env(k, v);
+        }
+        let mut command: Command = cmd.arg("mcp").command();
+        command
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        let mut child = command.spawn().unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        Client {
+            child,
+            stdin,
+            stdout,
+            next_id: 0,
+        }
+    }
+
+    fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    fn send_line(&mut self, line: &str) {
+        let stdin = self.stdin.as_mut().unwrap();
+        stdin.write_all(line.as_bytes()).unwrap();
+        stdin.write_all(b"\n").unwrap();
+        stdin.flush().unwrap();
+    }
+
+    #[track_caller]
+    fn read(&mut self) -> Value {
+        let mut line = String::new();
+        self.stdout.read_line(&mut line).unwrap();
+        assert!(
+            line.ends_with('\n'),
+            "the server wrote no full line: {line:?}"
+        );
+        serde_json::from_str(&line).unwrap_or_else(|e| panic!("not JSON ({e}): {line:?}"))
+    }
+
+    /// A request; its response (checked to carry the same id).
+    #[track_caller]
+    fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send_line(
+            &json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string(),
+        );
+        let resp = self.read();
+        assert_eq!(resp["jsonrpc"], "2.0", "{resp}");
+        assert_eq!(resp["id"], id, "{resp}");
+        resp
+    }
+
+    /// `initialize` then `notifications/initialized`, like every client of the handshake.
+    #[track_caller]
+    fn initialize(&mut self, version: &str) -> Value {
+        let resp = self.request(
+            "initialize",
+            json!({"protocolVersion": version, "capabilities": {}, "clientInfo": {"name": "test", "version": "1"}}),
+        );
+        self.send_line(r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+        resp["result"].clone()
+    }
+
+    /// `tools/call`; the result object.
+    #[track_caller]
+    fn call(&mut self, tool: &str, args: Value) -> Value {
+        let resp = self.request("tools/call", json!({"name": tool, "arguments": args}));
+        assert!(resp.get("error").is_none(), "{resp}");
+        resp["result"].clone()
+    }
+
+    /// Close stdin and wait for the exit; the exit code and stderr.
+    fn finish(mut self) -> (i32, String) {
+        drop(self.stdin.take());
+        let mut rest = String::new();
+        let _ = std::io::Read::read_to_string(&mut self.stdout, &mut rest);
+        assert!(
+            rest.is_empty(),
+            "nothing but answers on stdout, got {rest:?}"
+        );
+        let mut stderr = String::new();
+        if let Some(mut pipe) = self.child.stderr.take() {
+            let _ = std::io::Read::read_to_string(&mut pipe, &mut stderr);
+        }
+        let status = self.child.wait().unwrap();
+        (status.code().unwrap_or(-1), stderr)
+    }
+}
+
+impl Drop for Client {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn text(result: &Value) -> &str {
+    result["content"][0]["text"].as_str().unwrap_or_default()
+}
+
+#[track_caller]
+fn assert_ok(result: &Value) {
+    assert_eq!(result["isError"], false, "{result}");
+}
+
+#[track_caller]
+fn assert_refused(result: &Value) {
+    assert_eq!(result["isError"], true, "{result}");
+    assert!(text(result).starts_with("error: "), "{result}");
+}
+
+/// Feed `input` to a fresh server at once and collect every line it writes.
+fn raw(env: &Env, input: &[u8]) -> (Vec<Value>, i32) {
+    let out = env.agent("raw").arg("mcp").stdin(input).run();
+    let lines = out
+        .stdout
+        .lines()
+        .map(|l| {
+            serde_json::from_str(l).unwrap_or_else(|e| panic!("stdout line not JSON ({e}): {l:?}"))
+        })
+        .collect();
+    (lines, out.code.unwrap_or(-1))
+}
+
+#[track_caller]
+fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "{what} never happened"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn initialize_answers_each_supported_version_and_the_newest_otherwise() {
+    let env = Env::new();
+    for (asked, answered) in [
+        ("2024-11-05", "2024-11-05"),
+        ("2025-03-26", "2025-03-26"),
+        ("2025-06-18", "2025-06-18"),
+        ("2025-11-25", "2025-11-25"),
+        ("2023-01-01", "2025-11-25"),
+        ("2026-07-28", "2025-11-25"),
+    ] {
+        let mut c = Client::start(&env, Some("claude"));
+        let init = c.initialize(asked);
+        assert_eq!(init["protocolVersion"], answered, "asked {asked}");
+        assert_eq!(init["serverInfo"]["name"], "coord");
+        assert!(init["capabilities"]["tools"].is_object(), "{init}");
+        let instructions = init["instructions"].as_str().unwrap();
+        assert!(instructions.contains("`claude`"), "{instructions}");
+        assert!(instructions.contains("lock"), "{instructions}");
+        let pong = c.request("ping", json!({}));
+        assert_eq!(pong["result"], json!({}));
+        let (code, _) = c.finish();
+        assert_eq!(code, 0);
+    }
+}
+
+#[test]
+fn without_an_agent_the_server_picks_mcp_and_six_letters_and_names_it() {
+    let env = Env::new();
+    let mut c = Client::start(&env, None);
+    let init = c.initialize("2025-06-18");
+    let instructions = init["instructions"].as_str().unwrap().to_string();
+    let at = instructions.find("`mcp-").expect("an mcp- agent named");
+    let id: String = instructions[at + 1..].chars().take(10).collect();
+    assert!(
+        id.len() == 10
+            && id[4..]
+                .chars()
+                .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit()),
+        "{id}"
+    );
+    assert!(env.exists(&format!(".{id}_presence")), "presence of {id}");
+    let status = c.call("status", json!({}));
+    assert_eq!(
+        status["structuredContent"]["agents"][0]["agent"],
+        id.as_str()
+    );
+    assert_eq!(status["structuredContent"]["agents"][0]["status"], "ACTIVE");
+}
+
+#[test]
+fn tools_list_has_every_contract_tool_with_a_schema_and_annotations() {
+    let env = Env::new();
+    let mut c = Client::start(&env, Some("claude"));
+    c.initialize("2025-11-25");
+    let list = c.request("tools/list", json!({}));
+    let tools = list["result"]["tools"].as_array().unwrap();
+    let names: Vec<&str> = tools.iter().map(|t| t["name"].as_str().unwrap()).collect();
+    assert_eq!(
+        names,
+        [
+            "status",
+            "check",
+            "presence",
+            "lock",
+            "unlock",
+            "write",
+            "note",
+            "msg_send",
+            "msg_list",
+            "msg_read",
+            "dialogue_turn",
+            "dialogue_say",
+            "review_next"
+        ]
+    );
+    let by_name = |n: &str| tools.iter().find(|t| t["name"] == n).unwrap();
+    for t in tools {
+        assert_eq!(t["inputSchema"]["type"], "object", "{t}");
+        assert!(t["description"].as_str().unwrap().len() > 40, "{t}");
+    }
+    let args = |n: &str| -> Vec<String> {
+        let mut v: Vec<String> = by_name(n)["inputSchema"]["properties"]
+            .as_object()
+            .unwrap()
+            .keys()
+            .cloned()
+            .collect();
+        v.sort();
+        v
+    };
+    assert_eq!(args("lock"), ["files", "reason", "ttl_s", "wait_s"]);
+    assert_eq!(by_name("lock")["inputSchema"]["required"], json!(["files"]));
+    assert_eq!(args("unlock"), ["files"]);
+    assert_eq!(args("presence"), ["file", "task"]);
+    assert_eq!(args("write"), ["content", "file"]);
+    assert_eq!(args("note"), ["file", "text", "wait_s"]);
+    assert_eq!(args("msg_send"), ["text", "to"]);
+    assert_eq!(args("msg_list"), ["unread_only"]);
+    assert_eq!(args("msg_read"), ["id"]);
+    assert_eq!(args("dialogue_say"), ["as", "markers", "text"]);
+    assert_eq!(args("review_next"), ["topic"]);
+    for ro in [
+        "status",
+        "check",
+        "msg_list",
+        "dialogue_turn",
+        "review_next",
+    ] {
+        assert_eq!(by_name(ro)["annotations"]["readOnlyHint"], true, "{ro}");
+    }
+    for rw in ["lock", "unlock", "write", "note", "msg_send", "msg_read"] {
+        assert_eq!(by_name(rw)["annotations"]["readOnlyHint"], false, "{rw}");
+    }
+}
+
+#[test]
+fn every_error_path_gets_its_code_and_garbage_never_stops_the_server() {
+    let env = Env::new();
+    let mut input: Vec<u8> = Vec::new();
+    let mut line = |l: &[u8]| {
+        input.extend_from_slice(l);
+        input.push(b'\n');
+    };
+    line(br#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{}}}"#);
+    line(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#);
+    line(b"this is not json"); // -32700, id null
+    line(&[0xff, 0xfe, b'{', b'}']); // not UTF-8: -32700
+    line(br#"{"jsonrpc":"2.0","id":2,"method":"ping""#); // truncated: -32700
+    line(b"42"); // -32600
+    line(br#"[{"jsonrpc":"2.0","id":3,"method":"ping"}]"#); // batch: -32600
+    line(br#"{"id":4,"method":"ping"}"#); // no jsonrpc: -32600 with its id
+    line(br#"{"jsonrpc":"2.0","id":5}"#); // no method: -32600
+    line(br#"{"jsonrpc":"2.0","id":{"x":1},"method":"ping"}"#); // bad id: -32600, id null
+    line(br#"{"jsonrpc":"2.0","id":6,"method":"resources/list"}"#); // -32601
+    line(br#"{"jsonrpc":"2.0","method":"no/such/notification"}"#); // never answered
+    line(br#"{"jsonrpc":"2.0","method":"tools/call","params":{"name":"lock"}}"#); // notification: nothing
+    line(br#"{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"nope"}}"#); // -32602
+    line(br#"{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{}}"#); // -32602
+    line(br#"{"jsonrpc":"2.0","id":9,"method":"tools/call","params":"lock"}"#); // -32602
+    line(br#"{"jsonrpc":"2.0","id":10,"method":"tools/call","params":{"name":"lock","arguments":{"files":"a.md","bogus":1}}}"#); // isError
+    line(br#"{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"lock","arguments":[]}}"#); // isError
+    line(br#"{"jsonrpc":"2.0","id":12,"result":{}}"#); // a client's response: ignored
+    line(b"");
+    line(b"\x00\x01\x02");
+    line(br#"{"jsonrpc":"2.0","id":"last","method":"ping"}"#);
+    let (out, code) = raw(&env, &input);
+    assert_eq!(code, 0, "exit 0 at end of input");
+    let err = |i: usize| (out[i]["id"].clone(), out[i]["error"]["code"].clone());
+    assert_eq!(out[0]["id"], 1);
+    assert_eq!(err(1), (Value::Null, json!(-32700)));
+    assert_eq!(err(2), (Value::Null, json!(-32700)));
+    assert_eq!(err(3), (Value::Null, json!(-32700)));
+    assert_eq!(err(4), (Value::Null, json!(-32600)));
+    assert_eq!(err(5), (Value::Null, json!(-32600)));
+    assert_eq!(err(6), (json!(4), json!(-32600)));
+    assert_eq!(err(7), (json!(5), json!(-32600)));
+    assert_eq!(err(8), (Value::Null, json!(-32600)));
+    assert_eq!(err(9), (json!(6), json!(-32601)));
+    assert_eq!(err(10), (json!(7), json!(-32602)));
+    assert!(
+        out[10]["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("nope")
+    );
+    assert_eq!(err(11), (json!(8), json!(-32602)));
+    assert_eq!(err(12), (json!(9), json!(-32602)));
+    assert_eq!(out[13]["id"], 10);
+    assert_eq!(out[13]["result"]["isError"], true);
+    assert_eq!(
+        out[13]["result"]["content"][0]["text"],
+        "error: tool `lock` has no argument `bogus` (its arguments: files, wait_s, ttl_s, reason)"
+    );
+    assert_eq!(out[14]["id"], 11);
+    assert_eq!(out[14]["result"]["isError"], true);
+    assert_eq!(err(15), (Value::Null, json!(-32700)));
+    assert_eq!(out[16]["id"], "last");
+    assert_eq!(out[16]["result"], json!({}));
+    assert_eq!(
+        out.len(),
+        17,
+        "notifications and responses are never answered: {out:?}"
+    );
+    assert!(
+        !env.exists("a.md.lock.raw"),
+        "the notification locked nothing"
+    );
+}
+
+#[test]
+fn a_lock_through_mcp_refuses_a_cli_agent_and_records_the_server() {
+    let env = Env::new();
+    env.write("a.md", "v1");
+    let mut c = Client::start(&env, Some("claude"));
+    c.initialize("2025-06-18");
+    let got = c.call("lock", json!({"files": ["a.md"], "reason": "rewriting"}));
+    assert_ok(&got);
+    assert_eq!(text(&got), "Lock acquired: a.md (backup a.md.bak)");
+    assert_eq!(got["structuredContent"]["acquired"][0]["file"], "a.md");
+    let lock = env.read("a.md.lock.claude");
+    assert!(lock.contains(&format!("pid: {}\n", c.pid())), "{lock}");
+    assert!(lock.contains("session: claude-"), "{lock}");
+    assert_eq!(env.read("a.md.bak"), "v1");
+
+    env.agent("gemini")
+        .args(["lock", "a.md", "--no-wait"])
+        .code(3)
+        .stderr_has("error: lock on `a.md` is held by claude since");
+    assert!(!env.exists("a.md.lock.gemini"));
+
+    // Locking again refreshes; unlock releases; the CLI agent gets it then.
+    let again = c.call("lock", json!({"files": "a.md"}));
+    assert_eq!(text(&again), "Lock refreshed: a.md (backup a.md.bak)");
+    let released = c.call("unlock", json!({"files": ["a.md"]}));
+    assert_eq!(text(&released), "Lock released: a.md");
+    assert_eq!(released["structuredContent"]["results"][0]["file"], "a.md");
+    env.agent("gemini").args(["lock", "a.md", "--no-wait"]).ok();
+    let (code, _) = c.finish();
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn a_held_lock_is_an_error_result_with_the_clis_error_line() {
+    let env = Env::new();
+    env.write("a.md", "x");
+    env.agent("gemini").args(["presence", "Task_456"]).ok();
+    env.agent("gemini").args(["lock", "a.md"]).ok();
+    let cli = env
+        .agent("claude")
+        .args(["lock", "a.md", "--no-wait"])
+        .code(3);
+    let mut c = Client::start(&env, Some("claude"));
+    c.initialize("2025-11-25");
+    let refused = c.call("lock", json!({"files": ["a.md"]}));
+    assert_refused(&refused);
+    assert_eq!(
+        text(&refused),
+        cli.stderr.trim_end(),
+        "the text is the CLI's error: and hint: lines"
+    );
+    assert!(text(&refused).contains("held by gemini since"), "{refused}");
+    assert!(
+        text(&refused).contains("(working on Task_456)"),
+        "{refused}"
+    );
+    let err = &refused["structuredContent"]["error"];
+    assert_eq!(err["kind"], "lock_held");
+    assert_eq!(err["exit_code"], 3);
+    assert!(!env.exists("a.md.lock.claude"));
+
+    // A bounded wait ends the same way, later; one that outlasts the holder gets the lock.
+    let timed = c.call("lock", json!({"files": ["a.md"], "wait_s": 0.2}));
+    assert_refused(&timed);
+    assert!(
+        text(&timed).contains("gave up waiting for `a.md`"),
+        "{timed}"
+    );
+    let unlocker = std::thread::spawn({
+        let root = env.root().to_path_buf();
+        move || {
+            std::thread::sleep(Duration::from_millis(300));
+            Command::new(coord_bin())
+                .current_dir(&root)
+                .env("COORD_DIR", &root)
+                .env("COORD_AGENT", "gemini")
+                .args(["unlock", "a.md"])
+                .stdout(Stdio::null())
+                .status()
+                .unwrap()
+        }
+    });
+    let got = c.call("lock", json!({"files": ["a.md"], "wait_s": "30s"}));
+    assert!(unlocker.join().unwrap().success());
+    assert_ok(&got);
+    assert!(env.exists("a.md.lock.claude"));
+}
+
+#[test]
+fn bad_arguments_and_paths_are_error_results_and_change_nothing() {
+    let env = Env::new();
+    env.write("a.md", "x");
+    let mut c = Client::start(&env, Some("claude"));
+    c.initialize("2025-06-18");
+    let before = env.snapshot();
+    for (tool, args, needle) in [
+        ("lock", json!({}), "needs the argument `files`"),
+        ("lock", json!({"files": []}), "empty list"),
+        ("lock", json!({"files": [1]}), "must be an array of strings"),
+        (
+            "lock",
+            json!({"files": ["a.md"], "wait_s": -1}),
+            "from 0 up",
+        ),
+        (
+            "lock",
+            json!({"files": ["a.md"], "wait_s": "soon"}),
+            "invalid duration `soon`",
+        ),
+        (
+            "lock",
+            json!({"files": ["a.md"], "ttl_s": 0}),
+            "TTL above zero",
+        ),
+        (
+            "lock",
+            json!({"files": ["../outside.md"]}),
+            "is outside the workspace",
+        ),
+        (
+            "write",
+            json!({"file": "a.md"}),
+            "needs the argument `content`",
+        ),
+        (
+            "msg_send",
+            json!({"to": "../x", "text": "hi"}),
+            "invalid agent name",
+        ),
+        ("msg_read", json!({"id": "nope"}), "nope"),
+        (
+            "msg_list",
+            json!({"unread_only": "yes"}),
+            "must be true or false",
+        ),
+        (
+            "status",
+            json!({"verbose": true}),
+            "has no argument `verbose`",
+        ),
+        (
+            "dialogue_say",
+            json!({"as": "AGENT-1", "text": "hi", "markers": ["LOUD"]}),
+            "LOUD",
+        ),
+        ("review_next", json!({"topic": "missing"}), "missing"),
+    ] {
+        let r = c.call(tool, args.clone());
+        assert_refused(&r);
+        assert!(text(&r).contains(needle), "{tool} {args}: {}", text(&r));
+    }
+    let path_err = env
+        .agent("claude")
+        .args(["lock", "../outside.md", "--no-wait"])
+        .code(2);
+    let r = c.call("lock", json!({"files": ["../outside.md"]}));
+    assert_eq!(text(&r), path_err.stderr.trim_end());
+    assert_eq!(r["structuredContent"]["error"]["exit_code"], 2);
+    let after = env.snapshot();
+    let changed: Vec<_> = after
+        .keys()
+        .filter(|k| !k.starts_with(".coord") && !k.ends_with("_presence"))
+        .filter(|k| before.get(*k) != after.get(*k))
+        .collect();
+    assert!(changed.is_empty(), "{changed:?}");
+}
+
+#[test]
+fn messages_go_between_two_servers() {
+    let env = Env::new();
+    let mut alice = Client::start(&env, Some("alice"));
+    let mut bob = Client::start(&env, Some("bob"));
+    alice.initialize("2025-06-18");
+    bob.initialize("2024-11-05");
+    let sent = alice.call(
+        "msg_send",
+        json!({"to": "bob", "text": "a.md is free\nsecond line"}),
+    );
+    assert_ok(&sent);
+    let id = sent["structuredContent"]["id"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    assert!(text(&sent).contains(&id));
+
+    let listed = bob.call("msg_list", json!({"unread_only": true}));
+    assert_ok(&listed);
+    let msgs = listed["structuredContent"]["messages"].as_array().unwrap();
+    assert_eq!(msgs.len(), 1);
+    assert_eq!(msgs[0]["id"], id.as_str());
+    assert_eq!(msgs[0]["from"], "alice");
+    assert_eq!(msgs[0]["unread"], true);
+    assert!(text(&listed).contains("a.md is free"), "{listed}");
+    // The same object the CLI prints with --json.
+    let cli: Value = env
+        .agent("bob")
+        .args(["msg", "list", "--unread", "--json"])
+        .ok()
+        .json();
+    assert_eq!(listed["structuredContent"], cli);
+
+    let read = bob.call("msg_read", json!({"id": id}));
+    assert_ok(&read);
+    assert!(text(&read).contains("from: alice"), "{read}");
+    assert!(text(&read).ends_with("a.md is free\nsecond line"), "{read}");
+    let none = bob.call("msg_list", json!({"unread_only": true}));
+    assert_eq!(text(&none), "No unread messages");
+    let all = bob.call("msg_list", json!({}));
+    assert_eq!(all["structuredContent"]["messages"][0]["unread"], false);
+
+    // A CLI agent and the MCP agent see each other's messages too.
+    env.agent("carol")
+        .args(["msg", "send", "alice", "hello from the CLI"])
+        .ok();
+    let inbox = alice.call("msg_list", json!({}));
+    assert!(text(&inbox).contains("hello from the CLI"), "{inbox}");
+    env.agent("carol")
+        .args(["msg", "send", "bob", "-"])
+        .stdin("ping")
+        .ok();
+    let status = alice.call("status", json!({}));
+    assert_eq!(status["structuredContent"]["unread"]["bob"], 1);
+}
+
+#[test]
+fn end_of_input_releases_the_locks_and_clocks_out() {
+    let env = Env::new();
+    env.write("a.md", "a");
+    env.write("b.md", "b");
+    let mut c = Client::start(&env, Some("claude"));
+    c.initialize("2025-06-18");
+    assert_ok(&c.call("lock", json!({"files": ["a.md", "b.md"]})));
+    assert!(env.exists("a.md.lock.claude") && env.exists("b.md.lock.claude"));
+    let (code, stderr) = c.finish();
+    assert_eq!(code, 0);
+    assert!(stderr.contains("Lock released: a.md"), "{stderr}");
+    assert!(!env.exists("a.md.lock.claude"));
+    assert!(!env.exists("b.md.lock.claude"));
+    assert!(env.read(".claude_presence").contains("status: FINISHED\n"));
+    let rows: Value = env.cmd().args(["partners", "--json"]).ok().json();
+    assert_eq!(rows["partners"][0]["status"], "offline");
+}
+
+#[test]
+fn sigterm_releases_the_locks_and_clocks_out() {
+    let env = Env::new();
+    env.write("a.md", "a");
+    let mut c = Client::start(&env, Some("claude"));
+    c.initialize("2025-06-18");
+    assert_ok(&c.call("lock", json!({"files": ["a.md"]})));
+    let pid = rustix::process::Pid::from_raw(c.pid() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::TERM).unwrap();
+    let status = c.child.wait().unwrap();
+    assert_eq!(status.code(), Some(0), "{status:?}");
+    assert!(!env.exists("a.md.lock.claude"));
+    assert!(env.read(".claude_presence").contains("status: FINISHED\n"));
+}
+
+#[test]
+fn a_killed_server_leaves_locks_that_are_stale_at_once() {
+    let env = Env::new();
+    env.write("a.md", "a");
+    let mut c = Client::start(&env, Some("claude"));
+    c.initialize("2025-06-18");
+    assert_ok(&c.call("lock", json!({"files": ["a.md"], "ttl_s": "1h"})));
+    c.child.kill().unwrap(); // SIGKILL: no chance to clean up
+    c.child.wait().unwrap();
+    assert!(env.exists("a.md.lock.claude"), "nothing cleaned up");
+    let st: Value = env.cmd().args(["status", "--json"]).ok().json();
+    assert_eq!(st["locks"][0]["state"], "STALE", "{st}");
+    env.agent("gemini")
+        .args(["lock", "a.md", "--no-wait"])
+        .ok()
+        .stderr_has("took over the stale lock of claude");
+}
+
+#[test]
+fn the_server_heartbeats_while_it_runs() {
+    let env = Env::new();
+    let mut c = Client::start_with(
+        &env,
+        Some("claude"),
+        &[("COORD_HEARTBEAT_INTERVAL", "200ms")],
+    );
+    c.initialize("2025-06-18");
+    let rows = || -> Value { env.cmd().args(["partners", "--json"]).ok().json() };
+    let first = rows()["partners"][0]["last_heartbeat"].clone();
+    wait_until("a heartbeat", || {
+        rows()["partners"][0]["last_heartbeat"] != first
+    });
+    assert_eq!(rows()["partners"][0]["status"], "online");
+}
+
+#[test]
+fn the_other_tools_reach_the_same_files_as_the_cli() {
+    let env = Env::new();
+    env.write("notes.md", "");
+    env.write("doc.md", "old\n");
+    let mut c = Client::start(&env, Some("claude"));
+    c.initialize("2025-06-18");
+
+    let p = c.call("presence", json!({"task": "Task_9", "file": "doc.md"}));
+    assert_ok(&p);
+    assert_eq!(p["structuredContent"]["working_on"], "Task_9");
+    let presence = env.read(".claude_presence");
+    assert!(presence.contains("working_on: Task_9\n"), "{presence}");
+    assert!(presence.contains("current_file: doc.md\n"), "{presence}");
+
+    // write: refused without the lock (content kept aside), done with it.
+    let w = c.call("write", json!({"file": "doc.md", "content": "new\n"}));
+    assert_refused(&w);
+    assert_eq!(env.read("doc.md"), "old\n");
+    assert_eq!(env.read("doc.md.rejected.claude"), "new\n");
+    assert_ok(&c.call("lock", json!({"files": ["doc.md"]})));
+    let w = c.call("write", json!({"file": "doc.md", "content": "new\n"}));
+    assert_ok(&w);
+    assert_eq!(env.read("doc.md"), "new\n");
+    assert_eq!(w["structuredContent"]["bytes"], 4);
+
+    let n = c.call(
+        "note",
+        json!({"file": "notes.md", "text": "section 2 done"}),
+    );
+    assert_ok(&n);
+    assert!(
+        env.read("notes.md").contains("[claude] section 2 done"),
+        "{}",
+        env.read("notes.md")
+    );
+
+    env.agent("gemini").args(["presence", "Task_1"]).ok();
+    let chk = c.call("check", json!({}));
+    assert_ok(&chk);
+    assert!(
+        text(&chk).starts_with("gemini: ACTIVE (working on Task_1"),
+        "{chk}"
+    );
+    assert_eq!(chk["structuredContent"]["ok"], true);
+
+    // The dialogue: turn, say, refusal out of turn.
+    let t = c.call("dialogue_turn", json!({}));
+    assert_refused(&t);
+    env.cmd()
+        .args(["dialogue", "init", "--topic", "Caching"])
+        .ok();
+    let t = c.call("dialogue_turn", json!({}));
+    assert_ok(&t);
+    assert_eq!(t["structuredContent"]["next"], "AGENT-1");
+    let s = c.call(
+        "dialogue_say",
+        json!({"as": "AGENT-1", "text": "I propose an LRU cache", "markers": ["QUESTION-CRITICAL"]}),
+    );
+    assert_ok(&s);
+    assert_eq!(
+        text(&s),
+        "Message #1 written by AGENT-1. The turn is now with AGENT-2."
+    );
+    let again = c.call("dialogue_say", json!({"as": "AGENT-1", "text": "more"}));
+    assert_refused(&again);
+    let conv = env.read("agent-dialogue/conversation.md");
+    assert!(conv.contains("I propose an LRU cache"), "{conv}");
+    assert!(!conv.contains("more"), "{conv}");
+
+    // The review tracker.
+    env.write("src.rs", "fn main() {}\n");
+    env.cmd()
+        .args([
+            "review",
+            "new",
+            "cache",
+            "--target",
+            "src.rs",
+            "--reviewer",
+            "claude",
+            "--implementer",
+            "gemini",
+        ])
+        .ok();
+    let r = c.call("review_next", json!({"topic": "cache"}));
+    assert_ok(&r);
+    assert!(text(&r).starts_with("Next actor:  claude"), "{r}");
+    assert_eq!(r["structuredContent"]["next_actor"], "claude");
+}
+
+#[test]
+fn the_stateless_revision_is_answered_too() {
+    let env = Env::new();
+    let mut c = Client::start(&env, Some("claude"));
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientCapabilities": {}
+    });
+    let d = c.request("server/discover", json!({"_meta": meta}));
+    let versions = d["result"]["supportedVersions"].as_array().unwrap();
+    assert!(versions.contains(&json!("2026-07-28")), "{d}");
+    assert!(versions.contains(&json!("2025-11-25")), "{d}");
+    assert_eq!(d["result"]["resultType"], "complete");
+    assert!(
+        d["result"]["instructions"]
+            .as_str()
+            .unwrap()
+            .contains("`claude`")
+    );
+    let list = c.request("tools/list", json!({"_meta": meta}));
+    assert_eq!(list["result"]["resultType"], "complete");
+    assert_eq!(list["result"]["tools"].as_array().unwrap().len(), 13);
+    let call = c.request(
+        "tools/call",
+        json!({"_meta": meta, "name": "status", "arguments": {}}),
+    );
+    assert_eq!(call["result"]["resultType"], "complete");
+    assert_eq!(call["result"]["isError"], false);
+    let bad = c.request(
+        "tools/list",
+        json!({"_meta": {"io.modelcontextprotocol/protocolVersion": "2031-01-01"}}),
+    );
+    assert_eq!(bad["error"]["code"], -32022);
+    assert_eq!(bad["error"]["data"]["requested"], "2031-01-01");
+}
+
+/// Whether `python3` can import the official MCP SDK; the reason when not.
+fn python_sdk() -> Result<(), String> {
+    match Command::new("python3")
+        .args(["-c", "import mcp.client.stdio, mcp"])
+        .output()
+    {
+        Ok(out) if out.status.success() => Ok(()),
+        Ok(out) => Err(format!(
+            "python3 cannot import the MCP SDK (`pip install mcp`): {}",
+            String::from_utf8_lossy(&out.stderr)
+                .lines()
+                .last()
+                .unwrap_or("")
+        )),
+        Err(e) => Err(format!("no python3: {e}")),
+    }
+}
+
+#[test]
+fn the_official_python_sdk_client_drives_the_server() {
+    if let Err(why) = python_sdk() {
+        eprintln!("SKIPPED the_official_python_sdk_client_drives_the_server: {why}");
+        return;
+    }
+    let env = Env::new();
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/mcp_sdk/client_test.py");
+    let out = Command::new("python3")
+        .arg(script)
+        .arg(coord_bin())
+        .arg(env.root())
+        .env_remove("COORD_AGENT")
+        .env_remove("COORD_DIR")
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        out.status.success() && stdout.contains("all checks passed"),
+        "the SDK client failed\n--- stdout\n{stdout}--- stderr\n{stderr}"
+    );
+}
+
+/// The Claude Code CLI: `COORD_TEST_CLAUDE`, else `claude` on the PATH.
+fn claude_code() -> Result<std::path::PathBuf, String> {
+    let candidate = std::env::var_os("COORD_TEST_CLAUDE")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| "claude".into());
+    match Command::new(&candidate).arg("--version").output() {
+        Ok(out) if out.status.success() => Ok(candidate),
+        Ok(out) => Err(format!(
+            "`{} --version` failed: {}",
+            candidate.display(),
+            String::from_utf8_lossy(&out.stderr).trim()
+        )),
+        Err(e) => Err(format!(
+            "no Claude Code CLI (`{}`: {e}; `npm install @anthropic-ai/claude-code` and set COORD_TEST_CLAUDE)",
+            candidate.display()
+        )),
+    }
+}
+
+#[test]
+fn claude_code_registers_the_server_and_sees_it_connected() {
+    let claude = match claude_code() {
+        Ok(c) => c,
+        Err(why) => {
+            eprintln!("SKIPPED claude_code_registers_the_server_and_sees_it_connected: {why}");
+            return;
+        }
+    };
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let run = |args: &[&str]| {
+        let out = Command::new(&claude)
+            .args(args)
+            .current_dir(env.root())
+            .env("HOME", home.path())
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env_remove("COORD_AGENT")
+            .env_remove("COORD_DIR")
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            out.status.success(),
+            format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
+        )
+    };
+    let root = env.root().to_str().unwrap();
+    let (ok, said) = run(&["mcp", "add", "coord", "--", coord_bin(), "-C", root, "mcp"]);
+    assert!(ok, "claude mcp add failed: {said}");
+    let (ok, said) = run(&["mcp", "list"]);
+    assert!(ok, "claude mcp list failed: {said}");
+    let line = said
+        .lines()
+        .find(|l| l.starts_with("coord: "))
+        .unwrap_or_else(|| panic!("no coord line in: {said}"));
+    assert!(line.contains("Connected"), "{said}");
+    // The server it started really ran as an agent here, and clocked out when Claude Code left.
+    let presences = env.files_ending("_presence");
+    let mine: Vec<_> = presences
+        .iter()
+        .filter(|p| p.starts_with(".mcp-"))
+        .collect();
+    assert_eq!(mine.len(), 1, "{presences:?}");
+    wait_until("the server clocking out", || {
+        env.read(mine[0]).contains("status: FINISHED\n")
+    });
+}

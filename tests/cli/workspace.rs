@@ -1,0 +1,184 @@
+//! Where the workspace is: one root for everyone, whatever folder a command runs from.
+
+use crate::support::Env;
+
+/// The README's first command, run from a subfolder of a workspace, must not start a second,
+/// nested workspace that cannot see the first one's locks.
+#[test]
+fn a_dir_inside_a_workspace_means_that_workspace() {
+    let env = Env::new();
+    env.write("src/a/z.rs", "fn z() {}\n");
+    env.agent("gemini").args(["presence", ".", "Task_456"]).ok();
+    env.agent("gemini").args(["lock", "src/a/z.rs"]).ok();
+    let sub = env.path("src/a");
+    // From the subfolder, with no COORD_DIR: `presence .` names the enclosing workspace.
+    env.agent("claude")
+        .env_remove("COORD_DIR")
+        .cwd(&sub)
+        .args(["presence", ".", "Task_123"])
+        .ok();
+    assert!(!env.exists("src/a/.coord"), "no nested workspace");
+    assert!(!env.exists("src/a/.claude_presence"));
+    assert!(
+        env.read(".claude_presence")
+            .contains("working_on: Task_123\n")
+    );
+    env.agent("claude")
+        .env_remove("COORD_DIR")
+        .cwd(&sub)
+        .args(["check", "."])
+        .ok()
+        .stdout_has("gemini");
+    env.agent("claude")
+        .env_remove("COORD_DIR")
+        .cwd(&sub)
+        .args(["lock", "z.rs", "--no-wait"])
+        .code(3)
+        .stderr_has("gemini");
+    // `--dir` pointing inside means the same workspace too.
+    env.agent("claude")
+        .env("COORD_DIR", &sub)
+        .args(["status", "--json"])
+        .ok()
+        .stdout_has(&format!("\"root\": \"{}\"", env.root().display()));
+    assert!(!env.exists("src/a/.coord"));
+    assert!(env.exists("src/a/z.rs.lock.gemini"));
+    assert!(!env.exists("src/a/z.rs.lock.claude"));
+}
+
+/// Without any `.coord/`, the git work tree's top level is the root, not the subfolder.
+#[test]
+fn without_a_workspace_the_git_top_level_is_the_root() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.path(".git")).unwrap();
+    env.write("src/a/z.rs", "x");
+    env.agent("claude")
+        .env_remove("COORD_DIR")
+        .cwd(env.path("src/a"))
+        .args(["lock", "z.rs"])
+        .ok()
+        .stdout_has("src/a/z.rs");
+    assert!(env.exists(".coord"));
+    assert!(env.exists(".claude_presence"));
+    assert!(!env.exists("src/a/.coord"));
+}
+
+/// A nested workspace that was made on purpose (its own `.coord/`) is its own root.
+#[test]
+fn a_deliberate_nested_workspace_is_its_own_root() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.path(".coord")).unwrap();
+    std::fs::create_dir_all(env.path("inner/.coord")).unwrap();
+    env.write("inner/x.md", "x");
+    env.agent("claude")
+        .env_remove("COORD_DIR")
+        .cwd(env.path("inner"))
+        .args(["lock", "x.md"])
+        .ok()
+        .stdout_has("Lock acquired: x.md");
+    assert!(env.exists("inner/.claude_presence"));
+}
+
+/// `-C DIR` is "change directory first", as in git, make and cargo: FILEs are read from DIR.
+#[test]
+fn dash_c_changes_directory_first() {
+    let env = Env::new();
+    env.write("src/a/z.rs", "x");
+    std::fs::create_dir_all(env.path(".coord")).unwrap();
+    env.agent("gemini").args(["lock", "src/a/z.rs"]).ok();
+    // From the root, `-C src/a lock z.rs` means src/a/z.rs: held by gemini.
+    env.agent("claude")
+        .env_remove("COORD_DIR")
+        .args(["-C", "src/a", "lock", "z.rs", "--no-wait"])
+        .code(3)
+        .stderr_has("gemini");
+    // Given after the subcommand, and as `--dir=`, it is the same.
+    env.agent("claude")
+        .env_remove("COORD_DIR")
+        .args(["lock", "z.rs", "--no-wait", "--dir=src/a"])
+        .code(3);
+    env.agent("claude")
+        .env_remove("COORD_DIR")
+        .args(["-C", "src", "lock", "a/y.rs"])
+        .ok()
+        .stdout_has("Lock acquired: src/a/y.rs");
+    assert!(env.exists("src/a/y.rs.lock.claude"));
+    assert!(!env.exists("z.rs.lock.claude"));
+    // COORD_DIR names the root only: FILEs stay relative to the current directory.
+    env.agent("claude")
+        .env("COORD_DIR", env.path("src"))
+        .cwd(env.path("src/a"))
+        .args(["lock", "w.rs"])
+        .ok()
+        .stdout_has("Lock acquired: src/a/w.rs");
+    // A -C that is not a folder: exit 2, nothing written.
+    env.agent("claude")
+        .args(["-C", "nope", "lock", "x"])
+        .code(2)
+        .stderr_has("nope");
+    let help = env.cmd().args(["lock", "--help"]).ok().stdout;
+    assert!(help.contains("Run as if started in DIR"), "{help}");
+}
+
+/// The `.gitignore` lines the docs give keep every file coord makes out of `git status`, and
+/// nothing else.
+#[test]
+fn the_documented_gitignore_lines_hide_coords_files() {
+    let git_ok = std::process::Command::new("git")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !git_ok {
+        eprintln!("skipped: no `git` on this machine");
+        return;
+    }
+    let env = Env::new();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .args(args)
+            .current_dir(env.root())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    git(&["init", "-q"]);
+    // The block in docs/protocol.md, as printed.
+    let doc = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/protocol.md"),
+    )
+    .unwrap();
+    let block = doc
+        .split("<!-- gitignore -->\n```gitignore\n")
+        .nth(1)
+        .and_then(|rest| rest.split("```").next())
+        .expect("docs/protocol.md has the gitignore block");
+    assert_eq!(
+        block
+            .lines()
+            .filter(|l| !l.starts_with('#'))
+            .collect::<Vec<_>>(),
+        coord::layout::GITIGNORE_LINES,
+        "the docs and coord init write the same lines"
+    );
+    env.write(".gitignore", block);
+    env.write("SHARED.txt", "v1\n");
+    env.write("src/a.rs", "fn a() {}\n");
+    env.agent("claude").args(["presence", ".", "T"]).ok();
+    env.agent("gemini").args(["presence", ".", "T"]).ok();
+    env.agent("claude").args(["handshake"]).ok();
+    env.agent("claude")
+        .args(["lock", "SHARED.txt", "src/a.rs"])
+        .ok();
+    env.agent("gemini")
+        .args(["write", "SHARED.txt"])
+        .stdin("v2\n")
+        .code(3);
+    env.agent("claude")
+        .args(["msg", "send", "gemini", "hi"])
+        .ok();
+    let status = git(&["status", "--porcelain", "--untracked-files=all"]);
+    let mut listed: Vec<&str> = status.lines().map(|l| &l[3..]).collect();
+    listed.sort();
+    assert_eq!(listed, [".gitignore", "SHARED.txt", "src/a.rs"], "{status}");
+}
