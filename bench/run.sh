@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Run coord's benchmarks against the reference tools and print a markdown report.
 #
-#   bench/run.sh            # all: lock, mcp, wake, status
+#   bench/run.sh            # all: lock, mcp, wake, status, deadlock
 #   bench/run.sh lock wake  # some
 #
 # Reference tools: dotlockfile (liblockfile-bin) and flock (util-linux). On Debian/Ubuntu the

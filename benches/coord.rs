@@ -6,8 +6,12 @@
 //! - `lock`: `coord lock` + `coord unlock` as two processes vs `dotlockfile -l` + `dotlockfile -u`.
 //! - `wake`: time from the holder's release returning to the waiter's exit, coord vs `flock(1)`.
 //! - `status`: `coord status --json` over 20,000 files, 1,000 locks and 100 agents vs `find`.
+//! - `hook`: one pre-edit `coord hook claude` call (a Write's PreToolUse payload on stdin) vs one
+//!   `coord lock` process, each taking a free lock (released, untimed, between runs).
 //! - `mcp`: `lock` + `unlock` as two `tools/call` requests to one running `coord mcp` vs
 //!   `dotlockfile -l` + `dotlockfile -u`, in the same run.
+//! - `deadlock`: how long the `coord lock` that would close a cycle of N waiting agents takes
+//!   to be refused, vs a plain refusal (`--no-wait` on a held lock).
 
 use std::io::Write;
 use std::path::Path;
@@ -127,6 +131,63 @@ fn bench_lock(out: &mut Vec<String>) {
         out.push(String::new());
         out.push("(dotlockfile not installed: `apt-get install liblockfile-bin`)".into());
     }
+}
+
+fn bench_hook(out: &mut Vec<String>) {
+    let dir = tempfile::tempdir().unwrap();
+    let d = std::fs::canonicalize(dir.path()).unwrap();
+    std::fs::write(d.join("SHARED.txt"), "shared\n").unwrap();
+    let payload = format!(
+        r#"{{"session_id":"7684f1ed-55e2-4a19-be34-6aa5a64f4b50","transcript_path":"/tmp/t.jsonl","cwd":"{0}","permission_mode":"default","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{{"file_path":"{0}/SHARED.txt","content":"x"}},"tool_use_id":"toolu_1"}}"#,
+        d.display()
+    );
+    let hook = || {
+        let mut c = Command::new(COORD);
+        c.args(["hook", "claude"])
+            .current_dir(&d)
+            .env_remove("COORD_DIR")
+            .env_remove("COORD_AGENT")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        let mut child = c.spawn().expect("spawn");
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(payload.as_bytes())
+            .unwrap();
+        assert!(child.wait().unwrap().success());
+    };
+    let agent = "claude-7684f1ed";
+    let n = 300;
+    for _ in 0..20 {
+        hook();
+        run(&mut coord(&d, agent, &["unlock", "-q"]));
+    }
+    let mut h = Vec::with_capacity(n);
+    let mut l = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        hook();
+        h.push(t.elapsed());
+        assert!(d.join(format!("SHARED.txt.lock.{agent}")).exists());
+        run(&mut coord(&d, agent, &["unlock", "-q"]));
+        let t = Instant::now();
+        run(&mut coord(&d, agent, &["lock", "SHARED.txt", "-q"]));
+        l.push(t.elapsed());
+        run(&mut coord(&d, agent, &["unlock", "-q"]));
+    }
+    let (h, l) = (stats(h), stats(l));
+    out.push("| one pre-edit lock (one process) | median | p95 | runs |".into());
+    out.push("|---|---|---|---|".into());
+    out.push(row("`coord hook claude` (PreToolUse of a Write)", &h));
+    out.push(row("`coord lock` (with `.bak`)", &l));
+    out.push(String::new());
+    out.push(format!(
+        "Ratio hook / lock (medians): {:.2}x.",
+        h.median.as_secs_f64() / l.median.as_secs_f64()
+    ));
 }
 
 /// `dotlockfile -l` + `dotlockfile -u` on `lf`, `n` times (after a warm-up).
@@ -360,6 +421,81 @@ fn bench_status(out: &mut Vec<String>) {
     ));
 }
 
+/// Run `cmd` to completion expecting exit 3; its wall-clock time.
+fn refused_in(mut cmd: Command) -> Duration {
+    let start = Instant::now();
+    let st = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .unwrap();
+    let t = start.elapsed();
+    assert_eq!(st.code(), Some(3), "{cmd:?}");
+    t
+}
+
+fn bench_deadlock(out: &mut Vec<String>) {
+    let runs = 30;
+    out.push("| refusal | median | p95 | runs |".into());
+    out.push("|---|---|---|---|".into());
+    {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        run(&mut coord(d, "holder", &["lock", "f", "-q", "--no-backup"]));
+        let lat = (0..runs)
+            .map(|_| refused_in(coord(d, "other", &["lock", "f", "--no-wait", "-q"])))
+            .collect();
+        out.push(row(
+            "`coord lock --no-wait` on a held lock (plain refusal)",
+            &stats(lat),
+        ));
+    }
+    for n in [2usize, 8] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path();
+        // a0 holds f0, ..., a{n-1} holds f{n-1}; a{i} waits for f{i+1} for i < n-1.
+        for i in 0..n {
+            run(&mut coord(
+                d,
+                &format!("a{i}"),
+                &["lock", &format!("f{i}"), "-q", "--no-backup"],
+            ));
+        }
+        let mut waiters = Vec::new();
+        for i in 0..n - 1 {
+            let mut c = coord(
+                d,
+                &format!("a{i}"),
+                &["lock", &format!("f{}", i + 1), "--wait", "10m", "-q"],
+            );
+            waiters.push(
+                c.stdin(Stdio::null())
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::null())
+                    .spawn()
+                    .unwrap(),
+            );
+            wait_until(|| {
+                std::fs::read_to_string(d.join(format!(".a{i}_presence")))
+                    .is_ok_and(|t| t.contains("WAITING"))
+            });
+        }
+        let last = format!("a{}", n - 1);
+        let lat = (0..runs)
+            .map(|_| refused_in(coord(d, &last, &["lock", "f0", "--wait", "10m", "-q"])))
+            .collect();
+        out.push(row(
+            &format!("`coord lock --wait 10m` closing a cycle of {n} agents"),
+            &stats(lat),
+        ));
+        for mut w in waiters {
+            let _ = w.kill();
+            let _ = w.wait();
+        }
+    }
+}
+
 fn main() {
     let which: Vec<String> = std::env::args()
         .skip(1)
@@ -395,8 +531,16 @@ fn main() {
         bench_wake(&mut out);
         out.push(String::new());
     }
+    if want("hook") {
+        bench_hook(&mut out);
+        out.push(String::new());
+    }
     if want("status") {
         bench_status(&mut out);
+        out.push(String::new());
+    }
+    if want("deadlock") {
+        bench_deadlock(&mut out);
         out.push(String::new());
     }
     println!("{}", out.join("\n"));

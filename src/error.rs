@@ -86,6 +86,14 @@ pub enum Error {
         /// What the holder works on.
         working_on: Option<String>,
     },
+    /// A wait that could never end: the agents named wait for each other in a cycle.
+    #[error("waiting for `{file}` would deadlock: {}", describe_cycle(cycle))]
+    Deadlock {
+        /// The file the refused request would have waited for.
+        file: String,
+        /// The cycle, starting with the refused agent: each waits for a file the next one holds.
+        cycle: Vec<WaitStep>,
+    },
     /// A lock that belongs to another agent (unlock, write without the lock).
     #[error("`{file}` is locked by {holder}, not by {agent}")]
     NotHolder {
@@ -154,6 +162,25 @@ pub enum Error {
     },
 }
 
+/// One step of a wait-for cycle: `agent` waits for `file`, which `holder` holds.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct WaitStep {
+    /// The waiting agent (display name).
+    pub agent: String,
+    /// The file it waits for, relative to the root.
+    pub file: String,
+    /// Who holds that file (display name).
+    pub holder: String,
+}
+
+fn describe_cycle(cycle: &[WaitStep]) -> String {
+    cycle
+        .iter()
+        .map(|s| format!("{} waits for `{}` held by {}", s.agent, s.file, s.holder))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
 fn working_suffix(working_on: &Option<String>) -> String {
     match working_on {
         Some(w) if !w.is_empty() => format!(" (working on {w})"),
@@ -185,6 +212,17 @@ impl Error {
                     "wait with `coord lock {} --wait 5m`, or message them: `coord msg send {} \"…\"`",
                     crate::shell::arg(file),
                     crate::shell::agent(holder)
+                ))
+            }
+            Error::Deadlock { cycle, .. } => {
+                let held: Vec<String> = cycle
+                    .last()
+                    .map(|s| format!("`{}`", s.file))
+                    .into_iter()
+                    .collect();
+                Some(format!(
+                    "nobody in a cycle can go on: release what you hold first (`coord unlock`, you hold {}), then lock every file you need in one `coord lock` call",
+                    held.join(", ")
                 ))
             }
             Error::NotHolder { file, .. } => Some(format!(
@@ -240,6 +278,7 @@ impl Error {
             Error::BadInput { .. } => "bad_input",
             Error::LockHeld { .. } => "lock_held",
             Error::WaitTimedOut { .. } => "wait_timed_out",
+            Error::Deadlock { .. } => "deadlock",
             Error::NotHolder { .. } => "not_holder",
             Error::Refused { .. } => "refused",
             Error::CheckFailed { .. } => "check_failed",

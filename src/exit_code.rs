@@ -48,6 +48,7 @@ impl From<&Error> for ExitCode {
             | Error::BadInput { .. } => ExitCode::Usage,
             Error::LockHeld { .. }
             | Error::WaitTimedOut { .. }
+            | Error::Deadlock { .. }
             | Error::NotHolder { .. }
             | Error::Refused { .. } => ExitCode::Refused,
             Error::CheckFailed { .. } | Error::ReviewUnfinished { .. } => ExitCode::CheckFailed,

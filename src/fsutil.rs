@@ -39,6 +39,16 @@ pub const RECORD_CAP: u64 = 64 * 1024;
 /// `NotFound` when it does not exist; `InvalidData` when it is not a regular file or is larger
 /// than `cap`; any other open/read error as is.
 pub fn read_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+    read_capped_with_mtime(path, cap).map(|(bytes, _)| bytes)
+}
+
+/// [`read_capped`], with the mtime of the file as opened (`fstat` on the open file: a network
+/// filesystem revalidates it on open, where a `stat` of the path may be served from a cache).
+///
+/// # Errors
+///
+/// As [`read_capped`].
+pub fn read_capped_with_mtime(path: &Path, cap: u64) -> io::Result<(Vec<u8>, Option<SystemTime>)> {
     let fd = rustix::fs::open(
         path,
         OFlags::RDONLY | OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::CLOEXEC | OFlags::NOCTTY,
@@ -47,6 +57,11 @@ pub fn read_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
     .map_err(|e| not_followed(e.into()))?;
     let file = File::from(fd);
     let meta = file.metadata()?;
+    let bytes = read_open_capped(file, &meta, cap)?;
+    Ok((bytes, meta.modified().ok()))
+}
+
+fn read_open_capped(file: File, meta: &fs::Metadata, cap: u64) -> io::Result<Vec<u8>> {
     if !meta.is_file() {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
@@ -76,8 +91,7 @@ pub fn read_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
 ///
 /// As [`read_capped`].
 pub fn read_text_capped(path: &Path, cap: u64) -> io::Result<(String, Option<SystemTime>)> {
-    let bytes = read_capped(path, cap)?;
-    let mtime = fs::symlink_metadata(path).and_then(|m| m.modified()).ok();
+    let (bytes, mtime) = read_capped_with_mtime(path, cap)?;
     Ok((String::from_utf8_lossy(&bytes).into_owned(), mtime))
 }
 
@@ -499,6 +513,21 @@ pub fn touch(path: &Path) -> Result<()> {
     file.set_modified(SystemTime::now()).at("touch", path)
 }
 
+/// Make the regular file at `path` executable by whoever may read it (a git hook script).
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the path.
+pub fn make_executable(path: &Path) -> Result<()> {
+    let meta = fs::symlink_metadata(path).at("inspect", path)?;
+    if !meta.is_file() {
+        return Err(not_regular()).at("make executable", path);
+    }
+    let mode = meta.permissions().mode();
+    let exec = (mode & 0o444) >> 2;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode | exec)).at("make executable", path)
+}
+
 /// An `O_NOFOLLOW` open that met a symlink (`ELOOP`) said as such; other errors unchanged.
 fn not_followed(e: io::Error) -> io::Error {
     if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
@@ -525,6 +554,9 @@ pub fn sweep_temps(dir: &Path) -> usize {
 /// coord's temporary files whose writer is gone. Returns whether it was removed.
 pub fn sweep_entry(entry: &fs::DirEntry) -> bool {
     let name = entry.file_name();
+    if name.to_str().is_some_and(layout::is_fuse_hidden) {
+        return sweep_fuse_hidden(entry);
+    }
     let Some((tag, pid)) = name.to_str().and_then(layout::parse_temp_name) else {
         return false;
     };
@@ -536,6 +568,19 @@ pub fn sweep_entry(entry: &fs::DirEntry) -> bool {
         .is_some_and(|age| age > Duration::from_secs(3600));
     let gone = tag == host::host_tag() && pid != host::pid() && !host::pid_alive(pid);
     (gone || old) && fs::remove_file(entry.path()).is_ok()
+}
+
+/// A `.fuse_hidden…` file: a record removed while a process on the same FUSE mount still had it
+/// open, kept by FUSE until that process closes it. coord opens records for milliseconds, so one
+/// older than a minute is a leftover (its process was killed, or the mount went away).
+fn sweep_fuse_hidden(entry: &fs::DirEntry) -> bool {
+    let old = entry
+        .metadata()
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|m| m.elapsed().ok())
+        .is_some_and(|age| age > Duration::from_secs(60));
+    old && entry.file_type().is_ok_and(|t| t.is_file()) && fs::remove_file(entry.path()).is_ok()
 }
 
 /// Append `line` to `path` (created when missing, never through a symlink), as one line.
@@ -846,6 +891,21 @@ mod tests {
             !dir.path().join("elsewhere").exists(),
             "the link was not followed"
         );
+    }
+
+    #[test]
+    fn old_fuse_leftovers_are_swept_and_fresh_ones_kept() {
+        let dir = tempfile::tempdir().unwrap();
+        let old = dir.path().join(".fuse_hidden0000000a00000001");
+        let fresh = dir.path().join(".fuse_hidden0000000b00000002");
+        fs::write(&old, b"Agent: x\n").unwrap();
+        fs::write(&fresh, b"Agent: y\n").unwrap();
+        let f = OpenOptions::new().write(true).open(&old).unwrap();
+        f.set_modified(SystemTime::now() - Duration::from_secs(120))
+            .unwrap();
+        assert_eq!(sweep_temps(dir.path()), 1);
+        assert!(!old.exists());
+        assert!(fresh.exists(), "one still in use is left alone");
     }
 
     #[test]

@@ -8,6 +8,9 @@
 //! <dir>/FILE.rejected.<agent>         content of a `coord write` refused by the lock (kept, never lost)
 //! <dir>/.coord-<host>-<pid>-XXXXXX.tmp  a temporary file on its way to becoming one of the above
 //! <root>/.coord/mutex                 the workspace mutex (never deleted)
+//! <root>/.coord/mutex.lease           the workspace mutex where kernel locks do not cross machines
+//! <root>/.coord/sync-warned          the warning about a sync tool was given
+//! <root>/.coord/agents                every agent that ever took a lock here (exact-name lookups)
 //! <root>/.coord/queue/seq             the next wait-ticket number
 //! <root>/.coord/queue/q-<hash>/<seq>.<agent>  a waiter's ticket for one file
 //! <root>/.coord/messages/<id>.msg     one message (seed 001 `msg send`)
@@ -55,6 +58,26 @@ pub fn state_dir(root: &Path) -> PathBuf {
 /// `<root>/.coord/mutex`, the workspace mutex.
 pub fn mutex(root: &Path) -> PathBuf {
     state_dir(root).join("mutex")
+}
+
+/// The lease file beside a kernel-mutex file (`mutex` → `mutex.lease`): the arbitration where
+/// kernel locks do not cross machines.
+pub fn lease_of(mutex_path: &Path) -> PathBuf {
+    let mut name = mutex_path.file_name().unwrap_or_default().to_os_string();
+    name.push(".lease");
+    mutex_path.with_file_name(name)
+}
+
+/// `<root>/.coord/agents`: the ids of every agent that took a lock in this workspace, one a
+/// line (lock files are also looked up by exact name for each of them where folder listings
+/// may lag).
+pub fn roster(root: &Path) -> PathBuf {
+    state_dir(root).join("agents")
+}
+
+/// `<root>/.coord/sync-warned`: the sync-tool warning was given (it is given once).
+pub fn sync_warned(root: &Path) -> PathBuf {
+    state_dir(root).join("sync-warned")
 }
 
 /// `<root>/.<agent>_presence`.
@@ -156,6 +179,12 @@ pub fn parse_temp_name(file_name: &str) -> Option<(&str, u32)> {
     Some((tag, pid))
 }
 
+/// Whether a name is a FUSE leftover (`.fuse_hidden…`): a file removed while still open through
+/// the same FUSE mount.
+pub fn is_fuse_hidden(file_name: &str) -> bool {
+    file_name.starts_with(".fuse_hidden")
+}
+
 /// Whether a name is one of coord's temporary files.
 pub fn is_temp_name(file_name: &str) -> bool {
     parse_temp_name(file_name).is_some()
@@ -188,11 +217,16 @@ pub fn ticket_name(seq: u64, agent: &str) -> String {
 
 /// The sequence number of a ticket file name.
 pub fn parse_ticket_name(file_name: &str) -> Option<u64> {
+    parse_ticket(file_name).map(|(seq, _)| seq)
+}
+
+/// The sequence number and agent id of a ticket file name.
+pub fn parse_ticket(file_name: &str) -> Option<(u64, &str)> {
     let (seq, agent) = file_name.split_once('.')?;
     if seq.len() != 20 || !is_valid_agent_id(agent) {
         return None;
     }
-    seq.parse().ok()
+    Some((seq.parse().ok()?, agent))
 }
 
 // --- Messages and the collaboration file -------------------------------------------------

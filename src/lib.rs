@@ -5,7 +5,7 @@
 //!
 //! Layers, from the bottom up:
 //!
-//! - foundation: [`clock`] (now, timestamps, durations), [`layout`] (every name on disk),
+//! - foundation: [`arbiter`] (what the folder is on, and the workspace mutex that holds there), [`clock`] (now, timestamps, durations), [`layout`] (every name on disk),
 //!   [`record`] (the seed's `key: value` text), [`fsutil`] (every write to disk, capped reads, the
 //!   workspace mutex), [`host`] (this machine and its processes), [`watch`] (waiting on folder events),
 //!   [`workspace`] (root discovery, agent ids, path confinement), [`shell`] (commands in hints);
@@ -18,6 +18,8 @@
 
 #![deny(missing_docs)]
 
+pub mod arbiter;
+pub mod changes;
 pub mod clock;
 pub mod collab;
 pub mod dialogue;
@@ -25,7 +27,10 @@ pub mod edit;
 pub mod error;
 pub mod exit_code;
 pub mod fsutil;
+pub mod guard;
+pub mod hook;
 pub mod host;
+pub mod init;
 pub mod layout;
 pub mod mcp;
 pub mod record;

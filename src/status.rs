@@ -13,7 +13,9 @@ use crate::v3::handshake;
 use crate::v3::lock::{self, LockState};
 use crate::v3::message;
 use crate::v3::presence::{self, StateCache, Unreadable};
+use crate::v3::queue;
 use crate::v3::stamp::{self, RowStatus};
+use crate::v3::waits::{self, WaitEdge};
 use crate::workspace::Workspace;
 
 /// One agent, as `status` shows it.
@@ -98,6 +100,23 @@ pub struct PartnerView {
     pub current_task: Option<String>,
 }
 
+/// One waiter, as `status` shows it: who waits for which file, held by whom.
+#[derive(Debug, Clone, Serialize)]
+pub struct WaitView {
+    /// The waiter's id.
+    pub agent: String,
+    /// The waiter's display name.
+    pub name: String,
+    /// The file it waits for.
+    pub file: String,
+    /// The ids of the agents holding that file (empty: it is free, earlier waiters go first).
+    pub waits_for: Vec<String>,
+    /// Its place in that file's queue, 1 for the first.
+    pub position: usize,
+    /// When it started waiting, as written in its ticket.
+    pub since: Option<String>,
+}
+
 /// The whole workspace at a glance.
 #[derive(Debug, Clone, Serialize)]
 pub struct Status {
@@ -107,6 +126,10 @@ pub struct Status {
     pub agents: Vec<AgentView>,
     /// Every lock file.
     pub locks: Vec<LockView>,
+    /// Who waits for which file, in queue order (the wait queue's live tickets).
+    pub waits: Vec<WaitView>,
+    /// Cycles of agents waiting for each other (each one a deadlock), as wait-for edges.
+    pub deadlocks: Vec<Vec<WaitEdge>>,
     /// Handshake files, one entry per block.
     pub handshakes: Vec<HandshakeView>,
     /// At least one pair of agents has exchanged a handshake with an ACCEPTED.
@@ -215,6 +238,29 @@ pub fn collect(ws: &Workspace) -> Status {
     let mut cache = StateCache::from_presences(&presences, &now);
     let entries = lock::scan_judged(ws, &mut cache, &now);
     unreadable.extend(lock::unreadable(&entries, ws));
+    let waiters = queue::waiters(ws.root());
+    let edges = waits::edges(ws, &waiters, &mut cache, &now);
+    let mut places: BTreeMap<&str, usize> = BTreeMap::new();
+    let waits = waiters
+        .iter()
+        .map(|w| {
+            let place = places.entry(w.file.as_str()).or_insert(0);
+            *place += 1;
+            WaitView {
+                agent: w.agent.clone(),
+                name: w.name.clone(),
+                file: w.file.clone(),
+                waits_for: edges
+                    .iter()
+                    .filter(|e| e.agent == w.agent && e.file == w.file)
+                    .map(|e| e.holder.clone())
+                    .collect(),
+                position: *place,
+                since: w.since.clone(),
+            }
+        })
+        .collect();
+    let deadlocks = waits::cycles(&edges);
     let (blocks, bad_handshakes) = handshake::scan(ws.root());
     unreadable.extend(bad_handshakes);
     let (rows, bad_rows) = stamp::scan(ws.root());
@@ -230,6 +276,8 @@ pub fn collect(ws: &Workspace) -> Status {
         root: ws.root().display().to_string(),
         agents: presences.iter().map(|p| agent_view(p, &now)).collect(),
         locks: entries.iter().map(|e| lock_view(e, ws, &now)).collect(),
+        waits,
+        deadlocks,
         protocol_v3_active: handshake::v3_active(&blocks),
         handshakes: blocks
             .into_iter()

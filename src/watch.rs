@@ -43,6 +43,17 @@ impl FolderWatch {
         FolderWatch { watcher, rx }
     }
 
+    /// Watch `dir` and every folder below it (a whole workspace, for `coord watch`).
+    pub fn recursive(dir: &std::path::Path) -> FolderWatch {
+        let mut w = FolderWatch::new(&[]);
+        if let Some(watcher) = w.watcher.as_mut()
+            && watcher.watch(dir, RecursiveMode::Recursive).is_err()
+        {
+            w.watcher = None;
+        }
+        w
+    }
+
     /// Add another folder to the subscription.
     pub fn add(&mut self, dir: &std::path::Path) {
         if let Some(w) = self.watcher.as_mut() {

@@ -14,6 +14,7 @@
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
+use crate::arbiter;
 use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
 use crate::layout;
@@ -192,14 +193,14 @@ impl Workspace {
     /// # Errors
     ///
     /// [`Error::Io`] when it cannot be opened or locked.
-    pub fn lock_mutex(&self) -> Result<fsutil::MutexGuard> {
+    pub fn lock_mutex(&self) -> Result<arbiter::Guard> {
         // `.coord/` removed (`rm -rf .coord`, `git clean`) between creating it and opening the
         // mutex: create it again and go on. Exclusion does not depend on the old folder: the
         // mutex is checked to be the file at its path once locked.
         let mut tries = 0;
         loop {
             self.ensure_state_dir()?;
-            match fsutil::lock_mutex(&layout::mutex(&self.root)) {
+            match arbiter::Guard::take(&layout::mutex(&self.root), self.policy()?.arbitration) {
                 Err(Error::Io { source, .. })
                     if source.kind() == std::io::ErrorKind::NotFound && tries < 100 =>
                 {
@@ -208,6 +209,15 @@ impl Workspace {
                 other => return other,
             }
         }
+    }
+
+    /// What the folder is on and how coord arbitrates there (detected once per process).
+    ///
+    /// # Errors
+    ///
+    /// As [`arbiter::Policy::detect`].
+    pub fn policy(&self) -> Result<arbiter::Policy> {
+        arbiter::policy(&self.root)
     }
 
     /// Resolve a FILE argument given relative to `cwd`.

@@ -14,6 +14,7 @@ use super::{Ctx, WaitArgs, output};
 /// Waits (2 minutes by default) while another agent holds a lock, saying once on stderr who
 /// holds it, since when, and what they work on; wakes within milliseconds of its release.
 /// A STALE lock is taken over (and said so). FILE.bak is written before you edit.
+/// A wait that would deadlock (agents waiting for each other in a cycle) is refused at once.
 ///
 ///   coord -a claude lock SHARED.txt
 ///   ... edit SHARED.txt ...

@@ -12,9 +12,14 @@ use coord::{Error, ExitCode};
 
 mod check;
 mod collab;
+mod completions;
 mod demo;
 mod dialogue;
+mod doctor;
+mod guard;
 mod handshake;
+mod hook;
+mod init;
 mod lock;
 mod mcp;
 mod msg;
@@ -29,6 +34,7 @@ mod session;
 mod startup;
 mod status;
 mod unlock;
+mod watch;
 mod who;
 mod write;
 
@@ -114,8 +120,15 @@ enum Command {
     Review(review::ReviewArgs),
     Status(status::StatusArgs),
     Demo(demo::DemoArgs),
+    Hook(hook::HookArgs),
+    Init(init::InitArgs),
+    Guard(guard::GuardArgs),
     Mcp(mcp::McpArgs),
     Who(who::WhoArgs),
+    Watch(watch::WatchArgs),
+    Completions(completions::CompletionsArgs),
+    Man(completions::ManArgs),
+    Doctor(doctor::DoctorArgs),
 }
 
 /// How long a command waits for a lock held by another agent: `--wait DUR` or `--no-wait`.
@@ -158,7 +171,12 @@ pub struct Ctx {
 impl Ctx {
     /// The workspace: a positional DIR wins over `--dir`/`COORD_DIR`.
     pub fn workspace(&self, positional: Option<&Path>) -> Result<Workspace, Error> {
-        Workspace::discover(positional.or(self.dir.as_deref()), &self.cwd)
+        let ws = Workspace::discover(positional.or(self.dir.as_deref()), &self.cwd)?;
+        // A folder under a sync tool cannot keep exclusion between machines: said once.
+        if let Some(warning) = coord::arbiter::doctor::sync_warning_once(ws.root()) {
+            output::diag(&format!("warning: {warning}"));
+        }
+        Ok(ws)
     }
 
     /// The acting agent, or the error that says how to give one.
@@ -279,10 +297,10 @@ fn change_dir(cwd: PathBuf, dir: Option<&Path>) -> Result<PathBuf, Error> {
 /// Parse the command line.
 ///
 /// coord is one short process per command, and an agent runs `lock` and `unlock` (and
-/// `presence`) far more often than anything else. Building clap's tree of every command costs
-/// about as much as a lock itself, so for those three the tree holds just that one command
-/// (parsed by the very same derived definitions); anything else, and any command line that is
-/// not plainly one of them, gets the whole tree. The tree is leaked rather than freed: the
+/// `presence`; its client runs `hook` before every edit) far more often than anything else.
+/// Building clap's tree of every command costs about as much as a lock itself, so for those
+/// the tree holds just that one command (parsed by the very same derived definitions); anything
+/// else, and any command line that is not plainly one of them, gets the whole tree. The tree is leaked rather than freed: the
 /// process exits soon after and freeing its many small allocations was a fifth of the work.
 fn parse_args() -> Result<(Cli, bool), clap::Error> {
     let args: Vec<OsString> = std::env::args_os().collect();
@@ -344,6 +362,7 @@ fn hot_command(args: &[OsString]) -> Option<clap::Command> {
         "lock" => lock::LockArgs::augment_args(named("lock")),
         "unlock" => unlock::UnlockArgs::augment_args(named("unlock")),
         "presence" => presence::PresenceArgs::augment_args(named("presence")),
+        "hook" => hook::HookArgs::augment_args(named("hook")),
         _ => return None,
     })
 }
@@ -356,6 +375,7 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Unlock(args) => unlock::run(args, ctx),
         Command::Status(args) => status::run(args, ctx),
         Command::Demo(args) => demo::run(args, ctx),
+        Command::Doctor(args) => doctor::run(args, ctx),
         Command::Msg(args) => msg::run(args, ctx),
         Command::Note(args) => note::run(args, ctx),
         Command::Collab(args) => collab::run(args, ctx),
@@ -369,6 +389,12 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Write(args) => write::run(args, ctx),
         Command::Run(args) => run::run(args, ctx),
         Command::Restore(args) => restore::run(args, ctx),
+        Command::Hook(args) => hook::run(args, ctx),
+        Command::Init(args) => init::run(args, ctx),
+        Command::Guard(args) => guard::run(args, ctx),
+        Command::Watch(args) => watch::run(args, ctx),
+        Command::Completions(args) => completions::completions(args, ctx),
+        Command::Man(args) => completions::man(args, ctx),
         Command::Mcp(args) => mcp::run(args, ctx),
         Command::Who(args) => who::run(args, ctx),
     }

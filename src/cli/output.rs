@@ -17,6 +17,14 @@ pub fn line(text: &str) {
     }
 }
 
+/// Write `bytes` as they are to stdout; exit quietly if stdout is closed.
+pub fn raw(bytes: &[u8]) {
+    let mut out = std::io::stdout().lock();
+    if out.write_all(bytes).and_then(|()| out.flush()).is_err() {
+        std::process::exit(0);
+    }
+}
+
 static JSON_PRINTED: AtomicBool = AtomicBool::new(false);
 
 /// Whether a JSON document was already printed (stdout carries at most one).
@@ -180,6 +188,11 @@ fn paint(text: &str, tone: Tone, color: bool) -> String {
     } else {
         text.to_string()
     }
+}
+
+/// `text` in the colour of a broken state (when `color`).
+pub fn paint_bad(text: &str, color: bool) -> String {
+    paint(text, Tone::Bad, color)
 }
 
 /// The tone of a state word.

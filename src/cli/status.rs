@@ -90,6 +90,49 @@ pub fn render(st: &Status, color: bool) -> String {
             color,
         ));
     }
+    if !st.waits.is_empty() {
+        out.push(String::new());
+        out.push(output::title("Waiting", color));
+        let rows = st
+            .waits
+            .iter()
+            .map(|w| {
+                let whom = if w.waits_for.is_empty() {
+                    format!("earlier waiters (#{} in line)", w.position)
+                } else {
+                    w.waits_for.join(", ")
+                };
+                let now = coord::clock::now();
+                let age = w
+                    .since
+                    .as_deref()
+                    .and_then(coord::clock::parse_timestamp)
+                    .map(|t| coord::clock::age(&now, &t).as_secs());
+                vec![
+                    Cell::plain(&w.agent),
+                    Cell::plain(&w.file),
+                    Cell::plain(whom),
+                    Cell::plain(output::ago(age)),
+                ]
+            })
+            .collect();
+        out.push(output::table(
+            &["AGENT", "FILE", "WAITS FOR", "SINCE"],
+            rows,
+            color,
+        ));
+    }
+    for cycle in &st.deadlocks {
+        let steps: Vec<String> = cycle
+            .iter()
+            .map(|e| format!("{} waits for `{}` held by {}", e.agent, e.file, e.holder))
+            .collect();
+        out.push(format!(
+            "  {} {}",
+            output::paint_bad("DEADLOCK:", color),
+            output::clean(&steps.join(", "))
+        ));
+    }
     if !st.partners.is_empty() {
         out.push(String::new());
         out.push(output::title("Sessions online (stamp card)", color));

@@ -95,9 +95,12 @@ impl Dialogue {
         std::fs::symlink_metadata(self.path(layout::DIALOGUE_CONVERSATION)).is_ok()
     }
 
-    fn lock_mutex(&self) -> Result<fsutil::MutexGuard> {
+    fn lock_mutex(&self) -> Result<crate::arbiter::Guard> {
         fsutil::ensure_dir(&layout::state_dir(&self.root))?;
-        fsutil::lock_mutex(&layout::dialogue_mutex(&self.root, &self.rel))
+        crate::arbiter::Guard::take(
+            &layout::dialogue_mutex(&self.root, &self.rel),
+            crate::arbiter::policy(&self.root)?.arbitration,
+        )
     }
 
     fn no_dialogue(&self) -> Error {

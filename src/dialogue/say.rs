@@ -33,9 +33,10 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::arbiter::Guard as MutexGuard;
 use crate::clock::{self, Timestamp};
 use crate::error::{Error, IoResultExt, Result};
-use crate::fsutil::{self, MutexGuard};
+use crate::fsutil;
 use crate::layout;
 use crate::watch::{Deadline, FolderWatch, RECHECK};
 

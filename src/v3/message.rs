@@ -240,7 +240,7 @@ pub fn send(ws: &Workspace, from: &AgentId, to: &Recipient, body: &str) -> Resul
 }
 
 /// Every message in the workspace, in sending order, and the files that are not messages.
-fn scan(root: &Path) -> (Vec<Message>, Vec<Unreadable>) {
+pub fn scan(root: &Path) -> (Vec<Message>, Vec<Unreadable>) {
     let dir = layout::messages_dir(root);
     let mut found = Vec::new();
     let mut skipped = Vec::new();

@@ -12,3 +12,4 @@ pub mod presence;
 pub mod queue;
 pub mod session;
 pub mod stamp;
+pub mod waits;

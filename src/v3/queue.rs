@@ -35,6 +35,15 @@ pub struct Tickets {
     pub seq: u64,
     /// The ticket files.
     pub paths: Vec<PathBuf>,
+    /// Whether queue folders left empty stay (see [`keeps_folders`]).
+    pub keep_folders: bool,
+}
+
+/// Whether empty queue folders are kept rather than removed: where another machine's cache may
+/// still list a removed folder for a while, it could not create its ticket in it until the
+/// cache expires (a folder that exists is never wrong).
+pub fn keeps_folders(root: &Path) -> bool {
+    crate::arbiter::policy(root).is_ok_and(|p| p.exact_lookups)
 }
 
 /// Register `agent` (this process) as waiting for `targets`. Caller holds the mutex.
@@ -68,11 +77,16 @@ pub fn register(root: &Path, agent: &AgentId, targets: &[Target]) -> Result<Tick
         rec.set("file", &target.rel);
         rec.set("pid", host::pid().to_string());
         rec.set("host", host::hostname());
+        rec.set("since", crate::clock::now_string());
         let path = dir.join(layout::ticket_name(seq, agent.id()));
         fsutil::replace(&path, rec.render().as_bytes())?;
         paths.push(path);
     }
-    Ok(Tickets { seq, paths })
+    Ok(Tickets {
+        seq,
+        paths,
+        keep_folders: keeps_folders(root),
+    })
 }
 
 /// The highest sequence number of any ticket under `queue_root` (0 when there is none).
@@ -93,7 +107,9 @@ fn highest_ticket(queue_root: &Path) -> u64 {
 pub fn leave(tickets: &Tickets) {
     for path in &tickets.paths {
         let _ = fsutil::remove(path);
-        if let Some(dir) = path.parent() {
+        if let Some(dir) = path.parent()
+            && !tickets.keep_folders
+        {
             let _ = fs::remove_dir(dir);
         }
     }
@@ -144,13 +160,18 @@ pub fn live_tickets(root: &Path, target: &Target) -> Vec<Ahead> {
             }
         }
     }
-    if live.is_empty() {
+    if live.is_empty() && !keeps_folders(root) {
         let _ = fs::remove_dir(&dir);
     }
     live
 }
 
 fn ticket_alive(path: &Path) -> Option<String> {
+    live_record(path).map(|rec| rec.get("agent").unwrap_or("?").to_string())
+}
+
+/// A ticket's record when the ticket is live (its process runs, it was touched lately).
+fn live_record(path: &Path) -> Option<Record> {
     let (text, mtime) = fsutil::read_text_capped(path, RECORD_CAP).ok()?;
     let rec = Record::parse(&text);
     // coord writes every ticket with its process; one without (empty, truncated, garbage) was
@@ -163,7 +184,65 @@ fn ticket_alive(path: &Path) -> Option<String> {
     let fresh = mtime
         .and_then(|m| m.elapsed().ok())
         .is_some_and(|age| age <= TICKET_TIMEOUT);
-    fresh.then(|| rec.get("agent").unwrap_or("?").to_string())
+    fresh.then_some(rec)
+}
+
+/// One live ticket: an agent waiting for one file.
+#[derive(Debug, Clone)]
+pub struct Waiter {
+    /// The ticket's sequence number (one per waiting process and request).
+    pub seq: u64,
+    /// The waiter's id (from the ticket's name).
+    pub agent: String,
+    /// The waiter's display name.
+    pub name: String,
+    /// The file waited for, relative to the root.
+    pub file: String,
+    /// When it started waiting, as written (tickets from older versions have none).
+    pub since: Option<String>,
+}
+
+/// Every live ticket of every queue, by sequence number then file. Reading only: dead tickets
+/// are skipped, not removed, so `status` can call it without writing a byte.
+pub fn waiters(root: &Path) -> Vec<Waiter> {
+    let Ok(dirs) = fs::read_dir(layout::queue_root(root)) else {
+        return Vec::new();
+    };
+    let mut found = Vec::new();
+    for dir in dirs.flatten() {
+        if !dir.file_type().is_ok_and(|t| t.is_dir()) {
+            continue;
+        }
+        let Ok(entries) = fs::read_dir(dir.path()) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            let Some((seq, agent)) = name.to_str().and_then(layout::parse_ticket) else {
+                continue;
+            };
+            let Some(rec) = live_record(&e.path()) else {
+                continue;
+            };
+            // A ticket must say which file it waits for, and that file must hash to the
+            // folder it stands in; anything else was not written by a waiter.
+            let Some(file) = rec.get_nonempty("file") else {
+                continue;
+            };
+            if layout::queue_dir(root, file).file_name() != Some(dir.file_name().as_os_str()) {
+                continue;
+            }
+            found.push(Waiter {
+                seq,
+                agent: agent.to_string(),
+                name: rec.get_nonempty("agent").unwrap_or(agent).to_string(),
+                file: file.to_string(),
+                since: rec.get_nonempty("since").map(str::to_string),
+            });
+        }
+    }
+    found.sort_by(|a, b| a.seq.cmp(&b.seq).then_with(|| a.file.cmp(&b.file)));
+    found
 }
 
 /// Whether the waiter with ticket number `seq` also waits for one of `files` (paths relative to

@@ -291,3 +291,27 @@ impl Output {
         })
     }
 }
+
+/// Wait (bounded, 20 s) until `cond` holds; panics with `what` when it never does.
+#[track_caller]
+pub fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(20) {
+        if cond() {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    panic!("timed out waiting for: {what}");
+}
+
+/// A spawned process's exit code and output, once it ends.
+pub fn finish(child: Child) -> Output {
+    let out = child.wait_with_output().unwrap();
+    Output {
+        shown: "spawned coord".into(),
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}

@@ -111,7 +111,7 @@ impl Reviews {
         &self,
         topic: &str,
         actor: Option<&AgentId>,
-    ) -> Result<(fsutil::MutexGuard, Tracker)> {
+    ) -> Result<(crate::arbiter::Guard, Tracker)> {
         check_topic(topic)?;
         let guard = self.ws.lock_mutex()?;
         // Every tracker update starts here: sweep the temporary files that killed updates

@@ -14,6 +14,7 @@ use super::release::release_tokens;
 use super::{
     LockEntry, LockState, classify, list_locks, own_locks_listed, take_over, try_locks_of,
 };
+use crate::arbiter::Guard;
 use crate::clock::{self, Timestamp, Wait};
 use crate::error::{Error, Result};
 use crate::fsutil;
@@ -23,7 +24,8 @@ use crate::record::Record;
 use crate::v3::backup;
 use crate::v3::presence::{self, LockStatus, StateCache};
 use crate::v3::queue::{self, Tickets};
-use crate::watch::{Deadline, FolderWatch, RECHECK};
+use crate::v3::waits::{self, WaitEdge};
+use crate::watch::{Deadline, FolderWatch};
 use crate::workspace::{AgentId, Target, Workspace};
 
 /// A lock tied to a process: stale the moment that process is gone.
@@ -75,6 +77,32 @@ pub struct Blocker {
     pub working_on: Option<String>,
     /// How many earlier waiters stand in line (only when the lock itself is free).
     pub queued_ahead: usize,
+    /// The blocking lock file and its bytes as read: where events do not cross machines, a
+    /// waiter re-reads just this file until it changes before trying again in full.
+    pub record: Option<(PathBuf, Vec<u8>)>,
+}
+
+/// Where a waiter only re-reads the blocking lock, how often it tries in full anyway (a lock
+/// also turns stale by age).
+const FULL_TRY_EVERY: Duration = Duration::from_secs(1);
+
+/// Whether the lock file at `path` still holds exactly `raw` and does not name a process of
+/// this host that is gone. One open and read: no mutex, no listing.
+fn unchanged(path: &Path, raw: &[u8]) -> bool {
+    let Ok(now) = fsutil::read_capped(path, crate::fsutil::RECORD_CAP) else {
+        return false;
+    };
+    if now != raw {
+        return false;
+    }
+    let rec = Record::parse(&String::from_utf8_lossy(&now));
+    match (
+        rec.get_nonempty("pid").and_then(|p| p.parse::<u32>().ok()),
+        rec.get_nonempty("host"),
+    ) {
+        (Some(pid), Some(h)) => !host::recorded_process_gone(pid, h),
+        _ => true,
+    }
 }
 
 /// One lock taken.
@@ -121,13 +149,17 @@ pub struct Acquisition {
 enum Attempt {
     Got(Vec<Acquired>),
     Busy(Blocker),
+    /// The arbitration was lost while deciding (a stalled holder of a lease): everything this
+    /// try did was undone; try again at once.
+    Fenced,
 }
 
 /// Acquire all of `req.targets` or none, waiting as `req.wait` allows; then write backups.
 ///
 /// # Errors
 ///
-/// [`Error::LockHeld`] when not waiting and a target is held; [`Error::WaitTimedOut`] when the
+/// [`Error::LockHeld`] when not waiting and a target is held; [`Error::Deadlock`] when waiting
+/// would close a cycle of agents waiting for each other; [`Error::WaitTimedOut`] when the
 /// wait ended first; [`Error::Refused`] when the lock is free but earlier waiters stand in line;
 /// [`Error::Io`] on I/O failure (no lock is left behind then).
 pub fn acquire(
@@ -142,6 +174,7 @@ pub fn acquire(
         return Err(Error::bad_input("no file to lock"));
     }
     ws.ensure_state_dir()?;
+    let policy = ws.policy()?;
     let started = Instant::now();
     let deadline = Deadline::after(req.wait.as_duration());
     let may_wait = req.wait != Wait::For(Duration::ZERO);
@@ -155,32 +188,54 @@ pub fn acquire(
     let mut last_touch = Instant::now();
     let got = loop {
         let attempt = {
-            let _mutex = ws.lock_mutex()?;
-            let attempt = attempt(ws, req, &targets, waiting.tickets.as_ref())?;
+            let mutex = ws.lock_mutex()?;
+            let attempt = attempt(ws, &mutex, req, &targets, waiting.tickets.as_ref())?;
             match &attempt {
                 Attempt::Got(_) => {
                     if let Some(t) = waiting.tickets.take() {
                         queue::leave(&t);
                     }
                 }
-                Attempt::Busy(_) if may_wait && waiting.tickets.is_none() && !deadline.passed() => {
-                    waiting.tickets = Some(queue::register(ws.root(), &req.agent, &targets)?);
-                    presence::write(
-                        ws.root(),
-                        &req.agent,
-                        &presence::Update {
-                            lock_status: Some(LockStatus::Waiting),
-                            ..Default::default()
-                        },
-                    )?;
+                Attempt::Busy(_) if may_wait && !deadline.passed() => {
+                    // Every time we would wait (the first time and after every wake-up, so the
+                    // last one to close a cycle sees it even when it formed while we waited).
+                    if let Some(err) = deadlock(ws, req, &targets, waiting.tickets.as_ref()) {
+                        if let Some(t) = waiting.tickets.take() {
+                            settle(ws, &req.agent, &t);
+                        }
+                        return Err(err);
+                    }
+                    if waiting.tickets.is_none() {
+                        let tickets = queue::register(ws.root(), &req.agent, &targets)?;
+                        // Fencing: a number drawn under a lost lease may repeat one drawn since.
+                        if !mutex.still_held() {
+                            queue::leave(&tickets);
+                            continue;
+                        }
+                        waiting.tickets = Some(tickets);
+                        presence::write(
+                            ws.root(),
+                            &req.agent,
+                            &presence::Update {
+                                lock_status: Some(LockStatus::Waiting),
+                                ..Default::default()
+                            },
+                        )?;
+                    }
                 }
-                Attempt::Busy(_) => {}
+                Attempt::Busy(_) | Attempt::Fenced => {}
             }
             attempt
         };
-        let blocker = match attempt {
+        let mut blocker = match attempt {
             Attempt::Got(list) => break list,
             Attempt::Busy(b) => b,
+            Attempt::Fenced => continue,
+        };
+        let probe = if policy.exact_lookups {
+            blocker.record.take()
+        } else {
+            None
         };
         if !may_wait || deadline.passed() {
             return Err(blocked_error(blocker, may_wait, started.elapsed()));
@@ -200,7 +255,19 @@ pub fn acquire(
                 continue;
             }
             Some(w) => {
-                w.wait(deadline.next_sleep(RECHECK));
+                w.wait(deadline.next_sleep(policy.recheck));
+                // Where events do not cross machines, re-read only the blocking lock (one open,
+                // no mutex) until it changes: full tries by every waiter would keep the
+                // workspace mutex busy and slow the holder's own release.
+                if let Some((path, raw)) = &probe {
+                    let since = Instant::now();
+                    while since.elapsed() < FULL_TRY_EVERY
+                        && !deadline.passed()
+                        && unchanged(path, raw)
+                    {
+                        w.wait(deadline.next_sleep(policy.recheck));
+                    }
+                }
             }
         }
         // Asked to stop: `waiting` leaves the queue and resets the presence on the way out.
@@ -268,22 +335,69 @@ impl Drop for Waiting<'_> {
             return;
         };
         if let Ok(_mutex) = self.ws.lock_mutex() {
-            queue::leave(&tickets);
-            let held = own_locks_listed(self.ws, self.agent);
-            let _ = presence::write(
-                self.ws.root(),
-                self.agent,
-                &presence::Update {
-                    lock_status: Some(if held.is_empty() {
-                        LockStatus::Free
-                    } else {
-                        LockStatus::Locked
-                    }),
-                    ..Default::default()
-                },
-            );
+            settle(self.ws, self.agent, &tickets);
         }
     }
+}
+
+/// Leave the queue and say in the presence whether we still hold anything. Caller holds the mutex.
+fn settle(ws: &Workspace, agent: &AgentId, tickets: &Tickets) {
+    queue::leave(tickets);
+    let held = own_locks_listed(ws, agent);
+    let _ = presence::write(
+        ws.root(),
+        agent,
+        &presence::Update {
+            lock_status: Some(if held.is_empty() {
+                LockStatus::Free
+            } else {
+                LockStatus::Locked
+            }),
+            ..Default::default()
+        },
+    );
+}
+
+/// The deadlock waiting for `targets` would close, if any: we would wait for the holders of
+/// `targets`, and following who waits for whom (the queue's other tickets) leads back to us.
+/// Caller holds the mutex, so the graph is one consistent picture.
+fn deadlock(
+    ws: &Workspace,
+    req: &LockRequest,
+    targets: &[Target],
+    tickets: Option<&Tickets>,
+) -> Option<Error> {
+    let me = req.agent.id();
+    let now = clock::now();
+    let mut cache = StateCache::default();
+    let mut edges = Vec::new();
+    for t in targets {
+        for (id, name) in waits::holders(ws, &t.rel, &mut cache, &now) {
+            if id != me {
+                edges.push(WaitEdge {
+                    agent: me.to_string(),
+                    name: req.agent.name().to_string(),
+                    file: t.rel.clone(),
+                    holder: id,
+                    holder_name: name,
+                });
+            }
+        }
+    }
+    if edges.is_empty() {
+        return None;
+    }
+    let my_seq = tickets.map(|t| t.seq);
+    let others: Vec<_> = queue::waiters(ws.root())
+        .into_iter()
+        .filter(|w| Some(w.seq) != my_seq)
+        .collect();
+    edges.extend(waits::edges(ws, &others, &mut cache, &now));
+    let cycle = waits::cycle_through(me, &edges)?;
+    Some(Error::Deadlock {
+        file: cycle[0].file.clone(),
+        cycle: cycle.iter().map(WaitEdge::step).collect(),
+    })
 }
 
 fn blocked_error(b: Blocker, waited: bool, elapsed: Duration) -> Error {
@@ -359,6 +473,7 @@ fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker {
         since: format_since(e.since.as_ref(), now),
         working_on,
         queued_ahead: 0,
+        record: e.raw.clone().map(|raw| (e.lock_path.clone(), raw)),
     }
 }
 
@@ -378,6 +493,7 @@ pub fn working_text(task: Option<&str>, reason: Option<&str>) -> Option<String> 
 /// One try, under the mutex: take every target or none.
 fn attempt(
     ws: &Workspace,
+    mutex: &Guard,
     req: &LockRequest,
     targets: &[Target],
     tickets: Option<&Tickets>,
@@ -426,6 +542,7 @@ fn attempt(
                     since: String::new(),
                     working_on: None,
                     queued_ahead: ahead.len(),
+                    record: None,
                 }));
             }
         }
@@ -452,6 +569,7 @@ fn attempt(
     let mut created = Vec::new();
     let outcome = publish(
         ws,
+        mutex,
         req,
         targets,
         &plans,
@@ -484,6 +602,7 @@ type Plan<'a> = (&'a Target, Option<LockEntry>, Vec<LockEntry>);
 #[allow(clippy::too_many_arguments)]
 fn publish(
     ws: &Workspace,
+    mutex: &Guard,
     req: &LockRequest,
     targets: &[Target],
     plans: &[Plan<'_>],
@@ -493,6 +612,11 @@ fn publish(
     created: &mut Vec<PathBuf>,
 ) -> Result<Attempt> {
     let root = ws.root();
+    // Where folder listings may lag other machines, a lock is also looked up by its exact name
+    // for every agent on the roster: be on it before the lock exists.
+    if ws.policy()?.exact_lookups {
+        super::join_roster(root, req.agent.id())?;
+    }
     let locked_at = clock::format_timestamp(now);
     let mut acquired = Vec::with_capacity(plans.len());
     for ((target, mine, _), took_over) in plans.iter().zip(took) {
@@ -548,6 +672,12 @@ fn publish(
         {
             return Ok(Attempt::Busy(blocker_of(root, newcomer, now)));
         }
+    }
+
+    // Fencing: whatever this try saw and published counts only if the arbitration is still ours
+    // now (a holder stopped past its lease may have been overtaken; the caller withdraws).
+    if !mutex.still_held() {
+        return Ok(Attempt::Fenced);
     }
 
     let mut listed = own_locks_listed(ws, &req.agent);

@@ -34,9 +34,11 @@
 //! before it is dropped; if it changed, it is put back and honoured. After publishing, coord
 //! looks once more for a lock made by hand meanwhile and withdraws in its favour.
 //!
-//! **Filesystems.** On a local filesystem the kernel lock is `flock(2)`. On NFSv4 Linux maps it to
-//! byte-range locks held by the server, so the guarantee holds across machines sharing the folder;
-//! on NFSv3 without a lock manager, or on filesystems without locking, it does not.
+//! **Filesystems.** The workspace mutex is what [`crate::arbiter`] chooses for the folder: on a
+//! local filesystem `flock(2)`; where kernel locks do not cross machines (NFS, SMB, FUSE) a lease
+//! published with `link(2)`, with fencing. There, records are read by open + `fstat` (never
+//! through cached attributes), a lock whose open fails with "not found" is gone, and lock files
+//! are also looked up by exact name for every agent on the roster, because listings lag.
 
 mod acquire;
 mod release;
@@ -56,6 +58,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::arbiter;
 use crate::clock::{self, Timestamp};
 use crate::error::{Error, Result};
 use crate::fsutil::{self, RECORD_CAP};
@@ -118,23 +121,31 @@ pub struct LockEntry {
 }
 
 impl LockEntry {
-    fn read(lock_path: PathBuf, file: String, agent: String) -> LockEntry {
-        let raw_mtime = fsutil::mtime(&lock_path);
+    /// Read one lock file; `None` when it is gone.
+    ///
+    /// A lock file whose open fails with "not found" is gone, whatever a folder listing or a
+    /// cached `stat` still says (a network filesystem's attribute cache can show a released
+    /// lock for many seconds). The mtime comes from the open file (`fstat`), which a network
+    /// filesystem revalidates on open, not from the path.
+    fn read(lock_path: PathBuf, file: String, agent: String) -> Option<LockEntry> {
+        let (record, raw, raw_mtime, problem) =
+            match fsutil::read_capped_with_mtime(&lock_path, RECORD_CAP) {
+                Ok((bytes, mtime)) => (
+                    Some(Record::parse(&String::from_utf8_lossy(&bytes))),
+                    Some(bytes),
+                    mtime,
+                    None,
+                ),
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
+                Err(e) => (None, None, fsutil::mtime(&lock_path), Some(e.to_string())),
+            };
         let mtime = raw_mtime.map(clock::from_system_time);
-        let (record, raw, problem) = match fsutil::read_capped(&lock_path, RECORD_CAP) {
-            Ok(bytes) => (
-                Some(Record::parse(&String::from_utf8_lossy(&bytes))),
-                Some(bytes),
-                None,
-            ),
-            Err(e) => (None, None, Some(e.to_string())),
-        };
         let since = record
             .as_ref()
             .and_then(|r| r.get("locked_at"))
             .and_then(clock::parse_timestamp)
             .or(mtime);
-        LockEntry {
+        Some(LockEntry {
             lock_path,
             file,
             agent,
@@ -145,7 +156,7 @@ impl LockEntry {
             since,
             state: LockState::Live,
             stale_why: None,
-        }
+        })
     }
 
     fn field(&self, key: &str) -> Option<&str> {
@@ -228,11 +239,21 @@ fn stale_reason(
         return Some(format!("its process {pid} on {h} is gone"));
     }
     let since = e.since.as_ref()?;
-    let age = clock::age(now, since);
+    let ttl = e.ttl();
+    let mut age = clock::age(now, since);
+    let mut now = *now;
+    if age > ttl
+        && let Some(ahead_of_folder) = arbiter::clock_ahead(root)
+    {
+        // This machine's clock runs ahead of the folder's: seen from here every lock looks
+        // older than it is. Judge by the folder's clock instead.
+        now -= chrono::Duration::from_std(ahead_of_folder).unwrap_or_default();
+        age = clock::age(&now, since);
+    }
+    let now = &now;
     // A lock dated further in the future than its TTL (a forged date, or a clock far off) would
     // otherwise never age: it counts as expired, and the holder's presence still decides.
     let ahead = clock::age(since, now);
-    let ttl = e.ttl();
     if age <= ttl && ahead <= ttl {
         return None;
     }
@@ -293,7 +314,7 @@ fn list_locks(target: &Target, sweep: bool) -> Result<Vec<LockEntry>> {
         let name = entry.file_name();
         match name.to_str().and_then(layout::parse_lock_name) {
             Some((b, agent)) if b == base => {
-                found.push(LockEntry::read(entry.path(), target.rel.clone(), agent));
+                found.extend(LockEntry::read(entry.path(), target.rel.clone(), agent));
             }
             Some(_) => {}
             None if sweep => {
@@ -302,8 +323,56 @@ fn list_locks(target: &Target, sweep: bool) -> Result<Vec<LockEntry>> {
             None => {}
         }
     }
+    // A listing may come from a cache that has not seen another machine's new lock yet: where
+    // that can happen, every agent on the roster is also looked up by its exact lock name.
+    if let Some(root) = root_of(target)
+        && arbiter::policy(&root).is_ok_and(|p| p.exact_lookups)
+    {
+        for id in roster(&root) {
+            let path = layout::lock_file(&target.abs, &id);
+            if found.iter().any(|e| e.lock_path == path) {
+                continue;
+            }
+            found.extend(LockEntry::read(path, target.rel.clone(), id));
+        }
+    }
     found.sort_by(|a, b| a.agent.cmp(&b.agent));
     Ok(found)
+}
+
+/// The workspace root of a target (its absolute path less its relative one).
+fn root_of(target: &Target) -> Option<PathBuf> {
+    let depth = target.rel.split('/').filter(|c| !c.is_empty()).count();
+    target.abs.ancestors().nth(depth).map(Path::to_path_buf)
+}
+
+/// The agents on the roster (`.coord/agents`), read fresh.
+fn roster(root: &Path) -> Vec<String> {
+    let Ok(bytes) = fsutil::read_capped(&layout::roster(root), RECORD_CAP) else {
+        return Vec::new();
+    };
+    String::from_utf8_lossy(&bytes)
+        .lines()
+        .map(str::trim)
+        .filter(|id| crate::workspace::is_valid_agent_id(id))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Put `id` on the roster, if it is not there yet. Caller holds the mutex.
+///
+/// # Errors
+///
+/// [`Error::Io`] when the roster cannot be written.
+pub(crate) fn join_roster(root: &Path, id: &str) -> Result<()> {
+    let mut ids = roster(root);
+    if ids.iter().any(|i| i == id) {
+        return Ok(());
+    }
+    ids.push(id.to_string());
+    let mut text = ids.join("\n");
+    text.push('\n');
+    fsutil::replace(&layout::roster(root), text.as_bytes())
 }
 
 /// Every lock file under the root (`.git` and `.coord` excepted), sorted by file then agent,
@@ -325,14 +394,15 @@ pub fn scan_tree(ws: &Workspace) -> Vec<LockEntry> {
                 let Some(file) = ws.rel(&dir.join(base)) else {
                     continue;
                 };
-                let mut e = LockEntry::read(entry.path(), file, agent);
-                if raw_name.to_str().is_none() {
-                    e.problem = Some(match e.problem.take() {
-                        Some(p) => format!("{BAD_NAME}; {p}"),
-                        None => BAD_NAME.to_string(),
-                    });
+                if let Some(mut e) = LockEntry::read(entry.path(), file, agent) {
+                    if raw_name.to_str().is_none() {
+                        e.problem = Some(match e.problem.take() {
+                            Some(p) => format!("{BAD_NAME}; {p}"),
+                            None => BAD_NAME.to_string(),
+                        });
+                    }
+                    found.push(e);
                 }
-                found.push(e);
             } else if ft.is_dir() && !layout::skip_in_walk(&name) {
                 stack.push(entry.path());
             }
@@ -568,7 +638,7 @@ mod tests {
     fn real_entry(dir: &Path, text: &str) -> LockEntry {
         let path = dir.join("F.lock.x");
         std::fs::write(&path, text).unwrap();
-        LockEntry::read(path, "F".into(), "x".into())
+        LockEntry::read(path, "F".into(), "x".into()).unwrap()
     }
 
     #[test]

@@ -135,7 +135,7 @@ pub fn release_tokens(
     for (target, token) in held {
         let path = layout::lock_file(&target.abs, agent.id());
         let current = LockEntry::read(path.clone(), target.rel.clone(), agent.id().to_string());
-        let outcome = if current.token() == Some(token.as_str()) {
+        let outcome = if current.as_ref().and_then(LockEntry::token) == Some(token.as_str()) {
             fsutil::remove(&path)?;
             ReleaseOutcome::Released
         } else {
@@ -153,7 +153,7 @@ pub fn release_tokens(
 /// The token of `agent`'s lock on `target`, when it holds one.
 pub fn own_token(target: &Target, agent: &AgentId) -> Option<String> {
     let path = layout::lock_file(&target.abs, agent.id());
-    LockEntry::read(path, target.rel.clone(), agent.id().to_string())
+    LockEntry::read(path, target.rel.clone(), agent.id().to_string())?
         .token()
         .map(str::to_string)
 }
@@ -161,7 +161,8 @@ pub fn own_token(target: &Target, agent: &AgentId) -> Option<String> {
 /// Whether `agent` still holds `target` with `token`. Caller holds the mutex.
 pub fn holds(target: &Target, agent: &AgentId, token: &str) -> bool {
     let path = layout::lock_file(&target.abs, agent.id());
-    LockEntry::read(path, target.rel.clone(), agent.id().to_string()).token() == Some(token)
+    LockEntry::read(path, target.rel.clone(), agent.id().to_string())
+        .is_some_and(|e| e.token() == Some(token))
 }
 
 /// What proves that a lock is still the one an agent held when an operation began (`write`,

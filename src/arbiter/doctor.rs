@@ -1,0 +1,259 @@
+//! What `coord doctor` reports about a workspace: the filesystem, whether kernel locks and
+//! events reach every machine, the arbitration, the re-check interval, the clock skew, and
+//! whether a sync tool (which gives no atomicity at all) manages the folder.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::{Arbitration, FsClass, Policy, lease};
+use crate::error::Result;
+use crate::layout;
+use crate::workspace::Workspace;
+
+/// The report.
+#[derive(Debug, Clone, Serialize)]
+pub struct Diagnosis {
+    /// The workspace root.
+    pub root: String,
+    /// The filesystem's name (`ext4`, `nfs4`, `fuse.sshfs`, …).
+    pub filesystem: String,
+    /// Its class: `local`, `nfs`, `smb`, `fuse` or `other`.
+    pub class: FsClass,
+    /// The `statfs` magic number, in hex.
+    pub magic: String,
+    /// Whether a kernel lock taken here excludes processes on other machines.
+    pub kernel_locks_cross_machines: bool,
+    /// Whether filesystem events report changes made on other machines.
+    pub events_cross_machines: bool,
+    /// `kernel` or `link`.
+    pub arbitration: Arbitration,
+    /// `detected`, or the variable that chose it.
+    pub arbitration_source: String,
+    /// The lease of the `link` arbitration, in milliseconds.
+    pub lease_ms: Option<u64>,
+    /// How often a waiter looks again without an event, in milliseconds.
+    pub recheck_ms: u64,
+    /// Whether lock files are also looked up by exact name (listings may lag).
+    pub exact_lookups: bool,
+    /// How far this clock runs ahead of the folder's, in milliseconds (negative: behind).
+    pub clock_skew_ms: Option<i64>,
+    /// A sync tool managing the folder, when one is detected.
+    pub sync_tool: Option<SyncTool>,
+    /// Conflict copies a sync tool left in the root or `.coord/`.
+    pub conflict_copies: Vec<String>,
+    /// What the user should know.
+    pub warnings: Vec<String>,
+}
+
+/// A sync tool found by its marker.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct SyncTool {
+    /// `Syncthing`, `Dropbox`, `OneDrive`, `Google Drive`.
+    pub tool: String,
+    /// The marker found.
+    pub marker: String,
+}
+
+/// Diagnose the workspace (writes one small probe file in `.coord/` to measure the clock skew).
+///
+/// # Errors
+///
+/// As [`Policy::detect`].
+pub fn diagnose(ws: &Workspace) -> Result<Diagnosis> {
+    let root = ws.root();
+    let policy = ws.policy()?;
+    let skew = super::measure_skew(&ws.ensure_state_dir()?).ok();
+    Ok(diagnosis(root, &policy, skew))
+}
+
+fn diagnosis(root: &Path, policy: &Policy, skew_s: Option<f64>) -> Diagnosis {
+    let sync_tool = sync_tool(root);
+    let conflict_copies = conflict_copies(root);
+    let mut warnings = Vec::new();
+    if let Some(s) = &sync_tool {
+        warnings.push(sync_warning(s));
+    }
+    if !conflict_copies.is_empty() {
+        warnings.push(format!(
+            "{} conflict cop{} of a sync tool found: two machines wrote the same file",
+            conflict_copies.len(),
+            if conflict_copies.len() == 1 {
+                "y"
+            } else {
+                "ies"
+            }
+        ));
+    }
+    if policy.overridden
+        && policy.arbitration == Arbitration::Kernel
+        && !policy.fs.kernel_locks_shared()
+    {
+        warnings.push(format!(
+            "{} forces the kernel arbitration on {}, where kernel locks do not cross machines",
+            super::ENV_ARBITRATION,
+            policy.fs.name
+        ));
+    }
+    if let Some(s) = skew_s
+        && s.abs() > 2.0
+    {
+        warnings.push(format!(
+            "this clock is {:.1} s {} the folder's; lock ages are corrected for it",
+            s.abs(),
+            if s > 0.0 { "ahead of" } else { "behind" }
+        ));
+    }
+    Diagnosis {
+        root: root.display().to_string(),
+        filesystem: policy.fs.name.clone(),
+        class: policy.fs.class,
+        magic: format!("{:#x}", policy.fs.magic),
+        kernel_locks_cross_machines: policy.fs.kernel_locks_shared(),
+        events_cross_machines: policy.fs.events_shared(),
+        arbitration: policy.arbitration,
+        arbitration_source: if policy.overridden {
+            super::ENV_ARBITRATION.to_string()
+        } else {
+            "detected".to_string()
+        },
+        lease_ms: (policy.arbitration == Arbitration::Link)
+            .then(|| lease::LEASE.as_millis() as u64),
+        recheck_ms: policy.recheck.as_millis() as u64,
+        exact_lookups: policy.exact_lookups,
+        clock_skew_ms: skew_s.map(|s| (s * 1000.0).round() as i64),
+        sync_tool,
+        conflict_copies,
+        warnings,
+    }
+}
+
+/// The warning about a sync tool.
+pub fn sync_warning(s: &SyncTool) -> String {
+    format!(
+        "this folder is synced by {} (`{}`): a sync tool copies files between machines with no atomicity, so locks cannot exclude agents on different machines; share the folder over NFS, SMB or sshfs instead",
+        s.tool, s.marker
+    )
+}
+
+/// A sync tool managing `root`, found by its marker in `root` or a folder above it.
+pub fn sync_tool(root: &Path) -> Option<SyncTool> {
+    const MARKERS: [(&str, &str); 5] = [
+        (".stfolder", "Syncthing"),
+        (".dropbox", "Dropbox"),
+        (".dropbox.cache", "Dropbox"),
+        (".tmp.drivedownload", "Google Drive"),
+        (".849C9593-D756-4E56-8D6E-42412F2A707B", "Google Drive"),
+    ];
+    for dir in root.ancestors() {
+        for (marker, tool) in MARKERS {
+            let p = dir.join(marker);
+            if fs::symlink_metadata(&p).is_ok() {
+                return Some(SyncTool {
+                    tool: tool.to_string(),
+                    marker: p.display().to_string(),
+                });
+            }
+        }
+        if let Some(name) = dir.file_name().and_then(|n| n.to_str())
+            && (name == "OneDrive" || name.starts_with("OneDrive - "))
+        {
+            return Some(SyncTool {
+                tool: "OneDrive".to_string(),
+                marker: dir.display().to_string(),
+            });
+        }
+    }
+    None
+}
+
+/// Whether a file name is a sync tool's conflict copy.
+pub fn is_conflict_copy(name: &str) -> bool {
+    name.contains(".sync-conflict-")
+        || name.contains("conflicted copy")
+        || name.contains("Conflicted copy")
+        || name.contains("(Case Conflict")
+}
+
+fn conflict_copies(root: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for dir in [root.to_path_buf(), layout::state_dir(root)] {
+        let Ok(entries) = fs::read_dir(&dir) else {
+            continue;
+        };
+        for e in entries.flatten() {
+            let name = e.file_name();
+            if let Some(n) = name.to_str()
+                && is_conflict_copy(n)
+            {
+                let p: PathBuf = e.path();
+                found.push(
+                    p.strip_prefix(root)
+                        .unwrap_or(&p)
+                        .to_string_lossy()
+                        .into_owned(),
+                );
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// If a sync tool manages `root` and this has not been said before, remember that it was said
+/// (`.coord/sync-warned`) and return the warning: it is given once per workspace.
+pub fn sync_warning_once(root: &Path) -> Option<String> {
+    let state = layout::state_dir(root);
+    if !fs::symlink_metadata(&state).is_ok_and(|m| m.is_dir()) {
+        return None;
+    }
+    let marker = layout::sync_warned(root);
+    if fs::symlink_metadata(&marker).is_ok() {
+        return None;
+    }
+    let tool = sync_tool(root)?;
+    let text = sync_warning(&tool);
+    crate::fsutil::create_new(&marker, format!("{text}\n").as_bytes())
+        .ok()
+        .filter(|created| *created)
+        .map(|_| text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sync_tools_are_found_by_their_markers() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = dir.path().join("project");
+        fs::create_dir_all(ws.join(".coord")).unwrap();
+        assert_eq!(sync_tool(&ws), None);
+        assert_eq!(sync_warning_once(&ws), None);
+        fs::create_dir(dir.path().join(".stfolder")).unwrap();
+        let found = sync_tool(&ws).unwrap();
+        assert_eq!(found.tool, "Syncthing");
+        let first = sync_warning_once(&ws).expect("warned the first time");
+        assert!(first.contains("Syncthing"), "{first}");
+        assert_eq!(sync_warning_once(&ws), None, "and only once");
+    }
+
+    #[test]
+    fn conflict_copies_are_recognised() {
+        assert!(is_conflict_copy(
+            "notes.sync-conflict-20260101-120000-ABCDEF.txt"
+        ));
+        assert!(is_conflict_copy(
+            "notes (Bob's conflicted copy 2026-01-01).txt"
+        ));
+        assert!(!is_conflict_copy("notes.txt.lock.claude"));
+        let dir = tempfile::tempdir().unwrap();
+        fs::write(dir.path().join("a.sync-conflict-1-2-X.txt"), "x").unwrap();
+        fs::write(dir.path().join("a.txt"), "x").unwrap();
+        assert_eq!(
+            conflict_copies(dir.path()),
+            vec!["a.sync-conflict-1-2-X.txt"]
+        );
+    }
+}

@@ -1,0 +1,395 @@
+//! The `link` arbitration: a workspace mutex that holds where kernel locks do not cross
+//! machines (NFS, SMB, FUSE), with a lease and fencing.
+//!
+//! # Taking it
+//!
+//! A contender writes its record (a random `token`, `host`, `pid`, `lease`) to a temporary file
+//! of its own beside the lease path, then `link(2)`s it to the lease path. `link` never replaces
+//! an existing name, and a file server performs it atomically, so at most one contender's link
+//! succeeds. Over NFS a retransmitted `LINK` can report failure for a link that was made; as
+//! liblockfile does, the contender then asks its own file's link count: 2 means it won. Where
+//! hard links do not exist (some SMB servers), an `O_EXCL` create stands in for the link.
+//!
+//! # The lease
+//!
+//! A holder keeps the mutex for milliseconds. A contender that finds the same record (byte for
+//! byte) in place for the record's whole `lease` (measured on its own monotonic clock, so no two
+//! clocks are ever compared) takes it to be stalled and breaks it; a record of a process of this
+//! host that no longer exists is broken at once. Breaking renames the record aside (only one
+//! contender can move a given name), compares what it moved with what it judged, and puts back
+//! a record that changed meanwhile (a new holder's).
+//!
+//! # Fencing
+//!
+//! A holder that stalled (SIGSTOP, a frozen VM, a network partition) may wake up after its lease
+//! was broken and someone else took the mutex. Before anything it did under the mutex counts,
+//! it asks [`LeaseGuard::still_held`]: within half the lease this is known without I/O (no one
+//! can have broken it yet); later the record at the lease path must still carry its token.
+//! What was decided under a lost lease is undone by the caller. Release is compare-and-delete in
+//! the same way, so a holder that lost its lease never removes its successor's.
+
+use std::fs;
+use std::io::{self, Write};
+use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::clock;
+use crate::error::{IoResultExt, Result};
+use crate::fsutil::{self, RECORD_CAP};
+use crate::host;
+use crate::layout;
+use crate::record::Record;
+
+/// How long a holder may keep the mutex before others may take it to be stalled.
+pub const LEASE: Duration = Duration::from_secs(5);
+
+/// The shortest and longest lease a record may declare (a record declaring anything else is
+/// read with the nearest bound).
+const LEASE_BOUNDS: (Duration, Duration) = (Duration::from_millis(200), Duration::from_secs(20));
+
+/// The longest pause between two tries. Every try is a round trip to the file server, which
+/// also serves the holder: polling harder slows the holder down.
+const MAX_PAUSE: Duration = Duration::from_millis(4);
+
+/// The lease path beside a kernel-mutex path (`.coord/mutex` → `.coord/mutex.lease`).
+pub fn lease_path(mutex_path: &Path) -> PathBuf {
+    layout::lease_of(mutex_path)
+}
+
+/// A held lease. Dropping it releases it (compare-and-delete).
+#[derive(Debug)]
+pub struct LeaseGuard {
+    path: PathBuf,
+    token: String,
+    taken: Instant,
+    lease: Duration,
+}
+
+impl LeaseGuard {
+    /// The lease file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Fencing: whether the lease is still this process's (see the module documentation).
+    pub fn still_held(&self) -> bool {
+        if self.taken.elapsed() < self.lease / 2 {
+            return true;
+        }
+        fsutil::read_capped(&self.path, RECORD_CAP)
+            .is_ok_and(|bytes| token_of(&bytes).as_deref() == Some(self.token.as_str()))
+    }
+}
+
+impl Drop for LeaseGuard {
+    fn drop(&mut self) {
+        if self.taken.elapsed() < self.lease / 2 {
+            // Nobody can have broken it yet: it is ours by name.
+            let _ = fs::remove_file(&self.path);
+            return;
+        }
+        // Stalled past half the lease: remove it only if it is still ours.
+        let token = self.token.clone();
+        let _ = remove_if(&self.path, |bytes| {
+            token_of(bytes).as_deref() == Some(token.as_str())
+        });
+    }
+}
+
+/// Take the lease at `path`, waiting at most [`fsutil::MUTEX_PATIENCE`].
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) when the folder cannot be written, or when the lease stays
+/// held by others (changing hands) for the whole patience.
+pub fn acquire(path: &Path) -> Result<LeaseGuard> {
+    acquire_with(path, LEASE, fsutil::MUTEX_PATIENCE)
+}
+
+/// [`acquire`] with a given lease and patience.
+///
+/// # Errors
+///
+/// As [`acquire`].
+pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<LeaseGuard> {
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    };
+    let token = format!("{:016x}", host::random_u64());
+    let text = render(&token, lease);
+    let deadline = Instant::now() + patience;
+    let mut seen: Option<(Vec<u8>, Instant)> = None;
+    let mut pause = Duration::from_micros(50);
+    let mut tmp = None;
+    let mut last_error: Option<io::Error> = None;
+    loop {
+        if tmp.is_none() {
+            let mut t = fsutil::temp_in(dir).at("create a temporary file in", dir)?;
+            t.write_all(text.as_bytes()).at("write", t.path())?;
+            tmp = Some(t);
+        }
+        let Some(t) = tmp.as_ref() else { continue };
+        let taken = Instant::now();
+        match publish(t.path(), path, text.as_bytes()) {
+            Ok(true) => {
+                return Ok(LeaseGuard {
+                    path: path.to_path_buf(),
+                    token,
+                    taken,
+                    lease,
+                });
+            }
+            Ok(false) => {}
+            // Our temporary file or the folder vanished (removed by hand, or from another
+            // machine while a cache here still shows them): make both anew, asking the server
+            // itself (a cached `stat` may still say the folder is there).
+            Err(e) if e.kind() == io::ErrorKind::NotFound && Instant::now() < deadline => {
+                tmp = None;
+                let _ = fs::create_dir(dir);
+                std::thread::sleep(pause);
+                continue;
+            }
+            // A failure that may only mean "taken" (see `publish`): look, and try again.
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => last_error = Some(e),
+            Err(e) => return Err(e).at("take the workspace lease", path),
+        }
+        match fsutil::read_capped(path, RECORD_CAP) {
+            // Released between our try and our look: try again at once (after a pause when the
+            // try itself failed oddly, so a server that keeps failing is not hammered).
+            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+                seen = None;
+                if last_error.is_some() {
+                    std::thread::sleep(pause);
+                }
+                if Instant::now() < deadline {
+                    continue;
+                }
+            }
+            result => {
+                let bytes = result.unwrap_or_default();
+                let holder = Record::parse(&String::from_utf8_lossy(&bytes));
+                let stalled = match &seen {
+                    Some((before, since)) if *before == bytes => {
+                        since.elapsed() >= declared_lease(&holder)
+                    }
+                    _ => {
+                        seen = Some((bytes.clone(), Instant::now()));
+                        false
+                    }
+                };
+                if stalled || holder_gone(&holder) {
+                    let judged = bytes.clone();
+                    remove_if(path, |now| *now == judged[..]).at("break the lease", path)?;
+                    seen = None;
+                    continue;
+                }
+            }
+        }
+        if Instant::now() >= deadline {
+            if let Some(e) = last_error {
+                return Err(e).at("take the workspace lease", path);
+            }
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "other processes kept the workspace lease for the whole wait (is the folder reachable and writable for them?)",
+            ))
+            .at("take the workspace lease", path);
+        }
+        // A little jitter keeps contenders from trying in lockstep.
+        std::thread::sleep(pause + Duration::from_micros(host::random_u64() % 500));
+        pause = (pause * 2).min(MAX_PAUSE);
+    }
+}
+
+/// Make `path` name the record in `tmp`, only if nothing is there. `Ok(false)`: taken.
+fn publish(tmp: &Path, path: &Path, text: &[u8]) -> io::Result<bool> {
+    match fs::hard_link(tmp, path) {
+        Ok(()) => Ok(true),
+        Err(e) => {
+            // A retransmitted NFS `LINK` may fail although the link was made: our own file's
+            // link count says whether it was (liblockfile's check).
+            if fs::symlink_metadata(tmp).is_ok_and(|m| m.nlink() >= 2) {
+                return Ok(true);
+            }
+            match e.kind() {
+                io::ErrorKind::AlreadyExists => Ok(false),
+                io::ErrorKind::NotFound => Err(e),
+                // Some servers report an existing name as a generic failure (sshfs turns
+                // SFTP's FAILURE into EPERM): if a record opens there, it is taken.
+                _ if exists_at_server(path) => Ok(false),
+                // No hard links here (some SMB servers): an exclusive create is atomic there.
+                // Or the holder released between our link and our look: try again (the caller
+                // gives up at its deadline, naming the error).
+                _ if no_hard_links(&e) => match create_exclusive(path, text) {
+                    Ok(done) => Ok(done),
+                    Err(_) => Err(io::Error::new(io::ErrorKind::WouldBlock, e)),
+                },
+                _ => Err(e),
+            }
+        }
+    }
+}
+
+/// Whether a file opens at `path` (an open asks the server; a `stat` may be answered by a cache).
+fn exists_at_server(path: &Path) -> bool {
+    fsutil::open_regular_nofollow(path).is_ok()
+}
+
+fn no_hard_links(e: &io::Error) -> bool {
+    use rustix::io::Errno;
+    [Errno::PERM, Errno::OPNOTSUPP, Errno::NOSYS, Errno::MLINK]
+        .iter()
+        .any(|errno| e.raw_os_error() == Some(errno.raw_os_error()))
+}
+
+fn create_exclusive(path: &Path, text: &[u8]) -> io::Result<bool> {
+    match fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o666)
+        .open(path)
+    {
+        Ok(mut f) => {
+            f.write_all(text)?;
+            Ok(true)
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e),
+    }
+}
+
+/// Remove the record at `path` if `keep_going(bytes)` says so for the record actually moved:
+/// it is renamed aside first (one process can move a given name), then judged, then dropped or
+/// put back. Returns whether it was removed.
+fn remove_if(path: &Path, judge: impl Fn(&[u8]) -> bool) -> io::Result<bool> {
+    let dir = path.parent().unwrap_or(Path::new("."));
+    let aside = dir.join(format!(
+        "{}{:012x}{}",
+        layout::temp_prefix(host::host_tag(), host::pid()),
+        host::random_u64() & 0xFFFF_FFFF_FFFF,
+        layout::TEMP_SUFFIX
+    ));
+    match fs::rename(path, &aside) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e),
+    }
+    let moved = fsutil::read_capped(&aside, RECORD_CAP).unwrap_or_default();
+    let remove = judge(&moved);
+    if !remove {
+        // Someone else's (a new holder took the name after we judged): put it back. If yet
+        // another holder stands there already, theirs stands, and this one is fenced out.
+        let _ = fs::hard_link(&aside, path);
+    }
+    let _ = fs::remove_file(&aside);
+    Ok(remove)
+}
+
+fn render(token: &str, lease: Duration) -> String {
+    let mut rec = Record::new();
+    rec.set("token", token);
+    rec.set("host", host::hostname());
+    rec.set("pid", host::pid().to_string());
+    rec.set("lease", clock::format_duration(lease));
+    rec.set("taken", clock::format_timestamp(&clock::now()));
+    rec.render()
+}
+
+fn token_of(bytes: &[u8]) -> Option<String> {
+    Record::parse(&String::from_utf8_lossy(bytes))
+        .get_nonempty("token")
+        .map(str::to_string)
+}
+
+fn declared_lease(rec: &Record) -> Duration {
+    rec.get_nonempty("lease")
+        .and_then(|l| clock::parse_duration(l).ok())
+        .unwrap_or(LEASE)
+        .clamp(LEASE_BOUNDS.0, LEASE_BOUNDS.1)
+}
+
+/// Whether the record names a process of this host that no longer exists (not this one).
+fn holder_gone(rec: &Record) -> bool {
+    let (Some(pid), Some(h)) = (
+        rec.get_nonempty("pid").and_then(|p| p.parse::<u32>().ok()),
+        rec.get_nonempty("host"),
+    ) else {
+        return false;
+    };
+    pid != host::pid() && host::recorded_process_gone(pid, h)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_holder_at_a_time_and_release_removes_the_record() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("mutex.lease");
+        let g = acquire(&p).unwrap();
+        assert!(p.exists());
+        assert!(g.still_held());
+        let err = acquire_with(&p, LEASE, Duration::from_millis(100)).unwrap_err();
+        assert!(err.to_string().contains("lease"), "{err}");
+        drop(g);
+        assert!(!p.exists());
+        let names: Vec<_> = fs::read_dir(dir.path()).unwrap().flatten().collect();
+        assert!(names.is_empty(), "nothing left behind: {names:?}");
+    }
+
+    #[test]
+    fn a_record_of_a_dead_process_is_broken_at_once() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("mutex.lease");
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = child.id();
+        child.wait().unwrap();
+        fs::write(
+            &p,
+            format!(
+                "token: 1111\nhost: {}\npid: {dead}\nlease: 60s\n",
+                host::hostname()
+            ),
+        )
+        .unwrap();
+        let started = Instant::now();
+        let g = acquire_with(&p, LEASE, Duration::from_secs(5)).unwrap();
+        assert!(started.elapsed() < Duration::from_secs(2));
+        assert!(g.still_held());
+    }
+
+    #[test]
+    fn a_stalled_holder_is_overtaken_after_its_lease_and_fenced_out() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("mutex.lease");
+        let lease = Duration::from_millis(300);
+        let stalled = acquire_with(&p, lease, Duration::from_secs(1)).unwrap();
+        let started = Instant::now();
+        let next = acquire_with(&p, lease, Duration::from_secs(5)).unwrap();
+        assert!(started.elapsed() >= lease, "not before the lease ran out");
+        assert!(!stalled.still_held(), "the stalled holder learns it lost");
+        assert!(next.still_held());
+        drop(stalled);
+        assert!(
+            p.exists(),
+            "the stalled holder does not remove its successor's"
+        );
+        std::thread::sleep(lease);
+        assert!(next.still_held(), "its own record is still there");
+        drop(next);
+        assert!(!p.exists());
+    }
+
+    #[test]
+    fn a_garbage_record_is_broken_after_a_lease() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("mutex.lease");
+        fs::write(&p, b"\xff\xfe not a record").unwrap();
+        let started = Instant::now();
+        let _g = acquire_with(&p, LEASE, Duration::from_secs(10)).unwrap();
+        assert!(started.elapsed() >= LEASE);
+    }
+}

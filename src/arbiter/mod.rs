@@ -1,0 +1,519 @@
+//! What the shared folder is, and how coord arbitrates on it.
+//!
+//! Every lock transition happens while one process holds the workspace's *arbitration* (the
+//! workspace mutex). How that arbitration is built depends on the filesystem, because a kernel
+//! lock only excludes the processes that share the kernel holding it:
+//!
+//! | filesystem | kernel locks shared by everyone | events cross machines | arbitration |
+//! | --- | --- | --- | --- |
+//! | local (ext4, xfs, btrfs, tmpfs, …) | yes (one kernel) | yes | `kernel`: `flock` on `.coord/mutex` |
+//! | NFS | only with a working lock manager | no | `link`: a lease taken by `link(2)` |
+//! | SMB/CIFS | no | no | `link` |
+//! | FUSE (sshfs, …) | no (per mount) | no | `link` |
+//! | anything else | unknown | unknown | `link` |
+//!
+//! The `link` arbitration ([`lease`]) relies only on what a file server makes atomic: creating a
+//! name that does not exist yet. It carries a lease, so a holder that stalls (stopped, frozen,
+//! cut off) is overtaken after [`lease::LEASE`], and fencing, so that holder cannot act on a
+//! decision it took before it was overtaken.
+//!
+//! `COORD_ARBITRATION=kernel|link` overrides the choice (every process sharing the folder must
+//! then be given the same value).
+
+pub mod doctor;
+pub mod lease;
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::error::{Error, Result};
+use crate::fsutil;
+
+/// How a filesystem behaves for coord.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum FsClass {
+    /// A disk (or memory) of this machine: one kernel sees every process.
+    Local,
+    /// NFS.
+    Nfs,
+    /// SMB / CIFS.
+    Smb,
+    /// A FUSE filesystem (sshfs, rclone, …).
+    Fuse,
+    /// Not recognised.
+    Other,
+}
+
+/// The filesystem a folder lives on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct FsInfo {
+    /// `statfs` magic number.
+    pub magic: u64,
+    /// The filesystem's name (`ext4`, `nfs`, `cifs`, `fuse.sshfs`, …).
+    pub name: String,
+    /// How it behaves.
+    pub class: FsClass,
+}
+
+/// Filesystem magic numbers (`statfs(2)`'s `f_type`) coord knows.
+pub mod magic {
+    /// NFS.
+    pub const NFS: u64 = 0x6969;
+    /// SMB (the old `smbfs`).
+    pub const SMB: u64 = 0x517B;
+    /// CIFS.
+    pub const CIFS: u64 = 0xFF53_4D42;
+    /// SMB2/3 (`cifs` with the new magic).
+    pub const SMB2: u64 = 0xFE53_4D42;
+    /// FUSE.
+    pub const FUSE: u64 = 0x6573_5546;
+    /// ext2/3/4.
+    pub const EXT4: u64 = 0xEF53;
+    /// XFS.
+    pub const XFS: u64 = 0x5846_5342;
+    /// btrfs.
+    pub const BTRFS: u64 = 0x9123_683E;
+    /// tmpfs.
+    pub const TMPFS: u64 = 0x0102_1994;
+    /// overlayfs (containers).
+    pub const OVERLAY: u64 = 0x794C_7630;
+    /// ZFS.
+    pub const ZFS: u64 = 0x2FC1_2FC1;
+    /// F2FS.
+    pub const F2FS: u64 = 0xF2F5_2010;
+    /// ramfs.
+    pub const RAMFS: u64 = 0x8584_58F6;
+    /// bcachefs.
+    pub const BCACHEFS: u64 = 0xCA45_1A4E;
+    /// Windows file systems seen through WSL (`9p`/`v9fs`) are not local: see [`V9FS`].
+    pub const V9FS: u64 = 0x0102_1997;
+}
+
+impl FsInfo {
+    /// Classify a `statfs` magic number; `mount_type` is the type `/proc/self/mountinfo` gives
+    /// (`fuse.sshfs`, `nfs4`, …) when known.
+    pub fn from_magic(magic_number: u64, mount_type: Option<&str>) -> FsInfo {
+        let (class, name) = match magic_number {
+            magic::NFS => (FsClass::Nfs, "nfs"),
+            magic::SMB => (FsClass::Smb, "smb"),
+            magic::CIFS => (FsClass::Smb, "cifs"),
+            magic::SMB2 => (FsClass::Smb, "smb2"),
+            magic::FUSE => (FsClass::Fuse, "fuse"),
+            magic::EXT4 => (FsClass::Local, "ext4"),
+            magic::XFS => (FsClass::Local, "xfs"),
+            magic::BTRFS => (FsClass::Local, "btrfs"),
+            magic::TMPFS => (FsClass::Local, "tmpfs"),
+            magic::OVERLAY => (FsClass::Local, "overlay"),
+            magic::ZFS => (FsClass::Local, "zfs"),
+            magic::F2FS => (FsClass::Local, "f2fs"),
+            magic::RAMFS => (FsClass::Local, "ramfs"),
+            magic::BCACHEFS => (FsClass::Local, "bcachefs"),
+            magic::V9FS => (FsClass::Other, "9p"),
+            _ => (FsClass::Other, "unknown"),
+        };
+        // The mount table names the exact type (`fuse.sshfs`, `nfs4`); the magic number decides
+        // the class, so a misleading name cannot make a network mount look local.
+        let name = match mount_type {
+            Some(t) if !t.is_empty() && (class != FsClass::Other || name == "unknown") => {
+                t.to_string()
+            }
+            _ => name.to_string(),
+        };
+        FsInfo {
+            magic: magic_number,
+            name,
+            class,
+        }
+    }
+
+    /// Find out what `dir` is on.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] when `statfs` fails.
+    pub fn detect(dir: &Path) -> Result<FsInfo> {
+        let st = rustix::fs::statfs(dir).map_err(|e| Error::Io {
+            action: "inspect the filesystem of",
+            path: dir.to_path_buf(),
+            source: io::Error::from(e),
+        })?;
+        // `f_type` is signed on some targets; the magic numbers are 32-bit.
+        #[allow(clippy::unnecessary_cast)]
+        let magic_number = (st.f_type as i64 as u64) & 0xFFFF_FFFF;
+        let mount_type = std::fs::read_to_string("/proc/self/mountinfo")
+            .ok()
+            .and_then(|table| mount_type_of(&table, dir));
+        Ok(FsInfo::from_magic(magic_number, mount_type.as_deref()))
+    }
+
+    /// Whether a kernel lock taken here excludes every process that can reach the folder.
+    pub fn kernel_locks_shared(&self) -> bool {
+        self.class == FsClass::Local
+    }
+
+    /// Whether filesystem events (inotify) report changes made by every process that can reach
+    /// the folder.
+    pub fn events_shared(&self) -> bool {
+        self.class == FsClass::Local
+    }
+}
+
+/// The filesystem type of the mount holding `dir`, from a `/proc/self/mountinfo` table: the
+/// longest mount point that is an ancestor of `dir` wins.
+pub fn mount_type_of(table: &str, dir: &Path) -> Option<String> {
+    let mut best: Option<(usize, String)> = None;
+    for line in table.lines() {
+        let Some((left, right)) = line.split_once(" - ") else {
+            continue;
+        };
+        let (Some(point), Some(fstype)) = (left.split(' ').nth(4), right.split(' ').next()) else {
+            continue;
+        };
+        let mount_point = unescape_mount(point);
+        if dir.starts_with(&mount_point) {
+            let len = mount_point.as_os_str().len();
+            if best.as_ref().is_none_or(|(l, _)| len >= *l) {
+                best = Some((len, fstype.to_string()));
+            }
+        }
+    }
+    best.map(|(_, t)| t)
+}
+
+/// Mount points escape space, tab, newline and backslash as `\ooo`.
+fn unescape_mount(s: &str) -> PathBuf {
+    let bytes = s.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'\\'
+            && i + 3 < bytes.len()
+            && bytes[i + 1..i + 4]
+                .iter()
+                .all(|b| (b'0'..=b'7').contains(b))
+        {
+            let v = bytes[i + 1..i + 4]
+                .iter()
+                .fold(0u32, |acc, b| acc * 8 + u32::from(b - b'0'));
+            out.push(v as u8);
+            i += 4;
+        } else {
+            out.push(bytes[i]);
+            i += 1;
+        }
+    }
+    use std::os::unix::ffi::OsStringExt;
+    PathBuf::from(std::ffi::OsString::from_vec(out))
+}
+
+/// How the workspace mutex is built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Arbitration {
+    /// `flock(2)` on `.coord/mutex`: one kernel sees every contender.
+    Kernel,
+    /// A lease published with `link(2)` at `.coord/mutex.lease` ([`lease`]).
+    Link,
+}
+
+impl Arbitration {
+    /// The word used in output and in `COORD_ARBITRATION`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Arbitration::Kernel => "kernel",
+            Arbitration::Link => "link",
+        }
+    }
+
+    /// Parse `kernel` or `link`.
+    pub fn parse(s: &str) -> Option<Arbitration> {
+        match s.trim().to_ascii_lowercase().as_str() {
+            "kernel" | "flock" => Some(Arbitration::Kernel),
+            "link" | "lease" => Some(Arbitration::Link),
+            _ => None,
+        }
+    }
+}
+
+/// The environment variable that overrides the arbitration.
+pub const ENV_ARBITRATION: &str = "COORD_ARBITRATION";
+
+/// How a waiter re-checks on a filesystem whose events reach it (they wake it at once; the
+/// re-check is a safety net).
+pub const RECHECK_LOCAL: Duration = Duration::from_millis(500);
+
+/// How a waiter re-checks where events from other machines never arrive.
+pub const RECHECK_REMOTE: Duration = Duration::from_millis(50);
+
+/// Everything coord decides from the filesystem.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Policy {
+    /// What the folder is on.
+    pub fs: FsInfo,
+    /// The arbitration in use.
+    pub arbitration: Arbitration,
+    /// Whether the arbitration was chosen by `COORD_ARBITRATION` rather than detected.
+    pub overridden: bool,
+    /// How often a waiter looks again without an event.
+    pub recheck: Duration,
+    /// Whether lock files are also looked up by exact name for every agent known to the
+    /// workspace (a folder listing may be served from a cache that lags other machines).
+    pub exact_lookups: bool,
+}
+
+impl Policy {
+    /// The policy for a filesystem, with an optional override (the value of
+    /// `COORD_ARBITRATION`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadInput`](crate::Error) for an override that is neither `kernel` nor `link`.
+    pub fn choose(fs: FsInfo, override_value: Option<&str>) -> Result<Policy> {
+        let detected = if fs.kernel_locks_shared() {
+            Arbitration::Kernel
+        } else {
+            Arbitration::Link
+        };
+        let forced = match override_value.filter(|v| !v.trim().is_empty()) {
+            Some(v) => Some(Arbitration::parse(v).ok_or_else(|| {
+                Error::bad_input(format!(
+                    "{ENV_ARBITRATION}={v} is not an arbitration: use `kernel` or `link`"
+                ))
+            })?),
+            None => None,
+        };
+        let local = fs.class == FsClass::Local;
+        Ok(Policy {
+            arbitration: forced.unwrap_or(detected),
+            overridden: forced.is_some(),
+            recheck: if fs.events_shared() {
+                RECHECK_LOCAL
+            } else {
+                RECHECK_REMOTE
+            },
+            exact_lookups: !local,
+            fs,
+        })
+    }
+
+    /// The policy for the folder `dir`, honouring `COORD_ARBITRATION`.
+    ///
+    /// # Errors
+    ///
+    /// As [`FsInfo::detect`] and [`Policy::choose`].
+    pub fn detect(dir: &Path) -> Result<Policy> {
+        let fs = FsInfo::detect(dir)?;
+        let value = std::env::var(ENV_ARBITRATION).ok();
+        Policy::choose(fs, value.as_deref())
+    }
+}
+
+/// The policy for the workspace at `root`, detected once per process.
+///
+/// # Errors
+///
+/// As [`Policy::detect`].
+pub fn policy(root: &Path) -> Result<Policy> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Policy>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(p) = cache.lock().ok().and_then(|c| c.get(root).cloned()) {
+        return Ok(p);
+    }
+    let p = Policy::detect(root)?;
+    if let Ok(mut c) = cache.lock() {
+        c.insert(root.to_path_buf(), p.clone());
+    }
+    Ok(p)
+}
+
+/// How far this machine's clock runs ahead of the folder's (the file server's), when it does by
+/// more than two seconds; measured once per process by writing a file in `.coord/` and reading
+/// the mtime the server gave it. `None` when it does not, when it cannot be measured, or when
+/// the clock is fixed by `COORD_NOW`.
+pub fn clock_ahead(root: &Path) -> Option<Duration> {
+    if std::env::var_os(crate::clock::NOW_ENV).is_some() {
+        return None;
+    }
+    let skew = cached_skew(root)?;
+    (skew > 2.0).then(|| Duration::from_secs_f64(skew))
+}
+
+fn cached_skew(root: &Path) -> Option<f64> {
+    use std::collections::HashMap;
+    use std::sync::{Mutex, OnceLock};
+    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Option<f64>>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Some(s) = cache.lock().ok().and_then(|c| c.get(root).copied()) {
+        return s;
+    }
+    let s = measure_skew(&crate::layout::state_dir(root)).ok();
+    if let Ok(mut c) = cache.lock() {
+        c.insert(root.to_path_buf(), s);
+    }
+    s
+}
+
+/// Seconds this clock is ahead of the clock that stamps files in `dir` (negative: behind):
+/// a file is created there and its mtime, as the filesystem reports it on the open file, is
+/// compared with this machine's time around the write.
+///
+/// # Errors
+///
+/// Any error creating, writing or inspecting the file.
+pub fn measure_skew(dir: &Path) -> io::Result<f64> {
+    use std::io::Write;
+    use std::time::SystemTime;
+    let mut tmp = fsutil::temp_in(dir)?;
+    let before = SystemTime::now();
+    tmp.write_all(b"clock probe\n")?;
+    tmp.as_file().sync_all()?;
+    let after = SystemTime::now();
+    let stamped = tmp.as_file().metadata()?.modified()?;
+    let mid = before + after.duration_since(before).unwrap_or_default() / 2;
+    Ok(match mid.duration_since(stamped) {
+        Ok(ahead) => ahead.as_secs_f64(),
+        Err(behind) => -behind.duration().as_secs_f64(),
+    })
+}
+
+/// The workspace mutex, held: a kernel lock or a lease. Dropping it releases it.
+#[derive(Debug)]
+pub enum Guard {
+    /// `flock` on the mutex file.
+    Kernel(fsutil::MutexGuard),
+    /// A `link` lease.
+    Lease(lease::LeaseGuard),
+}
+
+impl Guard {
+    /// Take the workspace mutex whose kernel-lock file is `mutex_path`, as `arbitration` says.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] when it cannot be taken (a holder that never lets go, for a kernel lock,
+    /// or a folder that cannot be written).
+    pub fn take(mutex_path: &Path, arbitration: Arbitration) -> Result<Guard> {
+        match arbitration {
+            Arbitration::Kernel => fsutil::lock_mutex(mutex_path).map(Guard::Kernel),
+            Arbitration::Link => lease::acquire(&lease::lease_path(mutex_path)).map(Guard::Lease),
+        }
+    }
+
+    /// Fencing: whether this process still holds the mutex. A kernel lock cannot be lost; a
+    /// lease can, when this process stalled past it and another took it over. Anything
+    /// decided under a lost lease must be undone before it counts.
+    pub fn still_held(&self) -> bool {
+        match self {
+            Guard::Kernel(_) => true,
+            Guard::Lease(l) => l.still_held(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn magic_numbers_classify_filesystems() {
+        let cases = [
+            (0x6969, FsClass::Nfs),
+            (0x517B, FsClass::Smb),
+            (0xFF53_4D42, FsClass::Smb),
+            (0xFE53_4D42, FsClass::Smb),
+            (0x6573_5546, FsClass::Fuse),
+            (0xEF53, FsClass::Local),
+            (0x5846_5342, FsClass::Local),
+            (0x9123_683E, FsClass::Local),
+            (0x0102_1994, FsClass::Local),
+            (0x1234_5678, FsClass::Other),
+        ];
+        for (m, class) in cases {
+            assert_eq!(FsInfo::from_magic(m, None).class, class, "magic {m:#x}");
+        }
+        let sshfs = FsInfo::from_magic(magic::FUSE, Some("fuse.sshfs"));
+        assert_eq!(sshfs.name, "fuse.sshfs");
+        assert_eq!(sshfs.class, FsClass::Fuse);
+        // A local-sounding name does not make a FUSE mount local.
+        assert_eq!(
+            FsInfo::from_magic(magic::FUSE, Some("ext4")).class,
+            FsClass::Fuse
+        );
+    }
+
+    #[test]
+    fn the_arbitration_follows_the_filesystem() {
+        let local = Policy::choose(FsInfo::from_magic(magic::EXT4, None), None).unwrap();
+        assert_eq!(local.arbitration, Arbitration::Kernel);
+        assert_eq!(local.recheck, RECHECK_LOCAL);
+        assert!(!local.exact_lookups && !local.overridden);
+        for m in [
+            magic::NFS,
+            magic::SMB,
+            magic::CIFS,
+            magic::SMB2,
+            magic::FUSE,
+            0x1234,
+        ] {
+            let p = Policy::choose(FsInfo::from_magic(m, Some("fuse.sshfs")), None).unwrap();
+            assert_eq!(p.arbitration, Arbitration::Link, "magic {m:#x}");
+            assert!(!p.fs.kernel_locks_shared() && !p.fs.events_shared());
+            assert!(p.recheck <= Duration::from_millis(100));
+            assert!(p.exact_lookups);
+        }
+    }
+
+    #[test]
+    fn the_override_wins_and_bad_values_are_refused() {
+        let p = Policy::choose(FsInfo::from_magic(magic::EXT4, None), Some("link")).unwrap();
+        assert_eq!(p.arbitration, Arbitration::Link);
+        assert!(p.overridden);
+        let p = Policy::choose(FsInfo::from_magic(magic::NFS, None), Some("kernel")).unwrap();
+        assert_eq!(p.arbitration, Arbitration::Kernel);
+        let p = Policy::choose(FsInfo::from_magic(magic::NFS, None), Some("")).unwrap();
+        assert_eq!(p.arbitration, Arbitration::Link);
+        assert!(!p.overridden);
+        let err = Policy::choose(FsInfo::from_magic(magic::EXT4, None), Some("maybe"));
+        assert!(err.unwrap_err().to_string().contains("COORD_ARBITRATION"));
+    }
+
+    #[test]
+    fn the_mount_table_names_the_filesystem_of_the_deepest_mount() {
+        let table = "\
+22 1 8:1 / / rw,relatime shared:1 - ext4 /dev/sda1 rw
+40 22 0:50 / /mnt/shared\\040dir rw,nosuid - fuse.sshfs me@host:/srv rw,user_id=0
+41 22 0:51 / /mnt/nfs rw - nfs4 srv:/export rw,vers=4.2
+";
+        assert_eq!(
+            mount_type_of(table, Path::new("/mnt/shared dir/work")).as_deref(),
+            Some("fuse.sshfs")
+        );
+        assert_eq!(
+            mount_type_of(table, Path::new("/mnt/nfs")).as_deref(),
+            Some("nfs4")
+        );
+        assert_eq!(
+            mount_type_of(table, Path::new("/home/me")).as_deref(),
+            Some("ext4")
+        );
+        assert_eq!(
+            mount_type_of(table, Path::new("/mnt/nfsx")).as_deref(),
+            Some("ext4"),
+            "a mount point matches whole components only"
+        );
+    }
+
+    #[test]
+    fn this_machines_temp_folder_is_detected() {
+        let dir = tempfile::tempdir().unwrap();
+        let fs = FsInfo::detect(dir.path()).unwrap();
+        assert!(!fs.name.is_empty());
+        assert_ne!(fs.magic, 0);
+    }
+}

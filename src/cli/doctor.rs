@@ -1,0 +1,152 @@
+//! `coord doctor [DIR] [--json] [--hold DUR]`: what the folder is on and how coord keeps
+//! mutual exclusion there.
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::Args;
+use serde::Serialize;
+
+use coord::arbiter::doctor::{self, Diagnosis};
+use coord::{Error, ExitCode, clock};
+
+use super::{Ctx, output};
+
+/// Report the filesystem, whether kernel locks and events cross machines, the arbitration,
+/// the re-check interval and the clock skew
+///
+///   coord doctor
+///   coord doctor --json | jq .arbitration
+///
+/// --hold DUR takes the workspace mutex and keeps it for DUR, as a stalled process would
+/// (for testing a shared folder: others overtake it after its lease, and it learns so).
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct DoctorArgs {
+    /// The workspace folder (like `--dir`)
+    #[arg(id = "workdir", value_name = "DIR")]
+    dir: Option<PathBuf>,
+    /// Hold the workspace mutex for DUR, then say whether it was kept (exit 3 if it was lost)
+    #[arg(long, value_name = "DUR")]
+    hold: Option<String>,
+}
+
+#[derive(Serialize)]
+struct Held {
+    held_ms: u64,
+    kept: bool,
+}
+
+pub fn run(args: DoctorArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let ws = ctx.workspace(args.dir.as_deref())?;
+    if let Some(hold) = &args.hold {
+        let d = clock::parse_duration(hold)?;
+        return hold_mutex(&ws, d, ctx);
+    }
+    let diag = doctor::diagnose(&ws)?;
+    if ctx.json {
+        output::json(&diag);
+    } else if !ctx.quiet {
+        output::line(&render(&diag));
+    }
+    Ok(ExitCode::Success)
+}
+
+fn crossing(yes: bool, class: coord::arbiter::FsClass) -> &'static str {
+    match (yes, class) {
+        (true, coord::arbiter::FsClass::Local) => "reach every process (a local disk: one kernel)",
+        (true, _) => "cross machines",
+        (false, _) => "do not cross machines",
+    }
+}
+
+fn yes_no(b: bool) -> &'static str {
+    if b { "yes" } else { "no" }
+}
+
+fn render(d: &Diagnosis) -> String {
+    let mut out = vec![
+        format!("folder:        {}", d.root),
+        format!(
+            "filesystem:    {} ({:?}, magic {})",
+            d.filesystem, d.class, d.magic
+        )
+        .to_lowercase(),
+        format!(
+            "kernel locks:  {}",
+            crossing(d.kernel_locks_cross_machines, d.class)
+        ),
+        format!(
+            "events:        {}",
+            crossing(d.events_cross_machines, d.class)
+        ),
+        format!(
+            "arbitration:   {} ({}){}",
+            d.arbitration.as_str(),
+            d.arbitration_source,
+            d.lease_ms
+                .map(|l| format!(", lease {l} ms"))
+                .unwrap_or_default()
+        ),
+        format!("re-check:      every {} ms", d.recheck_ms),
+        format!("exact lookups: {}", yes_no(d.exact_lookups)),
+        format!(
+            "clock skew:    {}",
+            d.clock_skew_ms
+                .map(|ms| format!("{ms:+} ms (this clock minus the folder's)"))
+                .unwrap_or_else(|| "unknown (the folder cannot be written)".into())
+        ),
+        format!(
+            "sync tool:     {}",
+            d.sync_tool
+                .as_ref()
+                .map(|s| format!("{} ({})", s.tool, s.marker))
+                .unwrap_or_else(|| "none found".into())
+        ),
+    ];
+    for c in &d.conflict_copies {
+        out.push(format!("conflict copy: {c}"));
+    }
+    for w in &d.warnings {
+        out.push(format!("warning: {w}"));
+    }
+    out.join("\n")
+}
+
+fn hold_mutex(
+    ws: &coord::workspace::Workspace,
+    d: Duration,
+    ctx: &Ctx,
+) -> anyhow::Result<ExitCode> {
+    let started = std::time::Instant::now();
+    let guard = ws.lock_mutex()?;
+    if !ctx.quiet && !ctx.json {
+        output::line(&format!(
+            "holding the workspace mutex ({}) for {}",
+            ws.policy()?.arbitration.as_str(),
+            clock::format_duration(d)
+        ));
+    }
+    std::thread::sleep(d);
+    let kept = guard.still_held();
+    drop(guard);
+    let held = Held {
+        held_ms: started.elapsed().as_millis() as u64,
+        kept,
+    };
+    if ctx.json {
+        output::json(&held);
+    }
+    if kept {
+        if !ctx.quiet && !ctx.json {
+            output::line("kept it to the end");
+        }
+        Ok(ExitCode::Success)
+    } else {
+        Err(Error::refused(
+            "the workspace mutex was taken over while this process held it past its lease (fenced: nothing it decided counts)",
+            None,
+        )
+        .into())
+    }
+}

@@ -1,0 +1,154 @@
+//! `coord guard install | check`: git hooks that refuse commits and pushes touching held files.
+
+use clap::{Args, Subcommand};
+
+use coord::ExitCode;
+use coord::clock;
+use coord::guard;
+
+use super::{Ctx, output};
+
+/// Git hooks that refuse a commit or push touching a file another agent holds
+///
+/// `install` adds pre-commit and pre-push hooks (where core.hooksPath points, else .git/hooks;
+/// an existing hook is kept and still runs). `check --staged` is what pre-commit runs,
+/// `check REV-RANGE` what pre-push runs: exit 4 when a path (a rename's old name too) is locked
+/// LIVE by another agent, naming path and holder. COORD_GUARD=warn prints and exits 0;
+/// COORD_GUARD=off skips the check.
+///
+///   coord guard install
+///   coord guard check --staged
+///   coord guard check origin/main..HEAD
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct GuardArgs {
+    #[command(subcommand)]
+    command: GuardCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum GuardCommand {
+    /// Install the pre-commit and pre-push hooks in this repository
+    ///
+    /// Where core.hooksPath points, else .git/hooks; an existing hook is kept as NAME.chained
+    /// and still runs after the check. Installing twice changes nothing.
+    ///
+    ///   coord guard install
+    #[command(verbatim_doc_comment)]
+    Install,
+    /// Check the staged paths or the commits of a range for files other agents hold
+    ///
+    /// Exit 4 when a path (a rename's old name too) is locked LIVE by another agent, naming
+    /// path and holder. COORD_GUARD=warn prints and exits 0; COORD_GUARD=off skips the check.
+    ///
+    ///   coord guard check --staged               # what the pre-commit hook runs
+    ///   coord guard check origin/main..HEAD      # what the pre-push hook runs
+    #[command(verbatim_doc_comment)]
+    Check(CheckArgs),
+}
+
+#[derive(Debug, Args)]
+struct CheckArgs {
+    /// Check the staged paths (what the pre-commit hook runs)
+    #[arg(long, conflicts_with = "revs")]
+    staged: bool,
+    /// The commits to check, as `git log` takes them (`A..B`, or `SHA --not --remotes=origin`)
+    #[arg(
+        value_name = "REV-RANGE",
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        required_unless_present = "staged"
+    )]
+    revs: Vec<String>,
+}
+
+pub fn run(args: GuardArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    match args.command {
+        GuardCommand::Install => install(ctx),
+        GuardCommand::Check(c) => check(c, ctx),
+    }
+}
+
+fn install(ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let exe = std::env::current_exe().unwrap_or_else(|_| "coord".into());
+    let dir = ctx.dir.clone().unwrap_or_else(|| ctx.cwd().to_path_buf());
+    let done = guard::install(&dir, &exe)?;
+    if ctx.json {
+        output::json(&serde_json::json!({ "hooks": done }));
+    } else if !ctx.quiet {
+        for h in &done {
+            output::line(&format!("{} {}: {}", h.hook, h.outcome, h.path));
+            if let Some(c) = &h.chained {
+                output::line(&format!(
+                    "  the earlier {} hook runs after the check: {c}",
+                    h.hook
+                ));
+            }
+        }
+    }
+    Ok(ExitCode::Success)
+}
+
+fn check(args: CheckArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let mode = std::env::var("COORD_GUARD").unwrap_or_default();
+    if mode.eq_ignore_ascii_case("off") {
+        if !ctx.quiet {
+            output::diag("note: COORD_GUARD=off: not checked");
+        }
+        return Ok(ExitCode::Success);
+    }
+    let ws = ctx.workspace(None)?;
+    let me = ctx.agent_opt()?;
+    let top = guard::toplevel(ctx.cwd())?;
+    let paths = if args.staged {
+        guard::staged(ctx.cwd())?
+    } else {
+        guard::changed(ctx.cwd(), &args.revs)?
+    };
+    let held = guard::held(&ws, &top, &paths, me.as_ref());
+    if ctx.json {
+        output::json(&serde_json::json!({ "checked": paths.len(), "held": held }));
+    }
+    if held.is_empty() {
+        if !ctx.json && !ctx.quiet {
+            output::line(&format!(
+                "coord guard: {} path{} checked, none held by another agent",
+                paths.len(),
+                if paths.len() == 1 { "" } else { "s" }
+            ));
+        }
+        return Ok(ExitCode::Success);
+    }
+    let now = clock::now();
+    let what = if args.staged { "commit" } else { "push" };
+    let mut lines = vec![format!(
+        "{what} touches {} file{} another agent holds:",
+        held.len(),
+        if held.len() == 1 { "" } else { "s" }
+    )];
+    for h in &held {
+        let since = h
+            .since
+            .as_deref()
+            .and_then(clock::parse_timestamp)
+            .map(|t| coord::v3::lock::format_since(Some(&t), &now))
+            .unwrap_or_else(|| "an unknown time".into());
+        lines.push(format!(
+            "  {}: locked by {} ({} since {since})",
+            output::clean(&h.file),
+            output::clean(&h.holder),
+            h.state.as_str()
+        ));
+    }
+    if mode.eq_ignore_ascii_case("warn") {
+        output::diag(&format!("warning: {}", lines.join("\n")));
+        return Ok(ExitCode::Success);
+    }
+    output::error_line(
+        &lines.join("\n"),
+        Some(
+            "wait for the holder to unlock (`coord status`), or set COORD_GUARD=warn to let this one through",
+        ),
+    );
+    Ok(ExitCode::CheckFailed)
+}

@@ -1,0 +1,119 @@
+//! `coord hook CLIENT`: one hook event of an agent client, read from stdin.
+
+use std::io::Read;
+use std::time::Duration;
+
+use clap::{Args, ValueEnum};
+
+use coord::ExitCode;
+use coord::clock;
+use coord::hook::{self, Client, HookCall, Reply, act};
+use coord::workspace::{AgentId, Workspace};
+
+use super::{Ctx, output};
+
+/// Answer one hook event of an agent client (JSON on stdin)
+///
+/// Before a file-editing tool runs, locks every file it edits (all or nothing, waiting at most
+/// --wait); a file another agent holds is denied in the client's own format, naming the holder.
+/// After a tool: heartbeat. Session start: clock in and print who else is here. Stop: release
+/// this agent's locks. Session end: clock out. coord's own failures print a warning and allow.
+///
+///   coord init --client claude            # registers this for you
+///   echo '{"hook_event_name":"SessionStart","session_id":"3f2a9c1b","cwd":"."}' | coord hook claude
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct HookArgs {
+    /// The client that runs the hook
+    #[arg(value_enum)]
+    client: ClientArg,
+    /// The event, where the client's payload does not name it (Copilot CLI)
+    #[arg(long, value_name = "NAME")]
+    event: Option<String>,
+    /// Wait at most this long for a file another agent holds (default 2s)
+    #[arg(long, value_name = "DUR")]
+    wait: Option<String>,
+}
+
+#[derive(Debug, Clone, Copy, ValueEnum)]
+enum ClientArg {
+    Claude,
+    Codex,
+    Gemini,
+    Copilot,
+}
+
+impl ClientArg {
+    fn client(self) -> Client {
+        match self {
+            ClientArg::Claude => Client::Claude,
+            ClientArg::Codex => Client::Codex,
+            ClientArg::Gemini => Client::Gemini,
+            ClientArg::Copilot => Client::Copilot,
+        }
+    }
+}
+
+pub fn run(args: HookArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let client = args.client.client();
+    match answer(&args, client, ctx) {
+        Ok(reply) => {
+            if let Some(text) = hook::render(client, &reply) {
+                output::line(&text);
+            }
+        }
+        Err(why) => output::diag(&format!("warning: coord hook {}: {why}", client.as_str())),
+    }
+    Ok(ExitCode::Success)
+}
+
+/// Everything that can fail, as a warning: a hook never stops the client for coord's sake.
+fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> Result<Reply, String> {
+    let wait = match &args.wait {
+        None => act::DEFAULT_WAIT,
+        Some(w) => clock::parse_duration(w).unwrap_or_else(|e| {
+            output::diag(&format!(
+                "warning: {e}; waiting {}",
+                clock::format_duration(act::DEFAULT_WAIT)
+            ));
+            act::DEFAULT_WAIT
+        }),
+    };
+    let input = read_stdin().map_err(|e| format!("cannot read the event from stdin: {e}"))?;
+    let call = hook::parse(client, &input, args.event.as_deref()).map_err(|e| e.to_string())?;
+    let cwd = call
+        .cwd
+        .clone()
+        .filter(|c| c.is_absolute() && c.is_dir())
+        .unwrap_or_else(|| ctx.cwd().to_path_buf());
+    let agent = agent(ctx, client, &call)?;
+    let ws = Workspace::discover(ctx.dir.as_deref(), &cwd).map_err(|e| e.to_string())?;
+    act::handle(&ws, &agent, &call, &cwd, wait.min(MAX_WAIT)).map_err(|e| e.to_string())
+}
+
+/// A hook must not hang its client: waits are capped.
+const MAX_WAIT: Duration = Duration::from_secs(600);
+
+fn read_stdin() -> std::io::Result<Vec<u8>> {
+    let mut buf = Vec::new();
+    std::io::stdin()
+        .lock()
+        .take(hook::PAYLOAD_CAP)
+        .read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+/// `-a`/`COORD_AGENT`, else the session's own agent.
+fn agent(ctx: &Ctx, client: Client, call: &HookCall) -> Result<AgentId, String> {
+    if let Some(a) = ctx.agent_opt().map_err(|e| e.to_string())? {
+        return Ok(a);
+    }
+    match call.session_id.as_deref() {
+        Some(sid) => hook::agent_for(client, sid),
+        None => hook::agent_for_parent(client),
+    }
+    .ok_or_else(|| {
+        "the payload has no usable `session_id`; give the agent with `-a` or COORD_AGENT"
+            .to_string()
+    })
+}

@@ -1,0 +1,303 @@
+//! `coord guard`: git hooks that refuse a commit or a push touching a file another agent holds.
+//!
+//! Tool hooks see the edits an agent makes through its client's edit tools; a shell command
+//! (`sed -i`, a script, `git checkout`) slips past them. The guard closes that gap at the next
+//! gate every change passes: `pre-commit` checks the staged paths, `pre-push` the paths changed
+//! by the commits being pushed. Renames count under both names (git is asked without rename
+//! detection, so a rename is its old path deleted and its new path added).
+
+use std::ffi::OsStr;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::Serialize;
+
+use crate::clock;
+use crate::error::{Error, Result};
+use crate::fsutil;
+use crate::v3::lock::{self, LockState};
+use crate::v3::presence::StateCache;
+use crate::workspace::{AgentId, Workspace};
+
+/// The line that marks a hook script as coord's.
+pub const MARKER: &str = "# coord guard:";
+
+/// The git hooks the guard installs.
+pub const HOOKS: [&str; 2] = ["pre-commit", "pre-push"];
+
+/// The suffix an existing hook is renamed with; coord's hook runs it after its own check.
+pub const CHAINED_SUFFIX: &str = ".chained";
+
+/// A file that another agent holds.
+#[derive(Debug, Clone, Serialize)]
+pub struct Held {
+    /// The file, relative to the workspace root.
+    pub file: String,
+    /// The holder's display name.
+    pub holder: String,
+    /// `LIVE` or `CONFLICT`.
+    pub state: LockState,
+    /// When it was locked (RFC 3339), when known.
+    pub since: Option<String>,
+}
+
+/// Run git in `dir` and return its stdout.
+fn git<I, S>(dir: &Path, args: I) -> Result<Vec<u8>>
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<OsStr>,
+{
+    let args: Vec<_> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
+    let shown = args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ");
+    let out = Command::new("git")
+        .args(&args)
+        .current_dir(dir)
+        .output()
+        .map_err(|e| Error::Failed {
+            message: format!("cannot run `git {shown}`: {e}"),
+        })?;
+    if !out.status.success() {
+        return Err(Error::Failed {
+            message: format!(
+                "`git {shown}` failed: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            ),
+        });
+    }
+    Ok(out.stdout)
+}
+
+fn git_line(dir: &Path, args: &[&str]) -> Result<String> {
+    Ok(String::from_utf8_lossy(&git(dir, args)?).trim().to_string())
+}
+
+/// The top folder of the work tree `dir` is in.
+///
+/// # Errors
+///
+/// [`Error::Failed`] when `dir` is not in a git work tree.
+pub fn toplevel(dir: &Path) -> Result<PathBuf> {
+    Ok(PathBuf::from(git_line(
+        dir,
+        &["rev-parse", "--show-toplevel"],
+    )?))
+}
+
+/// Where git looks for hooks: `core.hooksPath` (relative to the top folder) when set, else the
+/// repository's `hooks` folder (shared by its worktrees).
+///
+/// # Errors
+///
+/// [`Error::Failed`] when git cannot tell.
+pub fn hooks_dir(dir: &Path) -> Result<PathBuf> {
+    let top = toplevel(dir)?;
+    if let Ok(path) = git_line(dir, &["config", "--get", "core.hooksPath"])
+        && !path.is_empty()
+    {
+        let expanded = match path.strip_prefix("~/") {
+            Some(rest) => std::env::var_os("HOME")
+                .map(|h| PathBuf::from(h).join(rest))
+                .unwrap_or_else(|| PathBuf::from(&path)),
+            None => PathBuf::from(&path),
+        };
+        return Ok(top.join(expanded));
+    }
+    let common = PathBuf::from(git_line(dir, &["rev-parse", "--git-common-dir"])?);
+    Ok(if common.is_absolute() {
+        common
+    } else {
+        dir.join(common)
+    }
+    .join("hooks"))
+}
+
+/// What `install` did with one hook.
+#[derive(Debug, Clone, Serialize)]
+pub struct Installed {
+    /// `pre-commit` or `pre-push`.
+    pub hook: String,
+    /// The script.
+    pub path: String,
+    /// `installed`, `already installed`.
+    pub outcome: &'static str,
+    /// An earlier hook now run after coord's check, renamed to this.
+    pub chained: Option<String>,
+}
+
+/// Install the pre-commit and pre-push hooks in the hooks folder of the repository at `dir`.
+/// `coord` names the binary the hooks run when `coord` is not on their `PATH`.
+///
+/// # Errors
+///
+/// [`Error::Failed`] outside a git work tree; [`Error::Io`] when a hook cannot be written.
+pub fn install(dir: &Path, coord: &Path) -> Result<Vec<Installed>> {
+    let hooks = hooks_dir(dir)?;
+    fsutil::ensure_dir(&hooks)?;
+    let mut out = Vec::new();
+    for name in HOOKS {
+        let path = hooks.join(name);
+        let existing = fs::read(&path).ok();
+        if existing
+            .as_deref()
+            .is_some_and(|b| String::from_utf8_lossy(b).contains(MARKER))
+        {
+            out.push(Installed {
+                hook: name.into(),
+                path: path.display().to_string(),
+                outcome: "already installed",
+                chained: None,
+            });
+            continue;
+        }
+        let mut chained = None;
+        if fs::symlink_metadata(&path).is_ok() {
+            let aside = hooks.join(format!("{name}{CHAINED_SUFFIX}"));
+            if fs::symlink_metadata(&aside).is_ok() {
+                return Err(Error::refused(
+                    format!(
+                        "both `{}` and `{}` exist; coord does not know which to keep",
+                        path.display(),
+                        aside.display()
+                    ),
+                    Some(format!("merge them into `{}` by hand", aside.display())),
+                ));
+            }
+            fsutil::rename(&path, &aside)?;
+            chained = Some(aside.display().to_string());
+        }
+        fsutil::replace_durable(&path, script(name, coord).as_bytes())?;
+        fsutil::make_executable(&path)?;
+        out.push(Installed {
+            hook: name.into(),
+            path: path.display().to_string(),
+            outcome: "installed",
+            chained,
+        });
+    }
+    Ok(out)
+}
+
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// The hook script: coord's check, then the chained hook with the same arguments and input.
+fn script(name: &str, coord: &Path) -> String {
+    let head = format!(
+        "#!/bin/sh\n\
+         {MARKER} refuse a {what} touching a file another agent holds (COORD_GUARD=warn|off).\n\
+         # An earlier hook, if any, was renamed {name}{CHAINED_SUFFIX} and runs after the check.\n\
+         coord=coord\n\
+         command -v coord >/dev/null 2>&1 || coord={bin}\n\
+         if ! command -v \"$coord\" >/dev/null 2>&1; then\n\
+         \x20 echo \"warning: coord guard: coord not found; not checked\" >&2\n\
+         \x20 coord=true\n\
+         fi\n\
+         chained=\"$(dirname \"$0\")/{name}{CHAINED_SUFFIX}\"\n",
+        what = if name == "pre-push" { "push" } else { "commit" },
+        bin = shell_quote(&coord.display().to_string()),
+    );
+    if name == "pre-commit" {
+        return format!(
+            "{head}\"$coord\" guard check --staged\n\
+             [ $? -eq 4 ] && exit 4\n\
+             if [ -x \"$chained\" ]; then exec \"$chained\" \"$@\"; fi\n\
+             exit 0\n"
+        );
+    }
+    format!(
+        "{head}input=$(mktemp) || exit 1\n\
+         trap 'rm -f \"$input\"' EXIT\n\
+         cat >\"$input\"\n\
+         refused=0\n\
+         while read -r local_ref local_sha remote_ref remote_sha; do\n\
+         \x20 case \"$local_sha\" in *[!0]*) ;; *) continue ;; esac\n\
+         \x20 case \"$remote_sha\" in\n\
+         \x20   *[!0]*) \"$coord\" guard check \"$remote_sha..$local_sha\" ;;\n\
+         \x20   *) \"$coord\" guard check \"$local_sha\" --not --remotes=\"$1\" ;;\n\
+         \x20 esac\n\
+         \x20 [ $? -eq 4 ] && refused=1\n\
+         done <\"$input\"\n\
+         [ $refused -eq 1 ] && exit 4\n\
+         if [ -x \"$chained\" ]; then \"$chained\" \"$@\" <\"$input\"; exit $?; fi\n\
+         exit 0\n"
+    )
+}
+
+/// The staged paths (old and new names of renames), relative to the top folder.
+///
+/// # Errors
+///
+/// [`Error::Failed`] when git fails.
+pub fn staged(dir: &Path) -> Result<Vec<String>> {
+    let out = git(
+        dir,
+        ["diff", "--cached", "--name-only", "--no-renames", "-z"],
+    )?;
+    Ok(split_names(&out))
+}
+
+/// The paths changed by the commits `revs` name (`A..B`, or `B --not --remotes=origin`), old
+/// and new names of renames, relative to the top folder.
+///
+/// # Errors
+///
+/// [`Error::Failed`] when git fails (an unknown revision).
+pub fn changed(dir: &Path, revs: &[String]) -> Result<Vec<String>> {
+    let mut args: Vec<String> = ["log", "--format=", "--name-only", "--no-renames", "-z"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    args.extend(revs.iter().cloned());
+    args.push("--".into());
+    let out = git(dir, &args)?;
+    Ok(split_names(&out))
+}
+
+fn split_names(out: &[u8]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for raw in out.split(|b| *b == 0) {
+        let name = String::from_utf8_lossy(raw);
+        let name = name.trim_matches('\n');
+        if !name.is_empty() && !names.iter().any(|n| n == name) {
+            names.push(name.to_string());
+        }
+    }
+    names
+}
+
+/// Of `paths` (relative to the git top folder `top`), those locked `LIVE` (or in conflict) by
+/// an agent other than `me` (by anyone when `me` is `None`).
+pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) -> Vec<Held> {
+    let now = clock::now();
+    let mut cache = StateCache::default();
+    let top = fs::canonicalize(top).unwrap_or_else(|_| top.to_path_buf());
+    let mut out = Vec::new();
+    for p in paths {
+        let Some(rel) = ws.rel(&top.join(p)) else {
+            continue;
+        };
+        let Ok(target) = ws.target_from_rel(&rel) else {
+            continue;
+        };
+        let mut entries = lock::locks_of(&target);
+        lock::classify(ws.root(), &mut entries, &mut cache, &now);
+        for e in entries {
+            if e.state == LockState::Stale || me.is_some_and(|m| m.id() == e.agent) {
+                continue;
+            }
+            out.push(Held {
+                file: target.rel.clone(),
+                holder: e.holder().to_string(),
+                state: e.state,
+                since: e.locked_at().map(str::to_string),
+            });
+        }
+    }
+    out
+}

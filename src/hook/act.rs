@@ -1,0 +1,386 @@
+//! What each hook event does, as calls into the protocols.
+
+use std::path::Path;
+use std::time::Duration;
+
+use crate::clock::{self, Wait};
+use crate::error::{Error, Result};
+use crate::status;
+use crate::v3::lock::{self, DEFAULT_TTL, LockRequest};
+use crate::v3::message;
+use crate::v3::presence::{self, AgentState, Update};
+use crate::v3::queue;
+use crate::v3::stamp::{self, Partner, Scope, StartupRequest};
+use crate::workspace::{AgentId, Target, Workspace};
+
+use super::{Client, HookCall, Kind, Reply};
+
+/// How long a pre-edit hook waits for a lock held by another agent, by default.
+pub const DEFAULT_WAIT: Duration = Duration::from_secs(2);
+
+/// Do what `call` asks, as `agent` in `ws`; relative paths are read from `cwd`.
+///
+/// A file held by another agent is `Ok(Reply::Deny)`; any other failure is an error, which
+/// the caller turns into a warning (coord's own failures never stop the client).
+///
+/// # Errors
+///
+/// Whatever the protocol call returns (I/O, unreadable state).
+pub fn handle(
+    ws: &Workspace,
+    agent: &AgentId,
+    call: &HookCall,
+    cwd: &Path,
+    wait: Duration,
+) -> Result<Reply> {
+    match call.kind {
+        Kind::BeforeTool => match &call.files {
+            Some(files) => before_edit(ws, agent, call, &targets(ws, cwd, files), wait),
+            None => heartbeat(ws, agent).map(|()| Reply::Allow),
+        },
+        Kind::AfterTool => {
+            heartbeat(ws, agent)?;
+            if let Some(files) = &call.files {
+                renew(ws, agent, call, &targets(ws, cwd, files))?;
+            }
+            Ok(Reply::Allow)
+        }
+        Kind::SessionStart => session_start(ws, agent, call.client),
+        Kind::Stop => stop(ws, agent, call.stop_hook_active),
+        Kind::SessionEnd => {
+            stamp::shutdown(ws, agent, Scope::Partner)?;
+            Ok(Reply::Allow)
+        }
+        Kind::Other => Ok(Reply::Allow),
+    }
+}
+
+/// The files inside the workspace; anything else (outside, under `.coord/`, in a folder that
+/// does not exist yet) is not coord's to lock.
+fn targets(ws: &Workspace, cwd: &Path, files: &[String]) -> Vec<Target> {
+    files
+        .iter()
+        .filter_map(|f| ws.resolve(cwd, f).ok())
+        .collect()
+}
+
+/// Presence heartbeat (and the stamp-card row), as `coord presence` does.
+fn heartbeat(ws: &Workspace, agent: &AgentId) -> Result<()> {
+    ws.ensure_state_dir()?;
+    let _mutex = ws.lock_mutex()?;
+    stamp::refresh_partner(ws.root(), agent, None)?;
+    presence::write(ws.root(), agent, &Update::default())?;
+    Ok(())
+}
+
+/// Lock every edited file, all or nothing: a refresh for files this agent already holds.
+fn before_edit(
+    ws: &Workspace,
+    agent: &AgentId,
+    call: &HookCall,
+    targets: &[Target],
+    wait: Duration,
+) -> Result<Reply> {
+    if targets.is_empty() {
+        heartbeat(ws, agent)?;
+        return Ok(Reply::Allow);
+    }
+    let req = LockRequest {
+        agent: agent.clone(),
+        targets: targets.to_vec(),
+        wait: Wait::For(wait),
+        ttl: DEFAULT_TTL,
+        backup: true,
+        reason: lock_reason(ws, agent, call),
+        owner: None,
+    };
+    match lock::acquire(ws, &req, &mut |_| {}) {
+        Ok(_) => Ok(Reply::Allow),
+        Err(e) => match deny_reason(ws, agent, targets, &e, wait) {
+            Some(reason) => Ok(Reply::Deny(reason)),
+            None => Err(e),
+        },
+    }
+}
+
+/// What this agent works on, for whoever it blocks: its presence says (then the lock records
+/// no reason of its own), else the tool and the client.
+fn lock_reason(ws: &Workspace, agent: &AgentId, call: &HookCall) -> Option<String> {
+    let stated = presence::read(ws.root(), agent.id())
+        .ok()
+        .flatten()
+        .is_some_and(|p| p.field("working_on").is_some());
+    (!stated).then(|| {
+        format!(
+            "{} in {}",
+            call.tool.as_deref().unwrap_or("an edit"),
+            call.client.product()
+        )
+    })
+}
+
+/// Why a lock refusal denies the tool call: holder, since when, what they work on, the queue.
+/// `None` for an error that is coord's own failure.
+fn deny_reason(
+    ws: &Workspace,
+    agent: &AgentId,
+    targets: &[Target],
+    err: &Error,
+    wait: Duration,
+) -> Option<String> {
+    let (file, held, ask) = match err {
+        Error::LockHeld {
+            file,
+            holder,
+            since,
+            working_on,
+        }
+        | Error::WaitTimedOut {
+            file,
+            holder,
+            since,
+            working_on,
+            ..
+        } => (
+            file.clone(),
+            format!(
+                "`{file}` is locked by {holder} since {since}, working on {}",
+                working_on
+                    .as_deref()
+                    .filter(|w| !w.is_empty() && *w != "-")
+                    .unwrap_or("something not stated")
+            ),
+            holder.clone(),
+        ),
+        Error::Refused { message, .. } => (
+            targets.first().map(|t| t.rel.clone()).unwrap_or_default(),
+            message.clone(),
+            "all".to_string(),
+        ),
+        _ => return None,
+    };
+    let waiting = targets
+        .iter()
+        .find(|t| t.rel == file)
+        .map(|t| {
+            let _mutex = ws.lock_mutex().ok();
+            queue::live_tickets(ws.root(), t)
+                .into_iter()
+                .filter(|a| !a.agent.eq_ignore_ascii_case(agent.id()))
+                .count()
+        })
+        .unwrap_or(0);
+    let place = match waiting {
+        0 => "no one else waits for it: you are next in the queue".to_string(),
+        1 => "1 other agent waits for it: you are 2nd in the queue".to_string(),
+        n => format!(
+            "{n} other agents wait for it: you are #{} in the queue",
+            n + 1
+        ),
+    };
+    Some(format!(
+        "coord: {held}; {place}. Waited {}. Do not edit `{file}` now: work on something else and try again later (it is released when its holder's turn ends), or ask with `coord -a {} msg send {} \"...\"`.",
+        clock::format_duration(wait),
+        agent.id(),
+        AgentId::parse(&ask)
+            .map(|a| a.id().to_string())
+            .unwrap_or(ask),
+    ))
+}
+
+/// Renew the TTL of this agent's locks on `targets` (a refresh rewrites `locked_at`).
+fn renew(ws: &Workspace, agent: &AgentId, call: &HookCall, targets: &[Target]) -> Result<()> {
+    let mine: Vec<Target> = targets
+        .iter()
+        .filter(|t| lock::own_token(t, agent).is_some())
+        .cloned()
+        .collect();
+    if mine.is_empty() {
+        return Ok(());
+    }
+    let req = LockRequest {
+        agent: agent.clone(),
+        targets: mine,
+        wait: Wait::For(Duration::ZERO),
+        ttl: DEFAULT_TTL,
+        backup: false,
+        reason: lock_reason(ws, agent, call),
+        owner: None,
+    };
+    lock::acquire(ws, &req, &mut |_| {}).map(|_| ())
+}
+
+/// Clock in, and tell the agent who else is here, what they hold, what waits for it.
+fn session_start(ws: &Workspace, agent: &AgentId, client: Client) -> Result<Reply> {
+    ws.ensure_state_dir()?;
+    stamp::startup(
+        ws,
+        &StartupRequest {
+            partner: Partner::Named(agent.clone()),
+            task: None,
+            pid: None,
+        },
+    )?;
+    Ok(Reply::Context(context(ws, agent, client)))
+}
+
+/// The text a session starts with.
+pub fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
+    let me = agent.id();
+    let st = status::collect(ws);
+    let mut out = vec![format!(
+        "coord: you are agent `{me}` in the shared folder {}. {} locks each file you edit for you; \
+         an edit of a file another agent holds is refused, naming the holder. Your locks are released when your turn ends.",
+        st.root,
+        client.product()
+    )];
+    let others: Vec<String> = st
+        .agents
+        .iter()
+        .filter(|a| a.agent != me && a.status == AgentState::Active.as_str())
+        .map(|a| match a.working_on.as_deref().filter(|w| *w != "-") {
+            Some(w) => format!("{} (working on {w})", a.agent),
+            None => a.agent.clone(),
+        })
+        .collect();
+    if !others.is_empty() {
+        out.push(format!("Other agents active: {}.", others.join(", ")));
+    }
+    let now = clock::now();
+    let locks: Vec<String> = st
+        .locks
+        .iter()
+        .filter(|l| l.agent != me && l.state == lock::LockState::Live)
+        .map(|l| {
+            let since = l
+                .locked_at
+                .as_deref()
+                .and_then(clock::parse_timestamp)
+                .map(|t| lock::format_since(Some(&t), &now))
+                .unwrap_or_else(|| "an unknown time".into());
+            format!("{} (held by {} since {since})", l.file, l.name)
+        })
+        .collect();
+    if !locks.is_empty() {
+        out.push(format!("Files locked by others: {}.", locks.join(", ")));
+    }
+    let inbox = message::inbox(ws, agent);
+    let unread: Vec<String> = inbox
+        .unread()
+        .map(|e| {
+            format!(
+                "{} from {}: {}",
+                e.message.id,
+                e.message.from,
+                e.message.first_line()
+            )
+        })
+        .collect();
+    if !unread.is_empty() {
+        out.push(format!(
+            "Unread messages for you ({}): {}. Read one with `coord -a {me} msg read ID`.",
+            unread.len(),
+            unread.join("; ")
+        ));
+    }
+    if let Some(d) = &st.dialogue
+        && d.turn
+            .as_deref()
+            .is_some_and(|t| t.eq_ignore_ascii_case(me))
+    {
+        out.push(format!(
+            "It is your turn in the dialogue `{}` ({}): `coord -a {me} dialogue turn`.",
+            d.topic, d.folder
+        ));
+    }
+    for r in st
+        .reviews
+        .iter()
+        .filter(|r| r.next_actor.eq_ignore_ascii_case(me))
+    {
+        out.push(format!(
+            "Review `{}` waits for you{}.",
+            r.topic,
+            r.next_action
+                .as_deref()
+                .map(|a| format!(": {a}"))
+                .unwrap_or_default()
+        ));
+    }
+    out.join("\n")
+}
+
+/// The turn is over: release every lock; hold the stop once for unread messages.
+fn stop(ws: &Workspace, agent: &AgentId, already_continued: bool) -> Result<Reply> {
+    lock::release(ws, agent, None, false)?;
+    if already_continued {
+        return Ok(Reply::Allow);
+    }
+    let inbox = message::inbox(ws, agent);
+    let unread: Vec<String> = inbox
+        .unread()
+        .map(|e| {
+            format!(
+                "{} from {}: {}",
+                e.message.id,
+                e.message.from,
+                e.message.first_line()
+            )
+        })
+        .collect();
+    if unread.is_empty() {
+        return Ok(Reply::Allow);
+    }
+    Ok(Reply::Block(format!(
+        "coord: you have {} unread message{} before you stop: {}. Read them with `coord -a {} msg read ID` and answer if needed.",
+        unread.len(),
+        if unread.len() == 1 { "" } else { "s" },
+        unread.join("; "),
+        agent.id()
+    )))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::hook::patch;
+    use proptest::prelude::*;
+
+    proptest! {
+        /// Of a patch's paths, exactly those inside the workspace (and not under `.coord/`) are
+        /// locked: `..` escapes, absolute paths elsewhere and coord's own files are ignored.
+        #[test]
+        fn only_paths_inside_the_workspace_are_targets(
+            names in prop::collection::vec("[a-z]{1,6}( [a-z]{1,3})?\\.txt", 1..5),
+            escapes in prop::collection::vec(0u8..4, 1..5),
+        ) {
+            let dir = tempfile::tempdir().unwrap();
+            let root = std::fs::canonicalize(dir.path()).unwrap();
+            let ws = Workspace::at(root.clone());
+            let mut text = String::from("*** Begin Patch\r\n");
+            let mut inside = Vec::new();
+            for (i, name) in names.iter().enumerate() {
+                let path = match escapes[i % escapes.len()] {
+                    0 => { inside.push(name.clone()); name.clone() }
+                    1 => format!("../{name}"),
+                    2 => format!("/nonexistent-coord-dir/{name}"),
+                    _ => format!(".coord/{name}"),
+                };
+                text.push_str(&format!("*** Update File: {path}\r\n@@\r\n-a\r\n+b\r\n"));
+            }
+            text.push_str("*** End Patch\r\n");
+            std::fs::create_dir_all(root.join(".coord")).unwrap();
+            let got: Vec<String> = targets(&ws, &root, &patch::paths(&text))
+                .into_iter()
+                .map(|t| t.rel)
+                .collect();
+            let mut want = Vec::new();
+            for n in inside {
+                if !want.contains(&n) {
+                    want.push(n);
+                }
+            }
+            prop_assert_eq!(got, want);
+        }
+    }
+}

@@ -1,0 +1,264 @@
+//! Agent clients lock by themselves: one adapter per client's hook payload format, onto the
+//! same protocol calls as the command line.
+//!
+//! A client runs `coord hook CLIENT` at points of its loop and writes one JSON object on stdin.
+//! [`parse`] reads it into a [`HookCall`] (which event, which session, which folder, which
+//! files a tool is about to edit); [`act::handle`] does what the event asks (lock, heartbeat,
+//! clock in, release, clock out) and answers a [`Reply`]; [`render`] writes that reply in the
+//! client's own format. Nothing here locks, heartbeats or messages by itself: every step is a
+//! call into [`crate::v3`].
+
+pub mod act;
+pub mod claude;
+pub mod codex;
+pub mod copilot;
+pub mod gemini;
+pub mod patch;
+
+use std::path::PathBuf;
+
+use serde_json::Value;
+
+use crate::error::{Error, Result};
+use crate::workspace::AgentId;
+
+/// The agent clients coord has adapters for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Client {
+    /// Claude Code.
+    Claude,
+    /// OpenAI Codex CLI.
+    Codex,
+    /// Google Gemini CLI.
+    Gemini,
+    /// GitHub Copilot CLI.
+    Copilot,
+}
+
+impl Client {
+    /// Every client, in the order `coord init --client all` wires them.
+    pub const ALL: [Client; 4] = [
+        Client::Claude,
+        Client::Codex,
+        Client::Gemini,
+        Client::Copilot,
+    ];
+
+    /// The name used on the command line and in agent ids.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Client::Claude => "claude",
+            Client::Codex => "codex",
+            Client::Gemini => "gemini",
+            Client::Copilot => "copilot",
+        }
+    }
+
+    /// The client's product name.
+    pub fn product(self) -> &'static str {
+        match self {
+            Client::Claude => "Claude Code",
+            Client::Codex => "Codex CLI",
+            Client::Gemini => "Gemini CLI",
+            Client::Copilot => "Copilot CLI",
+        }
+    }
+
+    /// The client named `name`.
+    pub fn parse(name: &str) -> Option<Client> {
+        Client::ALL.into_iter().find(|c| c.as_str() == name)
+    }
+
+    fn kind(self, event: &str) -> Kind {
+        match self {
+            Client::Claude => claude::kind(event),
+            Client::Codex => codex::kind(event),
+            Client::Gemini => gemini::kind(event),
+            Client::Copilot => copilot::kind(event),
+        }
+    }
+
+    fn edited(self, tool: &str, input: &Value) -> Option<Vec<String>> {
+        match self {
+            Client::Claude => claude::edited(tool, input),
+            Client::Codex => codex::edited(tool, input),
+            Client::Gemini => gemini::edited(tool, input),
+            Client::Copilot => copilot::edited(tool, input),
+        }
+    }
+}
+
+/// What an event is about, whatever the client calls it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A tool is about to run.
+    BeforeTool,
+    /// A tool ran.
+    AfterTool,
+    /// A session starts.
+    SessionStart,
+    /// The agent stops answering (its turn is over).
+    Stop,
+    /// The session ends.
+    SessionEnd,
+    /// Anything else: nothing to do.
+    Other,
+}
+
+/// One hook call, as read from the client's payload.
+#[derive(Debug, Clone)]
+pub struct HookCall {
+    /// Which client.
+    pub client: Client,
+    /// The event name as the client wrote it (or as given with `--event`).
+    pub event: String,
+    /// What the event is about.
+    pub kind: Kind,
+    /// The client's session id, when the payload has one.
+    pub session_id: Option<String>,
+    /// The client's working folder.
+    pub cwd: Option<PathBuf>,
+    /// The tool, for tool events.
+    pub tool: Option<String>,
+    /// The files the tool edits, as written in the payload; `None` when the tool edits nothing.
+    pub files: Option<Vec<String>>,
+    /// A `Stop` that the client already continued once because of a hook.
+    pub stop_hook_active: bool,
+}
+
+/// What coord answers the client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// Go ahead (nothing printed).
+    Allow,
+    /// Refuse the tool call, with why.
+    Deny(String),
+    /// Do not stop yet, with why.
+    Block(String),
+    /// Tell the agent this at the start of its session.
+    Context(String),
+}
+
+/// The largest payload read (a `Write` carries the whole file).
+pub const PAYLOAD_CAP: u64 = 64 * 1024 * 1024;
+
+/// Read one payload. `event` (from `--event`) wins over the payload's `hook_event_name`.
+///
+/// # Errors
+///
+/// [`Error::BadInput`] when the bytes are not one JSON object, or no event is named.
+pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCall> {
+    let value: Value = serde_json::from_slice(input)
+        .map_err(|e| Error::bad_input(format!("the hook payload is not JSON: {e}")))?;
+    let Value::Object(_) = value else {
+        return Err(Error::bad_input("the hook payload is not a JSON object"));
+    };
+    let event = event
+        .map(str::to_string)
+        .or_else(|| str_field(&value, &["hook_event_name", "hookEventName"]))
+        .ok_or_else(|| {
+            Error::bad_input("the hook payload names no event (`hook_event_name`); pass `--event`")
+        })?;
+    let kind = client.kind(&event);
+    let tool = str_field(&value, &["tool_name", "toolName"]);
+    let input = match value.get("tool_input").or_else(|| value.get("toolArgs")) {
+        // Copilot writes its tool's arguments as a JSON string.
+        Some(Value::String(s)) => serde_json::from_str(s).unwrap_or(Value::Null),
+        Some(v) => v.clone(),
+        None => Value::Null,
+    };
+    let files = match (kind, &tool) {
+        (Kind::BeforeTool | Kind::AfterTool, Some(t)) => client.edited(t, &input),
+        _ => None,
+    };
+    Ok(HookCall {
+        client,
+        kind,
+        session_id: str_field(&value, &["session_id", "sessionId"]),
+        cwd: str_field(&value, &["cwd"]).map(PathBuf::from),
+        tool,
+        files,
+        stop_hook_active: value
+            .get("stop_hook_active")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        event,
+    })
+}
+
+/// The agent of a session: `CLIENT-` and the first 8 letters and digits of its id, lower-cased
+/// (`claude-3f2a9c1b`). `None` when the id has no letter or digit.
+pub fn agent_for(client: Client, session_id: &str) -> Option<AgentId> {
+    let short: String = session_id
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .take(8)
+        .collect::<String>()
+        .to_ascii_lowercase();
+    if short.is_empty() {
+        return None;
+    }
+    AgentId::parse(&format!("{}-{short}", client.as_str())).ok()
+}
+
+/// The agent of a client whose payload carries no session id (Copilot CLI): the process that
+/// ran the hook stands for the session (`copilot-p4242`).
+pub fn agent_for_parent(client: Client) -> Option<AgentId> {
+    let ppid = rustix::process::getppid()?.as_raw_nonzero().get();
+    AgentId::parse(&format!("{}-p{ppid}", client.as_str())).ok()
+}
+
+/// The reply as the client's JSON, `None` when there is nothing to print.
+pub fn render(client: Client, reply: &Reply) -> Option<String> {
+    let value = match client {
+        Client::Claude => claude::render(reply),
+        Client::Codex => codex::render(reply),
+        Client::Gemini => gemini::render(reply),
+        Client::Copilot => copilot::render(reply),
+    }?;
+    serde_json::to_string(&value).ok()
+}
+
+/// The first non-empty string among `keys` of `value`.
+fn str_field(value: &Value, keys: &[&str]) -> Option<String> {
+    keys.iter()
+        .find_map(|k| value.get(*k).and_then(Value::as_str))
+        .filter(|s| !s.is_empty())
+        .map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_ids_take_eight_letters_and_digits() {
+        let a = agent_for(Client::Claude, "7684F1ED-55e2-4a19").unwrap();
+        assert_eq!(a.id(), "claude-7684f1ed");
+        let a = agent_for(Client::Gemini, "ab-c").unwrap();
+        assert_eq!(a.id(), "gemini-abc");
+        assert!(agent_for(Client::Codex, "--").is_none());
+    }
+
+    #[test]
+    fn copilot_tool_args_are_a_json_string() {
+        let call = parse(
+            Client::Copilot,
+            br#"{"timestamp":1,"cwd":"/p","toolName":"edit","toolArgs":"{\"path\":\"/p/a.txt\"}"}"#,
+            Some("preToolUse"),
+        )
+        .unwrap();
+        assert_eq!(call.kind, Kind::BeforeTool);
+        assert_eq!(call.files, Some(vec!["/p/a.txt".to_string()]));
+    }
+
+    #[test]
+    fn malformed_payloads_are_bad_input() {
+        for bad in [&b""[..], b"[]", b"{", b"{\"cwd\":\"/\"}", b"\xff"] {
+            assert!(matches!(
+                parse(Client::Claude, bad, None),
+                Err(Error::BadInput { .. })
+            ));
+        }
+    }
+}

@@ -1,0 +1,213 @@
+//! `coord guard`: real git repositories, real `git commit` and `git push` to a local bare remote.
+
+use std::path::Path;
+use std::process::Command;
+
+use crate::support::Env;
+
+/// `git ARGS` in `dir`, as a person (or an agent's shell) would run it.
+fn git(dir: &Path, args: &[&str], agent: Option<&str>) -> std::process::Output {
+    let mut c = Command::new("git");
+    c.args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "Dev")
+        .env("GIT_AUTHOR_EMAIL", "dev@example.com")
+        .env("GIT_COMMITTER_NAME", "Dev")
+        .env("GIT_COMMITTER_EMAIL", "dev@example.com")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("COORD_GUARD")
+        .env_remove("COORD_AGENT")
+        .env_remove("COORD_DIR");
+    if let Some(a) = agent {
+        c.env("COORD_AGENT", a);
+    }
+    c.output().unwrap()
+}
+
+#[track_caller]
+fn git_ok(dir: &Path, args: &[&str]) -> String {
+    let out = git(dir, args, None);
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn repo() -> Env {
+    let env = Env::new();
+    git_ok(env.root(), &["init", "-q", "-b", "main"]);
+    env.write("a.txt", "a\n");
+    env.write("b.txt", "b\n");
+    git_ok(env.root(), &["add", "a.txt", "b.txt"]);
+    git_ok(env.root(), &["commit", "-qm", "start"]);
+    env
+}
+
+#[test]
+fn pre_commit_refuses_a_file_another_agent_holds_and_lets_the_holder_commit() {
+    let env = repo();
+    env.cmd()
+        .args(["guard", "install"])
+        .ok()
+        .stdout_has("pre-commit installed");
+    assert!(env.path(".git/hooks/pre-commit").exists());
+    env.agent("gemini").args(["lock", "a.txt"]).ok();
+
+    env.write("a.txt", "changed behind gemini's back\n");
+    git_ok(env.root(), &["add", "a.txt"]);
+    let out = git(env.root(), &["commit", "-qm", "sneaky"], Some("claude"));
+    assert!(!out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("a.txt: locked by gemini (LIVE"), "{err}");
+    assert_eq!(
+        git_ok(env.root(), &["rev-list", "--count", "HEAD"]).trim(),
+        "1"
+    );
+
+    // The check by itself: exit 4, naming path and holder.
+    env.agent("claude")
+        .args(["guard", "check", "--staged"])
+        .code(4)
+        .stderr_has("a.txt: locked by gemini");
+    // warn lets it through, off skips.
+    env.agent("claude")
+        .args(["guard", "check", "--staged"])
+        .env("COORD_GUARD", "warn")
+        .ok()
+        .stderr_has("warning:");
+    env.agent("claude")
+        .args(["guard", "check", "--staged"])
+        .env("COORD_GUARD", "off")
+        .ok();
+
+    // The holder itself may commit.
+    let out = git(
+        env.root(),
+        &["commit", "-qm", "gemini's change"],
+        Some("gemini"),
+    );
+    assert!(out.status.success(), "{out:?}");
+}
+
+#[test]
+fn a_rename_of_a_held_file_is_refused_by_its_old_name() {
+    let env = repo();
+    env.cmd().args(["guard", "install"]).ok();
+    env.agent("gemini").args(["lock", "b.txt"]).ok();
+    git_ok(env.root(), &["mv", "b.txt", "c.txt"]);
+    env.agent("claude")
+        .args(["guard", "check", "--staged"])
+        .code(4)
+        .stderr_has("b.txt: locked by gemini");
+    let out = git(env.root(), &["commit", "-qm", "rename"], Some("claude"));
+    assert!(!out.status.success());
+    // Once released, the rename may go.
+    env.agent("gemini").args(["unlock", "b.txt"]).ok();
+    env.agent("claude")
+        .args(["guard", "check", "--staged"])
+        .ok();
+}
+
+#[test]
+fn pre_push_refuses_commits_touching_a_held_file() {
+    let env = repo();
+    let bare = tempfile::tempdir().unwrap();
+    git_ok(bare.path(), &["init", "-q", "--bare", "-b", "main"]);
+    git_ok(
+        env.root(),
+        &["remote", "add", "origin", bare.path().to_str().unwrap()],
+    );
+    git_ok(env.root(), &["push", "-q", "origin", "main"]);
+    env.cmd()
+        .args(["guard", "install"])
+        .ok()
+        .stdout_has("pre-push installed");
+
+    env.write("a.txt", "new a\n");
+    git_ok(env.root(), &["commit", "-qam", "edit a"]);
+    env.agent("gemini").args(["lock", "a.txt"]).ok();
+    let out = git(
+        env.root(),
+        &["push", "-q", "origin", "main"],
+        Some("claude"),
+    );
+    assert!(!out.status.success(), "{out:?}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("a.txt: locked by gemini"),
+        "{out:?}"
+    );
+    let remote_head = git_ok(bare.path(), &["rev-parse", "main"]);
+    let local_head = git_ok(env.root(), &["rev-parse", "main"]);
+    assert_ne!(remote_head, local_head);
+
+    // A new branch is checked against what the remote has.
+    git_ok(env.root(), &["checkout", "-qb", "feature"]);
+    let out = git(
+        env.root(),
+        &["push", "-q", "origin", "feature"],
+        Some("claude"),
+    );
+    assert!(!out.status.success(), "{out:?}");
+
+    env.agent("gemini").args(["unlock", "a.txt"]).ok();
+    let out = git(
+        env.root(),
+        &["push", "-q", "origin", "main"],
+        Some("claude"),
+    );
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(git_ok(bare.path(), &["rev-parse", "main"]), local_head);
+}
+
+#[test]
+fn install_honours_core_hooks_path_and_chains_an_existing_hook() {
+    let env = repo();
+    git_ok(env.root(), &["config", "core.hooksPath", "githooks"]);
+    env.write("githooks/pre-commit", "#!/bin/sh\necho \"earlier hook ran\" >&2\necho ran >> \"$(git rev-parse --show-toplevel)/hook.log\"\n");
+    let mut p = std::fs::metadata(env.path("githooks/pre-commit"))
+        .unwrap()
+        .permissions();
+    std::os::unix::fs::PermissionsExt::set_mode(&mut p, 0o755);
+    std::fs::set_permissions(env.path("githooks/pre-commit"), p).unwrap();
+
+    env.cmd()
+        .args(["guard", "install"])
+        .ok()
+        .stdout_has("githooks/pre-commit");
+    assert!(env.exists("githooks/pre-commit.chained"));
+    assert!(!env.exists(".git/hooks/pre-commit"));
+    // Twice: nothing changes.
+    let before = env.snapshot();
+    env.cmd()
+        .args(["guard", "install"])
+        .ok()
+        .stdout_has("already installed");
+    assert_eq!(env.snapshot(), before);
+
+    env.write("b.txt", "b2\n");
+    git_ok(env.root(), &["add", "b.txt"]);
+    let out = git(env.root(), &["commit", "-qm", "b2"], Some("claude"));
+    assert!(out.status.success(), "{out:?}");
+    assert_eq!(env.read("hook.log"), "ran\n", "the earlier hook still runs");
+
+    env.agent("gemini").args(["lock", "b.txt"]).ok();
+    env.write("b.txt", "b3\n");
+    git_ok(env.root(), &["add", "b.txt"]);
+    let out = git(env.root(), &["commit", "-qm", "b3"], Some("claude"));
+    assert!(!out.status.success());
+    assert_eq!(
+        env.read("hook.log"),
+        "ran\n",
+        "a refused commit stops before the chained hook"
+    );
+}
+
+#[test]
+fn guard_outside_a_git_repository_is_a_clear_error() {
+    let env = Env::new();
+    let out = env.cmd().args(["guard", "install"]).code(1);
+    assert!(
+        out.stderr.contains("error:") && out.stderr.contains("git"),
+        "{}",
+        out.stderr
+    );
+}

@@ -1,0 +1,282 @@
+//! `coord init`: real settings files of each client, merged and never clobbered.
+
+use serde_json::Value;
+
+use crate::support::Env;
+
+fn read_json(env: &Env, rel: &str) -> Value {
+    serde_json::from_str(&env.read(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
+}
+
+/// Every command registered under `hooks.EVENT` of a Claude-shaped settings file.
+fn commands(v: &Value, event: &str) -> Vec<String> {
+    v["hooks"][event]
+        .as_array()
+        .unwrap_or_else(|| panic!("no hooks.{event} in {v}"))
+        .iter()
+        .flat_map(|g| g["hooks"].as_array().cloned().unwrap_or_default())
+        .filter_map(|h| h["command"].as_str().map(str::to_string))
+        .collect()
+}
+
+#[test]
+fn init_wires_every_client_and_a_second_run_changes_nothing() {
+    let env = Env::new();
+    env.cmd()
+        .arg("init")
+        .ok()
+        .stdout_has("Created: .claude/settings.json");
+    assert!(env.path(".coord").is_dir());
+
+    let claude = read_json(&env, ".claude/settings.json");
+    for event in [
+        "SessionStart",
+        "PreToolUse",
+        "PostToolUse",
+        "Stop",
+        "SessionEnd",
+    ] {
+        assert_eq!(commands(&claude, event), ["coord hook claude"], "{event}");
+    }
+    assert_eq!(
+        claude["hooks"]["PreToolUse"][0]["matcher"],
+        "Edit|Write|MultiEdit|NotebookEdit"
+    );
+    assert_eq!(
+        read_json(&env, ".mcp.json")["mcpServers"]["coord"]["args"][0],
+        "mcp"
+    );
+    let codex = read_json(&env, ".codex/hooks.json");
+    assert_eq!(commands(&codex, "PreToolUse"), ["coord hook codex"]);
+    assert!(
+        codex["hooks"]["PreToolUse"][0]["matcher"]
+            .as_str()
+            .unwrap()
+            .contains("apply_patch")
+    );
+    let toml = env.read(".codex/config.toml");
+    assert!(
+        toml.contains("[mcp_servers.coord]") && toml.contains("args = [\"mcp\"]"),
+        "{toml}"
+    );
+    let gemini = read_json(&env, ".gemini/settings.json");
+    for event in [
+        "SessionStart",
+        "BeforeTool",
+        "AfterTool",
+        "AfterAgent",
+        "SessionEnd",
+    ] {
+        assert_eq!(commands(&gemini, event), ["coord hook gemini"], "{event}");
+    }
+    assert_eq!(gemini["mcpServers"]["coord"]["command"], "coord");
+    let copilot = read_json(&env, ".github/hooks/coord.json");
+    assert_eq!(copilot["version"], 1);
+    assert_eq!(
+        copilot["hooks"]["preToolUse"][0]["bash"],
+        "coord hook copilot --event preToolUse"
+    );
+    for doc in ["AGENTS.md", "CLAUDE.md", "GEMINI.md"] {
+        let text = env.read(doc);
+        assert!(
+            text.starts_with("<!-- coord:begin -->\n") && text.ends_with("<!-- coord:end -->\n"),
+            "{doc}"
+        );
+        assert!(text.contains("coord status"));
+    }
+    let ignore = env.read(".gitignore");
+    for line in [
+        ".coord/",
+        ".*_presence",
+        ".handshake_*",
+        "*.lock.*",
+        "*.bak",
+        "*.rejected.*",
+    ] {
+        assert!(ignore.lines().any(|l| l == line), "{line} in {ignore}");
+    }
+
+    let before = env.snapshot();
+    env.cmd().arg("init").ok().stdout_has("Nothing to change");
+    assert_eq!(env.snapshot(), before);
+    env.cmd()
+        .args(["init", "--client", "claude,gemini"])
+        .ok()
+        .stdout_has("Nothing to change");
+    assert_eq!(env.snapshot(), before);
+}
+
+#[test]
+fn init_merges_into_existing_settings_keeping_keys_hooks_and_text() {
+    let env = Env::new();
+    env.write(
+        ".claude/settings.json",
+        r#"{
+  "zzz": {"b": 2, "a": 1},
+  "permissions": {"allow": ["Bash(ls)"]},
+  "hooks": {
+    "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "./check-bash.sh"}]}],
+    "Notification": [{"hooks": [{"type": "command", "command": "notify-send hi"}]}]
+  },
+  "aaa": true
+}"#,
+    );
+    env.write(
+        ".gemini/settings.json",
+        r#"{"theme": "Dracula", "mcpServers": {"other": {"command": "other-mcp"}}, "hooks": {"BeforeTool": [{"matcher": "run_shell_command", "hooks": [{"type": "command", "command": "./guard.sh"}]}]}}"#,
+    );
+    env.write(
+        ".codex/config.toml",
+        "# my settings\nmodel = \"gpt-5-codex\"   # keep this comment\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\n",
+    );
+    let agents = "# My project\r\n\r\nRules for agents.\r\n\r\n<!-- coord:begin -->\nold coord text\n<!-- coord:end -->\r\nAfter the block.\r\n";
+    env.write("AGENTS.md", agents);
+    env.write(".gitignore", "target/\n*.log");
+
+    env.cmd().args(["init"]).ok();
+
+    let text = env.read(".claude/settings.json");
+    let pos = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("{needle} in {text}"))
+    };
+    assert!(
+        pos("\"zzz\"") < pos("\"permissions\"")
+            && pos("\"permissions\"") < pos("\"hooks\"")
+            && pos("\"hooks\"") < pos("\"aaa\""),
+        "{text}"
+    );
+    assert!(pos("\"b\"") < pos("\"a\""), "nested key order kept: {text}");
+    let claude: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(
+        commands(&claude, "PreToolUse"),
+        ["./check-bash.sh", "coord hook claude"]
+    );
+    assert_eq!(commands(&claude, "Notification"), ["notify-send hi"]);
+    assert_eq!(claude["permissions"]["allow"][0], "Bash(ls)");
+
+    let gemini = read_json(&env, ".gemini/settings.json");
+    assert_eq!(gemini["theme"], "Dracula");
+    assert_eq!(gemini["mcpServers"]["other"]["command"], "other-mcp");
+    assert_eq!(gemini["mcpServers"]["coord"]["command"], "coord");
+    assert_eq!(
+        commands(&gemini, "BeforeTool"),
+        ["./guard.sh", "coord hook gemini"]
+    );
+
+    let toml = env.read(".codex/config.toml");
+    assert!(toml.starts_with("# my settings\nmodel = \"gpt-5-codex\"   # keep this comment\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\n"), "{toml}");
+    assert!(toml.contains("[mcp_servers.coord]"), "{toml}");
+
+    let md = env.read("AGENTS.md");
+    assert!(
+        md.starts_with("# My project\r\n\r\nRules for agents.\r\n\r\n<!-- coord:begin -->\n"),
+        "{md:?}"
+    );
+    assert!(
+        md.ends_with("<!-- coord:end -->\r\nAfter the block.\r\n"),
+        "{md:?}"
+    );
+    assert!(!md.contains("old coord text"));
+    assert_eq!(md.matches("<!-- coord:begin -->").count(), 1);
+    assert!(
+        env.read(".gitignore")
+            .starts_with("target/\n*.log\n\n# coord:begin\n")
+    );
+
+    // Idempotent on merged files too.
+    let before = env.snapshot();
+    env.cmd()
+        .args(["init"])
+        .ok()
+        .stdout_has("Nothing to change");
+    assert_eq!(env.snapshot(), before);
+}
+
+#[test]
+fn an_unparsable_file_stops_init_before_anything_is_written() {
+    for (file, bad) in [
+        (".claude/settings.json", "{\"hooks\": [1,"),
+        (".mcp.json", "not json"),
+        (".codex/config.toml", "[mcp_servers\ncommand = "),
+        (".gemini/settings.json", "[1, 2]"),
+        (
+            ".github/hooks/coord.json",
+            "{\"hooks\": {\"preToolUse\": {}}}",
+        ),
+    ] {
+        let env = Env::new();
+        env.write(file, bad);
+        env.write("AGENTS.md", "mine\n");
+        let before = env.snapshot();
+        let out = env.cmd().arg("init").code(2);
+        assert!(
+            out.stderr.contains("error:") && out.stderr.contains(file),
+            "{file}: {}",
+            out.stderr
+        );
+        assert_eq!(env.snapshot(), before, "{file}: nothing written");
+        assert!(!env.path(".coord").exists(), "{file}: no .coord/");
+    }
+}
+
+#[test]
+fn dry_run_prints_the_changes_and_writes_nothing() {
+    let env = Env::new();
+    env.write("AGENTS.md", "mine\n");
+    let before = env.snapshot();
+    let out = env
+        .cmd()
+        .args(["init", "--client", "codex", "--dry-run"])
+        .ok();
+    out.stdout_has("Would create: .codex/hooks.json")
+        .stdout_has("Would update: AGENTS.md")
+        .stdout_has("coord hook codex")
+        .stdout_lacks(".claude");
+    assert_eq!(env.snapshot(), before);
+    assert!(!env.path(".coord").exists());
+    let json: Value = env.cmd().args(["init", "--dry-run", "--json"]).ok().json();
+    assert_eq!(json["dry_run"], true);
+    assert!(json["plan"]["changes"].as_array().unwrap().len() >= 9);
+    assert_eq!(env.snapshot(), before);
+}
+
+#[test]
+fn a_claude_md_linked_to_agents_md_gets_one_block() {
+    let env = Env::new();
+    env.write("AGENTS.md", "shared rules\n");
+    std::os::unix::fs::symlink("AGENTS.md", env.path("CLAUDE.md")).unwrap();
+    env.cmd().args(["init", "--client", "claude"]).ok();
+    assert!(
+        std::fs::symlink_metadata(env.path("CLAUDE.md"))
+            .unwrap()
+            .is_symlink()
+    );
+    let text = env.read("AGENTS.md");
+    assert!(text.starts_with("shared rules\n\n<!-- coord:begin -->"));
+    assert_eq!(text.matches("<!-- coord:begin -->").count(), 1);
+}
+
+#[test]
+fn the_registered_hook_command_runs_against_the_folder() {
+    // The command init registers, run as the client would run it (through a shell, in the
+    // project folder), locks the file a Write names.
+    let env = Env::new();
+    env.cmd().args(["init", "--client", "claude"]).ok();
+    let settings = read_json(&env, ".claude/settings.json");
+    let cmd = commands(&settings, "PreToolUse")[0]
+        .replace("coord ", &format!("{} ", crate::support::coord_bin()));
+    let payload = format!(
+        r#"{{"session_id":"5e55a0e1","cwd":"{0}","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{{"file_path":"{0}/a.txt","content":"x"}}}}"#,
+        env.root().display()
+    );
+    let out = std::process::Command::new("sh")
+        .args(["-c", &format!("printf '%s' '{payload}' | {cmd}")])
+        .current_dir(env.root())
+        .env_remove("COORD_DIR")
+        .env_remove("COORD_AGENT")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    assert!(env.exists("a.txt.lock.claude-5e55a0e1"));
+}

@@ -1,0 +1,274 @@
+#!/usr/bin/env bash
+# Lane: one folder shared through two sshfs mounts on one machine (a private sshd on
+# 127.0.0.1). Two mounts share no kernel lock and no filesystem events, like two machines.
+#
+#   tests/lanes/sshfs.sh [COORD_BINARY]
+#
+# Needs root (for the throwaway sshd) and /dev/fuse; installs sshfs and openssh-server with
+# apt-get when they are missing. Prints why and exits 0 when it cannot run here.
+#
+# Measures, for two mounts with sshfs's default cache and for a default-cache mount against a
+# `cache=no` one:
+#   - 4 + 4 agents x 50 `coord run COUNTER.txt -- increment`, with an O_EXCL witness created on
+#     the real folder inside the critical section (double holders), and the counter (lost
+#     updates); the same race without coord shows that the witness catches overlaps;
+#   - wake-up across mounts: one mount releases, a waiter on the other gets the lock;
+#   - a stale lock (its process killed with SIGKILL) on one mount taken over from the other;
+#   - a holder of the workspace mutex stopped (SIGSTOP) on one mount, overtaken from the other
+#     after its lease, and fenced when it resumes.
+# Exits 1 when exclusion failed (a double holder, a lost update, a takeover that did not
+# happen); timings are reported, not asserted.
+set -uo pipefail
+
+skip() {
+    echo "sshfs lane skipped: $*" >&2
+    exit 0
+}
+
+here=$(cd "$(dirname "$0")/../.." && pwd)
+COORD=${1:-${COORD:-$here/target/debug/coord}}
+[ -x "$COORD" ] || skip "no coord binary at $COORD (build it first)"
+COORD=$(cd "$(dirname "$COORD")" && pwd)/$(basename "$COORD")
+[ "$(id -u)" = 0 ] || skip "needs root (it runs its own sshd)"
+[ -c /dev/fuse ] || skip "needs /dev/fuse"
+if ! command -v sshfs >/dev/null || [ ! -x /usr/sbin/sshd ]; then
+    command -v apt-get >/dev/null || skip "sshfs/sshd missing and no apt-get"
+    DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -qq sshfs openssh-server openssh-client >/dev/null 2>&1 ||
+        { timeout 120 apt-get update -qq >/dev/null 2>&1 &&
+            DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -qq sshfs openssh-server openssh-client >/dev/null 2>&1; } ||
+        skip "cannot install sshfs and openssh-server"
+fi
+command -v sshfs >/dev/null && [ -x /usr/sbin/sshd ] || skip "sshfs or sshd not available"
+UMOUNT=$(command -v fusermount3 || command -v fusermount) || skip "no fusermount"
+
+work=$(mktemp -d /tmp/coord-sshfs-lane.XXXXXX)
+real=$work/real
+mkdir -p "$real" "$work/m1" "$work/m2" "$work/m3" "$work/out"
+sshd_pid=
+mount_pids=()
+mounts=()
+bg_pids=()
+
+cleanup() {
+    for p in "${bg_pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
+    for m in "${mounts[@]}"; do "$UMOUNT" -u "$m" 2>/dev/null || "$UMOUNT" -uz "$m" 2>/dev/null; done
+    for p in "${mount_pids[@]}"; do kill "$p" 2>/dev/null; done
+    [ -n "$sshd_pid" ] && kill "$sshd_pid" 2>/dev/null
+    sleep 0.2
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap "exit 1" INT TERM
+
+# --- a private sshd: throwaway keys, its own config, a free port on 127.0.0.1 -----------------
+ssh-keygen -q -t ed25519 -N '' -f "$work/host_key" || skip "ssh-keygen failed"
+ssh-keygen -q -t ed25519 -N '' -f "$work/user_key" || skip "ssh-keygen failed"
+cp "$work/user_key.pub" "$work/authorized_keys"
+chmod 600 "$work/authorized_keys"
+port=$(( 20000 + RANDOM % 20000 ))
+cat >"$work/sshd_config" <<EOF
+Port $port
+ListenAddress 127.0.0.1
+HostKey $work/host_key
+AuthorizedKeysFile $work/authorized_keys
+PermitRootLogin prohibit-password
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+UsePAM no
+StrictModes no
+PidFile $work/sshd.pid
+Subsystem sftp internal-sftp
+EOF
+mkdir -p /run/sshd
+/usr/sbin/sshd -f "$work/sshd_config" -E "$work/sshd.log" || skip "sshd did not start: $(cat "$work/sshd.log")"
+for _ in $(seq 50); do [ -s "$work/sshd.pid" ] && break; sleep 0.1; done
+sshd_pid=$(cat "$work/sshd.pid" 2>/dev/null) || skip "sshd wrote no pid file"
+
+ssh_opts=(-p "$port" -o "IdentityFile=$work/user_key" -o StrictHostKeyChecking=no
+    -o UserKnownHostsFile=/dev/null -o BatchMode=yes -o LogLevel=ERROR)
+mount_one() { # mount point, extra sshfs options...
+    local m=$1
+    shift
+    sshfs -f "root@127.0.0.1:$real" "$m" "${ssh_opts[@]}" "$@" 2>>"$work/sshfs.log" &
+    mount_pids+=($!)
+    mounts+=("$m")
+    for _ in $(seq 100); do grep -q " $m fuse.sshfs " /proc/mounts && return 0; sleep 0.1; done
+    skip "sshfs could not mount $m: $(cat "$work/sshfs.log")"
+}
+mount_one "$work/m1"              # sshfs's default cache
+mount_one "$work/m2" -o cache=no  # no cache
+mount_one "$work/m3"              # default cache, a second mount
+echo "sshd pid $sshd_pid on 127.0.0.1:$port; mounts: ${mounts[*]}" >&2
+
+now_ms() { date +%s%3N; }
+# Every scenario works in a folder of its own: a folder removed from under a mount stays in
+# that mount's cache for a while, which is not what the lane measures.
+ws_count=0
+ws=
+new_ws() {
+    ws_count=$((ws_count + 1))
+    ws=ws$ws_count
+    mkdir -p "$real/$ws"
+}
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+
+# --- the contended counter -------------------------------------------------------------------
+# One increment, inside the critical section: the witness is created with O_EXCL (`set -C`) on
+# the real folder, where no cache stands between two holders.
+cat >"$work/increment" <<EOF
+#!/bin/sh
+if ! ( set -C; : > "$real/witness" ) 2>/dev/null; then echo "\$COORD_AGENT" >> "$work/out/collisions"; fi
+n=\$(cat COUNTER.txt)
+echo \$((n + 1)) > COUNTER.txt
+rm -f "$real/witness"
+EOF
+chmod +x "$work/increment"
+
+race() { # label, mount A, mount B, with_coord (1/0)
+    local label=$1 ma=$2 mb=$3 with=$4 pids=() start end n coll
+    new_ws
+    echo 0 >"$real/$ws/COUNTER.txt"
+    rm -f "$work/out/collisions" "$work/out/errors"
+    start=$(now_ms)
+    for side in a b; do
+        local m=$ma
+        [ $side = b ] && m=$mb
+        for i in 1 2 3 4; do
+            (
+                cd "$m/$ws" || exit 1
+                export COORD_AGENT=$side$i
+                for _ in $(seq 50); do
+                    if [ "$with" = 1 ]; then
+                        "$COORD" -q run --wait 2m COUNTER.txt -- "$work/increment" ||
+                            echo "$COORD_AGENT: coord run exited $?" >>"$work/out/errors"
+                    else
+                        "$work/increment"
+                    fi
+                done
+            ) &
+            pids+=($!)
+        done
+    done
+    bg_pids=("${pids[@]}")
+    local ok=1
+    for p in "${pids[@]}"; do
+        # Bounded: a race that does not finish in 240 s (a stall, not slowness) is stopped and fails.
+        local waited=0
+        while kill -0 "$p" 2>/dev/null; do
+            sleep 0.2
+            waited=$((waited + 1))
+            if [ $(( $(now_ms) - start )) -gt 240000 ]; then ok=0; break 2; fi
+        done
+    done
+    if [ $ok = 0 ]; then
+        for p in "${pids[@]}"; do pkill -KILL -P "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
+    fi
+    bg_pids=()
+    end=$(now_ms)
+    n=$(cat "$real/$ws/COUNTER.txt" 2>/dev/null || echo 0)
+    coll=0
+    [ -f "$work/out/collisions" ] && coll=$(wc -l <"$work/out/collisions" | tr -d ' ')
+    local lost=$((400 - n))
+    local wall
+    wall=$(awk -v ms=$((end - start)) 'BEGIN { printf "%.1f s", ms / 1000 }')
+    [ $ok = 1 ] || wall="over 240 s (stopped)"
+    echo "| $label | $coll | $lost | $n of 400 | $wall |"
+    if [ "$with" = 1 ]; then
+        [ "$coll" = 0 ] || fail "$label: $coll double holders"
+        [ "$lost" = 0 ] || fail "$label: $lost lost updates"
+        [ $ok = 1 ] || fail "$label: did not finish in 240 s"
+        [ -s "$work/out/errors" ] && { fail "$label: coord run failed"; head -5 "$work/out/errors" >&2; }
+    fi
+}
+
+# --- wake-up across mounts -------------------------------------------------------------------
+wake() { # label, holder mount, waiter mount, rounds
+    local label=$1 mh=$2 mw=$3 rounds=$4 times=() t0 t1
+    new_ws; echo x >"$real/$ws/W.txt"
+    for r in $(seq "$rounds"); do
+        (cd "$mh/$ws" && "$COORD" -q -a holder lock W.txt --no-backup) || { fail "$label: holder lock"; return; }
+        rm -f "$work/out/t1"
+        (cd "$mw/$ws" && "$COORD" -q -a waiter lock W.txt --no-backup --wait 60s && now_ms >"$work/out/t1") &
+        local wp=$!
+        sleep 1
+        t0=$(now_ms)
+        (cd "$mh/$ws" && "$COORD" -q -a holder unlock W.txt)
+        wait "$wp"
+        t1=$(cat "$work/out/t1" 2>/dev/null) || { fail "$label: the waiter never got the lock"; return; }
+        times+=($((t1 - t0)))
+        (cd "$mw/$ws" && "$COORD" -q -a waiter unlock W.txt)
+    done
+    local median
+    median=$(printf '%s\n' "${times[@]}" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+    echo "| $label | ${median} ms | $(printf '%s ' "${times[@]}")|"
+}
+
+# --- a stale lock (its process killed) taken over from the other mount -------------------------
+stale_takeover() { # holder mount, taker mount
+    new_ws; echo x >"$real/$ws/S.txt"
+    (cd "$1/$ws" && exec "$COORD" -q -a crashed run S.txt -- sleep 300) &
+    local rp=$!
+    bg_pids=("$rp")
+    for _ in $(seq 100); do [ -e "$real/$ws/S.txt.lock.crashed" ] && break; sleep 0.05; done
+    [ -e "$real/$ws/S.txt.lock.crashed" ] || { fail "stale takeover: the holder never locked"; return; }
+    local child
+    child=$(pgrep -P "$rp" || true)
+    kill -KILL "$rp"
+    [ -n "$child" ] && kill -KILL $child 2>/dev/null
+    wait "$rp" 2>/dev/null
+    bg_pids=()
+    local t0 t1 msg
+    t0=$(now_ms)
+    msg=$(cd "$2/$ws" && "$COORD" -a taker lock S.txt --no-backup --wait 30s 2>&1) || { fail "stale takeover: $msg"; return; }
+    t1=$(now_ms)
+    echo "$msg" | grep -qi "crashed" || fail "stale takeover: did not say from whom: $msg"
+    echo "| stale lock (holder killed with SIGKILL) taken over from the other mount | $((t1 - t0)) ms |"
+}
+
+# --- a stopped holder of the workspace mutex, overtaken from the other mount -------------------
+stopped_holder() { # holder mount, other mount
+    new_ws; echo x >"$real/$ws/G.txt"
+    (cd "$1/$ws" && exec "$COORD" -q doctor --hold 3s) 2>"$work/out/hold.err" &
+    local hp=$!
+    bg_pids=("$hp")
+    for _ in $(seq 100); do [ -e "$real/$ws/.coord/mutex.lease" ] && break; sleep 0.02; done
+    [ -e "$real/$ws/.coord/mutex.lease" ] || { fail "stopped holder: it never took the mutex"; return; }
+    kill -STOP "$hp"
+    local t0 t1 msg
+    t0=$(now_ms)
+    msg=$(cd "$2/$ws" && "$COORD" -a other lock G.txt --no-backup --wait 60s 2>&1) || { fail "stopped holder: the other mount did not get through: $msg"; }
+    t1=$(now_ms)
+    kill -CONT "$hp"
+    local status=0
+    wait "$hp" || status=$?
+    bg_pids=()
+    [ "$status" = 3 ] || fail "stopped holder: after resuming it did not learn it was fenced (exit $status)"
+    [ -e "$real/$ws/G.txt.lock.other" ] || fail "stopped holder: the other's lock is gone"
+    echo "| holder of the mutex stopped (SIGSTOP) on one mount, overtaken from the other | $((t1 - t0)) ms | resumed holder exit $status (fenced) |"
+}
+
+echo
+echo "### Two sshfs mounts of one folder (4 + 4 agents x 50 \`coord run COUNTER.txt -- increment\`)"
+echo
+echo "| | double holders | lost | runs | wall |"
+echo "|---|---|---|---|---|"
+race "two mounts, sshfs default cache" "$work/m1" "$work/m3" 1
+race "default cache + \`cache=no\`" "$work/m1" "$work/m2" 1
+race "the same race without coord" "$work/m1" "$work/m3" 0
+echo
+echo "| wake-up after a release, across mounts | median | all |"
+echo "|---|---|---|"
+wake "default cache -> default cache" "$work/m1" "$work/m3" 7
+wake "\`cache=no\` -> default cache" "$work/m2" "$work/m1" 7
+echo
+echo "| takeover | time | |"
+echo "|---|---|---|"
+stale_takeover "$work/m1" "$work/m3"
+stopped_holder "$work/m1" "$work/m3"
+echo
+if [ "$failures" -gt 0 ]; then
+    echo "sshfs lane: $failures failure(s)" >&2
+    exit 1
+fi
+echo "sshfs lane: exclusion held" >&2
