@@ -12,6 +12,12 @@
 //!   `dotlockfile -l` + `dotlockfile -u`, in the same run.
 //! - `deadlock`: how long the `coord lock` that would close a cycle of N waiting agents takes
 //!   to be refused, vs a plain refusal (`--no-wait` on a held lock).
+//! - `msg`: time from `coord msg send` returning to a blocked `coord msg wait` exiting.
+//! - `dialogue`: time from `coord dialogue say` returning to the other side's `dialogue wait` exiting.
+//! - `run`: 8 processes × 25 contended `coord run FILE -- increment` vs the same with `flock(1)`.
+//!
+//! Every section also adds its ratio to a summary table, printed first: the figures the
+//! performance goals are stated in (see `docs/performance.md`).
 
 use std::io::Write;
 use std::path::Path;
@@ -49,6 +55,13 @@ fn have(tool: &str) -> bool {
         .is_ok_and(|s| s.success())
 }
 
+/// One line of the summary: a figure, its value, and the goal it is held to.
+struct Ratio {
+    figure: &'static str,
+    value: String,
+    goal: &'static str,
+}
+
 struct Stats {
     median: Duration,
     p95: Duration,
@@ -73,7 +86,8 @@ fn row(name: &str, s: &Stats) -> String {
     format!("| {name} | {} | {} | {} |", ms(s.median), ms(s.p95), s.n)
 }
 
-fn bench_lock(out: &mut Vec<String>) {
+/// Returns the ratio coord / dotlockfile (medians, without backup) when dotlockfile is there.
+fn bench_lock(out: &mut Vec<String>) -> Option<f64> {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     std::fs::write(d.join("SHARED.txt"), "shared\n").unwrap();
@@ -122,14 +136,16 @@ fn bench_lock(out: &mut Vec<String>) {
         let dl = stats(v);
         out.push(row("`dotlockfile -l` + `dotlockfile -u`", &dl));
         out.push(String::new());
+        let ratio = coord_plain.median.as_secs_f64() / dl.median.as_secs_f64();
         out.push(format!(
-            "Ratio coord / dotlockfile (medians): {:.2}x without backup, {:.2}x with backup.",
-            coord_plain.median.as_secs_f64() / dl.median.as_secs_f64(),
+            "Ratio coord / dotlockfile (medians): {ratio:.2}x without backup, {:.2}x with backup.",
             coord_backup.median.as_secs_f64() / dl.median.as_secs_f64()
         ));
+        Some(ratio)
     } else {
         out.push(String::new());
         out.push("(dotlockfile not installed: `apt-get install liblockfile-bin`)".into());
+        None
     }
 }
 
@@ -206,7 +222,8 @@ fn dotlockfile_pairs(lf: &str, n: usize) -> Stats {
     stats(v)
 }
 
-fn bench_mcp(out: &mut Vec<String>) {
+/// Returns the ratio coord mcp / dotlockfile (medians) when dotlockfile is there.
+fn bench_mcp(out: &mut Vec<String>) -> Option<f64> {
     use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -262,13 +279,15 @@ fn bench_mcp(out: &mut Vec<String>) {
         let dl = dotlockfile_pairs(lockfile.to_str().unwrap(), 500);
         out.push(row("`dotlockfile -l` + `dotlockfile -u`", &dl));
         out.push(String::new());
+        let ratio = mcp.median.as_secs_f64() / dl.median.as_secs_f64();
         out.push(format!(
-            "Ratio coord mcp / dotlockfile (medians): {:.3}x (goal: 0.25x or less).",
-            mcp.median.as_secs_f64() / dl.median.as_secs_f64()
+            "Ratio coord mcp / dotlockfile (medians): {ratio:.3}x (goal: 0.25x or less)."
         ));
+        Some(ratio)
     } else {
         out.push(String::new());
         out.push("(dotlockfile not installed: `apt-get install liblockfile-bin`)".into());
+        None
     }
 }
 
@@ -296,7 +315,8 @@ fn wait_until(mut cond: impl FnMut() -> bool) {
     }
 }
 
-fn bench_wake(out: &mut Vec<String>) {
+/// Returns the coord waiter's figures and, when flock(1) is there, flock's.
+fn bench_wake(out: &mut Vec<String>) -> (Stats, Option<Stats>) {
     let rounds = 40;
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
@@ -354,11 +374,15 @@ fn bench_wake(out: &mut Vec<String>) {
             let woke = waiter.join().unwrap();
             lat.push(woke.saturating_duration_since(released));
         }
-        out.push(row("`flock FILE true` after the holder exits", &stats(lat)));
+        let f = stats(lat);
+        out.push(row("`flock FILE true` after the holder exits", &f));
+        return (c, Some(f));
     }
+    (c, None)
 }
 
-fn bench_status(out: &mut Vec<String>) {
+/// Returns the ratio coord / find (medians).
+fn bench_status(out: &mut Vec<String>) -> f64 {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     // 20,000 files in 200 folders, 1,000 of them locked, 100 agents present.
@@ -415,10 +439,185 @@ fn bench_status(out: &mut Vec<String>) {
     out.push(row("`coord status --json`", &c));
     out.push(row("`find DIR -name '*.lock.*'`", &f));
     out.push(String::new());
+    let ratio = c.median.as_secs_f64() / f.median.as_secs_f64();
+    out.push(format!("Ratio coord / find (medians): {ratio:.2}x."));
+    ratio
+}
+
+/// `coord msg wait` already blocking; time from `coord msg send` returning to its exit.
+fn bench_msg(out: &mut Vec<String>) -> Stats {
+    let rounds = 40;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    run(&mut coord(d, "reader", &["presence", "-q"]));
+    let mut lat = Vec::with_capacity(rounds);
+    for i in 0..rounds {
+        let waiter = exit_time(coord(d, "reader", &["msg", "wait", "--timeout", "30s"]));
+        // Let the waiter subscribe and settle into its wait.
+        std::thread::sleep(Duration::from_millis(60));
+        let sent = coord(
+            d,
+            "writer",
+            &["msg", "send", "reader", &format!("round {i}")],
+        )
+        .stdin(Stdio::null())
+        .stderr(Stdio::null())
+        .output()
+        .unwrap();
+        let released = Instant::now();
+        assert!(sent.status.success());
+        let woke = waiter.join().unwrap();
+        lat.push(woke.saturating_duration_since(released));
+        let id = String::from_utf8_lossy(&sent.stdout).trim().to_string();
+        run(&mut coord(d, "reader", &["msg", "read", &id]));
+    }
+    let s = stats(lat);
+    out.push("| wake-up | median | p95 | rounds |".into());
+    out.push("|---|---|---|---|".into());
+    out.push(row("`coord msg wait` after `coord msg send` returns", &s));
+    s
+}
+
+/// The other side's `coord dialogue wait` already blocking; time from `coord dialogue say`
+/// starting, and from it returning, to the waiter's exit.
+fn bench_dialogue(out: &mut Vec<String>) -> Stats {
+    let rounds = 40;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let c = |args: &[&str]| {
+        let mut c = Command::new(COORD);
+        c.args(args)
+            .current_dir(d)
+            .env("COORD_DIR", d)
+            .env_remove("COORD_AGENT");
+        c
+    };
+    run(&mut c(&[
+        "-q",
+        "dialogue",
+        "init",
+        "--topic",
+        "wake-up benchmark",
+    ]));
+    let mut after_return = Vec::with_capacity(rounds);
+    let mut from_start = Vec::with_capacity(rounds);
+    for i in 0..rounds {
+        let waiter = exit_time(c(&[
+            "-q",
+            "dialogue",
+            "wait",
+            "--as",
+            "AGENT-2",
+            "--timeout",
+            "30s",
+        ]));
+        std::thread::sleep(Duration::from_millis(60));
+        let start = Instant::now();
+        run(&mut c(&[
+            "-q",
+            "dialogue",
+            "say",
+            "--as",
+            "AGENT-1",
+            &format!("round {i}"),
+        ]));
+        let returned = Instant::now();
+        let woke = waiter.join().unwrap();
+        after_return.push(woke.saturating_duration_since(returned));
+        from_start.push(woke.saturating_duration_since(start));
+        run(&mut c(&[
+            "-q",
+            "dialogue",
+            "say",
+            "--as",
+            "AGENT-2",
+            &format!("ack {i}"),
+        ]));
+    }
+    let after = stats(after_return);
+    out.push("| `dialogue wait` wake-up | median | p95 | rounds |".into());
+    out.push("|---|---|---|---|".into());
+    out.push(row("after `coord dialogue say` returns", &after));
+    out.push(row("after `coord dialogue say` starts", &stats(from_start)));
+    after
+}
+
+/// 8 processes × 25 increments of one counter, each under the lock: `coord run` vs `flock`.
+/// Returns the wall-clock totals (coord, flock).
+fn bench_run(out: &mut Vec<String>) -> Option<(Duration, Duration)> {
+    if !have("flock") {
+        out.push("(flock not installed: the contended run comparison needs util-linux)".into());
+        return None;
+    }
+    let (procs, each) = (8, 25);
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let script = "n=$(cat counter.txt); echo $((n + 1)) > counter.txt";
+    let race = |mk: &dyn Fn() -> Command| {
+        std::fs::write(d.join("counter.txt"), "0\n").unwrap();
+        let t = Instant::now();
+        let workers: Vec<_> = (0..procs)
+            .map(|_| {
+                let cmds: Vec<Command> = (0..each).map(|_| mk()).collect();
+                std::thread::spawn(move || {
+                    for mut c in cmds {
+                        run(&mut c);
+                    }
+                })
+            })
+            .collect();
+        for w in workers {
+            w.join().unwrap();
+        }
+        let total = t.elapsed();
+        let n: u32 = std::fs::read_to_string(d.join("counter.txt"))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap();
+        assert_eq!(n, procs * each, "lost updates");
+        total
+    };
+    let c = race(&|| {
+        let mut c = coord(
+            d,
+            "runner",
+            &[
+                "run",
+                "counter.txt",
+                "--wait",
+                "5m",
+                "--",
+                "sh",
+                "-c",
+                script,
+            ],
+        );
+        c.env_remove("COORD_AGENT");
+        // One agent per worker would be more realistic, but one agent's processes exclude each
+        // other too; a shared name keeps presence traffic equal across runs.
+        c.env("COORD_AGENT", "runner");
+        c
+    });
+    let f = race(&|| {
+        let mut c = Command::new("flock");
+        c.args(["counter.txt", "sh", "-c", script]).current_dir(d);
+        c
+    });
     out.push(format!(
-        "Ratio coord / find (medians): {:.2}x.",
-        c.median.as_secs_f64() / f.median.as_secs_f64()
+        "| {procs} × {each} contended increments | wall clock |"
     ));
+    out.push("|---|---|".into());
+    out.push(format!(
+        "| `coord run counter.txt -- sh -c …` | {} |",
+        ms(c)
+    ));
+    out.push(format!("| `flock counter.txt sh -c …` | {} |", ms(f)));
+    Some((c, f))
+}
+
+fn times(r: f64) -> String {
+    format!("{r:.2}×")
 }
 
 /// Run `cmd` to completion expecting exit 3; its wall-clock time.
@@ -502,33 +701,81 @@ fn main() {
         .filter(|a| !a.starts_with('-'))
         .collect();
     let want = |name: &str| which.is_empty() || which.iter().any(|w| w == name || w == "all");
+    let load = load_average();
     let mut out = Vec::new();
-    out.push(format!(
-        "Machine: {} cores, {}",
-        std::thread::available_parallelism().map_or(0, |n| n.get()),
-        std::fs::read_to_string("/proc/cpuinfo")
-            .ok()
-            .and_then(
-                |c| c.lines().find(|l| l.starts_with("model name")).map(|l| l
-                    .split(':')
-                    .nth(1)
-                    .unwrap_or("")
-                    .trim()
-                    .to_string())
-            )
-            .unwrap_or_else(|| "unknown CPU".into())
-    ));
-    out.push(String::new());
+    let mut ratios: Vec<Ratio> = Vec::new();
     if want("lock") {
-        bench_lock(&mut out);
+        if let Some(r) = bench_lock(&mut out) {
+            ratios.push(Ratio {
+                figure: "`coord lock` + `coord unlock` / `dotlockfile -l` + `-u`",
+                value: times(r),
+                goal: "≤ 1.5×, then ≤ 1.3×",
+            });
+        }
         out.push(String::new());
     }
     if want("mcp") {
-        bench_mcp(&mut out);
+        if let Some(r) = bench_mcp(&mut out) {
+            ratios.push(Ratio {
+                figure: "MCP lock + unlock (two `tools/call`) / `dotlockfile -l` + `-u`",
+                value: format!("{r:.2}×"),
+                goal: "≤ 0.25×",
+            });
+        }
         out.push(String::new());
     }
-    if want("wake") {
-        bench_wake(&mut out);
+    let mut flock_wake = None;
+    if want("wake") || want("msg") {
+        let (c, f) = bench_wake(&mut out);
+        if let Some(f) = &f {
+            ratios.push(Ratio {
+                figure: "waiter wake-up after release / `flock` waiter wake-up",
+                value: format!(
+                    "{} ({} median, {} p95; flock {})",
+                    times(c.median.as_secs_f64() / f.median.as_secs_f64()),
+                    ms(c.median),
+                    ms(c.p95),
+                    ms(f.median)
+                ),
+                goal: "≤ 3×",
+            });
+        }
+        flock_wake = f;
+        out.push(String::new());
+    }
+    if want("msg") {
+        let m = bench_msg(&mut out);
+        ratios.push(Ratio {
+            figure: "`msg wait` wake-up after `msg send` / `flock` waiter wake-up",
+            value: match &flock_wake {
+                Some(f) => format!(
+                    "{} ({} median)",
+                    times(m.median.as_secs_f64() / f.median.as_secs_f64()),
+                    ms(m.median)
+                ),
+                None => format!("{} median", ms(m.median)),
+            },
+            goal: "≤ 3×",
+        });
+        out.push(String::new());
+    }
+    if want("dialogue") {
+        let d = bench_dialogue(&mut out);
+        ratios.push(Ratio {
+            figure: "`dialogue wait` wake-up after `say`",
+            value: format!("{} median, {} p95", ms(d.median), ms(d.p95)),
+            goal: "≤ 10 ms median",
+        });
+        out.push(String::new());
+    }
+    if want("run")
+        && let Some((c, f)) = bench_run(&mut out)
+    {
+        ratios.push(Ratio {
+            figure: "8 × 25 contended `coord run` increments / `flock`",
+            value: times(c.as_secs_f64() / f.as_secs_f64()),
+            goal: "≤ 1.5×",
+        });
         out.push(String::new());
     }
     if want("hook") {
@@ -536,12 +783,56 @@ fn main() {
         out.push(String::new());
     }
     if want("status") {
-        bench_status(&mut out);
+        let r = bench_status(&mut out);
+        ratios.push(Ratio {
+            figure: "`status --json`, 20k files and 1k locks / `find`",
+            value: times(r),
+            goal: "≤ 2×",
+        });
         out.push(String::new());
     }
     if want("deadlock") {
         bench_deadlock(&mut out);
         out.push(String::new());
     }
-    println!("{}", out.join("\n"));
+    let mut report = vec![
+        format!(
+            "Measured {} on {}, {} cores, Linux {}, load {} at the start.",
+            chrono::Local::now().format("%Y-%m-%d %H:%M %Z"),
+            cpu_model(),
+            std::thread::available_parallelism().map_or(0, |n| n.get()),
+            std::fs::read_to_string("/proc/sys/kernel/osrelease")
+                .map(|s| s.trim().to_string())
+                .unwrap_or_else(|_| "?".into()),
+            load
+        ),
+        String::new(),
+        "| figure | measured | goal |".into(),
+        "|---|---|---|".into(),
+    ];
+    for r in &ratios {
+        report.push(format!("| {} | {} | {} |", r.figure, r.value, r.goal));
+    }
+    report.push(String::new());
+    report.extend(out);
+    println!("{}", report.join("\n").trim_end());
+}
+
+fn cpu_model() -> String {
+    std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find(|l| l.starts_with("model name"))
+                .and_then(|l| l.split(':').nth(1))
+                .map(|m| m.trim().to_string())
+        })
+        .unwrap_or_else(|| "an unknown CPU".into())
+}
+
+fn load_average() -> String {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .and_then(|l| l.split_whitespace().next().map(str::to_string))
+        .unwrap_or_else(|| "?".into())
 }

@@ -8,90 +8,233 @@
 //! Subscribe first, then test the condition, then wait: a change that lands between the test
 //! and the wait is still seen.
 
-use std::path::PathBuf;
-use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
-
-use notify::event::ModifyKind;
-use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
 /// How often a waiter re-checks even without an event (network filesystems send none).
 pub const RECHECK: Duration = Duration::from_millis(500);
 
 /// A subscription to changes in some folders.
+///
+/// On Linux it is an inotify descriptor read in the waiting thread itself: no watcher thread to
+/// start, no channel hop between the kernel's event and the waiter. Elsewhere it is `notify`'s
+/// recommended watcher.
 pub struct FolderWatch {
-    watcher: Option<RecommendedWatcher>,
-    rx: Receiver<()>,
+    inner: Option<Inner>,
+}
+
+enum Inner {
+    #[cfg(target_os = "linux")]
+    Direct(direct::Watch),
+    Threaded(threaded::Watch),
 }
 
 impl FolderWatch {
     /// Watch `dirs` (non-recursively). Folders that cannot be watched are left to the re-check.
     pub fn new(dirs: &[PathBuf]) -> FolderWatch {
-        let (tx, rx) = channel();
-        let watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
-            if res.is_ok_and(|event| is_change(&event.kind)) {
-                let _ = tx.send(());
-            }
-        })
-        .ok()
-        .map(|mut w| {
-            for dir in dirs {
-                let _ = w.watch(dir, RecursiveMode::NonRecursive);
-            }
-            w
-        });
-        FolderWatch { watcher, rx }
-    }
-
-    /// Watch `dir` and every folder below it (a whole workspace, for `coord watch`).
-    pub fn recursive(dir: &std::path::Path) -> FolderWatch {
-        let mut w = FolderWatch::new(&[]);
-        if let Some(watcher) = w.watcher.as_mut()
-            && watcher.watch(dir, RecursiveMode::Recursive).is_err()
-        {
-            w.watcher = None;
+        #[cfg(target_os = "linux")]
+        let inner = direct::Watch::new().map(Inner::Direct);
+        #[cfg(not(target_os = "linux"))]
+        let inner = threaded::Watch::new().map(Inner::Threaded);
+        let mut w = FolderWatch { inner };
+        for dir in dirs {
+            w.add(dir);
         }
         w
     }
 
+    /// Watch `dir` and every folder below it (a whole workspace, for `coord watch`). This one
+    /// runs `notify`'s watcher thread, which follows folders as they are created.
+    pub fn recursive(dir: &Path) -> FolderWatch {
+        let inner = threaded::Watch::new()
+            .and_then(|mut w| w.add(dir, true).then_some(w))
+            .map(Inner::Threaded);
+        FolderWatch { inner }
+    }
+
     /// Add another folder to the subscription.
-    pub fn add(&mut self, dir: &std::path::Path) {
-        if let Some(w) = self.watcher.as_mut() {
-            let _ = w.watch(dir, RecursiveMode::NonRecursive);
+    pub fn add(&mut self, dir: &Path) {
+        match self.inner.as_mut() {
+            #[cfg(target_os = "linux")]
+            Some(Inner::Direct(w)) => w.add(dir),
+            Some(Inner::Threaded(w)) => {
+                w.add(dir, false);
+            }
+            None => {}
         }
     }
 
     /// Block until a change is seen or `max` has passed (never longer than [`RECHECK`] when the
     /// watch could not start). Returns whether an event arrived. Pending events are drained.
     pub fn wait(&self, max: Duration) -> bool {
-        let max = if self.watcher.is_some() {
-            max
-        } else {
-            max.min(RECHECK)
-        };
-        let got = match self.rx.recv_timeout(max) {
-            Ok(()) => true,
-            Err(RecvTimeoutError::Timeout) => false,
-            Err(RecvTimeoutError::Disconnected) => {
-                std::thread::sleep(max);
+        match &self.inner {
+            #[cfg(target_os = "linux")]
+            Some(Inner::Direct(w)) => w.wait(max),
+            Some(Inner::Threaded(w)) => w.wait(max),
+            None => {
+                std::thread::sleep(max.min(RECHECK));
                 false
             }
-        };
-        while self.rx.try_recv().is_ok() {}
-        got
+        }
     }
 }
 
-/// Whether an event can change what a waiter looks at. Opening, reading and closing a file
-/// (notify reports them as access events) and attribute changes change nothing: waking on them
-/// would make every waiter wake itself, and each other, by merely looking. (Setting an mtime,
-/// as a waiter touching its ticket does, arrives as a data change: that wakes the queue's other
-/// waiters once per touch interval, which is bounded.)
-fn is_change(kind: &EventKind) -> bool {
-    !matches!(
-        kind,
-        EventKind::Access(_) | EventKind::Modify(ModifyKind::Metadata(_))
-    )
+#[cfg(target_os = "linux")]
+mod direct {
+    //! inotify, read in the caller's thread.
+    //!
+    //! The mask names only what changes what a waiter looks at: names appearing, going or moving,
+    //! and content written. Opening, reading and closing a file, and attribute changes (a waiter
+    //! touching its queue ticket), change nothing: waking on them would make every waiter wake
+    //! itself, and each other, by merely looking.
+
+    use std::mem::MaybeUninit;
+    use std::os::fd::OwnedFd;
+    use std::path::Path;
+    use std::time::{Duration, Instant};
+
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
+    use rustix::io::Errno;
+
+    pub(super) struct Watch {
+        fd: OwnedFd,
+    }
+
+    fn mask() -> WatchFlags {
+        WatchFlags::CREATE
+            | WatchFlags::DELETE
+            | WatchFlags::MOVED_FROM
+            | WatchFlags::MOVED_TO
+            | WatchFlags::MODIFY
+            | WatchFlags::CLOSE_WRITE
+            | WatchFlags::DELETE_SELF
+            | WatchFlags::MOVE_SELF
+            | WatchFlags::ONLYDIR
+            | WatchFlags::DONT_FOLLOW
+    }
+
+    impl Watch {
+        pub(super) fn new() -> Option<Watch> {
+            let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).ok()?;
+            Some(Watch { fd })
+        }
+
+        pub(super) fn add(&mut self, dir: &Path) {
+            let _ = inotify::add_watch(&self.fd, dir, mask());
+        }
+
+        pub(super) fn wait(&self, max: Duration) -> bool {
+            let deadline = Instant::now() + max;
+            loop {
+                let left = deadline.saturating_duration_since(Instant::now());
+                let timeout = Timespec {
+                    tv_sec: left.as_secs().min(i64::MAX as u64) as i64,
+                    tv_nsec: i64::from(left.subsec_nanos()),
+                };
+                let mut fds = [PollFd::new(&self.fd, PollFlags::IN)];
+                match poll(&mut fds, Some(&timeout)) {
+                    Ok(0) => return false,
+                    Ok(_) => {
+                        if self.drain() {
+                            return true;
+                        }
+                        // Only the kernel's own bookkeeping (a watch removed): wait on.
+                    }
+                    Err(Errno::INTR) => {}
+                    Err(_) => {
+                        std::thread::sleep(left.min(super::RECHECK));
+                        return false;
+                    }
+                }
+                if Instant::now() >= deadline {
+                    return false;
+                }
+            }
+        }
+
+        /// Read every pending event; whether one of them is a change.
+        fn drain(&self) -> bool {
+            let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
+            let mut reader = inotify::Reader::new(&self.fd, &mut buf);
+            let mut changed = false;
+            loop {
+                match reader.next() {
+                    Ok(event) => {
+                        if !event.events().intersects(ReadFlags::IGNORED)
+                            || event.events().intersects(ReadFlags::QUEUE_OVERFLOW)
+                        {
+                            changed = true;
+                        }
+                    }
+                    Err(Errno::INTR) => {}
+                    // AGAIN: drained. Anything else: treat as a change, the caller re-checks.
+                    Err(e) => return changed || e != Errno::AGAIN,
+                }
+            }
+        }
+    }
+}
+
+mod threaded {
+    //! `notify`'s recommended watcher, its events forwarded over a channel.
+
+    use std::path::Path;
+    use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
+    use std::time::Duration;
+
+    use notify::event::ModifyKind;
+    use notify::{EventKind, RecommendedWatcher, RecursiveMode, Watcher};
+
+    pub(super) struct Watch {
+        watcher: RecommendedWatcher,
+        rx: Receiver<()>,
+    }
+
+    impl Watch {
+        pub(super) fn new() -> Option<Watch> {
+            let (tx, rx) = channel();
+            let watcher = notify::recommended_watcher(move |res: notify::Result<notify::Event>| {
+                if res.is_ok_and(|event| is_change(&event.kind)) {
+                    let _ = tx.send(());
+                }
+            })
+            .ok()?;
+            Some(Watch { watcher, rx })
+        }
+
+        /// Whether the folder is now watched.
+        pub(super) fn add(&mut self, dir: &Path, recursive: bool) -> bool {
+            let mode = if recursive {
+                RecursiveMode::Recursive
+            } else {
+                RecursiveMode::NonRecursive
+            };
+            self.watcher.watch(dir, mode).is_ok()
+        }
+
+        pub(super) fn wait(&self, max: Duration) -> bool {
+            let got = match self.rx.recv_timeout(max) {
+                Ok(()) => true,
+                Err(RecvTimeoutError::Timeout) => false,
+                Err(RecvTimeoutError::Disconnected) => {
+                    std::thread::sleep(max.min(super::RECHECK));
+                    false
+                }
+            };
+            while self.rx.try_recv().is_ok() {}
+            got
+        }
+    }
+
+    /// Opening, reading and closing a file and attribute changes change nothing a waiter
+    /// looks at.
+    fn is_change(kind: &EventKind) -> bool {
+        !matches!(
+            kind,
+            EventKind::Access(_) | EventKind::Modify(ModifyKind::Metadata(_))
+        )
+    }
 }
 
 /// A point in time by which a wait ends, or none.
