@@ -261,6 +261,11 @@ impl Reader {
             if !complete && !to_end {
                 break;
             }
+            // A last line without its newline that does not parse is an append still being
+            // written, not a corrupt line: it is left for later, not reported.
+            if !complete && parse_line(self.line + 1, trim_line(&buf)).is_err() {
+                break;
+            }
             self.offset += n as u64;
             self.line += 1;
             let text = trim_line(&buf);

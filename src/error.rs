@@ -146,6 +146,14 @@ pub enum Error {
         /// The underlying error.
         source: io::Error,
     },
+    /// A wait ended by a signal (`SIGINT`, `SIGTERM`) after cleaning up what it had started.
+    #[error("interrupted by signal {signal} while waiting for `{file}`; left the queue")]
+    Interrupted {
+        /// The signal's number.
+        signal: i32,
+        /// The file waited for.
+        file: String,
+    },
     /// A state that cannot be handled, not tied to one I/O call.
     #[error("{message}")]
     Failed {
@@ -235,6 +243,12 @@ impl Error {
             )),
             // Something that is not what coord expects stands where coord keeps a file (a
             // symlink, a FIFO, a folder where a file belongs, or the reverse).
+            Error::Io { path, source, .. } if source.kind() == io::ErrorKind::StorageFull => {
+                Some(format!(
+                    "the disk is full: `{}` was not written; free some space and run the command again",
+                    path.display()
+                ))
+            }
             Error::Io { path, source, .. }
                 if matches!(
                     source.kind(),
@@ -272,6 +286,7 @@ impl Error {
             Error::Corrupt { .. } => "corrupt",
             Error::Io { .. } => "io",
             Error::Failed { .. } => "failed",
+            Error::Interrupted { .. } => "interrupted",
         }
     }
 

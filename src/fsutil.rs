@@ -113,7 +113,14 @@ fn parent_of(path: &Path) -> &Path {
 ///
 /// Any error creating the file.
 pub fn temp_in(dir: &Path) -> io::Result<NamedTempFile> {
-    temp_builder().tempfile_in(dir)
+    // The error of `tempfile` names the temporary file (`… at path ".coord-….tmp"`), which means
+    // nothing to the user: keep only the system's error, the caller names the file.
+    temp_builder().tempfile_in(dir).map_err(bare)
+}
+
+/// An OS error without the path `tempfile` adds to its message.
+fn bare(e: io::Error) -> io::Error {
+    e.raw_os_error().map_or(e, io::Error::from_raw_os_error)
 }
 
 fn temp_builder() -> tempfile::Builder<'static, 'static> {
@@ -136,9 +143,11 @@ fn layout_prefix() -> &'static str {
 fn filled_temp(path: &Path, bytes: &[u8], durable: bool) -> Result<NamedTempFile> {
     let dir = parent_of(path);
     let mut tmp = temp_in(dir).at("create a temporary file in", dir)?;
-    tmp.write_all(bytes).at("write", tmp.path())?;
+    // Errors name the file being written, not its temporary copy (on a full disk, the user
+    // needs to know which file was not written).
+    tmp.write_all(bytes).at("write", path)?;
     if durable {
-        tmp.as_file().sync_all().at("sync", tmp.path())?;
+        tmp.as_file().sync_all().at("write", path)?;
     }
     Ok(tmp)
 }
@@ -178,7 +187,7 @@ pub fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
 pub fn replace_durable(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = filled_temp(path, bytes, false)?;
     keep_mode(path, tmp.as_file())?;
-    tmp.as_file().sync_all().at("sync", tmp.path())?;
+    tmp.as_file().sync_all().at("write", path)?;
     persist(tmp, path)?;
     sync_dir(parent_of(path))
 }
@@ -206,11 +215,11 @@ pub fn append_durable(path: &Path, bytes: &[u8]) -> Result<()> {
         ))
         .at("append to", path);
     }
-    let n = file.write(bytes).at("append to", path)?;
-    if n != bytes.len() {
-        // A short write on a regular file means the disk is full; finish it rather than leave
-        // a partial block, and report it if that fails too.
-        file.write_all(&bytes[n..]).at("append to", path)?;
+    let len = file.metadata().at("inspect", path)?.len();
+    if let Err(e) = file.write_all(bytes) {
+        // Whole or absent: a failed append (a full disk) is cut back to the previous length.
+        let _ = file.set_len(len);
+        return Err(e).at("append to", path);
     }
     file.sync_all().at("sync", path)
 }
@@ -254,7 +263,7 @@ pub fn copy_to_temp(src: &Path, dir: &Path, durable: bool) -> Result<(NamedTempF
             .at("set permissions of", tmp.path())?;
     }
     if durable {
-        tmp.as_file().sync_all().at("sync", tmp.path())?;
+        tmp.as_file().sync_all().at("copy", src)?;
     }
     Ok((tmp, n))
 }
@@ -275,11 +284,12 @@ pub fn spool(
 ) -> Result<(NamedTempFile, u64)> {
     let mut tmp = temp_builder()
         .tempfile_in(dir)
+        .map_err(bare)
         .at("create a temporary file in", dir)?;
-    let to = tmp.path().to_path_buf();
-    let n = copy_input(input, tmp.as_file_mut(), what, &to)?;
+    // Write errors name the file the content is for, not its temporary copy.
+    let n = copy_input(input, tmp.as_file_mut(), what, like)?;
     keep_mode(like, tmp.as_file())?;
-    tmp.as_file().sync_all().at("sync", tmp.path())?;
+    tmp.as_file().sync_all().at("write", like)?;
     Ok((tmp, n))
 }
 
@@ -465,7 +475,22 @@ pub fn ensure_dir(dir: &Path) -> Result<()> {
             "exists and is not a folder",
         ))
         .at("create folder", dir),
-        Err(_) => fs::create_dir_all(dir).at("create folder", dir),
+        Err(_) => {
+            // Someone may be removing the folder while it is created (`rm -rf .coord` while
+            // agents wait): mkdir then finds it "exists" and it is gone a moment later. Try
+            // again a few times; what stands there in the end decides.
+            let mut tries = 0;
+            loop {
+                match fs::create_dir_all(dir) {
+                    Ok(()) => return Ok(()),
+                    Err(_) if fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) => {
+                        return Ok(());
+                    }
+                    Err(_) if tries < 20 => tries += 1,
+                    Err(e) => return Err(e).at("create folder", dir),
+                }
+            }
+        }
     }
 }
 
@@ -663,7 +688,12 @@ fn append_inner(path: &Path, line: &[u8], count: bool) -> Result<(File, bool, us
     if buf.last() != Some(&b'\n') {
         buf.push(b'\n');
     }
-    (&file).write_all(&buf).at("append to", path)?;
+    if let Err(e) = (&file).write_all(&buf) {
+        // Whole or absent: a failed append (a full disk) is cut back to the previous length,
+        // so no torn line stays behind.
+        let _ = file.set_len(len);
+        return Err(e).at("append to", path);
+    }
     // Dropping `file` releases the flock; callers that sync do it after, which is fine: the
     // data is in the page cache in its final place already.
     Ok((file, !existed, number))

@@ -1,6 +1,9 @@
 //! This machine and its processes: the host name recorded in lock files, whether a recorded
 //! process still lives, and the short host tag used in temporary file names.
 //!
+//! [`ProcessGroup`] is how `coord run` and `coord session` signal and wait for the command
+//! they supervise.
+//!
 //! A process id only means something on the host that recorded it, so every liveness question
 //! asks "same host?" first.
 
@@ -116,6 +119,71 @@ pub fn random_u64() -> u64 {
         h.write_u128(d.as_nanos());
     }
     h.finish()
+}
+
+/// A supervised command's process group (`coord run`, `coord session`): CMD and every process
+/// it started that did not leave the group. Signals go to the whole group, and the locks CMD
+/// held are released only once the group has ended, so no orphan of CMD writes under a lock
+/// that another agent holds by then.
+#[derive(Debug, Clone, Copy)]
+pub struct ProcessGroup {
+    pgid: rustix::process::Pid,
+}
+
+/// After killing what is left of a group, how long to wait for it to be gone before giving up
+/// (a process in uninterruptible sleep, or a zombie nobody reaps).
+const GROUP_LINGER: std::time::Duration = std::time::Duration::from_secs(2);
+
+impl ProcessGroup {
+    /// Whether a command started now should get a process group of its own. Not when coord runs
+    /// in the foreground of a terminal (on its stdin, stdout or stderr): an interactive command
+    /// must stay in the terminal's foreground group to use it (and Ctrl-C reaches it there).
+    pub fn wanted() -> bool {
+        use std::os::fd::AsFd as _;
+        let me = rustix::process::getpgrp();
+        let foreground =
+            |fd: std::os::fd::BorrowedFd<'_>| rustix::termios::tcgetpgrp(fd).is_ok_and(|p| p == me);
+        !(foreground(std::io::stdin().as_fd())
+            || foreground(std::io::stdout().as_fd())
+            || foreground(std::io::stderr().as_fd()))
+    }
+
+    /// The group led by child `pid` (started with `process_group(0)`).
+    pub fn led_by(pid: u32) -> Option<ProcessGroup> {
+        let pgid = rustix::process::Pid::from_raw(i32::try_from(pid).ok()?)?;
+        Some(ProcessGroup { pgid })
+    }
+
+    /// Send `sig` to every process of the group (best effort).
+    pub fn signal(&self, sig: rustix::process::Signal) {
+        let _ = rustix::process::kill_process_group(self.pgid, sig);
+    }
+
+    /// Whether any process of the group is left.
+    pub fn alive(&self) -> bool {
+        match rustix::process::test_kill_process_group(self.pgid) {
+            Ok(()) => true,
+            Err(e) => e == rustix::io::Errno::PERM,
+        }
+    }
+
+    /// Wait until the group has ended; at `deadline`, kill what is left (`SIGKILL`) and wait a
+    /// little more. Returns whether the group is gone.
+    pub fn wait_gone(&self, deadline: std::time::Instant) -> bool {
+        let step = std::time::Duration::from_millis(20);
+        while self.alive() {
+            if std::time::Instant::now() >= deadline {
+                self.signal(rustix::process::Signal::KILL);
+                let until = std::time::Instant::now() + GROUP_LINGER;
+                while self.alive() && std::time::Instant::now() < until {
+                    std::thread::sleep(step);
+                }
+                return !self.alive();
+            }
+            std::thread::sleep(step);
+        }
+        true
+    }
 }
 
 #[cfg(test)]

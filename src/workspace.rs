@@ -194,8 +194,21 @@ impl Workspace {
     ///
     /// [`Error::Io`] when it cannot be opened or locked.
     pub fn lock_mutex(&self) -> Result<arbiter::Guard> {
-        self.ensure_state_dir()?;
-        arbiter::Guard::take(&layout::mutex(&self.root), self.policy()?.arbitration)
+        // `.coord/` removed (`rm -rf .coord`, `git clean`) between creating it and opening the
+        // mutex: create it again and go on. Exclusion does not depend on the old folder: the
+        // mutex is checked to be the file at its path once locked.
+        let mut tries = 0;
+        loop {
+            self.ensure_state_dir()?;
+            match arbiter::Guard::take(&layout::mutex(&self.root), self.policy()?.arbitration) {
+                Err(Error::Io { source, .. })
+                    if source.kind() == std::io::ErrorKind::NotFound && tries < 100 =>
+                {
+                    tries += 1;
+                }
+                other => return other,
+            }
+        }
     }
 
     /// What the folder is on and how coord arbitrates there (detected once per process).

@@ -251,7 +251,7 @@ pub fn render_view(v: &TurnView) -> String {
         ));
     }
     if v.status_json != "ok" {
-        out.push(format!("status.json: {}", output::clean(&v.status_json)));
+        out.push(format!("status.json {}", output::clean(&v.status_json)));
     }
     out.join("\n")
 }

@@ -63,6 +63,10 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         reason: args.reason,
         owner: session_owner(),
     };
+    // A signal while waiting leaves the queue and resets WAITING before exiting 130/143.
+    coord::watch::stop_on_signals().map_err(|e| Error::Failed {
+        message: format!("cannot install the signal handlers: {e}"),
+    })?;
     let quiet = ctx.quiet;
     let got = lock::acquire(&ws, &req, &mut |event| match event {
         LockEvent::Waiting(b) if !quiet => output::diag(&output::waiting_line(b)),

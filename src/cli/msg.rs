@@ -172,6 +172,13 @@ pub(super) fn text_or_stdin(text: &str) -> Result<String, Error> {
         .take(message::MESSAGE_CAP + 1)
         .read_to_end(&mut buf)
         .map_err(|e| Error::bad_input(format!("cannot read the text from stdin: {e}")))?;
+    // Never cut silently: more than the limit is refused, nothing is written.
+    if buf.len() as u64 > message::MESSAGE_CAP {
+        return Err(Error::bad_input(format!(
+            "the text on stdin is larger than {} MiB, the most coord takes from stdin",
+            message::MESSAGE_CAP / (1024 * 1024)
+        )));
+    }
     let mut text =
         String::from_utf8(buf).map_err(|_| Error::bad_input("the text on stdin is not UTF-8"))?;
     if text.ends_with('\n') {

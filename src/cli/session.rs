@@ -1,19 +1,21 @@
 //! `coord session -- CMD`: run an agent under coord, and supervise it.
 //!
-//! The supervisor clocks in, starts CMD with the session's environment, beats every 30 s while
-//! CMD lives, forwards SIGTERM/SIGHUP to it (killing it when it has not ended [`KILL_GRACE`]
-//! after the first), and when CMD has ended — however it ended — releases the locks taken in
-//! the session and clocks out.
+//! The supervisor clocks in, starts CMD with the session's environment (in a process group of
+//! its own unless coord runs in the foreground of a terminal), beats every 30 s while CMD lives,
+//! forwards SIGTERM/SIGHUP to it — to its whole group when it has one — (killing it when it has
+//! not ended [`KILL_GRACE`] after the first), and when CMD and, after such a signal, everything
+//! left in its group have ended, releases the locks taken in the session and clocks out.
 //!
 //! SIGINT is different: CMD is usually an interactive agent, for which Ctrl-C means "stop what
 //! you are doing", not "quit". The terminal delivers Ctrl-C to its whole foreground process
 //! group, CMD included, so when coord is in that group it does not pass the signal on (CMD
-//! would get it twice); a SIGINT sent to coord alone is passed on once. Either way CMD is never
-//! killed for it: the session ends when CMD ends. Its own messages go to stderr, so CMD's stdout
+//! would get it twice); a SIGINT sent to coord alone is passed on once (to CMD's group when it
+//! has one). Either way CMD is never killed for it: the session ends when CMD ends. Its own
+//! messages go to stderr, so CMD's stdout
 //! stays CMD's. Only the main thread reaps the child, so a signal is never sent to a recycled pid.
 
 use std::ffi::OsString;
-use std::os::unix::process::ExitStatusExt;
+use std::os::unix::process::{CommandExt, ExitStatusExt};
 use std::process::{Child, Command, ExitStatus};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::{Duration, Instant};
@@ -103,8 +105,17 @@ pub fn run(args: SessionArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     for (k, v) in session::child_env(&ws, &agent, &session_id, host::pid()) {
         command.env(k, v);
     }
+    let own_group = host::ProcessGroup::wanted();
+    if own_group {
+        command.process_group(0);
+    }
     let outcome = match command.spawn() {
-        Ok(child) => supervise(child, &rx, &ws, &agent, &session_id, interval),
+        Ok(child) => {
+            let group = own_group
+                .then(|| host::ProcessGroup::led_by(child.id()))
+                .flatten();
+            supervise(child, group, &rx, &ws, &agent, &session_id, interval)
+        }
         Err(e) => Err(Error::bad_input(format!(
             "cannot run `{}`: {e}",
             program.to_string_lossy()
@@ -133,6 +144,7 @@ pub fn run(args: SessionArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 /// Wait for the child, beating and forwarding signals meanwhile.
 fn supervise(
     mut child: Child,
+    group: Option<host::ProcessGroup>,
     signals: &mpsc::Receiver<i32>,
     ws: &coord::workspace::Workspace,
     agent: &AgentId,
@@ -142,10 +154,16 @@ fn supervise(
     let pid = rustix::process::Pid::from_raw(i32::try_from(child.id()).unwrap_or(0));
     let mut next_beat = Instant::now() + interval;
     let mut kill_at: Option<Instant> = None;
+    let mut stop_at: Option<Instant> = None;
     loop {
         if let Some(status) = child.try_wait().map_err(|e| Error::Failed {
             message: format!("cannot wait for the session's command: {e}"),
         })? {
+            // Asked to stop: what CMD started in its group must end too before the session's
+            // locks are released.
+            if let (Some(g), Some(deadline)) = (&group, stop_at) {
+                g.wait_gone(deadline);
+            }
             return Ok(status);
         }
         let now = Instant::now();
@@ -156,7 +174,12 @@ fn supervise(
             next_beat = now + interval;
         }
         if kill_at.is_some_and(|t| now >= t) {
-            let _ = child.kill();
+            match &group {
+                Some(g) => g.signal(rustix::process::Signal::KILL),
+                None => {
+                    let _ = child.kill();
+                }
+            }
             kill_at = None;
         }
         let mut sleep = next_beat.saturating_duration_since(now).min(RECHECK);
@@ -167,17 +190,26 @@ fn supervise(
             Ok(SIGCHLD) | Err(RecvTimeoutError::Timeout) => {}
             // Ctrl-C at the terminal already reached CMD; never a reason to kill it.
             Ok(SIGINT) if terminal_foreground() => {}
-            Ok(SIGINT) => {
-                if let Some(pid) = pid {
+            Ok(SIGINT) => match (&group, pid) {
+                (Some(g), _) => g.signal(rustix::process::Signal::INT),
+                (None, Some(pid)) => {
                     let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
                 }
-            }
+                (None, None) => {}
+            },
             Ok(sig) => {
-                // Not reaped yet (only this thread reaps), so `pid` is still our child.
+                // Not reaped yet (only this thread reaps), so `pid` is still our child, and its
+                // group still exists. With a group of its own, its whole group is signalled.
                 if let (Some(pid), Some(s)) = (pid, rustix::process::Signal::from_named_raw(sig)) {
-                    let _ = rustix::process::kill_process(pid, s);
+                    match &group {
+                        Some(g) => g.signal(s),
+                        None => {
+                            let _ = rustix::process::kill_process(pid, s);
+                        }
+                    }
                 }
                 kill_at.get_or_insert(now + KILL_GRACE);
+                stop_at.get_or_insert(now + KILL_GRACE);
             }
             Err(RecvTimeoutError::Disconnected) => std::thread::sleep(sleep),
         }

@@ -108,6 +108,12 @@ impl LockTxt<'_> {
         )
     }
 
+    /// Leave `lock.txt` in place (a committed write whose completion failed): the next `say`
+    /// finds it stale, this process being gone, and completes the write.
+    pub fn keep(mut self) {
+        self.released = true;
+    }
+
     /// Remove `lock.txt` (the last step of a write).
     ///
     /// # Errors
@@ -310,20 +316,29 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
         }
     }
     fsutil::append_durable(&d.path(layout::DIALOGUE_CONVERSATION), block.as_bytes())?;
-    fsutil::replace_durable(
-        &d.path(layout::DIALOGUE_TURN),
-        format!("{next}\n").as_bytes(),
-    )?;
-    let mut status = snap
-        .status
-        .clone()
-        .unwrap_or_else(|| StatusDoc::new(&snap.topic, &snap.participants, &now));
-    status.record_message(number, &speaker, &now);
-    status.set(
-        "commands_read",
-        serde_json::Value::from(snap.commands.lines),
-    );
-    fsutil::replace_durable(&d.path(layout::DIALOGUE_STATUS), status.render().as_bytes())?;
+    // Committed: if the turn or the status cannot be written now (a full disk), `lock.txt`
+    // stays, as after a crash at this point, so the next `say` completes this write instead of
+    // finding a conversation ahead of its status and declaring it corrupted.
+    let rest = (|| -> Result<()> {
+        fsutil::replace_durable(
+            &d.path(layout::DIALOGUE_TURN),
+            format!("{next}\n").as_bytes(),
+        )?;
+        let mut status = snap
+            .status
+            .clone()
+            .unwrap_or_else(|| StatusDoc::new(&snap.topic, &snap.participants, &now));
+        status.record_message(number, &speaker, &now);
+        status.set(
+            "commands_read",
+            serde_json::Value::from(snap.commands.lines),
+        );
+        fsutil::replace_durable(&d.path(layout::DIALOGUE_STATUS), status.render().as_bytes())
+    })();
+    if let Err(e) = rest {
+        lock.keep();
+        return Err(e);
+    }
     let took_over = lock.took_over.clone();
     lock.release()?;
     Ok(SayOutcome {

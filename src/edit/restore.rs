@@ -21,7 +21,7 @@ use crate::error::{Error, Result};
 use crate::fsutil;
 use crate::host;
 use crate::layout;
-use crate::v3::lock::{self, DEFAULT_TTL, LockEvent, LockRequest, Owner};
+use crate::v3::lock::{self, DEFAULT_TTL, Fence, LockEvent, LockRequest, Owner};
 use crate::workspace::{AgentId, Target, Workspace};
 
 use super::{folder, regular_or_absent};
@@ -84,8 +84,9 @@ pub fn restore(
             });
         }
     }
-    let (token, took_lock) = match lock::own_token(target, agent) {
-        Some(token) => (token, false),
+    // A lock the agent holds (coord's, or made by hand in the seed's form) is used and kept.
+    let (fence, took_lock) = match lock::own_fence(target, agent) {
+        Some(fence) => (fence, false),
         None => {
             let req = LockRequest {
                 agent: agent.clone(),
@@ -106,11 +107,11 @@ pub fn restore(
                 .next()
                 .map(|a| a.token)
                 .unwrap_or_default();
-            (token, true)
+            (Fence::Token(token), true)
         }
     };
-    let result = swap(ws, agent, target, &token, &bak, bak_rel, took_lock);
-    if took_lock {
+    let result = swap(ws, agent, target, &fence, &bak, bak_rel, took_lock);
+    if let (true, Fence::Token(token)) = (took_lock, fence) {
         let released = lock::release_tokens(ws, agent, &[(target.clone(), token)]);
         if let (Ok(_), Err(e)) = (&result, released) {
             return Err(e);
@@ -123,7 +124,7 @@ fn swap(
     ws: &Workspace,
     agent: &AgentId,
     target: &Target,
-    token: &str,
+    fence: &Fence,
     bak: &std::path::Path,
     bak_rel: String,
     took_lock: bool,
@@ -139,7 +140,7 @@ fn swap(
     let swapped = current.is_some();
     {
         let _mutex = ws.lock_mutex()?;
-        if !lock::holds(target, agent, token) {
+        if !lock::holds_fence(target, agent, fence) {
             return Err(Error::refused(
                 format!(
                     "your lock on `{}` was taken over before the restore: nothing was changed",

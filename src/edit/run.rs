@@ -6,13 +6,16 @@
 //! run` is killed outright, its locks are stale at once on this host. Backups are written by
 //! the acquire, before CMD starts.
 //!
-//! While CMD runs, this process sleeps on a self-pipe woken by `SIGCHLD`, `SIGINT`, `SIGTERM`
-//! and `SIGHUP`. A terminating signal is forwarded to CMD, and coord keeps waiting for CMD to
-//! end; the locks are released (compare-and-delete by token) on every way out: CMD exits,
-//! CMD dies by a signal, coord is asked to stop. The child is only ever signalled before it is
-//! reaped, so a forwarded signal cannot hit a recycled process id. Every
-//! [`HEARTBEAT_EVERY`] the agent's presence heartbeat is refreshed, so a long command's locks
-//! do not go stale by TTL while it still runs.
+//! CMD runs in a process group of its own (unless coord runs in the foreground of a terminal,
+//! where an interactive CMD must stay in the terminal's foreground group). While CMD runs, this
+//! process sleeps on a self-pipe woken by `SIGCHLD`, `SIGINT`, `SIGTERM` and `SIGHUP`. A
+//! terminating signal is forwarded to CMD's whole group; what has not ended [`KILL_GRACE`] later
+//! is killed, and the locks are released (compare-and-delete by token) only once the group has
+//! ended, so a child of CMD that outlives it cannot write under a lock another agent took since.
+//! The locks are released on every way out: CMD exits, CMD dies by a signal, coord is asked to
+//! stop. The child is only ever signalled before it is reaped, so a forwarded signal cannot hit
+//! a recycled process id. Every [`HEARTBEAT_EVERY`] the agent's presence heartbeat is
+//! refreshed, so a long command's locks do not go stale by TTL while it still runs.
 //!
 //! What is not covered: if `coord run` itself is killed with `SIGKILL`, CMD keeps running
 //! while its locks are already stale.
@@ -20,20 +23,22 @@
 use std::ffi::OsString;
 use std::io::{self, Read};
 use std::os::unix::net::UnixStream;
+use std::os::unix::process::CommandExt;
 use std::os::unix::process::ExitStatusExt;
 use std::process::{Child, Command, ExitStatus};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal};
 use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
 
 use crate::clock::Wait;
 use crate::error::{Error, IoResultExt, Result};
-use crate::host;
+use crate::host::{self, ProcessGroup};
 use crate::v3::lock::{self, Acquisition, DEFAULT_TTL, LockEvent, LockRequest, Owner};
 use crate::v3::presence;
+use crate::v3::session::KILL_GRACE;
 use crate::workspace::{AgentId, Target, Workspace};
 
 /// How often the agent's heartbeat is refreshed while CMD runs.
@@ -177,22 +182,30 @@ fn supervise(
 ) -> Result<RunEnd> {
     // Listen before spawning: a signal that arrives in between is still forwarded.
     let signals = Signals::listen().at("listen for signals in", ws.root())?;
-    let mut child = match Command::new(program)
+    let mut command = Command::new(program);
+    command
         .args(args)
         .env("COORD_AGENT", req.agent.name())
-        .env("COORD_DIR", ws.root())
-        .spawn()
-    {
+        .env("COORD_DIR", ws.root());
+    let own_group = ProcessGroup::wanted();
+    if own_group {
+        command.process_group(0);
+    }
+    let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => return Ok(RunEnd::NotStarted(e)),
     };
-    let status = wait_forwarding(&mut child, &signals, ws, &req.agent)
+    let group = own_group
+        .then(|| ProcessGroup::led_by(child.id()))
+        .flatten();
+    let status = wait_forwarding(&mut child, group, &signals, ws, &req.agent)
         .at("wait for", std::path::Path::new(program))?;
     Ok(RunEnd::of(status))
 }
 
 fn wait_forwarding(
     child: &mut Child,
+    group: Option<ProcessGroup>,
     signals: &Signals,
     ws: &Workspace,
     agent: &AgentId,
@@ -201,19 +214,49 @@ fn wait_forwarding(
         .ok()
         .and_then(Pid::from_raw)
         .ok_or_else(|| io::Error::other("the child has no valid process id"))?;
+    // Signal CMD's whole group when it has one (its children too), else CMD alone.
+    let send = |sig: Signal| match &group {
+        Some(g) => g.signal(sig),
+        None => {
+            let _ = rustix::process::kill_process(pid, sig);
+        }
+    };
+    let mut kill_at: Option<Instant> = None;
+    let mut next_beat = Instant::now() + HEARTBEAT_EVERY;
     loop {
         // Forward before reaping: until `try_wait` reaps it, the child's pid cannot be reused.
         for ((_, sig), flag) in FORWARDED.iter().zip(signals.flags.iter()) {
             if flag.swap(false, Ordering::SeqCst) {
-                let _ = rustix::process::kill_process(pid, *sig);
+                send(*sig);
+                // A Ctrl-C to an interactive command (no group of its own) may only cancel
+                // what it does: it is not killed for not ending.
+                if group.is_some() || *sig != Signal::INT {
+                    kill_at.get_or_insert(Instant::now() + KILL_GRACE);
+                }
             }
         }
         if let Some(status) = child.try_wait()? {
+            // Asked to stop: what CMD started in its group (a job in the background, a child
+            // that outlived the signal) must end too before the locks are released. The group's
+            // id stays reserved while any member lives, so this never signals a stranger.
+            if let (Some(g), Some(deadline)) = (&group, kill_at) {
+                g.wait_gone(deadline);
+            }
             return Ok(status);
         }
-        if !signals.wait()? {
-            heartbeat(ws, agent);
+        let now = Instant::now();
+        if kill_at.is_some_and(|t| now >= t) {
+            send(Signal::KILL);
         }
+        if now >= next_beat {
+            heartbeat(ws, agent);
+            next_beat = now + HEARTBEAT_EVERY;
+        }
+        let mut until = next_beat;
+        if let Some(t) = kill_at {
+            until = until.min(t.max(now + Duration::from_millis(100)));
+        }
+        signals.wait(until.saturating_duration_since(now))?;
     }
 }
 
@@ -236,7 +279,6 @@ struct Signals {
 impl Signals {
     fn listen() -> io::Result<Signals> {
         let (rx, tx) = UnixStream::pair()?;
-        rx.set_read_timeout(Some(HEARTBEAT_EVERY))?;
         let flags = [
             Arc::new(AtomicBool::new(false)),
             Arc::new(AtomicBool::new(false)),
@@ -252,8 +294,10 @@ impl Signals {
         Ok(Signals { rx, flags })
     }
 
-    /// Block until a signal arrives (`true`) or the heartbeat interval passes (`false`).
-    fn wait(&self) -> io::Result<bool> {
+    /// Block until a signal arrives (`true`) or `timeout` passes (`false`).
+    fn wait(&self, timeout: Duration) -> io::Result<bool> {
+        self.rx
+            .set_read_timeout(Some(timeout.max(Duration::from_millis(1))))?;
         let mut buf = [0u8; 64];
         match (&self.rx).read(&mut buf) {
             Ok(_) => Ok(true),

@@ -3,10 +3,11 @@
 //! Order of a write, and why:
 //!
 //! 1. Read this agent's lock token for FILE (before anything slow, so a takeover that happens
-//!    while the content streams in is seen at commit).
+//!    while the content streams in is seen at commit). A lock made by hand in the seed's form
+//!    has no token: it is fenced on the lock file itself, its identity and its content.
 //! 2. Stream the new content into a unique temporary file beside FILE and fsync it; copy the
 //!    current FILE aside for the backup. Neither touches FILE or `FILE.bak`.
-//! 3. Under the workspace mutex: check the token is still ours (`lock::holds`); if so publish
+//! 3. Under the workspace mutex: check the lock is still ours (`lock::holds_fence`); if so publish
 //!    `FILE.bak`, then rename the temporary file over FILE. The mutex is held for two renames.
 //! 4. fsync the folder, so the rename survives a crash.
 //!
@@ -64,18 +65,18 @@ pub fn write(
     input: &mut dyn Read,
     input_name: &Path,
 ) -> Result<Written> {
-    let token = lock::own_token(target, agent);
+    let fence = lock::own_fence(target, agent);
     regular_or_absent(target)?;
     let dir = folder(target);
     fsutil::sweep_temps(dir);
     let (tmp, bytes) = fsutil::spool(dir, input, input_name, &target.abs)?;
-    let Some(token) = token else {
+    let Some(fence) = fence else {
         return Err(reject(ws, agent, target, tmp, Refusal::NotLocked));
     };
     let staged = backup::stage(target)?;
     let committed = {
         let _mutex = ws.lock_mutex()?;
-        if lock::holds(target, agent, &token) {
+        if lock::holds_fence(target, agent, &fence) {
             let backup = staged.map(backup::Staged::commit).transpose()?;
             fsutil::persist(tmp, &target.abs)?;
             Ok(backup)

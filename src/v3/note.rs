@@ -6,6 +6,8 @@
 //! - The line is appended only while this agent holds `FILE.lock.<agent>`, checked under the
 //!   workspace mutex right before the append (the same fence as a commit by `coord write`), so a
 //!   note never lands in a file someone else holds.
+//! - A lock the agent holds already, whether coord took it or it was made by hand in the seed's
+//!   form (no token: it is fenced on the lock file's identity and content), is used and kept.
 //! - If the agent did not hold the lock, it is taken (waiting like `coord lock`, tied to this
 //!   process so a crash leaves it STALE at once, `FILE.bak` written first) and released afterwards
 //!   by token; if it already held it, the lock is kept and the backup it took stays as it was.
@@ -24,7 +26,7 @@ use crate::error::{Error, Result};
 use crate::fsutil;
 use crate::host;
 use crate::record::one_line;
-use crate::v3::lock::{self, DEFAULT_TTL, LockEvent, LockRequest, Owner};
+use crate::v3::lock::{self, DEFAULT_TTL, Fence, LockEvent, LockRequest, Owner};
 use crate::workspace::{AgentId, Target, Workspace};
 
 /// What `coord note` asks for.
@@ -78,8 +80,10 @@ pub fn note(
     if one_line(&req.text).is_empty() {
         return Err(Error::bad_input("the note is empty"));
     }
-    if let Some(token) = lock::own_token(&req.target, &req.agent) {
-        let line = fenced_append(ws, req, &token)?;
+    // A lock the agent already holds (taken by coord, or made by hand in the seed's form) is
+    // used as it is and stays after the note: only a lock this note took is released.
+    if let Some(fence) = lock::own_fence(&req.target, &req.agent) {
+        let line = fenced_append(ws, req, &fence)?;
         return Ok(Noted {
             file: req.target.rel.clone(),
             line,
@@ -108,7 +112,7 @@ pub fn note(
             message: format!("the lock on `{}` was not reported", req.target.rel),
         });
     };
-    let appended = fenced_append(ws, req, &acquired.token);
+    let appended = fenced_append(ws, req, &Fence::Token(acquired.token.clone()));
     let released = lock::release_tokens(
         ws,
         &req.agent,
@@ -125,11 +129,11 @@ pub fn note(
 }
 
 /// Append the note while holding the workspace mutex and the lock with `token`; sync after.
-fn fenced_append(ws: &Workspace, req: &NoteRequest, token: &str) -> Result<String> {
+fn fenced_append(ws: &Workspace, req: &NoteRequest, fence: &Fence) -> Result<String> {
     let line = format_line(&clock::now(), &req.agent, &req.text);
     {
         let _mutex = ws.lock_mutex()?;
-        if !lock::holds(&req.target, &req.agent, token) {
+        if !lock::holds_fence(&req.target, &req.agent, fence) {
             return Err(Error::refused(
                 format!(
                     "the lock of {} on `{}` was taken over before the note was written",

@@ -230,12 +230,27 @@ impl StateCache {
         }
     }
 
-    /// Agent `id`'s state, reading its presence on first use (`None`: no readable presence).
+    /// Agent `id`'s state, reading its presence on first use (`None`: no presence at all).
     pub fn state(&mut self, root: &Path, id: &str, now: &Timestamp) -> Option<AgentState> {
         *self
             .states
             .entry(id.to_string())
-            .or_insert_with(|| read(root, id).ok().flatten().map(|p| p.state(now)))
+            .or_insert_with(|| judge(root, id, now))
+    }
+}
+
+/// Agent `id`'s state as of `now`; `None` only when it has no presence file at all.
+///
+/// A presence that exists but cannot be read (another user's file, mode 0600; a FIFO; a folder)
+/// is still a presence: it is judged by its mtime, as one whose heartbeat cannot be parsed is.
+/// Treating it as absent would let anyone take over a live holder's lock.
+pub fn judge(root: &Path, id: &str, now: &Timestamp) -> Option<AgentState> {
+    match read(root, id) {
+        Ok(found) => found.map(|p| p.state(now)),
+        Err(_) => {
+            let mtime = fsutil::mtime(&layout::presence(root, id)).map(clock::from_system_time);
+            Some(Presence::parse(id, "", mtime).state(now))
+        }
     }
 }
 
@@ -390,5 +405,33 @@ mod tests {
         assert_eq!(skewed.state(&now), AgentState::Active);
         let forged = Presence::parse("x", "heartbeat: 2999-01-01T00:00:00+00:00\n", None);
         assert_eq!(forged.state(&now), AgentState::Inactive);
+    }
+
+    #[test]
+    fn two_minutes_old_is_active_and_one_second_more_is_not() {
+        let p = Presence::parse("x", "heartbeat: 2026-01-28T01:00:00+00:00\n", None);
+        let at = |t: &str| p.state(&clock::parse_timestamp(t).unwrap());
+        assert_eq!(at("2026-01-28T01:02:00+00:00"), AgentState::Active);
+        assert_eq!(at("2026-01-28T01:02:01+00:00"), AgentState::Inactive);
+        // The same bound for a heartbeat ahead of this clock.
+        assert_eq!(at("2026-01-28T00:58:00+00:00"), AgentState::Active);
+        assert_eq!(at("2026-01-28T00:57:59+00:00"), AgentState::Inactive);
+    }
+
+    #[test]
+    fn an_unreadable_presence_is_judged_by_its_mtime() {
+        let dir = tempfile::tempdir().unwrap();
+        let now = clock::now();
+        assert_eq!(judge(dir.path(), "x", &now), None);
+        // A folder where the presence belongs cannot be read: its mtime decides.
+        let path = layout::presence(dir.path(), "x");
+        std::fs::create_dir(&path).unwrap();
+        assert_eq!(judge(dir.path(), "x", &now), Some(AgentState::Active));
+        let old = std::time::SystemTime::now() - Duration::from_secs(600);
+        std::fs::File::open(&path)
+            .unwrap()
+            .set_modified(old)
+            .unwrap();
+        assert_eq!(judge(dir.path(), "x", &now), Some(AgentState::Inactive));
     }
 }

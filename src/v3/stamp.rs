@@ -394,7 +394,9 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
             ),
         });
     }
-    presence::write(
+    // All or nothing: a startup that cannot write the presence (a full disk) withdraws its
+    // online row, rather than leave a session on the card that never started.
+    if let Err(e) = presence::write(
         root,
         &agent,
         &Update {
@@ -402,7 +404,10 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
             working_on: Some(task.unwrap_or_else(|| "-".into())),
             ..Default::default()
         },
-    )?;
+    ) {
+        let _ = fsutil::remove(&layout::partner_row(root, id));
+        return Err(e);
+    }
 
     let online = rows
         .iter()

@@ -11,6 +11,7 @@ mod collab;
 mod concurrency;
 mod crashes;
 mod crashes_protocols;
+mod defects;
 mod dialogue;
 mod docs;
 mod edit;

@@ -453,6 +453,8 @@ fn a_waiter_times_out_with_exit_3_and_leaves_the_queue() {
 
 #[test]
 fn waiters_are_served_in_arrival_order() {
+    use rustix::process::{Pid, Signal, kill_process_group};
+    use std::os::unix::process::CommandExt;
     let env = Env::new();
     env.agent("a0").args(["lock", "f.md"]).ok();
     let mut waiters = Vec::new();
@@ -469,6 +471,7 @@ fn waiters_are_served_in_arrival_order() {
             .current_dir(env.root())
             .env("COORD_DIR", env.root())
             .env("COORD_AGENT", &name)
+            .process_group(0)
             .spawn()
             .unwrap();
         waiters.push(child);
@@ -477,7 +480,18 @@ fn waiters_are_served_in_arrival_order() {
                 && env.read(&format!(".{name}_presence")).contains("WAITING")
         });
     }
+    // Make the wake-up order the reverse of the arrival order: every waiter but the last is
+    // stopped when the lock is released, and they resume last-come first. Only the queue can
+    // then serve them in arrival order.
+    let group = |w: &std::process::Child| Pid::from_raw(w.id() as i32).unwrap();
+    for w in &waiters[..3] {
+        kill_process_group(group(w), Signal::STOP).unwrap();
+    }
     env.agent("a0").args(["unlock", "f.md"]).ok();
+    for w in waiters[..3].iter().rev() {
+        std::thread::sleep(Duration::from_millis(400));
+        kill_process_group(group(w), Signal::CONT).unwrap();
+    }
     for mut w in waiters {
         assert!(w.wait().unwrap().success());
     }

@@ -270,6 +270,13 @@ pub fn acquire(
                 }
             }
         }
+        // Asked to stop: `waiting` leaves the queue and resets the presence on the way out.
+        if let Some(signal) = crate::watch::stop_requested() {
+            return Err(Error::Interrupted {
+                signal,
+                file: targets[0].rel.clone(),
+            });
+        }
         if last_touch.elapsed() >= queue::TOUCH_EVERY {
             last_touch = Instant::now();
             if let Some(t) = &waiting.tickets

@@ -47,7 +47,10 @@ pub use acquire::{
     Acquired, Acquisition, Blocker, LockEvent, LockRequest, Owner, TakeOver, acquire, format_since,
     working_text,
 };
-pub use release::{Release, ReleaseOutcome, holds, own_token, release, release_tokens};
+pub use release::{
+    Fence, Release, ReleaseOutcome, holds, holds_fence, own_fence, own_token, release,
+    release_tokens,
+};
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -382,15 +385,25 @@ pub fn scan_tree(ws: &Workspace) -> Vec<LockEntry> {
             continue;
         };
         for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(name) = name.to_str() else { continue };
+            let raw_name = entry.file_name();
+            // A name that is not UTF-8 is still a lock when it reads as one: it is shown with
+            // the bad bytes replaced, flagged, and counted as a problem, never skipped.
+            let name = raw_name.to_string_lossy();
             let Ok(ft) = entry.file_type() else { continue };
-            if let Some((base, agent)) = layout::parse_lock_name(name) {
+            if let Some((base, agent)) = layout::parse_lock_name(&name) {
                 let Some(file) = ws.rel(&dir.join(base)) else {
                     continue;
                 };
-                found.extend(LockEntry::read(entry.path(), file, agent));
-            } else if ft.is_dir() && !layout::skip_in_walk(name) {
+                if let Some(mut e) = LockEntry::read(entry.path(), file, agent) {
+                    if raw_name.to_str().is_none() {
+                        e.problem = Some(match e.problem.take() {
+                            Some(p) => format!("{BAD_NAME}; {p}"),
+                            None => BAD_NAME.to_string(),
+                        });
+                    }
+                    found.push(e);
+                }
+            } else if ft.is_dir() && !layout::skip_in_walk(&name) {
                 stack.push(entry.path());
             }
         }
@@ -406,17 +419,30 @@ pub fn scan_judged(ws: &Workspace, cache: &mut StateCache, now: &Timestamp) -> V
     entries
 }
 
-/// Problems a strict check reports: stale and conflicting locks, and lock files that cannot be read.
+/// Why a lock file whose name is not UTF-8 is flagged.
+const BAD_NAME: &str = "its name is not valid UTF-8 (shown with \u{FFFD} for the bad bytes)";
+
+impl LockEntry {
+    /// Whether the lock file's name is not valid UTF-8 (its `file` is then shown lossily).
+    pub fn bad_name(&self) -> bool {
+        self.lock_path
+            .file_name()
+            .is_some_and(|n| n.to_str().is_none())
+    }
+}
+
+/// Problems a strict check reports: stale and conflicting locks, and lock files whose name is
+/// not valid UTF-8 (no tool can name them reliably).
 pub fn problems(entries: &[LockEntry]) -> Vec<&LockEntry> {
     entries
         .iter()
-        .filter(|e| e.state != LockState::Live)
+        .filter(|e| e.state != LockState::Live || e.bad_name())
         .collect()
 }
 
 /// Describe a lock problem in one line.
 pub fn describe_problem(e: &LockEntry) -> String {
-    match e.state {
+    let text = match e.state {
         LockState::Stale => format!(
             "`{}` has a STALE lock of {} ({})",
             e.file,
@@ -429,6 +455,11 @@ pub fn describe_problem(e: &LockEntry) -> String {
             e.holder()
         ),
         LockState::Live => format!("`{}` is locked by {}", e.file, e.holder()),
+    };
+    if e.bad_name() {
+        format!("{text}; {BAD_NAME}")
+    } else {
+        text
     }
 }
 
@@ -438,7 +469,11 @@ pub fn unreadable(entries: &[LockEntry], ws: &Workspace) -> Vec<Unreadable> {
         .iter()
         .filter_map(|e| {
             Some(Unreadable {
-                path: ws.rel(&e.lock_path)?,
+                // A name that is not UTF-8 is shown with its bad bytes replaced.
+                path: ws.rel(&e.lock_path).or_else(|| {
+                    let rel = e.lock_path.strip_prefix(ws.root()).ok()?;
+                    Some(rel.to_string_lossy().into_owned())
+                })?,
                 why: e.problem.clone()?,
             })
         })
@@ -598,5 +633,115 @@ mod tests {
         let mut entries = vec![entry("a", "claude", &text)];
         classify(root, &mut entries, &mut StateCache::default(), &now);
         assert_eq!(entries[0].state, LockState::Stale);
+    }
+
+    fn real_entry(dir: &Path, text: &str) -> LockEntry {
+        let path = dir.join("F.lock.x");
+        std::fs::write(&path, text).unwrap();
+        LockEntry::read(path, "F".into(), "x".into()).unwrap()
+    }
+
+    #[test]
+    fn take_over_removes_a_lock_unchanged_since_it_was_judged() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = real_entry(
+            dir.path(),
+            "Agent: X\nlocked_at: 2026-01-28T01:00:00+00:00\n",
+        );
+        assert!(take_over(&e).unwrap());
+        assert!(!e.lock_path.exists());
+        // Nothing else is left in the folder (the record moved aside is dropped).
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
+    fn take_over_keeps_a_lock_renewed_after_it_was_judged() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = real_entry(
+            dir.path(),
+            "Agent: X\nlocked_at: 2026-01-28T01:00:00+00:00\n",
+        );
+        // The holder renews between the judgement and the takeover.
+        let renewed = "Agent: X\nlocked_at: 2026-01-28T01:09:59+00:00\n";
+        std::fs::write(&e.lock_path, renewed).unwrap();
+        assert!(!take_over(&e).unwrap());
+        assert_eq!(std::fs::read_to_string(&e.lock_path).unwrap(), renewed);
+    }
+
+    #[test]
+    fn take_over_keeps_a_hand_made_lock_touched_after_it_was_judged() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = real_entry(
+            dir.path(),
+            "Agent: X\nlocked_at: 2026-01-28T01:00:00+00:00\n",
+        );
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open(&e.lock_path)
+            .unwrap();
+        f.set_modified(std::time::SystemTime::now() + Duration::from_secs(5))
+            .unwrap();
+        assert!(!take_over(&e).unwrap());
+        assert!(e.lock_path.exists());
+    }
+
+    #[test]
+    fn take_over_of_a_lock_already_gone_succeeds() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = real_entry(dir.path(), "Agent: X\n");
+        std::fs::remove_file(&e.lock_path).unwrap();
+        assert!(take_over(&e).unwrap());
+    }
+
+    #[test]
+    fn the_ttl_boundary_is_inclusive() {
+        let root = Path::new("/nonexistent");
+        let now = clock::parse_timestamp("2026-01-28T01:10:00+00:00").unwrap();
+        let mut entries = vec![
+            entry("a", "x", "locked_at: 2026-01-28T01:05:00+00:00\n"),
+            entry("b", "y", "locked_at: 2026-01-28T01:04:59+00:00\n"),
+            entry("c", "z", "locked_at: 2026-01-28T01:15:00+00:00\n"),
+            entry("d", "w", "locked_at: 2026-01-28T01:15:01+00:00\n"),
+        ];
+        classify(root, &mut entries, &mut StateCache::default(), &now);
+        let states: Vec<_> = entries.iter().map(|e| e.state).collect();
+        assert_eq!(
+            states,
+            [
+                LockState::Live,
+                LockState::Stale,
+                LockState::Live,
+                LockState::Stale
+            ]
+        );
+    }
+
+    #[test]
+    fn take_over_fails_when_the_lock_cannot_be_moved_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let e = real_entry(
+            dir.path(),
+            "Agent: X\nlocked_at: 2026-01-28T01:00:00+00:00\n",
+        );
+        // An immutable file cannot be renamed, even by root (ext4, xfs, btrfs; not tmpfs).
+        let immutable = std::process::Command::new("chattr")
+            .arg("+i")
+            .arg(&e.lock_path)
+            .status()
+            .is_ok_and(|s| s.success());
+        if !immutable {
+            eprintln!("skipped: `chattr +i` is not available on this filesystem");
+            return;
+        }
+        let result = take_over(&e);
+        let _ = std::process::Command::new("chattr")
+            .arg("-i")
+            .arg(&e.lock_path)
+            .status();
+        assert!(
+            result.is_err(),
+            "a lock still in place was reported taken over"
+        );
+        assert!(e.lock_path.exists());
     }
 }

@@ -2,6 +2,7 @@
 //! STALE locks of others with `--force`. Nothing held by another live agent is ever removed.
 
 use std::fs;
+use std::path::PathBuf;
 
 use serde::Serialize;
 
@@ -162,6 +163,79 @@ pub fn holds(target: &Target, agent: &AgentId, token: &str) -> bool {
     let path = layout::lock_file(&target.abs, agent.id());
     LockEntry::read(path, target.rel.clone(), agent.id().to_string())
         .is_some_and(|e| e.token() == Some(token))
+}
+
+/// What proves that a lock is still the one an agent held when an operation began (`write`,
+/// `note`, `restore` commit only while it holds).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fence {
+    /// A lock coord wrote: its random token.
+    Token(String),
+    /// A lock made by hand in the seed's form, which has no token: the lock file itself, the
+    /// same file (device and inode) with the same bytes. Touching it (a hand-made refresh)
+    /// keeps it; a takeover, a release or a rewrite does not.
+    File {
+        /// The lock file, in whatever spelling the agent wrote it (`FILE.lock.Claude`).
+        path: PathBuf,
+        /// Its device and inode.
+        identity: (u64, u64),
+        /// Its content.
+        bytes: Vec<u8>,
+    },
+}
+
+/// The fence of `agent`'s lock on `target`, when it holds one: coord's own lock by its token,
+/// a hand-made one (no token, any spelling of the agent's name) by what the file is.
+pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
+    if let Some(token) = own_token(target, agent) {
+        return Some(Fence::Token(token));
+    }
+    let mut mine: Vec<LockEntry> = super::locks_of(target)
+        .into_iter()
+        .filter(|e| e.agent == agent.id())
+        .collect();
+    // The canonical spelling first, then the others in name order.
+    let canonical = layout::lock_file(&target.abs, agent.id());
+    mine.sort_by_key(|e| (e.lock_path != canonical, e.lock_path.clone()));
+    mine.into_iter().find_map(|e| {
+        if let Some(token) = e.token() {
+            return Some(Fence::Token(token.to_string()));
+        }
+        let (identity, bytes) = file_identity(&e.lock_path)?;
+        Some(Fence::File {
+            path: e.lock_path,
+            identity,
+            bytes,
+        })
+    })
+}
+
+/// Whether `agent` still holds `target` under `fence`. Caller holds the mutex.
+pub fn holds_fence(target: &Target, agent: &AgentId, fence: &Fence) -> bool {
+    match fence {
+        Fence::Token(token) => holds(target, agent, token),
+        Fence::File {
+            path,
+            identity,
+            bytes,
+        } => file_identity(path).is_some_and(|(i, b)| i == *identity && b == *bytes),
+    }
+}
+
+/// A regular file's (device, inode) and bytes, read through one descriptor (never a link).
+fn file_identity(path: &std::path::Path) -> Option<((u64, u64), Vec<u8>)> {
+    use std::io::Read;
+    use std::os::unix::fs::MetadataExt;
+    let file = fsutil::open_regular_nofollow(path).ok()?;
+    let meta = file.metadata().ok()?;
+    let mut bytes = Vec::new();
+    file.take(fsutil::RECORD_CAP + 1)
+        .read_to_end(&mut bytes)
+        .ok()?;
+    if bytes.len() as u64 > fsutil::RECORD_CAP {
+        return None;
+    }
+    Some(((meta.dev(), meta.ino()), bytes))
 }
 
 /// Bring the agent's presence up to date after locks went away. Caller holds the mutex.
