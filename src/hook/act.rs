@@ -91,7 +91,7 @@ fn before_edit(
         wait: Wait::For(wait),
         ttl: DEFAULT_TTL,
         backup: true,
-        reason: lock_reason(ws, agent, call),
+        reason: Some(lock_reason(call)),
         owner: None,
     };
     match lock::acquire(ws, &req, &mut |_| {}) {
@@ -103,20 +103,14 @@ fn before_edit(
     }
 }
 
-/// What this agent works on, for whoever it blocks: its presence says (then the lock records
-/// no reason of its own), else the tool and the client.
-fn lock_reason(ws: &Workspace, agent: &AgentId, call: &HookCall) -> Option<String> {
-    let stated = presence::read(ws.root(), agent.id())
-        .ok()
-        .flatten()
-        .is_some_and(|p| p.field("working_on").is_some());
-    (!stated).then(|| {
-        format!(
-            "{} in {}",
-            call.tool.as_deref().unwrap_or("an edit"),
-            call.client.product()
-        )
-    })
+/// What the lock is for, for whoever it blocks: the tool and the client. (What the agent works
+/// on comes from its presence; a busy lock shows both.)
+fn lock_reason(call: &HookCall) -> String {
+    format!(
+        "{} in {}",
+        call.tool.as_deref().unwrap_or("an edit"),
+        call.client.product()
+    )
 }
 
 /// Why a lock refusal denies the tool call: holder, since when, what they work on, the queue.
@@ -204,7 +198,7 @@ fn renew(ws: &Workspace, agent: &AgentId, call: &HookCall, targets: &[Target]) -
         wait: Wait::For(Duration::ZERO),
         ttl: DEFAULT_TTL,
         backup: false,
-        reason: lock_reason(ws, agent, call),
+        reason: Some(lock_reason(call)),
         owner: None,
     };
     lock::acquire(ws, &req, &mut |_| {}).map(|_| ())
