@@ -258,18 +258,7 @@ pub fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
     if !locks.is_empty() {
         out.push(format!("Files locked by others: {}.", locks.join(", ")));
     }
-    let inbox = message::inbox(ws, agent);
-    let unread: Vec<String> = inbox
-        .unread()
-        .map(|e| {
-            format!(
-                "{} from {}: {}",
-                e.message.id,
-                e.message.from,
-                e.message.first_line()
-            )
-        })
-        .collect();
+    let unread = unread_lines(ws, agent);
     if !unread.is_empty() {
         out.push(format!(
             "Unread messages for you ({}): {}. Read one with `coord -a {me} msg read ID`.",
@@ -304,14 +293,9 @@ pub fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
     out.join("\n")
 }
 
-/// The turn is over: release every lock; hold the stop once for unread messages.
-fn stop(ws: &Workspace, agent: &AgentId, already_continued: bool) -> Result<Reply> {
-    lock::release(ws, agent, None, false)?;
-    if already_continued {
-        return Ok(Reply::Allow);
-    }
-    let inbox = message::inbox(ws, agent);
-    let unread: Vec<String> = inbox
+/// `ID from SENDER: first line` for each unread message of `agent`.
+fn unread_lines(ws: &Workspace, agent: &AgentId) -> Vec<String> {
+    message::inbox(ws, agent)
         .unread()
         .map(|e| {
             format!(
@@ -321,7 +305,16 @@ fn stop(ws: &Workspace, agent: &AgentId, already_continued: bool) -> Result<Repl
                 e.message.first_line()
             )
         })
-        .collect();
+        .collect()
+}
+
+/// The turn is over: release every lock; hold the stop once for unread messages.
+fn stop(ws: &Workspace, agent: &AgentId, already_continued: bool) -> Result<Reply> {
+    lock::release(ws, agent, None, false)?;
+    if already_continued {
+        return Ok(Reply::Allow);
+    }
+    let unread = unread_lines(ws, agent);
     if unread.is_empty() {
         return Ok(Reply::Allow);
     }
