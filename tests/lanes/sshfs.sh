@@ -7,8 +7,8 @@
 # Needs root (for the throwaway sshd) and /dev/fuse; installs sshfs and openssh-server with
 # apt-get when they are missing. Prints why and exits 0 when it cannot run here.
 #
-# Measures, for two mounts with sshfs's default cache and for a default-cache mount against a
-# `cache=no` one:
+# Measures, for two mounts with sshfs's default cache, two `cache=no` mounts, and a default-cache
+# mount against a `cache=no` one:
 #   - 4 + 4 agents x 50 `coord run COUNTER.txt -- increment`, with an O_EXCL witness created on
 #     the real folder inside the critical section (double holders), and the counter (lost
 #     updates); the same race without coord shows that the witness catches overlaps;
@@ -16,8 +16,12 @@
 #   - a stale lock (its process killed with SIGKILL) on one mount taken over from the other;
 #   - a holder of the workspace mutex stopped (SIGSTOP) on one mount, overtaken from the other
 #     after its lease, and fenced when it resumes.
-# Exits 1 when exclusion failed (a double holder, a lost update, a takeover that did not
-# happen); timings are reported, not asserted.
+# Exits 1 when exclusion failed (a double holder, a lost update between mounts of one cache
+# setting, a takeover that did not happen); timings are reported, not asserted. Between a
+# default-cache and a `cache=no` mount, lost updates are reported but do not fail the lane: with
+# no double holder they are reads of content the default-cache mount cached before the other
+# mount's write (sshfs keeps attributes up to 20 s), which no lock can prevent; docs/locking.md
+# tells users to mount every side alike.
 set -uo pipefail
 
 skip() {
@@ -43,7 +47,7 @@ UMOUNT=$(command -v fusermount3 || command -v fusermount) || skip "no fusermount
 
 work=$(mktemp -d /tmp/coord-sshfs-lane.XXXXXX)
 real=$work/real
-mkdir -p "$real" "$work/m1" "$work/m2" "$work/m3" "$work/out"
+mkdir -p "$real" "$work/m1" "$work/m2" "$work/m3" "$work/m4" "$work/out"
 sshd_pid=
 mount_pids=()
 mounts=()
@@ -98,6 +102,7 @@ mount_one() { # mount point, extra sshfs options...
 mount_one "$work/m1"              # sshfs's default cache
 mount_one "$work/m2" -o cache=no  # no cache
 mount_one "$work/m3"              # default cache, a second mount
+mount_one "$work/m4" -o cache=no  # no cache, a second mount
 echo "sshd pid $sshd_pid on 127.0.0.1:$port; mounts: ${mounts[*]}" >&2
 
 now_ms() { date +%s%3N; }
@@ -125,8 +130,8 @@ rm -f "$real/witness"
 EOF
 chmod +x "$work/increment"
 
-race() { # label, mount A, mount B, with_coord (1/0)
-    local label=$1 ma=$2 mb=$3 with=$4 pids=() start end n coll
+race() { # label, mount A, mount B, with_coord (1/0), lost updates fail (1/0, default 1)
+    local label=$1 ma=$2 mb=$3 with=$4 lost_fails=${5:-1} pids=() start end n coll
     new_ws
     echo 0 >"$real/$ws/COUNTER.txt"
     rm -f "$work/out/collisions" "$work/out/errors"
@@ -176,7 +181,11 @@ race() { # label, mount A, mount B, with_coord (1/0)
     echo "| $label | $coll | $lost | $n of 400 | $wall |"
     if [ "$with" = 1 ]; then
         [ "$coll" = 0 ] || fail "$label: $coll double holders"
-        [ "$lost" = 0 ] || fail "$label: $lost lost updates"
+        if [ "$lost_fails" = 1 ]; then
+            [ "$lost" = 0 ] || fail "$label: $lost lost updates"
+        elif [ "$lost" != 0 ]; then
+            echo "note: $label: $lost updates read stale content through the default-cache mount (no double holder)" >&2
+        fi
         [ $ok = 1 ] || fail "$label: did not finish in 240 s"
         [ -s "$work/out/errors" ] && { fail "$label: coord run failed"; head -5 "$work/out/errors" >&2; }
     fi
@@ -254,7 +263,8 @@ echo
 echo "| | double holders | lost | runs | wall |"
 echo "|---|---|---|---|---|"
 race "two mounts, sshfs default cache" "$work/m1" "$work/m3" 1
-race "default cache + \`cache=no\`" "$work/m1" "$work/m2" 1
+race "two mounts, \`cache=no\`" "$work/m2" "$work/m4" 1
+race "default cache + \`cache=no\` (mixed caches)" "$work/m1" "$work/m2" 1 0
 race "the same race without coord" "$work/m1" "$work/m3" 0
 echo
 echo "| wake-up after a release, across mounts | median | all |"
