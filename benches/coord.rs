@@ -121,19 +121,7 @@ fn bench_lock(out: &mut Vec<String>) -> Option<f64> {
     ));
     if have("dotlockfile") {
         let lockfile = d.join("SHARED.txt.lock");
-        let lf = lockfile.to_str().unwrap();
-        for _ in 0..20 {
-            run(Command::new("dotlockfile").args(["-l", lf]));
-            run(Command::new("dotlockfile").args(["-u", lf]));
-        }
-        let mut v = Vec::with_capacity(n);
-        for _ in 0..n {
-            let t = Instant::now();
-            run(Command::new("dotlockfile").args(["-l", lf]));
-            run(Command::new("dotlockfile").args(["-u", lf]));
-            v.push(t.elapsed());
-        }
-        let dl = stats(v);
+        let dl = dotlockfile_pairs(lockfile.to_str().unwrap(), n);
         out.push(row("`dotlockfile -l` + `dotlockfile -u`", &dl));
         out.push(String::new());
         let ratio = coord_plain.median.as_secs_f64() / dl.median.as_secs_f64();
