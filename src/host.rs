@@ -37,11 +37,89 @@ pub fn host_tag() -> &'static str {
 pub fn origin() -> String {
     match std::env::var("COORD_SESSION") {
         Ok(s) if !s.trim().is_empty() => format!("session {}", s.trim()),
-        _ => match rustix::process::getsid(None) {
-            Ok(sid) => format!("sid {}", sid.as_raw_nonzero()),
-            Err(_) => format!("pid {}", pid()),
+        _ => match own_ids().session {
+            Some(sid) => format!("sid {sid}"),
+            None => format!("pid {}", pid()),
         },
     }
+}
+
+/// This process's group, session and terminal foreground group, each `None` where it is not
+/// known. Read from `/proc/self/stat` on Linux: `getsid`, `getpgrp` and `tcgetpgrp` return 0
+/// there for a leader that lives outside this process's pid namespace (a container, a sandbox,
+/// `unshare --pid`), a value `rustix` assumes never happens.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct OwnIds {
+    /// The process group id.
+    pub group: Option<i32>,
+    /// The POSIX session id.
+    pub session: Option<i32>,
+    /// The foreground process group of the controlling terminal.
+    pub terminal_group: Option<i32>,
+}
+
+/// The ids of this process (see [`OwnIds`]).
+pub fn own_ids() -> OwnIds {
+    #[cfg(target_os = "linux")]
+    {
+        std::fs::read_to_string("/proc/self/stat")
+            .ok()
+            .map(|stat| parse_stat_ids(&stat))
+            .unwrap_or_default()
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        use std::os::fd::AsFd as _;
+        let raw = |p: rustix::process::Pid| Some(p.as_raw_nonzero().get());
+        OwnIds {
+            group: raw(rustix::process::getpgrp()),
+            session: rustix::process::getsid(None).ok().and_then(raw),
+            terminal_group: [
+                std::io::stdin().as_fd(),
+                std::io::stdout().as_fd(),
+                std::io::stderr().as_fd(),
+            ]
+            .into_iter()
+            .find_map(|fd| rustix::termios::tcgetpgrp(fd).ok())
+            .and_then(raw),
+        }
+    }
+}
+
+/// The group, session and terminal foreground group fields of a `/proc/PID/stat` line (the
+/// 3rd, 4th and 6th after the command name, which may itself hold spaces and parentheses).
+/// Zero and negative values mean "none visible here".
+fn parse_stat_ids(stat: &str) -> OwnIds {
+    let fields: Vec<&str> = match stat.rfind(')') {
+        Some(end) => stat[end + 1..].split_whitespace().collect(),
+        None => return OwnIds::default(),
+    };
+    let id = |i: usize| {
+        fields
+            .get(i)
+            .and_then(|f| f.parse::<i32>().ok())
+            .filter(|v| *v > 0)
+    };
+    OwnIds {
+        group: id(2),
+        session: id(3),
+        terminal_group: id(5),
+    }
+}
+
+/// Whether this process runs in the foreground of a terminal that is on its stdin, stdout or
+/// stderr (where a Ctrl-C typed at the terminal reaches it).
+pub fn in_terminal_foreground() -> bool {
+    use std::os::fd::AsFd as _;
+    let ids = own_ids();
+    let on_terminal = [
+        std::io::stdin().as_fd(),
+        std::io::stdout().as_fd(),
+        std::io::stderr().as_fd(),
+    ]
+    .into_iter()
+    .any(rustix::termios::isatty);
+    on_terminal && ids.group.is_some() && ids.group == ids.terminal_group
 }
 
 /// This process's id.
@@ -139,13 +217,7 @@ impl ProcessGroup {
     /// in the foreground of a terminal (on its stdin, stdout or stderr): an interactive command
     /// must stay in the terminal's foreground group to use it (and Ctrl-C reaches it there).
     pub fn wanted() -> bool {
-        use std::os::fd::AsFd as _;
-        let me = rustix::process::getpgrp();
-        let foreground =
-            |fd: std::os::fd::BorrowedFd<'_>| rustix::termios::tcgetpgrp(fd).is_ok_and(|p| p == me);
-        !(foreground(std::io::stdin().as_fd())
-            || foreground(std::io::stdout().as_fd())
-            || foreground(std::io::stderr().as_fd()))
+        !in_terminal_foreground()
     }
 
     /// The group led by child `pid` (started with `process_group(0)`).
@@ -212,6 +284,23 @@ mod tests {
         assert!(!is_ancestor(child.id()), "a child is not an ancestor");
         child.kill().unwrap();
         child.wait().unwrap();
+    }
+
+    #[test]
+    fn stat_ids_are_read_past_the_command_name_and_zero_means_unknown() {
+        let line = "42 (a) b (c)) S 1 40 30 34816 40 4194560 0 0";
+        assert_eq!(
+            parse_stat_ids(line),
+            OwnIds {
+                group: Some(40),
+                session: Some(30),
+                terminal_group: Some(40),
+            }
+        );
+        // A leader outside this pid namespace, and no controlling terminal.
+        let outside = "7 (coord) R 0 0 0 0 -1 4194304";
+        assert_eq!(parse_stat_ids(outside), OwnIds::default());
+        assert_eq!(parse_stat_ids("garbage"), OwnIds::default());
     }
 
     #[test]

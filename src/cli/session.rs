@@ -189,7 +189,7 @@ fn supervise(
         match signals.recv_timeout(sleep) {
             Ok(SIGCHLD) | Err(RecvTimeoutError::Timeout) => {}
             // Ctrl-C at the terminal already reached CMD; never a reason to kill it.
-            Ok(SIGINT) if terminal_foreground() => {}
+            Ok(SIGINT) if host::in_terminal_foreground() => {}
             Ok(SIGINT) => match (&group, pid) {
                 (Some(g), _) => g.signal(rustix::process::Signal::INT),
                 (None, Some(pid)) => {
@@ -214,14 +214,4 @@ fn supervise(
             Err(RecvTimeoutError::Disconnected) => std::thread::sleep(sleep),
         }
     }
-}
-
-/// Whether this process belongs to the foreground process group of its terminal (on stdin,
-/// stdout or stderr). CMD inherits that group, so a Ctrl-C typed there reaches it directly.
-fn terminal_foreground() -> bool {
-    let me = rustix::process::getpgrp();
-    let fg =
-        |fd: std::os::fd::BorrowedFd<'_>| rustix::termios::tcgetpgrp(fd).is_ok_and(|p| p == me);
-    use std::os::fd::AsFd as _;
-    fg(std::io::stdin().as_fd()) || fg(std::io::stdout().as_fd()) || fg(std::io::stderr().as_fd())
 }

@@ -27,6 +27,7 @@ mod mcp;
 mod messages;
 mod netfs;
 mod review;
+mod sandbox;
 mod schemas;
 mod session;
 mod stamp;
