@@ -31,7 +31,8 @@ pub fn host_tag() -> &'static str {
 
 /// Where a command comes from, as recorded in a lock's `origin:` line: the coord session it
 /// runs in (`session ID`, from `COORD_SESSION`), else the POSIX session of its terminal or
-/// supervisor (`sid N`). Two shells (two terminals, two tmux panes, two agent clients) are two
+/// supervisor (`sid N`), else, where that session began outside this pid namespace, the
+/// namespace (`pidns N`). Two shells (two terminals, two tmux panes, two agent clients) are two
 /// origins; every command typed in one shell is one. Locks are per agent name, so this is what
 /// tells "the same name, used from somewhere else" apart from a refresh.
 pub fn origin() -> String {
@@ -39,9 +40,22 @@ pub fn origin() -> String {
         Ok(s) if !s.trim().is_empty() => format!("session {}", s.trim()),
         _ => match own_ids().session {
             Some(sid) => format!("sid {sid}"),
-            None => format!("pid {}", pid()),
+            // The session's leader lives outside this pid namespace (a container or sandbox):
+            // every command started in it from outside shares that session, so the namespace
+            // stands for it.
+            None => match pid_namespace() {
+                Some(ns) => format!("pidns {ns}"),
+                None => format!("pid {}", pid()),
+            },
         },
     }
+}
+
+/// The inode number of this process's pid namespace (from `/proc/self/ns/pid`).
+fn pid_namespace() -> Option<u64> {
+    let link = std::fs::read_link("/proc/self/ns/pid").ok()?;
+    let link = link.to_str()?;
+    link.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
 }
 
 /// This process's group, session and terminal foreground group, each `None` where it is not
