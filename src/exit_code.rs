@@ -52,7 +52,10 @@ impl From<&Error> for ExitCode {
             | Error::NotHolder { .. }
             | Error::Refused { .. } => ExitCode::Refused,
             Error::CheckFailed { .. } | Error::ReviewUnfinished { .. } => ExitCode::CheckFailed,
-            Error::Corrupt { .. } | Error::Io { .. } | Error::Failed { .. } => ExitCode::Failure,
+            Error::Corrupt { .. }
+            | Error::DialogueCorrupted { .. }
+            | Error::Io { .. }
+            | Error::Failed { .. } => ExitCode::Failure,
             // As a shell reports a process killed by that signal: 130 for SIGINT, 143 for SIGTERM.
             Error::Interrupted { signal, .. } => {
                 ExitCode::Passthrough(u8::try_from(128 + signal).unwrap_or(1))

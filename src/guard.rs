@@ -14,6 +14,7 @@ use std::process::Command;
 use serde::Serialize;
 
 use crate::clock;
+use crate::error::Refusal;
 use crate::error::{Error, Result};
 use crate::fsutil;
 use crate::v3::lock::{self, LockState};
@@ -159,6 +160,7 @@ pub fn install(dir: &Path, coord: &Path) -> Result<Vec<Installed>> {
             let aside = hooks.join(format!("{name}{CHAINED_SUFFIX}"));
             if fs::symlink_metadata(&aside).is_ok() {
                 return Err(Error::refused(
+                    Refusal::Conflict,
                     format!(
                         "both `{}` and `{}` exist; coord does not know which to keep",
                         path.display(),

@@ -11,6 +11,7 @@ use coord::arbiter::doctor::{self, Diagnosis};
 use coord::{Error, ExitCode, clock};
 
 use super::{Ctx, output};
+use coord::error::Refusal;
 
 /// Report the filesystem, whether kernel locks and events cross machines, the arbitration,
 /// the re-check interval and the clock skew
@@ -143,7 +144,7 @@ fn hold_mutex(
         }
         Ok(ExitCode::Success)
     } else {
-        Err(Error::refused(
+        Err(Error::refused(Refusal::MutexFenced,
             "the workspace mutex was taken over while this process held it past its lease (fenced: nothing it decided counts)",
             None,
         )

@@ -13,6 +13,7 @@ use coord::{Error, ExitCode};
 
 use super::Ctx;
 use super::output::{self, Cell};
+use coord::error::Refusal;
 
 /// Run a review between two agents through a markdown tracker
 ///
@@ -423,6 +424,7 @@ fn next(a: NextArgs, ctx: &Ctx, reviews: &Reviews) -> anyhow::Result<ExitCode> {
             Some(p) => output::line(&clean_block(p)),
             None => {
                 return Err(Error::refused(
+                    Refusal::NoOpenStep,
                     format!("review `{}` has no planned step, so no prompt", a.topic),
                     Some(format!("see `coord review show {}`", a.topic)),
                 )

@@ -8,6 +8,7 @@ use coord::workspace::AgentId;
 use coord::{Error, ExitCode};
 
 use super::{Ctx, output};
+use coord::error::Refusal;
 
 /// Release your locks (all of them without FILE)
 ///
@@ -85,6 +86,7 @@ pub fn refusal(results: &[Release], agent: &AgentId) -> Option<Error> {
     })?;
     if state == LockState::Stale {
         return Some(Error::refused(
+            Refusal::StaleLock,
             format!(
                 "`{file}` has a STALE lock of {}, not yours",
                 output::clean(holder)

@@ -33,6 +33,7 @@ use crate::workspace::{Target, Workspace};
 
 use self::commands::{CommandState, UserCommand};
 use self::files::{Conversation, LockInfo, StatusDoc, Turn, USER, same_id};
+use crate::error::Refusal;
 
 /// Size cap when reading `conversation.md` (archive a longer one and start fresh).
 pub const CONVERSATION_CAP: u64 = 32 * 1024 * 1024;
@@ -105,6 +106,7 @@ impl Dialogue {
 
     fn no_dialogue(&self) -> Error {
         Error::refused(
+            Refusal::NoDialogue,
             format!(
                 "no dialogue in `{}` (`conversation.md` is missing)",
                 self.rel
@@ -264,7 +266,7 @@ impl Dialogue {
     }
 
     fn already_there(&self) -> Error {
-        Error::refused(
+        Error::refused(Refusal::DialogueExists,
             format!("a dialogue is already open in `{}`", self.rel),
             Some("take part with `coord dialogue say`, or archive it first with `coord dialogue archive`".into()),
         )
@@ -292,6 +294,7 @@ impl Dialogue {
             if deadline.passed() {
                 let waited = timeout.map(clock::format_duration).unwrap_or_default();
                 return Err(Error::refused(
+                    Refusal::TurnWaitTimedOut,
                     format!(
                         "gave up waiting for {id}'s turn after {waited}: {}",
                         snap.view().describe_state()
@@ -434,7 +437,7 @@ impl Dialogue {
 }
 
 fn ended_error() -> Error {
-    Error::refused(
+    Error::refused(Refusal::DialogueEnded,
         "the dialogue has ended (`END-SESSION` in `user-commands.txt`)",
         Some("archive it with `coord dialogue archive`, or continue after `coord dialogue command RESUME`".into()),
     )
@@ -521,6 +524,7 @@ impl Snapshot {
         }
         if self.commands.paused {
             return Err(Error::refused(
+                Refusal::DialoguePaused,
                 "the dialogue is paused (`PAUSE` in `user-commands.txt`)",
                 Some(format!(
                     "wait for the user's RESUME: `coord dialogue wait --as {id}`"
@@ -529,7 +533,7 @@ impl Snapshot {
         }
         match &self.turn {
             Turn::Missing | Turn::Garbled(_) => {
-                return Err(Error::refused(
+                return Err(Error::refused(Refusal::TurnUnknown,
                     format!(
                         "unsure whose turn it is: `current-turn.txt` {}; never writing when unsure",
                         match &self.turn {
@@ -541,7 +545,7 @@ impl Snapshot {
                 ));
             }
             Turn::Error(line) => {
-                return Err(Error::refused(
+                return Err(Error::refused(Refusal::DialogueStopped,
                     format!("the dialogue is stopped: `current-turn.txt` says `{line}`"),
                     Some("the user fixes conversation.md, then writes the next speaker's id into current-turn.txt".into()),
                 ));
@@ -553,6 +557,7 @@ impl Snapshot {
                 return Ok(());
             }
             return Err(Error::refused(
+                Refusal::ReservedForOther,
                 format!("the user asked only {only} to respond next (`{only}-ONLY`)"),
                 Some(format!("wait with `coord dialogue wait --as {id}`")),
             ));
@@ -560,12 +565,17 @@ impl Snapshot {
         match self.turn.id() {
             Some(t) if same_id(t, id) => Ok(()),
             Some(t) => Err(Error::refused(
+                Refusal::NotYourTurn,
                 format!("it is not {id}'s turn: `current-turn.txt` says {t}"),
                 Some(format!(
                     "wait for your turn with `coord dialogue wait --as {id}`"
                 )),
             )),
-            None => Err(Error::refused("unsure whose turn it is", None)),
+            None => Err(Error::refused(
+                Refusal::TurnUnknown,
+                "unsure whose turn it is",
+                None,
+            )),
         }
     }
 

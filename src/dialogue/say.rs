@@ -44,6 +44,7 @@ use super::files::{
     self, CORRUPTED_LINE, LockInfo, Marker, StatusDoc, Turn, USER, same_id, validate_id,
 };
 use super::{Dialogue, Snapshot};
+use crate::error::Refusal;
 
 /// The largest message text coord accepts.
 pub const MAX_TEXT: usize = 1024 * 1024;
@@ -194,7 +195,7 @@ pub fn take_lock_txt<'a>(
         }
         drop(guard);
         if deadline.passed() {
-            return Err(Error::refused(
+            return Err(Error::refused(Refusal::DialogueBusy,
                 format!(
                     "`{}` is held by {} since {} (a write in progress)",
                     d.shown(layout::DIALOGUE_LOCK),
@@ -399,7 +400,6 @@ pub fn round_robin(parts: &[String], after: Option<&str>) -> String {
 fn mark_corrupted(d: &Dialogue, line: Option<usize>, why: &str) -> Error {
     let path = d.path(layout::DIALOGUE_TURN);
     let written = fsutil::replace_durable(&path, format!("{CORRUPTED_LINE}\n").as_bytes());
-    let at = line.map(|l| format!(" at line {l}")).unwrap_or_default();
     let turn_note = match written {
         Ok(()) => format!(
             "`{}` now says `{CORRUPTED_LINE}`",
@@ -407,11 +407,11 @@ fn mark_corrupted(d: &Dialogue, line: Option<usize>, why: &str) -> Error {
         ),
         Err(e) => format!("and the error line could not be written ({e})"),
     };
-    Error::Failed {
-        message: format!(
-            "`{}` appears corrupted{at}: {why}; {turn_note}. Nothing else was written\nhint: fix conversation.md (message numbers 1..N, in step with status.json's message_count), then write the next speaker's id into current-turn.txt",
-            d.shown(layout::DIALOGUE_CONVERSATION)
-        ),
+    Error::DialogueCorrupted {
+        file: d.shown(layout::DIALOGUE_CONVERSATION),
+        line,
+        why: why.to_string(),
+        turn_note,
     }
 }
 

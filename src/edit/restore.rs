@@ -25,6 +25,7 @@ use crate::v3::lock::{self, DEFAULT_TTL, Fence, LockEvent, LockRequest, Owner};
 use crate::workspace::{AgentId, Target, Workspace};
 
 use super::{folder, regular_or_absent};
+use crate::error::Refusal;
 
 /// The result of a restore.
 #[derive(Debug, Clone, Serialize)]
@@ -142,6 +143,7 @@ fn swap(
         let _mutex = ws.lock_mutex()?;
         if !lock::holds_fence(target, agent, fence) {
             return Err(Error::refused(
+                Refusal::LockTakenOver,
                 format!(
                     "your lock on `{}` was taken over before the restore: nothing was changed",
                     target.rel

@@ -21,7 +21,7 @@ use std::path::Path;
 
 use serde::Serialize;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 use crate::fsutil;
 use crate::layout;
 use crate::v3::backup;
@@ -39,15 +39,6 @@ pub struct Written {
     pub bytes: u64,
     /// The backup written (relative to the root), when the file existed before.
     pub backup: Option<String>,
-}
-
-/// Why a write was refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Refusal {
-    /// The agent held no lock when the write started.
-    NotLocked,
-    /// The lock was taken over (or released) before the commit.
-    TakenOver,
 }
 
 /// Replace `target`'s content with everything read from `input` (named `input_name` in
@@ -93,7 +84,7 @@ pub fn write(
                 backup,
             })
         }
-        Err(tmp) => Err(reject(ws, agent, target, tmp, Refusal::TakenOver)),
+        Err(tmp) => Err(reject(ws, agent, target, tmp, Refusal::LockTakenOver)),
     }
 }
 
@@ -134,10 +125,10 @@ fn reject(
             format!("`{file}` is locked by {h}, not by {}: {kept}", agent.id())
         }
         (Refusal::NotLocked, None) => format!("`{file}` is not locked by {}: {kept}", agent.id()),
-        (Refusal::TakenOver, Some(h)) => format!(
+        (_, Some(h)) => format!(
             "your lock on `{file}` was taken over by {h} while you wrote (it had gone STALE): {kept}"
         ),
-        (Refusal::TakenOver, None) => {
+        (_, None) => {
             format!("your lock on `{file}` was released or taken over while you wrote: {kept}")
         }
     };
@@ -146,11 +137,11 @@ fn reject(
         Refusal::NotLocked => format!(
             "take the lock first: `coord lock {file}`, then `coord write {file} --from {rel}`"
         ),
-        Refusal::TakenOver => format!(
+        _ => format!(
             "see what changed (`coord status`, `diff {file} {rel}`), lock again with `coord lock {file}`, then `coord write {file} --from {rel}`"
         ),
     };
-    Error::refused(message, Some(hint))
+    Error::refused(why, message, Some(hint))
 }
 
 /// Text from a lock file, with control characters dropped (it ends up on a terminal).

@@ -29,6 +29,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::clock::{self, Wait};
+use crate::error::Refusal;
 use crate::error::{Error, Result};
 use crate::fsutil::{self, RECORD_CAP};
 use crate::layout;
@@ -348,6 +349,7 @@ pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Round> {
         if deadline.passed() {
             let pending = round.pending().join(", ");
             return Err(Error::refused(
+                Refusal::HandshakeUnanswered,
                 format!(
                     "handshake of {} not answered by {pending} after {}",
                     agent.id(),

@@ -36,6 +36,7 @@ use std::time::{Duration, SystemTime, UNIX_EPOCH};
 use serde::Serialize;
 
 use crate::clock::{self, Wait};
+use crate::error::Refusal;
 use crate::error::{Error, Result};
 use crate::fsutil;
 use crate::host;
@@ -415,6 +416,7 @@ pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Inbox> {
         }
         if deadline.passed() {
             return Err(Error::refused(
+                Refusal::NoMessage,
                 format!(
                     "no unread message for {} after {}",
                     agent.id(),

@@ -22,6 +22,7 @@
 use serde::Serialize;
 
 use crate::clock::{self, Timestamp, Wait};
+use crate::error::Refusal;
 use crate::error::{Error, Result};
 use crate::fsutil;
 use crate::host;
@@ -135,6 +136,7 @@ fn fenced_append(ws: &Workspace, req: &NoteRequest, fence: &Fence) -> Result<Str
         let _mutex = ws.lock_mutex()?;
         if !lock::holds_fence(&req.target, &req.agent, fence) {
             return Err(Error::refused(
+                Refusal::LockTakenOver,
                 format!(
                     "the lock of {} on `{}` was taken over before the note was written",
                     req.agent.id(),

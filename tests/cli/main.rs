@@ -26,6 +26,7 @@ mod load;
 mod mcp;
 mod messages;
 mod netfs;
+mod refusals;
 mod review;
 mod sandbox;
 mod schemas;

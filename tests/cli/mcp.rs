@@ -699,6 +699,10 @@ fn the_other_tools_reach_the_same_files_as_the_cli() {
     // The dialogue: turn, say, refusal out of turn.
     let t = c.call("dialogue_turn", json!({}));
     assert_refused(&t);
+    assert_eq!(
+        t["structuredContent"]["error"]["kind"], "no_dialogue",
+        "{t}"
+    );
     env.cmd()
         .args(["dialogue", "init", "--topic", "Caching"])
         .ok();
@@ -716,6 +720,8 @@ fn the_other_tools_reach_the_same_files_as_the_cli() {
     );
     let again = c.call("dialogue_say", json!({"as": "AGENT-1", "text": "more"}));
     assert_refused(&again);
+    assert_eq!(again["structuredContent"]["error"]["kind"], "not_your_turn");
+    assert_eq!(again["structuredContent"]["error"]["exit_code"], 3);
     let conv = env.read("agent-dialogue/conversation.md");
     assert!(conv.contains("I propose an LRU cache"), "{conv}");
     assert!(!conv.contains("more"), "{conv}");

@@ -11,6 +11,7 @@ use serde::Serialize;
 
 use super::Reviews;
 use crate::clock::{self, Timestamp};
+use crate::error::Refusal;
 use crate::error::{Error, Result};
 use crate::fsutil;
 use crate::layout;
@@ -108,6 +109,7 @@ impl Reviews {
         let closed_path = self.closed_path(topic);
         if fsutil::mtime(&closed_path).is_some() {
             return Err(Error::refused(
+                Refusal::ReviewExists,
                 format!(
                     "`{}` exists already: an earlier review `{topic}` was closed",
                     self.meta_rel_path(&closed_path)

@@ -10,6 +10,7 @@ use super::Reviews;
 use super::meta_date;
 use super::prompts::PromptParts;
 use crate::clock;
+use crate::error::Refusal;
 use crate::error::{Error, Result};
 use crate::fsutil;
 use crate::layout;
@@ -62,6 +63,7 @@ impl Reviews {
         for existing in [&path, &self.closed_path(req.topic)] {
             if fsutil::mtime(existing).is_some() {
                 return Err(Error::refused(
+                    Refusal::ReviewExists,
                     format!(
                         "review `{}` already exists: `{}`",
                         req.topic,

@@ -18,6 +18,7 @@ use serde::Serialize;
 use super::Reviews;
 use super::store::read_utf8;
 use crate::clock;
+use crate::error::Refusal;
 use crate::error::{Error, Result};
 use crate::review::model::{Step, View};
 use crate::review::parse::handoff_section;
@@ -143,6 +144,7 @@ fn checked_output(req: &StepRequest<'_>) -> Result<(String, String)> {
 fn owned_open_step<'v>(view: &'v View, req: &StepRequest<'_>) -> Result<&'v Step> {
     let Some(open) = view.open_step() else {
         return Err(Error::refused(
+            Refusal::NoOpenStep,
             format!(
                 "review `{}` has no planned step: step {:02} is {}",
                 req.topic,
@@ -157,6 +159,7 @@ fn owned_open_step<'v>(view: &'v View, req: &StepRequest<'_>) -> Result<&'v Step
     };
     if !same_agent(&open.actor, req.actor) {
         return Err(Error::refused(
+            Refusal::NotStepActor,
             format!(
                 "step {:02} of review `{}` belongs to {}, not {}: only a step's actor may finish it",
                 open.number,

@@ -14,6 +14,7 @@ use serde::Serialize;
 
 use super::{Reviews, meta_date};
 use crate::clock::{self, Timestamp};
+use crate::error::Refusal;
 use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
 use crate::layout;
@@ -121,6 +122,7 @@ impl Reviews {
         let Some(t) = self.read_tracker(&path)? else {
             if fsutil::mtime(&self.closed_path(topic)).is_some() {
                 return Err(Error::refused(
+                    Refusal::ReviewClosed,
                     format!("review `{topic}` is closed"),
                     Some(format!("see it with `coord review show {topic}`")),
                 ));
@@ -129,6 +131,7 @@ impl Reviews {
         };
         if t.view().meta.status == "closed" {
             return Err(Error::refused(
+                Refusal::ReviewClosed,
                 format!(
                     "review `{topic}` is closed (`{}` says `Status: closed`)",
                     self.meta_rel_path(&path)

@@ -16,6 +16,7 @@ use super::{
 };
 use crate::arbiter::Guard;
 use crate::clock::{self, Timestamp, Wait};
+use crate::error::Refusal;
 use crate::error::{Error, Result};
 use crate::fsutil;
 use crate::host;
@@ -411,6 +412,7 @@ fn blocked_error(b: Blocker, waited: bool, elapsed: Duration) -> Error {
             b.holder
         );
         return Error::refused(
+            Refusal::QueuedAhead,
             if waited {
                 format!(
                     "gave up waiting after {}: {message}",

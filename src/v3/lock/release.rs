@@ -8,6 +8,7 @@ use serde::Serialize;
 
 use super::{LockEntry, LockState, classify, list_locks, own_locks_listed, scan_tree, take_over};
 use crate::clock;
+use crate::error::Refusal;
 use crate::error::{Error, Result};
 use crate::fsutil;
 use crate::layout;
@@ -99,6 +100,7 @@ pub fn release(
             for e in &entries {
                 if !take_over(e)? {
                     return Err(Error::refused(
+                        Refusal::LockChanged,
                         format!(
                             "the lock of {} on `{}` changed while being removed",
                             e.holder(),

@@ -7,6 +7,10 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+mod refusal;
+
+pub use refusal::Refusal;
+
 /// Shorthand for results of this crate.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -104,9 +108,11 @@ pub enum Error {
         /// Who asked.
         agent: String,
     },
-    /// Any other refusal by a protocol rule.
+    /// Any other refusal by a protocol rule; `why` names the rule (and the `--json` kind).
     #[error("{message}")]
     Refused {
+        /// The rule that refused.
+        why: Refusal,
         /// What was refused and why.
         message: String,
         /// What to do next.
@@ -153,6 +159,19 @@ pub enum Error {
         signal: i32,
         /// The file waited for.
         file: String,
+    },
+    /// A dialogue whose `conversation.md` cannot be understood: `current-turn.txt` was set to
+    /// the seed's error line (when it could be) and nothing else was written.
+    #[error("`{file}` appears corrupted{}: {why}; {turn_note}. Nothing else was written", line.map(|l| format!(" at line {l}")).unwrap_or_default())]
+    DialogueCorrupted {
+        /// The conversation file, as shown to the user.
+        file: String,
+        /// The 1-based line, when known.
+        line: Option<usize>,
+        /// What is wrong.
+        why: String,
+        /// What became of `current-turn.txt`.
+        turn_note: String,
     },
     /// A state that cannot be handled, not tied to one I/O call.
     #[error("{message}")]
@@ -237,6 +256,10 @@ impl Error {
                 "settle every issue (`coord review issue {t} set ISSUE-NN --status resolved`) and finish a verify step first; `coord review show {t}` shows where it stands",
                 t = crate::shell::arg(topic)
             )),
+            Error::DialogueCorrupted { .. } => Some(
+                "fix conversation.md (message numbers 1..N, in step with status.json's message_count), then write the next speaker's id into current-turn.txt"
+                    .into(),
+            ),
             Error::Corrupt { path, .. } => Some(format!(
                 "repair or remove `{}` by hand; nothing was written",
                 path.display()
@@ -280,19 +303,21 @@ impl Error {
             Error::WaitTimedOut { .. } => "wait_timed_out",
             Error::Deadlock { .. } => "deadlock",
             Error::NotHolder { .. } => "not_holder",
-            Error::Refused { .. } => "refused",
+            Error::Refused { why, .. } => why.kind(),
             Error::CheckFailed { .. } => "check_failed",
             Error::ReviewUnfinished { .. } => "review_unfinished",
             Error::Corrupt { .. } => "corrupt",
+            Error::DialogueCorrupted { .. } => "dialogue_corrupted",
             Error::Io { .. } => "io",
             Error::Failed { .. } => "failed",
             Error::Interrupted { .. } => "interrupted",
         }
     }
 
-    /// A refusal with a message and an optional hint.
-    pub fn refused(message: impl Into<String>, hint: Option<String>) -> Error {
+    /// A refusal by rule `why`, with a message and an optional hint.
+    pub fn refused(why: Refusal, message: impl Into<String>, hint: Option<String>) -> Error {
         Error::Refused {
+            why,
             message: message.into(),
             hint,
         }
