@@ -18,6 +18,7 @@
 //!
 //! Every section also adds its ratio to a summary table, printed first: the figures the
 //! performance goals are stated in (see `docs/performance.md`).
+#![allow(clippy::disallowed_methods)] // the benchmarks set up folders by hand
 
 use std::io::Write;
 use std::path::Path;

@@ -1,6 +1,7 @@
 //! Property tests of every parser of the Protocol V3 core: arbitrary input never panics, and
 //! what coord writes reads back as written. The `fuzz/` crate drives the same parsers with
 //! coverage-guided input; these run with every `cargo test`.
+#![allow(clippy::disallowed_methods)] // plants hand-made files on purpose
 
 use std::path::Path;
 use std::time::Duration;

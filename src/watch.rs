@@ -289,6 +289,7 @@ pub fn stop_requested() -> Option<i32> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests plant files by hand
 mod tests {
     use super::*;
 

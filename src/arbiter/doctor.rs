@@ -221,6 +221,7 @@ pub fn sync_warning_once(root: &Path) -> Option<String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests plant files by hand
 mod tests {
     use super::*;
 

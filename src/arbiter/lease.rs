@@ -30,7 +30,7 @@
 
 use std::fs;
 use std::io::{self, Write};
-use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -86,7 +86,7 @@ impl Drop for LeaseGuard {
     fn drop(&mut self) {
         if self.taken.elapsed() < self.lease / 2 {
             // Nobody can have broken it yet: it is ours by name.
-            let _ = fs::remove_file(&self.path);
+            let _ = fsutil::raw::remove_file(&self.path);
             return;
         }
         // Stalled past half the lease: remove it only if it is still ours.
@@ -147,7 +147,7 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
             // itself (a cached `stat` may still say the folder is there).
             Err(e) if e.kind() == io::ErrorKind::NotFound && Instant::now() < deadline => {
                 tmp = None;
-                let _ = fs::create_dir(dir);
+                let _ = fsutil::raw::create_dir(dir);
                 std::thread::sleep(pause);
                 continue;
             }
@@ -205,7 +205,7 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
 
 /// Make `path` name the record in `tmp`, only if nothing is there. `Ok(false)`: taken.
 fn publish(tmp: &Path, path: &Path, text: &[u8]) -> io::Result<bool> {
-    match fs::hard_link(tmp, path) {
+    match fsutil::raw::hard_link(tmp, path) {
         Ok(()) => Ok(true),
         Err(e) => {
             // A retransmitted NFS `LINK` may fail although the link was made: our own file's
@@ -222,7 +222,7 @@ fn publish(tmp: &Path, path: &Path, text: &[u8]) -> io::Result<bool> {
                 // No hard links here (some SMB servers): an exclusive create is atomic there.
                 // Or the holder released between our link and our look: try again (the caller
                 // gives up at its deadline, naming the error).
-                _ if no_hard_links(&e) => match create_exclusive(path, text) {
+                _ if no_hard_links(&e) => match fsutil::raw::create_exclusive(path, text) {
                     Ok(done) => Ok(done),
                     Err(_) => Err(io::Error::new(io::ErrorKind::WouldBlock, e)),
                 },
@@ -244,22 +244,6 @@ fn no_hard_links(e: &io::Error) -> bool {
         .any(|errno| e.raw_os_error() == Some(errno.raw_os_error()))
 }
 
-fn create_exclusive(path: &Path, text: &[u8]) -> io::Result<bool> {
-    match fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o666)
-        .open(path)
-    {
-        Ok(mut f) => {
-            f.write_all(text)?;
-            Ok(true)
-        }
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-        Err(e) => Err(e),
-    }
-}
-
 /// Remove the record at `path` if `keep_going(bytes)` says so for the record actually moved:
 /// it is renamed aside first (one process can move a given name), then judged, then dropped or
 /// put back. Returns whether it was removed.
@@ -271,7 +255,7 @@ fn remove_if(path: &Path, judge: impl Fn(&[u8]) -> bool) -> io::Result<bool> {
         host::random_u64() & 0xFFFF_FFFF_FFFF,
         layout::TEMP_SUFFIX
     ));
-    match fs::rename(path, &aside) {
+    match fsutil::raw::rename(path, &aside) {
         Ok(()) => {}
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
         Err(e) => return Err(e),
@@ -281,9 +265,9 @@ fn remove_if(path: &Path, judge: impl Fn(&[u8]) -> bool) -> io::Result<bool> {
     if !remove {
         // Someone else's (a new holder took the name after we judged): put it back. If yet
         // another holder stands there already, theirs stands, and this one is fenced out.
-        let _ = fs::hard_link(&aside, path);
+        let _ = fsutil::raw::hard_link(&aside, path);
     }
-    let _ = fs::remove_file(&aside);
+    let _ = fsutil::raw::remove_file(&aside);
     Ok(remove)
 }
 
@@ -322,6 +306,7 @@ fn holder_gone(rec: &Record) -> bool {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests plant files by hand
 mod tests {
     use super::*;
 

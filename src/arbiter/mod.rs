@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use serde::Serialize;
 
-use crate::error::{Error, Result};
+use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
 
 /// How a filesystem behaves for coord.
@@ -136,11 +136,9 @@ impl FsInfo {
     ///
     /// [`Error::Io`] when `statfs` fails.
     pub fn detect(dir: &Path) -> Result<FsInfo> {
-        let st = rustix::fs::statfs(dir).map_err(|e| Error::Io {
-            action: "inspect the filesystem of",
-            path: dir.to_path_buf(),
-            source: io::Error::from(e),
-        })?;
+        let st = rustix::fs::statfs(dir)
+            .map_err(io::Error::from)
+            .at("inspect the filesystem of", dir)?;
         // `f_type` is signed on some targets; the magic numbers are 32-bit.
         #[allow(clippy::unnecessary_cast)]
         let magic_number = (st.f_type as i64 as u64) & 0xFFFF_FFFF;

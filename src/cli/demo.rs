@@ -2,7 +2,7 @@
 //! `coord status`. Every step is the real `coord` binary run as its own process.
 
 use std::io::{BufRead, BufReader, Read};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, bail};
 use clap::Args;
 
-use coord::{Error, ExitCode};
+use coord::{Error, ExitCode, fsutil};
 
 use super::{Ctx, output};
 
@@ -78,8 +78,7 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     output::line(
         "\n# All of them want SHARED.txt at once: one holds it, the others wait their turn",
     );
-    std::fs::write(dir.join("SHARED.txt"), "# Shared notes\n")
-        .with_context(|| format!("cannot create SHARED.txt in {}", dir.display()))?;
+    fsutil::replace(&dir.join("SHARED.txt"), b"# Shared notes\n")?;
     let handles: Vec<_> = agents
         .iter()
         .enumerate()
@@ -98,7 +97,7 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                     coord::clock::now().format("%H:%M"),
                     i + 1
                 );
-                append(&demo.dir.join("SHARED.txt"), &line)?;
+                fsutil::append_line(&demo.dir.join("SHARED.txt"), line.as_bytes())?;
                 demo.say(&a, &format!("edits SHARED.txt: {}", line.trim_end()));
                 std::thread::sleep(Duration::from_millis(400));
                 demo.run(&a, &["unlock", "SHARED.txt"])?;
@@ -319,18 +318,18 @@ fn review_step(demo: &Demo, agents: &[&str]) -> anyhow::Result<()> {
         &coord::clock::now(),
     )?;
     if let Some(dir) = file.parent() {
-        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        fsutil::ensure_dir(dir)?;
     }
-    std::fs::write(
+    fsutil::replace(
         &file,
         format!(
             "# Review of SHARED.txt\n\nEvery section is there, one per agent.\n\n\
              ## Handoff Prompt for Next Actor\n\n\
              You are {implementer}, the implementer of review `{topic}`. Read the tracker \
              `.metadata/reviews/active/{topic}-tracker.md` and answer the review in step 02.\n"
-        ),
-    )
-    .with_context(|| format!("cannot write {}", file.display()))?;
+        )
+        .as_bytes(),
+    )?;
     let rel = file
         .strip_prefix(&demo.dir)
         .unwrap_or(&file)
@@ -361,8 +360,7 @@ fn step_counter(demo: &Demo, agents: &[&str]) -> anyhow::Result<()> {
     output::line(
         "\n# Each agent bumps a shared counter with `coord run` (the lock lives as long as the command)",
     );
-    std::fs::write(demo.dir.join("COUNTER.txt"), "0\n")
-        .with_context(|| format!("cannot create COUNTER.txt in {}", demo.dir.display()))?;
+    fsutil::replace(&demo.dir.join("COUNTER.txt"), b"0\n")?;
     let script = "echo $(( $(cat COUNTER.txt) + 1 )) > COUNTER.txt";
     let handles: Vec<_> = agents
         .iter()
@@ -401,8 +399,7 @@ fn demo_dir(ctx: &Ctx) -> anyhow::Result<PathBuf> {
     match &ctx.dir {
         Some(d) => {
             let d = ctx.cwd().join(d);
-            std::fs::create_dir_all(&d)
-                .with_context(|| format!("cannot create the demo folder {}", d.display()))?;
+            fsutil::ensure_dir(&d)?;
             let busy = std::fs::read_dir(&d)
                 .with_context(|| format!("cannot read {}", d.display()))?
                 .next()
@@ -424,16 +421,6 @@ fn demo_dir(ctx: &Ctx) -> anyhow::Result<PathBuf> {
             Ok(std::fs::canonicalize(t.keep())?)
         }
     }
-}
-
-fn append(path: &Path, text: &str) -> anyhow::Result<()> {
-    use std::io::Write;
-    let mut f = std::fs::OpenOptions::new()
-        .append(true)
-        .open(path)
-        .with_context(|| format!("cannot open {}", path.display()))?;
-    f.write_all(text.as_bytes())?;
-    Ok(())
 }
 
 #[derive(Clone)]

@@ -12,12 +12,12 @@
 //! never followed.
 
 use std::io;
-use std::path::PathBuf;
+use std::path::Path;
 
 use serde::Serialize;
 
 use crate::clock::Wait;
-use crate::error::{Error, Result};
+use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
 use crate::host;
 use crate::layout;
@@ -68,21 +68,15 @@ pub fn restore(
             } else {
                 "it is not a regular file"
             };
-            return Err(Error::Io {
-                action: "restore from",
-                path: PathBuf::from(&bak_rel),
-                source: io::Error::new(io::ErrorKind::InvalidData, what),
-            });
+            return Err(io::Error::new(io::ErrorKind::InvalidData, what))
+                .at("restore from", Path::new(&bak_rel));
         }
         Err(_) => {
-            return Err(Error::Io {
-                action: "find the backup",
-                path: PathBuf::from(&bak_rel),
-                source: io::Error::new(
-                    io::ErrorKind::NotFound,
-                    "there is nothing to restore (coord writes FILE.bak on `coord lock`, `coord write` and `coord run`)",
-                ),
-            });
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                "there is nothing to restore (coord writes FILE.bak on `coord lock`, `coord write` and `coord run`)",
+            ))
+            .at("find the backup", Path::new(&bak_rel));
         }
     }
     // A lock the agent holds (coord's, or made by hand in the seed's form) is used and kept.

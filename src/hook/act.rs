@@ -328,6 +328,7 @@ fn stop(ws: &Workspace, agent: &AgentId, already_continued: bool) -> Result<Repl
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests plant files by hand
 mod tests {
     use super::*;
     use crate::hook::patch;

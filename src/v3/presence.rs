@@ -26,7 +26,7 @@ use std::time::Duration;
 use serde::Serialize;
 
 use crate::clock::{self, Timestamp};
-use crate::error::{IoResultExt, Result};
+use crate::error::Result;
 use crate::fsutil::{self, RECORD_CAP};
 use crate::layout;
 use crate::record::Record;
@@ -360,16 +360,11 @@ pub fn write(root: &Path, agent: &AgentId, update: &Update) -> Result<Presence> 
 /// [`Error::Io`](crate::Error::Io) on a failure other than "not there".
 pub fn remove(root: &Path, agent: &AgentId) -> Result<bool> {
     let path = layout::presence(root, agent.id());
-    fs::remove_file(&path).map(|_| true).or_else(|e| {
-        if e.kind() == std::io::ErrorKind::NotFound {
-            Ok(false)
-        } else {
-            Err(e).at("remove", &path)
-        }
-    })
+    fsutil::remove(&path)
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests plant files by hand
 mod tests {
     use super::*;
 

@@ -110,7 +110,7 @@ pub fn leave(tickets: &Tickets) {
         if let Some(dir) = path.parent()
             && !tickets.keep_folders
         {
-            let _ = fs::remove_dir(dir);
+            let _ = fsutil::raw::remove_empty_dir(dir);
         }
     }
 }
@@ -161,7 +161,7 @@ pub fn live_tickets(root: &Path, target: &Target) -> Vec<Ahead> {
         }
     }
     if live.is_empty() && !keeps_folders(root) {
-        let _ = fs::remove_dir(&dir);
+        let _ = fsutil::raw::remove_empty_dir(&dir);
     }
     live
 }

@@ -2,6 +2,7 @@
 //!
 //! One test binary, one module per command group; `support` holds the builder, `fixture` the
 //! workspaces in a given state built with it.
+#![allow(clippy::disallowed_methods)] // the tests plant files by hand, as an agent or a user would
 
 mod fixture;
 mod support;

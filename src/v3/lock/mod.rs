@@ -60,7 +60,7 @@ use serde::Serialize;
 
 use crate::arbiter;
 use crate::clock::{self, Timestamp};
-use crate::error::{Error, Result};
+use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil::{self, RECORD_CAP};
 use crate::host;
 use crate::layout;
@@ -299,18 +299,10 @@ fn list_locks(target: &Target, sweep: bool) -> Result<Vec<LockEntry>> {
     ) else {
         return Ok(Vec::new());
     };
-    let entries = fs::read_dir(dir).map_err(|source| Error::Io {
-        action: "list",
-        path: dir.to_path_buf(),
-        source,
-    })?;
+    let entries = fs::read_dir(dir).at("list", dir)?;
     let mut found = Vec::new();
     for entry in entries {
-        let entry = entry.map_err(|source| Error::Io {
-            action: "list",
-            path: dir.to_path_buf(),
-            source,
-        })?;
+        let entry = entry.at("list", dir)?;
         let name = entry.file_name();
         match name.to_str().and_then(layout::parse_lock_name) {
             Some((b, agent)) if b == base => {
@@ -497,22 +489,16 @@ fn take_over(e: &LockEntry) -> Result<bool> {
         });
     }
     let aside = fsutil::temp_in(dir)
-        .map_err(|source| Error::Io {
-            action: "create a temporary file in",
-            path: dir.to_path_buf(),
-            source,
-        })?
+        .at("create a temporary file in", dir)?
         .into_temp_path();
     let aside_path = aside.to_path_buf();
-    if let Err(e2) = fs::rename(&e.lock_path, &aside_path) {
-        if e2.kind() == std::io::ErrorKind::NotFound {
+    match fsutil::rename(&e.lock_path, &aside_path) {
+        Ok(()) => {}
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
             return Ok(true);
         }
-        return Err(Error::Io {
-            action: "move aside",
-            path: e.lock_path.clone(),
-            source: e2,
-        });
+        Err(Error::Io { source, .. }) => return Err(source).at("move aside", &e.lock_path),
+        Err(other) => return Err(other),
     }
     let now_bytes = fsutil::read_capped(&aside_path, RECORD_CAP).ok();
     let touched = e.mtime.is_some() && fsutil::mtime(&aside_path) != e.mtime;
@@ -520,7 +506,7 @@ fn take_over(e: &LockEntry) -> Result<bool> {
         // Refreshed by its holder in the meantime (rewritten, or touched as a hand-made lock is
         // refreshed): put it back and honour it. If the holder has already made a new record at
         // the path, that one stands and the moved copy is dropped.
-        let _ = fs::hard_link(&aside_path, &e.lock_path);
+        let _ = fsutil::raw::hard_link(&aside_path, &e.lock_path);
         return Ok(false);
     }
     drop(aside); // removes the renamed record
@@ -542,6 +528,7 @@ fn own_locks_listed(ws: &Workspace, agent: &AgentId) -> Vec<String> {
 }
 
 #[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests plant files by hand
 mod tests {
     use super::*;
 

@@ -1,0 +1,232 @@
+//! Whole files published atomically: a filled temporary file linked or renamed into place.
+
+use std::fs::{self, File};
+use std::io::{self, Read, Write};
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+
+use tempfile::NamedTempFile;
+
+use super::{open_regular_nofollow, parent_of, sync_dir};
+use crate::error::{IoResultExt, Result};
+use crate::{host, layout};
+
+/// A new temporary file in `dir`, named so that [`sweep_temps`] can tell whose it is.
+///
+/// # Errors
+///
+/// Any error creating the file.
+pub fn temp_in(dir: &Path) -> io::Result<NamedTempFile> {
+    // The error of `tempfile` names the temporary file (`… at path ".coord-….tmp"`), which means
+    // nothing to the user: keep only the system's error, the caller names the file.
+    temp_builder().tempfile_in(dir).map_err(bare)
+}
+
+/// An OS error without the path `tempfile` adds to its message.
+fn bare(e: io::Error) -> io::Error {
+    e.raw_os_error().map_or(e, io::Error::from_raw_os_error)
+}
+
+fn temp_builder() -> tempfile::Builder<'static, 'static> {
+    // 0666 less the umask, like any new file: state files are shared with agents that may run
+    // as other users.
+    let mut b = tempfile::Builder::new();
+    b.prefix(layout_prefix())
+        .suffix(layout::TEMP_SUFFIX)
+        .rand_bytes(6)
+        .permissions(std::fs::Permissions::from_mode(0o666));
+    b
+}
+
+/// This process's temporary-file prefix, built once.
+fn layout_prefix() -> &'static str {
+    static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    PREFIX.get_or_init(|| layout::temp_prefix(host::host_tag(), host::pid()))
+}
+
+fn filled_temp(path: &Path, bytes: &[u8], durable: bool) -> Result<NamedTempFile> {
+    let dir = parent_of(path);
+    let mut tmp = temp_in(dir).at("create a temporary file in", dir)?;
+    // Errors name the file being written, not its temporary copy (on a full disk, the user
+    // needs to know which file was not written).
+    tmp.write_all(bytes).at("write", path)?;
+    if durable {
+        tmp.as_file().sync_all().at("write", path)?;
+    }
+    Ok(tmp)
+}
+
+/// Publish `bytes` at `path` only if nothing is there yet (no file, no link).
+///
+/// Returns `false` when `path` already exists; nothing is changed then.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the path on any other failure.
+pub fn create_new(path: &Path, bytes: &[u8]) -> Result<bool> {
+    let tmp = filled_temp(path, bytes, false)?;
+    match tmp.persist_noclobber(path) {
+        Ok(_) => Ok(true),
+        Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+        Err(e) => Err(e.error).at("create", path),
+    }
+}
+
+/// Replace (or create) `path` with `bytes` atomically. A symlink at `path` is replaced, not followed.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the path.
+pub fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = filled_temp(path, bytes, false)?;
+    persist(tmp, path)
+}
+
+/// Replace `path` durably: temp file, fsync, rename, fsync of the folder. The mode of an
+/// existing regular file at `path` is kept.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the path.
+pub fn replace_durable(path: &Path, bytes: &[u8]) -> Result<()> {
+    let tmp = filled_temp(path, bytes, false)?;
+    keep_mode(path, tmp.as_file())?;
+    tmp.as_file().sync_all().at("write", path)?;
+    persist(tmp, path)?;
+    sync_dir(parent_of(path))
+}
+
+/// Give `file` the permissions of the regular file at `path`, when there is one.
+fn keep_mode(path: &Path, file: &File) -> Result<()> {
+    if let Ok(meta) = fs::symlink_metadata(path)
+        && meta.is_file()
+    {
+        file.set_permissions(meta.permissions())
+            .at("set permissions of", path)?;
+    }
+    Ok(())
+}
+
+/// Copy the regular file `src` to `dst`, replacing `dst` atomically (never following a link at
+/// `dst`, never touching anything but `dst`). Returns the bytes copied.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the file involved.
+pub fn copy_replace(src: &Path, dst: &Path) -> Result<u64> {
+    let (tmp, n) = copy_to_temp(src, parent_of(dst), false)?;
+    persist(tmp, dst)?;
+    Ok(n)
+}
+
+/// A temporary copy of the regular file `src` (never following a link at `src`) in `dir`, with
+/// `src`'s mode, fsynced when `durable`; publish it with [`persist`]. Returns it and its size.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the file involved.
+pub fn copy_to_temp(src: &Path, dir: &Path, durable: bool) -> Result<(NamedTempFile, u64)> {
+    let mut input = open_regular_nofollow(src).at("read", src)?;
+    let mut tmp = temp_in(dir).at("create a temporary file in", dir)?;
+    let n = io::copy(&mut input, tmp.as_file_mut()).at("copy", src)?;
+    if let Ok(meta) = input.metadata() {
+        tmp.as_file()
+            .set_permissions(meta.permissions())
+            .at("set permissions of", tmp.path())?;
+    }
+    if durable {
+        tmp.as_file().sync_all().at("copy", src)?;
+    }
+    Ok((tmp, n))
+}
+
+/// Everything `input` yields, in a new temporary file in `dir`, fsynced: content on its way to
+/// a path, published later with [`persist`]. The file gets the mode of the regular file at
+/// `like` when there is one, else the usual mode of a new file (0666 less the umask). Returns
+/// it and its size. On error the temporary file is removed.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the folder, the temporary file, or `what` (the input).
+pub fn spool(
+    dir: &Path,
+    input: &mut dyn Read,
+    what: &Path,
+    like: &Path,
+) -> Result<(NamedTempFile, u64)> {
+    let mut tmp = temp_builder()
+        .tempfile_in(dir)
+        .map_err(bare)
+        .at("create a temporary file in", dir)?;
+    // Write errors name the file the content is for, not its temporary copy.
+    let n = copy_input(input, tmp.as_file_mut(), what, like)?;
+    keep_mode(like, tmp.as_file())?;
+    tmp.as_file().sync_all().at("write", like)?;
+    Ok((tmp, n))
+}
+
+/// `io::copy`, telling a read error (blamed on `what`) from a write error (blamed on `to`).
+fn copy_input(input: &mut dyn Read, out: &mut File, what: &Path, to: &Path) -> Result<u64> {
+    let mut buf = vec![0u8; 128 * 1024];
+    let mut total = 0u64;
+    loop {
+        let n = match input.read(&mut buf) {
+            Ok(0) => return Ok(total),
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).at("read", what),
+        };
+        out.write_all(&buf[..n]).at("write", to)?;
+        total += n as u64;
+    }
+}
+
+/// Publish a filled temporary file at `path` by rename: atomic, replacing whatever is there
+/// (a symlink at `path` is replaced, never followed). Pair with [`sync_dir`] for durability.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the path; the temporary file is removed then.
+pub fn persist(tmp: NamedTempFile, path: &Path) -> Result<()> {
+    if exchange(&tmp, path) {
+        return Ok(());
+    }
+    tmp.persist(path).map_err(|e| e.error).at("replace", path)?;
+    Ok(())
+}
+
+/// Replace a regular file (or a symlink) at `path` by swapping it with `tmp` in one atomic
+/// `renameat2(RENAME_EXCHANGE)`, then dropping `tmp`, which now names the old content.
+/// Returns `false` (nothing changed) when there is nothing to swap with or the filesystem
+/// cannot exchange; the caller then renames.
+///
+/// Why: ext4 starts writeback of the new file on a rename that replaces an existing file
+/// (`auto_da_alloc`), which makes every small replace wait on the disk; an exchange does not.
+/// Content that must survive a crash is fsynced before it gets here ([`replace_durable`],
+/// [`spool`]), which is what `auto_da_alloc` only approximates.
+fn exchange(tmp: &NamedTempFile, path: &Path) -> bool {
+    use rustix::fs::{CWD, RenameFlags};
+    match fs::symlink_metadata(path) {
+        Ok(meta) if meta.is_file() || meta.is_symlink() => {}
+        _ => return false,
+    }
+    if rustix::fs::renameat_with(CWD, tmp.path(), CWD, path, RenameFlags::EXCHANGE).is_err() {
+        return false;
+    }
+    if fs::symlink_metadata(tmp.path()).is_ok_and(|m| m.is_dir()) {
+        // A folder appeared at `path` in between: put it back, and let the rename refuse.
+        let _ = rustix::fs::renameat_with(CWD, tmp.path(), CWD, path, RenameFlags::EXCHANGE);
+        return false;
+    }
+    true
+}
+
+/// [`persist`], then fsync of the folder, so the new content survives a crash.
+///
+/// # Errors
+///
+/// As [`persist`] and [`sync_dir`].
+pub fn persist_durable(tmp: NamedTempFile, path: &Path) -> Result<()> {
+    persist(tmp, path)?;
+    sync_dir(parent_of(path))
+}

@@ -1,0 +1,112 @@
+//! Entries of a folder: remove, rename, link, create folders, touch, chmod, fsync a folder.
+
+use std::fs::{self, File};
+use std::io;
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::time::SystemTime;
+
+use super::{Access, linked_ancestor, not_regular, open_nofollow};
+use crate::error::{IoResultExt, Result};
+
+/// fsync a folder, so a rename in it survives a crash.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the folder.
+pub fn sync_dir(dir: &Path) -> Result<()> {
+    File::open(dir)
+        .and_then(|f| f.sync_all())
+        .at("sync folder", dir)
+}
+
+/// Remove `path` (a file or a link, never a link's target). `Ok(false)` when it was not there.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the path.
+pub fn remove(path: &Path) -> Result<bool> {
+    match fs::remove_file(path) {
+        Ok(()) => Ok(true),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+        Err(e) => Err(e).at("remove", path),
+    }
+}
+
+/// Rename `from` to `to`, replacing `to`.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming `from`.
+pub fn rename(from: &Path, to: &Path) -> Result<()> {
+    fs::rename(from, to).at("rename", from)
+}
+
+/// Create `dir` and its parents. A symlink where a folder should be is refused, at `dir` or
+/// at any folder above it.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the folder.
+pub fn ensure_dir(dir: &Path) -> Result<()> {
+    // A symlinked folder above `dir` (`.metadata -> /elsewhere`, `archive -> /elsewhere`) would
+    // make `create_dir_all` and every later write land outside the workspace.
+    if let Some(link) = linked_ancestor(dir) {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            "is a symlink (not followed)",
+        ))
+        .at("create folder", &link);
+    }
+    match fs::symlink_metadata(dir) {
+        Ok(meta) if meta.is_dir() => Ok(()),
+        Ok(_) => Err(io::Error::new(
+            io::ErrorKind::AlreadyExists,
+            "exists and is not a folder",
+        ))
+        .at("create folder", dir),
+        Err(_) => {
+            // Someone may be removing the folder while it is created (`rm -rf .coord` while
+            // agents wait): mkdir then finds it "exists" and it is gone a moment later. Try
+            // again a few times; what stands there in the end decides.
+            let mut tries = 0;
+            loop {
+                match fs::create_dir_all(dir) {
+                    Ok(()) => return Ok(()),
+                    Err(_) if fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) => {
+                        return Ok(());
+                    }
+                    Err(_) if tries < 20 => tries += 1,
+                    Err(e) => return Err(e).at("create folder", dir),
+                }
+            }
+        }
+    }
+}
+
+/// Set the modification time of `path` to now (a heartbeat for wait tickets).
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the path.
+pub fn touch(path: &Path) -> Result<()> {
+    // O_NONBLOCK: opening a FIFO planted here for writing would otherwise wait for a reader
+    // forever. Only a regular file is touched.
+    let (file, _) = open_nofollow(path, Access::Write).at("touch", path)?;
+    file.set_modified(SystemTime::now()).at("touch", path)
+}
+
+/// Make the regular file at `path` executable by whoever may read it (a git hook script).
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the path.
+pub fn make_executable(path: &Path) -> Result<()> {
+    let meta = fs::symlink_metadata(path).at("inspect", path)?;
+    if !meta.is_file() {
+        return Err(not_regular()).at("make executable", path);
+    }
+    let mode = meta.permissions().mode();
+    let exec = (mode & 0o444) >> 2;
+    fs::set_permissions(path, fs::Permissions::from_mode(mode | exec)).at("make executable", path)
+}

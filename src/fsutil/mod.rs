@@ -1,0 +1,124 @@
+//! Every write coord makes to disk, every capped read, and the workspace mutex.
+//!
+//! Invariants kept here, so no other module has to think about them:
+//!
+//! - A file coord publishes never appears half-written: content goes to a unique temporary file
+//!   in the target's own folder (`.coord-<host>-<pid>-XXXXXX.tmp`), which is then linked or renamed
+//!   into place. [`create_new`] never replaces anything; [`replace`] replaces atomically;
+//!   [`replace_durable`] also fsyncs the file and the folder (for content that matters).
+//! - Creating or replacing never follows a symlink: `rename` replaces a link itself, and the
+//!   temporary file is created with `O_EXCL`.
+//! - Reads of state files are capped in size, never follow a symlink, never block on a FIFO,
+//!   and refuse anything but a regular file.
+//! - Appends ([`append_line`]) are one `write(2)` of a whole line on an `O_APPEND` descriptor,
+//!   made while holding a kernel lock (`flock`) on the file itself, so two coord writers never
+//!   interleave and a line never lands glued to a previous line that lacked its newline.
+//! - Temporary files left behind by a killed process are swept by the next coord in that folder
+//!   ([`sweep_temps`]): at once when their process is known gone, after an hour otherwise.
+//!
+//! One module per concern: [`read`](self) (capped, no-follow reads), atomic publication of whole
+//! files, appends, entries (remove, rename, link, folders), the sweep of leftover temporary
+//! files, and the workspace mutex. This is the only module that may call `std::fs`'s writing
+//! functions (`clippy.toml` disallows them elsewhere).
+#![allow(clippy::disallowed_methods)]
+
+use std::fs::{self, File, OpenOptions};
+use std::io;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::Path;
+
+use rustix::fs::OFlags;
+
+mod append;
+mod atomic;
+mod entry;
+mod mutex;
+pub mod raw;
+mod read;
+mod sweep;
+#[cfg(test)]
+mod tests;
+
+pub use append::{
+    append_durable, append_line, append_line_durable, append_line_durable_numbered, sync_file,
+};
+pub use atomic::{
+    copy_replace, copy_to_temp, create_new, persist, persist_durable, replace, replace_durable,
+    spool, temp_in,
+};
+pub use entry::{ensure_dir, make_executable, remove, rename, sync_dir, touch};
+pub use mutex::{MUTEX_PATIENCE, MutexGuard, lock_mutex};
+pub use read::{
+    RECORD_CAP, linked_ancestor, mtime, open_regular_nofollow, read_capped, read_capped_with_mtime,
+    read_text_capped, same_regular_files,
+};
+pub use sweep::{sweep_entry, sweep_temps};
+
+/// How [`open_nofollow`] opens a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Access {
+    /// Read only.
+    Read,
+    /// Write only, the file must exist (touching its mtime).
+    Write,
+    /// Append to an existing file.
+    Append,
+    /// Read and append, created (mode 0666 less the umask) when missing.
+    AppendOrCreate,
+    /// Read and write, created when missing, never truncated.
+    ReadWriteOrCreate,
+}
+
+/// Open the regular file at `path` the one way coord opens files: never through a symlink
+/// (`O_NOFOLLOW`, said as "is a symlink (not followed)"), never waiting on a FIFO
+/// (`O_NONBLOCK`), never taking a controlling terminal (`O_NOCTTY`); anything but a regular file
+/// is refused ("is not a regular file"). Returns the file and its metadata (`fstat` of the open
+/// file).
+///
+/// # Errors
+///
+/// `InvalidData` for a symlink or anything but a regular file; any other open error as is.
+pub(crate) fn open_nofollow(path: &Path, access: Access) -> io::Result<(File, fs::Metadata)> {
+    let mut options = OpenOptions::new();
+    match access {
+        Access::Read => options.read(true),
+        Access::Write => options.write(true),
+        Access::Append => options.append(true),
+        Access::AppendOrCreate => options.read(true).append(true).create(true).mode(0o666),
+        Access::ReadWriteOrCreate => options
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .mode(0o666),
+    };
+    let file = options
+        .custom_flags((OFlags::NOFOLLOW | OFlags::NONBLOCK | OFlags::NOCTTY).bits() as i32)
+        .open(path)
+        .map_err(not_followed)?;
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Err(not_regular());
+    }
+    Ok((file, meta))
+}
+
+fn parent_of(path: &Path) -> &Path {
+    match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p,
+        _ => Path::new("."),
+    }
+}
+
+/// An `O_NOFOLLOW` open that met a symlink (`ELOOP`) said as such; other errors unchanged.
+fn not_followed(e: io::Error) -> io::Error {
+    if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
+        io::Error::new(io::ErrorKind::InvalidData, "is a symlink (not followed)")
+    } else {
+        e
+    }
+}
+
+fn not_regular() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, "is not a regular file")
+}

@@ -1,0 +1,102 @@
+//! The workspace mutex: a short kernel lock on a file that is never deleted.
+
+use std::fs::{self, File};
+use std::io;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::{Access, open_nofollow};
+use crate::error::{IoResultExt, Result};
+
+/// The workspace mutex: a short kernel lock on a file that is never deleted.
+///
+/// Every lock transition (acquire, stale takeover, release, fenced commit) happens while one
+/// of these is held. Dropping it releases the kernel lock.
+#[derive(Debug)]
+pub struct MutexGuard {
+    _file: File,
+    path: PathBuf,
+}
+
+impl MutexGuard {
+    /// The mutex file.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Take the workspace mutex at `path`, blocking until it is free (it is held for microseconds).
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) when the mutex file cannot be opened (a symlink is refused)
+/// or locked.
+pub fn lock_mutex(path: &Path) -> Result<MutexGuard> {
+    lock_mutex_within(path, MUTEX_PATIENCE)
+}
+
+pub(super) fn lock_mutex_within(path: &Path, patience: Duration) -> Result<MutexGuard> {
+    let deadline = Instant::now() + patience;
+    // A mutex file deleted and created anew (`git clean`, an agent tidying up) between our open
+    // and our lock would let two processes hold "the" mutex, each on its own file: after
+    // locking, make sure the file we hold is still the one at the path, else start over.
+    loop {
+        let file = open_mutex(path)?;
+        lock_patiently(&file, path, deadline)?;
+        let held = file.metadata().at("open the workspace mutex", path)?;
+        match fs::symlink_metadata(path) {
+            Ok(now) if now.dev() == held.dev() && now.ino() == held.ino() => {
+                return Ok(MutexGuard {
+                    _file: file,
+                    path: path.to_path_buf(),
+                });
+            }
+            _ if Instant::now() >= deadline => {
+                return Err(io::Error::new(
+                    io::ErrorKind::TimedOut,
+                    "keeps being replaced while coord locks it",
+                ))
+                .at("lock the workspace mutex", path);
+            }
+            _ => continue,
+        }
+    }
+}
+
+/// How long coord waits for the workspace mutex before giving up. It is held for microseconds;
+/// only a process stopped (or stuck) while holding it makes anyone wait this long.
+pub const MUTEX_PATIENCE: Duration = Duration::from_secs(30);
+
+fn open_mutex(path: &Path) -> Result<File> {
+    // O_NONBLOCK so that a FIFO planted at `path` cannot make the open wait (it does not affect
+    // `flock`). Anything but a regular file is refused: every coord process must lock the same
+    // kind of object, and a symlink could point anywhere.
+    open_nofollow(path, Access::ReadWriteOrCreate)
+        .map(|(file, _)| file)
+        .at("open the workspace mutex", path)
+}
+
+/// Take the kernel lock, trying again with short growing pauses (at most 1 ms) until `deadline`,
+/// so that a process frozen while holding the mutex cannot freeze every other coord forever.
+fn lock_patiently(file: &File, path: &Path, deadline: Instant) -> Result<()> {
+    let mut pause = Duration::from_micros(20);
+    loop {
+        match file.try_lock() {
+            Ok(()) => return Ok(()),
+            Err(std::fs::TryLockError::WouldBlock) => {}
+            Err(std::fs::TryLockError::Error(e)) => {
+                return Err(e).at("lock the workspace mutex", path);
+            }
+        }
+        if Instant::now() >= deadline {
+            return Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "another process has held it too long (a coord process stopped with Ctrl-Z?)",
+            ))
+            .at("lock the workspace mutex", path);
+        }
+        std::thread::sleep(pause);
+        pause = (pause * 2).min(Duration::from_millis(1));
+    }
+}

@@ -1,0 +1,113 @@
+//! Capped reads of state files that never follow a symlink nor block on a FIFO.
+
+use std::fs::{self, File};
+use std::io::{self, Read};
+use std::path::{Path, PathBuf};
+use std::time::SystemTime;
+
+use super::{Access, open_nofollow};
+
+/// Size cap for small state files (presence, lock, handshake, tickets).
+pub const RECORD_CAP: u64 = 64 * 1024;
+
+/// Read at most `cap` bytes of a regular file, without following a symlink or blocking on a FIFO.
+///
+/// # Errors
+///
+/// `NotFound` when it does not exist; `InvalidData` when it is not a regular file or is larger
+/// than `cap`; any other open/read error as is.
+pub fn read_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
+    read_capped_with_mtime(path, cap).map(|(bytes, _)| bytes)
+}
+
+/// [`read_capped`], with the mtime of the file as opened (`fstat` on the open file: a network
+/// filesystem revalidates it on open, where a `stat` of the path may be served from a cache).
+///
+/// # Errors
+///
+/// As [`read_capped`].
+pub fn read_capped_with_mtime(path: &Path, cap: u64) -> io::Result<(Vec<u8>, Option<SystemTime>)> {
+    let (file, meta) = open_nofollow(path, Access::Read)?;
+    let bytes = read_open_capped(file, &meta, cap)?;
+    Ok((bytes, meta.modified().ok()))
+}
+
+fn read_open_capped(file: File, meta: &fs::Metadata, cap: u64) -> io::Result<Vec<u8>> {
+    if meta.len() > cap {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("is larger than {cap} bytes"),
+        ));
+    }
+    let mut buf = Vec::with_capacity(meta.len() as usize);
+    file.take(cap + 1).read_to_end(&mut buf)?;
+    if buf.len() as u64 > cap {
+        return Err(io::Error::new(
+            io::ErrorKind::InvalidData,
+            format!("is larger than {cap} bytes"),
+        ));
+    }
+    Ok(buf)
+}
+
+/// [`read_capped`] as text (invalid UTF-8 replaced), with the file's mtime.
+///
+/// # Errors
+///
+/// As [`read_capped`].
+pub fn read_text_capped(path: &Path, cap: u64) -> io::Result<(String, Option<SystemTime>)> {
+    let (bytes, mtime) = read_capped_with_mtime(path, cap)?;
+    Ok((String::from_utf8_lossy(&bytes).into_owned(), mtime))
+}
+
+/// The modification time of `path` itself (not a link's target).
+pub fn mtime(path: &Path) -> Option<SystemTime> {
+    fs::symlink_metadata(path).and_then(|m| m.modified()).ok()
+}
+
+/// Whether `a` and `b` are both regular files (neither followed through a symlink) with the
+/// same permissions and the same bytes. Any error reads as "not the same".
+pub fn same_regular_files(a: &Path, b: &Path) -> bool {
+    fn same(a: &Path, b: &Path) -> io::Result<bool> {
+        let (mut fa, mut fb) = (open_regular_nofollow(a)?, open_regular_nofollow(b)?);
+        let (ma, mb) = (fa.metadata()?, fb.metadata()?);
+        if ma.len() != mb.len() || ma.permissions() != mb.permissions() {
+            return Ok(false);
+        }
+        let (mut ba, mut bb) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
+        loop {
+            let n = fa.read(&mut ba)?;
+            if n == 0 {
+                // Same length as `a` (checked above), unless `b` grew meanwhile.
+                return Ok(fb.read(&mut bb[..1])? == 0);
+            }
+            fb.read_exact(&mut bb[..n])?;
+            if ba[..n] != bb[..n] {
+                return Ok(false);
+            }
+        }
+    }
+    same(a, b).unwrap_or(false)
+}
+
+/// Open a regular file for reading without following a symlink or blocking on a FIFO.
+///
+/// # Errors
+///
+/// As [`read_capped`], without a size cap.
+pub fn open_regular_nofollow(path: &Path) -> io::Result<File> {
+    open_nofollow(path, Access::Read).map(|(file, _)| file)
+}
+
+/// The first folder above `path` (nearest first) that is a symlink, if any.
+///
+/// Every path coord builds starts at a workspace root that was resolved (`canonicalize`), so a
+/// symlink among the ancestors of a state path was planted below the root: following it would
+/// read or write outside the workspace.
+pub fn linked_ancestor(path: &Path) -> Option<PathBuf> {
+    path.ancestors()
+        .skip(1)
+        .filter(|a| !a.as_os_str().is_empty())
+        .find(|a| fs::symlink_metadata(a).is_ok_and(|m| m.is_symlink()))
+        .map(Path::to_path_buf)
+}

@@ -1,0 +1,272 @@
+//! Tests of the writer.
+
+use std::fs::{self, OpenOptions};
+use std::os::unix::fs::PermissionsExt;
+use std::time::{Duration, SystemTime};
+
+use rustix::fs::Mode;
+
+use super::mutex::lock_mutex_within;
+use super::*;
+use crate::{host, layout};
+
+#[test]
+fn create_new_never_replaces() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("a.lock.x");
+    assert!(create_new(&p, b"one").unwrap());
+    assert!(!create_new(&p, b"two").unwrap());
+    assert_eq!(fs::read(&p).unwrap(), b"one");
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "no temp left");
+}
+
+#[test]
+fn create_new_does_not_follow_a_dangling_link() {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim");
+    let link = dir.path().join("a.lock.x");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    assert!(!create_new(&link, b"x").unwrap());
+    assert!(!victim.exists());
+}
+
+#[test]
+fn replace_replaces_a_link_not_its_target() {
+    let dir = tempfile::tempdir().unwrap();
+    let victim = dir.path().join("victim");
+    fs::write(&victim, b"precious").unwrap();
+    let link = dir.path().join("f.bak");
+    std::os::unix::fs::symlink(&victim, &link).unwrap();
+    replace(&link, b"backup").unwrap();
+    assert_eq!(fs::read(&victim).unwrap(), b"precious");
+    assert_eq!(fs::read(&link).unwrap(), b"backup");
+    assert!(!fs::symlink_metadata(&link).unwrap().is_symlink());
+}
+
+#[test]
+fn capped_reads_refuse_links_fifos_dirs_and_giants() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("f");
+    fs::write(&f, b"hello").unwrap();
+    assert_eq!(read_capped(&f, 5).unwrap(), b"hello");
+    assert!(read_capped(&f, 4).is_err());
+    let link = dir.path().join("l");
+    std::os::unix::fs::symlink(&f, &link).unwrap();
+    assert!(read_capped(&link, 100).is_err());
+    assert!(read_capped(dir.path(), 100).is_err());
+    let fifo = dir.path().join("fifo");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    assert!(
+        read_capped(&fifo, 100).is_err(),
+        "a FIFO is refused, not waited on"
+    );
+}
+
+#[test]
+fn touch_and_the_mutex_refuse_a_fifo_instead_of_waiting() {
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = dir.path().join("ticket");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    assert!(touch(&fifo).is_err(), "no reader: must not block");
+    assert!(lock_mutex(&fifo).is_err());
+    assert!(touch(dir.path()).is_err());
+    let link = dir.path().join("mutex");
+    std::os::unix::fs::symlink(dir.path().join("elsewhere"), &link).unwrap();
+    assert!(lock_mutex(&link).is_err());
+    assert!(
+        !dir.path().join("elsewhere").exists(),
+        "the link was not followed"
+    );
+}
+
+#[test]
+fn old_fuse_leftovers_are_swept_and_fresh_ones_kept() {
+    let dir = tempfile::tempdir().unwrap();
+    let old = dir.path().join(".fuse_hidden0000000a00000001");
+    let fresh = dir.path().join(".fuse_hidden0000000b00000002");
+    fs::write(&old, b"Agent: x\n").unwrap();
+    fs::write(&fresh, b"Agent: y\n").unwrap();
+    let f = OpenOptions::new().write(true).open(&old).unwrap();
+    f.set_modified(SystemTime::now() - Duration::from_secs(120))
+        .unwrap();
+    assert_eq!(sweep_temps(dir.path()), 1);
+    assert!(!old.exists());
+    assert!(fresh.exists(), "one still in use is left alone");
+}
+
+#[test]
+fn sweep_removes_temps_of_dead_processes_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let mine = temp_in(dir.path()).unwrap();
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let orphan = dir.path().join(format!(
+        "{}abc123{}",
+        layout::temp_prefix(host::host_tag(), dead),
+        layout::TEMP_SUFFIX
+    ));
+    fs::write(&orphan, b"partial").unwrap();
+    assert_eq!(sweep_temps(dir.path()), 1);
+    assert!(!orphan.exists());
+    assert!(mine.path().exists());
+}
+
+#[test]
+fn new_files_get_the_usual_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let p = dir.path().join("x");
+    assert!(create_new(&p, b"1").unwrap());
+    let mode = fs::metadata(&p).unwrap().permissions().mode() & 0o777;
+    let status = fs::read_to_string("/proc/self/status").unwrap();
+    let umask = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Umask:"))
+        .map(|v| u32::from_str_radix(v.trim(), 8).unwrap())
+        .unwrap();
+    assert_eq!(mode, 0o666 & !umask);
+}
+
+#[test]
+fn append_adds_whole_lines_and_refuses_links() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("notes.md");
+    append_line(&f, b"one").unwrap();
+    fs::write(&f, b"one\nhand-written, no newline").unwrap();
+    append_line_durable(&f, b"two\n").unwrap();
+    assert_eq!(
+        fs::read_to_string(&f).unwrap(),
+        "one\nhand-written, no newline\ntwo\n"
+    );
+    let link = dir.path().join("link.md");
+    std::os::unix::fs::symlink(&f, &link).unwrap();
+    assert!(append_line(&link, b"x").is_err());
+    assert!(append_line(dir.path(), b"x").is_err());
+    assert!(fs::read_to_string(&f).unwrap().ends_with("two\n"));
+}
+
+#[test]
+fn append_durable_only_appends_to_an_existing_regular_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("conversation.md");
+    assert!(
+        append_durable(&f, b"x").is_err(),
+        "a missing file is not created"
+    );
+    fs::write(&f, b"one\n").unwrap();
+    append_durable(&f, b"two\n").unwrap();
+    assert_eq!(fs::read(&f).unwrap(), b"one\ntwo\n");
+    let link = dir.path().join("link.md");
+    std::os::unix::fs::symlink(&f, &link).unwrap();
+    assert!(
+        append_durable(&link, b"three\n").is_err(),
+        "a link is not followed"
+    );
+    assert_eq!(fs::read(&f).unwrap(), b"one\ntwo\n");
+}
+
+#[test]
+fn replace_over_an_existing_file_leaves_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("f");
+    fs::write(&f, b"old").unwrap();
+    let other = dir.path().join("hardlink");
+    fs::hard_link(&f, &other).unwrap();
+    replace(&f, b"new").unwrap();
+    assert_eq!(fs::read(&f).unwrap(), b"new");
+    assert_eq!(
+        fs::read(&other).unwrap(),
+        b"old",
+        "other links keep the old content"
+    );
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2, "no temp left");
+    let sub = dir.path().join("sub");
+    fs::create_dir(&sub).unwrap();
+    assert!(replace(&sub, b"x").is_err(), "a folder is never replaced");
+    assert!(sub.is_dir());
+}
+
+#[test]
+fn same_regular_files_compares_bytes_and_mode() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+    fs::write(&a, b"same").unwrap();
+    fs::write(&b, b"same").unwrap();
+    fs::set_permissions(&a, fs::Permissions::from_mode(0o644)).unwrap();
+    fs::set_permissions(&b, fs::Permissions::from_mode(0o644)).unwrap();
+    assert!(same_regular_files(&a, &b));
+    fs::write(&b, b"diff").unwrap();
+    assert!(!same_regular_files(&a, &b));
+    fs::write(&b, b"same").unwrap();
+    fs::set_permissions(&b, fs::Permissions::from_mode(0o600)).unwrap();
+    assert!(!same_regular_files(&a, &b));
+    let link = dir.path().join("link");
+    std::os::unix::fs::symlink(&a, &link).unwrap();
+    assert!(!same_regular_files(&a, &link), "a link is never followed");
+    assert!(!same_regular_files(&a, &dir.path().join("missing")));
+}
+
+#[test]
+fn replace_durable_keeps_the_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("script.sh");
+    fs::write(&f, b"old").unwrap();
+    fs::set_permissions(&f, fs::Permissions::from_mode(0o751)).unwrap();
+    replace_durable(&f, b"new").unwrap();
+    assert_eq!(fs::read(&f).unwrap(), b"new");
+    assert_eq!(
+        fs::metadata(&f).unwrap().permissions().mode() & 0o777,
+        0o751
+    );
+}
+
+#[test]
+fn a_mutex_replaced_while_waiting_is_not_shared() {
+    use std::sync::mpsc::channel;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mutex");
+    let old = lock_mutex(&path).unwrap();
+    let (tx, rx) = channel();
+    let p = path.clone();
+    let waiter = std::thread::spawn(move || {
+        let guard = lock_mutex(&p).unwrap();
+        tx.send(()).unwrap();
+        drop(guard);
+    });
+    std::thread::sleep(Duration::from_millis(100));
+    // Someone deletes the mutex file and another process takes a new one.
+    fs::remove_file(&path).unwrap();
+    let new = lock_mutex(&path).unwrap();
+    drop(old);
+    assert!(
+        rx.recv_timeout(Duration::from_millis(300)).is_err(),
+        "the waiter must not hold the old file while another holds the new one"
+    );
+    drop(new);
+    rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    waiter.join().unwrap();
+}
+
+#[test]
+fn a_mutex_held_too_long_is_an_error_not_a_hang() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("mutex");
+    let _held = lock_mutex(&path).unwrap();
+    let err = lock_mutex_within(&path, Duration::from_millis(200)).unwrap_err();
+    assert!(err.to_string().contains("held it too long"), "{err}");
+}
