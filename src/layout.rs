@@ -34,7 +34,18 @@
 use std::path::{Path, PathBuf};
 
 use crate::host;
-use crate::workspace::is_valid_agent_id;
+
+/// Whether `id` is a valid agent id (already lower-case): `^[a-z0-9][a-z0-9_-]{0,31}$`, the
+/// part of a presence, lock or message file name that names an agent.
+pub fn is_valid_agent_id(id: &str) -> bool {
+    let bytes = id.as_bytes();
+    !bytes.is_empty()
+        && bytes.len() <= 32
+        && (bytes[0].is_ascii_lowercase() || bytes[0].is_ascii_digit())
+        && bytes
+            .iter()
+            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_' || *b == b'-')
+}
 
 /// The folder under the root where coord keeps its own state.
 pub const STATE_DIR: &str = ".coord";

@@ -1,7 +1,7 @@
 //! Commands coord suggests in hints, written so that they run as printed when pasted into a
 //! POSIX shell: every interpolated word is quoted when it needs to be.
 
-use crate::workspace::is_valid_agent_id;
+use crate::layout::is_valid_agent_id;
 
 /// `word` as one shell word: unchanged when it holds only characters no shell treats
 /// specially, else in single quotes (a `'` inside written as `'\''`).

@@ -19,16 +19,7 @@ use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
 use crate::layout;
 
-/// Whether `id` is a valid agent id (already lower-case).
-pub fn is_valid_agent_id(id: &str) -> bool {
-    let bytes = id.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 32
-        && (bytes[0].is_ascii_lowercase() || bytes[0].is_ascii_digit())
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_' || *b == b'-')
-}
+pub use crate::layout::is_valid_agent_id;
 
 /// Who is acting: the id used in file names and the name as given, for display.
 #[derive(Debug, Clone, PartialEq, Eq)]

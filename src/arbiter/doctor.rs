@@ -10,7 +10,6 @@ use serde::Serialize;
 use super::{Arbitration, FsClass, Policy, lease};
 use crate::error::Result;
 use crate::layout;
-use crate::workspace::Workspace;
 
 /// The report.
 #[derive(Debug, Clone, Serialize)]
@@ -56,15 +55,15 @@ pub struct SyncTool {
     pub marker: String,
 }
 
-/// Diagnose the workspace (writes one small probe file in `.coord/` to measure the clock skew).
+/// Diagnose the workspace at `root` (writes one small probe file in `state_dir`, its `.coord/`,
+/// to measure the clock skew).
 ///
 /// # Errors
 ///
 /// As [`Policy::detect`].
-pub fn diagnose(ws: &Workspace) -> Result<Diagnosis> {
-    let root = ws.root();
-    let policy = ws.policy()?;
-    let skew = super::measure_skew(&ws.ensure_state_dir()?).ok();
+pub fn diagnose(root: &Path, state_dir: &Path) -> Result<Diagnosis> {
+    let policy = super::policy(root)?;
+    let skew = super::measure_skew(state_dir).ok();
     Ok(diagnosis(root, &policy, skew))
 }
 

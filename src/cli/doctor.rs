@@ -44,7 +44,7 @@ pub fn run(args: DoctorArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         let d = clock::parse_duration(hold)?;
         return hold_mutex(&ws, d, ctx);
     }
-    let diag = doctor::diagnose(&ws)?;
+    let diag = doctor::diagnose(ws.root(), &ws.ensure_state_dir()?)?;
     if ctx.json {
         output::json(&diag);
     } else if !ctx.quiet {

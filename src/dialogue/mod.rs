@@ -17,6 +17,7 @@
 
 pub mod commands;
 pub mod files;
+mod lock_txt;
 pub mod say;
 
 use std::path::{Path, PathBuf};
@@ -343,7 +344,7 @@ impl Dialogue {
             fsutil::replace_durable(&self.path(layout::DIALOGUE_STATUS), doc.render().as_bytes())?;
         }
         let archived = if cmd == UserCommand::Reset {
-            let lock = say::take_lock_txt(self, mutex, USER, lock_wait)?;
+            let lock = self.take_lock_txt(mutex, USER, lock_wait)?;
             let snap = self.snapshot()?;
             let dir = self.archive_files(false)?;
             self.start_fresh(&snap)?;
@@ -367,7 +368,7 @@ impl Dialogue {
             return Err(self.no_dialogue());
         }
         let mutex = self.lock_mutex()?;
-        let lock = say::take_lock_txt(self, mutex, USER, lock_wait)?;
+        let lock = self.take_lock_txt(mutex, USER, lock_wait)?;
         let dir = self.archive_files(true)?;
         lock.release()?;
         Ok(dir)
