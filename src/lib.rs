@@ -22,6 +22,7 @@ pub mod arbiter;
 pub mod changes;
 pub mod clock;
 pub mod collab;
+pub mod demo;
 pub mod dialogue;
 pub mod edit;
 pub mod error;

@@ -160,8 +160,8 @@ fn print_batch(target: &Target, batch: &Batch, ctx: &Ctx, following: bool) {
     for e in &batch.entries {
         output::line(&format!(
             "LLM ID: {}, Response: {}",
-            msg::clean_text(&e.llm_id),
-            msg::clean_text(&e.response)
+            output::clean_block(&e.llm_id),
+            output::clean_block(&e.response)
         ));
     }
 }

@@ -396,18 +396,6 @@ fn command(a: CommandArgs, d: &Dialogue, ctx: &Ctx) -> anyhow::Result<ExitCode> 
     Ok(ExitCode::Success)
 }
 
-/// Text from a file, with control characters other than tab replaced.
-fn clean_block(text: &str) -> String {
-    text.split('\n')
-        .map(|l| {
-            l.chars()
-                .map(|c| if c.is_control() && c != '\t' { '?' } else { c })
-                .collect::<String>()
-        })
-        .collect::<Vec<_>>()
-        .join("\n")
-}
-
 fn show(a: ShowArgs, d: &Dialogue, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let bytes = d.conversation_bytes()?;
     if !a.follow {
@@ -426,7 +414,7 @@ fn show(a: ShowArgs, d: &Dialogue, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             });
         } else {
             let text = String::from_utf8_lossy(&bytes);
-            output::line(clean_block(text.trim_end_matches('\n')).as_str());
+            output::line(output::clean_block(text.trim_end_matches('\n')).as_str());
         }
         return Ok(ExitCode::Success);
     }
@@ -443,7 +431,7 @@ fn show(a: ShowArgs, d: &Dialogue, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             // Print whole lines only, so a block written by hand in pieces is not cut.
             if let Some(end) = bytes[printed..].iter().rposition(|b| *b == b'\n') {
                 let chunk = &bytes[printed..printed + end];
-                output::line(&clean_block(&String::from_utf8_lossy(chunk)));
+                output::line(&output::clean_block(&String::from_utf8_lossy(chunk)));
                 printed += end + 1;
             }
         }

@@ -305,14 +305,7 @@ fn change_dir(cwd: PathBuf, dir: Option<&Path>) -> Result<PathBuf, Error> {
 fn parse_args() -> Result<(Cli, bool), clap::Error> {
     let args: Vec<OsString> = std::env::args_os().collect();
     let mut command = match args.get(1..).and_then(hot_command) {
-        Some(sub) => Global::augment_args(
-            clap::Command::new("coord")
-                .version(env!("CARGO_PKG_VERSION"))
-                .about(ABOUT)
-                .long_about(LONG_ABOUT),
-        )
-        .subcommand_required(true)
-        .subcommand(sub),
+        Some(sub) => hot_tree(sub),
         None => Cli::command(),
     };
     let parsed = command
@@ -326,6 +319,18 @@ fn parse_args() -> Result<(Cli, bool), clap::Error> {
         .map_err(|e| e.format(&mut command));
     std::mem::forget(command);
     parsed
+}
+
+/// The tree for one hot subcommand: the global options and just that command.
+fn hot_tree(sub: clap::Command) -> clap::Command {
+    Global::augment_args(
+        clap::Command::new("coord")
+            .version(env!("CARGO_PKG_VERSION"))
+            .about(ABOUT)
+            .long_about(LONG_ABOUT),
+    )
+    .subcommand_required(true)
+    .subcommand(sub)
 }
 
 /// Whether `-C/--dir` stood on the command line (rather than coming from `COORD_DIR`), before
@@ -450,3 +455,6 @@ fn report(err: &anyhow::Error, json: bool) -> ExitCode {
     }
     d.code
 }
+
+#[cfg(test)]
+mod tests;

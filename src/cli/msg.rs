@@ -190,19 +190,6 @@ pub(super) fn text_or_stdin(text: &str) -> Result<String, Error> {
     Ok(text)
 }
 
-/// Text from a file, for the terminal: control characters other than newline and tab replaced.
-pub(super) fn clean_text(text: &str) -> String {
-    text.chars()
-        .map(|c| {
-            if c.is_control() && c != '\n' && c != '\t' {
-                '?'
-            } else {
-                c
-            }
-        })
-        .collect()
-}
-
 fn warn_skipped(inbox: &Inbox) {
     for s in &inbox.skipped {
         output::diag(&format!(
@@ -222,7 +209,7 @@ pub fn read_text(entry: &InboxEntry) -> String {
         output::clean(&m.from_name),
         m.to,
         output::clean(&m.time),
-        clean_text(m.body.trim_end_matches('\n'))
+        output::clean_block(m.body.trim_end_matches('\n'))
     )
 }
 

@@ -213,6 +213,22 @@ pub fn clean(text: &str) -> String {
         .collect()
 }
 
+/// A block of text from a file (a message, a prompt), for the terminal: newlines and tabs kept,
+/// the `\r` of a CRLF line end dropped, any other control character replaced by `?`.
+pub fn clean_block(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\r' if chars.peek() == Some(&'\n') => {}
+            '\n' | '\t' => out.push(c),
+            c if c.is_control() => out.push('?'),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
 /// A cell: text and tone.
 pub struct Cell {
     text: String,
