@@ -1,48 +1,21 @@
 //! Mutual exclusion with real processes: many `coord` processes racing for one file, a witness
 //! file created with `O_EXCL` inside the critical section, and a stampede on a stale lock.
 
-use std::process::{Child, Command};
+use std::process::Child;
 
-use crate::support::{Env, coord_bin};
-
-fn sh(env: &Env, agent: &str, script: &str) -> Child {
-    Command::new("sh")
-        .arg("-c")
-        .arg(script)
-        .current_dir(env.root())
-        .env("COORD_DIR", env.root())
-        .env("COORD_AGENT", agent)
-        .env("COORD", coord_bin())
-        .env_remove("COORD_SESSION")
-        .env_remove("COORD_SESSION_PID")
-        .spawn()
-        .unwrap()
-}
+use crate::fixture::{agent_sh, counter_cycle, wait_all};
+use crate::support::Env;
 
 #[test]
 fn eight_processes_fifty_cycles_each_count_to_exactly_400() {
     let env = Env::new();
     env.write("counter.txt", "0\n");
     // `set -C` makes `>` use O_EXCL: two holders inside the critical section would collide.
-    let cycle = r#"
-        i=0
-        while [ $i -lt 50 ]; do
-            "$COORD" lock counter.txt --wait 2m -q || exit 10
-            if ! ( set -C; : > witness ) 2>/dev/null; then echo "$COORD_AGENT" >> collisions; fi
-            n=$(cat counter.txt)
-            echo $((n + 1)) > counter.txt
-            rm -f witness
-            "$COORD" unlock counter.txt -q || exit 11
-            i=$((i + 1))
-        done
-    "#;
+    let cycle = counter_cycle(50, "--wait 2m");
     let children: Vec<Child> = (1..=8)
-        .map(|i| sh(&env, &format!("agent-{i}"), cycle))
+        .map(|i| agent_sh(&env, &format!("agent-{i}"), &cycle, &[]))
         .collect();
-    for mut c in children {
-        let status = c.wait().unwrap();
-        assert!(status.success(), "a worker failed: {status}");
-    }
+    wait_all(children);
     assert!(
         !env.exists("collisions"),
         "two holders were inside the critical section at once: {}",
@@ -75,7 +48,7 @@ fn a_stampede_of_sixteen_on_one_stale_lock_has_exactly_one_winner() {
         echo $? > "code.$COORD_AGENT"
     "#;
     let children: Vec<Child> = (1..=16)
-        .map(|i| sh(&env, &format!("racer-{i:02}"), script))
+        .map(|i| agent_sh(&env, &format!("racer-{i:02}"), script, &[]))
         .collect();
     std::thread::sleep(std::time::Duration::from_millis(200));
     env.write("go", "");
@@ -120,7 +93,7 @@ fn a_stampede_of_waiters_takes_turns_without_overlap() {
         "$COORD" unlock counter.txt -q
     "#;
     let children: Vec<Child> = (1..=12)
-        .map(|i| sh(&env, &format!("w{i}"), script))
+        .map(|i| agent_sh(&env, &format!("w{i}"), script, &[]))
         .collect();
     std::thread::sleep(std::time::Duration::from_millis(300));
     env.agent("holder").args(["unlock", "counter.txt"]).ok();

@@ -231,19 +231,11 @@ fn sigterm_to_run_ends_cmds_background_children_before_releasing() {
 
 /// A child that ignores SIGTERM is waited for (it is killed only after a grace period): the
 /// lock is released once the whole group has ended, never while a member still runs.
-#[test]
-fn run_and_session_release_only_after_cmds_group_has_ended() {
-    let env = Env::new();
-    env.write("F", "");
-    // `started` is touched by the child itself once it ignores SIGTERM.
-    let stubborn = r#"sh -c "trap '' TERM; touch started; sleep 1; echo late >> F" & sleep 30"#;
-    let child = env
-        .agent("a")
-        .args(["run", "F", "--", "sh", "-c", stubborn])
-        .spawn();
-    eventually("CMD to start", Duration::from_secs(10), || {
-        env.exists("started")
-    });
+
+/// SIGTERM `child` (a `coord run`/`coord session` whose CMD writes `late` to F when told to
+/// stop): it exits 143, and only after the whole group ended is F's lock released.
+#[track_caller]
+fn sigterm_ends_the_group_then_releases(env: &Env, child: std::process::Child) {
     sigterm(&child);
     let out = child.wait_with_output().unwrap();
     assert_eq!(
@@ -258,6 +250,22 @@ fn run_and_session_release_only_after_cmds_group_has_ended() {
         "the lock was released before the group ended"
     );
     assert!(!env.exists("F.lock.a"));
+}
+
+#[test]
+fn run_and_session_release_only_after_cmds_group_has_ended() {
+    let env = Env::new();
+    env.write("F", "");
+    // `started` is touched by the child itself once it ignores SIGTERM.
+    let stubborn = r#"sh -c "trap '' TERM; touch started; sleep 1; echo late >> F" & sleep 30"#;
+    let child = env
+        .agent("a")
+        .args(["run", "F", "--", "sh", "-c", stubborn])
+        .spawn();
+    eventually("CMD to start", Duration::from_secs(10), || {
+        env.exists("started")
+    });
+    sigterm_ends_the_group_then_releases(&env, child);
 
     // The same inside `coord session`, for a lock taken by CMD.
     std::fs::remove_file(env.path("started")).unwrap();
@@ -274,20 +282,7 @@ fn run_and_session_release_only_after_cmds_group_has_ended() {
         env.exists("started")
     });
     assert!(env.exists("F.lock.a"));
-    sigterm(&child);
-    let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(143),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    assert_eq!(
-        env.read("F"),
-        "late\n",
-        "the lock was released before the group ended"
-    );
-    assert!(!env.exists("F.lock.a"));
+    sigterm_ends_the_group_then_releases(&env, child);
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -6,13 +6,8 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
+use crate::fixture::dialogue_seed::{self, DIR, p};
 use crate::support::{Env, coord_bin};
-
-const DIR: &str = "agent-dialogue";
-
-fn p(name: &str) -> String {
-    format!("{DIR}/{name}")
-}
 
 #[derive(Debug, Deserialize)]
 #[allow(dead_code)]
@@ -79,39 +74,10 @@ fn headers(text: &str) -> Vec<(u64, String)> {
         .collect()
 }
 
-/// A conversation with messages #1-5, written by hand in the seed's format.
-fn seed_conversation(n: u64) -> String {
-    let mut text = String::from(
-        "# Agent Dialogue: API caching\n\nContext: the user wants a cache.\n\n---\n\n",
-    );
-    for i in 1..=n {
-        let id = if i % 2 == 1 { "AGENT-1" } else { "AGENT-2" };
-        let other = if i % 2 == 1 { "AGENT-2" } else { "AGENT-1" };
-        text.push_str(&format!(
-            "## Message #{i} [{id}] - 2025-10-16 14:{:02}:00\n\nPoint {i}.\n\n### Key Points\n- Point 1\n\n### Questions for {other}\n1. Question 1\n\n---\n\n",
-            10 + i
-        ));
-    }
-    text
-}
-
-fn seed_status(count: u64, last: &str) -> String {
-    format!(
-        "{{\n  \"topic\": \"API caching\",\n  \"message_count\": {count},\n  \"last_update\": \"2025-10-16T14:15:00\",\n  \"last_speaker\": \"{last}\",\n  \"participants\": [\"AGENT-1\", \"AGENT-2\"]\n}}\n"
-    )
-}
-
-/// The seed's "Example Turn Cycle", initial state built by hand.
-fn seed_initial_state(env: &Env) {
-    env.write(&p("conversation.md"), seed_conversation(5));
-    env.write(&p("status.json"), seed_status(5, "AGENT-2"));
-    env.write(&p("current-turn.txt"), "AGENT-1\n");
-}
-
 #[test]
 fn the_seeds_example_turn_cycle() {
     let env = Env::new();
-    seed_initial_state(&env);
+    dialogue_seed::initial_state(&env);
     let before = env.read(&p("conversation.md"));
 
     say(&env, "AGENT-1", "Message six.")
@@ -474,8 +440,8 @@ fn a_fresh_lock_txt_is_waited_for_and_a_stale_one_taken_over() {
 #[test]
 fn a_corrupted_conversation_stops_the_dialogue() {
     let env = Env::new();
-    seed_initial_state(&env);
-    let broken = seed_conversation(5).replace("Message #4 ", "Message #7 ");
+    dialogue_seed::initial_state(&env);
+    let broken = dialogue_seed::conversation(5).replace("Message #4 ", "Message #7 ");
     env.write(&p("conversation.md"), &broken);
     let status_before = env.read(&p("status.json"));
     say(&env, "AGENT-1", "x")
@@ -495,8 +461,8 @@ fn a_corrupted_conversation_stops_the_dialogue() {
 
     // Out of step with status.json is corruption too.
     let env = Env::new();
-    seed_initial_state(&env);
-    env.write(&p("status.json"), seed_status(4, "AGENT-1"));
+    dialogue_seed::initial_state(&env);
+    env.write(&p("status.json"), dialogue_seed::status(4, "AGENT-1"));
     say(&env, "AGENT-1", "x")
         .code(1)
         .stderr_has("status.json` counts 4");
@@ -504,13 +470,16 @@ fn a_corrupted_conversation_stops_the_dialogue() {
         env.read(&p("current-turn.txt")),
         "[ERROR] conversation.md appears corrupted\n"
     );
-    assert_eq!(env.read(&p("conversation.md")), seed_conversation(5));
+    assert_eq!(
+        env.read(&p("conversation.md")),
+        dialogue_seed::conversation(5)
+    );
 }
 
 #[test]
 fn an_invalid_status_json_is_rebuilt_from_the_conversation() {
     let env = Env::new();
-    seed_initial_state(&env);
+    dialogue_seed::initial_state(&env);
     env.write(&p("status.json"), "{ this is not json");
     say(&env, "AGENT-1", "still going")
         .code(0)
@@ -529,7 +498,7 @@ fn an_invalid_status_json_is_rebuilt_from_the_conversation() {
 #[test]
 fn an_unclear_turn_is_never_written_over() {
     let env = Env::new();
-    seed_initial_state(&env);
+    dialogue_seed::initial_state(&env);
     for garbled in ["", "AGENT-1\nAGENT-2\n", "it's whoever\n"] {
         env.write(&p("current-turn.txt"), garbled);
         let snap = files(&env);
@@ -591,9 +560,9 @@ fn a_hand_following_agent_and_coord_alternate() {
 #[test]
 fn a_write_interrupted_by_a_crash_is_completed_by_the_next_say() {
     let env = Env::new();
-    seed_initial_state(&env);
+    dialogue_seed::initial_state(&env);
     // AGENT-1 appended message #6 and died before passing the turn and updating status.json.
-    let mut conv = seed_conversation(5);
+    let mut conv = dialogue_seed::conversation(5);
     conv.push_str("## Message #6 [AGENT-1] - 2025-10-16 14:20:00\n\nInterrupted.\n\n---\n\n");
     env.write(&p("conversation.md"), &conv);
     env.write(&p("lock.txt"), "AGENT-1\n");

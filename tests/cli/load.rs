@@ -7,28 +7,13 @@
 //! by default because it keeps two cores busy for minutes:
 //! `cargo test --release --test cli -- --ignored load`.
 
-use std::process::{Child, Command};
+use std::process::Child;
 use std::time::Instant;
 
-use crate::support::{Env, coord_bin};
+use crate::fixture::agent_sh;
+use crate::support::Env;
 
 const FILES: [&str; 4] = ["a.md", "b.md", "c.md", "d.md"];
-
-fn sh(env: &Env, agent: &str, worker: usize, script: &str) -> Child {
-    Command::new("sh")
-        .arg("-c")
-        .arg(script)
-        .current_dir(env.root())
-        .env("COORD_DIR", env.root())
-        .env("COORD_AGENT", agent)
-        .env("COORD", coord_bin())
-        .env("W", worker.to_string())
-        .env_remove("COORD_SESSION")
-        .env_remove("COORD_SESSION_PID")
-        .env_remove("COORD_NOW")
-        .spawn()
-        .unwrap()
-}
 
 fn run_load(workers: usize, cycles: usize, n_readers: usize) {
     let env = Env::new();
@@ -65,10 +50,10 @@ fn run_load(workers: usize, cycles: usize, n_readers: usize) {
     "#;
     let started = Instant::now();
     let children: Vec<Child> = (0..workers)
-        .map(|w| sh(&env, &format!("w{w}"), w, &worker))
+        .map(|w| agent_sh(&env, &format!("w{w}"), &worker, &[("W", &w.to_string())]))
         .collect();
     let readers: Vec<Child> = (0..n_readers)
-        .map(|r| sh(&env, &format!("reader{r}"), 0, reader))
+        .map(|r| agent_sh(&env, &format!("reader{r}"), reader, &[("W", "0")]))
         .collect();
     let mut failed = Vec::new();
     for (w, mut c) in children.into_iter().enumerate() {

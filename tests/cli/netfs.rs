@@ -5,22 +5,8 @@
 use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
-use crate::support::{Env, coord_bin};
-
-fn sh_link(env: &Env, agent: &str, script: &str) -> Child {
-    Command::new("sh")
-        .arg("-c")
-        .arg(script)
-        .current_dir(env.root())
-        .env("COORD_DIR", env.root())
-        .env("COORD_AGENT", agent)
-        .env("COORD", coord_bin())
-        .env("COORD_ARBITRATION", "link")
-        .env_remove("COORD_SESSION")
-        .env_remove("COORD_SESSION_PID")
-        .spawn()
-        .unwrap()
-}
+use crate::fixture::{agent_sh, counter_cycle, wait_all};
+use crate::support::Env;
 
 /// Start `coord doctor --hold DUR` with the link arbitration and wait until it holds the lease.
 fn holder(env: &Env, hold: &str) -> Child {
@@ -59,25 +45,18 @@ fn the_link_arbitration_keeps_eight_racing_processes_apart() {
     let env = Env::new();
     env.write("counter.txt", "0\n");
     // `set -C` makes `>` use O_EXCL: two holders inside the critical section would collide.
-    let cycle = r#"
-        i=0
-        while [ $i -lt 40 ]; do
-            "$COORD" lock counter.txt --wait 2m --no-backup -q || exit 10
-            if ! ( set -C; : > witness ) 2>/dev/null; then echo "$COORD_AGENT" >> collisions; fi
-            n=$(cat counter.txt)
-            echo $((n + 1)) > counter.txt
-            rm -f witness
-            "$COORD" unlock counter.txt -q || exit 11
-            i=$((i + 1))
-        done
-    "#;
+    let cycle = counter_cycle(40, "--wait 2m --no-backup");
     let children: Vec<Child> = (1..=8)
-        .map(|i| sh_link(&env, &format!("agent-{i}"), cycle))
+        .map(|i| {
+            agent_sh(
+                &env,
+                &format!("agent-{i}"),
+                &cycle,
+                &[("COORD_ARBITRATION", "link")],
+            )
+        })
         .collect();
-    for mut c in children {
-        let status = c.wait().unwrap();
-        assert!(status.success(), "a worker failed: {status}");
-    }
+    wait_all(children);
     assert!(
         !env.exists("collisions"),
         "two holders were inside the critical section at once: {}",
