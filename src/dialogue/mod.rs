@@ -19,6 +19,8 @@ pub mod commands;
 pub mod files;
 mod lock_txt;
 pub mod say;
+#[cfg(test)]
+mod tests;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;

@@ -13,3 +13,6 @@ pub mod queue;
 pub mod session;
 pub mod stamp;
 pub mod waits;
+
+#[cfg(test)]
+mod tests;

@@ -229,9 +229,6 @@ fn sigterm_to_run_ends_cmds_background_children_before_releasing() {
     );
 }
 
-/// A child that ignores SIGTERM is waited for (it is killed only after a grace period): the
-/// lock is released once the whole group has ended, never while a member still runs.
-
 /// SIGTERM `child` (a `coord run`/`coord session` whose CMD writes `late` to F when told to
 /// stop): it exits 143, and only after the whole group ended is F's lock released.
 #[track_caller]
@@ -252,6 +249,8 @@ fn sigterm_ends_the_group_then_releases(env: &Env, child: std::process::Child) {
     assert!(!env.exists("F.lock.a"));
 }
 
+/// A child that ignores SIGTERM is waited for (it is killed only after a grace period): the
+/// lock is released once the whole group has ended, never while a member still runs.
 #[test]
 fn run_and_session_release_only_after_cmds_group_has_ended() {
     let env = Env::new();

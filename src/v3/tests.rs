@@ -1,0 +1,125 @@
+//! Unit tests of `lock::acquire` and the wait queue, on real folders: all or nothing, a refresh
+//! keeps the token, a free lock is refused to a newcomer while an earlier waiter stands in line,
+//! and the queue's numbers only grow, even over a damaged counter.
+#![allow(clippy::disallowed_methods)] // plants hand-made files on purpose
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::clock::Wait;
+use crate::error::{Error, Refusal};
+use crate::v3::lock::{self, LockRequest};
+use crate::v3::queue;
+use crate::workspace::{AgentId, Target, Workspace};
+
+fn workspace() -> (tempfile::TempDir, Workspace) {
+    let dir = tempfile::tempdir().unwrap();
+    let root: PathBuf = std::fs::canonicalize(dir.path()).unwrap();
+    let (ws, _) = Workspace::init(&root).unwrap();
+    (dir, ws)
+}
+
+fn agent(name: &str) -> AgentId {
+    AgentId::parse(name).unwrap()
+}
+
+fn target(ws: &Workspace, rel: &str) -> Target {
+    std::fs::write(ws.root().join(rel), "text\n").unwrap();
+    ws.target_from_rel(rel).unwrap()
+}
+
+fn request(who: &str, targets: Vec<Target>) -> LockRequest {
+    LockRequest {
+        agent: agent(who),
+        targets,
+        wait: Wait::For(Duration::ZERO),
+        ttl: Duration::from_secs(300),
+        backup: false,
+        reason: None,
+        owner: None,
+    }
+}
+
+fn acquire(ws: &Workspace, req: &LockRequest) -> crate::Result<lock::Acquisition> {
+    lock::acquire(ws, req, &mut |_| {})
+}
+
+#[test]
+fn acquire_takes_every_file_or_none() {
+    let (_dir, ws) = workspace();
+    let (a, b) = (target(&ws, "a.md"), target(&ws, "b.md"));
+    acquire(&ws, &request("claude", vec![b.clone()])).unwrap();
+    let err = acquire(&ws, &request("gemini", vec![a.clone(), b.clone()])).unwrap_err();
+    assert!(
+        matches!(err, Error::LockHeld { ref file, .. } if file == "b.md"),
+        "{err:?}"
+    );
+    assert!(
+        !ws.root().join("a.md.lock.gemini").exists(),
+        "no lock is left on the free file"
+    );
+    let got = acquire(&ws, &request("gemini", vec![a])).unwrap();
+    assert_eq!(got.acquired.len(), 1);
+    assert_eq!(got.acquired[0].file, "a.md");
+}
+
+#[test]
+fn acquiring_again_refreshes_and_keeps_the_token() {
+    let (_dir, ws) = workspace();
+    let a = target(&ws, "a.md");
+    let first = acquire(&ws, &request("claude", vec![a.clone()])).unwrap();
+    let again = acquire(&ws, &request("claude", vec![a])).unwrap();
+    assert!(!first.acquired[0].refreshed);
+    assert!(again.acquired[0].refreshed);
+    assert_eq!(first.acquired[0].token, again.acquired[0].token);
+}
+
+#[test]
+fn a_free_lock_is_refused_while_an_earlier_waiter_stands_in_line() {
+    let (_dir, ws) = workspace();
+    let a = target(&ws, "a.md");
+    let tickets = {
+        let _mutex = ws.lock_mutex().unwrap();
+        queue::register(ws.root(), &agent("codex"), std::slice::from_ref(&a)).unwrap()
+    };
+    let err = acquire(&ws, &request("claude", vec![a.clone()])).unwrap_err();
+    match &err {
+        Error::Refused { why, message, .. } => {
+            assert_eq!(*why, Refusal::QueuedAhead);
+            assert!(message.contains("codex"), "{message}");
+        }
+        other => panic!("expected queued_ahead, got {other:?}"),
+    }
+    assert!(!ws.root().join("a.md.lock.claude").exists());
+    {
+        let _mutex = ws.lock_mutex().unwrap();
+        queue::leave(&tickets);
+    }
+    acquire(&ws, &request("claude", vec![a])).unwrap();
+}
+
+#[test]
+fn queue_numbers_only_grow_and_leaving_removes_the_tickets() {
+    let (_dir, ws) = workspace();
+    let a = target(&ws, "a.md");
+    let _mutex = ws.lock_mutex().unwrap();
+    let first = queue::register(ws.root(), &agent("one"), std::slice::from_ref(&a)).unwrap();
+    // A damaged counter cannot let a newcomer jump the line: tickets still queued count too.
+    std::fs::write(crate::layout::queue_seq(ws.root()), "garbage").unwrap();
+    let second = queue::register(ws.root(), &agent("two"), std::slice::from_ref(&a)).unwrap();
+    assert!(second.seq > first.seq, "{} > {}", second.seq, first.seq);
+    let line: Vec<String> = queue::live_tickets(ws.root(), &a)
+        .into_iter()
+        .map(|t| t.agent)
+        .collect();
+    assert_eq!(line, ["one", "two"], "oldest first");
+    queue::leave(&first);
+    assert!(first.paths.iter().all(|p| !p.exists()));
+    let line: Vec<String> = queue::live_tickets(ws.root(), &a)
+        .into_iter()
+        .map(|t| t.agent)
+        .collect();
+    assert_eq!(line, ["two"]);
+    queue::leave(&second);
+    assert!(queue::live_tickets(ws.root(), &a).is_empty());
+}
