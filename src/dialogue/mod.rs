@@ -19,13 +19,12 @@ pub mod commands;
 pub mod files;
 mod lock_txt;
 pub mod say;
+mod snapshot;
 #[cfg(test)]
 mod tests;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
-
-use serde::Serialize;
 
 use crate::clock::{self, Timestamp};
 use crate::error::{Error, IoResultExt, Result};
@@ -34,9 +33,12 @@ use crate::layout;
 use crate::watch::{Deadline, FolderWatch, RECHECK};
 use crate::workspace::{Target, Workspace};
 
-use self::commands::{CommandState, UserCommand};
+use self::commands::UserCommand;
 use self::files::{Conversation, LockInfo, StatusDoc, Turn, USER, same_id};
 use crate::error::Refusal;
+
+use self::snapshot::ended_error;
+pub use self::snapshot::{DialogueSummary, Snapshot, TurnView, summary};
 
 /// Size cap when reading `conversation.md` (archive a longer one and start fresh).
 pub const CONVERSATION_CAP: u64 = 32 * 1024 * 1024;
@@ -439,13 +441,6 @@ impl Dialogue {
     }
 }
 
-fn ended_error() -> Error {
-    Error::refused(Refusal::DialogueEnded,
-        "the dialogue has ended (`END-SESSION` in `user-commands.txt`)",
-        Some("archive it with `coord dialogue archive`, or continue after `coord dialogue command RESUME`".into()),
-    )
-}
-
 /// Validate a participant list: valid ids, no `USER`, no duplicates, at least two.
 ///
 /// # Errors
@@ -473,266 +468,4 @@ pub fn check_participants(list: &[String]) -> Result<Vec<String>> {
         ));
     }
     Ok(out)
-}
-
-/// Everything the dialogue folder says at one moment.
-#[derive(Debug, Clone)]
-pub struct Snapshot {
-    /// `conversation.md`, parsed.
-    pub conv: Conversation,
-    /// `status.json`, when valid.
-    pub status: Option<StatusDoc>,
-    /// Why `status.json` cannot be used.
-    pub status_problem: Option<String>,
-    /// `current-turn.txt`.
-    pub turn: Turn,
-    /// `lock.txt`, when present.
-    pub lock: Option<LockInfo>,
-    /// `user-commands.txt`, judged.
-    pub commands: CommandState,
-    /// The participants, in turn order.
-    pub participants: Vec<String>,
-    /// The topic.
-    pub topic: String,
-}
-
-impl Snapshot {
-    /// Why the conversation is corrupted, when it is: `(line, why)`. A count that differs from
-    /// `status.json` while `lock.txt` stands is a write in progress, not corruption.
-    pub fn corruption(&self) -> Option<(Option<usize>, String)> {
-        if let Some((line, why)) = self.conv.numbering_error() {
-            return Some((Some(line), why));
-        }
-        let status = self.status.as_ref()?;
-        (status.message_count() != self.conv.count()).then(|| {
-            (
-                None,
-                format!(
-                    "it holds {} message(s) but `status.json` counts {}",
-                    self.conv.count(),
-                    status.message_count()
-                ),
-            )
-        })
-    }
-
-    /// Whether `id` may write the next message now; the refusal says why not.
-    ///
-    /// # Errors
-    ///
-    /// Refused (exit 3) with the reason and what to do.
-    pub fn may_speak(&self, id: &str) -> Result<()> {
-        if self.commands.ended {
-            return Err(ended_error());
-        }
-        if self.commands.paused {
-            return Err(Error::refused(
-                Refusal::DialoguePaused,
-                "the dialogue is paused (`PAUSE` in `user-commands.txt`)",
-                Some(format!(
-                    "wait for the user's RESUME: `coord dialogue wait --as {id}`"
-                )),
-            ));
-        }
-        match &self.turn {
-            Turn::Missing | Turn::Garbled(_) => {
-                return Err(Error::refused(Refusal::TurnUnknown,
-                    format!(
-                        "unsure whose turn it is: `current-turn.txt` {}; never writing when unsure",
-                        match &self.turn {
-                            Turn::Missing => "is missing".to_string(),
-                            other => other.describe().trim_start_matches("(unreadable: ").trim_end_matches(')').to_string(),
-                        }
-                    ),
-                    Some("ask the user to write the next speaker's id (like `AGENT-1`) into current-turn.txt".into()),
-                ));
-            }
-            Turn::Error(line) => {
-                return Err(Error::refused(Refusal::DialogueStopped,
-                    format!("the dialogue is stopped: `current-turn.txt` says `{line}`"),
-                    Some("the user fixes conversation.md, then writes the next speaker's id into current-turn.txt".into()),
-                ));
-            }
-            _ => {}
-        }
-        if let Some(only) = &self.commands.only {
-            if same_id(only, id) {
-                return Ok(());
-            }
-            return Err(Error::refused(
-                Refusal::ReservedForOther,
-                format!("the user asked only {only} to respond next (`{only}-ONLY`)"),
-                Some(format!("wait with `coord dialogue wait --as {id}`")),
-            ));
-        }
-        match self.turn.id() {
-            Some(t) if same_id(t, id) => Ok(()),
-            Some(t) => Err(Error::refused(
-                Refusal::NotYourTurn,
-                format!("it is not {id}'s turn: `current-turn.txt` says {t}"),
-                Some(format!(
-                    "wait for your turn with `coord dialogue wait --as {id}`"
-                )),
-            )),
-            None => Err(Error::refused(
-                Refusal::TurnUnknown,
-                "unsure whose turn it is",
-                None,
-            )),
-        }
-    }
-
-    /// Who may speak next: the `-ONLY` speaker, else the turn file's id.
-    pub fn next_speaker(&self) -> Option<String> {
-        self.commands
-            .only
-            .clone()
-            .or_else(|| self.turn.id().map(str::to_string))
-    }
-
-    /// The JSON/human view of this snapshot (`coord dialogue turn`).
-    pub fn view(&self) -> TurnView {
-        let corrupt = if self.lock.as_ref().is_some_and(|l| !l.stale) {
-            self.conv.numbering_error().map(|(_, w)| w)
-        } else {
-            self.corruption().map(|(_, w)| w)
-        };
-        let error = match (&self.turn, &corrupt) {
-            (Turn::Error(line), _) => Some(line.clone()),
-            (_, Some(why)) => Some(format!("conversation.md appears corrupted: {why}")),
-            (Turn::Garbled(why), _) => Some(format!("current-turn.txt is unreadable: {why}")),
-            (Turn::Missing, _) => Some("current-turn.txt is missing".into()),
-            _ => None,
-        };
-        let state = if self.commands.ended {
-            "ended"
-        } else if error.is_some() {
-            "error"
-        } else if self.commands.paused {
-            "paused"
-        } else if self.commands.only.is_some() {
-            "only-one-agent"
-        } else if self.turn == Turn::User {
-            "waiting-for-user"
-        } else {
-            "open"
-        };
-        let last = self.conv.last();
-        TurnView {
-            topic: self.topic.clone(),
-            turn: self.turn.id().map(str::to_string),
-            turn_file: self.turn.describe(),
-            next: if error.is_some() {
-                None
-            } else {
-                self.next_speaker()
-            },
-            state: state.to_string(),
-            paused: self.commands.paused,
-            ended: self.commands.ended,
-            only: self.commands.only.clone(),
-            error,
-            message_count: self.conv.count(),
-            last_speaker: last.map(|m| m.speaker.clone()),
-            last_time: last.map(|m| m.time.clone()),
-            end_proposed: self.conv.last_has(&files::Marker::ProposeEnd),
-            needs_user: self.conv.last_has(&files::Marker::NeedsUser),
-            priority: self.commands.priority.clone(),
-            participants: self.participants.clone(),
-            lock: self.lock.clone(),
-            status_json: match &self.status_problem {
-                None => "ok".into(),
-                Some(why) => format!("needs repair: {why}"),
-            },
-        }
-    }
-}
-
-/// `coord dialogue turn --json`: whose turn it is and the session state.
-#[derive(Debug, Clone, Serialize)]
-pub struct TurnView {
-    /// The topic (the latest `SWITCH-TOPIC:` wins over `status.json`).
-    pub topic: String,
-    /// The id in `current-turn.txt` (`USER` included), or null when it is not an id.
-    pub turn: Option<String>,
-    /// `current-turn.txt` as read (its line, or why it could not be read).
-    pub turn_file: String,
-    /// Who may write the next message (an `-ONLY` command wins over the turn file); null on error.
-    pub next: Option<String>,
-    /// `open`, `paused`, `ended`, `only-one-agent`, `waiting-for-user` or `error`.
-    pub state: String,
-    /// A `PAUSE` stands.
-    pub paused: bool,
-    /// `END-SESSION` stands.
-    pub ended: bool,
-    /// The only agent allowed next, from `<ID>-ONLY`.
-    pub only: Option<String>,
-    /// What is wrong, in the `error` state.
-    pub error: Option<String>,
-    /// Messages in `conversation.md`.
-    pub message_count: u64,
-    /// Who wrote the last message.
-    pub last_speaker: Option<String>,
-    /// When, as written in its header.
-    pub last_time: Option<String>,
-    /// The last message carries `[PROPOSE-END]`.
-    pub end_proposed: bool,
-    /// The last message carries `[NEEDS-USER]`.
-    pub needs_user: bool,
-    /// The latest `PRIORITY:` from the user.
-    pub priority: Option<String>,
-    /// The participants, in turn order.
-    pub participants: Vec<String>,
-    /// `lock.txt`, when present.
-    pub lock: Option<LockInfo>,
-    /// `ok`, or `needs repair: why`.
-    pub status_json: String,
-}
-
-impl TurnView {
-    /// One phrase for the state: `AGENT-2's turn`, `paused`, ….
-    pub fn describe_state(&self) -> String {
-        match self.state.as_str() {
-            "open" | "waiting-for-user" => {
-                format!("it is {}'s turn", self.next.as_deref().unwrap_or("nobody"))
-            }
-            "only-one-agent" => format!(
-                "only {} may respond next",
-                self.only.as_deref().unwrap_or("?")
-            ),
-            "error" => format!("error: {}", self.error.as_deref().unwrap_or("?")),
-            other => format!("the dialogue is {other}"),
-        }
-    }
-}
-
-/// The dialogue in the default folder, for `coord status`.
-#[derive(Debug, Clone, Serialize)]
-pub struct DialogueSummary {
-    /// The folder, relative to the root.
-    pub folder: String,
-    /// The topic.
-    pub topic: String,
-    /// Messages so far.
-    pub message_count: u64,
-    /// Who may speak next.
-    pub turn: Option<String>,
-    /// The state, as in `coord dialogue turn`.
-    pub state: String,
-}
-
-/// The default dialogue's summary; `None` when there is none (or it cannot be read at all).
-pub fn summary(ws: &Workspace) -> Option<DialogueSummary> {
-    let d = Dialogue::default_in(ws).ok()?;
-    if !d.exists() {
-        return None;
-    }
-    let view = d.snapshot().ok()?.view();
-    Some(DialogueSummary {
-        folder: d.rel.clone(),
-        topic: view.topic,
-        message_count: view.message_count,
-        turn: view.next.or(view.turn),
-        state: view.state,
-    })
 }
