@@ -33,95 +33,43 @@ pub fn run(args: StatusArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-/// The human view.
+/// The human view: one section per kind of state, the empty ones left out (but for agents and
+/// locks, which say so).
 pub fn render(st: &Status, color: bool) -> String {
-    let mut out = Vec::new();
-    out.push(format!(
+    let mut out = vec![format!(
         "{} {}",
         output::title("Workspace", color),
         output::clean(&st.root)
-    ));
-    out.push(String::new());
-    out.push(output::title("Agents", color));
-    if st.agents.is_empty() {
-        out.push("  No agents".into());
-    } else {
-        let rows = st
-            .agents
-            .iter()
-            .map(|a| {
-                vec![
-                    Cell::plain(&a.agent),
-                    Cell::state(&a.status),
-                    Cell::plain(output::ago(a.heartbeat_age_s)),
-                    Cell::opt(a.working_on.as_deref()),
-                    Cell::opt(a.current_file.as_deref()),
-                    Cell::state(a.lock_status.as_deref().unwrap_or("-")),
-                ]
-            })
-            .collect();
-        out.push(output::table(
-            &["AGENT", "STATUS", "HEARTBEAT", "WORKING ON", "FILE", "LOCK"],
-            rows,
-            color,
-        ));
-    }
-    out.push(String::new());
-    out.push(output::title("Locks", color));
-    if st.locks.is_empty() {
-        out.push("  No locks".into());
-    } else {
-        let rows = st
-            .locks
-            .iter()
-            .map(|l| {
-                vec![
-                    Cell::plain(&l.file),
-                    Cell::plain(&l.agent),
-                    Cell::plain(output::ago(l.age_s)),
-                    Cell::state(l.state.as_str()),
-                    Cell::opt(l.stale_reason.as_deref().or(l.reason.as_deref())),
-                ]
-            })
-            .collect();
-        out.push(output::table(
-            &["FILE", "HOLDER", "SINCE", "STATE", "NOTE"],
-            rows,
-            color,
-        ));
-    }
-    if !st.waits.is_empty() {
+    )];
+    let mut section = |title: &str, headers: &[&str], rows: Vec<Vec<Cell>>, empty: Option<&str>| {
+        if rows.is_empty() && empty.is_none() {
+            return;
+        }
         out.push(String::new());
-        out.push(output::title("Waiting", color));
-        let rows = st
-            .waits
-            .iter()
-            .map(|w| {
-                let whom = if w.waits_for.is_empty() {
-                    format!("earlier waiters (#{} in line)", w.position)
-                } else {
-                    w.waits_for.join(", ")
-                };
-                let now = coord::clock::now();
-                let age = w
-                    .since
-                    .as_deref()
-                    .and_then(coord::clock::parse_timestamp)
-                    .map(|t| coord::clock::age(&now, &t).as_secs());
-                vec![
-                    Cell::plain(&w.agent),
-                    Cell::plain(&w.file),
-                    Cell::plain(whom),
-                    Cell::plain(output::ago(age)),
-                ]
-            })
-            .collect();
-        out.push(output::table(
-            &["AGENT", "FILE", "WAITS FOR", "SINCE"],
-            rows,
-            color,
-        ));
-    }
+        out.push(output::title(title, color));
+        match empty {
+            Some(none) if rows.is_empty() => out.push(format!("  {none}")),
+            _ => out.push(output::table(headers, rows, color)),
+        }
+    };
+    section(
+        "Agents",
+        &["AGENT", "STATUS", "HEARTBEAT", "WORKING ON", "FILE", "LOCK"],
+        agent_rows(st),
+        Some("No agents"),
+    );
+    section(
+        "Locks",
+        &["FILE", "HOLDER", "SINCE", "STATE", "NOTE"],
+        lock_rows(st),
+        Some("No locks"),
+    );
+    section(
+        "Waiting",
+        &["AGENT", "FILE", "WAITS FOR", "SINCE"],
+        wait_rows(st),
+        None,
+    );
     for cycle in &st.deadlocks {
         let steps: Vec<String> = cycle
             .iter()
@@ -133,98 +81,46 @@ pub fn render(st: &Status, color: bool) -> String {
             output::clean(&steps.join(", "))
         ));
     }
-    if !st.partners.is_empty() {
-        out.push(String::new());
-        out.push(output::title("Sessions online (stamp card)", color));
-        let rows = st
-            .partners
-            .iter()
-            .map(|p| {
-                vec![
-                    Cell::plain(&p.partner_name),
-                    Cell::plain(output::ago(p.heartbeat_age_s)),
-                    Cell::opt(p.current_task.as_deref()),
-                    Cell::plain(&p.session_id),
-                ]
-            })
-            .collect();
-        out.push(output::table(
-            &["PARTNER", "HEARTBEAT", "TASK", "SESSION"],
-            rows,
-            color,
-        ));
-    }
-    if !st.handshakes.is_empty() {
-        out.push(String::new());
-        out.push(output::title(
-            if st.protocol_v3_active {
-                "Handshakes (Protocol V3 active)"
-            } else {
-                "Handshakes (Protocol V3 not yet active)"
-            },
-            color,
-        ));
-        let rows = st
-            .handshakes
-            .iter()
-            .map(|h| {
-                vec![
-                    Cell::plain(&h.from),
-                    Cell::plain(&h.to),
-                    Cell::state(&h.status),
-                ]
-            })
-            .collect();
-        out.push(output::table(&["FROM", "TO", "STATUS"], rows, color));
-    }
-    if st.unread.values().any(|n| *n > 0) {
-        out.push(String::new());
-        out.push(output::title("Unread messages", color));
-        let rows = st
-            .unread
+    let mut section = |title: &str, headers: &[&str], rows: Vec<Vec<Cell>>| {
+        if !rows.is_empty() {
+            out.push(String::new());
+            out.push(output::title(title, color));
+            out.push(output::table(headers, rows, color));
+        }
+    };
+    section(
+        "Sessions online (stamp card)",
+        &["PARTNER", "HEARTBEAT", "TASK", "SESSION"],
+        partner_rows(st),
+    );
+    section(
+        if st.protocol_v3_active {
+            "Handshakes (Protocol V3 active)"
+        } else {
+            "Handshakes (Protocol V3 not yet active)"
+        },
+        &["FROM", "TO", "STATUS"],
+        handshake_rows(st),
+    );
+    section(
+        "Unread messages",
+        &["AGENT", "UNREAD"],
+        st.unread
             .iter()
             .filter(|(_, n)| **n > 0)
             .map(|(agent, n)| vec![Cell::plain(agent), Cell::plain(n.to_string())])
-            .collect();
-        out.push(output::table(&["AGENT", "UNREAD"], rows, color));
-    }
-    if let Some(d) = &st.dialogue {
-        out.push(String::new());
-        out.push(output::title("Dialogue", color));
-        let rows = vec![vec![
-            Cell::plain(&d.folder),
-            Cell::plain(&d.topic),
-            Cell::plain(d.message_count.to_string()),
-            Cell::opt(d.turn.as_deref()),
-            Cell::state(&d.state),
-        ]];
-        out.push(output::table(
-            &["FOLDER", "TOPIC", "MESSAGES", "TURN", "STATE"],
-            rows,
-            color,
-        ));
-    }
-    if !st.reviews.is_empty() {
-        out.push(String::new());
-        out.push(output::title("Open reviews", color));
-        let rows = st
-            .reviews
-            .iter()
-            .map(|r| {
-                vec![
-                    Cell::plain(&r.topic),
-                    Cell::plain(&r.next_actor),
-                    Cell::opt(r.next_action.as_deref()),
-                    Cell::plain(r.open_issues.to_string()),
-                ]
-            })
-            .collect();
-        out.push(output::table(
-            &["TOPIC", "NEXT ACTOR", "NEXT ACTION", "OPEN ISSUES"],
-            rows,
-            color,
-        ));
-    }
+            .collect(),
+    );
+    section(
+        "Dialogue",
+        &["FOLDER", "TOPIC", "MESSAGES", "TURN", "STATE"],
+        dialogue_rows(st),
+    );
+    section(
+        "Open reviews",
+        &["TOPIC", "NEXT ACTOR", "NEXT ACTION", "OPEN ISSUES"],
+        review_rows(st),
+    );
     if !st.unreadable.is_empty() {
         out.push(String::new());
         out.push(output::title("Could not read", color));
@@ -237,4 +133,116 @@ pub fn render(st: &Status, color: bool) -> String {
         }
     }
     out.join("\n")
+}
+
+fn agent_rows(st: &Status) -> Vec<Vec<Cell>> {
+    st.agents
+        .iter()
+        .map(|a| {
+            vec![
+                Cell::plain(&a.agent),
+                Cell::state(&a.status),
+                Cell::plain(output::ago(a.heartbeat_age_s)),
+                Cell::opt(a.working_on.as_deref()),
+                Cell::opt(a.current_file.as_deref()),
+                Cell::state(a.lock_status.as_deref().unwrap_or("-")),
+            ]
+        })
+        .collect()
+}
+
+fn lock_rows(st: &Status) -> Vec<Vec<Cell>> {
+    st.locks
+        .iter()
+        .map(|l| {
+            vec![
+                Cell::plain(&l.file),
+                Cell::plain(&l.agent),
+                Cell::plain(output::ago(l.age_s)),
+                Cell::state(l.state.as_str()),
+                Cell::opt(l.stale_reason.as_deref().or(l.reason.as_deref())),
+            ]
+        })
+        .collect()
+}
+
+fn wait_rows(st: &Status) -> Vec<Vec<Cell>> {
+    let now = coord::clock::now();
+    st.waits
+        .iter()
+        .map(|w| {
+            let whom = if w.waits_for.is_empty() {
+                format!("earlier waiters (#{} in line)", w.position)
+            } else {
+                w.waits_for.join(", ")
+            };
+            let age = w
+                .since
+                .as_deref()
+                .and_then(coord::clock::parse_timestamp)
+                .map(|t| coord::clock::age(&now, &t).as_secs());
+            vec![
+                Cell::plain(&w.agent),
+                Cell::plain(&w.file),
+                Cell::plain(whom),
+                Cell::plain(output::ago(age)),
+            ]
+        })
+        .collect()
+}
+
+fn handshake_rows(st: &Status) -> Vec<Vec<Cell>> {
+    st.handshakes
+        .iter()
+        .map(|h| {
+            vec![
+                Cell::plain(&h.from),
+                Cell::plain(&h.to),
+                Cell::state(&h.status),
+            ]
+        })
+        .collect()
+}
+
+fn dialogue_rows(st: &Status) -> Vec<Vec<Cell>> {
+    st.dialogue
+        .iter()
+        .map(|d| {
+            vec![
+                Cell::plain(&d.folder),
+                Cell::plain(&d.topic),
+                Cell::plain(d.message_count.to_string()),
+                Cell::opt(d.turn.as_deref()),
+                Cell::state(&d.state),
+            ]
+        })
+        .collect()
+}
+
+fn partner_rows(st: &Status) -> Vec<Vec<Cell>> {
+    st.partners
+        .iter()
+        .map(|p| {
+            vec![
+                Cell::plain(&p.partner_name),
+                Cell::plain(output::ago(p.heartbeat_age_s)),
+                Cell::opt(p.current_task.as_deref()),
+                Cell::plain(&p.session_id),
+            ]
+        })
+        .collect()
+}
+
+fn review_rows(st: &Status) -> Vec<Vec<Cell>> {
+    st.reviews
+        .iter()
+        .map(|r| {
+            vec![
+                Cell::plain(&r.topic),
+                Cell::plain(&r.next_actor),
+                Cell::opt(r.next_action.as_deref()),
+                Cell::plain(r.open_issues.to_string()),
+            ]
+        })
+        .collect()
 }
