@@ -184,6 +184,17 @@ pub fn diff(before: &Snapshot, after: &Snapshot) -> Vec<Change> {
     let mut out = Vec::new();
     let (b, a) = (&before.status, &after.status);
 
+    agents(b, a, &mut out);
+    locks(b, a, &mut out);
+    waits(b, a, &mut out);
+    messages(before, after, &mut out);
+    dialogue(b, a, &mut out);
+    reviews(b, a, &mut out);
+    out
+}
+
+/// Agents arrived, changed status, left.
+fn agents(b: &Status, a: &Status, out: &mut Vec<Change>) {
     for agent in &a.agents {
         match b.agents.iter().find(|p| p.agent == agent.agent) {
             None => out.push(Change::AgentArrived {
@@ -209,7 +220,10 @@ pub fn diff(before: &Snapshot, after: &Snapshot) -> Vec<Change> {
             });
         }
     }
+}
 
+/// Locks taken, taken over, gone stale, released.
+fn locks(b: &Status, a: &Status, out: &mut Vec<Change>) {
     let held = |s: &Status, file: &str, agent: &str| {
         s.locks.iter().any(|l| l.file == file && l.agent == agent)
     };
@@ -261,7 +275,10 @@ pub fn diff(before: &Snapshot, after: &Snapshot) -> Vec<Change> {
             });
         }
     }
+}
 
+/// Waits begun and ended; new deadlocks.
+fn waits(b: &Status, a: &Status, out: &mut Vec<Change>) {
     for w in &a.waits {
         if !b
             .waits
@@ -294,7 +311,10 @@ pub fn diff(before: &Snapshot, after: &Snapshot) -> Vec<Change> {
             });
         }
     }
+}
 
+/// Messages sent.
+fn messages(before: &Snapshot, after: &Snapshot, out: &mut Vec<Change>) {
     for m in &after.messages {
         if !before.messages.iter().any(|x| x.id == m.id) {
             out.push(Change::MessageSent {
@@ -304,7 +324,10 @@ pub fn diff(before: &Snapshot, after: &Snapshot) -> Vec<Change> {
             });
         }
     }
+}
 
+/// The dialogue's turn passed.
+fn dialogue(b: &Status, a: &Status, out: &mut Vec<Change>) {
     let turn = |s: &Status| {
         s.dialogue
             .as_ref()
@@ -324,7 +347,10 @@ pub fn diff(before: &Snapshot, after: &Snapshot) -> Vec<Change> {
             state: a.dialogue.as_ref().map(|d| d.state.clone()),
         });
     }
+}
 
+/// Reviews waiting for their next actor, and closed.
+fn reviews(b: &Status, a: &Status, out: &mut Vec<Change>) {
     for r in &a.reviews {
         let same = b.reviews.iter().any(|x| {
             x.topic == r.topic && x.next_actor == r.next_actor && x.next_action == r.next_action
@@ -344,5 +370,4 @@ pub fn diff(before: &Snapshot, after: &Snapshot) -> Vec<Change> {
             });
         }
     }
-    out
 }
