@@ -43,6 +43,22 @@ impl FolderWatch {
         w
     }
 
+    /// Watch `dir`, waking only for names that start with one of `prefixes` (and for the folder
+    /// itself going away). A lock waiter watches the locked file's folder this way: the locked
+    /// file being written, or other agents' presence and temporary files coming and going there,
+    /// change nothing it waits for. Where events are not filtered (outside Linux) every change
+    /// wakes the waiter, which is slower but never wrong.
+    pub fn add_names(&mut self, dir: &Path, prefixes: Vec<String>) {
+        match self.inner.as_mut() {
+            #[cfg(target_os = "linux")]
+            Some(Inner::Direct(w)) => w.add_filtered(dir, Some(prefixes)),
+            Some(Inner::Threaded(w)) => {
+                w.add(dir, false);
+            }
+            None => {}
+        }
+    }
+
     /// Watch `dir` and every folder below it (a whole workspace, for `coord watch`). This one
     /// runs `notify`'s watcher thread, which follows folders as they are created.
     pub fn recursive(dir: &Path) -> FolderWatch {
@@ -86,11 +102,23 @@ mod direct {
     //! The mask names only what changes what a waiter looks at: names appearing, going or moving,
     //! and content written. Opening, reading and closing a file, and attribute changes (a waiter
     //! touching its queue ticket), change nothing: waking on them would make every waiter wake
-    //! itself, and each other, by merely looking.
+    //! itself, and each other, by merely looking. coord's own temporary files (a record being
+    //! written before it is published under its name) change nothing either: the publication
+    //! itself (a rename or link to the final name) is the event that counts.
+    //!
+    //! Closing an inotify descriptor that watched anything waits in the kernel for the watches to
+    //! be freed (an SRCU grace period: 5 to 20 ms, measured, when the folders just saw events,
+    //! which is always the case when a waiter was woken). A woken waiter would spend that time
+    //! with its work done but its process not yet gone, and a `coord run` would spend it holding
+    //! the lock before its command starts. So the last reference to the descriptor is handed to
+    //! a short-lived helper process (`cat`, as its standard output, ended by closing its input),
+    //! whose exit pays for it instead; where that cannot be started the descriptor is closed here.
 
+    use std::collections::HashMap;
     use std::mem::MaybeUninit;
     use std::os::fd::OwnedFd;
     use std::path::Path;
+    use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
 
     use rustix::event::{PollFd, PollFlags, Timespec, poll};
@@ -98,7 +126,10 @@ mod direct {
     use rustix::io::Errno;
 
     pub(super) struct Watch {
-        fd: OwnedFd,
+        /// `None` only once handed off (in `drop`).
+        fd: Option<OwnedFd>,
+        /// Per watch descriptor: the name prefixes that matter (`None`: every name).
+        names: HashMap<i32, Option<Vec<String>>>,
     }
 
     fn mask() -> WatchFlags {
@@ -117,11 +148,44 @@ mod direct {
     impl Watch {
         pub(super) fn new() -> Option<Watch> {
             let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).ok()?;
-            Some(Watch { fd })
+            Some(Watch {
+                fd: Some(fd),
+                names: HashMap::new(),
+            })
         }
 
         pub(super) fn add(&mut self, dir: &Path) {
-            let _ = inotify::add_watch(&self.fd, dir, mask());
+            self.add_filtered(dir, None);
+        }
+
+        pub(super) fn add_filtered(&mut self, dir: &Path, prefixes: Option<Vec<String>>) {
+            let Some(fd) = &self.fd else { return };
+            if let Ok(wd) = inotify::add_watch(fd, dir, mask()) {
+                // The same folder added twice shares one descriptor: the union of interests.
+                let merged = match (self.names.remove(&wd), prefixes) {
+                    (None, p) => p,
+                    (Some(Some(mut old)), Some(new)) => {
+                        old.extend(new);
+                        Some(old)
+                    }
+                    (Some(_), _) => None,
+                };
+                self.names.insert(wd, merged);
+            }
+        }
+
+        /// Whether an event on `name` in the folder of `wd` is one a waiter cares about.
+        fn matters(&self, wd: i32, name: Option<&[u8]>) -> bool {
+            let Some(name) = name.filter(|n| !n.is_empty()) else {
+                return true; // the folder itself
+            };
+            if std::str::from_utf8(name).is_ok_and(crate::layout::is_temp_name) {
+                return false;
+            }
+            match self.names.get(&wd) {
+                Some(Some(prefixes)) => prefixes.iter().any(|p| name.starts_with(p.as_bytes())),
+                _ => true,
+            }
         }
 
         pub(super) fn wait(&self, max: Duration) -> bool {
@@ -132,7 +196,8 @@ mod direct {
                     tv_sec: left.as_secs().min(i64::MAX as u64) as i64,
                     tv_nsec: i64::from(left.subsec_nanos()),
                 };
-                let mut fds = [PollFd::new(&self.fd, PollFlags::IN)];
+                let Some(fd) = &self.fd else { return false };
+                let mut fds = [PollFd::new(fd, PollFlags::IN)];
                 match poll(&mut fds, Some(&timeout)) {
                     Ok(0) => return false,
                     Ok(_) => {
@@ -155,14 +220,20 @@ mod direct {
 
         /// Read every pending event; whether one of them is a change.
         fn drain(&self) -> bool {
+            let Some(fd) = &self.fd else { return true };
             let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
-            let mut reader = inotify::Reader::new(&self.fd, &mut buf);
+            let mut reader = inotify::Reader::new(fd, &mut buf);
             let mut changed = false;
             loop {
                 match reader.next() {
                     Ok(event) => {
-                        if !event.events().intersects(ReadFlags::IGNORED)
-                            || event.events().intersects(ReadFlags::QUEUE_OVERFLOW)
+                        let flags = event.events();
+                        if flags.intersects(ReadFlags::QUEUE_OVERFLOW)
+                            || (!flags.intersects(ReadFlags::IGNORED)
+                                && self.matters(
+                                    event.wd(),
+                                    event.file_name().map(|n| n.to_bytes()),
+                                ))
                         {
                             changed = true;
                         }
@@ -172,6 +243,37 @@ mod direct {
                     Err(e) => return changed || e != Errno::AGAIN,
                 }
             }
+        }
+    }
+
+    impl Drop for Watch {
+        fn drop(&mut self) {
+            let Some(fd) = self.fd.take() else { return };
+            if self.names.is_empty() {
+                return; // nothing watched: closing is quick
+            }
+            hand_off(fd);
+        }
+    }
+
+    /// Give the last reference to `fd` to a helper process that lets go of it once this one
+    /// has (see the module's notes), or close it here when no helper can be started.
+    fn hand_off(fd: OwnedFd) {
+        let helper = Command::new("cat")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::from(fd))
+            .stderr(Stdio::null())
+            .spawn();
+        // The command (and with it this process's copy of the descriptor) is gone here. Closing
+        // the helper's input then ends it; it is reaped in the background (a process that
+        // exits first leaves that to the system).
+        if let Ok(mut child) = helper {
+            drop(child.stdin.take());
+            let _ = std::thread::Builder::new()
+                .name("watch-reaper".into())
+                .spawn(move || {
+                    let _ = child.wait();
+                });
         }
     }
 }

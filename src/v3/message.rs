@@ -406,8 +406,11 @@ pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Inbox> {
     fsutil::sweep_temps(&dir);
     let started = std::time::Instant::now();
     let deadline = Deadline::after(wait.as_duration());
-    // Subscribe first, then look, then wait: a message sent in between is still seen.
-    let watch = FolderWatch::new(std::slice::from_ref(&dir));
+    // Where events do not cross machines, look again sooner.
+    let recheck = ws.policy().map_or(RECHECK, |p| p.recheck.min(RECHECK));
+    // Look; when there is nothing yet, subscribe, then look again, then wait: a message sent in
+    // between is still seen. (A message already there needs no subscription at all.)
+    let mut watch: Option<FolderWatch> = None;
     loop {
         let inbox = inbox(ws, agent);
         if inbox.unread().next().is_some() {
@@ -428,7 +431,12 @@ pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Inbox> {
                 )),
             ));
         }
-        watch.wait(deadline.next_sleep(RECHECK));
+        match &watch {
+            Some(w) => {
+                w.wait(deadline.next_sleep(recheck));
+            }
+            None => watch = Some(FolderWatch::new(std::slice::from_ref(&dir))),
+        }
     }
 }
 

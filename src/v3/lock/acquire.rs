@@ -246,12 +246,7 @@ pub fn acquire(
         }
         match &watch {
             None => {
-                let mut dirs: Vec<PathBuf> = targets
-                    .iter()
-                    .filter_map(|t| t.abs.parent().map(Path::to_path_buf))
-                    .collect();
-                dirs.extend(queue::dirs(ws.root(), &targets));
-                watch = Some(FolderWatch::new(&dirs));
+                watch = Some(watch_for(ws.root(), &targets));
                 continue;
             }
             Some(w) => {
@@ -314,6 +309,22 @@ pub fn acquire(
         acquired,
         waited_ms: started.elapsed().as_millis() as u64,
     })
+}
+
+/// What a waiter for `targets` watches: in each target's folder only the names of its lock files
+/// (`FILE.lock.*`: the locked file being written, presences and temporary files change nothing
+/// a waiter waits for), and its queue folders whole (an earlier waiter leaving).
+fn watch_for(root: &Path, targets: &[Target]) -> FolderWatch {
+    let mut w = FolderWatch::new(&queue::dirs(root, targets));
+    for t in targets {
+        if let (Some(dir), Some(base)) = (t.abs.parent(), t.abs.file_name()) {
+            let prefix = layout::lock_file(Path::new(base), "")
+                .to_string_lossy()
+                .into_owned();
+            w.add_names(dir, vec![prefix]);
+        }
+    }
+    w
 }
 
 /// Leaves the queue and resets `WAITING` if an acquire ends without the lock.
