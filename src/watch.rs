@@ -252,14 +252,44 @@ mod direct {
             if self.names.is_empty() {
                 return; // nothing watched: closing is quick
             }
-            hand_off(fd);
+            // In the background: whoever dropped the watch goes on at once (a `coord run` to
+            // its command, with the lock held). [`super::settle`] waits for it before exit.
+            let mut pending = super::PENDING.lock().unwrap_or_else(|e| e.into_inner());
+            pending.retain(|h| !h.is_finished());
+            let (tx, rx) = std::sync::mpsc::channel::<OwnedFd>();
+            match std::thread::Builder::new()
+                .name("watch-release".into())
+                .spawn(move || {
+                    if let Ok(fd) = rx.recv() {
+                        hand_off(fd);
+                    }
+                }) {
+                Ok(handle) => {
+                    if let Err(back) = tx.send(fd) {
+                        hand_off(back.0);
+                    }
+                    pending.push(handle);
+                }
+                Err(_) => hand_off(fd),
+            }
         }
+    }
+
+    /// The helper: `cat` from the usual place (no search along `PATH`), else from `PATH`.
+    fn cat() -> &'static str {
+        static FOUND: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+        FOUND.get_or_init(|| {
+            ["/usr/bin/cat", "/bin/cat"]
+                .into_iter()
+                .find(|p| Path::new(p).is_file())
+                .unwrap_or("cat")
+        })
     }
 
     /// Give the last reference to `fd` to a helper process that lets go of it once this one
     /// has (see the module's notes), or close it here when no helper can be started.
     fn hand_off(fd: OwnedFd) {
-        let helper = Command::new("cat")
+        let helper = Command::new(cat())
             .stdin(Stdio::piped())
             .stdout(Stdio::from(fd))
             .stderr(Stdio::null())
@@ -336,6 +366,23 @@ mod threaded {
             kind,
             EventKind::Access(_) | EventKind::Modify(ModifyKind::Metadata(_))
         )
+    }
+}
+
+/// Watches being let go of in the background (see the Linux watch's notes).
+#[cfg(target_os = "linux")]
+static PENDING: std::sync::Mutex<Vec<std::thread::JoinHandle<()>>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// Wait until every watch dropped so far is let go of. A short-lived process calls this before
+/// it exits: a process that exits first closes them itself, and pays the wait they avoid.
+pub fn settle() {
+    #[cfg(target_os = "linux")]
+    {
+        let pending = std::mem::take(&mut *PENDING.lock().unwrap_or_else(|e| e.into_inner()));
+        for handle in pending {
+            let _ = handle.join();
+        }
     }
 }
 

@@ -268,6 +268,9 @@ pub fn run() -> ExitCode {
             };
             dispatch(cli.command, &ctx)
         });
+    // Watches of a wait let go of in the background: done before this process exits, which
+    // would otherwise wait for the kernel itself (see `coord::watch`).
+    coord::watch::settle();
     match result {
         Ok(code) => code,
         Err(err) => report(&err, json),
