@@ -230,10 +230,8 @@ mod direct {
                         let flags = event.events();
                         if flags.intersects(ReadFlags::QUEUE_OVERFLOW)
                             || (!flags.intersects(ReadFlags::IGNORED)
-                                && self.matters(
-                                    event.wd(),
-                                    event.file_name().map(|n| n.to_bytes()),
-                                ))
+                                && self
+                                    .matters(event.wd(), event.file_name().map(|n| n.to_bytes())))
                         {
                             changed = true;
                         }
@@ -251,6 +249,14 @@ mod direct {
             let Some(fd) = self.fd.take() else { return };
             if self.names.is_empty() {
                 return; // nothing watched: closing is quick
+            }
+            if super::KEEP_UNTIL_EXIT.load(std::sync::atomic::Ordering::Relaxed) {
+                // Closed by the exit of this process, after its work (see `keep_until_exit`).
+                super::KEPT
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(fd);
+                return;
             }
             // In the background: whoever dropped the watch goes on at once (a `coord run` to
             // its command, with the lock held). [`super::settle`] waits for it before exit.
@@ -373,6 +379,23 @@ mod threaded {
 #[cfg(target_os = "linux")]
 static PENDING: std::sync::Mutex<Vec<std::thread::JoinHandle<()>>> =
     std::sync::Mutex::new(Vec::new());
+
+/// See [`keep_until_exit`].
+#[cfg(target_os = "linux")]
+static KEEP_UNTIL_EXIT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Watches kept open until this process exits.
+#[cfg(target_os = "linux")]
+static KEPT: std::sync::Mutex<Vec<std::os::fd::OwnedFd>> = std::sync::Mutex::new(Vec::new());
+
+/// From now on, watches dropped by this process stay open until it exits instead of being let
+/// go of at once. For a process that waits once and then works on (`coord run`: its command
+/// runs, then it releases its locks and exits): the kernel's wait on close then comes at its
+/// exit, after the release, and no helper process is started.
+pub fn keep_until_exit() {
+    #[cfg(target_os = "linux")]
+    KEEP_UNTIL_EXIT.store(true, std::sync::atomic::Ordering::Relaxed);
+}
 
 /// Wait until every watch dropped so far is let go of. A short-lived process calls this before
 /// it exits: a process that exits first closes them itself, and pays the wait they avoid.

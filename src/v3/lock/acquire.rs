@@ -206,7 +206,7 @@ pub fn acquire(
     if targets.is_empty() {
         return Err(Error::bad_input("no file to lock"));
     }
-    ws.ensure_state_dir()?;
+    // `.coord/` is made (and checked for symlinks) by the first `lock_mutex` below.
     let policy = ws.policy()?;
     let started = Instant::now();
     let deadline = Deadline::after(req.wait.as_duration());

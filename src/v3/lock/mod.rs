@@ -528,7 +528,11 @@ fn take_over(e: &LockEntry) -> Result<bool> {
 }
 
 /// The files `agent` lists as locked in its presence `p` (as just read) that it still holds.
-fn own_locks_listed(ws: &Workspace, agent: &AgentId, p: Option<&presence::Presence>) -> Vec<String> {
+fn own_locks_listed(
+    ws: &Workspace,
+    agent: &AgentId,
+    p: Option<&presence::Presence>,
+) -> Vec<String> {
     let Some(p) = p else {
         return Vec::new();
     };
