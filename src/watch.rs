@@ -14,6 +14,12 @@ use std::time::{Duration, Instant};
 /// How often a waiter re-checks even without an event (network filesystems send none).
 pub const RECHECK: Duration = Duration::from_millis(500);
 
+/// How often a waiter on `dir` re-checks without an event: [`RECHECK`], or sooner where events
+/// from other machines never arrive (a network filesystem; see [`crate::arbiter`]).
+pub fn recheck_for(dir: &Path) -> Duration {
+    crate::arbiter::policy(dir).map_or(RECHECK, |p| p.recheck.min(RECHECK))
+}
+
 /// A subscription to changes in some folders.
 ///
 /// On Linux it is an inotify descriptor read in the waiting thread itself: no watcher thread to

@@ -38,7 +38,7 @@ use crate::clock::{self, Timestamp};
 use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
 use crate::layout;
-use crate::watch::{Deadline, FolderWatch, RECHECK};
+use crate::watch::{Deadline, FolderWatch};
 
 use super::files::{
     self, CORRUPTED_LINE, LockInfo, Marker, StatusDoc, Turn, USER, same_id, validate_id,
@@ -211,7 +211,7 @@ pub fn take_lock_txt<'a>(
             // Subscribe first, then look again, then wait.
             None => watch = Some(FolderWatch::new(std::slice::from_ref(&d.folder))),
             Some(w) => {
-                w.wait(deadline.next_sleep(RECHECK));
+                w.wait(deadline.next_sleep(crate::watch::recheck_for(&d.folder)));
             }
         }
     }
