@@ -14,6 +14,12 @@ use std::time::{Duration, Instant};
 /// How often a waiter re-checks even without an event (network filesystems send none).
 pub const RECHECK: Duration = Duration::from_millis(500);
 
+/// How often a waiter on `dir` re-checks without an event: [`RECHECK`], or sooner where events
+/// from other machines never arrive (a network filesystem; see [`crate::arbiter`]).
+pub fn recheck_for(dir: &Path) -> Duration {
+    crate::arbiter::policy(dir).map_or(RECHECK, |p| p.recheck.min(RECHECK))
+}
+
 /// A subscription to changes in some folders.
 ///
 /// On Linux it is an inotify descriptor read in the waiting thread itself: no watcher thread to
@@ -41,6 +47,22 @@ impl FolderWatch {
             w.add(dir);
         }
         w
+    }
+
+    /// Watch `dir`, waking only for names that start with one of `prefixes` (and for the folder
+    /// itself going away). A lock waiter watches the locked file's folder this way: the locked
+    /// file being written, or other agents' presence and temporary files coming and going there,
+    /// change nothing it waits for. Where events are not filtered (outside Linux) every change
+    /// wakes the waiter, which is slower but never wrong.
+    pub fn add_names(&mut self, dir: &Path, prefixes: Vec<String>) {
+        match self.inner.as_mut() {
+            #[cfg(target_os = "linux")]
+            Some(Inner::Direct(w)) => w.add_filtered(dir, Some(prefixes)),
+            Some(Inner::Threaded(w)) => {
+                w.add(dir, false);
+            }
+            None => {}
+        }
     }
 
     /// Watch `dir` and every folder below it (a whole workspace, for `coord watch`). This one
@@ -86,11 +108,23 @@ mod direct {
     //! The mask names only what changes what a waiter looks at: names appearing, going or moving,
     //! and content written. Opening, reading and closing a file, and attribute changes (a waiter
     //! touching its queue ticket), change nothing: waking on them would make every waiter wake
-    //! itself, and each other, by merely looking.
+    //! itself, and each other, by merely looking. coord's own temporary files (a record being
+    //! written before it is published under its name) change nothing either: the publication
+    //! itself (a rename or link to the final name) is the event that counts.
+    //!
+    //! Closing an inotify descriptor that watched anything waits in the kernel for the watches to
+    //! be freed (an SRCU grace period: 5 to 20 ms, measured, when the folders just saw events,
+    //! which is always the case when a waiter was woken). A woken waiter would spend that time
+    //! with its work done but its process not yet gone, and a `coord run` would spend it holding
+    //! the lock before its command starts. So the last reference to the descriptor is handed to
+    //! a short-lived helper process (`cat`, as its standard output, ended by closing its input),
+    //! whose exit pays for it instead; where that cannot be started the descriptor is closed here.
 
+    use std::collections::HashMap;
     use std::mem::MaybeUninit;
     use std::os::fd::OwnedFd;
     use std::path::Path;
+    use std::process::{Command, Stdio};
     use std::time::{Duration, Instant};
 
     use rustix::event::{PollFd, PollFlags, Timespec, poll};
@@ -98,7 +132,10 @@ mod direct {
     use rustix::io::Errno;
 
     pub(super) struct Watch {
-        fd: OwnedFd,
+        /// `None` only once handed off (in `drop`).
+        fd: Option<OwnedFd>,
+        /// Per watch descriptor: the name prefixes that matter (`None`: every name).
+        names: HashMap<i32, Option<Vec<String>>>,
     }
 
     fn mask() -> WatchFlags {
@@ -117,11 +154,44 @@ mod direct {
     impl Watch {
         pub(super) fn new() -> Option<Watch> {
             let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).ok()?;
-            Some(Watch { fd })
+            Some(Watch {
+                fd: Some(fd),
+                names: HashMap::new(),
+            })
         }
 
         pub(super) fn add(&mut self, dir: &Path) {
-            let _ = inotify::add_watch(&self.fd, dir, mask());
+            self.add_filtered(dir, None);
+        }
+
+        pub(super) fn add_filtered(&mut self, dir: &Path, prefixes: Option<Vec<String>>) {
+            let Some(fd) = &self.fd else { return };
+            if let Ok(wd) = inotify::add_watch(fd, dir, mask()) {
+                // The same folder added twice shares one descriptor: the union of interests.
+                let merged = match (self.names.remove(&wd), prefixes) {
+                    (None, p) => p,
+                    (Some(Some(mut old)), Some(new)) => {
+                        old.extend(new);
+                        Some(old)
+                    }
+                    (Some(_), _) => None,
+                };
+                self.names.insert(wd, merged);
+            }
+        }
+
+        /// Whether an event on `name` in the folder of `wd` is one a waiter cares about.
+        fn matters(&self, wd: i32, name: Option<&[u8]>) -> bool {
+            let Some(name) = name.filter(|n| !n.is_empty()) else {
+                return true; // the folder itself
+            };
+            if std::str::from_utf8(name).is_ok_and(crate::layout::is_temp_name) {
+                return false;
+            }
+            match self.names.get(&wd) {
+                Some(Some(prefixes)) => prefixes.iter().any(|p| name.starts_with(p.as_bytes())),
+                _ => true,
+            }
         }
 
         pub(super) fn wait(&self, max: Duration) -> bool {
@@ -132,7 +202,8 @@ mod direct {
                     tv_sec: left.as_secs().min(i64::MAX as u64) as i64,
                     tv_nsec: i64::from(left.subsec_nanos()),
                 };
-                let mut fds = [PollFd::new(&self.fd, PollFlags::IN)];
+                let Some(fd) = &self.fd else { return false };
+                let mut fds = [PollFd::new(fd, PollFlags::IN)];
                 match poll(&mut fds, Some(&timeout)) {
                     Ok(0) => return false,
                     Ok(_) => {
@@ -155,14 +226,18 @@ mod direct {
 
         /// Read every pending event; whether one of them is a change.
         fn drain(&self) -> bool {
+            let Some(fd) = &self.fd else { return true };
             let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
-            let mut reader = inotify::Reader::new(&self.fd, &mut buf);
+            let mut reader = inotify::Reader::new(fd, &mut buf);
             let mut changed = false;
             loop {
                 match reader.next() {
                     Ok(event) => {
-                        if !event.events().intersects(ReadFlags::IGNORED)
-                            || event.events().intersects(ReadFlags::QUEUE_OVERFLOW)
+                        let flags = event.events();
+                        if flags.intersects(ReadFlags::QUEUE_OVERFLOW)
+                            || (!flags.intersects(ReadFlags::IGNORED)
+                                && self
+                                    .matters(event.wd(), event.file_name().map(|n| n.to_bytes())))
                         {
                             changed = true;
                         }
@@ -172,6 +247,75 @@ mod direct {
                     Err(e) => return changed || e != Errno::AGAIN,
                 }
             }
+        }
+    }
+
+    impl Drop for Watch {
+        fn drop(&mut self) {
+            let Some(fd) = self.fd.take() else { return };
+            if self.names.is_empty() {
+                return; // nothing watched: closing is quick
+            }
+            if super::KEEP_UNTIL_EXIT.load(std::sync::atomic::Ordering::Relaxed) {
+                // Closed by the exit of this process, after its work (see `keep_until_exit`).
+                super::KEPT
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .push(fd);
+                return;
+            }
+            // In the background: whoever dropped the watch goes on at once (a `coord run` to
+            // its command, with the lock held). [`super::settle`] waits for it before exit.
+            let mut pending = super::PENDING.lock().unwrap_or_else(|e| e.into_inner());
+            pending.retain(|h| !h.is_finished());
+            let (tx, rx) = std::sync::mpsc::channel::<OwnedFd>();
+            match std::thread::Builder::new()
+                .name("watch-release".into())
+                .spawn(move || {
+                    if let Ok(fd) = rx.recv() {
+                        hand_off(fd);
+                    }
+                }) {
+                Ok(handle) => {
+                    if let Err(back) = tx.send(fd) {
+                        hand_off(back.0);
+                    }
+                    pending.push(handle);
+                }
+                Err(_) => hand_off(fd),
+            }
+        }
+    }
+
+    /// The helper: `cat` from the usual place (no search along `PATH`), else from `PATH`.
+    fn cat() -> &'static str {
+        static FOUND: std::sync::OnceLock<&'static str> = std::sync::OnceLock::new();
+        FOUND.get_or_init(|| {
+            ["/usr/bin/cat", "/bin/cat"]
+                .into_iter()
+                .find(|p| Path::new(p).is_file())
+                .unwrap_or("cat")
+        })
+    }
+
+    /// Give the last reference to `fd` to a helper process that lets go of it once this one
+    /// has (see the module's notes), or close it here when no helper can be started.
+    fn hand_off(fd: OwnedFd) {
+        let helper = Command::new(cat())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::from(fd))
+            .stderr(Stdio::null())
+            .spawn();
+        // The command (and with it this process's copy of the descriptor) is gone here. Closing
+        // the helper's input then ends it; it is reaped in the background (a process that
+        // exits first leaves that to the system).
+        if let Ok(mut child) = helper {
+            drop(child.stdin.take());
+            let _ = std::thread::Builder::new()
+                .name("watch-reaper".into())
+                .spawn(move || {
+                    let _ = child.wait();
+                });
         }
     }
 }
@@ -234,6 +378,40 @@ mod threaded {
             kind,
             EventKind::Access(_) | EventKind::Modify(ModifyKind::Metadata(_))
         )
+    }
+}
+
+/// Watches being let go of in the background (see the Linux watch's notes).
+#[cfg(target_os = "linux")]
+static PENDING: std::sync::Mutex<Vec<std::thread::JoinHandle<()>>> =
+    std::sync::Mutex::new(Vec::new());
+
+/// See [`keep_until_exit`].
+#[cfg(target_os = "linux")]
+static KEEP_UNTIL_EXIT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Watches kept open until this process exits.
+#[cfg(target_os = "linux")]
+static KEPT: std::sync::Mutex<Vec<std::os::fd::OwnedFd>> = std::sync::Mutex::new(Vec::new());
+
+/// From now on, watches dropped by this process stay open until it exits instead of being let
+/// go of at once. For a process that waits once and then works on (`coord run`: its command
+/// runs, then it releases its locks and exits): the kernel's wait on close then comes at its
+/// exit, after the release, and no helper process is started.
+pub fn keep_until_exit() {
+    #[cfg(target_os = "linux")]
+    KEEP_UNTIL_EXIT.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Wait until every watch dropped so far is let go of. A short-lived process calls this before
+/// it exits: a process that exits first closes them itself, and pays the wait they avoid.
+pub fn settle() {
+    #[cfg(target_os = "linux")]
+    {
+        let pending = std::mem::take(&mut *PENDING.lock().unwrap_or_else(|e| e.into_inner()));
+        for handle in pending {
+            let _ = handle.join();
+        }
     }
 }
 

@@ -168,12 +168,14 @@ impl Workspace {
         let queue = layout::queue_root(&self.root);
         fsutil::sweep_temps(&self.root);
         fsutil::sweep_temps(&layout::state_dir(&self.root));
-        fsutil::sweep_temps(&queue);
-        // Queue folders only: a symlink there is not entered.
+        // `.coord/queue/` and its queue folders (only folders: a symlink there is not entered),
+        // in one listing.
         if let Ok(entries) = fs::read_dir(&queue) {
             for entry in entries.flatten() {
                 if entry.file_type().is_ok_and(|t| t.is_dir()) {
                     fsutil::sweep_temps(&entry.path());
+                } else {
+                    fsutil::sweep_entry(&entry);
                 }
             }
         }

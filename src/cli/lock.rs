@@ -39,7 +39,7 @@ pub struct LockArgs {
 }
 
 pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let ws = ctx.workspace(None)?;
+    let ws = ctx.lock_workspace()?;
     let agent = ctx.agent()?;
     let targets = ctx.targets(&ws, &args.files)?;
     let wait = args.wait.wait()?;

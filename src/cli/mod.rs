@@ -179,6 +179,14 @@ impl Ctx {
         Ok(ws)
     }
 
+    /// The workspace for a lock transition (`lock`, `unlock`, `run`): as [`Ctx::workspace`]
+    /// without looking for a sync tool's markers (a few dozen names in every folder above the
+    /// root, on every call). The warning comes with the first other command (`status`,
+    /// `presence`, `msg`, ...) and from `coord doctor`.
+    pub fn lock_workspace(&self) -> Result<Workspace, Error> {
+        Workspace::discover(self.dir.as_deref(), &self.cwd)
+    }
+
     /// The acting agent, or the error that says how to give one.
     pub fn agent(&self) -> Result<AgentId, Error> {
         match self.agent_given() {
@@ -268,6 +276,9 @@ pub fn run() -> ExitCode {
             };
             dispatch(cli.command, &ctx)
         });
+    // Watches of a wait let go of in the background: done before this process exits, which
+    // would otherwise wait for the kernel itself (see `coord::watch`).
+    coord::watch::settle();
     match result {
         Ok(code) => code,
         Err(err) => report(&err, json),

@@ -35,7 +35,7 @@ pub struct RunArgs {
 }
 
 pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let ws = ctx.workspace(None)?;
+    let ws = ctx.lock_workspace()?;
     let agent = ctx.agent()?;
     let targets = ctx.targets(&ws, &args.files)?;
     let wait = args.wait.wait()?;
@@ -45,6 +45,9 @@ pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         wait,
         command: args.command,
     };
+    // One wait, then the command: a watch of the wait is closed when this process exits,
+    // after the release (closing it earlier would hold the lock while the kernel tidies up).
+    coord::watch::keep_until_exit();
     let quiet = ctx.quiet;
     let agent_id = req.agent.id().to_string();
     let outcome = run::run(&ws, &req, &mut |event| match event {

@@ -36,7 +36,7 @@ pub struct UnlockReport<'a> {
 }
 
 pub fn run(args: UnlockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let ws = ctx.workspace(None)?;
+    let ws = ctx.lock_workspace()?;
     let agent = ctx.agent()?;
     let targets = if args.files.is_empty() {
         None

@@ -77,9 +77,12 @@ fn open_mutex(path: &Path) -> Result<File> {
         .at("open the workspace mutex", path)
 }
 
-/// Take the kernel lock, trying again with short growing pauses (at most 1 ms) until `deadline`,
-/// so that a process frozen while holding the mutex cannot freeze every other coord forever.
+/// Take the kernel lock, trying again with short growing pauses until `deadline`, so that a
+/// process frozen while holding the mutex cannot freeze every other coord forever. The mutex is
+/// held for a fraction of a millisecond, and a waiter woken by a release usually finds its
+/// releaser still finishing: pauses stay at most 0.2 ms for the first 50 ms, then grow to 1 ms.
 fn lock_patiently(file: &File, path: &Path, deadline: Instant) -> Result<()> {
+    let started = Instant::now();
     let mut pause = Duration::from_micros(20);
     loop {
         match file.try_lock() {
@@ -97,6 +100,11 @@ fn lock_patiently(file: &File, path: &Path, deadline: Instant) -> Result<()> {
             .at("lock the workspace mutex", path);
         }
         std::thread::sleep(pause);
-        pause = (pause * 2).min(Duration::from_millis(1));
+        let cap = if started.elapsed() < Duration::from_millis(50) {
+            Duration::from_micros(200)
+        } else {
+            Duration::from_millis(1)
+        };
+        pause = (pause * 2).min(cap);
     }
 }

@@ -277,10 +277,25 @@ pub struct Update {
 /// [`Error::Io`](crate::Error::Io) when the file cannot be written.
 pub fn write(root: &Path, agent: &AgentId, update: &Update) -> Result<Presence> {
     let old = read(root, agent.id()).ok().flatten();
+    write_over(root, agent, old.as_ref(), update)
+}
+
+/// [`write`] for a caller that has just read the presence (`old`, `None` when there was none or
+/// it could not be read) under the mutex it still holds: a lock transition reads its agent's
+/// presence once, decides, and writes it once.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) when the file cannot be written.
+pub fn write_over(
+    root: &Path,
+    agent: &AgentId,
+    old: Option<&Presence>,
+    update: &Update,
+) -> Result<Presence> {
     let now = clock::now_string();
     let old_field = |key: &str| {
-        old.as_ref()
-            .and_then(|p| p.record.get_nonempty(key))
+        old.and_then(|p| p.record.get_nonempty(key))
             .map(str::to_string)
     };
     let status = match update.finished {
@@ -330,7 +345,7 @@ pub fn write(root: &Path, agent: &AgentId, update: &Update) -> Result<Presence> 
     rec.set("working_on", working_on);
     rec.set("current_file", current_file);
     rec.set("lock_status", lock_status);
-    if let Some(old) = &old {
+    if let Some(old) = old {
         for (k, v) in old.record.extras(&SEED_KEYS) {
             rec.set(k, v);
         }

@@ -257,6 +257,19 @@ pub fn waits_for_any(ws: &crate::workspace::Workspace, seq: u64, files: &[String
     })
 }
 
+/// Whether a ticket numbered before `seq` stands in the queue folder `dir` (by name only: not
+/// judged live or dead, nothing removed; no mutex needed).
+pub fn ticket_before(dir: &Path, seq: u64) -> bool {
+    fs::read_dir(dir).is_ok_and(|entries| {
+        entries.flatten().any(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(layout::parse_ticket_name)
+                .is_some_and(|s| s < seq)
+        })
+    })
+}
+
 /// The folders a waiter for `targets` should watch for queue changes.
 pub fn dirs(root: &Path, targets: &[Target]) -> Vec<PathBuf> {
     targets

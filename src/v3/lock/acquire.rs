@@ -87,6 +87,32 @@ pub struct Blocker {
 /// also turns stale by age).
 const FULL_TRY_EVERY: Duration = Duration::from_secs(1);
 
+/// What a woken waiter re-reads, without the mutex, before trying in full.
+struct Probe {
+    /// The blocking lock and its bytes as read.
+    record: Option<(PathBuf, Vec<u8>)>,
+    /// Our queue folders and ticket number, when we hold no lock ourselves (a waiter that holds
+    /// locks lets earlier waiters that wait for them pass; only a full try can judge that).
+    queue: Option<(Vec<PathBuf>, u64)>,
+}
+
+impl Probe {
+    /// Whether a full try would surely still find us blocked: a ticket numbered before ours
+    /// stands in one of our queues, or the blocking lock is unchanged and its process (if it
+    /// records one of this host) still runs.
+    fn still_blocked(&self) -> bool {
+        if let Some((dirs, seq)) = &self.queue
+            && dirs.iter().any(|d| queue::ticket_before(d, *seq))
+        {
+            return true;
+        }
+        match &self.record {
+            Some((path, raw)) => unchanged(path, raw),
+            None => false,
+        }
+    }
+}
+
 /// Whether the lock file at `path` still holds exactly `raw` and does not name a process of
 /// this host that is gone. One open and read: no mutex, no listing.
 fn unchanged(path: &Path, raw: &[u8]) -> bool {
@@ -147,6 +173,13 @@ pub struct Acquisition {
     pub waited_ms: u64,
 }
 
+/// What a try read of our own: our presence and the locks it lists that we still hold.
+#[derive(Default)]
+struct Mine {
+    presence: Option<presence::Presence>,
+    held: Vec<String>,
+}
+
 enum Attempt {
     Got(Vec<Acquired>),
     Busy(Blocker),
@@ -174,7 +207,7 @@ pub fn acquire(
     if targets.is_empty() {
         return Err(Error::bad_input("no file to lock"));
     }
-    ws.ensure_state_dir()?;
+    // `.coord/` is made (and checked for symlinks) by the first `lock_mutex` below.
     let policy = ws.policy()?;
     let started = Instant::now();
     let deadline = Deadline::after(req.wait.as_duration());
@@ -187,10 +220,18 @@ pub fn acquire(
     let mut watch: Option<FolderWatch> = None;
     let mut told = false;
     let mut last_touch = Instant::now();
+    let mut mine = Mine::default();
     let got = loop {
         let attempt = {
             let mutex = ws.lock_mutex()?;
-            let attempt = attempt(ws, &mutex, req, &targets, waiting.tickets.as_ref())?;
+            let attempt = attempt(
+                ws,
+                &mutex,
+                req,
+                &targets,
+                waiting.tickets.as_ref(),
+                &mut mine,
+            )?;
             match &attempt {
                 Attempt::Got(_) => {
                     if let Some(t) = waiting.tickets.take() {
@@ -214,9 +255,10 @@ pub fn acquire(
                             continue;
                         }
                         waiting.tickets = Some(tickets);
-                        presence::write(
+                        presence::write_over(
                             ws.root(),
                             &req.agent,
+                            mine.presence.as_ref(),
                             &presence::Update {
                                 lock_status: Some(LockStatus::Waiting),
                                 ..Default::default()
@@ -233,10 +275,13 @@ pub fn acquire(
             Attempt::Busy(b) => b,
             Attempt::Fenced => continue,
         };
-        let probe = if policy.exact_lookups {
-            blocker.record.take()
-        } else {
-            None
+        let probe = Probe {
+            record: blocker.record.take(),
+            queue: waiting
+                .tickets
+                .as_ref()
+                .filter(|_| mine.held.is_empty())
+                .map(|t| (queue::dirs(ws.root(), &targets), t.seq)),
         };
         if !may_wait || deadline.passed() {
             return Err(blocked_error(blocker, may_wait, started.elapsed()));
@@ -247,26 +292,32 @@ pub fn acquire(
         }
         match &watch {
             None => {
-                let mut dirs: Vec<PathBuf> = targets
-                    .iter()
-                    .filter_map(|t| t.abs.parent().map(Path::to_path_buf))
-                    .collect();
-                dirs.extend(queue::dirs(ws.root(), &targets));
-                watch = Some(FolderWatch::new(&dirs));
+                watch = Some(watch_for(ws.root(), &targets));
                 continue;
             }
             Some(w) => {
-                w.wait(deadline.next_sleep(policy.recheck));
-                // Where events do not cross machines, re-read only the blocking lock (one open,
-                // no mutex) until it changes: full tries by every waiter would keep the
-                // workspace mutex busy and slow the holder's own release.
-                if let Some((path, raw)) = &probe {
-                    let since = Instant::now();
-                    while since.elapsed() < FULL_TRY_EVERY
-                        && !deadline.passed()
-                        && unchanged(path, raw)
+                // A wake-up first looks, without the mutex, at what blocked the last try: an
+                // earlier ticket still in one of our queues, or the blocking lock unchanged,
+                // means a full try would only find the same. So a release wakes every waiter
+                // but only the first in line takes the mutex, and where events do not cross
+                // machines waiters re-read one file instead of keeping the mutex busy. A full
+                // try still comes at every re-check interval (where events do not cross
+                // machines: every second): a lock also turns stale by age, and a ticket ahead
+                // may belong to a process that is gone.
+                let full_every = if policy.exact_lookups {
+                    FULL_TRY_EVERY
+                } else {
+                    policy.recheck
+                };
+                let since = Instant::now();
+                loop {
+                    w.wait(deadline.next_sleep(policy.recheck));
+                    if since.elapsed() >= full_every
+                        || deadline.passed()
+                        || crate::watch::stop_requested().is_some()
+                        || !probe.still_blocked()
                     {
-                        w.wait(deadline.next_sleep(policy.recheck));
+                        break;
                     }
                 }
             }
@@ -317,6 +368,22 @@ pub fn acquire(
     })
 }
 
+/// What a waiter for `targets` watches: in each target's folder only the names of its lock files
+/// (`FILE.lock.*`: the locked file being written, presences and temporary files change nothing
+/// a waiter waits for), and its queue folders whole (an earlier waiter leaving).
+fn watch_for(root: &Path, targets: &[Target]) -> FolderWatch {
+    let mut w = FolderWatch::new(&queue::dirs(root, targets));
+    for t in targets {
+        if let (Some(dir), Some(base)) = (t.abs.parent(), t.abs.file_name()) {
+            let prefix = layout::lock_file(Path::new(base), "")
+                .to_string_lossy()
+                .into_owned();
+            w.add_names(dir, vec![prefix]);
+        }
+    }
+    w
+}
+
 /// Leaves the queue and resets `WAITING` if an acquire ends without the lock.
 struct Waiting<'a> {
     ws: &'a Workspace,
@@ -344,10 +411,12 @@ impl Drop for Waiting<'_> {
 /// Leave the queue and say in the presence whether we still hold anything. Caller holds the mutex.
 fn settle(ws: &Workspace, agent: &AgentId, tickets: &Tickets) {
     queue::leave(tickets);
-    let held = own_locks_listed(ws, agent);
-    let _ = presence::write(
+    let old = presence::read(ws.root(), agent.id()).ok().flatten();
+    let held = own_locks_listed(ws, agent, old.as_ref());
+    let _ = presence::write_over(
         ws.root(),
         agent,
+        old.as_ref(),
         &presence::Update {
             lock_status: Some(if held.is_empty() {
                 LockStatus::Free
@@ -499,11 +568,16 @@ fn attempt(
     req: &LockRequest,
     targets: &[Target],
     tickets: Option<&Tickets>,
+    mine: &mut Mine,
 ) -> Result<Attempt> {
     let root = ws.root();
     let now = clock::now();
     let mut cache = StateCache::default();
-    let held = own_locks_listed(ws, &req.agent);
+    // Our presence, read once per try: the locks it lists, and the base the try's one presence
+    // write starts from (we hold the mutex: nobody else writes it meanwhile).
+    mine.presence = presence::read(root, req.agent.id()).ok().flatten();
+    mine.held = own_locks_listed(ws, &req.agent, mine.presence.as_ref());
+    let held = &mine.held;
     let mut plans = Vec::with_capacity(targets.len());
     for target in targets {
         let mut entries = list_locks(target, true)?;
@@ -535,7 +609,7 @@ fn attempt(
             let ahead: Vec<_> = queue::live_tickets(root, target)
                 .into_iter()
                 .take_while(|t| Some(t.seq) != my_seq)
-                .filter(|t| !queue::waits_for_any(ws, t.seq, &held))
+                .filter(|t| !queue::waits_for_any(ws, t.seq, held))
                 .collect();
             if let Some(first) = ahead.first() {
                 return Ok(Attempt::Busy(Blocker {
@@ -579,6 +653,7 @@ fn attempt(
         &now,
         &mut cache,
         &mut created,
+        mine,
     );
     if !matches!(outcome, Ok(Attempt::Got(_))) {
         for path in &created {
@@ -612,6 +687,7 @@ fn publish(
     now: &Timestamp,
     cache: &mut StateCache,
     created: &mut Vec<PathBuf>,
+    mine: &Mine,
 ) -> Result<Attempt> {
     let root = ws.root();
     // Where folder listings may lag other machines, a lock is also looked up by its exact name
@@ -682,7 +758,7 @@ fn publish(
         return Ok(Attempt::Fenced);
     }
 
-    let mut listed = own_locks_listed(ws, &req.agent);
+    let mut listed = mine.held.clone();
     for a in &acquired {
         if !listed.contains(&a.file) {
             listed.push(a.file.clone());
@@ -690,9 +766,10 @@ fn publish(
     }
     // A lock whose holder cannot say so in its presence (a folder or something else unwritable
     // stands there) is withdrawn rather than left behind (the caller removes `created`).
-    presence::write(
+    presence::write_over(
         root,
         &req.agent,
+        mine.presence.as_ref(),
         &presence::Update {
             current_file: Some(targets[0].rel.clone()),
             lock_status: Some(LockStatus::Locked),

@@ -513,9 +513,13 @@ fn take_over(e: &LockEntry) -> Result<bool> {
     Ok(true)
 }
 
-/// The files `agent` lists as locked in its presence that it still holds.
-fn own_locks_listed(ws: &Workspace, agent: &AgentId) -> Vec<String> {
-    let Some(p) = presence::read(ws.root(), agent.id()).ok().flatten() else {
+/// The files `agent` lists as locked in its presence `p` (as just read) that it still holds.
+fn own_locks_listed(
+    ws: &Workspace,
+    agent: &AgentId,
+    p: Option<&presence::Presence>,
+) -> Vec<String> {
+    let Some(p) = p else {
         return Vec::new();
     };
     p.locks()

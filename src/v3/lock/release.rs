@@ -74,12 +74,15 @@ pub fn release(
     let now = clock::now();
     let mut cache = StateCache::default();
     let mut out = Vec::with_capacity(targets.len());
+    let mut ours = Vec::new();
     for target in &targets {
         // Temporary files of killed processes are swept in the same pass, as `acquire` does.
         let mut entries = list_locks(target, true)?;
+        // Lock files this call already releases (the same file named twice) are gone for it.
+        entries.retain(|e| !ours.iter().any(|(_, p)| *p == e.lock_path));
         classify(ws.root(), &mut entries, &mut cache, &now);
         let outcome = if let Some(mine) = entries.iter().find(|e| e.agent == agent.id()) {
-            fsutil::remove(&mine.lock_path)?;
+            ours.push((target.rel.clone(), mine.lock_path.clone()));
             ReleaseOutcome::Released
         } else if entries.is_empty() {
             ReleaseOutcome::NotLocked
@@ -117,7 +120,7 @@ pub fn release(
             outcome,
         });
     }
-    after_release(ws, agent)?;
+    remove_ours(ws, agent, &ours)?;
     Ok(out)
 }
 
@@ -134,11 +137,13 @@ pub fn release_tokens(
 ) -> Result<Vec<Release>> {
     let _mutex = ws.lock_mutex()?;
     let mut out = Vec::with_capacity(held.len());
+    let mut ours = Vec::new();
     for (target, token) in held {
         let path = layout::lock_file(&target.abs, agent.id());
-        let current = LockEntry::read(path.clone(), target.rel.clone(), agent.id().to_string());
+        let current = LockEntry::read(path.clone(), target.rel.clone(), agent.id().to_string())
+            .filter(|_| !ours.iter().any(|(_, p)| *p == path));
         let outcome = if current.as_ref().and_then(LockEntry::token) == Some(token.as_str()) {
-            fsutil::remove(&path)?;
+            ours.push((target.rel.clone(), path));
             ReleaseOutcome::Released
         } else {
             ReleaseOutcome::Lost
@@ -148,7 +153,7 @@ pub fn release_tokens(
             outcome,
         });
     }
-    after_release(ws, agent)?;
+    remove_ours(ws, agent, &ours)?;
     Ok(out)
 }
 
@@ -240,17 +245,48 @@ fn file_identity(path: &std::path::Path) -> Option<((u64, u64), Vec<u8>)> {
     Some(((meta.dev(), meta.ino()), bytes))
 }
 
-/// Bring the agent's presence up to date after locks went away. Caller holds the mutex.
-fn after_release(ws: &Workspace, agent: &AgentId) -> Result<()> {
+/// Remove our lock files `ours` (file, lock file) and bring the presence up to date: the
+/// presence is decided and written first (once), and the lock files go last, so that a waiter
+/// woken by their removal finds the mutex free a moment later rather than still held by us.
+/// Caller holds the mutex.
+fn remove_ours(ws: &Workspace, agent: &AgentId, ours: &[(String, PathBuf)]) -> Result<()> {
+    let released: Vec<&str> = ours.iter().map(|(rel, _)| rel.as_str()).collect();
+    let written = after_release(ws, agent, &released);
+    for (_, path) in ours {
+        if let Err(e) = fsutil::remove(path) {
+            // The presence says released; the lock stands: say so again from what is on disk.
+            let _ = after_release(ws, agent, &[]);
+            return Err(e);
+        }
+    }
+    written
+}
+
+/// Bring the agent's presence up to date for locks that went away (or are about to: `gone`,
+/// files relative to the root). Caller holds the mutex.
+fn after_release(ws: &Workspace, agent: &AgentId, gone: &[&str]) -> Result<()> {
     // Only a regular presence file is brought up to date: the locks are already gone, and a
     // release must not fail (or follow a link) because something else stands there.
-    if !fs::symlink_metadata(layout::presence(ws.root(), agent.id())).is_ok_and(|m| m.is_file()) {
-        return Ok(());
-    }
-    let held = own_locks_listed(ws, agent);
-    presence::write(
+    let old = match presence::read(ws.root(), agent.id()) {
+        Ok(Some(p)) => Some(p),
+        Ok(None) => return Ok(()),
+        Err(_) => {
+            if !fs::symlink_metadata(layout::presence(ws.root(), agent.id()))
+                .is_ok_and(|m| m.is_file())
+            {
+                return Ok(());
+            }
+            None
+        }
+    };
+    let held: Vec<String> = own_locks_listed(ws, agent, old.as_ref())
+        .into_iter()
+        .filter(|rel| !gone.contains(&rel.as_str()))
+        .collect();
+    presence::write_over(
         ws.root(),
         agent,
+        old.as_ref(),
         &presence::Update {
             lock_status: Some(if held.is_empty() {
                 LockStatus::Free
