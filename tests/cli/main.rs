@@ -25,6 +25,7 @@ mod init;
 mod json;
 mod load;
 mod mcp;
+mod mutants_edit;
 mod messages;
 mod netfs;
 mod refusals;
