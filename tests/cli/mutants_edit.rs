@@ -51,3 +51,42 @@ fn run_exits_126_for_a_command_that_cannot_be_executed() {
         .code(127);
     assert!(locks(&env).is_empty(), "{:?}", locks(&env));
 }
+
+fn heartbeat(env: &Env, agent: &str) -> chrono::DateTime<chrono::FixedOffset> {
+    let text = env.read(&format!(".{agent}_presence"));
+    let line = text
+        .lines()
+        .find_map(|l| l.strip_prefix("heartbeat:"))
+        .unwrap_or_else(|| panic!("no heartbeat in {text:?}"));
+    chrono::DateTime::parse_from_rfc3339(line.trim()).unwrap()
+}
+
+/// A `coord run` longer than the heartbeat timeout keeps its agent ACTIVE (its lock must not
+/// go stale under a command still running): the heartbeat is refreshed every 30 s while CMD
+/// runs, and not on every wake-up in between.
+#[test]
+fn a_long_run_refreshes_the_heartbeat_every_30_seconds() {
+    let env = Env::new();
+    env.write("f.txt", "x\n");
+    let run = env
+        .agent("claude")
+        .args(["run", "f.txt", "--", "sh", "-c", ": > started; sleep 36"])
+        .spawn();
+    crate::support::eventually("the command started", || env.exists("started"));
+    let first = heartbeat(&env, "claude");
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    assert_eq!(heartbeat(&env, "claude"), first, "refreshed within 3 s");
+    let start = std::time::Instant::now();
+    let mut refreshed = first;
+    while start.elapsed() < std::time::Duration::from_secs(40) && refreshed == first {
+        std::thread::sleep(std::time::Duration::from_millis(200));
+        refreshed = heartbeat(&env, "claude");
+    }
+    let gap = refreshed - first;
+    assert!(
+        gap >= chrono::Duration::seconds(29) && gap <= chrono::Duration::seconds(33),
+        "heartbeat went from {first} to {refreshed} while CMD ran"
+    );
+    crate::support::finish(run);
+    assert!(locks(&env).is_empty(), "{:?}", locks(&env));
+}
