@@ -26,6 +26,7 @@ mod json;
 mod load;
 mod mcp;
 mod mutants_edit;
+mod mutants_lock;
 mod messages;
 mod netfs;
 mod refusals;

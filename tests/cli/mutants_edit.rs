@@ -6,9 +6,12 @@ use std::os::unix::fs::PermissionsExt;
 
 use crate::support::Env;
 
+/// Lock files in the root, found by name only (nothing is opened: a FIFO may stand there).
 fn locks(env: &Env) -> Vec<String> {
-    env.files_ending("")
-        .into_iter()
+    std::fs::read_dir(env.root())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
         .filter(|f| f.contains(".lock."))
         .collect()
 }
@@ -88,5 +91,40 @@ fn a_long_run_refreshes_the_heartbeat_every_30_seconds() {
         "heartbeat went from {first} to {refreshed} while CMD ran"
     );
     crate::support::finish(run);
+    assert!(locks(&env).is_empty(), "{:?}", locks(&env));
+}
+
+/// A FILE that is a FIFO or a folder is refused by `write` and `restore` (exit 2) and left
+/// as it is: it is never replaced by a regular file, its backup never swapped in.
+#[test]
+fn write_and_restore_refuse_a_fifo_or_a_folder() {
+    use std::os::unix::fs::FileTypeExt;
+    let env = Env::new();
+    let made = std::process::Command::new("mkfifo")
+        .arg(env.path("pipe"))
+        .status()
+        .is_ok_and(|s| s.success());
+    if !made {
+        eprintln!("skipped: mkfifo is not available");
+        return;
+    }
+    env.agent("claude").args(["lock", "pipe"]).ok();
+    env.agent("claude")
+        .args(["write", "pipe"])
+        .stdin("new\n")
+        .code(2)
+        .stderr_has("`pipe`: it is not a regular file");
+    let kind = std::fs::symlink_metadata(env.path("pipe")).unwrap();
+    assert!(kind.file_type().is_fifo(), "the FIFO was replaced");
+    env.agent("claude").args(["unlock", "pipe"]).ok();
+
+    std::fs::create_dir(env.path("dir")).unwrap();
+    env.write("dir.bak", "old\n");
+    env.agent("claude")
+        .args(["restore", "dir"])
+        .code(2)
+        .stderr_has("`dir`: it is not a regular file");
+    assert!(env.path("dir").is_dir());
+    assert_eq!(env.read("dir.bak"), "old\n");
     assert!(locks(&env).is_empty(), "{:?}", locks(&env));
 }

@@ -1,0 +1,77 @@
+//! Locks and the presence judgement at the edges the other tests did not reach: each test here
+//! fails on a realistic bug that `cargo mutants` showed the rest of the suite would let through
+//! (see docs/reliability.md, "Mutation testing").
+
+use crate::support::Env;
+
+fn field(env: &Env, agent: &str, key: &str) -> Option<String> {
+    env.read(&format!(".{agent}_presence"))
+        .lines()
+        .find_map(|l| l.strip_prefix(&format!("{key}:")).map(|v| v.trim().to_string()))
+}
+
+/// The display name follows the spelling last given, except that a name given in lower case
+/// does not replace a capitalised one of the same id.
+#[test]
+fn the_display_name_follows_the_spelling_given() {
+    let env = Env::new();
+    env.write("f.txt", "x\n");
+    env.agent("claude").args(["lock", "f.txt"]).ok();
+    assert_eq!(field(&env, "claude", "Agent").as_deref(), Some("claude"));
+    env.agent("Claude").args(["unlock", "f.txt"]).ok();
+    assert_eq!(field(&env, "claude", "Agent").as_deref(), Some("Claude"));
+    env.agent("claude").args(["lock", "f.txt"]).ok();
+    assert_eq!(field(&env, "claude", "Agent").as_deref(), Some("Claude"));
+    env.agent("CLAUDE").args(["unlock", "f.txt"]).ok();
+    assert_eq!(field(&env, "claude", "Agent").as_deref(), Some("CLAUDE"));
+}
+
+/// After its last unlock an agent's presence is back in the seed's form: no `locks` line.
+#[test]
+fn the_last_unlock_leaves_a_presence_in_the_seed_form() {
+    let env = Env::new();
+    env.write("a.txt", "x\n");
+    env.write("b.txt", "x\n");
+    env.agent("claude").args(["lock", "a.txt", "b.txt"]).ok();
+    assert!(field(&env, "claude", "locks").is_some());
+    env.agent("claude").args(["unlock", "a.txt"]).ok();
+    assert_eq!(
+        field(&env, "claude", "locks").as_deref(),
+        Some(r#"["b.txt"]"#)
+    );
+    env.agent("claude").args(["unlock", "b.txt"]).ok();
+    let text = env.read(".claude_presence");
+    let keys: Vec<&str> = text
+        .lines()
+        .filter_map(|l| l.split_once(':').map(|(k, _)| k))
+        .collect();
+    assert_eq!(
+        keys,
+        [
+            "Agent",
+            "status",
+            "started",
+            "heartbeat",
+            "working_on",
+            "current_file",
+            "lock_status"
+        ],
+        "{text}"
+    );
+    assert_eq!(field(&env, "claude", "lock_status").as_deref(), Some("FREE"));
+}
+
+/// An agent that said it is done stays FINISHED through later commands that only update its
+/// locks; `startup` makes it ACTIVE again.
+#[test]
+fn finished_stays_finished_until_startup() {
+    let env = Env::new();
+    env.write("f.txt", "x\n");
+    env.agent("claude").args(["lock", "f.txt"]).ok();
+    env.agent("claude").args(["shutdown"]).ok();
+    assert_eq!(field(&env, "claude", "status").as_deref(), Some("FINISHED"));
+    env.agent("claude").args(["unlock", "f.txt"]).ok();
+    assert_eq!(field(&env, "claude", "status").as_deref(), Some("FINISHED"));
+    env.agent("claude").args(["startup"]).ok();
+    assert_eq!(field(&env, "claude", "status").as_deref(), Some("ACTIVE"));
+}
