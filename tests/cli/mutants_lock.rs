@@ -75,3 +75,70 @@ fn finished_stays_finished_until_startup() {
     env.agent("claude").args(["startup"]).ok();
     assert_eq!(field(&env, "claude", "status").as_deref(), Some("ACTIVE"));
 }
+
+/// "held by X since T": `HH:MM` for a lock taken today, the date too for an older one.
+#[test]
+fn held_since_shows_the_date_only_for_another_day() {
+    let env = Env::new();
+    env.write("f.txt", "x\n");
+    env.agent("gemini")
+        .env("TZ", "UTC")
+        .env("COORD_NOW", "2026-01-27T23:50:00+00:00")
+        .args(["lock", "f.txt", "--ttl", "1h"])
+        .ok();
+    env.agent("claude")
+        .env("TZ", "UTC")
+        .env("COORD_NOW", "2026-01-27T23:58:00+00:00")
+        .args(["lock", "f.txt", "--no-wait"])
+        .code(3)
+        .stderr_has("is held by gemini since 23:50");
+    env.agent("claude")
+        .env("TZ", "UTC")
+        .env("COORD_NOW", "2026-01-28T00:10:00+00:00")
+        .args(["lock", "f.txt", "--no-wait"])
+        .code(3)
+        .stderr_has("is held by gemini since 2026-01-27 23:50");
+}
+
+/// A wait that ran out is reported in whole seconds.
+#[test]
+fn a_wait_that_ran_out_is_reported_in_whole_seconds() {
+    let env = Env::new();
+    env.write("f.txt", "x\n");
+    env.agent("gemini").args(["lock", "f.txt"]).ok();
+    env.agent("claude")
+        .args(["lock", "f.txt", "--wait", "1s"])
+        .code(3)
+        .stderr_has("gave up waiting for `f.txt` after 1s: held by gemini");
+}
+
+/// `--no-wait` never waits, so it can close no cycle: a held file is reported as held, even
+/// when its holder waits for a file the asker holds.
+#[test]
+fn a_no_wait_lock_reports_the_holder_not_a_deadlock() {
+    let env = Env::new();
+    env.write("f.txt", "x\n");
+    env.write("g.txt", "x\n");
+    env.agent("claude").args(["lock", "f.txt"]).ok();
+    env.agent("gemini").args(["lock", "g.txt"]).ok();
+    let waiter = env
+        .agent("claude")
+        .args(["lock", "g.txt", "--wait", "30s"])
+        .spawn();
+    crate::support::eventually("claude waits", || {
+        env.read(".claude_presence").contains("WAITING")
+    });
+    let out = env
+        .agent("gemini")
+        .args(["lock", "f.txt", "--no-wait"])
+        .code(3);
+    out.stderr_has("is held by claude");
+    assert!(
+        !out.stderr.to_lowercase().contains("deadlock"),
+        "{}",
+        out.stderr
+    );
+    env.agent("gemini").args(["unlock", "g.txt"]).ok();
+    let got = crate::support::finish(waiter);
+    assert_eq!(got.code, Some(0), "{}", got.stderr);
+}
