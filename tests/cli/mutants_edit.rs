@@ -128,3 +128,31 @@ fn write_and_restore_refuse_a_fifo_or_a_folder() {
     assert_eq!(env.read("dir.bak"), "old\n");
     assert!(locks(&env).is_empty(), "{:?}", locks(&env));
 }
+
+/// Others are told what a `coord run` holds a file for: the program's file name.
+#[test]
+fn a_run_tells_others_which_program_holds_the_file() {
+    let env = Env::new();
+    env.write("f.txt", "x\n");
+    let run = env
+        .agent("claude")
+        .args([
+            "run",
+            "f.txt",
+            "--",
+            "/bin/sh",
+            "-c",
+            ": > started; while [ ! -e stop ]; do sleep 0.05; done",
+        ])
+        .spawn();
+    crate::support::eventually("the command started", || env.exists("started"));
+    env.agent("gemini")
+        .args(["lock", "f.txt", "--no-wait"])
+        .code(3)
+        .stderr_has("is held by claude")
+        .stderr_has("(working on coord run sh)");
+    env.write("stop", "");
+    let out = crate::support::finish(run);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(locks(&env).is_empty(), "{:?}", locks(&env));
+}
