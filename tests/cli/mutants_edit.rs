@@ -129,7 +129,8 @@ fn write_and_restore_refuse_a_fifo_or_a_folder() {
     assert!(locks(&env).is_empty(), "{:?}", locks(&env));
 }
 
-/// Others are told what a `coord run` holds a file for: the program's file name.
+/// Others are told what a `coord run` holds a file for: the program's file name. (CMD ends
+/// by itself after 20 s should the test fail before telling it to stop.)
 #[test]
 fn a_run_tells_others_which_program_holds_the_file() {
     let env = Env::new();
@@ -142,7 +143,7 @@ fn a_run_tells_others_which_program_holds_the_file() {
             "--",
             "/bin/sh",
             "-c",
-            ": > started; while [ ! -e stop ]; do sleep 0.05; done",
+            ": > started; i=0; while [ ! -e stop ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done",
         ])
         .spawn();
     crate::support::eventually("the command started", || env.exists("started"));

@@ -7,7 +7,10 @@ use crate::support::Env;
 fn field(env: &Env, agent: &str, key: &str) -> Option<String> {
     env.read(&format!(".{agent}_presence"))
         .lines()
-        .find_map(|l| l.strip_prefix(&format!("{key}:")).map(|v| v.trim().to_string()))
+        .find_map(|l| {
+            l.strip_prefix(&format!("{key}:"))
+                .map(|v| v.trim().to_string())
+        })
 }
 
 /// The display name follows the spelling last given, except that a name given in lower case
@@ -58,7 +61,10 @@ fn the_last_unlock_leaves_a_presence_in_the_seed_form() {
         ],
         "{text}"
     );
-    assert_eq!(field(&env, "claude", "lock_status").as_deref(), Some("FREE"));
+    assert_eq!(
+        field(&env, "claude", "lock_status").as_deref(),
+        Some("FREE")
+    );
 }
 
 /// An agent that said it is done stays FINISHED through later commands that only update its
