@@ -126,6 +126,15 @@ fn write_and_restore_refuse_a_fifo_or_a_folder() {
         .stderr_has("`dir`: it is not a regular file");
     assert!(env.path("dir").is_dir());
     assert_eq!(env.read("dir.bak"), "old\n");
+
+    // A backup that is not a regular file is not restored from.
+    env.write("g.txt", "current\n");
+    std::fs::create_dir(env.path("g.txt.bak")).unwrap();
+    env.agent("claude")
+        .args(["restore", "g.txt"])
+        .code(1)
+        .stderr_has("`g.txt.bak`: it is not a regular file");
+    assert_eq!(env.read("g.txt"), "current\n");
     assert!(locks(&env).is_empty(), "{:?}", locks(&env));
 }
 
@@ -156,4 +165,57 @@ fn a_run_tells_others_which_program_holds_the_file() {
     let out = crate::support::finish(run);
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert!(locks(&env).is_empty(), "{:?}", locks(&env));
+}
+
+/// A lock made by hand (no token) fences a `coord write` on the lock file itself: rewritten
+/// in place, or replaced by another file with the same text, it is no longer the lock the
+/// write started under, and the content goes to `FILE.rejected.<agent>`.
+#[test]
+fn a_hand_made_lock_rewritten_or_replaced_mid_write_fences_the_write() {
+    use std::io::Write;
+    for how in ["rewritten in place", "replaced by a copy"] {
+        let env = Env::new();
+        env.write("F", "old\n");
+        let text = format!(
+            "Agent: Claude\nlocked_at: {}\nfile: F\n",
+            chrono::Local::now().format("%Y-%m-%dT%H:%M:%S")
+        );
+        env.write("F.lock.Claude", &text);
+        let mut child = env
+            .agent("claude")
+            .args(["write", "F"])
+            .command()
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(b"new ").unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let lock = env.path("F.lock.Claude");
+        if how == "rewritten in place" {
+            let mut f = std::fs::OpenOptions::new()
+                .write(true)
+                .truncate(true)
+                .open(&lock)
+                .unwrap();
+            f.write_all(format!("{text}reason: again\n").as_bytes())
+                .unwrap();
+        } else {
+            std::fs::remove_file(&lock).unwrap();
+            std::fs::write(&lock, &text).unwrap();
+        }
+        stdin.write_all(b"content\n").unwrap();
+        drop(stdin);
+        let out = child.wait_with_output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(3),
+            "lock {how}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert_eq!(env.read("F"), "old\n", "lock {how}");
+        assert_eq!(env.read("F.rejected.claude"), "new content\n", "lock {how}");
+    }
 }
