@@ -219,3 +219,31 @@ fn a_hand_made_lock_rewritten_or_replaced_mid_write_fences_the_write() {
         assert_eq!(env.read("F.rejected.claude"), "new content\n", "lock {how}");
     }
 }
+
+/// While CMD runs, `coord run` sleeps until a signal or the next heartbeat: over 2 seconds it
+/// uses next to no CPU (a loop that polled instead would use a core's worth).
+#[test]
+fn a_run_sleeps_while_its_command_runs() {
+    let env = Env::new();
+    env.write("f.txt", "x\n");
+    // CMD reads its parent's (coord run's) CPU time just before it ends.
+    env.agent("claude")
+        .args([
+            "run",
+            "f.txt",
+            "--",
+            "sh",
+            "-c",
+            "sleep 2; cat /proc/$PPID/stat > stat",
+        ])
+        .ok();
+    let stat = env.read("stat");
+    // Fields after the command name: state is field 3, utime 14, stime 15 (clock ticks).
+    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    assert!(
+        ticks < 15,
+        "coord run used {ticks} clock ticks of CPU while CMD slept 2 s"
+    );
+}
