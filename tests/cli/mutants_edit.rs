@@ -138,7 +138,8 @@ fn write_and_restore_refuse_a_fifo_or_a_folder() {
     assert!(locks(&env).is_empty(), "{:?}", locks(&env));
 }
 
-/// Others are told what a `coord run` holds a file for: the program's file name. (CMD ends
+/// Others are told what a `coord run` holds a file for: the program's file name; the same
+/// agent from another shell is kept out as well. (CMD ends
 /// by itself after 20 s should the test fail before telling it to stop.)
 #[test]
 fn a_run_tells_others_which_program_holds_the_file() {
@@ -161,6 +162,11 @@ fn a_run_tells_others_which_program_holds_the_file() {
         .code(3)
         .stderr_has("is held by claude")
         .stderr_has("(working on coord run sh)");
+    // The same agent in another shell is kept out too: the lock follows the run's process.
+    env.agent("claude")
+        .args(["lock", "f.txt", "--no-wait"])
+        .code(3)
+        .stderr_has("is held by claude (process ");
     env.write("stop", "");
     let out = crate::support::finish(run);
     assert_eq!(out.code, Some(0), "{}", out.stderr);
