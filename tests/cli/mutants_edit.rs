@@ -253,3 +253,28 @@ fn a_run_sleeps_while_its_command_runs() {
         "coord run used {ticks} clock ticks of CPU while CMD slept 2 s"
     );
 }
+
+/// `SIGINT` to a `coord run` off a terminal goes to CMD's whole group; a CMD that ignores it
+/// is killed 10 s later (exit 137), and the lock is released.
+#[test]
+fn a_command_ignoring_sigint_is_killed_after_the_grace_period() {
+    let env = Env::new();
+    env.write("f.txt", "x\n");
+    let run = env
+        .agent("claude")
+        .args([
+            "run",
+            "f.txt",
+            "--",
+            "sh",
+            "-c",
+            "trap '' INT; : > started; sleep 25",
+        ])
+        .spawn();
+    crate::support::eventually("the command started", || env.exists("started"));
+    let pid = rustix::process::Pid::from_raw(run.id() as i32).unwrap();
+    rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
+    let out = crate::support::finish(run);
+    assert_eq!(out.code, Some(137), "{}", out.stderr);
+    assert!(locks(&env).is_empty(), "{:?}", locks(&env));
+}
