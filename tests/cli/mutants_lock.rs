@@ -148,3 +148,22 @@ fn a_no_wait_lock_reports_the_holder_not_a_deadlock() {
     let got = crate::support::finish(waiter);
     assert_eq!(got.code, Some(0), "{}", got.stderr);
 }
+
+/// `status --json` shows a lock's `locked_at` as written (a hand-made one has no offset) and
+/// the session it was taken in.
+#[test]
+fn status_json_shows_locked_at_and_session_as_written() {
+    let env = Env::new();
+    env.write("f.txt", "x\n");
+    env.write(
+        "f.txt.lock.claude",
+        "Agent: Claude\nlocked_at: 2026-01-28T01:00:00\nfile: f.txt\nsession: s-123\nttl: 100000h\n",
+    );
+    let out = env.agent("gemini").args(["status", "--json"]).ok();
+    let status: serde_json::Value = out.json();
+    let lock = &status["locks"][0];
+    assert_eq!(lock["file"], "f.txt");
+    assert_eq!(lock["locked_at"], "2026-01-28T01:00:00");
+    assert_eq!(lock["session"], "s-123");
+    assert_eq!(lock["state"], "LIVE");
+}
