@@ -29,7 +29,8 @@ fn the_display_name_follows_the_spelling_given() {
     assert_eq!(field(&env, "claude", "Agent").as_deref(), Some("CLAUDE"));
 }
 
-/// After its last unlock an agent's presence is back in the seed's form: no `locks` line.
+/// A lock names its first file as the agent's `current_file`; after its last unlock the
+/// presence is back in the seed's form: no `locks` line.
 #[test]
 fn the_last_unlock_leaves_a_presence_in_the_seed_form() {
     let env = Env::new();
@@ -37,6 +38,10 @@ fn the_last_unlock_leaves_a_presence_in_the_seed_form() {
     env.write("b.txt", "x\n");
     env.agent("claude").args(["lock", "a.txt", "b.txt"]).ok();
     assert!(field(&env, "claude", "locks").is_some());
+    assert_eq!(
+        field(&env, "claude", "current_file").as_deref(),
+        Some("a.txt")
+    );
     env.agent("claude").args(["unlock", "a.txt"]).ok();
     assert_eq!(
         field(&env, "claude", "locks").as_deref(),
