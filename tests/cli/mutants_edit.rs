@@ -198,7 +198,14 @@ fn a_hand_made_lock_rewritten_or_replaced_mid_write_fences_the_write() {
             .unwrap();
         let mut stdin = child.stdin.take().unwrap();
         stdin.write_all(b"new ").unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        stdin.flush().unwrap();
+        // The fence is read before the content is spooled: wait for the spool file.
+        crate::support::eventually("the write to spool its input", || {
+            std::fs::read_dir(env.root()).unwrap().flatten().any(|e| {
+                let name = e.file_name().to_string_lossy().into_owned();
+                name.starts_with(".coord-") && name.ends_with(".tmp")
+            })
+        });
         let lock = env.path("F.lock.Claude");
         if how == "rewritten in place" {
             let mut f = std::fs::OpenOptions::new()
@@ -209,8 +216,11 @@ fn a_hand_made_lock_rewritten_or_replaced_mid_write_fences_the_write() {
             f.write_all(format!("{text}reason: again\n").as_bytes())
                 .unwrap();
         } else {
-            std::fs::remove_file(&lock).unwrap();
-            std::fs::write(&lock, &text).unwrap();
+            // A new file (made while the old one still exists, so not on its inode) with the
+            // same text, renamed over the lock.
+            let copy = env.path("lock-copy");
+            std::fs::write(&copy, &text).unwrap();
+            std::fs::rename(&copy, &lock).unwrap();
         }
         stdin.write_all(b"content\n").unwrap();
         drop(stdin);
