@@ -38,7 +38,7 @@ pub fn host_tag() -> &'static str {
 pub fn origin() -> String {
     match std::env::var("COORD_SESSION") {
         Ok(s) if !s.trim().is_empty() => format!("session {}", s.trim()),
-        _ => match own_ids().session {
+        _ => match own_session() {
             Some(sid) => format!("sid {sid}"),
             // The session's leader lives outside this pid namespace (a container or sandbox):
             // every command started in it from outside shares that session, so the namespace
@@ -49,6 +49,14 @@ pub fn origin() -> String {
             },
         },
     }
+}
+
+/// This process's POSIX session (see [`OwnIds::session`]), read once: a process changes its
+/// session only by calling `setsid`, which coord never does for itself (only for the commands
+/// it starts), and a long-running coord (`coord mcp`) asks for it on every lock.
+fn own_session() -> Option<i32> {
+    static SESSION: std::sync::OnceLock<Option<i32>> = std::sync::OnceLock::new();
+    *SESSION.get_or_init(|| own_ids().session)
 }
 
 /// The inode number of this process's pid namespace (from `/proc/self/ns/pid`).
@@ -136,15 +144,19 @@ pub fn in_terminal_foreground() -> bool {
     on_terminal && ids.group.is_some() && ids.group == ids.terminal_group
 }
 
-/// This process's id.
+/// This process's id (asked once: coord starts other programs only through `exec`).
 pub fn pid() -> u32 {
-    std::process::id()
+    static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
+    *PID.get_or_init(std::process::id)
 }
 
 /// Whether process `pid` exists on this host.
 ///
 /// A process that exists but belongs to another user still counts as alive.
 pub fn pid_alive(pid: u32) -> bool {
+    if pid == self::pid() {
+        return true;
+    }
     let Ok(raw) = i32::try_from(pid) else {
         return false;
     };

@@ -151,7 +151,11 @@ impl Workspace {
     /// [`Error::Io`] when the folder cannot be created.
     pub fn ensure_state_dir(&self) -> Result<PathBuf> {
         let dir = layout::state_dir(&self.root);
-        fsutil::ensure_dir(&dir)?;
+        // The root was resolved (no symlink above it), so a real folder at `.coord` is all
+        // there is to check; anything else (missing, a symlink, a file) takes the careful path.
+        if !fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+            fsutil::ensure_dir(&dir)?;
+        }
         self.sweep_temps_once();
         Ok(dir)
     }
@@ -238,7 +242,12 @@ impl Workspace {
             _ => return Err(bad("it does not name a file")),
         };
         let parent = joined.parent().unwrap_or(Path::new("/"));
-        let parent = fs::canonicalize(parent).map_err(|_| bad("its folder does not exist"))?;
+        // The root is resolved already: a file right in it (the usual case) needs no lookup.
+        let parent = if parent == self.root {
+            self.root.clone()
+        } else {
+            fs::canonicalize(parent).map_err(|_| bad("its folder does not exist"))?
+        };
         let mut abs = parent.join(&name);
         if let Ok(meta) = fs::symlink_metadata(&abs)
             && meta.is_symlink()

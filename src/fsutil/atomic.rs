@@ -7,7 +7,7 @@ use std::path::Path;
 
 use tempfile::NamedTempFile;
 
-use super::{open_regular_nofollow, parent_of, sync_dir};
+use super::{Access, open_nofollow, parent_of, sync_dir};
 use crate::error::{IoResultExt, Result};
 use crate::{host, layout};
 
@@ -126,14 +126,19 @@ pub fn copy_replace(src: &Path, dst: &Path) -> Result<u64> {
 ///
 /// [`Error::Io`](crate::Error::Io) naming the file involved.
 pub fn copy_to_temp(src: &Path, dir: &Path, durable: bool) -> Result<(NamedTempFile, u64)> {
-    let mut input = open_regular_nofollow(src).at("read", src)?;
+    let (mut input, meta) = open_nofollow(src, Access::Read).at("read", src)?;
     let mut tmp = temp_in(dir).at("create a temporary file in", dir)?;
-    let n = io::copy(&mut input, tmp.as_file_mut()).at("copy", src)?;
-    if let Ok(meta) = input.metadata() {
-        tmp.as_file()
-            .set_permissions(meta.permissions())
-            .at("set permissions of", tmp.path())?;
-    }
+    // `io::copy` asks the kernel to copy (`copy_file_range`), which pays off for large files
+    // but costs more than a read and a write for the small files agents lock.
+    let n = match usize::try_from(meta.len()) {
+        Ok(len) if len < SMALL_COPY => {
+            copy_input(&mut input, tmp.as_file_mut(), src, src, len + 1)?
+        }
+        _ => io::copy(&mut input, tmp.as_file_mut()).at("copy", src)?,
+    };
+    tmp.as_file()
+        .set_permissions(meta.permissions())
+        .at("set permissions of", tmp.path())?;
     if durable {
         tmp.as_file().sync_all().at("copy", src)?;
     }
@@ -159,15 +164,25 @@ pub fn spool(
         .map_err(bare)
         .at("create a temporary file in", dir)?;
     // Write errors name the file the content is for, not its temporary copy.
-    let n = copy_input(input, tmp.as_file_mut(), what, like)?;
+    let n = copy_input(input, tmp.as_file_mut(), what, like, 128 * 1024)?;
     keep_mode(like, tmp.as_file())?;
     tmp.as_file().sync_all().at("write", like)?;
     Ok((tmp, n))
 }
 
-/// `io::copy`, telling a read error (blamed on `what`) from a write error (blamed on `to`).
-fn copy_input(input: &mut dyn Read, out: &mut File, what: &Path, to: &Path) -> Result<u64> {
-    let mut buf = vec![0u8; 128 * 1024];
+/// Files smaller than this are copied through a buffer rather than by the kernel.
+const SMALL_COPY: usize = 64 * 1024;
+
+/// `io::copy` through a buffer of `buf_len` bytes, telling a read error (blamed on `what`) from a
+/// write error (blamed on `to`).
+fn copy_input(
+    input: &mut dyn Read,
+    out: &mut File,
+    what: &Path,
+    to: &Path,
+    buf_len: usize,
+) -> Result<u64> {
+    let mut buf = vec![0u8; buf_len];
     let mut total = 0u64;
     loop {
         let n = match input.read(&mut buf) {

@@ -42,9 +42,8 @@ pub(super) fn lock_mutex_within(path: &Path, patience: Duration) -> Result<Mutex
     // and our lock would let two processes hold "the" mutex, each on its own file: after
     // locking, make sure the file we hold is still the one at the path, else start over.
     loop {
-        let file = open_mutex(path)?;
+        let (file, held) = open_mutex(path)?;
         lock_patiently(&file, path, deadline)?;
-        let held = file.metadata().at("open the workspace mutex", path)?;
         match fs::symlink_metadata(path) {
             Ok(now) if now.dev() == held.dev() && now.ino() == held.ino() => {
                 return Ok(MutexGuard {
@@ -68,13 +67,12 @@ pub(super) fn lock_mutex_within(path: &Path, patience: Duration) -> Result<Mutex
 /// only a process stopped (or stuck) while holding it makes anyone wait this long.
 pub const MUTEX_PATIENCE: Duration = Duration::from_secs(30);
 
-fn open_mutex(path: &Path) -> Result<File> {
+/// The mutex file, open, and what it is (its device and inode do not change while it is open).
+fn open_mutex(path: &Path) -> Result<(File, fs::Metadata)> {
     // O_NONBLOCK so that a FIFO planted at `path` cannot make the open wait (it does not affect
     // `flock`). Anything but a regular file is refused: every coord process must lock the same
     // kind of object, and a symlink could point anywhere.
-    open_nofollow(path, Access::ReadWriteOrCreate)
-        .map(|(file, _)| file)
-        .at("open the workspace mutex", path)
+    open_nofollow(path, Access::ReadWriteOrCreate).at("open the workspace mutex", path)
 }
 
 /// Take the kernel lock, trying again with short growing pauses until `deadline`, so that a

@@ -60,6 +60,30 @@ pub fn read_text_capped(path: &Path, cap: u64) -> io::Result<(String, Option<Sys
     Ok((String::from_utf8_lossy(&bytes).into_owned(), mtime))
 }
 
+/// Make this machine's kernel ask the file server for `path`'s attributes now, instead of
+/// trusting what it cached (`statx` with `AT_STATX_FORCE_SYNC`; FUSE and NFS honour it).
+///
+/// Why: on a shared folder mounted over the network the kernel keeps a file's size for a while
+/// (FUSE: 1 s by default, whatever sshfs's own cache setting). A size cached while another
+/// machine was rewriting the file (truncated, not yet written) cuts every read of the new
+/// content short until it expires, so an agent that just got the lock would read an old or
+/// empty file. A fresh size also drops cached pages when the file changed. Errors are ignored:
+/// whoever reads the file next reports them.
+pub fn refresh_attributes(path: &Path) {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        use rustix::fs::{AtFlags, CWD, StatxFlags, statx};
+        let _ = statx(
+            CWD,
+            path,
+            AtFlags::SYMLINK_NOFOLLOW | AtFlags::STATX_FORCE_SYNC,
+            StatxFlags::SIZE | StatxFlags::MTIME,
+        );
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let _ = path;
+}
+
 /// The modification time of `path` itself (not a link's target).
 pub fn mtime(path: &Path) -> Option<SystemTime> {
     fs::symlink_metadata(path).and_then(|m| m.modified()).ok()
@@ -69,12 +93,14 @@ pub fn mtime(path: &Path) -> Option<SystemTime> {
 /// same permissions and the same bytes. Any error reads as "not the same".
 pub fn same_regular_files(a: &Path, b: &Path) -> bool {
     fn same(a: &Path, b: &Path) -> io::Result<bool> {
-        let (mut fa, mut fb) = (open_regular_nofollow(a)?, open_regular_nofollow(b)?);
-        let (ma, mb) = (fa.metadata()?, fb.metadata()?);
+        let (mut fa, ma) = open_nofollow(a, Access::Read)?;
+        let (mut fb, mb) = open_nofollow(b, Access::Read)?;
         if ma.len() != mb.len() || ma.permissions() != mb.permissions() {
             return Ok(false);
         }
-        let (mut ba, mut bb) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
+        // Buffers no larger than the files (plus the byte that tells they did not grow).
+        let size = usize::try_from(ma.len()).map_or(64 * 1024, |n| n.clamp(1, 64 * 1024 - 1) + 1);
+        let (mut ba, mut bb) = (vec![0u8; size], vec![0u8; size]);
         loop {
             let n = fa.read(&mut ba)?;
             if n == 0 {
