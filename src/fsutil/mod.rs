@@ -50,7 +50,7 @@ pub use entry::{ensure_dir, make_executable, remove, rename, sync_dir, touch};
 pub use mutex::{MUTEX_PATIENCE, MutexGuard, lock_mutex};
 pub use read::{
     RECORD_CAP, linked_ancestor, mtime, open_regular_nofollow, read_capped, read_capped_with_mtime,
-    read_text_capped, same_regular_files,
+    read_text_capped, refresh_attributes, same_regular_files,
 };
 pub use sweep::{sweep_entry, sweep_temps};
 

@@ -345,6 +345,13 @@ pub fn acquire(
         }
     };
     waiting.done();
+    if policy.exact_lookups {
+        // A shared folder on a network filesystem: what this machine cached about the files
+        // may predate the last holder's writes (fsutil::refresh_attributes).
+        for t in &targets {
+            fsutil::refresh_attributes(&t.abs);
+        }
+    }
     let mut acquired = got;
     if req.backup {
         for (a, target) in acquired.iter_mut().zip(&targets) {
