@@ -2,8 +2,8 @@
 //!
 //! This module holds a lock file as read ([`LockEntry`]); `scan` finds lock files, `judge`
 //! decides live, stale or conflict, `takeover` removes a stale one only if it is unchanged;
-//! [`acquire`] takes locks (waiting in the queue, taking stale ones over) and [`release`] gives
-//! them back.
+//! [`acquire()`] takes locks (waiting in the queue, taking stale ones over) and [`release()`]
+//! gives them back.
 //!
 //! # Semantics
 //!

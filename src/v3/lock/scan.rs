@@ -24,7 +24,7 @@ pub fn locks_of(target: &Target) -> Vec<LockEntry> {
 ///
 /// # Errors
 ///
-/// [`Error::Io`] naming the folder.
+/// [`Error::Io`](crate::error::Error::Io) naming the folder.
 pub fn try_locks_of(target: &Target) -> Result<Vec<LockEntry>> {
     list_locks(target, false)
 }
@@ -94,7 +94,7 @@ fn roster(root: &Path) -> Vec<String> {
 ///
 /// # Errors
 ///
-/// [`Error::Io`] when the roster cannot be written.
+/// [`Error::Io`](crate::error::Error::Io) when the roster cannot be written.
 pub(crate) fn join_roster(root: &Path, id: &str) -> Result<()> {
     let mut ids = roster(root);
     if ids.iter().any(|i| i == id) {
