@@ -65,6 +65,18 @@ impl Host {
 
     fn run(&mut self, tool: &'static ToolSpec, args: &Args<'_>) -> anyhow::Result<Done> {
         match tool.name {
+            "status" | "check" | "presence" => self.workspace_tool(tool.name, args),
+            "lock" | "unlock" | "write" | "note" => self.file_tool(tool.name, args),
+            "msg_send" | "msg_list" | "msg_read" => self.msg_tool(tool.name, args),
+            "dialogue_turn" | "dialogue_say" => self.dialogue_tool(tool.name, args),
+            "review_next" => self.review_tool(tool.name, args),
+            other => Err(no_implementation(other)),
+        }
+    }
+
+    /// The workspace as a whole, and this agent in it: `status`, `check`, `presence`.
+    fn workspace_tool(&mut self, name: &str, args: &Args<'_>) -> anyhow::Result<Done> {
+        match name {
             "status" => {
                 let st = status::collect(&self.ws);
                 Ok(Done::new(super::super::status::render(&st, false), &st))
@@ -88,6 +100,13 @@ impl Host {
                 let view = presence::refresh(&self.ws, &self.agent, &update, Some(&self.session))?;
                 Ok(Done::new(presence::updated_line(&view), &view))
             }
+            other => Err(no_implementation(other)),
+        }
+    }
+
+    /// One file or a few: `lock`, `unlock`, `write`, `note`.
+    fn file_tool(&mut self, name: &str, args: &Args<'_>) -> anyhow::Result<Done> {
+        match name {
             "lock" => self.lock(args),
             "unlock" => {
                 let targets = match args.strings("files")? {
@@ -125,6 +144,13 @@ impl Host {
                 let noted = note::note(&self.ws, &req, &mut |_| {})?;
                 Ok(Done::new(note_cmd::noted_line(&noted), &noted))
             }
+            other => Err(no_implementation(other)),
+        }
+    }
+
+    /// Messages: `msg_send`, `msg_list`, `msg_read`.
+    fn msg_tool(&mut self, name: &str, args: &Args<'_>) -> anyhow::Result<Done> {
+        match name {
             "msg_send" => {
                 let to = Recipient::parse(args.req_str("to")?)?;
                 let sent = message::send(&self.ws, &self.agent, &to, args.req_str("text")?)?;
@@ -150,6 +176,13 @@ impl Host {
                 let entry = message::read(&self.ws, &self.agent, args.req_str("id")?)?;
                 Ok(Done::new(msg::read_text(&entry), &entry))
             }
+            other => Err(no_implementation(other)),
+        }
+    }
+
+    /// The dialogue: `dialogue_turn`, `dialogue_say`.
+    fn dialogue_tool(&mut self, name: &str, args: &Args<'_>) -> anyhow::Result<Done> {
+        match name {
             "dialogue_turn" => {
                 let view = Dialogue::default_in(&self.ws)?.snapshot()?.view();
                 Ok(Done::new(dialogue::render_view(&view), &view))
@@ -181,16 +214,20 @@ impl Host {
                 lines.push(dialogue::said_line(&outcome));
                 Ok(Done::new(lines.join("\n"), &outcome))
             }
+            other => Err(no_implementation(other)),
+        }
+    }
+
+    /// The review tracker: `review_next`.
+    fn review_tool(&mut self, name: &str, args: &Args<'_>) -> anyhow::Result<Done> {
+        match name {
             "review_next" => {
                 let topic = args.req_str("topic")?;
                 let reviews = Reviews::default_for(&self.ws).acting_as(Some(self.agent.clone()));
                 let n = reviews.next(topic)?;
                 Ok(Done::new(review::next_text(&n, topic), &n))
             }
-            other => Err(Error::Failed {
-                message: format!("tool `{other}` has no implementation"),
-            }
-            .into()),
+            other => Err(no_implementation(other)),
         }
     }
 
@@ -220,6 +257,14 @@ impl Host {
         lines.extend(lock_cmd::acquired_lines(&got));
         Ok(Done::new(lines.join("\n"), &got))
     }
+}
+
+/// The error for a tool the server lists but this host does not run.
+fn no_implementation(tool: &str) -> anyhow::Error {
+    Error::Failed {
+        message: format!("tool `{tool}` has no implementation"),
+    }
+    .into()
 }
 
 /// A tool's success: its text and its `--json` object.

@@ -1,6 +1,7 @@
 //! The dialogue file formats: ids, markers, headers, the turn file, status.json, lock.txt.
 
 use super::*;
+use crate::clock::{self, Timestamp};
 
 fn ts() -> Timestamp {
     clock::parse_timestamp("2026-01-28T01:00:00+01:00").unwrap()

@@ -1,0 +1,120 @@
+//! Who stands in the way of a lock, and the refusal a caller gets when it does not wait (or
+//! waited too long): held by another agent, or free with earlier waiters in line.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::super::LockEntry;
+use crate::clock::{self, Timestamp};
+use crate::error::{Error, Refusal};
+use crate::v3::presence;
+
+/// Who or what stands in the way of a lock.
+#[derive(Debug, Clone)]
+pub struct Blocker {
+    /// The file.
+    pub file: String,
+    /// The holder's display name, or the first earlier waiter.
+    pub holder: String,
+    /// When the holder locked it (`HH:MM`), empty for a queue.
+    pub since: String,
+    /// What the holder works on (its task, then `; reason: ` and the lock's reason; see
+    /// [`working_text`]).
+    pub working_on: Option<String>,
+    /// How many earlier waiters stand in line (only when the lock itself is free).
+    pub queued_ahead: usize,
+    /// The blocking lock file and its bytes as read: where events do not cross machines, a
+    /// waiter re-reads just this file until it changes before trying again in full.
+    pub record: Option<(PathBuf, Vec<u8>)>,
+}
+
+pub(super) fn blocked_error(b: Blocker, waited: bool, elapsed: Duration) -> Error {
+    if b.queued_ahead > 0 {
+        let message = format!(
+            "`{}` is free, but {} earlier waiter{} stand{} in line ({} first)",
+            b.file,
+            b.queued_ahead,
+            if b.queued_ahead == 1 { "" } else { "s" },
+            if b.queued_ahead == 1 { "s" } else { "" },
+            b.holder
+        );
+        return Error::refused(
+            Refusal::QueuedAhead,
+            if waited {
+                format!(
+                    "gave up waiting after {}: {message}",
+                    clock::format_duration(round_wait(elapsed))
+                )
+            } else {
+                message
+            },
+            Some(format!(
+                "wait your turn with `coord lock {} --wait 5m`",
+                b.file
+            )),
+        );
+    }
+    if waited {
+        Error::WaitTimedOut {
+            file: b.file,
+            waited: clock::format_duration(round_wait(elapsed)),
+            holder: b.holder,
+            since: b.since,
+            working_on: b.working_on,
+        }
+    } else {
+        Error::LockHeld {
+            file: b.file,
+            holder: b.holder,
+            since: b.since,
+            working_on: b.working_on,
+        }
+    }
+}
+
+/// A wait as a person reads it: whole seconds from one second on, milliseconds below.
+fn round_wait(d: Duration) -> Duration {
+    if d >= Duration::from_secs(1) {
+        Duration::from_secs(d.as_secs_f64().round() as u64)
+    } else {
+        Duration::from_millis(d.as_millis() as u64)
+    }
+}
+
+/// `HH:MM` for today, `YYYY-MM-DD HH:MM` otherwise.
+pub fn format_since(ts: Option<&Timestamp>, now: &Timestamp) -> String {
+    match ts {
+        Some(ts) if ts.date_naive() == now.date_naive() => ts.format("%H:%M").to_string(),
+        Some(ts) => ts.format("%Y-%m-%d %H:%M").to_string(),
+        None => "an unknown time".to_string(),
+    }
+}
+
+pub(super) fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker {
+    let task = presence::read(root, &e.agent)
+        .ok()
+        .flatten()
+        .and_then(|p| p.field("working_on").map(str::to_string));
+    let working_on = working_text(task.as_deref(), e.reason());
+    Blocker {
+        file: e.file.clone(),
+        holder: e.holder().to_string(),
+        since: format_since(e.since.as_ref(), now),
+        working_on,
+        queued_ahead: 0,
+        record: e.raw.clone().map(|raw| (e.lock_path.clone(), raw)),
+    }
+}
+
+/// What a holder works on, as shown after "held by X since T": its presence's task, and the
+/// lock's `--reason` after `; reason: ` (the reason alone when there is no task).
+pub fn working_text(task: Option<&str>, reason: Option<&str>) -> Option<String> {
+    let task = task.filter(|t| !t.trim().is_empty());
+    let reason = reason.filter(|r| !r.trim().is_empty());
+    match (task, reason) {
+        (Some(t), Some(r)) => Some(format!("{t}; reason: {r}")),
+        (Some(t), None) => Some(t.to_string()),
+        (None, Some(r)) => Some(r.to_string()),
+        (None, None) => None,
+    }
+}

@@ -1,0 +1,97 @@
+//! Standing in line: the guard that leaves the queue (and resets `WAITING`) when an acquire ends
+//! without the lock, and the deadlock check made every time a request would wait.
+
+use super::super::own_locks_listed;
+use super::LockRequest;
+use crate::clock;
+use crate::error::Error;
+use crate::v3::presence::{self, LockStatus, StateCache};
+use crate::v3::queue::{self, Tickets};
+use crate::v3::waits::{self, WaitEdge};
+use crate::workspace::{AgentId, Target, Workspace};
+
+/// Leaves the queue and resets `WAITING` if an acquire ends without the lock.
+pub(super) struct Waiting<'a> {
+    pub(super) ws: &'a Workspace,
+    pub(super) agent: &'a AgentId,
+    pub(super) tickets: Option<Tickets>,
+}
+
+impl Waiting<'_> {
+    pub(super) fn done(mut self) {
+        self.tickets = None;
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let Some(tickets) = self.tickets.take() else {
+            return;
+        };
+        if let Ok(_mutex) = self.ws.lock_mutex() {
+            settle(self.ws, self.agent, &tickets);
+        }
+    }
+}
+
+/// Leave the queue and say in the presence whether we still hold anything. Caller holds the mutex.
+pub(super) fn settle(ws: &Workspace, agent: &AgentId, tickets: &Tickets) {
+    queue::leave(tickets);
+    let old = presence::read(ws.root(), agent.id()).ok().flatten();
+    let held = own_locks_listed(ws, agent, old.as_ref());
+    let _ = presence::write_over(
+        ws.root(),
+        agent,
+        old.as_ref(),
+        &presence::Update {
+            lock_status: Some(if held.is_empty() {
+                LockStatus::Free
+            } else {
+                LockStatus::Locked
+            }),
+            ..Default::default()
+        },
+    );
+}
+
+/// The deadlock waiting for `targets` would close, if any: we would wait for the holders of
+/// `targets`, and following who waits for whom (the queue's other tickets) leads back to us.
+/// Caller holds the mutex, so the graph is one consistent picture.
+pub(super) fn deadlock(
+    ws: &Workspace,
+    req: &LockRequest,
+    targets: &[Target],
+    tickets: Option<&Tickets>,
+) -> Option<Error> {
+    let me = req.agent.id();
+    let now = clock::now();
+    let mut cache = StateCache::default();
+    let mut edges = Vec::new();
+    for t in targets {
+        for (id, name) in waits::holders(ws, &t.rel, &mut cache, &now) {
+            if id != me {
+                edges.push(WaitEdge {
+                    agent: me.to_string(),
+                    name: req.agent.name().to_string(),
+                    file: t.rel.clone(),
+                    holder: id,
+                    holder_name: name,
+                });
+            }
+        }
+    }
+    if edges.is_empty() {
+        return None;
+    }
+    let my_seq = tickets.map(|t| t.seq);
+    let others: Vec<_> = queue::waiters(ws.root())
+        .into_iter()
+        .filter(|w| Some(w.seq) != my_seq)
+        .collect();
+    edges.extend(waits::edges(ws, &others, &mut cache, &now));
+    let cycle = waits::cycle_through(me, &edges)?;
+    Some(Error::Deadlock {
+        file: cycle[0].file.clone(),
+        cycle: cycle.iter().map(WaitEdge::step).collect(),
+    })
+}

@@ -1,0 +1,342 @@
+//! Taking locks: all or nothing, waiting in arrival order, stale locks taken over.
+//!
+//! [`acquire`] reads top-down: a loop of full tries until one takes every target, or the wait
+//! ends. One try (`attempt`) runs under the workspace mutex: judge every target's locks, check
+//! the wait queue, take stale locks over (re-verified), publish our records, look once more for
+//! a lock made by hand, update the presence. Anything that fails after publishing withdraws what
+//! this try published. A try that would wait first checks for a deadlock and takes a ticket in
+//! the queue (`line`); between tries a waiter sleeps on folder events (see [`crate::watch`]) and
+//! re-reads what blocked it before trying in full again (`wake`). What stood in the way becomes
+//! the caller's refusal (`blocker`).
+
+mod attempt;
+mod blocker;
+mod line;
+mod wake;
+
+pub use blocker::{Blocker, format_since, working_text};
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use self::attempt::attempt;
+use self::blocker::blocked_error;
+use self::line::{Waiting, deadlock, settle};
+use self::wake::{Probe, sleep, watch_for};
+use super::release::release_tokens;
+use crate::arbiter::Policy;
+use crate::clock::Wait;
+use crate::error::{Error, Result};
+use crate::fsutil;
+use crate::v3::backup;
+use crate::v3::presence::{self, LockStatus};
+use crate::v3::queue;
+use crate::watch::{Deadline, FolderWatch};
+use crate::workspace::{AgentId, Target, Workspace};
+
+/// A lock tied to a process: stale the moment that process is gone.
+#[derive(Debug, Clone)]
+pub struct Owner {
+    /// The process whose life the lock follows.
+    pub pid: u32,
+    /// The session id, when inside `coord session`.
+    pub session: Option<String>,
+}
+
+/// What `coord lock` asks for.
+#[derive(Debug, Clone)]
+pub struct LockRequest {
+    /// Who.
+    pub agent: AgentId,
+    /// The files, all or nothing.
+    pub targets: Vec<Target>,
+    /// How long to wait for a lock held by another.
+    pub wait: Wait,
+    /// The TTL recorded in the lock.
+    pub ttl: Duration,
+    /// Whether to write `FILE.bak`.
+    pub backup: bool,
+    /// Why, recorded in the lock.
+    pub reason: Option<String>,
+    /// The process the lock follows, if any.
+    pub owner: Option<Owner>,
+}
+
+/// Something worth telling the user while acquiring.
+#[derive(Debug, Clone)]
+pub enum LockEvent {
+    /// coord starts waiting (sent once).
+    Waiting(Blocker),
+}
+
+/// One lock taken.
+#[derive(Debug, Clone, Serialize)]
+pub struct Acquired {
+    /// The file, relative to the root.
+    pub file: String,
+    /// The lock file, relative to the root.
+    pub lock_file: String,
+    /// The time written as `locked_at`.
+    pub locked_at: String,
+    /// The lock's token.
+    pub token: String,
+    /// Whether this refreshed a lock already held.
+    pub refreshed: bool,
+    /// When a refreshed lock had been taken from another origin (another shell or session
+    /// using the same agent name): that origin. One name in two shells excludes nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_from: Option<String>,
+    /// Holders of stale locks taken over, with why they were stale.
+    pub took_over: Vec<TakeOver>,
+    /// The backup written, relative to the root.
+    pub backup: Option<String>,
+}
+
+/// A stale lock taken over.
+#[derive(Debug, Clone, Serialize)]
+pub struct TakeOver {
+    /// Its holder.
+    pub from: String,
+    /// Why it was stale.
+    pub why: String,
+}
+
+/// The result of a successful acquire.
+#[derive(Debug, Clone, Serialize)]
+pub struct Acquisition {
+    /// The locks, in path order.
+    pub acquired: Vec<Acquired>,
+    /// How long coord waited, in milliseconds.
+    pub waited_ms: u64,
+}
+
+/// What a try read of our own: our presence and the locks it lists that we still hold.
+#[derive(Default)]
+struct Mine {
+    presence: Option<presence::Presence>,
+    held: Vec<String>,
+}
+
+enum Attempt {
+    Got(Vec<Acquired>),
+    Busy(Blocker),
+    /// The arbitration was lost while deciding (a stalled holder of a lease): everything this
+    /// try did was undone; try again at once.
+    Fenced,
+}
+
+/// Acquire all of `req.targets` or none, waiting as `req.wait` allows; then write backups.
+///
+/// # Errors
+///
+/// [`Error::LockHeld`] when not waiting and a target is held; [`Error::Deadlock`] when waiting
+/// would close a cycle of agents waiting for each other; [`Error::WaitTimedOut`] when the
+/// wait ended first; [`Error::Refused`] when the lock is free but earlier waiters stand in line;
+/// [`Error::Io`] on I/O failure (no lock is left behind then).
+pub fn acquire(
+    ws: &Workspace,
+    req: &LockRequest,
+    on_event: &mut dyn FnMut(&LockEvent),
+) -> Result<Acquisition> {
+    let mut targets = req.targets.clone();
+    targets.sort();
+    targets.dedup_by(|a, b| a.rel == b.rel);
+    if targets.is_empty() {
+        return Err(Error::bad_input("no file to lock"));
+    }
+    // `.coord/` is made (and checked for symlinks) by the first `lock_mutex` below.
+    let policy = ws.policy()?;
+    let started = Instant::now();
+    let mut tries = Tries {
+        ws,
+        req,
+        targets: &targets,
+        policy,
+        started,
+        deadline: Deadline::after(req.wait.as_duration()),
+        may_wait: req.wait != Wait::For(Duration::ZERO),
+        watch: None,
+        waiting: Waiting {
+            ws,
+            agent: &req.agent,
+            tickets: None,
+        },
+        told: false,
+        last_touch: Instant::now(),
+        mine: Mine::default(),
+    };
+    let got = loop {
+        match tries.once()? {
+            Attempt::Got(list) => break list,
+            Attempt::Busy(blocker) => tries.wait_after(blocker, on_event)?,
+            Attempt::Fenced => {}
+        }
+    };
+    tries.waiting.done();
+    if tries.policy.exact_lookups {
+        // A shared folder on a network filesystem: what this machine cached about the files
+        // may predate the last holder's writes (fsutil::refresh_attributes).
+        for t in &targets {
+            fsutil::refresh_attributes(&t.abs);
+        }
+    }
+    let mut acquired = got;
+    if req.backup {
+        for (a, target) in acquired.iter_mut().zip(&targets) {
+            match backup::write(target) {
+                Ok(b) => a.backup = b,
+                Err(e) => {
+                    let tokens: Vec<(Target, String)> = targets
+                        .iter()
+                        .cloned()
+                        .zip(acquired.iter().map(|a| a.token.clone()))
+                        .collect();
+                    let _ = release_tokens(ws, &req.agent, &tokens);
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(Acquisition {
+        acquired,
+        waited_ms: started.elapsed().as_millis() as u64,
+    })
+}
+
+/// The state of one acquire across its tries.
+struct Tries<'a> {
+    ws: &'a Workspace,
+    req: &'a LockRequest,
+    /// The targets, sorted, each once.
+    targets: &'a [Target],
+    policy: Policy,
+    started: Instant,
+    deadline: Deadline,
+    may_wait: bool,
+    /// Made before the first sleep (declared before `waiting`: dropped first).
+    watch: Option<FolderWatch>,
+    /// Our tickets in the queue; leaves it if the acquire ends without the lock.
+    waiting: Waiting<'a>,
+    /// Whether the user was told we wait.
+    told: bool,
+    /// When our tickets were last kept alive.
+    last_touch: Instant,
+    mine: Mine,
+}
+
+impl Tries<'_> {
+    /// One full try under the mutex, and what it means for our place in the queue: a try that
+    /// got the locks leaves the queue; one that would wait checks for a deadlock, then takes a
+    /// ticket and says `WAITING` in the presence (the first time). A ticket drawn under a lost
+    /// lease is given back and the try reported as fenced (try again at once).
+    fn once(&mut self) -> Result<Attempt> {
+        let (ws, req, targets) = (self.ws, self.req, self.targets);
+        let mutex = ws.lock_mutex()?;
+        let attempt = attempt(
+            ws,
+            &mutex,
+            req,
+            targets,
+            self.waiting.tickets.as_ref(),
+            &mut self.mine,
+        )?;
+        match &attempt {
+            Attempt::Got(_) => {
+                if let Some(t) = self.waiting.tickets.take() {
+                    queue::leave(&t);
+                }
+            }
+            Attempt::Busy(_) if self.may_wait && !self.deadline.passed() => {
+                // Every time we would wait (the first time and after every wake-up, so the
+                // last one to close a cycle sees it even when it formed while we waited).
+                if let Some(err) = deadlock(ws, req, targets, self.waiting.tickets.as_ref()) {
+                    if let Some(t) = self.waiting.tickets.take() {
+                        settle(ws, &req.agent, &t);
+                    }
+                    return Err(err);
+                }
+                if self.waiting.tickets.is_none() {
+                    let tickets = queue::register(ws.root(), &req.agent, targets)?;
+                    // Fencing: a number drawn under a lost lease may repeat one drawn since.
+                    if !mutex.still_held() {
+                        queue::leave(&tickets);
+                        return Ok(Attempt::Fenced);
+                    }
+                    self.waiting.tickets = Some(tickets);
+                    presence::write_over(
+                        ws.root(),
+                        &req.agent,
+                        self.mine.presence.as_ref(),
+                        &presence::Update {
+                            lock_status: Some(LockStatus::Waiting),
+                            ..Default::default()
+                        },
+                    )?;
+                }
+            }
+            Attempt::Busy(_) | Attempt::Fenced => {}
+        }
+        Ok(attempt)
+    }
+
+    /// After a try found `blocker` in the way: give up when not waiting or past the deadline;
+    /// otherwise tell the user once, sleep until a new try is worth making, stop when asked
+    /// to, and keep our tickets alive.
+    fn wait_after(
+        &mut self,
+        mut blocker: Blocker,
+        on_event: &mut dyn FnMut(&LockEvent),
+    ) -> Result<()> {
+        let (ws, targets) = (self.ws, self.targets);
+        let probe = Probe {
+            record: blocker.record.take(),
+            queue: self
+                .waiting
+                .tickets
+                .as_ref()
+                .filter(|_| self.mine.held.is_empty())
+                .map(|t| (queue::dirs(ws.root(), targets), t.seq)),
+        };
+        if !self.may_wait || self.deadline.passed() {
+            return Err(blocked_error(
+                blocker,
+                self.may_wait,
+                self.started.elapsed(),
+            ));
+        }
+        if !self.told {
+            on_event(&LockEvent::Waiting(blocker));
+            self.told = true;
+        }
+        match &self.watch {
+            None => {
+                self.watch = Some(watch_for(ws.root(), targets));
+                return Ok(());
+            }
+            Some(w) => sleep(w, &probe, &self.policy, self.deadline),
+        }
+        // Asked to stop: `waiting` leaves the queue and resets the presence on the way out.
+        if let Some(signal) = crate::watch::stop_requested() {
+            return Err(Error::Interrupted {
+                signal,
+                file: targets[0].rel.clone(),
+            });
+        }
+        if self.last_touch.elapsed() >= queue::TOUCH_EVERY {
+            self.last_touch = Instant::now();
+            if let Some(t) = &self.waiting.tickets
+                && queue::touch(t).is_err()
+            {
+                // Our ticket was judged dead (we were stopped too long): leave what is left of
+                // it and queue up again (the next attempt registers anew; the new queue folders
+                // get a fresh watch).
+                let _mutex = ws.lock_mutex()?;
+                queue::leave(t);
+                self.waiting.tickets = None;
+                self.watch = None;
+            }
+        }
+        Ok(())
+    }
+}

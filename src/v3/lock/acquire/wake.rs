@@ -1,0 +1,107 @@
+//! Between two tries: what a waiter watches, and what it re-reads when woken before it takes
+//! the mutex for a full try (so a release wakes every waiter but only the first in line tries).
+
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::arbiter::Policy;
+use crate::fsutil;
+use crate::host;
+use crate::layout;
+use crate::record::Record;
+use crate::v3::queue;
+use crate::watch::{Deadline, FolderWatch};
+use crate::workspace::Target;
+
+/// Where a waiter only re-reads the blocking lock, how often it tries in full anyway (a lock
+/// also turns stale by age).
+const FULL_TRY_EVERY: Duration = Duration::from_secs(1);
+
+/// What a woken waiter re-reads, without the mutex, before trying in full.
+pub(super) struct Probe {
+    /// The blocking lock and its bytes as read.
+    pub(super) record: Option<(PathBuf, Vec<u8>)>,
+    /// Our queue folders and ticket number, when we hold no lock ourselves (a waiter that holds
+    /// locks lets earlier waiters that wait for them pass; only a full try can judge that).
+    pub(super) queue: Option<(Vec<PathBuf>, u64)>,
+}
+
+impl Probe {
+    /// Whether a full try would surely still find us blocked: a ticket numbered before ours
+    /// stands in one of our queues, or the blocking lock is unchanged and its process (if it
+    /// records one of this host) still runs.
+    fn still_blocked(&self) -> bool {
+        if let Some((dirs, seq)) = &self.queue
+            && dirs.iter().any(|d| queue::ticket_before(d, *seq))
+        {
+            return true;
+        }
+        match &self.record {
+            Some((path, raw)) => unchanged(path, raw),
+            None => false,
+        }
+    }
+}
+
+/// Whether the lock file at `path` still holds exactly `raw` and does not name a process of
+/// this host that is gone. One open and read: no mutex, no listing.
+fn unchanged(path: &Path, raw: &[u8]) -> bool {
+    let Ok(now) = fsutil::read_capped(path, crate::fsutil::RECORD_CAP) else {
+        return false;
+    };
+    if now != raw {
+        return false;
+    }
+    let rec = Record::parse(&String::from_utf8_lossy(&now));
+    match (
+        rec.get_nonempty("pid").and_then(|p| p.parse::<u32>().ok()),
+        rec.get_nonempty("host"),
+    ) {
+        (Some(pid), Some(h)) => !host::recorded_process_gone(pid, h),
+        _ => true,
+    }
+}
+
+/// What a waiter for `targets` watches: in each target's folder only the names of its lock files
+/// (`FILE.lock.*`: the locked file being written, presences and temporary files change nothing
+/// a waiter waits for), and its queue folders whole (an earlier waiter leaving).
+pub(super) fn watch_for(root: &Path, targets: &[Target]) -> FolderWatch {
+    let mut w = FolderWatch::new(&queue::dirs(root, targets));
+    for t in targets {
+        if let (Some(dir), Some(base)) = (t.abs.parent(), t.abs.file_name()) {
+            let prefix = layout::lock_file(Path::new(base), "")
+                .to_string_lossy()
+                .into_owned();
+            w.add_names(dir, vec![prefix]);
+        }
+    }
+    w
+}
+
+/// Sleep on `w` until a full try is worth making.
+///
+/// A wake-up first looks, without the mutex, at what blocked the last try: an earlier ticket
+/// still in one of our queues, or the blocking lock unchanged, means a full try would only find
+/// the same. So a release wakes every waiter but only the first in line takes the mutex, and
+/// where events do not cross machines waiters re-read one file instead of keeping the mutex
+/// busy. A full try still comes at every re-check interval (where events do not cross machines:
+/// every second): a lock also turns stale by age, and a ticket ahead may belong to a process
+/// that is gone.
+pub(super) fn sleep(w: &FolderWatch, probe: &Probe, policy: &Policy, deadline: Deadline) {
+    let full_every = if policy.exact_lookups {
+        FULL_TRY_EVERY
+    } else {
+        policy.recheck
+    };
+    let since = Instant::now();
+    loop {
+        w.wait(deadline.next_sleep(policy.recheck));
+        if since.elapsed() >= full_every
+            || deadline.passed()
+            || crate::watch::stop_requested().is_some()
+            || !probe.still_blocked()
+        {
+            break;
+        }
+    }
+}

@@ -1,0 +1,119 @@
+//! Judging lock files: live, stale or conflict, and the one-line description of a problem.
+//!
+//! A lock is stale when it is older than its TTL and its holder's presence is not ACTIVE, or at
+//! once when it records a process of this host that is gone; a lock dated beyond its TTL in the
+//! future counts as expired. Two or more non-stale locks on one file are all in CONFLICT.
+
+use std::path::Path;
+
+use super::{BAD_NAME, LockEntry, LockState};
+use crate::arbiter;
+use crate::clock::{self, Timestamp};
+use crate::host;
+use crate::v3::presence::{AgentState, StateCache};
+
+/// Judge `entries` as of `now`: stale or live, then conflicts among the non-stale of each file.
+pub fn classify(root: &Path, entries: &mut [LockEntry], cache: &mut StateCache, now: &Timestamp) {
+    for e in entries.iter_mut() {
+        e.stale_why = stale_reason(root, e, cache, now);
+        e.state = if e.stale_why.is_some() {
+            LockState::Stale
+        } else {
+            LockState::Live
+        };
+    }
+    let mut i = 0;
+    while i < entries.len() {
+        let j = i + entries[i..]
+            .iter()
+            .take_while(|e| e.file == entries[i].file)
+            .count();
+        let group = &mut entries[i..j];
+        if group.iter().filter(|e| e.state != LockState::Stale).count() >= 2 {
+            for e in group.iter_mut().filter(|e| e.state != LockState::Stale) {
+                e.state = LockState::Conflict;
+            }
+        }
+        i = j;
+    }
+}
+
+fn stale_reason(
+    root: &Path,
+    e: &LockEntry,
+    cache: &mut StateCache,
+    now: &Timestamp,
+) -> Option<String> {
+    if let Some((pid, h)) = e.process()
+        && host::recorded_process_gone(pid, h)
+    {
+        return Some(format!("its process {pid} on {h} is gone"));
+    }
+    let since = e.since.as_ref()?;
+    let ttl = e.ttl();
+    let mut age = clock::age(now, since);
+    let mut now = *now;
+    if age > ttl
+        && let Some(ahead_of_folder) = arbiter::clock_ahead(root)
+    {
+        // This machine's clock runs ahead of the folder's: seen from here every lock looks
+        // older than it is. Judge by the folder's clock instead.
+        now -= chrono::Duration::from_std(ahead_of_folder).unwrap_or_default();
+        age = clock::age(&now, since);
+    }
+    let now = &now;
+    // A lock dated further in the future than its TTL (a forged date, or a clock far off) would
+    // otherwise never age: it counts as expired, and the holder's presence still decides.
+    let ahead = clock::age(since, now);
+    if age <= ttl && ahead <= ttl {
+        return None;
+    }
+    let holder = match cache.state(root, &e.agent, now) {
+        Some(AgentState::Active) => return None,
+        Some(state) => format!("{} is {}", e.agent, state.as_str()),
+        None => format!("{} has no presence", e.agent),
+    };
+    if ahead > ttl {
+        return Some(format!(
+            "dated {} in the future, beyond its TTL of {}, and {holder}",
+            clock::format_age(ahead),
+            clock::format_duration(ttl)
+        ));
+    }
+    Some(format!(
+        "older than its TTL of {} and {holder}",
+        clock::format_duration(ttl)
+    ))
+}
+
+/// Problems a strict check reports: stale and conflicting locks, and lock files whose name is
+/// not valid UTF-8 (no tool can name them reliably).
+pub fn problems(entries: &[LockEntry]) -> Vec<&LockEntry> {
+    entries
+        .iter()
+        .filter(|e| e.state != LockState::Live || e.bad_name())
+        .collect()
+}
+
+/// Describe a lock problem in one line.
+pub fn describe_problem(e: &LockEntry) -> String {
+    let text = match e.state {
+        LockState::Stale => format!(
+            "`{}` has a STALE lock of {} ({})",
+            e.file,
+            e.holder(),
+            e.stale_why.as_deref().unwrap_or("stale")
+        ),
+        LockState::Conflict => format!(
+            "`{}` is in CONFLICT: {} holds one of several live locks",
+            e.file,
+            e.holder()
+        ),
+        LockState::Live => format!("`{}` is locked by {}", e.file, e.holder()),
+    };
+    if e.bad_name() {
+        format!("{text}; {BAD_NAME}")
+    } else {
+        text
+    }
+}

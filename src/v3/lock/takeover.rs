@@ -1,0 +1,50 @@
+//! Taking a stale lock over: the record is renamed aside, re-read and compared with what was
+//! judged stale; only an unchanged record is dropped, a refreshed one is put back and honoured.
+
+use std::fs;
+use std::path::Path;
+
+use super::LockEntry;
+use crate::error::{Error, IoResultExt, Result};
+use crate::fsutil::{self, RECORD_CAP};
+
+/// Remove a stale lock, but only if it is still exactly what was judged stale.
+/// Returns `false` (and leaves the lock in place) when it changed meanwhile.
+pub(super) fn take_over(e: &LockEntry) -> Result<bool> {
+    let dir = e.lock_path.parent().unwrap_or(Path::new("."));
+    let meta = match fs::symlink_metadata(&e.lock_path) {
+        Ok(m) => m,
+        Err(_) => return Ok(true), // already gone
+    };
+    if meta.is_dir() {
+        return Err(Error::Failed {
+            message: format!(
+                "the stale lock `{}` is a folder, not a file: remove it by hand",
+                e.lock_path.display()
+            ),
+        });
+    }
+    let aside = fsutil::temp_in(dir)
+        .at("create a temporary file in", dir)?
+        .into_temp_path();
+    let aside_path = aside.to_path_buf();
+    match fsutil::rename(&e.lock_path, &aside_path) {
+        Ok(()) => {}
+        Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(true);
+        }
+        Err(Error::Io { source, .. }) => return Err(source).at("move aside", &e.lock_path),
+        Err(other) => return Err(other),
+    }
+    let now_bytes = fsutil::read_capped(&aside_path, RECORD_CAP).ok();
+    let touched = e.mtime.is_some() && fsutil::mtime(&aside_path) != e.mtime;
+    if (now_bytes.is_some() && now_bytes != e.raw) || touched {
+        // Refreshed by its holder in the meantime (rewritten, or touched as a hand-made lock is
+        // refreshed): put it back and honour it. If the holder has already made a new record at
+        // the path, that one stands and the moved copy is dropped.
+        let _ = fsutil::raw::hard_link(&aside_path, &e.lock_path);
+        return Ok(false);
+    }
+    drop(aside); // removes the renamed record
+    Ok(true)
+}

@@ -1,0 +1,208 @@
+//! Reading, judging and taking over lock files.
+
+use std::path::Path;
+use std::time::Duration;
+
+use super::*;
+use crate::host;
+use crate::v3::presence::StateCache;
+
+fn entry(file: &str, agent: &str, text: &str) -> LockEntry {
+    let record = Record::parse(text);
+    let since = record.get("locked_at").and_then(clock::parse_timestamp);
+    LockEntry {
+        lock_path: PathBuf::from(format!("/nonexistent/{file}.lock.{agent}")),
+        file: file.into(),
+        agent: agent.into(),
+        record: Some(record),
+        raw: Some(text.as_bytes().to_vec()),
+        mtime: None,
+        problem: None,
+        since,
+        state: LockState::Live,
+        stale_why: None,
+    }
+}
+
+#[test]
+fn ttl_and_presence_decide_staleness() {
+    let root = Path::new("/nonexistent");
+    let now = clock::parse_timestamp("2026-01-28T01:10:00+00:00").unwrap();
+    let mut entries = vec![
+        entry(
+            "a",
+            "claude",
+            "Agent: Claude\nlocked_at: 2026-01-28T01:00:00+00:00\n",
+        ),
+        entry(
+            "b",
+            "gemini",
+            "Agent: Gemini\nlocked_at: 2026-01-28T01:08:00+00:00\n",
+        ),
+        entry(
+            "c",
+            "x",
+            "Agent: X\nlocked_at: 2026-01-28T01:00:00+00:00\nttl: 1h\n",
+        ),
+    ];
+    classify(root, &mut entries, &mut StateCache::default(), &now);
+    assert_eq!(entries[0].state, LockState::Stale);
+    assert_eq!(entries[1].state, LockState::Live);
+    assert_eq!(entries[2].state, LockState::Live);
+}
+
+#[test]
+fn a_lock_dated_far_in_the_future_still_goes_stale() {
+    let root = Path::new("/nonexistent");
+    let now = clock::parse_timestamp("2026-01-28T01:10:00+00:00").unwrap();
+    let mut entries = vec![
+        entry("a", "x", "locked_at: 2026-01-28T01:11:00+00:00\n"),
+        entry("b", "y", "locked_at: 2999-01-01T00:00:00+00:00\n"),
+    ];
+    classify(root, &mut entries, &mut StateCache::default(), &now);
+    assert_eq!(entries[0].state, LockState::Live, "a little skew is fine");
+    assert_eq!(entries[1].state, LockState::Stale);
+    assert!(entries[1].stale_why.as_deref().unwrap().contains("future"));
+}
+
+#[test]
+fn two_live_locks_on_one_file_conflict() {
+    let root = Path::new("/nonexistent");
+    let now = clock::parse_timestamp("2026-01-28T01:10:00+00:00").unwrap();
+    let mut entries = vec![
+        entry("a", "claude", "locked_at: 2026-01-28T01:09:00+00:00\n"),
+        entry("a", "gemini", "locked_at: 2026-01-28T01:09:30+00:00\n"),
+        entry("b", "x", "locked_at: 2026-01-28T01:09:30+00:00\n"),
+    ];
+    classify(root, &mut entries, &mut StateCache::default(), &now);
+    assert_eq!(entries[0].state, LockState::Conflict);
+    assert_eq!(entries[1].state, LockState::Conflict);
+    assert_eq!(entries[2].state, LockState::Live);
+}
+
+#[test]
+fn a_dead_process_makes_a_lock_stale_at_once() {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    let root = Path::new("/nonexistent");
+    let now = clock::now();
+    let text = format!(
+        "locked_at: {}\npid: {pid}\nhost: {}\n",
+        clock::format_timestamp(&now),
+        host::hostname()
+    );
+    let mut entries = vec![entry("a", "claude", &text)];
+    classify(root, &mut entries, &mut StateCache::default(), &now);
+    assert_eq!(entries[0].state, LockState::Stale);
+}
+
+fn real_entry(dir: &Path, text: &str) -> LockEntry {
+    let path = dir.join("F.lock.x");
+    std::fs::write(&path, text).unwrap();
+    LockEntry::read(path, "F".into(), "x".into()).unwrap()
+}
+
+#[test]
+fn take_over_removes_a_lock_unchanged_since_it_was_judged() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = real_entry(
+        dir.path(),
+        "Agent: X\nlocked_at: 2026-01-28T01:00:00+00:00\n",
+    );
+    assert!(take_over(&e).unwrap());
+    assert!(!e.lock_path.exists());
+    // Nothing else is left in the folder (the record moved aside is dropped).
+    assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+}
+
+#[test]
+fn take_over_keeps_a_lock_renewed_after_it_was_judged() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = real_entry(
+        dir.path(),
+        "Agent: X\nlocked_at: 2026-01-28T01:00:00+00:00\n",
+    );
+    // The holder renews between the judgement and the takeover.
+    let renewed = "Agent: X\nlocked_at: 2026-01-28T01:09:59+00:00\n";
+    std::fs::write(&e.lock_path, renewed).unwrap();
+    assert!(!take_over(&e).unwrap());
+    assert_eq!(std::fs::read_to_string(&e.lock_path).unwrap(), renewed);
+}
+
+#[test]
+fn take_over_keeps_a_hand_made_lock_touched_after_it_was_judged() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = real_entry(
+        dir.path(),
+        "Agent: X\nlocked_at: 2026-01-28T01:00:00+00:00\n",
+    );
+    let f = std::fs::OpenOptions::new()
+        .write(true)
+        .open(&e.lock_path)
+        .unwrap();
+    f.set_modified(std::time::SystemTime::now() + Duration::from_secs(5))
+        .unwrap();
+    assert!(!take_over(&e).unwrap());
+    assert!(e.lock_path.exists());
+}
+
+#[test]
+fn take_over_of_a_lock_already_gone_succeeds() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = real_entry(dir.path(), "Agent: X\n");
+    std::fs::remove_file(&e.lock_path).unwrap();
+    assert!(take_over(&e).unwrap());
+}
+
+#[test]
+fn the_ttl_boundary_is_inclusive() {
+    let root = Path::new("/nonexistent");
+    let now = clock::parse_timestamp("2026-01-28T01:10:00+00:00").unwrap();
+    let mut entries = vec![
+        entry("a", "x", "locked_at: 2026-01-28T01:05:00+00:00\n"),
+        entry("b", "y", "locked_at: 2026-01-28T01:04:59+00:00\n"),
+        entry("c", "z", "locked_at: 2026-01-28T01:15:00+00:00\n"),
+        entry("d", "w", "locked_at: 2026-01-28T01:15:01+00:00\n"),
+    ];
+    classify(root, &mut entries, &mut StateCache::default(), &now);
+    let states: Vec<_> = entries.iter().map(|e| e.state).collect();
+    assert_eq!(
+        states,
+        [
+            LockState::Live,
+            LockState::Stale,
+            LockState::Live,
+            LockState::Stale
+        ]
+    );
+}
+
+#[test]
+fn take_over_fails_when_the_lock_cannot_be_moved_aside() {
+    let dir = tempfile::tempdir().unwrap();
+    let e = real_entry(
+        dir.path(),
+        "Agent: X\nlocked_at: 2026-01-28T01:00:00+00:00\n",
+    );
+    // An immutable file cannot be renamed, even by root (ext4, xfs, btrfs; not tmpfs).
+    let immutable = std::process::Command::new("chattr")
+        .arg("+i")
+        .arg(&e.lock_path)
+        .status()
+        .is_ok_and(|s| s.success());
+    if !immutable {
+        eprintln!("skipped: `chattr +i` is not available on this filesystem");
+        return;
+    }
+    let result = take_over(&e);
+    let _ = std::process::Command::new("chattr")
+        .arg("-i")
+        .arg(&e.lock_path)
+        .status();
+    assert!(
+        result.is_err(),
+        "a lock still in place was reported taken over"
+    );
+    assert!(e.lock_path.exists());
+}
