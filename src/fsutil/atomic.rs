@@ -11,7 +11,7 @@ use super::{Access, open_nofollow, parent_of, sync_dir};
 use crate::error::{IoResultExt, Result};
 use crate::{host, layout};
 
-/// A new temporary file in `dir`, named so that [`sweep_temps`] can tell whose it is.
+/// A new temporary file in `dir`, named so that [`sweep_temps`](super::sweep_temps) can tell whose it is.
 ///
 /// # Errors
 ///

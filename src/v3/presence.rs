@@ -280,7 +280,7 @@ pub fn write(root: &Path, agent: &AgentId, update: &Update) -> Result<Presence> 
     write_over(root, agent, old.as_ref(), update)
 }
 
-/// [`write`] for a caller that has just read the presence (`old`, `None` when there was none or
+/// [`write()`] for a caller that has just read the presence (`old`, `None` when there was none or
 /// it could not be read) under the mutex it still holds: a lock transition reads its agent's
 /// presence once, decides, and writes it once.
 ///
