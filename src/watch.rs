@@ -49,15 +49,26 @@ impl FolderWatch {
         w
     }
 
-    /// Watch `dir`, waking only for names that start with one of `prefixes` (and for the folder
-    /// itself going away). A lock waiter watches the locked file's folder this way: the locked
-    /// file being written, or other agents' presence and temporary files coming and going there,
-    /// change nothing it waits for. Where events are not filtered (outside Linux) every change
-    /// wakes the waiter, which is slower but never wrong.
-    pub fn add_names(&mut self, dir: &Path, prefixes: Vec<String>) {
+    /// Watch `dir`, waking only when a name that starts with one of `prefixes` (`None`: any
+    /// name) goes away, deleted or renamed to another name, or when the folder itself does.
+    ///
+    /// A lock waiter watches the locked file's folder and its queue folders this way. It is
+    /// blocked by names that exist (a lock, a ticket ahead of it): one appearing or being
+    /// rewritten never unblocks it, and neither do the locked file being written or other
+    /// agents' presence and temporary files coming and going. Waking every waiter on those would
+    /// only make them compete for the processor with the one whose turn it is. Where events are
+    /// not filtered (outside Linux) every change wakes the waiter, which is slower but never
+    /// wrong.
+    pub fn add_removals(&mut self, dir: &Path, prefixes: Option<Vec<String>>) {
         match self.inner.as_mut() {
             #[cfg(target_os = "linux")]
-            Some(Inner::Direct(w)) => w.add_filtered(dir, Some(prefixes)),
+            Some(Inner::Direct(w)) => w.add_interest(
+                dir,
+                direct::Interest {
+                    prefixes,
+                    removals_only: true,
+                },
+            ),
             Some(Inner::Threaded(w)) => {
                 w.add(dir, false);
             }
@@ -134,21 +145,55 @@ mod direct {
     pub(super) struct Watch {
         /// `None` only once handed off (in `drop`).
         fd: Option<OwnedFd>,
-        /// Per watch descriptor: the name prefixes that matter (`None`: every name).
-        names: HashMap<i32, Option<Vec<String>>>,
+        /// Per watch descriptor: which events on which names matter.
+        names: HashMap<i32, Interest>,
     }
 
-    fn mask() -> WatchFlags {
-        WatchFlags::CREATE
-            | WatchFlags::DELETE
+    /// Which events in one watched folder wake the waiter.
+    #[derive(Debug, Clone, Default)]
+    pub(in crate::watch) struct Interest {
+        /// The name prefixes that matter (`None`: every name).
+        pub(in crate::watch) prefixes: Option<Vec<String>>,
+        /// Only a name going away (deleted or renamed away) matters.
+        pub(in crate::watch) removals_only: bool,
+    }
+
+    impl Interest {
+        /// What a folder watched for two interests wakes for: either's.
+        fn union(self, other: Interest) -> Interest {
+            let prefixes = match (self.prefixes, other.prefixes) {
+                (Some(mut a), Some(b)) => {
+                    a.extend(b);
+                    Some(a)
+                }
+                _ => None,
+            };
+            Interest {
+                prefixes,
+                removals_only: self.removals_only && other.removals_only,
+            }
+        }
+    }
+
+    /// What the kernel reports for a folder watched with `interest`. A watch for removals only
+    /// asks for nothing else: the kernel then does not wake the waiter at all for the writes,
+    /// creations and renames into the folder that happen while others work there.
+    fn mask(interest: &Interest) -> WatchFlags {
+        let removals = WatchFlags::DELETE
             | WatchFlags::MOVED_FROM
-            | WatchFlags::MOVED_TO
-            | WatchFlags::MODIFY
-            | WatchFlags::CLOSE_WRITE
             | WatchFlags::DELETE_SELF
             | WatchFlags::MOVE_SELF
             | WatchFlags::ONLYDIR
-            | WatchFlags::DONT_FOLLOW
+            | WatchFlags::DONT_FOLLOW;
+        if interest.removals_only {
+            removals
+        } else {
+            removals
+                | WatchFlags::CREATE
+                | WatchFlags::MOVED_TO
+                | WatchFlags::MODIFY
+                | WatchFlags::CLOSE_WRITE
+        }
     }
 
     impl Watch {
@@ -161,36 +206,46 @@ mod direct {
         }
 
         pub(super) fn add(&mut self, dir: &Path) {
-            self.add_filtered(dir, None);
+            self.add_interest(dir, Interest::default());
         }
 
-        pub(super) fn add_filtered(&mut self, dir: &Path, prefixes: Option<Vec<String>>) {
+        pub(super) fn add_interest(&mut self, dir: &Path, interest: Interest) {
             let Some(fd) = &self.fd else { return };
-            if let Ok(wd) = inotify::add_watch(fd, dir, mask()) {
-                // The same folder added twice shares one descriptor: the union of interests.
-                let merged = match (self.names.remove(&wd), prefixes) {
-                    (None, p) => p,
-                    (Some(Some(mut old)), Some(new)) => {
-                        old.extend(new);
-                        Some(old)
-                    }
-                    (Some(_), _) => None,
+            let asked = mask(&interest);
+            if let Ok(wd) = inotify::add_watch(fd, dir, asked) {
+                // The same folder added twice shares one descriptor: the union of interests,
+                // and the mask that serves it (adding a watch again replaces its mask).
+                let merged = match self.names.remove(&wd) {
+                    None => interest,
+                    Some(old) => old.union(interest),
                 };
+                if mask(&merged) != asked {
+                    let _ = inotify::add_watch(fd, dir, mask(&merged));
+                }
                 self.names.insert(wd, merged);
             }
         }
 
-        /// Whether an event on `name` in the folder of `wd` is one a waiter cares about.
-        fn matters(&self, wd: i32, name: Option<&[u8]>) -> bool {
+        /// Whether an event (`flags`) on `name` in the folder of `wd` is one a waiter cares
+        /// about.
+        fn matters(&self, wd: i32, flags: ReadFlags, name: Option<&[u8]>) -> bool {
             let Some(name) = name.filter(|n| !n.is_empty()) else {
                 return true; // the folder itself
             };
             if std::str::from_utf8(name).is_ok_and(crate::layout::is_temp_name) {
                 return false;
             }
-            match self.names.get(&wd) {
-                Some(Some(prefixes)) => prefixes.iter().any(|p| name.starts_with(p.as_bytes())),
-                _ => true,
+            let Some(interest) = self.names.get(&wd) else {
+                return true;
+            };
+            if interest.removals_only
+                && !flags.intersects(ReadFlags::DELETE | ReadFlags::MOVED_FROM)
+            {
+                return false;
+            }
+            match &interest.prefixes {
+                Some(prefixes) => prefixes.iter().any(|p| name.starts_with(p.as_bytes())),
+                None => true,
             }
         }
 
@@ -236,8 +291,11 @@ mod direct {
                         let flags = event.events();
                         if flags.intersects(ReadFlags::QUEUE_OVERFLOW)
                             || (!flags.intersects(ReadFlags::IGNORED)
-                                && self
-                                    .matters(event.wd(), event.file_name().map(|n| n.to_bytes())))
+                                && self.matters(
+                                    event.wd(),
+                                    flags,
+                                    event.file_name().map(|n| n.to_bytes()),
+                                ))
                         {
                             changed = true;
                         }

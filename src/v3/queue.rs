@@ -257,18 +257,18 @@ pub fn waits_for_any(ws: &crate::workspace::Workspace, seq: u64, files: &[String
     })
 }
 
-/// Whether a ticket numbered before `seq` stands in the queue folder `dir` (listed and still
-/// there when opened; not judged live or dead, nothing removed; no mutex needed).
-pub fn ticket_before(dir: &Path, seq: u64) -> bool {
+/// Whether a ticket numbered before `seq` stands in the queue folder `dir` (listed, and when
+/// `open` still there when opened; not judged live or dead, nothing removed; no mutex needed).
+pub fn ticket_before(dir: &Path, seq: u64, open: bool) -> bool {
     fs::read_dir(dir).is_ok_and(|entries| {
         entries.flatten().any(|e| {
             e.file_name()
                 .to_str()
                 .and_then(layout::parse_ticket_name)
                 .is_some_and(|s| s < seq)
-                // Opened, not only listed: a network filesystem may serve the listing from a
-                // cache that still shows a ticket another machine removed (sshfs: 20 s).
-                && fsutil::open_regular_nofollow(&e.path()).is_ok()
+                // Opened, not only listed, where a network filesystem may serve the listing
+                // from a cache that still shows a ticket another machine removed (sshfs: 20 s).
+                && (!open || fsutil::open_regular_nofollow(&e.path()).is_ok())
         })
     })
 }

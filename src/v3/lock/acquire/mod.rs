@@ -297,6 +297,7 @@ impl Tries<'_> {
                 .as_ref()
                 .filter(|_| self.mine.held.is_empty())
                 .map(|t| (queue::dirs(ws.root(), targets), t.seq)),
+            open_tickets: self.policy.exact_lookups,
         };
         if !self.may_wait || self.deadline.passed() {
             return Err(blocked_error(

@@ -24,6 +24,8 @@ pub(super) struct Probe {
     /// Our queue folders and ticket number, when we hold no lock ourselves (a waiter that holds
     /// locks lets earlier waiters that wait for them pass; only a full try can judge that).
     pub(super) queue: Option<(Vec<PathBuf>, u64)>,
+    /// Whether a listed ticket must also open to count (where listings may lag other machines).
+    pub(super) open_tickets: bool,
 }
 
 impl Probe {
@@ -32,7 +34,9 @@ impl Probe {
     /// records one of this host) still runs.
     fn still_blocked(&self) -> bool {
         if let Some((dirs, seq)) = &self.queue
-            && dirs.iter().any(|d| queue::ticket_before(d, *seq))
+            && dirs
+                .iter()
+                .any(|d| queue::ticket_before(d, *seq, self.open_tickets))
         {
             return true;
         }
@@ -64,15 +68,19 @@ fn unchanged(path: &Path, raw: &[u8]) -> bool {
 
 /// What a waiter for `targets` watches: in each target's folder only the names of its lock files
 /// (`FILE.lock.*`: the locked file being written, presences and temporary files change nothing
-/// a waiter waits for), and its queue folders whole (an earlier waiter leaving).
+/// a waiter waits for), and its queue folders (an earlier waiter leaving); in both only names
+/// going away, since a lock or a ticket appearing never unblocks anyone.
 pub(super) fn watch_for(root: &Path, targets: &[Target]) -> FolderWatch {
-    let mut w = FolderWatch::new(&queue::dirs(root, targets));
+    let mut w = FolderWatch::new(&[]);
+    for dir in queue::dirs(root, targets) {
+        w.add_removals(&dir, None);
+    }
     for t in targets {
         if let (Some(dir), Some(base)) = (t.abs.parent(), t.abs.file_name()) {
             let prefix = layout::lock_file(Path::new(base), "")
                 .to_string_lossy()
                 .into_owned();
-            w.add_names(dir, vec![prefix]);
+            w.add_removals(dir, Some(vec![prefix]));
         }
     }
     w
