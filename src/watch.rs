@@ -545,6 +545,32 @@ mod tests {
         t.join().unwrap();
     }
 
+    #[cfg(target_os = "linux")]
+    #[test]
+    fn a_removals_watch_sleeps_through_new_and_rewritten_names_and_wakes_on_a_removal() {
+        let dir = tempfile::tempdir().unwrap();
+        let held = dir.path().join("f.md.lock.gemini");
+        std::fs::write(&held, b"Agent: gemini\n").unwrap();
+        let mut w = FolderWatch::new(&[]);
+        w.add_removals(dir.path(), Some(vec!["f.md.lock.".into()]));
+        // Another agent's lock appears, the held one is rewritten, the locked file is written,
+        // a lock of another file goes away: none of it unblocks a waiter for f.md.
+        std::fs::write(dir.path().join("f.md.lock.codex"), b"Agent: codex\n").unwrap();
+        std::fs::write(&held, b"Agent: gemini\nworking_on: x\n").unwrap();
+        std::fs::write(dir.path().join("f.md"), b"new\n").unwrap();
+        std::fs::write(dir.path().join("g.md.lock.codex"), b"x").unwrap();
+        std::fs::remove_file(dir.path().join("g.md.lock.codex")).unwrap();
+        assert!(
+            !w.wait(Duration::from_millis(300)),
+            "woken by a change that unblocks nothing"
+        );
+        std::fs::remove_file(&held).unwrap();
+        assert!(
+            w.wait(Duration::from_secs(10)),
+            "the release woke the waiter"
+        );
+    }
+
     #[test]
     fn reading_a_watched_folder_does_not_wake_the_waiter() {
         let dir = tempfile::tempdir().unwrap();
