@@ -28,21 +28,31 @@ pub(super) struct Probe {
     pub(super) open_tickets: bool,
 }
 
+/// What a woken waiter sees before trying in full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Look {
+    /// A ticket numbered before ours stands in one of our queues.
+    Behind,
+    /// First in line, and the blocking lock is unchanged with its process (if it records one of
+    /// this host) still running.
+    Blocked,
+    /// A full try may succeed.
+    Changed,
+}
+
 impl Probe {
-    /// Whether a full try would surely still find us blocked: a ticket numbered before ours
-    /// stands in one of our queues, or the blocking lock is unchanged and its process (if it
-    /// records one of this host) still runs.
-    fn still_blocked(&self) -> bool {
+    /// Whether a full try would surely still find us blocked, and why.
+    fn look(&self) -> Look {
         if let Some((dirs, seq)) = &self.queue
             && dirs
                 .iter()
                 .any(|d| queue::ticket_before(d, *seq, self.open_tickets))
         {
-            return true;
+            return Look::Behind;
         }
         match &self.record {
-            Some((path, raw)) => unchanged(path, raw),
-            None => false,
+            Some((path, raw)) if unchanged(path, raw) => Look::Blocked,
+            _ => Look::Changed,
         }
     }
 }
@@ -95,6 +105,10 @@ pub(super) fn watch_for(root: &Path, targets: &[Target]) -> FolderWatch {
 /// busy. A full try still comes at every re-check interval (where events do not cross machines:
 /// every second): a lock also turns stale by age, and a ticket ahead may belong to a process
 /// that is gone.
+///
+/// Where events do not cross machines, the first in line looks at the blocking lock five times
+/// as often as the others: its turn comes with the release, theirs only after it. That is one
+/// small read per file every 10 ms, and the handoff no longer waits half a re-check on average.
 pub(super) fn sleep(w: &FolderWatch, probe: &Probe, policy: &Policy, deadline: Deadline) {
     let full_every = if policy.exact_lookups {
         FULL_TRY_EVERY
@@ -102,14 +116,22 @@ pub(super) fn sleep(w: &FolderWatch, probe: &Probe, policy: &Policy, deadline: D
         policy.recheck
     };
     let since = Instant::now();
+    let mut step = policy.recheck;
     loop {
-        w.wait(deadline.next_sleep(policy.recheck));
+        w.wait(deadline.next_sleep(step));
         if since.elapsed() >= full_every
             || deadline.passed()
             || crate::watch::stop_requested().is_some()
-            || !probe.still_blocked()
         {
             break;
         }
+        step = match probe.look() {
+            Look::Changed => break,
+            Look::Blocked if policy.exact_lookups => (policy.recheck / 5).max(FIRST_IN_LINE_MIN),
+            Look::Blocked | Look::Behind => policy.recheck,
+        };
     }
 }
+
+/// The shortest re-check of the first in line where events do not cross machines.
+const FIRST_IN_LINE_MIN: Duration = Duration::from_millis(5);
