@@ -86,6 +86,25 @@ pub struct Target {
     pub abs: PathBuf,
 }
 
+impl Target {
+    /// Whether the file exists as a regular file (`false`: it does not exist yet).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadPath`] when it exists but is not a regular file (a folder, a FIFO, a socket,
+    /// a device): coord neither locks, writes, backs up nor restores such a thing.
+    pub fn regular_or_absent(&self) -> Result<bool> {
+        match fs::symlink_metadata(&self.abs) {
+            Ok(meta) if meta.is_file() => Ok(true),
+            Ok(_) => Err(Error::BadPath {
+                path: self.rel.clone(),
+                why: "it is not a regular file".into(),
+            }),
+            Err(_) => Ok(false),
+        }
+    }
+}
+
 /// The shared working folder.
 #[derive(Debug, Clone)]
 pub struct Workspace {

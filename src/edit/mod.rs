@@ -20,22 +20,9 @@ pub mod restore;
 pub mod run;
 pub mod write;
 
-use crate::error::{Error, Result};
 use crate::workspace::Target;
 
 /// The folder holding `target`.
 fn folder(target: &Target) -> &std::path::Path {
     target.abs.parent().unwrap_or(std::path::Path::new("/"))
-}
-
-/// Refuse a target that exists but is not a regular file (a folder, a FIFO, a device).
-fn regular_or_absent(target: &Target) -> Result<bool> {
-    match std::fs::symlink_metadata(&target.abs) {
-        Ok(meta) if meta.is_file() => Ok(true),
-        Ok(_) => Err(Error::BadPath {
-            path: target.rel.clone(),
-            why: "it is not a regular file".into(),
-        }),
-        Err(_) => Ok(false),
-    }
 }

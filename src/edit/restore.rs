@@ -24,7 +24,7 @@ use crate::layout;
 use crate::v3::lock::{self, DEFAULT_TTL, Fence, LockEvent, LockRequest, Owner};
 use crate::workspace::{AgentId, Target, Workspace};
 
-use super::{folder, regular_or_absent};
+use super::folder;
 use crate::error::Refusal;
 
 /// The result of a restore.
@@ -57,7 +57,7 @@ pub fn restore(
     wait: Wait,
     on_event: &mut dyn FnMut(&LockEvent),
 ) -> Result<Restored> {
-    regular_or_absent(target)?;
+    target.regular_or_absent()?;
     let bak = layout::backup(&target.abs);
     let bak_rel = ws.rel(&bak).unwrap_or_else(|| bak.display().to_string());
     match std::fs::symlink_metadata(&bak) {
@@ -127,7 +127,7 @@ fn swap(
     let dir = folder(target);
     fsutil::sweep_temps(dir);
     let (restored, bytes) = fsutil::copy_to_temp(bak, dir, true)?;
-    let current = if regular_or_absent(target)? {
+    let current = if target.regular_or_absent()? {
         Some(fsutil::copy_to_temp(&target.abs, dir, true)?.0)
     } else {
         None

@@ -28,7 +28,7 @@ use crate::v3::backup;
 use crate::v3::lock;
 use crate::workspace::{AgentId, Target, Workspace};
 
-use super::{folder, regular_or_absent};
+use super::folder;
 
 /// The result of a committed write.
 #[derive(Debug, Clone, Serialize)]
@@ -57,7 +57,7 @@ pub fn write(
     input_name: &Path,
 ) -> Result<Written> {
     let fence = lock::own_fence(target, agent);
-    regular_or_absent(target)?;
+    target.regular_or_absent()?;
     let dir = folder(target);
     fsutil::sweep_temps(dir);
     let (tmp, bytes) = fsutil::spool(dir, input, input_name, &target.abs)?;

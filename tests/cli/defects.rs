@@ -16,7 +16,7 @@ fn is_root() -> bool {
 
 /// `coord` run as the unprivileged user `nobody` (uid 65534) through `setpriv`, or `None` (with
 /// the reason printed) when that is not possible here.
-fn as_nobody(env: &Env, agent: &str) -> Option<Command> {
+pub(crate) fn as_nobody(env: &Env, agent: &str) -> Option<Command> {
     if !is_root() {
         eprintln!("skipped: needs root to run coord as another user");
         return None;
@@ -39,7 +39,7 @@ fn as_nobody(env: &Env, agent: &str) -> Option<Command> {
 }
 
 /// Let everyone in: the workspace, `.coord/` and what is in it.
-fn open_to_all(dir: &Path) {
+pub(crate) fn open_to_all(dir: &Path) {
     let meta = std::fs::symlink_metadata(dir).unwrap();
     let mode = if meta.is_dir() { 0o777 } else { 0o666 };
     std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode)).unwrap();

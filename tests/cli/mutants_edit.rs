@@ -94,21 +94,33 @@ fn a_long_run_refreshes_the_heartbeat_every_30_seconds() {
     assert!(locks(&env).is_empty(), "{:?}", locks(&env));
 }
 
-/// A FILE that is a FIFO or a folder is refused by `write` and `restore` (exit 2) and left
-/// as it is: it is never replaced by a regular file, its backup never swapped in.
-#[test]
-fn write_and_restore_refuse_a_fifo_or_a_folder() {
-    use std::os::unix::fs::FileTypeExt;
-    let env = Env::new();
+/// Make a FIFO at `rel`, or `false` (with the reason printed) when `mkfifo` is not there.
+fn mkfifo(env: &Env, rel: &str) -> bool {
     let made = std::process::Command::new("mkfifo")
-        .arg(env.path("pipe"))
+        .arg(env.path(rel))
         .status()
         .is_ok_and(|s| s.success());
     if !made {
         eprintln!("skipped: mkfifo is not available");
+    }
+    made
+}
+
+/// A FILE that is a FIFO or a folder is refused by `write` and `restore` (exit 2) and left
+/// as it is: it is never replaced by a regular file, its backup never swapped in. `write`
+/// refuses it even under the agent's lock (the file was swapped for a FIFO after the lock).
+#[test]
+fn write_and_restore_refuse_a_fifo_or_a_folder() {
+    use std::os::unix::fs::FileTypeExt;
+    let env = Env::new();
+    env.write("pipe", "a regular file when locked\n");
+    env.agent("claude")
+        .args(["lock", "pipe", "--no-backup"])
+        .ok();
+    std::fs::remove_file(env.path("pipe")).unwrap();
+    if !mkfifo(&env, "pipe") {
         return;
     }
-    env.agent("claude").args(["lock", "pipe"]).ok();
     env.agent("claude")
         .args(["write", "pipe"])
         .stdin("new\n")
@@ -287,4 +299,40 @@ fn a_command_ignoring_sigint_is_killed_after_the_grace_period() {
     let out = crate::support::finish(run);
     assert_eq!(out.code, Some(137), "{}", out.stderr);
     assert!(locks(&env).is_empty(), "{:?}", locks(&env));
+}
+
+/// `lock` (and `run`, which locks first) refuses a FILE that is a FIFO, a folder, or a symlink
+/// to one, as `write` and `restore` do: exit 2 naming the file, and nothing written (no lock,
+/// no backup, no presence), all or nothing with the regular files named beside it.
+#[test]
+fn lock_and_run_refuse_a_fifo_or_a_folder() {
+    use std::os::unix::fs::FileTypeExt;
+    let env = Env::new();
+    if !mkfifo(&env, "pipe") {
+        return;
+    }
+    std::fs::create_dir(env.path("dir")).unwrap();
+    std::os::unix::fs::symlink("pipe", env.path("link")).unwrap();
+    env.write("f.txt", "x\n");
+    for (arg, shown) in [("pipe", "pipe"), ("dir", "dir"), ("link", "pipe")] {
+        env.agent("claude")
+            .args(["lock", "f.txt", arg])
+            .code(2)
+            .stderr_has(&format!(
+                "error: invalid path `{shown}`: it is not a regular file"
+            ));
+        env.agent("claude")
+            .args(["run", arg, "--", "touch", "ran"])
+            .code(2)
+            .stderr_has(&format!("`{shown}`: it is not a regular file"));
+    }
+    assert!(!env.exists("ran"), "the command ran without its lock");
+    assert!(locks(&env).is_empty(), "{:?}", locks(&env));
+    assert!(!env.exists(".claude_presence"));
+    assert!(!env.exists("f.txt.bak") && !env.exists("pipe.bak") && !env.exists("dir.bak"));
+    let kind = std::fs::symlink_metadata(env.path("pipe")).unwrap();
+    assert!(kind.file_type().is_fifo(), "the FIFO was replaced");
+    assert!(env.path("dir").is_dir());
+    // The regular file alone is still free to lock.
+    env.agent("claude").args(["lock", "f.txt"]).ok();
 }

@@ -2,6 +2,10 @@
 //! fails on a realistic bug that `cargo mutants` showed the rest of the suite would let through
 //! (see docs/reliability.md, "Mutation testing").
 
+use std::os::unix::ffi::OsStrExt;
+use std::os::unix::fs::PermissionsExt;
+
+use crate::defects::{as_nobody, open_to_all};
 use crate::support::Env;
 
 fn field(env: &Env, agent: &str, key: &str) -> Option<String> {
@@ -171,4 +175,166 @@ fn status_json_shows_locked_at_and_session_as_written() {
     assert_eq!(lock["locked_at"], "2026-01-28T01:00:00");
     assert_eq!(lock["session"], "s-123");
     assert_eq!(lock["state"], "LIVE");
+}
+
+/// A pid that no process has now.
+fn dead_pid() -> u32 {
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let pid = child.id();
+    child.wait().unwrap();
+    pid
+}
+
+/// Temporary files that a killed coord left beside a file are removed by the next `lock` or
+/// `unlock` of a file in that folder; a command that only reads (`who`, `status`, `check`)
+/// leaves every file as it is.
+#[test]
+fn a_lock_sweeps_the_temporary_files_of_a_killed_process_and_a_read_leaves_them() {
+    let env = Env::new();
+    env.write("sub/f.txt", "x\n");
+    let temp = format!(
+        "sub/{}half{}",
+        coord::layout::temp_prefix(coord::host::host_tag(), dead_pid()),
+        coord::layout::TEMP_SUFFIX
+    );
+    env.write(&temp, "half-written\n");
+    let before = env.snapshot();
+    env.cmd().args(["who", "sub/f.txt"]).ok();
+    env.cmd().args(["status"]).ok();
+    env.cmd().args(["check", "--strict"]).ok();
+    assert_eq!(env.snapshot(), before, "a read changed the workspace");
+
+    env.agent("claude")
+        .args(["lock", "sub/f.txt", "--no-backup"])
+        .ok();
+    assert!(!env.exists(&temp), "`lock` left {temp}");
+    env.write(&temp, "half-written\n");
+    env.agent("claude").args(["unlock", "sub/f.txt"]).ok();
+    assert!(!env.exists(&temp), "`unlock` left {temp}");
+    assert_eq!(env.read("sub/f.txt"), "x\n");
+}
+
+/// `status` and `check` never look inside `.git` or `.coord`: a file there named like a lock
+/// (a branch or a ref named so, a file dropped in `.coord/`) is no lock on anything, and a
+/// strict check in CI does not fail on it.
+#[test]
+fn lock_shaped_names_inside_git_and_coord_are_not_locks() {
+    let env = Env::new();
+    env.write("f.txt", "x\n");
+    let old = "Agent: Gemini\nlocked_at: 2000-01-01T00:00:00+00:00\nfile: x\n";
+    env.write(".git/refs/heads/f.txt.lock.gemini", old);
+    env.write(".coord/f.txt.lock.gemini", old);
+    env.write("docs/a.md.lock.gemini", old);
+    let out = env.cmd().args(["status", "--json"]).ok();
+    let status: serde_json::Value = out.json();
+    let files: Vec<&str> = status["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|l| l["file"].as_str().unwrap())
+        .collect();
+    assert_eq!(files, ["docs/a.md"], "{}", out.stdout);
+    env.cmd()
+        .args(["check", "--strict"])
+        .code(4)
+        .stderr_has("`docs/a.md` has a STALE lock of Gemini")
+        .stdout_lacks("refs");
+    std::fs::remove_file(env.path("docs/a.md.lock.gemini")).unwrap();
+    env.cmd().args(["check", "--strict"]).ok();
+}
+
+/// A LIVE lock whose file name is not valid UTF-8 is shown with the bad bytes replaced and
+/// flagged, and fails a strict check though it is neither stale nor in conflict (no tool can
+/// name it reliably); `lock` refuses such a FILE name outright (usage error, exit 2, nothing
+/// written).
+#[test]
+fn a_live_lock_with_a_non_utf8_name_fails_a_strict_check() {
+    let env = Env::new();
+    let name = std::ffi::OsStr::from_bytes(b"caf\xe9.txt.lock.gemini");
+    let now = chrono::Local::now().format("%Y-%m-%dT%H:%M:%S%:z");
+    std::fs::write(
+        env.root().join(name),
+        format!("Agent: Gemini\nlocked_at: {now}\nfile: caf.txt\n"),
+    )
+    .unwrap();
+    let out = env.cmd().args(["status", "--json"]).ok();
+    let status: serde_json::Value = out.json();
+    assert_eq!(
+        status["locks"][0]["file"], "caf\u{FFFD}.txt",
+        "{}",
+        out.stdout
+    );
+    assert_eq!(status["locks"][0]["state"], "LIVE", "{}", out.stdout);
+    env.cmd()
+        .args(["status"])
+        .ok()
+        .stdout_has("caf\u{FFFD}.txt")
+        .stdout_has("not valid UTF-8");
+    env.cmd()
+        .args(["check", "--strict"])
+        .code(4)
+        .stderr_has("`caf\u{FFFD}.txt` is locked by Gemini; its name is not valid UTF-8");
+    // Not strict: reported, not failed.
+    env.cmd().args(["check"]).ok();
+
+    let file = std::ffi::OsStr::from_bytes(b"caf\xe9.txt");
+    std::fs::write(env.root().join(file), "x\n").unwrap();
+    let before = env.snapshot();
+    env.agent("claude")
+        .arg("lock")
+        .arg(file)
+        .code(2)
+        .stderr_has("error: invalid UTF-8");
+    assert_eq!(env.snapshot(), before);
+}
+
+/// A lock file another user cannot read (written under umask 077) is still a lock: `status`
+/// shows it LIVE (dated by its mtime) and lists it as unreadable with the reason, and another
+/// agent is refused the file.
+#[test]
+fn a_lock_file_another_user_cannot_read_is_listed_and_still_holds() {
+    let env = Env::new();
+    env.write("F", "a's work\n");
+    env.agent("a").args(["lock", "F"]).ok();
+    let Some(_) = as_nobody(&env, "b") else {
+        return;
+    };
+    open_to_all(env.root());
+    std::fs::set_permissions(env.path("F.lock.a"), std::fs::Permissions::from_mode(0o600)).unwrap();
+    let out = as_nobody(&env, "b")
+        .unwrap()
+        .args(["status", "--json"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(0));
+    let status: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(status["locks"][0]["file"], "F", "{status}");
+    assert_eq!(status["locks"][0]["state"], "LIVE", "{status}");
+    let unreadable = status["unreadable"].as_array().unwrap();
+    assert_eq!(unreadable.len(), 1, "{status}");
+    assert_eq!(unreadable[0]["path"], "F.lock.a");
+    assert!(
+        unreadable[0]["why"]
+            .as_str()
+            .unwrap()
+            .contains("ermission denied"),
+        "{status}"
+    );
+    let out = as_nobody(&env, "b")
+        .unwrap()
+        .args(["status"])
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("F.lock.a"), "{text}");
+
+    let out = as_nobody(&env, "b")
+        .unwrap()
+        .args(["lock", "F", "--no-wait"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(3), "{stderr}");
+    assert!(stderr.contains("held by a"), "{stderr}");
+    assert!(!env.exists("F.lock.b"));
 }

@@ -130,6 +130,7 @@ enum Attempt {
 ///
 /// # Errors
 ///
+/// [`Error::BadPath`] when a target exists but is not a regular file (nothing is written);
 /// [`Error::LockHeld`] when not waiting and a target is held; [`Error::Deadlock`] when waiting
 /// would close a cycle of agents waiting for each other; [`Error::WaitTimedOut`] when the
 /// wait ended first; [`Error::Refused`] when the lock is free but earlier waiters stand in line;
@@ -144,6 +145,10 @@ pub fn acquire(
     targets.dedup_by(|a, b| a.rel == b.rel);
     if targets.is_empty() {
         return Err(Error::bad_input("no file to lock"));
+    }
+    // A folder, FIFO or device is refused before anything is written, as `write` refuses it.
+    for t in &targets {
+        t.regular_or_absent()?;
     }
     // `.coord/` is made (and checked for symlinks) by the first `lock_mutex` below.
     let policy = ws.policy()?;
