@@ -338,3 +338,23 @@ fn a_lock_file_another_user_cannot_read_is_listed_and_still_holds() {
     assert!(stderr.contains("held by a"), "{stderr}");
     assert!(!env.exists("F.lock.b"));
 }
+
+/// A presence file that cannot be read as a record (here: larger than any record) is written
+/// anew by the release, so the agent shows as free again; the lock goes either way.
+#[test]
+fn a_release_rewrites_a_presence_it_cannot_read() {
+    let env = Env::new();
+    env.write("f.txt", "x\n");
+    env.agent("claude").args(["lock", "f.txt"]).ok();
+    env.write(".claude_presence", "junk ".repeat(20_000));
+    env.agent("claude").args(["unlock", "f.txt"]).ok();
+    assert!(!env.exists("f.txt.lock.claude"));
+    assert_eq!(
+        field(&env, "claude", "lock_status").as_deref(),
+        Some("FREE")
+    );
+    assert!(
+        env.read(".claude_presence").len() < 1000,
+        "the junk was replaced"
+    );
+}
