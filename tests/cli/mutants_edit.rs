@@ -336,3 +336,26 @@ fn lock_and_run_refuse_a_fifo_or_a_folder() {
     // The regular file alone is still free to lock.
     env.agent("claude").args(["lock", "f.txt"]).ok();
 }
+
+/// Lock records are read up to a cap of 64 KiB: a hand-made lock of exactly that size is read
+/// whole, so it is the agent's lock and fences its `write` like any other.
+#[test]
+fn a_hand_made_lock_of_exactly_64_kib_is_the_agents_lock() {
+    let env = Env::new();
+    env.write("F", "old\n");
+    let mut text = format!(
+        "Agent: Claude\nlocked_at: {}\nfile: F\nnote: ",
+        chrono::Local::now().format("%Y-%m-%dT%H:%M:%S")
+    );
+    text.push_str(&"x".repeat(64 * 1024 - text.len() - 1));
+    text.push('\n');
+    assert_eq!(text.len(), 64 * 1024);
+    env.write("F.lock.Claude", &text);
+    env.agent("claude")
+        .args(["write", "F"])
+        .stdin("new\n")
+        .ok()
+        .stdout_has("Written: F");
+    assert_eq!(env.read("F"), "new\n");
+    assert_eq!(env.read("F.lock.Claude"), text, "the lock was changed");
+}

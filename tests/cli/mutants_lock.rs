@@ -358,3 +358,40 @@ fn a_release_rewrites_a_presence_it_cannot_read() {
         "the junk was replaced"
     );
 }
+
+/// A lock that turns stale by age while someone waits for it is taken over then, not when the
+/// wait runs out: nothing changes on disk when a TTL passes, so the waiter must look again by
+/// itself. (The holder left for good: its presence is ten minutes old.)
+#[test]
+fn a_lock_that_goes_stale_while_waited_for_is_taken_over_then() {
+    let env = Env::new();
+    env.write("F", "x\n");
+    let now = chrono::Local::now();
+    let then = (now - chrono::Duration::minutes(10)).format("%Y-%m-%dT%H:%M:%S%:z");
+    env.write(
+        ".gemini_presence",
+        format!(
+            "Agent: Gemini\nstatus: ACTIVE\nstarted: {then}\nheartbeat: {then}\nworking_on: -\ncurrent_file: F\nlock_status: LOCKED\n"
+        ),
+    );
+    env.write(
+        "F.lock.gemini",
+        format!(
+            "Agent: Gemini\nlocked_at: {}\nfile: F\nttl: 2s\n",
+            now.format("%Y-%m-%dT%H:%M:%S%:z")
+        ),
+    );
+    // The wait would last five minutes; the lock is stale after two seconds.
+    let out = crate::hostile::bounded(
+        env.agent("claude").args(["lock", "F", "--wait", "5m"]),
+        std::time::Duration::from_secs(30),
+    );
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("took over the stale lock of Gemini on `F` (older than its TTL of 2s and gemini is INACTIVE)"),
+        "{}",
+        out.stderr
+    );
+    assert!(env.exists("F.lock.claude") && !env.exists("F.lock.gemini"));
+}
