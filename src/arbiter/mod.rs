@@ -327,6 +327,9 @@ pub fn policy(root: &Path) -> Result<Policy> {
         return Ok(p);
     }
     let p = Policy::detect(root)?;
+    if p.fs.class != FsClass::Local {
+        crate::fsutil::rename_without_exchange();
+    }
     if let Ok(mut c) = cache.lock() {
         c.insert(root.to_path_buf(), p.clone());
     }

@@ -4,6 +4,7 @@ use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use tempfile::NamedTempFile;
 
@@ -210,6 +211,16 @@ pub fn persist(tmp: NamedTempFile, path: &Path) -> Result<()> {
     Ok(())
 }
 
+/// Set once this process knows its files are on a filesystem that cannot exchange.
+static NO_EXCHANGE: AtomicBool = AtomicBool::new(false);
+
+/// From now on, replace files by a plain rename: the caller knows the folder is on a filesystem
+/// that cannot exchange two names (NFS, SMB, FUSE mounts such as sshfs), so trying first would
+/// only cost a round trip to the server per replace.
+pub fn rename_without_exchange() {
+    NO_EXCHANGE.store(true, Ordering::Relaxed);
+}
+
 /// Replace a regular file (or a symlink) at `path` by swapping it with `tmp` in one atomic
 /// `renameat2(RENAME_EXCHANGE)`, then dropping `tmp`, which now names the old content.
 /// Returns `false` (nothing changed) when there is nothing to swap with or the filesystem
@@ -219,14 +230,33 @@ pub fn persist(tmp: NamedTempFile, path: &Path) -> Result<()> {
 /// (`auto_da_alloc`), which makes every small replace wait on the disk; an exchange does not.
 /// Content that must survive a crash is fsynced before it gets here ([`replace_durable`],
 /// [`spool`]), which is what `auto_da_alloc` only approximates.
+///
+/// A filesystem that cannot exchange (FUSE mounts such as sshfs, NFS) says so once per process:
+/// later replaces rename at once, without the `lstat` and the refused call (each a round trip
+/// to the server there).
 fn exchange(tmp: &NamedTempFile, path: &Path) -> bool {
     use rustix::fs::{CWD, RenameFlags};
+    if NO_EXCHANGE.load(Ordering::Relaxed) {
+        return false;
+    }
     match fs::symlink_metadata(path) {
         Ok(meta) if meta.is_file() || meta.is_symlink() => {}
         _ => return false,
     }
-    if rustix::fs::renameat_with(CWD, tmp.path(), CWD, path, RenameFlags::EXCHANGE).is_err() {
-        return false;
+    match rustix::fs::renameat_with(CWD, tmp.path(), CWD, path, RenameFlags::EXCHANGE) {
+        Ok(()) => {}
+        Err(e) => {
+            if [
+                rustix::io::Errno::INVAL,
+                rustix::io::Errno::NOSYS,
+                rustix::io::Errno::OPNOTSUPP,
+            ]
+            .contains(&e)
+            {
+                NO_EXCHANGE.store(true, Ordering::Relaxed);
+            }
+            return false;
+        }
     }
     if fs::symlink_metadata(tmp.path()).is_ok_and(|m| m.is_dir()) {
         // A folder appeared at `path` in between: put it back, and let the rename refuse.

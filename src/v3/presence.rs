@@ -360,7 +360,8 @@ pub fn write_over(
     }
     let path = layout::presence(root, agent.id());
     fsutil::replace(&path, rec.render().as_bytes())?;
-    let mtime = fsutil::mtime(&path).map(clock::from_system_time);
+    // The file was written just now (no `stat` to ask: a round trip on a network filesystem).
+    let mtime = clock::parse_timestamp(&now);
     Ok(Presence {
         id: agent.id().to_string(),
         record: rec,

@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use super::scan::{Listing, lookup_roster};
 use super::{LockEntry, LockState, classify, list_locks, own_locks_listed, scan_tree, take_over};
 use crate::clock;
 use crate::error::Refusal;
@@ -75,9 +76,15 @@ pub fn release(
     let mut cache = StateCache::default();
     let mut out = Vec::with_capacity(targets.len());
     let mut ours = Vec::new();
+    let roster = lookup_roster(ws.root());
+    let listing = Listing {
+        sweep: true,
+        roster: &roster,
+        except: None,
+    };
     for target in &targets {
         // Temporary files of killed processes are swept in the same pass, as `acquire` does.
-        let mut entries = list_locks(target, true)?;
+        let mut entries = list_locks(target, listing)?;
         // Lock files this call already releases (the same file named twice) are gone for it.
         entries.retain(|e| !ours.iter().any(|(_, p)| *p == e.lock_path));
         classify(ws.root(), &mut entries, &mut cache, &now);

@@ -26,12 +26,30 @@ pub fn locks_of(target: &Target) -> Vec<LockEntry> {
 ///
 /// [`Error::Io`](crate::error::Error::Io) naming the folder.
 pub fn try_locks_of(target: &Target) -> Result<Vec<LockEntry>> {
-    list_locks(target, false)
+    let roster = root_of(target).map(|root| lookup_roster(&root));
+    list_locks(
+        target,
+        Listing {
+            roster: roster.as_deref().unwrap_or_default(),
+            ..Listing::default()
+        },
+    )
 }
 
-/// List the lock files of `target`; with `sweep`, also remove coord's temporary files left in
-/// that folder by killed processes, in the same pass (a large folder is listed once, not twice).
-pub(super) fn list_locks(target: &Target, sweep: bool) -> Result<Vec<LockEntry>> {
+/// How [`list_locks`] lists one target's locks.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Listing<'a> {
+    /// Also remove coord's temporary files left in the folder by killed processes, in the same
+    /// pass (a large folder is listed once, not twice).
+    pub(super) sweep: bool,
+    /// Agents whose locks are also looked up by their exact names ([`lookup_roster`]).
+    pub(super) roster: &'a [String],
+    /// An agent whose locks are left unread: the caller knows what it wrote itself.
+    pub(super) except: Option<&'a str>,
+}
+
+/// List the lock files of `target` as `how` says.
+pub(super) fn list_locks(target: &Target, how: Listing<'_>) -> Result<Vec<LockEntry>> {
     let (Some(dir), Some(base)) = (
         target.abs.parent(),
         target.abs.file_name().and_then(|n| n.to_str()),
@@ -45,10 +63,12 @@ pub(super) fn list_locks(target: &Target, sweep: bool) -> Result<Vec<LockEntry>>
         let name = entry.file_name();
         match name.to_str().and_then(layout::parse_lock_name) {
             Some((b, agent)) if b == base => {
-                found.extend(LockEntry::read(entry.path(), target.rel.clone(), agent));
+                if how.except != Some(agent.as_str()) {
+                    found.extend(LockEntry::read(entry.path(), target.rel.clone(), agent));
+                }
             }
             Some(_) => {}
-            None if sweep => {
+            None if how.sweep => {
                 fsutil::sweep_entry(&entry);
             }
             None => {}
@@ -56,16 +76,12 @@ pub(super) fn list_locks(target: &Target, sweep: bool) -> Result<Vec<LockEntry>>
     }
     // A listing may come from a cache that has not seen another machine's new lock yet: where
     // that can happen, every agent on the roster is also looked up by its exact lock name.
-    if let Some(root) = root_of(target)
-        && arbiter::policy(&root).is_ok_and(|p| p.exact_lookups)
-    {
-        for id in roster(&root) {
-            let path = layout::lock_file(&target.abs, &id);
-            if found.iter().any(|e| e.lock_path == path) {
-                continue;
-            }
-            found.extend(LockEntry::read(path, target.rel.clone(), id));
+    for id in how.roster {
+        let path = layout::lock_file(&target.abs, id);
+        if how.except == Some(id.as_str()) || found.iter().any(|e| e.lock_path == path) {
+            continue;
         }
+        found.extend(LockEntry::read(path, target.rel.clone(), id.clone()));
     }
     found.sort_by(|a, b| a.agent.cmp(&b.agent));
     Ok(found)
@@ -75,6 +91,17 @@ pub(super) fn list_locks(target: &Target, sweep: bool) -> Result<Vec<LockEntry>>
 fn root_of(target: &Target) -> Option<PathBuf> {
     let depth = target.rel.split('/').filter(|c| !c.is_empty()).count();
     target.abs.ancestors().nth(depth).map(Path::to_path_buf)
+}
+
+/// The agents whose locks a listing under `root` must also look up by exact name: the roster
+/// where folder listings may lag other machines (a network filesystem), none elsewhere. Read it
+/// once per hold of the mutex: only a holder of the mutex adds to it.
+pub(super) fn lookup_roster(root: &Path) -> Vec<String> {
+    if arbiter::policy(root).is_ok_and(|p| p.exact_lookups) {
+        roster(root)
+    } else {
+        Vec::new()
+    }
 }
 
 /// The agents on the roster (`.coord/agents`), read fresh.
@@ -90,16 +117,17 @@ fn roster(root: &Path) -> Vec<String> {
         .collect()
 }
 
-/// Put `id` on the roster, if it is not there yet. Caller holds the mutex.
+/// Put `id` on the roster `ids` (as read under the mutex the caller holds), if it is not there
+/// yet.
 ///
 /// # Errors
 ///
 /// [`Error::Io`](crate::error::Error::Io) when the roster cannot be written.
-pub(crate) fn join_roster(root: &Path, id: &str) -> Result<()> {
-    let mut ids = roster(root);
+pub(crate) fn join_roster(root: &Path, ids: &[String], id: &str) -> Result<()> {
     if ids.iter().any(|i| i == id) {
         return Ok(());
     }
+    let mut ids = ids.to_vec();
     ids.push(id.to_string());
     let mut text = ids.join("\n");
     text.push('\n');

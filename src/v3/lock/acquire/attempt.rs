@@ -5,9 +5,8 @@
 
 use std::path::PathBuf;
 
-use super::super::{
-    LockEntry, LockState, classify, list_locks, own_locks_listed, take_over, try_locks_of,
-};
+use super::super::scan::{Listing, lookup_roster};
+use super::super::{LockEntry, LockState, classify, list_locks, own_locks_listed, take_over};
 use super::blocker::blocker_of;
 use super::{Acquired, Attempt, Blocker, LockRequest, Mine, TakeOver};
 use crate::arbiter::Guard;
@@ -38,9 +37,16 @@ pub(super) fn attempt(
     mine.presence = presence::read(root, req.agent.id()).ok().flatten();
     mine.held = own_locks_listed(ws, &req.agent, mine.presence.as_ref());
     let held = &mine.held;
+    // Read once per try: only a holder of the mutex adds to it.
+    let roster = lookup_roster(root);
+    let listing = Listing {
+        sweep: true,
+        roster: &roster,
+        except: None,
+    };
     let mut plans = Vec::with_capacity(targets.len());
     for target in targets {
-        let mut entries = list_locks(target, true)?;
+        let mut entries = list_locks(target, listing)?;
         classify(root, &mut entries, &mut cache, &now);
         let (mine, foreign): (Vec<_>, Vec<_>) =
             entries.into_iter().partition(|e| e.agent == req.agent.id());
@@ -114,6 +120,7 @@ pub(super) fn attempt(
         &mut cache,
         &mut created,
         mine,
+        &roster,
     );
     if !matches!(outcome, Ok(Attempt::Got(_))) {
         for path in &created {
@@ -148,12 +155,13 @@ fn publish(
     cache: &mut StateCache,
     created: &mut Vec<PathBuf>,
     mine: &Mine,
+    roster: &[String],
 ) -> Result<Attempt> {
     let root = ws.root();
     // Where folder listings may lag other machines, a lock is also looked up by its exact name
     // for every agent on the roster: be on it before the lock exists.
     if ws.policy()?.exact_lookups {
-        super::super::join_roster(root, req.agent.id())?;
+        super::super::join_roster(root, roster, req.agent.id())?;
     }
     let locked_at = clock::format_timestamp(now);
     let mut acquired = Vec::with_capacity(plans.len());
@@ -200,9 +208,16 @@ fn publish(
 
     // A lock made by hand while we looked (the seed's "look, then create" does not take the
     // mutex): withdraw in its favour. Every foreign lock seen before was stale and is gone, so
-    // any live foreign lock now is a newcomer.
+    // any live foreign lock now is a newcomer. Only the listing can show one: coord makes locks
+    // under the mutex (a maker that lost it withdraws on its own fencing check), and a lock made
+    // by hand belongs to no agent on the roster, so no exact lookups; our own locks are not
+    // read back either.
+    let newcomers = Listing {
+        except: Some(req.agent.id()),
+        ..Listing::default()
+    };
     for (target, _, _) in plans {
-        let mut entries = try_locks_of(target)?;
+        let mut entries = list_locks(target, newcomers)?;
         classify(root, &mut entries, cache, now);
         if let Some(newcomer) = entries
             .iter()

@@ -23,7 +23,7 @@ use serde::Serialize;
 use self::attempt::attempt;
 use self::blocker::blocked_error;
 use self::line::{Waiting, deadlock, settle};
-use self::wake::{Probe, sleep, watch_for};
+use self::wake::{Probe, sleep, watch_for, worth_a_try};
 use super::release::release_tokens;
 use crate::arbiter::Policy;
 use crate::clock::Wait;
@@ -254,8 +254,13 @@ impl Tries<'_> {
             }
             Attempt::Busy(_) if self.may_wait && !self.deadline.passed() => {
                 // Every time we would wait (the first time and after every wake-up, so the
-                // last one to close a cycle sees it even when it formed while we waited).
-                if let Some(err) = deadlock(ws, req, targets, self.waiting.tickets.as_ref()) {
+                // last one to close a cycle sees it even when it formed while we waited). A
+                // cycle through us needs a lock of ours that someone waits for: holding none
+                // (of the locks our presence lists), there is nothing to look for, and the
+                // queues and locks of the whole folder are not read under the mutex.
+                if !self.mine.held.is_empty()
+                    && let Some(err) = deadlock(ws, req, targets, self.waiting.tickets.as_ref())
+                {
                     if let Some(t) = self.waiting.tickets.take() {
                         settle(ws, &req.agent, &t);
                     }
@@ -315,13 +320,20 @@ impl Tries<'_> {
             on_event(&LockEvent::Waiting(blocker));
             self.told = true;
         }
-        match &self.watch {
+        let w = match &self.watch {
+            Some(w) => w,
             None => {
-                self.watch = Some(watch_for(ws.root(), targets));
-                return Ok(());
+                // What blocked the try may have gone before the watch was made: look once, without
+                // the mutex, and try again at once only if it did (a second full try would hold
+                // the mutex that the holder needs to release; on a network folder, milliseconds).
+                let w = self.watch.insert(watch_for(ws.root(), targets));
+                if worth_a_try(&probe) {
+                    return Ok(());
+                }
+                w
             }
-            Some(w) => sleep(w, &probe, &self.policy, self.deadline),
-        }
+        };
+        sleep(w, &probe, &self.policy, self.deadline);
         // Asked to stop: `waiting` leaves the queue and resets the presence on the way out.
         if let Some(signal) = crate::watch::stop_requested() {
             return Err(Error::Interrupted {

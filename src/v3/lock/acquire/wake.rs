@@ -57,6 +57,11 @@ impl Probe {
     }
 }
 
+/// Whether a full try may succeed now: what blocked the last one changed.
+pub(super) fn worth_a_try(probe: &Probe) -> bool {
+    probe.look() == Look::Changed
+}
+
 /// Whether the lock file at `path` still holds exactly `raw` and does not name a process of
 /// this host that is gone. One open and read: no mutex, no listing.
 fn unchanged(path: &Path, raw: &[u8]) -> bool {
