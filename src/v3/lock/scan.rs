@@ -62,10 +62,8 @@ pub(super) fn list_locks(target: &Target, how: Listing<'_>) -> Result<Vec<LockEn
         let entry = entry.at("list", dir)?;
         let name = entry.file_name();
         match name.to_str().and_then(layout::parse_lock_name) {
-            Some((b, agent)) if b == base => {
-                if how.except != Some(agent.as_str()) {
-                    found.extend(LockEntry::read(entry.path(), target.rel.clone(), agent));
-                }
+            Some((b, agent)) if b == base && how.except != Some(agent.as_str()) => {
+                found.extend(LockEntry::read(entry.path(), target.rel.clone(), agent));
             }
             Some(_) => {}
             None if how.sweep => {
