@@ -52,6 +52,9 @@ const LEASE_BOUNDS: (Duration, Duration) = (Duration::from_millis(200), Duration
 /// also serves the holder: polling harder slows the holder down.
 const MAX_PAUSE: Duration = Duration::from_millis(4);
 
+/// How often a contender reads the record of the lease's holder (to see it stalled or gone).
+const LOOK_EVERY: Duration = Duration::from_millis(10);
+
 /// The lease path beside a kernel-mutex path (`.coord/mutex` → `.coord/mutex.lease`).
 pub fn lease_path(mutex_path: &Path) -> PathBuf {
     layout::lease_of(mutex_path)
@@ -124,6 +127,7 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
     let mut pause = Duration::from_micros(50);
     let mut tmp = None;
     let mut last_error: Option<io::Error> = None;
+    let mut next_look = Instant::now();
     loop {
         if tmp.is_none() {
             let mut t = fsutil::temp_in(dir).at("create a temporary file in", dir)?;
@@ -155,10 +159,17 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => last_error = Some(e),
             Err(e) => return Err(e).at("take the workspace lease", path),
         }
-        match fsutil::read_capped(path, RECORD_CAP) {
+        // The holder's record is read at most every LOOK_EVERY: every read is round trips to
+        // the server that the holder, busy on the same server, waits behind.
+        let look = Instant::now() >= next_look;
+        if look {
+            next_look = Instant::now() + LOOK_EVERY;
+        }
+        match look.then(|| fsutil::read_capped(path, RECORD_CAP)) {
+            None => {}
             // Released between our try and our look: try again at once (after a pause when the
             // try itself failed oddly, so a server that keeps failing is not hammered).
-            Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            Some(Err(e)) if e.kind() == io::ErrorKind::NotFound => {
                 seen = None;
                 if last_error.is_some() {
                     std::thread::sleep(pause);
@@ -167,7 +178,7 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
                     continue;
                 }
             }
-            result => {
+            Some(result) => {
                 let bytes = result.unwrap_or_default();
                 let holder = Record::parse(&String::from_utf8_lossy(&bytes));
                 let stalled = match &seen {

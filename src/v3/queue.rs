@@ -257,20 +257,34 @@ pub fn waits_for_any(ws: &crate::workspace::Workspace, seq: u64, files: &[String
     })
 }
 
-/// Whether a ticket numbered before `seq` stands in the queue folder `dir` (listed, and when
-/// `open` still there when opened; not judged live or dead, nothing removed; no mutex needed).
-pub fn ticket_before(dir: &Path, seq: u64, open: bool) -> bool {
-    fs::read_dir(dir).is_ok_and(|entries| {
-        entries.flatten().any(|e| {
-            e.file_name()
-                .to_str()
-                .and_then(layout::parse_ticket_name)
-                .is_some_and(|s| s < seq)
-                // Opened, not only listed, where a network filesystem may serve the listing
-                // from a cache that still shows a ticket another machine removed (sshfs: 20 s).
-                && (!open || fsutil::open_regular_nofollow(&e.path()).is_ok())
+/// The ticket numbered last before `seq` in the queue folder `dir`, if one stands there (listed,
+/// and when `open` still there when opened; not judged live or dead, nothing removed; no mutex
+/// needed). The last one before ours leaves last: a waiter can watch that one alone.
+pub fn ticket_before(dir: &Path, seq: u64, open: bool) -> Option<PathBuf> {
+    let mut before: Vec<(u64, PathBuf)> = fs::read_dir(dir)
+        .ok()?
+        .flatten()
+        .filter_map(|e| {
+            let s = e.file_name().to_str().and_then(layout::parse_ticket_name)?;
+            (s < seq).then(|| (s, e.path()))
         })
-    })
+        .collect();
+    before.sort_unstable_by_key(|t| std::cmp::Reverse(t.0));
+    before
+        .into_iter()
+        .map(|(_, path)| path)
+        .find(|path| ticket_stands(path, open))
+}
+
+/// Whether the ticket file at `path` is still there. With `open`, it must also open: where a
+/// network filesystem may serve names from a cache that still shows a ticket another machine
+/// removed (sshfs: 20 s), only the server can tell.
+pub fn ticket_stands(path: &Path, open: bool) -> bool {
+    if open {
+        fsutil::open_regular_nofollow(path).is_ok()
+    } else {
+        fs::symlink_metadata(path).is_ok()
+    }
 }
 
 /// The folders a waiter for `targets` should watch for queue changes.

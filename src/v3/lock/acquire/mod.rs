@@ -308,6 +308,7 @@ impl Tries<'_> {
                 .filter(|_| self.mine.held.is_empty())
                 .map(|t| (queue::dirs(ws.root(), targets), t.seq)),
             open_tickets: self.policy.exact_lookups,
+            ahead: Default::default(),
         };
         if !self.may_wait || self.deadline.passed() {
             return Err(blocked_error(

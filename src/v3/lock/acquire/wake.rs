@@ -1,6 +1,7 @@
 //! Between two tries: what a waiter watches, and what it re-reads when woken before it takes
 //! the mutex for a full try (so a release wakes every waiter but only the first in line tries).
 
+use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -26,6 +27,9 @@ pub(super) struct Probe {
     pub(super) queue: Option<(Vec<PathBuf>, u64)>,
     /// Whether a listed ticket must also open to count (where listings may lag other machines).
     pub(super) open_tickets: bool,
+    /// The ticket last seen just before ours: while it stands, we are not first, and looking
+    /// at it costs one lookup instead of a listing of the queue.
+    pub(super) ahead: RefCell<Option<PathBuf>>,
 }
 
 /// What a woken waiter sees before trying in full.
@@ -43,12 +47,19 @@ enum Look {
 impl Probe {
     /// Whether a full try would surely still find us blocked, and why.
     fn look(&self) -> Look {
-        if let Some((dirs, seq)) = &self.queue
-            && dirs
-                .iter()
-                .any(|d| queue::ticket_before(d, *seq, self.open_tickets))
-        {
-            return Look::Behind;
+        if let Some((dirs, seq)) = &self.queue {
+            let ahead = self
+                .ahead
+                .take()
+                .filter(|t| queue::ticket_stands(t, self.open_tickets))
+                .or_else(|| {
+                    dirs.iter()
+                        .find_map(|d| queue::ticket_before(d, *seq, self.open_tickets))
+                });
+            if ahead.is_some() {
+                self.ahead.replace(ahead);
+                return Look::Behind;
+            }
         }
         match &self.record {
             Some((path, raw)) if unchanged(path, raw) => Look::Blocked,
