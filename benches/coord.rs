@@ -255,6 +255,17 @@ fn bench_mcp(out: &mut Vec<String>) -> Option<f64> {
         v.push(t.elapsed());
     }
     let mcp = stats(v);
+    // The floor under any server on pipes: two requests that do no work (`ping`), the same
+    // round trips and wake-ups of both processes.
+    let ping = r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#;
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        ask(ping);
+        ask(ping);
+        v.push(t.elapsed());
+    }
+    let pings = stats(v);
     drop(to);
     let _ = server.wait();
     out.push("| lock + unlock | median | p95 | runs |".into());
@@ -262,6 +273,10 @@ fn bench_mcp(out: &mut Vec<String>) -> Option<f64> {
     out.push(row(
         "two `tools/call` to one running `coord mcp` (with `.bak`)",
         &mcp,
+    ));
+    out.push(row(
+        "two `ping` to the same server (the pipes' round trips alone)",
+        &pings,
     ));
     if have("dotlockfile") {
         let lockfile = d.join("SHARED.txt.lock");
