@@ -110,6 +110,15 @@ fn bench_lock(out: &mut Vec<String>) -> Option<f64> {
     };
     let coord_plain = measure(&["lock", "SHARED.txt", "-q", "--no-backup"]);
     let coord_backup = measure(&["lock", "SHARED.txt", "-q"]);
+    // The floor: two coord processes that start, parse their arguments and exit.
+    let mut v = Vec::with_capacity(n);
+    for _ in 0..n {
+        let t = Instant::now();
+        run(&mut coord(d, "claude", &["--version"]));
+        run(&mut coord(d, "claude", &["--version"]));
+        v.push(t.elapsed());
+    }
+    let start_only = stats(v);
     out.push("| lock + unlock (two processes) | median | p95 | runs |".into());
     out.push("|---|---|---|---|".into());
     out.push(row(
@@ -119,6 +128,10 @@ fn bench_lock(out: &mut Vec<String>) -> Option<f64> {
     out.push(row(
         "`coord lock` (with `.bak`) + `coord unlock`",
         &coord_backup,
+    ));
+    out.push(row(
+        "two `coord --version` (starting the process alone)",
+        &start_only,
     ));
     if have("dotlockfile") {
         let lockfile = d.join("SHARED.txt.lock");
