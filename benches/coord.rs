@@ -110,7 +110,8 @@ fn bench_lock(out: &mut Vec<String>) -> Option<f64> {
     };
     let coord_plain = measure(&["lock", "SHARED.txt", "-q", "--no-backup"]);
     let coord_backup = measure(&["lock", "SHARED.txt", "-q"]);
-    // The floor: two coord processes that start, parse their arguments and exit.
+    // For scale: two coord processes that start, build the whole argument tree (`lock` and
+    // `unlock` build only their own) and exit.
     let mut v = Vec::with_capacity(n);
     for _ in 0..n {
         let t = Instant::now();
@@ -130,7 +131,7 @@ fn bench_lock(out: &mut Vec<String>) -> Option<f64> {
         &coord_backup,
     ));
     out.push(row(
-        "two `coord --version` (starting the process alone)",
+        "two `coord --version` (start, the whole argument tree, exit)",
         &start_only,
     ));
     if have("dotlockfile") {
