@@ -123,3 +123,29 @@ fn queue_numbers_only_grow_and_leaving_removes_the_tickets() {
     queue::leave(&second);
     assert!(queue::live_tickets(ws.root(), &a).is_empty());
 }
+
+#[test]
+fn the_ticket_just_ahead_is_the_last_one_numbered_before_ours() {
+    let (_dir, ws) = workspace();
+    let a = target(&ws, "a.md");
+    let _mutex = ws.lock_mutex().unwrap();
+    let tickets: Vec<_> = ["one", "two", "three"]
+        .iter()
+        .map(|id| queue::register(ws.root(), &agent(id), std::slice::from_ref(&a)).unwrap())
+        .collect();
+    let dir = queue::dirs(ws.root(), std::slice::from_ref(&a)).remove(0);
+    for open in [false, true] {
+        let ahead = queue::ticket_before(&dir, tickets[2].seq, open).unwrap();
+        assert_eq!(ahead, tickets[1].paths[0], "open: {open}");
+        assert!(queue::ticket_stands(&ahead, open));
+        assert_eq!(queue::ticket_before(&dir, tickets[0].seq, open), None);
+    }
+    // The one just ahead leaves: it no longer stands, and the one before it is next.
+    queue::leave(&tickets[1]);
+    assert!(!queue::ticket_stands(&tickets[1].paths[0], true));
+    assert!(!queue::ticket_stands(&tickets[1].paths[0], false));
+    assert_eq!(
+        queue::ticket_before(&dir, tickets[2].seq, true),
+        Some(tickets[0].paths[0].clone())
+    );
+}
