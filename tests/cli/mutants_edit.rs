@@ -66,23 +66,33 @@ fn heartbeat(env: &Env, agent: &str) -> chrono::DateTime<chrono::FixedOffset> {
 
 /// A `coord run` longer than the heartbeat timeout keeps its agent ACTIVE (its lock must not
 /// go stale under a command still running): the heartbeat is refreshed every 30 s while CMD
-/// runs, and not on every wake-up in between.
+/// runs, and not on every wake-up in between; after a refresh, coord sleeps until the next.
+/// (CMD ends by itself after a minute should the test fail before telling it to stop.)
 #[test]
 fn a_long_run_refreshes_the_heartbeat_every_30_seconds() {
+    use std::time::{Duration, Instant};
     let env = Env::new();
     env.write("f.txt", "x\n");
+    // CMD reads its parent's (coord run's) CPU time just before it ends.
     let run = env
         .agent("claude")
-        .args(["run", "f.txt", "--", "sh", "-c", ": > started; sleep 36"])
+        .args([
+            "run",
+            "f.txt",
+            "--",
+            "sh",
+            "-c",
+            ": > started; i=0; while [ ! -e stop ] && [ $i -lt 600 ]; do sleep 0.1; i=$((i+1)); done; cat /proc/$PPID/stat > stat",
+        ])
         .spawn();
     crate::support::eventually("the command started", || env.exists("started"));
     let first = heartbeat(&env, "claude");
-    std::thread::sleep(std::time::Duration::from_secs(3));
+    std::thread::sleep(Duration::from_secs(3));
     assert_eq!(heartbeat(&env, "claude"), first, "refreshed within 3 s");
-    let start = std::time::Instant::now();
+    let start = Instant::now();
     let mut refreshed = first;
-    while start.elapsed() < std::time::Duration::from_secs(40) && refreshed == first {
-        std::thread::sleep(std::time::Duration::from_millis(200));
+    while start.elapsed() < Duration::from_secs(40) && refreshed == first {
+        std::thread::sleep(Duration::from_millis(200));
         refreshed = heartbeat(&env, "claude");
     }
     let gap = refreshed - first;
@@ -90,8 +100,29 @@ fn a_long_run_refreshes_the_heartbeat_every_30_seconds() {
         gap >= chrono::Duration::seconds(29) && gap <= chrono::Duration::seconds(33),
         "heartbeat went from {first} to {refreshed} while CMD ran"
     );
-    crate::support::finish(run);
+    std::thread::sleep(Duration::from_secs(3));
+    assert_eq!(
+        heartbeat(&env, "claude"),
+        refreshed,
+        "refreshed again within 3 s of a refresh"
+    );
+    env.write("stop", "");
+    let out = crate::support::finish(run);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert!(locks(&env).is_empty(), "{:?}", locks(&env));
+    let ticks = cpu_ticks(&env.read("stat"));
+    assert!(
+        ticks < 15,
+        "coord run used {ticks} clock ticks of CPU while CMD ran for 36 s"
+    );
+}
+
+/// The CPU time (user + system, in clock ticks) in a process's `/proc/PID/stat`.
+fn cpu_ticks(stat: &str) -> u64 {
+    // Fields after the command name: state is field 3, utime 14, stime 15.
+    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
 
 /// Make a FIFO at `rel`, or `false` (with the reason printed) when `mkfifo` is not there.
@@ -265,11 +296,7 @@ fn a_run_sleeps_while_its_command_runs() {
             "sleep 2; cat /proc/$PPID/stat > stat",
         ])
         .ok();
-    let stat = env.read("stat");
-    // Fields after the command name: state is field 3, utime 14, stime 15 (clock ticks).
-    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
-    let fields: Vec<&str> = after_name.split_whitespace().collect();
-    let ticks: u64 = fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+    let ticks = cpu_ticks(&env.read("stat"));
     assert!(
         ticks < 15,
         "coord run used {ticks} clock ticks of CPU while CMD slept 2 s"
@@ -298,6 +325,31 @@ fn a_command_ignoring_sigint_is_killed_after_the_grace_period() {
     rustix::process::kill_process(pid, rustix::process::Signal::INT).unwrap();
     let out = crate::support::finish(run);
     assert_eq!(out.code, Some(137), "{}", out.stderr);
+    assert!(locks(&env).is_empty(), "{:?}", locks(&env));
+}
+
+/// Ctrl-C typed at the terminal where `coord run` runs in the foreground reaches CMD (the
+/// terminal's foreground group) and never gets it killed: an interactive CMD that lives on
+/// past the 10 s grace a SIGTERM gets ends by itself, with its own status, and the lock is
+/// released then.
+#[test]
+fn ctrl_c_at_a_terminal_never_gets_a_runs_command_killed() {
+    let env = Env::new();
+    env.write("f.txt", "x\n");
+    let cmd = env.agent("claude").args(["run", "f.txt", "--"]);
+    let Some(out) = crate::session::ctrl_c_at_a_terminal(&env, cmd, 11) else {
+        return;
+    };
+    assert_eq!(
+        out.code, "5",
+        "coord run must exit with CMD's own status\n{}",
+        out.shown
+    );
+    assert!(
+        !out.sigints.is_empty(),
+        "the Ctrl-C never reached CMD\n{}",
+        out.shown
+    );
     assert!(locks(&env).is_empty(), "{:?}", locks(&env));
 }
 

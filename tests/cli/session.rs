@@ -221,37 +221,36 @@ sys.stderr.write(out.decode(errors="replace"))
 print(os.waitstatus_to_exitcode(status))
 "#;
 
-/// An interactive agent under `coord session` at a real terminal: one Ctrl-C reaches it once
-/// (the terminal delivers it; coord does not pass it on again), coord does not kill it (it
-/// lives past the 10 s grace a SIGTERM gets), and the session ends when it ends, with its
-/// status.
-#[test]
-fn ctrl_c_at_a_terminal_reaches_the_agent_once_and_does_not_end_the_session() {
+/// What a Ctrl-C typed at a terminal led to: coord's exit code, what the terminal showed, and
+/// how many SIGINTs CMD counted.
+pub(crate) struct CtrlC {
+    pub code: String,
+    pub shown: String,
+    pub sigints: String,
+}
+
+/// Run `coord` (`cmd`, its arguments ending in `--`) with CMD [`PTY_CHILD`] living `live`
+/// seconds, in the foreground of a new pseudo-terminal; type Ctrl-C once CMD is ready. `None`
+/// (the reason printed) without python3 and its pty module.
+pub(crate) fn ctrl_c_at_a_terminal(
+    env: &Env,
+    cmd: crate::support::Cmd,
+    live: u32,
+) -> Option<CtrlC> {
     let python_pty = std::process::Command::new("python3")
         .args(["-c", "import pty"])
         .output()
         .is_ok_and(|o| o.status.success());
     if !python_pty {
         eprintln!("skipped: needs python3 with the pty module to make a pseudo-terminal");
-        return;
+        return None;
     }
-    let env = Env::new();
     let count = env.path("count");
-    let ready = env.path("ready");
-    let cmd = env
-        .cmd()
+    let cmd = cmd
         .env("COUNT", &count)
-        .env("READY", &ready)
-        .env("LIVE", "11")
-        .args([
-            "session",
-            "--partner",
-            "claude",
-            "--",
-            "python3",
-            "-c",
-            PTY_CHILD,
-        ])
+        .env("READY", env.path("ready"))
+        .env("LIVE", live.to_string())
+        .args(["python3", "-c", PTY_CHILD])
         .command();
     let mut driver = std::process::Command::new("python3");
     driver
@@ -267,19 +266,32 @@ fn ctrl_c_at_a_terminal_reaches_the_agent_once_and_does_not_end_the_session() {
         };
     }
     let out = driver.output().unwrap();
-    let stdout = String::from_utf8_lossy(&out.stdout);
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "driver failed: {stderr}");
+    let shown = String::from_utf8_lossy(&out.stderr).into_owned();
+    assert!(out.status.success(), "driver failed: {shown}");
+    Some(CtrlC {
+        code: String::from_utf8_lossy(&out.stdout).trim().to_owned(),
+        shown,
+        sigints: std::fs::read_to_string(&count).unwrap_or_default(),
+    })
+}
+
+/// An interactive agent under `coord session` at a real terminal: one Ctrl-C reaches it once
+/// (the terminal delivers it; coord does not pass it on again), coord does not kill it (it
+/// lives past the 10 s grace a SIGTERM gets), and the session ends when it ends, with its
+/// status.
+#[test]
+fn ctrl_c_at_a_terminal_reaches_the_agent_once_and_does_not_end_the_session() {
+    let env = Env::new();
+    let cmd = env.cmd().args(["session", "--partner", "claude", "--"]);
+    let Some(out) = ctrl_c_at_a_terminal(&env, cmd, 11) else {
+        return;
+    };
+    let stderr = &out.shown;
     assert_eq!(
-        stdout.trim(),
-        "5",
+        out.code, "5",
         "coord must exit with the agent's own status\n{stderr}"
     );
-    assert_eq!(
-        std::fs::read_to_string(&count).unwrap_or_default(),
-        "1",
-        "one Ctrl-C, one SIGINT\n{stderr}"
-    );
+    assert_eq!(out.sigints, "1", "one Ctrl-C, one SIGINT\n{stderr}");
     assert!(stderr.contains("Clocked out: claude"), "{stderr}");
 }
 
