@@ -23,7 +23,7 @@ use serde::Serialize;
 use self::attempt::attempt;
 use self::blocker::blocked_error;
 use self::line::{Waiting, deadlock, settle};
-use self::wake::{Probe, sleep, watch_for, worth_a_try};
+use self::wake::{Probe, Watches, sleep, watch_for, worth_a_try};
 use super::release::release_tokens;
 use crate::arbiter::Policy;
 use crate::clock::Wait;
@@ -32,7 +32,7 @@ use crate::fsutil;
 use crate::v3::backup;
 use crate::v3::presence::{self, LockStatus};
 use crate::v3::queue;
-use crate::watch::{Deadline, FolderWatch};
+use crate::watch::Deadline;
 use crate::workspace::{AgentId, Target, Workspace};
 
 /// A lock tied to a process: stale the moment that process is gone.
@@ -220,7 +220,7 @@ struct Tries<'a> {
     deadline: Deadline,
     may_wait: bool,
     /// Made before the first sleep (declared before `waiting`: dropped first).
-    watch: Option<FolderWatch>,
+    watch: Option<Watches>,
     /// Our tickets in the queue; leaves it if the acquire ends without the lock.
     waiting: Waiting<'a>,
     /// Whether the user was told we wait.

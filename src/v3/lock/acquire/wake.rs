@@ -92,24 +92,31 @@ fn unchanged(path: &Path, raw: &[u8]) -> bool {
     }
 }
 
-/// What a waiter for `targets` watches: in each target's folder only the names of its lock files
-/// (`FILE.lock.*`: the locked file being written, presences and temporary files change nothing
-/// a waiter waits for), and its queue folders (an earlier waiter leaving); in both only names
-/// going away, since a lock or a ticket appearing never unblocks anyone.
-pub(super) fn watch_for(root: &Path, targets: &[Target]) -> FolderWatch {
-    let mut w = FolderWatch::new(&[]);
+/// What a waiter for `targets` watches, in two watches: its queue folders (an earlier waiter
+/// leaving), and in each target's folder only the names of its lock files (`FILE.lock.*`: the
+/// locked file being written, presences and temporary files change nothing a waiter waits for);
+/// in both only names going away, since a lock or a ticket appearing never unblocks anyone.
+pub(super) struct Watches {
+    queue: FolderWatch,
+    locks: FolderWatch,
+}
+
+/// The watches of a waiter for `targets`.
+pub(super) fn watch_for(root: &Path, targets: &[Target]) -> Watches {
+    let mut queue = FolderWatch::new(&[]);
     for dir in queue::dirs(root, targets) {
-        w.add_removals(&dir, None);
+        queue.add_removals(&dir, None);
     }
+    let mut locks = FolderWatch::new(&[]);
     for t in targets {
         if let (Some(dir), Some(base)) = (t.abs.parent(), t.abs.file_name()) {
             let prefix = layout::lock_file(Path::new(base), "")
                 .to_string_lossy()
                 .into_owned();
-            w.add_removals(dir, Some(vec![prefix]));
+            locks.add_removals(dir, Some(vec![prefix]));
         }
     }
-    w
+    Watches { queue, locks }
 }
 
 /// Sleep on `w` until a full try is worth making.
@@ -125,7 +132,13 @@ pub(super) fn watch_for(root: &Path, targets: &[Target]) -> FolderWatch {
 /// Where events do not cross machines, the first in line looks at the blocking lock five times
 /// as often as the others: its turn comes with the release, theirs only after it. That is one
 /// small read per file every 10 ms, and the handoff no longer waits half a re-check on average.
-pub(super) fn sleep(w: &FolderWatch, probe: &Probe, policy: &Policy, deadline: Deadline) {
+///
+/// A waiter behind others sleeps on the queue watch alone: its turn cannot come before the
+/// ticket ahead of it leaves, and the folder of the locked file, where every transition of every
+/// agent renames and removes temporary files, would wake it (and every other waiter) several
+/// times per transition for nothing. The first in line sleeps on the lock watch; what happened
+/// there meanwhile is still queued in it, so switching loses nothing.
+pub(super) fn sleep(w: &Watches, probe: &Probe, policy: &Policy, deadline: Deadline) {
     let full_every = if policy.exact_lookups {
         FULL_TRY_EVERY
     } else {
@@ -133,15 +146,27 @@ pub(super) fn sleep(w: &FolderWatch, probe: &Probe, policy: &Policy, deadline: D
     };
     let since = Instant::now();
     let mut step = policy.recheck;
+    // Blocked by the queue alone (no lock record), the last try found us behind.
+    let mut look = if probe.record.is_none() && probe.queue.is_some() {
+        Look::Behind
+    } else {
+        Look::Blocked
+    };
     loop {
-        w.wait(deadline.next_sleep(step));
+        let watch = if look == Look::Behind {
+            &w.queue
+        } else {
+            &w.locks
+        };
+        watch.wait(deadline.next_sleep(step));
         if since.elapsed() >= full_every
             || deadline.passed()
             || crate::watch::stop_requested().is_some()
         {
             break;
         }
-        step = match probe.look() {
+        look = probe.look();
+        step = match look {
             Look::Changed => break,
             Look::Blocked if policy.exact_lookups => (policy.recheck / 5).max(FIRST_IN_LINE_MIN),
             Look::Blocked | Look::Behind => policy.recheck,
