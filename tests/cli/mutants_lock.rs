@@ -395,3 +395,41 @@ fn a_lock_that_goes_stale_while_waited_for_is_taken_over_then() {
     );
     assert!(env.exists("F.lock.claude") && !env.exists("F.lock.gemini"));
 }
+
+/// The local time now, as coord writes `locked_at`.
+fn now_stamp() -> String {
+    chrono::Local::now()
+        .format("%Y-%m-%dT%H:%M:%S%:z")
+        .to_string()
+}
+
+/// A lock of ours that follows a process on another machine (a folder shared over the network,
+/// one agent name on both) keeps us out here as one of another process here does: a process
+/// of another machine is neither this one nor one of its ancestors, even when its number is
+/// that of one of them or of our session (small process numbers repeat across containers).
+#[test]
+fn a_lock_that_follows_a_process_on_another_machine_keeps_the_same_name_out() {
+    let env = Env::new();
+    env.write("f.txt", "x\n");
+    // A number that is an ancestor of every coord this test starts: the test's own.
+    let pid = std::process::id();
+    let lock = format!(
+        "Agent: Claude\nlocked_at: {}\nfile: f.txt\ntoken: 00000000000000aa\nttl: 1h\n\
+         host: elsewhere.invalid\norigin: session 7\npid: {pid}\nsession: 7\n",
+        now_stamp()
+    );
+    env.write("f.txt.lock.claude", &lock);
+    let held = format!("is held by Claude (process {pid})");
+    env.agent("claude")
+        .args(["lock", "f.txt", "--no-wait"])
+        .code(3)
+        .stderr_has(&held);
+    // From inside a session whose process has that number here.
+    env.agent("claude")
+        .env("COORD_SESSION_PID", pid.to_string())
+        .env("COORD_SESSION", "7")
+        .args(["lock", "f.txt", "--no-wait"])
+        .code(3)
+        .stderr_has(&held);
+    assert_eq!(env.read("f.txt.lock.claude"), lock);
+}

@@ -131,14 +131,19 @@ pub(super) fn attempt(
 }
 
 /// Whether our own lock `m` follows a live process other than this one and its ancestors.
+/// A process of another machine is neither, whatever its number (small numbers repeat across
+/// containers): only a number recorded on this host is compared with ours.
 fn held_by_other_process(m: &LockEntry, req: &LockRequest) -> bool {
     let Some((pid, h)) = m.process() else {
         return false;
     };
+    if h != host::hostname() {
+        return true;
+    }
     if req.owner.as_ref().is_some_and(|o| o.pid == pid) || pid == host::pid() {
         return false;
     }
-    h != host::hostname() || !host::is_ancestor(pid)
+    !host::is_ancestor(pid)
 }
 
 type Plan<'a> = (&'a Target, Option<LockEntry>, Vec<LockEntry>);
