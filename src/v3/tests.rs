@@ -149,3 +149,30 @@ fn the_ticket_just_ahead_is_the_last_one_numbered_before_ours() {
         Some(tickets[0].paths[0].clone())
     );
 }
+
+/// A wait that has run out before the first look never waits, so it closes no cycle: it reports
+/// the holder, as `--no-wait` does, not a deadlock, though the holder waits for a file of ours.
+/// With time left to wait, the same request is a deadlock.
+#[test]
+fn a_wait_run_out_before_the_first_look_reports_the_holder_not_a_deadlock() {
+    let (_dir, ws) = workspace();
+    let (f, g) = (target(&ws, "f.md"), target(&ws, "g.md"));
+    acquire(&ws, &request("claude", vec![g.clone()])).unwrap();
+    acquire(&ws, &request("gemini", vec![f.clone()])).unwrap();
+    let _gemini_waits_for_g = {
+        let _mutex = ws.lock_mutex().unwrap();
+        queue::register(ws.root(), &agent("gemini"), std::slice::from_ref(&g)).unwrap()
+    };
+    let mut req = request("claude", vec![f]);
+    req.wait = Wait::For(Duration::from_secs(30));
+    let err = acquire(&ws, &req).unwrap_err();
+    assert!(matches!(err, Error::Deadlock { .. }), "{err:?}");
+    // Over before the first try has even read the locks.
+    req.wait = Wait::For(Duration::from_nanos(1));
+    let err = acquire(&ws, &req).unwrap_err();
+    assert!(
+        matches!(err, Error::WaitTimedOut { ref holder, .. } if holder == "gemini"),
+        "{err:?}"
+    );
+    assert!(!ws.root().join("f.md.lock.claude").exists());
+}

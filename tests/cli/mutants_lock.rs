@@ -403,6 +403,76 @@ fn now_stamp() -> String {
         .to_string()
 }
 
+/// An agent that made its lock by hand (the seed's way) takes it into coord with `coord lock`
+/// even while another agent waits in line for the file: refreshing a lock one holds never
+/// queues behind those who wait for it (they wait for us).
+#[test]
+fn a_hand_made_lock_is_refreshed_while_another_agent_waits_for_the_file() {
+    let env = Env::new();
+    env.write("f.txt", "x\n");
+    env.write(
+        "f.txt.lock.claude",
+        format!("Agent: Claude\nlocked_at: {}\nfile: f.txt\n", now_stamp()),
+    );
+    let waiter = env
+        .agent("gemini")
+        .args(["lock", "f.txt", "--wait", "30s"])
+        .spawn();
+    crate::support::eventually("gemini waits", || {
+        std::fs::read_to_string(env.path(".gemini_presence"))
+            .is_ok_and(|p| p.contains("lock_status: WAITING"))
+    });
+    env.agent("claude")
+        .args(["lock", "f.txt", "--no-wait"])
+        .ok()
+        .stdout_has("Lock refreshed: f.txt");
+    assert!(env.read("f.txt.lock.claude").contains("\ntoken: "));
+    assert!(!env.exists("f.txt.lock.gemini"));
+    env.agent("claude").args(["unlock", "f.txt"]).ok();
+    let got = crate::support::finish(waiter);
+    assert_eq!(got.code, Some(0), "{}", got.stderr);
+    assert!(env.exists("f.txt.lock.gemini") && !env.exists("f.txt.lock.claude"));
+}
+
+/// Two `coord run`s of one agent on one file exclude each other: the lock follows the first
+/// run's process, and the second run, another process, is refused (exit 3) without running
+/// its command.
+#[test]
+fn two_runs_of_one_agent_exclude_each_other() {
+    let env = Env::new();
+    env.write("f.txt", "x\n");
+    let run = env
+        .agent("claude")
+        .args([
+            "run",
+            "f.txt",
+            "--",
+            "/bin/sh",
+            "-c",
+            ": > started; i=0; while [ ! -e stop ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done",
+        ])
+        .spawn();
+    crate::support::eventually("the first run's command started", || env.exists("started"));
+    env.agent("claude")
+        .args([
+            "run",
+            "f.txt",
+            "--wait",
+            "0",
+            "--",
+            "/bin/sh",
+            "-c",
+            ": > second",
+        ])
+        .code(3)
+        .stderr_has("is held by claude (process ");
+    assert!(!env.exists("second"), "the second run ran its command");
+    env.write("stop", "");
+    let out = crate::support::finish(run);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(!env.exists("f.txt.lock.claude"));
+}
+
 /// A lock of ours that follows a process on another machine (a folder shared over the network,
 /// one agent name on both) keeps us out here as one of another process here does: a process
 /// of another machine is neither this one nor one of its ancestors, even when its number is
@@ -432,4 +502,85 @@ fn a_lock_that_follows_a_process_on_another_machine_keeps_the_same_name_out() {
         .code(3)
         .stderr_has(&held);
     assert_eq!(env.read("f.txt.lock.claude"), lock);
+}
+
+/// Make `rel` with `text` unless it exists, in one step (a link to a finished temporary file),
+/// as a careful agent following the seed makes its lock by hand.
+fn create_whole(env: &Env, rel: &str, text: &str) -> bool {
+    let tmp = env.path(".by-hand.tmp");
+    std::fs::write(&tmp, text).unwrap();
+    let made = std::fs::hard_link(&tmp, env.path(rel)).is_ok();
+    std::fs::remove_file(&tmp).unwrap();
+    made
+}
+
+/// A lock made by hand while `coord lock` takes many files at once is honoured: coord looks
+/// once more after publishing its locks and, finding a live lock of another agent, withdraws
+/// every lock of its own (all or nothing) rather than hold a file beside it. The agent making
+/// its lock by hand does as the seed asks, and checks again after making it (withdrawing its
+/// own if coord's is there), so whatever the timing one of the two ends up holding the file,
+/// never both. A stale lock appearing meanwhile (a crashed agent's, brought back by a sync
+/// tool) stops nothing.
+#[test]
+fn a_lock_made_by_hand_while_coord_takes_many_files_is_honoured() {
+    // Enough files that coord is still publishing its locks when the hand-made one comes.
+    let names: Vec<String> = (0..400).map(|i| format!("f{i:03}")).collect();
+    let (first, last) = (&names[0], &names[names.len() - 1]);
+    let (first_mine, last_mine) = (
+        format!("{first}.lock.claude"),
+        format!("{last}.lock.claude"),
+    );
+    let last_theirs = format!("{last}.lock.gemini");
+    for stale in [false, true] {
+        let env = Env::new();
+        for n in &names {
+            env.write(n, "x\n");
+        }
+        let locked_at = if stale {
+            "2000-01-01T00:00:00+00:00".to_string()
+        } else {
+            now_stamp()
+        };
+        let theirs = format!("Agent: Gemini\nlocked_at: {locked_at}\nfile: {last}\n");
+        let mut lock = env
+            .agent("claude")
+            .args(["lock", "--no-wait", "--no-backup"])
+            .args(&names)
+            .spawn();
+        // As soon as coord's first lock appears, gemini looks at the last file and, finding
+        // it free, makes its lock there; then looks again.
+        while lock.try_wait().unwrap().is_none() {
+            if env.exists(&first_mine) {
+                if !env.exists(&last_mine)
+                    && create_whole(&env, &last_theirs, &theirs)
+                    && !stale
+                    && env.exists(&last_mine)
+                {
+                    std::fs::remove_file(env.path(&last_theirs)).unwrap();
+                }
+                break;
+            }
+            std::thread::yield_now();
+        }
+        let out = crate::support::finish(lock);
+        let mine = env.files_ending(".lock.claude");
+        if stale {
+            assert_eq!(out.code, Some(0), "{}", out.stderr);
+            assert_eq!(mine.len(), names.len());
+            continue;
+        }
+        assert!(
+            !(env.exists(&last_mine) && env.exists(&last_theirs)),
+            "claude and gemini both hold {last}: {}",
+            out.stderr
+        );
+        match out.code {
+            Some(0) => assert_eq!(mine.len(), names.len()),
+            Some(3) => {
+                out.stderr_has(&format!("`{last}` is held by Gemini"));
+                assert!(mine.is_empty(), "{mine:?}");
+            }
+            other => panic!("exit {other:?}: {}", out.stderr),
+        }
+    }
 }
