@@ -196,7 +196,7 @@ fn a_run_tells_others_which_program_holds_the_file() {
             "--",
             "/bin/sh",
             "-c",
-            ": > started; i=0; while [ ! -e stop ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done",
+            crate::support::UNTIL_STOP,
         ])
         .spawn();
     crate::support::eventually("the command started", || env.exists("started"));

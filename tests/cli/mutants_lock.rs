@@ -449,7 +449,7 @@ fn two_runs_of_one_agent_exclude_each_other() {
             "--",
             "/bin/sh",
             "-c",
-            ": > started; i=0; while [ ! -e stop ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done",
+            crate::support::UNTIL_STOP,
         ])
         .spawn();
     crate::support::eventually("the first run's command started", || env.exists("started"));

@@ -292,6 +292,11 @@ impl Output {
     }
 }
 
+/// A command for `coord run` (`sh -c`) that creates `started`, then runs until a file `stop`
+/// appears, or 20 s have passed should the test fail before creating it.
+pub const UNTIL_STOP: &str =
+    ": > started; i=0; while [ ! -e stop ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done";
+
 /// Wait (bounded, 20 s) until `cond` holds; panics with `what` when it never does.
 #[track_caller]
 pub fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
