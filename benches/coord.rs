@@ -25,7 +25,60 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-const COORD: &str = env!("CARGO_BIN_EXE_coord");
+/// The `coord` binary measured: the one `cargo build --release` makes, copied into place the
+/// way `cargo install` (or a package) puts it.
+///
+/// Not `CARGO_BIN_EXE_coord`: under `cargo bench` that binary is built with `panic = "unwind"`
+/// (cargo builds everything a benchmark links against that way, whatever the release profile
+/// says). So the release build is made here, in a target folder of its own. It is then copied:
+/// the linker writes its output piecemeal, and the kernel keeps such a file's pages as single
+/// small pages, while a file written front to back (an installed copy, or any file read back
+/// from disk) is cached in large folios that every process start maps in fewer, cheaper steps;
+/// the linker's own file starts about 0.1 ms slower. `COORD_BENCH_BIN` names another binary,
+/// measured as it is.
+fn coord_bin() -> &'static Path {
+    static BIN: std::sync::OnceLock<std::path::PathBuf> = std::sync::OnceLock::new();
+    BIN.get_or_init(|| {
+        if let Some(bin) = std::env::var_os("COORD_BENCH_BIN") {
+            return bin.into();
+        }
+        let target = Path::new(env!("CARGO_TARGET_TMPDIR")).join("release-build");
+        eprintln!(
+            "bench: building coord as `cargo build --release` does, in {}",
+            target.display()
+        );
+        let status = Command::new(env!("CARGO"))
+            .args([
+                "build",
+                "--release",
+                "--quiet",
+                "--bin",
+                "coord",
+                "--target-dir",
+            ])
+            .arg(&target)
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .expect("spawn cargo");
+        assert!(status.success(), "cargo build --release failed");
+        let installed = target.join("installed");
+        std::fs::create_dir_all(&installed).expect("create the install folder");
+        let bin = installed.join("coord");
+        let _ = std::fs::remove_file(&bin);
+        std::fs::copy(target.join("release").join("coord"), &bin).expect("install coord");
+        bin
+    })
+}
+
+/// A command for a measured process, in the environment a user's shell would give it. cargo
+/// runs benchmarks with `LD_LIBRARY_PATH` naming its build folders, and the dynamic loader then
+/// searches all of them for libc at every start of coord (about 0.13 ms a process) but not of the
+/// set-group-id `dotlockfile`, for which it ignores the variable.
+fn command(program: impl AsRef<std::ffi::OsStr>) -> Command {
+    let mut c = Command::new(program);
+    c.env_remove("LD_LIBRARY_PATH");
+    c
+}
 
 fn run(cmd: &mut Command) {
     let status = cmd
@@ -38,7 +91,7 @@ fn run(cmd: &mut Command) {
 }
 
 fn coord(dir: &Path, agent: &str, args: &[&str]) -> Command {
-    let mut c = Command::new(COORD);
+    let mut c = command(coord_bin());
     c.args(args)
         .current_dir(dir)
         .env("COORD_DIR", dir)
@@ -48,7 +101,7 @@ fn coord(dir: &Path, agent: &str, args: &[&str]) -> Command {
 }
 
 fn have(tool: &str) -> bool {
-    Command::new("sh")
+    command("sh")
         .arg("-c")
         .arg(format!("command -v {tool}"))
         .stdout(Stdio::null())
@@ -161,7 +214,7 @@ fn bench_hook(out: &mut Vec<String>) {
         d.display()
     );
     let hook = || {
-        let mut c = Command::new(COORD);
+        let mut c = command(coord_bin());
         c.args(["hook", "claude"])
             .current_dir(&d)
             .env_remove("COORD_DIR")
@@ -212,14 +265,14 @@ fn bench_hook(out: &mut Vec<String>) {
 /// `dotlockfile -l` + `dotlockfile -u` on `lf`, `n` times (after a warm-up).
 fn dotlockfile_pairs(lf: &str, n: usize) -> Stats {
     for _ in 0..20 {
-        run(Command::new("dotlockfile").args(["-l", lf]));
-        run(Command::new("dotlockfile").args(["-u", lf]));
+        run(command("dotlockfile").args(["-l", lf]));
+        run(command("dotlockfile").args(["-u", lf]));
     }
     let mut v = Vec::with_capacity(n);
     for _ in 0..n {
         let t = Instant::now();
-        run(Command::new("dotlockfile").args(["-l", lf]));
-        run(Command::new("dotlockfile").args(["-u", lf]));
+        run(command("dotlockfile").args(["-l", lf]));
+        run(command("dotlockfile").args(["-u", lf]));
         v.push(t.elapsed());
     }
     stats(v)
@@ -369,7 +422,7 @@ fn bench_wake(out: &mut Vec<String>) -> (Stats, Option<Stats>) {
         for _ in 0..rounds {
             let ready = d.join("holding");
             let _ = std::fs::remove_file(&ready);
-            let mut holder = Command::new("flock")
+            let mut holder = command("flock")
                 .args([
                     &lf,
                     "sh",
@@ -381,7 +434,7 @@ fn bench_wake(out: &mut Vec<String>) -> (Stats, Option<Stats>) {
                 .unwrap();
             wait_until(|| ready.exists());
             let waiter = exit_time({
-                let mut c = Command::new("flock");
+                let mut c = command("flock");
                 c.args([&lf, "true"]);
                 c
             });
@@ -443,12 +496,12 @@ fn bench_status(out: &mut Vec<String>) -> f64 {
         stats(v)
     };
     let c = time(&|| {
-        let mut c = Command::new(COORD);
+        let mut c = command(coord_bin());
         c.args(["status", "--json"]).env("COORD_DIR", d);
         c
     });
     let f = time(&|| {
-        let mut c = Command::new("find");
+        let mut c = command("find");
         c.arg(d).args(["-name", "*.lock.*"]);
         c
     });
@@ -503,7 +556,7 @@ fn bench_dialogue(out: &mut Vec<String>) -> Stats {
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let c = |args: &[&str]| {
-        let mut c = Command::new(COORD);
+        let mut c = command(coord_bin());
         c.args(args)
             .current_dir(d)
             .env("COORD_DIR", d)
@@ -614,7 +667,7 @@ fn bench_run(out: &mut Vec<String>) -> Option<(Duration, Duration)> {
         )
     });
     let f = race(&|_| {
-        let mut c = Command::new("flock");
+        let mut c = command("flock");
         c.args(["counter.txt", "sh", "-c", script]).current_dir(d);
         c
     });

@@ -1,8 +1,70 @@
 //! The `coord` binary: parse the command line, run it, turn the outcome into an exit code.
+//!
+//! On Linux the binary brings its own C `main` (`#![no_main]`) rather than std's start-up.
+//! coord runs as one short process per `lock`, `unlock` and edit hook, and std's start-up spends
+//! about a tenth of such a process preparing for a stack overflow: it reads `/proc/self/maps` to
+//! find the main thread's stack and installs an alternate signal stack and handler. coord does
+//! what the rest of std's start-up does itself ([`prepare`]); a stack overflow, which coord has no
+//! deep recursion to cause, ends the process with SIGSEGV instead of a message. std still reads
+//! the arguments and environment, and `std::process::exit` still flushes stdout.
+
+#![cfg_attr(target_os = "linux", no_main)]
 
 mod cli;
 
+/// The C entry point. std collects `argc`/`argv` itself (glibc passes them to its
+/// initialisers), so they are not needed here.
+#[cfg(target_os = "linux")]
+#[allow(unsafe_code)] // A C `main` must have this unmangled name; the function itself is safe.
+#[unsafe(no_mangle)]
+extern "C" fn main(_argc: i32, _argv: *const *const u8) -> i32 {
+    prepare();
+    // A panic must not unwind into C; it ends the process as std's start-up would (101).
+    let code = std::panic::catch_unwind(cli::run).map_or(101, |code| code.code());
+    // `exit` flushes stdout, as returning from std's `main` does.
+    std::process::exit(code)
+}
+
+#[cfg(not(target_os = "linux"))]
 fn main() -> std::process::ExitCode {
-    let code = cli::run();
-    std::process::ExitCode::from(code.code() as u8)
+    std::process::ExitCode::from(cli::run().code() as u8)
+}
+
+/// What std's start-up does that coord relies on: file descriptors 0, 1 and 2 are open (else a
+/// file coord opens could take one, and a message meant for stdout would land in it), and a
+/// closed pipe on stdout is an error to handle (`coord status | head -1`), not a SIGPIPE that
+/// kills the process mid-write.
+#[cfg(target_os = "linux")]
+fn prepare() {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    use std::os::fd::IntoRawFd;
+
+    let (stdin, stdout, stderr) = (std::io::stdin(), std::io::stdout(), std::io::stderr());
+    let mut fds = [
+        PollFd::new(&stdin, PollFlags::empty()),
+        PollFd::new(&stdout, PollFlags::empty()),
+        PollFd::new(&stderr, PollFlags::empty()),
+    ];
+    if poll(&mut fds, Some(&Timespec::default())).is_ok() {
+        // `open` takes the lowest free number, so closed ones are filled in order.
+        for fd in &fds {
+            #[allow(clippy::disallowed_methods)] // A device, not a file of the protocols.
+            let null = || {
+                std::fs::OpenOptions::new()
+                    .read(true)
+                    .write(true)
+                    .open("/dev/null")
+            };
+            if fd.revents().contains(PollFlags::NVAL)
+                && let Ok(null) = null()
+            {
+                let _ = null.into_raw_fd();
+            }
+        }
+    }
+    // A handled SIGPIPE makes the write fail with EPIPE; children start with the default again.
+    let _ = signal_hook::flag::register(
+        signal_hook::consts::SIGPIPE,
+        std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false)),
+    );
 }
