@@ -84,8 +84,7 @@ pub struct OwnIds {
 pub fn own_ids() -> OwnIds {
     #[cfg(target_os = "linux")]
     {
-        std::fs::read_to_string("/proc/self/stat")
-            .ok()
+        read_proc_stat()
             .map(|stat| parse_stat_ids(&stat))
             .unwrap_or_default()
     }
@@ -106,6 +105,21 @@ pub fn own_ids() -> OwnIds {
             .and_then(raw),
         }
     }
+}
+
+/// This process's `/proc/self/stat` line. The kernel renders the whole line for each read call,
+/// so it is read with one call into a buffer that holds any such line (a few hundred bytes),
+/// not in the growing steps of `read_to_string`; a line that fills the buffer is read again whole.
+#[cfg(target_os = "linux")]
+fn read_proc_stat() -> Option<String> {
+    use std::io::Read as _;
+    const PATH: &str = "/proc/self/stat";
+    let mut buf = [0u8; 1024];
+    let n = std::fs::File::open(PATH).ok()?.read(&mut buf).ok()?;
+    if n == buf.len() {
+        return std::fs::read_to_string(PATH).ok();
+    }
+    Some(String::from_utf8_lossy(&buf[..n]).into_owned())
 }
 
 /// The group, session and terminal foreground group fields of a `/proc/PID/stat` line (the

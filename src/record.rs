@@ -93,6 +93,10 @@ impl Record {
 
 /// Fold a value onto one line and drop control characters.
 pub fn one_line(value: &str) -> String {
+    // Most values already are one clean line: copied as they are.
+    if !value.chars().any(char::is_control) && value.trim().len() == value.len() {
+        return value.to_string();
+    }
     value
         .chars()
         .map(|c| {
