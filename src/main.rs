@@ -8,13 +8,14 @@
 //! deep recursion to cause, ends the process with SIGSEGV instead of a message. std still reads
 //! the arguments and environment, and `std::process::exit` still flushes stdout.
 
-#![cfg_attr(target_os = "linux", no_main)]
+// Not under `cargo test`, whose harness brings its own `main`.
+#![cfg_attr(all(target_os = "linux", not(test)), no_main)]
 
 mod cli;
 
 /// The C entry point. std collects `argc`/`argv` itself (glibc passes them to its
 /// initialisers), so they are not needed here.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(test)))]
 #[allow(unsafe_code)] // A C `main` must have this unmangled name; the function itself is safe.
 #[unsafe(no_mangle)]
 extern "C" fn main(_argc: i32, _argv: *const *const u8) -> i32 {
@@ -25,7 +26,7 @@ extern "C" fn main(_argc: i32, _argv: *const *const u8) -> i32 {
     std::process::exit(code)
 }
 
-#[cfg(not(target_os = "linux"))]
+#[cfg(any(not(target_os = "linux"), test))]
 fn main() -> std::process::ExitCode {
     std::process::ExitCode::from(cli::run().code() as u8)
 }
@@ -34,7 +35,7 @@ fn main() -> std::process::ExitCode {
 /// file coord opens could take one, and a message meant for stdout would land in it), and a
 /// closed pipe on stdout is an error to handle (`coord status | head -1`), not a SIGPIPE that
 /// kills the process mid-write.
-#[cfg(target_os = "linux")]
+#[cfg(all(target_os = "linux", not(test)))]
 fn prepare() {
     use rustix::event::{PollFd, PollFlags, Timespec, poll};
     use std::os::fd::IntoRawFd;

@@ -35,6 +35,7 @@ mod sandbox;
 mod schemas;
 mod session;
 mod stamp;
+mod startup;
 mod symlinks;
 mod v3_core;
 mod views;
