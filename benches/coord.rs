@@ -768,6 +768,8 @@ fn main() {
         .filter(|a| !a.starts_with('-'))
         .collect();
     let want = |name: &str| which.is_empty() || which.iter().any(|w| w == name || w == "all");
+    // The binary is built (or found up to date) before anything is timed or the load is read.
+    coord_bin();
     let load = load_average();
     let mut out = Vec::new();
     let mut ratios: Vec<Ratio> = Vec::new();

@@ -16,6 +16,8 @@
 //! - views: [`status`] (everything at once, for `coord status`);
 //! - front doors: [`mcp`] (the Model Context Protocol server's framing and tool catalogue).
 
+// The library has no unsafe code; only the binary's C entry point (src/main.rs) needs it.
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod arbiter;
