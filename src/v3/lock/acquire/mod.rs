@@ -300,7 +300,7 @@ impl Tries<'_> {
     ) -> Result<()> {
         let (ws, targets) = (self.ws, self.targets);
         let probe = Probe {
-            record: blocker.record.take(),
+            record: blocker.record.take().into(),
             queue: self
                 .waiting
                 .tickets
@@ -309,6 +309,7 @@ impl Tries<'_> {
                 .map(|t| (queue::dirs(ws.root(), targets), t.seq)),
             open_tickets: self.policy.exact_lookups,
             ahead: Default::default(),
+            files: targets.iter().map(|t| t.abs.clone()).collect(),
         };
         if !self.may_wait || self.deadline.passed() {
             return Err(blocked_error(

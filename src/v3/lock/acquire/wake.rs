@@ -21,7 +21,8 @@ const FULL_TRY_EVERY: Duration = Duration::from_secs(1);
 /// What a woken waiter re-reads, without the mutex, before trying in full.
 pub(super) struct Probe {
     /// The blocking lock and its bytes as read.
-    pub(super) record: Option<(PathBuf, Vec<u8>)>,
+    /// Replaced by the lock of the waiter just ahead of us once it took one of our files.
+    pub(super) record: RefCell<Option<(PathBuf, Vec<u8>)>>,
     /// Our queue folders and ticket number, when we hold no lock ourselves (a waiter that holds
     /// locks lets earlier waiters that wait for them pass; only a full try can judge that).
     pub(super) queue: Option<(Vec<PathBuf>, u64)>,
@@ -30,6 +31,9 @@ pub(super) struct Probe {
     /// The ticket last seen just before ours: while it stands, we are not first, and looking
     /// at it costs one lookup instead of a listing of the queue.
     pub(super) ahead: RefCell<Option<PathBuf>>,
+    /// The files waited for: where the waiter whose ticket stood just before ours now holds
+    /// one of them, that lock blocks us next.
+    pub(super) files: Vec<PathBuf>,
 }
 
 /// What a woken waiter sees before trying in full.
@@ -48,9 +52,9 @@ impl Probe {
     /// Whether a full try would surely still find us blocked, and why.
     fn look(&self) -> Look {
         if let Some((dirs, seq)) = &self.queue {
-            let ahead = self
-                .ahead
-                .take()
+            let last = self.ahead.take();
+            let ahead = last
+                .clone()
                 .filter(|t| queue::ticket_stands(t, self.open_tickets))
                 .or_else(|| {
                     dirs.iter()
@@ -60,11 +64,30 @@ impl Probe {
                 self.ahead.replace(ahead);
                 return Look::Behind;
             }
+            // First in line now. The waiter just ahead left its line most likely because it
+            // took its locks: a full try would find its lock on our file and wait again (while
+            // it still holds the mutex it took them under). Its lock is what we wait for now.
+            if let Some(taken) = last.and_then(|t| self.taken_by(&t)) {
+                self.record.replace(Some(taken));
+                return Look::Blocked;
+            }
         }
-        match &self.record {
+        match &*self.record.borrow() {
             Some((path, raw)) if unchanged(path, raw) => Look::Blocked,
             _ => Look::Changed,
         }
+    }
+
+    /// The lock, and its bytes, that the agent of `ticket` (a ticket that stood just before
+    /// ours) holds on one of our files, when it holds one that is not judged gone.
+    fn taken_by(&self, ticket: &Path) -> Option<(PathBuf, Vec<u8>)> {
+        let name = ticket.file_name()?.to_str()?;
+        let (_, agent) = layout::parse_ticket(name)?;
+        self.files.iter().find_map(|file| {
+            let path = layout::lock_file(file, agent);
+            let raw = fsutil::read_capped(&path, crate::fsutil::RECORD_CAP).ok()?;
+            process_alive(&raw).then_some((path, raw))
+        })
     }
 }
 
@@ -79,10 +102,12 @@ fn unchanged(path: &Path, raw: &[u8]) -> bool {
     let Ok(now) = fsutil::read_capped(path, crate::fsutil::RECORD_CAP) else {
         return false;
     };
-    if now != raw {
-        return false;
-    }
-    let rec = Record::parse(&String::from_utf8_lossy(&now));
+    now == raw && process_alive(&now)
+}
+
+/// Whether a lock record does not name a process of this host that is gone.
+fn process_alive(raw: &[u8]) -> bool {
+    let rec = Record::parse(&String::from_utf8_lossy(raw));
     match (
         rec.get_nonempty("pid").and_then(|p| p.parse::<u32>().ok()),
         rec.get_nonempty("host"),
@@ -147,7 +172,7 @@ pub(super) fn sleep(w: &Watches, probe: &Probe, policy: &Policy, deadline: Deadl
     let since = Instant::now();
     let mut step = policy.recheck;
     // Blocked by the queue alone (no lock record), the last try found us behind.
-    let mut look = if probe.record.is_none() && probe.queue.is_some() {
+    let mut look = if probe.record.borrow().is_none() && probe.queue.is_some() {
         Look::Behind
     } else {
         Look::Blocked
