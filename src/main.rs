@@ -34,10 +34,9 @@ fn main() -> std::process::ExitCode {
 }
 
 /// What std's start-up does that coord relies on: file descriptors 0, 1 and 2 are open (else a
-/// file coord opens could take one, and a message meant for stdout would land in it; and the
-/// commands coord starts inherit them), and a
-/// closed pipe on stdout is an error to handle (`coord status | head -1`), not a SIGPIPE that
-/// kills the process mid-write.
+/// file coord opens could take one, and a message meant for stdout would land in it; the
+/// commands coord starts inherit them too), and a closed pipe on stdout is an error to handle
+/// (`coord status | head -1`), not a SIGPIPE that kills the process mid-write.
 #[cfg(all(target_os = "linux", target_env = "gnu", not(test)))]
 fn prepare() {
     use rustix::event::{PollFd, PollFlags, Timespec, poll};

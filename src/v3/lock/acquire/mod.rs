@@ -310,6 +310,7 @@ impl Tries<'_> {
             open_tickets: self.policy.exact_lookups,
             ahead: Default::default(),
             files: targets.iter().map(|t| t.abs.clone()).collect(),
+            agent: self.req.agent.id().to_string(),
         };
         if !self.may_wait || self.deadline.passed() {
             return Err(blocked_error(

@@ -34,6 +34,9 @@ pub(super) struct Probe {
     /// The files waited for: where the waiter whose ticket stood just before ours now holds
     /// one of them, that lock blocks us next.
     pub(super) files: Vec<PathBuf>,
+    /// Our agent id: a lock of our own name (another run of the same agent) is for a full try
+    /// to judge.
+    pub(super) agent: String,
 }
 
 /// What a woken waiter sees before trying in full.
@@ -83,6 +86,9 @@ impl Probe {
     fn taken_by(&self, ticket: &Path) -> Option<(PathBuf, Vec<u8>)> {
         let name = ticket.file_name()?.to_str()?;
         let (_, agent) = layout::parse_ticket(name)?;
+        if agent == self.agent {
+            return None;
+        }
         self.files.iter().find_map(|file| {
             let path = layout::lock_file(file, agent);
             let raw = fsutil::read_capped(&path, crate::fsutil::RECORD_CAP).ok()?;
