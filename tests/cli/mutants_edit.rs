@@ -188,18 +188,7 @@ fn write_and_restore_refuse_a_fifo_or_a_folder() {
 fn a_run_tells_others_which_program_holds_the_file() {
     let env = Env::new();
     env.write("f.txt", "x\n");
-    let run = env
-        .agent("claude")
-        .args([
-            "run",
-            "f.txt",
-            "--",
-            "/bin/sh",
-            "-c",
-            crate::support::UNTIL_STOP,
-        ])
-        .spawn();
-    crate::support::eventually("the command started", || env.exists("started"));
+    let run = crate::support::hold_with_run(&env, "claude", "f.txt");
     env.agent("gemini")
         .args(["lock", "f.txt", "--no-wait"])
         .code(3)
@@ -210,9 +199,7 @@ fn a_run_tells_others_which_program_holds_the_file() {
         .args(["lock", "f.txt", "--no-wait"])
         .code(3)
         .stderr_has("is held by claude (process ");
-    env.write("stop", "");
-    let out = crate::support::finish(run);
-    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    crate::support::stop_run(&env, run);
     assert!(locks(&env).is_empty(), "{:?}", locks(&env));
 }
 

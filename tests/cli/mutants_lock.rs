@@ -441,18 +441,7 @@ fn a_hand_made_lock_is_refreshed_while_another_agent_waits_for_the_file() {
 fn two_runs_of_one_agent_exclude_each_other() {
     let env = Env::new();
     env.write("f.txt", "x\n");
-    let run = env
-        .agent("claude")
-        .args([
-            "run",
-            "f.txt",
-            "--",
-            "/bin/sh",
-            "-c",
-            crate::support::UNTIL_STOP,
-        ])
-        .spawn();
-    crate::support::eventually("the first run's command started", || env.exists("started"));
+    let run = crate::support::hold_with_run(&env, "claude", "f.txt");
     env.agent("claude")
         .args([
             "run",
@@ -467,9 +456,7 @@ fn two_runs_of_one_agent_exclude_each_other() {
         .code(3)
         .stderr_has("is held by claude (process ");
     assert!(!env.exists("second"), "the second run ran its command");
-    env.write("stop", "");
-    let out = crate::support::finish(run);
-    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    crate::support::stop_run(&env, run);
     assert!(!env.exists("f.txt.lock.claude"));
 }
 

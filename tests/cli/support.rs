@@ -294,8 +294,25 @@ impl Output {
 
 /// A command for `coord run` (`sh -c`) that creates `started`, then runs until a file `stop`
 /// appears, or 20 s have passed should the test fail before creating it.
-pub const UNTIL_STOP: &str =
+const UNTIL_STOP: &str =
     ": > started; i=0; while [ ! -e stop ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done";
+
+/// `coord run FILE` by `agent`, its command started and holding FILE until [`stop_run`].
+pub fn hold_with_run(env: &Env, agent: &str, file: &str) -> Child {
+    let run = env
+        .agent(agent)
+        .args(["run", file, "--", "/bin/sh", "-c", UNTIL_STOP])
+        .spawn();
+    eventually("the run's command started", || env.exists("started"));
+    run
+}
+
+/// Tell a run from [`hold_with_run`] to end its command; it must exit 0.
+pub fn stop_run(env: &Env, run: Child) {
+    env.write("stop", "");
+    let out = finish(run);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+}
 
 /// Wait (bounded, 20 s) until `cond` holds; panics with `what` when it never does.
 #[track_caller]
