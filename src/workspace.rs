@@ -173,6 +173,16 @@ impl Workspace {
         // The root was resolved (no symlink above it), so a real folder at `.coord` is all
         // there is to check; anything else (missing, a symlink, a file) takes the careful path.
         if !fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+            // `.coord/` is made in the root, never the root itself: a workspace removed while
+            // a coord process still ran in it (`rm -rf`, a temporary folder cleaned up) is not
+            // brought back by that process.
+            if !fs::symlink_metadata(&self.root).is_ok_and(|m| m.is_dir()) {
+                return Err(std::io::Error::new(
+                    std::io::ErrorKind::NotFound,
+                    "the workspace folder is gone",
+                ))
+                .at("create folder", &dir);
+            }
             fsutil::ensure_dir(&dir)?;
         }
         self.sweep_temps_once();
@@ -213,10 +223,15 @@ impl Workspace {
         // `.coord/` removed (`rm -rf .coord`, `git clean`) between creating it and opening the
         // mutex: create it again and go on. Exclusion does not depend on the old folder: the
         // mutex is checked to be the file at its path once locked.
+        let mutex = layout::mutex(&self.root);
         let mut tries = 0;
         loop {
-            self.ensure_state_dir()?;
-            match arbiter::Guard::take(&layout::mutex(&self.root), self.policy()?.arbitration) {
+            // A mutex kept open needs no folder to open it in; if `.coord/` went away since,
+            // the take finds another file (or none) at the path and opens it the usual way.
+            if tries > 0 || !fsutil::mutex_kept_open(&mutex) {
+                self.ensure_state_dir()?;
+            }
+            match arbiter::Guard::take(&mutex, self.policy()?.arbitration) {
                 Err(Error::Io { source, .. })
                     if source.kind() == std::io::ErrorKind::NotFound && tries < 100 =>
                 {

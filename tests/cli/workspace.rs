@@ -182,3 +182,32 @@ fn the_documented_gitignore_lines_hide_coords_files() {
     listed.sort();
     assert_eq!(listed, [".gitignore", "SHARED.txt", "src/a.rs"], "{status}");
 }
+
+/// A workspace removed while an agent waits in it stays removed: the waiter ends with an error
+/// instead of making the folder again and reporting a lock in it.
+#[test]
+fn a_workspace_removed_under_a_waiter_is_not_brought_back() {
+    let env = Env::new();
+    env.write("a.md", "a");
+    env.agent("claude").args(["lock", "a.md"]).ok();
+    let waiter = env
+        .agent("gemini")
+        .args(["lock", "a.md", "--wait", "20s"])
+        .spawn();
+    let presence = env.path(".gemini_presence");
+    let start = std::time::Instant::now();
+    while !std::fs::read_to_string(&presence).is_ok_and(|t| t.contains("WAITING")) {
+        assert!(start.elapsed().as_secs() < 20, "the waiter never waited");
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    std::fs::remove_dir_all(env.root()).unwrap();
+    let out = waiter.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains("error: cannot create folder")
+            && stderr.contains("the workspace folder is gone"),
+        "{stderr}"
+    );
+    assert!(!env.root().exists(), "the removed workspace was made again");
+}
