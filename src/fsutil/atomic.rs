@@ -6,7 +6,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use tempfile::NamedTempFile;
+use tempfile::{NamedTempFile, TempPath};
 
 use super::{Access, open_nofollow, parent_of, sync_dir};
 use crate::error::{IoResultExt, Result};
@@ -45,16 +45,33 @@ fn layout_prefix() -> &'static str {
     PREFIX.get_or_init(|| layout::temp_prefix(host::host_tag(), host::pid()))
 }
 
-fn filled_temp(path: &Path, bytes: &[u8], durable: bool) -> Result<NamedTempFile> {
+fn filled_temp(path: &Path, bytes: &[u8], spare: bool) -> Result<NamedTempFile> {
     let dir = parent_of(path);
-    let mut tmp = temp_in(dir).at("create a temporary file in", dir)?;
+    let mut tmp = match spare.then(super::spare::take).flatten() {
+        Some(tmp) => tmp,
+        None => temp_in(dir).at("create a temporary file in", dir)?,
+    };
     // Errors name the file being written, not its temporary copy (on a full disk, the user
     // needs to know which file was not written).
     tmp.write_all(bytes).at("write", path)?;
-    if durable {
-        tmp.as_file().sync_all().at("write", path)?;
-    }
     Ok(tmp)
+}
+
+/// Publish `bytes` at `path` through a temporary file: a spare made ahead of need when one is
+/// kept ([`keep_spares`](super::keep_spares)), else a new one beside `path`. A spare lives in
+/// `.coord/`; when `path` is on another filesystem than that (a mount inside the workspace),
+/// `publish` fails with `EXDEV` and is tried again with a temporary file beside `path`.
+fn publish_bytes<T>(
+    path: &Path,
+    bytes: &[u8],
+    publish: impl Fn(NamedTempFile) -> io::Result<T>,
+) -> Result<io::Result<T>> {
+    match publish(filled_temp(path, bytes, true)?) {
+        Err(e) if e.kind() == io::ErrorKind::CrossesDevices => {
+            Ok(publish(filled_temp(path, bytes, false)?))
+        }
+        done => Ok(done),
+    }
 }
 
 /// Publish `bytes` at `path` only if nothing is there yet (no file, no link).
@@ -65,12 +82,12 @@ fn filled_temp(path: &Path, bytes: &[u8], durable: bool) -> Result<NamedTempFile
 ///
 /// [`Error::Io`](crate::Error::Io) naming the path on any other failure.
 pub fn create_new(path: &Path, bytes: &[u8]) -> Result<bool> {
-    let tmp = filled_temp(path, bytes, false)?;
-    match tmp.persist_noclobber(path) {
+    publish_bytes(path, bytes, |tmp| match tmp.persist_noclobber(path) {
         Ok(_) => Ok(true),
         Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-        Err(e) => Err(e.error).at("create", path),
-    }
+        Err(e) => Err(e.error),
+    })?
+    .at("create", path)
 }
 
 /// Replace (or create) `path` with `bytes` atomically. A symlink at `path` is replaced, not followed.
@@ -79,8 +96,7 @@ pub fn create_new(path: &Path, bytes: &[u8]) -> Result<bool> {
 ///
 /// [`Error::Io`](crate::Error::Io) naming the path.
 pub fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = filled_temp(path, bytes, false)?;
-    persist(tmp, path)
+    publish_bytes(path, bytes, |tmp| put(tmp, path))?.at("replace", path)
 }
 
 /// Replace `path` durably: temp file, fsync, rename, fsync of the folder. The mode of an
@@ -115,9 +131,18 @@ fn keep_mode(path: &Path, file: &File) -> Result<()> {
 ///
 /// [`Error::Io`](crate::Error::Io) naming the file involved.
 pub fn copy_replace(src: &Path, dst: &Path) -> Result<u64> {
-    let (tmp, n) = copy_to_temp(src, parent_of(dst), false)?;
-    persist(tmp, dst)?;
-    Ok(n)
+    let dir = parent_of(dst);
+    let fresh = || temp_in(dir).at("create a temporary file in", dir);
+    // A spare when one is kept; beside `dst` when `dst` is on another filesystem than the spare.
+    let (tmp, n) = copy_into(src, super::spare::take().map_or_else(fresh, Ok)?, false)?;
+    match put(tmp, dst) {
+        Err(e) if e.kind() == io::ErrorKind::CrossesDevices => {
+            let (tmp, n) = copy_into(src, fresh()?, false)?;
+            persist(tmp, dst)?;
+            Ok(n)
+        }
+        done => done.at("replace", dst).map(|()| n),
+    }
 }
 
 /// A temporary copy of the regular file `src` (never following a link at `src`) in `dir`, with
@@ -127,8 +152,13 @@ pub fn copy_replace(src: &Path, dst: &Path) -> Result<u64> {
 ///
 /// [`Error::Io`](crate::Error::Io) naming the file involved.
 pub fn copy_to_temp(src: &Path, dir: &Path, durable: bool) -> Result<(NamedTempFile, u64)> {
+    let tmp = temp_in(dir).at("create a temporary file in", dir)?;
+    copy_into(src, tmp, durable)
+}
+
+/// [`copy_to_temp`] into a temporary file already made.
+fn copy_into(src: &Path, mut tmp: NamedTempFile, durable: bool) -> Result<(NamedTempFile, u64)> {
     let (mut input, meta) = open_nofollow(src, Access::Read).at("read", src)?;
-    let mut tmp = temp_in(dir).at("create a temporary file in", dir)?;
     // `io::copy` asks the kernel to copy (`copy_file_range`), which pays off for large files
     // but costs more than a read and a write for the small files agents lock.
     let n = match usize::try_from(meta.len()) {
@@ -204,11 +234,16 @@ fn copy_input(
 ///
 /// [`Error::Io`](crate::Error::Io) naming the path; the temporary file is removed then.
 pub fn persist(tmp: NamedTempFile, path: &Path) -> Result<()> {
-    if exchange(&tmp, path) {
-        return Ok(());
-    }
-    tmp.persist(path).map_err(|e| e.error).at("replace", path)?;
-    Ok(())
+    put(tmp, path).at("replace", path)
+}
+
+/// [`persist`] with the bare error (`EXDEV` tells a spare on another filesystem).
+fn put(tmp: NamedTempFile, path: &Path) -> io::Result<()> {
+    let tmp = match exchange(tmp, path) {
+        Ok(()) => return Ok(()),
+        Err(tmp) => tmp,
+    };
+    tmp.persist(path).map(drop).map_err(|e| e.error)
 }
 
 /// Set once this process knows its files are on a filesystem that cannot exchange.
@@ -221,10 +256,10 @@ pub fn rename_without_exchange() {
     NO_EXCHANGE.store(true, Ordering::Relaxed);
 }
 
-/// Replace a regular file (or a symlink) at `path` by swapping it with `tmp` in one atomic
-/// `renameat2(RENAME_EXCHANGE)`, then dropping `tmp`, which now names the old content.
-/// Returns `false` (nothing changed) when there is nothing to swap with or the filesystem
-/// cannot exchange; the caller then renames.
+/// Replace what stands at `path` by swapping it with `tmp` in one atomic
+/// `renameat2(RENAME_EXCHANGE)`, then removing `tmp`'s name, which now holds the old content.
+/// Gives `tmp` back (nothing changed) when there is nothing to swap with, when a folder stands
+/// at `path`, or when the filesystem cannot exchange; the caller then renames.
 ///
 /// Why: ext4 starts writeback of the new file on a rename that replaces an existing file
 /// (`auto_da_alloc`), which makes every small replace wait on the disk; an exchange does not.
@@ -232,38 +267,45 @@ pub fn rename_without_exchange() {
 /// [`spool`]), which is what `auto_da_alloc` only approximates.
 ///
 /// A filesystem that cannot exchange (FUSE mounts such as sshfs, NFS) says so once per process:
-/// later replaces rename at once, without the `lstat` and the refused call (each a round trip
-/// to the server there).
-fn exchange(tmp: &NamedTempFile, path: &Path) -> bool {
-    use rustix::fs::{CWD, RenameFlags};
+/// later replaces rename at once, without the refused call (a round trip to the server there).
+fn exchange(tmp: NamedTempFile, path: &Path) -> std::result::Result<(), NamedTempFile> {
+    use rustix::fs::{AtFlags, CWD, RenameFlags};
+    use rustix::io::Errno;
     if NO_EXCHANGE.load(Ordering::Relaxed) {
-        return false;
+        return Err(tmp);
     }
-    match fs::symlink_metadata(path) {
-        Ok(meta) if meta.is_file() || meta.is_symlink() => {}
-        _ => return false,
+    // No look at `path` first: with nothing there the exchange fails and the caller renames.
+    if let Err(e) = rustix::fs::renameat_with(CWD, tmp.path(), CWD, path, RenameFlags::EXCHANGE) {
+        if [Errno::INVAL, Errno::NOSYS, Errno::OPNOTSUPP].contains(&e) {
+            NO_EXCHANGE.store(true, Ordering::Relaxed);
+        }
+        return Err(tmp);
     }
-    match rustix::fs::renameat_with(CWD, tmp.path(), CWD, path, RenameFlags::EXCHANGE) {
-        Ok(()) => {}
-        Err(e) => {
-            if [
-                rustix::io::Errno::INVAL,
-                rustix::io::Errno::NOSYS,
-                rustix::io::Errno::OPNOTSUPP,
-            ]
-            .contains(&e)
-            {
-                NO_EXCHANGE.store(true, Ordering::Relaxed);
-            }
-            return false;
+    let (file, old) = tmp.into_parts();
+    // A folder that stood at `path` goes back, and the caller's rename refuses it.
+    let put_back = |file, old: TempPath| {
+        let _ = rustix::fs::renameat_with(CWD, &*old, CWD, path, RenameFlags::EXCHANGE);
+        NamedTempFile::from_parts(file, old)
+    };
+    if super::spare::deferring() {
+        // Removed between requests, by a process that keeps spares: the folder check cannot
+        // wait for the removal to refuse it.
+        if fs::symlink_metadata(&old).is_ok_and(|m| m.is_dir()) {
+            return Err(put_back(file, old));
+        }
+        if let Some(old) = super::spare::later(old) {
+            drop(old);
+        }
+        return Ok(());
+    }
+    match rustix::fs::unlinkat(CWD, &*old, AtFlags::empty()) {
+        Err(Errno::ISDIR) => Err(put_back(file, old)),
+        // Removed (or already gone): nothing left for the temporary path to remove.
+        _ => {
+            let _ = old.keep();
+            Ok(())
         }
     }
-    if fs::symlink_metadata(tmp.path()).is_ok_and(|m| m.is_dir()) {
-        // A folder appeared at `path` in between: put it back, and let the rename refuse.
-        let _ = rustix::fs::renameat_with(CWD, tmp.path(), CWD, path, RenameFlags::EXCHANGE);
-        return false;
-    }
-    true
 }
 
 /// [`persist`], then fsync of the folder, so the new content survives a crash.

@@ -35,6 +35,7 @@ mod entry;
 mod mutex;
 pub mod raw;
 mod read;
+mod spare;
 mod sweep;
 #[cfg(test)]
 mod tests;
@@ -47,11 +48,12 @@ pub use atomic::{
     replace, replace_durable, spool, temp_in,
 };
 pub use entry::{ensure_dir, make_executable, remove, rename, sync_dir, touch};
-pub use mutex::{MUTEX_PATIENCE, MutexGuard, lock_mutex};
+pub use mutex::{MUTEX_PATIENCE, MutexGuard, keep_mutex_open, lock_mutex, mutex_kept_open};
 pub use read::{
     RECORD_CAP, linked_ancestor, mtime, open_regular_nofollow, read_capped, read_capped_with_mtime,
     read_text_capped, refresh_attributes, same_regular_files,
 };
+pub use spare::{discard_spares, keep_spares, tidy};
 pub use sweep::{sweep_entry, sweep_temps};
 
 /// How [`open_nofollow`] opens a file.

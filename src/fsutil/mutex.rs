@@ -4,6 +4,8 @@ use std::fs::{self, File};
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
 use super::{Access, open_nofollow};
@@ -15,8 +17,9 @@ use crate::error::{IoResultExt, Result};
 /// of these is held. Dropping it releases the kernel lock.
 #[derive(Debug)]
 pub struct MutexGuard {
-    _file: File,
+    file: Option<File>,
     path: PathBuf,
+    held: (u64, u64),
 }
 
 impl MutexGuard {
@@ -24,6 +27,53 @@ impl MutexGuard {
     pub fn path(&self) -> &Path {
         &self.path
     }
+}
+
+impl Drop for MutexGuard {
+    fn drop(&mut self) {
+        let Some(file) = self.file.take() else {
+            return;
+        };
+        // Closing the file releases the lock; a process that keeps it open unlocks it instead.
+        if KEEP_OPEN.load(Ordering::Relaxed) && file.unlock().is_ok() {
+            let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
+            if kept.is_none() {
+                *kept = Some(Kept {
+                    file,
+                    path: std::mem::take(&mut self.path),
+                    held: self.held,
+                });
+            }
+        }
+    }
+}
+
+/// Set by a long-running process that takes the mutex for every request (`coord mcp`): the
+/// mutex file stays open between takes, unlocked.
+static KEEP_OPEN: AtomicBool = AtomicBool::new(false);
+
+/// The mutex file last released, open and unlocked, with its device and inode.
+static KEPT: Mutex<Option<Kept>> = Mutex::new(None);
+
+#[derive(Debug)]
+struct Kept {
+    file: File,
+    path: PathBuf,
+    held: (u64, u64),
+}
+
+/// From now on, keep the mutex file open between takes (unlocked) instead of opening it for
+/// each. Every take still checks, once locked, that the file is the one at the path.
+pub fn keep_mutex_open() {
+    KEEP_OPEN.store(true, Ordering::Relaxed);
+}
+
+/// Whether the mutex at `path` is kept open, so that taking it needs no open (nor its folder).
+pub fn mutex_kept_open(path: &Path) -> bool {
+    KEPT.lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .as_ref()
+        .is_some_and(|k| k.path == path)
 }
 
 /// Take the workspace mutex at `path`, blocking until it is free (it is held for microseconds).
@@ -41,14 +91,26 @@ pub(super) fn lock_mutex_within(path: &Path, patience: Duration) -> Result<Mutex
     // A mutex file deleted and created anew (`git clean`, an agent tidying up) between our open
     // and our lock would let two processes hold "the" mutex, each on its own file: after
     // locking, make sure the file we hold is still the one at the path, else start over.
+    let kept = KEPT
+        .lock()
+        .unwrap_or_else(PoisonError::into_inner)
+        .take_if(|k| k.path == path);
+    let mut kept = kept.map(|k| (k.file, k.held));
     loop {
-        let (file, held) = open_mutex(path)?;
+        let (file, held) = match kept.take() {
+            Some(open) => open,
+            None => {
+                let (file, meta) = open_mutex(path)?;
+                (file, (meta.dev(), meta.ino()))
+            }
+        };
         lock_patiently(&file, path, deadline)?;
         match fs::symlink_metadata(path) {
-            Ok(now) if now.dev() == held.dev() && now.ino() == held.ino() => {
+            Ok(now) if (now.dev(), now.ino()) == held => {
                 return Ok(MutexGuard {
-                    _file: file,
+                    file: Some(file),
                     path: path.to_path_buf(),
+                    held,
                 });
             }
             _ if Instant::now() >= deadline => {

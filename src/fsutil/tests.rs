@@ -196,8 +196,27 @@ fn replace_over_an_existing_file_leaves_nothing_behind() {
     assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2, "no temp left");
     let sub = dir.path().join("sub");
     fs::create_dir(&sub).unwrap();
+    fs::write(sub.join("inside"), b"kept").unwrap();
     assert!(replace(&sub, b"x").is_err(), "a folder is never replaced");
-    assert!(sub.is_dir());
+    assert_eq!(fs::read(sub.join("inside")).unwrap(), b"kept");
+    assert_eq!(
+        fs::read_dir(dir.path()).unwrap().count(),
+        3,
+        "the folder is back at its name, no temp left"
+    );
+    // Anything else at the path (a FIFO here) is replaced, as a rename would.
+    let fifo = dir.path().join("fifo");
+    rustix::fs::mknodat(
+        rustix::fs::CWD,
+        &fifo,
+        rustix::fs::FileType::Fifo,
+        rustix::fs::Mode::from_raw_mode(0o600),
+        0,
+    )
+    .unwrap();
+    replace(&fifo, b"now a file").unwrap();
+    assert_eq!(fs::read(&fifo).unwrap(), b"now a file");
+    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 4, "no temp left");
 }
 
 #[test]

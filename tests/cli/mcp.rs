@@ -389,6 +389,160 @@ fn a_lock_through_mcp_refuses_a_cli_agent_and_records_the_server() {
     assert_eq!(code, 0);
 }
 
+/// coord's temporary files (`.coord-<host>-<pid>-XXXXXX.tmp`) in `dir`.
+fn temps_in(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(".coord-") && n.ends_with(".tmp"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn files_made_ahead_of_requests_stay_in_the_state_folder_and_go_at_exit() {
+    let env = Env::new();
+    env.write("a.md", "v0");
+    let mut c = Client::start(&env, Some("claude"));
+    c.initialize("2025-06-18");
+    for round in 1..=5 {
+        assert_ok(&c.call("lock", json!({"files": ["a.md"]})));
+        // The backup holds what was there before this lock; the presence says LOCKED.
+        assert_eq!(env.read("a.md.bak"), format!("v{}", round - 1));
+        assert!(
+            env.read(".claude_presence")
+                .contains("lock_status: LOCKED\n")
+        );
+        env.write("a.md", format!("v{round}"));
+        assert_ok(&c.call("unlock", json!({"files": ["a.md"]})));
+        assert!(env.read(".claude_presence").contains("lock_status: FREE\n"));
+        assert!(!env.exists("a.md.lock.claude"));
+        // Nothing in the root but the files of the protocol: no temporary file, ever.
+        assert_eq!(temps_in(env.root()), Vec::<String>::new());
+        let ready = temps_in(&env.path(".coord"));
+        assert!(
+            (1..=3).contains(&ready.len()),
+            "a few spares wait in .coord/: {ready:?}"
+        );
+    }
+    let (code, _) = c.finish();
+    assert_eq!(code, 0);
+    assert_eq!(temps_in(env.root()), Vec::<String>::new());
+    assert_eq!(temps_in(&env.path(".coord")), Vec::<String>::new());
+}
+
+#[test]
+fn a_killed_servers_spares_are_swept_by_the_next_coord() {
+    let env = Env::new();
+    env.write("a.md", "a");
+    let mut c = Client::start(&env, Some("claude"));
+    c.initialize("2025-06-18");
+    assert_ok(&c.call("lock", json!({"files": ["a.md"]})));
+    c.child.kill().unwrap();
+    c.child.wait().unwrap();
+    assert!(!temps_in(&env.path(".coord")).is_empty());
+    env.agent("gemini").args(["lock", "b.md", "--no-wait"]).ok();
+    assert_eq!(temps_in(&env.path(".coord")), Vec::<String>::new());
+}
+
+#[test]
+fn a_spare_removed_or_replaced_meanwhile_is_not_used_and_not_touched() {
+    let env = Env::new();
+    env.write("a.md", "a");
+    let mut c = Client::start(&env, Some("claude"));
+    c.initialize("2025-06-18");
+    assert_ok(&c.call("status", json!({})));
+    // Another process's sweep removes one spare; something else takes the name of another.
+    let spares = temps_in(&env.path(".coord"));
+    assert!(spares.len() >= 2, "{spares:?}");
+    std::fs::remove_file(env.path(&format!(".coord/{}", spares[0]))).unwrap();
+    let planted = format!(".coord/{}", spares[1]);
+    std::fs::remove_file(env.path(&planted)).unwrap();
+    env.write(&planted, "not coord's");
+    for _ in 0..3 {
+        assert_ok(&c.call("lock", json!({"files": ["a.md"]})));
+        assert_ok(&c.call("unlock", json!({"files": ["a.md"]})));
+    }
+    assert_eq!(env.read(&planted), "not coord's");
+    assert!(env.read(".claude_presence").contains("lock_status: FREE\n"));
+    assert_eq!(env.read("a.md.bak"), "a");
+    let (code, _) = c.finish();
+    assert_eq!(code, 0);
+    assert_eq!(
+        env.read(&planted),
+        "not coord's",
+        "not removed at exit either"
+    );
+}
+
+#[test]
+fn the_state_folder_removed_between_requests_is_made_again_and_still_excludes() {
+    let env = Env::new();
+    env.write("a.md", "a");
+    let mut c = Client::start(&env, Some("claude"));
+    c.initialize("2025-06-18");
+    assert_ok(&c.call("lock", json!({"files": ["a.md"]})));
+    assert_ok(&c.call("unlock", json!({"files": ["a.md"]})));
+    std::fs::remove_dir_all(env.path(".coord")).unwrap();
+    assert_ok(&c.call("lock", json!({"files": ["a.md"]})));
+    assert!(env.exists(".coord/mutex"));
+    env.agent("gemini")
+        .args(["lock", "a.md", "--no-wait"])
+        .code(3)
+        .stderr_has("held by claude");
+    assert_ok(&c.call("unlock", json!({"files": ["a.md"]})));
+    env.agent("gemini").args(["lock", "a.md", "--no-wait"]).ok();
+    let (code, _) = c.finish();
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn a_file_on_another_filesystem_inside_the_workspace_is_locked_and_backed_up() {
+    // Spares live in `.coord/`; a file on another mount cannot be renamed into from there.
+    let env = Env::new();
+    std::fs::create_dir(env.path("mnt")).unwrap();
+    let mounted = Command::new("mount")
+        .args(["-t", "tmpfs", "tmpfs"])
+        .arg(env.path("mnt"))
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !mounted {
+        eprintln!("skipped: mounting a tmpfs needs root (and `mount`)");
+        return;
+    }
+    struct Unmount(std::path::PathBuf);
+    impl Drop for Unmount {
+        fn drop(&mut self) {
+            let _ = Command::new("umount").arg(&self.0).status();
+        }
+    }
+    let _unmount = Unmount(env.path("mnt"));
+    env.write("mnt/a.md", "v1");
+    let mut c = Client::start(&env, Some("claude"));
+    c.initialize("2025-06-18");
+    for _ in 0..2 {
+        assert_ok(&c.call("lock", json!({"files": ["mnt/a.md"]})));
+        assert!(
+            env.read("mnt/a.md.lock.claude")
+                .contains("file: mnt/a.md\n")
+        );
+        assert_eq!(env.read("mnt/a.md.bak"), "v1");
+        env.agent("gemini")
+            .args(["lock", "mnt/a.md", "--no-wait"])
+            .code(3);
+        env.write("mnt/a.md", "v2");
+        assert_ok(&c.call("unlock", json!({"files": ["mnt/a.md"]})));
+        env.write("mnt/a.md", "v1");
+    }
+    assert_eq!(temps_in(&env.path("mnt")), Vec::<String>::new());
+    let (code, _) = c.finish();
+    assert_eq!(code, 0);
+}
+
 #[test]
 fn a_held_lock_is_an_error_result_with_the_clis_error_line() {
     let env = Env::new();

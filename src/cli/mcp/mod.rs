@@ -29,10 +29,13 @@ use coord::mcp::{Server, ServerInfo, jsonrpc};
 use coord::v3::session;
 use coord::v3::stamp::{self, Partner, Scope, StartupRequest};
 use coord::workspace::{AgentId, Workspace};
-use coord::{ExitCode, host};
+use coord::{ExitCode, fsutil, host};
 
 use super::startup::release_lines;
 use super::{Ctx, output};
+
+/// Temporary files kept ready: a lock publishes its record, the presence and `FILE.bak`.
+const SPARES: usize = 3;
 
 /// The longest line the server reads; a longer one is answered with -32700 and skipped.
 const MAX_LINE: u64 = 32 * 1024 * 1024;
@@ -75,6 +78,7 @@ impl Closer {
             return;
         }
         *done = true;
+        fsutil::discard_spares();
         match stamp::shutdown(&self.ws, &self.agent, Scope::Session(&self.session_id)) {
             Ok(closed) if !self.quiet => {
                 for line in release_lines(&closed.released) {
@@ -149,6 +153,12 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         heartbeat(&beat_ws, &beat_agent, &beat_session, interval, &beats)
     });
 
+    // Files the next answers will publish are made between requests, not while a client waits.
+    if let Ok(state_dir) = ws.ensure_state_dir() {
+        fsutil::keep_spares(&state_dir, SPARES);
+    }
+    fsutil::keep_mutex_open();
+
     let instructions = instructions(&agent, &ws);
     let mut server = Server::new(
         tools::Host::new(ws.clone(), agent.clone(), session_id),
@@ -200,10 +210,11 @@ fn serve(server: &mut Server<tools::Host>) -> &'static str {
             }
             server.handle_line(&line)
         };
-        if let Some(response) = response
-            && send(&response).is_err()
-        {
-            return "stdout closed";
+        if let Some(response) = response {
+            if send(&response).is_err() {
+                return "stdout closed";
+            }
+            fsutil::tidy();
         }
     }
 }

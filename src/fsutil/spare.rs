@@ -1,0 +1,130 @@
+//! Work a long-running process does between requests rather than during them: temporary files
+//! made ahead of need, and the removal of content a replace swapped out.
+//!
+//! A server that answers one request at a time (`coord mcp`) has idle time between requests
+//! and none during one. Publishing a record costs most where the filesystem makes or frees an
+//! inode: the temporary file it is written to, and the old content a replace leaves behind.
+//! Neither is part of what a reader sees, so neither needs to happen while the client waits.
+//! Such a process calls [`keep_spares`] once and [`tidy`] after each answer; every other
+//! process (every one-shot command) never enables this and creates its files as it goes.
+//!
+//! Spares are empty temporary files in `.coord/`, named like every coord temporary file, so a
+//! killed server's spares are swept like any other leftover. A spare is used only when it is
+//! still the file this process made, still empty, and less than half an hour old (the sweep of
+//! other processes removes temporary files older than an hour).
+
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, MutexGuard, PoisonError};
+use std::time::{Duration, Instant};
+
+use tempfile::{NamedTempFile, TempPath};
+
+/// A spare older than this is replaced rather than used.
+const MAX_AGE: Duration = Duration::from_secs(30 * 60);
+
+struct Spare {
+    file: NamedTempFile,
+    dev: u64,
+    ino: u64,
+    made: Instant,
+}
+
+struct Ahead {
+    dir: PathBuf,
+    want: usize,
+    spares: Vec<Spare>,
+    /// Names holding content a replace swapped out, removed by the next [`tidy`].
+    later: Vec<TempPath>,
+}
+
+static AHEAD: Mutex<Option<Ahead>> = Mutex::new(None);
+
+fn state() -> MutexGuard<'static, Option<Ahead>> {
+    AHEAD.lock().unwrap_or_else(PoisonError::into_inner)
+}
+
+/// From now on, keep `want` empty temporary files ready in `dir` (the workspace's `.coord/`),
+/// and leave removals of replaced content to [`tidy`]. Makes the first spares at once.
+pub fn keep_spares(dir: &Path, want: usize) {
+    *state() = Some(Ahead {
+        dir: dir.to_path_buf(),
+        want,
+        spares: Vec::with_capacity(want),
+        later: Vec::new(),
+    });
+    tidy();
+}
+
+/// Between requests: remove the content replaces swapped out, and make spares up to the number
+/// wanted. Does nothing unless [`keep_spares`] was called. Failures are ignored: a missing
+/// spare only means the next publish makes its own temporary file.
+pub fn tidy() {
+    let mut state = state();
+    let Some(ahead) = state.as_mut() else {
+        return;
+    };
+    for old in ahead.later.drain(..) {
+        let _ = old.close();
+    }
+    ahead.spares.retain(|s| s.made.elapsed() < MAX_AGE);
+    while ahead.spares.len() < ahead.want {
+        let Ok(file) = super::temp_in(&ahead.dir) else {
+            break;
+        };
+        let Ok(meta) = file.as_file().metadata() else {
+            break;
+        };
+        ahead.spares.push(Spare {
+            file,
+            dev: meta.dev(),
+            ino: meta.ino(),
+            made: Instant::now(),
+        });
+    }
+}
+
+/// Remove the spares and everything left for later, and stop keeping them (at exit).
+pub fn discard_spares() {
+    let taken = state().take();
+    drop(taken);
+}
+
+/// A spare, when one is kept and still what it was made as; `None` otherwise.
+pub(super) fn take() -> Option<NamedTempFile> {
+    let mut state = state();
+    let ahead = state.as_mut()?;
+    while let Some(spare) = ahead.spares.pop() {
+        match fs::symlink_metadata(spare.file.path()) {
+            Ok(m)
+                if m.is_file() && m.dev() == spare.dev && m.ino() == spare.ino && m.len() == 0 =>
+            {
+                return Some(spare.file);
+            }
+            // Swept, or something else now stands at its name: not ours to remove.
+            _ => {
+                let _ = spare.file.into_temp_path().keep();
+            }
+        }
+    }
+    None
+}
+
+/// Leave the removal of `old` (a name holding content a replace swapped out) to the next
+/// [`tidy`] when spares are kept. Gives it back otherwise, for the caller to remove now.
+pub(super) fn later(old: TempPath) -> Option<TempPath> {
+    let mut state = state();
+    match state.as_mut() {
+        Some(ahead) => {
+            ahead.later.push(old);
+            None
+        }
+        None => Some(old),
+    }
+}
+
+/// Whether removals are left for later (spares are kept).
+pub(super) fn deferring() -> bool {
+    state().is_some()
+}
