@@ -18,6 +18,10 @@ fn main() {
     if !target.contains("linux-gnu") {
         return;
     }
+    let features = std::env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default();
+    if features.split(',').any(|f| f == "crt-static") {
+        return;
+    }
     println!("cargo:rustc-link-arg-bins=-no-pie");
     println!("cargo:rustc-link-arg-bins=-Wl,-z,lazy");
     if let Some(eh) = gcc_archive("libgcc_eh.a") {

@@ -6,11 +6,12 @@
 # `say` to the return of the `wait` (wake), and the `say` process's own run time. AGENT-2 then
 # passes the turn back. Prints median and p95 of both over ROUNDS rounds (default 30).
 #
-#   bench/dialogue_wait.sh            # uses target/release/coord (else target/debug/coord)
+#   bench/dialogue_wait.sh            # uses target/<host>/release/coord (else its debug build)
 #   COORD=/path/to/coord ROUNDS=50 bench/dialogue_wait.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-COORD=${COORD:-$( [ -x target/release/coord ] && echo target/release/coord || echo target/debug/coord )}
+built=target/$(rustc -vV | sed -n 's/^host: //p')
+COORD=${COORD:-$( [ -x "$built/release/coord" ] && echo "$built/release/coord" || echo "$built/debug/coord" )}
 COORD=$(realpath "$COORD")
 ROUNDS=${ROUNDS:-30}
 WORK=$(mktemp -d -t coord-bench-dialogue-XXXXXX)

@@ -6,7 +6,7 @@ subscribe, then runs `coord msg send reader ...` and records how long after the 
 (the message file is published when `send` exits) the waiter exits. Prints median and p95.
 
     cargo build --release
-    bench/msg_wait.py [--rounds 50] [--bin target/release/coord]
+    bench/msg_wait.py [--rounds 50] [--bin target/<host>/release/coord]
 """
 
 import argparse
@@ -18,12 +18,19 @@ import tempfile
 import time
 
 
+def built_coord():
+    """`cargo build --release`'s coord: built for the host's own target (.cargo/config.toml)."""
+    vv = subprocess.run(["rustc", "-vV"], capture_output=True, text=True, check=True).stdout
+    host = next(line.split(": ", 1)[1] for line in vv.splitlines() if line.startswith("host: "))
+    return os.path.join(os.path.dirname(__file__), "..", "target", host, "release", "coord")
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--rounds", type=int, default=50)
-    ap.add_argument("--bin", default=os.path.join(os.path.dirname(__file__), "..", "target", "release", "coord"))
+    ap.add_argument("--bin", default=None)
     args = ap.parse_args()
-    coord = os.path.abspath(args.bin)
+    coord = os.path.abspath(args.bin or built_coord())
     after_send, from_start = [], []
     for _ in range(args.rounds):
         root = tempfile.mkdtemp(prefix="coord-bench-")

@@ -65,9 +65,27 @@ fn coord_bin() -> &'static Path {
         std::fs::create_dir_all(&installed).expect("create the install folder");
         let bin = installed.join("coord");
         let _ = std::fs::remove_file(&bin);
-        std::fs::copy(target.join("release").join("coord"), &bin).expect("install coord");
+        // Built for the host's own target (`.cargo/config.toml`): `target/<host tuple>/release`.
+        std::fs::copy(
+            target.join(host_tuple()).join("release").join("coord"),
+            &bin,
+        )
+        .expect("install coord");
         bin
     })
+}
+
+/// The host's target tuple, as `rustc -vV` says.
+fn host_tuple() -> String {
+    let out = Command::new(std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into()))
+        .arg("-vV")
+        .output()
+        .expect("run rustc -vV");
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: "))
+        .expect("rustc -vV names the host")
+        .to_string()
 }
 
 /// A command for a measured process, in the environment a user's shell would give it. cargo

@@ -30,7 +30,8 @@ skip() {
 }
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
-COORD=${1:-${COORD:-$here/target/debug/coord}}
+host=$(rustc -vV 2>/dev/null | sed -n 's/^host: //p')
+COORD=${1:-${COORD:-$here/target/$host/debug/coord}}
 [ -x "$COORD" ] || skip "no coord binary at $COORD (build it first)"
 COORD=$(cd "$(dirname "$COORD")" && pwd)/$(basename "$COORD")
 [ "$(id -u)" = 0 ] || skip "needs root (it runs its own sshd)"
