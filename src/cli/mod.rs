@@ -279,6 +279,8 @@ pub fn run() -> ExitCode {
     // Watches of a wait let go of in the background: done before this process exits, which
     // would otherwise wait for the kernel itself (see `coord::watch`).
     coord::watch::settle();
+    // Temporary files made ahead of need and not used, and replaced content left for later.
+    coord::fsutil::discard_spares();
     match result {
         Ok(code) => code,
         Err(err) => report(&err, json),

@@ -46,14 +46,38 @@ fn state() -> MutexGuard<'static, Option<Ahead>> {
 }
 
 /// From now on, keep `want` empty temporary files ready in `dir` (the workspace's `.coord/`),
-/// and leave removals of replaced content to [`tidy`]. Makes the first spares at once.
+/// and leave removals of replaced content to [`tidy`] (or to [`discard_spares`], at exit).
+/// Makes the spares wanted at once; spares already made are kept (beyond `want`, removed).
 pub fn keep_spares(dir: &Path, want: usize) {
-    *state() = Some(Ahead {
-        dir: dir.to_path_buf(),
-        want,
-        spares: Vec::with_capacity(want),
-        later: Vec::new(),
-    });
+    set_want(dir, |_| want);
+}
+
+/// [`keep_spares`], never lowering a number already wanted (a process about to wait: what the
+/// wait ends with, publishing its records, can then use files made while it waited).
+pub fn keep_spares_at_least(dir: &Path, want: usize) {
+    set_want(dir, |now| now.max(want));
+}
+
+fn set_want(dir: &Path, want: impl FnOnce(usize) -> usize) {
+    {
+        let mut state = state();
+        match state.as_mut() {
+            Some(ahead) if ahead.dir == dir => {
+                ahead.want = want(ahead.want);
+                let keep = ahead.want;
+                ahead.spares.truncate(keep);
+            }
+            _ => {
+                let want = want(0);
+                *state = Some(Ahead {
+                    dir: dir.to_path_buf(),
+                    want,
+                    spares: Vec::with_capacity(want),
+                    later: Vec::new(),
+                });
+            }
+        }
+    }
     tidy();
 }
 

@@ -139,15 +139,26 @@ pub struct Ahead {
 /// The live tickets of `target`'s queue, oldest first, removing dead ones on the way.
 /// Caller holds the mutex.
 pub fn live_tickets(root: &Path, target: &Target) -> Vec<Ahead> {
+    live_tickets_before(root, target, None)
+}
+
+/// [`live_tickets`] ahead of ticket `seq` only (all of them for `None`): a waiter deciding
+/// whether it is first in line reads no ticket behind its own.
+pub fn live_tickets_before(root: &Path, target: &Target, seq: Option<u64>) -> Vec<Ahead> {
     let dir = layout::queue_dir(root, &target.rel);
     let Ok(entries) = fs::read_dir(&dir) else {
         return Vec::new();
     };
+    let mut behind = false;
     let mut tickets: Vec<(u64, PathBuf)> = entries
         .flatten()
         .filter_map(|e| {
-            let seq = e.file_name().to_str().and_then(layout::parse_ticket_name)?;
-            Some((seq, e.path()))
+            let n = e.file_name().to_str().and_then(layout::parse_ticket_name)?;
+            if seq.is_some_and(|mine| n >= mine) {
+                behind = true;
+                return None;
+            }
+            Some((n, e.path()))
         })
         .collect();
     tickets.sort();
@@ -160,7 +171,7 @@ pub fn live_tickets(root: &Path, target: &Target) -> Vec<Ahead> {
             }
         }
     }
-    if live.is_empty() && !keeps_folders(root) {
+    if live.is_empty() && !behind && !keeps_folders(root) {
         let _ = fsutil::raw::remove_empty_dir(&dir);
     }
     live

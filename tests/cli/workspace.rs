@@ -200,7 +200,14 @@ fn a_workspace_removed_under_a_waiter_is_not_brought_back() {
         assert!(start.elapsed().as_secs() < 20, "the waiter never waited");
         std::thread::sleep(std::time::Duration::from_millis(10));
     }
-    std::fs::remove_dir_all(env.root()).unwrap();
+    // As `rm -rf` does, again while the waiter still writes in it (it prepares its files).
+    let start = std::time::Instant::now();
+    while let Err(e) = std::fs::remove_dir_all(env.root()) {
+        assert!(
+            start.elapsed().as_secs() < 20,
+            "cannot remove the workspace: {e}"
+        );
+    }
     let out = waiter.wait_with_output().unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(1), "{stderr}");

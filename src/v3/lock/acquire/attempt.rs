@@ -72,9 +72,8 @@ pub(super) fn attempt(
         let refresh = mine.iter().any(|m| m.state != LockState::Stale);
         if !refresh {
             let my_seq = tickets.map(|t| t.seq);
-            let ahead: Vec<_> = queue::live_tickets(root, target)
+            let ahead: Vec<_> = queue::live_tickets_before(root, target, my_seq)
                 .into_iter()
-                .take_while(|t| Some(t.seq) != my_seq)
                 .filter(|t| !queue::waits_for_any(ws, t.seq, held))
                 .collect();
             if let Some(first) = ahead.first() {

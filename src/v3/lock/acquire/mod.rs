@@ -330,6 +330,15 @@ impl Tries<'_> {
                 // the mutex, and try again at once only if it did (a second full try would hold
                 // the mutex that the holder needs to release; on a network folder, milliseconds).
                 let w = self.watch.insert(watch_for(ws.root(), targets));
+                // The files the try that succeeds will publish (a record per file, the
+                // presence, a backup per file) are made now, while there is time, so that the
+                // try does not make them between a release and the command waiting for it.
+                // Local folders only: on a network filesystem, checking a spare costs a round
+                // trip to the server as making a file does.
+                if self.policy.fs.class == crate::arbiter::FsClass::Local {
+                    let records = targets.len() * if self.req.backup { 2 } else { 1 };
+                    fsutil::keep_spares_at_least(&crate::layout::state_dir(ws.root()), records + 1);
+                }
                 if worth_a_try(&probe) {
                     return Ok(());
                 }
