@@ -48,6 +48,12 @@ pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     // One wait, then the command: a watch of the wait is closed when this process exits,
     // after the release (closing it earlier would hold the lock while the kernel tidies up).
     coord::watch::keep_until_exit();
+    // On a local folder the queue is left once the command has started (see
+    // `leave_queue_once_started`); on a network filesystem that would take the workspace lease
+    // once more, round trips to the server.
+    if ws.policy()?.fs.class == coord::arbiter::FsClass::Local {
+        coord::v3::lock::leave_queue_once_started();
+    }
     let quiet = ctx.quiet;
     let agent_id = req.agent.id().to_string();
     let outcome = run::run(&ws, &req, &mut |event| match event {

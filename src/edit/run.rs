@@ -153,6 +153,7 @@ pub fn run(
         .collect();
 
     let end = supervise(ws, req, program, args);
+    lock::leave_queue_now(ws);
     let released = lock::release_tokens(ws, &req.agent, &held);
     let end = end?;
     let lost = released?
@@ -191,7 +192,10 @@ fn supervise(
     if own_group {
         command.process_group(0);
     }
-    let mut child = match command.spawn() {
+    let spawned = command.spawn();
+    // Started (or not): a ticket the acquire kept in the queue goes now.
+    lock::leave_queue_now(ws);
+    let mut child = match spawned {
         Ok(child) => child,
         Err(e) => return Ok(RunEnd::NotStarted(e)),
     };

@@ -23,9 +23,18 @@ pub fn temp_in(dir: &Path) -> io::Result<NamedTempFile> {
     temp_builder().tempfile_in(dir).map_err(bare)
 }
 
-/// An OS error without the path `tempfile` adds to its message.
+/// An error without the path `tempfile` adds to its message (`… at path ".coord-….tmp"`). The
+/// wrapper `tempfile` puts around the system's error does not give that error back, only its
+/// text and kind.
 fn bare(e: io::Error) -> io::Error {
-    e.raw_os_error().map_or(e, io::Error::from_raw_os_error)
+    if e.raw_os_error().is_some() {
+        return e;
+    }
+    let text = e.to_string();
+    match text.rfind(" at path ") {
+        Some(cut) => io::Error::new(e.kind(), text[..cut].to_string()),
+        None => e,
+    }
 }
 
 fn temp_builder() -> tempfile::Builder<'static, 'static> {

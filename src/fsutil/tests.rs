@@ -289,3 +289,17 @@ fn a_mutex_held_too_long_is_an_error_not_a_hang() {
     let err = lock_mutex_within(&path, Duration::from_millis(200)).unwrap_err();
     assert!(err.to_string().contains("held it too long"), "{err}");
 }
+
+#[test]
+fn a_temporary_file_that_cannot_be_made_is_named_by_its_folder_alone() {
+    let dir = tempfile::tempdir().unwrap();
+    let gone = dir.path().join("gone");
+    let e = temp_in(&gone).unwrap_err();
+    assert_eq!(e.kind(), std::io::ErrorKind::NotFound);
+    let text = e.to_string();
+    assert!(text.contains("No such file or directory"), "{text}");
+    assert!(
+        !text.contains("at path") && !text.contains(".tmp"),
+        "{text}"
+    );
+}

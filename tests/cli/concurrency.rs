@@ -103,3 +103,80 @@ fn a_stampede_of_waiters_takes_turns_without_overlap() {
     assert!(!env.exists("collisions"));
     assert_eq!(env.read("counter.txt").trim(), "12");
 }
+
+/// coord's temporary files (`.coord-<host>-<pid>-XXXXXX.tmp`) in `dir`.
+fn temps_in(dir: &std::path::Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(".coord-") && n.ends_with(".tmp"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+/// A waiter prepares, while it waits, the files its success will publish (in `.coord/`, out of
+/// sight of `git status`); once served, nothing of them is left, nor its place in the queue.
+#[test]
+fn a_waiters_prepared_files_and_ticket_are_gone_once_it_is_done() {
+    let env = Env::new();
+    env.write("a.md", "v1");
+    env.agent("claude").args(["lock", "a.md"]).ok();
+    let waiter = env
+        .agent("gemini")
+        .args([
+            "run",
+            "a.md",
+            "--wait",
+            "20s",
+            "--",
+            "sh",
+            "-c",
+            "cat a.md.bak > seen-backup.txt; echo v2 > a.md",
+        ])
+        .spawn();
+    let start = std::time::Instant::now();
+    while !(env.exists(".gemini_presence")
+        && env.read(".gemini_presence").contains("WAITING")
+        && temps_in(&env.path(".coord")).len() >= 3)
+    {
+        assert!(
+            start.elapsed().as_secs() < 20,
+            "the waiter never prepared its files: {:?}",
+            temps_in(&env.path(".coord"))
+        );
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+    assert_eq!(
+        temps_in(env.root()),
+        Vec::<String>::new(),
+        "none in the root"
+    );
+    env.write("a.md", "v1 edited by claude");
+    env.agent("claude").args(["unlock", "a.md"]).ok();
+    let out = waiter.wait_with_output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    // The backup was written before the command, from what claude left.
+    assert_eq!(env.read("seen-backup.txt"), "v1 edited by claude");
+    assert_eq!(env.read("a.md"), "v2\n");
+    assert!(env.read(".gemini_presence").contains("lock_status: FREE\n"));
+    assert!(!env.exists("a.md.lock.gemini"));
+    assert_eq!(temps_in(env.root()), Vec::<String>::new());
+    assert_eq!(temps_in(&env.path(".coord")), Vec::<String>::new());
+    let queue = env.path(".coord/queue");
+    let tickets: Vec<_> = std::fs::read_dir(&queue)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten())
+        .map(|e| e.file_name())
+        .collect();
+    assert!(tickets.is_empty(), "left in the queue: {tickets:?}");
+}

@@ -209,6 +209,36 @@ pub fn acquire(
     })
 }
 
+/// Set by [`leave_queue_once_started`].
+static LEAVE_LATER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+
+/// Tickets of acquires that got their locks, waiting for [`leave_queue_now`].
+static LEFT_LATER: std::sync::Mutex<Vec<queue::Tickets>> = std::sync::Mutex::new(Vec::new());
+
+/// From now on, an acquire that gets its locks after waiting leaves the queue only when
+/// [`leave_queue_now`] is called, not under the mutex it published them under. For a process
+/// that starts a command once it holds the locks (`coord run`): removing a ticket wakes every
+/// waiter behind it, which then compete for the processor with the command's start. Until then
+/// the ticket stands where the lock it waited for is held by its own process: nobody behind it
+/// could have had the file meanwhile.
+pub fn leave_queue_once_started() {
+    LEAVE_LATER.store(true, std::sync::atomic::Ordering::Relaxed);
+}
+
+/// Leave the queue for the acquires that got their locks (see [`leave_queue_once_started`]).
+/// Best effort: a ticket left behind is judged dead once its process is gone.
+pub fn leave_queue_now(ws: &Workspace) {
+    let later = std::mem::take(&mut *LEFT_LATER.lock().unwrap_or_else(|e| e.into_inner()));
+    if later.is_empty() {
+        return;
+    }
+    if let Ok(_mutex) = ws.lock_mutex() {
+        for tickets in &later {
+            queue::leave(tickets);
+        }
+    }
+}
+
 /// The state of one acquire across its tries.
 struct Tries<'a> {
     ws: &'a Workspace,
@@ -249,7 +279,11 @@ impl Tries<'_> {
         match &attempt {
             Attempt::Got(_) => {
                 if let Some(t) = self.waiting.tickets.take() {
-                    queue::leave(&t);
+                    if LEAVE_LATER.load(std::sync::atomic::Ordering::Relaxed) {
+                        LEFT_LATER.lock().unwrap_or_else(|e| e.into_inner()).push(t);
+                    } else {
+                        queue::leave(&t);
+                    }
                 }
             }
             Attempt::Busy(_) if self.may_wait && !self.deadline.passed() => {
