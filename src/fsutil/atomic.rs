@@ -143,10 +143,12 @@ pub fn copy_replace(src: &Path, dst: &Path) -> Result<u64> {
     let dir = parent_of(dst);
     let fresh = || temp_in(dir).at("create a temporary file in", dir);
     // A spare when one is kept; beside `dst` when `dst` is on another filesystem than the spare.
-    let (tmp, n) = copy_into(src, super::spare::take().map_or_else(fresh, Ok)?, false)?;
+    let input = open_nofollow(src, Access::Read).at("read", src)?;
+    let (tmp, n) = copy_into(src, input, super::spare::take().map_or_else(fresh, Ok)?, false)?;
     match put(tmp, dst) {
         Err(e) if e.kind() == io::ErrorKind::CrossesDevices => {
-            let (tmp, n) = copy_into(src, fresh()?, false)?;
+            let input = open_nofollow(src, Access::Read).at("read", src)?;
+            let (tmp, n) = copy_into(src, input, fresh()?, false)?;
             persist(tmp, dst)?;
             Ok(n)
         }
@@ -161,13 +163,18 @@ pub fn copy_replace(src: &Path, dst: &Path) -> Result<u64> {
 ///
 /// [`Error::Io`](crate::Error::Io) naming the file involved.
 pub fn copy_to_temp(src: &Path, dir: &Path, durable: bool) -> Result<(NamedTempFile, u64)> {
+    let input = open_nofollow(src, Access::Read).at("read", src)?;
     let tmp = temp_in(dir).at("create a temporary file in", dir)?;
-    copy_into(src, tmp, durable)
+    copy_into(src, input, tmp, durable)
 }
 
-/// [`copy_to_temp`] into a temporary file already made.
-fn copy_into(src: &Path, mut tmp: NamedTempFile, durable: bool) -> Result<(NamedTempFile, u64)> {
-    let (mut input, meta) = open_nofollow(src, Access::Read).at("read", src)?;
+/// [`copy_to_temp`] from `src` opened (with its metadata) into a temporary file already made.
+fn copy_into(
+    src: &Path,
+    (mut input, meta): (File, fs::Metadata),
+    mut tmp: NamedTempFile,
+    durable: bool,
+) -> Result<(NamedTempFile, u64)> {
     // `io::copy` asks the kernel to copy (`copy_file_range`), which pays off for large files
     // but costs more than a read and a write for the small files agents lock.
     let n = match usize::try_from(meta.len()) {
