@@ -108,6 +108,26 @@ pub fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
     publish_bytes(path, bytes, |tmp| put(tmp, path))?.at("replace", path)
 }
 
+/// [`replace`] through a temporary file made in `stage` (a folder of the same filesystem, or a
+/// spare when one is kept) rather than beside `path`: `path`'s folder then sees only the new
+/// name arrive, no temporary name coming and going, which wakes nobody watching that folder for
+/// names going away (a queue of waiters). On another filesystem, as [`replace`].
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the path.
+pub fn replace_staged(path: &Path, stage: &Path, bytes: &[u8]) -> Result<()> {
+    let mut tmp = match super::spare::take() {
+        Some(tmp) => tmp,
+        None => temp_in(stage).at("create a temporary file in", stage)?,
+    };
+    tmp.write_all(bytes).at("write", path)?;
+    match put(tmp, path) {
+        Err(e) if e.kind() == io::ErrorKind::CrossesDevices => replace(path, bytes),
+        done => done.at("replace", path),
+    }
+}
+
 /// Replace `path` durably: temp file, fsync, rename, fsync of the folder. The mode of an
 /// existing regular file at `path` is kept.
 ///
@@ -144,7 +164,12 @@ pub fn copy_replace(src: &Path, dst: &Path) -> Result<u64> {
     let fresh = || temp_in(dir).at("create a temporary file in", dir);
     // A spare when one is kept; beside `dst` when `dst` is on another filesystem than the spare.
     let input = open_nofollow(src, Access::Read).at("read", src)?;
-    let (tmp, n) = copy_into(src, input, super::spare::take().map_or_else(fresh, Ok)?, false)?;
+    let (tmp, n) = copy_into(
+        src,
+        input,
+        super::spare::take().map_or_else(fresh, Ok)?,
+        false,
+    )?;
     match put(tmp, dst) {
         Err(e) if e.kind() == io::ErrorKind::CrossesDevices => {
             let input = open_nofollow(src, Access::Read).at("read", src)?;

@@ -45,7 +45,7 @@ pub use append::{
 };
 pub use atomic::{
     copy_replace, copy_to_temp, create_new, persist, persist_durable, rename_without_exchange,
-    replace, replace_durable, spool, temp_in,
+    replace, replace_durable, replace_staged, spool, temp_in,
 };
 pub use entry::{ensure_dir, make_executable, remove, rename, sync_dir, touch};
 pub use mutex::{MUTEX_PATIENCE, MutexGuard, keep_mutex_open, lock_mutex, mutex_kept_open};

@@ -79,7 +79,9 @@ pub fn register(root: &Path, agent: &AgentId, targets: &[Target]) -> Result<Tick
         rec.set("host", host::hostname());
         rec.set("since", crate::clock::now_string());
         let path = dir.join(layout::ticket_name(seq, agent.id()));
-        fsutil::replace(&path, rec.render().as_bytes())?;
+        // Staged in the queues' own folder: the waiters already in line watch this queue for
+        // tickets going away, and a temporary name going away there would wake them all.
+        fsutil::replace_staged(&path, &queue_root, rec.render().as_bytes())?;
         paths.push(path);
     }
     Ok(Tickets {
