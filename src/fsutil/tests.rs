@@ -303,3 +303,28 @@ fn a_temporary_file_that_cannot_be_made_is_named_by_its_folder_alone() {
         "{text}"
     );
 }
+
+#[test]
+fn a_staged_replace_leaves_no_temporary_file_anywhere() {
+    let dir = tempfile::tempdir().unwrap();
+    let (stage, target_dir) = (dir.path().join("stage"), dir.path().join("queue"));
+    fs::create_dir(&stage).unwrap();
+    fs::create_dir(&target_dir).unwrap();
+    let path = target_dir.join("00000000000000000001.claude");
+    replace_staged(&path, &stage, b"first\n").unwrap();
+    replace_staged(&path, &stage, b"second\n").unwrap();
+    assert_eq!(fs::read(&path).unwrap(), b"second\n");
+    assert_eq!(
+        fs::read_dir(&stage).unwrap().count(),
+        0,
+        "nothing left in the stage"
+    );
+    assert_eq!(
+        fs::read_dir(&target_dir).unwrap().count(),
+        1,
+        "only the file"
+    );
+    let gone = dir.path().join("missing");
+    assert!(replace_staged(&path, &gone, b"x").is_err());
+    assert_eq!(fs::read(&path).unwrap(), b"second\n", "unchanged on error");
+}
