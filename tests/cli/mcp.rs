@@ -486,6 +486,9 @@ fn the_state_folder_removed_between_requests_is_made_again_and_still_excludes() 
     c.initialize("2025-06-18");
     assert_ok(&c.call("lock", json!({"files": ["a.md"]})));
     assert_ok(&c.call("unlock", json!({"files": ["a.md"]})));
+    // Answered once the server has tidied up after the unlock (one request at a time): nothing
+    // of it is still being written in `.coord/` while the folder is removed.
+    c.request("ping", json!({}));
     std::fs::remove_dir_all(env.path(".coord")).unwrap();
     assert_ok(&c.call("lock", json!({"files": ["a.md"]})));
     assert!(env.exists(".coord/mutex"));
