@@ -141,7 +141,14 @@ pub fn run(
             session: None,
         }),
     };
-    let got = lock::acquire(ws, &lock_req, &mut |e| on_event(RunEvent::Lock(e)))?;
+    let got = match lock::acquire(ws, &lock_req, &mut |e| on_event(RunEvent::Lock(e))) {
+        Ok(got) => got,
+        Err(e) => {
+            // Got, then failed (a backup that could not be written): the queue is left here.
+            lock::leave_queue_now(ws);
+            return Err(e);
+        }
+    };
     on_event(RunEvent::Locked(&got));
     let held: Vec<(Target, String)> = got
         .acquired
