@@ -1,13 +1,52 @@
-//! The command-line trees: clap's own consistency checks on the full tree and on each hand-built
-//! hot-path tree, and the hot trees parsing a line as the full tree does.
+//! The command-line trees: clap's own consistency checks on the full tree and on each
+//! single-command tree, and those parsing a line and printing help as the full tree does.
 
 use std::ffi::OsString;
 
 use clap::{CommandFactory, FromArgMatches};
 
-use super::{Cli, hot_command, hot_tree};
+use super::{Cli, single_command, single_tree};
 
-const HOT: [&str; 4] = ["lock", "unlock", "presence", "hook"];
+const SINGLE: [&str; 26] = [
+    "startup",
+    "shutdown",
+    "session",
+    "presence",
+    "check",
+    "handshake",
+    "partners",
+    "lock",
+    "unlock",
+    "write",
+    "run",
+    "restore",
+    "note",
+    "msg",
+    "collab",
+    "dialogue",
+    "review",
+    "status",
+    "demo",
+    "hook",
+    "init",
+    "guard",
+    "mcp",
+    "who",
+    "watch",
+    "doctor",
+];
+
+#[test]
+fn every_command_but_the_tree_describers_has_its_own_tree() {
+    let names: Vec<String> = Cli::command()
+        .get_subcommands()
+        .map(|c| c.get_name().to_string())
+        .filter(|n| n != "completions" && n != "man")
+        .collect();
+    assert_eq!(names, SINGLE);
+    assert!(single_command(&os(&["completions", "bash"])).is_none());
+    assert!(single_command(&os(&["help", "lock"])).is_none());
+}
 
 fn os(args: &[&str]) -> Vec<OsString> {
     args.iter().map(OsString::from).collect()
@@ -19,36 +58,94 @@ fn the_full_tree_passes_clap_debug_assert() {
 }
 
 #[test]
-fn every_hot_tree_passes_clap_debug_assert() {
-    for name in HOT {
-        let sub = hot_command(&os(&["--json", "-a", "claude", name]))
-            .unwrap_or_else(|| panic!("{name} is not on the hot path"));
-        hot_tree(sub).debug_assert();
+fn every_single_command_tree_passes_clap_debug_assert() {
+    for name in SINGLE {
+        let sub = single_command(&os(&["--json", "-a", "claude", name]))
+            .unwrap_or_else(|| panic!("{name} has no tree of its own"));
+        single_tree(sub).debug_assert();
     }
 }
 
 #[test]
-fn only_plain_hot_lines_take_the_hot_path() {
-    assert!(hot_command(&os(&["status"])).is_none());
-    assert!(hot_command(&os(&["--frobnicate", "lock", "a.md"])).is_none());
-    assert!(hot_command(&os(&["-C", "dir", "--agent=x", "unlock", "a.md"])).is_some());
+fn only_plain_lines_take_a_single_command_tree() {
+    assert!(single_command(&os(&["--frobnicate", "lock", "a.md"])).is_none());
+    assert!(single_command(&os(&["-C", "dir", "--agent=x", "unlock", "a.md"])).is_some());
 }
 
 #[test]
-fn a_hot_tree_parses_a_line_as_the_full_tree_does() {
+fn a_single_command_tree_parses_a_line_as_the_full_tree_does() {
     let line = [
         "coord", "-a", "claude", "--json", "lock", "a.md", "b.md", "--wait", "5s", "--reason", "r",
     ];
-    let sub = hot_command(&os(&line[1..])).expect("lock is hot");
-    let hot = hot_tree(sub)
-        .try_get_matches_from(os(&line))
-        .expect("the hot tree parses it");
+    same_parse(&line);
+    same_parse(&[
+        "coord",
+        "-q",
+        "run",
+        "a.md",
+        "--wait",
+        "5m",
+        "--",
+        "sh",
+        "-c",
+        "echo --wait",
+        "-q",
+    ]);
+    same_parse(&["coord", "msg", "send", "gemini", "hello", "--json"]);
+    same_parse(&[
+        "coord",
+        "-C",
+        ".",
+        "review",
+        "issue",
+        "api",
+        "add",
+        "--severity",
+        "high",
+        "--title",
+        "t",
+    ]);
+    same_parse(&["coord", "status", "--json", "--color", "never"]);
+}
+
+#[test]
+fn a_single_command_tree_prints_the_full_trees_help() {
+    /// The long help of `command` and of every command below it, by path.
+    fn helps(command: &mut clap::Command, path: String, out: &mut Vec<(String, String)>) {
+        out.push((path.clone(), command.render_long_help().to_string()));
+        for sub in command.get_subcommands_mut() {
+            let name = format!("{path} {}", sub.get_name());
+            helps(sub, name, out);
+        }
+    }
+    for name in SINGLE {
+        let of = |mut tree: clap::Command| {
+            tree.build();
+            let mut out = Vec::new();
+            let sub = tree.find_subcommand_mut(name).expect("the subcommand");
+            helps(sub, name.to_string(), &mut out);
+            out
+        };
+        let single = of(single_tree(
+            single_command(&os(&[name])).expect("its own tree"),
+        ));
+        let full = of(Cli::command());
+        assert!(!single.is_empty());
+        assert_eq!(single, full, "`coord {name} … --help`");
+    }
+}
+
+fn same_parse(line: &[&str]) {
+    let sub = single_command(&os(&line[1..])).expect("a command with its own tree");
+    let single = single_tree(sub)
+        .try_get_matches_from(os(line))
+        .expect("the single-command tree parses it");
     let full = Cli::command()
-        .try_get_matches_from(os(&line))
+        .try_get_matches_from(os(line))
         .expect("the full tree parses it");
-    let (hot, full) = (
-        Cli::from_arg_matches(&hot).expect("hot"),
+    let (single, full) = (
+        Cli::from_arg_matches(&single).expect("single"),
         Cli::from_arg_matches(&full).expect("full"),
     );
-    assert_eq!(format!("{hot:?}"), format!("{full:?}"));
+    assert_eq!(format!("{single:?}"), format!("{full:?}"));
 }
