@@ -284,6 +284,9 @@ fn heartbeat(ws: &Workspace, agent: &AgentId) {
     if let Ok(_mutex) = ws.lock_mutex() {
         let _ = presence::write(ws.root(), agent, &presence::Update::default());
     }
+    // What the write replaced goes now, and a new file is made for the release, so that a long
+    // command does not gather one replaced presence per heartbeat until its end.
+    crate::fsutil::tidy();
 }
 
 /// A self-pipe woken by `SIGCHLD` and the forwarded signals, with one flag per forwarded signal.

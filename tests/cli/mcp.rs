@@ -808,6 +808,34 @@ fn the_server_heartbeats_while_it_runs() {
 }
 
 #[test]
+fn an_idle_server_does_not_gather_replaced_files_between_heartbeats() {
+    let env = Env::new();
+    let mut c = Client::start_with(
+        &env,
+        Some("claude"),
+        &[("COORD_HEARTBEAT_INTERVAL", "50ms")],
+    );
+    c.initialize("2025-06-18");
+    // Twenty heartbeats or so, each replacing the presence and the stamp-card row.
+    std::thread::sleep(Duration::from_millis(1000));
+    let all = || {
+        let mut v = temps_in(env.root());
+        v.extend(temps_in(&env.path(".coord")));
+        v.extend(temps_in(&env.path(".coord/partners")));
+        v
+    };
+    assert_eq!(
+        temps_in(env.root()),
+        Vec::<String>::new(),
+        "none in the root"
+    );
+    assert!(all().len() <= 4, "{:?}", all());
+    let (code, _) = c.finish();
+    assert_eq!(code, 0);
+    assert_eq!(all(), Vec::<String>::new());
+}
+
+#[test]
 fn the_other_tools_reach_the_same_files_as_the_cli() {
     let env = Env::new();
     env.write("notes.md", "");

@@ -258,6 +258,8 @@ fn heartbeat(
         if let Err(e) = stamp::heartbeat(ws, agent, session_id) {
             output::diag(&format!("warning: heartbeat failed: {e}"));
         }
+        // The heartbeat replaced files too: an idle server tidies up after it as after an answer.
+        fsutil::tidy();
     }
 }
 
