@@ -13,7 +13,7 @@ use serde::Serialize;
 pub fn line(text: &str) {
     let mut out = std::io::stdout().lock();
     if writeln!(out, "{text}").and_then(|()| out.flush()).is_err() {
-        std::process::exit(0);
+        stdout_closed();
     }
 }
 
@@ -21,8 +21,14 @@ pub fn line(text: &str) {
 pub fn raw(bytes: &[u8]) {
     let mut out = std::io::stdout().lock();
     if out.write_all(bytes).and_then(|()| out.flush()).is_err() {
-        std::process::exit(0);
+        stdout_closed();
     }
+}
+
+/// The reader of stdout is gone: end quietly, leaving no file made ahead behind.
+fn stdout_closed() -> ! {
+    coord::fsutil::discard_spares();
+    std::process::exit(0);
 }
 
 static JSON_PRINTED: AtomicBool = AtomicBool::new(false);

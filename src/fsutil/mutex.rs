@@ -96,6 +96,7 @@ pub(super) fn lock_mutex_within(path: &Path, patience: Duration) -> Result<Mutex
         .unwrap_or_else(PoisonError::into_inner)
         .take_if(|k| k.path == path);
     let mut kept = kept.map(|k| (k.file, k.held));
+    let from_kept = kept.is_some();
     loop {
         let (file, held) = match kept.take() {
             Some(open) => open,
@@ -112,6 +113,15 @@ pub(super) fn lock_mutex_within(path: &Path, patience: Duration) -> Result<Mutex
                     path: path.to_path_buf(),
                     held,
                 });
+            }
+            // The file kept open is not the one at the path any more (`.coord/` removed, or
+            // replaced): the caller looks at the folder again before opening anything there.
+            _ if from_kept => {
+                return Err(io::Error::new(
+                    io::ErrorKind::NotFound,
+                    "was replaced since it was last taken",
+                ))
+                .at("lock the workspace mutex", path);
             }
             _ if Instant::now() >= deadline => {
                 return Err(io::Error::new(

@@ -120,31 +120,32 @@ pub(super) fn take() -> Option<NamedTempFile> {
     let mut state = state();
     let ahead = state.as_mut()?;
     while let Some(spare) = ahead.spares.pop() {
-        match fs::symlink_metadata(spare.file.path()) {
-            Ok(m)
-                if m.is_file() && m.dev() == spare.dev && m.ino() == spare.ino && m.len() == 0 =>
-            {
-                return Some(spare.file);
-            }
+        let ours = fs::symlink_metadata(spare.file.path()).is_ok_and(|m| {
+            m.is_file() && m.dev() == spare.dev && m.ino() == spare.ino && m.len() == 0
+        });
+        if !ours {
             // Swept, or something else now stands at its name: not ours to remove.
-            _ => {
-                let _ = spare.file.into_temp_path().keep();
-            }
+            let _ = spare.file.into_temp_path().keep();
+        } else if spare.made.elapsed() < MAX_AGE {
+            return Some(spare.file);
         }
+        // Ours but old (a long wait): others may sweep it any moment; removed on drop.
     }
     None
 }
 
 /// Leave the removal of `old` (a name holding content a replace swapped out) to the next
-/// [`tidy`] when spares are kept. Gives it back otherwise, for the caller to remove now.
+/// [`tidy`] when spares are kept and `old` is one of theirs, in `.coord/`. Gives it back
+/// otherwise, for the caller to remove now: a temporary name beside a user's file is not left
+/// there while a command starts or an answer goes out.
 pub(super) fn later(old: TempPath) -> Option<TempPath> {
     let mut state = state();
     match state.as_mut() {
-        Some(ahead) => {
+        Some(ahead) if old.parent() == Some(ahead.dir.as_path()) => {
             ahead.later.push(old);
             None
         }
-        None => Some(old),
+        _ => Some(old),
     }
 }
 

@@ -232,10 +232,17 @@ pub fn leave_queue_now(ws: &Workspace) {
     if later.is_empty() {
         return;
     }
-    if let Ok(_mutex) = ws.lock_mutex() {
-        for tickets in &later {
-            queue::leave(tickets);
+    match ws.lock_mutex() {
+        Ok(_mutex) => {
+            for tickets in &later {
+                queue::leave(tickets);
+            }
         }
+        // Kept for the next call (the end of `coord run` tries again).
+        Err(_) => LEFT_LATER
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .extend(later),
     }
 }
 
