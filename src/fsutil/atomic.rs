@@ -1,5 +1,6 @@
 //! Whole files published atomically: a filled temporary file linked or renamed into place.
 
+use std::cell::Cell;
 use std::fs::{self, File};
 use std::io::{self, Read, Write};
 use std::os::unix::fs::PermissionsExt;
@@ -54,30 +55,37 @@ fn layout_prefix() -> &'static str {
     PREFIX.get_or_init(|| layout::temp_prefix(host::host_tag(), host::pid()))
 }
 
-fn filled_temp(path: &Path, bytes: &[u8], spare: bool) -> Result<NamedTempFile> {
-    let dir = parent_of(path);
-    let mut tmp = match spare.then(super::spare::take).flatten() {
-        Some(tmp) => tmp,
-        None => temp_in(dir).at("create a temporary file in", dir)?,
-    };
+/// `tmp` with `bytes` written to it.
+fn written(mut tmp: NamedTempFile, path: &Path, bytes: &[u8]) -> Result<NamedTempFile> {
     // Errors name the file being written, not its temporary copy (on a full disk, the user
     // needs to know which file was not written).
     tmp.write_all(bytes).at("write", path)?;
     Ok(tmp)
 }
 
-/// Publish `bytes` at `path` through a temporary file: a spare made ahead of need when one is
-/// kept ([`keep_spares`](super::keep_spares)), else a new one beside `path`. A spare lives in
-/// `.coord/`; when `path` is on another filesystem than that (a mount inside the workspace),
-/// `publish` fails with `EXDEV` and is tried again with a temporary file beside `path`.
-fn publish_bytes<T>(
+/// A new temporary file in `dir`, its errors naming the folder.
+fn made_in(dir: &Path) -> Result<NamedTempFile> {
+    temp_in(dir).at("create a temporary file in", dir)
+}
+
+/// Publish at `path` what `fill` writes into a temporary file: a spare made ahead of need when
+/// one is kept ([`keep_spares`](super::keep_spares)), else a new one in `stage` (`path`'s own
+/// folder, unless the caller stages elsewhere). A spare lives in `.coord/`: when `path` is on
+/// another filesystem than the file used (a mount inside the workspace), `publish` fails with
+/// `EXDEV` and all is done again with a temporary file beside `path`.
+fn publish_via<T>(
     path: &Path,
-    bytes: &[u8],
+    stage: &Path,
+    fill: impl Fn(NamedTempFile) -> Result<NamedTempFile>,
     publish: impl Fn(NamedTempFile) -> io::Result<T>,
 ) -> Result<io::Result<T>> {
-    match publish(filled_temp(path, bytes, true)?) {
+    let first = match super::spare::take() {
+        Some(tmp) => tmp,
+        None => made_in(stage)?,
+    };
+    match publish(fill(first)?) {
         Err(e) if e.kind() == io::ErrorKind::CrossesDevices => {
-            Ok(publish(filled_temp(path, bytes, false)?))
+            Ok(publish(fill(made_in(parent_of(path))?)?))
         }
         done => Ok(done),
     }
@@ -91,10 +99,13 @@ fn publish_bytes<T>(
 ///
 /// [`Error::Io`](crate::Error::Io) naming the path on any other failure.
 pub fn create_new(path: &Path, bytes: &[u8]) -> Result<bool> {
-    publish_bytes(path, bytes, |tmp| match tmp.persist_noclobber(path) {
-        Ok(_) => Ok(true),
-        Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-        Err(e) => Err(e.error),
+    let fill = |tmp| written(tmp, path, bytes);
+    publish_via(path, parent_of(path), fill, |tmp| {
+        match tmp.persist_noclobber(path) {
+            Ok(_) => Ok(true),
+            Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => Ok(false),
+            Err(e) => Err(e.error),
+        }
     })?
     .at("create", path)
 }
@@ -105,7 +116,8 @@ pub fn create_new(path: &Path, bytes: &[u8]) -> Result<bool> {
 ///
 /// [`Error::Io`](crate::Error::Io) naming the path.
 pub fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
-    publish_bytes(path, bytes, |tmp| put(tmp, path))?.at("replace", path)
+    let fill = |tmp| written(tmp, path, bytes);
+    publish_via(path, parent_of(path), fill, |tmp| put(tmp, path))?.at("replace", path)
 }
 
 /// [`replace`] through a temporary file made in `stage` (a folder of the same filesystem, or a
@@ -117,15 +129,8 @@ pub fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
 ///
 /// [`Error::Io`](crate::Error::Io) naming the path.
 pub fn replace_staged(path: &Path, stage: &Path, bytes: &[u8]) -> Result<()> {
-    let mut tmp = match super::spare::take() {
-        Some(tmp) => tmp,
-        None => temp_in(stage).at("create a temporary file in", stage)?,
-    };
-    tmp.write_all(bytes).at("write", path)?;
-    match put(tmp, path) {
-        Err(e) if e.kind() == io::ErrorKind::CrossesDevices => replace(path, bytes),
-        done => done.at("replace", path),
-    }
+    let fill = |tmp| written(tmp, path, bytes);
+    publish_via(path, stage, fill, |tmp| put(tmp, path))?.at("replace", path)
 }
 
 /// Replace `path` durably: temp file, fsync, rename, fsync of the folder. The mode of an
@@ -135,7 +140,7 @@ pub fn replace_staged(path: &Path, stage: &Path, bytes: &[u8]) -> Result<()> {
 ///
 /// [`Error::Io`](crate::Error::Io) naming the path.
 pub fn replace_durable(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = filled_temp(path, bytes, false)?;
+    let tmp = written(made_in(parent_of(path))?, path, bytes)?;
     keep_mode(path, tmp.as_file())?;
     tmp.as_file().sync_all().at("write", path)?;
     persist(tmp, path)?;
@@ -160,25 +165,21 @@ fn keep_mode(path: &Path, file: &File) -> Result<()> {
 ///
 /// [`Error::Io`](crate::Error::Io) naming the file involved.
 pub fn copy_replace(src: &Path, dst: &Path) -> Result<u64> {
-    let dir = parent_of(dst);
-    let fresh = || temp_in(dir).at("create a temporary file in", dir);
-    // A spare when one is kept; beside `dst` when `dst` is on another filesystem than the spare.
-    let input = open_nofollow(src, Access::Read).at("read", src)?;
-    let (tmp, n) = copy_into(
-        src,
-        input,
-        super::spare::take().map_or_else(fresh, Ok)?,
-        false,
-    )?;
-    match put(tmp, dst) {
-        Err(e) if e.kind() == io::ErrorKind::CrossesDevices => {
-            let input = open_nofollow(src, Access::Read).at("read", src)?;
-            let (tmp, n) = copy_into(src, input, fresh()?, false)?;
-            persist(tmp, dst)?;
-            Ok(n)
-        }
-        done => done.at("replace", dst).map(|()| n),
-    }
+    // Opened before any temporary file is made: a missing source makes none. Opened again only
+    // when the copy has to be made a second time (see `publish_via`).
+    let opened = Cell::new(Some(open_nofollow(src, Access::Read).at("read", src)?));
+    let copied = Cell::new(0);
+    let fill = |tmp| {
+        let input = match opened.take() {
+            Some(input) => input,
+            None => open_nofollow(src, Access::Read).at("read", src)?,
+        };
+        let (tmp, n) = copy_into(src, input, tmp, false)?;
+        copied.set(n);
+        Ok(tmp)
+    };
+    publish_via(dst, parent_of(dst), fill, |tmp| put(tmp, dst))?.at("replace", dst)?;
+    Ok(copied.get())
 }
 
 /// A temporary copy of the regular file `src` (never following a link at `src`) in `dir`, with
@@ -189,8 +190,7 @@ pub fn copy_replace(src: &Path, dst: &Path) -> Result<u64> {
 /// [`Error::Io`](crate::Error::Io) naming the file involved.
 pub fn copy_to_temp(src: &Path, dir: &Path, durable: bool) -> Result<(NamedTempFile, u64)> {
     let input = open_nofollow(src, Access::Read).at("read", src)?;
-    let tmp = temp_in(dir).at("create a temporary file in", dir)?;
-    copy_into(src, input, tmp, durable)
+    copy_into(src, input, made_in(dir)?, durable)
 }
 
 /// [`copy_to_temp`] from `src` opened (with its metadata) into a temporary file already made.
@@ -231,10 +231,7 @@ pub fn spool(
     what: &Path,
     like: &Path,
 ) -> Result<(NamedTempFile, u64)> {
-    let mut tmp = temp_builder()
-        .tempfile_in(dir)
-        .map_err(bare)
-        .at("create a temporary file in", dir)?;
+    let mut tmp = made_in(dir)?;
     // Write errors name the file the content is for, not its temporary copy.
     let n = copy_input(input, tmp.as_file_mut(), what, like, 128 * 1024)?;
     keep_mode(like, tmp.as_file())?;
@@ -328,15 +325,13 @@ fn exchange(tmp: NamedTempFile, path: &Path) -> std::result::Result<(), NamedTem
         let _ = rustix::fs::renameat_with(CWD, &*old, CWD, path, RenameFlags::EXCHANGE);
         NamedTempFile::from_parts(file, old)
     };
-    if super::spare::deferring() {
+    if super::spare::defers(&old) {
         // Removed between requests, by a process that keeps spares: the folder check cannot
         // wait for the removal to refuse it.
         if fs::symlink_metadata(&old).is_ok_and(|m| m.is_dir()) {
             return Err(put_back(file, old));
         }
-        if let Some(old) = super::spare::later(old) {
-            drop(old);
-        }
+        super::spare::later(old);
         return Ok(());
     }
     match rustix::fs::unlinkat(CWD, &*old, AtFlags::empty()) {

@@ -134,22 +134,20 @@ pub(super) fn take() -> Option<NamedTempFile> {
     None
 }
 
-/// Leave the removal of `old` (a name holding content a replace swapped out) to the next
-/// [`tidy`] when spares are kept and `old` is one of theirs, in `.coord/`. Gives it back
-/// otherwise, for the caller to remove now: a temporary name beside a user's file is not left
-/// there while a command starts or an answer goes out.
-pub(super) fn later(old: TempPath) -> Option<TempPath> {
-    let mut state = state();
-    match state.as_mut() {
-        Some(ahead) if old.parent() == Some(ahead.dir.as_path()) => {
-            ahead.later.push(old);
-            None
-        }
-        _ => Some(old),
-    }
+/// Whether the removal of `old` (a name holding content a replace swapped out) is left to the
+/// next [`tidy`]: when spares are kept and `old` is one of them, in `.coord/`. A temporary name
+/// beside a user's file is removed at once, not left there while a command starts or an answer
+/// goes out.
+pub(super) fn defers(old: &Path) -> bool {
+    state()
+        .as_ref()
+        .is_some_and(|ahead| old.parent() == Some(ahead.dir.as_path()))
 }
 
-/// Whether removals are left for later (spares are kept).
-pub(super) fn deferring() -> bool {
-    state().is_some()
+/// Leave the removal of `old` to the next [`tidy`] (see [`defers`]); removed at once when
+/// spares stopped being kept meanwhile.
+pub(super) fn later(old: TempPath) {
+    if let Some(ahead) = state().as_mut() {
+        ahead.later.push(old);
+    }
 }
