@@ -227,7 +227,7 @@ impl Workspace {
         let mut tries = 0;
         loop {
             // A mutex kept open needs no folder to open it in; if `.coord/` went away since,
-            // the take finds another file (or none) at the path and opens it the usual way.
+            // the take says so (not found) and the next round looks at the folder first.
             if tries > 0 || !fsutil::mutex_kept_open(&mutex) {
                 self.ensure_state_dir()?;
             }

@@ -161,6 +161,14 @@ impl FsInfo {
     pub fn events_shared(&self) -> bool {
         self.class == FsClass::Local
     }
+
+    /// Whether making or looking at a file costs no round trip to a server. Only then does work
+    /// done ahead of need pay off (files made while waiting, a queue left once a command has
+    /// started): on a network filesystem, checking a file made ahead costs a round trip as
+    /// making one does.
+    pub fn served_locally(&self) -> bool {
+        self.class == FsClass::Local
+    }
 }
 
 /// The filesystem type of the mount holding `dir`, from a `/proc/self/mountinfo` table: the

@@ -48,10 +48,9 @@ pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     // One wait, then the command: a watch of the wait is closed when this process exits,
     // after the release (closing it earlier would hold the lock while the kernel tidies up).
     coord::watch::keep_until_exit();
-    // On a local folder the queue is left once the command has started (see
-    // `leave_queue_once_started`); on a network filesystem that would take the workspace lease
-    // once more, round trips to the server.
-    if ws.policy()?.fs.class == coord::arbiter::FsClass::Local {
+    // The queue is left once the command has started (see `leave_queue_once_started`); on a
+    // network filesystem that would take the workspace lease once more.
+    if ws.policy()?.fs.served_locally() {
         coord::v3::lock::leave_queue_once_started();
     }
     let quiet = ctx.quiet;

@@ -211,10 +211,7 @@ fn supervise(
         .flatten();
     // While CMD runs: remove what the acquire replaced, and make the file the release will
     // publish (the presence), so that the release does not make it after CMD ends.
-    if ws
-        .policy()
-        .is_ok_and(|p| p.fs.class == crate::arbiter::FsClass::Local)
-    {
+    if ws.policy().is_ok_and(|p| p.fs.served_locally()) {
         crate::fsutil::keep_spares(&crate::layout::state_dir(ws.root()), 1);
     }
     let status = wait_forwarding(&mut child, group, &signals, ws, &req.agent)

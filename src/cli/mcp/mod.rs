@@ -154,9 +154,7 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     });
 
     // Files the next answers will publish are made between requests, not while a client waits.
-    // On a local folder only: on a network filesystem, checking a spare costs a round trip to
-    // the server as making a file does.
-    if ws.policy()?.fs.class == coord::arbiter::FsClass::Local
+    if ws.policy()?.fs.served_locally()
         && let Ok(state_dir) = ws.ensure_state_dir()
     {
         fsutil::keep_spares(&state_dir, SPARES);

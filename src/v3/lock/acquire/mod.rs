@@ -209,11 +209,13 @@ pub fn acquire(
     })
 }
 
-/// Set by [`leave_queue_once_started`].
-static LEAVE_LATER: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+/// Tickets of acquires that got their locks, waiting for [`leave_queue_now`]; `None` until
+/// [`leave_queue_once_started`].
+static LEFT_LATER: std::sync::Mutex<Option<Vec<queue::Tickets>>> = std::sync::Mutex::new(None);
 
-/// Tickets of acquires that got their locks, waiting for [`leave_queue_now`].
-static LEFT_LATER: std::sync::Mutex<Vec<queue::Tickets>> = std::sync::Mutex::new(Vec::new());
+fn left_later() -> std::sync::MutexGuard<'static, Option<Vec<queue::Tickets>>> {
+    LEFT_LATER.lock().unwrap_or_else(|e| e.into_inner())
+}
 
 /// From now on, an acquire that gets its locks after waiting leaves the queue only when
 /// [`leave_queue_now`] is called, not under the mutex it published them under. For a process
@@ -222,13 +224,16 @@ static LEFT_LATER: std::sync::Mutex<Vec<queue::Tickets>> = std::sync::Mutex::new
 /// the ticket stands where the lock it waited for is held by its own process: nobody behind it
 /// could have had the file meanwhile.
 pub fn leave_queue_once_started() {
-    LEAVE_LATER.store(true, std::sync::atomic::Ordering::Relaxed);
+    left_later().get_or_insert_default();
 }
 
 /// Leave the queue for the acquires that got their locks (see [`leave_queue_once_started`]).
 /// Best effort: a ticket left behind is judged dead once its process is gone.
 pub fn leave_queue_now(ws: &Workspace) {
-    let later = std::mem::take(&mut *LEFT_LATER.lock().unwrap_or_else(|e| e.into_inner()));
+    let later = left_later()
+        .as_mut()
+        .map(std::mem::take)
+        .unwrap_or_default();
     if later.is_empty() {
         return;
     }
@@ -239,10 +244,7 @@ pub fn leave_queue_now(ws: &Workspace) {
             }
         }
         // Kept for the next call (the end of `coord run` tries again).
-        Err(_) => LEFT_LATER
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .extend(later),
+        Err(_) => left_later().get_or_insert_default().extend(later),
     }
 }
 
@@ -286,10 +288,9 @@ impl Tries<'_> {
         match &attempt {
             Attempt::Got(_) => {
                 if let Some(t) = self.waiting.tickets.take() {
-                    if LEAVE_LATER.load(std::sync::atomic::Ordering::Relaxed) {
-                        LEFT_LATER.lock().unwrap_or_else(|e| e.into_inner()).push(t);
-                    } else {
-                        queue::leave(&t);
+                    match left_later().as_mut() {
+                        Some(later) => later.push(t),
+                        None => queue::leave(&t),
                     }
                 }
             }
@@ -374,9 +375,7 @@ impl Tries<'_> {
                 // The files the try that succeeds will publish (a record per file, the
                 // presence, a backup per file) are made now, while there is time, so that the
                 // try does not make them between a release and the command waiting for it.
-                // Local folders only: on a network filesystem, checking a spare costs a round
-                // trip to the server as making a file does.
-                if self.policy.fs.class == crate::arbiter::FsClass::Local {
+                if self.policy.fs.served_locally() {
                     let records = targets.len() * if self.req.backup { 2 } else { 1 };
                     fsutil::keep_spares_at_least(&crate::layout::state_dir(ws.root()), records + 1);
                 }
