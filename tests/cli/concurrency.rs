@@ -4,7 +4,7 @@
 use std::process::Child;
 
 use crate::fixture::{agent_sh, counter_cycle, wait_all};
-use crate::support::Env;
+use crate::support::{Env, eventually, temps_in};
 
 #[test]
 fn eight_processes_fifty_cycles_each_count_to_exactly_400() {
@@ -104,19 +104,6 @@ fn a_stampede_of_waiters_takes_turns_without_overlap() {
     assert_eq!(env.read("counter.txt").trim(), "12");
 }
 
-/// coord's temporary files (`.coord-<host>-<pid>-XXXXXX.tmp`) in `dir`.
-fn temps_in(dir: &std::path::Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with(".coord-") && n.ends_with(".tmp"))
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// A waiter prepares, while it waits, the files its success will publish (in `.coord/`, out of
 /// sight of `git status`); once served, nothing of them is left, nor its place in the queue.
 #[test]
@@ -137,18 +124,11 @@ fn a_waiters_prepared_files_and_ticket_are_gone_once_it_is_done() {
             "cat a.md.bak > seen-backup.txt; echo v2 > a.md",
         ])
         .spawn();
-    let start = std::time::Instant::now();
-    while !(env.exists(".gemini_presence")
-        && env.read(".gemini_presence").contains("WAITING")
-        && temps_in(&env.path(".coord")).len() >= 3)
-    {
-        assert!(
-            start.elapsed().as_secs() < 20,
-            "the waiter never prepared its files: {:?}",
-            temps_in(&env.path(".coord"))
-        );
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    eventually("the waiter waits with its files prepared", || {
+        env.exists(".gemini_presence")
+            && env.read(".gemini_presence").contains("WAITING")
+            && temps_in(&env.path(".coord")).len() >= 3
+    });
     assert_eq!(
         temps_in(env.root()),
         Vec::<String>::new(),

@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 
-use crate::support::{Env, coord_bin};
+use crate::support::{Env, coord_bin, temps_in};
 
 /// A running `coord mcp` and the client end of its stdio.
 struct Client {
@@ -387,19 +387,6 @@ fn a_lock_through_mcp_refuses_a_cli_agent_and_records_the_server() {
     env.agent("gemini").args(["lock", "a.md", "--no-wait"]).ok();
     let (code, _) = c.finish();
     assert_eq!(code, 0);
-}
-
-/// coord's temporary files (`.coord-<host>-<pid>-XXXXXX.tmp`) in `dir`.
-fn temps_in(dir: &std::path::Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .map(|entries| {
-            entries
-                .flatten()
-                .map(|e| e.file_name().to_string_lossy().into_owned())
-                .filter(|n| n.starts_with(".coord-") && n.ends_with(".tmp"))
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 #[test]

@@ -327,6 +327,19 @@ pub fn eventually(what: &str, mut cond: impl FnMut() -> bool) {
     panic!("timed out waiting for: {what}");
 }
 
+/// coord's temporary files (`.coord-<host>-<pid>-XXXXXX.tmp`) in `dir` (none when it is gone).
+pub fn temps_in(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .map(|entries| {
+            entries
+                .flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(".coord-") && n.ends_with(".tmp"))
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 /// A spawned process's exit code and output, once it ends.
 pub fn finish(child: Child) -> Output {
     let out = child.wait_with_output().unwrap();

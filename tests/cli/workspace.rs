@@ -1,6 +1,6 @@
 //! Where the workspace is: one root for everyone, whatever folder a command runs from.
 
-use crate::support::Env;
+use crate::support::{Env, eventually};
 
 /// The README's first command, run from a subfolder of a workspace, must not start a second,
 /// nested workspace that cannot see the first one's locks.
@@ -195,11 +195,9 @@ fn a_workspace_removed_under_a_waiter_is_not_brought_back() {
         .args(["lock", "a.md", "--wait", "20s"])
         .spawn();
     let presence = env.path(".gemini_presence");
-    let start = std::time::Instant::now();
-    while !std::fs::read_to_string(&presence).is_ok_and(|t| t.contains("WAITING")) {
-        assert!(start.elapsed().as_secs() < 20, "the waiter never waited");
-        std::thread::sleep(std::time::Duration::from_millis(10));
-    }
+    eventually("the waiter waits", || {
+        std::fs::read_to_string(&presence).is_ok_and(|t| t.contains("WAITING"))
+    });
     // Gone at once: moved away (then removed), as a tidy-up or a `git worktree remove` would.
     let moved = env.root().with_extension("gone");
     std::fs::rename(env.root(), &moved).unwrap();
