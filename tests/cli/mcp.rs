@@ -428,6 +428,9 @@ fn a_killed_servers_spares_are_swept_by_the_next_coord() {
     let mut c = Client::start(&env, Some("claude"));
     c.initialize("2025-06-18");
     assert_ok(&c.call("lock", json!({"files": ["a.md"]})));
+    // Answered once the server has made its spares again after the lock (one request at a
+    // time): killed then, it leaves them behind.
+    c.request("ping", json!({}));
     c.child.kill().unwrap();
     c.child.wait().unwrap();
     assert!(!temps_in(&env.path(".coord")).is_empty());
