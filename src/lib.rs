@@ -8,6 +8,7 @@
 //! - foundation: [`arbiter`] (what the folder is on, and the workspace mutex that holds there), [`clock`] (now, timestamps, durations), [`layout`] (every name on disk),
 //!   [`record`] (the seed's `key: value` text), [`fsutil`] (every write to disk, capped reads, the
 //!   workspace mutex), [`host`] (this machine and its processes), [`watch`] (waiting on folder events),
+//!   [`handoff`] (waking the waiter behind a file its owner keeps locked),
 //!   [`workspace`] (root discovery, agent ids, path confinement), [`shell`] (commands in hints);
 //! - protocols: [`v3`] (seed 001: presence, locks, backups, wait queue, messages, notes);
 //!   [`collab`] (seed 000: the shared collaboration file); [`dialogue`] (seed 002: the
@@ -31,6 +32,7 @@ pub mod error;
 pub mod exit_code;
 pub mod fsutil;
 pub mod guard;
+pub mod handoff;
 pub mod hook;
 pub mod host;
 pub mod init;

@@ -53,6 +53,9 @@ pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     if ws.policy()?.fs.served_locally() {
         coord::v3::lock::leave_queue_once_started();
     }
+    // The locks are released before this process exits: kept locked until then, the first
+    // waiter in line sleeps on them (see `coord::handoff`).
+    coord::handoff::hold_locks();
     let quiet = ctx.quiet;
     let agent_id = req.agent.id().to_string();
     let outcome = run::run(&ws, &req, &mut |event| match event {

@@ -110,6 +110,32 @@ pub fn create_new(path: &Path, bytes: &[u8]) -> Result<bool> {
     .at("create", path)
 }
 
+/// [`create_new`], the file locked (`flock`, exclusive) before it is published: returns it
+/// open and locked (`Ok(None)` when `path` already exists). Whoever holds the handle lets
+/// waiters know it is done with the file by closing it (see [`crate::handoff`]). Where the
+/// filesystem cannot lock, the file is published all the same and returned unlocked.
+///
+/// # Errors
+///
+/// As [`create_new`].
+pub fn create_new_held(path: &Path, bytes: &[u8]) -> Result<Option<File>> {
+    let fill = |tmp| held(written(tmp, path, bytes)?);
+    publish_via(path, parent_of(path), fill, |tmp| {
+        match tmp.persist_noclobber(path) {
+            Ok(file) => Ok(Some(file)),
+            Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => Ok(None),
+            Err(e) => Err(e.error),
+        }
+    })?
+    .at("create", path)
+}
+
+/// `tmp`, locked for [`create_new_held`] and [`replace_staged_held`] (best effort).
+fn held(tmp: NamedTempFile) -> Result<NamedTempFile> {
+    let _ = tmp.as_file().try_lock();
+    Ok(tmp)
+}
+
 /// Replace (or create) `path` with `bytes` atomically. A symlink at `path` is replaced, not followed.
 ///
 /// # Errors
@@ -131,6 +157,22 @@ pub fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
 pub fn replace_staged(path: &Path, stage: &Path, bytes: &[u8]) -> Result<()> {
     let fill = |tmp| written(tmp, path, bytes);
     publish_via(path, stage, fill, |tmp| put(tmp, path))?.at("replace", path)
+}
+
+/// [`replace_staged`], the file locked before it is published and returned open, as
+/// [`create_new_held`] does.
+///
+/// # Errors
+///
+/// As [`replace_staged`].
+pub fn replace_staged_held(path: &Path, stage: &Path, bytes: &[u8]) -> Result<File> {
+    let fill = |tmp| held(written(tmp, path, bytes)?);
+    publish_via(path, stage, fill, |tmp| {
+        // The same open file as `tmp`'s: its lock lasts as long as either is open.
+        let file = tmp.as_file().try_clone()?;
+        put(tmp, path).map(|()| file)
+    })?
+    .at("replace", path)
 }
 
 /// Replace `path` durably: temp file, fsync, rename, fsync of the folder. The mode of an

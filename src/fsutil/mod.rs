@@ -44,8 +44,9 @@ pub use append::{
     append_durable, append_line, append_line_durable, append_line_durable_numbered, sync_file,
 };
 pub use atomic::{
-    copy_replace, copy_to_temp, create_new, persist, persist_durable, rename_without_exchange,
-    replace, replace_durable, replace_staged, spool, temp_in,
+    copy_replace, copy_to_temp, create_new, create_new_held, persist, persist_durable,
+    rename_without_exchange, replace, replace_durable, replace_staged, replace_staged_held, spool,
+    temp_in,
 };
 pub use entry::{ensure_dir, make_executable, remove, rename, sync_dir, touch};
 pub use mutex::{MUTEX_PATIENCE, MutexGuard, keep_mutex_open, lock_mutex, mutex_kept_open};

@@ -7,6 +7,9 @@
 //! counter orders all tickets, the oldest waiter is first in each of its queues, and waiters for
 //! overlapping sets of files cannot block each other in a cycle.
 //!
+//! On a local filesystem a waiter keeps its tickets locked (`flock`) while they stand, and the
+//! waiter behind sleeps on that lock ([`crate::handoff`]).
+//!
 //! A ticket is dead when its process is gone (same host) or when it has not been touched for
 //! [`TICKET_TIMEOUT`] (waiters touch theirs every few seconds). Dead tickets are removed by
 //! whoever looks next; a waiter that gives up removes its own.
@@ -17,6 +20,7 @@ use std::time::Duration;
 
 use crate::error::Result;
 use crate::fsutil::{self, RECORD_CAP};
+use crate::handoff;
 use crate::host;
 use crate::layout;
 use crate::record::Record;
@@ -68,6 +72,7 @@ pub fn register(root: &Path, agent: &AgentId, targets: &[Target]) -> Result<Tick
     // Best effort: the tickets themselves keep the order (see above), so a `seq` that cannot be
     // replaced (a folder, say) does not stop anyone from waiting.
     let _ = fsutil::replace(&seq_path, format!("{seq}\n").as_bytes());
+    let hand_over = crate::arbiter::policy(root).is_ok_and(|p| p.fs.served_locally());
     let mut paths = Vec::with_capacity(targets.len());
     for target in targets {
         let dir = layout::queue_dir(root, &target.rel);
@@ -81,7 +86,13 @@ pub fn register(root: &Path, agent: &AgentId, targets: &[Target]) -> Result<Tick
         let path = dir.join(layout::ticket_name(seq, agent.id()));
         // Staged in the queues' own folder: the waiters already in line watch this queue for
         // tickets going away, and a temporary name going away there would wake them all.
-        fsutil::replace_staged(&path, &queue_root, rec.render().as_bytes())?;
+        if hand_over {
+            // Kept locked while it stands: the waiter behind it sleeps on that (`handoff`).
+            let file = fsutil::replace_staged_held(&path, &queue_root, rec.render().as_bytes())?;
+            handoff::keep(&path, file);
+        } else {
+            fsutil::replace_staged(&path, &queue_root, rec.render().as_bytes())?;
+        }
         paths.push(path);
     }
     Ok(Tickets {
@@ -109,6 +120,7 @@ fn highest_ticket(queue_root: &Path) -> u64 {
 pub fn leave(tickets: &Tickets) {
     for path in &tickets.paths {
         let _ = fsutil::remove(path);
+        handoff::let_go(path);
         if let Some(dir) = path.parent()
             && !tickets.keep_folders
         {

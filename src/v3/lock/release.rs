@@ -12,6 +12,7 @@ use crate::clock;
 use crate::error::Refusal;
 use crate::error::{Error, Result};
 use crate::fsutil;
+use crate::handoff;
 use crate::layout;
 use crate::v3::presence::{self, LockStatus, StateCache};
 use crate::workspace::{AgentId, Target, Workspace};
@@ -142,7 +143,7 @@ pub fn release_tokens(
     agent: &AgentId,
     held: &[(Target, String)],
 ) -> Result<Vec<Release>> {
-    let _mutex = ws.lock_mutex()?;
+    let mutex = ws.lock_mutex()?;
     let mut out = Vec::with_capacity(held.len());
     let mut ours = Vec::new();
     for (target, token) in held {
@@ -160,7 +161,13 @@ pub fn release_tokens(
             outcome,
         });
     }
-    remove_ours(ws, agent, &ours)?;
+    let removed = remove_ours(ws, agent, &ours);
+    // Whoever sleeps on a lock file this process kept locked wakes once the mutex is free.
+    drop(mutex);
+    for (target, _) in held {
+        handoff::let_go(&layout::lock_file(&target.abs, agent.id()));
+    }
+    removed?;
     Ok(out)
 }
 

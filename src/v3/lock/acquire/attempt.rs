@@ -13,6 +13,7 @@ use crate::arbiter::Guard;
 use crate::clock::{self, Timestamp};
 use crate::error::Result;
 use crate::fsutil;
+use crate::handoff;
 use crate::host;
 use crate::layout;
 use crate::record::Record;
@@ -124,6 +125,7 @@ pub(super) fn attempt(
     if !matches!(outcome, Ok(Attempt::Got(_))) {
         for path in &created {
             let _ = fsutil::remove(path);
+            handoff::let_go(path);
         }
     }
     outcome
@@ -168,6 +170,9 @@ fn publish(
         super::super::join_roster(root, roster, req.agent.id())?;
     }
     let locked_at = clock::format_timestamp(now);
+    // A process that releases before it exits keeps its new locks locked until then: the first
+    // waiter in line sleeps on that (`handoff`).
+    let hold = handoff::holds_locks() && ws.policy()?.fs.served_locally();
     let mut acquired = Vec::with_capacity(plans.len());
     for ((target, mine, _), took_over) in plans.iter().zip(took) {
         let token = mine
@@ -184,6 +189,18 @@ fn publish(
         let refreshed = if mine.is_some() {
             fsutil::replace(&path, text.as_bytes())?;
             true
+        } else if hold {
+            match fsutil::create_new_held(&path, text.as_bytes())? {
+                Some(file) => {
+                    handoff::keep(&path, file);
+                    created.push(path.clone());
+                    false
+                }
+                None => {
+                    fsutil::replace(&path, text.as_bytes())?;
+                    true
+                }
+            }
         } else if fsutil::create_new(&path, text.as_bytes())? {
             created.push(path.clone());
             false

@@ -23,12 +23,14 @@ use serde::Serialize;
 use self::attempt::attempt;
 use self::blocker::blocked_error;
 use self::line::{Waiting, deadlock, settle};
-use self::wake::{Probe, Watches, sleep, watch_for, worth_a_try};
+use self::wake::{Probe, Waits, sleep, watch_for, worth_a_try};
 use super::release::release_tokens;
 use crate::arbiter::Policy;
 use crate::clock::Wait;
 use crate::error::{Error, Result};
 use crate::fsutil;
+use crate::handoff;
+use crate::layout;
 use crate::v3::backup;
 use crate::v3::presence::{self, LockStatus};
 use crate::v3::queue;
@@ -161,7 +163,8 @@ pub fn acquire(
         started,
         deadline: Deadline::after(req.wait.as_duration()),
         may_wait: req.wait != Wait::For(Duration::ZERO),
-        watch: None,
+        waits: Waits::default(),
+        prepared: false,
         waiting: Waiting {
             ws,
             agent: &req.agent,
@@ -258,8 +261,10 @@ struct Tries<'a> {
     started: Instant,
     deadline: Deadline,
     may_wait: bool,
-    /// Made before the first sleep (declared before `waiting`: dropped first).
-    watch: Option<Watches>,
+    /// How we sleep between tries (declared before `waiting`: dropped first).
+    waits: Waits,
+    /// Whether the files a successful try publishes were made ahead (before the first sleep).
+    prepared: bool,
     /// Our tickets in the queue; leaves it if the acquire ends without the lock.
     waiting: Waiting<'a>,
     /// Whether the user was told we wait.
@@ -288,6 +293,13 @@ impl Tries<'_> {
         match &attempt {
             Attempt::Got(_) => {
                 if let Some(t) = self.waiting.tickets.take() {
+                    if handoff::holds_locks() {
+                        // The waiter behind us sleeps until we release, not just until we
+                        // leave the line (tickets are in the order of the targets).
+                        for (ticket, target) in t.paths.iter().zip(targets) {
+                            handoff::rekey(ticket, &layout::lock_file(&target.abs, req.agent.id()));
+                        }
+                    }
                     match left_later().as_mut() {
                         Some(later) => later.push(t),
                         None => queue::leave(&t),
@@ -353,6 +365,7 @@ impl Tries<'_> {
             ahead: Default::default(),
             files: targets.iter().map(|t| t.abs.clone()).collect(),
             agent: self.req.agent.id().to_string(),
+            hand_over: self.policy.fs.served_locally(),
         };
         if !self.may_wait || self.deadline.passed() {
             return Err(blocked_error(
@@ -365,27 +378,31 @@ impl Tries<'_> {
             on_event(&LockEvent::Waiting(blocker));
             self.told = true;
         }
-        let w = match &self.watch {
-            Some(w) => w,
-            None => {
-                // What blocked the try may have gone before the watch was made: look once, without
-                // the mutex, and try again at once only if it did (a second full try would hold
-                // the mutex that the holder needs to release; on a network folder, milliseconds).
-                let w = self.watch.insert(watch_for(ws.root(), targets));
-                // The files the try that succeeds will publish (a record per file, the
-                // presence, a backup per file) are made now, while there is time, so that the
-                // try does not make them between a release and the command waiting for it.
-                if self.policy.fs.served_locally() {
-                    let records = targets.len() * if self.req.backup { 2 } else { 1 };
-                    fsutil::keep_spares_at_least(&crate::layout::state_dir(ws.root()), records + 1);
-                }
-                if worth_a_try(&probe) {
-                    return Ok(());
-                }
-                w
+        if !self.prepared && self.policy.fs.served_locally() {
+            // The files the try that succeeds will publish (a record per file, the presence, a
+            // backup per file) are made now, while there is time, so that the try does not make
+            // them between a release and the command waiting for it.
+            let records = targets.len() * if self.req.backup { 2 } else { 1 };
+            fsutil::keep_spares_at_least(&layout::state_dir(ws.root()), records + 1);
+        }
+        self.prepared = true;
+        if self.waits.watches.is_none() && !probe.hand_over {
+            // What blocked the try may have gone before the watch was made: look once, without
+            // the mutex, and try again at once only if it did (a second full try would hold the
+            // mutex that the holder needs to release; on a network folder, milliseconds). On a
+            // local folder `sleep` looks first and watches only where it must.
+            self.waits.watches = Some(watch_for(ws.root(), targets));
+            if worth_a_try(&probe) {
+                return Ok(());
             }
-        };
-        sleep(w, &probe, &self.policy, self.deadline);
+        }
+        sleep(
+            &mut self.waits,
+            (ws.root(), targets),
+            &probe,
+            &self.policy,
+            self.deadline,
+        );
         // Asked to stop: `waiting` leaves the queue and resets the presence on the way out.
         if let Some(signal) = crate::watch::stop_requested() {
             return Err(Error::Interrupted {
@@ -404,7 +421,7 @@ impl Tries<'_> {
                 let _mutex = ws.lock_mutex()?;
                 queue::leave(t);
                 self.waiting.tickets = None;
-                self.watch = None;
+                self.waits = Waits::default();
             }
         }
         Ok(())

@@ -7,6 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::arbiter::Policy;
 use crate::fsutil;
+use crate::handoff::Handoff;
 use crate::host;
 use crate::layout;
 use crate::record::Record;
@@ -17,6 +18,10 @@ use crate::workspace::Target;
 /// Where a waiter only re-reads the blocking lock, how often it tries in full anyway (a lock
 /// also turns stale by age).
 const FULL_TRY_EVERY: Duration = Duration::from_secs(1);
+
+/// Where the first in line sleeps on the hand-off of a lock file, how often it still re-reads
+/// that file: the lock could go without its holder closing it (removed by another process).
+const HANDOFF_LOOK: Duration = Duration::from_millis(100);
 
 /// What a woken waiter re-reads, without the mutex, before trying in full.
 pub(super) struct Probe {
@@ -37,6 +42,9 @@ pub(super) struct Probe {
     /// Our agent id: a lock of our own name (another run of the same agent) is for a full try
     /// to judge.
     pub(super) agent: String,
+    /// Whether to sleep on the hand-off of the file in front of us where its owner keeps it
+    /// locked ([`crate::handoff`]; local folders only).
+    pub(super) hand_over: bool,
 }
 
 /// What a woken waiter sees before trying in full.
@@ -78,6 +86,16 @@ impl Probe {
         match &*self.record.borrow() {
             Some((path, raw)) if unchanged(path, raw) => Look::Blocked,
             _ => Look::Changed,
+        }
+    }
+
+    /// The file whose owner lets it go when we may move on, for `look`: the ticket just before
+    /// ours, or the lock that blocks us.
+    fn in_front(&self, look: Look) -> Option<PathBuf> {
+        match look {
+            Look::Behind => self.ahead.borrow().clone(),
+            Look::Blocked => self.record.borrow().as_ref().map(|(path, _)| path.clone()),
+            Look::Changed => None,
         }
     }
 
@@ -132,6 +150,14 @@ pub(super) struct Watches {
     locks: FolderWatch,
 }
 
+/// How a waiter sleeps, kept across its tries: on the hand-off of the file in front of it
+/// where its owner keeps it locked, else on folder watches, made when first needed.
+#[derive(Default)]
+pub(super) struct Waits {
+    pub(super) watches: Option<Watches>,
+    hand: Option<Handoff>,
+}
+
 /// The watches of a waiter for `targets`.
 pub(super) fn watch_for(root: &Path, targets: &[Target]) -> Watches {
     let mut queue = FolderWatch::new(&[]);
@@ -150,26 +176,36 @@ pub(super) fn watch_for(root: &Path, targets: &[Target]) -> Watches {
     Watches { queue, locks }
 }
 
-/// Sleep on `w` until a full try is worth making.
+/// Sleep until a full try is worth making.
 ///
 /// A wake-up first looks, without the mutex, at what blocked the last try: an earlier ticket
 /// still in one of our queues, or the blocking lock unchanged, means a full try would only find
-/// the same. So a release wakes every waiter but only the first in line takes the mutex, and
-/// where events do not cross machines waiters re-read one file instead of keeping the mutex
-/// busy. A full try still comes at every re-check interval (where events do not cross machines:
-/// every second): a lock also turns stale by age, and a ticket ahead may belong to a process
-/// that is gone.
+/// the same. So only the first in line takes the mutex, and where events do not cross machines
+/// waiters re-read one file instead of keeping the mutex busy. A full try still comes at every
+/// re-check interval (where events do not cross machines: every second): a lock also turns stale
+/// by age, and a ticket ahead may belong to a process that is gone.
 ///
-/// Where events do not cross machines, the first in line looks at the blocking lock five times
-/// as often as the others: its turn comes with the release, theirs only after it. That is one
-/// small read per file every 10 ms, and the handoff no longer waits half a re-check on average.
+/// On a local folder a waiter sleeps on the hand-off of the file in front of it when its owner
+/// keeps it locked ([`crate::handoff`]): the ticket just before ours, or the lock of a `coord
+/// run`. The kernel wakes that one waiter when the file is let go. Otherwise it sleeps on folder
+/// watches:
 ///
-/// A waiter behind others sleeps on the queue watch alone: its turn cannot come before the
-/// ticket ahead of it leaves, and the folder of the locked file, where every transition of every
-/// agent renames and removes temporary files, would wake it (and every other waiter) several
-/// times per transition for nothing. The first in line sleeps on the lock watch; what happened
-/// there meanwhile is still queued in it, so switching loses nothing.
-pub(super) fn sleep(w: &Watches, probe: &Probe, policy: &Policy, deadline: Deadline) {
+/// - a waiter behind others on the queue watch alone: its turn cannot come before the ticket
+///   ahead of it leaves, and the folder of the locked file, where every transition of every
+///   agent renames and removes temporary files, would wake it (and every other waiter) several
+///   times per transition for nothing;
+/// - the first in line on the lock watch; what happened there meanwhile is still queued in it,
+///   so switching loses nothing. Where events do not cross machines, it looks at the blocking
+///   lock five times as often as the others: its turn comes with the release, theirs only after
+///   it. That is one small read per file every 10 ms, and the handoff no longer waits half a
+///   re-check on average.
+pub(super) fn sleep(
+    waits: &mut Waits,
+    (root, targets): (&Path, &[Target]),
+    probe: &Probe,
+    policy: &Policy,
+    deadline: Deadline,
+) {
     let full_every = if policy.exact_lookups {
         FULL_TRY_EVERY
     } else {
@@ -177,19 +213,49 @@ pub(super) fn sleep(w: &Watches, probe: &Probe, policy: &Policy, deadline: Deadl
     };
     let since = Instant::now();
     let mut step = policy.recheck;
-    // Blocked by the queue alone (no lock record), the last try found us behind.
-    let mut look = if probe.record.borrow().is_none() && probe.queue.is_some() {
+    let mut look = if probe.hand_over {
+        // What blocked the try may be gone already, and a waiter behind others learns whose
+        // ticket stands just before its own.
+        match probe.look() {
+            Look::Changed => return,
+            look => look,
+        }
+    } else if probe.record.borrow().is_none() && probe.queue.is_some() {
+        // Blocked by the queue alone (no lock record), the last try found us behind.
         Look::Behind
     } else {
         Look::Blocked
     };
     loop {
-        let watch = if look == Look::Behind {
-            &w.queue
+        let in_front = probe.in_front(look).filter(|_| probe.hand_over);
+        if waits.hand.as_ref().map(Handoff::path) != in_front.as_deref() {
+            waits.hand = in_front.as_deref().and_then(Handoff::start);
+        }
+        if let Some(hand) = &waits.hand {
+            let max = match look {
+                Look::Blocked => step.min(HANDOFF_LOOK),
+                _ => step,
+            };
+            if hand.wait(deadline.next_sleep(max)) {
+                waits.hand = None;
+            }
         } else {
-            &w.locks
-        };
-        watch.wait(deadline.next_sleep(step));
+            let Some(w) = &waits.watches else {
+                waits.watches = Some(watch_for(root, targets));
+                // Watched from now on: what we looked at may have changed before.
+                look = probe.look();
+                if look == Look::Changed {
+                    break;
+                }
+                continue;
+            };
+            let watch = if look == Look::Behind {
+                &w.queue
+            } else {
+                &w.locks
+            };
+            watch.wait(deadline.next_sleep(step));
+        }
         if since.elapsed() >= full_every
             || deadline.passed()
             || crate::watch::stop_requested().is_some()

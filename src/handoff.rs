@@ -1,0 +1,190 @@
+//! Waking a waiter the way the kernel hands over a lock: `flock` on the file of whoever stands
+//! in front of it.
+//!
+//! On a local filesystem a waiter keeps each of its queue tickets locked (`flock`, exclusive)
+//! for as long as the ticket stands, and a process that holds locks while a command runs
+//! (`coord run`) keeps its lock files locked the same way. Each is locked before it is published
+//! and unlocked only after it is removed, or by the kernel when its process dies. The waiter just
+//! behind a ticket, or first in line behind such a lock, asks for a shared `flock` on that file
+//! ([`Handoff`]): the kernel grants it the moment the file is gone. One waiter wakes per
+//! transition, with nothing to read in between, and no inotify instance is made: closing one
+//! that watched busy folders makes its process wait, at exit, for the kernel to free the watches
+//! (an SRCU grace period, 2 to 20 ms measured), which is time a script running agents one after
+//! the other spends waiting for nothing.
+//!
+//! These locks only wake; they exclude nothing. Exclusion stays with the workspace mutex and the
+//! lock files. A file that nobody keeps locked (a lock taken by `coord lock`, which exits at
+//! once, or written by hand) is waited for by watching its folder, as before.
+
+use std::fs::{File, TryLockError};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
+use std::sync::{Mutex, MutexGuard};
+use std::time::Duration;
+
+use crate::fsutil;
+
+/// Files this process keeps locked, by path.
+static HELD: Mutex<Vec<(PathBuf, File)>> = Mutex::new(Vec::new());
+
+/// Whether the lock files this process publishes are kept locked (see [`hold_locks`]).
+static HOLD_LOCKS: AtomicBool = AtomicBool::new(false);
+
+fn held() -> MutexGuard<'static, Vec<(PathBuf, File)>> {
+    HELD.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// From now on, keep the lock files this process publishes locked until it releases them: for a
+/// process that holds its locks while it lives and releases them before it exits (`coord run`).
+/// A process that exits with its locks still held (`coord lock`) would only unlock them on exit.
+pub fn hold_locks() {
+    HOLD_LOCKS.store(true, Ordering::Relaxed);
+}
+
+/// Whether [`hold_locks`] was called.
+pub fn holds_locks() -> bool {
+    HOLD_LOCKS.load(Ordering::Relaxed)
+}
+
+/// Keep `file`, published at `path` and locked, until [`let_go`] of `path`.
+pub fn keep(path: &Path, file: File) {
+    held().push((path.to_path_buf(), file));
+}
+
+/// Close what this process kept locked at `path`, waking whoever waits for it. Call it after
+/// removing the file: the waiter then finds it gone.
+pub fn let_go(path: &Path) {
+    // Dropped outside the registry's lock.
+    let gone: Vec<(PathBuf, File)> = {
+        let mut h = held();
+        let (gone, kept) = std::mem::take(&mut *h)
+            .into_iter()
+            .partition(|(p, _)| p == path);
+        *h = kept;
+        gone
+    };
+    drop(gone);
+}
+
+/// From now on, what this process keeps at `from` is let go with `to` instead. A waiter that
+/// got its locks keeps its tickets' locks this way until it releases (when it [`holds_locks`]),
+/// though the tickets themselves leave the queue: the waiter behind then sleeps through the
+/// whole turn of the one in front and wakes once, when the file is free.
+pub fn rekey(from: &Path, to: &Path) {
+    for (path, _) in held().iter_mut().filter(|(p, _)| p == from) {
+        *path = to.to_path_buf();
+    }
+}
+
+/// A wait for the owner of a locked file to let it go.
+pub struct Handoff {
+    path: PathBuf,
+    done: Receiver<()>,
+}
+
+impl Handoff {
+    /// Start waiting for the file at `path`, when its owner keeps it locked. `None` when nobody
+    /// does (or it is gone, or not a regular file): the caller watches its folder instead.
+    pub fn start(path: &Path) -> Option<Handoff> {
+        let file = fsutil::open_regular_nofollow(path).ok()?;
+        match file.try_lock_shared() {
+            Err(TryLockError::WouldBlock) => {}
+            // Unlocked: nobody keeps it (the lock is dropped with `file`).
+            Ok(()) | Err(TryLockError::Error(_)) => return None,
+        }
+        let (tx, done) = sync_channel(1);
+        // A thread blocks in `flock` for us; the caller waits on the channel, with a timeout.
+        // At exit the kernel ends a thread blocked there at once.
+        std::thread::Builder::new()
+            .name("handoff".into())
+            .stack_size(64 * 1024)
+            .spawn(move || {
+                // Granted (or failed: the caller looks again either way), then unlocked.
+                let _ = file.lock_shared();
+                drop(file);
+                let _ = tx.send(());
+            })
+            .ok()?;
+        Some(Handoff {
+            path: path.to_path_buf(),
+            done,
+        })
+    }
+
+    /// The file waited for.
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
+    /// Block until the owner lets the file go or `max` has passed; whether it did.
+    pub fn wait(&self, max: Duration) -> bool {
+        match self.done.recv_timeout(max) {
+            Ok(()) | Err(RecvTimeoutError::Disconnected) => true,
+            Err(RecvTimeoutError::Timeout) => false,
+        }
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests plant files by hand
+mod tests {
+    use super::*;
+    use std::time::Instant;
+
+    #[test]
+    fn a_file_nobody_keeps_locked_is_not_waited_for() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("ticket");
+        assert!(Handoff::start(&p).is_none(), "missing");
+        std::fs::write(&p, "x").unwrap();
+        assert!(Handoff::start(&p).is_none(), "unlocked");
+        std::fs::create_dir(dir.path().join("d")).unwrap();
+        assert!(Handoff::start(&dir.path().join("d")).is_none(), "folder");
+    }
+
+    #[test]
+    fn the_waiter_wakes_when_the_owner_lets_go_and_not_before() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("ticket");
+        let f = File::create(&p).unwrap();
+        f.lock().unwrap();
+        keep(&p, f);
+        let h = Handoff::start(&p).expect("kept locked");
+        assert_eq!(h.path(), p);
+        assert!(!h.wait(Duration::from_millis(50)), "still kept");
+        std::fs::remove_file(&p).unwrap();
+        let t = Instant::now();
+        let_go(&p);
+        assert!(h.wait(Duration::from_secs(20)), "let go");
+        assert!(t.elapsed() < Duration::from_secs(20));
+        assert!(held().iter().all(|(q, _)| q != &p));
+    }
+
+    #[test]
+    fn letting_go_of_one_path_keeps_the_others_and_a_rekeyed_file_goes_with_its_new_name() {
+        let dir = tempfile::tempdir().unwrap();
+        let (a, b) = (dir.path().join("a"), dir.path().join("b"));
+        for p in [&a, &b] {
+            let f = File::create(p).unwrap();
+            f.lock().unwrap();
+            keep(p, f);
+        }
+        let_go(&a);
+        assert!(Handoff::start(&a).is_none());
+        // Kept under another name: let go with that one.
+        let h = Handoff::start(&b).expect("b still kept");
+        rekey(&b, &a);
+        assert!(!h.wait(Duration::from_millis(20)));
+        let_go(&b);
+        assert!(!h.wait(Duration::from_millis(20)), "rekeyed away from b");
+        let_go(&a);
+        assert!(h.wait(Duration::from_secs(20)));
+        let f = File::open(&b).unwrap();
+        f.lock().unwrap();
+        keep(&b, f);
+        let h = Handoff::start(&b).expect("b still kept");
+        let_go(&b);
+        assert!(h.wait(Duration::from_secs(20)));
+    }
+}
