@@ -147,7 +147,6 @@ fn parse_stat_ids(stat: &str) -> OwnIds {
 /// stderr (where a Ctrl-C typed at the terminal reaches it).
 pub fn in_terminal_foreground() -> bool {
     use std::os::fd::AsFd as _;
-    let ids = own_ids();
     let on_terminal = [
         std::io::stdin().as_fd(),
         std::io::stdout().as_fd(),
@@ -155,7 +154,11 @@ pub fn in_terminal_foreground() -> bool {
     ]
     .into_iter()
     .any(rustix::termios::isatty);
-    on_terminal && ids.group.is_some() && ids.group == ids.terminal_group
+    // The ids only when it matters: reading them costs a file read.
+    on_terminal && {
+        let ids = own_ids();
+        ids.group.is_some() && ids.group == ids.terminal_group
+    }
 }
 
 /// This process's id (asked once: coord starts other programs only through `exec`).

@@ -141,6 +141,10 @@ pub fn run(
             session: None,
         }),
     };
+    // Ready before the wait, so that the command starts as soon as the locks are had. Listening
+    // this early also forwards a signal that arrives between the acquire and the start.
+    let signals = Signals::listen().at("listen for signals in", ws.root())?;
+    let own_group = ProcessGroup::wanted();
     let got = match lock::acquire(ws, &lock_req, &mut |e| on_event(RunEvent::Lock(e))) {
         Ok(got) => got,
         Err(e) => {
@@ -159,7 +163,7 @@ pub fn run(
         })
         .collect();
 
-    let end = supervise(ws, req, program, args);
+    let end = supervise(ws, req, (program, args), &signals, own_group);
     lock::leave_queue_now(ws);
     let released = lock::release_tokens(ws, &req.agent, &held);
     let end = end?;
@@ -185,17 +189,15 @@ fn reason(program: &OsString) -> String {
 fn supervise(
     ws: &Workspace,
     req: &RunRequest,
-    program: &OsString,
-    args: &[OsString],
+    (program, args): (&OsString, &[OsString]),
+    signals: &Signals,
+    own_group: bool,
 ) -> Result<RunEnd> {
-    // Listen before spawning: a signal that arrives in between is still forwarded.
-    let signals = Signals::listen().at("listen for signals in", ws.root())?;
     let mut command = Command::new(program);
     command
         .args(args)
         .env("COORD_AGENT", req.agent.name())
         .env("COORD_DIR", ws.root());
-    let own_group = ProcessGroup::wanted();
     if own_group {
         command.process_group(0);
     }
@@ -214,7 +216,7 @@ fn supervise(
     if ws.policy().is_ok_and(|p| p.fs.served_locally()) {
         crate::fsutil::keep_spares(&crate::layout::state_dir(ws.root()), 1);
     }
-    let status = wait_forwarding(&mut child, group, &signals, ws, &req.agent)
+    let status = wait_forwarding(&mut child, group, signals, ws, &req.agent)
         .at("wait for", std::path::Path::new(program))?;
     Ok(RunEnd::of(status))
 }

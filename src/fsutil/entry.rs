@@ -96,6 +96,29 @@ pub fn touch(path: &Path) -> Result<()> {
     file.set_modified(SystemTime::now()).at("touch", path)
 }
 
+/// Rewrite the small regular file at `path` with `bytes` in place, making it when missing. Only
+/// for a file read and written under the workspace mutex whose reader survives damage (a
+/// counter): a replace would make and remove a file on every call, and on a filesystem that
+/// steps over recently freed inodes every new file costs more. Returns `false`, writing nothing,
+/// when `path` is not a regular file of its own (a symlink, a folder, a FIFO, a file with other
+/// names): the caller replaces it then.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the path when writing fails.
+pub fn rewrite_in_place(path: &Path, bytes: &[u8]) -> Result<bool> {
+    use std::os::unix::fs::{FileExt, MetadataExt};
+    let Ok((file, meta)) = open_nofollow(path, Access::ReadWriteOrCreate) else {
+        return Ok(false);
+    };
+    if meta.nlink() != 1 {
+        return Ok(false);
+    }
+    file.write_all_at(bytes, 0).at("write", path)?;
+    file.set_len(bytes.len() as u64).at("write", path)?;
+    Ok(true)
+}
+
 /// Make the regular file at `path` executable by whoever may read it (a git hook script).
 ///
 /// # Errors

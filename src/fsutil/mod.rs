@@ -48,7 +48,7 @@ pub use atomic::{
     rename_without_exchange, replace, replace_durable, replace_staged, replace_staged_held, spool,
     temp_in,
 };
-pub use entry::{ensure_dir, make_executable, remove, rename, sync_dir, touch};
+pub use entry::{ensure_dir, make_executable, remove, rename, rewrite_in_place, sync_dir, touch};
 pub use mutex::{MUTEX_PATIENCE, MutexGuard, keep_mutex_open, lock_mutex, mutex_kept_open};
 pub use read::{
     RECORD_CAP, linked_ancestor, mtime, open_regular_nofollow, read_capped, read_capped_with_mtime,

@@ -70,8 +70,12 @@ pub fn register(root: &Path, agent: &AgentId, targets: &[Target]) -> Result<Tick
         .max(highest_ticket(&queue_root));
     let seq = last.saturating_add(1);
     // Best effort: the tickets themselves keep the order (see above), so a `seq` that cannot be
-    // replaced (a folder, say) does not stop anyone from waiting.
-    let _ = fsutil::replace(&seq_path, format!("{seq}\n").as_bytes());
+    // replaced (a folder, say) does not stop anyone from waiting. Rewritten in place where it
+    // can be (under the mutex, and a damaged one is survived): no file made per waiter.
+    let text = format!("{seq}\n");
+    if !fsutil::rewrite_in_place(&seq_path, text.as_bytes()).unwrap_or(false) {
+        let _ = fsutil::replace(&seq_path, text.as_bytes());
+    }
     let hand_over = crate::arbiter::policy(root).is_ok_and(|p| p.fs.served_locally());
     let mut paths = Vec::with_capacity(targets.len());
     for target in targets {

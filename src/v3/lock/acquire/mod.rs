@@ -154,6 +154,13 @@ pub fn acquire(
     }
     // `.coord/` is made (and checked for symlinks) by the first `lock_mutex` below.
     let policy = ws.policy()?;
+    if policy.fs.served_locally() {
+        // What the first try publishes under the mutex (a record per file and the presence; or,
+        // if it has to wait, a ticket per file and the presence) goes out through files made
+        // before it takes the mutex: making a file is most of the cost of a try, and the mutex
+        // is what the holder needs to release and the next in line to take its turn.
+        fsutil::keep_spares_at_least(&layout::state_dir(ws.root()), targets.len() + 1);
+    }
     let started = Instant::now();
     let mut tries = Tries {
         ws,
