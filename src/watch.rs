@@ -267,6 +267,8 @@ mod direct {
                         }
                         // Only the kernel's own bookkeeping (a watch removed): wait on.
                     }
+                    // A signal: the caller sees a request to stop at once.
+                    Err(Errno::INTR) if super::stop_requested().is_some() => return false,
                     Err(Errno::INTR) => {}
                     Err(_) => {
                         std::thread::sleep(left.min(super::RECHECK));

@@ -4,9 +4,9 @@ use std::ffi::OsString;
 
 use clap::Args;
 
-use coord::ExitCode;
 use coord::edit::run::{self, RunEnd, RunEvent, RunRequest};
 use coord::v3::lock::LockEvent;
+use coord::{Error, ExitCode};
 
 use super::{Ctx, WaitArgs, output};
 
@@ -56,6 +56,11 @@ pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     // The locks are released before this process exits: kept locked until then, the first
     // waiter in line sleeps on them (see `coord::handoff`).
     coord::handoff::hold_locks();
+    // A signal while waiting leaves the queue and resets WAITING before exiting 130/143 (as
+    // `coord lock` does); once the command runs, it is passed on to the command.
+    coord::watch::stop_on_signals().map_err(|e| Error::Failed {
+        message: format!("cannot install the signal handlers: {e}"),
+    })?;
     let quiet = ctx.quiet;
     let agent_id = req.agent.id().to_string();
     let outcome = run::run(&ws, &req, &mut |event| match event {

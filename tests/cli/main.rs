@@ -17,6 +17,7 @@ mod dialogue;
 mod docs;
 mod edit;
 mod guard;
+mod handoff;
 mod handshake;
 mod hooks;
 mod hostile;

@@ -19,8 +19,9 @@ use crate::workspace::Target;
 /// also turns stale by age).
 const FULL_TRY_EVERY: Duration = Duration::from_secs(1);
 
-/// Where the first in line sleeps on the hand-off of a lock file, how often it still re-reads
-/// that file: the lock could go without its holder closing it (removed by another process).
+/// How long a sleep on a hand-off lasts at most: how soon a request to stop is seen (a signal
+/// does not end the wait in `flock`), and how often the first in line re-reads the lock it
+/// sleeps on, which could go without its holder closing it (removed by another process).
 const HANDOFF_LOOK: Duration = Duration::from_millis(100);
 
 /// What a woken waiter re-reads, without the mutex, before trying in full.
@@ -232,11 +233,7 @@ pub(super) fn sleep(
             waits.hand = in_front.as_deref().and_then(Handoff::start);
         }
         if let Some(hand) = &waits.hand {
-            let max = match look {
-                Look::Blocked => step.min(HANDOFF_LOOK),
-                _ => step,
-            };
-            if hand.wait(deadline.next_sleep(max)) {
+            if hand.wait(deadline.next_sleep(step.min(HANDOFF_LOOK))) {
                 waits.hand = None;
             }
         } else {

@@ -1,0 +1,172 @@
+//! Waiters woken by the hand-off of the file in front of them (`flock` on a ticket, or on the
+//! lock of a `coord run`), with real processes: a race of `coord run`s with a witness file, a
+//! holder killed by `SIGKILL`, a holder's lock removed by hand, and what a waiter sleeps on.
+
+use std::process::Child;
+
+use crate::fixture::{agent_sh, wait_all};
+use crate::support::{Env, eventually, finish, hold_with_run, stop_run};
+
+/// Whether process `pid` has an inotify descriptor open (`None` where `/proc` cannot tell).
+fn has_inotify(pid: u32) -> Option<bool> {
+    let fds = std::fs::read_dir(format!("/proc/{pid}/fd")).ok()?;
+    Some(fds.flatten().any(|fd| {
+        std::fs::read_link(fd.path())
+            .is_ok_and(|target| target.to_string_lossy().contains("inotify"))
+    }))
+}
+
+/// A `coord run FILE --wait 20s` by `agent` whose command writes `ran.<agent>`.
+fn waiting_run(env: &Env, agent: &str, file: &str) -> Child {
+    env.agent(agent)
+        .args(["run", file, "--wait", "20s", "--", "sh", "-c"])
+        .arg(format!("echo ran > ran.{agent}"))
+        .spawn()
+}
+
+fn waits(env: &Env, agent: &str) -> bool {
+    let presence = format!(".{agent}_presence");
+    env.exists(&presence) && env.read(&presence).contains("lock_status: WAITING")
+}
+
+#[test]
+fn eight_runs_of_twenty_five_increments_count_to_exactly_200() {
+    let env = Env::new();
+    env.write("counter.txt", "0\n");
+    // `set -C` makes `>` use O_EXCL: two commands inside the critical section would collide.
+    let cycle = r#"
+        i=0
+        while [ $i -lt 25 ]; do
+            "$COORD" run counter.txt --wait 2m -q -- sh -c '
+                if ! ( set -C; : > witness ) 2>/dev/null; then echo "$COORD_AGENT" >> collisions; fi
+                n=$(cat counter.txt); echo $((n + 1)) > counter.txt
+                rm -f witness' || exit 10
+            i=$((i + 1))
+        done
+    "#;
+    let children: Vec<Child> = (1..=8)
+        .map(|i| agent_sh(&env, &format!("agent-{i}"), cycle, &[]))
+        .collect();
+    wait_all(children);
+    assert!(
+        !env.exists("collisions"),
+        "two commands ran under the lock at once: {}",
+        env.read("collisions")
+    );
+    assert_eq!(env.read("counter.txt").trim(), "200");
+    assert!(env.files_ending(".lock.agent-1").is_empty());
+}
+
+#[test]
+fn waiting_runs_sleep_on_the_hand_off_and_a_waiter_behind_coord_lock_watches() {
+    let env = Env::new();
+    env.write("a.md", "v1");
+    let holder = hold_with_run(&env, "claude", "a.md");
+    let first = waiting_run(&env, "gemini", "a.md");
+    eventually("gemini waits", || waits(&env, "gemini"));
+    let second = waiting_run(&env, "codex", "a.md");
+    eventually("codex waits", || waits(&env, "codex"));
+    // The first in line sleeps on the holder's lock, the second on the ticket of the first: no
+    // folder watch, whose descriptor would make each of them wait for the kernel at exit.
+    std::thread::sleep(std::time::Duration::from_millis(200));
+    for (who, child) in [("gemini", &first), ("codex", &second)] {
+        match has_inotify(child.id()) {
+            Some(watching) => assert!(!watching, "{who} watches folders"),
+            None => eprintln!("skipped the descriptor check: /proc cannot tell"),
+        }
+    }
+    stop_run(&env, holder);
+    for child in [first, second] {
+        let out = finish(child);
+        assert_eq!(out.code, Some(0), "{}", out.stderr);
+    }
+    assert_eq!(env.read("ran.gemini"), "ran\n");
+    assert_eq!(env.read("ran.codex"), "ran\n");
+
+    // A lock taken by `coord lock` outlives its process: nobody keeps it locked, so the waiter
+    // watches its folder, and is woken by the unlock all the same.
+    env.agent("claude").args(["lock", "a.md"]).ok();
+    let waiter = waiting_run(&env, "qwen", "a.md");
+    eventually("qwen waits", || waits(&env, "qwen"));
+    if has_inotify(waiter.id()).is_some() {
+        eventually("qwen watches the folder", || {
+            has_inotify(waiter.id()) == Some(true)
+        });
+    }
+    env.agent("claude").args(["unlock", "a.md"]).ok();
+    let out = finish(waiter);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(env.read("ran.qwen"), "ran\n");
+}
+
+#[test]
+fn a_run_killed_by_sigkill_wakes_the_waiter_sleeping_on_its_lock() {
+    let env = Env::new();
+    env.write("a.md", "v1");
+    let mut holder = hold_with_run(&env, "claude", "a.md");
+    let waiter = waiting_run(&env, "gemini", "a.md");
+    eventually("gemini waits", || waits(&env, "gemini"));
+    holder.kill().unwrap();
+    holder.wait().unwrap();
+    // The kernel lets go of the dead holder's lock: the waiter takes over the stale lock.
+    let out = finish(waiter);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(env.read("ran.gemini"), "ran\n");
+    assert!(out.stderr.contains("claude"), "{}", out.stderr);
+    env.write("stop", "");
+}
+
+#[test]
+fn a_runs_lock_removed_by_hand_still_lets_the_waiter_in() {
+    let env = Env::new();
+    env.write("a.md", "v1");
+    let holder = hold_with_run(&env, "claude", "a.md");
+    let waiter = waiting_run(&env, "gemini", "a.md");
+    eventually("gemini waits", || waits(&env, "gemini"));
+    // Removed by another process while its holder still keeps the old file locked.
+    std::fs::remove_file(env.path("a.md.lock.claude")).unwrap();
+    let out = finish(waiter);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert_eq!(env.read("ran.gemini"), "ran\n");
+    env.write("stop", "");
+    let out = finish(holder);
+    assert!(
+        out.stderr.contains("taken over"),
+        "the holder says its lock went: {}",
+        out.stderr
+    );
+}
+
+#[test]
+fn a_signal_to_a_waiting_run_leaves_the_queue_and_runs_nothing() {
+    let env = Env::new();
+    env.write("a.md", "v1");
+    let holder = hold_with_run(&env, "claude", "a.md");
+    for (agent, sig, code) in [
+        ("gemini", rustix::process::Signal::INT, 130),
+        ("codex", rustix::process::Signal::TERM, 143),
+    ] {
+        let waiter = waiting_run(&env, agent, "a.md");
+        eventually("the run waits", || waits(&env, agent));
+        let pid = rustix::process::Pid::from_child(&waiter);
+        rustix::process::kill_process(pid, sig).unwrap();
+        let out = finish(waiter);
+        assert_eq!(out.code, Some(code), "{}", out.stderr);
+        assert!(out.stderr.contains("interrupted"), "{}", out.stderr);
+        assert!(!env.exists(&format!("ran.{agent}")), "its command ran");
+        assert!(
+            env.read(&format!(".{agent}_presence"))
+                .contains("lock_status: FREE"),
+        );
+    }
+    let queued: Vec<_> = std::fs::read_dir(env.path(".coord/queue"))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
+        .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten())
+        .map(|e| e.file_name())
+        .collect();
+    assert!(queued.is_empty(), "left in the queue: {queued:?}");
+    stop_run(&env, holder);
+}
