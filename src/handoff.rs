@@ -19,8 +19,7 @@
 use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::mpsc::{Receiver, RecvTimeoutError, sync_channel};
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::fsutil;
@@ -77,38 +76,96 @@ pub fn rekey(from: &Path, to: &Path) {
     }
 }
 
+/// What became of the `flock` a helper thread asked for.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Outcome {
+    /// Still waiting.
+    Pending,
+    /// Granted: the owner let the file go.
+    Granted,
+    /// Refused by the kernel (a filesystem that cannot lock, say): waiting here tells nothing.
+    Failed,
+}
+
+/// One helper thread's wait, shared by every [`Handoff`] of this process on the same file.
+struct Shared {
+    outcome: Mutex<Outcome>,
+    changed: Condvar,
+}
+
+/// A file by device and inode.
+type FileId = (u64, u64);
+
+/// The helper threads still waiting, by file: a process waits once per file, however often its
+/// waiters start and stop (a server retrying a lock for minutes).
+static WAITING: Mutex<Vec<(FileId, Arc<Shared>)>> = Mutex::new(Vec::new());
+
+fn waiting() -> MutexGuard<'static, Vec<(FileId, Arc<Shared>)>> {
+    WAITING.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// How a wait on a [`Handoff`] ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Woken {
+    /// The owner let the file go (or died).
+    LetGo,
+    /// The time given passed first.
+    TimedOut,
+    /// The kernel refused the lock: this file cannot be waited for this way.
+    Refused,
+}
+
 /// A wait for the owner of a locked file to let it go.
 pub struct Handoff {
     path: PathBuf,
-    done: Receiver<()>,
+    shared: Arc<Shared>,
 }
 
 impl Handoff {
     /// Start waiting for the file at `path`, when its owner keeps it locked. `None` when nobody
     /// does (or it is gone, or not a regular file): the caller watches its folder instead.
     pub fn start(path: &Path) -> Option<Handoff> {
+        use std::os::unix::fs::MetadataExt;
         let file = fsutil::open_regular_nofollow(path).ok()?;
         match file.try_lock_shared() {
             Err(TryLockError::WouldBlock) => {}
             // Unlocked: nobody keeps it (the lock is dropped with `file`).
             Ok(()) | Err(TryLockError::Error(_)) => return None,
         }
-        let (tx, done) = sync_channel(1);
-        // A thread blocks in `flock` for us; the caller waits on the channel, with a timeout.
-        // At exit the kernel ends a thread blocked there at once.
+        let meta = file.metadata().ok()?;
+        let key = (meta.dev(), meta.ino());
+        let mut all = waiting();
+        if let Some((_, shared)) = all.iter().find(|(k, _)| *k == key) {
+            return Some(Handoff {
+                path: path.to_path_buf(),
+                shared: Arc::clone(shared),
+            });
+        }
+        let shared = Arc::new(Shared {
+            outcome: Mutex::new(Outcome::Pending),
+            changed: Condvar::new(),
+        });
+        let theirs = Arc::clone(&shared);
+        // A thread blocks in `flock` for us; callers wait on `shared`, with a timeout. At exit
+        // the kernel ends a thread blocked there at once.
         std::thread::Builder::new()
             .name("handoff".into())
             .stack_size(64 * 1024)
             .spawn(move || {
-                // Granted (or failed: the caller looks again either way), then unlocked.
-                let _ = file.lock_shared();
+                let outcome = match file.lock_shared() {
+                    Ok(()) => Outcome::Granted,
+                    Err(_) => Outcome::Failed,
+                };
                 drop(file);
-                let _ = tx.send(());
+                waiting().retain(|(k, _)| *k != key);
+                *theirs.outcome.lock().unwrap_or_else(|e| e.into_inner()) = outcome;
+                theirs.changed.notify_all();
             })
             .ok()?;
+        all.push((key, Arc::clone(&shared)));
         Some(Handoff {
             path: path.to_path_buf(),
-            done,
+            shared,
         })
     }
 
@@ -117,11 +174,22 @@ impl Handoff {
         &self.path
     }
 
-    /// Block until the owner lets the file go or `max` has passed; whether it did.
-    pub fn wait(&self, max: Duration) -> bool {
-        match self.done.recv_timeout(max) {
-            Ok(()) | Err(RecvTimeoutError::Disconnected) => true,
-            Err(RecvTimeoutError::Timeout) => false,
+    /// Block until the owner lets the file go or `max` has passed.
+    pub fn wait(&self, max: Duration) -> Woken {
+        let outcome = self
+            .shared
+            .outcome
+            .lock()
+            .unwrap_or_else(|e| e.into_inner());
+        let (outcome, _) = self
+            .shared
+            .changed
+            .wait_timeout_while(outcome, max, |o| *o == Outcome::Pending)
+            .unwrap_or_else(|e| e.into_inner());
+        match *outcome {
+            Outcome::Pending => Woken::TimedOut,
+            Outcome::Granted => Woken::LetGo,
+            Outcome::Failed => Woken::Refused,
         }
     }
 }
@@ -152,13 +220,48 @@ mod tests {
         keep(&p, f);
         let h = Handoff::start(&p).expect("kept locked");
         assert_eq!(h.path(), p);
-        assert!(!h.wait(Duration::from_millis(50)), "still kept");
+        assert_eq!(
+            h.wait(Duration::from_millis(50)),
+            Woken::TimedOut,
+            "still kept"
+        );
         std::fs::remove_file(&p).unwrap();
         let t = Instant::now();
         let_go(&p);
-        assert!(h.wait(Duration::from_secs(20)), "let go");
+        assert_eq!(h.wait(Duration::from_secs(20)), Woken::LetGo);
         assert!(t.elapsed() < Duration::from_secs(20));
         assert!(held().iter().all(|(q, _)| q != &p));
+    }
+
+    #[test]
+    fn waits_for_one_file_share_one_thread() {
+        use std::os::unix::fs::MetadataExt;
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("lock");
+        let f = File::create(&p).unwrap();
+        f.lock().unwrap();
+        let meta = f.metadata().unwrap();
+        let key = (meta.dev(), meta.ino());
+        keep(&p, f);
+        let first = Handoff::start(&p).unwrap();
+        let second = Handoff::start(&p).unwrap();
+        drop(Handoff::start(&p).unwrap());
+        assert_eq!(waiting().iter().filter(|(k, _)| *k == key).count(), 1);
+        let_go(&p);
+        assert_eq!(first.wait(Duration::from_secs(20)), Woken::LetGo);
+        assert_eq!(second.wait(Duration::from_secs(20)), Woken::LetGo);
+        eventually_gone(key);
+    }
+
+    fn eventually_gone(key: FileId) {
+        let start = Instant::now();
+        while waiting().iter().any(|(k, _)| *k == key) {
+            assert!(
+                start.elapsed() < Duration::from_secs(20),
+                "thread still listed"
+            );
+            std::thread::sleep(Duration::from_millis(5));
+        }
     }
 
     #[test]
@@ -175,16 +278,20 @@ mod tests {
         // Kept under another name: let go with that one.
         let h = Handoff::start(&b).expect("b still kept");
         rekey(&b, &a);
-        assert!(!h.wait(Duration::from_millis(20)));
+        assert_eq!(h.wait(Duration::from_millis(20)), Woken::TimedOut);
         let_go(&b);
-        assert!(!h.wait(Duration::from_millis(20)), "rekeyed away from b");
+        assert_eq!(
+            h.wait(Duration::from_millis(20)),
+            Woken::TimedOut,
+            "rekeyed away from b"
+        );
         let_go(&a);
-        assert!(h.wait(Duration::from_secs(20)));
+        assert_eq!(h.wait(Duration::from_secs(20)), Woken::LetGo);
         let f = File::open(&b).unwrap();
         f.lock().unwrap();
         keep(&b, f);
         let h = Handoff::start(&b).expect("b still kept");
         let_go(&b);
-        assert!(h.wait(Duration::from_secs(20)));
+        assert_eq!(h.wait(Duration::from_secs(20)), Woken::LetGo);
     }
 }

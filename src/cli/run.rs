@@ -56,7 +56,7 @@ pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     // The locks are released before this process exits: kept locked until then, the first
     // waiter in line sleeps on them (see `coord::handoff`).
     coord::handoff::hold_locks();
-    // A signal while waiting leaves the queue and resets WAITING before exiting 130/143 (as
+    // A signal while waiting leaves the queue and resets WAITING before exiting 130/143/129 (as
     // `coord lock` does); once the command runs, it is passed on to the command.
     coord::watch::stop_on_signals().map_err(|e| Error::Failed {
         message: format!("cannot install the signal handlers: {e}"),

@@ -144,7 +144,6 @@ pub fn run(
     // Ready before the wait, so that the command starts as soon as the locks are had. Listening
     // this early also forwards a signal that arrives between the acquire and the start.
     let signals = Signals::listen().at("listen for signals in", ws.root())?;
-    let own_group = ProcessGroup::wanted();
     let got = match lock::acquire(ws, &lock_req, &mut |e| on_event(RunEvent::Lock(e))) {
         Ok(got) => got,
         Err(e) => {
@@ -153,7 +152,6 @@ pub fn run(
             return Err(e);
         }
     };
-    on_event(RunEvent::Locked(&got));
     let held: Vec<(Target, String)> = got
         .acquired
         .iter()
@@ -162,8 +160,19 @@ pub fn run(
             Some((target.clone(), a.token.clone()))
         })
         .collect();
+    // Asked to stop (see `watch::stop_on_signals`) during the try that got the locks: the
+    // command does not start.
+    if let Some(signal) = crate::watch::stop_requested() {
+        lock::leave_queue_now(ws);
+        let _ = lock::release_tokens(ws, &req.agent, &held);
+        return Err(Error::Interrupted {
+            signal,
+            file: req.targets[0].rel.clone(),
+        });
+    }
+    on_event(RunEvent::Locked(&got));
 
-    let end = supervise(ws, req, (program, args), &signals, own_group);
+    let end = supervise(ws, req, (program, args), &signals);
     lock::leave_queue_now(ws);
     let released = lock::release_tokens(ws, &req.agent, &held);
     let end = end?;
@@ -191,13 +200,14 @@ fn supervise(
     req: &RunRequest,
     (program, args): (&OsString, &[OsString]),
     signals: &Signals,
-    own_group: bool,
 ) -> Result<RunEnd> {
     let mut command = Command::new(program);
     command
         .args(args)
         .env("COORD_AGENT", req.agent.name())
         .env("COORD_DIR", ws.root());
+    // Decided now, not before a wait: the job may have moved to or from the foreground.
+    let own_group = ProcessGroup::wanted();
     if own_group {
         command.process_group(0);
     }

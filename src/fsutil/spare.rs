@@ -5,8 +5,12 @@
 //! and none during one. Publishing a record costs most where the filesystem makes or frees an
 //! inode: the temporary file it is written to, and the old content a replace leaves behind.
 //! Neither is part of what a reader sees, so neither needs to happen while the client waits.
-//! Such a process calls [`keep_spares`] once and [`tidy`] after each answer; every other
-//! process (every one-shot command) never enables this and creates its files as it goes.
+//! Such a process calls [`keep_spares`] once and [`tidy`] after each answer. A lock acquire on
+//! a local folder does the same on a small scale: the files its first try publishes under the
+//! workspace mutex are made before it takes the mutex, and a waiter makes those of the try that
+//! will succeed while it waits. A process that enabled spares calls [`discard_spares`] before
+//! it exits (the `coord` binary does, on every path); spares left by a killed process are swept
+//! by the next coord in the folder, as any temporary file whose process is gone.
 //!
 //! Spares are empty temporary files in `.coord/`, named like every coord temporary file, so a
 //! killed server's spares are swept like any other leftover. A spare is used only when it is

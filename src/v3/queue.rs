@@ -90,12 +90,21 @@ pub fn register(root: &Path, agent: &AgentId, targets: &[Target]) -> Result<Tick
         let path = dir.join(layout::ticket_name(seq, agent.id()));
         // Staged in the queues' own folder: the waiters already in line watch this queue for
         // tickets going away, and a temporary name going away there would wake them all.
-        if hand_over {
+        let published = if hand_over {
             // Kept locked while it stands: the waiter behind it sleeps on that (`handoff`).
-            let file = fsutil::replace_staged_held(&path, &queue_root, rec.render().as_bytes())?;
-            handoff::keep(&path, file);
+            fsutil::replace_staged_held(&path, &queue_root, rec.render().as_bytes())
+                .map(|file| handoff::keep(&path, file))
         } else {
-            fsutil::replace_staged(&path, &queue_root, rec.render().as_bytes())?;
+            fsutil::replace_staged(&path, &queue_root, rec.render().as_bytes())
+        };
+        if let Err(e) = published {
+            // All or nothing: the tickets made for the other files go too.
+            leave(&Tickets {
+                seq,
+                paths,
+                keep_folders: true,
+            });
+            return Err(e);
         }
         paths.push(path);
     }

@@ -145,6 +145,7 @@ fn a_signal_to_a_waiting_run_leaves_the_queue_and_runs_nothing() {
     for (agent, sig, code) in [
         ("gemini", rustix::process::Signal::INT, 130),
         ("codex", rustix::process::Signal::TERM, 143),
+        ("qwen", rustix::process::Signal::HUP, 129),
     ] {
         let waiter = waiting_run(&env, agent, "a.md");
         eventually("the run waits", || waits(&env, agent));
@@ -169,4 +170,41 @@ fn a_signal_to_a_waiting_run_leaves_the_queue_and_runs_nothing() {
         .collect();
     assert!(queued.is_empty(), "left in the queue: {queued:?}");
     stop_run(&env, holder);
+}
+
+/// CPU time (user + system) of process `pid` so far, in clock ticks (`None` where `/proc` cannot
+/// tell).
+fn cpu_ticks(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
+    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
+}
+
+#[test]
+fn a_waiter_holding_a_lock_and_blocked_by_the_queue_sleeps_instead_of_spinning() {
+    let env = Env::new();
+    for f in ["a", "b", "c"] {
+        env.write(f, "");
+    }
+    env.agent("y").args(["lock", "c"]).ok();
+    // w waits for b and c (c is y's), and so stands first in b's line.
+    let w = env
+        .agent("w")
+        .args(["lock", "b", "c", "--wait", "20s"])
+        .spawn();
+    eventually("w waits", || waits(&env, "w"));
+    env.agent("x").args(["lock", "a"]).ok();
+    // x holds a, and b is free, but w stands before it: x waits its turn, holding a lock.
+    let x = env.agent("x").args(["lock", "b", "--wait", "2s"]).spawn();
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let ticks = cpu_ticks(x.id());
+    let out = finish(x);
+    assert_eq!(out.code, Some(3), "{}", out.stderr);
+    // A spinning waiter burns its 1.5 s of waiting (150 ticks at 100 Hz); a sleeping one a few.
+    if let Some(ticks) = ticks {
+        assert!(ticks < 50, "x used {ticks} ticks of CPU while waiting");
+    }
+    env.agent("y").args(["unlock", "c"]).ok();
+    let out = finish(w);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
 }

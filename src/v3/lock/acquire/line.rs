@@ -28,8 +28,15 @@ impl Drop for Waiting<'_> {
         let Some(tickets) = self.tickets.take() else {
             return;
         };
-        if let Ok(_mutex) = self.ws.lock_mutex() {
-            settle(self.ws, self.agent, &tickets);
+        match self.ws.lock_mutex() {
+            Ok(_mutex) => settle(self.ws, self.agent, &tickets),
+            // The tickets stay, judged dead once this process is gone; their locks go now, so
+            // that a long-lived process (`coord mcp`) does not keep them.
+            Err(_) => {
+                for path in &tickets.paths {
+                    crate::handoff::let_go(path);
+                }
+            }
         }
     }
 }

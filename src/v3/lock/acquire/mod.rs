@@ -130,6 +130,10 @@ enum Attempt {
 
 /// Acquire all of `req.targets` or none, waiting as `req.wait` allows; then write backups.
 ///
+/// On a local folder this makes temporary files in `.coord/` ahead of need
+/// ([`fsutil::keep_spares_at_least`]); a long-lived caller calls [`fsutil::discard_spares`]
+/// before it exits.
+///
 /// # Errors
 ///
 /// [`Error::BadPath`] when a target exists but is not a regular file (nothing is written);

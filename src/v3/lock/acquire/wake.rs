@@ -7,7 +7,7 @@ use std::time::{Duration, Instant};
 
 use crate::arbiter::Policy;
 use crate::fsutil;
-use crate::handoff::Handoff;
+use crate::handoff::{Handoff, Woken};
 use crate::host;
 use crate::layout;
 use crate::record::Record;
@@ -157,6 +157,10 @@ pub(super) struct Watches {
 pub(super) struct Waits {
     pub(super) watches: Option<Watches>,
     hand: Option<Handoff>,
+    /// The kernel refused a hand-off: watch folders from now on.
+    refused: bool,
+    /// The last sleep returned at once, on its first look, without sleeping.
+    returned_at_once: bool,
 }
 
 /// The watches of a waiter for `targets`.
@@ -214,35 +218,57 @@ pub(super) fn sleep(
     };
     let since = Instant::now();
     let mut step = policy.recheck;
-    let mut look = if probe.hand_over {
-        // What blocked the try may be gone already, and a waiter behind others learns whose
-        // ticket stands just before its own.
-        match probe.look() {
-            Look::Changed => return,
-            look => look,
-        }
-    } else if probe.record.borrow().is_none() && probe.queue.is_some() {
-        // Blocked by the queue alone (no lock record), the last try found us behind.
+    // Blocked by the queue alone (no lock record), the last try found us behind.
+    let before = if probe.record.borrow().is_none() && probe.queue.is_some() {
         Look::Behind
     } else {
         Look::Blocked
     };
+    // Looking before sleeping may end the sleep at once, but only once between two real sleeps:
+    // some blocks look changed without being so (a waiter holding locks is blocked by the
+    // queue, which it does not look at), and trying again at once every time would spin under
+    // the mutex.
+    let may_return = !std::mem::take(&mut waits.returned_at_once);
+    let mut at_once = |look: Look| {
+        if look == Look::Changed && may_return {
+            waits.returned_at_once = true;
+            return None;
+        }
+        Some(if look == Look::Changed { before } else { look })
+    };
+    // What blocked the try may be gone already, and a waiter behind others learns whose ticket
+    // stands just before its own.
+    let first = if probe.hand_over {
+        probe.look()
+    } else {
+        before
+    };
+    let Some(mut look) = at_once(first) else {
+        return;
+    };
     loop {
-        let in_front = probe.in_front(look).filter(|_| probe.hand_over);
+        let in_front = probe
+            .in_front(look)
+            .filter(|_| probe.hand_over && !waits.refused);
         if waits.hand.as_ref().map(Handoff::path) != in_front.as_deref() {
             waits.hand = in_front.as_deref().and_then(Handoff::start);
         }
         if let Some(hand) = &waits.hand {
-            if hand.wait(deadline.next_sleep(step.min(HANDOFF_LOOK))) {
-                waits.hand = None;
+            match hand.wait(deadline.next_sleep(step.min(HANDOFF_LOOK))) {
+                Woken::TimedOut => {}
+                Woken::LetGo => waits.hand = None,
+                Woken::Refused => {
+                    waits.hand = None;
+                    waits.refused = true;
+                }
             }
         } else {
             let Some(w) = &waits.watches else {
                 waits.watches = Some(watch_for(root, targets));
                 // Watched from now on: what we looked at may have changed before.
-                look = probe.look();
-                if look == Look::Changed {
-                    break;
+                match at_once(probe.look()) {
+                    Some(now) => look = now,
+                    None => break,
                 }
                 continue;
             };
