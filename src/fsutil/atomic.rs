@@ -99,15 +99,7 @@ fn publish_via<T>(
 ///
 /// [`Error::Io`](crate::Error::Io) naming the path on any other failure.
 pub fn create_new(path: &Path, bytes: &[u8]) -> Result<bool> {
-    let fill = |tmp| written(tmp, path, bytes);
-    publish_via(path, parent_of(path), fill, |tmp| {
-        match tmp.persist_noclobber(path) {
-            Ok(_) => Ok(true),
-            Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => Ok(false),
-            Err(e) => Err(e.error),
-        }
-    })?
-    .at("create", path)
+    Ok(create_new_with(path, bytes, false)?.is_some())
 }
 
 /// [`create_new`], the file locked (`flock`, exclusive) before it is published: returns it
@@ -119,7 +111,13 @@ pub fn create_new(path: &Path, bytes: &[u8]) -> Result<bool> {
 ///
 /// As [`create_new`].
 pub fn create_new_held(path: &Path, bytes: &[u8]) -> Result<Option<File>> {
-    let fill = |tmp| held(written(tmp, path, bytes)?);
+    create_new_with(path, bytes, true)
+}
+
+/// [`create_new`], the file published open (and locked first when `lock`); `None` when `path`
+/// already exists.
+fn create_new_with(path: &Path, bytes: &[u8], lock: bool) -> Result<Option<File>> {
+    let fill = |tmp| filled(tmp, path, bytes, lock);
     publish_via(path, parent_of(path), fill, |tmp| {
         match tmp.persist_noclobber(path) {
             Ok(file) => Ok(Some(file)),
@@ -130,9 +128,13 @@ pub fn create_new_held(path: &Path, bytes: &[u8]) -> Result<Option<File>> {
     .at("create", path)
 }
 
-/// `tmp`, locked for [`create_new_held`] and [`replace_staged_held`] (best effort).
-fn held(tmp: NamedTempFile) -> Result<NamedTempFile> {
-    let _ = tmp.as_file().try_lock();
+/// `tmp` with `bytes` written to it, then locked when `lock` (best effort: see
+/// [`create_new_held`]).
+fn filled(tmp: NamedTempFile, path: &Path, bytes: &[u8], lock: bool) -> Result<NamedTempFile> {
+    let tmp = written(tmp, path, bytes)?;
+    if lock {
+        let _ = tmp.as_file().try_lock();
+    }
     Ok(tmp)
 }
 
@@ -142,8 +144,7 @@ fn held(tmp: NamedTempFile) -> Result<NamedTempFile> {
 ///
 /// [`Error::Io`](crate::Error::Io) naming the path.
 pub fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
-    let fill = |tmp| written(tmp, path, bytes);
-    publish_via(path, parent_of(path), fill, |tmp| put(tmp, path))?.at("replace", path)
+    replace_staged(path, parent_of(path), bytes)
 }
 
 /// [`replace`] through a temporary file made in `stage` (a folder of the same filesystem, or a
@@ -155,8 +156,7 @@ pub fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
 ///
 /// [`Error::Io`](crate::Error::Io) naming the path.
 pub fn replace_staged(path: &Path, stage: &Path, bytes: &[u8]) -> Result<()> {
-    let fill = |tmp| written(tmp, path, bytes);
-    publish_via(path, stage, fill, |tmp| put(tmp, path))?.at("replace", path)
+    replace_keeping(path, stage, bytes, false, |_| Ok(()))
 }
 
 /// [`replace_staged`], the file locked before it is published and returned open, as
@@ -166,11 +166,23 @@ pub fn replace_staged(path: &Path, stage: &Path, bytes: &[u8]) -> Result<()> {
 ///
 /// As [`replace_staged`].
 pub fn replace_staged_held(path: &Path, stage: &Path, bytes: &[u8]) -> Result<File> {
-    let fill = |tmp| held(written(tmp, path, bytes)?);
+    // The same open file as the temporary one: its lock lasts as long as either is open.
+    replace_keeping(path, stage, bytes, true, File::try_clone)
+}
+
+/// [`replace_staged`], locking the file first when `lock`, and returning what `keep` takes of
+/// it before it is published.
+fn replace_keeping<T>(
+    path: &Path,
+    stage: &Path,
+    bytes: &[u8],
+    lock: bool,
+    keep: impl Fn(&File) -> io::Result<T>,
+) -> Result<T> {
+    let fill = |tmp| filled(tmp, path, bytes, lock);
     publish_via(path, stage, fill, |tmp| {
-        // The same open file as `tmp`'s: its lock lasts as long as either is open.
-        let file = tmp.as_file().try_clone()?;
-        put(tmp, path).map(|()| file)
+        let kept = keep(tmp.as_file())?;
+        put(tmp, path).map(|()| kept)
     })?
     .at("replace", path)
 }

@@ -189,24 +189,20 @@ fn publish(
         let refreshed = if mine.is_some() {
             fsutil::replace(&path, text.as_bytes())?;
             true
-        } else if hold {
-            match fsutil::create_new_held(&path, text.as_bytes())? {
-                Some(file) => {
-                    handoff::keep(&path, file);
-                    created.push(path.clone());
-                    false
-                }
-                None => {
-                    fsutil::replace(&path, text.as_bytes())?;
-                    true
-                }
-            }
-        } else if fsutil::create_new(&path, text.as_bytes())? {
-            created.push(path.clone());
-            false
         } else {
-            fsutil::replace(&path, text.as_bytes())?;
-            true
+            let made = if hold {
+                fsutil::create_new_held(&path, text.as_bytes())?
+                    .map(|file| handoff::keep(&path, file))
+                    .is_some()
+            } else {
+                fsutil::create_new(&path, text.as_bytes())?
+            };
+            if made {
+                created.push(path.clone());
+            } else {
+                fsutil::replace(&path, text.as_bytes())?;
+            }
+            !made
         };
         // A lock of ours made by hand under another spelling (`FILE.lock.Claude`) is replaced
         // by the canonical name, not kept beside it.
