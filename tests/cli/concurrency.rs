@@ -4,7 +4,7 @@
 use std::process::Child;
 
 use crate::fixture::{agent_sh, counter_cycle, wait_all};
-use crate::support::{Env, eventually, temps_in};
+use crate::support::{Env, eventually, temps_in, tickets};
 
 #[test]
 fn eight_processes_fifty_cycles_each_count_to_exactly_400() {
@@ -149,14 +149,5 @@ fn a_waiters_prepared_files_and_ticket_are_gone_once_it_is_done() {
     assert!(!env.exists("a.md.lock.gemini"));
     assert_eq!(temps_in(env.root()), Vec::<String>::new());
     assert_eq!(temps_in(&env.path(".coord")), Vec::<String>::new());
-    let queue = env.path(".coord/queue");
-    let tickets: Vec<_> = std::fs::read_dir(&queue)
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten())
-        .map(|e| e.file_name())
-        .collect();
-    assert!(tickets.is_empty(), "left in the queue: {tickets:?}");
+    assert_eq!(tickets(&env), Vec::<String>::new(), "left in the queue");
 }

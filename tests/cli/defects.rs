@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::support::{Env, coord_bin};
+use crate::support::{Env, coord_bin, tickets};
 
 fn is_root() -> bool {
     rustix::process::geteuid().is_root()
@@ -353,14 +353,6 @@ fn oversize_stdin_is_refused_not_truncated() {
         .stdin(&fits)
         .ok();
     assert!(env.read("collaboration_file.txt").contains(&fits));
-}
-
-/// Wait tickets under `.coord/queue/` (any file but `seq`, in any folder).
-fn tickets(env: &Env) -> Vec<String> {
-    env.snapshot()
-        .into_keys()
-        .filter(|k| k.starts_with(".coord/queue/") && k != ".coord/queue/seq")
-        .collect()
 }
 
 /// SIGINT or SIGTERM to a waiting `coord lock` cleans up as a timeout does (ticket removed,

@@ -1,11 +1,11 @@
 //! Waiters woken by the hand-off of the file in front of them (`flock` on a ticket, or on the
-//! lock of a `coord run`), with real processes: a race of `coord run`s with a witness file, a
-//! holder killed by `SIGKILL`, a holder's lock removed by hand, and what a waiter sleeps on.
+//! lock of a `coord run`), with real processes: a holder killed by `SIGKILL`, a holder's lock
+//! removed by hand, signals to a waiting run, and what a waiter sleeps on. The race of `coord
+//! run`s under the hand-off is `edit::runs_exclude_each_other`.
 
 use std::process::Child;
 
-use crate::fixture::{agent_sh, wait_all};
-use crate::support::{Env, eventually, finish, hold_with_run, stop_run};
+use crate::support::{Env, cpu_ticks, eventually, finish, hold_with_run, stop_run, tickets};
 
 /// Whether process `pid` has an inotify descriptor open (`None` where `/proc` cannot tell).
 fn has_inotify(pid: u32) -> Option<bool> {
@@ -27,34 +27,6 @@ fn waiting_run(env: &Env, agent: &str, file: &str) -> Child {
 fn waits(env: &Env, agent: &str) -> bool {
     let presence = format!(".{agent}_presence");
     env.exists(&presence) && env.read(&presence).contains("lock_status: WAITING")
-}
-
-#[test]
-fn eight_runs_of_twenty_five_increments_count_to_exactly_200() {
-    let env = Env::new();
-    env.write("counter.txt", "0\n");
-    // `set -C` makes `>` use O_EXCL: two commands inside the critical section would collide.
-    let cycle = r#"
-        i=0
-        while [ $i -lt 25 ]; do
-            "$COORD" run counter.txt --wait 2m -q -- sh -c '
-                if ! ( set -C; : > witness ) 2>/dev/null; then echo "$COORD_AGENT" >> collisions; fi
-                n=$(cat counter.txt); echo $((n + 1)) > counter.txt
-                rm -f witness' || exit 10
-            i=$((i + 1))
-        done
-    "#;
-    let children: Vec<Child> = (1..=8)
-        .map(|i| agent_sh(&env, &format!("agent-{i}"), cycle, &[]))
-        .collect();
-    wait_all(children);
-    assert!(
-        !env.exists("collisions"),
-        "two commands ran under the lock at once: {}",
-        env.read("collisions")
-    );
-    assert_eq!(env.read("counter.txt").trim(), "200");
-    assert!(env.files_ending(".lock.agent-1").is_empty());
 }
 
 #[test]
@@ -160,24 +132,8 @@ fn a_signal_to_a_waiting_run_leaves_the_queue_and_runs_nothing() {
                 .contains("lock_status: FREE"),
         );
     }
-    let queued: Vec<_> = std::fs::read_dir(env.path(".coord/queue"))
-        .into_iter()
-        .flatten()
-        .flatten()
-        .filter(|e| e.file_type().is_ok_and(|t| t.is_dir()))
-        .flat_map(|d| std::fs::read_dir(d.path()).into_iter().flatten().flatten())
-        .map(|e| e.file_name())
-        .collect();
-    assert!(queued.is_empty(), "left in the queue: {queued:?}");
+    assert_eq!(tickets(&env), Vec::<String>::new(), "left in the queue");
     stop_run(&env, holder);
-}
-
-/// CPU time (user + system) of process `pid` so far, in clock ticks (`None` where `/proc` cannot
-/// tell).
-fn cpu_ticks(pid: u32) -> Option<u64> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let fields: Vec<&str> = stat[stat.rfind(')')? + 1..].split_whitespace().collect();
-    Some(fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?)
 }
 
 #[test]
@@ -197,7 +153,9 @@ fn a_waiter_holding_a_lock_and_blocked_by_the_queue_sleeps_instead_of_spinning()
     // x holds a, and b is free, but w stands before it: x waits its turn, holding a lock.
     let x = env.agent("x").args(["lock", "b", "--wait", "2s"]).spawn();
     std::thread::sleep(std::time::Duration::from_millis(1500));
-    let ticks = cpu_ticks(x.id());
+    let ticks = std::fs::read_to_string(format!("/proc/{}/stat", x.id()))
+        .ok()
+        .map(|stat| cpu_ticks(&stat));
     let out = finish(x);
     assert_eq!(out.code, Some(3), "{}", out.stderr);
     // A spinning waiter burns its 1.5 s of waiting (150 ticks at 100 Hz); a sleeping one a few.

@@ -4,7 +4,7 @@
 
 use std::os::unix::fs::PermissionsExt;
 
-use crate::support::Env;
+use crate::support::{Env, cpu_ticks};
 
 /// Lock files in the root, found by name only (nothing is opened: a FIFO may stand there).
 fn locks(env: &Env) -> Vec<String> {
@@ -115,14 +115,6 @@ fn a_long_run_refreshes_the_heartbeat_every_30_seconds() {
         ticks < 15,
         "coord run used {ticks} clock ticks of CPU while CMD ran for 36 s"
     );
-}
-
-/// The CPU time (user + system, in clock ticks) in a process's `/proc/PID/stat`.
-fn cpu_ticks(stat: &str) -> u64 {
-    // Fields after the command name: state is field 3, utime 14, stime 15.
-    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
-    let fields: Vec<&str> = after_name.split_whitespace().collect();
-    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
 }
 
 /// Make a FIFO at `rel`, or `false` (with the reason printed) when `mkfifo` is not there.

@@ -340,6 +340,22 @@ pub fn temps_in(dir: &Path) -> Vec<String> {
         .unwrap_or_default()
 }
 
+/// Wait tickets under `.coord/queue/` (any file but `seq`, in any folder).
+pub fn tickets(env: &Env) -> Vec<String> {
+    env.snapshot()
+        .into_keys()
+        .filter(|k| k.starts_with(".coord/queue/") && k != ".coord/queue/seq")
+        .collect()
+}
+
+/// The CPU time (user + system, in clock ticks) in a process's `/proc/PID/stat`.
+pub fn cpu_ticks(stat: &str) -> u64 {
+    // Fields after the command name: state is field 3, utime 14, stime 15.
+    let after_name = &stat[stat.rfind(')').unwrap() + 2..];
+    let fields: Vec<&str> = after_name.split_whitespace().collect();
+    fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap()
+}
+
 /// A spawned process's exit code and output, once it ends.
 pub fn finish(child: Child) -> Output {
     let out = child.wait_with_output().unwrap();
