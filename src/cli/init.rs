@@ -1,6 +1,7 @@
 //! `coord init`: wire a folder for agent clients.
 
-use clap::{Args, ValueEnum};
+use clap::Args;
+use clap::builder::TypedValueParser;
 
 use coord::ExitCode;
 use coord::hook::Client;
@@ -23,41 +24,28 @@ use super::{Ctx, output};
 #[command(verbatim_doc_comment)]
 pub struct InitArgs {
     /// The clients to wire (repeat or separate with commas; default: all)
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "CLIENT")]
-    client: Vec<ClientChoice>,
+    #[arg(long, value_parser = client_choice(), value_delimiter = ',', value_name = "CLIENT")]
+    client: Vec<Option<Client>>,
     /// Print what would change and write nothing
     #[arg(long)]
     dry_run: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum ClientChoice {
-    Claude,
-    Codex,
-    Gemini,
-    Copilot,
-    All,
+/// A client's name, or `all` (`None`).
+fn client_choice() -> impl clap::builder::TypedValueParser<Value = Option<Client>> {
+    let mut names = Client::names();
+    names.push("all");
+    clap::builder::PossibleValuesParser::new(names).map(|name| Client::parse(&name))
 }
 
 pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
-    let mut clients: Vec<Client> = Vec::new();
-    let all = args.client.is_empty() || args.client.contains(&ClientChoice::All);
-    for c in Client::ALL {
-        let chosen = all
-            || args.client.iter().any(|a| {
-                matches!(
-                    (a, c),
-                    (ClientChoice::Claude, Client::Claude)
-                        | (ClientChoice::Codex, Client::Codex)
-                        | (ClientChoice::Gemini, Client::Gemini)
-                        | (ClientChoice::Copilot, Client::Copilot)
-                )
-            });
-        if chosen {
-            clients.push(c);
-        }
-    }
+    let all = args.client.is_empty() || args.client.contains(&None);
+    let clients: Vec<Client> = Client::ALL
+        .iter()
+        .copied()
+        .filter(|c| all || args.client.contains(&Some(*c)))
+        .collect();
     let plan = init::plan(&ws, &clients)?;
     if !args.dry_run {
         init::apply(&ws, &plan)?;
