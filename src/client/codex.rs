@@ -67,7 +67,8 @@ impl Adapter for Codex {
             ("SessionStart", None, cmd.clone()),
             ("PreToolUse", edit, cmd.clone()),
             ("PostToolUse", edit, cmd.clone()),
-            ("Stop", None, cmd),
+            ("Stop", None, cmd.clone()),
+            ("SessionEnd", None, cmd),
         ];
         w.json(self.hook_file(), false, |v, f| {
             merge_hooks(v, f, &hooks, false)
@@ -90,13 +91,19 @@ impl Adapter for Codex {
                 t.insert("args", toml_edit::value(args));
                 servers.insert("coord", toml_edit::Item::Table(t));
             }
-            let features = doc
-                .entry("features")
-                .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()))
-                .as_table_like_mut()
-                .ok_or_else(|| not_a_table(rel, "features"))?;
-            if !features.contains_key("codex_hooks") {
-                features.insert("codex_hooks", toml_edit::value(true));
+            // Hooks are on by default (the `hooks` feature is stable); `[features].codex_hooks`,
+            // which earlier versions of `coord init` wrote, is a deprecated alias Codex warns
+            // about on every run: take back coord's `codex_hooks = true`.
+            if let Some(features) = doc.get_mut("features").and_then(|f| f.as_table_like_mut())
+                && features
+                    .get("codex_hooks")
+                    .and_then(|v| v.as_bool())
+                    .is_some_and(|on| on)
+            {
+                features.remove("codex_hooks");
+                if features.is_empty() {
+                    doc.remove("features");
+                }
             }
             Ok(())
         })

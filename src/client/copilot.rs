@@ -1,13 +1,25 @@
-//! GitHub Copilot CLI: `preToolUse`, `postToolUse`, `sessionStart`, `sessionEnd` (the payload
-//! does not name its event: `coord init` registers each with `--event`); `toolArgs` is a JSON
-//! string; the edit tools are `edit` and `create`. Hooks live in `.github/hooks/coord.json`.
+//! GitHub Copilot CLI: `sessionStart`, `preToolUse`, `postToolUse`, `agentStop` (the main agent
+//! stopped: its turn is over), `sessionEnd`. The payload does not name its event, so `coord init`
+//! registers each with `--event`; the session id is `sessionId`. `toolArgs` is an object (or a
+//! JSON string) for `edit`, `create` and `str_replace_editor`, and the raw patch text for
+//! `apply_patch` (the edit tool Copilot offers GPT-5-family models instead of `edit`/`create`).
+//! Hooks live in `.github/hooks/coord.json`; Copilot reads MCP servers from `.mcp.json`.
 
 use serde_json::{Map, Value, json};
 
 use super::{Adapter, args_object, str_field};
 use crate::error::Result;
-use crate::hook::{Kind, Reply};
-use crate::init::{Wiring, array_at, command, object_at, runs};
+use crate::hook::{Kind, Reply, patch};
+use crate::init::{Wiring, array_at, command, merge_mcp, object_at, runs};
+
+/// The events `coord init` registers, in order.
+pub const EVENTS: [&str; 5] = [
+    "sessionStart",
+    "preToolUse",
+    "postToolUse",
+    "agentStop",
+    "sessionEnd",
+];
 
 /// GitHub Copilot CLI.
 pub struct Copilot;
@@ -33,24 +45,40 @@ impl Adapter for Copilot {
     }
 
     fn edited(&self, tool: &str, input: &Value) -> Option<Vec<String>> {
+        let args = args_object(input);
+        let path = || {
+            str_field(&args, &["path", "file_path", "filePath"])
+                .into_iter()
+                .collect()
+        };
         match tool {
-            "edit" | "create" => Some(
-                str_field(&args_object(input), &["path", "file_path", "filePath"])
-                    .into_iter()
-                    .collect(),
-            ),
+            "edit" | "create" => Some(path()),
+            // Anthropic's editor tool: every command but `view` writes.
+            "str_replace_editor" => match str_field(&args, &["command"]).as_deref() {
+                Some("view") => None,
+                _ => Some(path()),
+            },
+            "apply_patch" => match (&args, input) {
+                (Value::Null, Value::String(text)) => Some(patch::paths(text)),
+                _ => Some(patch::paths(
+                    &str_field(&args, &["input", "patch", "command"]).unwrap_or_default(),
+                )),
+            },
             _ => None,
         }
     }
 
-    /// Only a pre-tool decision; other output is ignored by it.
+    /// A pre-tool decision, the session-start context (`SessionStartHookOutput`), and the
+    /// agent-stop block (`AgentStopHookOutput`).
     fn render(&self, reply: &Reply) -> Option<Value> {
         match reply {
+            Reply::Allow => None,
             Reply::Deny(reason) => Some(json!({
                 "permissionDecision": "deny",
                 "permissionDecisionReason": reason,
             })),
-            _ => None,
+            Reply::Block(reason) => Some(json!({"decision": "block", "reason": reason})),
+            Reply::Context(text) => Some(json!({"additionalContext": text})),
         }
     }
 
@@ -59,7 +87,8 @@ impl Adapter for Copilot {
     }
 
     fn wire(&self, w: &mut Wiring) -> Result<()> {
-        w.json(self.hook_file(), false, merge_copilot)
+        w.json(self.hook_file(), false, merge_copilot)?;
+        w.json(".mcp.json", false, |v, f| merge_mcp(v, f, "mcpServers"))
     }
 }
 
@@ -69,7 +98,7 @@ fn merge_copilot(doc: &mut Map<String, Value>, file: &str) -> Result<()> {
         doc.insert("version".into(), json!(1));
     }
     let hooks = object_at(doc, "hooks", file)?;
-    for event in ["sessionStart", "preToolUse", "postToolUse", "sessionEnd"] {
+    for event in EVENTS {
         let cmd = command("copilot", Some(event));
         let groups = array_at(hooks, event, file, "hooks")?;
         if groups.iter().any(|g| runs(g, &cmd)) {

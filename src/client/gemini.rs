@@ -75,7 +75,8 @@ impl Adapter for Gemini {
             ("AfterAgent", None, cmd.clone()),
             ("SessionEnd", None, cmd),
         ];
-        w.json(self.hook_file(), false, |v, f| {
+        // Gemini CLI reads its settings as JSON with comments (strip-json-comments).
+        w.json(self.hook_file(), true, |v, f| {
             merge_hooks(v, f, &hooks, true)?;
             merge_mcp(v, f, "mcpServers")
         })
