@@ -17,6 +17,8 @@ use crate::fsutil;
 use crate::hook::Client;
 use crate::workspace::Workspace;
 
+mod jsonc;
+
 /// The first line of coord's block in Markdown files.
 pub const BLOCK_BEGIN: &str = "<!-- coord:begin -->";
 /// The last line of coord's block in Markdown files.
@@ -348,17 +350,36 @@ impl Wiring {
         comments: bool,
         merge: impl FnOnce(&mut Map<String, Value>, &str) -> Result<()>,
     ) -> Result<()> {
-        let _ = comments;
         let Some((path, old)) = self.read(rel)? else {
             return Ok(());
         };
         let parsed: Value = match &old {
             Some(bytes) if !bytes.iter().all(u8::is_ascii_whitespace) => {
-                serde_json::from_slice(bytes).map_err(|e| {
-                    Error::bad_input(format!(
-                        "`{rel}` is not valid JSON ({e}); fix or move it, then run `coord init` again (nothing was written)"
-                    ))
-                })?
+                match serde_json::from_slice(bytes) {
+                    Ok(v) => v,
+                    Err(e) if comments => {
+                        // Not plain JSON: JSON with comments, as the client reads it.
+                        let text = std::str::from_utf8(bytes).map_err(|_| {
+                            Error::bad_input(format!(
+                                "`{rel}` is not UTF-8 text (nothing was written)"
+                            ))
+                        })?;
+                        let new = jsonc::merge(text, rel, merge).map_err(|why| {
+                            Error::bad_input(format!(
+                                "`{rel}` is not valid JSON, even allowing comments ({e}; {why}); fix or move it, then run `coord init` again (nothing was written)"
+                            ))
+                        })?;
+                        if let Some(new) = new {
+                            self.record(path, old, new.into_bytes());
+                        }
+                        return Ok(());
+                    }
+                    Err(e) => {
+                        return Err(Error::bad_input(format!(
+                            "`{rel}` is not valid JSON ({e}); fix or move it, then run `coord init` again (nothing was written)"
+                        )));
+                    }
+                }
             }
             _ => Value::Object(Map::new()),
         };
