@@ -4,6 +4,7 @@ use clap::Args;
 use clap::builder::TypedValueParser;
 
 use coord::ExitCode;
+use coord::client::HooksRun;
 use coord::hook::Client;
 use coord::init;
 
@@ -50,10 +51,15 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     if !args.dry_run {
         init::apply(&ws, &plan)?;
     }
+    let trust: Vec<ClientTrust> = clients
+        .iter()
+        .map(|c| ClientTrust::of(*c, ws.root()))
+        .collect();
     if ctx.json {
         output::json(&serde_json::json!({
             "dry_run": args.dry_run,
             "plan": plan,
+            "trust": trust,
         }));
         return Ok(ExitCode::Success);
     }
@@ -85,5 +91,44 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             plan.clients.join(", ")
         ));
     }
+    for t in &trust {
+        output::line(&t.line());
+    }
     Ok(ExitCode::Success)
+}
+
+/// Whether a client runs this folder's hooks, and the step that makes it (for `init` and
+/// `doctor`).
+#[derive(Debug, serde::Serialize)]
+pub(super) struct ClientTrust {
+    client: &'static str,
+    product: &'static str,
+    hooks_run: HooksRun,
+    why: String,
+    step: String,
+}
+
+impl ClientTrust {
+    pub(super) fn of(client: Client, root: &std::path::Path) -> ClientTrust {
+        let a = client.adapter();
+        let t = a.trust(root);
+        ClientTrust {
+            client: a.name(),
+            product: a.product(),
+            hooks_run: t.hooks_run,
+            why: t.why,
+            step: a.trust_step(root),
+        }
+    }
+
+    /// One line: the client runs the hooks (and why), or the step that makes it.
+    pub(super) fn line(&self) -> String {
+        match self.hooks_run {
+            HooksRun::Yes => format!("{}: runs these hooks ({})", self.product, self.why),
+            _ => format!(
+                "{}: runs these hooks only in a folder it trusts ({}): {}",
+                self.product, self.why, self.step
+            ),
+        }
+    }
 }

@@ -2,15 +2,25 @@
 //! `Edit`, `Write`, `MultiEdit` (older installs) and `NotebookEdit`. Hooks live in
 //! `.claude/settings.json`, the MCP server in `.mcp.json`, instructions in `CLAUDE.md`.
 
+use std::path::{Path, PathBuf};
+
 use serde_json::{Value, json};
 
-use super::{Adapter, args_object, str_field};
+use super::{
+    Adapter, Config, HooksRun, Trust, args_object, dir_from_env, read_config, self_and_ancestors,
+    str_field,
+};
 use crate::error::Result;
 use crate::hook::{Kind, Reply};
 use crate::init::{HookSet, Wiring, merge_hooks, merge_mcp};
 
 /// Claude Code.
 pub struct Claude;
+
+/// Claude Code's global config: `$CLAUDE_CONFIG_DIR/.claude.json`, else `~/.claude.json`.
+fn global_config() -> Option<PathBuf> {
+    dir_from_env("CLAUDE_CONFIG_DIR", "").map(|d| d.join(".claude.json"))
+}
 
 /// The tools that write files, for the hook matcher.
 pub const EDIT_MATCHER: &str = "Edit|Write|MultiEdit|NotebookEdit";
@@ -81,6 +91,48 @@ impl Adapter for Claude {
 
     fn hook_file(&self) -> &'static str {
         ".claude/settings.json"
+    }
+
+    fn trust_step(&self, root: &Path) -> String {
+        format!(
+            "run `claude` in {} once and accept the trust dialog (or set `projects[\"{}\"].hasTrustDialogAccepted: true` in {})",
+            root.display(),
+            root.display(),
+            global_config().map_or("~/.claude.json".into(), |p| p.display().to_string())
+        )
+    }
+
+    /// Claude Code drops a project's hooks until the folder (or one above it) is trusted:
+    /// `projects[PATH].hasTrustDialogAccepted` in its global config.
+    fn trust(&self, root: &Path) -> Trust {
+        let Some(path) = global_config() else {
+            return Trust::new(
+                HooksRun::Unknown,
+                "no home folder (HOME) to find ~/.claude.json",
+            );
+        };
+        let config = match read_config(&path, false) {
+            Config::Value(v) => v,
+            Config::Missing => {
+                return Trust::new(
+                    HooksRun::No,
+                    format!(
+                        "{} does not exist: no folder is trusted yet",
+                        path.display()
+                    ),
+                );
+            }
+            Config::Bad(why) => return Trust::new(HooksRun::Unknown, why),
+        };
+        for dir in self_and_ancestors(root) {
+            if config["projects"][&dir]["hasTrustDialogAccepted"] == Value::Bool(true) {
+                return Trust::new(HooksRun::Yes, format!("{} trusts {dir}", path.display()));
+            }
+        }
+        Trust::new(
+            HooksRun::No,
+            format!("{} does not trust this folder", path.display()),
+        )
     }
 
     fn instruction_file(&self) -> Option<&'static str> {

@@ -2,9 +2,14 @@
 //! with the raw patch in `tool_input.command` (a string, or an argv whose words hold it). Hooks
 //! live in `.codex/hooks.json`, the MCP server in `.codex/config.toml`.
 
+use std::path::{Path, PathBuf};
+
 use serde_json::Value;
 
-use super::{Adapter, args_object, claude};
+use super::{
+    Adapter, Config, HooksRun, Trust, args_object, claude, dir_from_env, read_config,
+    self_and_ancestors,
+};
 use crate::error::{Error, Result};
 use crate::hook::{Kind, Reply, patch};
 use crate::init::{COORD, HookSet, Wiring, merge_hooks};
@@ -60,6 +65,108 @@ impl Adapter for Codex {
         ".codex/hooks.json"
     }
 
+    fn trust_step(&self, root: &Path) -> String {
+        format!(
+            "run `codex` in {} once, trust the folder, and at \"Hooks need review\" choose \"Trust all and continue\" (or trust them with `/hooks`); `codex exec` skips untrusted hooks",
+            root.display()
+        )
+    }
+
+    /// Codex runs a folder's hooks only when the folder is trusted (`[projects."PATH"]
+    /// trust_level = "trusted"`) and each hook was reviewed (`[hooks.state."FILE:EVENT:GROUP:HOOK"]
+    /// trusted_hash`), both in `$CODEX_HOME/config.toml`.
+    fn trust(&self, root: &Path) -> Trust {
+        let Some(path) = dir_from_env("CODEX_HOME", ".codex").map(|d| d.join("config.toml")) else {
+            return Trust::new(HooksRun::Unknown, "no home folder (HOME) to find ~/.codex");
+        };
+        let text = match crate::fsutil::read_capped(&path, 64 * 1024 * 1024) {
+            Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+                return Trust::new(
+                    HooksRun::No,
+                    format!(
+                        "{} does not exist: no folder is trusted yet",
+                        path.display()
+                    ),
+                );
+            }
+            Err(e) => {
+                return Trust::new(
+                    HooksRun::Unknown,
+                    format!("cannot read {}: {e}", path.display()),
+                );
+            }
+        };
+        let doc: toml_edit::DocumentMut = match text.parse() {
+            Ok(d) => d,
+            Err(e) => {
+                return Trust::new(
+                    HooksRun::Unknown,
+                    format!("{} cannot be parsed: {e}", path.display()),
+                );
+            }
+        };
+        let level = self_and_ancestors(root).find_map(|d| {
+            doc.get("projects")
+                .and_then(|p| p.get(d.as_str()))
+                .and_then(|p| p.get("trust_level"))
+                .and_then(|l| l.as_str())
+                .map(|l| (d.clone(), l.to_string()))
+        });
+        match level {
+            Some((_, l)) if l == "trusted" => {}
+            Some((d, l)) => {
+                return Trust::new(
+                    HooksRun::No,
+                    format!("{} sets trust_level = \"{l}\" for {d}", path.display()),
+                );
+            }
+            None => {
+                return Trust::new(
+                    HooksRun::No,
+                    format!("{} does not trust this folder", path.display()),
+                );
+            }
+        }
+        let keys = hook_keys(root);
+        let trusted = keys
+            .iter()
+            .filter(|k| {
+                let state = doc
+                    .get("hooks")
+                    .and_then(|h| h.get("state"))
+                    .and_then(|s| s.get(k.as_str()));
+                state
+                    .and_then(|s| s.get("trusted_hash"))
+                    .and_then(|h| h.as_str())
+                    .is_some_and(|h| !h.is_empty())
+                    && state
+                        .and_then(|s| s.get("enabled"))
+                        .and_then(|e| e.as_bool())
+                        != Some(false)
+            })
+            .count();
+        if trusted == keys.len() {
+            Trust::new(
+                HooksRun::Yes,
+                format!(
+                    "{} trusts this folder and all {} of coord's hooks (Codex asks again for a hook that changed)",
+                    path.display(),
+                    keys.len()
+                ),
+            )
+        } else {
+            Trust::new(
+                HooksRun::No,
+                format!(
+                    "{} trusts this folder but only {trusted} of coord's {} hooks",
+                    path.display(),
+                    keys.len()
+                ),
+            )
+        }
+    }
+
     fn wire(&self, w: &mut Wiring) -> Result<()> {
         let cmd = crate::init::command(self.name(), None);
         let edit = Some("apply_patch|Edit|Write");
@@ -108,6 +215,48 @@ impl Adapter for Codex {
             Ok(())
         })
     }
+}
+
+/// The keys under which Codex records the review of each of coord's hooks in
+/// `.codex/hooks.json`: `/abs/.codex/hooks.json:pre_tool_use:GROUP:HOOK`.
+fn hook_keys(root: &Path) -> Vec<String> {
+    let file: PathBuf = root.join(".codex/hooks.json");
+    let Config::Value(doc) = read_config(&file, false) else {
+        return Vec::new();
+    };
+    let mut keys = Vec::new();
+    let Some(events) = doc["hooks"].as_object() else {
+        return keys;
+    };
+    for (event, groups) in events {
+        for (g, group) in groups.as_array().into_iter().flatten().enumerate() {
+            for (h, hook) in group["hooks"].as_array().into_iter().flatten().enumerate() {
+                if hook["command"]
+                    .as_str()
+                    .is_some_and(|c| c.trim().starts_with("coord hook codex"))
+                {
+                    keys.push(format!("{}:{}:{g}:{h}", file.display(), snake(event)));
+                }
+            }
+        }
+    }
+    keys
+}
+
+/// `PreToolUse` → `pre_tool_use`.
+fn snake(event: &str) -> String {
+    let mut out = String::new();
+    for (i, c) in event.chars().enumerate() {
+        if c.is_ascii_uppercase() {
+            if i > 0 {
+                out.push('_');
+            }
+            out.push(c.to_ascii_lowercase());
+        } else {
+            out.push(c);
+        }
+    }
+    out
 }
 
 fn not_a_table(rel: &str, key: &str) -> Error {

@@ -5,9 +5,14 @@
 //! `apply_patch` (the edit tool Copilot offers GPT-5-family models instead of `edit`/`create`).
 //! Hooks live in `.github/hooks/coord.json`; Copilot reads MCP servers from `.mcp.json`.
 
+use std::path::{Path, PathBuf};
+
 use serde_json::{Map, Value, json};
 
-use super::{Adapter, args_object, str_field};
+use super::{
+    Adapter, Config, HooksRun, Trust, args_object, dir_from_env, read_config, self_and_ancestors,
+    str_field,
+};
 use crate::error::Result;
 use crate::hook::{Kind, Reply, patch};
 use crate::init::{Wiring, array_at, command, merge_mcp, object_at, runs};
@@ -23,6 +28,12 @@ pub const EVENTS: [&str; 5] = [
 
 /// GitHub Copilot CLI.
 pub struct Copilot;
+
+/// Copilot's config: `$COPILOT_HOME/config.json`, else `~/.copilot/config.json` (JSON with
+/// comments: Copilot writes a `//` header into it).
+fn config_file() -> Option<PathBuf> {
+    dir_from_env("COPILOT_HOME", ".copilot").map(|d| d.join("config.json"))
+}
 
 impl Adapter for Copilot {
     fn name(&self) -> &'static str {
@@ -84,6 +95,55 @@ impl Adapter for Copilot {
 
     fn hook_file(&self) -> &'static str {
         ".github/hooks/coord.json"
+    }
+
+    fn trust_step(&self, root: &Path) -> String {
+        format!(
+            "run `copilot` in {} and trust the folder for future sessions (or add `\"{}\"` to `trustedFolders` in {})",
+            root.display(),
+            root.display(),
+            config_file().map_or("~/.copilot/config.json".into(), |p| p.display().to_string())
+        )
+    }
+
+    /// Copilot CLI runs a repository's hooks only in a trusted folder: `COPILOT_ALLOW_ALL=true`,
+    /// or the folder (or one above it) in `trustedFolders` of its config.
+    fn trust(&self, root: &Path) -> Trust {
+        if std::env::var("COPILOT_ALLOW_ALL").as_deref() == Ok("true") {
+            return Trust::new(HooksRun::Yes, "COPILOT_ALLOW_ALL=true");
+        }
+        let Some(path) = config_file() else {
+            return Trust::new(
+                HooksRun::Unknown,
+                "no home folder (HOME) to find ~/.copilot",
+            );
+        };
+        let config = match read_config(&path, true) {
+            Config::Value(v) => v,
+            Config::Missing => {
+                return Trust::new(
+                    HooksRun::No,
+                    format!(
+                        "{} does not exist: no folder is trusted yet",
+                        path.display()
+                    ),
+                );
+            }
+            Config::Bad(why) => return Trust::new(HooksRun::Unknown, why),
+        };
+        let trusted: Vec<&str> = config["trustedFolders"]
+            .as_array()
+            .map(|a| a.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        match self_and_ancestors(root)
+            .find(|d| trusted.iter().any(|t| Path::new(t) == Path::new(d)))
+        {
+            Some(dir) => Trust::new(HooksRun::Yes, format!("{} trusts {dir}", path.display())),
+            None => Trust::new(
+                HooksRun::No,
+                format!("{} does not trust this folder", path.display()),
+            ),
+        }
     }
 
     fn wire(&self, w: &mut Wiring) -> Result<()> {

@@ -13,8 +13,9 @@ pub mod codex;
 pub mod copilot;
 pub mod gemini;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
+use serde::Serialize;
 use serde_json::Value;
 
 use crate::error::Result;
@@ -52,6 +53,14 @@ pub trait Adapter: Sync {
         None
     }
 
+    /// The one step that makes the client run this folder's hooks (its own trust gate), said
+    /// to the user by `coord init` and `coord doctor`.
+    fn trust_step(&self, root: &Path) -> String;
+
+    /// Whether the client will run the hooks of `root`, as far as its own config files (and
+    /// environment) show.
+    fn trust(&self, root: &Path) -> Trust;
+
     /// The file holding coord's hook registration, relative to the workspace root.
     fn hook_file(&self) -> &'static str;
 
@@ -63,6 +72,102 @@ pub trait Adapter: Sync {
                 String::from_utf8_lossy(&b).contains(&format!("coord hook {}", self.name()))
             })
     }
+}
+
+/// Whether a client runs a folder's hooks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum HooksRun {
+    /// Its config trusts the folder (or trust is off).
+    Yes,
+    /// Its config does not: the hooks are skipped, edits go through unlocked.
+    No,
+    /// Its config cannot be read.
+    Unknown,
+}
+
+impl HooksRun {
+    /// `yes`, `no` or `unknown`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            HooksRun::Yes => "yes",
+            HooksRun::No => "no",
+            HooksRun::Unknown => "unknown",
+        }
+    }
+}
+
+/// What a client's own config says about running a folder's hooks.
+#[derive(Debug, Clone, Serialize)]
+pub struct Trust {
+    /// The verdict.
+    pub hooks_run: HooksRun,
+    /// Which file or variable says so.
+    pub why: String,
+}
+
+impl Trust {
+    fn new(hooks_run: HooksRun, why: impl Into<String>) -> Trust {
+        Trust {
+            hooks_run,
+            why: why.into(),
+        }
+    }
+}
+
+/// The user's home folder (`HOME`).
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+}
+
+/// `VAR` when set and not empty, else `default` under the home folder.
+fn dir_from_env(var: &str, under_home: &str) -> Option<PathBuf> {
+    std::env::var_os(var)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| home().map(|h| h.join(under_home)))
+}
+
+/// Outcome of reading a client's config file.
+enum Config {
+    /// The file is not there.
+    Missing,
+    /// It is there but cannot be read or parsed (why).
+    Bad(String),
+    /// Its value.
+    Value(Value),
+}
+
+/// Read a client's JSON config file (`comments`: JSON with `//` and `/* */` comments).
+fn read_config(path: &Path, comments: bool) -> Config {
+    let bytes = match crate::fsutil::read_capped(path, 256 * 1024 * 1024) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Config::Missing,
+        Err(e) => return Config::Bad(format!("cannot read {}: {e}", path.display())),
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let parsed = if comments {
+        let opts = jsonc_parser::ParseOptions {
+            allow_comments: true,
+            ..Default::default()
+        };
+        jsonc_parser::cst::CstRootNode::parse(&text, &opts)
+            .map_err(|e| e.to_string())
+            .and_then(|root| root.to_serde_value().ok_or_else(|| "empty".to_string()))
+    } else {
+        serde_json::from_str(&text).map_err(|e| e.to_string())
+    };
+    match parsed {
+        Ok(v) => Config::Value(v),
+        Err(e) => Config::Bad(format!("{} cannot be parsed: {e}", path.display())),
+    }
+}
+
+/// `path` and each folder above it, nearest first, as strings.
+fn self_and_ancestors(path: &Path) -> impl Iterator<Item = String> + '_ {
+    path.ancestors().map(|p| p.to_string_lossy().into_owned())
 }
 
 /// Declares the clients: the enum [`Client`], [`Client::ALL`] and the adapter of each.
