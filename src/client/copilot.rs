@@ -93,6 +93,10 @@ impl Adapter for Copilot {
         }
     }
 
+    fn shell(&self, tool: &str, input: &Value) -> Option<super::Shell> {
+        super::shell_call(tool, "bash", input, None)
+    }
+
     fn hook_file(&self) -> &'static str {
         ".github/hooks/coord.json"
     }

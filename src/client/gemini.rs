@@ -85,6 +85,10 @@ impl Adapter for Gemini {
         }
     }
 
+    fn shell(&self, tool: &str, input: &Value) -> Option<super::Shell> {
+        super::shell_call(tool, "run_shell_command", input, Some("dir_path"))
+    }
+
     fn hook_file(&self) -> &'static str {
         ".gemini/settings.json"
     }
@@ -193,7 +197,11 @@ impl Adapter for Gemini {
         let edit = Some("write_file|replace");
         let hooks: HookSet = vec![
             ("SessionStart", None, cmd.clone()),
-            ("BeforeTool", edit, cmd.clone()),
+            (
+                "BeforeTool",
+                Some("write_file|replace|run_shell_command"),
+                cmd.clone(),
+            ),
             ("AfterTool", edit, cmd.clone()),
             ("AfterAgent", None, cmd.clone()),
             ("SessionEnd", None, cmd),
