@@ -101,6 +101,13 @@ impl Adapter for Copilot {
         ".github/hooks/coord.json"
     }
 
+    fn shell_git_hooks(&self) -> (bool, &'static str) {
+        (
+            true,
+            "its shell tool sets only safe.bareRepository and core.fsmonitor through GIT_CONFIG_*; git hooks run",
+        )
+    }
+
     fn trust_step(&self, root: &Path) -> String {
         format!(
             "run `copilot` in {} and trust the folder for future sessions (or add `\"{}\"` to `trustedFolders` in {})",

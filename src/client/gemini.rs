@@ -93,6 +93,13 @@ impl Adapter for Gemini {
         ".gemini/settings.json"
     }
 
+    fn shell_git_hooks(&self) -> (bool, &'static str) {
+        (
+            false,
+            "its shell tool runs git with core.hooksPath empty (GIT_CONFIG_COUNT): no git hook runs; coord's BeforeTool hook checks those commits instead",
+        )
+    }
+
     fn trust_step(&self, root: &Path) -> String {
         format!(
             "run `gemini` in {} and choose \"Trust folder\" (or add `\"{}\": \"TRUST_FOLDER\"` to {})",

@@ -68,6 +68,16 @@ pub trait Adapter: Sync {
     /// environment) show.
     fn trust(&self, root: &Path) -> Trust;
 
+    /// Whether git runs its hooks (coord's pre-commit / pre-push guard) for a commit made
+    /// through the client's shell tool, and why; coord's pre-tool hook checks such commits
+    /// either way.
+    fn shell_git_hooks(&self) -> (bool, &'static str) {
+        (
+            true,
+            "its shell tool runs git with the repository's own config",
+        )
+    }
+
     /// The file holding coord's hook registration, relative to the workspace root.
     fn hook_file(&self) -> &'static str;
 

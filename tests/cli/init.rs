@@ -529,7 +529,17 @@ fn init_and_doctor_say_which_clients_run_the_hooks() {
         assert_eq!(run, "no", "{client}: {why}");
     }
     let text = with_home(&env, h).arg("doctor").ok();
-    text.stdout_has("client:        Copilot CLI: runs these hooks only in a folder it trusts");
+    text.stdout_has("client:        Copilot CLI: runs these hooks only in a folder it trusts")
+        .stdout_has("git in shell:  Gemini CLI: git hooks for commits through its shell: no");
+    // Issue 35: per wired client, whether git hooks run for its shell's commits.
+    let v: Value = with_home(&env, h).args(["doctor", "--json"]).ok().json();
+    let hooks: Vec<bool> = v["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["shell_git_hooks"].as_bool().unwrap())
+        .collect();
+    assert_eq!(hooks, [true, true, false, true]);
 
     // Each client's own record of trust, as the client writes it.
     let root: Value = with_home(&env, h).args(["doctor", "--json"]).ok().json();
