@@ -110,7 +110,7 @@ impl Adapter for Copilot {
 
     fn trust_step(&self, root: &Path) -> String {
         format!(
-            "run `copilot` in {} and trust the folder for future sessions (or add `\"{}\"` to `trustedFolders` in {})",
+            "run `copilot` in {} and trust the folder for future sessions (or add `\"{}\"` to `trustedFolders` in {}; `copilot -p --trust-folder` trusts it for one run)",
             root.display(),
             root.display(),
             config_file().map_or("~/.copilot/config.json".into(), |p| p.display().to_string())
