@@ -1123,3 +1123,61 @@ fn a_commit_through_each_clients_shell_tool_is_checked_like_the_guard() {
     env.agent("claude-10bf7680").args(["unlock", "a.txt"]).ok();
     assert_eq!(denied("claude", &hook(&env, "claude", &rival, &[])), None);
 }
+
+/// Issue 35: a `git push` through the shell tool is checked like the pre-push guard: the
+/// commits not yet on the remote touch a held file, so it is denied.
+#[test]
+fn a_push_through_the_shell_tool_of_unpushed_commits_touching_a_held_file_is_denied() {
+    let env = Env::new();
+    if std::process::Command::new("git")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    let remote = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(remote.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.write("a.txt", "one\n");
+    env.write("b.txt", "one\n");
+    git(&env, &["add", "."]);
+    git(&env, &["commit", "-q", "-m", "first"]);
+    git(
+        &env,
+        &[
+            "remote",
+            "add",
+            "origin",
+            &remote.path().display().to_string(),
+        ],
+    );
+    git(&env, &["push", "-q", "-u", "origin", "main"]);
+    env.write("a.txt", "two\n");
+    git(&env, &["commit", "-q", "-am", "second"]);
+    env.agent("holder").args(["lock", "a.txt"]).ok();
+    env.agent("other").args(["lock", "b.txt"]).ok();
+
+    let mut v = fixture_json(&env, "gemini-0.61.0/deny.BeforeTool.json");
+    v["tool_name"] = "run_shell_command".into();
+    v["tool_input"] = serde_json::json!({"command": "git push origin main", "dir_path": "."});
+    let reason = denied("gemini", &hook(&env, "gemini", &v.to_string(), &[]))
+        .expect("a push of a commit touching a held file is denied");
+    assert!(
+        reason.contains("pushes `a.txt`") && reason.contains("holder"),
+        "{reason}"
+    );
+    // b.txt is held too, but no unpushed commit touches it.
+    assert!(!reason.contains("b.txt"), "{reason}");
+    env.agent("holder").args(["unlock", "a.txt"]).ok();
+    assert_eq!(
+        denied("gemini", &hook(&env, "gemini", &v.to_string(), &[])),
+        None
+    );
+}
