@@ -44,6 +44,29 @@ pub struct Owner {
     pub pid: u32,
     /// The session id, when inside `coord session`.
     pub session: Option<String>,
+    /// The agent client's session the lock is taken in (see [`crate::identity`]): the lock is
+    /// LIVE while `pid` (the client process) lives, whatever its age.
+    pub client: Option<ClientSession>,
+}
+
+/// An agent client's session, as a lock records it (`client`, `client_session`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientSession {
+    /// The client (`claude`, `codex`, ...).
+    pub client: String,
+    /// The client's session id.
+    pub session: String,
+}
+
+impl Owner {
+    /// A lock that follows process `pid` (and `coord session` `session`, if any).
+    pub fn process(pid: u32, session: Option<String>) -> Owner {
+        Owner {
+            pid,
+            session,
+            client: None,
+        }
+    }
 }
 
 /// What `coord lock` asks for.
