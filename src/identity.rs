@@ -400,8 +400,8 @@ mod tests {
         // Two Codex sessions started 12 s apart: the same first 8 digits.
         let a = agent_for(Client::Codex, "01a20dbd-91c4-78d0-ada6-8244799b2282").unwrap();
         let b = agent_for(Client::Codex, "01a20dbd-c053-7b63-9944-21d2369b8293").unwrap();
-        assert_eq!(a.id(), "codex-4799b282");
-        assert_eq!(b.id(), "codex-d2369b82");
+        assert_eq!(a.id(), "codex-799b2282");
+        assert_eq!(b.id(), "codex-369b8293");
         assert_ne!(a, b);
         assert!(is_uuid_v7("01A20DBD-91C4-78D0-ADA6-8244799B2282"));
         assert!(!is_uuid_v7("01a20dbd-91c4-48d0-ada6-8244799b2282"));

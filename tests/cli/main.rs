@@ -22,6 +22,7 @@ mod handshake;
 mod hooks;
 mod hostile;
 mod hostile_state;
+mod identity;
 mod init;
 mod json;
 mod load;

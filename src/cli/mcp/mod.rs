@@ -197,6 +197,8 @@ impl LazyHost {
             let (agent, row, owner) =
                 self.life
                     .start(&agent, self.task.take(), session.as_ref())?;
+            // Clocking in used files made ahead: make them again before the first tool runs.
+            fsutil::tidy();
             self.host = Some(tools::Host::new(self.life.ws.clone(), agent, row, owner));
         }
         Ok(self.host.as_mut().expect("just made"))
