@@ -3,10 +3,11 @@
 use clap::Args;
 
 use coord::clock;
-use coord::v3::lock::{self, ClientSession, DEFAULT_TTL, LockEvent, LockRequest, Owner};
+use coord::v3::lock::{self, ClientSession, DEFAULT_TTL, LockRequest, Owner};
 use coord::v3::session::{SESSION_ENV, SESSION_PID_ENV};
 use coord::{Error, ExitCode};
 
+use super::progress::WaitProgress;
 use super::{Ctx, WaitArgs, output};
 
 /// Acquire locks on files, all or nothing
@@ -67,13 +68,12 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     coord::watch::stop_on_signals().map_err(|e| Error::Failed {
         message: format!("cannot install the signal handlers: {e}"),
     })?;
-    let quiet = ctx.quiet;
-    let got = lock::acquire(&ws, &req, &mut |event| match event {
-        LockEvent::Waiting(b) if !quiet => output::diag(&output::waiting_line(b)),
-        LockEvent::Waiting(_) => {}
-    })?;
+    let mut progress = WaitProgress::new(wait, ctx.quiet);
+    let got = lock::acquire(&ws, &req, &mut |event| progress.on_event(event));
+    progress.finish();
+    let got = got?;
     output::took_over_notes(&got.acquired);
-    if !quiet {
+    if !ctx.quiet {
         output::held_elsewhere_warnings(req.agent.id(), &got.acquired);
     }
     if ctx.json {

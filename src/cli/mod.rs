@@ -28,6 +28,7 @@ mod note;
 mod output;
 mod partners;
 mod presence;
+mod progress;
 mod restore;
 mod review;
 mod run;

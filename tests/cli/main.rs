@@ -41,4 +41,5 @@ mod startup;
 mod symlinks;
 mod v3_core;
 mod views;
+mod wait_news;
 mod workspace;

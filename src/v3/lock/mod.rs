@@ -54,8 +54,8 @@ mod scan;
 mod takeover;
 
 pub use acquire::{
-    Acquired, Acquisition, Blocker, ClientSession, LockEvent, LockRequest, Owner, TakeOver,
-    acquire, format_since, leave_queue_now, leave_queue_once_started, working_text,
+    Acquired, Acquisition, Blocker, ClientSession, Follows, LockEvent, LockRequest, Owner,
+    TakeOver, acquire, format_since, leave_queue_now, leave_queue_once_started, working_text,
 };
 pub use judge::{classify, describe_problem, problems};
 pub use release::{

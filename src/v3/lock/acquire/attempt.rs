@@ -85,6 +85,9 @@ pub(super) fn attempt(
                     working_on: None,
                     queued_ahead: ahead.len(),
                     record: None,
+                    holder_state: None,
+                    follows: None,
+                    takeable_at: None,
                 }));
             }
         }
