@@ -299,8 +299,16 @@ fn is_shell_c(pid: u32) -> bool {
     let Some(name) = host::command_name(pid) else {
         return false;
     };
+    // `-c`, or `-c` among other one-letter options (`bash -lc`).
+    let runs_c = |a: &String| {
+        a.strip_prefix('-').is_some_and(|opts| {
+            !opts.starts_with('-')
+                && opts.contains('c')
+                && opts.bytes().all(|b| b.is_ascii_alphabetic())
+        })
+    };
     SHELLS.contains(&name.as_str())
-        && host::command_line(pid).is_some_and(|args| args.iter().skip(1).any(|a| a == "-c"))
+        && host::command_line(pid).is_some_and(|args| args.iter().skip(1).any(runs_c))
 }
 
 /// Record that the session `id` of `client` (agent `agent`) runs in `process`: later coord

@@ -298,7 +298,10 @@ fn every_json_document_matches_its_schema() {
     c.run(
         "whoami",
         env.cmd()
-            .env("CLAUDE_CODE_SESSION_ID", "3f2a9c1b-0000-4000-8000-000000000000")
+            .env(
+                "CLAUDE_CODE_SESSION_ID",
+                "3f2a9c1b-0000-4000-8000-000000000000",
+            )
             .arg("whoami"),
         0,
     );
