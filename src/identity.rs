@@ -281,6 +281,8 @@ fn registered_process(root: &Path, client: Client, id: &str) -> Option<ClientPro
 }
 
 /// The client process of a hook: its parent, or the parent of the `sh -c` between them.
+/// `None` when that is a shell itself: a hook run by hand from a terminal (`echo … | coord hook
+/// claude`) must not make the terminal a client session.
 pub fn hook_client_process() -> Option<ClientProcess> {
     let parent = std::os::unix::process::parent_id();
     let pid = if is_shell_c(parent) {
@@ -288,14 +290,19 @@ pub fn hook_client_process() -> Option<ClientProcess> {
     } else {
         parent
     };
-    (pid > 1).then(|| ClientProcess::of(pid)).flatten()
+    let shell = host::command_name(pid).is_some_and(|n| SHELLS.contains(&n.as_str()));
+    (pid > 1 && !shell)
+        .then(|| ClientProcess::of(pid))
+        .flatten()
 }
+
+/// Shells, by command name.
+const SHELLS: [&str; 9] = [
+    "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "fish",
+];
 
 /// Whether process `pid` is a shell running a `-c` command line (how clients run hooks).
 fn is_shell_c(pid: u32) -> bool {
-    const SHELLS: [&str; 9] = [
-        "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "fish",
-    ];
     let Some(name) = host::command_name(pid) else {
         return false;
     };

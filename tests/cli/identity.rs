@@ -411,3 +411,37 @@ fn an_mcp_health_check_leaves_no_agent_behind() {
     let rows: Value = env.cmd().args(["partners", "--json"]).ok().json();
     assert_eq!(rows["partners"], json!([]), "{rows}");
 }
+
+/// A hook run by hand from a shell (`echo … | coord hook claude`) does not make the shell a
+/// client session: later commands there still need an agent.
+#[test]
+fn a_hook_run_by_hand_from_a_shell_registers_no_session() {
+    let env = Env::new();
+    let payload = format!(
+        r#"{{"session_id":"{CLAUDE_SID}","cwd":"{}","hook_event_name":"SessionStart"}}"#,
+        env.root().display()
+    );
+    let script = format!(
+        r#"printf '%s' '{payload}' | "$COORD_BIN" hook claude >/dev/null; "$COORD_BIN" whoami --json"#
+    );
+    // A shell reading its commands (as at a terminal), not a client's `sh -c`.
+    let mut shell = Command::new("bash")
+        .arg("-s")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .current_dir(env.root())
+        .env("COORD_BIN", coord_bin())
+        .env("COORD_DIR", env.root())
+        .env_remove("COORD_AGENT")
+        .envs(CLIENT_SESSION_VARS.map(|v| (v, "")))
+        .spawn()
+        .unwrap();
+    writeln!(shell.stdin.take().unwrap(), "{script}").unwrap();
+    let out = shell.wait_with_output().unwrap();
+    let w: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(w["source"], "none", "{w}");
+    assert!(
+        env.exists(".claude-7684f1ed_presence"),
+        "the hook itself ran"
+    );
+}
