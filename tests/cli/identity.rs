@@ -192,6 +192,13 @@ fn hook_shell_mcp_and_git_commit_act_as_the_sessions_agent() {
     let pre = c.hook("PreToolUse", edit("b.md", &env));
     assert!(!denied(&pre), "its own MCP lock denied the edit: {pre}");
 
+    // The shell's write of a file its hook locked: its own lock, from its own session (no
+    // "held from another session" warning: the doors run in different POSIX sessions).
+    let r = c.sh(r#"echo new | "$COORD_BIN" write b.md && "$COORD_BIN" run b.md -- true"#);
+    assert_eq!(r["code"], 0, "{r}");
+    assert!(!r["stderr"].as_str().unwrap().contains("warning"), "{r}");
+    assert_eq!(env.read("b.md"), "new\n");
+
     // Its own locks do not block its commit (the guard runs below the client too).
     let r = c.sh("git add a.md b.md && git commit -q -m one");
     assert_eq!(r["code"], 0, "{r}");
