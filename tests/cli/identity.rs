@@ -452,3 +452,23 @@ fn a_hook_run_by_hand_from_a_shell_registers_no_session() {
         "the hook itself ran"
     );
 }
+
+/// A payload without a session id: the client process stands for the session, past the `sh -c`
+/// each hook call runs in (one agent for every call, not one per shell).
+#[test]
+fn without_a_session_id_the_client_process_is_the_session() {
+    let env = Env::new();
+    let Some(mut c) = StandIn::start(&env, "copilot", "unused", &[]) else {
+        return;
+    };
+    for _ in 0..2 {
+        c.hook(
+            "postToolUse",
+            json!({"session_id": null, "toolName": "view", "toolArgs": {}}),
+        );
+    }
+    assert_eq!(
+        env.files_ending("_presence"),
+        [format!(".copilot-p{}_presence", c.pid())]
+    );
+}
