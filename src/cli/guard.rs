@@ -144,6 +144,10 @@ fn check(args: CheckArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         output::diag(&format!("warning: {}", lines.join("\n")));
         return Ok(ExitCode::Success);
     }
+    // With `--json` the document above says it all (one stream per mode).
+    if ctx.json {
+        return Ok(ExitCode::CheckFailed);
+    }
     output::error_line(
         &lines.join("\n"),
         Some(

@@ -34,6 +34,7 @@ mod session;
 mod startup;
 mod status;
 mod unlock;
+mod version;
 mod watch;
 mod who;
 mod write;
@@ -129,6 +130,7 @@ enum Command {
     Completions(completions::CompletionsArgs),
     Man(completions::ManArgs),
     Doctor(doctor::DoctorArgs),
+    Version(version::VersionArgs),
 }
 
 /// How long a command waits for a lock held by another agent: `--wait DUR` or `--no-wait`.
@@ -222,11 +224,12 @@ pub fn run() -> ExitCode {
     let (cli, dir_given) = match parse_args() {
         Ok(parsed) => parsed,
         Err(e) => {
-            let _ = e.print();
             if !e.use_stderr() {
+                let _ = e.print();
                 return ExitCode::Success;
             }
-            // `--json` promises one document, a usage error included.
+            // `--json` promises one document, a usage error included, and an error is said in
+            // one stream: the document on stdout with `--json`, the text on stderr without.
             if std::env::args_os()
                 .skip(1)
                 .take_while(|a| a != "--")
@@ -247,6 +250,8 @@ pub fn run() -> ExitCode {
                         "exit_code": ExitCode::Usage.code(),
                     }
                 }));
+            } else {
+                let _ = e.print();
             }
             return ExitCode::Usage;
         }
@@ -441,6 +446,7 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Man(args) => completions::man(args, ctx),
         Command::Mcp(args) => mcp::run(args, ctx),
         Command::Who(args) => who::run(args, ctx),
+        Command::Version(args) => version::run(args, ctx),
     }
 }
 
@@ -485,12 +491,15 @@ impl Described {
     }
 }
 
-/// Print an error (and its hint) and map it to the contract's exit code.
+/// Print an error (and its hint) and map it to the contract's exit code: in one stream, the
+/// `error:` and `hint:` lines on stderr, or with `--json` the error document on stdout (on
+/// stderr as text only when the command already printed its document).
 fn report(err: &anyhow::Error, json: bool) -> ExitCode {
     let d = Described::of(err);
-    output::error_line(&d.message, d.hint.as_deref());
     if json && !output::json_printed() {
         output::json(&d.json());
+    } else {
+        output::error_line(&d.message, d.hint.as_deref());
     }
     d.code
 }

@@ -10,6 +10,7 @@ mod support;
 mod claude_e2e;
 mod collab;
 mod concurrency;
+mod conventions;
 mod crashes;
 mod crashes_protocols;
 mod defects;
