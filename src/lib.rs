@@ -14,7 +14,8 @@
 //!   [`collab`] (seed 000: the shared collaboration file); [`dialogue`] (seed 002: the
 //!   turn-based dialogue); [`review`] (seed 003: the review tracker); [`edit`] (safe editing
 //!   under the lock: write, run, restore);
-//! - views: [`status`] (everything at once, for `coord status`);
+//! - views: [`status`] (everything at once, for `coord status`); [`nested`] (workspaces inside
+//!   this one);
 //! - front doors: [`mcp`] (the Model Context Protocol server's framing and tool catalogue).
 
 // The library has no unsafe code; only the binary's C entry point (src/main.rs) needs it.
@@ -38,6 +39,7 @@ pub mod host;
 pub mod init;
 pub mod layout;
 pub mod mcp;
+pub mod nested;
 pub mod record;
 pub mod review;
 pub mod shell;

@@ -30,6 +30,7 @@ mod mcp;
 mod messages;
 mod mutants_edit;
 mod mutants_lock;
+mod nested;
 mod netfs;
 mod refusals;
 mod review;
