@@ -15,6 +15,7 @@ mod collab;
 mod completions;
 mod demo;
 mod dialogue;
+mod docs;
 mod doctor;
 mod guard;
 mod handshake;
@@ -131,6 +132,7 @@ enum Command {
     Man(completions::ManArgs),
     Doctor(doctor::DoctorArgs),
     Version(version::VersionArgs),
+    Docs(docs::DocsArgs),
 }
 
 /// How long a command waits for a lock held by another agent: `--wait DUR` or `--no-wait`.
@@ -447,6 +449,7 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Mcp(args) => mcp::run(args, ctx),
         Command::Who(args) => who::run(args, ctx),
         Command::Version(args) => version::run(args, ctx),
+        Command::Docs(args) => docs::run(args, ctx),
     }
 }
 

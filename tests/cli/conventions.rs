@@ -163,3 +163,36 @@ fn the_man_page_synopsis_shows_option_values() {
         assert!(synopsis.contains(part), "{part} missing from {synopsis}");
     }
 }
+
+/// What `init` points to is there in an installed binary (no source tree at hand): every
+/// `coord …` command it names runs, and it names no file of coord's source tree. (Item 5.)
+#[test]
+fn init_points_at_documentation_the_binary_shows() {
+    let env = Env::new();
+    let out = env.cmd().args(["init", "--client", "claude"]).ok();
+    assert!(!out.stdout.contains("docs/"), "{}", out.stdout);
+    let named: Vec<&str> = out
+        .stdout
+        .split('`')
+        .skip(1)
+        .step_by(2)
+        .filter(|c| c.starts_with("coord docs"))
+        .collect();
+    assert!(!named.is_empty(), "init names no docs page: {}", out.stdout);
+    for cmd in named {
+        let args: Vec<&str> = cmd.split_whitespace().skip(1).collect();
+        let page = env.cmd().args(&args).ok();
+        assert!(page.stdout.starts_with("# "), "{cmd}: {}", page.stdout);
+    }
+    // The pages are the docs folder's, as written.
+    let agents = env.cmd().args(["docs", "agents"]).ok().stdout;
+    let source = std::fs::read_to_string(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/agents.md"),
+    )
+    .unwrap();
+    assert_eq!(agents, source);
+    env.cmd()
+        .args(["docs", "nope"])
+        .code(2)
+        .stderr_has("`agents`");
+}
