@@ -165,7 +165,8 @@ fn with_suffix(file: &Path, suffix: &str) -> PathBuf {
 /// init` writes them; docs/protocol.md lists them). Review trackers and the dialogue folder are
 /// work products and are not ignored.
 pub const GITIGNORE_LINES: &[&str] = &[
-    "/.coord/",
+    // Any `.coord/`, a nested workspace's too.
+    ".coord/",
     ".*_presence",
     ".handshake_*",
     "*.lock.*",
