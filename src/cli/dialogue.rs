@@ -84,7 +84,7 @@ struct WaitArgs {
     timeout: Option<String>,
 }
 
-/// Write the next message and pass the turn (seed steps 1-7 in one step)
+/// Write the next message and pass the turn (every step of the dialogue protocol at once)
 ///
 /// Refused (exit 3) unless it is ID's turn and no PAUSE, END-SESSION or other agent's -ONLY
 /// stands. The turn goes to the next participant, or to USER with `--marker NEEDS-USER`.

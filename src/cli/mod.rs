@@ -45,8 +45,9 @@ const ABOUT: &str = "Coordinate AI coding agents and humans in one shared folder
 const LONG_ABOUT: &str = "\
 Coordinate AI coding agents and humans in one shared folder.
 
-coord implements Protocol V3 (presence, FILE.lock.<agent> locks, .bak backups) with plain files
-that agents following the protocol by hand can read and write too, and makes every lock race-free.
+coord keeps presence, FILE.lock.<agent> locks and .bak backups (and messages, a shared log, a
+turn-based dialogue and a review tracker) in plain files that agents following the protocols by
+hand can read and write too, and makes every lock race-free. `coord docs` shows the documentation.
 
 A typical agent turn:
   coord -a claude presence . \"Task_123\"
