@@ -413,6 +413,8 @@ fn single_command(args: &[OsString]) -> Option<clap::Command> {
         "who" => who::WhoArgs::augment_args(named("who")),
         "watch" => watch::WatchArgs::augment_args(named("watch")),
         "doctor" => doctor::DoctorArgs::augment_args(named("doctor")),
+        "version" => version::VersionArgs::augment_args(named("version")),
+        "docs" => docs::DocsArgs::augment_args(named("docs")),
         // `completions` and `man` describe the whole tree anyway; `help` and anything unknown
         // need it to answer.
         _ => return None,
