@@ -125,6 +125,7 @@ fn read_proc_stat() -> Option<String> {
 /// The group, session and terminal foreground group fields of a `/proc/PID/stat` line (the
 /// 3rd, 4th and 6th after the command name, which may itself hold spaces and parentheses).
 /// Zero and negative values mean "none visible here".
+#[cfg(any(target_os = "linux", test))]
 fn parse_stat_ids(stat: &str) -> OwnIds {
     let fields: Vec<&str> = match stat.rfind(')') {
         Some(end) => stat[end + 1..].split_whitespace().collect(),

@@ -108,6 +108,21 @@ pub fn parse_session_name(file_name: &str) -> Option<(&str, u32)> {
         .map(|pid| (tag, pid))
 }
 
+/// `<root>/.coord/nested/`: one file per workspace made inside this one, holding its path
+/// relative to this root (see `coord::nested`).
+pub fn nested_register(root: &Path) -> PathBuf {
+    state_dir(root).join("nested")
+}
+
+/// The register entry of the nested workspace at `rel` (relative to `root`, `/` separators):
+/// `<root>/.coord/nested/<16 hex digits of its path's FNV-1a hash>`.
+pub fn nested_entry(root: &Path, rel: &str) -> PathBuf {
+    let hash = rel.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    nested_register(root).join(format!("{hash:016x}"))
+}
+
 /// `<root>/.coord/sync-warned`: the sync-tool warning was given (it is given once).
 pub fn sync_warned(root: &Path) -> PathBuf {
     state_dir(root).join("sync-warned")
@@ -172,7 +187,8 @@ fn with_suffix(file: &Path, suffix: &str) -> PathBuf {
 /// init` writes them; docs/protocol.md lists them). Review trackers and the dialogue folder are
 /// work products and are not ignored.
 pub const GITIGNORE_LINES: &[&str] = &[
-    "/.coord/",
+    // Any `.coord/`, a nested workspace's too.
+    ".coord/",
     ".*_presence",
     ".handshake_*",
     "*.lock.*",

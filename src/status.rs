@@ -144,6 +144,8 @@ pub struct Status {
     pub unreadable: Vec<Unreadable>,
     /// The dialogue in `agent-dialogue/`, null when there is none.
     pub dialogue: Option<DialogueSummary>,
+    /// Workspaces inside this one (their own agents, locks and messages).
+    pub nested: Vec<crate::nested::Nested>,
 }
 
 /// Build an [`AgentView`] from a presence.
@@ -305,5 +307,9 @@ pub fn collect(ws: &Workspace) -> Status {
         reviews,
         unreadable,
         dialogue: dialogue::summary(ws),
+        nested: crate::nested::find(
+            ws,
+            &entries.iter().map(|e| e.file.as_str()).collect::<Vec<_>>(),
+        ),
     }
 }

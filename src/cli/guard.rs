@@ -144,6 +144,10 @@ fn check(args: CheckArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         output::diag(&format!("warning: {}", lines.join("\n")));
         return Ok(ExitCode::Success);
     }
+    // With `--json` the document above says it all (one stream per mode).
+    if ctx.json {
+        return Ok(ExitCode::CheckFailed);
+    }
     // The agent's own locks never count (an agent client's session is found from the process
     // tree): what is left is another agent's, and the way through is that agent's unlock.
     let hint = match &me {

@@ -16,6 +16,7 @@ mod collab;
 mod completions;
 mod demo;
 mod dialogue;
+mod docs;
 mod doctor;
 mod guard;
 mod handshake;
@@ -36,6 +37,7 @@ mod session;
 mod startup;
 mod status;
 mod unlock;
+mod version;
 mod watch;
 mod who;
 mod whoami;
@@ -46,8 +48,9 @@ const ABOUT: &str = "Coordinate AI coding agents and humans in one shared folder
 const LONG_ABOUT: &str = "\
 Coordinate AI coding agents and humans in one shared folder.
 
-coord implements Protocol V3 (presence, FILE.lock.<agent> locks, .bak backups) with plain files
-that agents following the protocol by hand can read and write too, and makes every lock race-free.
+coord keeps presence, FILE.lock.<agent> locks and .bak backups (and messages, a shared log, a
+turn-based dialogue and a review tracker) in plain files that agents following the protocols by
+hand can read and write too, and makes every lock race-free. `coord docs` shows the documentation.
 
 A typical agent turn:
   coord -a claude presence . \"Task_123\"
@@ -133,6 +136,8 @@ enum Command {
     Completions(completions::CompletionsArgs),
     Man(completions::ManArgs),
     Doctor(doctor::DoctorArgs),
+    Version(version::VersionArgs),
+    Docs(docs::DocsArgs),
 }
 
 /// How long a command waits for a lock held by another agent: `--wait DUR` or `--no-wait`.
@@ -255,11 +260,12 @@ pub fn run() -> ExitCode {
     let (cli, dir_given, agent_flag) = match parse_args() {
         Ok(parsed) => parsed,
         Err(e) => {
-            let _ = e.print();
             if !e.use_stderr() {
+                let _ = e.print();
                 return ExitCode::Success;
             }
-            // `--json` promises one document, a usage error included.
+            // `--json` promises one document, a usage error included, and an error is said in
+            // one stream: the document on stdout with `--json`, the text on stderr without.
             if std::env::args_os()
                 .skip(1)
                 .take_while(|a| a != "--")
@@ -280,6 +286,8 @@ pub fn run() -> ExitCode {
                         "exit_code": ExitCode::Usage.code(),
                     }
                 }));
+            } else {
+                let _ = e.print();
             }
             return ExitCode::Usage;
         }
@@ -442,6 +450,8 @@ fn single_command(args: &[OsString]) -> Option<clap::Command> {
         "whoami" => whoami::WhoamiArgs::augment_args(named("whoami")),
         "watch" => watch::WatchArgs::augment_args(named("watch")),
         "doctor" => doctor::DoctorArgs::augment_args(named("doctor")),
+        "version" => version::VersionArgs::augment_args(named("version")),
+        "docs" => docs::DocsArgs::augment_args(named("docs")),
         // `completions` and `man` describe the whole tree anyway; `help` and anything unknown
         // need it to answer.
         _ => return None,
@@ -479,6 +489,8 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Mcp(args) => mcp::run(args, ctx),
         Command::Who(args) => who::run(args, ctx),
         Command::Whoami(args) => whoami::run(args, ctx),
+        Command::Version(args) => version::run(args, ctx),
+        Command::Docs(args) => docs::run(args, ctx),
     }
 }
 
@@ -523,12 +535,15 @@ impl Described {
     }
 }
 
-/// Print an error (and its hint) and map it to the contract's exit code.
+/// Print an error (and its hint) and map it to the contract's exit code: in one stream, the
+/// `error:` and `hint:` lines on stderr, or with `--json` the error document on stdout (on
+/// stderr as text only when the command already printed its document).
 fn report(err: &anyhow::Error, json: bool) -> ExitCode {
     let d = Described::of(err);
-    output::error_line(&d.message, d.hint.as_deref());
     if json && !output::json_printed() {
         output::json(&d.json());
+    } else {
+        output::error_line(&d.message, d.hint.as_deref());
     }
     d.code
 }

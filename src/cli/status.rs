@@ -89,6 +89,11 @@ pub fn render(st: &Status, color: bool) -> String {
         }
     };
     section(
+        "Nested workspaces (their own agents, locks and messages)",
+        &["FOLDER", "AGENTS", "SEE"],
+        nested_rows(st),
+    );
+    section(
         "Sessions online (stamp card)",
         &["PARTNER", "HEARTBEAT", "TASK", "SESSION"],
         partner_rows(st),
@@ -133,6 +138,28 @@ pub fn render(st: &Status, color: bool) -> String {
         }
     }
     out.join("\n")
+}
+
+fn nested_rows(st: &Status) -> Vec<Vec<Cell>> {
+    st.nested
+        .iter()
+        .map(|n| {
+            let agents: Vec<String> = n
+                .agents
+                .iter()
+                .map(|a| format!("{} {}", a.name, a.status))
+                .collect();
+            vec![
+                Cell::plain(format!("{}/", n.root)),
+                Cell::plain(if agents.is_empty() {
+                    "-".to_string()
+                } else {
+                    agents.join(", ")
+                }),
+                Cell::plain(format!("coord -C {} status", coord::shell::arg(&n.root))),
+            ]
+        })
+        .collect()
 }
 
 fn agent_rows(st: &Status) -> Vec<Vec<Cell>> {

@@ -139,7 +139,13 @@ fn sweep(case: &Case<'_>) {
             let what = format!("{} {kind:?} {:?}", case.target, step.args);
             expect(&out, code);
             if code != 0 {
-                assert!(out.stderr.contains("error: "), "{what}: {}", out.stderr);
+                // Said once: with `--json` in the error document on stdout, else on stderr.
+                if step.args.contains(&"--json") {
+                    let doc: serde_json::Value = out.json();
+                    assert!(doc["error"]["message"].is_string(), "{what}: {doc}");
+                } else {
+                    assert!(out.stderr.contains("error: "), "{what}: {}", out.stderr);
+                }
             }
             assert_eq!(bed.outside(), outside, "{what}: wrote outside");
             bed.assert_victim_untouched();

@@ -105,6 +105,8 @@ fn every_json_document_matches_its_schema() {
         env.cmd().args(["who", "a.md", "b.md", "nolock.md"]),
         0,
     );
+    c.run("version", env.cmd().arg("version"), 0);
+    c.run("docs", env.cmd().arg("docs"), 0);
     c.run(
         "error",
         env.agent("beta").args(["lock", "a.md", "--no-wait"]),
