@@ -14,7 +14,8 @@
 //!   [`collab`] (seed 000: the shared collaboration file); [`dialogue`] (seed 002: the
 //!   turn-based dialogue); [`review`] (seed 003: the review tracker); [`edit`] (safe editing
 //!   under the lock: write, run, restore);
-//! - views: [`status`] (everything at once, for `coord status`);
+//! - views: [`status`] (everything at once, for `coord status`); [`history`] (what happened:
+//!   the event log behind `coord log` and `coord watch`);
 //! - front doors: [`mcp`] (the Model Context Protocol server's framing and tool catalogue).
 
 // The library has no unsafe code; only the binary's C entry point (src/main.rs) needs it.
@@ -33,6 +34,7 @@ pub mod exit_code;
 pub mod fsutil;
 pub mod guard;
 pub mod handoff;
+pub mod history;
 pub mod hook;
 pub mod host;
 pub mod init;

@@ -88,7 +88,10 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> Result<Reply, String> {
         .unwrap_or_else(|| ctx.cwd().to_path_buf());
     let agent = agent(ctx, client, &call)?;
     let ws = Workspace::discover(ctx.dir.as_deref(), &cwd).map_err(|e| e.to_string())?;
-    act::handle(&ws, &agent, &call, &cwd, wait.min(MAX_WAIT)).map_err(|e| e.to_string())
+    hook::trail::begin(&call);
+    let reply = act::handle(&ws, &agent, &call, &cwd, wait.min(MAX_WAIT));
+    hook::trail::record(&ws, &agent, &call, &input, &cwd, reply.as_ref().ok());
+    reply.map_err(|e| e.to_string())
 }
 
 /// A hook must not hang its client: waits are capped.

@@ -281,6 +281,9 @@ pub fn run() -> ExitCode {
     coord::watch::settle();
     // Temporary files made ahead of need and not used, and replaced content left for later.
     coord::fsutil::discard_spares();
+    if let Some(warning) = coord::history::take_warning() {
+        output::diag(&format!("warning: {warning}"));
+    }
     match result {
         Ok(code) => code,
         Err(err) => report(&err, json),

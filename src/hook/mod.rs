@@ -14,6 +14,7 @@ pub mod codex;
 pub mod copilot;
 pub mod gemini;
 pub mod patch;
+pub mod trail;
 
 use std::path::PathBuf;
 
