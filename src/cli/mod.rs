@@ -21,12 +21,14 @@ mod handshake;
 mod hook;
 mod init;
 mod lock;
+mod log;
 mod mcp;
 mod msg;
 mod note;
 mod output;
 mod partners;
 mod presence;
+mod prune;
 mod restore;
 mod review;
 mod run;
@@ -126,6 +128,8 @@ enum Command {
     Mcp(mcp::McpArgs),
     Who(who::WhoArgs),
     Watch(watch::WatchArgs),
+    Log(log::LogArgs),
+    Prune(prune::PruneArgs),
     Completions(completions::CompletionsArgs),
     Man(completions::ManArgs),
     Doctor(doctor::DoctorArgs),
@@ -407,6 +411,8 @@ fn single_command(args: &[OsString]) -> Option<clap::Command> {
         "mcp" => mcp::McpArgs::augment_args(named("mcp")),
         "who" => who::WhoArgs::augment_args(named("who")),
         "watch" => watch::WatchArgs::augment_args(named("watch")),
+        "log" => log::LogArgs::augment_args(named("log")),
+        "prune" => prune::PruneArgs::augment_args(named("prune")),
         "doctor" => doctor::DoctorArgs::augment_args(named("doctor")),
         // `completions` and `man` describe the whole tree anyway; `help` and anything unknown
         // need it to answer.
@@ -440,6 +446,8 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Init(args) => init::run(args, ctx),
         Command::Guard(args) => guard::run(args, ctx),
         Command::Watch(args) => watch::run(args, ctx),
+        Command::Log(args) => log::run(args, ctx),
+        Command::Prune(args) => prune::run(args, ctx),
         Command::Completions(args) => completions::completions(args, ctx),
         Command::Man(args) => completions::man(args, ctx),
         Command::Mcp(args) => mcp::run(args, ctx),
