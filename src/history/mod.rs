@@ -27,7 +27,7 @@
 mod needs;
 mod read;
 
-pub use needs::{NeedsUser, clear_needs_user, needs_user, set_needs_user};
+pub use needs::{NeedsUser, clear_needs_user, mark_needs_user, needs_user, set_needs_user};
 pub use read::{Filter, Tail, read, read_all, trim};
 
 use std::path::Path;
@@ -44,7 +44,7 @@ use crate::layout;
 use crate::record::Record;
 use crate::review::rules::StepRequest;
 use crate::v3::lock::{Acquired, LockRequest, Release, ReleaseOutcome};
-use crate::v3::stamp::Crashed;
+use crate::v3::stamp::{Crashed, Row};
 use crate::workspace::AgentId;
 
 /// The largest line written: below the 4 KiB a single `write(2)` of a pipe keeps whole, and a
@@ -355,7 +355,8 @@ fn append(root: &Path, line: &[u8]) -> crate::Result<()> {
 
 /// Locks just taken: `lock_taken`, or `lock_taken_over` naming the stale holders (a refresh of
 /// a lock already held is no transition).
-pub fn locks_taken(root: &Path, agent: &AgentId, acquired: &[Acquired], started: Instant) {
+pub fn locks_taken(root: &Path, req: &LockRequest, acquired: &[Acquired], started: Instant) {
+    let agent = &req.agent;
     let waited_ms = started.elapsed().as_millis() as u64;
     for a in acquired.iter().filter(|a| !a.refreshed) {
         let event = if a.took_over.is_empty() {
@@ -367,12 +368,15 @@ pub fn locks_taken(root: &Path, agent: &AgentId, acquired: &[Acquired], started:
                 .with("from", from.join(", "))
                 .with("why", why.join("; "))
         };
-        record(
-            root,
-            event
-                .file(&a.file)
-                .with("waited_ms", (waited_ms > 0).then_some(waited_ms)),
-        );
+        let mut event = event
+            .file(&a.file)
+            .with("locked_at", a.locked_at.as_str())
+            .with("waited_ms", (waited_ms > 0).then_some(waited_ms));
+        // `reason` is always there (null without one), as `coord watch` has always said it.
+        event
+            .extra
+            .insert("reason".into(), req.reason.clone().into());
+        record(root, event);
     }
 }
 
@@ -428,12 +432,13 @@ pub fn message_sent(root: &Path, from: &AgentId, id: &str, to: &str) {
         root,
         Event::new(Kind::MessageSent, from.id())
             .with("id", id)
+            .with("from", from.id())
             .with("to", to),
     );
 }
 
 /// An agent clocked in; earlier sessions of it found crashed are recorded first.
-pub fn arrived(root: &Path, agent: &str, session: &str, crashed: &[Crashed]) {
+pub fn arrived(root: &Path, agent: &str, row: &Row, crashed: &[Crashed]) {
     for c in crashed {
         record(
             root,
@@ -442,10 +447,13 @@ pub fn arrived(root: &Path, agent: &str, session: &str, crashed: &[Crashed]) {
                 .with("why", c.why.as_str()),
         );
     }
-    record(
-        root,
-        Event::new(Kind::AgentArrived, agent).with("row_session", session),
-    );
+    let mut event = Event::new(Kind::AgentArrived, agent)
+        .with("status", "ACTIVE")
+        .with("row_session", row.session_id.as_str());
+    event
+        .extra
+        .insert("working_on".into(), row.current_task.clone().into());
+    record(root, event);
 }
 
 /// An agent clocked out.

@@ -421,7 +421,7 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
         .filter(|p| p.state(&now) == AgentState::Active)
         .map(|p| p.id.clone())
         .collect();
-    crate::history::arrived(root, agent.id(), &row.session_id, &crashed);
+    crate::history::arrived(root, agent.id(), &row, &crashed);
     Ok(Startup {
         partner: agent.id().to_string(),
         picked,

@@ -217,7 +217,7 @@ pub fn acquire(
             }
         }
     }
-    crate::history::locks_taken(ws.root(), &req.agent, &acquired, started);
+    crate::history::locks_taken(ws.root(), req, &acquired, started);
     Ok(Acquisition {
         acquired,
         waited_ms: started.elapsed().as_millis() as u64,
