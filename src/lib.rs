@@ -40,6 +40,7 @@ pub mod host;
 pub mod init;
 pub mod layout;
 pub mod mcp;
+pub mod prune;
 pub mod record;
 pub mod review;
 pub mod shell;
