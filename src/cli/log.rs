@@ -376,7 +376,7 @@ pub fn timeline(
     let mut axis = vec![' '; bar_w];
     put(&mut axis, 0, &format!("|{}", hms(&start)));
     if bar_w >= 40 {
-        put(&mut axis, bar_w / 2 - 4, &format!("{axis_mid}"));
+        put(&mut axis, bar_w / 2 - 4, &axis_mid);
     }
     let right = format!("{}|", hms(&end));
     put(&mut axis, bar_w.saturating_sub(right.len()), &right);
@@ -537,11 +537,14 @@ fn fit(s: &str, w: usize) -> String {
 /// `850ms`, `42s`, `5m27s`, `3h05m`.
 fn span_text(ms: i64) -> String {
     let s = ms / 1000;
-    match ms {
-        ..1000 => format!("{ms}ms"),
-        ..60_000 => format!("{s}s"),
-        ..3_600_000 => format!("{}m{:02}s", s / 60, s % 60),
-        _ => format!("{}h{:02}m", s / 3600, s / 60 % 60),
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms < 60_000 {
+        format!("{s}s")
+    } else if ms < 3_600_000 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{}h{:02}m", s / 3600, s / 60 % 60)
     }
 }
 
