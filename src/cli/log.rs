@@ -392,11 +392,9 @@ pub fn timeline(
             cells(&row.cells, color, false)
         ));
         if let Some(w) = &row.waits {
-            out.push_str(&format!(
-                "{} │{}\n",
-                pad("  waits", label_w),
-                cells(w, color, true)
-            ));
+            let line = format!("{} │{}", pad("  waits", label_w), cells(w, color, true));
+            out.push_str(line.trim_end());
+            out.push('\n');
         }
     }
     // The legend: each agent's letter, then what the marks mean.

@@ -338,9 +338,25 @@ pub fn record(root: &Path, mut event: Event) {
     }
 }
 
+/// The bounds of the workspace at `root`, read again at most once a second (a long-lived
+/// process, `coord mcp`, records many events; the config is a file read per event otherwise).
+fn bounds_cached(root: &Path) -> Bounds {
+    static CACHE: Mutex<Option<(std::path::PathBuf, Bounds, Instant)>> = Mutex::new(None);
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((r, b, at)) = cache.as_ref()
+        && r == root
+        && at.elapsed() < Duration::from_secs(1)
+    {
+        return *b;
+    }
+    let b = Bounds::of(root);
+    *cache = Some((root.to_path_buf(), b, Instant::now()));
+    b
+}
+
 fn append(root: &Path, line: &[u8]) -> crate::Result<()> {
     let log = layout::history_log(root);
-    let rotate_at = Bounds::of(root).max_size / 2;
+    let rotate_at = bounds_cached(root).max_size / 2;
     let rotated = layout::history_rotated(root);
     match fsutil::append_line_rotating(&log, line, rotate_at, &rotated) {
         Err(crate::Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {

@@ -360,8 +360,8 @@ fn have(tool: &str) -> bool {
 }
 
 /// A history written with fixed times: alice holds a.txt 0–40 s, bob waits 10–40 s then holds
-/// it 40–80 s, carol's edit is denied at 60 s; dave holds b.txt 20–50 s, erin takes it over at
-/// 70 s and releases at 100 s.
+/// it 40–80 s, carol's edit is denied at 60 s; dave holds b.txt from 20 s until erin takes it
+/// over at 70 s and releases it at 100 s.
 fn fixed_history(env: &Env) {
     let t = |s: u32| format!("2026-01-28T10:{:02}:{:02}.000+00:00", s / 60, s % 60);
     let ev = |s: u32, event: &str, agent: &str, file: &str| {
