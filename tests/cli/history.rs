@@ -777,3 +777,71 @@ fn prune_keeps_live_agents() {
 fn rows_of(bytes: &[u8], who: &str) -> bool {
     String::from_utf8_lossy(bytes).contains(&format!("partner_name: {who}\n"))
 }
+
+/// Edits through a client's hook are in the history: a denied one naming the tool, a made one
+/// with the file's hash before (its backup) and after; each names the client and session.
+#[test]
+fn hook_edits_denied_and_made_are_recorded_with_hashes() {
+    let env = Env::new();
+    env.write("a.txt", "old\n");
+    let cwd = env.root().display().to_string();
+    let path = env.path("a.txt").display().to_string();
+    let payload = |sid: &str, event: &str| {
+        serde_json::json!({"session_id": sid, "cwd": cwd, "hook_event_name": event,
+            "tool_name": "Write", "tool_input": {"file_path": path, "content": "new\n"}})
+        .to_string()
+    };
+    env.cmd()
+        .args(["hook", "claude"])
+        .stdin(payload("aaaa1111", "PreToolUse"))
+        .ok();
+    env.write("a.txt", "new\n");
+    env.cmd()
+        .args(["hook", "claude"])
+        .stdin(payload("aaaa1111", "PostToolUse"))
+        .ok();
+    // Another session's edit of the file the first still holds is denied.
+    env.cmd()
+        .args(["hook", "claude", "--wait", "0"])
+        .stdin(payload("bbbb2222", "PreToolUse"))
+        .ok()
+        .stdout_has("deny");
+    let log = log_json(&env, &[]);
+    let made = events_of(&log, "edit_made");
+    assert_eq!(made.len(), 1, "{log:#?}");
+    let m = made[0];
+    assert_eq!(
+        (
+            &m["agent"],
+            &m["file"],
+            &m["tool"],
+            &m["client"],
+            &m["session"]
+        ),
+        (
+            &"claude-aaaa1111".into(),
+            &"a.txt".into(),
+            &"Write".into(),
+            &"claude".into(),
+            &"aaaa1111".into()
+        )
+    );
+    let (before, after) = (
+        m["hash_before"].as_str().unwrap(),
+        m["hash_after"].as_str().unwrap(),
+    );
+    assert_eq!(before.len(), 16);
+    assert_ne!(before, after, "{m}");
+    let denied = events_of(&log, "edit_denied");
+    assert_eq!(denied.len(), 1, "{log:#?}");
+    assert_eq!(denied[0]["agent"], "claude-bbbb2222");
+    assert_eq!(denied[0]["file"], "a.txt");
+    assert!(
+        denied[0]["why"]
+            .as_str()
+            .unwrap()
+            .contains("claude-aaaa1111")
+    );
+    let taken = events_of(&log, "lock_taken");
+    assert_eq!(taken[0]["client"], "claude");
+}
