@@ -19,6 +19,9 @@
 //! <root>/.coord/partners/seq          the last stamp-card row id
 //! <root>/.coord/partners/<id>.session one stamp-card row (seed 001 partner_presence)
 //! <root>/.coord/sessions/<host>-<pid>  the client session whose client process is <pid> (identity)
+//! <root>/.coord/config                workspace settings (`history_max_size: 8M`, `history_max_age: 30d`)
+//! <root>/.coord/history/events.jsonl  the event history, one JSON object a line; events.1.jsonl the previous one
+//! <root>/.coord/needs-user/<agent>    the agent's client waits for its user (since, what)
 //! <root>/agent-dialogue/{conversation.md,current-turn.txt,status.json,lock.txt,user-commands.txt,archive/}  seed 002
 //! <root>/.coord/dialogue-<hash>.mutex  kernel lock around one dialogue folder's writes
 //! <meta>/reviews/active/<topic>-tracker.md          seed 003 tracker (meta: `--metadata`, default `<root>/.metadata`)
@@ -480,6 +483,38 @@ pub fn review_changelog(
 ) -> PathBuf {
     meta.join("changelog")
         .join(format!("{llm1}_{llm2}_{topic}_{description}_{date}.md"))
+}
+
+// --- history (contract §11) ---
+
+/// `<root>/.coord/config`: workspace settings, `key: value` lines (`history_max_size`, ...).
+pub fn config(root: &Path) -> PathBuf {
+    state_dir(root).join("config")
+}
+
+/// `<root>/.coord/history`, the folder of the event history.
+pub fn history_dir(root: &Path) -> PathBuf {
+    state_dir(root).join("history")
+}
+
+/// `<root>/.coord/history/events.jsonl`, the history being appended to (one JSON object a line).
+pub fn history_log(root: &Path) -> PathBuf {
+    history_dir(root).join("events.jsonl")
+}
+
+/// `<root>/.coord/history/events.1.jsonl`, the previous generation (the newest rotated out).
+pub fn history_rotated(root: &Path) -> PathBuf {
+    history_dir(root).join("events.1.jsonl")
+}
+
+/// `<root>/.coord/needs-user/<agent>`: the agent's client waits for its user (JSON).
+pub fn needs_user(root: &Path, agent: &str) -> PathBuf {
+    needs_user_dir(root).join(agent)
+}
+
+/// `<root>/.coord/needs-user`, one file per agent whose client waits for its user.
+pub fn needs_user_dir(root: &Path) -> PathBuf {
+    state_dir(root).join("needs-user")
 }
 
 #[cfg(test)]

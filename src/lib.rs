@@ -15,7 +15,7 @@
 //!   turn-based dialogue); [`review`] (seed 003: the review tracker); [`edit`] (safe editing
 //!   under the lock: write, run, restore);
 //! - views: [`status`] (everything at once, for `coord status`); [`nested`] (workspaces inside
-//!   this one);
+//!   this one); [`history`] (what happened: the event log behind `coord log` and `coord watch`);
 //! - front doors: [`mcp`] (the Model Context Protocol server's framing and tool catalogue).
 
 // The library has no unsafe code; only the binary's C entry point (src/main.rs) needs it.
@@ -35,6 +35,7 @@ pub mod exit_code;
 pub mod fsutil;
 pub mod guard;
 pub mod handoff;
+pub mod history;
 pub mod hook;
 pub mod host;
 pub mod identity;
@@ -42,6 +43,7 @@ pub mod init;
 pub mod layout;
 pub mod mcp;
 pub mod nested;
+pub mod prune;
 pub mod record;
 pub mod review;
 pub mod shell;

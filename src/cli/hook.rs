@@ -104,8 +104,10 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> Result<Reply, String> {
             client.as_str()
         ));
     }
-    let reply = act::handle(&ws, &agent, &call, &cwd, wait.min(MAX_WAIT), owner.as_ref())
-        .map_err(|e| e.to_string());
+    hook::trail::begin(&call);
+    let reply = act::handle(&ws, &agent, &call, &cwd, wait.min(MAX_WAIT), owner.as_ref());
+    hook::trail::record(&ws, &agent, &call, &input, &cwd, reply.as_ref().ok());
+    let reply = reply.map_err(|e| e.to_string());
     if let Some((sid, process)) = session
         && call.kind == Kind::SessionEnd
     {

@@ -23,6 +23,7 @@ mod handshake;
 mod hook;
 mod init;
 mod lock;
+mod log;
 mod mcp;
 mod msg;
 mod note;
@@ -30,6 +31,7 @@ mod output;
 mod partners;
 mod presence;
 mod progress;
+mod prune;
 mod restore;
 mod review;
 mod run;
@@ -133,6 +135,8 @@ enum Command {
     Who(who::WhoArgs),
     Whoami(whoami::WhoamiArgs),
     Watch(watch::WatchArgs),
+    Log(log::LogArgs),
+    Prune(prune::PruneArgs),
     Completions(completions::CompletionsArgs),
     Man(completions::ManArgs),
     Doctor(doctor::DoctorArgs),
@@ -324,6 +328,9 @@ pub fn run() -> ExitCode {
     coord::watch::settle();
     // Temporary files made ahead of need and not used, and replaced content left for later.
     coord::fsutil::discard_spares();
+    if let Some(warning) = coord::history::take_warning() {
+        output::diag(&format!("warning: {warning}"));
+    }
     match result {
         Ok(code) => code,
         Err(err) => report(&err, json),
@@ -449,6 +456,8 @@ fn single_command(args: &[OsString]) -> Option<clap::Command> {
         "who" => who::WhoArgs::augment_args(named("who")),
         "whoami" => whoami::WhoamiArgs::augment_args(named("whoami")),
         "watch" => watch::WatchArgs::augment_args(named("watch")),
+        "log" => log::LogArgs::augment_args(named("log")),
+        "prune" => prune::PruneArgs::augment_args(named("prune")),
         "doctor" => doctor::DoctorArgs::augment_args(named("doctor")),
         "version" => version::VersionArgs::augment_args(named("version")),
         "docs" => docs::DocsArgs::augment_args(named("docs")),
@@ -484,6 +493,8 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Init(args) => init::run(args, ctx),
         Command::Guard(args) => guard::run(args, ctx),
         Command::Watch(args) => watch::run(args, ctx),
+        Command::Log(args) => log::run(args, ctx),
+        Command::Prune(args) => prune::run(args, ctx),
         Command::Completions(args) => completions::completions(args, ctx),
         Command::Man(args) => completions::man(args, ctx),
         Command::Mcp(args) => mcp::run(args, ctx),

@@ -11,6 +11,7 @@
 pub mod act;
 pub mod gitcmd;
 pub mod patch;
+pub mod trail;
 
 use std::path::PathBuf;
 

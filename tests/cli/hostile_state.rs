@@ -150,7 +150,16 @@ fn sweep(case: &Case<'_>) {
             assert_eq!(bed.outside(), outside, "{what}: wrote outside");
             bed.assert_victim_untouched();
             if !step.writes {
-                assert_eq!(state(&bed), before, "{what}: a read wrote");
+                // A refusal is an event of the history (contract §11): the log may only have
+                // grown by appended lines; nothing else may change.
+                let (mut after, mut was) = (state(&bed), before.clone());
+                let log = ".coord/history/events.jsonl";
+                let grown = after.remove(log).unwrap_or_default();
+                let old = was.remove(log).unwrap_or_default();
+                assert!(grown.starts_with(&old), "{what}: the history was rewritten");
+                after.remove(".coord/history");
+                was.remove(".coord/history");
+                assert_eq!(after, was, "{what}: a read wrote");
             }
         }
     }

@@ -20,6 +20,7 @@ mod edit;
 mod guard;
 mod handoff;
 mod handshake;
+mod history;
 mod hooks;
 mod hostile;
 mod hostile_state;

@@ -252,6 +252,7 @@ pub fn acquire(
             }
         }
     }
+    crate::history::locks_taken(ws.root(), req, &acquired, started);
     Ok(Acquisition {
         acquired,
         waited_ms: started.elapsed().as_millis() as u64,
@@ -364,7 +365,7 @@ impl Tries<'_> {
                     if let Some(t) = self.waiting.tickets.take() {
                         settle(ws, &req.agent, &t);
                     }
-                    return Err(err);
+                    return Err(crate::history::refused(ws.root(), req, err));
                 }
                 if self.waiting.tickets.is_none() {
                     let tickets = queue::register(ws.root(), &req.agent, targets)?;
@@ -414,15 +415,15 @@ impl Tries<'_> {
             hand_over: self.policy.fs.served_locally(),
         };
         if !self.may_wait || self.deadline.passed() {
-            return Err(blocked_error(
-                blocker,
-                self.may_wait,
-                self.started.elapsed(),
-            ));
+            let err = blocked_error(blocker, self.may_wait, self.started.elapsed());
+            return Err(crate::history::refused(ws.root(), self.req, err));
         }
         let situation = blocker.situation();
         match &self.told {
-            None => on_event(&LockEvent::Waiting(blocker)),
+            None => {
+                crate::history::waiting(ws.root(), self.req, &blocker.file, &blocker.holder);
+                on_event(&LockEvent::Waiting(blocker));
+            }
             Some(told) if *told != situation => on_event(&LockEvent::Changed(blocker)),
             Some(_) => {}
         }
