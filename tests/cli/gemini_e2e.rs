@@ -1,0 +1,347 @@
+//! End to end with the real Gemini CLI (npm `@google/gemini-cli`, `COORD_TEST_GEMINI`), driven by a
+//! scripted stand-in for the Gemini API on 127.0.0.1 (`tests/e2e/fake_gemini.py`, the v1beta
+//! `streamGenerateContent` wire format), in a git repository wired by `coord init --client gemini`
+//! only.
+//!
+//! The client runs as `gemini -p PROMPT --yolo` with a scratch HOME whose user settings select the
+//! `gemini-api-key` auth type (`GEMINI_API_KEY`, `GOOGLE_GEMINI_BASE_URL`), turn telemetry and
+//! update checks off, and trust the repository (`~/.gemini/trustedFolders.json`): an untrusted
+//! folder runs no project hooks.
+//!
+//! Skips, saying why, when `COORD_TEST_GEMINI` is unset or missing, or python3 is missing.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::scripted::{Lab, Run, client, script};
+use crate::support::eventually;
+
+const OTHER: &str = "claude-x";
+
+fn lab() -> Option<(PathBuf, Lab)> {
+    let bin = match client("COORD_TEST_GEMINI") {
+        Ok(b) => b,
+        Err(why) => {
+            eprintln!("skipped: Gemini CLI is not available: {why}");
+            return None;
+        }
+    };
+    let lab = Lab::new("gemini", "fake_gemini.py");
+    let dot = lab.home.join(".gemini");
+    std::fs::create_dir_all(&dot).unwrap();
+    let settings = json!({
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+        "privacy": {"usageStatisticsEnabled": false},
+        "telemetry": {"enabled": false},
+    });
+    std::fs::write(dot.join("settings.json"), settings.to_string()).unwrap();
+    let trusted = json!({ lab.root().display().to_string(): "TRUST_FOLDER" });
+    std::fs::write(dot.join("trustedFolders.json"), trusted.to_string()).unwrap();
+    Some((bin, lab))
+}
+
+/// `gemini -p PROMPT --yolo` in the repository, against the scripted model.
+fn gemini(lab: &Lab, bin: &Path, prompt: &str) -> Command {
+    let mut c = lab.command(bin);
+    c.args(["-p", prompt, "--yolo"])
+        .env(
+            "GOOGLE_GEMINI_BASE_URL",
+            format!("http://127.0.0.1:{}", lab.port),
+        )
+        .env("GEMINI_API_KEY", "coord-e2e-key");
+    c
+}
+
+fn start(lab: &Lab, bin: &Path, name: &str, calls: Value, hold: Option<&Path>) -> (Run, String) {
+    let prompt = script(calls, hold);
+    (lab.spawn(gemini(lab, bin, &prompt), name), prompt)
+}
+
+fn path_of(lab: &Lab, rel: &str) -> String {
+    lab.root().join(rel).display().to_string()
+}
+
+/// The `functionResponse` parts of the longest conversation whose prompt is `prompt`: what the
+/// client told the model each tool call did.
+fn tool_results(lab: &Lab, prompt: &str) -> Vec<Value> {
+    let needle = serde_json::to_string(prompt).unwrap();
+    let needle = &needle[1..needle.len() - 1];
+    lab.requests_with(needle)
+        .into_iter()
+        .map(|r| {
+            r["body"]["contents"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .flat_map(|c| c["parts"].as_array().cloned().unwrap_or_default())
+                .filter_map(|p| p.get("functionResponse").cloned())
+                .collect::<Vec<Value>>()
+        })
+        .max_by_key(|v| v.len())
+        .unwrap_or_default()
+}
+
+/// The `gemini-*` agent holding `target.txt`, if one does.
+fn gemini_holder(lab: &Lab) -> Option<String> {
+    lab.locks_of("target.txt")
+        .into_iter()
+        .find_map(|l| l.strip_prefix("target.txt.lock.").map(str::to_string))
+        .filter(|a| a.starts_with("gemini-"))
+}
+
+fn write_call(lab: &Lab, content: &str) -> Value {
+    json!(["write_file", {"file_path": path_of(lab, "target.txt"), "content": content}])
+}
+
+#[test]
+fn gemini_edit_denied_while_another_agent_holds_the_file_then_allowed_and_released_at_turn_end() {
+    let Some((bin, lab)) = lab() else { return };
+    lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
+
+    // Both edit tools are denied, naming the holder; the file stays as it was.
+    let replace = json!(["replace", {
+        "file_path": path_of(&lab, "target.txt"),
+        "old_string": "old line",
+        "new_string": "new line",
+        "instruction": "replace the line",
+    }]);
+    let (run, prompt) = start(
+        &lab,
+        &bin,
+        "denied",
+        json!([write_call(&lab, "from gemini\n"), replace]),
+        None,
+    );
+    run.ok();
+    assert_eq!(lab.env.read("target.txt"), "old line\n");
+    assert_eq!(lab.locks_of("target.txt"), ["target.txt.lock.claude-x"]);
+    let results = tool_results(&lab, &prompt);
+    assert_eq!(results.len(), 2, "{results:#?}");
+    for r in &results {
+        let text = r["response"].to_string();
+        assert!(text.contains(OTHER) && text.contains("target.txt"), "{r}");
+        assert!(r["response"].get("error").is_some(), "an error result: {r}");
+    }
+
+    // Released: the edit goes through, its lock held for the rest of the turn, released at its end.
+    lab.env.agent(OTHER).args(["unlock", "target.txt"]).ok();
+    let flag = lab.flag("turn-over");
+    let (run, prompt) = start(
+        &lab,
+        &bin,
+        "allowed",
+        json!([write_call(&lab, "from gemini\n")]),
+        Some(&flag),
+    );
+    eventually("the write inside the turn", || {
+        lab.env.read("target.txt") == "from gemini\n" && gemini_holder(&lab).is_some()
+    });
+    let holder = gemini_holder(&lab).unwrap();
+    lab.env
+        .agent(OTHER)
+        .args(["lock", "target.txt", "--no-wait"])
+        .code(3)
+        .stderr_has(&holder);
+    std::fs::write(&flag, "").unwrap();
+    run.ok();
+    assert!(
+        lab.locks_of("target.txt").is_empty(),
+        "released at the turn's end: {:?}",
+        lab.locks_of("target.txt")
+    );
+    let results = tool_results(&lab, &prompt);
+    assert_eq!(results.len(), 1, "{results:#?}");
+    assert!(results[0]["response"].get("output").is_some(), "{results:#?}");
+}
+
+#[test]
+fn two_gemini_sessions_are_two_agents_that_exclude_each_other() {
+    let Some((bin, lab)) = lab() else { return };
+    let flag = lab.flag("a-done");
+    let (a, _) = start(
+        &lab,
+        &bin,
+        "a",
+        json!([write_call(&lab, "from A\n")]),
+        Some(&flag),
+    );
+    eventually("session A's write", || {
+        lab.env.read("target.txt") == "from A\n" && gemini_holder(&lab).is_some()
+    });
+    let holder_a = gemini_holder(&lab).unwrap();
+
+    let (b, prompt_b) = start(&lab, &bin, "b", json!([write_call(&lab, "from B\n")]), None);
+    b.ok();
+    assert_eq!(lab.env.read("target.txt"), "from A\n", "B's write was denied");
+    let results = tool_results(&lab, &prompt_b);
+    assert_eq!(results.len(), 1, "{results:#?}");
+    let text = results[0]["response"].to_string();
+    assert!(text.contains(&holder_a), "B is told A holds it: {text}");
+    let agents = lab.agents("gemini-");
+    assert_eq!(agents.len(), 2, "two sessions, two agents: {agents:?}");
+
+    std::fs::write(&flag, "").unwrap();
+    a.ok();
+    assert!(lab.locks_of("target.txt").is_empty());
+}
+
+#[test]
+fn gemini_session_start_context_reaches_the_model() {
+    let Some((bin, lab)) = lab() else { return };
+    lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
+    let (run, prompt) = start(&lab, &bin, "context", json!([]), None);
+    run.ok();
+    let needle = serde_json::to_string(&prompt).unwrap();
+    let asked = lab.requests_with(&needle[1..needle.len() - 1]);
+    let main = asked
+        .iter()
+        .find(|r| r["path"].as_str().unwrap_or("").contains("streamGenerateContent"))
+        .unwrap_or_else(|| panic!("no streamed request: {asked:#?}"));
+    let text = main["body"]["contents"].to_string();
+    let agents = lab.agents("gemini-");
+    assert_eq!(agents.len(), 1, "{agents:?}");
+    let me = &agents[0].0;
+    assert!(
+        text.contains(&format!("you are agent `{me}`")),
+        "the model is told its coord name: {text}"
+    );
+    assert!(
+        text.contains("target.txt (held by claude-x"),
+        "the model is told who holds what: {text}"
+    );
+}
+
+#[test]
+fn gemini_session_end_finishes_the_presence() {
+    let Some((bin, lab)) = lab() else { return };
+    let flag = lab.flag("end");
+    let (run, _) = start(&lab, &bin, "end", json!([]), Some(&flag));
+    eventually("the session's presence", || !lab.agents("gemini-").is_empty());
+    let during = lab.agents("gemini-");
+    assert_eq!(during[0].1, "ACTIVE", "{during:?}");
+    std::fs::write(&flag, "").unwrap();
+    run.ok();
+    let after = lab.agents("gemini-");
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert_eq!(after[0].1, "FINISHED", "{after:?}");
+}
+
+#[test]
+#[ignore = "needs issue 35: Gemini's shell runs git with core.hooksPath empty, so only a pre-tool check of run_shell_command can stop the commit"]
+fn gemini_git_commit_through_its_shell_is_refused_while_another_agent_holds_a_staged_file() {
+    let Some((bin, lab)) = lab() else { return };
+    lab.env.cmd().args(["guard", "install"]).ok();
+    lab.env.write("target.txt", "staged change\n");
+    lab.git(&["add", "target.txt"]);
+    lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
+    let head = lab.git(&["rev-parse", "HEAD"]);
+    let commit = json!(["run_shell_command", {
+        "command": "git commit -am 'from gemini'",
+        "description": "commit the change",
+    }]);
+
+    let (run, prompt) = start(&lab, &bin, "held", json!([commit.clone()]), None);
+    run.ok();
+    assert_eq!(lab.git(&["rev-parse", "HEAD"]), head, "no commit was made");
+    let results = tool_results(&lab, &prompt);
+    assert_eq!(results.len(), 1, "{results:#?}");
+    let text = results[0]["response"].to_string();
+    assert!(
+        text.contains(OTHER) && text.contains("target.txt"),
+        "the reason names the holder and the file: {text}"
+    );
+
+    lab.env.agent(OTHER).args(["unlock", "target.txt"]).ok();
+    let (run, _) = start(&lab, &bin, "free", json!([commit]), None);
+    run.ok();
+    assert_ne!(lab.git(&["rev-parse", "HEAD"]), head, "the commit went through");
+}
+
+#[test]
+#[ignore = "needs branch identity: the session's MCP server acts as the session's agent"]
+fn gemini_mcp_lock_and_own_edit_do_not_block_each_other() {
+    let Some((bin, lab)) = lab() else { return };
+    let flag = lab.flag("done");
+    let (run, prompt) = start(
+        &lab,
+        &bin,
+        "mcp",
+        json!([
+            ["mcp:lock", {"files": ["target.txt"]}],
+            write_call(&lab, "from gemini\n"),
+        ]),
+        Some(&flag),
+    );
+    eventually("both tool calls answered", || {
+        tool_results(&lab, &prompt).len() == 2
+    });
+    let results = tool_results(&lab, &prompt);
+    for r in &results {
+        assert!(r["response"].get("error").is_none(), "{results:#?}");
+    }
+    assert_eq!(lab.env.read("target.txt"), "from gemini\n");
+    let locks = lab.locks_of("target.txt");
+    assert_eq!(locks.len(), 1, "one agent holds it: {locks:?}");
+    assert!(locks[0].starts_with("target.txt.lock.gemini-"), "{locks:?}");
+    std::fs::write(&flag, "").unwrap();
+    run.ok();
+}
+
+#[test]
+#[ignore = "needs branch identity: a coord command run through the shell tool acts as the session"]
+fn gemini_coord_lock_from_its_shell_acts_as_the_session() {
+    let Some((bin, lab)) = lab() else { return };
+    let flag = lab.flag("done");
+    let (run, prompt) = start(
+        &lab,
+        &bin,
+        "shell",
+        json!([
+            ["run_shell_command", {"command": "coord lock target.txt", "description": "lock"}],
+            write_call(&lab, "from gemini\n"),
+        ]),
+        Some(&flag),
+    );
+    eventually("the session's write", || {
+        lab.env.read("target.txt") == "from gemini\n"
+    });
+    let locks = lab.locks_of("target.txt");
+    assert_eq!(locks.len(), 1, "{locks:?}");
+    assert!(locks[0].starts_with("target.txt.lock.gemini-"), "{locks:?}");
+    std::fs::write(&flag, "").unwrap();
+    run.ok();
+    let results = tool_results(&lab, &prompt);
+    assert!(
+        results[0]["response"].to_string().contains("Lock acquired"),
+        "{results:#?}"
+    );
+    assert!(lab.locks_of("target.txt").is_empty(), "released at turn end");
+}
+
+#[test]
+#[ignore = "needs branch identity: a session's locks follow its client process"]
+fn gemini_killed_with_sigkill_frees_its_files_within_seconds() {
+    let Some((bin, lab)) = lab() else { return };
+    let flag = lab.flag("never");
+    let (mut run, _) = start(
+        &lab,
+        &bin,
+        "killed",
+        json!([write_call(&lab, "from gemini\n")]),
+        Some(&flag),
+    );
+    eventually("the session's write", || gemini_holder(&lab).is_some());
+    lab.env
+        .agent(OTHER)
+        .args(["lock", "target.txt", "--no-wait"])
+        .code(3);
+    run.kill9();
+    // Within seconds, not the 5-minute TTL.
+    lab.env
+        .agent(OTHER)
+        .args(["lock", "target.txt", "--wait", "20s"])
+        .ok();
+}
