@@ -1,1 +1,408 @@
-//! placeholder
+//! End to end with the real GitHub Copilot CLI (npm `@github/copilot`, `COORD_TEST_COPILOT`),
+//! driven by a scripted stand-in for the OpenAI Chat Completions API on 127.0.0.1
+//! (`tests/e2e/fake_openai_chat.py`, streamed), in a git repository wired by
+//! `coord init --client copilot` only.
+//!
+//! The client runs as `copilot -p PROMPT --allow-all-tools` with `COPILOT_OFFLINE=true` and a
+//! bring-your-own provider (`COPILOT_PROVIDER_BASE_URL`, `COPILOT_PROVIDER_API_KEY`,
+//! `COPILOT_MODEL`), a scratch HOME whose `~/.copilot/config.json` trusts the repository, and the
+//! package cache the installed client already unpacked (`COPILOT_PKG_CACHE_HOME`; the npm package
+//! is a loader and a native binary that unpacks ~235 MB of JavaScript into the cache on first use).
+//! A GPT-5-family model (`gpt-5.4`) is offered a freeform `apply_patch` tool instead of
+//! `edit`/`create`; another (`gpt-4.1`) gets `edit`/`create`.
+//!
+//! Skips, saying why, when `COORD_TEST_COPILOT` is unset or missing, or python3 is missing.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::{Value, json};
+
+use crate::scripted::{Lab, Run, client, script};
+use crate::support::eventually;
+
+const OTHER: &str = "claude-x";
+const EDIT_MODEL: &str = "gpt-4.1";
+const PATCH_MODEL: &str = "gpt-5.4";
+
+fn lab() -> Option<(PathBuf, Lab)> {
+    let bin = match client("COORD_TEST_COPILOT") {
+        Ok(b) => b,
+        Err(why) => {
+            eprintln!("skipped: Copilot CLI is not available: {why}");
+            return None;
+        }
+    };
+    let lab = Lab::new("copilot", "fake_openai_chat.py");
+    let dot = lab.home.join(".copilot");
+    std::fs::create_dir_all(&dot).unwrap();
+    let config = json!({ "trustedFolders": [lab.root().display().to_string()] });
+    std::fs::write(dot.join("config.json"), config.to_string()).unwrap();
+    Some((bin, lab))
+}
+
+/// Where the installed client unpacked (or will unpack) its package: the user's own cache, as
+/// when they run it, so each test's scratch HOME does not unpack it again.
+fn package_cache() -> PathBuf {
+    if let Some(dir) = std::env::var_os("COPILOT_PKG_CACHE_HOME") {
+        return PathBuf::from(dir);
+    }
+    let cache = std::env::var_os("XDG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache")))
+        .unwrap_or_else(std::env::temp_dir);
+    cache.join("copilot")
+}
+
+/// `copilot -p PROMPT --allow-all-tools` in the repository, with `model`, against the scripted
+/// model.
+fn copilot(lab: &Lab, bin: &Path, model: &str, prompt: &str) -> Command {
+    let mut c = lab.command(bin);
+    c.args(["-p", prompt, "--allow-all-tools"])
+        .env("COPILOT_OFFLINE", "true")
+        .env("COPILOT_AUTO_UPDATE", "false")
+        .env("COPILOT_PKG_CACHE_HOME", package_cache())
+        .env(
+            "COPILOT_PROVIDER_BASE_URL",
+            format!("http://127.0.0.1:{}/v1", lab.port),
+        )
+        .env("COPILOT_PROVIDER_API_KEY", "coord-e2e-key")
+        .env("COPILOT_MODEL", model);
+    c
+}
+
+fn start(
+    lab: &Lab,
+    bin: &Path,
+    name: &str,
+    model: &str,
+    calls: Value,
+    hold: Option<&Path>,
+) -> (Run, String) {
+    let prompt = script(calls, hold);
+    (lab.spawn(copilot(lab, bin, model, &prompt), name), prompt)
+}
+
+fn path_of(lab: &Lab, rel: &str) -> String {
+    lab.root().join(rel).display().to_string()
+}
+
+/// The `tool` messages of the longest conversation whose prompt is `prompt`: what the client told
+/// the model each tool call did.
+fn tool_results(lab: &Lab, prompt: &str) -> Vec<String> {
+    let needle = serde_json::to_string(prompt).unwrap();
+    let needle = &needle[1..needle.len() - 1];
+    lab.requests_with(needle)
+        .into_iter()
+        .map(|r| {
+            r["body"]["messages"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .filter(|m| m["role"] == "tool")
+                .map(|m| match &m["content"] {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                })
+                .collect::<Vec<String>>()
+        })
+        .max_by_key(|v| v.len())
+        .unwrap_or_default()
+}
+
+/// The `copilot-*` agent holding `target.txt`, if one does.
+fn copilot_holder(lab: &Lab) -> Option<String> {
+    lab.locks_of("target.txt")
+        .into_iter()
+        .find_map(|l| l.strip_prefix("target.txt.lock.").map(str::to_string))
+        .filter(|a| a.starts_with("copilot-"))
+}
+
+fn edit_call(lab: &Lab, new: &str) -> Value {
+    json!(["edit", {"path": path_of(lab, "target.txt"), "old_str": "old line", "new_str": new}])
+}
+
+fn patch_call(lab: &Lab, new: &str) -> Value {
+    json!([
+        "apply_patch",
+        format!(
+            "*** Begin Patch\n*** Update File: {}\n@@\n-old line\n+{new}\n*** End Patch\n",
+            path_of(lab, "target.txt")
+        )
+    ])
+}
+
+#[test]
+fn copilot_edit_denied_while_another_agent_holds_the_file_then_allowed_and_released_at_turn_end() {
+    let Some((bin, lab)) = lab() else { return };
+    lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
+
+    // Both edit tools are denied, naming the holder; the file stays as it was.
+    let create = json!(["create", {"path": path_of(&lab, "target.txt"), "file_text": "from copilot\n"}]);
+    let (run, prompt) = start(
+        &lab,
+        &bin,
+        "denied",
+        EDIT_MODEL,
+        json!([edit_call(&lab, "new line"), create]),
+        None,
+    );
+    run.ok();
+    assert_eq!(lab.env.read("target.txt"), "old line\n");
+    assert_eq!(lab.locks_of("target.txt"), ["target.txt.lock.claude-x"]);
+    let results = tool_results(&lab, &prompt);
+    assert_eq!(results.len(), 2, "{results:#?}");
+    for r in &results {
+        assert!(r.contains(OTHER) && r.contains("target.txt"), "{r}");
+    }
+
+    // Released: the edit goes through, its lock held for the rest of the turn, released at its end.
+    lab.env.agent(OTHER).args(["unlock", "target.txt"]).ok();
+    let flag = lab.flag("turn-over");
+    let (run, prompt) = start(
+        &lab,
+        &bin,
+        "allowed",
+        EDIT_MODEL,
+        json!([edit_call(&lab, "new line")]),
+        Some(&flag),
+    );
+    eventually("the edit inside the turn", || {
+        lab.env.read("target.txt") == "new line\n" && copilot_holder(&lab).is_some()
+    });
+    let holder = copilot_holder(&lab).unwrap();
+    lab.env
+        .agent(OTHER)
+        .args(["lock", "target.txt", "--no-wait"])
+        .code(3)
+        .stderr_has(&holder);
+    std::fs::write(&flag, "").unwrap();
+    run.ok();
+    assert!(
+        lab.locks_of("target.txt").is_empty(),
+        "released at the turn's end: {:?}",
+        lab.locks_of("target.txt")
+    );
+    let results = tool_results(&lab, &prompt);
+    assert_eq!(results.len(), 1, "{results:#?}");
+    assert!(!results[0].contains(OTHER), "{results:#?}");
+}
+
+#[test]
+#[ignore = "needs branch clients: `coord hook copilot` reads apply_patch (a raw patch string in toolArgs)"]
+fn copilot_apply_patch_of_a_gpt5_model_denied_while_another_agent_holds_the_file() {
+    let Some((bin, lab)) = lab() else { return };
+    lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
+    let (run, prompt) = start(
+        &lab,
+        &bin,
+        "patch",
+        PATCH_MODEL,
+        json!([patch_call(&lab, "from gpt-5")]),
+        None,
+    );
+    run.ok();
+    let asked = lab.requests_with("apply_patch");
+    assert!(
+        asked.iter().any(|r| r["body"]["tools"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .any(|t| t["type"] == "custom" && t["custom"]["name"] == "apply_patch")),
+        "the model was offered the freeform apply_patch"
+    );
+    assert_eq!(lab.env.read("target.txt"), "old line\n", "the patch was denied");
+    let results = tool_results(&lab, &prompt);
+    assert_eq!(results.len(), 1, "{results:#?}");
+    assert!(
+        results[0].contains(OTHER) && results[0].contains("target.txt"),
+        "{results:#?}"
+    );
+}
+
+#[test]
+fn two_copilot_sessions_are_two_agents_that_exclude_each_other() {
+    let Some((bin, lab)) = lab() else { return };
+    let flag = lab.flag("a-done");
+    let (a, _) = start(
+        &lab,
+        &bin,
+        "a",
+        EDIT_MODEL,
+        json!([edit_call(&lab, "from A")]),
+        Some(&flag),
+    );
+    eventually("session A's edit", || {
+        lab.env.read("target.txt") == "from A\n" && copilot_holder(&lab).is_some()
+    });
+    let holder_a = copilot_holder(&lab).unwrap();
+
+    let create_b = json!(["create", {"path": path_of(&lab, "target.txt"), "file_text": "from B\n"}]);
+    let (b, prompt_b) = start(&lab, &bin, "b", EDIT_MODEL, json!([create_b]), None);
+    b.ok();
+    assert_eq!(lab.env.read("target.txt"), "from A\n", "B's write was denied");
+    let results = tool_results(&lab, &prompt_b);
+    assert_eq!(results.len(), 1, "{results:#?}");
+    assert!(results[0].contains(&holder_a), "B is told A holds it: {results:#?}");
+    let agents = lab.agents("copilot-");
+    assert_eq!(agents.len(), 2, "two sessions, two agents: {agents:?}");
+
+    std::fs::write(&flag, "").unwrap();
+    a.ok();
+    assert!(lab.locks_of("target.txt").is_empty());
+}
+
+#[test]
+#[ignore = "needs branch clients: Copilot's sessionStart prints its additionalContext"]
+fn copilot_session_start_context_reaches_the_model() {
+    let Some((bin, lab)) = lab() else { return };
+    lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
+    let (run, prompt) = start(&lab, &bin, "context", EDIT_MODEL, json!([]), None);
+    run.ok();
+    let needle = serde_json::to_string(&prompt).unwrap();
+    let asked = lab.requests_with(&needle[1..needle.len() - 1]);
+    assert!(!asked.is_empty());
+    let text = asked[0]["body"]["messages"].to_string();
+    let agents = lab.agents("copilot-");
+    assert_eq!(agents.len(), 1, "{agents:?}");
+    let me = &agents[0].0;
+    assert!(text.contains(me), "the model is told its coord name: {text}");
+    assert!(
+        text.contains("held by claude-x"),
+        "the model is told who holds what: {text}"
+    );
+}
+
+#[test]
+fn copilot_session_end_finishes_the_presence() {
+    let Some((bin, lab)) = lab() else { return };
+    let flag = lab.flag("end");
+    let (run, _) = start(&lab, &bin, "end", EDIT_MODEL, json!([]), Some(&flag));
+    eventually("the session's presence", || {
+        !lab.agents("copilot-").is_empty()
+    });
+    let during = lab.agents("copilot-");
+    assert_eq!(during[0].1, "ACTIVE", "{during:?}");
+    std::fs::write(&flag, "").unwrap();
+    run.ok();
+    let after = lab.agents("copilot-");
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert_eq!(after[0].1, "FINISHED", "{after:?}");
+}
+
+#[test]
+fn copilot_git_commit_through_its_shell_is_refused_while_another_agent_holds_a_staged_file() {
+    let Some((bin, lab)) = lab() else { return };
+    lab.env.cmd().args(["guard", "install"]).ok();
+    lab.env.write("target.txt", "staged change\n");
+    lab.git(&["add", "target.txt"]);
+    lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
+    let head = lab.git(&["rev-parse", "HEAD"]);
+    let commit = json!(["bash", {
+        "command": "git commit -am 'from copilot'",
+        "description": "commit the change",
+    }]);
+
+    let (run, prompt) = start(&lab, &bin, "held", EDIT_MODEL, json!([commit.clone()]), None);
+    run.ok();
+    assert_eq!(lab.git(&["rev-parse", "HEAD"]), head, "no commit was made");
+    let results = tool_results(&lab, &prompt);
+    assert_eq!(results.len(), 1, "{results:#?}");
+    assert!(
+        results[0].contains(OTHER) && results[0].contains("target.txt"),
+        "the reason names the holder and the file: {results:#?}"
+    );
+
+    lab.env.agent(OTHER).args(["unlock", "target.txt"]).ok();
+    let (run, _) = start(&lab, &bin, "free", EDIT_MODEL, json!([commit]), None);
+    run.ok();
+    assert_ne!(lab.git(&["rev-parse", "HEAD"]), head, "the commit went through");
+}
+
+#[test]
+#[ignore = "needs branches clients (Copilot's MCP registration) and identity (the session's MCP server acts as the session)"]
+fn copilot_mcp_lock_and_own_edit_do_not_block_each_other() {
+    let Some((bin, lab)) = lab() else { return };
+    let flag = lab.flag("done");
+    let (run, prompt) = start(
+        &lab,
+        &bin,
+        "mcp",
+        EDIT_MODEL,
+        json!([
+            ["mcp:lock", {"files": ["target.txt"]}],
+            edit_call(&lab, "from copilot"),
+        ]),
+        Some(&flag),
+    );
+    eventually("both tool calls answered", || {
+        tool_results(&lab, &prompt).len() == 2
+    });
+    let results = tool_results(&lab, &prompt);
+    assert!(
+        results[0].contains("Lock acquired") || results[0].contains("target.txt"),
+        "the MCP lock tool ran: {results:#?}"
+    );
+    assert_eq!(lab.env.read("target.txt"), "from copilot\n", "{results:#?}");
+    let locks = lab.locks_of("target.txt");
+    assert_eq!(locks.len(), 1, "one agent holds it: {locks:?}");
+    assert!(locks[0].starts_with("target.txt.lock.copilot-"), "{locks:?}");
+    std::fs::write(&flag, "").unwrap();
+    run.ok();
+}
+
+#[test]
+#[ignore = "needs branch identity: a coord command run through the shell tool acts as the session"]
+fn copilot_coord_lock_from_its_shell_acts_as_the_session() {
+    let Some((bin, lab)) = lab() else { return };
+    let flag = lab.flag("done");
+    let (run, prompt) = start(
+        &lab,
+        &bin,
+        "shell",
+        EDIT_MODEL,
+        json!([
+            ["bash", {"command": "coord lock target.txt", "description": "lock"}],
+            edit_call(&lab, "from copilot"),
+        ]),
+        Some(&flag),
+    );
+    eventually("both tool calls answered", || {
+        tool_results(&lab, &prompt).len() == 2
+    });
+    let results = tool_results(&lab, &prompt);
+    assert!(results[0].contains("Lock acquired"), "{results:#?}");
+    assert_eq!(lab.env.read("target.txt"), "from copilot\n", "{results:#?}");
+    let locks = lab.locks_of("target.txt");
+    assert_eq!(locks.len(), 1, "{locks:?}");
+    assert!(locks[0].starts_with("target.txt.lock.copilot-"), "{locks:?}");
+    std::fs::write(&flag, "").unwrap();
+    run.ok();
+    assert!(lab.locks_of("target.txt").is_empty(), "released at turn end");
+}
+
+#[test]
+#[ignore = "needs branch identity: a session's locks follow its client process"]
+fn copilot_killed_with_sigkill_frees_its_files_within_seconds() {
+    let Some((bin, lab)) = lab() else { return };
+    let flag = lab.flag("never");
+    let (mut run, _) = start(
+        &lab,
+        &bin,
+        "killed",
+        EDIT_MODEL,
+        json!([edit_call(&lab, "from copilot")]),
+        Some(&flag),
+    );
+    eventually("the session's edit", || copilot_holder(&lab).is_some());
+    lab.env
+        .agent(OTHER)
+        .args(["lock", "target.txt", "--no-wait"])
+        .code(3);
+    run.kill9();
+    // Within seconds, not the 5-minute TTL.
+    lab.env
+        .agent(OTHER)
+        .args(["lock", "target.txt", "--wait", "20s"])
+        .ok();
+}
