@@ -138,7 +138,8 @@ fn copilot_edit_denied_while_another_agent_holds_the_file_then_allowed_and_relea
     lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
 
     // Both edit tools are denied, naming the holder; the file stays as it was.
-    let create = json!(["create", {"path": path_of(&lab, "target.txt"), "file_text": "from copilot\n"}]);
+    let create =
+        json!(["create", {"path": path_of(&lab, "target.txt"), "file_text": "from copilot\n"}]);
     let (run, prompt) = start(
         &lab,
         &bin,
@@ -211,7 +212,11 @@ fn copilot_apply_patch_of_a_gpt5_model_denied_while_another_agent_holds_the_file
             .any(|t| t["type"] == "custom" && t["custom"]["name"] == "apply_patch")),
         "the model was offered the freeform apply_patch"
     );
-    assert_eq!(lab.env.read("target.txt"), "old line\n", "the patch was denied");
+    assert_eq!(
+        lab.env.read("target.txt"),
+        "old line\n",
+        "the patch was denied"
+    );
     let results = tool_results(&lab, &prompt);
     assert_eq!(results.len(), 1, "{results:#?}");
     assert!(
@@ -237,13 +242,21 @@ fn two_copilot_sessions_are_two_agents_that_exclude_each_other() {
     });
     let holder_a = copilot_holder(&lab).unwrap();
 
-    let create_b = json!(["create", {"path": path_of(&lab, "target.txt"), "file_text": "from B\n"}]);
+    let create_b =
+        json!(["create", {"path": path_of(&lab, "target.txt"), "file_text": "from B\n"}]);
     let (b, prompt_b) = start(&lab, &bin, "b", EDIT_MODEL, json!([create_b]), None);
     b.ok();
-    assert_eq!(lab.env.read("target.txt"), "from A\n", "B's write was denied");
+    assert_eq!(
+        lab.env.read("target.txt"),
+        "from A\n",
+        "B's write was denied"
+    );
     let results = tool_results(&lab, &prompt_b);
     assert_eq!(results.len(), 1, "{results:#?}");
-    assert!(results[0].contains(&holder_a), "B is told A holds it: {results:#?}");
+    assert!(
+        results[0].contains(&holder_a),
+        "B is told A holds it: {results:#?}"
+    );
     let agents = lab.agents("copilot-");
     assert_eq!(agents.len(), 2, "two sessions, two agents: {agents:?}");
 
@@ -266,7 +279,10 @@ fn copilot_session_start_context_reaches_the_model() {
     let agents = lab.agents("copilot-");
     assert_eq!(agents.len(), 1, "{agents:?}");
     let me = &agents[0].0;
-    assert!(text.contains(me), "the model is told its coord name: {text}");
+    assert!(
+        text.contains(me),
+        "the model is told its coord name: {text}"
+    );
     assert!(
         text.contains("held by claude-x"),
         "the model is told who holds what: {text}"
@@ -303,7 +319,14 @@ fn copilot_git_commit_through_its_shell_is_refused_while_another_agent_holds_a_s
         "description": "commit the change",
     }]);
 
-    let (run, prompt) = start(&lab, &bin, "held", EDIT_MODEL, json!([commit.clone()]), None);
+    let (run, prompt) = start(
+        &lab,
+        &bin,
+        "held",
+        EDIT_MODEL,
+        json!([commit.clone()]),
+        None,
+    );
     run.ok();
     assert_eq!(lab.git(&["rev-parse", "HEAD"]), head, "no commit was made");
     let results = tool_results(&lab, &prompt);
@@ -316,7 +339,11 @@ fn copilot_git_commit_through_its_shell_is_refused_while_another_agent_holds_a_s
     lab.env.agent(OTHER).args(["unlock", "target.txt"]).ok();
     let (run, _) = start(&lab, &bin, "free", EDIT_MODEL, json!([commit]), None);
     run.ok();
-    assert_ne!(lab.git(&["rev-parse", "HEAD"]), head, "the commit went through");
+    assert_ne!(
+        lab.git(&["rev-parse", "HEAD"]),
+        head,
+        "the commit went through"
+    );
 }
 
 #[test]
@@ -346,7 +373,10 @@ fn copilot_mcp_lock_and_own_edit_do_not_block_each_other() {
     assert_eq!(lab.env.read("target.txt"), "from copilot\n", "{results:#?}");
     let locks = lab.locks_of("target.txt");
     assert_eq!(locks.len(), 1, "one agent holds it: {locks:?}");
-    assert!(locks[0].starts_with("target.txt.lock.copilot-"), "{locks:?}");
+    assert!(
+        locks[0].starts_with("target.txt.lock.copilot-"),
+        "{locks:?}"
+    );
     std::fs::write(&flag, "").unwrap();
     run.ok();
 }
@@ -375,10 +405,16 @@ fn copilot_coord_lock_from_its_shell_acts_as_the_session() {
     assert_eq!(lab.env.read("target.txt"), "from copilot\n", "{results:#?}");
     let locks = lab.locks_of("target.txt");
     assert_eq!(locks.len(), 1, "{locks:?}");
-    assert!(locks[0].starts_with("target.txt.lock.copilot-"), "{locks:?}");
+    assert!(
+        locks[0].starts_with("target.txt.lock.copilot-"),
+        "{locks:?}"
+    );
     std::fs::write(&flag, "").unwrap();
     run.ok();
-    assert!(lab.locks_of("target.txt").is_empty(), "released at turn end");
+    assert!(
+        lab.locks_of("target.txt").is_empty(),
+        "released at turn end"
+    );
 }
 
 #[test]

@@ -154,7 +154,10 @@ fn gemini_edit_denied_while_another_agent_holds_the_file_then_allowed_and_releas
     );
     let results = tool_results(&lab, &prompt);
     assert_eq!(results.len(), 1, "{results:#?}");
-    assert!(results[0]["response"].get("output").is_some(), "{results:#?}");
+    assert!(
+        results[0]["response"].get("output").is_some(),
+        "{results:#?}"
+    );
 }
 
 #[test]
@@ -175,7 +178,11 @@ fn two_gemini_sessions_are_two_agents_that_exclude_each_other() {
 
     let (b, prompt_b) = start(&lab, &bin, "b", json!([write_call(&lab, "from B\n")]), None);
     b.ok();
-    assert_eq!(lab.env.read("target.txt"), "from A\n", "B's write was denied");
+    assert_eq!(
+        lab.env.read("target.txt"),
+        "from A\n",
+        "B's write was denied"
+    );
     let results = tool_results(&lab, &prompt_b);
     assert_eq!(results.len(), 1, "{results:#?}");
     let text = results[0]["response"].to_string();
@@ -198,7 +205,12 @@ fn gemini_session_start_context_reaches_the_model() {
     let asked = lab.requests_with(&needle[1..needle.len() - 1]);
     let main = asked
         .iter()
-        .find(|r| r["path"].as_str().unwrap_or("").contains("streamGenerateContent"))
+        .find(|r| {
+            r["path"]
+                .as_str()
+                .unwrap_or("")
+                .contains("streamGenerateContent")
+        })
         .unwrap_or_else(|| panic!("no streamed request: {asked:#?}"));
     let text = main["body"]["contents"].to_string();
     let agents = lab.agents("gemini-");
@@ -219,7 +231,9 @@ fn gemini_session_end_finishes_the_presence() {
     let Some((bin, lab)) = lab() else { return };
     let flag = lab.flag("end");
     let (run, _) = start(&lab, &bin, "end", json!([]), Some(&flag));
-    eventually("the session's presence", || !lab.agents("gemini-").is_empty());
+    eventually("the session's presence", || {
+        !lab.agents("gemini-").is_empty()
+    });
     let during = lab.agents("gemini-");
     assert_eq!(during[0].1, "ACTIVE", "{during:?}");
     std::fs::write(&flag, "").unwrap();
@@ -257,7 +271,11 @@ fn gemini_git_commit_through_its_shell_is_refused_while_another_agent_holds_a_st
     lab.env.agent(OTHER).args(["unlock", "target.txt"]).ok();
     let (run, _) = start(&lab, &bin, "free", json!([commit]), None);
     run.ok();
-    assert_ne!(lab.git(&["rev-parse", "HEAD"]), head, "the commit went through");
+    assert_ne!(
+        lab.git(&["rev-parse", "HEAD"]),
+        head,
+        "the commit went through"
+    );
 }
 
 #[test]
@@ -318,7 +336,10 @@ fn gemini_coord_lock_from_its_shell_acts_as_the_session() {
         results[0]["response"].to_string().contains("Lock acquired"),
         "{results:#?}"
     );
-    assert!(lab.locks_of("target.txt").is_empty(), "released at turn end");
+    assert!(
+        lab.locks_of("target.txt").is_empty(),
+        "released at turn end"
+    );
 }
 
 #[test]

@@ -105,7 +105,9 @@ impl Lab {
 
         let port_file = scratch.path().join("port");
         let log = scratch.path().join("model.log");
-        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/e2e").join(fake);
+        let script = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+            .join("tests/e2e")
+            .join(fake);
         let mut model = Command::new("python3")
             .arg(&script)
             .arg(&port_file)
@@ -123,7 +125,10 @@ impl Lab {
             if let Ok(Some(status)) = model.try_wait() {
                 panic!("the scripted model exited: {status}");
             }
-            assert!(Instant::now() < deadline, "the scripted model did not start");
+            assert!(
+                Instant::now() < deadline,
+                "the scripted model did not start"
+            );
             std::thread::sleep(Duration::from_millis(20));
         };
         Lab {
@@ -247,8 +252,12 @@ impl Lab {
             .iter()
             .filter_map(|a| {
                 let id = a["agent"].as_str()?;
-                id.starts_with(prefix)
-                    .then(|| (id.to_string(), a["status"].as_str().unwrap_or("").to_string()))
+                id.starts_with(prefix).then(|| {
+                    (
+                        id.to_string(),
+                        a["status"].as_str().unwrap_or("").to_string(),
+                    )
+                })
             })
             .collect()
     }
@@ -256,7 +265,9 @@ impl Lab {
     /// The lock files of `file` (relative), as `FILE.lock.<agent>` names.
     pub fn locks_of(&self, file: &str) -> Vec<String> {
         let prefix = format!("{file}.lock.");
-        let dir = self.root().join(Path::new(file).parent().unwrap_or(Path::new("")));
+        let dir = self
+            .root()
+            .join(Path::new(file).parent().unwrap_or(Path::new("")));
         let mut out: Vec<String> = std::fs::read_dir(dir)
             .unwrap()
             .filter_map(|e| e.ok())
