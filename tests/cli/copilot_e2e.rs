@@ -18,8 +18,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::scripted::{Lab, Run, client, script};
-use crate::support::eventually;
+use crate::scripted::{Lab, Run, client, script, until};
 
 const OTHER: &str = "claude-x";
 const EDIT_MODEL: &str = "gpt-4.1";
@@ -168,7 +167,7 @@ fn copilot_edit_denied_while_another_agent_holds_the_file_then_allowed_and_relea
         json!([edit_call(&lab, "new line")]),
         Some(&flag),
     );
-    eventually("the edit inside the turn", || {
+    until("the edit inside the turn", || {
         lab.env.read("target.txt") == "new line\n" && copilot_holder(&lab).is_some()
     });
     let holder = copilot_holder(&lab).unwrap();
@@ -237,7 +236,7 @@ fn two_copilot_sessions_are_two_agents_that_exclude_each_other() {
         json!([edit_call(&lab, "from A")]),
         Some(&flag),
     );
-    eventually("session A's edit", || {
+    until("session A's edit", || {
         lab.env.read("target.txt") == "from A\n" && copilot_holder(&lab).is_some()
     });
     let holder_a = copilot_holder(&lab).unwrap();
@@ -294,7 +293,7 @@ fn copilot_session_end_finishes_the_presence() {
     let Some((bin, lab)) = lab() else { return };
     let flag = lab.flag("end");
     let (run, _) = start(&lab, &bin, "end", EDIT_MODEL, json!([]), Some(&flag));
-    eventually("the session's presence", || {
+    until("the session's presence", || {
         !lab.agents("copilot-").is_empty()
     });
     let during = lab.agents("copilot-");
@@ -362,7 +361,7 @@ fn copilot_mcp_lock_and_own_edit_do_not_block_each_other() {
         ]),
         Some(&flag),
     );
-    eventually("both tool calls answered", || {
+    until("both tool calls answered", || {
         tool_results(&lab, &prompt).len() == 2
     });
     let results = tool_results(&lab, &prompt);
@@ -397,7 +396,7 @@ fn copilot_coord_lock_from_its_shell_acts_as_the_session() {
         ]),
         Some(&flag),
     );
-    eventually("both tool calls answered", || {
+    until("both tool calls answered", || {
         tool_results(&lab, &prompt).len() == 2
     });
     let results = tool_results(&lab, &prompt);
@@ -430,15 +429,20 @@ fn copilot_killed_with_sigkill_frees_its_files_within_seconds() {
         json!([edit_call(&lab, "from copilot")]),
         Some(&flag),
     );
-    eventually("the session's edit", || copilot_holder(&lab).is_some());
+    until("the session's edit", || copilot_holder(&lab).is_some());
     lab.env
         .agent(OTHER)
         .args(["lock", "target.txt", "--no-wait"])
         .code(3);
     run.kill9();
     // Within seconds, not the 5-minute TTL.
+    let killed = std::time::Instant::now();
     lab.env
         .agent(OTHER)
         .args(["lock", "target.txt", "--wait", "20s"])
         .ok();
+    eprintln!(
+        "the file was free {:.1} s after the kill",
+        killed.elapsed().as_secs_f64()
+    );
 }

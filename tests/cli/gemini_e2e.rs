@@ -15,8 +15,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::scripted::{Lab, Run, client, script};
-use crate::support::eventually;
+use crate::scripted::{Lab, Run, client, script, until};
 
 const OTHER: &str = "claude-x";
 
@@ -136,7 +135,7 @@ fn gemini_edit_denied_while_another_agent_holds_the_file_then_allowed_and_releas
         json!([write_call(&lab, "from gemini\n")]),
         Some(&flag),
     );
-    eventually("the write inside the turn", || {
+    until("the write inside the turn", || {
         lab.env.read("target.txt") == "from gemini\n" && gemini_holder(&lab).is_some()
     });
     let holder = gemini_holder(&lab).unwrap();
@@ -171,7 +170,7 @@ fn two_gemini_sessions_are_two_agents_that_exclude_each_other() {
         json!([write_call(&lab, "from A\n")]),
         Some(&flag),
     );
-    eventually("session A's write", || {
+    until("session A's write", || {
         lab.env.read("target.txt") == "from A\n" && gemini_holder(&lab).is_some()
     });
     let holder_a = gemini_holder(&lab).unwrap();
@@ -231,7 +230,7 @@ fn gemini_session_end_finishes_the_presence() {
     let Some((bin, lab)) = lab() else { return };
     let flag = lab.flag("end");
     let (run, _) = start(&lab, &bin, "end", json!([]), Some(&flag));
-    eventually("the session's presence", || {
+    until("the session's presence", || {
         !lab.agents("gemini-").is_empty()
     });
     let during = lab.agents("gemini-");
@@ -293,7 +292,7 @@ fn gemini_mcp_lock_and_own_edit_do_not_block_each_other() {
         ]),
         Some(&flag),
     );
-    eventually("both tool calls answered", || {
+    until("both tool calls answered", || {
         tool_results(&lab, &prompt).len() == 2
     });
     let results = tool_results(&lab, &prompt);
@@ -323,7 +322,7 @@ fn gemini_coord_lock_from_its_shell_acts_as_the_session() {
         ]),
         Some(&flag),
     );
-    eventually("the session's write", || {
+    until("the session's write", || {
         lab.env.read("target.txt") == "from gemini\n"
     });
     let locks = lab.locks_of("target.txt");
@@ -354,15 +353,20 @@ fn gemini_killed_with_sigkill_frees_its_files_within_seconds() {
         json!([write_call(&lab, "from gemini\n")]),
         Some(&flag),
     );
-    eventually("the session's write", || gemini_holder(&lab).is_some());
+    until("the session's write", || gemini_holder(&lab).is_some());
     lab.env
         .agent(OTHER)
         .args(["lock", "target.txt", "--no-wait"])
         .code(3);
     run.kill9();
     // Within seconds, not the 5-minute TTL.
+    let killed = std::time::Instant::now();
     lab.env
         .agent(OTHER)
         .args(["lock", "target.txt", "--wait", "20s"])
         .ok();
+    eprintln!(
+        "the file was free {:.1} s after the kill",
+        killed.elapsed().as_secs_f64()
+    );
 }

@@ -17,6 +17,23 @@ use crate::support::{Env, coord_bin};
 /// How long one client run may take before the test kills it and fails.
 pub const RUN_LIMIT: Duration = Duration::from_secs(90);
 
+/// How long a client may take to reach a point of its script (it starts node and its hooks run
+/// a debug build: seconds each on a loaded machine).
+pub const STEP_LIMIT: Duration = Duration::from_secs(60);
+
+/// Wait (at most [`STEP_LIMIT`]) until `cond` holds; panics with `what` when it never does.
+#[track_caller]
+pub fn until(what: &str, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while start.elapsed() < STEP_LIMIT {
+        if cond() {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    panic!("timed out waiting for: {what}");
+}
+
 /// The client executable named by `var` (set by `.ci/run`, which installs the clients), or why
 /// the test cannot run.
 pub fn client(var: &str) -> Result<PathBuf, String> {
