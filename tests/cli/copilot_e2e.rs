@@ -11,6 +11,22 @@
 //! A GPT-5-family model (`gpt-5.4`) is offered a freeform `apply_patch` tool instead of
 //! `edit`/`create`; another (`gpt-4.1`) gets `edit`/`create`.
 //!
+//! What Copilot CLI 1.0.102 does here (seen with these tests):
+//! - A folder missing from `trustedFolders` in `~/.copilot/config.json`: `copilot -p` runs all the
+//!   same, without the repository's hooks: edits go through unlocked with nothing said. The client
+//!   rewrites that file as JSON with `//` comment lines at its top.
+//! - `gpt-5.4` is offered `apply_patch` as a custom (freeform, lark grammar) tool, called with
+//!   `{"type": "custom", "custom": {"name", "input"}}`, and `rg` instead of `grep`; `gpt-4.1` gets
+//!   `create`/`edit` function tools.
+//! - A denied tool call reaches the model as the `tool` message
+//!   `"Denied by preToolUse hook: <the hook's reason>"`.
+//! - The `bash` tool's command sees `COPILOT_AGENT_SESSION_ID`, `COPILOT_CLI=1`, and git settings
+//!   through `GIT_CONFIG_COUNT=3` (`safe.bareRepository`, `credential.interactive`,
+//!   `core.fsmonitor`) and `GIT_OPTIONAL_LOCKS=0`: git hooks still run, so the pre-commit guard
+//!   refuses a commit there; its output ends with `<shellId: N completed with exit code C>`.
+//! - `copilot` is a node loader that runs the native binary (whose main thread is `MainThread`)
+//!   with spawnSync: the client process is the loader's child.
+//!
 //! Skips, saying why, when `COORD_TEST_COPILOT` is unset or missing, or python3 is missing.
 
 use std::path::{Path, PathBuf};
@@ -154,6 +170,10 @@ fn copilot_edit_denied_while_another_agent_holds_the_file_then_allowed_and_relea
     assert_eq!(results.len(), 2, "{results:#?}");
     for r in &results {
         assert!(r.contains(OTHER) && r.contains("target.txt"), "{r}");
+        assert!(
+            r.starts_with("Denied by preToolUse hook: coord:"),
+            "the hook's deny: {r}"
+        );
     }
 
     // Released: the edit goes through, its lock held for the rest of the turn, released at its end.

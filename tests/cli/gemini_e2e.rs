@@ -8,6 +8,22 @@
 //! update checks off, and trust the repository (`~/.gemini/trustedFolders.json`): an untrusted
 //! folder runs no project hooks.
 //!
+//! What Gemini CLI 0.61.0 does here (seen with these tests):
+//! - An untrusted folder: `gemini -p` exits 55 ("not running in a trusted directory"); with
+//!   `--skip-trust` it runs, but without the project's settings: no hooks, no MCP server, edits go
+//!   through unlocked with nothing said. `GEMINI_CLI_TRUST_WORKSPACE=true` trusts too.
+//! - `GOOGLE_GEMINI_BASE_URL` without a selected auth type picks the `gateway` auth type.
+//! - Each prompt first goes to a classifier (`gemini-3.5-flash-lite:generateContent`, JSON), then
+//!   to the routed model (`gemini-3.8-flash:streamGenerateContent?alt=sse`); the SessionStart
+//!   context arrives as `<hook_context>…</hook_context>` before the prompt in the user text.
+//! - A denied tool call reaches the model as `functionResponse.response.error` =
+//!   `"Tool execution blocked: <the hook's reason>"`; an allowed one as `response.output`.
+//! - `run_shell_command` runs `bash -c` in its own process group with git hardened through the
+//!   environment (`GIT_CONFIG_GLOBAL=/dev/null`, `GIT_CONFIG_NOSYSTEM=1`, `GIT_CONFIG_COUNT=8` with
+//!   `core.hooksPath` empty: git runs no hook, and the user's git identity is gone), with
+//!   `GEMINI_CLI=1`, `GEMINI_CLI_NO_RELAUNCH=true` and `GEMINI_API_KEY` but no session id; its
+//!   output reaches the model wrapped in `<untrusted_context>`.
+//!
 //! Skips, saying why, when `COORD_TEST_GEMINI` is unset or missing, or python3 is missing.
 
 use std::path::{Path, PathBuf};
@@ -122,7 +138,11 @@ fn gemini_edit_denied_while_another_agent_holds_the_file_then_allowed_and_releas
     for r in &results {
         let text = r["response"].to_string();
         assert!(text.contains(OTHER) && text.contains("target.txt"), "{r}");
-        assert!(r["response"].get("error").is_some(), "an error result: {r}");
+        let error = r["response"]["error"].as_str().unwrap_or_default();
+        assert!(
+            error.starts_with("Tool execution blocked: coord:"),
+            "the hook's deny, as an error result: {r}"
+        );
     }
 
     // Released: the edit goes through, its lock held for the rest of the turn, released at its end.
