@@ -34,7 +34,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::scripted::{Lab, Run, client, script, until};
+use crate::scripted::{Lab, Run, client, script, script_holds, until};
 
 const OTHER: &str = "claude-x";
 const EDIT_MODEL: &str = "gpt-4.1";
@@ -206,6 +206,47 @@ fn copilot_edit_denied_while_another_agent_holds_the_file_then_allowed_and_relea
     let results = tool_results(&lab, &prompt);
     assert_eq!(results.len(), 1, "{results:#?}");
     assert!(!results[0].contains(OTHER), "{results:#?}");
+}
+
+#[test]
+#[ignore = "needs branch clients: init registers agentStop, whose block (unread messages) Copilot honours"]
+fn copilot_agent_stop_releases_the_turns_locks_while_the_session_lives() {
+    let Some((bin, lab)) = lab() else { return };
+    let (first, second) = (lab.flag("first-answer"), lab.flag("second-answer"));
+    let prompt = script_holds(
+        json!([edit_call(&lab, "from copilot")]),
+        vec![&first, &second],
+    );
+    let run = lab.spawn(copilot(&lab, &bin, EDIT_MODEL, &prompt), "turns");
+    until("the edit inside the turn", || {
+        copilot_holder(&lab).is_some()
+    });
+    let me = copilot_holder(&lab).unwrap();
+
+    // A message waits for it: agentStop releases the turn's locks and continues the session once
+    // (`{"decision": "block", "reason"}`, Copilot's AgentStopHookOutput), telling the model.
+    lab.env
+        .agent(OTHER)
+        .args(["msg", "send", &me, "target.txt is mine next"])
+        .ok();
+    std::fs::write(&first, "").unwrap();
+    until("the continued turn reaches the model", || {
+        lab.requests().iter().any(|r| {
+            r["body"]["messages"]
+                .to_string()
+                .contains("unread message before you stop")
+        })
+    });
+    assert!(
+        lab.locks_of("target.txt").is_empty(),
+        "released at the end of the turn, the session still running: {:?}",
+        lab.locks_of("target.txt")
+    );
+    assert_eq!(lab.agents(&me), [(me.clone(), "ACTIVE".to_string())]);
+
+    std::fs::write(&second, "").unwrap();
+    run.ok();
+    assert_eq!(lab.agents(&me), [(me.clone(), "FINISHED".to_string())]);
 }
 
 #[test]

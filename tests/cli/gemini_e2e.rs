@@ -31,7 +31,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::scripted::{Lab, Run, client, script, until};
+use crate::scripted::{Lab, Run, client, script, script_holds, until};
 
 const OTHER: &str = "claude-x";
 
@@ -177,6 +177,54 @@ fn gemini_edit_denied_while_another_agent_holds_the_file_then_allowed_and_releas
         results[0]["response"].get("output").is_some(),
         "{results:#?}"
     );
+}
+
+#[test]
+fn gemini_after_agent_releases_the_turns_locks_while_the_session_lives() {
+    let Some((bin, lab)) = lab() else { return };
+    let (first, second) = (lab.flag("first-answer"), lab.flag("second-answer"));
+    let prompt = script_holds(
+        json!([write_call(&lab, "from gemini\n")]),
+        vec![&first, &second],
+    );
+    let run = lab.spawn(gemini(&lab, &bin, &prompt), "turns");
+    until("the write inside the turn", || {
+        gemini_holder(&lab).is_some()
+    });
+    let me = gemini_holder(&lab).unwrap();
+
+    // A message waits for it: AfterAgent releases the turn's locks and continues the session once,
+    // telling the model about the message.
+    lab.env
+        .agent(OTHER)
+        .args(["msg", "send", &me, "target.txt is mine next"])
+        .ok();
+    std::fs::write(&first, "").unwrap();
+    until("the continued turn reaches the model", || {
+        lab.requests().iter().any(|r| {
+            r["path"]
+                .as_str()
+                .unwrap_or("")
+                .contains("streamGenerateContent")
+                && r["body"]["contents"]
+                    .to_string()
+                    .contains("unread message before you stop")
+        })
+    });
+    assert!(
+        lab.locks_of("target.txt").is_empty(),
+        "released at the end of the turn, the session still running: {:?}",
+        lab.locks_of("target.txt")
+    );
+    assert_eq!(lab.agents(&me), [(me.clone(), "ACTIVE".to_string())]);
+    lab.env
+        .agent(OTHER)
+        .args(["lock", "target.txt", "--no-wait"])
+        .ok();
+
+    std::fs::write(&second, "").unwrap();
+    run.ok();
+    assert_eq!(lab.agents(&me), [(me.clone(), "FINISHED".to_string())]);
 }
 
 #[test]

@@ -59,11 +59,14 @@ pub fn client(var: &str) -> Result<PathBuf, String> {
 /// `mcp:NAME` for the tool coord's MCP server offers as NAME), then the text "done", held back
 /// until `hold` exists when given (the session stays inside its turn).
 pub fn script(calls: Value, hold: Option<&Path>) -> String {
-    let mut s = json!({ "calls": calls });
-    if let Some(flag) = hold {
-        s["hold"] = json!(flag.display().to_string());
-    }
-    format!("coord-e2e: {s}")
+    script_holds(calls, hold.into_iter().collect())
+}
+
+/// [`script`] where the K-th "done" of the conversation (a turn continued by a hook) is held back
+/// until `holds[K]` exists.
+pub fn script_holds(calls: Value, holds: Vec<&Path>) -> String {
+    let holds: Vec<String> = holds.iter().map(|p| p.display().to_string()).collect();
+    format!("coord-e2e: {}", json!({ "calls": calls, "holds": holds }))
 }
 
 /// The repository, the scratch HOME and the scripted model of one test.

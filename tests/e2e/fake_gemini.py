@@ -8,6 +8,7 @@ It listens on a free port of 127.0.0.1 and writes the port to PORT_FILE. The scr
 is in its prompt, one line:
 
     coord-e2e: {"calls": [[TOOL, ARGS], ...], "hold": FLAG}
+    coord-e2e: {"calls": [[TOOL, ARGS], ...], "holds": [FLAG, ...]}
 
 (TOOL `mcp:NAME` is the tool coord's MCP server offers as NAME, as the client prefixed it.)
 
@@ -16,7 +17,8 @@ Every `POST .../models/MODEL:streamGenerateContent` (server-sent events, `alt=ss
 stands: with N `functionResponse` parts so far, the answer is call N (a `functionCall` part) while
 N < len(calls); after the last one, the text "done" — first waiting until the file FLAG exists when
 `hold` is given (the session then stays inside its turn, holding its locks, for as long as the test
-wants). Each request is logged to LOG_FILE as one JSON line `{"path", "body"}` (its
+wants). With `holds`, the K-th "done" of the conversation (a turn a hook continued) waits for
+the K-th flag. Each request is logged to LOG_FILE as one JSON line `{"path", "body"}` (its
 `functionResponse` parts are what coord's hooks made the client tell the model); any other request
 (a side request: routing, next-speaker, titles) is answered with a JSON text that fits every one of
 them.
@@ -64,6 +66,23 @@ def responses_so_far(contents):
             if isinstance(part, dict) and "functionResponse" in part:
                 n += 1
     return n
+
+
+def answers_so_far(contents):
+    """How many times the model already answered "done" (a turn continued by a hook)."""
+    n = 0
+    for content in contents:
+        if content.get("role") != "model":
+            continue
+        for part in content.get("parts") or []:
+            if isinstance(part, dict) and part.get("text") == "done":
+                n += 1
+    return n
+
+
+def hold_for(script, k):
+    holds = script.get("holds") or ([script["hold"]] if script.get("hold") else [])
+    return holds[k] if k < len(holds) else None
 
 
 def resolve(name, names):
@@ -132,7 +151,7 @@ class Handler(BaseHTTPRequestHandler):
             name = resolve(name, tools)
             self.answer([{"functionCall": {"name": name, "args": args}}])
             return
-        flag = script.get("hold")
+        flag = hold_for(script, answers_so_far(contents))
         deadline = time.time() + 150
         while flag and not os.path.exists(flag) and time.time() < deadline:
             time.sleep(0.05)

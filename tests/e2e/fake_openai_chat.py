@@ -8,6 +8,7 @@ It listens on a free port of 127.0.0.1 and writes the port to PORT_FILE. The scr
 is in its prompt, one line:
 
     coord-e2e: {"calls": [[TOOL, ARGS], ...], "hold": FLAG}
+    coord-e2e: {"calls": [[TOOL, ARGS], ...], "holds": [FLAG, ...]}
 
 (TOOL `mcp:NAME` is the tool coord's MCP server offers as NAME, as the client prefixed it.)
 
@@ -16,7 +17,8 @@ Copilot's `apply_patch` for GPT-5-family models: the raw input). Every `POST ...
 (streamed as server-sent events, or JSON) whose user text holds that line is answered by where the
 conversation stands: with N `tool` messages so far, the answer is call N while N < len(calls);
 after the last one, the text "done" — first waiting until the file FLAG exists when `hold` is given
-(the session then stays inside its turn, holding its locks, for as long as the test wants). Each
+(the session then stays inside its turn, holding its locks, for as long as the test wants). With
+`holds`, the K-th "done" of the conversation (a turn a hook continued) waits for the K-th flag. Each
 request is logged to LOG_FILE as one JSON line `{"method", "path", "body"}`; any other request (a
 side request: titles, summaries) is answered with the text "ok". `GET .../models` lists the model
 asked for, so a client that checks its catalogue finds it.
@@ -139,7 +141,9 @@ class Handler(BaseHTTPRequestHandler):
             name = resolve(name, names)
             self.answer(req, call=(name, args, tool_kind(tools, name) or "function"))
             return
-        flag = script.get("hold")
+        holds = script.get("holds") or ([script["hold"]] if script.get("hold") else [])
+        k = sum(1 for m in messages if m.get("role") == "assistant" and m.get("content") == "done")
+        flag = holds[k] if k < len(holds) else None
         deadline = time.time() + 150
         while flag and not os.path.exists(flag) and time.time() < deadline:
             time.sleep(0.05)
