@@ -407,6 +407,39 @@ fn copilot_git_commit_through_its_shell_is_refused_while_another_agent_holds_a_s
 }
 
 #[test]
+fn copilot_git_commit_through_its_shell_of_a_file_it_holds_goes_through() {
+    let Some((bin, lab)) = lab() else { return };
+    lab.env.cmd().args(["guard", "install"]).ok();
+    let head = lab.git(&["rev-parse", "HEAD"]);
+    let flag = lab.flag("done");
+    let (run, prompt) = start(
+        &lab,
+        &bin,
+        "own",
+        EDIT_MODEL,
+        json!([
+            edit_call(&lab, "from copilot"),
+            ["bash", {"command": "git commit -qam 'from copilot'", "description": "commit"}],
+        ]),
+        Some(&flag),
+    );
+    until("both tool calls answered", || {
+        tool_results(&lab, &prompt).len() == 2
+    });
+    let holder = copilot_holder(&lab);
+    assert!(holder.is_some(), "the session holds the file it edited");
+    let results = tool_results(&lab, &prompt);
+    assert_ne!(
+        lab.git(&["rev-parse", "HEAD"]),
+        head,
+        "the guard let the session commit the file it holds: {results:#?}"
+    );
+    assert_eq!(lab.git(&["show", "HEAD:target.txt"]), "from copilot\n");
+    std::fs::write(&flag, "").unwrap();
+    run.ok();
+}
+
+#[test]
 #[ignore = "needs branches clients (Copilot's MCP registration) and identity (the session's MCP server acts as the session)"]
 fn copilot_mcp_lock_and_own_edit_do_not_block_each_other() {
     let Some((bin, lab)) = lab() else { return };

@@ -346,6 +346,40 @@ fn gemini_git_commit_through_its_shell_is_refused_while_another_agent_holds_a_st
 }
 
 #[test]
+fn gemini_git_commit_through_its_shell_of_a_file_it_holds_goes_through() {
+    let Some((bin, lab)) = lab() else { return };
+    lab.env.cmd().args(["guard", "install"]).ok();
+    let head = lab.git(&["rev-parse", "HEAD"]);
+    let flag = lab.flag("done");
+    let (run, prompt) = start(
+        &lab,
+        &bin,
+        "own",
+        json!([
+            write_call(&lab, "from gemini\n"),
+            ["run_shell_command", {"command": "git commit -qam 'from gemini'", "description": "commit"}],
+        ]),
+        Some(&flag),
+    );
+    until("both tool calls answered", || {
+        tool_results(&lab, &prompt).len() == 2
+    });
+    assert!(
+        gemini_holder(&lab).is_some(),
+        "the session holds the file it wrote"
+    );
+    let results = tool_results(&lab, &prompt);
+    assert_ne!(
+        lab.git(&["rev-parse", "HEAD"]),
+        head,
+        "a session's own lock does not stop its commit: {results:#?}"
+    );
+    assert_eq!(lab.git(&["show", "HEAD:target.txt"]), "from gemini\n");
+    std::fs::write(&flag, "").unwrap();
+    run.ok();
+}
+
+#[test]
 #[ignore = "needs branch identity: the session's MCP server acts as the session's agent"]
 fn gemini_mcp_lock_and_own_edit_do_not_block_each_other() {
     let Some((bin, lab)) = lab() else { return };
