@@ -209,7 +209,6 @@ fn copilot_edit_denied_while_another_agent_holds_the_file_then_allowed_and_relea
 }
 
 #[test]
-#[ignore = "needs branch clients: init registers agentStop, whose block (unread messages) Copilot honours"]
 fn copilot_agent_stop_releases_the_turns_locks_while_the_session_lives() {
     let Some((bin, lab)) = lab() else { return };
     let (first, second) = (lab.flag("first-answer"), lab.flag("second-answer"));
@@ -250,7 +249,6 @@ fn copilot_agent_stop_releases_the_turns_locks_while_the_session_lives() {
 }
 
 #[test]
-#[ignore = "needs branch clients: `coord hook copilot` reads apply_patch (a raw patch string in toolArgs)"]
 fn copilot_apply_patch_of_a_gpt5_model_denied_while_another_agent_holds_the_file() {
     let Some((bin, lab)) = lab() else { return };
     lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
@@ -326,7 +324,6 @@ fn two_copilot_sessions_are_two_agents_that_exclude_each_other() {
 }
 
 #[test]
-#[ignore = "needs branch clients: Copilot's sessionStart prints its additionalContext"]
 fn copilot_session_start_context_reaches_the_model() {
     let Some((bin, lab)) = lab() else { return };
     lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
@@ -407,7 +404,6 @@ fn copilot_git_commit_through_its_shell_is_refused_while_another_agent_holds_a_s
 }
 
 #[test]
-#[ignore = "needs branch identity: the guard run by a commit through the shell tool acts as the session"]
 fn copilot_git_commit_through_its_shell_of_a_file_it_holds_goes_through() {
     let Some((bin, lab)) = lab() else { return };
     lab.env.cmd().args(["guard", "install"]).ok();
@@ -441,7 +437,6 @@ fn copilot_git_commit_through_its_shell_of_a_file_it_holds_goes_through() {
 }
 
 #[test]
-#[ignore = "needs branches clients (Copilot's MCP registration) and identity (the session's MCP server acts as the session)"]
 fn copilot_mcp_lock_and_own_edit_do_not_block_each_other() {
     let Some((bin, lab)) = lab() else { return };
     let flag = lab.flag("done");
@@ -476,7 +471,6 @@ fn copilot_mcp_lock_and_own_edit_do_not_block_each_other() {
 }
 
 #[test]
-#[ignore = "needs branch identity: a coord command run through the shell tool acts as the session"]
 fn copilot_coord_lock_from_its_shell_acts_as_the_session() {
     let Some((bin, lab)) = lab() else { return };
     let flag = lab.flag("done");
@@ -512,7 +506,6 @@ fn copilot_coord_lock_from_its_shell_acts_as_the_session() {
 }
 
 #[test]
-#[ignore = "needs branch identity: a session's locks follow its client process"]
 fn copilot_killed_with_sigkill_frees_its_files_within_seconds() {
     let Some((bin, lab)) = lab() else { return };
     let flag = lab.flag("never");

@@ -380,7 +380,6 @@ fn gemini_git_commit_through_its_shell_of_a_file_it_holds_goes_through() {
 }
 
 #[test]
-#[ignore = "needs branch identity: the session's MCP server acts as the session's agent"]
 fn gemini_mcp_lock_and_own_edit_do_not_block_each_other() {
     let Some((bin, lab)) = lab() else { return };
     let flag = lab.flag("done");
@@ -410,7 +409,6 @@ fn gemini_mcp_lock_and_own_edit_do_not_block_each_other() {
 }
 
 #[test]
-#[ignore = "needs branch identity: a coord command run through the shell tool acts as the session"]
 fn gemini_coord_lock_from_its_shell_acts_as_the_session() {
     let Some((bin, lab)) = lab() else { return };
     let flag = lab.flag("done");
@@ -444,7 +442,6 @@ fn gemini_coord_lock_from_its_shell_acts_as_the_session() {
 }
 
 #[test]
-#[ignore = "needs branch identity: a session's locks follow its client process"]
 fn gemini_killed_with_sigkill_frees_its_files_within_seconds() {
     let Some((bin, lab)) = lab() else { return };
     let flag = lab.flag("never");
