@@ -249,6 +249,60 @@ fn copilot_agent_stop_releases_the_turns_locks_while_the_session_lives() {
 }
 
 #[test]
+fn copilot_doctor_says_whether_the_real_client_runs_the_hooks() {
+    let Some((bin, lab)) = lab() else { return };
+    let config = lab.home.join(".copilot/config.json");
+    lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
+
+    // Not trusted: doctor says the hooks do not run, and indeed the edit goes through unlocked.
+    std::fs::write(&config, "{}").unwrap();
+    let (says, why) = lab.doctor_says("copilot");
+    assert_eq!(says, "no", "{why}");
+    let (run, _) = start(
+        &lab,
+        &bin,
+        "untrusted",
+        EDIT_MODEL,
+        json!([edit_call(&lab, "unlocked")]),
+        None,
+    );
+    run.ok();
+    assert_eq!(lab.env.read("target.txt"), "unlocked\n", "no hook ran");
+    assert!(lab.agents("copilot-").is_empty(), "no hook ran");
+
+    // Trusted: doctor says they run, and the edit is denied. Copilot rewrites its config with
+    // comment lines; doctor still reads it.
+    std::fs::write(
+        &config,
+        json!({ "trustedFolders": [lab.root().display().to_string()] }).to_string(),
+    )
+    .unwrap();
+    let (says, why) = lab.doctor_says("copilot");
+    assert_eq!(says, "yes", "{why}");
+    let (run, prompt) = start(
+        &lab,
+        &bin,
+        "trusted",
+        EDIT_MODEL,
+        json!([edit_call(&lab, "locked")]),
+        None,
+    );
+    run.ok();
+    assert_eq!(
+        lab.env.read("target.txt"),
+        "unlocked\n",
+        "the edit was denied"
+    );
+    assert!(tool_results(&lab, &prompt)[0].contains(OTHER));
+    assert!(
+        std::fs::read_to_string(&config).unwrap().starts_with("//"),
+        "the client rewrote its config with comments"
+    );
+    let (says, why) = lab.doctor_says("copilot");
+    assert_eq!(says, "yes", "{why}");
+}
+
+#[test]
 fn copilot_apply_patch_of_a_gpt5_model_denied_while_another_agent_holds_the_file() {
     let Some((bin, lab)) = lab() else { return };
     lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();

@@ -180,6 +180,48 @@ fn gemini_edit_denied_while_another_agent_holds_the_file_then_allowed_and_releas
 }
 
 #[test]
+fn gemini_doctor_says_whether_the_real_client_runs_the_hooks() {
+    let Some((bin, lab)) = lab() else { return };
+    let trusted = lab.home.join(".gemini/trustedFolders.json");
+    lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
+
+    // Not trusted: doctor says the hooks do not run. Headless, the client refuses to start (exit
+    // 55); told to skip the trust check, it runs without the project's hooks: the write goes
+    // through unlocked.
+    std::fs::remove_file(&trusted).unwrap();
+    let (says, why) = lab.doctor_says("gemini");
+    assert_eq!(says, "no", "{why}");
+    let prompt = script(json!([write_call(&lab, "unlocked\n")]), None);
+    let refused = lab.spawn(gemini(&lab, &bin, &prompt), "untrusted").finish();
+    assert_eq!(refused.status.code(), Some(55), "{refused:#?}");
+    let mut skip = gemini(&lab, &bin, &prompt);
+    skip.arg("--skip-trust");
+    lab.spawn(skip, "skip-trust").ok();
+    assert_eq!(lab.env.read("target.txt"), "unlocked\n", "no hook ran");
+    assert!(lab.agents("gemini-").is_empty(), "no hook ran");
+
+    // Trusted: doctor says they run, and the write is denied.
+    let folders = json!({ lab.root().display().to_string(): "TRUST_FOLDER" });
+    std::fs::write(&trusted, folders.to_string()).unwrap();
+    let (says, why) = lab.doctor_says("gemini");
+    assert_eq!(says, "yes", "{why}");
+    let (run, prompt) = start(
+        &lab,
+        &bin,
+        "trusted",
+        json!([write_call(&lab, "locked\n")]),
+        None,
+    );
+    run.ok();
+    assert_eq!(
+        lab.env.read("target.txt"),
+        "unlocked\n",
+        "the write was denied"
+    );
+    assert!(tool_results(&lab, &prompt)[0].to_string().contains(OTHER));
+}
+
+#[test]
 fn gemini_after_agent_releases_the_turns_locks_while_the_session_lives() {
     let Some((bin, lab)) = lab() else { return };
     let (first, second) = (lab.flag("first-answer"), lab.flag("second-answer"));

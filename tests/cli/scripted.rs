@@ -264,6 +264,28 @@ impl Lab {
             .json()
     }
 
+    /// `coord doctor --json`'s word on `client` (`hooks_run`: `yes`, `no`, `unknown`), as the user
+    /// of the scratch HOME would see it.
+    pub fn doctor_says(&self, client: &str) -> (String, String) {
+        let out = self
+            .command(Path::new(coord_bin()))
+            .args(["doctor", "--json"])
+            .output()
+            .unwrap();
+        let doctor: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("coord doctor --json: {e}: {out:?}"));
+        let entry = doctor["clients"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["client"] == client)
+            .unwrap_or_else(|| panic!("doctor names no {client}: {doctor}"));
+        (
+            entry["hooks_run"].as_str().unwrap_or("").to_string(),
+            entry["why"].as_str().unwrap_or("").to_string(),
+        )
+    }
+
     /// The agents in `coord status` whose id starts with `prefix`, with their status.
     pub fn agents(&self, prefix: &str) -> Vec<(String, String)> {
         self.status()["agents"]
