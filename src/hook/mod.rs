@@ -121,11 +121,17 @@ pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCa
 /// The agent of a session (see [`crate::identity::agent_for`]: the rule lives there).
 pub use crate::identity::agent_for;
 
-/// The agent of a client whose payload carries no session id (Copilot CLI): the process that
-/// ran the hook stands for the session (`copilot-p4242`).
+/// The agent of a client whose payload carries no session id: the client process that ran the
+/// hook stands for the session (`copilot-p4242`; past the `sh -c` it may run hooks through).
 pub fn agent_for_parent(client: Client) -> Option<AgentId> {
-    let ppid = rustix::process::getppid()?.as_raw_nonzero().get();
-    AgentId::parse(&format!("{}-p{ppid}", client.as_str())).ok()
+    let pid = match crate::identity::hook_client_process() {
+        Some(p) => p.pid,
+        None => rustix::process::getppid()?
+            .as_raw_nonzero()
+            .get()
+            .unsigned_abs(),
+    };
+    AgentId::parse(&format!("{}-p{pid}", client.as_str())).ok()
 }
 
 /// The reply as the client's JSON, `None` when there is nothing to print.

@@ -192,6 +192,13 @@ fn hook_shell_mcp_and_git_commit_act_as_the_sessions_agent() {
     let pre = c.hook("PreToolUse", edit("b.md", &env));
     assert!(!denied(&pre), "its own MCP lock denied the edit: {pre}");
 
+    // The shell's write of a file its hook locked: its own lock, from its own session (no
+    // "held from another session" warning: the doors run in different POSIX sessions).
+    let r = c.sh(r#"echo new | "$COORD_BIN" write b.md && "$COORD_BIN" run b.md -- true"#);
+    assert_eq!(r["code"], 0, "{r}");
+    assert!(!r["stderr"].as_str().unwrap().contains("warning"), "{r}");
+    assert_eq!(env.read("b.md"), "new\n");
+
     // Its own locks do not block its commit (the guard runs below the client too).
     let r = c.sh("git add a.md b.md && git commit -q -m one");
     assert_eq!(r["code"], 0, "{r}");
@@ -280,7 +287,15 @@ fn a_killed_clients_locks_are_stale_at_once_and_a_waiter_gets_them() {
         std::thread::sleep(Duration::from_millis(20));
     }
     c.kill9();
-    assert_eq!(lock_state(&env, "a.md"), "STALE");
+    // STALE at once (or already taken over by the waiter: then it is gone).
+    let st: Value = env.cmd().args(["status", "--json"]).ok().json();
+    let claudes: Vec<&Value> = st["locks"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|l| l["agent"] == "claude-7684f1ed")
+        .collect();
+    assert!(claudes.iter().all(|l| l["state"] == "STALE"), "{st}");
     let out = waiter.wait_with_output().unwrap();
     assert!(out.status.success(), "{out:?}");
     let said = String::from_utf8_lossy(&out.stderr);
@@ -443,5 +458,25 @@ fn a_hook_run_by_hand_from_a_shell_registers_no_session() {
     assert!(
         env.exists(".claude-7684f1ed_presence"),
         "the hook itself ran"
+    );
+}
+
+/// A payload without a session id: the client process stands for the session, past the `sh -c`
+/// each hook call runs in (one agent for every call, not one per shell).
+#[test]
+fn without_a_session_id_the_client_process_is_the_session() {
+    let env = Env::new();
+    let Some(mut c) = StandIn::start(&env, "copilot", "unused", &[]) else {
+        return;
+    };
+    for _ in 0..2 {
+        c.hook(
+            "postToolUse",
+            json!({"session_id": null, "toolName": "view", "toolArgs": {}}),
+        );
+    }
+    assert_eq!(
+        env.files_ending("_presence"),
+        [format!(".copilot-p{}_presence", c.pid())]
     );
 }

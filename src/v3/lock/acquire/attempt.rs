@@ -195,7 +195,12 @@ fn publish(
         let held_from = mine.as_ref().and_then(|m| {
             let theirs = m.field("origin")?;
             let same_host = m.field("host").is_none_or(|h| h == host::hostname());
-            (theirs != host::origin() || !same_host).then(|| theirs.to_string())
+            // Taken below the same live process as this one (an agent client's session: its
+            // hook, MCP server and shell commands run in different POSIX sessions): one origin.
+            let same_tree = m.process().is_some_and(|(pid, h)| {
+                h == host::hostname() && (pid == host::pid() || host::is_ancestor(pid))
+            });
+            (!same_tree && (theirs != host::origin() || !same_host)).then(|| theirs.to_string())
         });
         let refreshed = if mine.is_some() {
             fsutil::replace(&path, text.as_bytes())?;

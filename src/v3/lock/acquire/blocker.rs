@@ -145,7 +145,7 @@ pub(super) fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker
         (h == host::hostname() && !host::recorded_process_gone_since(pid, h, e.process_start()))
             .then_some(Follows {
                 pid,
-                client: e.client_session().is_some(),
+                client: e.client_session().is_some() && e.process_start().is_some(),
             })
     });
     let takeable_at = match (follows, &e.since) {
