@@ -70,6 +70,7 @@ pub fn run(args: DoctorArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         output::line(&render(&diag));
         for c in &clients {
             output::line(&format!("client:        {}", c.line()));
+            output::line(&format!("git in shell:  {}", c.git_line()));
         }
     }
     Ok(ExitCode::Success)

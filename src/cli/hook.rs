@@ -19,8 +19,10 @@ use super::{Ctx, output};
 ///
 /// Before a file-editing tool runs, locks every file it edits (all or nothing, waiting at most
 /// --wait); a file another agent holds is denied in the client's own format, naming the holder.
-/// After a tool: heartbeat. Session start: clock in and print who else is here. Stop: release
-/// this agent's locks. Session end: clock out. coord's own failures print a warning and allow.
+/// Before the client's shell tool runs a command that commits or pushes, runs the git guard's
+/// check (denied when it touches a file another agent holds). After a tool: heartbeat. Session
+/// start: clock in and print who else is here. Stop: release this agent's locks. Session end:
+/// clock out. coord's own failures print a warning and allow.
 ///
 ///   coord init --client claude            # registers this for you
 ///   echo '{"hook_event_name":"SessionStart","session_id":"3f2a9c1b","cwd":"."}' | coord hook claude

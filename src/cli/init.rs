@@ -108,19 +108,35 @@ pub(super) struct ClientTrust {
     hooks_run: HooksRun,
     why: String,
     step: String,
+    /// Whether git hooks run for commits made through the client's shell tool.
+    shell_git_hooks: bool,
+    shell_git_hooks_why: &'static str,
 }
 
 impl ClientTrust {
     pub(super) fn of(client: Client, root: &std::path::Path) -> ClientTrust {
         let a = client.adapter();
         let t = a.trust(root);
+        let (shell_git_hooks, shell_git_hooks_why) = a.shell_git_hooks();
         ClientTrust {
+            shell_git_hooks,
+            shell_git_hooks_why,
             client: a.name(),
             product: a.product(),
             hooks_run: t.hooks_run,
             why: t.why,
             step: a.trust_step(root),
         }
+    }
+
+    /// Whether git hooks run for the client's shell commits, in one line.
+    pub(super) fn git_line(&self) -> String {
+        format!(
+            "{}: git hooks for commits through its shell: {} ({})",
+            self.product,
+            if self.shell_git_hooks { "yes" } else { "no" },
+            self.shell_git_hooks_why
+        )
     }
 
     /// One line: the client runs the hooks (and why), or the step that makes it.

@@ -89,6 +89,10 @@ impl Adapter for Claude {
         render(reply)
     }
 
+    fn shell(&self, tool: &str, input: &Value) -> Option<super::Shell> {
+        super::shell_call(tool, "Bash", input, None)
+    }
+
     fn hook_file(&self) -> &'static str {
         ".claude/settings.json"
     }
@@ -144,7 +148,12 @@ impl Adapter for Claude {
         let edit = Some(EDIT_MATCHER);
         let hooks: HookSet = vec![
             ("SessionStart", None, cmd.clone()),
-            ("PreToolUse", edit, cmd.clone()),
+            // The shell too: a `git commit` through it is checked like the pre-commit guard.
+            (
+                "PreToolUse",
+                Some("Edit|Write|MultiEdit|NotebookEdit|Bash"),
+                cmd.clone(),
+            ),
             ("PostToolUse", edit, cmd.clone()),
             ("Stop", None, cmd.clone()),
             ("SessionEnd", None, cmd),

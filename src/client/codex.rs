@@ -61,6 +61,10 @@ impl Adapter for Codex {
         claude::render(reply)
     }
 
+    fn shell(&self, tool: &str, input: &Value) -> Option<super::Shell> {
+        super::shell_call(tool, "Bash", input, Some("workdir"))
+    }
+
     fn hook_file(&self) -> &'static str {
         ".codex/hooks.json"
     }
@@ -172,7 +176,11 @@ impl Adapter for Codex {
         let edit = Some("apply_patch|Edit|Write");
         let hooks: HookSet = vec![
             ("SessionStart", None, cmd.clone()),
-            ("PreToolUse", edit, cmd.clone()),
+            (
+                "PreToolUse",
+                Some("apply_patch|Edit|Write|Bash"),
+                cmd.clone(),
+            ),
             ("PostToolUse", edit, cmd.clone()),
             ("Stop", None, cmd.clone()),
             ("SessionEnd", None, cmd),

@@ -93,13 +93,24 @@ impl Adapter for Copilot {
         }
     }
 
+    fn shell(&self, tool: &str, input: &Value) -> Option<super::Shell> {
+        super::shell_call(tool, "bash", input, None)
+    }
+
     fn hook_file(&self) -> &'static str {
         ".github/hooks/coord.json"
     }
 
+    fn shell_git_hooks(&self) -> (bool, &'static str) {
+        (
+            true,
+            "its shell tool sets only safe.bareRepository and core.fsmonitor through GIT_CONFIG_*; git hooks run",
+        )
+    }
+
     fn trust_step(&self, root: &Path) -> String {
         format!(
-            "run `copilot` in {} and trust the folder for future sessions (or add `\"{}\"` to `trustedFolders` in {})",
+            "run `copilot` in {} and trust the folder for future sessions (or add `\"{}\"` to `trustedFolders` in {}; `copilot -p --trust-folder` trusts it for one run)",
             root.display(),
             root.display(),
             config_file().map_or("~/.copilot/config.json".into(), |p| p.display().to_string())

@@ -85,8 +85,19 @@ impl Adapter for Gemini {
         }
     }
 
+    fn shell(&self, tool: &str, input: &Value) -> Option<super::Shell> {
+        super::shell_call(tool, "run_shell_command", input, Some("dir_path"))
+    }
+
     fn hook_file(&self) -> &'static str {
         ".gemini/settings.json"
+    }
+
+    fn shell_git_hooks(&self) -> (bool, &'static str) {
+        (
+            false,
+            "its shell tool runs git with core.hooksPath empty (GIT_CONFIG_COUNT): no git hook runs; coord's BeforeTool hook checks those commits instead",
+        )
     }
 
     fn trust_step(&self, root: &Path) -> String {
@@ -193,7 +204,11 @@ impl Adapter for Gemini {
         let edit = Some("write_file|replace");
         let hooks: HookSet = vec![
             ("SessionStart", None, cmd.clone()),
-            ("BeforeTool", edit, cmd.clone()),
+            (
+                "BeforeTool",
+                Some("write_file|replace|run_shell_command"),
+                cmd.clone(),
+            ),
             ("AfterTool", edit, cmd.clone()),
             ("AfterAgent", None, cmd.clone()),
             ("SessionEnd", None, cmd),

@@ -38,6 +38,13 @@ pub trait Adapter: Sync {
     /// edits nothing.
     fn edited(&self, tool: &str, input: &Value) -> Option<Vec<String>>;
 
+    /// The command a shell tool call runs, and the folder it runs in when the call names one;
+    /// `None` for a tool that is not the client's shell.
+    fn shell(&self, tool: &str, input: &Value) -> Option<Shell> {
+        let _ = (tool, input);
+        None
+    }
+
     /// The reply as the client's JSON; `None` when nothing is printed.
     fn render(&self, reply: &Reply) -> Option<Value>;
 
@@ -61,6 +68,16 @@ pub trait Adapter: Sync {
     /// environment) show.
     fn trust(&self, root: &Path) -> Trust;
 
+    /// Whether git runs its hooks (coord's pre-commit / pre-push guard) for a commit made
+    /// through the client's shell tool, and why; coord's pre-tool hook checks such commits
+    /// either way.
+    fn shell_git_hooks(&self) -> (bool, &'static str) {
+        (
+            true,
+            "its shell tool runs git with the repository's own config",
+        )
+    }
+
     /// The file holding coord's hook registration, relative to the workspace root.
     fn hook_file(&self) -> &'static str;
 
@@ -72,6 +89,34 @@ pub trait Adapter: Sync {
                 String::from_utf8_lossy(&b).contains(&format!("coord hook {}", self.name()))
             })
     }
+}
+
+/// A shell tool call: the command line, and the folder it runs in when the call says.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Shell {
+    /// The command line as the model wrote it.
+    pub command: String,
+    /// The folder, when the call names one (relative to the payload's `cwd`).
+    pub dir: Option<String>,
+}
+
+/// The shell call of a tool named `name` whose arguments hold the command under `command`
+/// (and the folder under `dir_key`).
+fn shell_call(tool: &str, name: &str, input: &Value, dir_key: Option<&str>) -> Option<Shell> {
+    if tool != name {
+        return None;
+    }
+    let args = args_object(input);
+    let command = match &args["command"] {
+        Value::String(s) => s.clone(),
+        // An argv: `["bash", "-lc", "script"]` runs its last word.
+        Value::Array(words) => words.last()?.as_str()?.to_string(),
+        _ => return None,
+    };
+    Some(Shell {
+        command,
+        dir: dir_key.and_then(|k| str_field(&args, &[k])),
+    })
 }
 
 /// Whether a client runs a folder's hooks.

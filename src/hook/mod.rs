@@ -9,6 +9,7 @@
 //! call into [`crate::v3`].
 
 pub mod act;
+pub mod gitcmd;
 pub mod patch;
 
 use std::path::PathBuf;
@@ -54,6 +55,8 @@ pub struct HookCall {
     pub tool: Option<String>,
     /// The files the tool edits, as written in the payload; `None` when the tool edits nothing.
     pub files: Option<Vec<String>>,
+    /// The command, when the tool is the client's shell.
+    pub shell: Option<crate::client::Shell>,
     /// A `Stop` that the client already continued once because of a hook.
     pub stop_hook_active: bool,
 }
@@ -103,6 +106,10 @@ pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCa
         (Kind::BeforeTool | Kind::AfterTool, Some(t)) => adapter.edited(t, input),
         _ => None,
     };
+    let shell = match (kind, &tool) {
+        (Kind::BeforeTool, Some(t)) => adapter.shell(t, input),
+        _ => None,
+    };
     Ok(HookCall {
         client,
         kind,
@@ -110,6 +117,7 @@ pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCa
         cwd: str_field(&value, &["cwd"]).map(PathBuf::from),
         tool,
         files,
+        shell,
         stop_hook_active: value
             .get("stop_hook_active")
             .and_then(Value::as_bool)

@@ -190,7 +190,18 @@ pub fn merge_hooks(
     for (event, matcher, cmd) in set {
         let groups = array_at(hooks, event, file, "hooks")?;
         let base = cmd.as_str();
-        if groups.iter().any(|g| runs(g, base)) {
+        if let Some(group) = groups.iter_mut().find(|g| runs(g, base)) {
+            // coord's own group (coord's hook alone in it) follows coord's matcher, so a
+            // tool coord learned to watch is added on the next run.
+            let alone = group
+                .get("hooks")
+                .and_then(Value::as_array)
+                .is_some_and(|hs| hs.len() == 1);
+            if let (Some(m), true, Some(g)) = (matcher, alone, group.as_object_mut())
+                && g.get("matcher").and_then(Value::as_str) != Some(m)
+            {
+                g.insert("matcher".into(), json!(m));
+            }
             continue;
         }
         let mut group = Map::new();

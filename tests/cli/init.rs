@@ -38,8 +38,13 @@ fn init_wires_every_client_and_a_second_run_changes_nothing() {
     ] {
         assert_eq!(commands(&claude, event), ["coord hook claude"], "{event}");
     }
+    // The edit tools, and the shell (a `git commit` through it is checked like the guard).
     assert_eq!(
         claude["hooks"]["PreToolUse"][0]["matcher"],
+        "Edit|Write|MultiEdit|NotebookEdit|Bash"
+    );
+    assert_eq!(
+        claude["hooks"]["PostToolUse"][0]["matcher"],
         "Edit|Write|MultiEdit|NotebookEdit"
     );
     assert_eq!(
@@ -524,7 +529,17 @@ fn init_and_doctor_say_which_clients_run_the_hooks() {
         assert_eq!(run, "no", "{client}: {why}");
     }
     let text = with_home(&env, h).arg("doctor").ok();
-    text.stdout_has("client:        Copilot CLI: runs these hooks only in a folder it trusts");
+    text.stdout_has("client:        Copilot CLI: runs these hooks only in a folder it trusts")
+        .stdout_has("git in shell:  Gemini CLI: git hooks for commits through its shell: no");
+    // Issue 35: per wired client, whether git hooks run for its shell's commits.
+    let v: Value = with_home(&env, h).args(["doctor", "--json"]).ok().json();
+    let hooks: Vec<bool> = v["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["shell_git_hooks"].as_bool().unwrap())
+        .collect();
+    assert_eq!(hooks, [true, true, false, true]);
 
     // Each client's own record of trust, as the client writes it.
     let root: Value = with_home(&env, h).args(["doctor", "--json"]).ok().json();
@@ -611,4 +626,36 @@ fn init_and_doctor_say_which_clients_run_the_hooks() {
         .ok()
         .json();
     assert_eq!(v["clients"][2]["hooks_run"], "yes", "{v}");
+}
+
+/// Issue 35: the pre-tool hooks now watch the shell too; a folder wired by an earlier init gets
+/// the new matcher on coord's own group, and nobody else's group is touched.
+#[test]
+fn a_rerun_widens_coords_own_matcher_to_the_shell_tool() {
+    let env = Env::new();
+    env.write(
+        ".gemini/settings.json",
+        r#"{"hooks": {"BeforeTool": [
+            {"matcher": "write_file", "hooks": [{"type": "command", "command": "./mine.sh"}]},
+            {"matcher": "write_file|replace", "hooks": [{"name": "coord", "type": "command", "command": "coord hook gemini"}]}
+        ]}}"#,
+    );
+    env.cmd().args(["init", "--client", "gemini"]).ok();
+    let v = read_json(&env, ".gemini/settings.json");
+    assert_eq!(v["hooks"]["BeforeTool"][0]["matcher"], "write_file");
+    assert_eq!(
+        v["hooks"]["BeforeTool"][1]["matcher"],
+        "write_file|replace|run_shell_command"
+    );
+    assert_eq!(
+        commands(&v, "BeforeTool"),
+        ["./mine.sh", "coord hook gemini"]
+    );
+    assert_eq!(v["hooks"]["AfterTool"][0]["matcher"], "write_file|replace");
+    let before = env.snapshot();
+    env.cmd()
+        .args(["init", "--client", "gemini"])
+        .ok()
+        .stdout_has("Nothing to change");
+    assert_eq!(env.snapshot(), before);
 }
