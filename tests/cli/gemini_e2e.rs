@@ -353,7 +353,6 @@ fn gemini_session_end_finishes_the_presence() {
 }
 
 #[test]
-#[ignore = "needs issue 35: Gemini's shell runs git with core.hooksPath empty, so only a pre-tool check of run_shell_command can stop the commit"]
 fn gemini_git_commit_through_its_shell_is_refused_while_another_agent_holds_a_staged_file() {
     let Some((bin, lab)) = lab() else { return };
     lab.env.cmd().args(["guard", "install"]).ok();
