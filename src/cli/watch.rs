@@ -57,9 +57,14 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     } else {
         Mode::Lines
     };
-    // Subscribe first, then look: a change between the two is still seen.
-    let events = FolderWatch::recursive(ws.root());
+    // Subscribe first, then look: a change between the two is still seen. A few folders, not
+    // the whole tree (see `changes::watched_folders`): the root and coord's state folders
+    // first, then the folders the look names.
+    let mut events = FolderWatch::new(&changes::watched_folders(&ws, None));
     let mut before = changes::snapshot(&ws);
+    for dir in changes::watched_folders(&ws, Some(&before)) {
+        events.add(&dir);
+    }
     let mut recent: VecDeque<String> = VecDeque::new();
     match mode {
         Mode::Json => {
@@ -82,6 +87,11 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             events.wait(Duration::ZERO);
         }
         let after = changes::snapshot(&ws);
+        // Folders that appeared (a queue, the dialogue, the folder of a new lock) are watched
+        // from now on; adding a folder watched already changes nothing.
+        for dir in changes::watched_folders(&ws, Some(&after)) {
+            events.add(&dir);
+        }
         let found = changes::diff(&before, &after);
         let at = clock::now_string();
         match mode {
