@@ -59,6 +59,8 @@ pub use release::{
     Fence, Release, ReleaseOutcome, holds, holds_fence, own_fence, own_token, release,
     release_tokens,
 };
+#[cfg(test)]
+pub(crate) use scan::folder_listings;
 pub(crate) use scan::join_roster;
 use scan::{list_locks_each, own_locks_listed};
 pub use scan::{locks_of, locks_of_each, scan_judged, scan_tree, try_locks_of, unreadable};

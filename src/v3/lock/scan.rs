@@ -57,6 +57,18 @@ pub(super) fn list_locks(target: &Target, how: Listing<'_>) -> Result<Vec<LockEn
         .unwrap_or_default())
 }
 
+#[cfg(test)]
+thread_local! {
+    /// How many folders [`list_locks_each`] listed on this thread.
+    static LISTINGS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// How many folders the lock listings of this thread listed so far.
+#[cfg(test)]
+pub(crate) fn folder_listings() -> usize {
+    LISTINGS.with(std::cell::Cell::get)
+}
+
 /// The lock files of each of `targets` (in their order, each sorted by agent), as `how` says.
 /// Each folder is listed once however many of the targets it holds: releasing or locking
 /// thousands of files of one folder costs one listing, not one per file.
@@ -79,6 +91,8 @@ pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Ve
         folders[at].1.entry(base).or_default().push(i);
     }
     for (dir, bases) in &folders {
+        #[cfg(test)]
+        LISTINGS.with(|n| n.set(n.get() + 1));
         let entries = fs::read_dir(dir).at("list", dir)?;
         for entry in entries {
             let entry = entry.at("list", dir)?;

@@ -206,3 +206,48 @@ fn take_over_fails_when_the_lock_cannot_be_moved_aside() {
     );
     assert!(e.lock_path.exists());
 }
+
+#[test]
+fn the_index_reads_back_every_path_it_was_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let long = format!("deep/{}/x.txt", "n".repeat(230));
+    let paths = [
+        "a.md",
+        "src/lib.rs",
+        "100% =sure/%2F.md",
+        "node_modules/a.lock.b/c.js",
+        long.as_str(),
+    ];
+    for p in paths {
+        index::note(root, p, "claude").unwrap();
+        // A second note of the same lock changes nothing.
+        index::note(root, p, "claude").unwrap();
+    }
+    index::note(root, "a.md", "gemini").unwrap();
+    let mut got = index::entries(root);
+    got.sort();
+    let mut want: Vec<(String, String)> = paths
+        .iter()
+        .map(|p| (p.to_string(), "claude".to_string()))
+        .collect();
+    want.push(("a.md".into(), "gemini".into()));
+    want.sort();
+    assert_eq!(got, want);
+    for p in paths {
+        index::forget(root, p, "claude");
+    }
+    assert_eq!(index::entries(root), [("a.md".into(), "gemini".into())]);
+    // An entry planted to make a reader look outside the workspace is not read.
+    std::fs::write(
+        crate::layout::held_dir(root).join("..%2Fetc%2Fx.held.eve"),
+        "",
+    )
+    .unwrap();
+    std::fs::write(
+        crate::layout::held_dir(root).join("=0123.held.eve"),
+        "/etc/x",
+    )
+    .unwrap();
+    assert_eq!(index::entries(root).len(), 1);
+}
