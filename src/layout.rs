@@ -12,6 +12,7 @@
 //! <root>/.coord/sync-warned          the warning about a sync tool was given
 //! <root>/.coord/agents                every agent that ever took a lock here (exact-name lookups)
 //! <root>/.coord/held/<file>.held.<agent>  the index of locks coord made (`/` in <file> as `%2F`)
+//! <root>/.coord/held/anchor           the file every index entry is a hard link to
 //! <root>/.coord/queue/seq             the next wait-ticket number
 //! <root>/.coord/queue/q-<hash>/<seq>.<agent>  a waiter's ticket for one file
 //! <root>/.coord/messages/<id>.msg     one message (seed 001 `msg send`)
@@ -211,6 +212,12 @@ pub fn skip_in_walk(dir_name: &str) -> bool {
 /// so that views find them without walking the tree (see `v3::lock::index`).
 pub fn held_dir(root: &Path) -> PathBuf {
     state_dir(root).join("held")
+}
+
+/// `<root>/.coord/held/anchor`: the empty file every index entry is a hard link to (an entry
+/// then allocates no file of its own).
+pub fn held_anchor(root: &Path) -> PathBuf {
+    held_dir(root).join("anchor")
 }
 
 /// The infix between the path and the agent in an index entry's name.

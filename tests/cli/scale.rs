@@ -72,8 +72,13 @@ fn lock_files_under(env: &Env, dir: &str) -> BTreeSet<(String, String)> {
     out
 }
 
+/// How many entries the index of locks (`.coord/held/`) has.
 fn held_entries(env: &Env) -> usize {
-    std::fs::read_dir(env.path(".coord/held")).map_or(0, |d| d.count())
+    std::fs::read_dir(env.path(".coord/held")).map_or(0, |d| {
+        d.flatten()
+            .filter(|e| e.file_name().to_string_lossy().contains(".held."))
+            .count()
+    })
 }
 
 fn pair(file: &str, agent: &str) -> (String, String) {

@@ -1,5 +1,6 @@
 //! The index of the locks coord made: `.coord/held/`, one empty entry per lock file
-//! ([`layout::held_entry`]), so that the views (`status`, `check`, a session's start) find
+//! ([`layout::held_entry`]; a hard link to `.coord/held/anchor` where the filesystem has them),
+//! so that the views (`status`, `check`, a session's start) find
 //! them without walking the tree, in ignored folders (`node_modules/`, `target/`) too.
 //!
 //! The lock files stay the truth; the index is a hint that every reader verifies. Its one
@@ -29,16 +30,41 @@ use crate::layout;
 /// [`Error::Io`](crate::error::Error::Io) when the entry cannot be made.
 pub(super) fn note(root: &Path, rel: &str, agent: &str) -> Result<()> {
     let (path, hashed) = layout::held_entry(root, rel, agent);
-    let content: &[u8] = if hashed { rel.as_bytes() } else { b"" };
-    match fsutil::raw::create_exclusive(&path, content) {
+    if hashed {
+        return create(root, &path, rel.as_bytes());
+    }
+    // An entry is one more name of the index's anchor file: a hard link allocates no file, which
+    // costs several times less than making one (an entry is made for every lock taken).
+    let anchor = layout::held_anchor(root);
+    match fsutil::raw::hard_link(&anchor, &path) {
+        Ok(()) => return Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            fsutil::ensure_dir(&layout::held_dir(root))?;
+            let _ = fsutil::raw::create_exclusive(&anchor, b"");
+            match fsutil::raw::hard_link(&anchor, &path) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
+                Err(_) => {}
+            }
+        }
+        // No hard links here, or too many on the anchor: an empty file of its own.
+        Err(_) => {}
+    }
+    create(root, &path, b"")
+}
+
+/// Make the entry `path` as a file of its own holding `content` (nothing when it exists).
+fn create(root: &Path, path: &Path, content: &[u8]) -> Result<()> {
+    match fsutil::raw::create_exclusive(path, content) {
         Ok(_) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             fsutil::ensure_dir(&layout::held_dir(root))?;
-            fsutil::raw::create_exclusive(&path, content)
+            fsutil::raw::create_exclusive(path, content)
                 .map(drop)
-                .at("create", &path)
+                .at("create", path)
         }
-        Err(e) => Err(e).at("create", &path),
+        Err(e) => Err(e).at("create", path),
     }
 }
 
