@@ -275,3 +275,73 @@ fn lock_and_unlock_of_thousands_of_files_in_one_folder_stay_all_or_nothing() {
     let presence = env.read(".alice_presence");
     assert!(presence.contains("lock_status: FREE"), "{presence}");
 }
+
+/// How many inotify watches process `pid` holds (`inotify wd:` lines of its descriptors).
+fn inotify_watches(pid: u32) -> Option<usize> {
+    let dir = std::fs::read_dir(format!("/proc/{pid}/fdinfo")).ok()?;
+    Some(
+        dir.flatten()
+            .filter_map(|f| std::fs::read_to_string(f.path()).ok())
+            .map(|text| {
+                text.lines()
+                    .filter(|l| l.starts_with("inotify wd:"))
+                    .count()
+            })
+            .sum(),
+    )
+}
+
+#[test]
+fn watch_subscribes_to_a_few_folders_and_still_sees_a_lock_deep_in_the_tree() {
+    if inotify_watches(std::process::id()).is_none() {
+        eprintln!("skipped: no /proc/PID/fdinfo to count inotify watches");
+        return;
+    }
+    let env = Env::new();
+    for i in 0..300 {
+        env.write(&format!("deps/p{i:03}/index.js"), "x\n");
+    }
+    env.cmd().arg("init").ok();
+    let mut child = KillOnDrop(env.cmd().args(["watch", "--json"]).spawn());
+    let stdout = child.0.stdout.take().unwrap();
+    let (tx, lines) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::BufRead;
+        for line in std::io::BufReader::new(stdout).lines() {
+            let Ok(line) = line else { break };
+            if tx.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let next = |what: &str| {
+        let line = lines
+            .recv_timeout(std::time::Duration::from_secs(20))
+            .unwrap_or_else(|_| panic!("watch never printed {what}"));
+        serde_json::from_str::<serde_json::Value>(&line).unwrap()
+    };
+    assert_eq!(next("started")["event"], "started");
+    let watches = inotify_watches(child.0.id()).unwrap_or_default();
+    assert!(
+        watches < 50,
+        "{watches} inotify watches for a tree of 300 folders"
+    );
+    env.agent("alice")
+        .args(["lock", "deps/p123/index.js", "--no-backup"])
+        .ok();
+    let mut e = next("lock_taken");
+    while e["event"] != "lock_taken" {
+        e = next("lock_taken");
+    }
+    assert_eq!(e["file"], "deps/p123/index.js");
+}
+
+/// A child process killed (ours, by pid) when the test ends, failed or not.
+struct KillOnDrop(std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
