@@ -40,6 +40,7 @@ mod netfs;
 mod refusals;
 mod review;
 mod sandbox;
+mod scale;
 mod schemas;
 mod session;
 mod stamp;
