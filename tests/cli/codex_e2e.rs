@@ -1,0 +1,105 @@
+//! End to end with the real Codex CLI (npm `@openai/codex`, named by `COORD_TEST_CODEX`), driven
+//! offline by a scripted OpenAI Responses API on 127.0.0.1 (`tests/e2e/fake_responses.py`), in
+//! repositories wired by `coord init --client codex`. The scenarios are in `e2e.rs`; each skips,
+//! saying why, without the client or python3.
+//!
+//! Codex runs as `codex exec` with a custom model provider in a private `CODEX_HOME`, a model slug
+//! it knows (`gpt-5.5`: an unknown slug gets no `apply_patch` tool), the project trusted (so its
+//! `.codex/config.toml` MCP server loads), hooks run without persisted trust
+//! (`--dangerously-bypass-hook-trust`), and no sandbox (its shell tool then runs as the client's
+//! child, as on a developer's machine without bubblewrap).
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::e2e::{self, Client, FakeModel, Repo};
+
+struct Codex(PathBuf);
+
+fn codex() -> Option<Codex> {
+    e2e::client("COORD_TEST_CODEX", "Codex CLI").map(Codex)
+}
+
+impl Client for Codex {
+    fn name(&self) -> &'static str {
+        "codex"
+    }
+
+    fn model(&self) -> &'static str {
+        "fake_responses.py"
+    }
+
+    fn session(&self, repo: &Repo, model: &FakeModel, prompt: &str) -> Command {
+        let codex_home = repo.home.join(".codex");
+        std::fs::create_dir_all(&codex_home).unwrap();
+        let config = format!(
+            r#"model = "gpt-5.5"
+model_provider = "coord-e2e"
+
+[model_providers.coord-e2e]
+name = "scripted model"
+base_url = "{url}/v1"
+env_key = "E2E_MODEL_KEY"
+wire_api = "responses"
+
+[projects."{root}"]
+trust_level = "trusted"
+"#,
+            url = model.url(),
+            root = repo.root().display()
+        );
+        std::fs::write(codex_home.join("config.toml"), config).unwrap();
+        let mut c = repo.client_cmd(&self.0);
+        c.args([
+            "exec",
+            "--dangerously-bypass-approvals-and-sandbox",
+            "--dangerously-bypass-hook-trust",
+            prompt,
+        ])
+        .env("CODEX_HOME", &codex_home)
+        .env("E2E_MODEL_KEY", "sk-coord-e2e");
+        c
+    }
+}
+
+#[test]
+fn codex_edit_denied_while_another_agent_holds_then_allowed_and_released_at_turn_end() {
+    let Some(c) = codex() else { return };
+    e2e::denied_then_allowed(&c);
+}
+
+#[test]
+fn codex_two_concurrent_sessions_are_two_agents_that_exclude_each_other() {
+    let Some(c) = codex() else { return };
+    e2e::two_sessions_exclude_each_other(&c);
+}
+
+#[test]
+fn codex_session_start_context_reaches_the_model() {
+    let Some(c) = codex() else { return };
+    e2e::session_start_context_reaches_the_model(&c);
+}
+
+#[test]
+fn codex_session_end_finishes_the_presence() {
+    let Some(c) = codex() else { return };
+    e2e::session_end_finishes_the_presence(&c);
+}
+
+#[test]
+fn codex_mcp_lock_and_own_edit_do_not_block_each_other() {
+    let Some(c) = codex() else { return };
+    e2e::mcp_lock_and_own_edit(&c);
+}
+
+#[test]
+fn codex_shell_coord_lock_and_git_commit_act_as_the_session() {
+    let Some(c) = codex() else { return };
+    e2e::shell_commands_act_as_the_session(&c);
+}
+
+#[test]
+fn codex_killed_client_frees_its_files_within_seconds() {
+    let Some(c) = codex() else { return };
+    e2e::killed_client_frees_its_files(&c);
+}
