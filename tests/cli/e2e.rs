@@ -402,9 +402,13 @@ impl Run {
         )
     }
 
-    /// SIGKILL to one process (the client itself, not its group), as a crash would.
-    pub fn kill9(&self, pid: i32) {
+    /// SIGKILL to one process (the client itself, not its group), as a crash would; reaped when
+    /// it is the process started here, as a shell reaps the client it started.
+    pub fn kill9(&mut self, pid: i32) {
         kill_process(Pid::from_raw(pid).unwrap(), Signal::KILL).unwrap();
+        if let Some(child) = self.child.as_mut().filter(|c| c.id() as i32 == pid) {
+            let _ = child.wait();
+        }
     }
 
     fn read(&self, path: &Path) -> String {
