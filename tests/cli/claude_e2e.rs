@@ -56,7 +56,7 @@ fn claude_edit_denied_while_another_agent_holds_then_allowed_and_released_at_tur
 #[test]
 fn claude_two_concurrent_sessions_are_two_agents_that_exclude_each_other() {
     let Some(c) = claude() else { return };
-    e2e::two_sessions_exclude_each_other(&c);
+    let _ = e2e::two_sessions_exclude_each_other(&c);
 }
 
 #[test]

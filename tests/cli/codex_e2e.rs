@@ -60,6 +60,32 @@ trust_level = "trusted"
         .env("E2E_MODEL_KEY", "sk-coord-e2e");
         c
     }
+
+    /// Codex session ids are UUID v7: their first 8 hex digits are the top of a millisecond clock,
+    /// one value per 65.536 s. Start the two sessions well inside one such window, so their ids
+    /// share those digits (as two sessions started within a minute do).
+    fn before_concurrent_sessions(&self) {
+        let window = 1u128 << 16;
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .unwrap()
+            .as_millis();
+        let left = window - now % window;
+        if left < 20_000 {
+            std::thread::sleep(std::time::Duration::from_millis(left as u64 + 100));
+        }
+    }
+}
+
+/// The session id `codex exec` prints (`session id: …`).
+fn session_id(out: &e2e::Finished) -> String {
+    let line = out
+        .stderr
+        .lines()
+        .chain(out.stdout.lines())
+        .find_map(|l| l.trim().strip_prefix("session id: "))
+        .unwrap_or_else(|| panic!("codex printed no session id: {out:?}"));
+    line.trim().to_string()
 }
 
 #[test]
@@ -71,7 +97,14 @@ fn codex_edit_denied_while_another_agent_holds_then_allowed_and_released_at_turn
 #[test]
 fn codex_two_concurrent_sessions_are_two_agents_that_exclude_each_other() {
     let Some(c) = codex() else { return };
-    e2e::two_sessions_exclude_each_other(&c);
+    let (a, b) = e2e::two_sessions_exclude_each_other(&c);
+    let (a, b) = (session_id(&a), session_id(&b));
+    assert_ne!(a, b);
+    assert_eq!(
+        a[..8],
+        b[..8],
+        "the two sessions' UUID v7 ids share their clock digits: {a} {b}"
+    );
 }
 
 #[test]

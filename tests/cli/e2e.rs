@@ -511,6 +511,8 @@ pub trait Client {
     /// The client's command for one session of `prompt`, in `repo`, against `model` (the user's
     /// configuration it needs is written into the repo's private HOME).
     fn session(&self, repo: &Repo, model: &FakeModel, prompt: &str) -> Command;
+    /// Called before two concurrent sessions start (e.g. to start them in one clock window).
+    fn before_concurrent_sessions(&self) {}
 }
 
 /// A repository wired for `client` and its scripted model.
@@ -540,7 +542,8 @@ fn session_holder(client: &dyn Client, repo: &Repo, rel: &str) -> Option<String>
 
 /// An edit is denied while another agent holds the file (the file untouched, the reason naming the
 /// holder in the model's next request); allowed once released; the session's lock released at
-/// the end of its turn.
+/// the end of its turn (one prompt run non-interactively: its turn ends as the session does, so
+/// the Stop hook and the SessionEnd hook both run before the client exits).
 pub fn denied_then_allowed(client: &dyn Client) {
     let (repo, model) = setup(client);
     let env = &repo.env;
@@ -603,9 +606,10 @@ pub fn denied_then_allowed(client: &dyn Client) {
 }
 
 /// Two concurrent sessions of one client are two agents: the second one's edit of the file the
-/// first holds is denied, naming the first.
-pub fn two_sessions_exclude_each_other(client: &dyn Client) {
+/// first holds is denied, naming the first. Returns both runs' outputs.
+pub fn two_sessions_exclude_each_other(client: &dyn Client) -> (Finished, Finished) {
     let (repo, model) = setup(client);
+    client.before_concurrent_sessions();
     let env = &repo.env;
     let end = repo.flag("end-a");
     let shared = repo.abs("shared.txt");
@@ -646,6 +650,7 @@ pub fn two_sessions_exclude_each_other(client: &dyn Client) {
     let a = a.wait();
     assert_eq!(a.code, Some(0), "{a:?}");
     assert!(repo.holders("shared.txt").is_empty());
+    (a, b)
 }
 
 /// The SessionStart hook's context reaches the model: its first request names another agent's lock.
