@@ -542,14 +542,15 @@ fn session_holder(client: &dyn Client, repo: &Repo, rel: &str) -> Option<String>
 
 /// An edit is denied while another agent holds the file (the file untouched, the reason naming the
 /// holder in the model's next request); allowed once released; the session's lock released at
-/// the end of its turn (one prompt run non-interactively: its turn ends as the session does, so
-/// the Stop hook and the SessionEnd hook both run before the client exits).
+/// the end of its turn. The turn's end is told from the session's: a message waits for the
+/// session, so its Stop hook, having released the turn's locks, holds the stop once and the
+/// client goes on (still running, its SessionEnd not yet run) with the message listed.
 pub fn denied_then_allowed(client: &dyn Client) {
     let (repo, model) = setup(client);
     let env = &repo.env;
     env.write("target.txt", "original\n");
     env.agent("alice").args(["lock", "target.txt", "-q"]).ok();
-    let (go, end) = (repo.flag("go"), repo.flag("end"));
+    let (go, stop, end) = (repo.flag("go"), repo.flag("stop"), repo.flag("end"));
     let target = repo.abs("target.txt");
     let mut run = start(
         client,
@@ -560,6 +561,8 @@ pub fn denied_then_allowed(client: &dyn Client) {
             {"write": [target, "from the session"]},
             {"hold": go},
             {"write": [target, "from the session"]},
+            {"hold": stop},
+            {"say": "the turn is over"},
             {"hold": end},
         ]),
     );
@@ -588,21 +591,41 @@ pub fn denied_then_allowed(client: &dyn Client) {
         || model.results().len() >= 2,
     );
     assert_eq!(env.read("target.txt").trim_end(), "from the session");
-    let holder = session_holder(client, &repo, "target.txt");
-    assert!(
-        holder.is_some(),
-        "the session holds the file it edited: {:?}",
-        repo.holders("target.txt")
-    );
+    let Some(agent) = session_holder(client, &repo, "target.txt") else {
+        panic!(
+            "the session holds the file it edited: {:?}",
+            repo.holders("target.txt")
+        )
+    };
 
-    release(&end);
-    let done = run.wait();
-    assert_eq!(done.code, Some(0), "{done:?}");
+    env.agent("alice")
+        .args(["msg", "send", &agent, "target.txt is yours now", "-q"])
+        .ok();
+    release(&stop);
+    until(&mut run, "the client went on after its Stop hook", || {
+        model
+            .turns()
+            .iter()
+            .filter(|t| t["results"].as_array().is_some_and(|r| r.len() >= 2))
+            .count()
+            >= 2
+    });
+    assert!(run.running());
     assert!(
         repo.holders("target.txt").is_empty(),
         "the lock is released at the turn's end: {:?}",
         repo.holders("target.txt")
     );
+    let last = model.turns().last().unwrap()["body"].to_string();
+    assert!(
+        last.contains("target.txt is yours now"),
+        "the Stop hook lists the unread message for the model"
+    );
+
+    release(&end);
+    let done = run.wait();
+    assert_eq!(done.code, Some(0), "{done:?}");
+    assert!(repo.holders("target.txt").is_empty());
 }
 
 /// Two concurrent sessions of one client are two agents: the second one's edit of the file the

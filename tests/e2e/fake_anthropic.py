@@ -5,7 +5,8 @@ on 127.0.0.1.
 
 Usage: fake_anthropic.py PORT_FILE LOG_FILE
 
-The script and the log are described in scripted.py. Steps become `tool_use` blocks: `write` a
+The script and the log are described in scripted.py. Steps become `tool_use` blocks (`say` a
+text answer): `write` a
 `Write` (preceded, when the file exists and the conversation has not read it, by a `Read` of it:
 Claude Code refuses to overwrite a file it has not read; that `Read` is not a step), `read` a
 `Read`, `shell` a `Bash`, `mcp` the offered tool `mcp__coord__TOOL`.
@@ -54,10 +55,13 @@ class Handler(scripted.BaseHandler):
                 found = scripted.parse_script("\n".join(texts(message)))
                 if found is not None:
                     at, steps = k, found
-        results, read = [], set()
+        results, read, said = [], set(), 0
         if at is not None:
             for message in messages[at + 1:]:
-                for use in blocks(message, "tool_use"):
+                uses = blocks(message, "tool_use")
+                if message.get("role") == "assistant" and not uses:
+                    said += 1
+                for use in uses:
                     if use.get("name") == "Read":
                         read.add((use.get("input") or {}).get("file_path"))
                 for block in blocks(message, "tool_result"):
@@ -70,7 +74,7 @@ class Handler(scripted.BaseHandler):
             scripted.record(entry)
             self.answer(req, [("text", "ok")], "end_turn", 0)
             return
-        index, step, holds = scripted.next_step(steps, len(results))
+        index, step, holds = scripted.next_step(steps, len(results) + said)
         entry["step"] = index
         n = scripted.record(entry)
         for flag in holds:
@@ -79,7 +83,9 @@ class Handler(scripted.BaseHandler):
             self.answer(req, [("text", "done")], "end_turn", n)
             return
         use = self.tool_use(step, names, read)
-        if use is None:
+        if "say" in step:
+            self.answer(req, [("text", step["say"])], "end_turn", n)
+        elif use is None:
             self.answer(req, [("text", "coord-e2e: no tool for %s" % json.dumps(step))], "end_turn", n)
         else:
             self.answer(req, [use], "tool_use", n)

@@ -5,7 +5,8 @@ events), the wire format Codex CLI speaks, for end-to-end tests of coord with th
 
 Usage: fake_responses.py PORT_FILE LOG_FILE
 
-The script and the log are described in scripted.py. Steps become output items: `write` a
+The script and the log are described in scripted.py. Steps become output items (`say` an
+assistant message): `write` a
 `custom_tool_call` of the freeform `apply_patch` tool (an `*** Add File:` or, when the file exists,
 an `*** Update File:` replacing its lines), `shell` and `read` a `function_call` of `exec_command`
 (or `shell`, whichever the request offers), `mcp` a `function_call` of the offered tool named
@@ -81,10 +82,12 @@ class Handler(scripted.BaseHandler):
                 found = scripted.parse_script(item_text(item))
                 if found is not None:
                     at, steps = k, found
-        results, found_tools = [], {}
+        results, found_tools, said = [], {}, 0
         if at is not None:
             for item in items[at + 1:]:
-                if item.get("type") == "tool_search_output":
+                if item.get("type", "message") == "message" and item.get("role") == "assistant":
+                    said += 1
+                elif item.get("type") == "tool_search_output":
                     # Searches are how the script reaches MCP tools, not steps of their own.
                     for ns in item.get("tools") or []:
                         for sub in ns.get("tools") or []:
@@ -99,7 +102,7 @@ class Handler(scripted.BaseHandler):
             scripted.record(entry)
             self.answer(req, [self.message("ok")])
             return
-        index, step, holds = scripted.next_step(steps, len(results))
+        index, step, holds = scripted.next_step(steps, len(results) + said)
         entry["step"] = index
         n = scripted.record(entry)
         for flag in holds:
@@ -107,7 +110,7 @@ class Handler(scripted.BaseHandler):
         if step is None:
             self.answer(req, [self.message("done")])
             return
-        item = self.tool_call(step, names, found_tools, n)
+        item = self.message(step["say"]) if "say" in step else self.tool_call(step, names, found_tools, n)
         if item is None:
             self.answer(req, [self.message("coord-e2e: no tool for %s" % json.dumps(step))])
         else:

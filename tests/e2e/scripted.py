@@ -5,14 +5,17 @@ A test drives a real client with a prompt holding one line
     coord-e2e: [STEP, STEP, ...]
 
 (a JSON list). The model answers each request of the conversation with the next step, as a tool
-call in its wire format; the step to take is the number of tool results the conversation holds
-after the message carrying the script (so a resumed session, given a new script, starts afresh).
+call in its wire format; the step to take is the number of tool results and of the model's own
+text answers the conversation holds after the message carrying the script (so a resumed session,
+given a new script, starts afresh).
 Steps:
 
 - {"write": [PATH, CONTENT]}: write the file (Claude `Write`, Codex `apply_patch`);
 - {"read": PATH}: read it (Claude `Read`; Codex `exec_command` of `cat`);
 - {"shell": COMMAND}: run a shell command (Claude `Bash`, Codex `exec_command`);
 - {"mcp": [TOOL, ARGS]}: call the tool TOOL of the `coord` MCP server with ARGS;
+- {"say": TEXT}: answer TEXT, ending the turn; the steps after it are taken if the client goes on
+  (a Stop hook that blocks the stop);
 - {"hold": FLAG}: no tool; wait until the file FLAG exists (at most 150 s), then go on with the
   next step: the session stays inside its turn for as long as the test wants.
 
@@ -54,9 +57,10 @@ def parse_script(text):
 
 
 def next_step(steps, done):
-    """(index, step, holds) of the step to take after `done` tool results: the holds are the
-    flags to wait for first; (None, None, holds) once the script is over."""
-    # Holds before the `done`-th tool step were waited for by earlier requests.
+    """(index, step, holds) of the step to take after `done` steps answered (tool results and
+    text answers): the holds are the flags to wait for first; (None, None, holds) once the script
+    is over."""
+    # Holds before the `done`-th acting step were waited for by earlier requests.
     tool_steps = [k for k, s in enumerate(steps) if "hold" not in s]
     if done < len(tool_steps):
         i = tool_steps[done]
