@@ -21,49 +21,53 @@ use crate::support::{Env, coord_bin};
 /// How long one client run may take before it is killed and the test fails.
 pub const CLIENT_LIMIT: Duration = Duration::from_secs(120);
 
-/// The executable named by the environment variable `var` (e.g. `COORD_TEST_CODEX`), after a
-/// `--version` that answers; `None`, with the reason printed, when there is none.
+/// The executable named by the environment variable `var` (e.g. `COORD_TEST_CODEX`), once it,
+/// python3 (the scripted model) and git answer `--version`; `None`, with the reason printed, when
+/// one does not.
 pub fn client(var: &str, what: &str) -> Option<PathBuf> {
     let Some(bin) = std::env::var_os(var).filter(|v| !v.is_empty()) else {
         eprintln!("skipped: {what} is not installed (set {var}; `.ci/run` installs it with npm)");
         return None;
     };
     let bin = PathBuf::from(bin);
-    let ok = Command::new(&bin)
+    for (program, why) in [
+        (bin.as_path(), format!("{what} (`{}`)", bin.display())),
+        (
+            Path::new("python3"),
+            "python3 (for the scripted model)".into(),
+        ),
+        (Path::new("git"), "git".into()),
+    ] {
+        if let Err(e) = answers_version(program) {
+            eprintln!("skipped: {why} does not run: {e}");
+            return None;
+        }
+    }
+    Some(bin)
+}
+
+/// `PROGRAM --version` succeeds within 30 s.
+fn answers_version(program: &Path) -> Result<(), String> {
+    let mut child = Command::new(program)
         .arg("--version")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
-        .status();
-    match ok {
-        Ok(s) if s.success() => {}
-        other => {
-            eprintln!("skipped: `{} --version` failed: {other:?}", bin.display());
-            return None;
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let start = Instant::now();
+    loop {
+        match child.try_wait().map_err(|e| e.to_string())? {
+            Some(s) if s.success() => return Ok(()),
+            Some(s) => return Err(format!("`--version` exited with {s}")),
+            None if start.elapsed() > Duration::from_secs(30) => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err("`--version` did not answer within 30 s".into());
+            }
+            None => std::thread::sleep(Duration::from_millis(20)),
         }
     }
-    if Command::new("python3")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| !s.success())
-        .unwrap_or(true)
-    {
-        eprintln!("skipped: python3 (for the scripted model) is not installed");
-        return None;
-    }
-    if Command::new("git")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .status()
-        .map(|s| !s.success())
-        .unwrap_or(true)
-    {
-        eprintln!("skipped: git is not installed");
-        return None;
-    }
-    Some(bin)
 }
 
 /// A scripted model (`tests/e2e/SCRIPT`) listening on 127.0.0.1; killed (by pid) when dropped.
@@ -129,7 +133,8 @@ impl FakeModel {
             .collect()
     }
 
-    /// The tool results of the latest turn (the whole conversation so far): `(text, error)`.
+    /// The tool results of the latest turn (its whole conversation so far; with one session at a
+    /// time): `(text, error)`.
     pub fn results(&self) -> Vec<(String, bool)> {
         self.turns()
             .last()
