@@ -80,7 +80,7 @@ fn claude_mcp_lock_and_own_edit_do_not_block_each_other() {
 #[test]
 fn claude_shell_coord_lock_and_git_commit_act_as_the_session() {
     let Some(c) = claude() else { return };
-    e2e::shell_commands_act_as_the_session(&c);
+    e2e::shell_commands_act_as_the_session(&c, true);
 }
 
 #[test]

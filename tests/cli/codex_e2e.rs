@@ -7,17 +7,25 @@
 //! it knows (`gpt-5.5`: an unknown slug gets no `apply_patch` tool), the project trusted (so its
 //! `.codex/config.toml` MCP server loads), hooks run without persisted trust
 //! (`--dangerously-bypass-hook-trust`), and no sandbox (its shell tool then runs as the client's
-//! child, as on a developer's machine without bubblewrap).
+//! child), except where a test says `-s workspace-write` (its shell then runs in a pid namespace of
+//! its own, where the client is not among its ancestors).
 
 use std::path::PathBuf;
 use std::process::Command;
 
 use crate::e2e::{self, Client, FakeModel, Repo};
 
-struct Codex(PathBuf);
+struct Codex {
+    bin: PathBuf,
+    /// `-s workspace-write` instead of no sandbox.
+    sandboxed: bool,
+}
 
 fn codex() -> Option<Codex> {
-    e2e::client("COORD_TEST_CODEX", "Codex CLI").map(Codex)
+    e2e::client("COORD_TEST_CODEX", "Codex CLI").map(|bin| Codex {
+        bin,
+        sandboxed: false,
+    })
 }
 
 impl Client for Codex {
@@ -49,15 +57,16 @@ trust_level = "trusted"
             root = repo.root().display()
         );
         std::fs::write(codex_home.join("config.toml"), config).unwrap();
-        let mut c = repo.client_cmd(&self.0);
-        c.args([
-            "exec",
-            "--dangerously-bypass-approvals-and-sandbox",
-            "--dangerously-bypass-hook-trust",
-            prompt,
-        ])
-        .env("CODEX_HOME", &codex_home)
-        .env("E2E_MODEL_KEY", "sk-coord-e2e");
+        let mut c = repo.client_cmd(&self.bin);
+        c.arg("exec");
+        if self.sandboxed {
+            c.args(["-s", "workspace-write"]);
+        } else {
+            c.arg("--dangerously-bypass-approvals-and-sandbox");
+        }
+        c.args(["--dangerously-bypass-hook-trust", prompt])
+            .env("CODEX_HOME", &codex_home)
+            .env("E2E_MODEL_KEY", "sk-coord-e2e");
         c
     }
 
@@ -128,11 +137,42 @@ fn codex_mcp_lock_and_own_edit_do_not_block_each_other() {
 #[test]
 fn codex_shell_coord_lock_and_git_commit_act_as_the_session() {
     let Some(c) = codex() else { return };
-    e2e::shell_commands_act_as_the_session(&c);
+    e2e::shell_commands_act_as_the_session(&c, true);
 }
 
 #[test]
 fn codex_killed_client_frees_its_files_within_seconds() {
     let Some(c) = codex() else { return };
     e2e::killed_client_frees_its_files(&c);
+}
+
+/// Whether Codex's Linux sandbox runs here (it needs user namespaces): `codex sandbox -- CMD`.
+fn sandbox_runs(c: &Codex) -> Result<(), String> {
+    let scratch = tempfile::tempdir().unwrap();
+    let mut cmd = Command::new(&c.bin);
+    cmd.args(["sandbox", "--", "sh", "-c", "echo inside"])
+        .current_dir(scratch.path())
+        .env("HOME", scratch.path())
+        .env("CODEX_HOME", scratch.path());
+    let out = e2e::Run::spawn(cmd, "codex-sandbox", scratch.path()).wait();
+    if out.code == Some(0) && out.stdout.contains("inside") {
+        Ok(())
+    } else {
+        Err(format!("{out:?}"))
+    }
+}
+
+#[test]
+fn codex_sandboxed_shell_coord_lock_and_whoami_act_as_the_session() {
+    let Some(c) = codex() else { return };
+    let c = Codex {
+        sandboxed: true,
+        ..c
+    };
+    if let Err(why) = sandbox_runs(&c) {
+        eprintln!("skipped: Codex's sandbox does not run here: {why}");
+        return;
+    }
+    // Inside the sandbox `.git` is read-only: no commit.
+    e2e::shell_commands_act_as_the_session(&c, false);
 }
