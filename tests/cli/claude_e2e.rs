@@ -86,5 +86,5 @@ fn claude_shell_coord_lock_and_git_commit_act_as_the_session() {
 #[test]
 fn claude_killed_client_frees_its_files_within_seconds() {
     let Some(c) = claude() else { return };
-    e2e::killed_client_frees_its_files(&c);
+    e2e::killed_client_frees_its_files(&c, false);
 }

@@ -143,7 +143,7 @@ fn codex_shell_coord_lock_and_git_commit_act_as_the_session() {
 #[test]
 fn codex_killed_client_frees_its_files_within_seconds() {
     let Some(c) = codex() else { return };
-    e2e::killed_client_frees_its_files(&c);
+    e2e::killed_client_frees_its_files(&c, false);
 }
 
 /// Whether Codex's Linux sandbox runs here (it needs user namespaces): `codex sandbox -- CMD`.
@@ -175,4 +175,18 @@ fn codex_sandboxed_shell_coord_lock_and_whoami_act_as_the_session() {
     }
     // Inside the sandbox `.git` is read-only: no commit.
     e2e::shell_commands_act_as_the_session(&c, false);
+}
+
+#[test]
+fn codex_killed_client_frees_what_its_sandboxed_shell_locked_within_seconds() {
+    let Some(c) = codex() else { return };
+    let c = Codex {
+        sandboxed: true,
+        ..c
+    };
+    if let Err(why) = sandbox_runs(&c) {
+        eprintln!("skipped: Codex's sandbox does not run here: {why}");
+        return;
+    }
+    e2e::killed_client_frees_its_files(&c, true);
 }

@@ -829,20 +829,32 @@ pub fn shell_commands_act_as_the_session(client: &dyn Client, commit: bool) {
 }
 
 /// `kill -9` of the client frees its files within seconds: another agent's lock with a short
-/// wait gets them.
-pub fn killed_client_frees_its_files(client: &dyn Client) {
+/// wait gets them. The session took its file by an edit, or (`by_shell`) with `coord lock` from
+/// its shell tool.
+pub fn killed_client_frees_its_files(client: &dyn Client, by_shell: bool) {
     let (repo, model) = setup(client);
     let never = repo.flag("never");
+    let take = if by_shell {
+        serde_json::json!({"shell": "coord lock k.txt"})
+    } else {
+        serde_json::json!({"write": [repo.abs("k.txt"), "x"]})
+    };
     let mut run = start(
         client,
         &repo,
         &model,
         "session",
-        serde_json::json!([{"write": [repo.abs("k.txt"), "x"]}, {"hold": never}]),
+        serde_json::json!([take, {"hold": never}]),
     );
-    until(&mut run, "the session's edit", || {
-        session_holder(client, &repo, "k.txt").is_some() && model.results().len() == 1
+    until(&mut run, "the result of the session's lock", || {
+        model.results().len() == 1
     });
+    assert!(
+        session_holder(client, &repo, "k.txt").is_some(),
+        "the session holds k.txt: {:?}; {:?}",
+        repo.holders("k.txt"),
+        model.results()
+    );
     let pid = client_process(run.pid());
     run.kill9(pid);
     repo.env
