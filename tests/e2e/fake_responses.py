@@ -93,6 +93,7 @@ class Handler(scripted.BaseHandler):
                         for sub in ns.get("tools") or []:
                             found_tools[sub.get("name")] = ns.get("name")
                 elif item.get("type") in OUTPUTS:
+                    # Codex reports a hook's deny as "Command blocked by PreToolUse hook: …".
                     text = output_text(item)
                     results.append({"text": text, "error": "blocked" in text.lower()})
         names = tool_names(req)
