@@ -18,6 +18,7 @@
 //! <root>/collaboration_file.txt       seed 000 shared collaboration file (default name)
 //! <root>/.coord/partners/seq          the last stamp-card row id
 //! <root>/.coord/partners/<id>.session one stamp-card row (seed 001 partner_presence)
+//! <root>/.coord/sessions/<host>-<pid>  the client session whose client process is <pid> (identity)
 //! <root>/agent-dialogue/{conversation.md,current-turn.txt,status.json,lock.txt,user-commands.txt,archive/}  seed 002
 //! <root>/.coord/dialogue-<hash>.mutex  kernel lock around one dialogue folder's writes
 //! <meta>/reviews/active/<topic>-tracker.md          seed 003 tracker (meta: `--metadata`, default `<root>/.metadata`)
@@ -84,6 +85,27 @@ pub fn lease_of(mutex_path: &Path) -> PathBuf {
 /// may lag).
 pub fn roster(root: &Path) -> PathBuf {
     state_dir(root).join("agents")
+}
+
+/// `<root>/.coord/sessions`: one file per agent client process whose session ran a hook here.
+pub fn sessions_dir(root: &Path) -> PathBuf {
+    state_dir(root).join("sessions")
+}
+
+/// `<root>/.coord/sessions/<host>-<pid>`: the session registered by client process `pid` of
+/// the host tagged `tag`.
+pub fn session_file(root: &Path, tag: &str, pid: u32) -> PathBuf {
+    sessions_dir(root).join(format!("{tag}-{pid}"))
+}
+
+/// The host tag and pid of a session file name (`0a1b2c3d-4242` → `("0a1b2c3d", 4242)`).
+pub fn parse_session_name(file_name: &str) -> Option<(&str, u32)> {
+    let (tag, pid) = file_name.split_once('-')?;
+    let hex = tag.len() == 8 && tag.bytes().all(|b| b.is_ascii_hexdigit());
+    (hex && pid.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| pid.parse().ok())
+        .flatten()
+        .map(|pid| (tag, pid))
 }
 
 /// `<root>/.coord/sync-warned`: the sync-tool warning was given (it is given once).

@@ -35,6 +35,7 @@ pub mod guard;
 pub mod handoff;
 pub mod hook;
 pub mod host;
+pub mod identity;
 pub mod init;
 pub mod layout;
 pub mod mcp;

@@ -11,6 +11,7 @@ use coord::workspace::{AgentId, Target, Workspace};
 use coord::{Error, ExitCode};
 
 mod check;
+mod child_fence;
 mod collab;
 mod completions;
 mod demo;
@@ -27,6 +28,7 @@ mod note;
 mod output;
 mod partners;
 mod presence;
+mod progress;
 mod restore;
 mod review;
 mod run;
@@ -36,6 +38,7 @@ mod status;
 mod unlock;
 mod watch;
 mod who;
+mod whoami;
 mod write;
 
 const ABOUT: &str = "Coordinate AI coding agents and humans in one shared folder";
@@ -125,6 +128,7 @@ enum Command {
     Guard(guard::GuardArgs),
     Mcp(mcp::McpArgs),
     Who(who::WhoArgs),
+    Whoami(whoami::WhoamiArgs),
     Watch(watch::WatchArgs),
     Completions(completions::CompletionsArgs),
     Man(completions::ManArgs),
@@ -162,6 +166,10 @@ pub struct Ctx {
     cwd: PathBuf,
     dir: Option<PathBuf>,
     agent: Option<String>,
+    /// `-a` stood on the command line (else the name, if any, came from `COORD_AGENT`).
+    agent_flag: bool,
+    /// The agent client session this process runs in, looked up once when first asked.
+    session: std::cell::OnceCell<Option<coord::identity::Session>>,
     /// `--json` was given.
     pub json: bool,
     /// `--quiet` was given.
@@ -187,17 +195,42 @@ impl Ctx {
         Workspace::discover(self.dir.as_deref(), &self.cwd)
     }
 
-    /// The acting agent, or the error that says how to give one.
+    /// The acting agent, or the error that says how to give one: `-a`/`COORD_AGENT`, else
+    /// the agent of the client session this process runs in ([`coord::identity`]).
     pub fn agent(&self) -> Result<AgentId, Error> {
-        match self.agent_given() {
-            Some(name) => AgentId::parse(name),
-            None => Err(Error::MissingAgent),
+        self.agent_opt()?.ok_or(Error::MissingAgent)
+    }
+
+    /// The acting agent when there is one (commands that work without one): as [`Ctx::agent`].
+    pub fn agent_opt(&self) -> Result<Option<AgentId>, Error> {
+        match self.agent_explicit()? {
+            Some(a) => Ok(Some(a)),
+            None => Ok(self.session().map(|s| s.agent.clone())),
         }
     }
 
-    /// The acting agent when one was given (commands that work without one).
-    pub fn agent_opt(&self) -> Result<Option<AgentId>, Error> {
+    /// The agent given with `-a` or `COORD_AGENT`, and nothing else.
+    pub fn agent_explicit(&self) -> Result<Option<AgentId>, Error> {
         self.agent_given().map(AgentId::parse).transpose()
+    }
+
+    /// Where the given agent came from: `flag` (`-a`) or `env` (`COORD_AGENT`).
+    pub fn agent_source(&self) -> &'static str {
+        if self.agent_flag { "flag" } else { "env" }
+    }
+
+    /// The agent client session this process runs in, when no agent is given (see
+    /// [`coord::identity::current`]).
+    pub fn session(&self) -> Option<&coord::identity::Session> {
+        if self.agent_given().is_some() {
+            return None;
+        }
+        self.session
+            .get_or_init(|| {
+                let ws = Workspace::discover(self.dir.as_deref(), &self.cwd).ok()?;
+                coord::identity::current(ws.root())
+            })
+            .as_ref()
     }
 
     /// The name given; an empty one (`COORD_AGENT=`, as a shell leaves an unset variable) is
@@ -219,7 +252,7 @@ impl Ctx {
 
 /// Run the command line and return the process exit code.
 pub fn run() -> ExitCode {
-    let (cli, dir_given) = match parse_args() {
+    let (cli, dir_given, agent_flag) = match parse_args() {
         Ok(parsed) => parsed,
         Err(e) => {
             let _ = e.print();
@@ -271,6 +304,8 @@ pub fn run() -> ExitCode {
                 },
                 cwd,
                 agent: cli.global.agent,
+                agent_flag,
+                session: std::cell::OnceCell::new(),
                 json: cli.global.json,
                 quiet: cli.global.quiet,
             };
@@ -315,7 +350,7 @@ fn change_dir(cwd: PathBuf, dir: Option<&Path>) -> Result<PathBuf, Error> {
 /// the tree holds just that one command (parsed by the very same derived definitions); anything
 /// else, and any command line that is not plainly one of them, gets the whole tree. The tree is leaked rather than freed: the
 /// process exits soon after and freeing its many small allocations was a fifth of the work.
-fn parse_args() -> Result<(Cli, bool), clap::Error> {
+fn parse_args() -> Result<(Cli, bool, bool), clap::Error> {
     let args: Vec<OsString> = std::env::args_os().collect();
     let mut command = match args.get(1..).and_then(single_command) {
         Some(sub) => single_tree(sub),
@@ -324,10 +359,11 @@ fn parse_args() -> Result<(Cli, bool), clap::Error> {
     let parsed = command
         .try_get_matches_from_mut(args)
         .and_then(|matches| {
-            let dir_given = dir_on_command_line(&matches);
+            let dir_given = on_command_line(&matches, "dir");
+            let agent_flag = on_command_line(&matches, "agent");
             let cli = Cli::from_arg_matches(&matches);
             std::mem::forget(matches);
-            cli.map(|cli| (cli, dir_given))
+            cli.map(|cli| (cli, dir_given, agent_flag))
         })
         .map_err(|e| e.format(&mut command));
     std::mem::forget(command);
@@ -346,12 +382,12 @@ fn single_tree(sub: clap::Command) -> clap::Command {
     .subcommand(sub)
 }
 
-/// Whether `-C/--dir` stood on the command line (rather than coming from `COORD_DIR`), before
-/// or after the subcommand's name.
-fn dir_on_command_line(matches: &clap::ArgMatches) -> bool {
+/// Whether global option `id` (`-C/--dir`, `-a/--agent`) stood on the command line (rather
+/// than coming from `COORD_DIR`/`COORD_AGENT`), before or after the subcommand's name.
+fn on_command_line(matches: &clap::ArgMatches, id: &str) -> bool {
     let mut level = Some(matches);
     while let Some(m) = level {
-        if m.value_source("dir") == Some(clap::parser::ValueSource::CommandLine) {
+        if m.value_source(id) == Some(clap::parser::ValueSource::CommandLine) {
             return true;
         }
         level = m.subcommand().map(|(_, sub)| sub);
@@ -403,6 +439,7 @@ fn single_command(args: &[OsString]) -> Option<clap::Command> {
         "guard" => guard::GuardArgs::augment_args(named("guard")),
         "mcp" => mcp::McpArgs::augment_args(named("mcp")),
         "who" => who::WhoArgs::augment_args(named("who")),
+        "whoami" => whoami::WhoamiArgs::augment_args(named("whoami")),
         "watch" => watch::WatchArgs::augment_args(named("watch")),
         "doctor" => doctor::DoctorArgs::augment_args(named("doctor")),
         // `completions` and `man` describe the whole tree anyway; `help` and anything unknown
@@ -441,6 +478,7 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Man(args) => completions::man(args, ctx),
         Command::Mcp(args) => mcp::run(args, ctx),
         Command::Who(args) => who::run(args, ctx),
+        Command::Whoami(args) => whoami::run(args, ctx),
     }
 }
 
