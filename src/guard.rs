@@ -244,6 +244,21 @@ pub fn staged(dir: &Path) -> Result<Vec<String>> {
     Ok(split_names(&out))
 }
 
+/// The paths with changes not staged (tracked files; untracked ones too when `untracked`),
+/// relative to the top folder: what `git commit -a` (or a `git add` first) would take.
+///
+/// # Errors
+///
+/// [`Error::Failed`] when git fails.
+pub fn unstaged(dir: &Path, untracked: bool) -> Result<Vec<String>> {
+    let mut args = vec!["ls-files", "-z", "--full-name", "--modified", "--deleted"];
+    if untracked {
+        args.extend(["--others", "--exclude-standard"]);
+    }
+    let out = git(dir, args)?;
+    Ok(split_names(&out))
+}
+
 /// The paths changed by the commits `revs` name (`A..B`, or `B --not --remotes=origin`), old
 /// and new names of renames, relative to the top folder.
 ///

@@ -23,6 +23,7 @@
 
 pub mod arbiter;
 pub mod changes;
+pub mod client;
 pub mod clock;
 pub mod collab;
 pub mod demo;

@@ -10,8 +10,10 @@ use serde::Serialize;
 use coord::arbiter::doctor::{self, Diagnosis};
 use coord::{Error, ExitCode, clock};
 
+use super::init::ClientTrust;
 use super::{Ctx, output};
 use coord::error::Refusal;
+use coord::hook::Client;
 
 /// Report the filesystem, whether kernel locks and events cross machines, the arbitration,
 /// the re-check interval and the clock skew
@@ -32,6 +34,14 @@ pub struct DoctorArgs {
     hold: Option<String>,
 }
 
+/// The diagnosis and, per wired client, whether it runs the hooks.
+#[derive(Serialize)]
+struct Report<'a> {
+    #[serde(flatten)]
+    diag: &'a Diagnosis,
+    clients: Vec<ClientTrust>,
+}
+
 #[derive(Serialize)]
 struct Held {
     held_ms: u64,
@@ -45,10 +55,23 @@ pub fn run(args: DoctorArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         return hold_mutex(&ws, d, ctx);
     }
     let diag = doctor::diagnose(ws.root(), &ws.ensure_state_dir()?)?;
+    // Each client wired here: does it run the hooks, as far as its own config shows?
+    let clients: Vec<ClientTrust> = Client::ALL
+        .iter()
+        .filter(|c| c.adapter().wired(ws.root()))
+        .map(|c| ClientTrust::of(*c, ws.root()))
+        .collect();
     if ctx.json {
-        output::json(&diag);
+        output::json(&Report {
+            diag: &diag,
+            clients,
+        });
     } else if !ctx.quiet {
         output::line(&render(&diag));
+        for c in &clients {
+            output::line(&format!("client:        {}", c.line()));
+            output::line(&format!("git in shell:  {}", c.git_line()));
+        }
     }
     Ok(ExitCode::Success)
 }

@@ -3,7 +3,8 @@
 use std::io::Read;
 use std::time::Duration;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
+use clap::builder::TypedValueParser;
 
 use coord::ExitCode;
 use coord::clock;
@@ -18,8 +19,10 @@ use super::{Ctx, output};
 ///
 /// Before a file-editing tool runs, locks every file it edits (all or nothing, waiting at most
 /// --wait); a file another agent holds is denied in the client's own format, naming the holder.
-/// After a tool: heartbeat. Session start: clock in and print who else is here. Stop: release
-/// this agent's locks. Session end: clock out. coord's own failures print a warning and allow.
+/// Before the client's shell tool runs a command that commits or pushes, runs the git guard's
+/// check (denied when it touches a file another agent holds). After a tool: heartbeat. Session
+/// start: clock in and print who else is here. Stop: release this agent's locks. Session end:
+/// clock out. coord's own failures print a warning and allow.
 ///
 ///   coord init --client claude            # registers this for you
 ///   echo '{"hook_event_name":"SessionStart","session_id":"3f2a9c1b","cwd":"."}' | coord hook claude
@@ -27,8 +30,8 @@ use super::{Ctx, output};
 #[command(verbatim_doc_comment)]
 pub struct HookArgs {
     /// The client that runs the hook
-    #[arg(value_enum)]
-    client: ClientArg,
+    #[arg(value_parser = client_arg())]
+    client: Client,
     /// The event, where the client's payload does not name it (Copilot CLI)
     #[arg(long, value_name = "NAME")]
     event: Option<String>,
@@ -37,27 +40,14 @@ pub struct HookArgs {
     wait: Option<String>,
 }
 
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum ClientArg {
-    Claude,
-    Codex,
-    Gemini,
-    Copilot,
-}
-
-impl ClientArg {
-    fn client(self) -> Client {
-        match self {
-            ClientArg::Claude => Client::Claude,
-            ClientArg::Codex => Client::Codex,
-            ClientArg::Gemini => Client::Gemini,
-            ClientArg::Copilot => Client::Copilot,
-        }
-    }
+/// A client named on the command line (`claude`, `codex`, ...), one of the known clients.
+pub(super) fn client_arg() -> impl clap::builder::TypedValueParser<Value = Client> {
+    clap::builder::PossibleValuesParser::new(Client::names())
+        .map(|name| Client::parse(&name).unwrap_or(Client::ALL[0]))
 }
 
 pub fn run(args: HookArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let client = args.client.client();
+    let client = args.client;
     match answer(&args, client, ctx) {
         Ok(reply) => {
             if let Some(text) = hook::render(client, &reply) {

@@ -1,8 +1,10 @@
 //! `coord init`: wire a folder for agent clients.
 
-use clap::{Args, ValueEnum};
+use clap::Args;
+use clap::builder::TypedValueParser;
 
 use coord::ExitCode;
+use coord::client::HooksRun;
 use coord::hook::Client;
 use coord::init;
 
@@ -12,7 +14,9 @@ use super::{Ctx, output};
 ///
 /// Creates `.coord/`; registers `coord hook CLIENT` and the `coord mcp` server with each client
 /// (Claude Code: .claude/settings.json, .mcp.json; Codex CLI: .codex/hooks.json,
-/// .codex/config.toml; Gemini CLI: .gemini/settings.json; Copilot CLI: .github/hooks/coord.json);
+/// .codex/config.toml; Gemini CLI: .gemini/settings.json; Copilot CLI: .github/hooks/coord.json,
+/// .mcp.json); prints, per client, whether it runs these hooks here or the step that makes it
+/// (the client's own folder trust);
 /// writes an instructions block in AGENTS.md (and CLAUDE.md, GEMINI.md) between
 /// `<!-- coord:begin -->` and `<!-- coord:end -->`, and coord's state files into .gitignore.
 /// Existing files are merged, never clobbered; running it twice changes nothing.
@@ -23,49 +27,41 @@ use super::{Ctx, output};
 #[command(verbatim_doc_comment)]
 pub struct InitArgs {
     /// The clients to wire (repeat or separate with commas; default: all)
-    #[arg(long, value_enum, value_delimiter = ',', value_name = "CLIENT")]
-    client: Vec<ClientChoice>,
+    #[arg(long, value_parser = client_choice(), value_delimiter = ',', value_name = "CLIENT")]
+    client: Vec<Option<Client>>,
     /// Print what would change and write nothing
     #[arg(long)]
     dry_run: bool,
 }
 
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum ClientChoice {
-    Claude,
-    Codex,
-    Gemini,
-    Copilot,
-    All,
+/// A client's name, or `all` (`None`).
+fn client_choice() -> impl clap::builder::TypedValueParser<Value = Option<Client>> {
+    let mut names = Client::names();
+    names.push("all");
+    clap::builder::PossibleValuesParser::new(names).map(|name| Client::parse(&name))
 }
 
 pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
-    let mut clients: Vec<Client> = Vec::new();
-    let all = args.client.is_empty() || args.client.contains(&ClientChoice::All);
-    for c in Client::ALL {
-        let chosen = all
-            || args.client.iter().any(|a| {
-                matches!(
-                    (a, c),
-                    (ClientChoice::Claude, Client::Claude)
-                        | (ClientChoice::Codex, Client::Codex)
-                        | (ClientChoice::Gemini, Client::Gemini)
-                        | (ClientChoice::Copilot, Client::Copilot)
-                )
-            });
-        if chosen {
-            clients.push(c);
-        }
-    }
+    let all = args.client.is_empty() || args.client.contains(&None);
+    let clients: Vec<Client> = Client::ALL
+        .iter()
+        .copied()
+        .filter(|c| all || args.client.contains(&Some(*c)))
+        .collect();
     let plan = init::plan(&ws, &clients)?;
     if !args.dry_run {
         init::apply(&ws, &plan)?;
     }
+    let trust: Vec<ClientTrust> = clients
+        .iter()
+        .map(|c| ClientTrust::of(*c, ws.root()))
+        .collect();
     if ctx.json {
         output::json(&serde_json::json!({
             "dry_run": args.dry_run,
             "plan": plan,
+            "trust": trust,
         }));
         return Ok(ExitCode::Success);
     }
@@ -97,5 +93,60 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             plan.clients.join(", ")
         ));
     }
+    for t in &trust {
+        output::line(&t.line());
+    }
     Ok(ExitCode::Success)
+}
+
+/// Whether a client runs this folder's hooks, and the step that makes it (for `init` and
+/// `doctor`).
+#[derive(Debug, serde::Serialize)]
+pub(super) struct ClientTrust {
+    client: &'static str,
+    product: &'static str,
+    hooks_run: HooksRun,
+    why: String,
+    step: String,
+    /// Whether git hooks run for commits made through the client's shell tool.
+    shell_git_hooks: bool,
+    shell_git_hooks_why: &'static str,
+}
+
+impl ClientTrust {
+    pub(super) fn of(client: Client, root: &std::path::Path) -> ClientTrust {
+        let a = client.adapter();
+        let t = a.trust(root);
+        let (shell_git_hooks, shell_git_hooks_why) = a.shell_git_hooks();
+        ClientTrust {
+            shell_git_hooks,
+            shell_git_hooks_why,
+            client: a.name(),
+            product: a.product(),
+            hooks_run: t.hooks_run,
+            why: t.why,
+            step: a.trust_step(root),
+        }
+    }
+
+    /// Whether git hooks run for the client's shell commits, in one line.
+    pub(super) fn git_line(&self) -> String {
+        format!(
+            "{}: git hooks for commits through its shell: {} ({})",
+            self.product,
+            if self.shell_git_hooks { "yes" } else { "no" },
+            self.shell_git_hooks_why
+        )
+    }
+
+    /// One line: the client runs the hooks (and why), or the step that makes it.
+    pub(super) fn line(&self) -> String {
+        match self.hooks_run {
+            HooksRun::Yes => format!("{}: runs these hooks ({})", self.product, self.why),
+            _ => format!(
+                "{}: runs these hooks only in a folder it trusts ({}): {}",
+                self.product, self.why, self.step
+            ),
+        }
+    }
 }

@@ -13,7 +13,9 @@ use crate::v3::queue;
 use crate::v3::stamp::{self, Partner, Scope, StartupRequest};
 use crate::workspace::{AgentId, Target, Workspace};
 
+use super::gitcmd::{self, GitAction};
 use super::{Client, HookCall, Kind, Reply};
+use crate::guard;
 
 /// How long a pre-edit hook waits for a lock held by another agent, by default.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(2);
@@ -36,9 +38,10 @@ pub fn handle(
     owner: Option<&Owner>,
 ) -> Result<Reply> {
     match call.kind {
-        Kind::BeforeTool => match &call.files {
-            Some(files) => before_edit(ws, agent, call, &targets(ws, cwd, files), wait, owner),
-            None => heartbeat(ws, agent).map(|()| Reply::Allow),
+        Kind::BeforeTool => match (&call.files, &call.shell) {
+            (Some(files), _) => before_edit(ws, agent, call, &targets(ws, cwd, files), wait, owner),
+            (None, Some(shell)) => before_shell(ws, agent, shell, cwd),
+            (None, None) => heartbeat(ws, agent).map(|()| Reply::Allow),
         },
         Kind::AfterTool => {
             heartbeat(ws, agent)?;
@@ -104,6 +107,88 @@ fn before_edit(
             None => Err(e),
         },
     }
+}
+
+/// A shell command that commits or pushes: the check the pre-commit / pre-push guard runs,
+/// made before the command runs (a client may run git with its hooks disabled), as this
+/// session (its own locks never block it). `COORD_GUARD=warn|off` let it through, as they
+/// do the guard.
+fn before_shell(
+    ws: &Workspace,
+    agent: &AgentId,
+    shell: &crate::client::Shell,
+    cwd: &Path,
+) -> Result<Reply> {
+    heartbeat(ws, agent)?;
+    let mode = std::env::var("COORD_GUARD").unwrap_or_default();
+    if mode.eq_ignore_ascii_case("off") || mode.eq_ignore_ascii_case("warn") {
+        return Ok(Reply::Allow);
+    }
+    let start = match &shell.dir {
+        Some(d) => cwd.join(d),
+        None => cwd.to_path_buf(),
+    };
+    let mut refused: Vec<(&'static str, guard::Held)> = Vec::new();
+    for call in gitcmd::calls(&shell.command) {
+        let dir = call.dir.iter().fold(start.clone(), |d, step| d.join(step));
+        // Not a repository (or git missing): git itself will say so.
+        let Ok(top) = guard::toplevel(&dir) else {
+            continue;
+        };
+        let (what, paths) = match call.action {
+            GitAction::Commit { all, added } => {
+                let mut paths = guard::staged(&dir).unwrap_or_default();
+                if all || added {
+                    paths.extend(guard::unstaged(&dir, added).unwrap_or_default());
+                }
+                ("commits", paths)
+            }
+            GitAction::Push => {
+                let paths = guard::changed(&dir, &["@{u}..HEAD".to_string()])
+                    .or_else(|_| {
+                        guard::changed(&dir, &["HEAD".into(), "--not".into(), "--remotes".into()])
+                    })
+                    .unwrap_or_default();
+                ("pushes", paths)
+            }
+        };
+        for held in guard::held(ws, &top, &paths, Some(agent)) {
+            if !refused.iter().any(|(_, h)| h.file == held.file) {
+                refused.push((what, held));
+            }
+        }
+    }
+    if refused.is_empty() {
+        return Ok(Reply::Allow);
+    }
+    let now = clock::now();
+    let list: Vec<String> = refused
+        .iter()
+        .map(|(what, h)| {
+            let since = h
+                .since
+                .as_deref()
+                .and_then(clock::parse_timestamp)
+                .map(|t| lock::format_since(Some(&t), &now))
+                .unwrap_or_else(|| "an unknown time".into());
+            format!(
+                "it {what} `{}`, locked by {} ({} since {since})",
+                h.file,
+                h.holder,
+                h.state.as_str()
+            )
+        })
+        .collect();
+    let first = &refused[0].1;
+    Ok(Reply::Deny(format!(
+        "coord: the git guard refuses this command: {}. Do not commit or push a file another agent holds: leave it out (`git restore --staged {}`), or wait until its holder's turn ends (`coord status`), or ask with `coord -a {} msg send {} \"...\"`.",
+        list.join("; "),
+        first.file,
+        agent.id(),
+        AgentId::parse(&first.holder)
+            .map(|a| a.id().to_string())
+            .unwrap_or_else(|_| first.holder.clone()),
+    )))
 }
 
 /// What the lock is for, for whoever it blocks: the tool and the client. (What the agent works

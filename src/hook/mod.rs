@@ -9,84 +9,17 @@
 //! call into [`crate::v3`].
 
 pub mod act;
-pub mod claude;
-pub mod codex;
-pub mod copilot;
-pub mod gemini;
+pub mod gitcmd;
 pub mod patch;
 
 use std::path::PathBuf;
 
 use serde_json::Value;
 
+pub use crate::client::Client;
+use crate::client::str_field;
 use crate::error::{Error, Result};
 use crate::workspace::AgentId;
-
-/// The agent clients coord has adapters for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Client {
-    /// Claude Code.
-    Claude,
-    /// OpenAI Codex CLI.
-    Codex,
-    /// Google Gemini CLI.
-    Gemini,
-    /// GitHub Copilot CLI.
-    Copilot,
-}
-
-impl Client {
-    /// Every client, in the order `coord init --client all` wires them.
-    pub const ALL: [Client; 4] = [
-        Client::Claude,
-        Client::Codex,
-        Client::Gemini,
-        Client::Copilot,
-    ];
-
-    /// The name used on the command line and in agent ids.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Client::Claude => "claude",
-            Client::Codex => "codex",
-            Client::Gemini => "gemini",
-            Client::Copilot => "copilot",
-        }
-    }
-
-    /// The client's product name.
-    pub fn product(self) -> &'static str {
-        match self {
-            Client::Claude => "Claude Code",
-            Client::Codex => "Codex CLI",
-            Client::Gemini => "Gemini CLI",
-            Client::Copilot => "Copilot CLI",
-        }
-    }
-
-    /// The client named `name`.
-    pub fn parse(name: &str) -> Option<Client> {
-        Client::ALL.into_iter().find(|c| c.as_str() == name)
-    }
-
-    fn kind(self, event: &str) -> Kind {
-        match self {
-            Client::Claude => claude::kind(event),
-            Client::Codex => codex::kind(event),
-            Client::Gemini => gemini::kind(event),
-            Client::Copilot => copilot::kind(event),
-        }
-    }
-
-    fn edited(self, tool: &str, input: &Value) -> Option<Vec<String>> {
-        match self {
-            Client::Claude => claude::edited(tool, input),
-            Client::Codex => codex::edited(tool, input),
-            Client::Gemini => gemini::edited(tool, input),
-            Client::Copilot => copilot::edited(tool, input),
-        }
-    }
-}
 
 /// What an event is about, whatever the client calls it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -122,6 +55,8 @@ pub struct HookCall {
     pub tool: Option<String>,
     /// The files the tool edits, as written in the payload; `None` when the tool edits nothing.
     pub files: Option<Vec<String>>,
+    /// The command, when the tool is the client's shell.
+    pub shell: Option<crate::client::Shell>,
     /// A `Stop` that the client already continued once because of a hook.
     pub stop_hook_active: bool,
 }
@@ -159,16 +94,20 @@ pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCa
         .ok_or_else(|| {
             Error::bad_input("the hook payload names no event (`hook_event_name`); pass `--event`")
         })?;
-    let kind = client.kind(&event);
+    let adapter = client.adapter();
+    let kind = adapter.kind(&event);
     let tool = str_field(&value, &["tool_name", "toolName"]);
-    let input = match value.get("tool_input").or_else(|| value.get("toolArgs")) {
-        // Copilot writes its tool's arguments as a JSON string.
-        Some(Value::String(s)) => serde_json::from_str(s).unwrap_or(Value::Null),
-        Some(v) => v.clone(),
-        None => Value::Null,
-    };
+    // As sent: an object, or a string (Copilot's JSON-encoded arguments, or a raw patch).
+    let input = value
+        .get("tool_input")
+        .or_else(|| value.get("toolArgs"))
+        .unwrap_or(&Value::Null);
     let files = match (kind, &tool) {
-        (Kind::BeforeTool | Kind::AfterTool, Some(t)) => client.edited(t, &input),
+        (Kind::BeforeTool | Kind::AfterTool, Some(t)) => adapter.edited(t, input),
+        _ => None,
+    };
+    let shell = match (kind, &tool) {
+        (Kind::BeforeTool, Some(t)) => adapter.shell(t, input),
         _ => None,
     };
     Ok(HookCall {
@@ -178,6 +117,7 @@ pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCa
         cwd: str_field(&value, &["cwd"]).map(PathBuf::from),
         tool,
         files,
+        shell,
         stop_hook_active: value
             .get("stop_hook_active")
             .and_then(Value::as_bool)
@@ -204,21 +144,8 @@ pub fn agent_for_parent(client: Client) -> Option<AgentId> {
 
 /// The reply as the client's JSON, `None` when there is nothing to print.
 pub fn render(client: Client, reply: &Reply) -> Option<String> {
-    let value = match client {
-        Client::Claude => claude::render(reply),
-        Client::Codex => codex::render(reply),
-        Client::Gemini => gemini::render(reply),
-        Client::Copilot => copilot::render(reply),
-    }?;
+    let value = client.adapter().render(reply)?;
     serde_json::to_string(&value).ok()
-}
-
-/// The first non-empty string among `keys` of `value`.
-fn str_field(value: &Value, keys: &[&str]) -> Option<String> {
-    keys.iter()
-        .find_map(|k| value.get(*k).and_then(Value::as_str))
-        .filter(|s| !s.is_empty())
-        .map(str::to_string)
 }
 
 #[cfg(test)]

@@ -700,3 +700,484 @@ fn session_end_clocks_out_and_releases_everything() {
             .all(|p| p["partner_name"] != "claude-7684f1ed")
     );
 }
+
+/// The agents of `client` holding a lock on `file` (`file.lock.<client>-…`).
+fn session_locks(env: &Env, client: &str, file: &str) -> Vec<String> {
+    env.files_ending("")
+        .into_iter()
+        .filter(|f| f.starts_with(&format!("{file}.lock.{client}-")))
+        .collect()
+}
+
+/// `payload` (a pre-tool call of `client`'s session) edits `files`. While another agent holds
+/// any one of them, the call is denied in the client's format naming the holder and the file,
+/// and nothing is locked (all or nothing); once they are free it is allowed and every file is
+/// locked by the session. "Allowed" alone proves nothing about a tool: the deny does.
+#[track_caller]
+fn rival_is_denied(env: &Env, client: &str, payload: &str, files: &[&str], what: &str) {
+    let event: &[&str] = if client == "copilot" {
+        &["--event", "preToolUse"]
+    } else {
+        &[]
+    };
+    for held in files {
+        env.agent("holder")
+            .args(["lock", held, "--reason", "rewriting it"])
+            .ok();
+        let out = hook(
+            env,
+            client,
+            payload,
+            &[event, &["--wait", "100ms"]].concat(),
+        );
+        let reason = denied(client, &out).unwrap_or_else(|| {
+            panic!("{what}: an edit of `{held}`, held by another agent, must be denied: {out:?}")
+        });
+        assert!(
+            reason.contains("holder") && reason.contains(&format!("`{held}`")),
+            "{what}: {reason}"
+        );
+        for f in files {
+            assert!(
+                session_locks(env, client, f).is_empty(),
+                "{what}: nothing locked while `{held}` is held"
+            );
+        }
+        env.agent("holder").args(["unlock", held]).ok();
+    }
+    let out = hook(env, client, payload, event);
+    assert_eq!(denied(client, &out), None, "{what}: free files are allowed");
+    for f in files {
+        assert_eq!(
+            session_locks(env, client, f).len(),
+            1,
+            "{what}: `{f}` locked by the session"
+        );
+    }
+}
+
+/// A fixture as JSON, with its paths moved into `env`.
+fn fixture_json(env: &Env, rel: &str) -> Value {
+    serde_json::from_str(&fixture(env, rel)).unwrap()
+}
+
+/// Issue 33: every Claude Code edit tool, from the real client's payload shape.
+#[test]
+fn claude_every_edit_tool_is_denied_to_a_rival_session() {
+    let root_of = |env: &Env| env.root().display().to_string();
+    let env = Env::new();
+    let write = fixture(&env, &format!("{CLAUDE}/write_deny.PreToolUse.json"));
+    rival_is_denied(&env, "claude", &write, &["out.txt"], "Write");
+
+    let env = Env::new();
+    env.write("existing.txt", "hello world\n");
+    let edit = fixture(&env, &format!("{CLAUDE}/edit_allow.PreToolUse.json"));
+    rival_is_denied(&env, "claude", &edit, &["existing.txt"], "Edit");
+
+    let env = Env::new();
+    let mut multi = fixture_json(&env, &format!("{CLAUDE}/edit_allow.PreToolUse.json"));
+    multi["tool_name"] = "MultiEdit".into();
+    multi["tool_input"] = serde_json::json!({
+        "file_path": format!("{}/multi.rs", root_of(&env)),
+        "edits": [{"old_string": "a", "new_string": "b"}],
+    });
+    rival_is_denied(
+        &env,
+        "claude",
+        &multi.to_string(),
+        &["multi.rs"],
+        "MultiEdit",
+    );
+
+    let env = Env::new();
+    let mut nb = fixture_json(&env, &format!("{CLAUDE}/edit_allow.PreToolUse.json"));
+    nb["tool_name"] = "NotebookEdit".into();
+    nb["tool_input"] = serde_json::json!({
+        "notebook_path": format!("{}/nb.ipynb", root_of(&env)),
+        "cell_id": "c1",
+        "new_source": "print(1)",
+        "edit_mode": "replace",
+    });
+    rival_is_denied(
+        &env,
+        "claude",
+        &nb.to_string(),
+        &["nb.ipynb"],
+        "NotebookEdit",
+    );
+}
+
+/// Issue 33: Codex's `apply_patch`, every kind of path its patch names, from the real payload.
+#[test]
+fn codex_apply_patch_every_path_kind_is_denied_to_a_rival_session() {
+    let patched = |env: &Env, patch: &str| {
+        let mut v = fixture_json(env, "codex-0.169.0/deny.PreToolUse.json");
+        assert_eq!(v["tool_name"], "apply_patch");
+        v["tool_input"]["command"] = patch.into();
+        v.to_string()
+    };
+    let env = Env::new();
+    let add = fixture(&env, "codex-0.169.0/deny.PreToolUse.json");
+    rival_is_denied(&env, "codex", &add, &["target.txt"], "apply_patch Add File");
+
+    for (what, patch, files) in [
+        (
+            "apply_patch Update File",
+            "*** Begin Patch\n*** Update File: target.txt\n@@\n-a\n+b\n*** End Patch\n",
+            &["target.txt"][..],
+        ),
+        (
+            "apply_patch Delete File",
+            "*** Begin Patch\n*** Delete File: target.txt\n*** End Patch\n",
+            &["target.txt"][..],
+        ),
+        (
+            "apply_patch Move to",
+            "*** Begin Patch\n*** Update File: old.txt\n*** Move to: new.txt\n@@\n-a\n+b\n*** End Patch\n",
+            &["old.txt", "new.txt"][..],
+        ),
+    ] {
+        let env = Env::new();
+        env.write("target.txt", "a\n");
+        env.write("old.txt", "a\n");
+        rival_is_denied(&env, "codex", &patched(&env, patch), files, what);
+    }
+}
+
+/// Issue 33: Gemini CLI 0.61's file-editing tools (`write_file`, `replace`: its whole
+/// `EDIT_TOOL_NAMES`), from the real payloads.
+#[test]
+fn gemini_every_edit_tool_is_denied_to_a_rival_session() {
+    let env = Env::new();
+    let write = fixture(&env, "gemini-0.61.0/deny.BeforeTool.json");
+    rival_is_denied(&env, "gemini", &write, &["target.txt"], "write_file");
+
+    let env = Env::new();
+    env.write("target.txt", "old line\n");
+    let replace = fixture(&env, "gemini-0.61.0/replace.BeforeTool.json");
+    rival_is_denied(&env, "gemini", &replace, &["target.txt"], "replace");
+}
+
+/// Issue 33 (and 25: GPT-5-family models get only `apply_patch`, whose `toolArgs` is the raw
+/// patch string): every Copilot CLI edit tool, from the real payloads.
+#[test]
+fn copilot_every_edit_tool_is_denied_to_a_rival_session() {
+    let env = Env::new();
+    let create = fixture(&env, "copilot-1.0.102/deny.preToolUse.json");
+    rival_is_denied(&env, "copilot", &create, &["target.txt"], "create");
+
+    let env = Env::new();
+    env.write("target.txt", "old line\n");
+    let edit = fixture(&env, "copilot-1.0.102/edit_deny.preToolUse.json");
+    rival_is_denied(&env, "copilot", &edit, &["target.txt"], "edit");
+
+    let env = Env::new();
+    let patch = fixture(&env, "copilot-1.0.102/gpt54_apply_patch.preToolUse.json");
+    assert!(patch.contains(r#""toolArgs":"*** Begin Patch"#), "{patch}");
+    rival_is_denied(&env, "copilot", &patch, &["target.txt"], "apply_patch");
+
+    let env = Env::new();
+    env.write("old.txt", "a\n");
+    let root = env.root().display().to_string();
+    let mut moved = fixture_json(&env, "copilot-1.0.102/gpt54_apply_patch.preToolUse.json");
+    moved["toolArgs"] = format!(
+        "*** Begin Patch\n*** Update File: {root}/old.txt\n*** Move to: {root}/new.txt\n@@\n-a\n+b\n*** End Patch\n"
+    )
+    .into();
+    rival_is_denied(
+        &env,
+        "copilot",
+        &moved.to_string(),
+        &["old.txt", "new.txt"],
+        "apply_patch Move to",
+    );
+
+    let env = Env::new();
+    env.write("target.txt", "old line\n");
+    let mut editor = fixture_json(&env, "copilot-1.0.102/edit_deny.preToolUse.json");
+    editor["toolName"] = "str_replace_editor".into();
+    editor["toolArgs"]["command"] = "str_replace".into();
+    rival_is_denied(
+        &env,
+        "copilot",
+        &editor.to_string(),
+        &["target.txt"],
+        "str_replace_editor",
+    );
+    // Its `view` command reads: allowed while held, nothing locked.
+    env.agent("holder").args(["lock", "other.txt"]).ok();
+    editor["toolArgs"] =
+        serde_json::json!({"command": "view", "path": format!("{root}/other.txt")});
+    let out = hook(
+        &env,
+        "copilot",
+        &editor.to_string(),
+        &["--event", "preToolUse"],
+    );
+    assert_eq!(denied("copilot", &out), None);
+}
+
+/// Issue 25: Codex fires `SessionEnd`; it clocks the session out and frees its files.
+#[test]
+fn codex_session_end_fixture_finishes_the_session() {
+    let env = Env::new();
+    let end = fixture(&env, "codex-0.169.0/manual_hook.SessionEnd.json");
+    let start = end.replace(
+        "\"hook_event_name\":\"SessionEnd\",\"reason\":\"other\"",
+        "\"hook_event_name\":\"SessionStart\",\"source\":\"startup\"",
+    );
+    assert_ne!(start, end);
+    hook(&env, "codex", &start, &[]);
+    let mut pre = fixture_json(&env, "codex-0.169.0/deny.PreToolUse.json");
+    pre["session_id"] = serde_json::from_str::<Value>(&end).unwrap()["session_id"].clone();
+    assert_eq!(
+        denied("codex", &hook(&env, "codex", &pre.to_string(), &[])),
+        None
+    );
+    assert_eq!(session_locks(&env, "codex", "target.txt").len(), 1);
+    let presence = env.files_ending("_presence");
+    assert_eq!(presence.len(), 1, "{presence:?}");
+    assert!(env.read(&presence[0]).contains("status: ACTIVE"));
+
+    assert_eq!(hook(&env, "codex", &end, &[]).stdout.trim(), "");
+    assert!(session_locks(&env, "codex", "target.txt").is_empty());
+    assert!(env.read(&presence[0]).contains("status: FINISHED"));
+}
+
+/// Issue 25: Copilot's `agentStop` ends the turn (locks released, the stop held once for
+/// unread messages in Copilot's `{decision, reason}`), and `sessionStart` tells the model its
+/// coord name, the others and their locks as `{"additionalContext": …}`.
+#[test]
+fn copilot_agent_stop_releases_and_session_start_gives_context() {
+    let env = Env::new();
+    env.agent("gemini").args(["presence", "translating"]).ok();
+    env.agent("gemini").args(["lock", "notes.md"]).ok();
+    let run = |name: &str, event: &str| {
+        hook(
+            &env,
+            "copilot",
+            &fixture(&env, &format!("copilot-1.0.102/{name}.json")),
+            &["--event", event],
+        )
+    };
+    let start = json(&run("allow.sessionStart", "sessionStart"));
+    let text = start["additionalContext"]
+        .as_str()
+        .unwrap_or_else(|| panic!("{start}"));
+    assert!(text.contains("`copilot-42bf1b09`"), "{text}");
+    assert!(text.contains("gemini (working on translating)"), "{text}");
+    assert!(text.contains("notes.md (held by gemini"), "{text}");
+
+    // The stopping session (its own id in the fixture) holds a file and has a message.
+    let stop = fixture(&env, "copilot-1.0.102/manual_hook.agentStop.json");
+    let mut pre = fixture_json(&env, "copilot-1.0.102/allow.preToolUse.json");
+    pre["sessionId"] = serde_json::from_str::<Value>(&stop).unwrap()["sessionId"].clone();
+    hook(
+        &env,
+        "copilot",
+        &pre.to_string(),
+        &["--event", "preToolUse"],
+    );
+    assert!(env.exists("target.txt.lock.copilot-d6e04213"));
+    env.agent("gemini")
+        .args(["msg", "send", "copilot-d6e04213", "leave target.txt to me"])
+        .ok();
+    let out = json(&hook(&env, "copilot", &stop, &["--event", "agentStop"]));
+    assert_eq!(out["decision"], "block", "{out}");
+    assert!(
+        out["reason"]
+            .as_str()
+            .unwrap()
+            .contains("leave target.txt to me")
+    );
+    assert!(!env.exists("target.txt.lock.copilot-d6e04213"));
+    let again = stop.replace("\"stop_hook_active\":false", "\"stop_hook_active\":true");
+    assert_ne!(again, stop);
+    assert_eq!(
+        hook(&env, "copilot", &again, &["--event", "agentStop"])
+            .stdout
+            .trim(),
+        ""
+    );
+}
+
+/// `git` in `env`'s root.
+fn git(env: &Env, args: &[&str]) {
+    let out = std::process::Command::new("git")
+        .args([
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "-c",
+            "commit.gpgsign=false",
+        ])
+        .args(args)
+        .current_dir(env.root())
+        .env_remove("GIT_DIR")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+/// Issue 35: a commit made through a client's shell tool is checked before it runs, as the
+/// pre-commit guard would (a client may run git with its hooks off: Gemini CLI empties
+/// `core.hooksPath`). Denied in the client's format naming the holder and the file; a
+/// session's own lock does not block its own commit; other commands are allowed.
+#[test]
+fn a_commit_through_each_clients_shell_tool_is_checked_like_the_guard() {
+    let env = Env::new();
+    if std::process::Command::new("git")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    let root = env.root().display().to_string();
+    git(&env, &["init", "-q"]);
+    env.write("a.txt", "one\n");
+    env.write("sub/b.txt", "one\n");
+    git(&env, &["add", "a.txt", "sub/b.txt"]);
+    git(&env, &["commit", "-q", "-m", "first"]);
+    env.write("a.txt", "two\n");
+
+    let claude = |cmd: &str| {
+        let mut v = fixture_json(&env, &format!("{CLAUDE}/write_deny.PreToolUse.json"));
+        v["tool_name"] = "Bash".into();
+        v["tool_input"] = serde_json::json!({"command": cmd, "description": "commit"});
+        v.to_string()
+    };
+    let codex = |cmd: &str| {
+        let mut v = fixture_json(&env, "codex/PreToolUse.shell.json");
+        v["tool_input"]["command"] = cmd.into();
+        v.to_string()
+    };
+    let gemini = |cmd: &str| {
+        let mut v = fixture_json(&env, "gemini-0.61.0/deny.BeforeTool.json");
+        v["tool_name"] = "run_shell_command".into();
+        v["tool_input"] = serde_json::json!({"command": cmd, "description": "commit"});
+        v.to_string()
+    };
+    let copilot = |cmd: &str| {
+        let mut v = fixture_json(&env, "copilot-1.0.102/deny.preToolUse.json");
+        v["toolName"] = "bash".into();
+        v["toolArgs"] = serde_json::json!({"command": cmd, "description": "commit"});
+        v.to_string()
+    };
+    let cases: [(&str, String); 4] = [
+        ("claude", claude("git add a.txt && git commit -m wip")),
+        ("codex", codex("git commit -am wip")),
+        (
+            "gemini",
+            gemini(&format!("cd {root} && git -C . commit -a -m wip")),
+        ),
+        ("copilot", copilot("git add -A; git commit -m 'wip'")),
+    ];
+    env.agent("holder")
+        .args(["lock", "a.txt", "--reason", "rewriting a"])
+        .ok();
+    for (client, payload) in &cases {
+        let event: &[&str] = if *client == "copilot" {
+            &["--event", "preToolUse"]
+        } else {
+            &[]
+        };
+        let out = hook(&env, client, payload, event);
+        let reason = denied(client, &out)
+            .unwrap_or_else(|| panic!("{client}: a commit of a held file must be denied: {out:?}"));
+        assert!(
+            reason.contains("holder") && reason.contains("`a.txt`") && reason.contains("git guard"),
+            "{client}: {reason}"
+        );
+        // A command that neither commits nor pushes is the shell's business.
+        let status = payload.replace("commit", "status");
+        assert_eq!(
+            denied(client, &hook(&env, client, &status, event)),
+            None,
+            "{client}"
+        );
+    }
+    // COORD_GUARD=warn lets it through, as it does the git hook.
+    let out = env
+        .cmd()
+        .env_remove("COORD_DIR")
+        .env("COORD_GUARD", "warn")
+        .args(["hook", "claude"])
+        .stdin(cases[0].1.clone())
+        .ok();
+    assert_eq!(denied("claude", &out), None);
+    // The session's own lock does not block its own commit.
+    env.agent("holder").args(["unlock", "a.txt"]).ok();
+    env.agent("claude-10bf7680").args(["lock", "a.txt"]).ok();
+    assert_eq!(
+        denied("claude", &hook(&env, "claude", &cases[0].1, &[])),
+        None
+    );
+    // Another session of the same client is refused.
+    let rival = claude("git commit -am wip").replace("10bf7680", "77777777");
+    let reason = denied("claude", &hook(&env, "claude", &rival, &[])).unwrap();
+    assert!(reason.contains("claude-10bf7680"), "{reason}");
+    // Unheld files commit freely.
+    env.agent("claude-10bf7680").args(["unlock", "a.txt"]).ok();
+    assert_eq!(denied("claude", &hook(&env, "claude", &rival, &[])), None);
+}
+
+/// Issue 35: a `git push` through the shell tool is checked like the pre-push guard: the
+/// commits not yet on the remote touch a held file, so it is denied.
+#[test]
+fn a_push_through_the_shell_tool_of_unpushed_commits_touching_a_held_file_is_denied() {
+    let env = Env::new();
+    if std::process::Command::new("git")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    let remote = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new("git")
+        .args(["init", "-q", "--bare"])
+        .arg(remote.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success());
+    git(&env, &["init", "-q", "-b", "main"]);
+    env.write("a.txt", "one\n");
+    env.write("b.txt", "one\n");
+    git(&env, &["add", "."]);
+    git(&env, &["commit", "-q", "-m", "first"]);
+    git(
+        &env,
+        &[
+            "remote",
+            "add",
+            "origin",
+            &remote.path().display().to_string(),
+        ],
+    );
+    git(&env, &["push", "-q", "-u", "origin", "main"]);
+    env.write("a.txt", "two\n");
+    git(&env, &["commit", "-q", "-am", "second"]);
+    env.agent("holder").args(["lock", "a.txt"]).ok();
+    env.agent("other").args(["lock", "b.txt"]).ok();
+
+    let mut v = fixture_json(&env, "gemini-0.61.0/deny.BeforeTool.json");
+    v["tool_name"] = "run_shell_command".into();
+    v["tool_input"] = serde_json::json!({"command": "git push origin main", "dir_path": "."});
+    let reason = denied("gemini", &hook(&env, "gemini", &v.to_string(), &[]))
+        .expect("a push of a commit touching a held file is denied");
+    assert!(
+        reason.contains("pushes `a.txt`") && reason.contains("holder"),
+        "{reason}"
+    );
+    // b.txt is held too, but no unpushed commit touches it.
+    assert!(!reason.contains("b.txt"), "{reason}");
+    env.agent("holder").args(["unlock", "a.txt"]).ok();
+    assert_eq!(
+        denied("gemini", &hook(&env, "gemini", &v.to_string(), &[])),
+        None
+    );
+}

@@ -38,8 +38,13 @@ fn init_wires_every_client_and_a_second_run_changes_nothing() {
     ] {
         assert_eq!(commands(&claude, event), ["coord hook claude"], "{event}");
     }
+    // The edit tools, and the shell (a `git commit` through it is checked like the guard).
     assert_eq!(
         claude["hooks"]["PreToolUse"][0]["matcher"],
+        "Edit|Write|MultiEdit|NotebookEdit|Bash"
+    );
+    assert_eq!(
+        claude["hooks"]["PostToolUse"][0]["matcher"],
         "Edit|Write|MultiEdit|NotebookEdit"
     );
     assert_eq!(
@@ -279,4 +284,378 @@ fn the_registered_hook_command_runs_against_the_folder() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
     assert!(env.exists("a.txt.lock.claude-5e55a0e1"));
+}
+
+/// Issue 25: every lifecycle event is registered (Codex `SessionEnd`, Copilot `agentStop`),
+/// Copilot gets coord's MCP server in `.mcp.json` (which it reads), and Codex no deprecated
+/// `[features].codex_hooks` (one written by an earlier init is taken back, other keys kept).
+#[test]
+fn init_registers_every_lifecycle_event_and_no_deprecated_codex_flag() {
+    let env = Env::new();
+    env.cmd().args(["init", "--client", "codex,copilot"]).ok();
+    let codex = read_json(&env, ".codex/hooks.json");
+    for event in [
+        "SessionStart",
+        "PreToolUse",
+        "PostToolUse",
+        "Stop",
+        "SessionEnd",
+    ] {
+        assert_eq!(commands(&codex, event), ["coord hook codex"], "{event}");
+    }
+    let toml = env.read(".codex/config.toml");
+    assert!(
+        !toml.contains("codex_hooks") && !toml.contains("[features]"),
+        "{toml}"
+    );
+    let copilot = read_json(&env, ".github/hooks/coord.json");
+    for event in [
+        "sessionStart",
+        "preToolUse",
+        "postToolUse",
+        "agentStop",
+        "sessionEnd",
+    ] {
+        assert_eq!(
+            copilot["hooks"][event][0]["bash"],
+            format!("coord hook copilot --event {event}"),
+            "{event}"
+        );
+    }
+    assert_eq!(
+        read_json(&env, ".mcp.json")["mcpServers"]["coord"]["args"][0],
+        "mcp"
+    );
+    assert!(!env.exists(".claude/settings.json"));
+
+    let env = Env::new();
+    env.write(
+        ".codex/config.toml",
+        "model = \"gpt-5.5\"\n\n[features]\ncodex_hooks = true\nweb_search = false # mine\n",
+    );
+    env.cmd().args(["init", "--client", "codex"]).ok();
+    let toml = env.read(".codex/config.toml");
+    assert!(!toml.contains("codex_hooks"), "{toml}");
+    assert!(
+        toml.contains("[features]\nweb_search = false # mine\n"),
+        "{toml}"
+    );
+    let env = Env::new();
+    env.write(".codex/config.toml", "[features]\ncodex_hooks = true\n");
+    env.cmd().args(["init", "--client", "codex"]).ok();
+    let toml = env.read(".codex/config.toml");
+    assert!(!toml.contains("features"), "{toml}");
+    let before = env.snapshot();
+    env.cmd()
+        .args(["init", "--client", "codex"])
+        .ok()
+        .stdout_has("Nothing to change");
+    assert_eq!(env.snapshot(), before);
+}
+
+/// Copilot's hook file and `.mcp.json` are merged like the others: other hooks and servers
+/// stay, a second run and a dry run change nothing.
+#[test]
+fn init_merges_copilot_hooks_and_mcp_keeping_others() {
+    let env = Env::new();
+    env.write(
+        ".github/hooks/coord.json",
+        r#"{"version": 1, "note": "mine", "hooks": {"preToolUse": [{"type": "command", "bash": "./audit.sh"}]}}"#,
+    );
+    env.write(
+        ".mcp.json",
+        r#"{"mcpServers": {"docs": {"command": "docs-mcp"}}}"#,
+    );
+    let before = env.snapshot();
+    env.cmd()
+        .args(["init", "--client", "copilot", "--dry-run"])
+        .ok()
+        .stdout_has("coord hook copilot --event agentStop");
+    assert_eq!(env.snapshot(), before);
+    env.cmd().args(["init", "--client", "copilot"]).ok();
+    let hooks = read_json(&env, ".github/hooks/coord.json");
+    assert_eq!(hooks["note"], "mine");
+    assert_eq!(hooks["hooks"]["preToolUse"][0]["bash"], "./audit.sh");
+    assert_eq!(
+        hooks["hooks"]["preToolUse"][1]["bash"],
+        "coord hook copilot --event preToolUse"
+    );
+    let mcp = read_json(&env, ".mcp.json");
+    assert_eq!(mcp["mcpServers"]["docs"]["command"], "docs-mcp");
+    assert_eq!(mcp["mcpServers"]["coord"]["command"], "coord");
+    let before = env.snapshot();
+    env.cmd()
+        .args(["init", "--client", "copilot"])
+        .ok()
+        .stdout_has("Nothing to change");
+    assert_eq!(env.snapshot(), before);
+}
+
+/// Issue 25: Gemini CLI reads its settings as JSON with comments; init merges into such a
+/// file and keeps every comment. What Gemini refuses (a trailing comma) init refuses too.
+#[test]
+fn gemini_settings_with_comments_are_merged_keeping_them() {
+    let env = Env::new();
+    let text = "{\n  // my theme\n  \"theme\": \"Dracula\",\n  /* my guard */\n  \"hooks\": {\n    \"BeforeTool\": [\n      {\"matcher\": \"run_shell_command\", \"hooks\": [{\"type\": \"command\", \"command\": \"./guard.sh\"}]}\n    ]\n  }\n}\n";
+    env.write(".gemini/settings.json", text);
+    let before = env.snapshot();
+    env.cmd()
+        .args(["init", "--client", "gemini", "--dry-run"])
+        .ok()
+        .stdout_has("Would update: .gemini/settings.json");
+    assert_eq!(env.snapshot(), before);
+    env.cmd().args(["init", "--client", "gemini"]).ok();
+    let merged = env.read(".gemini/settings.json");
+    assert!(
+        merged.starts_with("{\n  // my theme\n  \"theme\": \"Dracula\",\n  /* my guard */\n"),
+        "{merged}"
+    );
+    let plain: String = merged
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//") && !l.trim_start().starts_with("/*"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let v: Value = serde_json::from_str(&plain).unwrap_or_else(|e| panic!("{e}: {merged}"));
+    assert_eq!(v["theme"], "Dracula");
+    assert_eq!(
+        commands(&v, "BeforeTool"),
+        ["./guard.sh", "coord hook gemini"]
+    );
+    for event in ["SessionStart", "AfterTool", "AfterAgent", "SessionEnd"] {
+        assert_eq!(commands(&v, event), ["coord hook gemini"], "{event}");
+    }
+    assert_eq!(v["mcpServers"]["coord"]["command"], "coord");
+    let before = env.snapshot();
+    env.cmd()
+        .args(["init", "--client", "gemini"])
+        .ok()
+        .stdout_has("Nothing to change");
+    assert_eq!(env.snapshot(), before);
+
+    let env = Env::new();
+    env.write(
+        ".gemini/settings.json",
+        "{\n  // x\n  \"theme\": \"Dracula\",\n}\n",
+    );
+    let before = env.snapshot();
+    let out = env.cmd().args(["init", "--client", "gemini"]).code(2);
+    assert!(
+        out.stderr.contains(".gemini/settings.json"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.snapshot(), before);
+}
+
+/// A `coord` run with `home` as the home folder and no client config from the environment.
+fn with_home(env: &Env, home: &std::path::Path) -> crate::support::Cmd {
+    let mut cmd = env.cmd().env("HOME", home);
+    for var in [
+        "CLAUDE_CONFIG_DIR",
+        "CODEX_HOME",
+        "GEMINI_CLI_HOME",
+        "GEMINI_CLI_TRUSTED_FOLDERS_PATH",
+        "GEMINI_CLI_TRUST_WORKSPACE",
+        "GEMINI_RESTRICTED_MODE",
+        "COPILOT_HOME",
+        "COPILOT_ALLOW_ALL",
+    ] {
+        cmd = cmd.env_remove(var);
+    }
+    cmd.env(
+        "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+        home.join("no-system-settings.json"),
+    )
+}
+
+/// `coord doctor --json`'s verdict per wired client.
+fn verdicts(env: &Env, home: &std::path::Path) -> Vec<(String, String, String)> {
+    let v: Value = with_home(env, home).args(["doctor", "--json"]).ok().json();
+    v["clients"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no clients in {v}"))
+        .iter()
+        .map(|c| {
+            (
+                c["client"].as_str().unwrap().to_string(),
+                c["hooks_run"].as_str().unwrap().to_string(),
+                c["why"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Issue 25: hooks that silently do not run. `coord init` prints, per client, the step that
+/// makes the client run them; `coord doctor` says, per wired client, whether its own config
+/// trusts the folder (Claude's `~/.claude.json`, Codex's project and per-hook trust in
+/// `~/.codex/config.toml`, Gemini's `trustedFolders.json`, Copilot's `trustedFolders`).
+#[test]
+fn init_and_doctor_say_which_clients_run_the_hooks() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let out = with_home(&env, h)
+        .args(["init", "--client", "codex,gemini"])
+        .ok();
+    out.stdout_has("Codex CLI: runs these hooks only in a folder it trusts")
+        .stdout_has("Trust all and continue")
+        .stdout_has("Gemini CLI: runs these hooks only in a folder it trusts")
+        .stdout_has("\"TRUST_FOLDER\"")
+        .stdout_lacks("Claude Code");
+    let json: Value = with_home(&env, h)
+        .args(["init", "--json", "--client", "claude,copilot"])
+        .ok()
+        .json();
+    let steps = json["trust"].as_array().unwrap();
+    assert_eq!(steps.len(), 2);
+    assert!(
+        steps[0]["step"]
+            .as_str()
+            .unwrap()
+            .contains("hasTrustDialogAccepted")
+    );
+    assert!(
+        steps[1]["step"]
+            .as_str()
+            .unwrap()
+            .contains("trustedFolders")
+    );
+
+    // Nothing trusted yet: no client runs the hooks.
+    let v = verdicts(&env, h);
+    let names: Vec<&str> = v.iter().map(|(c, _, _)| c.as_str()).collect();
+    assert_eq!(names, ["claude", "codex", "gemini", "copilot"]);
+    for (client, run, why) in &v {
+        assert_eq!(run, "no", "{client}: {why}");
+    }
+    let text = with_home(&env, h).arg("doctor").ok();
+    text.stdout_has("client:        Copilot CLI: runs these hooks only in a folder it trusts")
+        .stdout_has("git in shell:  Gemini CLI: git hooks for commits through its shell: no");
+    // Issue 35: per wired client, whether git hooks run for its shell's commits.
+    let v: Value = with_home(&env, h).args(["doctor", "--json"]).ok().json();
+    let hooks: Vec<bool> = v["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["shell_git_hooks"].as_bool().unwrap())
+        .collect();
+    assert_eq!(hooks, [true, true, false, true]);
+
+    // Each client's own record of trust, as the client writes it.
+    let root: Value = with_home(&env, h).args(["doctor", "--json"]).ok().json();
+    let root = root["root"].as_str().unwrap().to_string();
+    let parent = std::path::Path::new(&root)
+        .parent()
+        .unwrap()
+        .display()
+        .to_string();
+    std::fs::write(
+        h.join(".claude.json"),
+        serde_json::json!({"projects": {parent.clone(): {"hasTrustDialogAccepted": true}}})
+            .to_string(),
+    )
+    .unwrap();
+    std::fs::create_dir_all(h.join(".codex")).unwrap();
+    let mut codex = format!("[projects.\"{root}\"]\ntrust_level = \"trusted\"\n");
+    for event in [
+        "session_start",
+        "pre_tool_use",
+        "post_tool_use",
+        "stop",
+        "session_end",
+    ] {
+        codex.push_str(&format!(
+            "\n[hooks.state.\"{root}/.codex/hooks.json:{event}:0:0\"]\ntrusted_hash = \"sha256:00\"\n"
+        ));
+    }
+    std::fs::write(h.join(".codex/config.toml"), &codex).unwrap();
+    std::fs::create_dir_all(h.join(".gemini")).unwrap();
+    std::fs::write(
+        h.join(".gemini/trustedFolders.json"),
+        format!("{{\n  // written by Gemini CLI\n  \"{root}\": \"TRUST_FOLDER\"\n}}\n"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(h.join(".copilot")).unwrap();
+    std::fs::write(
+        h.join(".copilot/config.json"),
+        format!("// User settings belong in settings.json.\n{{\n  \"trustedFolders\": [\"{root}\"]\n}}\n"),
+    )
+    .unwrap();
+    for (client, run, why) in verdicts(&env, h) {
+        assert_eq!(run, "yes", "{client}: {why}");
+    }
+
+    // One of coord's hooks not reviewed in Codex; the folder refused in Gemini by a nearer
+    // rule; Claude's trust of another folder does not count.
+    std::fs::write(
+        h.join(".codex/config.toml"),
+        codex.replace(":stop:0:0\"]\ntrusted_hash", ":stop:0:0\"]\nuntrusted"),
+    )
+    .unwrap();
+    std::fs::write(
+        h.join(".gemini/trustedFolders.json"),
+        format!("{{\"{parent}\": \"TRUST_FOLDER\", \"{root}\": \"DO_NOT_TRUST\"}}"),
+    )
+    .unwrap();
+    std::fs::write(
+        h.join(".claude.json"),
+        serde_json::json!({"projects": {format!("{root}/sub"): {"hasTrustDialogAccepted": true}}})
+            .to_string(),
+    )
+    .unwrap();
+    let v = verdicts(&env, h);
+    let of = |name: &str| v.iter().find(|(c, _, _)| c == name).unwrap().clone();
+    assert_eq!(of("codex").1, "no", "{:?}", of("codex"));
+    assert!(
+        of("codex").2.contains("only 4 of coord's 5 hooks"),
+        "{:?}",
+        of("codex")
+    );
+    assert_eq!(of("gemini").1, "no", "{:?}", of("gemini"));
+    assert!(
+        of("gemini").2.contains("DO_NOT_TRUST"),
+        "{:?}",
+        of("gemini")
+    );
+    assert_eq!(of("claude").1, "no", "{:?}", of("claude"));
+    assert_eq!(of("copilot").1, "yes");
+    // The environment can decide too.
+    let v: Value = with_home(&env, h)
+        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+        .args(["doctor", "--json"])
+        .ok()
+        .json();
+    assert_eq!(v["clients"][2]["hooks_run"], "yes", "{v}");
+}
+
+/// Issue 35: the pre-tool hooks now watch the shell too; a folder wired by an earlier init gets
+/// the new matcher on coord's own group, and nobody else's group is touched.
+#[test]
+fn a_rerun_widens_coords_own_matcher_to_the_shell_tool() {
+    let env = Env::new();
+    env.write(
+        ".gemini/settings.json",
+        r#"{"hooks": {"BeforeTool": [
+            {"matcher": "write_file", "hooks": [{"type": "command", "command": "./mine.sh"}]},
+            {"matcher": "write_file|replace", "hooks": [{"name": "coord", "type": "command", "command": "coord hook gemini"}]}
+        ]}}"#,
+    );
+    env.cmd().args(["init", "--client", "gemini"]).ok();
+    let v = read_json(&env, ".gemini/settings.json");
+    assert_eq!(v["hooks"]["BeforeTool"][0]["matcher"], "write_file");
+    assert_eq!(
+        v["hooks"]["BeforeTool"][1]["matcher"],
+        "write_file|replace|run_shell_command"
+    );
+    assert_eq!(
+        commands(&v, "BeforeTool"),
+        ["./mine.sh", "coord hook gemini"]
+    );
+    assert_eq!(v["hooks"]["AfterTool"][0]["matcher"], "write_file|replace");
+    let before = env.snapshot();
+    env.cmd()
+        .args(["init", "--client", "gemini"])
+        .ok()
+        .stdout_has("Nothing to change");
+    assert_eq!(env.snapshot(), before);
 }

@@ -7,7 +7,7 @@
 //! byte for byte, and a second run finds nothing to change.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -16,6 +16,8 @@ use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
 use crate::hook::Client;
 use crate::workspace::Workspace;
+
+mod jsonc;
 
 /// The first line of coord's block in Markdown files.
 pub const BLOCK_BEGIN: &str = "<!-- coord:begin -->";
@@ -74,45 +76,25 @@ pub struct Plan {
 /// [`Error::Io`] when a file cannot be read.
 pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
     let root = ws.root();
-    let mut files = Files::default();
+    let mut files = Wiring {
+        root: root.to_path_buf(),
+        changes: Vec::new(),
+    };
     for &client in clients {
-        match client {
-            Client::Claude => {
-                files.json(root, ".claude/settings.json", |v, f| {
-                    merge_hooks(v, f, &claude_hooks())
-                })?;
-                files.json(root, ".mcp.json", |v, f| merge_mcp(v, f, "mcpServers"))?;
-            }
-            Client::Codex => {
-                files.json(root, ".codex/hooks.json", |v, f| {
-                    merge_hooks(v, f, &codex_hooks())
-                })?;
-                files.toml(root, ".codex/config.toml")?;
-            }
-            Client::Gemini => {
-                files.json(root, ".gemini/settings.json", |v, f| {
-                    merge_hooks(v, f, &gemini_hooks())?;
-                    merge_mcp(v, f, "mcpServers")
-                })?;
-            }
-            Client::Copilot => {
-                files.json(root, ".github/hooks/coord.json", merge_copilot)?;
-            }
-        }
+        client.adapter().wire(&mut files)?;
     }
     let mut docs = vec!["AGENTS.md"];
-    if clients.contains(&Client::Claude) {
-        docs.push("CLAUDE.md");
-    }
-    if clients.contains(&Client::Gemini) {
-        docs.push("GEMINI.md");
-    }
+    docs.extend(
+        clients
+            .iter()
+            .filter_map(|c| c.adapter().instruction_file()),
+    );
     for doc in docs {
-        files.text(root, doc, |old| {
+        files.text(doc, |old| {
             Ok(with_block(old, BLOCK_BEGIN, BLOCK_END, &instructions()))
         })?;
     }
-    files.text(root, ".gitignore", |old| {
+    files.text(".gitignore", |old| {
         Ok(with_block(
             old,
             IGNORE_BEGIN,
@@ -163,53 +145,20 @@ pub fn instructions() -> String {
         .to_string()
 }
 
-fn command(client: Client, event: Option<&str>) -> String {
+/// The command a registration runs: `coord hook CLIENT`, with `--event NAME` for clients whose
+/// payload does not name its event.
+pub fn command(client: &str, event: Option<&str>) -> String {
     match event {
-        Some(e) => format!("{COORD} hook {} --event {e}", client.as_str()),
-        None => format!("{COORD} hook {}", client.as_str()),
+        Some(e) => format!("{COORD} hook {client} --event {e}"),
+        None => format!("{COORD} hook {client}"),
     }
 }
 
-/// One client's hook registrations: event → (matcher, command).
-type HookSet = Vec<(&'static str, Option<&'static str>, String)>;
-
-fn claude_hooks() -> HookSet {
-    let edit = Some("Edit|Write|MultiEdit|NotebookEdit");
-    let cmd = command(Client::Claude, None);
-    vec![
-        ("SessionStart", None, cmd.clone()),
-        ("PreToolUse", edit, cmd.clone()),
-        ("PostToolUse", edit, cmd.clone()),
-        ("Stop", None, cmd.clone()),
-        ("SessionEnd", None, cmd),
-    ]
-}
-
-fn codex_hooks() -> HookSet {
-    let edit = Some("apply_patch|Edit|Write");
-    let cmd = command(Client::Codex, None);
-    vec![
-        ("SessionStart", None, cmd.clone()),
-        ("PreToolUse", edit, cmd.clone()),
-        ("PostToolUse", edit, cmd.clone()),
-        ("Stop", None, cmd),
-    ]
-}
-
-fn gemini_hooks() -> HookSet {
-    let edit = Some("write_file|replace");
-    let cmd = command(Client::Gemini, None);
-    vec![
-        ("SessionStart", None, cmd.clone()),
-        ("BeforeTool", edit, cmd.clone()),
-        ("AfterTool", edit, cmd.clone()),
-        ("AfterAgent", None, cmd.clone()),
-        ("SessionEnd", None, cmd),
-    ]
-}
+/// One client's hook registrations: event, matcher, command.
+pub type HookSet = Vec<(&'static str, Option<&'static str>, String)>;
 
 /// Whether a hook group already runs `coord hook CLIENT` (any flags after it).
-fn runs(group: &Value, cmd: &str) -> bool {
+pub fn runs(group: &Value, cmd: &str) -> bool {
     let is_ours = |h: &Value| {
         ["command", "bash"].iter().any(|k| {
             h.get(*k)
@@ -225,13 +174,34 @@ fn runs(group: &Value, cmd: &str) -> bool {
 }
 
 /// Claude-shaped `hooks`: `{EVENT: [{matcher?, hooks: [{type, command}]}]}`; a group is added
-/// for each event that has none running coord's command.
-fn merge_hooks(doc: &mut Map<String, Value>, file: &str, set: &HookSet) -> Result<()> {
+/// for each event that has none running coord's command. `named` gives each hook a `name`
+/// (Gemini CLI shows it).
+///
+/// # Errors
+///
+/// [`Error::BadInput`] when `hooks` or one of its events has the wrong type.
+pub fn merge_hooks(
+    doc: &mut Map<String, Value>,
+    file: &str,
+    set: &HookSet,
+    named: bool,
+) -> Result<()> {
     let hooks = object_at(doc, "hooks", file)?;
     for (event, matcher, cmd) in set {
         let groups = array_at(hooks, event, file, "hooks")?;
         let base = cmd.as_str();
-        if groups.iter().any(|g| runs(g, base)) {
+        if let Some(group) = groups.iter_mut().find(|g| runs(g, base)) {
+            // coord's own group (coord's hook alone in it) follows coord's matcher, so a
+            // tool coord learned to watch is added on the next run.
+            let alone = group
+                .get("hooks")
+                .and_then(Value::as_array)
+                .is_some_and(|hs| hs.len() == 1);
+            if let (Some(m), true, Some(g)) = (matcher, alone, group.as_object_mut())
+                && g.get("matcher").and_then(Value::as_str) != Some(m)
+            {
+                g.insert("matcher".into(), json!(m));
+            }
             continue;
         }
         let mut group = Map::new();
@@ -239,7 +209,7 @@ fn merge_hooks(doc: &mut Map<String, Value>, file: &str, set: &HookSet) -> Resul
             group.insert("matcher".into(), json!(m));
         }
         let mut hook = Map::new();
-        if file.starts_with(".gemini") {
+        if named {
             hook.insert("name".into(), json!("coord"));
         }
         hook.insert("type".into(), json!("command"));
@@ -250,30 +220,12 @@ fn merge_hooks(doc: &mut Map<String, Value>, file: &str, set: &HookSet) -> Resul
     Ok(())
 }
 
-/// `.github/hooks/coord.json`: Copilot's `{version: 1, hooks: {event: [{type, bash, ...}]}}`.
-fn merge_copilot(doc: &mut Map<String, Value>, file: &str) -> Result<()> {
-    if !doc.contains_key("version") {
-        doc.insert("version".into(), json!(1));
-    }
-    let hooks = object_at(doc, "hooks", file)?;
-    for event in ["sessionStart", "preToolUse", "postToolUse", "sessionEnd"] {
-        let cmd = command(Client::Copilot, Some(event));
-        let groups = array_at(hooks, event, file, "hooks")?;
-        if groups.iter().any(|g| runs(g, &cmd)) {
-            continue;
-        }
-        groups.push(json!({
-            "type": "command",
-            "bash": cmd,
-            "powershell": cmd,
-            "timeoutSec": 30,
-        }));
-    }
-    Ok(())
-}
-
 /// `{key: {coord: {command, args}}}`, unless a `coord` server is already registered.
-fn merge_mcp(doc: &mut Map<String, Value>, file: &str, key: &str) -> Result<()> {
+///
+/// # Errors
+///
+/// [`Error::BadInput`] when `key` is not an object.
+pub fn merge_mcp(doc: &mut Map<String, Value>, file: &str, key: &str) -> Result<()> {
     let servers = object_at(doc, key, file)?;
     if !servers.contains_key("coord") {
         servers.insert("coord".into(), json!({"command": COORD, "args": ["mcp"]}));
@@ -281,7 +233,12 @@ fn merge_mcp(doc: &mut Map<String, Value>, file: &str, key: &str) -> Result<()> 
     Ok(())
 }
 
-fn object_at<'a>(
+/// The object at `doc[key]`, created empty when missing.
+///
+/// # Errors
+///
+/// [`Error::BadInput`] when it is not an object.
+pub fn object_at<'a>(
     doc: &'a mut Map<String, Value>,
     key: &str,
     file: &str,
@@ -296,7 +253,12 @@ fn object_at<'a>(
     })
 }
 
-fn array_at<'a>(
+/// The array at `map[key]` (inside `parent`), created empty when missing.
+///
+/// # Errors
+///
+/// [`Error::BadInput`] when it is not an array.
+pub fn array_at<'a>(
     map: &'a mut Map<String, Value>,
     key: &str,
     file: &str,
@@ -335,16 +297,18 @@ pub fn with_block(text: &str, begin: &str, end: &str, body: &str) -> String {
     format!("{text}{sep}{block}\n")
 }
 
-/// The changes found so far, one per real file.
-#[derive(Default)]
-struct Files {
+/// The changes `init` plans, one per real file: what a client's [`crate::client::Adapter::wire`]
+/// writes into. Every file is read once; a second change to one file builds on the first.
+pub struct Wiring {
+    root: PathBuf,
     changes: Vec<Change>,
 }
 
-impl Files {
+impl Wiring {
     /// The file to write for `rel` (a link inside the root is written through), its current
     /// bytes, and whether it exists; `None` for a link that leaves the root (left alone).
-    fn read(&self, root: &Path, rel: &str) -> Result<Option<(PathBuf, Option<Vec<u8>>)>> {
+    fn read(&self, rel: &str) -> Result<Option<(PathBuf, Option<Vec<u8>>)>> {
+        let root = self.root.as_path();
         let mut path = root.join(rel);
         if fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink()) {
             match fs::canonicalize(&path) {
@@ -363,12 +327,12 @@ impl Files {
         }
     }
 
-    fn record(&mut self, root: &Path, path: PathBuf, old: Option<Vec<u8>>, new: Vec<u8>) {
+    fn record(&mut self, path: PathBuf, old: Option<Vec<u8>>, new: Vec<u8>) {
         if old.as_deref() == Some(new.as_slice()) {
             return;
         }
         let file = path
-            .strip_prefix(root)
+            .strip_prefix(&self.root)
             .map(|p| p.to_string_lossy().into_owned())
             .unwrap_or_else(|_| path.display().to_string());
         let action = if old.is_some() { "update" } else { "create" };
@@ -384,22 +348,49 @@ impl Files {
         });
     }
 
-    fn json(
+    /// Merge into the JSON object in `rel` (created when missing) with `merge`. `comments`:
+    /// the client reads the file as JSON with comments, and so does coord (they are kept).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadInput`] when the file is not a JSON object or `merge` refuses it;
+    /// [`Error::Io`] when it cannot be read.
+    pub fn json(
         &mut self,
-        root: &Path,
         rel: &str,
+        comments: bool,
         merge: impl FnOnce(&mut Map<String, Value>, &str) -> Result<()>,
     ) -> Result<()> {
-        let Some((path, old)) = self.read(root, rel)? else {
+        let Some((path, old)) = self.read(rel)? else {
             return Ok(());
         };
         let parsed: Value = match &old {
             Some(bytes) if !bytes.iter().all(u8::is_ascii_whitespace) => {
-                serde_json::from_slice(bytes).map_err(|e| {
-                    Error::bad_input(format!(
-                        "`{rel}` is not valid JSON ({e}); fix or move it, then run `coord init` again (nothing was written)"
-                    ))
-                })?
+                match serde_json::from_slice(bytes) {
+                    Ok(v) => v,
+                    Err(e) if comments => {
+                        // Not plain JSON: JSON with comments, as the client reads it.
+                        let text = std::str::from_utf8(bytes).map_err(|_| {
+                            Error::bad_input(format!(
+                                "`{rel}` is not UTF-8 text (nothing was written)"
+                            ))
+                        })?;
+                        let new = jsonc::merge(text, rel, merge).map_err(|why| {
+                            Error::bad_input(format!(
+                                "`{rel}` is not valid JSON, even allowing comments ({e}; {why}); fix or move it, then run `coord init` again (nothing was written)"
+                            ))
+                        })?;
+                        if let Some(new) = new {
+                            self.record(path, old, new.into_bytes());
+                        }
+                        return Ok(());
+                    }
+                    Err(e) => {
+                        return Err(Error::bad_input(format!(
+                            "`{rel}` is not valid JSON ({e}); fix or move it, then run `coord init` again (nothing was written)"
+                        )));
+                    }
+                }
             }
             _ => Value::Object(Map::new()),
         };
@@ -415,12 +406,23 @@ impl Files {
         }
         let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
         text.push('\n');
-        self.record(root, path, old, text.into_bytes());
+        self.record(path, old, text.into_bytes());
         Ok(())
     }
 
-    fn toml(&mut self, root: &Path, rel: &str) -> Result<()> {
-        let Some((path, old)) = self.read(root, rel)? else {
+    /// Edit the TOML document in `rel` (created when missing) with `edit`; comments and layout
+    /// are kept.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadInput`] when the file is not TOML or `edit` refuses it; [`Error::Io`] when
+    /// it cannot be read.
+    pub fn toml(
+        &mut self,
+        rel: &str,
+        edit: impl FnOnce(&mut toml_edit::DocumentMut, &str) -> Result<()>,
+    ) -> Result<()> {
+        let Some((path, old)) = self.read(rel)? else {
             return Ok(());
         };
         let text = match &old {
@@ -434,50 +436,13 @@ impl Files {
                 "`{rel}` is not valid TOML ({e}); fix or move it, then run `coord init` again (nothing was written)"
             ))
         })?;
-        let servers = doc
-            .entry("mcp_servers")
-            .or_insert_with(|| {
-                let mut t = toml_edit::Table::new();
-                t.set_implicit(true);
-                toml_edit::Item::Table(t)
-            })
-            .as_table_like_mut()
-            .ok_or_else(|| {
-                Error::bad_input(format!(
-                    "`{rel}`: `mcp_servers` is not a table; coord cannot merge into it (nothing was written)"
-                ))
-            })?;
-        if !servers.contains_key("coord") {
-            let mut t = toml_edit::Table::new();
-            t.insert("command", toml_edit::value(COORD));
-            let mut args = toml_edit::Array::new();
-            args.push("mcp");
-            t.insert("args", toml_edit::value(args));
-            servers.insert("coord", toml_edit::Item::Table(t));
-        }
-        let features = doc
-            .entry("features")
-            .or_insert_with(|| toml_edit::Item::Table(toml_edit::Table::new()))
-            .as_table_like_mut()
-            .ok_or_else(|| {
-                Error::bad_input(format!(
-                    "`{rel}`: `features` is not a table; coord cannot merge into it (nothing was written)"
-                ))
-            })?;
-        if !features.contains_key("codex_hooks") {
-            features.insert("codex_hooks", toml_edit::value(true));
-        }
-        self.record(root, path, old, doc.to_string().into_bytes());
+        edit(&mut doc, rel)?;
+        self.record(path, old, doc.to_string().into_bytes());
         Ok(())
     }
 
-    fn text(
-        &mut self,
-        root: &Path,
-        rel: &str,
-        edit: impl FnOnce(&str) -> Result<String>,
-    ) -> Result<()> {
-        let Some((path, old)) = self.read(root, rel)? else {
+    fn text(&mut self, rel: &str, edit: impl FnOnce(&str) -> Result<String>) -> Result<()> {
+        let Some((path, old)) = self.read(rel)? else {
             return Ok(());
         };
         let text = match &old {
@@ -487,7 +452,7 @@ impl Files {
             None => String::new(),
         };
         let new = edit(&text)?;
-        self.record(root, path, old, new.into_bytes());
+        self.record(path, old, new.into_bytes());
         Ok(())
     }
 }

@@ -1,0 +1,166 @@
+//! Claude Code: `PreToolUse`, `PostToolUse`, `SessionStart`, `Stop`, `SessionEnd`; the edit tools
+//! `Edit`, `Write`, `MultiEdit` (older installs) and `NotebookEdit`. Hooks live in
+//! `.claude/settings.json`, the MCP server in `.mcp.json`, instructions in `CLAUDE.md`.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Value, json};
+
+use super::{
+    Adapter, Config, HooksRun, Trust, args_object, dir_from_env, read_config, self_and_ancestors,
+    str_field,
+};
+use crate::error::Result;
+use crate::hook::{Kind, Reply};
+use crate::init::{HookSet, Wiring, merge_hooks, merge_mcp};
+
+/// Claude Code.
+pub struct Claude;
+
+/// Claude Code's global config: `$CLAUDE_CONFIG_DIR/.claude.json`, else `~/.claude.json`.
+fn global_config() -> Option<PathBuf> {
+    dir_from_env("CLAUDE_CONFIG_DIR", "").map(|d| d.join(".claude.json"))
+}
+
+/// The tools that write files, for the hook matcher.
+pub const EDIT_MATCHER: &str = "Edit|Write|MultiEdit|NotebookEdit";
+
+/// The event an event name stands for (Codex names its events the same way).
+pub fn kind(event: &str) -> Kind {
+    match event {
+        "PreToolUse" => Kind::BeforeTool,
+        "PostToolUse" => Kind::AfterTool,
+        "SessionStart" => Kind::SessionStart,
+        "Stop" => Kind::Stop,
+        "SessionEnd" => Kind::SessionEnd,
+        _ => Kind::Other,
+    }
+}
+
+/// The files a Claude edit tool writes; `None` for a tool that edits nothing.
+pub fn edited(tool: &str, input: &Value) -> Option<Vec<String>> {
+    let key = match tool {
+        "Edit" | "Write" | "MultiEdit" => "file_path",
+        "NotebookEdit" => "notebook_path",
+        _ => return None,
+    };
+    Some(str_field(&args_object(input), &[key]).into_iter().collect())
+}
+
+/// The JSON Claude Code (and Codex, which reads the same shapes) understands.
+pub fn render(reply: &Reply) -> Option<Value> {
+    match reply {
+        Reply::Allow => None,
+        Reply::Deny(reason) => Some(json!({
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": reason,
+            }
+        })),
+        Reply::Block(reason) => Some(json!({"decision": "block", "reason": reason})),
+        Reply::Context(text) => Some(json!({
+            "hookSpecificOutput": {
+                "hookEventName": "SessionStart",
+                "additionalContext": text,
+            }
+        })),
+    }
+}
+
+impl Adapter for Claude {
+    fn name(&self) -> &'static str {
+        "claude"
+    }
+
+    fn product(&self) -> &'static str {
+        "Claude Code"
+    }
+
+    fn kind(&self, event: &str) -> Kind {
+        kind(event)
+    }
+
+    fn edited(&self, tool: &str, input: &Value) -> Option<Vec<String>> {
+        edited(tool, input)
+    }
+
+    fn render(&self, reply: &Reply) -> Option<Value> {
+        render(reply)
+    }
+
+    fn shell(&self, tool: &str, input: &Value) -> Option<super::Shell> {
+        super::shell_call(tool, "Bash", input, None)
+    }
+
+    fn hook_file(&self) -> &'static str {
+        ".claude/settings.json"
+    }
+
+    fn trust_step(&self, root: &Path) -> String {
+        format!(
+            "run `claude` in {} once and accept the trust dialog (or set `projects[\"{}\"].hasTrustDialogAccepted: true` in {})",
+            root.display(),
+            root.display(),
+            global_config().map_or("~/.claude.json".into(), |p| p.display().to_string())
+        )
+    }
+
+    /// Claude Code drops a project's hooks until the folder (or one above it) is trusted:
+    /// `projects[PATH].hasTrustDialogAccepted` in its global config.
+    fn trust(&self, root: &Path) -> Trust {
+        let Some(path) = global_config() else {
+            return Trust::new(
+                HooksRun::Unknown,
+                "no home folder (HOME) to find ~/.claude.json",
+            );
+        };
+        let config = match read_config(&path, false) {
+            Config::Value(v) => v,
+            Config::Missing => {
+                return Trust::new(
+                    HooksRun::No,
+                    format!(
+                        "{} does not exist: no folder is trusted yet",
+                        path.display()
+                    ),
+                );
+            }
+            Config::Bad(why) => return Trust::new(HooksRun::Unknown, why),
+        };
+        for dir in self_and_ancestors(root) {
+            if config["projects"][&dir]["hasTrustDialogAccepted"] == Value::Bool(true) {
+                return Trust::new(HooksRun::Yes, format!("{} trusts {dir}", path.display()));
+            }
+        }
+        Trust::new(
+            HooksRun::No,
+            format!("{} does not trust this folder", path.display()),
+        )
+    }
+
+    fn instruction_file(&self) -> Option<&'static str> {
+        Some("CLAUDE.md")
+    }
+
+    fn wire(&self, w: &mut Wiring) -> Result<()> {
+        let cmd = crate::init::command(self.name(), None);
+        let edit = Some(EDIT_MATCHER);
+        let hooks: HookSet = vec![
+            ("SessionStart", None, cmd.clone()),
+            // The shell too: a `git commit` through it is checked like the pre-commit guard.
+            (
+                "PreToolUse",
+                Some("Edit|Write|MultiEdit|NotebookEdit|Bash"),
+                cmd.clone(),
+            ),
+            ("PostToolUse", edit, cmd.clone()),
+            ("Stop", None, cmd.clone()),
+            ("SessionEnd", None, cmd),
+        ];
+        w.json(self.hook_file(), false, |v, f| {
+            merge_hooks(v, f, &hooks, false)
+        })?;
+        w.json(".mcp.json", false, |v, f| merge_mcp(v, f, "mcpServers"))
+    }
+}

@@ -1,0 +1,265 @@
+//! The commits and pushes a shell command makes: `git commit`, `git push`, and the forms agents
+//! write (`git -C DIR commit`, `git commit -am …`, `cd x && git commit`, `A=b git push`).
+//!
+//! A client's shell tool may run git with hooks disabled (Gemini CLI empties `core.hooksPath`),
+//! so the pre-commit guard never sees such a commit. The pre-tool hook reads the command first:
+//! this module finds the git invocations in it, with the folder each runs in. It reads shell
+//! text the simple way (words, quotes, `&&`/`||`/`;`/`|`/newlines between commands, `cd DIR`);
+//! what it cannot follow (a script, `bash -c "…"`, an alias) is left to the git hooks.
+
+/// What a git invocation does that the guard checks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GitAction {
+    /// `git commit`; `all` when it also takes changes not staged (`-a`, `--all`, `-i`,
+    /// `-o`, or paths).
+    Commit {
+        /// Takes unstaged changes of tracked files too.
+        all: bool,
+        /// A `git add` ran before it in the same command line (what it stages is not staged
+        /// yet when the command is read).
+        added: bool,
+    },
+    /// `git push`.
+    Push,
+}
+
+/// One commit or push, with the folder it runs in: relative to the command's start folder,
+/// `cd` and `-C` applied in order (empty: the start folder).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct GitCall {
+    /// The folder, as written (`cd`s then `-C`s joined).
+    pub dir: Vec<String>,
+    /// What it does.
+    pub action: GitAction,
+}
+
+/// Every `git commit` and `git push` in `command`, in order.
+pub fn calls(command: &str) -> Vec<GitCall> {
+    let mut out = Vec::new();
+    let mut dir: Vec<String> = Vec::new();
+    let mut added = false;
+    for words in commands(command) {
+        let mut w = words.iter().map(String::as_str).peekable();
+        // Leading `VAR=value` assignments.
+        while w.peek().is_some_and(|s| is_assignment(s)) {
+            w.next();
+        }
+        let Some(first) = w.next() else { continue };
+        if first == "cd" {
+            match w.next() {
+                Some(d) => dir.push(d.to_string()),
+                None => dir.clear(),
+            }
+            continue;
+        }
+        if first != "git" && !first.ends_with("/git") {
+            continue;
+        }
+        let mut here = dir.clone();
+        let mut sub = None;
+        while let Some(word) = w.next() {
+            match word {
+                "-C" => {
+                    if let Some(d) = w.next() {
+                        here.push(d.to_string());
+                    }
+                }
+                "-c" | "--git-dir" | "--work-tree" | "--namespace" | "--exec-path" => {
+                    w.next();
+                }
+                s if s.starts_with('-') => {}
+                s => {
+                    sub = Some(s);
+                    break;
+                }
+            }
+        }
+        let action = match sub {
+            Some("commit") => GitAction::Commit {
+                all: commit_takes_unstaged(&mut w),
+                added,
+            },
+            Some("push") => GitAction::Push,
+            Some("add") => {
+                added = true;
+                continue;
+            }
+            _ => continue,
+        };
+        out.push(GitCall { dir: here, action });
+    }
+    out
+}
+
+fn is_assignment(word: &str) -> bool {
+    match word.split_once('=') {
+        Some((name, _)) => {
+            !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !name.starts_with(|c: char| c.is_ascii_digit())
+        }
+        None => false,
+    }
+}
+
+/// Whether the rest of a `git commit` takes changes not yet staged.
+fn commit_takes_unstaged<'a>(args: &mut impl Iterator<Item = &'a str>) -> bool {
+    // Options whose value is the next word when not attached.
+    const VALUED: &[&str] = &[
+        "-m",
+        "--message",
+        "-F",
+        "--file",
+        "-C",
+        "--reuse-message",
+        "-c",
+        "--reedit-message",
+        "--fixup",
+        "--squash",
+        "--author",
+        "--date",
+        "-t",
+        "--template",
+        "--cleanup",
+        "--trailer",
+        "-S",
+        "--pathspec-from-file",
+    ];
+    let mut paths = false;
+    while let Some(a) = args.next() {
+        match a {
+            "-a" | "--all" | "-i" | "--include" | "-o" | "--only" => return true,
+            "--" => return args.next().is_some(),
+            a if VALUED.contains(&a) => {
+                args.next();
+            }
+            a if a.starts_with("--") => {}
+            a if a.starts_with('-') => {
+                // A cluster of short flags: `-am`; a flag taking a value ends it (`-ma`: `a`
+                // is the message).
+                for c in a.chars().skip(1) {
+                    match c {
+                        'a' | 'i' | 'o' => return true,
+                        'm' | 'F' | 'C' | 'c' | 't' | 'S' => break,
+                        _ => {}
+                    }
+                }
+            }
+            _ => paths = true,
+        }
+    }
+    paths
+}
+
+/// The simple commands of a command line, as words (quotes removed).
+fn commands(text: &str) -> Vec<Vec<String>> {
+    let mut out = Vec::new();
+    let mut words: Vec<String> = Vec::new();
+    let mut word = String::new();
+    let mut in_word = false;
+    let mut chars = text.chars().peekable();
+    let end_word = |words: &mut Vec<String>, word: &mut String, in_word: &mut bool| {
+        if *in_word {
+            words.push(std::mem::take(word));
+            *in_word = false;
+        }
+    };
+    while let Some(c) = chars.next() {
+        match c {
+            '\'' => {
+                in_word = true;
+                for c in chars.by_ref() {
+                    if c == '\'' {
+                        break;
+                    }
+                    word.push(c);
+                }
+            }
+            '"' => {
+                in_word = true;
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' => break,
+                        '\\' => {
+                            if let Some(n) = chars.next() {
+                                word.push(n);
+                            }
+                        }
+                        c => word.push(c),
+                    }
+                }
+            }
+            '\\' => {
+                in_word = true;
+                if let Some(n) = chars.next()
+                    && n != '\n'
+                {
+                    word.push(n);
+                }
+            }
+            ';' | '&' | '|' | '\n' | '(' | ')' => {
+                end_word(&mut words, &mut word, &mut in_word);
+                if !words.is_empty() {
+                    out.push(std::mem::take(&mut words));
+                }
+            }
+            c if c.is_whitespace() => end_word(&mut words, &mut word, &mut in_word),
+            c => {
+                in_word = true;
+                word.push(c);
+            }
+        }
+    }
+    end_word(&mut words, &mut word, &mut in_word);
+    if !words.is_empty() {
+        out.push(words);
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn commit(dir: &[&str], all: bool) -> GitCall {
+        added(dir, all, false)
+    }
+
+    fn added(dir: &[&str], all: bool, added: bool) -> GitCall {
+        GitCall {
+            dir: dir.iter().map(|s| s.to_string()).collect(),
+            action: GitAction::Commit { all, added },
+        }
+    }
+
+    #[test]
+    fn the_forms_agents_write() {
+        assert_eq!(calls("git commit -m 'wip'"), [commit(&[], false)]);
+        assert_eq!(calls("git commit -am \"fix it\""), [commit(&[], true)]);
+        assert_eq!(calls("git commit -ma"), [commit(&[], false)]);
+        assert_eq!(calls("git commit --all -m x"), [commit(&[], true)]);
+        assert_eq!(calls("git commit -m x a.txt"), [commit(&[], true)]);
+        assert_eq!(calls("git -C sub commit -m x"), [commit(&["sub"], false)]);
+        assert_eq!(
+            calls("cd sub && git add . && git commit -m 'x; y'"),
+            [added(&["sub"], false, true)]
+        );
+        assert_eq!(
+            calls("GIT_AUTHOR_NAME=bot /usr/bin/git -c user.name=x commit -q -m m"),
+            [commit(&[], false)]
+        );
+        assert_eq!(
+            calls("git add -A; git commit -m x && git push origin main"),
+            [
+                added(&[], false, true),
+                GitCall {
+                    dir: vec![],
+                    action: GitAction::Push
+                }
+            ]
+        );
+        assert!(calls("git status && echo 'git commit'").is_empty());
+        assert!(calls("git log --grep commit").is_empty());
+        assert!(calls("").is_empty());
+    }
+}

@@ -1,0 +1,157 @@
+//! JSON with comments, merged without losing them (Gemini CLI reads its settings this way:
+//! `//` and `/* */` comments, nothing else beyond JSON).
+//!
+//! The merge itself is the same function as for plain JSON, run on the parsed value; what it
+//! added is then written into the file's syntax tree, so comments, blank lines and the order
+//! and layout of everything else stay as they were.
+
+use jsonc_parser::ParseOptions;
+use jsonc_parser::cst::{CstInputValue, CstObject, CstRootNode};
+use serde_json::{Map, Value};
+
+use crate::error::Result;
+
+/// What the client accepts: JSON plus comments.
+fn options() -> ParseOptions {
+    ParseOptions {
+        allow_comments: true,
+        allow_loose_object_property_names: false,
+        allow_trailing_commas: false,
+        allow_missing_commas: false,
+        allow_single_quoted_strings: false,
+        allow_hexadecimal_numbers: false,
+        allow_unary_plus_numbers: false,
+        allow_bare_decimal_point_numbers: false,
+        allow_non_finite_numbers: false,
+        allow_extended_string_escapes: false,
+    }
+}
+
+/// `text` with `merge` applied, comments kept; `Ok(None)` when nothing changes. The outer
+/// error is why the text is not JSON with comments; the inner one is `merge`'s refusal.
+pub(super) fn merge(
+    text: &str,
+    rel: &str,
+    merge: impl FnOnce(&mut Map<String, Value>, &str) -> Result<()>,
+) -> std::result::Result<Option<String>, MergeError> {
+    let root =
+        CstRootNode::parse(text, &options()).map_err(|e| MergeError::Syntax(e.to_string()))?;
+    let (Some(obj), Some(Value::Object(old))) = (root.object_value(), root.to_serde_value()) else {
+        return Err(MergeError::Syntax("the top level is not an object".into()));
+    };
+    let mut new = old.clone();
+    merge(&mut new, rel).map_err(MergeError::Merge)?;
+    if new == old {
+        return Ok(None);
+    }
+    add(&obj, &old, &new);
+    Ok(Some(root.to_string()))
+}
+
+/// Why a JSON-with-comments file could not be merged.
+#[derive(Debug)]
+pub(super) enum MergeError {
+    /// Not JSON with comments.
+    Syntax(String),
+    /// The merge refused the content.
+    Merge(crate::Error),
+}
+
+impl std::fmt::Display for MergeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            MergeError::Syntax(s) => f.write_str(s),
+            MergeError::Merge(e) => write!(f, "{e}"),
+        }
+    }
+}
+
+/// Write into `obj` (whose value was `old`) what `new` adds or changes.
+fn add(obj: &CstObject, old: &Map<String, Value>, new: &Map<String, Value>) {
+    for (key, value) in new {
+        match (old.get(key), value) {
+            (None, v) => {
+                obj.append(key, input(v));
+            }
+            (Some(o), v) if o == v => {}
+            (Some(Value::Object(o)), Value::Object(n)) if obj.object_value(key).is_some() => {
+                if let Some(child) = obj.object_value(key) {
+                    add(&child, o, n);
+                }
+            }
+            (Some(Value::Array(o)), Value::Array(n))
+                if n.starts_with(o) && obj.array_value(key).is_some() =>
+            {
+                if let Some(array) = obj.array_value(key) {
+                    for v in &n[o.len()..] {
+                        array.append(input(v));
+                    }
+                }
+            }
+            (Some(_), v) => {
+                if let Some(prop) = obj.get(key) {
+                    prop.set_value(input(v));
+                }
+            }
+        }
+    }
+}
+
+fn input(value: &Value) -> CstInputValue {
+    match value {
+        Value::Null => CstInputValue::Null,
+        Value::Bool(b) => CstInputValue::Bool(*b),
+        Value::Number(n) => CstInputValue::Number(n.to_string()),
+        Value::String(s) => CstInputValue::String(s.clone()),
+        Value::Array(a) => CstInputValue::Array(a.iter().map(input).collect()),
+        Value::Object(o) => {
+            CstInputValue::Object(o.iter().map(|(k, v)| (k.clone(), input(v))).collect())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn comments_survive_and_additions_land() {
+        let text = "{\n  // my theme\n  \"theme\": \"Dracula\", /* inline */\n  \"hooks\": {\n    \"BeforeTool\": [] // none yet\n  }\n}\n";
+        let out = merge(text, "s.json", |doc, _| {
+            doc["hooks"]["BeforeTool"]
+                .as_array_mut()
+                .unwrap()
+                .push(json!({"matcher": "x"}));
+            doc.insert("mcpServers".into(), json!({"coord": {"command": "coord"}}));
+            Ok(())
+        })
+        .unwrap()
+        .unwrap();
+        assert!(
+            out.contains("// my theme")
+                && out.contains("/* inline */")
+                && out.contains("// none yet"),
+            "{out}"
+        );
+        let back: Value = match CstRootNode::parse(&out, &options())
+            .unwrap()
+            .to_serde_value()
+        {
+            Some(v) => v,
+            None => panic!("{out}"),
+        };
+        assert_eq!(back["hooks"]["BeforeTool"][0]["matcher"], "x");
+        assert_eq!(back["mcpServers"]["coord"]["command"], "coord");
+        assert_eq!(back["theme"], "Dracula");
+        assert!(merge(&out, "s.json", |_, _| Ok(())).unwrap().is_none());
+    }
+
+    #[test]
+    fn trailing_commas_are_refused_as_the_client_refuses_them() {
+        assert!(matches!(
+            merge("{\"a\": 1,}", "s.json", |_, _| Ok(())),
+            Err(MergeError::Syntax(_))
+        ));
+    }
+}
