@@ -4,11 +4,13 @@
 //! workspaces in a given state built with it.
 #![allow(clippy::disallowed_methods)] // the tests plant files by hand, as an agent or a user would
 
+mod e2e;
 mod fixture;
 mod scripted;
 mod support;
 
 mod claude_e2e;
+mod codex_e2e;
 mod collab;
 mod concurrency;
 mod conventions;
