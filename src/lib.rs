@@ -39,6 +39,7 @@ pub mod host;
 pub mod init;
 pub mod layout;
 pub mod mcp;
+pub mod plugin;
 pub mod record;
 pub mod review;
 pub mod shell;

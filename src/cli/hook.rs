@@ -9,6 +9,7 @@ use clap::builder::TypedValueParser;
 use coord::ExitCode;
 use coord::clock;
 use coord::hook::{self, Client, HookCall, Reply, act};
+use coord::plugin;
 use coord::workspace::{AgentId, Workspace};
 
 use super::{Ctx, output};
@@ -36,6 +37,12 @@ pub struct HookArgs {
     /// Wait at most this long for a file another agent holds (default 2s)
     #[arg(long, value_name = "DUR")]
     wait: Option<String>,
+    /// Run as the user-level plugin (`coord plugin write`): do nothing in a repository that
+    /// turned coord off (`git config coord.enabled false`), that `coord init` wired for this
+    /// client, or outside any git work tree or coord workspace; keep coord's state out of
+    /// `git status` in a repository nobody set up
+    #[arg(long)]
+    plugin: bool,
 }
 
 /// A client named on the command line (`claude`, `codex`, ...), one of the known clients.
@@ -78,6 +85,12 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> Result<Reply, String> {
         .unwrap_or_else(|| ctx.cwd().to_path_buf());
     let agent = agent(ctx, client, &call)?;
     let ws = Workspace::discover(ctx.dir.as_deref(), &cwd).map_err(|e| e.to_string())?;
+    if args.plugin {
+        if plugin::gate(&ws, Some(client)) != plugin::Gate::Go {
+            return Ok(Reply::Allow);
+        }
+        plugin::adopt(&ws).map_err(|e| e.to_string())?;
+    }
     act::handle(&ws, &agent, &call, &cwd, wait.min(MAX_WAIT)).map_err(|e| e.to_string())
 }
 

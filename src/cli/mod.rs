@@ -26,6 +26,7 @@ mod msg;
 mod note;
 mod output;
 mod partners;
+mod plugin;
 mod presence;
 mod restore;
 mod review;
@@ -129,6 +130,7 @@ enum Command {
     Completions(completions::CompletionsArgs),
     Man(completions::ManArgs),
     Doctor(doctor::DoctorArgs),
+    Plugin(plugin::PluginArgs),
 }
 
 /// How long a command waits for a lock held by another agent: `--wait DUR` or `--no-wait`.
@@ -405,6 +407,7 @@ fn single_command(args: &[OsString]) -> Option<clap::Command> {
         "who" => who::WhoArgs::augment_args(named("who")),
         "watch" => watch::WatchArgs::augment_args(named("watch")),
         "doctor" => doctor::DoctorArgs::augment_args(named("doctor")),
+        "plugin" => plugin::PluginArgs::augment_args(named("plugin")),
         // `completions` and `man` describe the whole tree anyway; `help` and anything unknown
         // need it to answer.
         _ => return None,
@@ -441,6 +444,7 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Man(args) => completions::man(args, ctx),
         Command::Mcp(args) => mcp::run(args, ctx),
         Command::Who(args) => who::run(args, ctx),
+        Command::Plugin(args) => plugin::run(args, ctx),
     }
 }
 
