@@ -30,6 +30,7 @@ mod messages;
 mod mutants_edit;
 mod mutants_lock;
 mod netfs;
+mod plugin;
 mod refusals;
 mod review;
 mod sandbox;
