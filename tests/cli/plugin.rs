@@ -627,11 +627,16 @@ fn gemini_validates_installs_and_removes_the_extension() {
         &["extensions", "list"],
         &[&["extensions", "uninstall", "coord"]],
     );
-    // Gemini CLI keeps a signed integrity record of every extension it ever installed; that
-    // file aside, the configuration is as before.
+    // Gemini CLI keeps a signed integrity record of every extension it ever installed, makes
+    // its encrypted keystore on first install and leaves an empty enablement table; those
+    // aside, the configuration is as before.
     let strip = |m: &BTreeMap<String, String>| {
         m.iter()
-            .filter(|(k, _)| !k.ends_with("extension_integrity.json"))
+            .filter(|(k, v)| {
+                !k.ends_with("extension_integrity.json")
+                    && !k.ends_with("gemini-credentials.json")
+                    && v.trim() != "{}"
+            })
             .map(|(k, v)| (k.clone(), v.clone()))
             .collect::<BTreeMap<_, _>>()
     };
