@@ -152,7 +152,9 @@ impl Wait {
     }
 }
 
-/// Parse a duration: `0`, `500ms`, `30s`, `5m`, `2h`, `1d`, or a sum like `1m30s`.
+/// Parse a duration: `0`, `500ms`, `30s`, `5m`, `2h`, `1d`, or a sum like `1m30s`. Units may
+/// also be spelled out and set apart by spaces, as people write them: `5 minutes`, `1 hour 30 min`,
+/// `2 secs`.
 ///
 /// # Errors
 ///
@@ -173,6 +175,7 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
     let mut total_ms: u128 = 0;
     let mut rest = s;
     while !rest.is_empty() {
+        rest = rest.trim_start();
         let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
         if digits == 0 {
             return Err(bad("expected a number"));
@@ -183,18 +186,22 @@ pub fn parse_duration(text: &str) -> Result<Duration> {
         let n: u128 = rest[..digits]
             .parse()
             .map_err(|_| bad("expected a number"))?;
-        rest = &rest[digits..];
+        rest = rest[digits..].trim_start();
         let unit_len = rest.bytes().take_while(|b| b.is_ascii_alphabetic()).count();
-        let unit = &rest[..unit_len];
+        let unit = rest[..unit_len].to_ascii_lowercase();
         rest = &rest[unit_len..];
-        let scale: u128 = match unit {
-            "ms" => 1,
-            "s" => 1000,
-            "m" => 60_000,
-            "h" => 3_600_000,
-            "d" => 86_400_000,
+        let scale: u128 = match unit.as_str() {
+            "ms" | "msec" | "msecs" | "millisecond" | "milliseconds" => 1,
+            "s" | "sec" | "secs" | "second" | "seconds" => 1000,
+            "m" | "min" | "mins" | "minute" | "minutes" => 60_000,
+            "h" | "hr" | "hrs" | "hour" | "hours" => 3_600_000,
+            "d" | "day" | "days" => 86_400_000,
             "" => return Err(bad("a unit is missing (ms, s, m, h or d)")),
-            _ => return Err(bad("unknown unit (use ms, s, m, h or d)")),
+            _ => {
+                return Err(bad(
+                    "unknown unit (use ms, s, m, h or d, or seconds, minutes, hours, days)",
+                ));
+            }
         };
         total_ms += n * scale;
     }
@@ -215,7 +222,25 @@ mod tests {
         assert_eq!(parse_duration("2h").unwrap(), Duration::from_secs(7200));
         assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
         assert_eq!(Wait::parse("forever").unwrap(), Wait::Forever);
-        for bad in ["", "5", "5x", "m", "-1s", "1.5s", "99999999999999s"] {
+        assert_eq!(
+            parse_duration("5 minutes").unwrap(),
+            Duration::from_secs(300)
+        );
+        assert_eq!(
+            parse_duration("1 hour 30 min").unwrap(),
+            Duration::from_secs(5400)
+        );
+        assert_eq!(parse_duration(" 2 Secs ").unwrap(), Duration::from_secs(2));
+        for bad in [
+            "",
+            "5",
+            "5x",
+            "m",
+            "-1s",
+            "1.5s",
+            "99999999999999s",
+            "5 fortnights",
+        ] {
             assert!(parse_duration(bad).is_err(), "{bad:?} should be refused");
         }
     }

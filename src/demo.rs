@@ -179,7 +179,7 @@ fn messages_step(demo: &Demo, agents: &[&str]) -> Result<()> {
 /// Every agent hand-shakes with the others at once and waits for their answers; then one
 /// agent's `.handshake_*` file (one block per peer) is shown.
 fn handshake_step(demo: &Demo, agents: &[&str]) -> Result<()> {
-    demo.line("\n# They hand-shake (Protocol V3): each asks the others and accepts who asked it");
+    demo.line("\n# They agree to follow the lock rules (a handshake): each asks the others and accepts who asked it");
     let handles: Vec<_> = agents
         .iter()
         .map(|a| {

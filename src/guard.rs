@@ -124,7 +124,7 @@ pub struct Installed {
     pub hook: String,
     /// The script.
     pub path: String,
-    /// `installed`, `already installed`.
+    /// `installed`, `updated` (an older coord hook rewritten), `already installed`.
     pub outcome: &'static str,
     /// An earlier hook now run after coord's check, renamed to this.
     pub chained: Option<String>,
@@ -143,14 +143,26 @@ pub fn install(dir: &Path, coord: &Path) -> Result<Vec<Installed>> {
     for name in HOOKS {
         let path = hooks.join(name);
         let existing = fs::read(&path).ok();
+        let script = script(name, coord);
         if existing
             .as_deref()
             .is_some_and(|b| String::from_utf8_lossy(b).contains(MARKER))
         {
+            // coord's own hook: an older one (say, one that printed a line on every commit)
+            // is brought up to date in place; its chained hook stays where it is.
+            let current = existing.as_deref() == Some(script.as_bytes());
+            if !current {
+                fsutil::replace_durable(&path, script.as_bytes())?;
+                fsutil::make_executable(&path)?;
+            }
             out.push(Installed {
                 hook: name.into(),
                 path: path.display().to_string(),
-                outcome: "already installed",
+                outcome: if current {
+                    "already installed"
+                } else {
+                    "updated"
+                },
                 chained: None,
             });
             continue;
@@ -172,7 +184,7 @@ pub fn install(dir: &Path, coord: &Path) -> Result<Vec<Installed>> {
             fsutil::rename(&path, &aside)?;
             chained = Some(aside.display().to_string());
         }
-        fsutil::replace_durable(&path, script(name, coord).as_bytes())?;
+        fsutil::replace_durable(&path, script.as_bytes())?;
         fsutil::make_executable(&path)?;
         out.push(Installed {
             hook: name.into(),
@@ -206,7 +218,7 @@ fn script(name: &str, coord: &Path) -> String {
     );
     if name == "pre-commit" {
         return format!(
-            "{head}\"$coord\" guard check --staged\n\
+            "{head}\"$coord\" -q guard check --staged\n\
              [ $? -eq 4 ] && exit 4\n\
              if [ -x \"$chained\" ]; then exec \"$chained\" \"$@\"; fi\n\
              exit 0\n"
@@ -220,8 +232,8 @@ fn script(name: &str, coord: &Path) -> String {
          while read -r local_ref local_sha remote_ref remote_sha; do\n\
          \x20 case \"$local_sha\" in *[!0]*) ;; *) continue ;; esac\n\
          \x20 case \"$remote_sha\" in\n\
-         \x20   *[!0]*) \"$coord\" guard check \"$remote_sha..$local_sha\" ;;\n\
-         \x20   *) \"$coord\" guard check \"$local_sha\" --not --remotes=\"$1\" ;;\n\
+         \x20   *[!0]*) \"$coord\" -q guard check \"$remote_sha..$local_sha\" ;;\n\
+         \x20   *) \"$coord\" -q guard check \"$local_sha\" --not --remotes=\"$1\" ;;\n\
          \x20 esac\n\
          \x20 [ $? -eq 4 ] && refused=1\n\
          done <\"$input\"\n\

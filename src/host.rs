@@ -125,6 +125,7 @@ fn read_proc_stat() -> Option<String> {
 /// The group, session and terminal foreground group fields of a `/proc/PID/stat` line (the
 /// 3rd, 4th and 6th after the command name, which may itself hold spaces and parentheses).
 /// Zero and negative values mean "none visible here".
+#[cfg(any(target_os = "linux", test))]
 fn parse_stat_ids(stat: &str) -> OwnIds {
     let fields: Vec<&str> = match stat.rfind(')') {
         Some(end) => stat[end + 1..].split_whitespace().collect(),
@@ -191,6 +192,57 @@ pub fn pid_alive(pid: u32) -> bool {
 /// Only a process of this host can be known gone; one of another host is presumed alive.
 pub fn recorded_process_gone(pid: u32, host: &str) -> bool {
     host == hostname() && !pid_alive(pid)
+}
+
+/// Whether a process recorded as (`pid`, `host`, started at `start`) is known to be gone: as
+/// [`recorded_process_gone`], and also when a process of that number runs but started at
+/// another time (the number was reused).
+pub fn recorded_process_gone_since(pid: u32, host: &str, start: Option<u64>) -> bool {
+    if recorded_process_gone(pid, host) {
+        return true;
+    }
+    match start {
+        Some(recorded) if host == hostname() && pid != self::pid() => {
+            start_time(pid).is_some_and(|now| now != recorded)
+        }
+        _ => false,
+    }
+}
+
+/// When process `pid` started, in clock ticks since boot (`/proc/<pid>/stat`, field 22):
+/// with the pid, it names one process for the life of the machine (a reused pid has another
+/// start time). `None` where there is no `/proc` or no such process.
+pub fn start_time(pid: u32) -> Option<u64> {
+    stat_field(pid, 19)?.parse().ok()
+}
+
+/// The `n`th field after the command name of `/proc/<pid>/stat` (0: the state).
+fn stat_field(pid: u32, n: usize) -> Option<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let after_name = &stat[stat.rfind(')')? + 1..];
+    after_name.split_whitespace().nth(n).map(str::to_string)
+}
+
+/// The command name of process `pid` (`/proc/<pid>/comm`), when it can be read.
+pub fn command_name(pid: u32) -> Option<String> {
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    Some(comm.trim_end_matches('\n').to_string())
+}
+
+/// The arguments of process `pid` (`/proc/<pid>/cmdline`), when they can be read.
+pub fn command_line(pid: u32) -> Option<Vec<String>> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    Some(
+        raw.split(|b| *b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect(),
+    )
+}
+
+/// The parent of process `pid` (read from `/proc`), `None` when it cannot be read.
+pub fn parent_of_pid(pid: u32) -> Option<u32> {
+    parent_of(pid)
 }
 
 /// Whether `pid` is the parent, grandparent, … of this process (read from `/proc`; `false`

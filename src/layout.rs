@@ -18,6 +18,10 @@
 //! <root>/collaboration_file.txt       seed 000 shared collaboration file (default name)
 //! <root>/.coord/partners/seq          the last stamp-card row id
 //! <root>/.coord/partners/<id>.session one stamp-card row (seed 001 partner_presence)
+//! <root>/.coord/sessions/<host>-<pid>  the client session whose client process is <pid> (identity)
+//! <root>/.coord/config                workspace settings (`history_max_size: 8M`, `history_max_age: 30d`)
+//! <root>/.coord/history/events.jsonl  the event history, one JSON object a line; events.1.jsonl the previous one
+//! <root>/.coord/needs-user/<agent>    the agent's client waits for its user (since, what)
 //! <root>/agent-dialogue/{conversation.md,current-turn.txt,status.json,lock.txt,user-commands.txt,archive/}  seed 002
 //! <root>/.coord/dialogue-<hash>.mutex  kernel lock around one dialogue folder's writes
 //! <meta>/reviews/active/<topic>-tracker.md          seed 003 tracker (meta: `--metadata`, default `<root>/.metadata`)
@@ -86,6 +90,42 @@ pub fn roster(root: &Path) -> PathBuf {
     state_dir(root).join("agents")
 }
 
+/// `<root>/.coord/sessions`: one file per agent client process whose session ran a hook here.
+pub fn sessions_dir(root: &Path) -> PathBuf {
+    state_dir(root).join("sessions")
+}
+
+/// `<root>/.coord/sessions/<host>-<pid>`: the session registered by client process `pid` of
+/// the host tagged `tag`.
+pub fn session_file(root: &Path, tag: &str, pid: u32) -> PathBuf {
+    sessions_dir(root).join(format!("{tag}-{pid}"))
+}
+
+/// The host tag and pid of a session file name (`0a1b2c3d-4242` → `("0a1b2c3d", 4242)`).
+pub fn parse_session_name(file_name: &str) -> Option<(&str, u32)> {
+    let (tag, pid) = file_name.split_once('-')?;
+    let hex = tag.len() == 8 && tag.bytes().all(|b| b.is_ascii_hexdigit());
+    (hex && pid.bytes().all(|b| b.is_ascii_digit()))
+        .then(|| pid.parse().ok())
+        .flatten()
+        .map(|pid| (tag, pid))
+}
+
+/// `<root>/.coord/nested/`: one file per workspace made inside this one, holding its path
+/// relative to this root (see `coord::nested`).
+pub fn nested_register(root: &Path) -> PathBuf {
+    state_dir(root).join("nested")
+}
+
+/// The register entry of the nested workspace at `rel` (relative to `root`, `/` separators):
+/// `<root>/.coord/nested/<16 hex digits of its path's FNV-1a hash>`.
+pub fn nested_entry(root: &Path, rel: &str) -> PathBuf {
+    let hash = rel.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
+    });
+    nested_register(root).join(format!("{hash:016x}"))
+}
+
 /// `<root>/.coord/sync-warned`: the sync-tool warning was given (it is given once).
 pub fn sync_warned(root: &Path) -> PathBuf {
     state_dir(root).join("sync-warned")
@@ -150,7 +190,8 @@ fn with_suffix(file: &Path, suffix: &str) -> PathBuf {
 /// init` writes them; docs/protocol.md lists them). Review trackers and the dialogue folder are
 /// work products and are not ignored.
 pub const GITIGNORE_LINES: &[&str] = &[
-    "/.coord/",
+    // Any `.coord/`, a nested workspace's too.
+    ".coord/",
     ".*_presence",
     ".handshake_*",
     "*.lock.*",
@@ -442,6 +483,38 @@ pub fn review_changelog(
 ) -> PathBuf {
     meta.join("changelog")
         .join(format!("{llm1}_{llm2}_{topic}_{description}_{date}.md"))
+}
+
+// --- history (contract §11) ---
+
+/// `<root>/.coord/config`: workspace settings, `key: value` lines (`history_max_size`, ...).
+pub fn config(root: &Path) -> PathBuf {
+    state_dir(root).join("config")
+}
+
+/// `<root>/.coord/history`, the folder of the event history.
+pub fn history_dir(root: &Path) -> PathBuf {
+    state_dir(root).join("history")
+}
+
+/// `<root>/.coord/history/events.jsonl`, the history being appended to (one JSON object a line).
+pub fn history_log(root: &Path) -> PathBuf {
+    history_dir(root).join("events.jsonl")
+}
+
+/// `<root>/.coord/history/events.1.jsonl`, the previous generation (the newest rotated out).
+pub fn history_rotated(root: &Path) -> PathBuf {
+    history_dir(root).join("events.1.jsonl")
+}
+
+/// `<root>/.coord/needs-user/<agent>`: the agent's client waits for its user (JSON).
+pub fn needs_user(root: &Path, agent: &str) -> PathBuf {
+    needs_user_dir(root).join(agent)
+}
+
+/// `<root>/.coord/needs-user`, one file per agent whose client waits for its user.
+pub fn needs_user_dir(root: &Path) -> PathBuf {
+    state_dir(root).join("needs-user")
 }
 
 #[cfg(test)]

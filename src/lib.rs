@@ -14,7 +14,8 @@
 //!   [`collab`] (seed 000: the shared collaboration file); [`dialogue`] (seed 002: the
 //!   turn-based dialogue); [`review`] (seed 003: the review tracker); [`edit`] (safe editing
 //!   under the lock: write, run, restore);
-//! - views: [`status`] (everything at once, for `coord status`);
+//! - views: [`status`] (everything at once, for `coord status`); [`nested`] (workspaces inside
+//!   this one); [`history`] (what happened: the event log behind `coord log` and `coord watch`);
 //! - front doors: [`mcp`] (the Model Context Protocol server's framing and tool catalogue).
 
 // The library has no unsafe code; only the binary's C entry point (src/main.rs) needs it.
@@ -34,12 +35,16 @@ pub mod exit_code;
 pub mod fsutil;
 pub mod guard;
 pub mod handoff;
+pub mod history;
 pub mod hook;
 pub mod host;
+pub mod identity;
 pub mod init;
 pub mod layout;
 pub mod mcp;
+pub mod nested;
 pub mod plugin;
+pub mod prune;
 pub mod record;
 pub mod review;
 pub mod shell;
@@ -53,3 +58,11 @@ mod proptests;
 
 pub use error::{Error, Result};
 pub use exit_code::ExitCode;
+
+// coord keeps mutual exclusion with POSIX file semantics (hard links and link counts, inode
+// identity, `O_NOFOLLOW`, renames over a name, process groups and signals); Windows has none of
+// them in that form. One clear line instead of a screen of missing `std::os::unix` items.
+#[cfg(windows)]
+compile_error!(
+    "coord runs on Linux and macOS, not on Windows: use it inside WSL (Windows Subsystem for Linux)"
+);

@@ -39,6 +39,8 @@ pub struct AgentView {
     pub current_file: Option<String>,
     /// FREE, LOCKED or WAITING.
     pub lock_status: Option<String>,
+    /// Its client waits for its user: since when and what it asks (null when not).
+    pub needs_user: Option<crate::history::NeedsUser>,
 }
 
 /// One lock, as `status` shows it.
@@ -144,6 +146,8 @@ pub struct Status {
     pub unreadable: Vec<Unreadable>,
     /// The dialogue in `agent-dialogue/`, null when there is none.
     pub dialogue: Option<DialogueSummary>,
+    /// Workspaces inside this one (their own agents, locks and messages).
+    pub nested: Vec<crate::nested::Nested>,
 }
 
 /// Build an [`AgentView`] from a presence.
@@ -162,6 +166,7 @@ pub fn agent_view(p: &presence::Presence, now: &Timestamp) -> AgentView {
         working_on: p.field("working_on").map(str::to_string),
         current_file: p.field("current_file").map(str::to_string),
         lock_status: p.field("lock_status").map(str::to_string),
+        needs_user: None,
     }
 }
 
@@ -272,9 +277,11 @@ pub fn collect(ws: &Workspace) -> Status {
         &presences.iter().map(|p| p.id.clone()).collect::<Vec<_>>(),
     );
     unreadable.extend(bad_messages);
+    let mut agents: Vec<AgentView> = presences.iter().map(|p| agent_view(p, &now)).collect();
+    crate::history::mark_needs_user(ws.root(), &mut agents);
     Status {
         root: ws.root().display().to_string(),
-        agents: presences.iter().map(|p| agent_view(p, &now)).collect(),
+        agents,
         locks: entries.iter().map(|e| lock_view(e, ws, &now)).collect(),
         waits,
         deadlocks,
@@ -305,5 +312,9 @@ pub fn collect(ws: &Workspace) -> Status {
         reviews,
         unreadable,
         dialogue: dialogue::summary(ws),
+        nested: crate::nested::find(
+            ws,
+            &entries.iter().map(|e| e.file.as_str()).collect::<Vec<_>>(),
+        ),
     }
 }

@@ -60,6 +60,9 @@ impl FolderWatch {
     /// not filtered (outside Linux) every change wakes the waiter, which is slower but never
     /// wrong.
     pub fn add_removals(&mut self, dir: &Path, prefixes: Option<Vec<String>>) {
+        // Only Linux's own watch filters by name.
+        #[cfg(not(target_os = "linux"))]
+        let _ = prefixes;
         match self.inner.as_mut() {
             #[cfg(target_os = "linux")]
             Some(Inner::Direct(w)) => w.add_interest(

@@ -150,6 +150,9 @@ impl Workspace {
         let state = layout::state_dir(&root);
         let existed = fs::symlink_metadata(&state).is_ok_and(|m| m.is_dir());
         fsutil::ensure_dir(&state)?;
+        if !existed {
+            crate::nested::register(&root);
+        }
         Ok((Workspace { root }, !existed))
     }
 
@@ -184,6 +187,8 @@ impl Workspace {
                 .at("create folder", &dir);
             }
             fsutil::ensure_dir(&dir)?;
+            // Made now: the workspace around this one, if any, learns that it holds it.
+            crate::nested::register(&self.root);
         }
         self.sweep_temps_once();
         Ok(dir)

@@ -11,10 +11,10 @@ use coord::workspace::{Target, Workspace};
 
 use super::{Ctx, msg, output};
 
-/// Write to and read the shared collaboration file (`collaboration_file.txt`)
+/// Write to and read the shared log (`collaboration_file.txt`)
 ///
 /// Each entry is one JSON line `{"llm_id": …, "response": …, "time": …}`, readable by the
-/// seed's Python `CollaborativeFileCommunication` class and by coord.
+/// Python `CollaborativeFileCommunication` class the protocol text gives, and by coord.
 ///
 ///   coord -a claude collab write "I take the parser; gemini takes the tests"
 ///   coord collab read

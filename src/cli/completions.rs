@@ -59,6 +59,9 @@ pub fn man(args: ManArgs, _ctx: &Ctx) -> anyhow::Result<ExitCode> {
         // Built, so its display name is the page's title: `coord-lock`.
         cmd = sub.version(env!("CARGO_PKG_VERSION"));
     }
+    // The synopsis with each option's value (`[--wait DUR]`), which clap_mangen leaves out.
+    let usage = synopsis(&cmd, &name);
+    let cmd = cmd.override_usage(usage);
     let mut page = Vec::new();
     clap_mangen::Man::new(cmd)
         .render(&mut page)
@@ -67,4 +70,52 @@ pub fn man(args: ManArgs, _ctx: &Ctx) -> anyhow::Result<ExitCode> {
         })?;
     output::raw(&page);
     Ok(ExitCode::Success)
+}
+
+/// `NAME [-C|--dir DIR] [--wait DUR] [--json] <FILE>...`: every visible option with its value
+/// names, then the positionals, then the subcommand.
+fn synopsis(cmd: &clap::Command, name: &str) -> String {
+    let mut words = vec![name.to_string()];
+    let mut options: Vec<&clap::Arg> = cmd
+        .get_arguments()
+        .filter(|a| !a.is_hide_set() && !a.is_positional())
+        .collect();
+    // Required options after the optional ones, as clap_mangen orders them.
+    options.sort_by_key(|a| a.is_required_set());
+    for a in options {
+        let flag = match (a.get_short(), a.get_long()) {
+            (Some(s), Some(l)) => format!("-{s}|--{l}"),
+            (Some(s), None) => format!("-{s}"),
+            (None, Some(l)) => format!("--{l}"),
+            (None, None) => continue,
+        };
+        let takes_value = a.get_num_args().is_some_and(|n| n.takes_values());
+        let value = match a.get_value_names() {
+            Some(names) if takes_value => format!(" {}", names.join(" ")),
+            None if takes_value => format!(" {}", a.get_id().as_str().to_uppercase()),
+            _ => String::new(),
+        };
+        words.push(if a.is_required_set() {
+            format!("{flag}{value}")
+        } else {
+            format!("[{flag}{value}]")
+        });
+    }
+    for a in cmd.get_positionals().filter(|a| !a.is_hide_set()) {
+        let value = a
+            .get_value_names()
+            .map(|n| n.join(" "))
+            .unwrap_or_else(|| a.get_id().as_str().to_uppercase());
+        let many = a.get_num_args().is_some_and(|n| n.max_values() > 1);
+        let dots = if many { "..." } else { "" };
+        words.push(if a.is_required_set() {
+            format!("<{value}>{dots}")
+        } else {
+            format!("[{value}]{dots}")
+        });
+    }
+    if cmd.has_subcommands() {
+        words.push("<COMMAND>".into());
+    }
+    words.join(" ")
 }

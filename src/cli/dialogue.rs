@@ -84,7 +84,7 @@ struct WaitArgs {
     timeout: Option<String>,
 }
 
-/// Write the next message and pass the turn (seed steps 1-7 in one step)
+/// Write the next message and pass the turn (every step of the dialogue protocol at once)
 ///
 /// Refused (exit 3) unless it is ID's turn and no PAUSE, END-SESSION or other agent's -ONLY
 /// stands. The turn goes to the next participant, or to USER with `--marker NEEDS-USER`.
@@ -214,11 +214,21 @@ fn turn(d: &Dialogue, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 
 /// The human form of `coord dialogue turn`.
 pub fn render_view(v: &TurnView) -> String {
+    let shown = v.next.as_deref().unwrap_or(&v.turn_file);
+    // `current-turn.txt` may name anyone (an agent that follows the files by hand can write
+    // it): one who is neither a participant nor the user is said to be so.
+    let outsider = v.next.as_deref().filter(|id| {
+        !coord::dialogue::files::same_id(id, coord::dialogue::files::USER)
+            && !v
+                .participants
+                .iter()
+                .any(|p| coord::dialogue::files::same_id(p, id))
+    });
     let mut out = vec![
-        format!(
-            "turn: {}",
-            output::clean(v.next.as_deref().unwrap_or(&v.turn_file))
-        ),
+        match outsider {
+            Some(_) => format!("turn: {} (not a participant)", output::clean(shown)),
+            None => format!("turn: {}", output::clean(shown)),
+        },
         format!("state: {}", v.state),
         format!("topic: {}", output::clean(&v.topic)),
     ];
@@ -230,6 +240,14 @@ pub fn render_view(v: &TurnView) -> String {
     out.push(format!("participants: {}", v.participants.join(", ")));
     if let Some(e) = &v.error {
         out.push(format!("error: {}", output::clean(e)));
+    }
+    if let Some(id) = outsider {
+        out.push(format!(
+            "note: `{}` in current-turn.txt is not among the participants ({}); write one of them there, or let {} speak",
+            output::clean(id),
+            v.participants.join(", "),
+            output::clean(id)
+        ));
     }
     if let Some(o) = &v.only {
         out.push(format!("only: {o} (the user's {o}-ONLY)"));

@@ -144,11 +144,19 @@ fn check(args: CheckArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         output::diag(&format!("warning: {}", lines.join("\n")));
         return Ok(ExitCode::Success);
     }
-    output::error_line(
-        &lines.join("\n"),
-        Some(
-            "wait for the holder to unlock (`coord status`), or set COORD_GUARD=warn to let this one through",
+    // With `--json` the document above says it all (one stream per mode).
+    if ctx.json {
+        return Ok(ExitCode::CheckFailed);
+    }
+    // The agent's own locks never count (an agent client's session is found from the process
+    // tree): what is left is another agent's, and the way through is that agent's unlock.
+    let hint = match &me {
+        Some(me) => format!(
+            "these are not locks of {} (the agent committing): wait until their holder unlocks (`coord status`), or ask them with `coord msg send HOLDER ...`",
+            me.id()
         ),
-    );
+        None => "wait until their holder unlocks (`coord status`); if you hold them yourself, commit as that agent: `COORD_AGENT=NAME git commit ...`".to_string(),
+    };
+    output::error_line(&lines.join("\n"), Some(&hint));
     Ok(ExitCode::CheckFailed)
 }

@@ -11,7 +11,7 @@ use coord::v3::handshake::{self, Round};
 use super::Ctx;
 use super::output::{self, Cell};
 
-/// Hand-shake with every other active agent (Protocol V3)
+/// Agree with every other active agent to follow the lock rules (a handshake)
 ///
 /// Writes `.handshake_<you>`: a REQUESTED block for each other ACTIVE agent, and ACCEPTED for
 /// each agent whose handshake file addresses you. A pair is established once both directions

@@ -8,8 +8,10 @@ use clap::builder::TypedValueParser;
 
 use coord::ExitCode;
 use coord::clock;
-use coord::hook::{self, Client, HookCall, Reply, act};
+use coord::hook::{self, Client, HookCall, Kind, Reply, act};
+use coord::identity;
 use coord::plugin;
+use coord::v3::lock::{ClientSession, Owner};
 use coord::workspace::{AgentId, Workspace};
 
 use super::{Ctx, output};
@@ -83,15 +85,49 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> Result<Reply, String> {
         .clone()
         .filter(|c| c.is_absolute() && c.is_dir())
         .unwrap_or_else(|| ctx.cwd().to_path_buf());
-    let agent = agent(ctx, client, &call)?;
+    let explicit = ctx.agent_explicit().map_err(|e| e.to_string())?;
+    let agent = agent(explicit.clone(), client, &call)?;
     let ws = Workspace::discover(ctx.dir.as_deref(), &cwd).map_err(|e| e.to_string())?;
+    // The plugin's hook: nothing at all where coord stays out, before anything is written.
     if args.plugin {
         if plugin::gate(&ws, Some(client)) != plugin::Gate::Go {
             return Ok(Reply::Allow);
         }
         plugin::adopt(&ws).map_err(|e| e.to_string())?;
     }
-    act::handle(&ws, &agent, &call, &cwd, wait.min(MAX_WAIT)).map_err(|e| e.to_string())
+    // The session's agent: every later coord below the client process acts as it, and the
+    // locks its edits take follow the client process.
+    let session = match (&explicit, call.session_id.as_deref()) {
+        (None, Some(sid)) => identity::hook_client_process().map(|p| (sid, p)),
+        _ => None,
+    };
+    let owner = session.map(|(sid, process)| Owner {
+        pid: process.pid,
+        session: None,
+        client: Some(ClientSession {
+            client: client.as_str().to_string(),
+            session: sid.to_string(),
+        }),
+    });
+    if let Some((sid, process)) = session
+        && call.kind != Kind::SessionEnd
+        && let Err(e) = identity::register(&ws, client, sid, &agent, process)
+    {
+        output::diag(&format!(
+            "warning: coord hook {}: cannot register the session: {e}",
+            client.as_str()
+        ));
+    }
+    hook::trail::begin(&call);
+    let reply = act::handle(&ws, &agent, &call, &cwd, wait.min(MAX_WAIT), owner.as_ref());
+    hook::trail::record(&ws, &agent, &call, &input, &cwd, reply.as_ref().ok());
+    let reply = reply.map_err(|e| e.to_string());
+    if let Some((sid, process)) = session
+        && call.kind == Kind::SessionEnd
+    {
+        identity::end(&ws, client, sid, process).map_err(|e| e.to_string())?;
+    }
+    reply
 }
 
 /// A hook must not hang its client: waits are capped.
@@ -106,9 +142,10 @@ fn read_stdin() -> std::io::Result<Vec<u8>> {
     Ok(buf)
 }
 
-/// `-a`/`COORD_AGENT`, else the session's own agent.
-fn agent(ctx: &Ctx, client: Client, call: &HookCall) -> Result<AgentId, String> {
-    if let Some(a) = ctx.agent_opt().map_err(|e| e.to_string())? {
+/// `-a`/`COORD_AGENT`, else the session's own agent (from the payload: it names the session
+/// this very call belongs to).
+fn agent(explicit: Option<AgentId>, client: Client, call: &HookCall) -> Result<AgentId, String> {
+    if let Some(a) = explicit {
         return Ok(a);
     }
     match call.session_id.as_deref() {

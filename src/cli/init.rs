@@ -89,7 +89,7 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         output::line("Nothing to change: coord is already wired here");
     } else if !args.dry_run {
         output::line(&format!(
-            "Wired for {}. Check with `coord status`; see docs/agents.md for each client.",
+            "Wired for {}. Check with `coord status`; `coord docs agents` shows each client's setup.",
             plan.clients.join(", ")
         ));
     }

@@ -3,10 +3,11 @@
 use clap::Args;
 
 use coord::clock;
-use coord::v3::lock::{self, DEFAULT_TTL, LockEvent, LockRequest, Owner};
+use coord::v3::lock::{self, ClientSession, DEFAULT_TTL, LockRequest, Owner};
 use coord::v3::session::{SESSION_ENV, SESSION_PID_ENV};
 use coord::{Error, ExitCode};
 
+use super::progress::WaitProgress;
 use super::{Ctx, WaitArgs, output};
 
 /// Acquire locks on files, all or nothing
@@ -61,19 +62,18 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         ttl,
         backup: !args.no_backup,
         reason: args.reason,
-        owner: session_owner(),
+        owner: session_owner(ctx),
     };
     // A signal while waiting leaves the queue and resets WAITING before exiting 130/143/129.
     coord::watch::stop_on_signals().map_err(|e| Error::Failed {
         message: format!("cannot install the signal handlers: {e}"),
     })?;
-    let quiet = ctx.quiet;
-    let got = lock::acquire(&ws, &req, &mut |event| match event {
-        LockEvent::Waiting(b) if !quiet => output::diag(&output::waiting_line(b)),
-        LockEvent::Waiting(_) => {}
-    })?;
+    let mut progress = WaitProgress::new(wait, ctx.quiet);
+    let got = lock::acquire(&ws, &req, &mut |event| progress.on_event(event));
+    progress.finish();
+    let got = got?;
     output::took_over_notes(&got.acquired);
-    if !quiet {
+    if !ctx.quiet {
         output::held_elsewhere_warnings(req.agent.id(), &got.acquired);
     }
     if ctx.json {
@@ -108,14 +108,31 @@ pub fn acquired_lines(got: &lock::Acquisition) -> Vec<String> {
 
 /// Inside `coord session`, locks follow the session's process. The variable is trusted only
 /// when it names a live ancestor of this process: a stray or forged value would otherwise make
-/// the lock stale the moment it is written.
-fn session_owner() -> Option<Owner> {
-    let pid: u32 = std::env::var(SESSION_PID_ENV).ok()?.parse().ok()?;
-    if !coord::host::is_ancestor(pid) {
-        return None;
+/// the lock stale the moment it is written. Inside an agent client's session (no agent given),
+/// they follow the client process.
+pub fn session_owner(ctx: &Ctx) -> Option<Owner> {
+    let pid = std::env::var(SESSION_PID_ENV)
+        .ok()
+        .and_then(|p| p.parse::<u32>().ok())
+        .filter(|pid| coord::host::is_ancestor(*pid));
+    if let Some(pid) = pid {
+        return Some(Owner::process(
+            pid,
+            std::env::var(SESSION_ENV).ok().filter(|s| !s.is_empty()),
+        ));
     }
+    client_owner(ctx.session()?, None)
+}
+
+/// A lock taken in client session `s` follows its client process, when known.
+pub fn client_owner(s: &coord::identity::Session, session: Option<String>) -> Option<Owner> {
+    let process = s.process?;
     Some(Owner {
-        pid,
-        session: std::env::var(SESSION_ENV).ok().filter(|s| !s.is_empty()),
+        pid: process.pid,
+        session,
+        client: Some(ClientSession {
+            client: s.client.as_str().to_string(),
+            session: s.id.clone(),
+        }),
     })
 }

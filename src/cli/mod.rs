@@ -11,16 +11,19 @@ use coord::workspace::{AgentId, Target, Workspace};
 use coord::{Error, ExitCode};
 
 mod check;
+mod child_fence;
 mod collab;
 mod completions;
 mod demo;
 mod dialogue;
+mod docs;
 mod doctor;
 mod guard;
 mod handshake;
 mod hook;
 mod init;
 mod lock;
+mod log;
 mod mcp;
 mod msg;
 mod note;
@@ -28,6 +31,8 @@ mod output;
 mod partners;
 mod plugin;
 mod presence;
+mod progress;
+mod prune;
 mod restore;
 mod review;
 mod run;
@@ -35,8 +40,10 @@ mod session;
 mod startup;
 mod status;
 mod unlock;
+mod version;
 mod watch;
 mod who;
+mod whoami;
 mod write;
 
 const ABOUT: &str = "Coordinate AI coding agents and humans in one shared folder";
@@ -44,8 +51,9 @@ const ABOUT: &str = "Coordinate AI coding agents and humans in one shared folder
 const LONG_ABOUT: &str = "\
 Coordinate AI coding agents and humans in one shared folder.
 
-coord implements Protocol V3 (presence, FILE.lock.<agent> locks, .bak backups) with plain files
-that agents following the protocol by hand can read and write too, and makes every lock race-free.
+coord keeps presence, FILE.lock.<agent> locks and .bak backups (and messages, a shared log, a
+turn-based dialogue and a review tracker) in plain files that agents following the protocols by
+hand can read and write too, and makes every lock race-free. `coord docs` shows the documentation.
 
 A typical agent turn:
   coord -a claude presence . \"Task_123\"
@@ -126,10 +134,15 @@ enum Command {
     Guard(guard::GuardArgs),
     Mcp(mcp::McpArgs),
     Who(who::WhoArgs),
+    Whoami(whoami::WhoamiArgs),
     Watch(watch::WatchArgs),
+    Log(log::LogArgs),
+    Prune(prune::PruneArgs),
     Completions(completions::CompletionsArgs),
     Man(completions::ManArgs),
     Doctor(doctor::DoctorArgs),
+    Version(version::VersionArgs),
+    Docs(docs::DocsArgs),
     Plugin(plugin::PluginArgs),
 }
 
@@ -164,6 +177,10 @@ pub struct Ctx {
     cwd: PathBuf,
     dir: Option<PathBuf>,
     agent: Option<String>,
+    /// `-a` stood on the command line (else the name, if any, came from `COORD_AGENT`).
+    agent_flag: bool,
+    /// The agent client session this process runs in, looked up once when first asked.
+    session: std::cell::OnceCell<Option<coord::identity::Session>>,
     /// `--json` was given.
     pub json: bool,
     /// `--quiet` was given.
@@ -189,17 +206,42 @@ impl Ctx {
         Workspace::discover(self.dir.as_deref(), &self.cwd)
     }
 
-    /// The acting agent, or the error that says how to give one.
+    /// The acting agent, or the error that says how to give one: `-a`/`COORD_AGENT`, else
+    /// the agent of the client session this process runs in ([`coord::identity`]).
     pub fn agent(&self) -> Result<AgentId, Error> {
-        match self.agent_given() {
-            Some(name) => AgentId::parse(name),
-            None => Err(Error::MissingAgent),
+        self.agent_opt()?.ok_or(Error::MissingAgent)
+    }
+
+    /// The acting agent when there is one (commands that work without one): as [`Ctx::agent`].
+    pub fn agent_opt(&self) -> Result<Option<AgentId>, Error> {
+        match self.agent_explicit()? {
+            Some(a) => Ok(Some(a)),
+            None => Ok(self.session().map(|s| s.agent.clone())),
         }
     }
 
-    /// The acting agent when one was given (commands that work without one).
-    pub fn agent_opt(&self) -> Result<Option<AgentId>, Error> {
+    /// The agent given with `-a` or `COORD_AGENT`, and nothing else.
+    pub fn agent_explicit(&self) -> Result<Option<AgentId>, Error> {
         self.agent_given().map(AgentId::parse).transpose()
+    }
+
+    /// Where the given agent came from: `flag` (`-a`) or `env` (`COORD_AGENT`).
+    pub fn agent_source(&self) -> &'static str {
+        if self.agent_flag { "flag" } else { "env" }
+    }
+
+    /// The agent client session this process runs in, when no agent is given (see
+    /// [`coord::identity::current`]).
+    pub fn session(&self) -> Option<&coord::identity::Session> {
+        if self.agent_given().is_some() {
+            return None;
+        }
+        self.session
+            .get_or_init(|| {
+                let ws = Workspace::discover(self.dir.as_deref(), &self.cwd).ok()?;
+                coord::identity::current(ws.root())
+            })
+            .as_ref()
     }
 
     /// The name given; an empty one (`COORD_AGENT=`, as a shell leaves an unset variable) is
@@ -221,14 +263,15 @@ impl Ctx {
 
 /// Run the command line and return the process exit code.
 pub fn run() -> ExitCode {
-    let (cli, dir_given) = match parse_args() {
+    let (cli, dir_given, agent_flag) = match parse_args() {
         Ok(parsed) => parsed,
         Err(e) => {
-            let _ = e.print();
             if !e.use_stderr() {
+                let _ = e.print();
                 return ExitCode::Success;
             }
-            // `--json` promises one document, a usage error included.
+            // `--json` promises one document, a usage error included, and an error is said in
+            // one stream: the document on stdout with `--json`, the text on stderr without.
             if std::env::args_os()
                 .skip(1)
                 .take_while(|a| a != "--")
@@ -249,6 +292,8 @@ pub fn run() -> ExitCode {
                         "exit_code": ExitCode::Usage.code(),
                     }
                 }));
+            } else {
+                let _ = e.print();
             }
             return ExitCode::Usage;
         }
@@ -273,6 +318,8 @@ pub fn run() -> ExitCode {
                 },
                 cwd,
                 agent: cli.global.agent,
+                agent_flag,
+                session: std::cell::OnceCell::new(),
                 json: cli.global.json,
                 quiet: cli.global.quiet,
             };
@@ -283,6 +330,9 @@ pub fn run() -> ExitCode {
     coord::watch::settle();
     // Temporary files made ahead of need and not used, and replaced content left for later.
     coord::fsutil::discard_spares();
+    if let Some(warning) = coord::history::take_warning() {
+        output::diag(&format!("warning: {warning}"));
+    }
     match result {
         Ok(code) => code,
         Err(err) => report(&err, json),
@@ -317,7 +367,7 @@ fn change_dir(cwd: PathBuf, dir: Option<&Path>) -> Result<PathBuf, Error> {
 /// the tree holds just that one command (parsed by the very same derived definitions); anything
 /// else, and any command line that is not plainly one of them, gets the whole tree. The tree is leaked rather than freed: the
 /// process exits soon after and freeing its many small allocations was a fifth of the work.
-fn parse_args() -> Result<(Cli, bool), clap::Error> {
+fn parse_args() -> Result<(Cli, bool, bool), clap::Error> {
     let args: Vec<OsString> = std::env::args_os().collect();
     let mut command = match args.get(1..).and_then(single_command) {
         Some(sub) => single_tree(sub),
@@ -326,10 +376,11 @@ fn parse_args() -> Result<(Cli, bool), clap::Error> {
     let parsed = command
         .try_get_matches_from_mut(args)
         .and_then(|matches| {
-            let dir_given = dir_on_command_line(&matches);
+            let dir_given = on_command_line(&matches, "dir");
+            let agent_flag = on_command_line(&matches, "agent");
             let cli = Cli::from_arg_matches(&matches);
             std::mem::forget(matches);
-            cli.map(|cli| (cli, dir_given))
+            cli.map(|cli| (cli, dir_given, agent_flag))
         })
         .map_err(|e| e.format(&mut command));
     std::mem::forget(command);
@@ -348,12 +399,12 @@ fn single_tree(sub: clap::Command) -> clap::Command {
     .subcommand(sub)
 }
 
-/// Whether `-C/--dir` stood on the command line (rather than coming from `COORD_DIR`), before
-/// or after the subcommand's name.
-fn dir_on_command_line(matches: &clap::ArgMatches) -> bool {
+/// Whether global option `id` (`-C/--dir`, `-a/--agent`) stood on the command line (rather
+/// than coming from `COORD_DIR`/`COORD_AGENT`), before or after the subcommand's name.
+fn on_command_line(matches: &clap::ArgMatches, id: &str) -> bool {
     let mut level = Some(matches);
     while let Some(m) = level {
-        if m.value_source("dir") == Some(clap::parser::ValueSource::CommandLine) {
+        if m.value_source(id) == Some(clap::parser::ValueSource::CommandLine) {
             return true;
         }
         level = m.subcommand().map(|(_, sub)| sub);
@@ -405,8 +456,13 @@ fn single_command(args: &[OsString]) -> Option<clap::Command> {
         "guard" => guard::GuardArgs::augment_args(named("guard")),
         "mcp" => mcp::McpArgs::augment_args(named("mcp")),
         "who" => who::WhoArgs::augment_args(named("who")),
+        "whoami" => whoami::WhoamiArgs::augment_args(named("whoami")),
         "watch" => watch::WatchArgs::augment_args(named("watch")),
+        "log" => log::LogArgs::augment_args(named("log")),
+        "prune" => prune::PruneArgs::augment_args(named("prune")),
         "doctor" => doctor::DoctorArgs::augment_args(named("doctor")),
+        "version" => version::VersionArgs::augment_args(named("version")),
+        "docs" => docs::DocsArgs::augment_args(named("docs")),
         "plugin" => plugin::PluginArgs::augment_args(named("plugin")),
         // `completions` and `man` describe the whole tree anyway; `help` and anything unknown
         // need it to answer.
@@ -440,10 +496,15 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Init(args) => init::run(args, ctx),
         Command::Guard(args) => guard::run(args, ctx),
         Command::Watch(args) => watch::run(args, ctx),
+        Command::Log(args) => log::run(args, ctx),
+        Command::Prune(args) => prune::run(args, ctx),
         Command::Completions(args) => completions::completions(args, ctx),
         Command::Man(args) => completions::man(args, ctx),
         Command::Mcp(args) => mcp::run(args, ctx),
         Command::Who(args) => who::run(args, ctx),
+        Command::Whoami(args) => whoami::run(args, ctx),
+        Command::Version(args) => version::run(args, ctx),
+        Command::Docs(args) => docs::run(args, ctx),
         Command::Plugin(args) => plugin::run(args, ctx),
     }
 }
@@ -489,12 +550,15 @@ impl Described {
     }
 }
 
-/// Print an error (and its hint) and map it to the contract's exit code.
+/// Print an error (and its hint) and map it to the contract's exit code: in one stream, the
+/// `error:` and `hint:` lines on stderr, or with `--json` the error document on stdout (on
+/// stderr as text only when the command already printed its document).
 fn report(err: &anyhow::Error, json: bool) -> ExitCode {
     let d = Described::of(err);
-    output::error_line(&d.message, d.hint.as_deref());
     if json && !output::json_printed() {
         output::json(&d.json());
+    } else {
+        output::error_line(&d.message, d.hint.as_deref());
     }
     d.code
 }

@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 use serde::Serialize;
 
 use coord::clock::{self, Wait};
+use coord::error::Refusal;
 use coord::v3::message::{self, Inbox, InboxEntry, Recipient};
 use coord::v3::presence;
 use coord::{Error, ExitCode};
@@ -109,6 +110,24 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         MsgCommand::Send { to, text } => {
             let to = Recipient::parse(&to)?;
             let agent = ctx.agent()?;
+            // An agent that lives in a workspace inside this one reads its inbox there, never
+            // here: refused before anything is written, rather than left unread.
+            if let Recipient::Agent(id) = &to
+                && let Some(home) = coord::nested::home_of(&ws, id)
+            {
+                return Err(Error::refused(
+                    Refusal::AgentElsewhere,
+                    format!(
+                        "`{id}` works in the nested workspace `{}/`, which keeps its own messages: it would never read this one",
+                        home.root
+                    ),
+                    Some(format!(
+                        "send it there: `coord -C {} msg send {id} …`",
+                        coord::shell::arg(&home.root)
+                    )),
+                )
+                .into());
+            }
             let body = text_or_stdin(&text)?;
             let sent = message::send(&ws, &agent, &to, &body)?;
             if let Recipient::Agent(id) = &to

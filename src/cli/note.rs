@@ -3,9 +3,9 @@
 use clap::Args;
 
 use coord::ExitCode;
-use coord::v3::lock::LockEvent;
 use coord::v3::note::{self, NoteRequest};
 
+use super::progress::WaitProgress;
 use super::{Ctx, WaitArgs, msg, output};
 
 /// Append `[HH:MM] [Agent] TEXT` to a shared file, under its lock
@@ -34,7 +34,7 @@ pub fn run(args: NoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let target = ws.resolve(ctx.cwd(), &args.file)?;
     let wait = args.wait.wait()?;
     let text = msg::text_or_stdin(&args.text)?;
-    let quiet = ctx.quiet;
+    let mut progress = WaitProgress::new(wait, ctx.quiet);
     let noted = note::note(
         &ws,
         &NoteRequest {
@@ -43,11 +43,10 @@ pub fn run(args: NoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             text,
             wait,
         },
-        &mut |event| match event {
-            LockEvent::Waiting(b) if !quiet => output::diag(&output::waiting_line(b)),
-            LockEvent::Waiting(_) => {}
-        },
-    )?;
+        &mut |event| progress.on_event(event),
+    );
+    progress.finish();
+    let noted = noted?;
     if ctx.json {
         output::json(&noted);
     } else if !ctx.quiet {

@@ -4,8 +4,8 @@ use clap::Args;
 
 use coord::ExitCode;
 use coord::edit::restore;
-use coord::v3::lock::LockEvent;
 
+use super::progress::WaitProgress;
 use super::{Ctx, WaitArgs, output};
 
 /// Put FILE.bak back (the current content becomes the new FILE.bak)
@@ -31,12 +31,12 @@ pub fn run(args: RestoreArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let agent = ctx.agent()?;
     let target = ws.resolve(ctx.cwd(), &args.file)?;
     let wait = args.wait.wait()?;
-    let quiet = ctx.quiet;
+    let mut progress = WaitProgress::new(wait, ctx.quiet);
     let restored = restore::restore(&ws, &agent, &target, wait, &mut |event| {
-        if let (LockEvent::Waiting(b), false) = (event, quiet) {
-            output::diag(&output::waiting_line(b));
-        }
-    })?;
+        progress.on_event(event)
+    });
+    progress.finish();
+    let restored = restored?;
     if ctx.json {
         output::json(&restored);
     } else if !ctx.quiet {

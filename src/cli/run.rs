@@ -5,9 +5,9 @@ use std::ffi::OsString;
 use clap::Args;
 
 use coord::edit::run::{self, RunEnd, RunEvent, RunRequest};
-use coord::v3::lock::LockEvent;
 use coord::{Error, ExitCode};
 
+use super::progress::WaitProgress;
 use super::{Ctx, WaitArgs, output};
 
 /// Lock files, run a command, release the locks however it ends
@@ -63,16 +63,19 @@ pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     })?;
     let quiet = ctx.quiet;
     let agent_id = req.agent.id().to_string();
+    let mut progress = WaitProgress::new(req.wait, quiet);
     let outcome = run::run(&ws, &req, &mut |event| match event {
-        RunEvent::Lock(LockEvent::Waiting(b)) if !quiet => output::diag(&output::waiting_line(b)),
+        RunEvent::Lock(e) => progress.on_event(e),
         RunEvent::Locked(got) => {
+            progress.finish();
             output::took_over_notes(&got.acquired);
             if !quiet {
                 output::held_elsewhere_warnings(&agent_id, &got.acquired);
             }
         }
-        RunEvent::Lock(_) => {}
-    })?;
+    });
+    progress.finish();
+    let outcome = outcome?;
     for file in &outcome.lost {
         output::diag(&format!(
             "warning: the lock on `{file}` was taken over while the command ran (it had gone STALE)"

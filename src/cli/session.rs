@@ -41,7 +41,7 @@ const RECHECK: Duration = Duration::from_secs(1);
 ///
 /// CMD gets COORD_AGENT, COORD_DIR, COORD_SESSION and COORD_SESSION_PID. Locks it takes with
 /// `coord lock` follow the session: they are released when CMD ends, and are STALE at once if
-/// the session process dies. The presence and stamp card beat every 30 s
+/// the session process dies — and then CMD dies too (Linux: the kernel kills it with coord). The presence and stamp card beat every 30 s
 /// (COORD_HEARTBEAT_INTERVAL overrides). Exits with CMD's status (128+N when killed by signal N).
 ///
 /// Ctrl-C reaches CMD once (from the terminal) and does not end the session; the session ends
@@ -105,6 +105,8 @@ pub fn run(args: SessionArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     for (k, v) in session::child_env(&ws, &agent, &session_id, host::pid()) {
         command.env(k, v);
     }
+    // CMD never outlives coord: killed with it, even by `kill -9` (Linux).
+    super::child_fence::die_with_parent(&mut command);
     let own_group = host::ProcessGroup::wanted();
     if own_group {
         command.process_group(0);

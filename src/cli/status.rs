@@ -20,11 +20,20 @@ pub struct StatusArgs {
     /// The workspace folder (like `--dir`)
     #[arg(id = "workdir", value_name = "DIR")]
     dir: Option<PathBuf>,
+    /// Also show agents that finished over an hour ago (they fade from the view)
+    #[arg(long)]
+    all: bool,
 }
+
+/// How long a FINISHED agent stays in the view.
+pub const FADE_AFTER_S: u64 = 3600;
 
 pub fn run(args: StatusArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(args.dir.as_deref())?;
-    let st = status::collect(&ws);
+    let mut st = status::collect(&ws);
+    if !args.all {
+        fade(&mut st);
+    }
     if ctx.json {
         output::json(&st);
     } else if !ctx.quiet {
@@ -52,6 +61,12 @@ pub fn render(st: &Status, color: bool) -> String {
             _ => out.push(output::table(headers, rows, color)),
         }
     };
+    section(
+        "Needs you",
+        &["AGENT", "WAITING", "ASKS"],
+        needs_rows(st),
+        None,
+    );
     section(
         "Agents",
         &["AGENT", "STATUS", "HEARTBEAT", "WORKING ON", "FILE", "LOCK"],
@@ -88,6 +103,11 @@ pub fn render(st: &Status, color: bool) -> String {
             out.push(output::table(headers, rows, color));
         }
     };
+    section(
+        "Nested workspaces (their own agents, locks and messages)",
+        &["FOLDER", "AGENTS", "SEE"],
+        nested_rows(st),
+    );
     section(
         "Sessions online (stamp card)",
         &["PARTNER", "HEARTBEAT", "TASK", "SESSION"],
@@ -133,6 +153,52 @@ pub fn render(st: &Status, color: bool) -> String {
         }
     }
     out.join("\n")
+}
+
+fn nested_rows(st: &Status) -> Vec<Vec<Cell>> {
+    st.nested
+        .iter()
+        .map(|n| {
+            let agents: Vec<String> = n
+                .agents
+                .iter()
+                .map(|a| format!("{} {}", a.name, a.status))
+                .collect();
+            vec![
+                Cell::plain(format!("{}/", n.root)),
+                Cell::plain(if agents.is_empty() {
+                    "-".to_string()
+                } else {
+                    agents.join(", ")
+                }),
+                Cell::plain(format!("coord -C {} status", coord::shell::arg(&n.root))),
+            ]
+        })
+        .collect()
+}
+
+/// Leave out agents that finished over [`FADE_AFTER_S`] ago (`coord prune` removes them).
+pub fn fade(st: &mut Status) {
+    st.agents.retain(|a| {
+        a.status != "FINISHED" || a.heartbeat_age_s.is_none_or(|age| age <= FADE_AFTER_S)
+    });
+}
+
+fn needs_rows(st: &Status) -> Vec<Vec<Cell>> {
+    let now = coord::clock::now();
+    st.agents
+        .iter()
+        .filter_map(|a| {
+            let n = a.needs_user.as_ref()?;
+            let age = coord::clock::parse_timestamp(&n.since)
+                .map(|t| coord::clock::age(&now, &t).as_secs());
+            Some(vec![
+                Cell::plain(&a.agent),
+                Cell::plain(output::ago(age)),
+                Cell::opt(Some(n.what.as_str()).filter(|w| !w.is_empty())),
+            ])
+        })
+        .collect()
 }
 
 fn agent_rows(st: &Status) -> Vec<Vec<Cell>> {

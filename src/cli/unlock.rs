@@ -13,10 +13,13 @@ use coord::error::Refusal;
 /// Release your locks (all of them without FILE)
 ///
 /// A lock held by someone else is never removed (exit 3), unless it is STALE and you
-/// pass --force. A FILE with no lock is fine: it prints `not locked`.
+/// pass --force. A FILE with no lock is fine: it prints `not locked`. A person at a
+/// terminal cleans up a STALE lock without an agent name: `--force` with FILEs acts as
+/// the login name ($USER).
 ///
 ///   coord -a claude unlock SHARED.txt
 ///   coord -a claude unlock              # everything you hold
+///   coord unlock SHARED.txt --force     # a STALE lock someone left behind
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct UnlockArgs {
@@ -37,7 +40,12 @@ pub struct UnlockReport<'a> {
 
 pub fn run(args: UnlockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.lock_workspace()?;
-    let agent = ctx.agent()?;
+    let agent = match ctx.agent_opt()? {
+        Some(agent) => agent,
+        // Removing a STALE lock needs no locks of one's own: a person does it as themselves.
+        None if args.force && !args.files.is_empty() => human()?,
+        None => return Err(Error::MissingAgent.into()),
+    };
     let targets = if args.files.is_empty() {
         None
     } else {
@@ -55,6 +63,29 @@ pub fn run(args: UnlockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Some(err) => Err(err.into()),
         None => Ok(ExitCode::Success),
     }
+}
+
+/// The person at the terminal, as an agent id: the login name (`USER`, else `LOGNAME`) made
+/// into a valid id (`Jane.Doe` → `jane-doe`), else `human`.
+fn human() -> Result<AgentId, Error> {
+    let login = ["USER", "LOGNAME"]
+        .iter()
+        .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
+        .unwrap_or_default();
+    let id: String = login
+        .to_ascii_lowercase()
+        .chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '-'
+            }
+        })
+        .skip_while(|c| !c.is_ascii_alphanumeric())
+        .take(32)
+        .collect();
+    AgentId::parse(&id).or_else(|_| AgentId::parse("human"))
 }
 
 /// `Lock released: FILE`, one line per file (`No locks held` for none).

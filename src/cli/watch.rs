@@ -3,17 +3,18 @@
 use std::collections::VecDeque;
 use std::io::IsTerminal;
 use std::path::PathBuf;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use clap::Args;
 use serde::Serialize;
 
 use coord::changes::{self, Change};
+use coord::history::{self, Event, Tail};
 use coord::watch::FolderWatch;
 use coord::{ExitCode, clock};
 
 use super::output::{self, clean};
-use super::{Ctx, status};
+use super::{Ctx, log, status};
 
 /// How often the view is looked at again without an event (ages move, heartbeats expire, and
 /// network filesystems send no events).
@@ -25,19 +26,31 @@ const RECENT: usize = 12;
 /// Show the status view and redraw it on every change
 ///
 /// On a terminal: the `coord status` view, full screen, redrawn on every change, with the
-/// latest changes under it. Piped: the view once, then one line per change. With --json: one
-/// JSON object per line, the first `{"event": "started", ...}`, then one per change (lock
-/// taken, released, taken over; agent arrived, inactive, finished, left; waiting; message sent;
-/// turn passed; review waiting). Runs until interrupted.
+/// latest events under it; agents waiting for their user come first. Piped: the view once,
+/// then one line per event. With --json: one JSON object per line, the first
+/// `{"event": "started", ...}`, then every event of the workspace's history as it is written
+/// (lock taken, released, taken over, waited for, refused; edits denied and made; messages;
+/// dialogue turns; review steps; agents arriving, leaving, crashing, needing their user), so
+/// no lock is missed however briefly it was held, and the changes only a look can see (agent
+/// inactive, lock stale, waiting, turn passed, review waiting, a lock made by hand). --since
+/// replays the history from then first. --notify rings the terminal (bell and OSC 9) when an
+/// agent starts waiting for its user. Runs until interrupted.
 ///
 ///   coord watch
 ///   coord watch --json | jq -c 'select(.event == "lock_taken")'
+///   coord watch --since 1h --notify
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct WatchArgs {
     /// The workspace folder (like `--dir`)
     #[arg(id = "workdir", value_name = "DIR")]
     dir: Option<PathBuf>,
+    /// First replay the history from then: a duration back from now (`30m`) or a time
+    #[arg(long, value_name = "DUR")]
+    since: Option<String>,
+    /// Ring the terminal (bell, and an OSC 9 notification) when an agent starts waiting for its user
+    #[arg(long)]
+    notify: bool,
 }
 
 /// One line of `--json` output.
@@ -48,8 +61,18 @@ struct Line<'a> {
     change: &'a Change,
 }
 
+/// How often the history is looked at (a stat and, when it grew, a read).
+const POLL: Duration = Duration::from_millis(50);
+
+/// How long a change seen by a look waits for the history to say it (then it is not repeated).
+const HOLD: Duration = Duration::from_millis(1500);
+
+/// How long the history's events are remembered, to recognise a look's change as the same.
+const REMEMBER: Duration = Duration::from_secs(10);
+
 pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(args.dir.as_deref())?;
+    let since = args.since.as_deref().map(super::log::since).transpose()?;
     let mode = if ctx.json {
         Mode::Json
     } else if std::io::stdout().is_terminal() {
@@ -59,8 +82,19 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     };
     // Subscribe first, then look: a change between the two is still seen.
     let events = FolderWatch::recursive(ws.root());
+    let mut tail = match since {
+        Some(_) => Tail::from_start(ws.root()),
+        None => Tail::from_end(ws.root()),
+    };
     let mut before = changes::snapshot(&ws);
     let mut recent: VecDeque<String> = VecDeque::new();
+    let mut feed = Feed {
+        mode,
+        notify: args.notify,
+        recent: &mut recent,
+        said: VecDeque::new(),
+        held: Vec::new(),
+    };
     match mode {
         Mode::Json => {
             let started = serde_json::json!({
@@ -72,49 +106,191 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 output::raw(format!("{text}\n").as_bytes());
             }
         }
-        Mode::Screen => draw(&before.status, &recent),
+        Mode::Screen => {}
         Mode::Lines => output::line(&status::render(&before.status, false)),
     }
+    if let Some(since) = since {
+        // The generation rotated away first, then the log from its start (the tail).
+        let filter = history::Filter {
+            since: Some(since),
+            ..Default::default()
+        };
+        let replay: Vec<Event> = history::read(ws.root(), &filter);
+        let first_in_log = tail.poll();
+        let cut = first_in_log.first().map(|e| e.at.clone());
+        for e in replay
+            .iter()
+            .filter(|e| cut.as_ref().is_none_or(|c| e.at < *c))
+        {
+            feed.history(e, false);
+        }
+        for e in first_in_log.iter().filter(|e| filter.keeps(e)) {
+            feed.history(e, false);
+        }
+    }
+    if mode == Mode::Screen {
+        draw(&before.status, feed.recent);
+    }
+    let mut last_look = Instant::now();
     loop {
-        if events.wait(RECHECK) {
-            // Let a burst of events (a lock and its presence, say) settle into one look.
-            std::thread::sleep(Duration::from_millis(30));
-            events.wait(Duration::ZERO);
+        let fired = events.wait(POLL);
+        let mut changed = false;
+        for e in tail.poll() {
+            feed.history(&e, true);
+            changed = true;
         }
-        let after = changes::snapshot(&ws);
-        let found = changes::diff(&before, &after);
-        let at = clock::now_string();
-        match mode {
-            Mode::Json => {
-                for change in &found {
-                    let line = Line {
-                        at: at.clone(),
-                        change,
-                    };
-                    if let Ok(text) = output::json_text(&line, false) {
-                        output::raw(format!("{text}\n").as_bytes());
-                    }
+        if fired || last_look.elapsed() >= RECHECK {
+            if fired {
+                // Let a burst of events (a lock and its presence, say) settle into one look.
+                std::thread::sleep(Duration::from_millis(30));
+                events.wait(Duration::ZERO);
+                for e in tail.poll() {
+                    feed.history(&e, true);
                 }
             }
-            Mode::Lines => {
-                for change in &found {
-                    output::line(&format!("{} {}", time_of(&at), describe(change)));
-                }
+            let after = changes::snapshot(&ws);
+            for change in changes::diff(&before, &after) {
+                feed.looked(change);
             }
-            Mode::Screen => {
-                for change in &found {
-                    recent.push_front(format!("{} {}", time_of(&at), describe(change)));
-                }
-                recent.truncate(RECENT);
-                // Redrawn on every look, not only on changes: ages move.
-                draw(&after.status, &recent);
-            }
+            before = after;
+            last_look = Instant::now();
+            changed = true;
         }
-        before = after;
+        if feed.release_held() {
+            changed = true;
+        }
+        if changed && mode == Mode::Screen {
+            // Redrawn on every look, not only on changes: ages move.
+            draw(&before.status, feed.recent);
+        }
     }
 }
 
-#[derive(Clone, Copy)]
+/// Where events go, in the mode asked for.
+struct Feed<'a> {
+    mode: Mode,
+    notify: bool,
+    recent: &'a mut VecDeque<String>,
+    /// Keys of the history's recent events, to recognise a look's change as one of them.
+    said: VecDeque<(Instant, String)>,
+    /// Changes seen by a look that the history may still say: shown once HOLD passed unsaid.
+    held: Vec<(Instant, Change)>,
+}
+
+impl Feed<'_> {
+    /// An event of the history.
+    fn history(&mut self, e: &Event, live: bool) {
+        let now = Instant::now();
+        self.said.retain(|(t, _)| now.duration_since(*t) < REMEMBER);
+        for key in history_keys(e) {
+            self.said.push_back((now, key));
+        }
+        self.held.retain(|(_, c)| {
+            !change_key(c).is_some_and(|k| self.said.iter().any(|(_, s)| *s == k))
+        });
+        if live && self.notify && e.event == "needs_user" {
+            ring(&e.agent, e.str("what").unwrap_or(""), self.mode);
+        }
+        match self.mode {
+            Mode::Json => {
+                if let Ok(text) = serde_json::to_string(e) {
+                    output::raw(format!("{text}\n").as_bytes());
+                }
+            }
+            Mode::Lines => output::line(&format!("{} {}", time_of(&e.at), log::describe(e))),
+            Mode::Screen => self.remember(format!("{} {}", time_of(&e.at), log::describe(e))),
+        }
+    }
+
+    /// A change seen by comparing two looks.
+    fn looked(&mut self, change: Change) {
+        match change_key(&change) {
+            Some(k) if self.said.iter().any(|(_, s)| *s == k) => {}
+            Some(_) => self.held.push((Instant::now(), change)),
+            None => self.show(&change),
+        }
+    }
+
+    /// Show the held changes the history did not say in time. Whether any was shown.
+    fn release_held(&mut self) -> bool {
+        let now = Instant::now();
+        let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
+            .into_iter()
+            .partition(|(t, _)| now.duration_since(*t) >= HOLD);
+        self.held = keep;
+        for (_, c) in &due {
+            self.show(c);
+        }
+        !due.is_empty()
+    }
+
+    fn show(&mut self, change: &Change) {
+        let at = clock::now_string();
+        match self.mode {
+            Mode::Json => {
+                let line = Line {
+                    at: at.clone(),
+                    change,
+                };
+                if let Ok(text) = output::json_text(&line, false) {
+                    output::raw(format!("{text}\n").as_bytes());
+                }
+            }
+            Mode::Lines => output::line(&format!("{} {}", time_of(&at), describe(change))),
+            Mode::Screen => self.remember(format!("{} {}", time_of(&at), describe(change))),
+        }
+    }
+
+    fn remember(&mut self, line: String) {
+        self.recent.push_front(line);
+        self.recent.truncate(RECENT);
+    }
+}
+
+/// The keys under which a history event matches a change a look sees.
+fn history_keys(e: &Event) -> Vec<String> {
+    let f = e.file.as_deref().unwrap_or("");
+    match e.event.as_str() {
+        "lock_taken" | "lock_taken_over" => vec![format!("taken|{f}")],
+        "lock_released" => vec![format!("released|{f}")],
+        "message_sent" => vec![format!("message|{}", e.str("id").unwrap_or(""))],
+        "agent_arrived" => vec![format!("arrived|{}", e.agent)],
+        _ => Vec::new(),
+    }
+}
+
+/// The key of a change the history also says, `None` for one only a look sees.
+fn change_key(c: &Change) -> Option<String> {
+    match c {
+        Change::LockTaken { file, .. } | Change::LockTakenOver { file, .. } => {
+            Some(format!("taken|{file}"))
+        }
+        Change::LockReleased { file, .. } => Some(format!("released|{file}")),
+        Change::MessageSent { id, .. } => Some(format!("message|{id}")),
+        Change::AgentArrived { agent, .. } => Some(format!("arrived|{agent}")),
+        _ => None,
+    }
+}
+
+/// Tell the terminal an agent waits for its user: the bell, and an OSC 9 notification (shown
+/// by terminals that support it, ignored by the others), on whichever of stdout and stderr is
+/// the terminal (never into `--json`).
+fn ring(agent: &str, what: &str, mode: Mode) {
+    use std::io::Write;
+    let text: String = clean(&format!("coord: {agent} needs you: {what}"))
+        .chars()
+        .filter(|c| *c != '\x1b' && *c != '\x07')
+        .take(200)
+        .collect();
+    let bytes = format!("\x07\x1b]9;{text}\x07");
+    if mode != Mode::Json && std::io::stdout().is_terminal() {
+        output::raw(bytes.as_bytes());
+    } else {
+        let _ = std::io::stderr().write_all(bytes.as_bytes());
+    }
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
 enum Mode {
     Json,
     Screen,

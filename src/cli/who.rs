@@ -39,13 +39,23 @@ pub fn run(args: WhoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     if ctx.quiet {
         return Ok(ExitCode::Success);
     }
+    let now = coord::clock::now();
     for f in &files {
         if f.locks.is_empty() {
             output::line(&format!("{}: not locked", f.file));
         }
         for h in &f.locks {
             let l = &h.lock;
-            let since = l.locked_at.as_deref().unwrap_or("?");
+            // `13:02 (3m ago)`, as `status` and the refusals say it; the full time is in `--json`.
+            let at = l
+                .locked_at
+                .as_deref()
+                .and_then(coord::clock::parse_timestamp);
+            let since = format!(
+                "{} ({})",
+                coord::v3::lock::format_since(at.as_ref(), &now),
+                output::ago(l.age_s)
+            );
             let working =
                 coord::v3::lock::working_text(h.working_on.as_deref(), l.reason.as_deref())
                     .map(|w| format!(" (working on {})", output::clean(&w)))

@@ -207,6 +207,7 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
     }
     let took_over = lock.took_over.clone();
     lock.release()?;
+    crate::history::dialogue_turn(&d.root, &speaker, &d.rel, number, &next);
     Ok(SayOutcome {
         number,
         speaker,

@@ -90,10 +90,7 @@ pub fn restore(
                 ttl: DEFAULT_TTL,
                 backup: false,
                 reason: Some("restoring from its backup".into()),
-                owner: Some(Owner {
-                    pid: host::pid(),
-                    session: None,
-                }),
+                owner: Some(Owner::process(host::pid(), None)),
             };
             let got = lock::acquire(ws, &req, on_event)?;
             let token = got

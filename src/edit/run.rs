@@ -136,10 +136,7 @@ pub fn run(
         ttl: DEFAULT_TTL,
         backup: true,
         reason: Some(reason(program)),
-        owner: Some(Owner {
-            pid: host::pid(),
-            session: None,
-        }),
+        owner: Some(Owner::process(host::pid(), None)),
     };
     // Ready before the wait, so that the command starts as soon as the locks are had. Listening
     // this early also forwards a signal that arrives between the acquire and the start.

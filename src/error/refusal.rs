@@ -53,11 +53,13 @@ pub enum Refusal {
     MutexFenced,
     /// Two files stand where coord would install one (a hook and its chained copy).
     Conflict,
+    /// A message to an agent that lives in a workspace nested inside this one.
+    AgentElsewhere,
 }
 
 impl Refusal {
     /// Every refusal, in the order `docs/protocol.md` lists them.
-    pub const ALL: [Refusal; 23] = [
+    pub const ALL: [Refusal; 24] = [
         Refusal::NoDialogue,
         Refusal::DialogueExists,
         Refusal::DialogueEnded,
@@ -81,6 +83,7 @@ impl Refusal {
         Refusal::NotStepActor,
         Refusal::MutexFenced,
         Refusal::Conflict,
+        Refusal::AgentElsewhere,
     ];
 
     /// The stable machine-readable name, the `kind` of a `--json` error.
@@ -109,6 +112,7 @@ impl Refusal {
             Refusal::NotStepActor => "not_step_actor",
             Refusal::MutexFenced => "mutex_fenced",
             Refusal::Conflict => "conflict",
+            Refusal::AgentElsewhere => "agent_elsewhere",
         }
     }
 }

@@ -127,3 +127,58 @@ fn append_inner(path: &Path, line: &[u8], count: bool) -> Result<(File, bool, us
     // data is in the page cache in its final place already.
     Ok((file, !existed, number))
 }
+
+/// Append one whole `line` to the log at `path` (created when missing, never through a
+/// symlink) and, once the log has reached `rotate_at` bytes, rename it to `rotated` (replacing
+/// the generation there), all while holding the log's kernel lock.
+///
+/// Whole or absent: the line goes out in one `write(2)` on an `O_APPEND` descriptor under
+/// `flock`; a failed write (a full disk) is cut back to the previous length. A line left torn
+/// by a writer killed mid-write (no trailing newline) gets a newline first, so the new line
+/// stands on its own. The append is made only to the file that is at `path` while the lock is
+/// held (a writer that opened a log just rotated away opens the new one), so a rotation never
+/// drops a line.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the path.
+pub fn append_line_rotating(
+    path: &Path,
+    line: &[u8],
+    rotate_at: u64,
+    rotated: &Path,
+) -> Result<()> {
+    use std::os::unix::fs::{FileExt, MetadataExt};
+    for _ in 0..8 {
+        let (file, _) = open_nofollow(path, Access::AppendOrCreate).at("append to", path)?;
+        file.lock().at("lock", path)?;
+        let meta = file.metadata().at("inspect", path)?;
+        // Rotated away between the open and the lock: append to the log now at `path`.
+        match fs::symlink_metadata(path) {
+            Ok(now) if now.ino() == meta.ino() && now.dev() == meta.dev() => {}
+            _ => continue,
+        }
+        let len = meta.len();
+        let mut buf = Vec::with_capacity(line.len() + 2);
+        if len > 0 {
+            let mut last = [0u8; 1];
+            file.read_exact_at(&mut last, len - 1).at("read", path)?;
+            if last[0] != b'\n' {
+                buf.push(b'\n');
+            }
+        }
+        buf.extend_from_slice(line);
+        if buf.last() != Some(&b'\n') {
+            buf.push(b'\n');
+        }
+        if let Err(e) = (&file).write_all(&buf) {
+            let _ = file.set_len(len);
+            return Err(e).at("append to", path);
+        }
+        if len + buf.len() as u64 >= rotate_at {
+            fs::rename(path, rotated).at("rotate", path)?;
+        }
+        return Ok(());
+    }
+    Err(std::io::Error::other("the log kept being rotated away")).at("append to", path)
+}

@@ -6,7 +6,7 @@ use std::time::Duration;
 use crate::clock::{self, Wait};
 use crate::error::{Error, Result};
 use crate::status;
-use crate::v3::lock::{self, DEFAULT_TTL, LockRequest};
+use crate::v3::lock::{self, DEFAULT_TTL, LockRequest, Owner};
 use crate::v3::message;
 use crate::v3::presence::{self, AgentState, Update};
 use crate::v3::queue;
@@ -20,7 +20,8 @@ use crate::guard;
 /// How long a pre-edit hook waits for a lock held by another agent, by default.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(2);
 
-/// Do what `call` asks, as `agent` in `ws`; relative paths are read from `cwd`.
+/// Do what `call` asks, as `agent` in `ws`; relative paths are read from `cwd`. Locks taken
+/// follow `owner` (the client process of the session), when given.
 ///
 /// A file held by another agent is `Ok(Reply::Deny)`; any other failure is an error, which
 /// the caller turns into a warning (coord's own failures never stop the client).
@@ -34,21 +35,22 @@ pub fn handle(
     call: &HookCall,
     cwd: &Path,
     wait: Duration,
+    owner: Option<&Owner>,
 ) -> Result<Reply> {
     match call.kind {
         Kind::BeforeTool => match (&call.files, &call.shell) {
-            (Some(files), _) => before_edit(ws, agent, call, &targets(ws, cwd, files), wait),
+            (Some(files), _) => before_edit(ws, agent, call, &targets(ws, cwd, files), wait, owner),
             (None, Some(shell)) => before_shell(ws, agent, shell, cwd),
             (None, None) => heartbeat(ws, agent).map(|()| Reply::Allow),
         },
         Kind::AfterTool => {
             heartbeat(ws, agent)?;
             if let Some(files) = &call.files {
-                renew(ws, agent, call, &targets(ws, cwd, files))?;
+                renew(ws, agent, call, &targets(ws, cwd, files), owner)?;
             }
             Ok(Reply::Allow)
         }
-        Kind::SessionStart => session_start(ws, agent, call.client),
+        Kind::SessionStart => session_start(ws, agent, call.client, owner.map(|o| o.pid)),
         Kind::Stop => stop(ws, agent, call.stop_hook_active),
         Kind::SessionEnd => {
             stamp::shutdown(ws, agent, Scope::Partner)?;
@@ -83,6 +85,7 @@ fn before_edit(
     call: &HookCall,
     targets: &[Target],
     wait: Duration,
+    owner: Option<&Owner>,
 ) -> Result<Reply> {
     if targets.is_empty() {
         heartbeat(ws, agent)?;
@@ -95,7 +98,7 @@ fn before_edit(
         ttl: DEFAULT_TTL,
         backup: true,
         reason: Some(lock_reason(call)),
-        owner: None,
+        owner: owner.cloned(),
     };
     match lock::acquire(ws, &req, &mut |_| {}) {
         Ok(_) => Ok(Reply::Allow),
@@ -268,7 +271,13 @@ fn deny_reason(
 }
 
 /// Renew the TTL of this agent's locks on `targets` (a refresh rewrites `locked_at`).
-fn renew(ws: &Workspace, agent: &AgentId, call: &HookCall, targets: &[Target]) -> Result<()> {
+fn renew(
+    ws: &Workspace,
+    agent: &AgentId,
+    call: &HookCall,
+    targets: &[Target],
+    owner: Option<&Owner>,
+) -> Result<()> {
     let mine: Vec<Target> = targets
         .iter()
         .filter(|t| lock::own_token(t, agent).is_some())
@@ -284,20 +293,25 @@ fn renew(ws: &Workspace, agent: &AgentId, call: &HookCall, targets: &[Target]) -
         ttl: DEFAULT_TTL,
         backup: false,
         reason: Some(lock_reason(call)),
-        owner: None,
+        owner: owner.cloned(),
     };
     lock::acquire(ws, &req, &mut |_| {}).map(|_| ())
 }
 
 /// Clock in, and tell the agent who else is here, what they hold, what waits for it.
-fn session_start(ws: &Workspace, agent: &AgentId, client: Client) -> Result<Reply> {
+fn session_start(
+    ws: &Workspace,
+    agent: &AgentId,
+    client: Client,
+    pid: Option<u32>,
+) -> Result<Reply> {
     ws.ensure_state_dir()?;
     stamp::startup(
         ws,
         &StartupRequest {
             partner: Partner::Named(agent.clone()),
             task: None,
-            pid: None,
+            pid,
         },
     )?;
     Ok(Reply::Context(context(ws, agent, client)))

@@ -11,6 +11,7 @@
 pub mod act;
 pub mod gitcmd;
 pub mod patch;
+pub mod trail;
 
 use std::path::PathBuf;
 
@@ -126,26 +127,20 @@ pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCa
     })
 }
 
-/// The agent of a session: `CLIENT-` and the first 8 letters and digits of its id, lower-cased
-/// (`claude-3f2a9c1b`). `None` when the id has no letter or digit.
-pub fn agent_for(client: Client, session_id: &str) -> Option<AgentId> {
-    let short: String = session_id
-        .chars()
-        .filter(char::is_ascii_alphanumeric)
-        .take(8)
-        .collect::<String>()
-        .to_ascii_lowercase();
-    if short.is_empty() {
-        return None;
-    }
-    AgentId::parse(&format!("{}-{short}", client.as_str())).ok()
-}
+/// The agent of a session (see [`crate::identity::agent_for`]: the rule lives there).
+pub use crate::identity::agent_for;
 
-/// The agent of a client whose payload carries no session id (Copilot CLI): the process that
-/// ran the hook stands for the session (`copilot-p4242`).
+/// The agent of a client whose payload carries no session id: the client process that ran the
+/// hook stands for the session (`copilot-p4242`; past the `sh -c` it may run hooks through).
 pub fn agent_for_parent(client: Client) -> Option<AgentId> {
-    let ppid = rustix::process::getppid()?.as_raw_nonzero().get();
-    AgentId::parse(&format!("{}-p{ppid}", client.as_str())).ok()
+    let pid = match crate::identity::hook_client_process() {
+        Some(p) => p.pid,
+        None => rustix::process::getppid()?
+            .as_raw_nonzero()
+            .get()
+            .unsigned_abs(),
+    };
+    AgentId::parse(&format!("{}-p{pid}", client.as_str())).ok()
 }
 
 /// The reply as the client's JSON, `None` when there is nothing to print.
@@ -157,15 +152,6 @@ pub fn render(client: Client, reply: &Reply) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn agent_ids_take_eight_letters_and_digits() {
-        let a = agent_for(Client::Claude, "7684F1ED-55e2-4a19").unwrap();
-        assert_eq!(a.id(), "claude-7684f1ed");
-        let a = agent_for(Client::Gemini, "ab-c").unwrap();
-        assert_eq!(a.id(), "gemini-abc");
-        assert!(agent_for(Client::Codex, "--").is_none());
-    }
 
     #[test]
     fn copilot_tool_args_are_a_json_string() {

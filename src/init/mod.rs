@@ -31,15 +31,8 @@ pub const IGNORE_END: &str = "# coord:end";
 /// The command the registrations run.
 pub const COORD: &str = "coord";
 
-/// coord's state files, as `.gitignore` patterns.
-pub const IGNORED: [&str; 6] = [
-    ".coord/",
-    ".*_presence",
-    ".handshake_*",
-    "*.lock.*",
-    "*.bak",
-    "*.rejected.*",
-];
+/// coord's state files, as `.gitignore` patterns: the one list, kept in `layout`.
+pub const IGNORED: &[&str] = crate::layout::GITIGNORE_LINES;
 
 /// One file `init` creates or changes.
 #[derive(Debug, Clone, Serialize)]

@@ -229,6 +229,7 @@ pub fn send(ws: &Workspace, from: &AgentId, to: &Recipient, body: &str) -> Resul
         msg.id = new_id();
         let path = layout::message_file(ws.root(), &msg.id);
         if fsutil::create_new(&path, msg.render().as_bytes())? {
+            crate::history::message_sent(ws.root(), from, &msg.id, &msg.to);
             return Ok(msg);
         }
     }

@@ -101,10 +101,7 @@ pub fn note(
             ttl: DEFAULT_TTL,
             backup: true,
             reason: Some("writing a note".into()),
-            owner: Some(Owner {
-                pid: host::pid(),
-                session: None,
-            }),
+            owner: Some(Owner::process(host::pid(), None)),
         },
         on_event,
     )?;

@@ -726,3 +726,27 @@ fn wait_shows_the_users_priority() {
     let t = turn(&env);
     assert_eq!(t.state, "open");
 }
+
+/// `current-turn.txt` naming someone who is neither a participant nor the user is said to be
+/// so (issue 30: `turn: garbage` alone looked like a name to wait for).
+#[test]
+fn turn_says_when_the_turn_file_names_no_participant() {
+    let env = Env::new();
+    env.cmd().args(["dialogue", "init", "--topic", "T"]).ok();
+    env.cmd()
+        .args(["dialogue", "turn"])
+        .ok()
+        .stdout_has("turn: AGENT-1\n")
+        .stdout_lacks("not a participant");
+    env.write("agent-dialogue/current-turn.txt", "garbage\n");
+    env.cmd()
+        .args(["dialogue", "turn"])
+        .ok()
+        .stdout_has("turn: garbage (not a participant)")
+        .stdout_has("not among the participants (AGENT-1, AGENT-2)");
+    env.write("agent-dialogue/current-turn.txt", "USER\n");
+    env.cmd()
+        .args(["dialogue", "turn"])
+        .ok()
+        .stdout_lacks("not a participant");
+}

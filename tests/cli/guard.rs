@@ -211,3 +211,42 @@ fn guard_outside_a_git_repository_is_a_clear_error() {
         out.stderr
     );
 }
+
+/// Like git's own hooks, the guard says nothing when a commit or push goes through (issue 30:
+/// it printed a line on every commit); an older coord hook is brought up to date by `install`.
+#[test]
+fn the_guard_is_silent_when_a_commit_goes_through() {
+    let env = repo();
+    env.cmd().args(["guard", "install"]).ok();
+    env.write("a.txt", "changed\n");
+    git_ok(env.root(), &["add", "a.txt"]);
+    let out = git(env.root(), &["commit", "-qm", "free file"], Some("claude"));
+    assert!(out.status.success(), "{out:?}");
+    let said = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(said, "", "a commit through the guard printed something");
+    // By hand, the check still says what it checked.
+    env.cmd()
+        .args(["guard", "check", "HEAD~1..HEAD"])
+        .ok()
+        .stdout_has("1 path checked");
+
+    // A hook written by an earlier coord (it ran the check without `-q`) is updated in place.
+    let hook = env.path(".git/hooks/pre-commit");
+    let old = std::fs::read_to_string(&hook)
+        .unwrap()
+        .replace("\"$coord\" -q guard check", "\"$coord\" guard check");
+    std::fs::write(&hook, old).unwrap();
+    env.cmd()
+        .args(["guard", "install"])
+        .ok()
+        .stdout_has("pre-commit updated");
+    assert!(env.read(".git/hooks/pre-commit").contains("-q guard check"));
+    env.cmd()
+        .args(["guard", "install"])
+        .ok()
+        .stdout_has("pre-commit already installed");
+}

@@ -502,9 +502,9 @@ fn files_outside_the_workspace_and_other_tools_are_allowed() {
     assert_eq!(std::fs::read_dir(outside.path()).unwrap().count(), 0);
     let bash = fixture(&env, "codex/PreToolUse.shell.json");
     assert_eq!(denied("codex", &hook(&env, "codex", &bash, &[])), None);
-    assert!(env.files_ending(".lock.codex-019a7c2e").is_empty());
+    assert!(env.files_ending(".lock.codex-6b8f1a37").is_empty());
     // A heartbeat only.
-    assert!(env.exists(".codex-019a7c2e_presence"));
+    assert!(env.exists(".codex-6b8f1a37_presence"));
 }
 
 #[test]
@@ -522,19 +522,19 @@ fn codex_apply_patch_locks_every_path_all_or_nothing() {
         reason.contains("src/renamed.txt") && reason.contains("gemini"),
         "{reason}"
     );
-    assert!(env.files_ending(".lock.codex-019a7c2e").is_empty());
+    assert!(env.files_ending(".lock.codex-6b8f1a37").is_empty());
     env.agent("gemini").args(["unlock"]).ok();
 
     assert_eq!(denied("codex", &hook(&env, "codex", &pre, &[])), None);
-    let mut locks = env.files_ending(".lock.codex-019a7c2e");
+    let mut locks = env.files_ending(".lock.codex-6b8f1a37");
     locks.sort();
     assert_eq!(
         locks,
         [
-            "docs/new.md.lock.codex-019a7c2e",
-            "junk.txt.lock.codex-019a7c2e",
-            "src/old.txt.lock.codex-019a7c2e",
-            "src/renamed.txt.lock.codex-019a7c2e",
+            "docs/new.md.lock.codex-6b8f1a37",
+            "junk.txt.lock.codex-6b8f1a37",
+            "src/old.txt.lock.codex-6b8f1a37",
+            "src/renamed.txt.lock.codex-6b8f1a37",
         ]
     );
     hook(
@@ -544,7 +544,7 @@ fn codex_apply_patch_locks_every_path_all_or_nothing() {
         &[],
     );
     hook(&env, "codex", &fixture(&env, "codex/Stop.json"), &[]);
-    assert!(env.files_ending(".lock.codex-019a7c2e").is_empty());
+    assert!(env.files_ending(".lock.codex-6b8f1a37").is_empty());
 }
 
 #[test]

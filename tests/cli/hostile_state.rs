@@ -139,12 +139,27 @@ fn sweep(case: &Case<'_>) {
             let what = format!("{} {kind:?} {:?}", case.target, step.args);
             expect(&out, code);
             if code != 0 {
-                assert!(out.stderr.contains("error: "), "{what}: {}", out.stderr);
+                // Said once: with `--json` in the error document on stdout, else on stderr.
+                if step.args.contains(&"--json") {
+                    let doc: serde_json::Value = out.json();
+                    assert!(doc["error"]["message"].is_string(), "{what}: {doc}");
+                } else {
+                    assert!(out.stderr.contains("error: "), "{what}: {}", out.stderr);
+                }
             }
             assert_eq!(bed.outside(), outside, "{what}: wrote outside");
             bed.assert_victim_untouched();
             if !step.writes {
-                assert_eq!(state(&bed), before, "{what}: a read wrote");
+                // A refusal is an event of the history (contract §11): the log may only have
+                // grown by appended lines; nothing else may change.
+                let (mut after, mut was) = (state(&bed), before.clone());
+                let log = ".coord/history/events.jsonl";
+                let grown = after.remove(log).unwrap_or_default();
+                let old = was.remove(log).unwrap_or_default();
+                assert!(grown.starts_with(&old), "{what}: the history was rewritten");
+                after.remove(".coord/history");
+                was.remove(".coord/history");
+                assert_eq!(after, was, "{what}: a read wrote");
             }
         }
     }

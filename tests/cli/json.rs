@@ -33,10 +33,12 @@ fn a_usage_error_is_one_json_document() {
             .contains("--frobnicate")
     );
     assert_eq!(doc["schema_version"], 1);
-    out.stderr_has("error:");
-    // Without --json, stdout stays empty.
+    // Said once: the document, not clap's text too.
+    assert_eq!(out.stderr, "");
+    // Without --json, stdout stays empty and the error is on stderr.
     let plain = env.agent("claude").args(["lock", "--frobnicate"]).code(2);
     assert_eq!(plain.stdout, "");
+    plain.stderr_has("error:");
 }
 
 #[test]

@@ -5,23 +5,29 @@
 #![allow(clippy::disallowed_methods)] // the tests plant files by hand, as an agent or a user would
 
 mod fixture;
+mod scripted;
 mod support;
 
 mod claude_e2e;
 mod collab;
 mod concurrency;
+mod conventions;
+mod copilot_e2e;
 mod crashes;
 mod crashes_protocols;
 mod defects;
 mod dialogue;
 mod docs;
 mod edit;
+mod gemini_e2e;
 mod guard;
 mod handoff;
 mod handshake;
+mod history;
 mod hooks;
 mod hostile;
 mod hostile_state;
+mod identity;
 mod init;
 mod json;
 mod load;
@@ -29,6 +35,7 @@ mod mcp;
 mod messages;
 mod mutants_edit;
 mod mutants_lock;
+mod nested;
 mod netfs;
 mod plugin;
 mod refusals;
@@ -41,4 +48,5 @@ mod startup;
 mod symlinks;
 mod v3_core;
 mod views;
+mod wait_news;
 mod workspace;

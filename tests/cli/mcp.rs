@@ -208,8 +208,13 @@ fn without_an_agent_the_server_picks_mcp_and_six_letters_and_names_it() {
                 .all(|ch| ch.is_ascii_lowercase() || ch.is_ascii_digit()),
         "{id}"
     );
-    assert!(env.exists(&format!(".{id}_presence")), "presence of {id}");
+    // An agent from the first tool call on, not before (a client's health check leaves none).
+    assert!(
+        !env.exists(&format!(".{id}_presence")),
+        "no presence before a call"
+    );
     let status = c.call("status", json!({}));
+    assert!(env.exists(&format!(".{id}_presence")), "presence of {id}");
     assert_eq!(
         status["structuredContent"]["agents"][0]["agent"],
         id.as_str()
@@ -789,6 +794,7 @@ fn the_server_heartbeats_while_it_runs() {
         &[("COORD_HEARTBEAT_INTERVAL", "200ms")],
     );
     c.initialize("2025-06-18");
+    assert_ok(&c.call("status", json!({})));
     let rows = || -> Value { env.cmd().args(["partners", "--json"]).ok().json() };
     let first = rows()["partners"][0]["last_heartbeat"].clone();
     wait_until("a heartbeat", || {
@@ -806,6 +812,8 @@ fn an_idle_server_does_not_gather_replaced_files_between_heartbeats() {
         &[("COORD_HEARTBEAT_INTERVAL", "50ms")],
     );
     c.initialize("2025-06-18");
+    // An agent (and heartbeating) from the first tool call on.
+    assert_ok(&c.call("status", json!({})));
     // Twenty heartbeats or so, each replacing the presence and the stamp-card row.
     std::thread::sleep(Duration::from_millis(1000));
     let all = || {
@@ -1062,14 +1070,9 @@ fn claude_code_registers_the_server_and_sees_it_connected() {
         .find(|l| l.starts_with("coord: "))
         .unwrap_or_else(|| panic!("no coord line in: {said}"));
     assert!(line.contains("Connected"), "{said}");
-    // The server it started really ran as an agent here, and clocked out when Claude Code left.
+    // A health check calls no tool: the server it started leaves no agent behind (issue 25).
     let presences = env.files_ending("_presence");
-    let mine: Vec<_> = presences
-        .iter()
-        .filter(|p| p.starts_with(".mcp-"))
-        .collect();
-    assert_eq!(mine.len(), 1, "{presences:?}");
-    wait_until("the server clocking out", || {
-        env.read(mine[0]).contains("status: FINISHED\n")
-    });
+    assert!(presences.is_empty(), "{presences:?}");
+    let rows: Value = env.cmd().args(["partners", "--json"]).ok().json();
+    assert_eq!(rows["partners"], json!([]), "{rows}");
 }

@@ -105,6 +105,8 @@ fn every_json_document_matches_its_schema() {
         env.cmd().args(["who", "a.md", "b.md", "nolock.md"]),
         0,
     );
+    c.run("version", env.cmd().arg("version"), 0);
+    c.run("docs", env.cmd().arg("docs"), 0);
     c.run(
         "error",
         env.agent("beta").args(["lock", "a.md", "--no-wait"]),
@@ -293,6 +295,18 @@ fn every_json_document_matches_its_schema() {
     );
     c.run("shutdown", env.agent("alpha").arg("shutdown"), 0);
     c.run("status", env.cmd().arg("status"), 0);
+    c.run("whoami", env.agent("alpha").arg("whoami"), 0);
+    c.run("whoami", env.cmd().arg("whoami"), 0);
+    c.run(
+        "whoami",
+        env.cmd()
+            .env(
+                "CLAUDE_CODE_SESSION_ID",
+                "3f2a9c1b-0000-4000-8000-000000000000",
+            )
+            .arg("whoami"),
+        0,
+    );
 
     // The schemas are not vacuous: a missing field, a wrong type or an unknown field fails.
     let st = c.run("status", env.cmd().arg("status"), 0);

@@ -318,3 +318,33 @@ fn a_sigint_sent_to_coord_is_passed_on_once_without_a_kill() {
     );
     assert_eq!(env.read("count").trim(), "1");
 }
+
+/// `kill -9` of `coord session` takes its command with it (issue 25): the session's locks are
+/// STALE at once, so an agent that kept running would edit files others now hold.
+#[test]
+fn a_command_dies_with_its_killed_session() {
+    if !cfg!(target_os = "linux") {
+        eprintln!("SKIPPED: the kernel kills a child with its parent on Linux only");
+        return;
+    }
+    let env = Env::new();
+    let mut child = session(
+        &env,
+        r#"echo $$ > cmd.pid.tmp && mv cmd.pid.tmp cmd.pid && exec sleep 300"#,
+    )
+    .spawn();
+    wait_for(&env.path("cmd.pid"));
+    let cmd: u32 = env.read("cmd.pid").trim().parse().unwrap();
+    child.kill().unwrap(); // SIGKILL to coord alone: no chance to clean up
+    child.wait().unwrap();
+    let start = Instant::now();
+    while rustix::process::test_kill_process(rustix::process::Pid::from_raw(cmd as i32).unwrap())
+        .is_ok()
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(30),
+            "the command {cmd} outlived its killed session"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}

@@ -14,6 +14,15 @@ pub fn coord_bin() -> &'static str {
     env!("CARGO_BIN_EXE_coord")
 }
 
+/// The variables through which agent clients tell what they start their session id.
+pub const CLIENT_SESSION_VARS: [&str; 5] = [
+    "CLAUDE_CODE_SESSION_ID",
+    "CODEX_SESSION_ID",
+    "CODEX_THREAD_ID",
+    "COPILOT_AGENT_SESSION_ID",
+    "GEMINI_SESSION_ID",
+];
+
 /// A temporary workspace.
 pub struct Env {
     _dir: tempfile::TempDir,
@@ -73,6 +82,10 @@ impl Env {
             if k.to_string_lossy().starts_with("COORD_") && k != "COORD_DIR" {
                 command.env_remove(k);
             }
+        }
+        // Nor the session of an agent client the tests may run in (coord would act as it).
+        for var in CLIENT_SESSION_VARS {
+            command.env_remove(var);
         }
         command.env("NO_COLOR", "1");
         Cmd {

@@ -624,7 +624,7 @@ fn usage_errors_exit_2() {
     env.cmd().arg("frobnicate").code(2);
     env.agent("claude").args(["lock"]).code(2);
     env.agent("claude")
-        .args(["lock", "a.md", "--wait", "5 minutes"])
+        .args(["lock", "a.md", "--wait", "5 fortnights"])
         .code(2)
         .stderr_has("invalid duration");
     env.agent("claude")

@@ -7,10 +7,14 @@
 //! finish in a millisecond, and one request at a time is all a stdio client sends that matters
 //! here (a lock wait blocks its own call, as `coord lock --wait` does).
 //!
-//! Like `coord session`, the server clocks in (a stamp-card row recording this process),
-//! heartbeats the agent every 30 s from a thread of its own (`COORD_HEARTBEAT_INTERVAL`
-//! overrides), records this process in every lock it takes (so they are STALE the moment it is
-//! killed), and at end of input, SIGTERM, SIGINT or SIGHUP releases those locks and clocks out.
+//! The agent is `-a`/`COORD_AGENT`; else, started by an agent client, the agent of the client's
+//! session (see [`coord::identity`]): the session's hooks, shell and this server are one agent;
+//! else `mcp-` and 6 random letters and digits. The server becomes that agent at the first tool
+//! call, not before: a client that only checks the server is up leaves nothing behind. Then,
+//! like `coord session`, it clocks in (a stamp-card row recording this process), heartbeats the
+//! agent every 30 s from a thread of its own (`COORD_HEARTBEAT_INTERVAL` overrides), records in
+//! every lock it takes the process the lock follows (the client's, in a client session; else
+//! this one), and at end of input, SIGTERM, SIGINT or SIGHUP releases those locks and clocks out.
 //! stdout carries protocol messages only; everything else goes to stderr.
 
 mod tools;
@@ -25,7 +29,9 @@ use clap::Args;
 use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
-use coord::mcp::{Server, ServerInfo, jsonrpc};
+use coord::identity::{self, Session};
+use coord::mcp::{Server, ServerInfo, ToolHost, ToolOutcome, jsonrpc};
+use coord::v3::lock::Owner;
 use coord::v3::session;
 use coord::v3::stamp::{self, Partner, Scope, StartupRequest};
 use coord::workspace::{AgentId, Workspace};
@@ -42,9 +48,11 @@ const MAX_LINE: u64 = 32 * 1024 * 1024;
 
 /// Serve coord's tools to an MCP client over stdio (JSON-RPC, one message per line)
 ///
-/// The agent is --agent/COORD_AGENT, else `mcp-` and 6 random letters and digits. The server
-/// heartbeats the agent while it runs; locks taken through it record this process, so they are
-/// STALE the moment it dies, and are released at end of input or on SIGTERM/SIGINT.
+/// The agent is --agent/COORD_AGENT; else, started by an agent client, the agent of the client's
+/// session (as its hooks and shell commands); else `mcp-` and 6 random letters and digits. It
+/// clocks in at the first tool call and heartbeats while it runs; locks taken through it follow
+/// the client process (else this one), so they are STALE the moment it dies, and are released
+/// at end of input or on SIGTERM/SIGINT.
 ///
 ///   coord -a claude -C /path/to/shared mcp      # what a client starts
 ///   claude mcp add coord -- coord -C /path/to/shared mcp
@@ -64,40 +72,154 @@ pub struct McpArgs {
     plugin: bool,
 }
 
-/// Releases the session's locks and clocks out, once, whichever of end of input or a signal
-/// comes first; the other waits for it to finish.
-struct Closer {
+/// The server's life as an agent: nobody until the first tool call, then clocked in until
+/// the end. A client that starts the server and stops it without calling a tool (a health check
+/// such as `claude mcp list`) leaves no agent, presence or stamp-card row behind.
+struct Life {
     ws: Workspace,
-    agent: AgentId,
-    session_id: String,
-    done: Mutex<bool>,
     quiet: bool,
+    state: Mutex<LifeState>,
 }
 
-impl Closer {
+#[derive(Default)]
+struct LifeState {
+    /// Clocked in: the agent, the stamp-card session and what its locks follow.
+    started: Option<(AgentId, String, Owner)>,
+    /// Clocked out: nothing more is done.
+    closed: bool,
+}
+
+impl Life {
+    fn state(&self) -> std::sync::MutexGuard<'_, LifeState> {
+        self.state.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Clock in as `agent` (once): a stamp-card row recording this process, the presence.
+    fn start(
+        &self,
+        agent: &AgentId,
+        task: Option<String>,
+        session: Option<&Session>,
+    ) -> anyhow::Result<(AgentId, String, Owner)> {
+        let mut state = self.state();
+        if let Some(started) = &state.started {
+            return Ok(started.clone());
+        }
+        if state.closed {
+            anyhow::bail!("the server is shutting down");
+        }
+        let started = stamp::startup(
+            &self.ws,
+            &StartupRequest {
+                partner: Partner::Named(agent.clone()),
+                task,
+                pid: Some(host::pid()),
+            },
+        )?;
+        let row = started.row.session_id.clone();
+        // In an agent client's session, locks follow the client process (the session's hooks
+        // and shell act as the same agent); else this process.
+        let owner = session
+            .and_then(|s| super::lock::client_owner(s, Some(row.clone())))
+            .unwrap_or_else(|| Owner::process(host::pid(), Some(row.clone())));
+        if !self.quiet {
+            let of = session
+                .map(|s| format!(", the agent of {} session {}", s.client.as_str(), s.id))
+                .unwrap_or_default();
+            output::diag(&format!(
+                "coord mcp: serving as agent {}{of} in {} (session {row})",
+                agent.id(),
+                self.ws.root().display(),
+            ));
+        }
+        state.started = Some((agent.clone(), row, owner));
+        Ok(state.started.clone().expect("just set"))
+    }
+
+    /// Release the session's locks and clock out, once, whichever of end of input or a signal
+    /// comes first; the other waits for it to finish.
     fn close(&self, why: &str) {
-        let mut done = match self.done.lock() {
-            Ok(d) => d,
-            Err(poisoned) => poisoned.into_inner(),
-        };
-        if *done {
+        let mut state = self.state();
+        if state.closed {
             return;
         }
-        *done = true;
+        state.closed = true;
         fsutil::discard_spares();
-        match stamp::shutdown(&self.ws, &self.agent, Scope::Session(&self.session_id)) {
+        let Some((agent, session_id, _)) = state.started.clone() else {
+            return;
+        };
+        match stamp::shutdown(&self.ws, &agent, Scope::Session(&session_id)) {
             Ok(closed) if !self.quiet => {
                 for line in release_lines(&closed.released) {
                     output::diag(&line);
                 }
                 output::diag(&format!(
                     "coord mcp: {why}; clocked out {} (session {})",
-                    self.agent.id(),
-                    self.session_id
+                    agent.id(),
+                    session_id
                 ));
             }
             Ok(_) => {}
             Err(e) => output::diag(&format!("warning: cannot clock out: {e}")),
+        }
+    }
+
+    /// The clocked-in agent and stamp-card session, if any.
+    fn started(&self) -> Option<(AgentId, String)> {
+        let state = self.state();
+        state
+            .started
+            .as_ref()
+            .filter(|_| !state.closed)
+            .map(|(a, s, _)| (a.clone(), s.clone()))
+    }
+}
+
+/// The tools, run as the server's agent once the first call has made it one.
+struct LazyHost {
+    life: Arc<Life>,
+    /// `-a`/`COORD_AGENT`, when given.
+    explicit: Option<AgentId>,
+    /// The agent named in `initialize`'s instructions when no session was found by then.
+    fallback: AgentId,
+    task: Option<String>,
+    host: Option<tools::Host>,
+}
+
+impl LazyHost {
+    /// The agent: the one given; else the session's, looked up again now (the client's first
+    /// hook may have registered it since the server started); else the fallback.
+    fn host(&mut self) -> anyhow::Result<&mut tools::Host> {
+        if self.host.is_none() {
+            let session = match &self.explicit {
+                Some(_) => None,
+                None => identity::current(self.life.ws.root()),
+            };
+            let agent = self
+                .explicit
+                .clone()
+                .or_else(|| session.as_ref().map(|s| s.agent.clone()))
+                .unwrap_or_else(|| self.fallback.clone());
+            let (agent, row, owner) =
+                self.life
+                    .start(&agent, self.task.take(), session.as_ref())?;
+            // Clocking in used files made ahead: make them again before the first tool runs.
+            fsutil::tidy();
+            self.host = Some(tools::Host::new(self.life.ws.clone(), agent, row, owner));
+        }
+        Ok(self.host.as_mut().expect("just made"))
+    }
+}
+
+impl ToolHost for LazyHost {
+    fn call(
+        &mut self,
+        tool: &'static coord::mcp::tools::ToolSpec,
+        args: &serde_json::Map<String, serde_json::Value>,
+    ) -> ToolOutcome {
+        match self.host() {
+            Ok(host) => host.call(tool, args),
+            Err(err) => tools::failed(&err),
         }
     }
 }
@@ -108,46 +230,38 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     } else {
         ctx.workspace(None)?
     };
+    // The plugin's server: nothing at all where coord stays out, before anything is written.
     if args.plugin {
         match coord::plugin::gate(&ws, None) {
             coord::plugin::Gate::Go | coord::plugin::Gate::Wired => coord::plugin::adopt(&ws)?,
             gate => return idle(&ws, &gate, ctx),
         }
     }
-    let agent = match ctx.agent_opt()? {
-        Some(a) => a,
-        None => AgentId::parse(&random_name())?,
+    let explicit = ctx.agent_explicit()?;
+    // Who the server will be, for the instructions: nobody is clocked in before a tool call.
+    let named = match (&explicit, ctx.session()) {
+        (Some(a), _) => a.clone(),
+        (None, Some(s)) => s.agent.clone(),
+        (None, None) => AgentId::parse(&random_name())?,
     };
     let interval = session::heartbeat_interval()?;
-    // Listen before clocking in, so a signal that arrives meanwhile is not lost.
+    // Listen before anything else, so a signal that arrives meanwhile is not lost.
     let mut signals =
         Signals::new([SIGTERM, SIGINT, SIGHUP]).context("cannot install the signal handlers")?;
-    let started = stamp::startup(
-        &ws,
-        &StartupRequest {
-            partner: Partner::Named(agent.clone()),
-            task: args.task,
-            pid: Some(host::pid()),
-        },
-    )?;
-    let session_id = started.row.session_id.clone();
     if !ctx.quiet {
         output::diag(&format!(
-            "coord mcp: serving as agent {} in {} (session {})",
-            agent.id(),
+            "coord mcp: ready in {} (agent {} from the first tool call)",
             ws.root().display(),
-            session_id
+            named.id()
         ));
     }
-    let closer = Arc::new(Closer {
+    let life = Arc::new(Life {
         ws: ws.clone(),
-        agent: agent.clone(),
-        session_id: session_id.clone(),
-        done: Mutex::new(false),
         quiet: ctx.quiet,
+        state: Mutex::new(LifeState::default()),
     });
 
-    let signal_closer = Arc::clone(&closer);
+    let signal_life = Arc::clone(&life);
     let signal_handle = signals.handle();
     let signal_thread = std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
@@ -156,18 +270,14 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 SIGINT => "SIGINT",
                 _ => "SIGHUP",
             };
-            signal_closer.close(&format!("{name} received"));
+            signal_life.close(&format!("{name} received"));
             std::process::exit(0);
         }
     });
 
     let (stop_beat, beats) = mpsc::channel::<()>();
-    let beat_ws = ws.clone();
-    let beat_agent = agent.clone();
-    let beat_session = session_id.clone();
-    let beat_thread = std::thread::spawn(move || {
-        heartbeat(&beat_ws, &beat_agent, &beat_session, interval, &beats)
-    });
+    let beat_life = Arc::clone(&life);
+    let beat_thread = std::thread::spawn(move || heartbeat(&beat_life, interval, &beats));
 
     // Files the next answers will publish are made between requests, not while a client waits.
     if ws.policy()?.fs.served_locally()
@@ -177,9 +287,15 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     }
     fsutil::keep_mutex_open();
 
-    let instructions = instructions(&agent, &ws);
+    let instructions = instructions(&named, &ws);
     let mut server = Server::new(
-        tools::Host::new(ws.clone(), agent.clone(), session_id),
+        LazyHost {
+            life: Arc::clone(&life),
+            fallback: named,
+            explicit,
+            task: args.task,
+            host: None,
+        },
         ServerInfo {
             name: "coord".into(),
             version: env!("CARGO_PKG_VERSION").into(),
@@ -188,7 +304,7 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     );
     let why = serve(&mut server);
 
-    closer.close(why);
+    life.close(why);
     let _ = stop_beat.send(());
     let _ = beat_thread.join();
     signal_handle.close();
@@ -225,7 +341,7 @@ fn idle(ws: &Workspace, gate: &coord::plugin::Gate, ctx: &Ctx) -> anyhow::Result
 /// The tools where coord stays out: each call is an error saying why.
 struct Idle(String);
 
-impl coord::mcp::ToolHost for Idle {
+impl ToolHost for Idle {
     fn call(
         &mut self,
         _tool: &'static coord::mcp::tools::ToolSpec,
@@ -240,7 +356,7 @@ impl coord::mcp::ToolHost for Idle {
 }
 
 /// Answer lines until end of input (or until the client stops reading); says why it stopped.
-fn serve<H: coord::mcp::ToolHost>(server: &mut Server<H>) -> &'static str {
+fn serve<H: ToolHost>(server: &mut Server<H>) -> &'static str {
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let mut line = Vec::new();
@@ -304,15 +420,12 @@ fn send(response: &serde_json::Value) -> std::io::Result<()> {
     out.flush()
 }
 
-fn heartbeat(
-    ws: &Workspace,
-    agent: &AgentId,
-    session_id: &str,
-    interval: Duration,
-    stop: &mpsc::Receiver<()>,
-) {
+fn heartbeat(life: &Life, interval: Duration, stop: &mpsc::Receiver<()>) {
     while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(interval) {
-        if let Err(e) = stamp::heartbeat(ws, agent, session_id) {
+        let Some((agent, session_id)) = life.started() else {
+            continue;
+        };
+        if let Err(e) = stamp::heartbeat(&life.ws, &agent, &session_id) {
             output::diag(&format!("warning: heartbeat failed: {e}"));
         }
         // The heartbeat replaced files too: an idle server tidies up after it as after an answer.

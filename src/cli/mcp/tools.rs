@@ -8,6 +8,7 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
+use coord::Error;
 use coord::clock::Wait;
 use coord::dialogue::Dialogue;
 use coord::dialogue::files::Marker;
@@ -22,7 +23,6 @@ use coord::v3::message::{self, Recipient};
 use coord::v3::note::{self, NoteRequest};
 use coord::v3::presence::Update;
 use coord::workspace::{AgentId, Target, Workspace};
-use coord::{Error, host};
 
 use super::super::{Described, check, dialogue, lock as lock_cmd, msg, note as note_cmd};
 use super::super::{output, presence, review, unlock, write as write_cmd};
@@ -37,20 +37,23 @@ pub struct Host {
     ws: Workspace,
     agent: AgentId,
     session: String,
+    owner: Owner,
 }
 
 impl Host {
-    /// The tools of `agent` in `ws`, whose locks record this process and `session`.
-    pub fn new(ws: Workspace, agent: AgentId, session: String) -> Host {
-        Host { ws, agent, session }
+    /// The tools of `agent` in `ws`, in stamp-card session `session`, whose locks follow `owner`.
+    pub fn new(ws: Workspace, agent: AgentId, session: String, owner: Owner) -> Host {
+        Host {
+            ws,
+            agent,
+            session,
+            owner,
+        }
     }
 
-    /// Locks taken through the server follow this process: STALE the moment it is gone.
+    /// Locks taken through the server follow its owner: STALE the moment that process is gone.
     fn owner(&self) -> Owner {
-        Owner {
-            pid: host::pid(),
-            session: Some(self.session.clone()),
-        }
+        self.owner.clone()
     }
 
     /// A FILE argument: relative to the workspace root (the server has no "current folder" an
@@ -302,5 +305,15 @@ impl ToolHost for Host {
                 }
             }
         }
+    }
+}
+
+/// A call that could not run at all (the server could not become its agent).
+pub fn failed(err: &anyhow::Error) -> ToolOutcome {
+    let d = Described::of(err);
+    ToolOutcome {
+        text: output::error_text(&d.message, d.hint.as_deref()),
+        structured: output::json_value(&d.json()),
+        is_error: true,
     }
 }

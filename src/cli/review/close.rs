@@ -50,7 +50,7 @@ pub(super) fn agree(a: AgreeArgs, ctx: &Ctx, reviews: &Reviews) -> anyhow::Resul
 pub(super) struct CloseArgs {
     /// The topic
     topic: String,
-    /// Commit the review's files with the seed's message format
+    /// Commit the review's files with the review protocol's commit message format
     #[arg(long)]
     commit: bool,
     /// The commit summary after `TOPIC review: ` (default: derived from the issues)

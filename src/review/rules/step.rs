@@ -102,6 +102,7 @@ impl Reviews {
         ])?;
         t.set_prompt(&next_name, next_step, &prompt)?;
         self.finish(&mut t, &now)?;
+        crate::history::review_step(self.ws.root(), req, finished, &next_name);
         Ok(StepOutcome {
             tracker: self.meta_rel_path(t.path()),
             finished,

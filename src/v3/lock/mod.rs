@@ -20,12 +20,17 @@
 //! ```
 //!
 //! The seed's three keys come first; coord adds a random `token`, the `ttl`, the `host`, and,
-//! for locks tied to a process (`coord session`, `coord run`), its `pid` and `session`, and an
-//! optional `reason`.
+//! for locks tied to a process (`coord session`, `coord run`, an agent client's session), its
+//! `pid`, its start time `pid_start` (a reused pid is another process) and `session`; for a
+//! lock taken in an agent client's session, `client` and `client_session`; and an optional
+//! `reason`.
 //!
 //! **Stale.** A lock is stale when it is older than its TTL (default 5 minutes) and its holder's
 //! presence is not ACTIVE (heartbeat at most 2 minutes old); or at once when it records a process
-//! of this host that no longer exists. Age comes from `locked_at`, or from the file's mtime when
+//! of this host that no longer exists. A lock taken in an agent client's session follows the
+//! client process instead of its age: LIVE while that process lives (however long one tool call
+//! takes), STALE the moment it is gone or the holder's presence says FINISHED (the session
+//! ended). Age comes from `locked_at`, or from the file's mtime when
 //! that cannot be read: an unreadable lock file is still a lock. Two or more non-stale locks on
 //! one file are a CONFLICT (someone bypassed the protocol) and are reported, never hidden.
 //!
@@ -49,8 +54,8 @@ mod scan;
 mod takeover;
 
 pub use acquire::{
-    Acquired, Acquisition, Blocker, LockEvent, LockRequest, Owner, TakeOver, acquire, format_since,
-    leave_queue_now, leave_queue_once_started, working_text,
+    Acquired, Acquisition, Blocker, ClientSession, Follows, LockEvent, LockRequest, Owner,
+    TakeOver, acquire, format_since, leave_queue_now, leave_queue_once_started, working_text,
 };
 pub use judge::{classify, describe_problem, problems};
 pub use release::{
@@ -201,6 +206,16 @@ impl LockEntry {
     /// The session the lock was taken in, if any.
     pub fn session(&self) -> Option<&str> {
         self.field("session")
+    }
+
+    /// The start time of the recorded process (`pid_start`), when recorded.
+    pub fn process_start(&self) -> Option<u64> {
+        self.field("pid_start")?.parse().ok()
+    }
+
+    /// The agent client's session the lock was taken in (`client`, `client_session`).
+    pub fn client_session(&self) -> Option<(&str, &str)> {
+        Some((self.field("client")?, self.field("client_session")?))
     }
 }
 

@@ -129,6 +129,7 @@ pub fn release(
         });
     }
     remove_ours(ws, agent, &ours)?;
+    crate::history::released(ws.root(), agent, &out);
     Ok(out)
 }
 
@@ -162,6 +163,9 @@ pub fn release_tokens(
         });
     }
     let removed = remove_ours(ws, agent, &ours);
+    if removed.is_ok() {
+        crate::history::released(ws.root(), agent, &out);
+    }
     // Whoever sleeps on a lock file this process kept locked wakes once the mutex is free.
     drop(mutex);
     for (target, _) in held {

@@ -421,6 +421,7 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
         .filter(|p| p.state(&now) == AgentState::Active)
         .map(|p| p.id.clone())
         .collect();
+    crate::history::arrived(root, agent.id(), &row, &crashed);
     Ok(Startup {
         partner: agent.id().to_string(),
         picked,
@@ -553,6 +554,7 @@ pub fn shutdown(ws: &Workspace, agent: &AgentId, scope: Scope<'_>) -> Result<Shu
             },
         )?;
     }
+    crate::history::left(root, agent.id());
     Ok(Shutdown {
         partner: agent.id().to_string(),
         closed,

@@ -85,6 +85,9 @@ pub(super) fn attempt(
                     working_on: None,
                     queued_ahead: ahead.len(),
                     record: None,
+                    holder_state: None,
+                    follows: None,
+                    takeable_at: None,
                 }));
             }
         }
@@ -144,6 +147,14 @@ fn held_by_other_process(m: &LockEntry, req: &LockRequest) -> bool {
     if req.owner.as_ref().is_some_and(|o| o.pid == pid) || pid == host::pid() {
         return false;
     }
+    // Taken in the client session this process runs in (a shell of a client whose process is
+    // not among our ancestors: Codex's sandbox runs it in a pid namespace of its own).
+    if let Some((client, session)) = m.client_session()
+        && crate::identity::env_session()
+            .is_some_and(|(_, c, id)| c.as_str() == client && id == session)
+    {
+        return false;
+    }
     !host::is_ancestor(pid)
 }
 
@@ -184,7 +195,12 @@ fn publish(
         let held_from = mine.as_ref().and_then(|m| {
             let theirs = m.field("origin")?;
             let same_host = m.field("host").is_none_or(|h| h == host::hostname());
-            (theirs != host::origin() || !same_host).then(|| theirs.to_string())
+            // Taken below the same live process as this one (an agent client's session: its
+            // hook, MCP server and shell commands run in different POSIX sessions): one origin.
+            let same_tree = m.process().is_some_and(|(pid, h)| {
+                h == host::hostname() && (pid == host::pid() || host::is_ancestor(pid))
+            });
+            (!same_tree && (theirs != host::origin() || !same_host)).then(|| theirs.to_string())
         });
         let refreshed = if mine.is_some() {
             fsutil::replace(&path, text.as_bytes())?;
@@ -283,8 +299,15 @@ fn render_record(req: &LockRequest, rel: &str, locked_at: &str, token: &str) -> 
     rec.set("origin", host::origin());
     if let Some(owner) = &req.owner {
         rec.set("pid", owner.pid.to_string());
+        if let Some(start) = host::start_time(owner.pid) {
+            rec.set("pid_start", start.to_string());
+        }
         if let Some(s) = &owner.session {
             rec.set("session", s);
+        }
+        if let Some(c) = &owner.client {
+            rec.set("client", &c.client);
+            rec.set("client_session", &c.session);
         }
     }
     if let Some(reason) = &req.reason {

@@ -7,7 +7,8 @@ use std::time::Duration;
 use super::super::LockEntry;
 use crate::clock::{self, Timestamp};
 use crate::error::{Error, Refusal};
-use crate::v3::presence;
+use crate::host;
+use crate::v3::presence::{self, AgentState};
 
 /// Who or what stands in the way of a lock.
 #[derive(Debug, Clone)]
@@ -26,6 +27,49 @@ pub struct Blocker {
     /// The blocking lock file and its bytes as read: where events do not cross machines, a
     /// waiter re-reads just this file until it changes before trying again in full.
     pub record: Option<(PathBuf, Vec<u8>)>,
+    /// What the holder's presence says now (`None`: it has none, or the blocker is the queue).
+    pub holder_state: Option<AgentState>,
+    /// The live process the lock follows, when it records one of this host: while it runs the
+    /// lock is held, whatever its age (an agent client's session: always).
+    pub follows: Option<Follows>,
+    /// When the lock turns STALE if nothing changes (its holder sends no heartbeat, refreshes
+    /// nothing), when that is known: the later of its TTL's end and two minutes after the
+    /// holder's last heartbeat.
+    pub takeable_at: Option<Timestamp>,
+}
+
+/// The live process a lock follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Follows {
+    /// Its pid.
+    pub pid: u32,
+    /// Whether it is an agent client's process (the lock is LIVE while it runs, whatever its
+    /// age), else a supervising coord (`coord session`, `coord mcp`, `coord run`).
+    pub client: bool,
+}
+
+impl Blocker {
+    /// What a waiter is told about: who is in the way, in what state, until when. A change in
+    /// any of these is worth a line.
+    pub fn situation(
+        &self,
+    ) -> (
+        String,
+        usize,
+        Option<AgentState>,
+        Option<Follows>,
+        Option<Timestamp>,
+    ) {
+        (
+            self.holder.clone(),
+            self.queued_ahead,
+            self.holder_state,
+            self.follows,
+            // While the holder is ACTIVE, the time moves with each of its heartbeats: not news.
+            self.takeable_at
+                .filter(|_| self.holder_state != Some(AgentState::Active)),
+        )
+    }
 }
 
 pub(super) fn blocked_error(b: Blocker, waited: bool, elapsed: Duration) -> Error {
@@ -91,11 +135,32 @@ pub fn format_since(ts: Option<&Timestamp>, now: &Timestamp) -> String {
 }
 
 pub(super) fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker {
-    let task = presence::read(root, &e.agent)
-        .ok()
-        .flatten()
+    let presence = presence::read(root, &e.agent).ok().flatten();
+    let task = presence
+        .as_ref()
         .and_then(|p| p.field("working_on").map(str::to_string));
     let working_on = working_text(task.as_deref(), e.reason());
+    let holder_state = presence.as_ref().map(|p| p.state(now));
+    let follows = e.process().and_then(|(pid, h)| {
+        (h == host::hostname() && !host::recorded_process_gone_since(pid, h, e.process_start()))
+            .then_some(Follows {
+                pid,
+                client: e.client_session().is_some() && e.process_start().is_some(),
+            })
+    });
+    let takeable_at = match (follows, &e.since) {
+        (Some(Follows { client: true, .. }), _) | (_, None) => None,
+        (_, Some(since)) => {
+            let expires = *since + chrono::Duration::from_std(e.ttl()).unwrap_or_default();
+            let inactive = match (holder_state, presence.as_ref().and_then(|p| p.heartbeat())) {
+                (Some(AgentState::Active), Some(hb)) => {
+                    hb + chrono::Duration::from_std(presence::HEARTBEAT_TIMEOUT).unwrap_or_default()
+                }
+                _ => *now,
+            };
+            Some(expires.max(inactive))
+        }
+    };
     Blocker {
         file: e.file.clone(),
         holder: e.holder().to_string(),
@@ -103,6 +168,9 @@ pub(super) fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker
         working_on,
         queued_ahead: 0,
         record: e.raw.clone().map(|raw| (e.lock_path.clone(), raw)),
+        holder_state,
+        follows,
+        takeable_at,
     }
 }
 

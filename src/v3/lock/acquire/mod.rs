@@ -14,7 +14,7 @@ mod blocker;
 mod line;
 mod wake;
 
-pub use blocker::{Blocker, format_since, working_text};
+pub use blocker::{Blocker, Follows, format_since, working_text};
 
 use std::time::{Duration, Instant};
 
@@ -37,6 +37,15 @@ use crate::v3::queue;
 use crate::watch::Deadline;
 use crate::workspace::{AgentId, Target, Workspace};
 
+/// What a waiter was told stands in the way.
+type Situation = (
+    String,
+    usize,
+    Option<presence::AgentState>,
+    Option<Follows>,
+    Option<crate::clock::Timestamp>,
+);
+
 /// A lock tied to a process: stale the moment that process is gone.
 #[derive(Debug, Clone)]
 pub struct Owner {
@@ -44,6 +53,29 @@ pub struct Owner {
     pub pid: u32,
     /// The session id, when inside `coord session`.
     pub session: Option<String>,
+    /// The agent client's session the lock is taken in (see [`crate::identity`]): the lock is
+    /// LIVE while `pid` (the client process) lives, whatever its age.
+    pub client: Option<ClientSession>,
+}
+
+/// An agent client's session, as a lock records it (`client`, `client_session`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientSession {
+    /// The client (`claude`, `codex`, ...).
+    pub client: String,
+    /// The client's session id.
+    pub session: String,
+}
+
+impl Owner {
+    /// A lock that follows process `pid` (and `coord session` `session`, if any).
+    pub fn process(pid: u32, session: Option<String>) -> Owner {
+        Owner {
+            pid,
+            session,
+            client: None,
+        }
+    }
 }
 
 /// What `coord lock` asks for.
@@ -70,6 +102,9 @@ pub struct LockRequest {
 pub enum LockEvent {
     /// coord starts waiting (sent once).
     Waiting(Blocker),
+    /// While waiting, what stands in the way changed (see [`Blocker::situation`]): another
+    /// holder, the holder went INACTIVE, the lock became takeable at a known time.
+    Changed(Blocker),
 }
 
 /// One lock taken.
@@ -181,7 +216,7 @@ pub fn acquire(
             agent: &req.agent,
             tickets: None,
         },
-        told: false,
+        told: None,
         last_touch: Instant::now(),
         mine: Mine::default(),
     };
@@ -217,6 +252,7 @@ pub fn acquire(
             }
         }
     }
+    crate::history::locks_taken(ws.root(), req, &acquired, started);
     Ok(Acquisition {
         acquired,
         waited_ms: started.elapsed().as_millis() as u64,
@@ -278,8 +314,8 @@ struct Tries<'a> {
     prepared: bool,
     /// Our tickets in the queue; leaves it if the acquire ends without the lock.
     waiting: Waiting<'a>,
-    /// Whether the user was told we wait.
-    told: bool,
+    /// What the user was last told stands in the way (`None`: not told we wait yet).
+    told: Option<Situation>,
     /// When our tickets were last kept alive.
     last_touch: Instant,
     mine: Mine,
@@ -329,7 +365,7 @@ impl Tries<'_> {
                     if let Some(t) = self.waiting.tickets.take() {
                         settle(ws, &req.agent, &t);
                     }
-                    return Err(err);
+                    return Err(crate::history::refused(ws.root(), req, err));
                 }
                 if self.waiting.tickets.is_none() {
                     let tickets = queue::register(ws.root(), &req.agent, targets)?;
@@ -379,16 +415,19 @@ impl Tries<'_> {
             hand_over: self.policy.fs.served_locally(),
         };
         if !self.may_wait || self.deadline.passed() {
-            return Err(blocked_error(
-                blocker,
-                self.may_wait,
-                self.started.elapsed(),
-            ));
+            let err = blocked_error(blocker, self.may_wait, self.started.elapsed());
+            return Err(crate::history::refused(ws.root(), self.req, err));
         }
-        if !self.told {
-            on_event(&LockEvent::Waiting(blocker));
-            self.told = true;
+        let situation = blocker.situation();
+        match &self.told {
+            None => {
+                crate::history::waiting(ws.root(), self.req, &blocker.file, &blocker.holder);
+                on_event(&LockEvent::Waiting(blocker));
+            }
+            Some(told) if *told != situation => on_event(&LockEvent::Changed(blocker)),
+            Some(_) => {}
         }
+        self.told = Some(situation);
         if !self.prepared && self.policy.fs.served_locally() {
             // The files the try that succeeds will publish (a record per file, the presence, a
             // backup per file) are made now, while there is time, so that the try does not make

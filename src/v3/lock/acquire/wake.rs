@@ -137,7 +137,11 @@ fn process_alive(raw: &[u8]) -> bool {
         rec.get_nonempty("pid").and_then(|p| p.parse::<u32>().ok()),
         rec.get_nonempty("host"),
     ) {
-        (Some(pid), Some(h)) => !host::recorded_process_gone(pid, h),
+        (Some(pid), Some(h)) => !host::recorded_process_gone_since(
+            pid,
+            h,
+            rec.get_nonempty("pid_start").and_then(|s| s.parse().ok()),
+        ),
         _ => true,
     }
 }

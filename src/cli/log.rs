@@ -1,0 +1,613 @@
+//! `coord log [FILE...] [--agent A] [--since DUR] [--json] [--timeline]`: what happened.
+
+use std::collections::BTreeMap;
+
+use clap::Args;
+
+use coord::clock::{self, Timestamp};
+use coord::history::{self, Event, Filter};
+use coord::{Error, ExitCode};
+
+use super::Ctx;
+use super::output::{self, clean};
+
+/// Show the workspace's history: locks, edits, messages, agents, oldest first
+///
+/// Every lock taken, released, taken over, waited for or refused; every edit a client's hook
+/// denied or made; claims, messages, dialogue turns, review steps; agents arriving, leaving,
+/// crashing or waiting for their user. FILEs (or folders) and --agent narrow it; --since shows
+/// the last DUR (`10m`, `2h`, `1d`) or what followed a time (RFC 3339). --json prints one
+/// object per line. --timeline draws one row per file (per agent with --by-agent), time across.
+///
+///   coord log
+///   coord log src/ --since 1h
+///   coord log --agent claude --json | jq -c 'select(.event == "lock_taken")'
+///   coord log --timeline
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct LogArgs {
+    /// Only events about these files or folders
+    #[arg(value_name = "FILE")]
+    files: Vec<String>,
+    /// Only events after this: a duration back from now (`30m`) or a time (RFC 3339)
+    #[arg(long, value_name = "DUR")]
+    since: Option<String>,
+    /// Draw a timeline: one row per file, time across (who held it when, waits, takeovers, denials)
+    #[arg(long)]
+    timeline: bool,
+    /// With --timeline: one row per agent instead of per file
+    #[arg(long, requires = "timeline")]
+    by_agent: bool,
+}
+
+pub fn run(args: LogArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let ws = ctx.workspace(None)?;
+    let files = ctx
+        .targets(&ws, &args.files)?
+        .into_iter()
+        .map(|t| {
+            if args.files.iter().any(|f| f.ends_with('/')) && !t.rel.ends_with('/') {
+                format!("{}/", t.rel)
+            } else {
+                t.rel
+            }
+        })
+        .collect();
+    let filter = Filter {
+        files,
+        agent: agent_on_command_line(ctx)?,
+        since: args.since.as_deref().map(since).transpose()?,
+    };
+    let events = history::read(ws.root(), &filter);
+    if args.timeline {
+        let width = output::terminal_width().unwrap_or(100).max(40);
+        output::raw(
+            timeline(
+                &events,
+                width,
+                output::color_enabled(),
+                args.by_agent,
+                &clock::now(),
+            )
+            .as_bytes(),
+        );
+        return Ok(ExitCode::Success);
+    }
+    for e in &events {
+        if ctx.json {
+            // The event exactly as the history keeps it.
+            if let Ok(text) = serde_json::to_string(e) {
+                output::raw(format!("{text}\n").as_bytes());
+            }
+        } else if !ctx.quiet {
+            output::line(&format!("{} {}", local_time(e), describe(e)));
+        }
+    }
+    if events.is_empty() && !ctx.json && !ctx.quiet {
+        output::diag("no events (yet)");
+    }
+    Ok(ExitCode::Success)
+}
+
+/// `--agent A` filters only when given on the command line: `COORD_AGENT`, which an agent's
+/// whole session carries, names who acts, not whose history to show.
+fn agent_on_command_line(ctx: &Ctx) -> anyhow::Result<Option<String>> {
+    let args: Vec<String> = std::env::args().skip(1).take_while(|a| a != "--").collect();
+    let mut given = None;
+    let mut i = 0;
+    while i < args.len() {
+        let a = &args[i];
+        if a == "--agent" || a == "-a" {
+            given = args.get(i + 1).cloned();
+            i += 1;
+        } else if let Some(v) = a.strip_prefix("--agent=") {
+            given = Some(v.to_string());
+        } else if let Some(v) = a
+            .strip_prefix("-a")
+            .filter(|v| !v.is_empty() && !a.starts_with("--"))
+        {
+            given = Some(v.to_string());
+        }
+        i += 1;
+    }
+    match given {
+        Some(_) => Ok(ctx.agent_opt()?.map(|a| a.id().to_string())),
+        None => Ok(None),
+    }
+}
+
+/// `--since`: a duration back from now, or a time.
+pub fn since(text: &str) -> Result<Timestamp, Error> {
+    if let Some(t) = clock::parse_timestamp(text) {
+        return Ok(t);
+    }
+    let d = clock::parse_duration(text)?;
+    Ok(clock::now() - chrono::Duration::from_std(d).unwrap_or_default())
+}
+
+/// `HH:MM:SS.mmm` of an event, in the local offset it was written with.
+pub fn local_time(e: &Event) -> String {
+    e.at.get(11..23).unwrap_or(&e.at).to_string()
+}
+
+/// An event in words.
+pub fn describe(e: &Event) -> String {
+    let a = &e.agent;
+    let f = e.file.as_deref().unwrap_or("?");
+    let s = |k: &str| e.str(k).unwrap_or("").to_string();
+    let via = match (&e.client, e.str("tool")) {
+        (Some(c), Some(t)) => format!(" ({t} in {c})"),
+        (Some(c), None) => format!(" (through {c})"),
+        _ => String::new(),
+    };
+    let text = match e.event.as_str() {
+        "lock_taken" => format!("{a} locked `{f}`"),
+        "lock_released" if e.extra.contains_key("forced") => {
+            format!("{a} removed the STALE lock of {} on `{f}`", s("from"))
+        }
+        "lock_released" => format!("{a} released `{f}`"),
+        "lock_taken_over" => format!("{a} took `{f}` over from {} ({})", s("from"), s("why")),
+        "lock_waiting" => format!("{a} waits for `{f}` (held by {})", s("holder")),
+        "lock_refused" => format!("{a} was refused `{f}`: {}", s("why")),
+        "claim_taken" => format!("{a} claimed `{}`", e.pattern.as_deref().unwrap_or(f)),
+        "claim_released" => format!(
+            "{a} released the claim `{}`",
+            e.pattern.as_deref().unwrap_or(f)
+        ),
+        "edit_denied" => format!("{a}'s edit of `{f}` was denied{via}"),
+        "edit_made" => match (e.str("hash_before"), e.str("hash_after")) {
+            (Some(b), Some(h)) if b != h => format!("{a} edited `{f}`{via} {b}→{h}"),
+            (_, Some(h)) => format!("{a} edited `{f}`{via} →{h}"),
+            _ => format!("{a} edited `{f}`{via}"),
+        },
+        "message_sent" => format!("{a} sent message {} to {}", s("id"), s("to")),
+        "dialogue_turn" => format!(
+            "{a} said message #{} in `{}`; {}'s turn",
+            e.extra
+                .get("number")
+                .map(|n| n.to_string())
+                .unwrap_or_default(),
+            s("folder"),
+            s("next")
+        ),
+        "review_step" => format!(
+            "{a} finished step {} ({}) of review `{}`; next {}",
+            e.extra
+                .get("step")
+                .map(|n| n.to_string())
+                .unwrap_or_default(),
+            s("action"),
+            s("topic"),
+            s("next")
+        ),
+        "agent_arrived" => format!("{a} arrived{via}"),
+        "agent_left" => format!("{a} left"),
+        "agent_crashed" => format!("an earlier session of {a} crashed ({})", s("why")),
+        "needs_user" => format!("{a} NEEDS ITS USER: {}", s("what")),
+        "user_answered" => format!("{a} no longer waits for its user"),
+        other => match &e.file {
+            Some(f) => format!("{a} {other} `{f}`"),
+            None => format!("{a} {other}"),
+        },
+    };
+    clean(&text)
+}
+
+// --- the timeline ---
+
+/// What a cell of the timeline shows, strongest last.
+#[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+enum Mark {
+    Empty,
+    Wait(usize),
+    Hold(usize),
+    TakeOver(usize),
+    Denied(usize),
+}
+
+/// One row: a label, and its cells.
+struct Row {
+    label: String,
+    cells: Vec<Mark>,
+    /// A second line under the row: who waited when (per file).
+    waits: Option<Vec<Mark>>,
+}
+
+/// Draw `events` as rows (per file, or per agent), time across `width` columns.
+pub fn timeline(
+    events: &[Event],
+    width: usize,
+    color: bool,
+    by_agent: bool,
+    now: &Timestamp,
+) -> String {
+    let timed: Vec<(Timestamp, &Event)> =
+        events.iter().filter_map(|e| Some((e.time()?, e))).collect();
+    let Some(start) = timed.first().map(|(t, _)| *t) else {
+        return "no events (yet)\n".to_string();
+    };
+    // Agents in order of first appearance get a letter each.
+    let mut agents: Vec<String> = Vec::new();
+    for (_, e) in &timed {
+        if !agents.contains(&e.agent) {
+            agents.push(e.agent.clone());
+        }
+    }
+    let who = |a: &str| agents.iter().position(|x| x == a).unwrap_or(0);
+    // Holds and waits as spans; an open one ends at the last event, or now while it lasts.
+    let mut holds: Vec<(String, usize, Timestamp, Option<Timestamp>, bool)> = Vec::new();
+    let mut waits: Vec<(String, usize, Timestamp, Option<Timestamp>)> = Vec::new();
+    let mut marks: Vec<(String, usize, Timestamp, Mark)> = Vec::new();
+    for (t, e) in &timed {
+        let Some(file) = e.file.clone().or_else(|| e.pattern.clone()) else {
+            continue;
+        };
+        let w = who(&e.agent);
+        let close_wait = |waits: &mut Vec<(String, usize, Timestamp, Option<Timestamp>)>| {
+            if let Some(span) = waits
+                .iter_mut()
+                .rev()
+                .find(|s| s.0 == file && s.1 == w && s.3.is_none())
+            {
+                span.3 = Some(*t);
+            }
+        };
+        match e.event.as_str() {
+            "lock_taken" | "lock_taken_over" | "claim_taken" => {
+                close_wait(&mut waits);
+                let over = e.event == "lock_taken_over";
+                // Whoever held it before has lost it.
+                for h in holds.iter_mut().filter(|h| h.0 == file && h.3.is_none()) {
+                    if over || h.1 == w {
+                        h.3 = Some(*t);
+                    }
+                }
+                holds.push((file, w, *t, None, over));
+            }
+            "lock_released" | "claim_released" => {
+                let forced = e.extra.contains_key("forced");
+                for h in holds
+                    .iter_mut()
+                    .filter(|h| h.0 == file && h.3.is_none() && (forced || h.1 == w))
+                {
+                    h.3 = Some(*t);
+                }
+            }
+            "lock_waiting" => waits.push((file, w, *t, None)),
+            "lock_refused" | "edit_denied" => {
+                close_wait(&mut waits);
+                marks.push((file, w, *t, Mark::Denied(w)));
+            }
+            _ => {}
+        }
+    }
+    let last = timed.last().map(|(t, _)| *t).unwrap_or(start);
+    let open = holds.iter().any(|h| h.3.is_none()) || waits.iter().any(|w| w.3.is_none());
+    let end = if open && *now > last { *now } else { last };
+    let span_ms = ((end - start).num_milliseconds()).max(1);
+
+    // Rows and the label column.
+    let mut keys: Vec<String> = Vec::new();
+    let key_of = |file: &str, agent: usize| -> String {
+        if by_agent {
+            agents[agent].clone()
+        } else {
+            file.to_string()
+        }
+    };
+    for (f, a, ..) in &holds {
+        push_once(&mut keys, key_of(f, *a));
+    }
+    for (f, a, ..) in &waits {
+        push_once(&mut keys, key_of(f, *a));
+    }
+    for (f, a, ..) in &marks {
+        push_once(&mut keys, key_of(f, *a));
+    }
+    if keys.is_empty() {
+        return "no locks, waits or denials to draw\n".to_string();
+    }
+    let label_w = keys
+        .iter()
+        .map(|k| k.chars().count())
+        .max()
+        .unwrap_or(4)
+        .clamp(7, (width / 3).max(7));
+    let bar_w = width.saturating_sub(label_w + 3).max(10);
+    let col = |t: &Timestamp| -> usize {
+        let ms = (*t - start).num_milliseconds().clamp(0, span_ms);
+        ((ms as u128 * (bar_w as u128 - 1)) / span_ms as u128) as usize
+    };
+    let mut rows: BTreeMap<usize, Row> = BTreeMap::new();
+    let row_of = |rows: &mut BTreeMap<usize, Row>, key: &str| -> usize {
+        let i = keys.iter().position(|k| k == key).unwrap_or(0);
+        rows.entry(i).or_insert_with(|| Row {
+            label: key.to_string(),
+            cells: vec![Mark::Empty; bar_w],
+            waits: None,
+        });
+        i
+    };
+    let paint = |cells: &mut Vec<Mark>, from: usize, to: usize, m: Mark| {
+        for c in cells.iter_mut().take(to.min(bar_w - 1) + 1).skip(from) {
+            if m > *c || matches!(*c, Mark::Hold(_)) && matches!(m, Mark::Hold(_)) {
+                *c = m;
+            }
+        }
+    };
+    for (f, a, from, to, over) in &holds {
+        let i = row_of(&mut rows, &key_of(f, *a));
+        let (c0, c1) = (col(from), col(&to.unwrap_or(end)));
+        let row = rows.get_mut(&i).expect("row made above");
+        paint(&mut row.cells, c0, c1, Mark::Hold(*a));
+        if *over {
+            row.cells[c0] = Mark::TakeOver(*a);
+        }
+    }
+    for (f, a, from, to) in &waits {
+        let i = row_of(&mut rows, &key_of(f, *a));
+        let (c0, c1) = (col(from), col(&to.unwrap_or(end)));
+        let row = rows.get_mut(&i).expect("row made above");
+        if by_agent {
+            paint(&mut row.cells, c0, c1, Mark::Wait(*a));
+        } else {
+            let line = row.waits.get_or_insert_with(|| vec![Mark::Empty; bar_w]);
+            paint(line, c0, c1, Mark::Wait(*a));
+        }
+    }
+    for (f, a, t, m) in &marks {
+        let i = row_of(&mut rows, &key_of(f, *a));
+        let row = rows.get_mut(&i).expect("row made above");
+        row.cells[col(t)] = *m;
+    }
+
+    // Drawn.
+    let mut out = String::new();
+    let head = format!(
+        "{} {} → {} ({})",
+        if by_agent { "agents" } else { "files" },
+        hms(&start),
+        hms(&end),
+        span_text(span_ms)
+    );
+    out.push_str(&output::title(&fit(&head, width), color));
+    out.push('\n');
+    let axis_mid = hms(&(start + chrono::Duration::milliseconds(span_ms / 2)));
+    let mut axis = vec![' '; bar_w];
+    put(&mut axis, 0, &format!("|{}", hms(&start)));
+    if bar_w >= 40 {
+        put(&mut axis, bar_w / 2 - 4, &axis_mid);
+    }
+    let right = format!("{}|", hms(&end));
+    put(&mut axis, bar_w.saturating_sub(right.len()), &right);
+    out.push_str(&format!(
+        "{:label_w$} │{}\n",
+        "",
+        axis.iter().collect::<String>()
+    ));
+    for row in rows.values() {
+        out.push_str(&format!(
+            "{} │{}\n",
+            pad(&clean(&row.label), label_w),
+            cells(&row.cells, color, false)
+        ));
+        if let Some(w) = &row.waits {
+            let line = format!("{} │{}", pad("  waits", label_w), cells(w, color, true));
+            out.push_str(line.trim_end());
+            out.push('\n');
+        }
+    }
+    // The legend: each agent's letter, then what the marks mean.
+    let mut legend: Vec<String> = agents
+        .iter()
+        .enumerate()
+        .map(|(i, a)| {
+            let l = letter(i).to_string();
+            format!("{} {}", paint_cell(&l, i, color, false), clean(a))
+        })
+        .collect();
+    legend.extend(
+        [
+            "(upper case: held",
+            "lower case: waiting",
+            "> taken over",
+            "x refused or denied)",
+        ]
+        .map(String::from),
+    );
+    let mut line = String::new();
+    let mut len = 0;
+    for item in legend {
+        let visible = strip_ansi(&item).chars().count();
+        if len > 0 && len + 2 + visible > width {
+            out.push_str(&line);
+            out.push('\n');
+            line.clear();
+            len = 0;
+        }
+        if len > 0 {
+            line.push_str("  ");
+            len += 2;
+        }
+        line.push_str(&item);
+        len += visible;
+    }
+    if !line.is_empty() {
+        out.push_str(&line);
+        out.push('\n');
+    }
+    out
+}
+
+fn push_once(keys: &mut Vec<String>, k: String) {
+    if !keys.contains(&k) {
+        keys.push(k);
+    }
+}
+
+fn letter(i: usize) -> char {
+    const LETTERS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ";
+    LETTERS[i % LETTERS.len()] as char
+}
+
+fn cells(cells: &[Mark], color: bool, waits: bool) -> String {
+    let mut out = String::new();
+    for m in cells {
+        let (text, who) = match m {
+            Mark::Empty => (if waits { " " } else { "·" }.to_string(), None),
+            Mark::Hold(a) => (letter(*a).to_string(), Some(*a)),
+            Mark::Wait(a) => (letter(*a).to_ascii_lowercase().to_string(), Some(*a)),
+            Mark::TakeOver(a) => (">".to_string(), Some(*a)),
+            Mark::Denied(a) => ("x".to_string(), Some(*a)),
+        };
+        match who {
+            Some(a) => out.push_str(&paint_cell(
+                &text,
+                a,
+                color,
+                matches!(m, Mark::Wait(_) | Mark::Denied(_)),
+            )),
+            None if color => out.push_str(&format!("\x1b[2m{text}\x1b[0m")),
+            None => out.push_str(&text),
+        }
+    }
+    out
+}
+
+/// A cell in its agent's colour: a background for a hold, the foreground for a wait or a mark.
+fn paint_cell(text: &str, agent: usize, color: bool, light: bool) -> String {
+    if !color {
+        return text.to_string();
+    }
+    const COLOURS: [u8; 6] = [4, 2, 5, 6, 3, 1];
+    let c = COLOURS[agent % COLOURS.len()];
+    if light {
+        format!("\x1b[1;3{c}m{text}\x1b[0m")
+    } else {
+        format!("\x1b[30;4{c}m{text}\x1b[0m")
+    }
+}
+
+fn strip_ansi(s: &str) -> String {
+    let mut out = String::new();
+    let mut esc = false;
+    for ch in s.chars() {
+        if esc {
+            if ch.is_ascii_alphabetic() {
+                esc = false;
+            }
+        } else if ch == '\x1b' {
+            esc = true;
+        } else {
+            out.push(ch);
+        }
+    }
+    out
+}
+
+fn put(line: &mut [char], at: usize, text: &str) {
+    for (i, ch) in text.chars().enumerate() {
+        if let Some(c) = line.get_mut(at + i) {
+            *c = ch;
+        }
+    }
+}
+
+fn pad(s: &str, w: usize) -> String {
+    let n = s.chars().count();
+    if n > w {
+        let mut t: String = s.chars().take(w.saturating_sub(1)).collect();
+        t.push('…');
+        t
+    } else {
+        format!("{s}{}", " ".repeat(w - n))
+    }
+}
+
+fn fit(s: &str, w: usize) -> String {
+    if s.chars().count() > w {
+        pad(s, w)
+    } else {
+        s.to_string()
+    }
+}
+
+/// `850ms`, `42s`, `5m27s`, `3h05m`.
+fn span_text(ms: i64) -> String {
+    let s = ms / 1000;
+    if ms < 1000 {
+        format!("{ms}ms")
+    } else if ms < 60_000 {
+        format!("{s}s")
+    } else if ms < 3_600_000 {
+        format!("{}m{:02}s", s / 60, s % 60)
+    } else {
+        format!("{}h{:02}m", s / 3600, s / 60 % 60)
+    }
+}
+
+fn hms(t: &Timestamp) -> String {
+    t.format("%H:%M:%S").to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ev(at: &str, event: &str, agent: &str, file: &str) -> Event {
+        let mut e = Event::new(history::Kind::LockTaken, agent).file(file);
+        e.at = at.to_string();
+        e.event = event.to_string();
+        e
+    }
+
+    #[test]
+    fn a_timeline_fits_its_width_and_scales() {
+        let events = vec![
+            ev(
+                "2026-01-28T01:00:00.000+00:00",
+                "lock_taken",
+                "alice",
+                "a.txt",
+            ),
+            ev(
+                "2026-01-28T01:00:01.000+00:00",
+                "lock_waiting",
+                "bob",
+                "a.txt",
+            ),
+            ev(
+                "2026-01-28T01:00:05.000+00:00",
+                "lock_released",
+                "alice",
+                "a.txt",
+            ),
+            ev(
+                "2026-01-28T01:00:05.000+00:00",
+                "lock_taken",
+                "bob",
+                "a.txt",
+            ),
+            ev(
+                "2026-01-28T01:00:10.000+00:00",
+                "lock_released",
+                "bob",
+                "a.txt",
+            ),
+        ];
+        let now = clock::parse_timestamp("2026-01-28T01:00:10+00:00").unwrap();
+        for width in [60, 80, 200] {
+            let text = timeline(&events, width, false, false, &now);
+            for line in text.lines() {
+                assert!(line.chars().count() <= width, "{width}: {line}");
+            }
+            let row = text.lines().find(|l| l.starts_with("a.txt")).unwrap();
+            let bar: String = row.split('│').nth(1).unwrap().to_string();
+            let a = bar.chars().filter(|c| *c == 'A').count();
+            let b = bar.chars().filter(|c| *c == 'B').count();
+            assert!(a > 0 && b > 0, "{text}");
+            assert!(bar.find('A') < bar.find('B'), "{text}");
+            assert!(text.contains("  waits"), "{text}");
+        }
+    }
+}

@@ -1,0 +1,180 @@
+//! What a waiting command says while it waits for a lock: who holds it, in what state, until
+//! when, how long it has waited and how long it will.
+//!
+//! On a terminal (stderr), one live line redrawn every second: the holder, its state, when the
+//! lock becomes takeable, the time waited, the deadline and how to stop (Ctrl-C). Into a pipe or
+//! a file, one line when the wait starts and one per change (another holder, the holder went
+//! INACTIVE, the lock became takeable at a known time), never a line per second.
+
+use std::io::{IsTerminal as _, Write as _};
+use std::sync::mpsc::{self, RecvTimeoutError};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use coord::clock::{self, Wait};
+use coord::v3::lock::{Blocker, LockEvent};
+
+use super::output;
+
+/// How often the live line is redrawn.
+const TICK: Duration = Duration::from_secs(1);
+
+/// The wait's voice; quiet when asked to be.
+pub struct WaitProgress {
+    wait: Wait,
+    quiet: bool,
+    started: Instant,
+    /// The live line, on a terminal, once the wait began.
+    live: Option<Live>,
+}
+
+struct Live {
+    text: Arc<Mutex<String>>,
+    stop: mpsc::Sender<()>,
+    ticker: std::thread::JoinHandle<()>,
+}
+
+impl WaitProgress {
+    /// A voice for a wait of `wait`.
+    pub fn new(wait: Wait, quiet: bool) -> WaitProgress {
+        WaitProgress {
+            wait,
+            quiet,
+            started: Instant::now(),
+            live: None,
+        }
+    }
+
+    /// Say what `event` means.
+    pub fn on_event(&mut self, event: &LockEvent) {
+        if self.quiet {
+            return;
+        }
+        let terminal =
+            std::io::stderr().is_terminal() && std::env::var("TERM").map_or(true, |t| t != "dumb");
+        match event {
+            LockEvent::Waiting(b) if terminal => self.start_live(status(b)),
+            LockEvent::Changed(b) if terminal => {
+                if let Some(live) = &self.live {
+                    *live.text.lock().unwrap_or_else(|e| e.into_inner()) = status(b);
+                    draw(&status(b), self.started, self.wait);
+                }
+            }
+            LockEvent::Waiting(b) => output::diag(&format!(
+                "{}{} [{}; Ctrl-C to stop]",
+                output::waiting_line(b),
+                news(b).map(|n| format!("; {n}")).unwrap_or_default(),
+                match self.wait.as_duration() {
+                    Some(d) => format!("waiting up to {}", clock::format_duration(d)),
+                    None => "waiting with no deadline".to_string(),
+                }
+            )),
+            LockEvent::Changed(b) => output::diag(&format!(
+                "`{}`: {} [{}]",
+                b.file,
+                news(b).unwrap_or_else(|| output::waiting_line(b).replacen(
+                    "waiting for",
+                    "now",
+                    1
+                )),
+                elapsed(self.started, self.wait)
+            )),
+        }
+    }
+
+    fn start_live(&mut self, text: String) {
+        draw(&text, self.started, self.wait);
+        let text = Arc::new(Mutex::new(text));
+        let (stop, stopped) = mpsc::channel::<()>();
+        let (shown, started, wait) = (Arc::clone(&text), self.started, self.wait);
+        let ticker = std::thread::spawn(move || {
+            while let Err(RecvTimeoutError::Timeout) = stopped.recv_timeout(TICK) {
+                let text = shown.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                draw(&text, started, wait);
+            }
+        });
+        self.live = Some(Live { text, stop, ticker });
+    }
+
+    /// The wait is over: the live line becomes a plain line (what was waited for, how long).
+    pub fn finish(&mut self) {
+        if let Some(live) = self.live.take() {
+            let _ = live.stop.send(());
+            let _ = live.ticker.join();
+            let text = live.text.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            let mut err = std::io::stderr().lock();
+            let _ = writeln!(
+                err,
+                "\r\x1b[K{text} [waited {}]",
+                clock::format_duration(round(self.started.elapsed()))
+            );
+        }
+    }
+}
+
+impl Drop for WaitProgress {
+    fn drop(&mut self) {
+        self.finish();
+    }
+}
+
+/// The live line's text without the clock: who holds it and what is known.
+fn status(b: &Blocker) -> String {
+    match news(b) {
+        Some(n) => format!("{}; {n}", output::waiting_line(b)),
+        None => output::waiting_line(b),
+    }
+}
+
+/// Redraw the live line.
+fn draw(text: &str, started: Instant, wait: Wait) {
+    let mut err = std::io::stderr().lock();
+    let _ = write!(
+        err,
+        "\r\x1b[K{text} [{}; Ctrl-C to stop]",
+        elapsed(started, wait)
+    );
+    let _ = err.flush();
+}
+
+/// `waited 12s of 2m`, or `waited 12s` with no deadline.
+fn elapsed(started: Instant, wait: Wait) -> String {
+    let waited = clock::format_duration(round(started.elapsed()));
+    match wait.as_duration() {
+        Some(d) => format!("waited {waited} of {}", clock::format_duration(d)),
+        None => format!("waited {waited}"),
+    }
+}
+
+fn round(d: Duration) -> Duration {
+    Duration::from_secs(d.as_secs())
+}
+
+/// What is known beyond who holds it: the process the lock follows, the holder's state, when
+/// the lock can be taken over.
+pub fn news(b: &Blocker) -> Option<String> {
+    use coord::v3::presence::AgentState;
+    if b.queued_ahead > 0 {
+        return None;
+    }
+    if let Some(f) = b.follows.filter(|f| f.client) {
+        return Some(format!(
+            "held while its agent client (process {}) runs",
+            f.pid
+        ));
+    }
+    let when = b.takeable_at.as_ref().map(|t| {
+        if *t <= clock::now() {
+            "it can be taken over now".to_string()
+        } else {
+            format!("it can be taken over at {}", t.format("%H:%M:%S"))
+        }
+    });
+    let holder = output::clean(&b.holder);
+    match (b.holder_state, when) {
+        (Some(AgentState::Active), _) => None,
+        (Some(state), Some(when)) => Some(format!("{holder} is {}; {when}", state.as_str())),
+        (None, Some(when)) => Some(format!("{holder} has no presence; {when}")),
+        (_, None) => None,
+    }
+}

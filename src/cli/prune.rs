@@ -1,0 +1,62 @@
+//! `coord prune [--dry-run]`: remove what finished agents left.
+
+use clap::Args;
+
+use coord::ExitCode;
+use coord::prune;
+
+use super::{Ctx, output};
+
+/// Remove what finished agents left: presences, stamp-card rows, read marks, empty queues
+///
+/// An agent is finished when its presence says FINISHED (or it has been silent for over a
+/// day) and it holds no lock, waits in no queue and has no live session. Everything of the
+/// other agents is kept. History events older than its age bound are dropped too.
+///
+///   coord prune --dry-run     # what would go
+///   coord prune
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct PruneArgs {
+    /// Say what would be removed, remove nothing
+    #[arg(long)]
+    dry_run: bool,
+}
+
+pub fn run(args: PruneArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let ws = ctx.workspace(None)?;
+    let out = prune::prune(&ws, args.dry_run)?;
+    if ctx.json {
+        output::json(&out);
+        return Ok(ExitCode::Success);
+    }
+    if ctx.quiet {
+        return Ok(ExitCode::Success);
+    }
+    let verb = if out.dry_run {
+        "would remove"
+    } else {
+        "removed"
+    };
+    for path in &out.removed {
+        output::line(&format!("{verb} {}", output::clean(path)));
+    }
+    if out.history_events > 0 {
+        output::line(&format!(
+            "{verb} {} history event{} past the age bound",
+            out.history_events,
+            if out.history_events == 1 { "" } else { "s" }
+        ));
+    }
+    if out.removed.is_empty() && out.history_events == 0 {
+        output::line("Nothing to prune");
+    } else if !out.agents.is_empty() {
+        output::line(&format!(
+            "{} finished agent{}: {}",
+            out.agents.len(),
+            if out.agents.len() == 1 { "" } else { "s" },
+            out.agents.join(", ")
+        ));
+    }
+    Ok(ExitCode::Success)
+}

@@ -1,0 +1,92 @@
+//! `coord whoami`: the agent coord would act as here, and how it knows.
+
+use clap::Args;
+use serde::Serialize;
+
+use coord::ExitCode;
+use coord::identity::ClientProcess;
+
+use super::{Ctx, output};
+
+/// Print the agent coord acts as here, and how it knows
+///
+/// `flag` (-a), `env` (COORD_AGENT), `session` (the agent client session this runs in: its
+/// hook registered the client process, or the client's session variable says so), or `none`.
+///
+///   coord whoami
+///   coord whoami --json
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct WhoamiArgs {}
+
+/// `coord whoami --json`.
+#[derive(Debug, Serialize)]
+struct Whoami {
+    /// The agent id, `null` when none.
+    agent: Option<String>,
+    /// `flag`, `env`, `session` or `none`.
+    source: &'static str,
+    /// The client (`claude`, `codex`, `gemini`, `copilot`), for `session`.
+    client: Option<&'static str>,
+    /// The client's session id, for `session`.
+    session_id: Option<String>,
+    /// Which signal named the session: `process tree` or `env VAR`.
+    via: Option<String>,
+    /// The client process locks taken here follow, when known.
+    client_process: Option<ClientProcess>,
+}
+
+pub fn run(_args: WhoamiArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let me = match (ctx.agent_explicit()?, ctx.session()) {
+        (Some(a), _) => Whoami {
+            agent: Some(a.id().to_string()),
+            source: ctx.agent_source(),
+            client: None,
+            session_id: None,
+            via: None,
+            client_process: None,
+        },
+        (None, Some(s)) => Whoami {
+            agent: Some(s.agent.id().to_string()),
+            source: "session",
+            client: Some(s.client.as_str()),
+            session_id: Some(s.id.clone()),
+            via: Some(s.via.describe()),
+            client_process: s.process,
+        },
+        (None, None) => Whoami {
+            agent: None,
+            source: "none",
+            client: None,
+            session_id: None,
+            via: None,
+            client_process: None,
+        },
+    };
+    if ctx.json {
+        output::json(&me);
+    } else if !ctx.quiet {
+        output::line(&text(&me));
+    }
+    Ok(ExitCode::Success)
+}
+
+fn text(me: &Whoami) -> String {
+    match (me.source, &me.agent) {
+        ("flag", Some(a)) => format!("{a} (from -a)"),
+        ("env", Some(a)) => format!("{a} (from COORD_AGENT)"),
+        ("session", Some(a)) => {
+            let process = me
+                .client_process
+                .map(|p| format!("; its locks follow client process {}", p.pid))
+                .unwrap_or_default();
+            format!(
+                "{a} (session {} of {}, from the {}{process})",
+                me.session_id.as_deref().unwrap_or("?"),
+                me.client.unwrap_or("?"),
+                me.via.as_deref().unwrap_or("?"),
+            )
+        }
+        _ => "no agent: give one with `-a NAME` or `COORD_AGENT=NAME`, or run coord inside an agent client's session".to_string(),
+    }
+}

@@ -1,0 +1,540 @@
+//! The workspace's history: one append-only log of every transition (contract §11).
+//!
+//! Every lock taken, released, taken over or refused; every edit a client's hook denied or
+//! made; every message sent, dialogue turn and review step; every agent arriving, leaving,
+//! crashing, or waiting for its user appends one [`Event`] to `.coord/history/events.jsonl`,
+//! one JSON object a line (plain text that `grep`, `jq` and agents following the seeds read).
+//! `coord log`, `coord log --timeline` and `coord watch` read it back ([`read`], [`Tail`]).
+//!
+//! Invariants:
+//!
+//! - **Whole or absent.** A line is written with one `write(2)` on an `O_APPEND` descriptor,
+//!   under the log's kernel lock ([`fsutil::append_line_rotating`]), and is at most
+//!   [`LINE_CAP`] bytes (long texts are cut), so concurrent writers never interleave, a writer
+//!   killed mid-append leaves no torn line in front of the next one (the next writer ends it with a
+//!   newline first, and readers skip a line that is not an event), and a write that fails (a
+//!   full disk) is cut back.
+//! - **Never in the way.** Recording is best effort: a history that cannot be written never
+//!   fails the command it records (a lock is still taken and released); the command says so once
+//!   on stderr (see [`take_warning`]).
+//! - **Bounded.** The log is rotated once it reaches half of `history_max_size` (default
+//!   8 MiB): it becomes `events.1.jsonl`, replacing the older generation, so the newest events
+//!   are kept and the two together stay under the bound. Events older than `history_max_age`
+//!   (default 30 days) are not shown, and are dropped by `coord prune`. Both are set in
+//!   `.coord/config` (`history_max_size: 2M`, `history_max_age: 7d`) or the environment
+//!   (`COORD_HISTORY_MAX_SIZE`, `COORD_HISTORY_MAX_AGE`); `COORD_HISTORY=off` turns it off.
+
+mod needs;
+mod read;
+
+pub use needs::{NeedsUser, clear_needs_user, mark_needs_user, needs_user, set_needs_user};
+pub use read::{Filter, Tail, read, read_all, trim};
+
+use std::path::Path;
+use std::sync::Mutex;
+use std::sync::OnceLock;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::clock;
+use crate::fsutil;
+use crate::layout;
+use crate::record::Record;
+use crate::review::rules::StepRequest;
+use crate::v3::lock::{Acquired, LockRequest, Release, ReleaseOutcome};
+use crate::v3::stamp::{Crashed, Row};
+use crate::workspace::AgentId;
+
+/// The largest line written: below the 4 KiB a single `write(2)` of a pipe keeps whole, and a
+/// page, so that even a writer that does not lock cannot split it on a local disk.
+pub const LINE_CAP: usize = 4000;
+
+/// The default bound on the history's size on disk (both generations).
+pub const DEFAULT_MAX_SIZE: u64 = 8 * 1024 * 1024;
+
+/// The default age after which events are dropped.
+pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(30 * 86_400);
+
+/// What happened.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A lock was taken.
+    LockTaken,
+    /// A lock was released (by its holder, or a STALE one with `--force`).
+    LockReleased,
+    /// A STALE lock was taken over.
+    LockTakenOver,
+    /// An agent started waiting for a lock another holds.
+    LockWaiting,
+    /// A lock was refused (held by another, a wait that timed out, a deadlock).
+    LockRefused,
+    /// A client's hook denied an edit (the file is held by another agent).
+    EditDenied,
+    /// A client's hook saw an edit made.
+    EditMade,
+    /// A message was sent.
+    MessageSent,
+    /// A dialogue turn was said.
+    DialogueTurn,
+    /// A review step was finished.
+    ReviewStep,
+    /// An agent clocked in.
+    AgentArrived,
+    /// An agent clocked out.
+    AgentLeft,
+    /// An earlier session of an agent was found crashed.
+    AgentCrashed,
+    /// An agent's client waits for its user.
+    NeedsUser,
+    /// An agent's client no longer waits for its user.
+    UserAnswered,
+}
+
+impl Kind {
+    /// The `event` field.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::LockTaken => "lock_taken",
+            Kind::LockReleased => "lock_released",
+            Kind::LockTakenOver => "lock_taken_over",
+            Kind::LockWaiting => "lock_waiting",
+            Kind::LockRefused => "lock_refused",
+            Kind::EditDenied => "edit_denied",
+            Kind::EditMade => "edit_made",
+            Kind::MessageSent => "message_sent",
+            Kind::DialogueTurn => "dialogue_turn",
+            Kind::ReviewStep => "review_step",
+            Kind::AgentArrived => "agent_arrived",
+            Kind::AgentLeft => "agent_left",
+            Kind::AgentCrashed => "agent_crashed",
+            Kind::NeedsUser => "needs_user",
+            Kind::UserAnswered => "user_answered",
+        }
+    }
+}
+
+/// One event, as one line of the log.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Event {
+    /// When, RFC 3339 with milliseconds and the local offset.
+    pub at: String,
+    /// What (`lock_taken`, `lock_released`, ...: see [`Kind`]).
+    pub event: String,
+    /// Who.
+    pub agent: String,
+    /// The file, relative to the root with `/` separators.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// The pattern of a claim.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
+    /// The agent client (`claude`, `codex`, `gemini`, `copilot`) when through its hook.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub client: Option<String>,
+    /// The client's or `coord session`'s session id.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub session: Option<String>,
+    /// The work tree's top level, when it is not the root.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worktree: Option<String>,
+    /// Whatever else the event says (`from`, `why`, `hash_before`, `what`, ...).
+    #[serde(flatten)]
+    pub extra: Map<String, Value>,
+}
+
+impl Event {
+    /// An event of `kind` by `agent`, now.
+    pub fn new(kind: Kind, agent: &str) -> Event {
+        Event {
+            at: now_ms(),
+            event: kind.as_str().to_string(),
+            agent: agent.to_string(),
+            file: None,
+            pattern: None,
+            client: None,
+            session: None,
+            worktree: None,
+            extra: Map::new(),
+        }
+    }
+
+    /// About `file` (relative to the root).
+    pub fn file(mut self, file: &str) -> Event {
+        self.file = Some(file.to_string());
+        self
+    }
+
+    /// With `key: value` (a `None` value is left out).
+    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Event {
+        let value = value.into();
+        if !value.is_null() {
+            self.extra.insert(key.to_string(), value);
+        }
+        self
+    }
+
+    /// The time as a timestamp.
+    pub fn time(&self) -> Option<clock::Timestamp> {
+        clock::parse_timestamp(&self.at)
+    }
+
+    /// An extra string field.
+    pub fn str(&self, key: &str) -> Option<&str> {
+        self.extra.get(key).and_then(Value::as_str)
+    }
+
+    /// The line written: at most [`LINE_CAP`] bytes, newline included.
+    fn line(&self) -> Option<Vec<u8>> {
+        let mut text = serde_json::to_vec(self).ok()?;
+        if text.len() < LINE_CAP {
+            text.push(b'\n');
+            return Some(text);
+        }
+        // Too long: cut every long text, then leave the extras out if still too long.
+        let mut short = self.clone();
+        for value in short.extra.values_mut() {
+            if let Value::String(s) = value
+                && s.len() > 200
+            {
+                let mut end = 200;
+                while !s.is_char_boundary(end) {
+                    end -= 1;
+                }
+                s.truncate(end);
+                s.push('…');
+            }
+        }
+        text = serde_json::to_vec(&short).ok()?;
+        if text.len() >= LINE_CAP {
+            short.extra.clear();
+            short.file = short.file.map(|f| cut(&f, 1000));
+            short.pattern = short.pattern.map(|f| cut(&f, 1000));
+            text = serde_json::to_vec(&short).ok()?;
+        }
+        (text.len() < LINE_CAP).then(|| {
+            text.push(b'\n');
+            text
+        })
+    }
+}
+
+fn cut(s: &str, n: usize) -> String {
+    s.chars().take(n).collect()
+}
+
+/// Now, with milliseconds (a lock held for 1 ms shows as such).
+fn now_ms() -> String {
+    clock::now().format("%Y-%m-%dT%H:%M:%S%.3f%:z").to_string()
+}
+
+/// Who is acting, beyond the agent: the client and session of the process (set by a hook, or
+/// `COORD_SESSION` inside `coord session`).
+static CONTEXT: OnceLock<(Option<String>, Option<String>)> = OnceLock::new();
+
+/// The first failure to write the history, for the command to say once.
+static WARNING: Mutex<Option<String>> = Mutex::new(None);
+
+/// Name the client and session every event of this process comes from (a hook call).
+pub fn set_context(client: &str, session: Option<&str>) {
+    let _ = CONTEXT.set((Some(client.to_string()), session.map(str::to_string)));
+}
+
+fn context() -> &'static (Option<String>, Option<String>) {
+    CONTEXT.get_or_init(|| {
+        (
+            None,
+            std::env::var("COORD_SESSION")
+                .ok()
+                .filter(|s| !s.is_empty()),
+        )
+    })
+}
+
+/// The warning to print, once, when the history could not be written.
+pub fn take_warning() -> Option<String> {
+    WARNING.lock().unwrap_or_else(|e| e.into_inner()).take()
+}
+
+/// The bounds of the history.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Bounds {
+    /// Bytes on disk, both generations together.
+    pub max_size: u64,
+    /// Events older than this are dropped.
+    pub max_age: Duration,
+}
+
+impl Bounds {
+    /// The bounds set for the workspace at `root`: the environment, else `.coord/config`,
+    /// else the defaults. A value that cannot be read is ignored (the default holds).
+    pub fn of(root: &Path) -> Bounds {
+        let config = fsutil::read_text_capped(&layout::config(root), 64 * 1024)
+            .ok()
+            .map(|(t, _)| Record::parse(&t));
+        let setting = |env: &str, key: &str| {
+            std::env::var(env)
+                .ok()
+                .filter(|v| !v.trim().is_empty())
+                .or_else(|| config.as_ref()?.get_nonempty(key).map(str::to_string))
+        };
+        Bounds {
+            max_size: setting("COORD_HISTORY_MAX_SIZE", "history_max_size")
+                .and_then(|v| parse_size(&v))
+                .filter(|n| *n >= 1024)
+                .unwrap_or(DEFAULT_MAX_SIZE),
+            max_age: setting("COORD_HISTORY_MAX_AGE", "history_max_age")
+                .and_then(|v| clock::parse_duration(&v).ok())
+                .filter(|d| !d.is_zero())
+                .unwrap_or(DEFAULT_MAX_AGE),
+        }
+    }
+}
+
+/// `4096`, `64k`, `8M`, `1G` (powers of 1024).
+pub fn parse_size(text: &str) -> Option<u64> {
+    let t = text.trim();
+    let (digits, unit) = t.split_at(t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len()));
+    let n: u64 = digits.parse().ok()?;
+    let scale = match unit.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 1,
+        "k" | "kb" | "kib" => 1024,
+        "m" | "mb" | "mib" => 1024 * 1024,
+        "g" | "gb" | "gib" => 1024 * 1024 * 1024,
+        _ => return None,
+    };
+    n.checked_mul(scale)
+}
+
+/// Whether the history is turned off (`COORD_HISTORY=off`).
+fn off() -> bool {
+    std::env::var("COORD_HISTORY").is_ok_and(|v| v.eq_ignore_ascii_case("off"))
+}
+
+/// Append `event` to the history of the workspace at `root`. Best effort: a failure is kept
+/// for [`take_warning`], never returned.
+pub fn record(root: &Path, mut event: Event) {
+    if off() {
+        return;
+    }
+    let (client, session) = context();
+    if event.client.is_none() {
+        event.client.clone_from(client);
+    }
+    if event.session.is_none() {
+        event.session.clone_from(session);
+    }
+    let Some(line) = event.line() else {
+        return;
+    };
+    if let Err(e) = append(root, &line) {
+        let mut w = WARNING.lock().unwrap_or_else(|e| e.into_inner());
+        if w.is_none() {
+            *w = Some(format!(
+                "the history was not written (the command itself went through): {e}"
+            ));
+        }
+    }
+}
+
+/// The bounds of the workspace at `root`, read again at most once a second (a long-lived
+/// process, `coord mcp`, records many events; the config is a file read per event otherwise).
+fn bounds_cached(root: &Path) -> Bounds {
+    static CACHE: Mutex<Option<(std::path::PathBuf, Bounds, Instant)>> = Mutex::new(None);
+    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some((r, b, at)) = cache.as_ref()
+        && r == root
+        && at.elapsed() < Duration::from_secs(1)
+    {
+        return *b;
+    }
+    let b = Bounds::of(root);
+    *cache = Some((root.to_path_buf(), b, Instant::now()));
+    b
+}
+
+fn append(root: &Path, line: &[u8]) -> crate::Result<()> {
+    let log = layout::history_log(root);
+    let rotate_at = bounds_cached(root).max_size / 2;
+    let rotated = layout::history_rotated(root);
+    match fsutil::append_line_rotating(&log, line, rotate_at, &rotated) {
+        Err(crate::Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
+            fsutil::ensure_dir(&layout::history_dir(root))?;
+            fsutil::append_line_rotating(&log, line, rotate_at, &rotated)
+        }
+        other => other,
+    }
+}
+
+// --- one call per transition, so each protocol module adds one line ---
+
+/// Locks just taken: `lock_taken`, or `lock_taken_over` naming the stale holders (a refresh of
+/// a lock already held is no transition).
+pub fn locks_taken(root: &Path, req: &LockRequest, acquired: &[Acquired], started: Instant) {
+    let agent = &req.agent;
+    let waited_ms = started.elapsed().as_millis() as u64;
+    for a in acquired.iter().filter(|a| !a.refreshed) {
+        let event = if a.took_over.is_empty() {
+            Event::new(Kind::LockTaken, agent.id())
+        } else {
+            let from: Vec<&str> = a.took_over.iter().map(|t| t.from.as_str()).collect();
+            let why: Vec<&str> = a.took_over.iter().map(|t| t.why.as_str()).collect();
+            Event::new(Kind::LockTakenOver, agent.id())
+                .with("from", from.join(", "))
+                .with("why", why.join("; "))
+        };
+        let mut event = event
+            .file(&a.file)
+            .with("locked_at", a.locked_at.as_str())
+            .with("waited_ms", (waited_ms > 0).then_some(waited_ms));
+        // `reason` is always there (null without one), as `coord watch` has always said it.
+        event
+            .extra
+            .insert("reason".into(), req.reason.clone().into());
+        record(root, event);
+    }
+}
+
+/// An acquire starts waiting for `file`, held by `holder` (or a waiter ahead).
+pub fn waiting(root: &Path, req: &LockRequest, file: &str, holder: &str) {
+    record(
+        root,
+        Event::new(Kind::LockWaiting, req.agent.id())
+            .file(file)
+            .with("holder", holder),
+    );
+}
+
+/// A lock refused (held by another, a wait that timed out, a deadlock): recorded, and
+/// `err` handed back for the caller to return.
+pub fn refused(root: &Path, req: &LockRequest, err: crate::Error) -> crate::Error {
+    let (agent, targets) = (&req.agent, &req.targets);
+    let (file, holder) = match &err {
+        crate::Error::LockHeld { file, holder, .. }
+        | crate::Error::WaitTimedOut { file, holder, .. } => {
+            (Some(file.clone()), Some(holder.clone()))
+        }
+        _ => (None, None),
+    };
+    let file = file.or_else(|| targets.first().map(|t| t.rel.clone()));
+    let mut event = Event::new(Kind::LockRefused, agent.id())
+        .with("holder", holder)
+        .with("why", err.to_string());
+    if let Some(f) = &file {
+        event = event.file(f);
+    }
+    record(root, event);
+    err
+}
+
+/// Locks given back: `lock_released` for each removed (a forced STALE one names its holder).
+pub fn released(root: &Path, agent: &AgentId, out: &[Release]) {
+    for r in out {
+        let event = match &r.outcome {
+            ReleaseOutcome::Released => Event::new(Kind::LockReleased, agent.id()),
+            ReleaseOutcome::ForcedStale { from } => Event::new(Kind::LockReleased, agent.id())
+                .with("from", from.as_str())
+                .with("forced", true),
+            _ => continue,
+        };
+        record(root, event.file(&r.file));
+    }
+}
+
+/// A message sent.
+pub fn message_sent(root: &Path, from: &AgentId, id: &str, to: &str) {
+    record(
+        root,
+        Event::new(Kind::MessageSent, from.id())
+            .with("id", id)
+            .with("from", from.id())
+            .with("to", to),
+    );
+}
+
+/// An agent clocked in; earlier sessions of it found crashed are recorded first.
+pub fn arrived(root: &Path, agent: &str, row: &Row, crashed: &[Crashed]) {
+    for c in crashed {
+        record(
+            root,
+            Event::new(Kind::AgentCrashed, agent)
+                .with("row_session", c.row.session_id.as_str())
+                .with("why", c.why.as_str()),
+        );
+    }
+    let mut event = Event::new(Kind::AgentArrived, agent)
+        .with("status", "ACTIVE")
+        .with("row_session", row.session_id.as_str());
+    event
+        .extra
+        .insert("working_on".into(), row.current_task.clone().into());
+    record(root, event);
+}
+
+/// An agent clocked out.
+pub fn left(root: &Path, agent: &str) {
+    record(root, Event::new(Kind::AgentLeft, agent));
+}
+
+/// A dialogue turn said: message `number` by `speaker` in the dialogue folder `folder`, the
+/// turn passing to `next`.
+pub fn dialogue_turn(root: &Path, speaker: &str, folder: &str, number: u64, next: &str) {
+    let agent =
+        AgentId::parse(speaker).map_or_else(|_| speaker.to_string(), |a| a.id().to_string());
+    record(
+        root,
+        Event::new(Kind::DialogueTurn, &agent)
+            .with("folder", folder)
+            .with("number", number)
+            .with("next", next),
+    );
+}
+
+/// A review step finished by `actor`, the next planned for `next`.
+pub fn review_step(root: &Path, req: &StepRequest<'_>, step: u32, next: &str) {
+    record(
+        root,
+        Event::new(Kind::ReviewStep, req.actor.id())
+            .with("topic", req.topic)
+            .with("step", step)
+            .with("action", req.action.as_str())
+            .with("next", next),
+    );
+}
+
+/// A 64-bit FNV-1a hash of a file's bytes, as 16 hex digits; `None` for a file that is missing,
+/// not regular, or over 8 MiB (where a hash is not cheap).
+pub fn file_hash(path: &Path) -> Option<String> {
+    let bytes = fsutil::read_capped(path, 8 * 1024 * 1024).ok()?;
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for b in bytes {
+        h ^= u64::from(b);
+        h = h.wrapping_mul(0x0100_0000_01b3);
+    }
+    Some(format!("{h:016x}"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_parse() {
+        assert_eq!(parse_size("4096"), Some(4096));
+        assert_eq!(parse_size("64k"), Some(65536));
+        assert_eq!(parse_size("8M"), Some(8 << 20));
+        assert_eq!(parse_size("x"), None);
+        assert_eq!(parse_size("3 parsecs"), None);
+    }
+
+    #[test]
+    fn long_lines_are_cut_below_the_cap() {
+        let e = Event::new(Kind::MessageSent, "a").with("what", "x".repeat(10_000));
+        let line = e.line().unwrap();
+        assert!(line.len() <= LINE_CAP);
+        assert!(line.ends_with(b"\n"));
+        let back: Event = serde_json::from_slice(&line).unwrap();
+        assert_eq!(back.event, "message_sent");
+    }
+}

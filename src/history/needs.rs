@@ -1,0 +1,80 @@
+//! Who needs a human: an agent whose client waits for its user (a permission prompt, a
+//! question, the end of its turn), since when and what it asks.
+//!
+//! A client's hook says so (Claude Code's and Gemini CLI's `Notification`, the end of a turn);
+//! the state is one small JSON file per agent, `.coord/needs-user/<agent>`
+//! (`{"since": ..., "what": ...}`), removed as soon as the agent acts again or its user answers.
+//! Each change is also an event of the history (`needs_user`, `user_answered`).
+
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use super::{Event, Kind, record};
+use crate::fsutil;
+use crate::layout;
+
+/// An agent waiting for its user.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NeedsUser {
+    /// Since when (RFC 3339).
+    pub since: String,
+    /// What it asks, as its client says it (may be empty).
+    pub what: String,
+}
+
+/// What `agent` waits for its user for, if it does. Never fails: an unreadable file is no
+/// waiting.
+pub fn needs_user(root: &Path, agent: &str) -> Option<NeedsUser> {
+    let bytes = fsutil::read_capped(&layout::needs_user(root, agent), 16 * 1024).ok()?;
+    serde_json::from_slice(&bytes).ok()
+}
+
+/// `agent`'s client waits for its user for `what`. A wait already recorded keeps its `since`
+/// (a second prompt while the first is open is the same wait, with the newer question).
+/// Best effort, like every history write.
+pub fn set_needs_user(root: &Path, agent: &str, what: &str) {
+    let old = needs_user(root, agent);
+    let what: String = what.chars().take(500).collect();
+    if old.as_ref().is_some_and(|o| o.what == what) {
+        return;
+    }
+    let state = NeedsUser {
+        since: old.map(|o| o.since).unwrap_or_else(super::now_ms),
+        what: what.clone(),
+    };
+    let Ok(bytes) = serde_json::to_vec(&state) else {
+        return;
+    };
+    let write = || {
+        fsutil::ensure_dir(&layout::needs_user_dir(root))?;
+        fsutil::replace(&layout::needs_user(root, agent), &bytes)
+    };
+    if write().is_ok() {
+        record(root, Event::new(Kind::NeedsUser, agent).with("what", what));
+    }
+}
+
+/// `agent` acts again, or its user answered: it no longer waits.
+pub fn clear_needs_user(root: &Path, agent: &str) {
+    if fsutil::remove(&layout::needs_user(root, agent)).unwrap_or(false) {
+        record(root, Event::new(Kind::UserAnswered, agent));
+    }
+}
+
+/// Fill in `needs_user` of each agent and put those that wait for their user first (in the
+/// order they started waiting), the others after them in their order.
+pub fn mark_needs_user(root: &Path, agents: &mut [crate::status::AgentView]) {
+    if std::fs::symlink_metadata(layout::needs_user_dir(root)).is_err() {
+        return;
+    }
+    for a in agents.iter_mut() {
+        a.needs_user = needs_user(root, &a.agent);
+    }
+    agents.sort_by(|a, b| match (&a.needs_user, &b.needs_user) {
+        (Some(x), Some(y)) => x.since.cmp(&y.since),
+        (Some(_), None) => std::cmp::Ordering::Less,
+        (None, Some(_)) => std::cmp::Ordering::Greater,
+        (None, None) => std::cmp::Ordering::Equal,
+    });
+}

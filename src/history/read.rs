@@ -1,0 +1,284 @@
+//! Reading the history back: whole (`coord log`), filtered, or followed as it grows
+//! (`coord watch`). Reading never writes, except [`trim`] (`coord prune`).
+
+use std::os::unix::fs::MetadataExt;
+use std::path::{Path, PathBuf};
+
+use super::{Bounds, Event};
+use crate::clock::{self, Timestamp};
+use crate::error::{IoResultExt, Result};
+use crate::fsutil;
+use crate::layout;
+
+/// Which events to show.
+#[derive(Debug, Clone, Default)]
+pub struct Filter {
+    /// Only events about these files (relative to the root); a folder (`src/`) matches what
+    /// lies below it. Empty: every event.
+    pub files: Vec<String>,
+    /// Only events of this agent.
+    pub agent: Option<String>,
+    /// Only events at or after this time.
+    pub since: Option<Timestamp>,
+}
+
+impl Filter {
+    /// Whether `e` passes.
+    pub fn keeps(&self, e: &Event) -> bool {
+        if let Some(agent) = &self.agent
+            && !e.agent.eq_ignore_ascii_case(agent)
+        {
+            return false;
+        }
+        if let Some(since) = &self.since
+            && e.time().is_none_or(|t| t < *since)
+        {
+            return false;
+        }
+        if !self.files.is_empty() {
+            let Some(file) = &e.file else {
+                return false;
+            };
+            return self.files.iter().any(|f| {
+                let dir = f.trim_end_matches('/');
+                file == f || file == dir || file.starts_with(&format!("{dir}/"))
+            });
+        }
+        true
+    }
+}
+
+/// The events in `bytes`, one JSON object a line. A line that is not an event (torn by a
+/// writer killed mid-append, or edited by hand) is skipped; a torn line that a whole one was
+/// glued to is read from where the whole one starts.
+pub fn parse_lines(bytes: &[u8]) -> Vec<Event> {
+    bytes
+        .split(|b| *b == b'\n')
+        .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
+        .filter_map(parse_line)
+        .collect()
+}
+
+fn parse_line(line: &[u8]) -> Option<Event> {
+    if let Ok(e) = serde_json::from_slice::<Event>(line) {
+        return Some(e);
+    }
+    let start = line.windows(6).rposition(|w| w == b"{\"at\":")?;
+    serde_json::from_slice::<Event>(&line[start..]).ok()
+}
+
+fn read_file(path: &Path, cap: u64) -> Vec<Event> {
+    fsutil::read_capped(path, cap)
+        .map(|b| parse_lines(&b))
+        .unwrap_or_default()
+}
+
+/// Every event kept, oldest first (both generations; events older than the age bound left out).
+pub fn read_all(root: &Path) -> Vec<Event> {
+    let bounds = Bounds::of(root);
+    // A generation is rotated at half the bound; one written by hand may be larger.
+    let cap = bounds.max_size.max(1 << 20) * 2;
+    let mut events = read_file(&layout::history_rotated(root), cap);
+    events.extend(read_file(&layout::history_log(root), cap));
+    let oldest = clock::now() - chrono::Duration::from_std(bounds.max_age).unwrap_or_default();
+    let mut timed: Vec<(Timestamp, Event)> = events
+        .into_iter()
+        .filter_map(|e| Some((e.time()?, e)))
+        .filter(|(t, _)| *t >= oldest)
+        .collect();
+    // Stable: events of one instant stay in the order they were written.
+    timed.sort_by_key(|(t, _)| *t);
+    timed.into_iter().map(|(_, e)| e).collect()
+}
+
+/// The events that pass `filter`, oldest first.
+pub fn read(root: &Path, filter: &Filter) -> Vec<Event> {
+    read_all(root)
+        .into_iter()
+        .filter(|e| filter.keeps(e))
+        .collect()
+}
+
+/// Drop events older than the age bound from disk: the previous generation is removed once
+/// all of it is that old, and the log is rewritten without them (under its kernel lock).
+/// Returns how many events were dropped.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) when a file cannot be rewritten.
+pub fn trim(root: &Path, dry_run: bool) -> Result<usize> {
+    let bounds = Bounds::of(root);
+    let oldest = clock::now() - chrono::Duration::from_std(bounds.max_age).unwrap_or_default();
+    let old = |e: &Event| e.time().is_none_or(|t| t < oldest);
+    let cap = bounds.max_size.max(1 << 20) * 2;
+    let mut dropped = 0;
+    let rotated = layout::history_rotated(root);
+    let older = read_file(&rotated, cap);
+    if !older.is_empty() && older.iter().all(old) {
+        dropped += older.len();
+        if !dry_run {
+            fsutil::remove(&rotated)?;
+        }
+    }
+    let log = layout::history_log(root);
+    let Ok(held) = fsutil::open_regular_nofollow(&log) else {
+        return Ok(dropped);
+    };
+    // Under the log's kernel lock no line is appended meanwhile; a writer waiting for it
+    // finds the log replaced and appends to the new one.
+    held.lock().at("lock", &log)?;
+    let current = read_file(&log, cap);
+    let n = current.iter().filter(|e| old(e)).count();
+    if n > 0 {
+        dropped += n;
+        if !dry_run {
+            let mut bytes = Vec::new();
+            for e in current.iter().filter(|e| !old(e)) {
+                if let Ok(line) = serde_json::to_vec(e) {
+                    bytes.extend(line);
+                    bytes.push(b'\n');
+                }
+            }
+            fsutil::replace(&log, &bytes)?;
+        }
+    }
+    Ok(dropped)
+}
+
+/// Following the log as it grows, across rotations: every event appended after the start,
+/// each once.
+#[derive(Debug)]
+pub struct Tail {
+    log: PathBuf,
+    rotated: PathBuf,
+    /// The file being read (device, inode) and how far.
+    at: Option<((u64, u64), u64)>,
+    /// The start of a line not yet ended.
+    partial: Vec<u8>,
+}
+
+impl Tail {
+    /// Follow from the end of the log as it is now.
+    pub fn from_end(root: &Path) -> Tail {
+        let log = layout::history_log(root);
+        let at = std::fs::symlink_metadata(&log)
+            .ok()
+            .map(|m| ((m.dev(), m.ino()), m.len()));
+        Tail {
+            log,
+            rotated: layout::history_rotated(root),
+            at,
+            partial: Vec::new(),
+        }
+    }
+
+    /// Follow from the start of the log as it is now (the previous generation is not read:
+    /// see [`read_all`]).
+    pub fn from_start(root: &Path) -> Tail {
+        let mut t = Tail::from_end(root);
+        if let Some((_, off)) = t.at.as_mut() {
+            *off = 0;
+        }
+        t
+    }
+
+    /// The events appended since the last call.
+    pub fn poll(&mut self) -> Vec<Event> {
+        let mut out = Vec::new();
+        let now = std::fs::symlink_metadata(&self.log)
+            .ok()
+            .map(|m| (m.dev(), m.ino()));
+        if let Some((id, off)) = self.at
+            && now != Some(id)
+        {
+            // Rotated: finish the generation we were reading, then start on the new log.
+            if let Ok(m) = std::fs::symlink_metadata(&self.rotated)
+                && (m.dev(), m.ino()) == id
+            {
+                out.extend(self.read_from(&self.rotated.clone(), off).0);
+            }
+            self.partial.clear();
+            self.at = None;
+        }
+        let Some(id) = now else {
+            return out;
+        };
+        let off = self.at.map_or(0, |(_, o)| o);
+        let (events, end) = self.read_from(&self.log.clone(), off);
+        out.extend(events);
+        self.at = Some((id, end));
+        out
+    }
+
+    /// Events from `off` to the end of `path`; the offset reached.
+    fn read_from(&mut self, path: &Path, off: u64) -> (Vec<Event>, u64) {
+        use std::io::{Read, Seek, SeekFrom};
+        let Ok(mut f) = fsutil::open_regular_nofollow(path) else {
+            return (Vec::new(), off);
+        };
+        let len = f.metadata().map(|m| m.len()).unwrap_or(0);
+        if len < off {
+            // Rewritten shorter (trimmed): start over.
+            self.partial.clear();
+            return self.read_from_start(f);
+        }
+        if f.seek(SeekFrom::Start(off)).is_err() {
+            return (Vec::new(), off);
+        }
+        let mut buf = Vec::new();
+        let n = f.take(64 * 1024 * 1024).read_to_end(&mut buf).unwrap_or(0);
+        (self.split(buf), off + n as u64)
+    }
+
+    fn read_from_start(&mut self, f: std::fs::File) -> (Vec<Event>, u64) {
+        use std::io::Read;
+        let mut buf = Vec::new();
+        let n = f.take(64 * 1024 * 1024).read_to_end(&mut buf).unwrap_or(0);
+        (self.split(buf), n as u64)
+    }
+
+    /// Whole lines become events; the unfinished last one waits for its end.
+    fn split(&mut self, buf: Vec<u8>) -> Vec<Event> {
+        let mut bytes = std::mem::take(&mut self.partial);
+        bytes.extend(buf);
+        match bytes.iter().rposition(|b| *b == b'\n') {
+            Some(end) => {
+                self.partial = bytes[end + 1..].to_vec();
+                parse_lines(&bytes[..end])
+            }
+            None => {
+                self.partial = bytes;
+                Vec::new()
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_torn_line_is_skipped_and_a_glued_one_read() {
+        let whole =
+            r#"{"at":"2026-01-28T01:00:00.000+01:00","event":"lock_taken","agent":"a","file":"x"}"#;
+        let text =
+            format!("{whole}\n{{\"at\":\"2026-01-28T01:00:00.0\n{{\"at\":\"2026-01{whole}\n");
+        let got = parse_lines(text.as_bytes());
+        assert_eq!(got.len(), 2);
+        assert!(got.iter().all(|e| e.event == "lock_taken"));
+    }
+
+    #[test]
+    fn folders_match_what_lies_below() {
+        let e = super::super::Event::new(super::super::Kind::LockTaken, "a").file("src/x.rs");
+        let f = |files: &[&str]| Filter {
+            files: files.iter().map(|s| s.to_string()).collect(),
+            ..Default::default()
+        };
+        assert!(f(&["src/"]).keeps(&e));
+        assert!(f(&["src"]).keeps(&e));
+        assert!(f(&["src/x.rs"]).keeps(&e));
+        assert!(!f(&["sr"]).keeps(&e));
+    }
+}

@@ -1,0 +1,460 @@
+//! Who a coord process acts as when neither `-a` nor `COORD_AGENT` says: the agent of the
+//! client session it runs in. One client session is one agent, whichever door coord is entered
+//! by: the client's hooks, the `coord mcp` server the client started, and every `coord` the
+//! agent runs through its shell tool (`git commit` and its guard included).
+//!
+//! # Signals
+//!
+//! No single signal reaches every door of every client, so two are used:
+//!
+//! - **The process tree.** The client process is an ancestor of its hooks, its MCP servers and
+//!   its shell commands (its child, with at most one `sh -c` between). Every hook call
+//!   *registers* the session under `.coord/sessions/<host>-<pid>` ([`register`]): client,
+//!   session id, agent, and the client's pid with its start time (a reused pid has another).
+//!   Any later coord process walks its ancestors and takes the nearest registered one whose
+//!   start time still matches ([`from_tree`]). This reaches what the environment does not:
+//!   Codex's MCP servers (their environment is cut to a whitelist) and Gemini's shell tool.
+//! - **The environment.** Clients export their session id to what they start:
+//!   `CLAUDE_CODE_SESSION_ID` (Claude Code: shell, hooks, MCP), `CODEX_SESSION_ID` /
+//!   `CODEX_THREAD_ID` (Codex: shell), `COPILOT_AGENT_SESSION_ID` (Copilot: shell, MCP),
+//!   `GEMINI_SESSION_ID` (Gemini: hooks). Used when no registered client is among the
+//!   ancestors: before the session's first hook, or in Codex's sandboxed shell, which runs in a
+//!   pid namespace of its own where the client is not an ancestor.
+//!
+//! The tree wins over the environment: it is the nearest client (a client started from
+//! another's shell inherits the outer one's variables), and it follows a client that started a
+//! new session in the same process (Claude Code's `/clear`), which a long-lived MCP server's
+//! environment does not.
+//!
+//! # Invariants
+//!
+//! - The agent of a session is [`agent_for`]: `CLIENT-` and 8 letters and digits of its id.
+//! - A registration names a client process only with its start time; a registration whose
+//!   process is gone, or whose pid now names another process, is never matched (and is swept
+//!   by the next registration).
+//! - Resolving never writes: only [`register`] and [`end`] (hooks) do.
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use crate::clock;
+use crate::error::Result;
+use crate::fsutil::{self, RECORD_CAP};
+use crate::hook::Client;
+use crate::host;
+use crate::layout;
+use crate::record::Record;
+use crate::workspace::{AgentId, Workspace};
+
+/// The environment variables that carry a client's session id, in the order they are asked.
+pub const SESSION_VARS: [(&str, Client); 5] = [
+    ("CLAUDE_CODE_SESSION_ID", Client::Claude),
+    ("CODEX_SESSION_ID", Client::Codex),
+    ("CODEX_THREAD_ID", Client::Codex),
+    ("COPILOT_AGENT_SESSION_ID", Client::Copilot),
+    ("GEMINI_SESSION_ID", Client::Gemini),
+];
+
+/// How far up the process tree coord looks for a registered client.
+const MAX_DEPTH: usize = 64;
+
+/// The agent of a session: `CLIENT-` and 8 letters and digits of its id, lower-cased — its
+/// first 8 (`claude-3f2a9c1b`), except for a time-ordered UUID v7 (`xxxxxxxx-xxxx-7xxx-…`,
+/// Codex), whose first digits are a clock shared by every session started within a minute or
+/// so: then its last 8. `None` when the id has no letter or digit.
+pub fn agent_for(client: Client, session_id: &str) -> Option<AgentId> {
+    let alnum: Vec<char> = session_id
+        .chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect();
+    if alnum.is_empty() {
+        return None;
+    }
+    let short: String = if is_uuid_v7(session_id) {
+        alnum[alnum.len().saturating_sub(8)..].iter().collect()
+    } else {
+        alnum.iter().take(8).collect()
+    };
+    AgentId::parse(&format!("{}-{short}", client.as_str())).ok()
+}
+
+/// Whether `id` is a UUID of version 7 (`xxxxxxxx-xxxx-7xxx-yxxx-xxxxxxxxxxxx`).
+fn is_uuid_v7(id: &str) -> bool {
+    let groups: Vec<&str> = id.split('-').collect();
+    groups.len() == 5
+        && groups
+            .iter()
+            .zip([8, 4, 4, 4, 12])
+            .all(|(g, n)| g.len() == n && g.bytes().all(|b| b.is_ascii_hexdigit()))
+        && groups[2].starts_with('7')
+}
+
+/// A client process: its pid and when it started (clock ticks since boot), which together name
+/// it for the life of the machine.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+pub struct ClientProcess {
+    /// The process id.
+    pub pid: u32,
+    /// Its start time, from `/proc/<pid>/stat`.
+    pub start: u64,
+}
+
+impl ClientProcess {
+    /// Process `pid` as it is now, `None` when it cannot be read.
+    pub fn of(pid: u32) -> Option<ClientProcess> {
+        Some(ClientProcess {
+            pid,
+            start: host::start_time(pid)?,
+        })
+    }
+
+    /// Whether this very process still runs (same pid, same start time).
+    pub fn alive(&self) -> bool {
+        host::start_time(self.pid) == Some(self.start)
+    }
+}
+
+/// Which signal told coord the session.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Via {
+    /// A registered client process among this process's ancestors.
+    Tree,
+    /// This environment variable.
+    Env(&'static str),
+    /// A hook's payload.
+    Payload,
+}
+
+impl Via {
+    /// How it reads in `whoami`: `process tree`, `env CLAUDE_CODE_SESSION_ID`, `hook payload`.
+    pub fn describe(&self) -> String {
+        match self {
+            Via::Tree => "process tree".to_string(),
+            Via::Env(var) => format!("env {var}"),
+            Via::Payload => "hook payload".to_string(),
+        }
+    }
+}
+
+/// The client session a process runs in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Session {
+    /// Which client.
+    pub client: Client,
+    /// The client's session id.
+    pub id: String,
+    /// The session's agent.
+    pub agent: AgentId,
+    /// How coord knows.
+    pub via: Via,
+    /// The client process, when known and alive: locks taken in the session follow it.
+    pub process: Option<ClientProcess>,
+}
+
+/// One registration file, as read.
+#[derive(Debug, Clone)]
+struct Registration {
+    client: Client,
+    session: String,
+    agent: AgentId,
+    process: ClientProcess,
+    host: String,
+}
+
+impl Registration {
+    fn render(&self) -> String {
+        let mut rec = Record::new();
+        rec.set("client", self.client.as_str());
+        rec.set("session", &self.session);
+        rec.set("agent", self.agent.id());
+        rec.set("pid", self.process.pid.to_string());
+        rec.set("pid_start", self.process.start.to_string());
+        rec.set("host", &self.host);
+        rec.set("registered_at", clock::now_string());
+        rec.render()
+    }
+
+    fn read(path: &Path) -> Option<Registration> {
+        let bytes = fsutil::read_capped(path, RECORD_CAP).ok()?;
+        let rec = Record::parse(&String::from_utf8_lossy(&bytes));
+        let client = Client::parse(rec.get_nonempty("client")?)?;
+        let session = rec.get_nonempty("session")?.to_string();
+        Some(Registration {
+            agent: agent_for(client, &session)?,
+            client,
+            session,
+            process: ClientProcess {
+                pid: rec.get_nonempty("pid")?.parse().ok()?,
+                start: rec.get_nonempty("pid_start")?.parse().ok()?,
+            },
+            host: rec.get_nonempty("host")?.to_string(),
+        })
+    }
+
+    fn session(self, via: Via) -> Session {
+        Session {
+            client: self.client,
+            id: self.session,
+            agent: self.agent,
+            via,
+            process: Some(self.process),
+        }
+    }
+}
+
+/// The session this process runs in, if any: the nearest registered client among its
+/// ancestors ([`from_tree`]), else a client's session variable ([`from_env`]).
+pub fn current(root: &Path) -> Option<Session> {
+    from_tree(root).or_else(|| from_env(root))
+}
+
+/// The nearest ancestor of this process registered in the workspace at `root` as a client
+/// whose session ran a hook, if it still is that process.
+pub fn from_tree(root: &Path) -> Option<Session> {
+    let dir = layout::sessions_dir(root);
+    if !dir.is_dir() {
+        return None;
+    }
+    let tag = host::host_tag();
+    let mut pid = std::os::unix::process::parent_id();
+    for _ in 0..MAX_DEPTH {
+        if pid <= 1 {
+            return None;
+        }
+        let path = layout::session_file(root, tag, pid);
+        if let Some(reg) = Registration::read(&path)
+            && reg.host == host::hostname()
+            && reg.process.pid == pid
+            && reg.process.alive()
+        {
+            return Some(reg.session(Via::Tree));
+        }
+        pid = host::parent_of_pid(pid)?;
+    }
+    None
+}
+
+/// The session named by a client's session variable, if one is set. Its client process is
+/// the one registered for that session, when it still runs.
+pub fn from_env(root: &Path) -> Option<Session> {
+    let (var, client, id) = env_session()?;
+    let agent = agent_for(client, &id)?;
+    let process = registered_process(root, client, &id);
+    Some(Session {
+        client,
+        id,
+        agent,
+        via: Via::Env(var),
+        process,
+    })
+}
+
+/// The first client session variable set in this environment: the variable, its client and
+/// the session id.
+pub fn env_session() -> Option<(&'static str, Client, String)> {
+    SESSION_VARS.iter().find_map(|(var, client)| {
+        let value = std::env::var(var).ok()?;
+        let value = value.trim();
+        (!value.is_empty()).then(|| (*var, *client, value.to_string()))
+    })
+}
+
+/// The live client process registered for session `id` of `client` on this host.
+fn registered_process(root: &Path, client: Client, id: &str) -> Option<ClientProcess> {
+    let tag = host::host_tag();
+    let entries = std::fs::read_dir(layout::sessions_dir(root)).ok()?;
+    entries.flatten().find_map(|e| {
+        let name = e.file_name();
+        let (t, _) = layout::parse_session_name(name.to_str()?)?;
+        if t != tag {
+            return None;
+        }
+        let reg = Registration::read(&e.path())?;
+        (reg.client == client
+            && reg.session == id
+            && reg.host == host::hostname()
+            && reg.process.alive())
+        .then_some(reg.process)
+    })
+}
+
+/// The client process of a hook: its parent, or the parent of the `sh -c` between them.
+/// `None` when that is a shell itself: a hook run by hand from a terminal (`echo … | coord hook
+/// claude`) must not make the terminal a client session.
+pub fn hook_client_process() -> Option<ClientProcess> {
+    let parent = std::os::unix::process::parent_id();
+    let pid = if is_shell_c(parent) {
+        host::parent_of_pid(parent)?
+    } else {
+        parent
+    };
+    let shell = host::command_name(pid).is_some_and(|n| SHELLS.contains(&n.as_str()));
+    (pid > 1 && !shell)
+        .then(|| ClientProcess::of(pid))
+        .flatten()
+}
+
+/// Shells, by command name.
+const SHELLS: [&str; 9] = [
+    "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "fish",
+];
+
+/// Whether process `pid` is a shell running a `-c` command line (how clients run hooks).
+fn is_shell_c(pid: u32) -> bool {
+    let Some(name) = host::command_name(pid) else {
+        return false;
+    };
+    // `-c`, or `-c` among other one-letter options (`bash -lc`).
+    let runs_c = |a: &String| {
+        a.strip_prefix('-').is_some_and(|opts| {
+            !opts.starts_with('-')
+                && opts.contains('c')
+                && opts.bytes().all(|b| b.is_ascii_alphabetic())
+        })
+    };
+    SHELLS.contains(&name.as_str())
+        && host::command_line(pid).is_some_and(|args| args.iter().skip(1).any(runs_c))
+}
+
+/// Record that the session `id` of `client` (agent `agent`) runs in `process`: later coord
+/// processes below it act as that agent. Nothing is written when the registration already says
+/// so; registrations of processes that are gone are swept.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) when the file cannot be written.
+pub fn register(
+    ws: &Workspace,
+    client: Client,
+    id: &str,
+    agent: &AgentId,
+    process: ClientProcess,
+) -> Result<()> {
+    let root = ws.root();
+    let path = layout::session_file(root, host::host_tag(), process.pid);
+    if let Some(reg) = Registration::read(&path)
+        && reg.client == client
+        && reg.session == id
+        && reg.process == process
+    {
+        return Ok(());
+    }
+    ws.ensure_state_dir()?;
+    fsutil::ensure_dir(&layout::sessions_dir(root))?;
+    let reg = Registration {
+        client,
+        session: id.to_string(),
+        agent: agent.clone(),
+        process,
+        host: host::hostname().to_string(),
+    };
+    fsutil::replace(&path, reg.render().as_bytes())?;
+    sweep(root);
+    Ok(())
+}
+
+/// The session `id` of `client` ended in `process`: its registration goes (if it still names
+/// that session).
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) when the file cannot be removed.
+pub fn end(ws: &Workspace, client: Client, id: &str, process: ClientProcess) -> Result<()> {
+    let path = layout::session_file(ws.root(), host::host_tag(), process.pid);
+    match Registration::read(&path) {
+        Some(reg) if reg.client == client && reg.session == id => {
+            fsutil::remove(&path)?;
+        }
+        _ => {}
+    }
+    Ok(())
+}
+
+/// Remove the registrations of this host whose process is gone (best effort).
+fn sweep(root: &Path) {
+    let tag = host::host_tag();
+    let Ok(entries) = std::fs::read_dir(layout::sessions_dir(root)) else {
+        return;
+    };
+    let gone: Vec<PathBuf> = entries
+        .flatten()
+        .filter(|e| {
+            let name = e.file_name();
+            name.to_str()
+                .and_then(layout::parse_session_name)
+                .is_some_and(|(t, _)| t == tag)
+        })
+        .filter(|e| Registration::read(&e.path()).is_some_and(|r| !r.process.alive()))
+        .map(|e| e.path())
+        .collect();
+    for path in gone {
+        let _ = fsutil::remove(&path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn agent_ids_take_eight_letters_and_digits() {
+        let a = agent_for(Client::Claude, "7684F1ED-55e2-4a19").unwrap();
+        assert_eq!(a.id(), "claude-7684f1ed");
+        let a = agent_for(Client::Gemini, "ab-c").unwrap();
+        assert_eq!(a.id(), "gemini-abc");
+        assert!(agent_for(Client::Codex, "--").is_none());
+        // A UUID v4 keeps its first 8.
+        let a = agent_for(Client::Claude, "cedd012c-f1ba-4d70-ad6d-1c65c16ba070").unwrap();
+        assert_eq!(a.id(), "claude-cedd012c");
+    }
+
+    #[test]
+    fn uuid_v7_sessions_of_one_minute_are_two_agents() {
+        // Two Codex sessions started 12 s apart: the same first 8 digits.
+        let a = agent_for(Client::Codex, "01a20dbd-91c4-78d0-ada6-8244799b2282").unwrap();
+        let b = agent_for(Client::Codex, "01a20dbd-c053-7b63-9944-21d2369b8293").unwrap();
+        assert_eq!(a.id(), "codex-799b2282");
+        assert_eq!(b.id(), "codex-369b8293");
+        assert_ne!(a, b);
+        assert!(is_uuid_v7("01A20DBD-91C4-78D0-ADA6-8244799B2282"));
+        assert!(!is_uuid_v7("01a20dbd-91c4-48d0-ada6-8244799b2282"));
+        assert!(!is_uuid_v7("01a20dbd91c478d0ada68244799b2282"));
+    }
+
+    #[test]
+    fn this_process_is_a_client_process_that_lives() {
+        let me = ClientProcess::of(host::pid()).unwrap();
+        assert!(me.alive());
+        let other = ClientProcess {
+            start: me.start + 1,
+            ..me
+        };
+        assert!(!other.alive(), "a reused pid is another process");
+    }
+
+    #[test]
+    fn a_registration_is_found_below_its_process_and_swept_when_gone() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = Workspace::at(std::fs::canonicalize(dir.path()).unwrap());
+        let parent = ClientProcess::of(std::os::unix::process::parent_id()).unwrap();
+        let agent = agent_for(Client::Claude, "abcdef0123").unwrap();
+        register(&ws, Client::Claude, "abcdef0123", &agent, parent).unwrap();
+        let s = from_tree(ws.root()).unwrap();
+        assert_eq!(s.agent.id(), "claude-abcdef01");
+        assert_eq!(s.via, Via::Tree);
+        assert_eq!(s.process, Some(parent));
+        // A dead process's registration is never matched and is swept.
+        let mut child = std::process::Command::new("true").spawn().unwrap();
+        let dead = ClientProcess::of(child.id());
+        child.wait().unwrap();
+        if let Some(dead) = dead {
+            let path = layout::session_file(ws.root(), host::host_tag(), dead.pid);
+            register(&ws, Client::Codex, "x1", &agent, dead).unwrap();
+            assert!(!path.exists(), "swept at once: its process is gone");
+        }
+        end(&ws, Client::Claude, "abcdef0123", parent).unwrap();
+        assert!(from_tree(ws.root()).is_none());
+    }
+}

@@ -1,0 +1,175 @@
+//! Cleaning up after finished agents (`coord prune`, contract §11).
+//!
+//! An agent is **finished** when its presence says FINISHED, or its heartbeat is over a day old
+//! (a session that crashed and never came back), and it holds no lock file, has no ticket in a
+//! wait queue, and no stamp-card row of it is online and alive. What it left is removed: its
+//! presence, its stamp-card rows, its read marks, its needs-user state. Queue folders left
+//! empty go too, and history events older than the history's age bound. Everything of an agent
+//! that is not finished is kept. Decided and done under the workspace mutex, so an agent that
+//! clocks in meanwhile is never pruned.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::clock;
+use crate::error::Result;
+use crate::fsutil;
+use crate::history;
+use crate::layout;
+use crate::v3::lock;
+use crate::v3::presence::{self, AgentState};
+use crate::v3::stamp::{self, RowStatus};
+use crate::workspace::Workspace;
+
+/// A presence silent this long counts as finished (its session crashed).
+pub const GONE_AFTER: Duration = Duration::from_secs(86_400);
+
+/// What a prune removed (or would remove).
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Pruned {
+    /// Whether nothing was removed (`--dry-run`).
+    pub dry_run: bool,
+    /// The agents whose traces were removed.
+    pub agents: Vec<String>,
+    /// The files and folders removed, relative to the root.
+    pub removed: Vec<String>,
+    /// The agents kept (live, or holding locks or tickets).
+    pub kept: Vec<String>,
+    /// History events dropped for their age.
+    pub history_events: usize,
+}
+
+/// Remove what finished agents left.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) when something cannot be removed (what was removed before
+/// stays removed).
+pub fn prune(ws: &Workspace, dry_run: bool) -> Result<Pruned> {
+    let root = ws.root();
+    let mut out = Pruned {
+        dry_run,
+        ..Default::default()
+    };
+    if !layout::state_dir(root).is_dir() {
+        return Ok(out);
+    }
+    let _mutex = ws.lock_mutex()?;
+    let now = clock::now();
+    let (presences, _) = presence::scan(root);
+    let (rows, _) = stamp::scan(root);
+    // Whoever holds a lock file or stands in a queue is kept, whatever its presence says.
+    let mut busy: BTreeSet<String> = lock::scan_tree(ws).into_iter().map(|e| e.agent).collect();
+    busy.extend(queue_agents(root));
+    for r in &rows {
+        if r.status == RowStatus::Online && r.crash_reason(&now).is_none() {
+            busy.insert(r.partner_name.clone());
+        }
+    }
+    let mut agents: BTreeSet<String> = presences.iter().map(|p| p.id.clone()).collect();
+    agents.extend(rows.iter().map(|r| r.partner_name.clone()));
+    for agent in agents {
+        let finished = match presences.iter().find(|p| p.id == agent) {
+            Some(p) => match p.state(&now) {
+                AgentState::Finished => true,
+                AgentState::Active => false,
+                AgentState::Inactive => p
+                    .heartbeat()
+                    .is_none_or(|h| clock::age(&now, &h) > GONE_AFTER),
+            },
+            // Rows only: a partner whose presence is already gone.
+            None => true,
+        };
+        if !finished || busy.contains(&agent) {
+            out.kept.push(agent);
+            continue;
+        }
+        let mut paths: Vec<PathBuf> = Vec::new();
+        paths.push(layout::presence(root, &agent));
+        paths.extend(
+            rows.iter()
+                .filter(|r| r.partner_name == agent)
+                .map(|r| layout::partner_row(root, r.id)),
+        );
+        paths.push(layout::needs_user(root, &agent));
+        let marks = layout::read_marks_dir(root, &agent);
+        let mut gone = Vec::new();
+        for p in paths {
+            if std::fs::symlink_metadata(&p).is_ok() {
+                if !dry_run {
+                    fsutil::remove(&p)?;
+                }
+                gone.push(p);
+            }
+        }
+        if marks.is_dir() {
+            if !dry_run {
+                remove_tree(&marks)?;
+            }
+            gone.push(marks);
+        }
+        if !gone.is_empty() {
+            out.agents.push(agent);
+            out.removed.extend(gone.iter().filter_map(|p| ws.rel(p)));
+        }
+    }
+    if !crate::v3::queue::keeps_folders(root) {
+        for dir in empty_queue_dirs(root) {
+            if !dry_run {
+                fsutil::raw::remove_empty_dir(&dir);
+            }
+            out.removed.extend(ws.rel(&dir));
+        }
+    }
+    drop(_mutex);
+    out.history_events = history::trim(root, dry_run)?;
+    Ok(out)
+}
+
+/// Agents with a ticket in any wait queue.
+fn queue_agents(root: &Path) -> BTreeSet<String> {
+    let mut out = BTreeSet::new();
+    for dir in read_dir(&layout::queue_root(root)) {
+        for t in read_dir(&dir) {
+            if let Some((_, agent)) = t
+                .file_name()
+                .and_then(|n| n.to_str())
+                .and_then(layout::parse_ticket)
+            {
+                out.insert(agent.to_string());
+            }
+        }
+    }
+    out
+}
+
+fn empty_queue_dirs(root: &Path) -> Vec<PathBuf> {
+    read_dir(&layout::queue_root(root))
+        .into_iter()
+        .filter(|d| {
+            d.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(|n| n.starts_with("q-"))
+                && std::fs::symlink_metadata(d).is_ok_and(|m| m.is_dir())
+                && read_dir(d).is_empty()
+        })
+        .collect()
+}
+
+fn read_dir(dir: &Path) -> Vec<PathBuf> {
+    std::fs::read_dir(dir)
+        .map(|rd| rd.flatten().map(|e| e.path()).collect())
+        .unwrap_or_default()
+}
+
+/// Remove a folder of plain files (read marks), never following a link.
+fn remove_tree(dir: &Path) -> Result<()> {
+    for p in read_dir(dir) {
+        fsutil::remove(&p)?;
+    }
+    fsutil::raw::remove_empty_dir(dir);
+    Ok(())
+}
