@@ -60,14 +60,14 @@ fn claude() -> Result<PathBuf, String> {
 }
 
 /// The stand-in API server; killed (by pid) when dropped.
-struct FakeApi {
+pub(crate) struct FakeApi {
     child: Child,
-    port: u16,
+    pub(crate) port: u16,
     log: PathBuf,
 }
 
 impl FakeApi {
-    fn start(dir: &Path) -> Result<FakeApi, String> {
+    pub(crate) fn start(dir: &Path) -> Result<FakeApi, String> {
         let script = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/fake_anthropic.py");
         let port_file = dir.join("port");
         let log = dir.join("api.log");
@@ -97,7 +97,7 @@ impl FakeApi {
         Err("the stand-in API server did not start".into())
     }
 
-    fn tool_results(&self) -> Vec<serde_json::Value> {
+    pub(crate) fn tool_results(&self) -> Vec<serde_json::Value> {
         std::fs::read_to_string(&self.log)
             .unwrap_or_default()
             .lines()
@@ -114,7 +114,14 @@ impl Drop for FakeApi {
 }
 
 /// `claude -p PROMPT --allowedTools Write Edit` in `proj`, against the stand-in.
-fn session(bin: &Path, proj: &Path, home: &Path, port: u16, prompt: &str, id: &[&str]) -> Command {
+pub(crate) fn session(
+    bin: &Path,
+    proj: &Path,
+    home: &Path,
+    port: u16,
+    prompt: &str,
+    id: &[&str],
+) -> Command {
     let mut path = PathBuf::from(coord_bin())
         .parent()
         .unwrap()

@@ -672,3 +672,116 @@ fn copilot_installs_and_removes_the_plugin() {
         );
     }
 }
+
+/// Two real Claude Code sessions (scripted model on 127.0.0.1) in a fresh git repository with
+/// no `coord init`, coordinated by the installed plugin alone: the second session's Write is
+/// denied naming the first, the reason reaches the model, the first one's Stop releases the
+/// lock, `git status` shows nothing of coord's; then the plugin is removed with Claude's own
+/// commands.
+#[test]
+fn two_claude_sessions_coordinate_through_the_installed_plugin_alone() {
+    use crate::claude_e2e::{FakeApi, session};
+    use std::time::{Duration, Instant};
+    let Some(bin) = client("COORD_TEST_CLAUDE") else {
+        return;
+    };
+    let env = fresh_repo();
+    let scratch = tempfile::tempdir().unwrap();
+    let api = match FakeApi::start(scratch.path()) {
+        Ok(a) => a,
+        Err(why) => {
+            eprintln!("skipped: {why}");
+            return;
+        }
+    };
+    let home = scratch.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let plugins = scratch.path().join("plugins");
+    write_plugins(&env, &plugins, Some("claude"));
+    let claude_cmd = |args: &[&str]| {
+        let out = Command::new(&bin)
+            .args(args)
+            .current_dir(scratch.path())
+            .env("HOME", &home)
+            .env("DISABLE_TELEMETRY", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "claude {args:?}: {out:?}");
+    };
+    claude_cmd(&[
+        "plugin",
+        "marketplace",
+        "add",
+        &plugins.join("claude").to_string_lossy(),
+    ]);
+    claude_cmd(&["plugin", "install", "coord@coord"]);
+
+    let proj = env.root();
+    let out = proj.join("out.txt");
+    let flag = scratch.path().join("release-a");
+    let prompt_a = format!(
+        "coord-e2e: write {} :: from A :: hold={}",
+        out.display(),
+        flag.display()
+    );
+    let a = session(
+        &bin,
+        proj,
+        &home,
+        api.port,
+        &prompt_a,
+        &["--session-id", "a1a1a1a1-0000-4000-8000-000000000011"],
+    )
+    .spawn()
+    .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !(env.exists("out.txt.lock.claude-a1a1a1a1") && env.exists("out.txt")) {
+        assert!(
+            Instant::now() < deadline,
+            "session A never wrote out.txt through the plugin's hook"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let prompt_b = format!("coord-e2e: write {} :: from B", out.display());
+    let b = session(
+        &bin,
+        proj,
+        &home,
+        api.port,
+        &prompt_b,
+        &["--session-id", "b2b2b2b2-0000-4000-8000-000000000022"],
+    )
+    .output()
+    .unwrap();
+    assert!(b.status.success(), "session B: {b:?}");
+    assert_eq!(
+        env.read("out.txt"),
+        "from A",
+        "the denied Write did not happen"
+    );
+    let denied = api
+        .tool_results()
+        .into_iter()
+        .find(|r| r["is_error"] == true)
+        .unwrap_or_else(|| panic!("no denial reached the model: {:?}", api.tool_results()));
+    assert!(denied["content"].to_string().contains("claude-a1a1a1a1"));
+    std::fs::write(&flag, "").unwrap();
+    let a = a.wait_with_output().unwrap();
+    assert!(a.status.success(), "session A: {a:?}");
+    assert!(
+        !env.exists("out.txt.lock.claude-a1a1a1a1"),
+        "A's Stop released its lock"
+    );
+    // Nothing of coord's in `git status`: only the file the sessions wrote.
+    assert_eq!(
+        git(proj, &["status", "--porcelain", "--untracked-files=all"]),
+        "?? out.txt\n"
+    );
+    claude_cmd(&["plugin", "uninstall", "coord@coord"]);
+    claude_cmd(&["plugin", "marketplace", "remove", "coord"]);
+    let settings = std::fs::read_to_string(home.join(".claude/settings.json")).unwrap_or_default();
+    assert!(!settings.contains("coord@coord"), "{settings}");
+}
