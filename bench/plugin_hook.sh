@@ -32,7 +32,7 @@ ws="$(mktemp -d "${TMPDIR:-/tmp}/coord-plugin-bench-XXXXXX")"
 trap 'rm -rf "$ws"' EXIT
 
 python3 - "$coord" "$ws" "$runs" <<'PY'
-import json, os, statistics, subprocess, sys, time
+import json, os, resource, statistics, subprocess, sys, time
 
 coord, ws, runs = sys.argv[1], sys.argv[2], int(sys.argv[3])
 
@@ -67,13 +67,21 @@ cases = [
 ]
 baseline = ("`true` as the hook", "true", payload(on, "PreToolUse", "Write", {}))
 
+def cpu():
+    u = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return u.ru_utime + u.ru_stime
+
 def once(cmd, data):
+    c = cpu()
     t = time.perf_counter()
     r = subprocess.run(["sh", "-c", cmd], input=data, capture_output=True)
     dt = time.perf_counter() - t
     if r.returncode != 0 or b"deny" in r.stdout:
         sys.exit(f"bench: `{cmd}` failed: {r.stdout!r} {r.stderr!r}")
+    cpus[cmd + repr(data)].append(cpu() - c)
     return dt
+
+cpus = {cmd + repr(data): [] for _, cmd, data in [baseline] + cases}
 
 # Adopt the repository, warm the caches.
 for _, cmd, data in [baseline] + cases:
@@ -86,6 +94,8 @@ status = subprocess.run(["git", "-C", on, "status", "--porcelain", "--untracked-
 assert status == "", f"git status shows coord's files: {status!r}"
 
 times = {name: [] for name, _, _ in [baseline] + cases}
+for k in cpus:
+    cpus[k].clear()
 for _ in range(runs):
     for name, cmd, data in [baseline] + cases:
         times[name].append(once(cmd, data))
@@ -93,10 +103,17 @@ for _ in range(runs):
 ms = lambda s: f"{s * 1000:.2f} ms"
 p95 = lambda xs: sorted(xs)[int(len(xs) * 0.95) - 1]
 base = statistics.median(times[baseline[0]])
-print("| one hook call, as a client runs it (`sh -c`, payload on stdin) | median | p95 | / `true` | runs |")
-print("|---|---|---|---|---|")
-for name, _, _ in [baseline] + cases:
+# CPU time (user + system of the shell and the hook) is counted in clock ticks, so its mean
+# over the runs is the figure; a loaded machine disturbs it much less than wall time.
+cpu_of = lambda cmd, data: statistics.mean(cpus[cmd + repr(data)])
+base_cpu = cpu_of(baseline[1], baseline[2])
+print(f"load {os.getloadavg()[0]:.2f}; {os.cpu_count()} cores")
+print()
+print("| one hook call, as a client runs it (`sh -c`, payload on stdin) | wall median | p95 | / `true` | CPU mean | / `true` | runs |")
+print("|---|---|---|---|---|---|---|")
+for name, cmd, data in [baseline] + cases:
     xs = times[name]
     med = statistics.median(xs)
-    print(f"| {name} | {ms(med)} | {ms(p95(xs))} | {med / base:.2f}x | {len(xs)} |")
+    c = cpu_of(cmd, data)
+    print(f"| {name} | {ms(med)} | {ms(p95(xs))} | {med / base:.2f}x | {ms(c)} | {c / base_cpu:.2f}x | {len(xs)} |")
 PY
