@@ -251,8 +251,9 @@ pub fn gate(ws: &Workspace, client: Option<Client>) -> Gate {
 
 /// Make a repository nobody set up ready for coord without anything showing in `git status`:
 /// `.coord/` with a `.gitignore` of `*`, and coord's file patterns in the repository's
-/// `info/exclude` (between `# coord:begin` and `# coord:end`). A workspace that has `.coord/`
-/// already is left as it is.
+/// `info/exclude` (between `# coord:begin` and `# coord:end`). Done once: a `.coord/.gitignore`
+/// says it was; a repository whose `.gitignore` holds `coord init`'s block is left as it is.
+/// (`.coord/` alone is no sign: a `coord lock` run by hand in the repository makes it.)
 ///
 /// # Errors
 ///
@@ -261,15 +262,21 @@ pub fn gate(ws: &Workspace, client: Option<Client>) -> Gate {
 pub fn adopt(ws: &Workspace) -> Result<()> {
     let root = ws.root();
     let state = layout::state_dir(root);
-    if std::fs::symlink_metadata(&state).is_ok_and(|m| m.is_dir()) {
+    let marker = state.join(".gitignore");
+    if std::fs::symlink_metadata(&marker).is_ok() {
         return Ok(());
     }
     let Some(git) = git_dir(root) else {
         return Ok(());
     };
+    let ignored = fsutil::read_capped(&root.join(".gitignore"), 16 * 1024 * 1024)
+        .is_ok_and(|b| String::from_utf8_lossy(&b).contains(init::IGNORE_BEGIN));
+    if ignored {
+        return Ok(());
+    }
     ws.ensure_state_dir()?;
-    fsutil::replace_durable(&state.join(".gitignore"), b"*\n")?;
     let _ = exclude(&common_dir(&git));
+    fsutil::replace_durable(&marker, b"*\n")?;
     Ok(())
 }
 

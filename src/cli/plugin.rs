@@ -38,7 +38,14 @@ enum PluginCommand {
 }
 
 /// Write each client's plugin into DIR/<client>/
+///
+/// Each folder is in the client's own format and installs with the client's own commands,
+/// which are printed (with --json: `install` and `uninstall` of each plugin).
+///
+///   coord plugin write ~/.local/share/coord/plugins
+///   coord plugin write --client claude,codex ./plugins --json
 #[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
 struct WriteArgs {
     /// The clients (repeat or separate with commas; default: all)
     #[arg(long, value_parser = client_choice(), value_delimiter = ',', value_name = "CLIENT")]

@@ -273,6 +273,21 @@ fn plugin_hooks_coordinate_in_a_fresh_repository_and_git_status_stays_clean() {
 }
 
 #[test]
+fn a_repository_where_coord_ran_by_hand_is_still_kept_out_of_git_status() {
+    let env = fresh_repo();
+    // `.coord/` made by a command run by hand, before any plugin hook.
+    env.agent("human").args(["lock", "a.txt"]).ok();
+    plugin_hook(&env, "SessionStart", "aaaa1111", None);
+    assert_eq!(
+        git(
+            env.root(),
+            &["status", "--porcelain", "--untracked-files=all"]
+        ),
+        ""
+    );
+}
+
+#[test]
 fn plugin_hooks_in_a_linked_worktree_exclude_in_the_common_git_folder() {
     let env = fresh_repo();
     let wt = env.path("wt");
@@ -784,4 +799,111 @@ fn two_claude_sessions_coordinate_through_the_installed_plugin_alone() {
     claude_cmd(&["plugin", "marketplace", "remove", "coord"]);
     let settings = std::fs::read_to_string(home.join(".claude/settings.json")).unwrap_or_default();
     assert!(!settings.contains("coord@coord"), "{settings}");
+}
+
+/// A real Gemini CLI session (scripted model on 127.0.0.1) in a repository nobody set up, with
+/// coord only as an installed extension: its edit of a file another agent holds is denied, the
+/// reason reaches the model, `git status` shows nothing of coord's; then the extension is
+/// removed with Gemini's own command.
+#[test]
+fn a_gemini_session_is_coordinated_by_the_installed_extension_alone() {
+    use crate::scripted::{Lab, script};
+    let Some(bin) = client("COORD_TEST_GEMINI") else {
+        return;
+    };
+    let lab = Lab::new("gemini", "fake_gemini.py");
+    let root = lab.root().to_path_buf();
+    // Take back what the lab's `coord init` wrote: a repository nobody set up.
+    let run_git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&root)
+            .env("HOME", &lab.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    run_git(&[
+        "rm",
+        "-rq",
+        ".gemini",
+        "GEMINI.md",
+        "AGENTS.md",
+        ".gitignore",
+    ]);
+    run_git(&["commit", "-qm", "no coord here"]);
+    std::fs::remove_dir_all(root.join(".coord")).unwrap();
+    assert_eq!(
+        run_git(&["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+
+    let dot = lab.home.join(".gemini");
+    std::fs::create_dir_all(&dot).unwrap();
+    let settings = serde_json::json!({
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+        "privacy": {"usageStatisticsEnabled": false},
+        "telemetry": {"enabled": false},
+    });
+    std::fs::write(dot.join("settings.json"), settings.to_string()).unwrap();
+    let trusted = serde_json::json!({ root.display().to_string(): "TRUST_FOLDER" });
+    std::fs::write(dot.join("trustedFolders.json"), trusted.to_string()).unwrap();
+    let plugins = lab.scratch.path().join("plugins");
+    write_plugins(&lab.env, &plugins, Some("gemini"));
+    let gem = |args: &[&str]| {
+        let out = lab
+            .command(&bin)
+            .args(args)
+            .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "gemini {args:?}: {out:?}");
+        text(&out)
+    };
+    gem(&[
+        "extensions",
+        "install",
+        &plugins.join("gemini").to_string_lossy(),
+        "--consent",
+    ]);
+
+    // Another agent holds target.txt (taken by hand, before any hook ran here).
+    lab.env.agent("claude-x").args(["lock", "target.txt"]).ok();
+    let target = root.join("target.txt").display().to_string();
+    let prompt = script(
+        serde_json::json!([["write_file", {"file_path": target, "content": "from gemini\n"}]]),
+        None,
+    );
+    let mut c = lab.command(&bin);
+    c.args(["-p", &prompt, "--yolo"])
+        .env(
+            "GOOGLE_GEMINI_BASE_URL",
+            format!("http://127.0.0.1:{}", lab.port),
+        )
+        .env("GEMINI_API_KEY", "coord-e2e-key");
+    lab.spawn(c, "denied").ok();
+    assert_eq!(
+        lab.env.read("target.txt"),
+        "old line\n",
+        "the edit was denied"
+    );
+    let needle = serde_json::to_string(&prompt).unwrap();
+    let seen = lab
+        .requests_with(&needle[1..needle.len() - 1])
+        .iter()
+        .any(|r| r.to_string().contains("Tool execution blocked: coord:"));
+    assert!(seen, "the deny reached the model");
+    lab.env
+        .agent("claude-x")
+        .args(["unlock", "target.txt"])
+        .ok();
+    assert_eq!(
+        run_git(&["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    gem(&["extensions", "uninstall", "coord"]);
+    assert!(!dot.join("extensions/coord").exists());
 }
