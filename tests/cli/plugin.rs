@@ -907,3 +907,113 @@ fn a_gemini_session_is_coordinated_by_the_installed_extension_alone() {
     gem(&["extensions", "uninstall", "coord"]);
     assert!(!dot.join("extensions/coord").exists());
 }
+
+/// A real Copilot CLI session (scripted model on 127.0.0.1) in a repository nobody set up, with
+/// coord only as an installed plugin: its `create` of a file another agent holds is denied, the
+/// reason reaches the model, `git status` shows nothing of coord's; then the plugin is removed
+/// with Copilot's own commands.
+#[test]
+fn a_copilot_session_is_coordinated_by_the_installed_plugin_alone() {
+    use crate::scripted::{Lab, script};
+    let Some(bin) = client("COORD_TEST_COPILOT") else {
+        return;
+    };
+    let lab = Lab::new("copilot", "fake_openai_chat.py");
+    let root = lab.root().to_path_buf();
+    let run_git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&root)
+            .env("HOME", &lab.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // Take back what the lab's `coord init` wrote: a repository nobody set up.
+    run_git(&[
+        "rm",
+        "-rq",
+        ".github",
+        ".mcp.json",
+        "AGENTS.md",
+        ".gitignore",
+    ]);
+    run_git(&["commit", "-qm", "no coord here"]);
+    std::fs::remove_dir_all(root.join(".coord")).unwrap();
+    assert_eq!(
+        run_git(&["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+
+    let dot = lab.home.join(".copilot");
+    std::fs::create_dir_all(&dot).unwrap();
+    let config = serde_json::json!({ "trustedFolders": [root.display().to_string()] });
+    std::fs::write(dot.join("config.json"), config.to_string()).unwrap();
+    let cache = std::env::var_os("COPILOT_PKG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/copilot")))
+        .unwrap_or_else(std::env::temp_dir);
+    let plugins = lab.scratch.path().join("plugins");
+    write_plugins(&lab.env, &plugins, Some("copilot"));
+    let cop = |args: &[&str]| {
+        let out = lab
+            .command(&bin)
+            .args(args)
+            .env("COPILOT_OFFLINE", "true")
+            .env("COPILOT_AUTO_UPDATE", "false")
+            .env("COPILOT_PKG_CACHE_HOME", &cache)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "copilot {args:?}: {out:?}");
+        text(&out)
+    };
+    cop(&[
+        "plugin",
+        "marketplace",
+        "add",
+        &plugins.join("copilot").to_string_lossy(),
+    ]);
+    cop(&["plugin", "install", "coord@coord"]);
+
+    lab.env.agent("claude-x").args(["lock", "target.txt"]).ok();
+    let target = root.join("target.txt").display().to_string();
+    let prompt = script(
+        serde_json::json!([["create", {"path": target, "file_text": "from copilot\n"}]]),
+        None,
+    );
+    let mut c = lab.command(&bin);
+    c.args(["-p", &prompt, "--allow-all-tools"])
+        .env("COPILOT_OFFLINE", "true")
+        .env("COPILOT_AUTO_UPDATE", "false")
+        .env("COPILOT_PKG_CACHE_HOME", &cache)
+        .env(
+            "COPILOT_PROVIDER_BASE_URL",
+            format!("http://127.0.0.1:{}/v1", lab.port),
+        )
+        .env("COPILOT_PROVIDER_API_KEY", "coord-e2e-key")
+        .env("COPILOT_MODEL", "gpt-4.1");
+    lab.spawn(c, "denied").ok();
+    assert_eq!(
+        lab.env.read("target.txt"),
+        "old line\n",
+        "the edit was denied"
+    );
+    let needle = serde_json::to_string(&prompt).unwrap();
+    let seen = lab
+        .requests_with(&needle[1..needle.len() - 1])
+        .iter()
+        .any(|r| r.to_string().contains("Denied by preToolUse hook: coord:"));
+    assert!(seen, "the deny reached the model");
+    lab.env
+        .agent("claude-x")
+        .args(["unlock", "target.txt"])
+        .ok();
+    assert_eq!(
+        run_git(&["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    cop(&["plugin", "uninstall", "coord@coord"]);
+    cop(&["plugin", "marketplace", "remove", "coord"]);
+}
