@@ -10,6 +10,7 @@ use coord::ExitCode;
 use coord::clock;
 use coord::hook::{self, Client, HookCall, Kind, Reply, act};
 use coord::identity;
+use coord::plugin;
 use coord::v3::lock::{ClientSession, Owner};
 use coord::workspace::{AgentId, Workspace};
 
@@ -38,6 +39,12 @@ pub struct HookArgs {
     /// Wait at most this long for a file another agent holds (default 2s)
     #[arg(long, value_name = "DUR")]
     wait: Option<String>,
+    /// Run as the user-level plugin (`coord plugin write`): do nothing in a repository that
+    /// turned coord off (`git config coord.enabled false`), that `coord init` wired for this
+    /// client, or outside any git work tree or coord workspace; keep coord's state out of
+    /// `git status` in a repository nobody set up
+    #[arg(long)]
+    plugin: bool,
 }
 
 /// A client named on the command line (`claude`, `codex`, ...), one of the known clients.
@@ -81,6 +88,13 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> Result<Reply, String> {
     let explicit = ctx.agent_explicit().map_err(|e| e.to_string())?;
     let agent = agent(explicit.clone(), client, &call)?;
     let ws = Workspace::discover(ctx.dir.as_deref(), &cwd).map_err(|e| e.to_string())?;
+    // The plugin's hook: nothing at all where coord stays out, before anything is written.
+    if args.plugin {
+        if plugin::gate(&ws, Some(client)) != plugin::Gate::Go {
+            return Ok(Reply::Allow);
+        }
+        plugin::adopt(&ws).map_err(|e| e.to_string())?;
+    }
     // The session's agent: every later coord below the client process acts as it, and the
     // locks its edits take follow the client process.
     let session = match (&explicit, call.session_id.as_deref()) {

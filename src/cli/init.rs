@@ -35,7 +35,7 @@ pub struct InitArgs {
 }
 
 /// A client's name, or `all` (`None`).
-fn client_choice() -> impl clap::builder::TypedValueParser<Value = Option<Client>> {
+pub(super) fn client_choice() -> impl clap::builder::TypedValueParser<Value = Option<Client>> {
     let mut names = Client::names();
     names.push("all");
     clap::builder::PossibleValuesParser::new(names).map(|name| Client::parse(&name))

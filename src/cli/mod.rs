@@ -29,6 +29,7 @@ mod msg;
 mod note;
 mod output;
 mod partners;
+mod plugin;
 mod presence;
 mod progress;
 mod prune;
@@ -142,6 +143,7 @@ enum Command {
     Doctor(doctor::DoctorArgs),
     Version(version::VersionArgs),
     Docs(docs::DocsArgs),
+    Plugin(plugin::PluginArgs),
 }
 
 /// How long a command waits for a lock held by another agent: `--wait DUR` or `--no-wait`.
@@ -461,6 +463,7 @@ fn single_command(args: &[OsString]) -> Option<clap::Command> {
         "doctor" => doctor::DoctorArgs::augment_args(named("doctor")),
         "version" => version::VersionArgs::augment_args(named("version")),
         "docs" => docs::DocsArgs::augment_args(named("docs")),
+        "plugin" => plugin::PluginArgs::augment_args(named("plugin")),
         // `completions` and `man` describe the whole tree anyway; `help` and anything unknown
         // need it to answer.
         _ => return None,
@@ -502,6 +505,7 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Whoami(args) => whoami::run(args, ctx),
         Command::Version(args) => version::run(args, ctx),
         Command::Docs(args) => docs::run(args, ctx),
+        Command::Plugin(args) => plugin::run(args, ctx),
     }
 }
 

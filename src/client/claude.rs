@@ -13,6 +13,7 @@ use super::{
 use crate::error::Result;
 use crate::hook::{Kind, Reply};
 use crate::init::{HookSet, Wiring, merge_hooks, merge_mcp};
+use crate::plugin::{self, Bundle, File, Spec};
 
 /// Claude Code.
 pub struct Claude;
@@ -143,10 +144,9 @@ impl Adapter for Claude {
         Some("CLAUDE.md")
     }
 
-    fn wire(&self, w: &mut Wiring) -> Result<()> {
+    fn hooks(&self) -> HookSet {
         let cmd = crate::init::command(self.name(), None);
-        let edit = Some(EDIT_MATCHER);
-        let hooks: HookSet = vec![
+        vec![
             ("SessionStart", None, cmd.clone()),
             // The shell too: a `git commit` through it is checked like the pre-commit guard.
             (
@@ -154,13 +154,57 @@ impl Adapter for Claude {
                 Some("Edit|Write|MultiEdit|NotebookEdit|Bash"),
                 cmd.clone(),
             ),
-            ("PostToolUse", edit, cmd.clone()),
+            ("PostToolUse", Some(EDIT_MATCHER), cmd.clone()),
             ("Stop", None, cmd.clone()),
             ("SessionEnd", None, cmd),
+        ]
+    }
+
+    /// A marketplace folder (`.claude-plugin/marketplace.json`) holding the plugin `coord/`:
+    /// `.claude-plugin/plugin.json`, `hooks/hooks.json`, `.mcp.json` and a skill.
+    fn plugin(&self, spec: &Spec) -> Bundle {
+        let files = vec![
+            File::json(".claude-plugin/marketplace.json", &plugin::marketplace()),
+            File::json("coord/.claude-plugin/plugin.json", &plugin_manifest()),
+            File::json(
+                "coord/hooks/hooks.json",
+                &spec.claude_hooks(&self.hooks(), false),
+            ),
+            File::json(
+                "coord/.mcp.json",
+                &json!({"mcpServers": spec.mcp_servers()}),
+            ),
+            File::text("coord/skills/coord/SKILL.md", &plugin::skill()),
         ];
+        Bundle {
+            files,
+            install: vec![
+                "claude plugin marketplace add {dir}".into(),
+                "claude plugin install coord@coord".into(),
+            ],
+            uninstall: vec![
+                "claude plugin uninstall coord@coord".into(),
+                "claude plugin marketplace remove coord".into(),
+            ],
+        }
+    }
+
+    fn wire(&self, w: &mut Wiring) -> Result<()> {
+        let hooks = self.hooks();
         w.json(self.hook_file(), false, |v, f| {
             merge_hooks(v, f, &hooks, false)
         })?;
         w.json(".mcp.json", false, |v, f| merge_mcp(v, f, "mcpServers"))
     }
+}
+
+/// `plugin.json` as Claude Code (and Copilot CLI, which reads it) wants it.
+pub fn plugin_manifest() -> Value {
+    json!({
+        "name": plugin::NAME,
+        "version": env!("CARGO_PKG_VERSION"),
+        "description": plugin::DESCRIPTION,
+        "author": {"name": plugin::NAME},
+        "license": env!("CARGO_PKG_LICENSE"),
+    })
 }

@@ -4,7 +4,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::{
     Adapter, Config, HooksRun, Trust, args_object, claude, dir_from_env, read_config,
@@ -13,6 +13,7 @@ use super::{
 use crate::error::{Error, Result};
 use crate::hook::{Kind, Reply, patch};
 use crate::init::{COORD, HookSet, Wiring, merge_hooks};
+use crate::plugin::{self, Bundle, File, Spec};
 
 /// Codex CLI.
 pub struct Codex;
@@ -171,20 +172,68 @@ impl Adapter for Codex {
         }
     }
 
-    fn wire(&self, w: &mut Wiring) -> Result<()> {
+    fn hooks(&self) -> HookSet {
         let cmd = crate::init::command(self.name(), None);
-        let edit = Some("apply_patch|Edit|Write");
-        let hooks: HookSet = vec![
+        vec![
             ("SessionStart", None, cmd.clone()),
             (
                 "PreToolUse",
                 Some("apply_patch|Edit|Write|Bash"),
                 cmd.clone(),
             ),
-            ("PostToolUse", edit, cmd.clone()),
+            ("PostToolUse", Some("apply_patch|Edit|Write"), cmd.clone()),
             ("Stop", None, cmd.clone()),
             ("SessionEnd", None, cmd),
-        ];
+        ]
+    }
+
+    /// A local marketplace (`.agents/plugins/marketplace.json`) holding the plugin `coord/`:
+    /// `.codex-plugin/plugin.json` naming `hooks/hooks.json`, `.mcp.json` and a skill.
+    fn plugin(&self, spec: &Spec) -> Bundle {
+        let marketplace = json!({
+            "name": plugin::NAME,
+            "plugins": [{
+                "name": plugin::NAME,
+                "source": {"source": "local", "path": format!("./{}", plugin::NAME)},
+            }],
+        });
+        let manifest = json!({
+            "name": plugin::NAME,
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": plugin::DESCRIPTION,
+            "author": {"name": plugin::NAME},
+            "license": env!("CARGO_PKG_LICENSE"),
+            "hooks": "./hooks/hooks.json",
+            "mcpServers": "./.mcp.json",
+            "skills": "./skills/",
+        });
+        Bundle {
+            files: vec![
+                File::json(".agents/plugins/marketplace.json", &marketplace),
+                File::json("coord/.codex-plugin/plugin.json", &manifest),
+                File::json(
+                    "coord/hooks/hooks.json",
+                    &spec.claude_hooks(&self.hooks(), false),
+                ),
+                File::json(
+                    "coord/.mcp.json",
+                    &json!({"mcpServers": spec.mcp_servers()}),
+                ),
+                File::text("coord/skills/coord/SKILL.md", &plugin::skill()),
+            ],
+            install: vec![
+                "codex plugin marketplace add {dir}".into(),
+                "codex plugin add coord@coord".into(),
+            ],
+            uninstall: vec![
+                "codex plugin remove coord@coord".into(),
+                "codex plugin marketplace remove coord".into(),
+            ],
+        }
+    }
+
+    fn wire(&self, w: &mut Wiring) -> Result<()> {
+        let hooks = self.hooks();
         w.json(self.hook_file(), false, |v, f| {
             merge_hooks(v, f, &hooks, false)
         })?;

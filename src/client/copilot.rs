@@ -15,7 +15,8 @@ use super::{
 };
 use crate::error::Result;
 use crate::hook::{Kind, Reply, patch};
-use crate::init::{Wiring, array_at, command, merge_mcp, object_at, runs};
+use crate::init::{HookSet, Wiring, array_at, command, merge_mcp, object_at, runs};
+use crate::plugin::{self, Bundle, File, Spec};
 
 /// The events `coord init` registers, in order.
 pub const EVENTS: [&str; 5] = [
@@ -157,30 +158,81 @@ impl Adapter for Copilot {
         }
     }
 
+    fn hooks(&self) -> HookSet {
+        EVENTS
+            .iter()
+            .map(|e| (*e, None, command(self.name(), Some(e))))
+            .collect()
+    }
+
+    /// A local marketplace (`.github/plugin/marketplace.json`) holding the plugin `coord/`:
+    /// `.github/plugin/plugin.json` naming `hooks/hooks.json` (Copilot's own hook format),
+    /// `.mcp.json` and a skill. Copilot loads it live from this folder: keep the folder.
+    fn plugin(&self, spec: &Spec) -> Bundle {
+        let mut hooks = Map::new();
+        for (event, _, cmd) in spec.hooks(&self.hooks()) {
+            hooks.insert(event.into(), json!([hook_entry(&cmd)]));
+        }
+        let mut manifest = super::claude::plugin_manifest();
+        if let Some(m) = manifest.as_object_mut() {
+            m.insert("hooks".into(), json!("hooks/hooks.json"));
+            m.insert("mcpServers".into(), json!(".mcp.json"));
+            m.insert("skills".into(), json!("skills"));
+        }
+        Bundle {
+            files: vec![
+                File::json(".github/plugin/marketplace.json", &plugin::marketplace()),
+                File::json("coord/.github/plugin/plugin.json", &manifest),
+                File::json(
+                    "coord/hooks/hooks.json",
+                    &json!({"version": 1, "hooks": hooks}),
+                ),
+                File::json(
+                    "coord/.mcp.json",
+                    &json!({"mcpServers": spec.mcp_servers()}),
+                ),
+                File::text("coord/skills/coord/SKILL.md", &plugin::skill()),
+            ],
+            install: vec![
+                "copilot plugin marketplace add {dir}".into(),
+                "copilot plugin install coord@coord".into(),
+            ],
+            uninstall: vec![
+                "copilot plugin uninstall coord@coord".into(),
+                "copilot plugin marketplace remove coord".into(),
+            ],
+        }
+    }
+
     fn wire(&self, w: &mut Wiring) -> Result<()> {
-        w.json(self.hook_file(), false, merge_copilot)?;
+        let hooks = self.hooks();
+        w.json(self.hook_file(), false, |v, f| merge_copilot(v, f, &hooks))?;
         w.json(".mcp.json", false, |v, f| merge_mcp(v, f, "mcpServers"))
     }
 }
 
+/// One Copilot hook entry running `cmd`.
+fn hook_entry(cmd: &str) -> Value {
+    json!({
+        "type": "command",
+        "bash": cmd,
+        "powershell": cmd,
+        "timeoutSec": 30,
+    })
+}
+
 /// `.github/hooks/coord.json`: Copilot's `{version: 1, hooks: {event: [{type, bash, ...}]}}`.
-fn merge_copilot(doc: &mut Map<String, Value>, file: &str) -> Result<()> {
+fn merge_copilot(doc: &mut Map<String, Value>, file: &str, set: &HookSet) -> Result<()> {
     if !doc.contains_key("version") {
         doc.insert("version".into(), json!(1));
     }
     let hooks = object_at(doc, "hooks", file)?;
-    for event in EVENTS {
-        let cmd = command("copilot", Some(event));
+    for (event, _, cmd) in set {
         let groups = array_at(hooks, event, file, "hooks")?;
-        if groups.iter().any(|g| runs(g, &cmd)) {
+        if groups.iter().any(|g| runs(g, cmd)) {
             continue;
         }
-        groups.push(json!({
-            "type": "command",
-            "bash": cmd,
-            "powershell": cmd,
-            "timeoutSec": 30,
-        }));
+        groups.push(hook_entry(cmd));
     }
     Ok(())
 }

@@ -13,6 +13,7 @@ use super::{
 use crate::error::Result;
 use crate::hook::{Kind, Reply};
 use crate::init::{HookSet, Wiring, merge_hooks, merge_mcp};
+use crate::plugin::{self, Bundle, File, Spec};
 
 /// Gemini CLI.
 pub struct Gemini;
@@ -199,20 +200,44 @@ impl Adapter for Gemini {
         Some("GEMINI.md")
     }
 
-    fn wire(&self, w: &mut Wiring) -> Result<()> {
+    fn hooks(&self) -> HookSet {
         let cmd = crate::init::command(self.name(), None);
-        let edit = Some("write_file|replace");
-        let hooks: HookSet = vec![
+        vec![
             ("SessionStart", None, cmd.clone()),
             (
                 "BeforeTool",
                 Some("write_file|replace|run_shell_command"),
                 cmd.clone(),
             ),
-            ("AfterTool", edit, cmd.clone()),
+            ("AfterTool", Some("write_file|replace"), cmd.clone()),
             ("AfterAgent", None, cmd.clone()),
             ("SessionEnd", None, cmd),
-        ];
+        ]
+    }
+
+    /// An extension folder: `gemini-extension.json` (with the MCP server and the context
+    /// file's name), `hooks/hooks.json` and `GEMINI.md`.
+    fn plugin(&self, spec: &Spec) -> Bundle {
+        let manifest = json!({
+            "name": plugin::NAME,
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": plugin::DESCRIPTION,
+            "contextFileName": "GEMINI.md",
+            "mcpServers": spec.mcp_servers(),
+        });
+        Bundle {
+            files: vec![
+                File::json("gemini-extension.json", &manifest),
+                File::json("hooks/hooks.json", &spec.claude_hooks(&self.hooks(), true)),
+                File::text("GEMINI.md", &plugin::context()),
+            ],
+            install: vec!["gemini extensions install {dir}".into()],
+            uninstall: vec!["gemini extensions uninstall coord".into()],
+        }
+    }
+
+    fn wire(&self, w: &mut Wiring) -> Result<()> {
+        let hooks = self.hooks();
         // Gemini CLI reads its settings as JSON with comments (strip-json-comments).
         w.json(self.hook_file(), true, |v, f| {
             merge_hooks(v, f, &hooks, true)?;

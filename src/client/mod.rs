@@ -3,7 +3,8 @@
 //!
 //! An adapter says how its client names events ([`Adapter::kind`]), which of its tools edit
 //! which files ([`Adapter::edited`]), how a reply is written back ([`Adapter::render`]), what
-//! `coord init` registers for it ([`Adapter::wire`]), and what makes the client run those
+//! `coord init` registers for it ([`Adapter::hooks`], [`Adapter::wire`]), its plugin
+//! ([`Adapter::plugin`]), and what makes the client run those
 //! hooks at all ([`Adapter::trust_step`], [`Adapter::trust`]). The core ([`crate::hook`],
 //! [`crate::init`], `coord doctor`) only ever goes through the trait: a fifth client is one
 //! new module and one line in the [`clients!`] list below.
@@ -20,7 +21,7 @@ use serde_json::Value;
 
 use crate::error::Result;
 use crate::hook::{Kind, Reply};
-use crate::init::Wiring;
+use crate::init::{HookSet, Wiring};
 
 /// Everything coord knows about one agent client.
 pub trait Adapter: Sync {
@@ -47,6 +48,15 @@ pub trait Adapter: Sync {
 
     /// The reply as the client's JSON; `None` when nothing is printed.
     fn render(&self, reply: &Reply) -> Option<Value>;
+
+    /// coord's hook registrations for this client: event, matcher, `coord hook NAME ...`.
+    /// `coord init` ([`Adapter::wire`]) and the plugin ([`Adapter::plugin`]) both register
+    /// exactly these.
+    fn hooks(&self) -> HookSet;
+
+    /// This client's plugin (or extension): the files of its folder, and the client's own
+    /// commands that install it from there and remove it.
+    fn plugin(&self, spec: &crate::plugin::Spec) -> crate::plugin::Bundle;
 
     /// Register coord's hooks (every event) and MCP server with this client in `w`.
     ///

@@ -39,6 +39,7 @@ mod mutants_edit;
 mod mutants_lock;
 mod nested;
 mod netfs;
+mod plugin;
 mod refusals;
 mod review;
 mod sandbox;

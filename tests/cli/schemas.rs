@@ -108,6 +108,11 @@ fn every_json_document_matches_its_schema() {
     c.run("version", env.cmd().arg("version"), 0);
     c.run("docs", env.cmd().arg("docs"), 0);
     c.run(
+        "plugin-write",
+        env.cmd().args(["plugin", "write", "plugins-out"]),
+        0,
+    );
+    c.run(
         "error",
         env.agent("beta").args(["lock", "a.md", "--no-wait"]),
         3,

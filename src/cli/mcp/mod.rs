@@ -64,6 +64,12 @@ pub struct McpArgs {
     /// What this agent works on (its presence's `working_on`)
     #[arg(long, value_name = "T")]
     task: Option<String>,
+    /// Run as the user-level plugin (`coord plugin write`): in a repository that turned coord
+    /// off (`git config coord.enabled false`), or outside any git work tree or coord
+    /// workspace, serve no tools and write nothing; keep coord's state out of `git status` in
+    /// a repository nobody set up
+    #[arg(long)]
+    plugin: bool,
 }
 
 /// The server's life as an agent: nobody until the first tool call, then clocked in until
@@ -219,7 +225,18 @@ impl ToolHost for LazyHost {
 }
 
 pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let ws = ctx.workspace(None)?;
+    let ws = if args.plugin {
+        coord::workspace::Workspace::discover(ctx.dir.as_deref(), ctx.cwd())?
+    } else {
+        ctx.workspace(None)?
+    };
+    // The plugin's server: nothing at all where coord stays out, before anything is written.
+    if args.plugin {
+        match coord::plugin::gate(&ws, None) {
+            coord::plugin::Gate::Go | coord::plugin::Gate::Wired => coord::plugin::adopt(&ws)?,
+            gate => return idle(&ws, &gate, ctx),
+        }
+    }
     let explicit = ctx.agent_explicit()?;
     // Who the server will be, for the instructions: nobody is clocked in before a tool call.
     let named = match (&explicit, ctx.session()) {
@@ -295,8 +312,51 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
+/// The plugin's server where coord stays out: it answers the protocol, every tool call says
+/// why coord is not available, nothing is written, and it exits at end of input.
+fn idle(ws: &Workspace, gate: &coord::plugin::Gate, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let why = match gate {
+        coord::plugin::Gate::Off => format!(
+            "coord is turned off in this repository (`git config {}` is false)",
+            coord::plugin::SWITCH
+        ),
+        _ => "this folder is neither a git work tree nor a coord workspace".to_string(),
+    };
+    if !ctx.quiet {
+        output::diag(&format!("coord mcp: {why}; every tool answers that"));
+    }
+    let _ = ws;
+    let mut server = Server::new(
+        Idle(why.clone()),
+        ServerInfo {
+            name: "coord".into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            instructions: format!("{why}: coord's tools are not available here."),
+        },
+    );
+    serve(&mut server);
+    Ok(ExitCode::Success)
+}
+
+/// The tools where coord stays out: each call is an error saying why.
+struct Idle(String);
+
+impl ToolHost for Idle {
+    fn call(
+        &mut self,
+        _tool: &'static coord::mcp::tools::ToolSpec,
+        _args: &serde_json::Map<String, serde_json::Value>,
+    ) -> coord::mcp::ToolOutcome {
+        coord::mcp::ToolOutcome {
+            text: format!("error: {}; coord's tools are not available here", self.0),
+            structured: None,
+            is_error: true,
+        }
+    }
+}
+
 /// Answer lines until end of input (or until the client stops reading); says why it stopped.
-fn serve(server: &mut Server<LazyHost>) -> &'static str {
+fn serve<H: ToolHost>(server: &mut Server<H>) -> &'static str {
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let mut line = Vec::new();

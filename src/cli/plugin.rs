@@ -1,0 +1,98 @@
+//! `coord plugin write`: coord as a plugin of each agent client, installed once per user.
+
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use coord::ExitCode;
+use coord::hook::Client;
+use coord::plugin;
+
+use super::init::client_choice;
+use super::{Ctx, output};
+
+/// Write coord as a plugin for agent clients: installed once, it works in every repository
+///
+/// For each client, a folder DIR/<client>/ in the client's own format, bundling coord's hooks
+/// (every event `coord init` wires), the `coord mcp` server and the instructions for the
+/// agent, all calling this `coord` binary by its absolute path (with `--plugin`). Install it
+/// with the client's own commands (printed); keep the folder (Copilot CLI loads it from there).
+///
+/// With the plugin, a repository needs no `coord init`. In a repository nobody set up, coord's
+/// state stays out of `git status` (`.coord/.gitignore`, and coord's file patterns in the
+/// repository's `.git/info/exclude`). `git config coord.enabled false` turns the plugin off
+/// for one repository; a repository wired with `coord init` runs its own hooks instead.
+///
+///   coord plugin write ~/.local/share/coord/plugins
+///   coord plugin write --client gemini ./plugins && gemini extensions install ./plugins/gemini
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+pub struct PluginArgs {
+    #[command(subcommand)]
+    command: PluginCommand,
+}
+
+#[derive(Debug, Subcommand)]
+enum PluginCommand {
+    Write(WriteArgs),
+}
+
+/// Write each client's plugin into DIR/<client>/
+///
+/// Each folder is in the client's own format and installs with the client's own commands,
+/// which are printed (with --json: `install` and `uninstall` of each plugin).
+///
+///   coord plugin write ~/.local/share/coord/plugins
+///   coord plugin write --client claude,codex ./plugins --json
+#[derive(Debug, Args)]
+#[command(verbatim_doc_comment)]
+struct WriteArgs {
+    /// The clients (repeat or separate with commas; default: all)
+    #[arg(long, value_parser = client_choice(), value_delimiter = ',', value_name = "CLIENT")]
+    client: Vec<Option<Client>>,
+    /// The folder to write into (created when missing)
+    #[arg(value_name = "DIR")]
+    folder: PathBuf,
+}
+
+pub fn run(args: PluginArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let PluginCommand::Write(args) = args.command;
+    let all = args.client.is_empty() || args.client.contains(&None);
+    let clients: Vec<Client> = Client::ALL
+        .iter()
+        .copied()
+        .filter(|c| all || args.client.contains(&Some(*c)))
+        .collect();
+    let dir = ctx.cwd().join(&args.folder);
+    if std::fs::symlink_metadata(&dir).is_ok_and(|m| !m.is_dir()) {
+        return Err(plugin::bad_dir(&dir, "it exists and is not a folder").into());
+    }
+    coord::fsutil::ensure_dir(&dir)?;
+    let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
+    let spec = plugin::Spec {
+        coord: plugin::current_coord()?,
+    };
+    let written = plugin::write(&dir, &clients, &spec)?;
+    if ctx.json {
+        output::json(&serde_json::json!({
+            "dir": dir.display().to_string(),
+            "coord": spec.coord_path(),
+            "plugins": written,
+        }));
+        return Ok(ExitCode::Success);
+    }
+    if ctx.quiet {
+        return Ok(ExitCode::Success);
+    }
+    for w in &written {
+        output::line(&format!("Wrote {}/ ({})", w.dir, w.product));
+        output::line(&format!("  install:   {}", w.install.join(" && ")));
+        output::line(&format!("  uninstall: {}", w.uninstall.join(" && ")));
+    }
+    output::line(&format!(
+        "The plugins run {}; write them again after moving it. Turn coord off in one repository with `git config {} false`.",
+        spec.coord_path(),
+        plugin::SWITCH
+    ));
+    Ok(ExitCode::Success)
+}

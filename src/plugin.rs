@@ -1,0 +1,454 @@
+//! Installed once per user: coord as a plugin (or extension) of each agent client.
+//!
+//! [`write`] lays out, for each client, the folder its own install command takes: coord's hooks
+//! for every event `coord init` wires (the same [`Adapter::hooks`] list), the `coord mcp` server
+//! and the instructions for the agent, all calling the `coord` binary that wrote them, with
+//! `--plugin`.
+//!
+//! A plugin's hooks run in every repository the user opens, set up or not. [`gate`] decides,
+//! before anything is written, what a `--plugin` call does there:
+//!
+//! - the repository turned coord off (`git config coord.enabled false`): nothing at all;
+//! - a folder that is neither a git work tree nor a coord workspace (a home folder, `/tmp`):
+//!   nothing, so no state is left where nobody works on code;
+//! - a repository whose own files wire this client (`coord init`): nothing, the repository's
+//!   hooks handle the event (each event handled once);
+//! - otherwise coord acts; in a repository nobody set up ([`adopt`]) its state is kept out of
+//!   `git status` without touching the user's `.gitignore`: `.coord/.gitignore` holds `*`, and
+//!   coord's file patterns (locks, backups, presences) go into the repository's own
+//!   `info/exclude`, which git never commits.
+//!
+//! [`Adapter::hooks`]: crate::client::Adapter::hooks
+
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+use serde_json::{Map, Value, json};
+
+use crate::client::Client;
+use crate::error::{Error, IoResultExt, Result};
+use crate::fsutil;
+use crate::init::{self, HookSet};
+use crate::layout;
+use crate::workspace::Workspace;
+
+/// The plugin's name in every client (and its marketplace's).
+pub const NAME: &str = "coord";
+
+/// The flag every plugin command carries.
+pub const FLAG: &str = "--plugin";
+
+/// The git config key that turns the plugin off for one repository (`false`, `no`, `off`, `0`).
+pub const SWITCH: &str = "coord.enabled";
+
+/// The one-line description shown by the clients.
+pub const DESCRIPTION: &str = "Coordinate AI coding agents in one repository: files locked while an agent edits them, presence, messages (coord)";
+
+/// What a plugin needs to know: the `coord` binary its commands call.
+#[derive(Debug, Clone)]
+pub struct Spec {
+    /// The absolute path of the `coord` binary.
+    pub coord: PathBuf,
+}
+
+impl Spec {
+    /// The path as one shell word.
+    pub fn coord_word(&self) -> String {
+        shell_word(&self.coord.to_string_lossy())
+    }
+
+    /// The path as an argv entry (MCP `command`).
+    pub fn coord_path(&self) -> String {
+        self.coord.to_string_lossy().into_owned()
+    }
+
+    /// `coord hook NAME ...` (as `coord init` registers it) as the plugin runs it: the absolute
+    /// binary, and `--plugin`.
+    pub fn command(&self, init_command: &str) -> String {
+        let rest = init_command
+            .strip_prefix(init::COORD)
+            .map(str::trim_start)
+            .unwrap_or(init_command);
+        format!("{} {rest} {FLAG}", self.coord_word())
+    }
+
+    /// The hook list of `init` with the plugin's commands.
+    pub fn hooks(&self, set: &HookSet) -> HookSet {
+        set.iter()
+            .map(|(event, matcher, cmd)| (*event, *matcher, self.command(cmd)))
+            .collect()
+    }
+
+    /// `{"mcpServers": {"coord": {command, args}}}`.
+    pub fn mcp_servers(&self) -> Value {
+        json!({"coord": {"command": self.coord_path(), "args": ["mcp", FLAG]}})
+    }
+
+    /// Claude-shaped `{"hooks": {...}}` for `set` (`named`: each hook has a `name`).
+    pub fn claude_hooks(&self, set: &HookSet, named: bool) -> Value {
+        let mut doc = Map::new();
+        // A fresh document always merges.
+        let _ = init::merge_hooks(&mut doc, "hooks/hooks.json", &self.hooks(set), named);
+        Value::Object(doc)
+    }
+}
+
+/// One file of a plugin.
+#[derive(Debug, Clone)]
+pub struct File {
+    /// Relative to the client's plugin folder.
+    pub rel: String,
+    /// Its content.
+    pub content: Vec<u8>,
+}
+
+impl File {
+    /// A JSON file, pretty-printed with a final newline.
+    pub fn json(rel: &str, value: &Value) -> File {
+        let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
+        text.push('\n');
+        File {
+            rel: rel.to_string(),
+            content: text.into_bytes(),
+        }
+    }
+
+    /// A text file.
+    pub fn text(rel: &str, text: &str) -> File {
+        File {
+            rel: rel.to_string(),
+            content: text.as_bytes().to_vec(),
+        }
+    }
+}
+
+/// One client's plugin: its files and the client's own commands that install and remove it.
+#[derive(Debug, Clone)]
+pub struct Bundle {
+    /// The files, relative to the client's folder.
+    pub files: Vec<File>,
+    /// The commands that install it from the folder (`{dir}` stands for the folder).
+    pub install: Vec<String>,
+    /// The commands that remove it again.
+    pub uninstall: Vec<String>,
+}
+
+/// What `coord plugin write` wrote for one client.
+#[derive(Debug, Clone, Serialize)]
+pub struct Written {
+    /// The client's name.
+    pub client: &'static str,
+    /// The client's product name.
+    pub product: &'static str,
+    /// The client's plugin folder.
+    pub dir: String,
+    /// The files, relative to `dir`.
+    pub files: Vec<String>,
+    /// The client's commands that install it.
+    pub install: Vec<String>,
+    /// The client's commands that remove it.
+    pub uninstall: Vec<String>,
+}
+
+/// The instructions for the agent, as a skill (`SKILL.md` with its front matter).
+pub fn skill() -> String {
+    format!(
+        "---\nname: {NAME}\ndescription: \"How to work beside other agents in this repository with coord (locks on edited files, who is here, messages). Read when an edit is refused because another agent holds the file, or before editing files outside the edit tools.\"\n---\n\n{}\n",
+        init::instructions()
+    )
+}
+
+/// The instructions for the agent, as a context file.
+pub fn context() -> String {
+    format!("{}\n", init::instructions())
+}
+
+/// Claude-style marketplace file listing the one plugin in `./coord`.
+pub fn marketplace() -> Value {
+    json!({
+        "name": NAME,
+        "description": DESCRIPTION,
+        "owner": {"name": NAME},
+        "plugins": [{
+            "name": NAME,
+            "source": format!("./{NAME}"),
+            "description": DESCRIPTION,
+            "version": env!("CARGO_PKG_VERSION"),
+        }],
+    })
+}
+
+/// Write the plugin of each of `clients` into `dir/<client>/`.
+///
+/// # Errors
+///
+/// [`Error::Io`] naming the file or folder that could not be written.
+pub fn write(dir: &Path, clients: &[Client], spec: &Spec) -> Result<Vec<Written>> {
+    let mut out = Vec::new();
+    for &client in clients {
+        let adapter = client.adapter();
+        let folder = dir.join(adapter.name());
+        let bundle = adapter.plugin(spec);
+        for file in &bundle.files {
+            let path = folder.join(&file.rel);
+            if let Some(parent) = path.parent() {
+                fsutil::ensure_dir(parent)?;
+            }
+            fsutil::replace_durable(&path, &file.content)?;
+        }
+        let shown = folder.display().to_string();
+        let fill = |cmds: &[String]| -> Vec<String> {
+            cmds.iter()
+                .map(|c| c.replace("{dir}", &shell_word(&shown)))
+                .collect()
+        };
+        out.push(Written {
+            client: adapter.name(),
+            product: adapter.product(),
+            dir: shown.clone(),
+            files: bundle.files.iter().map(|f| f.rel.clone()).collect(),
+            install: fill(&bundle.install),
+            uninstall: fill(&bundle.uninstall),
+        });
+    }
+    Ok(out)
+}
+
+/// What a plugin's call does in a folder.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Gate {
+    /// Act (the workspace is set up, or was adopted now).
+    Go,
+    /// Do nothing: the repository turned coord off.
+    Off,
+    /// Do nothing: not a git work tree, not a coord workspace.
+    Elsewhere,
+    /// Do nothing: the repository's own files wire this client (`coord init`).
+    Wired,
+}
+
+/// Decide what a `--plugin` call does in `ws` (for `client`'s hooks; `None` for the MCP
+/// server), reading only: nothing is written.
+pub fn gate(ws: &Workspace, client: Option<Client>) -> Gate {
+    let root = ws.root();
+    let git = git_dir(root);
+    if let Some(git) = &git
+        && switched_off(&common_dir(git))
+    {
+        return Gate::Off;
+    }
+    let set_up = std::fs::symlink_metadata(layout::state_dir(root)).is_ok_and(|m| m.is_dir());
+    if git.is_none() && !set_up {
+        return Gate::Elsewhere;
+    }
+    if let Some(c) = client
+        && c.adapter().wired(root)
+    {
+        return Gate::Wired;
+    }
+    Gate::Go
+}
+
+/// Make a repository nobody set up ready for coord without anything showing in `git status`:
+/// `.coord/` with a `.gitignore` of `*`, and coord's file patterns in the repository's
+/// `info/exclude` (between `# coord:begin` and `# coord:end`). Done once: a `.coord/.gitignore`
+/// says it was; a repository whose `.gitignore` holds `coord init`'s block is left as it is.
+/// (`.coord/` alone is no sign: a `coord lock` run by hand in the repository makes it.)
+///
+/// # Errors
+///
+/// [`Error::Io`] when `.coord/` or its `.gitignore` cannot be written. The exclude file is
+/// best effort (`.coord/.gitignore` already hides the state folder).
+pub fn adopt(ws: &Workspace) -> Result<()> {
+    let root = ws.root();
+    let state = layout::state_dir(root);
+    let marker = state.join(".gitignore");
+    if std::fs::symlink_metadata(&marker).is_ok() {
+        return Ok(());
+    }
+    let Some(git) = git_dir(root) else {
+        return Ok(());
+    };
+    let ignored = fsutil::read_capped(&root.join(".gitignore"), 16 * 1024 * 1024)
+        .is_ok_and(|b| String::from_utf8_lossy(&b).contains(init::IGNORE_BEGIN));
+    if ignored {
+        return Ok(());
+    }
+    ws.ensure_state_dir()?;
+    let _ = exclude(&common_dir(&git));
+    fsutil::replace_durable(&marker, b"*\n")?;
+    Ok(())
+}
+
+/// Add coord's block to `<common git dir>/info/exclude`.
+fn exclude(common: &Path) -> Result<()> {
+    let path = common.join("info").join("exclude");
+    let old = match fsutil::read_capped(&path, 16 * 1024 * 1024) {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).at("read", &path),
+    };
+    let new = init::with_block(
+        &old,
+        init::IGNORE_BEGIN,
+        init::IGNORE_END,
+        &layout::GITIGNORE_LINES.join("\n"),
+    );
+    if new != old {
+        if let Some(dir) = path.parent() {
+            fsutil::ensure_dir(dir)?;
+        }
+        fsutil::replace_durable(&path, new.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The git folder of the work tree at `root`: `root/.git`, or where a `.git` file points
+/// (`gitdir: PATH`, a linked worktree or a submodule).
+pub fn git_dir(root: &Path) -> Option<PathBuf> {
+    let dotgit = root.join(".git");
+    let meta = std::fs::symlink_metadata(&dotgit).ok()?;
+    if meta.is_dir() {
+        return Some(dotgit);
+    }
+    let text = String::from_utf8(fsutil::read_capped(&dotgit, 64 * 1024).ok()?).ok()?;
+    let target = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim();
+    Some(root.join(target))
+}
+
+/// The folder shared by every worktree of the repository (`commondir`), else `git` itself.
+pub fn common_dir(git: &Path) -> PathBuf {
+    match fsutil::read_capped(&git.join("commondir"), 64 * 1024) {
+        Ok(b) => {
+            let rel = String::from_utf8_lossy(&b).trim().to_string();
+            if rel.is_empty() {
+                git.to_path_buf()
+            } else {
+                git.join(rel)
+            }
+        }
+        Err(_) => git.to_path_buf(),
+    }
+}
+
+/// Whether the repository's own config (`<common>/config`) sets `coord.enabled` to false.
+/// The last setting wins, as in git; includes are not followed.
+fn switched_off(common: &Path) -> bool {
+    let Ok(bytes) = fsutil::read_capped(&common.join("config"), 16 * 1024 * 1024) else {
+        return false;
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let mut in_coord = false;
+    let mut enabled = true;
+    for line in text.lines() {
+        let line = line.trim();
+        if let Some(section) = line.strip_prefix('[') {
+            let name = section
+                .split([']', ' ', '"'])
+                .next()
+                .unwrap_or_default()
+                .trim();
+            in_coord = name.eq_ignore_ascii_case("coord") && !section.contains('"');
+            // `[coord] enabled = false` on one line.
+            if let Some(rest) = section.split_once(']').map(|(_, r)| r.trim())
+                && in_coord
+                && !rest.is_empty()
+                && let Some(v) = setting(rest)
+            {
+                enabled = v;
+            }
+            continue;
+        }
+        if in_coord && let Some(v) = setting(line) {
+            enabled = v;
+        }
+    }
+    !enabled
+}
+
+/// `enabled = VALUE` (or a bare `enabled`, true): the value as a git boolean.
+fn setting(line: &str) -> Option<bool> {
+    let line = line.split(['#', ';']).next().unwrap_or_default().trim();
+    let (key, value) = match line.split_once('=') {
+        Some((k, v)) => (k.trim(), v.trim().trim_matches('"')),
+        None => (line, "true"),
+    };
+    if !key.eq_ignore_ascii_case("enabled") {
+        return None;
+    }
+    match value.to_ascii_lowercase().as_str() {
+        "false" | "no" | "off" | "0" | "" => Some(false),
+        _ => Some(true),
+    }
+}
+
+/// `s` as one shell word: as is when it is plain, else single-quoted.
+pub fn shell_word(s: &str) -> String {
+    if !s.is_empty()
+        && s.chars()
+            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c))
+    {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+/// The absolute path of the running `coord`.
+///
+/// # Errors
+///
+/// [`Error::Io`] when the system cannot say.
+pub fn current_coord() -> Result<PathBuf> {
+    let exe = std::env::current_exe().at("find the running binary", Path::new("coord"))?;
+    Ok(std::fs::canonicalize(&exe).unwrap_or(exe))
+}
+
+/// A clear refusal for a plugin folder that cannot be used.
+pub fn bad_dir(dir: &Path, why: &str) -> Error {
+    Error::BadPath {
+        path: dir.display().to_string(),
+        why: why.to_string(),
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)]
+mod tests {
+    use super::*;
+
+    fn off(config: &str) -> bool {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("config"), config).unwrap();
+        switched_off(dir.path())
+    }
+
+    #[test]
+    fn the_switch_reads_git_booleans() {
+        assert!(off("[coord]\n\tenabled = false\n"));
+        assert!(off(
+            "[core]\n\tbare = false\n[Coord]\n  Enabled=no ; mine\n"
+        ));
+        assert!(off("[coord] enabled = off\n"));
+        assert!(!off("[coord]\n\tenabled = true\n"));
+        assert!(!off("[coord]\n\tenabled\n"));
+        assert!(!off(
+            "[coord]\n\tenabled = false\n[coord]\n\tenabled = yes\n"
+        ));
+        assert!(!off("[core]\n\tenabled = false\n"));
+        assert!(!off("[coord \"x\"]\n\tenabled = false\n"));
+        assert!(!off(""));
+    }
+
+    #[test]
+    fn commands_run_the_binary_with_the_flag() {
+        let spec = Spec {
+            coord: PathBuf::from("/opt/my tools/coord"),
+        };
+        assert_eq!(
+            spec.command("coord hook copilot --event preToolUse"),
+            "'/opt/my tools/coord' hook copilot --event preToolUse --plugin"
+        );
+        assert_eq!(shell_word("/usr/bin/coord"), "/usr/bin/coord");
+    }
+}
