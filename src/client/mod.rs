@@ -9,9 +9,12 @@
 //! new module and one line in the [`clients!`] list below.
 
 pub mod claude;
+pub mod cline;
 pub mod codex;
 pub mod copilot;
 pub mod gemini;
+pub mod opencode;
+pub mod qwen;
 
 use std::path::{Path, PathBuf};
 
@@ -246,6 +249,9 @@ clients! {
     Codex => codex::Codex,
     Gemini => gemini::Gemini,
     Copilot => copilot::Copilot,
+    Qwen => qwen::Qwen,
+    Opencode => opencode::Opencode,
+    Cline => cline::Cline,
 }
 
 impl Client {
