@@ -30,6 +30,7 @@ mod json;
 mod load;
 mod mcp;
 mod messages;
+mod moreclients;
 mod mutants_edit;
 mod mutants_lock;
 mod nested;
