@@ -31,6 +31,7 @@ mod load;
 mod mcp;
 mod messages;
 mod moreclients;
+mod moreclients_e2e;
 mod mutants_edit;
 mod mutants_lock;
 mod nested;
