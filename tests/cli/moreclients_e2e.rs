@@ -198,6 +198,14 @@ impl Rig {
         path.push(":");
         path.push(std::env::var_os("PATH").unwrap_or_default());
         let mut c = Command::new("timeout");
+        // A clean environment: OpenCode 1.18.33 fails its run ("Unexpected server error") in
+        // the environment `cargo test` gives its tests, and passes in a clean one.
+        c.env_clear();
+        for keep in ["LANG", "TERM", "TMPDIR"] {
+            if let Some(v) = std::env::var_os(keep) {
+                c.env(keep, v);
+            }
+        }
         c.arg("180")
             .arg(&self.bin)
             .args(args)
@@ -209,11 +217,6 @@ impl Rig {
             .env("XDG_CACHE_HOME", self.home.join(".cache"))
             .env("XDG_STATE_HOME", self.home.join(".local/state"))
             .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
-            .env("OPENAI_BASE_URL", self.api.url())
-            .env("OPENAI_API_KEY", "sk-coord-e2e")
-            .env("OPENAI_MODEL", "coord-model")
-            .env_remove("COORD_DIR")
-            .env_remove("COORD_AGENT")
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
@@ -229,14 +232,20 @@ impl Rig {
         let prompt = format!("coord-e2e: {script}");
         let root = self.env.root().display().to_string();
         match self.client {
-            Client::Qwen => self.command(&[
-                "-p",
-                &prompt,
-                "--auth-type",
-                "openai",
-                "--approval-mode",
-                "yolo",
-            ]),
+            Client::Qwen => {
+                let mut c = self.command(&[
+                    "-p",
+                    &prompt,
+                    "--auth-type",
+                    "openai",
+                    "--approval-mode",
+                    "yolo",
+                ]);
+                c.env("OPENAI_BASE_URL", self.api.url())
+                    .env("OPENAI_API_KEY", "sk-coord-e2e")
+                    .env("OPENAI_MODEL", "coord-model");
+                c
+            }
             Client::Opencode => {
                 self.command(&["run", "-m", "fake/coord-model", "--format", "json", &prompt])
             }
@@ -282,14 +291,32 @@ impl Drop for Rig {
     }
 }
 
-fn run(what: &str, mut cmd: Command) -> std::process::Output {
+/// Run a session to its end; a failure shows its output and the client's error log lines.
+fn run(rig: &Rig, what: &str, mut cmd: Command) -> std::process::Output {
     let out = cmd.output().unwrap();
-    assert!(
-        out.status.success(),
-        "{what}: {:?}\n{}",
-        out.status,
-        String::from_utf8_lossy(&out.stderr)
-    );
+    if !out.status.success() {
+        let logs = rig.home.join(".local/share/opencode/log");
+        let errors: Vec<String> = std::fs::read_dir(&logs)
+            .into_iter()
+            .flatten()
+            .flatten()
+            .flat_map(|e| {
+                std::fs::read_to_string(e.path())
+                    .unwrap_or_default()
+                    .lines()
+                    .filter(|l| l.contains("ERROR"))
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        panic!(
+            "{what}: {:?}\n{}\n{}\n{}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr),
+            String::from_utf8_lossy(&out.stdout),
+            errors.join("\n")
+        );
+    }
     out
 }
 
@@ -310,7 +337,7 @@ fn denied_then_allowed_and_two_sessions(client: Client) {
         ],
         None,
     );
-    run("the first session", session);
+    run(&rig, "the first session", session);
     assert!(!env.exists("held.txt"), "a held file stays untouched");
     assert!(
         rig.api.requests().contains("is locked by holder"),
@@ -344,6 +371,7 @@ fn denied_then_allowed_and_two_sessions(client: Client) {
     let holder = rig.session_locks("shared.txt").remove(0);
     let first_agent = holder.trim_start_matches("shared.txt.lock.").to_string();
     run(
+        &rig,
         "the second session",
         rig.session(
             &[client.write(&env.path("shared.txt"), "from the second")],
