@@ -5,18 +5,21 @@
 #![allow(clippy::disallowed_methods)] // the tests plant files by hand, as an agent or a user would
 
 mod fixture;
+mod scripted;
 mod support;
 
 mod claude_e2e;
 mod collab;
 mod concurrency;
 mod conventions;
+mod copilot_e2e;
 mod crashes;
 mod crashes_protocols;
 mod defects;
 mod dialogue;
 mod docs;
 mod edit;
+mod gemini_e2e;
 mod guard;
 mod handoff;
 mod handshake;
