@@ -62,7 +62,8 @@ const MAX_DEPTH: usize = 64;
 /// The agent of a session: `CLIENT-` and 8 letters and digits of its id, lower-cased — its
 /// first 8 (`claude-3f2a9c1b`), except for a time-ordered UUID v7 (`xxxxxxxx-xxxx-7xxx-…`,
 /// Codex), whose first digits are a clock shared by every session started within a minute or
-/// so: then its last 8. `None` when the id has no letter or digit.
+/// so: then its last 8, as for the ids of OpenCode and Cline that begin with a clock. `None` when
+/// the id has no letter or digit.
 pub fn agent_for(client: Client, session_id: &str) -> Option<AgentId> {
     let alnum: Vec<char> = session_id
         .chars()
@@ -72,12 +73,22 @@ pub fn agent_for(client: Client, session_id: &str) -> Option<AgentId> {
     if alnum.is_empty() {
         return None;
     }
-    let short: String = if is_uuid_v7(session_id) {
+    let short: String = if is_uuid_v7(session_id) || is_time_prefixed(client, session_id) {
         alnum[alnum.len().saturating_sub(8)..].iter().collect()
     } else {
         alnum.iter().take(8).collect()
     };
     AgentId::parse(&format!("{}-{short}", client.as_str())).ok()
+}
+
+/// Whether `id` is one of a client's ids that begin with a clock: OpenCode's `ses_` ids (12 hex
+/// digits of time, then 14 random letters and digits) and Cline's `conv_<milliseconds>_<random>`.
+fn is_time_prefixed(client: Client, id: &str) -> bool {
+    match client {
+        Client::Opencode => id.starts_with("ses_"),
+        Client::Cline => id.starts_with("conv_"),
+        _ => false,
+    }
 }
 
 /// Whether `id` is a UUID of version 7 (`xxxxxxxx-xxxx-7xxx-yxxx-xxxxxxxxxxxx`).
@@ -421,6 +432,24 @@ mod tests {
         assert!(is_uuid_v7("01A20DBD-91C4-78D0-ADA6-8244799B2282"));
         assert!(!is_uuid_v7("01a20dbd-91c4-48d0-ada6-8244799b2282"));
         assert!(!is_uuid_v7("01a20dbd91c478d0ada68244799b2282"));
+    }
+
+    #[test]
+    fn clock_prefixed_ids_of_opencode_and_cline_keep_their_random_tail() {
+        // Two OpenCode sessions started together share their first digits.
+        let a = agent_for(Client::Opencode, "ses_5a1b2c3d4ffeAbCdEfGhIjKlMn").unwrap();
+        let b = agent_for(Client::Opencode, "ses_5a1b2c3d4ffdZyXwVuTsRqPoNm").unwrap();
+        assert_eq!(a.id(), "opencode-ghijklmn");
+        assert_ne!(a, b);
+        let a = agent_for(Client::Cline, "conv_1764000000000_k3j9x2q").unwrap();
+        let b = agent_for(Client::Cline, "conv_1764000000001_p0a8z7w").unwrap();
+        assert_eq!(a.id(), "cline-0k3j9x2q");
+        assert_ne!(a, b);
+        // Other clients keep the first 8.
+        assert_eq!(
+            agent_for(Client::Qwen, "ses_5a1b2c3d").unwrap().id(),
+            "qwen-ses5a1b2"
+        );
     }
 
     #[test]

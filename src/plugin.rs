@@ -188,7 +188,9 @@ pub fn write(dir: &Path, clients: &[Client], spec: &Spec) -> Result<Vec<Written>
     for &client in clients {
         let adapter = client.adapter();
         let folder = dir.join(adapter.name());
-        let bundle = adapter.plugin(spec);
+        let Some(bundle) = adapter.plugin(spec) else {
+            continue;
+        };
         for file in &bundle.files {
             let path = folder.join(&file.rel);
             if let Some(parent) = path.parent() {

@@ -15,9 +15,10 @@ use super::{Ctx, output};
 /// Creates `.coord/`; registers `coord hook CLIENT` and the `coord mcp` server with each client
 /// (Claude Code: .claude/settings.json, .mcp.json; Codex CLI: .codex/hooks.json,
 /// .codex/config.toml; Gemini CLI: .gemini/settings.json; Copilot CLI: .github/hooks/coord.json,
-/// .mcp.json); prints, per client, whether it runs these hooks here or the step that makes it
+/// .mcp.json; Qwen Code: .qwen/settings.json; OpenCode: the plugin .opencode/plugin/coord.js,
+/// opencode.json; Cline CLI: the plugin .cline/plugins/coord.js); prints, per client, whether it runs these hooks here or the step that makes it
 /// (the client's own folder trust);
-/// writes an instructions block in AGENTS.md (and CLAUDE.md, GEMINI.md) between
+/// writes an instructions block in AGENTS.md (and CLAUDE.md, GEMINI.md, QWEN.md) between
 /// `<!-- coord:begin -->` and `<!-- coord:end -->`, and coord's state files into .gitignore.
 /// Existing files are merged, never clobbered; running it twice changes nothing.
 ///

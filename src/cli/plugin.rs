@@ -63,15 +63,23 @@ pub fn run(args: PluginArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         .copied()
         .filter(|c| all || args.client.contains(&Some(*c)))
         .collect();
+    let spec = plugin::Spec {
+        coord: plugin::current_coord()?,
+    };
+    if !all && let Some(c) = clients.iter().find(|c| c.adapter().plugin(&spec).is_none()) {
+        return Err(coord::Error::bad_input(format!(
+            "coord writes no plugin for {}; wire it in each repository with `coord init --client {}`",
+            c.product(),
+            c.as_str()
+        ))
+        .into());
+    }
     let dir = ctx.cwd().join(&args.folder);
     if std::fs::symlink_metadata(&dir).is_ok_and(|m| !m.is_dir()) {
         return Err(plugin::bad_dir(&dir, "it exists and is not a folder").into());
     }
     coord::fsutil::ensure_dir(&dir)?;
     let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
-    let spec = plugin::Spec {
-        coord: plugin::current_coord()?,
-    };
     let written = plugin::write(&dir, &clients, &spec)?;
     if ctx.json {
         output::json(&serde_json::json!({

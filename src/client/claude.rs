@@ -162,7 +162,32 @@ impl Adapter for Claude {
 
     /// A marketplace folder (`.claude-plugin/marketplace.json`) holding the plugin `coord/`:
     /// `.claude-plugin/plugin.json`, `hooks/hooks.json`, `.mcp.json` and a skill.
-    fn plugin(&self, spec: &Spec) -> Bundle {
+    fn plugin(&self, spec: &Spec) -> Option<Bundle> {
+        Some(self.bundle(spec))
+    }
+
+    fn wire(&self, w: &mut Wiring) -> Result<()> {
+        let hooks = self.hooks();
+        w.json(self.hook_file(), false, |v, f| {
+            merge_hooks(v, f, &hooks, false)
+        })?;
+        w.json(".mcp.json", false, |v, f| merge_mcp(v, f, "mcpServers"))
+    }
+}
+
+/// `plugin.json` as Claude Code (and Copilot CLI, which reads it) wants it.
+pub fn plugin_manifest() -> Value {
+    json!({
+        "name": plugin::NAME,
+        "version": env!("CARGO_PKG_VERSION"),
+        "description": plugin::DESCRIPTION,
+        "author": {"name": plugin::NAME},
+        "license": env!("CARGO_PKG_LICENSE"),
+    })
+}
+
+impl Claude {
+    fn bundle(&self, spec: &Spec) -> Bundle {
         let files = vec![
             File::json(".claude-plugin/marketplace.json", &plugin::marketplace()),
             File::json("coord/.claude-plugin/plugin.json", &plugin_manifest()),
@@ -188,23 +213,4 @@ impl Adapter for Claude {
             ],
         }
     }
-
-    fn wire(&self, w: &mut Wiring) -> Result<()> {
-        let hooks = self.hooks();
-        w.json(self.hook_file(), false, |v, f| {
-            merge_hooks(v, f, &hooks, false)
-        })?;
-        w.json(".mcp.json", false, |v, f| merge_mcp(v, f, "mcpServers"))
-    }
-}
-
-/// `plugin.json` as Claude Code (and Copilot CLI, which reads it) wants it.
-pub fn plugin_manifest() -> Value {
-    json!({
-        "name": plugin::NAME,
-        "version": env!("CARGO_PKG_VERSION"),
-        "description": plugin::DESCRIPTION,
-        "author": {"name": plugin::NAME},
-        "license": env!("CARGO_PKG_LICENSE"),
-    })
 }

@@ -189,47 +189,8 @@ impl Adapter for Codex {
 
     /// A local marketplace (`.agents/plugins/marketplace.json`) holding the plugin `coord/`:
     /// `.codex-plugin/plugin.json` naming `hooks/hooks.json`, `.mcp.json` and a skill.
-    fn plugin(&self, spec: &Spec) -> Bundle {
-        let marketplace = json!({
-            "name": plugin::NAME,
-            "plugins": [{
-                "name": plugin::NAME,
-                "source": {"source": "local", "path": format!("./{}", plugin::NAME)},
-            }],
-        });
-        let manifest = json!({
-            "name": plugin::NAME,
-            "version": env!("CARGO_PKG_VERSION"),
-            "description": plugin::DESCRIPTION,
-            "author": {"name": plugin::NAME},
-            "license": env!("CARGO_PKG_LICENSE"),
-            "hooks": "./hooks/hooks.json",
-            "mcpServers": "./.mcp.json",
-            "skills": "./skills/",
-        });
-        Bundle {
-            files: vec![
-                File::json(".agents/plugins/marketplace.json", &marketplace),
-                File::json("coord/.codex-plugin/plugin.json", &manifest),
-                File::json(
-                    "coord/hooks/hooks.json",
-                    &spec.claude_hooks(&self.hooks(), false),
-                ),
-                File::json(
-                    "coord/.mcp.json",
-                    &json!({"mcpServers": spec.mcp_servers()}),
-                ),
-                File::text("coord/skills/coord/SKILL.md", &plugin::skill()),
-            ],
-            install: vec![
-                "codex plugin marketplace add {dir}".into(),
-                "codex plugin add coord@coord".into(),
-            ],
-            uninstall: vec![
-                "codex plugin remove coord@coord".into(),
-                "codex plugin marketplace remove coord".into(),
-            ],
-        }
+    fn plugin(&self, spec: &Spec) -> Option<Bundle> {
+        Some(self.bundle(spec))
     }
 
     fn wire(&self, w: &mut Wiring) -> Result<()> {
@@ -320,4 +281,49 @@ fn not_a_table(rel: &str, key: &str) -> Error {
     Error::bad_input(format!(
         "`{rel}`: `{key}` is not a table; coord cannot merge into it (nothing was written)"
     ))
+}
+
+impl Codex {
+    fn bundle(&self, spec: &Spec) -> Bundle {
+        let marketplace = json!({
+            "name": plugin::NAME,
+            "plugins": [{
+                "name": plugin::NAME,
+                "source": {"source": "local", "path": format!("./{}", plugin::NAME)},
+            }],
+        });
+        let manifest = json!({
+            "name": plugin::NAME,
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": plugin::DESCRIPTION,
+            "author": {"name": plugin::NAME},
+            "license": env!("CARGO_PKG_LICENSE"),
+            "hooks": "./hooks/hooks.json",
+            "mcpServers": "./.mcp.json",
+            "skills": "./skills/",
+        });
+        Bundle {
+            files: vec![
+                File::json(".agents/plugins/marketplace.json", &marketplace),
+                File::json("coord/.codex-plugin/plugin.json", &manifest),
+                File::json(
+                    "coord/hooks/hooks.json",
+                    &spec.claude_hooks(&self.hooks(), false),
+                ),
+                File::json(
+                    "coord/.mcp.json",
+                    &json!({"mcpServers": spec.mcp_servers()}),
+                ),
+                File::text("coord/skills/coord/SKILL.md", &plugin::skill()),
+            ],
+            install: vec![
+                "codex plugin marketplace add {dir}".into(),
+                "codex plugin add coord@coord".into(),
+            ],
+            uninstall: vec![
+                "codex plugin remove coord@coord".into(),
+                "codex plugin marketplace remove coord".into(),
+            ],
+        }
+    }
 }

@@ -168,7 +168,45 @@ impl Adapter for Copilot {
     /// A local marketplace (`.github/plugin/marketplace.json`) holding the plugin `coord/`:
     /// `.github/plugin/plugin.json` naming `hooks/hooks.json` (Copilot's own hook format),
     /// `.mcp.json` and a skill. Copilot loads it live from this folder: keep the folder.
-    fn plugin(&self, spec: &Spec) -> Bundle {
+    fn plugin(&self, spec: &Spec) -> Option<Bundle> {
+        Some(self.bundle(spec))
+    }
+
+    fn wire(&self, w: &mut Wiring) -> Result<()> {
+        let hooks = self.hooks();
+        w.json(self.hook_file(), false, |v, f| merge_copilot(v, f, &hooks))?;
+        w.json(".mcp.json", false, |v, f| merge_mcp(v, f, "mcpServers"))
+    }
+}
+
+/// One Copilot hook entry running `cmd`.
+fn hook_entry(cmd: &str) -> Value {
+    json!({
+        "type": "command",
+        "bash": cmd,
+        "powershell": cmd,
+        "timeoutSec": 30,
+    })
+}
+
+/// `.github/hooks/coord.json`: Copilot's `{version: 1, hooks: {event: [{type, bash, ...}]}}`.
+fn merge_copilot(doc: &mut Map<String, Value>, file: &str, set: &HookSet) -> Result<()> {
+    if !doc.contains_key("version") {
+        doc.insert("version".into(), json!(1));
+    }
+    let hooks = object_at(doc, "hooks", file)?;
+    for (event, _, cmd) in set {
+        let groups = array_at(hooks, event, file, "hooks")?;
+        if groups.iter().any(|g| runs(g, cmd)) {
+            continue;
+        }
+        groups.push(hook_entry(cmd));
+    }
+    Ok(())
+}
+
+impl Copilot {
+    fn bundle(&self, spec: &Spec) -> Bundle {
         let mut hooks = Map::new();
         for (event, _, cmd) in spec.hooks(&self.hooks()) {
             hooks.insert(event.into(), json!([hook_entry(&cmd)]));
@@ -203,36 +241,4 @@ impl Adapter for Copilot {
             ],
         }
     }
-
-    fn wire(&self, w: &mut Wiring) -> Result<()> {
-        let hooks = self.hooks();
-        w.json(self.hook_file(), false, |v, f| merge_copilot(v, f, &hooks))?;
-        w.json(".mcp.json", false, |v, f| merge_mcp(v, f, "mcpServers"))
-    }
-}
-
-/// One Copilot hook entry running `cmd`.
-fn hook_entry(cmd: &str) -> Value {
-    json!({
-        "type": "command",
-        "bash": cmd,
-        "powershell": cmd,
-        "timeoutSec": 30,
-    })
-}
-
-/// `.github/hooks/coord.json`: Copilot's `{version: 1, hooks: {event: [{type, bash, ...}]}}`.
-fn merge_copilot(doc: &mut Map<String, Value>, file: &str, set: &HookSet) -> Result<()> {
-    if !doc.contains_key("version") {
-        doc.insert("version".into(), json!(1));
-    }
-    let hooks = object_at(doc, "hooks", file)?;
-    for (event, _, cmd) in set {
-        let groups = array_at(hooks, event, file, "hooks")?;
-        if groups.iter().any(|g| runs(g, cmd)) {
-            continue;
-        }
-        groups.push(hook_entry(cmd));
-    }
-    Ok(())
 }

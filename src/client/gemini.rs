@@ -217,7 +217,22 @@ impl Adapter for Gemini {
 
     /// An extension folder: `gemini-extension.json` (with the MCP server and the context
     /// file's name), `hooks/hooks.json` and `GEMINI.md`.
-    fn plugin(&self, spec: &Spec) -> Bundle {
+    fn plugin(&self, spec: &Spec) -> Option<Bundle> {
+        Some(self.bundle(spec))
+    }
+
+    fn wire(&self, w: &mut Wiring) -> Result<()> {
+        let hooks = self.hooks();
+        // Gemini CLI reads its settings as JSON with comments (strip-json-comments).
+        w.json(self.hook_file(), true, |v, f| {
+            merge_hooks(v, f, &hooks, true)?;
+            merge_mcp(v, f, "mcpServers")
+        })
+    }
+}
+
+impl Gemini {
+    fn bundle(&self, spec: &Spec) -> Bundle {
         let manifest = json!({
             "name": plugin::NAME,
             "version": env!("CARGO_PKG_VERSION"),
@@ -234,14 +249,5 @@ impl Adapter for Gemini {
             install: vec!["gemini extensions install {dir}".into()],
             uninstall: vec!["gemini extensions uninstall coord".into()],
         }
-    }
-
-    fn wire(&self, w: &mut Wiring) -> Result<()> {
-        let hooks = self.hooks();
-        // Gemini CLI reads its settings as JSON with comments (strip-json-comments).
-        w.json(self.hook_file(), true, |v, f| {
-            merge_hooks(v, f, &hooks, true)?;
-            merge_mcp(v, f, "mcpServers")
-        })
     }
 }

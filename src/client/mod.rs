@@ -10,9 +10,12 @@
 //! new module and one line in the [`clients!`] list below.
 
 pub mod claude;
+pub mod cline;
 pub mod codex;
 pub mod copilot;
 pub mod gemini;
+pub mod opencode;
+pub mod qwen;
 
 use std::path::{Path, PathBuf};
 
@@ -51,12 +54,14 @@ pub trait Adapter: Sync {
 
     /// coord's hook registrations for this client: event, matcher, `coord hook NAME ...`.
     /// `coord init` ([`Adapter::wire`]) and the plugin ([`Adapter::plugin`]) both register
-    /// exactly these.
+    /// exactly these. Empty for a client whose hooks are a plugin file of coord's own
+    /// (OpenCode, Cline: `coord init` writes the file).
     fn hooks(&self) -> HookSet;
 
     /// This client's plugin (or extension): the files of its folder, and the client's own
-    /// commands that install it from there and remove it.
-    fn plugin(&self, spec: &crate::plugin::Spec) -> crate::plugin::Bundle;
+    /// commands that install it from there and remove it; `None` for a client coord writes no
+    /// plugin for (`coord init --client NAME` wires it per repository).
+    fn plugin(&self, spec: &crate::plugin::Spec) -> Option<crate::plugin::Bundle>;
 
     /// Register coord's hooks (every event) and MCP server with this client in `w`.
     ///
@@ -256,6 +261,9 @@ clients! {
     Codex => codex::Codex,
     Gemini => gemini::Gemini,
     Copilot => copilot::Copilot,
+    Qwen => qwen::Qwen,
+    Opencode => opencode::Opencode,
+    Cline => cline::Cline,
 }
 
 impl Client {

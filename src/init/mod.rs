@@ -434,6 +434,24 @@ impl Wiring {
         Ok(())
     }
 
+    /// Write coord's own generated file `rel` (a client plugin): created, or replaced when it is
+    /// coord's (it holds `marker`); a file of that name that is not coord's is refused.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadInput`] when `rel` exists and is not coord's; [`Error::Io`] when it cannot
+    /// be read.
+    pub fn generated(&mut self, rel: &str, marker: &str, content: &str) -> Result<()> {
+        self.text(rel, |old| {
+            if !old.is_empty() && !old.contains(marker) {
+                return Err(Error::bad_input(format!(
+                    "`{rel}` exists and was not written by coord; move it away, then run `coord init` again (nothing was written)"
+                )));
+            }
+            Ok(content.to_string())
+        })
+    }
+
     fn text(&mut self, rel: &str, edit: impl FnOnce(&str) -> Result<String>) -> Result<()> {
         let Some((path, old)) = self.read(rel)? else {
             return Ok(());

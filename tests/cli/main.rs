@@ -35,6 +35,8 @@ mod json;
 mod load;
 mod mcp;
 mod messages;
+mod moreclients;
+mod moreclients_e2e;
 mod mutants_edit;
 mod mutants_lock;
 mod nested;
