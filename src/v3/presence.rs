@@ -196,7 +196,7 @@ pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Presence>, Unre
 pub fn scan(root: &Path) -> (Vec<Presence>, Vec<Unreadable>) {
     let mut found = Vec::new();
     let mut bad = Vec::new();
-    if let Ok(entries) = fs::read_dir(root) {
+    if let Ok(entries) = fs::read_dir(layout::shared_root(root)) {
         for entry in entries.flatten() {
             let name = entry.file_name();
             let Some(id) = name.to_str().and_then(layout::presence_agent) else {

@@ -81,6 +81,25 @@ pub(super) fn list_locks(target: &Target, how: Listing<'_>) -> Result<Vec<LockEn
         }
         found.extend(LockEntry::read(path, target.rel.clone(), id.clone()));
     }
+    // The same path in the other work trees of the repository (one listing of each folder
+    // that exists there): a lock there holds the file here too.
+    if let Some(root) = root_of(target) {
+        let rel_dir = Path::new(&target.rel).parent().unwrap_or(Path::new(""));
+        for tree in crate::worktree::others(&root) {
+            let dir = tree.top.join(rel_dir);
+            let Ok(entries) = fs::read_dir(&dir) else {
+                continue;
+            };
+            for entry in entries.flatten() {
+                let name = entry.file_name();
+                if let Some((b, agent)) = name.to_str().and_then(layout::parse_lock_name)
+                    && b == base
+                {
+                    found.extend(LockEntry::read(entry.path(), target.rel.clone(), agent));
+                }
+            }
+        }
+    }
     found.sort_by(|a, b| a.agent.cmp(&b.agent));
     Ok(found)
 }
@@ -132,10 +151,22 @@ pub(crate) fn join_roster(root: &Path, ids: &[String], id: &str) -> Result<()> {
     fsutil::replace(&layout::roster(root), text.as_bytes())
 }
 
-/// Every lock file under the root (`.git` and `.coord` excepted), sorted by file then agent,
-/// unjudged. Nothing is written.
+/// Every lock file under the root (`.git` and `.coord` excepted) and under every other work
+/// tree of the repository sharing the workspace, sorted by file then agent, unjudged. Nothing is
+/// written.
 pub fn scan_tree(ws: &Workspace) -> Vec<LockEntry> {
     let mut found = Vec::new();
+    for tree in crate::worktree::others(ws.root()) {
+        scan_one(&Workspace::at(tree.top), &mut found);
+    }
+    scan_one(ws, &mut found);
+    found.sort_by(|a, b| a.file.cmp(&b.file).then(a.agent.cmp(&b.agent)));
+    found
+}
+
+/// The lock files under one work tree's top level; a linked worktree inside it (such as
+/// `.claude/worktrees/NAME/`) is a tree of its own, not entered.
+fn scan_one(ws: &Workspace, found: &mut Vec<LockEntry>) {
     let mut stack = vec![ws.root().to_path_buf()];
     while let Some(dir) = stack.pop() {
         let Ok(entries) = fs::read_dir(&dir) else {
@@ -160,13 +191,14 @@ pub fn scan_tree(ws: &Workspace) -> Vec<LockEntry> {
                     }
                     found.push(e);
                 }
-            } else if ft.is_dir() && !layout::skip_in_walk(&name) {
+            } else if ft.is_dir()
+                && !layout::skip_in_walk(&name)
+                && !crate::worktree::is_linked(&entry.path())
+            {
                 stack.push(entry.path());
             }
         }
     }
-    found.sort_by(|a, b| a.file.cmp(&b.file).then(a.agent.cmp(&b.agent)));
-    found
 }
 
 /// Every lock in the workspace, judged as of `now`.
