@@ -17,6 +17,10 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::fsutil::{self, RECORD_CAP};
 
+/// The extra presence key naming the work tree an agent last acted in, written where the
+/// repository has more than one.
+pub const PRESENCE_KEY: &str = "worktree";
+
 /// One work tree of a repository.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Tree {

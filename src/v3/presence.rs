@@ -350,6 +350,10 @@ pub fn write_over(
             rec.set(k, v);
         }
     }
+    // Among the worktrees of one repository: which one this agent acts in.
+    if layout::shared_root(root) != root || !crate::worktree::others(root).is_empty() {
+        rec.set(crate::worktree::PRESENCE_KEY, root.display().to_string());
+    }
     match &update.locks {
         Some(locks) if locks.is_empty() => rec.remove(LOCKS_KEY),
         Some(locks) => rec.set(

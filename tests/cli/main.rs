@@ -46,3 +46,4 @@ mod v3_core;
 mod views;
 mod wait_news;
 mod workspace;
+mod worktrees;
