@@ -181,6 +181,42 @@ pub fn agent_view(p: &presence::Presence, now: &Timestamp) -> AgentView {
     }
 }
 
+/// The locks an agent's presence lists in a work tree that is gone (`git worktree remove` while
+/// it held them): shown STALE, never silently dropped.
+fn gone_tree_locks(presences: &[presence::Presence], now: &Timestamp) -> Vec<LockView> {
+    let mut out = Vec::new();
+    for p in presences {
+        let Some(tree) = p.field(crate::worktree::PRESENCE_KEY) else {
+            continue;
+        };
+        let top = std::path::Path::new(tree);
+        if std::fs::symlink_metadata(top).is_ok() {
+            continue;
+        }
+        for file in p.locks() {
+            let lock_path = crate::layout::lock_file(&top.join(&file), &p.id);
+            out.push(LockView {
+                file,
+                agent: p.id.clone(),
+                name: p.name().to_string(),
+                locked_at: p.field("heartbeat").map(str::to_string),
+                age_s: p.heartbeat().map(|h| clock::age(now, &h).as_secs()),
+                state: LockState::Stale,
+                stale_reason: Some(format!(
+                    "its work tree `{tree}` is gone (removed while the lock was held)"
+                )),
+                reason: None,
+                pid: None,
+                session: None,
+                lock_file: lock_path.display().to_string(),
+                worktree: Some(tree.to_string()),
+                branch: None,
+            });
+        }
+    }
+    out
+}
+
 /// Build a [`LockView`] from a judged lock entry.
 pub fn lock_view(e: &lock::LockEntry, ws: &Workspace, now: &Timestamp) -> LockView {
     let tree = crate::worktree::tree_of(ws.root(), &e.lock_path);
@@ -310,7 +346,11 @@ pub fn collect(ws: &Workspace) -> Status {
     Status {
         root: ws.root().display().to_string(),
         agents,
-        locks: entries.iter().map(|e| lock_view(e, ws, &now)).collect(),
+        locks: {
+            let mut locks: Vec<LockView> = entries.iter().map(|e| lock_view(e, ws, &now)).collect();
+            locks.extend(gone_tree_locks(&presences, &now));
+            locks
+        },
         waits,
         deadlocks,
         protocol_v3_active: handshake::v3_active(&blocks),

@@ -276,3 +276,27 @@ fn the_guard_refuses_a_commit_in_one_worktree_of_a_file_locked_in_another() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("a.txt: locked by alice"), "{err}");
 }
+
+#[test]
+fn locks_held_in_a_removed_worktree_are_shown_stale_not_dropped() {
+    let r = repo();
+    coord(&r, &r.b, "dave").args(["lock", "a.txt"]).ok();
+    git(&r.main, &["worktree", "remove", "--force", "../b"]);
+    let v: serde_json::Value = coord(&r, &r.main, "carol")
+        .args(["status", "--json"])
+        .ok()
+        .json();
+    let locks = v["locks"].as_array().unwrap();
+    assert_eq!(locks.len(), 1, "{v}");
+    assert_eq!(locks[0]["file"], "a.txt", "{v}");
+    assert_eq!(locks[0]["agent"], "dave", "{v}");
+    assert_eq!(locks[0]["state"], "STALE", "{v}");
+    assert!(
+        locks[0]["stale_reason"].as_str().unwrap().contains("gone"),
+        "{v}"
+    );
+    // The path is free in the remaining trees.
+    coord(&r, &r.c, "carol")
+        .args(["lock", "a.txt", "--no-wait"])
+        .ok();
+}
