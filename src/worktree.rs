@@ -124,8 +124,11 @@ fn branch_of(gitdir: &Path) -> Option<String> {
 }
 
 /// Every work tree sharing the workspace at `root` (its shared root's repository), `root`'s own
-/// first; just `root` when it shares with none. Read fresh: worktrees come and go.
+/// first; just `root` when it shares with none. Worktrees come and go: the list is read again
+/// whenever the repository's `worktrees/` folder changed (one `stat` otherwise).
 pub fn trees(root: &Path) -> Vec<Tree> {
+    type Cache = HashMap<PathBuf, (Option<std::time::SystemTime>, Vec<Tree>)>;
+    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
     let shared = shared_root(root);
     let Some(common) = common_dir(&shared) else {
         return vec![Tree {
@@ -133,9 +136,30 @@ pub fn trees(root: &Path) -> Vec<Tree> {
             branch: None,
         }];
     };
+    let stamp = fs::metadata(common.join("worktrees"))
+        .and_then(|m| m.modified())
+        .ok();
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Ok(map) = cache.lock()
+        && let Some((at, list)) = map.get(root)
+        && *at == stamp
+        && stamp.is_some()
+    {
+        return list.clone();
+    }
+    let list = read_trees(root, &shared, &common);
+    if let Ok(mut map) = cache.lock() {
+        map.insert(root.to_path_buf(), (stamp, list.clone()));
+    }
+    list
+}
+
+/// The work trees of the repository whose common folder is `common`, read from git's files.
+fn read_trees(root: &Path, shared: &Path, common: &Path) -> Vec<Tree> {
+    let shared = shared.to_path_buf();
     let mut all = vec![Tree {
         top: shared.clone(),
-        branch: branch_of(&common),
+        branch: branch_of(common),
     }];
     if let Ok(entries) = fs::read_dir(common.join("worktrees")) {
         for entry in entries.flatten() {
@@ -147,11 +171,16 @@ pub fn trees(root: &Path) -> Vec<Tree> {
             let Some(top) = dot_git.parent() else {
                 continue;
             };
+            // Resolved like every root (git may have written it through a symlink); a tree
+            // removed by hand took its locks with it.
             let Ok(top) = fs::canonicalize(top) else {
-                continue; // removed by hand: its locks went with it
+                continue;
             };
             // Only worktrees that share (not those with a `.coord/` of their own).
-            if top == shared || shared_root(&top) != shared {
+            if top == shared
+                || fs::symlink_metadata(top.join(crate::layout::STATE_DIR))
+                    .is_ok_and(|m| m.is_dir())
+            {
                 continue;
             }
             all.push(Tree {
