@@ -300,3 +300,19 @@ fn locks_held_in_a_removed_worktree_are_shown_stale_not_dropped() {
         .args(["lock", "a.txt", "--no-wait"])
         .ok();
 }
+
+#[test]
+fn a_worktree_inside_the_main_checkout_is_not_a_nested_workspace() {
+    let r = repo();
+    // The first coord command of the repository runs inside the nested worktree.
+    coord(&r, &r.c, "bob").args(["presence", "task"]).ok();
+    coord(&r, &r.c, "bob").args(["lock", "a.txt"]).ok();
+    assert!(!r.c.join(".coord").exists());
+    assert!(r.main.join(".coord").is_dir());
+    let v: serde_json::Value = coord(&r, &r.main, "carol")
+        .args(["status", "--json"])
+        .ok()
+        .json();
+    assert_eq!(v["nested"], serde_json::json!([]), "{v}");
+    assert_eq!(v["locks"][0]["file"], "a.txt", "{v}");
+}
