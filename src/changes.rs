@@ -5,8 +5,11 @@
 //! inactive, finishing, leaving; a wait starting or ending; a message sent; the dialogue's turn
 //! passing; a review waiting for someone). Reading only.
 
+use std::path::PathBuf;
+
 use serde::Serialize;
 
+use crate::layout;
 use crate::status::{self, Status};
 use crate::v3::message;
 use crate::v3::waits::WaitEdge;
@@ -176,6 +179,41 @@ pub fn snapshot(ws: &Workspace) -> Snapshot {
             })
             .collect(),
     }
+}
+
+/// The folders whose changes `coord watch` wakes on, for the workspace as `snap` saw it (or
+/// before a first look, `None`): the
+/// root (presences, handshakes), coord's state folders (the index of the locks coord made,
+/// the wait queues, messages, the stamp card), the dialogue, the open reviews, and the folders
+/// of the locks seen (a lock made by hand going away). A few dozen folders, however large the
+/// tree: a lock made by hand elsewhere is seen at the next re-check. Folders that do not exist
+/// yet are listed all the same (the watch skips them; call again after the next look).
+pub fn watched_folders(ws: &Workspace, snap: Option<&Snapshot>) -> Vec<PathBuf> {
+    let root = ws.root();
+    let mut dirs = vec![
+        root.to_path_buf(),
+        layout::state_dir(root),
+        layout::held_dir(root),
+        layout::queue_root(root),
+        layout::messages_dir(root),
+        layout::partners_dir(root),
+        layout::review_active_dir(&root.join(layout::REVIEW_METADATA_DIR)),
+    ];
+    if let Ok(queues) = std::fs::read_dir(layout::queue_root(root)) {
+        dirs.extend(queues.flatten().map(|q| q.path()));
+    }
+    let status = snap.map(|s| &s.status);
+    if let Some(d) = status.and_then(|s| s.dialogue.as_ref()) {
+        dirs.push(root.join(&d.folder));
+    }
+    for lock in status.iter().flat_map(|s| &s.locks) {
+        if let Some(dir) = root.join(&lock.lock_file).parent() {
+            dirs.push(dir.to_path_buf());
+        }
+    }
+    dirs.sort();
+    dirs.dedup();
+    dirs
 }
 
 /// The changes from `before` to `after`, in a stable order: agents, locks, waits, messages,

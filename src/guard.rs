@@ -290,10 +290,11 @@ pub fn changed(dir: &Path, revs: &[String]) -> Result<Vec<String>> {
 
 fn split_names(out: &[u8]) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
+    let mut seen = std::collections::HashSet::new();
     for raw in out.split(|b| *b == 0) {
         let name = String::from_utf8_lossy(raw);
         let name = name.trim_matches('\n');
-        if !name.is_empty() && !names.iter().any(|n| n == name) {
+        if !name.is_empty() && seen.insert(name.to_string()) {
             names.push(name.to_string());
         }
     }
@@ -306,15 +307,13 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
     let now = clock::now();
     let mut cache = StateCache::default();
     let top = fs::canonicalize(top).unwrap_or_else(|_| top.to_path_buf());
+    let targets: Vec<_> = paths
+        .iter()
+        .filter_map(|p| ws.target_from_rel(&ws.rel(&top.join(p))?).ok())
+        .collect();
     let mut out = Vec::new();
-    for p in paths {
-        let Some(rel) = ws.rel(&top.join(p)) else {
-            continue;
-        };
-        let Ok(target) = ws.target_from_rel(&rel) else {
-            continue;
-        };
-        let mut entries = lock::locks_of(&target);
+    // Each folder is listed once, however many of the paths it holds.
+    for (target, mut entries) in targets.iter().zip(lock::locks_of_each(&targets)) {
         lock::classify(ws.root(), &mut entries, &mut cache, &now);
         for e in entries {
             if e.state == LockState::Stale || me.is_some_and(|m| m.id() == e.agent) {

@@ -11,6 +11,8 @@
 //! <root>/.coord/mutex.lease           the workspace mutex where kernel locks do not cross machines
 //! <root>/.coord/sync-warned          the warning about a sync tool was given
 //! <root>/.coord/agents                every agent that ever took a lock here (exact-name lookups)
+//! <root>/.coord/held/<file>.held.<agent>  the index of locks coord made (`/` in <file> as `%2F`)
+//! <root>/.coord/held/anchor           the file every index entry is a hard link to
 //! <root>/.coord/queue/seq             the next wait-ticket number
 //! <root>/.coord/queue/q-<hash>/<seq>.<agent>  a waiter's ticket for one file
 //! <root>/.coord/messages/<id>.msg     one message (seed 001 `msg send`)
@@ -252,6 +254,81 @@ pub fn is_temp_name(file_name: &str) -> bool {
 /// Folders a walk of the workspace never enters.
 pub fn skip_in_walk(dir_name: &str) -> bool {
     dir_name == STATE_DIR || dir_name == ".git"
+}
+
+/// `<root>/.coord/held`: the index of the locks coord made, one empty entry per lock file,
+/// so that views find them without walking the tree (see `v3::lock::index`).
+pub fn held_dir(root: &Path) -> PathBuf {
+    state_dir(root).join("held")
+}
+
+/// `<root>/.coord/held/anchor`: the empty file every index entry is a hard link to (an entry
+/// then allocates no file of its own).
+pub fn held_anchor(root: &Path) -> PathBuf {
+    held_dir(root).join("anchor")
+}
+
+/// The infix between the path and the agent in an index entry's name.
+const HELD_INFIX: &str = ".held.";
+
+/// The longest index entry name spelled out (longer paths are named by their hash, and the
+/// entry holds the path).
+const HELD_NAME_MAX: usize = 200;
+
+/// The index entry of `agent`'s lock on `rel` (a path relative to the root), and whether it is
+/// named by a hash (then it holds `rel` as its content). Spelled out, it is the lock file's
+/// path with `%` written `%25`, `/` written `%2F` and `=` written `%3D`, then `.held.` and the
+/// agent (`src/a.rs` → `src%2Fa.rs.held.claude`; never a lock file's name, so that nothing
+/// looking for `*.lock.*` mistakes it for one); named by hash, `=<FNV-1a of rel>.held.<agent>`.
+pub fn held_entry(root: &Path, rel: &str, agent: &str) -> (PathBuf, bool) {
+    let mut name = String::with_capacity(rel.len() + HELD_INFIX.len() + agent.len() + 8);
+    for c in rel.chars() {
+        match c {
+            '%' => name.push_str("%25"),
+            '/' => name.push_str("%2F"),
+            '=' => name.push_str("%3D"),
+            c => name.push(c),
+        }
+    }
+    let hashed = name.len() + HELD_INFIX.len() + agent.len() > HELD_NAME_MAX;
+    if hashed {
+        name = format!("={:016x}", host::fnv1a64(rel.as_bytes()));
+    }
+    name.push_str(HELD_INFIX);
+    name.push_str(agent);
+    (held_dir(root).join(name), hashed)
+}
+
+/// What an index entry's name says: the locked file (relative to the root; `None` when the
+/// entry is named by hash and its content says it) and the agent. `None` for any other name.
+pub fn parse_held_entry(file_name: &str) -> Option<(Option<String>, String)> {
+    let (enc, agent) = file_name.rsplit_once(HELD_INFIX)?;
+    if enc.is_empty() || !is_valid_agent_id(agent) {
+        return None;
+    }
+    let agent = agent.to_string();
+    if enc.starts_with('=') {
+        return Some((None, agent));
+    }
+    let mut rel = Vec::with_capacity(enc.len());
+    let bytes = enc.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        match &bytes[i..] {
+            [b'%', b'2', b'5', ..] => rel.push(b'%'),
+            [b'%', b'2', b'F', ..] => rel.push(b'/'),
+            [b'%', b'3', b'D', ..] => rel.push(b'='),
+            [b'%', ..] => return None,
+            [b, ..] => {
+                rel.push(*b);
+                i += 1;
+                continue;
+            }
+            [] => break,
+        }
+        i += 3;
+    }
+    Some((Some(String::from_utf8(rel).ok()?), agent))
 }
 
 /// `<root>/.coord/queue`.

@@ -265,10 +265,11 @@ pub struct Holder {
 pub fn who(ws: &Workspace, targets: &[crate::workspace::Target]) -> Vec<FileHolders> {
     let now = clock::now();
     let mut cache = StateCache::default();
+    // Each folder is listed once, however many of the files it holds.
     targets
         .iter()
-        .map(|t| {
-            let mut entries = lock::locks_of(t);
+        .zip(lock::locks_of_each(targets))
+        .map(|(t, mut entries)| {
             lock::classify(ws.root(), &mut entries, &mut cache, &now);
             FileHolders {
                 file: t.rel.clone(),

@@ -81,12 +81,17 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Mode::Lines
     };
     // Subscribe first, then look: a change between the two is still seen.
-    let events = FolderWatch::recursive(ws.root());
+    // A few folders, not the whole tree (see `changes::watched_folders`): the root and coord's
+    // state folders first, then the folders the look names.
+    let mut events = FolderWatch::new(&changes::watched_folders(&ws, None));
     let mut tail = match since {
         Some(_) => Tail::from_start(ws.root()),
         None => Tail::from_end(ws.root()),
     };
     let mut before = changes::snapshot(&ws);
+    for dir in changes::watched_folders(&ws, Some(&before)) {
+        events.add(&dir);
+    }
     let mut recent: VecDeque<String> = VecDeque::new();
     let mut feed = Feed {
         mode,
@@ -149,6 +154,16 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 }
             }
             let after = changes::snapshot(&ws);
+            // The history is read again after the look: an event recorded before the change the
+            // look saw (a lock taken before its waiter's ticket leaves) is printed before it.
+            for e in tail.poll() {
+                feed.history(&e, true);
+            }
+            // Folders that appeared (a queue, the dialogue, the folder of a new lock) are
+            // watched from now on; adding a folder watched already changes nothing.
+            for dir in changes::watched_folders(&ws, Some(&after)) {
+                events.add(&dir);
+            }
             for change in changes::diff(&before, &after) {
                 feed.looked(change);
             }
@@ -200,6 +215,7 @@ impl Feed<'_> {
             Mode::Lines => output::line(&format!("{} {}", time_of(&e.at), log::describe(e))),
             Mode::Screen => self.remember(format!("{} {}", time_of(&e.at), log::describe(e))),
         }
+        self.end_waits(e);
     }
 
     /// A change seen by comparing two looks.
@@ -207,7 +223,33 @@ impl Feed<'_> {
         match change_key(&change) {
             Some(k) if self.said.iter().any(|(_, s)| *s == k) => {}
             Some(_) => self.held.push((Instant::now(), change)),
+            // A wait ends with the lock taken or refused, which the history says: shown after
+            // that event (or after HOLD), never before it.
+            None if matches!(change, Change::WaitEnded { .. }) => {
+                self.held.push((Instant::now(), change));
+            }
             None => self.show(&change),
+        }
+    }
+
+    /// Show the held ends of waits that `e` (a lock taken or refused) concludes.
+    fn end_waits(&mut self, e: &Event) {
+        if !matches!(
+            e.event.as_str(),
+            "lock_taken" | "lock_taken_over" | "lock_refused"
+        ) {
+            return;
+        }
+        let (ended, keep): (Vec<_>, Vec<_>) =
+            std::mem::take(&mut self.held)
+                .into_iter()
+                .partition(|(_, c)| {
+                    matches!(c, Change::WaitEnded { agent, file }
+                        if *agent == e.agent && Some(file.as_str()) == e.file.as_deref())
+                });
+        self.held = keep;
+        for (_, c) in &ended {
+            self.show(c);
         }
     }
 

@@ -176,3 +176,28 @@ fn a_wait_run_out_before_the_first_look_reports_the_holder_not_a_deadlock() {
     );
     assert!(!ws.root().join("f.md.lock.claude").exists());
 }
+
+#[test]
+fn lock_and_unlock_list_a_folder_once_however_many_files_it_holds() {
+    let (_dir, ws) = workspace();
+    std::fs::create_dir(ws.root().join("big")).unwrap();
+    let targets: Vec<Target> = (0..300)
+        .map(|i| target(&ws, &format!("big/f{i:03}")))
+        .collect();
+    let before = lock::folder_listings();
+    acquire(&ws, &request("claude", targets.clone())).unwrap();
+    let after_lock = lock::folder_listings();
+    // One try: the folder once to judge its locks, once more to look for locks made by hand
+    // meanwhile; not once per file.
+    assert_eq!(after_lock - before, 2);
+    let released = lock::release(&ws, &agent("claude"), Some(&targets), false).unwrap();
+    assert_eq!(released.len(), 300);
+    assert_eq!(lock::folder_listings() - after_lock, 1);
+    // The index followed: one entry per lock while held, none after.
+    let entries = std::fs::read_dir(crate::layout::held_dir(ws.root()))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.file_name().to_string_lossy().contains(".held."))
+        .count();
+    assert_eq!(entries, 0);
+}

@@ -4,19 +4,24 @@
 //! workspaces in a given state built with it.
 #![allow(clippy::disallowed_methods)] // the tests plant files by hand, as an agent or a user would
 
+mod e2e;
 mod fixture;
+mod scripted;
 mod support;
 
 mod claude_e2e;
+mod codex_e2e;
 mod collab;
 mod concurrency;
 mod conventions;
+mod copilot_e2e;
 mod crashes;
 mod crashes_protocols;
 mod defects;
 mod dialogue;
 mod docs;
 mod edit;
+mod gemini_e2e;
 mod guard;
 mod handoff;
 mod handshake;
@@ -37,6 +42,7 @@ mod netfs;
 mod refusals;
 mod review;
 mod sandbox;
+mod scale;
 mod schemas;
 mod session;
 mod stamp;

@@ -1,6 +1,7 @@
 //! Locks: `FILE.lock.<agent>` beside FILE, in the seed's format, that two holders never share.
 //!
-//! This module holds a lock file as read ([`LockEntry`]); `scan` finds lock files, `judge`
+//! This module holds a lock file as read ([`LockEntry`]); `scan` finds lock files (the ones
+//! coord made through `index`, its list of them under `.coord/held/`), `judge`
 //! decides live, stale or conflict, `takeover` removes a stale one only if it is unchanged;
 //! [`acquire()`] takes locks (waiting in the queue, taking stale ones over) and [`release()`]
 //! gives them back.
@@ -48,6 +49,7 @@
 //! are also looked up by exact name for every agent on the roster, because listings lag.
 
 mod acquire;
+mod index;
 mod judge;
 mod release;
 mod scan;
@@ -62,9 +64,11 @@ pub use release::{
     Fence, Release, ReleaseOutcome, holds, holds_fence, own_fence, own_token, release,
     release_tokens,
 };
+#[cfg(test)]
+pub(crate) use scan::folder_listings;
 pub(crate) use scan::join_roster;
-use scan::{list_locks, own_locks_listed};
-pub use scan::{locks_of, scan_judged, scan_tree, try_locks_of, unreadable};
+use scan::{list_locks_each, own_locks_listed};
+pub use scan::{locks_of, locks_of_each, scan_judged, scan_tree, try_locks_of, unreadable};
 use takeover::take_over;
 
 use std::path::PathBuf;

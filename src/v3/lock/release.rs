@@ -1,13 +1,16 @@
 //! Giving locks back: own locks by name, locks of a process by token (compare-and-delete), and
 //! STALE locks of others with `--force`. Nothing held by another live agent is ever removed.
 
+use std::collections::HashSet;
 use std::fs;
 use std::path::PathBuf;
 
 use serde::Serialize;
 
 use super::scan::{Listing, lookup_roster};
-use super::{LockEntry, LockState, classify, list_locks, own_locks_listed, scan_tree, take_over};
+use super::{
+    LockEntry, LockState, classify, index, list_locks_each, own_locks_listed, scan_tree, take_over,
+};
 use crate::clock;
 use crate::error::Refusal;
 use crate::error::{Error, Result};
@@ -64,32 +67,52 @@ pub fn release(
     targets: Option<&[Target]>,
     force: bool,
 ) -> Result<Vec<Release>> {
+    let all = targets.is_none();
     let targets: Vec<Target> = match targets {
         Some(t) => t.to_vec(),
-        None => scan_tree(ws)
-            .into_iter()
-            .filter(|e| e.agent == agent.id())
-            .filter_map(|e| ws.target_from_rel(&e.file).ok())
-            .collect(),
+        None => {
+            // The locks the views see, and those the agent's presence lists (a lock taken by an
+            // older coord, before the index, in a folder the views do not walk).
+            let mut files: Vec<String> = scan_tree(ws)
+                .into_iter()
+                .filter(|e| e.agent == agent.id())
+                .map(|e| e.file)
+                .collect();
+            let me = presence::read(ws.root(), agent.id()).ok().flatten();
+            files.extend(own_locks_listed(ws, agent, me.as_ref()));
+            let mut seen = HashSet::new();
+            files
+                .into_iter()
+                .filter(|f| seen.insert(f.clone()))
+                .filter_map(|f| ws.target_from_rel(&f).ok())
+                .collect()
+        }
     };
     let _mutex = ws.lock_mutex()?;
+    if all {
+        // Entries left by processes killed between an entry and its lock file.
+        index::prune(ws.root());
+    }
     let now = clock::now();
     let mut cache = StateCache::default();
     let mut out = Vec::with_capacity(targets.len());
     let mut ours = Vec::new();
+    // Lock files this call already releases or removed (a file named twice sees them gone).
+    let mut done: HashSet<PathBuf> = HashSet::new();
     let roster = lookup_roster(ws.root());
     let listing = Listing {
         sweep: true,
         roster: &roster,
         except: None,
     };
-    for target in &targets {
-        // Temporary files of killed processes are swept in the same pass, as `acquire` does.
-        let mut entries = list_locks(target, listing)?;
-        // Lock files this call already releases (the same file named twice) are gone for it.
-        entries.retain(|e| !ours.iter().any(|(_, p)| *p == e.lock_path));
+    // Every folder is listed once, however many of the files it holds (temporary files of
+    // killed processes are swept in the same pass, as `acquire` does).
+    let listed = list_locks_each(&targets, listing)?;
+    for (target, mut entries) in targets.iter().zip(listed) {
+        entries.retain(|e| !done.contains(&e.lock_path));
         classify(ws.root(), &mut entries, &mut cache, &now);
         let outcome = if let Some(mine) = entries.iter().find(|e| e.agent == agent.id()) {
+            done.insert(mine.lock_path.clone());
             ours.push((target.rel.clone(), mine.lock_path.clone()));
             ReleaseOutcome::Released
         } else if entries.is_empty() {
@@ -109,7 +132,7 @@ pub fn release(
                 .collect::<Vec<_>>()
                 .join(", ");
             for e in &entries {
-                if !take_over(e)? {
+                if !take_over(ws.root(), e)? {
                     return Err(Error::refused(
                         Refusal::LockChanged,
                         format!(
@@ -120,6 +143,7 @@ pub fn release(
                         None,
                     ));
                 }
+                done.insert(e.lock_path.clone());
             }
             ReleaseOutcome::ForcedStale { from }
         };
@@ -147,11 +171,13 @@ pub fn release_tokens(
     let mutex = ws.lock_mutex()?;
     let mut out = Vec::with_capacity(held.len());
     let mut ours = Vec::new();
+    let mut done: HashSet<PathBuf> = HashSet::new();
     for (target, token) in held {
         let path = layout::lock_file(&target.abs, agent.id());
         let current = LockEntry::read(path.clone(), target.rel.clone(), agent.id().to_string())
-            .filter(|_| !ours.iter().any(|(_, p)| *p == path));
+            .filter(|_| !done.contains(&path));
         let outcome = if current.as_ref().and_then(LockEntry::token) == Some(token.as_str()) {
+            done.insert(path.clone());
             ours.push((target.rel.clone(), path));
             ReleaseOutcome::Released
         } else {
@@ -268,13 +294,18 @@ fn file_identity(path: &std::path::Path) -> Option<((u64, u64), Vec<u8>)> {
 /// woken by their removal finds the mutex free a moment later rather than still held by us.
 /// Caller holds the mutex.
 fn remove_ours(ws: &Workspace, agent: &AgentId, ours: &[(String, PathBuf)]) -> Result<()> {
-    let released: Vec<&str> = ours.iter().map(|(rel, _)| rel.as_str()).collect();
+    let released: HashSet<&str> = ours.iter().map(|(rel, _)| rel.as_str()).collect();
     let written = after_release(ws, agent, &released);
-    for (_, path) in ours {
+    for (rel, path) in ours {
         if let Err(e) = fsutil::remove(path) {
             // The presence says released; the lock stands: say so again from what is on disk.
-            let _ = after_release(ws, agent, &[]);
+            let _ = after_release(ws, agent, &HashSet::new());
             return Err(e);
+        }
+        // Its entry in the index goes once the lock file is gone (a lock made by hand under
+        // another spelling, `FILE.lock.Claude`, has none of its own).
+        if *path == layout::lock_file(&ws.root().join(rel), agent.id()) {
+            index::forget(ws.root(), rel, agent.id());
         }
     }
     written
@@ -282,7 +313,7 @@ fn remove_ours(ws: &Workspace, agent: &AgentId, ours: &[(String, PathBuf)]) -> R
 
 /// Bring the agent's presence up to date for locks that went away (or are about to: `gone`,
 /// files relative to the root). Caller holds the mutex.
-fn after_release(ws: &Workspace, agent: &AgentId, gone: &[&str]) -> Result<()> {
+fn after_release(ws: &Workspace, agent: &AgentId, gone: &HashSet<&str>) -> Result<()> {
     // Only a regular presence file is brought up to date: the locks are already gone, and a
     // release must not fail (or follow a link) because something else stands there.
     let old = match presence::read(ws.root(), agent.id()) {

@@ -2,10 +2,12 @@
 //! for every agent on the roster where listings lag), every lock under the root, and the locks
 //! an agent's presence lists that it still holds. Nothing here judges or removes a lock.
 
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
+use std::sync::Mutex;
 
-use super::{BAD_NAME, LockEntry, classify};
+use super::{BAD_NAME, LockEntry, classify, index};
 use crate::arbiter;
 use crate::clock::Timestamp;
 use crate::error::{IoResultExt, Result};
@@ -50,58 +52,128 @@ pub(super) struct Listing<'a> {
 
 /// List the lock files of `target` as `how` says.
 pub(super) fn list_locks(target: &Target, how: Listing<'_>) -> Result<Vec<LockEntry>> {
-    let (Some(dir), Some(base)) = (
-        target.abs.parent(),
-        target.abs.file_name().and_then(|n| n.to_str()),
-    ) else {
-        return Ok(Vec::new());
-    };
-    let entries = fs::read_dir(dir).at("list", dir)?;
-    let mut found = Vec::new();
-    for entry in entries {
-        let entry = entry.at("list", dir)?;
-        let name = entry.file_name();
-        match name.to_str().and_then(layout::parse_lock_name) {
-            Some((b, agent)) if b == base && how.except != Some(agent.as_str()) => {
-                found.extend(LockEntry::read(entry.path(), target.rel.clone(), agent));
-            }
-            Some(_) => {}
-            None if how.sweep => {
-                fsutil::sweep_entry(&entry);
-            }
-            None => {}
-        }
-    }
-    // A listing may come from a cache that has not seen another machine's new lock yet: where
-    // that can happen, every agent on the roster is also looked up by its exact lock name.
-    for id in how.roster {
-        let path = layout::lock_file(&target.abs, id);
-        if how.except == Some(id.as_str()) || found.iter().any(|e| e.lock_path == path) {
+    Ok(list_locks_each(std::slice::from_ref(target), how)?
+        .pop()
+        .unwrap_or_default())
+}
+
+#[cfg(test)]
+thread_local! {
+    /// How many folders [`list_locks_each`] listed on this thread.
+    static LISTINGS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// How many folders the lock listings of this thread listed so far.
+#[cfg(test)]
+pub(crate) fn folder_listings() -> usize {
+    LISTINGS.with(std::cell::Cell::get)
+}
+
+/// The lock files of each of `targets` (in their order, each sorted by agent), as `how` says.
+/// Each folder is listed once however many of the targets it holds: releasing or locking
+/// thousands of files of one folder costs one listing, not one per file.
+pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Vec<Vec<LockEntry>>> {
+    let mut out: Vec<Vec<LockEntry>> = vec![Vec::new(); targets.len()];
+    // Folder → (base name → the targets of that name), in first-seen order.
+    let mut folders: Vec<(&Path, HashMap<&str, Vec<usize>>)> = Vec::new();
+    let mut folder_of: HashMap<&Path, usize> = HashMap::new();
+    for (i, target) in targets.iter().enumerate() {
+        let (Some(dir), Some(base)) = (
+            target.abs.parent(),
+            target.abs.file_name().and_then(|n| n.to_str()),
+        ) else {
             continue;
-        }
-        found.extend(LockEntry::read(path, target.rel.clone(), id.clone()));
+        };
+        let at = *folder_of.entry(dir).or_insert_with(|| {
+            folders.push((dir, HashMap::new()));
+            folders.len() - 1
+        });
+        folders[at].1.entry(base).or_default().push(i);
     }
-    // The same path in the other work trees of the repository (one listing of each folder
+    for (dir, bases) in &folders {
+        #[cfg(test)]
+        LISTINGS.with(|n| n.set(n.get() + 1));
+        let entries = fs::read_dir(dir).at("list", dir)?;
+        for entry in entries {
+            let entry = entry.at("list", dir)?;
+            let name = entry.file_name();
+            match name.to_str().and_then(layout::parse_lock_name) {
+                Some((b, agent)) if how.except != Some(agent.as_str()) => {
+                    for &i in bases.get(b).into_iter().flatten() {
+                        out[i].extend(LockEntry::read(
+                            entry.path(),
+                            targets[i].rel.clone(),
+                            agent.clone(),
+                        ));
+                    }
+                }
+                Some(_) => {}
+                None if how.sweep => {
+                    fsutil::sweep_entry(&entry);
+                }
+                None => {}
+            }
+        }
+    }
+    // The same paths in the other work trees of the repository (one listing of each folder
     // that exists there): a lock there holds the file here too.
-    if let Some(root) = root_of(target) {
-        let rel_dir = Path::new(&target.rel).parent().unwrap_or(Path::new(""));
+    if let Some(root) = targets.first().and_then(root_of) {
         for tree in crate::worktree::others(&root) {
-            let dir = tree.top.join(rel_dir);
-            let Ok(entries) = fs::read_dir(&dir) else {
-                continue;
-            };
-            for entry in entries.flatten() {
-                let name = entry.file_name();
-                if let Some((b, agent)) = name.to_str().and_then(layout::parse_lock_name)
-                    && b == base
-                {
-                    found.extend(LockEntry::read(entry.path(), target.rel.clone(), agent));
+            for (i, target) in targets.iter().enumerate() {
+                let (Some(rel_dir), Some(base)) = (
+                    Path::new(&target.rel).parent(),
+                    target.abs.file_name().and_then(|n| n.to_str()),
+                ) else {
+                    continue;
+                };
+                let Ok(entries) = fs::read_dir(tree.top.join(rel_dir)) else {
+                    continue;
+                };
+                for entry in entries.flatten() {
+                    let name = entry.file_name();
+                    if let Some((b, agent)) = name.to_str().and_then(layout::parse_lock_name)
+                        && b == base
+                    {
+                        out[i].extend(LockEntry::read(entry.path(), target.rel.clone(), agent));
+                    }
                 }
             }
         }
     }
-    found.sort_by(|a, b| a.agent.cmp(&b.agent));
-    Ok(found)
+    // A listing may come from a cache that has not seen another machine's new lock yet: where
+    // that can happen, every agent on the roster is also looked up by its exact lock name.
+    for (target, found) in targets.iter().zip(out.iter_mut()) {
+        for id in how.roster {
+            let path = layout::lock_file(&target.abs, id);
+            if how.except == Some(id.as_str()) || found.iter().any(|e| e.lock_path == path) {
+                continue;
+            }
+            found.extend(LockEntry::read(path, target.rel.clone(), id.clone()));
+        }
+        found.sort_by(|a, b| a.agent.cmp(&b.agent));
+    }
+    Ok(out)
+}
+
+/// The lock files of each of `targets` (in their order), unjudged, each sorted by agent; each
+/// folder listed once. A folder that cannot be listed gives its targets no locks.
+pub fn locks_of_each(targets: &[Target]) -> Vec<Vec<LockEntry>> {
+    let roster = targets
+        .first()
+        .and_then(root_of)
+        .map(|root| lookup_roster(&root))
+        .unwrap_or_default();
+    let how = Listing {
+        roster: &roster,
+        ..Listing::default()
+    };
+    list_locks_each(targets, how).unwrap_or_else(|_| {
+        // One folder could not be listed: the others still count.
+        targets
+            .iter()
+            .map(|t| list_locks(t, how).unwrap_or_default())
+            .collect()
+    })
 }
 
 /// The workspace root of a target (its absolute path less its relative one).
@@ -151,54 +223,125 @@ pub(crate) fn join_roster(root: &Path, ids: &[String], id: &str) -> Result<()> {
     fsutil::replace(&layout::roster(root), text.as_bytes())
 }
 
-/// Every lock file under the root (`.git` and `.coord` excepted) and under every other work
-/// tree of the repository sharing the workspace, sorted by file then agent, unjudged. Nothing is
-/// written.
+/// Every lock file of the workspace, sorted by file then agent, unjudged. Nothing is written.
+///
+/// Found without walking the whole tree: the locks coord made are in its index
+/// (`.coord/held/`, see `index`), each verified by reading its lock file; locks made by hand
+/// are found by walking the folders that git does not ignore (in a git work tree: `.gitignore`,
+/// `.git/info/exclude` and the global excludes file; outside one, every folder), several
+/// folders at a time. `.git` and `.coord` are never entered. A lock made by hand inside an
+/// ignored folder (`node_modules/`, `target/`) is not seen here; every acquire still sees it,
+/// since it lists the locked file's own folder.
+///
+/// Among the work trees of one repository, each tree is scanned so, its locks keyed by the path
+/// relative to its own top level; a linked worktree inside another tree (such as
+/// `.claude/worktrees/NAME/`) is not entered as part of it.
 pub fn scan_tree(ws: &Workspace) -> Vec<LockEntry> {
     let mut found = Vec::new();
     for tree in crate::worktree::others(ws.root()) {
-        scan_one(&Workspace::at(tree.top), &mut found);
+        found.extend(scan_one(&Workspace::at(tree.top)));
     }
-    scan_one(ws, &mut found);
-    found.sort_by(|a, b| a.file.cmp(&b.file).then(a.agent.cmp(&b.agent)));
+    found.extend(scan_one(ws));
+    found.sort_by(|a, b| {
+        (a.file.as_str(), a.agent.as_str(), &a.lock_path).cmp(&(
+            b.file.as_str(),
+            b.agent.as_str(),
+            &b.lock_path,
+        ))
+    });
+    found.dedup_by(|a, b| a.lock_path == b.lock_path);
     found
 }
 
-/// The lock files under one work tree's top level; a linked worktree inside it (such as
-/// `.claude/worktrees/NAME/`) is a tree of its own, not entered.
-fn scan_one(ws: &Workspace, found: &mut Vec<LockEntry>) {
-    let mut stack = vec![ws.root().to_path_buf()];
-    while let Some(dir) = stack.pop() {
-        let Ok(entries) = fs::read_dir(&dir) else {
-            continue;
-        };
-        for entry in entries.flatten() {
+/// The lock files of one work tree.
+fn scan_one(ws: &Workspace) -> Vec<LockEntry> {
+    let mut found = walk_unignored(ws);
+    let seen: HashSet<PathBuf> = found.iter().map(|e| e.lock_path.clone()).collect();
+    for (rel, agent) in index::entries(ws.root()) {
+        let path = layout::lock_file(&ws.root().join(&rel), &agent);
+        if !seen.contains(&path) {
+            found.extend(LockEntry::read(path, rel, agent));
+        }
+    }
+    found.sort_by(|a, b| {
+        (a.file.as_str(), a.agent.as_str(), &a.lock_path).cmp(&(
+            b.file.as_str(),
+            b.agent.as_str(),
+            &b.lock_path,
+        ))
+    });
+    found.dedup_by(|a, b| a.lock_path == b.lock_path);
+    found
+}
+
+/// The lock files in the folders of the workspace that git does not ignore (every folder
+/// outside a git work tree), read by a parallel walk (`ignore`, ripgrep's walker). Only the
+/// folders are judged by the ignore rules: a lock file is found in a folder that is walked even
+/// when its own name is ignored (coord's `.gitignore` lines ignore `*.lock.*`).
+fn walk_unignored(ws: &Workspace) -> Vec<LockEntry> {
+    use ignore::{WalkBuilder, WalkState, overrides::OverrideBuilder};
+    let root = ws.root();
+    // A whitelist: files that may be lock files are yielded even when ignored, every other file
+    // is not yielded at all; folders are still judged by the ignore rules.
+    let mut names = OverrideBuilder::new(root);
+    let overrides = names
+        .add(&format!("*{}*", layout::LOCK_INFIX))
+        .and_then(|b| b.build())
+        .ok();
+    let mut walk = WalkBuilder::new(root);
+    walk.standard_filters(false)
+        .git_ignore(true)
+        .git_exclude(true)
+        .git_global(true)
+        .parents(true)
+        .require_git(true)
+        .follow_links(false)
+        .threads(std::thread::available_parallelism().map_or(1, |n| n.get().min(8)))
+        .filter_entry(|e| {
+            !(e.depth() > 0
+                && e.file_type().is_some_and(|t| t.is_dir())
+                && (layout::skip_in_walk(&e.file_name().to_string_lossy())
+                    || crate::worktree::is_linked(e.path())))
+        });
+    if let Some(o) = overrides {
+        walk.overrides(o);
+    }
+    let found = Mutex::new(Vec::new());
+    walk.build_parallel().run(|| {
+        let found = &found;
+        Box::new(move |entry| {
+            let Ok(entry) = entry else {
+                return WalkState::Continue;
+            };
+            if entry.depth() == 0 {
+                return WalkState::Continue;
+            }
             let raw_name = entry.file_name();
             // A name that is not UTF-8 is still a lock when it reads as one: it is shown with
             // the bad bytes replaced, flagged, and counted as a problem, never skipped.
             let name = raw_name.to_string_lossy();
-            let Ok(ft) = entry.file_type() else { continue };
-            if let Some((base, agent)) = layout::parse_lock_name(&name) {
-                let Some(file) = ws.rel(&dir.join(base)) else {
-                    continue;
-                };
-                if let Some(mut e) = LockEntry::read(entry.path(), file, agent) {
-                    if raw_name.to_str().is_none() {
-                        e.problem = Some(match e.problem.take() {
-                            Some(p) => format!("{BAD_NAME}; {p}"),
-                            None => BAD_NAME.to_string(),
-                        });
-                    }
-                    found.push(e);
+            let Some((base, agent)) = layout::parse_lock_name(&name) else {
+                return WalkState::Continue;
+            };
+            let Some(dir) = entry.path().parent() else {
+                return WalkState::Continue;
+            };
+            let Some(file) = ws.rel(&dir.join(base)) else {
+                return WalkState::Continue;
+            };
+            if let Some(mut e) = LockEntry::read(entry.path().to_path_buf(), file, agent) {
+                if raw_name.to_str().is_none() {
+                    e.problem = Some(match e.problem.take() {
+                        Some(p) => format!("{BAD_NAME}; {p}"),
+                        None => BAD_NAME.to_string(),
+                    });
                 }
-            } else if ft.is_dir()
-                && !layout::skip_in_walk(&name)
-                && !crate::worktree::is_linked(&entry.path())
-            {
-                stack.push(entry.path());
+                found.lock().unwrap_or_else(|p| p.into_inner()).push(e);
             }
-        }
-    }
+            WalkState::Continue
+        })
+    });
+    found.into_inner().unwrap_or_else(|p| p.into_inner())
 }
 
 /// Every lock in the workspace, judged as of `now`.

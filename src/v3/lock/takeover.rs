@@ -8,9 +8,19 @@ use super::LockEntry;
 use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil::{self, RECORD_CAP};
 
-/// Remove a stale lock, but only if it is still exactly what was judged stale.
-/// Returns `false` (and leaves the lock in place) when it changed meanwhile.
-pub(super) fn take_over(e: &LockEntry) -> Result<bool> {
+/// Remove a stale lock, but only if it is still exactly what was judged stale, and its entry
+/// in the index of `root` once it is gone. Returns `false` (and leaves the lock in place) when
+/// it changed meanwhile.
+pub(super) fn take_over(root: &Path, e: &LockEntry) -> Result<bool> {
+    let gone = take_over_file(e)?;
+    // A lock made by hand under another spelling (`FILE.lock.Claude`) has no entry of its own.
+    if gone && e.lock_path == crate::layout::lock_file(&root.join(&e.file), &e.agent) {
+        super::index::forget(root, &e.file, &e.agent);
+    }
+    Ok(gone)
+}
+
+fn take_over_file(e: &LockEntry) -> Result<bool> {
     let dir = e.lock_path.parent().unwrap_or(Path::new("."));
     let meta = match fs::symlink_metadata(&e.lock_path) {
         Ok(m) => m,

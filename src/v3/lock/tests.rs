@@ -110,7 +110,7 @@ fn take_over_removes_a_lock_unchanged_since_it_was_judged() {
         dir.path(),
         "Agent: X\nlocked_at: 2026-01-28T01:00:00+00:00\n",
     );
-    assert!(take_over(&e).unwrap());
+    assert!(take_over(dir.path(), &e).unwrap());
     assert!(!e.lock_path.exists());
     // Nothing else is left in the folder (the record moved aside is dropped).
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
@@ -126,7 +126,7 @@ fn take_over_keeps_a_lock_renewed_after_it_was_judged() {
     // The holder renews between the judgement and the takeover.
     let renewed = "Agent: X\nlocked_at: 2026-01-28T01:09:59+00:00\n";
     std::fs::write(&e.lock_path, renewed).unwrap();
-    assert!(!take_over(&e).unwrap());
+    assert!(!take_over(dir.path(), &e).unwrap());
     assert_eq!(std::fs::read_to_string(&e.lock_path).unwrap(), renewed);
 }
 
@@ -143,7 +143,7 @@ fn take_over_keeps_a_hand_made_lock_touched_after_it_was_judged() {
         .unwrap();
     f.set_modified(std::time::SystemTime::now() + Duration::from_secs(5))
         .unwrap();
-    assert!(!take_over(&e).unwrap());
+    assert!(!take_over(dir.path(), &e).unwrap());
     assert!(e.lock_path.exists());
 }
 
@@ -152,7 +152,7 @@ fn take_over_of_a_lock_already_gone_succeeds() {
     let dir = tempfile::tempdir().unwrap();
     let e = real_entry(dir.path(), "Agent: X\n");
     std::fs::remove_file(&e.lock_path).unwrap();
-    assert!(take_over(&e).unwrap());
+    assert!(take_over(dir.path(), &e).unwrap());
 }
 
 #[test]
@@ -195,7 +195,7 @@ fn take_over_fails_when_the_lock_cannot_be_moved_aside() {
         eprintln!("skipped: `chattr +i` is not available on this filesystem");
         return;
     }
-    let result = take_over(&e);
+    let result = take_over(dir.path(), &e);
     let _ = std::process::Command::new("chattr")
         .arg("-i")
         .arg(&e.lock_path)
@@ -205,4 +205,49 @@ fn take_over_fails_when_the_lock_cannot_be_moved_aside() {
         "a lock still in place was reported taken over"
     );
     assert!(e.lock_path.exists());
+}
+
+#[test]
+fn the_index_reads_back_every_path_it_was_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    let long = format!("deep/{}/x.txt", "n".repeat(230));
+    let paths = [
+        "a.md",
+        "src/lib.rs",
+        "100% =sure/%2F.md",
+        "node_modules/a.lock.b/c.js",
+        long.as_str(),
+    ];
+    for p in paths {
+        index::note(root, p, "claude").unwrap();
+        // A second note of the same lock changes nothing.
+        index::note(root, p, "claude").unwrap();
+    }
+    index::note(root, "a.md", "gemini").unwrap();
+    let mut got = index::entries(root);
+    got.sort();
+    let mut want: Vec<(String, String)> = paths
+        .iter()
+        .map(|p| (p.to_string(), "claude".to_string()))
+        .collect();
+    want.push(("a.md".into(), "gemini".into()));
+    want.sort();
+    assert_eq!(got, want);
+    for p in paths {
+        index::forget(root, p, "claude");
+    }
+    assert_eq!(index::entries(root), [("a.md".into(), "gemini".into())]);
+    // An entry planted to make a reader look outside the workspace is not read.
+    std::fs::write(
+        crate::layout::held_dir(root).join("..%2Fetc%2Fx.held.eve"),
+        "",
+    )
+    .unwrap();
+    std::fs::write(
+        crate::layout::held_dir(root).join("=0123.held.eve"),
+        "/etc/x",
+    )
+    .unwrap();
+    assert_eq!(index::entries(root).len(), 1);
 }

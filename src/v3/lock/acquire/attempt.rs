@@ -3,10 +3,13 @@
 //! check the arbitration is still ours, and write the presence once. Anything that fails after
 //! publishing withdraws what this try published.
 
+use std::collections::HashSet;
 use std::path::PathBuf;
 
 use super::super::scan::{Listing, lookup_roster};
-use super::super::{LockEntry, LockState, classify, list_locks, own_locks_listed, take_over};
+use super::super::{
+    LockEntry, LockState, classify, index, list_locks_each, own_locks_listed, take_over,
+};
 use super::blocker::blocker_of;
 use super::{Acquired, Attempt, Blocker, LockRequest, Mine, TakeOver};
 use crate::arbiter::Guard;
@@ -46,8 +49,9 @@ pub(super) fn attempt(
         except: None,
     };
     let mut plans = Vec::with_capacity(targets.len());
-    for target in targets {
-        let mut entries = list_locks(target, listing)?;
+    // Every folder is listed once, however many of the targets it holds.
+    let listed = list_locks_each(targets, listing)?;
+    for (target, mut entries) in targets.iter().zip(listed) {
         classify(root, &mut entries, &mut cache, &now);
         let (mine, foreign): (Vec<_>, Vec<_>) =
             entries.into_iter().partition(|e| e.agent == req.agent.id());
@@ -99,7 +103,7 @@ pub(super) fn attempt(
     for (_, _, stale) in &plans {
         let mut list = Vec::new();
         for e in stale {
-            if !take_over(e)? {
+            if !take_over(root, e)? {
                 return Ok(Attempt::Busy(blocker_of(root, e, &now)));
             }
             list.push(TakeOver {
@@ -126,8 +130,9 @@ pub(super) fn attempt(
         &roster,
     );
     if !matches!(outcome, Ok(Attempt::Got(_))) {
-        for path in &created {
+        for (rel, path) in &created {
             let _ = fsutil::remove(path);
+            index::forget(root, rel, req.agent.id());
             handoff::let_go(path);
         }
     }
@@ -170,7 +175,7 @@ fn publish(
     took: Vec<Vec<TakeOver>>,
     now: &Timestamp,
     cache: &mut StateCache,
-    created: &mut Vec<PathBuf>,
+    created: &mut Vec<(String, PathBuf)>,
     mine: &Mine,
     roster: &[String],
 ) -> Result<Attempt> {
@@ -202,6 +207,8 @@ fn publish(
             });
             (!same_tree && (theirs != host::origin() || !same_host)).then(|| theirs.to_string())
         });
+        // The index names the lock before it exists (the views find it without a walk).
+        index::note(root, &target.rel, req.agent.id())?;
         let refreshed = if mine.is_some() {
             fsutil::replace(&path, text.as_bytes())?;
             true
@@ -214,7 +221,7 @@ fn publish(
                 fsutil::create_new(&path, text.as_bytes())?
             };
             if made {
-                created.push(path.clone());
+                created.push((target.rel.clone(), path.clone()));
             } else {
                 fsutil::replace(&path, text.as_bytes())?;
             }
@@ -249,8 +256,8 @@ fn publish(
         except: Some(req.agent.id()),
         ..Listing::default()
     };
-    for (target, _, _) in plans {
-        let mut entries = list_locks(target, newcomers)?;
+    let published: Vec<Target> = plans.iter().map(|(t, _, _)| (*t).clone()).collect();
+    for mut entries in list_locks_each(&published, newcomers)? {
         classify(root, &mut entries, cache, now);
         if let Some(newcomer) = entries
             .iter()
@@ -267,8 +274,9 @@ fn publish(
     }
 
     let mut listed = mine.held.clone();
+    let mut seen: HashSet<&str> = mine.held.iter().map(String::as_str).collect();
     for a in &acquired {
-        if !listed.contains(&a.file) {
+        if seen.insert(a.file.as_str()) {
             listed.push(a.file.clone());
         }
     }

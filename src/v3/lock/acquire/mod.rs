@@ -227,6 +227,9 @@ pub fn acquire(
             Attempt::Fenced => {}
         }
     };
+    // Recorded while the ticket still stands, so that a reader of the history never sees the
+    // wait end before the lock it ended with.
+    crate::history::locks_taken(ws.root(), req, &got, started);
     tries.waiting.done();
     if tries.policy.exact_lookups {
         // A shared folder on a network filesystem: what this machine cached about the files
@@ -252,7 +255,6 @@ pub fn acquire(
             }
         }
     }
-    crate::history::locks_taken(ws.root(), req, &acquired, started);
     Ok(Acquisition {
         acquired,
         waited_ms: started.elapsed().as_millis() as u64,

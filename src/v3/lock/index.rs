@@ -1,0 +1,119 @@
+//! The index of the locks coord made: `.coord/held/`, one empty entry per lock file
+//! ([`layout::held_entry`]; a hard link to `.coord/held/anchor` where the filesystem has them),
+//! so that the views (`status`, `check`, a session's start) find
+//! them without walking the tree, in ignored folders (`node_modules/`, `target/`) too.
+//!
+//! The lock files stay the truth; the index is a hint that every reader verifies. Its one
+//! invariant is that it names at least every lock coord made: under the workspace mutex an
+//! entry is made before its lock file is published and removed only after the lock file is
+//! gone. A process killed between the two leaves an entry without a lock file, which a reader
+//! skips (the lock file is looked up and is not there) and the next release of that file, or
+//! `coord unlock` of all of an agent's locks, removes. Nothing is ever lost from a view by a
+//! crash: a lock file is only published once its entry exists.
+//!
+//! Locks made by hand are not in it: the views find those by walking the folders that git does
+//! not ignore (see `scan`).
+
+use std::fs;
+use std::io;
+use std::path::Path;
+
+use crate::error::{IoResultExt, Result};
+use crate::fsutil::{self, RECORD_CAP};
+use crate::layout;
+
+/// Make the entry of `agent`'s lock on `rel`, if it is not there yet. Caller holds the mutex,
+/// and calls this before it publishes the lock file.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::error::Error::Io) when the entry cannot be made.
+pub(super) fn note(root: &Path, rel: &str, agent: &str) -> Result<()> {
+    let (path, hashed) = layout::held_entry(root, rel, agent);
+    if hashed {
+        return create(root, &path, rel.as_bytes());
+    }
+    // An entry is one more name of the index's anchor file: a hard link allocates no file, which
+    // costs several times less than making one (an entry is made for every lock taken).
+    let anchor = layout::held_anchor(root);
+    match fsutil::raw::hard_link(&anchor, &path) {
+        Ok(()) => return Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            fsutil::ensure_dir(&layout::held_dir(root))?;
+            let _ = fsutil::raw::create_exclusive(&anchor, b"");
+            match fsutil::raw::hard_link(&anchor, &path) {
+                Ok(()) => return Ok(()),
+                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
+                Err(_) => {}
+            }
+        }
+        // No hard links here, or too many on the anchor: an empty file of its own.
+        Err(_) => {}
+    }
+    create(root, &path, b"")
+}
+
+/// Make the entry `path` as a file of its own holding `content` (nothing when it exists).
+fn create(root: &Path, path: &Path, content: &[u8]) -> Result<()> {
+    match fsutil::raw::create_exclusive(path, content) {
+        Ok(_) => Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            fsutil::ensure_dir(&layout::held_dir(root))?;
+            fsutil::raw::create_exclusive(path, content)
+                .map(drop)
+                .at("create", path)
+        }
+        Err(e) => Err(e).at("create", path),
+    }
+}
+
+/// Remove the entry of `agent`'s lock on `rel`. Caller holds the mutex, and calls this after
+/// the lock file is gone. Best effort: an entry left behind is only a hint that readers verify.
+pub(super) fn forget(root: &Path, rel: &str, agent: &str) {
+    let _ = fsutil::raw::remove_file(&layout::held_entry(root, rel, agent).0);
+}
+
+/// Every entry: (the locked file relative to the root, the agent), unverified, in no order.
+pub(super) fn entries(root: &Path) -> Vec<(String, String)> {
+    let dir = layout::held_dir(root);
+    let Ok(list) = fs::read_dir(&dir) else {
+        return Vec::new();
+    };
+    list.flatten()
+        .filter_map(|entry| {
+            let name = entry.file_name();
+            let (rel, agent) = layout::parse_held_entry(name.to_str()?)?;
+            let rel = match rel {
+                Some(rel) => rel,
+                None => {
+                    let bytes = fsutil::read_capped(&entry.path(), RECORD_CAP).ok()?;
+                    String::from_utf8(bytes).ok()?
+                }
+            };
+            plain_relative(&rel).then_some((rel, agent))
+        })
+        .collect()
+}
+
+/// Whether `rel` is a plain path below the root: not empty, not absolute, no `.` or `..`
+/// part (an entry planted by hand must not make a reader look outside the workspace).
+fn plain_relative(rel: &str) -> bool {
+    !rel.is_empty()
+        && !rel.starts_with('/')
+        && !rel.contains('\0')
+        && rel
+            .split('/')
+            .all(|c| !c.is_empty() && c != "." && c != "..")
+}
+
+/// Remove every entry whose lock file is gone (left by a process killed between the two).
+/// Caller holds the mutex.
+pub(super) fn prune(root: &Path) {
+    for (rel, agent) in entries(root) {
+        let lock = layout::lock_file(&root.join(&rel), &agent);
+        if fs::symlink_metadata(&lock).is_err_and(|e| e.kind() == io::ErrorKind::NotFound) {
+            forget(root, &rel, &agent);
+        }
+    }
+}
