@@ -67,9 +67,16 @@ pub const TEMP_SUFFIX: &str = ".tmp";
 
 const TEMP_START: &str = ".coord-";
 
-/// `<root>/.coord`.
+/// `<root>/.coord`; for a linked git worktree, the main work tree's (one workspace per
+/// repository, see [`crate::worktree`]).
 pub fn state_dir(root: &Path) -> PathBuf {
-    root.join(STATE_DIR)
+    shared_root(root).join(STATE_DIR)
+}
+
+/// The folder holding the workspace's shared state: `root`, or the main work tree of the
+/// repository when `root` is a linked worktree sharing it.
+pub fn shared_root(root: &Path) -> PathBuf {
+    crate::worktree::shared_root(root)
 }
 
 /// `<root>/.coord/mutex`, the workspace mutex.
@@ -135,7 +142,7 @@ pub fn sync_warned(root: &Path) -> PathBuf {
 
 /// `<root>/.<agent>_presence`.
 pub fn presence(root: &Path, agent: &str) -> PathBuf {
-    root.join(format!(".{agent}_presence"))
+    shared_root(root).join(format!(".{agent}_presence"))
 }
 
 /// The agent id of a presence file name (`.claude_presence` → `claude`).
@@ -146,7 +153,7 @@ pub fn presence_agent(file_name: &str) -> Option<&str> {
 
 /// `<root>/.handshake_<agent>`.
 pub fn handshake(root: &Path, agent: &str) -> PathBuf {
-    root.join(format!(".handshake_{agent}"))
+    shared_root(root).join(format!(".handshake_{agent}"))
 }
 
 /// The agent id of a handshake file name (`.handshake_gemini` → `gemini`).

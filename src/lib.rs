@@ -52,6 +52,7 @@ pub mod status;
 pub mod v3;
 pub mod watch;
 pub mod workspace;
+pub mod worktree;
 
 #[cfg(test)]
 mod proptests;

@@ -50,7 +50,8 @@ pub struct NestedAgent {
 
 /// Whether `dir` holds a `.coord/` folder (a workspace's own state).
 fn is_workspace(dir: &Path) -> bool {
-    fs::symlink_metadata(layout::state_dir(dir)).is_ok_and(|m| m.is_dir())
+    // Its own `.coord/`: a linked git worktree shares the main tree's and is not nested.
+    fs::symlink_metadata(dir.join(layout::STATE_DIR)).is_ok_and(|m| m.is_dir())
 }
 
 /// If a workspace lies around `root`, note `root` in that workspace's register (once) so that
@@ -59,6 +60,11 @@ fn is_workspace(dir: &Path) -> bool {
 /// before the workspace around it. A few `stat`s, one per folder above. Best effort: a register
 /// that cannot be written leaves the nested workspace to be found by its locks.
 pub fn register(root: &Path) {
+    // A linked git worktree (even one inside the main checkout) shares the main tree's
+    // workspace: it is not a workspace nested in it.
+    if layout::shared_root(root) != root {
+        return;
+    }
     let Some(outer) = root
         .parent()
         .and_then(|p| p.ancestors().find(|d| is_workspace(d)))

@@ -41,6 +41,11 @@ pub struct AgentView {
     pub lock_status: Option<String>,
     /// Its client waits for its user: since when and what it asks (null when not).
     pub needs_user: Option<crate::history::NeedsUser>,
+    /// The top level of the work tree it last acted in (the repository's worktrees share one
+    /// workspace).
+    pub worktree: Option<String>,
+    /// The branch checked out there (null: detached, or not in git).
+    pub branch: Option<String>,
 }
 
 /// One lock, as `status` shows it.
@@ -66,8 +71,12 @@ pub struct LockView {
     pub pid: Option<u32>,
     /// The session it was taken in.
     pub session: Option<String>,
-    /// The lock file, relative to the root.
+    /// The lock file, relative to the root (absolute when it lies in another work tree).
     pub lock_file: String,
+    /// The top level of the work tree holding the lock file.
+    pub worktree: Option<String>,
+    /// The branch checked out there (null: detached, or not in git).
+    pub branch: Option<String>,
 }
 
 /// One handshake file entry.
@@ -167,11 +176,50 @@ pub fn agent_view(p: &presence::Presence, now: &Timestamp) -> AgentView {
         current_file: p.field("current_file").map(str::to_string),
         lock_status: p.field("lock_status").map(str::to_string),
         needs_user: None,
+        worktree: p.field(crate::worktree::PRESENCE_KEY).map(str::to_string),
+        branch: None,
     }
+}
+
+/// The locks an agent's presence lists in a work tree that is gone (`git worktree remove` while
+/// it held them): shown STALE, never silently dropped.
+fn gone_tree_locks(presences: &[presence::Presence], now: &Timestamp) -> Vec<LockView> {
+    let mut out = Vec::new();
+    for p in presences {
+        let Some(tree) = p.field(crate::worktree::PRESENCE_KEY) else {
+            continue;
+        };
+        let top = std::path::Path::new(tree);
+        if std::fs::symlink_metadata(top).is_ok() {
+            continue;
+        }
+        for file in p.locks() {
+            let lock_path = crate::layout::lock_file(&top.join(&file), &p.id);
+            out.push(LockView {
+                file,
+                agent: p.id.clone(),
+                name: p.name().to_string(),
+                locked_at: p.field("heartbeat").map(str::to_string),
+                age_s: p.heartbeat().map(|h| clock::age(now, &h).as_secs()),
+                state: LockState::Stale,
+                stale_reason: Some(format!(
+                    "its work tree `{tree}` is gone (removed while the lock was held)"
+                )),
+                reason: None,
+                pid: None,
+                session: None,
+                lock_file: lock_path.display().to_string(),
+                worktree: Some(tree.to_string()),
+                branch: None,
+            });
+        }
+    }
+    out
 }
 
 /// Build a [`LockView`] from a judged lock entry.
 pub fn lock_view(e: &lock::LockEntry, ws: &Workspace, now: &Timestamp) -> LockView {
+    let tree = crate::worktree::tree_of(ws.root(), &e.lock_path);
     LockView {
         file: e.file.clone(),
         agent: e.agent.clone(),
@@ -186,7 +234,11 @@ pub fn lock_view(e: &lock::LockEntry, ws: &Workspace, now: &Timestamp) -> LockVi
         reason: e.reason().map(str::to_string),
         pid: e.process().map(|(pid, _)| pid),
         session: e.session().map(str::to_string),
-        lock_file: ws.rel(&e.lock_path).unwrap_or_default(),
+        lock_file: ws
+            .rel(&e.lock_path)
+            .unwrap_or_else(|| e.lock_path.display().to_string()),
+        worktree: tree.as_ref().map(|t| t.top.display().to_string()),
+        branch: tree.and_then(|t| t.branch),
     }
 }
 
@@ -280,10 +332,26 @@ pub fn collect(ws: &Workspace) -> Status {
     unreadable.extend(bad_messages);
     let mut agents: Vec<AgentView> = presences.iter().map(|p| agent_view(p, &now)).collect();
     crate::history::mark_needs_user(ws.root(), &mut agents);
+    let trees = crate::worktree::trees(ws.root());
+    for a in &mut agents {
+        let top = a
+            .worktree
+            .clone()
+            .unwrap_or_else(|| crate::layout::shared_root(ws.root()).display().to_string());
+        a.branch = trees
+            .iter()
+            .find(|t| t.top.as_os_str() == top.as_str())
+            .and_then(|t| t.branch.clone());
+        a.worktree = Some(top);
+    }
     Status {
         root: ws.root().display().to_string(),
         agents,
-        locks: entries.iter().map(|e| lock_view(e, ws, &now)).collect(),
+        locks: {
+            let mut locks: Vec<LockView> = entries.iter().map(|e| lock_view(e, ws, &now)).collect();
+            locks.extend(gone_tree_locks(&presences, &now));
+            locks
+        },
         waits,
         deadlocks,
         protocol_v3_active: handshake::v3_active(&blocks),

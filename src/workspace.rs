@@ -357,9 +357,15 @@ fn canonical_dir(dir: &Path) -> Result<PathBuf> {
 }
 
 /// The nearest of `dir` and its ancestors that holds a `.coord/` folder (not a symlink).
+/// A linked git worktree's top level met on the way up is a workspace too (its state is shared
+/// with the main work tree): a worktree inside the main checkout (`.claude/worktrees/NAME/`) is
+/// not a subfolder of the main one.
 fn enclosing_workspace(dir: &Path) -> Option<PathBuf> {
     dir.ancestors()
-        .find(|d| fs::symlink_metadata(layout::state_dir(d)).is_ok_and(|m| m.is_dir()))
+        .find(|d| {
+            fs::symlink_metadata(d.join(layout::STATE_DIR)).is_ok_and(|m| m.is_dir())
+                || crate::worktree::is_linked(d)
+        })
         .map(Path::to_path_buf)
 }
 

@@ -55,6 +55,11 @@ const PAGES: &[(&str, &str, &str)] = &[
         include_str!("../../docs/watch.md"),
     ),
     (
+        "worktrees",
+        "agents in several git worktrees of one repository",
+        include_str!("../../docs/worktrees.md"),
+    ),
+    (
         "protocol",
         "every file format, JSON document and exit code",
         include_str!("../../docs/protocol.md"),

@@ -171,7 +171,7 @@ pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Vec<Block>>, Un
 pub fn scan(root: &Path) -> (Vec<Block>, Vec<Unreadable>) {
     let mut blocks = Vec::new();
     let mut bad = Vec::new();
-    if let Ok(entries) = fs::read_dir(root) {
+    if let Ok(entries) = fs::read_dir(layout::shared_root(root)) {
         for entry in entries.flatten() {
             let name = entry.file_name();
             let Some(id) = name.to_str().and_then(layout::handshake_agent) else {

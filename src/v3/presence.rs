@@ -196,7 +196,7 @@ pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Presence>, Unre
 pub fn scan(root: &Path) -> (Vec<Presence>, Vec<Unreadable>) {
     let mut found = Vec::new();
     let mut bad = Vec::new();
-    if let Ok(entries) = fs::read_dir(root) {
+    if let Ok(entries) = fs::read_dir(layout::shared_root(root)) {
         for entry in entries.flatten() {
             let name = entry.file_name();
             let Some(id) = name.to_str().and_then(layout::presence_agent) else {
@@ -349,6 +349,10 @@ pub fn write_over(
         for (k, v) in old.record.extras(&SEED_KEYS) {
             rec.set(k, v);
         }
+    }
+    // Among the worktrees of one repository: which one this agent acts in.
+    if layout::shared_root(root) != root || !crate::worktree::others(root).is_empty() {
+        rec.set(crate::worktree::PRESENCE_KEY, root.display().to_string());
     }
     match &update.locks {
         Some(locks) if locks.is_empty() => rec.remove(LOCKS_KEY),

@@ -55,3 +55,4 @@ mod v3_core;
 mod views;
 mod wait_news;
 mod workspace;
+mod worktrees;

@@ -115,6 +115,31 @@ pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Ve
             }
         }
     }
+    // The same paths in the other work trees of the repository (one listing of each folder
+    // that exists there): a lock there holds the file here too.
+    if let Some(root) = targets.first().and_then(root_of) {
+        for tree in crate::worktree::others(&root) {
+            for (i, target) in targets.iter().enumerate() {
+                let (Some(rel_dir), Some(base)) = (
+                    Path::new(&target.rel).parent(),
+                    target.abs.file_name().and_then(|n| n.to_str()),
+                ) else {
+                    continue;
+                };
+                let Ok(entries) = fs::read_dir(tree.top.join(rel_dir)) else {
+                    continue;
+                };
+                for entry in entries.flatten() {
+                    let name = entry.file_name();
+                    if let Some((b, agent)) = name.to_str().and_then(layout::parse_lock_name)
+                        && b == base
+                    {
+                        out[i].extend(LockEntry::read(entry.path(), target.rel.clone(), agent));
+                    }
+                }
+            }
+        }
+    }
     // A listing may come from a cache that has not seen another machine's new lock yet: where
     // that can happen, every agent on the roster is also looked up by its exact lock name.
     for (target, found) in targets.iter().zip(out.iter_mut()) {
@@ -207,7 +232,29 @@ pub(crate) fn join_roster(root: &Path, ids: &[String], id: &str) -> Result<()> {
 /// folders at a time. `.git` and `.coord` are never entered. A lock made by hand inside an
 /// ignored folder (`node_modules/`, `target/`) is not seen here; every acquire still sees it,
 /// since it lists the locked file's own folder.
+///
+/// Among the work trees of one repository, each tree is scanned so, its locks keyed by the path
+/// relative to its own top level; a linked worktree inside another tree (such as
+/// `.claude/worktrees/NAME/`) is not entered as part of it.
 pub fn scan_tree(ws: &Workspace) -> Vec<LockEntry> {
+    let mut found = Vec::new();
+    for tree in crate::worktree::others(ws.root()) {
+        found.extend(scan_one(&Workspace::at(tree.top)));
+    }
+    found.extend(scan_one(ws));
+    found.sort_by(|a, b| {
+        (a.file.as_str(), a.agent.as_str(), &a.lock_path).cmp(&(
+            b.file.as_str(),
+            b.agent.as_str(),
+            &b.lock_path,
+        ))
+    });
+    found.dedup_by(|a, b| a.lock_path == b.lock_path);
+    found
+}
+
+/// The lock files of one work tree.
+fn scan_one(ws: &Workspace) -> Vec<LockEntry> {
     let mut found = walk_unignored(ws);
     let seen: HashSet<PathBuf> = found.iter().map(|e| e.lock_path.clone()).collect();
     for (rel, agent) in index::entries(ws.root()) {
@@ -253,7 +300,8 @@ fn walk_unignored(ws: &Workspace) -> Vec<LockEntry> {
         .filter_entry(|e| {
             !(e.depth() > 0
                 && e.file_type().is_some_and(|t| t.is_dir())
-                && layout::skip_in_walk(&e.file_name().to_string_lossy()))
+                && (layout::skip_in_walk(&e.file_name().to_string_lossy())
+                    || crate::worktree::is_linked(e.path())))
         });
     if let Some(o) = overrides {
         walk.overrides(o);

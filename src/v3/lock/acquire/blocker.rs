@@ -163,7 +163,7 @@ pub(super) fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker
     };
     Blocker {
         file: e.file.clone(),
-        holder: e.holder().to_string(),
+        holder: holder_where(root, e),
         since: format_since(e.since.as_ref(), now),
         working_on,
         queued_ahead: 0,
@@ -171,6 +171,20 @@ pub(super) fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker
         holder_state,
         follows,
         takeable_at,
+    }
+}
+
+/// The holder's display name, and where its lock lies when that is another work tree of the
+/// repository: `Claude (worktree /repo-b, branch feature)`.
+pub fn holder_where(root: &Path, e: &LockEntry) -> String {
+    match crate::worktree::tree_of(root, &e.lock_path) {
+        Some(t) if t.top != root => format!(
+            "{} (worktree {}, branch {})",
+            e.holder(),
+            t.top.display(),
+            t.branch.as_deref().unwrap_or("(detached)")
+        ),
+        _ => e.holder().to_string(),
     }
 }
 

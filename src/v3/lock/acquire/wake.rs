@@ -174,12 +174,21 @@ pub(super) fn watch_for(root: &Path, targets: &[Target]) -> Watches {
         queue.add_removals(&dir, None);
     }
     let mut locks = FolderWatch::new(&[]);
+    // A lock of the same path in another work tree of the repository blocks us too.
+    let others = crate::worktree::others(root);
     for t in targets {
         if let (Some(dir), Some(base)) = (t.abs.parent(), t.abs.file_name()) {
             let prefix = layout::lock_file(Path::new(base), "")
                 .to_string_lossy()
                 .into_owned();
-            locks.add_removals(dir, Some(vec![prefix]));
+            locks.add_removals(dir, Some(vec![prefix.clone()]));
+            let rel_dir = Path::new(&t.rel).parent().unwrap_or(Path::new(""));
+            for tree in &others {
+                let there = tree.top.join(rel_dir);
+                if there.is_dir() {
+                    locks.add_removals(&there, Some(vec![prefix.clone()]));
+                }
+            }
         }
     }
     Watches { queue, locks }

@@ -1,0 +1,229 @@
+//! Git worktrees: the work trees of one repository share one workspace (contract §10).
+//!
+//! Everything here is read from git's own files, never by running git: a linked worktree's top
+//! level holds a `.git` *file* (`gitdir: <common>/worktrees/NAME`), that folder holds
+//! `commondir` (the repository's `.git`, usually relative) and `HEAD`; the repository's
+//! `worktrees/NAME/gitdir` names each linked worktree's `.git` file. The shared state
+//! (`.coord/`, presences, handshakes) lives in the main work tree; locks stay beside their files
+//! in each work tree, keyed by the path relative to that tree's top level.
+//!
+//! A linked worktree holding its own `.coord/` folder stays a workspace of its own, and so does
+//! a bare repository's worktree (there is no main work tree to share).
+
+use std::collections::HashMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
+
+use crate::fsutil::{self, RECORD_CAP};
+
+/// The extra presence key naming the work tree an agent last acted in, written where the
+/// repository has more than one.
+pub const PRESENCE_KEY: &str = "worktree";
+
+/// One work tree of a repository.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Tree {
+    /// Its top level.
+    pub top: PathBuf,
+    /// The branch checked out there (`None`: a detached HEAD or unreadable).
+    pub branch: Option<String>,
+}
+
+/// Read a small git file, trimmed.
+fn read_small(path: &Path) -> Option<String> {
+    let bytes = fsutil::read_capped(path, RECORD_CAP).ok()?;
+    Some(String::from_utf8_lossy(&bytes).trim().to_string())
+}
+
+/// Resolve `p` (as written in a git file) against `base`.
+fn resolve(base: &Path, p: &str) -> PathBuf {
+    let joined = base.join(p);
+    fs::canonicalize(&joined).unwrap_or(joined)
+}
+
+/// The per-worktree git folder of a linked worktree at `top` (`<common>/worktrees/NAME`), when
+/// `top/.git` is a file naming one that has a `commondir`.
+pub fn linked_gitdir(top: &Path) -> Option<PathBuf> {
+    let dot_git = top.join(".git");
+    let meta = fs::symlink_metadata(&dot_git).ok()?;
+    if !meta.is_file() {
+        return None;
+    }
+    let text = read_small(&dot_git)?;
+    let gitdir = resolve(top, text.strip_prefix("gitdir:")?.trim());
+    fs::symlink_metadata(gitdir.join("commondir"))
+        .is_ok_and(|m| m.is_file())
+        .then_some(gitdir)
+}
+
+/// Whether `top` is the top level of a linked worktree (a `.git` file with a `commondir`).
+pub fn is_linked(top: &Path) -> bool {
+    linked_gitdir(top).is_some()
+}
+
+/// The repository's common git folder for the work tree at `top`: `top/.git` for a main work
+/// tree, the `commondir` of a linked one.
+fn common_dir(top: &Path) -> Option<PathBuf> {
+    let dot_git = top.join(".git");
+    if fs::symlink_metadata(&dot_git).is_ok_and(|m| m.is_dir()) {
+        return Some(dot_git);
+    }
+    let gitdir = linked_gitdir(top)?;
+    let common = read_small(&gitdir.join("commondir"))?;
+    Some(resolve(&gitdir, &common))
+}
+
+/// The main work tree of a repository whose common folder is `common` (`None`: a bare one).
+fn main_top(common: &Path) -> Option<PathBuf> {
+    if common.file_name()? != ".git" {
+        return None;
+    }
+    let top = common.parent()?.to_path_buf();
+    fs::symlink_metadata(&top)
+        .is_ok_and(|m| m.is_dir())
+        .then_some(top)
+}
+
+/// Where the shared state of the workspace at `root` lives: the main work tree's top level
+/// when `root` is a linked worktree without its own `.coord/`, else `root` itself. Found once
+/// per root and process (a few small reads; the answer does not change while coord runs).
+pub fn shared_root(root: &Path) -> PathBuf {
+    static CACHE: OnceLock<Mutex<HashMap<PathBuf, PathBuf>>> = OnceLock::new();
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Ok(map) = cache.lock()
+        && let Some(found) = map.get(root)
+    {
+        return found.clone();
+    }
+    let found = find_shared_root(root).unwrap_or_else(|| root.to_path_buf());
+    if let Ok(mut map) = cache.lock() {
+        map.insert(root.to_path_buf(), found.clone());
+    }
+    found
+}
+
+fn find_shared_root(root: &Path) -> Option<PathBuf> {
+    // A `.coord/` folder of its own keeps a worktree apart.
+    if fs::symlink_metadata(root.join(crate::layout::STATE_DIR)).is_ok_and(|m| m.is_dir()) {
+        return None;
+    }
+    let gitdir = linked_gitdir(root)?;
+    let common = read_small(&gitdir.join("commondir"))?;
+    let main = main_top(&resolve(&gitdir, &common))?;
+    // The main work tree must itself share (it has no `.coord/` of a different kind to keep).
+    (main != root).then_some(main)
+}
+
+/// The branch a git folder's `HEAD` names.
+fn branch_of(gitdir: &Path) -> Option<String> {
+    let head = read_small(&gitdir.join("HEAD"))?;
+    head.strip_prefix("ref:")
+        .map(str::trim)
+        .map(|r| r.strip_prefix("refs/heads/").unwrap_or(r).to_string())
+}
+
+/// Every work tree sharing the workspace at `root` (its shared root's repository), `root`'s own
+/// first; just `root` when it shares with none. Worktrees come and go: the list is read again
+/// whenever the repository's `worktrees/` folder changed (one `stat` otherwise).
+pub fn trees(root: &Path) -> Vec<Tree> {
+    type Cache = HashMap<PathBuf, (Option<std::time::SystemTime>, Vec<Tree>)>;
+    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
+    let shared = shared_root(root);
+    let Some(common) = common_dir(&shared) else {
+        return vec![Tree {
+            top: root.to_path_buf(),
+            branch: None,
+        }];
+    };
+    let stamp = fs::metadata(common.join("worktrees"))
+        .and_then(|m| m.modified())
+        .ok();
+    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
+    if let Ok(map) = cache.lock()
+        && let Some((at, list)) = map.get(root)
+        && *at == stamp
+        && stamp.is_some()
+    {
+        return list.clone();
+    }
+    let list = read_trees(root, &shared, &common);
+    if let Ok(mut map) = cache.lock() {
+        map.insert(root.to_path_buf(), (stamp, list.clone()));
+    }
+    list
+}
+
+/// The work trees of the repository whose common folder is `common`, read from git's files.
+fn read_trees(root: &Path, shared: &Path, common: &Path) -> Vec<Tree> {
+    let shared = shared.to_path_buf();
+    let mut all = vec![Tree {
+        top: shared.clone(),
+        branch: branch_of(common),
+    }];
+    if let Ok(entries) = fs::read_dir(common.join("worktrees")) {
+        for entry in entries.flatten() {
+            let dir = entry.path();
+            let Some(dot_git) = read_small(&dir.join("gitdir")) else {
+                continue;
+            };
+            let dot_git = PathBuf::from(dot_git);
+            let Some(top) = dot_git.parent() else {
+                continue;
+            };
+            // Resolved like every root (git may have written it through a symlink); a tree
+            // removed by hand took its locks with it.
+            let Ok(top) = fs::canonicalize(top) else {
+                continue;
+            };
+            // Only worktrees that share (not those with a `.coord/` of their own).
+            if top == shared
+                || fs::symlink_metadata(top.join(crate::layout::STATE_DIR))
+                    .is_ok_and(|m| m.is_dir())
+            {
+                continue;
+            }
+            all.push(Tree {
+                top,
+                branch: branch_of(&dir),
+            });
+        }
+    }
+    if let Some(i) = all.iter().position(|t| t.top == root) {
+        let own = all.remove(i);
+        all.insert(0, own);
+    } else {
+        all.insert(
+            0,
+            Tree {
+                top: root.to_path_buf(),
+                branch: None,
+            },
+        );
+    }
+    all
+}
+
+/// The other work trees sharing the workspace at `root` (empty for a lone folder). Cheap when
+/// there are none: one or two metadata lookups.
+pub fn others(root: &Path) -> Vec<Tree> {
+    let shared = shared_root(root);
+    if shared == root {
+        let dot_git = root.join(".git");
+        if !fs::symlink_metadata(dot_git.join("worktrees")).is_ok_and(|m| m.is_dir()) {
+            return Vec::new();
+        }
+    }
+    let mut all = trees(root);
+    all.remove(0);
+    all
+}
+
+/// The work tree (of those sharing `root`'s workspace) holding `path`: the deepest top level
+/// that `path` lies under.
+pub fn tree_of(root: &Path, path: &Path) -> Option<Tree> {
+    trees(root)
+        .into_iter()
+        .filter(|t| path.starts_with(&t.top))
+        .max_by_key(|t| t.top.components().count())
+}

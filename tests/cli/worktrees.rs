@@ -1,0 +1,318 @@
+//! One repository, many worktrees (contract §10): real `git worktree add`, a lock in one work
+//! tree holds the same path in every other.
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command};
+
+use crate::support::{Env, coord_bin, eventually};
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "Dev")
+        .env("GIT_AUTHOR_EMAIL", "dev@example.com")
+        .env("GIT_COMMITTER_NAME", "Dev")
+        .env("GIT_COMMITTER_EMAIL", "dev@example.com")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("COORD_GUARD")
+        .env_remove("COORD_AGENT")
+        .env_remove("COORD_DIR")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// A repository in `<env>/main` with `a.txt`, a linked worktree `<env>/b` on branch `feature`,
+/// and one inside the main checkout, `main/.claude/worktrees/c` on branch `c`.
+struct Repo {
+    env: Env,
+    main: PathBuf,
+    b: PathBuf,
+    c: PathBuf,
+}
+
+fn repo() -> Repo {
+    let env = Env::new();
+    let main = env.path("main");
+    std::fs::create_dir_all(&main).unwrap();
+    git(&main, &["init", "-q", "-b", "trunk"]);
+    std::fs::write(main.join("a.txt"), "a\n").unwrap();
+    std::fs::create_dir_all(main.join("src")).unwrap();
+    std::fs::write(main.join("src/x.rs"), "x\n").unwrap();
+    git(&main, &["add", "."]);
+    git(&main, &["commit", "-qm", "start"]);
+    git(&main, &["worktree", "add", "-q", "../b", "-b", "feature"]);
+    git(
+        &main,
+        &["worktree", "add", "-q", ".claude/worktrees/c", "-b", "c"],
+    );
+    let b = env.path("b");
+    let c = main.join(".claude/worktrees/c");
+    Repo { env, main, b, c }
+}
+
+/// `coord` as `agent` started in `dir`, finding its workspace as a user's shell would.
+fn coord(repo: &Repo, dir: &Path, agent: &str) -> crate::support::Cmd {
+    repo.env.agent(agent).env_remove("COORD_DIR").cwd(dir)
+}
+
+#[test]
+fn a_lock_in_one_worktree_refuses_the_same_path_in_every_other_naming_tree_and_branch() {
+    let r = repo();
+    coord(&r, &r.b, "alice")
+        .args(["lock", "src/x.rs", "--reason", "parser"])
+        .ok();
+    // The lock file stays beside the file in the holder's tree (seed format).
+    assert!(r.b.join("src/x.rs.lock.alice").exists());
+    let b = std::fs::canonicalize(&r.b).unwrap();
+    for dir in [&r.main, &r.c] {
+        let out = coord(&r, dir, "bob")
+            .args(["lock", "src/x.rs", "--no-wait"])
+            .code(3);
+        out.stderr_has("held by alice")
+            .stderr_has(&format!("worktree {}", b.display()))
+            .stderr_has("branch feature");
+    }
+    // From inside a subfolder of the nested worktree too.
+    coord(&r, &r.c.join("src"), "bob")
+        .args(["lock", "x.rs", "--no-wait"])
+        .code(3)
+        .stderr_has("held by alice");
+    // Another path is free everywhere.
+    coord(&r, &r.c, "bob").args(["lock", "a.txt"]).ok();
+    assert!(r.c.join("a.txt.lock.bob").exists());
+    coord(&r, &r.main, "carol")
+        .args(["lock", "a.txt", "--no-wait"])
+        .code(3)
+        .stderr_has("branch c");
+    // Released in its tree, the path is free in the others.
+    coord(&r, &r.b, "alice").args(["unlock", "src/x.rs"]).ok();
+    coord(&r, &r.main, "bob").args(["lock", "src/x.rs"]).ok();
+}
+
+#[test]
+fn status_from_any_worktree_lists_every_trees_locks_with_worktree_and_branch() {
+    let r = repo();
+    coord(&r, &r.b, "alice").args(["lock", "a.txt"]).ok();
+    coord(&r, &r.c, "bob").args(["lock", "src/x.rs"]).ok();
+    for dir in [&r.main, &r.b, &r.c] {
+        let out = coord(&r, dir, "carol").args(["status", "--json"]).ok();
+        let v: serde_json::Value = out.json();
+        let locks = v["locks"].as_array().unwrap();
+        let files: Vec<(&str, &str, &str)> = locks
+            .iter()
+            .map(|l| {
+                (
+                    l["file"].as_str().unwrap(),
+                    l["agent"].as_str().unwrap(),
+                    l["branch"].as_str().unwrap_or("?"),
+                )
+            })
+            .collect();
+        assert_eq!(
+            files,
+            vec![("a.txt", "alice", "feature"), ("src/x.rs", "bob", "c")],
+            "{v}"
+        );
+        for l in locks {
+            assert!(l["worktree"].as_str().is_some(), "{l}");
+        }
+        let agents: Vec<&str> = v["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|a| a["agent"].as_str().unwrap())
+            .collect();
+        assert!(agents.contains(&"alice") && agents.contains(&"bob"), "{v}");
+    }
+}
+
+#[test]
+fn a_hook_edit_in_one_worktree_is_denied_while_another_tree_holds_the_file() {
+    let r = repo();
+    coord(&r, &r.main, "alice").args(["lock", "a.txt"]).ok();
+    let b = std::fs::canonicalize(&r.b).unwrap();
+    let payload = serde_json::json!({
+        "session_id": "0b5c7e6a-1111-4a19-be34-6aa5a64f4b50",
+        "cwd": b,
+        "hook_event_name": "PreToolUse",
+        "tool_name": "Write",
+        "tool_input": {"file_path": b.join("a.txt"), "content": "x\n"},
+        "tool_use_id": "toolu_1",
+    })
+    .to_string();
+    let out = r
+        .env
+        .cmd()
+        .env_remove("COORD_DIR")
+        .cwd(&b)
+        .args(["hook", "claude"])
+        .stdin(payload)
+        .ok();
+    let v: serde_json::Value = serde_json::from_str(out.stdout.trim())
+        .unwrap_or_else(|e| panic!("not JSON ({e}): {:?}", out.stdout));
+    let h = &v["hookSpecificOutput"];
+    assert_eq!(h["permissionDecision"], "deny", "{v}");
+    let reason = h["permissionDecisionReason"].as_str().unwrap();
+    assert!(reason.contains("alice"), "{reason}");
+    assert!(reason.contains("branch trunk"), "{reason}");
+    assert!(!b.join("a.txt.lock.claude-0b5c7e6a").exists());
+}
+
+#[test]
+fn a_waiter_in_one_worktree_is_woken_by_a_release_in_another() {
+    let r = repo();
+    coord(&r, &r.main, "alice").args(["lock", "a.txt"]).ok();
+    let waiter: Child = coord(&r, &r.b, "bob")
+        .args(["lock", "a.txt", "--wait", "1m"])
+        .spawn();
+    eventually("bob waits", || {
+        std::fs::read_to_string(r.main.join(".bob_presence"))
+            .is_ok_and(|p| p.contains("lock_status: WAITING"))
+    });
+    coord(&r, &r.main, "alice").args(["unlock", "a.txt"]).ok();
+    let out = crate::support::finish(waiter);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(r.b.join("a.txt.lock.bob").exists());
+    assert!(!r.main.join("a.txt.lock.alice").exists());
+}
+
+#[test]
+fn processes_racing_from_three_worktrees_never_hold_one_path_together() {
+    let r = repo();
+    let shared = r.env.path("shared");
+    std::fs::create_dir_all(&shared).unwrap();
+    std::fs::write(shared.join("counter"), "0\n").unwrap();
+    // The witness lies outside every tree, created with O_EXCL (`set -C`) while holding.
+    let script = format!(
+        r#"
+        i=0
+        while [ $i -lt 25 ]; do
+            "$COORD" lock a.txt --wait 2m --no-backup -q || exit 10
+            if ! ( set -C; : > {s}/witness ) 2>/dev/null; then echo "$COORD_AGENT" >> {s}/collisions; fi
+            n=$(cat {s}/counter)
+            echo $((n + 1)) > {s}/counter
+            rm -f {s}/witness
+            "$COORD" unlock a.txt -q || exit 11
+            i=$((i + 1))
+        done
+    "#,
+        s = shared.display()
+    );
+    let children: Vec<Child> = [&r.main, &r.b, &r.c, &r.b, &r.main, &r.c]
+        .iter()
+        .enumerate()
+        .map(|(i, dir)| {
+            Command::new("sh")
+                .arg("-c")
+                .arg(&script)
+                .current_dir(dir)
+                .env_remove("COORD_DIR")
+                .env_remove("COORD_SESSION")
+                .env_remove("COORD_SESSION_PID")
+                .env("COORD_AGENT", format!("racer-{i}"))
+                .env("COORD", coord_bin())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    for mut c in children {
+        assert!(c.wait().unwrap().success());
+    }
+    assert!(
+        !shared.join("collisions").exists(),
+        "two holders at once: {}",
+        std::fs::read_to_string(shared.join("collisions")).unwrap_or_default()
+    );
+    assert_eq!(
+        std::fs::read_to_string(shared.join("counter"))
+            .unwrap()
+            .trim(),
+        "150"
+    );
+}
+
+#[test]
+fn a_worktree_with_its_own_coord_folder_and_a_folder_outside_git_stay_apart() {
+    let r = repo();
+    std::fs::create_dir_all(r.b.join(".coord")).unwrap();
+    coord(&r, &r.main, "alice").args(["lock", "a.txt"]).ok();
+    coord(&r, &r.b, "bob")
+        .args(["lock", "a.txt", "--no-wait"])
+        .ok();
+    let lone = r.env.path("lone");
+    std::fs::create_dir_all(&lone).unwrap();
+    std::fs::write(lone.join("a.txt"), "a\n").unwrap();
+    coord(&r, &lone, "carol")
+        .args(["lock", "a.txt", "--no-wait"])
+        .ok();
+}
+
+#[test]
+fn the_guard_refuses_a_commit_in_one_worktree_of_a_file_locked_in_another() {
+    let r = repo();
+    coord(&r, &r.main, "alice").args(["guard", "install"]).ok();
+    coord(&r, &r.main, "alice").args(["lock", "a.txt"]).ok();
+    std::fs::write(r.b.join("a.txt"), "changed in b\n").unwrap();
+    git(&r.b, &["add", "a.txt"]);
+    let out = Command::new("git")
+        .args(["commit", "-qm", "sneaky"])
+        .current_dir(&r.b)
+        .env("GIT_AUTHOR_NAME", "Dev")
+        .env("GIT_AUTHOR_EMAIL", "dev@example.com")
+        .env("GIT_COMMITTER_NAME", "Dev")
+        .env("GIT_COMMITTER_EMAIL", "dev@example.com")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("COORD_GUARD")
+        .env_remove("COORD_DIR")
+        .env("COORD_AGENT", "bob")
+        .output()
+        .unwrap();
+    assert!(!out.status.success(), "{out:?}");
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("a.txt: locked by alice"), "{err}");
+}
+
+#[test]
+fn locks_held_in_a_removed_worktree_are_shown_stale_not_dropped() {
+    let r = repo();
+    coord(&r, &r.b, "dave").args(["lock", "a.txt"]).ok();
+    git(&r.main, &["worktree", "remove", "--force", "../b"]);
+    let v: serde_json::Value = coord(&r, &r.main, "carol")
+        .args(["status", "--json"])
+        .ok()
+        .json();
+    let locks = v["locks"].as_array().unwrap();
+    assert_eq!(locks.len(), 1, "{v}");
+    assert_eq!(locks[0]["file"], "a.txt", "{v}");
+    assert_eq!(locks[0]["agent"], "dave", "{v}");
+    assert_eq!(locks[0]["state"], "STALE", "{v}");
+    assert!(
+        locks[0]["stale_reason"].as_str().unwrap().contains("gone"),
+        "{v}"
+    );
+    // The path is free in the remaining trees.
+    coord(&r, &r.c, "carol")
+        .args(["lock", "a.txt", "--no-wait"])
+        .ok();
+}
+
+#[test]
+fn a_worktree_inside_the_main_checkout_is_not_a_nested_workspace() {
+    let r = repo();
+    // The first coord command of the repository runs inside the nested worktree.
+    coord(&r, &r.c, "bob").args(["presence", "task"]).ok();
+    coord(&r, &r.c, "bob").args(["lock", "a.txt"]).ok();
+    assert!(!r.c.join(".coord").exists());
+    assert!(r.main.join(".coord").is_dir());
+    let v: serde_json::Value = coord(&r, &r.main, "carol")
+        .args(["status", "--json"])
+        .ok()
+        .json();
+    assert_eq!(v["nested"], serde_json::json!([]), "{v}");
+    assert_eq!(v["locks"][0]["file"], "a.txt", "{v}");
+}
