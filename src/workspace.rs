@@ -220,6 +220,16 @@ impl Workspace {
     ///
     /// [`Error::Io`] when it cannot be opened or locked.
     pub fn lock_mutex(&self) -> Result<arbiter::Guard> {
+        self.lock_mutex_within(fsutil::MUTEX_PATIENCE)
+    }
+
+    /// [`Workspace::lock_mutex`], waiting at most `patience` for a holder to let go.
+    ///
+    /// # Errors
+    ///
+    /// As [`Workspace::lock_mutex`]; [`Error::Interrupted`] when a signal asks this process to
+    /// stop meanwhile.
+    pub fn lock_mutex_within(&self, patience: std::time::Duration) -> Result<arbiter::Guard> {
         // `.coord/` removed (`rm -rf .coord`, `git clean`) between creating it and opening the
         // mutex: create it again and go on. Exclusion does not depend on the old folder: the
         // mutex is checked to be the file at its path once locked.
@@ -231,7 +241,7 @@ impl Workspace {
             if tries > 0 || !fsutil::mutex_kept_open(&mutex) {
                 self.ensure_state_dir()?;
             }
-            match arbiter::Guard::take(&mutex, self.policy()?.arbitration) {
+            match arbiter::Guard::take_within(&mutex, self.policy()?.arbitration, patience) {
                 Err(Error::Io { source, .. })
                     if source.kind() == std::io::ErrorKind::NotFound && tries < 100 =>
                 {

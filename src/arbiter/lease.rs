@@ -122,7 +122,7 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
     };
     let token = format!("{:016x}", host::random_u64());
     let text = render(&token, lease);
-    let deadline = Instant::now() + patience;
+    let deadline = Instant::now() + patience.min(fsutil::mutex_patience());
     let mut seen: Option<(Vec<u8>, Instant)> = None;
     let mut pause = Duration::from_micros(50);
     let mut tmp = None;
@@ -197,6 +197,12 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
                     continue;
                 }
             }
+        }
+        if let Some(signal) = crate::watch::stop_requested() {
+            return Err(crate::Error::Interrupted {
+                signal,
+                file: path.display().to_string(),
+            });
         }
         if Instant::now() >= deadline {
             if let Some(e) = last_error {

@@ -16,6 +16,7 @@ mod defects;
 mod dialogue;
 mod docs;
 mod edit;
+mod faults;
 mod guard;
 mod handoff;
 mod handshake;

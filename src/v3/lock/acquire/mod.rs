@@ -223,6 +223,25 @@ pub fn acquire(
     })
 }
 
+/// The least an acquire waits for the workspace mutex, even when it does not wait for locks:
+/// time for the holders racing it to pass, each for microseconds.
+const MUTEX_FLOOR: Duration = Duration::from_millis(500);
+
+/// A lock on one of `targets` that another agent holds (not stale), as read without the
+/// workspace mutex: what coord knows of a holder when it cannot decide under the mutex.
+pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Option<Blocker> {
+    let now = crate::clock::now();
+    let mut cache = presence::StateCache::default();
+    targets.iter().find_map(|t| {
+        let mut entries = super::locks_of(t);
+        super::classify(ws.root(), &mut entries, &mut cache, &now);
+        entries
+            .iter()
+            .find(|e| e.agent != agent.id() && e.state != super::LockState::Stale)
+            .map(|e| blocker::blocker_of(ws.root(), e, &now))
+    })
+}
+
 /// Tickets of acquires that got their locks, waiting for [`leave_queue_now`]; `None` until
 /// [`leave_queue_once_started`].
 static LEFT_LATER: std::sync::Mutex<Option<Vec<queue::Tickets>>> = std::sync::Mutex::new(None);
@@ -292,7 +311,22 @@ impl Tries<'_> {
     /// lease is given back and the try reported as fenced (try again at once).
     fn once(&mut self) -> Result<Attempt> {
         let (ws, req, targets) = (self.ws, self.req, self.targets);
-        let mutex = ws.lock_mutex()?;
+        // The mutex is held for microseconds; a holder that keeps it longer is stopped or
+        // stuck. Waiting for it never outlasts this acquire's own wait (a hook answers within
+        // its budget, `--no-wait` does not wait), and a lock seen held meanwhile, read without
+        // the mutex, is what blocks us: refused, or waited for like any other.
+        let patience = self
+            .deadline
+            .next_sleep(fsutil::MUTEX_PATIENCE)
+            .max(MUTEX_FLOOR);
+        let mutex = match ws.lock_mutex_within(patience) {
+            Ok(m) => m,
+            Err(e) if matches!(e, Error::Interrupted { .. }) => return Err(e),
+            Err(e) => match seen_holder(ws, &req.agent, targets) {
+                Some(b) => return Ok(Attempt::Busy(b)),
+                None => return Err(e),
+            },
+        };
         let attempt = attempt(
             ws,
             &mutex,

@@ -1,0 +1,251 @@
+//! Faults that must not break exclusion or lose data: coord's own failures inside a hook, a
+//! stopped holder of the workspace mutex, other Unix users sharing a group folder, full disks,
+//! coord's own files named as targets, folders planted above a workspace (issue 26). Each test
+//! failed before its fix; tests that need root, another user or a tool skip with a reason.
+
+use std::os::unix::fs::PermissionsExt;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::defects::is_root;
+use crate::support::{Env, Output, coord_bin};
+
+/// A Claude Code `PreToolUse` payload for an `Edit` of `file` in `env`, from session `sid`.
+fn pre_edit(env: &Env, sid: &str, file: &str) -> String {
+    serde_json::json!({
+        "hook_event_name": "PreToolUse",
+        "session_id": sid,
+        "cwd": env.root(),
+        "tool_name": "Edit",
+        "tool_input": {"file_path": env.path(file), "old_string": "a", "new_string": "b"},
+    })
+    .to_string()
+}
+
+/// Whether a Claude Code hook answer denies the tool call.
+fn denies(out: &Output) -> bool {
+    out.stdout.contains("\"permissionDecision\":\"deny\"")
+}
+
+/// `flock FILE sleep 600`: a process that holds the kernel lock on `.coord/mutex` and does not
+/// let go, as a coord process stopped (Ctrl-Z) while holding it does.
+fn hold_mutex(env: &Env) -> Option<Child> {
+    if Command::new("flock").arg("--version").output().is_err() {
+        eprintln!("skipped: no `flock` command here");
+        return None;
+    }
+    let child = Command::new("flock")
+        .arg(env.path(".coord/mutex"))
+        .args(["sleep", "600"])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    // The mutex is held once a non-blocking flock of it fails.
+    let start = Instant::now();
+    while Command::new("flock")
+        .args(["-n"])
+        .arg(env.path(".coord/mutex"))
+        .arg("true")
+        .status()
+        .unwrap()
+        .success()
+    {
+        assert!(
+            start.elapsed() < Duration::from_secs(10),
+            "flock never held"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    Some(child)
+}
+
+fn end(mut child: Child) {
+    let _ = child.kill();
+    let _ = child.wait();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exclusion: a hook that cannot wait
+
+/// Issue 26 item 1: bob's pre-edit hook cannot take a ticket in the wait queue (a plain file
+/// stands at `.coord/queue`), for a file alice holds. coord's own failure may let an edit
+/// through only when it knows of no holder: this one is denied, naming alice.
+#[test]
+fn a_hook_whose_wait_fails_still_denies_a_file_seen_held() {
+    let env = Env::new();
+    env.write("H", "alice's work\n");
+    env.agent("alice").args(["lock", "H"]).ok();
+    let queue = env.path(".coord/queue");
+    let _ = std::fs::remove_dir_all(&queue);
+    std::fs::write(&queue, "in the way\n").unwrap();
+    let out = env
+        .cmd()
+        .args(["hook", "claude", "--wait", "1s"])
+        .stdin(pre_edit(&env, "b0b0b0b0", "H"))
+        .ok();
+    assert!(denies(&out), "allowed: {}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("alice"), "{}", out.stdout);
+    // A file nobody holds is still allowed (with a warning): coord's failure stops nothing else.
+    env.write("FREE", "x\n");
+    let out = env
+        .cmd()
+        .args(["hook", "claude", "--wait", "1s"])
+        .stdin(pre_edit(&env, "b0b0b0b0", "FREE"))
+        .ok();
+    assert!(!denies(&out), "{}", out.stdout);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Exclusion: a stopped holder of the workspace mutex
+
+/// Issue 26 item 3: while a process holds `.coord/mutex` and does not let go, a hook for a file
+/// another agent holds denies it within its budget (it used to block 30 s, then allow), and
+/// `coord lock --no-wait` answers at once: held (exit 3) for a held file.
+#[test]
+fn a_stopped_mutex_holder_neither_lets_a_hook_allow_nor_makes_no_wait_wait() {
+    let env = Env::new();
+    env.write("H", "alice's work\n");
+    env.agent("alice").args(["lock", "H"]).ok();
+    let Some(holder) = hold_mutex(&env) else {
+        return;
+    };
+    let started = Instant::now();
+    let out = env
+        .cmd()
+        .args(["hook", "claude", "--wait", "1s"])
+        .stdin(pre_edit(&env, "b0b0b0b0", "H"))
+        .ok();
+    let hook_took = started.elapsed();
+    let started = Instant::now();
+    let no_wait = env.agent("bob").args(["lock", "H", "--no-wait"]).run();
+    let no_wait_took = started.elapsed();
+    end(holder);
+    assert!(denies(&out), "allowed: {}\n{}", out.stdout, out.stderr);
+    assert!(out.stdout.contains("alice"), "{}", out.stdout);
+    assert_eq!(no_wait.code, Some(3), "{}", no_wait.stderr);
+    assert!(no_wait.stderr.contains("alice"), "{}", no_wait.stderr);
+    eprintln!("hook answered in {hook_took:?}, --no-wait in {no_wait_took:?}");
+}
+
+/// Issue 26 item 3: a signal ends a wait for the workspace mutex (SIGTERM used to be ignored
+/// until coord gave up on the mutex): exit 143, nothing left held.
+#[test]
+fn a_signal_ends_a_wait_for_a_stopped_mutex_holder() {
+    let env = Env::new();
+    env.write("F", "x\n");
+    env.agent("bob").args(["presence"]).ok();
+    let Some(holder) = hold_mutex(&env) else {
+        return;
+    };
+    let waiter = env
+        .agent("bob")
+        .args(["lock", "F", "--wait", "5m"])
+        .command()
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(Duration::from_millis(500));
+    let _ = Command::new("kill")
+        .args(["-TERM", &waiter.id().to_string()])
+        .status();
+    let out = waiter.wait_with_output().unwrap();
+    end(holder);
+    assert_eq!(
+        out.status.code(),
+        Some(143),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!env.exists("F.lock.bob"));
+}
+
+// ---------------------------------------------------------------------------------------------
+// Group-shared folders: other Unix users
+
+/// The group that shares the folder in these tests (no such group need exist: ids suffice).
+const SHARE_GID: u32 = 46_201;
+
+/// `coord ARGS` run as uid `uid` in group [`SHARE_GID`] with umask `umask`, acting as `agent`
+/// in `env`; `None` (reason printed) when this cannot run here.
+fn as_member(env: &Env, uid: u32, umask: &str, agent: &str) -> Option<Command> {
+    if !is_root() {
+        eprintln!("skipped: needs root to run coord as other users");
+        return None;
+    }
+    let probe = Command::new("setpriv")
+        .args(["--reuid=46202", "--regid=46201", "--clear-groups", "true"])
+        .status();
+    if !probe.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: `setpriv` cannot run a command as another user here");
+        return None;
+    }
+    let mut cmd = Command::new("setpriv");
+    cmd.arg(format!("--reuid={uid}"))
+        .arg(format!("--regid={SHARE_GID}"))
+        .args(["--clear-groups", "--", "sh", "-c"])
+        .arg(format!("umask {umask}; exec \"$0\" \"$@\""))
+        .arg(coord_bin())
+        .current_dir(env.root())
+        .env("COORD_DIR", env.root())
+        .env("COORD_AGENT", agent)
+        .env("NO_COLOR", "1")
+        .stdin(Stdio::null());
+    Some(cmd)
+}
+
+/// Make `env`'s root a group-shared folder: group [`SHARE_GID`], mode 2775.
+fn share_with_group(env: &Env) {
+    std::os::unix::fs::chown(env.root(), None, Some(SHARE_GID)).unwrap();
+    std::fs::set_permissions(env.root(), std::fs::Permissions::from_mode(0o2775)).unwrap();
+}
+
+fn out_of(cmd: &mut Command) -> Output {
+    let out = cmd.output().unwrap();
+    Output {
+        shown: format!("{cmd:?}"),
+        code: out.status.code(),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+    }
+}
+
+/// Issue 26 item 2: in a setgid 2775 folder, alice (umask 077) waits once, sends a message and
+/// clocks in; bob (same group, umask 022) can still wait (exit 3 on timeout, not 1), send a
+/// message and clock in. What coord creates takes its group bits from the setgid folder.
+#[test]
+fn a_private_umask_does_not_wedge_a_group_shared_folder() {
+    let env = Env::new();
+    let Some(_) = as_member(&env, 46_202, "077", "alice") else {
+        return;
+    };
+    share_with_group(&env);
+    env.write("H", "carol's work\n");
+    std::os::unix::fs::chown(env.path("H"), None, Some(SHARE_GID)).unwrap();
+    std::fs::set_permissions(env.path("H"), std::fs::Permissions::from_mode(0o664)).unwrap();
+    // carol (root, umask 022) holds H: `.coord/` is made by her.
+    env.agent("carol").args(["lock", "H"]).ok();
+    let alice = |args: &[&str]| out_of(as_member(&env, 46_202, "077", "alice").unwrap().args(args));
+    let bob = |args: &[&str]| out_of(as_member(&env, 46_203, "022", "bob").unwrap().args(args));
+    let waited = alice(&["lock", "H", "--wait", "300ms"]);
+    assert_eq!(waited.code, Some(3), "{}", waited.stderr);
+    assert_eq!(alice(&["msg", "send", "bob", "hi"]).code, Some(0));
+    assert_eq!(alice(&["startup"]).code, Some(0));
+    let waited = bob(&["lock", "H", "--wait", "300ms"]);
+    assert_eq!(waited.code, Some(3), "bob cannot wait: {}", waited.stderr);
+    let sent = bob(&["msg", "send", "alice", "hello"]);
+    assert_eq!(sent.code, Some(0), "{}", sent.stderr);
+    let listed = bob(&["msg", "list"]);
+    assert_eq!(listed.code, Some(0), "{}", listed.stderr);
+    assert!(listed.stdout.contains("hi"), "{}", listed.stdout);
+    let started = bob(&["startup"]);
+    assert_eq!(started.code, Some(0), "{}", started.stderr);
+    // And the folders alice made are the group's.
+    for dir in [".coord/queue", ".coord/messages", ".coord/partners"] {
+        let mode = std::fs::metadata(env.path(dir))
+            .unwrap()
+            .permissions()
+            .mode();
+        assert_eq!(mode & 0o070, 0o070, "{dir} is {mode:o}");
+    }
+}
