@@ -249,3 +249,36 @@ fn a_private_umask_does_not_wedge_a_group_shared_folder() {
         assert_eq!(mode & 0o070, 0o070, "{dir} is {mode:o}");
     }
 }
+
+// ---------------------------------------------------------------------------------------------
+// Data: backups
+
+/// Issue 26 item 9: `FILE.bak` keeps FILE as it was before its current holder's edit. A holder
+/// that crashed mid-edit leaves a half-written FILE: the agent taking its stale lock over keeps
+/// the crashed holder's backup (and is told how to restore it), and `coord restore` brings the
+/// original back. A refresh of a lock one holds, after editing, leaves the backup alone.
+#[test]
+fn a_takeover_and_a_refresh_keep_the_backup_from_before_the_edit() {
+    let env = Env::new();
+    env.write("F", "original\n");
+    env.agent("a").args(["lock", "F", "--ttl", "1s"]).ok();
+    assert_eq!(env.read("F.bak"), "original\n");
+    env.write("F", "half-writ");
+    // a crashes: no presence, and its lock outlives its TTL.
+    std::fs::remove_file(env.path(".a_presence")).unwrap();
+    std::thread::sleep(Duration::from_millis(1100));
+    let out = env.agent("b").args(["lock", "F"]).ok();
+    assert_eq!(
+        env.read("F.bak"),
+        "original\n",
+        "the backup was overwritten"
+    );
+    assert!(out.stderr.contains("coord restore F"), "{}", out.stderr);
+    env.agent("b").args(["restore", "F"]).ok();
+    assert_eq!(env.read("F"), "original\n");
+    // b edits, then locks again (a refresh): the backup stays what F was before b's edit.
+    let before = env.read("F.bak");
+    env.write("F", "b's edit\n");
+    env.agent("b").args(["lock", "F"]).ok();
+    assert_eq!(env.read("F.bak"), before, "a refresh rewrote the backup");
+}

@@ -91,8 +91,12 @@ pub struct Acquired {
     pub held_from: Option<String>,
     /// Holders of stale locks taken over, with why they were stale.
     pub took_over: Vec<TakeOver>,
-    /// The backup written, relative to the root.
+    /// The backup written, relative to the root; on a refresh or a takeover, the backup kept.
     pub backup: Option<String>,
+    /// Whether `backup` is the backup of the stale lock's holder, kept (not rewritten from a
+    /// file they may have left half-edited): `coord restore FILE` puts it back.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub backup_kept: bool,
 }
 
 /// A stale lock taken over.
@@ -203,6 +207,19 @@ pub fn acquire(
     let mut acquired = got;
     if req.backup {
         for (a, target) in acquired.iter_mut().zip(&targets) {
+            // `FILE.bak` holds FILE as it was before its current holder's edit: a refresh
+            // leaves it (FILE may hold our edit by now), and a takeover of a stale lock keeps
+            // what its crashed holder's backup holds (FILE may be half-written).
+            if a.refreshed {
+                continue;
+            }
+            if !a.took_over.is_empty()
+                && let Some(kept) = backup::existing(target)
+            {
+                a.backup = Some(kept);
+                a.backup_kept = true;
+                continue;
+            }
             match backup::write(target) {
                 Ok(b) => a.backup = b,
                 Err(e) => {
