@@ -282,3 +282,36 @@ fn a_takeover_and_a_refresh_keep_the_backup_from_before_the_edit() {
     env.agent("b").args(["lock", "F"]).ok();
     assert_eq!(env.read("F.bak"), before, "a refresh rewrote the backup");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Messages
+
+/// Issue 26 item 11: alice (umask 077, in a folder that is not group-shared) makes the message
+/// folder; bob cannot list it. His `msg list` and `msg wait` fail naming the folder (exit 1)
+/// instead of reading as an empty inbox.
+#[test]
+fn an_inbox_that_cannot_be_read_is_an_error_not_empty() {
+    let env = Env::new();
+    let Some(_) = as_member(&env, 46_202, "077", "alice") else {
+        return;
+    };
+    env.agent("carol").args(["presence"]).ok();
+    crate::defects::open_to_all(env.root());
+    let sent = out_of(
+        as_member(&env, 46_202, "077", "alice")
+            .unwrap()
+            .args(["msg", "send", "bob", "hi"]),
+    );
+    assert_eq!(sent.code, Some(0), "{}", sent.stderr);
+    let mode = std::fs::metadata(env.path(".coord/messages"))
+        .unwrap()
+        .permissions()
+        .mode();
+    assert_eq!(mode & 0o077, 0, "the folder is alice's alone: {mode:o}");
+    let bob = |args: &[&str]| out_of(as_member(&env, 46_203, "022", "bob").unwrap().args(args));
+    for args in [&["msg", "list"][..], &["msg", "wait", "--timeout", "300ms"]] {
+        let out = bob(args);
+        assert_eq!(out.code, Some(1), "{args:?}: {}{}", out.stdout, out.stderr);
+        assert!(out.stderr.contains("messages"), "{}", out.stderr);
+    }
+}
