@@ -359,7 +359,15 @@ pub fn write_over(
         None => {}
     }
     let path = layout::presence(root, agent.id());
-    fsutil::replace(&path, rec.render().as_bytes())?;
+    let bytes = rec.render();
+    match fsutil::replace(&path, bytes.as_bytes()) {
+        Ok(()) => {}
+        // A full disk has no room for the new copy, but the presence has room for itself (a
+        // few hundred bytes in a block it already has): a release or a heartbeat must not fail
+        // there, nor leave the presence saying what is no longer true.
+        Err(e) if e.is_no_space() && fsutil::rewrite_in_place(&path, bytes.as_bytes())? => {}
+        Err(e) => return Err(e),
+    }
     // The file was written just now (no `stat` to ask: a round trip on a network filesystem).
     let mtime = clock::parse_timestamp(&now);
     Ok(Presence {

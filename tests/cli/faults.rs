@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::defects::is_root;
+use crate::defects::{Tmpfs, is_root};
 use crate::support::{Env, Output, coord_bin};
 
 /// A Claude Code `PreToolUse` payload for an `Edit` of `file` in `env`, from session `sid`.
@@ -314,4 +314,29 @@ fn an_inbox_that_cannot_be_read_is_an_error_not_empty() {
         assert_eq!(out.code, Some(1), "{args:?}: {}{}", out.stdout, out.stderr);
         assert!(out.stderr.contains("messages"), "{}", out.stderr);
     }
+}
+
+// ---------------------------------------------------------------------------------------------
+// A full disk
+
+/// Issue 26 item 12: releasing needs no space. On a full disk `coord unlock` succeeds (it used
+/// to release the lock, then exit 1), and the presence no longer says LOCKED.
+#[test]
+fn unlock_on_a_full_disk_succeeds_and_the_presence_tells_the_truth() {
+    let Some(fs) = Tmpfs::mount("size=512k,nr_inodes=400") else {
+        return;
+    };
+    std::fs::write(fs.path("F"), "work\n").unwrap();
+    let locked = fs.coord("a").args(["lock", "F"]).output().unwrap();
+    assert!(locked.status.success());
+    fs.fill();
+    let out = fs.coord("a").args(["unlock", "F"]).output().unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(!fs.path("F.lock.a").exists());
+    let presence = std::fs::read_to_string(fs.path(".a_presence")).unwrap();
+    assert!(presence.contains("lock_status: FREE"), "{presence}");
 }

@@ -273,7 +273,12 @@ fn remove_ours(ws: &Workspace, agent: &AgentId, ours: &[(String, PathBuf)]) -> R
             return Err(e);
         }
     }
-    written
+    match written {
+        // Releasing needs no space: with the lock files gone (and their room freed), the
+        // presence is tried once more, so it does not keep saying LOCKED.
+        Err(e) if e.is_no_space() => after_release(ws, agent, &[]),
+        other => other,
+    }
 }
 
 /// Bring the agent's presence up to date for locks that went away (or are about to: `gone`,
