@@ -94,6 +94,7 @@ impl Target {
     /// [`Error::BadPath`] when it exists but is not a regular file (a folder, a FIFO, a socket,
     /// a device): coord neither locks, writes, backs up nor restores such a thing.
     pub fn regular_or_absent(&self) -> Result<bool> {
+        self.not_coords_own()?;
         match fs::symlink_metadata(&self.abs) {
             Ok(meta) if meta.is_file() => Ok(true),
             Ok(_) => Err(Error::BadPath {
@@ -101,6 +102,26 @@ impl Target {
                 why: "it is not a regular file".into(),
             }),
             Err(_) => Ok(false),
+        }
+    }
+}
+
+impl Target {
+    /// Refuse one of coord's own files (`F.lock.claude`, `F.bak`, `F.rejected.bob`, a
+    /// presence, a handshake, a temporary file) as a file to lock or write: locking a lock
+    /// file makes a lock on a lock, writing one forges it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadPath`] naming what the file is.
+    pub fn not_coords_own(&self) -> Result<()> {
+        let name = self.abs.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        match layout::own_file_kind(name) {
+            Some(kind) => Err(Error::BadPath {
+                path: self.rel.clone(),
+                why: format!("it is {kind} of coord's, not a file to lock or write"),
+            }),
+            None => Ok(()),
         }
     }
 }

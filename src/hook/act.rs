@@ -67,6 +67,7 @@ fn targets(ws: &Workspace, cwd: &Path, files: &[String]) -> Vec<Target> {
     files
         .iter()
         .filter_map(|f| ws.resolve(cwd, f).ok())
+        .filter(|t| t.not_coords_own().is_ok())
         .collect()
 }
 

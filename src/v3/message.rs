@@ -257,8 +257,12 @@ pub fn try_scan(root: &Path) -> Result<(Vec<Message>, Vec<Unreadable>)> {
     let mut skipped = Vec::new();
     let entries = match fs::read_dir(&dir) {
         Ok(entries) => entries,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok((found, skipped)),
-        Err(e) => return Err(e).at("read the messages in", &dir),
+        // A folder that is there but cannot be listed is an error; anything else standing
+        // there (gone, a file, a FIFO) holds no message (commands that write say what it is).
+        Err(e) if fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) => {
+            return Err(e).at("read the messages in", &dir);
+        }
+        Err(_) => return Ok((found, skipped)),
     };
     for entry in entries.flatten() {
         let name = entry.file_name();

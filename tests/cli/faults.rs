@@ -340,3 +340,36 @@ fn unlock_on_a_full_disk_succeeds_and_the_presence_tells_the_truth() {
     let presence = std::fs::read_to_string(fs.path(".a_presence")).unwrap();
     assert!(presence.contains("lock_status: FREE"), "{presence}");
 }
+
+// ---------------------------------------------------------------------------------------------
+// coord's own files
+
+/// Issue 26 item 13: coord's own files are refused as files to lock or write (exit 2, nothing
+/// written): `coord lock *` no longer locks lock files and backups. Locking a file that does
+/// not exist says so.
+#[test]
+fn coords_own_files_are_not_locked_or_written() {
+    let env = Env::new();
+    env.write("NOTES.md", "notes\n");
+    env.agent("claude").args(["lock", "NOTES.md"]).ok();
+    let before = env.snapshot();
+    for name in [
+        "NOTES.md.lock.claude",
+        "NOTES.md.bak",
+        "NOTES.md.rejected.bob",
+        ".claude_presence",
+    ] {
+        let out = env.agent("bob").args(["lock", name]).code(2);
+        assert!(out.stderr.contains(name), "{}", out.stderr);
+        env.agent("bob")
+            .args(["write", name])
+            .stdin("forged\n")
+            .code(2);
+    }
+    env.agent("bob")
+        .args(["lock", "NOTES.md", "NOTES.md.bak"])
+        .code(2);
+    assert_eq!(env.snapshot(), before, "something was written");
+    let out = env.agent("bob").args(["lock", "NOTSE.md"]).ok();
+    assert!(out.stderr.contains("does not exist"), "{}", out.stderr);
+}
