@@ -373,3 +373,23 @@ fn coords_own_files_are_not_locked_or_written() {
     let out = env.agent("bob").args(["lock", "NOTSE.md"]).ok();
     assert!(out.stderr.contains("does not exist"), "{}", out.stderr);
 }
+
+// ---------------------------------------------------------------------------------------------
+// `-C DIR`
+
+/// Issue 26 item 6: `coord -C proj run F -- CMD` from another folder runs CMD in `proj`, where
+/// the `F` it locked is (it used to run CMD in the caller's folder, editing an unlocked `F`).
+#[test]
+fn run_with_dash_c_runs_the_command_in_that_folder() {
+    let env = Env::new();
+    env.write("proj/F", "old\n");
+    env.write("elsewhere/F", "not mine\n");
+    env.cmd()
+        .env_remove("COORD_DIR")
+        .cwd(env.path("elsewhere"))
+        .args(["-C", "../proj", "-a", "bob", "run", "F", "--"])
+        .args(["sh", "-c", "test -e F.lock.bob && echo new > F"])
+        .ok();
+    assert_eq!(env.read("proj/F"), "new\n");
+    assert_eq!(env.read("elsewhere/F"), "not mine\n");
+}
