@@ -1,7 +1,8 @@
 //! The workspace: its root, who is acting, and which files may be named.
 //!
-//! - Root discovery: the nearest ancestor of the current directory holding `.coord/`, else the
-//!   top level of the git work tree around it, else the current directory. An explicit folder
+//! - Root discovery: the nearest ancestor of the current directory holding `.coord/` (above
+//!   the starting folder, only a `.coord/` the user owns or that is shared with one of the user's
+//!   groups), else the top level of the git work tree around it, else the current directory. An explicit folder
 //!   (`--dir`, `COORD_DIR`, a positional `DIR`) that lies inside an existing workspace means that
 //!   workspace: coord never silently starts a second, nested one (two roots would not see each
 //!   other's locks). A nested workspace exists only once [`Workspace::init`] made it.
@@ -385,8 +386,30 @@ fn canonical_dir(dir: &Path) -> Result<PathBuf> {
 /// The nearest of `dir` and its ancestors that holds a `.coord/` folder (not a symlink).
 fn enclosing_workspace(dir: &Path) -> Option<PathBuf> {
     dir.ancestors()
-        .find(|d| fs::symlink_metadata(layout::state_dir(d)).is_ok_and(|m| m.is_dir()))
-        .map(Path::to_path_buf)
+        .enumerate()
+        .find(|(i, d)| {
+            fs::symlink_metadata(layout::state_dir(d))
+                .is_ok_and(|m| m.is_dir() && (*i == 0 || trusted_from_below(&m)))
+        })
+        .map(|(_, d)| d.to_path_buf())
+}
+
+/// Whether a `.coord/` found above the starting folder may be joined: it is the user's own,
+/// or it is shared with one of the user's groups (group-writable). Anyone can make `/tmp/.coord`;
+/// joining it would put every folder below `/tmp` in one workspace with whoever planted it
+/// (git's `safe.directory` reasoning). A `.coord/` in the starting folder itself is joined:
+/// the user named that folder.
+fn trusted_from_below(meta: &fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if meta.uid() == rustix::process::geteuid().as_raw() {
+        return true;
+    }
+    if meta.mode() & 0o020 == 0 {
+        return false;
+    }
+    let gid = meta.gid();
+    rustix::process::getegid().as_raw() == gid
+        || rustix::process::getgroups().is_ok_and(|groups| groups.iter().any(|g| g.as_raw() == gid))
 }
 
 /// The top level of the git work tree holding `dir`: the nearest ancestor with a `.git` entry

@@ -393,3 +393,41 @@ fn run_with_dash_c_runs_the_command_in_that_folder() {
     assert_eq!(env.read("proj/F"), "new\n");
     assert_eq!(env.read("elsewhere/F"), "not mine\n");
 }
+
+// ---------------------------------------------------------------------------------------------
+// Workspace discovery
+
+/// The workspace root `coord -C DIR status --json` finds.
+fn root_found(env: &Env, dir: &str) -> String {
+    let out = env
+        .cmd()
+        .env_remove("COORD_DIR")
+        .args(["-C", dir, "status", "--json"])
+        .ok();
+    let doc: serde_json::Value = out.json();
+    doc["root"].as_str().unwrap().to_string()
+}
+
+/// Issue 26 item 8: a `.coord/` planted above by another user (as anyone can make
+/// `/tmp/.coord`) is not joined from below; one shared with the user's group (group-writable)
+/// is, and so is one the user owns.
+#[test]
+fn a_coord_folder_planted_above_by_another_user_is_not_joined() {
+    let env = Env::new();
+    if !is_root() {
+        eprintln!("skipped: needs root to give a folder to another user");
+        return;
+    }
+    env.write("x/F", "mine\n");
+    let planted = env.path(".coord");
+    std::fs::create_dir(&planted).unwrap();
+    std::os::unix::fs::chown(&planted, Some(46_210), Some(46_210)).unwrap();
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o777)).unwrap();
+    let x = env.path("x").display().to_string();
+    assert_eq!(root_found(&env, "x"), x, "joined another user's .coord");
+    // Shared with one of our groups (root is in group 0): joined.
+    let _ = std::fs::remove_dir_all(env.path("x/.coord"));
+    std::os::unix::fs::chown(&planted, Some(46_210), Some(0)).unwrap();
+    std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o775)).unwrap();
+    assert_eq!(root_found(&env, "x"), env.root().display().to_string());
+}
