@@ -264,10 +264,10 @@ pub fn changed(dir: &Path, revs: &[String]) -> Result<Vec<String>> {
 fn split_names(out: &[u8]) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for raw in out.split(|b| *b == 0) {
+        // `-z` gives each name exactly as it is: a name may begin or end with a newline.
         let name = String::from_utf8_lossy(raw);
-        let name = name.trim_matches('\n');
-        if !name.is_empty() && !names.iter().any(|n| n == name) {
-            names.push(name.to_string());
+        if !name.is_empty() && !names.iter().any(|n| *n == name) {
+            names.push(name.into_owned());
         }
     }
     names
@@ -281,14 +281,30 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
     let top = fs::canonicalize(top).unwrap_or_else(|_| top.to_path_buf());
     let mut out = Vec::new();
     for p in paths {
-        let Some(rel) = ws.rel(&top.join(p)) else {
+        let abs = top.join(p);
+        // The path's own workspace: a repository may hold one in a subfolder (`repo/sub/.coord`),
+        // whose holders' presence lies there, not at the repository's top.
+        let own = abs
+            .ancestors()
+            .skip(1)
+            .find(|d| d.is_dir())
+            .and_then(|d| Workspace::discover(None, d).ok())
+            .filter(|w| w.root().starts_with(&top) && w.root() != ws.root());
+        let ws = own.as_ref().unwrap_or(ws);
+        let Some(rel) = ws.rel(&abs) else {
             continue;
         };
         let Ok(target) = ws.target_from_rel(&rel) else {
             continue;
         };
         let mut entries = lock::locks_of(&target);
-        lock::classify(ws.root(), &mut entries, &mut cache, &now);
+        let mut own_cache = StateCache::default();
+        let cache = if own.is_some() {
+            &mut own_cache
+        } else {
+            &mut cache
+        };
+        lock::classify(ws.root(), &mut entries, cache, &now);
         for e in entries {
             if e.state == LockState::Stale || me.is_some_and(|m| m.id() == e.agent) {
                 continue;

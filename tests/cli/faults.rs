@@ -431,3 +431,74 @@ fn a_coord_folder_planted_above_by_another_user_is_not_joined() {
     std::fs::set_permissions(&planted, std::fs::Permissions::from_mode(0o775)).unwrap();
     assert_eq!(root_found(&env, "x"), env.root().display().to_string());
 }
+
+// ---------------------------------------------------------------------------------------------
+// The git guard
+
+/// `git ARGS` in `dir` with a fixed identity and no user configuration.
+fn git(dir: &std::path::Path, args: &[&str]) {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "Dev")
+        .env("GIT_AUTHOR_EMAIL", "dev@example.com")
+        .env("GIT_COMMITTER_NAME", "Dev")
+        .env("GIT_COMMITTER_EMAIL", "dev@example.com")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+}
+
+/// Issue 26 item 4: the workspace is a subfolder of the repository (`repo/sub/.coord`); from
+/// the repository's top the guard finds alice's live lock on `sub/F` (it looked for her
+/// presence at the top and judged the lock stale).
+#[test]
+fn the_guard_sees_a_lock_of_a_workspace_in_a_subfolder() {
+    let env = Env::new();
+    git(env.root(), &["init", "-q", "-b", "main"]);
+    env.write("sub/F", "a\n");
+    git(env.root(), &["add", "-A"]);
+    git(env.root(), &["commit", "-qm", "start"]);
+    std::fs::create_dir(env.path("sub/.coord")).unwrap();
+    env.agent("alice")
+        .cwd(env.path("sub"))
+        .env("COORD_DIR", env.path("sub"))
+        .args(["lock", "F", "--ttl", "1s"])
+        .ok();
+    std::thread::sleep(Duration::from_millis(1100));
+    env.write("sub/F", "changed behind alice's back\n");
+    git(env.root(), &["add", "sub/F"]);
+    env.agent("bob")
+        .env_remove("COORD_DIR")
+        .args(["guard", "check", "--staged"])
+        .code(4)
+        .stderr_has("alice");
+}
+
+/// Issue 26 item 5: a file whose name begins or ends with a newline is checked under its
+/// own name (the guard used to strip the newlines and miss its lock).
+#[test]
+fn the_guard_checks_names_that_begin_or_end_with_a_newline() {
+    let env = Env::new();
+    git(env.root(), &["init", "-q", "-b", "main"]);
+    env.write("a", "a\n");
+    git(env.root(), &["add", "-A"]);
+    git(env.root(), &["commit", "-qm", "start"]);
+    for name in ["\nlead", "trail\n"] {
+        env.write(name, "x\n");
+        env.agent("alice").args(["lock", name]).ok();
+        git(env.root(), &["add", "-A"]);
+        git(env.root(), &["reset", "-q", "--", &format!("{name}.bak")]);
+        git(
+            env.root(),
+            &["reset", "-q", "--", &format!("{name}.lock.alice")],
+        );
+        git(env.root(), &["reset", "-q", "--", ".alice_presence"]);
+        let out = env.agent("bob").args(["guard", "check", "--staged"]).run();
+        assert_eq!(out.code, Some(4), "{name:?}: {}{}", out.stdout, out.stderr);
+        env.agent("alice").args(["unlock", name]).ok();
+        git(env.root(), &["reset", "-q"]);
+    }
+}
