@@ -57,13 +57,22 @@ pub(super) fn list_locks(target: &Target, how: Listing<'_>) -> Result<Vec<LockEn
         return Ok(Vec::new());
     };
     let entries = fs::read_dir(dir).at("list", dir)?;
+    // Where lookups may be answered by a cache, a listed lock that will not open is asked of
+    // the server (`LockEntry::read_listed`).
+    let network =
+        root_of(target).is_some_and(|root| arbiter::policy(&root).is_ok_and(|p| p.exact_lookups));
     let mut found = Vec::new();
     for entry in entries {
         let entry = entry.at("list", dir)?;
         let name = entry.file_name();
         match name.to_str().and_then(layout::parse_lock_name) {
             Some((b, agent)) if b == base && how.except != Some(agent.as_str()) => {
-                found.extend(LockEntry::read(entry.path(), target.rel.clone(), agent));
+                let read = if network {
+                    LockEntry::read_listed
+                } else {
+                    LockEntry::read
+                };
+                found.extend(read(entry.path(), target.rel.clone(), agent));
             }
             Some(_) => {}
             None if how.sweep => {
