@@ -1,10 +1,12 @@
 //! `coord init`: wire a folder for agent clients.
 
+use anyhow::Context;
 use clap::{Args, ValueEnum};
 
 use coord::ExitCode;
 use coord::hook::Client;
 use coord::init;
+use coord::workspace::Workspace;
 
 use super::{Ctx, output};
 
@@ -40,7 +42,15 @@ enum ClientChoice {
 }
 
 pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let ws = ctx.workspace(None)?;
+    // `-C DIR init` wires DIR itself, even inside another workspace (that is how a nested
+    // one is made on purpose); without a folder named, the workspace around here.
+    let ws = match ctx.named_dir() {
+        Some(dir) => Workspace::at(
+            std::fs::canonicalize(ctx.cwd().join(dir))
+                .with_context(|| format!("cannot resolve `{}`", dir.display()))?,
+        ),
+        None => ctx.workspace(None)?,
+    };
     let mut clients: Vec<Client> = Vec::new();
     let all = args.client.is_empty() || args.client.contains(&ClientChoice::All);
     for c in Client::ALL {

@@ -302,7 +302,7 @@ fn after_release(ws: &Workspace, agent: &AgentId, gone: &[&str]) -> Result<()> {
         .into_iter()
         .filter(|rel| !gone.contains(&rel.as_str()))
         .collect();
-    presence::write_over(
+    presence::write_over_releasing(
         ws.root(),
         agent,
         old.as_ref(),

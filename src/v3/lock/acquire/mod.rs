@@ -211,6 +211,7 @@ pub fn acquire(
             // leaves it (FILE may hold our edit by now), and a takeover of a stale lock keeps
             // what its crashed holder's backup holds (FILE may be half-written).
             if a.refreshed {
+                a.backup = backup::existing(target);
                 continue;
             }
             if !a.took_over.is_empty()
