@@ -292,10 +292,10 @@ fn split_names(out: &[u8]) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     let mut seen = std::collections::HashSet::new();
     for raw in out.split(|b| *b == 0) {
+        // `-z` gives each name exactly as it is: a name may begin or end with a newline.
         let name = String::from_utf8_lossy(raw);
-        let name = name.trim_matches('\n');
         if !name.is_empty() && seen.insert(name.to_string()) {
-            names.push(name.to_string());
+            names.push(name.into_owned());
         }
     }
     names
@@ -307,24 +307,74 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
     let now = clock::now();
     let mut cache = StateCache::default();
     let top = fs::canonicalize(top).unwrap_or_else(|_| top.to_path_buf());
-    let targets: Vec<_> = paths
-        .iter()
-        .filter_map(|p| ws.target_from_rel(&ws.rel(&top.join(p))?).ok())
-        .collect();
-    let mut out = Vec::new();
-    // Each folder is listed once, however many of the paths it holds.
-    for (target, mut entries) in targets.iter().zip(lock::locks_of_each(&targets)) {
-        lock::classify(ws.root(), &mut entries, &mut cache, &now);
-        for e in entries {
-            if e.state == LockState::Stale || me.is_some_and(|m| m.id() == e.agent) {
-                continue;
+    // Each path is judged in its own workspace: a repository may hold one in a subfolder
+    // (`repo/sub/.coord`), whose holders' presence lies there, not at the repository's top.
+    // The workspace of each folder is found once, and each folder is listed once, however
+    // many of the paths it holds. Group 0 is `ws`.
+    let mut groups: Vec<(Option<Workspace>, Vec<crate::workspace::Target>)> =
+        vec![(None, Vec::new())];
+    let mut group_of_dir: std::collections::HashMap<PathBuf, usize> =
+        std::collections::HashMap::new();
+    for p in paths {
+        let abs = top.join(p);
+        let Some(dir) = abs
+            .ancestors()
+            .skip(1)
+            .find(|d| d.is_dir())
+            .map(Path::to_path_buf)
+        else {
+            continue;
+        };
+        let g = match group_of_dir.get(&dir) {
+            Some(g) => *g,
+            None => {
+                let own = Workspace::discover(None, &dir)
+                    .ok()
+                    .filter(|w| w.root().starts_with(&top) && w.root() != ws.root());
+                let g = match own {
+                    None => 0,
+                    Some(w) => match groups
+                        .iter()
+                        .position(|(x, _)| x.as_ref().is_some_and(|x| x.root() == w.root()))
+                    {
+                        Some(g) => g,
+                        None => {
+                            groups.push((Some(w), Vec::new()));
+                            groups.len() - 1
+                        }
+                    },
+                };
+                group_of_dir.insert(dir, g);
+                g
             }
-            out.push(Held {
-                file: target.rel.clone(),
-                holder: e.holder().to_string(),
-                state: e.state,
-                since: e.locked_at().map(str::to_string),
-            });
+        };
+        let w = groups[g].0.as_ref().unwrap_or(ws);
+        if let Some(target) = w.rel(&abs).and_then(|rel| w.target_from_rel(&rel).ok()) {
+            groups[g].1.push(target);
+        }
+    }
+    let mut out = Vec::new();
+    for (own, targets) in &groups {
+        let w = own.as_ref().unwrap_or(ws);
+        let mut own_cache = StateCache::default();
+        let cache = if own.is_some() {
+            &mut own_cache
+        } else {
+            &mut cache
+        };
+        for (target, mut entries) in targets.iter().zip(lock::locks_of_each(targets)) {
+            lock::classify(w.root(), &mut entries, cache, &now);
+            for e in entries {
+                if e.state == LockState::Stale || me.is_some_and(|m| m.id() == e.agent) {
+                    continue;
+                }
+                out.push(Held {
+                    file: target.rel.clone(),
+                    holder: e.holder().to_string(),
+                    state: e.state,
+                    since: e.locked_at().map(str::to_string),
+                });
+            }
         }
     }
     out

@@ -251,6 +251,37 @@ pub fn is_temp_name(file_name: &str) -> bool {
     parse_temp_name(file_name).is_some()
 }
 
+/// What coord file a name is, when it is one of coord's own files beside the user's (a lock,
+/// a backup, a refused write, a presence, a handshake, a temporary file): such a file is never
+/// locked or written as a user's file.
+pub fn own_file_kind(file_name: &str) -> Option<&'static str> {
+    if parse_lock_name(file_name).is_some() {
+        Some("a lock file")
+    } else if file_name.ends_with(BACKUP_SUFFIX) && file_name.len() > BACKUP_SUFFIX.len() {
+        Some("a backup")
+    } else if file_name.rfind(REJECTED_INFIX).is_some_and(|at| {
+        let agent = &file_name[at + REJECTED_INFIX.len()..];
+        let agent = agent.split_once('.').map_or(agent, |(a, n)| {
+            if n.bytes().all(|b| b.is_ascii_digit()) {
+                a
+            } else {
+                ""
+            }
+        });
+        at > 0 && is_valid_agent_id(&agent.to_ascii_lowercase())
+    }) {
+        Some("a refused write kept by `coord write`")
+    } else if presence_agent(file_name).is_some() {
+        Some("a presence file")
+    } else if handshake_agent(file_name).is_some() {
+        Some("a handshake file")
+    } else if is_temp_name(file_name) {
+        Some("a temporary file")
+    } else {
+        None
+    }
+}
+
 /// Folders a walk of the workspace never enters.
 pub fn skip_in_walk(dir_name: &str) -> bool {
     dir_name == STATE_DIR || dir_name == ".git"

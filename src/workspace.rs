@@ -1,7 +1,8 @@
 //! The workspace: its root, who is acting, and which files may be named.
 //!
-//! - Root discovery: the nearest ancestor of the current directory holding `.coord/`, else the
-//!   top level of the git work tree around it, else the current directory. An explicit folder
+//! - Root discovery: the nearest ancestor of the current directory holding `.coord/` (above
+//!   the starting folder, only a `.coord/` the user owns or that is shared with one of the user's
+//!   groups), else the top level of the git work tree around it, else the current directory. An explicit folder
 //!   (`--dir`, `COORD_DIR`, a positional `DIR`) that lies inside an existing workspace means that
 //!   workspace: coord never silently starts a second, nested one (two roots would not see each
 //!   other's locks). A nested workspace exists only once [`Workspace::init`] made it.
@@ -94,6 +95,7 @@ impl Target {
     /// [`Error::BadPath`] when it exists but is not a regular file (a folder, a FIFO, a socket,
     /// a device): coord neither locks, writes, backs up nor restores such a thing.
     pub fn regular_or_absent(&self) -> Result<bool> {
+        self.not_coords_own()?;
         match fs::symlink_metadata(&self.abs) {
             Ok(meta) if meta.is_file() => Ok(true),
             Ok(_) => Err(Error::BadPath {
@@ -101,6 +103,26 @@ impl Target {
                 why: "it is not a regular file".into(),
             }),
             Err(_) => Ok(false),
+        }
+    }
+}
+
+impl Target {
+    /// Refuse one of coord's own files (`F.lock.claude`, `F.bak`, `F.rejected.bob`, a
+    /// presence, a handshake, a temporary file) as a file to lock or write: locking a lock
+    /// file makes a lock on a lock, writing one forges it.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadPath`] naming what the file is.
+    pub fn not_coords_own(&self) -> Result<()> {
+        let name = self.abs.file_name().and_then(|n| n.to_str()).unwrap_or("");
+        match layout::own_file_kind(name) {
+            Some(kind) => Err(Error::BadPath {
+                path: self.rel.clone(),
+                why: format!("it is {kind} of coord's, not a file to lock or write"),
+            }),
+            None => Ok(()),
         }
     }
 }
@@ -225,6 +247,16 @@ impl Workspace {
     ///
     /// [`Error::Io`] when it cannot be opened or locked.
     pub fn lock_mutex(&self) -> Result<arbiter::Guard> {
+        self.lock_mutex_within(fsutil::MUTEX_PATIENCE)
+    }
+
+    /// [`Workspace::lock_mutex`], waiting at most `patience` for a holder to let go.
+    ///
+    /// # Errors
+    ///
+    /// As [`Workspace::lock_mutex`]; [`Error::Interrupted`] when a signal asks this process to
+    /// stop meanwhile.
+    pub fn lock_mutex_within(&self, patience: std::time::Duration) -> Result<arbiter::Guard> {
         // `.coord/` removed (`rm -rf .coord`, `git clean`) between creating it and opening the
         // mutex: create it again and go on. Exclusion does not depend on the old folder: the
         // mutex is checked to be the file at its path once locked.
@@ -236,7 +268,7 @@ impl Workspace {
             if tries > 0 || !fsutil::mutex_kept_open(&mutex) {
                 self.ensure_state_dir()?;
             }
-            match arbiter::Guard::take(&mutex, self.policy()?.arbitration) {
+            match arbiter::Guard::take_within(&mutex, self.policy()?.arbitration, patience) {
                 Err(Error::Io { source, .. })
                     if source.kind() == std::io::ErrorKind::NotFound && tries < 100 =>
                 {
@@ -362,11 +394,31 @@ fn canonical_dir(dir: &Path) -> Result<PathBuf> {
 /// not a subfolder of the main one.
 fn enclosing_workspace(dir: &Path) -> Option<PathBuf> {
     dir.ancestors()
-        .find(|d| {
-            fs::symlink_metadata(d.join(layout::STATE_DIR)).is_ok_and(|m| m.is_dir())
+        .enumerate()
+        .find(|(i, d)| {
+            fs::symlink_metadata(layout::state_dir(d))
+                .is_ok_and(|m| m.is_dir() && (*i == 0 || trusted_from_below(&m)))
                 || crate::worktree::is_linked(d)
         })
-        .map(Path::to_path_buf)
+        .map(|(_, d)| d.to_path_buf())
+}
+
+/// Whether a `.coord/` found above the starting folder may be joined: it is the user's own,
+/// or it is shared with one of the user's groups (group-writable). Anyone can make `/tmp/.coord`;
+/// joining it would put every folder below `/tmp` in one workspace with whoever planted it
+/// (git's `safe.directory` reasoning). A `.coord/` in the starting folder itself is joined:
+/// the user named that folder.
+fn trusted_from_below(meta: &fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    if meta.uid() == rustix::process::geteuid().as_raw() {
+        return true;
+    }
+    if meta.mode() & 0o020 == 0 {
+        return false;
+    }
+    let gid = meta.gid();
+    rustix::process::getegid().as_raw() == gid
+        || rustix::process::getgroups().is_ok_and(|groups| groups.iter().any(|g| g.as_raw() == gid))
 }
 
 /// The top level of the git work tree holding `dir`: the nearest ancestor with a `.git` entry

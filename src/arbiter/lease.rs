@@ -122,7 +122,7 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
     };
     let token = format!("{:016x}", host::random_u64());
     let text = render(&token, lease);
-    let deadline = Instant::now() + patience;
+    let deadline = Instant::now() + patience.min(fsutil::mutex_patience());
     let mut seen: Option<(Vec<u8>, Instant)> = None;
     let mut pause = Duration::from_micros(50);
     let mut tmp = None;
@@ -130,9 +130,19 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
     let mut next_look = Instant::now();
     loop {
         if tmp.is_none() {
-            let mut t = fsutil::temp_in(dir).at("create a temporary file in", dir)?;
-            t.write_all(text.as_bytes()).at("write", t.path())?;
-            tmp = Some(t);
+            let made = fsutil::temp_in(dir).and_then(|mut t| {
+                t.write_all(text.as_bytes())?;
+                Ok(t)
+            });
+            match made {
+                Ok(t) => tmp = Some(t),
+                Err(e) if is_stale_handle(&e) && Instant::now() < deadline => {
+                    std::thread::sleep(pause);
+                    last_error = Some(e);
+                    continue;
+                }
+                Err(e) => return Err(e).at("create a temporary file in", dir),
+            }
         }
         let Some(t) = tmp.as_ref() else { continue };
         let taken = Instant::now();
@@ -153,6 +163,14 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
                 tmp = None;
                 let _ = fsutil::raw::create_dir(dir);
                 std::thread::sleep(pause);
+                continue;
+            }
+            // A stale file handle (the lease or our temporary file replaced on the server
+            // meanwhile, through a cache): make our file anew and try again.
+            Err(e) if is_stale_handle(&e) && Instant::now() < deadline => {
+                tmp = None;
+                std::thread::sleep(pause);
+                last_error = Some(e);
                 continue;
             }
             // A failure that may only mean "taken" (see `publish`): look, and try again.
@@ -197,6 +215,12 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
                     continue;
                 }
             }
+        }
+        if let Some(signal) = crate::watch::stop_requested() {
+            return Err(crate::Error::Interrupted {
+                signal,
+                file: path.display().to_string(),
+            });
         }
         if Instant::now() >= deadline {
             if let Some(e) = last_error {
@@ -276,10 +300,53 @@ fn remove_if(path: &Path, judge: impl Fn(&[u8]) -> bool) -> io::Result<bool> {
     if !remove {
         // Someone else's (a new holder took the name after we judged): put it back. If yet
         // another holder stands there already, theirs stands, and this one is fenced out.
-        let _ = fsutil::raw::hard_link(&aside, path);
+        put_back(&aside, path, &moved);
     }
     let _ = fsutil::raw::remove_file(&aside);
     Ok(remove)
+}
+
+/// Put the record moved aside to `aside` back at `path`, never over a record standing there:
+/// a link where hard links exist, else an exclusive create of the same bytes (some SMB
+/// servers have no hard links; the record is its bytes, so the copy is the same record).
+fn put_back(aside: &Path, path: &Path, bytes: &[u8]) {
+    let linked = if no_links_here() {
+        Err(io::Error::from_raw_os_error(
+            rustix::io::Errno::PERM.raw_os_error(),
+        ))
+    } else {
+        fsutil::raw::hard_link(aside, path)
+    };
+    match linked {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(_) => {
+            let _ = fsutil::raw::create_exclusive(path, bytes);
+        }
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests: behave as on a filesystem without hard links.
+    static NO_LINKS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+fn no_links_here() -> bool {
+    #[cfg(test)]
+    {
+        NO_LINKS.with(std::cell::Cell::get)
+    }
+    #[cfg(not(test))]
+    {
+        false
+    }
+}
+
+/// Whether an error is a stale file handle (`ESTALE`): on NFS, a file or folder replaced on the
+/// server between lookup and use. Taking the lease again resolves the names anew.
+fn is_stale_handle(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(rustix::io::Errno::STALE.raw_os_error())
 }
 
 fn render(token: &str, lease: Duration) -> String {
@@ -377,6 +444,30 @@ mod tests {
         assert!(next.still_held(), "its own record is still there");
         drop(next);
         assert!(!p.exists());
+    }
+
+    /// Issue 26 item 21: where hard links do not exist, a record moved aside and found to be
+    /// a new holder's is put back all the same (it used to be lost).
+    #[test]
+    fn a_record_moved_aside_is_put_back_without_hard_links() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("mutex.lease");
+        fs::write(&p, "token: theirs\n").unwrap();
+        NO_LINKS.with(|n| n.set(true));
+        let removed = remove_if(&p, |_| false).unwrap();
+        NO_LINKS.with(|n| n.set(false));
+        assert!(!removed);
+        assert_eq!(fs::read_to_string(&p).unwrap(), "token: theirs\n");
+        let left: Vec<_> = fs::read_dir(dir.path()).unwrap().flatten().collect();
+        assert_eq!(left.len(), 1, "nothing but the record: {left:?}");
+    }
+
+    /// Issue 26 item 19: a stale file handle is a reason to try again, not to give up.
+    #[test]
+    fn a_stale_file_handle_is_retried() {
+        let e = io::Error::from_raw_os_error(rustix::io::Errno::STALE.raw_os_error());
+        assert!(is_stale_handle(&e));
+        assert!(!is_stale_handle(&io::Error::from(io::ErrorKind::NotFound)));
     }
 
     #[test]

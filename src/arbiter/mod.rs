@@ -413,9 +413,28 @@ impl Guard {
     /// [`Error::Io`] when it cannot be taken (a holder that never lets go, for a kernel lock,
     /// or a folder that cannot be written).
     pub fn take(mutex_path: &Path, arbitration: Arbitration) -> Result<Guard> {
+        Guard::take_within(mutex_path, arbitration, fsutil::MUTEX_PATIENCE)
+    }
+
+    /// [`Guard::take`], waiting at most `patience` (and never past
+    /// [`fsutil::mutex_patience`]); a signal that asks this process to stop ends the wait.
+    ///
+    /// # Errors
+    ///
+    /// As [`Guard::take`]; [`Error::Interrupted`](crate::Error::Interrupted) on a signal.
+    pub fn take_within(
+        mutex_path: &Path,
+        arbitration: Arbitration,
+        patience: Duration,
+    ) -> Result<Guard> {
         match arbitration {
-            Arbitration::Kernel => fsutil::lock_mutex(mutex_path).map(Guard::Kernel),
-            Arbitration::Link => lease::acquire(&lease::lease_path(mutex_path)).map(Guard::Lease),
+            Arbitration::Kernel => {
+                fsutil::lock_mutex_within(mutex_path, patience).map(Guard::Kernel)
+            }
+            Arbitration::Link => {
+                lease::acquire_with(&lease::lease_path(mutex_path), lease::LEASE, patience)
+                    .map(Guard::Lease)
+            }
         }
     }
 

@@ -1,5 +1,6 @@
 //! `coord init`: wire a folder for agent clients.
 
+use anyhow::Context;
 use clap::Args;
 use clap::builder::TypedValueParser;
 
@@ -7,6 +8,7 @@ use coord::ExitCode;
 use coord::client::HooksRun;
 use coord::hook::Client;
 use coord::init;
+use coord::workspace::Workspace;
 
 use super::{Ctx, output};
 
@@ -43,7 +45,15 @@ pub(super) fn client_choice() -> impl clap::builder::TypedValueParser<Value = Op
 }
 
 pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let ws = ctx.workspace(None)?;
+    // `-C DIR init` wires DIR itself, even inside another workspace (that is how a nested
+    // one is made on purpose); without a folder named, the workspace around here.
+    let ws = match ctx.named_dir() {
+        Some(dir) => Workspace::at(
+            std::fs::canonicalize(ctx.cwd().join(dir))
+                .with_context(|| format!("cannot resolve `{}`", dir.display()))?,
+        ),
+        None => ctx.workspace(None)?,
+    };
     let all = args.client.is_empty() || args.client.contains(&None);
     let clients: Vec<Client> = Client::ALL
         .iter()

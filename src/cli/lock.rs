@@ -74,6 +74,16 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let got = got?;
     output::took_over_notes(&got.acquired);
     if !ctx.quiet {
+        // A typo is otherwise silent: the lock is taken (a file may be locked before it is
+        // made), and the user is told the file is not there yet.
+        for t in req.targets.iter().filter(|t| !t.abs.exists()) {
+            output::diag(&format!(
+                "note: `{}` does not exist (yet); it is locked all the same",
+                t.rel
+            ));
+        }
+    }
+    if !ctx.quiet {
         output::held_elsewhere_warnings(req.agent.id(), &got.acquired);
     }
     if ctx.json {

@@ -150,7 +150,7 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
         MsgCommand::List { unread } => {
             let agent = ctx.agent()?;
-            let inbox = message::inbox(&ws, &agent);
+            let inbox = message::try_inbox(&ws, &agent)?;
             warn_skipped(&inbox);
             print_list(&inbox, unread, ctx);
         }

@@ -407,6 +407,14 @@ pub fn took_over_lines(acquired: &[coord::v3::lock::Acquired]) -> Vec<String> {
                 )
             })
         })
+        .chain(acquired.iter().filter(|a| a.backup_kept).map(|a| {
+            format!(
+                "note: `{}` may hold their unfinished edit; their backup `{}` (as it was before it) is kept: put it back with `coord restore {}`",
+                a.file,
+                a.backup.as_deref().unwrap_or_default(),
+                a.file
+            )
+        }))
         .collect()
 }
 

@@ -101,7 +101,8 @@ pub fn run(args: SessionArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         .split_first()
         .context("no command given after `--`")?;
     let mut command = Command::new(program);
-    command.args(rest);
+    // With `-C DIR`, CMD runs in DIR (contract §1).
+    command.args(rest).current_dir(ctx.cwd());
     for (k, v) in session::child_env(&ws, &agent, &session_id, host::pid()) {
         command.env(k, v);
     }

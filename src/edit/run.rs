@@ -62,6 +62,9 @@ pub struct RunRequest {
     pub wait: Wait,
     /// The program and its arguments (at least the program).
     pub command: Vec<OsString>,
+    /// The folder CMD runs in (`-C DIR`: DIR, where FILE arguments were read from); `None`:
+    /// this process's own.
+    pub dir: Option<std::path::PathBuf>,
 }
 
 /// Something worth telling the user before CMD ends.
@@ -203,6 +206,9 @@ fn supervise(
         .args(args)
         .env("COORD_AGENT", req.agent.name())
         .env("COORD_DIR", ws.root());
+    if let Some(dir) = &req.dir {
+        command.current_dir(dir);
+    }
     // Decided now, not before a wait: the job may have moved to or from the foreground.
     let own_group = ProcessGroup::wanted();
     if own_group {

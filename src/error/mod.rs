@@ -208,6 +208,13 @@ fn working_suffix(working_on: &Option<String>) -> String {
 }
 
 impl Error {
+    /// Whether this is a disk (or quota) with no room left.
+    pub fn is_no_space(&self) -> bool {
+        matches!(self, Error::Io { source, .. }
+            if source.kind() == io::ErrorKind::StorageFull
+                || source.kind() == io::ErrorKind::QuotaExceeded)
+    }
+
     /// What the user can do next, when coord knows.
     pub fn hint(&self) -> Option<String> {
         match self {

@@ -21,7 +21,9 @@ use crate::{host, layout};
 pub fn temp_in(dir: &Path) -> io::Result<NamedTempFile> {
     // The error of `tempfile` names the temporary file (`… at path ".coord-….tmp"`), which means
     // nothing to the user: keep only the system's error, the caller names the file.
-    temp_builder().tempfile_in(dir).map_err(bare)
+    let tmp = temp_builder().tempfile_in(dir).map_err(bare)?;
+    super::fit_file_mode(tmp.as_file(), dir);
+    Ok(tmp)
 }
 
 /// An error without the path `tempfile` adds to its message (`… at path ".coord-….tmp"`). The

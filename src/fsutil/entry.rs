@@ -71,7 +71,7 @@ pub fn ensure_dir(dir: &Path) -> Result<()> {
             // again a few times; what stands there in the end decides.
             let mut tries = 0;
             loop {
-                match fs::create_dir_all(dir) {
+                match create_dir_all_fitted(dir) {
                     Ok(()) => return Ok(()),
                     Err(_) if fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) => {
                         return Ok(());
@@ -81,6 +81,33 @@ pub fn ensure_dir(dir: &Path) -> Result<()> {
                 }
             }
         }
+    }
+}
+
+/// `create_dir_all`, each folder made given the mode its parent's sharing asks for (a folder
+/// made by a user with umask 077 in a group-shared folder stays usable by the group).
+fn create_dir_all_fitted(dir: &Path) -> io::Result<()> {
+    match fs::symlink_metadata(dir) {
+        Ok(m) if m.is_dir() => return Ok(()),
+        Ok(_) => return Err(io::Error::from(io::ErrorKind::AlreadyExists)),
+        Err(_) => {}
+    }
+    if let Some(parent) = dir.parent().filter(|p| !p.as_os_str().is_empty()) {
+        create_dir_all_fitted(parent)?;
+    }
+    match fs::create_dir(dir) {
+        Ok(()) => {
+            super::fit_dir_mode(dir);
+            Ok(())
+        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
+            if fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
+                Ok(())
+            } else {
+                Err(e)
+            }
+        }
+        Err(e) => Err(e),
     }
 }
 

@@ -50,7 +50,10 @@ pub use atomic::{
     temp_in,
 };
 pub use entry::{ensure_dir, make_executable, remove, rename, rewrite_in_place, sync_dir, touch};
-pub use mutex::{MUTEX_PATIENCE, MutexGuard, keep_mutex_open, lock_mutex, mutex_kept_open};
+pub use mutex::{
+    MUTEX_PATIENCE, MutexGuard, cap_mutex_patience, keep_mutex_open, lock_mutex, lock_mutex_within,
+    mutex_kept_open, mutex_patience,
+};
 pub use read::{
     RECORD_CAP, linked_ancestor, mtime, open_regular_nofollow, read_capped, read_capped_with_mtime,
     read_text_capped, refresh_attributes, same_regular_files,
@@ -104,7 +107,58 @@ pub(crate) fn open_nofollow(path: &Path, access: Access) -> io::Result<(File, fs
     if !meta.is_file() {
         return Err(not_regular());
     }
+    if matches!(access, Access::AppendOrCreate | Access::ReadWriteOrCreate) {
+        fit_file_mode(&file, parent_of(path));
+    }
     Ok((file, meta))
+}
+
+/// The permission bits a new entry in `dir` must have beyond what the umask left, so that
+/// everyone who can use the folder can use what coord creates in it: in a group-shared folder
+/// (setgid, like `chmod 2775`), the folder's own group bits (`rw` for a file, `rwx` for a
+/// folder), whatever the umask of the user who made the entry; nothing elsewhere (a private
+/// folder keeps private files).
+fn shared_bits(dir: &Path, is_dir: bool) -> u32 {
+    use std::os::unix::fs::MetadataExt;
+    match fs::metadata(dir) {
+        Ok(m) if m.is_dir() && m.mode() & 0o2000 != 0 => {
+            m.mode() & if is_dir { 0o070 } else { 0o060 }
+        }
+        _ => 0,
+    }
+}
+
+/// Give `file`, just created in `dir`, the bits the folder's sharing asks for (see
+/// [`shared_bits`]). Best effort: only bits are added, and only to a file this user owns.
+pub(crate) fn fit_file_mode(file: &File, dir: &Path) {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
+    let bits = shared_bits(dir, false);
+    if bits == 0 {
+        return;
+    }
+    if let Ok(m) = file.metadata()
+        && m.mode() & bits != bits
+        && m.uid() == rustix::process::geteuid().as_raw()
+    {
+        let _ = file.set_permissions(fs::Permissions::from_mode((m.mode() & 0o7777) | bits));
+    }
+}
+
+/// [`fit_file_mode`] for the folder `dir`, just created (never through a symlink).
+pub(crate) fn fit_dir_mode(dir: &Path) {
+    let bits = shared_bits(parent_of(dir), true);
+    if bits == 0 {
+        return;
+    }
+    let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC;
+    if let Ok(fd) = rustix::fs::open(dir, flags, rustix::fs::Mode::empty())
+        && let Ok(st) = rustix::fs::fstat(&fd)
+        && st.st_mode & bits != bits
+        && st.st_uid == rustix::process::geteuid().as_raw()
+    {
+        let mode = rustix::fs::Mode::from_raw_mode((st.st_mode & 0o7777) | bits);
+        let _ = rustix::fs::fchmod(&fd, mode);
+    }
 }
 
 fn parent_of(path: &Path) -> &Path {

@@ -4,7 +4,7 @@ use std::fs::{self, File};
 use std::io;
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Mutex, PoisonError};
 use std::time::{Duration, Instant};
 
@@ -86,8 +86,14 @@ pub fn lock_mutex(path: &Path) -> Result<MutexGuard> {
     lock_mutex_within(path, MUTEX_PATIENCE)
 }
 
-pub(super) fn lock_mutex_within(path: &Path, patience: Duration) -> Result<MutexGuard> {
-    let deadline = Instant::now() + patience;
+/// [`lock_mutex`], waiting at most `patience` (and never past [`mutex_patience`]).
+///
+/// # Errors
+///
+/// As [`lock_mutex`]; [`Error::Interrupted`](crate::Error::Interrupted) when a signal asked
+/// this process to stop meanwhile (see [`crate::watch::stop_on_signals`]).
+pub fn lock_mutex_within(path: &Path, patience: Duration) -> Result<MutexGuard> {
+    let deadline = Instant::now() + patience.min(mutex_patience());
     // A mutex file deleted and created anew (`git clean`, an agent tidying up) between our open
     // and our lock would let two processes hold "the" mutex, each on its own file: after
     // locking, make sure the file we hold is still the one at the path, else start over.
@@ -139,6 +145,34 @@ pub(super) fn lock_mutex_within(path: &Path, patience: Duration) -> Result<Mutex
 /// only a process stopped (or stuck) while holding it makes anyone wait this long.
 pub const MUTEX_PATIENCE: Duration = Duration::from_secs(30);
 
+/// The patience of this process for the workspace mutex, in milliseconds, when capped below
+/// [`MUTEX_PATIENCE`] (0: not capped).
+static PATIENCE_CAP_MS: AtomicU64 = AtomicU64::new(0);
+
+/// From now on, wait at most `cap` for the workspace mutex, whoever takes it: for a process
+/// that must answer within a budget of its own (a client's hook), whatever it calls.
+pub fn cap_mutex_patience(cap: Duration) {
+    let ms = u64::try_from(cap.as_millis()).unwrap_or(u64::MAX).max(1);
+    PATIENCE_CAP_MS.store(ms, Ordering::Relaxed);
+}
+
+/// How long this process waits for the workspace mutex at most: [`MUTEX_PATIENCE`], or less
+/// after [`cap_mutex_patience`].
+pub fn mutex_patience() -> Duration {
+    match PATIENCE_CAP_MS.load(Ordering::Relaxed) {
+        0 => MUTEX_PATIENCE,
+        ms => Duration::from_millis(ms).min(MUTEX_PATIENCE),
+    }
+}
+
+/// Why a wait for the mutex ends early: a signal asked this process to stop.
+fn interrupted(path: &Path) -> Option<crate::Error> {
+    crate::watch::stop_requested().map(|signal| crate::Error::Interrupted {
+        signal,
+        file: path.display().to_string(),
+    })
+}
+
 /// The mutex file, open, and what it is (its device and inode do not change while it is open).
 fn open_mutex(path: &Path) -> Result<(File, fs::Metadata)> {
     // O_NONBLOCK so that a FIFO planted at `path` cannot make the open wait (it does not affect
@@ -161,6 +195,9 @@ fn lock_patiently(file: &File, path: &Path, deadline: Instant) -> Result<()> {
             Err(std::fs::TryLockError::Error(e)) => {
                 return Err(e).at("lock the workspace mutex", path);
             }
+        }
+        if let Some(e) = interrupted(path) {
+            return Err(e);
         }
         if Instant::now() >= deadline {
             return Err(io::Error::new(

@@ -40,7 +40,9 @@ pub fn remove_file(path: &Path) -> io::Result<()> {
 ///
 /// The system's error.
 pub fn create_dir(dir: &Path) -> io::Result<()> {
-    fs::create_dir(dir)
+    fs::create_dir(dir)?;
+    super::fit_dir_mode(dir);
+    Ok(())
 }
 
 /// Remove the folder `dir` when it is empty. Returns whether it was removed; any failure (not
@@ -63,6 +65,7 @@ pub fn create_exclusive(path: &Path, bytes: &[u8]) -> io::Result<bool> {
         .open(path)
     {
         Ok(mut f) => {
+            super::fit_file_mode(&f, super::parent_of(path));
             f.write_all(bytes)?;
             Ok(true)
         }

@@ -20,6 +20,9 @@ use crate::guard;
 /// How long a pre-edit hook waits for a lock held by another agent, by default.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(2);
 
+/// The least and most a hook waits for the workspace mutex (its `--wait`, within these).
+const MUTEX_BUDGET: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(10));
+
 /// Do what `call` asks, as `agent` in `ws`; relative paths are read from `cwd`. Locks taken
 /// follow `owner` (the client process of the session), when given.
 ///
@@ -37,6 +40,9 @@ pub fn handle(
     wait: Duration,
     owner: Option<&Owner>,
 ) -> Result<Reply> {
+    // A hook answers within its budget: a process stopped while holding the workspace mutex
+    // (Ctrl-Z on a bulk `coord unlock`) must not hold the client past its own hook timeout.
+    crate::fsutil::cap_mutex_patience(wait.clamp(MUTEX_BUDGET.0, MUTEX_BUDGET.1));
     match call.kind {
         Kind::BeforeTool => match (&call.files, &call.shell) {
             (Some(files), _) => before_edit(ws, agent, call, &targets(ws, cwd, files), wait, owner),
@@ -66,6 +72,7 @@ fn targets(ws: &Workspace, cwd: &Path, files: &[String]) -> Vec<Target> {
     files
         .iter()
         .filter_map(|f| ws.resolve(cwd, f).ok())
+        .filter(|t| t.not_coords_own().is_ok())
         .collect()
 }
 
@@ -104,7 +111,25 @@ fn before_edit(
         Ok(_) => Ok(Reply::Allow),
         Err(e) => match deny_reason(ws, agent, targets, &e, wait) {
             Some(reason) => Ok(Reply::Deny(reason)),
-            None => Err(e),
+            // coord failed on its own (a queue it cannot write, a full disk, a mutex held by a
+            // stopped process): that may let the edit through only when coord knows of no
+            // holder. A lock seen held by another agent always denies.
+            None => match lock::seen_holder(ws, agent, targets) {
+                Some(b) => {
+                    let held = Error::LockHeld {
+                        file: b.file,
+                        holder: b.holder,
+                        since: b.since,
+                        working_on: b.working_on,
+                    };
+                    let reason = deny_reason(ws, agent, targets, &held, wait)
+                        .unwrap_or_else(|| held.to_string());
+                    Ok(Reply::Deny(format!(
+                        "{reason} (coord could not wait for it: {e})"
+                    )))
+                }
+                None => Err(e),
+            },
         },
     }
 }
@@ -245,7 +270,8 @@ fn deny_reason(
         .iter()
         .find(|t| t.rel == file)
         .map(|t| {
-            let _mutex = ws.lock_mutex().ok();
+            // Only for a count: not worth waiting for a mutex held long.
+            let _mutex = ws.lock_mutex_within(Duration::from_millis(100)).ok();
             queue::live_tickets(ws.root(), t)
                 .into_iter()
                 .filter(|a| !a.agent.eq_ignore_ascii_case(agent.id()))

@@ -84,10 +84,12 @@ pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
     );
     for doc in docs {
         files.text(doc, |old| {
+            whole_blocks(doc, old, BLOCK_BEGIN, BLOCK_END)?;
             Ok(with_block(old, BLOCK_BEGIN, BLOCK_END, &instructions()))
         })?;
     }
     files.text(".gitignore", |old| {
+        whole_blocks(".gitignore", old, IGNORE_BEGIN, IGNORE_END)?;
         Ok(with_block(
             old,
             IGNORE_BEGIN,
@@ -267,6 +269,32 @@ pub fn array_at<'a>(
     })
 }
 
+/// Refuse a text whose coord block is broken: a `begin` without its `end` (or an `end`
+/// without its `begin`, or two blocks). Replacing up to some later marker, or appending a
+/// second block, would touch the user's text; nothing is written instead.
+///
+/// # Errors
+///
+/// [`Error::BadInput`] naming the file and what is wrong.
+fn whole_blocks(file: &str, text: &str, begin: &str, end: &str) -> Result<()> {
+    let begins = text.matches(begin).count();
+    let ends = text.matches(end).count();
+    let why = match (text.find(begin), text.find(end)) {
+        (None, None) => return Ok(()),
+        (Some(_), None) => format!("it has `{begin}` without `{end}`"),
+        (None, Some(_)) => format!("it has `{end}` without `{begin}`"),
+        (Some(b), Some(e)) if e < b => format!("it has `{end}` before `{begin}`"),
+        _ if begins > 1 || ends > 1 => "it has more than one coord block".to_string(),
+        _ => return Ok(()),
+    };
+    Err(Error::bad_input(format!(
+        "`{file}`: {why}; fix the block by hand (or remove it), then run `coord init` again (nothing was written)"
+    )))
+}
+
+/// The largest file `init` reads to merge into.
+const MERGE_CAP: u64 = 16 * 1024 * 1024;
+
 /// `text` with coord's block (between `begin` and `end`) set to `body`: replaced in place when
 /// present, appended otherwise. Everything outside the block is kept byte for byte.
 pub fn with_block(text: &str, begin: &str, end: &str, body: &str) -> String {
@@ -313,9 +341,15 @@ impl Wiring {
         if let Some(c) = self.changes.iter().find(|c| c.path == path) {
             return Ok(Some((path, Some(c.content.clone()))));
         }
-        match fs::read(&path) {
+        // Never blocking on a FIFO (or a device) planted where a settings file belongs.
+        match fsutil::read_capped(&path, MERGE_CAP) {
             Ok(bytes) => Ok(Some((path, Some(bytes)))),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Some((path, None))),
+            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
+                Err(Error::bad_input(format!(
+                    "`{rel}` {e}; move it out of the way, then run `coord init` again (nothing was written)"
+                )))
+            }
             Err(e) => Err(e).at("read", &path),
         }
     }

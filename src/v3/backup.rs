@@ -32,6 +32,14 @@ pub fn write(target: &Target) -> Result<Option<String>> {
     Ok(Some(format!("{}{}", target.rel, layout::BACKUP_SUFFIX)))
 }
 
+/// The backup of `target` as it stands (a regular `FILE.bak`), relative to the root; `None`
+/// when there is none.
+pub fn existing(target: &Target) -> Option<String> {
+    fs::symlink_metadata(layout::backup(&target.abs))
+        .is_ok_and(|m| m.is_file())
+        .then(|| format!("{}{}", target.rel, layout::BACKUP_SUFFIX))
+}
+
 /// A backup copied aside and fsynced, not yet published: [`Staged::commit`] puts it at
 /// `FILE.bak` with one rename. Copying before taking the workspace mutex keeps the mutex
 /// short; the copy is of a file whose lock the caller holds, so it cannot change meanwhile

@@ -37,7 +37,7 @@ use serde::Serialize;
 
 use crate::clock::{self, Wait};
 use crate::error::Refusal;
-use crate::error::{Error, Result};
+use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
 use crate::host;
 use crate::layout;
@@ -243,11 +243,27 @@ pub fn send(ws: &Workspace, from: &AgentId, to: &Recipient, body: &str) -> Resul
 
 /// Every message in the workspace, in sending order, and the files that are not messages.
 pub fn scan(root: &Path) -> (Vec<Message>, Vec<Unreadable>) {
+    try_scan(root).unwrap_or_default()
+}
+
+/// [`scan`], failing when the message folder exists but cannot be listed (another user's
+/// folder made with umask 077): an inbox that cannot be read is not an empty one.
+///
+/// # Errors
+///
+/// [`Error::Io`] naming the folder.
+pub fn try_scan(root: &Path) -> Result<(Vec<Message>, Vec<Unreadable>)> {
     let dir = layout::messages_dir(root);
     let mut found = Vec::new();
     let mut skipped = Vec::new();
-    let Ok(entries) = fs::read_dir(&dir) else {
-        return (found, skipped);
+    let entries = match fs::read_dir(&dir) {
+        Ok(entries) => entries,
+        // A folder that is there but cannot be listed is an error; anything else standing
+        // there (gone, a file, a FIFO) holds no message (commands that write say what it is).
+        Err(e) if fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) => {
+            return Err(e).at("read the messages in", &dir);
+        }
+        Err(_) => return Ok((found, skipped)),
     };
     for entry in entries.flatten() {
         let name = entry.file_name();
@@ -273,7 +289,7 @@ pub fn scan(root: &Path) -> (Vec<Message>, Vec<Unreadable>) {
     }
     found.sort_by(|a, b| a.id.cmp(&b.id));
     skipped.sort_by(|a, b| a.path.cmp(&b.path));
-    (found, skipped)
+    Ok((found, skipped))
 }
 
 fn read_one(path: &Path, id: &str) -> std::result::Result<Message, String> {
@@ -305,7 +321,20 @@ fn is_unread(m: &Message, agent: &str, marks: &std::collections::HashSet<String>
 
 /// `agent`'s inbox: messages to it or to `all`. Reading only.
 pub fn inbox(ws: &Workspace, agent: &AgentId) -> Inbox {
-    let (all, skipped) = scan(ws.root());
+    inbox_of(agent, scan(ws.root()), ws)
+}
+
+/// [`inbox`], failing when the message folder cannot be listed.
+///
+/// # Errors
+///
+/// [`Error::Io`] naming the folder.
+pub fn try_inbox(ws: &Workspace, agent: &AgentId) -> Result<Inbox> {
+    Ok(inbox_of(agent, try_scan(ws.root())?, ws))
+}
+
+fn inbox_of(agent: &AgentId, scanned: (Vec<Message>, Vec<Unreadable>), ws: &Workspace) -> Inbox {
+    let (all, skipped) = scanned;
     let marks = read_marks(ws.root(), agent.id());
     let messages = all
         .into_iter()
@@ -414,7 +443,7 @@ pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Inbox> {
     // between is still seen. (A message already there needs no subscription at all.)
     let mut watch: Option<FolderWatch> = None;
     loop {
-        let inbox = inbox(ws, agent);
+        let inbox = try_inbox(ws, agent)?;
         if inbox.unread().next().is_some() {
             return Ok(inbox);
         }

@@ -293,6 +293,32 @@ pub fn write_over(
     old: Option<&Presence>,
     update: &Update,
 ) -> Result<Presence> {
+    write_over_with(root, agent, old, update, false)
+}
+
+/// [`write_over`] for a release: on a full disk, where there is no room for a new copy, the
+/// presence is rewritten in place (it has room for itself, a few hundred bytes in a block it
+/// already has). Releasing needs no space, and must not leave the presence saying LOCKED.
+///
+/// # Errors
+///
+/// As [`write_over`].
+pub fn write_over_releasing(
+    root: &Path,
+    agent: &AgentId,
+    old: Option<&Presence>,
+    update: &Update,
+) -> Result<Presence> {
+    write_over_with(root, agent, old, update, true)
+}
+
+fn write_over_with(
+    root: &Path,
+    agent: &AgentId,
+    old: Option<&Presence>,
+    update: &Update,
+    in_place_when_full: bool,
+) -> Result<Presence> {
     let now = clock::now_string();
     let old_field = |key: &str| {
         old.and_then(|p| p.record.get_nonempty(key))
@@ -363,7 +389,15 @@ pub fn write_over(
         None => {}
     }
     let path = layout::presence(root, agent.id());
-    fsutil::replace(&path, rec.render().as_bytes())?;
+    let bytes = rec.render();
+    match fsutil::replace(&path, bytes.as_bytes()) {
+        Ok(()) => {}
+        Err(e)
+            if in_place_when_full
+                && e.is_no_space()
+                && fsutil::rewrite_in_place(&path, bytes.as_bytes())? => {}
+        Err(e) => return Err(e),
+    }
     // The file was written just now (no `stat` to ask: a round trip on a network filesystem).
     let mtime = clock::parse_timestamp(&now);
     Ok(Presence {

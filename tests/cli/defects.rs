@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use crate::support::{Env, coord_bin, tickets};
 
-fn is_root() -> bool {
+pub(crate) fn is_root() -> bool {
     rustix::process::geteuid().is_root()
 }
 
@@ -414,13 +414,13 @@ fn a_lock_with_a_non_utf8_name_is_shown_and_counted() {
 // Data: a full disk (a small tmpfs)
 
 /// A tmpfs mounted for one test, unmounted (by its path) when dropped.
-struct Tmpfs {
+pub(crate) struct Tmpfs {
     dir: tempfile::TempDir,
 }
 
 impl Tmpfs {
     /// Mount a tmpfs with `options` (`size=…`, `nr_inodes=…`), or `None` with the reason printed.
-    fn mount(options: &str) -> Option<Tmpfs> {
+    pub(crate) fn mount(options: &str) -> Option<Tmpfs> {
         if !is_root() {
             eprintln!("skipped: needs root to mount a small tmpfs");
             return None;
@@ -441,11 +441,11 @@ impl Tmpfs {
         Some(Tmpfs { dir })
     }
 
-    fn path(&self, rel: &str) -> std::path::PathBuf {
+    pub(crate) fn path(&self, rel: &str) -> std::path::PathBuf {
         self.dir.path().join(rel)
     }
 
-    fn coord(&self, agent: &str) -> Command {
+    pub(crate) fn coord(&self, agent: &str) -> Command {
         let mut cmd = Command::new(coord_bin());
         cmd.current_dir(self.dir.path())
             .env("COORD_DIR", self.dir.path())
@@ -456,7 +456,7 @@ impl Tmpfs {
     }
 
     /// Fill the disk: a file grown until the disk refuses more.
-    fn fill(&self) {
+    pub(crate) fn fill(&self) {
         use std::io::Write;
         let mut f = std::fs::File::create(self.path("filler")).unwrap();
         let chunk = vec![0u8; 4096];
@@ -466,7 +466,7 @@ impl Tmpfs {
 
     /// Use up every inode but `spare`: empty files until the disk refuses more, then remove
     /// `spare` of them.
-    fn fill_inodes(&self, spare: usize) {
+    pub(crate) fn fill_inodes(&self, spare: usize) {
         let mut n = 0;
         while std::fs::File::create(self.path(&format!("inode-{n}"))).is_ok() {
             n += 1;

@@ -21,6 +21,7 @@ mod defects;
 mod dialogue;
 mod docs;
 mod edit;
+mod faults;
 mod gemini_e2e;
 mod guard;
 mod handoff;

@@ -104,6 +104,9 @@ mount_one "$work/m1"              # sshfs's default cache
 mount_one "$work/m2" -o cache=no  # no cache
 mount_one "$work/m3"              # default cache, a second mount
 mount_one "$work/m4" -o cache=no  # no cache, a second mount
+mkdir -p "$work/m5" "$work/m6"
+mount_one "$work/m5" -o negative_timeout=20  # a negative lookup cache, as NFS clients keep
+mount_one "$work/m6" -o negative_timeout=20
 echo "sshd pid $sshd_pid on 127.0.0.1:$port; mounts: ${mounts[*]}" >&2
 
 now_ms() { date +%s%3N; }
@@ -192,6 +195,24 @@ race() { # label, mount A, mount B, with_coord (1/0), lost updates fail (1/0, de
     fi
 }
 
+# --- a negative lookup cache -----------------------------------------------------------------
+# B's kernel remembers W.txt.lock.holder as absent (it looked before A made it); A locks W.txt;
+# B's listing shows A's lock file, but B's open of it is answered "not found" by the cache. B
+# must not judge the lock gone: `lock --no-wait` exits 3 and one lock file stands.
+negative_cache() { # mount A, mount B
+    local ma=$1 mb=$2 code n
+    new_ws; echo x >"$real/$ws/W.txt"
+    (cd "$mb/$ws" && COORD_AGENT=other "$COORD" -q status >/dev/null 2>&1)
+    stat "$mb/$ws/W.txt.lock.holder" >/dev/null 2>&1   # caches the name as absent on B
+    (cd "$ma/$ws" && COORD_AGENT=holder "$COORD" -q lock W.txt) || { fail "negative cache: A could not lock"; return; }
+    (cd "$mb/$ws" && COORD_AGENT=other "$COORD" -q lock --no-wait W.txt 2>"$work/out/neg.err")
+    code=$?
+    n=$(ls "$real/$ws" | grep -c '^W\.txt\.lock\.')
+    echo "| negative lookup cache (\`negative_timeout=20\`) | B exits $code | $n lock file(s) |"
+    [ "$code" = 3 ] || { fail "negative cache: B's lock --no-wait exited $code, not 3"; cat "$work/out/neg.err" >&2; }
+    [ "$n" = 1 ] || fail "negative cache: $n lock files on W.txt"
+}
+
 # --- wake-up across mounts -------------------------------------------------------------------
 wake() { # label, holder mount, waiter mount, rounds
     local label=$1 mh=$2 mw=$3 rounds=$4 times=() t0 t1
@@ -276,6 +297,7 @@ echo
 echo "| takeover | time | |"
 echo "|---|---|---|"
 stale_takeover "$work/m1" "$work/m3"
+negative_cache "$work/m5" "$work/m6"
 stopped_holder "$work/m1" "$work/m3"
 echo
 if [ "$failures" -gt 0 ]; then

@@ -168,7 +168,7 @@ impl Host {
             }
             "msg_list" => {
                 let only_unread = args.bool("unread_only")?.unwrap_or(false);
-                let inbox = message::inbox(&self.ws, &self.agent);
+                let inbox = message::try_inbox(&self.ws, &self.agent)?;
                 let listed = msg::list_json(&inbox, only_unread);
                 Ok(Done::new(
                     msg::list_text(&listed.messages, only_unread, false),

@@ -57,7 +57,8 @@ mod takeover;
 
 pub use acquire::{
     Acquired, Acquisition, Blocker, ClientSession, Follows, LockEvent, LockRequest, Owner,
-    TakeOver, acquire, format_since, leave_queue_now, leave_queue_once_started, working_text,
+    TakeOver, acquire, format_since, leave_queue_now, leave_queue_once_started, seen_holder,
+    working_text,
 };
 pub use judge::{classify, describe_problem, problems};
 pub use release::{
@@ -169,6 +170,41 @@ impl LockEntry {
             state: LockState::Live,
             stale_why: None,
         })
+    }
+
+    /// [`LockEntry::read`] of a lock file a folder listing showed, on a network filesystem.
+    /// A "not found" from the open may come from this machine's negative lookup cache (NFS
+    /// `lookupcache=all`, FUSE `negative_timeout`) that remembers the name as absent from
+    /// before it was made: the server itself is asked, with an exclusive create that it
+    /// answers (never the cache). Exists there: it is a lock, unreadable for now, with no age
+    /// (live) until the cache lets it be read. Created: it was gone indeed, and what was made
+    /// is removed at once.
+    fn read_listed(lock_path: PathBuf, file: String, agent: String) -> Option<LockEntry> {
+        if let Some(e) = LockEntry::read(lock_path.clone(), file.clone(), agent.clone()) {
+            return Some(e);
+        }
+        match fsutil::raw::create_exclusive(&lock_path, b"") {
+            Ok(false) => Some(LockEntry {
+                lock_path,
+                file,
+                agent,
+                record: None,
+                raw: None,
+                mtime: None,
+                problem: Some(
+                    "listed, and there on the server, but this machine's lookup cache still says it is not (read again once the cache expires)"
+                        .into(),
+                ),
+                since: None,
+                state: LockState::Live,
+                stale_why: None,
+            }),
+            Ok(true) => {
+                let _ = fsutil::raw::remove_file(&lock_path);
+                None
+            }
+            Err(_) => None,
+        }
     }
 
     fn field(&self, key: &str) -> Option<&str> {

@@ -308,7 +308,12 @@ fn remove_ours(ws: &Workspace, agent: &AgentId, ours: &[(String, PathBuf)]) -> R
             index::forget(ws.root(), rel, agent.id());
         }
     }
-    written
+    match written {
+        // Releasing needs no space: with the lock files gone (and their room freed), the
+        // presence is tried once more, so it does not keep saying LOCKED.
+        Err(e) if e.is_no_space() => after_release(ws, agent, &HashSet::new()),
+        other => other,
+    }
 }
 
 /// Bring the agent's presence up to date for locks that went away (or are about to: `gone`,
@@ -332,7 +337,7 @@ fn after_release(ws: &Workspace, agent: &AgentId, gone: &HashSet<&str>) -> Resul
         .into_iter()
         .filter(|rel| !gone.contains(&rel.as_str()))
         .collect();
-    presence::write_over(
+    presence::write_over_releasing(
         ws.root(),
         agent,
         old.as_ref(),

@@ -90,6 +90,17 @@ pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Ve
         });
         folders[at].1.entry(base).or_default().push(i);
     }
+    // Where lookups may be answered by a cache, a listed lock that will not open is asked of
+    // the server (`LockEntry::read_listed`).
+    let network = targets
+        .first()
+        .and_then(root_of)
+        .is_some_and(|root| arbiter::policy(&root).is_ok_and(|p| p.exact_lookups));
+    let read = if network {
+        LockEntry::read_listed
+    } else {
+        LockEntry::read
+    };
     for (dir, bases) in &folders {
         #[cfg(test)]
         LISTINGS.with(|n| n.set(n.get() + 1));
@@ -100,11 +111,7 @@ pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Ve
             match name.to_str().and_then(layout::parse_lock_name) {
                 Some((b, agent)) if how.except != Some(agent.as_str()) => {
                     for &i in bases.get(b).into_iter().flatten() {
-                        out[i].extend(LockEntry::read(
-                            entry.path(),
-                            targets[i].rel.clone(),
-                            agent.clone(),
-                        ));
+                        out[i].extend(read(entry.path(), targets[i].rel.clone(), agent.clone()));
                     }
                 }
                 Some(_) => {}

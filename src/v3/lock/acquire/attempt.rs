@@ -243,6 +243,7 @@ fn publish(
             held_from: held_from.filter(|_| refreshed),
             took_over,
             backup: None,
+            backup_kept: false,
         });
     }
 

@@ -126,8 +126,12 @@ pub struct Acquired {
     pub held_from: Option<String>,
     /// Holders of stale locks taken over, with why they were stale.
     pub took_over: Vec<TakeOver>,
-    /// The backup written, relative to the root.
+    /// The backup written, relative to the root; on a refresh or a takeover, the backup kept.
     pub backup: Option<String>,
+    /// Whether `backup` is the backup of the stale lock's holder, kept (not rewritten from a
+    /// file they may have left half-edited): `coord restore FILE` puts it back.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub backup_kept: bool,
 }
 
 /// A stale lock taken over.
@@ -241,6 +245,20 @@ pub fn acquire(
     let mut acquired = got;
     if req.backup {
         for (a, target) in acquired.iter_mut().zip(&targets) {
+            // `FILE.bak` holds FILE as it was before its current holder's edit: a refresh
+            // leaves it (FILE may hold our edit by now), and a takeover of a stale lock keeps
+            // what its crashed holder's backup holds (FILE may be half-written).
+            if a.refreshed {
+                a.backup = backup::existing(target);
+                continue;
+            }
+            if !a.took_over.is_empty()
+                && let Some(kept) = backup::existing(target)
+            {
+                a.backup = Some(kept);
+                a.backup_kept = true;
+                continue;
+            }
             match backup::write(target) {
                 Ok(b) => a.backup = b,
                 Err(e) => {
@@ -258,6 +276,25 @@ pub fn acquire(
     Ok(Acquisition {
         acquired,
         waited_ms: started.elapsed().as_millis() as u64,
+    })
+}
+
+/// The least an acquire waits for the workspace mutex, even when it does not wait for locks:
+/// time for the holders racing it to pass, each for microseconds.
+const MUTEX_FLOOR: Duration = Duration::from_millis(500);
+
+/// A lock on one of `targets` that another agent holds (not stale), as read without the
+/// workspace mutex: what coord knows of a holder when it cannot decide under the mutex.
+pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Option<Blocker> {
+    let now = crate::clock::now();
+    let mut cache = presence::StateCache::default();
+    targets.iter().find_map(|t| {
+        let mut entries = super::locks_of(t);
+        super::classify(ws.root(), &mut entries, &mut cache, &now);
+        entries
+            .iter()
+            .find(|e| e.agent != agent.id() && e.state != super::LockState::Stale)
+            .map(|e| blocker::blocker_of(ws.root(), e, &now))
     })
 }
 
@@ -330,7 +367,22 @@ impl Tries<'_> {
     /// lease is given back and the try reported as fenced (try again at once).
     fn once(&mut self) -> Result<Attempt> {
         let (ws, req, targets) = (self.ws, self.req, self.targets);
-        let mutex = ws.lock_mutex()?;
+        // The mutex is held for microseconds; a holder that keeps it longer is stopped or
+        // stuck. Waiting for it never outlasts this acquire's own wait (a hook answers within
+        // its budget, `--no-wait` does not wait), and a lock seen held meanwhile, read without
+        // the mutex, is what blocks us: refused, or waited for like any other.
+        let patience = self
+            .deadline
+            .next_sleep(fsutil::MUTEX_PATIENCE)
+            .max(MUTEX_FLOOR);
+        let mutex = match ws.lock_mutex_within(patience) {
+            Ok(m) => m,
+            Err(e) if matches!(e, Error::Interrupted { .. }) => return Err(e),
+            Err(e) => match seen_holder(ws, &req.agent, targets) {
+                Some(b) => return Ok(Attempt::Busy(b)),
+                None => return Err(e),
+            },
+        };
         let attempt = attempt(
             ws,
             &mutex,
