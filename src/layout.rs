@@ -70,6 +70,11 @@ pub fn state_dir(root: &Path) -> PathBuf {
     root.join(STATE_DIR)
 }
 
+/// `<root>/.coord/init.json`: what `coord init` wrote, for `coord init --remove`.
+pub fn init_record(root: &Path) -> PathBuf {
+    state_dir(root).join("init.json")
+}
+
 /// `<root>/.coord/mutex`, the workspace mutex.
 pub fn mutex(root: &Path) -> PathBuf {
     state_dir(root).join("mutex")
