@@ -799,3 +799,132 @@ fn remove_keeps_a_coord_folder_that_holds_state() {
     assert!(env.path(".coord").is_dir());
     assert!(!env.exists(".claude/settings.json"));
 }
+
+/// Issue 26 item 10: an instructions block without its end marker is reported (exit 2,
+/// nothing written), never closed by a guess that would swallow the user's text after it.
+#[test]
+fn an_unterminated_coord_block_is_reported_and_nothing_written() {
+    let env = Env::new();
+    env.write(
+        "AGENTS.md",
+        "# Rules\n\n<!-- coord:begin -->\nold coord text\n\nMy own rules after it.\n",
+    );
+    let before = env.snapshot();
+    let out = env.cmd().arg("init").code(2);
+    assert!(
+        out.stderr.contains("AGENTS.md")
+            && out.stderr.contains("line 3")
+            && out.stderr.contains("<!-- coord:end -->"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.snapshot(), before);
+    assert!(!env.path(".coord").exists());
+    env.cmd().args(["init", "--remove"]).code(2);
+    assert_eq!(env.snapshot(), before);
+}
+
+/// Every path under the root, without reading any file (a FIFO would block).
+fn names(env: &Env) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![env.root().to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            }
+            out.push(e.path().display().to_string());
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Issue 26 item 15: a FIFO where a settings file belongs does not hang init: exit 2,
+/// nothing written.
+#[test]
+fn a_fifo_settings_file_is_refused_without_hanging() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.path(".claude")).unwrap();
+    let fifo = env.path(".claude/settings.json");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: mkfifo is not available");
+        return;
+    }
+    let before = names(&env);
+    let mut child = env
+        .cmd()
+        .arg("init")
+        .command()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut waited = 0;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        waited += 1;
+        if waited > 600 {
+            let _ = child.kill();
+            // Unblock and reap it, then fail.
+            let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
+            let _ = child.wait();
+            panic!("init hangs on a FIFO");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("settings.json"));
+    assert_eq!(names(&env), before);
+}
+
+/// Issue 26 item 16: `-C outer/proj init` inside a workspace `outer/` makes `proj/` a
+/// workspace of its own and wires it, never `outer/`.
+#[test]
+fn init_with_dir_inside_another_workspace_wires_that_dir() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.path(".coord")).unwrap();
+    std::fs::create_dir_all(env.path("proj")).unwrap();
+    env.cmd()
+        .args(["-C", "proj", "init", "--client", "claude"])
+        .ok();
+    assert!(env.path("proj/.coord").is_dir());
+    assert!(env.exists("proj/.claude/settings.json"));
+    assert!(!env.exists(".claude/settings.json") && !env.exists("AGENTS.md"));
+    env.cmd().args(["-C", "proj", "init", "--remove"]).ok();
+    assert!(!env.exists("proj/.claude") && !env.exists("proj/.coord"));
+}
+
+/// Issue 26 item 17: a settings file that is a symlink out of the workspace is skipped, and
+/// init says so rather than "Wired for claude".
+#[test]
+fn a_skipped_settings_link_is_reported_and_its_client_not_called_wired() {
+    let env = Env::new();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("settings.json"), "{}").unwrap();
+    std::fs::create_dir_all(env.path(".claude")).unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("settings.json"),
+        env.path(".claude/settings.json"),
+    )
+    .unwrap();
+    let out = env.cmd().args(["init", "--client", "claude,codex"]).ok();
+    out.stdout_lacks("claude,").stdout_has("Wired for codex.");
+    assert!(
+        out.stderr
+            .contains("warning: skipped `.claude/settings.json`")
+            && out.stderr.contains("claude is not wired"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("settings.json")).unwrap(),
+        "{}"
+    );
+    let out = env.cmd().args(["init", "--client", "claude"]).ok();
+    out.stdout_lacks("Wired for");
+}
