@@ -15,7 +15,7 @@ use super::{
 };
 use crate::error::Result;
 use crate::hook::{Kind, Reply, patch};
-use crate::init::{Wiring, array_at, command, merge_mcp, object_at, runs};
+use crate::init::{Wiring, array_at, command, merge_mcp, object_at, runs, runs_own};
 
 /// The events `coord init` registers, in order.
 pub const EVENTS: [&str; 5] = [
@@ -172,7 +172,7 @@ fn merge_copilot(doc: &mut Map<String, Value>, file: &str) -> Result<()> {
     for event in EVENTS {
         let cmd = command("copilot", Some(event));
         let groups = array_at(hooks, event, file, "hooks")?;
-        if groups.iter().any(|g| runs(g, &cmd)) {
+        if groups.iter().any(|g| runs(g, &cmd) || runs_own(g, &cmd)) {
             continue;
         }
         groups.push(json!({

@@ -257,6 +257,39 @@ pub fn runs(group: &Value, cmd: &str) -> bool {
             .is_some_and(|hs| hs.iter().any(is_ours))
 }
 
+/// Whether a hook group (or a Copilot hook entry) already runs coord's hook for the client of
+/// `cmd` in a form of the user's own: coord by a path (`/usr/local/bin/coord`), with options
+/// (`coord -q hook claude --wait 5s`), behind `env VAR=...`. init then adds no second one.
+pub fn runs_own(group: &Value, cmd: &str) -> bool {
+    let Some(client) = cmd.split_whitespace().nth(2) else {
+        return false;
+    };
+    let calls_coord = |line: &str| {
+        let words: Vec<&str> = line
+            .split(|c: char| c.is_whitespace() || c == ';' || c == '&' || c == '|')
+            .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
+            .filter(|w| !w.is_empty())
+            .collect();
+        words.iter().enumerate().any(|(i, w)| {
+            let base = w.rsplit(['/', '\\']).next().unwrap_or(w);
+            (base == COORD || base == "coord.exe")
+                && words[i + 1..]
+                    .windows(2)
+                    .any(|p| p[0] == "hook" && p[1] == client)
+        })
+    };
+    let is_ours = |h: &Value| {
+        ["command", "bash"]
+            .iter()
+            .any(|k| h.get(*k).and_then(Value::as_str).is_some_and(calls_coord))
+    };
+    is_ours(group)
+        || group
+            .get("hooks")
+            .and_then(Value::as_array)
+            .is_some_and(|hs| hs.iter().any(is_ours))
+}
+
 /// Claude-shaped `hooks`: `{EVENT: [{matcher?, hooks: [{type, command}]}]}`; a group is added
 /// for each event that has none running coord's command. `named` gives each hook a `name`
 /// (Gemini CLI shows it).
@@ -286,6 +319,9 @@ pub fn merge_hooks(
             {
                 g.insert("matcher".into(), json!(m));
             }
+            continue;
+        }
+        if groups.iter().any(|g| runs_own(g, base)) {
             continue;
         }
         let mut group = Map::new();

@@ -928,3 +928,37 @@ fn a_skipped_settings_link_is_reported_and_its_client_not_called_wired() {
     let out = env.cmd().args(["init", "--client", "claude"]).ok();
     out.stdout_lacks("Wired for");
 }
+
+/// Issue 26 item 17: a user's own entry that already runs coord's hook (by a path, with
+/// options) gets no second `coord hook` entry beside it; the other events are wired.
+#[test]
+fn a_users_own_coord_hook_entry_gets_no_second_one() {
+    let env = Env::new();
+    env.write(
+        ".claude/settings.json",
+        r#"{"hooks": {"PreToolUse": [{"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "/usr/local/bin/coord -q hook claude --wait 5s"}]}]}}"#,
+    );
+    env.write(
+        ".github/hooks/coord.json",
+        r#"{"version": 1, "hooks": {"preToolUse": [{"type": "command", "bash": "COORD_AGENT=me \"$HOME/bin/coord\" hook copilot --event preToolUse"}]}}"#,
+    );
+    env.cmd().args(["init", "--client", "claude,copilot"]).ok();
+    let claude = read_json(&env, ".claude/settings.json");
+    assert_eq!(
+        commands(&claude, "PreToolUse"),
+        ["/usr/local/bin/coord -q hook claude --wait 5s"]
+    );
+    assert_eq!(claude["hooks"]["PreToolUse"][0]["matcher"], "Edit|Write");
+    assert_eq!(commands(&claude, "Stop"), ["coord hook claude"]);
+    let copilot = read_json(&env, ".github/hooks/coord.json");
+    assert_eq!(copilot["hooks"]["preToolUse"].as_array().unwrap().len(), 1);
+    assert_eq!(copilot["hooks"]["sessionEnd"].as_array().unwrap().len(), 1);
+    // And `--remove` leaves the user's own entries where they are.
+    env.cmd().args(["init", "--remove"]).ok();
+    let claude = read_json(&env, ".claude/settings.json");
+    assert_eq!(
+        commands(&claude, "PreToolUse"),
+        ["/usr/local/bin/coord -q hook claude --wait 5s"]
+    );
+    assert!(claude["hooks"].get("Stop").is_none());
+}
