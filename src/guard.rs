@@ -196,6 +196,58 @@ pub fn install(dir: &Path, coord: &Path) -> Result<Vec<Installed>> {
     Ok(out)
 }
 
+/// What `uninstall` did with one hook.
+#[derive(Debug, Clone, Serialize)]
+pub struct Uninstalled {
+    /// `pre-commit` or `pre-push`.
+    pub hook: String,
+    /// The script.
+    pub path: String,
+    /// `removed`, `restored` (coord's hook removed and the chained one back in its place),
+    /// `not installed`, or `not coord's` (a hook coord did not write, left alone).
+    pub outcome: &'static str,
+}
+
+/// Remove coord's pre-commit and pre-push hooks from the repository at `dir`, putting back a
+/// hook `install` had chained (renamed `NAME.chained`) under its own name, bytes and mode as
+/// they were. A hook that is not coord's is left alone.
+///
+/// # Errors
+///
+/// [`Error::Failed`] outside a git work tree; [`Error::Io`] when a hook cannot be removed or
+/// renamed.
+pub fn uninstall(dir: &Path) -> Result<Vec<Uninstalled>> {
+    let hooks = hooks_dir(dir)?;
+    let mut out = Vec::new();
+    for name in HOOKS {
+        let path = hooks.join(name);
+        let aside = hooks.join(format!("{name}{CHAINED_SUFFIX}"));
+        let ours = fs::symlink_metadata(&path).is_ok_and(|m| m.is_file())
+            && fsutil::read_capped(&path, 1024 * 1024)
+                .is_ok_and(|b| String::from_utf8_lossy(&b).contains(MARKER));
+        let outcome = if ours {
+            if fs::symlink_metadata(&aside).is_ok() {
+                // The rename puts the chained hook back in one step: never a moment without it.
+                fsutil::rename(&aside, &path)?;
+                "restored"
+            } else {
+                fsutil::remove(&path)?;
+                "removed"
+            }
+        } else if fs::symlink_metadata(&path).is_ok() {
+            "not coord's"
+        } else {
+            "not installed"
+        };
+        out.push(Uninstalled {
+            hook: name.into(),
+            path: path.display().to_string(),
+            outcome,
+        });
+    }
+    Ok(out)
+}
+
 fn shell_quote(s: &str) -> String {
     format!("'{}'", s.replace('\'', r"'\''"))
 }

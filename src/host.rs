@@ -182,8 +182,28 @@ pub fn pid_alive(pid: u32) -> bool {
         return false;
     };
     match rustix::process::test_kill_process(pid) {
-        Ok(()) => true,
+        Ok(()) => !zombie(raw),
         Err(e) => e == rustix::io::Errno::PERM,
+    }
+}
+
+/// Whether process `pid` has ended and only waits for its parent to reap it (a zombie: killed
+/// with -9 and not yet waited for). It can take no step any more, so it is not alive.
+fn zombie(pid: i32) -> bool {
+    #[cfg(target_os = "linux")]
+    {
+        // `PID (COMM) STATE ...`: the state follows the last `)` (COMM may hold anything).
+        std::fs::read(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+            stat.iter()
+                .rposition(|b| *b == b')')
+                .and_then(|i| stat.get(i + 2))
+                .is_some_and(|state| *state == b'Z')
+        })
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = pid;
+        false
     }
 }
 
@@ -366,6 +386,31 @@ mod tests {
         assert!(!pid_alive(child_pid));
         assert!(recorded_process_gone(child_pid, hostname()));
         assert!(!recorded_process_gone(child_pid, "another-host.example"));
+    }
+
+    /// Issue 26 item 17: a process killed with -9 and not yet reaped (a zombie) is not alive:
+    /// a waiter in that state does not hold up a deadlock check, a holder's lock goes STALE.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn a_killed_unreaped_child_is_not_alive() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("100")
+            .spawn()
+            .unwrap();
+        let pid = child.id();
+        assert!(pid_alive(pid));
+        child.kill().unwrap();
+        // The kernel makes it a zombie at once after the signal is taken; not reaped yet.
+        let raw = i32::try_from(pid).unwrap();
+        for _ in 0..10_000 {
+            if zombie(raw) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+        assert!(zombie(raw), "the child is a zombie");
+        assert!(!pid_alive(pid), "a zombie is not alive");
+        child.wait().unwrap();
     }
 
     #[test]

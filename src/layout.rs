@@ -79,6 +79,11 @@ pub fn shared_root(root: &Path) -> PathBuf {
     crate::worktree::shared_root(root)
 }
 
+/// `<root>/.coord/init.json`: what `coord init` wrote, for `coord init --remove`.
+pub fn init_record(root: &Path) -> PathBuf {
+    state_dir(root).join("init.json")
+}
+
 /// `<root>/.coord/mutex`, the workspace mutex.
 pub fn mutex(root: &Path) -> PathBuf {
     state_dir(root).join("mutex")

@@ -295,7 +295,14 @@ fn exclude(common: &Path) -> Result<()> {
         init::IGNORE_BEGIN,
         init::IGNORE_END,
         &layout::GITIGNORE_LINES.join("\n"),
-    );
+    )
+    .map_err(|line| {
+        Error::bad_input(format!(
+            "`{}`: coord's block starts at line {line} but has no `{}`; mend or delete it",
+            path.display(),
+            init::IGNORE_END
+        ))
+    })?;
     if new != old {
         if let Some(dir) = path.parent() {
             fsutil::ensure_dir(dir)?;

@@ -11,7 +11,7 @@ use super::{Ctx, output};
 /// Git hooks that refuse a commit or push touching a file another agent holds
 ///
 /// `install` adds pre-commit and pre-push hooks (where core.hooksPath points, else .git/hooks;
-/// an existing hook is kept and still runs). `check --staged` is what pre-commit runs,
+/// an existing hook is kept and still runs); `uninstall` takes them out and puts such a hook back. `check --staged` is what pre-commit runs,
 /// `check REV-RANGE` what pre-push runs: exit 4 when a path (a rename's old name too) is locked
 /// LIVE by another agent, naming path and holder. COORD_GUARD=warn prints and exits 0;
 /// COORD_GUARD=off skips the check.
@@ -19,6 +19,7 @@ use super::{Ctx, output};
 ///   coord guard install
 ///   coord guard check --staged
 ///   coord guard check origin/main..HEAD
+///   coord guard uninstall
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct GuardArgs {
@@ -36,6 +37,14 @@ enum GuardCommand {
     ///   coord guard install
     #[command(verbatim_doc_comment)]
     Install,
+    /// Remove the pre-commit and pre-push hooks `install` added
+    ///
+    /// A hook `install` kept as NAME.chained goes back to its own name, as it was; a hook
+    /// coord did not write is left alone.
+    ///
+    ///   coord guard uninstall
+    #[command(verbatim_doc_comment)]
+    Uninstall,
     /// Check the staged paths or the commits of a range for files other agents hold
     ///
     /// Exit 4 when a path (a rename's old name too) is locked LIVE by another agent, naming
@@ -65,6 +74,7 @@ struct CheckArgs {
 pub fn run(args: GuardArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     match args.command {
         GuardCommand::Install => install(ctx),
+        GuardCommand::Uninstall => uninstall(ctx),
         GuardCommand::Check(c) => check(c, ctx),
     }
 }
@@ -84,6 +94,24 @@ fn install(ctx: &Ctx) -> anyhow::Result<ExitCode> {
                     h.hook
                 ));
             }
+        }
+    }
+    Ok(ExitCode::Success)
+}
+
+fn uninstall(ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let dir = ctx.dir.clone().unwrap_or_else(|| ctx.cwd().to_path_buf());
+    let done = guard::uninstall(&dir)?;
+    if ctx.json {
+        output::json(&serde_json::json!({ "hooks": done }));
+    } else if !ctx.quiet {
+        for h in &done {
+            let what = match h.outcome {
+                "restored" => "removed; the earlier hook is back in its place",
+                "not coord's" => "not coord's, left alone",
+                other => other,
+            };
+            output::line(&format!("{} {what}: {}", h.hook, h.path));
         }
     }
     Ok(ExitCode::Success)

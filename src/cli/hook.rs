@@ -80,11 +80,22 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> Result<Reply, String> {
     };
     let input = read_stdin().map_err(|e| format!("cannot read the event from stdin: {e}"))?;
     let call = hook::parse(client, &input, args.event.as_deref()).map_err(|e| e.to_string())?;
-    let cwd = call
-        .cwd
-        .clone()
-        .filter(|c| c.is_absolute() && c.is_dir())
-        .unwrap_or_else(|| ctx.cwd().to_path_buf());
+    // The folder the client works in: a payload naming one that is not there (a folder
+    // removed, a payload from elsewhere) is answered with a warning, never with a workspace
+    // made in whatever folder this process happens to run in.
+    let cwd = match &call.cwd {
+        None => ctx.cwd().to_path_buf(),
+        Some(c) => {
+            let dir = ctx.cwd().join(c);
+            if !dir.is_dir() {
+                return Err(format!(
+                    "the event's cwd `{}` is not a folder; nothing done (the tool call is allowed)",
+                    c.display()
+                ));
+            }
+            dir
+        }
+    };
     let explicit = ctx.agent_explicit().map_err(|e| e.to_string())?;
     let agent = agent(explicit.clone(), client, &call)?;
     let ws = Workspace::discover(ctx.dir.as_deref(), &cwd).map_err(|e| e.to_string())?;

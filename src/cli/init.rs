@@ -1,6 +1,5 @@
 //! `coord init`: wire a folder for agent clients.
 
-use anyhow::Context;
 use clap::Args;
 use clap::builder::TypedValueParser;
 
@@ -8,7 +7,6 @@ use coord::ExitCode;
 use coord::client::HooksRun;
 use coord::hook::Client;
 use coord::init;
-use coord::workspace::Workspace;
 
 use super::{Ctx, output};
 
@@ -23,9 +21,12 @@ use super::{Ctx, output};
 /// writes an instructions block in AGENTS.md (and CLAUDE.md, GEMINI.md, QWEN.md) between
 /// `<!-- coord:begin -->` and `<!-- coord:end -->`, and coord's state files into .gitignore.
 /// Existing files are merged, never clobbered; running it twice changes nothing.
+/// `--remove` takes back exactly what init added (a file nobody changed since is put back
+/// byte for byte; a file init created goes again); entries another wired client still uses stay.
 ///
 ///   coord init                       # every client
 ///   coord init --client claude --dry-run
+///   coord init --remove              # take it all out again
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct InitArgs {
@@ -35,6 +36,9 @@ pub struct InitArgs {
     /// Print what would change and write nothing
     #[arg(long)]
     dry_run: bool,
+    /// Take back what `coord init` added for these clients (default: all)
+    #[arg(long)]
+    remove: bool,
 }
 
 /// A client's name, or `all` (`None`).
@@ -45,13 +49,10 @@ pub(super) fn client_choice() -> impl clap::builder::TypedValueParser<Value = Op
 }
 
 pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    // `-C DIR init` wires DIR itself, even inside another workspace (that is how a nested
-    // one is made on purpose); without a folder named, the workspace around here.
-    let ws = match ctx.named_dir() {
-        Some(dir) => Workspace::at(
-            std::fs::canonicalize(ctx.cwd().join(dir))
-                .with_context(|| format!("cannot resolve `{}`", dir.display()))?,
-        ),
+    // A folder given with `-C` (or `COORD_DIR`) is the workspace init makes, even inside
+    // another one: that is how a nested workspace is made on purpose.
+    let ws = match &ctx.dir {
+        Some(dir) => init::workspace_at(&ctx.cwd().join(dir))?,
         None => ctx.workspace(None)?,
     };
     let all = args.client.is_empty() || args.client.contains(&None);
@@ -60,6 +61,9 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         .copied()
         .filter(|c| all || args.client.contains(&Some(*c)))
         .collect();
+    if args.remove {
+        return remove(&ws, &clients, args.dry_run, ctx);
+    }
     let plan = init::plan(&ws, &clients)?;
     if !args.dry_run {
         init::apply(&ws, &plan)?;
@@ -96,7 +100,19 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    if plan.changes.is_empty() && !plan.create_state_dir {
+    for s in &plan.skipped {
+        output::diag(&format!(
+            "warning: skipped `{}`: {}{}",
+            output::clean(&s.file),
+            s.why,
+            s.client
+                .map(|c| format!("; {c} is not wired"))
+                .unwrap_or_default()
+        ));
+    }
+    if plan.clients.is_empty() {
+        // Every client skipped: nothing to say it is wired for.
+    } else if plan.changes.is_empty() && !plan.create_state_dir {
         output::line("Nothing to change: coord is already wired here");
     } else if !args.dry_run {
         output::line(&format!(
@@ -106,6 +122,67 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     }
     for t in &trust {
         output::line(&t.line());
+    }
+    Ok(ExitCode::Success)
+}
+
+/// `coord init --remove`.
+fn remove(
+    ws: &coord::workspace::Workspace,
+    clients: &[Client],
+    dry_run: bool,
+    ctx: &Ctx,
+) -> anyhow::Result<ExitCode> {
+    let removal = init::plan_removal(ws, clients)?;
+    if !dry_run {
+        init::apply_removal(ws, &removal)?;
+    }
+    if ctx.json {
+        output::json(&serde_json::json!({
+            "dry_run": dry_run,
+            "removal": removal,
+        }));
+        return Ok(ExitCode::Success);
+    }
+    if ctx.quiet {
+        return Ok(ExitCode::Success);
+    }
+    for u in &removal.changes {
+        let verb = match (dry_run, u.action) {
+            (true, "restore") => "Would restore",
+            (true, "delete") => "Would delete",
+            (true, _) => "Would update",
+            (false, "restore") => "Restored",
+            (false, "delete") => "Deleted",
+            (false, _) => "Updated",
+        };
+        output::line(&format!("{verb}: {}", output::clean(&u.file)));
+    }
+    if removal.remove_state_dir {
+        output::line(if dry_run {
+            "Would delete .coord/"
+        } else {
+            "Deleted .coord/"
+        });
+    }
+    if removal.changes.is_empty() {
+        output::line(&format!(
+            "Nothing to remove: coord is not wired here for {}",
+            removal.clients.join(", ")
+        ));
+    } else if !dry_run {
+        output::line(&format!("Unwired {}.", removal.clients.join(", ")));
+    }
+    if !removal.remaining.is_empty() {
+        output::line(&format!(
+            "Still wired: {} (the entries they share stay)",
+            removal.remaining.join(", ")
+        ));
+    }
+    if removal.state_dir_kept {
+        output::line(
+            "Kept .coord/: it holds this workspace's state (locks' queues, messages, history); delete it yourself once no agent works here",
+        );
     }
     Ok(ExitCode::Success)
 }

@@ -188,11 +188,6 @@ pub struct Ctx {
 }
 
 impl Ctx {
-    /// The folder `-C DIR` or `COORD_DIR` names, as given (absolute after `-C`).
-    pub fn named_dir(&self) -> Option<&Path> {
-        self.dir.as_deref()
-    }
-
     /// The workspace: a positional DIR wins over `--dir`/`COORD_DIR`.
     pub fn workspace(&self, positional: Option<&Path>) -> Result<Workspace, Error> {
         let ws = Workspace::discover(positional.or(self.dir.as_deref()), &self.cwd)?;

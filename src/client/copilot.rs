@@ -15,7 +15,7 @@ use super::{
 };
 use crate::error::Result;
 use crate::hook::{Kind, Reply, patch};
-use crate::init::{HookSet, Wiring, array_at, command, merge_mcp, object_at, runs};
+use crate::init::{HookSet, Wiring, array_at, command, merge_mcp, object_at, runs, runs_own};
 use crate::plugin::{self, Bundle, File, Spec};
 
 /// The events `coord init` registers, in order.
@@ -197,7 +197,7 @@ fn merge_copilot(doc: &mut Map<String, Value>, file: &str, set: &HookSet) -> Res
     let hooks = object_at(doc, "hooks", file)?;
     for (event, _, cmd) in set {
         let groups = array_at(hooks, event, file, "hooks")?;
-        if groups.iter().any(|g| runs(g, cmd)) {
+        if groups.iter().any(|g| runs(g, cmd) || runs_own(g, cmd)) {
             continue;
         }
         groups.push(hook_entry(cmd));

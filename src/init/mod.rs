@@ -7,7 +7,7 @@
 //! byte for byte, and a second run finds nothing to change.
 
 use std::fs;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
@@ -18,6 +18,10 @@ use crate::hook::Client;
 use crate::workspace::Workspace;
 
 mod jsonc;
+mod record;
+mod remove;
+
+pub use remove::{Removal, apply_removal, plan_removal};
 
 /// The first line of coord's block in Markdown files.
 pub const BLOCK_BEGIN: &str = "<!-- coord:begin -->";
@@ -46,6 +50,35 @@ pub struct Change {
     pub content: Vec<u8>,
     #[serde(skip)]
     path: PathBuf,
+    #[serde(skip)]
+    kind: FileKind,
+}
+
+/// How coord reads and edits a file it wires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FileKind {
+    /// A JSON object (`comments`: the client reads it as JSON with comments).
+    Json { comments: bool },
+    /// A TOML document.
+    Toml,
+    /// Text with coord's block between two marker lines.
+    Text {
+        begin: &'static str,
+        end: &'static str,
+    },
+    /// A file coord generates whole (a client plugin), known by the marker it holds.
+    Generated { marker: &'static str },
+}
+
+/// A file `init` left alone: a symlink to a file outside the workspace.
+#[derive(Debug, Clone, Serialize)]
+pub struct Skipped {
+    /// The file, relative to the root.
+    pub file: String,
+    /// The client it was for (`None`: the instructions or `.gitignore`).
+    pub client: Option<&'static str>,
+    /// Why.
+    pub why: String,
 }
 
 /// What `init` would do (or did).
@@ -53,8 +86,10 @@ pub struct Change {
 pub struct Plan {
     /// The workspace root.
     pub root: String,
-    /// The clients wired.
+    /// The clients wired (a client one of whose files was skipped is not).
     pub clients: Vec<&'static str>,
+    /// Files left alone, and why.
+    pub skipped: Vec<Skipped>,
     /// Whether `.coord/` has to be created.
     pub create_state_dir: bool,
     /// Files created or changed, in order; empty when everything is in place.
@@ -69,13 +104,29 @@ pub struct Plan {
 /// [`Error::Io`] when a file cannot be read.
 pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
     let root = ws.root();
-    let mut files = Wiring {
-        root: root.to_path_buf(),
-        changes: Vec::new(),
-    };
+    let mut files = Wiring::new(root, false);
+    let mut wired = Vec::new();
     for &client in clients {
+        let skipped = files.skipped.len();
+        files.client = Some(client.as_str());
         client.adapter().wire(&mut files)?;
+        if files.skipped.len() == skipped {
+            wired.push(client.as_str());
+        }
     }
+    files.client = None;
+    wire_texts(&mut files, clients)?;
+    Ok(Plan {
+        root: root.display().to_string(),
+        clients: wired,
+        skipped: files.skipped,
+        create_state_dir: !crate::layout::state_dir(root).is_dir(),
+        changes: files.changes,
+    })
+}
+
+/// The instructions blocks and the `.gitignore` block, for `clients`.
+fn wire_texts(files: &mut Wiring, clients: &[Client]) -> Result<()> {
     let mut docs = vec!["AGENTS.md"];
     docs.extend(
         clients
@@ -83,26 +134,28 @@ pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
             .filter_map(|c| c.adapter().instruction_file()),
     );
     for doc in docs {
-        files.text(doc, |old| {
-            whole_blocks(doc, old, BLOCK_BEGIN, BLOCK_END)?;
-            Ok(with_block(old, BLOCK_BEGIN, BLOCK_END, &instructions()))
-        })?;
+        files.text(doc, BLOCK_BEGIN, BLOCK_END, &instructions())?;
     }
-    files.text(".gitignore", |old| {
-        whole_blocks(".gitignore", old, IGNORE_BEGIN, IGNORE_END)?;
-        Ok(with_block(
-            old,
-            IGNORE_BEGIN,
-            IGNORE_END,
-            &IGNORED.join("\n"),
-        ))
-    })?;
-    Ok(Plan {
-        root: root.display().to_string(),
-        clients: clients.iter().map(|c| c.as_str()).collect(),
-        create_state_dir: !crate::layout::state_dir(root).is_dir(),
-        changes: files.changes,
-    })
+    files.text(".gitignore", IGNORE_BEGIN, IGNORE_END, &IGNORED.join("\n"))
+}
+
+/// The workspace `init` makes at `dir` itself, even inside another workspace.
+///
+/// # Errors
+///
+/// [`Error::BadPath`] when `dir` does not exist or is not a folder.
+pub fn workspace_at(dir: &Path) -> Result<Workspace> {
+    match fs::canonicalize(dir) {
+        Ok(canon) if canon.is_dir() => Ok(Workspace::at(canon)),
+        Ok(_) => Err(Error::BadPath {
+            path: dir.display().to_string(),
+            why: "the workspace must be a folder".into(),
+        }),
+        Err(e) => Err(Error::BadPath {
+            path: dir.display().to_string(),
+            why: format!("the workspace folder cannot be used ({e})"),
+        }),
+    }
 }
 
 /// Write what `plan` computed: `.coord/`, then every file (folders created as needed).
@@ -111,14 +164,52 @@ pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
 ///
 /// [`Error::Io`] naming the file that could not be written.
 pub fn apply(ws: &Workspace, plan: &Plan) -> Result<()> {
+    let root = ws.root();
+    let mut record = record::Record::load(root);
+    if plan.create_state_dir {
+        record.state_dir = true;
+    }
     ws.ensure_state_dir()?;
     for change in &plan.changes {
         if let Some(dir) = change.path.parent() {
+            record.note_dirs(root, dir);
             fsutil::ensure_dir(dir)?;
         }
+        let before = read_regular(&change.path)?;
         fsutil::replace_durable(&change.path, &change.content)?;
+        record.note_write(&change.file, before, &change.content);
     }
-    Ok(())
+    record.save(root)
+}
+
+/// The bytes of the regular file at `path` (`None` when missing), without blocking on a FIFO
+/// or reading through a device.
+///
+/// # Errors
+///
+/// [`Error::BadInput`] when it is there but not a regular file; [`Error::Io`] when it cannot
+/// be read.
+fn read_regular(path: &Path) -> Result<Option<Vec<u8>>> {
+    match fs::symlink_metadata(path) {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).at("read", path),
+        Ok(m) if !m.is_file() => {
+            return Err(Error::bad_input(format!(
+                "`{}` is not a regular file (a FIFO, a device or a folder); coord only merges into files (nothing was written)",
+                path.display()
+            )));
+        }
+        Ok(_) => {}
+    }
+    match fsutil::read_capped(path, 64 * 1024 * 1024) {
+        Ok(bytes) => Ok(Some(bytes)),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) if e.kind() == std::io::ErrorKind::InvalidData => Err(Error::bad_input(format!(
+            "`{}` {e}; coord only merges into regular files (nothing was written)",
+            path.display()
+        ))),
+        Err(e) => Err(e).at("read", path),
+    }
 }
 
 /// The instructions block: the protocol in a few lines.
@@ -168,6 +259,39 @@ pub fn runs(group: &Value, cmd: &str) -> bool {
             .is_some_and(|hs| hs.iter().any(is_ours))
 }
 
+/// Whether a hook group (or a Copilot hook entry) already runs coord's hook for the client of
+/// `cmd` in a form of the user's own: coord by a path (`/usr/local/bin/coord`), with options
+/// (`coord -q hook claude --wait 5s`), behind `env VAR=...`. init then adds no second one.
+pub fn runs_own(group: &Value, cmd: &str) -> bool {
+    let Some(client) = cmd.split_whitespace().nth(2) else {
+        return false;
+    };
+    let calls_coord = |line: &str| {
+        let words: Vec<&str> = line
+            .split(|c: char| c.is_whitespace() || c == ';' || c == '&' || c == '|')
+            .map(|w| w.trim_matches(|c| c == '"' || c == '\''))
+            .filter(|w| !w.is_empty())
+            .collect();
+        words.iter().enumerate().any(|(i, w)| {
+            let base = w.rsplit(['/', '\\']).next().unwrap_or(w);
+            (base == COORD || base == "coord.exe")
+                && words[i + 1..]
+                    .windows(2)
+                    .any(|p| p[0] == "hook" && p[1] == client)
+        })
+    };
+    let is_ours = |h: &Value| {
+        ["command", "bash"]
+            .iter()
+            .any(|k| h.get(*k).and_then(Value::as_str).is_some_and(calls_coord))
+    };
+    is_ours(group)
+        || group
+            .get("hooks")
+            .and_then(Value::as_array)
+            .is_some_and(|hs| hs.iter().any(is_ours))
+}
+
 /// Claude-shaped `hooks`: `{EVENT: [{matcher?, hooks: [{type, command}]}]}`; a group is added
 /// for each event that has none running coord's command. `named` gives each hook a `name`
 /// (Gemini CLI shows it).
@@ -197,6 +321,9 @@ pub fn merge_hooks(
             {
                 g.insert("matcher".into(), json!(m));
             }
+            continue;
+        }
+        if groups.iter().any(|g| runs_own(g, base)) {
             continue;
         }
         let mut group = Map::new();
@@ -269,44 +396,50 @@ pub fn array_at<'a>(
     })
 }
 
-/// Refuse a text whose coord block is broken: a `begin` without its `end` (or an `end`
-/// without its `begin`, or two blocks). Replacing up to some later marker, or appending a
-/// second block, would touch the user's text; nothing is written instead.
+/// Where coord's block lies in `text`: from its `begin` marker to the end of its `end` marker;
+/// `Ok(None)` when there is none.
 ///
 /// # Errors
 ///
-/// [`Error::BadInput`] naming the file and what is wrong.
-fn whole_blocks(file: &str, text: &str, begin: &str, end: &str) -> Result<()> {
-    let begins = text.matches(begin).count();
-    let ends = text.matches(end).count();
-    let why = match (text.find(begin), text.find(end)) {
-        (None, None) => return Ok(()),
-        (Some(_), None) => format!("it has `{begin}` without `{end}`"),
-        (None, Some(_)) => format!("it has `{end}` without `{begin}`"),
-        (Some(b), Some(e)) if e < b => format!("it has `{end}` before `{begin}`"),
-        _ if begins > 1 || ends > 1 => "it has more than one coord block".to_string(),
-        _ => return Ok(()),
+/// A `begin` with no `end` after it (before the next `begin`): the line number of that
+/// `begin`, so the user can mend the block (coord never guesses where it ends).
+pub fn find_block(
+    text: &str,
+    begin: &str,
+    end: &str,
+) -> std::result::Result<Option<(usize, usize)>, usize> {
+    let Some(start) = text.find(begin) else {
+        return Ok(None);
     };
-    Err(Error::bad_input(format!(
-        "`{file}`: {why}; fix the block by hand (or remove it), then run `coord init` again (nothing was written)"
-    )))
+    let after = start + begin.len();
+    let line = text[..start].matches('\n').count() + 1;
+    let Some(len) = text[after..].find(end) else {
+        return Err(line);
+    };
+    if text[after..after + len].contains(begin) {
+        return Err(line);
+    }
+    Ok(Some((start, after + len + end.len())))
 }
-
-/// The largest file `init` reads to merge into.
-const MERGE_CAP: u64 = 16 * 1024 * 1024;
 
 /// `text` with coord's block (between `begin` and `end`) set to `body`: replaced in place when
 /// present, appended otherwise. Everything outside the block is kept byte for byte.
-pub fn with_block(text: &str, begin: &str, end: &str, body: &str) -> String {
+///
+/// # Errors
+///
+/// The line of a `begin` marker without its `end` (see [`find_block`]).
+pub fn with_block(
+    text: &str,
+    begin: &str,
+    end: &str,
+    body: &str,
+) -> std::result::Result<String, usize> {
     let block = format!("{begin}\n{body}\n{end}");
-    if let Some(start) = text.find(begin)
-        && let Some(len) = text[start..].find(end)
-    {
-        let stop = start + len + end.len();
-        return format!("{}{block}{}", &text[..start], &text[stop..]);
+    if let Some((start, stop)) = find_block(text, begin, end)? {
+        return Ok(format!("{}{block}{}", &text[..start], &text[stop..]));
     }
     if text.is_empty() {
-        return format!("{block}\n");
+        return Ok(format!("{block}\n"));
     }
     let sep = if text.ends_with("\n\n") {
         ""
@@ -315,7 +448,7 @@ pub fn with_block(text: &str, begin: &str, end: &str, body: &str) -> String {
     } else {
         "\n\n"
     };
-    format!("{text}{sep}{block}\n")
+    Ok(format!("{text}{sep}{block}\n"))
 }
 
 /// The changes `init` plans, one per real file: what a client's [`crate::client::Adapter::wire`]
@@ -323,35 +456,68 @@ pub fn with_block(text: &str, begin: &str, end: &str, body: &str) -> String {
 pub struct Wiring {
     root: PathBuf,
     changes: Vec<Change>,
+    skipped: Vec<Skipped>,
+    /// The client being wired.
+    client: Option<&'static str>,
+    /// Every file taken as missing: what coord writes into a folder of its own.
+    blank: bool,
+    /// The kind of the file being merged (set by the merge functions).
+    kind: FileKind,
 }
 
 impl Wiring {
-    /// The file to write for `rel` (a link inside the root is written through), its current
-    /// bytes, and whether it exists; `None` for a link that leaves the root (left alone).
-    fn read(&self, rel: &str) -> Result<Option<(PathBuf, Option<Vec<u8>>)>> {
-        let root = self.root.as_path();
-        let mut path = root.join(rel);
-        if fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink()) {
-            match fs::canonicalize(&path) {
-                Ok(real) if real.starts_with(root) => path = real,
-                _ => return Ok(None),
-            }
+    fn new(root: &Path, blank: bool) -> Wiring {
+        Wiring {
+            root: root.to_path_buf(),
+            changes: Vec::new(),
+            skipped: Vec::new(),
+            client: None,
+            blank,
+            kind: FileKind::Toml,
         }
+    }
+
+    /// The real file behind `rel`: a link inside the root is followed; `Err(why)` for a link
+    /// that leaves the root (left alone).
+    fn resolve(&self, rel: &str) -> std::result::Result<PathBuf, String> {
+        let root = self.root.as_path();
+        let path = root.join(rel);
+        if self.blank || !fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink()) {
+            return Ok(path);
+        }
+        match fs::canonicalize(&path) {
+            Ok(real) if real.starts_with(root) => Ok(real),
+            Ok(real) => Err(format!(
+                "a symlink to {}, outside the workspace; coord does not write there",
+                real.display()
+            )),
+            Err(e) => Err(format!("a symlink that cannot be followed ({e})")),
+        }
+    }
+
+    /// The file to write for `rel` (a link inside the root is written through), its current
+    /// bytes, and whether it exists; `None` for a link that leaves the root (left alone, and
+    /// noted as skipped).
+    fn read(&mut self, rel: &str) -> Result<Option<(PathBuf, Option<Vec<u8>>)>> {
+        let path = match self.resolve(rel) {
+            Ok(p) => p,
+            Err(why) => {
+                self.skipped.push(Skipped {
+                    file: rel.to_string(),
+                    client: self.client,
+                    why,
+                });
+                return Ok(None);
+            }
+        };
         // A file already changed by this plan (a link to it): build on the planned bytes.
         if let Some(c) = self.changes.iter().find(|c| c.path == path) {
             return Ok(Some((path, Some(c.content.clone()))));
         }
-        // Never blocking on a FIFO (or a device) planted where a settings file belongs.
-        match fsutil::read_capped(&path, MERGE_CAP) {
-            Ok(bytes) => Ok(Some((path, Some(bytes)))),
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Some((path, None))),
-            Err(e) if e.kind() == std::io::ErrorKind::InvalidData => {
-                Err(Error::bad_input(format!(
-                    "`{rel}` {e}; move it out of the way, then run `coord init` again (nothing was written)"
-                )))
-            }
-            Err(e) => Err(e).at("read", &path),
+        if self.blank {
+            return Ok(Some((path, None)));
         }
+        Ok(Some((path.clone(), read_regular(&path)?)))
     }
 
     fn record(&mut self, path: PathBuf, old: Option<Vec<u8>>, new: Vec<u8>) {
@@ -372,6 +538,7 @@ impl Wiring {
             action,
             content: new,
             path,
+            kind: self.kind,
         });
     }
 
@@ -388,6 +555,7 @@ impl Wiring {
         comments: bool,
         merge: impl FnOnce(&mut Map<String, Value>, &str) -> Result<()>,
     ) -> Result<()> {
+        self.kind = FileKind::Json { comments };
         let Some((path, old)) = self.read(rel)? else {
             return Ok(());
         };
@@ -449,6 +617,7 @@ impl Wiring {
         rel: &str,
         edit: impl FnOnce(&mut toml_edit::DocumentMut, &str) -> Result<()>,
     ) -> Result<()> {
+        self.kind = FileKind::Toml;
         let Some((path, old)) = self.read(rel)? else {
             return Ok(());
         };
@@ -475,8 +644,9 @@ impl Wiring {
     ///
     /// [`Error::BadInput`] when `rel` exists and is not coord's; [`Error::Io`] when it cannot
     /// be read.
-    pub fn generated(&mut self, rel: &str, marker: &str, content: &str) -> Result<()> {
-        self.text(rel, |old| {
+    pub fn generated(&mut self, rel: &str, marker: &'static str, content: &str) -> Result<()> {
+        self.kind = FileKind::Generated { marker };
+        self.edit_text(rel, |old| {
             if !old.is_empty() && !old.contains(marker) {
                 return Err(Error::bad_input(format!(
                     "`{rel}` exists and was not written by coord; move it away, then run `coord init` again (nothing was written)"
@@ -486,7 +656,32 @@ impl Wiring {
         })
     }
 
-    fn text(&mut self, rel: &str, edit: impl FnOnce(&str) -> Result<String>) -> Result<()> {
+    /// Set coord's block between `begin` and `end` in the text file `rel` to `body`.
+    fn text(
+        &mut self,
+        rel: &str,
+        begin: &'static str,
+        end: &'static str,
+        body: &str,
+    ) -> Result<()> {
+        self.kind = FileKind::Text { begin, end };
+        let Some((path, old)) = self.read(rel)? else {
+            return Ok(());
+        };
+        let text = match &old {
+            Some(bytes) => String::from_utf8(bytes.clone()).map_err(|_| {
+                Error::bad_input(format!("`{rel}` is not UTF-8 text (nothing was written)"))
+            })?,
+            None => String::new(),
+        };
+        let new = with_block(&text, begin, end, body)
+            .map_err(|line| unterminated(rel, begin, end, line))?;
+        self.record(path, old, new.into_bytes());
+        Ok(())
+    }
+
+    /// Set the text file `rel` to what `edit` makes of its old text (empty when missing).
+    fn edit_text(&mut self, rel: &str, edit: impl FnOnce(&str) -> Result<String>) -> Result<()> {
         let Some((path, old)) = self.read(rel)? else {
             return Ok(());
         };
@@ -502,6 +697,13 @@ impl Wiring {
     }
 }
 
+/// The error for a `begin` marker without its `end`.
+fn unterminated(rel: &str, begin: &str, end: &str, line: usize) -> Error {
+    Error::bad_input(format!(
+        "`{rel}`: coord's block starts at line {line} (`{begin}`) but has no `{end}`; add the end line where coord's text stops, or delete the begin line, then run coord again (nothing was written)"
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -509,11 +711,19 @@ mod tests {
 
     #[test]
     fn blocks_are_appended_then_replaced_in_place() {
-        let once = with_block("# Title\r\nkeep me", "<b>", "<e>", "one");
+        let once = with_block("# Title\r\nkeep me", "<b>", "<e>", "one").unwrap();
         assert_eq!(once, "# Title\r\nkeep me\n\n<b>\none\n<e>\n");
-        let twice = with_block(&once, "<b>", "<e>", "two");
+        let twice = with_block(&once, "<b>", "<e>", "two").unwrap();
         assert_eq!(twice, "# Title\r\nkeep me\n\n<b>\ntwo\n<e>\n");
-        assert_eq!(with_block(&twice, "<b>", "<e>", "two"), twice);
+        assert_eq!(with_block(&twice, "<b>", "<e>", "two").unwrap(), twice);
+    }
+
+    #[test]
+    fn an_unterminated_block_is_reported_with_its_line() {
+        assert_eq!(find_block("a\n<b>\nmine\n", "<b>", "<e>"), Err(2));
+        assert_eq!(find_block("<b>\n<b>\nx\n<e>\n", "<b>", "<e>"), Err(1));
+        assert!(with_block("a\n<b>\nmine\n", "<b>", "<e>", "x").is_err());
+        assert_eq!(find_block("<b>\nx\n<e>\n", "<b>", "<e>"), Ok(Some((0, 9))));
     }
 
     proptest! {
@@ -521,13 +731,13 @@ mod tests {
         #[test]
         fn text_outside_the_block_is_kept(before in "(?s)[^<]{0,80}", after in "(?s)[^<]{0,80}", body in "[a-z \n]{0,40}") {
             let text = format!("{before}{BLOCK_BEGIN}\nold\n{BLOCK_END}{after}");
-            let new = with_block(&text, BLOCK_BEGIN, BLOCK_END, &body);
+            let new = with_block(&text, BLOCK_BEGIN, BLOCK_END, &body).unwrap();
             prop_assert!(new.starts_with(&before));
             prop_assert!(new.ends_with(&after));
-            prop_assert_eq!(with_block(&new, BLOCK_BEGIN, BLOCK_END, &body), new.clone());
-            let fresh = with_block(&before, BLOCK_BEGIN, BLOCK_END, &body);
+            prop_assert_eq!(with_block(&new, BLOCK_BEGIN, BLOCK_END, &body).unwrap(), new.clone());
+            let fresh = with_block(&before, BLOCK_BEGIN, BLOCK_END, &body).unwrap();
             prop_assert!(fresh.starts_with(&before));
-            prop_assert_eq!(with_block(&fresh, BLOCK_BEGIN, BLOCK_END, &body), fresh);
+            prop_assert_eq!(with_block(&fresh, BLOCK_BEGIN, BLOCK_END, &body).unwrap(), fresh);
         }
     }
 }

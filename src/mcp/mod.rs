@@ -26,6 +26,9 @@ pub const VERSIONS: &[&str] = &["2024-11-05", "2025-03-26", "2025-06-18", "2025-
 /// The stateless revision: no handshake, the version in every request's `_meta`.
 pub const STATELESS_VERSION: &str = "2026-07-28";
 
+/// The one revision that allows JSON-RPC batches.
+pub const BATCH_VERSION: &str = "2025-03-26";
+
 /// Where a stateless request carries its protocol version.
 pub const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 
@@ -104,8 +107,41 @@ impl<H: ToolHost> Server<H> {
         &mut self.host
     }
 
-    /// Handle one input line; the response to write, if any.
+    /// Handle one input line; the response to write, if any. Under protocol `2025-03-26`,
+    /// the one revision that allows JSON-RPC batches, a batch gets one array of responses
+    /// (none for a batch of notifications); elsewhere it is refused (-32600).
     pub fn handle_line(&mut self, line: &[u8]) -> Option<Value> {
+        if self.negotiated == Some(BATCH_VERSION)
+            && line.trim_ascii_start().starts_with(b"[")
+            && let Ok(Value::Array(items)) = serde_json::from_slice::<Value>(line)
+        {
+            if items.is_empty() {
+                return Some(jsonrpc::error(
+                    &Value::Null,
+                    jsonrpc::INVALID_REQUEST,
+                    "an empty batch: send at least one request",
+                    None,
+                ));
+            }
+            let answers: Vec<Value> = items
+                .iter()
+                .filter_map(|item| match item {
+                    // No batch inside a batch.
+                    Value::Array(_) => Some(jsonrpc::error(
+                        &Value::Null,
+                        jsonrpc::INVALID_REQUEST,
+                        "a batch inside a batch",
+                        None,
+                    )),
+                    item => self.handle_one(item.to_string().as_bytes()),
+                })
+                .collect();
+            return (!answers.is_empty()).then_some(Value::Array(answers));
+        }
+        self.handle_one(line)
+    }
+
+    fn handle_one(&mut self, line: &[u8]) -> Option<Value> {
         match jsonrpc::classify(line) {
             Incoming::Request(req) => Some(self.handle(req)),
             Incoming::Notification { .. } | Incoming::Ignored => None,
@@ -324,6 +360,49 @@ mod tests {
         );
         assert_eq!(r["error"]["code"], jsonrpc::UNSUPPORTED_PROTOCOL_VERSION);
         assert_eq!(r["error"]["data"]["requested"], "2030-01-01");
+    }
+
+    #[test]
+    fn batches_are_answered_under_the_revision_that_allows_them() {
+        let batch = json!([
+            {"jsonrpc":"2.0","id":1,"method":"ping"},
+            {"jsonrpc":"2.0","method":"notifications/initialized"},
+            {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"status"}},
+            {"jsonrpc":"2.0","id":3,"method":"nope"}
+        ]);
+        let mut s = server();
+        // Before a handshake, and under revisions without batches: refused.
+        assert_eq!(
+            ask(&mut s, batch.clone())["error"]["code"],
+            jsonrpc::INVALID_REQUEST
+        );
+        ask(
+            &mut s,
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26"}}),
+        );
+        let r = ask(&mut s, batch);
+        let r = r.as_array().unwrap_or_else(|| panic!("{r}"));
+        assert_eq!(r.len(), 3, "{r:?}");
+        assert_eq!(r[0]["id"], 1);
+        assert_eq!(r[1]["result"]["content"][0]["text"], "status");
+        assert_eq!(r[2]["error"]["code"], jsonrpc::METHOD_NOT_FOUND);
+        assert_eq!(
+            ask(&mut s, json!([]))["error"]["code"],
+            jsonrpc::INVALID_REQUEST
+        );
+        assert_eq!(
+            s.handle_line(br#"[{"jsonrpc":"2.0","method":"notifications/x"}]"#),
+            None
+        );
+        let mut s = server();
+        ask(
+            &mut s,
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}),
+        );
+        assert_eq!(
+            ask(&mut s, json!([{"jsonrpc":"2.0","id":1,"method":"ping"}]))["error"]["code"],
+            jsonrpc::INVALID_REQUEST
+        );
     }
 
     #[test]

@@ -68,7 +68,7 @@ impl ToolSpec {
     }
 }
 
-const FILES: &str = r#"{"type":"array","items":{"type":"string","minLength":1},"minItems":1,"description":"Paths relative to the workspace root (absolute paths inside it work too)"}"#;
+const FILES: &str = r#"{"type":["array","string"],"items":{"type":"string","minLength":1},"minItems":1,"minLength":1,"description":"Paths relative to the workspace root (absolute paths inside it work too); one path may be given as a string"}"#;
 const WAIT_S: &str = r#"{"type":["number","string"],"description":"How long to wait for a lock held by another agent: seconds (0 = fail at once, the default), or a duration like \"30s\", \"5m\", \"forever\""}"#;
 
 /// Every tool, in the order `tools/list` shows them.
@@ -381,7 +381,7 @@ impl<'a> Args<'a> {
     pub fn strings(&self, name: &str) -> Result<Option<Vec<String>>> {
         let items = match self.get(name) {
             None => return Ok(None),
-            Some(Value::String(s)) => return Ok(Some(vec![s.clone()])),
+            Some(Value::String(s)) if !s.is_empty() => return Ok(Some(vec![s.clone()])),
             Some(Value::Array(items)) => items,
             Some(v) => return Err(self.wrong(name, "an array of strings", v)),
         };
@@ -503,6 +503,11 @@ mod tests {
         let m = args(json!({"files": "a", "wait_s": 1.5, "ttl_s": "10m"}));
         let a = Args::new(lock, &m).unwrap();
         assert_eq!(a.strings("files").unwrap(), Some(vec!["a".to_string()]));
+        // The schema says so: a lone path is accepted as a string, an empty one is not.
+        let schema = lock.to_json()["inputSchema"]["properties"]["files"].clone();
+        assert_eq!(schema["type"], json!(["array", "string"]));
+        let m = args(json!({"files": ""}));
+        assert!(Args::new(lock, &m).unwrap().strings("files").is_err());
         assert_eq!(
             a.wait("wait_s", Wait::For(Duration::ZERO)).unwrap(),
             Wait::For(Duration::from_millis(1500))

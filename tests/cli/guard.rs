@@ -250,3 +250,80 @@ fn the_guard_is_silent_when_a_commit_goes_through() {
         .ok()
         .stdout_has("pre-commit already installed");
 }
+
+/// The hooks folder: every entry's name, bytes and mode (links as their target).
+fn hooks_state(dir: &Path) -> Vec<(String, Vec<u8>, u32)> {
+    use std::os::unix::fs::PermissionsExt;
+    let mut out: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .map(|e| {
+            let meta = std::fs::symlink_metadata(e.path()).unwrap();
+            let bytes = if meta.is_symlink() {
+                std::fs::read_link(e.path())
+                    .unwrap()
+                    .display()
+                    .to_string()
+                    .into_bytes()
+            } else {
+                std::fs::read(e.path()).unwrap()
+            };
+            (
+                e.file_name().to_string_lossy().into_owned(),
+                bytes,
+                meta.permissions().mode(),
+            )
+        })
+        .collect();
+    out.sort();
+    out
+}
+
+/// Issue 29: `coord guard uninstall` takes coord's hooks out and puts a hook it had chained
+/// back under its own name, byte for byte and with its mode; a hook that is not coord's is
+/// left alone; a second run changes nothing.
+#[test]
+fn uninstall_removes_coords_hooks_and_restores_the_chained_one() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = repo();
+    let hooks = env.path(".git/hooks");
+    std::fs::create_dir_all(&hooks).unwrap();
+    let mine = "#!/bin/sh\n# my own pre-commit\nexit 0\n";
+    std::fs::write(hooks.join("pre-commit"), mine).unwrap();
+    std::fs::set_permissions(
+        hooks.join("pre-commit"),
+        std::fs::Permissions::from_mode(0o750),
+    )
+    .unwrap();
+    let before = hooks_state(&hooks);
+
+    env.cmd().args(["guard", "install"]).ok();
+    assert!(env.path(".git/hooks/pre-commit.chained").exists());
+    assert_ne!(hooks_state(&hooks), before);
+    env.cmd()
+        .args(["guard", "uninstall"])
+        .ok()
+        .stdout_has("pre-commit removed; the earlier hook is back in its place")
+        .stdout_has("pre-push removed");
+    assert_eq!(hooks_state(&hooks), before);
+    // Commits still run the user's own hook, and nothing of coord's.
+    env.write("a.txt", "x\n");
+    git_ok(env.root(), &["commit", "-qam", "after uninstall"]);
+
+    env.cmd()
+        .args(["guard", "uninstall"])
+        .ok()
+        .stdout_has("pre-commit not coord's, left alone")
+        .stdout_has("pre-push not installed");
+    assert_eq!(hooks_state(&hooks), before);
+
+    // Where core.hooksPath points, too.
+    let env = repo();
+    git_ok(env.root(), &["config", "core.hooksPath", "githooks"]);
+    std::fs::create_dir_all(env.path("githooks")).unwrap();
+    std::fs::write(env.path("githooks/pre-push"), "#!/bin/sh\nexit 0\n").unwrap();
+    let before = hooks_state(&env.path("githooks"));
+    env.cmd().args(["guard", "install"]).ok();
+    env.cmd().args(["guard", "uninstall"]).ok();
+    assert_eq!(hooks_state(&env.path("githooks")), before);
+}

@@ -1181,3 +1181,28 @@ fn a_push_through_the_shell_tool_of_unpushed_commits_touching_a_held_file_is_den
         None
     );
 }
+
+/// Issue 26 item 17: an event whose `cwd` is not a folder is answered with a warning and
+/// allowed; no `.coord/` is made in the folder the hook process happens to run in.
+#[test]
+fn an_event_whose_cwd_is_gone_makes_no_workspace_where_the_hook_runs() {
+    let env = Env::new();
+    for cwd in ["/nonexistent/proj", "gone/below"] {
+        let payload = format!(
+            r#"{{"session_id":"5e55a0e1","cwd":"{cwd}","hook_event_name":"PreToolUse","tool_name":"Write","tool_input":{{"file_path":"/nonexistent/proj/a.txt","content":"x"}}}}"#
+        );
+        let out = env
+            .cmd()
+            .env_remove("COORD_DIR")
+            .args(["hook", "claude"])
+            .stdin(payload)
+            .ok();
+        assert!(
+            out.stderr.contains("warning:") && out.stderr.contains(cwd),
+            "{}",
+            out.stderr
+        );
+        assert!(out.stdout.trim().is_empty(), "allowed: {}", out.stdout);
+        assert!(!env.path(".coord").exists(), "{cwd}: no .coord/ here");
+    }
+}

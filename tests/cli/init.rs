@@ -659,3 +659,306 @@ fn a_rerun_widens_coords_own_matcher_to_the_shell_tool() {
         .stdout_has("Nothing to change");
     assert_eq!(env.snapshot(), before);
 }
+
+/// Each client's files as a user may have them before `coord init`: other hooks, other keys,
+/// comments, odd formatting, text without a final line break.
+fn plant_user_files(env: &Env) {
+    env.write(
+        ".claude/settings.json",
+        "{ \"zzz\": 1,\n\t\"hooks\": {\"Stop\": [ {\"hooks\": [{\"type\": \"command\", \"command\": \"./mine.sh\"}]} ],\n\"PreToolUse\": []},\n  \"aaa\": [1,2] }",
+    );
+    env.write(
+        ".mcp.json",
+        "{\"mcpServers\": {\"docs\": {\"command\": \"docs-mcp\"}}}\n\n",
+    );
+    env.write(
+        ".codex/hooks.json",
+        "{\n    \"hooks\": {\n        \"SessionStart\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"echo hi\"}]}]\n    }\n}\n",
+    );
+    env.write(
+        ".codex/config.toml",
+        "# mine\nmodel = \"gpt-5\"   # keep\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\n",
+    );
+    env.write(
+        ".gemini/settings.json",
+        "{\n  // my theme\n  \"theme\": \"Dracula\", /* inline */\n  \"hooks\": {\n    \"BeforeTool\": [\n      {\"matcher\": \"run_shell_command\", \"hooks\": [{\"type\": \"command\", \"command\": \"./guard.sh\"}]}\n    ]\n  }\n}\n",
+    );
+    env.write(
+        ".github/hooks/coord.json",
+        "{\"version\": 1, \"hooks\": {\"preToolUse\": [{\"type\": \"command\", \"bash\": \"./audit.sh\"}]}}",
+    );
+    env.write("AGENTS.md", "# Rules\r\n\r\nBe nice.");
+    env.write("CLAUDE.md", "claude rules\n\n");
+    env.write(".gitignore", "target/\n");
+}
+
+/// Issue 29: `coord init --remove` takes back exactly what init added. For each client, from
+/// a folder holding nothing, and from one holding the user's own hooks, keys and text: init
+/// then remove leaves every file byte for byte as before, and a file init created is gone.
+#[test]
+fn init_then_remove_leaves_every_file_byte_for_byte() {
+    for client in ["claude", "codex", "gemini", "copilot", "all"] {
+        for planted in [false, true] {
+            let env = Env::new();
+            if planted {
+                plant_user_files(&env);
+            }
+            let before = env.snapshot();
+            env.cmd().args(["init", "--client", client]).ok();
+            assert_ne!(env.snapshot(), before, "{client}: init wrote");
+            let wired = env.snapshot();
+            env.cmd()
+                .args(["init", "--remove", "--client", client, "--dry-run"])
+                .ok()
+                .stdout_has("Would ");
+            assert_eq!(env.snapshot(), wired, "{client}: a dry run writes nothing");
+            env.cmd()
+                .args(["init", "--remove", "--client", client])
+                .ok();
+            assert_eq!(env.snapshot(), before, "{client} (planted: {planted})");
+            for dir in [".claude", ".codex", ".gemini", ".github", ".coord"] {
+                assert_eq!(
+                    env.path(dir).exists(),
+                    planted && dir != ".coord",
+                    "{client} (planted: {planted}): {dir}"
+                );
+            }
+            env.cmd()
+                .args(["init", "--remove", "--client", client])
+                .ok()
+                .stdout_has("Nothing to remove");
+            assert_eq!(env.snapshot(), before);
+        }
+    }
+}
+
+/// Without init's record (files edited since, or wired elsewhere), coord's entries are cut
+/// out where they lie: the user's later edits, comments and layout stay; entries another
+/// wired client still uses (the shared `.mcp.json` server, the AGENTS.md block) stay too.
+#[test]
+fn remove_cuts_coords_entries_out_of_files_edited_since() {
+    let env = Env::new();
+    plant_user_files(&env);
+    env.cmd().args(["init"]).ok();
+    // The user edits after init: a new key in Gemini's settings, a line in AGENTS.md.
+    let gemini = env.read(".gemini/settings.json").replace(
+        "// my theme",
+        "// my theme\n  \"later\": true, // added later",
+    );
+    env.write(".gemini/settings.json", &gemini);
+    let agents = format!("{}More rules.\n", env.read("AGENTS.md"));
+    env.write("AGENTS.md", &agents);
+
+    env.cmd()
+        .args(["init", "--remove", "--client", "gemini,claude"])
+        .ok()
+        .stdout_has("Still wired: codex, copilot");
+    let g = env.read(".gemini/settings.json");
+    assert_eq!(
+        g,
+        "{\n  // my theme\n  \"later\": true, // added later\n  \"theme\": \"Dracula\", /* inline */\n  \"hooks\": {\n    \"BeforeTool\": [\n      {\"matcher\": \"run_shell_command\", \"hooks\": [{\"type\": \"command\", \"command\": \"./guard.sh\"}]}\n    ]\n  }\n}\n"
+    );
+    assert!(!env.exists("GEMINI.md"));
+    // Copilot still reads coord's server from .mcp.json; AGENTS.md keeps its block.
+    let mcp = read_json(&env, ".mcp.json");
+    assert_eq!(mcp["mcpServers"]["coord"]["command"], "coord");
+    assert!(env.read("AGENTS.md").contains("<!-- coord:begin -->"));
+    assert!(!env.read("CLAUDE.md").contains("coord"));
+    assert!(!env.read(".claude/settings.json").contains("coord"));
+
+    env.cmd().args(["init", "--remove"]).ok();
+    assert_eq!(
+        env.read("AGENTS.md"),
+        "# Rules\r\n\r\nBe nice.\n\nMore rules.\n"
+    );
+    assert_eq!(
+        env.read(".mcp.json"),
+        "{\"mcpServers\": {\"docs\": {\"command\": \"docs-mcp\"}}}\n\n"
+    );
+    assert!(!env.exists(".coord"));
+    let all = env.snapshot();
+    for (file, bytes) in &all {
+        let text = String::from_utf8_lossy(bytes);
+        assert!(
+            !text.contains("coord hook") && !text.contains("coord:begin"),
+            "{file}: {text}"
+        );
+    }
+}
+
+/// `.coord/` holding the workspace's state (messages, history) is kept by `--remove`.
+#[test]
+fn remove_keeps_a_coord_folder_that_holds_state() {
+    let env = Env::new();
+    env.cmd().args(["init", "--client", "claude"]).ok();
+    env.agent("alice").args(["msg", "send", "bob", "hi"]).ok();
+    env.cmd()
+        .args(["init", "--remove"])
+        .ok()
+        .stdout_has("Kept .coord/");
+    assert!(env.path(".coord").is_dir());
+    assert!(!env.exists(".claude/settings.json"));
+}
+
+/// Issue 26 item 10: an instructions block without its end marker is reported (exit 2,
+/// nothing written), never closed by a guess that would swallow the user's text after it.
+#[test]
+fn an_unterminated_coord_block_is_reported_and_nothing_written() {
+    let env = Env::new();
+    env.write(
+        "AGENTS.md",
+        "# Rules\n\n<!-- coord:begin -->\nold coord text\n\nMy own rules after it.\n",
+    );
+    let before = env.snapshot();
+    let out = env.cmd().arg("init").code(2);
+    assert!(
+        out.stderr.contains("AGENTS.md")
+            && out.stderr.contains("line 3")
+            && out.stderr.contains("<!-- coord:end -->"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.snapshot(), before);
+    assert!(!env.path(".coord").exists());
+    env.cmd().args(["init", "--remove"]).code(2);
+    assert_eq!(env.snapshot(), before);
+}
+
+/// Every path under the root, without reading any file (a FIFO would block).
+fn names(env: &Env) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![env.root().to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            }
+            out.push(e.path().display().to_string());
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Issue 26 item 15: a FIFO where a settings file belongs does not hang init: exit 2,
+/// nothing written.
+#[test]
+fn a_fifo_settings_file_is_refused_without_hanging() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.path(".claude")).unwrap();
+    let fifo = env.path(".claude/settings.json");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: mkfifo is not available");
+        return;
+    }
+    let before = names(&env);
+    let mut child = env
+        .cmd()
+        .arg("init")
+        .command()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut waited = 0;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        waited += 1;
+        if waited > 600 {
+            let _ = child.kill();
+            // Unblock and reap it, then fail.
+            let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
+            let _ = child.wait();
+            panic!("init hangs on a FIFO");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("settings.json"));
+    assert_eq!(names(&env), before);
+}
+
+/// Issue 26 item 16: `-C outer/proj init` inside a workspace `outer/` makes `proj/` a
+/// workspace of its own and wires it, never `outer/`.
+#[test]
+fn init_with_dir_inside_another_workspace_wires_that_dir() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.path(".coord")).unwrap();
+    std::fs::create_dir_all(env.path("proj")).unwrap();
+    env.cmd()
+        .args(["-C", "proj", "init", "--client", "claude"])
+        .ok();
+    assert!(env.path("proj/.coord").is_dir());
+    assert!(env.exists("proj/.claude/settings.json"));
+    assert!(!env.exists(".claude/settings.json") && !env.exists("AGENTS.md"));
+    env.cmd().args(["-C", "proj", "init", "--remove"]).ok();
+    assert!(!env.exists("proj/.claude") && !env.exists("proj/.coord"));
+}
+
+/// Issue 26 item 17: a settings file that is a symlink out of the workspace is skipped, and
+/// init says so rather than "Wired for claude".
+#[test]
+fn a_skipped_settings_link_is_reported_and_its_client_not_called_wired() {
+    let env = Env::new();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("settings.json"), "{}").unwrap();
+    std::fs::create_dir_all(env.path(".claude")).unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("settings.json"),
+        env.path(".claude/settings.json"),
+    )
+    .unwrap();
+    let out = env.cmd().args(["init", "--client", "claude,codex"]).ok();
+    out.stdout_lacks("claude,").stdout_has("Wired for codex.");
+    assert!(
+        out.stderr
+            .contains("warning: skipped `.claude/settings.json`")
+            && out.stderr.contains("claude is not wired"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("settings.json")).unwrap(),
+        "{}"
+    );
+    let out = env.cmd().args(["init", "--client", "claude"]).ok();
+    out.stdout_lacks("Wired for");
+}
+
+/// Issue 26 item 17: a user's own entry that already runs coord's hook (by a path, with
+/// options) gets no second `coord hook` entry beside it; the other events are wired.
+#[test]
+fn a_users_own_coord_hook_entry_gets_no_second_one() {
+    let env = Env::new();
+    env.write(
+        ".claude/settings.json",
+        r#"{"hooks": {"PreToolUse": [{"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "/usr/local/bin/coord -q hook claude --wait 5s"}]}]}}"#,
+    );
+    env.write(
+        ".github/hooks/coord.json",
+        r#"{"version": 1, "hooks": {"preToolUse": [{"type": "command", "bash": "COORD_AGENT=me \"$HOME/bin/coord\" hook copilot --event preToolUse"}]}}"#,
+    );
+    env.cmd().args(["init", "--client", "claude,copilot"]).ok();
+    let claude = read_json(&env, ".claude/settings.json");
+    assert_eq!(
+        commands(&claude, "PreToolUse"),
+        ["/usr/local/bin/coord -q hook claude --wait 5s"]
+    );
+    assert_eq!(claude["hooks"]["PreToolUse"][0]["matcher"], "Edit|Write");
+    assert_eq!(commands(&claude, "Stop"), ["coord hook claude"]);
+    let copilot = read_json(&env, ".github/hooks/coord.json");
+    assert_eq!(copilot["hooks"]["preToolUse"].as_array().unwrap().len(), 1);
+    assert_eq!(copilot["hooks"]["sessionEnd"].as_array().unwrap().len(), 1);
+    // And `--remove` leaves the user's own entries where they are.
+    env.cmd().args(["init", "--remove"]).ok();
+    let claude = read_json(&env, ".claude/settings.json");
+    assert_eq!(
+        commands(&claude, "PreToolUse"),
+        ["/usr/local/bin/coord -q hook claude --wait 5s"]
+    );
+    assert!(claude["hooks"].get("Stop").is_none());
+}

@@ -1,0 +1,87 @@
+//! What `coord init` wrote, kept in `.coord/init.json` so that `coord init --remove` can put a
+//! file it did not change since back byte for byte: each file's content before the first init
+//! that changed it and after the last, the folders init created, and whether it made `.coord/`.
+
+use std::collections::BTreeMap;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::fsutil;
+use crate::layout;
+
+/// The record (an unreadable one reads as empty: removal then works from the files alone).
+#[derive(Debug, Default, Serialize, Deserialize)]
+pub(super) struct Record {
+    /// `coord init` created `.coord/`.
+    #[serde(default)]
+    pub state_dir: bool,
+    /// Folders `coord init` created, relative to the root, parents first.
+    #[serde(default)]
+    pub dirs: Vec<String>,
+    /// Per file (relative to the root): its content before and after.
+    #[serde(default)]
+    pub files: BTreeMap<String, Entry>,
+}
+
+/// One file's content before coord wrote it (`None`: it did not exist) and after.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(super) struct Entry {
+    pub before: Option<String>,
+    pub after: String,
+}
+
+impl Record {
+    pub fn load(root: &Path) -> Record {
+        fsutil::read_capped(&layout::init_record(root), 64 * 1024 * 1024)
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
+    }
+
+    /// Note the folders from `dir` up to the root that do not exist yet.
+    pub fn note_dirs(&mut self, root: &Path, dir: &Path) {
+        let mut missing: Vec<String> = dir
+            .ancestors()
+            .take_while(|d| *d != root && d.starts_with(root))
+            .filter(|d| std::fs::symlink_metadata(d).is_err())
+            .filter_map(|d| d.strip_prefix(root).ok())
+            .map(|d| d.to_string_lossy().into_owned())
+            .collect();
+        missing.reverse();
+        for d in missing {
+            if !self.dirs.contains(&d) {
+                self.dirs.push(d);
+            }
+        }
+    }
+
+    /// Note that `file` was written with `after`, having held `before`. A file coord already
+    /// wrote and nobody changed since keeps its first `before`.
+    pub fn note_write(&mut self, file: &str, before: Option<Vec<u8>>, after: &[u8]) {
+        let (Ok(after), before) = (String::from_utf8(after.to_vec()), before) else {
+            self.files.remove(file);
+            return;
+        };
+        let before = match (self.files.get(file), before) {
+            (Some(e), Some(b)) if e.after.as_bytes() == b.as_slice() => e.before.clone(),
+            (_, None) => None,
+            (_, Some(b)) => match String::from_utf8(b) {
+                Ok(b) => Some(b),
+                Err(_) => {
+                    self.files.remove(file);
+                    return;
+                }
+            },
+        };
+        self.files.insert(file.to_string(), Entry { before, after });
+    }
+
+    /// Write the record (`.coord/` exists by then).
+    pub fn save(&self, root: &Path) -> Result<()> {
+        let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
+        text.push('\n');
+        fsutil::replace_durable(&layout::init_record(root), text.as_bytes())
+    }
+}

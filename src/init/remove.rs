@@ -1,0 +1,538 @@
+//! `coord init --remove`: take back exactly what `coord init` added — coord's hook entries, its
+//! MCP server, its instructions and `.gitignore` blocks, and a file or folder init created that
+//! holds nothing else now — keeping everything else as it is.
+//!
+//! A file nobody changed since init wrote it is put back byte for byte from the record init
+//! kept (`.coord/init.json`). Otherwise coord's entries are cut out of the file where they lie
+//! (JSON and JSON with comments through their syntax tree, TOML through `toml_edit`, text
+//! around the block's markers), so everything else keeps its bytes. Which files a client uses
+//! comes from the client's own wiring, run on an empty folder: a new client needs nothing here.
+
+use std::fs;
+use std::path::PathBuf;
+
+use jsonc_parser::ParseOptions;
+use jsonc_parser::cst::CstRootNode;
+use serde::Serialize;
+use serde_json::Value;
+
+use super::record::Record;
+use super::{FileKind, Wiring, find_block, read_regular, unterminated, wire_texts};
+use crate::error::{Error, Result};
+use crate::fsutil;
+use crate::hook::Client;
+use crate::layout;
+use crate::workspace::Workspace;
+
+/// One file `init --remove` changes.
+#[derive(Debug, Clone, Serialize)]
+pub struct Undo {
+    /// The file, relative to the root.
+    pub file: String,
+    /// `restore` (back to its bytes before init), `update` (coord's entries cut out) or
+    /// `delete` (init created it, or nothing else is left in it).
+    pub action: &'static str,
+    #[serde(skip)]
+    content: Option<Vec<u8>>,
+    #[serde(skip)]
+    path: PathBuf,
+}
+
+/// What `init --remove` would do (or did).
+#[derive(Debug, Clone, Serialize)]
+pub struct Removal {
+    /// The workspace root.
+    pub root: String,
+    /// The clients unwired.
+    pub clients: Vec<&'static str>,
+    /// The clients still wired afterwards (their shared entries stay).
+    pub remaining: Vec<&'static str>,
+    /// Files changed or deleted, in order.
+    pub changes: Vec<Undo>,
+    /// Whether `.coord/` is removed (init made it and nothing else is in it).
+    pub remove_state_dir: bool,
+    /// Whether `.coord/` is kept though init made it: it holds the workspace's state.
+    pub state_dir_kept: bool,
+    #[serde(skip)]
+    record: Option<RecordUpdate>,
+}
+
+#[derive(Debug, Clone)]
+struct RecordUpdate {
+    drop_all: bool,
+    files: Vec<String>,
+    dirs: Vec<String>,
+    state_dir: bool,
+}
+
+/// The files `clients` wire, with their kind, as (file relative to the root, kind).
+fn files_of(ws: &Workspace, clients: &[Client]) -> Result<Vec<(String, FileKind)>> {
+    let mut w = Wiring::new(ws.root(), true);
+    for &c in clients {
+        c.adapter().wire(&mut w)?;
+    }
+    wire_texts(&mut w, clients)?;
+    Ok(w.changes.into_iter().map(|c| (c.file, c.kind)).collect())
+}
+
+/// Compute what `init --remove` takes back for `clients`; nothing is written.
+///
+/// # Errors
+///
+/// [`Error::BadInput`] naming a file that cannot be parsed, or an instructions block without
+/// its end marker; [`Error::Io`] when a file cannot be read.
+pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
+    let root = ws.root();
+    let record = Record::load(root);
+    let remaining: Vec<Client> = Client::ALL
+        .iter()
+        .copied()
+        .filter(|c| !clients.contains(c) && c.adapter().wired(root))
+        .collect();
+    let names: Vec<&'static str> = clients.iter().map(|c| c.as_str()).collect();
+    let resolver = Wiring::new(root, false);
+    // Files a remaining client uses too: its shared entries (the MCP server, the blocks) stay.
+    let kept: Vec<PathBuf> = if remaining.is_empty() {
+        Vec::new()
+    } else {
+        files_of(ws, &remaining)?
+    }
+    .into_iter()
+    .filter_map(|(f, _)| resolver.resolve(&f).ok())
+    .collect();
+    let mut changes: Vec<Undo> = Vec::new();
+    for (rel, kind) in files_of(ws, clients)? {
+        let Ok(path) = resolver.resolve(&rel) else {
+            continue;
+        };
+        if changes.iter().any(|u| u.path == path) {
+            continue;
+        }
+        let Some(bytes) = read_regular(&path)? else {
+            continue;
+        };
+        let file = path
+            .strip_prefix(root)
+            .map(|p| p.to_string_lossy().into_owned())
+            .unwrap_or(rel.clone());
+        let text = String::from_utf8(bytes.clone()).map_err(|_| {
+            Error::bad_input(format!("`{file}` is not UTF-8 text (nothing was written)"))
+        })?;
+        let shared = kept.contains(&path);
+        let stripped = match kind {
+            FileKind::Text { .. } if shared => continue,
+            FileKind::Text { begin, end } => {
+                strip_block(&text, begin, end).map_err(|l| unterminated(&file, begin, end, l))?
+            }
+            FileKind::Json { .. } => strip_json(&text, &names, !shared).map_err(|why| {
+                Error::bad_input(format!(
+                    "`{file}` is not valid JSON ({why}); fix or move it, then run `coord init --remove` again (nothing was written)"
+                ))
+            })?,
+            // A file coord generated whole (a client's plugin) goes whole, if it is still coord's.
+            FileKind::Generated { marker } if text.contains(marker) => None,
+            FileKind::Generated { .. } => continue,
+            FileKind::Toml => strip_toml(&text, !shared).map_err(|why| {
+                Error::bad_input(format!(
+                    "`{file}` is not valid TOML ({why}); fix or move it, then run `coord init --remove` again (nothing was written)"
+                ))
+            })?,
+        };
+        if stripped.as_deref() == Some(text.as_str()) {
+            continue;
+        }
+        // Unchanged since init wrote it, and nothing of the user's lost: its bytes from before.
+        let (action, content) = match record.files.get(&file) {
+            Some(e)
+                if e.after == text
+                    && equivalent(kind, stripped.as_deref(), e.before.as_deref()) =>
+            {
+                match &e.before {
+                    Some(b) => ("restore", Some(b.clone().into_bytes())),
+                    None => ("delete", None),
+                }
+            }
+            _ => match stripped {
+                Some(s) => ("update", Some(s.into_bytes())),
+                None => ("delete", None),
+            },
+        };
+        changes.push(Undo {
+            file,
+            action,
+            content,
+            path,
+        });
+    }
+    let all_gone = remaining.is_empty();
+    let state = layout::state_dir(root);
+    let state_dir_only_record = all_gone
+        && record.state_dir
+        && fs::read_dir(&state).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .all(|e| e.path() == layout::init_record(root))
+        });
+    Ok(Removal {
+        root: root.display().to_string(),
+        clients: names,
+        remaining: remaining.iter().map(|c| c.as_str()).collect(),
+        remove_state_dir: state_dir_only_record,
+        state_dir_kept: all_gone && record.state_dir && !state_dir_only_record,
+        record: Some(RecordUpdate {
+            drop_all: all_gone,
+            files: changes.iter().map(|u| u.file.clone()).collect(),
+            dirs: record.dirs.clone(),
+            state_dir: record.state_dir,
+        }),
+        changes,
+    })
+}
+
+/// Write what [`plan_removal`] computed, then remove the folders init created that are empty
+/// now, and update (or drop) the record.
+///
+/// # Errors
+///
+/// [`Error::Io`] naming the file that could not be written or removed.
+pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
+    let root = ws.root();
+    for u in &removal.changes {
+        match &u.content {
+            Some(bytes) => fsutil::replace_durable(&u.path, bytes)?,
+            None => {
+                fsutil::remove(&u.path)?;
+            }
+        }
+    }
+    let Some(up) = &removal.record else {
+        return Ok(());
+    };
+    // Folders init created, deepest first, and those that held a deleted file: when empty.
+    let mut dirs: Vec<PathBuf> = up.dirs.iter().map(|d| root.join(d)).collect();
+    for u in removal.changes.iter().filter(|u| u.content.is_none()) {
+        dirs.extend(
+            u.path
+                .ancestors()
+                .skip(1)
+                .take_while(|d| *d != root && d.starts_with(root))
+                .map(|d| d.to_path_buf()),
+        );
+    }
+    dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
+    dirs.dedup();
+    for d in &dirs {
+        fsutil::raw::remove_empty_dir(d);
+    }
+    if up.drop_all {
+        fsutil::remove(&layout::init_record(root))?;
+        if removal.remove_state_dir {
+            fsutil::raw::remove_empty_dir(&layout::state_dir(root));
+        }
+    } else {
+        let mut record = Record::load(root);
+        for f in &up.files {
+            record.files.remove(f);
+        }
+        record.dirs.retain(|d| root.join(d).is_dir());
+        let _ = up.state_dir;
+        if layout::state_dir(root).is_dir() {
+            record.save(root)?;
+        }
+    }
+    Ok(())
+}
+
+/// Whether the file cut down to `stripped` says what `before` said (`None`: no file).
+fn equivalent(kind: FileKind, stripped: Option<&str>, before: Option<&str>) -> bool {
+    match (stripped, before) {
+        (None, None) => true,
+        _ => match kind {
+            FileKind::Text { .. } => {
+                stripped.unwrap_or_default().trim_end() == before.unwrap_or_default().trim_end()
+            }
+            FileKind::Json { .. } => {
+                json_value(stripped).map(pruned) == json_value(before).map(pruned)
+            }
+            FileKind::Toml => toml_value(stripped).map(pruned) == toml_value(before).map(pruned),
+            FileKind::Generated { .. } => stripped == before,
+        },
+    }
+}
+
+/// `value` without empty arrays and objects (at any depth): an event list the user kept
+/// empty, which the cut-down file no longer has, says nothing either.
+fn pruned(value: Value) -> Value {
+    let empty = |v: &Value| {
+        v.as_array().is_some_and(Vec::is_empty) || v.as_object().is_some_and(|o| o.is_empty())
+    };
+    match value {
+        Value::Object(o) => Value::Object(
+            o.into_iter()
+                .map(|(k, v)| (k, pruned(v)))
+                .filter(|(_, v)| !empty(v))
+                .collect(),
+        ),
+        Value::Array(a) => Value::Array(a.into_iter().map(pruned).collect()),
+        v => v,
+    }
+}
+
+fn options() -> ParseOptions {
+    ParseOptions {
+        allow_comments: true,
+        ..Default::default()
+    }
+}
+
+fn json_value(text: Option<&str>) -> Option<Value> {
+    match text {
+        None => Some(Value::Object(Default::default())),
+        Some(t) if t.trim().is_empty() => Some(Value::Object(Default::default())),
+        Some(t) => CstRootNode::parse(t, &options()).ok()?.to_serde_value(),
+    }
+}
+
+fn toml_value(text: Option<&str>) -> Option<Value> {
+    let doc: toml_edit::DocumentMut = text.unwrap_or_default().parse().ok()?;
+    Some(item_value(doc.as_item()))
+}
+
+/// A TOML item as JSON, to compare two documents by what they say.
+fn item_value(item: &toml_edit::Item) -> Value {
+    use toml_edit::Item;
+    match item {
+        Item::None => Value::Null,
+        Item::Value(v) => toml_plain(v),
+        Item::Table(t) => Value::Object(
+            t.iter()
+                .map(|(k, v)| (k.to_string(), item_value(v)))
+                .collect(),
+        ),
+        Item::ArrayOfTables(a) => Value::Array(
+            a.iter()
+                .map(|t| item_value(&Item::Table(t.clone())))
+                .collect(),
+        ),
+    }
+}
+
+fn toml_plain(v: &toml_edit::Value) -> Value {
+    use toml_edit::Value as T;
+    match v {
+        T::String(s) => Value::String(s.value().clone()),
+        T::Integer(i) => Value::from(*i.value()),
+        T::Float(f) => Value::from(*f.value()),
+        T::Boolean(b) => Value::Bool(*b.value()),
+        T::Datetime(d) => Value::String(d.value().to_string()),
+        T::Array(a) => Value::Array(a.iter().map(toml_plain).collect()),
+        T::InlineTable(t) => Value::Object(
+            t.iter()
+                .map(|(k, v)| (k.to_string(), toml_plain(v)))
+                .collect(),
+        ),
+    }
+}
+
+/// `text` without coord's block (and the line break after it; the blank line init put before
+/// a block it appended at the end); `None` when nothing but blank space is left.
+///
+/// # Errors
+///
+/// The line of a begin marker without its end.
+fn strip_block(text: &str, begin: &str, end: &str) -> std::result::Result<Option<String>, usize> {
+    let Some((start, mut stop)) = find_block(text, begin, end)? else {
+        return Ok(Some(text.to_string()));
+    };
+    if text[stop..].starts_with("\r\n") {
+        stop += 2;
+    } else if text[stop..].starts_with('\n') {
+        stop += 1;
+    }
+    let mut head = &text[..start];
+    if stop == text.len() && head.ends_with("\n\n") {
+        head = &head[..head.len() - 1];
+    }
+    let out = format!("{head}{}", &text[stop..]);
+    Ok((!out.trim().is_empty()).then_some(out))
+}
+
+/// Whether a hook entry (its own `command` or `bash`) is the one `coord init` writes for one
+/// of `clients`.
+fn inits_hook(hook: &Value, clients: &[&str]) -> bool {
+    ["command", "bash"].iter().any(|k| {
+        hook.get(*k).and_then(Value::as_str).is_some_and(|c| {
+            clients.iter().any(|client| {
+                let cmd = super::command(client, None);
+                c.trim() == cmd || c.trim().starts_with(&format!("{cmd} "))
+            })
+        })
+    })
+}
+
+/// JSON (with comments) without the hook entries `coord init` wrote for `clients` and, with
+/// `mcp`, without its `coord` MCP server; containers emptied by that go too. `None` when
+/// nothing else is left.
+fn strip_json(
+    text: &str,
+    clients: &[&str],
+    mcp: bool,
+) -> std::result::Result<Option<String>, String> {
+    if text.trim().is_empty() {
+        return Ok(None);
+    }
+    let root = CstRootNode::parse(text, &options()).map_err(|e| e.to_string())?;
+    let Some(obj) = root.object_value() else {
+        return Err("the top level is not an object".into());
+    };
+    let mut cut = false;
+    if let Some(hooks) = obj.object_value("hooks") {
+        let mut emptied = false;
+        for prop in hooks.properties() {
+            let Some(groups) = prop.array_value() else {
+                continue;
+            };
+            let mut removed = false;
+            for group in groups.elements() {
+                let value = group.to_serde_value().unwrap_or(Value::Null);
+                if inits_hook(&value, clients) {
+                    group.remove();
+                    removed = true;
+                    continue;
+                }
+                let inner = group.as_object().and_then(|o| o.array_value("hooks"));
+                if let Some(inner) = inner {
+                    let all = inner.elements();
+                    let ours: Vec<_> = all
+                        .iter()
+                        .filter(|h| inits_hook(&h.to_serde_value().unwrap_or(Value::Null), clients))
+                        .cloned()
+                        .collect();
+                    if !ours.is_empty() && ours.len() == all.len() {
+                        group.remove();
+                        removed = true;
+                    } else if !ours.is_empty() {
+                        for h in ours {
+                            h.remove();
+                        }
+                        removed = true;
+                    }
+                }
+            }
+            if removed {
+                cut = true;
+                if groups.elements().is_empty() {
+                    prop.remove();
+                    emptied = true;
+                }
+            }
+        }
+        if emptied
+            && hooks.properties().is_empty()
+            && let Some(p) = obj.get("hooks")
+        {
+            p.remove();
+        }
+    }
+    // The server lists: `mcpServers` (most clients; `command` is coord) and OpenCode's `mcp`
+    // (`command` is `["coord", "mcp"]`).
+    for key in ["mcpServers", "mcp"] {
+        let Some(servers) = obj.object_value(key).filter(|_| mcp) else {
+            continue;
+        };
+        let ours = servers.get("coord").is_some_and(|p| {
+            p.value()
+                .and_then(|v| v.to_serde_value())
+                .is_some_and(|v| v["command"] == super::COORD || v["command"][0] == super::COORD)
+        });
+        if ours {
+            if let Some(p) = servers.get("coord") {
+                p.remove();
+            }
+            cut = true;
+            if servers.properties().is_empty()
+                && let Some(p) = obj.get(key)
+            {
+                p.remove();
+            }
+        }
+    }
+    if !cut {
+        return Ok(Some(text.to_string()));
+    }
+    // Nothing but scaffolding left (Copilot's `version`): nothing of anyone's.
+    let left = obj.properties();
+    if left
+        .iter()
+        .all(|p| p.name().and_then(|n| n.decoded_value().ok()).as_deref() == Some("version"))
+    {
+        return Ok(None);
+    }
+    Ok(Some(root.to_string()))
+}
+
+/// TOML without coord's `[mcp_servers.coord]` (with `mcp`); `None` when nothing is left.
+fn strip_toml(text: &str, mcp: bool) -> std::result::Result<Option<String>, String> {
+    let mut doc: toml_edit::DocumentMut = text
+        .parse()
+        .map_err(|e: toml_edit::TomlError| e.to_string())?;
+    if !mcp {
+        return Ok(Some(text.to_string()));
+    }
+    let mut cut = false;
+    if let Some(servers) = doc
+        .get_mut("mcp_servers")
+        .and_then(|i| i.as_table_like_mut())
+    {
+        let ours = servers
+            .get("coord")
+            .and_then(|c| c.as_table_like())
+            .and_then(|c| c.get("command"))
+            .and_then(|c| c.as_str())
+            == Some(super::COORD);
+        if ours {
+            servers.remove("coord");
+            cut = true;
+            if servers.is_empty() {
+                doc.remove("mcp_servers");
+            }
+        }
+    }
+    if !cut {
+        return Ok(Some(text.to_string()));
+    }
+    let out = doc.to_string();
+    Ok((!out.trim().is_empty()).then_some(out))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_block_appended_at_the_end_is_cut_with_its_blank_line() {
+        let b = |t: &str| strip_block(t, "<b>", "<e>");
+        assert_eq!(b("mine\n\n<b>\nx\n<e>\n"), Ok(Some("mine\n".into())));
+        assert_eq!(b("<b>\nx\n<e>\n"), Ok(None));
+        assert_eq!(b("a\n<b>\nx\n<e>\nafter\n"), Ok(Some("a\nafter\n".into())));
+        assert_eq!(b("a\n<b>\nx\n"), Err(2));
+    }
+
+    #[test]
+    fn only_inits_entries_are_cut_from_json() {
+        let text = "{\n  // mine\n  \"hooks\": {\n    \"Stop\": [\n      {\"hooks\": [{\"type\": \"command\", \"command\": \"./mine.sh\"}]},\n      {\"hooks\": [{\"type\": \"command\", \"command\": \"coord hook claude\"}]}\n    ]\n  },\n  \"mcpServers\": {\"coord\": {\"command\": \"coord\", \"args\": [\"mcp\"]}}\n}\n";
+        let out = strip_json(text, &["claude"], true).unwrap().unwrap();
+        assert!(
+            out.contains("// mine") && out.contains("./mine.sh"),
+            "{out}"
+        );
+        assert!(
+            !out.contains("coord hook") && !out.contains("mcpServers"),
+            "{out}"
+        );
+        assert_eq!(
+            strip_json(text, &["codex"], false).unwrap().as_deref(),
+            Some(text)
+        );
+    }
+}
