@@ -146,18 +146,21 @@ pub(crate) fn fit_file_mode(file: &File, dir: &Path) {
 
 /// [`fit_file_mode`] for the folder `dir`, just created (never through a symlink).
 pub(crate) fn fit_dir_mode(dir: &Path) {
+    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let bits = shared_bits(parent_of(dir), true);
     if bits == 0 {
         return;
     }
     let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC;
+    // Through std's `File` on the folder's descriptor: its mode is a `u32` on every Unix
+    // (`st_mode` is 16 bits wide on macOS).
     if let Ok(fd) = rustix::fs::open(dir, flags, rustix::fs::Mode::empty())
-        && let Ok(st) = rustix::fs::fstat(&fd)
-        && st.st_mode & bits != bits
-        && st.st_uid == rustix::process::geteuid().as_raw()
+        && let folder = fs::File::from(fd)
+        && let Ok(m) = folder.metadata()
+        && m.mode() & bits != bits
+        && m.uid() == rustix::process::geteuid().as_raw()
     {
-        let mode = rustix::fs::Mode::from_raw_mode((st.st_mode & 0o7777) | bits);
-        let _ = rustix::fs::fchmod(&fd, mode);
+        let _ = folder.set_permissions(fs::Permissions::from_mode((m.mode() & 0o7777) | bits));
     }
 }
 
