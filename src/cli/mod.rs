@@ -263,6 +263,12 @@ impl Ctx {
 
 /// Run the command line and return the process exit code.
 pub fn run() -> ExitCode {
+    if std::env::args_os().nth(1).as_deref()
+        == Some(std::ffi::OsStr::new(coord::fsutil::FINISH_APPEND_ARG))
+    {
+        return ExitCode::Passthrough(coord::fsutil::finish_append());
+    }
+    coord::fsutil::finish_appends();
     let (cli, dir_given, agent_flag) = match parse_args() {
         Ok(parsed) => parsed,
         Err(e) => {

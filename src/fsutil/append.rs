@@ -1,8 +1,11 @@
 //! Appends: one `write(2)` of a whole line, under the file's kernel lock.
 
 use std::fs::{self, File};
-use std::io::Write;
+use std::io::{self, Read, Write};
+use std::os::fd::AsFd;
 use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::{Access, open_nofollow, open_regular_nofollow, parent_of, sync_dir};
 use crate::error::{IoResultExt, Result};
@@ -18,9 +21,9 @@ use crate::error::{IoResultExt, Result};
 ///
 /// [`Error::Io`](crate::Error::Io) naming the path (also for a short write).
 pub fn append_durable(path: &Path, bytes: &[u8]) -> Result<()> {
-    let (mut file, meta) = open_nofollow(path, Access::Append).at("append to", path)?;
+    let (file, meta) = open_nofollow(path, Access::Append).at("append to", path)?;
     let len = meta.len();
-    if let Err(e) = file.write_all(bytes) {
+    if let Err(e) = write_whole(&file, bytes, len) {
         // Whole or absent: a failed append (a full disk) is cut back to the previous length.
         let _ = file.set_len(len);
         return Err(e).at("append to", path);
@@ -117,7 +120,7 @@ fn append_inner(path: &Path, line: &[u8], count: bool) -> Result<(File, bool, us
     if buf.last() != Some(&b'\n') {
         buf.push(b'\n');
     }
-    if let Err(e) = (&file).write_all(&buf) {
+    if let Err(e) = write_whole(&file, &buf, len) {
         // Whole or absent: a failed append (a full disk) is cut back to the previous length,
         // so no torn line stays behind.
         let _ = file.set_len(len);
@@ -171,6 +174,8 @@ pub fn append_line_rotating(
         if buf.last() != Some(&b'\n') {
             buf.push(b'\n');
         }
+        // A plain write: this log's readers skip a line a kill tore, and it is written on every
+        // transition, so it does not pay for a finisher.
         if let Err(e) = (&file).write_all(&buf) {
             let _ = file.set_len(len);
             return Err(e).at("append to", path);
@@ -181,4 +186,109 @@ pub fn append_line_rotating(
         return Ok(());
     }
     Err(std::io::Error::other("the log kept being rotated away")).at("append to", path)
+}
+
+/// The size of the chunks the kernel copies a write into the page cache by. Linux checks for a
+/// fatal signal (SIGKILL) before each chunk but never inside one, so a write that fits within
+/// one chunk of the file lands whole or not at all, while a longer one can be cut short at a
+/// chunk boundary when its process is killed.
+const CHUNK: u64 = 4096;
+
+/// Whether appends that span chunks are finished by a helper process ([`finish_appends`]).
+static FINISHER: AtomicBool = AtomicBool::new(false);
+
+/// The argument that makes the coord binary run [`finish_append`] instead of a command.
+pub const FINISH_APPEND_ARG: &str = "__finish-append";
+
+/// Have appends that span more than one page-cache chunk written by a short-lived child of the
+/// running executable (started as `<exe> __finish-append`), so that a SIGKILL to the appending
+/// process cannot leave half a line behind: the child is not the one killed, and it writes
+/// only once it has the whole line. Called by the coord binary at start-up; a library user that
+/// does not call it gets plain single `write`s.
+pub fn finish_appends() {
+    FINISHER.store(true, Ordering::Relaxed);
+}
+
+/// Write `buf` at the end of the `O_APPEND` file `file` (whose length is `len`, under its kernel
+/// lock) as one whole: in one `write` when it fits within one chunk, else through the finisher
+/// when there is one.
+fn write_whole(file: &File, buf: &[u8], len: u64) -> io::Result<()> {
+    let fits = len % CHUNK + buf.len() as u64 <= CHUNK;
+    if fits || !cfg!(target_os = "linux") || !FINISHER.load(Ordering::Relaxed) {
+        return (&*file).write_all(buf);
+    }
+    match spawn_finisher(file) {
+        Some(child) => feed_finisher(child, buf),
+        // No helper to be had (the executable is gone): the plain write is still whole unless
+        // this very process is killed during it.
+        None => (&*file).write_all(buf),
+    }
+}
+
+/// Start the finisher with `file` as its standard output (the same open file, so the kernel
+/// lock stays held until it exits too) and a pipe as its standard input.
+fn spawn_finisher(file: &File) -> Option<Child> {
+    let exe = std::env::current_exe().ok()?;
+    Command::new(exe)
+        .arg(FINISH_APPEND_ARG)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::from(file.try_clone().ok()?))
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()
+}
+
+/// Send `buf` (after its length, so a feed cut short by a kill is told from a whole one) and
+/// wait for the finisher's verdict: its exit status is the `errno` of a failed write (ENOSPC on
+/// a full disk), 0 when the line is written.
+fn feed_finisher(mut child: Child, buf: &[u8]) -> io::Result<()> {
+    let mut stdin = child.stdin.take().expect("stdin is piped");
+    let fed = stdin
+        .write_all(&(buf.len() as u64).to_le_bytes())
+        .and_then(|()| stdin.write_all(buf));
+    drop(stdin);
+    let status = child.wait()?;
+    fed?;
+    match status.code() {
+        Some(0) => Ok(()),
+        Some(errno) => Err(io::Error::from_raw_os_error(errno)),
+        None => Err(io::Error::other("the process writing the line was killed")),
+    }
+}
+
+/// The finisher's side: read a length and that many bytes from standard input, then write them
+/// to standard output in one go. Writes nothing when the input ends early (the process that
+/// started it was killed while sending). Returns the exit status: 0 when the whole line was
+/// written, else the `errno` of the failure (`EPIPE` for input cut short).
+pub fn finish_append() -> u8 {
+    const SHORT: u8 = rustix::io::Errno::PIPE.raw_os_error() as u8;
+    let mut stdin = io::stdin().lock();
+    let mut size = [0u8; 8];
+    if stdin.read_exact(&mut size).is_err() {
+        return SHORT;
+    }
+    let Ok(size) = usize::try_from(u64::from_le_bytes(size)) else {
+        return SHORT;
+    };
+    let mut buf = Vec::new();
+    if (&mut stdin)
+        .take(size as u64)
+        .read_to_end(&mut buf)
+        .is_err()
+        || buf.len() != size
+    {
+        return SHORT;
+    }
+    // Straight to the descriptor: std's stdout would buffer by line.
+    let out = io::stdout();
+    let mut rest = &buf[..];
+    while !rest.is_empty() {
+        match rustix::io::write(out.as_fd(), rest) {
+            Ok(0) => return rustix::io::Errno::NOSPC.raw_os_error() as u8,
+            Ok(n) => rest = &rest[n..],
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return u8::try_from(e.raw_os_error()).unwrap_or(SHORT),
+        }
+    }
+    0
 }

@@ -41,8 +41,8 @@ mod sweep;
 mod tests;
 
 pub use append::{
-    append_durable, append_line, append_line_durable, append_line_durable_numbered,
-    append_line_rotating, sync_file,
+    FINISH_APPEND_ARG, append_durable, append_line, append_line_durable,
+    append_line_durable_numbered, append_line_rotating, finish_append, finish_appends, sync_file,
 };
 pub use atomic::{
     copy_replace, copy_to_temp, create_new, create_new_held, persist, persist_durable,

@@ -728,6 +728,59 @@ fn killed_collab_writers_leave_only_whole_lines() {
     );
 }
 
+/// A long line's write is the moment a kill can tear it: the kernel copies a write into the
+/// file chunk by chunk and a SIGKILL stops it between two chunks. Kill the writer the instant
+/// the file starts to grow, that is in the middle of that write: the line must still end up
+/// whole, and the file must end with a newline, once the file's lock is free.
+#[test]
+fn a_writer_killed_in_the_middle_of_its_write_leaves_a_whole_line() {
+    use std::io::Write as _;
+    let env = Env::new();
+    let file = env.path("collaboration_file.txt");
+    let text = "y".repeat(1_000_000);
+    let mut caught = 0;
+    for round in 0..5 {
+        let before = std::fs::metadata(&file).map_or(0, |m| m.len());
+        let mut child = env
+            .agent("w")
+            .args(["collab", "write", "-"])
+            .command()
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        stdin.write_all(text.as_bytes()).unwrap();
+        drop(stdin);
+        let deadline = Instant::now() + Duration::from_secs(60);
+        let grew = loop {
+            if std::fs::metadata(&file).is_ok_and(|m| m.len() > before) {
+                child.kill().unwrap();
+                break true;
+            }
+            if child.try_wait().unwrap().is_some() || Instant::now() > deadline {
+                break false;
+            }
+        };
+        let status = child.wait().unwrap();
+        // Whoever finishes the line holds the file's lock until it has: wait for the lock.
+        let held = std::fs::File::open(&file).unwrap();
+        held.lock().unwrap();
+        let raw = std::fs::read_to_string(&file).unwrap();
+        drop(held);
+        assert!(
+            raw.ends_with('\n'),
+            "round {round}: the line is torn ({} bytes, killed: {grew}, {status})",
+            raw.len()
+        );
+        let last: Value = serde_json::from_str(raw.lines().last().unwrap()).unwrap();
+        assert_eq!(last["response"].as_str().map(str::len), Some(text.len()));
+        caught += usize::from(grew && !status.success());
+    }
+    eprintln!("{caught} of 5 writers killed in the middle of their write");
+}
+
 // ---------------------------------------------------------------------------------------------
 // write, against lock / unlock from another agent
 
