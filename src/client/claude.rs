@@ -155,6 +155,9 @@ impl Adapter for Claude {
                 cmd.clone(),
             ),
             ("PostToolUse", Some(EDIT_MATCHER), cmd.clone()),
+            // Waiting for the user (a permission prompt, an idle prompt) and answered.
+            ("Notification", None, cmd.clone()),
+            ("UserPromptSubmit", None, cmd.clone()),
             ("Stop", None, cmd.clone()),
             ("SessionEnd", None, cmd),
         ]

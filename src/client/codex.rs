@@ -182,6 +182,9 @@ impl Adapter for Codex {
                 cmd.clone(),
             ),
             ("PostToolUse", Some("apply_patch|Edit|Write"), cmd.clone()),
+            // Waiting for the user's approval, and the user's answer.
+            ("PermissionRequest", None, cmd.clone()),
+            ("UserPromptSubmit", None, cmd.clone()),
             ("Stop", None, cmd.clone()),
             ("SessionEnd", None, cmd),
         ]

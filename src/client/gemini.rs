@@ -210,6 +210,9 @@ impl Adapter for Gemini {
                 cmd.clone(),
             ),
             ("AfterTool", Some("write_file|replace"), cmd.clone()),
+            // Waiting for the user's approval, and the user's next prompt.
+            ("Notification", None, cmd.clone()),
+            ("BeforeAgent", None, cmd.clone()),
             ("AfterAgent", None, cmd.clone()),
             ("SessionEnd", None, cmd),
         ]

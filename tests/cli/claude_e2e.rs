@@ -6,7 +6,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::e2e::{self, Client, FakeModel, Repo};
+use serde_json::{Value, json};
+
+use crate::e2e::{self, Client, FakeModel, Repo, Run};
 
 struct Claude(PathBuf);
 
@@ -26,21 +28,34 @@ impl Client for Claude {
     /// `claude -p PROMPT` with the edit, shell and coord MCP tools allowed; the user's settings
     /// approve the project's `.mcp.json` servers (a user answers that prompt once).
     fn session(&self, repo: &Repo, model: &FakeModel, prompt: &str) -> Command {
-        let settings = repo.home.join(".claude/settings.json");
-        if !settings.exists() {
-            write(&settings, r#"{"enableAllProjectMcpServers": true}"#);
-        }
         let mut c = repo.client_cmd(&self.0);
-        c.args(["-p", prompt, "--allowedTools"])
-            .args(["Read", "Write", "Edit", "Bash", "mcp__coord"])
-            .env("ANTHROPIC_BASE_URL", model.url())
-            .env("ANTHROPIC_API_KEY", "sk-ant-coord-e2e")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("DISABLE_TELEMETRY", "1")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+        c.args(["-p", prompt, "--allowedTools"]).args([
+            "Read",
+            "Write",
+            "Edit",
+            "Bash",
+            "mcp__coord",
+        ]);
+        offline(&mut c, repo, model);
         c
     }
 }
+
+/// The settings and environment every session gets: the project's MCP servers approved, the
+/// scripted model, nothing sent anywhere else.
+fn offline(c: &mut Command, repo: &Repo, model: &FakeModel) {
+    let settings = repo.home.join(".claude/settings.json");
+    if !settings.exists() {
+        write(&settings, r#"{"enableAllProjectMcpServers": true}"#);
+    }
+    c.env("ANTHROPIC_BASE_URL", model.url())
+        .env("ANTHROPIC_API_KEY", API_KEY)
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1");
+}
+
+const API_KEY: &str = "sk-ant-coord-e2e";
 
 fn write(path: &Path, text: &str) {
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
@@ -87,4 +102,64 @@ fn claude_shell_coord_lock_and_git_commit_act_as_the_session() {
 fn claude_killed_client_frees_its_files_within_seconds() {
     let Some(c) = claude() else { return };
     e2e::killed_client_frees_its_files(&c, false);
+}
+
+/// At a terminal, a shell command the user has not allowed stops the session at a permission
+/// prompt. The real client's `Notification` hook (wired by `coord init`) marks the session's
+/// agent as needing its user, with what it asks, in `status` and the history; the command has
+/// not run.
+#[test]
+fn claude_at_a_permission_prompt_needs_its_user() {
+    let Some(c) = claude() else { return };
+    let (repo, model) = e2e::setup(&c);
+    // What a user at a terminal answers once: onboarding done, this folder trusted, the API
+    // key in the environment approved.
+    write(
+        &repo.home.join(".claude.json"),
+        &json!({
+            "hasCompletedOnboarding": true,
+            "theme": "dark",
+            "customApiKeyResponses": {"approved": [API_KEY], "rejected": []},
+            "projects": {repo.root().to_str().unwrap(): {
+                "hasTrustDialogAccepted": true,
+                "hasCompletedProjectOnboarding": true,
+            }},
+        })
+        .to_string(),
+    );
+    let screen = repo.scratch().join("screen.log");
+    let mut cmd = repo.client_cmd(Path::new("python3"));
+    cmd.arg(Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/e2e/in_pty.py"))
+        .arg(&screen)
+        .arg(&c.0)
+        .arg(e2e::script(json!([{"shell": "echo asked > asked.txt"}])))
+        .env("TERM", "xterm-256color");
+    offline(&mut cmd, &repo, &model);
+    let mut run = Run::spawn(cmd, "claude at a terminal", &repo.scratch());
+    let needs = || -> Option<Value> {
+        let status: Value = repo.env.cmd().args(["status", "--json"]).ok().json();
+        status["agents"]
+            .as_array()?
+            .iter()
+            .find(|a| a["needs_user"].is_object())
+            .cloned()
+    };
+    e2e::until(&mut run, "the agent needs its user", || needs().is_some());
+    let agent = needs().unwrap();
+    let what = agent["needs_user"]["what"].as_str().unwrap_or_default();
+    assert!(
+        what.to_lowercase().contains("permission"),
+        "{agent}\n{}",
+        String::from_utf8_lossy(&std::fs::read(&screen).unwrap_or_default())
+    );
+    assert!(
+        !repo.env.path("asked.txt").exists(),
+        "the command ran unasked"
+    );
+    let log = repo.env.read(".coord/history/events.jsonl");
+    assert!(
+        log.lines()
+            .any(|l| l.contains("\"needs_user\"") && l.contains(agent["agent"].as_str().unwrap())),
+        "{log}"
+    );
 }

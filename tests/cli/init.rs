@@ -157,7 +157,10 @@ fn init_merges_into_existing_settings_keeping_keys_hooks_and_text() {
         commands(&claude, "PreToolUse"),
         ["./check-bash.sh", "coord hook claude"]
     );
-    assert_eq!(commands(&claude, "Notification"), ["notify-send hi"]);
+    assert_eq!(
+        commands(&claude, "Notification"),
+        ["notify-send hi", "coord hook claude"]
+    );
     assert_eq!(claude["permissions"]["allow"][0], "Bash(ls)");
 
     let gemini = read_json(&env, ".gemini/settings.json");
@@ -561,6 +564,8 @@ fn init_and_doctor_say_which_clients_run_the_hooks() {
         "session_start",
         "pre_tool_use",
         "post_tool_use",
+        "permission_request",
+        "user_prompt_submit",
         "stop",
         "session_end",
     ] {
@@ -607,7 +612,7 @@ fn init_and_doctor_say_which_clients_run_the_hooks() {
     let of = |name: &str| v.iter().find(|(c, _, _)| c == name).unwrap().clone();
     assert_eq!(of("codex").1, "no", "{:?}", of("codex"));
     assert!(
-        of("codex").2.contains("only 4 of coord's 5 hooks"),
+        of("codex").2.contains("only 6 of coord's 7 hooks"),
         "{:?}",
         of("codex")
     );

@@ -156,19 +156,23 @@ fn plugin_hooks_are_the_hooks_init_wires() {
     let out = env.path("plugins");
     write_plugins(&env, &out, None);
     let pairs = [
-        (".claude/settings.json", "claude/coord/hooks/hooks.json"),
-        (".codex/hooks.json", "codex/coord/hooks/hooks.json"),
-        (".gemini/settings.json", "gemini/hooks/hooks.json"),
-        (".github/hooks/coord.json", "copilot/coord/hooks/hooks.json"),
+        (".claude/settings.json", "claude/coord/hooks/hooks.json", 7),
+        (".codex/hooks.json", "codex/coord/hooks/hooks.json", 7),
+        (".gemini/settings.json", "gemini/hooks/hooks.json", 7),
+        (
+            ".github/hooks/coord.json",
+            "copilot/coord/hooks/hooks.json",
+            5,
+        ),
     ];
-    for (init_file, plugin_file) in pairs {
+    for (init_file, plugin_file, events) in pairs {
         let wired = read_json(&env.path(init_file))["hooks"].clone();
         let plugin = rewrite(&read_json(&out.join(plugin_file))["hooks"], &as_init);
         assert_eq!(plugin, wired, "{plugin_file} differs from {init_file}");
         assert_eq!(
             wired.as_object().map(|m| m.len()),
-            Some(5),
-            "{init_file}: five events"
+            Some(events),
+            "{init_file}: {events} events"
         );
     }
     // The MCP server of every plugin is init's `coord mcp`, run as the plugin.
