@@ -325,6 +325,11 @@ pub fn record(root: &Path, mut event: Event) {
     if event.session.is_none() {
         event.session.clone_from(session);
     }
+    // In a linked worktree sharing the main tree's state, the event names its tree: `file` is
+    // relative to that tree's top level.
+    if event.worktree.is_none() && crate::worktree::shared_root(root) != root {
+        event.worktree = Some(root.to_string_lossy().into_owned());
+    }
     let Some(line) = event.line() else {
         return;
     };

@@ -316,3 +316,34 @@ fn a_worktree_inside_the_main_checkout_is_not_a_nested_workspace() {
     assert_eq!(v["nested"], serde_json::json!([]), "{v}");
     assert_eq!(v["locks"][0]["file"], "a.txt", "{v}");
 }
+
+/// The history is the repository's: `coord log` in any tree shows a lock taken in another, and
+/// an event from a linked worktree names that tree (its `file` is relative to that tree).
+#[test]
+fn the_history_names_the_worktree_an_event_came_from() {
+    let r = repo();
+    coord(&r, &r.b, "alice").args(["lock", "a.txt"]).ok();
+    coord(&r, &r.main, "bob").args(["lock", "src/x.rs"]).ok();
+    let out = coord(&r, &r.c, "carol").args(["log", "--json"]).ok();
+    let events: Vec<serde_json::Value> = out
+        .stdout
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .filter(|e: &serde_json::Value| e["event"] == "lock_taken")
+        .collect();
+    let tree = |agent: &str| {
+        let e = events
+            .iter()
+            .find(|e| e["agent"] == agent)
+            .unwrap_or_else(|| panic!("no lock_taken by {agent}: {}", out.stdout));
+        e["worktree"].as_str().map(str::to_string)
+    };
+    let b = std::fs::canonicalize(&r.b).unwrap();
+    assert_eq!(tree("alice").as_deref(), Some(b.to_str().unwrap()));
+    assert_eq!(
+        tree("bob"),
+        None,
+        "the main tree is the root: {}",
+        out.stdout
+    );
+}
