@@ -206,7 +206,7 @@ fn before_shell(
         .collect();
     let first = &refused[0].1;
     Ok(Reply::Deny(format!(
-        "coord: the git guard refuses this command: {}. Do not commit or push a file another agent holds: leave it out (`git restore --staged {}`), or wait until its holder's turn ends (`coord status`), or ask with `coord -a {} msg send {} \"...\"`.",
+        "coord: the git guard refuses this command: {}. Do not commit or push a file another agent holds: leave it out (`git restore --staged {}`), or wait until its holder releases it (`coord status` shows who and since when), or ask with `coord -a {} msg send {} \"...\"`.",
         list.join("; "),
         first.file,
         agent.id(),
@@ -286,14 +286,30 @@ fn deny_reason(
             n + 1
         ),
     };
+    let released = released_when(targets.iter().find(|t| t.rel == file), &ask);
     Some(format!(
-        "coord: {held}; {place}. Waited {}. Do not edit `{file}` now: work on something else and try again later (it is released when its holder's turn ends), or ask with `coord -a {} msg send {} \"...\"`.",
+        "coord: {held}; {place}. Waited {}. Do not edit `{file}` now: work on something else and try again later (it is released {released}), or ask with `coord -a {} msg send {} \"...\"`.",
         clock::format_duration(wait),
         agent.id(),
         AgentId::parse(&ask)
             .map(|a| a.id().to_string())
             .unwrap_or(ask),
     ))
+}
+
+/// When the lock `holder` has on `target` goes: at the end of its turn when an agent client's
+/// session took it (its Stop hook releases), else when the holder unlocks it.
+fn released_when(target: Option<&Target>, holder: &str) -> &'static str {
+    let by_session = target.is_some_and(|t| {
+        lock::locks_of(t)
+            .iter()
+            .any(|l| l.holder() == holder && l.client_session().is_some())
+    });
+    if by_session {
+        "when its holder's turn ends"
+    } else {
+        "when its holder unlocks it; `coord status` shows when it could be taken over"
+    }
 }
 
 /// Renew the TTL of this agent's locks on `targets` (a refresh rewrites `locked_at`).

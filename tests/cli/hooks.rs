@@ -164,6 +164,10 @@ fn a_second_claude_session_is_denied_naming_the_first_then_gets_the_file_after_s
         reason.contains("working on Write in Claude Code"),
         "{reason}"
     );
+    assert!(
+        reason.contains("released when its holder's turn ends"),
+        "{reason}"
+    );
     assert!(!env.exists("out.txt.lock.claude-10bf7680"));
 
     hook(
@@ -174,6 +178,20 @@ fn a_second_claude_session_is_denied_naming_the_first_then_gets_the_file_after_s
     );
     assert_eq!(denied("claude", &hook(&env, "claude", &second, &[])), None);
     assert!(env.exists("out.txt.lock.claude-10bf7680"));
+}
+
+/// A lock taken with a plain `coord lock` lasts until its holder unlocks it, not until a turn
+/// ends: the deny says so.
+#[test]
+fn a_deny_for_a_plain_coord_lock_says_it_lasts_until_unlocked() {
+    let env = Env::new();
+    env.agent("alice").args(["lock", "out.txt"]).ok();
+    let second = fixture(&env, &format!("{CLAUDE}/write_deny.PreToolUse.json"));
+    let out = hook(&env, "claude", &second, &["--wait", "0"]);
+    let reason = denied("claude", &out).expect("denied while alice holds it");
+    assert!(reason.contains("alice"), "{reason}");
+    assert!(reason.contains("when its holder unlocks it"), "{reason}");
+    assert!(!reason.contains("turn ends"), "{reason}");
 }
 
 #[test]
