@@ -114,6 +114,13 @@ fn plugin_write_is_deterministic_and_runs_this_binary() {
         "copilot/coord/.github/plugin/plugin.json",
         "copilot/coord/hooks/hooks.json",
         "copilot/coord/.mcp.json",
+        "qwen/qwen-extension.json",
+        "qwen/hooks/hooks.json",
+        "qwen/QWEN.md",
+        "opencode/package.json",
+        "opencode/coord.js",
+        "cline/package.json",
+        "cline/coord.js",
     ] {
         assert!(ta.contains_key(needed), "missing {needed}: {:?}", ta.keys());
     }
@@ -160,6 +167,7 @@ fn plugin_hooks_are_the_hooks_init_wires() {
         (".codex/hooks.json", "codex/coord/hooks/hooks.json"),
         (".gemini/settings.json", "gemini/hooks/hooks.json"),
         (".github/hooks/coord.json", "copilot/coord/hooks/hooks.json"),
+        (".qwen/settings.json", "qwen/hooks/hooks.json"),
     ];
     for (init_file, plugin_file) in pairs {
         let wired = read_json(&env.path(init_file))["hooks"].clone();
@@ -382,6 +390,99 @@ fn plugin_hooks_stand_aside_where_init_wired_the_client() {
         .stdin(payload(&env, "PreToolUse", "aaaa1111", Some("a.txt")))
         .ok();
     assert!(env.exists("a.txt.lock.claude-aaaa1111"));
+}
+
+/// Qwen Code's extension is in its own format: a manifest naming the MCP server and the context
+/// file, which holds the instructions.
+#[test]
+fn the_qwen_extension_names_its_mcp_server_and_context() {
+    let env = Env::new();
+    let out = env.path("plugins");
+    write_plugins(&env, &out, Some("qwen"));
+    assert!(tree(&out).keys().all(|k| k.starts_with("qwen/")));
+    let manifest = read_json(&out.join("qwen/qwen-extension.json"));
+    assert_eq!(manifest["name"], "coord");
+    assert_eq!(manifest["contextFileName"], "QWEN.md");
+    assert_eq!(
+        manifest["mcpServers"]["coord"]["command"],
+        coord_path().as_str()
+    );
+    assert_eq!(
+        manifest["mcpServers"]["coord"]["args"],
+        serde_json::json!(["mcp", "--plugin"])
+    );
+    assert!(
+        std::fs::read_to_string(out.join("qwen/QWEN.md"))
+            .unwrap()
+            .contains("do not work around it")
+    );
+}
+
+/// OpenCode's and Cline's plugins are the JS plugin `coord init` writes into a repository, run
+/// as the user's plugin: this coord by its absolute path, `--plugin`, the agent's instructions;
+/// each a package its client installs (`main`; Cline's `cline.plugins`).
+#[test]
+fn opencode_and_cline_plugins_are_inits_plugin_run_as_the_plugin() {
+    let env = Env::new();
+    let out = env.path("plugins");
+    write_plugins(&env, &out, Some("opencode,cline"));
+    env.cmd()
+        .args(["init", "--client", "opencode,cline", "-q"])
+        .ok();
+    let bin = serde_json::to_string(&coord_path()).unwrap();
+    for (client, wired) in [
+        ("opencode", ".opencode/plugin/coord.js"),
+        ("cline", ".cline/plugins/coord.js"),
+    ] {
+        let js = std::fs::read_to_string(out.join(client).join("coord.js")).unwrap();
+        let init = env.read(wired);
+        assert!(
+            init.contains(&format!("[\"hook\", \"{client}\"]")),
+            "{client}: {init}"
+        );
+        assert!(
+            js.contains(&format!("[\"hook\", \"{client}\", \"--plugin\"]")),
+            "{client}: {js}"
+        );
+        assert!(
+            js.contains(&format!("process.env.COORD_BIN || {bin};")),
+            "{client}"
+        );
+        assert!(
+            js.contains("do not work around it"),
+            "{client}: instructions"
+        );
+        // Line for line the plugin init writes, but for those lines.
+        let differ = js.lines().zip(init.lines()).filter(|(a, b)| a != b).count();
+        assert_eq!(js.lines().count(), init.lines().count(), "{client}");
+        assert!(differ <= 5, "{client}: {differ} lines differ");
+        let pkg = read_json(&out.join(client).join("package.json"));
+        assert_eq!(pkg["name"], "coord");
+        assert_eq!(pkg["type"], "module");
+    }
+    let oc = read_json(&out.join("opencode/package.json"));
+    assert_eq!(oc["main"], "coord.js");
+    let oc_js = std::fs::read_to_string(out.join("opencode/coord.js")).unwrap();
+    assert!(
+        oc_js.contains(&format!(
+            "const MCP = {{\"type\":\"local\",\"command\":[{bin},\"mcp\",\"--plugin\"]"
+        )),
+        "OpenCode's plugin adds the MCP server"
+    );
+    let cl = read_json(&out.join("cline/package.json"));
+    assert_eq!(cl["cline"]["plugins"][0]["paths"][0], "./coord.js");
+    // Cline's install adds the MCP server with Cline's own command.
+    let listed = env
+        .cmd()
+        .args(["plugin", "write", "--client", "cline", "--json"])
+        .arg(&out)
+        .ok();
+    let v: Value = serde_json::from_str(&listed.stdout).unwrap();
+    let install = v["plugins"][0]["install"].to_string();
+    assert!(
+        install.contains("cline mcp add --yes coord -- ") && install.contains("mcp --plugin"),
+        "{install}"
+    );
 }
 
 // --- the real clients -------------------------------------------------------------------
