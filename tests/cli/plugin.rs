@@ -35,7 +35,14 @@ fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
                 stack.push(p);
             } else {
                 let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
-                out.insert(rel, std::fs::read(&p).unwrap());
+                // A client's temporary file may go between the listing and the read.
+                match std::fs::read(&p) {
+                    Ok(bytes) => {
+                        out.insert(rel, bytes);
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => panic!("{}: {e}", p.display()),
+                }
             }
         }
     }
@@ -534,6 +541,9 @@ impl Home {
             .env("DISABLE_AUTOUPDATER", "1")
             .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
             .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+            .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
+            .env("XDG_DATA_HOME", self.home.join(".local/share"))
+            .env("XDG_STATE_HOME", self.home.join(".local/state"))
             .env("NO_COLOR", "1")
             .env_remove("ANTHROPIC_API_KEY")
             .env_remove("OPENAI_API_KEY")
@@ -564,6 +574,7 @@ impl Home {
                     "work/",
                     ".cache/",
                     "/logs/",
+                    "/debug/",
                     "/cache/",
                     "/telemetry/",
                     "/backups/",
@@ -787,6 +798,99 @@ fn copilot_installs_and_removes_the_plugin() {
             "{file} still enables coord: {content}"
         );
     }
+}
+
+#[test]
+fn qwen_installs_and_removes_the_extension() {
+    let Some(bin) = client("COORD_TEST_QWEN") else {
+        return;
+    };
+    let (home, before, after) = install_and_remove(
+        &bin,
+        "qwen",
+        &["extensions", "list"],
+        &[&["extensions", "install", "{dir}", "--consent"]],
+        &["extensions", "list"],
+        &[&["extensions", "uninstall", "coord"]],
+    );
+    // Qwen Code leaves an empty enablement table; that aside, the configuration is as before.
+    let strip = |m: &BTreeMap<String, String>| {
+        m.iter()
+            .filter(|(_, v)| v.trim() != "{}")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect::<BTreeMap<_, _>>()
+    };
+    assert_eq!(strip(&after), strip(&before));
+    assert!(!home.home.join(".qwen/extensions/coord").exists());
+}
+
+/// Cline installs the plugin package with `cline plugin install` and the MCP server with `cline
+/// mcp add`; `cline plugin uninstall` and `cline mcp remove` leave nothing naming coord.
+#[test]
+fn cline_installs_and_removes_the_plugin_and_its_mcp_server() {
+    let Some(bin) = client("COORD_TEST_CLINE") else {
+        return;
+    };
+    let env = Env::new();
+    let plugins = env.path("plugins");
+    let out = env
+        .cmd()
+        .args(["plugin", "write", "--client", "cline", "--json"])
+        .arg(&plugins)
+        .ok();
+    let written: Value = serde_json::from_str(&out.stdout).unwrap();
+    let home = Home::new();
+    let folder = plugins.join("cline").display().to_string();
+    let coord = coord_path();
+    home.run(&bin, &["plugin", "install", &folder]);
+    home.run(
+        &bin,
+        &[
+            "mcp", "add", "--yes", "coord", "--", &coord, "mcp", "--plugin",
+        ],
+    );
+    let installed = home.config();
+    assert!(
+        installed
+            .iter()
+            .any(|(k, v)| k.ends_with("/coord.js") && v.contains("\"--plugin\"")),
+        "the plugin is installed: {:?}",
+        installed.keys()
+    );
+    let mcp = &installed[".cline/data/settings/cline_mcp_settings.json"];
+    assert!(mcp.contains(&coord), "{mcp}");
+    assert!(
+        written["plugins"][0]["uninstall"]
+            .to_string()
+            .contains("cline mcp remove coord")
+    );
+    home.run(&bin, &["plugin", "uninstall", "coord"]);
+    home.run(&bin, &["mcp", "remove", "coord"]);
+    let left = mentions(&home.config(), &[&folder, &coord, "coord hook cline"]);
+    assert!(left.is_empty(), "still naming coord: {left:?}");
+}
+
+/// OpenCode installs the plugin package from its folder with `opencode plugin -g`, listing it
+/// in the user's configuration.
+#[test]
+fn opencode_installs_the_plugin() {
+    let Some(bin) = client("COORD_TEST_OPENCODE") else {
+        return;
+    };
+    let env = Env::new();
+    let plugins = env.path("plugins");
+    write_plugins(&env, &plugins, Some("opencode"));
+    let home = Home::new();
+    let folder = plugins.join("opencode").display().to_string();
+    home.run(&bin, &["plugin", "-g", &folder]);
+    let config = home.config();
+    let listed = mentions(&config, &[&folder]);
+    assert!(
+        listed
+            .iter()
+            .any(|k| k.starts_with(".config/opencode/opencode.json")),
+        "{config:?}"
+    );
 }
 
 /// Two real Claude Code sessions (scripted model on 127.0.0.1) in a fresh git repository with
