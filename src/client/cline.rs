@@ -10,8 +10,9 @@
 //! `editor` (`path`) and `apply_patch` (its input, a patch, as a string or under `input`); the
 //! shell tool is `run_commands` (`commands`, a list), whose commits and pushes are checked as
 //! the git guard would. Cline's MCP servers are the user's (`cline mcp add`, kept in
-//! `~/.cline/data/settings/cline_mcp_settings.json`): the plugin's install adds `coord mcp`
-//! there; `coord init`, which writes only into the repository, does not.
+//! `~/.cline/data/settings/cline_mcp_settings.json`) and started by its CLI process, outside
+//! the process tree of the hub where plugins run: `coord mcp` there would not be the session's
+//! agent, so neither `coord init` nor the plugin registers it.
 
 use std::path::Path;
 
@@ -109,9 +110,10 @@ impl Adapter for Cline {
 
     /// A plugin package in Cline's own format: `package.json` naming its plugin file under
     /// `cline.plugins`, and `coord.js`, the plugin `coord init` writes, calling this `coord`
-    /// with `--plugin` and giving the agent its instructions at the start of each run. Cline's
-    /// plugins cannot carry an MCP server the CLI starts, so the install adds `coord mcp` with
-    /// `cline mcp add` (to `~/.cline/data/settings/cline_mcp_settings.json`).
+    /// with `--plugin` and giving the agent its instructions at the start of each run. No MCP
+    /// server: Cline starts MCP servers from its CLI process, while a plugin's hooks run in
+    /// its hub, so `coord mcp` added with `cline mcp add` would be an agent of its own, whose
+    /// locks block the session's edits.
     fn plugin(&self, spec: &Spec) -> Option<Bundle> {
         Some(Bundle {
             files: vec![
@@ -123,19 +125,8 @@ impl Adapter for Cline {
                 ),
                 File::text("coord.js", &plugin::script(PLUGIN, self.name(), spec, None)),
             ],
-            install: vec![
-                "cline plugin install {dir}".into(),
-                format!(
-                    "cline mcp add --yes {} -- {} mcp {}",
-                    plugin::NAME,
-                    spec.coord_word(),
-                    plugin::FLAG
-                ),
-            ],
-            uninstall: vec![
-                "cline plugin uninstall coord".into(),
-                "cline mcp remove coord".into(),
-            ],
+            install: vec!["cline plugin install {dir}".into()],
+            uninstall: vec!["cline plugin uninstall coord".into()],
         })
     }
 

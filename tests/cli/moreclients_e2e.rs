@@ -100,6 +100,16 @@ impl Client {
         }
     }
 
+    /// The call of the plugin's `coord` MCP server's `lock` tool, by the name the client gives
+    /// it; `None` for Qwen Code, which offers MCP tools to the model only through its
+    /// `tool_search`, and Cline, whose plugin has no MCP server.
+    fn mcp_lock(self, file: &str) -> Option<Value> {
+        match self {
+            Client::Opencode => Some(json!(["coord_lock", {"files": [file]}])),
+            Client::Qwen | Client::Cline => None,
+        }
+    }
+
     /// The edit tool call writing `content` to `path`.
     fn write(self, path: &Path, content: &str) -> Value {
         let p = path.display().to_string();
@@ -258,17 +268,12 @@ impl Rig {
             .arg(&plugins)
             .ok();
         let written: Value = serde_json::from_str(&out.stdout).unwrap();
+        assert_eq!(written["plugins"][0]["client"], self.client.name());
         let dir = plugins.join(self.client.name()).display().to_string();
-        let coord = written["coord"].as_str().unwrap().to_string();
         let steps: Vec<Vec<&str>> = match self.client {
             Client::Qwen => vec![vec!["extensions", "install", &dir, "--consent"]],
             Client::Opencode => vec![vec!["plugin", "-g", &dir]],
-            Client::Cline => vec![
-                vec!["plugin", "install", &dir],
-                vec![
-                    "mcp", "add", "--yes", "coord", "--", &coord, "mcp", "--plugin",
-                ],
-            ],
+            Client::Cline => vec![vec!["plugin", "install", &dir]],
         };
         for step in steps {
             let out = self.command(&step).output().unwrap();
@@ -554,13 +559,73 @@ fn plugin_alone_denies_then_allows(client: Client) {
         rig.session(&[client.write(&env.path("held.txt"), "now mine")], None),
     );
     assert_eq!(env.read("held.txt"), "now mine");
+    let mut untracked = "?? free.txt\n?? held.txt\n".to_string();
+    // The plugin's MCP server is the session's agent: its lock does not block the session's
+    // own edit, and goes at the turn's end with the session's locks.
+    if let Some(lock) = client.mcp_lock("mcp.txt") {
+        run(
+            &rig,
+            "a session locking through MCP, then editing",
+            rig.session(
+                &[
+                    lock,
+                    client.write(&env.path("mcp.txt"), "after the MCP lock"),
+                ],
+                None,
+            ),
+        );
+        assert!(
+            rig.api.requests().contains("Lock acquired: mcp.txt"),
+            "the MCP lock was taken"
+        );
+        assert_eq!(env.read("mcp.txt"), "after the MCP lock");
+        assert!(
+            !env.files_ending("")
+                .iter()
+                .any(|f| f.starts_with("mcp.txt.lock.")),
+            "released at the end of the turn"
+        );
+        untracked.push_str("?? mcp.txt\n");
+    }
     assert_eq!(
         git(
             env.root(),
             &["status", "--porcelain", "--untracked-files=all"]
         ),
-        "?? free.txt\n?? held.txt\n",
+        untracked,
         "nothing of coord's in `git status`"
+    );
+    if let Client::Cline = client {
+        cline_commit_of_a_held_file_is_refused(&rig);
+    }
+}
+
+/// Issue 35 for Cline, with the real client: a `git commit` through `run_commands` that would
+/// commit a file another agent holds is skipped, the reason reaching the model; nothing is
+/// committed.
+fn cline_commit_of_a_held_file_is_refused(rig: &Rig) {
+    let env = &rig.env;
+    env.write("README.md", "changed\n");
+    env.agent("holder")
+        .args(["lock", "README.md", "--reason", "rewriting it"])
+        .ok();
+    let head = git(env.root(), &["rev-parse", "HEAD"]);
+    run(
+        rig,
+        "a session committing a held file",
+        rig.session(
+            &[json!(["run_commands", {"commands": ["git status --short", "git commit -qam 'from cline'"]}])],
+            None,
+        ),
+    );
+    assert_eq!(
+        git(env.root(), &["rev-parse", "HEAD"]),
+        head,
+        "nothing committed"
+    );
+    assert!(
+        rig.api.requests().contains("git guard"),
+        "the refusal, from the guard's check, reaches the model"
     );
 }
 
