@@ -16,7 +16,8 @@ use super::{Ctx, output};
 /// For each client, a folder DIR/<client>/ in the client's own format, bundling coord's hooks
 /// (every event `coord init` wires), the `coord mcp` server and the instructions for the
 /// agent, all calling this `coord` binary by its absolute path (with `--plugin`). Install it
-/// with the client's own commands (printed); keep the folder (Copilot CLI loads it from there).
+/// with the client's own commands (printed); keep the folder (Copilot CLI and OpenCode load it
+/// from there).
 ///
 /// With the plugin, a repository needs no `coord init`. In a repository nobody set up, coord's
 /// state stays out of `git status` (`.coord/.gitignore`, and coord's file patterns in the

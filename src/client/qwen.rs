@@ -7,7 +7,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use super::{
     Adapter, Config, HooksRun, Trust, args_object, dir_from_env, read_config, self_and_ancestors,
@@ -16,6 +16,7 @@ use super::{
 use crate::error::Result;
 use crate::hook::{Kind, Reply};
 use crate::init::{HookSet, Wiring, merge_hooks, merge_mcp};
+use crate::plugin::{self, Bundle, File, Spec};
 
 /// Qwen Code.
 pub struct Qwen;
@@ -174,8 +175,26 @@ impl Adapter for Qwen {
         ]
     }
 
-    fn plugin(&self, _spec: &crate::plugin::Spec) -> Option<crate::plugin::Bundle> {
-        None
+    /// An extension folder in Qwen Code's own format (Gemini CLI's, renamed):
+    /// `qwen-extension.json` (with the MCP server and the context file's name),
+    /// `hooks/hooks.json` (the hooks `coord init` registers) and `QWEN.md`.
+    fn plugin(&self, spec: &Spec) -> Option<Bundle> {
+        let manifest = json!({
+            "name": plugin::NAME,
+            "version": env!("CARGO_PKG_VERSION"),
+            "description": plugin::DESCRIPTION,
+            "contextFileName": "QWEN.md",
+            "mcpServers": spec.mcp_servers(),
+        });
+        Some(Bundle {
+            files: vec![
+                File::json("qwen-extension.json", &manifest),
+                File::json("hooks/hooks.json", &spec.claude_hooks(&self.hooks(), true)),
+                File::text("QWEN.md", &plugin::context()),
+            ],
+            install: vec!["qwen extensions install {dir}".into()],
+            uninstall: vec!["qwen extensions uninstall coord".into()],
+        })
     }
 
     fn wire(&self, w: &mut Wiring) -> Result<()> {

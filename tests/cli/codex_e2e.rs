@@ -28,16 +28,10 @@ fn codex() -> Option<Codex> {
     })
 }
 
-impl Client for Codex {
-    fn name(&self) -> &'static str {
-        "codex"
-    }
-
-    fn model(&self) -> &'static str {
-        "fake_responses.py"
-    }
-
-    fn session(&self, repo: &Repo, model: &FakeModel, prompt: &str) -> Command {
+impl Codex {
+    /// The private `CODEX_HOME` with the scripted model as provider and the project trusted,
+    /// written once (a plugin's install adds to it).
+    fn configure(&self, repo: &Repo, model: &FakeModel) {
         let codex_home = repo.home.join(".codex");
         std::fs::create_dir_all(&codex_home).unwrap();
         let config = format!(
@@ -56,7 +50,42 @@ trust_level = "trusted"
             url = model.url(),
             root = repo.root().display()
         );
-        std::fs::write(codex_home.join("config.toml"), config).unwrap();
+        let path = codex_home.join("config.toml");
+        if !path.exists() {
+            std::fs::write(path, config).unwrap();
+        }
+    }
+
+    /// `codex ARGS` in the repository with the private `CODEX_HOME`; panics unless it succeeds.
+    fn run(&self, repo: &Repo, args: &[&str]) -> String {
+        let out = repo
+            .client_cmd(&self.bin)
+            .args(args)
+            .env("CODEX_HOME", repo.home.join(".codex"))
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "codex {args:?}: {out:?}");
+        format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        )
+    }
+}
+
+impl Client for Codex {
+    fn name(&self) -> &'static str {
+        "codex"
+    }
+
+    fn model(&self) -> &'static str {
+        "fake_responses.py"
+    }
+
+    fn session(&self, repo: &Repo, model: &FakeModel, prompt: &str) -> Command {
+        self.configure(repo, model);
+        let codex_home = repo.home.join(".codex");
         let mut c = repo.client_cmd(&self.bin);
         c.arg("exec");
         if self.sandboxed {
@@ -192,4 +221,98 @@ fn codex_killed_client_frees_what_its_sandboxed_shell_locked_within_seconds() {
         return;
     }
     e2e::killed_client_frees_its_files(&c, true);
+}
+
+/// Issue 31: a real Codex session in a repository nobody set up (no `coord init`), with coord
+/// only as the plugin `coord plugin write` made, installed with Codex's own commands
+/// (`codex plugin marketplace add`, `codex plugin add`): its edit of a file another agent holds
+/// is denied (the reason naming the holder reaches the model), allowed once free; its MCP tools
+/// act as the same agent; its locks are released at the turn's end; `git status` shows nothing
+/// of coord's; then the plugin is removed with Codex's commands.
+#[test]
+fn codex_session_coordinated_by_the_installed_plugin_alone() {
+    let Some(c) = codex() else { return };
+    let repo = Repo::fresh();
+    let model = FakeModel::start(c.model(), &repo.scratch());
+    c.configure(&repo, &model);
+    let plugins = repo.scratch().join("plugins");
+    repo.env
+        .cmd()
+        .args(["plugin", "write", "--client", "codex", "-q"])
+        .arg(&plugins)
+        .ok();
+    let folder = plugins.join("codex").display().to_string();
+    c.run(&repo, &["plugin", "marketplace", "add", &folder]);
+    c.run(&repo, &["plugin", "add", "coord@coord"]);
+    assert!(c.run(&repo, &["plugin", "list"]).contains("coord"));
+
+    let env = &repo.env;
+    env.write("target.txt", "original\n");
+    env.agent("alice").args(["lock", "target.txt", "-q"]).ok();
+    let go = repo.flag("go");
+    let target = repo.abs("target.txt");
+    let mut run = e2e::Run::spawn(
+        c.session(
+            &repo,
+            &model,
+            &e2e::script(serde_json::json!([
+                {"write": [target, "from the session"]},
+                {"hold": go},
+                {"write": [target, "from the session"]},
+                {"mcp": ["lock", {"files": ["mcp.txt"]}]},
+                {"write": [repo.abs("mcp.txt"), "after the MCP lock"]},
+                {"say": "the turn is over"},
+            ])),
+        ),
+        "session",
+        &repo.scratch(),
+    );
+    e2e::until(
+        &mut run,
+        "the first edit's result reached the model",
+        || !model.results().is_empty(),
+    );
+    let denied = &model.results()[0].0;
+    assert!(
+        denied.contains("alice") && denied.contains("target.txt"),
+        "the reason, naming the holder, reaches the model: {denied}"
+    );
+    assert_eq!(
+        env.read("target.txt"),
+        "original\n",
+        "the denied edit did not happen"
+    );
+    env.agent("alice").args(["unlock", "target.txt", "-q"]).ok();
+    e2e::release(&go);
+    e2e::until(&mut run, "the session's edits went through", || {
+        model.results().len() >= 4
+    });
+    let results = model.results();
+    assert_eq!(env.read("target.txt").trim_end(), "from the session");
+    assert!(
+        results[2].0.contains("mcp.txt") && !results[2].1,
+        "the MCP lock was granted: {results:?}"
+    );
+    assert_eq!(
+        env.read("mcp.txt").trim_end(),
+        "after the MCP lock",
+        "the MCP server and the hooks are one agent: {results:?}"
+    );
+    let done = run.wait();
+    assert_eq!(done.code, Some(0), "{done:?}");
+    assert!(
+        repo.holders("target.txt").is_empty() && repo.holders("mcp.txt").is_empty(),
+        "released at the turn's end: {:?} {:?}",
+        repo.holders("target.txt"),
+        repo.holders("mcp.txt")
+    );
+    assert_eq!(
+        repo.git(&["status", "--porcelain", "--untracked-files=all"]),
+        "?? mcp.txt\n?? target.txt\n",
+        "nothing of coord's in `git status`"
+    );
+    c.run(&repo, &["plugin", "remove", "coord@coord"]);
+    c.run(&repo, &["plugin", "marketplace", "remove", "coord"]);
+    let config = std::fs::read_to_string(repo.home.join(".codex/config.toml")).unwrap();
+    assert!(!config.contains(&folder), "{config}");
 }

@@ -189,6 +189,13 @@ pub struct Repo {
 
 impl Repo {
     pub fn new(client: &str) -> Repo {
+        let repo = Repo::fresh();
+        repo.env.cmd().args(["init", "--client", client, "-q"]).ok();
+        repo
+    }
+
+    /// A git repository nobody set up for coord (no `coord init`).
+    pub fn fresh() -> Repo {
         let env = Env::new();
         let scratch = tempfile::Builder::new()
             .prefix("coord-e2e-")
@@ -200,7 +207,6 @@ impl Repo {
         repo.git(&["init", "-q"]);
         repo.git(&["config", "user.name", "coord e2e"]);
         repo.git(&["config", "user.email", "e2e@coord.invalid"]);
-        repo.env.cmd().args(["init", "--client", client, "-q"]).ok();
         repo
     }
 

@@ -266,6 +266,57 @@ fn two_cline_runs_are_two_agents_and_after_run_releases() {
     assert_eq!(denied("cline", &hook(&env, "cline", &other, &[])), None);
 }
 
+/// Issue 35's check for Cline: a `git commit` among the `run_commands` of a real payload that
+/// touches a file another agent holds is skipped naming holder and file; a command list that
+/// neither commits nor pushes is allowed, and so is the commit once the file is free.
+#[test]
+fn a_cline_commit_through_run_commands_of_a_held_file_is_denied() {
+    let env = Env::new();
+    let git = |args: &[&str]| {
+        let out = std::process::Command::new("git")
+            .current_dir(env.root())
+            .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
+            .args(args)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("HOME", env.root())
+            .output();
+        match out {
+            Ok(o) => assert!(o.status.success(), "git {args:?}: {o:?}"),
+            Err(e) => panic!("git: {e}"),
+        }
+    };
+    if std::process::Command::new("git")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    git(&["init", "-q"]);
+    env.write("a.txt", "one\n");
+    git(&["add", "a.txt"]);
+    git(&["commit", "-qm", "first"]);
+    env.write("a.txt", "two\n");
+    let commit = fixture(&env, &format!("{CLINE}/shell.beforeTool.json"));
+    assert_eq!(commit["tool_name"], "run_commands");
+    assert_eq!(commit["tool_input"]["commands"][1], "git commit -am x");
+    env.agent("holder")
+        .args(["lock", "a.txt", "--reason", "rewriting a"])
+        .ok();
+    let reason = denied("cline", &hook(&env, "cline", &commit, &[]))
+        .expect("a commit of a held file through run_commands is denied");
+    assert!(
+        reason.contains("holder") && reason.contains("`a.txt`") && reason.contains("git guard"),
+        "{reason}"
+    );
+    let mut status = commit.clone();
+    status["tool_input"]["commands"] = json!(["git status", "git log -1"]);
+    assert_eq!(denied("cline", &hook(&env, "cline", &status, &[])), None);
+    env.agent("holder").args(["unlock", "a.txt"]).ok();
+    assert_eq!(denied("cline", &hook(&env, "cline", &commit, &[])), None);
+}
+
 #[test]
 fn init_writes_each_client_its_door_and_twice_changes_nothing() {
     let env = Env::new();

@@ -100,6 +100,16 @@ impl Client {
         }
     }
 
+    /// The call of the plugin's `coord` MCP server's `lock` tool, by the name the client gives
+    /// it; `None` for Qwen Code, which offers MCP tools to the model only through its
+    /// `tool_search`, and Cline, whose plugin has no MCP server.
+    fn mcp_lock(self, file: &str) -> Option<Value> {
+        match self {
+            Client::Opencode => Some(json!(["coord_lock", {"files": [file]}])),
+            Client::Qwen | Client::Cline => None,
+        }
+    }
+
     /// The edit tool call writing `content` to `path`.
     fn write(self, path: &Path, content: &str) -> Value {
         let p = path.display().to_string();
@@ -111,9 +121,18 @@ impl Client {
     }
 }
 
+/// How coord reaches the client: `coord init` in the folder, or the plugin `coord plugin
+/// write` made, installed in the scratch home with the client's own commands.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Door {
+    Init,
+    Plugin,
+}
+
 /// A wired folder, a home of its own, the model server, and the client's executable.
 struct Rig {
     client: Client,
+    door: Door,
     bin: PathBuf,
     env: Env,
     home: PathBuf,
@@ -121,8 +140,26 @@ struct Rig {
     _scratch: tempfile::TempDir,
 }
 
+/// `git ARGS` in `dir`, with no user or system configuration.
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .current_dir(dir)
+        .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
+        .args(args)
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env("HOME", dir)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
 impl Rig {
     fn new(client: Client) -> Option<Rig> {
+        Rig::with(client, Door::Init)
+    }
+
+    fn with(client: Client, door: Door) -> Option<Rig> {
         let Some(bin) = std::env::var_os(client.var()).map(PathBuf::from) else {
             eprintln!(
                 "skipped: {} is not set (`.ci/run` installs the client and sets it)",
@@ -141,19 +178,44 @@ impl Rig {
         let home = scratch.path().join("home");
         std::fs::create_dir_all(&home).unwrap();
         let env = Env::new();
-        env.cmd()
-            .args(["init", "--client", client.name(), "-q"])
-            .ok();
+        match door {
+            Door::Init => {
+                env.cmd()
+                    .args(["init", "--client", client.name(), "-q"])
+                    .ok();
+            }
+            // A git repository nobody set up for coord.
+            Door::Plugin => {
+                env.write("README.md", "a repository\n");
+                git(env.root(), &["init", "-q"]);
+                git(env.root(), &["add", "README.md"]);
+                git(env.root(), &["commit", "-qm", "init"]);
+            }
+        }
         let rig = Rig {
             client,
+            door,
             bin,
             env,
             home,
             api,
             _scratch: scratch,
         };
-        match client {
-            Client::Opencode => {
+        match (client, door) {
+            // The model provider in a config file of its own (OPENCODE_CONFIG).
+            (Client::Opencode, Door::Plugin) => {
+                let cfg = json!({
+                    "provider": {"fake": {
+                        "npm": "@ai-sdk/openai-compatible",
+                        "name": "fake",
+                        "options": {"baseURL": rig.api.url(), "apiKey": "sk-coord-e2e"},
+                        "models": {"coord-model": {"name": "coord-model", "tool_call": true}},
+                    }},
+                    "model": "fake/coord-model",
+                });
+                std::fs::write(rig.provider_file(), cfg.to_string()).unwrap();
+            }
+            (Client::Opencode, Door::Init) => {
                 let path = rig.env.path("opencode.json");
                 let mut cfg: Value =
                     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
@@ -166,7 +228,7 @@ impl Rig {
                 cfg["model"] = "fake/coord-model".into();
                 std::fs::write(&path, cfg.to_string()).unwrap();
             }
-            Client::Cline => {
+            (Client::Cline, _) => {
                 let out = rig
                     .command(&[
                         "auth",
@@ -183,19 +245,56 @@ impl Rig {
                     .unwrap();
                 assert!(out.status.success(), "cline auth: {out:?}");
             }
-            Client::Qwen => {}
+            (Client::Qwen, _) => {}
+        }
+        if door == Door::Plugin {
+            rig.install();
         }
         Some(rig)
     }
 
+    /// OpenCode's model provider, when the folder holds no `opencode.json`.
+    fn provider_file(&self) -> PathBuf {
+        self._scratch.path().join("provider.json")
+    }
+
+    /// `coord plugin write --client NAME`, installed with the client's own commands.
+    fn install(&self) {
+        let plugins = self._scratch.path().join("plugins");
+        let out = self
+            .env
+            .cmd()
+            .args(["plugin", "write", "--client", self.client.name(), "--json"])
+            .arg(&plugins)
+            .ok();
+        let written: Value = serde_json::from_str(&out.stdout).unwrap();
+        assert_eq!(written["plugins"][0]["client"], self.client.name());
+        let dir = plugins.join(self.client.name()).display().to_string();
+        let steps: Vec<Vec<&str>> = match self.client {
+            Client::Qwen => vec![vec!["extensions", "install", &dir, "--consent"]],
+            Client::Opencode => vec![vec!["plugin", "-g", &dir]],
+            Client::Cline => vec![vec!["plugin", "install", &dir]],
+        };
+        for step in steps {
+            let out = self.command(&step).output().unwrap();
+            assert!(
+                out.status.success(),
+                "{} {step:?}: {}{}",
+                self.client.name(),
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+    }
+
     /// The client with `args`, offline, in the folder, with coord first on PATH.
     fn command(&self, args: &[&str]) -> Command {
-        let mut path = PathBuf::from(coord_bin())
-            .parent()
-            .unwrap()
-            .as_os_str()
-            .to_owned();
-        path.push(":");
+        // The plugin runs coord by its absolute path: it is not on PATH then.
+        let mut path = std::ffi::OsString::new();
+        if self.door == Door::Init {
+            path.push(PathBuf::from(coord_bin()).parent().unwrap());
+            path.push(":");
+        }
         path.push(std::env::var_os("PATH").unwrap_or_default());
         let mut c = Command::new("timeout");
         // A clean environment: OpenCode 1.18.33 fails its run ("Unexpected server error") in
@@ -247,7 +346,12 @@ impl Rig {
                 c
             }
             Client::Opencode => {
-                self.command(&["run", "-m", "fake/coord-model", "--format", "json", &prompt])
+                let mut c =
+                    self.command(&["run", "-m", "fake/coord-model", "--format", "json", &prompt]);
+                if self.door == Door::Plugin {
+                    c.env("OPENCODE_CONFIG", self.provider_file());
+                }
+                c
             }
             Client::Cline => self.command(&["--json", "-c", &root, &prompt]),
         }
@@ -404,4 +508,138 @@ fn real_opencode_denied_then_allowed_and_two_sessions_are_two_agents() {
 #[test]
 fn real_cline_denied_then_allowed_and_two_sessions_are_two_agents() {
     denied_then_allowed_and_two_sessions(Client::Cline);
+}
+
+/// With only the plugin installed (no `coord init`, a repository nobody set up): an edit of a
+/// file another agent holds is denied (untouched, the reason naming the holder reaches the
+/// model), a free file is written and released at the end of the turn, and nothing of coord's
+/// shows in `git status`.
+fn plugin_alone_denies_then_allows(client: Client) {
+    let Some(rig) = Rig::with(client, Door::Plugin) else {
+        return;
+    };
+    let env = &rig.env;
+    env.agent("holder")
+        .args(["lock", "held.txt", "--reason", "rewriting it"])
+        .ok();
+    run(
+        &rig,
+        "a session with the plugin alone",
+        rig.session(
+            &[
+                client.write(&env.path("held.txt"), "from the client"),
+                client.write(&env.path("free.txt"), "from the client"),
+            ],
+            None,
+        ),
+    );
+    assert!(!env.exists("held.txt"), "a held file stays untouched");
+    assert!(
+        rig.api.requests().contains("is locked by holder"),
+        "the deny reason, naming the holder, reaches the model"
+    );
+    assert_eq!(env.read("free.txt"), "from the client");
+    assert!(
+        !env.files_ending("")
+            .iter()
+            .any(|f| f.starts_with("free.txt.lock.")),
+        "the plugin locked free.txt and released it at the end of the turn"
+    );
+    assert!(
+        rig.api
+            .requests()
+            .contains("Working with other agents in this folder"),
+        "the plugin gives the agent coord's instructions"
+    );
+    // Then allowed: the holder lets go, and the next session writes it.
+    env.agent("holder").args(["unlock", "held.txt"]).ok();
+    run(
+        &rig,
+        "the session once the file is free",
+        rig.session(&[client.write(&env.path("held.txt"), "now mine")], None),
+    );
+    assert_eq!(env.read("held.txt"), "now mine");
+    let mut untracked = "?? free.txt\n?? held.txt\n".to_string();
+    // The plugin's MCP server is the session's agent: its lock does not block the session's
+    // own edit, and goes at the turn's end with the session's locks.
+    if let Some(lock) = client.mcp_lock("mcp.txt") {
+        run(
+            &rig,
+            "a session locking through MCP, then editing",
+            rig.session(
+                &[
+                    lock,
+                    client.write(&env.path("mcp.txt"), "after the MCP lock"),
+                ],
+                None,
+            ),
+        );
+        assert!(
+            rig.api.requests().contains("Lock acquired: mcp.txt"),
+            "the MCP lock was taken"
+        );
+        assert_eq!(env.read("mcp.txt"), "after the MCP lock");
+        assert!(
+            !env.files_ending("")
+                .iter()
+                .any(|f| f.starts_with("mcp.txt.lock.")),
+            "released at the end of the turn"
+        );
+        untracked.push_str("?? mcp.txt\n");
+    }
+    assert_eq!(
+        git(
+            env.root(),
+            &["status", "--porcelain", "--untracked-files=all"]
+        ),
+        untracked,
+        "nothing of coord's in `git status`"
+    );
+    if let Client::Cline = client {
+        cline_commit_of_a_held_file_is_refused(&rig);
+    }
+}
+
+/// Issue 35 for Cline, with the real client: a `git commit` through `run_commands` that would
+/// commit a file another agent holds is skipped, the reason reaching the model; nothing is
+/// committed.
+fn cline_commit_of_a_held_file_is_refused(rig: &Rig) {
+    let env = &rig.env;
+    env.write("README.md", "changed\n");
+    env.agent("holder")
+        .args(["lock", "README.md", "--reason", "rewriting it"])
+        .ok();
+    let head = git(env.root(), &["rev-parse", "HEAD"]);
+    run(
+        rig,
+        "a session committing a held file",
+        rig.session(
+            &[json!(["run_commands", {"commands": ["git status --short", "git commit -qam 'from cline'"]}])],
+            None,
+        ),
+    );
+    assert_eq!(
+        git(env.root(), &["rev-parse", "HEAD"]),
+        head,
+        "nothing committed"
+    );
+    assert!(
+        rig.api.requests().contains("git guard"),
+        "the refusal, from the guard's check, reaches the model"
+    );
+}
+
+#[test]
+fn real_qwen_code_with_the_extension_alone_is_denied_then_allowed() {
+    plugin_alone_denies_then_allows(Client::Qwen);
+}
+
+#[test]
+fn real_opencode_with_the_plugin_alone_is_denied_then_allowed() {
+    plugin_alone_denies_then_allows(Client::Opencode);
+}
+
+#[test]
+fn real_cline_with_the_plugin_alone_is_denied_then_allowed() {
+    plugin_alone_denies_then_allows(Client::Cline);
 }

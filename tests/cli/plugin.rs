@@ -35,7 +35,14 @@ fn tree(dir: &Path) -> BTreeMap<String, Vec<u8>> {
                 stack.push(p);
             } else {
                 let rel = p.strip_prefix(dir).unwrap().to_string_lossy().into_owned();
-                out.insert(rel, std::fs::read(&p).unwrap());
+                // A client's temporary file may go between the listing and the read.
+                match std::fs::read(&p) {
+                    Ok(bytes) => {
+                        out.insert(rel, bytes);
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+                    Err(e) => panic!("{}: {e}", p.display()),
+                }
             }
         }
     }
@@ -114,6 +121,13 @@ fn plugin_write_is_deterministic_and_runs_this_binary() {
         "copilot/coord/.github/plugin/plugin.json",
         "copilot/coord/hooks/hooks.json",
         "copilot/coord/.mcp.json",
+        "qwen/qwen-extension.json",
+        "qwen/hooks/hooks.json",
+        "qwen/QWEN.md",
+        "opencode/package.json",
+        "opencode/coord.js",
+        "cline/package.json",
+        "cline/coord.js",
     ] {
         assert!(ta.contains_key(needed), "missing {needed}: {:?}", ta.keys());
     }
@@ -164,6 +178,7 @@ fn plugin_hooks_are_the_hooks_init_wires() {
             "copilot/coord/hooks/hooks.json",
             5,
         ),
+        (".qwen/settings.json", "qwen/hooks/hooks.json", 5),
     ];
     for (init_file, plugin_file, events) in pairs {
         let wired = read_json(&env.path(init_file))["hooks"].clone();
@@ -388,6 +403,87 @@ fn plugin_hooks_stand_aside_where_init_wired_the_client() {
     assert!(env.exists("a.txt.lock.claude-aaaa1111"));
 }
 
+/// Qwen Code's extension is in its own format: a manifest naming the MCP server and the context
+/// file, which holds the instructions.
+#[test]
+fn the_qwen_extension_names_its_mcp_server_and_context() {
+    let env = Env::new();
+    let out = env.path("plugins");
+    write_plugins(&env, &out, Some("qwen"));
+    assert!(tree(&out).keys().all(|k| k.starts_with("qwen/")));
+    let manifest = read_json(&out.join("qwen/qwen-extension.json"));
+    assert_eq!(manifest["name"], "coord");
+    assert_eq!(manifest["contextFileName"], "QWEN.md");
+    assert_eq!(
+        manifest["mcpServers"]["coord"]["command"],
+        coord_path().as_str()
+    );
+    assert_eq!(
+        manifest["mcpServers"]["coord"]["args"],
+        serde_json::json!(["mcp", "--plugin"])
+    );
+    assert!(
+        std::fs::read_to_string(out.join("qwen/QWEN.md"))
+            .unwrap()
+            .contains("do not work around it")
+    );
+}
+
+/// OpenCode's and Cline's plugins are the JS plugin `coord init` writes into a repository, run
+/// as the user's plugin: this coord by its absolute path, `--plugin`, the agent's instructions;
+/// each a package its client installs (`main`; Cline's `cline.plugins`).
+#[test]
+fn opencode_and_cline_plugins_are_inits_plugin_run_as_the_plugin() {
+    let env = Env::new();
+    let out = env.path("plugins");
+    write_plugins(&env, &out, Some("opencode,cline"));
+    env.cmd()
+        .args(["init", "--client", "opencode,cline", "-q"])
+        .ok();
+    let bin = serde_json::to_string(&coord_path()).unwrap();
+    for (client, wired) in [
+        ("opencode", ".opencode/plugin/coord.js"),
+        ("cline", ".cline/plugins/coord.js"),
+    ] {
+        let js = std::fs::read_to_string(out.join(client).join("coord.js")).unwrap();
+        let init = env.read(wired);
+        assert!(
+            init.contains(&format!("[\"hook\", \"{client}\"]")),
+            "{client}: {init}"
+        );
+        assert!(
+            js.contains(&format!("[\"hook\", \"{client}\", \"--plugin\"]")),
+            "{client}: {js}"
+        );
+        assert!(
+            js.contains(&format!("process.env.COORD_BIN || {bin};")),
+            "{client}"
+        );
+        assert!(
+            js.contains("do not work around it"),
+            "{client}: instructions"
+        );
+        // Line for line the plugin init writes, but for those lines.
+        let differ = js.lines().zip(init.lines()).filter(|(a, b)| a != b).count();
+        assert_eq!(js.lines().count(), init.lines().count(), "{client}");
+        assert!(differ <= 5, "{client}: {differ} lines differ");
+        let pkg = read_json(&out.join(client).join("package.json"));
+        assert_eq!(pkg["name"], "coord");
+        assert_eq!(pkg["type"], "module");
+    }
+    let oc = read_json(&out.join("opencode/package.json"));
+    assert_eq!(oc["main"], "coord.js");
+    let oc_js = std::fs::read_to_string(out.join("opencode/coord.js")).unwrap();
+    assert!(
+        oc_js.contains(&format!(
+            "const MCP = {{\"type\":\"local\",\"command\":[{bin},\"mcp\",\"--plugin\"]"
+        )),
+        "OpenCode's plugin adds the MCP server"
+    );
+    let cl = read_json(&out.join("cline/package.json"));
+    assert_eq!(cl["cline"]["plugins"][0]["paths"][0], "./coord.js");
+}
+
 // --- the real clients -------------------------------------------------------------------
 
 /// The client named by `var`, or why the test is skipped.
@@ -437,6 +533,9 @@ impl Home {
             .env("DISABLE_AUTOUPDATER", "1")
             .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
             .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+            .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
+            .env("XDG_DATA_HOME", self.home.join(".local/share"))
+            .env("XDG_STATE_HOME", self.home.join(".local/state"))
             .env("NO_COLOR", "1")
             .env_remove("ANTHROPIC_API_KEY")
             .env_remove("OPENAI_API_KEY")
@@ -467,6 +566,7 @@ impl Home {
                     "work/",
                     ".cache/",
                     "/logs/",
+                    "/debug/",
                     "/cache/",
                     "/telemetry/",
                     "/backups/",
@@ -690,6 +790,82 @@ fn copilot_installs_and_removes_the_plugin() {
             "{file} still enables coord: {content}"
         );
     }
+}
+
+#[test]
+fn qwen_installs_and_removes_the_extension() {
+    let Some(bin) = client("COORD_TEST_QWEN") else {
+        return;
+    };
+    let (home, before, after) = install_and_remove(
+        &bin,
+        "qwen",
+        &["extensions", "list"],
+        &[&["extensions", "install", "{dir}", "--consent"]],
+        &["extensions", "list"],
+        &[&["extensions", "uninstall", "coord"]],
+    );
+    // Qwen Code leaves an empty enablement table; that aside, the configuration is as before.
+    let strip = |m: &BTreeMap<String, String>| {
+        m.iter()
+            .filter(|(_, v)| v.trim() != "{}")
+            .map(|(k, v)| (k.clone(), v.clone()))
+            .collect::<BTreeMap<_, _>>()
+    };
+    assert_eq!(strip(&after), strip(&before));
+    assert!(!home.home.join(".qwen/extensions/coord").exists());
+}
+
+/// Cline installs the plugin package with `cline plugin install`; `cline plugin uninstall`
+/// leaves nothing naming coord.
+#[test]
+fn cline_installs_and_removes_the_plugin() {
+    let Some(bin) = client("COORD_TEST_CLINE") else {
+        return;
+    };
+    let env = Env::new();
+    let plugins = env.path("plugins");
+    write_plugins(&env, &plugins, Some("cline"));
+    let home = Home::new();
+    let folder = plugins.join("cline").display().to_string();
+    home.run(&bin, &["plugin", "install", &folder]);
+    let installed = home.config();
+    assert!(
+        installed
+            .iter()
+            .any(|(k, v)| k.ends_with("/coord.js") && v.contains("\"--plugin\"")),
+        "the plugin is installed: {:?}",
+        installed.keys()
+    );
+    home.run(&bin, &["plugin", "uninstall", "coord"]);
+    let left = mentions(
+        &home.config(),
+        &[&folder, &coord_path(), "coord hook cline"],
+    );
+    assert!(left.is_empty(), "still naming coord: {left:?}");
+}
+
+/// OpenCode installs the plugin package from its folder with `opencode plugin -g`, listing it
+/// in the user's configuration.
+#[test]
+fn opencode_installs_the_plugin() {
+    let Some(bin) = client("COORD_TEST_OPENCODE") else {
+        return;
+    };
+    let env = Env::new();
+    let plugins = env.path("plugins");
+    write_plugins(&env, &plugins, Some("opencode"));
+    let home = Home::new();
+    let folder = plugins.join("opencode").display().to_string();
+    home.run(&bin, &["plugin", "-g", &folder]);
+    let config = home.config();
+    let listed = mentions(&config, &[&folder]);
+    assert!(
+        listed
+            .iter()
+            .any(|k| k.starts_with(".config/opencode/opencode.json")),
+        "{config:?}"
+    );
 }
 
 /// Two real Claude Code sessions (scripted model on 127.0.0.1) in a fresh git repository with
