@@ -505,8 +505,19 @@ fn real_opencode_denied_then_allowed_and_two_sessions_are_two_agents() {
     denied_then_allowed_and_two_sessions(Client::Opencode);
 }
 
+/// Cline sessions reach a hub daemon on one fixed port of the machine (25463), whichever HOME
+/// started it: two Cline tests at once would share the first one's hub, plugins and settings
+/// included. They take turns.
+fn cline_turn() -> std::sync::MutexGuard<'static, ()> {
+    static CLINE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    CLINE
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 #[test]
 fn real_cline_denied_then_allowed_and_two_sessions_are_two_agents() {
+    let _turn = cline_turn();
     denied_then_allowed_and_two_sessions(Client::Cline);
 }
 
@@ -641,5 +652,6 @@ fn real_opencode_with_the_plugin_alone_is_denied_then_allowed() {
 
 #[test]
 fn real_cline_with_the_plugin_alone_is_denied_then_allowed() {
+    let _turn = cline_turn();
     plugin_alone_denies_then_allows(Client::Cline);
 }
