@@ -15,7 +15,7 @@
 //!   turn-based dialogue); [`review`] (seed 003: the review tracker); [`edit`] (safe editing
 //!   under the lock: write, run, restore);
 //! - views: [`status`] (everything at once, for `coord status`); [`nested`] (workspaces inside
-//!   this one); [`history`] (what happened: the event log behind `coord log` and `coord watch`);
+//!   this one); [`shelledit`] (held files a shell command changed); [`history`] (what happened: the event log behind `coord log` and `coord watch`);
 //! - front doors: [`mcp`] (the Model Context Protocol server's framing and tool catalogue).
 
 // The library has no unsafe code; only the binary's C entry point (src/main.rs) needs it.
@@ -48,6 +48,7 @@ pub mod prune;
 pub mod record;
 pub mod review;
 pub mod shell;
+pub mod shelledit;
 pub mod status;
 pub mod v3;
 pub mod watch;

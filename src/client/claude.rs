@@ -66,6 +66,14 @@ pub fn render(reply: &Reply) -> Option<Value> {
                 "additionalContext": text,
             }
         })),
+        // The agent reads `additionalContext`; the user sees `systemMessage`.
+        Reply::Notice(text) => Some(json!({
+            "systemMessage": text,
+            "hookSpecificOutput": {
+                "hookEventName": "PostToolUse",
+                "additionalContext": text,
+            }
+        })),
     }
 }
 
@@ -154,7 +162,12 @@ impl Adapter for Claude {
                 Some("Edit|Write|MultiEdit|NotebookEdit|Bash"),
                 cmd.clone(),
             ),
-            ("PostToolUse", Some(EDIT_MATCHER), cmd.clone()),
+            // The shell too: files others hold that a command changed are reported after it.
+            (
+                "PostToolUse",
+                Some("Edit|Write|MultiEdit|NotebookEdit|Bash"),
+                cmd.clone(),
+            ),
             ("Stop", None, cmd.clone()),
             ("SessionEnd", None, cmd),
         ]

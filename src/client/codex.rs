@@ -181,7 +181,11 @@ impl Adapter for Codex {
                 Some("apply_patch|Edit|Write|Bash"),
                 cmd.clone(),
             ),
-            ("PostToolUse", Some("apply_patch|Edit|Write"), cmd.clone()),
+            (
+                "PostToolUse",
+                Some("apply_patch|Edit|Write|Bash"),
+                cmd.clone(),
+            ),
             ("Stop", None, cmd.clone()),
             ("SessionEnd", None, cmd),
         ]

@@ -49,6 +49,7 @@ mod sandbox;
 mod scale;
 mod schemas;
 mod session;
+mod shelledit;
 mod stamp;
 mod startup;
 mod symlinks;
