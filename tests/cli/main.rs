@@ -13,6 +13,7 @@ mod claude_e2e;
 mod codex_e2e;
 mod collab;
 mod concurrency;
+mod conflicts;
 mod conventions;
 mod copilot_e2e;
 mod crashes;

@@ -1,0 +1,190 @@
+//! Conflicts before the merge: `coord status` lists the files that two or more branches of the
+//! repository's work trees changed, and whether their changes merge (real `git worktree add`).
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde_json::Value;
+
+use crate::support::Env;
+
+fn git(dir: &Path, args: &[&str]) -> String {
+    let out = Command::new("git")
+        .args(args)
+        .current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "Dev")
+        .env("GIT_AUTHOR_EMAIL", "dev@example.com")
+        .env("GIT_COMMITTER_NAME", "Dev")
+        .env("GIT_COMMITTER_EMAIL", "dev@example.com")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("COORD_DIR")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "git {args:?}: {out:?}");
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn git_ok() -> bool {
+    let found = Command::new("git").arg("--version").output().is_ok();
+    if !found {
+        eprintln!("skipped: git is not installed");
+    }
+    found
+}
+
+fn write(dir: &Path, rel: &str, text: &str) {
+    std::fs::write(dir.join(rel), text).unwrap();
+}
+
+const LINES: &str = "1\n2\n3\n4\n5\n6\n7\n8\n9\n10\n";
+
+/// A repository `<env>/main` on `trunk` with `same.txt`, `apart.txt` and `own.txt`.
+fn repo(env: &Env) -> PathBuf {
+    let main = env.path("main");
+    std::fs::create_dir_all(&main).unwrap();
+    git(&main, &["init", "-q", "-b", "trunk"]);
+    for f in ["same.txt", "apart.txt", "own.txt"] {
+        write(&main, f, LINES);
+    }
+    git(&main, &["add", "."]);
+    git(&main, &["commit", "-qm", "start"]);
+    main
+}
+
+/// A fake `git` first on the PATH that leaves a mark each time it runs, then runs git.
+fn counting_git(env: &Env) -> (PathBuf, PathBuf) {
+    let real = String::from_utf8(
+        Command::new("sh")
+            .args(["-c", "command -v git"])
+            .output()
+            .unwrap()
+            .stdout,
+    )
+    .unwrap();
+    let bin = env.path("fakebin");
+    std::fs::create_dir_all(&bin).unwrap();
+    let mark = env.path("git-ran");
+    let script = bin.join("git");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\necho \"$@\" >> '{}'\nexec '{}' \"$@\"\n",
+            mark.display(),
+            real.trim()
+        ),
+    )
+    .unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let path = format!("{}:{}", bin.display(), std::env::var("PATH").unwrap());
+    (PathBuf::from(path), mark)
+}
+
+fn status(env: &Env, dir: &Path, path: Option<&Path>) -> Value {
+    let mut cmd = env.cmd().env_remove("COORD_DIR").cwd(dir);
+    if let Some(p) = path {
+        cmd = cmd.env("PATH", p);
+    }
+    cmd.args(["status", "--json"]).ok().json()
+}
+
+/// Two branches changing one line differently: CONFLICT; changing different parts of one
+/// file: CLEAN; a file only one branch changed: not listed. Each with its work tree and branch,
+/// seen from every work tree (one inside the main checkout too), and in the human view.
+#[test]
+fn files_changed_on_two_branches_are_listed_with_whether_they_merge() {
+    if !git_ok() {
+        return;
+    }
+    let env = Env::new();
+    let main = repo(&env);
+    git(&main, &["worktree", "add", "-q", "../a", "-b", "alpha"]);
+    git(
+        &main,
+        &["worktree", "add", "-q", ".claude/worktrees/b", "-b", "beta"],
+    );
+    let a = env.path("a");
+    let b = main.join(".claude/worktrees/b");
+    write(&a, "same.txt", &LINES.replace("1\n", "one from alpha\n"));
+    write(&b, "same.txt", &LINES.replace("1\n", "one from beta\n"));
+    write(&a, "apart.txt", &LINES.replace("2\n", "two from alpha\n"));
+    write(&b, "apart.txt", &LINES.replace("9\n", "nine from beta\n"));
+    write(&a, "own.txt", "only alpha\n");
+    git(&a, &["commit", "-qam", "alpha"]);
+    git(&b, &["commit", "-qam", "beta"]);
+
+    let a_top = std::fs::canonicalize(&a).unwrap().display().to_string();
+    let b_top = std::fs::canonicalize(&b).unwrap().display().to_string();
+    for dir in [&main, &a, &b] {
+        let v = status(&env, dir, None);
+        let c = v["conflicts"].as_array().unwrap();
+        assert_eq!(c.len(), 2, "{dir:?}: {v:#}");
+        let of = |f: &str| c.iter().find(|x| x["file"] == f).unwrap().clone();
+        assert_eq!(of("same.txt")["state"], "CONFLICT", "{c:?}");
+        assert_eq!(of("apart.txt")["state"], "CLEAN", "{c:?}");
+        let trees = of("same.txt")["trees"].clone();
+        assert!(
+            trees
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t["worktree"] == a_top.as_str() && t["branch"] == "alpha"),
+            "{trees}"
+        );
+        assert!(
+            trees
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|t| t["worktree"] == b_top.as_str() && t["branch"] == "beta"),
+            "{trees}"
+        );
+        assert_eq!(v["conflicts_note"], Value::Null);
+    }
+    let human = env
+        .cmd()
+        .env_remove("COORD_DIR")
+        .cwd(&main)
+        .arg("status")
+        .ok();
+    human
+        .stdout_has("Changed on two or more branches")
+        .stdout_has("same.txt")
+        .stdout_has("CONFLICT")
+        .stdout_has("alpha");
+    // Merged away: once beta holds alpha's changes and resolves, nothing is left to show.
+    git(&b, &["merge", "-q", "alpha", "-X", "ours", "-m", "merge"]);
+    let v = status(&env, &main, None);
+    assert_eq!(v["conflicts"], Value::Array(vec![]), "{v:#}");
+}
+
+/// Two worktrees whose branches changed different files: nothing listed, git did run; a lone
+/// work tree: nothing listed and no git process at all.
+#[test]
+fn apart_branches_show_nothing_and_a_single_tree_runs_no_git() {
+    if !git_ok() {
+        return;
+    }
+    let env = Env::new();
+    let main = repo(&env);
+    let (path, mark) = counting_git(&env);
+    let v = status(&env, &main, Some(&path));
+    assert_eq!(v["conflicts"], Value::Array(vec![]));
+    assert_eq!(v["conflicts_note"], Value::Null);
+    assert!(
+        !mark.exists(),
+        "git ran for a single work tree: {}",
+        std::fs::read_to_string(&mark).unwrap_or_default()
+    );
+
+    git(&main, &["worktree", "add", "-q", "../a", "-b", "alpha"]);
+    let a = env.path("a");
+    write(&a, "own.txt", "only alpha\n");
+    git(&a, &["commit", "-qam", "alpha"]);
+    write(&main, "apart.txt", "only trunk\n");
+    git(&main, &["commit", "-qam", "trunk"]);
+    let v = status(&env, &main, Some(&path));
+    assert_eq!(v["conflicts"], Value::Array(vec![]), "{v:#}");
+    assert!(mark.exists(), "two work trees are compared with git");
+}
