@@ -79,6 +79,10 @@ struct Ran {
 
 impl Git {
     fn run(&mut self, dir: &Path, args: &[&str]) -> Option<Ran> {
+        self.run_with(dir, args, &[])
+    }
+
+    fn run_with(&mut self, dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> Option<Ran> {
         if self.timed_out || Instant::now() >= self.deadline {
             self.timed_out = true;
             return None;
@@ -89,6 +93,7 @@ impl Git {
             .env_remove("GIT_DIR")
             .env_remove("GIT_WORK_TREE")
             .env_remove("GIT_INDEX_FILE")
+            .envs(env.iter().map(|(k, v)| (*k, v.as_os_str())))
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::null())
@@ -155,7 +160,33 @@ fn compare(trees: &[Tree], deadline: Instant) -> View {
             note: Some("git cannot be run: the branches of the work trees are not compared".into()),
         };
     };
-    let merge_tree = parse_version(&version).is_some_and(|v| v >= (2, 38));
+    let new_enough = parse_version(&version).is_some_and(|v| v >= (2, 38));
+    // `merge-tree --write-tree` writes the merged trees as objects: into a folder of our own
+    // that borrows the repository's objects, so that the repository is left as it was.
+    let scratch = tempfile::Builder::new()
+        .prefix("coord-merge-tree-")
+        .tempdir()
+        .ok();
+    let objects = worktree::common_dir(&top).map(|c| c.join("objects"));
+    let isolate: Vec<(&str, &Path)> = match (&scratch, &objects) {
+        (Some(s), Some(o)) => vec![
+            ("GIT_OBJECT_DIRECTORY", s.path()),
+            ("GIT_ALTERNATE_OBJECT_DIRECTORIES", o.as_path()),
+        ],
+        _ => Vec::new(),
+    };
+    let why_unknown = if !new_enough {
+        Some(
+            "git is older than 2.38: whether the changes merge cleanly is not known (`git merge-tree --write-tree` needs 2.38)",
+        )
+    } else if isolate.is_empty() {
+        Some(
+            "no scratch folder for `git merge-tree`: whether the changes merge cleanly is not known",
+        )
+    } else {
+        None
+    };
+    let merge_tree = why_unknown.is_none();
     // The work trees at each commit (two trees on one commit changed the same).
     let mut at: BTreeMap<String, Vec<Side>> = BTreeMap::new();
     for t in trees {
@@ -200,7 +231,7 @@ fn compare(trees: &[Tree], deadline: Instant) -> View {
             }
             // The files that do not merge, or None when git cannot tell.
             let conflicted: Option<BTreeSet<String>> = if merge_tree {
-                git.run(
+                git.run_with(
                     &top,
                     &[
                         "merge-tree",
@@ -211,6 +242,7 @@ fn compare(trees: &[Tree], deadline: Instant) -> View {
                         a,
                         b,
                     ],
+                    &isolate,
                 )
                 .and_then(|ran| match ran.code {
                     Some(0) => Some(BTreeSet::new()),
@@ -247,11 +279,10 @@ fn compare(trees: &[Tree], deadline: Instant) -> View {
         })
         .collect();
     let mut notes = Vec::new();
-    if !merge_tree && conflicts.iter().any(|c: &Conflict| c.state == "UNKNOWN") {
-        notes.push(
-            "git is older than 2.38: whether the changes merge cleanly is not known (`git merge-tree --write-tree` needs 2.38)"
-                .to_string(),
-        );
+    if let Some(why) = why_unknown
+        && conflicts.iter().any(|c| c.state == "UNKNOWN")
+    {
+        notes.push(why.to_string());
     }
     if git.timed_out {
         notes.push(format!(

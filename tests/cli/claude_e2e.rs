@@ -88,3 +88,9 @@ fn claude_killed_client_frees_its_files_within_seconds() {
     let Some(c) = claude() else { return };
     e2e::killed_client_frees_its_files(&c, false);
 }
+
+#[test]
+fn claude_shell_edit_of_a_held_file_is_told_to_the_model() {
+    let Some(c) = claude() else { return };
+    e2e::shell_edit_is_told_to_the_model(&c);
+}

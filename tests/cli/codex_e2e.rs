@@ -193,3 +193,9 @@ fn codex_killed_client_frees_what_its_sandboxed_shell_locked_within_seconds() {
     }
     e2e::killed_client_frees_its_files(&c, true);
 }
+
+#[test]
+fn codex_shell_edit_of_a_held_file_is_told_to_the_model() {
+    let Some(c) = codex() else { return };
+    e2e::shell_edit_is_told_to_the_model(&c);
+}

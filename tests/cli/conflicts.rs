@@ -114,6 +114,22 @@ fn files_changed_on_two_branches_are_listed_with_whether_they_merge() {
     git(&a, &["commit", "-qam", "alpha"]);
     git(&b, &["commit", "-qam", "beta"]);
 
+    let objects = || -> Vec<PathBuf> {
+        let mut all = Vec::new();
+        let mut dirs = vec![main.join(".git/objects")];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                if e.file_type().unwrap().is_dir() {
+                    dirs.push(e.path());
+                } else {
+                    all.push(e.path());
+                }
+            }
+        }
+        all.sort();
+        all
+    };
+    let before = objects();
     let a_top = std::fs::canonicalize(&a).unwrap().display().to_string();
     let b_top = std::fs::canonicalize(&b).unwrap().display().to_string();
     for dir in [&main, &a, &b] {
@@ -153,6 +169,8 @@ fn files_changed_on_two_branches_are_listed_with_whether_they_merge() {
         .stdout_has("same.txt")
         .stdout_has("CONFLICT")
         .stdout_has("alpha");
+    // The merges were tried without writing to the repository.
+    assert_eq!(objects(), before);
     // Merged away: once beta holds alpha's changes and resolves, nothing is left to show.
     git(&b, &["merge", "-q", "alpha", "-X", "ours", "-m", "merge"]);
     let v = status(&env, &main, None);
