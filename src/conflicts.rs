@@ -119,9 +119,11 @@ impl Git {
                 }
             }
         };
+        // Out of time: the reader is left behind (a child of git may still hold the pipe).
+        let status = status?;
         let stdout = reader.join().unwrap_or_default();
-        status.map(|s| Ran {
-            code: s.code(),
+        Some(Ran {
+            code: status.code(),
             stdout,
         })
     }

@@ -54,6 +54,12 @@ fn repo(env: &Env) -> PathBuf {
 
 /// A fake `git` first on the PATH that leaves a mark each time it runs, then runs git.
 fn counting_git(env: &Env) -> (PathBuf, PathBuf) {
+    fake_git(env, "")
+}
+
+/// A fake `git` first on the PATH: leaves a mark each time it runs, runs the shell text
+/// `before` (which may answer in git's stead and exit), then runs git.
+fn fake_git(env: &Env, before: &str) -> (PathBuf, PathBuf) {
     let real = String::from_utf8(
         Command::new("sh")
             .args(["-c", "command -v git"])
@@ -69,7 +75,7 @@ fn counting_git(env: &Env) -> (PathBuf, PathBuf) {
     std::fs::write(
         &script,
         format!(
-            "#!/bin/sh\necho \"$@\" >> '{}'\nexec '{}' \"$@\"\n",
+            "#!/bin/sh\necho \"$@\" >> '{}'\n{before}\nexec '{}' \"$@\"\n",
             mark.display(),
             real.trim()
         ),
@@ -205,4 +211,62 @@ fn apart_branches_show_nothing_and_a_single_tree_runs_no_git() {
     let v = status(&env, &main, Some(&path));
     assert_eq!(v["conflicts"], Value::Array(vec![]), "{v:#}");
     assert!(mark.exists(), "two work trees are compared with git");
+}
+
+/// Two work trees whose branches changed one file: a repository with both branches changed.
+fn two_branches_on_one_file(env: &Env) -> PathBuf {
+    let main = repo(env);
+    git(&main, &["worktree", "add", "-q", "../a", "-b", "alpha"]);
+    let a = env.path("a");
+    write(&a, "same.txt", &LINES.replace("1\n", "one from alpha\n"));
+    git(&a, &["commit", "-qam", "alpha"]);
+    write(&main, "same.txt", &LINES.replace("1\n", "one from trunk\n"));
+    git(&main, &["commit", "-qam", "trunk"]);
+    main
+}
+
+/// git older than 2.38 cannot say whether changes merge: the files are listed `UNKNOWN`, and
+/// the note says why.
+#[test]
+fn an_old_git_lists_the_files_as_unknown_and_says_why() {
+    if !git_ok() {
+        return;
+    }
+    let env = Env::new();
+    let main = two_branches_on_one_file(&env);
+    let (path, _) = fake_git(
+        &env,
+        r#"[ "$1" = version ] && { echo 'git version 2.30.2'; exit 0; }
+[ "$1" = merge-tree ] && exit 129"#,
+    );
+    let v = status(&env, &main, Some(&path));
+    let c = v["conflicts"].as_array().unwrap();
+    assert_eq!(c.len(), 1, "{v:#}");
+    assert_eq!(c[0]["file"], "same.txt");
+    assert_eq!(c[0]["state"], "UNKNOWN");
+    assert!(
+        v["conflicts_note"].as_str().unwrap().contains("2.38"),
+        "{v:#}"
+    );
+}
+
+/// A git that does not answer is killed at the end of the budget: the view says what it left
+/// out instead of waiting.
+#[test]
+fn a_git_that_hangs_is_cut_off_and_the_note_says_so() {
+    if !git_ok() {
+        return;
+    }
+    let env = Env::new();
+    let main = two_branches_on_one_file(&env);
+    let (path, _) = fake_git(&env, r#"[ "$1" = merge-base ] && exec sleep 60"#);
+    let v = status(&env, &main, Some(&path));
+    assert_eq!(v["conflicts"], Value::Array(vec![]), "{v:#}");
+    assert!(
+        v["conflicts_note"]
+            .as_str()
+            .unwrap()
+            .contains("pair of branches not compared"),
+        "{v:#}"
+    );
 }
