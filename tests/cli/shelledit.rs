@@ -259,3 +259,62 @@ fn without_the_start_of_the_call_nothing_is_said() {
         None
     );
 }
+
+/// Across worktrees: a file locked in one work tree of a repository, changed by a shell command
+/// in another, is reported to the agent there, naming the holder.
+#[test]
+fn a_shell_edit_in_one_worktree_of_a_file_held_in_another_is_reported() {
+    use std::process::Command;
+    let git = |dir: &std::path::Path, args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_AUTHOR_NAME", "Dev")
+            .env("GIT_AUTHOR_EMAIL", "dev@example.com")
+            .env("GIT_COMMITTER_NAME", "Dev")
+            .env("GIT_COMMITTER_EMAIL", "dev@example.com")
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output();
+        match out {
+            Ok(o) => assert!(o.status.success(), "git {args:?}: {o:?}"),
+            Err(e) => panic!("git: {e}"),
+        }
+    };
+    if Command::new("git").arg("--version").output().is_err() {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    let env = Env::new();
+    let main = env.path("main");
+    std::fs::create_dir_all(main.join("src")).unwrap();
+    git(&main, &["init", "-q", "-b", "trunk"]);
+    std::fs::write(main.join("src/x.rs"), "x\n").unwrap();
+    git(&main, &["add", "."]);
+    git(&main, &["commit", "-qm", "start"]);
+    git(
+        &main,
+        &["worktree", "add", "-q", ".claude/worktrees/b", "-b", "b"],
+    );
+    let b = std::fs::canonicalize(main.join(".claude/worktrees/b")).unwrap();
+    env.agent("alice")
+        .env_remove("COORD_DIR")
+        .cwd(&main)
+        .args(["lock", "src/x.rs", "--reason", "parser"])
+        .ok();
+    // A Claude Code session in worktree b runs `sed -i` on its own copy of src/x.rs.
+    let mut c = clients(&env, "sed -i s/x/y/ src/x.rs").remove(0);
+    for v in [&mut c.before, &mut c.after] {
+        v["cwd"] = b.display().to_string().into();
+    }
+    assert_eq!(
+        notice(c.name, &hook(&env, c.name, &c.before, c.flags.0)),
+        None
+    );
+    std::fs::write(b.join("src/x.rs"), "y\n").unwrap();
+    let said = notice(c.name, &hook(&env, c.name, &c.after, c.flags.1)).expect("a notice");
+    assert!(
+        said.contains("`src/x.rs`") && said.contains("alice"),
+        "{said}"
+    );
+}
