@@ -30,7 +30,8 @@ pub const EDIT_MATCHER: &str = "Edit|Write|MultiEdit|NotebookEdit";
 pub fn kind(event: &str) -> Kind {
     match event {
         "PreToolUse" => Kind::BeforeTool,
-        "PostToolUse" => Kind::AfterTool,
+        // A tool call that failed (Claude Code, Qwen Code): it may still have changed files.
+        "PostToolUse" | "PostToolUseFailure" => Kind::AfterTool,
         "SessionStart" => Kind::SessionStart,
         "Stop" => Kind::Stop,
         "SessionEnd" => Kind::SessionEnd,
@@ -67,10 +68,10 @@ pub fn render(reply: &Reply) -> Option<Value> {
             }
         })),
         // The agent reads `additionalContext`; the user sees `systemMessage`.
-        Reply::Notice(text) => Some(json!({
+        Reply::Notice(event, text) => Some(json!({
             "systemMessage": text,
             "hookSpecificOutput": {
-                "hookEventName": "PostToolUse",
+                "hookEventName": event,
                 "additionalContext": text,
             }
         })),

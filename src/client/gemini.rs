@@ -84,7 +84,7 @@ impl Adapter for Gemini {
                 }
             })),
             // Appended to the tool's result for the model; `systemMessage` is shown to the user.
-            Reply::Notice(text) => Some(json!({
+            Reply::Notice(_, text) => Some(json!({
                 "systemMessage": text,
                 "hookSpecificOutput": {
                     "hookEventName": "AfterTool",

@@ -242,7 +242,7 @@ fn after_shell(ws: &Workspace, agent: &AgentId, call: &HookCall) -> Reply {
                 .with("tool", call.tool.clone()),
         );
     }
-    Reply::Notice(shelledit::notice(&changed, agent))
+    Reply::Notice(call.event.clone(), shelledit::notice(&changed, agent))
 }
 
 /// What the lock is for, for whoever it blocks: the tool and the client. (What the agent works

@@ -73,8 +73,9 @@ pub enum Reply {
     Block(String),
     /// Tell the agent this at the start of its session.
     Context(String),
-    /// Tell the agent this right after a tool ran (a shell command changed files others hold).
-    Notice(String),
+    /// Tell the agent this right after a tool ran (a shell command changed files others hold):
+    /// the event as the client named it (`PostToolUse`, `PostToolUseFailure`), and the text.
+    Notice(String, String),
 }
 
 /// The largest payload read (a `Write` carries the whole file).

@@ -318,3 +318,37 @@ fn a_shell_edit_in_one_worktree_of_a_file_held_in_another_is_reported() {
         "{said}"
     );
 }
+
+/// A shell command that failed after it changed a held file (`sed -i … && make`, make failing):
+/// Claude Code (and Qwen Code) send `PostToolUseFailure` instead (where it is registered), and
+/// are told the same, under that event's name.
+#[test]
+fn a_failed_shell_call_is_checked_too() {
+    let env = Env::new();
+    env.write("held.txt", "x\n");
+    env.agent("holder").args(["lock", "held.txt"]).ok();
+    for c in clients(&env, "sed -i s/x/y/ held.txt && false")
+        .into_iter()
+        .filter(|c| c.name == "claude" || c.name == "qwen")
+    {
+        let mut failed = c.after.clone();
+        failed["hook_event_name"] = "PostToolUseFailure".into();
+        failed["error"] = "Exit code 1".into();
+        assert_eq!(
+            notice(c.name, &hook(&env, c.name, &c.before, c.flags.0)),
+            None
+        );
+        env.write("held.txt", format!("{}\n", c.name));
+        let out = hook(&env, c.name, &failed, c.flags.1);
+        let v: Value = serde_json::from_str(out.stdout.trim())
+            .unwrap_or_else(|e| panic!("{}: {e}: {out:?}", c.name));
+        assert_eq!(
+            v["hookSpecificOutput"]["hookEventName"], "PostToolUseFailure",
+            "{v}"
+        );
+        let said = v["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .unwrap();
+        assert!(said.contains("`held.txt`"), "{said}");
+    }
+}
