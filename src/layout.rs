@@ -24,6 +24,7 @@
 //! <root>/.coord/config                workspace settings (`history_max_size: 8M`, `history_max_age: 30d`)
 //! <root>/.coord/history/events.jsonl  the event history, one JSON object a line; events.1.jsonl the previous one
 //! <root>/.coord/needs-user/<agent>    the agent's client waits for its user (since, what)
+//! <root>/.coord/shell/<agent>         when the agent's running shell call started, and the held files as they were
 //! <root>/agent-dialogue/{conversation.md,current-turn.txt,status.json,lock.txt,user-commands.txt,archive/}  seed 002
 //! <root>/.coord/dialogue-<hash>.mutex  kernel lock around one dialogue folder's writes
 //! <meta>/reviews/active/<topic>-tracker.md          seed 003 tracker (meta: `--metadata`, default `<root>/.metadata`)
@@ -635,6 +636,12 @@ pub fn needs_user(root: &Path, agent: &str) -> PathBuf {
 /// `<root>/.coord/needs-user`, one file per agent whose client waits for its user.
 pub fn needs_user_dir(root: &Path) -> PathBuf {
     state_dir(root).join("needs-user")
+}
+
+/// `<root>/.coord/shell/<agent>`: when the agent's shell tool call started, and the stat data
+/// of the files others held then (JSON; see [`crate::shelledit`]).
+pub fn shell_start(root: &Path, agent: &str) -> PathBuf {
+    state_dir(root).join("shell").join(agent)
 }
 
 #[cfg(test)]

@@ -15,7 +15,8 @@
 //!   turn-based dialogue); [`review`] (seed 003: the review tracker); [`edit`] (safe editing
 //!   under the lock: write, run, restore);
 //! - views: [`status`] (everything at once, for `coord status`); [`nested`] (workspaces inside
-//!   this one); [`history`] (what happened: the event log behind `coord log` and `coord watch`);
+//!   this one); [`shelledit`] (held files a shell command changed); [`conflicts`] (what
+//!   the branches of the work trees changed alike, before the merge); [`history`] (what happened: the event log behind `coord log` and `coord watch`);
 //! - front doors: [`mcp`] (the Model Context Protocol server's framing and tool catalogue).
 
 // The library has no unsafe code; only the binary's C entry point (src/main.rs) needs it.
@@ -27,6 +28,7 @@ pub mod changes;
 pub mod client;
 pub mod clock;
 pub mod collab;
+pub mod conflicts;
 pub mod demo;
 pub mod dialogue;
 pub mod edit;
@@ -48,6 +50,7 @@ pub mod prune;
 pub mod record;
 pub mod review;
 pub mod shell;
+pub mod shelledit;
 pub mod status;
 pub mod v3;
 pub mod watch;

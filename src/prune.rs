@@ -95,6 +95,7 @@ pub fn prune(ws: &Workspace, dry_run: bool) -> Result<Pruned> {
                 .map(|r| layout::partner_row(root, r.id)),
         );
         paths.push(layout::needs_user(root, &agent));
+        paths.push(layout::shell_start(root, &agent));
         let marks = layout::read_marks_dir(root, &agent);
         let mut gone = Vec::new();
         for p in paths {

@@ -157,6 +157,18 @@ pub struct Status {
     pub dialogue: Option<DialogueSummary>,
     /// Workspaces inside this one (their own agents, locks and messages).
     pub nested: Vec<crate::nested::Nested>,
+    /// Files two or more branches of the repository's work trees changed, and whether they
+    /// merge (see [`crate::conflicts`]; filled by `coord status` only, empty here).
+    pub conflicts: Vec<crate::conflicts::Conflict>,
+    /// Why `conflicts` is incomplete, when it is.
+    pub conflicts_note: Option<String>,
+}
+
+/// Fill in `conflicts` (git runs only where the repository has two work trees or more).
+pub fn add_conflicts(st: &mut Status, ws: &Workspace) {
+    let view = crate::conflicts::view(ws);
+    st.conflicts = view.conflicts;
+    st.conflicts_note = view.note;
 }
 
 /// Build an [`AgentView`] from a presence.
@@ -385,5 +397,7 @@ pub fn collect(ws: &Workspace) -> Status {
             ws,
             &entries.iter().map(|e| e.file.as_str()).collect::<Vec<_>>(),
         ),
+        conflicts: Vec::new(),
+        conflicts_note: None,
     }
 }

@@ -64,7 +64,7 @@ pub fn is_linked(top: &Path) -> bool {
 
 /// The repository's common git folder for the work tree at `top`: `top/.git` for a main work
 /// tree, the `commondir` of a linked one.
-fn common_dir(top: &Path) -> Option<PathBuf> {
+pub fn common_dir(top: &Path) -> Option<PathBuf> {
     let dot_git = top.join(".git");
     if fs::symlink_metadata(&dot_git).is_ok_and(|m| m.is_dir()) {
         return Some(dot_git);

@@ -160,6 +160,11 @@ pub fn describe(e: &Event) -> String {
             (_, Some(h)) => format!("{a} edited `{f}`{via} →{h}"),
             _ => format!("{a} edited `{f}`{via}"),
         },
+        "shell_edit" => format!(
+            "{a}'s shell command {} `{f}`, held by {}{via}",
+            s("how"),
+            s("holder")
+        ),
         "message_sent" => format!("{a} sent message {} to {}", s("id"), s("to")),
         "dialogue_turn" => format!(
             "{a} said message #{} in `{}`; {}'s turn",

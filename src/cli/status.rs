@@ -31,6 +31,7 @@ pub const FADE_AFTER_S: u64 = 3600;
 pub fn run(args: StatusArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(args.dir.as_deref())?;
     let mut st = status::collect(&ws);
+    status::add_conflicts(&mut st, &ws);
     if !args.all {
         fade(&mut st);
     }
@@ -141,6 +142,23 @@ pub fn render(st: &Status, color: bool) -> String {
         &["TOPIC", "NEXT ACTOR", "NEXT ACTION", "OPEN ISSUES"],
         review_rows(st),
     );
+    if !st.conflicts.is_empty() || st.conflicts_note.is_some() {
+        out.push(String::new());
+        out.push(output::title(
+            "Changed on two or more branches (before the merge)",
+            color,
+        ));
+        if !st.conflicts.is_empty() {
+            out.push(output::table(
+                &["FILE", "MERGE", "BRANCHES"],
+                conflict_rows(st),
+                color,
+            ));
+        }
+        if let Some(note) = &st.conflicts_note {
+            out.push(format!("  note: {}", output::clean(note)));
+        }
+    }
     if !st.unreadable.is_empty() {
         out.push(String::new());
         out.push(output::title("Could not read", color));
@@ -153,6 +171,27 @@ pub fn render(st: &Status, color: bool) -> String {
         }
     }
     out.join("\n")
+}
+
+fn conflict_rows(st: &Status) -> Vec<Vec<Cell>> {
+    st.conflicts
+        .iter()
+        .map(|c| {
+            let sides: Vec<String> = c
+                .trees
+                .iter()
+                .map(|t| match &t.branch {
+                    Some(b) => format!("{b} ({})", t.worktree),
+                    None => format!("detached ({})", t.worktree),
+                })
+                .collect();
+            vec![
+                Cell::plain(&c.file),
+                Cell::state(c.state),
+                Cell::plain(sides.join(", ")),
+            ]
+        })
+        .collect()
 }
 
 fn nested_rows(st: &Status) -> Vec<Vec<Cell>> {

@@ -30,7 +30,8 @@ pub const EDIT_MATCHER: &str = "Edit|Write|MultiEdit|NotebookEdit";
 pub fn kind(event: &str) -> Kind {
     match event {
         "PreToolUse" => Kind::BeforeTool,
-        "PostToolUse" => Kind::AfterTool,
+        // A tool call that failed (Claude Code, Qwen Code): it may still have changed files.
+        "PostToolUse" | "PostToolUseFailure" => Kind::AfterTool,
         "SessionStart" => Kind::SessionStart,
         "Stop" => Kind::Stop,
         "SessionEnd" => Kind::SessionEnd,
@@ -63,6 +64,14 @@ pub fn render(reply: &Reply) -> Option<Value> {
         Reply::Context(text) => Some(json!({
             "hookSpecificOutput": {
                 "hookEventName": "SessionStart",
+                "additionalContext": text,
+            }
+        })),
+        // The agent reads `additionalContext`; the user sees `systemMessage`.
+        Reply::Notice(event, text) => Some(json!({
+            "systemMessage": text,
+            "hookSpecificOutput": {
+                "hookEventName": event,
                 "additionalContext": text,
             }
         })),
@@ -154,7 +163,12 @@ impl Adapter for Claude {
                 Some("Edit|Write|MultiEdit|NotebookEdit|Bash"),
                 cmd.clone(),
             ),
-            ("PostToolUse", Some(EDIT_MATCHER), cmd.clone()),
+            // The shell too: files others hold that a command changed are reported after it.
+            (
+                "PostToolUse",
+                Some("Edit|Write|MultiEdit|NotebookEdit|Bash"),
+                cmd.clone(),
+            ),
             // Waiting for the user (a permission prompt, an idle prompt) and answered.
             ("Notification", None, cmd.clone()),
             ("UserPromptSubmit", None, cmd.clone()),

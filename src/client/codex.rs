@@ -181,7 +181,11 @@ impl Adapter for Codex {
                 Some("apply_patch|Edit|Write|Bash"),
                 cmd.clone(),
             ),
-            ("PostToolUse", Some("apply_patch|Edit|Write"), cmd.clone()),
+            (
+                "PostToolUse",
+                Some("apply_patch|Edit|Write|Bash"),
+                cmd.clone(),
+            ),
             // Waiting for the user's approval, and the user's answer.
             ("PermissionRequest", None, cmd.clone()),
             ("UserPromptSubmit", None, cmd.clone()),

@@ -90,7 +90,9 @@ impl Adapter for Copilot {
                 "permissionDecisionReason": reason,
             })),
             Reply::Block(reason) => Some(json!({"decision": "block", "reason": reason})),
-            Reply::Context(text) => Some(json!({"additionalContext": text})),
+            Reply::Context(text) | Reply::Notice(_, text) => {
+                Some(json!({"additionalContext": text}))
+            }
         }
     }
 

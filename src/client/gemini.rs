@@ -83,6 +83,14 @@ impl Adapter for Gemini {
                     "additionalContext": text,
                 }
             })),
+            // Appended to the tool's result for the model; `systemMessage` is shown to the user.
+            Reply::Notice(_, text) => Some(json!({
+                "systemMessage": text,
+                "hookSpecificOutput": {
+                    "hookEventName": "AfterTool",
+                    "additionalContext": text,
+                }
+            })),
         }
     }
 
@@ -209,7 +217,11 @@ impl Adapter for Gemini {
                 Some("write_file|replace|run_shell_command"),
                 cmd.clone(),
             ),
-            ("AfterTool", Some("write_file|replace"), cmd.clone()),
+            (
+                "AfterTool",
+                Some("write_file|replace|run_shell_command"),
+                cmd.clone(),
+            ),
             // Waiting for the user's approval, and the user's next prompt.
             ("Notification", None, cmd.clone()),
             ("BeforeAgent", None, cmd.clone()),

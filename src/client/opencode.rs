@@ -117,7 +117,7 @@ pub fn plugin_reply(reply: &Reply) -> Option<Value> {
         Reply::Allow => None,
         Reply::Deny(reason) => Some(json!({"decision": "deny", "reason": reason})),
         Reply::Block(reason) => Some(json!({"decision": "block", "reason": reason})),
-        Reply::Context(text) => Some(json!({"context": text})),
+        Reply::Context(text) | Reply::Notice(_, text) => Some(json!({"context": text})),
     }
 }
 

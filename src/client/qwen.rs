@@ -169,7 +169,11 @@ impl Adapter for Qwen {
                 Some("^(write_file|edit|run_shell_command)$"),
                 cmd.clone(),
             ),
-            ("PostToolUse", Some("^(write_file|edit)$"), cmd.clone()),
+            (
+                "PostToolUse",
+                Some("^(write_file|edit|run_shell_command)$"),
+                cmd.clone(),
+            ),
             ("Stop", None, cmd.clone()),
             ("SessionEnd", None, cmd),
         ]

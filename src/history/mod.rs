@@ -74,6 +74,8 @@ pub enum Kind {
     EditDenied,
     /// A client's hook saw an edit made.
     EditMade,
+    /// A shell command changed a file another agent holds (seen by the post-tool hook).
+    ShellEdit,
     /// A message was sent.
     MessageSent,
     /// A dialogue turn was said.
@@ -103,6 +105,7 @@ impl Kind {
             Kind::LockRefused => "lock_refused",
             Kind::EditDenied => "edit_denied",
             Kind::EditMade => "edit_made",
+            Kind::ShellEdit => "shell_edit",
             Kind::MessageSent => "message_sent",
             Kind::DialogueTurn => "dialogue_turn",
             Kind::ReviewStep => "review_step",

@@ -16,6 +16,8 @@ use crate::workspace::{AgentId, Target, Workspace};
 use super::gitcmd::{self, GitAction};
 use super::{Client, HookCall, Kind, Reply};
 use crate::guard;
+use crate::history;
+use crate::shelledit;
 
 /// How long a pre-edit hook waits for a lock held by another agent, by default.
 pub const DEFAULT_WAIT: Duration = Duration::from_secs(2);
@@ -53,6 +55,9 @@ pub fn handle(
             heartbeat(ws, agent)?;
             if let Some(files) = &call.files {
                 renew(ws, agent, call, &targets(ws, cwd, files), owner)?;
+            }
+            if call.shell.is_some() {
+                return Ok(after_shell(ws, agent, call));
             }
             Ok(Reply::Allow)
         }
@@ -145,6 +150,10 @@ fn before_shell(
     cwd: &Path,
 ) -> Result<Reply> {
     heartbeat(ws, agent)?;
+    // For the post-tool hook: what the files others hold look like before the command runs.
+    if let Err(e) = shelledit::start(ws, agent) {
+        eprintln!("warning: coord cannot note the start of this shell command: {e}");
+    }
     let mode = std::env::var("COORD_GUARD").unwrap_or_default();
     if mode.eq_ignore_ascii_case("off") || mode.eq_ignore_ascii_case("warn") {
         return Ok(Reply::Allow);
@@ -214,6 +223,26 @@ fn before_shell(
             .map(|a| a.id().to_string())
             .unwrap_or_else(|_| first.holder.clone()),
     )))
+}
+
+/// A shell command ran: tell the agent at once about files others hold that it changed, and
+/// record each in the history.
+fn after_shell(ws: &Workspace, agent: &AgentId, call: &HookCall) -> Reply {
+    let changed = shelledit::changed(ws, agent);
+    if changed.is_empty() {
+        return Reply::Allow;
+    }
+    for c in &changed {
+        history::record(
+            ws.root(),
+            history::Event::new(history::Kind::ShellEdit, agent.id())
+                .file(&c.file)
+                .with("holder", c.holder.as_str())
+                .with("how", c.how)
+                .with("tool", call.tool.clone()),
+        );
+    }
+    Reply::Notice(call.event.clone(), shelledit::notice(&changed, agent))
 }
 
 /// What the lock is for, for whoever it blocks: the tool and the client. (What the agent works

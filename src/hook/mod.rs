@@ -73,6 +73,9 @@ pub enum Reply {
     Block(String),
     /// Tell the agent this at the start of its session.
     Context(String),
+    /// Tell the agent this right after a tool ran (a shell command changed files others hold):
+    /// the event as the client named it (`PostToolUse`, `PostToolUseFailure`), and the text.
+    Notice(String, String),
 }
 
 /// The largest payload read (a `Write` carries the whole file).
@@ -108,7 +111,7 @@ pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCa
         _ => None,
     };
     let shell = match (kind, &tool) {
-        (Kind::BeforeTool, Some(t)) => adapter.shell(t, input),
+        (Kind::BeforeTool | Kind::AfterTool, Some(t)) => adapter.shell(t, input),
         _ => None,
     };
     Ok(HookCall {

@@ -163,3 +163,9 @@ fn claude_at_a_permission_prompt_needs_its_user() {
         "{log}"
     );
 }
+
+#[test]
+fn claude_shell_edit_of_a_held_file_is_told_to_the_model() {
+    let Some(c) = claude() else { return };
+    e2e::shell_edit_is_told_to_the_model(&c);
+}

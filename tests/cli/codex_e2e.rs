@@ -316,3 +316,9 @@ fn codex_session_coordinated_by_the_installed_plugin_alone() {
     let config = std::fs::read_to_string(repo.home.join(".codex/config.toml")).unwrap();
     assert!(!config.contains(&folder), "{config}");
 }
+
+#[test]
+fn codex_shell_edit_of_a_held_file_is_told_to_the_model() {
+    let Some(c) = codex() else { return };
+    e2e::shell_edit_is_told_to_the_model(&c);
+}

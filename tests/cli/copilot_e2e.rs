@@ -588,3 +588,34 @@ fn copilot_killed_with_sigkill_frees_its_files_within_seconds() {
         killed.elapsed().as_secs_f64()
     );
 }
+
+/// A shell command that changes a file another agent holds: coord's postToolUse hook gives the
+/// model its notice (`additionalContext`) before its next step.
+#[test]
+fn copilot_shell_edit_of_a_held_file_is_told_to_the_model() {
+    let Some((bin, lab)) = lab() else { return };
+    lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
+    let edit = json!(["bash", {
+        "command": "echo more >> target.txt",
+        "description": "append a line",
+    }]);
+    let (run, prompt) = start(&lab, &bin, "shell", EDIT_MODEL, json!([edit]), None);
+    run.ok();
+    assert!(
+        lab.env.read("target.txt").contains("more"),
+        "the command ran"
+    );
+    let needle = serde_json::to_string(&prompt).unwrap();
+    let told = lab
+        .requests_with(&needle[1..needle.len() - 1])
+        .iter()
+        .any(|r| {
+            let text = r["body"]["messages"].to_string();
+            text.contains("your shell command changed") && text.contains("target.txt")
+        });
+    assert!(
+        told,
+        "the notice reaches the model: {:#?}",
+        tool_results(&lab, &prompt)
+    );
+}

@@ -708,6 +708,39 @@ pub fn session_start_context_reaches_the_model(client: &dyn Client) {
     );
 }
 
+/// A shell command that changes a file another agent holds: the post-tool hook of the shell
+/// tool tells the model at once (its next request holds coord's notice naming file and holder).
+pub fn shell_edit_is_told_to_the_model(client: &dyn Client) {
+    let (repo, model) = setup(client);
+    repo.env.write("held.md", "alice's draft\n");
+    repo.env
+        .agent("alice")
+        .args(["lock", "held.md", "-q", "--reason", "rewriting it"])
+        .ok();
+    let done = start(
+        client,
+        &repo,
+        &model,
+        "session",
+        serde_json::json!([{"shell": "echo more >> held.md"}, {"say": "ok"}]),
+    )
+    .wait();
+    assert_eq!(done.code, Some(0), "{done:?}");
+    assert!(
+        repo.env.read("held.md").contains("more"),
+        "the shell command ran"
+    );
+    let told = model.turns().iter().any(|r| {
+        let body = r["body"].to_string();
+        body.contains("your shell command changed") && body.contains("held.md")
+    });
+    assert!(
+        told,
+        "the model's request after the shell call holds coord's notice: {:?}",
+        model.turns().last().map(|r| r["results"].to_string())
+    );
+}
+
 /// SessionEnd finishes the session's presence.
 pub fn session_end_finishes_the_presence(client: &dyn Client) {
     let (repo, model) = setup(client);

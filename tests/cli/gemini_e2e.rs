@@ -510,3 +510,30 @@ fn gemini_killed_with_sigkill_frees_its_files_within_seconds() {
         killed.elapsed().as_secs_f64()
     );
 }
+
+/// A shell command that changes a file another agent holds: coord's AfterTool hook appends its
+/// notice to the command's result, so the model reads it with the output.
+#[test]
+fn gemini_shell_edit_of_a_held_file_is_told_to_the_model() {
+    let Some((bin, lab)) = lab() else { return };
+    lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
+    let edit = json!(["run_shell_command", {
+        "command": "echo more >> target.txt",
+        "description": "append a line",
+    }]);
+    let (run, prompt) = start(&lab, &bin, "shell", json!([edit]), None);
+    run.ok();
+    assert!(
+        lab.env.read("target.txt").contains("more"),
+        "the command ran"
+    );
+    let results = tool_results(&lab, &prompt);
+    assert_eq!(results.len(), 1, "{results:#?}");
+    let text = results[0]["response"].to_string();
+    assert!(
+        text.contains("your shell command changed")
+            && text.contains("target.txt")
+            && text.contains(OTHER),
+        "the notice reaches the model with the command's result: {text}"
+    );
+}

@@ -43,9 +43,10 @@ fn init_wires_every_client_and_a_second_run_changes_nothing() {
         claude["hooks"]["PreToolUse"][0]["matcher"],
         "Edit|Write|MultiEdit|NotebookEdit|Bash"
     );
+    // After the shell too: held files a command changed are reported.
     assert_eq!(
         claude["hooks"]["PostToolUse"][0]["matcher"],
-        "Edit|Write|MultiEdit|NotebookEdit"
+        "Edit|Write|MultiEdit|NotebookEdit|Bash"
     );
     assert_eq!(
         read_json(&env, ".mcp.json")["mcpServers"]["coord"]["args"][0],
@@ -656,7 +657,10 @@ fn a_rerun_widens_coords_own_matcher_to_the_shell_tool() {
         commands(&v, "BeforeTool"),
         ["./mine.sh", "coord hook gemini"]
     );
-    assert_eq!(v["hooks"]["AfterTool"][0]["matcher"], "write_file|replace");
+    assert_eq!(
+        v["hooks"]["AfterTool"][0]["matcher"],
+        "write_file|replace|run_shell_command"
+    );
     let before = env.snapshot();
     env.cmd()
         .args(["init", "--client", "gemini"])

@@ -81,7 +81,8 @@ impl Host {
     fn workspace_tool(&mut self, name: &str, args: &Args<'_>) -> anyhow::Result<Done> {
         match name {
             "status" => {
-                let st = status::collect(&self.ws);
+                let mut st = status::collect(&self.ws);
+                status::add_conflicts(&mut st, &self.ws);
                 Ok(Done::new(super::super::status::render(&st, false), &st))
             }
             "check" => {

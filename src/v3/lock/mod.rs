@@ -72,6 +72,12 @@ use scan::{list_locks_each, own_locks_listed};
 pub use scan::{locks_of, locks_of_each, scan_judged, scan_tree, try_locks_of, unreadable};
 use takeover::take_over;
 
+/// The locks coord made, as its index lists them: (the file relative to the root, the agent),
+/// unverified (each may be gone), in no order. Read without walking the tree.
+pub fn indexed(root: &std::path::Path) -> Vec<(String, String)> {
+    index::entries(root)
+}
+
 use std::path::PathBuf;
 use std::time::Duration;
 

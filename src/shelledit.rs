@@ -1,0 +1,238 @@
+//! Edits the edit tools did not make (contract §8, issue 27): a shell command (`sed -i`, a
+//! generator, `git checkout`) changes files without going through a client's edit hook, so no
+//! lock is asked for. coord notices afterwards: when a shell tool call starts (the client's
+//! pre-tool hook) it records the time and the stat data of every file another agent holds
+//! ([`start`]); when the call has run (the post-tool hook) it looks at those files again
+//! ([`changed`]) and tells the agent at once which of them its command changed.
+//!
+//! Cost grows with the locks, not with the files of the tree: the files looked at are the ones
+//! coord's index of held files (`.coord/held/`) names, each `lstat`ed once; nothing walks the
+//! tree and git is not run. A file counts as changed when its inode, size, mtime or ctime differ
+//! from the start (it was created or deleted too); a file locked while the command ran counts
+//! when its ctime is not older than the start (ctime cannot be set back by a tool, unlike
+//! mtime). The times compared all come from the filesystem's own clock (the start is the
+//! record's own mtime), so a clock skew between machines does not matter.
+//!
+//! Two questions are asked through one place each, so that claims on folders and patterns
+//! extend them: which paths to look at ([`candidates`]) and who holds a path
+//! ([`crate::guard::held`], the question the git guard asks at commit).
+//!
+//! What cannot be told from stat data alone: whether the holder itself changed the file while
+//! the command ran (in the same work tree). A change is put down to the holder when its lock
+//! record was rewritten after the change (a client's post-edit hook renews the lock right
+//! after the edit); otherwise it is reported, and the notice says what to check.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::MetadataExt;
+use std::path::Path;
+
+use serde::{Deserialize, Serialize};
+
+use crate::error::Result;
+use crate::fsutil;
+use crate::guard::{self, Held};
+use crate::layout;
+use crate::v3::lock;
+use crate::workspace::{AgentId, Workspace};
+
+/// The largest start record read.
+const RECORD_CAP: u64 = 4 * 1024 * 1024;
+
+/// A file's identity and change marks, as `lstat` gives them.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Stat {
+    /// Inode number.
+    pub ino: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, nanoseconds since the epoch.
+    pub mtime_ns: i128,
+    /// Status change time, nanoseconds since the epoch.
+    pub ctime_ns: i128,
+}
+
+impl Stat {
+    fn of(meta: &fs::Metadata) -> Stat {
+        Stat {
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+            ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
+        }
+    }
+
+    /// The stat data of `path` (not following a link), `None` when nothing is there.
+    pub fn read(path: &Path) -> Option<Stat> {
+        fs::symlink_metadata(path).ok().map(|m| Stat::of(&m))
+    }
+}
+
+/// What [`start`] records: the files others held when a shell call started, as they were.
+#[derive(Debug, Clone, Default, Serialize, Deserialize)]
+struct Start {
+    /// Each held file (relative to the work tree's top level) and its stat data then (`None`:
+    /// it did not exist).
+    files: BTreeMap<String, Option<Stat>>,
+}
+
+/// A held file that a shell command changed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Changed {
+    /// The file, relative to the work tree's top level.
+    pub file: String,
+    /// Who holds it.
+    pub holder: String,
+    /// How: `modified`, `created` or `deleted`.
+    pub how: &'static str,
+    /// Since when the holder holds it (RFC 3339), when known.
+    pub since: Option<String>,
+}
+
+/// The paths to look at after a shell command: every file the index of held files names for
+/// an agent other than `me`, relative to `ws`'s root. (Claims on folders and patterns add the
+/// paths they hold here.)
+pub fn candidates(ws: &Workspace, me: &AgentId) -> Vec<String> {
+    let mut paths: Vec<String> = lock::indexed(ws.root())
+        .into_iter()
+        .filter(|(_, agent)| agent != me.id())
+        .map(|(rel, _)| rel)
+        .collect();
+    paths.sort();
+    paths.dedup();
+    paths
+}
+
+/// The files another agent holds `LIVE` now (see [`candidates`] and [`guard::held`]).
+pub fn held_by_others(ws: &Workspace, me: &AgentId) -> Vec<Held> {
+    let paths = candidates(ws, me);
+    if paths.is_empty() {
+        return Vec::new();
+    }
+    let mut held = guard::held(ws, ws.root(), &paths, Some(me));
+    held.sort_by(|a, b| a.file.cmp(&b.file));
+    held.dedup_by(|a, b| a.file == b.file);
+    held
+}
+
+/// A shell tool call of `agent` starts: record the time and the held files as they are (the
+/// record is written even when no file is held: its mtime is the start, for files locked while
+/// the command runs).
+///
+/// # Errors
+///
+/// [`crate::Error::Io`] when the record cannot be written.
+pub fn start(ws: &Workspace, agent: &AgentId) -> Result<()> {
+    let path = layout::shell_start(ws.root(), agent.id());
+    let held = held_by_others(ws, agent);
+    let record = Start {
+        files: held
+            .iter()
+            .map(|h| (h.file.clone(), Stat::read(&ws.root().join(&h.file))))
+            .collect(),
+    };
+    let bytes = serde_json::to_vec(&record).unwrap_or_default();
+    if let Some(dir) = path.parent() {
+        fsutil::ensure_dir(dir)?;
+    }
+    fsutil::replace(&path, &bytes)
+}
+
+/// A shell tool call of `agent` has run: the held files it changed, oldest record first. The
+/// start record is consumed. No record (the pre-tool hook did not run): nothing is known to
+/// have changed.
+pub fn changed(ws: &Workspace, agent: &AgentId) -> Vec<Changed> {
+    let path = layout::shell_start(ws.root(), agent.id());
+    let Ok((bytes, Some(started))) = fsutil::read_capped_with_mtime(&path, RECORD_CAP) else {
+        return Vec::new();
+    };
+    let _ = fsutil::remove(&path);
+    let started_ns = system_time_ns(started);
+    let record: Start = serde_json::from_slice(&bytes).unwrap_or_default();
+    let mut out = Vec::new();
+    for held in held_by_others(ws, agent) {
+        let now = Stat::read(&ws.root().join(&held.file));
+        let how = match (record.files.get(&held.file), now) {
+            (Some(Some(before)), Some(now)) if *before != now => "modified",
+            (Some(Some(_)), None) => "deleted",
+            (Some(None), Some(_)) => "created",
+            (Some(_), _) => continue,
+            // Locked while the command ran: changed since the start?
+            (None, Some(now)) if now.ctime_ns >= started_ns => "modified",
+            (None, _) => continue,
+        };
+        if now.is_some_and(|n| holder_touched_after(ws, &held, &n)) {
+            continue;
+        }
+        out.push(Changed {
+            file: held.file,
+            holder: held.holder,
+            how,
+            since: held.since,
+        });
+    }
+    out
+}
+
+/// Whether the holder's lock record on `held.file` (in any work tree of the repository) was
+/// rewritten after the file changed: the holder's own post-edit hook renewing its lock
+/// right after its own edit.
+fn holder_touched_after(ws: &Workspace, held: &Held, file: &Stat) -> bool {
+    let Ok(holder) = AgentId::parse(&held.holder) else {
+        return false;
+    };
+    crate::worktree::trees(ws.root()).iter().any(|tree| {
+        Stat::read(&layout::lock_file(&tree.top.join(&held.file), holder.id()))
+            .is_some_and(|lock| lock.ctime_ns > file.ctime_ns)
+    })
+}
+
+fn system_time_ns(t: std::time::SystemTime) -> i128 {
+    match t.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => d.as_nanos() as i128,
+        Err(e) => -(e.duration().as_nanos() as i128),
+    }
+}
+
+/// The notice an agent gets after its shell command changed files others hold.
+pub fn notice(changed: &[Changed], me: &AgentId) -> String {
+    let now = crate::clock::now();
+    let list: Vec<String> = changed
+        .iter()
+        .map(|c| {
+            let since = c
+                .since
+                .as_deref()
+                .and_then(crate::clock::parse_timestamp)
+                .map(|t| lock::format_since(Some(&t), &now))
+                .unwrap_or_else(|| "an unknown time".into());
+            format!(
+                "`{}` ({}; held by {} since {since})",
+                c.file, c.how, c.holder
+            )
+        })
+        .collect();
+    let first = &changed[0];
+    let holder = AgentId::parse(&first.holder)
+        .map(|a| a.id().to_string())
+        .unwrap_or_else(|_| first.holder.clone());
+    format!(
+        "coord: your shell command changed {} that another agent holds: {}. That agent is editing {}: \
+         unless that change was theirs, put {} back as it was (`git restore {}` for a tracked file, or from its `.bak`), \
+         and ask before touching it again: `coord -a {} msg send {holder} \"...\"`.",
+        if changed.len() == 1 {
+            "a file"
+        } else {
+            "files"
+        },
+        list.join(", "),
+        if changed.len() == 1 { "it" } else { "them" },
+        if changed.len() == 1 { "it" } else { "them" },
+        changed
+            .iter()
+            .map(|c| crate::shell::arg(&c.file))
+            .collect::<Vec<_>>()
+            .join(" "),
+        me.id(),
+    )
+}
