@@ -529,15 +529,27 @@ fn status_json_has_the_contract_fields() {
 #[test]
 fn human_status_reads_at_a_glance() {
     let env = Env::new();
-    env.agent("claude").args(["presence", ".", "Task_123"]).ok();
-    env.agent("gemini").args(["presence", ".", "Task_456"]).ok();
-    env.agent("claude").args(["lock", "SHARED.txt"]).ok();
-    let old = (chrono::Local::now() - chrono::Duration::minutes(30)).to_rfc3339();
+    // One instant for every command, so "0s ago" does not depend on how fast they run.
+    let now = chrono::Local::now();
+    let at = now.to_rfc3339();
+    env.agent("claude")
+        .env("COORD_NOW", &at)
+        .args(["presence", ".", "Task_123"])
+        .ok();
+    env.agent("gemini")
+        .env("COORD_NOW", &at)
+        .args(["presence", ".", "Task_456"])
+        .ok();
+    env.agent("claude")
+        .env("COORD_NOW", &at)
+        .args(["lock", "SHARED.txt"])
+        .ok();
+    let old = (now - chrono::Duration::minutes(30)).to_rfc3339();
     env.write(
         "old.md.lock.ollama",
         format!("Agent: Ollama\nlocked_at: {old}\nfile: old.md\n"),
     );
-    let out = env.cmd().arg("status").ok();
+    let out = env.cmd().env("COORD_NOW", &at).arg("status").ok();
     out.stdout_has("  AGENT   STATUS  HEARTBEAT  WORKING ON  FILE        LOCK\n")
         .stdout_has("  claude  ACTIVE  0s ago     Task_123    SHARED.txt  LOCKED\n")
         .stdout_has("  gemini  ACTIVE  0s ago     Task_456    -           FREE\n")
