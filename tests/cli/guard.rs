@@ -327,3 +327,25 @@ fn uninstall_removes_coords_hooks_and_restores_the_chained_one() {
     env.cmd().args(["guard", "uninstall"]).ok();
     assert_eq!(hooks_state(&env.path("githooks")), before);
 }
+
+/// Files in two nested workspaces of one repository are each checked against their own
+/// workspace's locks: a held file in the second is refused even when the first comes first.
+#[test]
+fn each_nested_workspace_checks_its_own_locks() {
+    let env = repo();
+    for dir in ["one", "two"] {
+        std::fs::create_dir_all(env.path(&format!("{dir}/.coord"))).unwrap();
+    }
+    env.write("one/o.txt", "o\n");
+    env.write("two/t.txt", "t\n");
+    env.cmd()
+        .args(["-C", "two", "-a", "gemini", "lock", "t.txt"])
+        .ok();
+    git_ok(env.root(), &["add", "one/o.txt", "two/t.txt"]);
+    let out = env
+        .agent("claude")
+        .args(["guard", "check", "--staged"])
+        .code(4);
+    out.stderr_has("t.txt: locked by gemini");
+    assert!(!out.stderr.contains("o.txt"), "{}", out.stderr);
+}
