@@ -260,6 +260,13 @@ impl Workspace {
         // `.coord/` removed (`rm -rf .coord`, `git clean`) between creating it and opening the
         // mutex: create it again and go on. Exclusion does not depend on the old folder: the
         // mutex is checked to be the file at its path once locked.
+        let policy = self.policy()?;
+        if policy.arbitration == arbiter::Arbitration::None {
+            return Err(Error::NoArbitration {
+                root: self.root.clone(),
+                filesystem: policy.fs.name,
+            });
+        }
         let mutex = layout::mutex(&self.root);
         let mut tries = 0;
         loop {

@@ -26,7 +26,7 @@ pub struct Diagnosis {
     pub kernel_locks_cross_machines: bool,
     /// Whether filesystem events report changes made on other machines.
     pub events_cross_machines: bool,
-    /// `kernel` or `link`.
+    /// `kernel`, `link`, or `none` where no arbitration holds.
     pub arbitration: Arbitration,
     /// `detected`, or the variable that chose it.
     pub arbitration_source: String,
@@ -92,6 +92,12 @@ fn diagnosis(root: &Path, policy: &Policy, skew_s: Option<f64>) -> Diagnosis {
         warnings.push(format!(
             "{} forces the kernel arbitration on {}, where kernel locks do not cross machines",
             super::ENV_ARBITRATION,
+            policy.fs.name
+        ));
+    }
+    if policy.arbitration == Arbitration::None {
+        warnings.push(format!(
+            "no arbitration holds on {}: it offers neither hard links nor an exclusive create that holds across mounts, so coord cannot keep two agents off one file; every command that takes a lock refuses (exit 1). Share the folder over NFS, SMB or sshfs instead",
             policy.fs.name
         ));
     }

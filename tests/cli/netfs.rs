@@ -184,3 +184,141 @@ fn a_folder_under_a_sync_tool_is_warned_about_once() {
     );
     env.cmd().args(["doctor"]).ok().stdout_has("Syncthing");
 }
+
+/// An rclone mount of a local folder, unmounted on drop.
+struct RcloneMount {
+    dir: tempfile::TempDir,
+}
+
+impl RcloneMount {
+    /// Mount `remote/` at `mnt/` with `rclone mount`, or say why not.
+    fn new() -> Option<RcloneMount> {
+        if !crate::defects::is_root() {
+            eprintln!("skipped: FUSE mounts need root");
+            return None;
+        }
+        if Command::new("rclone").arg("version").output().is_err() {
+            eprintln!("skipped: rclone is not installed (`apt-get install rclone`)");
+            return None;
+        }
+        if !std::path::Path::new("/dev/fuse").exists() {
+            eprintln!("skipped: no /dev/fuse here");
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("remote")).unwrap();
+        std::fs::create_dir(dir.path().join("mnt")).unwrap();
+        let ok = Command::new("timeout")
+            .arg("30")
+            .arg("rclone")
+            .arg("mount")
+            .arg(dir.path().join("remote"))
+            .arg(dir.path().join("mnt"))
+            .args(["--config", "/dev/null", "--daemon"])
+            .status()
+            .is_ok_and(|s| s.success());
+        let mounted = || {
+            std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|t| {
+                t.lines().any(|l| {
+                    l.contains(" - fuse.rclone ")
+                        && l.contains(&*dir.path().join("mnt").to_string_lossy())
+                })
+            })
+        };
+        let start = Instant::now();
+        while ok && !mounted() && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if !ok || !mounted() {
+            eprintln!("skipped: `rclone mount` did not mount here");
+            return None;
+        }
+        Some(RcloneMount { dir })
+    }
+
+    fn mnt(&self) -> std::path::PathBuf {
+        self.dir.path().join("mnt")
+    }
+}
+
+impl Drop for RcloneMount {
+    fn drop(&mut self) {
+        for tool in ["fusermount3", "fusermount"] {
+            if Command::new(tool)
+                .args(["-uz"])
+                .arg(self.mnt())
+                .status()
+                .is_ok_and(|s| s.success())
+            {
+                return;
+            }
+        }
+        let _ = Command::new("umount").arg("-l").arg(self.mnt()).status();
+    }
+}
+
+/// Issue 26 item 20: on an rclone mount `link(2)` fails with EIO and an exclusive create is
+/// only exclusive within one mount, so no arbitration holds. `doctor` says so (arbitration
+/// `none`, a warning), and a command that would take a lock refuses with exit 1 and that
+/// reason — never a raw I/O error — leaving no lock file behind.
+#[test]
+fn an_rclone_mount_is_refused_with_the_reason() {
+    let Some(mount) = RcloneMount::new() else {
+        return;
+    };
+    let mnt = mount.mnt();
+    std::fs::write(mnt.join("F"), "x\n").unwrap();
+    let coord = |args: &[&str]| {
+        let out = Command::new(crate::support::coord_bin())
+            .arg("-C")
+            .arg(&mnt)
+            .args(args)
+            .env_remove("COORD_ARBITRATION")
+            .env_remove("COORD_DIR")
+            .env_remove("COORD_AGENT")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stdout, stderr) = coord(&["doctor", "--json"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(doc["filesystem"], "fuse.rclone", "{doc}");
+    assert_eq!(doc["arbitration"], "none", "{doc}");
+    assert!(
+        doc["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("no arbitration")),
+        "{doc}"
+    );
+    for args in [
+        &["-a", "alice", "lock", "F"][..],
+        &["-a", "alice", "lock", "F", "--no-wait"],
+        &["-a", "alice", "run", "F", "--", "true"],
+    ] {
+        let (code, stdout, stderr) = coord(args);
+        assert_eq!(code, Some(1), "{args:?}: {stdout}{stderr}");
+        assert!(
+            stderr.starts_with("error: no arbitration holds in")
+                && stderr.contains("fuse.rclone")
+                && stderr.contains("hint:"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("Input/output"), "{stderr}");
+    }
+    let names: Vec<String> = std::fs::read_dir(&mnt)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !names.iter().any(|n| n.contains(".lock.")),
+        "a lock file was left: {names:?}"
+    );
+}
