@@ -154,7 +154,7 @@ pub fn sync_tool(root: &Path) -> Option<SyncTool> {
     for dir in root.ancestors() {
         for (marker, tool) in MARKERS {
             let p = dir.join(marker);
-            if fs::symlink_metadata(&p).is_ok() {
+            if crate::fsutil::real_entry(&p).is_some() {
                 return Some(SyncTool {
                     tool: tool.to_string(),
                     marker: p.display().to_string(),
