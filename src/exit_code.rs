@@ -55,6 +55,7 @@ impl From<&Error> for ExitCode {
             Error::Corrupt { .. }
             | Error::DialogueCorrupted { .. }
             | Error::Io { .. }
+            | Error::NoArbitration { .. }
             | Error::Failed { .. } => ExitCode::Failure,
             // As a shell reports a process killed by that signal: 130 for SIGINT, 143 for SIGTERM.
             Error::Interrupted { signal, .. } => {

@@ -13,6 +13,7 @@
 //! <root>/.coord/agents                every agent that ever took a lock here (exact-name lookups)
 //! <root>/.coord/held/<file>.held.<agent>  the index of locks coord made (`/` in <file> as `%2F`)
 //! <root>/.coord/held/anchor           the file every index entry is a hard link to
+//! <root>/.coord/backups/<file>/<seq>  older backup generations of FILE (`/` in <file> as `%2F`)
 //! <root>/.coord/queue/seq             the next wait-ticket number
 //! <root>/.coord/queue/q-<hash>/<seq>.<agent>  a waiter's ticket for one file
 //! <root>/.coord/messages/<id>.msg     one message (seed 001 `msg send`)
@@ -366,6 +367,39 @@ pub fn parse_held_entry(file_name: &str) -> Option<(Option<String>, String)> {
         i += 3;
     }
     Some((Some(String::from_utf8(rel).ok()?), agent))
+}
+
+/// `<root>/.coord/backups`: older backup generations, one folder per file.
+pub fn backups_dir(root: &Path) -> PathBuf {
+    state_dir(root).join("backups")
+}
+
+/// The folder of `file`'s older backup generations: its path relative to the shared root (the
+/// absolute path when it lies outside, in a linked worktree), `%` written `%25` and `/`
+/// written `%2F`; a hash when that name would be too long.
+pub fn backup_generations(root: &Path, file: &Path) -> PathBuf {
+    let shared = shared_root(root);
+    let key = match file.strip_prefix(&shared) {
+        Ok(rel) => rel.to_string_lossy().into_owned(),
+        Err(_) => file.to_string_lossy().into_owned(),
+    };
+    let mut name = String::with_capacity(key.len() + 8);
+    for c in key.chars() {
+        match c {
+            '%' => name.push_str("%25"),
+            '/' => name.push_str("%2F"),
+            c => name.push(c),
+        }
+    }
+    if name.len() > 200 {
+        name = format!("={:016x}", host::fnv1a64(key.as_bytes()));
+    }
+    backups_dir(root).join(name)
+}
+
+/// The name of backup generation `seq` (zero-padded, so names sort by age).
+pub fn generation_name(seq: u64) -> String {
+    format!("{seq:08}")
 }
 
 /// `<root>/.coord/queue`.

@@ -51,7 +51,7 @@ pub struct NestedAgent {
 /// Whether `dir` holds a `.coord/` folder (a workspace's own state).
 fn is_workspace(dir: &Path) -> bool {
     // Its own `.coord/`: a linked git worktree shares the main tree's and is not nested.
-    fs::symlink_metadata(dir.join(layout::STATE_DIR)).is_ok_and(|m| m.is_dir())
+    crate::fsutil::real_entry(&dir.join(layout::STATE_DIR)).is_some_and(|m| m.is_dir())
 }
 
 /// If a workspace lies around `root`, note `root` in that workspace's register (once) so that

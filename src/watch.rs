@@ -523,8 +523,39 @@ pub fn stop_on_signals() -> std::io::Result<()> {
     Ok(())
 }
 
-/// The signal that asked this process to stop, if any (see [`stop_on_signals`]).
+/// Ask every wait of this process to end cleanly, as the signal `sig` would after
+/// [`stop_on_signals`]: for a server whose client went away while a call of it waits
+/// (`coord mcp`).
+pub fn request_stop(sig: i32) {
+    let flag = STOP.get_or_init(Default::default);
+    let _ = flag.compare_exchange(
+        0,
+        usize::try_from(sig).unwrap_or(1).max(1),
+        std::sync::atomic::Ordering::SeqCst,
+        std::sync::atomic::Ordering::SeqCst,
+    );
+}
+
+std::thread_local! {
+    static FINISHING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Run `f` with stop requests ignored on this thread: the cleanup after a wait that a stop
+/// ended (leaving the queue, resetting the presence, clocking out) must still take the
+/// workspace mutex when another process holds it for a moment.
+pub fn finishing<T>(f: impl FnOnce() -> T) -> T {
+    let before = FINISHING.with(|c| c.replace(true));
+    let out = f();
+    FINISHING.with(|c| c.set(before));
+    out
+}
+
+/// The signal that asked this process to stop, if any (see [`stop_on_signals`]); `None`
+/// inside [`finishing`].
 pub fn stop_requested() -> Option<i32> {
+    if FINISHING.with(std::cell::Cell::get) {
+        return None;
+    }
     let sig = STOP.get()?.load(std::sync::atomic::Ordering::SeqCst);
     (sig != 0).then(|| i32::try_from(sig).unwrap_or(15))
 }

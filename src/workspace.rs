@@ -260,6 +260,13 @@ impl Workspace {
         // `.coord/` removed (`rm -rf .coord`, `git clean`) between creating it and opening the
         // mutex: create it again and go on. Exclusion does not depend on the old folder: the
         // mutex is checked to be the file at its path once locked.
+        let policy = self.policy()?;
+        if policy.arbitration == arbiter::Arbitration::None {
+            return Err(Error::NoArbitration {
+                root: self.root.clone(),
+                filesystem: policy.fs.name,
+            });
+        }
         let mutex = layout::mutex(&self.root);
         let mut tries = 0;
         loop {
@@ -396,8 +403,8 @@ fn enclosing_workspace(dir: &Path) -> Option<PathBuf> {
     dir.ancestors()
         .enumerate()
         .find(|(i, d)| {
-            fs::symlink_metadata(layout::state_dir(d))
-                .is_ok_and(|m| m.is_dir() && (*i == 0 || trusted_from_below(&m)))
+            fsutil::real_entry(&layout::state_dir(d))
+                .is_some_and(|m| m.is_dir() && (*i == 0 || trusted_from_below(&m)))
                 || crate::worktree::is_linked(d)
         })
         .map(|(_, d)| d.to_path_buf())
@@ -426,7 +433,7 @@ fn trusted_from_below(meta: &fs::Metadata) -> bool {
 /// running git: this runs on every command.
 fn git_top_level(dir: &Path) -> Option<PathBuf> {
     dir.ancestors()
-        .find(|d| fs::symlink_metadata(d.join(".git")).is_ok())
+        .find(|d| fsutil::real_entry(&d.join(".git")).is_some())
         .map(Path::to_path_buf)
 }
 

@@ -26,7 +26,7 @@ pub struct Diagnosis {
     pub kernel_locks_cross_machines: bool,
     /// Whether filesystem events report changes made on other machines.
     pub events_cross_machines: bool,
-    /// `kernel` or `link`.
+    /// `kernel`, `link`, or `none` where no arbitration holds.
     pub arbitration: Arbitration,
     /// `detected`, or the variable that chose it.
     pub arbitration_source: String,
@@ -95,6 +95,12 @@ fn diagnosis(root: &Path, policy: &Policy, skew_s: Option<f64>) -> Diagnosis {
             policy.fs.name
         ));
     }
+    if policy.arbitration == Arbitration::None {
+        warnings.push(format!(
+            "no arbitration holds on {}: it offers neither hard links nor an exclusive create that holds across mounts, so coord cannot keep two agents off one file; every command that takes a lock refuses (exit 1). Share the folder over NFS, SMB or sshfs instead",
+            policy.fs.name
+        ));
+    }
     if let Some(s) = skew_s
         && s.abs() > 2.0
     {
@@ -148,7 +154,7 @@ pub fn sync_tool(root: &Path) -> Option<SyncTool> {
     for dir in root.ancestors() {
         for (marker, tool) in MARKERS {
             let p = dir.join(marker);
-            if fs::symlink_metadata(&p).is_ok() {
+            if crate::fsutil::real_entry(&p).is_some() {
                 return Some(SyncTool {
                     tool: tool.to_string(),
                     marker: p.display().to_string(),

@@ -130,9 +130,11 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
     let mut next_look = Instant::now();
     loop {
         if tmp.is_none() {
+            // Closed once written: SMB refuses to remove a file that is open (a sharing
+            // violation), which would leave it behind when it is dropped.
             let made = fsutil::temp_in(dir).and_then(|mut t| {
                 t.write_all(text.as_bytes())?;
-                Ok(t)
+                Ok(t.into_temp_path())
             });
             match made {
                 Ok(t) => tmp = Some(t),
@@ -146,7 +148,7 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
         }
         let Some(t) = tmp.as_ref() else { continue };
         let taken = Instant::now();
-        match publish(t.path(), path, text.as_bytes()) {
+        match publish(t, path, text.as_bytes()) {
             Ok(true) => {
                 return Ok(LeaseGuard {
                     path: path.to_path_buf(),
@@ -273,10 +275,7 @@ fn exists_at_server(path: &Path) -> bool {
 }
 
 fn no_hard_links(e: &io::Error) -> bool {
-    use rustix::io::Errno;
-    [Errno::PERM, Errno::OPNOTSUPP, Errno::NOSYS, Errno::MLINK]
-        .iter()
-        .any(|errno| e.raw_os_error() == Some(errno.raw_os_error()))
+    fsutil::raw::no_hard_links(e)
 }
 
 /// Remove the record at `path` if `keep_going(bytes)` says so for the record actually moved:

@@ -11,11 +11,16 @@
 //! | SMB/CIFS | no | no | `link` |
 //! | FUSE (sshfs, …) | no (per mount) | no | `link` |
 //! | anything else | unknown | unknown | `link` |
+//! | rclone mounts (`fuse.rclone`) | no | no | `none`: every command that takes a lock refuses |
 //!
 //! The `link` arbitration ([`lease`]) relies only on what a file server makes atomic: creating a
 //! name that does not exist yet. It carries a lease, so a holder that stalls (stopped, frozen,
 //! cut off) is overtaken after [`lease::LEASE`], and fencing, so that holder cannot act on a
 //! decision it took before it was overtaken.
+//!
+//! Where neither holds — an rclone mount: `link(2)` fails (`EIO`) and its exclusive create is
+//! only exclusive within one mount — no arbitration can hold, and coord says so instead of
+//! failing on a raw I/O error ([`Error::NoArbitration`]).
 //!
 //! `COORD_ARBITRATION=kernel|link` overrides the choice (every process sharing the folder must
 //! then be given the same value).
@@ -151,6 +156,12 @@ impl FsInfo {
         Ok(FsInfo::from_magic(magic_number, mount_type.as_deref()))
     }
 
+    /// Whether an arbitration can hold here at all: `false` on a filesystem that offers
+    /// neither hard links nor an exclusive create that excludes across mounts (rclone).
+    pub fn arbitrable(&self) -> bool {
+        !(self.class == FsClass::Fuse && NO_ARBITRATION.contains(&self.name.as_str()))
+    }
+
     /// Whether a kernel lock taken here excludes every process that can reach the folder.
     pub fn kernel_locks_shared(&self) -> bool {
         self.class == FsClass::Local
@@ -172,6 +183,11 @@ impl FsInfo {
         self.class == FsClass::Local
     }
 }
+
+/// FUSE filesystems (their mount type) where no arbitration holds: rclone's `mount` fails
+/// `link(2)` with `EIO` and serves an `O_EXCL` create from its own cache, so two mounts of one
+/// remote each see their create succeed.
+pub const NO_ARBITRATION: &[&str] = &["fuse.rclone", "rclone"];
 
 /// The filesystem type of the mount holding `dir`, from a `/proc/self/mountinfo` table: the
 /// longest mount point that is an ancestor of `dir` wins.
@@ -229,6 +245,8 @@ pub enum Arbitration {
     Kernel,
     /// A lease published with `link(2)` at `.coord/mutex.lease` ([`lease`]).
     Link,
+    /// None holds on this filesystem: every command that takes a lock refuses.
+    None,
 }
 
 impl Arbitration {
@@ -237,6 +255,7 @@ impl Arbitration {
         match self {
             Arbitration::Kernel => "kernel",
             Arbitration::Link => "link",
+            Arbitration::None => "none",
         }
     }
 
@@ -284,7 +303,9 @@ impl Policy {
     ///
     /// [`Error::BadInput`](crate::Error) for an override that is neither `kernel` nor `link`.
     pub fn choose(fs: FsInfo, override_value: Option<&str>) -> Result<Policy> {
-        let detected = if fs.kernel_locks_shared() {
+        let detected = if !fs.arbitrable() {
+            Arbitration::None
+        } else if fs.kernel_locks_shared() {
             Arbitration::Kernel
         } else {
             Arbitration::Link
@@ -435,6 +456,14 @@ impl Guard {
                 lease::acquire_with(&lease::lease_path(mutex_path), lease::LEASE, patience)
                     .map(Guard::Lease)
             }
+            Arbitration::None => Err(Error::NoArbitration {
+                root: mutex_path
+                    .parent()
+                    .and_then(Path::parent)
+                    .unwrap_or(mutex_path)
+                    .to_path_buf(),
+                filesystem: "this filesystem".into(),
+            }),
         }
     }
 
@@ -500,6 +529,21 @@ mod tests {
             assert!(p.recheck <= Duration::from_millis(100));
             assert!(p.exact_lookups);
         }
+    }
+
+    #[test]
+    fn no_arbitration_holds_on_an_rclone_mount() {
+        let rclone = FsInfo::from_magic(magic::FUSE, Some("fuse.rclone"));
+        assert!(!rclone.arbitrable());
+        let p = Policy::choose(rclone.clone(), None).unwrap();
+        assert_eq!(p.arbitration, Arbitration::None);
+        assert_eq!(p.arbitration.as_str(), "none");
+        // Forced by the user: their choice.
+        let p = Policy::choose(rclone, Some("link")).unwrap();
+        assert_eq!(p.arbitration, Arbitration::Link);
+        // sshfs and a name that only looks like rclone on a local disk are unaffected.
+        assert!(FsInfo::from_magic(magic::FUSE, Some("fuse.sshfs")).arbitrable());
+        assert!(FsInfo::from_magic(magic::EXT4, Some("rclone")).arbitrable());
     }
 
     #[test]

@@ -306,7 +306,7 @@ pub fn run() -> ExitCode {
     };
     let json = cli.global.json;
     output::set_color_choice(cli.global.color);
-    let result = std::env::current_dir()
+    let result = current_dir_or_pwd()
         .context("cannot read the current directory")
         .and_then(|cwd| {
             Ok(change_dir(
@@ -571,3 +571,15 @@ fn report(err: &anyhow::Error, json: bool) -> ExitCode {
 
 #[cfg(test)]
 mod tests;
+
+/// The current directory; where the kernel cannot name it any more (a FUSE mount that dropped
+/// and made anew the folder's inode, as smbnetfs does under load: `getcwd` then fails with
+/// `ENOENT`), the shell's `PWD` when that is an absolute path to a folder.
+fn current_dir_or_pwd() -> std::io::Result<std::path::PathBuf> {
+    std::env::current_dir().or_else(|e| {
+        std::env::var_os("PWD")
+            .map(std::path::PathBuf::from)
+            .filter(|p| p.is_absolute() && std::fs::metadata(p).is_ok_and(|m| m.is_dir()))
+            .ok_or(e)
+    })
+}

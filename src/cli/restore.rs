@@ -14,25 +14,42 @@ use super::{Ctx, WaitArgs, output};
 /// swap and releases it after (waiting up to --wait while someone else holds it). Because it
 /// swaps, running it twice gives the original back. No FILE.bak: exit 1, nothing changes.
 ///
+/// Older backups are kept too (the newest 8 under .coord/backups/): --list shows every
+/// generation (1 is FILE.bak, 2 the backup it replaced, ...), --from N puts generation N
+/// back (the current content becomes FILE.bak; nothing is dropped).
+///
 ///   coord -a claude restore SHARED.txt     # undo the last change
 ///   coord -a claude restore SHARED.txt     # ... and redo it
+///   coord restore SHARED.txt --list        # every backup generation
+///   coord -a claude restore SHARED.txt --from 3
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct RestoreArgs {
     /// The file to restore from FILE.bak
     #[arg(value_name = "FILE")]
     file: String,
+    /// List the backup generations of FILE (newest first) and change nothing
+    #[arg(long, conflicts_with = "from")]
+    list: bool,
+    /// Restore generation N (1 is FILE.bak; see --list)
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    from: Option<u64>,
     #[command(flatten)]
     wait: WaitArgs,
 }
 
 pub fn run(args: RestoreArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
+    if args.list {
+        let target = ws.resolve(ctx.cwd(), &args.file)?;
+        return list(&ws, &target, ctx);
+    }
     let agent = ctx.agent()?;
     let target = ws.resolve(ctx.cwd(), &args.file)?;
     let wait = args.wait.wait()?;
+    let generation = usize::try_from(args.from.unwrap_or(1)).unwrap_or(usize::MAX);
     let mut progress = WaitProgress::new(wait, ctx.quiet);
-    let restored = restore::restore(&ws, &agent, &target, wait, &mut |event| {
+    let restored = restore::restore(&ws, &agent, &target, generation, wait, &mut |event| {
         progress.on_event(event)
     });
     progress.finish();
@@ -49,6 +66,30 @@ pub fn run(args: RestoreArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             "Restored: {} from {}{note}",
             restored.file, restored.backup
         ));
+    }
+    Ok(ExitCode::Success)
+}
+
+/// `--list`: every backup generation of FILE, newest first.
+fn list(
+    ws: &coord::workspace::Workspace,
+    target: &coord::workspace::Target,
+    ctx: &Ctx,
+) -> anyhow::Result<ExitCode> {
+    target.regular_or_absent()?;
+    let all = coord::v3::backup::generations(ws.root(), target)?;
+    if ctx.json {
+        output::json(&serde_json::json!({ "file": target.rel, "generations": all }));
+    } else if !ctx.quiet {
+        if all.is_empty() {
+            output::line(&format!("No backups of {}", target.rel));
+        }
+        for g in &all {
+            output::line(&format!(
+                "{:>3}  {}  {:>10} bytes  {}",
+                g.n, g.saved_at, g.bytes, g.path
+            ));
+        }
     }
     Ok(ExitCode::Success)
 }

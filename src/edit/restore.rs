@@ -10,6 +10,10 @@
 //! (waiting as asked, without writing a backup, which would overwrite the one to restore)
 //! and releases it after. A `FILE.bak` that is a symlink or not a regular file is refused,
 //! never followed.
+//!
+//! `--from N` puts back an older generation (see [`backup`]) instead: the current content
+//! becomes `FILE.bak` (the `FILE.bak` it replaces is kept as a generation), and generation N
+//! stays where it is.
 
 use std::io;
 use std::path::Path;
@@ -21,6 +25,7 @@ use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
 use crate::host;
 use crate::layout;
+use crate::v3::backup;
 use crate::v3::lock::{self, DEFAULT_TTL, Fence, LockEvent, LockRequest, Owner};
 use crate::workspace::{AgentId, Target, Workspace};
 
@@ -40,6 +45,8 @@ pub struct Restored {
     pub swapped: bool,
     /// Whether restore took the lock itself (and released it after).
     pub took_lock: bool,
+    /// The generation restored: 1 for `FILE.bak`, 2 for the backup it replaced, and so on.
+    pub generation: usize,
 }
 
 /// Put `FILE.bak` back as `target`, the current content becoming the new backup.
@@ -54,13 +61,32 @@ pub fn restore(
     ws: &Workspace,
     agent: &AgentId,
     target: &Target,
+    generation: usize,
     wait: Wait,
     on_event: &mut dyn FnMut(&LockEvent),
 ) -> Result<Restored> {
     target.regular_or_absent()?;
     let bak = layout::backup(&target.abs);
-    let bak_rel = ws.rel(&bak).unwrap_or_else(|| bak.display().to_string());
-    match std::fs::symlink_metadata(&bak) {
+    let (source, source_rel) = if generation <= 1 {
+        let rel = ws.rel(&bak).unwrap_or_else(|| bak.display().to_string());
+        (bak.clone(), rel)
+    } else {
+        let all = backup::generations(ws.root(), target)?;
+        let Some(g) = all.into_iter().find(|g| g.n == generation) else {
+            return Err(io::Error::new(
+                io::ErrorKind::NotFound,
+                format!(
+                    "there is no backup generation {generation} of `{}`; see `coord restore {} --list`",
+                    target.rel,
+                    crate::shell::arg(&target.rel)
+                ),
+            ))
+            .at("find the backup", &target.abs);
+        };
+        (g.abs, g.path)
+    };
+    let bak_rel = source_rel;
+    match std::fs::symlink_metadata(&source) {
         Ok(meta) if meta.is_file() => {}
         Ok(meta) => {
             let what = if meta.is_symlink() {
@@ -102,7 +128,14 @@ pub fn restore(
             (Fence::Token(token), true)
         }
     };
-    let result = swap(ws, agent, target, &fence, &bak, bak_rel, took_lock);
+    let result = swap(
+        ws,
+        agent,
+        target,
+        &fence,
+        (&source, bak_rel, generation.max(1)),
+        took_lock,
+    );
     if let (true, Fence::Token(token)) = (took_lock, fence) {
         let released = lock::release_tokens(ws, agent, &[(target.clone(), token)]);
         if let (Ok(_), Err(e)) = (&result, released) {
@@ -117,13 +150,13 @@ fn swap(
     agent: &AgentId,
     target: &Target,
     fence: &Fence,
-    bak: &std::path::Path,
-    bak_rel: String,
+    (source, source_rel, generation): (&Path, String, usize),
     took_lock: bool,
 ) -> Result<Restored> {
+    let bak = layout::backup(&target.abs);
     let dir = folder(target);
     fsutil::sweep_temps(dir);
-    let (restored, bytes) = fsutil::copy_to_temp(bak, dir, true)?;
+    let (restored, bytes) = fsutil::copy_to_temp(source, dir, true)?;
     let current = if target.regular_or_absent()? {
         Some(fsutil::copy_to_temp(&target.abs, dir, true)?.0)
     } else {
@@ -147,15 +180,20 @@ fn swap(
         }
         fsutil::persist(restored, &target.abs)?;
         if let Some(current) = current {
-            fsutil::persist(current, bak)?;
+            if generation > 1 {
+                // FILE.bak is not the content restored: keep it as a generation.
+                backup::keep_generation(ws.root(), target);
+            }
+            fsutil::persist(current, &bak)?;
         }
     }
     fsutil::sync_dir(dir)?;
     Ok(Restored {
         file: target.rel.clone(),
-        backup: bak_rel,
+        backup: source_rel,
         bytes,
         swapped,
         took_lock,
+        generation,
     })
 }

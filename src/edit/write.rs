@@ -64,7 +64,7 @@ pub fn write(
     let Some(fence) = fence else {
         return Err(reject(ws, agent, target, tmp, Refusal::NotLocked));
     };
-    let staged = backup::stage(target)?;
+    let staged = backup::stage(ws.root(), target)?;
     let committed = {
         let _mutex = ws.lock_mutex()?;
         if lock::holds_fence(target, agent, &fence) {

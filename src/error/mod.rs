@@ -173,6 +173,15 @@ pub enum Error {
         /// What became of `current-turn.txt`.
         turn_note: String,
     },
+    /// A folder on a filesystem where no arbitration holds (an rclone mount): nothing that
+    /// takes a lock can be done there safely.
+    #[error("no arbitration holds in `{}` ({filesystem}): it offers neither hard links nor an exclusive create that holds across mounts, so coord cannot keep two agents off one file there; nothing was changed", root.display())]
+    NoArbitration {
+        /// The workspace root.
+        root: PathBuf,
+        /// The filesystem's name (`fuse.rclone`).
+        filesystem: String,
+    },
     /// A state that cannot be handled, not tied to one I/O call.
     #[error("{message}")]
     Failed {
@@ -263,6 +272,10 @@ impl Error {
                 "settle every issue (`coord review issue {t} set ISSUE-NN --status resolved`) and finish a verify step first; `coord review show {t}` shows where it stands",
                 t = crate::shell::arg(topic)
             )),
+            Error::NoArbitration { .. } => Some(
+                "share the folder over NFS, SMB or sshfs, or work in a local folder; `coord doctor` shows what coord found"
+                    .into(),
+            ),
             Error::DialogueCorrupted { .. } => Some(
                 "fix conversation.md (message numbers 1..N, in step with status.json's message_count), then write the next speaker's id into current-turn.txt"
                     .into(),
@@ -316,6 +329,7 @@ impl Error {
             Error::Corrupt { .. } => "corrupt",
             Error::DialogueCorrupted { .. } => "dialogue_corrupted",
             Error::Io { .. } => "io",
+            Error::NoArbitration { .. } => "no_arbitration",
             Error::Failed { .. } => "failed",
             Error::Interrupted { .. } => "interrupted",
         }

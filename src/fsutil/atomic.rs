@@ -121,6 +121,18 @@ pub fn create_new_held(path: &Path, bytes: &[u8]) -> Result<Option<File>> {
 fn create_new_with(path: &Path, bytes: &[u8], lock: bool) -> Result<Option<File>> {
     let fill = |tmp| filled(tmp, path, bytes, lock);
     publish_via(path, parent_of(path), fill, |tmp| {
+        if closes_before_rename() {
+            // Renamed closed (see `put`), then opened again for the caller.
+            return match tmp.into_temp_path().persist_noclobber(path) {
+                Ok(()) => open_nofollow(path, Access::Read).map(|(file, _)| Some(file)),
+                Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => Ok(None),
+                Err(e) if super::raw::no_hard_links(&e.error) => {
+                    drop(e);
+                    create_exclusive_in_place(path, bytes)
+                }
+                Err(e) => Err(e.error),
+            };
+        }
         match tmp.persist_noclobber(path) {
             Ok(file) => Ok(Some(file)),
             Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => Ok(None),
@@ -128,6 +140,21 @@ fn create_new_with(path: &Path, bytes: &[u8], lock: bool) -> Result<Option<File>
         }
     })?
     .at("create", path)
+}
+
+/// Where a name cannot be published without replacing (no hard links, no `RENAME_NOREPLACE`:
+/// SMB through smbnetfs), an `O_EXCL` create of `path` itself, which the server makes atomic,
+/// then the bytes: a reader may see the file empty or short for a moment, never a second one.
+/// `None` when something is there already (a name that opens: sshfs answers `EPERM` for an
+/// existing name too).
+fn create_exclusive_in_place(path: &Path, bytes: &[u8]) -> io::Result<Option<File>> {
+    if super::open_regular_nofollow(path).is_ok() {
+        return Ok(None);
+    }
+    if !super::raw::create_exclusive(path, bytes)? {
+        return Ok(None);
+    }
+    open_nofollow(path, Access::Read).map(|(file, _)| Some(file))
 }
 
 /// `tmp` with `bytes` written to it, then locked when `lock` (best effort: see
@@ -183,6 +210,12 @@ fn replace_keeping<T>(
 ) -> Result<T> {
     let fill = |tmp| filled(tmp, path, bytes, lock);
     publish_via(path, stage, fill, |tmp| {
+        if closes_before_rename() {
+            // Renamed closed (see `put`), then opened again for the caller.
+            put(tmp, path)?;
+            let (file, _) = open_nofollow(path, Access::Read)?;
+            return keep(&file);
+        }
         let kept = keep(tmp.as_file())?;
         put(tmp, path).map(|()| kept)
     })?
@@ -333,6 +366,31 @@ pub fn persist(tmp: NamedTempFile, path: &Path) -> Result<()> {
 
 /// [`persist`] with the bare error (`EXDEV` tells a spare on another filesystem).
 fn put(tmp: NamedTempFile, path: &Path) -> io::Result<()> {
+    if closes_before_rename() {
+        // SMB refuses to rename a file that is open (a sharing violation: `EBUSY`), and the
+        // failed rename would leave the temporary file behind: close it first. Dropping the
+        // path on failure removes the file.
+        // A reader's open makes the server refuse for a moment: `EBUSY`, or `EEXIST` where the
+        // client replaces by removing the old file first (smbnetfs).
+        let mut tmp = tmp.into_temp_path();
+        let started = std::time::Instant::now();
+        let mut pause = std::time::Duration::from_micros(500);
+        loop {
+            match tmp.persist(path) {
+                Ok(()) => return Ok(()),
+                Err(e)
+                    if (super::raw::is_busy(&e.error)
+                        || e.error.kind() == io::ErrorKind::AlreadyExists)
+                        && started.elapsed() < std::time::Duration::from_secs(3) =>
+                {
+                    tmp = e.path;
+                    std::thread::sleep(pause);
+                    pause = (pause * 2).min(std::time::Duration::from_millis(20));
+                }
+                Err(e) => return Err(e.error),
+            }
+        }
+    }
     let tmp = match exchange(tmp, path) {
         Ok(()) => return Ok(()),
         Err(tmp) => tmp,
@@ -342,6 +400,18 @@ fn put(tmp: NamedTempFile, path: &Path) -> io::Result<()> {
 
 /// Set once this process knows its files are on a filesystem that cannot exchange.
 static NO_EXCHANGE: AtomicBool = AtomicBool::new(false);
+
+/// Whether a temporary file is closed before it is renamed into place: on every network
+/// filesystem (what [`rename_without_exchange`] was told), since SMB refuses to rename an open
+/// file. A local filesystem keeps it open (no reopen needed for the callers that keep it).
+fn closes_before_rename() -> bool {
+    NO_EXCHANGE.load(Ordering::Relaxed)
+}
+
+/// Whether this process works on a network filesystem (or one that cannot exchange names).
+pub(super) fn on_network_fs() -> bool {
+    closes_before_rename()
+}
 
 /// From now on, replace files by a plain rename: the caller knows the folder is on a filesystem
 /// that cannot exchange two names (NFS, SMB, FUSE mounts such as sshfs), so trying first would

@@ -26,7 +26,7 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 ///
 /// [`Error::Io`](crate::Error::Io) naming the path.
 pub fn remove(path: &Path) -> Result<bool> {
-    match fs::remove_file(path) {
+    match super::raw::remove_file(path) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(e).at("remove", path),
@@ -39,7 +39,7 @@ pub fn remove(path: &Path) -> Result<bool> {
 ///
 /// [`Error::Io`](crate::Error::Io) naming `from`.
 pub fn rename(from: &Path, to: &Path) -> Result<()> {
-    fs::rename(from, to).at("rename", from)
+    super::raw::rename(from, to).at("rename", from)
 }
 
 /// Create `dir` and its parents. A symlink where a folder should be is refused, at `dir` or

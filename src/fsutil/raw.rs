@@ -1,6 +1,6 @@
 //! The bare system calls, `io::Error` as is, for protocols that tell errors apart themselves
 //! (the NFS-safe lease of `arbiter::lease`, the aside-move of a stale lock): nothing here names
-//! a path in its error or retries.
+//! a path in its error; only `EBUSY` on a network filesystem is tried again ([`while_busy`]).
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
@@ -22,7 +22,7 @@ pub fn hard_link(from: &Path, to: &Path) -> io::Result<()> {
 ///
 /// The system's error.
 pub fn rename(from: &Path, to: &Path) -> io::Result<()> {
-    fs::rename(from, to)
+    while_busy(|| fs::rename(from, to))
 }
 
 /// `unlink(2)` of a file or link (never a link's target).
@@ -31,7 +31,7 @@ pub fn rename(from: &Path, to: &Path) -> io::Result<()> {
 ///
 /// The system's error.
 pub fn remove_file(path: &Path) -> io::Result<()> {
-    fs::remove_file(path)
+    while_busy(|| fs::remove_file(path))
 }
 
 /// `mkdir(2)` of one folder (mode 0777 less the umask).
@@ -72,4 +72,51 @@ pub fn create_exclusive(path: &Path, bytes: &[u8]) -> io::Result<bool> {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
         Err(e) => Err(e),
     }
+}
+
+/// Whether a failed `link(2)` (or a rename that will not replace) says the filesystem has no
+/// such thing, rather than that the name is taken: `EPERM` (SMB through smbnetfs; sshfs also
+/// turns an existing name into `EPERM`, so look whether the name opens first), `EOPNOTSUPP`,
+/// `ENOSYS`, `EMLINK`.
+pub fn no_hard_links(e: &io::Error) -> bool {
+    use rustix::io::Errno;
+    [Errno::PERM, Errno::OPNOTSUPP, Errno::NOSYS, Errno::MLINK]
+        .iter()
+        .any(|errno| e.raw_os_error() == Some(errno.raw_os_error()))
+}
+
+/// How long a rename or removal is tried again while the file server says the file is busy.
+const BUSY_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
+
+/// `op`, tried again for a while when it fails with `EBUSY` on a network filesystem. SMB refuses
+/// to rename or remove a file that any client has open (a sharing violation), and contenders
+/// read the records they would replace or remove: that lasts a round trip, not a fault.
+/// Elsewhere `EBUSY` (a mount point) is final at once.
+///
+/// # Errors
+///
+/// `op`'s error once it is not `EBUSY`, or once [`BUSY_PATIENCE`] has passed.
+pub fn while_busy<T>(mut op: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+    let started = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_micros(500);
+    loop {
+        match op() {
+            Err(e)
+                if is_busy(&e)
+                    && super::atomic::on_network_fs()
+                    && started.elapsed() < BUSY_PATIENCE =>
+            {
+                std::thread::sleep(
+                    pause + std::time::Duration::from_micros(crate::host::random_u64() % 500),
+                );
+                pause = (pause * 2).min(std::time::Duration::from_millis(20));
+            }
+            other => return other,
+        }
+    }
+}
+
+/// Whether `e` is `EBUSY`.
+pub fn is_busy(e: &io::Error) -> bool {
+    e.raw_os_error() == Some(rustix::io::Errno::BUSY.raw_os_error())
 }

@@ -84,6 +84,23 @@ pub fn refresh_attributes(path: &Path) {
     let _ = path;
 }
 
+/// The metadata of `path` itself (not a link's target) when something really stands there.
+///
+/// A folder must also open: a virtual level of some network filesystems answers every name
+/// with "a folder" (smbnetfs's host level: `.coord`, `.git`, `.stfolder` all "exist"), yet
+/// opening it says there is nothing. A folder that exists but cannot be opened for another
+/// reason (permissions) still counts.
+pub fn real_entry(path: &Path) -> Option<fs::Metadata> {
+    let meta = fs::symlink_metadata(path).ok()?;
+    if meta.is_dir()
+        && let Err(e) = fs::read_dir(path)
+        && (e.kind() == io::ErrorKind::NotFound || e.raw_os_error() == Some(5))
+    {
+        return None;
+    }
+    Some(meta)
+}
+
 /// The modification time of `path` itself (not a link's target).
 pub fn mtime(path: &Path) -> Option<SystemTime> {
     fs::symlink_metadata(path).and_then(|m| m.modified()).ok()

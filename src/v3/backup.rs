@@ -4,10 +4,19 @@
 //! the new one, never a mix. A symlink planted at `FILE.bak` is replaced, never followed, and
 //! nothing but `FILE.bak` is ever touched. Only regular files are backed up. A `FILE.bak` that
 //! already is a regular file with the same content and mode is not rewritten.
+//!
+//! Generations: before a `FILE.bak` is replaced by different content, it is kept under
+//! `.coord/backups/<file>/<seq>` (a hard link to it, a copy where links do not exist), the
+//! newest [`GENERATIONS_KEPT`] of them. Generation 1 is `FILE.bak`, 2 the one it replaced, and
+//! so on: `coord restore FILE --list` shows them, `coord restore FILE --from N` puts one back.
 
 use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
 
-use crate::error::Result;
+use serde::Serialize;
+
+use crate::error::{IoResultExt, Result};
 use crate::fsutil;
 use crate::layout;
 use crate::workspace::Target;
@@ -18,7 +27,7 @@ use crate::workspace::Target;
 /// # Errors
 ///
 /// [`Error::Io`](crate::Error::Io) naming the file when the copy fails.
-pub fn write(target: &Target) -> Result<Option<String>> {
+pub fn write(root: &Path, target: &Target) -> Result<Option<String>> {
     match fs::symlink_metadata(&target.abs) {
         Ok(meta) if meta.is_file() => {}
         _ => return Ok(None),
@@ -27,6 +36,7 @@ pub fn write(target: &Target) -> Result<Option<String>> {
     // A backup that already holds exactly this content (and mode) is left as it is: locking a
     // file again without changing it then costs no write, no new inode, no rename.
     if !fsutil::same_regular_files(&target.abs, &dst) {
+        keep_generation(root, target);
         fsutil::copy_replace(&target.abs, &dst)?;
     }
     Ok(Some(format!("{}{}", target.rel, layout::BACKUP_SUFFIX)))
@@ -46,6 +56,8 @@ pub fn existing(target: &Target) -> Option<String> {
 /// (through coord). Dropping it unpublished removes the copy.
 #[derive(Debug)]
 pub struct Staged {
+    root: PathBuf,
+    target: Target,
     tmp: tempfile::NamedTempFile,
     dst: std::path::PathBuf,
     rel: String,
@@ -57,7 +69,7 @@ pub struct Staged {
 /// # Errors
 ///
 /// [`Error::Io`](crate::Error::Io) naming the file when the copy fails.
-pub fn stage(target: &Target) -> Result<Option<Staged>> {
+pub fn stage(root: &Path, target: &Target) -> Result<Option<Staged>> {
     match fs::symlink_metadata(&target.abs) {
         Ok(meta) if meta.is_file() => {}
         _ => return Ok(None),
@@ -66,6 +78,8 @@ pub fn stage(target: &Target) -> Result<Option<Staged>> {
     let dir = dst.parent().unwrap_or(std::path::Path::new("."));
     let (tmp, _) = fsutil::copy_to_temp(&target.abs, dir, true)?;
     Ok(Some(Staged {
+        root: root.to_path_buf(),
+        target: target.clone(),
         tmp,
         dst,
         rel: format!("{}{}", target.rel, layout::BACKUP_SUFFIX),
@@ -80,7 +94,139 @@ impl Staged {
     ///
     /// [`Error::Io`](crate::Error::Io) naming `FILE.bak`.
     pub fn commit(self) -> Result<String> {
+        if !fsutil::same_regular_files(self.tmp.path(), &self.dst) {
+            keep_generation(&self.root, &self.target);
+        }
         fsutil::persist(self.tmp, &self.dst)?;
         Ok(self.rel)
     }
+}
+
+/// How many older generations are kept under `.coord/backups/` beside `FILE.bak`.
+pub const GENERATIONS_KEPT: usize = 8;
+
+/// One backup generation of a file.
+#[derive(Debug, Clone, Serialize)]
+pub struct Generation {
+    /// 1 for `FILE.bak`, 2 for the backup it replaced, and so on.
+    pub n: usize,
+    /// Where it is, relative to the root.
+    pub path: String,
+    /// Its size in bytes.
+    pub bytes: u64,
+    /// When it was made (its modification time).
+    pub saved_at: String,
+    /// Its absolute path.
+    #[serde(skip)]
+    pub abs: PathBuf,
+}
+
+/// Keep the current `FILE.bak` (a regular file) as the newest older generation before it is
+/// replaced, and drop the oldest beyond [`GENERATIONS_KEPT`]. Called under FILE's lock.
+/// Best effort: a generation that cannot be kept (a full disk) never stops the backup itself.
+pub fn keep_generation(root: &Path, target: &Target) {
+    let bak = layout::backup(&target.abs);
+    if !fs::symlink_metadata(&bak).is_ok_and(|m| m.is_file()) {
+        return;
+    }
+    let dir = layout::backup_generations(root, &target.abs);
+    if fsutil::ensure_dir(&dir).is_err() {
+        return;
+    }
+    fsutil::sweep_temps(&dir);
+    let mut seqs = stored(&dir);
+    let mut next = seqs.last().map_or(1, |(s, _)| s + 1);
+    for _ in 0..16 {
+        let path = dir.join(layout::generation_name(next));
+        match keep_as(&bak, &path, &dir) {
+            Ok(()) => {
+                seqs.push((next, path));
+                break;
+            }
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => next += 1,
+            Err(_) => return,
+        }
+    }
+    let excess = seqs.len().saturating_sub(GENERATIONS_KEPT);
+    for (_, old) in seqs.into_iter().take(excess) {
+        let _ = fsutil::remove(&old);
+    }
+}
+
+/// `bak` kept at `path`: a hard link (its inode is never written again: backups are replaced
+/// by rename), else a copy published without replacing anything.
+fn keep_as(bak: &Path, path: &Path, dir: &Path) -> io::Result<()> {
+    match fsutil::raw::hard_link(bak, path) {
+        Ok(()) => return Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Err(e),
+        Err(_) => {}
+    }
+    let (tmp, _) = fsutil::copy_to_temp(bak, dir, true).map_err(io::Error::other)?;
+    tmp.persist_noclobber(path).map(drop).map_err(|e| e.error)
+}
+
+/// The generations stored in `dir`, oldest first.
+fn stored(dir: &Path) -> Vec<(u64, PathBuf)> {
+    let mut seqs: Vec<(u64, PathBuf)> = fs::read_dir(dir)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name();
+            let name = name.to_str()?;
+            if name.len() != 8 || !name.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            Some((name.parse().ok()?, e.path()))
+        })
+        .collect();
+    seqs.sort();
+    seqs
+}
+
+/// Every backup generation of `target`, newest first: `FILE.bak` (when it is a regular file),
+/// then the older ones under `.coord/backups/`.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) when the generations folder exists but cannot be read.
+pub fn generations(root: &Path, target: &Target) -> Result<Vec<Generation>> {
+    let mut all = Vec::new();
+    let bak = layout::backup(&target.abs);
+    let rel_of = |p: &Path| {
+        p.strip_prefix(root)
+            .map_or_else(|_| p.display().to_string(), |r| r.display().to_string())
+    };
+    let push = |all: &mut Vec<Generation>, path: PathBuf, meta: fs::Metadata| {
+        all.push(Generation {
+            n: all.len() + 1,
+            path: rel_of(&path),
+            bytes: meta.len(),
+            saved_at: meta
+                .modified()
+                .map(|t| crate::clock::format_timestamp(&crate::clock::from_system_time(t)))
+                .unwrap_or_default(),
+            abs: path,
+        });
+    };
+    if let Ok(meta) = fs::symlink_metadata(&bak)
+        && meta.is_file()
+    {
+        push(&mut all, bak, meta);
+    }
+    let dir = layout::backup_generations(root, &target.abs);
+    match fs::symlink_metadata(&dir) {
+        Ok(m) if m.is_dir() => {
+            fs::read_dir(&dir).at("read", &dir)?;
+        }
+        _ => return Ok(all),
+    }
+    for (_, path) in stored(&dir).into_iter().rev() {
+        if let Ok(meta) = fs::symlink_metadata(&path)
+            && meta.is_file()
+        {
+            push(&mut all, path, meta);
+        }
+    }
+    Ok(all)
 }

@@ -184,3 +184,379 @@ fn a_folder_under_a_sync_tool_is_warned_about_once() {
     );
     env.cmd().args(["doctor"]).ok().stdout_has("Syncthing");
 }
+
+/// An rclone mount of a local folder, unmounted on drop.
+struct RcloneMount {
+    dir: tempfile::TempDir,
+}
+
+impl RcloneMount {
+    /// Mount `remote/` at `mnt/` with `rclone mount`, or say why not.
+    fn new() -> Option<RcloneMount> {
+        if !crate::defects::is_root() {
+            eprintln!("skipped: FUSE mounts need root");
+            return None;
+        }
+        if Command::new("rclone").arg("version").output().is_err() {
+            eprintln!("skipped: rclone is not installed (`apt-get install rclone`)");
+            return None;
+        }
+        if !std::path::Path::new("/dev/fuse").exists() {
+            eprintln!("skipped: no /dev/fuse here");
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("remote")).unwrap();
+        std::fs::create_dir(dir.path().join("mnt")).unwrap();
+        let ok = Command::new("timeout")
+            .arg("30")
+            .arg("rclone")
+            .arg("mount")
+            .arg(dir.path().join("remote"))
+            .arg(dir.path().join("mnt"))
+            .args(["--config", "/dev/null", "--daemon"])
+            .status()
+            .is_ok_and(|s| s.success());
+        let mounted = || {
+            std::fs::read_to_string("/proc/self/mountinfo").is_ok_and(|t| {
+                t.lines().any(|l| {
+                    l.contains(" - fuse.rclone ")
+                        && l.contains(&*dir.path().join("mnt").to_string_lossy())
+                })
+            })
+        };
+        let start = Instant::now();
+        while ok && !mounted() && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        if !ok || !mounted() {
+            eprintln!("skipped: `rclone mount` did not mount here");
+            return None;
+        }
+        Some(RcloneMount { dir })
+    }
+
+    fn mnt(&self) -> std::path::PathBuf {
+        self.dir.path().join("mnt")
+    }
+}
+
+impl Drop for RcloneMount {
+    fn drop(&mut self) {
+        for tool in ["fusermount3", "fusermount"] {
+            if Command::new(tool)
+                .args(["-uz"])
+                .arg(self.mnt())
+                .status()
+                .is_ok_and(|s| s.success())
+            {
+                return;
+            }
+        }
+        let _ = Command::new("umount").arg("-l").arg(self.mnt()).status();
+    }
+}
+
+/// Issue 26 item 20: on an rclone mount `link(2)` fails with EIO and an exclusive create is
+/// only exclusive within one mount, so no arbitration holds. `doctor` says so (arbitration
+/// `none`, a warning), and a command that would take a lock refuses with exit 1 and that
+/// reason — never a raw I/O error — leaving no lock file behind.
+#[test]
+fn an_rclone_mount_is_refused_with_the_reason() {
+    let Some(mount) = RcloneMount::new() else {
+        return;
+    };
+    let mnt = mount.mnt();
+    std::fs::write(mnt.join("F"), "x\n").unwrap();
+    let coord = |args: &[&str]| {
+        let out = Command::new(crate::support::coord_bin())
+            .arg("-C")
+            .arg(&mnt)
+            .args(args)
+            .env_remove("COORD_ARBITRATION")
+            .env_remove("COORD_DIR")
+            .env_remove("COORD_AGENT")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stdout, stderr) = coord(&["doctor", "--json"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(doc["filesystem"], "fuse.rclone", "{doc}");
+    assert_eq!(doc["arbitration"], "none", "{doc}");
+    assert!(
+        doc["warnings"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|w| w.as_str().unwrap().contains("no arbitration")),
+        "{doc}"
+    );
+    for args in [
+        &["-a", "alice", "lock", "F"][..],
+        &["-a", "alice", "lock", "F", "--no-wait"],
+        &["-a", "alice", "run", "F", "--", "true"],
+    ] {
+        let (code, stdout, stderr) = coord(args);
+        assert_eq!(code, Some(1), "{args:?}: {stdout}{stderr}");
+        assert!(
+            stderr.starts_with("error: no arbitration holds in")
+                && stderr.contains("fuse.rclone")
+                && stderr.contains("hint:"),
+            "{args:?}: {stderr}"
+        );
+        assert!(!stderr.contains("Input/output"), "{stderr}");
+    }
+    let names: Vec<String> = std::fs::read_dir(&mnt)
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(
+        !names.iter().any(|n| n.contains(".lock.")),
+        "a lock file was left: {names:?}"
+    );
+}
+
+/// A private Samba on 127.0.0.1:445 and two smbnetfs mounts of its share; torn down on drop.
+struct SmbMounts {
+    dir: tempfile::TempDir,
+    smbd: Option<u32>,
+    mounted: Vec<std::path::PathBuf>,
+}
+
+impl SmbMounts {
+    /// Serve `real/` and mount it twice, or say why not.
+    fn new() -> Option<SmbMounts> {
+        if !crate::defects::is_root() {
+            eprintln!("skipped: the SMB mounts need root");
+            return None;
+        }
+        let have = |tool: &str| {
+            Command::new("sh")
+                .args(["-c", &format!("command -v {tool}")])
+                .output()
+                .is_ok_and(|o| o.status.success())
+        };
+        if !std::path::Path::new("/usr/sbin/smbd").exists()
+            || !have("smbnetfs")
+            || !have("smbpasswd")
+        {
+            eprintln!(
+                "skipped: samba and smbnetfs are not installed (`apt-get install samba smbnetfs`)"
+            );
+            return None;
+        }
+        if !std::path::Path::new("/dev/fuse").exists() {
+            eprintln!("skipped: no /dev/fuse here");
+            return None;
+        }
+        if std::net::TcpStream::connect("127.0.0.1:445").is_ok() {
+            eprintln!("skipped: port 445 is taken (another SMB server runs here)");
+            return None;
+        }
+        let dir = tempfile::tempdir().unwrap();
+        let p = |s: &str| dir.path().join(s);
+        for d in [
+            "real",
+            "m1",
+            "m2",
+            "home/.smb",
+            "priv",
+            "lock",
+            "state",
+            "cache",
+            "run",
+            "log",
+        ] {
+            std::fs::create_dir_all(p(d)).unwrap();
+        }
+        let conf = format!(
+            "[global]\nserver role = standalone server\nsmb ports = 445\ninterfaces = 127.0.0.1\n\
+             bind interfaces only = yes\nprivate dir = {0}/priv\nlock directory = {0}/lock\n\
+             state directory = {0}/state\ncache directory = {0}/cache\npid directory = {0}/run\n\
+             log file = {0}/log/smbd.log\nmap to guest = never\nload printers = no\n\
+             disable spoolss = yes\nserver min protocol = SMB2\n\
+             [share]\npath = {0}/real\nread only = no\nforce user = root\n",
+            dir.path().display()
+        );
+        std::fs::write(p("smb.conf"), conf).unwrap();
+        std::fs::write(
+            p("home/.smb/smb.conf"),
+            "[global]\nclient min protocol = SMB2\nworkgroup = WORKGROUP\n",
+        )
+        .unwrap();
+        std::fs::write(
+            p("home/.smb/smbnetfs.conf"),
+            "auth \"127.0.0.1\" \"root\" \"pw-test\"\nsmb_query_browsers false\nshow_hidden_hosts true\nhost 127.0.0.1 visible=true\n",
+        )
+        .unwrap();
+        // smbnetfs ignores credentials in a file others can read.
+        for f in ["home/.smb/smb.conf", "home/.smb/smbnetfs.conf"] {
+            std::fs::set_permissions(p(f), std::os::unix::fs::PermissionsExt::from_mode(0o600))
+                .unwrap();
+        }
+        let mut me = SmbMounts {
+            dir,
+            smbd: None,
+            mounted: Vec::new(),
+        };
+        let mut passwd = Command::new("smbpasswd")
+            .arg("-c")
+            .arg(me.dir.path().join("smb.conf"))
+            .args(["-s", "-a", "root"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        std::io::Write::write_all(passwd.stdin.as_mut().unwrap(), b"pw-test\npw-test\n").unwrap();
+        drop(passwd.stdin.take());
+        if !passwd.wait().is_ok_and(|s| s.success()) {
+            eprintln!("skipped: smbpasswd failed");
+            return None;
+        }
+        let started = Command::new("/usr/sbin/smbd")
+            .arg("-s")
+            .arg(me.dir.path().join("smb.conf"))
+            .arg("-D")
+            .status()
+            .is_ok_and(|s| s.success());
+        let pid_file = me.dir.path().join("run/smbd.pid");
+        let start = Instant::now();
+        while started && !pid_file.exists() && start.elapsed() < Duration::from_secs(10) {
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        me.smbd = std::fs::read_to_string(&pid_file)
+            .ok()
+            .and_then(|s| s.trim().parse().ok());
+        if me.smbd.is_none() {
+            eprintln!("skipped: smbd did not start");
+            return None;
+        }
+        for m in ["m1", "m2"] {
+            let mnt = me.dir.path().join(m);
+            let ok = Command::new("smbnetfs")
+                .arg(&mnt)
+                .current_dir(me.dir.path())
+                .env("HOME", me.dir.path().join("home"))
+                .status()
+                .is_ok_and(|s| s.success());
+            if ok {
+                me.mounted.push(mnt.clone());
+            }
+            let share = mnt.join("127.0.0.1/share");
+            let start = Instant::now();
+            while ok
+                && std::fs::read_dir(&share).is_err()
+                && start.elapsed() < Duration::from_secs(10)
+            {
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            if std::fs::read_dir(&share).is_err() {
+                eprintln!("skipped: smbnetfs could not mount the share");
+                return None;
+            }
+        }
+        Some(me)
+    }
+
+    /// The share through mount `n` (1 or 2).
+    fn share(&self, n: u8) -> std::path::PathBuf {
+        self.dir.path().join(format!("m{n}/127.0.0.1/share"))
+    }
+
+    fn real(&self) -> std::path::PathBuf {
+        self.dir.path().join("real")
+    }
+}
+
+impl Drop for SmbMounts {
+    fn drop(&mut self) {
+        for m in &self.mounted {
+            for tool in ["fusermount3", "fusermount"] {
+                if Command::new(tool)
+                    .arg("-uz")
+                    .arg(m)
+                    .status()
+                    .is_ok_and(|s| s.success())
+                {
+                    break;
+                }
+            }
+        }
+        if let Some(pid) = self.smbd {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+        }
+    }
+}
+
+/// Issue 26 item 18: SMB through smbnetfs (two mounts of one share served by Samba). Before,
+/// every command failed: discovery climbed into smbnetfs's virtual host level (where every name,
+/// `.coord` and `.stfolder` included, reads as a folder), coord renamed its temporary files while
+/// they were open (`EBUSY`, a sharing violation) and left them behind, created names by hard
+/// link or `RENAME_NOREPLACE` (neither exists there), and gave up when a reader's open made the
+/// server refuse a rename or removal for a moment. Now: the workspace is the share's folder, no
+/// sync tool is imagined, one mount's lock refuses the other's, and nothing is left behind.
+#[test]
+fn coord_runs_on_smb_through_smbnetfs_and_excludes_across_mounts() {
+    let Some(smb) = SmbMounts::new() else {
+        return;
+    };
+    std::fs::create_dir(smb.real().join("ws")).unwrap();
+    std::fs::write(smb.real().join("ws/F"), "0\n").unwrap();
+    let coord = |n: u8, args: &[&str]| {
+        let out = Command::new(crate::support::coord_bin())
+            .current_dir(smb.share(n).join("ws"))
+            .args(args)
+            .env_remove("COORD_ARBITRATION")
+            .env_remove("COORD_DIR")
+            .env_remove("COORD_AGENT")
+            .output()
+            .unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    };
+    let (code, stdout, stderr) = coord(1, &["doctor", "--json"]);
+    assert_eq!(code, Some(0), "{stdout}{stderr}");
+    let doc: serde_json::Value = serde_json::from_str(&stdout).unwrap();
+    assert_eq!(doc["filesystem"], "fuse.smbnetfs", "{doc}");
+    assert_eq!(doc["arbitration"], "link", "{doc}");
+    assert!(
+        doc["root"]
+            .as_str()
+            .unwrap()
+            .ends_with("/127.0.0.1/share/ws"),
+        "{doc}"
+    );
+    assert!(doc["sync_tool"].is_null(), "a sync tool imagined: {doc}");
+    let (code, _, stderr) = coord(1, &["-a", "alice", "lock", "F"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, _, stderr) = coord(2, &["-a", "bob", "lock", "F", "--no-wait"]);
+    assert_eq!(code, Some(3), "{stderr}");
+    assert!(stderr.contains("held by alice"), "{stderr}");
+    let (code, _, stderr) = coord(1, &["-a", "alice", "unlock", "F"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, _, stderr) = coord(2, &["-a", "bob", "lock", "F", "--no-wait"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let (code, _, stderr) = coord(2, &["-a", "bob", "unlock", "F"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    let mut left = Vec::new();
+    for dir in [smb.real().join("ws"), smb.real().join("ws/.coord")] {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if name.ends_with(".tmp") || name.contains(".lock.") {
+                left.push(name);
+            }
+        }
+    }
+    assert!(left.is_empty(), "left behind: {left:?}");
+}

@@ -139,6 +139,11 @@ fn every_json_document_matches_its_schema() {
     );
     c.run("restore", env.agent("alpha").args(["restore", "b.md"]), 0);
     c.run(
+        "restore-list",
+        env.cmd().args(["restore", "b.md", "--list"]),
+        0,
+    );
+    c.run(
         "note",
         env.agent("alpha").args(["note", "a.md", "looked at it"]),
         0,

@@ -20,6 +20,7 @@
 mod tools;
 
 use std::io::{BufRead, Write};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -148,7 +149,11 @@ impl Life {
         let Some((agent, session_id, _)) = state.started.clone() else {
             return;
         };
-        match stamp::shutdown(&self.ws, &agent, Scope::Session(&session_id)) {
+        // After a stop request (a signal, the client gone) too.
+        let closed = coord::watch::finishing(|| {
+            stamp::shutdown(&self.ws, &agent, Scope::Session(&session_id))
+        });
+        match closed {
             Ok(closed) if !self.quiet => {
                 for line in release_lines(&closed.released) {
                     output::diag(&line);
@@ -217,10 +222,13 @@ impl ToolHost for LazyHost {
         tool: &'static coord::mcp::tools::ToolSpec,
         args: &serde_json::Map<String, serde_json::Value>,
     ) -> ToolOutcome {
-        match self.host() {
+        IN_CALL.store(true, Ordering::SeqCst);
+        let outcome = match self.host() {
             Ok(host) => host.call(tool, args),
             Err(err) => tools::failed(&err),
-        }
+        };
+        IN_CALL.store(false, Ordering::SeqCst);
+        outcome
     }
 }
 
@@ -270,10 +278,19 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 SIGINT => "SIGINT",
                 _ => "SIGHUP",
             };
+            // A call waiting for a lock ends cleanly first (it leaves the queue and resets the
+            // presence), then the server clocks out.
+            coord::watch::request_stop(sig);
+            let asked = std::time::Instant::now();
+            while IN_CALL.load(Ordering::SeqCst) && asked.elapsed() < CALL_GRACE {
+                std::thread::sleep(Duration::from_millis(10));
+            }
             signal_life.close(&format!("{name} received"));
             std::process::exit(0);
         }
     });
+
+    watch_client(Arc::clone(&life));
 
     let (stop_beat, beats) = mpsc::channel::<()>();
     let beat_life = Arc::clone(&life);
@@ -353,6 +370,94 @@ impl ToolHost for Idle {
             is_error: true,
         }
     }
+}
+
+/// Whether a tool call is running (it may be waiting for a lock).
+static IN_CALL: AtomicBool = AtomicBool::new(false);
+
+/// How long a signal lets a running call end cleanly before the server clocks out anyway.
+const CALL_GRACE: Duration = Duration::from_secs(5);
+
+/// How often the client watch looks at the parent process when nothing happens on stdio.
+const CLIENT_CHECK: Duration = Duration::from_millis(500);
+
+/// Notice the client going away while a call may be waiting (`wait_s: "forever"`). Any wait
+/// then ends as a `SIGHUP` would end it: the waiter leaves the queue and resets its presence.
+///
+/// - stdin hung up (the client closed it, which is MCP's way to ask a server to end, or died):
+///   the waits end, and the main loop answers what is left of the input and clocks out at its end;
+/// - stdout gone, or the process that started the server gone (the server was re-parented; the
+///   pipes may be held open by the client's other children): nobody is left to answer, so once
+///   the running call has ended the server clocks out and exits.
+fn watch_client(life: Arc<Life>) {
+    let parent = rustix::process::getppid();
+    std::thread::spawn(move || {
+        let why = loop {
+            match client_gone(parent) {
+                None => {}
+                Some(ClientGone::Input) => {
+                    coord::watch::request_stop(SIGHUP);
+                    return;
+                }
+                Some(ClientGone::Client(why)) => break why,
+            }
+        };
+        coord::watch::request_stop(SIGHUP);
+        let asked = std::time::Instant::now();
+        while IN_CALL.load(Ordering::SeqCst) && asked.elapsed() < CALL_GRACE {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        life.close(why);
+        std::process::exit(0);
+    });
+}
+
+/// How the client went away.
+enum ClientGone {
+    /// Its end of stdin hung up.
+    Input,
+    /// Nobody can read an answer any more.
+    Client(&'static str),
+}
+
+/// One look (blocking up to [`CLIENT_CHECK`]): whether the client has gone away.
+fn client_gone(parent: Option<rustix::process::Pid>) -> Option<ClientGone> {
+    use rustix::event::{PollFd, PollFlags, Timespec, poll};
+    let stdin = std::io::stdin();
+    let stdout = std::io::stdout();
+    // Hang-ups and errors are always reported; a readable stdin is not asked about (the next
+    // request is the main loop's to read).
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    let hangup = PollFlags::RDHUP;
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    let hangup = PollFlags::empty();
+    let mut fds = [
+        PollFd::new(&stdin, hangup),
+        PollFd::new(&stdout, PollFlags::empty()),
+    ];
+    let timeout = Timespec {
+        tv_sec: 0,
+        tv_nsec: i64::try_from(CLIENT_CHECK.as_nanos()).unwrap_or(500_000_000),
+    };
+    let gone = PollFlags::HUP | PollFlags::ERR | hangup;
+    match poll(&mut fds, Some(&timeout)) {
+        Ok(n) if n > 0 => {
+            if fds[1].revents().intersects(gone) {
+                return Some(ClientGone::Client("the client stopped reading"));
+            }
+            if fds[0].revents().intersects(gone) {
+                return Some(ClientGone::Input);
+            }
+            // An fd poll cannot judge (closed, not pollable): fall back to the clock.
+            std::thread::sleep(CLIENT_CHECK);
+        }
+        Ok(_) => {}
+        Err(_) => std::thread::sleep(CLIENT_CHECK),
+    }
+    // Started by a process that was already gone (`parent` is init): only stdio can tell.
+    let reparented = parent.is_some_and(|p| p.as_raw_nonzero().get() != 1)
+        && rustix::process::getppid() != parent;
+    reparented.then_some(ClientGone::Client("the client process is gone"))
 }
 
 /// Answer lines until end of input (or until the client stops reading); says why it stopped.

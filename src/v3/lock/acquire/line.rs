@@ -28,7 +28,10 @@ impl Drop for Waiting<'_> {
         let Some(tickets) = self.tickets.take() else {
             return;
         };
-        match self.ws.lock_mutex() {
+        // A stop request (a signal, the client of `coord mcp` gone) ended the wait: cleaning up
+        // still takes the mutex, waiting a little for a holder of it.
+        let mutex = crate::watch::finishing(|| self.ws.lock_mutex_within(CLEANUP_PATIENCE));
+        match mutex {
             Ok(_mutex) => settle(self.ws, self.agent, &tickets),
             // The tickets stay, judged dead once this process is gone; their locks go now, so
             // that a long-lived process (`coord mcp`) does not keep them.
@@ -40,6 +43,9 @@ impl Drop for Waiting<'_> {
         }
     }
 }
+
+/// How long leaving the queue waits for the workspace mutex when the wait ended early.
+const CLEANUP_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
 
 /// Leave the queue and say in the presence whether we still hold anything. Caller holds the mutex.
 pub(super) fn settle(ws: &Workspace, agent: &AgentId, tickets: &Tickets) {

@@ -259,7 +259,7 @@ pub fn acquire(
                 a.backup_kept = true;
                 continue;
             }
-            match backup::write(target) {
+            match backup::write(ws.root(), target) {
                 Ok(b) => a.backup = b,
                 Err(e) => {
                     let tokens: Vec<(Target, String)> = targets

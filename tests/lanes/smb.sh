@@ -1,0 +1,293 @@
+#!/usr/bin/env bash
+# Lane: one SMB share mounted twice on one machine, served by a private Samba on 127.0.0.1. Two
+# mounts are two SMB clients: they share no kernel lock and no filesystem events, like two
+# machines. The client is the kernel's CIFS (`mount -t cifs`) when the kernel has it, else
+# smbnetfs (a userspace SMB client on FUSE; containers and VMs without kernel modules).
+#
+#   tests/lanes/smb.sh [COORD_BINARY]
+#
+# Needs root (for the throwaway smbd, on 127.0.0.1:445: smbnetfs's client only speaks to that
+# port) and /dev/fuse; installs samba and smbnetfs with apt-get when they are missing. Prints
+# why and exits 0 when it cannot run here.
+#
+# Measures, as the sshfs lane does: 4 + 4 agents x ROUNDS (default 20) `coord run COUNTER.txt -- increment` with
+# an O_EXCL witness on the real folder (double holders) and the counter (lost updates), the same
+# race without coord, wake-up across mounts, a stale lock taken over from the other mount, and a
+# stopped holder of the workspace mutex overtaken and fenced. Exits 1 when exclusion failed.
+set -uo pipefail
+ROUNDS=${ROUNDS:-20}
+
+skip() {
+    echo "smb lane skipped: $*" >&2
+    exit 0
+}
+
+here=$(cd "$(dirname "$0")/../.." && pwd)
+host=$(rustc -vV 2>/dev/null | sed -n 's/^host: //p')
+COORD=${1:-${COORD:-$here/target/$host/debug/coord}}
+[ -x "$COORD" ] || skip "no coord binary at $COORD (build it first)"
+COORD=$(cd "$(dirname "$COORD")" && pwd)/$(basename "$COORD")
+[ "$(id -u)" = 0 ] || skip "needs root (it runs its own smbd)"
+[ -c /dev/fuse ] || skip "needs /dev/fuse"
+if [ ! -x /usr/sbin/smbd ] || ! command -v smbnetfs >/dev/null; then
+    command -v apt-get >/dev/null || skip "samba/smbnetfs missing and no apt-get"
+    DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -qq samba smbnetfs >/dev/null 2>&1 ||
+        { timeout 120 apt-get update -qq >/dev/null 2>&1 &&
+            DEBIAN_FRONTEND=noninteractive timeout 300 apt-get install -y -qq samba smbnetfs >/dev/null 2>&1; } ||
+        skip "cannot install samba and smbnetfs"
+fi
+[ -x /usr/sbin/smbd ] && command -v smbnetfs >/dev/null && command -v smbpasswd >/dev/null ||
+    skip "smbd, smbpasswd or smbnetfs not available"
+UMOUNT=$(command -v fusermount3 || command -v fusermount) || skip "no fusermount"
+if command -v ss >/dev/null && ss -ltn 2>/dev/null | grep -Eq '[:.]445[[:space:]]'; then
+    skip "port 445 is taken (another SMB server runs here)"
+fi
+
+work=$(mktemp -d /tmp/coord-smb-lane.XXXXXX)
+real=$work/real
+mkdir -p "$real" "$work/m1" "$work/m2" "$work/out" "$work/home/.smb" \
+    "$work/samba/priv" "$work/samba/lock" "$work/samba/state" "$work/samba/cache" "$work/samba/run" "$work/samba/log"
+smbd_pid=
+mount_pids=()
+mounts=()
+bg_pids=()
+
+cleanup() {
+    for p in "${bg_pids[@]}"; do kill -CONT "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
+    for m in "${mounts[@]}"; do "$UMOUNT" -u "$m" 2>/dev/null || "$UMOUNT" -uz "$m" 2>/dev/null || umount -l "$m" 2>/dev/null; done
+    for p in "${mount_pids[@]}"; do kill "$p" 2>/dev/null; done
+    [ -n "$smbd_pid" ] && kill "$smbd_pid" 2>/dev/null
+    sleep 0.2
+    rm -rf "$work"
+}
+trap cleanup EXIT
+trap "exit 1" INT TERM
+
+# --- a private smbd: its own folders and password database, 127.0.0.1 only -------------------
+printf '%s\n' "[global]" \
+    "server role = standalone server" "smb ports = 445" "interfaces = 127.0.0.1" \
+    "bind interfaces only = yes" "private dir = $work/samba/priv" "lock directory = $work/samba/lock" \
+    "state directory = $work/samba/state" "cache directory = $work/samba/cache" \
+    "pid directory = $work/samba/run" "log file = $work/samba/log/smbd.log" \
+    "map to guest = never" "disable spoolss = yes" "load printers = no" "server min protocol = SMB2" \
+    "[share]" "path = $real" "read only = no" "force user = root" >"$work/smb.conf"
+password=pw$RANDOM$RANDOM
+printf '%s\n%s\n' "$password" "$password" | smbpasswd -c "$work/smb.conf" -s -a root >/dev/null 2>&1 ||
+    skip "smbpasswd failed"
+/usr/sbin/smbd -s "$work/smb.conf" -D || skip "smbd did not start"
+for _ in $(seq 50); do [ -s "$work/samba/run/smbd.pid" ] && break; sleep 0.1; done
+smbd_pid=$(cat "$work/samba/run/smbd.pid" 2>/dev/null) || skip "smbd wrote no pid file"
+
+printf '%s\n' "[global]" "client min protocol = SMB2" "workgroup = WORKGROUP" >"$work/home/.smb/smb.conf"
+printf '%s\n' "auth \"127.0.0.1\" \"root\" \"$password\"" "smb_query_browsers false" \
+    "show_hidden_hosts true" "host 127.0.0.1 visible=true" >"$work/home/.smb/smbnetfs.conf"
+chmod 600 "$work/home/.smb/"*
+
+client=smbnetfs
+if grep -qw cifs /proc/filesystems 2>/dev/null && command -v mount.cifs >/dev/null; then client=cifs; fi
+share_of() { # mount point -> the share's folder in it
+    if [ $client = cifs ]; then echo "$1"; else echo "$1/127.0.0.1/share"; fi
+}
+mount_one() { # mount point
+    local m=$1
+    if [ $client = cifs ]; then
+        mount -t cifs //127.0.0.1/share "$m" -o "username=root,password=$password,vers=3.0,actimeo=1" \
+            2>>"$work/mount.log" || skip "mount -t cifs failed: $(cat "$work/mount.log")"
+        mounts+=("$m")
+        return
+    fi
+    (cd "$work" && HOME=$work/home exec smbnetfs -f "$m") 2>>"$work/mount.log" &
+    mount_pids+=($!)
+    mounts+=("$m")
+    for _ in $(seq 100); do
+        ls "$m/127.0.0.1/share" >/dev/null 2>&1 && return 0
+        sleep 0.1
+    done
+    skip "smbnetfs could not mount $m: $(cat "$work/mount.log")"
+}
+mount_one "$work/m1"
+mount_one "$work/m2"
+s1=$(share_of "$work/m1")
+s2=$(share_of "$work/m2")
+echo "smbd pid $smbd_pid on 127.0.0.1:445; $client mounts: $s1 $s2" >&2
+
+now_ms() { date +%s%3N; }
+# Every scenario works in a folder of its own: a folder removed from under a mount stays in
+# that mount's cache for a while, which is not what the lane measures.
+ws_count=0
+ws=
+new_ws() {
+    ws_count=$((ws_count + 1))
+    ws=ws$ws_count
+    mkdir -p "$real/$ws"
+}
+failures=0
+fail() { echo "FAIL: $*" >&2; failures=$((failures + 1)); }
+
+# --- the contended counter -------------------------------------------------------------------
+# One increment, inside the critical section: the witness is created with O_EXCL (`set -C`) on
+# the real folder, where no cache stands between two holders.
+cat >"$work/increment" <<EOF
+#!/bin/sh
+if ! ( set -C; : > "$real/witness" ) 2>/dev/null; then echo "\$COORD_AGENT" >> "$work/out/collisions"; fi
+n=\$(cat COUNTER.txt)
+echo \$((n + 1)) > COUNTER.txt
+rm -f "$real/witness"
+EOF
+chmod +x "$work/increment"
+
+race() { # label, mount A, mount B, with_coord (1/0), lost updates fail (1/0, default 1)
+    local label=$1 ma=$2 mb=$3 with=$4 pids=() start end n coll
+    new_ws
+    echo 0 >"$real/$ws/COUNTER.txt"
+    rm -f "$work/out/collisions" "$work/out/errors" "$work/out/stderr"
+    start=$(now_ms)
+    for side in a b; do
+        local m=$ma
+        [ $side = b ] && m=$mb
+        for i in 1 2 3 4; do
+            (
+                cd "$m/$ws" || exit 1
+                export COORD_AGENT=$side$i
+                for _ in $(seq "$ROUNDS"); do
+                    if [ "$with" = 1 ]; then
+                        "$COORD" -q run --wait 2m COUNTER.txt -- "$work/increment" 2>>"$work/out/stderr" ||
+                            echo "$COORD_AGENT: coord run exited $?" >>"$work/out/errors"
+                    else
+                        "$work/increment"
+                    fi
+                done
+            ) &
+            pids+=($!)
+        done
+    done
+    bg_pids=("${pids[@]}")
+    local ok=1
+    for p in "${pids[@]}"; do
+        # Bounded: a race that does not finish in 240 s (a stall, not slowness) is stopped and fails.
+        local waited=0
+        while kill -0 "$p" 2>/dev/null; do
+            sleep 0.2
+            waited=$((waited + 1))
+            if [ $(( $(now_ms) - start )) -gt 240000 ]; then ok=0; break 2; fi
+        done
+    done
+    if [ $ok = 0 ]; then
+        for p in "${pids[@]}"; do pkill -KILL -P "$p" 2>/dev/null; kill -KILL "$p" 2>/dev/null; done
+    fi
+    bg_pids=()
+    end=$(now_ms)
+    n=$(cat "$real/$ws/COUNTER.txt" 2>/dev/null || echo 0)
+    coll=0
+    [ -f "$work/out/collisions" ] && coll=$(wc -l <"$work/out/collisions" | tr -d ' ')
+    local lost=$((8 * ROUNDS - n))
+    local wall
+    wall=$(awk -v ms=$((end - start)) 'BEGIN { printf "%.1f s", ms / 1000 }')
+    [ $ok = 1 ] || wall="over 240 s (stopped)"
+    echo "| $label | $coll | $lost | $n of $((8 * ROUNDS)) | $wall |"
+    if [ "$with" = 1 ]; then
+        [ "$coll" = 0 ] || fail "$label: $coll double holders"
+        # smbnetfs answers EIO for a while under load (its own SMB connection failing: the
+        # increment script's own `cat` gets it too). A run that failed on such an I/O error of the
+        # filesystem is reported, not failed; an update lost beyond the failed runs, or a run
+        # failed for any other reason, fails the lane.
+        local failed=0 other=0
+        [ -f "$work/out/errors" ] && failed=$(wc -l <"$work/out/errors" | tr -d ' ')
+        [ -f "$work/out/stderr" ] &&
+            other=$(grep '^error:' "$work/out/stderr" | grep -cv 'Input/output error\|the workspace folder is gone\|cannot read the current directory')
+        [ "$lost" -le "$failed" ] || fail "$label: $lost lost updates, $failed failed runs"
+        [ "$other" = 0 ] || { fail "$label: coord run failed"; grep '^error:' "$work/out/stderr" | head -5 >&2; }
+        [ "$failed" = 0 ] ||
+            echo "note: $label: $failed runs failed on the filesystem's I/O errors ($(grep -c 'Input/output error' "$work/out/stderr" 2>/dev/null || echo 0) EIO); no update lost beyond them" >&2
+        [ $ok = 1 ] || fail "$label: did not finish in 240 s"
+    fi
+}
+
+# --- wake-up across mounts -------------------------------------------------------------------
+wake() { # label, holder mount, waiter mount, rounds
+    local label=$1 mh=$2 mw=$3 rounds=$4 times=() t0 t1
+    new_ws; echo x >"$real/$ws/W.txt"
+    for r in $(seq "$rounds"); do
+        (cd "$mh/$ws" && "$COORD" -q -a holder lock W.txt --no-backup) || { fail "$label: holder lock"; return; }
+        rm -f "$work/out/t1"
+        (cd "$mw/$ws" && "$COORD" -q -a waiter lock W.txt --no-backup --wait 60s && now_ms >"$work/out/t1") &
+        local wp=$!
+        sleep 1
+        t0=$(now_ms)
+        (cd "$mh/$ws" && "$COORD" -q -a holder unlock W.txt)
+        wait "$wp"
+        t1=$(cat "$work/out/t1" 2>/dev/null) || { fail "$label: the waiter never got the lock"; return; }
+        times+=($((t1 - t0)))
+        (cd "$mw/$ws" && "$COORD" -q -a waiter unlock W.txt)
+    done
+    local median
+    median=$(printf '%s\n' "${times[@]}" | sort -n | awk '{ a[NR] = $1 } END { print a[int((NR + 1) / 2)] }')
+    echo "| $label | ${median} ms | $(printf '%s ' "${times[@]}")|"
+}
+
+# --- a stale lock (its process killed) taken over from the other mount -------------------------
+stale_takeover() { # holder mount, taker mount
+    new_ws; echo x >"$real/$ws/S.txt"
+    (cd "$1/$ws" && exec "$COORD" -q -a crashed run S.txt -- sleep 300) &
+    local rp=$!
+    bg_pids=("$rp")
+    for _ in $(seq 100); do [ -e "$real/$ws/S.txt.lock.crashed" ] && break; sleep 0.05; done
+    [ -e "$real/$ws/S.txt.lock.crashed" ] || { fail "stale takeover: the holder never locked"; return; }
+    local child
+    child=$(pgrep -P "$rp" || true)
+    kill -KILL "$rp"
+    [ -n "$child" ] && kill -KILL $child 2>/dev/null
+    wait "$rp" 2>/dev/null
+    bg_pids=()
+    local t0 t1 msg
+    t0=$(now_ms)
+    msg=$(cd "$2/$ws" && "$COORD" -a taker lock S.txt --no-backup --wait 30s 2>&1) || { fail "stale takeover: $msg"; return; }
+    t1=$(now_ms)
+    echo "$msg" | grep -qi "crashed" || fail "stale takeover: did not say from whom: $msg"
+    echo "| stale lock (holder killed with SIGKILL) taken over from the other mount | $((t1 - t0)) ms |"
+}
+
+# --- a stopped holder of the workspace mutex, overtaken from the other mount -------------------
+stopped_holder() { # holder mount, other mount
+    new_ws; echo x >"$real/$ws/G.txt"
+    (cd "$1/$ws" && exec "$COORD" -q doctor --hold 3s) 2>"$work/out/hold.err" &
+    local hp=$!
+    bg_pids=("$hp")
+    for _ in $(seq 100); do [ -e "$real/$ws/.coord/mutex.lease" ] && break; sleep 0.02; done
+    [ -e "$real/$ws/.coord/mutex.lease" ] || { fail "stopped holder: it never took the mutex"; return; }
+    kill -STOP "$hp"
+    local t0 t1 msg
+    t0=$(now_ms)
+    msg=$(cd "$2/$ws" && "$COORD" -a other lock G.txt --no-backup --wait 60s 2>&1) || { fail "stopped holder: the other mount did not get through: $msg"; }
+    t1=$(now_ms)
+    kill -CONT "$hp"
+    local status=0
+    wait "$hp" || status=$?
+    bg_pids=()
+    [ "$status" = 3 ] || fail "stopped holder: after resuming it did not learn it was fenced (exit $status)"
+    [ -e "$real/$ws/G.txt.lock.other" ] || fail "stopped holder: the other's lock is gone"
+    echo "| holder of the mutex stopped (SIGSTOP) on one mount, overtaken from the other | $((t1 - t0)) ms | resumed holder exit $status (fenced) |"
+}
+
+echo
+echo "### Two $client mounts of one SMB share (4 + 4 agents x $ROUNDS \`coord run COUNTER.txt -- increment\`)"
+echo
+echo "| | double holders | lost | runs | wall |"
+echo "|---|---|---|---|---|"
+race "two $client mounts" "$s1" "$s2" 1
+race "the same race without coord" "$s1" "$s2" 0
+echo
+echo "| wake-up after a release, across mounts | median | all |"
+echo "|---|---|---|"
+wake "mount 1 -> mount 2" "$s1" "$s2" 7
+echo
+echo "| takeover | time | |"
+echo "|---|---|---|"
+stale_takeover "$s1" "$s2"
+stopped_holder "$s1" "$s2"
+echo
+if [ "$failures" -gt 0 ]; then
+    echo "smb lane: $failures failure(s)" >&2
+    exit 1
+fi
+echo "smb lane: exclusion held" >&2
