@@ -106,6 +106,7 @@ fn before_edit(
         backup: true,
         reason: Some(lock_reason(call)),
         owner: owner.cloned(),
+        claims: Vec::new(),
     };
     match lock::acquire(ws, &req, &mut |_| {}) {
         Ok(_) => Ok(Reply::Allow),
@@ -320,6 +321,7 @@ fn renew(
         backup: false,
         reason: Some(lock_reason(call)),
         owner: owner.cloned(),
+        claims: Vec::new(),
     };
     lock::acquire(ws, &req, &mut |_| {}).map(|_| ())
 }

@@ -254,6 +254,7 @@ impl Host {
             backup: true,
             reason: args.str("reason")?.map(str::to_string),
             owner: Some(self.owner()),
+            claims: Vec::new(),
         };
         let got = lock::acquire(&self.ws, &req, &mut |_| {})?;
         let mut lines = output::took_over_lines(&got.acquired);
