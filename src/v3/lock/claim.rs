@@ -134,6 +134,12 @@ pub fn resolve(ws: &Workspace, cwd: &Path, arg: &str) -> Result<Pattern> {
             "cannot claim `{arg}`: {why} (a claim is a folder ending in `/`, or a pattern like `src/**/*.sql`)"
         ))
     };
+    // An absolute pattern inside the root (as an MCP client may send) is taken relative to it.
+    let root = ws.root().display().to_string();
+    let (arg, cwd) = match arg.strip_prefix(root.as_str()) {
+        Some(rest) if rest.starts_with('/') => (rest.trim_start_matches('/'), ws.root()),
+        _ => (arg, cwd),
+    };
     if arg.starts_with('/') {
         return Err(bad("it must be relative to the current directory".into()));
     }
