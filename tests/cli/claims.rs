@@ -456,3 +456,28 @@ fn the_guard_refuses_a_commit_in_one_worktree_of_a_file_claimed_in_another() {
         .unwrap();
     assert!(out.status.success(), "{out:?}");
 }
+
+#[test]
+fn a_claim_waiter_does_not_stand_in_line_before_the_holder_it_waits_for() {
+    let env = Env::new();
+    env.write("src/x.rs", "x\n");
+    env.write("src/y.rs", "y\n");
+    env.agent("alice").args(["lock", "src/x.rs"]).ok();
+    let w: Child = env
+        .agent("bob")
+        .args(["lock", "src/**", "--wait", "1m"])
+        .spawn();
+    eventually("bob waits", || waiting(&env, "bob"));
+    // bob waits for alice: alice is not behind him for another path his pattern matches.
+    env.agent("alice")
+        .args(["lock", "src/y.rs", "--no-wait"])
+        .ok();
+    // carol, who holds nothing, is.
+    env.agent("carol")
+        .args(["lock", "src/z.rs", "--no-wait"])
+        .code(3)
+        .stderr_has("bob");
+    env.agent("alice").args(["unlock"]).ok();
+    let out = finish(w);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+}

@@ -64,16 +64,33 @@ pub(super) fn attempt(
     let my_seq = tickets.map(|t| t.seq);
     // Claim waiters stand in line for every file their pattern matches; a claim stands in line
     // behind every waiter for what it overlaps.
-    let waiters = if req.claims.is_empty() {
+    let waiters = if req.claims.is_empty() && mine.claims.is_empty() {
         queue::claim_waiters(root)
     } else {
         queue::waiters(root)
     };
-    let ahead_of_me = |w: &&queue::Waiter| {
-        my_seq.is_none_or(|s| w.seq < s)
-            && !queue::waits_for_any(ws, w.seq, held)
-            && !queue::waits_for_any_claim(root, w.seq, &mine.claims)
+    let my_claims: Vec<Pattern> = mine
+        .claims
+        .iter()
+        .filter_map(|c| Pattern::parse(c).ok())
+        .collect();
+    // A waiter that waits for something we hold (a file, or a path our claims hold) is not
+    // ahead of us: it waits for us, and letting it block us would deadlock both.
+    let waits_for_me = |seq: u64| {
+        queue::waits_for_any(ws, seq, held)
+            || queue::waits_for_any_claim(root, seq, &mine.claims)
+            || waiters.iter().filter(|x| x.seq == seq).any(|x| {
+                if x.claim {
+                    Pattern::parse(&x.file).is_ok_and(|p| {
+                        held.iter().any(|h| p.matches(h))
+                            || my_claims.iter().any(|m| m.overlaps(&p))
+                    })
+                } else {
+                    my_claims.iter().any(|m| m.matches(&x.file))
+                }
+            })
     };
+    let ahead_of_me = |w: &&queue::Waiter| my_seq.is_none_or(|s| w.seq < s) && !waits_for_me(w.seq);
     let mut plans = Vec::with_capacity(targets.len());
     // Every folder is listed once, however many of the targets it holds.
     let listed = list_locks_each(targets, listing)?;
@@ -111,7 +128,7 @@ pub(super) fn attempt(
             let my_seq = tickets.map(|t| t.seq);
             let ahead: Vec<_> = queue::live_tickets_before(root, target, my_seq)
                 .into_iter()
-                .filter(|t| !queue::waits_for_any(ws, t.seq, held))
+                .filter(|t| !waits_for_me(t.seq))
                 .collect();
             if let Some(first) = ahead.first() {
                 return Ok(Attempt::Busy(queued_blocker(
