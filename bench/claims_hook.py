@@ -1,7 +1,8 @@
 #!/usr/bin/env python3
 """A hook's PreToolUse with 100 live claims across 8 worktrees vs none, in CPU time.
 
-Two repositories, each with 8 linked worktrees, alike but for the claims:
+Two repositories, each with 8 linked worktrees and 8 agents (one per worktree, each holding a
+lock on a file of its own), alike but for the claims:
 - `none`: no claim;
 - `claims`: 100 claims (folders and patterns: `pkgNN/`, `pkgNN/**/*.sql`, ...) taken by 8
   agents, one per worktree, none of them matching the file edited.
@@ -63,6 +64,11 @@ def repo(base, name, with_claims):
         t = os.path.join(base, f"{name}-wt{i}")
         git(main, "worktree", "add", "-q", t, "-b", f"b{i}")
         trees.append(os.path.realpath(t))
+    # The same 8 agents in both: one per worktree, each holding a lock on a file of its own.
+    for i, tree in enumerate(trees):
+        open(os.path.join(tree, f"OTHER{i}.txt"), "w").write("x\n")
+        subprocess.run([coord, "lock", f"OTHER{i}.txt", "-q", "--no-backup", "--ttl", "2h"],
+                       env=env(f"holder{i}"), cwd=tree, check=True)
     if with_claims:
         for i in range(CLAIMS):
             tree = trees[i % TREES]

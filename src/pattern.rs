@@ -152,6 +152,18 @@ impl Pattern {
 
     /// Whether some path is matched by both `self` and `other`.
     pub fn overlaps(&self, other: &Pattern) -> bool {
+        // Leading segments without wildcards on both sides must be equal: most pairs of claims
+        // (and a claim and a path) part there, without the walk below.
+        for (a, b) in self.segs.iter().zip(&other.segs) {
+            match (a, b) {
+                (Seg::One(x), Seg::One(y)) if is_literal(x) && is_literal(y) => {
+                    if x != y {
+                        return false;
+                    }
+                }
+                _ => break,
+            }
+        }
         let mut seen = HashSet::new();
         segs_meet(&self.segs, &other.segs, 0, 0, &mut seen)
     }
@@ -305,8 +317,16 @@ fn segs_meet(a: &[Seg], b: &[Seg], i: usize, j: usize, seen: &mut HashSet<(usize
     }
 }
 
+/// Whether a segment has no wildcard.
+fn is_literal(toks: &[Tok]) -> bool {
+    toks.iter().all(|t| matches!(t, Tok::Lit(_)))
+}
+
 /// Whether two segments match a common non-empty string.
 fn seg_meet(x: &[Tok], y: &[Tok]) -> bool {
+    if is_literal(x) && is_literal(y) {
+        return x == y && !x.is_empty();
+    }
     let mut seen = HashSet::new();
     toks_meet(x, y, 0, 0, false, &mut seen)
 }
