@@ -109,7 +109,8 @@ fn a_pattern_that_cannot_be_parsed_is_refused_and_nothing_is_written() {
         env.agent("bob")
             .args(["lock", bad])
             .code(2)
-            .stderr_has("error:");
+            .stderr_has("error: cannot claim")
+            .stderr_has("hint:");
     }
     assert_eq!(env.snapshot(), before);
 }

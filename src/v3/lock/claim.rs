@@ -129,10 +129,9 @@ pub(super) fn write_all(root: &Path, records: &[Record]) -> Result<()> {
 ///
 /// [`Error::BadInput`] when it cannot be parsed or leaves the workspace.
 pub fn resolve(ws: &Workspace, cwd: &Path, arg: &str) -> Result<Pattern> {
-    let bad = |why: String| {
-        Error::bad_input(format!(
-            "cannot claim `{arg}`: {why} (a claim is a folder ending in `/`, or a pattern like `src/**/*.sql`)"
-        ))
+    let bad = |why: String| Error::BadPattern {
+        pattern: arg.to_string(),
+        why,
     };
     // An absolute pattern inside the root (as an MCP client may send) is taken relative to it.
     let root = ws.root().display().to_string();
