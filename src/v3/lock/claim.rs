@@ -57,9 +57,6 @@ pub fn read_all(root: &Path) -> Vec<LockEntry> {
             .or_else(|| record.get_nonempty("Agent"))
             .map(str::to_ascii_lowercase)
             .unwrap_or_default();
-        let since = record
-            .get_nonempty("locked_at")
-            .and_then(clock::parse_timestamp);
         out.push(LockEntry {
             lock_path: path.clone(),
             file: pattern,
@@ -68,7 +65,8 @@ pub fn read_all(root: &Path) -> Vec<LockEntry> {
             record: Some(record),
             mtime: None,
             problem: None,
-            since,
+            // Read when judged (`judge`): most claims never are, in a lock request.
+            since: None,
             state: LockState::Live,
             stale_why: None,
         });
@@ -81,9 +79,38 @@ pub fn read_all(root: &Path) -> Vec<LockEntry> {
 pub fn judged(root: &Path, cache: &mut StateCache, now: &Timestamp) -> Vec<LockEntry> {
     let mut all = read_all(root);
     if !all.is_empty() {
+        for e in &mut all {
+            read_since(e);
+        }
         classify(root, &mut all, cache, now);
     }
     all
+}
+
+fn read_since(e: &mut LockEntry) {
+    e.since = e
+        .record
+        .as_ref()
+        .and_then(|r| r.get_nonempty("locked_at"))
+        .and_then(clock::parse_timestamp);
+}
+
+/// Every claim with its pattern parsed, unjudged (all LIVE): [`judge`] the ones that matter.
+pub fn read_patterns(root: &Path) -> Vec<Judged> {
+    read_all(root)
+        .into_iter()
+        .map(|entry| {
+            let pattern = Pattern::parse(&entry.file)
+                .unwrap_or_else(|_| Pattern::parse("**").expect("`**` parses"));
+            Judged { entry, pattern }
+        })
+        .collect()
+}
+
+/// Judge one claim read by [`read_patterns`] as of `now` (LIVE or STALE).
+pub fn judge(root: &Path, c: &mut Judged, cache: &mut StateCache, now: &Timestamp) {
+    read_since(&mut c.entry);
+    classify(root, std::slice::from_mut(&mut c.entry), cache, now);
 }
 
 /// A claim as judged, with its pattern parsed (a record whose pattern does not parse holds

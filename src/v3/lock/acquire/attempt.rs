@@ -51,7 +51,17 @@ pub(super) fn attempt(
     };
     // Claims on folders and patterns: one small file, read once per try.
     let me = req.agent.id();
-    let claims = claim::judged_patterns(root, &mut cache, &now);
+    // Only the claims that can matter to this request are judged (ours, and those that match
+    // a target or overlap a claim asked for): claims are few, but a hook runs on every edit.
+    let mut claims = claim::read_patterns(root);
+    for c in &mut claims {
+        if c.entry.agent == me
+            || targets.iter().any(|t| c.pattern.matches(&t.rel))
+            || req.claims.iter().any(|p| p.overlaps(&c.pattern))
+        {
+            claim::judge(root, c, &mut cache, &now);
+        }
+    }
     let foreign_claims: Vec<&claim::Judged> = claims
         .iter()
         .filter(|c| c.entry.agent != me && c.entry.state != LockState::Stale)
