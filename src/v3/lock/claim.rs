@@ -43,34 +43,11 @@ pub fn read_all(root: &Path) -> Vec<LockEntry> {
         return Vec::new();
     };
     let text = String::from_utf8_lossy(&bytes);
-    let mut out = Vec::new();
-    for block in text.split("\n\n") {
-        if block.trim().is_empty() {
-            continue;
-        }
-        let record = Record::parse(block);
-        let Some(pattern) = record.get_nonempty("pattern").map(str::to_string) else {
-            continue;
-        };
-        let agent = record
-            .get_nonempty("id")
-            .or_else(|| record.get_nonempty("Agent"))
-            .map(str::to_ascii_lowercase)
-            .unwrap_or_default();
-        out.push(LockEntry {
-            lock_path: path.clone(),
-            file: pattern,
-            agent,
-            raw: Some(block.as_bytes().to_vec()),
-            record: Some(record),
-            mtime: None,
-            problem: None,
-            // Read when judged (`judge`): most claims never are, in a lock request.
-            since: None,
-            state: LockState::Live,
-            stale_why: None,
-        });
-    }
+    let mut out: Vec<LockEntry> = text
+        .split("\n\n")
+        .filter(|b| !b.trim().is_empty())
+        .filter_map(|b| parse_block(&path, b))
+        .collect();
     out.sort_by(|a, b| a.file.cmp(&b.file).then_with(|| a.agent.cmp(&b.agent)));
     out
 }
@@ -95,19 +72,7 @@ fn read_since(e: &mut LockEntry) {
         .and_then(clock::parse_timestamp);
 }
 
-/// Every claim with its pattern parsed, unjudged (all LIVE): [`judge`] the ones that matter.
-pub fn read_patterns(root: &Path) -> Vec<Judged> {
-    read_all(root)
-        .into_iter()
-        .map(|entry| {
-            let pattern = Pattern::parse(&entry.file)
-                .unwrap_or_else(|_| Pattern::parse("**").expect("`**` parses"));
-            Judged { entry, pattern }
-        })
-        .collect()
-}
-
-/// Judge one claim read by [`read_patterns`] as of `now` (LIVE or STALE).
+/// Judge one claim read by [`read_for`] as of `now` (LIVE or STALE).
 pub fn judge(root: &Path, c: &mut Judged, cache: &mut StateCache, now: &Timestamp) {
     read_since(&mut c.entry);
     classify(root, std::slice::from_mut(&mut c.entry), cache, now);
@@ -140,13 +105,97 @@ pub fn judged_patterns(root: &Path, cache: &mut StateCache, now: &Timestamp) -> 
 /// # Errors
 ///
 /// [`Error::Io`] when it cannot be written.
-pub(super) fn write_all(root: &Path, records: &[Record]) -> Result<()> {
+pub(super) fn write_all(root: &Path, records: &[String]) -> Result<()> {
     let path = layout::claims_file(root);
     if records.is_empty() {
         return fsutil::remove(&path).map(drop);
     }
-    let text: Vec<String> = records.iter().map(Record::render).collect();
+    let text: Vec<String> = records
+        .iter()
+        .map(|r| format!("{}\n", r.trim_end_matches('\n')))
+        .collect();
     fsutil::replace(&path, text.join("\n").as_bytes())
+}
+
+/// A claim's record as it was read (rewritten as is).
+pub(super) fn raw_text(e: &LockEntry) -> String {
+    String::from_utf8_lossy(e.raw.as_deref().unwrap_or_default()).into_owned()
+}
+
+/// The first segment of `text` when it has no wildcard (`None`: it has one, or is empty).
+fn literal_head(text: &str) -> Option<&str> {
+    let head = text.split('/').find(|s| !s.is_empty())?;
+    (!head.contains(['*', '?', '[', '\\'])).then_some(head)
+}
+
+/// The claims that can matter to a request by `me` for `keys` (its files, and the patterns it
+/// claims), with their patterns parsed, unjudged; and the records of the others, as read. A
+/// claim whose first segment has no wildcard and differs from the first segment of every key
+/// cannot match or overlap any of them: it is neither parsed nor judged.
+pub fn read_for(root: &Path, me: &str, keys: &[&str]) -> (Vec<Judged>, Vec<String>) {
+    let path = layout::claims_file(root);
+    let Ok(bytes) = fsutil::read_capped(&path, CLAIMS_CAP) else {
+        return (Vec::new(), Vec::new());
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let heads: Vec<Option<&str>> = keys.iter().map(|k| literal_head(k)).collect();
+    let (mut relevant, mut others) = (Vec::new(), Vec::new());
+    for block in text.split("\n\n") {
+        if block.trim().is_empty() {
+            continue;
+        }
+        let mut pattern = None;
+        let mut id = None;
+        for line in block.lines() {
+            if let Some(v) = line.strip_prefix("pattern:") {
+                pattern = Some(v.trim());
+            } else if let Some(v) = line.strip_prefix("id:") {
+                id = Some(v.trim());
+            }
+        }
+        let mine = id.is_some_and(|i| i.eq_ignore_ascii_case(me));
+        let apart = match pattern.and_then(literal_head) {
+            Some(h) => heads.iter().all(|k| k.is_some_and(|k| k != h)),
+            None => false,
+        };
+        if apart && !mine {
+            others.push(block.to_string());
+            continue;
+        }
+        let entry = parse_block(&path, block);
+        match entry {
+            Some(entry) => {
+                let pattern = Pattern::parse(&entry.file)
+                    .unwrap_or_else(|_| Pattern::parse("**").expect("`**` parses"));
+                relevant.push(Judged { entry, pattern });
+            }
+            None => others.push(block.to_string()),
+        }
+    }
+    (relevant, others)
+}
+
+/// One record of `.coord/claims`, unjudged (`None` without a pattern).
+fn parse_block(path: &Path, block: &str) -> Option<LockEntry> {
+    let record = Record::parse(block);
+    let pattern = record.get_nonempty("pattern")?.to_string();
+    let agent = record
+        .get_nonempty("id")
+        .or_else(|| record.get_nonempty("Agent"))
+        .map(str::to_ascii_lowercase)
+        .unwrap_or_default();
+    Some(LockEntry {
+        lock_path: path.to_path_buf(),
+        file: pattern,
+        agent,
+        raw: Some(block.as_bytes().to_vec()),
+        record: Some(record),
+        mtime: None,
+        problem: None,
+        since: None,
+        state: LockState::Live,
+        stale_why: None,
+    })
 }
 
 /// Parse a claim argument given relative to `cwd` (a folder with a trailing `/`, or a pattern)
@@ -280,11 +329,11 @@ pub fn release(
         }
     }
     if gone.iter().any(|g| *g) {
-        let keep: Vec<Record> = all
+        let keep: Vec<String> = all
             .iter()
             .zip(&gone)
             .filter(|(_, g)| !**g)
-            .filter_map(|(e, _)| e.record.clone())
+            .map(|(e, _)| raw_text(e))
             .collect();
         write_all(root, &keep)?;
     }

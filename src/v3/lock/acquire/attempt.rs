@@ -53,7 +53,12 @@ pub(super) fn attempt(
     let me = req.agent.id();
     // Only the claims that can matter to this request are judged (ours, and those that match
     // a target or overlap a claim asked for): claims are few, but a hook runs on every edit.
-    let mut claims = claim::read_patterns(root);
+    let keys: Vec<&str> = targets
+        .iter()
+        .map(|t| t.rel.as_str())
+        .chain(req.claims.iter().map(Pattern::as_str))
+        .collect();
+    let (mut claims, unrelated) = claim::read_for(root, me, &keys);
     for c in &mut claims {
         if c.entry.agent == me
             || targets.iter().any(|t| c.pattern.matches(&t.rel))
@@ -274,7 +279,7 @@ pub(super) fn attempt(
     let outcome = match outcome {
         Ok(Attempt::Got(mut got)) if !claim_plans.is_empty() => {
             if mutex.still_held() {
-                publish_claims(ws, req, &claims, &claim_plans, &now).map(|list| {
+                publish_claims(ws, req, &claims, &unrelated, &claim_plans, &now).map(|list| {
                     got.extend(list);
                     Attempt::Got(got)
                 })
@@ -526,6 +531,7 @@ fn publish_claims(
     ws: &Workspace,
     req: &LockRequest,
     all: &[claim::Judged],
+    unrelated: &[String],
     plans: &[ClaimPlan<'_>],
     now: &Timestamp,
 ) -> Result<Vec<Acquired>> {
@@ -539,11 +545,12 @@ fn publish_claims(
                     .is_some_and(|o| o.raw == e.raw && o.agent == e.agent)
         })
     };
-    let mut records: Vec<Record> = all
-        .iter()
-        .filter(|c| !gone(&c.entry))
-        .filter_map(|c| c.entry.record.clone())
-        .collect();
+    let mut records: Vec<String> = unrelated.to_vec();
+    records.extend(
+        all.iter()
+            .filter(|c| !gone(&c.entry))
+            .map(|c| claim::raw_text(&c.entry)),
+    );
     let mut out = Vec::with_capacity(plans.len());
     let tree = crate::worktree::trees(root).into_iter().next();
     for p in plans {
@@ -573,7 +580,7 @@ fn publish_claims(
             claim_rec.remove("reason");
             claim_rec.set("reason", reason);
         }
-        records.push(claim_rec);
+        records.push(claim_rec.render());
         out.push(Acquired {
             file: p.pattern.as_str().to_string(),
             lock_file: ws
