@@ -9,7 +9,7 @@ lock on a file of its own), alike but for the claims:
 
 In each, Claude Code's `PreToolUse` for an `Edit` of `src/app.rs` in the first linked worktree
 is fed to `coord hook claude` (the edit is allowed: the file is locked, then the lock refreshed
-on every later call), in alternating blocks so drift falls on both alike.
+on every later call), in 20 alternating blocks so drift falls on both alike.
 
   bench/claims_hook.py [COORD] [CALLS]     # COORD defaults to the release build
 
@@ -25,7 +25,7 @@ import tempfile
 
 coord = sys.argv[1] if len(sys.argv) > 1 else "target/x86_64-unknown-linux-gnu/release/coord"
 calls = int(sys.argv[2]) if len(sys.argv) > 2 else 600
-ROUNDS = 6
+ROUNDS = 20
 TREES = 8
 CLAIMS = 100
 
