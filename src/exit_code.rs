@@ -45,6 +45,7 @@ impl From<&Error> for ExitCode {
             | Error::OutsideRoot { .. }
             | Error::BadPath { .. }
             | Error::BadDuration { .. }
+            | Error::BadPattern { .. }
             | Error::BadInput { .. } => ExitCode::Usage,
             Error::LockHeld { .. }
             | Error::WaitTimedOut { .. }

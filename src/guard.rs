@@ -414,6 +414,29 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
         } else {
             &mut cache
         };
+        // Claims: one small file, read once per workspace.
+        let claims = if targets.is_empty() {
+            Vec::new()
+        } else {
+            lock::claim::judged_patterns(w.root(), cache, &now)
+        };
+        for target in targets {
+            for c in &claims {
+                let e = &c.entry;
+                if e.state == LockState::Stale
+                    || me.is_some_and(|m| m.id() == e.agent)
+                    || !c.pattern.matches(&target.rel)
+                {
+                    continue;
+                }
+                out.push(Held {
+                    file: target.rel.clone(),
+                    holder: lock::claim::holder_text(w.root(), e),
+                    state: e.state,
+                    since: e.locked_at().map(str::to_string),
+                });
+            }
+        }
         for (target, mut entries) in targets.iter().zip(lock::locks_of_each(targets)) {
             lock::classify(w.root(), &mut entries, cache, &now);
             for e in entries {

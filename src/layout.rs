@@ -417,6 +417,24 @@ pub fn queue_dir(root: &Path, rel: &str) -> PathBuf {
     queue_root(root).join(format!("q-{:016x}", host::fnv1a64(rel.as_bytes())))
 }
 
+/// The queue folder of one claim pattern (`c-` and a hash of the pattern): claim waiters stand
+/// apart from file waiters, so a lock request finds them with one listing of the queue root.
+pub fn claim_queue_dir(root: &Path, pattern: &str) -> PathBuf {
+    queue_root(root).join(format!(
+        "{CLAIM_QUEUE_PREFIX}{:016x}",
+        host::fnv1a64(pattern.as_bytes())
+    ))
+}
+
+/// The name prefix of a claim's queue folder.
+pub const CLAIM_QUEUE_PREFIX: &str = "c-";
+
+/// `<root>/.coord/claims`: every claim on a folder or pattern, one record per claim (see
+/// `v3::lock::claim`), read once per command.
+pub fn claims_file(root: &Path) -> PathBuf {
+    state_dir(root).join("claims")
+}
+
 /// A ticket file name: the sequence number (zero-padded, so names sort in arrival order) and agent.
 pub fn ticket_name(seq: u64, agent: &str) -> String {
     format!("{seq:020}.{agent}")

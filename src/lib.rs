@@ -45,6 +45,7 @@ pub mod init;
 pub mod layout;
 pub mod mcp;
 pub mod nested;
+pub mod pattern;
 pub mod plugin;
 pub mod prune;
 pub mod record;

@@ -26,6 +26,47 @@ fn any_text() -> impl Strategy<Value = String> {
     ]
 }
 
+/// A claim pattern over a small alphabet (so that patterns and paths often meet): folders,
+/// `*`, `?`, classes, `**`.
+fn claim_pattern() -> impl Strategy<Value = String> {
+    let seg = prop_oneof![
+        Just("a"),
+        Just("b"),
+        Just("ab"),
+        Just("*"),
+        Just("a*"),
+        Just("*b"),
+        Just("?"),
+        Just("a?"),
+        Just("[ab]"),
+        Just("[!a]"),
+        Just("[a-c]*"),
+        Just("**"),
+        Just("*a*"),
+    ];
+    (proptest::collection::vec(seg, 1..5), any::<bool>()).prop_map(|(segs, folder)| {
+        let mut p = segs.join("/");
+        if folder {
+            p.push('/');
+        }
+        p
+    })
+}
+
+/// A path over the same alphabet.
+fn claim_path() -> impl Strategy<Value = String> {
+    let seg = prop_oneof![
+        Just("a"),
+        Just("b"),
+        Just("ab"),
+        Just("ba"),
+        Just("aa"),
+        Just("c"),
+        Just("abc"),
+    ];
+    proptest::collection::vec(seg, 1..6).prop_map(|s| s.join("/"))
+}
+
 fn valid_id() -> impl Strategy<Value = String> {
     "[a-z0-9][a-z0-9_-]{0,31}"
 }
@@ -388,5 +429,36 @@ proptest! {
         prop_assert!(back.is_ok(), "{:?}", back.err());
         let e = back.unwrap();
         prop_assert_eq!((e.llm_id, e.response, e.time), (id, response, Some(time)));
+    }
+
+    #[test]
+    fn claim_patterns_never_panic(text in any_text()) {
+        if let Ok(p) = crate::pattern::Pattern::parse(&text) {
+            // What it normalizes to parses to the same pattern.
+            let again = crate::pattern::Pattern::parse(p.as_str());
+            prop_assert!(again.is_ok(), "{:?} -> {:?}", text, p.as_str());
+            let again = again.unwrap();
+            prop_assert_eq!(again.as_str(), p.as_str());
+        }
+    }
+
+    #[test]
+    fn claim_overlap_is_symmetric_and_implied_by_a_common_path(
+        a in claim_pattern(),
+        b in claim_pattern(),
+        paths in proptest::collection::vec(claim_path(), 0..16),
+    ) {
+        use crate::pattern::Pattern;
+        let pa = Pattern::parse(&a).unwrap();
+        let pb = Pattern::parse(&b).unwrap();
+        let ab = pa.overlaps(&pb);
+        prop_assert_eq!(ab, pb.overlaps(&pa), "{} vs {}", a, b);
+        prop_assert!(pa.overlaps(&pa), "{} overlaps itself", a);
+        for path in &paths {
+            if pa.matches(path) && pb.matches(path) {
+                prop_assert!(ab, "{} and {} both match {} but do not overlap", a, b, path);
+            }
+            prop_assert_eq!(pa.matches(path), pa.overlaps(&Pattern::literal(path)));
+        }
     }
 }

@@ -79,6 +79,64 @@ pub struct LockView {
     pub branch: Option<String>,
 }
 
+/// One claim on a folder or pattern, as `status` shows it.
+#[derive(Debug, Clone, Serialize)]
+pub struct ClaimView {
+    /// The pattern, relative to the root (a folder is `dir/**`).
+    pub pattern: String,
+    /// The holder's id.
+    pub agent: String,
+    /// The holder's display name.
+    pub name: String,
+    /// When it was claimed, as written.
+    pub since: Option<String>,
+    /// Seconds since then.
+    pub age_s: Option<u64>,
+    /// The reason given by the holder.
+    pub reason: Option<String>,
+    /// LIVE, STALE or CONFLICT.
+    pub state: LockState,
+    /// Why it is stale.
+    pub stale_reason: Option<String>,
+    /// The top level of the work tree it was claimed in.
+    pub worktree: Option<String>,
+    /// The branch checked out there.
+    pub branch: Option<String>,
+    /// The process the claim follows.
+    pub pid: Option<u32>,
+}
+
+/// A claim as `status` shows it.
+pub fn claim_view(e: &lock::LockEntry, now: &Timestamp) -> ClaimView {
+    let field = |k: &str| {
+        e.record
+            .as_ref()
+            .and_then(|r| r.get_nonempty(k))
+            .map(str::to_string)
+    };
+    ClaimView {
+        pattern: e.file.clone(),
+        agent: e.agent.clone(),
+        name: e.holder().to_string(),
+        since: e.locked_at().map(str::to_string),
+        age_s: e.since.as_ref().map(|t| clock::age(now, t).as_secs()),
+        reason: e.reason().map(str::to_string),
+        state: e.state,
+        stale_reason: e.stale_why.clone(),
+        worktree: field("worktree"),
+        branch: field("branch"),
+        pid: e.process().map(|(p, _)| p),
+    }
+}
+
+/// Every claim, judged, as `status` shows them.
+pub fn claims(ws: &Workspace, cache: &mut StateCache, now: &Timestamp) -> Vec<ClaimView> {
+    lock::claim::judged(ws.root(), cache, now)
+        .iter()
+        .map(|e| claim_view(e, now))
+        .collect()
+}
+
 /// One handshake file entry.
 #[derive(Debug, Clone, Serialize)]
 pub struct HandshakeView {
@@ -137,6 +195,8 @@ pub struct Status {
     pub agents: Vec<AgentView>,
     /// Every lock file.
     pub locks: Vec<LockView>,
+    /// Every claim on a folder or pattern.
+    pub claims: Vec<ClaimView>,
     /// Who waits for which file, in queue order (the wait queue's live tickets).
     pub waits: Vec<WaitView>,
     /// Cycles of agents waiting for each other (each one a deadlock), as wait-for edges.
@@ -261,6 +321,8 @@ pub struct FileHolders {
     pub file: String,
     /// Its locks (none when it is free), each as `status` shows it plus `working_on`.
     pub locks: Vec<Holder>,
+    /// The claims whose pattern matches it.
+    pub claims: Vec<ClaimView>,
 }
 
 /// One lock on a file, with what its holder works on.
@@ -277,6 +339,7 @@ pub struct Holder {
 pub fn who(ws: &Workspace, targets: &[crate::workspace::Target]) -> Vec<FileHolders> {
     let now = clock::now();
     let mut cache = StateCache::default();
+    let all_claims = lock::claim::judged_patterns(ws.root(), &mut cache, &now);
     // Each folder is listed once, however many of the files it holds.
     targets
         .iter()
@@ -284,6 +347,11 @@ pub fn who(ws: &Workspace, targets: &[crate::workspace::Target]) -> Vec<FileHold
         .map(|(t, mut entries)| {
             lock::classify(ws.root(), &mut entries, &mut cache, &now);
             FileHolders {
+                claims: all_claims
+                    .iter()
+                    .filter(|c| c.pattern.matches(&t.rel))
+                    .map(|c| claim_view(&c.entry, &now))
+                    .collect(),
                 file: t.rel.clone(),
                 locks: entries
                     .iter()
@@ -308,6 +376,7 @@ pub fn collect(ws: &Workspace) -> Status {
     let mut cache = StateCache::from_presences(&presences, &now);
     let entries = lock::scan_judged(ws, &mut cache, &now);
     unreadable.extend(lock::unreadable(&entries, ws));
+    let claims = claims(ws, &mut cache, &now);
     let waiters = queue::waiters(ws.root());
     let edges = waits::edges(ws, &waiters, &mut cache, &now);
     let mut places: BTreeMap<&str, usize> = BTreeMap::new();
@@ -364,6 +433,7 @@ pub fn collect(ws: &Workspace) -> Status {
             locks.extend(gone_tree_locks(&presences, &now));
             locks
         },
+        claims,
         waits,
         deadlocks,
         protocol_v3_active: handshake::v3_active(&blocks),

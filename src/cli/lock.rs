@@ -10,7 +10,7 @@ use coord::{Error, ExitCode};
 use super::progress::WaitProgress;
 use super::{Ctx, WaitArgs, output};
 
-/// Acquire locks on files, all or nothing
+/// Acquire locks on files, and claims on folders and patterns, all or nothing
 ///
 /// Waits (2 minutes by default) while another agent holds a lock, saying once on stderr who
 /// holds it, since when, and what they work on; wakes within milliseconds of its release.
@@ -20,10 +20,11 @@ use super::{Ctx, WaitArgs, output};
 ///   coord -a claude lock SHARED.txt
 ///   ... edit SHARED.txt ...
 ///   coord -a claude unlock SHARED.txt
+///   coord -a claude lock src/auth/ 'src/**/*.sql' --reason "auth refactor"
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct LockArgs {
-    /// Files to lock (relative to the current directory, inside the workspace)
+    /// Files to lock, or folders (`dir/`) and patterns (`'src/**/*.sql'`) to claim (relative to the current directory, inside the workspace)
     #[arg(required = true, value_name = "FILE")]
     files: Vec<String>,
     #[command(flatten)]
@@ -42,7 +43,13 @@ pub struct LockArgs {
 pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.lock_workspace()?;
     let agent = ctx.agent()?;
-    let targets = ctx.targets(&ws, &args.files)?;
+    let (claims, files): (Vec<String>, Vec<String>) = args
+        .files
+        .iter()
+        .cloned()
+        .partition(|f| coord::pattern::is_claim(f));
+    let claims = patterns(&ws, ctx, &claims)?;
+    let targets = ctx.targets(&ws, &files)?;
     let wait = args.wait.wait()?;
     let ttl = match &args.ttl {
         Some(t) => clock::parse_duration(t)?,
@@ -63,6 +70,7 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         backup: !args.no_backup,
         reason: args.reason,
         owner: session_owner(ctx),
+        claims,
     };
     // A signal while waiting leaves the queue and resets WAITING before exiting 130/143/129.
     coord::watch::stop_on_signals().map_err(|e| Error::Failed {
@@ -96,15 +104,27 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
+/// The claims among the arguments (folders ending in `/`, patterns), relative to the root.
+pub fn patterns(
+    ws: &coord::workspace::Workspace,
+    ctx: &Ctx,
+    args: &[String],
+) -> Result<Vec<coord::pattern::Pattern>, Error> {
+    args.iter()
+        .map(|a| lock::claim::resolve(ws, ctx.cwd(), a))
+        .collect()
+}
+
 /// `Lock acquired: FILE (backup FILE.bak)`, one line per file.
 pub fn acquired_lines(got: &lock::Acquisition) -> Vec<String> {
     got.acquired
         .iter()
         .map(|a| {
-            let verb = if a.refreshed {
-                "Lock refreshed"
-            } else {
-                "Lock acquired"
+            let verb = match (a.claim, a.refreshed) {
+                (true, true) => "Claim refreshed",
+                (true, false) => "Claim acquired",
+                (false, true) => "Lock refreshed",
+                (false, false) => "Lock acquired",
             };
             let backup = a
                 .backup

@@ -80,6 +80,14 @@ pub fn render(st: &Status, color: bool) -> String {
         lock_rows(st),
         Some("No locks"),
     );
+    if !st.claims.is_empty() {
+        section(
+            "Claims",
+            &["PATTERN", "HOLDER", "SINCE", "STATE", "NOTE"],
+            claim_rows(st),
+            None,
+        );
+    }
     section(
         "Waiting",
         &["AGENT", "FILE", "WAITS FOR", "SINCE"],
@@ -266,6 +274,29 @@ fn lock_rows(st: &Status) -> Vec<Vec<Cell>> {
                 Cell::plain(output::ago(l.age_s)),
                 Cell::state(l.state.as_str()),
                 Cell::opt(l.stale_reason.as_deref().or(l.reason.as_deref())),
+            ]
+        })
+        .collect()
+}
+
+fn claim_rows(st: &Status) -> Vec<Vec<Cell>> {
+    st.claims
+        .iter()
+        .map(|c| {
+            let holder = match (&c.worktree, &c.branch) {
+                (Some(w), b) if *w != st.root => format!(
+                    "{} (worktree {w}, branch {})",
+                    c.agent,
+                    b.as_deref().unwrap_or("(detached)")
+                ),
+                _ => c.agent.clone(),
+            };
+            vec![
+                Cell::plain(&c.pattern),
+                Cell::plain(holder),
+                Cell::plain(output::ago(c.age_s)),
+                Cell::state(c.state.as_str()),
+                Cell::opt(c.stale_reason.as_deref().or(c.reason.as_deref())),
             ]
         })
         .collect()

@@ -10,7 +10,7 @@ use coord::{Error, ExitCode};
 use super::{Ctx, output};
 use coord::error::Refusal;
 
-/// Release your locks (all of them without FILE)
+/// Release your locks and claims (all of them without FILE)
 ///
 /// A lock held by someone else is never removed (exit 3), unless it is STALE and you
 /// pass --force. A FILE with no lock is fine: it prints `not locked`. A person at a
@@ -18,12 +18,13 @@ use coord::error::Refusal;
 /// the login name ($USER).
 ///
 ///   coord -a claude unlock SHARED.txt
+///   coord -a claude unlock 'src/auth/**' # a claim
 ///   coord -a claude unlock              # everything you hold
 ///   coord unlock SHARED.txt --force     # a STALE lock someone left behind
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct UnlockArgs {
-    /// Files to unlock (default: every lock you hold)
+    /// Files, folders (`dir/`) or patterns to unlock (default: every lock and claim you hold)
     #[arg(value_name = "FILE")]
     files: Vec<String>,
     /// Also remove another agent's lock if it is STALE
@@ -46,12 +47,29 @@ pub fn run(args: UnlockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         None if args.force && !args.files.is_empty() => human()?,
         None => return Err(Error::MissingAgent.into()),
     };
-    let targets = if args.files.is_empty() {
-        None
+    let (claims, files): (Vec<String>, Vec<String>) = args
+        .files
+        .iter()
+        .cloned()
+        .partition(|f| coord::pattern::is_claim(f));
+    let patterns = super::lock::patterns(&ws, ctx, &claims)?;
+    let targets = ctx.targets(&ws, &files)?;
+    let mut results = Vec::new();
+    if args.files.is_empty() {
+        results = lock::release(&ws, &agent, None, args.force)?;
     } else {
-        Some(ctx.targets(&ws, &args.files)?)
-    };
-    let results = lock::release(&ws, &agent, targets.as_deref(), args.force)?;
+        if !targets.is_empty() {
+            results = lock::release(&ws, &agent, Some(&targets), args.force)?;
+        }
+        if !patterns.is_empty() {
+            results.extend(lock::claim::release(
+                &ws,
+                &agent,
+                Some(&patterns),
+                args.force,
+            )?);
+        }
+    }
     if ctx.json {
         output::json(&UnlockReport { results: &results });
     } else if !ctx.quiet {
@@ -96,6 +114,9 @@ pub fn release_lines(results: &[Release]) -> Vec<String> {
     results
         .iter()
         .filter_map(|r| match &r.outcome {
+            ReleaseOutcome::Released if coord::pattern::is_claim(&r.file) => {
+                Some(format!("Claim released: {}", r.file))
+            }
             ReleaseOutcome::Released => Some(format!("Lock released: {}", r.file)),
             ReleaseOutcome::NotLocked => Some(format!("{}: not locked", r.file)),
             ReleaseOutcome::ForcedStale { from } => Some(format!(

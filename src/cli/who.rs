@@ -41,8 +41,23 @@ pub fn run(args: WhoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     }
     let now = coord::clock::now();
     for f in &files {
-        if f.locks.is_empty() {
+        if f.locks.is_empty() && f.claims.is_empty() {
             output::line(&format!("{}: not locked", f.file));
+        }
+        for c in &f.claims {
+            let reason = c
+                .reason
+                .as_deref()
+                .map(|r| format!(" (reason: {})", output::clean(r)))
+                .unwrap_or_default();
+            output::line(&format!(
+                "{}: claimed by {} with `{}` since {}{reason} [{}]",
+                f.file,
+                output::clean(&c.name),
+                output::clean(&c.pattern),
+                output::ago(c.age_s),
+                c.state.as_str()
+            ));
         }
         for h in &f.locks {
             let l = &h.lock;

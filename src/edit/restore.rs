@@ -117,6 +117,7 @@ pub fn restore(
                 backup: false,
                 reason: Some("restoring from its backup".into()),
                 owner: Some(Owner::process(host::pid(), None)),
+                claims: Vec::new(),
             };
             let got = lock::acquire(ws, &req, on_event)?;
             let token = got

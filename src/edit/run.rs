@@ -140,6 +140,7 @@ pub fn run(
         backup: true,
         reason: Some(reason(program)),
         owner: Some(Owner::process(host::pid(), None)),
+        claims: Vec::new(),
     };
     // Ready before the wait, so that the command starts as soon as the locks are had. Listening
     // this early also forwards a signal that arrives between the acquire and the start.

@@ -52,6 +52,14 @@ pub enum Error {
         /// What is wrong with it.
         why: String,
     },
+    /// A claim (a folder or pattern) that cannot be parsed.
+    #[error("cannot claim `{pattern}`: {why}")]
+    BadPattern {
+        /// The pattern as given.
+        pattern: String,
+        /// What is wrong with it.
+        why: String,
+    },
     /// Other bad input from the user (a malformed file given on the command line, a bad value).
     #[error("{message}")]
     BadInput {
@@ -242,6 +250,10 @@ impl Error {
             Error::BadDuration { .. } => {
                 Some("write durations like `0`, `500ms`, `30s`, `5m`, `2h` or `forever`".into())
             }
+            Error::BadPattern { .. } => Some(
+                "claim a folder with a trailing `/` (`src/auth/`) or a pattern with `*`, `?`, `[...]`, `**` (`'src/**/*.sql'`, quoted from the shell), relative to the current folder"
+                    .into(),
+            ),
             Error::LockHeld { file, holder, .. } | Error::WaitTimedOut { file, holder, .. } => {
                 Some(format!(
                     "wait with `coord lock {} --wait 5m`, or message them: `coord msg send {} \"…\"`",
@@ -318,6 +330,7 @@ impl Error {
             Error::OutsideRoot { .. } => "outside_root",
             Error::BadPath { .. } => "bad_path",
             Error::BadDuration { .. } => "bad_duration",
+            Error::BadPattern { .. } => "bad_pattern",
             Error::BadInput { .. } => "bad_input",
             Error::LockHeld { .. } => "lock_held",
             Error::WaitTimedOut { .. } => "wait_timed_out",

@@ -70,6 +70,10 @@ pub enum Kind {
     LockWaiting,
     /// A lock was refused (held by another, a wait that timed out, a deadlock).
     LockRefused,
+    /// A claim on a folder or pattern was taken.
+    ClaimTaken,
+    /// A claim was released.
+    ClaimReleased,
     /// A client's hook denied an edit (the file is held by another agent).
     EditDenied,
     /// A client's hook saw an edit made.
@@ -103,6 +107,8 @@ impl Kind {
             Kind::LockTakenOver => "lock_taken_over",
             Kind::LockWaiting => "lock_waiting",
             Kind::LockRefused => "lock_refused",
+            Kind::ClaimTaken => "claim_taken",
+            Kind::ClaimReleased => "claim_released",
             Kind::EditDenied => "edit_denied",
             Kind::EditMade => "edit_made",
             Kind::ShellEdit => "shell_edit",
@@ -383,6 +389,21 @@ pub fn locks_taken(root: &Path, req: &LockRequest, acquired: &[Acquired], starte
     let agent = &req.agent;
     let waited_ms = started.elapsed().as_millis() as u64;
     for a in acquired.iter().filter(|a| !a.refreshed) {
+        if a.claim {
+            let mut event = Event::new(Kind::ClaimTaken, agent.id())
+                .with("locked_at", a.locked_at.as_str())
+                .with("waited_ms", (waited_ms > 0).then_some(waited_ms));
+            event.pattern = Some(a.file.clone());
+            if !a.took_over.is_empty() {
+                let from: Vec<&str> = a.took_over.iter().map(|t| t.from.as_str()).collect();
+                event = event.with("from", from.join(", "));
+            }
+            event
+                .extra
+                .insert("reason".into(), req.reason.clone().into());
+            record(root, event);
+            continue;
+        }
         let event = if a.took_over.is_empty() {
             Event::new(Kind::LockTaken, agent.id())
         } else {
@@ -447,6 +468,21 @@ pub fn released(root: &Path, agent: &AgentId, out: &[Release]) {
             _ => continue,
         };
         record(root, event.file(&r.file));
+    }
+}
+
+/// Claims given back: `claim_released` for each removed.
+pub fn claims_released(root: &Path, agent: &AgentId, out: &[Release]) {
+    for r in out {
+        let mut event = match &r.outcome {
+            ReleaseOutcome::Released => Event::new(Kind::ClaimReleased, agent.id()),
+            ReleaseOutcome::ForcedStale { from } => Event::new(Kind::ClaimReleased, agent.id())
+                .with("from", from.as_str())
+                .with("forced", true),
+            _ => continue,
+        };
+        event.pattern = Some(r.file.clone());
+        record(root, event);
     }
 }
 

@@ -111,6 +111,7 @@ fn before_edit(
         backup: true,
         reason: Some(lock_reason(call)),
         owner: owner.cloned(),
+        claims: Vec::new(),
     };
     match lock::acquire(ws, &req, &mut |_| {}) {
         Ok(_) => Ok(Reply::Allow),
@@ -219,9 +220,7 @@ fn before_shell(
         list.join("; "),
         first.file,
         agent.id(),
-        AgentId::parse(&first.holder)
-            .map(|a| a.id().to_string())
-            .unwrap_or_else(|_| first.holder.clone()),
+        crate::shell::agent(&first.holder),
     )))
 }
 
@@ -320,9 +319,7 @@ fn deny_reason(
         "coord: {held}; {place}. Waited {}. Do not edit `{file}` now: work on something else and try again later (it is released {released}), or ask with `coord -a {} msg send {} \"...\"`.",
         clock::format_duration(wait),
         agent.id(),
-        AgentId::parse(&ask)
-            .map(|a| a.id().to_string())
-            .unwrap_or(ask),
+        crate::shell::agent(&ask),
     ))
 }
 
@@ -365,6 +362,7 @@ fn renew(
         backup: false,
         reason: Some(lock_reason(call)),
         owner: owner.cloned(),
+        claims: Vec::new(),
     };
     lock::acquire(ws, &req, &mut |_| {}).map(|_| ())
 }
@@ -427,6 +425,25 @@ pub fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
         .collect();
     if !locks.is_empty() {
         out.push(format!("Files locked by others: {}.", locks.join(", ")));
+    }
+    let claims: Vec<String> = st
+        .claims
+        .iter()
+        .filter(|c| c.agent != me && c.state == lock::LockState::Live)
+        .map(|c| {
+            let reason = c
+                .reason
+                .as_deref()
+                .map(|r| format!(", {r}"))
+                .unwrap_or_default();
+            format!("`{}` (claimed by {}{reason})", c.pattern, c.name)
+        })
+        .collect();
+    if !claims.is_empty() {
+        out.push(format!(
+            "Folders and patterns claimed by others (every file they match is held): {}.",
+            claims.join(", ")
+        ));
     }
     let unread = unread_lines(ws, agent);
     if !unread.is_empty() {

@@ -68,7 +68,7 @@ impl ToolSpec {
     }
 }
 
-const FILES: &str = r#"{"type":["array","string"],"items":{"type":"string","minLength":1},"minItems":1,"minLength":1,"description":"Paths relative to the workspace root (absolute paths inside it work too); one path may be given as a string"}"#;
+const FILES: &str = r#"{"type":["array","string"],"items":{"type":"string","minLength":1},"minItems":1,"minLength":1,"description":"Paths relative to the workspace root (absolute paths inside it work too); one path may be given as a string. A folder ending in `/` or a pattern (`src/**/*.sql`) is a claim on every path it matches"}"#;
 const WAIT_S: &str = r#"{"type":["number","string"],"description":"How long to wait for a lock held by another agent: seconds (0 = fail at once, the default), or a duration like \"30s\", \"5m\", \"forever\""}"#;
 
 /// Every tool, in the order `tools/list` shows them.

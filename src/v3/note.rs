@@ -102,6 +102,7 @@ pub fn note(
             backup: true,
             reason: Some("writing a note".into()),
             owner: Some(Owner::process(host::pid(), None)),
+            claims: Vec::new(),
         },
         on_event,
     )?;

@@ -56,6 +56,21 @@ pub fn keeps_folders(root: &Path) -> bool {
 ///
 /// [`Error::Io`](crate::Error::Io) when the queue cannot be written.
 pub fn register(root: &Path, agent: &AgentId, targets: &[Target]) -> Result<Tickets> {
+    register_with_claims(root, agent, targets, &[])
+}
+
+/// [`register`] for `targets` and the claim patterns `claims` (one ticket each, all with one
+/// number; a claim's ticket stands in its own `c-` folder and says `claim: yes`).
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) when the queue cannot be written.
+pub fn register_with_claims(
+    root: &Path,
+    agent: &AgentId,
+    targets: &[Target],
+    claims: &[String],
+) -> Result<Tickets> {
     let seq_path = layout::queue_seq(root);
     let queue_root = layout::queue_root(root);
     fsutil::ensure_dir(&queue_root)?;
@@ -77,13 +92,24 @@ pub fn register(root: &Path, agent: &AgentId, targets: &[Target]) -> Result<Tick
         let _ = fsutil::replace(&seq_path, text.as_bytes());
     }
     let hand_over = crate::arbiter::policy(root).is_ok_and(|p| p.fs.served_locally());
-    let mut paths = Vec::with_capacity(targets.len());
-    for target in targets {
-        let dir = layout::queue_dir(root, &target.rel);
+    let mut paths = Vec::with_capacity(targets.len() + claims.len());
+    let keys = targets
+        .iter()
+        .map(|t| (t.rel.as_str(), false))
+        .chain(claims.iter().map(|c| (c.as_str(), true)));
+    for (key, claim) in keys {
+        let dir = if claim {
+            layout::claim_queue_dir(root, key)
+        } else {
+            layout::queue_dir(root, key)
+        };
         fsutil::ensure_dir(&dir)?;
         let mut rec = Record::new();
         rec.set("agent", agent.name());
-        rec.set("file", &target.rel);
+        rec.set("file", key);
+        if claim {
+            rec.set("claim", "yes");
+        }
         rec.set("pid", host::pid().to_string());
         rec.set("host", host::hostname());
         rec.set("since", crate::clock::now_string());
@@ -238,6 +264,37 @@ pub struct Waiter {
     pub file: String,
     /// When it started waiting, as written (tickets from older versions have none).
     pub since: Option<String>,
+    /// Whether it waits for a claim (`file` is then the pattern).
+    pub claim: bool,
+}
+
+/// The live tickets of claim waiters (`file` is the pattern), by sequence number: one listing
+/// of the queue root when nobody waits for a claim. Reading only.
+pub fn claim_waiters(root: &Path) -> Vec<Waiter> {
+    let Ok(dirs) = fs::read_dir(layout::queue_root(root)) else {
+        return Vec::new();
+    };
+    let any = dirs.flatten().any(|d| {
+        d.file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with(layout::CLAIM_QUEUE_PREFIX))
+    });
+    if !any {
+        return Vec::new();
+    }
+    waiters(root).into_iter().filter(|w| w.claim).collect()
+}
+
+/// Whether the waiter with ticket number `seq` also waits for one of the claims `patterns`.
+/// Caller holds the mutex.
+pub fn waits_for_any_claim(root: &Path, seq: u64, patterns: &[String]) -> bool {
+    patterns.iter().any(|p| {
+        fs::read_dir(layout::claim_queue_dir(root, p)).is_ok_and(|entries| {
+            entries
+                .flatten()
+                .any(|e| e.file_name().to_str().and_then(layout::parse_ticket_name) == Some(seq))
+        })
+    })
 }
 
 /// Every live ticket of every queue, by sequence number then file. Reading only: dead tickets
@@ -267,7 +324,13 @@ pub fn waiters(root: &Path) -> Vec<Waiter> {
             let Some(file) = rec.get_nonempty("file") else {
                 continue;
             };
-            if layout::queue_dir(root, file).file_name() != Some(dir.file_name().as_os_str()) {
+            let claim = rec.get("claim") == Some("yes");
+            let home = if claim {
+                layout::claim_queue_dir(root, file)
+            } else {
+                layout::queue_dir(root, file)
+            };
+            if home.file_name() != Some(dir.file_name().as_os_str()) {
                 continue;
             }
             found.push(Waiter {
@@ -276,6 +339,7 @@ pub fn waiters(root: &Path) -> Vec<Waiter> {
                 name: rec.get_nonempty("agent").unwrap_or(agent).to_string(),
                 file: file.to_string(),
                 since: rec.get_nonempty("since").map(str::to_string),
+                claim,
             });
         }
     }

@@ -37,6 +37,7 @@ fn request(who: &str, targets: Vec<Target>) -> LockRequest {
         backup: false,
         reason: None,
         owner: None,
+        claims: Vec::new(),
     }
 }
 

@@ -12,7 +12,8 @@ use serde::Serialize;
 
 use crate::clock::Timestamp;
 use crate::error::WaitStep;
-use crate::v3::lock::{LockState, classify, locks_of};
+use crate::pattern::Pattern;
+use crate::v3::lock::{LockState, claim, classify, locks_of};
 use crate::v3::presence::StateCache;
 use crate::v3::queue::Waiter;
 use crate::workspace::Workspace;
@@ -55,11 +56,57 @@ pub fn holders(
     };
     let mut entries = locks_of(&target);
     classify(ws.root(), &mut entries, cache, now);
-    entries
+    let mut out: Vec<(String, String)> = entries
         .into_iter()
         .filter(|e| e.state != LockState::Stale)
         .map(|e| (e.agent.clone(), e.holder().to_string()))
-        .collect()
+        .collect();
+    // The holders of claims whose pattern matches the file hold it too.
+    for c in claim::judged_patterns(ws.root(), cache, now) {
+        if c.entry.state != LockState::Stale && c.pattern.matches(file) {
+            let h = (c.entry.agent.clone(), c.entry.holder().to_string());
+            if !out.contains(&h) {
+                out.push(h);
+            }
+        }
+    }
+    out
+}
+
+/// The agents holding what claim `pattern` would: a non-stale claim overlapping it, or a
+/// non-stale lock (one coord made: in the index) on a path it matches.
+pub fn claim_holders(
+    ws: &Workspace,
+    pattern: &Pattern,
+    cache: &mut StateCache,
+    now: &Timestamp,
+) -> Vec<(String, String)> {
+    let mut out: Vec<(String, String)> = Vec::new();
+    for c in claim::judged_patterns(ws.root(), cache, now) {
+        if c.entry.state != LockState::Stale && c.pattern.overlaps(pattern) {
+            let h = (c.entry.agent.clone(), c.entry.holder().to_string());
+            if !out.contains(&h) {
+                out.push(h);
+            }
+        }
+    }
+    for rel in crate::v3::lock::indexed_files(ws.root()) {
+        if !pattern.matches(&rel) {
+            continue;
+        }
+        let Ok(target) = ws.target_from_rel(&rel) else {
+            continue;
+        };
+        let mut entries = locks_of(&target);
+        classify(ws.root(), &mut entries, cache, now);
+        for e in entries.iter().filter(|e| e.state != LockState::Stale) {
+            let h = (e.agent.clone(), e.holder().to_string());
+            if !out.contains(&h) {
+                out.push(h);
+            }
+        }
+    }
+    out
 }
 
 /// The edges of `waiters`: one per waiter, file and holder other than the waiter itself.
@@ -72,9 +119,15 @@ pub fn edges(
     let mut held: HashMap<&str, Vec<(String, String)>> = HashMap::new();
     let mut out = Vec::new();
     for w in waiters {
-        let holders = held
-            .entry(w.file.as_str())
-            .or_insert_with(|| holders(ws, &w.file, cache, now));
+        let holders = held.entry(w.file.as_str()).or_insert_with(|| {
+            if w.claim {
+                Pattern::parse(&w.file)
+                    .map(|p| claim_holders(ws, &p, cache, now))
+                    .unwrap_or_default()
+            } else {
+                holders(ws, &w.file, cache, now)
+            }
+        });
         for (id, name) in holders.iter() {
             if *id == w.agent {
                 continue;

@@ -9,6 +9,7 @@ mod fixture;
 mod scripted;
 mod support;
 
+mod claims;
 mod claude_e2e;
 mod codex_e2e;
 mod collab;

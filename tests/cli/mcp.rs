@@ -1186,3 +1186,31 @@ fn a_forever_wait_ends_when_the_client_goes_away() {
         assert_eq!(tickets_of(&env, "claude"), 0, "{leaving:?}");
     }
 }
+
+#[test]
+fn the_lock_tool_takes_patterns_as_claims_and_a_claim_refuses_the_tool() {
+    let env = Env::new();
+    env.write("src/db/q.sql", "select 1;\n");
+    let mut c = Client::start(&env, Some("claude"));
+    c.initialize("2025-06-18");
+    let got = c.call(
+        "lock",
+        json!({"files": ["src/**/*.sql"], "reason": "schema"}),
+    );
+    assert_ok(&got);
+    assert_eq!(text(&got), "Claim acquired: src/**/*.sql");
+    assert_eq!(got["structuredContent"]["acquired"][0]["claim"], true);
+    env.agent("gemini")
+        .args(["lock", "src/db/q.sql", "--no-wait"])
+        .code(3)
+        .stderr_has("claude (claim `src/**/*.sql`)");
+    // Another agent's claim refuses the tool, naming the pattern.
+    let released = c.call("unlock", json!({"files": ["src/**/*.sql"]}));
+    assert_eq!(text(&released), "Claim released: src/**/*.sql");
+    env.agent("gemini").args(["lock", "src/db/"]).ok();
+    let refused = c.call("lock", json!({"files": ["src/db/q.sql"]}));
+    assert_refused(&refused);
+    assert!(text(&refused).contains("`src/db/**`"), "{}", text(&refused));
+    let (code, _) = c.finish();
+    assert_eq!(code, 0);
+}

@@ -62,6 +62,13 @@ impl Host {
         self.ws.resolve(self.ws.root(), file)
     }
 
+    /// Claim arguments (folders, patterns), relative to the workspace root.
+    fn patterns(&self, args: &[String]) -> Result<Vec<coord::pattern::Pattern>, Error> {
+        args.iter()
+            .map(|a| lock::claim::resolve(&self.ws, self.ws.root(), a))
+            .collect()
+    }
+
     fn targets(&self, files: &[String]) -> Result<Vec<Target>, Error> {
         files.iter().map(|f| self.target(f)).collect()
     }
@@ -113,11 +120,28 @@ impl Host {
         match name {
             "lock" => self.lock(args),
             "unlock" => {
-                let targets = match args.strings("files")? {
-                    Some(files) => Some(self.targets(&files)?),
-                    None => None,
+                let results = match args.strings("files")? {
+                    Some(files) => {
+                        let (claims, files): (Vec<String>, Vec<String>) =
+                            files.into_iter().partition(|f| coord::pattern::is_claim(f));
+                        let claims = self.patterns(&claims)?;
+                        let targets = self.targets(&files)?;
+                        let mut results = Vec::new();
+                        if !targets.is_empty() {
+                            results = lock::release(&self.ws, &self.agent, Some(&targets), false)?;
+                        }
+                        if !claims.is_empty() {
+                            results.extend(lock::claim::release(
+                                &self.ws,
+                                &self.agent,
+                                Some(&claims),
+                                false,
+                            )?);
+                        }
+                        results
+                    }
+                    None => lock::release(&self.ws, &self.agent, None, false)?,
                 };
-                let results = lock::release(&self.ws, &self.agent, targets.as_deref(), false)?;
                 if let Some(err) = unlock::refusal(&results, &self.agent) {
                     return Err(err.into());
                 }
@@ -237,6 +261,10 @@ impl Host {
 
     fn lock(&mut self, args: &Args<'_>) -> anyhow::Result<Done> {
         let files = args.strings("files")?.unwrap_or_default();
+        // Folders (`dir/`) and patterns in `files` are claims (contract §10).
+        let (claims, files): (Vec<String>, Vec<String>) =
+            files.into_iter().partition(|f| coord::pattern::is_claim(f));
+        let claims = self.patterns(&claims)?;
         let targets = self.targets(&files)?;
         let wait = args.wait("wait_s", DEFAULT_WAIT)?;
         let ttl = args.duration("ttl_s")?.unwrap_or(DEFAULT_TTL);
@@ -255,6 +283,7 @@ impl Host {
             backup: true,
             reason: args.str("reason")?.map(str::to_string),
             owner: Some(self.owner()),
+            claims,
         };
         let got = lock::acquire(&self.ws, &req, &mut |_| {})?;
         let mut lines = output::took_over_lines(&got.acquired);

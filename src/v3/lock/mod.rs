@@ -49,6 +49,7 @@
 //! are also looked up by exact name for every agent on the roster, because listings lag.
 
 mod acquire;
+pub mod claim;
 mod index;
 mod judge;
 mod release;
@@ -280,3 +281,15 @@ impl LockEntry {
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)] // tests plant files by hand
 mod tests;
+
+/// The files (relative to the root) that coord's index of locks names, each once: a hint,
+/// verified by reading the lock files (see `index`).
+pub fn indexed_files(root: &std::path::Path) -> Vec<String> {
+    let mut files: Vec<String> = index::entries(root)
+        .into_iter()
+        .map(|(rel, _)| rel)
+        .collect();
+    files.sort();
+    files.dedup();
+    files
+}

@@ -154,6 +154,11 @@ pub fn release(
     }
     remove_ours(ws, agent, &ours)?;
     crate::history::released(ws.root(), agent, &out);
+    drop(_mutex);
+    if all {
+        // All of an agent's locks: its claims too.
+        out.extend(super::claim::release(ws, agent, None, false)?);
+    }
     Ok(out)
 }
 

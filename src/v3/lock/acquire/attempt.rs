@@ -8,7 +8,7 @@ use std::path::PathBuf;
 
 use super::super::scan::{Listing, lookup_roster};
 use super::super::{
-    LockEntry, LockState, classify, index, list_locks_each, own_locks_listed, take_over,
+    LockEntry, LockState, claim, classify, index, list_locks_each, own_locks_listed, take_over,
 };
 use super::blocker::blocker_of;
 use super::{Acquired, Attempt, Blocker, LockRequest, Mine, TakeOver};
@@ -19,6 +19,7 @@ use crate::fsutil;
 use crate::handoff;
 use crate::host;
 use crate::layout;
+use crate::pattern::Pattern;
 use crate::record::Record;
 use crate::v3::presence::{self, LockStatus, StateCache};
 use crate::v3::queue::{self, Tickets};
@@ -48,6 +49,63 @@ pub(super) fn attempt(
         roster: &roster,
         except: None,
     };
+    // Claims on folders and patterns: one small file, read once per try.
+    let me = req.agent.id();
+    // Only the claims that can matter to this request are judged (ours, and those that match
+    // a target or overlap a claim asked for): claims are few, but a hook runs on every edit.
+    let keys: Vec<&str> = targets
+        .iter()
+        .map(|t| t.rel.as_str())
+        .chain(req.claims.iter().map(Pattern::as_str))
+        .collect();
+    let (mut claims, unrelated) = claim::read_for(root, me, &keys);
+    for c in &mut claims {
+        if c.entry.agent == me
+            || targets.iter().any(|t| c.pattern.matches(&t.rel))
+            || req.claims.iter().any(|p| p.overlaps(&c.pattern))
+        {
+            claim::judge(root, c, &mut cache, &now);
+        }
+    }
+    let foreign_claims: Vec<&claim::Judged> = claims
+        .iter()
+        .filter(|c| c.entry.agent != me && c.entry.state != LockState::Stale)
+        .collect();
+    mine.claims = claims
+        .iter()
+        .filter(|c| c.entry.agent == me && c.entry.state != LockState::Stale)
+        .map(|c| c.entry.file.clone())
+        .collect();
+    let my_seq = tickets.map(|t| t.seq);
+    // Claim waiters stand in line for every file their pattern matches; a claim stands in line
+    // behind every waiter for what it overlaps.
+    let waiters = if req.claims.is_empty() && mine.claims.is_empty() {
+        queue::claim_waiters(root)
+    } else {
+        queue::waiters(root)
+    };
+    let my_claims: Vec<Pattern> = mine
+        .claims
+        .iter()
+        .filter_map(|c| Pattern::parse(c).ok())
+        .collect();
+    // A waiter that waits for something we hold (a file, or a path our claims hold) is not
+    // ahead of us: it waits for us, and letting it block us would deadlock both.
+    let waits_for_me = |seq: u64| {
+        queue::waits_for_any(ws, seq, held)
+            || queue::waits_for_any_claim(root, seq, &mine.claims)
+            || waiters.iter().filter(|x| x.seq == seq).any(|x| {
+                if x.claim {
+                    Pattern::parse(&x.file).is_ok_and(|p| {
+                        held.iter().any(|h| p.matches(h))
+                            || my_claims.iter().any(|m| m.overlaps(&p))
+                    })
+                } else {
+                    my_claims.iter().any(|m| m.matches(&x.file))
+                }
+            })
+    };
+    let ahead_of_me = |w: &&queue::Waiter| my_seq.is_none_or(|s| w.seq < s) && !waits_for_me(w.seq);
     let mut plans = Vec::with_capacity(targets.len());
     // Every folder is listed once, however many of the targets it holds.
     let listed = list_locks_each(targets, listing)?;
@@ -57,6 +115,12 @@ pub(super) fn attempt(
             entries.into_iter().partition(|e| e.agent == req.agent.id());
         if let Some(live) = foreign.iter().find(|e| e.state != LockState::Stale) {
             return Ok(Attempt::Busy(blocker_of(root, live, &now)));
+        }
+        if let Some(c) = foreign_claims
+            .iter()
+            .find(|c| c.pattern.matches(&target.rel))
+        {
+            return Ok(Attempt::Busy(claim_blocker(root, c, &target.rel, &now)));
         }
         // Our own name on the lock is not enough when the lock follows another live process of
         // ours (`coord run`, `coord session`) that is not this one or one of its ancestors: two
@@ -79,23 +143,106 @@ pub(super) fn attempt(
             let my_seq = tickets.map(|t| t.seq);
             let ahead: Vec<_> = queue::live_tickets_before(root, target, my_seq)
                 .into_iter()
-                .filter(|t| !queue::waits_for_any(ws, t.seq, held))
+                .filter(|t| !waits_for_me(t.seq))
                 .collect();
             if let Some(first) = ahead.first() {
-                return Ok(Attempt::Busy(Blocker {
-                    file: target.rel.clone(),
-                    holder: first.agent.clone(),
-                    since: String::new(),
-                    working_on: None,
-                    queued_ahead: ahead.len(),
-                    record: None,
-                    holder_state: None,
-                    follows: None,
-                    takeable_at: None,
-                }));
+                return Ok(Attempt::Busy(queued_blocker(
+                    &target.rel,
+                    first.agent.clone(),
+                    ahead.len(),
+                    None,
+                )));
+            }
+            let claims_ahead: Vec<&queue::Waiter> = waiters
+                .iter()
+                .filter(|w| w.claim)
+                .filter(ahead_of_me)
+                .filter(|w| Pattern::parse(&w.file).is_ok_and(|p| p.matches(&target.rel)))
+                .collect();
+            if let Some(first) = claims_ahead.first() {
+                return Ok(Attempt::Busy(queued_blocker(
+                    &target.rel,
+                    first.name.clone(),
+                    claims_ahead.len(),
+                    Some(first.file.clone()),
+                )));
             }
         }
         plans.push((target, mine.into_iter().next(), foreign));
+    }
+
+    // The claims asked for: free of other agents' claims and locks, first in line.
+    let mut claim_plans: Vec<ClaimPlan> = Vec::with_capacity(req.claims.len());
+    let mut indexed: Option<Vec<(String, String)>> = None;
+    for want in &req.claims {
+        let text = want.as_str();
+        if let Some(c) = foreign_claims.iter().find(|c| c.pattern.overlaps(want)) {
+            return Ok(Attempt::Busy(claim_blocker(root, c, text, &now)));
+        }
+        // Locks coord made are all in the index: those the pattern matches are read and judged.
+        let entries = indexed.get_or_insert_with(|| index::entries(root));
+        for (rel, agent) in entries.iter() {
+            if agent == me || !want.matches(rel) {
+                continue;
+            }
+            let Ok(t) = ws.target_from_rel(rel) else {
+                continue;
+            };
+            let mut found = super::super::locks_of(&t);
+            classify(root, &mut found, &mut cache, &now);
+            if let Some(live) = found
+                .iter()
+                .find(|e| e.agent != me && e.state != LockState::Stale)
+            {
+                let mut b = blocker_of(root, live, &now);
+                b.pattern = Some(text.to_string());
+                b.record = None;
+                return Ok(Attempt::Busy(b));
+            }
+        }
+        let refresh = mine.claims.iter().any(|c| c == text);
+        if !refresh {
+            let ahead: Vec<&queue::Waiter> = waiters
+                .iter()
+                .filter(ahead_of_me)
+                .filter(|w| {
+                    if w.claim {
+                        Pattern::parse(&w.file).is_ok_and(|p| p.overlaps(want))
+                    } else {
+                        want.matches(&w.file)
+                    }
+                })
+                .collect();
+            if let Some(first) = ahead.first() {
+                return Ok(Attempt::Busy(queued_blocker(
+                    text,
+                    first.name.clone(),
+                    ahead.len(),
+                    Some(text.to_string()),
+                )));
+            }
+        }
+        let stale: Vec<&claim::Judged> = claims
+            .iter()
+            .filter(|c| {
+                c.entry.agent != me && c.entry.state == LockState::Stale && c.pattern.overlaps(want)
+            })
+            .collect();
+        claim_plans.push(ClaimPlan {
+            pattern: want,
+            own: claims
+                .iter()
+                .find(|c| c.entry.agent == me && c.entry.file == text)
+                .map(|c| c.entry.clone()),
+            took_over: stale
+                .iter()
+                .map(|c| TakeOver {
+                    from: c.entry.holder().to_string(),
+                    why: c.entry.stale_why.clone().unwrap_or_default(),
+                })
+                .collect(),
+            stale: stale.iter().map(|c| c.entry.clone()).collect(),
+        });
     }
 
     // Everything is free or stale: take stale locks over (re-verified), then publish ours.
@@ -129,6 +276,19 @@ pub(super) fn attempt(
         mine,
         &roster,
     );
+    let outcome = match outcome {
+        Ok(Attempt::Got(mut got)) if !claim_plans.is_empty() => {
+            if mutex.still_held() {
+                publish_claims(ws, req, &claims, &unrelated, &claim_plans, &now).map(|list| {
+                    got.extend(list);
+                    Attempt::Got(got)
+                })
+            } else {
+                Ok(Attempt::Fenced)
+            }
+        }
+        other => other,
+    };
     if !matches!(outcome, Ok(Attempt::Got(_))) {
         for (rel, path) in &created {
             let _ = fsutil::remove(path);
@@ -244,6 +404,7 @@ fn publish(
             took_over,
             backup: None,
             backup_kept: false,
+            claim: false,
         });
     }
 
@@ -288,7 +449,10 @@ fn publish(
         &req.agent,
         mine.presence.as_ref(),
         &presence::Update {
-            current_file: Some(targets[0].rel.clone()),
+            current_file: targets
+                .first()
+                .map(|t| t.rel.clone())
+                .or_else(|| req.claims.first().map(|c| c.as_str().to_string())),
             lock_status: Some(LockStatus::Locked),
             locks: Some(listed),
             ..Default::default()
@@ -323,4 +487,115 @@ fn render_record(req: &LockRequest, rel: &str, locked_at: &str, token: &str) -> 
         rec.set("reason", reason);
     }
     rec.render()
+}
+
+/// A blocker that is the queue: `holder` first of `count` earlier waiters for `key`.
+fn queued_blocker(key: &str, holder: String, count: usize, pattern: Option<String>) -> Blocker {
+    Blocker {
+        file: key.to_string(),
+        holder,
+        since: String::new(),
+        working_on: None,
+        queued_ahead: count,
+        record: None,
+        holder_state: None,
+        follows: None,
+        takeable_at: None,
+        pattern,
+    }
+}
+
+/// The blocker of `key` (a file or a pattern) by another agent's claim `c`: its holder is
+/// named with the pattern, and with its work tree and branch when that is not this one.
+fn claim_blocker(root: &std::path::Path, c: &claim::Judged, key: &str, now: &Timestamp) -> Blocker {
+    let mut b = blocker_of(root, &c.entry, now);
+    b.file = key.to_string();
+    b.record = None;
+    b.holder = claim::holder_text(root, &c.entry);
+    b.pattern = Some(c.entry.file.clone());
+    b
+}
+
+/// One claim a try takes: its pattern, our record of it (a refresh), and the STALE claims of
+/// others it takes over.
+struct ClaimPlan<'a> {
+    pattern: &'a Pattern,
+    own: Option<LockEntry>,
+    stale: Vec<LockEntry>,
+    took_over: Vec<TakeOver>,
+}
+
+/// Rewrite `.coord/claims` with our claims in: stale claims taken over are dropped, a claim we
+/// hold is refreshed (its token kept). Caller holds the mutex.
+fn publish_claims(
+    ws: &Workspace,
+    req: &LockRequest,
+    all: &[claim::Judged],
+    unrelated: &[String],
+    plans: &[ClaimPlan<'_>],
+    now: &Timestamp,
+) -> Result<Vec<Acquired>> {
+    let root = ws.root();
+    let locked_at = clock::format_timestamp(now);
+    let gone = |e: &LockEntry| {
+        plans.iter().any(|p| {
+            p.stale.iter().any(|s| s.raw == e.raw && s.agent == e.agent)
+                || p.own
+                    .as_ref()
+                    .is_some_and(|o| o.raw == e.raw && o.agent == e.agent)
+        })
+    };
+    let mut records: Vec<String> = unrelated.to_vec();
+    records.extend(
+        all.iter()
+            .filter(|c| !gone(&c.entry))
+            .map(|c| claim::raw_text(&c.entry)),
+    );
+    let mut out = Vec::with_capacity(plans.len());
+    let tree = crate::worktree::trees(root).into_iter().next();
+    for p in plans {
+        let token = p
+            .own
+            .as_ref()
+            .and_then(|o| o.token().map(str::to_string))
+            .unwrap_or_else(|| format!("{:016x}", host::random_u64()));
+        let mut rec = Record::parse(&render_record(req, "", &locked_at, &token));
+        rec.remove("file");
+        let mut claim_rec = Record::new();
+        for (k, v) in rec.entries() {
+            claim_rec.set(k, v);
+            if k == "Agent" {
+                claim_rec.set("id", req.agent.id());
+            }
+            if k == "locked_at" {
+                claim_rec.set("pattern", p.pattern.as_str());
+            }
+        }
+        claim_rec.set("worktree", root.display().to_string());
+        if let Some(branch) = tree.as_ref().and_then(|t| t.branch.clone()) {
+            claim_rec.set("branch", branch);
+        }
+        // `reason` last, as in a lock record.
+        if let Some(reason) = &req.reason {
+            claim_rec.remove("reason");
+            claim_rec.set("reason", reason);
+        }
+        records.push(claim_rec.render());
+        out.push(Acquired {
+            file: p.pattern.as_str().to_string(),
+            lock_file: ws
+                .rel(&layout::claims_file(root))
+                .unwrap_or_else(|| layout::claims_file(root).display().to_string()),
+            locked_at: locked_at.clone(),
+            token,
+            refreshed: p.own.is_some(),
+            held_from: None,
+            took_over: p.took_over.clone(),
+            backup: None,
+            backup_kept: false,
+            claim: true,
+        });
+    }
+    claim::write_all(root, &records)?;
+    Ok(out)
 }

@@ -36,6 +36,8 @@ pub struct Blocker {
     /// nothing), when that is known: the later of its TTL's end and two minutes after the
     /// holder's last heartbeat.
     pub takeable_at: Option<Timestamp>,
+    /// The claim in the way (its pattern), when it is a claim or a claim's waiter.
+    pub pattern: Option<String>,
 }
 
 /// The live process a lock follows.
@@ -171,6 +173,7 @@ pub(super) fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker
         holder_state,
         follows,
         takeable_at,
+        pattern: None,
     }
 }
 

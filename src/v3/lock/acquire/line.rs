@@ -93,6 +93,19 @@ pub(super) fn deadlock(
             }
         }
     }
+    for want in &req.claims {
+        for (id, name) in waits::claim_holders(ws, want, &mut cache, &now) {
+            if id != me {
+                edges.push(WaitEdge {
+                    agent: me.to_string(),
+                    name: req.agent.name().to_string(),
+                    file: want.as_str().to_string(),
+                    holder: id,
+                    holder_name: name,
+                });
+            }
+        }
+    }
     if edges.is_empty() {
         return None;
     }

@@ -95,6 +95,8 @@ pub struct LockRequest {
     pub reason: Option<String>,
     /// The process the lock follows, if any.
     pub owner: Option<Owner>,
+    /// Claims on folders and patterns, all or nothing with `targets` (see `claim`).
+    pub claims: Vec<crate::pattern::Pattern>,
 }
 
 /// Something worth telling the user while acquiring.
@@ -132,6 +134,9 @@ pub struct Acquired {
     /// file they may have left half-edited): `coord restore FILE` puts it back.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub backup_kept: bool,
+    /// Whether this is a claim (`file` is then its pattern).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub claim: bool,
 }
 
 /// A stale lock taken over.
@@ -157,6 +162,8 @@ pub struct Acquisition {
 struct Mine {
     presence: Option<presence::Presence>,
     held: Vec<String>,
+    /// The patterns of our claims (not stale).
+    claims: Vec<String>,
 }
 
 enum Attempt {
@@ -188,7 +195,7 @@ pub fn acquire(
     let mut targets = req.targets.clone();
     targets.sort();
     targets.dedup_by(|a, b| a.rel == b.rel);
-    if targets.is_empty() {
+    if targets.is_empty() && req.claims.is_empty() {
         return Err(Error::bad_input("no file to lock"));
     }
     // A folder, FIFO or device is refused before anything is written, as `write` refuses it.
@@ -282,6 +289,9 @@ pub fn acquire(
 /// The least an acquire waits for the workspace mutex, even when it does not wait for locks:
 /// time for the holders racing it to pass, each for microseconds.
 const MUTEX_FLOOR: Duration = Duration::from_millis(500);
+
+/// How often a wait that involves a claim looks again.
+const CLAIM_RECHECK: Duration = Duration::from_millis(20);
 
 /// A lock on one of `targets` that another agent holds (not stale), as read without the
 /// workspace mutex: what coord knows of a holder when it cannot decide under the mutex.
@@ -413,7 +423,7 @@ impl Tries<'_> {
                 // cycle through us needs a lock of ours that someone waits for: holding none
                 // (of the locks our presence lists), there is nothing to look for, and the
                 // queues and locks of the whole folder are not read under the mutex.
-                if !self.mine.held.is_empty()
+                if (!self.mine.held.is_empty() || !self.mine.claims.is_empty())
                     && let Some(err) = deadlock(ws, req, targets, self.waiting.tickets.as_ref())
                 {
                     if let Some(t) = self.waiting.tickets.take() {
@@ -422,7 +432,10 @@ impl Tries<'_> {
                     return Err(crate::history::refused(ws.root(), req, err));
                 }
                 if self.waiting.tickets.is_none() {
-                    let tickets = queue::register(ws.root(), &req.agent, targets)?;
+                    let claims: Vec<String> =
+                        req.claims.iter().map(|c| c.as_str().to_string()).collect();
+                    let tickets =
+                        queue::register_with_claims(ws.root(), &req.agent, targets, &claims)?;
                     // Fencing: a number drawn under a lost lease may repeat one drawn since.
                     if !mutex.still_held() {
                         queue::leave(&tickets);
@@ -472,6 +485,7 @@ impl Tries<'_> {
             let err = blocked_error(blocker, self.may_wait, self.started.elapsed());
             return Err(crate::history::refused(ws.root(), self.req, err));
         }
+        let claims_involved = blocker.pattern.is_some() || !self.req.claims.is_empty();
         let situation = blocker.situation();
         match &self.told {
             None => {
@@ -490,6 +504,18 @@ impl Tries<'_> {
             fsutil::keep_spares_at_least(&layout::state_dir(ws.root()), records + 1);
         }
         self.prepared = true;
+        if claims_involved {
+            // A claim is in the way, or asked for: `.coord/claims` and the claim queues are
+            // looked at again shortly (claims are few; a try reads one small file).
+            std::thread::sleep(self.deadline.next_sleep(CLAIM_RECHECK));
+            if let Some(signal) = crate::watch::stop_requested() {
+                return Err(Error::Interrupted {
+                    signal,
+                    file: self.first_key(),
+                });
+            }
+            return self.keep_tickets_alive();
+        }
         if self.waits.watches.is_none() && !probe.hand_over {
             // What blocked the try may have gone before the watch was made: look once, without
             // the mutex, and try again at once only if it did (a second full try would hold the
@@ -511,9 +537,24 @@ impl Tries<'_> {
         if let Some(signal) = crate::watch::stop_requested() {
             return Err(Error::Interrupted {
                 signal,
-                file: targets[0].rel.clone(),
+                file: self.first_key(),
             });
         }
+        self.keep_tickets_alive()
+    }
+
+    /// The first file (or claim) asked for.
+    fn first_key(&self) -> String {
+        self.targets
+            .first()
+            .map(|t| t.rel.clone())
+            .or_else(|| self.req.claims.first().map(|c| c.as_str().to_string()))
+            .unwrap_or_default()
+    }
+
+    /// Touch our tickets every [`queue::TOUCH_EVERY`]; queue up again if they were judged dead.
+    fn keep_tickets_alive(&mut self) -> Result<()> {
+        let ws = self.ws;
         if self.last_touch.elapsed() >= queue::TOUCH_EVERY {
             self.last_touch = Instant::now();
             if let Some(t) = &self.waiting.tickets

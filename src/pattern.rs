@@ -1,0 +1,477 @@
+//! Claim patterns: a folder (`src/auth/`) or a gitignore-style glob (`src/**/*.sql`), relative
+//! to the root, and whether two of them can match one path.
+//!
+//! A pattern is a list of `/`-separated segments. `**` as a whole segment matches any number of
+//! segments (none included); any other segment matches exactly one path segment, where `*`
+//! matches any run of characters, `?` one character, `[abc]`, `[a-z]`, `[!a]` (or `[^a]`) one
+//! character of (or not of) a set, and `\x` the character `x`. A trailing `/` names a folder:
+//! `src/auth/` is `src/auth/**`. No wildcard ever matches `/`.
+//!
+//! [`Pattern::overlaps`] decides whether some path is matched by both patterns, pattern against
+//! pattern (not only path against pattern): a walk over pairs of positions in the two patterns,
+//! first over segments (`**` against anything), then within a pair of segments over characters
+//! (`*` against anything). It is symmetric, and exact for these languages (no false "no").
+
+use std::collections::HashSet;
+use std::fmt;
+
+/// One character position of a segment.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Tok {
+    /// This character.
+    Lit(char),
+    /// `?`: any one character.
+    Any,
+    /// `[...]`: one character of the ranges (`negated`: not of them).
+    Class {
+        ranges: Vec<(char, char)>,
+        negated: bool,
+    },
+    /// `*`: any run of characters.
+    Star,
+}
+
+/// One segment.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+enum Seg {
+    /// `**`.
+    Deep,
+    /// One path segment.
+    One(Vec<Tok>),
+}
+
+/// A parsed claim pattern.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub struct Pattern {
+    text: String,
+    segs: Vec<Seg>,
+}
+
+impl fmt::Display for Pattern {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.text)
+    }
+}
+
+/// Whether an argument names a claim (a folder or a pattern) rather than one file: it ends with
+/// `/`, or holds an unescaped `*`, `?` or `[`.
+pub fn is_claim(arg: &str) -> bool {
+    if arg.ends_with('/') {
+        return true;
+    }
+    let mut chars = arg.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '*' | '?' | '[' => return true,
+            _ => {}
+        }
+    }
+    false
+}
+
+impl Pattern {
+    /// Parse a pattern relative to the root (`/`-separated, no leading `/`, no `.` or `..`
+    /// segment; a trailing `/` claims a folder). The text is normalized: a folder is written
+    /// `dir/**`, empty segments are dropped.
+    ///
+    /// # Errors
+    ///
+    /// Why it cannot be parsed: empty, absolute, a `.` or `..` segment, an unclosed `[`, a
+    /// trailing `\`.
+    pub fn parse(text: &str) -> Result<Pattern, String> {
+        if text.trim().is_empty() {
+            return Err("it is empty".into());
+        }
+        if text.starts_with('/') {
+            return Err("it must be relative to the workspace root".into());
+        }
+        if text.contains('\0') || text.contains('\n') {
+            return Err("it holds a control character".into());
+        }
+        let folder = text.ends_with('/');
+        let mut parts: Vec<&str> = text.split('/').filter(|s| !s.is_empty()).collect();
+        if folder {
+            parts.push("**");
+        }
+        let mut segs = Vec::with_capacity(parts.len());
+        for p in &parts {
+            if *p == "." || *p == ".." {
+                return Err(format!("`{p}` is not allowed in a pattern"));
+            }
+            if *p == "**" {
+                // `**/**` is `**`.
+                if segs.last() != Some(&Seg::Deep) {
+                    segs.push(Seg::Deep);
+                }
+                continue;
+            }
+            segs.push(Seg::One(parse_segment(p)?));
+        }
+        if segs.is_empty() {
+            return Err("it names no path".into());
+        }
+        let mut norm: Vec<&str> = Vec::with_capacity(parts.len());
+        let mut last_deep = false;
+        for p in &parts {
+            if *p == "**" && last_deep {
+                continue;
+            }
+            last_deep = *p == "**";
+            norm.push(p);
+        }
+        Ok(Pattern {
+            text: norm.join("/"),
+            segs,
+        })
+    }
+
+    /// A pattern matching exactly the path `rel` (its characters taken literally).
+    pub fn literal(rel: &str) -> Pattern {
+        Pattern {
+            text: rel.to_string(),
+            segs: rel
+                .split('/')
+                .filter(|s| !s.is_empty())
+                .map(|s| Seg::One(s.chars().map(Tok::Lit).collect()))
+                .collect(),
+        }
+    }
+
+    /// The pattern as text (normalized).
+    pub fn as_str(&self) -> &str {
+        &self.text
+    }
+
+    /// Whether the path `rel` (relative to the root, `/`-separated) is matched.
+    pub fn matches(&self, rel: &str) -> bool {
+        self.overlaps(&Pattern::literal(rel))
+    }
+
+    /// Whether some path is matched by both `self` and `other`.
+    pub fn overlaps(&self, other: &Pattern) -> bool {
+        // Leading segments without wildcards on both sides must be equal: most pairs of claims
+        // (and a claim and a path) part there, without the walk below.
+        for (a, b) in self.segs.iter().zip(&other.segs) {
+            match (a, b) {
+                (Seg::One(x), Seg::One(y)) if is_literal(x) && is_literal(y) => {
+                    if x != y {
+                        return false;
+                    }
+                }
+                _ => break,
+            }
+        }
+        let mut seen = HashSet::new();
+        segs_meet(&self.segs, &other.segs, 0, 0, &mut seen)
+    }
+
+    /// The literal folder every match lies in (`src/auth` for `src/auth/**/*.rs`; empty when
+    /// the first segment has a wildcard).
+    pub fn literal_prefix(&self) -> String {
+        let mut out = Vec::new();
+        for s in &self.segs[..self.segs.len().saturating_sub(1)] {
+            match s {
+                Seg::One(toks) if toks.iter().all(|t| matches!(t, Tok::Lit(_))) => out.push(
+                    toks.iter()
+                        .map(|t| match t {
+                            Tok::Lit(c) => *c,
+                            _ => unreachable!(),
+                        })
+                        .collect::<String>(),
+                ),
+                _ => break,
+            }
+        }
+        out.join("/")
+    }
+}
+
+fn parse_segment(s: &str) -> Result<Vec<Tok>, String> {
+    let chars: Vec<char> = s.chars().collect();
+    let mut toks = Vec::new();
+    let mut i = 0;
+    while i < chars.len() {
+        match chars[i] {
+            '\\' => {
+                let c = *chars
+                    .get(i + 1)
+                    .ok_or_else(|| "it ends with a lone `\\`".to_string())?;
+                toks.push(Tok::Lit(c));
+                i += 2;
+            }
+            '*' => {
+                // `**` inside a segment is `*`; runs of stars are one.
+                if toks.last() != Some(&Tok::Star) {
+                    toks.push(Tok::Star);
+                }
+                i += 1;
+            }
+            '?' => {
+                toks.push(Tok::Any);
+                i += 1;
+            }
+            '[' => {
+                let (tok, next) = parse_class(&chars, i)?;
+                toks.push(tok);
+                i = next;
+            }
+            c => {
+                toks.push(Tok::Lit(c));
+                i += 1;
+            }
+        }
+    }
+    Ok(toks)
+}
+
+/// Parse the class starting at `chars[start] == '['`; returns it and the index after `]`.
+fn parse_class(chars: &[char], start: usize) -> Result<(Tok, usize), String> {
+    let mut i = start + 1;
+    let negated = matches!(chars.get(i), Some('!') | Some('^'));
+    if negated {
+        i += 1;
+    }
+    let mut ranges = Vec::new();
+    let mut first = true;
+    loop {
+        let Some(&c) = chars.get(i) else {
+            return Err("a `[` is never closed by `]`".into());
+        };
+        if c == ']' && !first {
+            i += 1;
+            break;
+        }
+        first = false;
+        let lo = if c == '\\' {
+            i += 1;
+            *chars
+                .get(i)
+                .ok_or_else(|| "a `[` is never closed by `]`".to_string())?
+        } else {
+            c
+        };
+        i += 1;
+        if chars.get(i) == Some(&'-') && chars.get(i + 1).is_some_and(|&n| n != ']') {
+            let mut hi = chars[i + 1];
+            i += 2;
+            if hi == '\\' {
+                hi = *chars
+                    .get(i)
+                    .ok_or_else(|| "a `[` is never closed by `]`".to_string())?;
+                i += 1;
+            }
+            if hi < lo {
+                return Err(format!("the range `{lo}-{hi}` runs backwards"));
+            }
+            ranges.push((lo, hi));
+        } else {
+            ranges.push((lo, lo));
+        }
+    }
+    // No wildcard matches `/`: it is taken out of every range.
+    let mut clean = Vec::with_capacity(ranges.len());
+    for (lo, hi) in ranges {
+        if lo <= '/' && '/' <= hi {
+            if lo < '/' {
+                clean.push((lo, '.'));
+            }
+            if hi > '/' {
+                clean.push(('0', hi));
+            }
+        } else {
+            clean.push((lo, hi));
+        }
+    }
+    Ok((
+        Tok::Class {
+            ranges: clean,
+            negated,
+        },
+        i,
+    ))
+}
+
+/// Whether segments `a[i..]` and `b[j..]` match a common path.
+fn segs_meet(a: &[Seg], b: &[Seg], i: usize, j: usize, seen: &mut HashSet<(usize, usize)>) -> bool {
+    if !seen.insert((i, j)) {
+        return false;
+    }
+    match (a.get(i), b.get(j)) {
+        (None, None) => true,
+        (Some(Seg::Deep), _) | (_, Some(Seg::Deep)) => {
+            let a_deep = a.get(i) == Some(&Seg::Deep);
+            let b_deep = b.get(j) == Some(&Seg::Deep);
+            // A `**` matches nothing here, or takes the other side's next segment and stays.
+            (a_deep && segs_meet(a, b, i + 1, j, seen))
+                || (b_deep && segs_meet(a, b, i, j + 1, seen))
+                || (a_deep && j < b.len() && !b_deep && segs_meet(a, b, i, j + 1, seen))
+                || (b_deep && i < a.len() && !a_deep && segs_meet(a, b, i + 1, j, seen))
+        }
+        (Some(Seg::One(x)), Some(Seg::One(y))) => {
+            seg_meet(x, y) && segs_meet(a, b, i + 1, j + 1, seen)
+        }
+        _ => false,
+    }
+}
+
+/// Whether a segment has no wildcard.
+fn is_literal(toks: &[Tok]) -> bool {
+    toks.iter().all(|t| matches!(t, Tok::Lit(_)))
+}
+
+/// Whether two segments match a common non-empty string.
+fn seg_meet(x: &[Tok], y: &[Tok]) -> bool {
+    if is_literal(x) && is_literal(y) {
+        return x == y && !x.is_empty();
+    }
+    let mut seen = HashSet::new();
+    toks_meet(x, y, 0, 0, false, &mut seen)
+}
+
+fn toks_meet(
+    x: &[Tok],
+    y: &[Tok],
+    i: usize,
+    j: usize,
+    some: bool,
+    seen: &mut HashSet<(usize, usize, bool)>,
+) -> bool {
+    if !seen.insert((i, j, some)) {
+        return false;
+    }
+    let (a, b) = (x.get(i), y.get(j));
+    if a.is_none() && b.is_none() {
+        return some;
+    }
+    let a_star = a == Some(&Tok::Star);
+    let b_star = b == Some(&Tok::Star);
+    // A star matches nothing more.
+    if a_star && toks_meet(x, y, i + 1, j, some, seen) {
+        return true;
+    }
+    if b_star && toks_meet(x, y, i, j + 1, some, seen) {
+        return true;
+    }
+    match (a, b) {
+        // Both stars take one common character and stay.
+        (Some(Tok::Star), Some(Tok::Star)) => !some && toks_meet(x, y, i, j, true, seen),
+        // A star takes the other side's next character and stays.
+        (Some(Tok::Star), Some(c)) => char_set_nonempty(c) && toks_meet(x, y, i, j + 1, true, seen),
+        (Some(c), Some(Tok::Star)) => char_set_nonempty(c) && toks_meet(x, y, i + 1, j, true, seen),
+        (Some(c), Some(d)) => chars_meet(c, d) && toks_meet(x, y, i + 1, j + 1, true, seen),
+        _ => false,
+    }
+}
+
+/// The characters one token stands for, as sorted disjoint ranges (`None`: every character
+/// but `/`, less the ranges given as negated).
+fn ranges_of(t: &Tok) -> (Vec<(char, char)>, bool) {
+    match t {
+        Tok::Lit(c) => (vec![(*c, *c)], false),
+        Tok::Any | Tok::Star => (vec![('/', '/')], true),
+        Tok::Class { ranges, negated } => (ranges.clone(), *negated),
+    }
+}
+
+fn char_set_nonempty(t: &Tok) -> bool {
+    match t {
+        Tok::Class {
+            ranges,
+            negated: false,
+        } => !ranges.is_empty(),
+        Tok::Lit(c) => *c != '/',
+        _ => true,
+    }
+}
+
+/// Whether two one-character tokens share a character (never `/`).
+fn chars_meet(a: &Tok, b: &Tok) -> bool {
+    let (ra, na) = ranges_of(a);
+    let (rb, nb) = ranges_of(b);
+    let slash = ('/', '/');
+    match (na, nb) {
+        // Both exclude a finite set from an infinite alphabet.
+        (true, true) => true,
+        (false, false) => {
+            ra.iter()
+                .any(|&(l1, h1)| rb.iter().any(|&(l2, h2)| l1.max(l2) <= h1.min(h2)))
+                && !(ra == vec![slash] || rb == vec![slash])
+        }
+        (false, true) => some_outside(&ra, &with(&rb, slash)),
+        (true, false) => some_outside(&rb, &with(&ra, slash)),
+    }
+}
+
+fn with(r: &[(char, char)], extra: (char, char)) -> Vec<(char, char)> {
+    let mut v = r.to_vec();
+    v.push(extra);
+    v
+}
+
+/// Whether some character of `pos` is in none of `neg`.
+fn some_outside(pos: &[(char, char)], neg: &[(char, char)]) -> bool {
+    let mut neg = neg.to_vec();
+    neg.sort();
+    pos.iter().any(|&(lo, hi)| {
+        // Walk from lo upward over the covering ranges.
+        let mut at = lo as u32;
+        for &(nl, nh) in &neg {
+            if (nh as u32) < at {
+                continue;
+            }
+            if (nl as u32) > at {
+                break;
+            }
+            at = nh as u32 + 1;
+            if at > hi as u32 {
+                return false;
+            }
+        }
+        at <= hi as u32
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn p(s: &str) -> Pattern {
+        Pattern::parse(s).unwrap()
+    }
+
+    #[test]
+    fn folders_and_globs_match() {
+        assert!(p("src/auth/").matches("src/auth/x.rs"));
+        assert!(p("src/auth/").matches("src/auth/deep/x.rs"));
+        assert!(!p("src/auth/").matches("src/authz/x.rs"));
+        assert!(p("src/**/*.sql").matches("src/a/b/c.sql"));
+        assert!(p("src/**/*.sql").matches("src/c.sql"));
+        assert!(!p("src/**/*.sql").matches("src/c.rs"));
+        assert!(!p("*.sql").matches("src/c.sql"));
+        assert!(p("src/[a-c]?.rs").matches("src/b1.rs"));
+        assert!(!p("src/[!a-c]?.rs").matches("src/b1.rs"));
+        assert_eq!(p("src/auth/").as_str(), "src/auth/**");
+    }
+
+    #[test]
+    fn overlaps_pattern_against_pattern() {
+        assert!(p("src/**/*.sql").overlaps(&p("src/db/")));
+        assert!(p("src/*.rs").overlaps(&p("src/a*")));
+        assert!(!p("src/*.rs").overlaps(&p("src/*.sql")));
+        assert!(!p("src/auth/").overlaps(&p("docs/**")));
+        assert!(p("**/x.rs").overlaps(&p("a/b/**")));
+        assert!(!p("a/*").overlaps(&p("a/*/b")));
+        assert!(p("[!x]").overlaps(&p("[!y]")));
+        assert!(!p("[a]").overlaps(&p("[!a]")));
+    }
+
+    #[test]
+    fn bad_patterns_are_refused() {
+        for bad in ["", "/abs/*", "a/../b/*", "src/[a", "x\\"] {
+            assert!(Pattern::parse(bad).is_err(), "{bad}");
+        }
+    }
+}
