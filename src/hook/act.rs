@@ -133,6 +133,17 @@ fn before_edit(
         heartbeat(ws, agent)?;
         return Ok(Reply::Allow);
     }
+    // An edit of files this session locked seconds ago (a run of edits of one file): the
+    // refresh would rewrite each lock and the presence with nothing but a newer time. Only
+    // when each file's folder shows no lock but this agent's.
+    let now = clock::now();
+    if targets.iter().all(|t| {
+        renewed_lately(t, agent, owner, &now)
+            && lock::try_locks_of(t).is_ok_and(|found| found.iter().all(|e| e.agent == agent.id()))
+    }) {
+        heartbeat(ws, agent)?;
+        return Ok(Reply::Allow);
+    }
     let req = LockRequest {
         agent: agent.clone(),
         targets: targets.to_vec(),

@@ -1255,9 +1255,11 @@ fn hooks_seconds_apart_leave_a_fresh_heartbeat_and_lock_as_they_are() {
     let before = [inode(&env, presence), inode(&env, lock), inode(&env, &row)];
     let texts = [env.read(presence), env.read(lock), env.read(&row)];
 
-    // 3 s later: the tool ran, then a shell command.
+    // 3 s later: the tool ran, then a shell command, then another edit of the same file.
     at("2026-01-01T10:00:03Z", &event("PostToolUse"));
     at("2026-01-01T10:00:04Z", &bash);
+    let again = at("2026-01-01T10:00:04Z", &event("PreToolUse"));
+    assert_eq!(denied("claude", &again), None);
     assert_eq!(
         [inode(&env, presence), inode(&env, lock), inode(&env, &row)],
         before,
@@ -1296,4 +1298,29 @@ fn hooks_seconds_apart_leave_a_fresh_heartbeat_and_lock_as_they_are() {
         "{}",
         env.read(presence)
     );
+}
+
+/// The edit of a file this session locked a second ago is let through without a rewrite only
+/// while the file's folder shows no other lock: a lock made by hand beside it (the seed's way,
+/// by another agent) still denies, as the full lock transition does.
+#[test]
+fn a_fresh_own_lock_with_a_hand_made_lock_beside_it_still_denies() {
+    let env = Env::new();
+    let pre = fixture(&env, &format!("{CLAUDE}/write_allow.PreToolUse.json"));
+    let at = |time: &str| {
+        env.cmd()
+            .env_remove("COORD_DIR")
+            .env("COORD_NOW", time)
+            .cwd("/")
+            .args(["hook", "claude", "--wait", "0"])
+            .stdin(&pre)
+            .ok()
+    };
+    assert_eq!(denied("claude", &at("2026-01-01T10:00:00Z")), None);
+    env.write(
+        "out.txt.lock.bob",
+        "Agent: bob\nlocked_at: 2026-01-01T10:00:01+00:00\n",
+    );
+    let reason = denied("claude", &at("2026-01-01T10:00:01Z")).expect("denied");
+    assert!(reason.contains("locked by bob"), "{reason}");
 }
