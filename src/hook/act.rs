@@ -108,16 +108,24 @@ fn heartbeat(ws: &Workspace, agent: &AgentId) -> Result<()> {
 /// the mutex: a heartbeat only ever moves forward, and a stale answer costs one write.
 fn heartbeat_fresh(ws: &Workspace, agent: &AgentId) -> bool {
     let now = clock::now();
-    let Ok(Some(me)) = presence::read(ws.root(), agent.id()) else {
-        return false;
-    };
-    if me.state(&now) != AgentState::Active || !me.heartbeat().is_some_and(|hb| recent(&now, &hb)) {
+    if !presence_fresh(ws, agent, &now) {
         return false;
     }
+    // Every row is read, as the refresh itself reads them all.
     let (rows, _) = stamp::scan(ws.root());
     rows.iter()
         .filter(|r| r.partner_name == agent.id() && r.status == stamp::RowStatus::Online)
         .all(|r| r.heartbeat().is_some_and(|hb| recent(&now, &hb)))
+}
+
+/// Whether `agent`'s presence says ACTIVE with a heartbeat within [`FRESH`] of `now`.
+fn presence_fresh(ws: &Workspace, agent: &AgentId, now: &clock::Timestamp) -> bool {
+    presence::read(ws.root(), agent.id())
+        .ok()
+        .flatten()
+        .is_some_and(|me| {
+            me.state(now) == AgentState::Active && me.heartbeat().is_some_and(|hb| recent(now, &hb))
+        })
 }
 
 /// Lock every edited file, all or nothing: a refresh for files this agent already holds.
@@ -141,7 +149,13 @@ fn before_edit(
         renewed_lately(t, agent, owner, &now)
             && lock::try_locks_of(t).is_ok_and(|found| found.iter().all(|e| e.agent == agent.id()))
     }) {
-        heartbeat(ws, agent)?;
+        // What the refresh would have done besides: the presence's heartbeat (not the
+        // stamp-card rows, which a lock transition leaves to the heartbeat proper).
+        if !presence_fresh(ws, agent, &now) {
+            ws.ensure_state_dir()?;
+            let _mutex = ws.lock_mutex()?;
+            presence::write(ws.root(), agent, &Update::default())?;
+        }
         return Ok(Reply::Allow);
     }
     let req = LockRequest {
