@@ -193,7 +193,7 @@ fn zombie(pid: i32) -> bool {
     #[cfg(target_os = "linux")]
     {
         // `PID (COMM) STATE ...`: the state follows the last `)` (COMM may hold anything).
-        std::fs::read(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        read_proc(&format!("/proc/{pid}/stat")).is_some_and(|stat| {
             stat.iter()
                 .rposition(|b| *b == b')')
                 .and_then(|i| stat.get(i + 2))
@@ -238,20 +238,40 @@ pub fn start_time(pid: u32) -> Option<u64> {
 
 /// The `n`th field after the command name of `/proc/<pid>/stat` (0: the state).
 fn stat_field(pid: u32, n: usize) -> Option<String> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat = read_proc_text(&format!("/proc/{pid}/stat"))?;
     let after_name = &stat[stat.rfind(')')? + 1..];
     after_name.split_whitespace().nth(n).map(str::to_string)
 }
 
+/// A small file of `/proc` (`stat`, `comm`, `cmdline`), in one read call into a buffer that
+/// holds it: the kernel renders the whole file for each call, and `fs::read` asks its size
+/// (0 for these), then reads in steps of 32, 64, 128, … bytes, each step rendering it again.
+/// A file that fills the buffer is read again whole.
+fn read_proc(path: &str) -> Option<Vec<u8>> {
+    use std::io::Read as _;
+    let mut buf = vec![0u8; 4096];
+    let n = std::fs::File::open(path).ok()?.read(&mut buf).ok()?;
+    if n == buf.len() {
+        return std::fs::read(path).ok();
+    }
+    buf.truncate(n);
+    Some(buf)
+}
+
+/// [`read_proc`] as text (`None` when it is not UTF-8, as `fs::read_to_string`).
+fn read_proc_text(path: &str) -> Option<String> {
+    String::from_utf8(read_proc(path)?).ok()
+}
+
 /// The command name of process `pid` (`/proc/<pid>/comm`), when it can be read.
 pub fn command_name(pid: u32) -> Option<String> {
-    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    let comm = read_proc_text(&format!("/proc/{pid}/comm"))?;
     Some(comm.trim_end_matches('\n').to_string())
 }
 
 /// The arguments of process `pid` (`/proc/<pid>/cmdline`), when they can be read.
 pub fn command_line(pid: u32) -> Option<Vec<String>> {
-    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let raw = read_proc(&format!("/proc/{pid}/cmdline"))?;
     Some(
         raw.split(|b| *b == 0)
             .filter(|a| !a.is_empty())
@@ -287,7 +307,7 @@ pub fn is_ancestor(pid: u32) -> bool {
 /// The parent of process `pid`, from `/proc/<pid>/stat` (the field after the command name,
 /// which may itself contain spaces and parentheses).
 fn parent_of(pid: u32) -> Option<u32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let stat = read_proc_text(&format!("/proc/{pid}/stat"))?;
     let after_name = &stat[stat.rfind(')')? + 1..];
     after_name.split_whitespace().nth(1)?.parse().ok()
 }

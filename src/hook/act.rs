@@ -81,13 +81,56 @@ fn targets(ws: &Workspace, cwd: &Path, files: &[String]) -> Vec<Target> {
         .collect()
 }
 
-/// Presence heartbeat (and the stamp-card row), as `coord presence` does.
+/// How recent a heartbeat or a lock renewal must be for a hook to leave it as it is: far
+/// below what anything reads them against (an agent is INACTIVE after
+/// [`presence::HEARTBEAT_TIMEOUT`], a stamp-card row crashed after [`stamp::CRASH_AFTER`], a
+/// lock's TTL is [`DEFAULT_TTL`] and a client's lock lives as long as its process), while a
+/// client's hooks come seconds apart: the PostToolUse right after a PreToolUse, a turn's run of
+/// shell commands. Each write skipped is a temporary file made, renamed over and removed.
+pub const FRESH: Duration = Duration::from_secs(5);
+
+/// Whether `then` is within [`FRESH`] of `now`, either way (a clock ahead by more is not
+/// believed).
+fn recent(now: &clock::Timestamp, then: &clock::Timestamp) -> bool {
+    clock::age(now, then) <= FRESH && clock::age(then, now) <= FRESH
+}
+
+/// Presence heartbeat (and the stamp-card row), as `coord presence` does; nothing is written
+/// when both are [`FRESH`] already.
 fn heartbeat(ws: &Workspace, agent: &AgentId) -> Result<()> {
+    if heartbeat_fresh(ws, agent) {
+        return Ok(());
+    }
     ws.ensure_state_dir()?;
     let _mutex = ws.lock_mutex()?;
     stamp::refresh_partner(ws.root(), agent, None)?;
     presence::write(ws.root(), agent, &Update::default())?;
     Ok(())
+}
+
+/// Whether `agent` is ACTIVE with a heartbeat within [`FRESH`], and so is every online row of
+/// its on the stamp card (a lock transition refreshes the presence, not the rows). Read without
+/// the mutex: a heartbeat only ever moves forward, and a stale answer costs one write.
+fn heartbeat_fresh(ws: &Workspace, agent: &AgentId) -> bool {
+    let now = clock::now();
+    if !presence_fresh(ws, agent, &now) {
+        return false;
+    }
+    // Every row is read, as the refresh itself reads them all.
+    let (rows, _) = stamp::scan(ws.root());
+    rows.iter()
+        .filter(|r| r.partner_name == agent.id() && r.status == stamp::RowStatus::Online)
+        .all(|r| r.heartbeat().is_some_and(|hb| recent(&now, &hb)))
+}
+
+/// Whether `agent`'s presence says ACTIVE with a heartbeat within [`FRESH`] of `now`.
+fn presence_fresh(ws: &Workspace, agent: &AgentId, now: &clock::Timestamp) -> bool {
+    presence::read(ws.root(), agent.id())
+        .ok()
+        .flatten()
+        .is_some_and(|me| {
+            me.state(now) == AgentState::Active && me.heartbeat().is_some_and(|hb| recent(now, &hb))
+        })
 }
 
 /// Lock every edited file, all or nothing: a refresh for files this agent already holds.
@@ -101,6 +144,23 @@ fn before_edit(
 ) -> Result<Reply> {
     if targets.is_empty() {
         heartbeat(ws, agent)?;
+        return Ok(Reply::Allow);
+    }
+    // An edit of files this session locked seconds ago (a run of edits of one file): the
+    // refresh would rewrite each lock and the presence with nothing but a newer time. Only
+    // when each file's folder shows no lock but this agent's.
+    let now = clock::now();
+    if targets.iter().all(|t| {
+        renewed_lately(t, agent, owner, &now)
+            && lock::try_locks_of(t).is_ok_and(|found| found.iter().all(|e| e.agent == agent.id()))
+    }) {
+        // What the refresh would have done besides: the presence's heartbeat (not the
+        // stamp-card rows, which a lock transition leaves to the heartbeat proper).
+        if !presence_fresh(ws, agent, &now) {
+            ws.ensure_state_dir()?;
+            let _mutex = ws.lock_mutex()?;
+            presence::write(ws.root(), agent, &Update::default())?;
+        }
         return Ok(Reply::Allow);
     }
     let req = LockRequest {
@@ -346,9 +406,10 @@ fn renew(
     targets: &[Target],
     owner: Option<&Owner>,
 ) -> Result<()> {
+    let now = clock::now();
     let mine: Vec<Target> = targets
         .iter()
-        .filter(|t| lock::own_token(t, agent).is_some())
+        .filter(|t| lock::own_token(t, agent).is_some() && !renewed_lately(t, agent, owner, &now))
         .cloned()
         .collect();
     if mine.is_empty() {
@@ -365,6 +426,39 @@ fn renew(
         claims: Vec::new(),
     };
     lock::acquire(ws, &req, &mut |_| {}).map(|_| ())
+}
+
+/// Whether `agent`'s lock on `target` was written within [`FRESH`] for the same owner (the
+/// client process and session): renewing it again would change nothing but its time.
+fn renewed_lately(
+    target: &Target,
+    agent: &AgentId,
+    owner: Option<&Owner>,
+    now: &clock::Timestamp,
+) -> bool {
+    let Some(owner) = owner else {
+        return false;
+    };
+    let path = crate::layout::lock_file(&target.abs, agent.id());
+    let Ok(bytes) = crate::fsutil::read_capped(&path, crate::fsutil::RECORD_CAP) else {
+        return false;
+    };
+    let rec = crate::record::Record::parse(&String::from_utf8_lossy(&bytes));
+    let same_client = match &owner.client {
+        Some(c) => {
+            rec.get_nonempty("client") == Some(c.client.as_str())
+                && rec.get_nonempty("client_session") == Some(c.session.as_str())
+        }
+        None => rec.get_nonempty("client").is_none(),
+    };
+    rec.get_nonempty("token").is_some()
+        && rec.get_nonempty("pid") == Some(owner.pid.to_string().as_str())
+        && rec.get_nonempty("session") == owner.session.as_deref()
+        && same_client
+        && rec
+            .get_nonempty("locked_at")
+            .and_then(clock::parse_timestamp)
+            .is_some_and(|at| recent(now, &at))
 }
 
 /// Clock in, and tell the agent who else is here, what they hold, what waits for it.

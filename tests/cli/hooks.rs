@@ -1224,3 +1224,121 @@ fn an_event_whose_cwd_is_gone_makes_no_workspace_where_the_hook_runs() {
         assert!(!env.path(".coord").exists(), "{cwd}: no .coord/ here");
     }
 }
+
+/// The inode of a file (a rewrite through a temporary file and a rename makes a new one).
+fn inode(env: &Env, rel: &str) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::symlink_metadata(env.path(rel))
+        .unwrap_or_else(|e| panic!("{rel}: {e}"))
+        .ino()
+}
+
+/// The one stamp-card row of the workspace.
+fn the_row(env: &Env) -> String {
+    let rows = std::fs::read_dir(env.path(".coord/partners"))
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".session"))
+        .collect::<Vec<_>>();
+    assert_eq!(rows.len(), 1, "{rows:?}");
+    format!(".coord/partners/{}", rows[0])
+}
+
+/// A client's hooks come seconds apart (the PostToolUse right after its PreToolUse, a run of
+/// shell commands): within 5 s of the last write, the heartbeat (presence and stamp-card row)
+/// and the lock's renewal are left as they are (each rewrite is a file made, renamed over and
+/// removed); past that, both are written again, and a finished agent is always written.
+#[test]
+fn hooks_seconds_apart_leave_a_fresh_heartbeat_and_lock_as_they_are() {
+    let env = Env::new();
+    let at = |time: &str, payload: &str| {
+        env.cmd()
+            .env_remove("COORD_DIR")
+            .env("COORD_NOW", time)
+            .cwd("/")
+            .args(["hook", "claude"])
+            .stdin(payload)
+            .ok()
+    };
+    let event = |name: &str| fixture(&env, &format!("{CLAUDE}/write_allow.{name}.json"));
+    let bash = event("PreToolUse")
+        .replace("\"tool_name\":\"Write\"", "\"tool_name\":\"Bash\"")
+        .replace("\"file_path\"", "\"command\":\"ls\",\"x\"");
+    let (presence, lock) = (".claude-7684f1ed_presence", "out.txt.lock.claude-7684f1ed");
+
+    at("2026-01-01T10:00:00Z", &event("SessionStart"));
+    at("2026-01-01T10:00:00Z", &event("PreToolUse"));
+    let row = the_row(&env);
+    let before = [inode(&env, presence), inode(&env, lock), inode(&env, &row)];
+    let texts = [env.read(presence), env.read(lock), env.read(&row)];
+
+    // 3 s later: the tool ran, then a shell command, then another edit of the same file.
+    at("2026-01-01T10:00:03Z", &event("PostToolUse"));
+    at("2026-01-01T10:00:04Z", &bash);
+    let again = at("2026-01-01T10:00:04Z", &event("PreToolUse"));
+    assert_eq!(denied("claude", &again), None);
+    assert_eq!(
+        [inode(&env, presence), inode(&env, lock), inode(&env, &row)],
+        before,
+        "rewritten within 5 s"
+    );
+    assert_eq!([env.read(presence), env.read(lock), env.read(&row)], texts);
+
+    // 10 s after the last write: heartbeat and renewal again.
+    at("2026-01-01T10:00:10Z", &event("PostToolUse"));
+    assert!(
+        env.read(presence)
+            .contains("heartbeat: 2026-01-01T10:00:10"),
+        "{}",
+        env.read(presence)
+    );
+    assert!(
+        env.read(lock).contains("locked_at: 2026-01-01T10:00:10"),
+        "{}",
+        env.read(lock)
+    );
+    assert!(
+        env.read(&row)
+            .contains("last_heartbeat: 2026-01-01T10:00:10"),
+        "{}",
+        env.read(&row)
+    );
+
+    // A finished agent (clocked out) is not fresh, however recent its last write: its next
+    // call writes the heartbeat.
+    at("2026-01-01T10:00:11Z", &event("SessionEnd"));
+    assert!(env.read(presence).contains("status: FINISHED"));
+    at("2026-01-01T10:00:12Z", &bash);
+    assert!(
+        env.read(presence)
+            .contains("heartbeat: 2026-01-01T10:00:12"),
+        "{}",
+        env.read(presence)
+    );
+}
+
+/// The edit of a file this session locked a second ago is let through without a rewrite only
+/// while the file's folder shows no other lock: a lock made by hand beside it (the seed's way,
+/// by another agent) still denies, as the full lock transition does.
+#[test]
+fn a_fresh_own_lock_with_a_hand_made_lock_beside_it_still_denies() {
+    let env = Env::new();
+    let pre = fixture(&env, &format!("{CLAUDE}/write_allow.PreToolUse.json"));
+    let at = |time: &str| {
+        env.cmd()
+            .env_remove("COORD_DIR")
+            .env("COORD_NOW", time)
+            .cwd("/")
+            .args(["hook", "claude", "--wait", "0"])
+            .stdin(&pre)
+            .ok()
+    };
+    assert_eq!(denied("claude", &at("2026-01-01T10:00:00Z")), None);
+    env.write(
+        "out.txt.lock.bob",
+        "Agent: bob\nlocked_at: 2026-01-01T10:00:01+00:00\n",
+    );
+    let reason = denied("claude", &at("2026-01-01T10:00:01Z")).expect("denied");
+    assert!(reason.contains("locked by bob"), "{reason}");
+}
