@@ -7,8 +7,8 @@
 //!
 //! - foundation: [`arbiter`] (what the folder is on, and the workspace mutex that holds there), [`clock`] (now, timestamps, durations), [`layout`] (every name on disk),
 //!   [`record`] (the seed's `key: value` text), [`fsutil`] (every write to disk, capped reads, the
-//!   workspace mutex), [`host`] (this machine and its processes), [`watch`] (waiting on folder events),
-//!   [`handoff`] (waking the waiter behind a file its owner keeps locked),
+//!   workspace mutex), [`host`] (this machine and its processes), [`wait`] (waiting for a condition on
+//!   disk: folder events, the `flock` hand-off, deadlines, signals),
 //!   [`workspace`] (root discovery, agent ids, path confinement), [`shell`] (commands in hints);
 //! - protocols: [`v3`] (seed 001: presence, locks, backups, wait queue, messages, notes);
 //!   [`collab`] (seed 000: the shared collaboration file); [`dialogue`] (seed 002: the
@@ -16,6 +16,7 @@
 //!   under the lock: write, run, restore);
 //! - views: [`status`] (everything at once, for `coord status`); [`nested`] (workspaces inside
 //!   this one); [`history`] (what happened: the event log behind `coord log` and `coord watch`);
+//!   [`changes`] (what changed between two looks, for `coord watch`);
 //! - front doors: [`mcp`] (the Model Context Protocol server's framing and tool catalogue).
 
 // The library has no unsafe code; only the binary's C entry point (src/main.rs) needs it.
@@ -34,7 +35,6 @@ pub mod error;
 pub mod exit_code;
 pub mod fsutil;
 pub mod guard;
-pub mod handoff;
 pub mod history;
 pub mod hook;
 pub mod host;
@@ -50,7 +50,7 @@ pub mod review;
 pub mod shell;
 pub mod status;
 pub mod v3;
-pub mod watch;
+pub mod wait;
 pub mod workspace;
 pub mod worktree;
 

@@ -10,7 +10,7 @@ use serde::Serialize;
 
 use coord::changes::{self, Change};
 use coord::history::{self, Event, Tail};
-use coord::watch::FolderWatch;
+use coord::wait::FolderWatch;
 use coord::{ExitCode, clock};
 
 use super::output::{self, clean};

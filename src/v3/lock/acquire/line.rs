@@ -34,7 +34,7 @@ impl Drop for Waiting<'_> {
             // that a long-lived process (`coord mcp`) does not keep them.
             Err(_) => {
                 for path in &tickets.paths {
-                    crate::handoff::let_go(path);
+                    crate::wait::handoff::let_go(path);
                 }
             }
         }
