@@ -16,7 +16,7 @@
 //!   under the lock: write, run, restore);
 //! - views: [`status`] (everything at once, for `coord status`); [`nested`] (workspaces inside
 //!   this one); [`history`] (what happened: the event log behind `coord log` and `coord watch`);
-//!   [`changes`] (what changed between two looks, for `coord watch`);
+//!   [`watch`] (the live view: what changed between two looks, for `coord watch`);
 //! - front doors: [`mcp`] (the Model Context Protocol server's framing and tool catalogue).
 
 // The library has no unsafe code; only the binary's C entry point (src/main.rs) needs it.
@@ -24,7 +24,6 @@
 #![deny(missing_docs)]
 
 pub mod arbiter;
-pub mod changes;
 pub mod client;
 pub mod clock;
 pub mod collab;
@@ -51,6 +50,7 @@ pub mod shell;
 pub mod status;
 pub mod v3;
 pub mod wait;
+pub mod watch;
 pub mod workspace;
 pub mod worktree;
 
