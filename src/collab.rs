@@ -27,7 +27,7 @@ use serde_json::Value;
 use crate::clock;
 use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
-use crate::watch::{FolderWatch, RECHECK};
+use crate::wait::{FolderWatch, RECHECK};
 use crate::workspace::{AgentId, Target};
 
 /// The longest line coord writes or reads (4 MiB).

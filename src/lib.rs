@@ -7,8 +7,8 @@
 //!
 //! - foundation: [`arbiter`] (what the folder is on, and the workspace mutex that holds there), [`clock`] (now, timestamps, durations), [`layout`] (every name on disk),
 //!   [`record`] (the seed's `key: value` text), [`fsutil`] (every write to disk, capped reads, the
-//!   workspace mutex), [`host`] (this machine and its processes), [`watch`] (waiting on folder events),
-//!   [`handoff`] (waking the waiter behind a file its owner keeps locked),
+//!   workspace mutex), [`host`] (this machine and its processes), [`wait`] (waiting for a condition on
+//!   disk: folder events, the `flock` hand-off, deadlines, signals),
 //!   [`workspace`] (root discovery, agent ids, path confinement), [`shell`] (commands in hints);
 //! - protocols: [`v3`] (seed 001: presence, locks, backups, wait queue, messages, notes);
 //!   [`collab`] (seed 000: the shared collaboration file); [`dialogue`] (seed 002: the
@@ -16,7 +16,9 @@
 //!   under the lock: write, run, restore);
 //! - views: [`status`] (everything at once, for `coord status`); [`nested`] (workspaces inside
 //!   this one); [`shelledit`] (held files a shell command changed); [`conflicts`] (what
-//!   the branches of the work trees changed alike, before the merge); [`history`] (what happened: the event log behind `coord log` and `coord watch`);
+//!   the branches of the work trees changed alike, before the merge); [`history`] (what
+//!   happened: the event log behind `coord log` and `coord watch`); [`watch`] (the live view:
+//!   what changed between two looks, for `coord watch`);
 //! - front doors: [`mcp`] (the Model Context Protocol server's framing and tool catalogue).
 
 // The library has no unsafe code; only the binary's C entry point (src/main.rs) needs it.
@@ -24,7 +26,6 @@
 #![deny(missing_docs)]
 
 pub mod arbiter;
-pub mod changes;
 pub mod client;
 pub mod clock;
 pub mod collab;
@@ -36,7 +37,6 @@ pub mod error;
 pub mod exit_code;
 pub mod fsutil;
 pub mod guard;
-pub mod handoff;
 pub mod history;
 pub mod hook;
 pub mod host;
@@ -54,6 +54,7 @@ pub mod shell;
 pub mod shelledit;
 pub mod status;
 pub mod v3;
+pub mod wait;
 pub mod watch;
 pub mod workspace;
 pub mod worktree;

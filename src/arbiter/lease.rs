@@ -218,7 +218,7 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
                 }
             }
         }
-        if let Some(signal) = crate::watch::stop_requested() {
+        if let Some(signal) = crate::wait::stop_requested() {
             return Err(crate::Error::Interrupted {
                 signal,
                 file: path.display().to_string(),

@@ -177,7 +177,7 @@ impl FsInfo {
     /// done ahead of need pay off (files made while waiting, a queue left once a command has
     /// started): on a network filesystem, checking a file made ahead costs a round trip as
     /// making one does. Only then, too, does a waiter sleep on the `flock` of the file ahead of
-    /// it ([`crate::handoff`]): locks on a network filesystem go through its server, or stay on
+    /// it ([`crate::wait::handoff`]): locks on a network filesystem go through its server, or stay on
     /// one machine.
     pub fn served_locally(&self) -> bool {
         self.class == FsClass::Local

@@ -8,7 +8,7 @@ use coord::clock::{self, Wait};
 use coord::dialogue::files::Marker;
 use coord::dialogue::say::{self, DEFAULT_LOCK_WAIT, SayRequest};
 use coord::dialogue::{DEFAULT_AGENTS, Dialogue, TurnView};
-use coord::watch::{FolderWatch, RECHECK};
+use coord::wait::{FolderWatch, RECHECK};
 use coord::{Error, ExitCode, fsutil};
 
 use super::{Ctx, output};

@@ -73,7 +73,7 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         claims,
     };
     // A signal while waiting leaves the queue and resets WAITING before exiting 130/143/129.
-    coord::watch::stop_on_signals().map_err(|e| Error::Failed {
+    coord::wait::stop_on_signals().map_err(|e| Error::Failed {
         message: format!("cannot install the signal handlers: {e}"),
     })?;
     let mut progress = WaitProgress::new(wait, ctx.quiet);

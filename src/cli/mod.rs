@@ -332,8 +332,8 @@ pub fn run() -> ExitCode {
             dispatch(cli.command, &ctx)
         });
     // Watches of a wait let go of in the background: done before this process exits, which
-    // would otherwise wait for the kernel itself (see `coord::watch`).
-    coord::watch::settle();
+    // would otherwise wait for the kernel itself (see `coord::wait`).
+    coord::wait::settle();
     // Temporary files made ahead of need and not used, and replaced content left for later.
     coord::fsutil::discard_spares();
     if let Some(warning) = coord::history::take_warning() {

@@ -8,9 +8,9 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde::Serialize;
 
-use coord::changes::{self, Change};
 use coord::history::{self, Event, Tail};
-use coord::watch::FolderWatch;
+use coord::wait::FolderWatch;
+use coord::watch::{self, Change};
 use coord::{ExitCode, clock};
 
 use super::output::{self, clean};
@@ -81,15 +81,15 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Mode::Lines
     };
     // Subscribe first, then look: a change between the two is still seen.
-    // A few folders, not the whole tree (see `changes::watched_folders`): the root and coord's
+    // A few folders, not the whole tree (see `watch::watched_folders`): the root and coord's
     // state folders first, then the folders the look names.
-    let mut events = FolderWatch::new(&changes::watched_folders(&ws, None));
+    let mut events = FolderWatch::new(&watch::watched_folders(&ws, None));
     let mut tail = match since {
         Some(_) => Tail::from_start(ws.root()),
         None => Tail::from_end(ws.root()),
     };
-    let mut before = changes::snapshot(&ws);
-    for dir in changes::watched_folders(&ws, Some(&before)) {
+    let mut before = watch::snapshot(&ws);
+    for dir in watch::watched_folders(&ws, Some(&before)) {
         events.add(&dir);
     }
     let mut recent: VecDeque<String> = VecDeque::new();
@@ -153,7 +153,7 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                     feed.history(&e, true);
                 }
             }
-            let after = changes::snapshot(&ws);
+            let after = watch::snapshot(&ws);
             // The history is read again after the look: an event recorded before the change the
             // look saw (a lock taken before its waiter's ticket leaves) is printed before it.
             for e in tail.poll() {
@@ -161,10 +161,10 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             }
             // Folders that appeared (a queue, the dialogue, the folder of a new lock) are
             // watched from now on; adding a folder watched already changes nothing.
-            for dir in changes::watched_folders(&ws, Some(&after)) {
+            for dir in watch::watched_folders(&ws, Some(&after)) {
                 events.add(&dir);
             }
-            for change in changes::diff(&before, &after) {
+            for change in watch::diff(&before, &after) {
                 feed.looked(change);
             }
             before = after;

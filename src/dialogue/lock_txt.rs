@@ -7,7 +7,7 @@ use crate::clock::{self, Timestamp};
 use crate::error::{Error, Refusal, Result};
 use crate::fsutil;
 use crate::layout;
-use crate::watch::{Deadline, FolderWatch};
+use crate::wait::{Deadline, FolderWatch};
 
 use super::Dialogue;
 use super::files::LockInfo;
@@ -142,7 +142,7 @@ impl Dialogue {
                 // Subscribe first, then look again, then wait.
                 None => watch = Some(FolderWatch::new(std::slice::from_ref(&d.folder))),
                 Some(w) => {
-                    w.wait(deadline.next_sleep(crate::watch::recheck_for(&d.folder)));
+                    w.wait(deadline.next_sleep(crate::wait::recheck_for(&d.folder)));
                 }
             }
         }

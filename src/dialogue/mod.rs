@@ -30,7 +30,7 @@ use crate::clock::{self, Timestamp};
 use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
 use crate::layout;
-use crate::watch::{Deadline, FolderWatch};
+use crate::wait::{Deadline, FolderWatch};
 use crate::workspace::{Target, Workspace};
 
 use self::commands::UserCommand;
@@ -279,7 +279,7 @@ impl Dialogue {
 
     /// Block until it is `id`'s turn and the dialogue is not paused (nor reserved for another
     /// by an `-ONLY` command). Wakes on file events in the folder, re-checking every
-    /// [`RECHECK`](crate::watch::RECHECK) in any case.
+    /// [`RECHECK`](crate::wait::RECHECK) in any case.
     ///
     /// # Errors
     ///
@@ -288,7 +288,7 @@ impl Dialogue {
     pub fn wait(&self, id: &str, timeout: Option<Duration>) -> Result<Snapshot> {
         let deadline = Deadline::after(timeout);
         let watch = FolderWatch::new(std::slice::from_ref(&self.folder));
-        let recheck = crate::watch::recheck_for(&self.folder);
+        let recheck = crate::wait::recheck_for(&self.folder);
         loop {
             let snap = self.snapshot()?;
             if snap.commands.ended {

@@ -161,9 +161,9 @@ pub fn run(
             Some((target.clone(), a.token.clone()))
         })
         .collect();
-    // Asked to stop (see `watch::stop_on_signals`) during the try that got the locks: the
+    // Asked to stop (see `wait::stop_on_signals`) during the try that got the locks: the
     // command does not start.
-    if let Some(signal) = crate::watch::stop_requested() {
+    if let Some(signal) = crate::wait::stop_requested() {
         lock::leave_queue_now(ws);
         let _ = lock::release_tokens(ws, &req.agent, &held);
         return Err(Error::Interrupted {

@@ -106,7 +106,7 @@ pub fn create_new(path: &Path, bytes: &[u8]) -> Result<bool> {
 
 /// [`create_new`], the file locked (`flock`, exclusive) before it is published: returns it
 /// open and locked (`Ok(None)` when `path` already exists). Whoever holds the handle lets
-/// waiters know it is done with the file by closing it (see [`crate::handoff`]). Where the
+/// waiters know it is done with the file by closing it (see [`crate::wait::handoff`]). Where the
 /// filesystem cannot lock, the file is published all the same and returned unlocked.
 ///
 /// # Errors

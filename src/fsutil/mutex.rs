@@ -91,7 +91,7 @@ pub fn lock_mutex(path: &Path) -> Result<MutexGuard> {
 /// # Errors
 ///
 /// As [`lock_mutex`]; [`Error::Interrupted`](crate::Error::Interrupted) when a signal asked
-/// this process to stop meanwhile (see [`crate::watch::stop_on_signals`]).
+/// this process to stop meanwhile (see [`crate::wait::stop_on_signals`]).
 pub fn lock_mutex_within(path: &Path, patience: Duration) -> Result<MutexGuard> {
     let deadline = Instant::now() + patience.min(mutex_patience());
     // A mutex file deleted and created anew (`git clean`, an agent tidying up) between our open
@@ -167,7 +167,7 @@ pub fn mutex_patience() -> Duration {
 
 /// Why a wait for the mutex ends early: a signal asked this process to stop.
 fn interrupted(path: &Path) -> Option<crate::Error> {
-    crate::watch::stop_requested().map(|signal| crate::Error::Interrupted {
+    crate::wait::stop_requested().map(|signal| crate::Error::Interrupted {
         signal,
         file: path.display().to_string(),
     })

@@ -35,7 +35,7 @@ use crate::fsutil::{self, RECORD_CAP};
 use crate::layout;
 use crate::record::Record;
 use crate::v3::presence::{self, AgentState, Unreadable};
-use crate::watch::{Deadline, FolderWatch, RECHECK};
+use crate::wait::{Deadline, FolderWatch, RECHECK};
 use crate::workspace::{AgentId, Workspace, is_valid_agent_id};
 
 /// The protocol named in every block.

@@ -43,7 +43,7 @@ use crate::host;
 use crate::layout;
 use crate::record::Record;
 use crate::v3::presence::Unreadable;
-use crate::watch::{Deadline, FolderWatch};
+use crate::wait::{Deadline, FolderWatch};
 use crate::workspace::{AgentId, Workspace, is_valid_agent_id};
 
 /// The largest message coord writes or reads (1 MiB).
@@ -422,7 +422,7 @@ pub fn read(ws: &Workspace, agent: &AgentId, id: &str) -> Result<InboxEntry> {
 /// Block until `agent` has at least one unread message, or `wait` runs out.
 ///
 /// Wakes on events in the message folder (a new message appears there whole, by a link), with
-/// the [`RECHECK`](crate::watch::RECHECK) interval as a safety net for filesystems that send no events.
+/// the [`RECHECK`](crate::wait::RECHECK) interval as a safety net for filesystems that send no events.
 /// Returns the inbox, which holds at least one unread message.
 ///
 /// # Errors
@@ -438,7 +438,7 @@ pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Inbox> {
     let started = std::time::Instant::now();
     let deadline = Deadline::after(wait.as_duration());
     // Where events do not cross machines, look again sooner.
-    let recheck = crate::watch::recheck_for(&dir);
+    let recheck = crate::wait::recheck_for(&dir);
     // Look; when there is nothing yet, subscribe, then look again, then wait: a message sent in
     // between is still seen. (A message already there needs no subscription at all.)
     let mut watch: Option<FolderWatch> = None;

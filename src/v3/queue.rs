@@ -8,7 +8,7 @@
 //! overlapping sets of files cannot block each other in a cycle.
 //!
 //! On a local filesystem a waiter keeps its tickets locked (`flock`) while they stand, and the
-//! waiter behind sleeps on that lock ([`crate::handoff`]).
+//! waiter behind sleeps on that lock ([`crate::wait::handoff`]).
 //!
 //! A ticket is dead when its process is gone (same host) or when it has not been touched for
 //! [`TICKET_TIMEOUT`] (waiters touch theirs every few seconds). Dead tickets are removed by
@@ -20,10 +20,10 @@ use std::time::Duration;
 
 use crate::error::Result;
 use crate::fsutil::{self, RECORD_CAP};
-use crate::handoff;
 use crate::host;
 use crate::layout;
 use crate::record::Record;
+use crate::wait::handoff;
 use crate::workspace::{AgentId, Target};
 
 /// A ticket untouched for this long is dead (waiters touch theirs every [`TOUCH_EVERY`]).

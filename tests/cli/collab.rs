@@ -7,6 +7,7 @@ use std::time::Duration;
 
 use serde::Deserialize;
 
+use crate::planted::{Bed, Case, Kind, never, plant, read, sweep, write};
 use crate::support::Env;
 
 #[derive(Debug, Deserialize)]
@@ -229,4 +230,83 @@ for response in responses:
     assert!(
         last.starts_with(r#"{"llm_id": "gemini", "response": "piped, with \"quotes\"", "time": "#)
     );
+}
+
+/// `collab read` takes an unterminated last line that does not parse for an append still
+/// being written, not for a corrupt line; a complete bad line is still reported.
+#[test]
+fn collab_read_leaves_an_unfinished_last_line_alone() {
+    let env = Env::new();
+    env.write(
+        "collaboration_file.txt",
+        "{\"llm_id\": \"a\", \"response\": \"one\"}\n{\"llm_id\": \"a\", \"resp",
+    );
+    let out = env.cmd().args(["collab", "read"]).ok();
+    assert!(out.stdout.contains("one"), "{}", out.stdout);
+    assert!(
+        !out.stderr.contains("collaboration_file.txt:2:"),
+        "{}",
+        out.stderr
+    );
+    assert!(!out.stderr.contains("not valid JSON"), "{}", out.stderr);
+    // Once the line is finished it is read; a finished bad line is reported.
+    env.write(
+        "collaboration_file.txt",
+        "{\"llm_id\": \"a\", \"response\": \"one\"}\n{\"llm_id\": \"a\", \"resp\n{\"llm_id\": \"b\", \"response\": \"two\"}",
+    );
+    let out = env.cmd().args(["collab", "read"]).ok();
+    assert!(out.stdout.contains("two"), "{}", out.stdout);
+    assert!(
+        out.stderr.contains("collaboration_file.txt:2:"),
+        "{}",
+        out.stderr
+    );
+}
+
+// --- collaboration file ---
+
+#[test]
+fn hostile_collaboration_file() {
+    fn readable_or_huge(k: Kind) -> i32 {
+        match k {
+            Kind::Fifo | Kind::Dir | Kind::Socket => 1,
+            // A symlink to a file outside is an argument leaving the workspace.
+            Kind::Symlink => 2,
+            _ => 0,
+        }
+    }
+    sweep(&Case {
+        target: "collaboration_file.txt",
+        setup: |bed| {
+            bed.run(Some("claude"), &["collab", "write", "hi"]);
+        },
+        age: 0,
+        listed: never,
+        steps: &[
+            read(None, &["collab", "read"], readable_or_huge),
+            read(None, &["collab", "read", "--json"], readable_or_huge),
+            write(
+                Some("claude"),
+                &["collab", "write", "again"],
+                readable_or_huge,
+            ),
+        ],
+    });
+}
+
+#[test]
+fn collab_follow_never_hangs_on_a_file_it_cannot_read() {
+    for kind in [Kind::Fifo, Kind::Dir, Kind::Socket, Kind::Symlink] {
+        let bed = Bed::new();
+        plant(&bed.at("collaboration_file.txt"), kind, &bed.victim());
+        let out = bed.run(None, &["collab", "read", "--follow"]);
+        assert!(
+            matches!(out.code, Some(1 | 2)),
+            "{kind:?}: {:?} {}",
+            out.code,
+            out.stderr
+        );
+        assert!(out.stderr.contains("error: "), "{kind:?}: {}", out.stderr);
+        bed.assert_victim_untouched();
+    }
 }

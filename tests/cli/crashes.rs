@@ -8,7 +8,7 @@ use std::path::Path;
 use std::process::{Child, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::hostile::{LIMIT, bounded, expect, tree};
+use crate::planted::{LIMIT, bounded, expect, tree};
 use crate::support::Env;
 
 /// A small deterministic generator (the seed is printed, so a failure can be replayed).
@@ -29,6 +29,7 @@ impl Rng {
 }
 
 const FILES: [&str; 3] = ["a.md", "b.md", "c.md"];
+
 const AGENTS: [&str; 4] = ["k1", "k2", "k3", "k4"];
 
 /// How many processes are killed (each one still running when its kill came).

@@ -8,16 +8,18 @@ use std::time::{Duration, Instant};
 
 use rustix::process::{Pid, Signal, kill_process};
 
+use crate::planted::{Case, Kind, expect, never, read, sweep, write, zero};
+use crate::rigs::{lock_names, mkfifo};
 use crate::support::Env;
 
-fn signal(child: &Child, sig: Signal) {
+pub(crate) fn signal(child: &Child, sig: Signal) {
     let pid = Pid::from_raw(child.id() as i32).unwrap();
     kill_process(pid, sig).unwrap();
 }
 
 /// Wait (generously) until `cond` holds; panics with `what` otherwise.
 #[track_caller]
-fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
+pub(crate) fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
     let deadline = Instant::now() + Duration::from_secs(30);
     while !cond() {
         assert!(Instant::now() < deadline, "timed out waiting until {what}");
@@ -26,7 +28,7 @@ fn wait_until(what: &str, mut cond: impl FnMut() -> bool) {
 }
 
 /// coord's temporary files anywhere in the workspace (outside `.coord/`).
-fn temps(env: &Env) -> Vec<String> {
+pub(crate) fn temps(env: &Env) -> Vec<String> {
     env.snapshot()
         .into_keys()
         .filter(|k| !k.starts_with(".coord/"))
@@ -37,7 +39,7 @@ fn temps(env: &Env) -> Vec<String> {
         .collect()
 }
 
-fn locks(env: &Env) -> Vec<String> {
+pub(crate) fn locks(env: &Env) -> Vec<String> {
     env.snapshot()
         .into_keys()
         .filter(|k| k.contains(".lock."))
@@ -288,211 +290,6 @@ fn killed_writes_leave_the_file_whole() {
     );
 }
 
-/// A writer whose stale lock was taken over can never overwrite the new holder.
-#[test]
-fn a_taken_over_writer_is_fenced_off() {
-    let env = Env::new();
-    env.write("f.txt", "original\n");
-    env.agent("a").args(["lock", "f.txt", "--ttl", "1s"]).ok();
-    let mut writer = env
-        .agent("a")
-        .args(["write", "f.txt"])
-        .command()
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    // The temporary file appears once A has read its token and is reading stdin.
-    wait_until("A is reading its input", || !temps(&env).is_empty());
-    signal(&writer, Signal::STOP);
-
-    // A looks gone: its heartbeat is old, and its 1 s TTL passes.
-    let presence = env.read(".a_presence");
-    let old: String = presence
-        .lines()
-        .map(|l| {
-            if l.starts_with("heartbeat:") {
-                "heartbeat: 2020-01-01T00:00:00+00:00".to_string()
-            } else {
-                l.to_string()
-            }
-        })
-        .collect::<Vec<_>>()
-        .join("\n");
-    env.write(".a_presence", old + "\n");
-    std::thread::sleep(Duration::from_millis(2200));
-
-    env.agent("b")
-        .args(["lock", "f.txt", "--wait", "0"])
-        .ok()
-        .stderr_has("took over the stale lock of a");
-    env.agent("b")
-        .args(["write", "f.txt"])
-        .stdin("B's work\n")
-        .ok();
-
-    signal(&writer, Signal::CONT);
-    {
-        let mut stdin = writer.stdin.take().unwrap();
-        stdin.write_all(b"A's late work\n").unwrap();
-    }
-    let out = writer.wait_with_output().unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(3), "stderr: {stderr}");
-    assert!(stderr.contains("taken over by b"), "stderr: {stderr}");
-    assert!(stderr.contains("f.txt.rejected.a"), "stderr: {stderr}");
-    assert_eq!(env.read("f.txt"), "B's work\n");
-    assert_eq!(env.read("f.txt.rejected.a"), "A's late work\n");
-    assert_eq!(env.read("f.txt.bak"), "original\n");
-}
-
-/// 8 agents × 25 `coord run` increments of one counter: exactly 200, never two inside at once.
-#[test]
-fn runs_exclude_each_other() {
-    let env = Arc::new(Env::new());
-    env.write("counter.txt", "0\n");
-    let script = "set -C; : > witness || exit 99; \
-                  n=$(cat counter.txt); echo $((n + 1)) >| counter.txt; rm -f witness";
-    let workers: Vec<_> = (0..8)
-        .map(|i| {
-            let env = Arc::clone(&env);
-            std::thread::spawn(move || {
-                for _ in 0..25 {
-                    env.agent(&format!("agent-{i}"))
-                        .args([
-                            "run",
-                            "counter.txt",
-                            "--wait",
-                            "5m",
-                            "--",
-                            "sh",
-                            "-c",
-                            script,
-                        ])
-                        .ok();
-                }
-            })
-        })
-        .collect();
-    for w in workers {
-        w.join().unwrap();
-    }
-    assert_eq!(env.read("counter.txt").trim(), "200");
-    assert!(!env.exists("witness"));
-    assert!(locks(&env).is_empty(), "{:?}", locks(&env));
-}
-
-#[test]
-fn run_passes_the_command_status_on_and_always_releases() {
-    let env = Env::new();
-    env.write("f.txt", "x\n");
-    for (script, code) in [
-        ("exit 0", 0),
-        ("exit 7", 7),
-        ("kill -9 $$", 128 + 9),
-        ("kill -15 $$", 128 + 15),
-    ] {
-        env.agent("claude")
-            .args(["run", "f.txt", "--", "sh", "-c", script])
-            .code(code);
-        assert!(
-            locks(&env).is_empty(),
-            "after `{script}`: {:?}",
-            locks(&env)
-        );
-    }
-    // Inside CMD the lock is held by this agent, so `coord write` works there.
-    let exe = crate::support::coord_bin();
-    env.agent("claude")
-        .args(["run", "f.txt", "--", "sh", "-c"])
-        .arg(format!(
-            "test -e f.txt.lock.claude && echo inside | {exe} write f.txt"
-        ))
-        .ok();
-    assert_eq!(env.read("f.txt"), "inside\n");
-    assert_eq!(env.read("f.txt.bak"), "x\n");
-    env.agent("claude")
-        .args(["run", "f.txt", "--", "no-such-command-here"])
-        .code(127)
-        .stderr_has("cannot run `no-such-command-here`");
-    assert!(locks(&env).is_empty());
-    env.agent("claude").args(["run", "f.txt"]).code(2);
-}
-
-#[test]
-fn signals_to_run_reach_the_command_and_release_the_locks() {
-    for (sig, name, code) in [
-        (Signal::TERM, "TERM", 143),
-        (Signal::INT, "INT", 130),
-        (Signal::HUP, "HUP", 129),
-    ] {
-        let env = Env::new();
-        env.write("f.txt", "x\n");
-        let script = format!(
-            "trap 'echo {name} > got_signal; trap - {name}; kill -{name} $$' {name}; \
-             : > started; while :; do sleep 0.05; done"
-        );
-        let run = env
-            .agent("claude")
-            .args(["run", "f.txt", "--", "sh", "-c", &script])
-            .spawn();
-        wait_until("the command started", || env.exists("started"));
-        signal(&run, sig);
-        let out = run.wait_with_output().unwrap();
-        assert_eq!(
-            out.status.code(),
-            Some(code),
-            "SIG{name}: stderr {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        assert_eq!(env.read("got_signal"), format!("{name}\n"));
-        assert!(locks(&env).is_empty(), "SIG{name}: {:?}", locks(&env));
-    }
-}
-
-#[test]
-fn run_refuses_when_the_lock_is_held() {
-    let env = Env::new();
-    env.write("f.txt", "x\n");
-    env.agent("gemini")
-        .args(["lock", "f.txt", "--reason", "refactoring"])
-        .ok();
-    env.agent("claude")
-        .args(["run", "f.txt", "--wait", "0", "--", "sh", "-c", ": > ran"])
-        .code(3)
-        .stderr_has("held by gemini")
-        .stderr_has("refactoring");
-    assert!(!env.exists("ran"));
-    assert!(env.exists("f.txt.lock.gemini"));
-    assert!(!env.exists("f.txt.lock.claude"));
-}
-
-/// A `coord run` killed outright leaves a lock that is stale at once: the next run takes it.
-#[test]
-fn a_killed_run_leaves_a_lock_that_is_stale_at_once() {
-    let env = Env::new();
-    env.write("f.txt", "x\n");
-    let mut run = env
-        .agent("claude")
-        .args([
-            "run",
-            "f.txt",
-            "--",
-            "sh",
-            "-c",
-            ": > started; exec sleep 30",
-        ])
-        .spawn();
-    wait_until("the command started", || env.exists("started"));
-    run.kill().unwrap();
-    run.wait().unwrap();
-    env.agent("gemini")
-        .args(["run", "f.txt", "--wait", "0", "--", "true"])
-        .ok()
-        .stderr_has("took over the stale lock of claude");
-}
-
 #[test]
 fn refused_content_is_kept_even_when_a_folder_blocks_the_usual_name() {
     let env = Env::new();
@@ -505,4 +302,150 @@ fn refused_content_is_kept_even_when_a_folder_blocks_the_usual_name() {
         .stderr_has("kept in `a.md.rejected.claude.1`");
     assert_eq!(env.read("a.md.rejected.claude.1"), "my precious edit\n");
     assert_eq!(env.read("a.md"), "original\n");
+}
+
+/// Text over 1 MiB on stdin is refused with exit 2 and the limit named, never cut silently.
+#[test]
+fn oversize_stdin_is_refused_not_truncated() {
+    let env = Env::new();
+    env.write("F", "start\n");
+    let big = "x".repeat(1024 * 1024 + 10);
+    env.agent("a")
+        .args(["collab", "write", "-"])
+        .stdin(&big)
+        .code(2)
+        .stderr_has("1 MiB");
+    env.agent("a")
+        .args(["note", "F", "-"])
+        .stdin(&big)
+        .code(2)
+        .stderr_has("1 MiB");
+    assert_eq!(env.read("F"), "start\n");
+    assert!(!env.exists("F.lock.a"));
+    assert!(!env.exists("collaboration_file.txt"));
+    // Under the limit is taken whole.
+    let fits = "y".repeat(512 * 1024);
+    env.agent("a")
+        .args(["collab", "write", "-"])
+        .stdin(&fits)
+        .ok();
+    assert!(env.read("collaboration_file.txt").contains(&fits));
+}
+
+// --- backups and rejected content ---
+
+#[test]
+fn hostile_backup_for_restore() {
+    fn copyable(k: Kind) -> i32 {
+        if k.readable() || k == Kind::Huge {
+            0
+        } else {
+            1
+        }
+    }
+    fn held(k: Kind) -> i32 {
+        // The backup is checked first; a good one waits for the lock another holds.
+        if k.readable() || k == Kind::Huge {
+            3
+        } else {
+            1
+        }
+    }
+    sweep(&Case {
+        target: "a.md.bak",
+        setup: |bed| {
+            expect(&bed.run(Some("claude"), &["lock", "a.md"]), 0);
+        },
+        age: 0,
+        listed: never,
+        steps: &[
+            write(Some("claude"), &["restore", "a.md"], copyable),
+            read(Some("gemini"), &["restore", "a.md", "--no-wait"], held),
+            write(Some("claude"), &["unlock"], zero),
+            write(Some("claude"), &["restore", "a.md"], copyable),
+        ],
+    });
+}
+
+#[test]
+fn hostile_rejected_file_for_write() {
+    // Refused, and the content kept: at `a.md.rejected.claude`, or beside it
+    // (`a.md.rejected.claude.1`) when a folder, FIFO or socket stands there.
+    fn kept(_: Kind) -> i32 {
+        3
+    }
+    sweep(&Case {
+        target: "a.md.rejected.claude",
+        setup: |bed| std::fs::write(bed.at("new.txt"), "new\n").unwrap(),
+        age: 0,
+        listed: never,
+        steps: &[
+            write(
+                Some("claude"),
+                &["write", "a.md", "--from", "new.txt"],
+                kept,
+            ),
+            read(None, &["status"], zero),
+        ],
+    });
+}
+
+/// A file deleted by mistake comes back from its backup; there is nothing to swap it with.
+#[test]
+fn restore_brings_back_a_deleted_file() {
+    let env = Env::new();
+    env.write("f.txt", "precious\n");
+    env.agent("claude").args(["lock", "f.txt"]).ok();
+    env.agent("claude").args(["unlock", "f.txt"]).ok();
+    std::fs::remove_file(env.path("f.txt")).unwrap();
+    let out = env.agent("claude").args(["restore", "f.txt"]).ok();
+    out.stdout_has("Restored: f.txt from f.txt.bak")
+        .stdout_lacks("now holds");
+    assert_eq!(env.read("f.txt"), "precious\n");
+    assert_eq!(env.read("f.txt.bak"), "precious\n");
+    assert!(lock_names(&env).is_empty(), "{:?}", lock_names(&env));
+}
+
+/// A FILE that is a FIFO or a folder is refused by `write` and `restore` (exit 2) and left
+/// as it is: it is never replaced by a regular file, its backup never swapped in. `write`
+/// refuses it even under the agent's lock (the file was swapped for a FIFO after the lock).
+#[test]
+fn write_and_restore_refuse_a_fifo_or_a_folder() {
+    use std::os::unix::fs::FileTypeExt;
+    let env = Env::new();
+    env.write("pipe", "a regular file when locked\n");
+    env.agent("claude")
+        .args(["lock", "pipe", "--no-backup"])
+        .ok();
+    std::fs::remove_file(env.path("pipe")).unwrap();
+    if !mkfifo(&env, "pipe") {
+        return;
+    }
+    env.agent("claude")
+        .args(["write", "pipe"])
+        .stdin("new\n")
+        .code(2)
+        .stderr_has("`pipe`: it is not a regular file");
+    let kind = std::fs::symlink_metadata(env.path("pipe")).unwrap();
+    assert!(kind.file_type().is_fifo(), "the FIFO was replaced");
+    env.agent("claude").args(["unlock", "pipe"]).ok();
+
+    std::fs::create_dir(env.path("dir")).unwrap();
+    env.write("dir.bak", "old\n");
+    env.agent("claude")
+        .args(["restore", "dir"])
+        .code(2)
+        .stderr_has("`dir`: it is not a regular file");
+    assert!(env.path("dir").is_dir());
+    assert_eq!(env.read("dir.bak"), "old\n");
+
+    // A backup that is not a regular file is not restored from.
+    env.write("g.txt", "current\n");
+    std::fs::create_dir(env.path("g.txt.bak")).unwrap();
+    env.agent("claude")
+        .args(["restore", "g.txt"])
+        .code(1)
+        .stderr_has("`g.txt.bak`: it is not a regular file");
+    assert_eq!(env.read("g.txt"), "current\n");
+    assert!(lock_names(&env).is_empty(), "{:?}", lock_names(&env));
 }

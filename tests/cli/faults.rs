@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::defects::{Tmpfs, is_root};
+use crate::rigs::{Tmpfs, is_root};
 use crate::support::{Env, Output, coord_bin};
 
 /// A Claude Code `PreToolUse` payload for an `Edit` of `file` in `env`, from session `sid`.
@@ -374,7 +374,7 @@ fn an_inbox_that_cannot_be_read_is_an_error_not_empty() {
         return;
     };
     env.agent("carol").args(["presence"]).ok();
-    crate::defects::open_to_all(env.root());
+    crate::rigs::open_to_all(env.root());
     let sent = out_of(
         as_member(&env, 46_202, "077", "alice")
             .unwrap()

@@ -2,6 +2,7 @@
 
 use serde::Deserialize;
 
+use crate::planted::{Bed, Case, Kind, read, small_ok, sweep, three, write, zero};
 use crate::support::Env;
 
 const T: &str = "2026-01-28T01:00:00+01:00";
@@ -233,4 +234,45 @@ fn an_unreadable_handshake_file_is_reported_by_status() {
     let st: serde_json::Value = env.cmd().args(["status", "--json"]).ok().json();
     assert_eq!(st["unreadable"][0]["path"], ".handshake_gemini");
     env.agent("claude").args(["handshake"]).ok();
+}
+
+fn unless_small(k: Kind) -> bool {
+    !k.readable()
+}
+
+// --- handshakes ---
+
+fn two_agents_one_request(bed: &Bed) {
+    bed.run(Some("claude"), &["presence", ".", "x"]);
+    bed.run(Some("gemini"), &["presence", ".", "y"]);
+    bed.run(Some("gemini"), &["handshake"]);
+}
+
+#[test]
+fn hostile_handshake_files() {
+    sweep(&Case {
+        target: ".handshake_gemini",
+        setup: two_agents_one_request,
+        age: 0,
+        listed: unless_small,
+        steps: &[
+            read(None, &["status"], zero),
+            write(Some("claude"), &["handshake"], zero),
+            write(Some("claude"), &["handshake", "--wait", "300ms"], three),
+            // Its own file: replaced when a small file, refused otherwise.
+            write(Some("gemini"), &["handshake"], small_ok),
+        ],
+    });
+    sweep(&Case {
+        target: ".handshake_claude",
+        setup: two_agents_one_request,
+        age: 0,
+        listed: unless_small,
+        steps: &[
+            read(None, &["status"], zero),
+            write(Some("claude"), &["handshake"], small_ok),
+            write(Some("claude"), &["handshake", "--wait", "300ms"], small_ok),
+            write(Some("gemini"), &["handshake"], zero),
+        ],
+    });
 }

@@ -6,6 +6,9 @@ use std::time::{Duration, Instant};
 
 use serde::Deserialize;
 
+use crate::planted::{
+    Case, Kind, always, dir_ok, never, one, read, sweep, two_messages, write, zero,
+};
 use crate::support::Env;
 
 #[derive(Debug, Deserialize)]
@@ -399,4 +402,74 @@ fn note_refuses_paths_outside_and_empty_text() {
         .code(2);
     env.agent("claude").args(["note", "a.txt", " \n "]).code(2);
     assert_eq!(env.snapshot(), before);
+}
+
+#[test]
+fn hostile_message_files_and_read_marks() {
+    sweep(&Case {
+        target: ".coord/messages/aaaa.msg",
+        setup: two_messages,
+        age: 0,
+        // Even a small one is not a message (no header): listed, and skipped.
+        listed: always,
+        steps: &[
+            read(Some("claude"), &["msg", "list"], zero),
+            read(Some("claude"), &["msg", "list", "--unread", "--json"], zero),
+            write(Some("claude"), &["msg", "read", "aaaa"], one),
+            read(Some("claude"), &["status"], zero),
+            write(Some("gemini"), &["msg", "send", "claude", "again"], zero),
+            // The good message is still there to be waited for.
+            read(Some("claude"), &["msg", "wait", "--timeout", "300ms"], zero),
+        ],
+    });
+    sweep(&Case {
+        target: ".coord/messages/read/claude/aaaa",
+        setup: two_messages,
+        age: 0,
+        listed: never,
+        steps: &[
+            read(Some("claude"), &["msg", "list"], zero),
+            write(Some("claude"), &["msg", "read", "aaaa"], zero),
+            read(Some("claude"), &["msg", "list", "--unread", "--json"], zero),
+            read(Some("claude"), &["status"], zero),
+        ],
+    });
+    sweep(&Case {
+        target: ".coord/messages/read/claude",
+        setup: two_messages,
+        age: 0,
+        listed: never,
+        steps: &[
+            read(Some("claude"), &["msg", "list"], zero),
+            write(Some("claude"), &["msg", "read", "aaaa"], dir_ok),
+            read(Some("claude"), &["status"], zero),
+        ],
+    });
+}
+
+#[test]
+fn a_hostile_message_folder() {
+    fn no_message(k: Kind) -> i32 {
+        if k == Kind::Dir { 2 } else { 1 }
+    }
+    fn nothing_new(k: Kind) -> i32 {
+        if k == Kind::Dir { 3 } else { 1 }
+    }
+    sweep(&Case {
+        target: ".coord/messages",
+        setup: two_messages,
+        age: 0,
+        listed: never,
+        steps: &[
+            read(Some("claude"), &["msg", "list"], zero),
+            read(Some("claude"), &["msg", "read", "aaaa"], no_message),
+            read(
+                Some("claude"),
+                &["msg", "wait", "--timeout", "300ms"],
+                nothing_new,
+            ),
+            read(Some("claude"), &["status"], zero),
+            write(Some("gemini"), &["msg", "send", "claude", "x"], dir_ok),
+        ],
+    });
 }

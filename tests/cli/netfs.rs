@@ -193,7 +193,7 @@ struct RcloneMount {
 impl RcloneMount {
     /// Mount `remote/` at `mnt/` with `rclone mount`, or say why not.
     fn new() -> Option<RcloneMount> {
-        if !crate::defects::is_root() {
+        if !crate::rigs::is_root() {
             eprintln!("skipped: FUSE mounts need root");
             return None;
         }
@@ -333,7 +333,7 @@ struct SmbMounts {
 impl SmbMounts {
     /// Serve `real/` and mount it twice, or say why not.
     fn new() -> Option<SmbMounts> {
-        if !crate::defects::is_root() {
+        if !crate::rigs::is_root() {
             eprintln!("skipped: the SMB mounts need root");
             return None;
         }

@@ -2,6 +2,7 @@
 
 use serde::Deserialize;
 
+use crate::planted::{Bed, Case, Step, always, dir_fails, dir_ok, never, read, sweep, write, zero};
 use crate::support::Env;
 
 #[derive(Debug, Deserialize)]
@@ -234,4 +235,69 @@ fn presence_heartbeats_keep_the_stamp_card_row_alive() {
         .ok()
         .stdout_lacks("Marked crashed");
     assert!(partners(&env).iter().all(|r| r.status == "online"));
+}
+
+// --- stamp card ---
+
+fn clocked_in(bed: &Bed) {
+    bed.run(Some("claude"), &["startup", "--partner", "claude"]);
+}
+
+const STAMP_STEPS: &[Step] = &[
+    read(None, &["partners"], zero),
+    read(None, &["partners", "--json"], zero),
+    read(None, &["status"], zero),
+    write(Some("gemini"), &["startup", "--partner", "gemini"], zero),
+    write(Some("claude"), &["shutdown"], zero),
+    write(Some("claude"), &["startup", "--partner", "claude"], zero),
+];
+
+#[test]
+fn hostile_stamp_card_rows() {
+    sweep(&Case {
+        target: ".coord/partners/0000000001.session",
+        setup: clocked_in,
+        age: 0,
+        // Even a small one has no `partner_name`: listed.
+        listed: always,
+        steps: STAMP_STEPS,
+    });
+}
+
+#[test]
+fn hostile_stamp_card_counter_and_folder() {
+    // A damaged counter is recounted from the rows; only a folder cannot be replaced.
+    sweep(&Case {
+        target: ".coord/partners/seq",
+        setup: clocked_in,
+        age: 0,
+        listed: never,
+        steps: &[
+            read(None, &["partners"], zero),
+            read(None, &["status"], zero),
+            write(
+                Some("gemini"),
+                &["startup", "--partner", "gemini"],
+                dir_fails,
+            ),
+            write(Some("claude"), &["shutdown"], zero),
+            write(
+                Some("claude"),
+                &["startup", "--partner", "claude"],
+                dir_fails,
+            ),
+        ],
+    });
+    sweep(&Case {
+        target: ".coord/partners",
+        setup: clocked_in,
+        age: 0,
+        listed: never,
+        steps: &[
+            read(None, &["partners", "--json"], zero),
+            read(None, &["status"], zero),
+            write(Some("gemini"), &["startup", "--partner", "gemini"], dir_ok),
+            write(Some("claude"), &["shutdown"], zero),
+        ],
+    });
 }

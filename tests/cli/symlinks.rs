@@ -3,7 +3,9 @@
 //! or agent names that try to leave the workspace are refused (exit 2) before a byte is
 //! written. The folder around the workspace is compared byte for byte before and after.
 
-use crate::hostile::{Bed, PRECIOUS, age_entry, expect};
+use crate::planted::{
+    ARCHIVE, Bed, NEW_WEB, PRECIOUS, TURN, age_entry, expect, one_review, one_said, two_messages,
+};
 
 fn dead_pid() -> u32 {
     let mut child = std::process::Command::new("true").spawn().unwrap();
@@ -161,11 +163,11 @@ fn file_arguments_that_leave_the_workspace_are_refused_before_anything_is_writte
         }
     }
     // From a subfolder too, where `..` is still inside.
-    let out = crate::hostile::bounded(
+    let out = crate::planted::bounded(
         bed.cmd(Some("claude"))
             .cwd(bed.at("sub"))
             .args(["lock", "../../victim.txt"]),
-        crate::hostile::LIMIT,
+        crate::planted::LIMIT,
     );
     expect(&out, 2);
     assert!(!bed.at(".coord").exists(), "nothing was created");
@@ -195,9 +197,9 @@ fn agent_names_that_could_build_paths_are_refused_before_anything_is_written() {
                 "{name:?}: {}",
                 out.stderr
             );
-            let flag = crate::hostile::bounded(
+            let flag = crate::planted::bounded(
                 bed.cmd(None).arg(format!("--agent={name}")).args(&args),
-                crate::hostile::LIMIT,
+                crate::planted::LIMIT,
             );
             expect(&flag, 2);
         }
@@ -219,4 +221,124 @@ fn a_symlink_to_a_file_inside_is_locked_as_its_target() {
     assert!(!bed.at("alias.md.lock.claude").exists());
     expect(&bed.run(Some("gemini"), &["lock", "a.md", "--no-wait"]), 3);
     expect(&bed.run(Some("claude"), &["unlock", "alias.md"]), 0);
+}
+
+// --- symlinks at the names coord creates, and symlinked folders ---
+
+/// Plant `rel` as a symlink to the victim, or (`dir`) to the `outside/` folder.
+fn link(bed: &Bed, rel: &str, dir: bool) {
+    let p = bed.at(rel);
+    std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+    let to = if dir {
+        bed.env.path("outside")
+    } else {
+        bed.victim()
+    };
+    std::os::unix::fs::symlink(to, p).unwrap();
+}
+
+#[track_caller]
+fn nothing_outside(bed: &Bed) {
+    bed.assert_victim_untouched();
+    assert!(
+        crate::planted::tree(&bed.env.path("outside")).is_empty(),
+        "{:?}",
+        crate::planted::tree(&bed.env.path("outside"))
+    );
+}
+
+#[test]
+fn names_coord_creates_planted_as_symlinks_never_lead_outside() {
+    let bed = Bed::new();
+    // A read mark, a rejected copy, a handshake, a stamp-card row and counter.
+    two_messages(&bed);
+    link(&bed, ".coord/messages/read/claude/aaaa", false);
+    link(&bed, "a.md.rejected.claude", false);
+    link(&bed, ".handshake_claude", false);
+    link(&bed, ".coord/partners/0000000001.session", false);
+    link(&bed, ".coord/partners/seq", false);
+    expect(&bed.run(Some("claude"), &["msg", "read", "aaaa"]), 0);
+    std::fs::write(bed.at("new.txt"), "new\n").unwrap();
+    let out = bed.run(Some("claude"), &["write", "a.md", "--from", "new.txt"]);
+    expect(&out, 3);
+    let kept = std::fs::symlink_metadata(bed.at("a.md.rejected.claude")).unwrap();
+    assert!(kept.is_file(), "the link was replaced by the content");
+    expect(&bed.run(Some("gemini"), &["presence", ".", "y"]), 0);
+    expect(&bed.run(Some("claude"), &["presence", ".", "x"]), 0);
+    let out = bed.run(Some("claude"), &["handshake"]);
+    expect(&out, 1);
+    assert!(out.stderr.contains(".handshake_claude"), "{}", out.stderr);
+    expect(
+        &bed.run(Some("claude"), &["startup", "--partner", "claude"]),
+        0,
+    );
+    expect(&bed.run(Some("claude"), &["shutdown"]), 0);
+    nothing_outside(&bed);
+}
+
+#[test]
+fn review_paths_planted_as_symlinks_never_lead_outside() {
+    // The tracker name of a new review, its template, and the closed tracker.
+    let bed = Bed::new();
+    link(&bed, ".metadata/reviews/active/api-tracker.md", false);
+    link(
+        &bed,
+        ".metadata/templates/review-tracker-template.md",
+        false,
+    );
+    std::fs::write(bed.at("t.md"), "# T\n").unwrap();
+    let mut new_api = NEW_WEB.to_vec();
+    new_api[2] = "api";
+    let out = bed.run(None, &new_api);
+    expect(&out, 3);
+    expect(&bed.run(None, &["review", "show", "api"]), 1);
+    expect(&bed.run(None, NEW_WEB), 0);
+    nothing_outside(&bed);
+
+    // Symlinked folders: `.metadata`, `reviews/active`, `reviews/closed` pointing outside.
+    for folder in [
+        ".metadata",
+        ".metadata/reviews/active",
+        ".metadata/reviews/closed",
+    ] {
+        let bed = Bed::new();
+        if folder.ends_with("closed") {
+            one_review(&bed);
+        }
+        std::fs::write(bed.at("t.md"), "# T\n").unwrap();
+        link(&bed, folder, true);
+        let out = bed.run(None, NEW_WEB);
+        if folder.ends_with("closed") {
+            expect(&out, 0);
+            let out = bed.run(None, &["review", "close", "api"]);
+            assert!(matches!(out.code, Some(1 | 4)), "{}", out.stderr);
+        } else {
+            expect(&out, 1);
+            assert!(out.stderr.contains(folder), "{folder}: {}", out.stderr);
+            expect(&bed.run(None, &["review", "show", "web"]), 1);
+            expect(&bed.run(None, &["status"]), 0);
+        }
+        nothing_outside(&bed);
+    }
+}
+
+#[test]
+fn a_symlinked_dialogue_archive_or_marks_folder_is_refused() {
+    let bed = Bed::new();
+    one_said(&bed);
+    std::fs::remove_dir_all(bed.at("agent-dialogue/archive")).unwrap();
+    link(&bed, "agent-dialogue/archive", true);
+    let out = bed.run(None, ARCHIVE);
+    expect(&out, 1);
+    assert!(out.stderr.contains("symlink"), "{}", out.stderr);
+    // Nothing moved: the dialogue goes on.
+    expect(&bed.run(None, TURN), 0);
+    nothing_outside(&bed);
+
+    let bed = Bed::new();
+    two_messages(&bed);
+    link(&bed, ".coord/messages/read", true);
+    let out = bed.run(Some("claude"), &["msg", "read", "aaaa"]);
+    expect(&out, 1);
+    nothing_outside(&bed);
 }

@@ -1,5 +1,6 @@
 //! Where the workspace is: one root for everyone, whatever folder a command runs from.
 
+use crate::planted::{ALL, Bed, Kind, expect, plant, tree};
 use crate::support::{Env, eventually};
 
 /// The README's first command, run from a subfolder of a workspace, must not start a second,
@@ -214,4 +215,85 @@ fn a_workspace_removed_under_a_waiter_is_not_brought_back() {
         "{stderr}"
     );
     assert!(!env.root().exists(), "the removed workspace was made again");
+}
+
+#[test]
+fn a_hostile_state_folder_is_refused_and_nothing_is_written_through_it() {
+    for kind in ALL {
+        let bed = Bed::new();
+        let state = bed.at(".coord");
+        // A symlinked `.coord` points at a real folder outside, which must stay empty.
+        if kind == Kind::Symlink {
+            std::os::unix::fs::symlink(bed.env.path("outside"), &state).unwrap();
+        } else if kind == Kind::Dir {
+            continue; // a folder is what `.coord` should be
+        } else {
+            plant(&state, kind, &bed.victim());
+        }
+        let outside = bed.outside();
+        let out = bed.run(Some("claude"), &["lock", "a.md"]);
+        expect(&out, 1);
+        assert!(out.stderr.contains(".coord"), "{kind:?}: {}", out.stderr);
+        assert!(out.stderr.contains("hint: "), "{kind:?}: {}", out.stderr);
+        assert!(!bed.at("a.md.lock.claude").exists());
+        expect(&bed.run(Some("claude"), &["presence", "x"]), 1);
+        expect(&bed.run(Some("claude"), &["unlock", "a.md"]), 1);
+        expect(&bed.run(None, &["status"]), 0);
+        assert_eq!(bed.outside(), outside, "{kind:?}");
+        assert!(tree(&bed.env.path("outside")).is_empty());
+        bed.assert_victim_untouched();
+    }
+}
+
+#[test]
+fn a_hostile_mutex_is_refused_with_its_name() {
+    for kind in ALL {
+        let bed = Bed::new();
+        let mutex = bed.at(".coord/mutex");
+        plant(&mutex, kind, &bed.victim());
+        let outside = bed.outside();
+        let out = bed.run(Some("claude"), &["lock", "a.md"]);
+        if kind.readable() || kind == Kind::Huge {
+            // Its content does not matter: only the kernel lock on it does.
+            expect(&out, 0);
+            expect(&bed.run(Some("claude"), &["unlock"]), 0);
+        } else {
+            expect(&out, 1);
+            assert!(
+                out.stderr.contains(".coord/mutex"),
+                "{kind:?}: {}",
+                out.stderr
+            );
+            assert!(!bed.at("a.md.lock.claude").exists());
+            expect(&bed.run(Some("claude"), &["unlock", "a.md"]), 1);
+        }
+        expect(&bed.run(None, &["status"]), 0);
+        assert_eq!(bed.outside(), outside, "{kind:?}");
+        bed.assert_victim_untouched();
+    }
+}
+
+#[test]
+fn an_unusable_state_folder_is_an_io_failure() {
+    let env = Env::new();
+    env.write(".coord", "not a folder");
+    env.agent("claude")
+        .args(["lock", "a.md"])
+        .code(1)
+        .stderr_has("error: cannot create folder");
+}
+
+#[test]
+fn root_is_found_from_a_subfolder() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.path(".coord")).unwrap();
+    std::fs::create_dir_all(env.path("src/deep")).unwrap();
+    env.agent("claude")
+        .env_remove("COORD_DIR")
+        .cwd(env.path("src/deep"))
+        .args(["lock", "../lib.rs"])
+        .ok()
+        .stdout_has("Lock acquired: src/lib.rs");
+    assert!(env.exists("src/lib.rs.lock.claude"));
+    assert!(env.exists(".claude_presence"), "presence lives at the root");
 }

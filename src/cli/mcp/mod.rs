@@ -150,7 +150,7 @@ impl Life {
             return;
         };
         // After a stop request (a signal, the client gone) too.
-        let closed = coord::watch::finishing(|| {
+        let closed = coord::wait::finishing(|| {
             stamp::shutdown(&self.ws, &agent, Scope::Session(&session_id))
         });
         match closed {
@@ -280,7 +280,7 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             };
             // A call waiting for a lock ends cleanly first (it leaves the queue and resets the
             // presence), then the server clocks out.
-            coord::watch::request_stop(sig);
+            coord::wait::request_stop(sig);
             let asked = std::time::Instant::now();
             while IN_CALL.load(Ordering::SeqCst) && asked.elapsed() < CALL_GRACE {
                 std::thread::sleep(Duration::from_millis(10));
@@ -396,13 +396,13 @@ fn watch_client(life: Arc<Life>) {
             match client_gone(parent) {
                 None => {}
                 Some(ClientGone::Input) => {
-                    coord::watch::request_stop(SIGHUP);
+                    coord::wait::request_stop(SIGHUP);
                     return;
                 }
                 Some(ClientGone::Client(why)) => break why,
             }
         };
-        coord::watch::request_stop(SIGHUP);
+        coord::wait::request_stop(SIGHUP);
         let asked = std::time::Instant::now();
         while IN_CALL.load(Ordering::SeqCst) && asked.elapsed() < CALL_GRACE {
             std::thread::sleep(Duration::from_millis(10));

@@ -15,9 +15,9 @@ use crate::clock;
 use crate::error::Refusal;
 use crate::error::{Error, Result};
 use crate::fsutil;
-use crate::handoff;
 use crate::layout;
 use crate::v3::presence::{self, LockStatus, StateCache};
+use crate::wait::handoff;
 use crate::workspace::{AgentId, Target, Workspace};
 
 /// What happened to one file on release.

@@ -16,13 +16,13 @@ use crate::arbiter::Guard;
 use crate::clock::{self, Timestamp};
 use crate::error::Result;
 use crate::fsutil;
-use crate::handoff;
 use crate::host;
 use crate::layout;
 use crate::pattern::Pattern;
 use crate::record::Record;
 use crate::v3::presence::{self, LockStatus, StateCache};
 use crate::v3::queue::{self, Tickets};
+use crate::wait::handoff;
 use crate::workspace::{Target, Workspace};
 
 /// One try, under the mutex: take every target or none.

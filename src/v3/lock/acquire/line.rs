@@ -30,14 +30,14 @@ impl Drop for Waiting<'_> {
         };
         // A stop request (a signal, the client of `coord mcp` gone) ended the wait: cleaning up
         // still takes the mutex, waiting a little for a holder of it.
-        let mutex = crate::watch::finishing(|| self.ws.lock_mutex_within(CLEANUP_PATIENCE));
+        let mutex = crate::wait::finishing(|| self.ws.lock_mutex_within(CLEANUP_PATIENCE));
         match mutex {
             Ok(_mutex) => settle(self.ws, self.agent, &tickets),
             // The tickets stay, judged dead once this process is gone; their locks go now, so
             // that a long-lived process (`coord mcp`) does not keep them.
             Err(_) => {
                 for path in &tickets.paths {
-                    crate::handoff::let_go(path);
+                    crate::wait::handoff::let_go(path);
                 }
             }
         }

@@ -5,7 +5,7 @@
 //! the wait queue, take stale locks over (re-verified), publish our records, look once more for
 //! a lock made by hand, update the presence. Anything that fails after publishing withdraws what
 //! this try published. A try that would wait first checks for a deadlock and takes a ticket in
-//! the queue (`line`); between tries a waiter sleeps on folder events (see [`crate::watch`]) and
+//! the queue (`line`); between tries a waiter sleeps on folder events (see [`crate::wait`]) and
 //! re-reads what blocked it before trying in full again (`wake`). What stood in the way becomes
 //! the caller's refusal (`blocker`).
 
@@ -29,12 +29,12 @@ use crate::arbiter::Policy;
 use crate::clock::Wait;
 use crate::error::{Error, Result};
 use crate::fsutil;
-use crate::handoff;
 use crate::layout;
 use crate::v3::backup;
 use crate::v3::presence::{self, LockStatus};
 use crate::v3::queue;
-use crate::watch::Deadline;
+use crate::wait::Deadline;
+use crate::wait::handoff;
 use crate::workspace::{AgentId, Target, Workspace};
 
 /// What a waiter was told stands in the way.
@@ -508,7 +508,7 @@ impl Tries<'_> {
             // A claim is in the way, or asked for: `.coord/claims` and the claim queues are
             // looked at again shortly (claims are few; a try reads one small file).
             std::thread::sleep(self.deadline.next_sleep(CLAIM_RECHECK));
-            if let Some(signal) = crate::watch::stop_requested() {
+            if let Some(signal) = crate::wait::stop_requested() {
                 return Err(Error::Interrupted {
                     signal,
                     file: self.first_key(),
@@ -534,7 +534,7 @@ impl Tries<'_> {
             self.deadline,
         );
         // Asked to stop: `waiting` leaves the queue and resets the presence on the way out.
-        if let Some(signal) = crate::watch::stop_requested() {
+        if let Some(signal) = crate::wait::stop_requested() {
             return Err(Error::Interrupted {
                 signal,
                 file: self.first_key(),

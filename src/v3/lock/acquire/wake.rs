@@ -7,12 +7,12 @@ use std::time::{Duration, Instant};
 
 use crate::arbiter::Policy;
 use crate::fsutil;
-use crate::handoff::{Handoff, Woken};
 use crate::host;
 use crate::layout;
 use crate::record::Record;
 use crate::v3::queue;
-use crate::watch::{Deadline, FolderWatch};
+use crate::wait::handoff::{Handoff, Woken};
+use crate::wait::{Deadline, FolderWatch};
 use crate::workspace::Target;
 
 /// Where a waiter only re-reads the blocking lock, how often it tries in full anyway (a lock
@@ -44,7 +44,7 @@ pub(super) struct Probe {
     /// to judge.
     pub(super) agent: String,
     /// Whether to sleep on the hand-off of the file in front of us where its owner keeps it
-    /// locked ([`crate::handoff`]; local folders only).
+    /// locked ([`crate::wait::handoff`]; local folders only).
     pub(super) hand_over: bool,
 }
 
@@ -204,7 +204,7 @@ pub(super) fn watch_for(root: &Path, targets: &[Target]) -> Watches {
 /// by age, and a ticket ahead may belong to a process that is gone.
 ///
 /// On a local folder a waiter sleeps on the hand-off of the file in front of it when its owner
-/// keeps it locked ([`crate::handoff`]): the ticket just before ours, or the lock of a `coord
+/// keeps it locked ([`crate::wait::handoff`]): the ticket just before ours, or the lock of a `coord
 /// run`. The kernel wakes that one waiter when the file is let go. Otherwise it sleeps on folder
 /// watches:
 ///
@@ -294,7 +294,7 @@ pub(super) fn sleep(
         }
         if since.elapsed() >= full_every
             || deadline.passed()
-            || crate::watch::stop_requested().is_some()
+            || crate::wait::stop_requested().is_some()
         {
             break;
         }

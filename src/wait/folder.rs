@@ -1,24 +1,17 @@
-//! Waiting for a condition on disk without polling every few seconds.
+//! Folder events: a waiter sleeps until something changes in a few folders.
 //!
 //! A [`FolderWatch`] subscribes to events in a few folders (inotify on Linux, through `notify`)
 //! and wakes its waiter on any change there. Because network filesystems send no events, and
-//! because a watch can fail to start, every wait is also bounded by a short re-check interval:
-//! events make waits fast, the re-check makes them certain.
+//! because a watch can fail to start, every wait is also bounded by a short re-check interval
+//! ([`RECHECK`]): events make waits fast, the re-check makes them certain.
 //!
 //! Subscribe first, then test the condition, then wait: a change that lands between the test
 //! and the wait is still seen.
 
 use std::path::{Path, PathBuf};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-/// How often a waiter re-checks even without an event (network filesystems send none).
-pub const RECHECK: Duration = Duration::from_millis(500);
-
-/// How often a waiter on `dir` re-checks without an event: [`RECHECK`], or sooner where events
-/// from other machines never arrive (a network filesystem; see [`crate::arbiter`]).
-pub fn recheck_for(dir: &Path) -> Duration {
-    crate::arbiter::policy(dir).map_or(RECHECK, |p| p.recheck.min(RECHECK))
-}
+use super::RECHECK;
 
 /// A subscription to changes in some folders.
 ///
@@ -154,11 +147,11 @@ mod direct {
 
     /// Which events in one watched folder wake the waiter.
     #[derive(Debug, Clone, Default)]
-    pub(in crate::watch) struct Interest {
+    pub(in crate::wait) struct Interest {
         /// The name prefixes that matter (`None`: every name).
-        pub(in crate::watch) prefixes: Option<Vec<String>>,
+        pub(in crate::wait) prefixes: Option<Vec<String>>,
         /// Only a name going away (deleted or renamed away) matters.
-        pub(in crate::watch) removals_only: bool,
+        pub(in crate::wait) removals_only: bool,
     }
 
     impl Interest {
@@ -271,10 +264,10 @@ mod direct {
                         // Only the kernel's own bookkeeping (a watch removed): wait on.
                     }
                     // A signal: the caller sees a request to stop at once.
-                    Err(Errno::INTR) if super::stop_requested().is_some() => return false,
+                    Err(Errno::INTR) if crate::wait::stop_requested().is_some() => return false,
                     Err(Errno::INTR) => {}
                     Err(_) => {
-                        std::thread::sleep(left.min(super::RECHECK));
+                        std::thread::sleep(left.min(crate::wait::RECHECK));
                         return false;
                     }
                 }
@@ -425,7 +418,7 @@ mod threaded {
                 Ok(()) => true,
                 Err(RecvTimeoutError::Timeout) => false,
                 Err(RecvTimeoutError::Disconnected) => {
-                    std::thread::sleep(max.min(super::RECHECK));
+                    std::thread::sleep(max.min(crate::wait::RECHECK));
                     false
                 }
             };
@@ -476,88 +469,6 @@ pub fn settle() {
             let _ = handle.join();
         }
     }
-}
-
-/// A point in time by which a wait ends, or none.
-#[derive(Debug, Clone, Copy)]
-pub struct Deadline(Option<Instant>);
-
-impl Deadline {
-    /// A deadline `d` from now, or never for `None`.
-    pub fn after(d: Option<Duration>) -> Deadline {
-        Deadline(d.map(|d| Instant::now() + d))
-    }
-
-    /// Whether it has passed.
-    pub fn passed(&self) -> bool {
-        self.0.is_some_and(|t| Instant::now() >= t)
-    }
-
-    /// How long to sleep next: at most `step`, never past the deadline.
-    pub fn next_sleep(&self, step: Duration) -> Duration {
-        match self.0 {
-            Some(t) => t.saturating_duration_since(Instant::now()).min(step),
-            None => step,
-        }
-    }
-}
-
-/// Signals that end a wait cleanly once [`stop_on_signals`] was called: the waiter leaves the
-/// queue and resets its presence, as when the wait times out, instead of dying mid-wait.
-static STOP: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicUsize>> =
-    std::sync::OnceLock::new();
-
-/// From now on, `SIGINT`, `SIGTERM` and `SIGHUP` no longer end this process at once: a wait in
-/// progress ([`stop_requested`]) ends cleanly and reports the signal. For commands that only
-/// wait and then act briefly (`coord lock`), and for `coord run` until its command starts.
-///
-/// # Errors
-///
-/// When the handlers cannot be installed.
-pub fn stop_on_signals() -> std::io::Result<()> {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    let flag = STOP.get_or_init(Default::default);
-    for sig in [SIGINT, SIGTERM, SIGHUP] {
-        signal_hook::flag::register_usize(sig, std::sync::Arc::clone(flag), sig as usize)?;
-    }
-    Ok(())
-}
-
-/// Ask every wait of this process to end cleanly, as the signal `sig` would after
-/// [`stop_on_signals`]: for a server whose client went away while a call of it waits
-/// (`coord mcp`).
-pub fn request_stop(sig: i32) {
-    let flag = STOP.get_or_init(Default::default);
-    let _ = flag.compare_exchange(
-        0,
-        usize::try_from(sig).unwrap_or(1).max(1),
-        std::sync::atomic::Ordering::SeqCst,
-        std::sync::atomic::Ordering::SeqCst,
-    );
-}
-
-std::thread_local! {
-    static FINISHING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-/// Run `f` with stop requests ignored on this thread: the cleanup after a wait that a stop
-/// ended (leaving the queue, resetting the presence, clocking out) must still take the
-/// workspace mutex when another process holds it for a moment.
-pub fn finishing<T>(f: impl FnOnce() -> T) -> T {
-    let before = FINISHING.with(|c| c.replace(true));
-    let out = f();
-    FINISHING.with(|c| c.set(before));
-    out
-}
-
-/// The signal that asked this process to stop, if any (see [`stop_on_signals`]); `None`
-/// inside [`finishing`].
-pub fn stop_requested() -> Option<i32> {
-    if FINISHING.with(std::cell::Cell::get) {
-        return None;
-    }
-    let sig = STOP.get()?.load(std::sync::atomic::Ordering::SeqCst);
-    (sig != 0).then(|| i32::try_from(sig).unwrap_or(15))
 }
 
 #[cfg(test)]
@@ -623,14 +534,5 @@ mod tests {
         );
         std::fs::remove_file(&p).unwrap();
         assert!(w.wait(Duration::from_secs(10)), "a removal is");
-    }
-
-    #[test]
-    fn deadlines() {
-        let d = Deadline::after(Some(Duration::ZERO));
-        assert!(d.passed());
-        let never = Deadline::after(None);
-        assert!(!never.passed());
-        assert_eq!(never.next_sleep(RECHECK), RECHECK);
     }
 }

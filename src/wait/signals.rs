@@ -1,0 +1,59 @@
+//! Stopping a wait on a signal: the waiter leaves cleanly instead of dying mid-wait.
+
+/// Signals that end a wait cleanly once [`stop_on_signals`] was called: the waiter leaves the
+/// queue and resets its presence, as when the wait times out, instead of dying mid-wait.
+static STOP: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicUsize>> =
+    std::sync::OnceLock::new();
+
+/// From now on, `SIGINT`, `SIGTERM` and `SIGHUP` no longer end this process at once: a wait in
+/// progress ([`stop_requested`]) ends cleanly and reports the signal. For commands that only
+/// wait and then act briefly (`coord lock`), and for `coord run` until its command starts.
+///
+/// # Errors
+///
+/// When the handlers cannot be installed.
+pub fn stop_on_signals() -> std::io::Result<()> {
+    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
+    let flag = STOP.get_or_init(Default::default);
+    for sig in [SIGINT, SIGTERM, SIGHUP] {
+        signal_hook::flag::register_usize(sig, std::sync::Arc::clone(flag), sig as usize)?;
+    }
+    Ok(())
+}
+
+/// Ask every wait of this process to end cleanly, as the signal `sig` would after
+/// [`stop_on_signals`]: for a server whose client went away while a call of it waits
+/// (`coord mcp`).
+pub fn request_stop(sig: i32) {
+    let flag = STOP.get_or_init(Default::default);
+    let _ = flag.compare_exchange(
+        0,
+        usize::try_from(sig).unwrap_or(1).max(1),
+        std::sync::atomic::Ordering::SeqCst,
+        std::sync::atomic::Ordering::SeqCst,
+    );
+}
+
+std::thread_local! {
+    static FINISHING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Run `f` with stop requests ignored on this thread: the cleanup after a wait that a stop
+/// ended (leaving the queue, resetting the presence, clocking out) must still take the
+/// workspace mutex when another process holds it for a moment.
+pub fn finishing<T>(f: impl FnOnce() -> T) -> T {
+    let before = FINISHING.with(|c| c.replace(true));
+    let out = f();
+    FINISHING.with(|c| c.set(before));
+    out
+}
+
+/// The signal that asked this process to stop, if any (see [`stop_on_signals`]); `None`
+/// inside [`finishing`].
+pub fn stop_requested() -> Option<i32> {
+    if FINISHING.with(std::cell::Cell::get) {
+        return None;
+    }
+    let sig = STOP.get()?.load(std::sync::atomic::Ordering::SeqCst);
+    (sig != 0).then(|| i32::try_from(sig).unwrap_or(15))
+}

@@ -1,0 +1,93 @@
+//! The live view behind `coord watch`: look at the workspace, wait for a change, say what changed.
+//!
+//! A [`Snapshot`] is a [`Status`] plus the messages sent so far; [`watched_folders`] are the few
+//! folders whose events wake the view; [`diff`] ([`change`]) compares two snapshots and names
+//! each change once. Reading only. (Waiting for a condition, the machinery every `--wait` uses,
+//! is [`crate::wait`].)
+
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use crate::layout;
+use crate::status::{self, Status};
+use crate::v3::message;
+use crate::workspace::Workspace;
+
+pub mod change;
+
+pub use change::{Change, diff};
+
+/// The workspace at one moment.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    /// Everything `coord status` shows.
+    pub status: Status,
+    /// The messages sent so far (bodies left out).
+    pub messages: Vec<MessageHead>,
+}
+
+/// A message without its body.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct MessageHead {
+    /// Its id.
+    pub id: String,
+    /// The sender's id.
+    pub from: String,
+    /// The recipient's id, or `all`.
+    pub to: String,
+    /// When it was sent, as written.
+    pub time: String,
+}
+
+/// Look at the workspace now.
+pub fn snapshot(ws: &Workspace) -> Snapshot {
+    let (messages, _) = message::scan(ws.root());
+    Snapshot {
+        status: status::collect(ws),
+        messages: messages
+            .into_iter()
+            .map(|m| MessageHead {
+                id: m.id,
+                from: m.from,
+                to: m.to,
+                time: m.time,
+            })
+            .collect(),
+    }
+}
+
+/// The folders whose changes `coord watch` wakes on, for the workspace as `snap` saw it (or
+/// before a first look, `None`): the
+/// root (presences, handshakes), coord's state folders (the index of the locks coord made,
+/// the wait queues, messages, the stamp card), the dialogue, the open reviews, and the folders
+/// of the locks seen (a lock made by hand going away). A few dozen folders, however large the
+/// tree: a lock made by hand elsewhere is seen at the next re-check. Folders that do not exist
+/// yet are listed all the same (the watch skips them; call again after the next look).
+pub fn watched_folders(ws: &Workspace, snap: Option<&Snapshot>) -> Vec<PathBuf> {
+    let root = ws.root();
+    let mut dirs = vec![
+        root.to_path_buf(),
+        layout::state_dir(root),
+        layout::held_dir(root),
+        layout::queue_root(root),
+        layout::messages_dir(root),
+        layout::partners_dir(root),
+        layout::review_active_dir(&root.join(layout::REVIEW_METADATA_DIR)),
+    ];
+    if let Ok(queues) = std::fs::read_dir(layout::queue_root(root)) {
+        dirs.extend(queues.flatten().map(|q| q.path()));
+    }
+    let status = snap.map(|s| &s.status);
+    if let Some(d) = status.and_then(|s| s.dialogue.as_ref()) {
+        dirs.push(root.join(&d.folder));
+    }
+    for lock in status.iter().flat_map(|s| &s.locks) {
+        if let Some(dir) = root.join(&lock.lock_file).parent() {
+            dirs.push(dir.to_path_buf());
+        }
+    }
+    dirs.sort();
+    dirs.dedup();
+    dirs
+}

@@ -1,0 +1,372 @@
+//! The scenarios every real client goes through (each client's `*_e2e.rs` runs them with its
+//! own [`Client`]): a denied edit then allowed, two sessions, the session's start and end, the
+//! MCP lock, shell commands, a killed client.
+
+use serde_json::Value;
+
+use super::{Client, Finished, Repo, client_process, release, setup, start, until};
+
+/// The text of `rel`, if it exists.
+fn content(repo: &Repo, rel: &str) -> Option<String> {
+    std::fs::read_to_string(repo.env.path(rel)).ok()
+}
+
+/// The one agent of `client` holding `rel`, if exactly one holds it.
+fn session_holder(client: &dyn Client, repo: &Repo, rel: &str) -> Option<String> {
+    match repo.holders(rel).as_slice() {
+        [one] if one.starts_with(&format!("{}-", client.name())) => Some(one.clone()),
+        _ => None,
+    }
+}
+
+/// An edit is denied while another agent holds the file (the file untouched, the reason naming the
+/// holder in the model's next request); allowed once released; the session's lock released at
+/// the end of its turn. The turn's end is told from the session's: a message waits for the
+/// session, so its Stop hook, having released the turn's locks, holds the stop once and the
+/// client goes on (still running, its SessionEnd not yet run) with the message listed.
+pub fn denied_then_allowed(client: &dyn Client) {
+    let (repo, model) = setup(client);
+    let env = &repo.env;
+    env.write("target.txt", "original\n");
+    env.agent("alice").args(["lock", "target.txt", "-q"]).ok();
+    let (go, stop, end) = (repo.flag("go"), repo.flag("stop"), repo.flag("end"));
+    let target = repo.abs("target.txt");
+    let mut run = start(
+        client,
+        &repo,
+        &model,
+        "session",
+        serde_json::json!([
+            {"write": [target, "from the session"]},
+            {"hold": go},
+            {"write": [target, "from the session"]},
+            {"hold": stop},
+            {"say": "the turn is over"},
+            {"hold": end},
+        ]),
+    );
+    until(
+        &mut run,
+        "the first edit's result reached the model",
+        || !model.results().is_empty(),
+    );
+    let denied = &model.results()[0].0;
+    assert!(
+        denied.contains("alice") && denied.contains("target.txt"),
+        "the model's next request carries the reason, naming the holder: {denied}"
+    );
+    assert_eq!(
+        env.read("target.txt"),
+        "original\n",
+        "the denied edit did not happen"
+    );
+    assert_eq!(repo.holders("target.txt"), ["alice"]);
+
+    env.agent("alice").args(["unlock", "target.txt", "-q"]).ok();
+    release(&go);
+    until(
+        &mut run,
+        "the second edit's result reached the model",
+        || model.results().len() >= 2,
+    );
+    assert_eq!(env.read("target.txt").trim_end(), "from the session");
+    let Some(agent) = session_holder(client, &repo, "target.txt") else {
+        panic!(
+            "the session holds the file it edited: {:?}",
+            repo.holders("target.txt")
+        )
+    };
+
+    env.agent("alice")
+        .args(["msg", "send", &agent, "target.txt is yours now", "-q"])
+        .ok();
+    release(&stop);
+    until(&mut run, "the client went on after its Stop hook", || {
+        model
+            .turns()
+            .iter()
+            .filter(|t| t["results"].as_array().is_some_and(|r| r.len() >= 2))
+            .count()
+            >= 2
+    });
+    assert!(run.running());
+    assert!(
+        repo.holders("target.txt").is_empty(),
+        "the lock is released at the turn's end: {:?}",
+        repo.holders("target.txt")
+    );
+    let last = model.turns().last().unwrap()["body"].to_string();
+    assert!(
+        last.contains("target.txt is yours now"),
+        "the Stop hook lists the unread message for the model"
+    );
+
+    release(&end);
+    let done = run.wait();
+    assert_eq!(done.code, Some(0), "{done:?}");
+    assert!(repo.holders("target.txt").is_empty());
+}
+
+/// Two concurrent sessions of one client are two agents: the second one's edit of the file the
+/// first holds is denied, naming the first. Returns both runs' outputs.
+pub fn two_sessions_exclude_each_other(client: &dyn Client) -> (Finished, Finished) {
+    let (repo, model) = setup(client);
+    client.before_concurrent_sessions();
+    let env = &repo.env;
+    let end = repo.flag("end-a");
+    let shared = repo.abs("shared.txt");
+    let mut a = start(
+        client,
+        &repo,
+        &model,
+        "session-a",
+        serde_json::json!([{"write": [shared, "from A"]}, {"hold": end}]),
+    );
+    until(&mut a, "session A's edit", || {
+        env.exists("shared.txt") && session_holder(client, &repo, "shared.txt").is_some()
+    });
+    let agent_a = session_holder(client, &repo, "shared.txt").unwrap();
+
+    let b = start(
+        client,
+        &repo,
+        &model,
+        "session-b",
+        serde_json::json!([{"write": [shared, "from B"]}]),
+    )
+    .wait();
+    assert_eq!(b.code, Some(0), "{b:?}");
+    assert_eq!(
+        env.read("shared.txt").trim_end(),
+        "from A",
+        "session B (another agent) did not overwrite A's file"
+    );
+    assert_eq!(repo.holders("shared.txt"), std::slice::from_ref(&agent_a));
+    let reasons = model.results_containing(&agent_a);
+    assert!(
+        reasons.iter().any(|r| r.contains("shared.txt")),
+        "B's model learns that {agent_a} holds the file: {reasons:?}"
+    );
+
+    release(&end);
+    let a = a.wait();
+    assert_eq!(a.code, Some(0), "{a:?}");
+    assert!(repo.holders("shared.txt").is_empty());
+    (a, b)
+}
+
+/// The SessionStart hook's context reaches the model: its first request names another agent's lock.
+pub fn session_start_context_reaches_the_model(client: &dyn Client) {
+    let (repo, model) = setup(client);
+    repo.env
+        .agent("alice")
+        .args(["lock", "notes.md", "-q", "--reason", "rewriting the intro"])
+        .ok();
+    let done = start(client, &repo, &model, "session", serde_json::json!([])).wait();
+    assert_eq!(done.code, Some(0), "{done:?}");
+    let body = model.first_turn_body();
+    assert!(
+        !body.is_empty(),
+        "the session asked the model: {:?}",
+        model.requests().len()
+    );
+    assert!(
+        body.contains("alice") && body.contains("notes.md"),
+        "the model's first request holds coord's context naming alice's lock on notes.md"
+    );
+}
+
+/// SessionEnd finishes the session's presence.
+pub fn session_end_finishes_the_presence(client: &dyn Client) {
+    let (repo, model) = setup(client);
+    let done = start(
+        client,
+        &repo,
+        &model,
+        "session",
+        serde_json::json!([{"write": [repo.abs("a.txt"), "a"]}]),
+    )
+    .wait();
+    assert_eq!(done.code, Some(0), "{done:?}");
+    assert_eq!(repo.env.read("a.txt").trim_end(), "a");
+    let prefix = format!("{}-", client.name());
+    let mine: Vec<_> = repo
+        .agents()
+        .into_iter()
+        .filter(|(a, _)| a.starts_with(&prefix))
+        .collect();
+    assert!(
+        !mine.is_empty(),
+        "the session was present: {:?}",
+        repo.agents()
+    );
+    assert!(
+        mine.iter().all(|(_, s)| s == "FINISHED"),
+        "the session's presence is FINISHED once it ended: {mine:?}"
+    );
+}
+
+/// The session's MCP `lock` and its own edit do not block each other (one session, one agent).
+pub fn mcp_lock_and_own_edit(client: &dyn Client) {
+    let (repo, model) = setup(client);
+    let end = repo.flag("end");
+    let mut run = start(
+        client,
+        &repo,
+        &model,
+        "session",
+        serde_json::json!([
+            {"mcp": ["lock", {"files": ["mcp.txt"]}]},
+            {"write": [repo.abs("mcp.txt"), "after the MCP lock"]},
+            {"hold": end},
+        ]),
+    );
+    until(&mut run, "the edit's result reached the model", || {
+        model.results().len() >= 2
+    });
+    let results = model.results();
+    assert!(
+        results[0].0.contains("mcp.txt") && !results[0].1,
+        "the MCP lock was granted: {results:?}"
+    );
+    assert_eq!(
+        content(&repo, "mcp.txt").as_deref().map(str::trim_end),
+        Some("after the MCP lock"),
+        "the session's own edit went through: {results:?}"
+    );
+    assert!(
+        session_holder(client, &repo, "mcp.txt").is_some(),
+        "one agent, the session's, holds mcp.txt: {:?}",
+        repo.holders("mcp.txt")
+    );
+    release(&end);
+    let done = run.wait();
+    assert_eq!(done.code, Some(0), "{done:?}");
+}
+
+/// `coord lock`, `coord whoami` and (with `commit`) `git commit` through the guard, run from the
+/// agent's shell tool, act as the session.
+pub fn shell_commands_act_as_the_session(client: &dyn Client, commit: bool) {
+    let (repo, model) = setup(client);
+    repo.env.cmd().args(["guard", "install", "-q"]).ok();
+    let end = repo.flag("end");
+    let mut steps = vec![
+        serde_json::json!({"shell": "coord lock shell.txt"}),
+        serde_json::json!({"write": [repo.abs("shell.txt"), "from the session"]}),
+        serde_json::json!({"shell": "coord whoami"}),
+    ];
+    if commit {
+        steps.push(serde_json::json!(
+            {"shell": "git add shell.txt && git commit -q -m 'shell.txt from the session'"}
+        ));
+    }
+    let tools = steps.len();
+    steps.push(serde_json::json!({"hold": end}));
+    let mut run = start(client, &repo, &model, "session", Value::from(steps));
+    until(
+        &mut run,
+        "the last command's result reached the model",
+        || model.results().len() >= tools,
+    );
+    let results = model.results();
+    assert_eq!(
+        content(&repo, "shell.txt").as_deref().map(str::trim_end),
+        Some("from the session"),
+        "the edit of a file the session locked from its shell went through: {results:?}"
+    );
+    let holder = session_holder(client, &repo, "shell.txt");
+    let Some(holder) = holder else {
+        panic!(
+            "one agent, the session's, holds shell.txt: {:?}; {results:?}",
+            repo.holders("shell.txt")
+        )
+    };
+    assert!(
+        results[2].0.contains(&holder),
+        "`coord whoami` in the shell names the session's agent {holder}: {results:?}"
+    );
+    if commit {
+        let log = repo.git(&["log", "--format=%s"]);
+        assert!(
+            log.contains("shell.txt from the session"),
+            "the guard let the session commit its own file: {log:?}; {results:?}"
+        );
+    }
+    release(&end);
+    let done = run.wait();
+    assert_eq!(done.code, Some(0), "{done:?}");
+    assert!(
+        repo.holders("shell.txt").is_empty(),
+        "{:?}",
+        repo.holders("shell.txt")
+    );
+}
+
+/// `kill -9` of the client frees its files within seconds: another agent's lock with a short
+/// wait gets them. The session took its file by an edit, or (`by_shell`) with `coord lock` from
+/// its shell tool.
+pub fn killed_client_frees_its_files(client: &dyn Client, by_shell: bool) {
+    let (repo, model) = setup(client);
+    let never = repo.flag("never");
+    let take = if by_shell {
+        serde_json::json!({"shell": "coord lock k.txt"})
+    } else {
+        serde_json::json!({"write": [repo.abs("k.txt"), "x"]})
+    };
+    let mut run = start(
+        client,
+        &repo,
+        &model,
+        "session",
+        serde_json::json!([take, {"hold": never}]),
+    );
+    until(&mut run, "the result of the session's lock", || {
+        model.results().len() == 1
+    });
+    assert!(
+        session_holder(client, &repo, "k.txt").is_some(),
+        "the session holds k.txt: {:?}; {:?}",
+        repo.holders("k.txt"),
+        model.results()
+    );
+    let pid = client_process(run.pid());
+    run.kill9(pid);
+    repo.env
+        .agent("bob")
+        .args(["lock", "k.txt", "--wait", "20s", "-q"])
+        .ok();
+    assert_eq!(repo.holders("k.txt"), ["bob"]);
+}
+
+/// A shell command that changes a file another agent holds: the post-tool hook of the shell
+/// tool tells the model at once (its next request holds coord's notice naming file and holder).
+pub fn shell_edit_is_told_to_the_model(client: &dyn Client) {
+    let (repo, model) = setup(client);
+    repo.env.write("held.md", "alice's draft\n");
+    repo.env
+        .agent("alice")
+        .args(["lock", "held.md", "-q", "--reason", "rewriting it"])
+        .ok();
+    let done = start(
+        client,
+        &repo,
+        &model,
+        "session",
+        serde_json::json!([{"shell": "echo more >> held.md"}, {"say": "ok"}]),
+    )
+    .wait();
+    assert_eq!(done.code, Some(0), "{done:?}");
+    assert!(
+        repo.env.read("held.md").contains("more"),
+        "the shell command ran"
+    );
+    let told = model.turns().iter().any(|r| {
+        let body = r["body"].to_string();
+        body.contains("your shell command changed") && body.contains("held.md")
+    });
+    assert!(
+        told,
+        "the model's request after the shell call holds coord's notice: {:?}",
+        model.turns().last().map(|r| r["results"].to_string())
+    );
+}

@@ -1,0 +1,412 @@
+//! `coord init` refusals and reports: unparsable, FIFO or linked settings files, dry runs, a
+//! user's own hook entry, `doctor`, and a rerun that widens coord's matcher.
+
+use serde_json::Value;
+
+use crate::init::{commands, read_json};
+use crate::support::Env;
+
+#[test]
+fn an_unparsable_file_stops_init_before_anything_is_written() {
+    for (file, bad) in [
+        (".claude/settings.json", "{\"hooks\": [1,"),
+        (".mcp.json", "not json"),
+        (".codex/config.toml", "[mcp_servers\ncommand = "),
+        (".gemini/settings.json", "[1, 2]"),
+        (
+            ".github/hooks/coord.json",
+            "{\"hooks\": {\"preToolUse\": {}}}",
+        ),
+    ] {
+        let env = Env::new();
+        env.write(file, bad);
+        env.write("AGENTS.md", "mine\n");
+        let before = env.snapshot();
+        let out = env.cmd().arg("init").code(2);
+        assert!(
+            out.stderr.contains("error:") && out.stderr.contains(file),
+            "{file}: {}",
+            out.stderr
+        );
+        assert_eq!(env.snapshot(), before, "{file}: nothing written");
+        assert!(!env.path(".coord").exists(), "{file}: no .coord/");
+    }
+}
+
+#[test]
+fn dry_run_prints_the_changes_and_writes_nothing() {
+    let env = Env::new();
+    env.write("AGENTS.md", "mine\n");
+    let before = env.snapshot();
+    let out = env
+        .cmd()
+        .args(["init", "--client", "codex", "--dry-run"])
+        .ok();
+    out.stdout_has("Would create: .codex/hooks.json")
+        .stdout_has("Would update: AGENTS.md")
+        .stdout_has("coord hook codex")
+        .stdout_lacks(".claude");
+    assert_eq!(env.snapshot(), before);
+    assert!(!env.path(".coord").exists());
+    let json: Value = env.cmd().args(["init", "--dry-run", "--json"]).ok().json();
+    assert_eq!(json["dry_run"], true);
+    assert!(json["plan"]["changes"].as_array().unwrap().len() >= 9);
+    assert_eq!(env.snapshot(), before);
+}
+
+/// A `coord` run with `home` as the home folder and no client config from the environment.
+fn with_home(env: &Env, home: &std::path::Path) -> crate::support::Cmd {
+    let mut cmd = env.cmd().env("HOME", home);
+    for var in [
+        "CLAUDE_CONFIG_DIR",
+        "CODEX_HOME",
+        "GEMINI_CLI_HOME",
+        "GEMINI_CLI_TRUSTED_FOLDERS_PATH",
+        "GEMINI_CLI_TRUST_WORKSPACE",
+        "GEMINI_RESTRICTED_MODE",
+        "COPILOT_HOME",
+        "COPILOT_ALLOW_ALL",
+    ] {
+        cmd = cmd.env_remove(var);
+    }
+    cmd.env(
+        "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+        home.join("no-system-settings.json"),
+    )
+}
+
+/// `coord doctor --json`'s verdict per wired client.
+fn verdicts(env: &Env, home: &std::path::Path) -> Vec<(String, String, String)> {
+    let v: Value = with_home(env, home).args(["doctor", "--json"]).ok().json();
+    v["clients"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no clients in {v}"))
+        .iter()
+        .map(|c| {
+            (
+                c["client"].as_str().unwrap().to_string(),
+                c["hooks_run"].as_str().unwrap().to_string(),
+                c["why"].as_str().unwrap().to_string(),
+            )
+        })
+        .collect()
+}
+
+/// Issue 25: hooks that silently do not run. `coord init` prints, per client, the step that
+/// makes the client run them; `coord doctor` says, per wired client, whether its own config
+/// trusts the folder (Claude's `~/.claude.json`, Codex's project and per-hook trust in
+/// `~/.codex/config.toml`, Gemini's `trustedFolders.json`, Copilot's `trustedFolders`).
+#[test]
+fn init_and_doctor_say_which_clients_run_the_hooks() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    let out = with_home(&env, h)
+        .args(["init", "--client", "codex,gemini"])
+        .ok();
+    out.stdout_has("Codex CLI: runs these hooks only in a folder it trusts")
+        .stdout_has("Trust all and continue")
+        .stdout_has("Gemini CLI: runs these hooks only in a folder it trusts")
+        .stdout_has("\"TRUST_FOLDER\"")
+        .stdout_lacks("Claude Code");
+    let json: Value = with_home(&env, h)
+        .args(["init", "--json", "--client", "claude,copilot"])
+        .ok()
+        .json();
+    let steps = json["trust"].as_array().unwrap();
+    assert_eq!(steps.len(), 2);
+    assert!(
+        steps[0]["step"]
+            .as_str()
+            .unwrap()
+            .contains("hasTrustDialogAccepted")
+    );
+    assert!(
+        steps[1]["step"]
+            .as_str()
+            .unwrap()
+            .contains("trustedFolders")
+    );
+
+    // Nothing trusted yet: no client runs the hooks.
+    let v = verdicts(&env, h);
+    let names: Vec<&str> = v.iter().map(|(c, _, _)| c.as_str()).collect();
+    assert_eq!(names, ["claude", "codex", "gemini", "copilot"]);
+    for (client, run, why) in &v {
+        assert_eq!(run, "no", "{client}: {why}");
+    }
+    let text = with_home(&env, h).arg("doctor").ok();
+    text.stdout_has("client:        Copilot CLI: runs these hooks only in a folder it trusts")
+        .stdout_has("git in shell:  Gemini CLI: git hooks for commits through its shell: no");
+    // Issue 35: per wired client, whether git hooks run for its shell's commits.
+    let v: Value = with_home(&env, h).args(["doctor", "--json"]).ok().json();
+    let hooks: Vec<bool> = v["clients"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| c["shell_git_hooks"].as_bool().unwrap())
+        .collect();
+    assert_eq!(hooks, [true, true, false, true]);
+
+    // Each client's own record of trust, as the client writes it.
+    let root: Value = with_home(&env, h).args(["doctor", "--json"]).ok().json();
+    let root = root["root"].as_str().unwrap().to_string();
+    let parent = std::path::Path::new(&root)
+        .parent()
+        .unwrap()
+        .display()
+        .to_string();
+    std::fs::write(
+        h.join(".claude.json"),
+        serde_json::json!({"projects": {parent.clone(): {"hasTrustDialogAccepted": true}}})
+            .to_string(),
+    )
+    .unwrap();
+    std::fs::create_dir_all(h.join(".codex")).unwrap();
+    let mut codex = format!("[projects.\"{root}\"]\ntrust_level = \"trusted\"\n");
+    for event in [
+        "session_start",
+        "pre_tool_use",
+        "post_tool_use",
+        "permission_request",
+        "user_prompt_submit",
+        "stop",
+        "session_end",
+    ] {
+        codex.push_str(&format!(
+            "\n[hooks.state.\"{root}/.codex/hooks.json:{event}:0:0\"]\ntrusted_hash = \"sha256:00\"\n"
+        ));
+    }
+    std::fs::write(h.join(".codex/config.toml"), &codex).unwrap();
+    std::fs::create_dir_all(h.join(".gemini")).unwrap();
+    std::fs::write(
+        h.join(".gemini/trustedFolders.json"),
+        format!("{{\n  // written by Gemini CLI\n  \"{root}\": \"TRUST_FOLDER\"\n}}\n"),
+    )
+    .unwrap();
+    std::fs::create_dir_all(h.join(".copilot")).unwrap();
+    std::fs::write(
+        h.join(".copilot/config.json"),
+        format!("// User settings belong in settings.json.\n{{\n  \"trustedFolders\": [\"{root}\"]\n}}\n"),
+    )
+    .unwrap();
+    for (client, run, why) in verdicts(&env, h) {
+        assert_eq!(run, "yes", "{client}: {why}");
+    }
+
+    // One of coord's hooks not reviewed in Codex; the folder refused in Gemini by a nearer
+    // rule; Claude's trust of another folder does not count.
+    std::fs::write(
+        h.join(".codex/config.toml"),
+        codex.replace(":stop:0:0\"]\ntrusted_hash", ":stop:0:0\"]\nuntrusted"),
+    )
+    .unwrap();
+    std::fs::write(
+        h.join(".gemini/trustedFolders.json"),
+        format!("{{\"{parent}\": \"TRUST_FOLDER\", \"{root}\": \"DO_NOT_TRUST\"}}"),
+    )
+    .unwrap();
+    std::fs::write(
+        h.join(".claude.json"),
+        serde_json::json!({"projects": {format!("{root}/sub"): {"hasTrustDialogAccepted": true}}})
+            .to_string(),
+    )
+    .unwrap();
+    let v = verdicts(&env, h);
+    let of = |name: &str| v.iter().find(|(c, _, _)| c == name).unwrap().clone();
+    assert_eq!(of("codex").1, "no", "{:?}", of("codex"));
+    assert!(
+        of("codex").2.contains("only 6 of coord's 7 hooks"),
+        "{:?}",
+        of("codex")
+    );
+    assert_eq!(of("gemini").1, "no", "{:?}", of("gemini"));
+    assert!(
+        of("gemini").2.contains("DO_NOT_TRUST"),
+        "{:?}",
+        of("gemini")
+    );
+    assert_eq!(of("claude").1, "no", "{:?}", of("claude"));
+    assert_eq!(of("copilot").1, "yes");
+    // The environment can decide too.
+    let v: Value = with_home(&env, h)
+        .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+        .args(["doctor", "--json"])
+        .ok()
+        .json();
+    assert_eq!(v["clients"][2]["hooks_run"], "yes", "{v}");
+}
+
+/// Issue 35: the pre-tool hooks now watch the shell too; a folder wired by an earlier init gets
+/// the new matcher on coord's own group, and nobody else's group is touched.
+#[test]
+fn a_rerun_widens_coords_own_matcher_to_the_shell_tool() {
+    let env = Env::new();
+    env.write(
+        ".gemini/settings.json",
+        r#"{"hooks": {"BeforeTool": [
+            {"matcher": "write_file", "hooks": [{"type": "command", "command": "./mine.sh"}]},
+            {"matcher": "write_file|replace", "hooks": [{"name": "coord", "type": "command", "command": "coord hook gemini"}]}
+        ]}}"#,
+    );
+    env.cmd().args(["init", "--client", "gemini"]).ok();
+    let v = read_json(&env, ".gemini/settings.json");
+    assert_eq!(v["hooks"]["BeforeTool"][0]["matcher"], "write_file");
+    assert_eq!(
+        v["hooks"]["BeforeTool"][1]["matcher"],
+        "write_file|replace|run_shell_command"
+    );
+    assert_eq!(
+        commands(&v, "BeforeTool"),
+        ["./mine.sh", "coord hook gemini"]
+    );
+    assert_eq!(
+        v["hooks"]["AfterTool"][0]["matcher"],
+        "write_file|replace|run_shell_command"
+    );
+    let before = env.snapshot();
+    env.cmd()
+        .args(["init", "--client", "gemini"])
+        .ok()
+        .stdout_has("Nothing to change");
+    assert_eq!(env.snapshot(), before);
+}
+
+/// Every path under the root, without reading any file (a FIFO would block).
+fn names(env: &Env) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut stack = vec![env.root().to_path_buf()];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            }
+            out.push(e.path().display().to_string());
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Issue 26 item 15: a FIFO where a settings file belongs does not hang init: exit 2,
+/// nothing written.
+#[test]
+fn a_fifo_settings_file_is_refused_without_hanging() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.path(".claude")).unwrap();
+    let fifo = env.path(".claude/settings.json");
+    let made = std::process::Command::new("mkfifo").arg(&fifo).status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: mkfifo is not available");
+        return;
+    }
+    let before = names(&env);
+    let mut child = env
+        .cmd()
+        .arg("init")
+        .command()
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut waited = 0;
+    let status = loop {
+        if let Some(s) = child.try_wait().unwrap() {
+            break s;
+        }
+        waited += 1;
+        if waited > 600 {
+            let _ = child.kill();
+            // Unblock and reap it, then fail.
+            let _ = std::fs::OpenOptions::new().write(true).open(&fifo);
+            let _ = child.wait();
+            panic!("init hangs on a FIFO");
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("settings.json"));
+    assert_eq!(names(&env), before);
+}
+
+/// Issue 26 item 16: `-C outer/proj init` inside a workspace `outer/` makes `proj/` a
+/// workspace of its own and wires it, never `outer/`.
+#[test]
+fn init_with_dir_inside_another_workspace_wires_that_dir() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.path(".coord")).unwrap();
+    std::fs::create_dir_all(env.path("proj")).unwrap();
+    env.cmd()
+        .args(["-C", "proj", "init", "--client", "claude"])
+        .ok();
+    assert!(env.path("proj/.coord").is_dir());
+    assert!(env.exists("proj/.claude/settings.json"));
+    assert!(!env.exists(".claude/settings.json") && !env.exists("AGENTS.md"));
+    env.cmd().args(["-C", "proj", "init", "--remove"]).ok();
+    assert!(!env.exists("proj/.claude") && !env.exists("proj/.coord"));
+}
+
+/// Issue 26 item 17: a settings file that is a symlink out of the workspace is skipped, and
+/// init says so rather than "Wired for claude".
+#[test]
+fn a_skipped_settings_link_is_reported_and_its_client_not_called_wired() {
+    let env = Env::new();
+    let outside = tempfile::tempdir().unwrap();
+    std::fs::write(outside.path().join("settings.json"), "{}").unwrap();
+    std::fs::create_dir_all(env.path(".claude")).unwrap();
+    std::os::unix::fs::symlink(
+        outside.path().join("settings.json"),
+        env.path(".claude/settings.json"),
+    )
+    .unwrap();
+    let out = env.cmd().args(["init", "--client", "claude,codex"]).ok();
+    out.stdout_lacks("claude,").stdout_has("Wired for codex.");
+    assert!(
+        out.stderr
+            .contains("warning: skipped `.claude/settings.json`")
+            && out.stderr.contains("claude is not wired"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(
+        std::fs::read_to_string(outside.path().join("settings.json")).unwrap(),
+        "{}"
+    );
+    let out = env.cmd().args(["init", "--client", "claude"]).ok();
+    out.stdout_lacks("Wired for");
+}
+
+/// Issue 26 item 17: a user's own entry that already runs coord's hook (by a path, with
+/// options) gets no second `coord hook` entry beside it; the other events are wired.
+#[test]
+fn a_users_own_coord_hook_entry_gets_no_second_one() {
+    let env = Env::new();
+    env.write(
+        ".claude/settings.json",
+        r#"{"hooks": {"PreToolUse": [{"matcher": "Edit|Write", "hooks": [{"type": "command", "command": "/usr/local/bin/coord -q hook claude --wait 5s"}]}]}}"#,
+    );
+    env.write(
+        ".github/hooks/coord.json",
+        r#"{"version": 1, "hooks": {"preToolUse": [{"type": "command", "bash": "COORD_AGENT=me \"$HOME/bin/coord\" hook copilot --event preToolUse"}]}}"#,
+    );
+    env.cmd().args(["init", "--client", "claude,copilot"]).ok();
+    let claude = read_json(&env, ".claude/settings.json");
+    assert_eq!(
+        commands(&claude, "PreToolUse"),
+        ["/usr/local/bin/coord -q hook claude --wait 5s"]
+    );
+    assert_eq!(claude["hooks"]["PreToolUse"][0]["matcher"], "Edit|Write");
+    assert_eq!(commands(&claude, "Stop"), ["coord hook claude"]);
+    let copilot = read_json(&env, ".github/hooks/coord.json");
+    assert_eq!(copilot["hooks"]["preToolUse"].as_array().unwrap().len(), 1);
+    assert_eq!(copilot["hooks"]["sessionEnd"].as_array().unwrap().len(), 1);
+    // And `--remove` leaves the user's own entries where they are.
+    env.cmd().args(["init", "--remove"]).ok();
+    let claude = read_json(&env, ".claude/settings.json");
+    assert_eq!(
+        commands(&claude, "PreToolUse"),
+        ["/usr/local/bin/coord -q hook claude --wait 5s"]
+    );
+    assert!(claude["hooks"].get("Stop").is_none());
+}

@@ -1,0 +1,169 @@
+//! `coord init --remove`: every file byte for byte as before init, coord's entries cut out of
+//! files edited since, and a state folder kept.
+
+use crate::init::read_json;
+use crate::support::Env;
+
+/// Each client's files as a user may have them before `coord init`: other hooks, other keys,
+/// comments, odd formatting, text without a final line break.
+fn plant_user_files(env: &Env) {
+    env.write(
+        ".claude/settings.json",
+        "{ \"zzz\": 1,\n\t\"hooks\": {\"Stop\": [ {\"hooks\": [{\"type\": \"command\", \"command\": \"./mine.sh\"}]} ],\n\"PreToolUse\": []},\n  \"aaa\": [1,2] }",
+    );
+    env.write(
+        ".mcp.json",
+        "{\"mcpServers\": {\"docs\": {\"command\": \"docs-mcp\"}}}\n\n",
+    );
+    env.write(
+        ".codex/hooks.json",
+        "{\n    \"hooks\": {\n        \"SessionStart\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"echo hi\"}]}]\n    }\n}\n",
+    );
+    env.write(
+        ".codex/config.toml",
+        "# mine\nmodel = \"gpt-5\"   # keep\n\n[mcp_servers.docs]\ncommand = \"docs-mcp\"\n",
+    );
+    env.write(
+        ".gemini/settings.json",
+        "{\n  // my theme\n  \"theme\": \"Dracula\", /* inline */\n  \"hooks\": {\n    \"BeforeTool\": [\n      {\"matcher\": \"run_shell_command\", \"hooks\": [{\"type\": \"command\", \"command\": \"./guard.sh\"}]}\n    ]\n  }\n}\n",
+    );
+    env.write(
+        ".github/hooks/coord.json",
+        "{\"version\": 1, \"hooks\": {\"preToolUse\": [{\"type\": \"command\", \"bash\": \"./audit.sh\"}]}}",
+    );
+    env.write("AGENTS.md", "# Rules\r\n\r\nBe nice.");
+    env.write("CLAUDE.md", "claude rules\n\n");
+    env.write(".gitignore", "target/\n");
+}
+
+/// Issue 29: `coord init --remove` takes back exactly what init added. For each client, from
+/// a folder holding nothing, and from one holding the user's own hooks, keys and text: init
+/// then remove leaves every file byte for byte as before, and a file init created is gone.
+#[test]
+fn init_then_remove_leaves_every_file_byte_for_byte() {
+    for client in ["claude", "codex", "gemini", "copilot", "all"] {
+        for planted in [false, true] {
+            let env = Env::new();
+            if planted {
+                plant_user_files(&env);
+            }
+            let before = env.snapshot();
+            env.cmd().args(["init", "--client", client]).ok();
+            assert_ne!(env.snapshot(), before, "{client}: init wrote");
+            let wired = env.snapshot();
+            env.cmd()
+                .args(["init", "--remove", "--client", client, "--dry-run"])
+                .ok()
+                .stdout_has("Would ");
+            assert_eq!(env.snapshot(), wired, "{client}: a dry run writes nothing");
+            env.cmd()
+                .args(["init", "--remove", "--client", client])
+                .ok();
+            assert_eq!(env.snapshot(), before, "{client} (planted: {planted})");
+            for dir in [".claude", ".codex", ".gemini", ".github", ".coord"] {
+                assert_eq!(
+                    env.path(dir).exists(),
+                    planted && dir != ".coord",
+                    "{client} (planted: {planted}): {dir}"
+                );
+            }
+            env.cmd()
+                .args(["init", "--remove", "--client", client])
+                .ok()
+                .stdout_has("Nothing to remove");
+            assert_eq!(env.snapshot(), before);
+        }
+    }
+}
+
+/// Without init's record (files edited since, or wired elsewhere), coord's entries are cut
+/// out where they lie: the user's later edits, comments and layout stay; entries another
+/// wired client still uses (the shared `.mcp.json` server, the AGENTS.md block) stay too.
+#[test]
+fn remove_cuts_coords_entries_out_of_files_edited_since() {
+    let env = Env::new();
+    plant_user_files(&env);
+    env.cmd().args(["init"]).ok();
+    // The user edits after init: a new key in Gemini's settings, a line in AGENTS.md.
+    let gemini = env.read(".gemini/settings.json").replace(
+        "// my theme",
+        "// my theme\n  \"later\": true, // added later",
+    );
+    env.write(".gemini/settings.json", &gemini);
+    let agents = format!("{}More rules.\n", env.read("AGENTS.md"));
+    env.write("AGENTS.md", &agents);
+
+    env.cmd()
+        .args(["init", "--remove", "--client", "gemini,claude"])
+        .ok()
+        .stdout_has("Still wired: codex, copilot");
+    let g = env.read(".gemini/settings.json");
+    assert_eq!(
+        g,
+        "{\n  // my theme\n  \"later\": true, // added later\n  \"theme\": \"Dracula\", /* inline */\n  \"hooks\": {\n    \"BeforeTool\": [\n      {\"matcher\": \"run_shell_command\", \"hooks\": [{\"type\": \"command\", \"command\": \"./guard.sh\"}]}\n    ]\n  }\n}\n"
+    );
+    assert!(!env.exists("GEMINI.md"));
+    // Copilot still reads coord's server from .mcp.json; AGENTS.md keeps its block.
+    let mcp = read_json(&env, ".mcp.json");
+    assert_eq!(mcp["mcpServers"]["coord"]["command"], "coord");
+    assert!(env.read("AGENTS.md").contains("<!-- coord:begin -->"));
+    assert!(!env.read("CLAUDE.md").contains("coord"));
+    assert!(!env.read(".claude/settings.json").contains("coord"));
+
+    env.cmd().args(["init", "--remove"]).ok();
+    assert_eq!(
+        env.read("AGENTS.md"),
+        "# Rules\r\n\r\nBe nice.\n\nMore rules.\n"
+    );
+    assert_eq!(
+        env.read(".mcp.json"),
+        "{\"mcpServers\": {\"docs\": {\"command\": \"docs-mcp\"}}}\n\n"
+    );
+    assert!(!env.exists(".coord"));
+    let all = env.snapshot();
+    for (file, bytes) in &all {
+        let text = String::from_utf8_lossy(bytes);
+        assert!(
+            !text.contains("coord hook") && !text.contains("coord:begin"),
+            "{file}: {text}"
+        );
+    }
+}
+
+/// `.coord/` holding the workspace's state (messages, history) is kept by `--remove`.
+#[test]
+fn remove_keeps_a_coord_folder_that_holds_state() {
+    let env = Env::new();
+    env.cmd().args(["init", "--client", "claude"]).ok();
+    env.agent("alice").args(["msg", "send", "bob", "hi"]).ok();
+    env.cmd()
+        .args(["init", "--remove"])
+        .ok()
+        .stdout_has("Kept .coord/");
+    assert!(env.path(".coord").is_dir());
+    assert!(!env.exists(".claude/settings.json"));
+}
+
+/// Issue 26 item 10: an instructions block without its end marker is reported (exit 2,
+/// nothing written), never closed by a guess that would swallow the user's text after it.
+#[test]
+fn an_unterminated_coord_block_is_reported_and_nothing_written() {
+    let env = Env::new();
+    env.write(
+        "AGENTS.md",
+        "# Rules\n\n<!-- coord:begin -->\nold coord text\n\nMy own rules after it.\n",
+    );
+    let before = env.snapshot();
+    let out = env.cmd().arg("init").code(2);
+    assert!(
+        out.stderr.contains("AGENTS.md")
+            && out.stderr.contains("line 3")
+            && out.stderr.contains("<!-- coord:end -->"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.snapshot(), before);
+    assert!(!env.path(".coord").exists());
+    env.cmd().args(["init", "--remove"]).code(2);
+    assert_eq!(env.snapshot(), before);
+}

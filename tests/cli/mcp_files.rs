@@ -1,0 +1,142 @@
+//! `coord mcp`'s files: spares made ahead of requests, swept after a kill, a state folder removed
+//! meanwhile, a file on another filesystem.
+
+use std::time::Duration;
+
+use serde_json::json;
+
+use crate::mcp::{Client, assert_ok};
+use crate::support::{Env, temps_in};
+
+#[test]
+fn files_made_ahead_of_requests_stay_in_the_state_folder_and_go_at_exit() {
+    let env = Env::new();
+    env.write("a.md", "v0");
+    let mut c = Client::start(&env, Some("claude"));
+    c.initialize("2025-06-18");
+    for round in 1..=5 {
+        assert_ok(&c.call("lock", json!({"files": ["a.md"]})));
+        // The backup holds what was there before this lock; the presence says LOCKED.
+        assert_eq!(env.read("a.md.bak"), format!("v{}", round - 1));
+        assert!(
+            env.read(".claude_presence")
+                .contains("lock_status: LOCKED\n")
+        );
+        env.write("a.md", format!("v{round}"));
+        assert_ok(&c.call("unlock", json!({"files": ["a.md"]})));
+        assert!(env.read(".claude_presence").contains("lock_status: FREE\n"));
+        assert!(!env.exists("a.md.lock.claude"));
+        // Nothing in the root but the files of the protocol: no temporary file, ever.
+        assert_eq!(temps_in(env.root()), Vec::<String>::new());
+        let ready = temps_in(&env.path(".coord"));
+        assert!(
+            (1..=3).contains(&ready.len()),
+            "a few spares wait in .coord/: {ready:?}"
+        );
+    }
+    let (code, _) = c.finish();
+    assert_eq!(code, 0);
+    assert_eq!(temps_in(env.root()), Vec::<String>::new());
+    assert_eq!(temps_in(&env.path(".coord")), Vec::<String>::new());
+}
+
+#[test]
+fn a_killed_servers_spares_are_swept_by_the_next_coord() {
+    let env = Env::new();
+    env.write("a.md", "a");
+    let mut c = Client::start(&env, Some("claude"));
+    c.initialize("2025-06-18");
+    assert_ok(&c.call("lock", json!({"files": ["a.md"]})));
+    // Answered once the server has made its spares again after the lock (one request at a
+    // time): killed then, it leaves them behind.
+    c.request("ping", json!({}));
+    c.child.kill().unwrap();
+    c.child.wait().unwrap();
+    assert!(!temps_in(&env.path(".coord")).is_empty());
+    env.agent("gemini").args(["lock", "b.md", "--no-wait"]).ok();
+    assert_eq!(temps_in(&env.path(".coord")), Vec::<String>::new());
+}
+
+#[test]
+fn a_spare_removed_or_replaced_meanwhile_is_not_used_and_not_touched() {
+    let env = Env::new();
+    env.write("a.md", "a");
+    let mut c = Client::start(&env, Some("claude"));
+    c.initialize("2025-06-18");
+    assert_ok(&c.call("status", json!({})));
+    // Another process's sweep removes one spare; something else takes the name of another.
+    let spares = temps_in(&env.path(".coord"));
+    assert!(spares.len() >= 2, "{spares:?}");
+    std::fs::remove_file(env.path(&format!(".coord/{}", spares[0]))).unwrap();
+    let planted = format!(".coord/{}", spares[1]);
+    std::fs::remove_file(env.path(&planted)).unwrap();
+    env.write(&planted, "not coord's");
+    for _ in 0..3 {
+        assert_ok(&c.call("lock", json!({"files": ["a.md"]})));
+        assert_ok(&c.call("unlock", json!({"files": ["a.md"]})));
+    }
+    assert_eq!(env.read(&planted), "not coord's");
+    assert!(env.read(".claude_presence").contains("lock_status: FREE\n"));
+    assert_eq!(env.read("a.md.bak"), "a");
+    let (code, _) = c.finish();
+    assert_eq!(code, 0);
+    assert_eq!(
+        env.read(&planted),
+        "not coord's",
+        "not removed at exit either"
+    );
+}
+
+#[test]
+fn the_state_folder_removed_between_requests_is_made_again_and_still_excludes() {
+    let env = Env::new();
+    env.write("a.md", "a");
+    let mut c = Client::start(&env, Some("claude"));
+    c.initialize("2025-06-18");
+    assert_ok(&c.call("lock", json!({"files": ["a.md"]})));
+    assert_ok(&c.call("unlock", json!({"files": ["a.md"]})));
+    // Answered once the server has tidied up after the unlock (one request at a time): nothing
+    // of it is still being written in `.coord/` while the folder is removed.
+    c.request("ping", json!({}));
+    std::fs::remove_dir_all(env.path(".coord")).unwrap();
+    assert_ok(&c.call("lock", json!({"files": ["a.md"]})));
+    assert!(env.exists(".coord/mutex"));
+    env.agent("gemini")
+        .args(["lock", "a.md", "--no-wait"])
+        .code(3)
+        .stderr_has("held by claude");
+    assert_ok(&c.call("unlock", json!({"files": ["a.md"]})));
+    env.agent("gemini").args(["lock", "a.md", "--no-wait"]).ok();
+    let (code, _) = c.finish();
+    assert_eq!(code, 0);
+}
+
+#[test]
+fn an_idle_server_does_not_gather_replaced_files_between_heartbeats() {
+    let env = Env::new();
+    let mut c = Client::start_with(
+        &env,
+        Some("claude"),
+        &[("COORD_HEARTBEAT_INTERVAL", "50ms")],
+    );
+    c.initialize("2025-06-18");
+    // An agent (and heartbeating) from the first tool call on.
+    assert_ok(&c.call("status", json!({})));
+    // Twenty heartbeats or so, each replacing the presence and the stamp-card row.
+    std::thread::sleep(Duration::from_millis(1000));
+    let all = || {
+        let mut v = temps_in(env.root());
+        v.extend(temps_in(&env.path(".coord")));
+        v.extend(temps_in(&env.path(".coord/partners")));
+        v
+    };
+    assert_eq!(
+        temps_in(env.root()),
+        Vec::<String>::new(),
+        "none in the root"
+    );
+    assert!(all().len() <= 4, "{:?}", all());
+    let (code, _) = c.finish();
+    assert_eq!(code, 0);
+    assert_eq!(all(), Vec::<String>::new());
+}

@@ -1,0 +1,183 @@
+//! An agent that waits for its user: each client's waiting events, shown first by `status` and
+//! `watch`, and `coord watch --notify` ringing.
+
+use std::io::{BufRead, BufReader};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use crate::history::{events_of, log_json};
+use crate::support::Env;
+
+/// The hook payloads of each client that mean "waiting for the user" (Claude Code's
+/// `Notification` as its real client sends it, and the other clients' equivalents) show the
+/// agent as needing its user, first in `status`, with since when and what it asks, until it
+/// acts again.
+#[test]
+fn needs_user_from_each_clients_waiting_events() {
+    let env = Env::new();
+    env.agent("aaa").args(["presence", ".", "T"]).ok();
+    let cwd = env.root().display().to_string();
+    let hook = |client: &str, payload: serde_json::Value| {
+        env.cmd()
+            .args(["hook", client])
+            .stdin(payload.to_string())
+            .ok();
+    };
+    let status = || -> serde_json::Value {
+        serde_json::from_str(&env.cmd().args(["status", "--json"]).ok().stdout).unwrap()
+    };
+    let needs = |agent: &str| -> serde_json::Value {
+        let st = status();
+        st["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["agent"] == agent)
+            .unwrap_or_else(|| panic!("no {agent} in {st:#}"))["needs_user"]
+            .clone()
+    };
+    let sid = "7684f1ed-55e2-4a19-be34-6aa5a64f4b50";
+    let claude = "claude-7684f1ed";
+    hook(
+        "claude",
+        serde_json::json!({"session_id": sid, "cwd": cwd, "hook_event_name": "SessionStart", "source": "startup"}),
+    );
+    assert!(needs(claude).is_null());
+    // The payload Claude Code 2.1 writes for a permission prompt.
+    hook(
+        "claude",
+        serde_json::json!({
+            "session_id": sid,
+            "transcript_path": "/home/dev/.claude/projects/p/x.jsonl",
+            "cwd": cwd,
+            "hook_event_name": "Notification",
+            "message": "Claude needs your permission to use Bash",
+            "notification_type": "permission_prompt"
+        }),
+    );
+    let n = needs(claude);
+    assert_eq!(n["what"], "Claude needs your permission to use Bash");
+    assert!(n["since"].as_str().unwrap().starts_with("20"), "{n}");
+    let st = status();
+    assert_eq!(st["agents"][0]["agent"], claude, "not first: {st:#}");
+    let human = env.cmd().arg("status").ok();
+    let needs_at = human
+        .stdout
+        .find("Needs you")
+        .expect("no Needs you section");
+    assert!(needs_at < human.stdout.find("Agents").unwrap());
+    human.stdout_has("Claude needs your permission to use Bash");
+    // The user answered: the tool runs.
+    hook(
+        "claude",
+        serde_json::json!({"session_id": sid, "cwd": cwd, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}}),
+    );
+    assert!(needs(claude).is_null());
+    // The end of its turn.
+    hook(
+        "claude",
+        serde_json::json!({"session_id": sid, "cwd": cwd, "hook_event_name": "Stop", "stop_hook_active": false}),
+    );
+    assert!(needs(claude)["what"].as_str().unwrap().contains("turn"));
+    hook(
+        "claude",
+        serde_json::json!({"session_id": sid, "cwd": cwd, "hook_event_name": "UserPromptSubmit", "prompt": "go on"}),
+    );
+    assert!(needs(claude).is_null());
+
+    // The other clients' sessions start first, as they do.
+    for (client, sid) in [
+        ("gemini", "ab12cd34ef"),
+        ("codex", "019a0000-0000-7000-8000-00000000beef"),
+    ] {
+        hook(
+            client,
+            serde_json::json!({"session_id": sid, "cwd": cwd, "hook_event_name": "SessionStart"}),
+        );
+    }
+    env.cmd()
+        .args(["-a", "copi", "hook", "copilot", "--event", "sessionStart"])
+        .stdin(serde_json::json!({"cwd": cwd}).to_string())
+        .ok();
+    // Gemini CLI's Notification (a tool permission).
+    hook(
+        "gemini",
+        serde_json::json!({"session_id": "ab12cd34ef", "cwd": cwd, "hook_event_name": "Notification",
+            "notification_type": "ToolPermission", "message": "Allow run_shell_command?", "details": {}}),
+    );
+    assert_eq!(needs("gemini-ab12cd34")["what"], "Allow run_shell_command?");
+    // Codex CLI's PermissionRequest.
+    hook(
+        "codex",
+        serde_json::json!({"session_id": "019a0000-0000-7000-8000-00000000beef", "cwd": cwd,
+            "hook_event_name": "PermissionRequest", "tool_name": "shell", "tool_input": {}}),
+    );
+    let codex = status()["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"].as_str().unwrap().starts_with("codex-"))
+        .unwrap()["needs_user"]
+        .clone();
+    assert_eq!(codex["what"], "permission to use shell");
+    // Copilot CLI's notification.
+    env.cmd()
+        .args(["-a", "copi", "hook", "copilot", "--event", "notification"])
+        .stdin(serde_json::json!({"cwd": cwd, "message": "Approve edit?"}).to_string())
+        .ok();
+    assert_eq!(needs("copi")["what"], "Approve edit?");
+    // And in the history.
+    let log = log_json(&env, &[]);
+    assert!(events_of(&log, "needs_user").len() >= 4);
+    assert!(!events_of(&log, "user_answered").is_empty());
+    let first = events_of(&log, "needs_user")[0];
+    assert_eq!(first["client"], "claude");
+    assert_eq!(first["session"], sid);
+}
+
+/// `coord watch --notify` rings the terminal (bell and OSC 9) when an agent starts waiting
+/// for its user.
+#[test]
+fn watch_notify_rings_when_an_agent_waits_for_its_user() {
+    let env = Env::new();
+    let mut child = env.cmd().args(["watch", "--json", "--notify"]).spawn();
+    let stderr = child.stderr.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    stdout.read_line(&mut first).unwrap();
+    assert!(first.contains("started"), "{first}");
+    let (tx, rx) = mpsc::channel();
+    std::thread::spawn(move || {
+        use std::io::Read;
+        let mut buf = [0u8; 256];
+        let mut r = stderr;
+        while let Ok(n) = r.read(&mut buf) {
+            if n == 0 || tx.send(buf[..n].to_vec()).is_err() {
+                break;
+            }
+        }
+    });
+    env.cmd()
+        .args(["-a", "who", "hook", "claude"])
+        .stdin(
+            serde_json::json!({"session_id": "s1", "cwd": env.root(), "hook_event_name": "Notification",
+                "message": "Claude is waiting for your input", "notification_type": "idle_prompt"})
+            .to_string(),
+        )
+        .ok();
+    let mut got = Vec::new();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !String::from_utf8_lossy(&got).contains("\x1b]9;") && Instant::now() < deadline {
+        if let Ok(b) = rx.recv_timeout(Duration::from_millis(200)) {
+            got.extend(b);
+        }
+    }
+    let _ = child.kill();
+    let _ = child.wait();
+    let text = String::from_utf8_lossy(&got);
+    assert!(text.contains('\x07'), "no bell: {text:?}");
+    assert!(
+        text.contains("\x1b]9;coord: who needs you: Claude is waiting for your input"),
+        "{text:?}"
+    );
+}

@@ -1,0 +1,337 @@
+//! Sessions of the real clients coordinated by the installed plugin alone (no `coord init`): a
+//! scripted model drives each client, and the plugin's hooks and MCP server do the rest.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use crate::plugin::{client, fresh_repo, git, text, write_plugins};
+
+/// Two real Claude Code sessions (scripted model on 127.0.0.1) in a fresh git repository with
+/// no `coord init`, coordinated by the installed plugin alone: the second session's Write is
+/// denied naming the first, the reason reaches the model, the first one's Stop releases the
+/// lock, `git status` shows nothing of coord's; then the plugin is removed with Claude's own
+/// commands.
+#[test]
+fn two_claude_sessions_coordinate_through_the_installed_plugin_alone() {
+    use crate::e2e::{FakeModel, release, script};
+    use std::time::{Duration, Instant};
+    let Some(bin) = client("COORD_TEST_CLAUDE") else {
+        return;
+    };
+    let env = fresh_repo();
+    let scratch = tempfile::tempdir().unwrap();
+    let model = FakeModel::start("fake_anthropic.py", scratch.path());
+    let home = scratch.path().join("home");
+    std::fs::create_dir_all(&home).unwrap();
+    let plugins = scratch.path().join("plugins");
+    write_plugins(&env, &plugins, Some("claude"));
+    let claude_cmd = |args: &[&str]| {
+        let out = Command::new(&bin)
+            .args(args)
+            .current_dir(scratch.path())
+            .env("HOME", &home)
+            .env("DISABLE_TELEMETRY", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "claude {args:?}: {out:?}");
+    };
+    claude_cmd(&[
+        "plugin",
+        "marketplace",
+        "add",
+        &plugins.join("claude").to_string_lossy(),
+    ]);
+    claude_cmd(&["plugin", "install", "coord@coord"]);
+
+    let proj = env.root();
+    // `claude -p PROMPT` as one session, offline against the scripted model.
+    let session = |prompt: &str, id: &str| {
+        let mut c = Command::new(&bin);
+        c.current_dir(proj)
+            .args(["-p", prompt, "--session-id", id, "--allowedTools"])
+            .args(["Read", "Write", "Edit", "Bash", "mcp__coord"])
+            .env("HOME", &home)
+            .env("PATH", crate::e2e::path_with_coord())
+            .env("ANTHROPIC_BASE_URL", model.url())
+            .env("ANTHROPIC_API_KEY", "sk-ant-coord-e2e")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("DISABLE_TELEMETRY", "1")
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env_remove("COORD_AGENT")
+            .env_remove("CLAUDE_CODE_SESSION_ID")
+            .env_remove("CLAUDECODE")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        c
+    };
+    let out = proj.join("out.txt");
+    let out_s = out.to_string_lossy().to_string();
+    let flag = scratch.path().join("release-a");
+    let prompt_a = script(serde_json::json!([
+        {"write": [out_s, "from A"]},
+        {"hold": flag.to_string_lossy()},
+    ]));
+    let a = session(&prompt_a, "a1a1a1a1-0000-4000-8000-000000000011")
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(120);
+    while !(env.exists("out.txt.lock.claude-a1a1a1a1") && env.exists("out.txt")) {
+        assert!(
+            Instant::now() < deadline,
+            "session A never wrote out.txt through the plugin's hook"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let prompt_b = script(serde_json::json!([{"write": [out_s, "from B"]}]));
+    let b = session(&prompt_b, "b2b2b2b2-0000-4000-8000-000000000022")
+        .output()
+        .unwrap();
+    assert!(b.status.success(), "session B: {b:?}");
+    assert_eq!(
+        env.read("out.txt"),
+        "from A",
+        "the denied Write did not happen"
+    );
+    assert!(
+        !model.results_containing("claude-a1a1a1a1").is_empty(),
+        "no denial naming the holder reached the model: {:?}",
+        model.requests()
+    );
+    release(&flag);
+    let a = a.wait_with_output().unwrap();
+    assert!(a.status.success(), "session A: {a:?}");
+    assert!(
+        !env.exists("out.txt.lock.claude-a1a1a1a1"),
+        "A's Stop released its lock"
+    );
+    // Nothing of coord's in `git status`: only the file the sessions wrote.
+    assert_eq!(
+        git(proj, &["status", "--porcelain", "--untracked-files=all"]),
+        "?? out.txt\n"
+    );
+    claude_cmd(&["plugin", "uninstall", "coord@coord"]);
+    claude_cmd(&["plugin", "marketplace", "remove", "coord"]);
+    let settings = std::fs::read_to_string(home.join(".claude/settings.json")).unwrap_or_default();
+    assert!(!settings.contains("coord@coord"), "{settings}");
+}
+
+/// A real Gemini CLI session (scripted model on 127.0.0.1) in a repository nobody set up, with
+/// coord only as an installed extension: its edit of a file another agent holds is denied, the
+/// reason reaches the model, `git status` shows nothing of coord's; then the extension is
+/// removed with Gemini's own command.
+#[test]
+fn a_gemini_session_is_coordinated_by_the_installed_extension_alone() {
+    use crate::scripted::{Lab, script};
+    let Some(bin) = client("COORD_TEST_GEMINI") else {
+        return;
+    };
+    let lab = Lab::new("gemini", "fake_gemini.py");
+    let root = lab.root().to_path_buf();
+    // Take back what the lab's `coord init` wrote: a repository nobody set up.
+    let run_git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&root)
+            .env("HOME", &lab.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    run_git(&[
+        "rm",
+        "-rq",
+        ".gemini",
+        "GEMINI.md",
+        "AGENTS.md",
+        ".gitignore",
+    ]);
+    run_git(&["commit", "-qm", "no coord here"]);
+    std::fs::remove_dir_all(root.join(".coord")).unwrap();
+    assert_eq!(
+        run_git(&["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+
+    let dot = lab.home.join(".gemini");
+    std::fs::create_dir_all(&dot).unwrap();
+    let settings = serde_json::json!({
+        "security": {"auth": {"selectedType": "gemini-api-key"}},
+        "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
+        "privacy": {"usageStatisticsEnabled": false},
+        "telemetry": {"enabled": false},
+    });
+    std::fs::write(dot.join("settings.json"), settings.to_string()).unwrap();
+    let trusted = serde_json::json!({ root.display().to_string(): "TRUST_FOLDER" });
+    std::fs::write(dot.join("trustedFolders.json"), trusted.to_string()).unwrap();
+    let plugins = lab.scratch.path().join("plugins");
+    write_plugins(&lab.env, &plugins, Some("gemini"));
+    let gem = |args: &[&str]| {
+        let out = lab
+            .command(&bin)
+            .args(args)
+            .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "gemini {args:?}: {out:?}");
+        text(&out)
+    };
+    gem(&[
+        "extensions",
+        "install",
+        &plugins.join("gemini").to_string_lossy(),
+        "--consent",
+    ]);
+
+    // Another agent holds target.txt (taken by hand, before any hook ran here).
+    lab.env.agent("claude-x").args(["lock", "target.txt"]).ok();
+    let target = root.join("target.txt").display().to_string();
+    let prompt = script(
+        serde_json::json!([["write_file", {"file_path": target, "content": "from gemini\n"}]]),
+        None,
+    );
+    let mut c = lab.command(&bin);
+    c.args(["-p", &prompt, "--yolo"])
+        .env(
+            "GOOGLE_GEMINI_BASE_URL",
+            format!("http://127.0.0.1:{}", lab.port),
+        )
+        .env("GEMINI_API_KEY", "coord-e2e-key");
+    lab.spawn(c, "denied").ok();
+    assert_eq!(
+        lab.env.read("target.txt"),
+        "old line\n",
+        "the edit was denied"
+    );
+    let needle = serde_json::to_string(&prompt).unwrap();
+    let seen = lab
+        .requests_with(&needle[1..needle.len() - 1])
+        .iter()
+        .any(|r| r.to_string().contains("Tool execution blocked: coord:"));
+    assert!(seen, "the deny reached the model");
+    lab.env
+        .agent("claude-x")
+        .args(["unlock", "target.txt"])
+        .ok();
+    assert_eq!(
+        run_git(&["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    gem(&["extensions", "uninstall", "coord"]);
+    assert!(!dot.join("extensions/coord").exists());
+}
+
+/// A real Copilot CLI session (scripted model on 127.0.0.1) in a repository nobody set up, with
+/// coord only as an installed plugin: its `create` of a file another agent holds is denied, the
+/// reason reaches the model, `git status` shows nothing of coord's; then the plugin is removed
+/// with Copilot's own commands.
+#[test]
+fn a_copilot_session_is_coordinated_by_the_installed_plugin_alone() {
+    use crate::scripted::{Lab, script};
+    let Some(bin) = client("COORD_TEST_COPILOT") else {
+        return;
+    };
+    let lab = Lab::new("copilot", "fake_openai_chat.py");
+    let root = lab.root().to_path_buf();
+    let run_git = |args: &[&str]| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(&root)
+            .env("HOME", &lab.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    // Take back what the lab's `coord init` wrote: a repository nobody set up.
+    run_git(&[
+        "rm",
+        "-rq",
+        ".github",
+        ".mcp.json",
+        "AGENTS.md",
+        ".gitignore",
+    ]);
+    run_git(&["commit", "-qm", "no coord here"]);
+    std::fs::remove_dir_all(root.join(".coord")).unwrap();
+    assert_eq!(
+        run_git(&["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+
+    let dot = lab.home.join(".copilot");
+    std::fs::create_dir_all(&dot).unwrap();
+    let config = serde_json::json!({ "trustedFolders": [root.display().to_string()] });
+    std::fs::write(dot.join("config.json"), config.to_string()).unwrap();
+    let cache = std::env::var_os("COPILOT_PKG_CACHE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/copilot")))
+        .unwrap_or_else(std::env::temp_dir);
+    let plugins = lab.scratch.path().join("plugins");
+    write_plugins(&lab.env, &plugins, Some("copilot"));
+    let cop = |args: &[&str]| {
+        let out = lab
+            .command(&bin)
+            .args(args)
+            .env("COPILOT_OFFLINE", "true")
+            .env("COPILOT_AUTO_UPDATE", "false")
+            .env("COPILOT_PKG_CACHE_HOME", &cache)
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "copilot {args:?}: {out:?}");
+        text(&out)
+    };
+    cop(&[
+        "plugin",
+        "marketplace",
+        "add",
+        &plugins.join("copilot").to_string_lossy(),
+    ]);
+    cop(&["plugin", "install", "coord@coord"]);
+
+    lab.env.agent("claude-x").args(["lock", "target.txt"]).ok();
+    let target = root.join("target.txt").display().to_string();
+    let prompt = script(
+        serde_json::json!([["create", {"path": target, "file_text": "from copilot\n"}]]),
+        None,
+    );
+    let mut c = lab.command(&bin);
+    c.args(["-p", &prompt, "--allow-all-tools"])
+        .env("COPILOT_OFFLINE", "true")
+        .env("COPILOT_AUTO_UPDATE", "false")
+        .env("COPILOT_PKG_CACHE_HOME", &cache)
+        .env(
+            "COPILOT_PROVIDER_BASE_URL",
+            format!("http://127.0.0.1:{}/v1", lab.port),
+        )
+        .env("COPILOT_PROVIDER_API_KEY", "coord-e2e-key")
+        .env("COPILOT_MODEL", "gpt-4.1");
+    lab.spawn(c, "denied").ok();
+    assert_eq!(
+        lab.env.read("target.txt"),
+        "old line\n",
+        "the edit was denied"
+    );
+    let needle = serde_json::to_string(&prompt).unwrap();
+    let seen = lab
+        .requests_with(&needle[1..needle.len() - 1])
+        .iter()
+        .any(|r| r.to_string().contains("Denied by preToolUse hook: coord:"));
+    assert!(seen, "the deny reached the model");
+    lab.env
+        .agent("claude-x")
+        .args(["unlock", "target.txt"])
+        .ok();
+    assert_eq!(
+        run_git(&["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+    cop(&["plugin", "uninstall", "coord@coord"]);
+    cop(&["plugin", "marketplace", "remove", "coord"]);
+}

@@ -1,0 +1,159 @@
+//! Rigs for tests that need the machine: root, another Unix user, a small tmpfs for a full disk,
+//! a command fed on stdin. A test whose rig is missing prints why and returns.
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::support::{Env, coord_bin};
+
+pub(crate) fn is_root() -> bool {
+    rustix::process::geteuid().is_root()
+}
+
+/// `coord` run as the unprivileged user `nobody` (uid 65534) through `setpriv`, or `None` (with
+/// the reason printed) when that is not possible here.
+pub(crate) fn as_nobody(env: &Env, agent: &str) -> Option<Command> {
+    if !is_root() {
+        eprintln!("skipped: needs root to run coord as another user");
+        return None;
+    }
+    let probe = Command::new("setpriv")
+        .args(["--reuid=65534", "--regid=65534", "--clear-groups", "true"])
+        .status();
+    if !probe.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: `setpriv` cannot run a command as uid 65534 here");
+        return None;
+    }
+    let mut cmd = Command::new("setpriv");
+    cmd.args(["--reuid=65534", "--regid=65534", "--clear-groups", "--"])
+        .arg(coord_bin())
+        .current_dir(env.root())
+        .env("COORD_DIR", env.root())
+        .env("COORD_AGENT", agent)
+        .env("NO_COLOR", "1");
+    Some(cmd)
+}
+
+/// Let everyone in: the workspace, `.coord/` and what is in it.
+pub(crate) fn open_to_all(dir: &Path) {
+    let meta = std::fs::symlink_metadata(dir).unwrap();
+    let mode = if meta.is_dir() { 0o777 } else { 0o666 };
+    std::fs::set_permissions(dir, std::fs::Permissions::from_mode(mode)).unwrap();
+    if meta.is_dir() {
+        for e in std::fs::read_dir(dir).unwrap().flatten() {
+            open_to_all(&e.path());
+        }
+    }
+}
+
+pub(crate) fn eventually_within(what: &str, limit: Duration, mut cond: impl FnMut() -> bool) {
+    let start = Instant::now();
+    while !cond() {
+        assert!(start.elapsed() < limit, "timed out waiting for {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data: a full disk (a small tmpfs)
+
+/// A tmpfs mounted for one test, unmounted (by its path) when dropped.
+pub(crate) struct Tmpfs {
+    pub(crate) dir: tempfile::TempDir,
+}
+
+impl Tmpfs {
+    /// Mount a tmpfs with `options` (`size=…`, `nr_inodes=…`), or `None` with the reason printed.
+    pub(crate) fn mount(options: &str) -> Option<Tmpfs> {
+        if !is_root() {
+            eprintln!("skipped: needs root to mount a small tmpfs");
+            return None;
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("coord-tmpfs-")
+            .tempdir()
+            .unwrap();
+        let ok = Command::new("mount")
+            .args(["-t", "tmpfs", "-o", options, "tmpfs"])
+            .arg(dir.path())
+            .status()
+            .is_ok_and(|s| s.success());
+        if !ok {
+            eprintln!("skipped: cannot mount a tmpfs here");
+            return None;
+        }
+        Some(Tmpfs { dir })
+    }
+
+    pub(crate) fn path(&self, rel: &str) -> std::path::PathBuf {
+        self.dir.path().join(rel)
+    }
+
+    pub(crate) fn coord(&self, agent: &str) -> Command {
+        let mut cmd = Command::new(coord_bin());
+        cmd.current_dir(self.dir.path())
+            .env("COORD_DIR", self.dir.path())
+            .env("COORD_AGENT", agent)
+            .env("NO_COLOR", "1")
+            .stdin(std::process::Stdio::null());
+        cmd
+    }
+
+    /// Fill the disk: a file grown until the disk refuses more.
+    pub(crate) fn fill(&self) {
+        use std::io::Write;
+        let mut f = std::fs::File::create(self.path("filler")).unwrap();
+        let chunk = vec![0u8; 4096];
+        while f.write_all(&chunk).is_ok() {}
+        let _ = f.sync_all();
+    }
+
+    /// Use up every inode but `spare`: empty files until the disk refuses more, then remove
+    /// `spare` of them.
+    pub(crate) fn fill_inodes(&self, spare: usize) {
+        let mut n = 0;
+        while std::fs::File::create(self.path(&format!("inode-{n}"))).is_ok() {
+            n += 1;
+        }
+        for i in 0..spare {
+            std::fs::remove_file(self.path(&format!("inode-{}", n - 1 - i))).unwrap();
+        }
+    }
+}
+
+impl Drop for Tmpfs {
+    fn drop(&mut self) {
+        let _ = Command::new("umount").arg(self.dir.path()).status();
+    }
+}
+
+/// Lock files in the root, found by name only (nothing is opened: a FIFO may stand there).
+pub(crate) fn lock_names(env: &Env) -> Vec<String> {
+    std::fs::read_dir(env.root())
+        .unwrap()
+        .flatten()
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .filter(|f| f.contains(".lock."))
+        .collect()
+}
+
+/// Make a FIFO at `rel`, or `false` (with the reason printed) when `mkfifo` is not there.
+pub(crate) fn mkfifo(env: &Env, rel: &str) -> bool {
+    let made = std::process::Command::new("mkfifo")
+        .arg(env.path(rel))
+        .status()
+        .is_ok_and(|s| s.success());
+    if !made {
+        eprintln!("skipped: mkfifo is not available");
+    }
+    made
+}
+
+/// The local time now, as coord writes `locked_at`.
+pub(crate) fn now_stamp() -> String {
+    chrono::Local::now()
+        .format("%Y-%m-%dT%H:%M:%S%:z")
+        .to_string()
+}
