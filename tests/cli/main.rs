@@ -39,6 +39,7 @@ mod mcp;
 mod messages;
 mod moreclients;
 mod moreclients_e2e;
+mod moreclients_editors;
 mod mutants_edit;
 mod mutants_lock;
 mod nested;
