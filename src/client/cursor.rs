@@ -145,6 +145,13 @@ impl Adapter for Cursor {
         })
     }
 
+    fn shell_git_hooks(&self) -> (bool, &'static str) {
+        (
+            true,
+            "its terminal runs git with the repository's own config, as far as its docs show (not run here)",
+        )
+    }
+
     fn hook_file(&self) -> &'static str {
         ".cursor/hooks.json"
     }
@@ -160,7 +167,7 @@ impl Adapter for Cursor {
     fn trust(&self, _root: &Path) -> Trust {
         Trust::new(
             HooksRun::Yes,
-            "Cursor loads a project's .cursor/hooks.json, its docs name no trust gate (from the published format; not run end to end here)",
+            "Cursor loads a project's .cursor/hooks.json and its docs name no trust gate; from the published format, not run end to end here",
         )
     }
 

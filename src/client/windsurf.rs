@@ -114,6 +114,13 @@ impl Adapter for Windsurf {
         true
     }
 
+    fn shell_git_hooks(&self) -> (bool, &'static str) {
+        (
+            true,
+            "its terminal runs git with the repository's own config, as far as its docs show (not run here)",
+        )
+    }
+
     fn hook_file(&self) -> &'static str {
         ".windsurf/hooks.json"
     }
@@ -129,7 +136,7 @@ impl Adapter for Windsurf {
     fn trust(&self, _root: &Path) -> Trust {
         Trust::new(
             HooksRun::Yes,
-            "Windsurf loads a workspace's .windsurf/hooks.json, its docs name no trust gate (from the published format; not run end to end here)",
+            "Windsurf loads a workspace's .windsurf/hooks.json and its docs name no trust gate; from the published format, not run end to end here",
         )
     }
 
