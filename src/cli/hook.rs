@@ -57,6 +57,13 @@ pub fn run(args: HookArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let client = args.client;
     match answer(&args, client, ctx) {
         Ok(reply) => {
+            // A client told "no" by its exit status (Windsurf): status 2, the reason on stderr.
+            if let Reply::Deny(reason) = &reply
+                && client.adapter().denies_by_exit_status()
+            {
+                output::diag(reason);
+                return Ok(ExitCode::Passthrough(2));
+            }
             if let Some(text) = hook::render(client, &reply) {
                 output::line(&text);
             }

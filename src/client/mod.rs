@@ -13,9 +13,11 @@ pub mod claude;
 pub mod cline;
 pub mod codex;
 pub mod copilot;
+pub mod cursor;
 pub mod gemini;
 pub mod opencode;
 pub mod qwen;
+pub mod windsurf;
 
 use std::path::{Path, PathBuf};
 
@@ -51,6 +53,19 @@ pub trait Adapter: Sync {
 
     /// The reply as the client's JSON; `None` when nothing is printed.
     fn render(&self, reply: &Reply) -> Option<Value>;
+
+    /// The payload in the shape [`crate::hook::parse`] reads (`hook_event_name`, `session_id`,
+    /// `cwd`, `tool_name`, `tool_input`, `stop_hook_active`), for a client whose payload is
+    /// shaped otherwise (Cursor, Windsurf); as sent by default.
+    fn normalize(&self, payload: Value) -> Value {
+        payload
+    }
+
+    /// Whether the client is told "no" by exit status 2 with the reason on stderr (Windsurf)
+    /// rather than by JSON on stdout.
+    fn denies_by_exit_status(&self) -> bool {
+        false
+    }
 
     /// coord's hook registrations for this client: event, matcher, `coord hook NAME ...`.
     /// `coord init` ([`Adapter::wire`]) and the plugin ([`Adapter::plugin`]) both register
@@ -264,6 +279,8 @@ clients! {
     Qwen => qwen::Qwen,
     Opencode => opencode::Opencode,
     Cline => cline::Cline,
+    Cursor => cursor::Cursor,
+    Windsurf => windsurf::Windsurf,
 }
 
 impl Client {

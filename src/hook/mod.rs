@@ -92,13 +92,14 @@ pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCa
     let Value::Object(_) = value else {
         return Err(Error::bad_input("the hook payload is not a JSON object"));
     };
+    let adapter = client.adapter();
+    let value = adapter.normalize(value);
     let event = event
         .map(str::to_string)
         .or_else(|| str_field(&value, &["hook_event_name", "hookEventName"]))
         .ok_or_else(|| {
             Error::bad_input("the hook payload names no event (`hook_event_name`); pass `--event`")
         })?;
-    let adapter = client.adapter();
     let kind = adapter.kind(&event);
     let tool = str_field(&value, &["tool_name", "toolName"]);
     // As sent: an object, or a string (Copilot's JSON-encoded arguments, or a raw patch).

@@ -59,6 +59,7 @@ mod mcp_tools;
 mod messages;
 mod moreclients;
 mod moreclients_e2e;
+mod moreclients_editors;
 mod needs_user;
 mod nested;
 mod netfs;
