@@ -36,11 +36,13 @@ use serde_json::{Value, json};
 
 use crate::scripted::{Lab, Run, client, script, script_holds, until};
 
-const OTHER: &str = "claude-x";
-const EDIT_MODEL: &str = "gpt-4.1";
+pub(crate) const OTHER: &str = "claude-x";
+
+pub(crate) const EDIT_MODEL: &str = "gpt-4.1";
+
 const PATCH_MODEL: &str = "gpt-5.4";
 
-fn lab() -> Option<(PathBuf, Lab)> {
+pub(crate) fn lab() -> Option<(PathBuf, Lab)> {
     let bin = match client("COORD_TEST_COPILOT") {
         Ok(b) => b,
         Err(why) => {
@@ -58,7 +60,7 @@ fn lab() -> Option<(PathBuf, Lab)> {
 
 /// Where the installed client unpacked (or will unpack) its package: the user's own cache, as
 /// when they run it, so each test's scratch HOME does not unpack it again.
-fn package_cache() -> PathBuf {
+pub(crate) fn package_cache() -> PathBuf {
     if let Some(dir) = std::env::var_os("COPILOT_PKG_CACHE_HOME") {
         return PathBuf::from(dir);
     }
@@ -71,7 +73,7 @@ fn package_cache() -> PathBuf {
 
 /// `copilot -p PROMPT --allow-all-tools` in the repository, with `model`, against the scripted
 /// model.
-fn copilot(lab: &Lab, bin: &Path, model: &str, prompt: &str) -> Command {
+pub(crate) fn copilot(lab: &Lab, bin: &Path, model: &str, prompt: &str) -> Command {
     let mut c = lab.command(bin);
     c.args(["-p", prompt, "--allow-all-tools"])
         .env("COPILOT_OFFLINE", "true")
@@ -86,7 +88,7 @@ fn copilot(lab: &Lab, bin: &Path, model: &str, prompt: &str) -> Command {
     c
 }
 
-fn start(
+pub(crate) fn start(
     lab: &Lab,
     bin: &Path,
     name: &str,
@@ -98,13 +100,13 @@ fn start(
     (lab.spawn(copilot(lab, bin, model, &prompt), name), prompt)
 }
 
-fn path_of(lab: &Lab, rel: &str) -> String {
+pub(crate) fn path_of(lab: &Lab, rel: &str) -> String {
     lab.root().join(rel).display().to_string()
 }
 
 /// The `tool` messages of the longest conversation whose prompt is `prompt`: what the client told
 /// the model each tool call did.
-fn tool_results(lab: &Lab, prompt: &str) -> Vec<String> {
+pub(crate) fn tool_results(lab: &Lab, prompt: &str) -> Vec<String> {
     let needle = serde_json::to_string(prompt).unwrap();
     let needle = &needle[1..needle.len() - 1];
     lab.requests_with(needle)
@@ -126,14 +128,14 @@ fn tool_results(lab: &Lab, prompt: &str) -> Vec<String> {
 }
 
 /// The `copilot-*` agent holding `target.txt`, if one does.
-fn copilot_holder(lab: &Lab) -> Option<String> {
+pub(crate) fn copilot_holder(lab: &Lab) -> Option<String> {
     lab.locks_of("target.txt")
         .into_iter()
         .find_map(|l| l.strip_prefix("target.txt.lock.").map(str::to_string))
         .filter(|a| a.starts_with("copilot-"))
 }
 
-fn edit_call(lab: &Lab, new: &str) -> Value {
+pub(crate) fn edit_call(lab: &Lab, new: &str) -> Value {
     json!(["edit", {"path": path_of(lab, "target.txt"), "old_str": "old line", "new_str": new}])
 }
 
@@ -418,79 +420,6 @@ fn copilot_session_end_finishes_the_presence() {
 }
 
 #[test]
-fn copilot_git_commit_through_its_shell_is_refused_while_another_agent_holds_a_staged_file() {
-    let Some((bin, lab)) = lab() else { return };
-    lab.env.cmd().args(["guard", "install"]).ok();
-    lab.env.write("target.txt", "staged change\n");
-    lab.git(&["add", "target.txt"]);
-    lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
-    let head = lab.git(&["rev-parse", "HEAD"]);
-    let commit = json!(["bash", {
-        "command": "git commit -am 'from copilot'",
-        "description": "commit the change",
-    }]);
-
-    let (run, prompt) = start(
-        &lab,
-        &bin,
-        "held",
-        EDIT_MODEL,
-        json!([commit.clone()]),
-        None,
-    );
-    run.ok();
-    assert_eq!(lab.git(&["rev-parse", "HEAD"]), head, "no commit was made");
-    let results = tool_results(&lab, &prompt);
-    assert_eq!(results.len(), 1, "{results:#?}");
-    assert!(
-        results[0].contains(OTHER) && results[0].contains("target.txt"),
-        "the reason names the holder and the file: {results:#?}"
-    );
-
-    lab.env.agent(OTHER).args(["unlock", "target.txt"]).ok();
-    let (run, _) = start(&lab, &bin, "free", EDIT_MODEL, json!([commit]), None);
-    run.ok();
-    assert_ne!(
-        lab.git(&["rev-parse", "HEAD"]),
-        head,
-        "the commit went through"
-    );
-}
-
-#[test]
-fn copilot_git_commit_through_its_shell_of_a_file_it_holds_goes_through() {
-    let Some((bin, lab)) = lab() else { return };
-    lab.env.cmd().args(["guard", "install"]).ok();
-    let head = lab.git(&["rev-parse", "HEAD"]);
-    let flag = lab.flag("done");
-    let (run, prompt) = start(
-        &lab,
-        &bin,
-        "own",
-        EDIT_MODEL,
-        json!([
-            edit_call(&lab, "from copilot"),
-            ["bash", {"command": "git commit -qam 'from copilot'", "description": "commit"}],
-        ]),
-        Some(&flag),
-    );
-    until("both tool calls answered", || {
-        tool_results(&lab, &prompt).len() == 2
-    });
-    let holder = copilot_holder(&lab);
-    assert!(holder.is_some(), "the session holds the file it edited");
-    let results = tool_results(&lab, &prompt);
-    assert_ne!(
-        lab.git(&["rev-parse", "HEAD"]),
-        head,
-        "the guard let the session commit the file it holds: {results:#?}"
-    );
-    assert_eq!(lab.git(&["show", "HEAD:target.txt"]), "from copilot\n");
-    std::fs::write(&flag, "").unwrap();
-    run.ok();
-}
-
-#[test]
 fn copilot_mcp_lock_and_own_edit_do_not_block_each_other() {
     let Some((bin, lab)) = lab() else { return };
     let flag = lab.flag("done");
@@ -525,41 +454,6 @@ fn copilot_mcp_lock_and_own_edit_do_not_block_each_other() {
 }
 
 #[test]
-fn copilot_coord_lock_from_its_shell_acts_as_the_session() {
-    let Some((bin, lab)) = lab() else { return };
-    let flag = lab.flag("done");
-    let (run, prompt) = start(
-        &lab,
-        &bin,
-        "shell",
-        EDIT_MODEL,
-        json!([
-            ["bash", {"command": "coord lock target.txt", "description": "lock"}],
-            edit_call(&lab, "from copilot"),
-        ]),
-        Some(&flag),
-    );
-    until("both tool calls answered", || {
-        tool_results(&lab, &prompt).len() == 2
-    });
-    let results = tool_results(&lab, &prompt);
-    assert!(results[0].contains("Lock acquired"), "{results:#?}");
-    assert_eq!(lab.env.read("target.txt"), "from copilot\n", "{results:#?}");
-    let locks = lab.locks_of("target.txt");
-    assert_eq!(locks.len(), 1, "{locks:?}");
-    assert!(
-        locks[0].starts_with("target.txt.lock.copilot-"),
-        "{locks:?}"
-    );
-    std::fs::write(&flag, "").unwrap();
-    run.ok();
-    assert!(
-        lab.locks_of("target.txt").is_empty(),
-        "released at turn end"
-    );
-}
-
-#[test]
 fn copilot_killed_with_sigkill_frees_its_files_within_seconds() {
     let Some((bin, lab)) = lab() else { return };
     let flag = lab.flag("never");
@@ -586,36 +480,5 @@ fn copilot_killed_with_sigkill_frees_its_files_within_seconds() {
     eprintln!(
         "the file was free {:.1} s after the kill",
         killed.elapsed().as_secs_f64()
-    );
-}
-
-/// A shell command that changes a file another agent holds: coord's postToolUse hook gives the
-/// model its notice (`additionalContext`) before its next step.
-#[test]
-fn copilot_shell_edit_of_a_held_file_is_told_to_the_model() {
-    let Some((bin, lab)) = lab() else { return };
-    lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
-    let edit = json!(["bash", {
-        "command": "echo more >> target.txt",
-        "description": "append a line",
-    }]);
-    let (run, prompt) = start(&lab, &bin, "shell", EDIT_MODEL, json!([edit]), None);
-    run.ok();
-    assert!(
-        lab.env.read("target.txt").contains("more"),
-        "the command ran"
-    );
-    let needle = serde_json::to_string(&prompt).unwrap();
-    let told = lab
-        .requests_with(&needle[1..needle.len() - 1])
-        .iter()
-        .any(|r| {
-            let text = r["body"]["messages"].to_string();
-            text.contains("your shell command changed") && text.contains("target.txt")
-        });
-    assert!(
-        told,
-        "the notice reaches the model: {:#?}",
-        tool_results(&lab, &prompt)
     );
 }

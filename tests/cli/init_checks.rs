@@ -1,6 +1,9 @@
 //! `coord init` refusals and reports: unparsable, FIFO or linked settings files, dry runs, a
 //! user's own hook entry, `doctor`, and a rerun that widens coord's matcher.
 
+use std::process::Command;
+use std::time::{Duration, Instant};
+
 use serde_json::Value;
 
 use crate::init::{commands, read_json};
@@ -409,4 +412,88 @@ fn a_users_own_coord_hook_entry_gets_no_second_one() {
         ["/usr/local/bin/coord -q hook claude --wait 5s"]
     );
     assert!(claude["hooks"].get("Stop").is_none());
+}
+
+// ---------------------------------------------------------------------------------------------
+// init
+
+/// Issue 26 item 10: an `AGENTS.md` with `<!-- coord:begin -->` and no end is reported (exit 2)
+/// and nothing is written (init used to append a second block, then the next init deleted the
+/// user's text after the first).
+#[test]
+fn init_refuses_an_unterminated_coord_block_and_writes_nothing() {
+    let env = Env::new();
+    env.write(
+        "AGENTS.md",
+        "# Rules\n<!-- coord:begin -->\nold coord text\n\nMy own notes, keep them.\n",
+    );
+    let before = env.snapshot();
+    let out = env.cmd().args(["init", "--client", "claude"]).code(2);
+    assert!(out.stderr.contains("AGENTS.md"), "{}", out.stderr);
+    assert_eq!(env.snapshot(), before, "init wrote something");
+}
+
+/// Issue 26 item 15: a FIFO at `.claude/settings.json` is refused (exit 2, nothing written);
+/// init used to block in `open` forever.
+#[test]
+fn init_refuses_a_fifo_settings_file_without_blocking() {
+    let env = Env::new();
+    std::fs::create_dir(env.path(".claude")).unwrap();
+    let made = Command::new("mkfifo")
+        .arg(env.path(".claude/settings.json"))
+        .status();
+    if !made.is_ok_and(|s| s.success()) {
+        eprintln!("skipped: no `mkfifo` here");
+        return;
+    }
+    let before = names_under(env.root());
+    let mut child = env.cmd().args(["init", "--client", "claude"]).spawn();
+    let start = Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        if start.elapsed() > Duration::from_secs(20) {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("init blocked on the FIFO");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(names_under(env.root()), before, "init wrote something");
+}
+
+/// Issue 26 item 16: `coord -C outer/proj init` inside an existing `outer/.coord` wires
+/// `outer/proj`, not `outer`.
+#[test]
+fn init_with_dash_c_wires_the_named_folder_inside_another_workspace() {
+    let env = Env::new();
+    std::fs::create_dir_all(env.path("outer/.coord")).unwrap();
+    std::fs::create_dir_all(env.path("outer/proj")).unwrap();
+    env.cmd()
+        .env_remove("COORD_DIR")
+        .args(["-C", "outer/proj", "init", "--client", "claude"])
+        .ok();
+    assert!(env.exists("outer/proj/.claude/settings.json"));
+    assert!(!env.exists("outer/.claude/settings.json"));
+}
+
+/// Every path under `dir` (names only: nothing is opened, a FIFO included).
+fn names_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                stack.push(e.path());
+            }
+            out.push(e.path());
+        }
+    }
+    out.sort();
+    out
 }
