@@ -169,3 +169,75 @@ fn claude_shell_edit_of_a_held_file_is_told_to_the_model() {
     let Some(c) = claude() else { return };
     e2e::shell_edit_is_told_to_the_model(&c);
 }
+
+/// Two real Claude Code sessions in two worktrees of one repository: while the session in the
+/// main work tree holds `shared.txt` inside its turn, the session in a linked worktree is
+/// denied the same path there (the reason names the holder), and its copy is left alone; once
+/// the first session's turn ends, the second one's next edit goes through.
+#[test]
+fn claude_sessions_in_two_worktrees_of_one_repository_exclude_each_other() {
+    let Some(c) = claude() else { return };
+    let (repo, model) = e2e::setup(&c);
+    // The wiring is committed, so the linked worktree has the hooks too.
+    repo.git(&["add", "-A"]);
+    repo.git(&["commit", "-qm", "coord init"]);
+    let tree_b = repo.scratch().join("tree-b");
+    repo.git(&[
+        "worktree",
+        "add",
+        "-q",
+        tree_b.to_str().unwrap(),
+        "-b",
+        "feature",
+    ]);
+    let (end_a, go_b) = (repo.flag("end-a"), repo.flag("go-b"));
+    let steps_a = json!([{"write": [repo.abs("shared.txt"), "from A"]}, {"hold": end_a}]);
+    let mut a = Run::spawn(
+        c.session(&repo, &model, &e2e::script(steps_a)),
+        "session-a",
+        &repo.scratch(),
+    );
+    e2e::until(&mut a, "session A holds shared.txt", || {
+        repo.holders("shared.txt")
+            .iter()
+            .any(|h| h.starts_with("claude-"))
+    });
+    let holder = repo.holders("shared.txt")[0].clone();
+
+    let shared_b = tree_b.join("shared.txt");
+    let b_path = shared_b.to_str().unwrap();
+    let steps_b = json!([
+        {"write": [b_path, "from B"]},
+        {"hold": go_b},
+        {"write": [b_path, "from B"]},
+    ]);
+    let mut cmd = c.session(&repo, &model, &e2e::script(steps_b));
+    cmd.current_dir(&tree_b);
+    let mut b = Run::spawn(cmd, "session-b", &repo.scratch());
+    e2e::until(&mut b, "B's model learns who holds the file", || {
+        !model.results_containing(&holder).is_empty()
+    });
+    let reasons = model.results_containing(&holder);
+    assert!(
+        reasons.iter().any(|r| r.contains("shared.txt")),
+        "{reasons:?}"
+    );
+    assert!(
+        !shared_b.exists(),
+        "the denied edit did not happen in tree B"
+    );
+
+    e2e::release(&end_a);
+    let a = a.wait();
+    assert_eq!(a.code, Some(0), "{a:?}");
+    assert!(repo.holders("shared.txt").is_empty(), "A's turn ended");
+    e2e::release(&go_b);
+    e2e::until(&mut b, "B's second edit", || shared_b.exists());
+    let b = b.wait();
+    assert_eq!(b.code, Some(0), "{b:?}");
+    assert_eq!(
+        std::fs::read_to_string(&shared_b).unwrap().trim_end(),
+        "from B"
+    );
+    assert_eq!(repo.env.read("shared.txt").trim_end(), "from A");
+}
