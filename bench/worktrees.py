@@ -7,6 +7,9 @@ Three set-ups, measured in alternating blocks so drift falls on all alike:
 - `worktree`: a linked worktree of a repository with 8 linked worktrees (7 others and the
   main one share its workspace; another agent holds a different file in each of them).
 
+In each set-up 8 other agents hold a file of their own (in `worktree`, one in each linked tree),
+so the three differ only in where the locks lie.
+
   bench/worktrees.py [COORD] [PAIRS]     # COORD defaults to the release build
 
 Prints a markdown table: CPU per lock + unlock (two processes), and the ratio to `folder`.
@@ -49,17 +52,26 @@ def cycle(d, n):
     return children_cpu() - before
 
 
+def hold_others(d):
+    """8 other agents each holding a file of their own, as in the worktree set-up."""
+    for i in range(8):
+        open(os.path.join(d, f"OTHER{i}.txt"), "w").write("x\n")
+        subprocess.run([coord, "lock", f"OTHER{i}.txt", "-q", "--no-backup"], env=env(f"holder{i}"), cwd=d, check=True)
+
+
 def main():
     base = tempfile.mkdtemp(prefix="coord-bench-wt-")
     folder = os.path.join(base, "folder")
     os.makedirs(folder)
     open(os.path.join(folder, "SHARED.txt"), "w").write("x\n")
+    hold_others(folder)
     repo = os.path.join(base, "repo")
     os.makedirs(repo)
     git(repo, "init", "-q")
     open(os.path.join(repo, "SHARED.txt"), "w").write("x\n")
     git(repo, "add", ".")
     git(repo, "commit", "-qm", "x")
+    hold_others(repo)
     multi = os.path.join(base, "multi")
     os.makedirs(multi)
     git(multi, "init", "-q")

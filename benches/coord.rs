@@ -21,7 +21,7 @@
 #![allow(clippy::disallowed_methods)] // the benchmarks set up folders by hand
 
 use std::io::Write;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -404,34 +404,92 @@ fn wait_until(mut cond: impl FnMut() -> bool) {
     }
 }
 
-/// Returns the coord waiter's figures and, when flock(1) is there, flock's.
-fn bench_wake(out: &mut Vec<String>) -> (Stats, Option<Stats>) {
-    let rounds = 40;
-    let dir = tempfile::tempdir().unwrap();
-    let d = dir.path();
+/// A waiter in `waiter_dir` woken by a holder's release in `holder_dir` (one folder, or two
+/// work trees of one repository, whose presences live in `shared`), `rounds` times.
+fn coord_wake(holder_dir: &Path, waiter_dir: &Path, shared: &Path, rounds: usize) -> Stats {
     let mut lat = Vec::new();
     for _ in 0..rounds {
-        run(&mut coord(d, "holder", &["lock", "f", "-q", "--no-backup"]));
+        run(&mut coord(
+            holder_dir,
+            "holder",
+            &["lock", "f", "-q", "--no-backup"],
+        ));
         let waiter = exit_time(coord(
-            d,
+            waiter_dir,
             "waiter",
             &["lock", "f", "--wait", "30s", "-q", "--no-backup"],
         ));
         wait_until(|| {
-            std::fs::read_to_string(d.join(".waiter_presence")).is_ok_and(|t| t.contains("WAITING"))
+            std::fs::read_to_string(shared.join(".waiter_presence"))
+                .is_ok_and(|t| t.contains("WAITING"))
         });
         // Let the waiter settle into its wait.
         std::thread::sleep(Duration::from_millis(30));
-        run(&mut coord(d, "holder", &["unlock", "f", "-q"]));
+        run(&mut coord(holder_dir, "holder", &["unlock", "f", "-q"]));
         let released = Instant::now();
         let woke = waiter.join().unwrap();
         lat.push(woke.saturating_duration_since(released));
-        run(&mut coord(d, "waiter", &["unlock", "f", "-q"]));
+        run(&mut coord(waiter_dir, "waiter", &["unlock", "f", "-q"]));
     }
-    let c = stats(lat);
+    stats(lat)
+}
+
+/// A repository with `f` committed and one linked worktree; returns (main tree, linked tree).
+fn repo_with_worktree(base: &Path) -> Option<(PathBuf, PathBuf)> {
+    let main = base.join("main");
+    let linked = base.join("linked");
+    std::fs::create_dir(&main).ok()?;
+    std::fs::write(main.join("f"), "x\n").ok()?;
+    let git = |dir: &Path, args: &[&str]| {
+        command("git")
+            .args(args)
+            .current_dir(dir)
+            .env("GIT_CONFIG_GLOBAL", "/dev/null")
+            .env("GIT_AUTHOR_NAME", "bench")
+            .env("GIT_AUTHOR_EMAIL", "bench@localhost")
+            .env("GIT_COMMITTER_NAME", "bench")
+            .env("GIT_COMMITTER_EMAIL", "bench@localhost")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
+    let ok = git(&main, &["init", "-q"])
+        && git(&main, &["add", "f"])
+        && git(&main, &["commit", "-qm", "f"])
+        && git(
+            &main,
+            &["worktree", "add", "-q", linked.to_str()?, "-b", "linked"],
+        );
+    // Canonical paths, as coord resolves them.
+    ok.then(|| (main.canonicalize().ok(), linked.canonicalize().ok()))
+        .and_then(|(m, l)| Some((m?, l?)))
+}
+
+/// Returns the coord waiter's figures, flock's when flock(1) is there, and the coord waiter's
+/// across work trees when git is there.
+fn bench_wake(out: &mut Vec<String>) -> (Stats, Option<Stats>, Option<Stats>) {
+    let rounds = 40;
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let c = coord_wake(d, d, d, rounds);
     out.push("| waiter wake-up after release | median | p95 | rounds |".into());
     out.push("|---|---|---|---|".into());
     out.push(row("`coord lock --wait` after `coord unlock` returns", &c));
+    // Across work trees: the holder in the main tree, the waiter in a linked worktree.
+    let trees = tempfile::tempdir().unwrap();
+    let across = if have("git")
+        && let Some((main, linked)) = repo_with_worktree(trees.path())
+    {
+        let w = coord_wake(&main, &linked, &main, rounds);
+        out.push(row(
+            "the same, holder in the main tree, waiter in a linked worktree",
+            &w,
+        ));
+        Some(w)
+    } else {
+        None
+    };
     if have("flock") {
         let lockf = d.join("flockfile");
         std::fs::write(&lockf, "").unwrap();
@@ -465,9 +523,9 @@ fn bench_wake(out: &mut Vec<String>) -> (Stats, Option<Stats>) {
         }
         let f = stats(lat);
         out.push(row("`flock FILE true` after the holder exits", &f));
-        return (c, Some(f));
+        return (c, Some(f), across);
     }
-    (c, None)
+    (c, None, across)
 }
 
 /// Returns the ratio coord / find (medians).
@@ -840,7 +898,19 @@ fn main() {
     }
     let mut flock_wake = None;
     if want("wake") || want("msg") {
-        let (c, f) = bench_wake(&mut out);
+        let (c, f, across) = bench_wake(&mut out);
+        if let (Some(f), Some(w)) = (&f, &across) {
+            ratios.push(Ratio {
+                figure: "wake-up across two work trees of a repository / `flock` waiter wake-up",
+                value: format!(
+                    "{} ({} median, {} p95)",
+                    times(w.median.as_secs_f64() / f.median.as_secs_f64()),
+                    ms(w.median),
+                    ms(w.p95)
+                ),
+                goal: "≤ 3×",
+            });
+        }
         if let Some(f) = &f {
             ratios.push(Ratio {
                 figure: "waiter wake-up after release / `flock` waiter wake-up",

@@ -197,7 +197,7 @@ fn compare(trees: &[Tree], deadline: Instant) -> View {
         };
         at.entry(commit).or_default().push(Side {
             worktree: t.top.display().to_string(),
-            branch: t.branch.clone(),
+            branch: t.branch(),
         });
     }
     let commits: Vec<String> = at.keys().cloned().collect();

@@ -310,7 +310,7 @@ pub fn lock_view(e: &lock::LockEntry, ws: &Workspace, now: &Timestamp) -> LockVi
             .rel(&e.lock_path)
             .unwrap_or_else(|| e.lock_path.display().to_string()),
         worktree: tree.as_ref().map(|t| t.top.display().to_string()),
-        branch: tree.and_then(|t| t.branch),
+        branch: tree.and_then(|t| t.branch()),
     }
 }
 
@@ -422,7 +422,7 @@ pub fn collect(ws: &Workspace) -> Status {
         a.branch = trees
             .iter()
             .find(|t| t.top.as_os_str() == top.as_str())
-            .and_then(|t| t.branch.clone());
+            .and_then(crate::worktree::Tree::branch);
         a.worktree = Some(top);
     }
     Status {

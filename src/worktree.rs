@@ -26,8 +26,16 @@ pub const PRESENCE_KEY: &str = "worktree";
 pub struct Tree {
     /// Its top level.
     pub top: PathBuf,
-    /// The branch checked out there (`None`: a detached HEAD or unreadable).
-    pub branch: Option<String>,
+    /// Its git folder, whose `HEAD` names the branch checked out there (read only when asked:
+    /// most commands need the trees' places, not their branches).
+    gitdir: Option<PathBuf>,
+}
+
+impl Tree {
+    /// The branch checked out there (`None`: a detached HEAD, unreadable, or not a git tree).
+    pub fn branch(&self) -> Option<String> {
+        branch_of(self.gitdir.as_deref()?)
+    }
 }
 
 /// Read a small git file, trimmed.
@@ -133,7 +141,7 @@ pub fn trees(root: &Path) -> Vec<Tree> {
     let Some(common) = common_dir(&shared) else {
         return vec![Tree {
             top: root.to_path_buf(),
-            branch: None,
+            gitdir: None,
         }];
     };
     let stamp = fs::metadata(common.join("worktrees"))
@@ -159,7 +167,7 @@ fn read_trees(root: &Path, shared: &Path, common: &Path) -> Vec<Tree> {
     let shared = shared.to_path_buf();
     let mut all = vec![Tree {
         top: shared.clone(),
-        branch: branch_of(common),
+        gitdir: Some(common.to_path_buf()),
     }];
     if let Ok(entries) = fs::read_dir(common.join("worktrees")) {
         for entry in entries.flatten() {
@@ -185,7 +193,7 @@ fn read_trees(root: &Path, shared: &Path, common: &Path) -> Vec<Tree> {
             }
             all.push(Tree {
                 top,
-                branch: branch_of(&dir),
+                gitdir: Some(dir),
             });
         }
     }
@@ -197,7 +205,7 @@ fn read_trees(root: &Path, shared: &Path, common: &Path) -> Vec<Tree> {
             0,
             Tree {
                 top: root.to_path_buf(),
-                branch: None,
+                gitdir: None,
             },
         );
     }

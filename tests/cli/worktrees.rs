@@ -94,6 +94,24 @@ fn a_lock_in_one_worktree_refuses_the_same_path_in_every_other_naming_tree_and_b
 }
 
 #[test]
+fn an_unlock_from_another_worktree_finds_the_lock_where_it_lies() {
+    let r = repo();
+    coord(&r, &r.b, "alice").args(["lock", "src/x.rs"]).ok();
+    // Another agent's lock in another tree is still reported as held, not "not locked".
+    coord(&r, &r.main, "bob")
+        .args(["unlock", "src/x.rs"])
+        .code(3)
+        .stderr_has("alice");
+    assert!(r.b.join("src/x.rs.lock.alice").exists());
+    // The holder's own lock is released from any tree of the repository.
+    coord(&r, &r.c, "alice").args(["unlock", "src/x.rs"]).ok();
+    assert!(!r.b.join("src/x.rs.lock.alice").exists());
+    coord(&r, &r.main, "bob")
+        .args(["lock", "src/x.rs", "--no-wait"])
+        .ok();
+}
+
+#[test]
 fn status_from_any_worktree_lists_every_trees_locks_with_worktree_and_branch() {
     let r = repo();
     coord(&r, &r.b, "alice").args(["lock", "a.txt"]).ok();

@@ -104,10 +104,29 @@ pub fn release(
         sweep: true,
         roster: &roster,
         except: None,
+        this_tree_only: true,
     };
     // Every folder is listed once, however many of the files it holds (temporary files of
     // killed processes are swept in the same pass, as `acquire` does).
-    let listed = list_locks_each(&targets, listing)?;
+    let mut listed = list_locks_each(&targets, listing)?;
+    // The other work trees of the repository are looked at only for files whose lock is not
+    // the agent's own here: that one is released whatever the other trees hold.
+    let elsewhere: Vec<usize> = (0..targets.len())
+        .filter(|&i| !listed[i].iter().any(|e| e.agent == agent.id()))
+        .collect();
+    if !elsewhere.is_empty() && !crate::worktree::others(ws.root()).is_empty() {
+        let again: Vec<Target> = elsewhere.iter().map(|&i| targets[i].clone()).collect();
+        let everywhere = Listing {
+            this_tree_only: false,
+            ..listing
+        };
+        for (i, entries) in elsewhere
+            .into_iter()
+            .zip(list_locks_each(&again, everywhere)?)
+        {
+            listed[i] = entries;
+        }
+    }
     for (target, mut entries) in targets.iter().zip(listed) {
         entries.retain(|e| !done.contains(&e.lock_path));
         classify(ws.root(), &mut entries, &mut cache, &now);

@@ -48,6 +48,9 @@ pub(super) struct Listing<'a> {
     pub(super) roster: &'a [String],
     /// An agent whose locks are left unread: the caller knows what it wrote itself.
     pub(super) except: Option<&'a str>,
+    /// Leave out the same paths in the repository's other work trees (a caller that looks
+    /// there itself only when this tree did not answer).
+    pub(super) this_tree_only: bool,
 }
 
 /// List the lock files of `target` as `how` says.
@@ -124,7 +127,9 @@ pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Ve
     }
     // The same paths in the other work trees of the repository (one listing of each folder
     // that exists there): a lock there holds the file here too.
-    if let Some(root) = targets.first().and_then(root_of) {
+    if let Some(root) = targets.first().and_then(root_of)
+        && !how.this_tree_only
+    {
         for tree in crate::worktree::others(&root) {
             for (i, target) in targets.iter().enumerate() {
                 let (Some(rel_dir), Some(base)) = (

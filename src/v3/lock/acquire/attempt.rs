@@ -48,6 +48,7 @@ pub(super) fn attempt(
         sweep: true,
         roster: &roster,
         except: None,
+        this_tree_only: false,
     };
     // Claims on folders and patterns: one small file, read once per try.
     let me = req.agent.id();
@@ -572,7 +573,7 @@ fn publish_claims(
             }
         }
         claim_rec.set("worktree", root.display().to_string());
-        if let Some(branch) = tree.as_ref().and_then(|t| t.branch.clone()) {
+        if let Some(branch) = tree.as_ref().and_then(crate::worktree::Tree::branch) {
             claim_rec.set("branch", branch);
         }
         // `reason` last, as in a lock record.

@@ -185,7 +185,7 @@ pub fn holder_where(root: &Path, e: &LockEntry) -> String {
             "{} (worktree {}, branch {})",
             e.holder(),
             t.top.display(),
-            t.branch.as_deref().unwrap_or("(detached)")
+            t.branch().as_deref().unwrap_or("(detached)")
         ),
         _ => e.holder().to_string(),
     }
