@@ -439,3 +439,31 @@ fn a_hand_made_lock_spelled_with_capitals_is_honoured() {
     assert!(env.exists("X.md.lock.claude"));
     assert!(!env.exists("X.md.lock.Claude"));
 }
+
+/// A claim is not taken over a lock made by hand in a folder it claims (such a lock is in no
+/// index: the claimed folder is looked through), and a stale one does not stand in its way.
+#[test]
+fn a_claim_sees_locks_made_by_hand_in_the_folders_it_claims() {
+    let env = Env::new();
+    env.write("src/auth/deep/x.rs", "x\n");
+    env.write("src/auth/old.rs", "o\n");
+    let lock = hand_made_lock(&env, "src/auth/deep/x.rs", "Bob");
+    for pattern in ["src/auth/", "src/**/*.rs", "**/x.rs"] {
+        env.agent("alice")
+            .args(["lock", pattern, "--no-wait"])
+            .code(3)
+            .stderr_has("Bob")
+            .stderr_has("src/auth/deep/x.rs");
+    }
+    assert!(!env.exists(".coord/claims") || !env.read(".coord/claims").contains("alice"));
+    // A pattern that does not match the hand-made lock's file is free.
+    env.agent("alice").args(["lock", "src/**/*.sql"]).ok();
+    // Once the lock made by hand is old enough to be stale, the claim is taken; the stale
+    // lock is left where it is.
+    env.write(
+        &lock,
+        "Agent: Bob\nlocked_at: 2020-01-01T00:00:00\nfile: src/auth/deep/x.rs\n",
+    );
+    env.agent("alice").args(["lock", "src/auth/"]).ok();
+    assert!(env.exists(&lock));
+}

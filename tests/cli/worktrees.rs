@@ -365,3 +365,23 @@ fn the_history_names_the_worktree_an_event_came_from() {
         out.stdout
     );
 }
+
+#[test]
+fn a_claim_in_one_worktree_sees_a_lock_made_by_hand_in_another() {
+    let r = repo();
+    std::fs::create_dir_all(r.b.join("src/deep")).unwrap();
+    std::fs::write(
+        r.b.join("src/deep/y.rs.lock.Bob"),
+        format!(
+            "Agent: Bob\nlocked_at: {}\nfile: src/deep/y.rs\n",
+            chrono::Local::now().format("%Y-%m-%dT%H:%M:%S")
+        ),
+    )
+    .unwrap();
+    coord(&r, &r.c, "alice")
+        .args(["lock", "src/", "--no-wait"])
+        .code(3)
+        .stderr_has("Bob");
+    std::fs::remove_file(r.b.join("src/deep/y.rs.lock.Bob")).unwrap();
+    coord(&r, &r.c, "alice").args(["lock", "src/"]).ok();
+}

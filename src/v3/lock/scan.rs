@@ -286,13 +286,35 @@ fn scan_one(ws: &Workspace) -> Vec<LockEntry> {
     found
 }
 
+/// The lock files under the folder `rel_dir` (relative to a work tree's top level; empty: the
+/// whole tree) in every work tree sharing the workspace, keyed by the path relative to their
+/// own tree, found by the walk [`scan_tree`] makes (folders git ignores are not entered). Taking
+/// a claim looks here for locks made by hand in the folders it claims: they are in no index.
+pub(super) fn scan_folder(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
+    let mut found = walk_unignored_under(ws, rel_dir);
+    for tree in crate::worktree::others(ws.root()) {
+        found.extend(walk_unignored_under(&Workspace::at(tree.top), rel_dir));
+    }
+    found
+}
+
 /// The lock files in the folders of the workspace that git does not ignore (every folder
 /// outside a git work tree), read by a parallel walk (`ignore`, ripgrep's walker). Only the
 /// folders are judged by the ignore rules: a lock file is found in a folder that is walked even
 /// when its own name is ignored (coord's `.gitignore` lines ignore `*.lock.*`).
 fn walk_unignored(ws: &Workspace) -> Vec<LockEntry> {
+    walk_unignored_under(ws, "")
+}
+
+/// [`walk_unignored`] from the folder `rel_dir` of the workspace down (nothing when it is not
+/// a folder; the ignore rules of the folders above it still apply).
+fn walk_unignored_under(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
     use ignore::{WalkBuilder, WalkState, overrides::OverrideBuilder};
     let root = ws.root();
+    let start = root.join(rel_dir);
+    if !fs::symlink_metadata(&start).is_ok_and(|m| m.is_dir()) {
+        return Vec::new();
+    }
     // A whitelist: files that may be lock files are yielded even when ignored, every other file
     // is not yielded at all; folders are still judged by the ignore rules.
     let mut names = OverrideBuilder::new(root);
@@ -300,7 +322,7 @@ fn walk_unignored(ws: &Workspace) -> Vec<LockEntry> {
         .add(&format!("*{}*", layout::LOCK_INFIX))
         .and_then(|b| b.build())
         .ok();
-    let mut walk = WalkBuilder::new(root);
+    let mut walk = WalkBuilder::new(&start);
     walk.standard_filters(false)
         .git_ignore(true)
         .git_exclude(true)

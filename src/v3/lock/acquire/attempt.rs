@@ -6,7 +6,7 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use super::super::scan::{Listing, lookup_roster};
+use super::super::scan::{Listing, lookup_roster, scan_folder};
 use super::super::{
     LockEntry, LockState, claim, classify, index, list_locks_each, own_locks_listed, take_over,
 };
@@ -200,6 +200,19 @@ pub(super) fn attempt(
                 b.record = None;
                 return Ok(Attempt::Busy(b));
             }
+        }
+        // Locks made by hand are in no index: the folder every match lies in is walked, in each
+        // work tree (folders git ignores left out), for lock files the pattern matches.
+        let mut hand_made: Vec<LockEntry> = scan_folder(ws, &want.literal_prefix())
+            .into_iter()
+            .filter(|e| e.agent != me && want.matches(&e.file))
+            .collect();
+        classify(root, &mut hand_made, &mut cache, &now);
+        if let Some(live) = hand_made.iter().find(|e| e.state != LockState::Stale) {
+            let mut b = blocker_of(root, live, &now);
+            b.pattern = Some(text.to_string());
+            b.record = None;
+            return Ok(Attempt::Busy(b));
         }
         let refresh = mine.claims.iter().any(|c| c == text);
         if !refresh {
