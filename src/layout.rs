@@ -21,6 +21,7 @@
 //! <root>/collaboration_file.txt       seed 000 shared collaboration file (default name)
 //! <root>/.coord/partners/seq          the last stamp-card row id
 //! <root>/.coord/partners/<id>.session one stamp-card row (seed 001 partner_presence)
+//! <root>/.coord/partners/open/<id>     a row not clocked out (index, empty file)
 //! <root>/.coord/sessions/<host>-<pid>  the client session whose client process is <pid> (identity)
 //! <root>/.coord/config                workspace settings (`history_max_size: 8M`, `history_max_age: 30d`)
 //! <root>/.coord/history/events.jsonl  the event history, one JSON object a line; events.1.jsonl the previous one
@@ -514,6 +515,17 @@ pub fn partners_seq(root: &Path) -> PathBuf {
 /// `<root>/.coord/partners/<id>.session`, one row (the id zero-padded, so names sort by id).
 pub fn partner_row(root: &Path, id: u64) -> PathBuf {
     partners_dir(root).join(format!("{id:010}{ROW_SUFFIX}"))
+}
+
+/// `<root>/.coord/partners/open`, the index of rows not clocked out: one empty file per row,
+/// named by its id, so a heartbeat reads the open rows and not the whole card's history.
+pub fn partners_open_dir(root: &Path) -> PathBuf {
+    partners_dir(root).join("open")
+}
+
+/// `<root>/.coord/partners/open/<id>`, the index entry of an open row.
+pub fn partner_open(root: &Path, id: u64) -> PathBuf {
+    partners_open_dir(root).join(id.to_string())
 }
 
 /// The row id of a stamp-card row file name.

@@ -92,7 +92,12 @@ pub fn prune(ws: &Workspace, dry_run: bool) -> Result<Pruned> {
         paths.extend(
             rows.iter()
                 .filter(|r| r.partner_name == agent)
-                .map(|r| layout::partner_row(root, r.id)),
+                .flat_map(|r| {
+                    [
+                        layout::partner_row(root, r.id),
+                        layout::partner_open(root, r.id),
+                    ]
+                }),
         );
         paths.push(layout::needs_user(root, &agent));
         paths.push(layout::shell_start(root, &agent));

@@ -116,9 +116,9 @@ fn heartbeat_fresh(ws: &Workspace, agent: &AgentId) -> bool {
     if !presence_fresh(ws, agent, &now) {
         return false;
     }
-    // Every row is read, as the refresh itself reads them all.
-    let (rows, _) = stamp::scan(ws.root());
-    rows.iter()
+    // The open rows, as the refresh itself reads them.
+    stamp::open_rows(ws.root())
+        .iter()
         .filter(|r| r.partner_name == agent.id() && r.status == stamp::RowStatus::Online)
         .all(|r| r.heartbeat().is_some_and(|hb| recent(&now, &hb)))
 }

@@ -301,3 +301,61 @@ fn hostile_stamp_card_counter_and_folder() {
         ],
     });
 }
+
+#[test]
+fn hostile_index_of_open_rows() {
+    sweep(&Case {
+        target: ".coord/partners/open",
+        setup: clocked_in,
+        age: 0,
+        listed: never,
+        steps: STAMP_STEPS,
+    });
+}
+
+/// A card written before the index of open rows gets one at the next startup, from the whole
+/// card; rows written by hand later (ids above the counter) are still found and kept alive.
+#[test]
+fn the_index_of_open_rows_follows_the_card_and_rows_written_by_hand() {
+    let env = Env::new();
+    env.write(".coord/partners/seq", "4\n");
+    env.write(
+        &row_file(3),
+        "id: 3\npartner_name: claude\nstatus: online\nclocked_in: 2026-01-28T00:00:00\nlast_heartbeat: 2026-01-28T00:01:00\nsession_id: old-open\n",
+    );
+    env.write(
+        &row_file(4),
+        "id: 4\npartner_name: claude\nstatus: offline\nclocked_in: 2026-01-28T00:00:00\nclocked_out: 2026-01-28T00:02:00\nsession_id: old-closed\n",
+    );
+    env.cmd()
+        .args(["startup", "--partner", "claude"])
+        .ok()
+        .stdout_has("Marked crashed: earlier session old-open (row 3)")
+        .stdout_lacks("old-closed");
+    let mut open: Vec<String> = std::fs::read_dir(env.path(".coord/partners/open"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    open.sort();
+    assert_eq!(open, ["3", "5"], "the crashed row and the new one are open");
+    // A row written by hand after that, above the counter, is kept alive by heartbeats.
+    env.write(
+        &row_file(9),
+        "id: 9\npartner_name: claude\nstatus: online\nclocked_in: 2026-01-28T00:00:00\nlast_heartbeat: 2026-01-28T00:01:00\nsession_id: by-hand\n",
+    );
+    env.agent("claude").args(["presence", ".", "here"]).ok();
+    assert!(
+        !env.read(&row_file(9))
+            .contains("last_heartbeat: 2026-01-28T00:01:00"),
+        "{}",
+        env.read(&row_file(9))
+    );
+    // Clocking out closes every open row of the partner and empties the index of them.
+    env.agent("claude").args(["shutdown"]).ok();
+    let rows = partners(&env);
+    let status = |id: u64| rows.iter().find(|r| r.id == id).unwrap().status.clone();
+    assert_eq!(status(5), "offline");
+    assert_eq!(status(9), "offline");
+    assert_eq!(status(4), "offline");
+    assert!(!env.exists(".coord/partners/open/5") && !env.exists(".coord/partners/open/9"));
+}

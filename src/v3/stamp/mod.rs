@@ -248,17 +248,118 @@ pub fn scan(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
 }
 
 fn write_row(root: &Path, row: &Row) -> Result<()> {
-    fsutil::replace(&layout::partner_row(root, row.id), row.render().as_bytes())
+    fsutil::replace(&layout::partner_row(root, row.id), row.render().as_bytes())?;
+    index_row(root, row)
+}
+
+/// Keep the index of open rows in step with `row` as just written: an entry while it is not
+/// clocked out, none once it is. Caller holds the mutex.
+fn index_row(root: &Path, row: &Row) -> Result<()> {
+    if !has_index(root) {
+        return Ok(());
+    }
+    let entry = layout::partner_open(root, row.id);
+    if row.status == RowStatus::Offline {
+        fsutil::remove(&entry)?;
+    } else if fs::symlink_metadata(&entry).is_err() {
+        fsutil::create_new(&entry, b"")?;
+    }
+    Ok(())
+}
+
+/// Whether the card has its index of open rows: a real folder (anything else in its place is
+/// not followed nor written, and the card is read whole).
+fn has_index(root: &Path) -> bool {
+    fs::symlink_metadata(layout::partners_open_dir(root)).is_ok_and(|m| m.is_dir())
+}
+
+/// The rows not clocked out (`online` or `crashed`), by id, read without reading the card's
+/// history: the rows the index of open rows names, and every row above the counter (a row
+/// coord did not make: written by hand, as the contract allows, with an id above the others).
+/// Row files are only listed by name otherwise. A card without the index (written before it)
+/// is read whole.
+pub fn open_rows(root: &Path) -> Vec<Row> {
+    let entries = if has_index(root) {
+        fs::read_dir(layout::partners_open_dir(root)).ok()
+    } else {
+        None
+    };
+    let Some(entries) = entries else {
+        let (rows, _) = scan(root);
+        return rows
+            .into_iter()
+            .filter(|r| r.status != RowStatus::Offline)
+            .collect();
+    };
+    let mut ids: Vec<u64> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<u64>().ok())
+        .collect();
+    let counted = read_counter(root);
+    if let Ok(names) = fs::read_dir(layout::partners_dir(root)) {
+        ids.extend(
+            names
+                .flatten()
+                .filter_map(|e| {
+                    e.file_name()
+                        .to_str()
+                        .and_then(layout::parse_partner_row_name)
+                })
+                .filter(|&id| id > counted),
+        );
+    }
+    ids.sort_unstable();
+    ids.dedup();
+    ids.into_iter()
+        .filter_map(|id| {
+            let (text, _) =
+                fsutil::read_text_capped(&layout::partner_row(root, id), RECORD_CAP).ok()?;
+            Row::parse(id, &text).ok()
+        })
+        .filter(|r| r.status != RowStatus::Offline)
+        .collect()
+}
+
+/// Index the open rows `rows` (as [`open_rows`] found them) that are not indexed yet: rows
+/// written by hand, before the counter passes them. Caller holds the mutex.
+fn adopt(root: &Path, rows: &[Row]) -> Result<()> {
+    rows.iter().try_for_each(|r| index_row(root, r))
+}
+
+/// The stamp card's counter: the last row id coord handed out (0 when unreadable).
+fn read_counter(root: &Path) -> u64 {
+    fsutil::read_capped(&layout::partners_seq(root), 64)
+        .ok()
+        .and_then(|b| String::from_utf8_lossy(&b).trim().parse().ok())
+        .unwrap_or(0)
+}
+
+/// Make the index of open rows from the whole card when it is not there yet (a card written
+/// before it). Caller holds the mutex.
+fn ensure_index(root: &Path) -> Result<()> {
+    let dir = layout::partners_open_dir(root);
+    // Made once; something else in its place is left alone (the card is then read whole).
+    if fs::symlink_metadata(&dir).is_ok() {
+        return Ok(());
+    }
+    let (rows, _) = scan(root);
+    // Made under a temporary name and renamed into place, so a reader sees no index or a
+    // whole one. One builder at a time (the mutex): a fixed name, and what a killed builder
+    // left there is built on (an entry too many only costs a read).
+    let tmp = layout::partners_dir(root).join(".open.tmp");
+    fsutil::ensure_dir(&tmp)?;
+    for r in rows.iter().filter(|r| r.status != RowStatus::Offline) {
+        fsutil::create_new(&tmp.join(r.id.to_string()), b"")?;
+    }
+    fsutil::rename(&tmp, &dir)?;
+    Ok(())
 }
 
 /// The next row id, bumping the counter. Caller holds the mutex. Never below the id of a row
 /// file already there (readable or not), so a lost counter cannot hand out an id twice.
 fn next_id(root: &Path) -> Result<u64> {
     let path = layout::partners_seq(root);
-    let counted: u64 = fsutil::read_capped(&path, 64)
-        .ok()
-        .and_then(|b| String::from_utf8_lossy(&b).trim().parse().ok())
-        .unwrap_or(0);
+    let counted = read_counter(root);
     let seen = fs::read_dir(layout::partners_dir(root))
         .map(|entries| {
             entries
@@ -349,11 +450,16 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
     let _mutex = ws.lock_mutex()?;
     fsutil::ensure_dir(&layout::partners_dir(root))?;
     fsutil::sweep_temps(&layout::partners_dir(root));
-    let (rows, _) = scan(root);
+    // The index only saves reads: a card where it cannot be made is read whole.
+    let _ = ensure_index(root);
+    // Only rows not clocked out matter here (crash marking, who is online); a picked name must
+    // be free of every row, so that case reads the whole card.
     let (agent, picked) = match &req.partner {
         Partner::Named(a) => (a.clone(), false),
-        Partner::New => (AgentId::parse(&free_name(root, &rows))?, true),
+        Partner::New => (AgentId::parse(&free_name(root, &scan(root).0))?, true),
     };
+    let rows = open_rows(root);
+    adopt(root, &rows)?;
     let now = clock::now();
     let now_s = clock::format_timestamp(&now);
 
@@ -394,6 +500,10 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
             ),
         });
     }
+    if let Err(e) = index_row(root, &row) {
+        let _ = fsutil::remove(&layout::partner_row(root, id));
+        return Err(e);
+    }
     // All or nothing: a startup that cannot write the presence (a full disk) withdraws its
     // online row, rather than leave a session on the card that never started.
     if let Err(e) = presence::write(
@@ -406,6 +516,7 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
         },
     ) {
         let _ = fsutil::remove(&layout::partner_row(root, id));
+        let _ = fsutil::remove(&layout::partner_open(root, id));
         return Err(e);
     }
 
@@ -443,7 +554,8 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
 pub fn heartbeat(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<Option<Row>> {
     let root = ws.root();
     let _mutex = ws.lock_mutex()?;
-    let (rows, _) = scan(root);
+    let rows = open_rows(root);
+    adopt(root, &rows)?;
     let row = rows
         .into_iter()
         .find(|r| r.session_id == session_id && r.partner_name == agent.id());
@@ -469,7 +581,8 @@ pub fn heartbeat(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<Op
 ///
 /// [`Error::Io`] when a row cannot be written.
 pub fn refresh_partner(root: &Path, agent: &AgentId, session: Option<&str>) -> Result<usize> {
-    let (rows, _) = scan(root);
+    let rows = open_rows(root);
+    adopt(root, &rows)?;
     let now = clock::now_string();
     let mut n = 0;
     for mut row in rows {
@@ -522,7 +635,8 @@ pub fn shutdown(ws: &Workspace, agent: &AgentId, scope: Scope<'_>) -> Result<Shu
     let _mutex = ws.lock_mutex()?;
     let now = clock::now();
     let now_s = clock::format_timestamp(&now);
-    let (rows, _) = scan(root);
+    let rows = open_rows(root);
+    adopt(root, &rows)?;
     let mut closed = Vec::new();
     for row in rows.iter().filter(|r| r.partner_name == agent.id()) {
         let in_scope = match scope {
