@@ -184,3 +184,39 @@ fn a_push_through_the_shell_tool_of_unpushed_commits_touching_a_held_file_is_den
         None
     );
 }
+
+/// A shell command that commits several held files (in one git call or several) is denied
+/// naming each of them once.
+#[test]
+fn a_shell_commit_of_several_held_files_names_each_once() {
+    let env = Env::new();
+    if std::process::Command::new("git")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("skipped: git is not installed");
+        return;
+    }
+    git(&env, &["init", "-q"]);
+    env.write("a.txt", "one\n");
+    env.write("sub/b.txt", "one\n");
+    git(&env, &["add", "a.txt", "sub/b.txt"]);
+    git(&env, &["commit", "-q", "-m", "first"]);
+    env.write("a.txt", "two\n");
+    env.write("sub/b.txt", "two\n");
+    env.agent("holder").args(["lock", "a.txt"]).ok();
+    env.agent("other").args(["lock", "sub/b.txt"]).ok();
+    let mut v = fixture_json(&env, &format!("{CLAUDE}/write_deny.PreToolUse.json"));
+    v["tool_name"] = "Bash".into();
+    v["tool_input"] = serde_json::json!({
+        "command": "git commit -am one && git commit -am two",
+        "description": "commit"
+    });
+    let reason = denied("claude", &hook(&env, "claude", &v.to_string(), &[]))
+        .expect("a commit of held files is denied");
+    for (file, holder) in [("`a.txt`", "holder"), ("`sub/b.txt`", "other")] {
+        assert_eq!(reason.matches(file).count(), 1, "{file} once: {reason}");
+        assert!(reason.contains(holder), "{reason}");
+    }
+}
