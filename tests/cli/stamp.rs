@@ -359,3 +359,33 @@ fn the_index_of_open_rows_follows_the_card_and_rows_written_by_hand() {
     assert_eq!(status(4), "offline");
     assert!(!env.exists(".coord/partners/open/5") && !env.exists(".coord/partners/open/9"));
 }
+
+/// A client hook's heartbeat keeps the session's stamp-card row alive even when the presence is
+/// fresh already (a lock just refreshed it, not the row): left old, the row would be taken for
+/// crashed by the partner's next startup.
+#[test]
+fn a_hook_heartbeat_refreshes_an_old_row_behind_a_fresh_presence() {
+    let env = Env::new();
+    let agent = "claude-7684f1ed";
+    env.cmd()
+        .env("COORD_NOW", "2026-01-28T01:00:00+01:00")
+        .args(["startup", "--partner", agent])
+        .ok();
+    env.write("x.txt", "x\n");
+    env.agent(agent).args(["lock", "x.txt"]).ok();
+    let payload = crate::hooks::fixture_json(
+        &env,
+        &format!("{}/write_allow.PostToolUse.json", crate::hooks::CLAUDE),
+    );
+    crate::hooks::hook(&env, "claude", &payload.to_string(), &[]);
+    let row = partners(&env)
+        .into_iter()
+        .find(|r| r.partner_name == agent)
+        .unwrap();
+    assert_eq!(row.status, "online");
+    assert_ne!(
+        row.last_heartbeat.as_deref(),
+        Some("2026-01-28T01:00:00+01:00"),
+        "the row was left as the startup wrote it"
+    );
+}
