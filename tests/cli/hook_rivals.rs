@@ -412,3 +412,47 @@ fn copilot_every_edit_tool_is_denied_to_a_rival_session() {
     );
     assert_eq!(denied("copilot", &out), None);
 }
+
+/// A deny says where the session stands in line: another agent already waiting for the file
+/// is counted, the session itself is not.
+#[test]
+fn a_deny_counts_the_other_agents_waiting_in_line() {
+    let env = Env::new();
+    let first = fixture(&env, &format!("{CLAUDE}/write_allow.PreToolUse.json"));
+    let second = fixture(&env, &format!("{CLAUDE}/write_deny.PreToolUse.json"));
+    assert_eq!(denied("claude", &hook(&env, "claude", &first, &[])), None);
+    let reason = denied("claude", &hook(&env, "claude", &second, &["--wait", "0"]))
+        .expect("the second session must be denied");
+    assert!(
+        reason.contains("no one else waits for it: you are next in the queue"),
+        "{reason}"
+    );
+    // bob stands in line for the same file.
+    let bob = env
+        .agent("bob")
+        .args(["lock", "out.txt", "--wait", "60s", "-q"])
+        .spawn();
+    crate::support::eventually("bob waits", || {
+        std::fs::read_to_string(env.path(".bob_presence"))
+            .is_ok_and(|p| p.contains("lock_status: WAITING"))
+    });
+    let reason = denied(
+        "claude",
+        &hook(&env, "claude", &second, &["--wait", "300ms"]),
+    )
+    .expect("the second session must be denied");
+    assert!(
+        reason.contains("1 other agent waits for it: you are 2nd in the queue"),
+        "{reason}"
+    );
+    // The holder's turn ends: bob, first in line, gets the file.
+    hook(
+        &env,
+        "claude",
+        &fixture(&env, &format!("{CLAUDE}/write_allow.Stop.json")),
+        &[],
+    );
+    let out = crate::support::finish(bob);
+    assert_eq!(out.code, Some(0), "{}", out.stderr);
+    assert!(env.exists("out.txt.lock.bob"));
+}
