@@ -4,6 +4,7 @@
 //! failed before its fix; tests that need root, another user or a tool skip with a reason.
 
 use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -34,10 +35,15 @@ fn hold_mutex(env: &Env) -> Option<Child> {
         eprintln!("skipped: no `flock` command here");
         return None;
     }
+    // Its own process group, so that `end` takes `sleep` with it (killing `flock` alone leaves
+    // `sleep` holding the lock, and the test run's output pipe, for ten minutes).
     let child = Command::new("flock")
         .arg(env.path(".coord/mutex"))
         .args(["sleep", "600"])
         .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
         .spawn()
         .unwrap();
     // The mutex is held once a non-blocking flock of it fails.
@@ -60,6 +66,9 @@ fn hold_mutex(env: &Env) -> Option<Child> {
 }
 
 fn end(mut child: Child) {
+    let _ = Command::new("kill")
+        .args(["-KILL", "--", &format!("-{}", child.id())])
+        .status();
     let _ = child.kill();
     let _ = child.wait();
 }
