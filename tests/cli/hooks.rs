@@ -170,6 +170,50 @@ fn session_start_lists_others_their_locks_and_my_messages() {
         .stdout_has("claude-7684f1ed");
 }
 
+/// The start context names the others: not the session itself, not its own locks, and not a
+/// stale lock nobody holds any more.
+#[test]
+fn session_start_leaves_out_the_session_itself_and_stale_locks() {
+    let env = Env::new();
+    let me = "claude-7684f1ed";
+    env.agent("gemini").args(["lock", "notes.md"]).ok();
+    env.agent(me).args(["presence", "my own work"]).ok();
+    env.agent(me).args(["lock", "mine.txt"]).ok();
+    env.write(
+        "old.txt.lock.carol",
+        "Agent: carol\nlocked_at: 2020-01-01T00:00:00\nfile: old.txt\n",
+    );
+    let out = hook(
+        &env,
+        "claude",
+        &fixture(&env, &format!("{CLAUDE}/write_allow.SessionStart.json")),
+        &[],
+    );
+    let text = json(&out)["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap()
+        .to_string();
+    let active = text
+        .lines()
+        .flat_map(|l| l.split(". "))
+        .find(|s| s.contains("Other agents active"))
+        .unwrap_or_else(|| panic!("no line of other agents: {text}"));
+    assert!(active.contains("gemini"), "{text}");
+    assert!(
+        !active.contains(me),
+        "the session itself is not another agent: {text}"
+    );
+    assert!(text.contains("notes.md (held by gemini"), "{text}");
+    assert!(
+        !text.contains("mine.txt"),
+        "its own lock is not another's: {text}"
+    );
+    assert!(
+        !text.contains("old.txt"),
+        "a stale lock holds nothing: {text}"
+    );
+}
+
 #[test]
 fn malformed_stdin_warns_allows_and_writes_nothing() {
     let env = Env::new();
