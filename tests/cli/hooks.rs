@@ -178,7 +178,8 @@ fn session_start_leaves_out_the_session_itself_and_stale_locks() {
     let me = "claude-7684f1ed";
     env.agent("gemini").args(["lock", "notes.md"]).ok();
     env.agent(me).args(["presence", "my own work"]).ok();
-    env.agent(me).args(["lock", "mine.txt"]).ok();
+    env.agent(me).args(["lock", "mine.txt", "mine/"]).ok();
+    env.agent("gemini").args(["lock", "docs/"]).ok();
     env.write(
         "old.txt.lock.carol",
         "Agent: carol\nlocked_at: 2020-01-01T00:00:00\nfile: old.txt\n",
@@ -207,6 +208,11 @@ fn session_start_leaves_out_the_session_itself_and_stale_locks() {
     assert!(
         !text.contains("mine.txt"),
         "its own lock is not another's: {text}"
+    );
+    assert!(text.contains("`docs/**` (claimed by gemini"), "{text}");
+    assert!(
+        !text.contains("mine/"),
+        "its own claim is not another's: {text}"
     );
     assert!(
         !text.contains("old.txt"),
