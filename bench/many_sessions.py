@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Benchmark: 16 client sessions' hooks editing 240 files at once (issue 28's "under many agents").
+"""Benchmark: 16 client sessions' hooks editing 240 files at once.
 
 Each session is its own process standing for one agent client (as Claude Code is: it runs every
 hook as `sh -c COMMAND` with the event's JSON on stdin and waits for it). All sessions start

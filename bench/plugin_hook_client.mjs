@@ -22,7 +22,7 @@
 //   PreToolUse of Write, turned off  `git config coord.enabled false`
 //
 // Usage: node bench/plugin_hook_client.mjs COORD [ROUNDS]   (ROUNDS default 200). Needs git.
-// Goal (issue: plugins): at most 1.5x `true`.
+// Goal: a call at most 1.5x `true` as the hook.
 import { spawn, execFileSync } from "node:child_process";
 import { mkdtempSync, mkdirSync, writeFileSync, rmSync, existsSync } from "node:fs";
 import { tmpdir, loadavg, cpus } from "node:os";
