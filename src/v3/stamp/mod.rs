@@ -255,9 +255,14 @@ fn write_row(root: &Path, row: &Row) -> Result<()> {
 /// Keep the index of open rows in step with `row` as just written: an entry while it is not
 /// clocked out, none once it is. Caller holds the mutex.
 fn index_row(root: &Path, row: &Row) -> Result<()> {
-    if !has_index(root) {
-        return Ok(());
+    if has_index(root) {
+        set_entry(root, row)?;
     }
+    Ok(())
+}
+
+/// [`index_row`] where the index is known to be there.
+fn set_entry(root: &Path, row: &Row) -> Result<()> {
     let entry = layout::partner_open(root, row.id);
     if row.status == RowStatus::Offline {
         fsutil::remove(&entry)?;
@@ -296,18 +301,7 @@ pub fn open_rows(root: &Path) -> Vec<Row> {
         .filter_map(|e| e.file_name().to_str()?.parse::<u64>().ok())
         .collect();
     let counted = read_counter(root);
-    if let Ok(names) = fs::read_dir(layout::partners_dir(root)) {
-        ids.extend(
-            names
-                .flatten()
-                .filter_map(|e| {
-                    e.file_name()
-                        .to_str()
-                        .and_then(layout::parse_partner_row_name)
-                })
-                .filter(|&id| id > counted),
-        );
-    }
+    ids.extend(row_ids(root).into_iter().filter(|&id| id > counted));
     ids.sort_unstable();
     ids.dedup();
     ids.into_iter()
@@ -321,9 +315,28 @@ pub fn open_rows(root: &Path) -> Vec<Row> {
 }
 
 /// Index the open rows `rows` (as [`open_rows`] found them) that are not indexed yet: rows
-/// written by hand, before the counter passes them. Caller holds the mutex.
+/// written by hand, found above the counter until it passes them. Called before the counter
+/// moves (a clock-in); elsewhere they are still found above it. Caller holds the mutex.
 fn adopt(root: &Path, rows: &[Row]) -> Result<()> {
-    rows.iter().try_for_each(|r| index_row(root, r))
+    if !has_index(root) {
+        return Ok(());
+    }
+    rows.iter().try_for_each(|r| set_entry(root, r))
+}
+
+/// The ids of the card's row files, from their names alone (nothing is read).
+fn row_ids(root: &Path) -> Vec<u64> {
+    let Ok(entries) = fs::read_dir(layout::partners_dir(root)) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(layout::parse_partner_row_name)
+        })
+        .collect()
 }
 
 /// The stamp card's counter: the last row id coord handed out (0 when unreadable).
@@ -360,19 +373,7 @@ fn ensure_index(root: &Path) -> Result<()> {
 fn next_id(root: &Path) -> Result<u64> {
     let path = layout::partners_seq(root);
     let counted = read_counter(root);
-    let seen = fs::read_dir(layout::partners_dir(root))
-        .map(|entries| {
-            entries
-                .flatten()
-                .filter_map(|e| {
-                    e.file_name()
-                        .to_str()
-                        .and_then(layout::parse_partner_row_name)
-                })
-                .max()
-                .unwrap_or(0)
-        })
-        .unwrap_or(0);
+    let seen = row_ids(root).into_iter().max().unwrap_or(0);
     let id = counted.max(seen) + 1;
     fsutil::replace(&path, format!("{id}\n").as_bytes())?;
     Ok(id)
@@ -554,9 +555,7 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
 pub fn heartbeat(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<Option<Row>> {
     let root = ws.root();
     let _mutex = ws.lock_mutex()?;
-    let rows = open_rows(root);
-    adopt(root, &rows)?;
-    let row = rows
+    let row = open_rows(root)
         .into_iter()
         .find(|r| r.session_id == session_id && r.partner_name == agent.id());
     let row = match row {
@@ -582,7 +581,6 @@ pub fn heartbeat(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<Op
 /// [`Error::Io`] when a row cannot be written.
 pub fn refresh_partner(root: &Path, agent: &AgentId, session: Option<&str>) -> Result<usize> {
     let rows = open_rows(root);
-    adopt(root, &rows)?;
     let now = clock::now_string();
     let mut n = 0;
     for mut row in rows {
@@ -636,7 +634,6 @@ pub fn shutdown(ws: &Workspace, agent: &AgentId, scope: Scope<'_>) -> Result<Shu
     let now = clock::now();
     let now_s = clock::format_timestamp(&now);
     let rows = open_rows(root);
-    adopt(root, &rows)?;
     let mut closed = Vec::new();
     for row in rows.iter().filter(|r| r.partner_name == agent.id()) {
         let in_scope = match scope {
