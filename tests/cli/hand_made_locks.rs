@@ -6,17 +6,13 @@ use std::os::unix::fs::PermissionsExt;
 use std::time::Duration;
 
 use crate::locks::status;
-use crate::rigs::{as_nobody, now_stamp, open_to_all};
+use crate::rigs::{as_nobody, local_stamp, now_stamp, open_to_all, seed_lock};
 use crate::support::Env;
 
 /// A lock in the seed's form, written by hand (no token), dated now.
 fn hand_made_lock(env: &Env, file: &str, name: &str) -> String {
-    let text = format!(
-        "Agent: {name}\nlocked_at: {}\nfile: {file}\n",
-        chrono::Local::now().format("%Y-%m-%dT%H:%M:%S")
-    );
     let lock = format!("{file}.lock.{name}");
-    env.write(&lock, &text);
+    env.write(&lock, seed_lock(file, name, &local_stamp()));
     lock
 }
 
@@ -462,7 +458,7 @@ fn a_claim_sees_locks_made_by_hand_in_the_folders_it_claims() {
     // lock is left where it is.
     env.write(
         &lock,
-        "Agent: Bob\nlocked_at: 2020-01-01T00:00:00\nfile: src/auth/deep/x.rs\n",
+        seed_lock("src/auth/deep/x.rs", "Bob", "2020-01-01T00:00:00"),
     );
     env.agent("alice").args(["lock", "src/auth/"]).ok();
     assert!(env.exists(&lock));

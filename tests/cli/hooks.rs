@@ -182,7 +182,7 @@ fn session_start_leaves_out_the_session_itself_and_stale_locks() {
     env.agent("gemini").args(["lock", "docs/"]).ok();
     env.write(
         "old.txt.lock.carol",
-        "Agent: carol\nlocked_at: 2020-01-01T00:00:00\nfile: old.txt\n",
+        crate::rigs::seed_lock("old.txt", "carol", "2020-01-01T00:00:00"),
     );
     let out = hook(
         &env,

@@ -151,6 +151,16 @@ pub(crate) fn mkfifo(env: &Env, rel: &str) -> bool {
     made
 }
 
+/// A lock record in the seed's form, as an agent following the protocol by hand writes it.
+pub(crate) fn seed_lock(file: &str, agent: &str, locked_at: &str) -> String {
+    format!("Agent: {agent}\nlocked_at: {locked_at}\nfile: {file}\n")
+}
+
+/// The local time now without an offset, as an agent writing a lock by hand often does.
+pub(crate) fn local_stamp() -> String {
+    chrono::Local::now().format("%Y-%m-%dT%H:%M:%S").to_string()
+}
+
 /// The local time now, as coord writes `locked_at`.
 pub(crate) fn now_stamp() -> String {
     chrono::Local::now()

@@ -33,7 +33,7 @@ fn have_git() -> bool {
 fn hand_lock(env: &Env, rel: &str, agent: &str, locked_at: &str) {
     env.write(
         &format!("{rel}.lock.{agent}"),
-        format!("Agent: {agent}\nlocked_at: {locked_at}\nfile: {rel}\n"),
+        crate::rigs::seed_lock(rel, agent, locked_at),
     );
 }
 

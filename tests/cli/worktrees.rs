@@ -372,10 +372,7 @@ fn a_claim_in_one_worktree_sees_a_lock_made_by_hand_in_another() {
     std::fs::create_dir_all(r.b.join("src/deep")).unwrap();
     std::fs::write(
         r.b.join("src/deep/y.rs.lock.Bob"),
-        format!(
-            "Agent: Bob\nlocked_at: {}\nfile: src/deep/y.rs\n",
-            chrono::Local::now().format("%Y-%m-%dT%H:%M:%S")
-        ),
+        crate::rigs::seed_lock("src/deep/y.rs", "Bob", &crate::rigs::local_stamp()),
     )
     .unwrap();
     coord(&r, &r.c, "alice")
