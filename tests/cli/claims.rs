@@ -3,7 +3,7 @@
 //! every direction, through every door, across worktrees.
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command};
+use std::process::Child;
 
 use crate::support::{Env, eventually, finish};
 
@@ -318,20 +318,7 @@ fn a_wait_that_closes_a_cycle_across_a_claim_and_a_lock_is_refused_at_once() {
 }
 
 fn git(dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "Dev")
-        .env("GIT_AUTHOR_EMAIL", "dev@example.com")
-        .env("GIT_COMMITTER_NAME", "Dev")
-        .env("GIT_COMMITTER_EMAIL", "dev@example.com")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env_remove("COORD_GUARD")
-        .env_remove("COORD_AGENT")
-        .env_remove("COORD_DIR")
-        .output()
-        .unwrap()
+    crate::rigs::git(dir).args(args).output().unwrap()
 }
 
 /// A repository in `<env>/main` (branch `trunk`) with `src/x.rs`, and a linked worktree
@@ -416,17 +403,8 @@ fn the_guard_refuses_a_commit_in_one_worktree_of_a_file_claimed_in_another() {
         .ok();
     std::fs::write(b.join("src/x.rs"), "changed in b\n").unwrap();
     assert!(git(&b, &["add", "src/x.rs"]).status.success());
-    let out = Command::new("git")
+    let out = crate::rigs::git(&b)
         .args(["commit", "-qm", "sneaky"])
-        .current_dir(&b)
-        .env("GIT_AUTHOR_NAME", "Dev")
-        .env("GIT_AUTHOR_EMAIL", "dev@example.com")
-        .env("GIT_COMMITTER_NAME", "Dev")
-        .env("GIT_COMMITTER_EMAIL", "dev@example.com")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env_remove("COORD_GUARD")
-        .env_remove("COORD_DIR")
         .env("COORD_AGENT", "bob")
         .output()
         .unwrap();
@@ -441,17 +419,8 @@ fn the_guard_refuses_a_commit_in_one_worktree_of_a_file_claimed_in_another() {
         .cwd(&main)
         .args(["unlock", "src/**/*.rs"])
         .ok();
-    let out = Command::new("git")
+    let out = crate::rigs::git(&b)
         .args(["commit", "-qm", "now"])
-        .current_dir(&b)
-        .env("GIT_AUTHOR_NAME", "Dev")
-        .env("GIT_AUTHOR_EMAIL", "dev@example.com")
-        .env("GIT_COMMITTER_NAME", "Dev")
-        .env("GIT_COMMITTER_EMAIL", "dev@example.com")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env_remove("COORD_GUARD")
-        .env_remove("COORD_DIR")
         .env("COORD_AGENT", "bob")
         .output()
         .unwrap();

@@ -413,17 +413,7 @@ fn a_coord_folder_planted_above_by_another_user_is_not_joined() {
 
 /// `git ARGS` in `dir` with a fixed identity and no user configuration.
 fn git(dir: &std::path::Path, args: &[&str]) {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "Dev")
-        .env("GIT_AUTHOR_EMAIL", "dev@example.com")
-        .env("GIT_COMMITTER_NAME", "Dev")
-        .env("GIT_COMMITTER_EMAIL", "dev@example.com")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .output()
-        .unwrap();
+    let out = crate::rigs::git(dir).args(args).output().unwrap();
     assert!(out.status.success(), "git {args:?}: {out:?}");
 }
 

@@ -1,24 +1,13 @@
 //! `coord guard`: real git repositories, real `git commit` and `git push` to a local bare remote.
 
 use std::path::Path;
-use std::process::Command;
 
 use crate::support::Env;
 
 /// `git ARGS` in `dir`, as a person (or an agent's shell) would run it.
 fn git(dir: &Path, args: &[&str], agent: Option<&str>) -> std::process::Output {
-    let mut c = Command::new("git");
-    c.args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "Dev")
-        .env("GIT_AUTHOR_EMAIL", "dev@example.com")
-        .env("GIT_COMMITTER_NAME", "Dev")
-        .env("GIT_COMMITTER_EMAIL", "dev@example.com")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env_remove("COORD_GUARD")
-        .env_remove("COORD_AGENT")
-        .env_remove("COORD_DIR");
+    let mut c = crate::rigs::git(dir);
+    c.args(args);
     if let Some(a) = agent {
         c.env("COORD_AGENT", a);
     }

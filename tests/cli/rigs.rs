@@ -151,6 +151,23 @@ pub(crate) fn mkfifo(env: &Env, rel: &str) -> bool {
     made
 }
 
+/// `git` in `dir` as a developer's shell runs it, apart from this machine: a fixed identity, no
+/// global or system configuration, and none of coord's variables (a test adds what it needs).
+pub(crate) fn git(dir: &std::path::Path) -> std::process::Command {
+    let mut c = std::process::Command::new("git");
+    c.current_dir(dir)
+        .env("GIT_AUTHOR_NAME", "Dev")
+        .env("GIT_AUTHOR_EMAIL", "dev@example.com")
+        .env("GIT_COMMITTER_NAME", "Dev")
+        .env("GIT_COMMITTER_EMAIL", "dev@example.com")
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("COORD_GUARD")
+        .env_remove("COORD_AGENT")
+        .env_remove("COORD_DIR");
+    c
+}
+
 /// A lock record in the seed's form, as an agent following the protocol by hand writes it.
 pub(crate) fn seed_lock(file: &str, agent: &str, locked_at: &str) -> String {
     format!("Agent: {agent}\nlocked_at: {locked_at}\nfile: {file}\n")

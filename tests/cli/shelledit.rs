@@ -266,16 +266,7 @@ fn without_the_start_of_the_call_nothing_is_said() {
 fn a_shell_edit_in_one_worktree_of_a_file_held_in_another_is_reported() {
     use std::process::Command;
     let git = |dir: &std::path::Path, args: &[&str]| {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(dir)
-            .env("GIT_AUTHOR_NAME", "Dev")
-            .env("GIT_AUTHOR_EMAIL", "dev@example.com")
-            .env("GIT_COMMITTER_NAME", "Dev")
-            .env("GIT_COMMITTER_EMAIL", "dev@example.com")
-            .env("GIT_CONFIG_GLOBAL", "/dev/null")
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .output();
+        let out = crate::rigs::git(dir).args(args).output();
         match out {
             Ok(o) => assert!(o.status.success(), "git {args:?}: {o:?}"),
             Err(e) => panic!("git: {e}"),

@@ -7,20 +7,7 @@ use std::process::{Child, Command};
 use crate::support::{Env, coord_bin, eventually};
 
 fn git(dir: &Path, args: &[&str]) -> String {
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .env("GIT_AUTHOR_NAME", "Dev")
-        .env("GIT_AUTHOR_EMAIL", "dev@example.com")
-        .env("GIT_COMMITTER_NAME", "Dev")
-        .env("GIT_COMMITTER_EMAIL", "dev@example.com")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env_remove("COORD_GUARD")
-        .env_remove("COORD_AGENT")
-        .env_remove("COORD_DIR")
-        .output()
-        .unwrap();
+    let out = crate::rigs::git(dir).args(args).output().unwrap();
     assert!(out.status.success(), "git {args:?}: {out:?}");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
@@ -276,17 +263,8 @@ fn the_guard_refuses_a_commit_in_one_worktree_of_a_file_locked_in_another() {
     coord(&r, &r.main, "alice").args(["lock", "a.txt"]).ok();
     std::fs::write(r.b.join("a.txt"), "changed in b\n").unwrap();
     git(&r.b, &["add", "a.txt"]);
-    let out = Command::new("git")
+    let out = crate::rigs::git(&r.b)
         .args(["commit", "-qm", "sneaky"])
-        .current_dir(&r.b)
-        .env("GIT_AUTHOR_NAME", "Dev")
-        .env("GIT_AUTHOR_EMAIL", "dev@example.com")
-        .env("GIT_COMMITTER_NAME", "Dev")
-        .env("GIT_COMMITTER_EMAIL", "dev@example.com")
-        .env("GIT_CONFIG_GLOBAL", "/dev/null")
-        .env("GIT_CONFIG_NOSYSTEM", "1")
-        .env_remove("COORD_GUARD")
-        .env_remove("COORD_DIR")
         .env("COORD_AGENT", "bob")
         .output()
         .unwrap();
