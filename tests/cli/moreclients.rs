@@ -273,17 +273,8 @@ fn two_cline_runs_are_two_agents_and_after_run_releases() {
 fn a_cline_commit_through_run_commands_of_a_held_file_is_denied() {
     let env = Env::new();
     let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .current_dir(env.root())
-            .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
-            .args(args)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("HOME", env.root())
-            .output();
-        match out {
-            Ok(o) => assert!(o.status.success(), "git {args:?}: {o:?}"),
-            Err(e) => panic!("git: {e}"),
-        }
+        let out = crate::rigs::git(env.root()).args(args).output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
     };
     if std::process::Command::new("git")
         .arg("--version")

@@ -210,17 +210,8 @@ fn cursor_stop_releases_and_two_conversations_are_two_agents() {
 fn cursor_a_commit_through_before_shell_execution_of_a_held_file_is_denied() {
     let env = Env::new();
     let git = |args: &[&str]| {
-        let out = std::process::Command::new("git")
-            .current_dir(env.root())
-            .args(["-c", "user.email=t@example.com", "-c", "user.name=t"])
-            .args(args)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env("HOME", env.root())
-            .output();
-        match out {
-            Ok(o) => assert!(o.status.success(), "git {args:?}: {o:?}"),
-            Err(e) => panic!("git: {e}"),
-        }
+        let out = crate::rigs::git(env.root()).args(args).output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
     };
     if std::process::Command::new("git")
         .arg("--version")
