@@ -456,3 +456,20 @@ fn a_deny_counts_the_other_agents_waiting_in_line() {
     assert_eq!(out.code, Some(0), "{}", out.stderr);
     assert!(env.exists("out.txt.lock.bob"));
 }
+
+/// A `Write` carries the whole file: a payload of several MiB (a generated file, a data set) is
+/// read in full and judged like any other, so a rival session's large write is still denied.
+#[test]
+fn a_rival_write_of_several_mebibytes_is_still_denied() {
+    let env = Env::new();
+    let first = fixture(&env, &format!("{CLAUDE}/write_allow.PreToolUse.json"));
+    assert_eq!(denied("claude", &hook(&env, "claude", &first, &[])), None);
+    let second = fixture(&env, &format!("{CLAUDE}/write_deny.PreToolUse.json"));
+    let big = "x".repeat(3 * 1024 * 1024);
+    let second = second.replace("written by session X\\n", &big);
+    assert!(second.len() > 3 * 1024 * 1024);
+    let out = hook(&env, "claude", &second, &["--wait", "0"]);
+    let reason = denied("claude", &out).expect("the rival's large write must be denied");
+    assert!(reason.contains("claude-7684f1ed"), "{reason}");
+    assert!(!env.exists("out.txt.lock.claude-10bf7680"));
+}
