@@ -497,3 +497,19 @@ fn names_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     out.sort();
     out
 }
+
+#[test]
+fn init_in_a_file_instead_of_a_folder_is_refused_and_writes_nothing() {
+    let env = Env::new();
+    env.write("notes.txt", "mine\n");
+    let before = env.snapshot();
+    let file = env.path("notes.txt");
+    let out = env.cmd().arg("-C").arg(&file).arg("init").code(2);
+    assert!(
+        out.stderr.contains("error:") && out.stderr.contains("the workspace must be a folder"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.snapshot(), before);
+    assert!(!env.path(".coord").exists());
+}
