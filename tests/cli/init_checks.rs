@@ -513,3 +513,47 @@ fn init_in_a_file_instead_of_a_folder_is_refused_and_writes_nothing() {
     assert_eq!(env.snapshot(), before);
     assert!(!env.path(".coord").exists());
 }
+
+/// An instructions file of a few MiB (a long AGENTS.md) is merged like a short one, and
+/// `--remove` gives it back byte for byte.
+#[test]
+fn a_large_instructions_file_is_merged_and_given_back() {
+    let env = Env::new();
+    let mut text = String::new();
+    while text.len() < 3 * 1024 * 1024 {
+        text.push_str("- keep each module small and name it for what it owns\n");
+    }
+    env.write("AGENTS.md", &text);
+    env.cmd().args(["init", "--client", "codex"]).ok();
+    let merged = env.read("AGENTS.md");
+    assert!(merged.starts_with(&text), "the user's text stays first");
+    assert!(merged.contains("<!-- coord:begin -->"));
+    env.cmd()
+        .args(["init", "--client", "codex", "--remove"])
+        .ok();
+    assert!(env.read("AGENTS.md") == text, "given back byte for byte");
+}
+
+/// A file too large to be a settings or instructions file (over 64 MiB) is refused as bad
+/// input (exit 2) before anything is written.
+#[test]
+fn an_oversized_file_is_refused_as_bad_input_before_anything_is_written() {
+    let env = Env::new();
+    env.write("AGENTS.md", "mine\n");
+    // Sparse: the size is what is judged, nothing is read.
+    let f = std::fs::OpenOptions::new()
+        .append(true)
+        .open(env.path("AGENTS.md"))
+        .unwrap();
+    f.set_len(65 * 1024 * 1024).unwrap();
+    drop(f);
+    let before = env.snapshot();
+    let out = env.cmd().args(["init", "--client", "codex"]).code(2);
+    assert!(
+        out.stderr.contains("error:") && out.stderr.contains("AGENTS.md"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.snapshot(), before);
+    assert!(!env.path(".coord").exists());
+}
