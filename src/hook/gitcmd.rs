@@ -233,6 +233,22 @@ mod tests {
     }
 
     #[test]
+    fn git_options_before_the_subcommand_are_stepped_over() {
+        assert_eq!(calls("git --no-pager commit -m x"), [commit(&[], false)]);
+        assert_eq!(calls("git -p --bare commit -a -m x"), [commit(&[], true)]);
+    }
+
+    /// A word is a variable assignment only with a shell name before `=`: anything else is the
+    /// command itself, so the git after it is just an argument.
+    #[test]
+    fn only_shell_names_make_assignments() {
+        assert_eq!(calls("GIT_DIR_2=x git commit -m m"), [commit(&[], false)]);
+        assert_eq!(calls("my-var=1 git commit -m m"), []);
+        assert_eq!(calls("2X=1 git commit -m m"), []);
+        assert_eq!(calls("=1 git commit -m m"), []);
+    }
+
+    #[test]
     fn the_forms_agents_write() {
         assert_eq!(calls("git commit -m 'wip'"), [commit(&[], false)]);
         assert_eq!(calls("git commit -am \"fix it\""), [commit(&[], true)]);
