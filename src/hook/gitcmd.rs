@@ -122,7 +122,6 @@ fn commit_takes_unstaged<'a>(args: &mut impl Iterator<Item = &'a str>) -> bool {
         "--template",
         "--cleanup",
         "--trailer",
-        "-S",
         "--pathspec-from-file",
     ];
     let mut paths = false;
@@ -135,12 +134,21 @@ fn commit_takes_unstaged<'a>(args: &mut impl Iterator<Item = &'a str>) -> bool {
             }
             a if a.starts_with("--") => {}
             a if a.starts_with('-') => {
-                // A cluster of short flags: `-am`; a flag taking a value ends it (`-ma`: `a`
-                // is the message).
-                for c in a.chars().skip(1) {
+                // A cluster of short flags: `-am`; a flag taking a value ends it, the value
+                // being the rest of the cluster (`-ma`: `a` is the message) or, when the flag
+                // ends the cluster, the next word (`-qm wip`). `-S` takes only an attached
+                // key (`-S`, `-SKEY`), never the next word.
+                let flags = &a[1..];
+                for (i, c) in flags.char_indices() {
                     match c {
                         'a' | 'i' | 'o' => return true,
-                        'm' | 'F' | 'C' | 'c' | 't' | 'S' => break,
+                        'm' | 'F' | 'C' | 'c' | 't' => {
+                            if i + c.len_utf8() == flags.len() {
+                                args.next();
+                            }
+                            break;
+                        }
+                        'S' => break,
                         _ => {}
                     }
                 }
@@ -189,14 +197,15 @@ fn commands(text: &str) -> Vec<Vec<String>> {
                     }
                 }
             }
-            '\\' => {
-                in_word = true;
-                if let Some(n) = chars.next()
-                    && n != '\n'
-                {
+            '\\' => match chars.next() {
+                // A line continuation: gone, word and all.
+                Some('\n') => {}
+                Some(n) => {
+                    in_word = true;
                     word.push(n);
                 }
-            }
+                None => {}
+            },
             ';' | '&' | '|' | '\n' | '(' | ')' => {
                 end_word(&mut words, &mut word, &mut in_word);
                 if !words.is_empty() {
@@ -246,6 +255,31 @@ mod tests {
         assert_eq!(calls("my-var=1 git commit -m m"), []);
         assert_eq!(calls("2X=1 git commit -m m"), []);
         assert_eq!(calls("=1 git commit -m m"), []);
+    }
+
+    /// What `git commit` takes besides the index: options are not paths, and a message is
+    /// never a path.
+    #[test]
+    fn commit_options_and_messages_are_not_paths() {
+        assert_eq!(calls("git commit --amend -m x"), [commit(&[], false)]);
+        assert_eq!(calls("git commit -qm wip"), [commit(&[], false)]);
+        assert_eq!(calls("git commit -S -m wip"), [commit(&[], false)]);
+        assert_eq!(calls("git commit -SABCD -m wip"), [commit(&[], false)]);
+        assert_eq!(calls("git commit -vam wip"), [commit(&[], true)]);
+        assert_eq!(
+            calls("git commit -m 'fix a.txt and b.txt'"),
+            [commit(&[], false)]
+        );
+        assert_eq!(calls("git commit -m x --"), [commit(&[], false)]);
+        assert_eq!(calls("git commit -m x -- --odd.txt"), [commit(&[], true)]);
+    }
+
+    /// A backslash before a newline continues the line: it is no word of its own.
+    #[test]
+    fn a_line_continuation_is_not_a_word() {
+        assert_eq!(calls("git commit -m x \\\n  --amend"), [commit(&[], false)]);
+        assert_eq!(calls("git commit -m x \\\n  b.txt"), [commit(&[], true)]);
+        assert_eq!(calls("git comm\\\nit -m x"), [commit(&[], false)]);
     }
 
     #[test]
