@@ -414,6 +414,40 @@ fn a_users_own_coord_hook_entry_gets_no_second_one() {
     assert!(claude["hooks"].get("Stop").is_none());
 }
 
+/// coord's hook in the user's own shell forms (after `&&`, `;` or a pipe) counts as coord's; a
+/// command that only mentions `hook claude`, or runs coord's hook for another client, does not,
+/// and gets coord's own entry beside it.
+#[test]
+fn own_hook_forms_are_recognised_and_lookalikes_are_not() {
+    let env = Env::new();
+    env.write(
+        ".claude/settings.json",
+        r#"{"hooks": {
+            "PreToolUse": [{"hooks": [{"type": "command", "command": "cd \"$CLAUDE_PROJECT_DIR\"&&coord hook claude"}]}],
+            "PostToolUse": [{"hooks": [{"type": "command", "command": "true;coord hook claude"}]}],
+            "Stop": [{"hooks": [{"type": "command", "command": "cat|coord hook claude"}]}],
+            "SessionStart": [{"hooks": [{"type": "command", "command": "echo hook claude"}]}],
+            "SessionEnd": [{"hooks": [{"type": "command", "command": "coord hook gemini"}]}]
+        }}"#,
+    );
+    env.cmd().args(["init", "--client", "claude"]).ok();
+    let claude = read_json(&env, ".claude/settings.json");
+    assert_eq!(
+        commands(&claude, "PreToolUse"),
+        ["cd \"$CLAUDE_PROJECT_DIR\"&&coord hook claude"]
+    );
+    assert_eq!(commands(&claude, "PostToolUse"), ["true;coord hook claude"]);
+    assert_eq!(commands(&claude, "Stop"), ["cat|coord hook claude"]);
+    assert_eq!(
+        commands(&claude, "SessionStart"),
+        ["echo hook claude", "coord hook claude"]
+    );
+    assert_eq!(
+        commands(&claude, "SessionEnd"),
+        ["coord hook gemini", "coord hook claude"]
+    );
+}
+
 // ---------------------------------------------------------------------------------------------
 // init
 
