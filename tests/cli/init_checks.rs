@@ -591,3 +591,31 @@ fn an_oversized_file_is_refused_as_bad_input_before_anything_is_written() {
     assert_eq!(env.snapshot(), before);
     assert!(!env.path(".coord").exists());
 }
+
+/// `CLAUDE.md` kept as a link to `AGENTS.md` (a common set-up): the link is followed inside the
+/// workspace, the block lands once in `AGENTS.md`, and the link stays a link.
+#[test]
+fn an_instructions_file_linked_inside_the_workspace_is_written_through() {
+    let env = Env::new();
+    env.write("AGENTS.md", "# Rules\n");
+    std::os::unix::fs::symlink("AGENTS.md", env.path("CLAUDE.md")).unwrap();
+    let out: Value = env
+        .cmd()
+        .args(["init", "--client", "claude", "--json"])
+        .ok()
+        .json();
+    assert_eq!(out["plan"]["skipped"], serde_json::json!([]), "{out}");
+    let agents = env.read("AGENTS.md");
+    assert!(agents.starts_with("# Rules\n"), "{agents}");
+    assert_eq!(
+        agents.matches("<!-- coord:begin -->").count(),
+        1,
+        "{agents}"
+    );
+    assert!(
+        std::fs::symlink_metadata(env.path("CLAUDE.md"))
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+}
