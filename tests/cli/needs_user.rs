@@ -135,6 +135,55 @@ fn needs_user_from_each_clients_waiting_events() {
     assert_eq!(first["session"], sid);
 }
 
+/// A stop held back because messages wait unread is not the end of the turn: the agent goes on
+/// to read them, so it is not shown as waiting for its user; the stop after that is.
+#[test]
+fn a_stop_held_back_for_unread_messages_is_not_waiting_for_the_user() {
+    let env = Env::new();
+    let cwd = env.root().display().to_string();
+    let sid = "7684f1ed-55e2-4a19-be34-6aa5a64f4b50";
+    let claude = "claude-7684f1ed";
+    let hook = |payload: serde_json::Value| {
+        env.cmd()
+            .args(["hook", "claude"])
+            .stdin(payload.to_string())
+            .ok()
+    };
+    let needs = || -> serde_json::Value {
+        let st: serde_json::Value =
+            serde_json::from_str(&env.cmd().args(["status", "--json"]).ok().stdout).unwrap();
+        st["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["agent"] == claude)
+            .unwrap_or_else(|| panic!("no {claude} in {st:#}"))["needs_user"]
+            .clone()
+    };
+    hook(
+        serde_json::json!({"session_id": sid, "cwd": cwd, "hook_event_name": "SessionStart", "source": "startup"}),
+    );
+    env.agent("bob")
+        .args(["msg", "send", claude, "the schema changed, pull first"])
+        .ok();
+    let out = hook(
+        serde_json::json!({"session_id": sid, "cwd": cwd, "hook_event_name": "Stop", "stop_hook_active": false}),
+    );
+    assert!(
+        out.stdout.contains("\"block\""),
+        "the stop is held back: {}",
+        out.stdout
+    );
+    assert!(
+        needs().is_null(),
+        "not waiting for the user while it reads its messages"
+    );
+    hook(
+        serde_json::json!({"session_id": sid, "cwd": cwd, "hook_event_name": "Stop", "stop_hook_active": true}),
+    );
+    assert!(needs()["what"].as_str().unwrap().contains("turn"));
+}
+
 /// `coord watch --notify` rings the terminal (bell and OSC 9) when an agent starts waiting
 /// for its user.
 #[test]
