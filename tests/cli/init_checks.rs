@@ -619,3 +619,44 @@ fn an_instructions_file_linked_inside_the_workspace_is_written_through() {
             .is_symlink()
     );
 }
+
+/// A settings file holding only blank lines is an empty one: init fills it in.
+#[test]
+fn a_blank_settings_file_is_filled_in() {
+    let env = Env::new();
+    env.write(".mcp.json", "\n  \n");
+    env.cmd().args(["init", "--client", "claude"]).ok();
+    let mcp = read_json(&env, ".mcp.json");
+    assert!(mcp["mcpServers"]["coord"].is_object(), "{mcp}");
+}
+
+/// Comments are accepted only where the client itself reads JSON with comments (Gemini CLI):
+/// Claude Code's `settings.json` with a comment is not valid for Claude Code, and init says so
+/// rather than merging into it.
+#[test]
+fn comments_in_a_strict_json_settings_file_are_refused() {
+    let env = Env::new();
+    env.write(
+        ".claude/settings.json",
+        "{\n  // my model\n  \"model\": \"opus\"\n}\n",
+    );
+    let before = env.snapshot();
+    let out = env.cmd().args(["init", "--client", "claude"]).code(2);
+    assert!(
+        out.stderr.contains(".claude/settings.json") && out.stderr.contains("not valid JSON"),
+        "{}",
+        out.stderr
+    );
+    assert_eq!(env.snapshot(), before);
+    // Gemini CLI reads its settings with comments: merged, comment kept.
+    env.write(
+        ".gemini/settings.json",
+        "{\n  // my theme\n  \"theme\": \"dark\"\n}\n",
+    );
+    env.cmd().args(["init", "--client", "gemini"]).ok();
+    let gemini = env.read(".gemini/settings.json");
+    assert!(
+        gemini.contains("// my theme") && gemini.contains("coord hook gemini"),
+        "{gemini}"
+    );
+}
