@@ -184,6 +184,54 @@ fn a_stop_held_back_for_unread_messages_is_not_waiting_for_the_user() {
     assert!(needs()["what"].as_str().unwrap().contains("turn"));
 }
 
+/// Claude Code's notifications said after the fact: a finished sign-in changes nothing, and an
+/// answered question (an MCP elicitation) means the agent no longer waits.
+#[test]
+fn notifications_after_the_fact_do_not_make_an_agent_wait() {
+    let env = Env::new();
+    let cwd = env.root().display().to_string();
+    let sid = "7684f1ed-55e2-4a19-be34-6aa5a64f4b50";
+    let claude = "claude-7684f1ed";
+    let hook = |payload: serde_json::Value| {
+        env.cmd()
+            .args(["hook", "claude"])
+            .stdin(payload.to_string())
+            .ok();
+    };
+    let needs = || -> serde_json::Value {
+        let st: serde_json::Value =
+            serde_json::from_str(&env.cmd().args(["status", "--json"]).ok().stdout).unwrap();
+        st["agents"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .find(|a| a["agent"] == claude)
+            .unwrap_or_else(|| panic!("no {claude} in {st:#}"))["needs_user"]
+            .clone()
+    };
+    let notify = |kind: &str, message: &str| {
+        hook(
+            serde_json::json!({"session_id": sid, "cwd": cwd, "hook_event_name": "Notification",
+            "notification_type": kind, "message": message}),
+        );
+    };
+    hook(
+        serde_json::json!({"session_id": sid, "cwd": cwd, "hook_event_name": "SessionStart", "source": "startup"}),
+    );
+    notify("auth_success", "Signed in");
+    assert!(needs().is_null(), "a sign-in is no question");
+    notify("elicitation_dialog", "The server asks for a token");
+    assert_eq!(needs()["what"], "The server asks for a token");
+    notify("auth_success", "Signed in");
+    assert_eq!(
+        needs()["what"],
+        "The server asks for a token",
+        "still waiting"
+    );
+    notify("elicitation_complete", "Answered");
+    assert!(needs().is_null(), "answered: no longer waiting");
+}
+
 /// `coord watch --notify` rings the terminal (bell and OSC 9) when an agent starts waiting
 /// for its user.
 #[test]
