@@ -566,6 +566,10 @@ fn a_large_instructions_file_is_merged_and_given_back() {
         .args(["init", "--client", "codex", "--remove"])
         .ok();
     assert!(env.read("AGENTS.md") == text, "given back byte for byte");
+    // The record of what init did (holding the file as it was) is read back whatever its size:
+    // the files init created go again.
+    assert!(!env.path(".gitignore").exists());
+    assert!(!env.path(".codex").exists());
 }
 
 /// A file too large to be a settings or instructions file (over 64 MiB) is refused as bad
