@@ -275,6 +275,42 @@ fn a_rerun_widens_coords_own_matcher_to_the_shell_tool() {
     assert_eq!(env.snapshot(), before);
 }
 
+/// The same rerun in a settings file with comments (Gemini CLI reads JSON with comments): the
+/// matcher of coord's group is widened, the user's group stays, and the user's comments and the
+/// way they wrote their own values stay as they were.
+#[test]
+fn a_rerun_widens_coords_matcher_in_a_file_with_comments() {
+    let env = Env::new();
+    env.write(
+        ".gemini/settings.json",
+        r#"{
+  // my hooks
+  "theme": "d\u0061rk",
+  "hooks": {"BeforeTool": [
+    {"matcher": "write_file", "hooks": [{"type": "command", "command": "./mine.sh"}]},
+    {"matcher": "write_file|replace", "hooks": [{"name": "coord", "type": "command", "command": "coord hook gemini"}]}
+  ]}
+}
+"#,
+    );
+    env.cmd().args(["init", "--client", "gemini"]).ok();
+    let text = env.read(".gemini/settings.json");
+    assert!(text.contains("// my hooks"), "{text}");
+    assert!(text.contains(r#""theme": "d\u0061rk""#), "{text}");
+    assert!(
+        text.contains(r#""matcher": "write_file","#) && text.contains("./mine.sh"),
+        "{text}"
+    );
+    assert!(
+        text.contains(r#""matcher": "write_file|replace|run_shell_command""#),
+        "{text}"
+    );
+    assert!(
+        !text.contains(r#""matcher": "write_file|replace","#),
+        "{text}"
+    );
+}
+
 /// Every path under the root, without reading any file (a FIFO would block).
 fn names(env: &Env) -> Vec<String> {
     let mut out = Vec::new();
