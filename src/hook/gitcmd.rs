@@ -198,13 +198,12 @@ fn commands(text: &str) -> Vec<Vec<String>> {
                 }
             }
             '\\' => match chars.next() {
-                // A line continuation: gone, word and all.
-                Some('\n') => {}
+                // A line continuation (or a backslash ending the text): gone, word and all.
+                Some('\n') | None => {}
                 Some(n) => {
                     in_word = true;
                     word.push(n);
                 }
-                None => {}
             },
             ';' | '&' | '|' | '\n' | '(' | ')' => {
                 end_word(&mut words, &mut word, &mut in_word);

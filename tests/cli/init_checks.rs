@@ -9,6 +9,23 @@ use serde_json::Value;
 use crate::init::{commands, read_json};
 use crate::support::Env;
 
+/// `coord ARGS` in `env` is refused as bad input (exit 2, an `error:` line saying each of
+/// `said`) with nothing written: every file as it was, and no `.coord/`.
+fn refused_writing_nothing(env: &Env, args: &[&str], said: &[&str]) {
+    let before = env.snapshot();
+    let out = env.cmd().args(args).code(2);
+    assert!(
+        out.stderr.contains("error:") && said.iter().all(|s| out.stderr.contains(s)),
+        "{args:?}: {}",
+        out.stderr
+    );
+    assert_eq!(env.snapshot(), before, "{args:?} {said:?}: nothing written");
+    assert!(
+        !env.path(".coord").exists(),
+        "{args:?} {said:?}: no .coord/"
+    );
+}
+
 #[test]
 fn an_unparsable_file_stops_init_before_anything_is_written() {
     for (file, bad) in [
@@ -24,15 +41,7 @@ fn an_unparsable_file_stops_init_before_anything_is_written() {
         let env = Env::new();
         env.write(file, bad);
         env.write("AGENTS.md", "mine\n");
-        let before = env.snapshot();
-        let out = env.cmd().arg("init").code(2);
-        assert!(
-            out.stderr.contains("error:") && out.stderr.contains(file),
-            "{file}: {}",
-            out.stderr
-        );
-        assert_eq!(env.snapshot(), before, "{file}: nothing written");
-        assert!(!env.path(".coord").exists(), "{file}: no .coord/");
+        refused_writing_nothing(&env, &["init"], &[file]);
     }
 }
 
@@ -497,10 +506,7 @@ fn init_refuses_an_unterminated_coord_block_and_writes_nothing() {
         "AGENTS.md",
         "# Rules\n<!-- coord:begin -->\nold coord text\n\nMy own notes, keep them.\n",
     );
-    let before = env.snapshot();
-    let out = env.cmd().args(["init", "--client", "claude"]).code(2);
-    assert!(out.stderr.contains("AGENTS.md"), "{}", out.stderr);
-    assert_eq!(env.snapshot(), before, "init wrote something");
+    refused_writing_nothing(&env, &["init", "--client", "claude"], &["AGENTS.md"]);
 }
 
 /// Issue 26 item 15: a FIFO at `.claude/settings.json` is refused (exit 2, nothing written);
@@ -568,20 +574,17 @@ fn names_under(dir: &std::path::Path) -> Vec<std::path::PathBuf> {
     out
 }
 
+/// `-C` naming a file: init is refused and writes nothing.
 #[test]
 fn init_in_a_file_instead_of_a_folder_is_refused_and_writes_nothing() {
     let env = Env::new();
     env.write("notes.txt", "mine\n");
-    let before = env.snapshot();
     let file = env.path("notes.txt");
-    let out = env.cmd().arg("-C").arg(&file).arg("init").code(2);
-    assert!(
-        out.stderr.contains("error:") && out.stderr.contains("the workspace must be a folder"),
-        "{}",
-        out.stderr
+    refused_writing_nothing(
+        &env,
+        &["-C", file.to_str().unwrap(), "init"],
+        &["the workspace must be a folder"],
     );
-    assert_eq!(env.snapshot(), before);
-    assert!(!env.path(".coord").exists());
 }
 
 /// An instructions file of a few MiB (a long AGENTS.md) is merged like a short one, and
@@ -621,15 +624,7 @@ fn an_oversized_file_is_refused_as_bad_input_before_anything_is_written() {
         .unwrap();
     f.set_len(65 * 1024 * 1024).unwrap();
     drop(f);
-    let before = env.snapshot();
-    let out = env.cmd().args(["init", "--client", "codex"]).code(2);
-    assert!(
-        out.stderr.contains("error:") && out.stderr.contains("AGENTS.md"),
-        "{}",
-        out.stderr
-    );
-    assert_eq!(env.snapshot(), before);
-    assert!(!env.path(".coord").exists());
+    refused_writing_nothing(&env, &["init", "--client", "codex"], &["AGENTS.md"]);
 }
 
 /// `CLAUDE.md` kept as a link to `AGENTS.md` (a common set-up): the link is followed inside the
@@ -680,14 +675,11 @@ fn comments_in_a_strict_json_settings_file_are_refused() {
         ".claude/settings.json",
         "{\n  // my model\n  \"model\": \"opus\"\n}\n",
     );
-    let before = env.snapshot();
-    let out = env.cmd().args(["init", "--client", "claude"]).code(2);
-    assert!(
-        out.stderr.contains(".claude/settings.json") && out.stderr.contains("not valid JSON"),
-        "{}",
-        out.stderr
+    refused_writing_nothing(
+        &env,
+        &["init", "--client", "claude"],
+        &[".claude/settings.json", "not valid JSON"],
     );
-    assert_eq!(env.snapshot(), before);
     // Gemini CLI reads its settings with comments: merged, comment kept.
     env.write(
         ".gemini/settings.json",

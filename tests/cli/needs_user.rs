@@ -6,7 +6,28 @@ use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use crate::history::{events_of, log_json};
-use crate::support::Env;
+use crate::support::{Env, Output};
+
+/// `coord hook CLIENT` fed `payload`.
+fn hook(env: &Env, client: &str, payload: serde_json::Value) -> Output {
+    env.cmd()
+        .args(["hook", client])
+        .stdin(payload.to_string())
+        .ok()
+}
+
+/// What `status --json` says `agent` waits for its user about (`null`: nothing).
+fn needs(env: &Env, agent: &str) -> serde_json::Value {
+    let st: serde_json::Value =
+        serde_json::from_str(&env.cmd().args(["status", "--json"]).ok().stdout).unwrap();
+    st["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == agent)
+        .unwrap_or_else(|| panic!("no {agent} in {st:#}"))["needs_user"]
+        .clone()
+}
 
 /// The hook payloads of each client that mean "waiting for the user" (Claude Code's
 /// `Notification` as its real client sends it, and the other clients' equivalents) show the
@@ -18,24 +39,12 @@ fn needs_user_from_each_clients_waiting_events() {
     env.agent("aaa").args(["presence", ".", "T"]).ok();
     let cwd = env.root().display().to_string();
     let hook = |client: &str, payload: serde_json::Value| {
-        env.cmd()
-            .args(["hook", client])
-            .stdin(payload.to_string())
-            .ok();
+        hook(&env, client, payload);
     };
     let status = || -> serde_json::Value {
         serde_json::from_str(&env.cmd().args(["status", "--json"]).ok().stdout).unwrap()
     };
-    let needs = |agent: &str| -> serde_json::Value {
-        let st = status();
-        st["agents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|a| a["agent"] == agent)
-            .unwrap_or_else(|| panic!("no {agent} in {st:#}"))["needs_user"]
-            .clone()
-    };
+    let needs = |agent: &str| needs(&env, agent);
     let sid = "7684f1ed-55e2-4a19-be34-6aa5a64f4b50";
     let claude = "claude-7684f1ed";
     hook(
@@ -143,23 +152,8 @@ fn a_stop_held_back_for_unread_messages_is_not_waiting_for_the_user() {
     let cwd = env.root().display().to_string();
     let sid = "7684f1ed-55e2-4a19-be34-6aa5a64f4b50";
     let claude = "claude-7684f1ed";
-    let hook = |payload: serde_json::Value| {
-        env.cmd()
-            .args(["hook", "claude"])
-            .stdin(payload.to_string())
-            .ok()
-    };
-    let needs = || -> serde_json::Value {
-        let st: serde_json::Value =
-            serde_json::from_str(&env.cmd().args(["status", "--json"]).ok().stdout).unwrap();
-        st["agents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|a| a["agent"] == claude)
-            .unwrap_or_else(|| panic!("no {claude} in {st:#}"))["needs_user"]
-            .clone()
-    };
+    let hook = |payload: serde_json::Value| hook(&env, "claude", payload);
+    let needs = || needs(&env, claude);
     hook(
         serde_json::json!({"session_id": sid, "cwd": cwd, "hook_event_name": "SessionStart", "source": "startup"}),
     );
@@ -193,22 +187,9 @@ fn notifications_after_the_fact_do_not_make_an_agent_wait() {
     let sid = "7684f1ed-55e2-4a19-be34-6aa5a64f4b50";
     let claude = "claude-7684f1ed";
     let hook = |payload: serde_json::Value| {
-        env.cmd()
-            .args(["hook", "claude"])
-            .stdin(payload.to_string())
-            .ok();
+        hook(&env, "claude", payload);
     };
-    let needs = || -> serde_json::Value {
-        let st: serde_json::Value =
-            serde_json::from_str(&env.cmd().args(["status", "--json"]).ok().stdout).unwrap();
-        st["agents"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .find(|a| a["agent"] == claude)
-            .unwrap_or_else(|| panic!("no {claude} in {st:#}"))["needs_user"]
-            .clone()
-    };
+    let needs = || needs(&env, claude);
     let notify = |kind: &str, message: &str| {
         hook(
             serde_json::json!({"session_id": sid, "cwd": cwd, "hook_event_name": "Notification",
