@@ -10,7 +10,7 @@
 //! A linked worktree holding its own `.coord/` folder stays a workspace of its own, and so does
 //! a bare repository's worktree (there is no main work tree to share).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
@@ -45,21 +45,76 @@ fn read_small(path: &Path) -> Option<String> {
 }
 
 /// Resolve `p` (as written in a git file) against `base`.
-fn resolve(base: &Path, p: &str) -> PathBuf {
+fn resolve(real: &mut RealPaths, base: &Path, p: &str) -> PathBuf {
     let joined = base.join(p);
-    fs::canonicalize(&joined).unwrap_or(joined)
+    real.resolve(&joined).unwrap_or(joined)
+}
+
+/// Paths resolved as `fs::canonicalize` resolves them (absolute, no `.`, `..` or symbolic
+/// link left), remembering the folders already found real: git's files name many paths under
+/// one parent (every `worktrees/NAME/gitdir`, `commondir` as `../..`), and `canonicalize` asks
+/// the kernel about every component of each (`readlink`), where a shared prefix is asked about
+/// once here. Kept for one look at the repository, never across: a folder may be replaced by a
+/// symbolic link later.
+#[derive(Default)]
+struct RealPaths {
+    known: HashSet<PathBuf>,
+}
+
+impl RealPaths {
+    /// `path` resolved (`None`: it does not exist, as `canonicalize` fails). Below a known real
+    /// folder, `..` is its parent and a name is one `lstat`; a symbolic link on the way hands
+    /// the whole path to `canonicalize`.
+    fn resolve(&mut self, path: &Path) -> Option<PathBuf> {
+        use std::path::Component;
+        if !path.is_absolute() {
+            return fs::canonicalize(path).ok();
+        }
+        let mut real = PathBuf::new();
+        let mut components = path.components().peekable();
+        while let Some(component) = components.next() {
+            match component {
+                Component::RootDir | Component::Prefix(_) => real.push(component),
+                Component::CurDir => {}
+                Component::ParentDir => {
+                    real.pop();
+                }
+                Component::Normal(name) => {
+                    real.push(name);
+                    if self.known.contains(&real) {
+                        continue;
+                    }
+                    let meta = fs::symlink_metadata(&real).ok()?;
+                    if meta.is_symlink() {
+                        return fs::canonicalize(path).ok();
+                    }
+                    if meta.is_dir() {
+                        self.known.insert(real.clone());
+                    } else if components.peek().is_some() {
+                        // A file with more below it: not a path (`ENOTDIR`).
+                        return None;
+                    }
+                }
+            }
+        }
+        Some(real)
+    }
 }
 
 /// The per-worktree git folder of a linked worktree at `top` (`<common>/worktrees/NAME`), when
 /// `top/.git` is a file naming one that has a `commondir`.
 pub fn linked_gitdir(top: &Path) -> Option<PathBuf> {
+    linked_gitdir_with(&mut RealPaths::default(), top)
+}
+
+fn linked_gitdir_with(real: &mut RealPaths, top: &Path) -> Option<PathBuf> {
     let dot_git = top.join(".git");
     let meta = fs::symlink_metadata(&dot_git).ok()?;
     if !meta.is_file() {
         return None;
     }
     let text = read_small(&dot_git)?;
-    let gitdir = resolve(top, text.strip_prefix("gitdir:")?.trim());
+    let gitdir = resolve(real, top, text.strip_prefix("gitdir:")?.trim());
     fs::symlink_metadata(gitdir.join("commondir"))
         .is_ok_and(|m| m.is_file())
         .then_some(gitdir)
@@ -77,9 +132,10 @@ pub fn common_dir(top: &Path) -> Option<PathBuf> {
     if fs::symlink_metadata(&dot_git).is_ok_and(|m| m.is_dir()) {
         return Some(dot_git);
     }
-    let gitdir = linked_gitdir(top)?;
+    let mut real = RealPaths::default();
+    let gitdir = linked_gitdir_with(&mut real, top)?;
     let common = read_small(&gitdir.join("commondir"))?;
-    Some(resolve(&gitdir, &common))
+    Some(resolve(&mut real, &gitdir, &common))
 }
 
 /// The main work tree of a repository whose common folder is `common` (`None`: a bare one).
@@ -116,9 +172,10 @@ fn find_shared_root(root: &Path) -> Option<PathBuf> {
     if fs::symlink_metadata(root.join(crate::layout::STATE_DIR)).is_ok_and(|m| m.is_dir()) {
         return None;
     }
-    let gitdir = linked_gitdir(root)?;
+    let mut real = RealPaths::default();
+    let gitdir = linked_gitdir_with(&mut real, root)?;
     let common = read_small(&gitdir.join("commondir"))?;
-    let main = main_top(&resolve(&gitdir, &common))?;
+    let main = main_top(&resolve(&mut real, &gitdir, &common))?;
     // The main work tree must itself share (it has no `.coord/` of a different kind to keep).
     (main != root).then_some(main)
 }
@@ -169,6 +226,7 @@ fn read_trees(root: &Path, shared: &Path, common: &Path) -> Vec<Tree> {
         top: shared.clone(),
         gitdir: Some(common.to_path_buf()),
     }];
+    let mut real = RealPaths::default();
     if let Ok(entries) = fs::read_dir(common.join("worktrees")) {
         for entry in entries.flatten() {
             let dir = entry.path();
@@ -181,7 +239,7 @@ fn read_trees(root: &Path, shared: &Path, common: &Path) -> Vec<Tree> {
             };
             // Resolved like every root (git may have written it through a symlink); a tree
             // removed by hand took its locks with it.
-            let Ok(top) = fs::canonicalize(top) else {
+            let Some(top) = real.resolve(top) else {
                 continue;
             };
             // Only worktrees that share (not those with a `.coord/` of their own).
@@ -234,4 +292,45 @@ pub fn tree_of(root: &Path, path: &Path) -> Option<Tree> {
         .into_iter()
         .filter(|t| path.starts_with(&t.top))
         .max_by_key(|t| t.top.components().count())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn real_paths_resolve_as_canonicalize_does() {
+        let dir = tempfile::tempdir().unwrap();
+        let base = fs::canonicalize(dir.path()).unwrap();
+        fs::create_dir_all(base.join("a/b/c")).unwrap();
+        fs::create_dir_all(base.join("x/y")).unwrap();
+        fs::write(base.join("a/file"), b"").unwrap();
+        std::os::unix::fs::symlink(base.join("x/y"), base.join("a/link")).unwrap();
+        std::os::unix::fs::symlink("../x", base.join("a/b/rel")).unwrap();
+        std::os::unix::fs::symlink(base.join("nowhere"), base.join("a/dangling")).unwrap();
+        let cases = [
+            "a/b/c",
+            "a/b/c/../..",
+            "a/./b/../b/c/",
+            "a/link",
+            "a/link/..",
+            "a/link/../y/../../a",
+            "a/b/rel/y",
+            "a/b/rel/..",
+            "a/file",
+            "a/file/..",
+            "a/file/x",
+            "a/dangling",
+            "a/missing",
+            "a/missing/..",
+            "../../../../../../..",
+        ];
+        // One resolver for all, as for the trees of one repository: what it remembered from
+        // one path must not change another's answer.
+        let mut real = RealPaths::default();
+        for case in cases {
+            let path = base.join(case);
+            assert_eq!(real.resolve(&path), fs::canonicalize(&path).ok(), "{case}");
+        }
+    }
 }

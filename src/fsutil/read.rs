@@ -32,15 +32,37 @@ pub fn read_capped_with_mtime(path: &Path, cap: u64) -> io::Result<(Vec<u8>, Opt
     Ok((bytes, meta.modified().ok()))
 }
 
-fn read_open_capped(file: File, meta: &fs::Metadata, cap: u64) -> io::Result<Vec<u8>> {
-    if meta.len() > cap {
+/// Files up to this size are read with one `read` when they are as long as their `fstat` said.
+const ONE_READ: u64 = RECORD_CAP;
+
+fn read_open_capped(mut file: File, meta: &fs::Metadata, cap: u64) -> io::Result<Vec<u8>> {
+    let len = meta.len();
+    if len > cap {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
             format!("is larger than {cap} bytes"),
         ));
     }
-    let mut buf = Vec::with_capacity(meta.len() as usize);
-    file.take(cap + 1).read_to_end(&mut buf)?;
+    let mut buf = Vec::new();
+    if len <= ONE_READ {
+        // Ask for one byte more than the open file's size: a regular file reads short only at
+        // its end, so getting exactly that size back is the end, and the read that would
+        // return 0 to say so is not made (most of coord's reads are of files this small, a
+        // system call each). Anything else (a file that grew, `/proc` sizes of 0) reads on.
+        buf.resize(len as usize + 1, 0);
+        let n = loop {
+            match file.read(&mut buf) {
+                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                got => break got?,
+            }
+        };
+        buf.truncate(n);
+        if n as u64 == len {
+            return Ok(buf);
+        }
+    }
+    let read = buf.len() as u64;
+    file.take(cap + 1 - read).read_to_end(&mut buf)?;
     if buf.len() as u64 > cap {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
@@ -153,4 +175,31 @@ pub fn linked_ancestor(path: &Path) -> Option<PathBuf> {
         .filter(|a| !a.as_os_str().is_empty())
         .find(|a| fs::symlink_metadata(a).is_ok_and(|m| m.is_symlink()))
         .map(Path::to_path_buf)
+}
+
+/// The names in folder `dir` (`.` and `..` left out), in the order the folder lists them: an
+/// open, the listing and a close, without the `fstat` that `fs::read_dir` adds. For folders
+/// listed by name only, many per command (the file's folder in each other work tree).
+///
+/// # Errors
+///
+/// Opening or listing the folder failed (`NotFound`: it does not exist).
+pub fn list_names(dir: &Path) -> io::Result<Vec<std::ffi::OsString>> {
+    use rustix::fs::{Dir, Mode, OFlags};
+    use std::os::unix::ffi::OsStrExt;
+    let fd = rustix::fs::open(
+        dir,
+        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )?;
+    let mut listing = Dir::new(fd)?;
+    let mut names = Vec::new();
+    while let Some(entry) = listing.read() {
+        let entry = entry?;
+        let name = entry.file_name().to_bytes();
+        if name != b"." && name != b".." {
+            names.push(std::ffi::OsStr::from_bytes(name).to_os_string());
+        }
+    }
+    Ok(names)
 }

@@ -70,6 +70,53 @@ fn capped_reads_refuse_links_fifos_dirs_and_giants() {
 }
 
 #[test]
+fn capped_reads_give_every_byte_whatever_the_size() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("f");
+    // Around the one-read limit, and a file with no bytes.
+    for len in [0, 1, 4095, 4096, 65535, 65536, 65537, 200_000] {
+        let bytes: Vec<u8> = (0..len).map(|i| (i % 251) as u8).collect();
+        fs::write(&f, &bytes).unwrap();
+        assert_eq!(read_capped(&f, 1 << 20).unwrap(), bytes, "{len} bytes");
+        if len > 0 {
+            assert!(
+                read_capped(&f, len as u64 - 1).is_err(),
+                "{len} bytes over the cap"
+            );
+        }
+    }
+    // A file whose size says 0 but that has content (the kernel's own files) reads whole.
+    let stat = read_capped(Path::new("/proc/self/stat"), 1 << 20).unwrap();
+    assert!(stat.ends_with(b"\n") && stat.len() > 50, "{stat:?}");
+}
+
+#[test]
+fn list_names_lists_every_name_and_nothing_else() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut want: Vec<String> = (0..300)
+        .map(|i| format!("a-rather-long-file-name-{i}"))
+        .collect();
+    for name in &want {
+        fs::write(dir.path().join(name), b"").unwrap();
+    }
+    fs::create_dir(dir.path().join("sub")).unwrap();
+    want.push("sub".into());
+    let mut got: Vec<String> = list_names(dir.path())
+        .unwrap()
+        .into_iter()
+        .map(|n| n.into_string().unwrap())
+        .collect();
+    got.sort();
+    want.sort();
+    assert_eq!(got, want);
+    assert_eq!(
+        list_names(&dir.path().join("nope")).unwrap_err().kind(),
+        std::io::ErrorKind::NotFound
+    );
+    assert!(list_names(&dir.path().join("a-rather-long-file-name-1")).is_err());
+}
+
+#[test]
 fn touch_and_the_mutex_refuse_a_fifo_instead_of_waiting() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("ticket");

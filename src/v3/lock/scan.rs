@@ -138,15 +138,15 @@ pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Ve
                 ) else {
                     continue;
                 };
-                let Ok(entries) = fs::read_dir(tree.top.join(rel_dir)) else {
+                let dir = tree.top.join(rel_dir);
+                let Ok(names) = fsutil::list_names(&dir) else {
                     continue;
                 };
-                for entry in entries.flatten() {
-                    let name = entry.file_name();
+                for name in names {
                     if let Some((b, agent)) = name.to_str().and_then(layout::parse_lock_name)
                         && b == base
                     {
-                        out[i].extend(LockEntry::read(entry.path(), target.rel.clone(), agent));
+                        out[i].extend(LockEntry::read(dir.join(&name), target.rel.clone(), agent));
                     }
                 }
             }
