@@ -401,6 +401,20 @@ fn the_guard_refuses_a_commit_in_one_worktree_of_a_file_claimed_in_another() {
         .cwd(&main)
         .args(["lock", "src/**/*.rs"])
         .ok();
+    let commit = |dir: &Path, agent: &str, file: &str, text: &str| {
+        std::fs::write(dir.join(file), text).unwrap();
+        assert!(git(dir, &["add", file]).status.success());
+        crate::rigs::git(dir)
+            .args(["commit", "-qm", text])
+            .env("COORD_AGENT", agent)
+            .output()
+            .unwrap()
+    };
+    // What the claim does not match commits as before, and so does the claim's own holder.
+    let out = commit(&b, "bob", "notes.md", "outside the claim\n");
+    assert!(out.status.success(), "{out:?}");
+    let out = commit(&main, "alice", "src/x.rs", "alice's own claim\n");
+    assert!(out.status.success(), "{out:?}");
     std::fs::write(b.join("src/x.rs"), "changed in b\n").unwrap();
     assert!(git(&b, &["add", "src/x.rs"]).status.success());
     let out = crate::rigs::git(&b)
