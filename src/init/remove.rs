@@ -36,6 +36,10 @@ pub struct Undo {
     content: Option<Vec<u8>>,
     #[serde(skip)]
     path: PathBuf,
+    /// Init's record says init created the file: the folders it made for it are in the record
+    /// too, and no other folder above it is init's to remove.
+    #[serde(skip)]
+    created_by_init: bool,
 }
 
 /// What `init --remove` would do (or did).
@@ -142,19 +146,19 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
             continue;
         }
         // Unchanged since init wrote it, and nothing of the user's lost: its bytes from before.
-        let (action, content) = match record.files.get(&file) {
+        let (action, content, created_by_init) = match record.files.get(&file) {
             Some(e)
                 if e.after == text
                     && equivalent(kind, stripped.as_deref(), e.before.as_deref()) =>
             {
                 match &e.before {
-                    Some(b) => ("restore", Some(b.clone().into_bytes())),
-                    None => ("delete", None),
+                    Some(b) => ("restore", Some(b.clone().into_bytes()), false),
+                    None => ("delete", None, true),
                 }
             }
             _ => match stripped {
-                Some(s) => ("update", Some(s.into_bytes())),
-                None => ("delete", None),
+                Some(s) => ("update", Some(s.into_bytes()), false),
+                None => ("delete", None, false),
             },
         };
         changes.push(Undo {
@@ -162,6 +166,7 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
             action,
             content,
             path,
+            created_by_init,
         });
     }
     let all_gone = remaining.is_empty();
@@ -208,9 +213,15 @@ pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
     let Some(up) = &removal.record else {
         return Ok(());
     };
-    // Folders init created, deepest first, and those that held a deleted file: when empty.
+    // Folders init created, deepest first, and those that held a deleted file the record does
+    // not know (its folders may be init's): when empty. A folder the user had before init
+    // stays, empty or not.
     let mut dirs: Vec<PathBuf> = up.dirs.iter().map(|d| root.join(d)).collect();
-    for u in removal.changes.iter().filter(|u| u.content.is_none()) {
+    for u in removal
+        .changes
+        .iter()
+        .filter(|u| u.content.is_none() && !u.created_by_init)
+    {
         dirs.extend(
             u.path
                 .ancestors()

@@ -130,6 +130,30 @@ fn remove_cuts_coords_entries_out_of_files_edited_since() {
     }
 }
 
+/// The folders init made go with `--remove`; those the user had before stay, empty or not
+/// (init's record says which are which).
+#[test]
+fn remove_takes_the_folders_init_made_and_keeps_the_users_own() {
+    let env = Env::new();
+    for dir in [".claude", ".github", ".codex"] {
+        std::fs::create_dir(env.path(dir)).unwrap();
+    }
+    env.cmd().args(["init"]).ok();
+    assert!(env.path(".github/hooks").is_dir() && env.path(".gemini").is_dir());
+    env.cmd().args(["init", "--remove"]).ok();
+    for dir in [".claude", ".github", ".codex"] {
+        assert!(env.path(dir).is_dir(), "{dir}: the user's folder stays");
+        assert_eq!(
+            std::fs::read_dir(env.path(dir)).unwrap().count(),
+            0,
+            "{dir}"
+        );
+    }
+    for dir in [".github/hooks", ".gemini", ".cursor", ".coord"] {
+        assert!(!env.exists(dir), "{dir}: init made it, --remove takes it");
+    }
+}
+
 /// `.coord/` holding the workspace's state (messages, history) is kept by `--remove`.
 #[test]
 fn remove_keeps_a_coord_folder_that_holds_state() {
