@@ -154,6 +154,37 @@ fn remove_takes_the_folders_init_made_and_keeps_the_users_own() {
     }
 }
 
+/// A file coord wrote and nobody changed since keeps, when a later init (a newer coord)
+/// rewrites it, what it held before the first init: `--remove` then puts back that, byte for
+/// byte, not the older coord's version.
+#[test]
+fn remove_after_an_upgrade_gives_back_the_file_from_before_the_first_init() {
+    let env = Env::new();
+    plant_user_files(&env);
+    let users = env.read(".gemini/settings.json");
+    env.cmd().args(["init", "--client", "gemini"]).ok();
+    // What an older coord wrote: its shell-tool matcher narrower, and its record saying so.
+    let wide = "write_file|replace|run_shell_command";
+    let ours = env.read(".gemini/settings.json");
+    assert!(ours.contains(wide), "{ours}");
+    let older = ours.replacen(wide, "write_file|replace", 1);
+    env.write(".gemini/settings.json", &older);
+    let mut record = read_json(&env, ".coord/init.json");
+    record["files"][".gemini/settings.json"]["after"] = older.clone().into();
+    env.write(".coord/init.json", &record.to_string());
+
+    env.cmd().args(["init", "--client", "gemini"]).ok();
+    assert_ne!(
+        env.read(".gemini/settings.json"),
+        older,
+        "the rerun widened the matcher"
+    );
+    env.cmd()
+        .args(["init", "--remove", "--client", "gemini"])
+        .ok();
+    assert_eq!(env.read(".gemini/settings.json"), users);
+}
+
 /// `.coord/` holding the workspace's state (messages, history) is kept by `--remove`.
 #[test]
 fn remove_keeps_a_coord_folder_that_holds_state() {
