@@ -321,9 +321,52 @@ fn off() -> bool {
     std::env::var("COORD_HISTORY").is_ok_and(|v| v.eq_ignore_ascii_case("off"))
 }
 
-/// Append `event` to the history of the workspace at `root`. Best effort: a failure is kept
-/// for [`take_warning`], never returned.
-pub fn record(root: &Path, mut event: Event) {
+/// The events of locks taken that this process holds back (`None`: it does not hold them).
+static HELD: Mutex<Option<Vec<(std::path::PathBuf, Event)>>> = Mutex::new(None);
+
+/// From now on in this process, the events of locks taken are held back until [`write_held`],
+/// or until any other event is recorded (which writes them first, so the history keeps its
+/// order). `coord run` takes its locks, starts its command and only then writes the line: the
+/// next in line's command starts that much sooner after a release. Its queue ticket stands
+/// until then, so no reader sees the wait end before the lock it ended with.
+pub fn hold_locks_taken() {
+    let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+    held.get_or_insert_with(Vec::new);
+}
+
+/// Write the events held back by [`hold_locks_taken`], in order (holding goes on).
+pub fn write_held() {
+    let events = HELD
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .as_mut()
+        .map(std::mem::take)
+        .unwrap_or_default();
+    for (root, event) in events {
+        record_now(&root, event);
+    }
+}
+
+/// [`record`] an event of a lock taken, or hold it back (see [`hold_locks_taken`]).
+fn record_taken(root: &Path, event: Event) {
+    {
+        let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(events) = held.as_mut() {
+            events.push((root.to_path_buf(), event));
+            return;
+        }
+    }
+    record_now(root, event);
+}
+
+/// Append `event` to the history of the workspace at `root` (after any event held back).
+/// Best effort: a failure is kept for [`take_warning`], never returned.
+pub fn record(root: &Path, event: Event) {
+    write_held();
+    record_now(root, event);
+}
+
+fn record_now(root: &Path, mut event: Event) {
     if off() {
         return;
     }
@@ -401,7 +444,7 @@ pub fn locks_taken(root: &Path, req: &LockRequest, acquired: &[Acquired], starte
             event
                 .extra
                 .insert("reason".into(), req.reason.clone().into());
-            record(root, event);
+            record_taken(root, event);
             continue;
         }
         let event = if a.took_over.is_empty() {
@@ -421,7 +464,7 @@ pub fn locks_taken(root: &Path, req: &LockRequest, acquired: &[Acquired], starte
         event
             .extra
             .insert("reason".into(), req.reason.clone().into());
-        record(root, event);
+        record_taken(root, event);
     }
 }
 

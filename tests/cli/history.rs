@@ -85,6 +85,60 @@ fn sixty_four_concurrent_writers_lose_and_tear_nothing() {
     }
 }
 
+/// `coord run`s waiting for one file in turn: the history tells the holders one after the other
+/// (each taken after the last was released, released by whoever took it), and a waiter's wait
+/// before the lock it ended with, though `run` writes that line after its command started.
+#[test]
+fn contended_runs_are_told_in_the_order_they_held_the_file() {
+    let env = Env::new();
+    env.write("shared", "0\n");
+    let children: Vec<_> = (0..6)
+        .map(|i| {
+            env.agent(&format!("r{i}"))
+                .args(["run", "--wait", "60s", "shared", "--", "sh", "-c"])
+                .arg("sleep 0.02")
+                .spawn()
+        })
+        .collect();
+    for c in children {
+        let out = finish(c);
+        assert_eq!(out.code, Some(0), "{}", out.stderr);
+    }
+    // In the file's own order, as `coord watch` and a `tail -f` read it.
+    let log: Vec<_> = lines(&env, LOG)
+        .into_iter()
+        .filter(|e| e["file"] == "shared")
+        .collect();
+    let mut holder: Option<String> = None;
+    let mut waited = Vec::new();
+    for e in &log {
+        let agent = e["agent"].as_str().unwrap().to_string();
+        match e["event"].as_str().unwrap() {
+            "lock_waiting" => waited.push(agent),
+            "lock_taken" => {
+                assert_eq!(holder, None, "{agent} took it while held: {log:#?}");
+                holder = Some(agent);
+            }
+            "lock_released" => {
+                assert_eq!(holder.as_deref(), Some(agent.as_str()), "{log:#?}");
+                holder = None;
+            }
+            _ => {}
+        }
+    }
+    assert_eq!(holder, None);
+    assert_eq!(events_of(&log, "lock_taken").len(), 6, "{log:#?}");
+    assert!(!waited.is_empty(), "nobody waited: {log:#?}");
+    for agent in waited {
+        let at = |kind: &str| {
+            log.iter()
+                .position(|e| e["event"] == kind && e["agent"] == agent.as_str())
+                .unwrap()
+        };
+        assert!(at("lock_waiting") < at("lock_taken"), "{agent}: {log:#?}");
+    }
+}
+
 /// Writers killed with SIGKILL at random moments leave only whole lines; a line torn by hand
 /// (a writer killed inside its write) stays on its own line, and the next event is whole.
 #[test]
