@@ -171,7 +171,7 @@ fn remove_after_an_upgrade_gives_back_the_file_from_before_the_first_init() {
     env.write(".gemini/settings.json", &older);
     let mut record = read_json(&env, ".coord/init.json");
     record["files"][".gemini/settings.json"]["after"] = older.clone().into();
-    env.write(".coord/init.json", &record.to_string());
+    env.write(".coord/init.json", record.to_string());
 
     env.cmd().args(["init", "--client", "gemini"]).ok();
     assert_ne!(
