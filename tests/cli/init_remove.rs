@@ -185,6 +185,115 @@ fn remove_after_an_upgrade_gives_back_the_file_from_before_the_first_init() {
     assert_eq!(env.read(".gemini/settings.json"), users);
 }
 
+/// A settings file that wired coord by hand before init (here with an older matcher, which
+/// init widened) is left without coord's entries by `--remove`, not given back with them:
+/// what the file said before init is compared by value (comments allowed), and it says more
+/// than the file without coord does.
+#[test]
+fn remove_does_not_give_back_coord_wired_by_hand_before_init() {
+    let env = Env::new();
+    env.write(
+        ".gemini/settings.json",
+        "{\n  // mine\n  \"theme\": \"Dracula\",\n  \"hooks\": {\"BeforeTool\": [\n    {\"matcher\": \"write_file|replace\", \"hooks\": [{\"name\": \"coord\", \"type\": \"command\", \"command\": \"coord hook gemini\"}]}\n  ]}\n}\n",
+    );
+    env.cmd().args(["init", "--client", "gemini"]).ok();
+    assert!(
+        env.read(".gemini/settings.json")
+            .contains("run_shell_command")
+    );
+    env.cmd()
+        .args(["init", "--remove", "--client", "gemini", "--json"])
+        .ok()
+        .stdout_has(
+            r#""file": ".gemini/settings.json",
+        "action": "update""#,
+        );
+    assert_eq!(
+        env.read(".gemini/settings.json"),
+        "{\n  // mine\n  \"theme\": \"Dracula\"\n}\n"
+    );
+}
+
+/// Files whose last bytes only init's record knows come back exactly: a settings file of
+/// blank lines, a TOML file without a final line break.
+#[test]
+fn remove_gives_back_blank_and_unterminated_files_exactly() {
+    let env = Env::new();
+    env.write(".gemini/settings.json", "\n  \n");
+    env.write(".claude/settings.json", "\n");
+    env.write(".codex/config.toml", "model = \"gpt-5\"");
+    let before = env.snapshot();
+    env.cmd()
+        .args(["init", "--client", "gemini,claude,codex"])
+        .ok();
+    assert!(
+        env.read(".gemini/settings.json")
+            .contains("coord hook gemini")
+    );
+    assert!(env.read(".codex/config.toml").contains("mcp_servers.coord"));
+    env.cmd().args(["init", "--remove"]).ok();
+    assert_eq!(env.snapshot(), before);
+}
+
+/// A file of the user's own at the path of a plugin coord generates is not coord's to take.
+#[test]
+fn remove_leaves_a_users_own_file_where_coord_would_put_its_plugin() {
+    let env = Env::new();
+    env.write(".opencode/plugin/coord.js", "// my own plugin\n");
+    env.write(".cline/plugins/coord.js", "// mine too\n");
+    let before = env.snapshot();
+    env.cmd()
+        .args(["init", "--remove", "--client", "opencode,cline"])
+        .ok()
+        .stdout_has("Nothing to remove");
+    assert_eq!(env.snapshot(), before);
+}
+
+/// Removing some clients while others stay wired keeps `.coord/` without saying so (it is
+/// not "kept" for its state: it is still in use).
+#[test]
+fn a_partial_remove_does_not_report_the_state_folder_as_kept() {
+    let env = Env::new();
+    env.cmd().args(["init"]).ok();
+    let out = env
+        .cmd()
+        .args(["init", "--remove", "--client", "gemini", "--json"])
+        .ok();
+    let v: serde_json::Value = out.json();
+    assert_eq!(v["removal"]["state_dir_kept"], false, "{v}");
+    assert_eq!(v["removal"]["remove_state_dir"], false, "{v}");
+    assert!(!out.stdout.contains("Kept .coord/"));
+    assert!(env.path(".coord").is_dir());
+}
+
+/// Without init's record (lost, or never written by an older coord) `--remove` works from
+/// the files alone: coord's files go, and the folders they leave empty with them.
+#[test]
+fn without_the_record_remove_still_takes_the_emptied_folders() {
+    let env = Env::new();
+    env.cmd().args(["init", "--client", "gemini"]).ok();
+    std::fs::remove_file(env.path(".coord/init.json")).unwrap();
+    env.cmd().args(["init", "--remove"]).ok();
+    assert!(!env.exists(".gemini"));
+    assert!(!env.exists("GEMINI.md"));
+}
+
+/// A block whose lines a checkout turned into CRLF (git's `autocrlf`) is cut out with its own
+/// line break, in the middle of the user's text as at its end.
+#[test]
+fn remove_cuts_a_crlf_block_out_of_the_middle_of_a_file() {
+    let env = Env::new();
+    env.cmd().args(["init", "--client", "codex"]).ok();
+    let block = env.read("AGENTS.md").replace('\n', "\r\n");
+    assert!(block.starts_with("<!-- coord:begin -->"), "{block}");
+    env.write(
+        "AGENTS.md",
+        format!("# Rules\r\n\r\n{block}More rules.\r\n"),
+    );
+    env.cmd().args(["init", "--remove"]).ok();
+    assert_eq!(env.read("AGENTS.md"), "# Rules\r\n\r\nMore rules.\r\n");
+}
+
 /// `.coord/` holding the workspace's state (messages, history) is kept by `--remove`.
 #[test]
 fn remove_keeps_a_coord_folder_that_holds_state() {
