@@ -294,6 +294,30 @@ fn remove_cuts_a_crlf_block_out_of_the_middle_of_a_file() {
     assert_eq!(env.read("AGENTS.md"), "# Rules\r\n\r\nMore rules.\r\n");
 }
 
+/// coord's hook moved by hand into a group of the user's own (next to their hook) is cut out of
+/// that group, which stays with the user's hook; a group of coord's alone goes whole.
+#[test]
+fn remove_cuts_coords_hook_out_of_a_users_group_and_keeps_theirs() {
+    let env = Env::new();
+    env.cmd().args(["init", "--client", "claude"]).ok();
+    let mut v = read_json(&env, ".claude/settings.json");
+    let ours = v["hooks"]["PreToolUse"][0]["hooks"][0].clone();
+    assert_eq!(ours["command"], "coord hook claude");
+    v["hooks"]["PreToolUse"] = serde_json::json!([
+        {"matcher": "Write", "hooks": [{"type": "command", "command": "./mine.sh"}, ours]},
+    ]);
+    env.write(".claude/settings.json", v.to_string());
+    env.cmd().args(["init", "--remove"]).ok();
+    let v = read_json(&env, ".claude/settings.json");
+    assert_eq!(
+        v["hooks"],
+        serde_json::json!({"PreToolUse": [
+            {"matcher": "Write", "hooks": [{"type": "command", "command": "./mine.sh"}]},
+        ]}),
+        "{v}"
+    );
+}
+
 /// `.coord/` holding the workspace's state (messages, history) is kept by `--remove`.
 #[test]
 fn remove_keeps_a_coord_folder_that_holds_state() {
