@@ -104,6 +104,45 @@ fn verdicts(env: &Env, home: &std::path::Path) -> Vec<(String, String, String)> 
         .collect()
 }
 
+/// Gemini CLI's trust, read where Gemini CLI reads it when its environment moves the files:
+/// `GEMINI_CLI_TRUSTED_FOLDERS_PATH` for the trusted folders, `GEMINI_CLI_SYSTEM_SETTINGS_PATH`
+/// for the system settings (folder trust turned off there).
+#[test]
+fn doctor_reads_gemini_trust_where_its_environment_puts_it() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    with_home(&env, h).args(["init", "--client", "gemini"]).ok();
+    let gemini = |cmd: crate::support::Cmd| {
+        let v: Value = cmd.args(["doctor", "--json"]).ok().json();
+        let c = v["clients"][0].clone();
+        assert_eq!(c["client"], "gemini", "{v}");
+        (
+            c["hooks_run"].as_str().unwrap().to_string(),
+            c["why"].as_str().unwrap().to_string(),
+        )
+    };
+    assert_eq!(gemini(with_home(&env, h)).0, "no");
+    let root = env.root().display().to_string();
+    let trusted = h.join("elsewhere/trusted.json");
+    std::fs::create_dir_all(trusted.parent().unwrap()).unwrap();
+    std::fs::write(&trusted, format!("{{\"{root}\": \"TRUST_FOLDER\"}}")).unwrap();
+    let (run, why) = gemini(with_home(&env, h).env("GEMINI_CLI_TRUSTED_FOLDERS_PATH", &trusted));
+    assert_eq!(run, "yes", "{why}");
+    let system = h.join("system-settings.json");
+    std::fs::write(
+        &system,
+        r#"{"security": {"folderTrust": {"enabled": false}}}"#,
+    )
+    .unwrap();
+    let (run, why) = gemini(with_home(&env, h).env("GEMINI_CLI_SYSTEM_SETTINGS_PATH", &system));
+    assert_eq!(run, "yes", "{why}");
+    assert!(
+        why.contains("folder trust is off") && why.contains("system-settings.json"),
+        "{why}"
+    );
+}
+
 /// Issue 25: hooks that silently do not run. `coord init` prints, per client, the step that
 /// makes the client run them; `coord doctor` says, per wired client, whether its own config
 /// trusts the folder (Claude's `~/.claude.json`, Codex's project and per-hook trust in
