@@ -36,6 +36,20 @@ impl Env {
             .tempdir()
             .unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
+        // coord takes the nearest `.coord/` at or above a folder as its workspace: one left in
+        // the temp folder itself (by a run outside any test folder) would make every test
+        // folder part of it. Say so, rather than fail a hundred tests in odd ways.
+        if let Some(stray) = root
+            .ancestors()
+            .skip(1)
+            .map(|a| a.join(".coord"))
+            .find(|a| a.is_dir())
+        {
+            panic!(
+                "{} exists above the test folders: every test would share it; remove it",
+                stray.display()
+            );
+        }
         Env { _dir: dir, root }
     }
 
