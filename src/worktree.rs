@@ -132,6 +132,11 @@ pub fn common_dir(top: &Path) -> Option<PathBuf> {
     if fs::symlink_metadata(&dot_git).is_ok_and(|m| m.is_dir()) {
         return Some(dot_git);
     }
+    linked_common_dir(top)
+}
+
+/// The common git folder a linked worktree at `top` names (its `gitdir`'s `commondir`).
+fn linked_common_dir(top: &Path) -> Option<PathBuf> {
     let mut real = RealPaths::default();
     let gitdir = linked_gitdir_with(&mut real, top)?;
     let common = read_small(&gitdir.join("commondir"))?;
@@ -172,10 +177,7 @@ fn find_shared_root(root: &Path) -> Option<PathBuf> {
     if fs::symlink_metadata(root.join(crate::layout::STATE_DIR)).is_ok_and(|m| m.is_dir()) {
         return None;
     }
-    let mut real = RealPaths::default();
-    let gitdir = linked_gitdir_with(&mut real, root)?;
-    let common = read_small(&gitdir.join("commondir"))?;
-    let main = main_top(&resolve(&mut real, &gitdir, &common))?;
+    let main = main_top(&linked_common_dir(root)?)?;
     // The main work tree must itself share (it has no `.coord/` of a different kind to keep).
     (main != root).then_some(main)
 }
