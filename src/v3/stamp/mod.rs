@@ -284,21 +284,21 @@ fn has_index(root: &Path) -> bool {
 /// Row files are only listed by name otherwise. A card without the index (written before it)
 /// is read whole.
 pub fn open_rows(root: &Path) -> Vec<Row> {
-    let entries = if has_index(root) {
-        fs::read_dir(layout::partners_open_dir(root)).ok()
+    let listed = if has_index(root) {
+        fsutil::list_names(&layout::partners_open_dir(root)).ok()
     } else {
         None
     };
-    let Some(entries) = entries else {
+    let Some(listed) = listed else {
         let (rows, _) = scan(root);
         return rows
             .into_iter()
             .filter(|r| r.status != RowStatus::Offline)
             .collect();
     };
-    let mut ids: Vec<u64> = entries
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<u64>().ok())
+    let mut ids: Vec<u64> = listed
+        .iter()
+        .filter_map(|name| name.to_str()?.parse::<u64>().ok())
         .collect();
     let counted = read_counter(root);
     ids.extend(row_ids(root).into_iter().filter(|&id| id > counted));
@@ -326,16 +326,10 @@ fn adopt(root: &Path, rows: &[Row]) -> Result<()> {
 
 /// The ids of the card's row files, from their names alone (nothing is read).
 fn row_ids(root: &Path) -> Vec<u64> {
-    let Ok(entries) = fs::read_dir(layout::partners_dir(root)) else {
-        return Vec::new();
-    };
-    entries
-        .flatten()
-        .filter_map(|e| {
-            e.file_name()
-                .to_str()
-                .and_then(layout::parse_partner_row_name)
-        })
+    fsutil::list_names(&layout::partners_dir(root))
+        .unwrap_or_default()
+        .iter()
+        .filter_map(|name| name.to_str().and_then(layout::parse_partner_row_name))
         .collect()
 }
 
