@@ -14,14 +14,6 @@ fn git(dir: &Path, args: &[&str]) -> String {
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
-fn git_ok() -> bool {
-    let found = Command::new("git").arg("--version").output().is_ok();
-    if !found {
-        eprintln!("skipped: git is not installed");
-    }
-    found
-}
-
 fn write(dir: &Path, rel: &str, text: &str) {
     std::fs::write(dir.join(rel), text).unwrap();
 }
@@ -89,7 +81,7 @@ fn status(env: &Env, dir: &Path, path: Option<&Path>) -> Value {
 /// seen from every work tree (one inside the main checkout too), and in the human view.
 #[test]
 fn files_changed_on_two_branches_are_listed_with_whether_they_merge() {
-    if !git_ok() {
+    if !crate::rigs::git_or_skip() {
         return;
     }
     let env = Env::new();
@@ -176,7 +168,7 @@ fn files_changed_on_two_branches_are_listed_with_whether_they_merge() {
 /// work tree: nothing listed and no git process at all.
 #[test]
 fn apart_branches_show_nothing_and_a_single_tree_runs_no_git() {
-    if !git_ok() {
+    if !crate::rigs::git_or_skip() {
         return;
     }
     let env = Env::new();
@@ -218,7 +210,7 @@ fn two_branches_on_one_file(env: &Env) -> PathBuf {
 /// the note says why.
 #[test]
 fn an_old_git_lists_the_files_as_unknown_and_says_why() {
-    if !git_ok() {
+    if !crate::rigs::git_or_skip() {
         return;
     }
     let env = Env::new();
@@ -243,7 +235,7 @@ fn an_old_git_lists_the_files_as_unknown_and_says_why() {
 /// out instead of waiting.
 #[test]
 fn a_git_that_hangs_is_cut_off_and_the_note_says_so() {
-    if !git_ok() {
+    if !crate::rigs::git_or_skip() {
         return;
     }
     let env = Env::new();

@@ -125,11 +125,6 @@ pub fn handoff_output(env: &Env, rel: &str, body: &str, prompt: &str) {
     );
 }
 
-/// Whether `git` can be run here.
-pub fn has_git() -> bool {
-    Command::new("git").arg("--version").output().is_ok()
-}
-
 /// `git ARGS` in the workspace root, which must succeed: its stdout.
 #[track_caller]
 pub fn git(env: &Env, args: &[&str]) -> String {

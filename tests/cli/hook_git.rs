@@ -30,12 +30,7 @@ fn git(env: &Env, args: &[&str]) {
 #[test]
 fn a_commit_through_each_clients_shell_tool_is_checked_like_the_guard() {
     let env = Env::new();
-    if std::process::Command::new("git")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: git is not installed");
+    if !crate::rigs::git_or_skip() {
         return;
     }
     let root = env.root().display().to_string();
@@ -132,12 +127,7 @@ fn a_commit_through_each_clients_shell_tool_is_checked_like_the_guard() {
 #[test]
 fn a_push_through_the_shell_tool_of_unpushed_commits_touching_a_held_file_is_denied() {
     let env = Env::new();
-    if std::process::Command::new("git")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: git is not installed");
+    if !crate::rigs::git_or_skip() {
         return;
     }
     let remote = tempfile::tempdir().unwrap();
@@ -190,12 +180,7 @@ fn a_push_through_the_shell_tool_of_unpushed_commits_touching_a_held_file_is_den
 #[test]
 fn a_shell_commit_of_several_held_files_names_each_once() {
     let env = Env::new();
-    if std::process::Command::new("git")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: git is not installed");
+    if !crate::rigs::git_or_skip() {
         return;
     }
     git(&env, &["init", "-q"]);

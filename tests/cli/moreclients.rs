@@ -276,12 +276,7 @@ fn a_cline_commit_through_run_commands_of_a_held_file_is_denied() {
         let out = crate::rigs::git(env.root()).args(args).output().unwrap();
         assert!(out.status.success(), "git {args:?}: {out:?}");
     };
-    if std::process::Command::new("git")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: git is not installed");
+    if !crate::rigs::git_or_skip() {
         return;
     }
     git(&["init", "-q"]);

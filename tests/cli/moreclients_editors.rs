@@ -213,12 +213,7 @@ fn cursor_a_commit_through_before_shell_execution_of_a_held_file_is_denied() {
         let out = crate::rigs::git(env.root()).args(args).output().unwrap();
         assert!(out.status.success(), "git {args:?}: {out:?}");
     };
-    if std::process::Command::new("git")
-        .arg("--version")
-        .output()
-        .is_err()
-    {
-        eprintln!("skipped: git is not installed");
+    if !crate::rigs::git_or_skip() {
         return;
     }
     git(&["init", "-q"]);

@@ -1,13 +1,12 @@
 //! `coord review close --commit`: the seed's commit, and nothing changed outside git.
 
-use crate::fixture::{Review, git, handoff_output as output, has_git};
+use crate::fixture::{Review, git, handoff_output as output};
 use crate::review::{CLOSED, TRACKER, new_review};
 use crate::support::Env;
 
 #[test]
 fn close_commit_makes_the_seed_commit() {
-    if !has_git() {
-        eprintln!("git is not installed: skipped");
+    if !crate::rigs::git_or_skip() {
         return;
     }
     let env = Env::new();
@@ -47,7 +46,7 @@ fn close_commit_makes_the_seed_commit() {
 
 #[test]
 fn close_commit_outside_git_changes_nothing() {
-    if !has_git() {
+    if !crate::rigs::git_or_skip() {
         return;
     }
     let env = Env::new();

@@ -151,6 +151,18 @@ pub(crate) fn mkfifo(env: &Env, rel: &str) -> bool {
     made
 }
 
+/// Whether `git` runs here; a test that needs it and finds none says so and skips.
+pub(crate) fn git_or_skip() -> bool {
+    let found = std::process::Command::new("git")
+        .arg("--version")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        eprintln!("skipped: git is not installed");
+    }
+    found
+}
+
 /// `git` in `dir` as a developer's shell runs it, apart from this machine: a fixed identity, no
 /// global or system configuration, and none of coord's variables (a test adds what it needs).
 pub(crate) fn git(dir: &std::path::Path) -> std::process::Command {

@@ -22,13 +22,6 @@ fn git(dir: &Path, args: &[&str]) {
     assert!(out.status.success(), "git {args:?}: {out:?}");
 }
 
-fn have_git() -> bool {
-    Command::new("git")
-        .arg("--version")
-        .output()
-        .is_ok_and(|o| o.status.success())
-}
-
 /// A hand-made lock in the seed's form, as an agent following the protocol by hand writes it.
 fn hand_lock(env: &Env, rel: &str, agent: &str, locked_at: &str) {
     env.write(
@@ -89,8 +82,7 @@ const OLD: &str = "2026-01-28T01:00:00+00:00";
 
 #[test]
 fn views_find_hand_made_locks_where_git_looks_and_coord_locks_in_ignored_folders() {
-    if !have_git() {
-        eprintln!("skipped: git is not installed");
+    if !crate::rigs::git_or_skip() {
         return;
     }
     let env = Env::new();
@@ -182,8 +174,7 @@ fn kill_midway(env: &Env, args: &[&str], started: impl Fn() -> bool) {
 
 #[test]
 fn the_index_of_locks_survives_a_kill_9_and_the_lock_files_stay_the_truth() {
-    if !have_git() {
-        eprintln!("skipped: git is not installed");
+    if !crate::rigs::git_or_skip() {
         return;
     }
     let env = Env::new();

@@ -264,7 +264,6 @@ fn without_the_start_of_the_call_nothing_is_said() {
 /// in another, is reported to the agent there, naming the holder.
 #[test]
 fn a_shell_edit_in_one_worktree_of_a_file_held_in_another_is_reported() {
-    use std::process::Command;
     let git = |dir: &std::path::Path, args: &[&str]| {
         let out = crate::rigs::git(dir).args(args).output();
         match out {
@@ -272,8 +271,7 @@ fn a_shell_edit_in_one_worktree_of_a_file_held_in_another_is_reported() {
             Err(e) => panic!("git: {e}"),
         }
     };
-    if Command::new("git").arg("--version").output().is_err() {
-        eprintln!("skipped: git is not installed");
+    if !crate::rigs::git_or_skip() {
         return;
     }
     let env = Env::new();
