@@ -46,6 +46,15 @@ fn a_takeover_and_a_refresh_keep_the_backup_from_before_the_edit() {
 fn older_backups_are_kept_listed_and_restored_byte_for_byte() {
     let env = Env::new();
     let version = |i: u32| -> Vec<u8> { format!("v{i}\r\n\0\u{e9}").into_bytes() };
+    // `restore F --list --json`'s generations, newest first.
+    let generations = || -> Vec<serde_json::Value> {
+        let v: serde_json::Value = env
+            .cmd()
+            .args(["restore", "F", "--list", "--json"])
+            .ok()
+            .json();
+        v["generations"].as_array().unwrap().clone()
+    };
     // v1 .. v4 each locked (backed up) by an agent, then edited and unlocked.
     let mut raw = version(1);
     raw.push(0xff);
@@ -74,14 +83,7 @@ fn older_backups_are_kept_listed_and_restored_byte_for_byte() {
     env.agent("b").args(["restore", "F", "--from", "4"]).ok();
     assert_eq!(std::fs::read(env.path("F")).unwrap(), raw);
     assert_eq!(std::fs::read(env.path("F.bak")).unwrap(), b"b's edit");
-    let json: serde_json::Value = serde_json::from_str(
-        &env.cmd()
-            .args(["restore", "F", "--list", "--json"])
-            .ok()
-            .stdout,
-    )
-    .unwrap();
-    let gens = json["generations"].as_array().unwrap();
+    let gens = generations();
     assert_eq!(gens.len(), 5);
     assert_eq!(
         bytes(&gens[1]),
@@ -99,14 +101,7 @@ fn older_backups_are_kept_listed_and_restored_byte_for_byte() {
         std::fs::write(env.path("F"), version(i)).unwrap();
         env.agent("a").args(["unlock", "F"]).ok();
     }
-    let json: serde_json::Value = serde_json::from_str(
-        &env.cmd()
-            .args(["restore", "F", "--list", "--json"])
-            .ok()
-            .stdout,
-    )
-    .unwrap();
-    let gens = json["generations"].as_array().unwrap();
+    let gens = generations();
     assert_eq!(gens.len(), 9);
     assert_eq!(bytes(&gens[0]), version(28));
     assert_eq!(bytes(&gens[8]), version(20));
