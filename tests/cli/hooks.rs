@@ -148,16 +148,7 @@ fn session_start_lists_others_their_locks_and_my_messages() {
     env.agent("gemini")
         .args(["msg", "send", "claude-7684f1ed", "hello there"])
         .ok();
-    let out = hook(
-        &env,
-        "claude",
-        &fixture(&env, &format!("{CLAUDE}/write_allow.SessionStart.json")),
-        &[],
-    );
-    let text = json(&out)["hookSpecificOutput"]["additionalContext"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let text = session_start_context(&env);
     assert!(
         text.contains("gemini (working on translating the docs)"),
         "{text}"
@@ -168,6 +159,20 @@ fn session_start_lists_others_their_locks_and_my_messages() {
         .args(["status", "--json"])
         .ok()
         .stdout_has("claude-7684f1ed");
+}
+
+/// The context Claude Code's SessionStart hook (the recorded payload) gives the model.
+fn session_start_context(env: &Env) -> String {
+    let out = hook(
+        env,
+        "claude",
+        &fixture(env, &format!("{CLAUDE}/write_allow.SessionStart.json")),
+        &[],
+    );
+    json(&out)["hookSpecificOutput"]["additionalContext"]
+        .as_str()
+        .unwrap()
+        .to_string()
 }
 
 /// The start context names the others: not the session itself, not its own locks, and not a
@@ -184,16 +189,7 @@ fn session_start_leaves_out_the_session_itself_and_stale_locks() {
         "old.txt.lock.carol",
         crate::rigs::seed_lock("old.txt", "carol", "2020-01-01T00:00:00"),
     );
-    let out = hook(
-        &env,
-        "claude",
-        &fixture(&env, &format!("{CLAUDE}/write_allow.SessionStart.json")),
-        &[],
-    );
-    let text = json(&out)["hookSpecificOutput"]["additionalContext"]
-        .as_str()
-        .unwrap()
-        .to_string();
+    let text = session_start_context(&env);
     let active = text
         .lines()
         .flat_map(|l| l.split(". "))
