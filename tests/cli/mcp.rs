@@ -30,11 +30,15 @@ impl Client {
         for (k, v) in vars {
             cmd = cmd.env(k, v);
         }
-        let mut command: Command = cmd.arg("mcp").command();
+        Client::spawn(cmd.arg("mcp").command(), Stdio::piped())
+    }
+
+    /// The client end of `command`, an MCP server on stdio, started with `stderr`.
+    pub(crate) fn spawn(mut command: Command, stderr: Stdio) -> Client {
         command
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+            .stderr(stderr);
         let mut child = command.spawn().unwrap();
         let stdin = child.stdin.take();
         let stdout = BufReader::new(child.stdout.take().unwrap());

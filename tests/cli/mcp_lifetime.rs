@@ -1,7 +1,6 @@
 //! `coord mcp`'s life: heartbeats while it runs, locks released and presence clocked out at the
 //! end of input or on SIGTERM, stale at once when killed.
 
-use std::io::BufReader;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -141,19 +140,8 @@ fn a_forever_wait_ends_when_the_client_goes_away() {
                     .arg(coord_bin())
                     .current_dir(env.root())
                     .env("COORD_DIR", env.root())
-                    .env("COORD_AGENT", "claude")
-                    .stdin(Stdio::piped())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::null());
-                let mut child = command.spawn().unwrap();
-                let stdin = child.stdin.take();
-                let stdout = BufReader::new(child.stdout.take().unwrap());
-                Client {
-                    child,
-                    stdin,
-                    stdout,
-                    next_id: 0,
-                }
+                    .env("COORD_AGENT", "claude");
+                Client::spawn(command, Stdio::null())
             }
             _ => Client::start(&env, Some("claude")),
         };
