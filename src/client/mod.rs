@@ -161,17 +161,6 @@ pub enum HooksRun {
     Unknown,
 }
 
-impl HooksRun {
-    /// `yes`, `no` or `unknown`.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            HooksRun::Yes => "yes",
-            HooksRun::No => "no",
-            HooksRun::Unknown => "unknown",
-        }
-    }
-}
-
 /// What a client's own config says about running a folder's hooks.
 #[derive(Debug, Clone, Serialize)]
 pub struct Trust {

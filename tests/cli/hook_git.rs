@@ -52,6 +52,12 @@ fn a_commit_through_each_clients_shell_tool_is_checked_like_the_guard() {
         v["tool_input"]["command"] = cmd.into();
         v.to_string()
     };
+    // Codex's shell call as an argv (`["bash", "-lc", SCRIPT]`): the script is what runs.
+    let codex_argv = |cmd: &str| {
+        let mut v = fixture_json(&env, "codex/PreToolUse.shell.json");
+        v["tool_input"]["command"] = serde_json::json!(["bash", "-lc", cmd]);
+        v.to_string()
+    };
     let gemini = |cmd: &str| {
         let mut v = fixture_json(&env, "gemini-0.61.0/deny.BeforeTool.json");
         v["tool_name"] = "run_shell_command".into();
@@ -64,9 +70,10 @@ fn a_commit_through_each_clients_shell_tool_is_checked_like_the_guard() {
         v["toolArgs"] = serde_json::json!({"command": cmd, "description": "commit"});
         v.to_string()
     };
-    let cases: [(&str, String); 4] = [
+    let cases: [(&str, String); 5] = [
         ("claude", claude("git add a.txt && git commit -m wip")),
         ("codex", codex("git commit -am wip")),
+        ("codex", codex_argv("git commit -q -a -m wip")),
         (
             "gemini",
             gemini(&format!("cd {root} && git -C . commit -a -m wip")),

@@ -112,6 +112,43 @@ fn init_wires_every_client_and_a_second_run_changes_nothing() {
     assert_eq!(env.snapshot(), before);
 }
 
+/// `coord init --client NAME` writes that client's files, the instructions for agents (in
+/// `AGENTS.md`, and in the client's own instructions file where it has one) and the ignore
+/// lines: nothing else outside `.coord/`.
+#[test]
+fn init_of_one_client_writes_exactly_its_files() {
+    let cases: [(&str, &[&str]); 9] = [
+        (
+            "claude",
+            &[".claude/settings.json", ".mcp.json", "CLAUDE.md"],
+        ),
+        ("codex", &[".codex/config.toml", ".codex/hooks.json"]),
+        ("gemini", &[".gemini/settings.json", "GEMINI.md"]),
+        ("copilot", &[".github/hooks/coord.json", ".mcp.json"]),
+        ("qwen", &[".qwen/settings.json", "QWEN.md"]),
+        ("opencode", &[".opencode/plugin/coord.js", "opencode.json"]),
+        ("cline", &[".cline/plugins/coord.js"]),
+        ("cursor", &[".cursor/hooks.json", ".cursor/mcp.json"]),
+        ("windsurf", &[".windsurf/hooks.json"]),
+    ];
+    for (client, own) in cases {
+        let env = Env::new();
+        env.cmd().args(["init", "--client", client]).ok();
+        let written: Vec<String> = env
+            .snapshot()
+            .into_keys()
+            .filter(|p| !p.starts_with(".coord/"))
+            .collect();
+        let mut want: Vec<String> = own
+            .iter()
+            .chain(&[".gitignore", "AGENTS.md"])
+            .map(|f| f.to_string())
+            .collect();
+        want.sort();
+        assert_eq!(written, want, "{client}");
+    }
+}
+
 #[test]
 fn init_merges_into_existing_settings_keeping_keys_hooks_and_text() {
     let env = Env::new();

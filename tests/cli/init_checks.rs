@@ -104,6 +104,30 @@ fn verdicts(env: &Env, home: &std::path::Path) -> Vec<(String, String, String)> 
         .collect()
 }
 
+/// A client's settings file of several MiB (a long permissions list, say) that init wired is
+/// still seen as wired by `doctor`.
+#[test]
+fn doctor_sees_coord_wired_in_a_large_settings_file() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let allow: Vec<String> = (0..120_000)
+        .map(|i| format!("Bash(tool-{i:06} *)"))
+        .collect();
+    env.write(
+        ".claude/settings.json",
+        &serde_json::json!({"permissions": {"allow": allow}}).to_string(),
+    );
+    assert!(env.read(".claude/settings.json").len() > 2 << 20);
+    with_home(&env, home.path())
+        .args(["init", "--client", "claude"])
+        .ok();
+    let clients: Vec<String> = verdicts(&env, home.path())
+        .into_iter()
+        .map(|(client, _, _)| client)
+        .collect();
+    assert_eq!(clients, ["claude"]);
+}
+
 /// Gemini CLI's trust, read where Gemini CLI reads it when its environment moves the files:
 /// `GEMINI_CLI_TRUSTED_FOLDERS_PATH` for the trusted folders, `GEMINI_CLI_SYSTEM_SETTINGS_PATH`
 /// for the system settings (folder trust turned off there).
@@ -188,7 +212,8 @@ fn init_and_doctor_say_which_clients_run_the_hooks() {
     }
     let text = with_home(&env, h).arg("doctor").ok();
     text.stdout_has("client:        Copilot CLI: runs these hooks only in a folder it trusts")
-        .stdout_has("git in shell:  Gemini CLI: git hooks for commits through its shell: no");
+        .stdout_has("git in shell:  Gemini CLI: git hooks for commits through its shell: no")
+        .stdout_has("git in shell:  Claude Code: git hooks for commits through its shell: yes (its shell tool runs git with the repository's own config)");
     // Issue 35: per wired client, whether git hooks run for its shell's commits.
     let v: Value = with_home(&env, h).args(["doctor", "--json"]).ok().json();
     let hooks: Vec<bool> = v["clients"]
