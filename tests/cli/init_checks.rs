@@ -128,6 +128,48 @@ fn doctor_sees_coord_wired_in_a_large_settings_file() {
     assert_eq!(clients, ["claude"]);
 }
 
+/// Claude Code's `~/.claude.json` grows with every project and session: one of several MiB is
+/// read whole. An empty `CLAUDE_CONFIG_DIR` is unset (the home folder's file is read); a file
+/// that is there but cannot be read is "unknown", said why, never "no".
+#[test]
+fn doctor_reads_a_large_claude_json_and_says_when_it_cannot_read_it() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    with_home(&env, h).args(["init", "--client", "claude"]).ok();
+    let v: Value = with_home(&env, h).args(["doctor", "--json"]).ok().json();
+    let root = v["root"].as_str().unwrap().to_string();
+    let changelog = "- a line of release notes\n".repeat(100_000);
+    std::fs::write(
+        h.join(".claude.json"),
+        serde_json::json!({
+            "cachedChangelog": changelog,
+            "projects": {root: {"hasTrustDialogAccepted": true}},
+        })
+        .to_string(),
+    )
+    .unwrap();
+    assert!(std::fs::metadata(h.join(".claude.json")).unwrap().len() > 2 << 20);
+    let claude = |cmd: crate::support::Cmd| {
+        let v: Value = cmd.args(["doctor", "--json"]).ok().json();
+        let c = &v["clients"][0];
+        (
+            c["hooks_run"].as_str().unwrap().to_string(),
+            c["why"].as_str().unwrap().to_string(),
+        )
+    };
+    let (run, why) = claude(with_home(&env, h));
+    assert_eq!(run, "yes", "{why}");
+    let (run, why) = claude(with_home(&env, h).env("CLAUDE_CONFIG_DIR", ""));
+    assert_eq!(run, "yes", "{why}");
+
+    std::fs::remove_file(h.join(".claude.json")).unwrap();
+    std::fs::create_dir(h.join(".claude.json")).unwrap();
+    let (run, why) = claude(with_home(&env, h));
+    assert_eq!(run, "unknown", "{why}");
+    assert!(why.contains("cannot read"), "{why}");
+}
+
 /// Gemini CLI's trust, read where Gemini CLI reads it when its environment moves the files:
 /// `GEMINI_CLI_TRUSTED_FOLDERS_PATH` for the trusted folders, `GEMINI_CLI_SYSTEM_SETTINGS_PATH`
 /// for the system settings (folder trust turned off there).
