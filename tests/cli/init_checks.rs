@@ -115,7 +115,7 @@ fn doctor_sees_coord_wired_in_a_large_settings_file() {
         .collect();
     env.write(
         ".claude/settings.json",
-        &serde_json::json!({"permissions": {"allow": allow}}).to_string(),
+        serde_json::json!({"permissions": {"allow": allow}}).to_string(),
     );
     assert!(env.read(".claude/settings.json").len() > 2 << 20);
     with_home(&env, home.path())
