@@ -295,6 +295,13 @@ pub fn skip_in_walk(dir_name: &str) -> bool {
     dir_name == STATE_DIR || dir_name == ".git"
 }
 
+/// `<root>/.coord/worktrees`: the repository's linked worktrees as last read from git's files,
+/// kept so that a lock in a linked worktree finds the other trees with a `stat` each (see
+/// `worktree`). A cache: deleting it costs one reading of git's files.
+pub fn worktrees_cache(root: &Path) -> PathBuf {
+    state_dir(root).join("worktrees")
+}
+
 /// `<root>/.coord/held`: the index of the locks coord made, one empty entry per lock file,
 /// so that views find them without walking the tree (see `v3::lock::index`).
 pub fn held_dir(root: &Path) -> PathBuf {

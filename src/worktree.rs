@@ -194,7 +194,7 @@ fn branch_of(gitdir: &Path) -> Option<String> {
 /// first; just `root` when it shares with none. Worktrees come and go: the list is read again
 /// whenever the repository's `worktrees/` folder changed (one `stat` otherwise).
 pub fn trees(root: &Path) -> Vec<Tree> {
-    type Cache = HashMap<PathBuf, (Option<std::time::SystemTime>, Vec<Tree>)>;
+    type Cache = HashMap<PathBuf, (Option<Stamp>, Vec<Tree>)>;
     static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
     let shared = shared_root(root);
     let Some(common) = common_dir(&shared) else {
@@ -203,9 +203,7 @@ pub fn trees(root: &Path) -> Vec<Tree> {
             gitdir: None,
         }];
     };
-    let stamp = fs::metadata(common.join("worktrees"))
-        .and_then(|m| m.modified())
-        .ok();
+    let stamp = Stamp::of(&common.join("worktrees"));
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
     if let Ok(map) = cache.lock()
         && let Some((at, list)) = map.get(root)
@@ -214,48 +212,43 @@ pub fn trees(root: &Path) -> Vec<Tree> {
     {
         return list.clone();
     }
-    let list = read_trees(root, &shared, &common);
+    let list = read_trees(root, &shared, &common, stamp.as_ref());
     if let Ok(mut map) = cache.lock() {
         map.insert(root.to_path_buf(), (stamp, list.clone()));
     }
     list
 }
 
-/// The work trees of the repository whose common folder is `common`, read from git's files.
-fn read_trees(root: &Path, shared: &Path, common: &Path) -> Vec<Tree> {
-    let shared = shared.to_path_buf();
+/// The work trees of the repository whose common folder is `common`: the main one (`shared`)
+/// and the linked ones that share its workspace, `root`'s own first.
+fn read_trees(root: &Path, shared: &Path, common: &Path, stamp: Option<&Stamp>) -> Vec<Tree> {
     let mut all = vec![Tree {
-        top: shared.clone(),
+        top: shared.to_path_buf(),
         gitdir: Some(common.to_path_buf()),
     }];
-    let mut real = RealPaths::default();
-    if let Ok(entries) = fs::read_dir(common.join("worktrees")) {
-        for entry in entries.flatten() {
-            let dir = entry.path();
-            let Some(dot_git) = read_small(&dir.join("gitdir")) else {
-                continue;
-            };
-            let dot_git = PathBuf::from(dot_git);
-            let Some(top) = dot_git.parent() else {
-                continue;
-            };
-            // Resolved like every root (git may have written it through a symlink); a tree
-            // removed by hand took its locks with it.
-            let Some(top) = real.resolve(top) else {
-                continue;
-            };
-            // Only worktrees that share (not those with a `.coord/` of their own).
-            if top == shared
-                || fs::symlink_metadata(top.join(crate::layout::STATE_DIR))
-                    .is_ok_and(|m| m.is_dir())
-            {
-                continue;
+    let linked = stamp
+        .and_then(|stamp| saved::load(shared, stamp))
+        .unwrap_or_else(|| {
+            let found = read_linked(common);
+            if let Some(stamp) = stamp {
+                saved::store(shared, stamp, &found);
             }
-            all.push(Tree {
-                top,
-                gitdir: Some(dir),
-            });
+            found
+        });
+    for tree in linked {
+        // A tree removed by hand took its locks with it; a worktree with a `.coord/` of its
+        // own is a workspace of its own.
+        if tree.top == shared
+            || !fs::symlink_metadata(&tree.top).is_ok_and(|m| m.is_dir())
+            || fs::symlink_metadata(tree.top.join(crate::layout::STATE_DIR))
+                .is_ok_and(|m| m.is_dir())
+        {
+            continue;
         }
+        all.push(Tree {
+            top: tree.top,
+            gitdir: Some(tree.gitdir),
+        });
     }
     if let Some(i) = all.iter().position(|t| t.top == root) {
         let own = all.remove(i);
@@ -270,6 +263,132 @@ fn read_trees(root: &Path, shared: &Path, common: &Path) -> Vec<Tree> {
         );
     }
     all
+}
+
+/// One linked worktree as git's files name it: its folder under `<common>/worktrees/` and its
+/// top level (resolved), with what its `gitdir` file was when read.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Linked {
+    gitdir: PathBuf,
+    top: PathBuf,
+    file: Stamp,
+}
+
+/// What a file or folder was when read: a rewrite changes its mtime or its change time, a
+/// replacement its inode number.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+struct Stamp {
+    ino: u64,
+    size: u64,
+    mtime: (i64, i64),
+    ctime: (i64, i64),
+}
+
+impl Stamp {
+    fn of(path: &Path) -> Option<Stamp> {
+        use std::os::unix::fs::MetadataExt;
+        let m = fs::metadata(path).ok()?;
+        Some(Stamp {
+            ino: m.ino(),
+            size: m.size(),
+            mtime: (m.mtime(), m.mtime_nsec()),
+            ctime: (m.ctime(), m.ctime_nsec()),
+        })
+    }
+
+    /// Whether the file changed within the last `RACY` seconds, where a change in the same
+    /// tick of a coarse clock leaves the stamp as it was (git's "racily clean" index entries).
+    fn is_racy(&self) -> bool {
+        let now = crate::clock::now().timestamp();
+        now - self.mtime.0.max(self.ctime.0) < saved::RACY
+    }
+}
+
+/// The linked worktrees named in `<common>/worktrees/*/gitdir`, whatever their state.
+fn read_linked(common: &Path) -> Vec<Linked> {
+    let mut found = Vec::new();
+    let mut real = RealPaths::default();
+    let Ok(entries) = fs::read_dir(common.join("worktrees")) else {
+        return found;
+    };
+    for entry in entries.flatten() {
+        let dir = entry.path();
+        let file = dir.join("gitdir");
+        let (Some(stamp), Some(dot_git)) = (Stamp::of(&file), read_small(&file)) else {
+            continue;
+        };
+        let dot_git = PathBuf::from(dot_git);
+        let Some(top) = dot_git.parent() else {
+            continue;
+        };
+        // Resolved like every root (git may have written it through a symlink).
+        let Some(top) = real.resolve(top) else {
+            continue;
+        };
+        found.push(Linked {
+            gitdir: dir,
+            top,
+            file: stamp,
+        });
+    }
+    found
+}
+
+/// `.coord/worktrees`: the list of linked worktrees as last read, kept between processes. A
+/// lock in a linked worktree needs every tree's place; reading each `gitdir` file and resolving
+/// its path is a handful of system calls per tree, where checking a kept list is one `stat` of
+/// each `gitdir` file. The list is used only when the `worktrees/` folder (trees added or
+/// removed) and every `gitdir` file (a tree moved or repaired) are as they were when it was
+/// written; it is written only when none of them changed within the last seconds, so a change
+/// within one tick of a coarse file clock cannot hide behind an equal stamp. Losing or
+/// corrupting it costs one reading of git's files.
+mod saved {
+    use super::{Linked, Stamp};
+    use std::path::{Path, PathBuf};
+
+    /// Seconds a change must be old before a list reflecting it is kept.
+    pub(super) const RACY: i64 = 2;
+
+    #[derive(serde::Serialize, serde::Deserialize)]
+    struct Saved {
+        worktrees: Stamp,
+        trees: Vec<Linked>,
+    }
+
+    fn path(shared: &Path) -> PathBuf {
+        crate::layout::worktrees_cache(shared)
+    }
+
+    /// The kept list, when it is still what git's files say.
+    pub(super) fn load(shared: &Path, worktrees: &Stamp) -> Option<Vec<Linked>> {
+        let bytes = crate::fsutil::read_capped(&path(shared), crate::fsutil::RECORD_CAP).ok()?;
+        let saved: Saved = serde_json::from_slice(&bytes).ok()?;
+        (saved.worktrees == *worktrees
+            && saved
+                .trees
+                .iter()
+                .all(|t| Stamp::of(&t.gitdir.join("gitdir")).as_ref() == Some(&t.file)))
+        .then_some(saved.trees)
+    }
+
+    /// Keep `trees` for the next process, when nothing in them changed just now and the state
+    /// folder is there (a view never creates it).
+    pub(super) fn store(shared: &Path, worktrees: &Stamp, trees: &[Linked]) {
+        if worktrees.is_racy() || trees.iter().any(|t| t.file.is_racy()) {
+            return;
+        }
+        let state = crate::layout::state_dir(shared);
+        if !std::fs::symlink_metadata(&state).is_ok_and(|m| m.is_dir()) {
+            return;
+        }
+        let saved = Saved {
+            worktrees: worktrees.clone(),
+            trees: trees.to_vec(),
+        };
+        if let Ok(text) = serde_json::to_vec(&saved) {
+            let _ = crate::fsutil::replace(&path(shared), &text);
+        }
+    }
 }
 
 /// The other work trees sharing the workspace at `root` (empty for a lone folder). Cheap when
