@@ -427,9 +427,13 @@ fn publish(
     // any live foreign lock now is a newcomer. Only the listing can show one: coord makes locks
     // under the mutex (a maker that lost it withdraws on its own fencing check), and a lock made
     // by hand belongs to no agent on the roster, so no exact lookups; our own locks are not
-    // read back either.
+    // read back either. Only this work tree's folder: an agent locking by hand in another work
+    // tree of the repository looks in its own tree's folder, where our lock is not, so it
+    // could take the file a moment later just the same; looking there again now would exclude
+    // nobody (coord honours the locks it finds there before publishing, above).
     let newcomers = Listing {
         except: Some(req.agent.id()),
+        this_tree_only: true,
         ..Listing::default()
     };
     let published: Vec<Target> = plans.iter().map(|(t, _, _)| (*t).clone()).collect();
