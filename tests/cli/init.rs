@@ -114,26 +114,54 @@ fn init_wires_every_client_and_a_second_run_changes_nothing() {
 
 /// `coord init --client NAME` writes that client's files, the instructions for agents (in
 /// `AGENTS.md`, and in the client's own instructions file where it has one) and the ignore
-/// lines: nothing else outside `.coord/`.
+/// lines: nothing else outside `.coord/`. It names the client as its makers do.
 #[test]
 fn init_of_one_client_writes_exactly_its_files() {
-    let cases: [(&str, &[&str]); 9] = [
+    let cases: [(&str, &str, &[&str]); 9] = [
         (
             "claude",
+            "Claude Code",
             &[".claude/settings.json", ".mcp.json", "CLAUDE.md"],
         ),
-        ("codex", &[".codex/config.toml", ".codex/hooks.json"]),
-        ("gemini", &[".gemini/settings.json", "GEMINI.md"]),
-        ("copilot", &[".github/hooks/coord.json", ".mcp.json"]),
-        ("qwen", &[".qwen/settings.json", "QWEN.md"]),
-        ("opencode", &[".opencode/plugin/coord.js", "opencode.json"]),
-        ("cline", &[".cline/plugins/coord.js"]),
-        ("cursor", &[".cursor/hooks.json", ".cursor/mcp.json"]),
-        ("windsurf", &[".windsurf/hooks.json"]),
+        (
+            "codex",
+            "Codex CLI",
+            &[".codex/config.toml", ".codex/hooks.json"],
+        ),
+        (
+            "gemini",
+            "Gemini CLI",
+            &[".gemini/settings.json", "GEMINI.md"],
+        ),
+        (
+            "copilot",
+            "Copilot CLI",
+            &[".github/hooks/coord.json", ".mcp.json"],
+        ),
+        ("qwen", "Qwen Code", &[".qwen/settings.json", "QWEN.md"]),
+        (
+            "opencode",
+            "OpenCode",
+            &[".opencode/plugin/coord.js", "opencode.json"],
+        ),
+        ("cline", "Cline CLI", &[".cline/plugins/coord.js"]),
+        (
+            "cursor",
+            "Cursor",
+            &[".cursor/hooks.json", ".cursor/mcp.json"],
+        ),
+        ("windsurf", "Windsurf", &[".windsurf/hooks.json"]),
     ];
-    for (client, own) in cases {
+    for (client, product, own) in cases {
         let env = Env::new();
-        env.cmd().args(["init", "--client", client]).ok();
+        let out = env.cmd().args(["init", "--client", client]).ok();
+        assert!(
+            out.stdout
+                .lines()
+                .any(|l| l.starts_with(&format!("{product}: "))),
+            "{client}: {}",
+            out.stdout
+        );
         let written: Vec<String> = env
             .snapshot()
             .into_keys()

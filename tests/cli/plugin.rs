@@ -131,6 +131,51 @@ fn plugin_write_is_deterministic_and_runs_this_binary() {
     ] {
         assert!(ta.contains_key(needed), "missing {needed}: {:?}", ta.keys());
     }
+    // Every manifest names the plugin and carries this binary's version, and what it points
+    // at is in the tree.
+    for manifest in [
+        "claude/coord/.claude-plugin/plugin.json",
+        "codex/coord/.codex-plugin/plugin.json",
+        "copilot/coord/.github/plugin/plugin.json",
+        "gemini/gemini-extension.json",
+        "qwen/qwen-extension.json",
+        "opencode/package.json",
+        "cline/package.json",
+    ] {
+        let v = read_json(&a.join(manifest));
+        assert_eq!(v["name"], "coord", "{manifest}: {v}");
+        assert_eq!(v["version"], env!("CARGO_PKG_VERSION"), "{manifest}: {v}");
+    }
+    for (plugin, hooks) in [
+        ("codex/coord", "./hooks/hooks.json"),
+        ("copilot/coord", "hooks/hooks.json"),
+    ] {
+        let dir = a.join(plugin);
+        let manifest = if plugin.starts_with("codex") {
+            ".codex-plugin/plugin.json"
+        } else {
+            ".github/plugin/plugin.json"
+        };
+        let v = read_json(&dir.join(manifest));
+        assert_eq!(v["hooks"], hooks, "{plugin}");
+        for key in ["hooks", "mcpServers", "skills"] {
+            let at = dir.join(v[key].as_str().unwrap());
+            assert!(at.exists(), "{plugin}: {key} {}", at.display());
+        }
+    }
+    for market in [
+        "claude/.claude-plugin/marketplace.json",
+        "copilot/.github/plugin/marketplace.json",
+    ] {
+        let v = read_json(&a.join(market));
+        assert_eq!(v["plugins"][0]["name"], "coord", "{market}");
+        assert_eq!(v["plugins"][0]["source"], "./coord", "{market}");
+        assert_eq!(
+            v["plugins"][0]["version"],
+            env!("CARGO_PKG_VERSION"),
+            "{market}"
+        );
+    }
     let mcp = read_json(&a.join("claude/coord/.mcp.json"));
     assert_eq!(mcp["mcpServers"]["coord"]["command"], coord_path().as_str());
     assert_eq!(
