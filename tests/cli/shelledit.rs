@@ -90,6 +90,20 @@ fn clients(env: &Env, command: &str) -> Vec<Client> {
             "run_shell_command",
             cmd.clone(),
         ),
+        pair(
+            "opencode",
+            "opencode-1.18.33/allow.tool.execute.before.json",
+            ("tool.execute.before", "tool.execute.after"),
+            "bash",
+            json!({"command": command, "description": "edit through the shell"}),
+        ),
+        pair(
+            "cline",
+            "cline-3.0.65/shell.beforeTool.json",
+            ("beforeTool", "afterTool"),
+            "run_commands",
+            json!({"commands": [command]}),
+        ),
     ] {
         let flags: (&[&str], &[&str]) = if name == "copilot" {
             (&["--event", "preToolUse"], &["--event", "postToolUse"])
@@ -142,6 +156,8 @@ fn notice(client: &str, out: &Output) -> Option<String> {
             &v["hookSpecificOutput"]["additionalContext"]
         }
         "copilot" => &v["additionalContext"],
+        // Their plugins hand `context` to the session.
+        "opencode" | "cline" => &v["context"],
         _ => unreachable!(),
     };
     Some(said.as_str().unwrap_or_else(|| panic!("{v}")).to_string())
