@@ -264,6 +264,18 @@ fn two_cline_runs_are_two_agents_and_after_run_releases() {
     );
     assert!(!env.exists("free.txt.lock.cline-6b6s1d4j"));
     assert_eq!(denied("cline", &hook(&env, "cline", &other, &[])), None);
+    // The session's shutdown clocks it out.
+    let mut shutdown = start.clone();
+    shutdown["hook_event_name"] = "sessionShutdown".into();
+    hook(&env, "cline", &shutdown, &[]);
+    let v: serde_json::Value = env.cmd().args(["status", "--json"]).ok().json();
+    let agent = v["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == "cline-6b6s1d4j")
+        .unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(agent["status"], "FINISHED", "{v}");
 }
 
 /// Issue 35's check for Cline: a `git commit` among the `run_commands` of a real payload that
