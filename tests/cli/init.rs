@@ -114,45 +114,68 @@ fn init_wires_every_client_and_a_second_run_changes_nothing() {
 
 /// `coord init --client NAME` writes that client's files, the instructions for agents (in
 /// `AGENTS.md`, and in the client's own instructions file where it has one) and the ignore
-/// lines: nothing else outside `.coord/`. It names the client as its makers do.
+/// lines: nothing else outside `.coord/`. It names the client as its makers do, and the step
+/// that makes the client run the hooks here names that client's own gate.
 #[test]
 fn init_of_one_client_writes_exactly_its_files() {
-    let cases: [(&str, &str, &[&str]); 9] = [
+    // client, product, the files it writes besides AGENTS.md and .gitignore, a word of its step
+    let cases: [(&str, &str, &[&str], &str); 9] = [
         (
             "claude",
             "Claude Code",
             &[".claude/settings.json", ".mcp.json", "CLAUDE.md"],
+            "hasTrustDialogAccepted",
         ),
         (
             "codex",
             "Codex CLI",
             &[".codex/config.toml", ".codex/hooks.json"],
+            "Hooks need review",
         ),
         (
             "gemini",
             "Gemini CLI",
             &[".gemini/settings.json", "GEMINI.md"],
+            ".gemini/trustedFolders.json",
         ),
         (
             "copilot",
             "Copilot CLI",
             &[".github/hooks/coord.json", ".mcp.json"],
+            ".copilot/config.json",
         ),
-        ("qwen", "Qwen Code", &[".qwen/settings.json", "QWEN.md"]),
+        (
+            "qwen",
+            "Qwen Code",
+            &[".qwen/settings.json", "QWEN.md"],
+            ".qwen/trustedFolders.json",
+        ),
         (
             "opencode",
             "OpenCode",
             &[".opencode/plugin/coord.js", "opencode.json"],
+            "`.opencode/plugin/`",
         ),
-        ("cline", "Cline CLI", &[".cline/plugins/coord.js"]),
+        (
+            "cline",
+            "Cline CLI",
+            &[".cline/plugins/coord.js"],
+            "`.cline/plugins/`",
+        ),
         (
             "cursor",
             "Cursor",
             &[".cursor/hooks.json", ".cursor/mcp.json"],
+            "`.cursor/hooks.json`",
         ),
-        ("windsurf", "Windsurf", &[".windsurf/hooks.json"]),
+        (
+            "windsurf",
+            "Windsurf",
+            &[".windsurf/hooks.json"],
+            "`.windsurf/hooks.json`",
+        ),
     ];
-    for (client, product, own) in cases {
+    for (client, product, own, step) in cases {
         let env = Env::new();
         let out = env.cmd().args(["init", "--client", client]).ok();
         assert!(
@@ -174,6 +197,14 @@ fn init_of_one_client_writes_exactly_its_files() {
             .collect();
         want.sort();
         assert_eq!(written, want, "{client}");
+        let v: Value = env
+            .cmd()
+            .args(["init", "--client", client, "--json", "--dry-run"])
+            .ok()
+            .json();
+        let trust = &v["trust"][0];
+        assert_eq!(trust["product"], product, "{v}");
+        assert!(trust["step"].as_str().unwrap().contains(step), "{v}");
     }
 }
 

@@ -308,6 +308,10 @@ fn a_cline_commit_through_run_commands_of_a_held_file_is_denied() {
         reason.contains("holder") && reason.contains("`a.txt`") && reason.contains("git guard"),
         "{reason}"
     );
+    // The commands as one string, a line each, are read the same way.
+    let mut script = commit.clone();
+    script["tool_input"]["commands"] = json!("git status\ngit commit -am x");
+    assert!(denied("cline", &hook(&env, "cline", &script, &[])).is_some());
     let mut status = commit.clone();
     status["tool_input"]["commands"] = json!(["git status", "git log -1"]);
     assert_eq!(denied("cline", &hook(&env, "cline", &status, &[])), None);
