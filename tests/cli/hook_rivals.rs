@@ -338,6 +338,21 @@ fn codex_apply_patch_every_path_kind_is_denied_to_a_rival_session() {
         env.write("old.txt", "a\n");
         rival_is_denied(&env, "codex", &patched(&env, patch), files, what);
     }
+    // The patch as an argv (`["apply_patch", PATCH]`), as Codex's shell-style call gives it.
+    let env = Env::new();
+    env.write("target.txt", "a\n");
+    let mut v = fixture_json(&env, "codex-0.169.0/deny.PreToolUse.json");
+    v["tool_input"]["command"] = serde_json::json!([
+        "apply_patch",
+        "*** Begin Patch\n*** Update File: target.txt\n@@\n-a\n+b\n*** End Patch\n"
+    ]);
+    rival_is_denied(
+        &env,
+        "codex",
+        &v.to_string(),
+        &["target.txt"],
+        "apply_patch as an argv",
+    );
 }
 
 /// Issue 33: Gemini CLI 0.61's file-editing tools (`write_file`, `replace`: its whole
