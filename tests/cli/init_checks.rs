@@ -170,6 +170,67 @@ fn doctor_reads_a_large_claude_json_and_says_when_it_cannot_read_it() {
     assert!(why.contains("cannot read"), "{why}");
 }
 
+/// Codex CLI's `config.toml`, read whole however large (its `[projects]` and reviewed hooks
+/// grow with use): a folder trusted and its hooks reviewed runs them; `trust_level =
+/// "untrusted"` does not; a file that cannot be read is "unknown", said why.
+#[test]
+fn doctor_reads_codex_trust_levels_in_large_and_unreadable_configs() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    with_home(&env, h).args(["init", "--client", "codex"]).ok();
+    let v: Value = with_home(&env, h).args(["doctor", "--json"]).ok().json();
+    let root = v["root"].as_str().unwrap().to_string();
+    let config = |level: &str| {
+        let mut text = "# a note the user keeps\n".repeat(100_000);
+        text.push_str(&format!(
+            "[projects.\"{root}\"]\ntrust_level = \"{level}\"\n"
+        ));
+        for event in [
+            "session_start",
+            "pre_tool_use",
+            "post_tool_use",
+            "permission_request",
+            "user_prompt_submit",
+            "stop",
+            "session_end",
+        ] {
+            text.push_str(&format!(
+                "\n[hooks.state.\"{root}/.codex/hooks.json:{event}:0:0\"]\ntrusted_hash = \"sha256:00\"\n"
+            ));
+        }
+        text
+    };
+    std::fs::create_dir_all(h.join(".codex")).unwrap();
+    let codex = || {
+        let v: Value = with_home(&env, h).args(["doctor", "--json"]).ok().json();
+        let c = &v["clients"][0];
+        assert_eq!(c["client"], "codex", "{v}");
+        (
+            c["hooks_run"].as_str().unwrap().to_string(),
+            c["why"].as_str().unwrap().to_string(),
+        )
+    };
+    std::fs::write(h.join(".codex/config.toml"), config("trusted")).unwrap();
+    assert!(
+        std::fs::metadata(h.join(".codex/config.toml"))
+            .unwrap()
+            .len()
+            > 2 << 20
+    );
+    let (run, why) = codex();
+    assert_eq!(run, "yes", "{why}");
+    std::fs::write(h.join(".codex/config.toml"), config("untrusted")).unwrap();
+    let (run, why) = codex();
+    assert_eq!(run, "no", "{why}");
+    assert!(why.contains("trust_level = \"untrusted\""), "{why}");
+    std::fs::remove_file(h.join(".codex/config.toml")).unwrap();
+    std::fs::create_dir(h.join(".codex/config.toml")).unwrap();
+    let (run, why) = codex();
+    assert_eq!(run, "unknown", "{why}");
+    assert!(why.contains("cannot read"), "{why}");
+}
+
 /// Gemini CLI's trust, read where Gemini CLI reads it when its environment moves the files:
 /// `GEMINI_CLI_TRUSTED_FOLDERS_PATH` for the trusted folders, `GEMINI_CLI_SYSTEM_SETTINGS_PATH`
 /// for the system settings (folder trust turned off there).
