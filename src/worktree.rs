@@ -299,7 +299,11 @@ impl Stamp {
     /// Whether the file changed within the last `RACY` seconds, where a change in the same
     /// tick of a coarse clock leaves the stamp as it was (git's "racily clean" index entries).
     fn is_racy(&self) -> bool {
-        let now = crate::clock::now().timestamp();
+        // Against the system's clock, which stamps the files (`COORD_NOW` moves coord's clock,
+        // not the filesystem's).
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
         now - self.mtime.0.max(self.ctime.0) < saved::RACY
     }
 }
