@@ -416,7 +416,9 @@ fn copilot_every_edit_tool_is_denied_to_a_rival_session() {
         "str_replace_editor",
     );
     // Its `view` command reads: allowed while held, nothing locked.
+    env.write("other.txt", "theirs\n");
     env.agent("holder").args(["lock", "other.txt"]).ok();
+    let root = env.root().display().to_string();
     editor["toolArgs"] =
         serde_json::json!({"command": "view", "path": format!("{root}/other.txt")});
     let out = hook(
@@ -426,6 +428,16 @@ fn copilot_every_edit_tool_is_denied_to_a_rival_session() {
         &["--event", "preToolUse"],
     );
     assert_eq!(denied("copilot", &out), None);
+    assert!(session_locks(&env, "copilot", "other.txt").is_empty());
+    // The same call as an edit command is denied: the view above was judged, not skipped.
+    editor["toolArgs"]["command"] = "insert".into();
+    let out = hook(
+        &env,
+        "copilot",
+        &editor.to_string(),
+        &["--event", "preToolUse", "--wait", "100ms"],
+    );
+    assert!(denied("copilot", &out).is_some(), "{out:?}");
 }
 
 /// A deny says where the session stands in line: another agent already waiting for the file

@@ -231,6 +231,38 @@ fn doctor_reads_codex_trust_levels_in_large_and_unreadable_configs() {
     assert!(why.contains("cannot read"), "{why}");
 }
 
+/// Copilot CLI trusts a folder listed in `trustedFolders` and every folder below it: another
+/// folder listed there does not make it run the hooks here.
+#[test]
+fn doctor_reads_copilot_trusted_folders_for_this_folder_and_above() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    with_home(&env, h)
+        .args(["init", "--client", "copilot"])
+        .ok();
+    let v: Value = with_home(&env, h).args(["doctor", "--json"]).ok().json();
+    let root = v["root"].as_str().unwrap().to_string();
+    let parent = std::path::Path::new(&root).parent().unwrap().to_path_buf();
+    std::fs::create_dir_all(h.join(".copilot")).unwrap();
+    let copilot = |trusted: Value| {
+        std::fs::write(
+            h.join(".copilot/config.json"),
+            serde_json::json!({"trustedFolders": trusted}).to_string(),
+        )
+        .unwrap();
+        let v = verdicts(&env, h);
+        assert_eq!(v[0].0, "copilot");
+        (v[0].1.clone(), v[0].2.clone())
+    };
+    let elsewhere = parent.join("another-project").display().to_string();
+    let (run, why) = copilot(serde_json::json!([elsewhere]));
+    assert_eq!(run, "no", "{why}");
+    let (run, why) = copilot(serde_json::json!([elsewhere, parent.display().to_string()]));
+    assert_eq!(run, "yes", "{why}");
+    assert!(why.contains(&parent.display().to_string()), "{why}");
+}
+
 /// Gemini CLI's trust, read where Gemini CLI reads it when its environment moves the files:
 /// `GEMINI_CLI_TRUSTED_FOLDERS_PATH` for the trusted folders, `GEMINI_CLI_SYSTEM_SETTINGS_PATH`
 /// for the system settings (folder trust turned off there).
@@ -316,7 +348,8 @@ fn init_and_doctor_say_which_clients_run_the_hooks() {
     let text = with_home(&env, h).arg("doctor").ok();
     text.stdout_has("client:        Copilot CLI: runs these hooks only in a folder it trusts")
         .stdout_has("git in shell:  Gemini CLI: git hooks for commits through its shell: no")
-        .stdout_has("git in shell:  Claude Code: git hooks for commits through its shell: yes (its shell tool runs git with the repository's own config)");
+        .stdout_has("git in shell:  Claude Code: git hooks for commits through its shell: yes (its shell tool runs git with the repository's own config)")
+        .stdout_has("git in shell:  Copilot CLI: git hooks for commits through its shell: yes (its shell tool sets only safe.bareRepository and core.fsmonitor through GIT_CONFIG_*; git hooks run)");
     // Issue 35: per wired client, whether git hooks run for its shell's commits.
     let v: Value = with_home(&env, h).args(["doctor", "--json"]).ok().json();
     let hooks: Vec<bool> = v["clients"]
