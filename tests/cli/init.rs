@@ -205,6 +205,21 @@ fn init_of_one_client_writes_exactly_its_files() {
         let trust = &v["trust"][0];
         assert_eq!(trust["product"], product, "{v}");
         assert!(trust["step"].as_str().unwrap().contains(step), "{v}");
+        // Whether git's hooks run for commits made through the client's shell, and why: Gemini
+        // CLI turns them off; the editors' terminals are read from their docs.
+        assert_eq!(trust["shell_git_hooks"], client != "gemini", "{v}");
+        let why = if matches!(client, "cursor" | "windsurf") {
+            "its terminal runs git"
+        } else {
+            "its shell tool"
+        };
+        assert!(
+            trust["shell_git_hooks_why"]
+                .as_str()
+                .unwrap()
+                .starts_with(why),
+            "{v}"
+        );
     }
 }
 

@@ -206,6 +206,114 @@ fn cursor_stop_releases_and_two_conversations_are_two_agents() {
     assert!(env.exists("a.txt.lock.cursor-91b07c55"));
 }
 
+/// A Cursor conversation's whole life, each event as Cursor's docs shape it: `sessionStart`
+/// gives the agent its name; `afterFileEdit` renews the lock the edit took; a shell command
+/// that changed a held file is told in `afterShellExecution`; `stop` holds the turn back once
+/// for an unread message (`loop_count` 0) and not again (`loop_count` 1); `sessionEnd` clocks
+/// the agent out.
+#[test]
+fn cursor_session_start_edits_shell_stop_and_end() {
+    let env = Env::new();
+    let root = env.root().to_path_buf();
+    let run = |payload: Value, now: &str| {
+        let out = env
+            .cmd()
+            .env_remove("COORD_DIR")
+            .env("COORD_NOW", now)
+            .cwd(&root)
+            .args(["hook", "cursor"])
+            .stdin(payload.to_string())
+            .ok();
+        serde_json::from_str::<Value>(out.stdout.trim())
+            .unwrap_or_else(|e| panic!("Cursor reads JSON from every hook ({e}): {out:?}"))
+    };
+    let t0 = "2026-11-25T10:00:00+00:00";
+    let start = run(
+        cursor(&env, "sessionStart", json!({"session_id": CONVERSATION})),
+        t0,
+    );
+    assert!(
+        start["additional_context"]
+            .as_str()
+            .is_some_and(|c| c.contains("cursor-668320d2")),
+        "{start}"
+    );
+
+    // An edit, then Cursor's afterFileEdit a minute later: the lock is renewed.
+    let file = env.path("a.txt").display().to_string();
+    let pre = cursor(
+        &env,
+        "preToolUse",
+        json!({"tool_name": "Write", "tool_input": {"file_path": file, "contents": "x"}}),
+    );
+    assert_eq!(run(pre, t0), json!({}));
+    let lock = "a.txt.lock.cursor-668320d2";
+    assert!(env.read(lock).contains("10:00:00"), "{}", env.read(lock));
+    let edited = cursor(
+        &env,
+        "afterFileEdit",
+        json!({"file_path": file, "edits": [{"old_string": "", "new_string": "x"}]}),
+    );
+    run(edited, "2026-11-25T10:01:00+00:00");
+    assert!(env.read(lock).contains("10:01:00"), "{}", env.read(lock));
+
+    // A shell command that changed a file another agent holds is told after it ran.
+    let t1 = "2026-11-25T10:02:00+00:00";
+    env.write("held.txt", "theirs\n");
+    env.agent("holder")
+        .env("COORD_NOW", t1)
+        .args(["lock", "held.txt"])
+        .ok();
+    let shell = |event: &str| {
+        cursor(
+            &env,
+            event,
+            json!({"command": "sed -i s/t/T/ held.txt", "cwd": root.display().to_string()}),
+        )
+    };
+    assert_eq!(run(shell("beforeShellExecution"), t1), json!({}));
+    env.write("held.txt", "Theirs\n");
+    let after = run(shell("afterShellExecution"), t1);
+    assert!(
+        after["additional_context"]
+            .as_str()
+            .is_some_and(|c| c.contains("`held.txt`") && c.contains("holder")),
+        "{after}"
+    );
+
+    // A message waits: the first stop holds the turn back, the continued one does not.
+    env.agent("holder")
+        .env("COORD_NOW", t1)
+        .args(["msg", "send", "cursor-668320d2", "please leave held.txt"])
+        .ok();
+    let stop = |loops: u64| {
+        cursor(
+            &env,
+            "stop",
+            json!({"status": "completed", "loop_count": loops}),
+        )
+    };
+    let held_back = run(stop(0), t1);
+    assert!(
+        held_back["followup_message"].as_str().is_some(),
+        "{held_back}"
+    );
+    assert_eq!(run(stop(1), t1), json!({}));
+
+    run(
+        cursor(&env, "sessionEnd", json!({"reason": "user_close"})),
+        t1,
+    );
+    let v: Value = env.cmd().args(["status", "--json"]).ok().json();
+    let agent = v["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == "cursor-668320d2")
+        .unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(agent["status"], "FINISHED", "{v}");
+}
+
 #[test]
 fn cursor_a_commit_through_before_shell_execution_of_a_held_file_is_denied() {
     let env = Env::new();
