@@ -411,6 +411,31 @@ fn windsurf_cascade_response_releases_the_turn() {
     assert!(!env.exists("a.txt.lock.windsurf-c1a7e3b2"));
 }
 
+/// A fresh `.cursor/hooks.json` gets Cursor's `version: 1`; an event where the user already
+/// runs coord's hook their own way (another path to coord, more flags) gets no second entry.
+#[test]
+fn init_gives_a_fresh_cursor_file_its_version_and_keeps_a_users_own_coord_hook() {
+    let env = Env::new();
+    env.cmd().args(["init", "--client", "cursor", "-q"]).ok();
+    let c: Value = serde_json::from_str(&env.read(".cursor/hooks.json")).unwrap();
+    assert_eq!(c["version"], 1, "{c}");
+
+    let env = Env::new();
+    let own = json!({"command": "/opt/tools/coord hook cursor --wait 5s"});
+    env.write(
+        ".cursor/hooks.json",
+        &json!({"version": 1, "hooks": {"preToolUse": [own]}}).to_string(),
+    );
+    env.cmd().args(["init", "--client", "cursor", "-q"]).ok();
+    let c: Value = serde_json::from_str(&env.read(".cursor/hooks.json")).unwrap();
+    assert_eq!(c["hooks"]["preToolUse"], json!([own]), "{c}");
+    assert_eq!(
+        c["hooks"]["stop"],
+        json!([{"command": "coord hook cursor"}]),
+        "{c}"
+    );
+}
+
 #[test]
 fn init_wires_cursor_and_windsurf_and_remove_restores_their_files() {
     let env = Env::new();
