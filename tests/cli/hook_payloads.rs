@@ -155,6 +155,21 @@ fn codex_apply_patch_locks_every_path_all_or_nothing() {
 #[test]
 fn gemini_fixtures_deny_in_gemini_format_and_after_agent_releases() {
     let env = Env::new();
+    // Gemini CLI 0.61's own SessionStart: the session's agent is named in the context.
+    let start = hook(
+        &env,
+        "gemini",
+        &fixture(&env, "gemini-0.61.0/allow.SessionStart.json"),
+        &[],
+    );
+    let ctx = json(&start);
+    assert_eq!(ctx["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    assert!(
+        ctx["hookSpecificOutput"]["additionalContext"]
+            .as_str()
+            .is_some_and(|c| c.contains("gemini-2b4d13f8")),
+        "{ctx}"
+    );
     hook(
         &env,
         "gemini",

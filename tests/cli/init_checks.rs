@@ -263,6 +263,81 @@ fn doctor_reads_copilot_trusted_folders_for_this_folder_and_above() {
     assert!(why.contains(&parent.display().to_string()), "{why}");
 }
 
+/// Gemini CLI's `trustedFolders.json` as Gemini CLI 0.61 reads it: the longest rule whose
+/// folder holds this one decides (`TRUST_PARENT` names a folder's parent; of two rules of one
+/// length the first written wins); a rule for another folder says nothing here; restricted
+/// mode, or the workspace trust variable set to `false`, each turns the hooks off.
+#[test]
+fn doctor_judges_gemini_trust_rules_as_gemini_cli_does() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    with_home(&env, h).args(["init", "--client", "gemini"]).ok();
+    let v: Value = with_home(&env, h).args(["doctor", "--json"]).ok().json();
+    let root = v["root"].as_str().unwrap().to_string();
+    let parent = std::path::Path::new(&root)
+        .parent()
+        .unwrap()
+        .display()
+        .to_string();
+    let name_len = root.len() - parent.len() - 1;
+    std::fs::create_dir_all(h.join(".gemini")).unwrap();
+    // The rules as written (in this order), and what doctor says with them.
+    let gemini = |rules: &[(String, &str)], vars: &[(&str, &str)]| {
+        let body: Vec<String> = rules
+            .iter()
+            .map(|(rule, level)| format!("  {}: \"{level}\"", Value::from(rule.as_str())))
+            .collect();
+        std::fs::write(
+            h.join(".gemini/trustedFolders.json"),
+            format!("{{\n{}\n}}\n", body.join(",\n")),
+        )
+        .unwrap();
+        let mut cmd = with_home(&env, h);
+        for (k, v) in vars {
+            cmd = cmd.env(k, v);
+        }
+        let v: Value = cmd.args(["doctor", "--json"]).ok().json();
+        let c = &v["clients"][0];
+        assert_eq!(c["client"], "gemini", "{v}");
+        c["hooks_run"].as_str().unwrap().to_string()
+    };
+    let sibling = format!("{parent}/{}", "s".repeat(name_len));
+    let elsewhere = format!("/srv/{}/a/much/longer/path/than/this/one", "x".repeat(40));
+    let cases: [(Vec<(String, &str)>, &str); 6] = [
+        (vec![(root.clone(), "TRUST_FOLDER")], "yes"),
+        (
+            vec![
+                (parent.clone(), "TRUST_FOLDER"),
+                (root.clone(), "DO_NOT_TRUST"),
+            ],
+            "no",
+        ),
+        (vec![(format!("{parent}/other"), "TRUST_PARENT")], "yes"),
+        (
+            vec![(root.clone(), "DO_NOT_TRUST"), (sibling, "TRUST_PARENT")],
+            "no",
+        ),
+        (vec![(format!("{parent}/other"), "TRUST_FOLDER")], "no"),
+        (
+            vec![(root.clone(), "TRUST_FOLDER"), (elsewhere, "DO_NOT_TRUST")],
+            "yes",
+        ),
+    ];
+    for (rules, want) in &cases {
+        assert_eq!(gemini(rules, &[]), *want, "{rules:?}");
+    }
+    let trusted = [(root.clone(), "TRUST_FOLDER")];
+    assert_eq!(
+        gemini(&trusted, &[("GEMINI_RESTRICTED_MODE", "true")]),
+        "no"
+    );
+    assert_eq!(
+        gemini(&trusted, &[("GEMINI_CLI_TRUST_WORKSPACE", "false")]),
+        "no"
+    );
+}
+
 /// Gemini CLI's trust, read where Gemini CLI reads it when its environment moves the files:
 /// `GEMINI_CLI_TRUSTED_FOLDERS_PATH` for the trusted folders, `GEMINI_CLI_SYSTEM_SETTINGS_PATH`
 /// for the system settings (folder trust turned off there).
