@@ -424,7 +424,7 @@ fn init_gives_a_fresh_cursor_file_its_version_and_keeps_a_users_own_coord_hook()
     let own = json!({"command": "/opt/tools/coord hook cursor --wait 5s"});
     env.write(
         ".cursor/hooks.json",
-        &json!({"version": 1, "hooks": {"preToolUse": [own]}}).to_string(),
+        json!({"version": 1, "hooks": {"preToolUse": [own]}}).to_string(),
     );
     env.cmd().args(["init", "--client", "cursor", "-q"]).ok();
     let c: Value = serde_json::from_str(&env.read(".cursor/hooks.json")).unwrap();
