@@ -211,6 +211,18 @@ fn opencode_session_start_tells_who_is_here_and_idle_releases() {
         &[],
     );
     assert!(!env.exists("free.txt.lock.opencode-hkhlr13y"));
+    // The session deleted: the agent clocks out.
+    let mut deleted = start.clone();
+    deleted["hook_event_name"] = "session.deleted".into();
+    hook(&env, "opencode", &deleted, &[]);
+    let v: Value = env.cmd().args(["status", "--json"]).ok().json();
+    let agent = v["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == "opencode-hkhlr13y")
+        .unwrap_or_else(|| panic!("{v}"));
+    assert_eq!(agent["status"], "FINISHED", "{v}");
 }
 
 #[test]
