@@ -78,11 +78,17 @@ fn with_home(env: &Env, home: &std::path::Path) -> crate::support::Cmd {
         "GEMINI_RESTRICTED_MODE",
         "COPILOT_HOME",
         "COPILOT_ALLOW_ALL",
+        "QWEN_HOME",
+        "QWEN_CODE_TRUSTED_FOLDERS_PATH",
     ] {
         cmd = cmd.env_remove(var);
     }
     cmd.env(
         "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+        home.join("no-system-settings.json"),
+    )
+    .env(
+        "QWEN_CODE_SYSTEM_SETTINGS_PATH",
         home.join("no-system-settings.json"),
     )
 }
@@ -336,6 +342,60 @@ fn doctor_judges_gemini_trust_rules_as_gemini_cli_does() {
         gemini(&trusted, &[("GEMINI_CLI_TRUST_WORKSPACE", "false")]),
         "no"
     );
+}
+
+/// Qwen Code's folder trust, off unless its user or system settings turn it on, read where
+/// Qwen Code reads it: `~/.qwen` (`QWEN_HOME` moves it), `QWEN_CODE_TRUSTED_FOLDERS_PATH` and
+/// `QWEN_CODE_SYSTEM_SETTINGS_PATH` (an empty variable is unset).
+#[test]
+fn doctor_reads_qwen_trust_where_qwen_code_reads_it() {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let h = home.path();
+    with_home(&env, h).args(["init", "--client", "qwen"]).ok();
+    let v: Value = with_home(&env, h).args(["doctor", "--json"]).ok().json();
+    let root = v["root"].as_str().unwrap().to_string();
+    let qwen = |vars: &[(&str, &std::path::Path)]| {
+        let mut cmd = with_home(&env, h);
+        for (k, v) in vars {
+            cmd = cmd.env(k, v);
+        }
+        let v: Value = cmd.args(["doctor", "--json"]).ok().json();
+        let c = &v["clients"][0];
+        assert_eq!(c["client"], "qwen", "{v}");
+        c["hooks_run"].as_str().unwrap().to_string()
+    };
+    let trust_on = serde_json::json!({"security": {"folderTrust": {"enabled": true}}}).to_string();
+    let trusting = serde_json::json!({root.clone(): "TRUST_FOLDER"}).to_string();
+    let empty = std::path::Path::new("");
+    // Off by default.
+    assert_eq!(qwen(&[]), "yes");
+    // Turned on in the system settings named by the variable (an empty one is unset).
+    let system = h.join("system.json");
+    std::fs::write(&system, &trust_on).unwrap();
+    assert_eq!(qwen(&[("QWEN_CODE_SYSTEM_SETTINGS_PATH", &system)]), "no");
+    assert_eq!(qwen(&[("QWEN_CODE_SYSTEM_SETTINGS_PATH", empty)]), "yes");
+    // Turned on in ~/.qwen/settings.json; trusted in ~/.qwen/trustedFolders.json.
+    std::fs::create_dir_all(h.join(".qwen")).unwrap();
+    std::fs::write(h.join(".qwen/settings.json"), &trust_on).unwrap();
+    assert_eq!(qwen(&[]), "no");
+    std::fs::write(h.join(".qwen/trustedFolders.json"), &trusting).unwrap();
+    assert_eq!(qwen(&[]), "yes");
+    assert_eq!(qwen(&[("QWEN_CODE_TRUSTED_FOLDERS_PATH", empty)]), "yes");
+    // The trusted folders elsewhere, named by the variable.
+    let elsewhere = h.join("elsewhere.json");
+    std::fs::write(&elsewhere, "{}").unwrap();
+    assert_eq!(
+        qwen(&[("QWEN_CODE_TRUSTED_FOLDERS_PATH", &elsewhere)]),
+        "no"
+    );
+    // QWEN_HOME in place of ~/.qwen: trust on there, nothing trusted.
+    let moved = h.join("moved");
+    std::fs::create_dir_all(&moved).unwrap();
+    std::fs::write(moved.join("settings.json"), &trust_on).unwrap();
+    std::fs::remove_file(h.join(".qwen/settings.json")).unwrap();
+    assert_eq!(qwen(&[]), "yes");
+    assert_eq!(qwen(&[("QWEN_HOME", &moved)]), "no");
 }
 
 /// Gemini CLI's trust, read where Gemini CLI reads it when its environment moves the files:
