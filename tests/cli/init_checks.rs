@@ -382,6 +382,21 @@ fn doctor_reads_qwen_trust_where_qwen_code_reads_it() {
     std::fs::write(h.join(".qwen/trustedFolders.json"), &trusting).unwrap();
     assert_eq!(qwen(&[]), "yes");
     assert_eq!(qwen(&[("QWEN_CODE_TRUSTED_FOLDERS_PATH", empty)]), "yes");
+    // A rule for another folder says nothing here; `TRUST_PARENT` trusts its folder's parent.
+    let parent = std::path::Path::new(&root)
+        .parent()
+        .unwrap()
+        .display()
+        .to_string();
+    let sibling = format!("{parent}/another-project");
+    for (level, want) in [("TRUST_FOLDER", "no"), ("TRUST_PARENT", "yes")] {
+        std::fs::write(
+            h.join(".qwen/trustedFolders.json"),
+            serde_json::json!({sibling.clone(): level}).to_string(),
+        )
+        .unwrap();
+        assert_eq!(qwen(&[]), want, "{level}");
+    }
     // The trusted folders elsewhere, named by the variable.
     let elsewhere = h.join("elsewhere.json");
     std::fs::write(&elsewhere, "{}").unwrap();
