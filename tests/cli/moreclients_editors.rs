@@ -411,6 +411,61 @@ fn windsurf_cascade_response_releases_the_turn() {
     assert!(!env.exists("a.txt.lock.windsurf-c1a7e3b2"));
 }
 
+/// Cascade's post-hooks: `post_write_code` renews the lock the write took, and a
+/// `post_run_command` after a command that changed a file another agent holds records the shell
+/// edit in the history (Cascade reads nothing a hook prints).
+#[test]
+fn windsurf_post_hooks_renew_the_lock_and_record_a_shell_edit() {
+    let env = Env::new();
+    let root = env.root().to_path_buf();
+    let run = |payload: Value, now: &str| {
+        let out = env
+            .cmd()
+            .env_remove("COORD_DIR")
+            .env("COORD_NOW", now)
+            .cwd(&root)
+            .args(["hook", "windsurf"])
+            .stdin(payload.to_string())
+            .run();
+        assert_eq!(windsurf_denied(&out), None);
+    };
+    let file = env.path("a.txt").display().to_string();
+    let write = |action: &str| windsurf(action, json!({"file_path": file, "edits": []}));
+    run(write("pre_write_code"), "2026-11-25T10:00:00+00:00");
+    let lock = "a.txt.lock.windsurf-c1a7e3b2";
+    assert!(env.read(lock).contains("10:00:00"), "{}", env.read(lock));
+    run(write("post_write_code"), "2026-11-25T10:01:00+00:00");
+    assert!(env.read(lock).contains("10:01:00"), "{}", env.read(lock));
+
+    let t = "2026-11-25T10:02:00+00:00";
+    env.write("held.txt", "theirs\n");
+    env.agent("holder")
+        .env("COORD_NOW", t)
+        .args(["lock", "held.txt"])
+        .ok();
+    let command = |action: &str| {
+        windsurf(
+            action,
+            json!({"command_line": "sed -i s/t/T/ held.txt", "cwd": root.display().to_string()}),
+        )
+    };
+    run(command("pre_run_command"), t);
+    env.write("held.txt", "Theirs\n");
+    run(command("post_run_command"), t);
+    let logged: Vec<Value> = env
+        .cmd()
+        .args(["log", "--json"])
+        .ok()
+        .stdout
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|e| e["event"] == "shell_edit")
+        .collect();
+    assert_eq!(logged.len(), 1, "{logged:?}");
+    assert_eq!(logged[0]["file"], "held.txt");
+    assert_eq!(logged[0]["agent"], "windsurf-c1a7e3b2");
+}
+
 /// A fresh `.cursor/hooks.json` gets Cursor's `version: 1`; an event where the user already
 /// runs coord's hook their own way (another path to coord, more flags) gets no second entry.
 #[test]
