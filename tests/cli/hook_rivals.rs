@@ -63,7 +63,7 @@ fn race(
             let mut c = env
                 .cmd()
                 .env_remove("COORD_DIR")
-                .cwd("/")
+                .cwd(crate::support::outside())
                 .args(["hook", client])
                 .args(extra)
                 .args(["--wait", "200ms"])

@@ -32,7 +32,7 @@ fn fixture(env: &Env, rel: &str) -> Value {
 fn hook(env: &Env, client: &str, payload: &Value, extra: &[&str]) -> Output {
     env.cmd()
         .env_remove("COORD_DIR")
-        .cwd("/")
+        .cwd(crate::support::outside())
         .args(["hook", client])
         .args(extra)
         .stdin(payload.to_string())

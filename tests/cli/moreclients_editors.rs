@@ -109,7 +109,7 @@ fn rival_is_denied(
         env,
         client,
         payload,
-        std::path::Path::new("/"),
+        crate::support::outside(),
         &["--wait", "100ms"],
     );
     let reason = denied(&out)
@@ -120,7 +120,7 @@ fn rival_is_denied(
     );
     assert!(session_locks(env, client, file).is_empty(), "{what}");
     env.agent("holder").args(["unlock", file]).ok();
-    let out = hook(env, client, payload, std::path::Path::new("/"), &[]);
+    let out = hook(env, client, payload, crate::support::outside(), &[]);
     assert_eq!(denied(&out), None, "{what}: a free file is allowed");
     assert_eq!(
         session_locks(env, client, file),
@@ -338,7 +338,7 @@ fn cursor_a_commit_through_before_shell_execution_of_a_held_file_is_denied() {
     env.agent("holder")
         .args(["lock", "a.txt", "--reason", "rewriting a"])
         .ok();
-    let slash = std::path::Path::new("/");
+    let slash = crate::support::outside();
     let reason = cursor_denied(&hook(&env, "cursor", &commit, slash, &[]))
         .expect("a commit of a held file through the shell is denied");
     assert!(

@@ -122,7 +122,10 @@ fn clients(env: &Env, command: &str) -> Vec<Client> {
 
 /// `coord hook CLIENT` fed `payload` (Copilot's payload names no session: its agent is set).
 fn hook(env: &Env, client: &str, payload: &Value, flags: &[&str]) -> Output {
-    let mut cmd = env.cmd().env_remove("COORD_DIR").cwd("/");
+    let mut cmd = env
+        .cmd()
+        .env_remove("COORD_DIR")
+        .cwd(crate::support::outside());
     if client == "copilot" {
         cmd = cmd.env("COORD_AGENT", "copilot-shell");
     }

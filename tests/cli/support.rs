@@ -393,3 +393,18 @@ pub fn finish(child: Child) -> Output {
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
+
+/// A folder outside every test workspace (one per test process), where hooks whose payload
+/// names the workspace are started: a hook that wrongly took the folder it runs in for the
+/// workspace (a mutant under test, say) writes its `.coord/` there, never in `/`, where it
+/// would sit above every test folder.
+pub fn outside() -> &'static Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    DIR.get_or_init(|| {
+        tempfile::Builder::new()
+            .prefix("coord-outside-")
+            .tempdir()
+            .expect("a temporary folder")
+    })
+    .path()
+}
