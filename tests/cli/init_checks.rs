@@ -95,7 +95,13 @@ fn with_home(env: &Env, home: &std::path::Path) -> crate::support::Cmd {
 
 /// `coord doctor --json`'s verdict per wired client.
 fn verdicts(env: &Env, home: &std::path::Path) -> Vec<(String, String, String)> {
-    let v: Value = with_home(env, home).args(["doctor", "--json"]).ok().json();
+    verdicts_of(with_home(env, home))
+}
+
+/// `coord doctor --json`, run as `cmd` says (more variables, say): the verdict per wired
+/// client, as client, `hooks_run` and why.
+fn verdicts_of(cmd: crate::support::Cmd) -> Vec<(String, String, String)> {
+    let v: Value = cmd.args(["doctor", "--json"]).ok().json();
     v["clients"]
         .as_array()
         .unwrap_or_else(|| panic!("no clients in {v}"))
@@ -108,6 +114,31 @@ fn verdicts(env: &Env, home: &std::path::Path) -> Vec<(String, String, String)> 
             )
         })
         .collect()
+}
+
+/// `client`'s verdict when it is the only client wired: `hooks_run`, and why.
+fn verdict_of(cmd: crate::support::Cmd, client: &str) -> (String, String) {
+    let mut all = verdicts_of(cmd);
+    assert_eq!(all.len(), 1, "{all:?}");
+    let (wired, run, why) = all.remove(0);
+    assert_eq!(wired, client);
+    (run, why)
+}
+
+/// A workspace wired by `coord init --client CLIENT` with a home folder of its own, and its
+/// root as `doctor` names it.
+fn wired_alone(client: &str) -> (Env, tempfile::TempDir, String) {
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    with_home(&env, home.path())
+        .args(["init", "--client", client])
+        .ok();
+    let v: Value = with_home(&env, home.path())
+        .args(["doctor", "--json"])
+        .ok()
+        .json();
+    let root = v["root"].as_str().unwrap().to_string();
+    (env, home, root)
 }
 
 /// A client's settings file of several MiB (a long permissions list, say) that init wired is
@@ -139,12 +170,8 @@ fn doctor_sees_coord_wired_in_a_large_settings_file() {
 /// that is there but cannot be read is "unknown", said why, never "no".
 #[test]
 fn doctor_reads_a_large_claude_json_and_says_when_it_cannot_read_it() {
-    let env = Env::new();
-    let home = tempfile::tempdir().unwrap();
+    let (env, home, root) = wired_alone("claude");
     let h = home.path();
-    with_home(&env, h).args(["init", "--client", "claude"]).ok();
-    let v: Value = with_home(&env, h).args(["doctor", "--json"]).ok().json();
-    let root = v["root"].as_str().unwrap().to_string();
     let changelog = "- a line of release notes\n".repeat(100_000);
     std::fs::write(
         h.join(".claude.json"),
@@ -156,14 +183,7 @@ fn doctor_reads_a_large_claude_json_and_says_when_it_cannot_read_it() {
     )
     .unwrap();
     assert!(std::fs::metadata(h.join(".claude.json")).unwrap().len() > 2 << 20);
-    let claude = |cmd: crate::support::Cmd| {
-        let v: Value = cmd.args(["doctor", "--json"]).ok().json();
-        let c = &v["clients"][0];
-        (
-            c["hooks_run"].as_str().unwrap().to_string(),
-            c["why"].as_str().unwrap().to_string(),
-        )
-    };
+    let claude = |cmd| verdict_of(cmd, "claude");
     let (run, why) = claude(with_home(&env, h));
     assert_eq!(run, "yes", "{why}");
     let (run, why) = claude(with_home(&env, h).env("CLAUDE_CONFIG_DIR", ""));
@@ -181,12 +201,8 @@ fn doctor_reads_a_large_claude_json_and_says_when_it_cannot_read_it() {
 /// "untrusted"` does not; a file that cannot be read is "unknown", said why.
 #[test]
 fn doctor_reads_codex_trust_levels_in_large_and_unreadable_configs() {
-    let env = Env::new();
-    let home = tempfile::tempdir().unwrap();
+    let (env, home, root) = wired_alone("codex");
     let h = home.path();
-    with_home(&env, h).args(["init", "--client", "codex"]).ok();
-    let v: Value = with_home(&env, h).args(["doctor", "--json"]).ok().json();
-    let root = v["root"].as_str().unwrap().to_string();
     let config = |level: &str| {
         let mut text = "# a note the user keeps\n".repeat(100_000);
         text.push_str(&format!(
@@ -208,15 +224,7 @@ fn doctor_reads_codex_trust_levels_in_large_and_unreadable_configs() {
         text
     };
     std::fs::create_dir_all(h.join(".codex")).unwrap();
-    let codex = || {
-        let v: Value = with_home(&env, h).args(["doctor", "--json"]).ok().json();
-        let c = &v["clients"][0];
-        assert_eq!(c["client"], "codex", "{v}");
-        (
-            c["hooks_run"].as_str().unwrap().to_string(),
-            c["why"].as_str().unwrap().to_string(),
-        )
-    };
+    let codex = || verdict_of(with_home(&env, h), "codex");
     std::fs::write(h.join(".codex/config.toml"), config("trusted")).unwrap();
     assert!(
         std::fs::metadata(h.join(".codex/config.toml"))
@@ -241,14 +249,8 @@ fn doctor_reads_codex_trust_levels_in_large_and_unreadable_configs() {
 /// folder listed there does not make it run the hooks here.
 #[test]
 fn doctor_reads_copilot_trusted_folders_for_this_folder_and_above() {
-    let env = Env::new();
-    let home = tempfile::tempdir().unwrap();
+    let (env, home, root) = wired_alone("copilot");
     let h = home.path();
-    with_home(&env, h)
-        .args(["init", "--client", "copilot"])
-        .ok();
-    let v: Value = with_home(&env, h).args(["doctor", "--json"]).ok().json();
-    let root = v["root"].as_str().unwrap().to_string();
     let parent = std::path::Path::new(&root).parent().unwrap().to_path_buf();
     std::fs::create_dir_all(h.join(".copilot")).unwrap();
     let copilot = |trusted: Value| {
@@ -257,9 +259,7 @@ fn doctor_reads_copilot_trusted_folders_for_this_folder_and_above() {
             serde_json::json!({"trustedFolders": trusted}).to_string(),
         )
         .unwrap();
-        let v = verdicts(&env, h);
-        assert_eq!(v[0].0, "copilot");
-        (v[0].1.clone(), v[0].2.clone())
+        verdict_of(with_home(&env, h), "copilot")
     };
     let elsewhere = parent.join("another-project").display().to_string();
     let (run, why) = copilot(serde_json::json!([elsewhere]));
@@ -275,12 +275,8 @@ fn doctor_reads_copilot_trusted_folders_for_this_folder_and_above() {
 /// mode, or the workspace trust variable set to `false`, each turns the hooks off.
 #[test]
 fn doctor_judges_gemini_trust_rules_as_gemini_cli_does() {
-    let env = Env::new();
-    let home = tempfile::tempdir().unwrap();
+    let (env, home, root) = wired_alone("gemini");
     let h = home.path();
-    with_home(&env, h).args(["init", "--client", "gemini"]).ok();
-    let v: Value = with_home(&env, h).args(["doctor", "--json"]).ok().json();
-    let root = v["root"].as_str().unwrap().to_string();
     let parent = std::path::Path::new(&root)
         .parent()
         .unwrap()
@@ -303,10 +299,7 @@ fn doctor_judges_gemini_trust_rules_as_gemini_cli_does() {
         for (k, v) in vars {
             cmd = cmd.env(k, v);
         }
-        let v: Value = cmd.args(["doctor", "--json"]).ok().json();
-        let c = &v["clients"][0];
-        assert_eq!(c["client"], "gemini", "{v}");
-        c["hooks_run"].as_str().unwrap().to_string()
+        verdict_of(cmd, "gemini").0
     };
     let sibling = format!("{parent}/{}", "s".repeat(name_len));
     let elsewhere = format!("/srv/{}/a/much/longer/path/than/this/one", "x".repeat(40));
@@ -349,21 +342,14 @@ fn doctor_judges_gemini_trust_rules_as_gemini_cli_does() {
 /// `QWEN_CODE_SYSTEM_SETTINGS_PATH` (an empty variable is unset).
 #[test]
 fn doctor_reads_qwen_trust_where_qwen_code_reads_it() {
-    let env = Env::new();
-    let home = tempfile::tempdir().unwrap();
+    let (env, home, root) = wired_alone("qwen");
     let h = home.path();
-    with_home(&env, h).args(["init", "--client", "qwen"]).ok();
-    let v: Value = with_home(&env, h).args(["doctor", "--json"]).ok().json();
-    let root = v["root"].as_str().unwrap().to_string();
     let qwen = |vars: &[(&str, &std::path::Path)]| {
         let mut cmd = with_home(&env, h);
         for (k, v) in vars {
             cmd = cmd.env(k, v);
         }
-        let v: Value = cmd.args(["doctor", "--json"]).ok().json();
-        let c = &v["clients"][0];
-        assert_eq!(c["client"], "qwen", "{v}");
-        c["hooks_run"].as_str().unwrap().to_string()
+        verdict_of(cmd, "qwen").0
     };
     let trust_on = serde_json::json!({"security": {"folderTrust": {"enabled": true}}}).to_string();
     let trusting = serde_json::json!({root.clone(): "TRUST_FOLDER"}).to_string();
@@ -422,15 +408,7 @@ fn doctor_reads_gemini_trust_where_its_environment_puts_it() {
     let home = tempfile::tempdir().unwrap();
     let h = home.path();
     with_home(&env, h).args(["init", "--client", "gemini"]).ok();
-    let gemini = |cmd: crate::support::Cmd| {
-        let v: Value = cmd.args(["doctor", "--json"]).ok().json();
-        let c = v["clients"][0].clone();
-        assert_eq!(c["client"], "gemini", "{v}");
-        (
-            c["hooks_run"].as_str().unwrap().to_string(),
-            c["why"].as_str().unwrap().to_string(),
-        )
-    };
+    let gemini = |cmd| verdict_of(cmd, "gemini");
     assert_eq!(gemini(with_home(&env, h)).0, "no");
     let root = env.root().display().to_string();
     let trusted = h.join("elsewhere/trusted.json");
