@@ -44,13 +44,18 @@ fn windsurf(action: &str, tool_info: Value) -> Value {
     })
 }
 
-/// `coord hook CLIENT` fed `payload` from `dir` (the client's own folder, `/` when the payload
-/// names the workspace).
-fn hook(env: &Env, client: &str, payload: &Value, dir: &std::path::Path, extra: &[&str]) -> Output {
+/// `coord hook CLIENT` started in `dir` (the client's own folder, or one outside every
+/// workspace when the payload names it), finding its workspace as the client's would.
+fn hook_cmd(env: &Env, client: &str, dir: &std::path::Path) -> crate::support::Cmd {
     env.cmd()
         .env_remove("COORD_DIR")
         .cwd(dir)
         .args(["hook", client])
+}
+
+/// `coord hook CLIENT` fed `payload` from `dir`.
+fn hook(env: &Env, client: &str, payload: &Value, dir: &std::path::Path, extra: &[&str]) -> Output {
+    hook_cmd(env, client, dir)
         .args(extra)
         .stdin(payload.to_string())
         .run()
@@ -216,12 +221,8 @@ fn cursor_session_start_edits_shell_stop_and_end() {
     let env = Env::new();
     let root = env.root().to_path_buf();
     let run = |payload: Value, now: &str| {
-        let out = env
-            .cmd()
-            .env_remove("COORD_DIR")
+        let out = hook_cmd(&env, "cursor", &root)
             .env("COORD_NOW", now)
-            .cwd(&root)
-            .args(["hook", "cursor"])
             .stdin(payload.to_string())
             .ok();
         serde_json::from_str::<Value>(out.stdout.trim())
@@ -419,12 +420,8 @@ fn windsurf_post_hooks_renew_the_lock_and_record_a_shell_edit() {
     let env = Env::new();
     let root = env.root().to_path_buf();
     let run = |payload: Value, now: &str| {
-        let out = env
-            .cmd()
-            .env_remove("COORD_DIR")
+        let out = hook_cmd(&env, "windsurf", &root)
             .env("COORD_NOW", now)
-            .cwd(&root)
-            .args(["hook", "windsurf"])
             .stdin(payload.to_string())
             .run();
         assert_eq!(windsurf_denied(&out), None);
@@ -452,15 +449,7 @@ fn windsurf_post_hooks_renew_the_lock_and_record_a_shell_edit() {
     run(command("pre_run_command"), t);
     env.write("held.txt", "Theirs\n");
     run(command("post_run_command"), t);
-    let logged: Vec<Value> = env
-        .cmd()
-        .args(["log", "--json"])
-        .ok()
-        .stdout
-        .lines()
-        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
-        .filter(|e| e["event"] == "shell_edit")
-        .collect();
+    let logged = crate::shelledit::shell_edits(&env);
     assert_eq!(logged.len(), 1, "{logged:?}");
     assert_eq!(logged[0]["file"], "held.txt");
     assert_eq!(logged[0]["agent"], "windsurf-c1a7e3b2");

@@ -166,7 +166,8 @@ fn notice(client: &str, out: &Output) -> Option<String> {
     Some(said.as_str().unwrap_or_else(|| panic!("{v}")).to_string())
 }
 
-fn shell_edits(env: &Env) -> Vec<Value> {
+/// The `shell_edit` events of the history, oldest first.
+pub(crate) fn shell_edits(env: &Env) -> Vec<Value> {
     env.cmd()
         .args(["log", "--json"])
         .ok()
