@@ -215,14 +215,7 @@ fn opencode_session_start_tells_who_is_here_and_idle_releases() {
     let mut deleted = start.clone();
     deleted["hook_event_name"] = "session.deleted".into();
     hook(&env, "opencode", &deleted, &[]);
-    let v: Value = env.cmd().args(["status", "--json"]).ok().json();
-    let agent = v["agents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["agent"] == "opencode-hkhlr13y")
-        .unwrap_or_else(|| panic!("{v}"));
-    assert_eq!(agent["status"], "FINISHED", "{v}");
+    assert_eq!(env.status_of("opencode-hkhlr13y")["status"], "FINISHED");
 }
 
 #[test]
@@ -280,14 +273,7 @@ fn two_cline_runs_are_two_agents_and_after_run_releases() {
     let mut shutdown = start.clone();
     shutdown["hook_event_name"] = "sessionShutdown".into();
     hook(&env, "cline", &shutdown, &[]);
-    let v: serde_json::Value = env.cmd().args(["status", "--json"]).ok().json();
-    let agent = v["agents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["agent"] == "cline-6b6s1d4j")
-        .unwrap_or_else(|| panic!("{v}"));
-    assert_eq!(agent["status"], "FINISHED", "{v}");
+    assert_eq!(env.status_of("cline-6b6s1d4j")["status"], "FINISHED");
 }
 
 /// Issue 35's check for Cline: a `git commit` among the `run_commands` of a real payload that

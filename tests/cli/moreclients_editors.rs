@@ -305,14 +305,7 @@ fn cursor_session_start_edits_shell_stop_and_end() {
         cursor(&env, "sessionEnd", json!({"reason": "user_close"})),
         t1,
     );
-    let v: Value = env.cmd().args(["status", "--json"]).ok().json();
-    let agent = v["agents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["agent"] == "cursor-668320d2")
-        .unwrap_or_else(|| panic!("{v}"));
-    assert_eq!(agent["status"], "FINISHED", "{v}");
+    assert_eq!(env.status_of("cursor-668320d2")["status"], "FINISHED");
 }
 
 #[test]

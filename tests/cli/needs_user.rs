@@ -18,15 +18,7 @@ fn hook(env: &Env, client: &str, payload: serde_json::Value) -> Output {
 
 /// What `status --json` says `agent` waits for its user about (`null`: nothing).
 fn needs(env: &Env, agent: &str) -> serde_json::Value {
-    let st: serde_json::Value =
-        serde_json::from_str(&env.cmd().args(["status", "--json"]).ok().stdout).unwrap();
-    st["agents"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .find(|a| a["agent"] == agent)
-        .unwrap_or_else(|| panic!("no {agent} in {st:#}"))["needs_user"]
-        .clone()
+    env.status_of(agent)["needs_user"].clone()
 }
 
 /// The hook payloads of each client that mean "waiting for the user" (Claude Code's

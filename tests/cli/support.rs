@@ -69,6 +69,17 @@ impl Env {
         std::fs::write(p, content).unwrap();
     }
 
+    /// `agent`'s entry in `coord status --json` (the test fails when it has none).
+    #[track_caller]
+    pub fn status_of(&self, agent: &str) -> serde_json::Value {
+        let v: serde_json::Value = self.cmd().args(["status", "--json"]).ok().json();
+        v["agents"]
+            .as_array()
+            .and_then(|all| all.iter().find(|a| a["agent"] == agent))
+            .cloned()
+            .unwrap_or_else(|| panic!("no {agent} in {v:#}"))
+    }
+
     #[track_caller]
     pub fn read(&self, rel: &str) -> String {
         std::fs::read_to_string(self.path(rel)).unwrap_or_else(|e| panic!("cannot read {rel}: {e}"))
