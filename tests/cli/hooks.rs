@@ -163,15 +163,22 @@ fn session_start_lists_others_their_locks_and_my_messages() {
 
 /// The context Claude Code's SessionStart hook (the recorded payload) gives the model.
 fn session_start_context(env: &Env) -> String {
-    let out = hook(
+    start_context(
         env,
         "claude",
-        &fixture(env, &format!("{CLAUDE}/write_allow.SessionStart.json")),
-        &[],
-    );
-    json(&out)["hookSpecificOutput"]["additionalContext"]
+        &format!("{CLAUDE}/write_allow.SessionStart.json"),
+    )
+}
+
+/// The context `client`'s hook gives for the SessionStart payload of `fixture` (in the
+/// `hookSpecificOutput` of Claude Code and Gemini CLI).
+pub(crate) fn start_context(env: &Env, client: &str, fixture_rel: &str) -> String {
+    let out = hook(env, client, &fixture(env, fixture_rel), &[]);
+    let ctx = json(&out);
+    assert_eq!(ctx["hookSpecificOutput"]["hookEventName"], "SessionStart");
+    ctx["hookSpecificOutput"]["additionalContext"]
         .as_str()
-        .unwrap()
+        .unwrap_or_else(|| panic!("{ctx}"))
         .to_string()
 }
 
