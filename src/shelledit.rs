@@ -23,14 +23,11 @@
 //! after the edit); otherwise it is reported, and the notice says what to check.
 
 use std::collections::BTreeMap;
-use std::fs;
-use std::os::unix::fs::MetadataExt;
-use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
-use crate::fsutil;
+use crate::fsutil::{self, Stat};
 use crate::guard::{self, Held};
 use crate::layout;
 use crate::v3::lock;
@@ -38,35 +35,6 @@ use crate::workspace::{AgentId, Workspace};
 
 /// The largest start record read.
 const RECORD_CAP: u64 = 4 * 1024 * 1024;
-
-/// A file's identity and change marks, as `lstat` gives them.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Stat {
-    /// Inode number.
-    pub ino: u64,
-    /// Size in bytes.
-    pub size: u64,
-    /// Modification time, nanoseconds since the epoch.
-    pub mtime_ns: i128,
-    /// Status change time, nanoseconds since the epoch.
-    pub ctime_ns: i128,
-}
-
-impl Stat {
-    fn of(meta: &fs::Metadata) -> Stat {
-        Stat {
-            ino: meta.ino(),
-            size: meta.size(),
-            mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
-            ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
-        }
-    }
-
-    /// The stat data of `path` (not following a link), `None` when nothing is there.
-    pub fn read(path: &Path) -> Option<Stat> {
-        fs::symlink_metadata(path).ok().map(|m| Stat::of(&m))
-    }
-}
 
 /// What [`start`] records: the files others held when a shell call started, as they were.
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]

@@ -15,7 +15,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-use crate::fsutil::{self, RECORD_CAP};
+use crate::fsutil::{self, RECORD_CAP, Stat};
 
 /// The extra presence key naming the work tree an agent last acted in, written where the
 /// repository has more than one.
@@ -194,7 +194,7 @@ fn branch_of(gitdir: &Path) -> Option<String> {
 /// first; just `root` when it shares with none. Worktrees come and go: the list is read again
 /// whenever the repository's `worktrees/` folder changed (one `stat` otherwise).
 pub fn trees(root: &Path) -> Vec<Tree> {
-    type Cache = HashMap<PathBuf, (Option<Stamp>, Vec<Tree>)>;
+    type Cache = HashMap<PathBuf, (Option<Stat>, Vec<Tree>)>;
     static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
     let shared = shared_root(root);
     let Some(common) = common_dir(&shared) else {
@@ -203,7 +203,7 @@ pub fn trees(root: &Path) -> Vec<Tree> {
             gitdir: None,
         }];
     };
-    let stamp = Stamp::of(&common.join("worktrees"));
+    let stamp = Stat::read_followed(&common.join("worktrees"));
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
     if let Ok(map) = cache.lock()
         && let Some((at, list)) = map.get(root)
@@ -221,7 +221,7 @@ pub fn trees(root: &Path) -> Vec<Tree> {
 
 /// The work trees of the repository whose common folder is `common`: the main one (`shared`)
 /// and the linked ones that share its workspace, `root`'s own first.
-fn read_trees(root: &Path, shared: &Path, common: &Path, stamp: Option<&Stamp>) -> Vec<Tree> {
+fn read_trees(root: &Path, shared: &Path, common: &Path, stamp: Option<&Stat>) -> Vec<Tree> {
     let mut all = vec![Tree {
         top: shared.to_path_buf(),
         gitdir: Some(common.to_path_buf()),
@@ -271,41 +271,18 @@ fn read_trees(root: &Path, shared: &Path, common: &Path, stamp: Option<&Stamp>) 
 struct Linked {
     gitdir: PathBuf,
     top: PathBuf,
-    file: Stamp,
+    file: Stat,
 }
 
-/// What a file or folder was when read: a rewrite changes its mtime or its change time, a
-/// replacement its inode number.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-struct Stamp {
-    ino: u64,
-    size: u64,
-    mtime: (i64, i64),
-    ctime: (i64, i64),
-}
-
-impl Stamp {
-    fn of(path: &Path) -> Option<Stamp> {
-        use std::os::unix::fs::MetadataExt;
-        let m = fs::metadata(path).ok()?;
-        Some(Stamp {
-            ino: m.ino(),
-            size: m.size(),
-            mtime: (m.mtime(), m.mtime_nsec()),
-            ctime: (m.ctime(), m.ctime_nsec()),
-        })
-    }
-
-    /// Whether the file changed within the last `RACY` seconds, where a change in the same
-    /// tick of a coarse clock leaves the stamp as it was (git's "racily clean" index entries).
-    fn is_racy(&self) -> bool {
-        // Against the system's clock, which stamps the files (`COORD_NOW` moves coord's clock,
-        // not the filesystem's).
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i64::try_from(d.as_secs()).unwrap_or(i64::MAX));
-        now - self.mtime.0.max(self.ctime.0) < saved::RACY
-    }
+/// Whether a file whose stat data is `stat` changed within the last [`saved::RACY`] seconds,
+/// where a change in the same tick of a coarse clock leaves the stat data as it was (git's
+/// "racily clean" index entries). Against the system's clock, which stamps the files
+/// (`COORD_NOW` moves coord's clock, not the filesystem's).
+fn changed_lately(stat: &Stat) -> bool {
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX));
+    now - stat.mtime_ns.max(stat.ctime_ns) < i128::from(saved::RACY) * 1_000_000_000
 }
 
 /// The linked worktrees named in `<common>/worktrees/*/gitdir`, whatever their state.
@@ -318,7 +295,7 @@ fn read_linked(common: &Path) -> Vec<Linked> {
     for entry in entries.flatten() {
         let dir = entry.path();
         let file = dir.join("gitdir");
-        let (Some(stamp), Some(dot_git)) = (Stamp::of(&file), read_small(&file)) else {
+        let (Some(stamp), Some(dot_git)) = (Stat::read_followed(&file), read_small(&file)) else {
             continue;
         };
         let dot_git = PathBuf::from(dot_git);
@@ -347,7 +324,7 @@ fn read_linked(common: &Path) -> Vec<Linked> {
 /// within one tick of a coarse file clock cannot hide behind an equal stamp. Losing or
 /// corrupting it costs one reading of git's files.
 mod saved {
-    use super::{Linked, Stamp};
+    use super::{Linked, Stat, changed_lately};
     use std::path::{Path, PathBuf};
 
     /// Seconds a change must be old before a list reflecting it is kept.
@@ -355,7 +332,7 @@ mod saved {
 
     #[derive(serde::Serialize, serde::Deserialize)]
     struct Saved {
-        worktrees: Stamp,
+        worktrees: Stat,
         trees: Vec<Linked>,
     }
 
@@ -364,21 +341,21 @@ mod saved {
     }
 
     /// The kept list, when it is still what git's files say.
-    pub(super) fn load(shared: &Path, worktrees: &Stamp) -> Option<Vec<Linked>> {
+    pub(super) fn load(shared: &Path, worktrees: &Stat) -> Option<Vec<Linked>> {
         let bytes = crate::fsutil::read_capped(&path(shared), crate::fsutil::RECORD_CAP).ok()?;
         let saved: Saved = serde_json::from_slice(&bytes).ok()?;
         (saved.worktrees == *worktrees
             && saved
                 .trees
                 .iter()
-                .all(|t| Stamp::of(&t.gitdir.join("gitdir")).as_ref() == Some(&t.file)))
+                .all(|t| Stat::read_followed(&t.gitdir.join("gitdir")).as_ref() == Some(&t.file)))
         .then_some(saved.trees)
     }
 
     /// Keep `trees` for the next process, when nothing in them changed just now and the state
     /// folder is there (a view never creates it).
-    pub(super) fn store(shared: &Path, worktrees: &Stamp, trees: &[Linked]) {
-        if worktrees.is_racy() || trees.iter().any(|t| t.file.is_racy()) {
+    pub(super) fn store(shared: &Path, worktrees: &Stat, trees: &[Linked]) {
+        if changed_lately(worktrees) || trees.iter().any(|t| changed_lately(&t.file)) {
             return;
         }
         let state = crate::layout::state_dir(shared);
@@ -386,7 +363,7 @@ mod saved {
             return;
         }
         let saved = Saved {
-            worktrees: worktrees.clone(),
+            worktrees: *worktrees,
             trees: trees.to_vec(),
         };
         if let Ok(text) = serde_json::to_vec(&saved) {

@@ -55,7 +55,7 @@ pub use mutex::{
     mutex_kept_open, mutex_patience,
 };
 pub use read::{
-    RECORD_CAP, linked_ancestor, list_names, mtime, open_regular_nofollow, read_capped,
+    RECORD_CAP, Stat, linked_ancestor, list_names, mtime, open_regular_nofollow, read_capped,
     read_capped_with_mtime, read_text_capped, real_entry, refresh_attributes, same_regular_files,
 };
 pub use spare::{discard_spares, keep_spares, keep_spares_at_least, tidy};

@@ -7,6 +7,42 @@ use std::time::SystemTime;
 
 use super::{Access, open_nofollow};
 
+/// A file's identity and change marks, as its stat data gives them: a rewrite changes its
+/// mtime or its change time, a replacement its inode number.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Stat {
+    /// Inode number.
+    pub ino: u64,
+    /// Size in bytes.
+    pub size: u64,
+    /// Modification time, nanoseconds since the epoch.
+    pub mtime_ns: i128,
+    /// Status change time, nanoseconds since the epoch.
+    pub ctime_ns: i128,
+}
+
+impl Stat {
+    fn of(meta: &fs::Metadata) -> Stat {
+        use std::os::unix::fs::MetadataExt;
+        Stat {
+            ino: meta.ino(),
+            size: meta.size(),
+            mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
+            ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
+        }
+    }
+
+    /// The stat data of `path` (not following a link), `None` when nothing is there.
+    pub fn read(path: &Path) -> Option<Stat> {
+        fs::symlink_metadata(path).ok().map(|m| Stat::of(&m))
+    }
+
+    /// The stat data of what `path` names, following a link.
+    pub fn read_followed(path: &Path) -> Option<Stat> {
+        fs::metadata(path).ok().map(|m| Stat::of(&m))
+    }
+}
+
 /// Size cap for small state files (presence, lock, handshake, tickets).
 pub const RECORD_CAP: u64 = 64 * 1024;
 
