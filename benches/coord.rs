@@ -164,33 +164,56 @@ fn bench_lock(out: &mut Vec<String>) -> Option<f64> {
     let d = dir.path();
     std::fs::write(d.join("SHARED.txt"), "shared\n").unwrap();
     let n = 500;
-    // Warm up the page cache and the state folder.
-    for _ in 0..20 {
-        run(&mut coord(d, "claude", &["lock", "SHARED.txt", "-q"]));
-        run(&mut coord(d, "claude", &["unlock", "SHARED.txt", "-q"]));
-    }
-    let measure = |args_lock: &[&str]| {
-        let mut v = Vec::with_capacity(n);
-        for _ in 0..n {
-            let t = Instant::now();
-            run(&mut coord(d, "claude", args_lock));
-            run(&mut coord(d, "claude", &["unlock", "SHARED.txt", "-q"]));
-            v.push(t.elapsed());
-        }
-        stats(v)
-    };
-    let coord_plain = measure(&["lock", "SHARED.txt", "-q", "--no-backup"]);
-    let coord_backup = measure(&["lock", "SHARED.txt", "-q"]);
-    // For scale: two coord processes that start, build the whole argument tree (`lock` and
-    // `unlock` build only their own) and exit.
-    let mut v = Vec::with_capacity(n);
-    for _ in 0..n {
+    // The cases take turns, pair by pair, so that a change in the machine's load (a shared VM's
+    // neighbours) weighs on all of them alike rather than on whichever ran during it.
+    let lockfile = d.join("SHARED.txt.lock");
+    let lockfile = lockfile.to_str().unwrap();
+    let dotlockfile = have("dotlockfile");
+    let pair = |case: usize| {
         let t = Instant::now();
-        run(&mut coord(d, "claude", &["--version"]));
-        run(&mut coord(d, "claude", &["--version"]));
-        v.push(t.elapsed());
+        match case {
+            0 | 1 => {
+                let lock: &[&str] = if case == 0 {
+                    &["lock", "SHARED.txt", "-q", "--no-backup"]
+                } else {
+                    &["lock", "SHARED.txt", "-q"]
+                };
+                run(&mut coord(d, "claude", lock));
+                run(&mut coord(d, "claude", &["unlock", "SHARED.txt", "-q"]));
+            }
+            // For scale: two coord processes that start, build the whole argument tree (`lock`
+            // and `unlock` build only their own) and exit.
+            2 => {
+                run(&mut coord(d, "claude", &["--version"]));
+                run(&mut coord(d, "claude", &["--version"]));
+            }
+            _ => {
+                run(command("dotlockfile").args(["-l", lockfile]));
+                run(command("dotlockfile").args(["-u", lockfile]));
+            }
+        }
+        t.elapsed()
+    };
+    let cases = if dotlockfile { 4 } else { 3 };
+    // Warm up the page cache and the state folder.
+    for case in 0..cases {
+        for _ in 0..20 {
+            pair(case);
+        }
     }
-    let start_only = stats(v);
+    let mut times: Vec<Vec<Duration>> = vec![Vec::with_capacity(n); cases];
+    for i in 0..n {
+        for k in 0..cases {
+            let case = (i + k) % cases;
+            times[case].push(pair(case));
+        }
+    }
+    let mut times = times.into_iter().map(stats);
+    let (coord_plain, coord_backup, start_only) = (
+        times.next().unwrap(),
+        times.next().unwrap(),
+        times.next().unwrap(),
+    );
     out.push("| lock + unlock (two processes) | median | p95 | runs |".into());
     out.push("|---|---|---|---|".into());
     out.push(row(
@@ -205,9 +228,7 @@ fn bench_lock(out: &mut Vec<String>) -> Option<f64> {
         "two `coord --version` (start, the whole argument tree, exit)",
         &start_only,
     ));
-    if have("dotlockfile") {
-        let lockfile = d.join("SHARED.txt.lock");
-        let dl = dotlockfile_pairs(lockfile.to_str().unwrap(), n);
+    if let Some(dl) = times.next() {
         out.push(row("`dotlockfile -l` + `dotlockfile -u`", &dl));
         out.push(String::new());
         let ratio = coord_plain.median.as_secs_f64() / dl.median.as_secs_f64();
@@ -280,22 +301,6 @@ fn bench_hook(out: &mut Vec<String>) {
     ));
 }
 
-/// `dotlockfile -l` + `dotlockfile -u` on `lf`, `n` times (after a warm-up).
-fn dotlockfile_pairs(lf: &str, n: usize) -> Stats {
-    for _ in 0..20 {
-        run(command("dotlockfile").args(["-l", lf]));
-        run(command("dotlockfile").args(["-u", lf]));
-    }
-    let mut v = Vec::with_capacity(n);
-    for _ in 0..n {
-        let t = Instant::now();
-        run(command("dotlockfile").args(["-l", lf]));
-        run(command("dotlockfile").args(["-u", lf]));
-        v.push(t.elapsed());
-    }
-    stats(v)
-}
-
 /// Returns the ratio coord mcp / dotlockfile (medians) when dotlockfile is there.
 fn bench_mcp(out: &mut Vec<String>) -> Option<f64> {
     use std::io::BufRead;
@@ -328,29 +333,46 @@ fn bench_mcp(out: &mut Vec<String>) -> Option<f64> {
     let lock = r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"lock","arguments":{"files":["SHARED.txt"]}}}"#;
     let unlock = r#"{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"unlock","arguments":{"files":["SHARED.txt"]}}}"#;
     let n = 2000;
+    let lockfile = d.join("SHARED.txt.lock");
+    let lockfile = lockfile.to_str().unwrap();
+    let dotlockfile = have("dotlockfile");
+    let dl_pair = || {
+        let t = Instant::now();
+        run(command("dotlockfile").args(["-l", lockfile]));
+        run(command("dotlockfile").args(["-u", lockfile]));
+        t.elapsed()
+    };
+    // The floor under any server on pipes: two requests that do no work (`ping`), the same
+    // round trips and wake-ups of both processes.
+    let ping = r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#;
     for _ in 0..50 {
         ask(lock);
         ask(unlock);
     }
-    let mut v = Vec::with_capacity(n);
-    for _ in 0..n {
+    for _ in 0..(if dotlockfile { 20 } else { 0 }) {
+        dl_pair();
+    }
+    // Side by side, so that a change in the machine's load weighs on both alike: a dotlockfile
+    // pair after every fourth pair of requests.
+    let (mut v, mut p, mut dl) = (
+        Vec::with_capacity(n),
+        Vec::with_capacity(n),
+        Vec::with_capacity(n / 4),
+    );
+    for i in 0..n {
         let t = Instant::now();
         ask(lock);
         ask(unlock);
         v.push(t.elapsed());
-    }
-    let mcp = stats(v);
-    // The floor under any server on pipes: two requests that do no work (`ping`), the same
-    // round trips and wake-ups of both processes.
-    let ping = r#"{"jsonrpc":"2.0","id":3,"method":"ping"}"#;
-    let mut v = Vec::with_capacity(n);
-    for _ in 0..n {
         let t = Instant::now();
         ask(ping);
         ask(ping);
-        v.push(t.elapsed());
+        p.push(t.elapsed());
+        if dotlockfile && i % 4 == 0 {
+            dl.push(dl_pair());
+        }
     }
-    let pings = stats(v);
+    let (mcp, pings) = (stats(v), stats(p));
     drop(to);
     let _ = server.wait();
     out.push("| lock + unlock | median | p95 | runs |".into());
@@ -363,9 +385,8 @@ fn bench_mcp(out: &mut Vec<String>) -> Option<f64> {
         "two `ping` to the same server (the pipes' round trips alone)",
         &pings,
     ));
-    if have("dotlockfile") {
-        let lockfile = d.join("SHARED.txt.lock");
-        let dl = dotlockfile_pairs(lockfile.to_str().unwrap(), 500);
+    if dotlockfile {
+        let dl = stats(dl);
         out.push(row("`dotlockfile -l` + `dotlockfile -u`", &dl));
         out.push(String::new());
         let ratio = mcp.median.as_secs_f64() / dl.median.as_secs_f64();
@@ -990,6 +1011,7 @@ fn main() {
                 .unwrap_or_else(|_| "?".into()),
             load
         ),
+        hot_text_matched(),
         String::new(),
         "| figure | measured | goal |".into(),
         "|---|---|---|".into(),
@@ -1000,6 +1022,29 @@ fn main() {
     report.push(String::new());
     report.extend(out);
     println!("{}", report.join("\n").trim_end());
+}
+
+/// How much of `.cargo/hot-text.txt` (the functions laid out first, see `build.rs`) the measured
+/// binary still has: a list written for older names orders nothing.
+fn hot_text_matched() -> String {
+    let list = Path::new(env!("CARGO_MANIFEST_DIR")).join(".cargo/hot-text.txt");
+    let nm = command("nm").arg(coord_bin()).output();
+    match (std::fs::read_to_string(&list), nm) {
+        (Ok(list), Ok(nm)) if nm.status.success() => {
+            let nm = String::from_utf8_lossy(&nm.stdout);
+            let have: std::collections::HashSet<&str> = nm
+                .lines()
+                .filter_map(|l| l.split_whitespace().nth(2))
+                .collect();
+            let names: Vec<&str> = list.lines().filter(|l| !l.is_empty()).collect();
+            let found = names.iter().filter(|n| have.contains(*n)).count();
+            format!(
+                "Functions laid out first (`.cargo/hot-text.txt`): {found} of {} found in the binary.",
+                names.len()
+            )
+        }
+        _ => "Functions laid out first: not checked (no `nm`, or no list).".into(),
+    }
 }
 
 fn cpu_model() -> String {
