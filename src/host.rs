@@ -233,6 +233,12 @@ pub fn recorded_process_gone_since(pid: u32, host: &str, start: Option<u64>) -> 
 /// with the pid, it names one process for the life of the machine (a reused pid has another
 /// start time). `None` where there is no `/proc` or no such process.
 pub fn start_time(pid: u32) -> Option<u64> {
+    // This process's own never changes: a long-lived one (`coord mcp`, `coord watch`) records
+    // it in every lock it takes, and reads it once.
+    if pid == self::pid() {
+        static OWN: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
+        return *OWN.get_or_init(|| stat_field(pid, 19)?.parse().ok());
+    }
     stat_field(pid, 19)?.parse().ok()
 }
 
@@ -431,6 +437,34 @@ mod tests {
         assert!(zombie(raw), "the child is a zombie");
         assert!(!pid_alive(pid), "a zombie is not alive");
         child.wait().unwrap();
+    }
+
+    /// A process's start time names it: this process's own (kept after the first read) and a
+    /// child's (read each time) are what `/proc` says, and differ.
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn start_times_are_each_process_own() {
+        let own = stat_field(pid(), 19).and_then(|f| f.parse::<u64>().ok());
+        assert!(own.is_some());
+        assert_eq!(start_time(pid()), own);
+        assert_eq!(start_time(pid()), own, "kept, and still this process's");
+        std::thread::sleep(std::time::Duration::from_millis(30));
+        let mut child = std::process::Command::new("sleep")
+            .arg("5")
+            .spawn()
+            .unwrap();
+        let theirs = start_time(child.id());
+        assert_eq!(
+            theirs,
+            stat_field(child.id(), 19).and_then(|f| f.parse::<u64>().ok())
+        );
+        assert!(
+            theirs > own,
+            "the child started later: {theirs:?} vs {own:?}"
+        );
+        child.kill().unwrap();
+        child.wait().unwrap();
+        assert_eq!(start_time(child.id()), None, "a reaped child has none");
     }
 
     #[test]
