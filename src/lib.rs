@@ -9,7 +9,8 @@
 //!   [`record`] (the seed's `key: value` text), [`fsutil`] (every write to disk, capped reads, the
 //!   workspace mutex), [`host`] (this machine and its processes), [`wait`] (waiting for a condition on
 //!   disk: folder events, the `flock` hand-off, deadlines, signals),
-//!   [`workspace`] (root discovery, agent ids, path confinement), [`shell`] (commands in hints);
+//!   [`workspace`] (root discovery, agent ids, path confinement), [`shell`] (commands in hints),
+//!   [`gitconfig`] (the settings coord reads from git's config files);
 //! - protocols: [`v3`] (seed 001: presence, locks, backups, wait queue, messages, notes);
 //!   [`collab`] (seed 000: the shared collaboration file); [`dialogue`] (seed 002: the
 //!   turn-based dialogue); [`review`] (seed 003: the review tracker); [`edit`] (safe editing
@@ -36,6 +37,7 @@ pub mod edit;
 pub mod error;
 pub mod exit_code;
 pub mod fsutil;
+pub mod gitconfig;
 pub mod guard;
 pub mod history;
 pub mod hook;

@@ -403,51 +403,13 @@ pub fn common_dir(git: &Path) -> PathBuf {
 /// Whether the repository's own config (`<common>/config`) sets `coord.enabled` to false.
 /// The last setting wins, as in git; includes are not followed.
 fn switched_off(common: &Path) -> bool {
-    let Ok(bytes) = fsutil::read_capped(&common.join("config"), 16 * 1024 * 1024) else {
-        return false;
-    };
-    let text = String::from_utf8_lossy(&bytes);
-    let mut in_coord = false;
-    let mut enabled = true;
-    for line in text.lines() {
-        let line = line.trim();
-        if let Some(section) = line.strip_prefix('[') {
-            let name = section
-                .split([']', ' ', '"'])
-                .next()
-                .unwrap_or_default()
-                .trim();
-            in_coord = name.eq_ignore_ascii_case("coord") && !section.contains('"');
-            // `[coord] enabled = false` on one line.
-            if let Some(rest) = section.split_once(']').map(|(_, r)| r.trim())
-                && in_coord
-                && !rest.is_empty()
-                && let Some(v) = setting(rest)
-            {
-                enabled = v;
-            }
-            continue;
-        }
-        if in_coord && let Some(v) = setting(line) {
-            enabled = v;
-        }
-    }
-    !enabled
-}
-
-/// `enabled = VALUE` (or a bare `enabled`, true): the value as a git boolean.
-fn setting(line: &str) -> Option<bool> {
-    let line = line.split(['#', ';']).next().unwrap_or_default().trim();
-    let (key, value) = match line.split_once('=') {
-        Some((k, v)) => (k.trim(), v.trim().trim_matches('"')),
-        None => (line, "true"),
-    };
-    if !key.eq_ignore_ascii_case("enabled") {
-        return None;
-    }
-    match value.to_ascii_lowercase().as_str() {
-        "false" | "no" | "off" | "0" | "" => Some(false),
-        _ => Some(true),
+    match crate::gitconfig::file_value(&common.join("config"), "coord", "enabled") {
+        Some(Some(value)) => matches!(
+            value.to_ascii_lowercase().as_str(),
+            "false" | "no" | "off" | "0" | ""
+        ),
+        // Not set, or a bare `enabled` (true).
+        _ => false,
     }
 }
 

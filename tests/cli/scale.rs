@@ -154,6 +154,98 @@ fn views_find_hand_made_locks_where_git_looks_and_coord_locks_in_ignored_folders
     assert!(listed(&env).contains(&pair("node_modules/pkg/lib/other.js", "erin")));
 }
 
+/// The user's own ignore rules count as git counts them: `core.excludesFile` from the global
+/// config (a quoted value with `~/`), the repository's config over the global one, and
+/// `$XDG_CONFIG_HOME/git/ignore` when none is set. A hand-made lock in a folder they ignore is
+/// not walked to; one in a folder they leave alone is found.
+#[test]
+fn the_users_own_ignore_file_is_honoured_as_git_honours_it() {
+    if !crate::rigs::git_or_skip() {
+        return;
+    }
+    let env = Env::new();
+    let home = tempfile::tempdir().unwrap();
+    let xdg = home.path().join("xdg");
+    std::fs::create_dir_all(xdg.join("git")).unwrap();
+    env.write("README.md", "read me\n");
+    git(env.root(), &["init", "-q"]);
+    for dir in ["vendor", "cache", "dist", "src"] {
+        env.write(&format!("{dir}/a.js"), "a\n");
+        hand_lock(&env, &format!("{dir}/a.js"), "carol", &chrono_now());
+    }
+    let listed_with = |extra: &[(&str, &std::ffi::OsStr)]| -> BTreeSet<(String, String)> {
+        let mut cmd = env
+            .cmd()
+            .args(["status", "--json"])
+            .env("HOME", home.path())
+            .env("XDG_CONFIG_HOME", &xdg)
+            .env_remove("GIT_CONFIG_GLOBAL")
+            .env("GIT_CONFIG_NOSYSTEM", "1");
+        for (k, v) in extra {
+            cmd = cmd.env(k, v);
+        }
+        let v: serde_json::Value = cmd.ok().json();
+        v["locks"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|l| pair(l["file"].as_str().unwrap(), l["agent"].as_str().unwrap()))
+            .collect()
+    };
+    let all = |dirs: &[&str]| -> BTreeSet<(String, String)> {
+        dirs.iter()
+            .map(|d| pair(&format!("{d}/a.js"), "carol"))
+            .collect()
+    };
+
+    // No rule anywhere: every folder is walked.
+    assert_eq!(listed_with(&[]), all(&["vendor", "cache", "dist", "src"]));
+    // The default file under XDG_CONFIG_HOME.
+    std::fs::write(xdg.join("git/ignore"), "dist/\n").unwrap();
+    assert_eq!(listed_with(&[]), all(&["vendor", "cache", "src"]));
+    // core.excludesFile in the global config replaces it.
+    std::fs::write(home.path().join("my-ignore"), "vendor/\n# not a rule\n").unwrap();
+    std::fs::write(
+        home.path().join(".gitconfig"),
+        "[user]\n\tname = t\n[Core]\n\texcludesFile = \"~/my-ignore\" ; mine\n",
+    )
+    .unwrap();
+    assert_eq!(listed_with(&[]), all(&["cache", "dist", "src"]));
+    // The repository's own config wins over the global one.
+    std::fs::write(home.path().join("repo-ignore"), "cache/\n").unwrap();
+    git(
+        env.root(),
+        &[
+            "config",
+            "core.excludesFile",
+            &home.path().join("repo-ignore").to_string_lossy(),
+        ],
+    );
+    assert_eq!(listed_with(&[]), all(&["vendor", "dist", "src"]));
+    // An empty GIT_CONFIG_GLOBAL means no global config; the repository's still counts.
+    assert_eq!(
+        listed_with(&[("GIT_CONFIG_GLOBAL", std::ffi::OsStr::new(""))]),
+        all(&["vendor", "dist", "src"])
+    );
+    // git agrees on every folder.
+    let out = Command::new("git")
+        .args([
+            "check-ignore",
+            "vendor/a.js",
+            "cache/a.js",
+            "dist/a.js",
+            "src/a.js",
+        ])
+        .current_dir(env.root())
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", &xdg)
+        .env_remove("GIT_CONFIG_GLOBAL")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "cache/a.js\n");
+}
+
 fn chrono_now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }

@@ -1,0 +1,210 @@
+//! The few settings coord reads from git's config files, read as git reads them, without
+//! running git: `coord.enabled` (the plugin's switch) and `core.excludesFile` (the user's own
+//! ignore rules, which the views' walk honours as `git status` does).
+//!
+//! A config file is a list of `[section]` headers and `key = value` lines; names are not
+//! case-sensitive, `#` and `;` start comments, and the last setting read wins. Subsections
+//! (`[remote "origin"]`) and `[include]` files are not followed: neither setting lives there in
+//! practice.
+
+use std::path::{Path, PathBuf};
+
+use crate::fsutil;
+
+/// Config files larger than this are not read (a config is a few hundred bytes).
+const MAX_CONFIG: u64 = 16 * 1024 * 1024;
+
+/// The value of `section.key` in the config text `text`: `None` when it is not set there,
+/// `Some(None)` for a bare `key` (a boolean true), else the value with its quotes removed.
+pub fn last_value(text: &str, section: &str, key: &str) -> Option<Option<String>> {
+    let mut in_section = false;
+    let mut found = None;
+    for line in text.lines() {
+        let mut line = line.trim();
+        if let Some(header) = line.strip_prefix('[') {
+            let Some((name, rest)) = header.split_once(']') else {
+                in_section = false;
+                continue;
+            };
+            in_section = !name.contains('"') && name.trim().eq_ignore_ascii_case(section);
+            // `[core] excludesFile = …` on one line.
+            line = rest.trim();
+        }
+        if in_section && let Some(value) = setting(line, key) {
+            found = Some(value);
+        }
+    }
+    found
+}
+
+/// `key = VALUE` (or a bare `key`): the value, `Some(None)` when bare; `None` for another key.
+fn setting(line: &str, key: &str) -> Option<Option<String>> {
+    let (name, value) = match line.split_once('=') {
+        Some((name, value)) => (name.trim(), Some(value)),
+        None => (uncommented(line).trim(), None),
+    };
+    if name.is_empty() || !name.eq_ignore_ascii_case(key) {
+        return None;
+    }
+    Some(value.map(unquoted))
+}
+
+/// `line` up to its comment (`#` or `;`), outside quotes.
+fn uncommented(line: &str) -> &str {
+    let mut quoted = false;
+    for (i, c) in line.char_indices() {
+        match c {
+            '"' => quoted = !quoted,
+            '#' | ';' if !quoted => return &line[..i],
+            _ => {}
+        }
+    }
+    line
+}
+
+/// A value as git reads it: comments cut, surrounding blanks trimmed, quotes removed and the
+/// escapes `\"`, `\\`, `\t` and `\n` taken.
+fn unquoted(raw: &str) -> String {
+    let mut out = String::new();
+    let mut quoted = false;
+    let mut chars = raw.trim().chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => quoted = !quoted,
+            '#' | ';' if !quoted => break,
+            '\\' => match chars.next() {
+                Some('t') => out.push('\t'),
+                Some('n') => out.push('\n'),
+                Some(other) => out.push(other),
+                None => {}
+            },
+            _ => out.push(c),
+        }
+    }
+    if quoted {
+        out
+    } else {
+        out.trim_end().to_string()
+    }
+}
+
+/// The value of `section.key` in the config file at `path` (see [`last_value`]); `None` when
+/// the file cannot be read.
+pub fn file_value(path: &Path, section: &str, key: &str) -> Option<Option<String>> {
+    let bytes = fsutil::read_capped(path, MAX_CONFIG).ok()?;
+    last_value(&String::from_utf8_lossy(&bytes), section, key)
+}
+
+/// The user's own ignore file, as git finds it for a repository whose config folder (the
+/// common one of its work trees) is `common`: `core.excludesFile` from the system, global and
+/// repository config (the last one read wins, as in git), else `$XDG_CONFIG_HOME/git/ignore`
+/// (`~/.config/git/ignore`). The file may not exist.
+pub fn excludes_file(common: Option<&Path>) -> Option<PathBuf> {
+    let mut files = Vec::new();
+    if std::env::var_os("GIT_CONFIG_NOSYSTEM").is_none_or(|v| v.is_empty() || v == "0") {
+        files
+            .push(env_path("GIT_CONFIG_SYSTEM").unwrap_or_else(|| PathBuf::from("/etc/gitconfig")));
+    }
+    match std::env::var_os("GIT_CONFIG_GLOBAL") {
+        // Set, it stands for both global files (empty: none at all).
+        Some(global) => files.extend((!global.is_empty()).then(|| PathBuf::from(global))),
+        None => {
+            files.extend(config_home().map(|c| c.join("git").join("config")));
+            files.extend(home().map(|h| h.join(".gitconfig")));
+        }
+    }
+    files.extend(common.map(|c| c.join("config")));
+    let set = files.iter().rev().find_map(|f| {
+        file_value(f, "core", "excludesFile")
+            .flatten()
+            .filter(|v| !v.is_empty())
+    });
+    match set {
+        Some(value) => Some(expand_home(&value)),
+        None => config_home().map(|c| c.join("git").join("ignore")),
+    }
+}
+
+/// `~/…` with the home folder put in.
+fn expand_home(value: &str) -> PathBuf {
+    match (value.strip_prefix("~/"), home()) {
+        (Some(rest), Some(home)) => home.join(rest),
+        _ => PathBuf::from(value),
+    }
+}
+
+/// A variable naming a path, when set and not empty.
+fn env_path(var: &str) -> Option<PathBuf> {
+    std::env::var_os(var)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// The user's home folder (`HOME`).
+fn home() -> Option<PathBuf> {
+    env_path("HOME")
+}
+
+/// `$XDG_CONFIG_HOME`, else `~/.config`.
+fn config_home() -> Option<PathBuf> {
+    env_path("XDG_CONFIG_HOME").or_else(|| home().map(|h| h.join(".config")))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_value_is_found_in_its_section_whatever_the_case() {
+        let text = "[user]\n\tname = x\n[Core]\n\texcludesFile = ~/.gitignore_global\n";
+        assert_eq!(
+            last_value(text, "core", "excludesfile"),
+            Some(Some("~/.gitignore_global".into()))
+        );
+        assert_eq!(last_value(text, "user", "excludesfile"), None);
+    }
+
+    #[test]
+    fn the_same_key_in_another_section_or_a_subsection_is_not_it() {
+        let text = "[alias]\nexcludesFile = a\n[core \"x\"]\nexcludesFile = b\n[core]\n";
+        assert_eq!(last_value(text, "core", "excludesFile"), None);
+    }
+
+    #[test]
+    fn the_last_setting_wins_and_a_bare_key_is_true() {
+        let text = "[coord]\nenabled = false\n[other]\n[coord]\n  enabled\n";
+        assert_eq!(last_value(text, "coord", "enabled"), Some(None));
+        let text = "[coord] enabled = false ; turned off\n";
+        assert_eq!(
+            last_value(text, "coord", "enabled"),
+            Some(Some("false".into()))
+        );
+    }
+
+    #[test]
+    fn quotes_comments_and_escapes_are_read_as_git_reads_them() {
+        let text = "[core]\n excludesFile = \"/a b/#c\" # the rules\n";
+        assert_eq!(
+            last_value(text, "core", "excludesFile"),
+            Some(Some("/a b/#c".into()))
+        );
+        let text = "[core]\n excludesFile = /x\\\\y ; note\n";
+        assert_eq!(
+            last_value(text, "core", "excludesFile"),
+            Some(Some("/x\\y".into()))
+        );
+        // A commented-out line is no setting.
+        assert_eq!(
+            last_value("[core]\n# excludesFile = /z\n", "core", "excludesFile"),
+            None
+        );
+    }
+
+    #[test]
+    fn a_home_path_is_expanded() {
+        if let Some(h) = home() {
+            assert_eq!(expand_home("~/ig"), h.join("ig"));
+        }
+        assert_eq!(expand_home("/abs/ig"), PathBuf::from("/abs/ig"));
+    }
+}
