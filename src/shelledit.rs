@@ -85,7 +85,7 @@ pub fn held_by_others(ws: &Workspace, me: &AgentId) -> Vec<Held> {
 
 /// A shell tool call of `agent` starts: record the time and the held files as they are (the
 /// record is written even when no file is held: its mtime is the start, for files locked while
-/// the command runs).
+/// the command runs). A record that says the same as the new one gets the new time only.
 ///
 /// # Errors
 ///
@@ -100,6 +100,11 @@ pub fn start(ws: &Workspace, agent: &AgentId) -> Result<()> {
             .collect(),
     };
     let bytes = serde_json::to_vec(&record).unwrap_or_default();
+    // The same record as the last call's (nobody else holds a file, or nothing changed): its
+    // time is all that is new.
+    if fsutil::touch_if_same(&path, &bytes) {
+        return Ok(());
+    }
     if let Some(dir) = path.parent() {
         fsutil::ensure_dir(dir)?;
     }
@@ -107,14 +112,21 @@ pub fn start(ws: &Workspace, agent: &AgentId) -> Result<()> {
 }
 
 /// A shell tool call of `agent` has run: the held files it changed, oldest record first. The
-/// start record is consumed. No record (the pre-tool hook did not run): nothing is known to
-/// have changed.
+/// start record is used up (its mtime set to the epoch). No record, or one used up (the
+/// pre-tool hook did not run): nothing is known to have changed.
 pub fn changed(ws: &Workspace, agent: &AgentId) -> Vec<Changed> {
     let path = layout::shell_start(ws.root(), agent.id());
     let Ok((bytes, Some(started))) = fsutil::read_capped_with_mtime(&path, RECORD_CAP) else {
         return Vec::new();
     };
-    let _ = fsutil::remove(&path);
+    if started == std::time::UNIX_EPOCH {
+        // Used by the call before.
+        return Vec::new();
+    }
+    // Used: its time set to the epoch, kept for the next call to write over (or removed).
+    if fsutil::set_mtime_epoch(&path).is_err() {
+        let _ = fsutil::remove(&path);
+    }
     let started_ns = system_time_ns(started);
     let record: Start = serde_json::from_slice(&bytes).unwrap_or_default();
     let mut out = Vec::new();

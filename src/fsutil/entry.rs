@@ -123,6 +123,64 @@ pub fn touch(path: &Path) -> Result<()> {
     file.set_modified(SystemTime::now()).at("touch", path)
 }
 
+/// Mark the regular file at `path` as written now when it already holds exactly `bytes`: its
+/// modification time is set to the filesystem's own now (`UTIME_NOW`: the clock that stamps a
+/// new file, the server's on a network folder), its content and inode are kept. Writing the same
+/// record again would make and remove a file for nothing. Returns whether it did; `false`,
+/// nothing done, when the file is missing, differs, is not a regular file or cannot be touched.
+pub fn touch_if_same(path: &Path, bytes: &[u8]) -> bool {
+    let Ok((file, meta)) = open_nofollow(path, Access::Read) else {
+        return false;
+    };
+    if meta.len() != bytes.len() as u64 {
+        return false;
+    }
+    let mut have = vec![0; bytes.len() + 1];
+    let mut got = 0;
+    while got < have.len() {
+        match io::Read::read(&mut &file, &mut have[got..]) {
+            Ok(0) => break,
+            Ok(n) => got += n,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+            Err(_) => return false,
+        }
+    }
+    got == bytes.len() && have[..got] == *bytes && set_mtime(&file, rustix::fs::UTIME_NOW).is_ok()
+}
+
+/// Set the modification time of the regular file at `path` to the epoch, its content and inode
+/// kept: how a record says it has been used, without removing a file that the next use would
+/// make again.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming the path.
+pub fn set_mtime_epoch(path: &Path) -> Result<()> {
+    let (file, _) = open_nofollow(path, Access::Read).at("set the time of", path)?;
+    set_mtime(&file, 0)
+        .map_err(io::Error::from)
+        .at("set the time of", path)
+}
+
+/// Set an open file's modification time to the epoch (`nanos` 0) or to now (`UTIME_NOW`); its
+/// access time is left as it is.
+fn set_mtime(file: &File, nanos: rustix::fs::Nsecs) -> rustix::io::Result<()> {
+    use rustix::fs::{Timespec, Timestamps, UTIME_OMIT};
+    rustix::fs::futimens(
+        file,
+        &Timestamps {
+            last_access: Timespec {
+                tv_sec: 0,
+                tv_nsec: UTIME_OMIT,
+            },
+            last_modification: Timespec {
+                tv_sec: 0,
+                tv_nsec: nanos,
+            },
+        },
+    )
+}
+
 /// Rewrite the small regular file at `path` with `bytes` in place, making it when missing. Only
 /// for a file read and written under the workspace mutex whose reader survives damage (a
 /// counter): a replace would make and remove a file on every call, and on a filesystem that

@@ -49,7 +49,10 @@ pub use atomic::{
     rename_without_exchange, replace, replace_durable, replace_staged, replace_staged_held, spool,
     temp_in,
 };
-pub use entry::{ensure_dir, make_executable, remove, rename, rewrite_in_place, sync_dir, touch};
+pub use entry::{
+    ensure_dir, make_executable, remove, rename, rewrite_in_place, set_mtime_epoch, sync_dir,
+    touch, touch_if_same,
+};
 pub use mutex::{
     MUTEX_PATIENCE, MutexGuard, cap_mutex_patience, keep_mutex_open, lock_mutex, lock_mutex_within,
     mutex_kept_open, mutex_patience,

@@ -266,6 +266,58 @@ fn deleted_created_and_newly_locked_files_are_reported_but_not_my_own() {
     assert!(!said.contains("mine.txt"), "{said}");
 }
 
+/// A record is used once: a second post-tool hook without a pre-tool hook says nothing. A
+/// second call whose record says the same as the first (nobody held anything at either start)
+/// still starts at its own time: a file locked after it and changed by its command is reported,
+/// one changed before it is not.
+#[test]
+fn each_shell_call_starts_at_its_own_time_and_its_record_is_used_once() {
+    let env = Env::new();
+    env.write("early.txt", "x\n");
+    env.write("late.txt", "x\n");
+    let c = clients(&env, "make").remove(0);
+    let call = |before: bool| {
+        if before {
+            assert_eq!(
+                notice(c.name, &hook(&env, c.name, &c.before, c.flags.0)),
+                None
+            );
+        }
+        notice(c.name, &hook(&env, c.name, &c.after, c.flags.1))
+    };
+    // The first call: nobody holds anything; a file is locked and changed while it runs.
+    assert_eq!(
+        notice(c.name, &hook(&env, c.name, &c.before, c.flags.0)),
+        None
+    );
+    env.agent("other").args(["lock", "late.txt"]).ok();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    env.write("late.txt", "y\n");
+    let said = notice(c.name, &hook(&env, c.name, &c.after, c.flags.1)).expect("a notice");
+    assert!(said.contains("`late.txt` (modified"), "{said}");
+    // Used: the same post-tool hook again, the file changed again, says nothing.
+    env.write("late.txt", "z\n");
+    assert_eq!(call(false), None);
+    env.agent("other").args(["unlock", "late.txt"]).ok();
+
+    // early.txt changes before the second call starts, and is locked while it runs without
+    // being changed; late.txt is locked and changed while it runs.
+    env.write("early.txt", "y\n");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert_eq!(
+        notice(c.name, &hook(&env, c.name, &c.before, c.flags.0)),
+        None
+    );
+    env.agent("other")
+        .args(["lock", "early.txt", "late.txt"])
+        .ok();
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    env.write("late.txt", "w\n");
+    let said = call(false).expect("a notice");
+    assert!(said.contains("`late.txt` (modified"), "{said}");
+    assert!(!said.contains("early.txt"), "{said}");
+}
+
 /// No pre-tool record (the hook was not wired for the shell before): nothing is claimed.
 #[test]
 fn without_the_start_of_the_call_nothing_is_said() {
