@@ -12,7 +12,12 @@
 // Not under `cargo test`, whose harness brings its own `main`.
 #![cfg_attr(all(target_os = "linux", target_env = "gnu", not(test)), no_main)]
 
+mod arena;
 mod cli;
+
+/// Short commands allocate from a static block first (see [`arena`]).
+#[global_allocator]
+static ALLOC: arena::Arena = arena::Arena::new();
 
 /// The C entry point. std collects `argc`/`argv` itself (glibc passes them to its
 /// initialisers), so they are not needed here.

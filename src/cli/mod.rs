@@ -375,6 +375,9 @@ fn change_dir(cwd: PathBuf, dir: Option<&Path>) -> Result<PathBuf, Error> {
 /// process exits soon after and freeing its many small allocations was a fifth of the work.
 fn parse_args() -> Result<(Cli, bool, bool), clap::Error> {
     let args: Vec<OsString> = std::env::args_os().collect();
+    if let Some(cli) = plain_hook_line(&args) {
+        return Ok((cli, false, false));
+    }
     let mut command = match args.get(1..).and_then(single_command) {
         Some(sub) => single_tree(sub),
         None => Cli::command(),
@@ -391,6 +394,30 @@ fn parse_args() -> Result<(Cli, bool, bool), clap::Error> {
         .map_err(|e| e.format(&mut command));
     std::mem::forget(command);
     parsed
+}
+
+/// `coord hook CLIENT …` as a client's hook file runs it (see [`hook::HookArgs::from_plain_line`]),
+/// read without clap; only with no global option on the line nor in the environment
+/// (`COORD_DIR`, `COORD_AGENT`), which clap reads.
+fn plain_hook_line(args: &[OsString]) -> Option<Cli> {
+    let (name, rest) = args.get(1..)?.split_first()?;
+    if name != "hook"
+        || ["COORD_DIR", "COORD_AGENT"]
+            .iter()
+            .any(|v| std::env::var_os(v).is_some())
+    {
+        return None;
+    }
+    Some(Cli {
+        global: Global {
+            dir: None,
+            agent: None,
+            json: false,
+            quiet: false,
+            color: output::ColorChoice::Auto,
+        },
+        command: Command::Hook(hook::HookArgs::from_plain_line(rest)?),
+    })
 }
 
 /// The tree for one subcommand: the global options and just that command.

@@ -5,7 +5,7 @@ use std::ffi::OsString;
 
 use clap::{CommandFactory, FromArgMatches};
 
-use super::{Cli, single_command, single_tree};
+use super::{Cli, plain_hook_line, single_command, single_tree};
 
 /// Every command of the full tree but those that describe the whole tree (`completions`,
 /// `man`): each parses with a tree of its own.
@@ -128,4 +128,53 @@ fn same_parse(line: &[&str]) {
         Cli::from_arg_matches(&full).expect("full"),
     );
     assert_eq!(format!("{single:?}"), format!("{full:?}"));
+}
+
+/// The hook lines read without clap come out as clap reads them; any other line is left to clap.
+#[test]
+fn a_plain_hook_line_reads_as_clap_reads_it() {
+    // Not with the variables clap reads for the global options (the test runs in no session).
+    if ["COORD_DIR", "COORD_AGENT"]
+        .iter()
+        .any(|v| std::env::var_os(v).is_some())
+    {
+        return;
+    }
+    for line in [
+        &["coord", "hook", "claude"][..],
+        &["coord", "hook", "claude", "--plugin"],
+        &[
+            "coord",
+            "hook",
+            "copilot",
+            "--event",
+            "preToolUse",
+            "--plugin",
+        ],
+        &["coord", "hook", "gemini", "--wait=0", "--event=BeforeTool"],
+        &["coord", "hook", "codex", "--plugin", "--wait", "2s"],
+    ] {
+        let plain = plain_hook_line(&os(line)).unwrap_or_else(|| panic!("{line:?} is plain"));
+        let clap =
+            Cli::from_arg_matches(&Cli::command().try_get_matches_from(os(line)).unwrap()).unwrap();
+        assert_eq!(format!("{plain:?}"), format!("{clap:?}"), "{line:?}");
+    }
+    for line in [
+        &["coord", "hook"][..],
+        &["coord", "hook", "nobody"],
+        &["coord", "hook", "Claude"],
+        &["coord", "hook", "claude", "--help"],
+        &["coord", "hook", "claude", "--json"],
+        &["coord", "hook", "claude", "-a", "x"],
+        &["coord", "hook", "claude", "--plugin", "--plugin"],
+        &["coord", "hook", "claude", "--plugin=yes"],
+        &["coord", "hook", "claude", "--wait"],
+        &["coord", "hook", "claude", "--wait", "--plugin"],
+        &["coord", "hook", "claude", "--wait", "1s", "--wait", "2s"],
+        &["coord", "hook", "claude", "extra"],
+        &["coord", "-q", "hook", "claude"],
+        &["coord", "lock", "claude"],
+    ] {
+        assert!(plain_hook_line(&os(line)).is_none(), "{line:?} is for clap");
+    }
 }
