@@ -296,12 +296,18 @@ fn registered_process(root: &Path, client: Client, id: &str) -> Option<ClientPro
 /// claude`) must not make the terminal a client session.
 pub fn hook_client_process() -> Option<ClientProcess> {
     let parent = std::os::unix::process::parent_id();
-    let pid = if is_shell_c(parent) {
-        host::parent_of_pid(parent)?
+    let parent_name = host::command_name(parent);
+    let (pid, name) = if parent_name
+        .as_deref()
+        .is_some_and(|name| is_shell_c(parent, name))
+    {
+        let pid = host::parent_of_pid(parent)?;
+        (pid, host::command_name(pid))
     } else {
-        parent
+        // The client itself (a shell that ran `exec coord …` became coord).
+        (parent, parent_name)
     };
-    let shell = host::command_name(pid).is_some_and(|n| SHELLS.contains(&n.as_str()));
+    let shell = name.is_some_and(|n| SHELLS.contains(&n.as_str()));
     (pid > 1 && !shell)
         .then(|| ClientProcess::of(pid))
         .flatten()
@@ -312,11 +318,9 @@ const SHELLS: [&str; 9] = [
     "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "fish",
 ];
 
-/// Whether process `pid` is a shell running a `-c` command line (how clients run hooks).
-fn is_shell_c(pid: u32) -> bool {
-    let Some(name) = host::command_name(pid) else {
-        return false;
-    };
+/// Whether process `pid`, whose command name is `name`, is a shell running a `-c` command line
+/// (how clients run hooks).
+fn is_shell_c(pid: u32, name: &str) -> bool {
     // `-c`, or `-c` among other one-letter options (`bash -lc`).
     let runs_c = |a: &String| {
         a.strip_prefix('-').is_some_and(|opts| {
@@ -325,7 +329,7 @@ fn is_shell_c(pid: u32) -> bool {
                 && opts.bytes().all(|b| b.is_ascii_alphabetic())
         })
     };
-    SHELLS.contains(&name.as_str())
+    SHELLS.contains(&name)
         && host::command_line(pid).is_some_and(|args| args.iter().skip(1).any(runs_c))
 }
 

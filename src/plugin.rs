@@ -63,13 +63,17 @@ impl Spec {
     }
 
     /// `coord hook NAME ...` (as `coord init` registers it) as the plugin runs it: the absolute
-    /// binary, and `--plugin`.
+    /// binary, and `--plugin`, behind `exec`. Clients run a hook command through a shell
+    /// (`sh -c`, `bash -c`); `exec` has the shell become coord instead of starting it as a
+    /// child and waiting for it, which dash, the `sh` of Debian and Ubuntu, otherwise does: a
+    /// process less per hook call (about 0.15 ms of the 1.5 ms a client spends running a hook
+    /// that does nothing).
     pub fn command(&self, init_command: &str) -> String {
         let rest = init_command
             .strip_prefix(init::COORD)
             .map(str::trim_start)
             .unwrap_or(init_command);
-        format!("{} {rest} {FLAG}", self.coord_word())
+        format!("exec {} {rest} {FLAG}", self.coord_word())
     }
 
     /// The hook list of `init` with the plugin's commands.
@@ -505,7 +509,7 @@ mod tests {
         };
         assert_eq!(
             spec.command("coord hook copilot --event preToolUse"),
-            "'/opt/my tools/coord' hook copilot --event preToolUse --plugin"
+            "exec '/opt/my tools/coord' hook copilot --event preToolUse --plugin"
         );
         assert_eq!(shell_word("/usr/bin/coord"), "/usr/bin/coord");
     }

@@ -186,7 +186,8 @@ fn hook_entry(cmd: &str) -> Value {
     json!({
         "type": "command",
         "bash": cmd,
-        "powershell": cmd,
+        // PowerShell has no `exec`.
+        "powershell": cmd.strip_prefix("exec ").unwrap_or(cmd),
         "timeoutSec": 30,
     })
 }

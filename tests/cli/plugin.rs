@@ -58,10 +58,13 @@ pub(crate) fn write_plugins(env: &Env, dir: &Path, client: Option<&str>) -> Ran 
     cmd.arg(dir).ok()
 }
 
-/// A plugin's command as `coord init` writes it: `coord hook ...` without `--plugin`.
+/// A plugin's command as `coord init` writes it: `coord hook ...` without `--plugin`, nor the
+/// `exec` before it.
 fn as_init(cmd: &str) -> String {
     let bin = coord_path();
     let rest = cmd
+        .strip_prefix("exec ")
+        .unwrap_or(cmd)
         .strip_prefix(&bin)
         .unwrap_or_else(|| panic!("`{cmd}` does not run {bin}"));
     let rest = rest
@@ -78,6 +81,8 @@ fn rewrite(v: &Value, f: &dyn Fn(&str) -> String) -> Value {
             m.iter()
                 .map(|(k, v)| match (k.as_str(), v) {
                     ("command" | "bash" | "powershell", Value::String(s)) => {
+                        // A shell becomes coord (`exec`); PowerShell has no `exec`.
+                        assert_eq!(s.starts_with("exec "), k != "powershell", "{k}: {s}");
                         (k.clone(), Value::String(f(s)))
                     }
                     _ => (k.clone(), rewrite(v, f)),
