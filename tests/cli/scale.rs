@@ -246,6 +246,28 @@ fn the_users_own_ignore_file_is_honoured_as_git_honours_it() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "cache/a.js\n");
 }
 
+/// A tree of more folders than the walk takes in one thread is walked again in parallel: every
+/// hand-made lock in it is found either way, in a git work tree and outside one.
+#[test]
+fn a_tree_of_many_folders_still_shows_every_hand_made_lock() {
+    let env = Env::new();
+    let mut want = BTreeSet::new();
+    // 350 folders, each with a subfolder holding a locked file: a walk cut short misses some.
+    for i in 0..350 {
+        let rel = format!("pkg{i:03}/src/mod.rs");
+        env.write(&rel, "x\n");
+        hand_lock(&env, &rel, "carol", &chrono_now());
+        want.insert(pair(&rel, "carol"));
+    }
+    assert_eq!(listed(&env), want);
+    if crate::rigs::git_or_skip() {
+        git(env.root(), &["init", "-q"]);
+        env.write(".gitignore", "pkg349/\n");
+        want.remove(&pair("pkg349/src/mod.rs", "carol"));
+        assert_eq!(listed(&env), want);
+    }
+}
+
 fn chrono_now() -> String {
     chrono::Utc::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, true)
 }

@@ -334,7 +334,6 @@ fn walk_unignored_under(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
         .parents(true)
         .require_git(true)
         .follow_links(false)
-        .threads(std::thread::available_parallelism().map_or(1, |n| n.get().min(8)))
         .filter_entry(|e| {
             !(e.depth() > 0
                 && e.file_type().is_some_and(|t| t.is_dir())
@@ -351,42 +350,63 @@ fn walk_unignored_under(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
         // A file that cannot be read is no rule, as for git.
         let _ = walk.add_ignore(excludes);
     }
+    // Most trees coord works in are small: walked in this thread, they cost no threads to
+    // start. A walk that meets more folders than that starts over in parallel.
+    let mut found = Vec::new();
+    let mut folders = 0;
+    for entry in walk.build().flatten() {
+        if entry.file_type().is_some_and(|t| t.is_dir()) {
+            folders += 1;
+            if folders > ONE_THREAD_FOLDERS {
+                break;
+            }
+        }
+        found.extend(lock_at(ws, &entry));
+    }
+    if folders <= ONE_THREAD_FOLDERS {
+        return found;
+    }
     let found = Mutex::new(Vec::new());
-    walk.build_parallel().run(|| {
-        let found = &found;
-        Box::new(move |entry| {
-            let Ok(entry) = entry else {
-                return WalkState::Continue;
-            };
-            if entry.depth() == 0 {
-                return WalkState::Continue;
-            }
-            let raw_name = entry.file_name();
-            // A name that is not UTF-8 is still a lock when it reads as one: it is shown with
-            // the bad bytes replaced, flagged, and counted as a problem, never skipped.
-            let name = raw_name.to_string_lossy();
-            let Some((base, agent)) = layout::parse_lock_name(&name) else {
-                return WalkState::Continue;
-            };
-            let Some(dir) = entry.path().parent() else {
-                return WalkState::Continue;
-            };
-            let Some(file) = ws.rel(&dir.join(base)) else {
-                return WalkState::Continue;
-            };
-            if let Some(mut e) = LockEntry::read(entry.path().to_path_buf(), file, agent) {
-                if raw_name.to_str().is_none() {
-                    e.problem = Some(match e.problem.take() {
-                        Some(p) => format!("{BAD_NAME}; {p}"),
-                        None => BAD_NAME.to_string(),
-                    });
+    walk.threads(std::thread::available_parallelism().map_or(1, |n| n.get().min(8)))
+        .build_parallel()
+        .run(|| {
+            let found = &found;
+            Box::new(move |entry| {
+                if let Ok(entry) = entry
+                    && let Some(e) = lock_at(ws, &entry)
+                {
+                    found.lock().unwrap_or_else(|p| p.into_inner()).push(e);
                 }
-                found.lock().unwrap_or_else(|p| p.into_inner()).push(e);
-            }
-            WalkState::Continue
-        })
-    });
+                WalkState::Continue
+            })
+        });
     found.into_inner().unwrap_or_else(|p| p.into_inner())
+}
+
+/// How many folders a walk takes in one thread before it starts over in several: starting
+/// threads costs more than walking a few hundred folders (the walker's own sequential walk
+/// reads one folder in a few microseconds).
+const ONE_THREAD_FOLDERS: usize = 500;
+
+/// The lock the walk's `entry` is, when it is one.
+fn lock_at(ws: &Workspace, entry: &ignore::DirEntry) -> Option<LockEntry> {
+    if entry.depth() == 0 {
+        return None;
+    }
+    let raw_name = entry.file_name();
+    // A name that is not UTF-8 is still a lock when it reads as one: it is shown with the bad
+    // bytes replaced, flagged, and counted as a problem, never skipped.
+    let name = raw_name.to_string_lossy();
+    let (base, agent) = layout::parse_lock_name(&name)?;
+    let file = ws.rel(&entry.path().parent()?.join(base))?;
+    let mut e = LockEntry::read(entry.path().to_path_buf(), file, agent)?;
+    if raw_name.to_str().is_none() {
+        e.problem = Some(match e.problem.take() {
+            Some(p) => format!("{BAD_NAME}; {p}"),
+            None => BAD_NAME.to_string(),
+        });
+    }
+    Some(e)
 }
 
 /// Every lock in the workspace, judged as of `now`.
