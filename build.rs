@@ -15,7 +15,8 @@
 //! `bench/hot_text.py`) are laid out first and side by side (`--symbol-ordering-file`): a
 //! `coord lock` then maps its code in 13 page faults instead of 41. Only when the linker takes
 //! such a list (a test link says so: rustc's own LLVM linker, the default on x86-64 Linux, does;
-//! GNU `ld` does not); a name the binary does not have is skipped silently.
+//! GNU `ld` does not); a name the binary does not have is skipped silently. The musl build (the
+//! Linux release build, static by default) gets the same, through rustc's LLVM linker.
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -23,12 +24,15 @@ use std::process::Command;
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     let target = std::env::var("TARGET").unwrap_or_default();
-    if !target.contains("linux-gnu") {
+    if !target.contains("linux-gnu") && !target.contains("linux-musl") {
         return;
     }
     let features = std::env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default();
     if features.split(',').any(|f| f == "crt-static") {
         hot_text_first(&target);
+        return;
+    }
+    if !target.contains("linux-gnu") {
         return;
     }
     println!("cargo:rustc-link-arg-bins=-no-pie");
@@ -42,8 +46,10 @@ fn main() {
 }
 
 /// Lay out the functions of `.cargo/hot-text.txt` first, when the linker takes such a list:
-/// rustc's own LLVM linker does, and is the default on x86-64 Linux; a build that links with
-/// GNU `ld` (another linker named, or a rustc built without its own) is left as it is.
+/// rustc's own LLVM linker does, and is the default on x86-64 Linux with glibc; for musl, whose
+/// default is the C compiler's linker, rustc's LLVM linker is named through the compiler (`-B`
+/// its `gcc-ld` folder, `-fuse-ld=lld`) when the toolchain has it. A build that links with GNU
+/// `ld` (another linker named, or a rustc built without its own) is left as it is.
 fn hot_text_first(target: &str) {
     let list = PathBuf::from(std::env::var_os("CARGO_MANIFEST_DIR").unwrap_or_default())
         .join(".cargo")
@@ -53,18 +59,50 @@ fn hot_text_first(target: &str) {
     if !list.is_file() || list.to_string_lossy().contains(',') {
         return;
     }
-    let arg = format!(
+    let mut args = Vec::new();
+    if target.contains("linux-musl") && std::env::var_os("RUSTC_LINKER").is_none() {
+        match rust_lld_dir() {
+            Some(dir) => {
+                args.push("-fuse-ld=lld".to_string());
+                args.push(format!("-B{}", dir.display()));
+            }
+            None => return,
+        }
+    }
+    args.push(format!(
         "-Wl,--symbol-ordering-file={},--no-warn-symbol-ordering",
         list.display()
-    );
-    if links_with(target, &arg) {
-        println!("cargo:rustc-link-arg-bins={arg}");
+    ));
+    if links_with(target, &args) {
+        for arg in args {
+            println!("cargo:rustc-link-arg-bins={arg}");
+        }
     }
 }
 
+/// The folder in which rustc keeps `ld.lld` for C compilers to find (`gcc-ld`), when the
+/// toolchain has one.
+fn rust_lld_dir() -> Option<PathBuf> {
+    let rustc = std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into());
+    let out = Command::new(rustc)
+        .arg("--print")
+        .arg("sysroot")
+        .output()
+        .ok()?;
+    let sysroot = PathBuf::from(String::from_utf8(out.stdout).ok()?.trim());
+    let dir = sysroot
+        .join("lib")
+        .join("rustlib")
+        .join(std::env::var("HOST").ok()?)
+        .join("bin")
+        .join("gcc-ld");
+    (out.status.success() && dir.join("ld.lld").is_file() && !dir.to_string_lossy().contains(','))
+        .then_some(dir)
+}
+
 /// Whether a program links for `target`, with the build's own flags and linker, when the link
-/// is given `arg`.
-fn links_with(target: &str, arg: &str) -> bool {
+/// is given `args`.
+fn links_with(target: &str, args: &[String]) -> bool {
     let Some(out) = std::env::var_os("OUT_DIR").map(PathBuf::from) else {
         return false;
     };
@@ -80,7 +118,7 @@ fn links_with(target: &str, arg: &str) -> bool {
         .arg("--crate-type=bin")
         .arg("--out-dir")
         .arg(&out)
-        .arg(format!("-Clink-arg={arg}"));
+        .args(args.iter().map(|arg| format!("-Clink-arg={arg}")));
     let flags = std::env::var("CARGO_ENCODED_RUSTFLAGS").unwrap_or_default();
     rustc.args(flags.split('\x1f').filter(|f| !f.is_empty()));
     if let Some(linker) = std::env::var_os("RUSTC_LINKER") {

@@ -2,17 +2,19 @@
 // Benchmark: what the plugin's hook costs as the agent clients run it, against a hook that does
 // nothing (`true`).
 //
-// Claude Code, Codex, Gemini CLI and Copilot CLI are Node programs (Codex's hooks run from its
-// own process the same way): a command hook is a child process started through the shell
-// (`spawn(command, { shell: true })`), the event's JSON written to its stdin, its stdout
-// collected, and the client waits for it to close. This script does exactly that, from one Node
-// process standing in for the client, in a repository nobody set up (no `coord init`; the first
-// call adopts it), one session's turn per round in interleaved order so machine load hits every
-// case alike; wall-clock medians per hook call, and the ratio to `true` as the hook:
+// Claude Code, Codex, Gemini CLI and Copilot CLI start a command hook as a child process through
+// the shell (`spawn(command, { shell: true })` or `bash -c`), write the event's JSON to its
+// stdin, collect its stdout and wait for it to close. This script does exactly that, from one
+// Node process standing in for the client, with the very command the plugin registers (read from
+// what `coord plugin write --client claude` writes), in a repository nobody set up (no `coord
+// init`; the first call adopts it). One session's turn per round; with several builds given,
+// each works in its own repositories and the builds take turns round by round, so that the
+// machine's load weighs on all alike. Wall-clock medians per hook call, and the ratio to `true`
+// as the hook:
 //
 //   `true`                           the hook that does nothing
 //   SessionStart                     clock in, the context
-//   PreToolUse of Bash (`ls`)        the shell tool: a heartbeat
+//   PreToolUse of Bash (`ls`)        the shell tool: a heartbeat, the shell-edit record
 //   PreToolUse of Write, free file   lock taken (with `.bak`)
 //   PreToolUse of Write, own file    the same file again
 //   PostToolUse of Write             heartbeat and renewal
@@ -21,17 +23,17 @@
 //   SessionEnd                       clock out
 //   PreToolUse of Write, turned off  `git config coord.enabled false`
 //
-// Usage: node bench/plugin_hook_client.mjs COORD [ROUNDS]   (ROUNDS default 200). Needs git.
-// Goal: a call at most 1.5x `true` as the hook.
+// Usage: node bench/plugin_hook_client.mjs COORD[,COORD...] [ROUNDS]   (ROUNDS default 200).
+// Needs git. Goal: a call at most 1.5x `true` as the hook.
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync, mkdirSync, writeFileSync, rmSync, existsSync } from "node:fs";
+import { mkdtempSync, mkdirSync, writeFileSync, readFileSync, rmSync, existsSync } from "node:fs";
 import { tmpdir, loadavg, cpus } from "node:os";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 
-const coord = process.argv[2];
+const builds = (process.argv[2] || "").split(",").filter(Boolean).map((b) => resolve(b));
 const rounds = Number(process.argv[3] || 200);
-if (!coord) {
-  console.error("usage: node bench/plugin_hook_client.mjs COORD [ROUNDS]");
+if (!builds.length) {
+  console.error("usage: node bench/plugin_hook_client.mjs COORD[,COORD...] [ROUNDS]");
   process.exit(2);
 }
 const ws = mkdtempSync(join(tmpdir(), "coord-client-bench-"));
@@ -49,9 +51,13 @@ function repo(name, off) {
   return d;
 }
 
-const on = repo("on", false);
-const off = repo("off", true);
-execFileSync(coord, ["-a", "holder", "lock", "held.txt"], { cwd: on, stdio: "pipe" });
+// The command the plugin registers for Claude Code's PreToolUse (every event runs the same).
+function pluginCommand(coord, i) {
+  const dir = join(ws, `plugin${i}`);
+  execFileSync(coord, ["plugin", "write", "--client", "claude", dir], { stdio: "pipe" });
+  const hooks = JSON.parse(readFileSync(join(dir, "claude/coord/hooks/hooks.json"), "utf8"));
+  return hooks.hooks.PreToolUse[0].hooks[0].command;
+}
 
 const payload = (d, event, tool, args) => {
   const p = { hook_event_name: event, session_id: "c1ient00-0000", cwd: d };
@@ -61,27 +67,45 @@ const payload = (d, event, tool, args) => {
   if (event === "SessionEnd") p.reason = "exit";
   return JSON.stringify(p);
 };
-const write = (d, f) => payload(d, "PreToolUse", "Write", { file_path: join(d, f), content: "x" });
-const hook = `${coord} hook claude --plugin`;
-const cases = [
-  ["`true` as the hook", "true", write(on, "a.txt"), null],
-  ["SessionStart (clock in, the context)", hook, payload(on, "SessionStart"), "additionalContext"],
-  ["PreToolUse of Bash (`ls`): heartbeat", hook, payload(on, "PreToolUse", "Bash", { command: "ls" }), null],
-  ["PreToolUse of Write, free file: lock", hook, write(on, "a.txt"), null],
-  ["PreToolUse of Write, own file: renewal", hook, write(on, "a.txt"), null],
-  ["PostToolUse of Write: heartbeat, renewal", hook,
-    payload(on, "PostToolUse", "Write", { file_path: join(on, "a.txt"), content: "x" }), null],
-  ["PreToolUse of Write, held file: denied", `${hook} --wait 0`, write(on, "held.txt"), "deny"],
-  ["Stop: release", hook, payload(on, "Stop"), null],
-  ["SessionEnd: clock out", hook, payload(on, "SessionEnd"), null],
-  ["PreToolUse of Write, turned off", hook, write(off, "a.txt"), null],
+const names = [
+  "`true` as the hook",
+  "SessionStart (clock in, the context)",
+  "PreToolUse of Bash (`ls`): heartbeat",
+  "PreToolUse of Write, free file: lock",
+  "PreToolUse of Write, own file: renewal",
+  "PostToolUse of Write: heartbeat, renewal",
+  "PreToolUse of Write, held file: denied",
+  "Stop: release",
+  "SessionEnd: clock out",
+  "PreToolUse of Write, turned off",
 ];
+const sets = builds.map((coord, i) => {
+  const on = repo(`on${i}`, false);
+  const off = repo(`off${i}`, true);
+  execFileSync(coord, ["-a", "holder", "lock", "held.txt"], { cwd: on, stdio: "pipe" });
+  const hook = pluginCommand(coord, i);
+  const write = (d, f) => payload(d, "PreToolUse", "Write", { file_path: join(d, f), content: "x" });
+  // [command, stdin, what stdout must hold (null: no denial)]
+  const cases = [
+    ["true", write(on, "a.txt"), null],
+    [hook, payload(on, "SessionStart"), "additionalContext"],
+    [hook, payload(on, "PreToolUse", "Bash", { command: "ls" }), null],
+    [hook, write(on, "a.txt"), null],
+    [hook, write(on, "a.txt"), null],
+    [hook, payload(on, "PostToolUse", "Write", { file_path: join(on, "a.txt"), content: "x" }), null],
+    [`${hook} --wait 0`, write(on, "held.txt"), "deny"],
+    [hook, payload(on, "Stop"), null],
+    [hook, payload(on, "SessionEnd"), null],
+    [hook, write(off, "a.txt"), null],
+  ];
+  return { coord, hook, on, off, cases };
+});
 
 // One hook call as a client makes it: through the shell, payload on stdin, stdout collected.
-function once(cmd, input, want) {
+function once(cmd, input, want, cwd) {
   return new Promise((resolve, reject) => {
     const t = process.hrtime.bigint();
-    const child = spawn(cmd, { shell: true, cwd: on, stdio: ["pipe", "pipe", "pipe"] });
+    const child = spawn(cmd, { shell: true, cwd, stdio: ["pipe", "pipe", "pipe"] });
     let out = "";
     let err = "";
     child.stdout.on("data", (b) => (out += b));
@@ -100,31 +124,41 @@ function once(cmd, input, want) {
   });
 }
 
-const times = cases.map(() => []);
-for (let warm = 0; warm < 3; warm++) {
-  for (const [, cmd, input, want] of cases) await once(cmd, input, want);
-}
-if (!existsSync(join(on, ".coord"))) throw new Error("the plugin did not adopt the repository");
-if (existsSync(join(off, ".coord"))) throw new Error("a turned-off repository got .coord/");
-const load0 = loadavg()[0];
-for (let r = 0; r < rounds; r++) {
-  for (let i = 0; i < cases.length; i++) {
-    const [, cmd, input, want] = cases[i];
-    times[i].push(await once(cmd, input, want));
+const times = sets.map(() => names.map(() => []));
+for (let round = -3; round < rounds; round++) {
+  for (let b = 0; b < sets.length; b++) {
+    const { cases, on } = sets[b];
+    for (let i = 0; i < cases.length; i++) {
+      const [cmd, input, want] = cases[i];
+      const dt = await once(cmd, input, want, on);
+      if (round >= 0) times[b][i].push(dt);
+    }
   }
+  if (round === -1) {
+    for (const { on, off } of sets) {
+      if (!existsSync(join(on, ".coord"))) throw new Error("the plugin did not adopt the repository");
+      if (existsSync(join(off, ".coord"))) throw new Error("a turned-off repository got .coord/");
+    }
+  }
+  if (round === -1) var load0 = loadavg()[0];
 }
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.floor(s.length / 2)];
 };
-const base = median(times[0]);
 console.log(`${new Date().toISOString().slice(0, 16)} UTC; ${cpus().length} cores; load ` +
   `${load0.toFixed(2)} at the start, ${loadavg()[0].toFixed(2)} at the end; ${rounds} rounds; ` +
   `node ${process.version}`);
+for (const { coord, hook } of sets) console.log(`- \`${coord}\`: the hook command \`${hook}\``);
 console.log();
-console.log("| one hook call, as a Node client runs it | wall median | / `true` |");
-console.log("|---|---|---|");
-cases.forEach(([name], i) => {
-  const m = median(times[i]);
-  console.log(`| ${name} | ${m.toFixed(2)} ms | ${(m / base).toFixed(2)}x |`);
+const head = sets.length === 1 ? ["wall median", "/ `true`"] :
+  sets.flatMap((_, b) => [`${b + 1}: median`, `${b + 1}: / \`true\``]);
+console.log(`| one hook call, as a Node client runs it | ${head.join(" | ")} |`);
+console.log(`|---|${head.map(() => "---").join("|")}|`);
+names.forEach((name, i) => {
+  const cells = sets.flatMap((_, b) => {
+    const m = median(times[b][i]);
+    return [`${m.toFixed(2)} ms`, `${(m / median(times[b][0])).toFixed(2)}x`];
+  });
+  console.log(`| ${name} | ${cells.join(" | ")} |`);
 });
