@@ -228,7 +228,18 @@ fn cursor_session_start_edits_shell_stop_and_end() {
         serde_json::from_str::<Value>(out.stdout.trim())
             .unwrap_or_else(|e| panic!("Cursor reads JSON from every hook ({e}): {out:?}"))
     };
-    let t0 = "2026-11-25T10:00:00+00:00";
+    // Times of a few minutes ago: the end's status shows a finished agent for a day only.
+    let at = |minutes: i64| {
+        let t = chrono::Utc::now() - chrono::Duration::minutes(10 - minutes);
+        (
+            t.format("%Y-%m-%dT%H:%M:%S+00:00").to_string(),
+            t.format("%H:%M:%S").to_string(),
+        )
+    };
+    let (t0, t0_clock) = at(0);
+    let (t_edit, t_edit_clock) = at(1);
+    let (t1, _) = at(2);
+    let (t0, t1) = (t0.as_str(), t1.as_str());
     let start = run(
         cursor(&env, "sessionStart", json!({"session_id": CONVERSATION})),
         t0,
@@ -249,17 +260,16 @@ fn cursor_session_start_edits_shell_stop_and_end() {
     );
     assert_eq!(run(pre, t0), json!({}));
     let lock = "a.txt.lock.cursor-668320d2";
-    assert!(env.read(lock).contains("10:00:00"), "{}", env.read(lock));
+    assert!(env.read(lock).contains(&t0_clock), "{}", env.read(lock));
     let edited = cursor(
         &env,
         "afterFileEdit",
         json!({"file_path": file, "edits": [{"old_string": "", "new_string": "x"}]}),
     );
-    run(edited, "2026-11-25T10:01:00+00:00");
-    assert!(env.read(lock).contains("10:01:00"), "{}", env.read(lock));
+    run(edited, &t_edit);
+    assert!(env.read(lock).contains(&t_edit_clock), "{}", env.read(lock));
 
     // A shell command that changed a file another agent holds is told after it ran.
-    let t1 = "2026-11-25T10:02:00+00:00";
     env.write("held.txt", "theirs\n");
     env.agent("holder")
         .env("COORD_NOW", t1)
