@@ -95,11 +95,11 @@ pub fn file_value(path: &Path, section: &str, key: &str) -> Option<Option<String
     last_value(&String::from_utf8_lossy(&bytes), section, key)
 }
 
-/// The user's own ignore file, as git finds it for a repository whose config folder (the
-/// common one of its work trees) is `common`: `core.excludesFile` from the system, global and
-/// repository config (the last one read wins, as in git), else `$XDG_CONFIG_HOME/git/ignore`
-/// (`~/.config/git/ignore`). The file may not exist.
-pub fn excludes_file(common: Option<&Path>) -> Option<PathBuf> {
+/// Git's config files for a repository whose config folder (the common one of its work trees)
+/// is `common`, in the order git reads them (the last setting read wins): the system's, the
+/// global ones (`$XDG_CONFIG_HOME/git/config`, then `~/.gitconfig`; `GIT_CONFIG_GLOBAL`
+/// replaces both), the repository's. They may not exist.
+pub fn config_files(common: Option<&Path>) -> Vec<PathBuf> {
     let mut files = Vec::new();
     if std::env::var_os("GIT_CONFIG_NOSYSTEM").is_none_or(|v| v.is_empty() || v == "0") {
         files
@@ -114,7 +114,14 @@ pub fn excludes_file(common: Option<&Path>) -> Option<PathBuf> {
         }
     }
     files.extend(common.map(|c| c.join("config")));
-    let set = files.iter().rev().find_map(|f| {
+    files
+}
+
+/// The user's own ignore file, as git finds it for a repository whose config folder is
+/// `common`: `core.excludesFile` from its [`config_files`] (the last one read wins, as in
+/// git), else `$XDG_CONFIG_HOME/git/ignore` (`~/.config/git/ignore`). The file may not exist.
+pub fn excludes_file(common: Option<&Path>) -> Option<PathBuf> {
+    let set = config_files(common).iter().rev().find_map(|f| {
         file_value(f, "core", "excludesFile")
             .flatten()
             .filter(|v| !v.is_empty())

@@ -302,6 +302,13 @@ pub fn worktrees_cache(root: &Path) -> PathBuf {
     state_dir(root).join("worktrees")
 }
 
+/// `<state>/folders` (`state` a `.coord/` folder): the folders of each work tree that the walk
+/// for hand-made locks entered, with the stat data that tell whether they changed since (see
+/// `v3::lock::folders`). A cache: deleting it costs one walk.
+pub fn folders_cache(state: &Path) -> PathBuf {
+    state.join("folders")
+}
+
 /// `<root>/.coord/held`: the index of the locks coord made, one empty entry per lock file,
 /// so that views find them without walking the tree (see `v3::lock::index`).
 pub fn held_dir(root: &Path) -> PathBuf {

@@ -135,6 +135,14 @@ pub fn common_dir(top: &Path) -> Option<PathBuf> {
     linked_common_dir(top)
 }
 
+/// The common git folder of the repository the folder `dir` is in: that of `dir` when it is a
+/// work tree's top level, else that of the nearest folder above it holding a `.git`.
+pub fn enclosing_common_dir(dir: &Path) -> Option<PathBuf> {
+    dir.ancestors()
+        .find(|a| fs::symlink_metadata(a.join(".git")).is_ok())
+        .and_then(common_dir)
+}
+
 /// The common git folder a linked worktree at `top` names (its `gitdir`'s `commondir`).
 fn linked_common_dir(top: &Path) -> Option<PathBuf> {
     let mut real = RealPaths::default();

@@ -101,6 +101,8 @@ pub(super) fn client_arg() -> impl clap::builder::TypedValueParser<Value = Clien
 }
 
 pub fn run(args: HookArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    // This command writes to the workspace anyway: what its walks enter is kept too.
+    coord::v3::lock::keep_walked_folders();
     let client = args.client;
     match answer(&args, client, ctx) {
         Ok(reply) => {

@@ -22,7 +22,8 @@ pub struct Stat {
 }
 
 impl Stat {
-    fn of(meta: &fs::Metadata) -> Stat {
+    /// The stat data `meta` holds.
+    pub fn of(meta: &fs::Metadata) -> Stat {
         use std::os::unix::fs::MetadataExt;
         Stat {
             ino: meta.ino(),

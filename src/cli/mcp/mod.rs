@@ -233,6 +233,8 @@ impl ToolHost for LazyHost {
 }
 
 pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    // This command writes to the workspace anyway: what its walks enter is kept too.
+    coord::v3::lock::keep_walked_folders();
     let ws = if args.plugin {
         coord::workspace::Workspace::discover(ctx.dir.as_deref(), ctx.cwd())?
     } else {

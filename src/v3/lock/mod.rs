@@ -50,6 +50,7 @@
 
 mod acquire;
 pub mod claim;
+mod folders;
 mod index;
 mod judge;
 mod release;
@@ -61,6 +62,7 @@ pub use acquire::{
     TakeOver, acquire, format_since, leave_queue_now, leave_queue_once_started, seen_holder,
     working_text,
 };
+pub use folders::keep as keep_walked_folders;
 pub use judge::{classify, describe_problem, problems};
 pub use release::{
     Fence, Release, ReleaseOutcome, holds, holds_fence, own_fence, own_token, release,

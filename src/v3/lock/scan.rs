@@ -7,7 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::{BAD_NAME, LockEntry, classify, index};
+use super::{BAD_NAME, LockEntry, classify, folders, index};
 use crate::arbiter;
 use crate::clock::Timestamp;
 use crate::error::{IoResultExt, Result};
@@ -299,21 +299,35 @@ pub(super) fn scan_folder(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
 }
 
 /// The lock files in the folders of the workspace that git does not ignore (every folder
-/// outside a git work tree), read by a parallel walk (`ignore`, ripgrep's walker). Only the
-/// folders are judged by the ignore rules: a lock file is found in a folder that is walked even
-/// when its own name is ignored (coord's `.gitignore` lines ignore `*.lock.*`).
+/// outside a git work tree), read by a walk (`ignore`, ripgrep's walker). Only the folders are
+/// judged by the ignore rules: a lock file is found in a folder that is walked even when its own
+/// name is ignored (coord's `.gitignore` lines ignore `*.lock.*`). The folders a walk entered
+/// are kept in `.coord/folders` ([`folders`]): while the rules and those folders are as they
+/// were, their lock files are found with a `stat` of each folder instead of a walk.
 fn walk_unignored(ws: &Workspace) -> Vec<LockEntry> {
-    walk_unignored_under(ws, "")
+    let root = ws.root();
+    let state = layout::state_dir(&crate::worktree::shared_root(root));
+    if let Some(paths) = folders::lock_paths(&state, root) {
+        return paths.iter().filter_map(|p| lock_at(ws, p)).collect();
+    }
+    let (found, entered) = walk_tree(ws, "", true);
+    folders::store(&state, root, &entered);
+    found
 }
 
 /// [`walk_unignored`] from the folder `rel_dir` of the workspace down (nothing when it is not
-/// a folder; the ignore rules of the folders above it still apply).
+/// a folder; the ignore rules of the folders above it still apply), always by a walk.
 fn walk_unignored_under(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
+    walk_tree(ws, rel_dir, false).0
+}
+
+/// The walk of [`walk_unignored_under`]; with `entered`, also every folder it entered.
+fn walk_tree(ws: &Workspace, rel_dir: &str, entered: bool) -> (Vec<LockEntry>, Vec<PathBuf>) {
     use ignore::{WalkBuilder, WalkState, overrides::OverrideBuilder};
     let root = ws.root();
     let start = root.join(rel_dir);
     if !fs::symlink_metadata(&start).is_ok_and(|m| m.is_dir()) {
-        return Vec::new();
+        return (Vec::new(), Vec::new());
     }
     // A whitelist: files that may be lock files are yielded even when ignored, every other file
     // is not yielded at all; folders are still judged by the ignore rules.
@@ -343,7 +357,7 @@ fn walk_unignored_under(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
     if let Some(o) = overrides {
         walk.overrides(o);
     }
-    if let Some(excludes) = crate::worktree::common_dir(root)
+    if let Some(excludes) = crate::worktree::enclosing_common_dir(root)
         .and_then(|common| crate::gitconfig::excludes_file(Some(&common)))
         .filter(|f| f.is_file())
     {
@@ -353,29 +367,45 @@ fn walk_unignored_under(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
     // Most trees coord works in are small: walked in this thread, they cost no threads to
     // start. A walk that meets more folders than that starts over in parallel.
     let mut found = Vec::new();
-    let mut folders = 0;
+    let mut dirs = Vec::new();
+    let mut cut_short = false;
     for entry in walk.build().flatten() {
         if entry.file_type().is_some_and(|t| t.is_dir()) {
-            folders += 1;
-            if folders > ONE_THREAD_FOLDERS {
+            if dirs.len() == ONE_THREAD_FOLDERS {
+                cut_short = true;
                 break;
             }
+            dirs.push(entry.path().to_path_buf());
         }
-        found.extend(lock_at(ws, &entry));
+        if entry.depth() > 0 {
+            found.extend(lock_at(ws, entry.path()));
+        }
     }
-    if folders <= ONE_THREAD_FOLDERS {
-        return found;
+    if !cut_short {
+        if !entered {
+            dirs.clear();
+        }
+        return (found, dirs);
     }
-    let found = Mutex::new(Vec::new());
+    let found = Mutex::new((Vec::new(), Vec::new()));
     walk.threads(std::thread::available_parallelism().map_or(1, |n| n.get().min(8)))
         .build_parallel()
         .run(|| {
             let found = &found;
             Box::new(move |entry| {
-                if let Ok(entry) = entry
-                    && let Some(e) = lock_at(ws, &entry)
-                {
-                    found.lock().unwrap_or_else(|p| p.into_inner()).push(e);
+                let Ok(entry) = entry else {
+                    return WalkState::Continue;
+                };
+                let dir = entered && entry.file_type().is_some_and(|t| t.is_dir());
+                let lock = (entry.depth() > 0)
+                    .then(|| lock_at(ws, entry.path()))
+                    .flatten();
+                if dir || lock.is_some() {
+                    let mut found = found.lock().unwrap_or_else(|p| p.into_inner());
+                    found.0.extend(lock);
+                    if dir {
+                        found.1.push(entry.into_path());
+                    }
                 }
                 WalkState::Continue
             })
@@ -388,18 +418,15 @@ fn walk_unignored_under(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
 /// reads one folder in a few microseconds).
 const ONE_THREAD_FOLDERS: usize = 500;
 
-/// The lock the walk's `entry` is, when it is one.
-fn lock_at(ws: &Workspace, entry: &ignore::DirEntry) -> Option<LockEntry> {
-    if entry.depth() == 0 {
-        return None;
-    }
-    let raw_name = entry.file_name();
+/// The lock the walk's entry at `path` is, when it is one.
+fn lock_at(ws: &Workspace, path: &Path) -> Option<LockEntry> {
+    let raw_name = path.file_name()?;
     // A name that is not UTF-8 is still a lock when it reads as one: it is shown with the bad
     // bytes replaced, flagged, and counted as a problem, never skipped.
     let name = raw_name.to_string_lossy();
     let (base, agent) = layout::parse_lock_name(&name)?;
-    let file = ws.rel(&entry.path().parent()?.join(base))?;
-    let mut e = LockEntry::read(entry.path().to_path_buf(), file, agent)?;
+    let file = ws.rel(&path.parent()?.join(base))?;
+    let mut e = LockEntry::read(path.to_path_buf(), file, agent)?;
     if raw_name.to_str().is_none() {
         e.problem = Some(match e.problem.take() {
             Some(p) => format!("{BAD_NAME}; {p}"),
