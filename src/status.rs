@@ -402,7 +402,9 @@ pub fn collect(ws: &Workspace) -> Status {
     let deadlocks = waits::cycles(&edges);
     let (blocks, bad_handshakes) = handshake::scan(ws.root());
     unreadable.extend(bad_handshakes);
-    let (rows, bad_rows) = stamp::scan(ws.root());
+    // The online rows only: the card keeps every session ever, and a view costs what is
+    // open, not the history (`coord partners` shows the whole card).
+    let (rows, bad_rows) = stamp::open_rows_checked(ws.root());
     unreadable.extend(bad_rows);
     let (reviews, bad_trackers) = review::rules::open_reviews(ws);
     unreadable.extend(bad_trackers);

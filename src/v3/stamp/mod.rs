@@ -284,17 +284,24 @@ fn has_index(root: &Path) -> bool {
 /// Row files are only listed by name otherwise. A card without the index (written before it)
 /// is read whole.
 pub fn open_rows(root: &Path) -> Vec<Row> {
+    open_rows_checked(root).0
+}
+
+/// [`open_rows`], and the row files among those read that could not be read (for `status`,
+/// which shows the online rows and never reads the card's history).
+pub fn open_rows_checked(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
     let listed = if has_index(root) {
         fsutil::list_names(&layout::partners_open_dir(root)).ok()
     } else {
         None
     };
     let Some(listed) = listed else {
-        let (rows, _) = scan(root);
-        return rows
+        let (rows, bad) = scan(root);
+        let open = rows
             .into_iter()
             .filter(|r| r.status != RowStatus::Offline)
             .collect();
+        return (open, bad);
     };
     let mut ids: Vec<u64> = listed
         .iter()
@@ -304,14 +311,31 @@ pub fn open_rows(root: &Path) -> Vec<Row> {
     ids.extend(row_ids(root).into_iter().filter(|&id| id > counted));
     ids.sort_unstable();
     ids.dedup();
-    ids.into_iter()
-        .filter_map(|id| {
-            let (text, _) =
-                fsutil::read_text_capped(&layout::partner_row(root, id), RECORD_CAP).ok()?;
-            Row::parse(id, &text).ok()
-        })
-        .filter(|r| r.status != RowStatus::Offline)
-        .collect()
+    let mut rows = Vec::with_capacity(ids.len());
+    let mut bad = Vec::new();
+    for id in ids {
+        let path = layout::partner_row(root, id);
+        let why = match fsutil::read_text_capped(&path, RECORD_CAP) {
+            Ok((text, _)) => match Row::parse(id, &text) {
+                Ok(row) => {
+                    if row.status != RowStatus::Offline {
+                        rows.push(row);
+                    }
+                    continue;
+                }
+                Err(why) => why,
+            },
+            // An index entry whose row is gone: nothing to show.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => e.to_string(),
+        };
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        bad.push(Unreadable {
+            path: format!("{}/partners/{name}", layout::STATE_DIR),
+            why,
+        });
+    }
+    (rows, bad)
 }
 
 /// Index the open rows `rows` (as [`open_rows`] found them) that are not indexed yet: rows
