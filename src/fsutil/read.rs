@@ -222,21 +222,34 @@ pub fn linked_ancestor(path: &Path) -> Option<PathBuf> {
 ///
 /// Opening or listing the folder failed (`NotFound`: it does not exist).
 pub fn list_names(dir: &Path) -> io::Result<Vec<std::ffi::OsString>> {
-    use rustix::fs::{Dir, Mode, OFlags};
     use std::os::unix::ffi::OsStrExt;
+    let mut names = Vec::new();
+    for_each_name(dir, |name| {
+        names.push(std::ffi::OsStr::from_bytes(name).to_os_string());
+    })?;
+    Ok(names)
+}
+
+/// [`list_names`] handing each name to `each` as the bytes the listing holds, copying none:
+/// for a folder of many names of which few are kept (the stamp card's rows).
+///
+/// # Errors
+///
+/// As [`list_names`].
+pub fn for_each_name(dir: &Path, mut each: impl FnMut(&[u8])) -> io::Result<()> {
+    use rustix::fs::{Dir, Mode, OFlags};
     let fd = rustix::fs::open(
         dir,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
         Mode::empty(),
     )?;
     let mut listing = Dir::new(fd)?;
-    let mut names = Vec::new();
     while let Some(entry) = listing.read() {
         let entry = entry?;
         let name = entry.file_name().to_bytes();
         if name != b"." && name != b".." {
-            names.push(std::ffi::OsStr::from_bytes(name).to_os_string());
+            each(name);
         }
     }
-    Ok(names)
+    Ok(())
 }

@@ -350,11 +350,16 @@ fn adopt(root: &Path, rows: &[Row]) -> Result<()> {
 
 /// The ids of the card's row files, from their names alone (nothing is read).
 fn row_ids(root: &Path) -> Vec<u64> {
-    fsutil::list_names(&layout::partners_dir(root))
-        .unwrap_or_default()
-        .iter()
-        .filter_map(|name| name.to_str().and_then(layout::parse_partner_row_name))
-        .collect()
+    let mut ids = Vec::new();
+    // The card's history is listed, never copied: only the ids are kept.
+    let _ = fsutil::for_each_name(&layout::partners_dir(root), |name| {
+        ids.extend(
+            std::str::from_utf8(name)
+                .ok()
+                .and_then(layout::parse_partner_row_name),
+        );
+    });
+    ids
 }
 
 /// The stamp card's counter: the last row id coord handed out (0 when unreadable).
