@@ -4,7 +4,7 @@
 Each session is its own process standing for one agent client (as Claude Code is: it runs every
 hook as `sh -c COMMAND` with the event's JSON on stdin and waits for it). All sessions start
 together in one fresh git repository holding FILES files, with no `coord init` (the plugin's hook,
-`coord hook claude --plugin`, with its defaults: a held file is waited for up to 2 s, then
+`exec coord hook claude --plugin` (as the plugin registers it), with its defaults: a held file is waited for up to 2 s, then
 denied). Each session edits every one of the files, in its own random order, in turns of TURN
 files:
 
@@ -52,7 +52,8 @@ def release_build():
 def session(n, coord, repo, files, turn, seed, out):
     """One client session; its own process, so the hooks see one client process per session."""
     sid = f"5e55{n:04d}-0000-4000-8000-{n:012d}"
-    hook = f"{coord} hook claude --plugin"
+    # As the plugin registers it (coord plugin write): the shell becomes coord.
+    hook = f"exec {coord} hook claude --plugin"
     rng = random.Random(seed + n)
     todo = list(files)
     rng.shuffle(todo)

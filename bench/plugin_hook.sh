@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Benchmark: what the plugin's hook costs a client in a repository nobody set up, against a
-# hook that does nothing (`true`).
+# hook that does nothing (`true`). Every command is run as the plugin registers it, behind
+# `exec`. bench/plugin_hook_client.mjs measures the same through Node, as the clients run hooks.
 #
 # A client runs a hook as a shell command with the event's JSON on stdin and waits for it. Every
 # hook is run that way here (`sh -c COMMAND`, payload on stdin, from one python process that
@@ -11,8 +12,8 @@
 # after it. One round is one session's turn, in this order:
 #
 #   `true`                           the hook that does nothing (a shell builtin: no exec)
-#   `/bin/true`                      the cheapest hook that is a program: one exec
-#   `coord --version`                coord's own start and exit, nothing read
+#   `exec /bin/true`                 the cheapest hook that is a program: one exec
+#   `exec coord --version`           coord's own start and exit, nothing read
 #   SessionStart                     clock in, the context (who else is here)
 #   PreToolUse of Bash (`ls`)        the shell tool: a heartbeat
 #   PreToolUse of Write, free file   the edit tool: lock taken (with `.bak`)
@@ -78,12 +79,13 @@ def payload(d, event, tool=None, args=None):
 
 def cases(coord, tag):
     on, off = repo("on" + tag), repo("off" + tag, off=True)
-    hook = f"{coord} hook claude --plugin"
+    # As the plugin registers it (coord plugin write): the shell becomes coord.
+    hook = f"exec {coord} hook claude --plugin"
     write = lambda d, f: payload(d, "PreToolUse", "Write", {"file_path": os.path.join(d, f), "content": "x"})
     return on, [
         ("`true` as the hook", "true", payload(on, "PreToolUse", "Write", {}), None),
-        ("`/bin/true` (one exec)", "/bin/true", payload(on, "PreToolUse", "Write", {}), None),
-        ("`coord --version` (start, exit)", f"{coord} --version", b"", None),
+        ("`exec /bin/true` (one exec)", "exec /bin/true", payload(on, "PreToolUse", "Write", {}), None),
+        ("`exec coord --version` (start, exit)", f"exec {coord} --version", b"", None),
         ("SessionStart (clock in, the context)", hook, payload(on, "SessionStart"), b"additionalContext"),
         ("PreToolUse of Bash (`ls`): heartbeat", hook, payload(on, "PreToolUse", "Bash", {"command": "ls"}), None),
         ("PreToolUse of Write, free file: lock", hook, write(on, "a.txt"), None),
