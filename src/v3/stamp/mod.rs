@@ -398,7 +398,13 @@ fn next_id(root: &Path) -> Result<u64> {
     let counted = read_counter(root);
     let seen = row_ids(root).into_iter().max().unwrap_or(0);
     let id = counted.max(seen) + 1;
-    fsutil::replace(&path, format!("{id}\n").as_bytes())?;
+    // Read and written under the mutex, and a damaged counter is recounted from the rows:
+    // rewritten where it is, rather than as a new file swapped in (a file made and one removed
+    // on every clock-in).
+    let text = format!("{id}\n");
+    if !fsutil::rewrite_in_place(&path, text.as_bytes())? {
+        fsutil::replace(&path, text.as_bytes())?;
+    }
     Ok(id)
 }
 
