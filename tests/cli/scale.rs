@@ -32,7 +32,12 @@ fn hand_lock(env: &Env, rel: &str, agent: &str, locked_at: &str) {
 
 /// (file, agent) of every lock `coord status --json` lists.
 fn listed(env: &Env) -> BTreeSet<(String, String)> {
-    let v: serde_json::Value = env.cmd().args(["status", "--json"]).ok().json();
+    locks_in(env.cmd())
+}
+
+/// (file, agent) of every lock `status --json` lists, run as `cmd`.
+fn locks_in(cmd: Cmd) -> BTreeSet<(String, String)> {
+    let v: serde_json::Value = cmd.args(["status", "--json"]).ok().json();
     v["locks"]
         .as_array()
         .unwrap()
@@ -44,6 +49,16 @@ fn listed(env: &Env) -> BTreeSet<(String, String)> {
             )
         })
         .collect()
+}
+
+/// `coord` in `env` reading git's config as a user whose home is `home` would: `HOME`,
+/// `XDG_CONFIG_HOME` at `home/xdg`, no system config, no `GIT_CONFIG_GLOBAL`.
+fn with_home(env: &Env, home: &Path) -> Cmd {
+    env.cmd()
+        .env("HOME", home)
+        .env("XDG_CONFIG_HOME", home.join("xdg"))
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .env_remove("GIT_CONFIG_GLOBAL")
 }
 
 /// (file, agent) of every lock file under `dir` (relative to the root).
@@ -173,24 +188,12 @@ fn the_users_own_ignore_file_is_honoured_as_git_honours_it() {
         env.write(&format!("{dir}/a.js"), "a\n");
         hand_lock(&env, &format!("{dir}/a.js"), "carol", &chrono_now());
     }
-    let listed_with = |extra: &[(&str, &std::ffi::OsStr)]| -> BTreeSet<(String, String)> {
-        let mut cmd = env
-            .cmd()
-            .args(["status", "--json"])
-            .env("HOME", home.path())
-            .env("XDG_CONFIG_HOME", &xdg)
-            .env_remove("GIT_CONFIG_GLOBAL")
-            .env("GIT_CONFIG_NOSYSTEM", "1");
+    let listed_with = |extra: &[(&str, &std::ffi::OsStr)]| {
+        let mut cmd = with_home(&env, home.path());
         for (k, v) in extra {
             cmd = cmd.env(k, v);
         }
-        let v: serde_json::Value = cmd.ok().json();
-        v["locks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|l| pair(l["file"].as_str().unwrap(), l["agent"].as_str().unwrap()))
-            .collect()
+        locks_in(cmd)
     };
     let all = |dirs: &[&str]| -> BTreeSet<(String, String)> {
         dirs.iter()
@@ -292,23 +295,7 @@ fn kept_folders_show_what_a_walk_shows_whatever_changes() {
     }
     git(env.root(), &["init", "-q"]);
     std::fs::create_dir_all(env.path(".coord")).unwrap();
-    let run = |args: &[&str]| {
-        env.cmd()
-            .args(args)
-            .env("HOME", home.path())
-            .env("XDG_CONFIG_HOME", home.path().join("xdg"))
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .env_remove("GIT_CONFIG_GLOBAL")
-    };
-    let locks = || -> BTreeSet<(String, String)> {
-        let v: serde_json::Value = run(&["status", "--json"]).ok().json();
-        v["locks"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .map(|l| pair(l["file"].as_str().unwrap(), l["agent"].as_str().unwrap()))
-            .collect()
-    };
+    let locks = || locks_in(with_home(&env, home.path()));
     // The kept file's mtime moved ahead: what it holds counts as settled.
     let age = || {
         let f = std::fs::File::options().write(true).open(&cache).unwrap();
@@ -318,7 +305,10 @@ fn kept_folders_show_what_a_walk_shows_whatever_changes() {
     // Kept anew by a command that writes (a walk), then made to look settled.
     let keep = || {
         let _ = std::fs::remove_file(&cache);
-        run(&["unlock"]).env("COORD_AGENT", "zed").ok();
+        with_home(&env, home.path())
+            .args(["unlock"])
+            .env("COORD_AGENT", "zed")
+            .ok();
         assert!(cache.exists(), "unlock keeps the folders it walked");
         age();
         // What follows is a change of its own, not one in the same tick of the clock.
