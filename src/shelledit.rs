@@ -127,7 +127,7 @@ pub fn changed(ws: &Workspace, agent: &AgentId) -> Vec<Changed> {
     if fsutil::set_mtime_epoch(&path).is_err() {
         let _ = fsutil::remove(&path);
     }
-    let started_ns = system_time_ns(started);
+    let started_ns = fsutil::ns_since_epoch(started);
     let record: Start = serde_json::from_slice(&bytes).unwrap_or_default();
     let mut out = Vec::new();
     for held in held_by_others(ws, agent) {
@@ -165,13 +165,6 @@ fn holder_touched_after(ws: &Workspace, held: &Held, file: &Stat) -> bool {
         Stat::read(&layout::lock_file(&tree.top.join(&held.file), holder.id()))
             .is_some_and(|lock| lock.ctime_ns > file.ctime_ns)
     })
-}
-
-fn system_time_ns(t: std::time::SystemTime) -> i128 {
-    match t.duration_since(std::time::UNIX_EPOCH) {
-        Ok(d) => d.as_nanos() as i128,
-        Err(e) => -(e.duration().as_nanos() as i128),
-    }
 }
 
 /// The notice an agent gets after its shell command changed files others hold.

@@ -132,20 +132,9 @@ pub fn touch_if_same(path: &Path, bytes: &[u8]) -> bool {
     let Ok((file, meta)) = open_nofollow(path, Access::Read) else {
         return false;
     };
-    if meta.len() != bytes.len() as u64 {
-        return false;
-    }
-    let mut have = vec![0; bytes.len() + 1];
-    let mut got = 0;
-    while got < have.len() {
-        match io::Read::read(&mut &file, &mut have[got..]) {
-            Ok(0) => break,
-            Ok(n) => got += n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-            Err(_) => return false,
-        }
-    }
-    got == bytes.len() && have[..got] == *bytes && set_mtime(&file, rustix::fs::UTIME_NOW).is_ok()
+    meta.len() == bytes.len() as u64
+        && super::read::read_open_capped(&file, &meta, meta.len()).is_ok_and(|have| have == bytes)
+        && set_mtime(&file, rustix::fs::UTIME_NOW).is_ok()
 }
 
 /// Set the modification time of the regular file at `path` to the epoch, its content and inode

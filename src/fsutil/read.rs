@@ -44,6 +44,14 @@ impl Stat {
     }
 }
 
+/// `t` in nanoseconds since the epoch (negative before it), as [`Stat`] gives times.
+pub fn ns_since_epoch(t: SystemTime) -> i128 {
+    match t.duration_since(std::time::UNIX_EPOCH) {
+        Ok(d) => d.as_nanos() as i128,
+        Err(e) => -(e.duration().as_nanos() as i128),
+    }
+}
+
 /// Size cap for small state files (presence, lock, handshake, tickets).
 pub const RECORD_CAP: u64 = 64 * 1024;
 
@@ -65,14 +73,19 @@ pub fn read_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
 /// As [`read_capped`].
 pub fn read_capped_with_mtime(path: &Path, cap: u64) -> io::Result<(Vec<u8>, Option<SystemTime>)> {
     let (file, meta) = open_nofollow(path, Access::Read)?;
-    let bytes = read_open_capped(file, &meta, cap)?;
+    let bytes = read_open_capped(&file, &meta, cap)?;
     Ok((bytes, meta.modified().ok()))
 }
 
 /// Files up to this size are read with one `read` when they are as long as their `fstat` said.
 const ONE_READ: u64 = RECORD_CAP;
 
-fn read_open_capped(mut file: File, meta: &fs::Metadata, cap: u64) -> io::Result<Vec<u8>> {
+/// At most `cap` bytes of the open regular `file`, whose metadata is `meta`.
+pub(super) fn read_open_capped(
+    mut file: &File,
+    meta: &fs::Metadata,
+    cap: u64,
+) -> io::Result<Vec<u8>> {
     let len = meta.len();
     if len > cap {
         return Err(io::Error::new(

@@ -5,9 +5,9 @@
 //! a small tree.
 //!
 //! What is kept, per work tree: the stat data of the files the ignore rules come from (git's
-//! config files, the user's own ignore file, `info/exclude`, those of the folders above), and of every
-//! folder the walk entered, with the names of its subfolders (entered or not), the stat data of
-//! its `.gitignore`, and the names in it that read as lock files. Used as git uses its untracked
+//! config files, the user's own ignore file, `info/exclude`, those of the folders above), and
+//! of every folder the walk entered, with the names of its subfolders (entered or not), the
+//! stat data of its `.gitignore`, and the names in it that read as lock files. Used as git uses its untracked
 //! cache: while a rule file is as kept, a folder whose stat data are as kept holds the same
 //! names; a folder that changed is listed again, and only a new or removed subfolder, or a
 //! changed `.gitignore`, needs the walk. Stat data that changed less than two seconds before the
@@ -70,16 +70,21 @@ struct Folder {
     locks: Vec<String>,
 }
 
-/// A folder's listing, as far as the cache is concerned.
+/// A folder's listing, as far as the cache is concerned (the fields of a [`Folder`] that a
+/// listing gives; kept flat in the file, whose stat data serde cannot buffer through a
+/// flattened struct).
 struct Listing {
+    /// Every subfolder, entered or not.
     dirs: Vec<String>,
+    /// Its `.gitignore`, when it has one.
     gitignore: Option<Stat>,
+    /// The names in it that read as lock files.
     locks: Vec<String>,
 }
 
-/// The lock-named paths in the folders the walk of the tree at `top` would enter, from what
-/// `state` (a `.coord/` folder) keeps; `None` when the walk is needed.
-pub fn lock_paths(state: &Path, top: &Path) -> Option<Vec<PathBuf>> {
+/// The lock-named paths in the folders the walk of the tree at `top` (whose rules are `rules`)
+/// would enter, from what `state` (a `.coord/` folder) keeps; `None` when the walk is needed.
+pub fn lock_paths(state: &Path, top: &Path, rules: &Rules) -> Option<Vec<PathBuf>> {
     let file = layout::folders_cache(state);
     let (bytes, Some(written)) = fsutil::read_capped_with_mtime(&file, MAX_BYTES).ok()? else {
         return None;
@@ -90,16 +95,17 @@ pub fn lock_paths(state: &Path, top: &Path) -> Option<Vec<PathBuf>> {
     }
     let key = top.to_str()?;
     let tree = saved.trees.into_iter().find(|t| t.top == key)?;
-    let trusted_before = ns(written) - RACY_NS;
+    let trusted_before = fsutil::ns_since_epoch(written) - RACY_NS;
     let trusted = |now: Option<Stat>, kept: &Option<Stat>| {
         now == *kept
             && kept.is_none_or(|s| s.ctime_ns < trusted_before && s.mtime_ns < trusted_before)
     };
-    let rules = rule_files(top);
-    if rules.len() != tree.rules.len()
-        || rules.iter().zip(&tree.rules).any(|(path, (kept, stat))| {
-            path.to_str() != Some(kept) || !trusted(rule_stat(path), stat)
-        })
+    if rules.files.len() != tree.rules.len()
+        || rules
+            .files
+            .iter()
+            .zip(&tree.rules)
+            .any(|((path, now), (kept, stat))| path.to_str() != Some(kept) || !trusted(*now, stat))
     {
         return None;
     }
@@ -109,8 +115,7 @@ pub fn lock_paths(state: &Path, top: &Path) -> Option<Vec<PathBuf>> {
         let now = fs::symlink_metadata(&dir)
             .ok()
             .filter(fs::Metadata::is_dir)?;
-        let gitignore = Stat::read(&dir.join(".gitignore"));
-        if !trusted(gitignore, &folder.gitignore) {
+        if !trusted(Stat::read(&dir.join(".gitignore")), &folder.gitignore) {
             return None;
         }
         let names = if trusted(Some(Stat::of(&now)), &Some(folder.stat)) {
@@ -139,16 +144,16 @@ pub fn keep() {
 }
 
 /// Keep, in `state` (a `.coord/` folder that exists), the folders a walk of the tree at `top`
-/// entered (`entered`, absolute, the top level among them), for [`lock_paths`] to use; only in
-/// a process that asked to ([`keep`]).
-pub fn store(state: &Path, top: &Path, entered: &[PathBuf]) {
+/// (under `rules`, as found before it) entered (`entered`, absolute, the top level among
+/// them), for [`lock_paths`] to use; only in a process that asked to ([`keep`]).
+pub fn store(state: &Path, top: &Path, rules: &Rules, entered: &[PathBuf]) {
     if !KEEP.load(Ordering::Relaxed)
         || entered.len() > MAX_FOLDERS
         || !fs::symlink_metadata(state).is_ok_and(|m| m.is_dir())
     {
         return;
     }
-    let Some(tree) = record(top, entered) else {
+    let Some(tree) = record(top, rules, entered) else {
         return;
     };
     let file = layout::folders_cache(state);
@@ -170,13 +175,11 @@ pub fn store(state: &Path, top: &Path, entered: &[PathBuf]) {
 
 /// What is kept of the tree at `top` whose walk entered `entered`; `None` when it cannot be
 /// kept (a name that is not UTF-8, a nested repository, a folder gone meanwhile).
-fn record(top: &Path, entered: &[PathBuf]) -> Option<Tree> {
-    let rules = rule_files(top)
-        .into_iter()
-        .map(|path| {
-            let stat = rule_stat(&path);
-            Some((path.to_str()?.to_string(), stat))
-        })
+fn record(top: &Path, rules: &Rules, entered: &[PathBuf]) -> Option<Tree> {
+    let rules = rules
+        .files
+        .iter()
+        .map(|(path, stat)| Some((path.to_str()?.to_string(), *stat)))
         .collect::<Option<Vec<_>>>()?;
     let mut folders = Vec::with_capacity(entered.len());
     let mut seen = BTreeSet::new();
@@ -234,22 +237,44 @@ fn list(dir: &Path) -> Option<Listing> {
     Some(out)
 }
 
-/// The files the ignore rules of the tree at `top` come from, outside its folders: git's
-/// config files (they name the user's ignore file), that file, the repository's `info/exclude`,
-/// and in every folder above `top` its `.gitignore` and `.git` (a repository there makes its
-/// rules apply).
-fn rule_files(top: &Path) -> Vec<PathBuf> {
-    let common = crate::worktree::enclosing_common_dir(top);
-    let mut files = crate::gitconfig::config_files(common.as_deref());
-    files.extend(crate::gitconfig::excludes_file(common.as_deref()));
-    if let Some(common) = &common {
-        files.push(common.join("info").join("exclude"));
+/// Where the ignore rules of a work tree come from, outside its folders, looked up once per
+/// walk: the user's own ignore file, for the walker, and every file the rules depend on, with
+/// its stat data as found before the walk, for the kept folders.
+pub struct Rules {
+    /// The user's own ignore file (`core.excludesFile`, else `$XDG_CONFIG_HOME/git/ignore`),
+    /// in a git work tree; it may not exist.
+    pub excludes: Option<PathBuf>,
+    /// Git's config files (they name that file), that file, the repository's `info/exclude`,
+    /// and in every folder above the top its `.gitignore` and `.git` (a repository there makes
+    /// its rules apply); each with its stat data as `rule_stat` reads them.
+    files: Vec<(PathBuf, Option<Stat>)>,
+}
+
+impl Rules {
+    /// The rules of the work tree at `top`.
+    pub fn of(top: &Path) -> Rules {
+        let common = crate::worktree::enclosing_common_dir(top);
+        let excludes = crate::gitconfig::excludes_file(common.as_deref());
+        let mut files = crate::gitconfig::config_files(common.as_deref());
+        files.extend(excludes.clone());
+        if let Some(common) = &common {
+            files.push(common.join("info").join("exclude"));
+        }
+        for above in top.ancestors().skip(1) {
+            files.push(above.join(".gitignore"));
+            files.push(above.join(".git"));
+        }
+        Rules {
+            excludes: excludes.filter(|_| common.is_some()),
+            files: files
+                .into_iter()
+                .map(|path| {
+                    let stat = rule_stat(&path);
+                    (path, stat)
+                })
+                .collect(),
+        }
     }
-    for above in top.ancestors().skip(1) {
-        files.push(above.join(".gitignore"));
-        files.push(above.join(".git"));
-    }
-    files
 }
 
 /// The stat data the cache compares for a rule file: for a `.git` (whose own times change with
@@ -266,11 +291,4 @@ fn rule_stat(path: &Path) -> Option<Stat> {
     } else {
         stat
     })
-}
-
-fn ns(t: std::time::SystemTime) -> i128 {
-    match t.duration_since(std::time::UNIX_EPOCH) {
-        Ok(d) => d.as_nanos() as i128,
-        Err(e) => -(e.duration().as_nanos() as i128),
-    }
 }

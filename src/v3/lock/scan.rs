@@ -307,22 +307,31 @@ pub(super) fn scan_folder(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
 fn walk_unignored(ws: &Workspace) -> Vec<LockEntry> {
     let root = ws.root();
     let state = layout::state_dir(&crate::worktree::shared_root(root));
-    if let Some(paths) = folders::lock_paths(&state, root) {
+    let rules = folders::Rules::of(root);
+    if let Some(paths) = folders::lock_paths(&state, root, &rules) {
         return paths.iter().filter_map(|p| lock_at(ws, p)).collect();
     }
-    let (found, entered) = walk_tree(ws, "", true);
-    folders::store(&state, root, &entered);
+    let (found, entered) = walk_tree(ws, "", rules.excludes.as_deref(), true);
+    folders::store(&state, root, &rules, &entered);
     found
 }
 
 /// [`walk_unignored`] from the folder `rel_dir` of the workspace down (nothing when it is not
 /// a folder; the ignore rules of the folders above it still apply), always by a walk.
 fn walk_unignored_under(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
-    walk_tree(ws, rel_dir, false).0
+    let excludes = crate::worktree::enclosing_common_dir(ws.root())
+        .and_then(|common| crate::gitconfig::excludes_file(Some(&common)));
+    walk_tree(ws, rel_dir, excludes.as_deref(), false).0
 }
 
-/// The walk of [`walk_unignored_under`]; with `entered`, also every folder it entered.
-fn walk_tree(ws: &Workspace, rel_dir: &str, entered: bool) -> (Vec<LockEntry>, Vec<PathBuf>) {
+/// The walk of [`walk_unignored_under`], honouring the user's own ignore file `excludes`; with
+/// `entered`, also every folder it entered.
+fn walk_tree(
+    ws: &Workspace,
+    rel_dir: &str,
+    excludes: Option<&Path>,
+    entered: bool,
+) -> (Vec<LockEntry>, Vec<PathBuf>) {
     use ignore::{WalkBuilder, WalkState, overrides::OverrideBuilder};
     let root = ws.root();
     let start = root.join(rel_dir);
@@ -357,10 +366,7 @@ fn walk_tree(ws: &Workspace, rel_dir: &str, entered: bool) -> (Vec<LockEntry>, V
     if let Some(o) = overrides {
         walk.overrides(o);
     }
-    if let Some(excludes) = crate::worktree::enclosing_common_dir(root)
-        .and_then(|common| crate::gitconfig::excludes_file(Some(&common)))
-        .filter(|f| f.is_file())
-    {
+    if let Some(excludes) = excludes.filter(|f| f.is_file()) {
         // A file that cannot be read is no rule, as for git.
         let _ = walk.add_ignore(excludes);
     }
