@@ -226,21 +226,12 @@ pub fn scan(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
             continue;
         };
         let path = layout::partner_row(root, id);
-        let rel = format!(
-            "{}/{}/{}",
-            layout::STATE_DIR,
-            "partners",
-            name.to_string_lossy()
-        );
         match fsutil::read_text_capped(&path, RECORD_CAP) {
             Ok((text, _)) => match Row::parse(id, &text) {
                 Ok(row) => rows.push(row),
-                Err(why) => bad.push(Unreadable { path: rel, why }),
+                Err(why) => bad.push(unreadable_row(&name.to_string_lossy(), why)),
             },
-            Err(e) => bad.push(Unreadable {
-                path: rel,
-                why: e.to_string(),
-            }),
+            Err(e) => bad.push(unreadable_row(&name.to_string_lossy(), e.to_string())),
         }
     }
     rows.sort_by_key(|r| r.id);
@@ -329,13 +320,20 @@ pub fn open_rows_checked(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
             Err(e) => e.to_string(),
         };
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
-        bad.push(Unreadable {
-            path: format!("{}/partners/{name}", layout::STATE_DIR),
+        bad.push(unreadable_row(
+            &path.file_name().unwrap_or_default().to_string_lossy(),
             why,
-        });
+        ));
     }
     (rows, bad)
+}
+
+/// The row file `name` of the card, which could not be read for `why`, as the views list it.
+fn unreadable_row(name: &str, why: String) -> Unreadable {
+    Unreadable {
+        path: format!("{}/partners/{name}", layout::STATE_DIR),
+        why,
+    }
 }
 
 /// Index the open rows `rows` (as [`open_rows`] found them) that are not indexed yet: rows
