@@ -396,16 +396,15 @@ fn parse_args() -> Result<(Cli, bool, bool), clap::Error> {
     parsed
 }
 
+/// The variables clap reads for the global options (`-C/--dir`, `-a/--agent`).
+const GLOBAL_VARS: [&str; 2] = ["COORD_DIR", "COORD_AGENT"];
+
 /// `coord hook CLIENT …` as a client's hook file runs it (see [`hook::HookArgs::from_plain_line`]),
 /// read without clap; only with no global option on the line nor in the environment
 /// (`COORD_DIR`, `COORD_AGENT`), which clap reads.
 fn plain_hook_line(args: &[OsString]) -> Option<Cli> {
     let (name, rest) = args.get(1..)?.split_first()?;
-    if name != "hook"
-        || ["COORD_DIR", "COORD_AGENT"]
-            .iter()
-            .any(|v| std::env::var_os(v).is_some())
-    {
+    if name != "hook" || GLOBAL_VARS.iter().any(|v| std::env::var_os(v).is_some()) {
         return None;
     }
     Some(Cli {

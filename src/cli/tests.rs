@@ -5,7 +5,7 @@ use std::ffi::OsString;
 
 use clap::{CommandFactory, FromArgMatches};
 
-use super::{Cli, plain_hook_line, single_command, single_tree};
+use super::{Cli, GLOBAL_VARS, plain_hook_line, single_command, single_tree};
 
 /// Every command of the full tree but those that describe the whole tree (`completions`,
 /// `man`): each parses with a tree of its own.
@@ -134,10 +134,7 @@ fn same_parse(line: &[&str]) {
 #[test]
 fn a_plain_hook_line_reads_as_clap_reads_it() {
     // Not with the variables clap reads for the global options (the test runs in no session).
-    if ["COORD_DIR", "COORD_AGENT"]
-        .iter()
-        .any(|v| std::env::var_os(v).is_some())
-    {
+    if GLOBAL_VARS.iter().any(|v| std::env::var_os(v).is_some()) {
         return;
     }
     for line in [
