@@ -24,15 +24,15 @@ use std::process::Command;
 fn main() {
     println!("cargo:rerun-if-changed=build.rs");
     let target = std::env::var("TARGET").unwrap_or_default();
-    if !target.contains("linux-gnu") && !target.contains("linux-musl") {
-        return;
-    }
+    let glibc = target.contains("linux-gnu");
     let features = std::env::var("CARGO_CFG_TARGET_FEATURE").unwrap_or_default();
     if features.split(',').any(|f| f == "crt-static") {
-        hot_text_first(&target);
+        if glibc || target.contains("linux-musl") {
+            hot_text_first(&target);
+        }
         return;
     }
-    if !target.contains("linux-gnu") {
+    if !glibc {
         return;
     }
     println!("cargo:rustc-link-arg-bins=-no-pie");
