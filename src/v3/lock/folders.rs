@@ -10,9 +10,10 @@
 //! stat data of its `.gitignore`, and the names in it that read as lock files. Used as git uses its untracked
 //! cache: while a rule file is as kept, a folder whose stat data are as kept holds the same
 //! names; a folder that changed is listed again, and only a new or removed subfolder, or a
-//! changed `.gitignore`, needs the walk. Stat data that changed less than two seconds before the
-//! file was kept (its own mtime, the filesystem's clock) are not trusted: a change within the
-//! same tick of a coarse clock would not show.
+//! changed `.gitignore`, needs the walk. Stat data that changed shortly before the file was
+//! kept (its own mtime, the filesystem's clock) are not trusted, as a change within the same
+//! tick of a coarse clock would not show: two seconds before, or a tenth of a second on a local
+//! filesystem whose times have fractions of a second.
 //!
 //! Not kept: a tree with more than [`MAX_FOLDERS`] folders to enter, one holding another git
 //! repository (its own rules), one with a name that is not UTF-8. A damaged or foreign file is
@@ -34,8 +35,14 @@ pub const MAX_FOLDERS: usize = 20_000;
 /// The largest `.coord/folders` read.
 const MAX_BYTES: u64 = 64 * 1024 * 1024;
 
-/// Stat data changed less than this before the file was written are not trusted.
+/// Stat data changed less than this before the file was written are not trusted: the
+/// coarsest clock of a filesystem (FAT keeps two-second times; a network filesystem's are the
+/// server's).
 const RACY_NS: i128 = 2_000_000_000;
+
+/// [`RACY_NS`] on a local filesystem whose times have fractions of a second: their clock is
+/// the kernel's coarse one, which moves every tick (10 ms at most).
+const RACY_FINE_NS: i128 = 100_000_000;
 
 /// Work trees kept at most (the last ones walked).
 const MAX_TREES: usize = 32;
@@ -95,7 +102,10 @@ pub fn lock_paths(state: &Path, top: &Path, rules: &Rules) -> Option<Vec<PathBuf
     }
     let key = top.to_str()?;
     let tree = saved.trees.into_iter().find(|t| t.top == key)?;
-    let trusted_before = fsutil::ns_since_epoch(written) - RACY_NS;
+    let written = fsutil::ns_since_epoch(written);
+    let fine = written % 1_000_000_000 != 0
+        && crate::arbiter::policy(top).is_ok_and(|p| p.fs.class == crate::arbiter::FsClass::Local);
+    let trusted_before = written - if fine { RACY_FINE_NS } else { RACY_NS };
     let trusted = |now: Option<Stat>, kept: &Option<Stat>| {
         now == *kept
             && kept.is_none_or(|s| s.ctime_ns < trusted_before && s.mtime_ns < trusted_before)
@@ -150,6 +160,15 @@ pub fn store(state: &Path, top: &Path, rules: &Rules, entered: &[PathBuf]) {
     if !KEEP.load(Ordering::Relaxed)
         || entered.len() > MAX_FOLDERS
         || !fs::symlink_metadata(state).is_ok_and(|m| m.is_dir())
+    {
+        return;
+    }
+    // The rules as they are now, just before the file is written (its time is what their
+    // stat data are judged against): a rule file changed during the walk leaves nothing kept.
+    if rules
+        .files
+        .iter()
+        .any(|(path, stat)| rule_stat(path) != *stat)
     {
         return;
     }
