@@ -12,7 +12,8 @@
 //! <root>/.coord/sync-warned          the warning about a sync tool was given
 //! <root>/.coord/agents                every agent that ever took a lock here (exact-name lookups)
 //! <root>/.coord/held/<file>.held.<agent>  the index of locks coord made (`/` in <file> as `%2F`)
-//! <root>/.coord/held/anchor           the file every index entry is a hard link to
+//! <root>/.coord/held/anchor           the file every index entry (here and in partners/open/) is a hard link to
+//! <root>/.coord/recycled/{0..7}       files kept for reuse (what replaces swapped out of coord's records)
 //! <root>/.coord/backups/<file>/<seq>  older backup generations of FILE (`/` in <file> as `%2F`)
 //! <root>/.coord/queue/seq             the next wait-ticket number
 //! <root>/.coord/queue/q-<hash>/<seq>.<agent>  a waiter's ticket for one file
@@ -21,7 +22,7 @@
 //! <root>/collaboration_file.txt       seed 000 shared collaboration file (default name)
 //! <root>/.coord/partners/seq          the last stamp-card row id
 //! <root>/.coord/partners/<id>.session one stamp-card row (seed 001 partner_presence)
-//! <root>/.coord/partners/open/<id>     a row not clocked out (index, empty file)
+//! <root>/.coord/partners/open/<id>     a row not clocked out (index, empty file: a link to held/anchor)
 //! <root>/.coord/sessions/<host>-<pid>  the client session whose client process is <pid> (identity)
 //! <root>/.coord/config                workspace settings (`history_max_size: 8M`, `history_max_age: 30d`)
 //! <root>/.coord/history/events.jsonl  the event history, one JSON object a line; events.1.jsonl the previous one
@@ -315,8 +316,8 @@ pub fn held_dir(root: &Path) -> PathBuf {
     state_dir(root).join("held")
 }
 
-/// `<root>/.coord/held/anchor`: the empty file every index entry is a hard link to (an entry
-/// then allocates no file of its own).
+/// `<root>/.coord/held/anchor`: the empty file every index entry (of the locks, and of the
+/// stamp card's open rows) is a hard link to (an entry then allocates no file of its own).
 pub fn held_anchor(root: &Path) -> PathBuf {
     held_dir(root).join("anchor")
 }
@@ -419,8 +420,14 @@ pub fn generation_name(seq: u64) -> String {
 
 /// `<root>/.coord/queue`.
 pub fn queue_root(root: &Path) -> PathBuf {
-    state_dir(root).join("queue")
+    state_dir(root).join(QUEUE_DIR)
 }
+
+/// The waiters' queues' folder, in `.coord/`.
+pub const QUEUE_DIR: &str = "queue";
+
+/// The folder of files kept for reuse, in `.coord/` (see `fsutil::recycle`).
+pub const RECYCLED_DIR: &str = "recycled";
 
 /// `<root>/.coord/queue/seq`, the next ticket number.
 pub fn queue_seq(root: &Path) -> PathBuf {

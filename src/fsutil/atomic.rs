@@ -40,7 +40,7 @@ fn bare(e: io::Error) -> io::Error {
     }
 }
 
-fn temp_builder() -> tempfile::Builder<'static, 'static> {
+pub(super) fn temp_builder() -> tempfile::Builder<'static, 'static> {
     // 0666 less the umask, like any new file: state files are shared with agents that may run
     // as other users.
     let mut b = tempfile::Builder::new();
@@ -71,8 +71,9 @@ fn made_in(dir: &Path) -> Result<NamedTempFile> {
 }
 
 /// Publish at `path` what `fill` writes into a temporary file: a spare made ahead of need when
-/// one is kept ([`keep_spares`](super::keep_spares)), else a new one in `stage` (`path`'s own
-/// folder, unless the caller stages elsewhere). A spare lives in `.coord/`: when `path` is on
+/// one is kept ([`keep_spares`](super::keep_spares)), else a file kept for reuse
+/// ([`recycle`](super::recycle)), else a new one in `stage` (`path`'s own folder, unless the
+/// caller stages elsewhere). Spares and reused files live in `.coord/`: when `path` is on
 /// another filesystem than the file used (a mount inside the workspace), `publish` fails with
 /// `EXDEV` and all is done again with a temporary file beside `path`.
 fn publish_via<T>(
@@ -81,16 +82,35 @@ fn publish_via<T>(
     fill: impl Fn(NamedTempFile) -> Result<NamedTempFile>,
     publish: impl Fn(NamedTempFile) -> io::Result<T>,
 ) -> Result<io::Result<T>> {
-    let first = match super::spare::take() {
-        Some(tmp) => tmp,
-        None => made_in(stage)?,
+    // A file used before holds its old content past what `fill` writes: cut there.
+    let (first, used) = match super::spare::take() {
+        Some(spare) => spare,
+        None => match super::recycle::take(path) {
+            Some(tmp) => (tmp, true),
+            None => (made_in(stage)?, false),
+        },
     };
-    match publish(fill(first)?) {
+    let filled = fill(first)?;
+    if used {
+        cut_after_written(&filled, path)?;
+    }
+    match publish(filled) {
         Err(e) if e.kind() == io::ErrorKind::CrossesDevices => {
             Ok(publish(fill(made_in(parent_of(path))?)?))
         }
         done => Ok(done),
     }
+}
+
+/// Cut `tmp`, a file used before and just written from its start, where the writing ended.
+fn cut_after_written(tmp: &NamedTempFile, path: &Path) -> Result<()> {
+    use std::io::Seek;
+    let mut file = tmp.as_file();
+    let end = file.stream_position().at("write", path)?;
+    if file.metadata().at("write", path)?.len() > end {
+        file.set_len(end).at("write", path)?;
+    }
+    Ok(())
 }
 
 /// Publish `bytes` at `path` only if nothing is there yet (no file, no link).
@@ -450,6 +470,11 @@ fn exchange(tmp: NamedTempFile, path: &Path) -> std::result::Result<(), NamedTem
     let put_back = |file, old: TempPath| {
         let _ = rustix::fs::renameat_with(CWD, &*old, CWD, path, RenameFlags::EXCHANGE);
         NamedTempFile::from_parts(file, old)
+    };
+    // What was swapped out of one of coord's records is kept for reuse (as cheap as a removal).
+    let old = match super::recycle::give_back(old, path) {
+        Ok(()) => return Ok(()),
+        Err(old) => old,
     };
     if super::spare::defers(&old) {
         // Removed between requests, by a process that keeps spares: the folder check cannot

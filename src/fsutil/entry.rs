@@ -26,11 +26,47 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 ///
 /// [`Error::Io`](crate::Error::Io) naming the path.
 pub fn remove(path: &Path) -> Result<bool> {
+    if super::recycle::keep_removed(path) {
+        return Ok(true);
+    }
     match super::raw::remove_file(path) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
         Err(e) => Err(e).at("remove", path),
     }
+}
+
+/// Make `path` an empty marker file, whose name is all it says; nothing when something is there
+/// already. Where the filesystem has hard links, one more name of the empty file `anchor` (made
+/// when missing): a link allocates no file, which costs several times less than making one.
+/// Elsewhere, or when the anchor has all the links it can have, an empty file of its own.
+/// Missing folders are made.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming `path` when it cannot be made.
+pub fn empty_marker(anchor: &Path, path: &Path) -> Result<()> {
+    use super::raw;
+    let linked = |from: &Path| match raw::hard_link(from, path) {
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+        other => other,
+    };
+    match linked(anchor) {
+        Ok(()) => return Ok(()),
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            // The anchor or the marker's folder is missing: both are made, then linked again.
+            ensure_dir(super::parent_of(anchor))?;
+            let _ = raw::create_exclusive(anchor, b"");
+            ensure_dir(super::parent_of(path))?;
+            if linked(anchor).is_ok() {
+                return Ok(());
+            }
+        }
+        Err(_) => {}
+    }
+    raw::create_exclusive(path, b"")
+        .map(drop)
+        .at("create", path)
 }
 
 /// Rename `from` to `to`, replacing `to`.

@@ -35,6 +35,7 @@ mod entry;
 mod mutex;
 pub mod raw;
 mod read;
+mod recycle;
 mod spare;
 mod sweep;
 #[cfg(test)]
@@ -50,8 +51,8 @@ pub use atomic::{
     temp_in,
 };
 pub use entry::{
-    ensure_dir, make_executable, remove, rename, rewrite_in_place, set_mtime_epoch, sync_dir,
-    touch, touch_if_same,
+    empty_marker, ensure_dir, make_executable, remove, rename, rewrite_in_place, set_mtime_epoch,
+    sync_dir, touch, touch_if_same,
 };
 pub use mutex::{
     MUTEX_PATIENCE, MutexGuard, cap_mutex_patience, keep_mutex_open, lock_mutex, lock_mutex_within,
@@ -62,6 +63,7 @@ pub use read::{
     open_regular_nofollow, read_capped, read_capped_with_mtime, read_text_capped, real_entry,
     refresh_attributes, same_regular_files,
 };
+pub use recycle::recycle_in;
 pub use spare::{discard_spares, keep_spares, keep_spares_at_least, tidy};
 pub use sweep::{sweep_entry, sweep_temps};
 

@@ -12,10 +12,11 @@
 //! it exits (the `coord` binary does, on every path); spares left by a killed process are swept
 //! by the next coord in the folder, as any temporary file whose process is gone.
 //!
-//! Spares are empty temporary files in `.coord/`, named like every coord temporary file, so a
-//! killed server's spares are swept like any other leftover. A spare is used only when it is
-//! still the file this process made, still empty, and less than half an hour old (the sweep of
-//! other processes removes temporary files older than an hour).
+//! Spares are temporary files in `.coord/`, named like every coord temporary file, so a killed
+//! server's spares are swept like any other leftover: made empty, or taken from the files kept
+//! for reuse ([`recycle`](super::recycle)), to which they go back unused. A spare is used only
+//! when it is still the file this process readied, as it was, and less than half an hour old
+//! (the sweep of other processes removes temporary files older than an hour).
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
@@ -32,6 +33,12 @@ struct Spare {
     file: NamedTempFile,
     dev: u64,
     ino: u64,
+    /// Its size when made ready: 0 for a file made, the old content's for a file taken from
+    /// those kept for reuse.
+    len: u64,
+    /// Taken from the files kept for reuse ([`recycle`](super::recycle)), to go back there
+    /// when not used.
+    borrowed: bool,
     made: Instant,
 }
 
@@ -98,8 +105,12 @@ pub fn tidy() {
     }
     ahead.spares.retain(|s| s.made.elapsed() < MAX_AGE);
     while ahead.spares.len() < ahead.want {
-        let Ok(file) = super::temp_in(&ahead.dir) else {
-            break;
+        let (file, borrowed) = match super::recycle::take(&ahead.dir) {
+            Some(file) => (file, true),
+            None => match super::temp_in(&ahead.dir) {
+                Ok(file) => (file, false),
+                Err(_) => break,
+            },
         };
         let Ok(meta) = file.as_file().metadata() else {
             break;
@@ -108,30 +119,48 @@ pub fn tidy() {
             file,
             dev: meta.dev(),
             ino: meta.ino(),
+            len: meta.len(),
+            borrowed,
             made: Instant::now(),
         });
     }
 }
 
-/// Remove the spares and everything left for later, and stop keeping them (at exit).
+/// Remove the spares (those taken from the files kept for reuse go back there) and everything
+/// left for later, and stop keeping them (at exit). A spare this process made is removed, not
+/// kept: a command that published nothing leaves the folder as it found it.
 pub fn discard_spares() {
-    let taken = state().take();
-    drop(taken);
+    let Some(ahead) = state().take() else {
+        return;
+    };
+    for spare in ahead.spares {
+        if spare.borrowed && still_ours(&spare) {
+            let _ = super::recycle::give_back_spare(spare.file);
+        } else if !still_ours(&spare) {
+            // Swept, or something else now stands at its name: not ours to remove.
+            let _ = spare.file.into_temp_path().keep();
+        }
+    }
 }
 
-/// A spare, when one is kept and still what it was made as; `None` otherwise.
-pub(super) fn take() -> Option<NamedTempFile> {
+/// Whether the spare is still the file this process readied, as it was.
+fn still_ours(spare: &Spare) -> bool {
+    fs::symlink_metadata(spare.file.path()).is_ok_and(|m| {
+        m.is_file() && m.dev() == spare.dev && m.ino() == spare.ino && m.len() == spare.len
+    })
+}
+
+/// A spare, when one is kept and still what it was made as, and whether it holds old content
+/// (a file used before, to be cut after what is written); `None` otherwise.
+pub(super) fn take() -> Option<(NamedTempFile, bool)> {
     let mut state = state();
     let ahead = state.as_mut()?;
     while let Some(spare) = ahead.spares.pop() {
-        let ours = fs::symlink_metadata(spare.file.path()).is_ok_and(|m| {
-            m.is_file() && m.dev() == spare.dev && m.ino() == spare.ino && m.len() == 0
-        });
-        if !ours {
+        if !still_ours(&spare) {
             // Swept, or something else now stands at its name: not ours to remove.
             let _ = spare.file.into_temp_path().keep();
         } else if spare.made.elapsed() < MAX_AGE {
-            return Some(spare.file);
+            return Some((spare.file, spare.len > 0));
         }
         // Ours but old (a long wait): others may sweep it any moment; removed on drop.
     }

@@ -70,6 +70,7 @@ mod plugin;
 mod plugin_clients;
 mod plugin_sessions;
 mod presence;
+mod recycle;
 mod refusals;
 mod review;
 mod review_close;

@@ -42,39 +42,40 @@ fn a_silent_old_session_is_marked_crashed_by_the_next_startup() {
         .env("COORD_NOW", "2026-01-28T01:00:00+01:00")
         .args(["startup", "--partner", "claude", "--task", "Task_1"])
         .ok();
-    // One written by hand, seed style (offset-less times), by an agent without coord.
+    // One written by hand, seed style (offset-less times), by an agent without coord: the next
+    // id up.
     env.write(
-        &row_file(40),
-        "id: 40\npartner_name: claude\nstatus: online\nclocked_in: 2026-01-28T00:00:00\nlast_heartbeat: 2026-01-28T00:01:00\ncurrent_task: old\nsession_id: by-hand\n",
+        &row_file(2),
+        "id: 2\npartner_name: claude\nstatus: online\nclocked_in: 2026-01-28T00:00:00\nlast_heartbeat: 2026-01-28T00:01:00\ncurrent_task: old\nsession_id: by-hand\n",
     );
     // Another partner's silent session is not ours to judge.
     env.write(
-        &row_file(41),
+        &row_file(3),
         "partner_name: gemini\nstatus: online\nclocked_in: 2026-01-28T00:00:00\n",
     );
     let out = env
         .cmd()
         .args(["startup", "--partner", "claude", "--task", "Task_2"])
         .ok();
-    out.stdout_has("Marked crashed: earlier session by-hand (row 40)")
+    out.stdout_has("Marked crashed: earlier session by-hand (row 2)")
         .stdout_has("(row 1) never clocked out: no heartbeat for")
         .stdout_has("Clocked in: claude");
     let rows = partners(&env);
     let by_id = |id: u64| rows.iter().find(|r| r.id == id).unwrap();
     assert_eq!(by_id(1).status, "crashed");
-    assert_eq!(by_id(40).status, "crashed");
-    assert_eq!(by_id(41).status, "online", "gemini's row is left alone");
+    assert_eq!(by_id(2).status, "crashed");
+    assert_eq!(by_id(3).status, "online", "gemini's row is left alone");
     let new = rows.last().unwrap();
-    assert_eq!(new.id, 42, "ids keep increasing past rows written by hand");
+    assert_eq!(new.id, 4, "ids keep increasing past rows written by hand");
     assert_eq!(new.status, "online");
     assert_eq!(new.current_task.as_deref(), Some("Task_2"));
     assert!(new.clocked_out.is_none());
-    assert!(env.read(&row_file(40)).contains("status: crashed\n"));
+    assert!(env.read(&row_file(2)).contains("status: crashed\n"));
 
     // A fresh session of the same partner is not crashed by a second startup.
     env.cmd().args(["startup", "--partner", "claude"]).ok();
     assert_eq!(
-        partners(&env).iter().find(|r| r.id == 42).unwrap().status,
+        partners(&env).iter().find(|r| r.id == 4).unwrap().status,
         "online"
     );
 }
@@ -205,12 +206,12 @@ fn startup_lists_partners_and_recommends_a_handshake() {
 fn a_corrupt_row_is_reported_not_fatal() {
     let env = Env::new();
     env.cmd().args(["startup", "--partner", "claude"]).ok();
-    env.write(&row_file(9), [0u8, 159, 146, 150, 255]);
+    env.write(&row_file(2), [0u8, 159, 146, 150, 255]);
     let out = env.cmd().args(["partners", "--json"]).ok();
-    out.stderr_has("0000000009.session");
+    out.stderr_has("0000000002.session");
     assert_eq!(out.json::<Partners>().partners.len(), 1);
     env.cmd().args(["startup", "--partner", "gemini"]).ok();
-    assert_eq!(partners(&env).last().unwrap().id, 10);
+    assert_eq!(partners(&env).last().unwrap().id, 3);
 }
 
 #[test]
@@ -338,26 +339,26 @@ fn the_index_of_open_rows_follows_the_card_and_rows_written_by_hand() {
         .collect();
     open.sort();
     assert_eq!(open, ["3", "5"], "the crashed row and the new one are open");
-    // A row written by hand after that, above the counter, is kept alive by heartbeats.
+    // A row written by hand after that, the next id up, is kept alive by heartbeats.
     env.write(
-        &row_file(9),
-        "id: 9\npartner_name: claude\nstatus: online\nclocked_in: 2026-01-28T00:00:00\nlast_heartbeat: 2026-01-28T00:01:00\nsession_id: by-hand\n",
+        &row_file(6),
+        "id: 6\npartner_name: claude\nstatus: online\nclocked_in: 2026-01-28T00:00:00\nlast_heartbeat: 2026-01-28T00:01:00\nsession_id: by-hand\n",
     );
     env.agent("claude").args(["presence", ".", "here"]).ok();
     assert!(
-        !env.read(&row_file(9))
+        !env.read(&row_file(6))
             .contains("last_heartbeat: 2026-01-28T00:01:00"),
         "{}",
-        env.read(&row_file(9))
+        env.read(&row_file(6))
     );
     // Clocking out closes every open row of the partner and empties the index of them.
     env.agent("claude").args(["shutdown"]).ok();
     let rows = partners(&env);
     let status = |id: u64| rows.iter().find(|r| r.id == id).unwrap().status.clone();
     assert_eq!(status(5), "offline");
-    assert_eq!(status(9), "offline");
+    assert_eq!(status(6), "offline");
     assert_eq!(status(4), "offline");
-    assert!(!env.exists(".coord/partners/open/5") && !env.exists(".coord/partners/open/9"));
+    assert!(!env.exists(".coord/partners/open/5") && !env.exists(".coord/partners/open/6"));
 }
 
 /// A client hook's heartbeat keeps the session's stamp-card row alive even when the presence is

@@ -33,25 +33,9 @@ pub(super) fn note(root: &Path, rel: &str, agent: &str) -> Result<()> {
     if hashed {
         return create(root, &path, rel.as_bytes());
     }
-    // An entry is one more name of the index's anchor file: a hard link allocates no file, which
-    // costs several times less than making one (an entry is made for every lock taken).
-    let anchor = layout::held_anchor(root);
-    match fsutil::raw::hard_link(&anchor, &path) {
-        Ok(()) => return Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            fsutil::ensure_dir(&layout::held_dir(root))?;
-            let _ = fsutil::raw::create_exclusive(&anchor, b"");
-            match fsutil::raw::hard_link(&anchor, &path) {
-                Ok(()) => return Ok(()),
-                Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Ok(()),
-                Err(_) => {}
-            }
-        }
-        // No hard links here, or too many on the anchor: an empty file of its own.
-        Err(_) => {}
-    }
-    create(root, &path, b"")
+    // One more name of the index's anchor file (see `fsutil::empty_marker`): an entry is made
+    // for every lock taken.
+    fsutil::empty_marker(&layout::held_anchor(root), &path)
 }
 
 /// Make the entry `path` as a file of its own holding `content` (nothing when it exists).

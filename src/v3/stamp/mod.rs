@@ -212,7 +212,8 @@ impl Row {
     }
 }
 
-/// Every row on the stamp card, by id, and the row files that could not be read.
+/// Every row on the stamp card, by id, and the row files that could not be read. Temporary
+/// files left by killed writers are swept on the way.
 pub fn scan(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
     let dir = layout::partners_dir(root);
     let mut rows = Vec::new();
@@ -223,6 +224,8 @@ pub fn scan(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
     for entry in entries.flatten() {
         let name = entry.file_name();
         let Some(id) = name.to_str().and_then(layout::parse_partner_row_name) else {
+            // The whole card is listed: a temporary file a killed writer left goes now.
+            fsutil::sweep_entry(&entry);
             continue;
         };
         let path = layout::partner_row(root, id);
@@ -257,8 +260,8 @@ fn set_entry(root: &Path, row: &Row) -> Result<()> {
     let entry = layout::partner_open(root, row.id);
     if row.status == RowStatus::Offline {
         fsutil::remove(&entry)?;
-    } else if fs::symlink_metadata(&entry).is_err() {
-        fsutil::create_new(&entry, b"")?;
+    } else {
+        fsutil::empty_marker(&layout::held_anchor(root), &entry)?;
     }
     Ok(())
 }
@@ -270,10 +273,9 @@ fn has_index(root: &Path) -> bool {
 }
 
 /// The rows not clocked out (`online` or `crashed`), by id, read without reading the card's
-/// history: the rows the index of open rows names, and every row above the counter (a row
-/// coord did not make: written by hand, as the contract allows, with an id above the others).
-/// Row files are only listed by name otherwise. A card without the index (written before it)
-/// is read whole.
+/// history: the rows the index of open rows names, and the rows above the counter (rows coord
+/// did not make: written by hand, as the contract allows, with the next ids up; see
+/// [`ids_above_counter`]). A card without the index (written before it) is read whole.
 pub fn open_rows(root: &Path) -> Vec<Row> {
     open_rows_checked(root).0
 }
@@ -298,8 +300,7 @@ pub fn open_rows_checked(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
         .iter()
         .filter_map(|name| name.to_str()?.parse::<u64>().ok())
         .collect();
-    let counted = read_counter(root);
-    ids.extend(row_ids(root).into_iter().filter(|&id| id > counted));
+    ids.extend(ids_above_counter(root));
     ids.sort_unstable();
     ids.dedup();
     let mut rows = Vec::with_capacity(ids.len());
@@ -346,7 +347,8 @@ fn adopt(root: &Path, rows: &[Row]) -> Result<()> {
     rows.iter().try_for_each(|r| set_entry(root, r))
 }
 
-/// The ids of the card's row files, from their names alone (nothing is read).
+/// The ids of the card's row files, from their names alone (nothing is read): the whole
+/// card's listing.
 fn row_ids(root: &Path) -> Vec<u64> {
     let mut ids = Vec::new();
     // The card's history is listed, never copied: only the ids are kept.
@@ -360,12 +362,25 @@ fn row_ids(root: &Path) -> Vec<u64> {
     ids
 }
 
-/// The stamp card's counter: the last row id coord handed out (0 when unreadable).
-fn read_counter(root: &Path) -> u64 {
+/// The ids of the row files above the counter: rows written by hand, which take the next ids
+/// up. Looked up one by one from the counter up to the first id without a row file, so that
+/// the cost grows with those rows, not with the card's history. Without a readable counter
+/// (lost, damaged), every row file is above it: the whole card is listed.
+fn ids_above_counter(root: &Path) -> Vec<u64> {
+    let Some(counted) = read_counter(root) else {
+        return row_ids(root);
+    };
+    (counted + 1..)
+        .take_while(|&id| fs::symlink_metadata(layout::partner_row(root, id)).is_ok())
+        .collect()
+}
+
+/// The stamp card's counter: the last row id coord handed out (`None` when missing or
+/// unreadable).
+fn read_counter(root: &Path) -> Option<u64> {
     fsutil::read_capped(&layout::partners_seq(root), 64)
         .ok()
         .and_then(|b| String::from_utf8_lossy(&b).trim().parse().ok())
-        .unwrap_or(0)
 }
 
 /// Make the index of open rows from the whole card when it is not there yet (a card written
@@ -383,18 +398,19 @@ fn ensure_index(root: &Path) -> Result<()> {
     let tmp = layout::partners_dir(root).join(".open.tmp");
     fsutil::ensure_dir(&tmp)?;
     for r in rows.iter().filter(|r| r.status != RowStatus::Offline) {
-        fsutil::create_new(&tmp.join(r.id.to_string()), b"")?;
+        fsutil::empty_marker(&layout::held_anchor(root), &tmp.join(r.id.to_string()))?;
     }
     fsutil::rename(&tmp, &dir)?;
     Ok(())
 }
 
-/// The next row id, bumping the counter. Caller holds the mutex. Never below the id of a row
-/// file already there (readable or not), so a lost counter cannot hand out an id twice.
+/// The next row id, bumping the counter. Caller holds the mutex. An id without a row file,
+/// above the counter and the rows written by hand that follow it; a lost or damaged counter is
+/// recounted from the whole card, so it cannot hand out an id twice.
 fn next_id(root: &Path) -> Result<u64> {
     let path = layout::partners_seq(root);
-    let counted = read_counter(root);
-    let seen = row_ids(root).into_iter().max().unwrap_or(0);
+    let counted = read_counter(root).unwrap_or(0);
+    let seen = ids_above_counter(root).into_iter().max().unwrap_or(0);
     let id = counted.max(seen) + 1;
     // Read and written under the mutex, and a damaged counter is recounted from the rows:
     // rewritten where it is, rather than as a new file swapped in (a file made and one removed
@@ -477,7 +493,6 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
     let root = ws.root();
     let _mutex = ws.lock_mutex()?;
     fsutil::ensure_dir(&layout::partners_dir(root))?;
-    fsutil::sweep_temps(&layout::partners_dir(root));
     // The index only saves reads: a card where it cannot be made is read whole.
     let _ = ensure_index(root);
     // Only rows not clocked out matter here (crash marking, who is online); a picked name must
