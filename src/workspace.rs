@@ -188,7 +188,8 @@ impl Workspace {
         &self.root
     }
 
-    /// Create `.coord/` when missing, and sweep temporary files left in the root.
+    /// Create `.coord/` when missing, sweep temporary files left in the root, and learn what
+    /// the folder is on ([`Workspace::policy`]).
     ///
     /// # Errors
     ///
@@ -213,6 +214,9 @@ impl Workspace {
             crate::nested::register(&self.root);
         }
         self.sweep_temps_once();
+        // Detected now, before the first file is published: on a local filesystem, what the
+        // writes of this process swap out is kept for reuse from the first one on.
+        let _ = self.policy();
         Ok(dir)
     }
 
