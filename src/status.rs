@@ -224,6 +224,43 @@ pub struct Status {
     pub conflicts_note: Option<String>,
 }
 
+/// What a session's start tells its agent (see `hook::act::context`): a part of [`Status`],
+/// gathered without what only the whole view shows (waits, handshakes, the stamp card, unread
+/// counts, branches, nested workspaces, unreadable files).
+#[derive(Debug)]
+pub struct Glance {
+    /// The workspace root.
+    pub root: String,
+    /// One entry per presence file.
+    pub agents: Vec<AgentView>,
+    /// Every lock file.
+    pub locks: Vec<LockView>,
+    /// Every claim on a folder or pattern.
+    pub claims: Vec<ClaimView>,
+    /// Open reviews.
+    pub reviews: Vec<ReviewSummary>,
+    /// The dialogue in `agent-dialogue/`, when there is one.
+    pub dialogue: Option<DialogueSummary>,
+}
+
+/// The [`Glance`] of the workspace, judged as [`collect`] judges.
+pub fn glance(ws: &Workspace) -> Glance {
+    let now = clock::now();
+    let (presences, _) = presence::scan(ws.root());
+    let mut cache = StateCache::from_presences(&presences, &now);
+    let entries = lock::scan_judged(ws, &mut cache, &now);
+    let mut locks: Vec<LockView> = entries.iter().map(|e| lock_view(e, ws, &now)).collect();
+    locks.extend(gone_tree_locks(&presences, &now));
+    Glance {
+        root: ws.root().display().to_string(),
+        agents: presences.iter().map(|p| agent_view(p, &now)).collect(),
+        locks,
+        claims: claims(ws, &mut cache, &now),
+        reviews: review::rules::open_reviews(ws).0,
+        dialogue: dialogue::summary(ws),
+    }
+}
+
 /// Fill in `conflicts` (git runs only where the repository has two work trees or more).
 pub fn add_conflicts(st: &mut Status, ws: &Workspace) {
     let view = crate::conflicts::view(ws);

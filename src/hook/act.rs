@@ -483,7 +483,7 @@ fn session_start(
 /// The text a session starts with.
 pub fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
     let me = agent.id();
-    let st = status::collect(ws);
+    let st = status::glance(ws);
     let mut out = vec![format!(
         "coord: you are agent `{me}` in the shared folder {}. {} locks each file you edit for you; \
          an edit of a file another agent holds is refused, naming the holder. Your locks are released when your turn ends.",
