@@ -78,10 +78,15 @@ impl Record {
         self.files.insert(file.to_string(), Entry { before, after });
     }
 
-    /// Write the record (`.coord/` exists by then).
+    /// Write the record (`.coord/` exists by then), unless it already says this.
     pub fn save(&self, root: &Path) -> Result<()> {
         let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
         text.push('\n');
-        fsutil::replace_durable(&layout::init_record(root), text.as_bytes())
+        let path = layout::init_record(root);
+        if fsutil::read_capped(&path, text.len() as u64 + 1).is_ok_and(|now| now == text.as_bytes())
+        {
+            return Ok(());
+        }
+        fsutil::replace_durable(&path, text.as_bytes())
     }
 }
