@@ -255,6 +255,11 @@ pub fn is_fuse_hidden(file_name: &str) -> bool {
     file_name.starts_with(".fuse_hidden")
 }
 
+/// Whether a name is a backup's (`FILE.bak`).
+pub fn is_backup_name(file_name: &str) -> bool {
+    file_name.len() > BACKUP_SUFFIX.len() && file_name.ends_with(BACKUP_SUFFIX)
+}
+
 /// Whether a name is one of coord's temporary files.
 pub fn is_temp_name(file_name: &str) -> bool {
     parse_temp_name(file_name).is_some()
@@ -266,7 +271,7 @@ pub fn is_temp_name(file_name: &str) -> bool {
 pub fn own_file_kind(file_name: &str) -> Option<&'static str> {
     if parse_lock_name(file_name).is_some() {
         Some("a lock file")
-    } else if file_name.ends_with(BACKUP_SUFFIX) && file_name.len() > BACKUP_SUFFIX.len() {
+    } else if is_backup_name(file_name) {
         Some("a backup")
     } else if file_name.rfind(REJECTED_INFIX).is_some_and(|at| {
         let agent = &file_name[at + REJECTED_INFIX.len()..];

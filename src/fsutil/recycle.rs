@@ -1,7 +1,7 @@
-//! Files kept for reuse. What a replace swaps out of one of coord's own records (a presence, a
-//! file in `.coord/`), such a record removed, and a spare a process did not use, is renamed into
-//! `.coord/recycled/` rather than removed; the next publish in the workspace takes a file from
-//! there rather than making one.
+//! Files kept for reuse. What a replace swaps out of one of coord's own files (a presence, a lock
+//! file, a backup, a file in `.coord/`), such a file removed, and a spare a process did not use,
+//! is renamed into `.coord/recycled/` rather than removed; the next publish in the workspace
+//! takes a file from there rather than making one.
 //!
 //! Why: making a file can cost many times what renaming one does. ext4 without a journal (the
 //! disk of many virtual machines and CI runners) looks, for every inode it hands out, at each
@@ -12,9 +12,11 @@
 //! At most [`SLOTS`] files, named `0` to `7`. A file is taken by renaming it to a temporary name
 //! of this process in `.coord/` (a rename has one winner: two processes never share a file),
 //! and used only when it is a regular file of this user with no other name (anything else
-//! planted there is left alone); what it held is cut past the new content. A process killed
-//! between taking and publishing leaves a temporary file, swept like any other. Only for folders on a local filesystem (elsewhere every try is a round trip
-//! to the server), and only for files in the workspace that enabled it.
+//! planted there is left alone) that nobody holds a kernel lock on (a released lock file a
+//! waiter still has open); what it held is cut past the new content. A process killed between
+//! taking and publishing leaves a temporary file, swept like any other. Only for folders on a
+//! local filesystem (elsewhere every try is a round trip to the server), and only for files in
+//! the workspace that enabled it.
 
 use std::fs::{self, File, OpenOptions};
 use std::io;
@@ -121,6 +123,10 @@ fn usable(name: &Path, dir: &Path) -> Option<File> {
     if !reusable(&meta) {
         return None;
     }
+    // A released lock file or ticket may still be open in a waiter, which learns of the
+    // release through its kernel lock: one still locked by anyone is not reused. Taken here, the
+    // lock goes when the file is closed (a file published locked keeps it).
+    file.try_lock().ok()?;
     let old = meta
         .modified()
         .ok()
@@ -216,19 +222,21 @@ fn keep(old: &Path) -> bool {
     false
 }
 
-/// Whether `path` is one of coord's own records whose file is coord's to reuse once done with:
-/// a file in `.coord/`, a presence or a handshake file. Not a user's file that coord replaced
-/// (a note, a dialogue, a tracker: its inode's history stays out of coord's records), and no
-/// file that waiters may hold open to learn of its release through its kernel lock (a lock
-/// file, a ticket in `.coord/queue/`): such a file is only ever removed.
+/// Whether `path` is one of coord's own files, whose file is coord's to reuse once done with:
+/// a file in `.coord/`, a lock, backup, presence or handshake file. Not a user's file that
+/// coord replaced (a note, a dialogue, a tracker): its inode's history (extended attributes, an
+/// access list) stays out of coord's files.
 fn is_record(pool: &Pool, path: &Path) -> bool {
     if path.starts_with(&pool.state) {
-        return !path.starts_with(pool.state.join(layout::QUEUE_DIR));
+        return true;
     }
     let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
         return false;
     };
-    layout::presence_agent(name).is_some() || layout::handshake_agent(name).is_some()
+    layout::parse_lock_name(name).is_some()
+        || layout::is_backup_name(name)
+        || layout::presence_agent(name).is_some()
+        || layout::handshake_agent(name).is_some()
 }
 
 fn slot_name(slot: usize) -> &'static str {

@@ -453,6 +453,10 @@ pub struct StartupRequest {
     pub task: Option<String>,
     /// The process the session follows (`coord session`); `None` for a plain startup.
     pub pid: Option<u32>,
+    /// Whether to look who else is around (the sessions online, the active agents); a caller
+    /// that shows none of it (a client's session start, which gathers its own context) leaves
+    /// [`Startup::online`] and [`Startup::active_agents`] empty and saves reading them.
+    pub look_around: bool,
 }
 
 /// What clocking in did and found.
@@ -563,18 +567,19 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
         return Err(e);
     }
 
-    let online = rows
-        .iter()
-        .filter(|r| r.status == RowStatus::Online && r.crash_reason(&now).is_none())
-        .filter(|r| !crashed.iter().any(|c| c.row.id == r.id))
-        .cloned()
-        .collect();
-    let (presences, _) = presence::scan(root);
-    let active_agents: Vec<String> = presences
-        .iter()
-        .filter(|p| p.state(&now) == AgentState::Active)
-        .map(|p| p.id.clone())
-        .collect();
+    let (online, active_agents) = if req.look_around {
+        let online = rows
+            .iter()
+            .filter(|r| r.status == RowStatus::Online && r.crash_reason(&now).is_none())
+            .filter(|r| !crashed.iter().any(|c| c.row.id == r.id))
+            .cloned()
+            .collect();
+        let (presences, _) = presence::scan(root);
+        let active = active_ids(&presences, &now);
+        (online, active)
+    } else {
+        (Vec::new(), Vec::new())
+    };
     crate::history::arrived(root, agent.id(), &row, &crashed);
     Ok(Startup {
         partner: agent.id().to_string(),
@@ -585,6 +590,15 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
         online,
         active_agents,
     })
+}
+
+/// The ids of the ACTIVE agents among `presences`.
+fn active_ids(presences: &[presence::Presence], now: &Timestamp) -> Vec<String> {
+    presences
+        .iter()
+        .filter(|p| p.state(now) == AgentState::Active)
+        .map(|p| p.id.clone())
+        .collect()
 }
 
 /// Refresh session `session_id`'s `last_heartbeat` and `agent`'s presence heartbeat. A row
