@@ -17,7 +17,11 @@ linker's (mangled). They stay the same when code changes inside a function; a ne
 new versions of the dependencies rename them, and names the binary no longer has are skipped by
 the linker: run this again then (`bench/run.sh` prints how much of the list still matches).
 
-Usage: bench/hot_text.py [COORD]   (default: a release build of this checkout). Needs valgrind.
+Rust's symbol names differ from one target to another (the crate hashes in them do): the list
+holds the names of each build given, one after the other, and each link finds its own.
+
+Usage: bench/hot_text.py [COORD...]   (default: this checkout's release build, and its musl
+build where the target is installed, as the README installs it). Needs valgrind.
 """
 
 import json
@@ -32,12 +36,23 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 OUT = os.path.join(HERE, ".cargo", "hot-text.txt")
 
 
-def release_build():
-    subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=HERE, check=True)
+def release_builds():
+    """This checkout's release build, and its musl build where that target is installed."""
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(HERE, "target"))
     host = re.search(r"^host: (\S+)", subprocess.run(
         ["rustc", "-vV"], capture_output=True, text=True, check=True).stdout, re.M).group(1)
-    return os.path.join(target, host, "release", "coord")
+    triples = [host]
+    musl = host.replace("-gnu", "-musl")
+    installed = subprocess.run(["rustup", "target", "list", "--installed"],
+                               capture_output=True, text=True).stdout.split()
+    if musl != host and musl in installed:
+        triples.append(musl)
+    builds = []
+    for triple in triples:
+        subprocess.run(["cargo", "build", "--release", "--quiet", "--target", triple],
+                       cwd=HERE, check=True)
+        builds.append(os.path.join(target, triple, "release", "coord"))
+    return builds
 
 
 def text_symbols(binary):
@@ -66,7 +81,22 @@ def traced(coord, args, cwd, env, stdin=b""):
 def main():
     if not shutil.which("valgrind"):
         sys.exit("hot_text: needs valgrind (apt-get install valgrind)")
-    coord = os.path.abspath(sys.argv[1]) if len(sys.argv) > 1 else release_build()
+    builds = [os.path.abspath(b) for b in sys.argv[1:]] or release_builds()
+    order, seen = [], set()
+    for coord in builds:
+        names = trace_all(coord)
+        print(f"hot_text: {len(names)} functions of {coord}")
+        for name in names:
+            if name not in seen:
+                seen.add(name)
+                order.append(name)
+    with open(OUT, "w") as fh:
+        fh.write("\n".join(order) + "\n")
+    print(f"hot_text: {len(order)} functions written to {os.path.relpath(OUT, HERE)}")
+
+
+def trace_all(coord):
+    """The functions of `coord` that the commands below run, in the order first run."""
     have = text_symbols(coord)
     ws = tempfile.mkdtemp(prefix="coord-hot-text-")
     try:
@@ -138,9 +168,7 @@ def main():
                     order.append(name)
     finally:
         shutil.rmtree(ws, ignore_errors=True)
-    with open(OUT, "w") as fh:
-        fh.write("\n".join(order) + "\n")
-    print(f"hot_text: {len(order)} functions written to {os.path.relpath(OUT, HERE)}")
+    return order
 
 
 if __name__ == "__main__":
