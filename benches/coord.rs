@@ -1038,8 +1038,11 @@ fn hot_text_matched() -> String {
                 .collect();
             let names: Vec<&str> = list.lines().filter(|l| !l.is_empty()).collect();
             let found = names.iter().filter(|n| have.contains(*n)).count();
+            // The list holds the names of each build it was traced on (glibc and musl name
+            // their symbols differently): a binary finds its own and some of the others'.
             format!(
-                "Functions laid out first (`.cargo/hot-text.txt`): {found} of {} found in the binary.",
+                "Functions laid out first (`.cargo/hot-text.txt`, the names of the glibc and \
+                 the musl build): {found} of {} found in the binary.",
                 names.len()
             )
         }

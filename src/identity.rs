@@ -389,21 +389,22 @@ pub fn end(ws: &Workspace, client: Client, id: &str, process: ClientProcess) -> 
 
 /// Remove the registrations of this host whose process is gone (best effort).
 fn sweep(root: &Path) {
+    use std::os::unix::ffi::OsStrExt;
     let tag = host::host_tag();
-    let Ok(entries) = std::fs::read_dir(layout::sessions_dir(root)) else {
-        return;
-    };
-    let gone: Vec<PathBuf> = entries
-        .flatten()
-        .filter(|e| {
-            let name = e.file_name();
-            name.to_str()
-                .and_then(layout::parse_session_name)
-                .is_some_and(|(t, _)| t == tag)
-        })
-        .filter(|e| Registration::read(&e.path()).is_some_and(|r| !r.process.alive()))
-        .map(|e| e.path())
-        .collect();
+    let dir = layout::sessions_dir(root);
+    let mut gone: Vec<PathBuf> = Vec::new();
+    let _ = fsutil::for_each_name(&dir, |name| {
+        let ours = std::str::from_utf8(name)
+            .ok()
+            .and_then(layout::parse_session_name)
+            .is_some_and(|(t, _)| t == tag);
+        if ours {
+            let path = dir.join(std::ffi::OsStr::from_bytes(name));
+            if Registration::read(&path).is_some_and(|r| !r.process.alive()) {
+                gone.push(path);
+            }
+        }
+    });
     for path in gone {
         let _ = fsutil::remove(&path);
     }

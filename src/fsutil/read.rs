@@ -250,7 +250,19 @@ pub fn list_names(dir: &Path) -> io::Result<Vec<std::ffi::OsString>> {
 ///
 /// As [`list_names`].
 pub fn for_each_name(dir: &Path, mut each: impl FnMut(&[u8])) -> io::Result<()> {
-    use rustix::fs::{Dir, Mode, OFlags};
+    for_each_entry(dir, |name, _| each(name))
+}
+
+/// [`for_each_name`], with whether each entry is a folder as the listing says it (`None` where
+/// the filesystem does not say: ask `lstat`). Read into this process's own memory: std's
+/// `read_dir` goes through the C library's `opendir`, which musl serves with a page it maps
+/// and unmaps for every folder listed.
+///
+/// # Errors
+///
+/// As [`list_names`].
+pub fn for_each_entry(dir: &Path, mut each: impl FnMut(&[u8], Option<bool>)) -> io::Result<()> {
+    use rustix::fs::{Dir, FileType, Mode, OFlags};
     let fd = rustix::fs::open(
         dir,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -261,7 +273,11 @@ pub fn for_each_name(dir: &Path, mut each: impl FnMut(&[u8])) -> io::Result<()> 
         let entry = entry?;
         let name = entry.file_name().to_bytes();
         if name != b"." && name != b".." {
-            each(name);
+            let is_dir = match entry.file_type() {
+                FileType::Unknown => None,
+                t => Some(t == FileType::Directory),
+            };
+            each(name, is_dir);
         }
     }
     Ok(())

@@ -9,41 +9,57 @@ use crate::{host, layout};
 /// Remove coord's temporary files in `dir` whose writer is gone: at once when their process
 /// is known dead on this host, after an hour in any case. Returns how many were removed.
 pub fn sweep_temps(dir: &Path) -> usize {
-    let Ok(entries) = fs::read_dir(dir) else {
-        return 0;
-    };
-    entries.flatten().filter(sweep_entry).count()
+    let mut swept = 0;
+    let _ = super::for_each_name(dir, |name| {
+        if let Ok(name) = std::str::from_utf8(name)
+            && sweep_name(dir, name)
+        {
+            swept += 1;
+        }
+    });
+    swept
 }
 
 /// [`sweep_temps`] for one entry of a folder being listed anyway: removes it when it is one of
 /// coord's temporary files whose writer is gone. Returns whether it was removed.
 pub fn sweep_entry(entry: &fs::DirEntry) -> bool {
-    let name = entry.file_name();
-    if name.to_str().is_some_and(layout::is_fuse_hidden) {
-        return sweep_fuse_hidden(entry);
+    let path = entry.path();
+    match (path.parent(), entry.file_name().to_str()) {
+        (Some(dir), Some(name)) => sweep_name(dir, name),
+        _ => false,
     }
-    let Some((tag, pid)) = name.to_str().and_then(layout::parse_temp_name) else {
+}
+
+/// Remove `dir/name` when it is one of coord's temporary files whose writer is gone (or a FUSE
+/// leftover); whether it was removed.
+fn sweep_name(dir: &Path, name: &str) -> bool {
+    if layout::is_fuse_hidden(name) {
+        return sweep_fuse_hidden(&dir.join(name));
+    }
+    let Some((tag, pid)) = layout::parse_temp_name(name) else {
         return false;
     };
-    let old = entry
-        .metadata()
+    let path = dir.join(name);
+    let old = fs::symlink_metadata(&path)
         .and_then(|m| m.modified())
         .ok()
         .and_then(|m| m.elapsed().ok())
         .is_some_and(|age| age > Duration::from_secs(3600));
     let gone = tag == host::host_tag() && pid != host::pid() && !host::pid_alive(pid);
-    (gone || old) && fs::remove_file(entry.path()).is_ok()
+    (gone || old) && fs::remove_file(&path).is_ok()
 }
 
 /// A `.fuse_hidden…` file: a record removed while a process on the same FUSE mount still had it
 /// open, kept by FUSE until that process closes it. coord opens records for milliseconds, so one
 /// older than a minute is a leftover (its process was killed, or the mount went away).
-fn sweep_fuse_hidden(entry: &fs::DirEntry) -> bool {
-    let old = entry
-        .metadata()
-        .and_then(|m| m.modified())
+fn sweep_fuse_hidden(path: &Path) -> bool {
+    let Ok(meta) = fs::symlink_metadata(path) else {
+        return false;
+    };
+    let old = meta
+        .modified()
         .ok()
         .and_then(|m| m.elapsed().ok())
         .is_some_and(|age| age > Duration::from_secs(60));
-    old && entry.file_type().is_ok_and(|t| t.is_file()) && fs::remove_file(entry.path()).is_ok()
+    old && meta.is_file() && fs::remove_file(path).is_ok()
 }

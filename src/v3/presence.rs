@@ -19,7 +19,6 @@
 //! Writers hold the workspace mutex, so two coord processes of one agent never lose an update.
 
 use std::collections::HashMap;
-use std::fs;
 use std::path::Path;
 use std::time::Duration;
 
@@ -196,19 +195,19 @@ pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Presence>, Unre
 pub fn scan(root: &Path) -> (Vec<Presence>, Vec<Unreadable>) {
     let mut found = Vec::new();
     let mut bad = Vec::new();
-    if let Ok(entries) = fs::read_dir(layout::shared_root(root)) {
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(id) = name.to_str().and_then(layout::presence_agent) else {
-                continue;
-            };
-            match read(root, id) {
-                Ok(Some(p)) => found.push(p),
-                Ok(None) => {}
-                Err(u) => bad.push(u),
-            }
+    let _ = fsutil::for_each_name(&layout::shared_root(root), |name| {
+        let Some(id) = std::str::from_utf8(name)
+            .ok()
+            .and_then(layout::presence_agent)
+        else {
+            return;
+        };
+        match read(root, id) {
+            Ok(Some(p)) => found.push(p),
+            Ok(None) => {}
+            Err(u) => bad.push(u),
         }
-    }
+    });
     found.sort_by(|a, b| a.id.cmp(&b.id));
     (found, bad)
 }

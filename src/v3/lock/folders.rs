@@ -238,18 +238,26 @@ fn list(dir: &Path) -> Option<Listing> {
         gitignore: None,
         locks: Vec::new(),
     };
-    for entry in fs::read_dir(dir).ok()? {
-        let entry = entry.ok()?;
-        let name = entry.file_name().into_string().ok()?;
-        let is_dir = entry.file_type().ok()?.is_dir();
-        if layout::parse_lock_name(&name).is_some() {
-            out.locks.push(name.clone());
+    let mut whole = true;
+    fsutil::for_each_entry(dir, |name, is_dir| {
+        let Ok(name) = std::str::from_utf8(name) else {
+            whole = false;
+            return;
+        };
+        let is_dir = is_dir
+            .unwrap_or_else(|| fs::symlink_metadata(dir.join(name)).is_ok_and(|m| m.is_dir()));
+        if layout::parse_lock_name(name).is_some() {
+            out.locks.push(name.to_string());
         }
         if is_dir {
-            out.dirs.push(name);
+            out.dirs.push(name.to_string());
         } else if name == ".gitignore" {
-            out.gitignore = Stat::read(&entry.path());
+            out.gitignore = Stat::read(&dir.join(name));
         }
+    })
+    .ok()?;
+    if !whole {
+        return None;
     }
     out.dirs.sort();
     out.locks.sort();
