@@ -392,8 +392,11 @@ pub fn parse_held_entry(file_name: &str) -> Option<(Option<String>, String)> {
 
 /// `<root>/.coord/backups`: older backup generations, one folder per file.
 pub fn backups_dir(root: &Path) -> PathBuf {
-    state_dir(root).join("backups")
+    state_dir(root).join(BACKUPS_DIR)
 }
+
+/// The older backup generations' folder, in `.coord/`.
+pub const BACKUPS_DIR: &str = "backups";
 
 /// The folder of `file`'s older backup generations: its path relative to the shared root (the
 /// absolute path when it lies outside, in a linked worktree), `%` written `%25` and `/`

@@ -358,9 +358,7 @@ pub fn policy(root: &Path) -> Result<Policy> {
         return Ok(p);
     }
     let p = Policy::detect(root)?;
-    if p.fs.class == FsClass::Local {
-        crate::fsutil::recycle_in(root, &crate::layout::state_dir(root));
-    } else {
+    if p.fs.class != FsClass::Local {
         crate::fsutil::rename_without_exchange();
     }
     if let Ok(mut c) = cache.lock() {

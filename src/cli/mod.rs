@@ -269,6 +269,9 @@ pub fn run() -> ExitCode {
         return ExitCode::Passthrough(coord::fsutil::finish_append());
     }
     coord::fsutil::finish_appends();
+    // Read while this process has one thread: setting the mask to read it would otherwise
+    // race another thread's file creation.
+    coord::fsutil::learn_umask();
     let (cli, dir_given, agent_flag) = match parse_args() {
         Ok(parsed) => parsed,
         Err(e) => {

@@ -63,7 +63,7 @@ pub use read::{
     ns_since_epoch, open_regular_nofollow, read_capped, read_capped_with_mtime, read_text_capped,
     real_entry, refresh_attributes, same_regular_files,
 };
-pub use recycle::recycle_in;
+pub use recycle::{learn_umask, recycle_in};
 pub use spare::{discard_spares, keep_spares, keep_spares_at_least, tidy};
 pub use sweep::{sweep_entry, sweep_temps};
 
@@ -124,7 +124,7 @@ pub(crate) fn open_nofollow(path: &Path, access: Access) -> io::Result<(File, fs
 /// (setgid, like `chmod 2775`), the folder's own group bits (`rw` for a file, `rwx` for a
 /// folder), whatever the umask of the user who made the entry; nothing elsewhere (a private
 /// folder keeps private files).
-fn shared_bits(dir: &Path, is_dir: bool) -> u32 {
+pub(crate) fn shared_bits(dir: &Path, is_dir: bool) -> u32 {
     use std::os::unix::fs::MetadataExt;
     match fs::metadata(dir) {
         Ok(m) if m.is_dir() && m.mode() & 0o2000 != 0 => {

@@ -162,3 +162,61 @@ fn a_refused_lock_leaves_the_state_folder_as_it_was() {
         assert_eq!(after, was);
     }
 }
+
+#[test]
+fn a_link_in_place_of_the_folder_of_kept_files_is_not_followed() {
+    let env = Env::new();
+    env.agent("claude").args(["presence", ".", "first"]).ok();
+    let elsewhere = tempfile::tempdir().unwrap();
+    std::fs::write(elsewhere.path().join("0"), "precious\n").unwrap();
+    std::os::unix::fs::symlink(elsewhere.path(), env.path(".coord/recycled")).unwrap();
+    env.write("a.md", "one\n");
+    for round in 0..3 {
+        env.agent("claude")
+            .args(["presence", ".", &format!("round {round}")])
+            .ok();
+        env.agent("claude").args(["lock", "a.md"]).ok();
+        env.agent("claude").args(["unlock", "a.md"]).ok();
+    }
+    assert_eq!(
+        std::fs::read_to_string(elsewhere.path().join("0")).unwrap(),
+        "precious\n"
+    );
+    let names: Vec<_> = std::fs::read_dir(elsewhere.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(names, ["0"], "nothing written through the link");
+    assert!(
+        env.read(".claude_presence")
+            .contains("working_on: round 2\n")
+    );
+}
+
+#[test]
+fn a_reused_file_gets_the_mode_of_a_new_file() {
+    use std::os::unix::fs::PermissionsExt;
+    let env = Env::new();
+    env.agent("claude").args(["presence", ".", "first"]).ok();
+    // A kept file with a narrower mode than a new file gets (ours, one name, small).
+    std::fs::create_dir_all(env.path(".coord/recycled")).unwrap();
+    let kept = env.path(".coord/recycled/0");
+    std::fs::write(&kept, "old\n").unwrap();
+    std::fs::set_permissions(&kept, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let planted = ino(&kept);
+    env.agent("gemini").args(["presence", ".", "here"]).ok();
+    let probe = env.path("probe");
+    std::fs::write(&probe, "").unwrap();
+    let new_mode = std::fs::metadata(&probe).unwrap().permissions().mode() & 0o7777;
+    for f in [".gemini_presence", ".claude_presence"] {
+        let mode = std::fs::metadata(env.path(f)).unwrap().permissions().mode() & 0o7777;
+        assert_eq!(mode, new_mode, "{f}");
+    }
+    assert!(
+        [".gemini_presence", ".claude_presence"]
+            .iter()
+            .any(|f| ino(&env.path(f)) == planted)
+            || !kept.exists(),
+        "the kept file was used"
+    );
+}

@@ -62,6 +62,10 @@ struct Tree {
     /// The files the ignore rules come from, and their stat data (`None`: not there).
     rules: Vec<(String, Option<Stat>)>,
     folders: Vec<Folder>,
+    /// Its folders took longer to read than [`RACY_FINE_NS`]: their stat data are judged with
+    /// the two-second margin, whatever the filesystem.
+    #[serde(default)]
+    slow: bool,
 }
 
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -105,7 +109,12 @@ pub fn lock_paths(state: &Path, top: &Path, rules: &Rules) -> Option<Vec<PathBuf
     let written = fsutil::ns_since_epoch(written);
     let fine = written % 1_000_000_000 != 0
         && crate::arbiter::policy(top).is_ok_and(|p| p.fs.class == crate::arbiter::FsClass::Local);
-    let trusted_before = written - if fine { RACY_FINE_NS } else { RACY_NS };
+    let trusted_before = written
+        - if fine && !tree.slow {
+            RACY_FINE_NS
+        } else {
+            RACY_NS
+        };
     let trusted = |now: Option<Stat>, kept: &Option<Stat>| {
         now == *kept
             && kept.is_none_or(|s| s.ctime_ns < trusted_before && s.mtime_ns < trusted_before)
@@ -172,9 +181,13 @@ pub fn store(state: &Path, top: &Path, rules: &Rules, entered: &[PathBuf]) {
     {
         return;
     }
-    let Some(tree) = record(top, rules, entered) else {
+    // Stat data are judged against the file's own time: a folder read long before it was
+    // written (a big tree) gets the wide margin.
+    let reading = std::time::Instant::now();
+    let Some(mut tree) = record(top, rules, entered) else {
         return;
     };
+    tree.slow = reading.elapsed().as_nanos() > RACY_FINE_NS as u128 / 2;
     let file = layout::folders_cache(state);
     let mut saved = fsutil::read_capped(&file, MAX_BYTES)
         .ok()
@@ -227,6 +240,7 @@ fn record(top: &Path, rules: &Rules, entered: &[PathBuf]) -> Option<Tree> {
         top: top.to_str()?.to_string(),
         rules,
         folders,
+        slow: false,
     })
 }
 
