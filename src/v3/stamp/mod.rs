@@ -275,7 +275,7 @@ fn has_index(root: &Path) -> bool {
 /// The rows not clocked out (`online` or `crashed`), by id, read without reading the card's
 /// history: the rows the index of open rows names, and the rows above the counter (rows coord
 /// did not make: written by hand, as the contract allows, with the next ids up; see
-/// [`ids_above_counter`]). A card without the index (written before it) is read whole.
+/// [`ids_above`]). A card without the index (written before it) is read whole.
 pub fn open_rows(root: &Path) -> Vec<Row> {
     open_rows_checked(root).0
 }
@@ -300,7 +300,7 @@ pub fn open_rows_checked(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
         .iter()
         .filter_map(|name| name.to_str()?.parse::<u64>().ok())
         .collect();
-    ids.extend(ids_above_counter(root));
+    ids.extend(ids_above(root, read_counter(root)));
     ids.sort_unstable();
     ids.dedup();
     let mut rows = Vec::with_capacity(ids.len());
@@ -365,9 +365,9 @@ fn row_ids(root: &Path) -> Vec<u64> {
 /// The ids of the row files above the counter: rows written by hand, which take the next ids
 /// up. Looked up one by one from the counter up to the first id without a row file, so that
 /// the cost grows with those rows, not with the card's history. Without a readable counter
-/// (lost, damaged), every row file is above it: the whole card is listed.
-fn ids_above_counter(root: &Path) -> Vec<u64> {
-    let Some(counted) = read_counter(root) else {
+/// (lost, damaged: `counted` is `None`), every row file is above it: the whole card is listed.
+fn ids_above(root: &Path, counted: Option<u64>) -> Vec<u64> {
+    let Some(counted) = counted else {
         return row_ids(root);
     };
     (counted + 1..)
@@ -409,9 +409,9 @@ fn ensure_index(root: &Path) -> Result<()> {
 /// recounted from the whole card, so it cannot hand out an id twice.
 fn next_id(root: &Path) -> Result<u64> {
     let path = layout::partners_seq(root);
-    let counted = read_counter(root).unwrap_or(0);
-    let seen = ids_above_counter(root).into_iter().max().unwrap_or(0);
-    let id = counted.max(seen) + 1;
+    let counted = read_counter(root);
+    let seen = ids_above(root, counted).into_iter().max().unwrap_or(0);
+    let id = counted.unwrap_or(0).max(seen) + 1;
     // Read and written under the mutex, and a damaged counter is recounted from the rows:
     // rewritten where it is, rather than as a new file swapped in (a file made and one removed
     // on every clock-in).
