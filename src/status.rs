@@ -246,18 +246,44 @@ pub struct Glance {
 /// The [`Glance`] of the workspace, judged as [`collect`] judges.
 pub fn glance(ws: &Workspace) -> Glance {
     let now = clock::now();
-    let (presences, _) = presence::scan(ws.root());
-    let mut cache = StateCache::from_presences(&presences, &now);
-    let entries = lock::scan_judged(ws, &mut cache, &now);
-    let mut locks: Vec<LockView> = entries.iter().map(|e| lock_view(e, ws, &now)).collect();
-    locks.extend(gone_tree_locks(&presences, &now));
+    let mut seen = Seen::look(ws, &now);
     Glance {
         root: ws.root().display().to_string(),
-        agents: presences.iter().map(|p| agent_view(p, &now)).collect(),
-        locks,
-        claims: claims(ws, &mut cache, &now),
+        agents: seen.presences.iter().map(|p| agent_view(p, &now)).collect(),
+        locks: seen.lock_views(ws, &now),
+        claims: claims(ws, &mut seen.cache, &now),
         reviews: review::rules::open_reviews(ws).0,
         dialogue: dialogue::summary(ws),
+    }
+}
+
+/// What both views start from: the presences, the agents' states, every lock judged.
+struct Seen {
+    presences: Vec<presence::Presence>,
+    /// Presence files that could not be read.
+    unreadable: Vec<Unreadable>,
+    cache: StateCache,
+    entries: Vec<lock::LockEntry>,
+}
+
+impl Seen {
+    fn look(ws: &Workspace, now: &Timestamp) -> Seen {
+        let (presences, unreadable) = presence::scan(ws.root());
+        let mut cache = StateCache::from_presences(&presences, now);
+        let entries = lock::scan_judged(ws, &mut cache, now);
+        Seen {
+            presences,
+            unreadable,
+            cache,
+            entries,
+        }
+    }
+
+    /// Every lock as the views show it, those of removed work trees included.
+    fn lock_views(&self, ws: &Workspace, now: &Timestamp) -> Vec<LockView> {
+        let mut locks: Vec<LockView> = self.entries.iter().map(|e| lock_view(e, ws, now)).collect();
+        locks.extend(gone_tree_locks(&self.presences, now));
+        locks
     }
 }
 
@@ -409,9 +435,14 @@ pub fn who(ws: &Workspace, targets: &[crate::workspace::Target]) -> Vec<FileHold
 /// Read the whole workspace.
 pub fn collect(ws: &Workspace) -> Status {
     let now = clock::now();
-    let (presences, mut unreadable) = presence::scan(ws.root());
-    let mut cache = StateCache::from_presences(&presences, &now);
-    let entries = lock::scan_judged(ws, &mut cache, &now);
+    let seen = Seen::look(ws, &now);
+    let locks = seen.lock_views(ws, &now);
+    let Seen {
+        presences,
+        mut unreadable,
+        mut cache,
+        entries,
+    } = seen;
     unreadable.extend(lock::unreadable(&entries, ws));
     let claims = claims(ws, &mut cache, &now);
     let waiters = queue::waiters(ws.root());
@@ -467,11 +498,7 @@ pub fn collect(ws: &Workspace) -> Status {
     Status {
         root: ws.root().display().to_string(),
         agents,
-        locks: {
-            let mut locks: Vec<LockView> = entries.iter().map(|e| lock_view(e, ws, &now)).collect();
-            locks.extend(gone_tree_locks(&presences, &now));
-            locks
-        },
+        locks,
         claims,
         waits,
         deadlocks,

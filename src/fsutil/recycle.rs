@@ -1,8 +1,7 @@
 //! Files kept for reuse. What a replace swaps out of one of coord's own records (a presence, a
 //! lock file, a file in `.coord/` but backups), such a record removed, and a spare a process did
-//! not use,
-//! is renamed into `.coord/recycled/` rather than removed; the next publish in the workspace
-//! takes a file from there rather than making one.
+//! not use, is renamed into `.coord/recycled/` rather than removed; the next publish in the
+//! workspace takes a file from there rather than making one.
 //!
 //! Why: making a file can cost many times what renaming one does. ext4 without a journal (the
 //! disk of many virtual machines and CI runners) looks, for every inode it hands out, at each
@@ -15,10 +14,10 @@
 //! and used only when it is a regular file of this user with no other name, of at most 64 KiB
 //! (anything else planted there is left alone), that nobody holds a kernel lock on (a released
 //! lock file a waiter still has open); it gets the mode of a new file, and what it held is cut
-//! past the new content. The folder itself is never followed when it is a link. A process killed between
-//! taking and publishing leaves a temporary file, swept like any other. Only for folders on a
-//! local filesystem (elsewhere every try is a round trip to the server), and only for files in
-//! the workspace that enabled it.
+//! past the new content. The folder itself is never followed when it is a link. A process
+//! killed between taking and publishing leaves a temporary file, swept like any other. Only for
+//! folders on a local filesystem (elsewhere every try is a round trip to the server), and only
+//! for files in the workspace that enabled it.
 //!
 //! A reader that opened a file before it was swapped out, and reads it after another process
 //! took it for new content, reads that content: a window of the microseconds between an open

@@ -134,11 +134,11 @@ pub fn discard_spares() {
         return;
     };
     for spare in ahead.spares {
-        if spare.borrowed && still_ours(&spare) {
-            let _ = super::recycle::give_back_spare(spare.file);
-        } else if !still_ours(&spare) {
+        if !still_ours(&spare) {
             // Swept, or something else now stands at its name: not ours to remove.
             let _ = spare.file.into_temp_path().keep();
+        } else if spare.borrowed {
+            let _ = super::recycle::give_back_spare(spare.file);
         }
     }
 }
