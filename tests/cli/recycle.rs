@@ -21,6 +21,16 @@ fn kept(env: &Env) -> BTreeSet<u64> {
         .unwrap_or_default()
 }
 
+/// One turn of claude's: a presence saying `round N`, then `file` locked and unlocked (each
+/// replaces or removes records, so files are kept and taken).
+fn turn(env: &Env, round: usize, file: &str) {
+    env.agent("claude")
+        .args(["presence", ".", &format!("round {round}")])
+        .ok();
+    env.agent("claude").args(["lock", file]).ok();
+    env.agent("claude").args(["unlock", file]).ok();
+}
+
 fn ino(path: &Path) -> u64 {
     std::fs::symlink_metadata(path).unwrap().ino()
 }
@@ -88,11 +98,7 @@ fn nothing_planted_among_the_kept_files_is_used_followed_or_removed() {
         .unwrap();
     assert!(fifo.success());
     for round in 0..3 {
-        env.agent("claude")
-            .args(["presence", ".", &format!("round {round}")])
-            .ok();
-        env.agent("claude").args(["lock", "b.md"]).ok();
-        env.agent("claude").args(["unlock", "b.md"]).ok();
+        turn(&env, round, "b.md");
         env.agent("gemini").args(["lock", "b.md"]).ok();
         env.agent("gemini").args(["unlock", "b.md"]).ok();
     }
@@ -172,11 +178,7 @@ fn a_link_in_place_of_the_folder_of_kept_files_is_not_followed() {
     std::os::unix::fs::symlink(elsewhere.path(), env.path(".coord/recycled")).unwrap();
     env.write("a.md", "one\n");
     for round in 0..3 {
-        env.agent("claude")
-            .args(["presence", ".", &format!("round {round}")])
-            .ok();
-        env.agent("claude").args(["lock", "a.md"]).ok();
-        env.agent("claude").args(["unlock", "a.md"]).ok();
+        turn(&env, round, "a.md");
     }
     assert_eq!(
         std::fs::read_to_string(elsewhere.path().join("0")).unwrap(),
