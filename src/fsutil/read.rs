@@ -122,6 +122,25 @@ pub(super) fn read_open_capped(
     Ok(buf)
 }
 
+/// The last `cap` bytes of a regular file (all of it when it is no longer), without following a
+/// symlink or blocking on a FIFO, and whether anything was left out in front: for logs, whose
+/// newest part is what a reader wants.
+///
+/// # Errors
+///
+/// `NotFound` when it does not exist; `InvalidData` when it is not a regular file; any other
+/// open/read error as is.
+pub fn read_tail(path: &Path, cap: u64) -> io::Result<(Vec<u8>, bool)> {
+    use std::io::{Seek, SeekFrom};
+    let (mut file, meta) = open_nofollow(path, Access::Read)?;
+    let from = meta.len().saturating_sub(cap);
+    file.seek(SeekFrom::Start(from))?;
+    // What was appended since the `fstat` is read too, up to the cap.
+    let mut bytes = Vec::with_capacity(meta.len().min(cap) as usize);
+    file.take(cap).read_to_end(&mut bytes)?;
+    Ok((bytes, from > 0))
+}
+
 /// [`read_capped`] as text (invalid UTF-8 replaced), with the file's mtime.
 ///
 /// # Errors

@@ -19,7 +19,9 @@
 //!   on stderr (see [`take_warning`]).
 //! - **Bounded.** The log is rotated once it reaches half of `history_max_size` (default
 //!   8 MiB): it becomes `events.1.jsonl`, replacing the older generation, so the newest events
-//!   are kept and the two together stay under the bound. Events older than `history_max_age`
+//!   are kept and the two together stay under the bound. A log that was already past it (planted,
+//!   or a bound lowered since) is cut to its newest events first, the one being written among
+//!   them; a generation too large to read whole is read from its end. Events older than `history_max_age`
 //!   (default 30 days) are not shown, and are dropped by `coord prune`. Both are set in
 //!   `.coord/config` (`history_max_size: 2M`, `history_max_age: 7d`) or the environment
 //!   (`COORD_HISTORY_MAX_SIZE`, `COORD_HISTORY_MAX_AGE`); `COORD_HISTORY=off` turns it off.

@@ -67,10 +67,20 @@ fn parse_line(line: &[u8]) -> Option<Event> {
     serde_json::from_slice::<Event>(&line[start..]).ok()
 }
 
+/// The events of one generation: its newest `cap` bytes (one written by hand, or under a
+/// larger bound, may be longer; a line cut in front is left out).
 fn read_file(path: &Path, cap: u64) -> Vec<Event> {
-    fsutil::read_capped(path, cap)
-        .map(|b| parse_lines(&b))
-        .unwrap_or_default()
+    match fsutil::read_tail(path, cap) {
+        Ok((bytes, false)) => parse_lines(&bytes),
+        Ok((bytes, true)) => {
+            let whole = bytes
+                .iter()
+                .position(|b| *b == b'\n')
+                .map_or(0, |at| at + 1);
+            parse_lines(&bytes[whole..])
+        }
+        Err(_) => Vec::new(),
+    }
 }
 
 /// Every event kept, oldest first (both generations; events older than the age bound left out).
