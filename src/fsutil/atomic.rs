@@ -83,12 +83,19 @@ fn publish_via<T>(
     publish: impl Fn(NamedTempFile) -> io::Result<T>,
 ) -> Result<io::Result<T>> {
     // A file used before holds its old content past what `fill` writes: cut there.
-    let (first, used) = match super::spare::take() {
-        Some(spare) => spare,
+    let (first, used, elsewhere) = match super::spare::take() {
+        Some((spare, used)) => (spare, used, true),
         None => match super::recycle::take(path) {
-            Some(tmp) => (tmp, true),
-            None => (made_in(stage)?, false),
+            Some(tmp) => (tmp, true, true),
+            None => (made_in(stage)?, false, stage != parent_of(path)),
         },
+    };
+    // Made or kept in another folder: it must get what a file made beside `path` gets (the
+    // group of a setgid folder), or make way for one that does.
+    let (first, used) = if elsewhere && !super::fit_to_folder(first.as_file(), parent_of(path)) {
+        (made_in(parent_of(path))?, false)
+    } else {
+        (first, used)
     };
     let filled = fill(first)?;
     if used {

@@ -125,20 +125,28 @@ pub(crate) fn open_nofollow(path: &Path, access: Access) -> io::Result<(File, fs
 /// folder), whatever the umask of the user who made the entry; nothing elsewhere (a private
 /// folder keeps private files).
 pub(crate) fn shared_bits(dir: &Path, is_dir: bool) -> u32 {
+    fs::metadata(dir).map_or(0, |m| shared_bits_of(&m, is_dir))
+}
+
+/// [`shared_bits`] of the folder whose metadata is `m`.
+fn shared_bits_of(m: &fs::Metadata, is_dir: bool) -> u32 {
     use std::os::unix::fs::MetadataExt;
-    match fs::metadata(dir) {
-        Ok(m) if m.is_dir() && m.mode() & 0o2000 != 0 => {
-            m.mode() & if is_dir { 0o070 } else { 0o060 }
-        }
-        _ => 0,
+    if m.is_dir() && m.mode() & 0o2000 != 0 {
+        m.mode() & if is_dir { 0o070 } else { 0o060 }
+    } else {
+        0
     }
 }
 
 /// Give `file`, just created in `dir`, the bits the folder's sharing asks for (see
 /// [`shared_bits`]). Best effort: only bits are added, and only to a file this user owns.
 pub(crate) fn fit_file_mode(file: &File, dir: &Path) {
+    add_bits(file, shared_bits(dir, false));
+}
+
+/// Add the permission `bits` to `file` when it lacks them and this user owns it.
+fn add_bits(file: &File, bits: u32) {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let bits = shared_bits(dir, false);
     if bits == 0 {
         return;
     }
@@ -148,6 +156,32 @@ pub(crate) fn fit_file_mode(file: &File, dir: &Path) {
     {
         let _ = file.set_permissions(fs::Permissions::from_mode((m.mode() & 0o7777) | bits));
     }
+}
+
+/// Make `file`, this user's, made or kept in another folder (a spare, a file kept for reuse, a
+/// temporary file staged elsewhere), look like a file made now in `dir`, where it is about to
+/// be published: the group such a file gets (the folder's in a setgid folder, or wherever the
+/// system always gives the folder's; this process's elsewhere) and the bits the folder's
+/// sharing asks for. Returns `false` when its group cannot be made so (not a group this user
+/// may give): the caller makes a new file in `dir` instead.
+pub(crate) fn fit_to_folder(file: &File, dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(folder), Ok(m)) = (fs::metadata(dir), file.metadata()) else {
+        return false;
+    };
+    let setgid = folder.mode() & 0o2000 != 0;
+    let gid = if setgid || !cfg!(any(target_os = "linux", target_os = "android")) {
+        folder.gid()
+    } else {
+        rustix::process::getegid().as_raw()
+    };
+    if m.gid() != gid
+        && rustix::fs::fchown(file, None, Some(rustix::process::Gid::from_raw(gid))).is_err()
+    {
+        return false;
+    }
+    add_bits(file, shared_bits_of(&folder, false));
+    true
 }
 
 /// [`fit_file_mode`] for the folder `dir`, just created (never through a symlink).

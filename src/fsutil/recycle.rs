@@ -13,8 +13,9 @@
 //! of this process in `.coord/` (a rename has one winner: two processes never share a file),
 //! and used only when it is a regular file of this user with no other name, of at most 64 KiB
 //! (anything else planted there is left alone), that nobody holds a kernel lock on (a released
-//! lock file a waiter still has open); it gets the mode of a new file, and what it held is cut
-//! past the new content. The folder itself is never followed when it is a link. A process
+//! lock file a waiter still has open); it gets the mode of a new file, and the group one made
+//! in its new folder would get (a setgid folder's: see `fit_to_folder`; a file whose group
+//! cannot be given is not used), and what it held is cut past the new content. The folder itself is never followed when it is a link. A process
 //! killed between taking and publishing leaves a temporary file, swept like any other. Only for
 //! folders on a local filesystem (elsewhere every try is a round trip to the server), and only
 //! for files in the workspace that enabled it.

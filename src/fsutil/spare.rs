@@ -16,7 +16,9 @@
 //! server's spares are swept like any other leftover: made empty, or taken from the files kept
 //! for reuse ([`recycle`](super::recycle)), to which they go back unused. A spare is used only
 //! when it is still the file this process readied, as it was, and less than half an hour old
-//! (the sweep of other processes removes temporary files older than an hour).
+//! (the sweep of other processes removes temporary files older than an hour). Made in
+//! `.coord/`, it is given the group a file made beside its record would get (a setgid folder's)
+//! before it is published there, or left for a file made there.
 
 use std::fs;
 use std::os::unix::fs::MetadataExt;
