@@ -2,7 +2,7 @@
 //! active), online stamp-card sessions, unread messages, the open dialogue, open reviews, and the
 //! state files that could not be read. Reading only: building a status never writes a byte.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use serde::Serialize;
 
@@ -12,7 +12,7 @@ use crate::review::{self, rules::ReviewSummary};
 use crate::v3::handshake;
 use crate::v3::lock::{self, LockState};
 use crate::v3::message;
-use crate::v3::presence::{self, StateCache, Unreadable};
+use crate::v3::presence::{self, LockStatus, StateCache, Unreadable};
 use crate::v3::queue;
 use crate::v3::stamp::{self, RowStatus};
 use crate::v3::waits::{self, WaitEdge};
@@ -316,6 +316,64 @@ pub fn agent_view(p: &presence::Presence, now: &Timestamp) -> AgentView {
     }
 }
 
+/// Bring each agent's `lock_status` in line with what is on disk: `holding`, the agents with a
+/// lock or claim (in any state: a STALE one is held until it is taken over), and `waiting`,
+/// those with a live wait ticket. What the presence says stands when it is true; otherwise
+/// (its writer was killed while it waited or held, and its locks were taken over since) the
+/// view says `LOCKED` for an agent that holds something, `WAITING` for one that only waits,
+/// and `FREE` for one that does neither (its `current_file`, which named the file it held or
+/// waited for, then shows none). A presence without the field keeps none unless the agent
+/// holds or waits.
+pub fn settle_lock_status(
+    agents: &mut [AgentView],
+    holding: &HashSet<&str>,
+    waiting: &HashSet<&str>,
+) {
+    for a in agents {
+        let (holds, waits) = (
+            holding.contains(a.agent.as_str()),
+            waiting.contains(a.agent.as_str()),
+        );
+        let true_now = match a.lock_status.as_deref() {
+            Some(s) if s.eq_ignore_ascii_case(LockStatus::Locked.as_str()) => holds,
+            Some(s) if s.eq_ignore_ascii_case(LockStatus::Waiting.as_str()) => waits,
+            _ => !holds && !waits,
+        };
+        if true_now {
+            continue;
+        }
+        let now = if holds {
+            LockStatus::Locked
+        } else if waits {
+            LockStatus::Waiting
+        } else {
+            a.current_file = None;
+            LockStatus::Free
+        };
+        a.lock_status = Some(now.as_str().to_string());
+    }
+}
+
+/// [`settle_lock_status`] for a view that has judged the locks (`entries`) but not the claims
+/// or the queue: those are read here.
+pub fn settle_lock_status_of(
+    ws: &Workspace,
+    agents: &mut [AgentView],
+    entries: &[lock::LockEntry],
+    cache: &mut StateCache,
+    now: &Timestamp,
+) {
+    let claims = lock::claim::judged(ws.root(), cache, now);
+    let waiters = queue::waiters(ws.root());
+    let holding: HashSet<&str> = entries
+        .iter()
+        .chain(claims.iter())
+        .map(|e| e.agent.as_str())
+        .collect();
+    let waiting: HashSet<&str> = waiters.iter().map(|w| w.agent.as_str()).collect();
+    settle_lock_status(agents, &holding, &waiting);
+}
+
 /// The locks an agent's presence lists in a work tree that is gone (`git worktree remove` while
 /// it held them): shown STALE, never silently dropped.
 fn gone_tree_locks(presences: &[presence::Presence], now: &Timestamp) -> Vec<LockView> {
@@ -482,6 +540,13 @@ pub fn collect(ws: &Workspace) -> Status {
     );
     unreadable.extend(bad_messages);
     let mut agents: Vec<AgentView> = presences.iter().map(|p| agent_view(p, &now)).collect();
+    let holding: HashSet<&str> = locks
+        .iter()
+        .map(|l| l.agent.as_str())
+        .chain(claims.iter().map(|c| c.agent.as_str()))
+        .collect();
+    let waiting: HashSet<&str> = waiters.iter().map(|w| w.agent.as_str()).collect();
+    settle_lock_status(&mut agents, &holding, &waiting);
     crate::history::mark_needs_user(ws.root(), &mut agents);
     let trees = crate::worktree::trees(ws.root());
     for a in &mut agents {

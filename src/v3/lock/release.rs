@@ -135,6 +135,9 @@ pub fn release(
             ours.push((target.rel.clone(), mine.lock_path.clone()));
             ReleaseOutcome::Released
         } else if entries.is_empty() {
+            // No lock file in any work tree: an entry of ours left for it (its lock file
+            // removed by hand, or never published by a process killed in between) goes.
+            index::forget(ws.root(), &target.rel, agent.id());
             ReleaseOutcome::NotLocked
         } else if let Some(held) = entries
             .iter()
@@ -326,11 +329,8 @@ fn remove_ours(ws: &Workspace, agent: &AgentId, ours: &[(String, PathBuf)]) -> R
             let _ = after_release(ws, agent, &HashSet::new());
             return Err(e);
         }
-        // Its entry in the index goes once the lock file is gone (a lock made by hand under
-        // another spelling, `FILE.lock.Claude`, has none of its own).
-        if *path == layout::lock_file(&ws.root().join(rel), agent.id()) {
-            index::forget(ws.root(), rel, agent.id());
-        }
+        // Its entry in the index goes once the lock file is gone, from whichever work tree.
+        index::forget_removed(ws.root(), rel, agent.id(), path);
     }
     match written {
         // Releasing needs no space: with the lock files gone (and their room freed), the
