@@ -234,7 +234,7 @@ impl Workspace {
         fsutil::sweep_temps(&layout::state_dir(&self.root));
         // `.coord/queue/` and its queue folders (only folders: a symlink there is not entered),
         // in one listing.
-        if let Ok(entries) = fs::read_dir(&queue) {
+        if let Ok(entries) = crate::fsutil::read_dir(&queue) {
             for entry in entries.flatten() {
                 if entry.file_type().is_ok_and(|t| t.is_dir()) {
                     fsutil::sweep_temps(&entry.path());

@@ -297,7 +297,7 @@ fn changed_lately(stat: &Stat) -> bool {
 fn read_linked(common: &Path) -> Vec<Linked> {
     let mut found = Vec::new();
     let mut real = RealPaths::default();
-    let Ok(entries) = fs::read_dir(common.join("worktrees")) else {
+    let Ok(entries) = crate::fsutil::read_dir(common.join("worktrees")) else {
         return found;
     };
     for entry in entries.flatten() {

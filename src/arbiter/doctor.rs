@@ -184,7 +184,7 @@ pub fn is_conflict_copy(name: &str) -> bool {
 fn conflict_copies(root: &Path) -> Vec<String> {
     let mut found = Vec::new();
     for dir in [root.to_path_buf(), layout::state_dir(root)] {
-        let Ok(entries) = fs::read_dir(&dir) else {
+        let Ok(entries) = crate::fsutil::read_dir(&dir) else {
             continue;
         };
         for e in entries.flatten() {

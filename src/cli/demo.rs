@@ -54,7 +54,7 @@ fn demo_dir(ctx: &Ctx) -> anyhow::Result<PathBuf> {
         Some(d) => {
             let d = ctx.cwd().join(d);
             fsutil::ensure_dir(&d)?;
-            let busy = std::fs::read_dir(&d)
+            let busy = coord::fsutil::read_dir(&d)
                 .with_context(|| format!("cannot read {}", d.display()))?
                 .next()
                 .is_some();

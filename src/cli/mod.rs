@@ -339,7 +339,14 @@ pub fn run() -> ExitCode {
     coord::wait::settle();
     // Temporary files made ahead of need and not used, and replaced content left for later.
     coord::fsutil::discard_spares();
-    if let Some(warning) = coord::history::take_warning() {
+    let history = coord::history::take_warning();
+    if let Some(warning) = &history {
+        output::diag(&format!("warning: {warning}"));
+    }
+    // Said once: the history's warning may be about the same link.
+    if let Some((link, warning)) = coord::fsutil::take_link_warning()
+        && !history.is_some_and(|h| h.contains(&*link.to_string_lossy()))
+    {
         output::diag(&format!("warning: {warning}"));
     }
     match result {

@@ -305,6 +305,17 @@ impl Error {
                 ))
             }
             Error::Io { path, source, .. }
+                if source.kind() == io::ErrorKind::InvalidData
+                    && crate::fsutil::linked_state_folder(path, true).is_some() =>
+            {
+                crate::fsutil::linked_state_folder(path, true).map(|link| {
+                    format!(
+                        "remove the symlink `{}`: coord makes its own folder there again",
+                        link.display()
+                    )
+                })
+            }
+            Error::Io { path, source, .. }
                 if matches!(
                     source.kind(),
                     io::ErrorKind::InvalidData

@@ -19,6 +19,7 @@ use crate::{host, layout};
 ///
 /// Any error creating the file.
 pub fn temp_in(dir: &Path) -> io::Result<NamedTempFile> {
+    super::read::refuse_linked(dir, true)?;
     // The error of `tempfile` names the temporary file (`… at path ".coord-….tmp"`), which means
     // nothing to the user: keep only the system's error, the caller names the file.
     let tmp = temp_builder().tempfile_in(dir).map_err(bare)?;

@@ -7,7 +7,10 @@
 //!   into place. [`create_new`] never replaces anything; [`replace`] replaces atomically;
 //!   [`replace_durable`] also fsyncs the file and the folder (for content that matters).
 //! - Creating or replacing never follows a symlink: `rename` replaces a link itself, and the
-//!   temporary file is created with `O_EXCL`.
+//!   temporary file is created with `O_EXCL`. Nor does any open, creation, link, rename,
+//!   removal or listing under a `.coord/` folder go through a symlink planted in place of one of
+//!   coord's folders there (`.coord/history`, `.coord/queue/q-…`, …): it is refused, naming the
+//!   link, and the command says so once ([`take_link_warning`]).
 //! - Reads of state files are capped in size, never follow a symlink, never block on a FIFO,
 //!   and refuse anything but a regular file.
 //! - Appends ([`append_line`]) are one `write(2)` of a whole line on an `O_APPEND` descriptor,
@@ -59,9 +62,10 @@ pub use mutex::{
     mutex_kept_open, mutex_patience,
 };
 pub use read::{
-    RECORD_CAP, Stat, for_each_entry, for_each_name, linked_ancestor, list_names, mtime,
-    ns_since_epoch, open_regular_nofollow, read_capped, read_capped_with_mtime, read_tail,
-    read_text_capped, real_entry, refresh_attributes, same_regular_files,
+    RECORD_CAP, Stat, for_each_entry, for_each_name, linked_ancestor, linked_state_folder,
+    list_names, mtime, ns_since_epoch, open_regular_nofollow, read_capped, read_capped_with_mtime,
+    read_dir, read_tail, read_text_capped, real_entry, refresh_attributes, refuse_linked,
+    same_regular_files, take_link_warning,
 };
 pub use recycle::{learn_umask, recycle_in};
 pub use spare::{discard_spares, keep_spares, keep_spares_at_least, tidy};
@@ -83,7 +87,8 @@ pub(crate) enum Access {
 }
 
 /// Open the regular file at `path` the one way coord opens files: never through a symlink
-/// (`O_NOFOLLOW`, said as "is a symlink (not followed)"), never waiting on a FIFO
+/// (`O_NOFOLLOW`, said as "is a symlink (not followed)"; nor through one in place of one of
+/// coord's folders, see [`linked_state_folder`]), never waiting on a FIFO
 /// (`O_NONBLOCK`), never taking a controlling terminal (`O_NOCTTY`); anything but a regular file
 /// is refused ("is not a regular file"). Returns the file and its metadata (`fstat` of the open
 /// file).
@@ -92,6 +97,7 @@ pub(crate) enum Access {
 ///
 /// `InvalidData` for a symlink or anything but a regular file; any other open error as is.
 pub(crate) fn open_nofollow(path: &Path, access: Access) -> io::Result<(File, fs::Metadata)> {
+    read::refuse_linked(path, false)?;
     let mut options = OpenOptions::new();
     match access {
         Access::Read => options.read(true),

@@ -1,11 +1,15 @@
 //! The bare system calls, `io::Error` as is, for protocols that tell errors apart themselves
 //! (the NFS-safe lease of `arbiter::lease`, the aside-move of a stale lock): nothing here names
 //! a path in its error; only `EBUSY` on a network filesystem is tried again ([`while_busy`]).
+//! None goes through a symlink in place of one of coord's folders (`InvalidData`: see
+//! [`linked_state_folder`](super::linked_state_folder)).
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+
+use super::read::refuse_linked;
 
 /// `link(2)`: `to` names the file at `from`; fails when `to` exists, never replaces.
 ///
@@ -13,6 +17,8 @@ use std::path::Path;
 ///
 /// The system's error.
 pub fn hard_link(from: &Path, to: &Path) -> io::Result<()> {
+    refuse_linked(from, false)?;
+    refuse_linked(to, false)?;
     fs::hard_link(from, to)
 }
 
@@ -22,6 +28,8 @@ pub fn hard_link(from: &Path, to: &Path) -> io::Result<()> {
 ///
 /// The system's error.
 pub fn rename(from: &Path, to: &Path) -> io::Result<()> {
+    refuse_linked(from, false)?;
+    refuse_linked(to, false)?;
     while_busy(|| fs::rename(from, to))
 }
 
@@ -31,6 +39,7 @@ pub fn rename(from: &Path, to: &Path) -> io::Result<()> {
 ///
 /// The system's error.
 pub fn remove_file(path: &Path) -> io::Result<()> {
+    refuse_linked(path, false)?;
     while_busy(|| fs::remove_file(path))
 }
 
@@ -40,6 +49,7 @@ pub fn remove_file(path: &Path) -> io::Result<()> {
 ///
 /// The system's error.
 pub fn create_dir(dir: &Path) -> io::Result<()> {
+    refuse_linked(dir, false)?;
     fs::create_dir(dir)?;
     super::fit_dir_mode(dir);
     Ok(())
@@ -48,7 +58,7 @@ pub fn create_dir(dir: &Path) -> io::Result<()> {
 /// Remove the folder `dir` when it is empty. Returns whether it was removed; any failure (not
 /// empty, gone, not a folder) reads as `false`.
 pub fn remove_empty_dir(dir: &Path) -> bool {
-    fs::remove_dir(dir).is_ok()
+    refuse_linked(dir, false).is_ok() && fs::remove_dir(dir).is_ok()
 }
 
 /// Create `path` with `O_EXCL` (never through a symlink) holding `bytes`, for filesystems
@@ -58,6 +68,7 @@ pub fn remove_empty_dir(dir: &Path) -> bool {
 ///
 /// The system's error.
 pub fn create_exclusive(path: &Path, bytes: &[u8]) -> io::Result<bool> {
+    refuse_linked(path, false)?;
     match OpenOptions::new()
         .write(true)
         .create_new(true)

@@ -246,6 +246,86 @@ pub fn linked_ancestor(path: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
+/// The first of coord's own folders on the way to `path` that is a symlink: a folder below a
+/// `.coord/` folder (`.coord/history`, `.coord/queue/q-…`, `.coord/messages/read/<agent>`, …),
+/// `path` itself included when `with_self`. `None` at once, with no system call, for a path
+/// that does not lie below a `.coord/` folder; otherwise one `lstat` per folder between it and
+/// `path`. When several are links, the one nearest to `.coord/` is named.
+///
+/// Why: `O_NOFOLLOW` guards only a path's last component. A link planted in place of one of
+/// coord's folders would lead every record written there (the history, the index of locks, wait
+/// tickets, messages) outside the workspace, and every listing of it (removals of what looks
+/// left over included) to a folder of someone else's choosing.
+pub fn linked_state_folder(path: &Path, with_self: bool) -> Option<PathBuf> {
+    let state = std::ffi::OsStr::new(crate::layout::STATE_DIR);
+    let start = if with_self { path } else { path.parent()? };
+    let below = start
+        .ancestors()
+        .take_while(|a| a.file_name() != Some(state))
+        .count();
+    // No `.coord` among the ancestors: the walk reached the top.
+    start.ancestors().nth(below)?;
+    start
+        .ancestors()
+        .take(below)
+        .filter(|a| fs::symlink_metadata(a).is_ok_and(|m| m.is_symlink()))
+        .last()
+        .map(Path::to_path_buf)
+}
+
+/// Refuse a path that [`linked_state_folder`] finds a symlink on the way to: `InvalidData`,
+/// naming the link, noted for the command to say once ([`take_link_warning`]).
+///
+/// # Errors
+///
+/// As said.
+pub fn refuse_linked(path: &Path, with_self: bool) -> io::Result<()> {
+    match linked_state_folder(path, with_self) {
+        None => Ok(()),
+        Some(link) => {
+            let why = format!(
+                "`{}` is a symlink in place of coord's folder (not followed)",
+                link.display()
+            );
+            let mut noted = LINK_WARNING.lock().unwrap_or_else(|e| e.into_inner());
+            if noted.is_none() {
+                *noted = Some((
+                    link,
+                    format!(
+                        "{why}: nothing was read or written through it, and what belongs there was left out; remove it, and coord makes the folder again"
+                    ),
+                ));
+            }
+            Err(io::Error::new(io::ErrorKind::InvalidData, why))
+        }
+    }
+}
+
+/// The first symlink met in place of one of coord's folders, and what to say about it.
+static LINK_WARNING: std::sync::Mutex<Option<(PathBuf, String)>> = std::sync::Mutex::new(None);
+
+/// The first symlink met in place of one of coord's folders (and not followed), and what to
+/// say about it, once: the command may have gone on without what it would have read or written
+/// there (its history, say).
+pub fn take_link_warning() -> Option<(PathBuf, String)> {
+    LINK_WARNING
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+}
+
+/// [`fs::read_dir`] of one of coord's folders, refused (`InvalidData`) when it or a folder on
+/// the way to it below `.coord/` is a symlink (see [`linked_state_folder`]).
+///
+/// # Errors
+///
+/// As [`fs::read_dir`], and as said.
+pub fn read_dir(dir: impl AsRef<Path>) -> io::Result<fs::ReadDir> {
+    let dir = dir.as_ref();
+    refuse_linked(dir, true)?;
+    fs::read_dir(dir)
+}
+
 /// The names in folder `dir` (`.` and `..` left out), in the order the folder lists them: an
 /// open, the listing and a close, without the `fstat` that `fs::read_dir` adds. For folders
 /// listed by name only, many per command (the file's folder in each other work tree).
@@ -282,6 +362,7 @@ pub fn for_each_name(dir: &Path, mut each: impl FnMut(&[u8])) -> io::Result<()> 
 /// As [`list_names`].
 pub fn for_each_entry(dir: &Path, mut each: impl FnMut(&[u8], Option<bool>)) -> io::Result<()> {
     use rustix::fs::{Dir, FileType, Mode, OFlags};
+    refuse_linked(dir, true)?;
     let fd = rustix::fs::open(
         dir,
         OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,

@@ -85,6 +85,7 @@ fn new_file_mode(dir: &Path) -> Option<u32> {
 fn dir_is_real(pool: &Pool) -> bool {
     static REAL: OnceLock<bool> = OnceLock::new();
     *REAL.get_or_init(|| match fs::symlink_metadata(&pool.dir) {
+        Ok(m) if m.is_symlink() => super::refuse_linked(&pool.dir, true).is_ok(),
         Ok(m) => m.is_dir(),
         Err(e) => e.kind() == io::ErrorKind::NotFound,
     })

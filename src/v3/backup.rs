@@ -167,7 +167,7 @@ fn keep_as(bak: &Path, path: &Path, dir: &Path) -> io::Result<()> {
 
 /// The generations stored in `dir`, oldest first.
 fn stored(dir: &Path) -> Vec<(u64, PathBuf)> {
-    let mut seqs: Vec<(u64, PathBuf)> = fs::read_dir(dir)
+    let mut seqs: Vec<(u64, PathBuf)> = crate::fsutil::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()
@@ -217,7 +217,7 @@ pub fn generations(root: &Path, target: &Target) -> Result<Vec<Generation>> {
     let dir = layout::backup_generations(root, &target.abs);
     match fs::symlink_metadata(&dir) {
         Ok(m) if m.is_dir() => {
-            fs::read_dir(&dir).at("read", &dir)?;
+            crate::fsutil::read_dir(&dir).at("read", &dir)?;
         }
         _ => return Ok(all),
     }

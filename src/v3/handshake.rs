@@ -23,7 +23,6 @@
 //! is read as local time, a block without a valid `to` is skipped, and the file's name — not
 //! its `from:` line — says whose it is.
 
-use std::fs;
 use std::path::Path;
 
 use serde::Serialize;
@@ -171,7 +170,7 @@ pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Vec<Block>>, Un
 pub fn scan(root: &Path) -> (Vec<Block>, Vec<Unreadable>) {
     let mut blocks = Vec::new();
     let mut bad = Vec::new();
-    if let Ok(entries) = fs::read_dir(layout::shared_root(root)) {
+    if let Ok(entries) = crate::fsutil::read_dir(layout::shared_root(root)) {
         for entry in entries.flatten() {
             let name = entry.file_name();
             let Some(id) = name.to_str().and_then(layout::handshake_agent) else {

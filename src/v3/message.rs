@@ -256,7 +256,7 @@ pub fn try_scan(root: &Path) -> Result<(Vec<Message>, Vec<Unreadable>)> {
     let dir = layout::messages_dir(root);
     let mut found = Vec::new();
     let mut skipped = Vec::new();
-    let entries = match fs::read_dir(&dir) {
+    let entries = match crate::fsutil::read_dir(&dir) {
         Ok(entries) => entries,
         // A folder that is there but cannot be listed is an error; anything else standing
         // there (gone, a file, a FIFO) holds no message (commands that write say what it is).
@@ -300,7 +300,7 @@ fn read_one(path: &Path, id: &str) -> std::result::Result<Message, String> {
 
 /// The ids `agent` has read.
 fn read_marks(root: &Path, agent: &str) -> std::collections::HashSet<String> {
-    fs::read_dir(layout::read_marks_dir(root, agent))
+    crate::fsutil::read_dir(layout::read_marks_dir(root, agent))
         .map(|entries| {
             entries
                 .flatten()

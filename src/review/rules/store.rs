@@ -216,7 +216,7 @@ pub fn open_reviews(ws: &Workspace) -> (Vec<ReviewSummary>, Vec<Unreadable>) {
     let reviews = Reviews::default_for(ws);
     let mut found = Vec::new();
     let mut bad = Vec::new();
-    let Ok(entries) = std::fs::read_dir(reviews.active_dir()) else {
+    let Ok(entries) = crate::fsutil::read_dir(reviews.active_dir()) else {
         return (found, bad);
     };
     let mut names: Vec<String> = entries

@@ -76,7 +76,7 @@ pub(super) fn forget_removed(root: &Path, rel: &str, agent: &str, lock_path: &Pa
 /// Every entry: (the locked file relative to the root, the agent), unverified, in no order.
 pub(super) fn entries(root: &Path) -> Vec<(String, String)> {
     let dir = layout::held_dir(root);
-    let Ok(list) = fs::read_dir(&dir) else {
+    let Ok(list) = crate::fsutil::read_dir(&dir) else {
         return Vec::new();
     };
     list.flatten()

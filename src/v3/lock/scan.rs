@@ -107,7 +107,7 @@ pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Ve
     for (dir, bases) in &folders {
         #[cfg(test)]
         LISTINGS.with(|n| n.set(n.get() + 1));
-        let entries = fs::read_dir(dir).at("list", dir)?;
+        let entries = crate::fsutil::read_dir(dir).at("list", dir)?;
         for entry in entries {
             let entry = entry.at("list", dir)?;
             let name = entry.file_name();

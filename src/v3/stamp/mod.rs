@@ -218,7 +218,7 @@ pub fn scan(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
     let dir = layout::partners_dir(root);
     let mut rows = Vec::new();
     let mut bad = Vec::new();
-    let Ok(entries) = fs::read_dir(&dir) else {
+    let Ok(entries) = crate::fsutil::read_dir(&dir) else {
         return (rows, bad);
     };
     for entry in entries.flatten() {
@@ -269,7 +269,18 @@ fn set_entry(root: &Path, row: &Row) -> Result<()> {
 /// Whether the card has its index of open rows: a real folder (anything else in its place is
 /// not followed nor written, and the card is read whole).
 fn has_index(root: &Path) -> bool {
-    fs::symlink_metadata(layout::partners_open_dir(root)).is_ok_and(|m| m.is_dir())
+    let dir = layout::partners_open_dir(root);
+    match fs::symlink_metadata(&dir) {
+        Ok(m) if m.is_dir() => true,
+        Ok(m) => {
+            if m.is_symlink() {
+                // Said once by the command.
+                let _ = fsutil::refuse_linked(&dir, true);
+            }
+            false
+        }
+        Err(_) => false,
+    }
 }
 
 /// The rows not clocked out (`online` or `crashed`), by id, read without reading the card's
