@@ -273,6 +273,26 @@ fn not_of_group(dir: &std::path::Path, gid: u32) -> Vec<String> {
         .collect()
 }
 
+/// `rounds` turns of ann and bo replacing and removing records: presences, locks and backups
+/// (in the root and in `team/`), a `coord run`'s lock, a message, a handshake.
+fn publish_rounds(env: &Env, rounds: usize) {
+    for round in 0..rounds {
+        for agent in ["ann", "bo"] {
+            env.agent(agent)
+                .args(["presence", ".", &format!("round {round}")])
+                .ok();
+            env.agent(agent).args(["lock", "b.md", "team/a.md"]).ok();
+            env.agent(agent).args(["unlock", "b.md"]).ok();
+            env.agent(agent)
+                .args(["run", "team/c.md", "--", "true"])
+                .ok();
+            env.agent(agent).args(["unlock"]).ok();
+        }
+        env.agent("ann").args(["msg", "send", "bo", "hi"]).ok();
+        env.agent("bo").args(["handshake"]).ok();
+    }
+}
+
 /// #45: in a group-shared (setgid) folder, every file coord publishes (presence, handshake,
 /// lock, backup, message) gets the folder's group, as a new file does, however many times
 /// records are replaced and removed: a file coord made earlier elsewhere and reuses (one kept
@@ -288,16 +308,7 @@ fn every_file_published_in_a_group_shared_folder_gets_its_group() {
     env.write("team/a.md", "a\n");
     env.write("b.md", "b\n");
     // Before the folder is shared: records made and replaced under root's own group.
-    for round in 0..6 {
-        for agent in ["ann", "bo"] {
-            env.agent(agent)
-                .args(["presence", ".", &format!("round {round}")])
-                .ok();
-            env.agent(agent).args(["lock", "b.md", "team/a.md"]).ok();
-            env.agent(agent).args(["unlock"]).ok();
-        }
-        env.agent("ann").args(["msg", "send", "bo", "hi"]).ok();
-    }
+    publish_rounds(&env, 6);
     for entry in std::fs::read_dir(env.root()).unwrap().flatten() {
         if entry.file_type().unwrap().is_file() {
             std::fs::remove_file(entry.path()).unwrap();
@@ -314,21 +325,7 @@ fn every_file_published_in_a_group_shared_folder_gets_its_group() {
     }
     env.write("team/a.md", "a\n");
     env.write("b.md", "b\n");
-    for round in 0..12 {
-        for agent in ["ann", "bo"] {
-            env.agent(agent)
-                .args(["presence", ".", &format!("shared {round}")])
-                .ok();
-            env.agent(agent).args(["lock", "b.md", "team/a.md"]).ok();
-            env.agent(agent).args(["unlock", "b.md"]).ok();
-            env.agent(agent)
-                .args(["run", "team/c.md", "--", "true"])
-                .ok();
-            env.agent(agent).args(["unlock"]).ok();
-        }
-        env.agent("ann").args(["msg", "send", "bo", "hi"]).ok();
-        env.agent("bo").args(["handshake"]).ok();
-    }
+    publish_rounds(&env, 12);
     // One still held, one waited for: their records stand.
     env.agent("ann").args(["lock", "team/a.md"]).ok();
     env.agent("bo")
