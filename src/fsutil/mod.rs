@@ -59,9 +59,10 @@ pub use mutex::{
     mutex_kept_open, mutex_patience,
 };
 pub use read::{
-    RECORD_CAP, Stat, for_each_entry, for_each_name, linked_ancestor, list_names, mtime,
-    ns_since_epoch, open_regular_nofollow, read_capped, read_capped_with_mtime, read_text_capped,
-    real_entry, refresh_attributes, same_regular_files,
+    RECORD_CAP, Stat, for_each_entry, for_each_name, forget_cached_pages, linked_ancestor,
+    list_names, mtime, ns_since_epoch, open_regular_nofollow, read_capped, read_capped_with_meta,
+    read_capped_with_mtime, read_past_cache, read_text_capped, real_entry, refresh_attributes,
+    same_regular_files,
 };
 pub use recycle::{learn_umask, recycle_in};
 pub use spare::{discard_spares, keep_spares, keep_spares_at_least, tidy};
