@@ -46,7 +46,7 @@ pub use append::{
     append_line_durable_numbered, append_line_rotating, finish_append, finish_appends, sync_file,
 };
 pub use atomic::{
-    copy_replace, copy_to_temp, create_new, create_new_held, persist, persist_durable,
+    copy_replace, copy_to_temp, create_new, create_new_held, persist, persist_durable, persist_new,
     rename_without_exchange, replace, replace_durable, replace_staged, replace_staged_held, spool,
     temp_in,
 };

@@ -297,10 +297,15 @@ fn an_rclone_mount_is_refused_with_the_reason() {
             .any(|w| w.as_str().unwrap().contains("no arbitration")),
         "{doc}"
     );
+    // #45 item 11: `msg send` failed on a raw EIO, leaving `.coord/messages/`; `shutdown` and
+    // `unlock` (all) walked the tree first, leaving `.coord/folders`, then refused.
     for args in [
         &["-a", "alice", "lock", "F"][..],
         &["-a", "alice", "lock", "F", "--no-wait"],
         &["-a", "alice", "run", "F", "--", "true"],
+        &["-a", "alice", "msg", "send", "bob", "hello"],
+        &["-a", "alice", "shutdown"],
+        &["-a", "alice", "unlock"],
     ] {
         let (code, stdout, stderr) = coord(args);
         assert_eq!(code, Some(1), "{args:?}: {stdout}{stderr}");
@@ -321,6 +326,9 @@ fn an_rclone_mount_is_refused_with_the_reason() {
         !names.iter().any(|n| n.contains(".lock.")),
         "a lock file was left: {names:?}"
     );
+    for left in [".coord/messages", ".coord/folders"] {
+        assert!(!mnt.join(left).exists(), "{left} was left");
+    }
 }
 
 /// A private Samba on 127.0.0.1:445 and two smbnetfs mounts of its share; torn down on drop.
@@ -555,6 +563,62 @@ fn coord_runs_on_smb_through_smbnetfs_and_excludes_across_mounts() {
             let name = e.file_name().to_string_lossy().into_owned();
             if name.ends_with(".tmp") || name.contains(".lock.") {
                 left.push(name);
+            }
+        }
+    }
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// Issue #45 item 11: on SMB through smbnetfs (no hard links, no `RENAME_NOREPLACE`), each
+/// backup that replaced a different `FILE.bak` left a `.coord-*.tmp` in `.coord/backups/FILE/`
+/// and kept no older generation. Now the generations are kept (the name taken by an exclusive
+/// create, the copy renamed over it) and nothing is left behind.
+#[test]
+fn backup_generations_are_kept_on_smb_and_nothing_is_left_behind() {
+    let Some(smb) = SmbMounts::new() else {
+        return;
+    };
+    let ws = smb.real().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(ws.join("F"), "0\n").unwrap();
+    let coord = |n: u8, args: &[&str]| {
+        let out = Command::new(crate::support::coord_bin())
+            .current_dir(smb.share(n).join("ws"))
+            .args(args)
+            .env_remove("COORD_ARBITRATION")
+            .env_remove("COORD_DIR")
+            .env_remove("COORD_AGENT")
+            .output()
+            .unwrap();
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{args:?}: {text}");
+        text
+    };
+    for round in 1..=2 {
+        for (n, agent) in [(1, "alice"), (2, "bob")] {
+            coord(n, &["-a", agent, "lock", "F"]);
+            std::fs::write(ws.join("F"), format!("{agent} {round}\n")).unwrap();
+            coord(n, &["-a", agent, "unlock", "F"]);
+        }
+    }
+    let list = coord(1, &["restore", "F", "--list"]);
+    let kept: Vec<&str> = list
+        .lines()
+        .filter(|l| l.contains(".coord/backups/F/"))
+        .collect();
+    assert_eq!(kept.len(), 3, "older generations kept: {list}");
+    let mut left = Vec::new();
+    let mut dirs = vec![ws.clone()];
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                dirs.push(e.path());
+            } else if e.file_name().to_string_lossy().ends_with(".tmp") {
+                left.push(e.path());
             }
         }
     }

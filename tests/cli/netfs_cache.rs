@@ -1,6 +1,7 @@
-//! A shared folder through mounts that keep a file's contents across opens (FUSE
-//! `kernel_cache`): two sshfs mounts of one folder, served by a private sshd on 127.0.0.1. A
-//! lock record is judged by what the file server holds, never by what one mount cached.
+//! A shared folder through mounts that cache what the server holds: two sshfs mounts of one
+//! folder, served by a private sshd on 127.0.0.1, that keep a file's contents across opens
+//! (FUSE `kernel_cache`) or remember names as absent (`negative_timeout`, as NFS clients do).
+//! A lock record is judged by what the file server holds, never by what one mount cached.
 
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
@@ -8,8 +9,8 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use crate::support::coord_bin;
 
-/// A private sshd serving `real/`, mounted twice with sshfs (`-o kernel_cache`); torn down on
-/// drop.
+/// A private sshd serving `real/`, mounted twice with sshfs with one cache option; torn down
+/// on drop.
 struct CachedMounts {
     dir: tempfile::TempDir,
     sshd: Option<u32>,
@@ -17,8 +18,9 @@ struct CachedMounts {
 }
 
 impl CachedMounts {
-    /// Serve `real/` and mount it at `m1/` and `m2/`, or say why not.
-    fn new() -> Option<CachedMounts> {
+    /// Serve `real/` and mount it at `m1/` and `m2/` with the sshfs option `cache`, or say why
+    /// not.
+    fn new(cache: &str) -> Option<CachedMounts> {
         if !crate::rigs::is_root() {
             eprintln!("skipped: the sshfs mounts need root (a private sshd)");
             return None;
@@ -118,7 +120,7 @@ impl CachedMounts {
                     "-o",
                     "LogLevel=ERROR",
                     "-o",
-                    "kernel_cache",
+                    cache,
                 ])
                 .status()
                 .is_ok_and(|s| s.success());
@@ -211,7 +213,7 @@ fn text(out: &Output) -> String {
 /// the re-taken lock is seen as it is, live, and refused.
 #[test]
 fn a_lock_retaken_within_the_second_is_not_taken_over_through_a_cached_mount() {
-    let Some(mounts) = CachedMounts::new() else {
+    let Some(mounts) = CachedMounts::new("kernel_cache") else {
         return;
     };
     // A round shows the defect only when both records are stamped within one second (sshfs's
@@ -277,4 +279,38 @@ fn a_lock_retaken_within_the_second_is_not_taken_over_through_a_cached_mount() {
             "note: no round re-took the lock within one second (a slow machine): the rounds showed nothing"
         );
     }
+}
+
+/// Issue #45 item 11: through a mount that remembers a name as absent (`negative_timeout`, as
+/// NFS's `lookupcache=all`), a lock made on the other mount is found by the exclusive create
+/// that the server answers, but could not be read: a waiter refused was told "held since an
+/// unknown time". The name is read again once the failed create made the mount forget it, and
+/// the refusal says since when.
+#[test]
+fn a_lock_behind_a_negative_lookup_cache_is_refused_saying_since_when() {
+    let Some(mounts) = CachedMounts::new("negative_timeout=20") else {
+        return;
+    };
+    std::fs::create_dir(mounts.real("ws")).unwrap();
+    std::fs::write(mounts.real("ws").join("W.txt"), "x\n").unwrap();
+    let (a, b) = (mounts.ws(1, "ws"), mounts.ws(2, "ws"));
+    // B looks up the lock's name before it exists: its kernel remembers it as absent.
+    assert!(!b.join("W.txt.lock.holder").exists());
+    let out = coord(&a, "holder", &["lock", "W.txt"]).output().unwrap();
+    assert!(out.status.success(), "{}", text(&out));
+    let since = locked_at(&mounts.real("ws").join("W.txt.lock.holder"));
+    let out = coord(&b, "other", &["lock", "W.txt", "--no-wait"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3), "{}", text(&out));
+    // As the record gives it (its own offset).
+    let hh_mm = chrono::DateTime::parse_from_rfc3339(&since)
+        .unwrap()
+        .format("%H:%M")
+        .to_string();
+    assert!(
+        text(&out).contains(&format!("held by holder since {hh_mm}")),
+        "{}",
+        text(&out)
+    );
 }

@@ -192,7 +192,8 @@ race() { # label, mount A, mount B, with_coord (1/0), lost updates fail (1/0, de
 # --- a negative lookup cache -----------------------------------------------------------------
 # B's kernel remembers W.txt.lock.holder as absent (it looked before A made it); A locks W.txt;
 # B's listing shows A's lock file, but B's open of it is answered "not found" by the cache. B
-# must not judge the lock gone: `lock --no-wait` exits 3 and one lock file stands.
+# must not judge the lock gone: `lock --no-wait` exits 3, saying since when A holds it, and one
+# lock file stands.
 negative_cache() { # mount A, mount B
     local ma=$1 mb=$2 code n
     new_ws; echo x >"$real/$ws/W.txt"
@@ -202,8 +203,11 @@ negative_cache() { # mount A, mount B
     (cd "$mb/$ws" && COORD_AGENT=other "$COORD" -q lock --no-wait W.txt 2>"$work/out/neg.err")
     code=$?
     n=$(ls "$real/$ws" | grep -c '^W\.txt\.lock\.')
-    echo "| negative lookup cache (\`negative_timeout=20\`) | B exits $code | $n lock file(s) |"
+    echo "| negative lookup cache (\`negative_timeout=20\`) | B exits $code | $n lock file(s) | $(head -1 "$work/out/neg.err") |"
     [ "$code" = 3 ] || { fail "negative cache: B's lock --no-wait exited $code, not 3"; cat "$work/out/neg.err" >&2; }
+    # The lock found on the server is read again once the failed create made B's kernel forget
+    # the name: B is told since when (it was told "since an unknown time").
+    grep -q 'unknown time' "$work/out/neg.err" && fail "negative cache: B was not told since when: $(head -1 "$work/out/neg.err")"
     [ "$n" = 1 ] || fail "negative cache: $n lock files on W.txt"
 }
 

@@ -67,6 +67,8 @@ pub fn release(
     targets: Option<&[Target]>,
     force: bool,
 ) -> Result<Vec<Release>> {
+    // Refused before the walk below, which may keep what it entered in `.coord/`.
+    ws.require_arbitration()?;
     let all = targets.is_none();
     let targets: Vec<Target> = match targets {
         Some(t) => t.to_vec(),
