@@ -332,11 +332,16 @@ fn an_rclone_mount_is_refused_with_the_reason() {
 }
 
 /// A private Samba on 127.0.0.1:445 and two smbnetfs mounts of its share; torn down on drop.
+/// One at a time: every Samba of these tests needs port 445.
 struct SmbMounts {
     dir: tempfile::TempDir,
     smbd: Option<u32>,
     mounted: Vec<std::path::PathBuf>,
+    _port: std::sync::MutexGuard<'static, ()>,
 }
+
+/// Held by the one [`SmbMounts`] that serves port 445.
+static PORT_445: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 impl SmbMounts {
     /// Serve `real/` and mount it twice, or say why not.
@@ -364,6 +369,7 @@ impl SmbMounts {
             eprintln!("skipped: no /dev/fuse here");
             return None;
         }
+        let port = PORT_445.lock().unwrap_or_else(|p| p.into_inner());
         if std::net::TcpStream::connect("127.0.0.1:445").is_ok() {
             eprintln!("skipped: port 445 is taken (another SMB server runs here)");
             return None;
@@ -413,6 +419,7 @@ impl SmbMounts {
             dir,
             smbd: None,
             mounted: Vec::new(),
+            _port: port,
         };
         let mut passwd = Command::new("smbpasswd")
             .arg("-c")

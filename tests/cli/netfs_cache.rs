@@ -244,7 +244,13 @@ fn a_lock_retaken_within_the_second_is_not_taken_over_through_a_cached_mount() {
             .unwrap();
         assert_eq!(out.status.code(), Some(3), "{}", text(&out));
         assert!(first.wait().unwrap().success());
-        let second = coord(&a, "alice", &["run", "F", "--", "sleep", "3"])
+        // The second run lasts until bob has looked (at most a minute), however slow bob is.
+        let done = mounts.real(&format!("{ws}.done"));
+        let until_done = format!(
+            "for _ in $(seq 1200); do [ -e '{}' ] && exit 0; sleep 0.05; done",
+            done.display()
+        );
+        let second = coord(&a, "alice", &["run", "F", "--", "sh", "-c", &until_done])
             .stderr(std::process::Stdio::piped())
             .spawn()
             .unwrap();
@@ -253,6 +259,7 @@ fn a_lock_retaken_within_the_second_is_not_taken_over_through_a_cached_mount() {
         let out = coord(&b, "bob", &["lock", "F", "--no-wait", "--no-backup"])
             .output()
             .unwrap();
+        std::fs::write(&done, "").unwrap();
         let run = second.wait_with_output().unwrap();
         assert_eq!(
             out.status.code(),

@@ -231,13 +231,17 @@ cached_relock() { # mount A, mount B, rounds
         first=$(grep '^locked_at:' "$lock" 2>/dev/null)
         (cd "$mb/$ws" && "$COORD" -q -a bob lock F --no-wait --no-backup 2>/dev/null)
         wait "$p1"
-        (cd "$ma/$ws" && exec "$COORD" -q -a alice run F -- sleep 3) 2>"$work/out/alice.err" &
+        # The second run lasts until B has looked (at most a minute), however slow B is.
+        rm -f "$work/out/looked"
+        (cd "$ma/$ws" && exec "$COORD" -q -a alice run F -- sh -c \
+            "for _ in \$(seq 1200); do [ -e '$work/out/looked' ] && exit 0; sleep 0.05; done") 2>"$work/out/alice.err" &
         p2=$!
         bg_pids=("$p2")
         for _ in $(seq 400); do [ -e "$lock" ] && break; sleep 0.01; done
         second=$(grep '^locked_at:' "$lock" 2>/dev/null)
         (cd "$mb/$ws" && "$COORD" -a bob lock F --no-wait --no-backup) >"$work/out/bob.out" 2>&1
         code=$?
+        : >"$work/out/looked"
         wait "$p2"
         bg_pids=()
         [ -n "$first" ] && [ "$first" = "$second" ] && shown=$((shown + 1))
