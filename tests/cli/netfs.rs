@@ -243,17 +243,7 @@ impl RcloneMount {
 
 impl Drop for RcloneMount {
     fn drop(&mut self) {
-        for tool in ["fusermount3", "fusermount"] {
-            if Command::new(tool)
-                .args(["-uz"])
-                .arg(self.mnt())
-                .status()
-                .is_ok_and(|s| s.success())
-            {
-                return;
-            }
-        }
-        let _ = Command::new("umount").arg("-l").arg(self.mnt()).status();
+        crate::rigs::unmount_fuse(&self.mnt());
     }
 }
 
@@ -269,15 +259,7 @@ fn an_rclone_mount_is_refused_with_the_reason() {
     let mnt = mount.mnt();
     std::fs::write(mnt.join("F"), "x\n").unwrap();
     let coord = |args: &[&str]| {
-        let out = Command::new(crate::support::coord_bin())
-            .arg("-C")
-            .arg(&mnt)
-            .args(args)
-            .env_remove("COORD_ARBITRATION")
-            .env_remove("COORD_DIR")
-            .env_remove("COORD_AGENT")
-            .output()
-            .unwrap();
+        let out = crate::rigs::coord_in(&mnt).args(args).output().unwrap();
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -350,15 +332,9 @@ impl SmbMounts {
             eprintln!("skipped: the SMB mounts need root");
             return None;
         }
-        let have = |tool: &str| {
-            Command::new("sh")
-                .args(["-c", &format!("command -v {tool}")])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        };
         if !std::path::Path::new("/usr/sbin/smbd").exists()
-            || !have("smbnetfs")
-            || !have("smbpasswd")
+            || !crate::rigs::have("smbnetfs")
+            || !crate::rigs::have("smbpasswd")
         {
             eprintln!(
                 "skipped: samba and smbnetfs are not installed (`apt-get install samba smbnetfs`)"
@@ -436,20 +412,13 @@ impl SmbMounts {
             eprintln!("skipped: smbpasswd failed");
             return None;
         }
-        let started = Command::new("/usr/sbin/smbd")
-            .arg("-s")
-            .arg(me.dir.path().join("smb.conf"))
-            .arg("-D")
-            .status()
-            .is_ok_and(|s| s.success());
-        let pid_file = me.dir.path().join("run/smbd.pid");
-        let start = Instant::now();
-        while started && !pid_file.exists() && start.elapsed() < Duration::from_secs(10) {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        me.smbd = std::fs::read_to_string(&pid_file)
-            .ok()
-            .and_then(|s| s.trim().parse().ok());
+        me.smbd = crate::rigs::start_daemon(
+            Command::new("/usr/sbin/smbd")
+                .arg("-s")
+                .arg(me.dir.path().join("smb.conf"))
+                .arg("-D"),
+            &me.dir.path().join("run/smbd.pid"),
+        );
         if me.smbd.is_none() {
             eprintln!("skipped: smbd did not start");
             return None;
@@ -489,21 +458,20 @@ impl SmbMounts {
     fn real(&self) -> std::path::PathBuf {
         self.dir.path().join("real")
     }
+
+    /// `coord ARGS` in the share's folder `ws` through mount `n`.
+    fn coord(&self, n: u8, args: &[&str]) -> std::process::Output {
+        crate::rigs::coord_in(&self.share(n).join("ws"))
+            .args(args)
+            .output()
+            .unwrap()
+    }
 }
 
 impl Drop for SmbMounts {
     fn drop(&mut self) {
         for m in &self.mounted {
-            for tool in ["fusermount3", "fusermount"] {
-                if Command::new(tool)
-                    .arg("-uz")
-                    .arg(m)
-                    .status()
-                    .is_ok_and(|s| s.success())
-                {
-                    break;
-                }
-            }
+            crate::rigs::unmount_fuse(m);
         }
         if let Some(pid) = self.smbd {
             let _ = Command::new("kill").arg(pid.to_string()).status();
@@ -526,14 +494,7 @@ fn coord_runs_on_smb_through_smbnetfs_and_excludes_across_mounts() {
     std::fs::create_dir(smb.real().join("ws")).unwrap();
     std::fs::write(smb.real().join("ws/F"), "0\n").unwrap();
     let coord = |n: u8, args: &[&str]| {
-        let out = Command::new(crate::support::coord_bin())
-            .current_dir(smb.share(n).join("ws"))
-            .args(args)
-            .env_remove("COORD_ARBITRATION")
-            .env_remove("COORD_DIR")
-            .env_remove("COORD_AGENT")
-            .output()
-            .unwrap();
+        let out = smb.coord(n, args);
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -589,14 +550,7 @@ fn backup_generations_are_kept_on_smb_and_nothing_is_left_behind() {
     std::fs::create_dir(&ws).unwrap();
     std::fs::write(ws.join("F"), "0\n").unwrap();
     let coord = |n: u8, args: &[&str]| {
-        let out = Command::new(crate::support::coord_bin())
-            .current_dir(smb.share(n).join("ws"))
-            .args(args)
-            .env_remove("COORD_ARBITRATION")
-            .env_remove("COORD_DIR")
-            .env_remove("COORD_AGENT")
-            .output()
-            .unwrap();
+        let out = smb.coord(n, args);
         let text = format!(
             "{}{}",
             String::from_utf8_lossy(&out.stdout),

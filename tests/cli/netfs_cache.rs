@@ -7,8 +7,6 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
-use crate::support::coord_bin;
-
 /// A private sshd serving `real/`, mounted twice with sshfs with one cache option; torn down
 /// on drop.
 struct CachedMounts {
@@ -25,12 +23,7 @@ impl CachedMounts {
             eprintln!("skipped: the sshfs mounts need root (a private sshd)");
             return None;
         }
-        let have = |tool: &str| {
-            Command::new("sh")
-                .args(["-c", &format!("command -v {tool}")])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        };
+        let have = crate::rigs::have;
         if !have("sshfs") || !have("ssh-keygen") || !Path::new("/usr/sbin/sshd").exists() {
             eprintln!(
                 "skipped: sshfs or sshd is not installed (`apt-get install sshfs openssh-server`)"
@@ -78,19 +71,12 @@ impl CachedMounts {
             sshd: None,
             mounted: Vec::new(),
         };
-        let started = Command::new("/usr/sbin/sshd")
-            .arg("-f")
-            .arg(me.dir.path().join("sshd_config"))
-            .status()
-            .is_ok_and(|s| s.success());
-        let pid_file = me.dir.path().join("sshd.pid");
-        let start = Instant::now();
-        while started && !pid_file.exists() && start.elapsed() < Duration::from_secs(10) {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        me.sshd = std::fs::read_to_string(&pid_file)
-            .ok()
-            .and_then(|s| s.trim().parse().ok());
+        me.sshd = crate::rigs::start_daemon(
+            Command::new("/usr/sbin/sshd")
+                .arg("-f")
+                .arg(me.dir.path().join("sshd_config")),
+            &me.dir.path().join("sshd.pid"),
+        );
         if me.sshd.is_none() {
             eprintln!("skipped: sshd did not start");
             return None;
@@ -147,16 +133,7 @@ impl CachedMounts {
 impl Drop for CachedMounts {
     fn drop(&mut self) {
         for m in &self.mounted {
-            for tool in ["fusermount3", "fusermount"] {
-                if Command::new(tool)
-                    .arg("-uz")
-                    .arg(m)
-                    .status()
-                    .is_ok_and(|s| s.success())
-                {
-                    break;
-                }
-            }
+            crate::rigs::unmount_fuse(m);
         }
         if let Some(pid) = self.sshd {
             let _ = Command::new("kill").arg(pid.to_string()).status();
@@ -164,16 +141,10 @@ impl Drop for CachedMounts {
     }
 }
 
-/// `coord ARGS` in `dir`, as `agent`, free of the test environment's coord variables.
+/// `coord -q -a AGENT ARGS` in `dir`.
 fn coord(dir: &Path, agent: &str, args: &[&str]) -> Command {
-    let mut cmd = Command::new(coord_bin());
-    cmd.current_dir(dir)
-        .args(["-q", "-a", agent])
-        .args(args)
-        .env_remove("COORD_ARBITRATION")
-        .env_remove("COORD_DIR")
-        .env_remove("COORD_AGENT")
-        .env("NO_COLOR", "1");
+    let mut cmd = crate::rigs::coord_in(dir);
+    cmd.args(["-q", "-a", agent]).args(args);
     cmd
 }
 
