@@ -264,13 +264,7 @@ impl Workspace {
         // `.coord/` removed (`rm -rf .coord`, `git clean`) between creating it and opening the
         // mutex: create it again and go on. Exclusion does not depend on the old folder: the
         // mutex is checked to be the file at its path once locked.
-        let policy = self.policy()?;
-        if policy.arbitration == arbiter::Arbitration::None {
-            return Err(Error::NoArbitration {
-                root: self.root.clone(),
-                filesystem: policy.fs.name,
-            });
-        }
+        self.require_arbitration()?;
         let mutex = layout::mutex(&self.root);
         let mut tries = 0;
         loop {
@@ -288,6 +282,24 @@ impl Workspace {
                 other => return other,
             }
         }
+    }
+
+    /// Refuse, before anything is written, where no arbitration holds (an rclone mount: see
+    /// [`arbiter`]): what a command would write there could not be kept from another's write.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoArbitration`] naming the folder and its filesystem; as
+    /// [`Workspace::policy`].
+    pub fn require_arbitration(&self) -> Result<()> {
+        let policy = self.policy()?;
+        if policy.arbitration == arbiter::Arbitration::None {
+            return Err(Error::NoArbitration {
+                root: self.root.clone(),
+                filesystem: policy.fs.name,
+            });
+        }
+        Ok(())
     }
 
     /// What the folder is on and how coord arbitrates there (detected once per process).

@@ -398,32 +398,63 @@ fn put(tmp: NamedTempFile, path: &Path) -> io::Result<()> {
         // SMB refuses to rename a file that is open (a sharing violation: `EBUSY`), and the
         // failed rename would leave the temporary file behind: close it first. Dropping the
         // path on failure removes the file.
-        // A reader's open makes the server refuse for a moment: `EBUSY`, or `EEXIST` where the
-        // client replaces by removing the old file first (smbnetfs).
-        let mut tmp = tmp.into_temp_path();
-        let started = std::time::Instant::now();
-        let mut pause = std::time::Duration::from_micros(500);
-        loop {
-            match tmp.persist(path) {
-                Ok(()) => return Ok(()),
-                Err(e)
-                    if (super::raw::is_busy(&e.error)
-                        || e.error.kind() == io::ErrorKind::AlreadyExists)
-                        && started.elapsed() < std::time::Duration::from_secs(3) =>
-                {
-                    tmp = e.path;
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(std::time::Duration::from_millis(20));
-                }
-                Err(e) => return Err(e.error),
-            }
-        }
+        return put_closed(tmp.into_temp_path(), path);
     }
     let tmp = match exchange(tmp, path) {
         Ok(()) => return Ok(()),
         Err(tmp) => tmp,
     };
     tmp.persist(path).map(drop).map_err(|e| e.error)
+}
+
+/// Rename the closed temporary file `tmp` to `path`, replacing it. A reader's open makes an SMB
+/// server refuse for a moment: `EBUSY`, or `EEXIST` where the client replaces by removing the
+/// old file first (smbnetfs); tried again for 3 s. Dropping the path on failure removes the file.
+fn put_closed(mut tmp: TempPath, path: &Path) -> io::Result<()> {
+    let started = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_micros(500);
+    loop {
+        match tmp.persist(path) {
+            Ok(()) => return Ok(()),
+            Err(e)
+                if (super::raw::is_busy(&e.error)
+                    || e.error.kind() == io::ErrorKind::AlreadyExists)
+                    && started.elapsed() < std::time::Duration::from_secs(3) =>
+            {
+                tmp = e.path;
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(20));
+            }
+            Err(e) => return Err(e.error),
+        }
+    }
+}
+
+/// Publish the filled temporary file `tmp` at `path` only if nothing is there yet: `Ok(false)`,
+/// nothing changed and the temporary file removed, when something is. It is closed first (SMB
+/// refuses to rename or remove an open file, which would leave it behind). Where a name cannot
+/// be published without replacing (no hard links, no `RENAME_NOREPLACE`: SMB through
+/// smbnetfs), the name is taken by an `O_EXCL` create, which the server makes atomic, and the
+/// copy renamed over it: a reader may see it empty for a moment, never another file replaced.
+///
+/// # Errors
+///
+/// The system's error; the temporary file is removed then.
+pub fn persist_new(tmp: NamedTempFile, path: &Path) -> io::Result<bool> {
+    let e = match tmp.into_temp_path().persist_noclobber(path) {
+        Ok(()) => return Ok(true),
+        Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
+        Err(e) if super::raw::no_hard_links(&e.error) => e,
+        Err(e) => return Err(e.error),
+    };
+    // sshfs answers `EPERM` for a name that exists, too.
+    if super::open_regular_nofollow(path).is_ok() || !super::raw::create_exclusive(path, b"")? {
+        return Ok(false);
+    }
+    put_closed(e.path, path).inspect_err(|_| {
+        let _ = super::raw::remove_file(path);
+    })?;
+    Ok(true)
 }
 
 /// Set once this process knows its files are on a filesystem that cannot exchange.

@@ -19,6 +19,11 @@ use super::read::refuse_linked;
 pub fn hard_link(from: &Path, to: &Path) -> io::Result<()> {
     refuse_linked(from, false)?;
     refuse_linked(to, false)?;
+    if no_links_here() {
+        return Err(io::Error::from_raw_os_error(
+            rustix::io::Errno::PERM.raw_os_error(),
+        ));
+    }
     fs::hard_link(from, to)
 }
 
@@ -82,6 +87,47 @@ pub fn create_exclusive(path: &Path, bytes: &[u8]) -> io::Result<bool> {
         }
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
         Err(e) => Err(e),
+    }
+}
+
+/// Put the record moved aside to `aside` back at `path`, never over a record standing there:
+/// a link where hard links exist, else an exclusive create of the same bytes (SMB through
+/// smbnetfs has no hard links; a record is its bytes, so the copy is the same record). Best
+/// effort: a record standing at `path` already stays.
+pub fn put_back(aside: &Path, path: &Path, bytes: &[u8]) {
+    match hard_link(aside, path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(_) => {
+            let _ = create_exclusive(path, bytes);
+        }
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests: behave as on a filesystem without hard links.
+    static NO_LINKS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Tests: run `f` as on a filesystem without hard links ([`hard_link`] fails with `EPERM`, as
+/// on SMB through smbnetfs).
+#[cfg(test)]
+pub(crate) fn without_hard_links<T>(f: impl FnOnce() -> T) -> T {
+    NO_LINKS.with(|n| n.set(true));
+    let out = f();
+    NO_LINKS.with(|n| n.set(false));
+    out
+}
+
+fn no_links_here() -> bool {
+    #[cfg(test)]
+    {
+        NO_LINKS.with(std::cell::Cell::get)
+    }
+    #[cfg(not(test))]
+    {
+        false
     }
 }
 

@@ -3,6 +3,7 @@
 use std::fs::{self, File};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
 
 use super::{Access, open_nofollow};
@@ -72,20 +73,34 @@ pub fn read_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
 ///
 /// As [`read_capped`].
 pub fn read_capped_with_mtime(path: &Path, cap: u64) -> io::Result<(Vec<u8>, Option<SystemTime>)> {
+    read_capped_with_meta(path, cap).map(|(bytes, meta)| (bytes, meta.modified().ok()))
+}
+
+/// [`read_capped`], with the metadata of the file as opened (its identity: device and inode).
+///
+/// # Errors
+///
+/// As [`read_capped`].
+pub fn read_capped_with_meta(path: &Path, cap: u64) -> io::Result<(Vec<u8>, fs::Metadata)> {
     let (file, meta) = open_nofollow(path, Access::Read)?;
     let bytes = read_open_capped(&file, &meta, cap)?;
-    Ok((bytes, meta.modified().ok()))
+    Ok((bytes, meta))
 }
 
 /// Files up to this size are read with one `read` when they are as long as their `fstat` said.
 const ONE_READ: u64 = RECORD_CAP;
 
-/// At most `cap` bytes of the open regular `file`, whose metadata is `meta`.
+/// At most `cap` bytes of the open regular `file`, whose metadata is `meta`: as the file
+/// server has them where this process was told to read past this machine's cache
+/// ([`read_past_cache`]).
 pub(super) fn read_open_capped(
     mut file: &File,
     meta: &fs::Metadata,
     cap: u64,
 ) -> io::Result<Vec<u8>> {
+    if PAST_CACHE.load(Ordering::Relaxed) {
+        let _ = forget_cached_pages(file);
+    }
     let len = meta.len();
     if len > cap {
         return Err(io::Error::new(
@@ -152,14 +167,17 @@ pub fn read_text_capped(path: &Path, cap: u64) -> io::Result<(String, Option<Sys
 }
 
 /// Make this machine's kernel ask the file server for `path`'s attributes now, instead of
-/// trusting what it cached (`statx` with `AT_STATX_FORCE_SYNC`; FUSE and NFS honour it).
+/// trusting what it cached (`statx` with `AT_STATX_FORCE_SYNC`; FUSE and NFS honour it), and
+/// forget the file's content it cached ([`forget_cached_pages`]).
 ///
 /// Why: on a shared folder mounted over the network the kernel keeps a file's size for a while
 /// (FUSE: 1 s by default, whatever sshfs's own cache setting). A size cached while another
 /// machine was rewriting the file (truncated, not yet written) cuts every read of the new
 /// content short until it expires, so an agent that just got the lock would read an old or
-/// empty file. A fresh size also drops cached pages when the file changed. Errors are ignored:
-/// whoever reads the file next reports them.
+/// empty file. A fresh size drops cached pages when the size or (FUSE) the mtime changed, but
+/// not a rewrite of the same size within the same second (sshfs's times are whole seconds)
+/// through a mount that keeps contents across opens (FUSE `kernel_cache`): the pages are
+/// forgotten too. Errors are ignored: whoever reads the file next reports them.
 pub fn refresh_attributes(path: &Path) {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
@@ -171,8 +189,48 @@ pub fn refresh_attributes(path: &Path) {
             StatxFlags::SIZE | StatxFlags::MTIME,
         );
     }
+    if let Ok((file, _)) = open_nofollow(path, Access::Read) {
+        let _ = forget_cached_pages(&file);
+    }
+}
+
+/// Set once this process knows its files are on a network filesystem ([`read_past_cache`]).
+static PAST_CACHE: AtomicBool = AtomicBool::new(false);
+
+/// From now on, every capped read ([`read_capped`] and the reads built on it: lock records,
+/// presences, the lease, tickets, claims) forgets what this machine's page cache holds of the
+/// file before reading it, so that the bytes come from the file server.
+///
+/// Why: a FUSE mount with `kernel_cache` (`sshfs -o kernel_cache`, fuse-nfs `-k`) keeps a
+/// file's old contents across opens for as long as its size and mtime look unchanged, and
+/// sshfs's times are whole seconds: a lock re-taken by its agent within the second, with a
+/// record of the same size (a new pid of as many digits), reads there as the previous record,
+/// whose process is gone. Judged by that, a LIVE lock would be taken over. Reading past the
+/// cache costs one system call and, on a file this machine had cached, one read from the
+/// server. The caller ([`crate::arbiter::policy`]) knows the folder is not local.
+pub fn read_past_cache() {
+    PAST_CACHE.store(true, Ordering::Relaxed);
+}
+
+/// Whether this system can read an open file past this machine's page cache (and did so for
+/// `file`): `posix_fadvise(POSIX_FADV_DONTNEED)` drops the file's clean cached pages, so the
+/// next read asks the filesystem (the server, for NFS and FUSE). Linux only: elsewhere
+/// `Ok(false)`, and `coord doctor` says so for a network folder.
+///
+/// # Errors
+///
+/// The system's error (a file that is not a regular file: `ESPIPE`).
+pub fn forget_cached_pages(file: &File) -> io::Result<bool> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed)?;
+        Ok(true)
+    }
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    let _ = path;
+    {
+        let _ = file;
+        Ok(false)
+    }
 }
 
 /// The metadata of `path` itself (not a link's target) when something really stands there.

@@ -201,6 +201,7 @@ fn new_id() -> String {
 /// # Errors
 ///
 /// [`Error::BadInput`] for an empty or too large body (nothing is written);
+/// [`Error::NoArbitration`] where no arbitration holds (nothing is written);
 /// [`Error::Io`] when the file cannot be written.
 pub fn send(ws: &Workspace, from: &AgentId, to: &Recipient, body: &str) -> Result<Message> {
     if body.trim().is_empty() {
@@ -212,6 +213,9 @@ pub fn send(ws: &Workspace, from: &AgentId, to: &Recipient, body: &str) -> Resul
             (MESSAGE_CAP - 4096) / 1024
         )));
     }
+    // Where no arbitration holds (rclone), a message file could not be made without replacing
+    // another's: refused before `.coord/messages/` is made.
+    ws.require_arbitration()?;
     ws.ensure_state_dir()?;
     let dir = layout::messages_dir(ws.root());
     fsutil::ensure_dir(&dir)?;
@@ -430,6 +434,9 @@ pub fn read(ws: &Workspace, agent: &AgentId, id: &str) -> Result<InboxEntry> {
 /// [`Error::Refused`] when the wait ends without an unread message; [`Error::Io`] when the message
 /// folder cannot be created.
 pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Inbox> {
+    // Where no arbitration holds (rclone), a message file could not be made without replacing
+    // another's: refused before `.coord/messages/` is made.
+    ws.require_arbitration()?;
     ws.ensure_state_dir()?;
     let dir = layout::messages_dir(ws.root());
     fsutil::ensure_dir(&dir)?;

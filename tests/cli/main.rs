@@ -66,6 +66,7 @@ mod moreclients_plugins_e2e;
 mod needs_user;
 mod nested;
 mod netfs;
+mod netfs_cache;
 mod plugin;
 mod plugin_clients;
 mod plugin_sessions;

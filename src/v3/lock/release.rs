@@ -67,6 +67,8 @@ pub fn release(
     targets: Option<&[Target]>,
     force: bool,
 ) -> Result<Vec<Release>> {
+    // Refused before the walk below, which may keep what it entered in `.coord/`.
+    ws.require_arbitration()?;
     let all = targets.is_none();
     let targets: Vec<Target> = match targets {
         Some(t) => t.to_vec(),
@@ -302,17 +304,8 @@ pub fn holds_fence(target: &Target, agent: &AgentId, fence: &Fence) -> bool {
 
 /// A regular file's (device, inode) and bytes, read through one descriptor (never a link).
 fn file_identity(path: &std::path::Path) -> Option<((u64, u64), Vec<u8>)> {
-    use std::io::Read;
     use std::os::unix::fs::MetadataExt;
-    let file = fsutil::open_regular_nofollow(path).ok()?;
-    let meta = file.metadata().ok()?;
-    let mut bytes = Vec::new();
-    file.take(fsutil::RECORD_CAP + 1)
-        .read_to_end(&mut bytes)
-        .ok()?;
-    if bytes.len() as u64 > fsutil::RECORD_CAP {
-        return None;
-    }
+    let (bytes, meta) = fsutil::read_capped_with_meta(path, fsutil::RECORD_CAP).ok()?;
     Some(((meta.dev(), meta.ino()), bytes))
 }
 

@@ -49,9 +49,14 @@ fn take_over_file(e: &LockEntry) -> Result<bool> {
     let touched = e.mtime.is_some() && fsutil::mtime(&aside_path) != e.mtime;
     if (now_bytes.is_some() && now_bytes != e.raw) || touched {
         // Refreshed by its holder in the meantime (rewritten, or touched as a hand-made lock is
-        // refreshed): put it back and honour it. If the holder has already made a new record at
-        // the path, that one stands and the moved copy is dropped.
-        let _ = fsutil::raw::hard_link(&aside_path, &e.lock_path);
+        // refreshed): put it back and honour it (a copy where hard links do not exist). If the
+        // holder has already made a new record at the path, that one stands and the moved
+        // copy is dropped.
+        fsutil::raw::put_back(
+            &aside_path,
+            &e.lock_path,
+            now_bytes.as_deref().unwrap_or_default(),
+        );
         return Ok(false);
     }
     drop(aside); // removes the renamed record
