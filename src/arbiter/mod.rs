@@ -359,7 +359,7 @@ pub fn policy(root: &Path) -> Result<Policy> {
     }
     let p = Policy::detect(root)?;
     if p.fs.class != FsClass::Local {
-        crate::fsutil::rename_without_exchange();
+        crate::fsutil::mark_network_fs();
     }
     if let Ok(mut c) = cache.lock() {
         c.insert(root.to_path_buf(), p.clone());
