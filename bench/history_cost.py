@@ -17,7 +17,7 @@ import subprocess
 import sys
 import tempfile
 
-coord = sys.argv[1] if len(sys.argv) > 1 else "target/x86_64-unknown-linux-gnu/release/coord"
+coord = sys.argv[1] if len(sys.argv) > 1 else "target/release/coord"
 pairs = int(sys.argv[2]) if len(sys.argv) > 2 else 600
 
 

@@ -8,7 +8,7 @@
 # a hook or an agent makes: presence and open stamp-card rows) and of `coord startup` +
 # `coord shutdown`, for each ROWS.
 set -euo pipefail
-coord=${1:-target/x86_64-unknown-linux-gnu/release/coord}
+coord=${1:-target/release/coord}
 shift || true
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(1 300 1000)

@@ -65,27 +65,9 @@ fn coord_bin() -> &'static Path {
         std::fs::create_dir_all(&installed).expect("create the install folder");
         let bin = installed.join("coord");
         let _ = std::fs::remove_file(&bin);
-        // Built for the host's own target (`.cargo/config.toml`): `target/<host tuple>/release`.
-        std::fs::copy(
-            target.join(host_tuple()).join("release").join("coord"),
-            &bin,
-        )
-        .expect("install coord");
+        std::fs::copy(target.join("release").join("coord"), &bin).expect("install coord");
         bin
     })
-}
-
-/// The host's target tuple, as `rustc -vV` says.
-fn host_tuple() -> String {
-    let out = Command::new(std::env::var_os("RUSTC").unwrap_or_else(|| "rustc".into()))
-        .arg("-vV")
-        .output()
-        .expect("run rustc -vV");
-    String::from_utf8_lossy(&out.stdout)
-        .lines()
-        .find_map(|l| l.strip_prefix("host: "))
-        .expect("rustc -vV names the host")
-        .to_string()
 }
 
 /// A command for a measured process, in the environment a user's shell would give it. cargo
@@ -1011,7 +993,6 @@ fn main() {
                 .unwrap_or_else(|_| "?".into()),
             load
         ),
-        hot_text_matched(),
         String::new(),
         "| figure | measured | goal |".into(),
         "|---|---|---|".into(),
@@ -1022,32 +1003,6 @@ fn main() {
     report.push(String::new());
     report.extend(out);
     println!("{}", report.join("\n").trim_end());
-}
-
-/// How much of `.cargo/hot-text.txt` (the functions laid out first, see `build.rs`) the measured
-/// binary still has: a list written for older names orders nothing.
-fn hot_text_matched() -> String {
-    let list = Path::new(env!("CARGO_MANIFEST_DIR")).join(".cargo/hot-text.txt");
-    let nm = command("nm").arg(coord_bin()).output();
-    match (std::fs::read_to_string(&list), nm) {
-        (Ok(list), Ok(nm)) if nm.status.success() => {
-            let nm = String::from_utf8_lossy(&nm.stdout);
-            let have: std::collections::HashSet<&str> = nm
-                .lines()
-                .filter_map(|l| l.split_whitespace().nth(2))
-                .collect();
-            let names: Vec<&str> = list.lines().filter(|l| !l.is_empty()).collect();
-            let found = names.iter().filter(|n| have.contains(*n)).count();
-            // The list holds the names of each build it was traced on (glibc and musl name
-            // their symbols differently): a binary finds its own and some of the others'.
-            format!(
-                "Functions laid out first (`.cargo/hot-text.txt`, the names of the glibc and \
-                 the musl build): {found} of {} found in the binary.",
-                names.len()
-            )
-        }
-        _ => "Functions laid out first: not checked (no `nm`, or no list).".into(),
-    }
 }
 
 fn cpu_model() -> String {

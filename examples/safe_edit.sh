@@ -2,7 +2,7 @@
 # Safe editing with coord, step by step, in a fresh temporary folder.
 #
 #   examples/safe_edit.sh            # uses `coord` from PATH
-#   COORD=target/x86_64-unknown-linux-gnu/debug/coord examples/safe_edit.sh
+#   COORD=target/debug/coord examples/safe_edit.sh
 set -euo pipefail
 
 coord="${COORD:-coord}"

@@ -13,7 +13,6 @@
 //! <root>/.coord/agents                every agent that ever took a lock here (exact-name lookups)
 //! <root>/.coord/held/<file>.held.<agent>  the index of locks coord made (`/` in <file> as `%2F`)
 //! <root>/.coord/held/anchor           the file every index entry (here and in partners/open/) is a hard link to
-//! <root>/.coord/recycled/{0..7}       files kept for reuse (what replaces swapped out of coord's records)
 //! <root>/.coord/backups/<file>/<seq>  older backup generations of FILE (`/` in <file> as `%2F`)
 //! <root>/.coord/queue/seq             the next wait-ticket number
 //! <root>/.coord/queue/q-<hash>/<seq>.<agent>  a waiter's ticket for one file
@@ -321,10 +320,16 @@ pub fn held_dir(root: &Path) -> PathBuf {
     state_dir(root).join("held")
 }
 
-/// `<root>/.coord/held/anchor`: the empty file every index entry (of the locks, and of the
-/// stamp card's open rows) is a hard link to (an entry then allocates no file of its own).
-pub fn held_anchor(root: &Path) -> PathBuf {
-    held_dir(root).join("anchor")
+/// What earlier versions of coord kept in `.coord/` and this one neither reads nor writes:
+/// files kept for reuse (`recycled/`), a cache of walked folders (`folders`), the file every
+/// index entry was a hard link to (`held/anchor`). Swept when found.
+pub fn leftovers(root: &Path) -> [PathBuf; 3] {
+    let state = state_dir(root);
+    [
+        state.join("recycled"),
+        state.join("folders"),
+        held_dir(root).join("anchor"),
+    ]
 }
 
 /// The infix between the path and the agent in an index entry's name.
@@ -433,9 +438,6 @@ pub fn queue_root(root: &Path) -> PathBuf {
 
 /// The waiters' queues' folder, in `.coord/`.
 pub const QUEUE_DIR: &str = "queue";
-
-/// The folder of files kept for reuse, in `.coord/` (see `fsutil::recycle`).
-pub const RECYCLED_DIR: &str = "recycled";
 
 /// `<root>/.coord/queue/seq`, the next ticket number.
 pub fn queue_seq(root: &Path) -> PathBuf {

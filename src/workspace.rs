@@ -308,12 +308,7 @@ impl Workspace {
     ///
     /// As [`arbiter::Policy::detect`].
     pub fn policy(&self) -> Result<arbiter::Policy> {
-        let policy = arbiter::policy(&self.root)?;
-        // On a local filesystem, files done with are kept for reuse (see `fsutil::recycle`).
-        if policy.fs.class == arbiter::FsClass::Local {
-            fsutil::recycle_in(&self.root, &layout::state_dir(&self.root));
-        }
-        Ok(policy)
+        arbiter::policy(&self.root)
     }
 
     /// Resolve a FILE argument given relative to `cwd`.

@@ -359,7 +359,7 @@ pub fn policy(root: &Path) -> Result<Policy> {
     }
     let p = Policy::detect(root)?;
     if p.fs.class != FsClass::Local {
-        crate::fsutil::rename_without_exchange();
+        crate::fsutil::mark_network_fs();
         crate::fsutil::read_past_cache();
     }
     if let Ok(mut c) = cache.lock() {

@@ -47,53 +47,6 @@ pub struct HookArgs {
     plugin: bool,
 }
 
-impl HookArgs {
-    /// The arguments after `hook` read without clap, for the lines a client's hook file runs:
-    /// `CLIENT` then any of `--plugin`, `--event NAME`, `--wait DUR` (or `--event=NAME`,
-    /// `--wait=DUR`), each once. `None` for anything else (help, an unknown client or option, a
-    /// value that looks like an option, bytes that are not UTF-8), which clap then reads and
-    /// answers. A hook is a process per tool call, and clap's parse of even this one command is
-    /// a third of its own start (the tree built, every argument's settings checked).
-    pub(super) fn from_plain_line(args: &[std::ffi::OsString]) -> Option<HookArgs> {
-        let mut args = args.iter().map(|a| a.to_str());
-        let name = args.next()??;
-        let client = Client::names()
-            .contains(&name)
-            .then(|| Client::parse(name))??;
-        let mut out = HookArgs {
-            client,
-            event: None,
-            wait: None,
-            plugin: false,
-        };
-        while let Some(arg) = args.next() {
-            let arg = arg?;
-            let (flag, inline) = match arg.split_once('=') {
-                Some((flag, value)) => (flag, Some(value)),
-                None => (arg, None),
-            };
-            let slot = match flag {
-                "--plugin" if inline.is_none() && !out.plugin => {
-                    out.plugin = true;
-                    continue;
-                }
-                "--event" if out.event.is_none() => &mut out.event,
-                "--wait" if out.wait.is_none() => &mut out.wait,
-                _ => return None,
-            };
-            let value = match inline {
-                Some(v) => v,
-                None => args.next()??,
-            };
-            if value.starts_with('-') {
-                return None;
-            }
-            *slot = Some(value.to_string());
-        }
-        Some(out)
-    }
-}
-
 /// A client named on the command line (`claude`, `codex`, ...), one of the known clients.
 pub(super) fn client_arg() -> impl clap::builder::TypedValueParser<Value = Client> {
     clap::builder::PossibleValuesParser::new(Client::names())
@@ -101,8 +54,6 @@ pub(super) fn client_arg() -> impl clap::builder::TypedValueParser<Value = Clien
 }
 
 pub fn run(args: HookArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    // This command writes to the workspace anyway: what its walks enter is kept too.
-    coord::v3::lock::keep_walked_folders();
     let client = args.client;
     match answer(&args, client, ctx) {
         Ok(reply) => {

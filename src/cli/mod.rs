@@ -1,7 +1,6 @@
 //! The command tree: global options, one module per command, and the one place where an
 //! outcome becomes an exit code and an `error:` line.
 
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use anyhow::Context as _;
@@ -269,9 +268,6 @@ pub fn run() -> ExitCode {
         return ExitCode::Passthrough(coord::fsutil::finish_append());
     }
     coord::fsutil::finish_appends();
-    // Read while this process has one thread: setting the mask to read it would otherwise
-    // race another thread's file creation.
-    coord::fsutil::learn_umask();
     let (cli, dir_given, agent_flag) = match parse_args() {
         Ok(parsed) => parsed,
         Err(e) => {
@@ -337,8 +333,6 @@ pub fn run() -> ExitCode {
     // Watches of a wait let go of in the background: done before this process exits, which
     // would otherwise wait for the kernel itself (see `coord::wait`).
     coord::wait::settle();
-    // Temporary files made ahead of need and not used, and replaced content left for later.
-    coord::fsutil::discard_spares();
     let history = coord::history::take_warning();
     if let Some(warning) = &history {
         output::diag(&format!("warning: {warning}"));
@@ -375,70 +369,15 @@ fn change_dir(cwd: PathBuf, dir: Option<&Path>) -> Result<PathBuf, Error> {
     }
 }
 
-/// Parse the command line.
-///
-/// coord is one short process per command, and an agent runs `lock` and `unlock` (and
-/// `presence`; its client runs `hook` before every edit) far more often than anything else.
-/// Building clap's tree of every command costs about as much as a lock itself, so for those
-/// the tree holds just that one command (parsed by the very same derived definitions); anything
-/// else, and any command line that is not plainly one of them, gets the whole tree. The tree is leaked rather than freed: the
-/// process exits soon after and freeing its many small allocations was a fifth of the work.
+/// Parse the command line; also says whether `-C/--dir` and `-a/--agent` stood on it (rather
+/// than coming from `COORD_DIR`/`COORD_AGENT`).
 fn parse_args() -> Result<(Cli, bool, bool), clap::Error> {
-    let args: Vec<OsString> = std::env::args_os().collect();
-    if let Some(cli) = plain_hook_line(&args) {
-        return Ok((cli, false, false));
-    }
-    let mut command = match args.get(1..).and_then(single_command) {
-        Some(sub) => single_tree(sub),
-        None => Cli::command(),
-    };
-    let parsed = command
-        .try_get_matches_from_mut(args)
-        .and_then(|matches| {
-            let dir_given = on_command_line(&matches, "dir");
-            let agent_flag = on_command_line(&matches, "agent");
-            let cli = Cli::from_arg_matches(&matches);
-            std::mem::forget(matches);
-            cli.map(|cli| (cli, dir_given, agent_flag))
-        })
-        .map_err(|e| e.format(&mut command));
-    std::mem::forget(command);
-    parsed
-}
-
-/// The variables clap reads for the global options (`-C/--dir`, `-a/--agent`).
-const GLOBAL_VARS: [&str; 2] = ["COORD_DIR", "COORD_AGENT"];
-
-/// `coord hook CLIENT …` as a client's hook file runs it (see [`hook::HookArgs::from_plain_line`]),
-/// read without clap; only with no global option on the line nor in the environment
-/// (`COORD_DIR`, `COORD_AGENT`), which clap reads.
-fn plain_hook_line(args: &[OsString]) -> Option<Cli> {
-    let (name, rest) = args.get(1..)?.split_first()?;
-    if name != "hook" || GLOBAL_VARS.iter().any(|v| std::env::var_os(v).is_some()) {
-        return None;
-    }
-    Some(Cli {
-        global: Global {
-            dir: None,
-            agent: None,
-            json: false,
-            quiet: false,
-            color: output::ColorChoice::Auto,
-        },
-        command: Command::Hook(hook::HookArgs::from_plain_line(rest)?),
-    })
-}
-
-/// The tree for one subcommand: the global options and just that command.
-fn single_tree(sub: clap::Command) -> clap::Command {
-    Global::augment_args(
-        clap::Command::new("coord")
-            .version(env!("CARGO_PKG_VERSION"))
-            .about(ABOUT)
-            .long_about(LONG_ABOUT),
-    )
-    .subcommand_required(true)
-    .subcommand(sub)
+    let mut command = Cli::command();
+    let matches = command.try_get_matches_from_mut(std::env::args_os())?;
+    let dir_given = on_command_line(&matches, "dir");
+    let agent_flag = on_command_line(&matches, "agent");
+    let cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))?;
+    Ok((cli, dir_given, agent_flag))
 }
 
 /// Whether global option `id` (`-C/--dir`, `-a/--agent`) stood on the command line (rather
@@ -452,64 +391,6 @@ fn on_command_line(matches: &clap::ArgMatches, id: &str) -> bool {
         level = m.subcommand().map(|(_, sub)| sub);
     }
     false
-}
-
-/// The clap command of `args`' subcommand alone, when everything before it is a plain global
-/// option; `None` sends the line to the full tree. Building the whole tree (every command and
-/// its arguments) costs more than the rest of a `coord run` start (0.6 ms of CPU here), and a
-/// command line names one command: only its tree is built.
-fn single_command(args: &[OsString]) -> Option<clap::Command> {
-    let mut args = args.iter().map(|a| a.to_str());
-    let name = loop {
-        match args.next()?? {
-            "--json" | "--quiet" | "-q" => {}
-            "--dir" | "--agent" | "-C" | "-a" => {
-                args.next()??;
-            }
-            a if a.starts_with("--dir=") || a.starts_with("--agent=") => {}
-            a if (a.starts_with("-C") || a.starts_with("-a")) && a.len() > 2 => {}
-            a if a.starts_with('-') => return None,
-            a => break a,
-        }
-    };
-    let named = |n: &'static str| clap::Command::new(n);
-    Some(match name {
-        "startup" => startup::StartupArgs::augment_args(named("startup")),
-        "shutdown" => startup::ShutdownArgs::augment_args(named("shutdown")),
-        "session" => session::SessionArgs::augment_args(named("session")),
-        "presence" => presence::PresenceArgs::augment_args(named("presence")),
-        "check" => check::CheckArgs::augment_args(named("check")),
-        "handshake" => handshake::HandshakeArgs::augment_args(named("handshake")),
-        "partners" => partners::PartnersArgs::augment_args(named("partners")),
-        "lock" => lock::LockArgs::augment_args(named("lock")),
-        "unlock" => unlock::UnlockArgs::augment_args(named("unlock")),
-        "write" => write::WriteArgs::augment_args(named("write")),
-        "run" => run::RunArgs::augment_args(named("run")),
-        "restore" => restore::RestoreArgs::augment_args(named("restore")),
-        "note" => note::NoteArgs::augment_args(named("note")),
-        "msg" => msg::MsgArgs::augment_args(named("msg")),
-        "collab" => collab::CollabArgs::augment_args(named("collab")),
-        "dialogue" => dialogue::DialogueArgs::augment_args(named("dialogue")),
-        "review" => review::ReviewArgs::augment_args(named("review")),
-        "status" => status::StatusArgs::augment_args(named("status")),
-        "demo" => demo::DemoArgs::augment_args(named("demo")),
-        "hook" => hook::HookArgs::augment_args(named("hook")),
-        "init" => init::InitArgs::augment_args(named("init")),
-        "guard" => guard::GuardArgs::augment_args(named("guard")),
-        "mcp" => mcp::McpArgs::augment_args(named("mcp")),
-        "who" => who::WhoArgs::augment_args(named("who")),
-        "whoami" => whoami::WhoamiArgs::augment_args(named("whoami")),
-        "watch" => watch::WatchArgs::augment_args(named("watch")),
-        "log" => log::LogArgs::augment_args(named("log")),
-        "prune" => prune::PruneArgs::augment_args(named("prune")),
-        "doctor" => doctor::DoctorArgs::augment_args(named("doctor")),
-        "version" => version::VersionArgs::augment_args(named("version")),
-        "docs" => docs::DocsArgs::augment_args(named("docs")),
-        "plugin" => plugin::PluginArgs::augment_args(named("plugin")),
-        // `completions` and `man` describe the whole tree anyway; `help` and anything unknown
-        // need it to answer.
-        _ => return None,
-    })
 }
 
 fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
@@ -605,9 +486,6 @@ fn report(err: &anyhow::Error, json: bool) -> ExitCode {
     d.code
 }
 
-#[cfg(test)]
-mod tests;
-
 /// The current directory; where the kernel cannot name it any more (a FUSE mount that dropped
 /// and made anew the folder's inode, as smbnetfs does under load: `getcwd` then fails with
 /// `ENOENT`), the shell's `PWD` when that is an absolute path to a folder.
@@ -618,4 +496,14 @@ fn current_dir_or_pwd() -> std::io::Result<std::path::PathBuf> {
             .filter(|p| p.is_absolute() && std::fs::metadata(p).is_ok_and(|m| m.is_dir()))
             .ok_or(e)
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    #[test]
+    fn the_command_tree_passes_clap_debug_assert() {
+        super::Cli::command().debug_assert();
+    }
 }

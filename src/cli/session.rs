@@ -64,8 +64,6 @@ pub struct SessionArgs {
 }
 
 pub fn run(args: SessionArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    // This command writes to the workspace anyway: what its walks enter is kept too.
-    coord::v3::lock::keep_walked_folders();
     let ws = ctx.workspace(None)?;
     let partner = partner_choice(args.partner.as_deref(), ctx)?;
     let interval = session::heartbeat_interval()?;

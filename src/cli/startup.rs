@@ -85,8 +85,6 @@ pub fn partner_choice(partner: Option<&str>, ctx: &Ctx) -> Result<Partner, Error
 }
 
 pub fn run_startup(args: StartupArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    // This command writes to the workspace anyway: what its walks enter is kept too.
-    coord::v3::lock::keep_walked_folders();
     let ws = ctx.workspace(None)?;
     coord::nested::register(ws.root());
     let partner = partner_choice(args.partner.as_deref(), ctx)?;
@@ -172,8 +170,6 @@ pub fn startup_lines(s: &Startup, mode: Mode) -> Vec<String> {
 }
 
 pub fn run_shutdown(args: ShutdownArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    // This command writes to the workspace anyway: what its walks enter is kept too.
-    coord::v3::lock::keep_walked_folders();
     let ws = ctx.workspace(None)?;
     let agent = match partner_choice(args.partner.as_deref(), ctx)? {
         Partner::Named(a) => a,

@@ -40,8 +40,6 @@ pub struct UnlockReport<'a> {
 }
 
 pub fn run(args: UnlockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    // This command writes to the workspace anyway: what its walks enter is kept too.
-    coord::v3::lock::keep_walked_folders();
     let ws = ctx.lock_workspace()?;
     let agent = match ctx.agent_opt()? {
         Some(agent) => agent,

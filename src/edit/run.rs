@@ -228,11 +228,6 @@ fn supervise(
     let group = own_group
         .then(|| ProcessGroup::led_by(child.id()))
         .flatten();
-    // While CMD runs: remove what the acquire replaced, and make the file the release will
-    // publish (the presence), so that the release does not make it after CMD ends.
-    if ws.policy().is_ok_and(|p| p.fs.served_locally()) {
-        crate::fsutil::keep_spares(&crate::layout::state_dir(ws.root()), 1);
-    }
     let status = wait_forwarding(&mut child, group, signals, ws, &req.agent)
         .at("wait for", std::path::Path::new(program))?;
     Ok(RunEnd::of(status))
@@ -300,9 +295,6 @@ fn heartbeat(ws: &Workspace, agent: &AgentId) {
     if let Ok(_mutex) = ws.lock_mutex() {
         let _ = presence::write(ws.root(), agent, &presence::Update::default());
     }
-    // What the write replaced goes now, and a new file is made for the release, so that a long
-    // command does not gather one replaced presence per heartbeat until its end.
-    crate::fsutil::tidy();
 }
 
 /// A self-pipe woken by `SIGCHLD` and the forwarded signals, with one flag per forwarded signal.

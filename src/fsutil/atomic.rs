@@ -71,54 +71,28 @@ fn made_in(dir: &Path) -> Result<NamedTempFile> {
     temp_in(dir).at("create a temporary file in", dir)
 }
 
-/// Publish at `path` what `fill` writes into a temporary file: a spare made ahead of need when
-/// one is kept ([`keep_spares`](super::keep_spares)), else a file kept for reuse
-/// ([`recycle`](super::recycle)), else a new one in `stage` (`path`'s own folder, unless the
-/// caller stages elsewhere). Spares and reused files live in `.coord/`: when `path` is on
-/// another filesystem than the file used (a mount inside the workspace), `publish` fails with
-/// `EXDEV` and all is done again with a temporary file beside `path`.
+/// Publish at `path` what `fill` writes into a new temporary file in `stage` (`path`'s own
+/// folder, unless the caller stages elsewhere). When `stage` is on another filesystem than
+/// `path` (a mount inside the workspace), `publish` fails with `EXDEV` and all is done again
+/// with a temporary file beside `path`.
 fn publish_via<T>(
     path: &Path,
     stage: &Path,
     fill: impl Fn(NamedTempFile) -> Result<NamedTempFile>,
     publish: impl Fn(NamedTempFile) -> io::Result<T>,
 ) -> Result<io::Result<T>> {
-    // A file used before holds its old content past what `fill` writes: cut there.
-    let (first, used, elsewhere) = match super::spare::take() {
-        Some((spare, used)) => (spare, used, true),
-        None => match super::recycle::take(path) {
-            Some(tmp) => (tmp, true, true),
-            None => (made_in(stage)?, false, stage != parent_of(path)),
-        },
-    };
-    // Made or kept in another folder: it must get what a file made beside `path` gets (the
-    // group of a setgid folder), or make way for one that does.
-    let (first, used) = if elsewhere && !super::fit_to_folder(first.as_file(), parent_of(path)) {
-        (made_in(parent_of(path))?, false)
-    } else {
-        (first, used)
-    };
-    let filled = fill(first)?;
-    if used {
-        cut_after_written(&filled, path)?;
+    let mut first = made_in(stage)?;
+    // Made in another folder: it must get what a file made beside `path` gets (the group of a
+    // setgid folder), or make way for one that does.
+    if stage != parent_of(path) && !super::fit_to_folder(first.as_file(), parent_of(path)) {
+        first = made_in(parent_of(path))?;
     }
-    match publish(filled) {
+    match publish(fill(first)?) {
         Err(e) if e.kind() == io::ErrorKind::CrossesDevices => {
             Ok(publish(fill(made_in(parent_of(path))?)?))
         }
         done => Ok(done),
     }
-}
-
-/// Cut `tmp`, a file used before and just written from its start, where the writing ended.
-fn cut_after_written(tmp: &NamedTempFile, path: &Path) -> Result<()> {
-    use std::io::Seek;
-    let mut file = tmp.as_file();
-    let end = file.stream_position().at("write", path)?;
-    if file.metadata().at("write", path)?.len() > end {
-        file.set_len(end).at("write", path)?;
-    }
-    Ok(())
 }
 
 /// Publish `bytes` at `path` only if nothing is there yet (no file, no link).
@@ -400,10 +374,6 @@ fn put(tmp: NamedTempFile, path: &Path) -> io::Result<()> {
         // path on failure removes the file.
         return put_closed(tmp.into_temp_path(), path);
     }
-    let tmp = match exchange(tmp, path) {
-        Ok(()) => return Ok(()),
-        Err(tmp) => tmp,
-    };
     tmp.persist(path).map(drop).map_err(|e| e.error)
 }
 
@@ -457,81 +427,26 @@ pub fn persist_new(tmp: NamedTempFile, path: &Path) -> io::Result<bool> {
     Ok(true)
 }
 
-/// Set once this process knows its files are on a filesystem that cannot exchange.
-static NO_EXCHANGE: AtomicBool = AtomicBool::new(false);
+/// Set once this process knows its files are on a network filesystem.
+static NETWORK_FS: AtomicBool = AtomicBool::new(false);
 
 /// Whether a temporary file is closed before it is renamed into place: on every network
-/// filesystem (what [`rename_without_exchange`] was told), since SMB refuses to rename an open
-/// file. A local filesystem keeps it open (no reopen needed for the callers that keep it).
+/// filesystem (see [`mark_network_fs`]), since SMB refuses to rename an open file. A local
+/// filesystem keeps it open (no reopen needed for the callers that keep it).
 fn closes_before_rename() -> bool {
-    NO_EXCHANGE.load(Ordering::Relaxed)
+    NETWORK_FS.load(Ordering::Relaxed)
 }
 
-/// Whether this process works on a network filesystem (or one that cannot exchange names).
+/// Whether this process works on a network filesystem.
 pub(super) fn on_network_fs() -> bool {
     closes_before_rename()
 }
 
-/// From now on, replace files by a plain rename: the caller knows the folder is on a filesystem
-/// that cannot exchange two names (NFS, SMB, FUSE mounts such as sshfs), so trying first would
-/// only cost a round trip to the server per replace.
-pub fn rename_without_exchange() {
-    NO_EXCHANGE.store(true, Ordering::Relaxed);
-}
-
-/// Replace what stands at `path` by swapping it with `tmp` in one atomic
-/// `renameat2(RENAME_EXCHANGE)`, then removing `tmp`'s name, which now holds the old content.
-/// Gives `tmp` back (nothing changed) when there is nothing to swap with, when a folder stands
-/// at `path`, or when the filesystem cannot exchange; the caller then renames.
-///
-/// Why: ext4 starts writeback of the new file on a rename that replaces an existing file
-/// (`auto_da_alloc`), which makes every small replace wait on the disk; an exchange does not.
-/// Content that must survive a crash is fsynced before it gets here ([`replace_durable`],
-/// [`spool`]), which is what `auto_da_alloc` only approximates.
-///
-/// A filesystem that cannot exchange (FUSE mounts such as sshfs, NFS) says so once per process:
-/// later replaces rename at once, without the refused call (a round trip to the server there).
-fn exchange(tmp: NamedTempFile, path: &Path) -> std::result::Result<(), NamedTempFile> {
-    use rustix::fs::{AtFlags, CWD, RenameFlags};
-    use rustix::io::Errno;
-    if NO_EXCHANGE.load(Ordering::Relaxed) {
-        return Err(tmp);
-    }
-    // No look at `path` first: with nothing there the exchange fails and the caller renames.
-    if let Err(e) = rustix::fs::renameat_with(CWD, tmp.path(), CWD, path, RenameFlags::EXCHANGE) {
-        if [Errno::INVAL, Errno::NOSYS, Errno::OPNOTSUPP].contains(&e) {
-            NO_EXCHANGE.store(true, Ordering::Relaxed);
-        }
-        return Err(tmp);
-    }
-    let (file, old) = tmp.into_parts();
-    // A folder that stood at `path` goes back, and the caller's rename refuses it.
-    let put_back = |file, old: TempPath| {
-        let _ = rustix::fs::renameat_with(CWD, &*old, CWD, path, RenameFlags::EXCHANGE);
-        NamedTempFile::from_parts(file, old)
-    };
-    // What was swapped out of one of coord's records is kept for reuse (as cheap as a removal).
-    let old = match super::recycle::give_back(old, path) {
-        Ok(()) => return Ok(()),
-        Err(old) => old,
-    };
-    if super::spare::defers(&old) {
-        // Removed between requests, by a process that keeps spares: the folder check cannot
-        // wait for the removal to refuse it.
-        if fs::symlink_metadata(&old).is_ok_and(|m| m.is_dir()) {
-            return Err(put_back(file, old));
-        }
-        super::spare::later(old);
-        return Ok(());
-    }
-    match rustix::fs::unlinkat(CWD, &*old, AtFlags::empty()) {
-        Err(Errno::ISDIR) => Err(put_back(file, old)),
-        // Removed (or already gone): nothing left for the temporary path to remove.
-        _ => {
-            let _ = old.keep();
-            Ok(())
-        }
-    }
+/// From now on, publish files the way network filesystems need (closed before the rename,
+/// retried while the server says busy): the caller found the folder on one (NFS, SMB, FUSE
+/// mounts such as sshfs).
+pub fn mark_network_fs() {
+    NETWORK_FS.store(true, Ordering::Relaxed);
 }
 
 /// [`persist`], then fsync of the folder, so the new content survives a crash.

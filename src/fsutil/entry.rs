@@ -27,9 +27,6 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 /// [`Error::Io`](crate::Error::Io) naming the path.
 pub fn remove(path: &Path) -> Result<bool> {
     super::read::refuse_linked(path, false).at("remove", path)?;
-    if super::recycle::keep_removed(path) {
-        return Ok(true);
-    }
     match super::raw::remove_file(path) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
@@ -37,37 +34,35 @@ pub fn remove(path: &Path) -> Result<bool> {
     }
 }
 
+/// Remove `path`, a file or a folder of files (one level: what is inside is removed, never
+/// followed; a folder inside it stays, and so does the folder then). Best effort.
+pub fn remove_flat(path: &Path) {
+    if fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+        for name in super::list_names(path).unwrap_or_default() {
+            let _ = super::raw::remove_file(&path.join(name));
+        }
+        let _ = super::raw::remove_empty_dir(path);
+    } else {
+        let _ = super::raw::remove_file(path);
+    }
+}
+
 /// Make `path` an empty marker file, whose name is all it says; nothing when something is there
-/// already. Where the filesystem has hard links, one more name of the empty file `anchor` (made
-/// when missing): a link allocates no file, which costs several times less than making one.
-/// Elsewhere, or when the anchor has all the links it can have, an empty file of its own.
-/// Missing folders are made.
+/// already. Missing folders are made.
 ///
 /// # Errors
 ///
-/// [`Error::Io`](crate::Error::Io) naming `path` when it cannot be made.
-pub fn empty_marker(anchor: &Path, path: &Path) -> Result<()> {
+/// [`Error::Io`](crate::Error::Io) naming the path.
+pub fn empty_marker(path: &Path) -> Result<()> {
     use super::raw;
-    let linked = |from: &Path| match raw::hard_link(from, path) {
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+    let made = match raw::create_exclusive(path, b"") {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            ensure_dir(super::parent_of(path))?;
+            raw::create_exclusive(path, b"")
+        }
         other => other,
     };
-    match linked(anchor) {
-        Ok(()) => return Ok(()),
-        Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            // The anchor or the marker's folder is missing: both are made, then linked again.
-            ensure_dir(super::parent_of(anchor))?;
-            let _ = raw::create_exclusive(anchor, b"");
-            ensure_dir(super::parent_of(path))?;
-            if linked(anchor).is_ok() {
-                return Ok(());
-            }
-        }
-        Err(_) => {}
-    }
-    raw::create_exclusive(path, b"")
-        .map(drop)
-        .at("create", path)
+    made.map(drop).at("create", path)
 }
 
 /// Rename `from` to `to`, replacing `to`.

@@ -38,8 +38,6 @@ mod entry;
 mod mutex;
 pub mod raw;
 mod read;
-mod recycle;
-mod spare;
 mod sweep;
 #[cfg(test)]
 mod tests;
@@ -49,27 +47,24 @@ pub use append::{
     append_line_durable_numbered, append_line_rotating, finish_append, finish_appends, sync_file,
 };
 pub use atomic::{
-    copy_replace, copy_to_temp, create_new, create_new_held, persist, persist_durable, persist_new,
-    rename_without_exchange, replace, replace_durable, replace_staged, replace_staged_held, spool,
-    temp_in,
+    copy_replace, copy_to_temp, create_new, create_new_held, mark_network_fs, persist,
+    persist_durable, persist_new, replace, replace_durable, replace_staged, replace_staged_held,
+    spool, temp_in,
 };
 pub use entry::{
-    empty_marker, ensure_dir, make_executable, remove, rename, rewrite_in_place, set_mtime_epoch,
-    sync_dir, touch, touch_if_same,
+    empty_marker, ensure_dir, make_executable, remove, remove_flat, rename, rewrite_in_place,
+    set_mtime_epoch, sync_dir, touch, touch_if_same,
 };
 pub use mutex::{
     MUTEX_PATIENCE, MutexGuard, cap_mutex_patience, keep_mutex_open, lock_mutex, lock_mutex_within,
     mutex_kept_open, mutex_patience,
 };
 pub use read::{
-    RECORD_CAP, Stat, for_each_entry, for_each_name, forget_cached_pages, linked_ancestor,
-    linked_state_folder, list_names, mtime, ns_since_epoch, open_regular_nofollow, read_capped,
-    read_capped_with_meta, read_capped_with_mtime, read_dir, read_past_cache, read_tail,
-    read_text_capped, real_entry, refresh_attributes, refuse_linked, same_regular_files,
-    take_link_warning,
+    RECORD_CAP, Stat, for_each_name, forget_cached_pages, linked_ancestor, linked_state_folder,
+    list_names, mtime, ns_since_epoch, open_regular_nofollow, read_capped, read_capped_with_meta,
+    read_capped_with_mtime, read_dir, read_past_cache, read_tail, read_text_capped, real_entry,
+    refresh_attributes, refuse_linked, same_regular_files, take_link_warning,
 };
-pub use recycle::{learn_umask, recycle_in};
-pub use spare::{discard_spares, keep_spares, keep_spares_at_least, tidy};
 pub use sweep::{sweep_entry, sweep_temps};
 
 /// How [`open_nofollow`] opens a file.

@@ -384,59 +384,26 @@ pub fn read_dir(dir: impl AsRef<Path>) -> io::Result<fs::ReadDir> {
     fs::read_dir(dir)
 }
 
-/// The names in folder `dir` (`.` and `..` left out), in the order the folder lists them: an
-/// open, the listing and a close, without the `fstat` that `fs::read_dir` adds. For folders
-/// listed by name only, many per command (the file's folder in each other work tree).
+/// The names in folder `dir`, in the order the folder lists them.
 ///
 /// # Errors
 ///
 /// Opening or listing the folder failed (`NotFound`: it does not exist).
 pub fn list_names(dir: &Path) -> io::Result<Vec<std::ffi::OsString>> {
-    use std::os::unix::ffi::OsStrExt;
-    let mut names = Vec::new();
-    for_each_name(dir, |name| {
-        names.push(std::ffi::OsStr::from_bytes(name).to_os_string());
-    })?;
-    Ok(names)
+    read_dir(dir)?
+        .map(|entry| entry.map(|e| e.file_name()))
+        .collect()
 }
 
-/// [`list_names`] handing each name to `each` as the bytes the listing holds, copying none:
-/// for a folder of many names of which few are kept (the stamp card's rows).
+/// [`list_names`] handing each name to `each` as bytes.
 ///
 /// # Errors
 ///
 /// As [`list_names`].
 pub fn for_each_name(dir: &Path, mut each: impl FnMut(&[u8])) -> io::Result<()> {
-    for_each_entry(dir, |name, _| each(name))
-}
-
-/// [`for_each_name`], with whether each entry is a folder as the listing says it (`None` where
-/// the filesystem does not say: ask `lstat`). Read into this process's own memory: std's
-/// `read_dir` goes through the C library's `opendir`, which musl serves with a page it maps
-/// and unmaps for every folder listed.
-///
-/// # Errors
-///
-/// As [`list_names`].
-pub fn for_each_entry(dir: &Path, mut each: impl FnMut(&[u8], Option<bool>)) -> io::Result<()> {
-    use rustix::fs::{Dir, FileType, Mode, OFlags};
-    refuse_linked(dir, true)?;
-    let fd = rustix::fs::open(
-        dir,
-        OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC,
-        Mode::empty(),
-    )?;
-    let mut listing = Dir::new(fd)?;
-    while let Some(entry) = listing.read() {
-        let entry = entry?;
-        let name = entry.file_name().to_bytes();
-        if name != b"." && name != b".." {
-            let is_dir = match entry.file_type() {
-                FileType::Unknown => None,
-                t => Some(t == FileType::Directory),
-            };
-            each(name, is_dir);
-        }
+    use std::os::unix::ffi::OsStrExt;
+    for entry in read_dir(dir)? {
+        each(entry?.file_name().as_bytes());
     }
     Ok(())
 }

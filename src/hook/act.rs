@@ -592,7 +592,7 @@ fn unread_lines(ws: &Workspace, agent: &AgentId) -> Vec<String> {
 
 /// The turn is over: release every lock; hold the stop once for unread messages.
 fn stop(ws: &Workspace, agent: &AgentId, already_continued: bool) -> Result<Reply> {
-    lock::release(ws, agent, None, false)?;
+    lock::release_all(ws, agent)?;
     if already_continued {
         return Ok(Reply::Allow);
     }

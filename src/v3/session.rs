@@ -82,14 +82,7 @@ pub fn child_env(
 ///
 /// [`Error::Io`](crate::Error::Io) when a lock file cannot be removed.
 pub fn release_locks(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<Vec<Release>> {
-    let held: Vec<_> = lock::scan_tree(ws)
-        .into_iter()
-        .filter(|e| e.agent == agent.id() && e.session() == Some(session_id))
-        .filter_map(|e| {
-            let token = e.token()?.to_string();
-            Some((ws.target_from_rel(&e.file).ok()?, token))
-        })
-        .collect();
+    let held = lock::session_locks(ws, agent, session_id);
     if held.is_empty() {
         return Ok(Vec::new());
     }

@@ -71,7 +71,7 @@ mod plugin;
 mod plugin_clients;
 mod plugin_sessions;
 mod presence;
-mod recycle;
+mod records;
 mod refusals;
 mod review;
 mod review_close;

@@ -271,153 +271,55 @@ fn a_tree_of_many_folders_still_shows_every_hand_made_lock() {
     }
 }
 
-/// `.coord/folders`, kept by a command that writes anyway (`unlock`), is used by the views as
-/// long as the rules and folders are as kept, and never changes what they show: after each
-/// change to the tree, `status` with the kept folders lists what a fresh walk lists. The kept
-/// file is aged (its mtime moved ahead) so that its stat data count as settled; a change made
-/// after it was written is then what tells a folder to be looked at again.
+/// Every change to the tree and to the ignore rules shows in the next view: a lock made by
+/// hand, removed, in a new folder; a `.gitignore` edited or made, `info/exclude`, the user's own
+/// ignore file, `core.excludesFile`; a folder removed.
 #[test]
-fn kept_folders_show_what_a_walk_shows_whatever_changes() {
+fn views_follow_every_change_of_the_tree_and_the_ignore_rules() {
     if !crate::rigs::git_or_skip() {
         return;
     }
     let env = Env::new();
     let home = tempfile::tempdir().unwrap();
-    let cache = env.path(".coord/folders");
     env.write(".gitignore", "node_modules/\nbuild/\n");
-    for f in [
-        "src/app.js",
-        "src/lib/util.js",
-        "docs/readme.md",
-        "node_modules/pkg/index.js",
-    ] {
+    for f in ["src/app.js", "src/lib/util.js", "docs/readme.md"] {
         env.write(f, "x\n");
     }
     git(env.root(), &["init", "-q"]);
-    std::fs::create_dir_all(env.path(".coord")).unwrap();
     let locks = || locks_in(with_home(&env, home.path()));
-    // The kept file's mtime moved ahead: what it holds counts as settled.
-    let age = || {
-        let f = std::fs::File::options().write(true).open(&cache).unwrap();
-        f.set_modified(std::time::SystemTime::now() + std::time::Duration::from_secs(30))
-            .unwrap();
-    };
-    // Kept anew by a command that writes (a walk), then made to look settled.
-    let keep = || {
-        let _ = std::fs::remove_file(&cache);
-        with_home(&env, home.path())
-            .args(["unlock"])
-            .env("COORD_AGENT", "zed")
-            .ok();
-        assert!(cache.exists(), "unlock keeps the folders it walked");
-        age();
-        // What follows is a change of its own, not one in the same tick of the clock.
-        std::thread::sleep(std::time::Duration::from_millis(30));
-    };
-    // What the views show with the kept folders is what a walk shows.
-    let same = |step: &str| -> BTreeSet<(String, String)> {
-        assert!(cache.exists());
-        let kept = locks();
-        let saved = std::fs::read(&cache).unwrap();
-        std::fs::remove_file(&cache).unwrap();
-        let walked = locks();
-        assert!(!cache.exists(), "status never writes");
-        std::fs::write(&cache, saved).unwrap();
-        age();
-        assert_eq!(kept, walked, "{step}");
-        kept
-    };
     hand_lock(&env, "src/app.js", "carol", &chrono_now());
-    keep();
-    assert_eq!(
-        same("kept"),
-        [pair("src/app.js", "carol")].into_iter().collect()
-    );
-
-    // The kept file is what the views read: a lock it names in a folder git ignores (which no
-    // walk enters) is shown while the kept file stands.
-    hand_lock(&env, "node_modules/pkg/index.js", "mallory", &chrono_now());
-    let text = std::fs::read_to_string(&cache).unwrap();
-    let mut v: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let pkg = std::fs::symlink_metadata(env.path("node_modules/pkg")).unwrap();
-    let ns = |s: i64, n: i64| i128::from(s) * 1_000_000_000 + i128::from(n);
-    use std::os::unix::fs::MetadataExt;
-    v["trees"][0]["folders"]
-        .as_array_mut()
-        .unwrap()
-        .push(serde_json::json!({
-            "rel": "node_modules/pkg",
-            "stat": {"ino": pkg.ino(), "size": pkg.size(),
-                     "mtime_ns": ns(pkg.mtime(), pkg.mtime_nsec()),
-                     "ctime_ns": ns(pkg.ctime(), pkg.ctime_nsec())},
-            "dirs": [], "gitignore": null, "locks": ["index.js.lock.mallory"],
-        }));
-    std::fs::write(&cache, serde_json::to_vec(&v).unwrap()).unwrap();
-    age();
-    assert!(locks().contains(&pair("node_modules/pkg/index.js", "mallory")));
-    std::fs::remove_file(env.path("node_modules/pkg/index.js.lock.mallory")).unwrap();
-    keep();
-    // Stat data that changed less than 2 s before the file was written are not trusted (a
-    // change within one tick of a coarse clock would not show): kept saying `src` holds no
-    // lock, in a file written just now, `src` is listed again and carol's lock shown.
-    let mut v: serde_json::Value =
-        serde_json::from_str(&std::fs::read_to_string(&cache).unwrap()).unwrap();
-    let src = v["trees"][0]["folders"]
-        .as_array_mut()
-        .unwrap()
-        .iter_mut()
-        .find(|f| f["rel"] == "src")
-        .unwrap();
-    assert_eq!(src["locks"], serde_json::json!(["app.js.lock.carol"]));
-    src["locks"] = serde_json::json!([]);
-    let settled = serde_json::to_vec(&v).unwrap();
-    std::fs::write(&cache, &settled).unwrap();
-    assert!(
-        locks().contains(&pair("src/app.js", "carol")),
-        "a fresh file"
-    );
-    age();
-    assert!(
-        !locks().contains(&pair("src/app.js", "carol")),
-        "the same, settled"
-    );
-    keep();
-
-    // A lock made by hand in a folder kept, one removed, one in a new folder, one rewritten.
+    assert_eq!(locks(), [pair("src/app.js", "carol")].into_iter().collect());
     hand_lock(&env, "src/lib/util.js", "bob", &chrono_now());
-    same("a lock in a kept folder");
+    assert!(locks().contains(&pair("src/lib/util.js", "bob")));
     std::fs::remove_file(env.path("src/app.js.lock.carol")).unwrap();
-    same("a lock removed");
+    assert!(!locks().contains(&pair("src/app.js", "carol")));
     env.write("src/new/mod.js", "x\n");
     hand_lock(&env, "src/new/mod.js", "dave", &chrono_now());
-    assert!(same("a new folder").contains(&pair("src/new/mod.js", "dave")));
-    keep();
-    hand_lock(&env, "src/lib/util.js", "erin", &chrono_now());
-    std::fs::write(
-        env.path("src/lib/util.js.lock.bob"),
-        "Agent: bob\nlocked_at: 2026-01-28T01:00:00+00:00\nfile: src/lib/util.js\n",
-    )
-    .unwrap();
-    same("a lock rewritten in place");
-    keep();
-    // The ignore rules change: a .gitignore edited in place, a new one, info/exclude, the
-    // user's own ignore file, core.excludesFile; a folder removed.
+    assert!(locks().contains(&pair("src/new/mod.js", "dave")));
     std::fs::write(env.path(".gitignore"), "node_modules/\nbuild/\nsrc/lib/\n").unwrap();
-    assert!(!same(".gitignore edited").contains(&pair("src/lib/util.js", "erin")));
-    keep();
+    assert!(
+        !locks().contains(&pair("src/lib/util.js", "bob")),
+        ".gitignore edited"
+    );
     env.write("src/.gitignore", "new/\n");
-    assert!(!same("a .gitignore made").contains(&pair("src/new/mod.js", "dave")));
-    keep();
+    assert!(
+        !locks().contains(&pair("src/new/mod.js", "dave")),
+        "a .gitignore made"
+    );
     hand_lock(&env, "docs/readme.md", "frank", &chrono_now());
-    keep();
+    assert!(locks().contains(&pair("docs/readme.md", "frank")));
     std::fs::write(env.path(".git/info/exclude"), "docs/\n").unwrap();
-    assert!(!same("info/exclude").contains(&pair("docs/readme.md", "frank")));
+    assert!(
+        !locks().contains(&pair("docs/readme.md", "frank")),
+        "info/exclude"
+    );
     std::fs::write(env.path(".git/info/exclude"), "").unwrap();
-    keep();
     std::fs::create_dir_all(home.path().join("xdg/git")).unwrap();
     std::fs::write(home.path().join("xdg/git/ignore"), "docs/\n").unwrap();
-    assert!(!same("the user's ignore file").contains(&pair("docs/readme.md", "frank")));
-    keep();
+    assert!(
+        !locks().contains(&pair("docs/readme.md", "frank")),
+        "the user's ignore file"
+    );
     std::fs::write(home.path().join("other-ignore"), "src/\n").unwrap();
     git(
         env.root(),
@@ -427,11 +329,10 @@ fn kept_folders_show_what_a_walk_shows_whatever_changes() {
             &home.path().join("other-ignore").to_string_lossy(),
         ],
     );
-    let now = same("core.excludesFile");
+    let now = locks();
     assert!(now.iter().all(|(f, _)| !f.starts_with("src/")), "{now:?}");
-    keep();
     std::fs::remove_dir_all(env.path("docs")).unwrap();
-    same("a folder removed");
+    assert!(locks().is_empty(), "a folder removed");
 }
 
 fn chrono_now() -> String {

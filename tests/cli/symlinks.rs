@@ -413,7 +413,6 @@ fn a_symlinked_folder_under_coord_is_never_followed() {
         "needs-user",
         "shell",
         "nested",
-        "recycled",
     ];
     for folder in folders {
         let bed = Bed::new();

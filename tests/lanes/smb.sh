@@ -23,8 +23,7 @@ skip() {
 }
 
 here=$(cd "$(dirname "$0")/../.." && pwd)
-host=$(rustc -vV 2>/dev/null | sed -n 's/^host: //p')
-COORD=${1:-${COORD:-$here/target/$host/debug/coord}}
+COORD=${1:-${COORD:-${CARGO_TARGET_DIR:-$here/target}/debug/coord}}
 [ -x "$COORD" ] || skip "no coord binary at $COORD (build it first)"
 COORD=$(cd "$(dirname "$COORD")" && pwd)/$(basename "$COORD")
 [ "$(id -u)" = 0 ] || skip "needs root (it runs its own smbd)"

@@ -41,9 +41,6 @@ use coord::{ExitCode, fsutil, host};
 use super::startup::release_lines;
 use super::{Ctx, output};
 
-/// Temporary files kept ready: a lock publishes its record, the presence and `FILE.bak`.
-const SPARES: usize = 3;
-
 /// The longest line the server reads; a longer one is answered with -32700 and skipped.
 const MAX_LINE: u64 = 32 * 1024 * 1024;
 
@@ -146,7 +143,6 @@ impl Life {
             return;
         }
         state.closed = true;
-        fsutil::discard_spares();
         let Some((agent, session_id, _)) = state.started.clone() else {
             return;
         };
@@ -209,8 +205,6 @@ impl LazyHost {
             let (agent, row, owner) =
                 self.life
                     .start(&agent, self.task.take(), session.as_ref())?;
-            // Clocking in used files made ahead: make them again before the first tool runs.
-            fsutil::tidy();
             self.host = Some(tools::Host::new(self.life.ws.clone(), agent, row, owner));
         }
         Ok(self.host.as_mut().expect("just made"))
@@ -234,8 +228,6 @@ impl ToolHost for LazyHost {
 }
 
 pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    // This command writes to the workspace anyway: what its walks enter is kept too.
-    coord::v3::lock::keep_walked_folders();
     let ws = if args.plugin {
         coord::workspace::Workspace::discover(ctx.dir.as_deref(), ctx.cwd())?
     } else {
@@ -299,12 +291,6 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let beat_life = Arc::clone(&life);
     let beat_thread = std::thread::spawn(move || heartbeat(&beat_life, interval, &beats));
 
-    // Files the next answers will publish are made between requests, not while a client waits.
-    if ws.policy()?.fs.served_locally()
-        && let Ok(state_dir) = ws.ensure_state_dir()
-    {
-        fsutil::keep_spares(&state_dir, SPARES);
-    }
     fsutil::keep_mutex_open();
 
     let instructions = instructions(&named, &ws);
@@ -495,11 +481,10 @@ fn serve<H: ToolHost>(server: &mut Server<H>) -> &'static str {
             }
             server.handle_line(&line)
         };
-        if let Some(response) = response {
-            if send(&response).is_err() {
-                return "stdout closed";
-            }
-            fsutil::tidy();
+        if let Some(response) = response
+            && send(&response).is_err()
+        {
+            return "stdout closed";
         }
     }
 }
@@ -536,8 +521,6 @@ fn heartbeat(life: &Life, interval: Duration, stop: &mpsc::Receiver<()>) {
         if let Err(e) = stamp::heartbeat(&life.ws, &agent, &session_id) {
             output::diag(&format!("warning: heartbeat failed: {e}"));
         }
-        // The heartbeat replaced files too: an idle server tidies up after it as after an answer.
-        fsutil::tidy();
     }
 }
 

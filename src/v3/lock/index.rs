@@ -1,6 +1,5 @@
 //! The index of the locks coord made: `.coord/held/`, one empty entry per lock file
-//! ([`layout::held_entry`]; a hard link to `.coord/held/anchor` where the filesystem has them),
-//! so that the views (`status`, `check`, a session's start) find
+//! ([`layout::held_entry`]), so that the views (`status`, `check`, a session's start) find
 //! them without walking the tree, in ignored folders (`node_modules/`, `target/`) too.
 //!
 //! The lock files stay the truth; the index is a hint that every reader verifies. Its one
@@ -39,9 +38,7 @@ pub(super) fn note(root: &Path, rel: &str, agent: &str) -> Result<()> {
     if hashed {
         return create(root, &path, rel.as_bytes());
     }
-    // One more name of the index's anchor file (see `fsutil::empty_marker`): an entry is made
-    // for every lock taken.
-    fsutil::empty_marker(&layout::held_anchor(root), &path)
+    fsutil::empty_marker(&path)
 }
 
 /// Make the entry `path` as a file of its own holding `content` (nothing when it exists).
@@ -107,8 +104,12 @@ fn plain_relative(rel: &str) -> bool {
 }
 
 /// Remove every entry whose lock file is gone from every work tree sharing the workspace (left
-/// by a process killed between the two, or a lock file removed by hand). Caller holds the mutex.
+/// by a process killed between the two, or a lock file removed by hand), and what earlier
+/// versions of coord left in `.coord/` ([`layout::leftovers`]). Caller holds the mutex.
 pub(super) fn prune(root: &Path) {
+    for leftover in layout::leftovers(root) {
+        fsutil::remove_flat(&leftover);
+    }
     let entries = entries(root);
     if entries.is_empty() {
         return;

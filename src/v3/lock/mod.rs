@@ -50,7 +50,6 @@
 
 mod acquire;
 pub mod claim;
-mod folders;
 mod index;
 mod judge;
 mod release;
@@ -62,11 +61,10 @@ pub use acquire::{
     TakeOver, acquire, format_since, leave_queue_now, leave_queue_once_started, seen_holder,
     working_text,
 };
-pub use folders::keep as keep_walked_folders;
 pub use judge::{classify, describe_problem, problems};
 pub use release::{
-    Fence, Release, ReleaseOutcome, holds, holds_fence, own_fence, own_token, release,
-    release_tokens,
+    Fence, Release, ReleaseOutcome, holds, holds_fence, own_fence, own_token, release, release_all,
+    release_tokens, session_locks,
 };
 #[cfg(test)]
 pub(crate) use scan::folder_listings;

@@ -54,9 +54,10 @@ pub struct Release {
     pub outcome: ReleaseOutcome,
 }
 
-/// Release `agent`'s locks on `targets` (all its locks when `None`). With `force`, a STALE
-/// lock of another agent is removed too. Each file's outcome is reported; nothing held by
-/// another live agent is ever removed.
+/// Release `agent`'s locks on `targets` (all its locks when `None`, those it made by hand
+/// included: the tree is walked for them). With `force`, a STALE lock of another agent is
+/// removed too. Each file's outcome is reported; nothing held by another live agent is ever
+/// removed.
 ///
 /// # Errors
 ///
@@ -67,29 +68,78 @@ pub fn release(
     targets: Option<&[Target]>,
     force: bool,
 ) -> Result<Vec<Release>> {
-    // Refused before the walk below, which may keep what it entered in `.coord/`.
+    // Refused before the walk below.
     ws.require_arbitration()?;
-    let all = targets.is_none();
-    let targets: Vec<Target> = match targets {
-        Some(t) => t.to_vec(),
+    match targets {
+        Some(t) => release_files(ws, agent, t.to_vec(), force, false),
         None => {
-            // The locks the views see, and those the agent's presence lists (a lock taken by an
-            // older coord, before the index, in a folder the views do not walk).
-            let mut files: Vec<String> = scan_tree(ws)
-                .into_iter()
-                .filter(|e| e.agent == agent.id())
-                .map(|e| e.file)
-                .collect();
-            let me = presence::read(ws.root(), agent.id()).ok().flatten();
-            files.extend(own_locks_listed(ws, agent, me.as_ref()));
-            let mut seen = HashSet::new();
-            files
-                .into_iter()
-                .filter(|f| seen.insert(f.clone()))
-                .filter_map(|f| ws.target_from_rel(&f).ok())
-                .collect()
+            let walked = scan_tree(ws).into_iter().filter(|e| e.agent == agent.id());
+            let files = walked.map(|e| e.file).chain(indexed_files(ws, agent));
+            release_files(ws, agent, unique_targets(ws, files), force, true)
         }
-    };
+    }
+}
+
+/// Release every lock `agent` took through coord, and its claims: those coord's index and the
+/// agent's presence list, without walking the tree (what a client's turn ending does).
+///
+/// # Errors
+///
+/// [`Error::Io`] when a lock file cannot be removed.
+pub fn release_all(ws: &Workspace, agent: &AgentId) -> Result<Vec<Release>> {
+    let files = indexed_files(ws, agent);
+    release_files(
+        ws,
+        agent,
+        unique_targets(ws, files.into_iter()),
+        false,
+        true,
+    )
+}
+
+/// The files coord's index and `agent`'s presence say it holds (unverified).
+fn indexed_files(ws: &Workspace, agent: &AgentId) -> Vec<String> {
+    let me = presence::read(ws.root(), agent.id()).ok().flatten();
+    index::entries(ws.root())
+        .into_iter()
+        .filter(|(_, a)| a == agent.id())
+        .map(|(rel, _)| rel)
+        .chain(own_locks_listed(ws, agent, me.as_ref()))
+        .collect()
+}
+
+/// The locks `agent` took in session `session_id` (their `session:` line says so), each with
+/// its token, found through coord's index.
+pub fn session_locks(ws: &Workspace, agent: &AgentId, session_id: &str) -> Vec<(Target, String)> {
+    index::entries(ws.root())
+        .into_iter()
+        .filter(|(_, a)| a == agent.id())
+        .filter_map(|(rel, a)| {
+            let target = ws.target_from_rel(&rel).ok()?;
+            let entry = LockEntry::read(layout::lock_file(&target.abs, &a), rel, a)?;
+            let token = entry.token()?.to_string();
+            (entry.session() == Some(session_id)).then_some((target, token))
+        })
+        .collect()
+}
+
+/// `files` as targets, each once.
+fn unique_targets(ws: &Workspace, files: impl Iterator<Item = String>) -> Vec<Target> {
+    let mut seen = HashSet::new();
+    files
+        .filter(|f| seen.insert(f.clone()))
+        .filter_map(|f| ws.target_from_rel(&f).ok())
+        .collect()
+}
+
+/// [`release`] of `targets`; `all`: they are all of the agent's locks (its claims go too).
+fn release_files(
+    ws: &Workspace,
+    agent: &AgentId,
+    targets: Vec<Target>,
+    force: bool,
+    all: bool,
+) -> Result<Vec<Release>> {
     let _mutex = ws.lock_mutex()?;
     if all {
         // Entries left by processes killed between an entry and its lock file.

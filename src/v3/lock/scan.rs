@@ -7,7 +7,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
-use super::{BAD_NAME, LockEntry, classify, folders, index};
+use super::{BAD_NAME, LockEntry, classify, index};
 use crate::arbiter;
 use crate::clock::Timestamp;
 use crate::error::{IoResultExt, Result};
@@ -301,42 +301,26 @@ pub(super) fn scan_folder(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
 /// The lock files in the folders of the workspace that git does not ignore (every folder
 /// outside a git work tree), read by a walk (`ignore`, ripgrep's walker). Only the folders are
 /// judged by the ignore rules: a lock file is found in a folder that is walked even when its own
-/// name is ignored (coord's `.gitignore` lines ignore `*.lock.*`). The folders a walk entered
-/// are kept in `.coord/folders` ([`folders`]): while the rules and those folders are as they
-/// were, their lock files are found with a `stat` of each folder instead of a walk.
+/// name is ignored (coord's `.gitignore` lines ignore `*.lock.*`).
 fn walk_unignored(ws: &Workspace) -> Vec<LockEntry> {
-    let root = ws.root();
-    let state = layout::state_dir(&crate::worktree::shared_root(root));
-    let rules = folders::Rules::of(root);
-    if let Some(paths) = folders::lock_paths(&state, root, &rules) {
-        return paths.iter().filter_map(|p| lock_at(ws, p)).collect();
-    }
-    let (found, entered) = walk_tree(ws, "", rules.excludes.as_deref(), true);
-    folders::store(&state, root, &rules, &entered);
-    found
+    walk_unignored_under(ws, "")
 }
 
 /// [`walk_unignored`] from the folder `rel_dir` of the workspace down (nothing when it is not
-/// a folder; the ignore rules of the folders above it still apply), always by a walk.
+/// a folder; the ignore rules of the folders above it still apply).
 fn walk_unignored_under(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
     let excludes = crate::worktree::enclosing_common_dir(ws.root())
         .and_then(|common| crate::gitconfig::excludes_file(Some(&common)));
-    walk_tree(ws, rel_dir, excludes.as_deref(), false).0
+    walk_tree(ws, rel_dir, excludes.as_deref())
 }
 
-/// The walk of [`walk_unignored_under`], honouring the user's own ignore file `excludes`; with
-/// `entered`, also every folder it entered.
-fn walk_tree(
-    ws: &Workspace,
-    rel_dir: &str,
-    excludes: Option<&Path>,
-    entered: bool,
-) -> (Vec<LockEntry>, Vec<PathBuf>) {
+/// The walk of [`walk_unignored_under`], honouring the user's own ignore file `excludes`.
+fn walk_tree(ws: &Workspace, rel_dir: &str, excludes: Option<&Path>) -> Vec<LockEntry> {
     use ignore::{WalkBuilder, WalkState, overrides::OverrideBuilder};
     let root = ws.root();
     let start = root.join(rel_dir);
     if !fs::symlink_metadata(&start).is_ok_and(|m| m.is_dir()) {
-        return (Vec::new(), Vec::new());
+        return Vec::new();
     }
     // A whitelist: files that may be lock files are yielded even when ignored, every other file
     // is not yielded at all; folders are still judged by the ignore rules.
@@ -349,9 +333,7 @@ fn walk_tree(
     walk.standard_filters(false)
         .git_ignore(true)
         .git_exclude(true)
-        // The user's own ignore file is found here, not by the walker, which looks for it
-        // with a regular expression built anew in every process (a quarter of a short view's
-        // time); it is matched the same way, relative to the top of the work tree.
+        // The user's own ignore file is the one of the repository's config (`excludes`).
         .git_global(false)
         .current_dir(root)
         .parents(true)
@@ -370,59 +352,23 @@ fn walk_tree(
         // A file that cannot be read is no rule, as for git.
         let _ = walk.add_ignore(excludes);
     }
-    // Most trees coord works in are small: walked in this thread, they cost no threads to
-    // start. A walk that meets more folders than that starts over in parallel.
-    let mut found = Vec::new();
-    let mut dirs = Vec::new();
-    let mut cut_short = false;
-    for entry in walk.build().flatten() {
-        if entry.file_type().is_some_and(|t| t.is_dir()) {
-            if dirs.len() == ONE_THREAD_FOLDERS {
-                cut_short = true;
-                break;
-            }
-            dirs.push(entry.path().to_path_buf());
-        }
-        if entry.depth() > 0 {
-            found.extend(lock_at(ws, entry.path()));
-        }
-    }
-    if !cut_short {
-        if !entered {
-            dirs.clear();
-        }
-        return (found, dirs);
-    }
-    let found = Mutex::new((Vec::new(), Vec::new()));
+    let found = Mutex::new(Vec::new());
     walk.threads(std::thread::available_parallelism().map_or(1, |n| n.get().min(8)))
         .build_parallel()
         .run(|| {
             let found = &found;
             Box::new(move |entry| {
-                let Ok(entry) = entry else {
-                    return WalkState::Continue;
-                };
-                let dir = entered && entry.file_type().is_some_and(|t| t.is_dir());
-                let lock = (entry.depth() > 0)
-                    .then(|| lock_at(ws, entry.path()))
-                    .flatten();
-                if dir || lock.is_some() {
-                    let mut found = found.lock().unwrap_or_else(|p| p.into_inner());
-                    found.0.extend(lock);
-                    if dir {
-                        found.1.push(entry.into_path());
-                    }
+                if let Ok(entry) = entry
+                    && entry.depth() > 0
+                    && let Some(lock) = lock_at(ws, entry.path())
+                {
+                    found.lock().unwrap_or_else(|p| p.into_inner()).push(lock);
                 }
                 WalkState::Continue
             })
         });
     found.into_inner().unwrap_or_else(|p| p.into_inner())
 }
-
-/// How many folders a walk takes in one thread before it starts over in several: starting
-/// threads costs more than walking a few hundred folders (the walker's own sequential walk
-/// reads one folder in a few microseconds).
-const ONE_THREAD_FOLDERS: usize = 500;
 
 /// The lock the walk's entry at `path` is, when it is one.
 fn lock_at(ws: &Workspace, path: &Path) -> Option<LockEntry> {

@@ -261,7 +261,7 @@ fn set_entry(root: &Path, row: &Row) -> Result<()> {
     if row.status == RowStatus::Offline {
         fsutil::remove(&entry)?;
     } else {
-        fsutil::empty_marker(&layout::held_anchor(root), &entry)?;
+        fsutil::empty_marker(&entry)?;
     }
     Ok(())
 }
@@ -409,7 +409,7 @@ fn ensure_index(root: &Path) -> Result<()> {
     let tmp = layout::partners_dir(root).join(".open.tmp");
     fsutil::ensure_dir(&tmp)?;
     for r in rows.iter().filter(|r| r.status != RowStatus::Offline) {
-        fsutil::empty_marker(&layout::held_anchor(root), &tmp.join(r.id.to_string()))?;
+        fsutil::empty_marker(&tmp.join(r.id.to_string()))?;
     }
     fsutil::rename(&tmp, &dir)?;
     Ok(())

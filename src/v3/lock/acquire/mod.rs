@@ -176,10 +176,6 @@ enum Attempt {
 
 /// Acquire all of `req.targets` or none, waiting as `req.wait` allows; then write backups.
 ///
-/// On a local folder this makes temporary files in `.coord/` ahead of need
-/// ([`fsutil::keep_spares_at_least`]); a long-lived caller calls [`fsutil::discard_spares`]
-/// before it exits.
-///
 /// # Errors
 ///
 /// [`Error::BadPath`] when a target exists but is not a regular file (nothing is written);
@@ -204,13 +200,6 @@ pub fn acquire(
     }
     // `.coord/` is made (and checked for symlinks) by the first `lock_mutex` below.
     let policy = ws.policy()?;
-    if policy.fs.served_locally() {
-        // What the first try publishes under the mutex (a record per file and the presence; or,
-        // if it has to wait, a ticket per file and the presence) goes out through files made
-        // before it takes the mutex: making a file is most of the cost of a try, and the mutex
-        // is what the holder needs to release and the next in line to take its turn.
-        fsutil::keep_spares_at_least(&layout::state_dir(ws.root()), targets.len() + 1);
-    }
     let started = Instant::now();
     let mut tries = Tries {
         ws,
@@ -221,7 +210,6 @@ pub fn acquire(
         deadline: Deadline::after(req.wait.as_duration()),
         may_wait: req.wait != Wait::For(Duration::ZERO),
         waits: Waits::default(),
-        prepared: false,
         waiting: Waiting {
             ws,
             agent: &req.agent,
@@ -359,8 +347,6 @@ struct Tries<'a> {
     may_wait: bool,
     /// How we sleep between tries (declared before `waiting`: dropped first).
     waits: Waits,
-    /// Whether the files a successful try publishes were made ahead (before the first sleep).
-    prepared: bool,
     /// Our tickets in the queue; leaves it if the acquire ends without the lock.
     waiting: Waiting<'a>,
     /// What the user was last told stands in the way (`None`: not told we wait yet).
@@ -496,14 +482,6 @@ impl Tries<'_> {
             Some(_) => {}
         }
         self.told = Some(situation);
-        if !self.prepared && self.policy.fs.served_locally() {
-            // The files the try that succeeds will publish (a record per file, the presence, a
-            // backup per file) are made now, while there is time, so that the try does not make
-            // them between a release and the command waiting for it.
-            let records = targets.len() * if self.req.backup { 2 } else { 1 };
-            fsutil::keep_spares_at_least(&layout::state_dir(ws.root()), records + 1);
-        }
-        self.prepared = true;
         if claims_involved {
             // A claim is in the way, or asked for: `.coord/claims` and the claim queues are
             // looked at again shortly (claims are few; a try reads one small file).
