@@ -28,6 +28,7 @@
 //! <root>/.coord/needs-user/<agent>    the agent's client waits for its user (since, what)
 //! <root>/.coord/shell/<agent>         when the agent's running shell call started, and the held files as they were
 //! <root>/.coord/remote/state.json     what this clone last read of its remote's `refs/coord/` (contract §13)
+//! <root>/.coord/remote/claims         the claims of state.json, one tab-separated line each (what a hook reads)
 //! <root>/.coord/remote/lock           kernel lock around rewriting state.json (never deleted)
 //! refs/coord/claims, refs/coord/clones/<hash>  on the remote: the shared claims, each clone's `working_on`
 //! refs/coord-sync/…                   in this clone: the remote's `refs/coord/…` as last fetched
@@ -754,6 +755,12 @@ pub fn remote_dir(root: &Path) -> PathBuf {
 /// this clone first saw each version of each record (see `remote::state`).
 pub fn remote_state(root: &Path) -> PathBuf {
     remote_dir(root).join("state.json")
+}
+
+/// `<root>/.coord/remote/claims`: the claims of `state.json` in a few tab-separated lines, with
+/// when each lease ends: what a hook reads (see `remote::state`).
+pub fn remote_claims(root: &Path) -> PathBuf {
+    remote_dir(root).join("claims")
 }
 
 /// `<root>/.coord/remote/lock`: a kernel lock held while `state.json` is read, merged and

@@ -1,7 +1,7 @@
 //! `coord remote enable|disable|sync|status`: claims shared with clones on other machines
 //! through the repository's remote (contract §13).
 //!
-//! The hidden sub-commands (`claim`, `release`, `renew`, `hold`, `working-on`) drive the
+//! The hidden sub-commands (`claim`, `release`, `renew`, `hold`, `working-on`, `who`) drive the
 //! library's remote API directly, for the test suite and `bench/remote.py`; they are not part
 //! of the contract (a claim reaches the remote through `coord lock` in an enabled clone).
 
@@ -85,6 +85,8 @@ enum RemoteCommand {
     Hold(ClaimArgs),
     #[command(hide = true, name = "working-on")]
     WorkingOn(WorkingOnArgs),
+    #[command(hide = true)]
+    Who(WorkingOnArgs),
 }
 
 #[derive(Debug, Args)]
@@ -150,6 +152,23 @@ pub fn run(args: RemoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         RemoteCommand::Hold(a) => claim(&ws, a, ctx, true),
         RemoteCommand::Release(a) => release(&ws, a, ctx),
         RemoteCommand::Renew(a) => renew(&ws, a, ctx),
+        RemoteCommand::Who(a) => {
+            // What a hook's edit check reads: the other clones' claims as last synced, no
+            // network, no git.
+            let paths: Vec<&str> = a.paths.iter().map(String::as_str).collect();
+            let claims = remote::claims_on(&ws, &paths);
+            for path in &a.paths {
+                for c in claims.iter().filter(|c| c.pattern.matches(path)) {
+                    output::line(&format!(
+                        "{path}: {} (claim `{}`{})",
+                        c.holder.describe(),
+                        c.pattern,
+                        if c.stale { ", STALE" } else { "" }
+                    ));
+                }
+            }
+            Ok(ExitCode::Success)
+        }
         RemoteCommand::WorkingOn(a) => {
             let agent = ctx.agent()?;
             let work = [AgentWork {

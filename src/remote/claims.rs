@@ -61,14 +61,14 @@ pub(crate) fn change<T>(
         if Instant::now() >= r.deadline {
             break;
         }
-        let fresh = attempt > 0 || !optimistic;
-        let claims = if fresh {
-            r.read_remote(ws)?
-        } else {
-            match r.last_read() {
-                Some(c) if c.commit.is_some() => c,
-                _ => r.read_remote(ws)?,
-            }
+        let last = (attempt == 0 && optimistic)
+            .then(|| r.last_read())
+            .flatten()
+            .filter(|c| c.commit.is_some());
+        let fresh = last.is_none();
+        let claims = match last {
+            Some(c) => c,
+            None => r.read_remote(ws)?,
         };
         let now = clock::now();
         let (put, remove, summary, answer) = match plan(&claims, &now)? {

@@ -34,9 +34,12 @@
 //!
 //! - [`config`]`(ws) -> Option<Config>`: whether this clone shares claims, through which remote
 //!   (read from git's config file, no process).
-//! - [`claims_here`]`(ws) -> Vec<RemoteClaim>`: the other clones' claims as last synced, each
-//!   with its holder (agent, host), pattern, reason, `lease_until` and `stale`; judge a path
-//!   with `c.pattern.matches(rel)` exactly as a local claim.
+//! - [`claims_on`]`(ws, paths) -> Vec<RemoteClaim>`: the other clones' claims as last synced
+//!   that match one of `paths`, each with its holder (agent, host), pattern, reason,
+//!   `lease_until` and `stale`: a hook's edit check. Read from `.coord/remote/claims` (a few
+//!   tab-separated lines; only the patterns that can match are parsed). [`claims_here`]`(ws)`:
+//!   all of them (judge a path with `c.pattern.matches(rel)` exactly as a local claim).
+//! - [`synced_age`]`(ws)`: how long ago the remote was read, from the same file.
 //! - [`view`]`(ws) -> Option<View>`: all of it (claims, other clones' agents and `working_on`,
 //!   `synced_at` and `age`); [`max_age`]`(ws)`: how old the view may be before a re-read
 //!   (`remote_max_age`, default 15 s).
@@ -640,12 +643,83 @@ pub fn view(ws: &Workspace) -> Option<View> {
     })
 }
 
-/// The other clones' claims as last synced, without the network (empty when claims are not
-/// shared here): what a lock, an edit or a push here must honour.
+/// The other clones' claims as last synced, without the network or git (empty when claims are
+/// not shared here): what a lock, an edit or a push here must honour. Read from
+/// `.coord/remote/claims`, a few lines, not the JSON state.
 pub fn claims_here(ws: &Workspace) -> Vec<RemoteClaim> {
-    view(ws)
-        .map(|v| v.claims.into_iter().filter(|c| !c.mine).collect())
-        .unwrap_or_default()
+    others(ws, None)
+}
+
+/// The other clones' claims that match one of `paths` (relative to the repository's top
+/// level), as [`claims_here`] reads them: only the patterns that can match are parsed (those
+/// whose first segment is a wildcard or one of the paths' first segments).
+pub fn claims_on(ws: &Workspace, paths: &[&str]) -> Vec<RemoteClaim> {
+    others(ws, Some(paths))
+}
+
+/// How long ago the remote was last read, from `.coord/remote/claims` (`None`: never, or not
+/// shared here): with [`max_age`], whether a hook should have it read again.
+pub fn synced_age(ws: &Workspace) -> Option<Duration> {
+    let cfg = config(ws)?;
+    let (synced, _) = state::read_index(ws.root(), &cfg.remote, |_| false)?;
+    (synced > 0).then(|| clock::age(&clock::now(), &epoch(synced)))
+}
+
+/// A time given in seconds since the epoch.
+fn epoch(secs: i64) -> Timestamp {
+    let t = std::time::UNIX_EPOCH + Duration::from_secs(u64::try_from(secs).unwrap_or(0));
+    clock::from_system_time(t)
+}
+
+/// The first segment of `text` when it has no wildcard.
+fn literal_head(text: &str) -> Option<&str> {
+    let head = text.split('/').find(|s| !s.is_empty())?;
+    (!head.contains(['*', '?', '[', '\\'])).then_some(head)
+}
+
+fn others(ws: &Workspace, paths: Option<&[&str]>) -> Vec<RemoteClaim> {
+    let Some(cfg) = config(ws) else {
+        return Vec::new();
+    };
+    let me = cfg.clone_id.unwrap_or_default();
+    let heads: Option<Vec<&str>> = paths.map(|ps| {
+        ps.iter()
+            .filter_map(|p| p.split('/').find(|s| !s.is_empty()))
+            .collect()
+    });
+    let keep = |text: &str| match (&heads, literal_head(text)) {
+        (Some(hs), Some(h)) => hs.contains(&h),
+        _ => true,
+    };
+    let Some((_, list)) = state::read_index(ws.root(), &cfg.remote, keep) else {
+        return Vec::new();
+    };
+    let now = clock::now();
+    list.into_iter()
+        .filter(|c| c.holder.clone != me)
+        .filter_map(|c| {
+            let pattern = match c.kind {
+                Kind::Claim => Pattern::parse(&c.text).ok()?,
+                Kind::Lock => Pattern::literal(&c.text),
+            };
+            if let Some(ps) = paths
+                && !ps.iter().any(|p| pattern.matches(p))
+            {
+                return None;
+            }
+            let lease_until = epoch(c.lease_until);
+            Some(RemoteClaim {
+                kind: c.kind,
+                pattern,
+                holder: c.holder,
+                since: epoch(c.since),
+                reason: (!c.reason.is_empty()).then_some(c.reason),
+                stale: lease_until <= now,
+                lease_until,
+                mine: false,
+            })
+        })
+        .collect()
 }
 
 impl Held {

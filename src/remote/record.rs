@@ -59,24 +59,21 @@ impl Holder {
 
 /// One claim under `refs/coord/claims`.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "ClaimWire", into = "ClaimWire")]
 pub struct ClaimRecord {
     /// The format (1).
     pub v: u32,
     /// A claim or a shared lock.
     pub kind: Kind,
     /// The pattern, relative to the repository's top level (a claim).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pattern: Option<String>,
     /// The path, relative to the repository's top level (a lock).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub path: Option<String>,
-    /// Who holds it.
-    #[serde(flatten)]
+    /// Who holds it (`agent`, `host` and `clone` in the record).
     pub holder: Holder,
     /// When the holder took it, on the holder's clock (shown, never used to judge the lease).
     pub since: String,
     /// What the holder works on.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// How long the claim holds after a reader first sees this version of it, in seconds.
     pub lease_s: u64,
@@ -85,8 +82,72 @@ pub struct ClaimRecord {
     /// A random token of this claim (the same across renewals).
     pub token: String,
     /// Whose stale claim this one took over, when it did.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub taken_from: Option<Holder>,
+}
+
+/// A claim record as written: one flat object (serde's `flatten` would read every record
+/// through a buffer of its fields; a hook reads a hundred).
+#[derive(Clone, Serialize, Deserialize)]
+struct ClaimWire {
+    v: u32,
+    kind: Kind,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pattern: Option<String>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    path: Option<String>,
+    agent: String,
+    host: String,
+    clone: String,
+    since: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    reason: Option<String>,
+    lease_s: u64,
+    renewal: u64,
+    token: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    taken_from: Option<Holder>,
+}
+
+impl From<ClaimWire> for ClaimRecord {
+    fn from(w: ClaimWire) -> ClaimRecord {
+        ClaimRecord {
+            v: w.v,
+            kind: w.kind,
+            pattern: w.pattern,
+            path: w.path,
+            holder: Holder {
+                agent: w.agent,
+                host: w.host,
+                clone: w.clone,
+            },
+            since: w.since,
+            reason: w.reason,
+            lease_s: w.lease_s,
+            renewal: w.renewal,
+            token: w.token,
+            taken_from: w.taken_from,
+        }
+    }
+}
+
+impl From<ClaimRecord> for ClaimWire {
+    fn from(r: ClaimRecord) -> ClaimWire {
+        ClaimWire {
+            v: r.v,
+            kind: r.kind,
+            pattern: r.pattern,
+            path: r.path,
+            agent: r.holder.agent,
+            host: r.holder.host,
+            clone: r.holder.clone,
+            since: r.since,
+            reason: r.reason,
+            lease_s: r.lease_s,
+            renewal: r.renewal,
+            token: r.token,
+            taken_from: r.taken_from,
+        }
+    }
 }
 
 impl ClaimRecord {

@@ -7,7 +7,11 @@
 //! the version, so a holder that renews (a new version) in time is never judged STALE, whatever
 //! the two clocks say; a reader that saw a version late judges it late, on the safe side.
 //!
-//! The file is replaced whole (never half-written), under a kernel lock on `.coord/remote/lock`
+//! `.coord/remote/claims` holds the same claims in a few tab-separated lines, each with when
+//! its lease ends: a hook reads that file, not the JSON, and parses only the patterns that can
+//! match the paths it asks about.
+//!
+//! The files are replaced whole (never half-written), under a kernel lock on `.coord/remote/lock`
 //! so that two processes merging what they read do not lose each other's `seen` times; a file
 //! that cannot be read counts as never synced.
 
@@ -173,10 +177,119 @@ pub fn update<T>(ws: &Workspace, remote: &str, f: impl FnOnce(&mut State) -> T) 
     let before = state.clone();
     let out = f(&mut state);
     if state != before {
-        let text = serde_json::to_vec_pretty(&state).unwrap_or_default();
+        let text = serde_json::to_vec(&state).unwrap_or_default();
         fsutil::replace(&layout::remote_state(root), &text)?;
+        if index_text(&before) != index_text(&state) {
+            fsutil::replace(&layout::remote_claims(root), index_text(&state).as_bytes())?;
+        }
     }
     Ok(out)
+}
+
+/// The first line of `.coord/remote/claims`.
+const INDEX_HEAD: &str = "# coord remote claims 1";
+
+/// `.coord/remote/claims` for `state`: a head line (`# coord remote claims 1`, the remote, when
+/// it was read in seconds since the epoch), then one line per claim: when its lease ends (epoch
+/// seconds, this clock), `claim` or `lock`, agent, host, clone id, since (epoch seconds), the
+/// pattern or path, the reason; separated by tabs (no field holds one: records with control
+/// characters are never kept).
+fn index_text(state: &State) -> String {
+    let epoch = |t: Option<&str>| {
+        t.and_then(clock::parse_timestamp)
+            .map_or(0, |t| t.timestamp())
+    };
+    let mut out = format!(
+        "{INDEX_HEAD}\t{}\t{}\n",
+        state.remote,
+        epoch(state.synced_at.as_deref())
+    );
+    for c in &state.claims {
+        let r = &c.record;
+        let Some(until) = lease_until(&c.seen, r.lease_s) else {
+            continue;
+        };
+        let since = clock::parse_timestamp(&r.since)
+            .filter(|s| Some(*s) <= clock::parse_timestamp(&c.seen))
+            .or_else(|| clock::parse_timestamp(&c.seen))
+            .map_or(0, |t| t.timestamp());
+        let kind = match r.kind {
+            super::record::Kind::Claim => "claim",
+            super::record::Kind::Lock => "lock",
+        };
+        out.push_str(&format!(
+            "{}\t{kind}\t{}\t{}\t{}\t{since}\t{}\t{}\n",
+            until.timestamp(),
+            r.holder.agent,
+            r.holder.host,
+            r.holder.clone,
+            r.text(),
+            r.reason.as_deref().unwrap_or_default()
+        ));
+    }
+    out
+}
+
+/// One line of `.coord/remote/claims`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexedClaim {
+    /// When its lease ends (epoch seconds, this clock).
+    pub lease_until: i64,
+    /// A claim or a lock.
+    pub kind: super::record::Kind,
+    /// Who holds it.
+    pub holder: super::record::Holder,
+    /// Since when (epoch seconds).
+    pub since: i64,
+    /// Its pattern, or a lock's path.
+    pub text: String,
+    /// Its reason (empty: none).
+    pub reason: String,
+}
+
+/// `.coord/remote/claims` of the workspace `root` for `remote`: when it was read (epoch
+/// seconds, 0: never) and the claims whose text `keep` accepts (`None`: not there, or for
+/// another remote).
+pub fn read_index(
+    root: &Path,
+    remote: &str,
+    mut keep: impl FnMut(&str) -> bool,
+) -> Option<(i64, Vec<IndexedClaim>)> {
+    let bytes = fsutil::read_capped(&layout::remote_claims(root), STATE_CAP).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let mut lines = text.lines();
+    let mut head = lines.next()?.split('\t');
+    if head.next() != Some(INDEX_HEAD) || head.next() != Some(remote) {
+        return None;
+    }
+    let synced = head.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let mut out = Vec::new();
+    for line in lines {
+        let f: Vec<&str> = line.splitn(8, '\t').collect();
+        let [until, kind, agent, host, clone, since, text, reason] = f.as_slice() else {
+            continue;
+        };
+        if !keep(text) {
+            continue;
+        }
+        out.push(IndexedClaim {
+            lease_until: until.parse().unwrap_or(0),
+            kind: if *kind == "lock" {
+                super::record::Kind::Lock
+            } else {
+                super::record::Kind::Claim
+            },
+            holder: super::record::Holder {
+                agent: agent.to_string(),
+                host: host.to_string(),
+                clone: clone.to_string(),
+            },
+            since: since.parse().unwrap_or(0),
+            text: text.to_string(),
+            reason: reason.to_string(),
+        });
+    }
+    Some((synced, out))
 }
 
 /// Remove the state (the remote was turned off here).
@@ -185,6 +298,7 @@ pub fn update<T>(ws: &Workspace, remote: &str, f: impl FnOnce(&mut State) -> T) 
 ///
 /// [`crate::Error::Io`] when it cannot be removed.
 pub fn remove(root: &Path) -> Result<()> {
+    fsutil::remove(&layout::remote_claims(root))?;
     fsutil::remove(&layout::remote_state(root)).map(drop)
 }
 
@@ -205,6 +319,41 @@ mod tests {
         let until = lease_until("2026-01-28T01:00:00+01:00", 900).unwrap();
         assert_eq!(clock::format_timestamp(&until), "2026-01-28T01:15:00+01:00");
         assert!(lease_until("never", 900).is_none());
+    }
+
+    #[test]
+    fn the_index_gives_back_the_claims_with_their_lease() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fsutil::ensure_dir(&root.join(".coord/remote")).unwrap();
+        let mut s = State::new("origin");
+        s.synced_at = Some("2026-01-28T10:00:00.250+00:00".into());
+        let record: super::super::record::ClaimRecord = serde_json::from_str(
+            r#"{"v":1,"kind":"claim","pattern":"src/**","agent":"alice","host":"a","clone":"c1","since":"2026-01-28T11:00:00+00:00","reason":"x y","lease_s":60,"renewal":0,"token":"t"}"#,
+        )
+        .unwrap();
+        s.claims.push(SeenClaim {
+            name: "n".into(),
+            blob: "b".into(),
+            seen: "2026-01-28T10:00:00+00:00".into(),
+            record,
+        });
+        fsutil::replace(&layout::remote_claims(root), index_text(&s).as_bytes()).unwrap();
+        let (synced, claims) = read_index(root, "origin", |_| true).unwrap();
+        assert_eq!(synced, 1_769_594_400);
+        assert_eq!(claims.len(), 1);
+        let c = &claims[0];
+        assert_eq!(c.lease_until, 1_769_594_460);
+        // A `since` later than the claim was first seen (a clock ahead) is not believed.
+        assert_eq!(c.since, 1_769_594_400);
+        assert_eq!((c.text.as_str(), c.reason.as_str()), ("src/**", "x y"));
+        assert!(read_index(root, "upstream", |_| true).is_none());
+        assert!(
+            read_index(root, "origin", |t| t != "src/**")
+                .unwrap()
+                .1
+                .is_empty()
+        );
     }
 
     #[test]

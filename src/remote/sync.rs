@@ -131,6 +131,7 @@ pub(crate) fn fetch(r: &Remote, deadline: Instant) -> Result<()> {
         "--no-write-fetch-head",
         "--no-recurse-submodules",
         "--no-tags",
+        "--no-show-forced-updates",
         "--prune",
         "--",
         r.name.as_str(),
@@ -315,9 +316,14 @@ fn clone_source(key: &str, oid: &str) -> String {
     format!("clone:{key}@{oid}")
 }
 
-/// A claim kept in the state, with its pattern parsed again (`None`: it no longer checks).
+/// A claim kept in the state, with its pattern parsed again (`None`: it does not parse). The
+/// record was checked whole when it was read from the remote; the state is coord's own file.
 pub(crate) fn revive(seen: &SeenClaim) -> Option<Claim> {
-    let pattern = seen.record.check().ok()?;
+    let pattern = match (&seen.record.pattern, &seen.record.path) {
+        (Some(p), None) => Pattern::parse(p).ok()?,
+        (None, Some(p)) => Pattern::literal(p),
+        _ => return None,
+    };
     Some(Claim {
         seen: seen.clone(),
         pattern,

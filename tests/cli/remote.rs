@@ -105,8 +105,7 @@ impl Team {
     /// A new clone `name`, enabled.
     fn clone(&self, name: &str) -> PathBuf {
         let dir = self.repo(name, &self.url);
-        coord(&self.env, &dir, "x")
-            .args(["remote", "enable"])
+        remote(&self.env, &dir, "x", &["enable"])
             .ok()
             .stdout_has("shared through `origin`");
         dir
@@ -158,11 +157,13 @@ fn on_hostb(env: &Env, dir: &Path, agent: &str, args: &[&str]) -> Command {
     c
 }
 
+/// `coord remote ARGS` as `agent` in clone `dir`.
+fn remote(env: &Env, dir: &Path, agent: &str, args: &[&str]) -> Cmd {
+    coord(env, dir, agent).arg("remote").args(args)
+}
+
 fn status(env: &Env, dir: &Path) -> Status {
-    coord(env, dir, "x")
-        .args(["remote", "status", "--json"])
-        .ok()
-        .json()
+    remote(env, dir, "x", &["status", "--json"]).ok().json()
 }
 
 fn hostname() -> String {
@@ -179,13 +180,15 @@ fn a_claim_in_one_clone_refuses_an_overlapping_one_in_another_over_every_transpo
         let Some(t) = Team::new(how) else { return };
         let a = t.clone("a");
         let b = t.clone("b");
-        coord(&t.env, &a, "alice")
-            .args(["remote", "claim", "src/auth/", "--reason", "auth refactor"])
-            .ok()
-            .stdout_has("Claim published: src/auth/**");
-        let refused = coord(&t.env, &b, "bob")
-            .args(["remote", "claim", "src/auth/login.rs"])
-            .code(3);
+        remote(
+            &t.env,
+            &a,
+            "alice",
+            &["claim", "src/auth/", "--reason", "auth refactor"],
+        )
+        .ok()
+        .stdout_has("Claim published: src/auth/**");
+        let refused = remote(&t.env, &b, "bob", &["claim", "src/auth/login.rs"]).code(3);
         refused
             .stderr_has("held by alice on ")
             .stderr_has(&hostname())
@@ -193,10 +196,16 @@ fn a_claim_in_one_clone_refuses_an_overlapping_one_in_another_over_every_transpo
             .stderr_has("lease until ")
             .stderr_has("since ")
             .stderr_has("(working on auth refactor)");
+        // What a hook will read: the other clones' claims on a path, without the network.
+        remote(&t.env, &b, "bob", &["who", "src/auth/login.rs", "docs/x.md"])
+            .ok()
+            .stdout_has(&format!(
+                "src/auth/login.rs: alice on {} (claim `src/auth/**`)",
+                hostname()
+            ))
+            .stdout_lacks("docs/x.md");
         // A pattern apart is free.
-        coord(&t.env, &b, "bob")
-            .args(["remote", "claim", "docs/"])
-            .ok();
+        remote(&t.env, &b, "bob", &["claim", "docs/"]).ok();
         let s = status(&t.env, &b);
         assert_eq!(s.schema_version, 1);
         assert_eq!(s.remote.as_deref(), Some("origin"));
@@ -211,13 +220,10 @@ fn a_claim_in_one_clone_refuses_an_overlapping_one_in_another_over_every_transpo
         assert_eq!(auth.host, hostname());
         assert_eq!(auth.reason.as_deref(), Some("auth refactor"));
         assert!(auth.since <= auth.lease_until);
-        coord(&t.env, &a, "alice")
-            .args(["remote", "release", "src/auth/"])
+        remote(&t.env, &a, "alice", &["release", "src/auth/"])
             .ok()
             .stdout_has("Claim released: src/auth/**");
-        coord(&t.env, &b, "bob")
-            .args(["remote", "claim", "src/auth/login.rs"])
-            .ok();
+        remote(&t.env, &b, "bob", &["claim", "src/auth/login.rs"]).ok();
         let refs = t.remote_refs();
         assert!(refs.lines().all(|r| r.starts_with("refs/coord/")), "{refs}");
         assert!(refs.contains("refs/coord/claims"), "{refs}");
@@ -313,9 +319,7 @@ fn racing_clones_give_exactly_one_holder_each_round() {
                 );
             }
         }
-        coord(&t.env, &dirs[w], &format!("a{w}"))
-            .args(["remote", "release"])
-            .ok();
+        remote(&t.env, &dirs[w], &format!("a{w}"), &["release"]).ok();
         std::fs::remove_file(&witness).unwrap();
     }
 }
@@ -330,16 +334,13 @@ fn a_killed_holder_is_taken_over_after_its_lease_and_its_late_renewal_is_refused
     };
     let a = t.clone("a");
     let b = t.clone("b");
-    let mut holder = coord(&t.env, &a, "alice")
-        .args(["remote", "hold", "src/", "--ttl", "6s"])
-        .spawn();
+    let mut holder = remote(&t.env, &a, "alice", &["hold", "src/", "--ttl", "6s"]).spawn();
     crate::support::eventually("alice's claim on the remote", || {
         status(&t.env, &b).claims.iter().any(|c| c.agent == "alice")
     });
     // Past one whole lease, the renewals keep it held.
     std::thread::sleep(std::time::Duration::from_secs(8));
-    coord(&t.env, &b, "bob")
-        .args(["remote", "claim", "src/x.rs"])
+    remote(&t.env, &b, "bob", &["claim", "src/x.rs"])
         .code(3)
         .stderr_has("held by alice");
     holder.kill().unwrap();
@@ -347,9 +348,7 @@ fn a_killed_holder_is_taken_over_after_its_lease_and_its_late_renewal_is_refused
     // Once the lease lapses on b's clock, b takes it over.
     let mut taken = None;
     for _ in 0..60 {
-        let out = coord(&t.env, &b, "bob")
-            .args(["remote", "claim", "src/x.rs"])
-            .run();
+        let out = remote(&t.env, &b, "bob", &["claim", "src/x.rs"]).run();
         if out.code == Some(0) {
             taken = Some(out);
             break;
@@ -366,8 +365,7 @@ fn a_killed_holder_is_taken_over_after_its_lease_and_its_late_renewal_is_refused
         "{log}"
     );
     // The old holder's renewal comes too late.
-    coord(&t.env, &a, "alice")
-        .args(["remote", "renew", "src/"])
+    remote(&t.env, &a, "alice", &["renew", "src/"])
         .code(3)
         .stderr_has("no longer yours: taken over by bob on");
 }
@@ -384,12 +382,10 @@ fn a_lease_is_judged_on_the_readers_clock_whatever_the_holders_says() {
     let now = chrono::Local::now();
     for (shift, pattern) in [(-10i64, "behind/"), (10, "ahead/")] {
         let then = (now + chrono::Duration::minutes(shift)).format("%Y-%m-%dT%H:%M:%S%:z");
-        coord(&t.env, &a, "alice")
+        remote(&t.env, &a, "alice", &["claim", pattern, "--ttl", "60s"])
             .env("COORD_NOW", then.to_string())
-            .args(["remote", "claim", pattern, "--ttl", "60s"])
             .ok();
-        coord(&t.env, &b, "bob")
-            .args(["remote", "claim", &format!("{pattern}x")])
+        remote(&t.env, &b, "bob", &["claim", &format!("{pattern}x")])
             .code(3)
             .stderr_has("held by alice");
     }
@@ -416,9 +412,7 @@ fn the_same_agent_name_in_two_clones_is_two_holders_told_apart_by_host() {
     };
     let a = t.clone("a");
     let b = t.clone("b");
-    coord(&t.env, &a, "alice")
-        .args(["remote", "claim", "src/"])
-        .ok();
+    remote(&t.env, &a, "alice", &["claim", "src/"]).ok();
     // From another host when this machine lets a process have its own host name.
     let other_host = Command::new("unshare")
         .args(["-u", "sh", "-c", "hostname hostb && hostname"])
@@ -448,7 +442,7 @@ fn the_same_agent_name_in_two_clones_is_two_holders_told_apart_by_host() {
             .output()
             .unwrap();
         assert!(ok.status.success(), "{ok:?}");
-        coord(&t.env, &a, "alice").args(["remote", "sync"]).ok();
+        remote(&t.env, &a, "alice", &["sync"]).ok();
         let s = status(&t.env, &a);
         let docs = s.claims.iter().find(|c| c.pattern == "docs/**").unwrap();
         assert_eq!(
@@ -493,22 +487,18 @@ fn an_unreachable_remote_or_refused_credentials_take_nothing() {
         run_git(&dir, &["init", "-q"]);
         run_git(&dir, &["remote", "add", "origin", url]);
         // Enabled all the same, told it cannot be read.
-        coord(&env, &dir, "alice")
-            .args(["remote", "enable"])
+        remote(&env, &dir, "alice", &["enable"])
             .ok()
             .stderr_has("warning: ")
             .stderr_has(says);
-        let out = coord(&env, &dir, "alice")
-            .args(["remote", "claim", "src/"])
-            .code(1);
+        let out = remote(&env, &dir, "alice", &["claim", "src/"]).code(1);
         out.stderr_has(says).stderr_has("nothing was changed");
         let doc: serde_json::Value = coord(&env, &dir, "alice")
             .args(["--json", "remote", "claim", "src/"])
             .code(1)
             .json();
         assert_eq!(doc["error"]["kind"], "remote");
-        coord(&env, &dir, "alice")
-            .args(["remote", "sync"])
+        remote(&env, &dir, "alice", &["sync"])
             .code(1)
             .stderr_has(says);
         let s = status(&env, &dir);
@@ -516,30 +506,26 @@ fn an_unreachable_remote_or_refused_credentials_take_nothing() {
     }
     // Credentials asked for and none to give: a refusal, said as such, never a prompt.
     let dir = env.path("c2");
-    coord(&env, &dir, "alice")
-        .args(["remote", "claim", "src/"])
+    remote(&env, &dir, "alice", &["claim", "src/"])
         .code(1)
         .stderr_has("refused the credentials");
     // Nothing reached the remote.
     assert_eq!(run_git(&bare, &["for-each-ref"]), "");
     // A remote the repository does not have.
-    coord(&env, &dir, "alice")
-        .args(["remote", "enable", "upstream"])
+    remote(&env, &dir, "alice", &["enable", "upstream"])
         .code(2)
         .stderr_has("no remote `upstream`")
         .stderr_has("`origin`");
     // Outside a repository, and not enabled.
     let lone = env.path("lone");
     std::fs::create_dir_all(&lone).unwrap();
-    coord(&env, &lone, "alice")
-        .args(["remote", "enable"])
+    remote(&env, &lone, "alice", &["enable"])
         .code(2)
         .stderr_has("not in a git repository");
     let fresh = env.path("fresh");
     std::fs::create_dir_all(&fresh).unwrap();
     run_git(&fresh, &["init", "-q"]);
-    coord(&env, &fresh, "alice")
-        .args(["remote", "sync"])
+    remote(&env, &fresh, "alice", &["sync"])
         .code(2)
         .stderr_has("coord remote enable");
     let s = status(&env, &fresh);
@@ -647,7 +633,7 @@ fn hostile_records_are_ignored_with_a_warning() {
     );
     let b = t.clone("b");
     let before = t.env.snapshot();
-    let out = coord(&t.env, &b, "bob").args(["remote", "sync"]).ok();
+    let out = remote(&t.env, &b, "bob", &["sync"]).ok();
     for says in [
         "`..` is not allowed",
         "must be relative",
@@ -664,13 +650,10 @@ fn hostile_records_are_ignored_with_a_warning() {
     let s = status(&t.env, &b);
     let patterns: Vec<&str> = s.claims.iter().map(|c| c.pattern.as_str()).collect();
     assert_eq!(patterns, vec!["src/ok/**"]);
-    coord(&t.env, &b, "bob")
-        .args(["remote", "claim", "src/ok/a.rs"])
+    remote(&t.env, &b, "bob", &["claim", "src/ok/a.rs"])
         .code(3)
         .stderr_has("held by mallory on evil");
-    coord(&t.env, &b, "bob")
-        .args(["remote", "claim", "src/t/"])
-        .ok();
+    remote(&t.env, &b, "bob", &["claim", "src/t/"]).ok();
     // Only coord's own state changed in the work tree.
     let after = t.env.snapshot();
     for (path, content) in &after {
@@ -691,22 +674,16 @@ fn a_rewritten_claims_ref_is_told_and_claims_go_on() {
     };
     let a = t.clone("a");
     let b = t.clone("b");
-    coord(&t.env, &a, "alice")
-        .args(["remote", "claim", "src/"])
-        .ok();
-    coord(&t.env, &a, "alice").args(["remote", "sync"]).ok();
+    remote(&t.env, &a, "alice", &["claim", "src/"]).ok();
+    remote(&t.env, &a, "alice", &["sync"]).ok();
     // Someone force-pushes refs/coord/claims to a commit of their own.
     plant_claims(&t.bare, &[], false);
-    coord(&t.env, &a, "alice")
-        .args(["remote", "sync"])
+    remote(&t.env, &a, "alice", &["sync"])
         .ok()
         .stderr_has("was rewritten")
         .stderr_has("the claim on `src/**` of alice (this clone) is gone");
-    coord(&t.env, &b, "bob")
-        .args(["remote", "claim", "src/"])
-        .ok();
-    coord(&t.env, &a, "alice")
-        .args(["remote", "renew", "src/"])
+    remote(&t.env, &b, "bob", &["claim", "src/"]).ok();
+    remote(&t.env, &a, "alice", &["renew", "src/"])
         .code(3)
         .stderr_has("no longer yours");
 }
@@ -720,15 +697,13 @@ fn working_on_is_published_to_the_other_clones() {
     };
     let a = t.clone("a");
     let b = t.clone("b");
-    coord(&t.env, &a, "alice")
-        .args(["remote", "working-on", "src/a.rs", "src/b.rs"])
+    remote(&t.env, &a, "alice", &["working-on", "src/a.rs", "src/b.rs"])
         .ok()
         .stdout_has("Published");
-    coord(&t.env, &a, "alice")
-        .args(["remote", "working-on", "src/a.rs", "src/b.rs"])
+    remote(&t.env, &a, "alice", &["working-on", "src/a.rs", "src/b.rs"])
         .ok()
         .stdout_has("Unchanged");
-    coord(&t.env, &b, "bob").args(["remote", "sync"]).ok();
+    remote(&t.env, &b, "bob", &["sync"]).ok();
     let s = status(&t.env, &b);
     assert_eq!(s.agents.len(), 1, "{s:?}");
     let alice = &s.agents[0];
@@ -736,15 +711,13 @@ fn working_on_is_published_to_the_other_clones() {
     assert_eq!(alice.host, hostname());
     assert_eq!(alice.working_on, vec!["src/a.rs", "src/b.rs"]);
     assert!(!alice.seen_at.is_empty());
-    coord(&t.env, &a, "alice")
-        .args(["remote", "working-on"])
+    remote(&t.env, &a, "alice", &["working-on"])
         .ok()
         .stdout_has("Published");
-    coord(&t.env, &b, "bob").args(["remote", "sync"]).ok();
+    remote(&t.env, &b, "bob", &["sync"]).ok();
     assert!(status(&t.env, &b).agents.is_empty());
     // A path outside the repository is never published.
-    coord(&t.env, &a, "alice")
-        .args(["remote", "working-on", "../x"])
+    remote(&t.env, &a, "alice", &["working-on", "../x"])
         .code(2)
         .stderr_has("not inside the repository");
 }
@@ -758,22 +731,16 @@ fn disable_releases_the_clones_claims_and_forgets_the_state() {
     };
     let a = t.clone("a");
     let b = t.clone("b");
-    coord(&t.env, &a, "alice")
-        .args(["remote", "claim", "src/"])
-        .ok();
+    remote(&t.env, &a, "alice", &["claim", "src/"]).ok();
     let id = run_git(&a, &["config", "coord.cloneId"]);
-    coord(&t.env, &a, "alice")
-        .args(["remote", "disable"])
+    remote(&t.env, &a, "alice", &["disable"])
         .ok()
         .stdout_has("1 of this clone's released");
     assert!(!a.join(".coord/remote/state.json").exists());
     assert_eq!(run_git(&a, &["for-each-ref", "refs/coord-sync/"]), "");
     assert_eq!(run_git(&a, &["config", "coord.cloneId"]), id);
-    coord(&t.env, &b, "bob")
-        .args(["remote", "claim", "src/"])
-        .ok();
-    coord(&t.env, &a, "alice")
-        .args(["remote", "claim", "src/"])
+    remote(&t.env, &b, "bob", &["claim", "src/"]).ok();
+    remote(&t.env, &a, "alice", &["claim", "src/"])
         .code(2)
         .stderr_has("coord remote enable");
 }
