@@ -318,7 +318,7 @@ pub(crate) fn push(
     }
     // With `--atomic`, the refs refused only because another was are refused with it: the
     // reason is the other's.
-    if out.iter().any(|s| *s == RefStatus::Stale) {
+    if out.contains(&RefStatus::Stale) {
         for s in &mut out {
             if matches!(s, RefStatus::Rejected(why) if why.contains("atomic")) {
                 *s = RefStatus::Stale;

@@ -207,10 +207,10 @@ pub(crate) fn read(r: &Remote, prev: &State, at: &Timestamp) -> Result<Snapshot>
                     ),
                 });
             }
-        } else if let Some(key) = name.strip_prefix(&clones_prefix) {
-            if clone_refs.len() < MAX_ENTRIES {
-                clone_refs.push((key.to_string(), oid.to_string(), kind.to_string()));
-            }
+        } else if let Some(key) = name.strip_prefix(&clones_prefix)
+            && clone_refs.len() < MAX_ENTRIES
+        {
+            clone_refs.push((key.to_string(), oid.to_string(), kind.to_string()));
         }
     }
     let known_bad = |key: &str, oid: &str| {

@@ -197,13 +197,18 @@ fn a_claim_in_one_clone_refuses_an_overlapping_one_in_another_over_every_transpo
             .stderr_has("since ")
             .stderr_has("(working on auth refactor)");
         // What a hook will read: the other clones' claims on a path, without the network.
-        remote(&t.env, &b, "bob", &["who", "src/auth/login.rs", "docs/x.md"])
-            .ok()
-            .stdout_has(&format!(
-                "src/auth/login.rs: alice on {} (claim `src/auth/**`)",
-                hostname()
-            ))
-            .stdout_lacks("docs/x.md");
+        remote(
+            &t.env,
+            &b,
+            "bob",
+            &["who", "src/auth/login.rs", "docs/x.md"],
+        )
+        .ok()
+        .stdout_has(&format!(
+            "src/auth/login.rs: alice on {} (claim `src/auth/**`)",
+            hostname()
+        ))
+        .stdout_lacks("docs/x.md");
         // A pattern apart is free.
         remote(&t.env, &b, "bob", &["claim", "docs/"]).ok();
         let s = status(&t.env, &b);
