@@ -284,6 +284,8 @@ fn landed(
 pub struct Held {
     /// The pattern (or path) asked for.
     pub asked: String,
+    /// Whether what stands in the way is a claim or a shared lock.
+    pub kind: Kind,
     /// The pattern (or path) it holds.
     pub pattern: String,
     /// Who holds it.
@@ -381,6 +383,7 @@ fn since_of(c: &Claim) -> Timestamp {
 fn held_by(c: &Claim, asked: &str) -> Held {
     Held {
         asked: asked.to_string(),
+        kind: c.seen.record.kind,
         pattern: c.seen.record.text().to_string(),
         holder: c.holder().clone(),
         since: since_of(c),

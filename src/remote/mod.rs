@@ -739,8 +739,12 @@ impl Held {
         Error::LockHeld {
             file: self.asked.clone(),
             holder: format!(
-                "{} (claim `{}` through remote `{remote}`, lease until {})",
+                "{} ({} `{}` through remote `{remote}`, lease until {})",
                 self.holder.describe(),
+                match self.kind {
+                    Kind::Claim => "claim",
+                    Kind::Lock => "lock",
+                },
                 self.pattern,
                 when(&self.lease_until)
             ),

@@ -749,3 +749,24 @@ fn disable_releases_the_clones_claims_and_forgets_the_state() {
         .code(2)
         .stderr_has("coord remote enable");
 }
+
+/// A file lock shared through the remote names one path, taken literally: a file named
+/// `src/*.rs` holds that name, not every `.rs` file, and a pattern over it is refused.
+#[test]
+fn a_shared_lock_holds_its_path_literally() {
+    let Some(t) = Team::new(Transport::File) else {
+        return;
+    };
+    let a = t.clone("a");
+    let b = t.clone("b");
+    remote(&t.env, &a, "alice", &["claim", "--path", "src/*.rs"]).ok();
+    remote(&t.env, &b, "bob", &["claim", "--path", "src/x.rs"]).ok();
+    remote(&t.env, &b, "bob", &["claim", "src/"])
+        .code(3)
+        .stderr_has("held by alice")
+        .stderr_has("(lock `src/*.rs` through remote `origin`");
+    remote(&t.env, &b, "bob", &["who", "src/*.rs", "src/y.rs"])
+        .ok()
+        .stdout_has("src/*.rs: alice on")
+        .stdout_lacks("src/y.rs");
+}
