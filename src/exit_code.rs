@@ -57,6 +57,7 @@ impl From<&Error> for ExitCode {
             | Error::DialogueCorrupted { .. }
             | Error::Io { .. }
             | Error::NoArbitration { .. }
+            | Error::Remote { .. }
             | Error::Failed { .. } => ExitCode::Failure,
             // As a shell reports a process killed by that signal: 130 for SIGINT, 143 for SIGTERM.
             Error::Interrupted { signal, .. } => {

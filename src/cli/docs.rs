@@ -60,6 +60,11 @@ const PAGES: &[(&str, &str, &str)] = &[
         include_str!("../../docs/worktrees.md"),
     ),
     (
+        "remote",
+        "clones on other machines: claims through the repository's remote",
+        include_str!("../../docs/remote.md"),
+    ),
+    (
         "protocol",
         "every file format, JSON document and exit code",
         include_str!("../../docs/protocol.md"),

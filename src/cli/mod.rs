@@ -32,6 +32,7 @@ mod plugin;
 mod presence;
 mod progress;
 mod prune;
+mod remote;
 mod restore;
 mod review;
 mod run;
@@ -143,6 +144,7 @@ enum Command {
     Version(version::VersionArgs),
     Docs(docs::DocsArgs),
     Plugin(plugin::PluginArgs),
+    Remote(remote::RemoteArgs),
 }
 
 /// How long a command waits for a lock held by another agent: `--wait DUR` or `--no-wait`.
@@ -429,6 +431,7 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Version(args) => version::run(args, ctx),
         Command::Docs(args) => docs::run(args, ctx),
         Command::Plugin(args) => plugin::run(args, ctx),
+        Command::Remote(args) => remote::run(args, ctx),
     }
 }
 

@@ -190,6 +190,17 @@ pub enum Error {
         /// The filesystem's name (`fuse.rclone`).
         filesystem: String,
     },
+    /// The remote that claims are shared through (contract §13) could not be used: it cannot be
+    /// reached, refused the credentials, or is not set up. Nothing was changed there.
+    #[error("{message}")]
+    Remote {
+        /// The remote's name (`origin`).
+        remote: String,
+        /// What happened, naming the remote.
+        message: String,
+        /// The remote refused the credentials (else: it could not be reached or used).
+        credentials: bool,
+    },
     /// A state that cannot be handled, not tied to one I/O call.
     #[error("{message}")]
     Failed {
@@ -254,6 +265,15 @@ impl Error {
                 "claim a folder with a trailing `/` (`src/auth/`) or a pattern with `*`, `?`, `[...]`, `**` (`'src/**/*.sql'`, quoted from the shell), relative to the current folder"
                     .into(),
             ),
+            // A claim of another clone (`remote::Held::refusal`): its agent is on another
+            // machine, out of reach of `coord msg`.
+            Error::LockHeld { file, holder, .. } if holder.contains(" through remote `") => {
+                Some(format!(
+                    "wait with `coord lock {} --wait 5m`, or ask who runs {} to release it",
+                    crate::shell::arg(file),
+                    holder.split(" (").next().unwrap_or(holder)
+                ))
+            }
             Error::LockHeld { file, holder, .. } | Error::WaitTimedOut { file, holder, .. } => {
                 Some(format!(
                     "wait with `coord lock {} --wait 5m`, or message them: `coord msg send {} \"…\"`",
@@ -288,6 +308,18 @@ impl Error {
                 "share the folder over NFS, SMB or sshfs, or work in a local folder; `coord doctor` shows what coord found"
                     .into(),
             ),
+            Error::Remote {
+                remote,
+                credentials: true,
+                ..
+            } => Some(format!(
+                "check the credentials git uses for `{remote}` (`git ls-remote {}` must work without a prompt)",
+                crate::shell::arg(remote)
+            )),
+            Error::Remote { remote, .. } => Some(format!(
+                "check that `git ls-remote {}` works from here, or keep a claim to this clone with `--local`",
+                crate::shell::arg(remote)
+            )),
             Error::DialogueCorrupted { .. } => Some(
                 "fix conversation.md (message numbers 1..N, in step with status.json's message_count), then write the next speaker's id into current-turn.txt"
                     .into(),
@@ -354,6 +386,7 @@ impl Error {
             Error::DialogueCorrupted { .. } => "dialogue_corrupted",
             Error::Io { .. } => "io",
             Error::NoArbitration { .. } => "no_arbitration",
+            Error::Remote { .. } => "remote",
             Error::Failed { .. } => "failed",
             Error::Interrupted { .. } => "interrupted",
         }

@@ -363,6 +363,11 @@ fn setup_of(name: &str) -> Option<(&'static [(&'static str, &'static str)], &'st
              COORD_AGENT=gemini coord msg send claude \"hello claude\"\n",
         ),
         "review-cycle" => (&[("docs/api.md", "# API\n")], "git init -q\n"),
+        "remote-enable" => (
+            &[],
+            "git init -q && git init -q --bare .remote.git\n\
+             git remote add origin \"file://$PWD/.remote.git\"\n",
+        ),
         "editing-two-runs" | "messages-note" | "messages-note-under-lock" => {
             (&[("SHARED.txt", "shared\n")], "")
         }

@@ -8,6 +8,7 @@
 
 mod e2e;
 mod fixture;
+mod gitserve;
 mod planted;
 mod rigs;
 mod scripted;
@@ -73,6 +74,7 @@ mod plugin_sessions;
 mod presence;
 mod records;
 mod refusals;
+mod remote;
 mod review;
 mod review_close;
 mod review_files;
