@@ -1,15 +1,15 @@
 //! `coord review step`: record a finished step and plan the next.
 
 use clap::Args;
-use clap::builder::PossibleValuesParser;
 
+use coord::Error;
 use coord::review::rules::{Reviews, StepRequest};
 use coord::review::{Action, StepStatus};
-use coord::workspace::AgentId;
-use coord::{Error, ExitCode};
+use coord::workspace::{AgentId, Workspace};
 
+use super::named;
 use crate::cli::Ctx;
-use crate::cli::output::{self};
+use crate::cli::output;
 
 /// Finish your planned step and hand over to exactly one next actor
 ///
@@ -27,8 +27,8 @@ pub(super) struct StepArgs {
     #[arg(long = "as", value_name = "A")]
     actor: Option<String>,
     /// What the step did
-    #[arg(long, value_name = "ACTION", value_parser = PossibleValuesParser::new(Action::NAMES))]
-    action: String,
+    #[arg(long, value_name = "ACTION", value_parser = named(Action::NAMES, Action::parse))]
+    action: Action,
     /// The file the step wrote
     #[arg(long, value_name = "F")]
     output: String,
@@ -43,19 +43,14 @@ pub(super) struct StepArgs {
     next: String,
     /// How the step ended
     #[arg(long, value_name = "STATUS", default_value = "done",
-          value_parser = PossibleValuesParser::new(["done", "blocked", "no_action"]))]
-    status: String,
+          value_parser = named(&["done", "blocked", "no_action"], StepStatus::parse))]
+    status: StepStatus,
     /// The next step's action, when not the usual one
-    #[arg(long, value_name = "ACTION", value_parser = PossibleValuesParser::new(Action::NAMES))]
-    next_action: Option<String>,
+    #[arg(long, value_name = "ACTION", value_parser = named(Action::NAMES, Action::parse))]
+    next_action: Option<Action>,
 }
 
-pub(super) fn step(
-    a: StepArgs,
-    ctx: &Ctx,
-    ws: &coord::workspace::Workspace,
-    reviews: &Reviews,
-) -> anyhow::Result<ExitCode> {
+pub(super) fn step(a: StepArgs, ctx: &Ctx, ws: &Workspace, reviews: &Reviews) -> Result<(), Error> {
     let actor = match &a.actor {
         Some(name) => AgentId::parse(name)?,
         None => ctx.agent().map_err(|_| {
@@ -64,27 +59,24 @@ pub(super) fn step(
             )
         })?,
     };
-    let next_agent = AgentId::parse(&a.next)
+    let next = AgentId::parse(&a.next)
         .map_err(|e| Error::bad_input(format!("`--next` names exactly one next actor: {e}")))?;
-    let output_target = ws.resolve(ctx.cwd(), &a.output)?;
+    let output = ws.resolve(ctx.cwd(), &a.output)?;
     let input = a
         .input
         .as_deref()
         .map(|i| ws.resolve(ctx.cwd(), i))
         .transpose()?;
-    let action = Action::parse(&a.action).ok_or_else(|| Error::bad_input("unknown action"))?;
-    let status = StepStatus::parse(&a.status).ok_or_else(|| Error::bad_input("unknown status"))?;
-    let next_action = a.next_action.as_deref().and_then(Action::parse);
     let done = reviews.step(&StepRequest {
         topic: &a.topic,
         actor: &actor,
-        action,
-        output: &output_target,
+        action: a.action,
+        output: &output,
         input: input.as_ref(),
         summary: &a.summary,
-        next: &next_agent,
-        status,
-        next_action,
+        next: &next,
+        status: a.status,
+        next_action: a.next_action,
     })?;
     if let Some(w) = &done.warning {
         output::diag(&format!("warning: {}", output::clean(w)));
@@ -107,5 +99,5 @@ pub(super) fn step(
             ));
         }
     }
-    Ok(ExitCode::Success)
+    Ok(())
 }

@@ -1,6 +1,5 @@
-//! Who is next and what to paste to them: [`Reviews::next`], and the prompts coord writes
-//! itself when the previous actor left none (a new review's first step, or a hand-edited
-//! tracker).
+//! Who is next and what to paste to them ([`Reviews::next`]), and the prompts coord writes
+//! itself when the previous actor left none (a new review's first step, a hand-edited tracker).
 //!
 //! A stored prompt is given as the previous actor wrote it, with a note on how to record the
 //! step appended unless it already mentions one; the output file suggested follows the seed's
@@ -12,8 +11,8 @@ use super::Reviews;
 use crate::clock::{self, Timestamp};
 use crate::error::Result;
 use crate::review::Action;
+use crate::review::markdown::HANDOFF_HEADING;
 use crate::review::paths::{self, Kind, NameParts};
-use crate::review::syntax::HANDOFF_HEADING;
 use crate::workspace::AgentId;
 
 /// Who is next and what to paste to them.
@@ -43,18 +42,15 @@ pub struct Next {
     pub prompt_from_tracker: bool,
 }
 
-/// What a prompt is about.
+/// What a prompt is about: `actor` as the tracker writes it, `actor_id` for the `coord -a ID`
+/// the prompt shows, `other_id` the usual next actor.
 pub(super) struct PromptParts<'a> {
     pub(super) topic: &'a str,
-    /// The tracker, relative to the root.
     pub(super) tracker: &'a str,
     pub(super) target: &'a str,
-    /// The actor's name as the tracker writes it.
     pub(super) actor: &'a str,
-    /// The actor's id, for the `coord -a ID` the prompt shows.
     pub(super) actor_id: &'a str,
     pub(super) role: Option<&'a str>,
-    /// The other participant's id, the usual next actor.
     pub(super) other_id: &'a str,
     pub(super) step: u32,
     pub(super) action: Action,
@@ -66,14 +62,13 @@ impl Reviews {
     ///
     /// # Errors
     ///
-    /// As [`Reviews::load`].
+    /// As [`Reviews::show`].
     pub fn next(&self, topic: &str) -> Result<Next> {
-        let (t, _closed) = self.load(topic)?;
-        let v = t.view();
-        let tracker_rel = self.meta_rel_path(t.path());
+        let (t, _) = self.load(topic)?;
+        let (v, tracker) = (t.view(), self.rel(t.path()));
         let mut out = Next {
             topic: topic.to_string(),
-            tracker: tracker_rel.clone(),
+            tracker: tracker.clone(),
             status: v.meta.status.clone(),
             next_actor: v.current.next_actor.clone(),
             role: v.meta.role_of(&v.current.next_actor).map(str::to_string),
@@ -90,18 +85,14 @@ impl Reviews {
         let now = clock::now();
         let action = open.action.unwrap_or(Action::Review);
         let actor_id = AgentId::parse(&open.actor)
-            .map(|a| a.id().to_string())
-            .unwrap_or_else(|_| paths::snake_case(&open.actor));
+            .map_or_else(|_| paths::snake_case(&open.actor), |a| a.id().to_string());
         let other_id = v
             .meta
-            .participants
-            .iter()
-            .find(|p| !p.name.eq_ignore_ascii_case(&open.actor))
-            .map(|p| p.name.to_ascii_lowercase())
+            .other_than(&open.actor)
             .unwrap_or_else(|| "other".into());
-        let parts = PromptParts {
+        let p = PromptParts {
             topic,
-            tracker: &tracker_rel,
+            tracker: &tracker,
             target: v.meta.target.as_deref().unwrap_or("the target"),
             actor: &open.actor,
             actor_id: &actor_id,
@@ -111,22 +102,19 @@ impl Reviews {
             action,
             now: &now,
         };
-        out.step = Some(open.number);
-        out.action = Some(action);
-        out.next_actor = open.actor.clone();
-        out.role = parts.role.map(str::to_string);
-        out.suggested_output = self.suggested_output(&parts);
-        out.prompt = Some(match v.prompt_for(&open.actor, open.number) {
-            Some(p) if !p.text.trim().is_empty() => {
-                out.prompt_from_tracker = true;
-                if p.text.contains("review step") {
-                    p.text.clone()
-                } else {
-                    format!("{}\n\n{}", p.text, self.recording_note(&parts))
-                }
-            }
-            _ => self.generated_prompt(&parts),
+        let stored = v
+            .prompt_for(&open.actor, open.number)
+            .filter(|p| !p.text.trim().is_empty());
+        out.prompt = Some(match stored {
+            Some(s) if s.text.contains("review step") => s.text.clone(),
+            Some(s) => format!("{}\n\n{}", s.text, self.recording_note(&p)),
+            None => self.generated_prompt(&p),
         });
+        out.prompt_from_tracker = stored.is_some();
+        (out.step, out.action, out.next_actor) =
+            (Some(open.number), Some(action), open.actor.clone());
+        out.role = p.role.map(str::to_string);
+        out.suggested_output = self.suggested_output(&p);
         Ok(out)
     }
 
@@ -148,9 +136,8 @@ impl Reviews {
             action: Some(p.action.as_str()),
             description,
         };
-        paths::conventional(&self.meta, &parts, p.now)
-            .ok()
-            .map(|path| self.meta_rel_path(&path))
+        let path = paths::conventional(&self.meta, &parts, p.now).ok()?;
+        Some(self.rel(&path))
     }
 
     /// How to end the output file and record the step.
@@ -159,8 +146,7 @@ impl Reviews {
             .suggested_output(p)
             .unwrap_or_else(|| "OUTPUT.md".into());
         format!(
-            "When you are done, end your output file with a `## {}` section holding a complete prompt for the next actor, then record your step:\n\n    coord -a {} review step {} --action {} --output {out} --summary \"...\" --next {}",
-            HANDOFF_HEADING,
+            "When you are done, end your output file with a `## {HANDOFF_HEADING}` section holding a complete prompt for the next actor, then record your step:\n\n    coord -a {} review step {} --action {} --output {out} --summary \"...\" --next {}",
             p.actor_id,
             p.topic,
             p.action.as_str(),
