@@ -1,19 +1,17 @@
-//! The markdown a tracker is written in, and reading it: [`analyze`] finds the `##` sections,
-//! checks the required ones (Meta, Current State, Steps, Issues) are there, and reads each into
-//! what it says (a [`View`]) and where it is (an [`Index`]), so edits touch just those lines.
-//! The line syntax (headings, code fences, `- **Key:** value` fields, table cells and their
-//! escapes) is read and written here only, so what is written is what is read.
+//! The markdown of a tracker. [`analyze`] reads its lines into what they say (a [`View`]) and
+//! where each part is (an [`Index`]), so edits touch just those lines; the line syntax
+//! (headings, code fences, `- **Key:** value` fields, table cells and their escapes) is read
+//! and written here only, so what is written is what is read.
 //!
-//! Lenient where the seed is loose: `- **Key:** value` or `- **Key**: value` (or `*` bullets),
-//! any case of section names and severities, prose and unknown lines anywhere, no Agreements Log
-//! or Handoff Prompts. Strict where a command depends on the content: a missing required section,
-//! steps not numbered 01, 02, …, an unknown status or action, an Issues table without its
-//! columns or separator, a row with the wrong number of cells, a duplicate issue id are
+//! Lenient where the seed is loose: either field style (`- **Key:** value`, `- **Key**: value`,
+//! `*` bullets), any case in section names and severities, prose and unknown lines anywhere, no
+//! Agreements Log or Handoff Prompts. Strict where a command depends on the content: a missing
+//! required section (Meta, Current State, Steps, Issues), steps not numbered 01, 02, …, an
+//! unknown status or action, a malformed Issues table or row, a duplicate issue id are
 //! [`Error::Corrupt`] with the 1-based line, never a guess.
 //!
-//! Invariants: a line inside a fenced code block (```` ``` ```` or `~~~`, the fences included) is
-//! never a heading or a field; [`decode_cell`] undoes [`encode_cell`] for any text, so a `|` or a
-//! `\` in a title or resolution survives the Issues table.
+//! Invariants: a line inside a fenced code block (the fences included) is never a heading or a
+//! field; [`decode_cell`] undoes [`encode_cell`] for any text.
 
 use std::path::Path;
 
@@ -144,16 +142,12 @@ pub(crate) fn fence_for(text: &str) -> String {
 
 /// `lines` without their `\r` line ends and without blank lines at either end.
 fn trimmed_block(lines: &[String]) -> Vec<&str> {
-    let clean: Vec<&str> = lines.iter().map(|l| l.trim_end_matches('\r')).collect();
-    let start = clean
-        .iter()
-        .position(|l| !l.trim().is_empty())
-        .unwrap_or(clean.len());
-    let end = clean
-        .iter()
-        .rposition(|l| !l.trim().is_empty())
-        .map_or(start, |e| e + 1);
-    clean[start..end].to_vec()
+    let mut block: Vec<&str> = lines.iter().map(|l| l.trim_end_matches('\r')).collect();
+    while block.last().is_some_and(|l| l.trim().is_empty()) {
+        block.pop();
+    }
+    let start = block.iter().position(|l| !l.trim().is_empty());
+    block.split_off(start.unwrap_or(block.len()))
 }
 
 /// Read line `at` as a field, if it is one.
@@ -312,23 +306,6 @@ impl Doc<'_> {
         }
         Ok(sections)
     }
-
-    /// A seed name (status, severity, action) read from a field or cell, or corrupt at `line`.
-    fn named<T>(
-        &self,
-        line: usize,
-        parse: fn(&str) -> Option<T>,
-        what: String,
-        text: &str,
-        names: &[&str],
-    ) -> Result<T> {
-        parse(text).ok_or_else(|| {
-            self.corrupt(
-                Some(line),
-                format!("{what} `{text}`, expected one of {}", names.join(", ")),
-            )
-        })
-    }
 }
 
 /// Read a tracker's lines: where everything is, and what it says.
@@ -414,25 +391,17 @@ fn read_meta(doc: &Doc<'_>, sec: &Section, fields: &[Field]) -> Result<Meta> {
 
 /// `Claude (reviewer), Codex (implementer)` → the two participants with their roles.
 fn parse_participants(text: &str) -> Vec<Participant> {
-    let participant = |p: &str| match p.split_once('(') {
-        Some((name, role)) => {
-            let role =
-                Some(role.trim_end_matches(')').trim().to_string()).filter(|r| !r.is_empty());
-            Participant {
-                name: name.trim().to_string(),
-                role,
-            }
+    let parts = text.split(',').map(str::trim).filter(|p| !p.is_empty());
+    let participant = |p: &str| {
+        let (name, role) = p.split_once('(').unwrap_or((p, ""));
+        let role = role.trim_end_matches(')').trim();
+        let role = (!role.is_empty()).then(|| role.to_string());
+        Participant {
+            name: name.trim().to_string(),
+            role,
         }
-        None => Participant {
-            name: p.to_string(),
-            role: None,
-        },
     };
-    text.split(',')
-        .map(str::trim)
-        .filter(|p| !p.is_empty())
-        .map(participant)
-        .collect()
+    parts.map(participant).collect()
 }
 
 type Steps = (Option<usize>, Vec<(usize, Vec<Field>)>, Vec<Step>);
@@ -469,20 +438,13 @@ fn read_steps(doc: &Doc<'_>, sec: &Section) -> Result<Steps> {
             |key: &str| doc.corrupt(Some(head), format!("step {number:02} has no `{key}`"));
         let actor = value(&fields, "Actor").ok_or_else(|| missing("Actor"))?;
         let sf = get(&fields, "Status").ok_or_else(|| missing("Status"))?;
-        let what = format!("step {number:02} has status");
-        let status = doc.named(
-            sf.line,
-            StepStatus::parse,
-            what,
-            &sf.value,
-            StepStatus::NAMES,
-        )?;
+        let bad = |f: &Field, what: &str, e| {
+            doc.corrupt(Some(f.line), format!("step {number:02} has {what} {e}"))
+        };
+        let status = StepStatus::expected(&sf.value).map_err(|e| bad(sf, "status", e))?;
         let action = match get(&fields, "Action").filter(|f| !f.value.is_empty()) {
+            Some(f) => Some(Action::expected(&f.value).map_err(|e| bad(f, "action", e))?),
             None => None,
-            Some(f) => {
-                let what = format!("step {number:02} has action");
-                Some(doc.named(f.line, Action::parse, what, &f.value, Action::NAMES)?)
-            }
         };
         steps.push(Step {
             number,
@@ -561,10 +523,9 @@ fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue
         if issues.iter().any(|x| x.id.eq_ignore_ascii_case(&id)) {
             return Err(doc.corrupt(Some(i), format!("issue id `{id}` is used twice")));
         }
-        let what = format!("issue `{id}` has severity");
-        let severity = doc.named(i, Severity::parse, what, &cell(1), Severity::NAMES)?;
-        let what = format!("issue `{id}` has status");
-        let status = doc.named(i, IssueStatus::parse, what, &cell(3), IssueStatus::NAMES)?;
+        let bad = |what: &str, e| doc.corrupt(Some(i), format!("issue `{id}` has {what} {e}"));
+        let severity = Severity::expected(&cell(1)).map_err(|e| bad("severity", e))?;
+        let status = IssueStatus::expected(&cell(3)).map_err(|e| bad("status", e))?;
         let resolution = Some(cell(4)).filter(|r| !r.is_empty());
         issues.push(Issue {
             id,
@@ -719,20 +680,13 @@ mod tests {
 
     #[test]
     fn cells_escape_and_unescape() {
-        for s in [
-            "a|b",
-            "a\\|b",
-            "a\\",
-            "a\\\\b",
-            "C:\\path",
-            "|",
-            "\\",
-            "x \\| y | z",
-        ] {
+        for s in "a|b,a\\|b,a\\,a\\\\b,C:\\path,|,\\,x \\| y | z".split(',') {
             assert_eq!(decode_cell(&encode_cell(s)), s, "{s:?}");
             let cells = split_row(&render_row(&[encode_cell(s), "x".into()])).unwrap();
-            assert_eq!(cells.len(), 2, "{s:?}");
-            assert_eq!(decode_cell(&cells[0]), s.trim());
+            assert_eq!(
+                (cells.len(), decode_cell(&cells[0])),
+                (2, s.trim().to_string())
+            );
         }
     }
 
@@ -740,94 +694,89 @@ mod tests {
     fn fields_headings_and_fences() {
         let f = parse_field("- **Status:** done", 3).unwrap();
         assert_eq!(
-            (f.key.as_str(), f.value.as_str(), f.line),
-            ("Status", "done", 3)
+            (f.key, f.value, f.line),
+            ("Status".into(), "done".into(), 3)
         );
         let f = parse_field("  * **Status**: done\r", 0).unwrap();
-        assert_eq!((f.key.as_str(), f.value.as_str()), ("Status", "done"));
+        assert_eq!((f.key, f.value), ("Status".into(), "done".into()));
         for not in ["- **Status** done", "- **:** x", "Status: done"] {
             assert!(parse_field(not, 0).is_none(), "{not}");
         }
         assert_eq!(heading("## Meta"), Some((2, "Meta")));
         assert_eq!(heading("   ### 01 ##"), Some((3, "01")));
-        assert_eq!(heading("    ## indented code"), None);
-        assert_eq!(heading("##no space"), None);
         assert_eq!(
-            fenced(&lines("a\n````text\n```\n## x\n````\nb")),
-            [false, true, true, true, true, false]
+            (heading("    ## indented code"), heading("##no space")),
+            (None, None)
         );
-        assert_eq!(fence_for("no ticks"), "```");
-        assert_eq!(fence_for("a ```` b"), "`````");
+        let fence = fenced(&lines("a\n````text\n```\n## x\n````\nb"));
+        assert_eq!(fence, [false, true, true, true, true, false]);
+        assert_eq!(
+            (fence_for("no ticks"), fence_for("a ```` b")),
+            ("```".into(), "`````".into())
+        );
         assert_eq!(
             renumber_heading("### 12 - response", 2),
             "### 02 - response"
         );
-        assert!(is_step_heading("### 03"));
-        assert!(!is_step_heading("### For Codex (step 03)"));
+        assert!(is_step_heading("### 03") && !is_step_heading("### For Codex (step 03)"));
         let p = parse_participants("Claude (reviewer), Codex ( implementer ),  Gemini, , X ()");
-        let got: Vec<(&str, Option<&str>)> = p
+        let roles = p
             .iter()
-            .map(|p| (p.name.as_str(), p.role.as_deref()))
-            .collect();
+            .map(|p| format!("{}:{}", p.name, p.role.as_deref().unwrap_or("-")));
         assert_eq!(
-            got,
-            [
-                ("Claude", Some("reviewer")),
-                ("Codex", Some("implementer")),
-                ("Gemini", None),
-                ("X", None)
-            ]
+            roles.collect::<Vec<_>>().join(","),
+            "Claude:reviewer,Codex:implementer,Gemini:-,X:-"
         );
     }
 
     #[test]
     fn handoff_sections() {
-        let p = Path::new("out.md");
-        let ok = "# Review\nfindings\n\n## Handoff Prompt for Next Actor\n\nYou are next.\n### Details\nmore\n";
+        let (p, h) = (Path::new("out.md"), "## Handoff Prompt for Next Actor");
+        let ok = format!("# Review\nfindings\n\n{h}\n\nYou are next.\n### Details\nmore\n");
         assert_eq!(
-            handoff_section(p, ok).unwrap(),
+            handoff_section(p, &ok).unwrap(),
             "You are next.\n### Details\nmore"
         );
         for bad in [
-            "# Review\n",
-            "## Handoff Prompt for Next Actor\nx\n## Later\n",
-            "## Handoff Prompt for Next Actor\n\n\n",
-            "```\n## Handoff Prompt for Next Actor\nx\n```\n",
+            "# Review\n".into(),
+            format!("{h}\nx\n## Later\n"),
+            format!("{h}\n\n\n"),
+            format!("```\n{h}\nx\n```\n"),
         ] {
-            assert!(handoff_section(p, bad).is_err(), "{bad:?}");
+            assert!(handoff_section(p, &bad).is_err(), "{bad:?}");
         }
     }
 
     #[test]
     fn prompts_and_agreements() {
-        let text = "## Meta\n- **Status:** in_progress\n## Current State\n- **Next actor:** A\n## Steps\n## Issues\n\
-## Agreements Log\nKey positions\n- [DISPUTED] Timelines - a - b - escalated to user\n- Keep NPV -  \n\
-## Handoff Prompts\n### For gemini (step 02)\n\n````text\na\n```\nb\n````\n\n### For Codex\nplain\r\ntext\r\n\
-### Notes\n```\nunclosed";
+        let text = "## Meta\n- **Status:** in_progress\n## Current State\n- **Next actor:** A\n## Steps\n\
+## Issues\n## Agreements Log\nKey positions\n- [DISPUTED] Timelines - a - b - escalated to user\n\
+- Keep NPV -  \n## Handoff Prompts\n### For gemini (step 02)\n\n````text\na\n```\nb\n````\n\n\
+### For Codex\nplain\r\ntext\r\n### Notes\n```\nunclosed";
         let (_, v) = analyze(Path::new("t"), &lines(text)).unwrap();
-        let a = &v.agreements;
-        assert!(a[0].disputed && !a[1].disputed);
-        assert_eq!(a[0].text, "Timelines - a - b - escalated to user");
-        assert_eq!(
-            (a[0].decision.as_str(), a[0].adopted.as_deref()),
-            ("Timelines - a - b", Some("escalated to user"))
-        );
-        assert_eq!(
-            (a[1].decision.as_str(), a[1].adopted.as_deref()),
-            ("Keep NPV -", None)
-        );
-        let p: Vec<_> = v
-            .handoff_prompts
-            .iter()
-            .map(|p| (p.actor.as_deref(), p.step, p.text.as_str()))
+        let a: Vec<_> = (v.agreements.iter())
+            .map(|a| (a.disputed, &*a.text, &*a.decision, a.adopted.as_deref()))
             .collect();
         assert_eq!(
-            p,
+            a,
             [
-                (Some("gemini"), Some(2), "a\n```\nb"),
-                (Some("Codex"), None, "plain\ntext"),
-                (None, None, "```\nunclosed")
+                (
+                    true,
+                    "Timelines - a - b - escalated to user",
+                    "Timelines - a - b",
+                    Some("escalated to user")
+                ),
+                (false, "Keep NPV -", "Keep NPV -", None)
             ]
         );
+        let p: Vec<_> = (v.handoff_prompts.iter())
+            .map(|p| (p.actor.as_deref(), p.step, &*p.text))
+            .collect();
+        let want = [
+            (Some("gemini"), Some(2), "a\n```\nb"),
+            (Some("Codex"), None, "plain\ntext"),
+            (None, None, "```\nunclosed"),
+        ];
+        assert_eq!(p, want);
     }
 }

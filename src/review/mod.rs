@@ -26,13 +26,14 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 
-/// An enum of the seed's names: `NAMES` in order, `parse` (case and blanks ignored), `as_str`.
+/// An enum of the seed's names: `NAMES` in order, `parse` (case and blanks ignored), `as_str`,
+/// and `expected`, the complaint about a name that is none of them.
 macro_rules! names {
-    ($(#[$doc:meta])* $name:ident { $($(#[$vdoc:meta])* $var:ident = $s:literal,)+ }) => {
+    ($(#[$doc:meta])* $name:ident { $($var:ident = $s:literal: $vdoc:literal,)+ }) => {
         $(#[$doc])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
         #[serde(rename_all = "snake_case")]
-        pub enum $name { $($(#[$vdoc])* $var,)+ }
+        pub enum $name { $(#[doc = $vdoc] $var,)+ }
 
         impl $name {
             /// Every name, in the seed's order.
@@ -48,6 +49,13 @@ macro_rules! names {
             pub fn as_str(self) -> &'static str {
                 $name::NAMES[self as usize]
             }
+
+            /// Read a name, or say which names were expected.
+            pub fn expected(text: &str) -> std::result::Result<$name, String> {
+                $name::parse(text).ok_or_else(|| {
+                    format!("`{text}`, expected one of {}", $name::NAMES.join(", "))
+                })
+            }
         }
     };
 }
@@ -56,60 +64,42 @@ pub(crate) use names;
 names! {
     /// What a step does (the seed's action types).
     Action {
-        /// Initial analysis of the target documents.
-        Review = "review",
-        /// Reply to a review or a counter-response.
-        Response = "response",
-        /// Make agreed changes to source files.
-        Implement = "implement",
-        /// Check an implementation for correctness.
-        Verify = "verify",
-        /// Address issues found in verification.
-        Fix = "fix",
+        Review = "review": "Initial analysis of the target documents.",
+        Response = "response": "Reply to a review or a counter-response.",
+        Implement = "implement": "Make agreed changes to source files.",
+        Verify = "verify": "Check an implementation for correctness.",
+        Fix = "fix": "Address issues found in verification.",
     }
 }
 
 names! {
     /// Where a step stands.
     StepStatus {
-        /// Assigned, not started.
-        Planned = "planned",
-        /// Being worked on.
-        InProgress = "in_progress",
-        /// Finished by its actor.
-        Done = "done",
-        /// Cannot go on without help.
-        Blocked = "blocked",
-        /// Nothing was needed.
-        NoAction = "no_action",
+        Planned = "planned": "Assigned, not started.",
+        InProgress = "in_progress": "Being worked on.",
+        Done = "done": "Finished by its actor.",
+        Blocked = "blocked": "Cannot go on without help.",
+        NoAction = "no_action": "Nothing was needed.",
     }
 }
 
 names! {
     /// Where an issue stands.
     IssueStatus {
-        /// Not dealt with yet.
-        Open = "open",
-        /// Fixed.
-        Resolved = "resolved",
-        /// Deliberately left as is.
-        Wontfix = "wontfix",
-        /// Disputed: the user decides.
-        Escalate = "escalate",
+        Open = "open": "Not dealt with yet.",
+        Resolved = "resolved": "Fixed.",
+        Wontfix = "wontfix": "Deliberately left as is.",
+        Escalate = "escalate": "Disputed: the user decides.",
     }
 }
 
 names! {
     /// How bad an issue is (the seed writes both `Critical` and `critical`).
     Severity {
-        /// Blocks functionality or creates contradictions.
-        Critical = "critical",
-        /// Significant ambiguity or operational gap.
-        High = "high",
-        /// Missing detail that could cause problems.
-        Medium = "medium",
-        /// Enhancement or clarification.
-        Low = "low",
+        Critical = "critical": "Blocks functionality or creates contradictions.",
+        High = "high": "Significant ambiguity or operational gap.",
+        Medium = "medium": "Missing detail that could cause problems.",
+        Low = "low": "Enhancement or clarification.",
     }
 }
 
@@ -316,22 +306,22 @@ mod tests {
 
     #[test]
     fn names_and_topics() {
-        for n in Action::NAMES {
-            assert_eq!(Action::parse(n).unwrap().as_str(), *n);
-        }
-        for n in StepStatus::NAMES {
-            assert_eq!(StepStatus::parse(n).unwrap().as_str(), *n);
-        }
-        for n in IssueStatus::NAMES {
-            assert_eq!(IssueStatus::parse(n).unwrap().as_str(), *n);
-        }
-        for n in Severity::NAMES {
-            assert_eq!(Severity::parse(n).unwrap().as_str(), *n);
-        }
-        assert_eq!(Severity::parse("Critical"), Some(Severity::Critical));
-        assert!(Action::parse("{action_type}").is_none());
-        assert!(check_topic("regional-federalism-design").is_ok());
-        assert!(check_topic("api_v2").is_ok());
+        assert!(
+            Action::NAMES
+                .iter()
+                .all(|n| Action::parse(n).unwrap().as_str() == *n)
+        );
+        assert!(
+            StepStatus::NAMES
+                .iter()
+                .all(|n| StepStatus::parse(n).unwrap().as_str() == *n)
+        );
+        assert_eq!(Severity::parse(" Critical"), Some(Severity::Critical));
+        assert_eq!(
+            IssueStatus::expected("x").unwrap_err(),
+            "`x`, expected one of open, resolved, wontfix, escalate"
+        );
+        assert!(check_topic("regional-federalism-design").is_ok() && check_topic("api_v2").is_ok());
         for bad in ["", "../x", "A", "a b", "-x", "a/b", &"a".repeat(65)] {
             assert!(check_topic(bad).is_err(), "{bad:?}");
         }

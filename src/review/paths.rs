@@ -13,12 +13,9 @@ use crate::layout;
 names! {
     /// Which kind of file.
     Kind {
-        /// `reviews/llms/{llm}/{topic}_review_{date}.md`.
-        Review = "review",
-        /// `review-responses/llms/{llm}/{topic}-review/{NN}_{action}_to_{other}_{description}_{date}.md`.
-        Response = "response",
-        /// `changelog/{llm1}_{llm2}_{topic}_{description}_{date}.md`.
-        Changelog = "changelog",
+        Review = "review": "`reviews/llms/{llm}/{topic}_review_{date}.md`.",
+        Response = "response": "`review-responses/llms/{llm}/{topic}-review/{NN}_{action}_to_{other}_{description}_{date}.md`.",
+        Changelog = "changelog": "`changelog/{llm1}_{llm2}_{topic}_{description}_{date}.md`.",
     }
 }
 

@@ -385,17 +385,15 @@ impl Tracker {
 }
 
 /// The text of a new tracker: Meta, Current State (next actor the reviewer, action review),
-/// step 01 planned for the reviewer, an empty Issues table, the Agreements Log, and the
-/// reviewer's `prompt` under Handoff Prompts; `date` is `YYYY-MM-DD`.
+/// step 01 planned for the reviewer, an empty Issues table, the Agreements Log, and an empty
+/// Handoff Prompts section; `date` is `YYYY-MM-DD`.
 pub(crate) fn new_tracker_text(
     topic: &str,
     target: &str,
     date: &str,
     reviewer: &str,
     implementer: &str,
-    prompt: &str,
 ) -> String {
-    let fence = fence_for(prompt);
     format!(
         "# Review Tracker: {topic}\n\n## Meta\n- **Topic:** {topic}\n- **Target:** {target}\n\
 - **Created:** {date}\n- **Last updated:** {date}\n- **Status:** in_progress\n\
@@ -405,8 +403,7 @@ pub(crate) fn new_tracker_text(
 - **Status:** planned\n- **Action:** review\n- **Input:** {target}\n- **Output:**\n\
 - **Summary:**\n- **Next:**\n\n## Issues\n| ID | Severity | Title | Status | Resolution |\n\
 |----|----------|-------|--------|------------|\n\n## Agreements Log\n\
-Key positions agreed between LLMs:\n\n## Handoff Prompts\n\n### For {reviewer} (step 01)\n\
-{fence}text\n{prompt}\n{fence}\n"
+Key positions agreed between LLMs:\n\n## Handoff Prompts\n"
     )
 }
 

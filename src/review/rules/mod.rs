@@ -23,7 +23,6 @@ use serde::Serialize;
 
 pub use close::{Closed, CommitInfo};
 pub use next::Next;
-use next::PromptParts;
 pub use step::{StepOutcome, StepRequest};
 
 use super::paths::{self, NameParts};
@@ -299,30 +298,14 @@ impl Reviews {
         }
         fsutil::create_new(&template, TEMPLATE.as_bytes())?;
         fsutil::ensure_dir(&self.dir(false))?;
-        let (now, rel) = (clock::now(), self.rel(&path));
-        let prompt = self.generated_prompt(&PromptParts {
-            topic,
-            tracker: &rel,
-            target: &target,
-            actor: reviewer.name(),
-            actor_id: reviewer.id(),
-            role: Some("reviewer"),
-            other_id: implementer.id(),
-            step: 1,
-            action: Action::Review,
-            now: &now,
-        });
-        let date = now.format("%Y-%m-%d").to_string();
-        let text = new_tracker_text(
-            topic,
-            &target,
-            &date,
-            reviewer.name(),
-            implementer.name(),
-            &prompt,
-        );
-        Tracker::parse(&path, &text)?;
-        fsutil::replace_durable(&path, text.as_bytes())?;
+        let (rel, date) = (self.rel(&path), meta_date());
+        let (reviewer, implementer) = (reviewer.name(), implementer.name());
+        let text = new_tracker_text(topic, &target, &date, reviewer, implementer);
+        // Parsed before it is written: a tracker coord cannot read back is never written.
+        let mut t = Tracker::parse(&path, &text)?;
+        let prompt = self.guide(topic, &rel, t.view(), &t.view().steps[0]).prompt;
+        t.set_prompt(reviewer, 1, &prompt)?;
+        fsutil::replace_durable(&path, t.render().as_bytes())?;
         Ok(rel)
     }
 
@@ -517,69 +500,40 @@ pub fn open_reviews(ws: &Workspace) -> (Vec<ReviewSummary>, Vec<Unreadable>) {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use crate::review::{Current, Meta, Participant, Step, StepStatus};
 
-    /// A view: Claude reviews and Codex implements, with these issues and steps, every step
-    /// Claude's.
-    pub(crate) fn view_with(
-        issues: &[(&str, IssueStatus, Option<&str>)],
-        steps: &[(Action, StepStatus)],
-    ) -> View {
-        let who = |name: &str, role: &str| Participant {
-            name: name.into(),
-            role: Some(role.into()),
-        };
-        View {
-            meta: Meta {
-                topic: None,
-                target: None,
-                created: None,
-                last_updated: None,
-                status: "in_progress".into(),
-                participants: vec![who("Claude", "reviewer"), who("Codex", "implementer")],
-            },
-            current: Current {
-                next_actor: "Claude".into(),
-                next_action: None,
-                prompt: None,
-            },
-            steps_note: None,
-            steps: (steps.iter().zip(1..))
-                .map(|(&(action, status), number)| Step {
-                    number,
-                    actor: "Claude".into(),
-                    status,
-                    action: Some(action),
-                    input: None,
-                    output: None,
-                    summary: None,
-                    next: None,
-                })
-                .collect(),
-            issues: (issues.iter())
-                .map(|&(id, status, res)| Issue {
-                    id: id.into(),
-                    severity: Severity::High,
-                    title: format!("title of {id}"),
-                    status,
-                    resolution: res.map(str::to_string),
-                })
-                .collect(),
-            agreements: Vec::new(),
-            handoff_prompts: Vec::new(),
+    /// A tracker's view: Claude reviews and Codex implements, with these issues (`ID status
+    /// [resolution]`, high, titled `title of ID`) and steps (`action status`, all Claude's).
+    pub(crate) fn view_with(issues: &'static str, steps: &'static str) -> View {
+        let mut text = "## Meta\n- **Status:** in_progress\n\
+- **Participants:** Claude (reviewer), Codex (implementer)\n\
+## Current State\n- **Next actor:** Claude\n## Steps\n"
+            .to_string();
+        let items = |list: &'static str| list.split(',').map(str::trim).filter(|s| !s.is_empty());
+        for (n, step) in (1..).zip(items(steps)) {
+            let (action, status) = step.split_once(' ').unwrap();
+            text += &format!("### {n:02}\n- **Actor:** Claude\n- **Status:** {status}\n");
+            text += &format!("- **Action:** {action}\n");
         }
+        text += "## Issues\n| ID | Severity | Title | Status | Resolution |\n|-|-|-|-|-|\n";
+        for issue in items(issues) {
+            let mut part = issue.splitn(3, ' ');
+            let (id, status) = (part.next().unwrap(), part.next().unwrap());
+            let res = part.next().unwrap_or("");
+            text += &format!("| {id} | high | title of {id} | {status} | {res} |\n");
+        }
+        Tracker::parse(Path::new("t"), &text)
+            .unwrap()
+            .view()
+            .clone()
     }
 
     #[test]
     fn issues_are_numbered_above_the_highest() {
-        assert_eq!(next_issue_number(&view_with(&[], &[])), 1);
-        let open = IssueStatus::Open;
-        let ids = [
-            ("ISSUE-07", open, None),
-            ("issue-03", open, None),
-            ("BUG-99", open, None),
-            ("ISSUE-x", open, None),
-        ];
-        assert_eq!(next_issue_number(&view_with(&ids, &[])), 8);
+        assert_eq!(next_issue_number(&view_with("", "")), 1);
+        let v = view_with(
+            "ISSUE-07 open, issue-03 open, BUG-99 open, ISSUE-x open",
+            "",
+        );
+        assert_eq!(next_issue_number(&v), 8);
     }
 }

@@ -1,5 +1,5 @@
-//! Who is next and what to paste to them ([`Reviews::next`]), and the prompts coord writes
-//! itself when the previous actor left none (a new review's first step, a hand-edited tracker).
+//! Who is next and what to paste to them ([`Reviews::next`]), and the prompt coord writes itself
+//! when the previous actor left none (a new review's first step, a hand-edited tracker).
 //!
 //! A stored prompt is given as the previous actor wrote it, with a note on how to record the
 //! step appended unless it already mentions one; the output file suggested follows the seed's
@@ -8,11 +8,11 @@
 use serde::Serialize;
 
 use super::Reviews;
-use crate::clock::{self, Timestamp};
+use crate::clock;
 use crate::error::Result;
-use crate::review::Action;
 use crate::review::markdown::HANDOFF_HEADING;
 use crate::review::paths::{self, Kind, NameParts};
+use crate::review::{Action, Step, View};
 use crate::workspace::AgentId;
 
 /// Who is next and what to paste to them.
@@ -42,19 +42,12 @@ pub struct Next {
     pub prompt_from_tracker: bool,
 }
 
-/// What a prompt is about: `actor` as the tracker writes it, `actor_id` for the `coord -a ID`
-/// the prompt shows, `other_id` the usual next actor.
-pub(super) struct PromptParts<'a> {
-    pub(super) topic: &'a str,
-    pub(super) tracker: &'a str,
-    pub(super) target: &'a str,
-    pub(super) actor: &'a str,
-    pub(super) actor_id: &'a str,
-    pub(super) role: Option<&'a str>,
-    pub(super) other_id: &'a str,
-    pub(super) step: u32,
-    pub(super) action: Action,
-    pub(super) now: &'a Timestamp,
+/// For an open step: where its output should go, how to record the step, and the prompt coord
+/// writes when nobody wrote one.
+pub(super) struct Guide {
+    pub(super) output: Option<String>,
+    note: String,
+    pub(super) prompt: String,
 }
 
 impl Reviews {
@@ -66,116 +59,101 @@ impl Reviews {
     pub fn next(&self, topic: &str) -> Result<Next> {
         let (t, _) = self.load(topic)?;
         let (v, tracker) = (t.view(), self.rel(t.path()));
-        let mut out = Next {
+        let open = v.open_step().filter(|_| v.meta.status != "closed");
+        let (mut output, mut prompt, mut from_tracker) = (None, None, false);
+        if let Some(open) = open {
+            let guide = self.guide(topic, &tracker, v, open);
+            let stored = v.prompt_for(&open.actor, open.number);
+            let stored = stored
+                .filter(|p| !p.text.trim().is_empty())
+                .map(|p| &p.text);
+            prompt = Some(match stored {
+                Some(text) if text.contains("review step") => text.clone(),
+                Some(text) => format!("{text}\n\n{}", guide.note),
+                None => guide.prompt,
+            });
+            (output, from_tracker) = (guide.output, stored.is_some());
+        }
+        let actor = open.map_or(&v.current.next_actor, |s| &s.actor);
+        Ok(Next {
             topic: topic.to_string(),
-            tracker: tracker.clone(),
+            tracker,
             status: v.meta.status.clone(),
-            next_actor: v.current.next_actor.clone(),
-            role: v.meta.role_of(&v.current.next_actor).map(str::to_string),
+            next_actor: actor.clone(),
+            role: v.meta.role_of(actor).map(str::to_string),
             next_action: v.current.next_action.clone(),
-            step: None,
-            action: None,
-            suggested_output: None,
-            prompt: None,
-            prompt_from_tracker: false,
-        };
-        let Some(open) = v.open_step().filter(|_| v.meta.status != "closed") else {
-            return Ok(out);
-        };
-        let now = clock::now();
-        let action = open.action.unwrap_or(Action::Review);
-        let actor_id = AgentId::parse(&open.actor)
-            .map_or_else(|_| paths::snake_case(&open.actor), |a| a.id().to_string());
-        let other_id = v
-            .meta
-            .other_than(&open.actor)
-            .unwrap_or_else(|| "other".into());
-        let p = PromptParts {
-            topic,
-            tracker: &tracker,
-            target: v.meta.target.as_deref().unwrap_or("the target"),
-            actor: &open.actor,
-            actor_id: &actor_id,
-            role: v.meta.role_of(&open.actor),
-            other_id: &other_id,
-            step: open.number,
-            action,
-            now: &now,
-        };
-        let stored = v
-            .prompt_for(&open.actor, open.number)
-            .filter(|p| !p.text.trim().is_empty());
-        out.prompt = Some(match stored {
-            Some(s) if s.text.contains("review step") => s.text.clone(),
-            Some(s) => format!("{}\n\n{}", s.text, self.recording_note(&p)),
-            None => self.generated_prompt(&p),
-        });
-        out.prompt_from_tracker = stored.is_some();
-        (out.step, out.action, out.next_actor) =
-            (Some(open.number), Some(action), open.actor.clone());
-        out.role = p.role.map(str::to_string);
-        out.suggested_output = self.suggested_output(&p);
-        Ok(out)
+            step: open.map(|s| s.number),
+            action: open.map(|s| s.action.unwrap_or(Action::Review)),
+            suggested_output: output,
+            prompt,
+            prompt_from_tracker: from_tracker,
+        })
     }
 
-    /// Where the step's output should go, by the seed's naming conventions.
-    fn suggested_output(&self, p: &PromptParts<'_>) -> Option<String> {
-        let (kind, description) = match p.action {
-            Action::Review => (Kind::Review, None),
-            Action::Response => (Kind::Response, Some("reply")),
-            Action::Verify => (Kind::Response, Some("verification")),
-            Action::Implement => (Kind::Changelog, Some("implementation")),
-            Action::Fix => (Kind::Changelog, Some("fixes")),
+    /// The [`Guide`] for step `open` of the tracker `tracker` (relative to the root).
+    pub(super) fn guide(&self, topic: &str, tracker: &str, v: &View, open: &Step) -> Guide {
+        let (actor, action) = (&open.actor, open.action.unwrap_or(Action::Review));
+        let actor_id =
+            AgentId::parse(actor).map_or_else(|_| paths::snake_case(actor), |a| a.id().to_string());
+        let other_id = v.meta.other_than(actor).unwrap_or_else(|| "other".into());
+        let (kind, description, what) = match action {
+            Action::Review => (
+                Kind::Review,
+                None,
+                "analyse the target documents: findings, open questions, suggestions; record each problem with `coord review issue TOPIC add --severity S --title T`",
+            ),
+            Action::Response => (
+                Kind::Response,
+                Some("reply"),
+                "reply to the previous step: agreements, disagreements, proposals (log key decisions with `coord review agree TOPIC TEXT`)",
+            ),
+            Action::Implement => (
+                Kind::Changelog,
+                Some("implementation"),
+                "make the agreed changes to the source files and write a changelog entry",
+            ),
+            Action::Verify => (
+                Kind::Response,
+                Some("verification"),
+                "check the implementation for correctness, citing file paths and sections; acknowledge, or list the issues found",
+            ),
+            Action::Fix => (
+                Kind::Changelog,
+                Some("fixes"),
+                "address the issues found in verification and update the changelog, citing file paths and sections",
+            ),
         };
-        let parts = NameParts {
+        let name = NameParts {
             kind,
-            topic: p.topic,
-            llm: p.actor_id,
-            to: Some(p.other_id),
-            step: Some(p.step),
-            action: Some(p.action.as_str()),
+            topic,
+            llm: &actor_id,
+            to: Some(&other_id),
+            step: Some(open.number),
+            action: Some(action.as_str()),
             description,
         };
-        let path = paths::conventional(&self.meta, &parts, p.now).ok()?;
-        Some(self.rel(&path))
-    }
-
-    /// How to end the output file and record the step.
-    fn recording_note(&self, p: &PromptParts<'_>) -> String {
-        let out = self
-            .suggested_output(p)
-            .unwrap_or_else(|| "OUTPUT.md".into());
-        format!(
-            "When you are done, end your output file with a `## {HANDOFF_HEADING}` section holding a complete prompt for the next actor, then record your step:\n\n    coord -a {} review step {} --action {} --output {out} --summary \"...\" --next {}",
-            p.actor_id,
-            p.topic,
-            p.action.as_str(),
-            p.other_id
-        )
-    }
-
-    /// The prompt coord writes for a step nobody wrote one for.
-    pub(super) fn generated_prompt(&self, p: &PromptParts<'_>) -> String {
-        let role = p.role.map(|r| format!(", the {r},")).unwrap_or_default();
-        let what = match p.action {
-            Action::Review => "analyse the target documents: findings, open questions, suggestions; record each problem with `coord review issue TOPIC add --severity S --title T`",
-            Action::Response => "reply to the previous step: agreements, disagreements, proposals (log key decisions with `coord review agree TOPIC TEXT`)",
-            Action::Implement => "make the agreed changes to the source files and write a changelog entry",
-            Action::Verify => "check the implementation for correctness, citing file paths and sections; acknowledge, or list the issues found",
-            Action::Fix => "address the issues found in verification and update the changelog, citing file paths and sections",
-        }
-        .replace("TOPIC", p.topic);
-        format!(
-            "You are {actor}{role} in the review `{topic}` of `{target}`.\n\
+        let output = paths::conventional(&self.meta, &name, &clock::now()).ok();
+        let output = output.map(|path| self.rel(&path));
+        let note = format!(
+            "When you are done, end your output file with a `## {HANDOFF_HEADING}` section holding a complete prompt for the next actor, then record your step:\n\n    coord -a {actor_id} review step {topic} --action {} --output {} --summary \"...\" --next {other_id}",
+            action.as_str(),
+            output.as_deref().unwrap_or("OUTPUT.md"),
+        );
+        let role = v.meta.role_of(actor).map(|r| format!(", the {r},"));
+        let prompt = format!(
+            "You are {actor}{} in the review `{topic}` of `{}`.\n\
 Read the tracker `{tracker}` first: it is the single source of truth. Do not edit other participants' output files.\n\
-Your task is step {step:02} ({action}): {what}.\n\n{note}",
-            actor = p.actor,
-            topic = p.topic,
-            target = p.target,
-            tracker = p.tracker,
-            step = p.step,
-            action = p.action.as_str(),
-            note = self.recording_note(p),
-        )
+Your task is step {:02} ({}): {}.\n\n{note}",
+            role.unwrap_or_default(),
+            v.meta.target.as_deref().unwrap_or("the target"),
+            open.number,
+            action.as_str(),
+            what.replace("TOPIC", topic),
+        );
+        Guide {
+            output,
+            note,
+            prompt,
+        }
     }
 }

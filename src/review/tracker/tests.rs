@@ -223,15 +223,10 @@ fn corrupt_trackers_name_the_line() {
 }
 
 fn fresh() -> Tracker {
-    parse(&new_tracker_text(
-        "t",
-        "src/",
-        "2026-01-28",
-        "Claude",
-        "Gemini",
-        "Review src/.",
-    ))
-    .unwrap()
+    let text = new_tracker_text("t", "src/", "2026-01-28", "Claude", "Gemini");
+    let mut t = parse(&text).unwrap();
+    t.set_prompt("Claude", 1, "Review src/.").unwrap();
+    t
 }
 
 #[test]
