@@ -58,7 +58,7 @@ pub(crate) struct Section {
 
 /// The Issues table: where ID, Severity, Title, Status and Resolution are among its `ncols`
 /// columns, its rows (line, raw cells), and the line after the last row.
-#[derive(Debug, Clone)]
+#[derive(Debug)]
 pub(crate) struct Table {
     pub(crate) cols: [usize; 5],
     pub(crate) ncols: usize,
@@ -67,7 +67,7 @@ pub(crate) struct Table {
 }
 
 /// Where each part of a tracker is, by line.
-#[derive(Debug, Default)]
+#[derive(Debug)]
 pub(crate) struct Index {
     pub(crate) sections: Vec<Section>,
     pub(crate) meta: Vec<Field>,
@@ -486,17 +486,12 @@ fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue
             doc.corrupt(Some(h), why)
         })?;
     }
-    let separator = doc
-        .lines
-        .get(h + 1)
-        .and_then(|l| split_row(l))
-        .is_some_and(|cells| {
-            cells.len() == header.len()
-                && cells
-                    .iter()
-                    .map(|c| c.trim_matches(':'))
-                    .all(|c| !c.is_empty() && c.chars().all(|ch| ch == '-'))
-        });
+    let dashes = |c: &String| {
+        let c = c.trim_matches(':');
+        !c.is_empty() && c.bytes().all(|b| b == b'-')
+    };
+    let separator = doc.lines.get(h + 1).and_then(|l| split_row(l));
+    let separator = separator.is_some_and(|c| c.len() == header.len() && c.iter().all(dashes));
     if !separator {
         let why = "the Issues table header must be followed by a `|----|` separator row";
         return Err(doc.corrupt(Some(h + 1), why));
@@ -537,10 +532,11 @@ fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue
         rows.push((i, cells));
         i += 1;
     }
+    let ncols = header.len();
     Ok((
         Some(Table {
             cols,
-            ncols: header.len(),
+            ncols,
             rows,
             end: i,
         }),
@@ -569,10 +565,11 @@ fn read_agreements(doc: &Doc<'_>, sec: &Section) -> (Vec<usize>, Vec<Agreement>)
                 }
                 _ => (text.to_string(), None),
             };
+            let text = text.to_string();
             Some((
                 i,
                 Agreement {
-                    text: text.to_string(),
+                    text,
                     decision,
                     adopted,
                     disputed,
@@ -616,14 +613,14 @@ fn read_prompts(doc: &Doc<'_>, sec: &Section) -> (Vec<(usize, usize)>, Vec<Promp
                 }
                 _ => None,
             };
-            let text_body = inner.unwrap_or(&body).join("\n");
+            let (heading, text) = (text.to_string(), inner.unwrap_or(&body).join("\n"));
             (
                 (h, end),
                 Prompt {
-                    heading: text.to_string(),
+                    heading,
                     actor,
                     step,
-                    text: text_body,
+                    text,
                 },
             )
         })

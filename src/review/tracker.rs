@@ -21,7 +21,7 @@ use super::{Action, Issue, IssueStatus, View};
 use crate::error::{Error, Result};
 
 /// The fields of which part [`Tracker::set`] edits.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug)]
 pub(crate) enum Block {
     Meta,
     Current,
@@ -409,48 +409,7 @@ Key positions agreed between LLMs:\n\n## Handoff Prompts\n"
 
 /// The seed's tracker template (`templates/review-tracker-template.md`), placeholders and all:
 /// not a tracker coord reads.
-pub(crate) const TEMPLATE: &str = "# Review Tracker: {topic_name}
-
-## Meta
-- **Topic:** {topic_name}
-- **Target:** {path/to/target/}
-- **Created:** {YYYY-MM-DD}
-- **Last updated:** {YYYY-MM-DD}
-- **Status:** {in_progress|closed}
-- **Participants:** {llm_a} (reviewer), {llm_b} (implementer)
-
-## Current State
-- **Next actor:** {llm_name}
-- **Next action:** {description}
-- **Prompt for next actor:** See Handoff Prompts section below
-
-## Steps
-
-### {NN}
-- **Actor:** {llm_name}
-- **Status:** {planned|in_progress|done|blocked|no_action}
-- **Action:** {action_type}
-- **Input:** {file_path}
-- **Output:** {file_path}
-- **Summary:** {brief description}
-- **Next:** {next_llm_name}
-
-## Issues
-| ID | Severity | Title | Status | Resolution |
-|----|----------|-------|--------|------------|
-
-## Agreements Log
-Key positions agreed between LLMs:
-- {Decision 1} - {which LLM's position was adopted}
-- [DISPUTED] {Decision 2} - {escalated to user, resolved as X}
-
-## Handoff Prompts
-
-### For {llm_name} (step {NN})
-```text
-{prompt to paste to the next LLM}
-```
-";
+pub(crate) const TEMPLATE: &str = include_str!("template.md");
 
 #[cfg(test)]
 mod tests;

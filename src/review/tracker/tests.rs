@@ -8,81 +8,9 @@ use super::{Block, TEMPLATE, Tracker, new_tracker_text};
 use crate::error::Error;
 use crate::review::{Action, Issue, IssueStatus, Severity, StepStatus, one_line};
 
-/// A tracker as a person following the seed would write it: the seed's snippets, prose,
-/// an extra section, odd spacing, the other field style, and a filled table.
-const HAND: &str = "# Review: regional federalism
-
-Some words before the first section.
-
-## Meta
-- **Topic:** regional-federalism-design
-- **Target:** docs/design/
-- **Created:** 2026-01-20
-- **Last updated:** 2026-01-27
-- **Status:** in_progress
-- **Participants:** Claude (reviewer), Codex (implementer)
-- **Extra:** kept as is
-
-## Current State
-- **Next actor:** Codex
-- **Next action:**   implement the agreed changes
-- **Prompt for next actor:** See Handoff Prompts section below
-
-## Steps
-### 01
-- **Actor:** Claude
-- **Status:** done
-- **Action:** review
-- **Input:** docs/design/
-- **Output:** .metadata/reviews/llms/claude/regional-federalism-design_review_2026_01_20.md
-- **Summary:** Found 4 issues; see `ISSUE-01`..`ISSUE-04` | with a pipe
-- **Next:** Codex
-A free note under the step.
-
-### 02 - response
-* **Actor**: Codex
-* **Status**: done
-* **Action**: response
-* **Input**: .metadata/reviews/llms/claude/regional-federalism-design_review_2026_01_20.md
-* **Output**: .metadata/review-responses/llms/codex/regional-federalism-design-review/02_response_to_claude_agree_2026_01_21.md
-* **Summary**: Agreed with all but ISSUE-03
-* **Next**: Claude
-
-### 03
-- **Actor:** Codex
-- **Status:** planned
-- **Action:** implement
-- **Input:**
-- **Output:**
-- **Summary:**
-- **Next:**
-
-## Issues
-Table tracking all identified problems.
-
-| ID | Severity | Title | Status | Resolution |
-|----|----------|-------|--------|------------|
-| ISSUE-01 | critical | Elections \\| NPV | resolved | Updated elections design for NPV |
-| ISSUE-02 | High | Armed forces `two-key` | open |  |
-| ISSUE-03 | medium | Judicial timelines | escalate | |
-| ISSUE-04 | low | C:\\path stays | wontfix | not needed |
-
-## Agreements Log
-Key positions agreed between LLMs:
-- Keep the NPV compact - Claude's position adopted
-- [DISPUTED] Judicial timelines - escalated to user, resolved as X
-
-## Notes of our own
-Anything at all.
-
-## Handoff Prompts
-
-### For Codex (step 03)
-```text
-You are Codex. Read the tracker at .metadata/reviews/active/regional-federalism-design-tracker.md.
-## Not a heading: inside the fence
-```
-";
+/// A tracker as a person following the seed would write it: the seed's snippets, prose, an
+/// extra section, odd spacing, the other field style, a filled table and a fenced prompt.
+const HAND: &str = include_str!("hand.md");
 
 fn parse(text: &str) -> crate::error::Result<Tracker> {
     Tracker::parse(Path::new("t.md"), text)
@@ -95,83 +23,61 @@ fn a_hand_written_tracker_round_trips_byte_for_byte() {
     let v = t.view();
     assert_eq!(v.meta.topic.as_deref(), Some("regional-federalism-design"));
     assert_eq!(v.meta.role_of("codex"), Some("implementer"));
+    let next = v.current.next_action.as_deref();
+    assert_eq!(next, Some("implement the agreed changes"));
+    let step = &v.steps[1];
     assert_eq!(
-        v.current.next_action.as_deref(),
-        Some("implement the agreed changes")
+        (step.number, &*step.actor, step.status),
+        (2, "Codex", StepStatus::Done)
     );
+    let summary = v.steps[0].summary.as_deref();
     assert_eq!(
-        (v.steps.len(), v.steps[1].actor.as_str(), v.steps[1].status),
-        (3, "Codex", StepStatus::Done)
+        summary,
+        Some("Found 4 issues; see `ISSUE-01`..`ISSUE-04` | with a pipe")
     );
-    let summary = "Found 4 issues; see `ISSUE-01`..`ISSUE-04` | with a pipe";
-    assert_eq!(v.steps[0].summary.as_deref(), Some(summary));
     assert_eq!(v.open_step().unwrap().number, 3);
-    let titles: Vec<&str> = v.issues.iter().map(|i| i.title.as_str()).collect();
+    let titles: Vec<&str> = v.issues.iter().map(|i| &*i.title).collect();
+    let want = [
+        "Elections | NPV",
+        "Armed forces `two-key`",
+        "Judicial timelines",
+        "C:\\path stays",
+    ];
+    assert_eq!(titles, want);
+    let issue = &v.issues[1];
+    assert_eq!((issue.severity, &issue.resolution), (Severity::High, &None));
+    let adopted = v.agreements[0].adopted.as_deref();
     assert_eq!(
-        titles,
-        [
-            "Elections | NPV",
-            "Armed forces `two-key`",
-            "Judicial timelines",
-            "C:\\path stays"
-        ]
+        (adopted, v.agreements[1].disputed),
+        (Some("Claude's position adopted"), true)
     );
-    assert_eq!(
-        (v.issues[1].severity, &v.issues[1].resolution),
-        (Severity::High, &None)
-    );
-    assert!(v.agreements[1].disputed);
-    assert_eq!(
-        v.agreements[0].adopted.as_deref(),
-        Some("Claude's position adopted")
-    );
-    assert_eq!(
-        (v.handoff_prompts.len(), v.handoff_prompts[0].step),
-        (1, Some(3))
-    );
-    assert!(
-        v.handoff_prompts[0]
-            .text
-            .ends_with("## Not a heading: inside the fence")
-    );
+    let prompt = &v.handoff_prompts[0];
+    assert_eq!((v.handoff_prompts.len(), prompt.step), (1, Some(3)));
+    assert!(prompt.text.ends_with("## Not a heading: inside the fence"));
 }
 
 #[test]
 fn an_edit_changes_only_its_lines_in_their_own_style() {
     let mut t = parse(HAND).unwrap();
-    t.set_issue("ISSUE-02", IssueStatus::Resolved, Some("two-key | done"))
+    let resolution = Some("two-key | done");
+    t.set_issue("ISSUE-02", IssueStatus::Resolved, resolution)
         .unwrap();
     t.set(Block::Meta, &[("Last updated", "2026-01-28")])
         .unwrap();
     t.set(Block::Step(2), &[("Summary", "changed")]).unwrap();
     let out = t.render();
-    let diff: Vec<(&str, &str)> = HAND
-        .lines()
-        .zip(out.lines())
-        .filter(|(a, b)| a != b)
-        .collect();
-    assert_eq!(
-        diff,
-        [
-            (
-                "- **Last updated:** 2026-01-27",
-                "- **Last updated:** 2026-01-28"
-            ),
-            (
-                "* **Summary**: Agreed with all but ISSUE-03",
-                "* **Summary**: changed"
-            ),
-            (
-                "| ISSUE-02 | High | Armed forces `two-key` | open |  |",
-                "| ISSUE-02 | High | Armed forces `two-key` | resolved | two-key \\| done |"
-            ),
-        ]
-    );
+    let diff = HAND.lines().zip(out.lines()).filter(|(a, b)| a != b);
+    let diff: Vec<String> = diff.map(|(a, b)| format!("{a} => {b}")).collect();
+    let want = [
+        "- **Last updated:** 2026-01-27 => - **Last updated:** 2026-01-28",
+        "* **Summary**: Agreed with all but ISSUE-03 => * **Summary**: changed",
+        "| ISSUE-02 | High | Armed forces `two-key` | open |  | => \
+| ISSUE-02 | High | Armed forces `two-key` | resolved | two-key \\| done |",
+    ];
+    assert_eq!(diff, want);
     assert_eq!(HAND.lines().count(), out.lines().count());
-    assert_eq!(
-        parse(&out).unwrap().view().issues[1].resolution.as_deref(),
-        Some("two-key | done")
-    );
+    let read = parse(&out).unwrap().view().issues[1].resolution.clone();
+    assert_eq!(read.as_deref(), resolution);
 }
 
 #[test]
@@ -190,31 +96,24 @@ fn crlf_files_stay_crlf() {
 #[test]
 fn corrupt_trackers_name_the_line() {
     let cases = [
-        (HAND.replace("### 02 - response", "### two"), Some(30)),
-        (HAND.replace("### 03", "### 04"), Some(39)),
-        (
-            HAND.replace("- **Status:** planned", "- **Status:** maybe"),
-            Some(41),
-        ),
-        (
-            HAND.replace("| ISSUE-03 | medium |", "| ISSUE-01 | medium |"),
-            Some(55),
-        ),
-        (
-            HAND.replace("| ISSUE-04 | low |", "| ISSUE-04 | low | x |"),
-            Some(56),
-        ),
-        (
-            HAND.replace("| ISSUE-04 | low |", "| ISSUE-04 | tiny |"),
-            Some(56),
-        ),
-        (HAND.replace("## Agreements Log", "## Meta"), Some(58)),
-        ("# nothing\n".to_string(), None),
-        ("\u{0}\u{1}binary".to_string(), None),
-        // The seed's template, placeholders and all, is not a tracker.
-        (TEMPLATE.to_string(), Some(8)),
+        ("### 02 - response", "### two", Some(30)),
+        ("### 03", "### 04", Some(39)),
+        ("- **Status:** planned", "- **Status:** maybe", Some(41)),
+        ("| ISSUE-03 | medium |", "| ISSUE-01 | medium |", Some(55)),
+        ("| ISSUE-04 | low |", "| ISSUE-04 | low | x |", Some(56)),
+        ("| ISSUE-04 | low |", "| ISSUE-04 | tiny |", Some(56)),
+        ("## Agreements Log", "## Meta", Some(58)),
     ];
-    for (text, line) in cases {
+    let cases = cases.map(|(from, to, line)| (HAND.replace(from, to), line));
+    let others = [
+        ("# nothing\n", None),
+        ("\u{0}\u{1}binary", None),
+        (TEMPLATE, Some(8)),
+    ];
+    for (text, line) in cases
+        .into_iter()
+        .chain(others.map(|(t, l)| (t.to_string(), l)))
+    {
         match parse(&text) {
             Err(Error::Corrupt { line: l, .. }) => assert_eq!(l, line, "{text}"),
             other => panic!("expected Corrupt at {line:?}, got {other:?}"),
@@ -232,15 +131,11 @@ fn fresh() -> Tracker {
 #[test]
 fn a_new_tracker_reads_back() {
     let t = fresh();
-    let v = t.view();
-    let first = (
-        v.current.next_actor.as_str(),
-        v.steps.len(),
-        v.steps[0].action,
-    );
+    let (v, role) = (t.view(), Some("implementer"));
+    let first = (&*v.current.next_actor, v.steps.len(), v.steps[0].action);
     assert_eq!(first, ("Claude", 1, Some(Action::Review)));
     assert_eq!(v.prompt_for("claude", 1).unwrap().text, "Review src/.");
-    assert_eq!(v.meta.role_of("gemini"), Some("implementer"));
+    assert_eq!(v.meta.role_of("gemini"), role);
 }
 
 fn text_strategy() -> impl Strategy<Value = String> {
