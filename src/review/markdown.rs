@@ -1,17 +1,14 @@
-//! The markdown of a tracker. [`analyze`] reads its lines into what they say (a [`View`]) and
-//! where each part is (an [`Index`]), so edits touch just those lines; the line syntax
-//! (headings, code fences, `- **Key:** value` fields, table cells and their escapes) is read
-//! and written here only, so what is written is what is read.
+//! The markdown of a tracker: [`analyze`] reads its lines into what they say (a [`View`]) and
+//! where each part is (an [`Index`]), so edits touch just those lines. The line syntax (headings,
+//! code fences, `- **Key:** value` fields, table cells) is read and written here only.
 //!
-//! Lenient where the seed is loose: either field style (`- **Key:** value`, `- **Key**: value`,
-//! `*` bullets), any case in section names and severities, prose and unknown lines anywhere, no
-//! Agreements Log or Handoff Prompts. Strict where a command depends on the content: a missing
-//! required section (Meta, Current State, Steps, Issues), steps not numbered 01, 02, …, an
-//! unknown status or action, a malformed Issues table or row, a duplicate issue id are
-//! [`Error::Corrupt`] with the 1-based line, never a guess.
+//! Lenient where the seed is loose (either field style, any case, prose anywhere, no Agreements
+//! Log or Handoff Prompts); strict where a command depends on the content: a missing required
+//! section, steps out of order, an unknown status or action, a malformed Issues table, a
+//! duplicate issue id are [`Error::Corrupt`] with the 1-based line, never a guess.
 //!
-//! Invariants: a line inside a fenced code block (the fences included) is never a heading or a
-//! field; [`decode_cell`] undoes [`encode_cell`] for any text.
+//! Invariants: a line inside a fenced code block is never a heading or a field;
+//! [`decode_cell`] undoes [`encode_cell`] for any text.
 
 use std::path::Path;
 

@@ -1,21 +1,14 @@
 //! The review tracker (seed 003): a markdown file per review topic, with Meta, Current State,
 //! Steps, Issues, Agreements Log and Handoff Prompts, that two agents take turns updating.
 //!
-//! This module holds the seed's names (actions, statuses, severities), the topic rule, and what
-//! a tracker says as plain data ([`View`]: its serde names are the `--json` schema of
-//! `docs/protocol.md`). Below it, from the bottom up:
-//! - `markdown`: the lines a tracker is written in, read into a `View` and the index of which
-//!   line holds what;
-//! - `tracker`: the file held as its lines, edited line by line, so every line a command did
-//!   not mean to change stays byte for byte as it was;
-//! - [`paths`]: the seed's names of review, response and changelog files;
-//! - [`rules`]: the protocol (who may finish which step, what comes next, the archive policy,
-//!   the completion criteria, the closing commit) and the read-modify-write of a tracker.
+//! Here: the seed's names, the topic rule, and what a tracker says as plain data ([`View`], its
+//! serde names the `--json` schema of `docs/protocol.md`). Below: `markdown` reads a tracker's
+//! lines, `tracker` edits them in place, [`paths`] names the review's files, [`rules`] is the
+//! protocol and the read-modify-write of a tracker.
 //!
-//! Invariants: a tracker is only ever replaced whole (`fsutil::replace_durable`) while the
-//! workspace mutex is held, after it was read under that same mutex, so two commands running at
-//! once never lose an update; a tracker that cannot be parsed is reported with its line number
-//! and never written.
+//! Invariants: a tracker is only ever replaced whole while the workspace mutex is held, after
+//! it was read under that same mutex, so concurrent commands never lose an update; a tracker
+//! that cannot be parsed is reported with its line number and never written.
 
 mod markdown;
 pub mod paths;

@@ -1,14 +1,10 @@
-//! A tracker file held as the lines it was read from: read it, edit it, render it, and the text
-//! of a new one.
+//! A tracker held as the lines it was read from: parse, edit, render; and a new one's text.
 //!
-//! [`Tracker::parse`] keeps the lines and asks [`analyze`] where each part is and what it says;
-//! every edit rewrites or inserts only the lines it is about, in the file's own style (field
-//! spelling, CRLF line ends), then reads the lines again. So a tracker that was not edited
-//! renders back byte for byte (unknown sections, extra lines and spacing included), and an edit
-//! changes nothing but what it meant to change. Values go through `markdown` (a prompt inside a
-//! fence longer than any backtick run in it, Issues cells escaped), so no title, resolution or
-//! prompt can break the file's structure. An edit that would leave a tracker coord cannot read
-//! back is [`Error::Failed`] (a bug), and the caller writes nothing.
+//! Every edit rewrites or inserts only the lines it is about, in the file's own style (field
+//! spelling, CRLF), then reads the lines again: a tracker not edited renders back byte for
+//! byte, and an edit changes nothing but what it meant to. Prompts are fenced and Issues cells
+//! escaped, so no text can break the structure; an edit that would leave a tracker coord cannot
+//! read back is [`Error::Failed`] (a bug), and the caller writes nothing.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};

@@ -1,12 +1,9 @@
 //! Closing a review (`coord review close`), and its commit.
 //!
 //! A review closes only when every issue is resolved or wontfix, the last finished step is a
-//! verify step that is done, and no step is in progress ([`missing_for_close`] says what is
-//! missing); and only when no earlier review of the topic was closed. Then an open step becomes
-//! `no_action` (`Review closed`), Meta status `closed`, next actor `none`, and the tracker moves
-//! to `reviews/closed/` with its archive. With `--commit`, the work is committed afterwards in
-//! the seed's message format, by running `git` in the workspace (so the user's configuration and
-//! hooks apply); a failed commit leaves the review closed and says so.
+//! done verify step and none is in progress, and no earlier review of the topic was closed.
+//! `--commit` runs `git` in the workspace (the user's configuration and hooks apply) after the
+//! review is closed; a failed commit leaves it closed and says so.
 
 use std::path::Path;
 use std::process::Command;

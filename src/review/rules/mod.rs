@@ -1,16 +1,12 @@
-//! The review protocol: who may do what to a tracker, and when.
+//! The review protocol: [`Reviews`], the handle on one metadata folder, with one `impl` block a
+//! command: here `create`, `show`, issues and agreements; `step` (and the archive policy),
+//! `next` (the prompt to paste), `close` (completion criteria, the move, the commit).
 //!
-//! [`Reviews`] is the handle on one metadata folder; each command is an `impl Reviews` block:
-//! here `create`, `show`, the Issues table and the Agreements Log; in `step`, finishing a step
-//! and the archive policy; in `next`, who is next and the prompt to paste to them; in `close`,
-//! the completion criteria, the move to `reviews/closed/` and the commit.
-//!
-//! Invariants: every edit goes through `Reviews::edit`, which takes the workspace mutex
-//! *before* reading, reads the tracker whole (capped, as UTF-8, never through a symlink anywhere
-//! on its path) and parses it before anything is decided, refuses a closed review and a tracker
-//! another agent holds a live `coord lock` on (an agent editing it by hand), and replaces it
-//! durably, `Last updated` stamped, while the mutex is still held. So concurrent commands
-//! serialize and none loses another's update; a command refused writes nothing.
+//! Invariants: every edit goes through `Reviews::edit`: the workspace mutex is taken *before*
+//! the tracker is read (whole, capped, UTF-8, through no symlink on its path) and parsed; a
+//! closed review, and a tracker another agent holds a live `coord lock` on, are refused; the
+//! tracker is replaced durably, `Last updated` stamped, with the mutex still held. So
+//! concurrent commands serialize, none loses an update, and a refused one writes nothing.
 
 mod close;
 mod next;

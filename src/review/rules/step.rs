@@ -1,19 +1,15 @@
 //! Finishing a step (`coord review step`), and the archive policy.
 //!
-//! Checked before the tracker is touched: the status is done, blocked or no_action, the summary
-//! is not empty, the output file exists and ends with a `## Handoff Prompt for Next Actor`
-//! section (its body becomes the next actor's prompt). Then, in one edit: the review has an open
-//! step and the caller is its actor; the step is filled in, the next one planned for exactly one
-//! next actor (its action [`usual_next`] unless given), the archive policy applied, the Current
-//! State and the prompt set. Nothing is written when a check fails.
+//! Checked before the tracker is touched: the status, the summary, and an output file that
+//! ends with a `## Handoff Prompt for Next Actor` section (the next actor's prompt). Then, in
+//! one edit: the caller is the open step's actor; the step is filled in, the next one planned
+//! for exactly one next actor, the archive policy applied, the Current State and prompt set.
 //!
-//! Archive policy: once a tracker holds more than [`MAX_STEPS`] steps, its first
-//! [`ARCHIVED_AT_ONCE`] move to `TOPIC-tracker-archive.md` beside it (renumbered to follow the
-//! steps already there), the rest are renumbered from 01, and the Steps section opens with
-//! `Note: Steps 01-NN archived to TOPIC-tracker-archive.md`, NN counting every step the archive
-//! holds. The archive is written before the tracker, so a crash in between leaves steps in both
-//! files, never in neither; the next step then sees the archive one batch ahead of the note,
-//! finds those very steps at its end, and finishes the move instead of archiving them twice.
+//! Archive policy: past [`MAX_STEPS`] steps, the first [`ARCHIVED_AT_ONCE`] move to
+//! `TOPIC-tracker-archive.md`, the rest are renumbered from 01, and the Steps section opens with
+//! `Note: Steps 01-NN archived to …`, NN counting every step the archive holds. The archive is
+//! written before the tracker: a crash in between leaves steps in both files, never in neither,
+//! and the next step, finding those very steps at the archive's end, finishes the move.
 
 use std::path::Path;
 
@@ -280,52 +276,54 @@ mod tests {
 
     #[test]
     fn the_usual_next_action() {
+        use Action::{Fix, Implement, Response, Review, Verify};
         let (imp, rev) = (Some("implementer"), Some("reviewer"));
-        assert_eq!(usual_next(Action::Review, imp), Action::Response);
-        assert_eq!(usual_next(Action::Response, rev), Action::Response);
-        assert_eq!(usual_next(Action::Response, imp), Action::Implement);
-        assert_eq!(usual_next(Action::Implement, rev), Action::Verify);
-        assert_eq!(usual_next(Action::Verify, imp), Action::Fix);
-        assert_eq!(usual_next(Action::Fix, rev), Action::Verify);
-    }
-
-    #[test]
-    fn the_note_counts_the_archived_steps() {
-        for (note, n) in [
-            (Some("Note: Steps 01-130 archived to a.md"), 130),
-            (None, 0),
-            (Some("Note: see below"), 0),
-            (Some("Note: Steps 01-x y"), 0),
-        ] {
-            assert_eq!(noted(note), n, "{note:?}");
+        let cases = [
+            (Review, imp, Response),
+            (Response, rev, Response),
+            (Response, imp, Implement),
+        ];
+        let more = [
+            (Implement, rev, Verify),
+            (Verify, imp, Fix),
+            (Fix, rev, Verify),
+        ];
+        for (done, role, next) in cases.into_iter().chain(more) {
+            assert_eq!(usual_next(done, role), next, "{done:?} to the {role:?}");
         }
     }
 
     #[test]
+    fn the_note_counts_the_archived_steps() {
+        let notes = [
+            Some("Note: Steps 01-130 archived to a.md"),
+            None,
+            Some("Note: see below"),
+        ];
+        assert_eq!(notes.map(noted), [130, 0, 0]);
+        assert_eq!(noted(Some("Note: Steps 01-x y")), 0);
+    }
+
+    #[test]
     fn archived_steps_are_counted_and_renumbered_outside_fences() {
-        let text = "# Archive\n\n## Steps\n\n### 01\n- **Actor:** A\n```\n### 07 in a fence\n```\n\n### 02 - response\n### For A (step 03)\n";
+        let text =
+            "## Steps\n### 01\n```\n### 07 in a fence\n```\n### 02 - response\n### For A (step 03)";
         assert_eq!(step_heads(&lines(text)).count(), 2);
-        let got = renumber_steps(&lines(text), 11);
+        let got = renumber_steps(&lines(text), 11).join("|");
         assert_eq!(
-            [&got[4], &got[7], &got[10], &got[11]],
-            [
-                "### 11",
-                "### 07 in a fence",
-                "### 12 - response",
-                "### For A (step 03)"
-            ]
+            got,
+            "## Steps|### 11|```|### 07 in a fence|```|### 12 - response|### For A (step 03)"
         );
     }
 
     #[test]
     fn an_interrupted_move_is_recognised() {
         let taken = lines("### 01\n- **Actor:** A\n\n### 02\n- **Actor:** B");
-        let archive = "# Archive\n\n## Steps\n\n### 01\n- **Actor:** Z\n\n### 11\n- **Actor:** A\n\n### 12\n- **Actor:** B\n";
-        // The archive holds the ten noted steps and these ones again: the move was interrupted.
+        let archive = "## Steps\n\n### 01\n\n### 11\n- **Actor:** A\n\n### 12\n- **Actor:** B\n";
+        // The archive holds the ten noted steps and these again: the move was interrupted.
         assert!(already_archived(archive, &taken, 10, 20));
-        // The archive is not a batch ahead of the note: archive them.
+        // Not a batch ahead of the note, or other steps at its end: archive them.
         assert!(!already_archived(archive, &taken, 10, 10));
-        // A batch ahead, but with other steps at its end: archive them.
         assert!(!already_archived(
             archive,
             &lines("### 01\n- **Actor:** C"),
