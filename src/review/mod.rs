@@ -299,21 +299,9 @@ mod tests {
 
     #[test]
     fn names_and_topics() {
-        assert!(
-            Action::NAMES
-                .iter()
-                .all(|n| Action::parse(n).unwrap().as_str() == *n)
-        );
-        assert!(
-            StepStatus::NAMES
-                .iter()
-                .all(|n| StepStatus::parse(n).unwrap().as_str() == *n)
-        );
+        let want = "`x`, expected one of open, resolved, wontfix, escalate";
+        assert_eq!(IssueStatus::expected("x").unwrap_err(), want);
         assert_eq!(Severity::parse(" Critical"), Some(Severity::Critical));
-        assert_eq!(
-            IssueStatus::expected("x").unwrap_err(),
-            "`x`, expected one of open, resolved, wontfix, escalate"
-        );
         assert!(check_topic("regional-federalism-design").is_ok() && check_topic("api_v2").is_ok());
         for bad in ["", "../x", "A", "a b", "-x", "a/b", &"a".repeat(65)] {
             assert!(check_topic(bad).is_err(), "{bad:?}");

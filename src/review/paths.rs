@@ -95,38 +95,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn seed_names() {
+    fn changelog_names_and_snake_case() {
         let now = crate::clock::parse_timestamp("2026-01-28T10:00:00+01:00").unwrap();
         let mut p = NameParts {
-            kind: Kind::Review,
+            kind: Kind::Changelog,
             topic: "rfd",
             llm: "claude",
             to: Some("codex"),
-            step: Some(2),
-            action: Some("response"),
+            step: None,
+            action: None,
             description: Some("Agree with most points!"),
         };
-        for (kind, want) in [
-            (Kind::Review, "reviews/llms/claude/rfd_review_2026_01_28.md"),
-            (
-                Kind::Response,
-                "review-responses/llms/claude/rfd-review/02_response_to_codex_agree_with_most_points_2026_01_28.md",
-            ),
-            (
-                Kind::Changelog,
-                "changelog/claude_codex_rfd_agree_with_most_points_2026_01_28.md",
-            ),
-        ] {
-            p.kind = kind;
-            assert_eq!(
-                conventional(Path::new("m"), &p, &now).unwrap(),
-                Path::new("m").join(want)
-            );
-        }
+        let want = "m/changelog/claude_codex_rfd_agree_with_most_points_2026_01_28.md";
+        assert_eq!(
+            conventional(Path::new("m"), &p, &now).unwrap(),
+            Path::new(want)
+        );
         p.description = Some("!!!");
         assert!(conventional(Path::new("m"), &p, &now).is_err());
-        assert_eq!(snake_case("Align design-docs, v2"), "align_design_docs_v2");
-        assert_eq!(snake_case("__x__"), "x");
-        assert_eq!(snake_case("../.."), "");
+        let snaked = ["Align design-docs, v2", "__x__", "../.."].map(snake_case);
+        assert_eq!(snaked, ["align_design_docs_v2", "x", ""]);
     }
 }

@@ -219,9 +219,6 @@ impl Reviews {
             abs: path.to_path_buf(),
         };
         let mut entries = lock::locks_of(&target);
-        if entries.is_empty() {
-            return Ok(());
-        }
         let now = clock::now();
         lock::classify(
             self.ws.root(),

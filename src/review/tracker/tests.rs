@@ -128,16 +128,6 @@ fn fresh() -> Tracker {
     t
 }
 
-#[test]
-fn a_new_tracker_reads_back() {
-    let t = fresh();
-    let (v, role) = (t.view(), Some("implementer"));
-    let first = (&*v.current.next_actor, v.steps.len(), v.steps[0].action);
-    assert_eq!(first, ("Claude", 1, Some(Action::Review)));
-    assert_eq!(v.prompt_for("claude", 1).unwrap().text, "Review src/.");
-    assert_eq!(v.meta.role_of("gemini"), role);
-}
-
 fn text_strategy() -> impl Strategy<Value = String> {
     // Markdown, pipes, backslashes, backticks, unicode, and stray newlines.
     proptest::string::string_regex("[a-zA-Z0-9 |\\\\`*_#\\[\\]()<>:.\\-éß\n]{1,40}").unwrap()
