@@ -3,11 +3,13 @@
 use std::io::{IsTerminal, Read};
 
 use clap::{Args, Subcommand};
+use serde::Serialize;
 
 use coord::clock::{self, Wait};
-use coord::dialogue::files::Marker;
+use coord::dialogue::files::{Marker, USER, same_id, validate_id};
 use coord::dialogue::say::{self, DEFAULT_LOCK_WAIT, SayRequest};
 use coord::dialogue::{DEFAULT_AGENTS, Dialogue, TurnView};
+use coord::layout::{DIALOGUE_COMMANDS, DIALOGUE_CONVERSATION};
 use coord::wait::{FolderWatch, RECHECK};
 use coord::{Error, ExitCode, fsutil};
 
@@ -35,53 +37,69 @@ pub struct DialogueArgs {
 
 #[derive(Debug, Subcommand)]
 enum DialogueCommand {
-    Init(InitArgs),
-    Turn(TurnArgs),
-    Wait(WaitArgs),
+    /// Start a dialogue: conversation.md, current-turn.txt, status.json, user-commands.txt
+    ///
+    ///   coord dialogue init --topic "Cache design"
+    ///   coord dialogue init --topic "Review" --agents claude,gemini,copilot --first gemini
+    #[command(verbatim_doc_comment)]
+    Init {
+        /// What the dialogue is about
+        #[arg(long)]
+        topic: String,
+        /// The participants, in turn order (two or more; `USER` is reserved)
+        #[arg(long, value_delimiter = ',', value_name = "ID,ID")]
+        agents: Vec<String>,
+        /// Who speaks first (default the first participant)
+        #[arg(long, value_name = "ID")]
+        first: Option<String>,
+    },
+    /// Show whose turn it is and the session state (open, paused, ended, only-one-agent, error)
+    ///
+    ///   coord dialogue turn
+    ///   coord dialogue turn --json
+    #[command(verbatim_doc_comment)]
+    Turn,
+    /// Block until it is ID's turn and the dialogue is not paused (exit 3 on timeout or end)
+    ///
+    ///   coord dialogue wait --as AGENT-2 --timeout 10m && coord dialogue say --as AGENT-2 "…"
+    #[command(verbatim_doc_comment)]
+    Wait {
+        /// Whose turn to wait for (default: the `--agent` name)
+        #[arg(long = "as", value_name = "ID")]
+        as_id: Option<String>,
+        /// Give up after this long (`30s`, `10m`, `forever`; default forever)
+        #[arg(long, value_name = "DUR")]
+        timeout: Option<String>,
+    },
     Say(SayArgs),
-    Command(CommandArgs),
-    Show(ShowArgs),
-    Archive(ArchiveArgs),
-}
-
-/// Start a dialogue: conversation.md, current-turn.txt, status.json, user-commands.txt
-///
-///   coord dialogue init --topic "Cache design"
-///   coord dialogue init --topic "Review" --agents claude,gemini,copilot --first gemini
-#[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
-struct InitArgs {
-    /// What the dialogue is about
-    #[arg(long)]
-    topic: String,
-    /// The participants, in turn order (two or more; `USER` is reserved)
-    #[arg(long, value_delimiter = ',', value_name = "ID,ID")]
-    agents: Vec<String>,
-    /// Who speaks first (default the first participant)
-    #[arg(long, value_name = "ID")]
-    first: Option<String>,
-}
-
-/// Show whose turn it is and the session state (open, paused, ended, only-one-agent, error)
-///
-///   coord dialogue turn
-///   coord dialogue turn --json
-#[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
-struct TurnArgs {}
-
-/// Block until it is ID's turn and the dialogue is not paused (exit 3 on timeout or end)
-///
-///   coord dialogue wait --as AGENT-2 --timeout 10m && coord dialogue say --as AGENT-2 "…"
-#[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
-struct WaitArgs {
-    /// Whose turn to wait for (default: the `--agent` name)
-    #[arg(long = "as", value_name = "ID")]
-    as_id: Option<String>,
-    /// Give up after this long (`30s`, `10m`, `forever`; default forever)
-    #[arg(long, value_name = "DUR")]
-    timeout: Option<String>,
+    /// Send a user command: PAUSE, RESUME, RESET, SWITCH-TOPIC: x, END-SESSION, PRIORITY: x, ID-ONLY
+    ///
+    ///   coord dialogue command PAUSE
+    ///   coord dialogue command "PRIORITY: focus on the failing test"
+    ///   coord dialogue command AGENT-2-ONLY
+    #[command(verbatim_doc_comment)]
+    Command {
+        /// The command (words are joined with spaces)
+        #[arg(required = true, num_args = 1.., value_name = "CMD")]
+        words: Vec<String>,
+    },
+    /// Print the conversation (`--follow`: keep printing new messages)
+    ///
+    ///   coord dialogue show
+    ///   coord dialogue show --follow
+    ///   coord dialogue show --json
+    #[command(verbatim_doc_comment)]
+    Show {
+        /// Keep printing messages as they are written
+        #[arg(long)]
+        follow: bool,
+    },
+    /// Move conversation.md and status.json to archive/session-YYYYMMDD-HHMMSS/
+    ///
+    ///   coord dialogue archive
+    ///   coord dialogue init --topic "Next question"
+    #[command(verbatim_doc_comment)]
+    Archive,
 }
 
 /// Write the next message and pass the turn (every step of the dialogue protocol at once)
@@ -115,40 +133,6 @@ struct SayArgs {
     lock_wait: Option<String>,
 }
 
-/// Send a user command: PAUSE, RESUME, RESET, SWITCH-TOPIC: x, END-SESSION, PRIORITY: x, ID-ONLY
-///
-///   coord dialogue command PAUSE
-///   coord dialogue command "PRIORITY: focus on the failing test"
-///   coord dialogue command AGENT-2-ONLY
-#[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
-struct CommandArgs {
-    /// The command (words are joined with spaces)
-    #[arg(required = true, num_args = 1.., value_name = "CMD")]
-    words: Vec<String>,
-}
-
-/// Print the conversation (`--follow`: keep printing new messages)
-///
-///   coord dialogue show
-///   coord dialogue show --follow
-///   coord dialogue show --json
-#[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
-struct ShowArgs {
-    /// Keep printing messages as they are written
-    #[arg(long)]
-    follow: bool,
-}
-
-/// Move conversation.md and status.json to archive/session-YYYYMMDD-HHMMSS/
-///
-///   coord dialogue archive
-///   coord dialogue init --topic "Next question"
-#[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
-struct ArchiveArgs {}
-
 pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     let d = match &args.folder {
@@ -156,168 +140,192 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         None => Dialogue::default_in(&ws)?,
     };
     match args.command {
-        DialogueCommand::Init(a) => init(a, &d, ctx),
-        DialogueCommand::Turn(_) => turn(&d, ctx),
-        DialogueCommand::Wait(a) => wait(a, &d, ctx),
-        DialogueCommand::Say(a) => say_cmd(a, &d, ctx),
-        DialogueCommand::Command(a) => command(a, &d, ctx),
-        DialogueCommand::Show(a) => show(a, &d, ctx),
-        DialogueCommand::Archive(_) => archive(&d, ctx),
+        DialogueCommand::Init {
+            topic,
+            agents,
+            first,
+        } => {
+            let agents = match agents.is_empty() {
+                true => DEFAULT_AGENTS.map(str::to_string).to_vec(),
+                false => agents,
+            };
+            let view = d.init(&topic, &agents, first.as_deref())?;
+            emit(ctx, &view, || {
+                format!(
+                    "Dialogue started in {}/: {} ({}). {} speaks first.",
+                    d.rel(),
+                    output::clean(&view.topic),
+                    view.participants.join(", "),
+                    view.turn.as_deref().unwrap_or("-")
+                )
+            });
+        }
+        DialogueCommand::Turn => {
+            let view = d.snapshot()?.view();
+            emit(ctx, &view, || render_view(&view));
+        }
+        DialogueCommand::Wait { as_id, timeout } => {
+            let id = validate_id(&speaker(as_id, ctx)?)?;
+            let timeout = timeout
+                .map(|t| Wait::parse(&t))
+                .transpose()?
+                .and_then(Wait::as_duration);
+            let view = d.wait(&id, timeout)?;
+            emit(ctx, &view, || {
+                let next = view.message_count + 1;
+                let priority = (view.priority.as_deref())
+                    .map(|p| format!("\nPRIORITY from the user: {}", output::clean(p)));
+                format!(
+                    "It is {id}'s turn: message #{next} is next.{}",
+                    priority.unwrap_or_default()
+                )
+            });
+        }
+        DialogueCommand::Say(a) => say_cmd(a, &d, ctx)?,
+        DialogueCommand::Command { words } => {
+            let (cmd, archived) = d.command(&words.join(" "), DEFAULT_LOCK_WAIT)?;
+            let file = d.shown(DIALOGUE_COMMANDS);
+            let doc = serde_json::json!({ "command": cmd, "file": file, "archived": archived });
+            emit(ctx, &doc, || {
+                let archived = archived
+                    .map(|dir| format!("\nArchived the session to {dir}/ and started a fresh one"));
+                format!(
+                    "Appended `{}` to {file}{}",
+                    output::clean(&cmd),
+                    archived.unwrap_or_default()
+                )
+            });
+        }
+        DialogueCommand::Show { follow } => {
+            let bytes = d.conversation_bytes()?;
+            if follow {
+                follow_conversation(&d);
+            }
+            let text = String::from_utf8_lossy(&bytes);
+            if ctx.json {
+                // A struct, not `json!`: the `turn` object keeps `dialogue turn --json`'s key order.
+                #[derive(Serialize)]
+                struct ShowJson<'a> {
+                    file: String,
+                    text: &'a str,
+                    turn: TurnView,
+                }
+                let turn = d.snapshot()?.view();
+                output::json(&ShowJson {
+                    file: d.shown(DIALOGUE_CONVERSATION),
+                    text: &text,
+                    turn,
+                });
+            } else {
+                output::line(&output::clean_block(text.trim_end_matches('\n')));
+            }
+        }
+        DialogueCommand::Archive => {
+            let dir = d.archive(DEFAULT_LOCK_WAIT)?;
+            emit(ctx, &serde_json::json!({ "archive": dir }), || {
+                format!("Archived the dialogue to {dir}/")
+            });
+        }
+    }
+    Ok(ExitCode::Success)
+}
+
+/// Print `doc` with `--json`, else `text` unless `--quiet`.
+fn emit(ctx: &Ctx, doc: &impl Serialize, text: impl FnOnce() -> String) {
+    if ctx.json {
+        output::json(doc);
+    } else if !ctx.quiet {
+        output::line(&text());
     }
 }
 
 /// `--as ID`, else the `--agent` name as given.
-fn speaker(as_id: Option<String>, ctx: &Ctx) -> anyhow::Result<String> {
-    match as_id {
-        Some(id) => Ok(id),
-        None => match ctx.agent_opt()? {
-            Some(a) => Ok(a.name().to_string()),
-            None => Err(Error::bad_input(
-                "say who speaks with `--as ID` (like `--as AGENT-1`), or give `--agent NAME`",
-            )
-            .into()),
-        },
+fn speaker(as_id: Option<String>, ctx: &Ctx) -> Result<String, Error> {
+    if let Some(id) = as_id {
+        return Ok(id);
     }
-}
-
-fn init(a: InitArgs, d: &Dialogue, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let agents: Vec<String> = if a.agents.is_empty() {
-        DEFAULT_AGENTS.iter().map(|s| s.to_string()).collect()
-    } else {
-        a.agents
-    };
-    let snap = d.init(&a.topic, &agents, a.first.as_deref())?;
-    let view = snap.view();
-    if ctx.json {
-        output::json(&view);
-    } else if !ctx.quiet {
-        output::line(&format!(
-            "Dialogue started in {}/: {} ({}). {} speaks first.",
-            d.rel(),
-            output::clean(&view.topic),
-            view.participants.join(", "),
-            view.turn.as_deref().unwrap_or("-")
-        ));
-    }
-    Ok(ExitCode::Success)
-}
-
-fn turn(d: &Dialogue, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let view = d.snapshot()?.view();
-    if ctx.json {
-        output::json(&view);
-    } else if !ctx.quiet {
-        output::line(&render_view(&view));
-    }
-    Ok(ExitCode::Success)
+    let agent = ctx.agent_opt()?.ok_or_else(|| {
+        Error::bad_input(
+            "say who speaks with `--as ID` (like `--as AGENT-1`), or give `--agent NAME`",
+        )
+    })?;
+    Ok(agent.name().to_string())
 }
 
 /// The human form of `coord dialogue turn`.
 pub fn render_view(v: &TurnView) -> String {
-    let shown = v.next.as_deref().unwrap_or(&v.turn_file);
+    let shown = output::clean(v.next.as_deref().unwrap_or(&v.turn_file));
     // `current-turn.txt` may name anyone (an agent that follows the files by hand can write
     // it): one who is neither a participant nor the user is said to be so.
-    let outsider = v.next.as_deref().filter(|id| {
-        !coord::dialogue::files::same_id(id, coord::dialogue::files::USER)
-            && !v
-                .participants
-                .iter()
-                .any(|p| coord::dialogue::files::same_id(p, id))
-    });
-    let mut out = vec![
-        match outsider {
-            Some(_) => format!("turn: {} (not a participant)", output::clean(shown)),
-            None => format!("turn: {}", output::clean(shown)),
-        },
-        format!("state: {}", v.state),
-        format!("topic: {}", output::clean(&v.topic)),
-    ];
+    let outsider = (v.next.as_deref())
+        .filter(|id| !same_id(id, USER) && !v.participants.iter().any(|p| same_id(p, id)));
     let last = match (&v.last_speaker, &v.last_time) {
         (Some(s), Some(t)) => format!(" (last: {} at {})", output::clean(s), output::clean(t)),
         _ => String::new(),
     };
-    out.push(format!("messages: {}{last}", v.message_count));
-    out.push(format!("participants: {}", v.participants.join(", ")));
-    if let Some(e) = &v.error {
-        out.push(format!("error: {}", output::clean(e)));
-    }
-    if let Some(id) = outsider {
-        out.push(format!(
-            "note: `{}` in current-turn.txt is not among the participants ({}); write one of them there, or let {} speak",
-            output::clean(id),
-            v.participants.join(", "),
-            output::clean(id)
-        ));
-    }
-    if let Some(o) = &v.only {
-        out.push(format!("only: {o} (the user's {o}-ONLY)"));
-    }
+    let participants = v.participants.join(", ");
+    let mut out = vec![
+        match outsider {
+            Some(_) => format!("turn: {shown} (not a participant)"),
+            None => format!("turn: {shown}"),
+        },
+        format!("state: {}", v.state),
+        format!("topic: {}", output::clean(&v.topic)),
+        format!("messages: {}{last}", v.message_count),
+        format!("participants: {participants}"),
+    ];
+    out.extend(
+        v.error
+            .as_ref()
+            .map(|e| format!("error: {}", output::clean(e))),
+    );
+    out.extend(outsider.map(|id| {
+        let id = output::clean(id);
+        format!("note: `{id}` in current-turn.txt is not among the participants ({participants}); write one of them there, or let {id} speak")
+    }));
+    out.extend(
+        v.only
+            .as_ref()
+            .map(|o| format!("only: {o} (the user's {o}-ONLY)")),
+    );
     if v.needs_user {
         out.push("note: the last message asks for the user ([NEEDS-USER])".into());
     }
     if v.end_proposed {
         out.push("note: the last message proposes to end ([PROPOSE-END])".into());
     }
-    if let Some(p) = &v.priority {
-        out.push(format!("priority: {}", output::clean(p)));
-    }
-    if let Some(l) = &v.lock {
-        out.push(format!(
-            "lock.txt: held by {}{}",
-            output::clean(&l.holder),
-            if l.stale { " (STALE)" } else { "" }
-        ));
-    }
+    out.extend(
+        v.priority
+            .as_ref()
+            .map(|p| format!("priority: {}", output::clean(p))),
+    );
+    out.extend(v.lock.as_ref().map(|l| {
+        let stale = if l.stale { " (STALE)" } else { "" };
+        format!("lock.txt: held by {}{stale}", output::clean(&l.holder))
+    }));
     if v.status_json != "ok" {
         out.push(format!("status.json {}", output::clean(&v.status_json)));
     }
     out.join("\n")
 }
 
-fn wait(a: WaitArgs, d: &Dialogue, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let id = speaker(a.as_id, ctx)?;
-    let id = coord::dialogue::files::validate_id(&id)?;
-    let timeout = match &a.timeout {
-        Some(t) => Wait::parse(t)?.as_duration(),
-        None => None,
-    };
-    let view = d.wait(&id, timeout)?.view();
-    if ctx.json {
-        output::json(&view);
-    } else if !ctx.quiet {
-        let mut text = format!(
-            "It is {id}'s turn: message #{} is next.",
-            view.message_count + 1
-        );
-        if let Some(p) = &view.priority {
-            text.push_str(&format!("\nPRIORITY from the user: {}", output::clean(p)));
-        }
-        output::line(&text);
-    }
-    Ok(ExitCode::Success)
-}
-
-fn say_cmd(a: SayArgs, d: &Dialogue, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let who = speaker(a.as_id, ctx)?;
+fn say_cmd(a: SayArgs, d: &Dialogue, ctx: &Ctx) -> anyhow::Result<()> {
+    let speaker = speaker(a.as_id, ctx)?;
     let markers = a
         .markers
         .iter()
         .map(|m| Marker::parse(m))
-        .collect::<Result<Vec<_>, _>>()?;
-    let lock_wait = match &a.lock_wait {
-        Some(w) => clock::parse_duration(w)?,
-        None => DEFAULT_LOCK_WAIT,
-    };
+        .collect::<Result<_, _>>()?;
+    let lock_wait = a.lock_wait.map(|w| clock::parse_duration(&w)).transpose()?;
     let text = message_text(a.text.as_deref(), a.file.as_deref(), ctx)?;
     let req = SayRequest {
-        speaker: who,
+        speaker,
         text,
         markers,
         to: a.to,
-        lock_wait,
+        lock_wait: lock_wait.unwrap_or(DEFAULT_LOCK_WAIT),
     };
-    let result = say::say(d, &req);
-    let outcome = result?;
+    let outcome = say::say(d, &req)?;
     for w in &outcome.warnings {
         output::diag(&format!("warning: {w}"));
     }
@@ -330,45 +338,41 @@ fn say_cmd(a: SayArgs, d: &Dialogue, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             output::clean(&t.holder)
         ));
     }
-    if ctx.json {
-        output::json(&outcome);
-    } else if !ctx.quiet {
-        output::line(&said_line(&outcome));
-    }
-    Ok(ExitCode::Success)
+    emit(ctx, &outcome, || said_line(&outcome));
+    Ok(())
 }
 
 /// `Message #N written by ID. The turn is now with NEXT.`
 pub fn said_line(outcome: &say::SayOutcome) -> String {
-    format!(
-        "Message #{} written by {}. The turn is now with {}.",
-        outcome.number, outcome.speaker, outcome.next
-    )
+    let say::SayOutcome {
+        number,
+        speaker,
+        next,
+        ..
+    } = outcome;
+    format!("Message #{number} written by {speaker}. The turn is now with {next}.")
 }
 
 /// The text from TEXT, `-` (stdin), or `--file F` (any readable file: it is only read, as
 /// `write --from` reads its source).
-fn message_text(text: Option<&str>, file: Option<&str>, ctx: &Ctx) -> anyhow::Result<String> {
+fn message_text(text: Option<&str>, file: Option<&str>, ctx: &Ctx) -> Result<String, Error> {
     let cap = say::MAX_TEXT as u64;
-    match (text, file) {
+    let (bytes, from) = match (text, file) {
         (Some("-"), None) => {
             let mut buf = Vec::new();
-            std::io::stdin()
-                .take(cap + 1)
-                .read_to_end(&mut buf)
-                .map_err(|e| {
-                    Error::bad_input(format!("cannot read the message from stdin: {e}"))
-                })?;
-            utf8(buf, "stdin")
+            (std::io::stdin().take(cap + 1).read_to_end(&mut buf)).map_err(|e| {
+                Error::bad_input(format!("cannot read the message from stdin: {e}"))
+            })?;
+            (buf, "stdin")
         }
-        (Some(t), None) => Ok(t.to_string()),
+        (Some(t), None) => return Ok(t.to_string()),
         (None, Some(f)) => {
             // Only read: a symlink (to anywhere) is followed, as any reader would.
             let path = ctx.cwd().join(f);
             let path = std::fs::canonicalize(&path).unwrap_or(path);
             let bytes = fsutil::read_capped(&path, cap)
                 .map_err(|e| Error::bad_input(format!("cannot read `{f}`: {e}")))?;
-            utf8(bytes, f)
+            (bytes, f)
         }
         (None, None) => {
             let hint = if std::io::stdin().is_terminal() {
@@ -376,66 +380,18 @@ fn message_text(text: Option<&str>, file: Option<&str>, ctx: &Ctx) -> anyhow::Re
             } else {
                 " (`-` reads stdin)"
             };
-            Err(Error::bad_input(format!(
+            return Err(Error::bad_input(format!(
                 "no message text: give TEXT, `-` or `--file F`{hint}"
-            ))
-            .into())
+            )));
         }
-        (Some(_), Some(_)) => Err(Error::bad_input("give TEXT or `--file`, not both").into()),
-    }
-}
-
-fn utf8(bytes: Vec<u8>, from: &str) -> anyhow::Result<String> {
+        (Some(_), Some(_)) => return Err(Error::bad_input("give TEXT or `--file`, not both")),
+    };
     String::from_utf8(bytes)
-        .map_err(|_| Error::bad_input(format!("the message in `{from}` is not UTF-8 text")).into())
+        .map_err(|_| Error::bad_input(format!("the message in `{from}` is not UTF-8 text")))
 }
 
-fn command(a: CommandArgs, d: &Dialogue, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let text = a.words.join(" ");
-    let (cmd, archived) = d.command(&text, DEFAULT_LOCK_WAIT)?;
-    if ctx.json {
-        output::json(&serde_json::json!({
-            "command": cmd.render(),
-            "file": d.shown(coord::layout::DIALOGUE_COMMANDS),
-            "archived": archived,
-        }));
-    } else if !ctx.quiet {
-        output::line(&format!(
-            "Appended `{}` to {}",
-            output::clean(&cmd.render()),
-            d.shown(coord::layout::DIALOGUE_COMMANDS)
-        ));
-        if let Some(dir) = archived {
-            output::line(&format!(
-                "Archived the session to {dir}/ and started a fresh one"
-            ));
-        }
-    }
-    Ok(ExitCode::Success)
-}
-
-fn show(a: ShowArgs, d: &Dialogue, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let bytes = d.conversation_bytes()?;
-    if !a.follow {
-        if ctx.json {
-            // A struct, not `json!`: the `turn` object keeps `dialogue turn --json`'s key order.
-            #[derive(serde::Serialize)]
-            struct ShowJson<'a, V> {
-                file: String,
-                text: std::borrow::Cow<'a, str>,
-                turn: V,
-            }
-            output::json(&ShowJson {
-                file: d.shown(coord::layout::DIALOGUE_CONVERSATION),
-                text: String::from_utf8_lossy(&bytes),
-                turn: d.snapshot()?.view(),
-            });
-        } else {
-            let text = String::from_utf8_lossy(&bytes);
-            output::line(output::clean_block(text.trim_end_matches('\n')).as_str());
-        }
-        return Ok(ExitCode::Success);
-    }
+/// `show --follow`: print whole lines as they are appended, until the process is ended.
+fn follow_conversation(d: &Dialogue) -> ! {
     let watch = FolderWatch::new(&[d.folder().to_path_buf()]);
     let mut printed = 0usize;
     loop {
@@ -455,14 +411,4 @@ fn show(a: ShowArgs, d: &Dialogue, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
         watch.wait(RECHECK);
     }
-}
-
-fn archive(d: &Dialogue, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let dir = d.archive(DEFAULT_LOCK_WAIT)?;
-    if ctx.json {
-        output::json(&serde_json::json!({ "archive": dir }));
-    } else if !ctx.quiet {
-        output::line(&format!("Archived the dialogue to {dir}/"));
-    }
-    Ok(ExitCode::Success)
 }

@@ -15,33 +15,30 @@
 //! - `status.json` and `current-turn.txt` are replaced atomically, never half-written.
 //! - The crash order is documented in [`say`]: a crash leaves a state the next `say` repairs.
 
-pub mod commands;
+pub(crate) mod commands;
 pub mod files;
-mod lock_txt;
 pub mod say;
 mod snapshot;
-#[cfg(test)]
-mod tests;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use crate::clock::{self, Timestamp};
-use crate::error::{Error, IoResultExt, Result};
+use crate::error::{Error, IoResultExt, Refusal, Result};
 use crate::fsutil;
-use crate::layout;
+use crate::layout::{
+    self, DIALOGUE_COMMANDS, DIALOGUE_CONVERSATION, DIALOGUE_LOCK, DIALOGUE_STATUS, DIALOGUE_TURN,
+};
 use crate::wait::{Deadline, FolderWatch};
 use crate::workspace::{Target, Workspace};
 
 use self::commands::UserCommand;
 use self::files::{Conversation, LockInfo, StatusDoc, Turn, USER, same_id};
-use crate::error::Refusal;
-
 use self::snapshot::ended_error;
 pub use self::snapshot::{DialogueSummary, Snapshot, TurnView, summary};
 
 /// Size cap when reading `conversation.md` (archive a longer one and start fresh).
-pub const CONVERSATION_CAP: u64 = 32 * 1024 * 1024;
+const CONVERSATION_CAP: u64 = 32 * 1024 * 1024;
 
 /// Size cap for the small files (turn, status, lock, commands).
 const SMALL_CAP: u64 = 1024 * 1024;
@@ -60,10 +57,11 @@ pub struct Dialogue {
 impl Dialogue {
     /// The dialogue in `folder` (already confined to the workspace).
     pub fn new(ws: &Workspace, folder: Target) -> Dialogue {
+        let (folder, rel) = (folder.abs, folder.rel);
         Dialogue {
             root: ws.root().to_path_buf(),
-            folder: folder.abs,
-            rel: folder.rel,
+            folder,
+            rel,
         }
     }
 
@@ -86,19 +84,17 @@ impl Dialogue {
         &self.rel
     }
 
-    /// One of the folder's files.
-    pub fn path(&self, name: &str) -> PathBuf {
-        layout::dialogue_file(&self.folder, name)
-    }
-
-    /// A file's path relative to the root, for messages.
+    /// A file of the folder, relative to the root, for messages.
     pub fn shown(&self, name: &str) -> String {
         format!("{}/{name}", self.rel)
     }
 
-    /// Whether a dialogue is open here (`conversation.md` exists).
-    pub fn exists(&self) -> bool {
-        std::fs::symlink_metadata(self.path(layout::DIALOGUE_CONVERSATION)).is_ok()
+    fn path(&self, name: &str) -> PathBuf {
+        layout::dialogue_file(&self.folder, name)
+    }
+
+    fn exists(&self) -> bool {
+        std::fs::symlink_metadata(self.path(DIALOGUE_CONVERSATION)).is_ok()
     }
 
     fn lock_mutex(&self) -> Result<crate::arbiter::Guard> {
@@ -120,6 +116,15 @@ impl Dialogue {
         )
     }
 
+    fn already_there(&self) -> Error {
+        Error::refused(
+            Refusal::DialogueExists,
+            format!("a dialogue is already open in `{}`", self.rel),
+            Some("take part with `coord dialogue say`, or archive it first with `coord dialogue archive`".into()),
+        )
+    }
+
+    /// A small file's text and mtime; `None` when it is missing.
     fn read_small(&self, name: &str) -> Result<Option<(String, Option<Timestamp>)>> {
         let path = self.path(name);
         match fsutil::read_text_capped(&path, SMALL_CAP) {
@@ -129,17 +134,26 @@ impl Dialogue {
         }
     }
 
-    fn read_conversation(&self) -> Result<String> {
-        Ok(String::from_utf8_lossy(&self.conversation_bytes()?).into_owned())
+    /// `lock.txt`, when there is one. One that cannot be read (a folder, too large) is a lock
+    /// by an unknown holder, as old as its mtime.
+    fn read_lock(&self, now: &Timestamp) -> Option<LockInfo> {
+        let (text, mtime) = match self.read_small(DIALOGUE_LOCK) {
+            Ok(found) => found?,
+            Err(_) => {
+                let mtime = fsutil::mtime(&self.path(DIALOGUE_LOCK));
+                (String::new(), mtime.map(clock::from_system_time))
+            }
+        };
+        Some(LockInfo::parse(&text, mtime, now))
     }
 
-    /// The bytes of `conversation.md` (for `show`), capped at [`CONVERSATION_CAP`].
+    /// The bytes of `conversation.md` (for `show`), capped.
     ///
     /// # Errors
     ///
     /// Refused when there is no dialogue; [`Error::Io`] when it cannot be read.
     pub fn conversation_bytes(&self) -> Result<Vec<u8>> {
-        let path = self.path(layout::DIALOGUE_CONVERSATION);
+        let path = self.path(DIALOGUE_CONVERSATION);
         match fsutil::read_capped(&path, CONVERSATION_CAP) {
             Ok(bytes) => Ok(bytes),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(self.no_dialogue()),
@@ -153,69 +167,38 @@ impl Dialogue {
     ///
     /// Refused when there is no dialogue; [`Error::Io`] when a file cannot be read.
     pub fn snapshot(&self) -> Result<Snapshot> {
-        let text = self.read_conversation()?;
-        let conv = Conversation::parse(&text);
-        self.snapshot_with(conv, &clock::now())
-    }
-
-    fn snapshot_with(&self, conv: Conversation, now: &Timestamp) -> Result<Snapshot> {
-        let (status, status_problem) = match self.read_small(layout::DIALOGUE_STATUS) {
-            Ok(Some((text, _))) => match StatusDoc::parse(&text) {
-                Ok(doc) => (Some(doc), None),
-                Err(why) => (None, Some(why)),
-            },
-            Ok(None) => (None, Some("it is missing".to_string())),
-            Err(e) => (None, Some(e.to_string())),
+        let conv = Conversation::parse(&String::from_utf8_lossy(&self.conversation_bytes()?));
+        let now = clock::now();
+        let status = match self.read_small(DIALOGUE_STATUS) {
+            Ok(Some((text, _))) => StatusDoc::parse(&text),
+            Ok(None) => Err("it is missing".to_string()),
+            Err(e) => Err(e.to_string()),
         };
-        let turn = match self.read_small(layout::DIALOGUE_TURN) {
+        let turn = match self.read_small(DIALOGUE_TURN) {
             Ok(Some((text, _))) => Turn::parse(&text),
             Ok(None) => Turn::Missing,
             Err(e) => Turn::Garbled(e.to_string()),
         };
-        let lock = match self.read_small(layout::DIALOGUE_LOCK) {
-            Ok(Some((text, mtime))) => Some(LockInfo::parse(&text, mtime, now)),
-            Ok(None) => None,
-            Err(_) => {
-                let mtime =
-                    fsutil::mtime(&self.path(layout::DIALOGUE_LOCK)).map(clock::from_system_time);
-                Some(LockInfo::parse("", mtime, now))
-            }
-        };
-        let (cmd_text, cmd_mtime) = self
-            .read_small(layout::DIALOGUE_COMMANDS)?
-            .unwrap_or_default();
+        let (cmd_text, cmd_mtime) = self.read_small(DIALOGUE_COMMANDS)?.unwrap_or_default();
         let last_time = conv.last().and_then(|m| clock::parse_timestamp(&m.time));
         let newer = match (cmd_mtime, last_time) {
             (Some(c), Some(l)) => c > l,
             _ => conv.last().is_none(),
         };
-        let commands = commands::judge(
-            &cmd_text,
-            status.as_ref().and_then(StatusDoc::commands_read),
-            newer,
-        );
-        let participants = status
-            .as_ref()
-            .and_then(StatusDoc::participants)
+        let doc = status.as_ref().ok();
+        let commands = commands::judge(&cmd_text, doc.and_then(StatusDoc::commands_read), newer);
+        let participants = (doc.and_then(StatusDoc::participants))
             .or_else(|| conv.participants.clone())
-            .unwrap_or_else(|| DEFAULT_AGENTS.iter().map(|s| s.to_string()).collect());
-        let topic = commands
-            .topic
-            .clone()
-            .or_else(|| {
-                status
-                    .as_ref()
-                    .and_then(|s| s.str_field("topic"))
-                    .map(str::to_string)
-            })
+            .unwrap_or_else(|| DEFAULT_AGENTS.map(str::to_string).to_vec());
+        let topic = (commands.topic.clone())
+            .or_else(|| doc.and_then(StatusDoc::topic).map(str::to_string))
             .or_else(|| conv.topic.clone())
             .unwrap_or_default();
         Ok(Snapshot {
+            lock: self.read_lock(&now),
             conv,
             status,
-            status_problem,
             turn,
-            lock,
             commands,
             participants,
             topic,
@@ -235,7 +218,7 @@ impl Dialogue {
         topic: &str,
         participants: &[String],
         first: Option<&str>,
-    ) -> Result<Snapshot> {
+    ) -> Result<TurnView> {
         let topic = topic.trim();
         if topic.is_empty() || topic.contains(['\n', '\r', '\0']) {
             return Err(Error::bad_input("the topic must be one non-empty line"));
@@ -244,37 +227,50 @@ impl Dialogue {
         let first = match first {
             None => participants[0].clone(),
             Some(f) if same_id(f, USER) => USER.to_string(),
-            Some(f) => participants
-                .iter()
-                .find(|p| same_id(p, f))
-                .cloned()
-                .ok_or_else(|| {
-                    Error::bad_input(format!(
-                        "`--first {f}` is not a participant ({})",
-                        participants.join(", ")
-                    ))
-                })?,
+            Some(f) => (participants.iter().find(|p| same_id(p, f)).cloned()).ok_or_else(|| {
+                Error::bad_input(format!(
+                    "`--first {f}` is not a participant ({})",
+                    participants.join(", ")
+                ))
+            })?,
         };
         fsutil::ensure_dir(&self.folder)?;
         let _mutex = self.lock_mutex()?;
         if self.exists() {
             return Err(self.already_there());
         }
-        let now = clock::now();
         fsutil::ensure_dir(&self.path(layout::DIALOGUE_ARCHIVE))?;
-        let commands = self.path(layout::DIALOGUE_COMMANDS);
-        fsutil::create_new(&commands, b"")?;
-        let status = StatusDoc::new(topic, &participants, &now);
-        self.write_session(&status, topic, &participants, &first, &now)?;
+        fsutil::create_new(&self.path(DIALOGUE_COMMANDS), b"")?;
+        let now = clock::now();
+        self.write_session(
+            StatusDoc::new(topic, &participants, &now),
+            topic,
+            &participants,
+            &first,
+            &now,
+        )?;
         fsutil::sync_dir(&self.folder)?;
-        self.snapshot()
+        Ok(self.snapshot()?.view())
     }
 
-    fn already_there(&self) -> Error {
-        Error::refused(Refusal::DialogueExists,
-            format!("a dialogue is already open in `{}`", self.rel),
-            Some("take part with `coord dialogue say`, or archive it first with `coord dialogue archive`".into()),
-        )
+    /// Write a new session's `status.json` and `current-turn.txt`, then its `conversation.md`
+    /// header, last and with create-new: that file's existence is what "a dialogue is there"
+    /// means, so a session half set up is never taken for one.
+    fn write_session(
+        &self,
+        status: StatusDoc,
+        topic: &str,
+        participants: &[String],
+        first: &str,
+        now: &Timestamp,
+    ) -> Result<()> {
+        fsutil::replace_durable(&self.path(DIALOGUE_STATUS), status.render().as_bytes())?;
+        fsutil::replace_durable(&self.path(DIALOGUE_TURN), format!("{first}\n").as_bytes())?;
+        let header = files::render_conversation_header(topic, participants, first, now);
+        if !fsutil::create_new(&self.path(DIALOGUE_CONVERSATION), header.as_bytes())? {
+            return Err(self.already_there());
+        }
+        Ok(())
     }
 
     /// Block until it is `id`'s turn and the dialogue is not paused (nor reserved for another
@@ -285,7 +281,7 @@ impl Dialogue {
     ///
     /// Refused (exit 3) when the session ended or the wait timed out; refused when there is no
     /// dialogue; [`Error::Io`].
-    pub fn wait(&self, id: &str, timeout: Option<Duration>) -> Result<Snapshot> {
+    pub fn wait(&self, id: &str, timeout: Option<Duration>) -> Result<TurnView> {
         let deadline = Deadline::after(timeout);
         let watch = FolderWatch::new(std::slice::from_ref(&self.folder));
         let recheck = crate::wait::recheck_for(&self.folder);
@@ -295,7 +291,7 @@ impl Dialogue {
                 return Err(ended_error());
             }
             if snap.may_speak(id).is_ok() {
-                return Ok(snap);
+                return Ok(snap.view());
             }
             if deadline.passed() {
                 let waited = timeout.map(clock::format_duration).unwrap_or_default();
@@ -316,25 +312,18 @@ impl Dialogue {
 
     /// Append a user command to `user-commands.txt`. `SWITCH-TOPIC` also updates `status.json`'s
     /// topic; `RESET` archives the session and starts a fresh one (same topic and participants).
-    /// Returns the archive folder for `RESET`.
+    /// Returns the command as written, and the archive folder for `RESET`.
     ///
     /// # Errors
     ///
     /// [`Error::BadInput`] for an unknown command (nothing written); refused when there is no
     /// dialogue or `lock.txt` stays held; [`Error::Io`].
-    pub fn command(
-        &self,
-        text: &str,
-        lock_wait: Duration,
-    ) -> Result<(UserCommand, Option<String>)> {
-        let snap = self.snapshot()?;
-        let cmd = UserCommand::from_arg(text, &snap.participants)?;
+    pub fn command(&self, text: &str, lock_wait: Duration) -> Result<(String, Option<String>)> {
+        let cmd = UserCommand::from_arg(text, &self.snapshot()?.participants)?;
         let mutex = self.lock_mutex()?;
-        let path = self.path(layout::DIALOGUE_COMMANDS);
+        let path = self.path(DIALOGUE_COMMANDS);
         fsutil::create_new(&path, b"")?;
-        let (existing, _) = self
-            .read_small(layout::DIALOGUE_COMMANDS)?
-            .unwrap_or_default();
+        let (existing, _) = self.read_small(DIALOGUE_COMMANDS)?.unwrap_or_default();
         let lead = if existing.is_empty() || existing.ends_with('\n') {
             ""
         } else {
@@ -342,23 +331,30 @@ impl Dialogue {
         };
         fsutil::append_durable(&path, format!("{lead}{}\n", cmd.render()).as_bytes())?;
         if let UserCommand::SwitchTopic(topic) = &cmd
-            && let Ok(Some((text, _))) = self.read_small(layout::DIALOGUE_STATUS)
+            && let Ok(Some((text, _))) = self.read_small(DIALOGUE_STATUS)
             && let Ok(mut doc) = StatusDoc::parse(&text)
         {
-            doc.set("topic", serde_json::Value::from(topic.as_str()));
-            fsutil::replace_durable(&self.path(layout::DIALOGUE_STATUS), doc.render().as_bytes())?;
+            doc.set("topic", topic.as_str());
+            fsutil::replace_durable(&self.path(DIALOGUE_STATUS), doc.render().as_bytes())?;
         }
-        let archived = if cmd == UserCommand::Reset {
-            let lock = self.take_lock_txt(mutex, USER, lock_wait)?;
-            let snap = self.snapshot()?;
-            let dir = self.archive_files(false)?;
-            self.start_fresh(&snap)?;
-            lock.release()?;
-            Some(dir)
-        } else {
-            None
-        };
-        Ok((cmd, archived))
+        if cmd != UserCommand::Reset {
+            return Ok((cmd.render(), None));
+        }
+        let lock = self.take_lock_txt(mutex, USER, lock_wait)?;
+        let old = self.snapshot()?;
+        let dir = self.archive_files(false)?;
+        let now = clock::now();
+        let mut status = StatusDoc::new(&old.topic, &old.participants, &now);
+        status.set("commands_read", old.commands.lines);
+        self.write_session(
+            status,
+            &old.topic,
+            &old.participants,
+            &old.participants[0],
+            &now,
+        )?;
+        lock.release()?;
+        Ok((cmd.render(), Some(dir)))
     }
 
     /// Move `conversation.md` and `status.json` (and a non-empty `user-commands.txt`) to
@@ -372,8 +368,7 @@ impl Dialogue {
         if !self.exists() {
             return Err(self.no_dialogue());
         }
-        let mutex = self.lock_mutex()?;
-        let lock = self.take_lock_txt(mutex, USER, lock_wait)?;
+        let lock = self.take_lock_txt(self.lock_mutex()?, USER, lock_wait)?;
         let dir = self.archive_files(true)?;
         lock.release()?;
         Ok(dir)
@@ -386,16 +381,13 @@ impl Dialogue {
             .find(|d| std::fs::symlink_metadata(d).is_err())
             .unwrap_or_default();
         fsutil::ensure_dir(&dir)?;
-        let mut names = vec![layout::DIALOGUE_CONVERSATION, layout::DIALOGUE_STATUS];
-        let commands_used = self
-            .read_small(layout::DIALOGUE_COMMANDS)
-            .ok()
-            .flatten()
+        let commands_used = (self.read_small(DIALOGUE_COMMANDS).ok().flatten())
             .is_some_and(|(t, _)| !t.trim().is_empty());
-        if with_commands && commands_used {
-            names.push(layout::DIALOGUE_COMMANDS);
-        }
-        for name in names {
+        let commands = (with_commands && commands_used).then_some(DIALOGUE_COMMANDS);
+        for name in [Some(DIALOGUE_CONVERSATION), Some(DIALOGUE_STATUS), commands]
+            .into_iter()
+            .flatten()
+        {
             let from = self.path(name);
             if std::fs::symlink_metadata(&from).is_ok() {
                 fsutil::rename(&from, &dir.join(name))?;
@@ -403,51 +395,16 @@ impl Dialogue {
         }
         fsutil::sync_dir(&dir)?;
         fsutil::sync_dir(&self.folder)?;
-        let rel = dir.strip_prefix(&self.root).unwrap_or(&dir);
-        Ok(rel.display().to_string())
-    }
-
-    fn start_fresh(&self, old: &Snapshot) -> Result<()> {
-        let now = clock::now();
-        let first = old.participants[0].clone();
-        let mut status = StatusDoc::new(&old.topic, &old.participants, &now);
-        status.set("commands_read", serde_json::Value::from(old.commands.lines));
-        self.write_session(&status, &old.topic, &old.participants, &first, &now)
-    }
-
-    /// Write a new session's `status.json` and `current-turn.txt`, then its `conversation.md`
-    /// header, last and with create-new: that file's existence is what "a dialogue is there"
-    /// means, so a session half set up is never taken for one.
-    fn write_session(
-        &self,
-        status: &StatusDoc,
-        topic: &str,
-        participants: &[String],
-        first: &str,
-        now: &Timestamp,
-    ) -> Result<()> {
-        fsutil::replace_durable(
-            &self.path(layout::DIALOGUE_STATUS),
-            status.render().as_bytes(),
-        )?;
-        fsutil::replace_durable(
-            &self.path(layout::DIALOGUE_TURN),
-            format!("{first}\n").as_bytes(),
-        )?;
-        let header = files::render_conversation_header(topic, participants, first, now);
-        if !fsutil::create_new(&self.path(layout::DIALOGUE_CONVERSATION), header.as_bytes())? {
-            return Err(self.already_there());
-        }
-        Ok(())
+        Ok(dir
+            .strip_prefix(&self.root)
+            .unwrap_or(&dir)
+            .display()
+            .to_string())
     }
 }
 
 /// Validate a participant list: valid ids, no `USER`, no duplicates, at least two.
-///
-/// # Errors
-///
-/// [`Error::BadInput`] naming the problem.
-pub fn check_participants(list: &[String]) -> Result<Vec<String>> {
+fn check_participants(list: &[String]) -> Result<Vec<String>> {
     let mut out: Vec<String> = Vec::new();
     for id in list {
         let id = files::validate_id(id.trim())?;

@@ -1,5 +1,6 @@
-//! What the dialogue folder says at one moment ([`Snapshot`]), who may speak ([`Snapshot::may_speak`]),
-//! the view `coord dialogue turn` prints, and the summary `coord status` shows.
+//! What the dialogue folder says at one moment ([`Snapshot`]), who may speak
+//! ([`Snapshot::may_speak`]), the view `coord dialogue turn` prints, and the summary
+//! `coord status` shows.
 
 use serde::Serialize;
 
@@ -8,55 +9,41 @@ use crate::workspace::Workspace;
 
 use super::Dialogue;
 use super::commands::CommandState;
-use super::files::{self, Conversation, LockInfo, StatusDoc, Turn, same_id};
+use super::files::{
+    Conversation, LockInfo, NEEDS_USER, PROPOSE_END, StatusDoc, Turn, USER, same_id,
+};
 
 /// Everything the dialogue folder says at one moment.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
-    /// `conversation.md`, parsed.
-    pub conv: Conversation,
-    /// `status.json`, when valid.
-    pub status: Option<StatusDoc>,
-    /// Why `status.json` cannot be used.
-    pub status_problem: Option<String>,
-    /// `current-turn.txt`.
-    pub turn: Turn,
-    /// `lock.txt`, when present.
-    pub lock: Option<LockInfo>,
-    /// `user-commands.txt`, judged.
-    pub commands: CommandState,
-    /// The participants, in turn order.
-    pub participants: Vec<String>,
-    /// The topic.
-    pub topic: String,
+    pub(crate) conv: Conversation,
+    /// `status.json`, or why it cannot be used.
+    pub(crate) status: std::result::Result<StatusDoc, String>,
+    pub(crate) turn: Turn,
+    pub(crate) lock: Option<LockInfo>,
+    pub(crate) commands: CommandState,
+    /// In turn order.
+    pub(crate) participants: Vec<String>,
+    pub(crate) topic: String,
 }
 
 impl Snapshot {
-    /// Why the conversation is corrupted, when it is: `(line, why)`. A count that differs from
-    /// `status.json` while `lock.txt` stands is a write in progress, not corruption.
-    pub fn corruption(&self) -> Option<(Option<usize>, String)> {
+    /// Why the conversation is corrupted, when it is: `(line, why)`.
+    pub(crate) fn corruption(&self) -> Option<(Option<usize>, String)> {
         if let Some((line, why)) = self.conv.numbering_error() {
             return Some((Some(line), why));
         }
-        let status = self.status.as_ref()?;
-        (status.message_count() != self.conv.count()).then(|| {
-            (
-                None,
-                format!(
-                    "it holds {} message(s) but `status.json` counts {}",
-                    self.conv.count(),
-                    status.message_count()
-                ),
-            )
+        let counted = self.status.as_ref().ok()?.message_count();
+        let count = self.conv.count();
+        (counted != count).then(|| {
+            let why = format!("it holds {count} message(s) but `status.json` counts {counted}");
+            (None, why)
         })
     }
 
-    /// Whether `id` may write the next message now; the refusal says why not.
-    ///
-    /// # Errors
-    ///
-    /// Refused (exit 3) with the reason and what to do.
-    pub fn may_speak(&self, id: &str) -> Result<()> {
+    /// Whether `id` may write the next message now; the refusal (exit 3) says why not and what
+    /// to do.
+    pub(crate) fn may_speak(&self, id: &str) -> Result<()> {
         if self.commands.ended {
             return Err(ended_error());
         }
@@ -69,115 +56,91 @@ impl Snapshot {
                 )),
             ));
         }
-        match &self.turn {
-            Turn::Missing | Turn::Garbled(_) => {
-                return Err(Error::refused(Refusal::TurnUnknown,
-                    format!(
-                        "unsure whose turn it is: `current-turn.txt` {}; never writing when unsure",
-                        match &self.turn {
-                            Turn::Missing => "is missing".to_string(),
-                            other => other.describe().trim_start_matches("(unreadable: ").trim_end_matches(')').to_string(),
-                        }
-                    ),
-                    Some("ask the user to write the next speaker's id (like `AGENT-1`) into current-turn.txt".into()),
-                ));
-            }
+        let unsure = |why: &str| {
+            Error::refused(
+                Refusal::TurnUnknown,
+                format!("unsure whose turn it is: `current-turn.txt` {why}; never writing when unsure"),
+                Some("ask the user to write the next speaker's id (like `AGENT-1`) into current-turn.txt".into()),
+            )
+        };
+        let turn = match &self.turn {
+            Turn::Id(t) => t,
+            Turn::Missing => return Err(unsure("is missing")),
+            Turn::Garbled(why) => return Err(unsure(why)),
             Turn::Error(line) => {
-                return Err(Error::refused(Refusal::DialogueStopped,
+                return Err(Error::refused(
+                    Refusal::DialogueStopped,
                     format!("the dialogue is stopped: `current-turn.txt` says `{line}`"),
                     Some("the user fixes conversation.md, then writes the next speaker's id into current-turn.txt".into()),
                 ));
             }
-            _ => {}
-        }
-        if let Some(only) = &self.commands.only {
-            if same_id(only, id) {
-                return Ok(());
-            }
-            return Err(Error::refused(
+        };
+        match &self.commands.only {
+            Some(only) if !same_id(only, id) => Err(Error::refused(
                 Refusal::ReservedForOther,
                 format!("the user asked only {only} to respond next (`{only}-ONLY`)"),
                 Some(format!("wait with `coord dialogue wait --as {id}`")),
-            ));
-        }
-        match self.turn.id() {
-            Some(t) if same_id(t, id) => Ok(()),
-            Some(t) => Err(Error::refused(
+            )),
+            Some(_) => Ok(()),
+            None if same_id(turn, id) => Ok(()),
+            None => Err(Error::refused(
                 Refusal::NotYourTurn,
-                format!("it is not {id}'s turn: `current-turn.txt` says {t}"),
+                format!("it is not {id}'s turn: `current-turn.txt` says {turn}"),
                 Some(format!(
                     "wait for your turn with `coord dialogue wait --as {id}`"
                 )),
             )),
-            None => Err(Error::refused(
-                Refusal::TurnUnknown,
-                "unsure whose turn it is",
-                None,
-            )),
         }
-    }
-
-    /// Who may speak next: the `-ONLY` speaker, else the turn file's id.
-    pub fn next_speaker(&self) -> Option<String> {
-        self.commands
-            .only
-            .clone()
-            .or_else(|| self.turn.id().map(str::to_string))
     }
 
     /// The JSON/human view of this snapshot (`coord dialogue turn`).
     pub fn view(&self) -> TurnView {
+        // A count out of step with `status.json` while a live `lock.txt` stands is a write in
+        // progress, not corruption.
         let corrupt = if self.lock.as_ref().is_some_and(|l| !l.stale) {
             self.conv.numbering_error().map(|(_, w)| w)
         } else {
             self.corruption().map(|(_, w)| w)
         };
-        let error = match (&self.turn, &corrupt) {
+        let error = match (&self.turn, corrupt) {
             (Turn::Error(line), _) => Some(line.clone()),
             (_, Some(why)) => Some(format!("conversation.md appears corrupted: {why}")),
             (Turn::Garbled(why), _) => Some(format!("current-turn.txt is unreadable: {why}")),
             (Turn::Missing, _) => Some("current-turn.txt is missing".into()),
             _ => None,
         };
-        let state = if self.commands.ended {
-            "ended"
-        } else if error.is_some() {
-            "error"
-        } else if self.commands.paused {
-            "paused"
-        } else if self.commands.only.is_some() {
-            "only-one-agent"
-        } else if self.turn == Turn::User {
-            "waiting-for-user"
-        } else {
-            "open"
+        let c = &self.commands;
+        let state = match () {
+            _ if c.ended => "ended",
+            _ if error.is_some() => "error",
+            _ if c.paused => "paused",
+            _ if c.only.is_some() => "only-one-agent",
+            _ if self.turn.id() == Some(USER) => "waiting-for-user",
+            _ => "open",
         };
+        let next = (c.only.clone()).or_else(|| self.turn.id().map(str::to_string));
         let last = self.conv.last();
         TurnView {
             topic: self.topic.clone(),
             turn: self.turn.id().map(str::to_string),
             turn_file: self.turn.describe(),
-            next: if error.is_some() {
-                None
-            } else {
-                self.next_speaker()
-            },
+            next: next.filter(|_| error.is_none()),
             state: state.to_string(),
-            paused: self.commands.paused,
-            ended: self.commands.ended,
-            only: self.commands.only.clone(),
+            paused: c.paused,
+            ended: c.ended,
+            only: c.only.clone(),
             error,
             message_count: self.conv.count(),
             last_speaker: last.map(|m| m.speaker.clone()),
             last_time: last.map(|m| m.time.clone()),
-            end_proposed: self.conv.last_has(&files::Marker::ProposeEnd),
-            needs_user: self.conv.last_has(&files::Marker::NeedsUser),
-            priority: self.commands.priority.clone(),
+            end_proposed: self.conv.last_has(PROPOSE_END),
+            needs_user: self.conv.last_has(NEEDS_USER),
+            priority: c.priority.clone(),
             participants: self.participants.clone(),
             lock: self.lock.clone(),
-            status_json: match &self.status_problem {
-                None => "ok".into(),
-                Some(why) => format!("needs repair: {why}"),
+            status_json: match &self.status {
+                Ok(_) => "ok".into(),
+                Err(why) => format!("needs repair: {why}"),
             },
         }
     }
@@ -225,7 +188,7 @@ pub struct TurnView {
 }
 
 impl TurnView {
-    /// One phrase for the state: `AGENT-2's turn`, `paused`, ….
+    /// One phrase for the state: `it is AGENT-2's turn`, `the dialogue is paused`, ….
     pub fn describe_state(&self) -> String {
         match self.state.as_str() {
             "open" | "waiting-for-user" => {
@@ -264,7 +227,7 @@ pub fn summary(ws: &Workspace) -> Option<DialogueSummary> {
     }
     let view = d.snapshot().ok()?.view();
     Some(DialogueSummary {
-        folder: d.rel.clone(),
+        folder: d.rel,
         topic: view.topic,
         message_count: view.message_count,
         turn: view.next.or(view.turn),
@@ -274,7 +237,8 @@ pub fn summary(ws: &Workspace) -> Option<DialogueSummary> {
 
 /// The refusal for a dialogue the user ended.
 pub(super) fn ended_error() -> Error {
-    Error::refused(Refusal::DialogueEnded,
+    Error::refused(
+        Refusal::DialogueEnded,
         "the dialogue has ended (`END-SESSION` in `user-commands.txt`)",
         Some("archive it with `coord dialogue archive`, or continue after `coord dialogue command RESUME`".into()),
     )
