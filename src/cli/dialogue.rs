@@ -8,7 +8,7 @@ use serde::Serialize;
 use coord::clock::{self, Wait};
 use coord::dialogue::files::{Marker, USER, same_id, validate_id};
 use coord::dialogue::say::{self, DEFAULT_LOCK_WAIT, SayRequest};
-use coord::dialogue::{DEFAULT_AGENTS, Dialogue, TurnView};
+use coord::dialogue::{Dialogue, TurnView};
 use coord::layout::{DIALOGUE_COMMANDS, DIALOGUE_CONVERSATION};
 use coord::wait::{FolderWatch, RECHECK};
 use coord::{Error, ExitCode, fsutil};
@@ -145,19 +145,12 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             agents,
             first,
         } => {
-            let agents = match agents.is_empty() {
-                true => DEFAULT_AGENTS.map(str::to_string).to_vec(),
-                false => agents,
-            };
-            let view = d.init(&topic, &agents, first.as_deref())?;
-            emit(ctx, &view, || {
-                format!(
-                    "Dialogue started in {}/: {} ({}). {} speaks first.",
-                    d.rel(),
-                    output::clean(&view.topic),
-                    view.participants.join(", "),
-                    view.turn.as_deref().unwrap_or("-")
-                )
+            let v = d.init(&topic, &agents, first.as_deref())?;
+            let (topic, agents) = (output::clean(&v.topic), v.participants.join(", "));
+            let first = v.turn.as_deref().unwrap_or("-");
+            let rel = d.rel();
+            emit(ctx, &v, || {
+                format!("Dialogue started in {rel}/: {topic} ({agents}). {first} speaks first.")
             });
         }
         DialogueCommand::Turn => {
@@ -166,35 +159,29 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
         DialogueCommand::Wait { as_id, timeout } => {
             let id = validate_id(&speaker(as_id, ctx)?)?;
-            let timeout = timeout
-                .map(|t| Wait::parse(&t))
-                .transpose()?
-                .and_then(Wait::as_duration);
-            let view = d.wait(&id, timeout)?;
-            emit(ctx, &view, || {
-                let next = view.message_count + 1;
-                let priority = (view.priority.as_deref())
-                    .map(|p| format!("\nPRIORITY from the user: {}", output::clean(p)));
-                format!(
-                    "It is {id}'s turn: message #{next} is next.{}",
-                    priority.unwrap_or_default()
-                )
-            });
+            let timeout = timeout.map(|t| Wait::parse(&t)).transpose()?;
+            let v = d.wait(&id, timeout.and_then(Wait::as_duration))?;
+            let mut text = format!(
+                "It is {id}'s turn: message #{} is next.",
+                v.message_count + 1
+            );
+            if let Some(p) = &v.priority {
+                text.push_str(&format!("\nPRIORITY from the user: {}", output::clean(p)));
+            }
+            emit(ctx, &v, || text);
         }
         DialogueCommand::Say(a) => say_cmd(a, &d, ctx)?,
         DialogueCommand::Command { words } => {
             let (cmd, archived) = d.command(&words.join(" "), DEFAULT_LOCK_WAIT)?;
             let file = d.shown(DIALOGUE_COMMANDS);
+            let mut text = format!("Appended `{}` to {file}", output::clean(&cmd));
+            if let Some(dir) = &archived {
+                text.push_str(&format!(
+                    "\nArchived the session to {dir}/ and started a fresh one"
+                ));
+            }
             let doc = serde_json::json!({ "command": cmd, "file": file, "archived": archived });
-            emit(ctx, &doc, || {
-                let archived = archived
-                    .map(|dir| format!("\nArchived the session to {dir}/ and started a fresh one"));
-                format!(
-                    "Appended `{}` to {file}{}",
-                    output::clean(&cmd),
-                    archived.unwrap_or_default()
-                )
-            });
+            emit(ctx, &doc, || text);
         }
         DialogueCommand::Show { follow } => {
             let bytes = d.conversation_bytes()?;
@@ -202,29 +189,28 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 follow_conversation(&d);
             }
             let text = String::from_utf8_lossy(&bytes);
-            if ctx.json {
-                // A struct, not `json!`: the `turn` object keeps `dialogue turn --json`'s key order.
-                #[derive(Serialize)]
-                struct ShowJson<'a> {
-                    file: String,
-                    text: &'a str,
-                    turn: TurnView,
-                }
-                let turn = d.snapshot()?.view();
-                output::json(&ShowJson {
-                    file: d.shown(DIALOGUE_CONVERSATION),
-                    text: &text,
-                    turn,
-                });
-            } else {
+            if !ctx.json {
                 output::line(&output::clean_block(text.trim_end_matches('\n')));
+                return Ok(ExitCode::Success);
             }
+            // A struct, not `json!`: the `turn` object keeps `dialogue turn --json`'s key order.
+            #[derive(Serialize)]
+            struct ShowJson<'a> {
+                file: String,
+                text: &'a str,
+                turn: TurnView,
+            }
+            let (file, turn) = (d.shown(DIALOGUE_CONVERSATION), d.snapshot()?.view());
+            output::json(&ShowJson {
+                file,
+                text: &text,
+                turn,
+            });
         }
         DialogueCommand::Archive => {
             let dir = d.archive(DEFAULT_LOCK_WAIT)?;
-            emit(ctx, &serde_json::json!({ "archive": dir }), || {
-                format!("Archived the dialogue to {dir}/")
-            });
+            let doc = serde_json::json!({ "archive": dir });
+            emit(ctx, &doc, || format!("Archived the dialogue to {dir}/"));
         }
     }
     Ok(ExitCode::Success)
@@ -244,16 +230,16 @@ fn speaker(as_id: Option<String>, ctx: &Ctx) -> Result<String, Error> {
     if let Some(id) = as_id {
         return Ok(id);
     }
-    let agent = ctx.agent_opt()?.ok_or_else(|| {
-        Error::bad_input(
-            "say who speaks with `--as ID` (like `--as AGENT-1`), or give `--agent NAME`",
-        )
-    })?;
+    let why = "say who speaks with `--as ID` (like `--as AGENT-1`), or give `--agent NAME`";
+    let agent = ctx.agent_opt()?.ok_or_else(|| Error::bad_input(why))?;
     Ok(agent.name().to_string())
 }
 
 /// The human form of `coord dialogue turn`.
 pub fn render_view(v: &TurnView) -> String {
+    let line = |label: &str, s: &Option<String>| {
+        (s.as_ref()).map(|s| format!("{label}: {}", output::clean(s)))
+    };
     let shown = output::clean(v.next.as_deref().unwrap_or(&v.turn_file));
     // `current-turn.txt` may name anyone (an agent that follows the files by hand can write
     // it): one who is neither a participant nor the user is said to be so.
@@ -264,21 +250,19 @@ pub fn render_view(v: &TurnView) -> String {
         _ => String::new(),
     };
     let participants = v.participants.join(", ");
+    let not = if outsider.is_some() {
+        " (not a participant)"
+    } else {
+        ""
+    };
     let mut out = vec![
-        match outsider {
-            Some(_) => format!("turn: {shown} (not a participant)"),
-            None => format!("turn: {shown}"),
-        },
+        format!("turn: {shown}{not}"),
         format!("state: {}", v.state),
         format!("topic: {}", output::clean(&v.topic)),
         format!("messages: {}{last}", v.message_count),
         format!("participants: {participants}"),
     ];
-    out.extend(
-        v.error
-            .as_ref()
-            .map(|e| format!("error: {}", output::clean(e))),
-    );
+    out.extend(line("error", &v.error));
     out.extend(outsider.map(|id| {
         let id = output::clean(id);
         format!("note: `{id}` in current-turn.txt is not among the participants ({participants}); write one of them there, or let {id} speak")
@@ -288,17 +272,23 @@ pub fn render_view(v: &TurnView) -> String {
             .as_ref()
             .map(|o| format!("only: {o} (the user's {o}-ONLY)")),
     );
-    if v.needs_user {
-        out.push("note: the last message asks for the user ([NEEDS-USER])".into());
-    }
-    if v.end_proposed {
-        out.push("note: the last message proposes to end ([PROPOSE-END])".into());
-    }
+    let notes = [
+        (
+            v.needs_user,
+            "note: the last message asks for the user ([NEEDS-USER])",
+        ),
+        (
+            v.end_proposed,
+            "note: the last message proposes to end ([PROPOSE-END])",
+        ),
+    ];
     out.extend(
-        v.priority
-            .as_ref()
-            .map(|p| format!("priority: {}", output::clean(p))),
+        notes
+            .iter()
+            .filter(|(on, _)| *on)
+            .map(|(_, note)| note.to_string()),
     );
+    out.extend(line("priority", &v.priority));
     out.extend(v.lock.as_ref().map(|l| {
         let stale = if l.stale { " (STALE)" } else { "" };
         format!("lock.txt: held by {}{stale}", output::clean(&l.holder))
@@ -311,21 +301,21 @@ pub fn render_view(v: &TurnView) -> String {
 
 fn say_cmd(a: SayArgs, d: &Dialogue, ctx: &Ctx) -> anyhow::Result<()> {
     let speaker = speaker(a.as_id, ctx)?;
-    let markers = a
-        .markers
-        .iter()
-        .map(|m| Marker::parse(m))
-        .collect::<Result<_, _>>()?;
+    let markers = a.markers.iter().map(|m| Marker::parse(m));
+    let markers = markers.collect::<Result<_, _>>()?;
     let lock_wait = a.lock_wait.map(|w| clock::parse_duration(&w)).transpose()?;
     let text = message_text(a.text.as_deref(), a.file.as_deref(), ctx)?;
-    let req = SayRequest {
-        speaker,
-        text,
-        markers,
-        to: a.to,
-        lock_wait: lock_wait.unwrap_or(DEFAULT_LOCK_WAIT),
-    };
-    let outcome = say::say(d, &req)?;
+    let (to, lock_wait) = (a.to, lock_wait.unwrap_or(DEFAULT_LOCK_WAIT));
+    let outcome = say::say(
+        d,
+        &SayRequest {
+            speaker,
+            text,
+            markers,
+            to,
+            lock_wait,
+        },
+    )?;
     for w in &outcome.warnings {
         output::diag(&format!("warning: {w}"));
     }
@@ -343,13 +333,8 @@ fn say_cmd(a: SayArgs, d: &Dialogue, ctx: &Ctx) -> anyhow::Result<()> {
 }
 
 /// `Message #N written by ID. The turn is now with NEXT.`
-pub fn said_line(outcome: &say::SayOutcome) -> String {
-    let say::SayOutcome {
-        number,
-        speaker,
-        next,
-        ..
-    } = outcome;
+pub fn said_line(o: &say::SayOutcome) -> String {
+    let (number, speaker, next) = (o.number, &o.speaker, &o.next);
     format!("Message #{number} written by {speaker}. The turn is now with {next}.")
 }
 
@@ -358,54 +343,49 @@ pub fn said_line(outcome: &say::SayOutcome) -> String {
 fn message_text(text: Option<&str>, file: Option<&str>, ctx: &Ctx) -> Result<String, Error> {
     let cap = say::MAX_TEXT as u64;
     let (bytes, from) = match (text, file) {
-        (Some("-"), None) => {
+        (Some("-"), _) => {
             let mut buf = Vec::new();
-            (std::io::stdin().take(cap + 1).read_to_end(&mut buf)).map_err(|e| {
-                Error::bad_input(format!("cannot read the message from stdin: {e}"))
-            })?;
+            let read = std::io::stdin().take(cap + 1).read_to_end(&mut buf);
+            read.map_err(|e| Error::bad_input(format!("cannot read the message from stdin: {e}")))?;
             (buf, "stdin")
         }
-        (Some(t), None) => return Ok(t.to_string()),
+        (Some(t), _) => return Ok(t.to_string()),
         (None, Some(f)) => {
             // Only read: a symlink (to anywhere) is followed, as any reader would.
             let path = ctx.cwd().join(f);
             let path = std::fs::canonicalize(&path).unwrap_or(path);
-            let bytes = fsutil::read_capped(&path, cap)
-                .map_err(|e| Error::bad_input(format!("cannot read `{f}`: {e}")))?;
-            (bytes, f)
+            let bytes = fsutil::read_capped(&path, cap);
+            (
+                bytes.map_err(|e| Error::bad_input(format!("cannot read `{f}`: {e}")))?,
+                f,
+            )
         }
         (None, None) => {
-            let hint = if std::io::stdin().is_terminal() {
-                ""
-            } else {
-                " (`-` reads stdin)"
-            };
-            return Err(Error::bad_input(format!(
-                "no message text: give TEXT, `-` or `--file F`{hint}"
-            )));
+            let piped = !std::io::stdin().is_terminal();
+            let hint = if piped { " (`-` reads stdin)" } else { "" };
+            let why = format!("no message text: give TEXT, `-` or `--file F`{hint}");
+            return Err(Error::bad_input(why));
         }
-        (Some(_), Some(_)) => return Err(Error::bad_input("give TEXT or `--file`, not both")),
     };
-    String::from_utf8(bytes)
-        .map_err(|_| Error::bad_input(format!("the message in `{from}` is not UTF-8 text")))
+    let utf8 = String::from_utf8(bytes);
+    utf8.map_err(|_| Error::bad_input(format!("the message in `{from}` is not UTF-8 text")))
 }
 
 /// `show --follow`: print whole lines as they are appended, until the process is ended.
 fn follow_conversation(d: &Dialogue) -> ! {
     let watch = FolderWatch::new(&[d.folder().to_path_buf()]);
-    let mut printed = 0usize;
+    let mut printed = 0;
     loop {
         if let Ok(bytes) = d.conversation_bytes() {
             if bytes.len() < printed {
-                output::diag(
-                    "note: the conversation was archived or restarted; showing the new one",
-                );
+                let note = "note: the conversation was archived or restarted; showing the new one";
+                output::diag(note);
                 printed = 0;
             }
             // Print whole lines only, so a block written by hand in pieces is not cut.
             if let Some(end) = bytes[printed..].iter().rposition(|b| *b == b'\n') {
-                let chunk = &bytes[printed..printed + end];
-                output::line(&output::clean_block(&String::from_utf8_lossy(chunk)));
+                let chunk = String::from_utf8_lossy(&bytes[printed..printed + end]);
+                output::line(&output::clean_block(&chunk));
                 printed += end + 1;
             }
         }

@@ -2,13 +2,13 @@
 //! files are also written by hand), rendering strict (the seed's exact shapes).
 //!
 //! - `conversation.md`: a header, then blocks `## Message #N [ID] - YYYY-MM-DD HH:MM:SS`, blank
-//!   line, text, markers, `---`. Only header lines count as structure, and their numbers must
-//!   run 1..N. A text line coord writes that starts like a header is escaped with a backslash
-//!   (invisible in Markdown), so a text can never forge one.
+//!   line, text, markers, `---`. Only header lines count as structure, numbered 1..N. A text
+//!   line coord writes that starts like a header gets a backslash (invisible in Markdown), so a
+//!   text can never forge one.
 //! - `current-turn.txt`: one line, a dialogue id, `USER`, or an `[ERROR] ...` line; anything
 //!   else is garbled (and why), never guessed at.
 //! - `status.json`: a JSON object with at least `message_count`. Keys written by others survive
-//!   a rewrite; coord writes the seed's keys first, in the seed's order.
+//!   a rewrite; the seed's keys come first, in the seed's order.
 //! - `lock.txt`: the writer's id on the first line (all the seed asks); coord adds `since:`,
 //!   `pid:` and `host:` so a crashed writer is recognised at once. Stale after 60 seconds, or at
 //!   once when its process on this host is gone.
@@ -41,17 +41,16 @@ const LOCK_STALE_AFTER: Duration = Duration::from_secs(60);
 ///
 /// [`Error::BadInput`] naming the id.
 pub fn validate_id(id: &str) -> Result<String> {
-    let ok = (1..=32).contains(&id.len())
+    let part = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
+    if (1..=32).contains(&id.len())
         && id.as_bytes()[0].is_ascii_alphanumeric()
-        && id
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'_');
-    if !ok {
-        return Err(Error::bad_input(format!(
-            "invalid dialogue id `{id}`: use 1-32 letters, digits, `-` and `_`, starting with a letter or digit (like `AGENT-1`)"
-        )));
+        && id.bytes().all(part)
+    {
+        return Ok(id.to_string());
     }
-    Ok(id.to_string())
+    Err(Error::bad_input(format!(
+        "invalid dialogue id `{id}`: use 1-32 letters, digits, `-` and `_`, starting with a letter or digit (like `AGENT-1`)"
+    )))
 }
 
 /// Whether two ids name the same speaker (ids compare without regard to case).
@@ -94,9 +93,7 @@ impl Marker {
     pub fn parse(text: &str) -> Result<Marker> {
         const CHANGE: &str = "PROPOSE-TOPIC-CHANGE:";
         let t = text.trim();
-        let t = t
-            .strip_prefix('[')
-            .and_then(|t| t.strip_suffix(']'))
+        let t = (t.strip_prefix('[').and_then(|t| t.strip_suffix(']')))
             .unwrap_or(t)
             .trim();
         let upper = t.to_ascii_uppercase();
@@ -108,17 +105,13 @@ impl Marker {
                 "unknown marker `{text}`: use NEEDS-USER, WAITING, PROPOSE-END, QUESTION-CRITICAL, AGREEMENT, DISAGREEMENT or `PROPOSE-TOPIC-CHANGE: topic`"
             )));
         }
-        let topic = t[CHANGE.len()..]
-            .trim()
-            .split(['\n', '\r'])
-            .next()
-            .unwrap_or("");
-        if topic.is_empty() || topic.contains(']') {
-            return Err(Error::bad_input(
+        let topic = t[CHANGE.len()..].trim().split(['\n', '\r']).next();
+        match topic.filter(|t| !t.is_empty() && !t.contains(']')) {
+            Some(topic) => Ok(Marker(format!("[{CHANGE} {topic}]"))),
+            None => Err(Error::bad_input(
                 "marker `PROPOSE-TOPIC-CHANGE:` needs a topic (without `]`)",
-            ));
+            )),
         }
-        Ok(Marker(format!("[PROPOSE-TOPIC-CHANGE: {topic}]")))
     }
 }
 
@@ -148,7 +141,7 @@ pub(crate) struct Conversation {
     /// From a `- Participants: A, B` header line.
     pub participants: Option<Vec<String>>,
     /// The seed's markers found in the last message's text.
-    pub last_markers: Vec<&'static str>,
+    last_markers: Vec<&'static str>,
     /// What a new block needs before it to start after a blank line.
     lead: &'static str,
 }
@@ -157,38 +150,35 @@ impl Conversation {
     /// Read the text of `conversation.md`. Never fails: [`Conversation::numbering_error`] says
     /// whether the numbers make sense.
     pub fn parse(text: &str) -> Conversation {
-        let mut c = Conversation {
-            lead: if text.is_empty() || text.ends_with("\n\n") {
-                ""
-            } else if text.ends_with('\n') {
-                "\n"
-            } else {
-                "\n\n"
-            },
-            ..Conversation::default()
-        };
-        let mut last_body: Vec<&str> = Vec::new();
+        let mut c = Conversation::default();
+        let mut body_from = usize::MAX;
         for (i, line) in text.lines().enumerate() {
+            // The session's header is what comes before the first message.
+            let header = c.messages.is_empty().then(|| line.trim());
             if let Some(head) = parse_header(line, i + 1) {
                 c.messages.push(head);
-                last_body.clear();
-            } else if !c.messages.is_empty() {
-                last_body.push(line);
-            } else if let Some(t) = line.trim().strip_prefix("# Agent Dialogue:") {
+                body_from = i + 1;
+            } else if let Some(t) = header.and_then(|l| l.strip_prefix("# Agent Dialogue:")) {
                 c.topic.get_or_insert_with(|| t.trim().to_string());
-            } else if let Some(p) = line.trim().strip_prefix("- Participants:") {
-                let ids: Vec<String> = p
+            } else if let Some(p) = header.and_then(|l| l.strip_prefix("- Participants:")) {
+                let ids = p
                     .split(',')
-                    .map(|s| s.trim().to_string())
-                    .filter(|s| validate_id(s).is_ok())
-                    .collect();
+                    .map(str::trim)
+                    .filter(|s| validate_id(s).is_ok());
+                let ids: Vec<String> = ids.map(str::to_string).collect();
                 if !ids.is_empty() {
                     c.participants.get_or_insert(ids);
                 }
             }
         }
-        let body = last_body.join("\n");
+        let body = text.lines().skip(body_from).collect::<Vec<_>>().join("\n");
         c.last_markers = MARKERS.into_iter().filter(|m| body.contains(m)).collect();
+        c.lead = match text {
+            "" => "",
+            t if t.ends_with("\n\n") => "",
+            t if t.ends_with('\n') => "\n",
+            _ => "\n\n",
+        };
         c
     }
 
@@ -204,10 +194,11 @@ impl Conversation {
 
     /// The first place where the numbers stop running 1, 2, 3, …: `(line, why)`.
     pub fn numbering_error(&self) -> Option<(usize, String)> {
-        let (i, m) = (self.messages.iter().enumerate()).find(|(i, m)| m.number != *i as u64 + 1)?;
+        let mut numbered = self.messages.iter().zip(1..);
+        let (m, n) = numbered.find(|(m, n)| m.number != *n)?;
         Some((
             m.line,
-            format!("expected message #{}, found #{}", i + 1, m.number),
+            format!("expected message #{n}, found #{}", m.number),
         ))
     }
 
@@ -221,21 +212,21 @@ impl Conversation {
 fn parse_header(line: &str, line_no: usize) -> Option<MessageHead> {
     let rest = line.strip_prefix(HEADER_START)?;
     let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
-    if digits == 0 || digits > 12 {
-        return None;
-    }
-    let number = rest[..digits].parse().ok()?;
-    let rest = rest[digits..].trim_start().strip_prefix('[')?;
-    let (speaker, after) = rest.split_once(']')?;
+    let number = rest[..digits].parse().ok().filter(|_| digits <= 12)?;
+    let (speaker, after) = rest[digits..]
+        .trim_start()
+        .strip_prefix('[')?
+        .split_once(']')?;
     let after = after.trim();
     let time = after
         .strip_prefix(['-', '\u{2013}'])
         .unwrap_or(after)
         .trim();
+    let (speaker, time) = (speaker.trim().to_string(), time.to_string());
     Some(MessageHead {
         number,
-        speaker: speaker.trim().to_string(),
-        time: time.to_string(),
+        speaker,
+        time,
         line: line_no,
     })
 }
@@ -262,27 +253,29 @@ pub(crate) fn render_message(
     speaker: &str,
     now: &Timestamp,
     text: &str,
-    markers: &[Marker],
+    markers: &[String],
 ) -> String {
-    let text = text.replace("\r\n", "\n");
-    let lines: Vec<String> = (text.trim_end_matches('\n').split('\n'))
-        .map(|l| match l.starts_with(HEADER_START) {
-            true => format!("\\{l}"),
-            false => l.to_string(),
-        })
-        .collect();
+    let time = now.format("%Y-%m-%d %H:%M:%S");
     let mut block = format!(
-        "{}{HEADER_START}{number} [{speaker}] - {}\n\n{}\n",
-        conv.lead,
-        now.format("%Y-%m-%d %H:%M:%S"),
-        lines.join("\n")
+        "{}{HEADER_START}{number} [{speaker}] - {time}\n\n",
+        conv.lead
     );
-    if !markers.is_empty() {
-        let line: Vec<String> = markers.iter().map(Marker::to_string).collect();
-        block.push_str(&format!("\n{}\n", line.join(" ")));
+    for line in text
+        .replace("\r\n", "\n")
+        .trim_end_matches('\n')
+        .split('\n')
+    {
+        let escape = if line.starts_with(HEADER_START) {
+            "\\"
+        } else {
+            ""
+        };
+        block.push_str(&format!("{escape}{line}\n"));
     }
-    block.push_str("\n---\n\n");
-    block
+    if !markers.is_empty() {
+        block.push_str(&format!("\n{}\n", markers.join(" ")));
+    }
+    block + "\n---\n\n"
 }
 
 /// What `current-turn.txt` says.
@@ -300,18 +293,17 @@ pub(crate) enum Turn {
 impl Turn {
     /// Read the file's text.
     pub fn parse(text: &str) -> Turn {
-        let lines: Vec<&str> = (text.lines())
-            .map(|l| l.trim().trim_start_matches('\u{feff}'))
-            .filter(|l| !l.is_empty())
-            .collect();
-        match lines.as_slice() {
+        let lines = text
+            .lines()
+            .map(|l| l.trim().trim_start_matches('\u{feff}'));
+        match lines.filter(|l| !l.is_empty()).collect::<Vec<_>>()[..] {
             [] => Turn::Garbled("it is empty".into()),
             [one] if one.starts_with("[ERROR]") => Turn::Error(one.to_string()),
             [one] if same_id(one, USER) => Turn::Id(USER.into()),
-            [one] => match validate_id(one) {
-                Ok(id) => Turn::Id(id),
-                Err(_) => Turn::Garbled(format!("`{}` is not a dialogue id", clip(one))),
-            },
+            [one] => validate_id(one).map_or_else(
+                |_| Turn::Garbled(format!("`{}` is not a dialogue id", clip(one))),
+                Turn::Id,
+            ),
             _ => Turn::Garbled("it holds more than one line".into()),
         }
     }
@@ -352,37 +344,33 @@ impl StatusDoc {
     pub fn new(topic: &str, participants: &[String], now: &Timestamp) -> StatusDoc {
         let mut doc = StatusDoc(Map::new());
         doc.set("topic", topic);
-        doc.set("message_count", 0u64);
+        doc.set("message_count", 0);
         doc.set("last_update", clock::format_timestamp(now));
         doc.set("last_speaker", Value::Null);
         doc.set("participants", participants);
-        doc.set("commands_read", 0u64);
+        doc.set("commands_read", 0);
         doc
     }
 
-    /// Parse the file's text.
-    ///
-    /// # Errors
-    ///
-    /// Why it cannot be used: not JSON, not an object, or no non-negative `message_count`.
+    /// Parse the file's text; the error says why it cannot be used.
     pub fn parse(text: &str) -> std::result::Result<StatusDoc, String> {
-        let value: Value = serde_json::from_str(text.trim_start_matches('\u{feff}'))
-            .map_err(|e| format!("it is not valid JSON ({e})"))?;
-        let Value::Object(map) = value else {
+        let value = serde_json::from_str(text.trim_start_matches('\u{feff}'));
+        let Value::Object(map) = value.map_err(|e| format!("it is not valid JSON ({e})"))? else {
             return Err("it is not a JSON object".into());
         };
-        match map.get("message_count") {
-            Some(v) if v.as_u64().is_some() => Ok(StatusDoc(map)),
-            Some(_) => Err("`message_count` is not a whole number".into()),
+        match map.get("message_count").map(Value::as_u64) {
+            Some(Some(_)) => Ok(StatusDoc(map)),
+            Some(None) => Err("`message_count` is not a whole number".into()),
             None => Err("`message_count` is missing".into()),
         }
     }
 
+    fn number(&self, key: &str) -> Option<u64> {
+        self.0.get(key)?.as_u64()
+    }
+
     pub fn message_count(&self) -> u64 {
-        self.0
-            .get("message_count")
-            .and_then(Value::as_u64)
-            .unwrap_or(0)
+        self.number("message_count").unwrap_or(0)
     }
 
     pub fn topic(&self) -> Option<&str> {
@@ -391,9 +379,13 @@ impl StatusDoc {
 
     /// `participants`, when it lists valid ids (`USER` left out).
     pub fn participants(&self) -> Option<Vec<String>> {
-        let ids: Vec<String> = (self.0.get("participants")?.as_array()?.iter())
-            .filter_map(Value::as_str)
-            .filter(|s| validate_id(s).is_ok() && !same_id(s, USER))
+        let list = self
+            .0
+            .get("participants")?
+            .as_array()?
+            .iter()
+            .filter_map(Value::as_str);
+        let ids: Vec<String> = (list.filter(|s| validate_id(s).is_ok() && !same_id(s, USER)))
             .map(str::to_string)
             .collect();
         (!ids.is_empty()).then_some(ids)
@@ -401,10 +393,7 @@ impl StatusDoc {
 
     /// How many lines of `user-commands.txt` the last message took into account.
     pub fn commands_read(&self) -> Option<usize> {
-        self.0
-            .get("commands_read")
-            .and_then(Value::as_u64)
-            .map(|n| n as usize)
+        self.number("commands_read").map(|n| n as usize)
     }
 
     pub fn set(&mut self, key: &str, value: impl Into<Value>) {
@@ -419,14 +408,13 @@ impl StatusDoc {
     }
 
     /// The file's text: one key per line, the seed's keys first in the seed's order, then the
-    /// others (coord's and anyone else's) in name order.
+    /// others (coord's and anyone else's).
     pub fn render(&self) -> String {
         let seed = SEED_STATUS_KEYS
             .iter()
             .filter_map(|k| self.0.get_key_value(*k));
         let rest = (self.0.iter()).filter(|(k, _)| !SEED_STATUS_KEYS.contains(&k.as_str()));
-        let lines: Vec<String> = seed
-            .chain(rest)
+        let lines: Vec<String> = (seed.chain(rest))
             .map(|(k, v)| format!("  {}: {v}", Value::from(k.as_str())))
             .collect();
         format!("{{\n{}\n}}\n", lines.join(",\n"))
@@ -454,11 +442,8 @@ pub struct LockInfo {
 impl LockInfo {
     /// Read `lock.txt`'s text, judging staleness at `now` (by `mtime` when there is no `since:`).
     pub(crate) fn parse(text: &str, mtime: Option<Timestamp>, now: &Timestamp) -> LockInfo {
-        let first = text
-            .lines()
-            .map(str::trim)
-            .find(|l| !l.is_empty())
-            .unwrap_or("");
+        let first = text.lines().map(str::trim).find(|l| !l.is_empty());
+        let first = first.unwrap_or_default();
         let holder = (first
             .strip_prefix("Agent:")
             .or_else(|| first.strip_prefix("agent:")))
@@ -467,10 +452,9 @@ impl LockInfo {
         let rec = crate::record::Record::parse(text);
         let since = rec.get("since").and_then(clock::parse_timestamp).or(mtime);
         let pid = rec.get("pid").and_then(|p| p.parse().ok());
-        let host = rec.get_nonempty("host").map(str::to_string);
+        let on = rec.get_nonempty("host");
         let age = since.as_ref().map(|s| clock::age(now, s));
-        let gone =
-            matches!((pid, &host), (Some(pid), Some(h)) if host::recorded_process_gone(pid, h));
+        let gone = matches!((pid, on), (Some(pid), Some(h)) if host::recorded_process_gone(pid, h));
         LockInfo {
             holder: if holder.is_empty() {
                 "(unknown)".into()
@@ -479,7 +463,7 @@ impl LockInfo {
             },
             since: since.as_ref().map(clock::format_timestamp),
             pid,
-            host,
+            host: on.map(str::to_string),
             age_s: age.map(|a| a.as_secs()),
             stale: gone || age.is_some_and(|a| a > LOCK_STALE_AFTER),
             interrupted: rec.get_nonempty("interrupted").map(clip),
@@ -489,16 +473,12 @@ impl LockInfo {
     /// The text coord writes: the id first (as the seed asks), then who and since when, and
     /// the writer whose interrupted write may need completing.
     pub(crate) fn render(holder: &str, now: &Timestamp, interrupted: Option<&str>) -> String {
-        let mut text = format!(
-            "{holder}\nsince: {}\npid: {}\nhost: {}\n",
-            clock::format_timestamp(now),
-            host::pid(),
-            host::hostname()
-        );
-        if let Some(w) = interrupted {
-            text.push_str(&format!("interrupted: {w}\n"));
-        }
-        text
+        let (since, pid, on) = (clock::format_timestamp(now), host::pid(), host::hostname());
+        let interrupted = interrupted.map(|w| format!("interrupted: {w}\n"));
+        format!(
+            "{holder}\nsince: {since}\npid: {pid}\nhost: {on}\n{}",
+            interrupted.unwrap_or_default()
+        )
     }
 }
 
@@ -507,32 +487,24 @@ mod tests {
     use super::*;
 
     #[test]
-    fn ids_markers_and_headers() {
+    fn ids_markers_headers_and_status_json() {
         for bad in ["", "-a", "a b", "ä", &"a".repeat(33)] {
             assert!(validate_id(bad).is_err(), "{bad:?}");
         }
-        assert_eq!(Marker::parse("needs-user").unwrap().to_string(), NEEDS_USER);
-        let change = Marker::parse("PROPOSE-TOPIC-CHANGE: caching").unwrap();
+        let change = Marker::parse("propose-topic-change: caching").unwrap();
         assert_eq!(change.to_string(), "[PROPOSE-TOPIC-CHANGE: caching]");
-        let head = parse_header("## Message #3 [AGENT-1]", 9).unwrap();
-        assert_eq!(
-            (head.number, head.time.as_str()),
-            (3, ""),
-            "a hand-written header"
-        );
         let head = parse_header("## Message #4 [b] \u{2013} 10:00", 1).unwrap();
         assert_eq!((head.speaker.as_str(), head.time.as_str()), ("b", "10:00"));
-    }
-
-    #[test]
-    fn status_json_keeps_keys_it_does_not_know() {
+        assert_eq!(
+            parse_header("## Message #3 [a]", 9).unwrap().time,
+            "",
+            "written by hand"
+        );
         let mut s = StatusDoc::parse(r#"{"mood":"good","message_count":5}"#).unwrap();
         s.record_message(6, "AGENT-1", &clock::now());
         assert!(
             s.render().ends_with("\n  \"mood\": \"good\"\n}\n"),
-            "{}",
-            s.render()
+            "unknown keys are kept"
         );
-        assert!(StatusDoc::parse(r#"{"message_count":-1}"#).is_err());
     }
 }

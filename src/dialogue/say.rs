@@ -3,9 +3,8 @@
 //! Under the dialogue's kernel lock (so two coord processes never interleave), `say`:
 //! 1. takes `lock.txt` with create-new (a stale one, older than 60 s or left by a process that
 //!    is gone, is taken over; a fresh one is waited for briefly);
-//! 2. reads `conversation.md`, `status.json`, `current-turn.txt` and `user-commands.txt`, and
-//!    refuses unless it is the speaker's turn and no `PAUSE`, `END-SESSION` or other agent's
-//!    `-ONLY` stands;
+//! 2. reads the folder's files and refuses unless it is the speaker's turn and no `PAUSE`,
+//!    `END-SESSION` or other agent's `-ONLY` stands;
 //! 3. appends the whole message block with one write and an fsync (the commit point);
 //! 4. replaces `current-turn.txt` (the next participant round-robin, `USER` on `[NEEDS-USER]`);
 //! 5. replaces `status.json` (`message_count`, `last_update`, `last_speaker`, `commands_read`);
@@ -41,9 +40,8 @@ use crate::fsutil;
 use crate::layout::{DIALOGUE_CONVERSATION, DIALOGUE_LOCK, DIALOGUE_STATUS, DIALOGUE_TURN};
 use crate::wait::{Deadline, FolderWatch};
 
-use super::files::{
-    self, CORRUPTED_LINE, LockInfo, Marker, NEEDS_USER, StatusDoc, Turn, USER, same_id, validate_id,
-};
+use super::files::{self, CORRUPTED_LINE, LockInfo, Marker, NEEDS_USER, StatusDoc, Turn, USER};
+use super::files::{same_id, validate_id};
 use super::{Dialogue, Snapshot};
 
 /// The largest message text coord accepts.
@@ -76,7 +74,7 @@ pub struct SayOutcome {
     pub speaker: String,
     /// Whose turn it is now.
     pub next: String,
-    pub(crate) markers: Vec<String>,
+    markers: Vec<String>,
     /// Problems noticed and worked around (`status.json needs repair`).
     pub warnings: Vec<String>,
     /// An interrupted earlier write that was completed first.
@@ -85,25 +83,27 @@ pub struct SayOutcome {
     pub took_over: Option<LockInfo>,
 }
 
-/// The speaker and `--to`, checked before anything is touched.
-fn check_request(req: &SayRequest) -> Result<(String, Option<String>)> {
-    let id = |id: &str| match same_id(id, USER) {
-        true => Ok(USER.to_string()),
-        false => validate_id(id),
-    };
-    let speaker = id(&req.speaker)?;
-    if req.text.trim().is_empty() {
-        return Err(Error::bad_input("the message text is empty"));
+/// An id as given (`USER` in any case is the user).
+fn speaker_id(id: &str) -> Result<String> {
+    if same_id(id, USER) {
+        Ok(USER.to_string())
+    } else {
+        validate_id(id)
     }
-    if req.text.contains('\0') {
-        return Err(Error::bad_input("the message text contains a NUL byte"));
-    }
-    if req.text.len() > MAX_TEXT {
-        return Err(Error::bad_input(format!(
+}
+
+/// The speaker and the text, checked before anything is touched.
+fn check_request(req: &SayRequest) -> Result<String> {
+    let speaker = speaker_id(&req.speaker)?;
+    let text = &req.text;
+    match () {
+        _ if text.trim().is_empty() => Err(Error::bad_input("the message text is empty")),
+        _ if text.contains('\0') => Err(Error::bad_input("the message text contains a NUL byte")),
+        _ if text.len() > MAX_TEXT => Err(Error::bad_input(format!(
             "the message text is larger than {MAX_TEXT} bytes"
-        )));
+        ))),
+        _ => Ok(speaker),
     }
-    Ok((speaker, req.to.as_deref().map(id).transpose()?))
 }
 
 /// Write one message as `req.speaker`: seed steps 1–7 in one operation (see the module docs).
@@ -115,15 +115,15 @@ fn check_request(req: &SayRequest) -> Result<(String, Option<String>)> {
 /// or `lock.txt` stays held; [`Error::DialogueCorrupted`] on a corrupted conversation (after
 /// writing the seed's error line to `current-turn.txt`); [`Error::Io`].
 pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
-    let (speaker, to) = check_request(req)?;
+    let speaker = check_request(req)?;
+    let to = req.to.as_deref().map(speaker_id).transpose()?;
     if !d.exists() {
         return Err(d.no_dialogue());
     }
     let lock = d.take_lock_txt(d.lock_mutex()?, &speaker, req.lock_wait)?;
     let now = clock::now();
     let mut snap = d.snapshot()?;
-    let mut warnings = Vec::new();
-    let mut repaired = None;
+    let (mut warnings, mut repaired) = (Vec::new(), None);
     if matches!(snap.turn, Turn::Error(_)) {
         // Already stopped (by an earlier corruption, or by the user): wait for the user.
         snap.may_speak(&speaker)?;
@@ -149,12 +149,8 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
             LockInfo::render(&speaker, &now, None).as_bytes(),
         )?;
     }
-    let speaker = (snap
-        .participants
-        .iter()
-        .find(|p| same_id(p, &speaker))
-        .cloned())
-    .unwrap_or(speaker);
+    let known = snap.participants.iter().find(|p| same_id(p, &speaker));
+    let speaker = known.cloned().unwrap_or(speaker);
     snap.may_speak(&speaker)?;
 
     let mut markers: Vec<Marker> = Vec::new();
@@ -163,8 +159,11 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
             markers.push(m.clone());
         }
     }
-    let needs_user =
-        req.text.contains(NEEDS_USER) || markers.iter().any(|m| m.to_string() == NEEDS_USER);
+    let markers: Vec<String> = markers.iter().map(Marker::to_string).collect();
+    let needs_user = markers
+        .iter()
+        .chain([&req.text])
+        .any(|t| t.contains(NEEDS_USER));
     let next = next_turn(&snap, &speaker, to.as_deref(), needs_user)?;
     let number = snap.conv.count() + 1;
     let block = files::render_message(&snap.conv, number, &speaker, &now, &req.text, &markers);
@@ -174,26 +173,23 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
     // message whose turn and status stay behind.
     for path in [d.path(DIALOGUE_TURN), d.path(DIALOGUE_STATUS)] {
         if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
-            let e = io::Error::new(
-                io::ErrorKind::InvalidData,
-                "is a folder; move it out of the way",
-            );
-            return Err(e).at("replace", &path);
+            let why = "is a folder; move it out of the way";
+            return Err(io::Error::new(io::ErrorKind::InvalidData, why)).at("replace", &path);
         }
     }
     fsutil::append_durable(&d.path(DIALOGUE_CONVERSATION), block.as_bytes())?;
     // Committed: if the turn or the status cannot be written now (a full disk), `lock.txt`
     // stays, as after a crash at this point, so the next `say` completes this write instead of
     // finding a conversation ahead of its status and declaring it corrupted.
-    let rest = (|| {
-        fsutil::replace_durable(&d.path(DIALOGUE_TURN), format!("{next}\n").as_bytes())?;
-        let mut status = (snap.status.clone())
-            .unwrap_or_else(|_| StatusDoc::new(&snap.topic, &snap.participants, &now));
-        status.record_message(number, &speaker, &now);
-        status.set("commands_read", snap.commands.lines);
-        fsutil::replace_durable(&d.path(DIALOGUE_STATUS), status.render().as_bytes())
-    })();
-    if let Err(e) = rest {
+    let mut status = (snap.status.clone())
+        .unwrap_or_else(|_| StatusDoc::new(&snap.topic, &snap.participants, &now));
+    status.record_message(number, &speaker, &now);
+    status.set("commands_read", snap.commands.lines);
+    let written = fsutil::replace_durable(&d.path(DIALOGUE_TURN), format!("{next}\n").as_bytes())
+        .and_then(|()| {
+            fsutil::replace_durable(&d.path(DIALOGUE_STATUS), status.render().as_bytes())
+        });
+    if let Err(e) = written {
         lock.keep();
         return Err(e);
     }
@@ -204,7 +200,7 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
         number,
         speaker,
         next,
-        markers: markers.iter().map(Marker::to_string).collect(),
+        markers,
         warnings,
         repaired,
         took_over,
@@ -216,31 +212,30 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
 fn next_turn(snap: &Snapshot, speaker: &str, to: Option<&str>, needs_user: bool) -> Result<String> {
     let parts = &snap.participants;
     match to {
-        Some(USER) => return Ok(USER.into()),
-        Some(t) => {
-            let found = parts.iter().find(|p| same_id(p, t)).cloned();
-            return found.ok_or_else(|| {
-                Error::bad_input(format!(
-                    "`--to {t}` is not a participant ({})",
-                    parts.join(", ")
-                ))
-            });
+        None if needs_user => Ok(USER.into()),
+        Some(USER) => Ok(USER.into()),
+        Some(t) => parts
+            .iter()
+            .find(|p| same_id(p, t))
+            .cloned()
+            .ok_or_else(|| {
+                let list = parts.join(", ");
+                Error::bad_input(format!("`--to {t}` is not a participant ({list})"))
+            }),
+        None if speaker != USER => Ok(round_robin(parts, speaker)),
+        None => {
+            let mut agents = snap.conv.messages.iter().rev().map(|m| m.speaker.as_str());
+            Ok(round_robin(
+                parts,
+                agents.find(|s| !same_id(s, USER)).unwrap_or_default(),
+            ))
         }
-        None if needs_user => return Ok(USER.into()),
-        None => {}
     }
-    let after = match speaker {
-        USER => (snap.conv.messages.iter().rev())
-            .map(|m| m.speaker.as_str())
-            .find(|s| !same_id(s, USER)),
-        _ => Some(speaker),
-    };
-    Ok(round_robin(parts, after))
 }
 
-/// The participant after `after` (the first one when `after` is none or not a participant).
-fn round_robin(parts: &[String], after: Option<&str>) -> String {
-    match after.and_then(|a| parts.iter().position(|p| same_id(p, a))) {
+/// The participant after `after` (the first one when `after` is not a participant).
+fn round_robin(parts: &[String], after: &str) -> String {
+    match parts.iter().position(|p| same_id(p, after)) {
         Some(i) => parts[(i + 1) % parts.len()].clone(),
         None => parts[0].clone(),
     }
@@ -248,18 +243,17 @@ fn round_robin(parts: &[String], after: Option<&str>) -> String {
 
 /// Write the seed's error line to `current-turn.txt`; the error to return.
 fn mark_corrupted(d: &Dialogue, line: Option<usize>, why: &str) -> Error {
-    let written = fsutil::replace_durable(
-        &d.path(DIALOGUE_TURN),
-        format!("{CORRUPTED_LINE}\n").as_bytes(),
-    );
+    let path = d.path(DIALOGUE_TURN);
+    let turn_note = match fsutil::replace_durable(&path, format!("{CORRUPTED_LINE}\n").as_bytes()) {
+        Ok(()) => format!("`{}` now says `{CORRUPTED_LINE}`", d.shown(DIALOGUE_TURN)),
+        Err(e) => format!("and the error line could not be written ({e})"),
+    };
+    let (file, why) = (d.shown(DIALOGUE_CONVERSATION), why.to_string());
     Error::DialogueCorrupted {
-        file: d.shown(DIALOGUE_CONVERSATION),
+        file,
         line,
-        why: why.to_string(),
-        turn_note: match written {
-            Ok(()) => format!("`{}` now says `{CORRUPTED_LINE}`", d.shown(DIALOGUE_TURN)),
-            Err(e) => format!("and the error line could not be written ({e})"),
-        },
+        why,
+        turn_note,
     }
 }
 
@@ -277,8 +271,8 @@ fn repair_interrupted(
     else {
         return Ok(None);
     };
-    let by_writer = same_id(&last.speaker, &stale.holder)
-        || (stale.interrupted.as_deref()).is_some_and(|w| same_id(&last.speaker, w));
+    let by = |w: &str| same_id(&last.speaker, w);
+    let by_writer = by(&stale.holder) || stale.interrupted.as_deref().is_some_and(by);
     if snap.conv.count() != status.message_count() + 1 || !by_writer {
         return Ok(None);
     }
@@ -286,7 +280,7 @@ fn repair_interrupted(
     if snap.turn.id().is_some_and(|t| same_id(t, &writer)) {
         let next = match snap.conv.last_has(NEEDS_USER) {
             true => USER.to_string(),
-            false => round_robin(&snap.participants, Some(&writer)),
+            false => round_robin(&snap.participants, &writer),
         };
         fsutil::replace_durable(&d.path(DIALOGUE_TURN), format!("{next}\n").as_bytes())?;
         snap.turn = Turn::parse(&next);
@@ -319,7 +313,7 @@ impl LockTxt {
     /// Remove `lock.txt` (the last step of a write).
     pub(super) fn release(mut self) -> Result<()> {
         self.done = true;
-        fsutil::remove(&self.path).map(|_| ())
+        fsutil::remove(&self.path).map(drop)
     }
 }
 
@@ -345,8 +339,7 @@ impl Dialogue {
         // Every write in the folder starts here: sweep what killed writers left (the temporary
         // files of `current-turn.txt` and `status.json` replacements); nothing else would.
         fsutil::sweep_temps(&self.folder);
-        let mut held = Some(mutex);
-        let mut watch: Option<FolderWatch> = None;
+        let (mut held, mut watch) = (Some(mutex), None::<FolderWatch>);
         let lock = |_mutex, took_over| LockTxt {
             path: path.clone(),
             _mutex,
@@ -363,6 +356,7 @@ impl Dialogue {
                 return Ok(lock(guard, None));
             }
             let Some(info) = self.read_lock(&now) else {
+                // Gone meanwhile: try again at once, still under the kernel lock.
                 held = Some(guard);
                 continue;
             };
@@ -380,16 +374,14 @@ impl Dialogue {
             }
             drop(guard);
             if deadline.passed() {
-                return Err(Error::refused(
-                    Refusal::DialogueBusy,
-                    format!(
-                        "`{}` is held by {} since {} (a write in progress)",
-                        self.shown(DIALOGUE_LOCK),
-                        info.holder,
-                        info.since.as_deref().unwrap_or("an unknown time")
-                    ),
-                    Some("try again in a moment; a lock.txt older than 60 seconds is stale and taken over".into()),
-                ));
+                let since = info.since.as_deref().unwrap_or("an unknown time");
+                let message = format!(
+                    "`{}` is held by {} since {since} (a write in progress)",
+                    self.shown(DIALOGUE_LOCK),
+                    info.holder
+                );
+                let hint = "try again in a moment; a lock.txt older than 60 seconds is stale and taken over";
+                return Err(super::refused(Refusal::DialogueBusy, message, hint));
             }
             match &watch {
                 // Subscribe first, then look again, then wait.
@@ -410,17 +402,16 @@ mod tests {
     #[test]
     fn empty_or_nul_text_is_bad_input() {
         for text in ["", " \n", "a\0b"] {
+            let (speaker, text) = ("AGENT-1".to_string(), text.to_string());
+            let (markers, to, lock_wait) = (Vec::new(), None, DEFAULT_LOCK_WAIT);
             let req = SayRequest {
-                speaker: "AGENT-1".into(),
-                text: text.into(),
-                markers: Vec::new(),
-                to: None,
-                lock_wait: DEFAULT_LOCK_WAIT,
+                speaker,
+                text,
+                markers,
+                to,
+                lock_wait,
             };
-            assert!(
-                matches!(check_request(&req), Err(Error::BadInput { .. })),
-                "{text:?}"
-            );
+            assert!(matches!(check_request(&req), Err(Error::BadInput { .. })));
         }
     }
 }
