@@ -2,22 +2,12 @@
 //! `{"llm_id": "Claude", "response": "…", "time": "…"}`, appended by every participant and read
 //! back by all.
 //!
-//! Invariants:
-//!
-//! - **Compatible both ways with the seed's Python class.** coord writes each entry the way
-//!   Python's `json.dumps` does (`", "` and `": "` separators, every non-ASCII or control
-//!   character as a `\uXXXX` escape), so the file stays plain ASCII and
-//!   `CollaborativeFileCommunication.read_responses` reads coord's lines; the extra `time` key is
-//!   ignored there. coord reads the seed's own lines (`llm_id` and `response` only) as well.
-//! - **Never interleaved.** A line is appended by [`fsutil::append_line_durable_numbered`]: one
-//!   `write` of the whole line on an `O_APPEND` descriptor under a kernel lock on the file, then
-//!   fsync.
-//! - **Lenient reading.** A line that is not a JSON object with `llm_id` and `response` is
-//!   reported with its 1-based number and skipped; the others are still returned. Blank lines are
-//!   skipped silently. Lines are read with a size cap ([`LINE_CAP`]) and the file is never followed
-//!   through a symlink.
-//! - **Following** reads only complete lines (a line still being written is picked up when its
-//!   newline arrives) and starts over, saying so, when the file shrinks.
+//! Invariants: lines are written the way Python's `json.dumps` writes them (plain ASCII), so the
+//! seed's `CollaborativeFileCommunication` class and coord read each other's lines; a line is
+//! appended whole, under a kernel lock, and fsynced ([`fsutil::append_line_durable_numbered`]),
+//! so writers never interleave; reading is lenient (a bad line is reported with its number and
+//! skipped, the rest still read), capped per line ([`LINE_CAP`]) and never through a symlink;
+//! following reads only complete lines, and starts over, saying so, when the file shrinks.
 
 use std::fmt::Write as _;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
@@ -59,14 +49,13 @@ pub struct Problem {
 }
 
 /// What one read of the file found.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default)]
 pub struct Batch {
     /// The entries, in file order.
     pub entries: Vec<Entry>,
     /// The lines skipped, in file order.
     pub problems: Vec<Problem>,
     /// Whether the file had shrunk since the last read (reading started over).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub restarted: bool,
 }
 
@@ -120,11 +109,7 @@ pub fn write(target: &Target, agent: &AgentId, response: &str) -> Result<Entry> 
     })
 }
 
-/// Read one line as an entry.
-///
-/// # Errors
-///
-/// The [`Problem`] with the line, when it is not a JSON object with `llm_id` and `response`.
+/// Read one line as an entry, or say what is wrong with it.
 pub fn parse_line(line: usize, bytes: &[u8]) -> std::result::Result<Entry, Problem> {
     let bad = |why: &str| Problem {
         line,
@@ -163,7 +148,6 @@ pub fn parse_line(line: usize, bytes: &[u8]) -> std::result::Result<Entry, Probl
 }
 
 /// Reads a collaboration file from where it last stopped.
-#[derive(Debug, Clone)]
 struct Reader {
     path: PathBuf,
     offset: u64,
@@ -249,22 +233,14 @@ impl Reader {
 }
 
 /// Read the whole file.
-///
-/// # Errors
-///
-/// [`Error::Io`] when it cannot be opened or read.
 pub fn read_all(path: &Path) -> Result<Batch> {
     Reader::new(path).read_new(true)
 }
 
 /// Print-as-you-go reading: hand every batch of new lines to `on_batch` (the existing ones
-/// first), waking on changes in the file's folder with the [`RECHECK`] safety net, until
-/// `on_batch` returns `false`. A missing file is waited for.
-///
-/// # Errors
-///
-/// [`Error::Io`] when the file exists but cannot be read.
-pub fn follow(path: &Path, on_batch: &mut dyn FnMut(Batch) -> bool) -> Result<()> {
+/// first), woken by changes in the file's folder. A missing file is waited for; this returns
+/// only when the file cannot be read.
+pub fn follow(path: &Path, on_batch: &mut dyn FnMut(Batch)) -> Result<()> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -274,11 +250,7 @@ pub fn follow(path: &Path, on_batch: &mut dyn FnMut(Batch) -> bool) -> Result<()
     loop {
         match reader.read_new(false) {
             Ok(b) if b.entries.is_empty() && b.problems.is_empty() && !b.restarted => {}
-            Ok(batch) => {
-                if !on_batch(batch) {
-                    return Ok(());
-                }
-            }
+            Ok(batch) => on_batch(batch),
             Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(e),
         }

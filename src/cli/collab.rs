@@ -76,16 +76,13 @@ pub fn run(args: CollabArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
         CollabCommand::Read { follow: true, .. } => {
             stop_on_signals();
-            collab::follow(&target.abs, &mut |batch| {
-                print_batch(&target, &batch, ctx, true);
-                true
-            })?;
+            collab::follow(&target.abs, &mut |b| print_batch(&target, &b, ctx, true))?;
         }
         CollabCommand::Read { follow: false, .. } => {
             let batch = if std::fs::symlink_metadata(&target.abs).is_err() {
+                let file = &target.rel;
                 output::diag(&format!(
-                    "note: `{}` does not exist yet; write the first entry with `coord collab write \"…\"`",
-                    target.rel
+                    "note: `{file}` does not exist yet; write the first entry with `coord collab write \"…\"`"
                 ));
                 Batch::default()
             } else {
@@ -98,19 +95,15 @@ pub fn run(args: CollabArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 }
 
 fn print_batch(target: &Target, batch: &Batch, ctx: &Ctx, following: bool) {
+    let file = &target.rel;
     if batch.restarted {
         output::diag(&format!(
-            "warning: {} became shorter; reading it again from the start",
-            target.rel
+            "warning: {file} became shorter; reading it again from the start"
         ));
     }
     for p in &batch.problems {
-        output::diag(&format!(
-            "warning: {}:{}: {}, skipped",
-            target.rel,
-            p.line,
-            output::clean(&p.why)
-        ));
+        let why = output::clean(&p.why);
+        output::diag(&format!("warning: {file}:{}: {why}, skipped", p.line));
     }
     if ctx.json && !following {
         output::json(&serde_json::json!({ "entries": batch.entries, "skipped": batch.problems }));
@@ -124,11 +117,11 @@ fn print_batch(target: &Target, batch: &Batch, ctx: &Ctx, following: bool) {
                 Err(e) => output::diag(&format!("error: cannot render JSON: {e}")),
             }
         } else if !ctx.quiet {
-            let (id, response) = (
-                output::clean_block(&e.llm_id),
-                output::clean_block(&e.response),
-            );
-            output::line(&format!("LLM ID: {id}, Response: {response}"));
+            let id = output::clean_block(&e.llm_id);
+            output::line(&format!(
+                "LLM ID: {id}, Response: {}",
+                output::clean_block(&e.response)
+            ));
         }
     }
 }

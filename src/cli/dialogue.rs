@@ -238,12 +238,14 @@ fn speaker(as_id: Option<String>, ctx: &Ctx) -> Result<String, Error> {
 /// The human form of `coord dialogue turn`.
 pub fn render_view(v: &TurnView) -> String {
     let line = |label: &str, s: &Option<String>| {
-        (s.as_ref()).map(|s| format!("{label}: {}", output::clean(s)))
+        s.as_ref().map(|s| format!("{label}: {}", output::clean(s)))
     };
     let shown = output::clean(v.next.as_deref().unwrap_or(&v.turn_file));
     // `current-turn.txt` may name anyone (an agent that follows the files by hand can write
     // it): one who is neither a participant nor the user is said to be so.
-    let outsider = (v.next.as_deref())
+    let outsider = v
+        .next
+        .as_deref()
         .filter(|id| !same_id(id, USER) && !v.participants.iter().any(|p| same_id(p, id)));
     let last = match (&v.last_speaker, &v.last_time) {
         (Some(s), Some(t)) => format!(" (last: {} at {})", output::clean(s), output::clean(t)),
@@ -300,22 +302,21 @@ pub fn render_view(v: &TurnView) -> String {
 }
 
 fn say_cmd(a: SayArgs, d: &Dialogue, ctx: &Ctx) -> anyhow::Result<()> {
-    let speaker = speaker(a.as_id, ctx)?;
-    let markers = a.markers.iter().map(|m| Marker::parse(m));
-    let markers = markers.collect::<Result<_, _>>()?;
-    let lock_wait = a.lock_wait.map(|w| clock::parse_duration(&w)).transpose()?;
-    let text = message_text(a.text.as_deref(), a.file.as_deref(), ctx)?;
-    let (to, lock_wait) = (a.to, lock_wait.unwrap_or(DEFAULT_LOCK_WAIT));
-    let outcome = say::say(
-        d,
-        &SayRequest {
-            speaker,
-            text,
-            markers,
-            to,
-            lock_wait,
+    let req = SayRequest {
+        speaker: speaker(a.as_id, ctx)?,
+        markers: a
+            .markers
+            .iter()
+            .map(|m| Marker::parse(m))
+            .collect::<Result<_, _>>()?,
+        lock_wait: match a.lock_wait {
+            Some(w) => clock::parse_duration(&w)?,
+            None => DEFAULT_LOCK_WAIT,
         },
-    )?;
+        text: message_text(a.text.as_deref(), a.file.as_deref(), ctx)?,
+        to: a.to,
+    };
+    let outcome = say::say(d, &req)?;
     for w in &outcome.warnings {
         output::diag(&format!("warning: {w}"));
     }

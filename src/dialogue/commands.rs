@@ -116,7 +116,8 @@ pub(crate) fn judge(
     newer_than_last_message: bool,
 ) -> CommandState {
     let lines: Vec<&str> = text.lines().collect();
-    let start = (lines.iter())
+    let start = lines
+        .iter()
         .rposition(|l| UserCommand::parse(l) == Some(UserCommand::Reset))
         .map_or(0, |i| i + 1);
     let mut st = CommandState {

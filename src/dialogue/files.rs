@@ -35,11 +35,7 @@ const HEADER_START: &str = "## Message #";
 const LOCK_STALE_AFTER: Duration = Duration::from_secs(60);
 
 /// Validate a dialogue id (`AGENT-1`, `claude`, `Agent_2`): 1-32 ASCII letters, digits, `-`
-/// and `_`, starting with a letter or digit. The spelling is kept.
-///
-/// # Errors
-///
-/// [`Error::BadInput`] naming the id.
+/// and `_`, starting with a letter or digit. The spelling is kept; bad input names the id.
 pub fn validate_id(id: &str) -> Result<String> {
     let part = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
     if (1..=32).contains(&id.len())
@@ -85,15 +81,14 @@ pub(crate) const PROPOSE_END: &str = MARKERS[2];
 pub struct Marker(String);
 
 impl Marker {
-    /// Parse `NEEDS-USER`, `[NEEDS-USER]`, `needs-user`, `PROPOSE-TOPIC-CHANGE: x`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] listing the known markers.
+    /// Parse `NEEDS-USER`, `[NEEDS-USER]`, `needs-user`, `PROPOSE-TOPIC-CHANGE: x`; bad input
+    /// lists the known markers.
     pub fn parse(text: &str) -> Result<Marker> {
         const CHANGE: &str = "PROPOSE-TOPIC-CHANGE:";
         let t = text.trim();
-        let t = (t.strip_prefix('[').and_then(|t| t.strip_suffix(']')))
+        let t = t
+            .strip_prefix('[')
+            .and_then(|t| t.strip_suffix(']'))
             .unwrap_or(t)
             .trim();
         let upper = t.to_ascii_uppercase();
@@ -385,7 +380,8 @@ impl StatusDoc {
             .as_array()?
             .iter()
             .filter_map(Value::as_str);
-        let ids: Vec<String> = (list.filter(|s| validate_id(s).is_ok() && !same_id(s, USER)))
+        let ids: Vec<String> = list
+            .filter(|s| validate_id(s).is_ok() && !same_id(s, USER))
             .map(str::to_string)
             .collect();
         (!ids.is_empty()).then_some(ids)
@@ -413,8 +409,12 @@ impl StatusDoc {
         let seed = SEED_STATUS_KEYS
             .iter()
             .filter_map(|k| self.0.get_key_value(*k));
-        let rest = (self.0.iter()).filter(|(k, _)| !SEED_STATUS_KEYS.contains(&k.as_str()));
-        let lines: Vec<String> = (seed.chain(rest))
+        let rest = self
+            .0
+            .iter()
+            .filter(|(k, _)| !SEED_STATUS_KEYS.contains(&k.as_str()));
+        let lines: Vec<String> = seed
+            .chain(rest)
             .map(|(k, v)| format!("  {}: {v}", Value::from(k.as_str())))
             .collect();
         format!("{{\n{}\n}}\n", lines.join(",\n"))
@@ -444,11 +444,10 @@ impl LockInfo {
     pub(crate) fn parse(text: &str, mtime: Option<Timestamp>, now: &Timestamp) -> LockInfo {
         let first = text.lines().map(str::trim).find(|l| !l.is_empty());
         let first = first.unwrap_or_default();
-        let holder = (first
-            .strip_prefix("Agent:")
-            .or_else(|| first.strip_prefix("agent:")))
-        .unwrap_or(first)
-        .trim();
+        let label = ["Agent:", "agent:"]
+            .iter()
+            .find_map(|a| first.strip_prefix(a));
+        let holder = label.unwrap_or(first).trim();
         let rec = crate::record::Record::parse(text);
         let since = rec.get("since").and_then(clock::parse_timestamp).or(mtime);
         let pid = rec.get("pid").and_then(|p| p.parse().ok());
@@ -456,11 +455,11 @@ impl LockInfo {
         let age = since.as_ref().map(|s| clock::age(now, s));
         let gone = matches!((pid, on), (Some(pid), Some(h)) if host::recorded_process_gone(pid, h));
         LockInfo {
-            holder: if holder.is_empty() {
-                "(unknown)".into()
+            holder: clip(if holder.is_empty() {
+                "(unknown)"
             } else {
-                clip(holder)
-            },
+                holder
+            }),
             since: since.as_ref().map(clock::format_timestamp),
             pid,
             host: on.map(str::to_string),

@@ -1,19 +1,13 @@
 //! The turn-based dialogue of seed 002, enforced: `conversation.md`, `current-turn.txt`,
 //! `status.json`, `lock.txt`, `user-commands.txt` and `archive/` in one dialogue folder
-//! (default `agent-dialogue/` under the root).
+//! (default `agent-dialogue/`). The files keep the seed's formats ([`files`]), so agents
+//! following the seed by hand take part in the same dialogue as agents using coord.
 //!
-//! The files keep the seed's formats ([`files`]), so an agent following the seed by hand and
-//! an agent using coord take part in the same dialogue: coord reads hand-appended messages,
-//! accepts a hand-edited turn file, and treats a hand-made `lock.txt` as a lock.
-//!
-//! Invariants:
-//! - `conversation.md` is append-only: coord appends one whole block with one write and an
-//!   fsync, and never rewrites it (archiving moves it whole).
-//! - Every coord writer of a dialogue folder holds a kernel lock (`.coord/dialogue-<hash>.mutex`)
-//!   around its whole read-check-write sequence, and `lock.txt` (the seed's lock, for agents
-//!   working by hand) around its writes. Two coord processes can never both append.
-//! - `status.json` and `current-turn.txt` are replaced atomically, never half-written.
-//! - The crash order is documented in [`say`]: a crash leaves a state the next `say` repairs.
+//! Invariants: `conversation.md` is only ever appended to, one whole block per write (archiving
+//! moves it whole); every coord writer holds a kernel lock (`.coord/dialogue-<hash>.mutex`)
+//! around its read-check-write, and `lock.txt` (the seed's lock) around its writes;
+//! `status.json` and `current-turn.txt` are replaced atomically; a crash leaves a state the
+//! next `say` repairs ([`say`]).
 
 pub(crate) mod commands;
 pub mod files;
@@ -33,14 +27,10 @@ use crate::wait::{Deadline, FolderWatch};
 use crate::workspace::{Target, Workspace};
 
 use self::commands::{CommandState, UserCommand};
-use self::files::{
-    Conversation, LockInfo, NEEDS_USER, PROPOSE_END, StatusDoc, Turn, USER, same_id,
-};
+use self::files::{Conversation, LockInfo, StatusDoc, Turn, USER, same_id};
 
-/// Size cap when reading `conversation.md` (archive a longer one and start fresh).
+/// Size caps when reading `conversation.md` and the small files.
 const CONVERSATION_CAP: u64 = 32 * 1024 * 1024;
-
-/// Size cap for the small files (turn, status, lock, commands).
 const SMALL_CAP: u64 = 1024 * 1024;
 
 /// The participants when none are named.
@@ -60,20 +50,16 @@ pub struct Dialogue {
 
 impl Dialogue {
     /// The dialogue in `folder` (already confined to the workspace).
-    pub fn new(ws: &Workspace, folder: Target) -> Dialogue {
+    pub fn new(ws: &Workspace, Target { rel, abs }: Target) -> Dialogue {
         let root = ws.root().to_path_buf();
         Dialogue {
             root,
-            folder: folder.abs,
-            rel: folder.rel,
+            folder: abs,
+            rel,
         }
     }
 
     /// The default folder, `agent-dialogue/` under the root.
-    ///
-    /// # Errors
-    ///
-    /// As [`Workspace::target_from_rel`].
     pub fn default_in(ws: &Workspace) -> Result<Dialogue> {
         Ok(Dialogue::new(ws, ws.target_from_rel(layout::DIALOGUE_DIR)?))
     }
@@ -97,6 +83,11 @@ impl Dialogue {
         layout::dialogue_file(&self.folder, name)
     }
 
+    /// Replace one of the folder's files atomically and durably.
+    fn replace(&self, name: &str, text: &str) -> Result<()> {
+        fsutil::replace_durable(&self.path(name), text.as_bytes())
+    }
+
     fn exists(&self) -> bool {
         std::fs::symlink_metadata(self.path(CONVERSATION)).is_ok()
     }
@@ -113,11 +104,8 @@ impl Dialogue {
             "no dialogue in `{}` (`conversation.md` is missing)",
             self.rel
         );
-        refused(
-            Refusal::NoDialogue,
-            message,
-            "start one with `coord dialogue init --topic \"…\"`",
-        )
+        let hint = "start one with `coord dialogue init --topic \"…\"`";
+        refused(Refusal::NoDialogue, message, hint)
     }
 
     fn already_there(&self) -> Error {
@@ -149,11 +137,7 @@ impl Dialogue {
         Some(LockInfo::parse(&text, mtime, now))
     }
 
-    /// The bytes of `conversation.md` (for `show`), capped.
-    ///
-    /// # Errors
-    ///
-    /// Refused when there is no dialogue; [`Error::Io`] when it cannot be read.
+    /// The bytes of `conversation.md` (for `show`), capped; refused when there is no dialogue.
     pub fn conversation_bytes(&self) -> Result<Vec<u8>> {
         let path = self.path(CONVERSATION);
         match fsutil::read_capped(&path, CONVERSATION_CAP) {
@@ -163,11 +147,7 @@ impl Dialogue {
         }
     }
 
-    /// Read everything without taking any lock (for `turn`, `wait`, `status`).
-    ///
-    /// # Errors
-    ///
-    /// Refused when there is no dialogue; [`Error::Io`] when a file cannot be read.
+    /// Read everything without taking any lock; refused when there is no dialogue.
     pub fn snapshot(&self) -> Result<Snapshot> {
         let conv = Conversation::parse(&String::from_utf8_lossy(&self.conversation_bytes()?));
         let status = match self.read_small(STATUS) {
@@ -189,10 +169,13 @@ impl Dialogue {
         };
         let doc = status.as_ref().ok();
         let commands = commands::judge(&commands, doc.and_then(StatusDoc::commands_read), newer);
-        let participants = (doc.and_then(StatusDoc::participants))
+        let participants = doc
+            .and_then(StatusDoc::participants)
             .or_else(|| conv.participants.clone())
             .unwrap_or_else(|| DEFAULT_AGENTS.map(str::to_string).to_vec());
-        let topic = (commands.topic.clone())
+        let topic = commands
+            .topic
+            .clone()
             .or_else(|| doc.and_then(StatusDoc::topic).map(str::to_string))
             .or_else(|| conv.topic.clone())
             .unwrap_or_default();
@@ -223,18 +206,7 @@ impl Dialogue {
         }
         let defaults = DEFAULT_AGENTS.map(str::to_string);
         let agents = check_participants(if agents.is_empty() { &defaults } else { agents })?;
-        let first = match first {
-            None => agents[0].clone(),
-            Some(f) if same_id(f, USER) => USER.to_string(),
-            Some(f) => agents
-                .iter()
-                .find(|p| same_id(p, f))
-                .cloned()
-                .ok_or_else(|| {
-                    let list = agents.join(", ");
-                    Error::bad_input(format!("`--first {f}` is not a participant ({list})"))
-                })?,
-        };
+        let first = first.map_or(Ok(agents[0].clone()), |f| participant(&agents, "first", f))?;
         fsutil::ensure_dir(&self.folder)?;
         let _mutex = self.lock_mutex()?;
         if self.exists() {
@@ -260,18 +232,17 @@ impl Dialogue {
         let now = clock::now();
         let mut status = StatusDoc::new(topic, agents, &now);
         status.set("commands_read", read);
-        fsutil::replace_durable(&self.path(STATUS), status.render().as_bytes())?;
-        fsutil::replace_durable(&self.path(TURN), format!("{first}\n").as_bytes())?;
+        self.replace(STATUS, &status.render())?;
+        self.replace(TURN, &format!("{first}\n"))?;
         let header = files::render_conversation_header(topic, agents, first, &now);
-        if !fsutil::create_new(&self.path(CONVERSATION), header.as_bytes())? {
-            return Err(self.already_there());
+        match fsutil::create_new(&self.path(CONVERSATION), header.as_bytes())? {
+            true => Ok(()),
+            false => Err(self.already_there()),
         }
-        Ok(())
     }
 
     /// Block until it is `id`'s turn and the dialogue is not paused (nor reserved for another
-    /// by an `-ONLY` command). Wakes on file events in the folder, re-checking every
-    /// [`RECHECK`](crate::wait::RECHECK) in any case.
+    /// by an `-ONLY` command), woken by file events in the folder.
     ///
     /// # Errors
     ///
@@ -280,7 +251,6 @@ impl Dialogue {
     pub fn wait(&self, id: &str, timeout: Option<Duration>) -> Result<TurnView> {
         let deadline = Deadline::after(timeout);
         let watch = FolderWatch::new(std::slice::from_ref(&self.folder));
-        let recheck = crate::wait::recheck_for(&self.folder);
         loop {
             let snap = self.snapshot()?;
             if snap.commands.ended {
@@ -298,7 +268,7 @@ impl Dialogue {
                 );
                 return Err(refused(Refusal::TurnWaitTimedOut, message, hint));
             }
-            watch.wait(deadline.next_sleep(recheck));
+            watch.wait(deadline.next_sleep(crate::wait::recheck_for(&self.folder)));
         }
     }
 
@@ -317,18 +287,15 @@ impl Dialogue {
         let path = self.path(COMMANDS);
         fsutil::create_new(&path, b"")?;
         let (existing, _) = self.read_small(COMMANDS)?.unwrap_or_default();
-        let lead = if existing.is_empty() || existing.ends_with('\n') {
-            ""
-        } else {
-            "\n"
-        };
+        let unended = !existing.is_empty() && !existing.ends_with('\n');
+        let lead = if unended { "\n" } else { "" };
         fsutil::append_durable(&path, format!("{lead}{line}\n").as_bytes())?;
         if let UserCommand::SwitchTopic(topic) = &cmd
             && let Ok(Some((text, _))) = self.read_small(STATUS)
             && let Ok(mut doc) = StatusDoc::parse(&text)
         {
             doc.set("topic", topic.as_str());
-            fsutil::replace_durable(&self.path(STATUS), doc.render().as_bytes())?;
+            self.replace(STATUS, &doc.render())?;
         }
         if cmd != UserCommand::Reset {
             return Ok((line, None));
@@ -368,11 +335,9 @@ impl Dialogue {
         fsutil::ensure_dir(&dir)?;
         let used = self.read_small(COMMANDS).ok().flatten();
         let used = used.is_some_and(|(t, _)| !t.trim().is_empty());
-        let commands = (with_commands && used).then_some(COMMANDS);
-        for name in [Some(CONVERSATION), Some(STATUS), commands]
-            .into_iter()
-            .flatten()
-        {
+        let mut names = vec![CONVERSATION, STATUS];
+        names.extend((with_commands && used).then_some(COMMANDS));
+        for name in names {
             let from = self.path(name);
             if std::fs::symlink_metadata(&from).is_ok() {
                 fsutil::rename(&from, &dir.join(name))?;
@@ -408,6 +373,16 @@ fn check_participants(list: &[String]) -> Result<Vec<String>> {
     Ok(out)
 }
 
+/// `id` as `agents` spell it (or `USER`), for `--first` and `--to`.
+fn participant(agents: &[String], flag: &str, id: &str) -> Result<String> {
+    if same_id(id, USER) {
+        return Ok(USER.to_string());
+    }
+    let found = agents.iter().find(|p| same_id(p, id)).cloned();
+    let list = agents.join(", ");
+    found.ok_or_else(|| Error::bad_input(format!("`--{flag} {id}` is not a participant ({list})")))
+}
+
 /// The refusal for a dialogue the user ended.
 fn ended_error() -> Error {
     let message = "the dialogue has ended (`END-SESSION` in `user-commands.txt`)";
@@ -441,8 +416,7 @@ impl Snapshot {
         (counted != count).then_some((None, why))
     }
 
-    /// Whether `id` may write the next message now; the refusal (exit 3) says why not and what
-    /// to do.
+    /// Whether `id` may write the next message now; the refusal (exit 3) says why not.
     fn may_speak(&self, id: &str) -> Result<()> {
         if self.commands.ended {
             return Err(ended_error());
@@ -512,7 +486,7 @@ impl Snapshot {
         let last = self.conv.last();
         TurnView {
             topic: self.topic.clone(),
-            next: (c.only.clone().or(turn.clone())).filter(|_| error.is_none()),
+            next: c.only.clone().or(turn.clone()).filter(|_| error.is_none()),
             turn,
             turn_file: self.turn.describe(),
             state: state.to_string(),
@@ -523,8 +497,8 @@ impl Snapshot {
             message_count: self.conv.count(),
             last_speaker: last.map(|m| m.speaker.clone()),
             last_time: last.map(|m| m.time.clone()),
-            end_proposed: self.conv.last_has(PROPOSE_END),
-            needs_user: self.conv.last_has(NEEDS_USER),
+            end_proposed: self.conv.last_has(files::PROPOSE_END),
+            needs_user: self.conv.last_has(files::NEEDS_USER),
             priority: c.priority.clone(),
             participants: self.participants.clone(),
             lock: self.lock.clone(),
@@ -609,11 +583,13 @@ pub struct DialogueSummary {
 pub fn summary(ws: &Workspace) -> Option<DialogueSummary> {
     let d = Dialogue::default_in(ws).ok()?;
     let v = d.snapshot().ok()?.view();
+    let (topic, message_count, state) = (v.topic, v.message_count, v.state);
+    let turn = v.next.or(v.turn);
     Some(DialogueSummary {
         folder: d.rel,
-        topic: v.topic,
-        message_count: v.message_count,
-        turn: v.next.or(v.turn),
-        state: v.state,
+        topic,
+        message_count,
+        turn,
+        state,
     })
 }

@@ -1,31 +1,20 @@
 //! `say`: seed 002's steps 1–7 as one operation, and `lock.txt`.
 //!
-//! Under the dialogue's kernel lock (so two coord processes never interleave), `say`:
-//! 1. takes `lock.txt` with create-new (a stale one, older than 60 s or left by a process that
-//!    is gone, is taken over; a fresh one is waited for briefly);
-//! 2. reads the folder's files and refuses unless it is the speaker's turn and no `PAUSE`,
-//!    `END-SESSION` or other agent's `-ONLY` stands;
-//! 3. appends the whole message block with one write and an fsync (the commit point);
-//! 4. replaces `current-turn.txt` (the next participant round-robin, `USER` on `[NEEDS-USER]`);
-//! 5. replaces `status.json` (`message_count`, `last_update`, `last_speaker`, `commands_read`);
-//! 6. removes `lock.txt`.
+//! Under the dialogue's kernel lock, `say` (1) takes `lock.txt` with create-new (a stale one,
+//! older than 60 s or left by a process that is gone, is taken over; a fresh one is waited for
+//! briefly); (2) refuses unless it is the speaker's turn and no `PAUSE`, `END-SESSION` or other
+//! agent's `-ONLY` stands; (3) appends the message block with one write and an fsync: the
+//! commit point; (4) replaces `current-turn.txt`; (5) replaces `status.json`; (6) removes
+//! `lock.txt`.
 //!
-//! A crash leaves one of these states, and the next `say` (which takes the stale `lock.txt`
-//! over) finds and repairs it:
-//! - before 3: nothing changed but `lock.txt`, which is simply taken over;
-//! - after 3: the conversation holds one message more than `status.json` counts, written by
-//!   the holder of the stale `lock.txt`; the turn file still names that writer (crash before
-//!   4) or already the next speaker (crash before 5). The repair passes the turn when it was
-//!   not passed and rewrites `status.json`, then the new message is written;
-//! - after 5: only `lock.txt` is left, and taken over.
-//!
-//! A stale `lock.txt` is taken over by replacing it in one rename (never removed first), and
-//! the new one names the writer whose write may be interrupted (`interrupted:`) until the
-//! repair is done; so a `say` killed while taking over or repairing leaves a state the next
-//! `say` still completes.
-//!
-//! A count that differs from `status.json` in any other way is corruption: `current-turn.txt`
-//! gets `[ERROR] conversation.md appears corrupted` and nothing else changes.
+//! A crash before 3 leaves only `lock.txt`, taken over by the next `say`. After 3, the
+//! conversation holds one message more than `status.json` counts, by the holder of the stale
+//! `lock.txt`: the next `say` passes the turn if it was not passed and rewrites `status.json`
+//! before writing its own message. A stale `lock.txt` is replaced in one rename (never removed
+//! first) by one naming the writer whose write may be interrupted (`interrupted:`) until the
+//! repair is done, so a `say` killed while repairing leaves a state the next one completes. Any
+//! other disagreement with `status.json` is corruption: `current-turn.txt` gets
+//! `[ERROR] conversation.md appears corrupted` and nothing else changes.
 
 use std::io;
 use std::path::PathBuf;
@@ -93,9 +82,8 @@ fn speaker_id(id: &str) -> Result<String> {
 }
 
 /// The speaker and the text, checked before anything is touched.
-fn check_request(req: &SayRequest) -> Result<String> {
-    let speaker = speaker_id(&req.speaker)?;
-    let text = &req.text;
+fn check_request(speaker: &str, text: &str) -> Result<String> {
+    let speaker = speaker_id(speaker)?;
     match () {
         _ if text.trim().is_empty() => Err(Error::bad_input("the message text is empty")),
         _ if text.contains('\0') => Err(Error::bad_input("the message text contains a NUL byte")),
@@ -115,7 +103,7 @@ fn check_request(req: &SayRequest) -> Result<String> {
 /// or `lock.txt` stays held; [`Error::DialogueCorrupted`] on a corrupted conversation (after
 /// writing the seed's error line to `current-turn.txt`); [`Error::Io`].
 pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
-    let speaker = check_request(req)?;
+    let speaker = check_request(&req.speaker, &req.text)?;
     let to = req.to.as_deref().map(speaker_id).transpose()?;
     if !d.exists() {
         return Err(d.no_dialogue());
@@ -144,26 +132,20 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
     if lock.took_over.is_some() {
         // Anything interrupted is complete: from now on only this holder's own message can be
         // the one a crash leaves uncounted.
-        fsutil::replace(
-            &lock.path,
-            LockInfo::render(&speaker, &now, None).as_bytes(),
-        )?;
+        let record = LockInfo::render(&speaker, &now, None);
+        fsutil::replace(&lock.path, record.as_bytes())?;
     }
     let known = snap.participants.iter().find(|p| same_id(p, &speaker));
     let speaker = known.cloned().unwrap_or(speaker);
     snap.may_speak(&speaker)?;
 
-    let mut markers: Vec<Marker> = Vec::new();
-    for m in &req.markers {
-        if !markers.contains(m) {
-            markers.push(m.clone());
+    let mut markers: Vec<String> = Vec::new();
+    for m in req.markers.iter().map(Marker::to_string) {
+        if !markers.contains(&m) {
+            markers.push(m);
         }
     }
-    let markers: Vec<String> = markers.iter().map(Marker::to_string).collect();
-    let needs_user = markers
-        .iter()
-        .chain([&req.text])
-        .any(|t| t.contains(NEEDS_USER));
+    let needs_user = req.text.contains(NEEDS_USER) || markers.iter().any(|m| m == NEEDS_USER);
     let next = next_turn(&snap, &speaker, to.as_deref(), needs_user)?;
     let number = snap.conv.count() + 1;
     let block = files::render_message(&snap.conv, number, &speaker, &now, &req.text, &markers);
@@ -181,15 +163,14 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
     // Committed: if the turn or the status cannot be written now (a full disk), `lock.txt`
     // stays, as after a crash at this point, so the next `say` completes this write instead of
     // finding a conversation ahead of its status and declaring it corrupted.
-    let mut status = (snap.status.clone())
+    let mut status = snap
+        .status
+        .clone()
         .unwrap_or_else(|_| StatusDoc::new(&snap.topic, &snap.participants, &now));
     status.record_message(number, &speaker, &now);
     status.set("commands_read", snap.commands.lines);
-    let written = fsutil::replace_durable(&d.path(DIALOGUE_TURN), format!("{next}\n").as_bytes())
-        .and_then(|()| {
-            fsutil::replace_durable(&d.path(DIALOGUE_STATUS), status.render().as_bytes())
-        });
-    if let Err(e) = written {
+    let written = d.replace(DIALOGUE_TURN, &format!("{next}\n"));
+    if let Err(e) = written.and_then(|()| d.replace(DIALOGUE_STATUS, &status.render())) {
         lock.keep();
         return Err(e);
     }
@@ -212,23 +193,13 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
 fn next_turn(snap: &Snapshot, speaker: &str, to: Option<&str>, needs_user: bool) -> Result<String> {
     let parts = &snap.participants;
     match to {
+        Some(t) => super::participant(parts, "to", t),
         None if needs_user => Ok(USER.into()),
-        Some(USER) => Ok(USER.into()),
-        Some(t) => parts
-            .iter()
-            .find(|p| same_id(p, t))
-            .cloned()
-            .ok_or_else(|| {
-                let list = parts.join(", ");
-                Error::bad_input(format!("`--to {t}` is not a participant ({list})"))
-            }),
         None if speaker != USER => Ok(round_robin(parts, speaker)),
         None => {
             let mut agents = snap.conv.messages.iter().rev().map(|m| m.speaker.as_str());
-            Ok(round_robin(
-                parts,
-                agents.find(|s| !same_id(s, USER)).unwrap_or_default(),
-            ))
+            let last_agent = agents.find(|s| !same_id(s, USER));
+            Ok(round_robin(parts, last_agent.unwrap_or_default()))
         }
     }
 }
@@ -243,8 +214,7 @@ fn round_robin(parts: &[String], after: &str) -> String {
 
 /// Write the seed's error line to `current-turn.txt`; the error to return.
 fn mark_corrupted(d: &Dialogue, line: Option<usize>, why: &str) -> Error {
-    let path = d.path(DIALOGUE_TURN);
-    let turn_note = match fsutil::replace_durable(&path, format!("{CORRUPTED_LINE}\n").as_bytes()) {
+    let turn_note = match d.replace(DIALOGUE_TURN, &format!("{CORRUPTED_LINE}\n")) {
         Ok(()) => format!("`{}` now says `{CORRUPTED_LINE}`", d.shown(DIALOGUE_TURN)),
         Err(e) => format!("and the error line could not be written ({e})"),
     };
@@ -282,11 +252,11 @@ fn repair_interrupted(
             true => USER.to_string(),
             false => round_robin(&snap.participants, &writer),
         };
-        fsutil::replace_durable(&d.path(DIALOGUE_TURN), format!("{next}\n").as_bytes())?;
+        d.replace(DIALOGUE_TURN, &format!("{next}\n"))?;
         snap.turn = Turn::parse(&next);
     }
     status.record_message(number, &writer, now);
-    fsutil::replace_durable(&d.path(DIALOGUE_STATUS), status.render().as_bytes())?;
+    d.replace(DIALOGUE_STATUS, &status.render())?;
     snap.status = Ok(status);
     Ok(Some(format!(
         "completed the interrupted write of message #{number} by {writer}"
@@ -402,16 +372,8 @@ mod tests {
     #[test]
     fn empty_or_nul_text_is_bad_input() {
         for text in ["", " \n", "a\0b"] {
-            let (speaker, text) = ("AGENT-1".to_string(), text.to_string());
-            let (markers, to, lock_wait) = (Vec::new(), None, DEFAULT_LOCK_WAIT);
-            let req = SayRequest {
-                speaker,
-                text,
-                markers,
-                to,
-                lock_wait,
-            };
-            assert!(matches!(check_request(&req), Err(Error::BadInput { .. })));
+            let refused = check_request("AGENT-1", text);
+            assert!(matches!(refused, Err(Error::BadInput { .. })), "{text:?}");
         }
     }
 }
