@@ -271,6 +271,13 @@ mod tests {
         );
     }
 
+    #[test]
+    fn a_line_that_is_no_entry_says_why() {
+        let why = |bad: &[u8]| parse_line(3, bad).unwrap_err().why;
+        assert_eq!(why(b"[1]"), "not a JSON object");
+        assert_eq!(why(br#"{"llm_id": "x"}"#), "no `response`");
+    }
+
     /// A file that shrinks is read again from the start, and says so.
     #[test]
     fn the_reader_starts_over_when_the_file_shrinks() {

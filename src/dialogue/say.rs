@@ -376,4 +376,28 @@ mod tests {
             assert!(matches!(refused, Err(Error::BadInput { .. })), "{text:?}");
         }
     }
+
+    /// A fresh `lock.txt` that stays held is its own refusal, `dialogue_busy`.
+    #[test]
+    #[allow(clippy::disallowed_methods)] // plants a hand-made lock.txt
+    fn a_held_lock_txt_is_dialogue_busy() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let d = Dialogue::default_in(&crate::workspace::Workspace::init(&root).unwrap().0).unwrap();
+        d.init("T", &[], None).unwrap();
+        std::fs::write(d.path(DIALOGUE_LOCK), "AGENT-2\n").unwrap();
+        let (speaker, text) = ("AGENT-1".to_string(), "x".to_string());
+        let (markers, to, lock_wait) = (Vec::new(), None, Duration::ZERO);
+        let busy = say(
+            &d,
+            &SayRequest {
+                speaker,
+                text,
+                markers,
+                to,
+                lock_wait,
+            },
+        );
+        assert_eq!(busy.unwrap_err().kind(), "dialogue_busy");
+    }
 }
