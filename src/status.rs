@@ -547,9 +547,9 @@ pub fn collect(ws: &Workspace) -> Status {
         .collect();
     let waiting: HashSet<&str> = waiters.iter().map(|w| w.agent.as_str()).collect();
     settle_lock_status(&mut agents, &holding, &waiting);
-    crate::history::mark_needs_user(ws.root(), &mut agents);
     let trees = crate::worktree::trees(ws.root());
     for a in &mut agents {
+        a.needs_user = crate::history::needs_user(ws.root(), &a.agent);
         let top = a
             .worktree
             .clone()
@@ -560,6 +560,11 @@ pub fn collect(ws: &Workspace) -> Status {
             .and_then(crate::worktree::Tree::branch);
         a.worktree = Some(top);
     }
+    // Those waiting for their user first, in the order they started waiting (a stable sort).
+    agents.sort_by(|a, b| match (&a.needs_user, &b.needs_user) {
+        (Some(x), Some(y)) => x.since.cmp(&y.since),
+        (x, y) => y.is_some().cmp(&x.is_some()),
+    });
     Status {
         root: ws.root().display().to_string(),
         agents,

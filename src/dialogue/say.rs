@@ -26,6 +26,7 @@ use crate::arbiter::Guard as MutexGuard;
 use crate::clock::{self, Timestamp};
 use crate::error::{Error, IoResultExt, Refusal, Result};
 use crate::fsutil;
+use crate::history::{self, Event, Kind};
 use crate::layout::{DIALOGUE_CONVERSATION, DIALOGUE_LOCK, DIALOGUE_STATUS, DIALOGUE_TURN};
 use crate::wait::{Deadline, FolderWatch};
 
@@ -176,7 +177,13 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
     }
     let took_over = lock.took_over.clone();
     lock.release()?;
-    crate::history::dialogue_turn(&d.root, &speaker, &d.rel, number, &next);
+    let agent = crate::workspace::AgentId::parse(&speaker)
+        .map_or_else(|_| speaker.clone(), |a| a.id().to_string());
+    let event = Event::new(Kind::DialogueTurn, &agent)
+        .with("folder", d.rel.as_str())
+        .with("number", number)
+        .with("next", next.as_str());
+    history::record(&d.root, event);
     Ok(SayOutcome {
         number,
         speaker,

@@ -145,7 +145,6 @@ pub fn run(
     // Ready before the wait, so that the command starts as soon as the locks are had. Listening
     // this early also forwards a signal that arrives between the acquire and the start.
     let signals = Signals::listen().at("listen for signals in", ws.root())?;
-    crate::history::hold_locks_taken();
     let got = match lock::acquire(ws, &lock_req, &mut |e| on_event(RunEvent::Lock(e))) {
         Ok(got) => got,
         Err(e) => {
@@ -217,9 +216,7 @@ fn supervise(
         command.process_group(0);
     }
     let spawned = command.spawn();
-    // Started (or not): the history says the locks were taken, then a ticket the acquire kept
-    // in the queue goes.
-    crate::history::write_held();
+    // Started (or not): a ticket the acquire kept in the queue goes.
     lock::leave_queue_now(ws);
     let mut child = match spawned {
         Ok(child) => child,

@@ -29,13 +29,13 @@
 mod needs;
 mod read;
 
-pub use needs::{NeedsUser, clear_needs_user, mark_needs_user, needs_user, set_needs_user};
+pub use needs::{NeedsUser, clear_needs_user, needs_user, set_needs_user};
 pub use read::{Filter, Tail, read, read_all, trim};
 
 use std::path::Path;
 use std::sync::Mutex;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -44,10 +44,6 @@ use crate::clock;
 use crate::fsutil;
 use crate::layout;
 use crate::record::Record;
-use crate::review::rules::StepRequest;
-use crate::v3::lock::{Acquired, LockRequest, Release, ReleaseOutcome};
-use crate::v3::stamp::{Crashed, Row};
-use crate::workspace::AgentId;
 
 /// The largest line written: below the 4 KiB a single `write(2)` of a pipe keeps whole, and a
 /// page, so that even a writer that does not lock cannot split it on a local disk.
@@ -177,12 +173,24 @@ impl Event {
         self
     }
 
+    /// About the claim on `pattern`.
+    pub fn pattern(mut self, pattern: &str) -> Event {
+        self.pattern = Some(pattern.to_string());
+        self
+    }
+
     /// With `key: value` (a `None` value is left out).
-    pub fn with(mut self, key: &str, value: impl Into<Value>) -> Event {
+    pub fn with(self, key: &str, value: impl Into<Value>) -> Event {
         let value = value.into();
-        if !value.is_null() {
-            self.extra.insert(key.to_string(), value);
+        if value.is_null() {
+            return self;
         }
+        self.with_null(key, value)
+    }
+
+    /// With `key: value`, a `None` value written as `null` (a field readers expect always).
+    pub fn with_null(mut self, key: &str, value: impl Into<Value>) -> Event {
+        self.extra.insert(key.to_string(), value.into());
         self
     }
 
@@ -323,52 +331,10 @@ fn off() -> bool {
     std::env::var("COORD_HISTORY").is_ok_and(|v| v.eq_ignore_ascii_case("off"))
 }
 
-/// The events of locks taken that this process holds back (`None`: it does not hold them).
-static HELD: Mutex<Option<Vec<(std::path::PathBuf, Event)>>> = Mutex::new(None);
-
-/// From now on in this process, the events of locks taken are held back until [`write_held`],
-/// or until any other event is recorded (which writes them first, so the history keeps its
-/// order). `coord run` takes its locks, starts its command and only then writes the line: the
-/// next in line's command starts that much sooner after a release. Its queue ticket stands
-/// until then, so no reader sees the wait end before the lock it ended with.
-pub fn hold_locks_taken() {
-    let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
-    held.get_or_insert_with(Vec::new);
-}
-
-/// Write the events held back by [`hold_locks_taken`], in order (holding goes on).
-pub fn write_held() {
-    let events = HELD
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .as_mut()
-        .map(std::mem::take)
-        .unwrap_or_default();
-    for (root, event) in events {
-        record_now(&root, event);
-    }
-}
-
-/// [`record`] an event of a lock taken, or hold it back (see [`hold_locks_taken`]).
-fn record_taken(root: &Path, event: Event) {
-    {
-        let mut held = HELD.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(events) = held.as_mut() {
-            events.push((root.to_path_buf(), event));
-            return;
-        }
-    }
-    record_now(root, event);
-}
-
-/// Append `event` to the history of the workspace at `root` (after any event held back).
-/// Best effort: a failure is kept for [`take_warning`], never returned.
-pub fn record(root: &Path, event: Event) {
-    write_held();
-    record_now(root, event);
-}
-
-fn record_now(root: &Path, mut event: Event) {
+/// Append `event` to the history of the workspace at `root`, naming the process's client and
+/// session unless it names its own. Best effort: a failure is kept for [`take_warning`], never
+/// returned.
+pub fn record(root: &Path, mut event: Event) {
     if off() {
         return;
     }
@@ -381,7 +347,7 @@ fn record_now(root: &Path, mut event: Event) {
     }
     // In a linked worktree sharing the main tree's state, the event names its tree: `file` is
     // relative to that tree's top level.
-    if event.worktree.is_none() && crate::worktree::shared_root(root) != root {
+    if event.worktree.is_none() && layout::shared_root(root) != root {
         event.worktree = Some(root.to_string_lossy().into_owned());
     }
     let Some(line) = event.line() else {
@@ -397,25 +363,9 @@ fn record_now(root: &Path, mut event: Event) {
     }
 }
 
-/// The bounds of the workspace at `root`, read again at most once a second (a long-lived
-/// process, `coord mcp`, records many events; the config is a file read per event otherwise).
-fn bounds_cached(root: &Path) -> Bounds {
-    static CACHE: Mutex<Option<(std::path::PathBuf, Bounds, Instant)>> = Mutex::new(None);
-    let mut cache = CACHE.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some((r, b, at)) = cache.as_ref()
-        && r == root
-        && at.elapsed() < Duration::from_secs(1)
-    {
-        return *b;
-    }
-    let b = Bounds::of(root);
-    *cache = Some((root.to_path_buf(), b, Instant::now()));
-    b
-}
-
 fn append(root: &Path, line: &[u8]) -> crate::Result<()> {
     let log = layout::history_log(root);
-    let rotate_at = bounds_cached(root).max_size / 2;
+    let rotate_at = Bounds::of(root).max_size / 2;
     let rotated = layout::history_rotated(root);
     match fsutil::append_line_rotating(&log, line, rotate_at, &rotated) {
         Err(crate::Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
@@ -424,172 +374,6 @@ fn append(root: &Path, line: &[u8]) -> crate::Result<()> {
         }
         other => other,
     }
-}
-
-// --- one call per transition, so each protocol module adds one line ---
-
-/// Locks just taken: `lock_taken`, or `lock_taken_over` naming the stale holders (a refresh of
-/// a lock already held is no transition).
-pub fn locks_taken(root: &Path, req: &LockRequest, acquired: &[Acquired], started: Instant) {
-    let agent = &req.agent;
-    let waited_ms = started.elapsed().as_millis() as u64;
-    for a in acquired.iter().filter(|a| !a.refreshed) {
-        if a.claim {
-            let mut event = Event::new(Kind::ClaimTaken, agent.id())
-                .with("locked_at", a.locked_at.as_str())
-                .with("waited_ms", (waited_ms > 0).then_some(waited_ms));
-            event.pattern = Some(a.file.clone());
-            if !a.took_over.is_empty() {
-                let from: Vec<&str> = a.took_over.iter().map(|t| t.from.as_str()).collect();
-                event = event.with("from", from.join(", "));
-            }
-            event
-                .extra
-                .insert("reason".into(), req.reason.clone().into());
-            record_taken(root, event);
-            continue;
-        }
-        let event = if a.took_over.is_empty() {
-            Event::new(Kind::LockTaken, agent.id())
-        } else {
-            let from: Vec<&str> = a.took_over.iter().map(|t| t.from.as_str()).collect();
-            let why: Vec<&str> = a.took_over.iter().map(|t| t.why.as_str()).collect();
-            Event::new(Kind::LockTakenOver, agent.id())
-                .with("from", from.join(", "))
-                .with("why", why.join("; "))
-        };
-        let mut event = event
-            .file(&a.file)
-            .with("locked_at", a.locked_at.as_str())
-            .with("waited_ms", (waited_ms > 0).then_some(waited_ms));
-        // `reason` is always there (null without one), as `coord watch` has always said it.
-        event
-            .extra
-            .insert("reason".into(), req.reason.clone().into());
-        record_taken(root, event);
-    }
-}
-
-/// An acquire starts waiting for `file`, held by `holder` (or a waiter ahead).
-pub fn waiting(root: &Path, req: &LockRequest, file: &str, holder: &str) {
-    record(
-        root,
-        Event::new(Kind::LockWaiting, req.agent.id())
-            .file(file)
-            .with("holder", holder),
-    );
-}
-
-/// A lock refused (held by another, a wait that timed out, a deadlock): recorded, and
-/// `err` handed back for the caller to return.
-pub fn refused(root: &Path, req: &LockRequest, err: crate::Error) -> crate::Error {
-    let (agent, targets) = (&req.agent, &req.targets);
-    let (file, holder) = match &err {
-        crate::Error::LockHeld { file, holder, .. }
-        | crate::Error::WaitTimedOut { file, holder, .. } => {
-            (Some(file.clone()), Some(holder.clone()))
-        }
-        _ => (None, None),
-    };
-    let file = file.or_else(|| targets.first().map(|t| t.rel.clone()));
-    let mut event = Event::new(Kind::LockRefused, agent.id())
-        .with("holder", holder)
-        .with("why", err.to_string());
-    if let Some(f) = &file {
-        event = event.file(f);
-    }
-    record(root, event);
-    err
-}
-
-/// Locks given back: `lock_released` for each removed (a forced STALE one names its holder).
-pub fn released(root: &Path, agent: &AgentId, out: &[Release]) {
-    for r in out {
-        let event = match &r.outcome {
-            ReleaseOutcome::Released => Event::new(Kind::LockReleased, agent.id()),
-            ReleaseOutcome::ForcedStale { from } => Event::new(Kind::LockReleased, agent.id())
-                .with("from", from.as_str())
-                .with("forced", true),
-            _ => continue,
-        };
-        record(root, event.file(&r.file));
-    }
-}
-
-/// Claims given back: `claim_released` for each removed.
-pub fn claims_released(root: &Path, agent: &AgentId, out: &[Release]) {
-    for r in out {
-        let mut event = match &r.outcome {
-            ReleaseOutcome::Released => Event::new(Kind::ClaimReleased, agent.id()),
-            ReleaseOutcome::ForcedStale { from } => Event::new(Kind::ClaimReleased, agent.id())
-                .with("from", from.as_str())
-                .with("forced", true),
-            _ => continue,
-        };
-        event.pattern = Some(r.file.clone());
-        record(root, event);
-    }
-}
-
-/// A message sent.
-pub fn message_sent(root: &Path, from: &AgentId, id: &str, to: &str) {
-    record(
-        root,
-        Event::new(Kind::MessageSent, from.id())
-            .with("id", id)
-            .with("from", from.id())
-            .with("to", to),
-    );
-}
-
-/// An agent clocked in; earlier sessions of it found crashed are recorded first.
-pub fn arrived(root: &Path, agent: &str, row: &Row, crashed: &[Crashed]) {
-    for c in crashed {
-        record(
-            root,
-            Event::new(Kind::AgentCrashed, agent)
-                .with("row_session", c.row.session_id.as_str())
-                .with("why", c.why.as_str()),
-        );
-    }
-    let mut event = Event::new(Kind::AgentArrived, agent)
-        .with("status", "ACTIVE")
-        .with("row_session", row.session_id.as_str());
-    event
-        .extra
-        .insert("working_on".into(), row.current_task.clone().into());
-    record(root, event);
-}
-
-/// An agent clocked out.
-pub fn left(root: &Path, agent: &str) {
-    record(root, Event::new(Kind::AgentLeft, agent));
-}
-
-/// A dialogue turn said: message `number` by `speaker` in the dialogue folder `folder`, the
-/// turn passing to `next`.
-pub fn dialogue_turn(root: &Path, speaker: &str, folder: &str, number: u64, next: &str) {
-    let agent =
-        AgentId::parse(speaker).map_or_else(|_| speaker.to_string(), |a| a.id().to_string());
-    record(
-        root,
-        Event::new(Kind::DialogueTurn, &agent)
-            .with("folder", folder)
-            .with("number", number)
-            .with("next", next),
-    );
-}
-
-/// A review step finished by `actor`, the next planned for `next`.
-pub fn review_step(root: &Path, req: &StepRequest<'_>, step: u32, next: &str) {
-    record(
-        root,
-        Event::new(Kind::ReviewStep, req.actor.id())
-            .with("topic", req.topic)
-            .with("step", step)
-            .with("action", req.action.as_str())
-            .with("next", next),
-    );
 }
 
 /// A 64-bit FNV-1a hash of a file's bytes, as 16 hex digits; `None` for a file that is missing,

@@ -61,20 +61,3 @@ pub fn clear_needs_user(root: &Path, agent: &str) {
         record(root, Event::new(Kind::UserAnswered, agent));
     }
 }
-
-/// Fill in `needs_user` of each agent and put those that wait for their user first (in the
-/// order they started waiting), the others after them in their order.
-pub fn mark_needs_user(root: &Path, agents: &mut [crate::status::AgentView]) {
-    if std::fs::symlink_metadata(layout::needs_user_dir(root)).is_err() {
-        return;
-    }
-    for a in agents.iter_mut() {
-        a.needs_user = needs_user(root, &a.agent);
-    }
-    agents.sort_by(|a, b| match (&a.needs_user, &b.needs_user) {
-        (Some(x), Some(y)) => x.since.cmp(&y.since),
-        (Some(_), None) => std::cmp::Ordering::Less,
-        (None, Some(_)) => std::cmp::Ordering::Greater,
-        (None, None) => std::cmp::Ordering::Equal,
-    });
-}

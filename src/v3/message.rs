@@ -39,6 +39,7 @@ use crate::clock::{self, Wait};
 use crate::error::Refusal;
 use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
+use crate::history::{self, Event, Kind};
 use crate::host;
 use crate::layout;
 use crate::record::Record;
@@ -233,7 +234,11 @@ pub fn send(ws: &Workspace, from: &AgentId, to: &Recipient, body: &str) -> Resul
         msg.id = new_id();
         let path = layout::message_file(ws.root(), &msg.id);
         if fsutil::create_new(&path, msg.render().as_bytes())? {
-            crate::history::message_sent(ws.root(), from, &msg.id, &msg.to);
+            let event = Event::new(Kind::MessageSent, from.id())
+                .with("id", msg.id.as_str())
+                .with("from", from.id())
+                .with("to", msg.to.as_str());
+            history::record(ws.root(), event);
             return Ok(msg);
         }
     }

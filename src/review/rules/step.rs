@@ -18,6 +18,7 @@ use serde::Serialize;
 use super::{Reviews, read_text};
 use crate::error::{Error, Refusal, Result};
 use crate::fsutil;
+use crate::history::{self, Event, Kind};
 use crate::layout;
 use crate::review::markdown::{fenced, handoff_section, is_step_heading, renumber_heading};
 use crate::review::tracker::{Block, Tracker};
@@ -150,7 +151,12 @@ impl Reviews {
                 }),
             })
         })?;
-        crate::history::review_step(self.ws.root(), req, done.finished, &done.next_actor);
+        let event = Event::new(Kind::ReviewStep, req.actor.id())
+            .with("topic", req.topic)
+            .with("step", done.finished)
+            .with("action", req.action.as_str())
+            .with("next", done.next_actor.as_str());
+        history::record(self.ws.root(), event);
         Ok(done)
     }
 

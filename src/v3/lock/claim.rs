@@ -337,6 +337,6 @@ pub fn release(
             .collect();
         write_all(root, &keep)?;
     }
-    crate::history::claims_released(root, agent, &out);
+    super::events::released(root, agent, &out, true);
     Ok(out)
 }

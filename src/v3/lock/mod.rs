@@ -50,6 +50,7 @@
 
 mod acquire;
 pub mod claim;
+mod events;
 mod index;
 mod judge;
 mod release;

@@ -227,7 +227,7 @@ fn release_files(
         });
     }
     remove_ours(ws, agent, &ours)?;
-    crate::history::released(ws.root(), agent, &out);
+    super::events::released(ws.root(), agent, &out, false);
     drop(_mutex);
     if all {
         // All of an agent's locks: its claims too.
@@ -269,7 +269,7 @@ pub fn release_tokens(
     }
     let removed = remove_ours(ws, agent, &ours);
     if removed.is_ok() {
-        crate::history::released(ws.root(), agent, &out);
+        super::events::released(ws.root(), agent, &out, false);
     }
     // Whoever sleeps on a lock file this process kept locked wakes once the mutex is free.
     drop(mutex);

@@ -37,6 +37,7 @@ use serde::Serialize;
 use crate::clock::{self, Timestamp};
 use crate::error::{Error, Result};
 use crate::fsutil::{self, RECORD_CAP};
+use crate::history::{self, Event, Kind};
 use crate::host;
 use crate::layout;
 use crate::record::Record;
@@ -591,7 +592,17 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
     } else {
         (Vec::new(), Vec::new())
     };
-    crate::history::arrived(root, agent.id(), &row, &crashed);
+    for c in &crashed {
+        let event = Event::new(Kind::AgentCrashed, agent.id())
+            .with("row_session", c.row.session_id.as_str())
+            .with("why", c.why.as_str());
+        history::record(root, event);
+    }
+    let event = Event::new(Kind::AgentArrived, agent.id())
+        .with("status", "ACTIVE")
+        .with("row_session", row.session_id.as_str())
+        .with_null("working_on", row.current_task.clone());
+    history::record(root, event);
     Ok(Startup {
         partner: agent.id().to_string(),
         picked,
@@ -732,7 +743,7 @@ pub fn shutdown(ws: &Workspace, agent: &AgentId, scope: Scope<'_>) -> Result<Shu
             },
         )?;
     }
-    crate::history::left(root, agent.id());
+    history::record(root, Event::new(Kind::AgentLeft, agent.id()));
     Ok(Shutdown {
         partner: agent.id().to_string(),
         closed,

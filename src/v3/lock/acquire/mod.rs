@@ -228,7 +228,7 @@ pub fn acquire(
     };
     // Recorded while the ticket still stands, so that a reader of the history never sees the
     // wait end before the lock it ended with.
-    crate::history::locks_taken(ws.root(), req, &got, started);
+    super::events::taken(ws.root(), req, &got, started);
     tries.waiting.done();
     if tries.policy.exact_lookups {
         // A shared folder on a network filesystem: what this machine cached about the files
@@ -415,7 +415,7 @@ impl Tries<'_> {
                     if let Some(t) = self.waiting.tickets.take() {
                         settle(ws, &req.agent, &t);
                     }
-                    return Err(crate::history::refused(ws.root(), req, err));
+                    return Err(super::events::refused(ws.root(), req, err));
                 }
                 if self.waiting.tickets.is_none() {
                     let claims: Vec<String> =
@@ -469,13 +469,13 @@ impl Tries<'_> {
         };
         if !self.may_wait || self.deadline.passed() {
             let err = blocked_error(blocker, self.may_wait, self.started.elapsed());
-            return Err(crate::history::refused(ws.root(), self.req, err));
+            return Err(super::events::refused(ws.root(), self.req, err));
         }
         let claims_involved = blocker.pattern.is_some() || !self.req.claims.is_empty();
         let situation = blocker.situation();
         match &self.told {
             None => {
-                crate::history::waiting(ws.root(), self.req, &blocker.file, &blocker.holder);
+                super::events::waiting(ws.root(), self.req, &blocker.file, &blocker.holder);
                 on_event(&LockEvent::Waiting(blocker));
             }
             Some(told) if *told != situation => on_event(&LockEvent::Changed(blocker)),

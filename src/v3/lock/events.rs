@@ -1,0 +1,92 @@
+//! The history events of locks and claims: each transition builds its event here and hands it
+//! to [`history::record`].
+
+use std::path::Path;
+use std::time::Instant;
+
+use super::{Acquired, LockRequest, Release, ReleaseOutcome};
+use crate::history::{self, Event, Kind};
+use crate::workspace::AgentId;
+
+/// Locks just taken: `lock_taken`, `claim_taken`, or `lock_taken_over` naming the stale
+/// holders (a refresh of a lock already held is no transition).
+pub(super) fn taken(root: &Path, req: &LockRequest, acquired: &[Acquired], started: Instant) {
+    let waited_ms = started.elapsed().as_millis() as u64;
+    let waited_ms = (waited_ms > 0).then_some(waited_ms);
+    for a in acquired.iter().filter(|a| !a.refreshed) {
+        let joined = |part: fn(&super::TakeOver) -> &str, sep: &str| {
+            let parts: Vec<&str> = a.took_over.iter().map(part).collect();
+            (!parts.is_empty()).then(|| parts.join(sep))
+        };
+        let from = joined(|t| &t.from, ", ");
+        let event = if a.claim {
+            Event::new(Kind::ClaimTaken, req.agent.id())
+                .pattern(&a.file)
+                .with("locked_at", a.locked_at.as_str())
+                .with("waited_ms", waited_ms)
+                .with("from", from)
+        } else {
+            let kind = match from {
+                None => Kind::LockTaken,
+                Some(_) => Kind::LockTakenOver,
+            };
+            Event::new(kind, req.agent.id())
+                .file(&a.file)
+                .with("from", from)
+                .with("why", joined(|t| &t.why, "; "))
+                .with("locked_at", a.locked_at.as_str())
+                .with("waited_ms", waited_ms)
+        };
+        // `reason` is always there (null without one), as `coord watch` has always said it.
+        history::record(root, event.with_null("reason", req.reason.clone()));
+    }
+}
+
+/// An acquire starts waiting for `file`, held by `holder` (or a waiter ahead).
+pub(super) fn waiting(root: &Path, req: &LockRequest, file: &str, holder: &str) {
+    let event = Event::new(Kind::LockWaiting, req.agent.id()).file(file);
+    history::record(root, event.with("holder", holder));
+}
+
+/// A lock refused (held by another, a wait that timed out, a deadlock): recorded, and `err`
+/// handed back for the caller to return.
+pub(super) fn refused(root: &Path, req: &LockRequest, err: crate::Error) -> crate::Error {
+    let (file, holder) = match &err {
+        crate::Error::LockHeld { file, holder, .. }
+        | crate::Error::WaitTimedOut { file, holder, .. } => (Some(file), Some(holder.as_str())),
+        _ => (None, None),
+    };
+    let mut event = Event::new(Kind::LockRefused, req.agent.id())
+        .with("holder", holder)
+        .with("why", err.to_string());
+    if let Some(f) = file.or_else(|| req.targets.first().map(|t| &t.rel)) {
+        event = event.file(f);
+    }
+    history::record(root, event);
+    err
+}
+
+/// Locks (or, with `claims`, claims) given back: one event for each removed (a forced STALE
+/// one names its holder).
+pub(super) fn released(root: &Path, agent: &AgentId, out: &[Release], claims: bool) {
+    let kind = if claims {
+        Kind::ClaimReleased
+    } else {
+        Kind::LockReleased
+    };
+    for r in out {
+        let event = match &r.outcome {
+            ReleaseOutcome::Released => Event::new(kind, agent.id()),
+            ReleaseOutcome::ForcedStale { from } => Event::new(kind, agent.id())
+                .with("from", from.as_str())
+                .with("forced", true),
+            _ => continue,
+        };
+        let event = if claims {
+            event.pattern(&r.file)
+        } else {
+            event.file(&r.file)
+        };
+        history::record(root, event);
+    }
+}
