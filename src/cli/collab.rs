@@ -118,7 +118,7 @@ pub fn run(args: CollabArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 
 fn target(ws: &Workspace, ctx: &Ctx, file: Option<&str>) -> Result<Target, coord::Error> {
     match file {
-        Some(f) => ws.resolve(ctx.cwd(), f),
+        Some(f) => ctx.one_file(ws, f, "collab"),
         None => ws.target_from_rel(layout::COLLAB_FILE),
     }
 }

@@ -49,13 +49,7 @@ pub fn run(args: UnlockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         None if args.force && !args.files.is_empty() => human()?,
         None => return Err(Error::MissingAgent.into()),
     };
-    let (claims, files): (Vec<String>, Vec<String>) = args
-        .files
-        .iter()
-        .cloned()
-        .partition(|f| coord::pattern::is_claim(f));
-    let patterns = super::lock::patterns(&ws, ctx, &claims)?;
-    let targets = ctx.targets(&ws, &files)?;
+    let (targets, patterns) = ctx.file_args(&ws, &args.files)?;
     let mut results = Vec::new();
     if args.files.is_empty() {
         results = lock::release(&ws, &agent, None, args.force)?;
