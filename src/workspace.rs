@@ -482,6 +482,41 @@ impl Workspace {
         Pattern::parse(&text).map_err(bad)
     }
 
+    /// Where a path to one file, given relative to `cwd`, would be once its folder is made:
+    /// for a path whose folder does not exist yet, as a client's tool may create it with the
+    /// file. Nothing can be locked there (a lock lies beside its file), but claims and the
+    /// locks of other work trees hold the path all the same. The deepest folder that exists is
+    /// resolved (symlinks included), the rest taken as written. `None` when the folder exists
+    /// (then [`Workspace::resolve`] says what the path is), or when the path would lie outside
+    /// the root, be the root, or lie under `.coord/`.
+    pub fn resolve_unmade(&self, cwd: &Path, path: &str) -> Option<Target> {
+        if path.is_empty() || path.contains('\0') {
+            return None;
+        }
+        let joined = cwd.join(path);
+        let parent = joined.parent()?;
+        if fs::symlink_metadata(parent).is_ok() {
+            return None;
+        }
+        let parts: Vec<Component<'_>> = joined.components().collect();
+        // The longest leading part that exists, resolved.
+        let (mut abs, rest) = (1..parts.len()).rev().find_map(|n| {
+            let head: PathBuf = parts[..n].iter().collect();
+            fs::canonicalize(&head).ok().map(|c| (c, &parts[n..]))
+        })?;
+        for c in rest {
+            match c {
+                Component::Normal(name) => abs.push(name),
+                Component::ParentDir => {
+                    abs.pop();
+                }
+                _ => {}
+            }
+        }
+        let rel = self.rel(&abs).filter(|r| !r.is_empty())?;
+        (rel.split('/').next() != Some(layout::STATE_DIR)).then_some(Target { rel, abs })
+    }
+
     /// The target for a path already relative to the root (as found in a lock record).
     ///
     /// # Errors

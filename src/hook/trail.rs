@@ -40,7 +40,11 @@ pub fn record(
         call.files
             .iter()
             .flatten()
-            .filter_map(|f| ws.resolve(cwd, f).ok())
+            .filter_map(|f| {
+                ws.resolve(cwd, f)
+                    .ok()
+                    .or_else(|| ws.resolve_unmade(cwd, f))
+            })
             .map(|t| t.rel)
             .collect()
     };
