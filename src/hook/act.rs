@@ -91,6 +91,31 @@ fn targets(ws: &Workspace, cwd: &Path, files: &[String]) -> Vec<Target> {
         .collect()
 }
 
+/// A payload read only in part ([`HookCall::fault`]): nothing is written for it (no lock, no
+/// heartbeat, no history), as for any input coord cannot read; but an edit it names of a file
+/// another agent holds (a lock or a claim, in any work tree) is denied all the same, saying
+/// why coord could not read the rest. `None`: no such file; the caller allows with a warning.
+pub fn judge_unread(ws: &Workspace, agent: &AgentId, call: &HookCall, cwd: &Path) -> Option<Reply> {
+    let why = call.fault.as_deref()?;
+    if call.kind != Kind::BeforeTool {
+        return None;
+    }
+    let files = call.files.as_ref()?;
+    let mut targets = targets(ws, cwd, files);
+    targets.extend(unmade(ws, cwd, files));
+    let held = lock::seen_holder(ws, agent, &targets)?;
+    Some(Reply::Deny(seen_reason(
+        ws,
+        agent,
+        &targets,
+        held,
+        Duration::ZERO,
+        Some(&format!(
+            "coord could read this request only in part, and took no lock: {why}"
+        )),
+    )))
+}
+
 /// The files a tool creates together with their folder (which does not exist yet), inside the
 /// workspace: nothing to lock, but what others hold of them denies all the same.
 fn unmade(ws: &Workspace, cwd: &Path, files: &[String]) -> Vec<Target> {

@@ -45,6 +45,7 @@ mod handoff;
 mod handshake;
 mod history;
 mod hook_git;
+mod hook_payload_faults;
 mod hook_payloads;
 mod hook_rivals;
 mod hooks;
