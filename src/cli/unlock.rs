@@ -110,9 +110,7 @@ pub fn release_lines(results: &[Release]) -> Vec<String> {
     results
         .iter()
         .filter_map(|r| match &r.outcome {
-            ReleaseOutcome::Released if coord::pattern::is_claim(&r.file) => {
-                Some(format!("Claim released: {}", r.file))
-            }
+            ReleaseOutcome::Released if r.claim => Some(format!("Claim released: {}", r.file)),
             ReleaseOutcome::Released => Some(format!("Lock released: {}", r.file)),
             ReleaseOutcome::NotLocked => Some(format!("{}: not locked", r.file)),
             ReleaseOutcome::ForcedStale { from } => Some(format!(

@@ -256,7 +256,10 @@ fn a_file_named_with_wildcards_is_one_file_with_backslashes_and_always_one_file_
     assert_eq!(env.read("a[1].md"), "two\n");
     env.agent("alice").args(["note", r"a\[1\].md", "hi"]).ok();
     env.agent("alice").args(["restore", r"a\[1\].md"]).ok();
-    env.agent("alice").args(["unlock", r"a\[1\].md"]).ok();
+    env.agent("alice")
+        .args(["unlock", r"a\[1\].md"])
+        .ok()
+        .stdout_has("Lock released: a[1].md");
     assert!(!env.exists("a[1].md.lock.alice"));
     // Without the `\`: a claim on what the pattern matches (`a1.md`, held by the hook's
     // session), not the file `a[1].md`.

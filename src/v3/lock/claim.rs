@@ -243,6 +243,7 @@ pub fn release(
                 if e.agent == me {
                     gone[i] = true;
                     out.push(Release {
+                        claim: true,
                         file: e.file.clone(),
                         outcome: ReleaseOutcome::Released,
                     });
@@ -278,6 +279,7 @@ pub fn release(
                     }
                 };
                 out.push(Release {
+                    claim: true,
                     file: p.as_str().to_string(),
                     outcome,
                 });
@@ -322,6 +324,7 @@ pub fn release_tokens(
                 gone[i] = true;
             }
             Release {
+                claim: true,
                 file: pattern.clone(),
                 outcome: match ours {
                     Some(_) => ReleaseOutcome::Released,
