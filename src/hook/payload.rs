@@ -1,23 +1,27 @@
 //! Reading a hook payload: whole when it is JSON, and as far as it can be read when it is not.
 //!
 //! A hook must judge every edit a client asks for, and the payload that asks is not always
-//! what serde_json reads: a field coord never looks at may nest past its recursion limit
-//! (128), a string may hold a lone UTF-16 surrogate (`"\ud800"`, which JavaScript's and
-//! Python's JSON writers emit), a payload over [`super::PAYLOAD_CAP`] is cut. Reading any of
-//! these as "not JSON" would let the edit through unjudged, a file another agent holds
-//! included. So:
+//! what serde_json reads into a `Value`: a field coord never looks at may nest past its
+//! recursion limit (128), a string may hold a lone UTF-16 surrogate (`"\ud800"`, which
+//! JavaScript's and Python's JSON writers emit), a payload over [`super::PAYLOAD_CAP`] is cut.
+//! Reading any of these as "not JSON" would let the edit through unjudged, a file another
+//! agent holds included. So a payload is read by [`Reader`], which keeps what it can:
 //!
-//! - serde_json reads the payload first (the usual case, and the fast one);
-//! - what it refuses is read again by [`Reader`], which keeps what it can: containers nested
-//!   deeper than [`MAX_DEPTH`] are skipped (read as `null`, without recursion), a lone surrogate
-//!   becomes U+FFFD, bytes that are not UTF-8 are read lossily, control characters in strings
-//!   are kept. A payload that is JSON in every other way is then read whole;
+//! - containers nested deeper than [`MAX_DEPTH`] are skipped (read as `null`, without
+//!   recursion), a lone surrogate becomes U+FFFD, bytes that are not UTF-8 are read lossily,
+//!   control characters in strings are kept: a payload that is JSON in every other way is read
+//!   whole, and what serde_json reads, it reads alike (a property test and the `hook_payload`
+//!   fuzz target hold it to that);
 //! - a payload that is not JSON (cut short, garbage inside or after) keeps the members read
-//!   whole before the fault (a string cut short is dropped, never read in part), and says
-//!   why ([`Payload::fault`]): coord then judges the edit it names without writing anything
-//!   (see [`super::act::judge_unread`]).
+//!   whole before the fault (a string or number cut short is dropped, never read in part), and
+//!   says why ([`Payload::fault`], in serde_json's words): coord then judges the edit it names
+//!   without writing anything (see [`super::act::judge_unread`]).
 //!
-//! Only an object is a payload: input that does not start with `{` is not read at all.
+//! serde_json's own `Value` parse is not tried first: on a payload that fails deep inside, it
+//! works out the error's line and column once per level it unwinds, a pass over everything
+//! read so far each time (128 passes over 20 MiB: most of a second).
+//!
+//! Only an object is read this way; any other input is serde_json's to read, or refuse.
 
 use serde_json::{Map, Number, Value};
 
@@ -41,28 +45,38 @@ pub struct Payload {
 ///
 /// Why nothing could be read: the input is not JSON, and not the start of a JSON object either.
 pub fn read(bytes: &[u8]) -> Result<Payload, String> {
-    let strict = match serde_json::from_slice::<Value>(bytes) {
-        Ok(value) => return Ok(Payload { value, fault: None }),
-        Err(e) => e.to_string(),
-    };
     let mut r = Reader { b: bytes, i: 0 };
     if r.b.starts_with(b"\xEF\xBB\xBF") {
         r.i = 3;
     }
     r.ws();
     if r.peek() != Some(b'{') {
-        return Err(strict);
+        return serde_json::from_slice(bytes)
+            .map(|value| Payload { value, fault: None })
+            .map_err(|e| e.to_string());
     }
-    match r.value(0) {
+    let (value, whole) = match r.value(0) {
         Ok(value) => {
             r.ws();
-            let fault = (r.i < r.b.len()).then_some(strict);
-            Ok(Payload { value, fault })
+            (value, r.i == r.b.len())
         }
-        Err(cut) => Ok(Payload {
-            value: cut.partial.unwrap_or_else(|| Value::Object(Map::new())),
-            fault: Some(strict),
-        }),
+        Err(cut) => (
+            cut.partial.unwrap_or_else(|| Value::Object(Map::new())),
+            false,
+        ),
+    };
+    Ok(Payload {
+        value,
+        fault: (!whole).then(|| why_not_json(bytes)),
+    })
+}
+
+/// Why `bytes` are not JSON, in serde_json's words (read without building anything, and
+/// without a limit on nesting).
+fn why_not_json(bytes: &[u8]) -> String {
+    match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+        Err(e) => e.to_string(),
+        Ok(_) => "it is not JSON".to_string(),
     }
 }
 
@@ -337,6 +351,18 @@ mod tests {
     }
 
     #[test]
+    fn numbers_and_escapes_read_as_serde_json_reads_them() {
+        let text = r#"{"n":[0,-0,-0.0,18446744073709551615,-9223372036854775808,1.5e-7,1E5,2.5E+3],
+            "s":"\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00", "t":true, "f":false, "z":null, "e":{}, "a":[]}"#;
+        let want: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(read(text.as_bytes()), Ok(Payload { value: want, fault: None }));
+        for bad in [r#"{"n":01}"#, r#"{"n":1.}"#, r#"{"n":--1}"#, r#"{"s":"\x"}"#, r#"{"a":[1,]}"#] {
+            assert!(serde_json::from_str::<Value>(bad).is_err(), "{bad}");
+            assert!(read(bad.as_bytes()).unwrap().fault.is_some(), "{bad}");
+        }
+    }
+
+    #[test]
     fn lone_surrogates_and_stray_bytes_are_read() {
         let p = read(
             b"{\"a\":\"x\\ud800y\",\"b\":\"\\udc00\",\"c\":\"\\ud83d\\ude00\",\"d\":\"\xff\"}",
@@ -381,12 +407,14 @@ mod tests {
     proptest! {
         /// Whatever serde_json reads, the reader reads alike: it only ever reads more.
         #[test]
-        fn reads_what_serde_json_reads(v in json_value()) {
-            let text = serde_json::to_string(&json!({"v": v})).unwrap();
-            let mut r = Reader { b: text.as_bytes(), i: 0 };
-            let got = r.value(0).ok();
-            prop_assert_eq!(got, Some(json!({"v": v})));
-            prop_assert_eq!(r.i, text.len());
+        fn reads_what_serde_json_reads(v in json_value(), pretty: bool) {
+            let doc = json!({"v": v});
+            let text = if pretty {
+                serde_json::to_string_pretty(&doc).unwrap()
+            } else {
+                serde_json::to_string(&doc).unwrap()
+            };
+            prop_assert_eq!(read(text.as_bytes()), Ok(Payload { value: doc, fault: None }));
         }
 
         /// Any bytes: never a panic, and a fault unless serde_json reads them.
@@ -395,8 +423,10 @@ mod tests {
             let mut input = b"{\"a\":".to_vec();
             input.extend(&bytes);
             input.truncate(cut.max(1));
-            if let Ok(p) = read(&input) {
-                prop_assert!(p.value.is_object() || serde_json::from_slice::<Value>(&input).is_ok());
+            if let Ok(v) = serde_json::from_slice::<Value>(&input) {
+                prop_assert_eq!(read(&input), Ok(Payload { value: v, fault: None }));
+            } else if let Ok(p) = read(&input) {
+                prop_assert!(p.value.is_object());
             }
         }
     }
