@@ -266,10 +266,7 @@ impl Reader<'_> {
         let mut out: Vec<u8> = Vec::new();
         loop {
             let rest = &self.b[self.i..];
-            let n = rest
-                .iter()
-                .position(|&c| c == b'"' || c == b'\\')
-                .ok_or(())?;
+            let n = memchr::memchr2(b'"', b'\\', rest).ok_or(())?;
             out.extend_from_slice(&rest[..n]);
             self.i += n + 1;
             if rest[n] == b'"' {
@@ -355,8 +352,20 @@ mod tests {
         let text = r#"{"n":[0,-0,-0.0,18446744073709551615,-9223372036854775808,1.5e-7,1E5,2.5E+3],
             "s":"\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00", "t":true, "f":false, "z":null, "e":{}, "a":[]}"#;
         let want: Value = serde_json::from_str(text).unwrap();
-        assert_eq!(read(text.as_bytes()), Ok(Payload { value: want, fault: None }));
-        for bad in [r#"{"n":01}"#, r#"{"n":1.}"#, r#"{"n":--1}"#, r#"{"s":"\x"}"#, r#"{"a":[1,]}"#] {
+        assert_eq!(
+            read(text.as_bytes()),
+            Ok(Payload {
+                value: want,
+                fault: None
+            })
+        );
+        for bad in [
+            r#"{"n":01}"#,
+            r#"{"n":1.}"#,
+            r#"{"n":--1}"#,
+            r#"{"s":"\x"}"#,
+            r#"{"a":[1,]}"#,
+        ] {
             assert!(serde_json::from_str::<Value>(bad).is_err(), "{bad}");
             assert!(read(bad.as_bytes()).unwrap().fault.is_some(), "{bad}");
         }

@@ -4,32 +4,14 @@
 //! `restore`, `presence --file`, `collab --file`, the MCP `write` and `note`); a file whose name
 //! holds a wildcard is named with a `\` before it, and a client's tool path is always a file.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde_json::json;
 
+use crate::claims::repo;
 use crate::hooks::{denied, hook};
 use crate::mcp::Client;
-use crate::support::{Env, coord_bin, eventually, finish};
-
-fn git(dir: &Path, args: &[&str]) {
-    let out = crate::rigs::git(dir).args(args).output().unwrap();
-    assert!(out.status.success(), "git {args:?}: {out:?}");
-}
-
-/// A repository in `<env>/main` with `src/auth/a.rs`, and a linked worktree `<env>/b`.
-fn repo() -> (Env, PathBuf, PathBuf) {
-    let env = Env::new();
-    let main = env.path("main");
-    std::fs::create_dir_all(main.join("src/auth")).unwrap();
-    git(&main, &["init", "-q", "-b", "trunk"]);
-    std::fs::write(main.join("src/auth/a.rs"), "a\n").unwrap();
-    git(&main, &["add", "."]);
-    git(&main, &["commit", "-qm", "start"]);
-    git(&main, &["worktree", "add", "-q", "../b", "-b", "feature"]);
-    let b = std::fs::canonicalize(env.path("b")).unwrap();
-    (env, main, b)
-}
+use crate::support::{Env, coord_bin, eventually, finish, hold_with_run};
 
 /// `coord` as `agent` started in `dir`, finding its workspace as a user's shell would.
 fn coord(env: &Env, dir: &Path, agent: &str) -> crate::support::Cmd {
@@ -53,21 +35,19 @@ fn waiting(dir: &Path, agent: &str) -> bool {
         .is_ok_and(|p| p.contains("lock_status: WAITING"))
 }
 
-/// #45: `coord run 'src/**' -- CMD` in one worktree, while another agent holds `src/auth/a.rs`
-/// in another, neither locks a file named `src/**` nor runs CMD: it is refused when its wait
+/// #45: `coord run 'src/**' -- CMD` in one worktree, while another agent holds `src/x.rs` in
+/// another, neither locks a file named `src/**` nor runs CMD: it is refused when its wait
 /// ends, and when the file is released within the wait, CMD runs then and only then.
 #[test]
 fn run_of_a_pattern_waits_for_a_file_held_in_another_worktree_before_it_runs_cmd() {
     let (env, main, b) = repo();
-    coord(&env, &main, "alice")
-        .args(["lock", "src/auth/a.rs"])
-        .ok();
+    coord(&env, &main, "alice").args(["lock", "src/x.rs"]).ok();
     let before = env.snapshot();
     coord(&env, &b, "bob")
         .args(["run", "src/**", "--wait", "300ms", "--"])
         .args(["/bin/sh", "-c", ": > witness"])
         .code(3)
-        .stderr_has("src/auth/a.rs")
+        .stderr_has("src/x.rs")
         .stderr_has("alice");
     assert!(!b.join("witness").exists(), "CMD ran");
     assert!(claims(&env, &b).is_empty());
@@ -90,7 +70,7 @@ fn run_of_a_pattern_waits_for_a_file_held_in_another_worktree_before_it_runs_cmd
     eventually("bob waits", || waiting(&main, "bob"));
     assert!(
         !b.join("witness").exists(),
-        "CMD ran while src/auth/a.rs was held"
+        "CMD ran while src/x.rs was held"
     );
     coord(&env, &main, "alice").args(["unlock"]).ok();
     let out = finish(run);
@@ -110,7 +90,7 @@ fn run_of_a_folder_holds_the_claim_while_cmd_runs_and_releases_it_after() {
     std::fs::write(b.join("notes.md"), "n\n").unwrap();
     // CMD asks, as carol, for a path the claim holds (in the other tree), and for one it does
     // not; it writes what each got.
-    let script = r#""$0" -a carol lock src/auth/new.rs --no-wait 2>/dev/null; echo $? > in_claim
+    let script = r#""$0" -a carol lock src/new.rs --no-wait 2>/dev/null; echo $? > in_claim
 "$0" -a carol lock README.md --no-wait >/dev/null 2>&1; echo $? > outside"#;
     coord(&env, &b, "bob")
         .args(["run", "notes.md", "src/", "--"])
@@ -121,12 +101,12 @@ fn run_of_a_folder_holds_the_claim_while_cmd_runs_and_releases_it_after() {
     assert!(claims(&env, &main).is_empty());
     assert!(!b.join("notes.md.lock.bob").exists());
     coord(&env, &main, "carol")
-        .args(["lock", "src/auth/new.rs", "--no-wait"])
+        .args(["lock", "src/new.rs", "--no-wait"])
         .ok();
     // And the other way: the run's claim is refused, with its file, while carol holds a path it
     // matches; CMD does not run.
     coord(&env, &b, "bob")
-        .args(["run", "notes.md", "src/auth/", "--no-wait", "--"])
+        .args(["run", "notes.md", "src/", "--no-wait", "--"])
         .args(["/bin/sh", "-c", ": > witness"])
         .code(3)
         .stderr_has("carol");
@@ -139,12 +119,7 @@ fn run_of_a_folder_holds_the_claim_while_cmd_runs_and_releases_it_after() {
 #[test]
 fn a_killed_runs_claim_is_stale_at_once() {
     let env = Env::new();
-    let mut run = env
-        .agent("bob")
-        .args(["run", "docs/", "--", "/bin/sh", "-c"])
-        .arg(": > started; i=0; while [ ! -e stop ] && [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done")
-        .spawn();
-    eventually("CMD started", || env.exists("started"));
+    let mut run = hold_with_run(&env, "bob", "docs/");
     assert_eq!(claims(&env, env.root())[0]["state"], "LIVE");
     run.kill().unwrap();
     run.wait().unwrap();
@@ -152,6 +127,7 @@ fn a_killed_runs_claim_is_stale_at_once() {
     assert_eq!(c.len(), 1, "{c:?}");
     assert_eq!(c[0]["pattern"], "docs/**");
     assert_eq!(c[0]["state"], "STALE");
+    // The command itself outlives a `coord run` killed outright: it is told to end.
     env.write("stop", "");
 }
 
@@ -274,27 +250,25 @@ fn a_file_named_with_wildcards_is_one_file_with_backslashes_and_always_one_file_
 #[test]
 fn who_and_log_of_a_pattern_show_what_it_holds() {
     let (env, main, b) = repo();
-    coord(&env, &main, "alice")
-        .args(["lock", "src/auth/a.rs"])
-        .ok();
+    coord(&env, &main, "alice").args(["lock", "src/x.rs"]).ok();
     coord(&env, &main, "carol").args(["lock", "src/db/"]).ok();
     coord(&env, &b, "bob")
         .args(["who", "src/**"])
         .ok()
-        .stdout_has("src/auth/a.rs: held by alice")
+        .stdout_has("src/x.rs: held by alice")
         .stdout_has("claimed by carol with `src/db/**`");
     let v: serde_json::Value = coord(&env, &b, "bob")
-        .args(["who", "src/auth/", "--json"])
+        .args(["who", "src/*.rs", "--json"])
         .ok()
         .json();
     let f = &v["files"][0];
-    assert_eq!(f["file"], "src/auth/**", "{v}");
+    assert_eq!(f["file"], "src/*.rs", "{v}");
     assert_eq!(f["claim"], true, "{v}");
-    assert_eq!(f["locks"][0]["file"], "src/auth/a.rs", "{v}");
+    assert_eq!(f["locks"][0]["file"], "src/x.rs", "{v}");
     assert_eq!(f["claims"], json!([]), "{v}");
     let log = coord(&env, &b, "bob").args(["log", "src/*/"]).ok();
     assert!(
-        log.stdout.contains("alice locked `src/auth/a.rs`"),
+        log.stdout.contains("alice locked `src/x.rs`"),
         "{}",
         log.stdout
     );
