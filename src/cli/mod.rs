@@ -251,9 +251,19 @@ impl Ctx {
         self.agent.as_deref().filter(|name| !name.is_empty())
     }
 
-    /// Resolve FILE arguments inside the workspace; all are checked before anything is done.
-    pub fn targets(&self, ws: &Workspace, files: &[String]) -> Result<Vec<Target>, Error> {
-        files.iter().map(|f| ws.resolve(&self.cwd, f)).collect()
+    /// FILE arguments, relative to the current directory: the files, and the claims (folders,
+    /// patterns) among them; all are checked before anything is done.
+    pub fn file_args(
+        &self,
+        ws: &Workspace,
+        files: &[String],
+    ) -> Result<(Vec<Target>, Vec<coord::pattern::Pattern>), Error> {
+        ws.file_args(&self.cwd, files)
+    }
+
+    /// The FILE argument of `coord COMMAND`, which acts on one file: a claim is refused.
+    pub fn one_file(&self, ws: &Workspace, file: &str, command: &str) -> Result<Target, Error> {
+        ws.one_file(&self.cwd, file, command)
     }
 
     /// The current directory.

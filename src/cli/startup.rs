@@ -218,6 +218,7 @@ pub fn release_lines(released: &[Release]) -> Vec<String> {
     released
         .iter()
         .filter_map(|r| match &r.outcome {
+            ReleaseOutcome::Released if r.claim => Some(format!("Claim released: {}", r.file)),
             ReleaseOutcome::Released => Some(format!("Lock released: {}", r.file)),
             ReleaseOutcome::Lost => Some(format!("{}: lock was taken over meanwhile", r.file)),
             _ => None,

@@ -16,6 +16,7 @@ mod support;
 
 mod arguments;
 mod backups;
+mod claim_arguments;
 mod claims;
 mod claude_e2e;
 mod codex_e2e;
@@ -45,6 +46,7 @@ mod handoff;
 mod handshake;
 mod history;
 mod hook_git;
+mod hook_payload_faults;
 mod hook_payloads;
 mod hook_rivals;
 mod hooks;

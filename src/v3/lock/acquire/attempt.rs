@@ -10,7 +10,7 @@ use super::super::scan::{Listing, lookup_roster, scan_folder};
 use super::super::{
     LockEntry, LockState, claim, classify, index, list_locks_each, own_locks_listed, take_over,
 };
-use super::blocker::blocker_of;
+use super::blocker::{blocker_of, claim_blocker};
 use super::{Acquired, Attempt, Blocker, LockRequest, Mine, TakeOver};
 use crate::arbiter::Guard;
 use crate::clock::{self, Timestamp};
@@ -521,17 +521,6 @@ fn queued_blocker(key: &str, holder: String, count: usize, pattern: Option<Strin
         takeable_at: None,
         pattern,
     }
-}
-
-/// The blocker of `key` (a file or a pattern) by another agent's claim `c`: its holder is
-/// named with the pattern, and with its work tree and branch when that is not this one.
-fn claim_blocker(root: &std::path::Path, c: &claim::Judged, key: &str, now: &Timestamp) -> Blocker {
-    let mut b = blocker_of(root, &c.entry, now);
-    b.file = key.to_string();
-    b.record = None;
-    b.holder = claim::holder_text(root, &c.entry);
-    b.pattern = Some(c.entry.file.clone());
-    b
 }
 
 /// One claim a try takes: its pattern, our record of it (a refresh), and the STALE claims of

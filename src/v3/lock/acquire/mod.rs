@@ -281,18 +281,33 @@ const MUTEX_FLOOR: Duration = Duration::from_millis(500);
 /// How often a wait that involves a claim looks again.
 const CLAIM_RECHECK: Duration = Duration::from_millis(20);
 
-/// A lock on one of `targets` that another agent holds (not stale), as read without the
-/// workspace mutex: what coord knows of a holder when it cannot decide under the mutex.
+/// A lock on one of `targets`, or a claim matching one, that another agent holds (not stale),
+/// as read without the workspace mutex: what coord knows of a holder when it cannot decide
+/// under the mutex, or cannot lock at all (a file whose folder is not made yet).
 pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Option<Blocker> {
     let now = crate::clock::now();
     let mut cache = presence::StateCache::default();
+    let root = ws.root();
+    let me = agent.id();
+    let keys: Vec<&str> = targets.iter().map(|t| t.rel.as_str()).collect();
+    let (mut claims, _) = super::claim::read_for(root, me, &keys);
     targets.iter().find_map(|t| {
         let mut entries = super::locks_of(t);
-        super::classify(ws.root(), &mut entries, &mut cache, &now);
-        entries
+        super::classify(root, &mut entries, &mut cache, &now);
+        if let Some(e) = entries
             .iter()
-            .find(|e| e.agent != agent.id() && e.state != super::LockState::Stale)
-            .map(|e| blocker::blocker_of(ws.root(), e, &now))
+            .find(|e| e.agent != me && e.state != super::LockState::Stale)
+        {
+            return Some(blocker::blocker_of(root, e, &now));
+        }
+        claims
+            .iter_mut()
+            .filter(|c| c.entry.agent != me && c.pattern.matches(&t.rel))
+            .find_map(|c| {
+                super::claim::judge(root, c, &mut cache, &now);
+                (c.entry.state != super::LockState::Stale)
+                    .then(|| blocker::claim_blocker(root, c, &t.rel, &now))
+            })
     })
 }
 
