@@ -323,7 +323,7 @@ fn git(dir: &Path, args: &[&str]) -> std::process::Output {
 
 /// A repository in `<env>/main` (branch `trunk`) with `src/x.rs`, and a linked worktree
 /// `<env>/b` on branch `feature`.
-fn repo() -> (Env, PathBuf, PathBuf) {
+pub(crate) fn repo() -> (Env, PathBuf, PathBuf) {
     let env = Env::new();
     let main = env.path("main");
     std::fs::create_dir_all(main.join("src")).unwrap();

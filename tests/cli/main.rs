@@ -15,6 +15,7 @@ mod support;
 
 mod arguments;
 mod backups;
+mod claim_takeover;
 mod claims;
 mod claude_e2e;
 mod codex_e2e;
