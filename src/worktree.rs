@@ -247,7 +247,7 @@ fn read_trees(root: &Path, shared: &Path, common: &Path, stamp: Option<&Stat>) -
         // A tree removed by hand took its locks with it; a worktree with a `.coord/` of its
         // own is a workspace of its own.
         if tree.top == shared
-            || !fs::symlink_metadata(&tree.top).is_ok_and(|m| m.is_dir())
+            || is_gone(&tree.top)
             || fs::symlink_metadata(tree.top.join(crate::layout::STATE_DIR))
                 .is_ok_and(|m| m.is_dir())
         {
@@ -378,6 +378,14 @@ mod saved {
             let _ = crate::fsutil::replace(&path(shared), &text);
         }
     }
+}
+
+/// Whether the work tree whose top level was `top` is gone (`git worktree remove`, or removed by
+/// hand): its folder is no longer there. The one rule by which what was held in a removed tree
+/// stops holding: its lock files went with it (and [`trees`] leaves it out), the locks its
+/// agents' presences list there show STALE, and so do the claims taken there.
+pub fn is_gone(top: &Path) -> bool {
+    !fs::symlink_metadata(top).is_ok_and(|m| m.is_dir())
 }
 
 /// The other work trees sharing the workspace at `root` (empty for a lone folder). Cheap when
