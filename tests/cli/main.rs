@@ -86,6 +86,7 @@ mod shelledit;
 mod stamp;
 mod startup;
 mod status;
+mod submodules;
 mod symlinks;
 mod takeover;
 mod timeline;
