@@ -383,7 +383,7 @@ fn gone_tree_locks(presences: &[presence::Presence], now: &Timestamp) -> Vec<Loc
             continue;
         };
         let top = std::path::Path::new(tree);
-        if std::fs::symlink_metadata(top).is_ok() {
+        if !crate::worktree::is_gone(top) {
             continue;
         }
         for file in p.locks() {

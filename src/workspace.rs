@@ -605,12 +605,19 @@ fn trusted_from_below(meta: &fs::Metadata) -> bool {
 }
 
 /// The top level of the git work tree holding `dir`: the nearest ancestor with a `.git` entry
-/// (a folder, or the file a linked worktree or submodule has). Found by looking, not by
-/// running git: this runs on every command.
+/// (a folder, or the file a linked worktree or submodule has); for a submodule, the top level
+/// of its superproject (of the outermost one, for a submodule of a submodule): a submodule is a
+/// folder of the superproject's workspace, as its files are paths of the superproject's tree.
+/// Found by looking, not by running git: this runs on every command.
 fn git_top_level(dir: &Path) -> Option<PathBuf> {
-    dir.ancestors()
-        .find(|d| fsutil::real_entry(&d.join(".git")).is_some())
-        .map(Path::to_path_buf)
+    let mut top = dir
+        .ancestors()
+        .find(|d| fsutil::real_entry(&d.join(".git")).is_some())?
+        .to_path_buf();
+    while let Some(outer) = crate::worktree::superproject_of(&top) {
+        top = outer;
+    }
+    Some(top)
 }
 
 #[cfg(test)]

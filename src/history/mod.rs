@@ -440,8 +440,7 @@ pub fn locks_taken(root: &Path, req: &LockRequest, acquired: &[Acquired], starte
                 .with("waited_ms", (waited_ms > 0).then_some(waited_ms));
             event.pattern = Some(a.file.clone());
             if !a.took_over.is_empty() {
-                let from: Vec<&str> = a.took_over.iter().map(|t| t.from.as_str()).collect();
-                event = event.with("from", from.join(", "));
+                event = with_taken_over(event, &a.took_over);
             }
             event
                 .extra
@@ -452,11 +451,7 @@ pub fn locks_taken(root: &Path, req: &LockRequest, acquired: &[Acquired], starte
         let event = if a.took_over.is_empty() {
             Event::new(Kind::LockTaken, agent.id())
         } else {
-            let from: Vec<&str> = a.took_over.iter().map(|t| t.from.as_str()).collect();
-            let why: Vec<&str> = a.took_over.iter().map(|t| t.why.as_str()).collect();
-            Event::new(Kind::LockTakenOver, agent.id())
-                .with("from", from.join(", "))
-                .with("why", why.join("; "))
+            with_taken_over(Event::new(Kind::LockTakenOver, agent.id()), &a.took_over)
         };
         let mut event = event
             .file(&a.file)
@@ -468,6 +463,36 @@ pub fn locks_taken(root: &Path, req: &LockRequest, acquired: &[Acquired], starte
             .insert("reason".into(), req.reason.clone().into());
         record_taken(root, event);
     }
+}
+
+/// What an acquisition took over: `from` (the stale holders), `why`, and where they were not
+/// locks on the file itself, `claims` (the stale claims' patterns) and `files` (the stale locks
+/// a claim took over).
+fn with_taken_over(event: Event, took: &[crate::v3::lock::TakeOver]) -> Event {
+    let join = |list: Vec<&str>, sep: &str| (!list.is_empty()).then(|| list.join(sep));
+    event
+        .with(
+            "from",
+            join(took.iter().map(|t| t.from.as_str()).collect(), ", "),
+        )
+        .with(
+            "why",
+            join(took.iter().map(|t| t.why.as_str()).collect(), "; "),
+        )
+        .with(
+            "claims",
+            join(
+                took.iter().filter_map(|t| t.claim.as_deref()).collect(),
+                ", ",
+            ),
+        )
+        .with(
+            "files",
+            join(
+                took.iter().filter_map(|t| t.file.as_deref()).collect(),
+                ", ",
+            ),
+        )
 }
 
 /// An acquire starts waiting for `file`, held by `holder` (or a waiter ahead).

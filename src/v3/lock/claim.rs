@@ -17,7 +17,9 @@
 //! One record per claim, records separated by an empty line; the keys after `pattern` are those
 //! of a lock record (`pid`, `pid_start`, `session`, `client`, `client_session` when the claim
 //! follows a process), plus the work tree the claim was taken in and its branch. A claim is
-//! judged exactly like a lock (LIVE, STALE, by TTL, holder presence and process). The file is
+//! judged exactly like a lock (LIVE, STALE, by TTL, holder presence and process), and is STALE
+//! at once when the work tree it was taken in is gone, as a lock file goes with its tree. A
+//! STALE claim is taken over by the next lock or claim that passes over it. The file is
 //! only ever rewritten whole (durable replace) under the workspace mutex, and read once per try
 //! or view: claims are few, and nothing walks the repository to find them.
 

@@ -139,13 +139,39 @@ pub struct Acquired {
     pub claim: bool,
 }
 
-/// A stale lock taken over.
+/// A stale lock or claim taken over.
 #[derive(Debug, Clone, Serialize)]
 pub struct TakeOver {
     /// Its holder.
     pub from: String,
     /// Why it was stale.
     pub why: String,
+    /// A stale claim taken over: its pattern (its record is gone from `.coord/claims`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claim: Option<String>,
+    /// A stale lock taken over by a claim: the file it locked (the claim's pattern matches it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+}
+
+impl TakeOver {
+    /// The stale lock `e` (on the file acquired, or on `file` when a claim takes it over).
+    pub(crate) fn lock(e: &super::LockEntry, file: Option<&str>) -> TakeOver {
+        TakeOver {
+            from: e.holder().to_string(),
+            why: e.stale_why.clone().unwrap_or_default(),
+            claim: None,
+            file: file.map(str::to_string),
+        }
+    }
+
+    /// The stale claim `e`.
+    pub(crate) fn claim(e: &super::LockEntry) -> TakeOver {
+        TakeOver {
+            claim: Some(e.file.clone()),
+            ..TakeOver::lock(e, None)
+        }
+    }
 }
 
 /// The result of a successful acquire.
@@ -247,7 +273,9 @@ pub fn acquire(
                 a.backup = backup::existing(target);
                 continue;
             }
-            if !a.took_over.is_empty()
+            // Only a lock's holder may have left the file half-edited: a stale claim taken over
+            // says nothing about this file's backup.
+            if a.took_over.iter().any(|t| t.claim.is_none())
                 && let Some(kept) = backup::existing(target)
             {
                 a.backup = Some(kept);
