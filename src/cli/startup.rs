@@ -94,7 +94,6 @@ pub fn run_startup(args: StartupArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             partner,
             task: args.task,
             pid: None,
-            look_around: true,
         },
     )?;
     if ctx.json {

@@ -475,7 +475,6 @@ fn session_start(
             partner: Partner::Named(agent.clone()),
             task: None,
             pid,
-            look_around: false,
         },
     )?;
     Ok(Reply::Context(context(ws, agent, client)))

@@ -387,10 +387,6 @@ pub struct StartupRequest {
     pub task: Option<String>,
     /// The process the session follows (`coord session`); `None` for a plain startup.
     pub pid: Option<u32>,
-    /// Whether to look who else is around (the sessions online, the active agents); a caller
-    /// that shows none of it (a client's session start, which gathers its own context) leaves
-    /// [`Startup::online`] and [`Startup::active_agents`] empty and saves reading them.
-    pub look_around: bool,
 }
 
 /// What clocking in did and found.
@@ -495,23 +491,18 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
         return Err(e);
     }
 
-    let (online, active_agents) = if req.look_around {
-        let online = rows
-            .iter()
-            .filter(|r| r.status == RowStatus::Online && r.crash_reason(&now).is_none())
-            .filter(|r| !crashed.iter().any(|c| c.row.id == r.id))
-            .cloned()
-            .collect();
-        let active = presence::scan(root)
-            .0
-            .into_iter()
-            .filter(|p| p.state(&now) == AgentState::Active)
-            .map(|p| p.id)
-            .collect();
-        (online, active)
-    } else {
-        (Vec::new(), Vec::new())
-    };
+    let online = rows
+        .iter()
+        .filter(|r| r.status == RowStatus::Online && r.crash_reason(&now).is_none())
+        .filter(|r| !crashed.iter().any(|c| c.row.id == r.id))
+        .cloned()
+        .collect();
+    let active_agents: Vec<String> = presence::scan(root)
+        .0
+        .into_iter()
+        .filter(|p| p.state(&now) == AgentState::Active)
+        .map(|p| p.id)
+        .collect();
     crate::history::arrived(root, agent.id(), &row, &crashed);
     Ok(Startup {
         partner: agent.id().to_string(),
