@@ -210,14 +210,15 @@ impl Row {
 /// files left by killed writers are swept on the way.
 pub fn scan(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
     let mut found = Vec::new();
-    if let Ok(entries) = fs::read_dir(layout::partners_dir(root)) {
-        for entry in entries.flatten() {
-            match entry.file_name().to_str().and_then(layout::parse_partner_row_name) {
-                Some(id) => found.push((id, entry.path())),
-                None => {
-                    fsutil::sweep_entry(&entry);
-                }
-            }
+    for entry in fs::read_dir(layout::partners_dir(root))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = entry.file_name();
+        match name.to_str().and_then(layout::parse_partner_row_name) {
+            Some(id) => found.push((id, entry.path())),
+            None => _ = fsutil::sweep_entry(&entry),
         }
     }
     let (mut rows, bad) = read_rows(found);
@@ -301,7 +302,10 @@ pub fn open_rows_checked(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
                 .collect();
             ids.sort_unstable();
             ids.dedup();
-            read_rows(ids.into_iter().map(|id| (id, layout::partner_row(root, id))))
+            let paths = ids
+                .into_iter()
+                .map(|id| (id, layout::partner_row(root, id)));
+            read_rows(paths)
         }
     };
     let open = rows
@@ -337,7 +341,8 @@ fn ensure_index(root: &Path) -> Result<()> {
     // builder left is built on) and renamed into place: a reader sees no index or a whole one.
     let tmp = layout::partners_dir(root).join(".open.tmp");
     fsutil::ensure_dir(&tmp)?;
-    for r in scan(root).0.iter().filter(|r| r.status != RowStatus::Offline) {
+    let (rows, _) = scan(root);
+    for r in rows.iter().filter(|r| r.status != RowStatus::Offline) {
         fsutil::empty_marker(&tmp.join(r.id.to_string()))?;
     }
     fsutil::rename(&tmp, &dir)
@@ -484,8 +489,7 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
         working_on: Some(task.unwrap_or_else(|| "-".into())),
         ..Default::default()
     };
-    if let Err(e) = index_row(root, &row).and_then(|()| presence::write(root, &agent, &presence))
-    {
+    if let Err(e) = index_row(root, &row).and_then(|()| presence::write(root, &agent, &presence)) {
         let _ = fsutil::remove(&layout::partner_row(root, id));
         let _ = fsutil::remove(&layout::partner_open(root, id));
         return Err(e);
@@ -522,41 +526,37 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
 ///
 /// [`Error::Io`] when a file cannot be written.
 pub fn heartbeat(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<()> {
-    let root = ws.root();
     let _mutex = ws.lock_mutex()?;
-    let mine = |r: &Row| r.session_id == session_id && r.partner_name == agent.id();
-    if let Some(mut row) = open_rows(root).into_iter().find(mine) {
-        row.status = RowStatus::Online;
-        row.last_heartbeat = Some(clock::now_string());
-        write_row(root, &row)?;
-    }
-    presence::write(root, agent, &Update::default())?;
-    Ok(())
+    touch(ws.root(), agent, Some(session_id), true)?;
+    presence::write(ws.root(), agent, &Update::default()).map(drop)
 }
 
-/// Refresh `last_heartbeat` of `agent`'s open rows: only `session` when given, else every row
-/// of the partner that is `online`. Returns how many rows were refreshed. Caller holds the
-/// workspace mutex. Keeps `coord presence` and the stamp card in step, so an agent that
-/// heartbeats by hand is not marked crashed by its next startup.
+/// Refresh `last_heartbeat` of `agent`'s `online` rows (only `session`'s when given). Caller
+/// holds the workspace mutex. Keeps `coord presence` and the stamp card in step, so an agent
+/// that heartbeats by hand is not marked crashed by its next startup.
 ///
 /// # Errors
 ///
 /// [`Error::Io`] when a row cannot be written.
-pub fn refresh_partner(root: &Path, agent: &AgentId, session: Option<&str>) -> Result<usize> {
-    let rows = open_rows(root);
+pub fn refresh_partner(root: &Path, agent: &AgentId, session: Option<&str>) -> Result<()> {
+    touch(root, agent, session, false)
+}
+
+/// Refresh `agent`'s open rows in scope: `online` ones, and crashed ones too when `revive`
+/// (they come back `online`).
+fn touch(root: &Path, agent: &AgentId, session: Option<&str>, revive: bool) -> Result<()> {
     let now = clock::now_string();
-    let mut n = 0;
-    for mut row in rows {
-        let mine = row.partner_name == agent.id()
-            && row.status == RowStatus::Online
-            && session.is_none_or(|s| row.session_id == s);
-        if mine {
+    for mut row in open_rows(root) {
+        if row.partner_name == agent.id()
+            && (revive || row.status == RowStatus::Online)
+            && session.is_none_or(|s| row.session_id == s)
+        {
+            row.status = RowStatus::Online;
             row.last_heartbeat = Some(now.clone());
             write_row(root, &row)?;
-            n += 1;
         }
     }
-    Ok(n)
+    Ok(())
 }
 
 /// What `coord shutdown` ends.
