@@ -99,9 +99,9 @@ pub fn run_startup(args: StartupArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     if ctx.json {
         output::json(&started);
     } else if !ctx.quiet {
-        for line in startup_lines(&started, args.mode) {
-            output::line(&line);
-        }
+        startup_lines(&started, args.mode)
+            .iter()
+            .for_each(|l| output::line(l));
     }
     Ok(ExitCode::Success)
 }
@@ -180,34 +180,31 @@ pub fn run_shutdown(args: ShutdownArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
     };
     let session = std::env::var(SESSION_ENV).ok().filter(|s| !s.is_empty());
-    let scope = match &session {
-        Some(id) => Scope::Session(id),
-        None => Scope::Partner,
-    };
+    let scope = session.as_deref().map_or(Scope::Partner, Scope::Session);
     let done = stamp::shutdown(&ws, &agent, scope)?;
     if ctx.json {
         output::json(&done);
-    } else if !ctx.quiet {
-        for line in release_lines(&done.released) {
-            output::line(&line);
-        }
-        if done.closed.is_empty() {
-            output::line(&format!(
-                "No open session of {} on the stamp card",
-                done.partner
-            ));
-        }
-        for row in &done.closed {
-            output::line(&format!(
-                "Clocked out: {} (session {}, row {})",
-                row.partner_name,
-                output::clean(&row.session_id),
-                row.id
-            ));
-        }
-        if done.finished {
-            output::line("Presence: FINISHED");
-        }
+        return Ok(ExitCode::Success);
+    }
+    let mut lines = release_lines(&done.released);
+    if done.closed.is_empty() {
+        lines.push(format!(
+            "No open session of {} on the stamp card",
+            done.partner
+        ));
+    }
+    lines.extend(done.closed.iter().map(|row| {
+        let session = output::clean(&row.session_id);
+        format!(
+            "Clocked out: {} (session {session}, row {})",
+            row.partner_name, row.id
+        )
+    }));
+    if done.finished {
+        lines.push("Presence: FINISHED".into());
+    }
+    if !ctx.quiet {
+        lines.iter().for_each(|l| output::line(l));
     }
     Ok(ExitCode::Success)
 }

@@ -94,10 +94,9 @@ pub fn parse(owner: &str, text: &str) -> Vec<Block> {
             fresh = true;
             continue;
         }
+        let again = |g: &Vec<&str>| is_key(line, "from") && g.iter().any(|l| is_key(l, "from"));
         match groups.last_mut() {
-            Some(g) if !fresh && !(is_key(line, "from") && g.iter().any(|l| is_key(l, "from"))) => {
-                g.push(line)
-            }
+            Some(g) if !(fresh || again(g)) => g.push(line),
             _ => groups.push(vec![line]),
         }
         fresh = false;
@@ -330,13 +329,9 @@ pub fn step(ws: &Workspace, agent: &AgentId, also: &[String]) -> Result<Round> {
 pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Round> {
     let watch = FolderWatch::new(&[ws.root().to_path_buf()]);
     let deadline = Deadline::after(wait.as_duration());
-    let first = step(ws, agent, &[])?;
-    let wanted: Vec<String> = first.peers.iter().map(|p| p.peer.clone()).collect();
-    let mut round = first;
-    loop {
-        if round.pending().is_empty() {
-            return Ok(round);
-        }
+    let mut round = step(ws, agent, &[])?;
+    let wanted: Vec<String> = round.peers.iter().map(|p| p.peer.clone()).collect();
+    while !round.pending().is_empty() {
         if deadline.passed() {
             let pending = round.pending().join(", ");
             return Err(Error::refused(
@@ -357,6 +352,7 @@ pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Round> {
         watch.wait(deadline.next_sleep(RECHECK));
         round = step(ws, agent, &wanted)?;
     }
+    Ok(round)
 }
 
 #[cfg(test)]
