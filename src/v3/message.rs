@@ -12,19 +12,14 @@
 //! <root>/.coord/messages/read/gemini/0mkx2a9q1b3cd   (gemini has read it)
 //! ```
 //!
-//! Invariants:
-//!
-//! - **No lost or torn message.** Every message is its own file, published whole with
-//!   [`fsutil::create_new`] (temporary file, then link without replacing). Any number of senders
-//!   can write at once without a lock; an id already taken is retried with a new random suffix.
-//! - **Ids** are short, unique and stable: the sending time in milliseconds in base 36 (9
-//!   characters, so ids sort in sending order) followed by 4 random base-36 characters.
-//! - **Read state is per reader.** Reading creates a mark in the reader's own folder; nothing
-//!   else changes, so a broadcast (`to: all`) read by one agent stays unread for every other.
-//!   A broadcast never counts as unread for its sender.
-//! - **Hostile files are skipped, never trusted.** Files are read with a size cap, without
-//!   following links; a file that is not a message is reported in the listing's `skipped` and
-//!   left alone.
+//! - **No lost or torn message.** Each message is its own file, published whole with
+//!   [`fsutil::create_new`]; senders need no lock, and a taken id is retried with a new one.
+//! - **Ids** sort in sending order: the time in milliseconds in base 36 (9 characters), then 4
+//!   random base-36 characters.
+//! - **Read state is per reader**: a mark in the reader's own folder, so a broadcast (`to: all`)
+//!   read by one agent stays unread for the others. A broadcast is never unread for its sender.
+//! - **Hostile files are skipped, never trusted**: read capped, without following links, and
+//!   reported in the listing's `skipped`.
 //! - **No litter.** Temporary files of killed senders and readers are swept by the next
 //!   `send`, listing or read in their folder.
 
@@ -172,15 +167,10 @@ impl Inbox {
     }
 }
 
-const BASE36: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
-
-fn base36(mut n: u64, width: usize) -> String {
-    let mut digits = vec![b'0'; width];
-    for slot in digits.iter_mut().rev() {
-        *slot = BASE36[(n % 36) as usize];
-        n /= 36;
-    }
-    String::from_utf8(digits).unwrap_or_default()
+/// `n`'s last `width` digits in base 36, lowercase.
+fn base36(n: u64, width: u32) -> String {
+    let digit = |i: u32| char::from_digit((n / 36u64.pow(i) % 36) as u32, 36).unwrap_or('0');
+    (0..width).rev().map(digit).collect()
 }
 
 /// A new id: sending time (ms, base 36, 9 digits) and 4 random base-36 digits.
@@ -248,11 +238,7 @@ pub fn scan(root: &Path) -> (Vec<Message>, Vec<Unreadable>) {
 
 /// [`scan`], failing when the message folder exists but cannot be listed (another user's
 /// folder made with umask 077): an inbox that cannot be read is not an empty one.
-///
-/// # Errors
-///
-/// [`Error::Io`] naming the folder.
-pub fn try_scan(root: &Path) -> Result<(Vec<Message>, Vec<Unreadable>)> {
+fn try_scan(root: &Path) -> Result<(Vec<Message>, Vec<Unreadable>)> {
     let dir = layout::messages_dir(root);
     let mut found = Vec::new();
     let mut skipped = Vec::new();

@@ -17,21 +17,16 @@
 //! host: build-box
 //! ```
 //!
-//! The seed keeps this table in SQLite; coord keeps it as files because the shared folder may be
-//! on a network filesystem where SQLite's locking is unsafe (see `docs/sessions.md`). Every
-//! transition — clock in, heartbeat, crash marking, clock out — happens under the workspace
-//! mutex, and every row is replaced atomically, so a reader never sees half a row and two
-//! writers never lose each other's change. Row ids come from a counter file read and bumped
-//! under the same mutex, so they are unique and increase.
+//! Files, not the seed's SQLite: the shared folder may be on a network filesystem where SQLite's
+//! locking is unsafe. Every transition (clock in, heartbeat, crash marking, clock out) happens
+//! under the workspace mutex and replaces the row atomically: no half row, no lost change. Row
+//! ids come from the counter, read and bumped under the same mutex: unique and increasing.
 //!
 //! `status` is `online` from clock-in to clock-out (`offline`). A row that never clocked out is
-//! marked `crashed` by the next startup of the same partner once its `last_heartbeat` is more
-//! than [`CRASH_AFTER`] old — or at once when it records a process (`pid`, `host`: rows made by
-//! `coord session`) that no longer exists on this host. `-` stands for "none".
-//!
-//! The index `open/` names the rows not clocked out, kept in step with the rows under the mutex,
-//! so that a heartbeat, clock-in, clock-out or `status` reads the open sessions (and the rows
-//! written by hand above the counter) rather than the card's whole history.
+//! marked `crashed` by the next startup of its partner once its `last_heartbeat` is more than
+//! [`CRASH_AFTER`] old, or at once when its recorded process (`pid`, `host`) is gone. `-` is
+//! "none". The index `open/` names the rows not clocked out, so that the commands about open
+//! sessions (heartbeat, clock-in, clock-out, `status`) read those, not the card's history.
 
 use std::fs;
 use std::io;
@@ -601,7 +596,7 @@ pub fn shutdown(ws: &Workspace, agent: &AgentId, scope: Scope<'_>) -> Result<Shu
     for row in rows.iter().filter(|r| r.partner_name == agent.id()) {
         let in_scope = match scope {
             Scope::Partner => row.status == RowStatus::Online,
-            Scope::Session(id) => row.session_id == id && row.status != RowStatus::Offline,
+            Scope::Session(id) => row.session_id == id,
         };
         if in_scope {
             let mut row = row.clone();
@@ -619,14 +614,11 @@ pub fn shutdown(ws: &Workspace, agent: &AgentId, scope: Scope<'_>) -> Result<Shu
             && r.status == RowStatus::Online
     });
     if !others_online {
-        presence::write(
-            root,
-            agent,
-            &Update {
-                finished: Some(true),
-                ..Default::default()
-            },
-        )?;
+        let finished = Update {
+            finished: Some(true),
+            ..Default::default()
+        };
+        presence::write(root, agent, &finished)?;
     }
     crate::history::left(root, agent.id());
     Ok(Shutdown {
