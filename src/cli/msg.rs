@@ -74,15 +74,6 @@ enum MsgCommand {
     },
 }
 
-/// `msg list --json` and `msg wait --json`.
-#[derive(Debug, Serialize)]
-pub struct ListJson<'a> {
-    /// The messages, oldest first.
-    pub messages: Vec<&'a InboxEntry>,
-    /// Files under `.coord/messages/` that are not messages.
-    pub skipped: &'a [presence::Unreadable],
-}
-
 /// `msg read --json`: the message as `msg list --json` shows it (now read), and whether this
 /// read marked it.
 #[derive(Debug, Serialize)]
@@ -219,16 +210,11 @@ pub fn read_text(entry: &InboxEntry) -> String {
     )
 }
 
-/// The inbox's `--json` object (only unread messages when `only_unread`).
-pub fn list_json(inbox: &Inbox, only_unread: bool) -> ListJson<'_> {
-    ListJson {
-        messages: inbox
-            .messages
-            .iter()
-            .filter(|e| e.unread || !only_unread)
-            .collect(),
-        skipped: &inbox.skipped,
-    }
+/// The inbox as `msg list --json` shows it (only unread messages when `only_unread`).
+pub fn list_json(inbox: &Inbox, only_unread: bool) -> Inbox {
+    let mut shown = inbox.clone();
+    shown.messages.retain(|e| e.unread || !only_unread);
+    shown
 }
 
 fn print_list(inbox: &Inbox, only_unread: bool, ctx: &Ctx) {
@@ -242,7 +228,7 @@ fn print_list(inbox: &Inbox, only_unread: bool, ctx: &Ctx) {
 }
 
 /// The inbox as a table (ID, NEW, FROM, TO, TIME, MESSAGE), or `No (unread) messages`.
-pub fn list_text(shown: &[&InboxEntry], only_unread: bool, color: bool) -> String {
+pub fn list_text(shown: &[InboxEntry], only_unread: bool, color: bool) -> String {
     if shown.is_empty() {
         let unread = if only_unread { " unread" } else { "" };
         return format!("No{unread} messages");

@@ -5,11 +5,12 @@ use clap::{Args, ValueEnum};
 use coord::clock;
 use coord::v3::lock::{Release, ReleaseOutcome};
 use coord::v3::session::SESSION_ENV;
-use coord::v3::stamp::{self, NEW_PARTNER, Partner, Scope, Startup, StartupRequest};
+use coord::v3::stamp::{self, NEW_PARTNER, Partner, Row, Scope, Startup, StartupRequest};
 use coord::workspace::AgentId;
 use coord::{Error, ExitCode};
 
-use super::{Ctx, output};
+use super::Ctx;
+use super::output::{self, Cell};
 
 /// Clock in: a new session on the stamp card, presence ACTIVE, partners online listed
 ///
@@ -132,31 +133,7 @@ pub fn startup_lines(s: &Startup, mode: Mode) -> Vec<String> {
         ));
     }
     if mode == Mode::Verbose {
-        if s.online.is_empty() {
-            out.push("Partners online: none".into());
-        } else {
-            out.push("Partners online:".into());
-            let now = clock::now();
-            let rows = s
-                .online
-                .iter()
-                .map(|r| {
-                    vec![
-                        output::Cell::plain(&r.partner_name),
-                        output::Cell::opt(r.current_task.as_deref()),
-                        output::Cell::plain(output::ago(
-                            r.heartbeat_age(&now).map(|a| a.as_secs()),
-                        )),
-                        output::Cell::plain(&r.session_id),
-                    ]
-                })
-                .collect();
-            out.push(output::table(
-                &["PARTNER", "TASK", "HEARTBEAT", "SESSION"],
-                rows,
-                output::color_enabled(),
-            ));
-        }
+        out.push(online_text(&s.online));
         out.push(format!("Active agents: {}", s.active_agents.join(", ")));
     }
     if s.recommend_handshake {
@@ -166,6 +143,26 @@ pub fn startup_lines(s: &Startup, mode: Mode) -> Vec<String> {
         ));
     }
     out
+}
+
+/// The sessions online, as a table under `Partners online:`.
+fn online_text(online: &[Row]) -> String {
+    if online.is_empty() {
+        return "Partners online: none".into();
+    }
+    let now = clock::now();
+    let rows = online.iter().map(|r| {
+        let age = r.heartbeat_age(&now).map(|a| a.as_secs());
+        vec![
+            Cell::plain(&r.partner_name),
+            Cell::opt(r.current_task.as_deref()),
+            Cell::plain(output::ago(age)),
+            Cell::plain(&r.session_id),
+        ]
+    });
+    let headers = ["PARTNER", "TASK", "HEARTBEAT", "SESSION"];
+    let table = output::table(&headers, rows.collect(), output::color_enabled());
+    format!("Partners online:\n{table}")
 }
 
 pub fn run_shutdown(args: ShutdownArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
