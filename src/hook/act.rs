@@ -538,7 +538,6 @@ fn session_start(
             partner: Partner::Named(agent.clone()),
             task: None,
             pid,
-            look_around: false,
         },
     )?;
     Ok(Reply::Context(context(ws, agent, client)))
