@@ -320,16 +320,22 @@ pub fn run() -> ExitCode {
     let result = current_dir_or_pwd()
         .context("cannot read the current directory")
         .and_then(|cwd| {
-            Ok(change_dir(
-                cwd,
-                cli.global.dir.as_deref().filter(|_| dir_given),
-            )?)
+            let dir = cli.global.dir.as_deref().filter(|_| dir_given);
+            // The demo's `--dir` may name a folder still to be made.
+            if let (Command::Demo(_), Some(d)) = (&cli.command, dir) {
+                coord::fsutil::ensure_dir(&cwd.join(d))?;
+            }
+            Ok(change_dir(cwd, dir)?)
         })
         .and_then(|cwd| {
             let ctx = Ctx {
                 // After `-C`, DIR is the current directory: keep it absolute.
                 dir: if dir_given {
                     Some(cwd.clone())
+                } else if matches!(cli.command, Command::Demo(_)) {
+                    // The demo plays in a folder of its own unless `-C` names one: an exported
+                    // `COORD_DIR` names the user's workspace, never a place for the demo.
+                    None
                 } else {
                     cli.global.dir
                 },

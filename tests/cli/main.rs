@@ -34,6 +34,7 @@ mod crashes_messages;
 mod crashes_protocols;
 mod crashes_review;
 mod deadlock;
+mod demo;
 mod dialogue;
 mod dialogue_repair;
 mod docs;
