@@ -46,6 +46,7 @@ impl From<&Error> for ExitCode {
             | Error::BadPath { .. }
             | Error::BadDuration { .. }
             | Error::BadPattern { .. }
+            | Error::NotOneFile { .. }
             | Error::BadInput { .. } => ExitCode::Usage,
             Error::LockHeld { .. }
             | Error::WaitTimedOut { .. }

@@ -383,7 +383,7 @@ fn gone_tree_locks(presences: &[presence::Presence], now: &Timestamp) -> Vec<Loc
             continue;
         };
         let top = std::path::Path::new(tree);
-        if std::fs::symlink_metadata(top).is_ok() {
+        if !crate::worktree::is_gone(top) {
             continue;
         }
         for file in p.locks() {
@@ -435,14 +435,18 @@ pub fn lock_view(e: &lock::LockEntry, ws: &Workspace, now: &Timestamp) -> LockVi
     }
 }
 
-/// Who holds one file (`coord who FILE`): its locks, judged, each with the holder's task.
+/// Who holds one file (`coord who FILE`): its locks, judged, each with the holder's task. For
+/// a claim (`coord who 'src/**'`): the locks on the files it matches and the claims it overlaps.
 #[derive(Debug, Clone, Serialize)]
 pub struct FileHolders {
-    /// The file, relative to the root.
+    /// The file, relative to the root (a claim: its pattern).
     pub file: String,
+    /// Whether `file` is a claim's pattern.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub claim: bool,
     /// Its locks (none when it is free), each as `status` shows it plus `working_on`.
     pub locks: Vec<Holder>,
-    /// The claims whose pattern matches it.
+    /// The claims whose pattern matches it (a claim: overlaps it).
     pub claims: Vec<ClaimView>,
 }
 
@@ -456,38 +460,69 @@ pub struct Holder {
     pub working_on: Option<String>,
 }
 
-/// Who holds each of `targets`, as of now.
-pub fn who(ws: &Workspace, targets: &[crate::workspace::Target]) -> Vec<FileHolders> {
+/// Who holds each of `args` (files and claims, see [`Workspace::file_arg`]), as of now.
+pub fn who(ws: &Workspace, args: &[crate::workspace::FileArg]) -> Vec<FileHolders> {
+    use crate::workspace::FileArg;
     let now = clock::now();
     let mut cache = StateCache::default();
     let all_claims = lock::claim::judged_patterns(ws.root(), &mut cache, &now);
-    // Each folder is listed once, however many of the files it holds.
-    targets
+    let holder = |e: &lock::LockEntry| Holder {
+        lock: lock_view(e, ws, &now),
+        working_on: presence::read(ws.root(), &e.agent)
+            .ok()
+            .flatten()
+            .and_then(|p| p.field("working_on").map(str::to_string))
+            .filter(|w| w != "-"),
+    };
+    let targets: Vec<crate::workspace::Target> = args
         .iter()
-        .zip(lock::locks_of_each(targets))
-        .map(|(t, mut entries)| {
-            lock::classify(ws.root(), &mut entries, &mut cache, &now);
-            FileHolders {
+        .filter_map(|a| match a {
+            FileArg::File(t) => Some(t.clone()),
+            FileArg::Claim(_) => None,
+        })
+        .collect();
+    // Each folder is listed once, however many of the files it holds.
+    let mut of_files = lock::locks_of_each(&targets).into_iter();
+    // Every lock, only when a claim is asked about.
+    let every: Vec<lock::LockEntry> = if args.iter().any(|a| matches!(a, FileArg::Claim(_))) {
+        lock::scan_judged(ws, &mut cache, &now)
+    } else {
+        Vec::new()
+    };
+    let mut out = Vec::with_capacity(args.len());
+    for a in args {
+        out.push(match a {
+            FileArg::File(t) => {
+                let mut entries = of_files.next().unwrap_or_default();
+                lock::classify(ws.root(), &mut entries, &mut cache, &now);
+                FileHolders {
+                    file: t.rel.clone(),
+                    claim: false,
+                    claims: all_claims
+                        .iter()
+                        .filter(|c| c.pattern.matches(&t.rel))
+                        .map(|c| claim_view(&c.entry, &now))
+                        .collect(),
+                    locks: entries.iter().map(holder).collect(),
+                }
+            }
+            FileArg::Claim(p) => FileHolders {
+                file: p.as_str().to_string(),
+                claim: true,
                 claims: all_claims
                     .iter()
-                    .filter(|c| c.pattern.matches(&t.rel))
+                    .filter(|c| c.pattern.overlaps(p))
                     .map(|c| claim_view(&c.entry, &now))
                     .collect(),
-                file: t.rel.clone(),
-                locks: entries
+                locks: every
                     .iter()
-                    .map(|e| Holder {
-                        lock: lock_view(e, ws, &now),
-                        working_on: presence::read(ws.root(), &e.agent)
-                            .ok()
-                            .flatten()
-                            .and_then(|p| p.field("working_on").map(str::to_string))
-                            .filter(|w| w != "-"),
-                    })
+                    .filter(|e| p.matches(&e.file))
+                    .map(holder)
                     .collect(),
-            }
-        })
-        .collect()
+            },
+        });
+    }
+    out
 }
 
 /// Read the whole workspace.

@@ -212,9 +212,23 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
                 };
                 if stalled || holder_gone(&holder) {
                     let judged = bytes.clone();
-                    remove_if(path, |now| *now == judged[..]).at("break the lease", path)?;
-                    seen = None;
-                    continue;
+                    match remove_if(path, |now| *now == judged[..]) {
+                        Ok(_) => {
+                            seen = None;
+                            continue;
+                        }
+                        // SMB refuses to move a file its holder still has open (a sharing
+                        // violation), as when that holder was stopped between creating its
+                        // record and closing it: it cannot be broken until the holder runs or
+                        // dies. Keep waiting, as for a live holder, and say so at the deadline.
+                        Err(e) if fsutil::raw::is_busy(&e) => {
+                            last_error = Some(io::Error::new(
+                                e.kind(),
+                                "its record is held open by a process that does not answer (stopped, or on a machine that stopped), so it cannot be broken until that process runs again or ends",
+                            ));
+                        }
+                        Err(e) => return Err(e).at("break the lease", path),
+                    }
                 }
             }
         }

@@ -61,7 +61,7 @@ pub fn run(args: CollabArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     let (CollabCommand::Write { file, .. } | CollabCommand::Read { file, .. }) = &args.command;
     let target = match file {
-        Some(f) => ws.resolve(ctx.cwd(), f)?,
+        Some(f) => ctx.one_file(&ws, f, "collab")?,
         None => ws.target_from_rel(layout::COLLAB_FILE)?,
     };
     match args.command {

@@ -251,9 +251,19 @@ impl Ctx {
         self.agent.as_deref().filter(|name| !name.is_empty())
     }
 
-    /// Resolve FILE arguments inside the workspace; all are checked before anything is done.
-    pub fn targets(&self, ws: &Workspace, files: &[String]) -> Result<Vec<Target>, Error> {
-        files.iter().map(|f| ws.resolve(&self.cwd, f)).collect()
+    /// FILE arguments, relative to the current directory: the files, and the claims (folders,
+    /// patterns) among them; all are checked before anything is done.
+    pub fn file_args(
+        &self,
+        ws: &Workspace,
+        files: &[String],
+    ) -> Result<(Vec<Target>, Vec<coord::pattern::Pattern>), Error> {
+        ws.file_args(&self.cwd, files)
+    }
+
+    /// The FILE argument of `coord COMMAND`, which acts on one file: a claim is refused.
+    pub fn one_file(&self, ws: &Workspace, file: &str, command: &str) -> Result<Target, Error> {
+        ws.one_file(&self.cwd, file, command)
     }
 
     /// The current directory.
@@ -310,16 +320,22 @@ pub fn run() -> ExitCode {
     let result = current_dir_or_pwd()
         .context("cannot read the current directory")
         .and_then(|cwd| {
-            Ok(change_dir(
-                cwd,
-                cli.global.dir.as_deref().filter(|_| dir_given),
-            )?)
+            let dir = cli.global.dir.as_deref().filter(|_| dir_given);
+            // The demo's `--dir` may name a folder still to be made.
+            if let (Command::Demo(_), Some(d)) = (&cli.command, dir) {
+                coord::fsutil::ensure_dir(&cwd.join(d))?;
+            }
+            Ok(change_dir(cwd, dir)?)
         })
         .and_then(|cwd| {
             let ctx = Ctx {
                 // After `-C`, DIR is the current directory: keep it absolute.
                 dir: if dir_given {
                     Some(cwd.clone())
+                } else if matches!(cli.command, Command::Demo(_)) {
+                    // The demo plays in a folder of its own unless `-C` names one: an exported
+                    // `COORD_DIR` names the user's workspace, never a place for the demo.
+                    None
                 } else {
                     cli.global.dir
                 },

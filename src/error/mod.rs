@@ -60,6 +60,14 @@ pub enum Error {
         /// What is wrong with it.
         why: String,
     },
+    /// A claim (a folder or a pattern) given to a command that acts on one file's content.
+    #[error("`{arg}` is a folder or a pattern, and `coord {command}` takes one file")]
+    NotOneFile {
+        /// The argument as given.
+        arg: String,
+        /// The command (`note`).
+        command: String,
+    },
     /// Other bad input from the user (a malformed file given on the command line, a bad value).
     #[error("{message}")]
     BadInput {
@@ -274,6 +282,10 @@ impl Error {
                     holder.split(" (").next().unwrap_or(holder)
                 ))
             }
+            Error::NotOneFile { arg, .. } => Some(format!(
+                "name one file (a `\\` before `*`, `?` or `[` keeps it in the name, as in `'a\\[1\\].md'`); hold every file of a folder or pattern with `coord lock {a}`, or for one command with `coord run {a} -- CMD`",
+                a = crate::shell::arg(arg),
+            )),
             Error::LockHeld { file, holder, .. } | Error::WaitTimedOut { file, holder, .. } => {
                 Some(format!(
                     "wait with `coord lock {} --wait 5m`, or message them: `coord msg send {} \"…\"`",
@@ -374,6 +386,7 @@ impl Error {
             Error::BadPath { .. } => "bad_path",
             Error::BadDuration { .. } => "bad_duration",
             Error::BadPattern { .. } => "bad_pattern",
+            Error::NotOneFile { .. } => "not_one_file",
             Error::BadInput { .. } => "bad_input",
             Error::LockHeld { .. } => "lock_held",
             Error::WaitTimedOut { .. } => "wait_timed_out",

@@ -9,13 +9,17 @@ use crate::clock::{self, Timestamp};
 use crate::error::{IoResultExt, Result};
 use crate::fsutil;
 use crate::layout;
+use crate::pattern::Pattern;
 
 /// Which events to show.
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
     /// Only events about these files (relative to the root); a folder (`src/`) matches what
-    /// lies below it. Empty: every event.
+    /// lies below it. Empty (and no `patterns`): every event.
     pub files: Vec<String>,
+    /// Only events about files these claims (folders, patterns) match, and about claims that
+    /// overlap them (with `files`: either).
+    pub patterns: Vec<Pattern>,
     /// Only events of this agent.
     pub agent: Option<String>,
     /// Only events at or after this time.
@@ -35,16 +39,23 @@ impl Filter {
         {
             return false;
         }
-        if !self.files.is_empty() {
-            let Some(file) = &e.file else {
-                return false;
-            };
-            return self.files.iter().any(|f| {
-                let dir = f.trim_end_matches('/');
-                file == f || file == dir || file.starts_with(&format!("{dir}/"))
-            });
+        if self.files.is_empty() && self.patterns.is_empty() {
+            return true;
         }
-        true
+        let about_file = e.file.as_deref().is_some_and(|file| {
+            self.patterns.iter().any(|p| p.matches(file))
+                || self.files.iter().any(|f| {
+                    let dir = f.trim_end_matches('/');
+                    file == f || file == dir || file.starts_with(&format!("{dir}/"))
+                })
+        });
+        // A claim's event: its pattern against the claims asked about.
+        about_file
+            || (!self.patterns.is_empty()
+                && e.pattern
+                    .as_deref()
+                    .and_then(|p| Pattern::parse(p).ok())
+                    .is_some_and(|q| self.patterns.iter().any(|p| p.overlaps(&q))))
     }
 }
 
@@ -290,5 +301,28 @@ mod tests {
         assert!(f(&["src"]).keeps(&e));
         assert!(f(&["src/x.rs"]).keeps(&e));
         assert!(!f(&["sr"]).keeps(&e));
+    }
+
+    /// #45: a pattern given to `coord log` keeps the events of the files it matches and of
+    /// the claims it overlaps.
+    #[test]
+    fn patterns_match_files_and_overlapping_claims() {
+        use super::super::{Event, Kind};
+        let f = |patterns: &[&str]| Filter {
+            patterns: patterns
+                .iter()
+                .map(|p| Pattern::parse(p).unwrap())
+                .collect(),
+            ..Default::default()
+        };
+        let lock = Event::new(Kind::LockTaken, "a").file("src/auth/x.rs");
+        let mut claim = Event::new(Kind::ClaimReleased, "a");
+        claim.pattern = Some("src/auth/**".into());
+        assert!(f(&["src/**"]).keeps(&lock));
+        assert!(f(&["src/*/x.rs"]).keeps(&lock));
+        assert!(!f(&["src/*.rs"]).keeps(&lock));
+        assert!(f(&["src/**"]).keeps(&claim));
+        assert!(f(&["src/auth/*.rs"]).keeps(&claim));
+        assert!(!f(&["docs/"]).keeps(&claim));
     }
 }

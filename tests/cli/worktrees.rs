@@ -410,6 +410,45 @@ fn locks_held_in_a_removed_worktree_are_shown_stale_not_dropped() {
         .ok();
 }
 
+/// Claims taken in a removed worktree stop holding as its locks do (#45): STALE at once, whoever
+/// holds them, and taken over by the next lock or claim that passes over them.
+#[test]
+fn claims_taken_in_a_removed_worktree_are_stale_and_taken_over_as_its_locks_are() {
+    let r = repo();
+    coord(&r, &r.b, "dave").args(["lock", "src/", "a.txt"]).ok();
+    coord(&r, &r.c, "erin").args(["lock", "*.md"]).ok();
+    git(&r.main, &["worktree", "remove", "--force", "../b"]);
+    // dave is still ACTIVE (his heartbeat is fresh) and his claim well within its TTL.
+    let v: serde_json::Value = coord(&r, &r.main, "carol")
+        .args(["status", "--json"])
+        .ok()
+        .json();
+    let claims = v["claims"].as_array().unwrap();
+    let state = |pattern: &str| {
+        let c = claims.iter().find(|c| c["pattern"] == pattern).unwrap();
+        (
+            c["state"].as_str().unwrap().to_string(),
+            c["stale_reason"].clone(),
+        )
+    };
+    let (dave, why) = state("src/**");
+    assert_eq!(dave, "STALE", "{v}");
+    assert!(why.as_str().unwrap().contains("is gone"), "{v}");
+    // The claim of a tree still there holds.
+    assert_eq!(state("*.md").0, "LIVE", "{v}");
+    // The lock of the removed tree shows STALE the same way.
+    assert_eq!(v["locks"][0]["file"], "a.txt", "{v}");
+    assert_eq!(v["locks"][0]["state"], "STALE", "{v}");
+    coord(&r, &r.c, "carol")
+        .args(["lock", "src/x.rs", "--no-wait"])
+        .ok()
+        .stderr_has("took over the stale claim of dave on `src/**`");
+    coord(&r, &r.main, "carol")
+        .args(["lock", "notes.md", "--no-wait"])
+        .code(3)
+        .stderr_has("erin");
+}
+
 #[test]
 fn a_worktree_inside_the_main_checkout_is_not_a_nested_workspace() {
     let r = repo();

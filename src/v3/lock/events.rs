@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::time::Instant;
 
-use super::{Acquired, LockRequest, Release, ReleaseOutcome};
+use super::{Acquired, LockRequest, Release, ReleaseOutcome, TakeOver};
 use crate::history::{self, Event, Kind};
 use crate::workspace::AgentId;
 
@@ -14,32 +14,41 @@ pub(super) fn taken(root: &Path, req: &LockRequest, acquired: &[Acquired], start
     let waited_ms = started.elapsed().as_millis() as u64;
     let waited_ms = (waited_ms > 0).then_some(waited_ms);
     for a in acquired.iter().filter(|a| !a.refreshed) {
-        let joined = |part: fn(&super::TakeOver) -> &str, sep: &str| {
-            let parts: Vec<&str> = a.took_over.iter().map(part).collect();
-            (!parts.is_empty()).then(|| parts.join(sep))
-        };
-        let from = joined(|t| &t.from, ", ");
         let event = if a.claim {
-            Event::new(Kind::ClaimTaken, req.agent.id())
+            let event = Event::new(Kind::ClaimTaken, req.agent.id())
                 .pattern(&a.file)
                 .with("locked_at", a.locked_at.as_str())
-                .with("waited_ms", waited_ms)
-                .with("from", from)
+                .with("waited_ms", waited_ms);
+            with_taken_over(event, &a.took_over)
         } else {
-            let kind = match from {
-                None => Kind::LockTaken,
-                Some(_) => Kind::LockTakenOver,
+            let kind = if a.took_over.is_empty() {
+                Kind::LockTaken
+            } else {
+                Kind::LockTakenOver
             };
-            Event::new(kind, req.agent.id())
+            with_taken_over(Event::new(kind, req.agent.id()), &a.took_over)
                 .file(&a.file)
-                .with("from", from)
-                .with("why", joined(|t| &t.why, "; "))
                 .with("locked_at", a.locked_at.as_str())
                 .with("waited_ms", waited_ms)
         };
         // `reason` is always there (null without one), as `coord watch` has always said it.
         history::record(root, event.with_null("reason", req.reason.clone()));
     }
+}
+
+/// What an acquisition took over (nothing: no field): `from` (the stale holders), `why`, and
+/// where they were not locks on the file itself, `claims` (the stale claims' patterns) and
+/// `files` (the stale locks a claim took over).
+fn with_taken_over(event: Event, took: &[TakeOver]) -> Event {
+    let join = |part: fn(&TakeOver) -> Option<&str>, sep: &str| {
+        let parts: Vec<&str> = took.iter().filter_map(part).collect();
+        (!parts.is_empty()).then(|| parts.join(sep))
+    };
+    event
+        .with("from", join(|t| Some(&t.from), ", "))
+        .with("why", join(|t| Some(&t.why), "; "))
+        .with("claims", join(|t| t.claim.as_deref(), ", "))
+        .with("files", join(|t| t.file.as_deref(), ", "))
 }
 
 /// An acquire starts waiting for `file`, held by `holder` (or a waiter ahead).

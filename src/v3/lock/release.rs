@@ -47,8 +47,11 @@ pub enum ReleaseOutcome {
 /// The release of one file.
 #[derive(Debug, Clone, Serialize)]
 pub struct Release {
-    /// The file, relative to the root.
+    /// The file, relative to the root (a claim: its pattern).
     pub file: String,
+    /// Whether this is a claim's release.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub claim: bool,
     /// What happened.
     #[serde(flatten)]
     pub outcome: ReleaseOutcome,
@@ -222,6 +225,7 @@ fn release_files(
             ReleaseOutcome::ForcedStale { from }
         };
         out.push(Release {
+            claim: false,
             file: target.rel.clone(),
             outcome,
         });
@@ -263,6 +267,7 @@ pub fn release_tokens(
             ReleaseOutcome::Lost
         };
         out.push(Release {
+            claim: false,
             file: target.rel.clone(),
             outcome,
         });
