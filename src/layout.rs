@@ -134,7 +134,7 @@ pub fn parse_session_name(file_name: &str) -> Option<(&str, u32)> {
 }
 
 /// `<root>/.coord/nested/`: one file per workspace made inside this one, holding its path
-/// relative to this root (see `coord::nested`).
+/// relative to this root (see `coord::workspace::nested`).
 pub fn nested_register(root: &Path) -> PathBuf {
     state_dir(root).join("nested")
 }

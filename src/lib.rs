@@ -9,15 +9,15 @@
 //!   [`record`] (the seed's `key: value` text), [`fsutil`] (every write to disk, capped reads, the
 //!   workspace mutex), [`host`] (this machine and its processes), [`wait`] (waiting for a condition on
 //!   disk: folder events, the `flock` hand-off, deadlines, signals),
-//!   [`workspace`] (root discovery, agent ids, path confinement), [`shell`] (commands in hints),
+//!   [`workspace`] (root discovery, agent ids, path confinement, nested workspaces), [`shell`] (commands in hints),
 //!   [`gitconfig`] (the settings coord reads from git's config files);
 //! - protocols: [`v3`] (seed 001: presence, locks, backups, wait queue, messages, notes);
 //!   [`collab`] (seed 000: the shared collaboration file); [`dialogue`] (seed 002: the
 //!   turn-based dialogue); [`review`] (seed 003: the review tracker); [`edit`] (safe editing
 //!   under the lock: write, run, restore); [`remote`] (claims shared by clones on other
 //!   machines through the repository's remote, decided by compare-and-swap);
-//! - views: [`status`] (everything at once, for `coord status`); [`nested`] (workspaces inside
-//!   this one); [`shelledit`] (held files a shell command changed); [`conflicts`] (what
+//! - views: [`status`] (everything at once, for `coord status`, workspaces inside this one
+//!   included); [`shelledit`] (held files a shell command changed); [`conflicts`] (what
 //!   the branches of the work trees changed alike, before the merge); [`history`] (what
 //!   happened: the event log behind `coord log` and `coord watch`); [`watch`] (the live view:
 //!   what changed between two looks, for `coord watch`);
@@ -47,7 +47,6 @@ pub mod identity;
 pub mod init;
 pub mod layout;
 pub mod mcp;
-pub mod nested;
 pub mod pattern;
 pub mod plugin;
 pub mod prune;

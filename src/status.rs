@@ -216,7 +216,7 @@ pub struct Status {
     /// The dialogue in `agent-dialogue/`, null when there is none.
     pub dialogue: Option<DialogueSummary>,
     /// Workspaces inside this one (their own agents, locks and messages).
-    pub nested: Vec<crate::nested::Nested>,
+    pub nested: Vec<Nested>,
     /// Files two or more branches of the repository's work trees changed, and whether they
     /// merge (see [`crate::conflicts`]; filled by `coord status` only, empty here).
     pub conflicts: Vec<crate::conflicts::Conflict>,
@@ -634,11 +634,72 @@ pub fn collect(ws: &Workspace) -> Status {
         reviews,
         unreadable,
         dialogue: dialogue::summary(ws),
-        nested: crate::nested::find(
+        nested: nested(
             ws,
             &entries.iter().map(|e| e.file.as_str()).collect::<Vec<_>>(),
         ),
         conflicts: Vec::new(),
         conflicts_note: None,
     }
+}
+
+/// A workspace inside this one (see [`crate::workspace::nested`]).
+#[derive(Debug, Clone, Serialize)]
+pub struct Nested {
+    /// Its root, relative to this root, with `/` separators.
+    pub root: String,
+    /// The agents with a presence there.
+    pub agents: Vec<NestedAgent>,
+}
+
+/// An agent of a nested workspace, as its presence says.
+#[derive(Debug, Clone, Serialize)]
+pub struct NestedAgent {
+    /// The agent's id.
+    pub agent: String,
+    /// Its display name.
+    pub name: String,
+    /// `ACTIVE`, `INACTIVE` or `FINISHED`.
+    pub status: String,
+    /// What it works on.
+    pub working_on: Option<String>,
+}
+
+/// The workspaces inside `ws` (those registered and those holding one of `files`, relative
+/// to the root), sorted by path, with their agents.
+pub fn nested(ws: &Workspace, files: &[&str]) -> Vec<Nested> {
+    let now = clock::now();
+    crate::workspace::nested::roots(ws.root(), files)
+        .into_iter()
+        .map(|rel| Nested {
+            agents: presence::scan(&ws.root().join(&rel))
+                .0
+                .iter()
+                .map(|p| NestedAgent {
+                    agent: p.id.clone(),
+                    name: p.name().to_string(),
+                    status: p.state(&now).as_str().to_string(),
+                    working_on: p
+                        .field("working_on")
+                        .filter(|w| *w != "-")
+                        .map(str::to_string),
+                })
+                .collect(),
+            root: rel,
+        })
+        .collect()
+}
+
+/// The nested workspace where `agent` has a presence, when it has none in `ws` itself: a message
+/// sent to it here would wait in an inbox it never reads. Looks for the locks under the root
+/// only then (a folder walk, on this rare path alone).
+pub fn nested_home(ws: &Workspace, agent: &str) -> Option<Nested> {
+    if std::fs::symlink_metadata(crate::layout::presence(ws.root(), agent)).is_ok() {
+        return None;
+    }
+    let locks = lock::scan_tree(ws);
+    let files: Vec<&str> = locks.iter().map(|l| l.file.as_str()).collect();
+    nested(ws, &files)
+        .into_iter()
+        .find(|n| n.agents.iter().any(|a| a.agent == agent))
 }

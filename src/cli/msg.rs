@@ -104,7 +104,7 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             // An agent that lives in a workspace inside this one reads its inbox there, never
             // here: refused before anything is written, rather than left unread.
             if let Recipient::Agent(id) = &to
-                && let Some(home) = coord::nested::home_of(&ws, id)
+                && let Some(home) = coord::status::nested_home(&ws, id)
             {
                 return Err(Error::refused(
                     Refusal::AgentElsewhere,

@@ -82,7 +82,7 @@ pub fn refresh(
         stamp::refresh_partner(ws.root(), agent, session)?;
         presence::write(ws.root(), agent, update)?
     };
-    coord::nested::register(ws.root());
+    coord::workspace::nested::register(ws.root());
     Ok(agent_view(&written, &coord::clock::now()))
 }
 

@@ -87,7 +87,7 @@ pub fn partner_choice(partner: Option<&str>, ctx: &Ctx) -> Result<Partner, Error
 
 pub fn run_startup(args: StartupArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
-    coord::nested::register(ws.root());
+    coord::workspace::nested::register(ws.root());
     let partner = partner_choice(args.partner.as_deref(), ctx)?;
     let started = stamp::startup(
         &ws,

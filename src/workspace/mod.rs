@@ -16,6 +16,7 @@
 //!   ([`Workspace::file_arg`]); a command that acts on one file's content refuses it
 //!   ([`Workspace::one_file`]). A path an agent client's tool names is always one file, taken
 //!   literally ([`Workspace::resolve`]): a file may be named `a[1].md`.
+//! - Nested workspaces: the register a workspace keeps of those inside it ([`nested`]).
 
 use std::fs;
 use std::path::{Component, Path, PathBuf};
@@ -25,6 +26,8 @@ use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
 use crate::layout;
 use crate::pattern::{self, Pattern};
+
+pub mod nested;
 
 pub use crate::layout::is_valid_agent_id;
 
@@ -186,7 +189,7 @@ impl Workspace {
         let existed = fs::symlink_metadata(&state).is_ok_and(|m| m.is_dir());
         fsutil::ensure_dir(&state)?;
         if !existed {
-            crate::nested::register(&root);
+            nested::register(&root);
         }
         Ok((Workspace { root }, !existed))
     }
@@ -224,7 +227,7 @@ impl Workspace {
             }
             fsutil::ensure_dir(&dir)?;
             // Made now: the workspace around this one, if any, learns that it holds it.
-            crate::nested::register(&self.root);
+            nested::register(&self.root);
         }
         self.sweep_temps_once();
         // Detected now, before the first file is published: on a local filesystem, what the

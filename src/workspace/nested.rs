@@ -1,0 +1,135 @@
+//! Workspaces inside this one. A folder below the root that holds its own `.coord/` is a
+//! workspace of its own (outside git, or made on purpose with `coord init` there): its agents,
+//! presences and messages live apart from this one's, though a lock file beside a file is seen
+//! from both.
+//!
+//! It never walks the tree. A nested workspace is known from two places:
+//! - the register `.coord/nested/` of the workspace around it, one file per nested workspace
+//!   holding its path, written when the nested workspace's `.coord/` is made or one of its agents
+//!   says it is here ([`register`]);
+//! - the files a caller already found below the root (the locked ones), whose folder lies inside
+//!   one (a few `stat`s per file, each folder looked at once).
+//!
+//! An entry whose folder no longer holds a `.coord/` is ignored; a register entry that is not a
+//! plain relative path below the root is ignored too.
+
+use std::collections::BTreeSet;
+use std::path::{Component, Path};
+
+use crate::fsutil;
+use crate::layout;
+
+/// Whether `dir` holds a `.coord/` folder (a workspace's own state).
+fn is_workspace(dir: &Path) -> bool {
+    // Its own `.coord/`: a linked git worktree shares the main tree's and is not nested.
+    fsutil::real_entry(&dir.join(layout::STATE_DIR)).is_some_and(|m| m.is_dir())
+}
+
+/// `path` with `/` separators (`None`: not UTF-8).
+fn relative(path: &Path) -> Option<String> {
+    path.to_str()
+        .map(|r| r.replace(std::path::MAIN_SEPARATOR, "/"))
+}
+
+/// If a workspace lies around `root`, note `root` in that workspace's register (once) so that
+/// its `status` can say it holds this one. Called when `root`'s `.coord/` is made and when an
+/// agent says it is here (`presence`, `startup`): a nested workspace is often the older one, made
+/// before the workspace around it. A few `stat`s, one per folder above. Best effort: a register
+/// that cannot be written leaves the nested workspace to be found by its locks.
+pub fn register(root: &Path) {
+    // A linked git worktree (even one inside the main checkout) shares the main tree's
+    // workspace: it is not a workspace nested in it.
+    if layout::shared_root(root) != root {
+        return;
+    }
+    let Some(outer) = root
+        .parent()
+        .and_then(|p| p.ancestors().find(|d| is_workspace(d)))
+    else {
+        return;
+    };
+    let Some(rel) = root
+        .strip_prefix(outer)
+        .ok()
+        .and_then(relative)
+        .filter(|r| !r.is_empty())
+    else {
+        return;
+    };
+    let entry = layout::nested_entry(outer, &rel);
+    if std::fs::symlink_metadata(&entry).is_ok() {
+        return;
+    }
+    if fsutil::ensure_dir(&layout::nested_register(outer)).is_ok() {
+        let _ = fsutil::replace(&entry, format!("{rel}\n").as_bytes());
+    }
+}
+
+/// A path relative to the root that stays below it (no `..`, not absolute, not empty).
+fn plain_relative(rel: &str) -> bool {
+    !rel.is_empty()
+        && Path::new(rel)
+            .components()
+            .all(|c| matches!(c, Component::Normal(_)))
+}
+
+/// The roots of the workspaces inside `root`, relative to it: those its register names and
+/// those holding one of `files` (paths relative to the root), sorted.
+pub fn roots(root: &Path, files: &[&str]) -> BTreeSet<String> {
+    let registered = fsutil::read_dir(layout::nested_register(root))
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| fsutil::read_capped(&e.path(), 4096).ok())
+        .filter_map(|b| String::from_utf8(b).ok())
+        .map(|t| t.trim().to_string());
+    let mut roots: BTreeSet<String> = registered
+        .filter(|rel| plain_relative(rel) && is_workspace(&root.join(rel)))
+        .collect();
+    // Each folder is looked at once, however many files lie in it.
+    let mut seen = BTreeSet::new();
+    for file in files {
+        let mut dir = Path::new(file).parent();
+        while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
+            let Some(key) = relative(d) else { break };
+            if !seen.insert(key.clone()) {
+                break;
+            }
+            if plain_relative(&key) && is_workspace(&root.join(d)) {
+                roots.insert(key);
+            }
+            dir = d.parent();
+        }
+    }
+    roots
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests plant files by hand
+mod tests {
+    use super::*;
+
+    #[test]
+    fn register_entries_must_stay_below_the_root() {
+        for ok in ["sub", "a/b"] {
+            assert!(plain_relative(ok), "{ok}");
+        }
+        for bad in ["", "..", "../x", "/etc", "a/../../b", "./"] {
+            assert!(!plain_relative(bad), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn a_workspace_made_inside_another_is_registered_there() {
+        let top = tempfile::tempdir().unwrap();
+        let top = std::fs::canonicalize(top.path()).unwrap();
+        std::fs::create_dir_all(top.join(".coord")).unwrap();
+        let sub = top.join("a/sub");
+        std::fs::create_dir_all(sub.join(".coord")).unwrap();
+        register(&sub);
+        assert_eq!(roots(&top, &[]), BTreeSet::from(["a/sub".to_string()]));
+        // Gone: no longer listed.
+        std::fs::remove_dir(sub.join(".coord")).unwrap();
+        assert!(roots(&top, &[]).is_empty());
+    }
+}
