@@ -32,6 +32,11 @@ pub fn run(args: StatusArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         output::json(&st);
     } else if !ctx.quiet {
         output::line(&render(&st, output::color_enabled()));
+        if st.agents.iter().any(|a| a.needs_user.is_some()) || !st.waits.is_empty() {
+            output::line(
+                "\nhint: agents are waiting; `coord ui` shows who waits for whom, live in a browser",
+            );
+        }
     }
     Ok(ExitCode::Success)
 }

@@ -88,6 +88,7 @@ mod status;
 mod symlinks;
 mod takeover;
 mod timeline;
+mod ui;
 mod wait_news;
 mod waiting;
 mod watch;
