@@ -10,7 +10,7 @@
 #   COORD=/path/to/coord ROUNDS=50 bench/dialogue_wait.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-built=target/$(rustc -vV | sed -n 's/^host: //p')
+built=${CARGO_TARGET_DIR:-target}
 COORD=${COORD:-$( [ -x "$built/release/coord" ] && echo "$built/release/coord" || echo "$built/debug/coord" )}
 COORD=$(realpath "$COORD")
 ROUNDS=${ROUNDS:-30}

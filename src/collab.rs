@@ -2,23 +2,15 @@
 //! `{"llm_id": "Claude", "response": "…", "time": "…"}`, appended by every participant and read
 //! back by all.
 //!
-//! Invariants:
-//!
-//! - **Compatible both ways with the seed's Python class.** coord writes each entry the way
-//!   Python's `json.dumps` does (`", "` and `": "` separators, every non-ASCII or control
-//!   character as a `\uXXXX` escape), so the file stays plain ASCII and
-//!   `CollaborativeFileCommunication.read_responses` reads coord's lines; the extra `time` key is
-//!   ignored there. coord reads the seed's own lines (`llm_id` and `response` only) as well.
-//! - **Never interleaved.** A line is appended by [`fsutil::append_line_durable`]: one `write` of
-//!   the whole line on an `O_APPEND` descriptor under a kernel lock on the file, then fsync.
-//! - **Lenient reading.** A line that is not a JSON object with `llm_id` and `response` is
-//!   reported with its 1-based number and skipped; the others are still returned. Blank lines are
-//!   skipped silently. Lines are read with a size cap ([`LINE_CAP`]) and the file is never followed
-//!   through a symlink.
-//! - **Following** reads only complete lines (a line still being written is picked up when its
-//!   newline arrives) and starts over, saying so, when the file shrinks.
+//! Invariants: lines are written the way Python's `json.dumps` writes them (plain ASCII), so the
+//! seed's `CollaborativeFileCommunication` class and coord read each other's lines; a line is
+//! appended whole, under a kernel lock, and fsynced ([`fsutil::append_line_durable_numbered`]),
+//! so writers never interleave; reading is lenient (a bad line is reported with its number and
+//! skipped, the rest still read), capped per line ([`LINE_CAP`]) and never through a symlink;
+//! following reads only complete lines, and starts over, saying so, when the file shrinks.
 
-use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom, Write};
+use std::fmt::Write as _;
+use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
@@ -57,76 +49,40 @@ pub struct Problem {
 }
 
 /// What one read of the file found.
-#[derive(Debug, Clone, Default, Serialize)]
+#[derive(Debug, Clone, Default)]
 pub struct Batch {
     /// The entries, in file order.
     pub entries: Vec<Entry>,
     /// The lines skipped, in file order.
     pub problems: Vec<Problem>,
     /// Whether the file had shrunk since the last read (reading started over).
-    #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub restarted: bool,
 }
 
-impl Batch {
-    fn is_empty(&self) -> bool {
-        self.entries.is_empty() && self.problems.is_empty() && !self.restarted
-    }
-}
-
-/// The line coord appends for `llm_id` saying `response` at `time`, without its newline.
+/// The line coord appends for `llm_id` saying `response` at `time`, without its newline:
+/// Python's `json.dumps` with its defaults (`", "` and `": "`, `ensure_ascii=True`).
 pub fn render_line(llm_id: &str, response: &str, time: &str) -> String {
-    #[derive(Serialize)]
-    struct Line<'a> {
-        llm_id: &'a str,
-        response: &'a str,
-        time: &'a str,
-    }
-    let mut out = Vec::new();
-    let mut ser = serde_json::Serializer::with_formatter(&mut out, PythonFormatter);
-    // Serializing three strings into a Vec cannot fail.
-    let _ = Line {
-        llm_id,
-        response,
-        time,
-    }
-    .serialize(&mut ser);
-    String::from_utf8(out).unwrap_or_default()
-}
-
-/// Python's `json.dumps` defaults: `", "` and `": "` separators, `ensure_ascii=True`.
-struct PythonFormatter;
-
-impl serde_json::ser::Formatter for PythonFormatter {
-    fn begin_object_key<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
-        if first { Ok(()) } else { w.write_all(b", ") }
-    }
-
-    fn begin_object_value<W: ?Sized + Write>(&mut self, w: &mut W) -> io::Result<()> {
-        w.write_all(b": ")
-    }
-
-    fn begin_array_value<W: ?Sized + Write>(&mut self, w: &mut W, first: bool) -> io::Result<()> {
-        if first { Ok(()) } else { w.write_all(b", ") }
-    }
-
-    fn write_string_fragment<W: ?Sized + Write>(
-        &mut self,
-        w: &mut W,
-        fragment: &str,
-    ) -> io::Result<()> {
-        for c in fragment.chars() {
+    let python = |s: &str| {
+        let mut out = String::new();
+        // serde_json escapes quotes, backslashes and control characters as Python does; what
+        // is left beyond printable ASCII becomes `\uXXXX` (UTF-16 units, lowercase hex).
+        for c in Value::from(s).to_string().chars() {
             if (' '..='~').contains(&c) {
-                w.write_all(&[c as u8])?;
+                out.push(c);
             } else {
-                let mut units = [0u16; 2];
-                for unit in c.encode_utf16(&mut units) {
-                    write!(w, "\\u{unit:04x}")?;
+                for unit in c.encode_utf16(&mut [0; 2]) {
+                    let _ = write!(out, "\\u{unit:04x}");
                 }
             }
         }
-        Ok(())
-    }
+        out
+    };
+    format!(
+        "{{\"llm_id\": {}, \"response\": {}, \"time\": {}}}",
+        python(llm_id),
+        python(response),
+        python(time)
+    )
 }
 
 /// Append an entry by `agent` (its name as given) saying `response` to `target`.
@@ -145,42 +101,44 @@ pub fn write(target: &Target, agent: &AgentId, response: &str) -> Result<Entry> 
             LINE_CAP / (1024 * 1024)
         )));
     }
-    let number = fsutil::append_line_durable_numbered(&target.abs, line.as_bytes())?;
     Ok(Entry {
-        line: number,
+        line: fsutil::append_line_durable_numbered(&target.abs, line.as_bytes())?,
         llm_id: agent.name().to_string(),
         response: response.to_string(),
         time: Some(time),
     })
 }
 
-/// Read one line as an entry.
-///
-/// # Errors
-///
-/// The [`Problem`] with the line, when it is not a JSON object with `llm_id` and `response`.
+/// Read one line as an entry, or say what is wrong with it.
 pub fn parse_line(line: usize, bytes: &[u8]) -> std::result::Result<Entry, Problem> {
-    let bad = |why: String| Problem { line, why };
-    let value: Value = serde_json::from_slice(bytes)
-        .map_err(|e| bad(format!("not valid JSON ({})", short_json_error(&e))))?;
+    let bad = |why: &str| Problem {
+        line,
+        why: why.to_string(),
+    };
+    let value: Value = serde_json::from_slice(bytes).map_err(|e| {
+        // serde's "at line 1 column N" says nothing on one line: keep the column.
+        let text = e.to_string();
+        let text = match text.find(" at line ") {
+            Some(at) => format!("{} at column {}", &text[..at], e.column()),
+            None => text,
+        };
+        bad(&format!("not valid JSON ({text})"))
+    })?;
     let Value::Object(map) = value else {
-        return Err(bad("not a JSON object".into()));
+        return Err(bad("not a JSON object"));
     };
     let llm_id = match map.get("llm_id") {
         Some(Value::String(s)) => s.clone(),
         Some(v @ Value::Number(_)) => v.to_string(),
-        Some(_) => return Err(bad("`llm_id` is not a string".into())),
-        None => return Err(bad("no `llm_id`".into())),
+        Some(_) => return Err(bad("`llm_id` is not a string")),
+        None => return Err(bad("no `llm_id`")),
     };
     let response = match map.get("response") {
         Some(Value::String(s)) => s.clone(),
         Some(v) => v.to_string(),
-        None => return Err(bad("no `response`".into())),
+        None => return Err(bad("no `response`")),
     };
-    let time = match map.get("time") {
-        Some(Value::String(s)) => Some(s.clone()),
-        _ => None,
-    };
+    let time = map.get("time").and_then(Value::as_str).map(str::to_string);
     Ok(Entry {
         line,
         llm_id,
@@ -189,25 +147,15 @@ pub fn parse_line(line: usize, bytes: &[u8]) -> std::result::Result<Entry, Probl
     })
 }
 
-fn short_json_error(e: &serde_json::Error) -> String {
-    let text = e.to_string();
-    match text.find(" at line ") {
-        Some(at) => format!("{} at column {}", &text[..at], e.column()),
-        None => text,
-    }
-}
-
 /// Reads a collaboration file from where it last stopped.
-#[derive(Debug, Clone)]
-pub struct Reader {
+struct Reader {
     path: PathBuf,
     offset: u64,
     line: usize,
 }
 
 impl Reader {
-    /// A reader at the start of `path`.
-    pub fn new(path: &Path) -> Reader {
+    fn new(path: &Path) -> Reader {
         Reader {
             path: path.to_path_buf(),
             offset: 0,
@@ -217,114 +165,82 @@ impl Reader {
 
     /// Read what was appended since the last call. With `to_end`, a last line without its
     /// newline is read too; otherwise it is left for a later call (it may still be growing).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Io`] when the file cannot be opened or read (`NotFound` included).
-    pub fn read_new(&mut self, to_end: bool) -> Result<Batch> {
-        let mut file = fsutil::open_regular_nofollow(&self.path).at("read", &self.path)?;
-        let len = file.metadata().at("read", &self.path)?.len();
+    fn read_new(&mut self, to_end: bool) -> Result<Batch> {
+        let path = &self.path;
+        let mut file = fsutil::open_regular_nofollow(path).at("read", path)?;
+        let len = file.metadata().at("read", path)?.len();
         let mut batch = Batch::default();
         if len < self.offset {
-            self.offset = 0;
-            self.line = 0;
-            batch.restarted = true;
+            (self.offset, self.line, batch.restarted) = (0, 0, true);
         }
-        file.seek(SeekFrom::Start(self.offset))
-            .at("read", &self.path)?;
+        file.seek(SeekFrom::Start(self.offset)).at("read", path)?;
         let mut reader = BufReader::new(file.take(len - self.offset));
         let mut buf = Vec::new();
         loop {
             buf.clear();
-            let n = (&mut reader)
+            let mut n = (&mut reader)
                 .take(LINE_CAP + 1)
                 .read_until(b'\n', &mut buf)
-                .at("read", &self.path)?;
+                .at("read", path)?;
             if n == 0 {
                 break;
             }
-            let complete = buf.last() == Some(&b'\n');
-            if !complete && (buf.len() as u64) > LINE_CAP {
-                // Too long: skip to the end of this line.
-                let (skipped, found_end) = skip_line(&mut reader).at("read", &self.path)?;
-                if !found_end && !to_end {
+            let mut complete = buf.last() == Some(&b'\n');
+            let too_long = !complete && buf.len() as u64 > LINE_CAP;
+            let mut rest = Vec::new();
+            while too_long && !complete {
+                // Skip to the end of this line, a piece at a time.
+                rest.clear();
+                let more = (&mut reader)
+                    .take(LINE_CAP)
+                    .read_until(b'\n', &mut rest)
+                    .at("read", path)?;
+                if more == 0 {
                     break;
                 }
-                self.offset += (n + skipped) as u64;
-                self.line += 1;
-                batch.problems.push(Problem {
-                    line: self.line,
-                    why: format!("longer than {} MiB", LINE_CAP / (1024 * 1024)),
-                });
-                continue;
+                n += more;
+                complete = rest.last() == Some(&b'\n');
             }
-            if !complete && !to_end {
-                break;
-            }
-            // A last line without its newline that does not parse is an append still being
-            // written, not a corrupt line: it is left for later, not reported.
-            if !complete && parse_line(self.line + 1, trim_line(&buf)).is_err() {
+            let end = buf.len()
+                - buf
+                    .iter()
+                    .rev()
+                    .take_while(|b| matches!(b, b'\n' | b'\r'))
+                    .count();
+            let text = &buf[..end];
+            // A last line without its newline is left for later unless reading to the end; then,
+            // one that does not parse is an append still being written, not a corrupt line.
+            if !complete && (!to_end || (!too_long && parse_line(self.line + 1, text).is_err())) {
                 break;
             }
             self.offset += n as u64;
             self.line += 1;
-            let text = trim_line(&buf);
-            if text.iter().all(u8::is_ascii_whitespace) {
-                continue;
-            }
-            match parse_line(self.line, text) {
-                Ok(e) => batch.entries.push(e),
-                Err(p) => batch.problems.push(p),
+            if too_long {
+                let why = format!("longer than {} MiB", LINE_CAP / (1024 * 1024));
+                batch.problems.push(Problem {
+                    line: self.line,
+                    why,
+                });
+            } else if !text.iter().all(u8::is_ascii_whitespace) {
+                match parse_line(self.line, text) {
+                    Ok(e) => batch.entries.push(e),
+                    Err(p) => batch.problems.push(p),
+                }
             }
         }
         Ok(batch)
     }
 }
 
-fn trim_line(buf: &[u8]) -> &[u8] {
-    let mut end = buf.len();
-    while end > 0 && matches!(buf[end - 1], b'\n' | b'\r') {
-        end -= 1;
-    }
-    &buf[..end]
-}
-
-/// Consume up to and including the next newline; returns the bytes consumed and whether a
-/// newline was found.
-fn skip_line(reader: &mut impl BufRead) -> io::Result<(usize, bool)> {
-    let mut total = 0;
-    loop {
-        let chunk = reader.fill_buf()?;
-        if chunk.is_empty() {
-            return Ok((total, false));
-        }
-        if let Some(at) = chunk.iter().position(|b| *b == b'\n') {
-            reader.consume(at + 1);
-            return Ok((total + at + 1, true));
-        }
-        let n = chunk.len();
-        reader.consume(n);
-        total += n;
-    }
-}
-
 /// Read the whole file.
-///
-/// # Errors
-///
-/// [`Error::Io`] when it cannot be opened or read.
 pub fn read_all(path: &Path) -> Result<Batch> {
     Reader::new(path).read_new(true)
 }
 
 /// Print-as-you-go reading: hand every batch of new lines to `on_batch` (the existing ones
-/// first), waking on changes in the file's folder with the [`RECHECK`] safety net, until
-/// `on_batch` returns `false`. A missing file is waited for.
-///
-/// # Errors
-///
-/// [`Error::Io`] when the file exists but cannot be read.
-pub fn follow(path: &Path, on_batch: &mut dyn FnMut(Batch) -> bool) -> Result<()> {
+/// first), woken by changes in the file's folder. A missing file is waited for; this returns
+/// only when the file cannot be read.
+pub fn follow(path: &Path, on_batch: &mut dyn FnMut(Batch)) -> Result<()> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
@@ -333,11 +249,8 @@ pub fn follow(path: &Path, on_batch: &mut dyn FnMut(Batch) -> bool) -> Result<()
     let mut reader = Reader::new(path);
     loop {
         match reader.read_new(false) {
-            Ok(batch) => {
-                if !batch.is_empty() && !on_batch(batch) {
-                    return Ok(());
-                }
-            }
+            Ok(b) if b.entries.is_empty() && b.problems.is_empty() && !b.restarted => {}
+            Ok(batch) => on_batch(batch),
             Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {}
             Err(e) => return Err(e),
         }
@@ -353,59 +266,37 @@ mod tests {
     #[test]
     fn lines_look_like_python_json_dumps() {
         assert_eq!(
-            render_line("LLM1", "This is a response from LLM1.", "t"),
-            r#"{"llm_id": "LLM1", "response": "This is a response from LLM1.", "time": "t"}"#
-        );
-        assert_eq!(
             render_line("a", "é \"q\" \n\t\u{7f} 😀", "t"),
             r#"{"llm_id": "a", "response": "\u00e9 \"q\" \n\t\u007f \ud83d\ude00", "time": "t"}"#
         );
     }
 
     #[test]
-    fn lines_parse_back_or_say_why_not() {
-        let e = parse_line(1, render_line("a", "é\nb", "t").as_bytes()).unwrap();
-        assert_eq!((e.llm_id.as_str(), e.response.as_str()), ("a", "é\nb"));
-        let seed = parse_line(2, br#"{"llm_id": "LLM1", "response": "hi"}"#).unwrap();
-        assert_eq!(seed.time, None);
-        for (bad, why) in [
-            (&b"{not json"[..], "not valid JSON"),
-            (b"[1, 2]", "not a JSON object"),
-            (br#"{"response": "x"}"#, "no `llm_id`"),
-            (br#"{"llm_id": "x"}"#, "no `response`"),
-            (b"\xff\xfe", "not valid JSON"),
-        ] {
-            let p = parse_line(3, bad).unwrap_err();
-            assert!(p.why.contains(why), "{:?}: {}", bad, p.why);
-            assert_eq!(p.line, 3);
-        }
+    fn a_line_that_is_no_entry_says_why() {
+        let why = |bad: &[u8]| parse_line(3, bad).unwrap_err().why;
+        assert_eq!(why(b"[1]"), "not a JSON object");
+        assert_eq!(why(br#"{"llm_id": "x"}"#), "no `response`");
     }
 
+    /// A file that shrinks is read again from the start, and says so.
     #[test]
-    fn the_reader_counts_lines_and_waits_for_partial_ones() {
+    fn the_reader_starts_over_when_the_file_shrinks() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("c.txt");
         std::fs::write(
             &f,
-            "{\"llm_id\": \"a\", \"response\": \"1\"}\n\ngarbage\n{\"llm_id\": \"b\", \"resp",
+            format!(
+                "{}\n\n{}\n",
+                render_line("a", "1", "t"),
+                render_line("b", "2", "t")
+            ),
         )
         .unwrap();
         let mut r = Reader::new(&f);
-        let b = r.read_new(false).unwrap();
-        assert_eq!(b.entries.len(), 1);
-        assert_eq!(b.problems[0].line, 3);
-        std::fs::OpenOptions::new()
-            .append(true)
-            .open(&f)
-            .unwrap()
-            .write_all(b"onse\": \"2\"}\n")
-            .unwrap();
-        let b = r.read_new(false).unwrap();
-        assert_eq!(b.entries[0].line, 4);
-        assert_eq!(b.entries[0].response, "2");
-        std::fs::write(&f, "{\"llm_id\": \"c\", \"response\": \"3\"}").unwrap();
+        assert_eq!(r.read_new(false).unwrap().entries[1].line, 3);
+        std::fs::write(&f, render_line("c", "3", "t")).unwrap();
         let b = r.read_new(true).unwrap();
         assert!(b.restarted);
-        assert_eq!(b.entries[0].line, 1);
+        assert_eq!((b.entries[0].line, b.entries[0].llm_id.as_str()), (1, "c"));
     }
 }

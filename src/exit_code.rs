@@ -46,6 +46,7 @@ impl From<&Error> for ExitCode {
             | Error::BadPath { .. }
             | Error::BadDuration { .. }
             | Error::BadPattern { .. }
+            | Error::NotOneFile { .. }
             | Error::BadInput { .. } => ExitCode::Usage,
             Error::LockHeld { .. }
             | Error::WaitTimedOut { .. }
@@ -57,6 +58,7 @@ impl From<&Error> for ExitCode {
             | Error::DialogueCorrupted { .. }
             | Error::Io { .. }
             | Error::NoArbitration { .. }
+            | Error::Remote { .. }
             | Error::Failed { .. } => ExitCode::Failure,
             // As a shell reports a process killed by that signal: 130 for SIGINT, 143 for SIGTERM.
             Error::Interrupted { signal, .. } => {

@@ -275,7 +275,7 @@ pub fn env_session() -> Option<(&'static str, Client, String)> {
 /// The live client process registered for session `id` of `client` on this host.
 fn registered_process(root: &Path, client: Client, id: &str) -> Option<ClientProcess> {
     let tag = host::host_tag();
-    let entries = std::fs::read_dir(layout::sessions_dir(root)).ok()?;
+    let entries = crate::fsutil::read_dir(layout::sessions_dir(root)).ok()?;
     entries.flatten().find_map(|e| {
         let name = e.file_name();
         let (t, _) = layout::parse_session_name(name.to_str()?)?;

@@ -27,6 +27,11 @@
 //! <root>/.coord/history/events.jsonl  the event history, one JSON object a line; events.1.jsonl the previous one
 //! <root>/.coord/needs-user/<agent>    the agent's client waits for its user (since, what)
 //! <root>/.coord/shell/<agent>         when the agent's running shell call started, and the held files as they were
+//! <root>/.coord/remote/state.json     what this clone last read of its remote's `refs/coord/` (contract §13)
+//! <root>/.coord/remote/claims         the claims of state.json, one tab-separated line each (what a hook reads)
+//! <root>/.coord/remote/lock           kernel lock around rewriting state.json (never deleted)
+//! refs/coord/claims, refs/coord/clones/<hash>  on the remote: the shared claims, each clone's `working_on`
+//! refs/coord-sync/…                   in this clone: the remote's `refs/coord/…` as last fetched
 //! <root>/agent-dialogue/{conversation.md,current-turn.txt,status.json,lock.txt,user-commands.txt,archive/}  seed 002
 //! <root>/.coord/dialogue-<hash>.mutex  kernel lock around one dialogue folder's writes
 //! <meta>/reviews/active/<topic>-tracker.md          seed 003 tracker (meta: `--metadata`, default `<root>/.metadata`)
@@ -737,6 +742,57 @@ pub fn needs_user_dir(root: &Path) -> PathBuf {
 /// of the files others held then (JSON; see [`crate::shelledit`]).
 pub fn shell_start(root: &Path, agent: &str) -> PathBuf {
     state_dir(root).join("shell").join(agent)
+}
+
+// --- claims through the repository's remote (contract §13) ---
+
+/// `<root>/.coord/remote`: what this clone knows of its remote's coord state.
+pub fn remote_dir(root: &Path) -> PathBuf {
+    state_dir(root).join("remote")
+}
+
+/// `<root>/.coord/remote/state.json`: the remote's claims and clones as last read, with when
+/// this clone first saw each version of each record (see `remote::state`).
+pub fn remote_state(root: &Path) -> PathBuf {
+    remote_dir(root).join("state.json")
+}
+
+/// `<root>/.coord/remote/claims`: the claims of `state.json` in a few tab-separated lines, with
+/// when each lease ends: what a hook reads (see `remote::state`).
+pub fn remote_claims(root: &Path) -> PathBuf {
+    remote_dir(root).join("claims")
+}
+
+/// `<root>/.coord/remote/lock`: a kernel lock held while `state.json` is read, merged and
+/// rewritten (never deleted).
+pub fn remote_lock(root: &Path) -> PathBuf {
+    remote_dir(root).join("lock")
+}
+
+/// The ref on the remote holding every shared claim (one commit; its tree one blob a claim).
+pub const REMOTE_CLAIMS_REF: &str = "refs/coord/claims";
+
+/// The folder of refs on the remote holding each clone's `working_on`, one ref a clone.
+pub const REMOTE_CLONES_PREFIX: &str = "refs/coord/clones/";
+
+/// Where this clone keeps the remote's `refs/coord/…` as last fetched (`refs/coord/claims` is
+/// `refs/coord-sync/claims` here). Local only: coord never pushes it.
+pub const SYNC_PREFIX: &str = "refs/coord-sync/";
+
+/// The refs `git fast-import` builds a commit on in this clone, deleted in the same run.
+pub const SCRATCH_PREFIX: &str = "refs/coord-tmp/";
+
+/// The ref on the remote holding the `working_on` of the clone whose name hashes to `key`.
+pub fn remote_clone_ref(key: &str) -> String {
+    format!("{REMOTE_CLONES_PREFIX}{key}")
+}
+
+/// The local copy of the remote ref `remote_ref` (`refs/coord/X` → `refs/coord-sync/X`).
+pub fn sync_ref(remote_ref: &str) -> String {
+    format!(
+        "{SYNC_PREFIX}{}",
+        remote_ref.strip_prefix("refs/coord/").unwrap_or(remote_ref)
+    )
 }
 
 #[cfg(test)]

@@ -14,7 +14,8 @@
 //! - protocols: [`v3`] (seed 001: presence, locks, backups, wait queue, messages, notes);
 //!   [`collab`] (seed 000: the shared collaboration file); [`dialogue`] (seed 002: the
 //!   turn-based dialogue); [`review`] (seed 003: the review tracker); [`edit`] (safe editing
-//!   under the lock: write, run, restore);
+//!   under the lock: write, run, restore); [`remote`] (claims shared by clones on other
+//!   machines through the repository's remote, decided by compare-and-swap);
 //! - views: [`status`] (everything at once, for `coord status`); [`nested`] (workspaces inside
 //!   this one); [`shelledit`] (held files a shell command changed); [`conflicts`] (what
 //!   the branches of the work trees changed alike, before the merge); [`history`] (what
@@ -52,6 +53,7 @@ pub mod pattern;
 pub mod plugin;
 pub mod prune;
 pub mod record;
+pub mod remote;
 pub mod review;
 pub mod shell;
 pub mod shelledit;

@@ -91,7 +91,7 @@ pub fn register(root: &Path) {
 
 /// The paths the register of `root` names, as written (unchecked).
 fn registered(root: &Path) -> Vec<String> {
-    let Ok(entries) = fs::read_dir(layout::nested_register(root)) else {
+    let Ok(entries) = crate::fsutil::read_dir(layout::nested_register(root)) else {
         return Vec::new();
     };
     entries

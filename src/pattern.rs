@@ -55,6 +55,10 @@ impl fmt::Display for Pattern {
 
 /// Whether an argument names a claim (a folder or a pattern) rather than one file: it ends with
 /// `/`, or holds an unescaped `*`, `?` or `[`.
+///
+/// With [`literal_name`], this is the one rule by which every command that takes FILEs reads
+/// its arguments (see [`crate::workspace::Workspace::file_arg`]). A path a client's tool names
+/// (a hook's payload) is a file, never a claim, whatever characters it holds.
 pub fn is_claim(arg: &str) -> bool {
     if arg.ends_with('/') {
         return true;
@@ -70,6 +74,40 @@ pub fn is_claim(arg: &str) -> bool {
         }
     }
     false
+}
+
+/// The characters a `\` stands before in an argument that names one file.
+const ESCAPED: &[char] = &['*', '?', '[', ']', '\\'];
+
+/// The file an argument that is not a claim names: a `\` before `*`, `?`, `[`, `]` or `\`
+/// stands for that character (`a\[1\].md` is the file `a[1].md`, as in a pattern); any other
+/// `\` is kept.
+pub fn literal_name(arg: &str) -> String {
+    let mut out = String::with_capacity(arg.len());
+    let mut chars = arg.chars().peekable();
+    while let Some(c) = chars.next() {
+        match chars.peek() {
+            Some(&next) if c == '\\' && ESCAPED.contains(&next) => {
+                out.push(next);
+                chars.next();
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// `name`, a file's path, written as an argument that names that file (the inverse of
+/// [`literal_name`]): a `\` before each `*`, `?`, `[`, `]` and `\`.
+pub fn escape_name(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        if ESCAPED.contains(&c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 impl Pattern {

@@ -461,4 +461,20 @@ proptest! {
             prop_assert_eq!(pa.matches(path), pa.overlaps(&Pattern::literal(path)));
         }
     }
+
+    /// #45: every file can be named on the command line: its name written with a `\` before
+    /// each wildcard is no claim, and reads back as that very name; as a pattern, that text
+    /// matches exactly the file.
+    #[test]
+    fn every_file_name_can_be_written_as_an_argument_and_reads_back(
+        name in "[a-z\\\\*?\\[\\]{}. -]{1,6}(/[a-z\\\\*?\\[\\]. -]{1,6}){0,2}",
+    ) {
+        use crate::pattern::{Pattern, escape_name, is_claim, literal_name};
+        let arg = escape_name(&name);
+        prop_assert!(!is_claim(&arg), "{} -> {}", name, arg);
+        prop_assert_eq!(literal_name(&arg), name.clone());
+        if let Ok(p) = Pattern::parse(&arg) {
+            prop_assert!(p.matches(&name), "{} does not match {}", arg, name);
+        }
+    }
 }

@@ -166,7 +166,7 @@ fn empty_queue_dirs(root: &Path) -> Vec<PathBuf> {
 }
 
 fn read_dir(dir: &Path) -> Vec<PathBuf> {
-    std::fs::read_dir(dir)
+    crate::fsutil::read_dir(dir)
         .map(|rd| rd.flatten().map(|e| e.path()).collect())
         .unwrap_or_default()
 }

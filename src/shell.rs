@@ -17,6 +17,13 @@ pub fn arg(word: &str) -> String {
     }
 }
 
+/// The path of one file as a coord FILE argument in a suggested command: a `\` before each
+/// wildcard character (`a\[1\].md`, else it would be a claim, see
+/// [`crate::pattern::literal_name`]), then [`arg`].
+pub fn file(rel: &str) -> String {
+    arg(&crate::pattern::escape_name(rel))
+}
+
 /// The agent id to address in a suggested command, from a holder as shown in a message
 /// (`Claude`, `Claude (process 3115)`): the name before any parenthesis, lower-cased, quoted
 /// when it is not a valid id (a lock written by hand may say anything).
@@ -41,6 +48,8 @@ mod tests {
         assert_eq!(arg("it's"), r"'it'\''s'");
         assert_eq!(arg("$HOME"), "'$HOME'");
         assert_eq!(arg(""), "''");
+        assert_eq!(file("src/lib.rs"), "src/lib.rs");
+        assert_eq!(file("a[1].md"), r"'a\[1\].md'");
         assert_eq!(agent("Claude (process 3115)"), "claude");
         assert_eq!(agent("gemini"), "gemini");
         assert_eq!(agent("Claude Code"), "'Claude Code'");

@@ -2,7 +2,7 @@
 //! active), online stamp-card sessions, unread messages, the open dialogue, open reviews, and the
 //! state files that could not be read. Reading only: building a status never writes a byte.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 
 use serde::Serialize;
 
@@ -12,7 +12,7 @@ use crate::review::{self, rules::ReviewSummary};
 use crate::v3::handshake;
 use crate::v3::lock::{self, LockState};
 use crate::v3::message;
-use crate::v3::presence::{self, StateCache, Unreadable};
+use crate::v3::presence::{self, LockStatus, StateCache, Unreadable};
 use crate::v3::queue;
 use crate::v3::stamp::{self, RowStatus};
 use crate::v3::waits::{self, WaitEdge};
@@ -333,6 +333,64 @@ pub fn agent_view(p: &presence::Presence, now: &Timestamp) -> AgentView {
     }
 }
 
+/// Bring each agent's `lock_status` in line with what is on disk: `holding`, the agents with a
+/// lock or claim (in any state: a STALE one is held until it is taken over), and `waiting`,
+/// those with a live wait ticket. What the presence says stands when it is true; otherwise
+/// (its writer was killed while it waited or held, and its locks were taken over since) the
+/// view says `LOCKED` for an agent that holds something, `WAITING` for one that only waits,
+/// and `FREE` for one that does neither (its `current_file`, which named the file it held or
+/// waited for, then shows none). A presence without the field keeps none unless the agent
+/// holds or waits.
+pub fn settle_lock_status(
+    agents: &mut [AgentView],
+    holding: &HashSet<&str>,
+    waiting: &HashSet<&str>,
+) {
+    for a in agents {
+        let (holds, waits) = (
+            holding.contains(a.agent.as_str()),
+            waiting.contains(a.agent.as_str()),
+        );
+        let true_now = match a.lock_status.as_deref() {
+            Some(s) if s.eq_ignore_ascii_case(LockStatus::Locked.as_str()) => holds,
+            Some(s) if s.eq_ignore_ascii_case(LockStatus::Waiting.as_str()) => waits,
+            _ => !holds && !waits,
+        };
+        if true_now {
+            continue;
+        }
+        let now = if holds {
+            LockStatus::Locked
+        } else if waits {
+            LockStatus::Waiting
+        } else {
+            a.current_file = None;
+            LockStatus::Free
+        };
+        a.lock_status = Some(now.as_str().to_string());
+    }
+}
+
+/// [`settle_lock_status`] for a view that has judged the locks (`entries`) but not the claims
+/// or the queue: those are read here.
+pub fn settle_lock_status_of(
+    ws: &Workspace,
+    agents: &mut [AgentView],
+    entries: &[lock::LockEntry],
+    cache: &mut StateCache,
+    now: &Timestamp,
+) {
+    let claims = lock::claim::judged(ws.root(), cache, now);
+    let waiters = queue::waiters(ws.root());
+    let holding: HashSet<&str> = entries
+        .iter()
+        .chain(claims.iter())
+        .map(|e| e.agent.as_str())
+        .collect();
+    let waiting: HashSet<&str> = waiters.iter().map(|w| w.agent.as_str()).collect();
+    settle_lock_status(agents, &holding, &waiting);
+}
+
 /// The locks an agent's presence lists in a work tree that is gone (`git worktree remove` while
 /// it held them): shown STALE, never silently dropped.
 fn gone_tree_locks(presences: &[presence::Presence], now: &Timestamp) -> Vec<LockView> {
@@ -342,7 +400,7 @@ fn gone_tree_locks(presences: &[presence::Presence], now: &Timestamp) -> Vec<Loc
             continue;
         };
         let top = std::path::Path::new(tree);
-        if std::fs::symlink_metadata(top).is_ok() {
+        if !crate::worktree::is_gone(top) {
             continue;
         }
         for file in p.locks() {
@@ -394,14 +452,18 @@ pub fn lock_view(e: &lock::LockEntry, ws: &Workspace, now: &Timestamp) -> LockVi
     }
 }
 
-/// Who holds one file (`coord who FILE`): its locks, judged, each with the holder's task.
+/// Who holds one file (`coord who FILE`): its locks, judged, each with the holder's task. For
+/// a claim (`coord who 'src/**'`): the locks on the files it matches and the claims it overlaps.
 #[derive(Debug, Clone, Serialize)]
 pub struct FileHolders {
-    /// The file, relative to the root.
+    /// The file, relative to the root (a claim: its pattern).
     pub file: String,
+    /// Whether `file` is a claim's pattern.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub claim: bool,
     /// Its locks (none when it is free), each as `status` shows it plus `working_on`.
     pub locks: Vec<Holder>,
-    /// The claims whose pattern matches it.
+    /// The claims whose pattern matches it (a claim: overlaps it).
     pub claims: Vec<ClaimView>,
 }
 
@@ -415,38 +477,69 @@ pub struct Holder {
     pub working_on: Option<String>,
 }
 
-/// Who holds each of `targets`, as of now.
-pub fn who(ws: &Workspace, targets: &[crate::workspace::Target]) -> Vec<FileHolders> {
+/// Who holds each of `args` (files and claims, see [`Workspace::file_arg`]), as of now.
+pub fn who(ws: &Workspace, args: &[crate::workspace::FileArg]) -> Vec<FileHolders> {
+    use crate::workspace::FileArg;
     let now = clock::now();
     let mut cache = StateCache::default();
     let all_claims = lock::claim::judged_patterns(ws.root(), &mut cache, &now);
-    // Each folder is listed once, however many of the files it holds.
-    targets
+    let holder = |e: &lock::LockEntry| Holder {
+        lock: lock_view(e, ws, &now),
+        working_on: presence::read(ws.root(), &e.agent)
+            .ok()
+            .flatten()
+            .and_then(|p| p.field("working_on").map(str::to_string))
+            .filter(|w| w != "-"),
+    };
+    let targets: Vec<crate::workspace::Target> = args
         .iter()
-        .zip(lock::locks_of_each(targets))
-        .map(|(t, mut entries)| {
-            lock::classify(ws.root(), &mut entries, &mut cache, &now);
-            FileHolders {
+        .filter_map(|a| match a {
+            FileArg::File(t) => Some(t.clone()),
+            FileArg::Claim(_) => None,
+        })
+        .collect();
+    // Each folder is listed once, however many of the files it holds.
+    let mut of_files = lock::locks_of_each(&targets).into_iter();
+    // Every lock, only when a claim is asked about.
+    let every: Vec<lock::LockEntry> = if args.iter().any(|a| matches!(a, FileArg::Claim(_))) {
+        lock::scan_judged(ws, &mut cache, &now)
+    } else {
+        Vec::new()
+    };
+    let mut out = Vec::with_capacity(args.len());
+    for a in args {
+        out.push(match a {
+            FileArg::File(t) => {
+                let mut entries = of_files.next().unwrap_or_default();
+                lock::classify(ws.root(), &mut entries, &mut cache, &now);
+                FileHolders {
+                    file: t.rel.clone(),
+                    claim: false,
+                    claims: all_claims
+                        .iter()
+                        .filter(|c| c.pattern.matches(&t.rel))
+                        .map(|c| claim_view(&c.entry, &now))
+                        .collect(),
+                    locks: entries.iter().map(holder).collect(),
+                }
+            }
+            FileArg::Claim(p) => FileHolders {
+                file: p.as_str().to_string(),
+                claim: true,
                 claims: all_claims
                     .iter()
-                    .filter(|c| c.pattern.matches(&t.rel))
+                    .filter(|c| c.pattern.overlaps(p))
                     .map(|c| claim_view(&c.entry, &now))
                     .collect(),
-                file: t.rel.clone(),
-                locks: entries
+                locks: every
                     .iter()
-                    .map(|e| Holder {
-                        lock: lock_view(e, ws, &now),
-                        working_on: presence::read(ws.root(), &e.agent)
-                            .ok()
-                            .flatten()
-                            .and_then(|p| p.field("working_on").map(str::to_string))
-                            .filter(|w| w != "-"),
-                    })
+                    .filter(|e| p.matches(&e.file))
+                    .map(holder)
                     .collect(),
-            }
-        })
-        .collect()
+            },
+        });
+    }
+    out
 }
 
 /// Read the whole workspace.
@@ -499,6 +592,13 @@ pub fn collect(ws: &Workspace) -> Status {
     );
     unreadable.extend(bad_messages);
     let mut agents: Vec<AgentView> = presences.iter().map(|p| agent_view(p, &now)).collect();
+    let holding: HashSet<&str> = locks
+        .iter()
+        .map(|l| l.agent.as_str())
+        .chain(claims.iter().map(|c| c.agent.as_str()))
+        .collect();
+    let waiting: HashSet<&str> = waiters.iter().map(|w| w.agent.as_str()).collect();
+    settle_lock_status(&mut agents, &holding, &waiting);
     crate::history::mark_needs_user(ws.root(), &mut agents);
     let trees = crate::worktree::trees(ws.root());
     for a in &mut agents {

@@ -11,6 +11,11 @@
 //! - Path confinement: a FILE argument is resolved against the current directory, `..` and
 //!   symlinks included, and must land inside the root (and outside `.coord/`). Anything else is
 //!   refused before a single byte is written.
+//! - Files and claims: a FILE argument that is a folder (`src/auth/`) or a pattern
+//!   (`src/**/*.sql`) names a claim, on every command and door that takes FILEs
+//!   ([`Workspace::file_arg`]); a command that acts on one file's content refuses it
+//!   ([`Workspace::one_file`]). A path an agent client's tool names is always one file, taken
+//!   literally ([`Workspace::resolve`]): a file may be named `a[1].md`.
 
 use std::fs;
 use std::path::{Component, Path, PathBuf};
@@ -19,6 +24,7 @@ use crate::arbiter;
 use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
 use crate::layout;
+use crate::pattern::{self, Pattern};
 
 pub use crate::layout::is_valid_agent_id;
 
@@ -98,6 +104,13 @@ impl Target {
         self.not_coords_own()?;
         match fs::symlink_metadata(&self.abs) {
             Ok(meta) if meta.is_file() => Ok(true),
+            Ok(meta) if meta.is_dir() => Err(Error::BadPath {
+                path: self.rel.clone(),
+                why: format!(
+                    "it is not a regular file but a folder (`{}/`, with a trailing `/`, claims it with everything below)",
+                    self.rel
+                ),
+            }),
             Ok(_) => Err(Error::BadPath {
                 path: self.rel.clone(),
                 why: "it is not a regular file".into(),
@@ -234,7 +247,7 @@ impl Workspace {
         fsutil::sweep_temps(&layout::state_dir(&self.root));
         // `.coord/queue/` and its queue folders (only folders: a symlink there is not entered),
         // in one listing.
-        if let Ok(entries) = fs::read_dir(&queue) {
+        if let Ok(entries) = crate::fsutil::read_dir(&queue) {
             for entry in entries.flatten() {
                 if entry.file_type().is_ok_and(|t| t.is_dir()) {
                     fsutil::sweep_temps(&entry.path());
@@ -264,13 +277,7 @@ impl Workspace {
         // `.coord/` removed (`rm -rf .coord`, `git clean`) between creating it and opening the
         // mutex: create it again and go on. Exclusion does not depend on the old folder: the
         // mutex is checked to be the file at its path once locked.
-        let policy = self.policy()?;
-        if policy.arbitration == arbiter::Arbitration::None {
-            return Err(Error::NoArbitration {
-                root: self.root.clone(),
-                filesystem: policy.fs.name,
-            });
-        }
+        self.require_arbitration()?;
         let mutex = layout::mutex(&self.root);
         let mut tries = 0;
         loop {
@@ -290,6 +297,24 @@ impl Workspace {
         }
     }
 
+    /// Refuse, before anything is written, where no arbitration holds (an rclone mount: see
+    /// [`arbiter`]): what a command would write there could not be kept from another's write.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NoArbitration`] naming the folder and its filesystem; as
+    /// [`Workspace::policy`].
+    pub fn require_arbitration(&self) -> Result<()> {
+        let policy = self.policy()?;
+        if policy.arbitration == arbiter::Arbitration::None {
+            return Err(Error::NoArbitration {
+                root: self.root.clone(),
+                filesystem: policy.fs.name,
+            });
+        }
+        Ok(())
+    }
+
     /// What the folder is on and how coord arbitrates there (detected once per process).
     ///
     /// # Errors
@@ -299,7 +324,9 @@ impl Workspace {
         arbiter::policy(&self.root)
     }
 
-    /// Resolve a FILE argument given relative to `cwd`.
+    /// Resolve a path to one file given relative to `cwd`, taken literally (a path a client's
+    /// tool names, a path read from a record); a FILE argument goes through
+    /// [`Workspace::file_arg`] first.
     ///
     /// The folder part must exist; `..` and symlinks are resolved; the result must lie inside
     /// the root, must not be the root itself, and must not be inside `.coord/`.
@@ -361,6 +388,142 @@ impl Workspace {
         })
     }
 
+    /// A FILE argument of a command, given relative to `cwd`: the one rule by which every
+    /// command that takes FILEs reads them, on the command line and through `coord mcp`. A
+    /// folder (a trailing `/`) or a pattern (an unescaped `*`, `?` or `[`) is a claim
+    /// ([`pattern::is_claim`]); anything else is one file, a `\` before a wildcard keeping it
+    /// in the name ([`pattern::literal_name`]: `a\[1\].md` is the file `a[1].md`). A path a
+    /// client's tool names is no argument: [`Workspace::resolve`] takes it as it is.
+    ///
+    /// # Errors
+    ///
+    /// As [`Workspace::resolve`] for a file, [`Workspace::claim`] for a claim.
+    pub fn file_arg(&self, cwd: &Path, arg: &str) -> Result<FileArg> {
+        if pattern::is_claim(arg) {
+            return self.claim(cwd, arg).map(FileArg::Claim);
+        }
+        self.resolve(cwd, &pattern::literal_name(arg))
+            .map(FileArg::File)
+    }
+
+    /// [`Workspace::file_arg`] of each argument: the files and the claims, each in the order
+    /// given.
+    ///
+    /// # Errors
+    ///
+    /// The first argument's error, as [`Workspace::file_arg`].
+    pub fn file_args<S: AsRef<str>>(
+        &self,
+        cwd: &Path,
+        args: &[S],
+    ) -> Result<(Vec<Target>, Vec<Pattern>)> {
+        let (mut files, mut claims) = (Vec::new(), Vec::new());
+        for a in args {
+            match self.file_arg(cwd, a.as_ref())? {
+                FileArg::File(t) => files.push(t),
+                FileArg::Claim(p) => claims.push(p),
+            }
+        }
+        Ok((files, claims))
+    }
+
+    /// The FILE argument of `coord COMMAND`, a command that acts on one file's content (write,
+    /// note, restore): [`Workspace::file_arg`], a claim refused.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::NotOneFile`] for a folder or a pattern (nothing is written), else as
+    /// [`Workspace::resolve`].
+    pub fn one_file(&self, cwd: &Path, arg: &str, command: &str) -> Result<Target> {
+        match self.file_arg(cwd, arg) {
+            Ok(FileArg::File(t)) => Ok(t),
+            Ok(FileArg::Claim(_)) | Err(Error::BadPattern { .. }) => Err(Error::NotOneFile {
+                arg: arg.to_string(),
+                command: command.to_string(),
+            }),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// A claim argument given relative to `cwd` (a folder with a trailing `/`, or a pattern),
+    /// as a pattern relative to the root. An absolute pattern inside the root (as an MCP client
+    /// may send) is taken relative to the root.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadPattern`] when it cannot be parsed or leaves the workspace.
+    pub fn claim(&self, cwd: &Path, arg: &str) -> Result<Pattern> {
+        let bad = |why: String| Error::BadPattern {
+            pattern: arg.to_string(),
+            why,
+        };
+        let root = self.root.display().to_string();
+        let (arg, cwd) = match arg.strip_prefix(root.as_str()) {
+            Some(rest) if rest.starts_with('/') => (rest.trim_start_matches('/'), self.root()),
+            _ => (arg, cwd),
+        };
+        if arg.starts_with('/') {
+            return Err(bad("it must be relative to the current directory".into()));
+        }
+        // Relative to the current directory, like a FILE: the folder of `cwd` below the root
+        // comes first. `..` may climb toward the root, never out of it.
+        let cwd = fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
+        let Some(base) = self.rel(&cwd) else {
+            return Err(bad("the current directory is outside the workspace".into()));
+        };
+        let mut parts: Vec<&str> = base.split('/').filter(|s| !s.is_empty()).collect();
+        let trailing = arg.ends_with('/');
+        for p in arg.split('/').filter(|s| !s.is_empty() && *s != ".") {
+            if p == ".." {
+                if parts.pop().is_none() {
+                    return Err(bad("it leaves the workspace".into()));
+                }
+            } else {
+                parts.push(p);
+            }
+        }
+        let mut text = parts.join("/");
+        if trailing {
+            text.push('/');
+        }
+        Pattern::parse(&text).map_err(bad)
+    }
+
+    /// Where a path to one file, given relative to `cwd`, would be once its folder is made:
+    /// for a path whose folder does not exist yet, as a client's tool may create it with the
+    /// file. Nothing can be locked there (a lock lies beside its file), but claims and the
+    /// locks of other work trees hold the path all the same. The deepest folder that exists is
+    /// resolved (symlinks included), the rest taken as written. `None` when the folder exists
+    /// (then [`Workspace::resolve`] says what the path is), or when the path would lie outside
+    /// the root, be the root, or lie under `.coord/`.
+    pub fn resolve_unmade(&self, cwd: &Path, path: &str) -> Option<Target> {
+        if path.is_empty() || path.contains('\0') {
+            return None;
+        }
+        let joined = cwd.join(path);
+        let parent = joined.parent()?;
+        if fs::symlink_metadata(parent).is_ok() {
+            return None;
+        }
+        let parts: Vec<Component<'_>> = joined.components().collect();
+        // The longest leading part that exists, resolved.
+        let (mut abs, rest) = (1..parts.len()).rev().find_map(|n| {
+            let head: PathBuf = parts[..n].iter().collect();
+            fs::canonicalize(&head).ok().map(|c| (c, &parts[n..]))
+        })?;
+        for c in rest {
+            match c {
+                Component::Normal(name) => abs.push(name),
+                Component::ParentDir => {
+                    abs.pop();
+                }
+                _ => {}
+            }
+        }
+        let rel = self.rel(&abs).filter(|r| !r.is_empty())?;
+        (rel.split('/').next() != Some(layout::STATE_DIR)).then_some(Target { rel, abs })
+    }
+
     /// The target for a path already relative to the root (as found in a lock record).
     ///
     /// # Errors
@@ -382,6 +545,15 @@ impl Workspace {
         let parts: Option<Vec<&str>> = rel.components().map(|c| c.as_os_str().to_str()).collect();
         parts.map(|p| p.join("/"))
     }
+}
+
+/// What a FILE argument names (see [`Workspace::file_arg`]).
+#[derive(Debug, Clone)]
+pub enum FileArg {
+    /// One file.
+    File(Target),
+    /// A claim on a folder or a pattern, relative to the root.
+    Claim(Pattern),
 }
 
 /// `dir` with symlinks resolved, when it is an existing folder.
@@ -433,12 +605,19 @@ fn trusted_from_below(meta: &fs::Metadata) -> bool {
 }
 
 /// The top level of the git work tree holding `dir`: the nearest ancestor with a `.git` entry
-/// (a folder, or the file a linked worktree or submodule has). Found by looking, not by
-/// running git: this runs on every command.
+/// (a folder, or the file a linked worktree or submodule has); for a submodule, the top level
+/// of its superproject (of the outermost one, for a submodule of a submodule): a submodule is a
+/// folder of the superproject's workspace, as its files are paths of the superproject's tree.
+/// Found by looking, not by running git: this runs on every command.
 fn git_top_level(dir: &Path) -> Option<PathBuf> {
-    dir.ancestors()
-        .find(|d| fsutil::real_entry(&d.join(".git")).is_some())
-        .map(Path::to_path_buf)
+    let mut top = dir
+        .ancestors()
+        .find(|d| fsutil::real_entry(&d.join(".git")).is_some())?
+        .to_path_buf();
+    while let Some(outer) = crate::worktree::superproject_of(&top) {
+        top = outer;
+    }
+    Some(top)
 }
 
 #[cfg(test)]

@@ -108,16 +108,50 @@ pub fn linked_gitdir(top: &Path) -> Option<PathBuf> {
 }
 
 fn linked_gitdir_with(real: &mut RealPaths, top: &Path) -> Option<PathBuf> {
-    let dot_git = top.join(".git");
-    let meta = fs::symlink_metadata(&dot_git).ok()?;
-    if !meta.is_file() {
-        return None;
-    }
-    let text = read_small(&dot_git)?;
-    let gitdir = resolve(real, top, text.strip_prefix("gitdir:")?.trim());
+    let gitdir = gitfile_target(real, top)?;
     fs::symlink_metadata(gitdir.join("commondir"))
         .is_ok_and(|m| m.is_file())
         .then_some(gitdir)
+}
+
+/// The git folder a `.git` *file* at `top` names (`gitdir: PATH`, resolved): a linked
+/// worktree's or a submodule's. `None` when `top/.git` is no such file.
+fn gitfile_target(real: &mut RealPaths, top: &Path) -> Option<PathBuf> {
+    let dot_git = top.join(".git");
+    if !fs::symlink_metadata(&dot_git).ok()?.is_file() {
+        return None;
+    }
+    let text = read_small(&dot_git)?;
+    Some(resolve(real, top, text.strip_prefix("gitdir:")?.trim()))
+}
+
+/// The git folder of the work tree at `top`: `top/.git`, or the folder its `.git` file names.
+fn git_dir_with(real: &mut RealPaths, top: &Path) -> Option<PathBuf> {
+    let dot_git = top.join(".git");
+    if fs::symlink_metadata(&dot_git).ok()?.is_dir() {
+        return real.resolve(&dot_git);
+    }
+    gitfile_target(real, top)
+}
+
+/// The work tree of the superproject when the work tree at `top` is a submodule checked out in
+/// it (`git submodule add`): `top/.git` is a file naming a git folder below the `modules/`
+/// folder of the git folder of the work tree around `top` (`<super>/.git/modules/NAME`, or
+/// `<super>/.git/worktrees/W/modules/NAME` in a linked worktree of the superproject). A linked
+/// worktree, a repository of its own that merely lies inside another (its own `.git` folder),
+/// or a `.git` file naming some other place is no submodule.
+pub fn superproject_of(top: &Path) -> Option<PathBuf> {
+    let mut real = RealPaths::default();
+    let gitdir = gitfile_target(&mut real, top)?;
+    if fs::symlink_metadata(gitdir.join("commondir")).is_ok() {
+        return None;
+    }
+    let above = top
+        .parent()?
+        .ancestors()
+        .find(|a| fsutil::real_entry(&a.join(".git")).is_some())?;
+    let modules = git_dir_with(&mut real, above)?.join("modules");
+    (gitdir.starts_with(&modules) && gitdir != modules).then(|| above.to_path_buf())
 }
 
 /// Whether `top` is the top level of a linked worktree (a `.git` file with a `commondir`).
@@ -247,7 +281,7 @@ fn read_trees(root: &Path, shared: &Path, common: &Path, stamp: Option<&Stat>) -
         // A tree removed by hand took its locks with it; a worktree with a `.coord/` of its
         // own is a workspace of its own.
         if tree.top == shared
-            || !fs::symlink_metadata(&tree.top).is_ok_and(|m| m.is_dir())
+            || is_gone(&tree.top)
             || fs::symlink_metadata(tree.top.join(crate::layout::STATE_DIR))
                 .is_ok_and(|m| m.is_dir())
         {
@@ -297,7 +331,7 @@ fn changed_lately(stat: &Stat) -> bool {
 fn read_linked(common: &Path) -> Vec<Linked> {
     let mut found = Vec::new();
     let mut real = RealPaths::default();
-    let Ok(entries) = fs::read_dir(common.join("worktrees")) else {
+    let Ok(entries) = crate::fsutil::read_dir(common.join("worktrees")) else {
         return found;
     };
     for entry in entries.flatten() {
@@ -378,6 +412,14 @@ mod saved {
             let _ = crate::fsutil::replace(&path(shared), &text);
         }
     }
+}
+
+/// Whether the work tree whose top level was `top` is gone (`git worktree remove`, or removed by
+/// hand): its folder is no longer there. The one rule by which what was held in a removed tree
+/// stops holding: its lock files went with it (and [`trees`] leaves it out), the locks its
+/// agents' presences list there show STALE, and so do the claims taken there.
+pub fn is_gone(top: &Path) -> bool {
+    !fs::symlink_metadata(top).is_ok_and(|m| m.is_dir())
 }
 
 /// The other work trees sharing the workspace at `root` (empty for a lone folder). Cheap when

@@ -36,6 +36,12 @@ pub struct Diagnosis {
     pub recheck_ms: u64,
     /// Whether lock files are also looked up by exact name (listings may lag).
     pub exact_lookups: bool,
+    /// Whether coord reads records (locks, presences, the lease) as the file server has them,
+    /// past what this machine cached of their contents: a mount that keeps a file's contents
+    /// across opens (FUSE `kernel_cache`) would otherwise show a record rewritten at the same
+    /// size within the same second as the one before, and a live holder could be judged gone.
+    /// Always on a local disk (one kernel: its cache is the file).
+    pub reads_past_cache: bool,
     /// How far this clock runs ahead of the folder's, in milliseconds (negative: behind).
     pub clock_skew_ms: Option<i64>,
     /// A sync tool managing the folder, when one is detected.
@@ -64,10 +70,18 @@ pub struct SyncTool {
 pub fn diagnose(root: &Path, state_dir: &Path) -> Result<Diagnosis> {
     let policy = super::policy(root)?;
     let skew = super::measure_skew(state_dir).ok();
-    Ok(diagnosis(root, &policy, skew))
+    let past_cache = policy.fs.class == FsClass::Local || reads_past_cache(state_dir);
+    Ok(diagnosis(root, &policy, skew, past_cache))
 }
 
-fn diagnosis(root: &Path, policy: &Policy, skew_s: Option<f64>) -> Diagnosis {
+/// Whether this system reads a file in `dir` past this machine's cache of its contents, asked
+/// of a probe file (see [`crate::fsutil::forget_cached_pages`]).
+fn reads_past_cache(dir: &Path) -> bool {
+    crate::fsutil::temp_in(dir)
+        .is_ok_and(|probe| crate::fsutil::forget_cached_pages(probe.as_file()).unwrap_or(false))
+}
+
+fn diagnosis(root: &Path, policy: &Policy, skew_s: Option<f64>, past_cache: bool) -> Diagnosis {
     let sync_tool = sync_tool(root);
     let conflict_copies = conflict_copies(root);
     let mut warnings = Vec::new();
@@ -101,6 +115,12 @@ fn diagnosis(root: &Path, policy: &Policy, skew_s: Option<f64>) -> Diagnosis {
             policy.fs.name
         ));
     }
+    if !past_cache && policy.arbitration != Arbitration::None {
+        warnings.push(format!(
+            "coord cannot read files on {} past this machine's cache of their contents: through a mount that keeps contents across opens (FUSE `kernel_cache` or `auto_cache`, NFS `nocto`), a lock re-taken within the same second reads as the one before, and its running holder could be judged gone and taken over; mount every side without those options",
+            policy.fs.name
+        ));
+    }
     if let Some(s) = skew_s
         && s.abs() > 2.0
     {
@@ -127,6 +147,7 @@ fn diagnosis(root: &Path, policy: &Policy, skew_s: Option<f64>) -> Diagnosis {
             .then(|| lease::LEASE.as_millis() as u64),
         recheck_ms: policy.recheck.as_millis() as u64,
         exact_lookups: policy.exact_lookups,
+        reads_past_cache: past_cache,
         clock_skew_ms: skew_s.map(|s| (s * 1000.0).round() as i64),
         sync_tool,
         conflict_copies,
@@ -184,7 +205,7 @@ pub fn is_conflict_copy(name: &str) -> bool {
 fn conflict_copies(root: &Path) -> Vec<String> {
     let mut found = Vec::new();
     for dir in [root.to_path_buf(), layout::state_dir(root)] {
-        let Ok(entries) = fs::read_dir(&dir) else {
+        let Ok(entries) = crate::fsutil::read_dir(&dir) else {
             continue;
         };
         for e in entries.flatten() {
@@ -243,6 +264,34 @@ mod tests {
         let first = sync_warning_once(&ws).expect("warned the first time");
         assert!(first.contains("Syncthing"), "{first}");
         assert_eq!(sync_warning_once(&ws), None, "and only once");
+    }
+
+    /// #45: where this system cannot read a network folder's files past its own cache of
+    /// their contents, `doctor` says so (a mount keeping contents across opens could show a
+    /// re-taken lock as the one before); where it can, or on a local disk, it says nothing.
+    #[test]
+    fn doctor_says_when_records_cannot_be_read_past_the_cache() {
+        use super::super::{FsInfo, magic};
+        let dir = tempfile::tempdir().unwrap();
+        let sshfs =
+            Policy::choose(FsInfo::from_magic(magic::FUSE, Some("fuse.sshfs")), None).unwrap();
+        let blind = diagnosis(dir.path(), &sshfs, None, false);
+        assert!(!blind.reads_past_cache);
+        assert!(
+            blind
+                .warnings
+                .iter()
+                .any(|w| w.contains("past this machine's cache") && w.contains("kernel_cache")),
+            "{:?}",
+            blind.warnings
+        );
+        let fresh = diagnosis(dir.path(), &sshfs, None, true);
+        assert!(
+            fresh.reads_past_cache && fresh.warnings.is_empty(),
+            "{fresh:?}"
+        );
+        // This machine can: its temporary folder's files are read past the cache.
+        assert!(cfg!(not(target_os = "linux")) || reads_past_cache(dir.path()));
     }
 
     #[test]

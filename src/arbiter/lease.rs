@@ -212,9 +212,23 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
                 };
                 if stalled || holder_gone(&holder) {
                     let judged = bytes.clone();
-                    remove_if(path, |now| *now == judged[..]).at("break the lease", path)?;
-                    seen = None;
-                    continue;
+                    match remove_if(path, |now| *now == judged[..]) {
+                        Ok(_) => {
+                            seen = None;
+                            continue;
+                        }
+                        // SMB refuses to move a file its holder still has open (a sharing
+                        // violation), as when that holder was stopped between creating its
+                        // record and closing it: it cannot be broken until the holder runs or
+                        // dies. Keep waiting, as for a live holder, and say so at the deadline.
+                        Err(e) if fsutil::raw::is_busy(&e) => {
+                            last_error = Some(io::Error::new(
+                                e.kind(),
+                                "its record is held open by a process that does not answer (stopped, or on a machine that stopped), so it cannot be broken until that process runs again or ends",
+                            ));
+                        }
+                        Err(e) => return Err(e).at("break the lease", path),
+                    }
                 }
             }
         }
@@ -299,47 +313,10 @@ fn remove_if(path: &Path, judge: impl Fn(&[u8]) -> bool) -> io::Result<bool> {
     if !remove {
         // Someone else's (a new holder took the name after we judged): put it back. If yet
         // another holder stands there already, theirs stands, and this one is fenced out.
-        put_back(&aside, path, &moved);
+        fsutil::raw::put_back(&aside, path, &moved);
     }
     let _ = fsutil::raw::remove_file(&aside);
     Ok(remove)
-}
-
-/// Put the record moved aside to `aside` back at `path`, never over a record standing there:
-/// a link where hard links exist, else an exclusive create of the same bytes (some SMB
-/// servers have no hard links; the record is its bytes, so the copy is the same record).
-fn put_back(aside: &Path, path: &Path, bytes: &[u8]) {
-    let linked = if no_links_here() {
-        Err(io::Error::from_raw_os_error(
-            rustix::io::Errno::PERM.raw_os_error(),
-        ))
-    } else {
-        fsutil::raw::hard_link(aside, path)
-    };
-    match linked {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(_) => {
-            let _ = fsutil::raw::create_exclusive(path, bytes);
-        }
-    }
-}
-
-#[cfg(test)]
-thread_local! {
-    /// Tests: behave as on a filesystem without hard links.
-    static NO_LINKS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
-}
-
-fn no_links_here() -> bool {
-    #[cfg(test)]
-    {
-        NO_LINKS.with(std::cell::Cell::get)
-    }
-    #[cfg(not(test))]
-    {
-        false
-    }
 }
 
 /// Whether an error is a stale file handle (`ESTALE`): on NFS, a file or folder replaced on the
@@ -452,9 +429,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("mutex.lease");
         fs::write(&p, "token: theirs\n").unwrap();
-        NO_LINKS.with(|n| n.set(true));
-        let removed = remove_if(&p, |_| false).unwrap();
-        NO_LINKS.with(|n| n.set(false));
+        let removed = fsutil::raw::without_hard_links(|| remove_if(&p, |_| false)).unwrap();
         assert!(!removed);
         assert_eq!(fs::read_to_string(&p).unwrap(), "token: theirs\n");
         let left: Vec<_> = fs::read_dir(dir.path()).unwrap().flatten().collect();

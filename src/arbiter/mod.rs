@@ -360,6 +360,7 @@ pub fn policy(root: &Path) -> Result<Policy> {
     let p = Policy::detect(root)?;
     if p.fs.class != FsClass::Local {
         crate::fsutil::mark_network_fs();
+        crate::fsutil::read_past_cache();
     }
     if let Ok(mut c) = cache.lock() {
         c.insert(root.to_path_buf(), p.clone());

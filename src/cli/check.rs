@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::Args;
 use serde::Serialize;
 
-use coord::status::{AgentView, LockView, agent_view, lock_view};
+use coord::status::{AgentView, LockView, agent_view, lock_view, settle_lock_status_of};
 use coord::v3::lock;
 use coord::v3::presence::{self, StateCache, Unreadable};
 use coord::workspace::AgentId;
@@ -59,11 +59,12 @@ pub fn collect(ws: &coord::workspace::Workspace, me: Option<&AgentId>) -> Checke
     let mut cache = StateCache::from_presences(&presences, &now);
     let entries = lock::scan_judged(ws, &mut cache, &now);
     unreadable.extend(lock::unreadable(&entries, ws));
-    let agents: Vec<AgentView> = presences
+    let mut agents: Vec<AgentView> = presences
         .iter()
         .filter(|p| me.is_none_or(|m| m.id() != p.id))
         .map(|p| agent_view(p, &now))
         .collect();
+    settle_lock_status_of(ws, &mut agents, &entries, &mut cache, &now);
     let problems = lock::problems(&entries);
     Checked {
         problems: problems

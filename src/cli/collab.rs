@@ -2,12 +2,11 @@
 //! (`collaboration_file.txt`, one JSON entry per line).
 
 use clap::{Args, Subcommand};
-use serde::Serialize;
 
 use coord::ExitCode;
-use coord::collab::{self, Batch, Entry, Problem};
+use coord::collab::{self, Batch};
 use coord::layout;
-use coord::workspace::{Target, Workspace};
+use coord::workspace::Target;
 
 use super::{Ctx, msg, output};
 
@@ -58,111 +57,72 @@ enum CollabCommand {
     },
 }
 
-/// `collab read --json`.
-#[derive(Debug, Serialize)]
-struct ReadJson<'a> {
-    /// The entries, in file order.
-    entries: &'a [Entry],
-    /// Lines that were skipped, with why.
-    skipped: &'a [Problem],
-}
-
-/// `collab write --json`.
-#[derive(Debug, Serialize)]
-struct WriteJson<'a> {
-    file: &'a str,
-    entry: &'a Entry,
-}
-
 pub fn run(args: CollabArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
+    let (CollabCommand::Write { file, .. } | CollabCommand::Read { file, .. }) = &args.command;
+    let target = match file {
+        Some(f) => ctx.one_file(&ws, f, "collab")?,
+        None => ws.target_from_rel(layout::COLLAB_FILE)?,
+    };
     match args.command {
-        CollabCommand::Write { text, file } => {
-            let target = target(&ws, ctx, file.as_deref())?;
+        CollabCommand::Write { text, .. } => {
             let agent = ctx.agent()?;
-            let text = msg::text_or_stdin(&text)?;
-            let entry = collab::write(&target, &agent, &text)?;
+            let entry = collab::write(&target, &agent, &msg::text_or_stdin(&text)?)?;
             if ctx.json {
-                output::json(&WriteJson {
-                    file: &target.rel,
-                    entry: &entry,
-                });
+                output::json(&serde_json::json!({ "file": target.rel, "entry": entry }));
             } else if !ctx.quiet {
                 output::line(&format!("Appended to {}", target.rel));
             }
         }
-        CollabCommand::Read { file, follow } => {
-            let target = target(&ws, ctx, file.as_deref())?;
-            if follow {
-                stop_on_signals();
-                collab::follow(&target.abs, &mut |batch| {
-                    print_batch(&target, &batch, ctx, true);
-                    true
-                })?;
-                return Ok(ExitCode::Success);
-            }
-            if std::fs::symlink_metadata(&target.abs).is_err() {
+        CollabCommand::Read { follow: true, .. } => {
+            stop_on_signals();
+            collab::follow(&target.abs, &mut |b| print_batch(&target, &b, ctx, true))?;
+        }
+        CollabCommand::Read { follow: false, .. } => {
+            let batch = if std::fs::symlink_metadata(&target.abs).is_err() {
+                let file = &target.rel;
                 output::diag(&format!(
-                    "note: `{}` does not exist yet; write the first entry with `coord collab write \"…\"`",
-                    target.rel
+                    "note: `{file}` does not exist yet; write the first entry with `coord collab write \"…\"`"
                 ));
-                print_batch(&target, &Batch::default(), ctx, false);
-                return Ok(ExitCode::Success);
-            }
-            let batch = collab::read_all(&target.abs)?;
+                Batch::default()
+            } else {
+                collab::read_all(&target.abs)?
+            };
             print_batch(&target, &batch, ctx, false);
         }
     }
     Ok(ExitCode::Success)
 }
 
-fn target(ws: &Workspace, ctx: &Ctx, file: Option<&str>) -> Result<Target, coord::Error> {
-    match file {
-        Some(f) => ws.resolve(ctx.cwd(), f),
-        None => ws.target_from_rel(layout::COLLAB_FILE),
-    }
-}
-
 fn print_batch(target: &Target, batch: &Batch, ctx: &Ctx, following: bool) {
+    let file = &target.rel;
     if batch.restarted {
         output::diag(&format!(
-            "warning: {} became shorter; reading it again from the start",
-            target.rel
+            "warning: {file} became shorter; reading it again from the start"
         ));
     }
     for p in &batch.problems {
-        output::diag(&format!(
-            "warning: {}:{}: {}, skipped",
-            target.rel,
-            p.line,
-            output::clean(&p.why)
-        ));
+        let why = output::clean(&p.why);
+        output::diag(&format!("warning: {file}:{}: {why}, skipped", p.line));
     }
-    if ctx.json && following {
-        for e in &batch.entries {
+    if ctx.json && !following {
+        output::json(&serde_json::json!({ "entries": batch.entries, "skipped": batch.problems }));
+        return;
+    }
+    for e in &batch.entries {
+        if ctx.json {
+            // Following: one JSON entry per line.
             match output::json_text(e, false) {
                 Ok(text) => output::line(&text),
                 Err(e) => output::diag(&format!("error: cannot render JSON: {e}")),
             }
+        } else if !ctx.quiet {
+            let id = output::clean_block(&e.llm_id);
+            output::line(&format!(
+                "LLM ID: {id}, Response: {}",
+                output::clean_block(&e.response)
+            ));
         }
-        return;
-    }
-    if ctx.json {
-        output::json(&ReadJson {
-            entries: &batch.entries,
-            skipped: &batch.problems,
-        });
-        return;
-    }
-    if ctx.quiet {
-        return;
-    }
-    for e in &batch.entries {
-        output::line(&format!(
-            "LLM ID: {}, Response: {}",
-            output::clean_block(&e.llm_id),
-            output::clean_block(&e.response)
-        ));
     }
 }
 

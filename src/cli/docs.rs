@@ -60,6 +60,11 @@ const PAGES: &[(&str, &str, &str)] = &[
         include_str!("../../docs/worktrees.md"),
     ),
     (
+        "remote",
+        "clones on other machines: claims through the repository's remote",
+        include_str!("../../docs/remote.md"),
+    ),
+    (
         "protocol",
         "every file format, JSON document and exit code",
         include_str!("../../docs/protocol.md"),
@@ -68,6 +73,21 @@ const PAGES: &[(&str, &str, &str)] = &[
         "reliability",
         "what coord guarantees under crashes, hostile files and load",
         include_str!("../../docs/reliability.md"),
+    ),
+    (
+        "history",
+        "the history of events: `coord log`, its timeline and its JSON",
+        include_str!("../../docs/history.md"),
+    ),
+    (
+        "performance",
+        "benchmark figures and how to reproduce them",
+        include_str!("../../docs/performance.md"),
+    ),
+    (
+        "architecture",
+        "for changing coord: the rooms of the source and the path of a request",
+        include_str!("../../docs/architecture.md"),
     ),
 ];
 

@@ -115,6 +115,14 @@ fn render(d: &Diagnosis) -> String {
         format!("re-check:      every {} ms", d.recheck_ms),
         format!("exact lookups: {}", yes_no(d.exact_lookups)),
         format!(
+            "record reads:  {}",
+            match (d.reads_past_cache, d.class) {
+                (true, coord::arbiter::FsClass::Local) => "as the disk has them (one kernel)",
+                (true, _) => "past this machine's cache, as the server has them",
+                (false, _) => "from this machine's cache (it cannot be bypassed here)",
+            }
+        ),
+        format!(
             "clock skew:    {}",
             d.clock_skew_ms
                 .map(|ms| format!("{ms:+} ms (this clock minus the folder's)"))

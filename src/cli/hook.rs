@@ -111,7 +111,25 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> Result<Reply, String> {
         if plugin::gate(&ws, Some(client)) != plugin::Gate::Go {
             return Ok(Reply::Allow);
         }
-        plugin::adopt(&ws).map_err(|e| e.to_string())?;
+        if call.fault.is_none() {
+            plugin::adopt(&ws).map_err(|e| e.to_string())?;
+        }
+    }
+    // A payload read only in part: judged on the files it names, nothing written.
+    if let Some(why) = &call.fault {
+        let warning = format!(
+            "the hook payload is not JSON ({why}); read as far as it goes, nothing written"
+        );
+        return match act::judge_unread(&ws, &agent, &call, &cwd) {
+            Some(deny) => {
+                output::diag(&format!(
+                    "warning: coord hook {}: {warning}",
+                    client.as_str()
+                ));
+                Ok(deny)
+            }
+            None => Err(format!("{warning} (the tool call is allowed)")),
+        };
     }
     // The session's agent: every later coord below the client process acts as it, and the
     // locks its edits take follow the client process.

@@ -43,13 +43,7 @@ pub struct LockArgs {
 pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.lock_workspace()?;
     let agent = ctx.agent()?;
-    let (claims, files): (Vec<String>, Vec<String>) = args
-        .files
-        .iter()
-        .cloned()
-        .partition(|f| coord::pattern::is_claim(f));
-    let claims = patterns(&ws, ctx, &claims)?;
-    let targets = ctx.targets(&ws, &files)?;
+    let (targets, claims) = ctx.file_args(&ws, &args.files)?;
     let wait = args.wait.wait()?;
     let ttl = match &args.ttl {
         Some(t) => clock::parse_duration(t)?,
@@ -102,17 +96,6 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::Success)
-}
-
-/// The claims among the arguments (folders ending in `/`, patterns), relative to the root.
-pub fn patterns(
-    ws: &coord::workspace::Workspace,
-    ctx: &Ctx,
-    args: &[String],
-) -> Result<Vec<coord::pattern::Pattern>, Error> {
-    args.iter()
-        .map(|a| lock::claim::resolve(ws, ctx.cwd(), a))
-        .collect()
 }
 
 /// `Lock acquired: FILE (backup FILE.bak)`, one line per file.

@@ -26,7 +26,7 @@ use super::output::{self, clean};
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct LogArgs {
-    /// Only events about these files or folders
+    /// Only events about these files, folders (`src/`) or patterns (`'src/**/*.sql'`)
     #[arg(value_name = "FILE")]
     files: Vec<String>,
     /// Only events after this: a duration back from now (`30m`) or a time (RFC 3339)
@@ -42,19 +42,12 @@ pub struct LogArgs {
 
 pub fn run(args: LogArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
-    let files = ctx
-        .targets(&ws, &args.files)?
-        .into_iter()
-        .map(|t| {
-            if args.files.iter().any(|f| f.ends_with('/')) && !t.rel.ends_with('/') {
-                format!("{}/", t.rel)
-            } else {
-                t.rel
-            }
-        })
-        .collect();
+    // A folder (`src/`) or a pattern is a claim, as for every command that takes FILEs: the
+    // events of the files it matches and of the claims it overlaps.
+    let (targets, patterns) = ctx.file_args(&ws, &args.files)?;
     let filter = Filter {
-        files,
+        files: targets.into_iter().map(|t| t.rel).collect(),
+        patterns,
         agent: agent_on_command_line(ctx)?,
         since: args.since.as_deref().map(since).transpose()?,
     };

@@ -32,6 +32,7 @@ mod plugin;
 mod presence;
 mod progress;
 mod prune;
+mod remote;
 mod restore;
 mod review;
 mod run;
@@ -145,6 +146,7 @@ enum Command {
     Version(version::VersionArgs),
     Docs(docs::DocsArgs),
     Plugin(plugin::PluginArgs),
+    Remote(remote::RemoteArgs),
 }
 
 /// How long a command waits for a lock held by another agent: `--wait DUR` or `--no-wait`.
@@ -251,9 +253,19 @@ impl Ctx {
         self.agent.as_deref().filter(|name| !name.is_empty())
     }
 
-    /// Resolve FILE arguments inside the workspace; all are checked before anything is done.
-    pub fn targets(&self, ws: &Workspace, files: &[String]) -> Result<Vec<Target>, Error> {
-        files.iter().map(|f| ws.resolve(&self.cwd, f)).collect()
+    /// FILE arguments, relative to the current directory: the files, and the claims (folders,
+    /// patterns) among them; all are checked before anything is done.
+    pub fn file_args(
+        &self,
+        ws: &Workspace,
+        files: &[String],
+    ) -> Result<(Vec<Target>, Vec<coord::pattern::Pattern>), Error> {
+        ws.file_args(&self.cwd, files)
+    }
+
+    /// The FILE argument of `coord COMMAND`, which acts on one file: a claim is refused.
+    pub fn one_file(&self, ws: &Workspace, file: &str, command: &str) -> Result<Target, Error> {
+        ws.one_file(&self.cwd, file, command)
     }
 
     /// The current directory.
@@ -310,16 +322,22 @@ pub fn run() -> ExitCode {
     let result = current_dir_or_pwd()
         .context("cannot read the current directory")
         .and_then(|cwd| {
-            Ok(change_dir(
-                cwd,
-                cli.global.dir.as_deref().filter(|_| dir_given),
-            )?)
+            let dir = cli.global.dir.as_deref().filter(|_| dir_given);
+            // The demo's `--dir` may name a folder still to be made.
+            if let (Command::Demo(_), Some(d)) = (&cli.command, dir) {
+                coord::fsutil::ensure_dir(&cwd.join(d))?;
+            }
+            Ok(change_dir(cwd, dir)?)
         })
         .and_then(|cwd| {
             let ctx = Ctx {
                 // After `-C`, DIR is the current directory: keep it absolute.
                 dir: if dir_given {
                     Some(cwd.clone())
+                } else if matches!(cli.command, Command::Demo(_)) {
+                    // The demo plays in a folder of its own unless `-C` names one: an exported
+                    // `COORD_DIR` names the user's workspace, never a place for the demo.
+                    None
                 } else {
                     cli.global.dir
                 },
@@ -335,7 +353,14 @@ pub fn run() -> ExitCode {
     // Watches of a wait let go of in the background: done before this process exits, which
     // would otherwise wait for the kernel itself (see `coord::wait`).
     coord::wait::settle();
-    if let Some(warning) = coord::history::take_warning() {
+    let history = coord::history::take_warning();
+    if let Some(warning) = &history {
+        output::diag(&format!("warning: {warning}"));
+    }
+    // Said once: the history's warning may be about the same link.
+    if let Some((link, warning)) = coord::fsutil::take_link_warning()
+        && !history.is_some_and(|h| h.contains(&*link.to_string_lossy()))
+    {
         output::diag(&format!("warning: {warning}"));
     }
     match result {
@@ -425,6 +450,7 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Version(args) => version::run(args, ctx),
         Command::Docs(args) => docs::run(args, ctx),
         Command::Plugin(args) => plugin::run(args, ctx),
+        Command::Remote(args) => remote::run(args, ctx),
     }
 }
 

@@ -74,15 +74,6 @@ enum MsgCommand {
     },
 }
 
-/// `msg list --json` and `msg wait --json`.
-#[derive(Debug, Serialize)]
-pub struct ListJson<'a> {
-    /// The messages, oldest first.
-    pub messages: Vec<&'a InboxEntry>,
-    /// Files under `.coord/messages/` that are not messages.
-    pub skipped: &'a [presence::Unreadable],
-}
-
 /// `msg read --json`: the message as `msg list --json` shows it (now read), and whether this
 /// read marked it.
 #[derive(Debug, Serialize)]
@@ -149,14 +140,15 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             }
         }
         MsgCommand::List { unread } => {
-            let agent = ctx.agent()?;
-            let inbox = message::try_inbox(&ws, &agent)?;
-            warn_skipped(&inbox);
+            let inbox = message::try_inbox(&ws, &ctx.agent()?)?;
+            for s in &inbox.skipped {
+                let (path, why) = (output::clean(&s.path), output::clean(&s.why));
+                output::diag(&format!("warning: skipped `{path}`: {why}"));
+            }
             print_list(&inbox, unread, ctx);
         }
         MsgCommand::Read { id } => {
-            let agent = ctx.agent()?;
-            let mut entry = message::read(&ws, &agent, &id)?;
+            let mut entry = message::read(&ws, &ctx.agent()?, &id)?;
             // `unread` says whether it was unread until now; it is read from here on.
             let marked_read = std::mem::replace(&mut entry.unread, false);
             if ctx.json {
@@ -169,12 +161,8 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             }
         }
         MsgCommand::Wait { timeout } => {
-            let agent = ctx.agent()?;
-            let wait = match timeout {
-                Some(t) => Wait::parse(&t)?,
-                None => Wait::Forever,
-            };
-            let inbox = message::wait(&ws, &agent, wait)?;
+            let wait = timeout.as_deref().map(Wait::parse).transpose()?;
+            let inbox = message::wait(&ws, &ctx.agent()?, wait.unwrap_or(Wait::Forever))?;
             print_list(&inbox, true, ctx);
         }
     }
@@ -209,16 +197,6 @@ pub(super) fn text_or_stdin(text: &str) -> Result<String, Error> {
     Ok(text)
 }
 
-fn warn_skipped(inbox: &Inbox) {
-    for s in &inbox.skipped {
-        output::diag(&format!(
-            "warning: skipped `{}`: {}",
-            output::clean(&s.path),
-            output::clean(&s.why)
-        ));
-    }
-}
-
 /// A message whole: `id:`, `from:`, `to:`, `time:`, a blank line, the body.
 pub fn read_text(entry: &InboxEntry) -> String {
     let m = &entry.message;
@@ -232,43 +210,28 @@ pub fn read_text(entry: &InboxEntry) -> String {
     )
 }
 
-/// The inbox's `--json` object (only unread messages when `only_unread`).
-pub fn list_json(inbox: &Inbox, only_unread: bool) -> ListJson<'_> {
-    ListJson {
-        messages: inbox
-            .messages
-            .iter()
-            .filter(|e| e.unread || !only_unread)
-            .collect(),
-        skipped: &inbox.skipped,
-    }
+/// The inbox as `msg list --json` shows it (only unread messages when `only_unread`).
+pub fn list_json(inbox: &Inbox, only_unread: bool) -> Inbox {
+    let mut shown = inbox.clone();
+    shown.messages.retain(|e| e.unread || !only_unread);
+    shown
 }
 
 fn print_list(inbox: &Inbox, only_unread: bool, ctx: &Ctx) {
     let listed = list_json(inbox, only_unread);
     if ctx.json {
         output::json(&listed);
-        return;
+    } else if !ctx.quiet {
+        let color = output::color_enabled();
+        output::line(&list_text(&listed.messages, only_unread, color));
     }
-    if ctx.quiet {
-        return;
-    }
-    output::line(&list_text(
-        &listed.messages,
-        only_unread,
-        output::color_enabled(),
-    ));
 }
 
 /// The inbox as a table (ID, NEW, FROM, TO, TIME, MESSAGE), or `No (unread) messages`.
-pub fn list_text(shown: &[&InboxEntry], only_unread: bool, color: bool) -> String {
+pub fn list_text(shown: &[InboxEntry], only_unread: bool, color: bool) -> String {
     if shown.is_empty() {
-        return if only_unread {
-            "No unread messages"
-        } else {
-            "No messages"
-        }
-        .into();
+        let unread = if only_unread { " unread" } else { "" };
+        return format!("No{unread} messages");
     }
     let now = clock::now();
     let rows = shown

@@ -392,16 +392,20 @@ pub fn took_over_notes(acquired: &[coord::v3::lock::Acquired]) {
     }
 }
 
-/// For each stale lock an acquisition took over, whose it was and why.
+/// For each stale lock or claim an acquisition took over, whose it was and why.
 pub fn took_over_lines(acquired: &[coord::v3::lock::Acquired]) -> Vec<String> {
     acquired
         .iter()
         .flat_map(|a| {
             a.took_over.iter().map(move |t| {
+                let (what, on) = match (&t.claim, &t.file) {
+                    (Some(pattern), _) => ("claim", pattern),
+                    (None, Some(file)) => ("lock", file),
+                    (None, None) => ("lock", &a.file),
+                };
                 format!(
-                    "note: took over the stale lock of {} on `{}` ({})",
+                    "note: took over the stale {what} of {} on `{on}` ({})",
                     clean(&t.from),
-                    a.file,
                     t.why
                 )
             })

@@ -28,31 +28,27 @@ pub fn run(_args: PartnersArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     let (rows, unreadable) = stamp::scan(ws.root());
     for u in &unreadable {
-        output::diag(&format!(
-            "warning: cannot read `{}`: {}",
-            output::clean(&u.path),
-            output::clean(&u.why)
-        ));
+        let (path, why) = (output::clean(&u.path), output::clean(&u.why));
+        output::diag(&format!("warning: cannot read `{path}`: {why}"));
     }
     if ctx.json {
         output::json(&PartnersReport { partners: &rows });
-        return Ok(ExitCode::Success);
-    }
-    if ctx.quiet {
-        return Ok(ExitCode::Success);
-    }
-    if rows.is_empty() {
+    } else if !ctx.quiet && rows.is_empty() {
         output::line(
             "No sessions on the stamp card (clock in with `coord startup --partner NAME`)",
         );
-        return Ok(ExitCode::Success);
+    } else if !ctx.quiet {
+        output::line(&table(&rows));
     }
+    Ok(ExitCode::Success)
+}
+
+/// The card as a table, one row per session.
+fn table(rows: &[Row]) -> String {
     let now = clock::now();
-    let when = |t: Option<&str>| match t {
-        Some(t) => clock::parse_timestamp(t)
-            .map(|ts| format_since(Some(&ts), &now))
-            .unwrap_or_else(|| t.to_string()),
-        None => "-".into(),
+    let when = |t: &str| match clock::parse_timestamp(t) {
+        Some(ts) => format_since(Some(&ts), &now),
+        None => t.to_string(),
     };
     let table = rows
         .iter()
@@ -61,32 +57,23 @@ pub fn run(_args: PartnersArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 Cell::plain(r.id.to_string()),
                 Cell::plain(&r.partner_name),
                 Cell::state(r.status.as_str()),
-                Cell::plain(when(Some(&r.clocked_in))),
-                Cell::opt(
-                    r.clocked_out
-                        .is_some()
-                        .then(|| when(r.clocked_out.as_deref()))
-                        .as_deref(),
-                ),
+                Cell::plain(when(&r.clocked_in)),
+                Cell::opt(r.clocked_out.as_deref().map(when).as_deref()),
                 Cell::plain(output::ago(r.heartbeat_age(&now).map(|a| a.as_secs()))),
                 Cell::opt(r.current_task.as_deref()),
                 Cell::plain(&r.session_id),
             ]
         })
         .collect();
-    output::line(&output::table(
-        &[
-            "ID",
-            "PARTNER",
-            "STATUS",
-            "CLOCKED IN",
-            "CLOCKED OUT",
-            "HEARTBEAT",
-            "TASK",
-            "SESSION",
-        ],
-        table,
-        output::color_enabled(),
-    ));
-    Ok(ExitCode::Success)
+    let headers = [
+        "ID",
+        "PARTNER",
+        "STATUS",
+        "CLOCKED IN",
+        "CLOCKED OUT",
+        "HEARTBEAT",
+        "TASK",
+        "SESSION",
+    ];
+    output::table(&headers, table, output::color_enabled())
 }

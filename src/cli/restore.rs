@@ -40,12 +40,11 @@ pub struct RestoreArgs {
 
 pub fn run(args: RestoreArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
+    let target = ctx.one_file(&ws, &args.file, "restore")?;
     if args.list {
-        let target = ws.resolve(ctx.cwd(), &args.file)?;
         return list(&ws, &target, ctx);
     }
     let agent = ctx.agent()?;
-    let target = ws.resolve(ctx.cwd(), &args.file)?;
     let wait = args.wait.wait()?;
     let generation = usize::try_from(args.from.unwrap_or(1)).unwrap_or(usize::MAX);
     let mut progress = WaitProgress::new(wait, ctx.quiet);

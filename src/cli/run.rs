@@ -15,16 +15,18 @@ use super::{Ctx, WaitArgs, output};
 /// Like flock(1) for the protocol: takes every FILE's lock (all or nothing, waiting up to
 /// --wait, default 2m), writes FILE.bak, runs CMD with COORD_AGENT and COORD_DIR set, and
 /// releases the locks when CMD ends, whatever the way: exit, crash, or a signal to coord
-/// (SIGINT, SIGTERM and SIGHUP are forwarded to CMD). Exits with CMD's status (128+N when a
-/// signal N killed it), 3 when the locks were not had (CMD did not run), 127 when CMD was
-/// not found.
+/// (SIGINT, SIGTERM and SIGHUP are forwarded to CMD). A folder (`dir/`) or a pattern
+/// (`'src/**'`) among the FILEs is claimed for as long, as `coord lock` claims it. Exits with
+/// CMD's status (128+N when a signal N killed it), 3 when the locks were not had (CMD did not
+/// run), 127 when CMD was not found.
 ///
 ///   coord -a claude run counter.txt -- sh -c 'echo $(( $(cat counter.txt) + 1 )) > counter.txt'
 ///   coord -a claude run --wait 30s SHARED.txt NOTES.md -- ./update-docs.sh
+///   coord -a claude run 'src/**/*.sql' -- ./migrate.sh
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct RunArgs {
-    /// Files to lock (relative to the current directory, inside the workspace)
+    /// Files to lock, or folders (`dir/`) and patterns (`'src/**/*.sql'`) to claim (relative to the current directory, inside the workspace)
     #[arg(required = true, value_name = "FILE")]
     files: Vec<String>,
     #[command(flatten)]
@@ -37,11 +39,12 @@ pub struct RunArgs {
 pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.lock_workspace()?;
     let agent = ctx.agent()?;
-    let targets = ctx.targets(&ws, &args.files)?;
+    let (targets, claims) = ctx.file_args(&ws, &args.files)?;
     let wait = args.wait.wait()?;
     let req = RunRequest {
         agent,
         targets,
+        claims,
         wait,
         command: args.command,
         // With `-C DIR`, CMD runs in DIR, where FILE was read from (contract §1).

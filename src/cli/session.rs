@@ -86,7 +86,6 @@ pub fn run(args: SessionArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             partner,
             task: args.task,
             pid: Some(host::pid()),
-            look_around: true,
         },
     )?;
     let agent = AgentId::parse(&started.partner)?;

@@ -5,11 +5,12 @@ use clap::{Args, ValueEnum};
 use coord::clock;
 use coord::v3::lock::{Release, ReleaseOutcome};
 use coord::v3::session::SESSION_ENV;
-use coord::v3::stamp::{self, NEW_PARTNER, Partner, Scope, Startup, StartupRequest};
+use coord::v3::stamp::{self, NEW_PARTNER, Partner, Row, Scope, Startup, StartupRequest};
 use coord::workspace::AgentId;
 use coord::{Error, ExitCode};
 
-use super::{Ctx, output};
+use super::Ctx;
+use super::output::{self, Cell};
 
 /// Clock in: a new session on the stamp card, presence ACTIVE, partners online listed
 ///
@@ -94,15 +95,14 @@ pub fn run_startup(args: StartupArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             partner,
             task: args.task,
             pid: None,
-            look_around: true,
         },
     )?;
     if ctx.json {
         output::json(&started);
     } else if !ctx.quiet {
-        for line in startup_lines(&started, args.mode) {
-            output::line(&line);
-        }
+        startup_lines(&started, args.mode)
+            .iter()
+            .for_each(|l| output::line(l));
     }
     Ok(ExitCode::Success)
 }
@@ -133,31 +133,7 @@ pub fn startup_lines(s: &Startup, mode: Mode) -> Vec<String> {
         ));
     }
     if mode == Mode::Verbose {
-        if s.online.is_empty() {
-            out.push("Partners online: none".into());
-        } else {
-            out.push("Partners online:".into());
-            let now = clock::now();
-            let rows = s
-                .online
-                .iter()
-                .map(|r| {
-                    vec![
-                        output::Cell::plain(&r.partner_name),
-                        output::Cell::opt(r.current_task.as_deref()),
-                        output::Cell::plain(output::ago(
-                            r.heartbeat_age(&now).map(|a| a.as_secs()),
-                        )),
-                        output::Cell::plain(&r.session_id),
-                    ]
-                })
-                .collect();
-            out.push(output::table(
-                &["PARTNER", "TASK", "HEARTBEAT", "SESSION"],
-                rows,
-                output::color_enabled(),
-            ));
-        }
+        out.push(online_text(&s.online));
         out.push(format!("Active agents: {}", s.active_agents.join(", ")));
     }
     if s.recommend_handshake {
@@ -167,6 +143,26 @@ pub fn startup_lines(s: &Startup, mode: Mode) -> Vec<String> {
         ));
     }
     out
+}
+
+/// The sessions online, as a table under `Partners online:`.
+fn online_text(online: &[Row]) -> String {
+    if online.is_empty() {
+        return "Partners online: none".into();
+    }
+    let now = clock::now();
+    let rows = online.iter().map(|r| {
+        let age = r.heartbeat_age(&now).map(|a| a.as_secs());
+        vec![
+            Cell::plain(&r.partner_name),
+            Cell::opt(r.current_task.as_deref()),
+            Cell::plain(output::ago(age)),
+            Cell::plain(&r.session_id),
+        ]
+    });
+    let headers = ["PARTNER", "TASK", "HEARTBEAT", "SESSION"];
+    let table = output::table(&headers, rows.collect(), output::color_enabled());
+    format!("Partners online:\n{table}")
 }
 
 pub fn run_shutdown(args: ShutdownArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
@@ -181,34 +177,31 @@ pub fn run_shutdown(args: ShutdownArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
     };
     let session = std::env::var(SESSION_ENV).ok().filter(|s| !s.is_empty());
-    let scope = match &session {
-        Some(id) => Scope::Session(id),
-        None => Scope::Partner,
-    };
+    let scope = session.as_deref().map_or(Scope::Partner, Scope::Session);
     let done = stamp::shutdown(&ws, &agent, scope)?;
     if ctx.json {
         output::json(&done);
-    } else if !ctx.quiet {
-        for line in release_lines(&done.released) {
-            output::line(&line);
-        }
-        if done.closed.is_empty() {
-            output::line(&format!(
-                "No open session of {} on the stamp card",
-                done.partner
-            ));
-        }
-        for row in &done.closed {
-            output::line(&format!(
-                "Clocked out: {} (session {}, row {})",
-                row.partner_name,
-                output::clean(&row.session_id),
-                row.id
-            ));
-        }
-        if done.finished {
-            output::line("Presence: FINISHED");
-        }
+        return Ok(ExitCode::Success);
+    }
+    let mut lines = release_lines(&done.released);
+    if done.closed.is_empty() {
+        lines.push(format!(
+            "No open session of {} on the stamp card",
+            done.partner
+        ));
+    }
+    lines.extend(done.closed.iter().map(|row| {
+        let session = output::clean(&row.session_id);
+        format!(
+            "Clocked out: {} (session {session}, row {})",
+            row.partner_name, row.id
+        )
+    }));
+    if done.finished {
+        lines.push("Presence: FINISHED".into());
+    }
+    if !ctx.quiet {
+        lines.iter().for_each(|l| output::line(l));
     }
     Ok(ExitCode::Success)
 }
@@ -218,6 +211,7 @@ pub fn release_lines(released: &[Release]) -> Vec<String> {
     released
         .iter()
         .filter_map(|r| match &r.outcome {
+            ReleaseOutcome::Released if r.claim => Some(format!("Claim released: {}", r.file)),
             ReleaseOutcome::Released => Some(format!("Lock released: {}", r.file)),
             ReleaseOutcome::Lost => Some(format!("{}: lock was taken over meanwhile", r.file)),
             _ => None,

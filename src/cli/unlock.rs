@@ -47,13 +47,7 @@ pub fn run(args: UnlockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         None if args.force && !args.files.is_empty() => human()?,
         None => return Err(Error::MissingAgent.into()),
     };
-    let (claims, files): (Vec<String>, Vec<String>) = args
-        .files
-        .iter()
-        .cloned()
-        .partition(|f| coord::pattern::is_claim(f));
-    let patterns = super::lock::patterns(&ws, ctx, &claims)?;
-    let targets = ctx.targets(&ws, &files)?;
+    let (targets, patterns) = ctx.file_args(&ws, &args.files)?;
     let mut results = Vec::new();
     if args.files.is_empty() {
         results = lock::release(&ws, &agent, None, args.force)?;
@@ -114,9 +108,7 @@ pub fn release_lines(results: &[Release]) -> Vec<String> {
     results
         .iter()
         .filter_map(|r| match &r.outcome {
-            ReleaseOutcome::Released if coord::pattern::is_claim(&r.file) => {
-                Some(format!("Claim released: {}", r.file))
-            }
+            ReleaseOutcome::Released if r.claim => Some(format!("Claim released: {}", r.file)),
             ReleaseOutcome::Released => Some(format!("Lock released: {}", r.file)),
             ReleaseOutcome::NotLocked => Some(format!("{}: not locked", r.file)),
             ReleaseOutcome::ForcedStale { from } => Some(format!(

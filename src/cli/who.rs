@@ -11,14 +11,16 @@ use super::{Ctx, output};
 /// Say who holds each FILE's lock (holder, since when, working on what, LIVE or STALE)
 ///
 /// Exit 0 whether or not the files are locked; `--json` gives the locks as `status --json`
-/// shows them, plus the holder's task.
+/// shows them, plus the holder's task. For a folder (`dir/`) or a pattern: the locks on the
+/// files it matches and the claims it overlaps.
 ///
 ///   coord who SHARED.txt
 ///   coord who src/lib.rs src/main.rs --json
+///   coord who 'src/auth/**'
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct WhoArgs {
-    /// Files to ask about (relative to the current directory, inside the workspace)
+    /// Files, folders (`dir/`) or patterns to ask about (relative to the current directory, inside the workspace)
     #[arg(required = true, value_name = "FILE")]
     files: Vec<String>,
 }
@@ -30,8 +32,12 @@ struct WhoJson<'a> {
 
 pub fn run(args: WhoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
-    let targets = ctx.targets(&ws, &args.files)?;
-    let files = status::who(&ws, &targets);
+    let asked = args
+        .files
+        .iter()
+        .map(|f| ws.file_arg(ctx.cwd(), f))
+        .collect::<Result<Vec<_>, _>>()?;
+    let files = status::who(&ws, &asked);
     if ctx.json {
         output::json(&WhoJson { files: &files });
         return Ok(ExitCode::Success);
@@ -76,9 +82,10 @@ pub fn run(args: WhoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                     .map(|w| format!(" (working on {})", output::clean(&w)))
                     .unwrap_or_default();
             let process = l.pid.map(|p| format!(", process {p}")).unwrap_or_default();
+            // The file itself, also when a pattern was asked about.
             output::line(&format!(
                 "{}: held by {} since {since}{working} [{}{process}]",
-                f.file,
+                l.file,
                 output::clean(&l.name),
                 match l.state {
                     LockState::Live => "LIVE",

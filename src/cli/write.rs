@@ -35,7 +35,7 @@ pub struct WriteArgs {
 pub fn run(args: WriteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     let agent = ctx.agent()?;
-    let target = ws.resolve(ctx.cwd(), &args.file)?;
+    let target = ctx.one_file(&ws, &args.file, "write")?;
     let written = match args.from.filter(|p| p.as_os_str() != "-") {
         Some(src) => {
             let path = ctx.cwd().join(&src);

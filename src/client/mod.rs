@@ -295,10 +295,13 @@ impl Client {
 }
 
 /// A tool's arguments as an object: clients that send them as a JSON string (Copilot CLI)
-/// are decoded; anything else undecodable is `Null`.
+/// are decoded, as the payload itself is ([`crate::hook::payload`]: as far as they can be);
+/// anything else undecodable is `Null`.
 pub fn args_object(input: &Value) -> Value {
     match input {
-        Value::String(s) => serde_json::from_str(s).unwrap_or(Value::Null),
+        Value::String(s) => crate::hook::payload::read(s.as_bytes())
+            .map(|p| p.value)
+            .unwrap_or(Value::Null),
         v => v.clone(),
     }
 }

@@ -12,26 +12,18 @@
 //!   while the file is newer than the last message);
 //! - the latest `SWITCH-TOPIC:` names the topic, the latest `PRIORITY:` is the user's urgent input.
 
-use serde::Serialize;
-
 use crate::error::{Error, Result};
 
 use super::files::{USER, same_id, validate_id};
 
 /// One command line.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum UserCommand {
-    /// `PAUSE`.
+pub(crate) enum UserCommand {
     Pause,
-    /// `RESUME`.
     Resume,
-    /// `RESET`.
     Reset,
-    /// `SWITCH-TOPIC: x`.
     SwitchTopic(String),
-    /// `END-SESSION`.
     EndSession,
-    /// `PRIORITY: x`.
     Priority(String),
     /// `<ID>-ONLY`.
     Only(String),
@@ -42,37 +34,29 @@ impl UserCommand {
     pub fn parse(line: &str) -> Option<UserCommand> {
         let t = line.trim().trim_start_matches('\u{feff}');
         let upper = t.to_ascii_uppercase();
-        let arg = |prefix: &str| -> Option<String> {
-            upper
-                .starts_with(prefix)
-                .then(|| t[prefix.len()..].trim().to_string())
-        };
-        match upper.as_str() {
-            "PAUSE" => return Some(UserCommand::Pause),
-            "RESUME" => return Some(UserCommand::Resume),
-            "RESET" => return Some(UserCommand::Reset),
-            "END-SESSION" => return Some(UserCommand::EndSession),
-            _ => {}
-        }
-        if let Some(x) = arg("SWITCH-TOPIC:") {
-            return (!x.is_empty()).then_some(UserCommand::SwitchTopic(x));
-        }
-        if let Some(x) = arg("PRIORITY:") {
-            return (!x.is_empty()).then_some(UserCommand::Priority(x));
-        }
-        let id = t.get(..t.len().checked_sub(5)?)?;
-        if upper.ends_with("-ONLY") && validate_id(id).is_ok() && !same_id(id, USER) {
-            return Some(UserCommand::Only(id.to_string()));
-        }
-        None
+        // The argument after `prefix`; a command without one is no command.
+        let arg =
+            |prefix: &str| Some(t[prefix.len()..].trim().to_string()).filter(|a| !a.is_empty());
+        Some(match upper.as_str() {
+            "PAUSE" => UserCommand::Pause,
+            "RESUME" => UserCommand::Resume,
+            "RESET" => UserCommand::Reset,
+            "END-SESSION" => UserCommand::EndSession,
+            u if u.starts_with("SWITCH-TOPIC:") => UserCommand::SwitchTopic(arg("SWITCH-TOPIC:")?),
+            u if u.starts_with("PRIORITY:") => UserCommand::Priority(arg("PRIORITY:")?),
+            u if u.ends_with("-ONLY") => {
+                let id = &t[..t.len() - "-ONLY".len()];
+                if validate_id(id).is_err() || same_id(id, USER) {
+                    return None;
+                }
+                UserCommand::Only(id.to_string())
+            }
+            _ => return None,
+        })
     }
 
     /// Parse a command given on the command line (`pause`, `agent-1-only`, `PRIORITY: x`),
     /// checking an `-ONLY` id against the participants.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] for anything else, or an `-ONLY` naming no participant.
     pub fn from_arg(text: &str, participants: &[String]) -> Result<UserCommand> {
         if text.contains(['\n', '\r', '\0']) {
             return Err(Error::bad_input("a user command is one line"));
@@ -82,18 +66,16 @@ impl UserCommand {
                 "unknown user command `{text}`: use PAUSE, RESUME, RESET, `SWITCH-TOPIC: x`, END-SESSION, `PRIORITY: x` or <ID>-ONLY (like AGENT-1-ONLY)"
             ))
         })?;
-        if let UserCommand::Only(id) = &cmd {
-            match participants.iter().find(|p| same_id(p, id)) {
-                Some(p) => return Ok(UserCommand::Only(p.clone())),
-                None => {
-                    return Err(Error::bad_input(format!(
-                        "`{text}` names no participant of this dialogue (participants: {})",
-                        participants.join(", ")
-                    )));
-                }
-            }
+        let UserCommand::Only(id) = &cmd else {
+            return Ok(cmd);
+        };
+        match participants.iter().find(|p| same_id(p, id)) {
+            Some(p) => Ok(UserCommand::Only(p.clone())),
+            None => Err(Error::bad_input(format!(
+                "`{text}` names no participant of this dialogue (participants: {})",
+                participants.join(", ")
+            ))),
         }
-        Ok(cmd)
     }
 
     /// The line as coord writes it.
@@ -111,13 +93,11 @@ impl UserCommand {
 }
 
 /// What the commands file says now.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize)]
-pub struct CommandState {
-    /// A `PAUSE` stands (until `RESUME`).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub(crate) struct CommandState {
     pub paused: bool,
-    /// `END-SESSION` stands.
     pub ended: bool,
-    /// The only speaker allowed next (`<ID>-ONLY` not yet answered).
+    /// The only speaker allowed next (an `<ID>-ONLY` not yet answered).
     pub only: Option<String>,
     /// The latest `SWITCH-TOPIC:`.
     pub topic: Option<String>,
@@ -128,9 +108,13 @@ pub struct CommandState {
 }
 
 /// Judge the file's text. `read` is how many lines the last message took into account (from
-/// `status.json`); `None` means unknown, and then `newer_than_last_message` decides whether an
-/// `-ONLY` still stands.
-pub fn judge(text: &str, read: Option<usize>, newer_than_last_message: bool) -> CommandState {
+/// `status.json`); when it is unknown, `newer_than_last_message` decides whether an `-ONLY`
+/// still stands.
+pub(crate) fn judge(
+    text: &str,
+    read: Option<usize>,
+    newer_than_last_message: bool,
+) -> CommandState {
     let lines: Vec<&str> = text.lines().collect();
     let start = lines
         .iter()
@@ -148,10 +132,7 @@ pub fn judge(text: &str, read: Option<usize>, newer_than_last_message: bool) -> 
             Some(UserCommand::SwitchTopic(t)) => st.topic = Some(t),
             Some(UserCommand::Priority(p)) => st.priority = Some(p),
             Some(UserCommand::Only(id)) => {
-                let unread = match read {
-                    Some(n) => i >= n,
-                    None => newer_than_last_message,
-                };
+                let unread = read.map_or(newer_than_last_message, |n| i >= n);
                 st.only = unread.then_some(id);
             }
             Some(UserCommand::Reset) | None => {}
@@ -165,43 +146,23 @@ mod tests {
     use super::*;
 
     #[test]
-    fn lines_parse() {
-        assert_eq!(UserCommand::parse(" pause "), Some(UserCommand::Pause));
-        assert_eq!(
-            UserCommand::parse("SWITCH-TOPIC: caching"),
-            Some(UserCommand::SwitchTopic("caching".into()))
+    fn lines_that_are_no_command_and_how_the_file_is_judged() {
+        for line in ["USER-ONLY", "-ONLY", "PRIORITY:", "hello"] {
+            assert_eq!(UserCommand::parse(line), None, "{line}");
+        }
+        let st = judge(
+            "END-SESSION\nRESET\nPAUSE\nRESUME\nPRIORITY: tests\n",
+            Some(0),
+            false,
         );
         assert_eq!(
-            UserCommand::parse("AGENT-2-ONLY"),
-            Some(UserCommand::Only("AGENT-2".into()))
+            (st.ended, st.paused, st.priority.as_deref()),
+            (false, false, Some("tests"))
         );
-        assert_eq!(UserCommand::parse("USER-ONLY"), None);
-        assert_eq!(UserCommand::parse("-ONLY"), None);
-        assert_eq!(UserCommand::parse("PRIORITY:"), None);
-        assert_eq!(UserCommand::parse("hello"), None);
-        let parts = vec!["AGENT-1".to_string(), "AGENT-2".to_string()];
         assert_eq!(
-            UserCommand::from_arg("agent-1-only", &parts).unwrap(),
-            UserCommand::Only("AGENT-1".into())
+            judge("AGENT-2-ONLY\n", None, true).only.as_deref(),
+            Some("AGENT-2")
         );
-        assert!(UserCommand::from_arg("AGENT-3-ONLY", &parts).is_err());
-        assert!(UserCommand::from_arg("STOP", &parts).is_err());
-    }
-
-    #[test]
-    fn latest_relevant_command_wins() {
-        let st = judge("PAUSE\nRESUME\nPAUSE\n", Some(0), false);
-        assert!(st.paused);
-        let st = judge("PAUSE\nRESUME\n", Some(0), false);
-        assert!(!st.paused);
-        let st = judge("END-SESSION\nRESET\nPRIORITY: tests\n", Some(0), false);
-        assert!(!st.ended);
-        assert_eq!(st.priority.as_deref(), Some("tests"));
-        let st = judge("AGENT-2-ONLY\n", Some(0), false);
-        assert_eq!(st.only.as_deref(), Some("AGENT-2"));
-        let st = judge("AGENT-2-ONLY\n", Some(1), false);
-        assert_eq!(st.only, None, "answered by the message that read it");
-        let st = judge("AGENT-2-ONLY\n", None, true);
-        assert_eq!(st.only.as_deref(), Some("AGENT-2"));
+        assert_eq!(judge("AGENT-2-ONLY\n", None, false).only, None);
     }
 }

@@ -1,53 +1,44 @@
 //! The turn-based dialogue of seed 002, enforced: `conversation.md`, `current-turn.txt`,
 //! `status.json`, `lock.txt`, `user-commands.txt` and `archive/` in one dialogue folder
-//! (default `agent-dialogue/` under the root).
+//! (default `agent-dialogue/`). The files keep the seed's formats ([`files`]), so agents
+//! following the seed by hand take part in the same dialogue as agents using coord.
 //!
-//! The files keep the seed's formats ([`files`]), so an agent following the seed by hand and
-//! an agent using coord take part in the same dialogue: coord reads hand-appended messages,
-//! accepts a hand-edited turn file, and treats a hand-made `lock.txt` as a lock.
-//!
-//! Invariants:
-//! - `conversation.md` is append-only: coord appends one whole block with one write and an
-//!   fsync, and never rewrites it (archiving moves it whole).
-//! - Every coord writer of a dialogue folder holds a kernel lock (`.coord/dialogue-<hash>.mutex`)
-//!   around its whole read-check-write sequence, and `lock.txt` (the seed's lock, for agents
-//!   working by hand) around its writes. Two coord processes can never both append.
-//! - `status.json` and `current-turn.txt` are replaced atomically, never half-written.
-//! - The crash order is documented in [`say`]: a crash leaves a state the next `say` repairs.
+//! Invariants: `conversation.md` is only ever appended to, one whole block per write (archiving
+//! moves it whole); every coord writer holds a kernel lock (`.coord/dialogue-<hash>.mutex`)
+//! around its read-check-write, and `lock.txt` (the seed's lock) around its writes;
+//! `status.json` and `current-turn.txt` are replaced atomically; a crash leaves a state the
+//! next `say` repairs ([`say`]).
 
-pub mod commands;
+pub(crate) mod commands;
 pub mod files;
-mod lock_txt;
 pub mod say;
-mod snapshot;
-#[cfg(test)]
-mod tests;
 
 use std::path::{Path, PathBuf};
 use std::time::Duration;
 
+use serde::Serialize;
+
 use crate::clock::{self, Timestamp};
-use crate::error::{Error, IoResultExt, Result};
+use crate::error::{Error, IoResultExt, Refusal, Result};
 use crate::fsutil;
-use crate::layout;
+use crate::layout::{self, DIALOGUE_COMMANDS as COMMANDS, DIALOGUE_CONVERSATION as CONVERSATION};
+use crate::layout::{DIALOGUE_LOCK as LOCK, DIALOGUE_STATUS as STATUS, DIALOGUE_TURN as TURN};
 use crate::wait::{Deadline, FolderWatch};
 use crate::workspace::{Target, Workspace};
 
-use self::commands::UserCommand;
+use self::commands::{CommandState, UserCommand};
 use self::files::{Conversation, LockInfo, StatusDoc, Turn, USER, same_id};
-use crate::error::Refusal;
 
-use self::snapshot::ended_error;
-pub use self::snapshot::{DialogueSummary, Snapshot, TurnView, summary};
-
-/// Size cap when reading `conversation.md` (archive a longer one and start fresh).
-pub const CONVERSATION_CAP: u64 = 32 * 1024 * 1024;
-
-/// Size cap for the small files (turn, status, lock, commands).
+/// Size caps when reading `conversation.md` and the small files.
+const CONVERSATION_CAP: u64 = 32 * 1024 * 1024;
 const SMALL_CAP: u64 = 1024 * 1024;
 
-/// The default participants.
-pub const DEFAULT_AGENTS: [&str; 2] = ["AGENT-1", "AGENT-2"];
+/// The participants when none are named.
+const DEFAULT_AGENTS: [&str; 2] = ["AGENT-1", "AGENT-2"];
+
+fn refused(why: Refusal, message: impl Into<String>, hint: impl Into<String>) -> Error {
+    Error::refused(why, message, Some(hint.into()))
+}
 
 /// One dialogue folder inside a workspace.
 #[derive(Debug, Clone)]
@@ -59,19 +50,16 @@ pub struct Dialogue {
 
 impl Dialogue {
     /// The dialogue in `folder` (already confined to the workspace).
-    pub fn new(ws: &Workspace, folder: Target) -> Dialogue {
+    pub fn new(ws: &Workspace, Target { rel, abs }: Target) -> Dialogue {
+        let root = ws.root().to_path_buf();
         Dialogue {
-            root: ws.root().to_path_buf(),
-            folder: folder.abs,
-            rel: folder.rel,
+            root,
+            folder: abs,
+            rel,
         }
     }
 
     /// The default folder, `agent-dialogue/` under the root.
-    ///
-    /// # Errors
-    ///
-    /// As [`Workspace::target_from_rel`].
     pub fn default_in(ws: &Workspace) -> Result<Dialogue> {
         Ok(Dialogue::new(ws, ws.target_from_rel(layout::DIALOGUE_DIR)?))
     }
@@ -86,40 +74,47 @@ impl Dialogue {
         &self.rel
     }
 
-    /// One of the folder's files.
-    pub fn path(&self, name: &str) -> PathBuf {
-        layout::dialogue_file(&self.folder, name)
-    }
-
-    /// A file's path relative to the root, for messages.
+    /// A file of the folder, relative to the root, for messages.
     pub fn shown(&self, name: &str) -> String {
         format!("{}/{name}", self.rel)
     }
 
-    /// Whether a dialogue is open here (`conversation.md` exists).
-    pub fn exists(&self) -> bool {
-        std::fs::symlink_metadata(self.path(layout::DIALOGUE_CONVERSATION)).is_ok()
+    fn path(&self, name: &str) -> PathBuf {
+        layout::dialogue_file(&self.folder, name)
+    }
+
+    /// Replace one of the folder's files atomically and durably.
+    fn replace(&self, name: &str, text: &str) -> Result<()> {
+        fsutil::replace_durable(&self.path(name), text.as_bytes())
+    }
+
+    fn exists(&self) -> bool {
+        std::fs::symlink_metadata(self.path(CONVERSATION)).is_ok()
     }
 
     fn lock_mutex(&self) -> Result<crate::arbiter::Guard> {
         fsutil::ensure_dir(&layout::state_dir(&self.root))?;
-        crate::arbiter::Guard::take(
-            &layout::dialogue_mutex(&self.root, &self.rel),
-            crate::arbiter::policy(&self.root)?.arbitration,
-        )
+        let policy = crate::arbiter::policy(&self.root)?;
+        let path = layout::dialogue_mutex(&self.root, &self.rel);
+        crate::arbiter::Guard::take(&path, policy.arbitration)
     }
 
     fn no_dialogue(&self) -> Error {
-        Error::refused(
-            Refusal::NoDialogue,
-            format!(
-                "no dialogue in `{}` (`conversation.md` is missing)",
-                self.rel
-            ),
-            Some("start one with `coord dialogue init --topic \"…\"`".into()),
-        )
+        let message = format!(
+            "no dialogue in `{}` (`conversation.md` is missing)",
+            self.rel
+        );
+        let hint = "start one with `coord dialogue init --topic \"…\"`";
+        refused(Refusal::NoDialogue, message, hint)
     }
 
+    fn already_there(&self) -> Error {
+        let message = format!("a dialogue is already open in `{}`", self.rel);
+        let hint = "take part with `coord dialogue say`, or archive it first with `coord dialogue archive`";
+        refused(Refusal::DialogueExists, message, hint)
+    }
+
+    /// A small file's text and mtime; `None` when it is missing.
     fn read_small(&self, name: &str) -> Result<Option<(String, Option<Timestamp>)>> {
         let path = self.path(name);
         match fsutil::read_text_capped(&path, SMALL_CAP) {
@@ -129,17 +124,22 @@ impl Dialogue {
         }
     }
 
-    fn read_conversation(&self) -> Result<String> {
-        Ok(String::from_utf8_lossy(&self.conversation_bytes()?).into_owned())
+    /// `lock.txt`, when there is one. One that cannot be read (a folder, too large) is a lock
+    /// by an unknown holder, as old as its mtime.
+    fn read_lock(&self, now: &Timestamp) -> Option<LockInfo> {
+        let (text, mtime) = match self.read_small(LOCK) {
+            Ok(found) => found?,
+            Err(_) => {
+                let mtime = fsutil::mtime(&self.path(LOCK));
+                (String::new(), mtime.map(clock::from_system_time))
+            }
+        };
+        Some(LockInfo::parse(&text, mtime, now))
     }
 
-    /// The bytes of `conversation.md` (for `show`), capped at [`CONVERSATION_CAP`].
-    ///
-    /// # Errors
-    ///
-    /// Refused when there is no dialogue; [`Error::Io`] when it cannot be read.
+    /// The bytes of `conversation.md` (for `show`), capped; refused when there is no dialogue.
     pub fn conversation_bytes(&self) -> Result<Vec<u8>> {
-        let path = self.path(layout::DIALOGUE_CONVERSATION);
+        let path = self.path(CONVERSATION);
         match fsutil::read_capped(&path, CONVERSATION_CAP) {
             Ok(bytes) => Ok(bytes),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Err(self.no_dialogue()),
@@ -147,73 +147,42 @@ impl Dialogue {
         }
     }
 
-    /// Read everything without taking any lock (for `turn`, `wait`, `status`).
-    ///
-    /// # Errors
-    ///
-    /// Refused when there is no dialogue; [`Error::Io`] when a file cannot be read.
+    /// Read everything without taking any lock; refused when there is no dialogue.
     pub fn snapshot(&self) -> Result<Snapshot> {
-        let text = self.read_conversation()?;
-        let conv = Conversation::parse(&text);
-        self.snapshot_with(conv, &clock::now())
-    }
-
-    fn snapshot_with(&self, conv: Conversation, now: &Timestamp) -> Result<Snapshot> {
-        let (status, status_problem) = match self.read_small(layout::DIALOGUE_STATUS) {
-            Ok(Some((text, _))) => match StatusDoc::parse(&text) {
-                Ok(doc) => (Some(doc), None),
-                Err(why) => (None, Some(why)),
-            },
-            Ok(None) => (None, Some("it is missing".to_string())),
-            Err(e) => (None, Some(e.to_string())),
+        let conv = Conversation::parse(&String::from_utf8_lossy(&self.conversation_bytes()?));
+        let status = match self.read_small(STATUS) {
+            Ok(Some((text, _))) => StatusDoc::parse(&text),
+            Ok(None) => Err("it is missing".to_string()),
+            Err(e) => Err(e.to_string()),
         };
-        let turn = match self.read_small(layout::DIALOGUE_TURN) {
+        let turn = match self.read_small(TURN) {
             Ok(Some((text, _))) => Turn::parse(&text),
             Ok(None) => Turn::Missing,
             Err(e) => Turn::Garbled(e.to_string()),
         };
-        let lock = match self.read_small(layout::DIALOGUE_LOCK) {
-            Ok(Some((text, mtime))) => Some(LockInfo::parse(&text, mtime, now)),
-            Ok(None) => None,
-            Err(_) => {
-                let mtime =
-                    fsutil::mtime(&self.path(layout::DIALOGUE_LOCK)).map(clock::from_system_time);
-                Some(LockInfo::parse("", mtime, now))
-            }
-        };
-        let (cmd_text, cmd_mtime) = self
-            .read_small(layout::DIALOGUE_COMMANDS)?
-            .unwrap_or_default();
+        let (commands, mtime) = self.read_small(COMMANDS)?.unwrap_or_default();
         let last_time = conv.last().and_then(|m| clock::parse_timestamp(&m.time));
-        let newer = match (cmd_mtime, last_time) {
+        // Whether an `-ONLY` came after the last message, when `status.json` cannot say.
+        let newer = match (mtime, last_time) {
             (Some(c), Some(l)) => c > l,
             _ => conv.last().is_none(),
         };
-        let commands = commands::judge(
-            &cmd_text,
-            status.as_ref().and_then(StatusDoc::commands_read),
-            newer,
-        );
-        let participants = status
-            .as_ref()
+        let doc = status.as_ref().ok();
+        let commands = commands::judge(&commands, doc.and_then(StatusDoc::commands_read), newer);
+        let participants = doc
             .and_then(StatusDoc::participants)
             .or_else(|| conv.participants.clone())
-            .unwrap_or_else(|| DEFAULT_AGENTS.iter().map(|s| s.to_string()).collect());
+            .unwrap_or_else(|| DEFAULT_AGENTS.map(str::to_string).to_vec());
         let topic = commands
             .topic
             .clone()
-            .or_else(|| {
-                status
-                    .as_ref()
-                    .and_then(|s| s.str_field("topic"))
-                    .map(str::to_string)
-            })
+            .or_else(|| doc.and_then(StatusDoc::topic).map(str::to_string))
             .or_else(|| conv.topic.clone())
             .unwrap_or_default();
+        let lock = self.read_lock(&clock::now());
         Ok(Snapshot {
             conv,
             status,
-            status_problem,
             turn,
             lock,
             commands,
@@ -222,143 +191,122 @@ impl Dialogue {
         })
     }
 
-    /// Start a dialogue: `conversation.md` with the topic, `current-turn.txt` (the first
-    /// speaker), `status.json`, an empty `user-commands.txt` (an existing one is kept) and
-    /// `archive/`.
+    /// Start a dialogue between `agents` (none: `AGENT-1` and `AGENT-2`): `conversation.md`
+    /// with the topic, `current-turn.txt` (the first speaker), `status.json`, an empty
+    /// `user-commands.txt` (an existing one is kept) and `archive/`.
     ///
     /// # Errors
     ///
     /// [`Error::BadInput`] for a bad topic or participant list (nothing written);
     /// refused when a dialogue is already there; [`Error::Io`].
-    pub fn init(
-        &self,
-        topic: &str,
-        participants: &[String],
-        first: Option<&str>,
-    ) -> Result<Snapshot> {
+    pub fn init(&self, topic: &str, agents: &[String], first: Option<&str>) -> Result<TurnView> {
         let topic = topic.trim();
         if topic.is_empty() || topic.contains(['\n', '\r', '\0']) {
             return Err(Error::bad_input("the topic must be one non-empty line"));
         }
-        let participants = check_participants(participants)?;
-        let first = match first {
-            None => participants[0].clone(),
-            Some(f) if same_id(f, USER) => USER.to_string(),
-            Some(f) => participants
-                .iter()
-                .find(|p| same_id(p, f))
-                .cloned()
-                .ok_or_else(|| {
-                    Error::bad_input(format!(
-                        "`--first {f}` is not a participant ({})",
-                        participants.join(", ")
-                    ))
-                })?,
-        };
+        let defaults = DEFAULT_AGENTS.map(str::to_string);
+        let agents = check_participants(if agents.is_empty() { &defaults } else { agents })?;
+        let first = first.map_or(Ok(agents[0].clone()), |f| participant(&agents, "first", f))?;
         fsutil::ensure_dir(&self.folder)?;
         let _mutex = self.lock_mutex()?;
         if self.exists() {
             return Err(self.already_there());
         }
-        let now = clock::now();
         fsutil::ensure_dir(&self.path(layout::DIALOGUE_ARCHIVE))?;
-        let commands = self.path(layout::DIALOGUE_COMMANDS);
-        fsutil::create_new(&commands, b"")?;
-        let status = StatusDoc::new(topic, &participants, &now);
-        self.write_session(&status, topic, &participants, &first, &now)?;
+        fsutil::create_new(&self.path(COMMANDS), b"")?;
+        self.start_session(topic, &agents, &first, 0)?;
         fsutil::sync_dir(&self.folder)?;
-        self.snapshot()
+        Ok(self.snapshot()?.view())
     }
 
-    fn already_there(&self) -> Error {
-        Error::refused(Refusal::DialogueExists,
-            format!("a dialogue is already open in `{}`", self.rel),
-            Some("take part with `coord dialogue say`, or archive it first with `coord dialogue archive`".into()),
-        )
+    /// Write a new session's `status.json` and `current-turn.txt`, then its `conversation.md`
+    /// header, last and with create-new: that file's existence is what "a dialogue is there"
+    /// means, so a session half set up is never taken for one.
+    fn start_session(
+        &self,
+        topic: &str,
+        agents: &[String],
+        first: &str,
+        read: usize,
+    ) -> Result<()> {
+        let now = clock::now();
+        let mut status = StatusDoc::new(topic, agents, &now);
+        status.set("commands_read", read);
+        self.replace(STATUS, &status.render())?;
+        self.replace(TURN, &format!("{first}\n"))?;
+        let header = files::render_conversation_header(topic, agents, first, &now);
+        match fsutil::create_new(&self.path(CONVERSATION), header.as_bytes())? {
+            true => Ok(()),
+            false => Err(self.already_there()),
+        }
     }
 
     /// Block until it is `id`'s turn and the dialogue is not paused (nor reserved for another
-    /// by an `-ONLY` command). Wakes on file events in the folder, re-checking every
-    /// [`RECHECK`](crate::wait::RECHECK) in any case.
+    /// by an `-ONLY` command), woken by file events in the folder.
     ///
     /// # Errors
     ///
     /// Refused (exit 3) when the session ended or the wait timed out; refused when there is no
     /// dialogue; [`Error::Io`].
-    pub fn wait(&self, id: &str, timeout: Option<Duration>) -> Result<Snapshot> {
+    pub fn wait(&self, id: &str, timeout: Option<Duration>) -> Result<TurnView> {
         let deadline = Deadline::after(timeout);
         let watch = FolderWatch::new(std::slice::from_ref(&self.folder));
-        let recheck = crate::wait::recheck_for(&self.folder);
         loop {
             let snap = self.snapshot()?;
             if snap.commands.ended {
                 return Err(ended_error());
             }
             if snap.may_speak(id).is_ok() {
-                return Ok(snap);
+                return Ok(snap.view());
             }
             if deadline.passed() {
                 let waited = timeout.map(clock::format_duration).unwrap_or_default();
-                return Err(Error::refused(
-                    Refusal::TurnWaitTimedOut,
-                    format!(
-                        "gave up waiting for {id}'s turn after {waited}: {}",
-                        snap.view().describe_state()
-                    ),
-                    Some(format!(
-                        "wait longer with `coord dialogue wait --as {id} --timeout 10m`, or see `coord dialogue turn`"
-                    )),
-                ));
+                let state = snap.view().describe_state();
+                let message = format!("gave up waiting for {id}'s turn after {waited}: {state}");
+                let hint = format!(
+                    "wait longer with `coord dialogue wait --as {id} --timeout 10m`, or see `coord dialogue turn`"
+                );
+                return Err(refused(Refusal::TurnWaitTimedOut, message, hint));
             }
-            watch.wait(deadline.next_sleep(recheck));
+            watch.wait(deadline.next_sleep(crate::wait::recheck_for(&self.folder)));
         }
     }
 
     /// Append a user command to `user-commands.txt`. `SWITCH-TOPIC` also updates `status.json`'s
     /// topic; `RESET` archives the session and starts a fresh one (same topic and participants).
-    /// Returns the archive folder for `RESET`.
+    /// Returns the command as written, and the archive folder for `RESET`.
     ///
     /// # Errors
     ///
     /// [`Error::BadInput`] for an unknown command (nothing written); refused when there is no
     /// dialogue or `lock.txt` stays held; [`Error::Io`].
-    pub fn command(
-        &self,
-        text: &str,
-        lock_wait: Duration,
-    ) -> Result<(UserCommand, Option<String>)> {
-        let snap = self.snapshot()?;
-        let cmd = UserCommand::from_arg(text, &snap.participants)?;
+    pub fn command(&self, text: &str, lock_wait: Duration) -> Result<(String, Option<String>)> {
+        let cmd = UserCommand::from_arg(text, &self.snapshot()?.participants)?;
+        let line = cmd.render();
         let mutex = self.lock_mutex()?;
-        let path = self.path(layout::DIALOGUE_COMMANDS);
+        let path = self.path(COMMANDS);
         fsutil::create_new(&path, b"")?;
-        let (existing, _) = self
-            .read_small(layout::DIALOGUE_COMMANDS)?
-            .unwrap_or_default();
-        let lead = if existing.is_empty() || existing.ends_with('\n') {
-            ""
-        } else {
-            "\n"
-        };
-        fsutil::append_durable(&path, format!("{lead}{}\n", cmd.render()).as_bytes())?;
+        let (existing, _) = self.read_small(COMMANDS)?.unwrap_or_default();
+        let unended = !existing.is_empty() && !existing.ends_with('\n');
+        let lead = if unended { "\n" } else { "" };
+        fsutil::append_durable(&path, format!("{lead}{line}\n").as_bytes())?;
         if let UserCommand::SwitchTopic(topic) = &cmd
-            && let Ok(Some((text, _))) = self.read_small(layout::DIALOGUE_STATUS)
+            && let Ok(Some((text, _))) = self.read_small(STATUS)
             && let Ok(mut doc) = StatusDoc::parse(&text)
         {
-            doc.set("topic", serde_json::Value::from(topic.as_str()));
-            fsutil::replace_durable(&self.path(layout::DIALOGUE_STATUS), doc.render().as_bytes())?;
+            doc.set("topic", topic.as_str());
+            self.replace(STATUS, &doc.render())?;
         }
-        let archived = if cmd == UserCommand::Reset {
-            let lock = self.take_lock_txt(mutex, USER, lock_wait)?;
-            let snap = self.snapshot()?;
-            let dir = self.archive_files(false)?;
-            self.start_fresh(&snap)?;
-            lock.release()?;
-            Some(dir)
-        } else {
-            None
-        };
-        Ok((cmd, archived))
+        if cmd != UserCommand::Reset {
+            return Ok((line, None));
+        }
+        let lock = self.take_lock_txt(mutex, USER, lock_wait)?;
+        let old = self.snapshot()?;
+        let dir = self.archive_files(false)?;
+        let agents = &old.participants;
+        self.start_session(&old.topic, agents, &agents[0], old.commands.lines)?;
+        lock.release()?;
+        Ok((line, Some(dir)))
     }
 
     /// Move `conversation.md` and `status.json` (and a non-empty `user-commands.txt`) to
@@ -372,8 +320,7 @@ impl Dialogue {
         if !self.exists() {
             return Err(self.no_dialogue());
         }
-        let mutex = self.lock_mutex()?;
-        let lock = self.take_lock_txt(mutex, USER, lock_wait)?;
+        let lock = self.take_lock_txt(self.lock_mutex()?, USER, lock_wait)?;
         let dir = self.archive_files(true)?;
         lock.release()?;
         Ok(dir)
@@ -386,15 +333,10 @@ impl Dialogue {
             .find(|d| std::fs::symlink_metadata(d).is_err())
             .unwrap_or_default();
         fsutil::ensure_dir(&dir)?;
-        let mut names = vec![layout::DIALOGUE_CONVERSATION, layout::DIALOGUE_STATUS];
-        let commands_used = self
-            .read_small(layout::DIALOGUE_COMMANDS)
-            .ok()
-            .flatten()
-            .is_some_and(|(t, _)| !t.trim().is_empty());
-        if with_commands && commands_used {
-            names.push(layout::DIALOGUE_COMMANDS);
-        }
+        let used = self.read_small(COMMANDS).ok().flatten();
+        let used = used.is_some_and(|(t, _)| !t.trim().is_empty());
+        let mut names = vec![CONVERSATION, STATUS];
+        names.extend((with_commands && used).then_some(COMMANDS));
         for name in names {
             let from = self.path(name);
             if std::fs::symlink_metadata(&from).is_ok() {
@@ -406,55 +348,16 @@ impl Dialogue {
         let rel = dir.strip_prefix(&self.root).unwrap_or(&dir);
         Ok(rel.display().to_string())
     }
-
-    fn start_fresh(&self, old: &Snapshot) -> Result<()> {
-        let now = clock::now();
-        let first = old.participants[0].clone();
-        let mut status = StatusDoc::new(&old.topic, &old.participants, &now);
-        status.set("commands_read", serde_json::Value::from(old.commands.lines));
-        self.write_session(&status, &old.topic, &old.participants, &first, &now)
-    }
-
-    /// Write a new session's `status.json` and `current-turn.txt`, then its `conversation.md`
-    /// header, last and with create-new: that file's existence is what "a dialogue is there"
-    /// means, so a session half set up is never taken for one.
-    fn write_session(
-        &self,
-        status: &StatusDoc,
-        topic: &str,
-        participants: &[String],
-        first: &str,
-        now: &Timestamp,
-    ) -> Result<()> {
-        fsutil::replace_durable(
-            &self.path(layout::DIALOGUE_STATUS),
-            status.render().as_bytes(),
-        )?;
-        fsutil::replace_durable(
-            &self.path(layout::DIALOGUE_TURN),
-            format!("{first}\n").as_bytes(),
-        )?;
-        let header = files::render_conversation_header(topic, participants, first, now);
-        if !fsutil::create_new(&self.path(layout::DIALOGUE_CONVERSATION), header.as_bytes())? {
-            return Err(self.already_there());
-        }
-        Ok(())
-    }
 }
 
 /// Validate a participant list: valid ids, no `USER`, no duplicates, at least two.
-///
-/// # Errors
-///
-/// [`Error::BadInput`] naming the problem.
-pub fn check_participants(list: &[String]) -> Result<Vec<String>> {
+fn check_participants(list: &[String]) -> Result<Vec<String>> {
     let mut out: Vec<String> = Vec::new();
     for id in list {
         let id = files::validate_id(id.trim())?;
         if same_id(&id, USER) {
-            return Err(Error::bad_input(
-                "`USER` is reserved for the human observer; it cannot be a participant",
-            ));
+            let why = "`USER` is reserved for the human observer; it cannot be a participant";
+            return Err(Error::bad_input(why));
         }
         if out.iter().any(|o| same_id(o, &id)) {
             return Err(Error::bad_input(format!(
@@ -464,9 +367,229 @@ pub fn check_participants(list: &[String]) -> Result<Vec<String>> {
         out.push(id);
     }
     if out.len() < 2 {
-        return Err(Error::bad_input(
-            "a dialogue needs at least two participants (`--agents AGENT-1,AGENT-2`)",
-        ));
+        let why = "a dialogue needs at least two participants (`--agents AGENT-1,AGENT-2`)";
+        return Err(Error::bad_input(why));
     }
     Ok(out)
+}
+
+/// `id` as `agents` spell it (or `USER`), for `--first` and `--to`.
+fn participant(agents: &[String], flag: &str, id: &str) -> Result<String> {
+    if same_id(id, USER) {
+        return Ok(USER.to_string());
+    }
+    let found = agents.iter().find(|p| same_id(p, id)).cloned();
+    let list = agents.join(", ");
+    found.ok_or_else(|| Error::bad_input(format!("`--{flag} {id}` is not a participant ({list})")))
+}
+
+/// The refusal for a dialogue the user ended.
+fn ended_error() -> Error {
+    let message = "the dialogue has ended (`END-SESSION` in `user-commands.txt`)";
+    let hint = "archive it with `coord dialogue archive`, or continue after `coord dialogue command RESUME`";
+    refused(Refusal::DialogueEnded, message, hint)
+}
+
+/// Everything the dialogue folder says at one moment.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    conv: Conversation,
+    /// `status.json`, or why it cannot be used.
+    status: std::result::Result<StatusDoc, String>,
+    turn: Turn,
+    lock: Option<LockInfo>,
+    commands: CommandState,
+    /// In turn order.
+    participants: Vec<String>,
+    topic: String,
+}
+
+impl Snapshot {
+    /// Why the conversation is corrupted, when it is: `(line, why)`.
+    fn corruption(&self) -> Option<(Option<usize>, String)> {
+        if let Some((line, why)) = self.conv.numbering_error() {
+            return Some((Some(line), why));
+        }
+        let counted = self.status.as_ref().ok()?.message_count();
+        let count = self.conv.count();
+        let why = format!("it holds {count} message(s) but `status.json` counts {counted}");
+        (counted != count).then_some((None, why))
+    }
+
+    /// Whether `id` may write the next message now; the refusal (exit 3) says why not.
+    fn may_speak(&self, id: &str) -> Result<()> {
+        if self.commands.ended {
+            return Err(ended_error());
+        }
+        if self.commands.paused {
+            let message = "the dialogue is paused (`PAUSE` in `user-commands.txt`)";
+            let hint = format!("wait for the user's RESUME: `coord dialogue wait --as {id}`");
+            return Err(refused(Refusal::DialoguePaused, message, hint));
+        }
+        let unsure = |why: &str| {
+            let message = format!(
+                "unsure whose turn it is: `current-turn.txt` {why}; never writing when unsure"
+            );
+            let hint = "ask the user to write the next speaker's id (like `AGENT-1`) into current-turn.txt";
+            Err(refused(Refusal::TurnUnknown, message, hint))
+        };
+        let turn = match &self.turn {
+            Turn::Id(t) => t,
+            Turn::Missing => return unsure("is missing"),
+            Turn::Garbled(why) => return unsure(why),
+            Turn::Error(line) => {
+                let message = format!("the dialogue is stopped: `current-turn.txt` says `{line}`");
+                let hint = "the user fixes conversation.md, then writes the next speaker's id into current-turn.txt";
+                return Err(refused(Refusal::DialogueStopped, message, hint));
+            }
+        };
+        match &self.commands.only {
+            Some(only) if !same_id(only, id) => {
+                let message = format!("the user asked only {only} to respond next (`{only}-ONLY`)");
+                let hint = format!("wait with `coord dialogue wait --as {id}`");
+                Err(refused(Refusal::ReservedForOther, message, hint))
+            }
+            None if !same_id(turn, id) => {
+                let message = format!("it is not {id}'s turn: `current-turn.txt` says {turn}");
+                let hint = format!("wait for your turn with `coord dialogue wait --as {id}`");
+                Err(refused(Refusal::NotYourTurn, message, hint))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    /// The JSON/human view of this snapshot (`coord dialogue turn`).
+    pub fn view(&self) -> TurnView {
+        // A count out of step with `status.json` while a live `lock.txt` stands is a write in
+        // progress, not corruption.
+        let corrupt = match &self.lock {
+            Some(l) if !l.stale => self.conv.numbering_error().map(|(_, w)| w),
+            _ => self.corruption().map(|(_, w)| w),
+        };
+        let error = match (&self.turn, corrupt) {
+            (Turn::Error(line), _) => Some(line.clone()),
+            (_, Some(why)) => Some(format!("conversation.md appears corrupted: {why}")),
+            (Turn::Garbled(why), _) => Some(format!("current-turn.txt is unreadable: {why}")),
+            (Turn::Missing, _) => Some("current-turn.txt is missing".into()),
+            _ => None,
+        };
+        let c = &self.commands;
+        let state = match () {
+            _ if c.ended => "ended",
+            _ if error.is_some() => "error",
+            _ if c.paused => "paused",
+            _ if c.only.is_some() => "only-one-agent",
+            _ if self.turn.id() == Some(USER) => "waiting-for-user",
+            _ => "open",
+        };
+        let turn = self.turn.id().map(str::to_string);
+        let last = self.conv.last();
+        TurnView {
+            topic: self.topic.clone(),
+            next: c.only.clone().or(turn.clone()).filter(|_| error.is_none()),
+            turn,
+            turn_file: self.turn.describe(),
+            state: state.to_string(),
+            paused: c.paused,
+            ended: c.ended,
+            only: c.only.clone(),
+            error,
+            message_count: self.conv.count(),
+            last_speaker: last.map(|m| m.speaker.clone()),
+            last_time: last.map(|m| m.time.clone()),
+            end_proposed: self.conv.last_has(files::PROPOSE_END),
+            needs_user: self.conv.last_has(files::NEEDS_USER),
+            priority: c.priority.clone(),
+            participants: self.participants.clone(),
+            lock: self.lock.clone(),
+            status_json: match &self.status {
+                Ok(_) => "ok".into(),
+                Err(why) => format!("needs repair: {why}"),
+            },
+        }
+    }
+}
+
+/// `coord dialogue turn --json`: whose turn it is and the session state.
+#[derive(Debug, Clone, Serialize)]
+pub struct TurnView {
+    /// The topic (the latest `SWITCH-TOPIC:` wins over `status.json`).
+    pub topic: String,
+    /// The id in `current-turn.txt` (`USER` included), or null when it is not an id.
+    pub turn: Option<String>,
+    /// `current-turn.txt` as read (its line, or why it could not be read).
+    pub turn_file: String,
+    /// Who may write the next message (an `-ONLY` command wins over the turn file); null on error.
+    pub next: Option<String>,
+    /// `open`, `paused`, `ended`, `only-one-agent`, `waiting-for-user` or `error`.
+    pub state: String,
+    /// A `PAUSE` stands.
+    pub paused: bool,
+    /// `END-SESSION` stands.
+    pub ended: bool,
+    /// The only agent allowed next, from `<ID>-ONLY`.
+    pub only: Option<String>,
+    /// What is wrong, in the `error` state.
+    pub error: Option<String>,
+    /// Messages in `conversation.md`.
+    pub message_count: u64,
+    /// Who wrote the last message.
+    pub last_speaker: Option<String>,
+    /// When, as written in its header.
+    pub last_time: Option<String>,
+    /// The last message carries `[PROPOSE-END]`.
+    pub end_proposed: bool,
+    /// The last message carries `[NEEDS-USER]`.
+    pub needs_user: bool,
+    /// The latest `PRIORITY:` from the user.
+    pub priority: Option<String>,
+    /// The participants, in turn order.
+    pub participants: Vec<String>,
+    /// `lock.txt`, when present.
+    pub lock: Option<LockInfo>,
+    /// `ok`, or `needs repair: why`.
+    pub status_json: String,
+}
+
+impl TurnView {
+    /// One phrase for the state: `it is AGENT-2's turn`, `the dialogue is paused`, ….
+    fn describe_state(&self) -> String {
+        let or = |s: &Option<String>, none: &str| s.clone().unwrap_or_else(|| none.to_string());
+        match self.state.as_str() {
+            "open" | "waiting-for-user" => format!("it is {}'s turn", or(&self.next, "nobody")),
+            "only-one-agent" => format!("only {} may respond next", or(&self.only, "?")),
+            "error" => format!("error: {}", or(&self.error, "?")),
+            other => format!("the dialogue is {other}"),
+        }
+    }
+}
+
+/// The dialogue in the default folder, for `coord status`.
+#[derive(Debug, Clone, Serialize)]
+pub struct DialogueSummary {
+    /// The folder, relative to the root.
+    pub folder: String,
+    /// The topic.
+    pub topic: String,
+    /// Messages so far.
+    pub message_count: u64,
+    /// Who may speak next.
+    pub turn: Option<String>,
+    /// The state, as in `coord dialogue turn`.
+    pub state: String,
+}
+
+/// The default dialogue's summary; `None` when there is none (or it cannot be read at all).
+pub fn summary(ws: &Workspace) -> Option<DialogueSummary> {
+    let d = Dialogue::default_in(ws).ok()?;
+    let v = d.snapshot().ok()?.view();
+    let (topic, message_count, state) = (v.topic, v.message_count, v.state);
+    let turn = v.next.or(v.turn);
+    Some(DialogueSummary {
+        folder: d.rel,
+        topic,
+        message_count,
+        turn,
+        state,
+    })
 }

@@ -1,46 +1,36 @@
 //! `say`: seed 002's steps 1–7 as one operation, and `lock.txt`.
 //!
-//! Under the dialogue's kernel lock (so two coord processes never interleave), `say`:
-//! 1. takes `lock.txt` with create-new (a stale one, older than 60 s or left by a process that
-//!    is gone, is taken over; a fresh one is waited for briefly);
-//! 2. reads `conversation.md`, `status.json`, `current-turn.txt` and `user-commands.txt`, and
-//!    refuses unless it is the speaker's turn and no `PAUSE`, `END-SESSION` or other agent's
-//!    `-ONLY` stands;
-//! 3. appends the whole message block with one write and an fsync (the commit point);
-//! 4. replaces `current-turn.txt` (the next participant round-robin, `USER` on `[NEEDS-USER]`);
-//! 5. replaces `status.json` (`message_count`, `last_update`, `last_speaker`, `commands_read`);
-//! 6. removes `lock.txt`.
+//! Under the dialogue's kernel lock, `say` (1) takes `lock.txt` with create-new (a stale one,
+//! older than 60 s or left by a process that is gone, is taken over; a fresh one is waited for
+//! briefly); (2) refuses unless it is the speaker's turn and no `PAUSE`, `END-SESSION` or other
+//! agent's `-ONLY` stands; (3) appends the message block with one write and an fsync: the
+//! commit point; (4) replaces `current-turn.txt`; (5) replaces `status.json`; (6) removes
+//! `lock.txt`.
 //!
-//! A crash leaves one of these states, and the next `say` (which takes the stale `lock.txt`
-//! over) finds and repairs it:
-//! - before 3: nothing changed but `lock.txt`, which is simply taken over;
-//! - after 3: the conversation holds one message more than `status.json` counts, written by
-//!   the holder of the stale `lock.txt`; the turn file still names that writer (crash before
-//!   4) or already the next speaker (crash before 5). The repair passes the turn when it was
-//!   not passed and rewrites `status.json`, then the new message is written;
-//! - after 5: only `lock.txt` is left, and taken over.
-//!
-//! A stale `lock.txt` is taken over by replacing it in one rename (never removed first), and
-//! the new one names the writer whose write may be interrupted (`interrupted:`) until the
-//! repair is done; so a `say` killed while taking over or repairing leaves a state the next
-//! `say` still completes.
-//!
-//! A count that differs from `status.json` in any other way is corruption: `current-turn.txt`
-//! gets `[ERROR] conversation.md appears corrupted` and nothing else changes.
+//! A crash before 3 leaves only `lock.txt`, taken over by the next `say`. After 3, the
+//! conversation holds one message more than `status.json` counts, by the holder of the stale
+//! `lock.txt`: the next `say` passes the turn if it was not passed and rewrites `status.json`
+//! before writing its own message. A stale `lock.txt` is replaced in one rename (never removed
+//! first) by one naming the writer whose write may be interrupted (`interrupted:`) until the
+//! repair is done, so a `say` killed while repairing leaves a state the next one completes. Any
+//! other disagreement with `status.json` is corruption: `current-turn.txt` gets
+//! `[ERROR] conversation.md appears corrupted` and nothing else changes.
 
 use std::io;
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
 
+use crate::arbiter::Guard as MutexGuard;
 use crate::clock::{self, Timestamp};
-use crate::error::{Error, IoResultExt, Result};
+use crate::error::{Error, IoResultExt, Refusal, Result};
 use crate::fsutil;
-use crate::layout;
+use crate::layout::{DIALOGUE_CONVERSATION, DIALOGUE_LOCK, DIALOGUE_STATUS, DIALOGUE_TURN};
+use crate::wait::{Deadline, FolderWatch};
 
-use super::files::{
-    self, CORRUPTED_LINE, LockInfo, Marker, StatusDoc, Turn, USER, same_id, validate_id,
-};
+use super::files::{self, CORRUPTED_LINE, LockInfo, Marker, NEEDS_USER, StatusDoc, Turn, USER};
+use super::files::{same_id, validate_id};
 use super::{Dialogue, Snapshot};
 
 /// The largest message text coord accepts.
@@ -73,8 +63,7 @@ pub struct SayOutcome {
     pub speaker: String,
     /// Whose turn it is now.
     pub next: String,
-    /// The markers written.
-    pub markers: Vec<String>,
+    markers: Vec<String>,
     /// Problems noticed and worked around (`status.json needs repair`).
     pub warnings: Vec<String>,
     /// An interrupted earlier write that was completed first.
@@ -83,30 +72,26 @@ pub struct SayOutcome {
     pub took_over: Option<LockInfo>,
 }
 
-/// Validate what does not depend on the files (before anything is touched).
-fn check_request(req: &SayRequest) -> Result<(String, Option<String>)> {
-    let speaker = if same_id(&req.speaker, USER) {
-        USER.to_string()
+/// An id as given (`USER` in any case is the user).
+fn speaker_id(id: &str) -> Result<String> {
+    if same_id(id, USER) {
+        Ok(USER.to_string())
     } else {
-        validate_id(&req.speaker)?
-    };
-    if req.text.trim().is_empty() {
-        return Err(Error::bad_input("the message text is empty"));
+        validate_id(id)
     }
-    if req.text.contains('\0') {
-        return Err(Error::bad_input("the message text contains a NUL byte"));
-    }
-    if req.text.len() > MAX_TEXT {
-        return Err(Error::bad_input(format!(
+}
+
+/// The speaker and the text, checked before anything is touched.
+fn check_request(speaker: &str, text: &str) -> Result<String> {
+    let speaker = speaker_id(speaker)?;
+    match () {
+        _ if text.trim().is_empty() => Err(Error::bad_input("the message text is empty")),
+        _ if text.contains('\0') => Err(Error::bad_input("the message text contains a NUL byte")),
+        _ if text.len() > MAX_TEXT => Err(Error::bad_input(format!(
             "the message text is larger than {MAX_TEXT} bytes"
-        )));
+        ))),
+        _ => Ok(speaker),
     }
-    let to = match &req.to {
-        Some(t) if same_id(t, USER) => Some(USER.to_string()),
-        Some(t) => Some(validate_id(t)?),
-        None => None,
-    };
-    Ok((speaker, to))
 }
 
 /// Write one message as `req.speaker`: seed steps 1–7 in one operation (see the module docs).
@@ -115,21 +100,18 @@ fn check_request(req: &SayRequest) -> Result<(String, Option<String>)> {
 ///
 /// [`Error::BadInput`] for bad input (nothing written); refused (exit 3) when it is not the
 /// speaker's turn, the dialogue is paused, ended or reserved for another, the turn is unclear,
-/// or `lock.txt` stays held; [`Error::Failed`] on a corrupted conversation (after writing the
-/// seed's error line to `current-turn.txt`); [`Error::Io`].
+/// or `lock.txt` stays held; [`Error::DialogueCorrupted`] on a corrupted conversation (after
+/// writing the seed's error line to `current-turn.txt`); [`Error::Io`].
 pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
-    let (speaker, to) = check_request(req)?;
+    let speaker = check_request(&req.speaker, &req.text)?;
+    let to = req.to.as_deref().map(speaker_id).transpose()?;
     if !d.exists() {
         return Err(d.no_dialogue());
     }
-    let mutex = d.lock_mutex()?;
-    let lock = d.take_lock_txt(mutex, &speaker, req.lock_wait)?;
+    let lock = d.take_lock_txt(d.lock_mutex()?, &speaker, req.lock_wait)?;
     let now = clock::now();
-    let conv = files::Conversation::parse(&d.read_conversation()?);
-    let mut snap = d.snapshot_with(conv, &now)?;
-    let mut warnings = Vec::new();
-    let mut repaired = None;
-
+    let mut snap = d.snapshot()?;
+    let (mut warnings, mut repaired) = (Vec::new(), None);
     if matches!(snap.turn, Turn::Error(_)) {
         // Already stopped (by an earlier corruption, or by the user): wait for the user.
         snap.may_speak(&speaker)?;
@@ -137,33 +119,33 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
     if let Some((line, why)) = snap.conv.numbering_error() {
         return Err(mark_corrupted(d, Some(line), &why));
     }
-    if let Some(problem) = &snap.status_problem {
+    if let Err(problem) = &snap.status {
         warnings.push(format!(
             "status.json needs repair ({problem}); continuing with conversation.md only"
         ));
     } else if let Some((_, why)) = snap.corruption() {
-        match repair_interrupted(d, &mut snap, lock.took_over.as_ref(), &now)? {
-            Some(done) => repaired = Some(done),
-            None => return Err(mark_corrupted(d, None, &why)),
+        repaired = repair_interrupted(d, &mut snap, lock.took_over.as_ref(), &now)?;
+        if repaired.is_none() {
+            return Err(mark_corrupted(d, None, &why));
         }
     }
-    lock.settle(&speaker, &now)?;
-    let speaker = snap
-        .participants
-        .iter()
-        .find(|p| same_id(p, &speaker))
-        .cloned()
-        .unwrap_or(speaker);
+    if lock.took_over.is_some() {
+        // Anything interrupted is complete: from now on only this holder's own message can be
+        // the one a crash leaves uncounted.
+        let record = LockInfo::render(&speaker, &now, None);
+        fsutil::replace(&lock.path, record.as_bytes())?;
+    }
+    let known = snap.participants.iter().find(|p| same_id(p, &speaker));
+    let speaker = known.cloned().unwrap_or(speaker);
     snap.may_speak(&speaker)?;
 
-    let mut markers: Vec<Marker> = Vec::new();
-    for m in &req.markers {
-        if !markers.contains(m) {
-            markers.push(m.clone());
+    let mut markers: Vec<String> = Vec::new();
+    for m in req.markers.iter().map(Marker::to_string) {
+        if !markers.contains(&m) {
+            markers.push(m);
         }
     }
-    let needs_user =
-        markers.contains(&Marker::NeedsUser) || req.text.contains(&Marker::NeedsUser.to_string());
+    let needs_user = req.text.contains(NEEDS_USER) || markers.iter().any(|m| m == NEEDS_USER);
     let next = next_turn(&snap, &speaker, to.as_deref(), needs_user)?;
     let number = snap.conv.count() + 1;
     let block = files::render_message(&snap.conv, number, &speaker, &now, &req.text, &markers);
@@ -171,37 +153,24 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
     // The append is the commit point: refuse before it when a file replaced after it cannot be
     // (a folder standing at `current-turn.txt` or `status.json`), rather than commit half a
     // message whose turn and status stay behind.
-    for name in [layout::DIALOGUE_TURN, layout::DIALOGUE_STATUS] {
-        let path = d.path(name);
+    for path in [d.path(DIALOGUE_TURN), d.path(DIALOGUE_STATUS)] {
         if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
-            return Err(io::Error::new(
-                io::ErrorKind::InvalidData,
-                "is a folder; move it out of the way",
-            ))
-            .at("replace", &path);
+            let why = "is a folder; move it out of the way";
+            return Err(io::Error::new(io::ErrorKind::InvalidData, why)).at("replace", &path);
         }
     }
-    fsutil::append_durable(&d.path(layout::DIALOGUE_CONVERSATION), block.as_bytes())?;
+    fsutil::append_durable(&d.path(DIALOGUE_CONVERSATION), block.as_bytes())?;
     // Committed: if the turn or the status cannot be written now (a full disk), `lock.txt`
     // stays, as after a crash at this point, so the next `say` completes this write instead of
     // finding a conversation ahead of its status and declaring it corrupted.
-    let rest = (|| -> Result<()> {
-        fsutil::replace_durable(
-            &d.path(layout::DIALOGUE_TURN),
-            format!("{next}\n").as_bytes(),
-        )?;
-        let mut status = snap
-            .status
-            .clone()
-            .unwrap_or_else(|| StatusDoc::new(&snap.topic, &snap.participants, &now));
-        status.record_message(number, &speaker, &now);
-        status.set(
-            "commands_read",
-            serde_json::Value::from(snap.commands.lines),
-        );
-        fsutil::replace_durable(&d.path(layout::DIALOGUE_STATUS), status.render().as_bytes())
-    })();
-    if let Err(e) = rest {
+    let mut status = snap
+        .status
+        .clone()
+        .unwrap_or_else(|_| StatusDoc::new(&snap.topic, &snap.participants, &now));
+    status.record_message(number, &speaker, &now);
+    status.set("commands_read", snap.commands.lines);
+    let written = d.replace(DIALOGUE_TURN, &format!("{next}\n"));
+    if let Err(e) = written.and_then(|()| d.replace(DIALOGUE_STATUS, &status.render())) {
         lock.keep();
         return Err(e);
     }
@@ -212,7 +181,7 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
         number,
         speaker,
         next,
-        markers: markers.iter().map(Marker::to_string).collect(),
+        markers,
         warnings,
         repaired,
         took_over,
@@ -223,40 +192,21 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
 /// participant round-robin (after the user, the one after the last agent who spoke).
 fn next_turn(snap: &Snapshot, speaker: &str, to: Option<&str>, needs_user: bool) -> Result<String> {
     let parts = &snap.participants;
-    if let Some(t) = to {
-        if t == USER {
-            return Ok(USER.into());
+    match to {
+        Some(t) => super::participant(parts, "to", t),
+        None if needs_user => Ok(USER.into()),
+        None if speaker != USER => Ok(round_robin(parts, speaker)),
+        None => {
+            let mut agents = snap.conv.messages.iter().rev().map(|m| m.speaker.as_str());
+            let last_agent = agents.find(|s| !same_id(s, USER));
+            Ok(round_robin(parts, last_agent.unwrap_or_default()))
         }
-        return parts
-            .iter()
-            .find(|p| same_id(p, t))
-            .cloned()
-            .ok_or_else(|| {
-                Error::bad_input(format!(
-                    "`--to {t}` is not a participant ({})",
-                    parts.join(", ")
-                ))
-            });
     }
-    if needs_user {
-        return Ok(USER.into());
-    }
-    let after = if speaker == USER {
-        snap.conv
-            .messages
-            .iter()
-            .rev()
-            .map(|m| m.speaker.as_str())
-            .find(|s| !same_id(s, USER))
-    } else {
-        Some(speaker)
-    };
-    Ok(round_robin(parts, after))
 }
 
-/// The participant after `after` (the first one when `after` is none or not a participant).
-pub fn round_robin(parts: &[String], after: Option<&str>) -> String {
-    match after.and_then(|a| parts.iter().position(|p| same_id(p, a))) {
+/// The participant after `after` (the first one when `after` is not a participant).
+fn round_robin(parts: &[String], after: &str) -> String {
+    match parts.iter().position(|p| same_id(p, after)) {
         Some(i) => parts[(i + 1) % parts.len()].clone(),
         None => parts[0].clone(),
     }
@@ -264,65 +214,190 @@ pub fn round_robin(parts: &[String], after: Option<&str>) -> String {
 
 /// Write the seed's error line to `current-turn.txt`; the error to return.
 fn mark_corrupted(d: &Dialogue, line: Option<usize>, why: &str) -> Error {
-    let path = d.path(layout::DIALOGUE_TURN);
-    let written = fsutil::replace_durable(&path, format!("{CORRUPTED_LINE}\n").as_bytes());
-    let turn_note = match written {
-        Ok(()) => format!(
-            "`{}` now says `{CORRUPTED_LINE}`",
-            d.shown(layout::DIALOGUE_TURN)
-        ),
+    let turn_note = match d.replace(DIALOGUE_TURN, &format!("{CORRUPTED_LINE}\n")) {
+        Ok(()) => format!("`{}` now says `{CORRUPTED_LINE}`", d.shown(DIALOGUE_TURN)),
         Err(e) => format!("and the error line could not be written ({e})"),
     };
+    let (file, why) = (d.shown(DIALOGUE_CONVERSATION), why.to_string());
     Error::DialogueCorrupted {
-        file: d.shown(layout::DIALOGUE_CONVERSATION),
+        file,
         line,
-        why: why.to_string(),
+        why,
         turn_note,
     }
 }
 
 /// Complete a write interrupted by a crash (see the module docs): only when a stale
 /// `lock.txt` was taken over, the conversation holds exactly one message more than
-/// `status.json` counts, and that message is by the stale lock's holder.
+/// `status.json` counts, and that message is by the stale lock's holder, or by the writer whose
+/// interrupted write that holder was completing when it was killed in turn.
 fn repair_interrupted(
     d: &Dialogue,
     snap: &mut Snapshot,
     stale: Option<&LockInfo>,
     now: &Timestamp,
 ) -> Result<Option<String>> {
-    let (Some(stale), Some(status), Some(last)) = (stale, snap.status.clone(), snap.conv.last())
+    let (Some(stale), Ok(mut status), Some(last)) = (stale, snap.status.clone(), snap.conv.last())
     else {
         return Ok(None);
     };
-    // The message must be by the stale lock's holder, or by the writer whose interrupted
-    // write that holder was completing when it was killed in turn.
-    let by_writer = same_id(&last.speaker, &stale.holder)
-        || stale
-            .interrupted
-            .as_deref()
-            .is_some_and(|w| same_id(&last.speaker, w));
+    let by = |w: &str| same_id(&last.speaker, w);
+    let by_writer = by(&stale.holder) || stale.interrupted.as_deref().is_some_and(by);
     if snap.conv.count() != status.message_count() + 1 || !by_writer {
         return Ok(None);
     }
-    let writer = last.speaker.clone();
-    let number = last.number;
+    let (writer, number) = (last.speaker.clone(), last.number);
     if snap.turn.id().is_some_and(|t| same_id(t, &writer)) {
-        let next = if snap.conv.last_has(&Marker::NeedsUser) {
-            USER.to_string()
-        } else {
-            round_robin(&snap.participants, Some(&writer))
+        let next = match snap.conv.last_has(NEEDS_USER) {
+            true => USER.to_string(),
+            false => round_robin(&snap.participants, &writer),
         };
-        fsutil::replace_durable(
-            &d.path(layout::DIALOGUE_TURN),
-            format!("{next}\n").as_bytes(),
-        )?;
+        d.replace(DIALOGUE_TURN, &format!("{next}\n"))?;
         snap.turn = Turn::parse(&next);
     }
-    let mut status = status;
     status.record_message(number, &writer, now);
-    fsutil::replace_durable(&d.path(layout::DIALOGUE_STATUS), status.render().as_bytes())?;
-    snap.status = Some(status);
+    d.replace(DIALOGUE_STATUS, &status.render())?;
+    snap.status = Ok(status);
     Ok(Some(format!(
         "completed the interrupted write of message #{number} by {writer}"
     )))
+}
+
+/// A held `lock.txt`, with the dialogue's kernel lock. Dropped without [`LockTxt::release`]
+/// or [`LockTxt::keep`] (a refusal before the append), it is removed.
+pub(super) struct LockTxt {
+    path: PathBuf,
+    _mutex: MutexGuard,
+    /// The stale lock that was taken over, if any.
+    took_over: Option<LockInfo>,
+    done: bool,
+}
+
+impl LockTxt {
+    /// Leave `lock.txt` in place (a committed write whose completion failed): the next `say`
+    /// finds it stale, this process being gone, and completes the write.
+    fn keep(mut self) {
+        self.done = true;
+    }
+
+    /// Remove `lock.txt` (the last step of a write).
+    pub(super) fn release(mut self) -> Result<()> {
+        self.done = true;
+        fsutil::remove(&self.path).map(drop)
+    }
+}
+
+impl Drop for LockTxt {
+    fn drop(&mut self) {
+        if !self.done {
+            let _ = fsutil::remove(&self.path);
+        }
+    }
+}
+
+impl Dialogue {
+    /// Take `lock.txt` for `holder`, starting with the kernel lock `mutex` already held. A stale
+    /// `lock.txt` is taken over; a fresh one is waited for (without the kernel lock) up to `wait`.
+    pub(super) fn take_lock_txt(
+        &self,
+        mutex: MutexGuard,
+        holder: &str,
+        wait: Duration,
+    ) -> Result<LockTxt> {
+        let deadline = Deadline::after(Some(wait));
+        let path = self.path(DIALOGUE_LOCK);
+        // Every write in the folder starts here: sweep what killed writers left (the temporary
+        // files of `current-turn.txt` and `status.json` replacements); nothing else would.
+        fsutil::sweep_temps(&self.folder);
+        let (mut held, mut watch) = (Some(mutex), None::<FolderWatch>);
+        let lock = |_mutex, took_over| LockTxt {
+            path: path.clone(),
+            _mutex,
+            took_over,
+            done: false,
+        };
+        loop {
+            let guard = match held.take() {
+                Some(g) => g,
+                None => self.lock_mutex()?,
+            };
+            let now = clock::now();
+            if fsutil::create_new(&path, LockInfo::render(holder, &now, None).as_bytes())? {
+                return Ok(lock(guard, None));
+            }
+            let Some(info) = self.read_lock(&now) else {
+                // Gone meanwhile: try again at once, still under the kernel lock.
+                held = Some(guard);
+                continue;
+            };
+            if info.stale {
+                // Replaced in one rename, never removed first: a crash in between would leave an
+                // interrupted write without the stale `lock.txt` that lets the next `say` complete
+                // it. The new record carries whose write that may be, so that this process being
+                // killed before completing it does not hide it from the next one.
+                let origin = info.interrupted.as_deref().unwrap_or(&info.holder);
+                fsutil::replace(
+                    &path,
+                    LockInfo::render(holder, &now, Some(origin)).as_bytes(),
+                )?;
+                return Ok(lock(guard, Some(info)));
+            }
+            drop(guard);
+            if deadline.passed() {
+                let since = info.since.as_deref().unwrap_or("an unknown time");
+                let message = format!(
+                    "`{}` is held by {} since {since} (a write in progress)",
+                    self.shown(DIALOGUE_LOCK),
+                    info.holder
+                );
+                let hint = "try again in a moment; a lock.txt older than 60 seconds is stale and taken over";
+                return Err(super::refused(Refusal::DialogueBusy, message, hint));
+            }
+            match &watch {
+                // Subscribe first, then look again, then wait.
+                None => watch = Some(FolderWatch::new(std::slice::from_ref(&self.folder))),
+                Some(w) => {
+                    w.wait(deadline.next_sleep(crate::wait::recheck_for(&self.folder)));
+                }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Bad text is bad input (CLI arguments cannot carry a NUL byte, so it is checked here).
+    #[test]
+    fn empty_or_nul_text_is_bad_input() {
+        for text in ["", " \n", "a\0b"] {
+            let refused = check_request("AGENT-1", text);
+            assert!(matches!(refused, Err(Error::BadInput { .. })), "{text:?}");
+        }
+    }
+
+    /// A fresh `lock.txt` that stays held is its own refusal, `dialogue_busy`.
+    #[test]
+    #[allow(clippy::disallowed_methods)] // plants a hand-made lock.txt
+    fn a_held_lock_txt_is_dialogue_busy() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let d = Dialogue::default_in(&crate::workspace::Workspace::init(&root).unwrap().0).unwrap();
+        d.init("T", &[], None).unwrap();
+        std::fs::write(d.path(DIALOGUE_LOCK), "AGENT-2\n").unwrap();
+        let (speaker, text) = ("AGENT-1".to_string(), "x".to_string());
+        let (markers, to, lock_wait) = (Vec::new(), None, Duration::ZERO);
+        let busy = say(
+            &d,
+            &SayRequest {
+                speaker,
+                text,
+                markers,
+                to,
+                lock_wait,
+            },
+        );
+        assert_eq!(busy.unwrap_err().kind(), "dialogue_busy");
+    }
 }

@@ -78,7 +78,7 @@ pub fn restore(
                 format!(
                     "there is no backup generation {generation} of `{}`; see `coord restore {} --list`",
                     target.rel,
-                    crate::shell::arg(&target.rel)
+                    crate::shell::file(&target.rel)
                 ),
             ))
             .at("find the backup", &target.abs);
@@ -175,7 +175,7 @@ fn swap(
                 ),
                 Some(format!(
                     "see `coord status`, then lock again with `coord lock {}`",
-                    crate::shell::arg(&target.rel)
+                    crate::shell::file(&target.rel)
                 )),
             ));
         }

@@ -1,10 +1,11 @@
 //! `coord run FILE... -- CMD`: hold locks for the life of a command, like flock(1) for the
 //! protocol.
 //!
-//! The locks are taken all or nothing through [`lock::acquire`] (which orders targets, so
-//! overlapping runs in different orders cannot deadlock) and record this process: if `coord
-//! run` is killed outright, its locks are stale at once on this host. Backups are written by
-//! the acquire, before CMD starts.
+//! The locks, and the claims on folders and patterns among the FILEs, are taken all or nothing
+//! through [`lock::acquire`] (which orders targets, so overlapping runs in different orders
+//! cannot deadlock) and record this process: if `coord run` is killed outright, its locks and
+//! claims are stale at once on this host. Backups are written by the acquire, before CMD
+//! starts.
 //!
 //! CMD runs in a process group of its own (unless coord runs in the foreground of a terminal,
 //! where an interactive CMD must stay in the terminal's foreground group). While CMD runs, this
@@ -36,6 +37,7 @@ use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
 use crate::clock::Wait;
 use crate::error::{Error, IoResultExt, Result};
 use crate::host::{self, ProcessGroup};
+use crate::pattern::Pattern;
 use crate::v3::lock::{self, Acquisition, DEFAULT_TTL, LockEvent, LockRequest, Owner};
 use crate::v3::presence;
 use crate::v3::session::KILL_GRACE;
@@ -58,6 +60,8 @@ pub struct RunRequest {
     pub agent: AgentId,
     /// The files, all or nothing.
     pub targets: Vec<Target>,
+    /// The folders and patterns claimed, all or nothing with the files.
+    pub claims: Vec<Pattern>,
     /// How long to wait for a lock held by another.
     pub wait: Wait,
     /// The program and its arguments (at least the program).
@@ -113,11 +117,11 @@ impl RunEnd {
 pub struct RunOutcome {
     /// How CMD ended.
     pub end: RunEnd,
-    /// Files whose lock was no longer ours at release (taken over while CMD ran).
+    /// Files (and claims) no longer ours at release (taken over while CMD ran).
     pub lost: Vec<String>,
 }
 
-/// Lock `req.targets`, run CMD, release the locks whatever happens.
+/// Lock `req.targets` and claim `req.claims`, run CMD, release them whatever happens.
 ///
 /// # Errors
 ///
@@ -140,7 +144,7 @@ pub fn run(
         backup: true,
         reason: Some(reason(program)),
         owner: Some(Owner::process(host::pid(), None)),
-        claims: Vec::new(),
+        claims: req.claims.clone(),
     };
     // Ready before the wait, so that the command starts as soon as the locks are had. Listening
     // this early also forwards a signal that arrives between the acquire and the start.
@@ -162,21 +166,38 @@ pub fn run(
             Some((target.clone(), a.token.clone()))
         })
         .collect();
+    let claimed: Vec<(String, String)> = got
+        .acquired
+        .iter()
+        .filter(|a| a.claim)
+        .map(|a| (a.file.clone(), a.token.clone()))
+        .collect();
+    let release = || -> Result<Vec<lock::Release>> {
+        // Both, whatever the first does.
+        let claims = lock::claim::release_tokens(ws, &req.agent, &claimed);
+        let locks = lock::release_tokens(ws, &req.agent, &held);
+        let mut out = claims?;
+        out.extend(locks?);
+        Ok(out)
+    };
     // Asked to stop (see `wait::stop_on_signals`) during the try that got the locks: the
     // command does not start.
     if let Some(signal) = crate::wait::stop_requested() {
         lock::leave_queue_now(ws);
-        let _ = lock::release_tokens(ws, &req.agent, &held);
+        let _ = release();
+        let first = req.targets.first().map(|t| t.rel.clone());
         return Err(Error::Interrupted {
             signal,
-            file: req.targets[0].rel.clone(),
+            file: first
+                .or_else(|| req.claims.first().map(|c| c.as_str().to_string()))
+                .unwrap_or_default(),
         });
     }
     on_event(RunEvent::Locked(&got));
 
     let end = supervise(ws, req, (program, args), &signals);
     lock::leave_queue_now(ws);
-    let released = lock::release_tokens(ws, &req.agent, &held);
+    let released = release();
     let end = end?;
     let lost = released?
         .into_iter()

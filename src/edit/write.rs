@@ -132,7 +132,7 @@ fn reject(
             format!("your lock on `{file}` was released or taken over while you wrote: {kept}")
         }
     };
-    let (file, rel) = (crate::shell::arg(file), crate::shell::arg(&rel));
+    let (file, rel) = (crate::shell::file(file), crate::shell::arg(&rel));
     let hint = match why {
         Refusal::NotLocked => format!(
             "take the lock first: `coord lock {file}`, then `coord write {file} --from {rel}`"

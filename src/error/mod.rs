@@ -60,6 +60,14 @@ pub enum Error {
         /// What is wrong with it.
         why: String,
     },
+    /// A claim (a folder or a pattern) given to a command that acts on one file's content.
+    #[error("`{arg}` is a folder or a pattern, and `coord {command}` takes one file")]
+    NotOneFile {
+        /// The argument as given.
+        arg: String,
+        /// The command (`note`).
+        command: String,
+    },
     /// Other bad input from the user (a malformed file given on the command line, a bad value).
     #[error("{message}")]
     BadInput {
@@ -190,6 +198,17 @@ pub enum Error {
         /// The filesystem's name (`fuse.rclone`).
         filesystem: String,
     },
+    /// The remote that claims are shared through (contract §13) could not be used: it cannot be
+    /// reached, refused the credentials, or is not set up. Nothing was changed there.
+    #[error("{message}")]
+    Remote {
+        /// The remote's name (`origin`).
+        remote: String,
+        /// What happened, naming the remote.
+        message: String,
+        /// The remote refused the credentials (else: it could not be reached or used).
+        credentials: bool,
+    },
     /// A state that cannot be handled, not tied to one I/O call.
     #[error("{message}")]
     Failed {
@@ -254,6 +273,19 @@ impl Error {
                 "claim a folder with a trailing `/` (`src/auth/`) or a pattern with `*`, `?`, `[...]`, `**` (`'src/**/*.sql'`, quoted from the shell), relative to the current folder"
                     .into(),
             ),
+            // A claim of another clone (`remote::Held::refusal`): its agent is on another
+            // machine, out of reach of `coord msg`.
+            Error::LockHeld { file, holder, .. } if holder.contains(" through remote `") => {
+                Some(format!(
+                    "wait with `coord lock {} --wait 5m`, or ask who runs {} to release it",
+                    crate::shell::arg(file),
+                    holder.split(" (").next().unwrap_or(holder)
+                ))
+            }
+            Error::NotOneFile { arg, .. } => Some(format!(
+                "name one file (a `\\` before `*`, `?` or `[` keeps it in the name, as in `'a\\[1\\].md'`); hold every file of a folder or pattern with `coord lock {a}`, or for one command with `coord run {a} -- CMD`",
+                a = crate::shell::arg(arg),
+            )),
             Error::LockHeld { file, holder, .. } | Error::WaitTimedOut { file, holder, .. } => {
                 Some(format!(
                     "wait with `coord lock {} --wait 5m`, or message them: `coord msg send {} \"…\"`",
@@ -288,6 +320,18 @@ impl Error {
                 "share the folder over NFS, SMB or sshfs, or work in a local folder; `coord doctor` shows what coord found"
                     .into(),
             ),
+            Error::Remote {
+                remote,
+                credentials: true,
+                ..
+            } => Some(format!(
+                "check the credentials git uses for `{remote}` (`git ls-remote {}` must work without a prompt)",
+                crate::shell::arg(remote)
+            )),
+            Error::Remote { remote, .. } => Some(format!(
+                "check that `git ls-remote {}` works from here, or keep a claim to this clone with `--local`",
+                crate::shell::arg(remote)
+            )),
             Error::DialogueCorrupted { .. } => Some(
                 "fix conversation.md (message numbers 1..N, in step with status.json's message_count), then write the next speaker's id into current-turn.txt"
                     .into(),
@@ -303,6 +347,17 @@ impl Error {
                     "the disk is full: `{}` was not written; free some space and run the command again",
                     path.display()
                 ))
+            }
+            Error::Io { path, source, .. }
+                if source.kind() == io::ErrorKind::InvalidData
+                    && crate::fsutil::linked_state_folder(path, true).is_some() =>
+            {
+                crate::fsutil::linked_state_folder(path, true).map(|link| {
+                    format!(
+                        "remove the symlink `{}`: coord makes its own folder there again",
+                        link.display()
+                    )
+                })
             }
             Error::Io { path, source, .. }
                 if matches!(
@@ -331,6 +386,7 @@ impl Error {
             Error::BadPath { .. } => "bad_path",
             Error::BadDuration { .. } => "bad_duration",
             Error::BadPattern { .. } => "bad_pattern",
+            Error::NotOneFile { .. } => "not_one_file",
             Error::BadInput { .. } => "bad_input",
             Error::LockHeld { .. } => "lock_held",
             Error::WaitTimedOut { .. } => "wait_timed_out",
@@ -343,6 +399,7 @@ impl Error {
             Error::DialogueCorrupted { .. } => "dialogue_corrupted",
             Error::Io { .. } => "io",
             Error::NoArbitration { .. } => "no_arbitration",
+            Error::Remote { .. } => "remote",
             Error::Failed { .. } => "failed",
             Error::Interrupted { .. } => "interrupted",
         }

@@ -142,6 +142,12 @@ fn append_inner(path: &Path, line: &[u8], count: bool) -> Result<(File, bool, us
 /// held (a writer that opened a log just rotated away opens the new one), so a rotation never
 /// drops a line.
 ///
+/// A log that already held `rotate_at` bytes or more before this line (written by hand, or a
+/// bound lowered since) is not rotated whole: its newest whole lines within `rotate_at` bytes,
+/// this line always among them, replace it first (a temporary file renamed over it), and that
+/// is what becomes `rotated`. Killed at any point, the log is the old one or the cut one, and
+/// `rotated` the previous generation or the cut one: whole lines, none twice.
+///
 /// # Errors
 ///
 /// [`Error::Io`](crate::Error::Io) naming the path.
@@ -180,12 +186,58 @@ pub fn append_line_rotating(
             let _ = file.set_len(len);
             return Err(e).at("append to", path);
         }
-        if len + buf.len() as u64 >= rotate_at {
+        let end = len + buf.len() as u64;
+        if end >= rotate_at {
+            if len >= rotate_at {
+                // Where this line starts: after the newline written in front of it, if any.
+                let line_at = end - line_len(line);
+                cut_to_newest(&file, path, end, line_at, rotate_at)?;
+            }
             fs::rename(path, rotated).at("rotate", path)?;
         }
         return Ok(());
     }
     Err(std::io::Error::other("the log kept being rotated away")).at("append to", path)
+}
+
+/// The length of `line` as written (with its newline).
+fn line_len(line: &[u8]) -> u64 {
+    line.len() as u64 + u64::from(line.last() != Some(&b'\n'))
+}
+
+/// Replace the log at `path` (open as `file`, under its kernel lock, `end` bytes long) by its
+/// newest whole lines within `keep` bytes, the line starting at `line_at` always included:
+/// written to a temporary file beside it, renamed over it.
+fn cut_to_newest(file: &File, path: &Path, end: u64, line_at: u64, keep: u64) -> Result<()> {
+    use std::os::unix::fs::FileExt;
+    let mut from = end.saturating_sub(keep).min(line_at);
+    if from > 0 && from < line_at {
+        // Start at the first line that begins at or after `from`.
+        let mut before = [0u8; 1];
+        file.read_exact_at(&mut before, from - 1).at("read", path)?;
+        if before[0] != b'\n' {
+            let mut rest = vec![0u8; (line_at - from) as usize];
+            file.read_exact_at(&mut rest, from).at("read", path)?;
+            from = rest
+                .iter()
+                .position(|b| *b == b'\n')
+                .map_or(line_at, |at| from + at as u64 + 1);
+        }
+    }
+    let mut newest = vec![0u8; (end - from) as usize];
+    file.read_exact_at(&mut newest, from).at("read", path)?;
+    let dir = parent_of(path);
+    // Left by a writer killed here before: nobody else sweeps this folder.
+    super::sweep_temps(dir);
+    let mut tmp = super::temp_in(dir).at("create a temporary file in", dir)?;
+    tmp.write_all(&newest).at("write", path)?;
+    // A plain rename, not the exchange `persist` makes: no name ever holds the old log but
+    // `path` (a writer killed here leaves no copy of it behind; a temporary file left while it
+    // was written goes with the next cut's sweep).
+    tmp.persist(path)
+        .map(drop)
+        .map_err(|e| e.error)
+        .at("replace", path)
 }
 
 /// The size of the chunks the kernel copies a write into the page cache by. Linux checks for a

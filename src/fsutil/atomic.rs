@@ -7,7 +7,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use tempfile::NamedTempFile;
+use tempfile::{NamedTempFile, TempPath};
 
 use super::{Access, open_nofollow, parent_of, sync_dir};
 use crate::error::{IoResultExt, Result};
@@ -19,6 +19,7 @@ use crate::{host, layout};
 ///
 /// Any error creating the file.
 pub fn temp_in(dir: &Path) -> io::Result<NamedTempFile> {
+    super::read::refuse_linked(dir, true)?;
     // The error of `tempfile` names the temporary file (`… at path ".coord-….tmp"`), which means
     // nothing to the user: keep only the system's error, the caller names the file.
     let tmp = temp_builder().tempfile_in(dir).map_err(bare)?;
@@ -80,7 +81,13 @@ fn publish_via<T>(
     fill: impl Fn(NamedTempFile) -> Result<NamedTempFile>,
     publish: impl Fn(NamedTempFile) -> io::Result<T>,
 ) -> Result<io::Result<T>> {
-    match publish(fill(made_in(stage)?)?) {
+    let mut first = made_in(stage)?;
+    // Made in another folder: it must get what a file made beside `path` gets (the group of a
+    // setgid folder), or make way for one that does.
+    if stage != parent_of(path) && !super::fit_to_folder(first.as_file(), parent_of(path)) {
+        first = made_in(parent_of(path))?;
+    }
+    match publish(fill(first)?) {
         Err(e) if e.kind() == io::ErrorKind::CrossesDevices => {
             Ok(publish(fill(made_in(parent_of(path))?)?))
         }
@@ -365,28 +372,59 @@ fn put(tmp: NamedTempFile, path: &Path) -> io::Result<()> {
         // SMB refuses to rename a file that is open (a sharing violation: `EBUSY`), and the
         // failed rename would leave the temporary file behind: close it first. Dropping the
         // path on failure removes the file.
-        // A reader's open makes the server refuse for a moment: `EBUSY`, or `EEXIST` where the
-        // client replaces by removing the old file first (smbnetfs).
-        let mut tmp = tmp.into_temp_path();
-        let started = std::time::Instant::now();
-        let mut pause = std::time::Duration::from_micros(500);
-        loop {
-            match tmp.persist(path) {
-                Ok(()) => return Ok(()),
-                Err(e)
-                    if (super::raw::is_busy(&e.error)
-                        || e.error.kind() == io::ErrorKind::AlreadyExists)
-                        && started.elapsed() < std::time::Duration::from_secs(3) =>
-                {
-                    tmp = e.path;
-                    std::thread::sleep(pause);
-                    pause = (pause * 2).min(std::time::Duration::from_millis(20));
-                }
-                Err(e) => return Err(e.error),
-            }
-        }
+        return put_closed(tmp.into_temp_path(), path);
     }
     tmp.persist(path).map(drop).map_err(|e| e.error)
+}
+
+/// Rename the closed temporary file `tmp` to `path`, replacing it. A reader's open makes an SMB
+/// server refuse for a moment: `EBUSY`, or `EEXIST` where the client replaces by removing the
+/// old file first (smbnetfs); tried again for 3 s. Dropping the path on failure removes the file.
+fn put_closed(mut tmp: TempPath, path: &Path) -> io::Result<()> {
+    let started = std::time::Instant::now();
+    let mut pause = std::time::Duration::from_micros(500);
+    loop {
+        match tmp.persist(path) {
+            Ok(()) => return Ok(()),
+            Err(e)
+                if (super::raw::is_busy(&e.error)
+                    || e.error.kind() == io::ErrorKind::AlreadyExists)
+                    && started.elapsed() < std::time::Duration::from_secs(3) =>
+            {
+                tmp = e.path;
+                std::thread::sleep(pause);
+                pause = (pause * 2).min(std::time::Duration::from_millis(20));
+            }
+            Err(e) => return Err(e.error),
+        }
+    }
+}
+
+/// Publish the filled temporary file `tmp` at `path` only if nothing is there yet: `Ok(false)`,
+/// nothing changed and the temporary file removed, when something is. It is closed first (SMB
+/// refuses to rename or remove an open file, which would leave it behind). Where a name cannot
+/// be published without replacing (no hard links, no `RENAME_NOREPLACE`: SMB through
+/// smbnetfs), the name is taken by an `O_EXCL` create, which the server makes atomic, and the
+/// copy renamed over it: a reader may see it empty for a moment, never another file replaced.
+///
+/// # Errors
+///
+/// The system's error; the temporary file is removed then.
+pub fn persist_new(tmp: NamedTempFile, path: &Path) -> io::Result<bool> {
+    let e = match tmp.into_temp_path().persist_noclobber(path) {
+        Ok(()) => return Ok(true),
+        Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => return Ok(false),
+        Err(e) if super::raw::no_hard_links(&e.error) => e,
+        Err(e) => return Err(e.error),
+    };
+    // sshfs answers `EPERM` for a name that exists, too.
+    if super::open_regular_nofollow(path).is_ok() || !super::raw::create_exclusive(path, b"")? {
+        return Ok(false);
+    }
+    put_closed(e.path, path).inspect_err(|_| {
+        let _ = super::raw::remove_file(path);
+    })?;
+    Ok(true)
 }
 
 /// Set once this process knows its files are on a network filesystem.

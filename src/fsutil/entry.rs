@@ -26,6 +26,7 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 ///
 /// [`Error::Io`](crate::Error::Io) naming the path.
 pub fn remove(path: &Path) -> Result<bool> {
+    super::read::refuse_linked(path, false).at("remove", path)?;
     match super::raw::remove_file(path) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
@@ -80,6 +81,7 @@ pub fn rename(from: &Path, to: &Path) -> Result<()> {
 ///
 /// [`Error::Io`](crate::Error::Io) naming the folder.
 pub fn ensure_dir(dir: &Path) -> Result<()> {
+    super::read::refuse_linked(dir, true).at("create folder", dir)?;
     // A symlinked folder above `dir` (`.metadata -> /elsewhere`, `archive -> /elsewhere`) would
     // make `create_dir_all` and every later write land outside the workspace.
     if let Some(link) = linked_ancestor(dir) {

@@ -7,7 +7,10 @@
 //!   into place. [`create_new`] never replaces anything; [`replace`] replaces atomically;
 //!   [`replace_durable`] also fsyncs the file and the folder (for content that matters).
 //! - Creating or replacing never follows a symlink: `rename` replaces a link itself, and the
-//!   temporary file is created with `O_EXCL`.
+//!   temporary file is created with `O_EXCL`. Nor does any open, creation, link, rename,
+//!   removal or listing under a `.coord/` folder go through a symlink planted in place of one of
+//!   coord's folders there (`.coord/history`, `.coord/queue/q-…`, …): it is refused, naming the
+//!   link, and the command says so once ([`take_link_warning`]).
 //! - Reads of state files are capped in size, never follow a symlink, never block on a FIFO,
 //!   and refuse anything but a regular file.
 //! - Appends ([`append_line`]) are one `write(2)` of a whole line on an `O_APPEND` descriptor,
@@ -45,7 +48,8 @@ pub use append::{
 };
 pub use atomic::{
     copy_replace, copy_to_temp, create_new, create_new_held, mark_network_fs, persist,
-    persist_durable, replace, replace_durable, replace_staged, replace_staged_held, spool, temp_in,
+    persist_durable, persist_new, replace, replace_durable, replace_staged, replace_staged_held,
+    spool, temp_in,
 };
 pub use entry::{
     empty_marker, ensure_dir, make_executable, remove, remove_flat, rename, rewrite_in_place,
@@ -56,9 +60,10 @@ pub use mutex::{
     mutex_kept_open, mutex_patience,
 };
 pub use read::{
-    RECORD_CAP, Stat, for_each_name, linked_ancestor, list_names, mtime, ns_since_epoch,
-    open_regular_nofollow, read_capped, read_capped_with_mtime, read_text_capped, real_entry,
-    refresh_attributes, same_regular_files,
+    RECORD_CAP, Stat, for_each_name, forget_cached_pages, linked_ancestor, linked_state_folder,
+    list_names, mtime, ns_since_epoch, open_regular_nofollow, read_capped, read_capped_with_meta,
+    read_capped_with_mtime, read_dir, read_past_cache, read_tail, read_text_capped, real_entry,
+    refresh_attributes, refuse_linked, same_regular_files, take_link_warning,
 };
 pub use sweep::{sweep_entry, sweep_temps};
 
@@ -78,7 +83,8 @@ pub(crate) enum Access {
 }
 
 /// Open the regular file at `path` the one way coord opens files: never through a symlink
-/// (`O_NOFOLLOW`, said as "is a symlink (not followed)"), never waiting on a FIFO
+/// (`O_NOFOLLOW`, said as "is a symlink (not followed)"; nor through one in place of one of
+/// coord's folders, see [`linked_state_folder`]), never waiting on a FIFO
 /// (`O_NONBLOCK`), never taking a controlling terminal (`O_NOCTTY`); anything but a regular file
 /// is refused ("is not a regular file"). Returns the file and its metadata (`fstat` of the open
 /// file).
@@ -87,6 +93,7 @@ pub(crate) enum Access {
 ///
 /// `InvalidData` for a symlink or anything but a regular file; any other open error as is.
 pub(crate) fn open_nofollow(path: &Path, access: Access) -> io::Result<(File, fs::Metadata)> {
+    read::refuse_linked(path, false)?;
     let mut options = OpenOptions::new();
     match access {
         Access::Read => options.read(true),
@@ -120,20 +127,28 @@ pub(crate) fn open_nofollow(path: &Path, access: Access) -> io::Result<(File, fs
 /// folder), whatever the umask of the user who made the entry; nothing elsewhere (a private
 /// folder keeps private files).
 pub(crate) fn shared_bits(dir: &Path, is_dir: bool) -> u32 {
+    fs::metadata(dir).map_or(0, |m| shared_bits_of(&m, is_dir))
+}
+
+/// [`shared_bits`] of the folder whose metadata is `m`.
+fn shared_bits_of(m: &fs::Metadata, is_dir: bool) -> u32 {
     use std::os::unix::fs::MetadataExt;
-    match fs::metadata(dir) {
-        Ok(m) if m.is_dir() && m.mode() & 0o2000 != 0 => {
-            m.mode() & if is_dir { 0o070 } else { 0o060 }
-        }
-        _ => 0,
+    if m.is_dir() && m.mode() & 0o2000 != 0 {
+        m.mode() & if is_dir { 0o070 } else { 0o060 }
+    } else {
+        0
     }
 }
 
 /// Give `file`, just created in `dir`, the bits the folder's sharing asks for (see
 /// [`shared_bits`]). Best effort: only bits are added, and only to a file this user owns.
 pub(crate) fn fit_file_mode(file: &File, dir: &Path) {
+    add_bits(file, shared_bits(dir, false));
+}
+
+/// Add the permission `bits` to `file` when it lacks them and this user owns it.
+fn add_bits(file: &File, bits: u32) {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    let bits = shared_bits(dir, false);
     if bits == 0 {
         return;
     }
@@ -143,6 +158,32 @@ pub(crate) fn fit_file_mode(file: &File, dir: &Path) {
     {
         let _ = file.set_permissions(fs::Permissions::from_mode((m.mode() & 0o7777) | bits));
     }
+}
+
+/// Make `file`, this user's, made or kept in another folder (a spare, a file kept for reuse, a
+/// temporary file staged elsewhere), look like a file made now in `dir`, where it is about to
+/// be published: the group such a file gets (the folder's in a setgid folder, or wherever the
+/// system always gives the folder's; this process's elsewhere) and the bits the folder's
+/// sharing asks for. Returns `false` when its group cannot be made so (not a group this user
+/// may give): the caller makes a new file in `dir` instead.
+pub(crate) fn fit_to_folder(file: &File, dir: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    let (Ok(folder), Ok(m)) = (fs::metadata(dir), file.metadata()) else {
+        return false;
+    };
+    let setgid = folder.mode() & 0o2000 != 0;
+    let gid = if setgid || !cfg!(any(target_os = "linux", target_os = "android")) {
+        folder.gid()
+    } else {
+        rustix::process::getegid().as_raw()
+    };
+    if m.gid() != gid
+        && rustix::fs::fchown(file, None, Some(rustix::process::Gid::from_raw(gid))).is_err()
+    {
+        return false;
+    }
+    add_bits(file, shared_bits_of(&folder, false));
+    true
 }
 
 /// [`fit_file_mode`] for the folder `dir`, just created (never through a symlink).

@@ -1,11 +1,15 @@
 //! The bare system calls, `io::Error` as is, for protocols that tell errors apart themselves
 //! (the NFS-safe lease of `arbiter::lease`, the aside-move of a stale lock): nothing here names
 //! a path in its error; only `EBUSY` on a network filesystem is tried again ([`while_busy`]).
+//! None goes through a symlink in place of one of coord's folders (`InvalidData`: see
+//! [`linked_state_folder`](super::linked_state_folder)).
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
 use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
+
+use super::read::refuse_linked;
 
 /// `link(2)`: `to` names the file at `from`; fails when `to` exists, never replaces.
 ///
@@ -13,6 +17,13 @@ use std::path::Path;
 ///
 /// The system's error.
 pub fn hard_link(from: &Path, to: &Path) -> io::Result<()> {
+    refuse_linked(from, false)?;
+    refuse_linked(to, false)?;
+    if no_links_here() {
+        return Err(io::Error::from_raw_os_error(
+            rustix::io::Errno::PERM.raw_os_error(),
+        ));
+    }
     fs::hard_link(from, to)
 }
 
@@ -22,6 +33,8 @@ pub fn hard_link(from: &Path, to: &Path) -> io::Result<()> {
 ///
 /// The system's error.
 pub fn rename(from: &Path, to: &Path) -> io::Result<()> {
+    refuse_linked(from, false)?;
+    refuse_linked(to, false)?;
     while_busy(|| fs::rename(from, to))
 }
 
@@ -31,6 +44,7 @@ pub fn rename(from: &Path, to: &Path) -> io::Result<()> {
 ///
 /// The system's error.
 pub fn remove_file(path: &Path) -> io::Result<()> {
+    refuse_linked(path, false)?;
     while_busy(|| fs::remove_file(path))
 }
 
@@ -40,6 +54,7 @@ pub fn remove_file(path: &Path) -> io::Result<()> {
 ///
 /// The system's error.
 pub fn create_dir(dir: &Path) -> io::Result<()> {
+    refuse_linked(dir, false)?;
     fs::create_dir(dir)?;
     super::fit_dir_mode(dir);
     Ok(())
@@ -48,7 +63,7 @@ pub fn create_dir(dir: &Path) -> io::Result<()> {
 /// Remove the folder `dir` when it is empty. Returns whether it was removed; any failure (not
 /// empty, gone, not a folder) reads as `false`.
 pub fn remove_empty_dir(dir: &Path) -> bool {
-    fs::remove_dir(dir).is_ok()
+    refuse_linked(dir, false).is_ok() && fs::remove_dir(dir).is_ok()
 }
 
 /// Create `path` with `O_EXCL` (never through a symlink) holding `bytes`, for filesystems
@@ -58,6 +73,7 @@ pub fn remove_empty_dir(dir: &Path) -> bool {
 ///
 /// The system's error.
 pub fn create_exclusive(path: &Path, bytes: &[u8]) -> io::Result<bool> {
+    refuse_linked(path, false)?;
     match OpenOptions::new()
         .write(true)
         .create_new(true)
@@ -71,6 +87,47 @@ pub fn create_exclusive(path: &Path, bytes: &[u8]) -> io::Result<bool> {
         }
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(false),
         Err(e) => Err(e),
+    }
+}
+
+/// Put the record moved aside to `aside` back at `path`, never over a record standing there:
+/// a link where hard links exist, else an exclusive create of the same bytes (SMB through
+/// smbnetfs has no hard links; a record is its bytes, so the copy is the same record). Best
+/// effort: a record standing at `path` already stays.
+pub fn put_back(aside: &Path, path: &Path, bytes: &[u8]) {
+    match hard_link(aside, path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
+        Err(_) => {
+            let _ = create_exclusive(path, bytes);
+        }
+    }
+}
+
+#[cfg(test)]
+thread_local! {
+    /// Tests: behave as on a filesystem without hard links.
+    static NO_LINKS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+}
+
+/// Tests: run `f` as on a filesystem without hard links ([`hard_link`] fails with `EPERM`, as
+/// on SMB through smbnetfs).
+#[cfg(test)]
+pub(crate) fn without_hard_links<T>(f: impl FnOnce() -> T) -> T {
+    NO_LINKS.with(|n| n.set(true));
+    let out = f();
+    NO_LINKS.with(|n| n.set(false));
+    out
+}
+
+fn no_links_here() -> bool {
+    #[cfg(test)]
+    {
+        NO_LINKS.with(std::cell::Cell::get)
+    }
+    #[cfg(not(test))]
+    {
+        false
     }
 }
 

@@ -3,6 +3,7 @@
 use std::fs::{self, File};
 use std::io::{self, Read};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::SystemTime;
 
 use super::{Access, open_nofollow};
@@ -72,20 +73,34 @@ pub fn read_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
 ///
 /// As [`read_capped`].
 pub fn read_capped_with_mtime(path: &Path, cap: u64) -> io::Result<(Vec<u8>, Option<SystemTime>)> {
+    read_capped_with_meta(path, cap).map(|(bytes, meta)| (bytes, meta.modified().ok()))
+}
+
+/// [`read_capped`], with the metadata of the file as opened (its identity: device and inode).
+///
+/// # Errors
+///
+/// As [`read_capped`].
+pub fn read_capped_with_meta(path: &Path, cap: u64) -> io::Result<(Vec<u8>, fs::Metadata)> {
     let (file, meta) = open_nofollow(path, Access::Read)?;
     let bytes = read_open_capped(&file, &meta, cap)?;
-    Ok((bytes, meta.modified().ok()))
+    Ok((bytes, meta))
 }
 
 /// Files up to this size are read with one `read` when they are as long as their `fstat` said.
 const ONE_READ: u64 = RECORD_CAP;
 
-/// At most `cap` bytes of the open regular `file`, whose metadata is `meta`.
+/// At most `cap` bytes of the open regular `file`, whose metadata is `meta`: as the file
+/// server has them where this process was told to read past this machine's cache
+/// ([`read_past_cache`]).
 pub(super) fn read_open_capped(
     mut file: &File,
     meta: &fs::Metadata,
     cap: u64,
 ) -> io::Result<Vec<u8>> {
+    if PAST_CACHE.load(Ordering::Relaxed) {
+        let _ = forget_cached_pages(file);
+    }
     let len = meta.len();
     if len > cap {
         return Err(io::Error::new(
@@ -122,6 +137,25 @@ pub(super) fn read_open_capped(
     Ok(buf)
 }
 
+/// The last `cap` bytes of a regular file (all of it when it is no longer), without following a
+/// symlink or blocking on a FIFO, and whether anything was left out in front: for logs, whose
+/// newest part is what a reader wants.
+///
+/// # Errors
+///
+/// `NotFound` when it does not exist; `InvalidData` when it is not a regular file; any other
+/// open/read error as is.
+pub fn read_tail(path: &Path, cap: u64) -> io::Result<(Vec<u8>, bool)> {
+    use std::io::{Seek, SeekFrom};
+    let (mut file, meta) = open_nofollow(path, Access::Read)?;
+    let from = meta.len().saturating_sub(cap);
+    file.seek(SeekFrom::Start(from))?;
+    // What was appended since the `fstat` is read too, up to the cap.
+    let mut bytes = Vec::with_capacity(meta.len().min(cap) as usize);
+    file.take(cap).read_to_end(&mut bytes)?;
+    Ok((bytes, from > 0))
+}
+
 /// [`read_capped`] as text (invalid UTF-8 replaced), with the file's mtime.
 ///
 /// # Errors
@@ -133,14 +167,17 @@ pub fn read_text_capped(path: &Path, cap: u64) -> io::Result<(String, Option<Sys
 }
 
 /// Make this machine's kernel ask the file server for `path`'s attributes now, instead of
-/// trusting what it cached (`statx` with `AT_STATX_FORCE_SYNC`; FUSE and NFS honour it).
+/// trusting what it cached (`statx` with `AT_STATX_FORCE_SYNC`; FUSE and NFS honour it), and
+/// forget the file's content it cached ([`forget_cached_pages`]).
 ///
 /// Why: on a shared folder mounted over the network the kernel keeps a file's size for a while
 /// (FUSE: 1 s by default, whatever sshfs's own cache setting). A size cached while another
 /// machine was rewriting the file (truncated, not yet written) cuts every read of the new
 /// content short until it expires, so an agent that just got the lock would read an old or
-/// empty file. A fresh size also drops cached pages when the file changed. Errors are ignored:
-/// whoever reads the file next reports them.
+/// empty file. A fresh size drops cached pages when the size or (FUSE) the mtime changed, but
+/// not a rewrite of the same size within the same second (sshfs's times are whole seconds)
+/// through a mount that keeps contents across opens (FUSE `kernel_cache`): the pages are
+/// forgotten too. Errors are ignored: whoever reads the file next reports them.
 pub fn refresh_attributes(path: &Path) {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
@@ -152,8 +189,48 @@ pub fn refresh_attributes(path: &Path) {
             StatxFlags::SIZE | StatxFlags::MTIME,
         );
     }
+    if let Ok((file, _)) = open_nofollow(path, Access::Read) {
+        let _ = forget_cached_pages(&file);
+    }
+}
+
+/// Set once this process knows its files are on a network filesystem ([`read_past_cache`]).
+static PAST_CACHE: AtomicBool = AtomicBool::new(false);
+
+/// From now on, every capped read ([`read_capped`] and the reads built on it: lock records,
+/// presences, the lease, tickets, claims) forgets what this machine's page cache holds of the
+/// file before reading it, so that the bytes come from the file server.
+///
+/// Why: a FUSE mount with `kernel_cache` (`sshfs -o kernel_cache`, fuse-nfs `-k`) keeps a
+/// file's old contents across opens for as long as its size and mtime look unchanged, and
+/// sshfs's times are whole seconds: a lock re-taken by its agent within the second, with a
+/// record of the same size (a new pid of as many digits), reads there as the previous record,
+/// whose process is gone. Judged by that, a LIVE lock would be taken over. Reading past the
+/// cache costs one system call and, on a file this machine had cached, one read from the
+/// server. The caller ([`crate::arbiter::policy`]) knows the folder is not local.
+pub fn read_past_cache() {
+    PAST_CACHE.store(true, Ordering::Relaxed);
+}
+
+/// Whether this system can read an open file past this machine's page cache (and did so for
+/// `file`): `posix_fadvise(POSIX_FADV_DONTNEED)` drops the file's clean cached pages, so the
+/// next read asks the filesystem (the server, for NFS and FUSE). Linux only: elsewhere
+/// `Ok(false)`, and `coord doctor` says so for a network folder.
+///
+/// # Errors
+///
+/// The system's error (a file that is not a regular file: `ESPIPE`).
+pub fn forget_cached_pages(file: &File) -> io::Result<bool> {
+    #[cfg(any(target_os = "linux", target_os = "android"))]
+    {
+        rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed)?;
+        Ok(true)
+    }
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    let _ = path;
+    {
+        let _ = file;
+        Ok(false)
+    }
 }
 
 /// The metadata of `path` itself (not a link's target) when something really stands there.
@@ -227,13 +304,93 @@ pub fn linked_ancestor(path: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
+/// The first of coord's own folders on the way to `path` that is a symlink: a folder below a
+/// `.coord/` folder (`.coord/history`, `.coord/queue/q-…`, `.coord/messages/read/<agent>`, …),
+/// `path` itself included when `with_self`. `None` at once, with no system call, for a path
+/// that does not lie below a `.coord/` folder; otherwise one `lstat` per folder between it and
+/// `path`. When several are links, the one nearest to `.coord/` is named.
+///
+/// Why: `O_NOFOLLOW` guards only a path's last component. A link planted in place of one of
+/// coord's folders would lead every record written there (the history, the index of locks, wait
+/// tickets, messages) outside the workspace, and every listing of it (removals of what looks
+/// left over included) to a folder of someone else's choosing.
+pub fn linked_state_folder(path: &Path, with_self: bool) -> Option<PathBuf> {
+    let state = std::ffi::OsStr::new(crate::layout::STATE_DIR);
+    let start = if with_self { path } else { path.parent()? };
+    let below = start
+        .ancestors()
+        .take_while(|a| a.file_name() != Some(state))
+        .count();
+    // No `.coord` among the ancestors: the walk reached the top.
+    start.ancestors().nth(below)?;
+    start
+        .ancestors()
+        .take(below)
+        .filter(|a| fs::symlink_metadata(a).is_ok_and(|m| m.is_symlink()))
+        .last()
+        .map(Path::to_path_buf)
+}
+
+/// Refuse a path that [`linked_state_folder`] finds a symlink on the way to: `InvalidData`,
+/// naming the link, noted for the command to say once ([`take_link_warning`]).
+///
+/// # Errors
+///
+/// As said.
+pub fn refuse_linked(path: &Path, with_self: bool) -> io::Result<()> {
+    match linked_state_folder(path, with_self) {
+        None => Ok(()),
+        Some(link) => {
+            let why = format!(
+                "`{}` is a symlink in place of coord's folder (not followed)",
+                link.display()
+            );
+            let mut noted = LINK_WARNING.lock().unwrap_or_else(|e| e.into_inner());
+            if noted.is_none() {
+                *noted = Some((
+                    link,
+                    format!(
+                        "{why}: nothing was read or written through it, and what belongs there was left out; remove it, and coord makes the folder again"
+                    ),
+                ));
+            }
+            Err(io::Error::new(io::ErrorKind::InvalidData, why))
+        }
+    }
+}
+
+/// The first symlink met in place of one of coord's folders, and what to say about it.
+static LINK_WARNING: std::sync::Mutex<Option<(PathBuf, String)>> = std::sync::Mutex::new(None);
+
+/// The first symlink met in place of one of coord's folders (and not followed), and what to
+/// say about it, once: the command may have gone on without what it would have read or written
+/// there (its history, say).
+pub fn take_link_warning() -> Option<(PathBuf, String)> {
+    LINK_WARNING
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .take()
+}
+
+/// [`fs::read_dir`] of one of coord's folders, refused (`InvalidData`) when it or a folder on
+/// the way to it below `.coord/` is a symlink (see [`linked_state_folder`]).
+///
+/// # Errors
+///
+/// As [`fs::read_dir`], and as said.
+pub fn read_dir(dir: impl AsRef<Path>) -> io::Result<fs::ReadDir> {
+    let dir = dir.as_ref();
+    refuse_linked(dir, true)?;
+    fs::read_dir(dir)
+}
+
 /// The names in folder `dir`, in the order the folder lists them.
 ///
 /// # Errors
 ///
 /// Opening or listing the folder failed (`NotFound`: it does not exist).
 pub fn list_names(dir: &Path) -> io::Result<Vec<std::ffi::OsString>> {
-    fs::read_dir(dir)?
+    read_dir(dir)?
         .map(|entry| entry.map(|e| e.file_name()))
         .collect()
 }
@@ -245,7 +402,7 @@ pub fn list_names(dir: &Path) -> io::Result<Vec<std::ffi::OsString>> {
 /// As [`list_names`].
 pub fn for_each_name(dir: &Path, mut each: impl FnMut(&[u8])) -> io::Result<()> {
     use std::os::unix::ffi::OsStrExt;
-    for entry in fs::read_dir(dir)? {
+    for entry in read_dir(dir)? {
         each(entry?.file_name().as_bytes());
     }
     Ok(())

@@ -375,3 +375,45 @@ fn a_staged_replace_leaves_no_temporary_file_anywhere() {
     assert!(replace_staged(&path, &gone, b"x").is_err());
     assert_eq!(fs::read(&path).unwrap(), b"second\n", "unchanged on error");
 }
+
+#[test]
+fn a_link_in_place_of_a_state_folder_is_found_and_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join(".coord");
+    let outside = dir.path().join("outside");
+    fs::create_dir_all(state.join("queue")).unwrap();
+    fs::create_dir_all(outside.join("q-1")).unwrap();
+    std::os::unix::fs::symlink(&outside, state.join("history")).unwrap();
+    std::os::unix::fs::symlink(&outside, state.join("queue/q-1")).unwrap();
+    let log = state.join("history/events.jsonl");
+    // Below `.coord/` only; the path's own last component only when asked.
+    assert_eq!(
+        linked_state_folder(&log, false),
+        Some(state.join("history"))
+    );
+    assert_eq!(linked_state_folder(&state.join("history"), false), None);
+    assert_eq!(
+        linked_state_folder(&state.join("history"), true),
+        Some(state.join("history"))
+    );
+    assert_eq!(
+        linked_state_folder(&state.join("queue/q-1/t"), false),
+        Some(state.join("queue/q-1"))
+    );
+    assert_eq!(linked_state_folder(&state.join("queue/x"), false), None);
+    assert_eq!(linked_state_folder(&outside.join("q-1/t"), false), None);
+    // Nothing is made, listed or removed through it.
+    assert!(append_line(&log, b"x").is_err());
+    assert!(create_new(&state.join("queue/q-1/t"), b"x").is_err());
+    assert!(read_dir(state.join("history")).is_err());
+    assert!(list_names(&state.join("queue/q-1")).is_err());
+    assert!(ensure_dir(&state.join("history/sub")).is_err());
+    assert_eq!(
+        fs::read_dir(&outside).unwrap().count(),
+        1,
+        "written outside"
+    );
+    // Noted for the command to say (another test's link may have been noted first).
+    let (_, said) = take_link_warning().unwrap();
+    assert!(said.contains("is a symlink"), "{said}");
+}

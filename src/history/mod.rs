@@ -19,7 +19,9 @@
 //!   on stderr (see [`take_warning`]).
 //! - **Bounded.** The log is rotated once it reaches half of `history_max_size` (default
 //!   8 MiB): it becomes `events.1.jsonl`, replacing the older generation, so the newest events
-//!   are kept and the two together stay under the bound. Events older than `history_max_age`
+//!   are kept and the two together stay under the bound. A log that was already past it (planted,
+//!   or a bound lowered since) is cut to its newest events first, the one being written among
+//!   them; a generation too large to read whole is read from its end. Events older than `history_max_age`
 //!   (default 30 days) are not shown, and are dropped by `coord prune`. Both are set in
 //!   `.coord/config` (`history_max_size: 2M`, `history_max_age: 7d`) or the environment
 //!   (`COORD_HISTORY_MAX_SIZE`, `COORD_HISTORY_MAX_AGE`); `COORD_HISTORY=off` turns it off.
@@ -438,8 +440,7 @@ pub fn locks_taken(root: &Path, req: &LockRequest, acquired: &[Acquired], starte
                 .with("waited_ms", (waited_ms > 0).then_some(waited_ms));
             event.pattern = Some(a.file.clone());
             if !a.took_over.is_empty() {
-                let from: Vec<&str> = a.took_over.iter().map(|t| t.from.as_str()).collect();
-                event = event.with("from", from.join(", "));
+                event = with_taken_over(event, &a.took_over);
             }
             event
                 .extra
@@ -450,11 +451,7 @@ pub fn locks_taken(root: &Path, req: &LockRequest, acquired: &[Acquired], starte
         let event = if a.took_over.is_empty() {
             Event::new(Kind::LockTaken, agent.id())
         } else {
-            let from: Vec<&str> = a.took_over.iter().map(|t| t.from.as_str()).collect();
-            let why: Vec<&str> = a.took_over.iter().map(|t| t.why.as_str()).collect();
-            Event::new(Kind::LockTakenOver, agent.id())
-                .with("from", from.join(", "))
-                .with("why", why.join("; "))
+            with_taken_over(Event::new(Kind::LockTakenOver, agent.id()), &a.took_over)
         };
         let mut event = event
             .file(&a.file)
@@ -466,6 +463,36 @@ pub fn locks_taken(root: &Path, req: &LockRequest, acquired: &[Acquired], starte
             .insert("reason".into(), req.reason.clone().into());
         record_taken(root, event);
     }
+}
+
+/// What an acquisition took over: `from` (the stale holders), `why`, and where they were not
+/// locks on the file itself, `claims` (the stale claims' patterns) and `files` (the stale locks
+/// a claim took over).
+fn with_taken_over(event: Event, took: &[crate::v3::lock::TakeOver]) -> Event {
+    let join = |list: Vec<&str>, sep: &str| (!list.is_empty()).then(|| list.join(sep));
+    event
+        .with(
+            "from",
+            join(took.iter().map(|t| t.from.as_str()).collect(), ", "),
+        )
+        .with(
+            "why",
+            join(took.iter().map(|t| t.why.as_str()).collect(), "; "),
+        )
+        .with(
+            "claims",
+            join(
+                took.iter().filter_map(|t| t.claim.as_deref()).collect(),
+                ", ",
+            ),
+        )
+        .with(
+            "files",
+            join(
+                took.iter().filter_map(|t| t.file.as_deref()).collect(),
+                ", ",
+            ),
+        )
 }
 
 /// An acquire starts waiting for `file`, held by `holder` (or a waiter ahead).

@@ -9,13 +9,17 @@ use crate::clock::{self, Timestamp};
 use crate::error::{IoResultExt, Result};
 use crate::fsutil;
 use crate::layout;
+use crate::pattern::Pattern;
 
 /// Which events to show.
 #[derive(Debug, Clone, Default)]
 pub struct Filter {
     /// Only events about these files (relative to the root); a folder (`src/`) matches what
-    /// lies below it. Empty: every event.
+    /// lies below it. Empty (and no `patterns`): every event.
     pub files: Vec<String>,
+    /// Only events about files these claims (folders, patterns) match, and about claims that
+    /// overlap them (with `files`: either).
+    pub patterns: Vec<Pattern>,
     /// Only events of this agent.
     pub agent: Option<String>,
     /// Only events at or after this time.
@@ -35,16 +39,23 @@ impl Filter {
         {
             return false;
         }
-        if !self.files.is_empty() {
-            let Some(file) = &e.file else {
-                return false;
-            };
-            return self.files.iter().any(|f| {
-                let dir = f.trim_end_matches('/');
-                file == f || file == dir || file.starts_with(&format!("{dir}/"))
-            });
+        if self.files.is_empty() && self.patterns.is_empty() {
+            return true;
         }
-        true
+        let about_file = e.file.as_deref().is_some_and(|file| {
+            self.patterns.iter().any(|p| p.matches(file))
+                || self.files.iter().any(|f| {
+                    let dir = f.trim_end_matches('/');
+                    file == f || file == dir || file.starts_with(&format!("{dir}/"))
+                })
+        });
+        // A claim's event: its pattern against the claims asked about.
+        about_file
+            || (!self.patterns.is_empty()
+                && e.pattern
+                    .as_deref()
+                    .and_then(|p| Pattern::parse(p).ok())
+                    .is_some_and(|q| self.patterns.iter().any(|p| p.overlaps(&q))))
     }
 }
 
@@ -80,10 +91,20 @@ fn parse_line(line: &[u8]) -> Option<Event> {
     serde_json::from_slice::<Event>(&line[start..]).ok()
 }
 
+/// The events of one generation: its newest `cap` bytes (one written by hand, or under a
+/// larger bound, may be longer; a line cut in front is left out).
 fn read_file(path: &Path, cap: u64) -> Vec<Event> {
-    fsutil::read_capped(path, cap)
-        .map(|b| parse_lines(&b))
-        .unwrap_or_default()
+    match fsutil::read_tail(path, cap) {
+        Ok((bytes, false)) => parse_lines(&bytes),
+        Ok((bytes, true)) => {
+            let whole = bytes
+                .iter()
+                .position(|b| *b == b'\n')
+                .map_or(0, |at| at + 1);
+            parse_lines(&bytes[whole..])
+        }
+        Err(_) => Vec::new(),
+    }
 }
 
 /// Every event kept, oldest first (both generations; events older than the age bound left out).
@@ -361,5 +382,28 @@ mod tests {
         assert!(f(&["src"]).keeps(&e));
         assert!(f(&["src/x.rs"]).keeps(&e));
         assert!(!f(&["sr"]).keeps(&e));
+    }
+
+    /// #45: a pattern given to `coord log` keeps the events of the files it matches and of
+    /// the claims it overlaps.
+    #[test]
+    fn patterns_match_files_and_overlapping_claims() {
+        use super::super::{Event, Kind};
+        let f = |patterns: &[&str]| Filter {
+            patterns: patterns
+                .iter()
+                .map(|p| Pattern::parse(p).unwrap())
+                .collect(),
+            ..Default::default()
+        };
+        let lock = Event::new(Kind::LockTaken, "a").file("src/auth/x.rs");
+        let mut claim = Event::new(Kind::ClaimReleased, "a");
+        claim.pattern = Some("src/auth/**".into());
+        assert!(f(&["src/**"]).keeps(&lock));
+        assert!(f(&["src/*/x.rs"]).keeps(&lock));
+        assert!(!f(&["src/*.rs"]).keeps(&lock));
+        assert!(f(&["src/**"]).keeps(&claim));
+        assert!(f(&["src/auth/*.rs"]).keeps(&claim));
+        assert!(!f(&["docs/"]).keeps(&claim));
     }
 }

@@ -47,7 +47,17 @@ pub fn handle(
     crate::fsutil::cap_mutex_patience(wait.clamp(MUTEX_BUDGET.0, MUTEX_BUDGET.1));
     match call.kind {
         Kind::BeforeTool => match (&call.files, &call.shell) {
-            (Some(files), _) => before_edit(ws, agent, call, &targets(ws, cwd, files), wait, owner),
+            (Some(files), _) => {
+                // A file in a folder not made yet cannot be locked, but a claim (or a lock in
+                // another work tree) may hold it.
+                let unmade = unmade(ws, cwd, files);
+                if let Some(held) = lock::seen_holder(ws, agent, &unmade) {
+                    return Ok(Reply::Deny(seen_reason(
+                        ws, agent, &unmade, held, wait, None,
+                    )));
+                }
+                before_edit(ws, agent, call, &targets(ws, cwd, files), wait, owner)
+            }
             (None, Some(shell)) => before_shell(ws, agent, shell, cwd),
             (None, None) => heartbeat(ws, agent).map(|()| Reply::Allow),
         },
@@ -72,11 +82,46 @@ pub fn handle(
 }
 
 /// The files inside the workspace; anything else (outside, under `.coord/`, in a folder that
-/// does not exist yet) is not coord's to lock.
+/// does not exist yet: see [`unmade`]) is not coord's to lock.
 fn targets(ws: &Workspace, cwd: &Path, files: &[String]) -> Vec<Target> {
     files
         .iter()
         .filter_map(|f| ws.resolve(cwd, f).ok())
+        .filter(|t| t.not_coords_own().is_ok())
+        .collect()
+}
+
+/// A payload read only in part ([`HookCall::fault`]): nothing is written for it (no lock, no
+/// heartbeat, no history), as for any input coord cannot read; but an edit it names of a file
+/// another agent holds (a lock or a claim, in any work tree) is denied all the same, saying
+/// why coord could not read the rest. `None`: no such file; the caller allows with a warning.
+pub fn judge_unread(ws: &Workspace, agent: &AgentId, call: &HookCall, cwd: &Path) -> Option<Reply> {
+    let why = call.fault.as_deref()?;
+    if call.kind != Kind::BeforeTool {
+        return None;
+    }
+    let files = call.files.as_ref()?;
+    let mut targets = targets(ws, cwd, files);
+    targets.extend(unmade(ws, cwd, files));
+    let held = lock::seen_holder(ws, agent, &targets)?;
+    Some(Reply::Deny(seen_reason(
+        ws,
+        agent,
+        &targets,
+        held,
+        Duration::ZERO,
+        Some(&format!(
+            "coord could read this request only in part, and took no lock: {why}"
+        )),
+    )))
+}
+
+/// The files a tool creates together with their folder (which does not exist yet), inside the
+/// workspace: nothing to lock, but what others hold of them denies all the same.
+fn unmade(ws: &Workspace, cwd: &Path, files: &[String]) -> Vec<Target> {
+    files
+        .iter()
+        .filter_map(|f| ws.resolve_unmade(cwd, f))
         .filter(|t| t.not_coords_own().is_ok())
         .collect()
 }
@@ -181,19 +226,14 @@ fn before_edit(
             // stopped process): that may let the edit through only when coord knows of no
             // holder. A lock seen held by another agent always denies.
             None => match lock::seen_holder(ws, agent, targets) {
-                Some(b) => {
-                    let held = Error::LockHeld {
-                        file: b.file,
-                        holder: b.holder,
-                        since: b.since,
-                        working_on: b.working_on,
-                    };
-                    let reason = deny_reason(ws, agent, targets, &held, wait)
-                        .unwrap_or_else(|| held.to_string());
-                    Ok(Reply::Deny(format!(
-                        "{reason} (coord could not wait for it: {e})"
-                    )))
-                }
+                Some(b) => Ok(Reply::Deny(seen_reason(
+                    ws,
+                    agent,
+                    targets,
+                    b,
+                    wait,
+                    Some(&format!("coord could not wait for it: {e}")),
+                ))),
                 None => Err(e),
             },
         },
@@ -312,6 +352,29 @@ fn lock_reason(call: &HookCall) -> String {
         call.tool.as_deref().unwrap_or("an edit"),
         call.client.product()
     )
+}
+
+/// Why a holder coord saw without taking the lock ([`lock::seen_holder`]) denies the tool
+/// call, as a refusal would say it, with `why` coord could not decide under the lock.
+pub fn seen_reason(
+    ws: &Workspace,
+    agent: &AgentId,
+    targets: &[Target],
+    b: lock::Blocker,
+    wait: Duration,
+    why: Option<&str>,
+) -> String {
+    let held = Error::LockHeld {
+        file: b.file,
+        holder: b.holder,
+        since: b.since,
+        working_on: b.working_on,
+    };
+    let reason = deny_reason(ws, agent, targets, &held, wait).unwrap_or_else(|| held.to_string());
+    match why {
+        Some(why) => format!("{reason} ({why})"),
+        None => reason,
+    }
 }
 
 /// Why a lock refusal denies the tool call: holder, since when, what they work on, the queue.
@@ -475,7 +538,6 @@ fn session_start(
             partner: Partner::Named(agent.clone()),
             task: None,
             pid,
-            look_around: false,
         },
     )?;
     Ok(Reply::Context(context(ws, agent, client)))

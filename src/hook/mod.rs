@@ -11,6 +11,7 @@
 pub mod act;
 pub mod gitcmd;
 pub mod patch;
+pub mod payload;
 pub mod trail;
 
 use std::path::PathBuf;
@@ -60,6 +61,10 @@ pub struct HookCall {
     pub shell: Option<crate::client::Shell>,
     /// A `Stop` that the client already continued once because of a hook.
     pub stop_hook_active: bool,
+    /// Why the payload is not JSON, when it is not: it was read only in part (see
+    /// [`payload`]), and is judged on what it names without anything being written
+    /// ([`act::judge_unread`]).
+    pub fault: Option<String>,
 }
 
 /// What coord answers the client.
@@ -83,22 +88,28 @@ pub const PAYLOAD_CAP: u64 = 64 * 1024 * 1024;
 
 /// Read one payload. `event` (from `--event`) wins over the payload's `hook_event_name`.
 ///
+/// A payload that is not JSON but names its event is read as far as it can be (see
+/// [`payload`]), with [`HookCall::fault`] saying why.
+///
 /// # Errors
 ///
 /// [`Error::BadInput`] when the bytes are not one JSON object, or no event is named.
 pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCall> {
-    let value: Value = serde_json::from_slice(input)
-        .map_err(|e| Error::bad_input(format!("the hook payload is not JSON: {e}")))?;
-    let Value::Object(_) = value else {
+    let not_json = |why: &str| Error::bad_input(format!("the hook payload is not JSON: {why}"));
+    let read = payload::read(input).map_err(|why| not_json(&why))?;
+    let Value::Object(_) = read.value else {
         return Err(Error::bad_input("the hook payload is not a JSON object"));
     };
     let adapter = client.adapter();
-    let value = adapter.normalize(value);
+    let value = adapter.normalize(read.value);
     let event = event
         .map(str::to_string)
         .or_else(|| str_field(&value, &["hook_event_name", "hookEventName"]))
-        .ok_or_else(|| {
-            Error::bad_input("the hook payload names no event (`hook_event_name`); pass `--event`")
+        .ok_or_else(|| match &read.fault {
+            Some(why) => not_json(why),
+            None => Error::bad_input(
+                "the hook payload names no event (`hook_event_name`); pass `--event`",
+            ),
         })?;
     let kind = adapter.kind(&event);
     let tool = str_field(&value, &["tool_name", "toolName"]);
@@ -128,6 +139,7 @@ pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCa
             .and_then(Value::as_bool)
             .unwrap_or(false),
         event,
+        fault: read.fault,
     })
 }
 

@@ -40,7 +40,11 @@ pub fn record(
         call.files
             .iter()
             .flatten()
-            .filter_map(|f| ws.resolve(cwd, f).ok())
+            .filter_map(|f| {
+                ws.resolve(cwd, f)
+                    .ok()
+                    .or_else(|| ws.resolve_unmade(cwd, f))
+            })
             .map(|t| t.rel)
             .collect()
     };
@@ -81,13 +85,6 @@ pub fn record(
 /// `Some(Some(what))`: the client now waits for its user; `Some(None)`: it no longer does;
 /// `None`: nothing changed.
 fn waits(call: &HookCall, payload: &[u8], reply: Option<&Reply>) -> Option<Option<String>> {
-    let value: Value = serde_json::from_slice(payload).unwrap_or(Value::Null);
-    let text = |keys: &[&str]| {
-        keys.iter()
-            .find_map(|k| value.get(*k).and_then(Value::as_str))
-            .filter(|s| !s.trim().is_empty())
-            .map(str::to_string)
-    };
     let end_of_turn = "its turn is over: waiting for a prompt".to_string();
     match call.kind {
         Kind::BeforeTool | Kind::AfterTool | Kind::SessionStart | Kind::SessionEnd => {
@@ -98,6 +95,17 @@ fn waits(call: &HookCall, payload: &[u8], reply: Option<&Reply>) -> Option<Optio
         Kind::Stop => return Some(Some(end_of_turn)),
         Kind::Other => {}
     }
+    // Read again only for the events that say what the client waits for (never a tool's
+    // payload, which may carry a whole file).
+    let value = super::payload::read(payload)
+        .map(|p| p.value)
+        .unwrap_or(Value::Null);
+    let text = |keys: &[&str]| {
+        keys.iter()
+            .find_map(|k| value.get(*k).and_then(Value::as_str))
+            .filter(|s| !s.trim().is_empty())
+            .map(str::to_string)
+    };
     let event = call.event.as_str();
     let permission = || {
         let tool = text(&["tool_name", "toolName"]);

@@ -8,7 +8,6 @@
 //! around the block's markers), so everything else keeps its bytes. Which files a client uses
 //! comes from the client's own wiring, run on an empty folder: a new client needs nothing here.
 
-use std::fs;
 use std::path::PathBuf;
 
 use jsonc_parser::ParseOptions;
@@ -173,7 +172,7 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
     let state = layout::state_dir(root);
     let state_dir_only_record = all_gone
         && record.state_dir
-        && fs::read_dir(&state).is_ok_and(|entries| {
+        && crate::fsutil::read_dir(&state).is_ok_and(|entries| {
             entries
                 .flatten()
                 .all(|e| e.path() == layout::init_record(root))

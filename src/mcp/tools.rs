@@ -139,7 +139,7 @@ pub const TOOLS: &[ToolSpec] = &[
         description: "Release your locks on files (all of your locks when files is omitted) as soon as your edit is done, so others can go on. A file nobody locked is fine (not locked); another agent's lock is refused.",
         args: &[(
             "files",
-            r#"{"type":"array","items":{"type":"string","minLength":1},"description":"Paths relative to the workspace root; omit to release every lock you hold"}"#,
+            r#"{"type":"array","items":{"type":"string","minLength":1},"description":"Paths relative to the workspace root (a folder ending in `/` or a pattern releases that claim); omit to release every lock you hold"}"#,
             false,
         )],
         read_only: false,
@@ -153,7 +153,7 @@ pub const TOOLS: &[ToolSpec] = &[
         args: &[
             (
                 "file",
-                r#"{"type":"string","minLength":1,"description":"Path relative to the workspace root"}"#,
+                r#"{"type":"string","minLength":1,"description":"One file's path relative to the workspace root (a folder or a pattern is refused)"}"#,
                 true,
             ),
             (
@@ -173,7 +173,7 @@ pub const TOOLS: &[ToolSpec] = &[
         args: &[
             (
                 "file",
-                r#"{"type":"string","minLength":1,"description":"Path relative to the workspace root (created when missing)"}"#,
+                r#"{"type":"string","minLength":1,"description":"One file's path relative to the workspace root, created when missing (a folder or a pattern is refused)"}"#,
                 true,
             ),
             (

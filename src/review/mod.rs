@@ -1,195 +1,112 @@
 //! The review tracker (seed 003): a markdown file per review topic, with Meta, Current State,
 //! Steps, Issues, Agreements Log and Handoff Prompts, that two agents take turns updating.
 //!
-//! From the bottom up (each module uses only those above it in this list):
-//! - this module: the seed's names (actions, statuses, severities) and topic rules;
-//! - `syntax`: the markdown lines a tracker is written in (headings, fences, fields, table
-//!   cells), read and written in one place;
-//! - [`model`]: what a tracker says, as plain data ([`model::View`]);
-//! - `parse` reads a tracker's lines, section by section, into a `View` and the index of
-//!   which line holds what;
-//! - [`template`] holds the text of a new tracker and the seed's template;
-//! - [`tracker`] owns the file: [`tracker::Tracker`] edits it line by line, so every line a
-//!   command did not mean to change stays byte for byte as it was;
-//! - [`paths`] owns the seed's naming conventions for review, response and changelog files;
-//! - [`commit`] owns `close --commit`: the seed's message format and running `git`;
-//! - [`rules`] owns the protocol: who may finish which step, what comes next, the archive
-//!   policy, the completion criteria, and the read-modify-write of a tracker under the
-//!   workspace mutex.
+//! Here: the seed's names, the topic rule, and what a tracker says as plain data ([`View`], its
+//! serde names the `--json` schema of `docs/protocol.md`). Below: `markdown` reads a tracker's
+//! lines, `tracker` edits them in place, [`paths`] names the review's files, [`rules`] is the
+//! protocol and the read-modify-write of a tracker.
 //!
-//! Invariants: a tracker is only ever replaced whole (`fsutil::replace_durable`) while the
-//! workspace mutex is held, after it was read under that same mutex, so two commands running at
-//! once never lose an update; a tracker that cannot be parsed is reported with its line number
-//! and never written.
+//! Invariants: a tracker is only ever replaced whole while the workspace mutex is held, after
+//! it was read under that same mutex, so concurrent commands never lose an update; a tracker
+//! that cannot be parsed is reported with its line number and never written.
 
-pub mod commit;
-#[cfg(test)]
-mod fixtures;
-pub mod model;
-mod parse;
+mod markdown;
 pub mod paths;
 pub mod rules;
-mod syntax;
-pub mod template;
-pub mod tracker;
+mod tracker;
 
 use serde::Serialize;
 
 use crate::error::{Error, Result};
 
-/// What a step does (the seed's action types).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Action {
-    /// Initial analysis of the target documents.
-    Review,
-    /// Reply to a review or a counter-response.
-    Response,
-    /// Make agreed changes to source files.
-    Implement,
-    /// Check an implementation for correctness.
-    Verify,
-    /// Address issues found in verification.
-    Fix,
+/// An enum of the seed's names: `NAMES` in order, `parse` (case and blanks ignored), `as_str`,
+/// and `expected`, the complaint about a name that is none of them.
+macro_rules! names {
+    ($(#[$doc:meta])* $name:ident { $($var:ident = $s:literal: $vdoc:literal,)+ }) => {
+        $(#[$doc])*
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+        #[serde(rename_all = "snake_case")]
+        pub enum $name { $(#[doc = $vdoc] $var,)+ }
+
+        impl $name {
+            /// Every name, in the seed's order.
+            pub const NAMES: &'static [&'static str] = &[$($s),+];
+
+            /// Read a name (case is ignored).
+            pub fn parse(text: &str) -> Option<$name> {
+                let text = text.trim();
+                [$($name::$var),+].into_iter().find(|v| v.as_str().eq_ignore_ascii_case(text))
+            }
+
+            /// The name written in files.
+            pub fn as_str(self) -> &'static str {
+                $name::NAMES[self as usize]
+            }
+
+            /// Read a name, or say which names were expected.
+            pub fn expected(text: &str) -> std::result::Result<$name, String> {
+                $name::parse(text).ok_or_else(|| {
+                    format!("`{text}`, expected one of {}", $name::NAMES.join(", "))
+                })
+            }
+        }
+    };
+}
+pub(crate) use names;
+
+names! {
+    /// What a step does (the seed's action types).
+    Action {
+        Review = "review": "Initial analysis of the target documents.",
+        Response = "response": "Reply to a review or a counter-response.",
+        Implement = "implement": "Make agreed changes to source files.",
+        Verify = "verify": "Check an implementation for correctness.",
+        Fix = "fix": "Address issues found in verification.",
+    }
 }
 
-impl Action {
-    /// Every action's name, in the seed's order.
-    pub const NAMES: [&'static str; 5] = ["review", "response", "implement", "verify", "fix"];
-
-    /// Read an action name (case is ignored).
-    pub fn parse(text: &str) -> Option<Action> {
-        Some(match text.trim().to_ascii_lowercase().as_str() {
-            "review" => Action::Review,
-            "response" => Action::Response,
-            "implement" => Action::Implement,
-            "verify" => Action::Verify,
-            "fix" => Action::Fix,
-            _ => return None,
-        })
-    }
-
-    /// The name written in files.
-    pub fn as_str(self) -> &'static str {
-        Action::NAMES[self as usize]
+names! {
+    /// Where a step stands.
+    StepStatus {
+        Planned = "planned": "Assigned, not started.",
+        InProgress = "in_progress": "Being worked on.",
+        Done = "done": "Finished by its actor.",
+        Blocked = "blocked": "Cannot go on without help.",
+        NoAction = "no_action": "Nothing was needed.",
     }
 }
 
-/// Where a step stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum StepStatus {
-    /// Assigned, not started.
-    Planned,
-    /// Being worked on.
-    InProgress,
-    /// Finished by its actor.
-    Done,
-    /// Cannot go on without help.
-    Blocked,
-    /// Nothing was needed.
-    NoAction,
+names! {
+    /// Where an issue stands.
+    IssueStatus {
+        Open = "open": "Not dealt with yet.",
+        Resolved = "resolved": "Fixed.",
+        Wontfix = "wontfix": "Deliberately left as is.",
+        Escalate = "escalate": "Disputed: the user decides.",
+    }
+}
+
+names! {
+    /// How bad an issue is (the seed writes both `Critical` and `critical`).
+    Severity {
+        Critical = "critical": "Blocks functionality or creates contradictions.",
+        High = "high": "Significant ambiguity or operational gap.",
+        Medium = "medium": "Missing detail that could cause problems.",
+        Low = "low": "Enhancement or clarification.",
+    }
 }
 
 impl StepStatus {
-    /// Every status name.
-    pub const NAMES: [&'static str; 5] = ["planned", "in_progress", "done", "blocked", "no_action"];
-
-    /// Read a status name (case is ignored).
-    pub fn parse(text: &str) -> Option<StepStatus> {
-        Some(match text.trim().to_ascii_lowercase().as_str() {
-            "planned" => StepStatus::Planned,
-            "in_progress" => StepStatus::InProgress,
-            "done" => StepStatus::Done,
-            "blocked" => StepStatus::Blocked,
-            "no_action" => StepStatus::NoAction,
-            _ => return None,
-        })
-    }
-
-    /// The name written in files.
-    pub fn as_str(self) -> &'static str {
-        StepStatus::NAMES[self as usize]
-    }
-
     /// Whether the step still waits for its actor.
     pub fn is_open(self) -> bool {
         matches!(self, StepStatus::Planned | StepStatus::InProgress)
     }
 }
 
-/// Where an issue stands.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum IssueStatus {
-    /// Not dealt with yet.
-    Open,
-    /// Fixed.
-    Resolved,
-    /// Deliberately left as is.
-    Wontfix,
-    /// Disputed: the user decides.
-    Escalate,
-}
-
 impl IssueStatus {
-    /// Every status name.
-    pub const NAMES: [&'static str; 4] = ["open", "resolved", "wontfix", "escalate"];
-
-    /// Read a status name (case is ignored).
-    pub fn parse(text: &str) -> Option<IssueStatus> {
-        Some(match text.trim().to_ascii_lowercase().as_str() {
-            "open" => IssueStatus::Open,
-            "resolved" => IssueStatus::Resolved,
-            "wontfix" => IssueStatus::Wontfix,
-            "escalate" => IssueStatus::Escalate,
-            _ => return None,
-        })
-    }
-
-    /// The name written in files.
-    pub fn as_str(self) -> &'static str {
-        IssueStatus::NAMES[self as usize]
-    }
-
     /// Whether the issue no longer stands in the way of closing.
     pub fn is_settled(self) -> bool {
         matches!(self, IssueStatus::Resolved | IssueStatus::Wontfix)
-    }
-}
-
-/// How bad an issue is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Severity {
-    /// Blocks functionality or creates contradictions.
-    Critical,
-    /// Significant ambiguity or operational gap.
-    High,
-    /// Missing detail that could cause problems.
-    Medium,
-    /// Enhancement or clarification.
-    Low,
-}
-
-impl Severity {
-    /// Every severity name.
-    pub const NAMES: [&'static str; 4] = ["critical", "high", "medium", "low"];
-
-    /// Read a severity (case is ignored: the seed writes both `Critical` and `critical`).
-    pub fn parse(text: &str) -> Option<Severity> {
-        Some(match text.trim().to_ascii_lowercase().as_str() {
-            "critical" => Severity::Critical,
-            "high" => Severity::High,
-            "medium" => Severity::Medium,
-            "low" => Severity::Low,
-            _ => return None,
-        })
-    }
-
-    /// The name written in files.
-    pub fn as_str(self) -> &'static str {
-        Severity::NAMES[self as usize]
     }
 }
 
@@ -200,24 +117,22 @@ impl Severity {
 ///
 /// [`Error::BadInput`] naming the topic.
 pub fn check_topic(topic: &str) -> Result<()> {
+    let ok = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
     let b = topic.as_bytes();
-    let ok = !b.is_empty()
-        && b.len() <= 64
-        && (b[0].is_ascii_lowercase() || b[0].is_ascii_digit())
-        && b.iter()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || *c == b'-' || *c == b'_');
-    if ok {
-        Ok(())
-    } else {
-        Err(Error::bad_input(format!(
-            "invalid review topic `{topic}`: use 1-64 characters of a-z, 0-9, `-` and `_`, starting with a letter or digit"
-        )))
+    if b.len() <= 64
+        && b.first().is_some_and(|&c| ok(c))
+        && b.iter().all(|&c| ok(c) || c == b'-' || c == b'_')
+    {
+        return Ok(());
     }
+    Err(Error::bad_input(format!(
+        "invalid review topic `{topic}`: use 1-64 characters of a-z, 0-9, `-` and `_`, starting with a letter or digit"
+    )))
 }
 
-/// Text for one line of the tracker: newlines and other control characters become spaces,
-/// surrounding blanks are trimmed (the tracker is line-based; a newline could forge a field).
-pub fn one_line(text: &str) -> String {
+/// Text for one line of the tracker: control characters become spaces, surrounding blanks are
+/// trimmed (the tracker is line-based: a newline could forge a field).
+pub(crate) fn one_line(text: &str) -> String {
     let flat: String = text
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
@@ -225,32 +140,169 @@ pub fn one_line(text: &str) -> String {
     flat.trim().to_string()
 }
 
+/// A participant and its role, from Meta's `Participants` line.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Participant {
+    /// The name as written (`Claude`).
+    pub name: String,
+    /// `reviewer`, `implementer`, or whatever the tracker says.
+    pub role: Option<String>,
+}
+
+/// The Meta section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Meta {
+    /// The topic.
+    pub topic: Option<String>,
+    /// The reviewed path.
+    pub target: Option<String>,
+    /// `YYYY-MM-DD`.
+    pub created: Option<String>,
+    /// `YYYY-MM-DD`.
+    pub last_updated: Option<String>,
+    /// `in_progress` or `closed`.
+    pub status: String,
+    /// Who takes part, in the order written.
+    pub participants: Vec<Participant>,
+}
+
+impl Meta {
+    /// The role of the participant named `name` (compared case-insensitively).
+    pub fn role_of(&self, name: &str) -> Option<&str> {
+        self.participants
+            .iter()
+            .find(|p| p.name.eq_ignore_ascii_case(name))
+            .and_then(|p| p.role.as_deref())
+    }
+
+    /// The first participant not named `name`, lower-cased: the usual other party of a file.
+    pub fn other_than(&self, name: &str) -> Option<String> {
+        self.participants
+            .iter()
+            .find(|p| !p.name.eq_ignore_ascii_case(name))
+            .map(|p| p.name.to_ascii_lowercase())
+    }
+}
+
+/// The Current State section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Current {
+    /// Exactly one actor, or `none` once closed.
+    pub next_actor: String,
+    /// What they are to do.
+    pub next_action: Option<String>,
+    /// Where their prompt is.
+    pub prompt: Option<String>,
+}
+
+/// One `### NN` entry of the Steps section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Step {
+    /// The step number (`01` → 1).
+    pub number: u32,
+    /// Who owns it.
+    pub actor: String,
+    /// Where it stands.
+    pub status: StepStatus,
+    /// What it does.
+    pub action: Option<Action>,
+    /// What it read.
+    pub input: Option<String>,
+    /// What it wrote.
+    pub output: Option<String>,
+    /// What it did, briefly.
+    pub summary: Option<String>,
+    /// Who comes next.
+    pub next: Option<String>,
+}
+
+/// One row of the Issues table.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Issue {
+    /// `ISSUE-NN`.
+    pub id: String,
+    /// How bad it is.
+    pub severity: Severity,
+    /// What the problem is.
+    pub title: String,
+    /// Where it stands.
+    pub status: IssueStatus,
+    /// How it was settled.
+    pub resolution: Option<String>,
+}
+
+/// One line of the Agreements Log.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Agreement {
+    /// The entry as written, without the bullet and the `[DISPUTED]` prefix.
+    pub text: String,
+    /// The decision: `text` before its last ` - `.
+    pub decision: String,
+    /// Whose position was adopted: `text` after its last ` - `, when there is one.
+    pub adopted: Option<String>,
+    /// Marked `[DISPUTED]`.
+    pub disputed: bool,
+}
+
+/// One `###` entry of the Handoff Prompts section.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Prompt {
+    /// The heading text.
+    pub heading: String,
+    /// For whom (`### For gemini (step 02)`).
+    pub actor: Option<String>,
+    /// For which step.
+    pub step: Option<u32>,
+    /// The prompt (the inside of its fence when fenced).
+    pub text: String,
+}
+
+/// Everything a tracker says, as read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct View {
+    /// Meta.
+    pub meta: Meta,
+    /// Current State.
+    pub current: Current,
+    /// The `Note: Steps 01-10 archived to …` line, when steps were archived.
+    pub steps_note: Option<String>,
+    /// Steps in order.
+    pub steps: Vec<Step>,
+    /// Issues in table order.
+    pub issues: Vec<Issue>,
+    /// Agreements in order.
+    pub agreements: Vec<Agreement>,
+    /// Handoff prompts in order.
+    pub handoff_prompts: Vec<Prompt>,
+}
+
+impl View {
+    /// The open (planned or in-progress) step, when the last step is one.
+    pub fn open_step(&self) -> Option<&Step> {
+        self.steps.last().filter(|s| s.status.is_open())
+    }
+
+    /// The stored prompt for `actor` and step `number`, if any.
+    pub fn prompt_for(&self, actor: &str, number: u32) -> Option<&Prompt> {
+        self.handoff_prompts.iter().rev().find(|p| {
+            p.step == Some(number)
+                && p.actor
+                    .as_deref()
+                    .is_some_and(|a| a.eq_ignore_ascii_case(actor))
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
-    fn names_read_back() {
-        for n in Action::NAMES {
-            assert_eq!(Action::parse(n).unwrap().as_str(), n);
-        }
-        for n in StepStatus::NAMES {
-            assert_eq!(StepStatus::parse(n).unwrap().as_str(), n);
-        }
-        for n in IssueStatus::NAMES {
-            assert_eq!(IssueStatus::parse(n).unwrap().as_str(), n);
-        }
-        for n in Severity::NAMES {
-            assert_eq!(Severity::parse(n).unwrap().as_str(), n);
-        }
-        assert_eq!(Severity::parse("Critical"), Some(Severity::Critical));
-        assert!(Action::parse("{action_type}").is_none());
-    }
-
-    #[test]
-    fn topics() {
-        assert!(check_topic("regional-federalism-design").is_ok());
-        assert!(check_topic("api_v2").is_ok());
+    fn names_and_topics() {
+        let want = "`x`, expected one of open, resolved, wontfix, escalate";
+        assert_eq!(IssueStatus::expected("x").unwrap_err(), want);
+        assert_eq!(Severity::parse(" Critical"), Some(Severity::Critical));
+        assert!(check_topic("regional-federalism-design").is_ok() && check_topic("api_v2").is_ok());
         for bad in ["", "../x", "A", "a b", "-x", "a/b", &"a".repeat(65)] {
             assert!(check_topic(bad).is_err(), "{bad:?}");
         }

@@ -1,39 +1,21 @@
 //! The seed's naming conventions for the files of a review: review files, response files and
 //! changelogs, with `YYYY_MM_DD` dates and snake_case parts.
 //!
-//! The names themselves are built in [`crate::layout`]; this module fills in their parts:
-//! agent ids, the step number and action, a snake_case description, and today's date from
-//! [`crate::clock::now`].
+//! The names themselves are built in [`crate::layout`]; this module fills in their parts.
 
 use std::path::{Path, PathBuf};
 
+use super::names;
 use crate::clock::Timestamp;
 use crate::error::{Error, Result};
 use crate::layout;
 
-/// Which kind of file.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
-    /// `reviews/llms/{llm}/{topic}_review_{date}.md`.
-    Review,
-    /// `review-responses/llms/{llm}/{topic}-review/{NN}_{action}_to_{other}_{description}_{date}.md`.
-    Response,
-    /// `changelog/{llm1}_{llm2}_{topic}_{description}_{date}.md`.
-    Changelog,
-}
-
-impl Kind {
-    /// Every kind's name.
-    pub const NAMES: [&'static str; 3] = ["review", "response", "changelog"];
-
-    /// Read a kind name.
-    pub fn parse(text: &str) -> Option<Kind> {
-        match text {
-            "review" => Some(Kind::Review),
-            "response" => Some(Kind::Response),
-            "changelog" => Some(Kind::Changelog),
-            _ => None,
-        }
+names! {
+    /// Which kind of file.
+    Kind {
+        Review = "review": "`reviews/llms/{llm}/{topic}_review_{date}.md`.",
+        Response = "response": "`review-responses/llms/{llm}/{topic}-review/{NN}_{action}_to_{other}_{description}_{date}.md`.",
+        Changelog = "changelog": "`changelog/{llm1}_{llm2}_{topic}_{description}_{date}.md`.",
     }
 }
 
@@ -56,11 +38,6 @@ pub struct NameParts<'a> {
     pub description: Option<&'a str>,
 }
 
-/// `YYYY_MM_DD`.
-pub fn file_date(now: &Timestamp) -> String {
-    now.format("%Y_%m_%d").to_string()
-}
-
 /// Lower-case, with every run of characters other than `a-z` and `0-9` turned into one `_`.
 pub fn snake_case(text: &str) -> String {
     let mut out = String::new();
@@ -71,61 +48,46 @@ pub fn snake_case(text: &str) -> String {
             out.push('_');
         }
     }
-    while out.ends_with('_') {
-        out.pop();
-    }
-    out
+    out.trim_end_matches('_').to_string()
 }
 
-/// The conventional path of a file, under the metadata folder `meta`.
+/// The conventional path of a file under the metadata folder `meta`, dated `now`.
 ///
 /// # Errors
 ///
 /// [`Error::BadInput`] when a part the kind needs is missing or empty once snake_cased.
-pub fn conventional(meta: &Path, parts: &NameParts<'_>, now: &Timestamp) -> Result<PathBuf> {
-    let date = file_date(now);
-    let need = |v: Option<&str>, flag: &str| -> Result<String> {
+pub fn conventional(meta: &Path, p: &NameParts<'_>, now: &Timestamp) -> Result<PathBuf> {
+    let date = now.format("%Y_%m_%d").to_string();
+    let need = |v: Option<&str>, flag: &str| {
         v.map(snake_case).filter(|s| !s.is_empty()).ok_or_else(|| {
-            Error::bad_input(format!(
-                "a {} file name needs `{flag}`",
-                kind_name(parts.kind)
-            ))
+            Error::bad_input(format!("a {} file name needs `{flag}`", p.kind.as_str()))
         })
     };
-    Ok(match parts.kind {
-        Kind::Review => layout::review_file(meta, parts.llm, parts.topic, &date),
+    Ok(match p.kind {
+        Kind::Review => layout::review_file(meta, p.llm, p.topic, &date),
         Kind::Response => {
-            let step = parts
+            let step = p
                 .step
                 .ok_or_else(|| Error::bad_input("a response file name needs `--step NN`"))?;
+            let (action, to) = (need(p.action, "--action X")?, need(p.to, "--to B")?);
+            let description = need(p.description, "--description D")?;
             layout::review_response(
                 meta,
-                parts.llm,
-                parts.topic,
+                p.llm,
+                p.topic,
                 step,
-                &need(parts.action, "--action X")?,
-                &need(parts.to, "--to B")?,
-                &need(parts.description, "--description D")?,
+                &action,
+                &to,
+                &description,
                 &date,
             )
         }
-        Kind::Changelog => layout::review_changelog(
-            meta,
-            parts.llm,
-            &need(parts.to, "--to B")?,
-            parts.topic,
-            &need(parts.description, "--description D")?,
-            &date,
-        ),
+        Kind::Changelog => {
+            let to = need(p.to, "--to B")?;
+            let description = need(p.description, "--description D")?;
+            layout::review_changelog(meta, p.llm, &to, p.topic, &description, &date)
+        }
     })
-}
-
-fn kind_name(kind: Kind) -> &'static str {
-    match kind {
-        Kind::Review => "review",
-        Kind::Response => "response",
-        Kind::Changelog => "changelog",
-    }
 }
 
 #[cfg(test)]
@@ -133,46 +95,25 @@ mod tests {
     use super::*;
 
     #[test]
-    fn seed_names() {
+    fn changelog_names_and_snake_case() {
         let now = crate::clock::parse_timestamp("2026-01-28T10:00:00+01:00").unwrap();
-        let meta = Path::new(".metadata");
         let mut p = NameParts {
-            kind: Kind::Review,
-            topic: "regional-federalism-design",
+            kind: Kind::Changelog,
+            topic: "rfd",
             llm: "claude",
             to: Some("codex"),
-            step: Some(2),
-            action: Some("response"),
+            step: None,
+            action: None,
             description: Some("Agree with most points!"),
         };
+        let want = "m/changelog/claude_codex_rfd_agree_with_most_points_2026_01_28.md";
         assert_eq!(
-            conventional(meta, &p, &now).unwrap(),
-            Path::new(
-                ".metadata/reviews/llms/claude/regional-federalism-design_review_2026_01_28.md"
-            )
-        );
-        p.kind = Kind::Response;
-        assert_eq!(
-            conventional(meta, &p, &now).unwrap(),
-            Path::new(
-                ".metadata/review-responses/llms/claude/regional-federalism-design-review/02_response_to_codex_agree_with_most_points_2026_01_28.md"
-            )
-        );
-        p.kind = Kind::Changelog;
-        assert_eq!(
-            conventional(meta, &p, &now).unwrap(),
-            Path::new(
-                ".metadata/changelog/claude_codex_regional-federalism-design_agree_with_most_points_2026_01_28.md"
-            )
+            conventional(Path::new("m"), &p, &now).unwrap(),
+            Path::new(want)
         );
         p.description = Some("!!!");
-        assert!(conventional(meta, &p, &now).is_err());
-    }
-
-    #[test]
-    fn snake() {
-        assert_eq!(snake_case("Align design-docs, v2"), "align_design_docs_v2");
-        assert_eq!(snake_case("__x__"), "x");
-        assert_eq!(snake_case("../.."), "");
+        assert!(conventional(Path::new("m"), &p, &now).is_err());
+        let snaked = ["Align design-docs, v2", "__x__", "../.."].map(snake_case);
+        assert_eq!(snaked, ["align_design_docs_v2", "x", ""]);
     }
 }

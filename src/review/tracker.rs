@@ -1,32 +1,32 @@
-//! A tracker file held as the lines it was read from: read it, edit it, render it.
+//! A tracker held as the lines it was read from: parse, edit, render; and a new one's text.
 //!
-//! [`Tracker::parse`] keeps the lines and asks `super::parse` where each part is and what it
-//! says (a [`View`]); every edit rewrites or inserts only the lines it is about, in the
-//! file's own style (field spelling, CRLF line ends), and then parses again. So rendering a
-//! tracker that was not edited gives back its bytes exactly (unknown sections, extra lines,
-//! spacing, CRLF line ends included), and an edit changes nothing but what it meant to change.
-//!
-//! Reading is lenient where the seed is loose (`- **Key:** value` and `- **Key**: value`, case of
-//! section names and severities, prose between items, a missing Agreements Log or Handoff
-//! Prompts section) and strict where a command depends on the content (see `super::parse`).
-//! Text is written through `super::syntax`: a handoff prompt goes inside a fence longer than
-//! any run of backticks in it, and Issues cells are escaped, so no title, resolution or prompt
-//! can break the file's structure. An edit that would leave a tracker coord cannot read back is
-//! [`Error::Failed`] (a bug), and the caller writes nothing.
+//! Every edit rewrites or inserts only the lines it is about, in the file's own style (field
+//! spelling, CRLF), then reads the lines again: a tracker not edited renders back byte for
+//! byte, and an edit changes nothing but what it meant to. Prompts are fenced and Issues cells
+//! escaped, so no text can break the structure; an edit that would leave a tracker coord cannot
+//! read back is [`Error::Failed`] (a bug), and the caller writes nothing.
 
+use std::ops::Range;
 use std::path::{Path, PathBuf};
 
-use super::model::{Issue, Step, View};
-use super::parse::{AGREEMENTS, CURRENT, HANDOFFS, ISSUES, Index, META, STEPS, Section, analyze};
-use super::syntax::{
-    Field, decode_cell, encode_cell, fence_for, field_line, is_blank, render_row, renumber_heading,
+use super::markdown::{
+    AGREEMENTS, CURRENT, HANDOFFS, ISSUES, Index, META, PROMPT_POINTER, STEPS, Section, analyze,
+    decode_cell, encode_cell, fence_for, field_line, render_row, renumber_heading,
 };
-use super::{Action, IssueStatus};
+use super::{Action, Issue, IssueStatus, View};
 use crate::error::{Error, Result};
 
+/// The fields of which part [`Tracker::set`] edits.
+#[derive(Debug)]
+pub(crate) enum Block {
+    Meta,
+    Current,
+    Step(u32),
+}
+
 /// A tracker: its lines as read, and what they say.
-#[derive(Debug, Clone)]
-pub struct Tracker {
+#[derive(Debug)]
+pub(crate) struct Tracker {
     path: PathBuf,
     lines: Vec<String>,
     final_newline: bool,
@@ -36,12 +36,8 @@ pub struct Tracker {
 }
 
 impl Tracker {
-    /// Parse the text of the tracker at `path` (the path is only used in error messages).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Corrupt`] with the line number when the text is not a tracker in the seed's format.
-    pub fn parse(path: &Path, text: &str) -> Result<Tracker> {
+    /// Parse the text of the tracker at `path` (the path only names it in errors).
+    pub(crate) fn parse(path: &Path, text: &str) -> Result<Tracker> {
         let mut lines: Vec<String> = text.split('\n').map(str::to_string).collect();
         let final_newline = text.ends_with('\n');
         if final_newline {
@@ -49,8 +45,9 @@ impl Tracker {
         }
         let crlf = lines.first().is_some_and(|l| l.ends_with('\r'));
         let (index, view) = analyze(path, &lines)?;
+        let path = path.to_path_buf();
         Ok(Tracker {
-            path: path.to_path_buf(),
+            path,
             lines,
             final_newline,
             crlf,
@@ -59,23 +56,21 @@ impl Tracker {
         })
     }
 
-    /// What the tracker says.
-    pub fn view(&self) -> &View {
+    pub(crate) fn view(&self) -> &View {
         &self.view
     }
 
-    /// The file it was read from (or will be written to).
-    pub fn path(&self) -> &Path {
+    pub(crate) fn path(&self) -> &Path {
         &self.path
     }
 
     /// Point the tracker at another file (when it moves to `closed/`).
-    pub fn set_path(&mut self, path: PathBuf) {
+    pub(crate) fn set_path(&mut self, path: PathBuf) {
         self.path = path;
     }
 
     /// The text, byte for byte as read except for the edits made.
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         let mut out = self.lines.join("\n");
         if self.final_newline {
             out.push('\n');
@@ -87,187 +82,166 @@ impl Tracker {
         let (index, view) = analyze(&self.path, &self.lines).map_err(|e| Error::Failed {
             message: format!("an edit of `{}` went wrong: {e}", self.path.display()),
         })?;
-        self.index = index;
-        self.view = view;
+        (self.index, self.view) = (index, view);
         Ok(())
     }
 
-    fn eol(&self, line: String) -> String {
-        if self.crlf { line + "\r" } else { line }
-    }
-
-    fn insert(&mut self, at: usize, block: Vec<String>) {
-        let block: Vec<String> = block.into_iter().map(|l| self.eol(l)).collect();
-        self.lines.splice(at..at, block);
-    }
-
-    fn section(&self, name: &str) -> Option<&Section> {
-        self.index.sections.iter().find(|s| s.name == name)
-    }
-
-    /// Rewrite the value of a field line, keeping everything before it (indent, bullet, key).
-    fn set_value(&mut self, f: &Field, value: &str) {
-        let old = &self.lines[f.line];
-        let cr = if old.ends_with('\r') { "\r" } else { "" };
-        let head = old[..f.value_at].trim_end();
-        self.lines[f.line] = if value.is_empty() {
-            format!("{head}{cr}")
-        } else {
-            format!("{head} {value}{cr}")
-        };
-    }
-
-    /// Set fields of one block (Meta, Current State or a step), adding missing ones after the
-    /// block's last field.
-    fn set_fields(
-        &mut self,
-        fields: &[Field],
-        fallback: usize,
-        values: &[(&str, &str)],
-    ) -> Result<()> {
-        let mut extra = Vec::new();
-        for (key, value) in values {
-            match fields.iter().find(|f| f.key.eq_ignore_ascii_case(key)) {
-                Some(f) => self.set_value(f, value),
-                None => extra.push(field_line(key, value)),
-            }
-        }
-        if !extra.is_empty() {
-            let at = fields.iter().map(|f| f.line + 1).max().unwrap_or(fallback);
-            self.insert(at, extra);
-        }
+    /// Replace `range` with new lines (line ends in the file's style), and read again.
+    fn splice(&mut self, range: Range<usize>, block: Vec<String>) -> Result<()> {
+        let eol = if self.crlf { "\r" } else { "" };
+        self.lines.splice(range, block.into_iter().map(|l| l + eol));
         self.reindex()
     }
 
-    /// Set Meta fields (`Last updated`, `Status`, …).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Failed`] if the edit left a tracker that no longer parses (a bug).
-    pub fn set_meta(&mut self, values: &[(&str, &str)]) -> Result<()> {
-        let fields = self.index.meta.clone();
-        let fallback = self.section(META).map_or(0, |s| s.heading + 1);
-        self.set_fields(&fields, fallback, values)
+    /// Rewrite line `at`, keeping its own line end.
+    fn replace_line(&mut self, at: usize, text: String) {
+        let cr = if self.lines[at].ends_with('\r') {
+            "\r"
+        } else {
+            ""
+        };
+        self.lines[at] = text + cr;
     }
 
-    /// Set Current State fields (`Next actor`, `Next action`).
-    ///
-    /// # Errors
-    ///
-    /// As [`Tracker::set_meta`].
-    pub fn set_current(&mut self, values: &[(&str, &str)]) -> Result<()> {
-        let fields = self.index.current.clone();
-        let fallback = self.section(CURRENT).map_or(0, |s| s.heading + 1);
-        self.set_fields(&fields, fallback, values)
-    }
-
-    /// Set fields of step `number` (`Status`, `Output`, …).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Failed`] when there is no such step.
-    pub fn set_step(&mut self, number: u32, values: &[(&str, &str)]) -> Result<()> {
-        let span = self
-            .index
-            .steps
-            .get((number as usize).wrapping_sub(1))
-            .cloned()
-            .ok_or_else(|| Error::Failed {
-                message: format!("`{}` has no step {number:02}", self.path.display()),
-            })?;
-        self.set_fields(&span.fields, span.heading + 1, values)
-    }
-
-    /// Append a step after the last one.
-    ///
-    /// # Errors
-    ///
-    /// As [`Tracker::set_meta`].
-    pub fn push_step(&mut self, step: &Step) -> Result<()> {
-        let mut block = vec![format!("### {:02}", step.number)];
-        let opt = |v: &Option<String>| v.clone().unwrap_or_default();
-        block.push(field_line("Actor", &step.actor));
-        block.push(field_line("Status", step.status.as_str()));
-        block.push(field_line(
-            "Action",
-            step.action.map(Action::as_str).unwrap_or_default(),
-        ));
-        block.push(field_line("Input", &opt(&step.input)));
-        block.push(field_line("Output", &opt(&step.output)));
-        block.push(field_line("Summary", &opt(&step.summary)));
-        block.push(field_line("Next", &opt(&step.next)));
-        self.append_to_section(STEPS, block)
-    }
-
-    /// Insert `block` after the last non-blank line of a section, a blank line before it, and a
-    /// blank line after it when another section follows at once.
-    fn append_to_section(&mut self, name: &str, block: Vec<String>) -> Result<()> {
-        let sec = self.ensure_section(name)?;
-        let last = (sec.heading..sec.end)
+    /// The last non-blank line of `from..to`, else `from`.
+    fn last_text(&self, from: usize, to: usize) -> usize {
+        (from..to)
             .rev()
-            .find(|&i| !is_blank(&self.lines[i]))
-            .unwrap_or(sec.heading);
-        let at = last + 1;
-        let mut block = std::iter::once(String::new())
-            .chain(block)
-            .collect::<Vec<_>>();
+            .find(|&i| !self.lines[i].trim().is_empty())
+            .unwrap_or(from)
+    }
+
+    /// Insert `block` at `at` inside `sec`, with a blank line after it when another section
+    /// follows at once.
+    fn insert_in(&mut self, sec: &Section, at: usize, mut block: Vec<String>) -> Result<()> {
         if at == sec.end && at < self.lines.len() {
             block.push(String::new());
         }
-        self.insert(at, block);
-        self.reindex()
+        self.splice(at..at, block)
     }
 
-    /// The section `name`, appended at the end of the file when missing (only the optional ones
-    /// can be missing: the others are required by the parser).
-    fn ensure_section(&mut self, name: &str) -> Result<Section> {
-        if let Some(s) = self.section(name) {
-            return Ok(s.clone());
+    /// The section `name`, appended at the end of the file when missing (only the optional
+    /// ones can be: the parser requires the others).
+    fn section(&mut self, name: &str) -> Result<Section> {
+        let find = |t: &Tracker| t.index.sections.iter().find(|s| s.name == name).cloned();
+        if let Some(s) = find(self) {
+            return Ok(s);
         }
-        let title = match name {
-            AGREEMENTS => "Agreements Log",
-            HANDOFFS => "Handoff Prompts",
-            other => other,
-        };
         let mut block = Vec::new();
-        if self.lines.last().is_some_and(|l| !is_blank(l)) {
+        if self.lines.last().is_some_and(|l| !l.trim().is_empty()) {
             block.push(String::new());
         }
-        block.push(format!("## {title}"));
         if name == AGREEMENTS {
-            block.push("Key positions agreed between LLMs:".to_string());
+            block.extend(
+                ["## Agreements Log", "Key positions agreed between LLMs:"].map(String::from),
+            );
+        } else {
+            block.push("## Handoff Prompts".to_string());
         }
-        let at = self.lines.len();
-        self.insert(at, block);
         self.final_newline = true;
-        self.reindex()?;
-        self.section(name).cloned().ok_or_else(|| Error::Failed {
+        self.splice(self.lines.len()..self.lines.len(), block)?;
+        find(self).ok_or_else(|| Error::Failed {
             message: format!("cannot add a section to `{}`", self.path.display()),
         })
     }
 
+    /// Insert `block` after the last non-blank line of a section, a blank line before it.
+    fn append_to(&mut self, name: &str, block: Vec<String>) -> Result<()> {
+        let sec = self.section(name)?;
+        let at = self.last_text(sec.heading, sec.end) + 1;
+        self.insert_in(&sec, at, [vec![String::new()], block].concat())
+    }
+
+    /// Set fields of Meta, Current State or a step, adding missing ones after its last field.
+    pub(crate) fn set(&mut self, block: Block, values: &[(&str, &str)]) -> Result<()> {
+        let heading = |t: &Tracker, name| {
+            t.index
+                .sections
+                .iter()
+                .find(|s| s.name == name)
+                .map_or(0, |s| s.heading)
+        };
+        let (fields, fallback) = match block {
+            Block::Meta => (self.index.meta.clone(), heading(self, META) + 1),
+            Block::Current => (self.index.current.clone(), heading(self, CURRENT) + 1),
+            Block::Step(n) => {
+                let (h, fields) = self
+                    .index
+                    .steps
+                    .get((n as usize).wrapping_sub(1))
+                    .cloned()
+                    .ok_or_else(|| Error::Failed {
+                        message: format!("`{}` has no step {n:02}", self.path.display()),
+                    })?;
+                (fields, h + 1)
+            }
+        };
+        let mut extra = Vec::new();
+        for (key, value) in values {
+            match fields.iter().find(|f| f.key.eq_ignore_ascii_case(key)) {
+                Some(f) => {
+                    let head = self.lines[f.line][..f.value_at].trim_end().to_string();
+                    let line = if value.is_empty() {
+                        head
+                    } else {
+                        format!("{head} {value}")
+                    };
+                    self.replace_line(f.line, line);
+                }
+                None => extra.push(field_line(key, value)),
+            }
+        }
+        let at = fields.iter().map(|f| f.line + 1).max().unwrap_or(fallback);
+        self.splice(at..at, extra)
+    }
+
+    /// Append a step planned for `actor` after the last one.
+    pub(crate) fn push_step(
+        &mut self,
+        number: u32,
+        actor: &str,
+        action: Action,
+        input: &str,
+    ) -> Result<()> {
+        let fields = [
+            ("Actor", actor),
+            ("Status", "planned"),
+            ("Action", action.as_str()),
+            ("Input", input),
+            ("Output", ""),
+            ("Summary", ""),
+            ("Next", ""),
+        ];
+        let mut block = vec![format!("### {number:02}")];
+        block.extend(fields.map(|(k, v)| field_line(k, v)));
+        self.append_to(STEPS, block)
+    }
+
     /// Add a row to the Issues table (creating the table when the section has none).
-    ///
-    /// # Errors
-    ///
-    /// As [`Tracker::set_meta`].
-    pub fn add_issue(&mut self, issue: &Issue) -> Result<()> {
-        let Some(table) = self.index.table.clone() else {
-            let block = vec![
-                "| ID | Severity | Title | Status | Resolution |".to_string(),
-                "|----|----------|-------|--------|------------|".to_string(),
-                issue_row(issue),
-            ];
-            return self.append_to_section(ISSUES, block);
+    pub(crate) fn add_issue(&mut self, issue: &Issue) -> Result<()> {
+        let values = [
+            issue.id.as_str(),
+            issue.severity.as_str(),
+            &issue.title,
+            issue.status.as_str(),
+            issue.resolution.as_deref().unwrap_or(""),
+        ]
+        .map(encode_cell);
+        let Some(table) = &self.index.table else {
+            let header = "| ID | Severity | Title | Status | Resolution |\n|----|----------|-------|--------|------------|";
+            let block = header
+                .lines()
+                .map(String::from)
+                .chain([render_row(&values)])
+                .collect();
+            return self.append_to(ISSUES, block);
         };
         let mut cells = vec![String::new(); table.ncols];
-        let values = issue_cells(issue);
-        for (i, col) in table.cols.iter().enumerate() {
-            cells[*col] = values[i].clone();
+        for (value, &col) in values.into_iter().zip(&table.cols) {
+            cells[col] = value;
         }
-        let row = render_row(&cells);
-        self.insert(table.end, vec![row]);
-        self.reindex()
+        let at = table.end;
+        self.splice(at..at, vec![render_row(&cells)])
     }
 
     /// Update the status (and resolution, when given) of issue `id`.
@@ -275,130 +249,115 @@ impl Tracker {
     /// # Errors
     ///
     /// [`Error::BadInput`] when there is no such issue.
-    pub fn set_issue(
+    pub(crate) fn set_issue(
         &mut self,
         id: &str,
         status: IssueStatus,
         resolution: Option<&str>,
     ) -> Result<()> {
-        let table = self.index.table.clone();
-        let Some((table, row)) = table.and_then(|t| {
-            let row = t
+        let row = self.index.table.as_ref().and_then(|t| {
+            let (line, cells) = t
                 .rows
                 .iter()
-                .find(|r| decode_cell(&r.cells[t.cols[0]]).eq_ignore_ascii_case(id))?
-                .clone();
-            Some((t, row))
-        }) else {
+                .find(|(_, c)| decode_cell(&c[t.cols[0]]).eq_ignore_ascii_case(id))?;
+            let mut cells = cells.clone();
+            cells[t.cols[3]] = encode_cell(status.as_str());
+            if let Some(r) = resolution {
+                cells[t.cols[4]] = encode_cell(r);
+            }
+            Some((*line, render_row(&cells)))
+        });
+        let Some((line, row)) = row else {
             return Err(Error::bad_input(format!(
                 "`{}` has no issue `{id}`",
                 self.path.display()
             )));
         };
-        let mut cells = row.cells.clone();
-        cells[table.cols[3]] = encode_cell(status.as_str());
-        if let Some(r) = resolution {
-            cells[table.cols[4]] = encode_cell(r);
-        }
-        let cr = if self.lines[row.line].ends_with('\r') {
-            "\r"
-        } else {
-            ""
-        };
-        self.lines[row.line] = format!("{}{cr}", render_row(&cells));
+        self.replace_line(line, row);
         self.reindex()
     }
 
     /// Append a line to the Agreements Log.
-    ///
-    /// # Errors
-    ///
-    /// As [`Tracker::set_meta`].
-    pub fn add_agreement(&mut self, text: &str, disputed: bool) -> Result<()> {
-        let sec = self.ensure_section(AGREEMENTS)?;
-        let line = format!("- {}{text}", if disputed { "[DISPUTED] " } else { "" });
+    pub(crate) fn add_agreement(&mut self, text: &str, disputed: bool) -> Result<()> {
+        let sec = self.section(AGREEMENTS)?;
         let at = match self.index.agreements.last() {
             Some(&l) => l + 1,
-            None => {
-                (sec.heading..sec.end)
-                    .rev()
-                    .find(|&i| !is_blank(&self.lines[i]))
-                    .unwrap_or(sec.heading)
-                    + 1
-            }
+            None => self.last_text(sec.heading, sec.end) + 1,
         };
-        let mut block = vec![line];
-        if at == sec.end && at < self.lines.len() {
-            block.push(String::new());
-        }
-        self.insert(at, block);
-        self.reindex()
+        let mark = if disputed { "[DISPUTED] " } else { "" };
+        self.insert_in(&sec, at, vec![format!("- {mark}{text}")])
     }
 
     /// Store the prompt for `actor`'s step `number`, replacing an earlier prompt for that actor.
-    ///
-    /// # Errors
-    ///
-    /// As [`Tracker::set_meta`].
-    pub fn set_prompt(&mut self, actor: &str, number: u32, text: &str) -> Result<()> {
-        let mut block = vec![format!("### For {actor} (step {number:02})")];
+    pub(crate) fn set_prompt(&mut self, actor: &str, number: u32, text: &str) -> Result<()> {
         let fence = fence_for(text);
-        block.push(format!("{fence}text"));
+        let mut block = vec![
+            format!("### For {actor} (step {number:02})"),
+            format!("{fence}text"),
+        ];
         block.extend(text.lines().map(|l| l.trim_end_matches('\r').to_string()));
         block.push(fence);
-        let old = self.view.handoff_prompts.iter().position(|p| {
-            p.actor
-                .as_deref()
-                .is_some_and(|a| a.eq_ignore_ascii_case(actor))
-        });
-        match old {
+        let for_actor =
+            |a: &Option<String>| a.as_deref().is_some_and(|a| a.eq_ignore_ascii_case(actor));
+        match self
+            .view
+            .handoff_prompts
+            .iter()
+            .position(|p| for_actor(&p.actor))
+        {
             Some(i) => {
-                let span = self.index.prompts[i].clone();
-                let last = (span.heading..span.end)
-                    .rev()
-                    .find(|&i| !is_blank(&self.lines[i]))
-                    .unwrap_or(span.heading);
-                let block: Vec<String> = block.into_iter().map(|l| self.eol(l)).collect();
-                self.lines.splice(span.heading..=last, block);
-                self.reindex()
+                let (heading, end) = self.index.prompts[i];
+                let last = self.last_text(heading, end);
+                self.splice(heading..last + 1, block)
             }
-            None => self.append_to_section(HANDOFFS, block),
+            None => self.append_to(HANDOFFS, block),
         }
+    }
+
+    /// Finish a step: the Current State names the next actor and their step, and their prompt
+    /// is stored.
+    pub(crate) fn hand_over(
+        &mut self,
+        next: &str,
+        step: u32,
+        action: Action,
+        prompt: &str,
+    ) -> Result<()> {
+        let next_action = format!("{} (step {step:02})", action.as_str());
+        let values = [
+            ("Next actor", next),
+            ("Next action", &next_action),
+            ("Prompt for next actor", PROMPT_POINTER),
+        ];
+        self.set(Block::Current, &values)?;
+        self.set_prompt(next, step, prompt)
     }
 
     /// Remove the first `count` steps and renumber the rest from 01 (step and prompt headings).
     /// Returns the removed steps' lines, as written.
-    ///
-    /// # Errors
-    ///
-    /// As [`Tracker::set_meta`].
-    pub fn take_first_steps(&mut self, count: usize) -> Result<Vec<String>> {
-        let spans = self.index.steps.clone();
-        if spans.len() <= count {
+    pub(crate) fn take_first_steps(&mut self, count: usize) -> Result<Vec<String>> {
+        let heads: Vec<usize> = self.index.steps.iter().map(|(h, _)| *h).collect();
+        if heads.len() <= count {
             return Ok(Vec::new());
         }
-        let (from, to) = (spans[0].heading, spans[count].heading);
-        let removed = to - from;
-        let shift = u32::try_from(count).unwrap_or(u32::MAX);
         // Renumber on the old indices first: the parser insists on steps numbered from 01.
-        for (i, span) in spans[count..].iter().enumerate() {
-            let new = u32::try_from(i + 1).unwrap_or(u32::MAX);
-            self.lines[span.heading] = renumber_heading(&self.lines[span.heading], new);
+        for (i, &h) in heads[count..].iter().enumerate() {
+            self.lines[h] = renumber_heading(&self.lines[h], i as u32 + 1);
         }
-        for (i, p) in self.view.handoff_prompts.iter().enumerate() {
-            if let (Some(actor), Some(step)) = (&p.actor, p.step)
-                && step > shift
-            {
-                let line = self.index.prompts[i].heading;
-                let cr = if self.lines[line].ends_with('\r') {
-                    "\r"
-                } else {
-                    ""
-                };
-                self.lines[line] = format!("### For {actor} (step {:02}){cr}", step - shift);
-            }
+        let shift = count as u32;
+        let prompts: Vec<(usize, String)> =
+            (self.view.handoff_prompts.iter().zip(&self.index.prompts))
+                .filter_map(|(p, &(line, _))| match (&p.actor, p.step) {
+                    (Some(actor), Some(step)) if step > shift => {
+                        Some((line, format!("### For {actor} (step {:02})", step - shift)))
+                    }
+                    _ => None,
+                })
+                .collect();
+        for (line, text) in prompts {
+            self.replace_line(line, text);
         }
-        let taken: Vec<String> = self.lines.drain(from..from + removed).collect();
+        let taken: Vec<String> = self.lines.drain(heads[0]..heads[count]).collect();
         self.reindex()?;
         Ok(taken
             .into_iter()
@@ -407,45 +366,46 @@ impl Tracker {
     }
 
     /// Set the note line at the top of the Steps section.
-    ///
-    /// # Errors
-    ///
-    /// As [`Tracker::set_meta`].
-    pub fn set_steps_note(&mut self, note: &str) -> Result<()> {
+    pub(crate) fn set_steps_note(&mut self, note: &str) -> Result<()> {
         if let Some(line) = self.index.note {
-            let cr = if self.lines[line].ends_with('\r') {
-                "\r"
-            } else {
-                ""
-            };
-            self.lines[line] = format!("{note}{cr}");
+            self.replace_line(line, note.to_string());
             return self.reindex();
         }
-        let sec = self.section(STEPS).cloned().ok_or_else(|| Error::Failed {
-            message: "no Steps section".into(),
-        })?;
+        let sec = self.section(STEPS)?;
         let mut at = sec.heading + 1;
-        if at < sec.end && is_blank(&self.lines[at]) {
+        if at < sec.end && self.lines[at].trim().is_empty() {
             at += 1;
         }
-        self.insert(at, vec![note.to_string(), String::new()]);
-        self.reindex()
+        self.splice(at..at, vec![note.to_string(), String::new()])
     }
 }
 
-fn issue_cells(issue: &Issue) -> [String; 5] {
-    [
-        encode_cell(&issue.id),
-        encode_cell(issue.severity.as_str()),
-        encode_cell(&issue.title),
-        encode_cell(issue.status.as_str()),
-        encode_cell(issue.resolution.as_deref().unwrap_or("")),
-    ]
+/// The text of a new tracker: Meta, Current State (next actor the reviewer, action review),
+/// step 01 planned for the reviewer, an empty Issues table, the Agreements Log, and an empty
+/// Handoff Prompts section; `date` is `YYYY-MM-DD`.
+pub(crate) fn new_tracker_text(
+    topic: &str,
+    target: &str,
+    date: &str,
+    reviewer: &str,
+    implementer: &str,
+) -> String {
+    format!(
+        "# Review Tracker: {topic}\n\n## Meta\n- **Topic:** {topic}\n- **Target:** {target}\n\
+- **Created:** {date}\n- **Last updated:** {date}\n- **Status:** in_progress\n\
+- **Participants:** {reviewer} (reviewer), {implementer} (implementer)\n\n\
+## Current State\n- **Next actor:** {reviewer}\n- **Next action:** review (step 01)\n\
+- **Prompt for next actor:** {PROMPT_POINTER}\n\n## Steps\n\n### 01\n- **Actor:** {reviewer}\n\
+- **Status:** planned\n- **Action:** review\n- **Input:** {target}\n- **Output:**\n\
+- **Summary:**\n- **Next:**\n\n## Issues\n| ID | Severity | Title | Status | Resolution |\n\
+|----|----------|-------|--------|------------|\n\n## Agreements Log\n\
+Key positions agreed between LLMs:\n\n## Handoff Prompts\n"
+    )
 }
 
-fn issue_row(issue: &Issue) -> String {
-    render_row(&issue_cells(issue))
-}
+/// The seed's tracker template (`templates/review-tracker-template.md`), placeholders and all:
+/// not a tracker coord reads.
+pub(crate) const TEMPLATE: &str = include_str!("template.md");
 
 #[cfg(test)]
 mod tests;

@@ -154,7 +154,9 @@ pub fn keep_generation(root: &Path, target: &Target) {
 }
 
 /// `bak` kept at `path`: a hard link (its inode is never written again: backups are replaced
-/// by rename), else a copy published without replacing anything.
+/// by rename), else a copy published without replacing anything ([`fsutil::persist_new`]:
+/// also where neither hard links nor `RENAME_NOREPLACE` exist, SMB through smbnetfs, and with
+/// nothing left behind).
 fn keep_as(bak: &Path, path: &Path, dir: &Path) -> io::Result<()> {
     match fsutil::raw::hard_link(bak, path) {
         Ok(()) => return Ok(()),
@@ -162,12 +164,16 @@ fn keep_as(bak: &Path, path: &Path, dir: &Path) -> io::Result<()> {
         Err(_) => {}
     }
     let (tmp, _) = fsutil::copy_to_temp(bak, dir, true).map_err(io::Error::other)?;
-    tmp.persist_noclobber(path).map(drop).map_err(|e| e.error)
+    if fsutil::persist_new(tmp, path)? {
+        Ok(())
+    } else {
+        Err(io::ErrorKind::AlreadyExists.into())
+    }
 }
 
 /// The generations stored in `dir`, oldest first.
 fn stored(dir: &Path) -> Vec<(u64, PathBuf)> {
-    let mut seqs: Vec<(u64, PathBuf)> = fs::read_dir(dir)
+    let mut seqs: Vec<(u64, PathBuf)> = crate::fsutil::read_dir(dir)
         .into_iter()
         .flatten()
         .flatten()
@@ -217,7 +223,7 @@ pub fn generations(root: &Path, target: &Target) -> Result<Vec<Generation>> {
     let dir = layout::backup_generations(root, &target.abs);
     match fs::symlink_metadata(&dir) {
         Ok(m) if m.is_dir() => {
-            fs::read_dir(&dir).at("read", &dir)?;
+            crate::fsutil::read_dir(&dir).at("read", &dir)?;
         }
         _ => return Ok(all),
     }

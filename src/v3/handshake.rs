@@ -23,20 +23,20 @@
 //! is read as local time, a block without a valid `to` is skipped, and the file's name — not
 //! its `from:` line — says whose it is.
 
-use std::fs;
 use std::path::Path;
 
 use serde::Serialize;
 
 use crate::clock::{self, Wait};
-use crate::error::Refusal;
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 use crate::fsutil::{self, RECORD_CAP};
 use crate::layout;
 use crate::record::Record;
 use crate::v3::presence::{self, AgentState, Unreadable};
 use crate::wait::{Deadline, FolderWatch, RECHECK};
 use crate::workspace::{AgentId, Workspace, is_valid_agent_id};
+
+use HandshakeStatus::{Accepted, Requested};
 
 /// The protocol named in every block.
 pub const PROTOCOL: &str = "V3";
@@ -55,17 +55,17 @@ impl HandshakeStatus {
     /// The word written in the file.
     pub fn as_str(self) -> &'static str {
         match self {
-            HandshakeStatus::Requested => "REQUESTED",
-            HandshakeStatus::Accepted => "ACCEPTED",
+            Requested => "REQUESTED",
+            Accepted => "ACCEPTED",
         }
     }
 
     /// Anything but `ACCEPTED` (any case) is read as a request.
     fn parse(text: &str) -> HandshakeStatus {
         if text.trim().eq_ignore_ascii_case("ACCEPTED") {
-            HandshakeStatus::Accepted
+            Accepted
         } else {
-            HandshakeStatus::Requested
+            Requested
         }
     }
 }
@@ -85,24 +85,23 @@ pub struct Block {
 
 /// Parse the handshake file of `owner`. Never fails; unusable blocks are skipped.
 pub fn parse(owner: &str, text: &str) -> Vec<Block> {
-    let mut groups: Vec<Vec<&str>> = vec![Vec::new()];
+    // A block ends at a blank line, or where a second `from:` starts the next one.
+    let mut groups: Vec<Vec<&str>> = Vec::new();
+    let mut fresh = true;
     for line in text.lines() {
-        let key = line.split_once(':').map(|(k, _)| k.trim());
-        let starts_again = key.is_some_and(|k| k.eq_ignore_ascii_case("from"))
-            && groups
-                .last()
-                .is_some_and(|g| g.iter().any(|l| is_key(l, "from")));
-        if line.trim().is_empty() || starts_again {
-            groups.push(Vec::new());
+        if line.trim().is_empty() {
+            fresh = true;
+            continue;
         }
-        if !line.trim().is_empty()
-            && let Some(g) = groups.last_mut()
-        {
-            g.push(line);
+        let again = |g: &Vec<&str>| is_key(line, "from") && g.iter().any(|l| is_key(l, "from"));
+        match groups.last_mut() {
+            Some(g) if !(fresh || again(g)) => g.push(line),
+            _ => groups.push(vec![line]),
         }
+        fresh = false;
     }
     let mut blocks: Vec<Block> = Vec::new();
-    for g in groups.into_iter().filter(|g| !g.is_empty()) {
+    for g in groups {
         let rec = Record::parse(&g.join("\n"));
         let Some(to) = rec
             .get_nonempty("to")
@@ -171,7 +170,7 @@ pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Vec<Block>>, Un
 pub fn scan(root: &Path) -> (Vec<Block>, Vec<Unreadable>) {
     let mut blocks = Vec::new();
     let mut bad = Vec::new();
-    if let Ok(entries) = fs::read_dir(layout::shared_root(root)) {
+    if let Ok(entries) = crate::fsutil::read_dir(layout::shared_root(root)) {
         for entry in entries.flatten() {
             let name = entry.file_name();
             let Some(id) = name.to_str().and_then(layout::handshake_agent) else {
@@ -190,14 +189,12 @@ pub fn scan(root: &Path) -> (Vec<Block>, Vec<Unreadable>) {
 
 /// Whether `a` and `b` have an established handshake among `blocks`: both directions exist and
 /// at least one says ACCEPTED.
-pub fn established(blocks: &[Block], a: &str, b: &str) -> bool {
-    let find = |from: &str, to: &str| blocks.iter().find(|x| x.from == from && x.to == to);
-    match (find(a, b), find(b, a)) {
-        (Some(x), Some(y)) => {
-            x.status == HandshakeStatus::Accepted || y.status == HandshakeStatus::Accepted
-        }
-        _ => false,
-    }
+fn established(blocks: &[Block], a: &str, b: &str) -> bool {
+    let find = |from: &str, to: &str| {
+        let block = blocks.iter().find(|x| x.from == from && x.to == to);
+        block.map(|x| x.status)
+    };
+    matches!((find(a, b), find(b, a)), (Some(x), Some(y)) if x == Accepted || y == Accepted)
 }
 
 /// Whether Protocol V3 is active: at least one established pair.
@@ -252,80 +249,72 @@ pub fn step(ws: &Workspace, agent: &AgentId, also: &[String]) -> Result<Round> {
     let me = agent.id();
     let _mutex = ws.lock_mutex()?;
     let path = layout::handshake(root, me);
-    let old = read(root, me).map_err(|u| Error::Corrupt {
-        path: path.clone(),
-        line: None,
-        why: u.why,
-    })?;
-    let old_blocks = old.clone().unwrap_or_default();
+    let old = read(root, me)
+        .map_err(|u| Error::Corrupt {
+            path: path.clone(),
+            line: None,
+            why: u.why,
+        })?
+        .unwrap_or_default();
     let (all, _) = scan(root);
     let now = clock::now();
-    let (presences, _) = presence::scan(root);
-    let mut peers: Vec<String> = presences
-        .iter()
-        .filter(|p| p.id != me && p.state(&now) == AgentState::Active)
-        .map(|p| p.id.clone())
+    let mut peers: Vec<String> = presence::scan(root)
+        .0
+        .into_iter()
+        .filter(|p| p.state(&now) == AgentState::Active)
+        .map(|p| p.id)
+        .chain(all.iter().filter(|b| b.to == me).map(|b| b.from.clone()))
+        .chain(also.iter().cloned())
+        .filter(|p| p != me)
         .collect();
-    let requesters: Vec<&Block> = all.iter().filter(|b| b.to == me && b.from != me).collect();
-    peers.extend(requesters.iter().map(|b| b.from.clone()));
-    peers.extend(also.iter().filter(|p| p.as_str() != me).cloned());
     peers.sort();
     peers.dedup();
 
-    let now_s = clock::format_timestamp(&now);
-    let mut blocks: Vec<Block> = old_blocks
+    // Blocks to agents outside the round stay as they are.
+    let mut blocks: Vec<Block> = old
         .iter()
         .filter(|b| !peers.contains(&b.to))
         .cloned()
         .collect();
-    for peer in &peers {
-        let asked = requesters.iter().any(|b| &b.from == peer);
-        let before = old_blocks.iter().find(|b| &b.to == peer);
-        let status = if asked || before.is_some_and(|b| b.status == HandshakeStatus::Accepted) {
-            HandshakeStatus::Accepted
+    let mut round = Vec::new();
+    for peer in peers {
+        let theirs = all
+            .iter()
+            .find(|b| b.from == peer && b.to == me)
+            .map(|b| b.status);
+        let before = old.iter().find(|b| b.to == peer);
+        // Asked by the peer, or accepted before: accepted. A pair is then established.
+        let mine = if theirs.is_some() || before.is_some_and(|b| b.status == Accepted) {
+            Accepted
         } else {
-            HandshakeStatus::Requested
+            Requested
         };
         let time = match before {
-            Some(b) if b.status == status && b.time.is_some() => b.time.clone(),
-            _ => Some(now_s.clone()),
+            Some(b) if b.status == mine && b.time.is_some() => b.time.clone(),
+            _ => Some(clock::format_timestamp(&now)),
         };
         blocks.push(Block {
             from: me.to_string(),
             to: peer.clone(),
-            status,
+            status: mine,
             time,
+        });
+        round.push(Peer {
+            peer,
+            mine,
+            theirs,
+            established: theirs.is_some(),
         });
     }
     let text = render(&blocks);
-    let current = fsutil::read_capped(&path, RECORD_CAP).ok();
-    let changed = !blocks.is_empty() && current.as_deref() != Some(text.as_bytes());
+    let changed = !blocks.is_empty()
+        && fsutil::read_capped(&path, RECORD_CAP).ok().as_deref() != Some(text.as_bytes());
     if changed {
         fsutil::replace(&path, text.as_bytes())?;
     }
-
-    let mut view = all.clone();
-    view.retain(|b| b.from != me);
-    view.extend(blocks.iter().cloned());
-    let peers = peers
-        .iter()
-        .map(|peer| Peer {
-            peer: peer.clone(),
-            mine: blocks
-                .iter()
-                .find(|b| &b.to == peer)
-                .map(|b| b.status)
-                .unwrap_or(HandshakeStatus::Requested),
-            theirs: view
-                .iter()
-                .find(|b| &b.from == peer && b.to == me)
-                .map(|b| b.status),
-            established: established(&view, me, peer),
-        })
-        .collect();
     Ok(Round {
         agent: me.to_string(),
-        peers,
+        peers: round,
         changed,
     })
 }
@@ -339,13 +328,9 @@ pub fn step(ws: &Workspace, agent: &AgentId, also: &[String]) -> Result<Round> {
 pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Round> {
     let watch = FolderWatch::new(&[ws.root().to_path_buf()]);
     let deadline = Deadline::after(wait.as_duration());
-    let first = step(ws, agent, &[])?;
-    let wanted: Vec<String> = first.peers.iter().map(|p| p.peer.clone()).collect();
-    let mut round = first;
-    loop {
-        if round.pending().is_empty() {
-            return Ok(round);
-        }
+    let mut round = step(ws, agent, &[])?;
+    let wanted: Vec<String> = round.peers.iter().map(|p| p.peer.clone()).collect();
+    while !round.pending().is_empty() {
         if deadline.passed() {
             let pending = round.pending().join(", ");
             return Err(Error::refused(
@@ -366,50 +351,28 @@ pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Round> {
         watch.wait(deadline.next_sleep(RECHECK));
         round = step(ws, agent, &wanted)?;
     }
+    Ok(round)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    const SEED: &str =
-        "from: claude\nto: gemini\ntime: 2026-01-28T01:00:00\nstatus: ACCEPTED\nprotocol: V3\n";
-
-    #[test]
-    fn the_seed_file_reads_and_renders_back() {
-        let blocks = parse("claude", SEED);
-        assert_eq!(blocks.len(), 1);
-        assert_eq!(blocks[0].to, "gemini");
-        assert_eq!(blocks[0].status, HandshakeStatus::Accepted);
-        assert_eq!(render(&blocks), SEED);
-    }
-
+    /// Hand-written files: any key case, several blank lines, a repeated `from:` starting the
+    /// next block; a bad `to`, a second block to the same peer, one to the owner: skipped.
     #[test]
     fn several_blocks_with_or_without_blank_lines() {
-        let text = "From: Claude\nTo: Gemini\nstatus: requested\n\n\nfrom: claude\nto: copilot\nstatus: ACCEPTED\nfrom: claude\nto: ../x\nfrom: claude\nto: gemini\n";
+        let text = "From: Claude\nTo: Gemini\nstatus: requested\n\n\nfrom: claude\nto: copilot\nstatus: ACCEPTED\nfrom: claude\nto: ../x\nfrom: claude\nto: gemini\nfrom: claude\nto: claude\n";
         let blocks = parse("claude", text);
         let tos: Vec<_> = blocks.iter().map(|b| (b.to.as_str(), b.status)).collect();
-        assert_eq!(
-            tos,
-            [
-                ("gemini", HandshakeStatus::Requested),
-                ("copilot", HandshakeStatus::Accepted)
-            ]
-        );
+        assert_eq!(tos, [("gemini", Requested), ("copilot", Accepted)]);
         let rendered = render(&blocks);
         assert!(rendered.starts_with("from: claude\nto: copilot\n"));
         assert!(rendered.contains("protocol: V3\n\nfrom: claude\nto: gemini\n"));
-        assert_eq!(parse("claude", &rendered), {
-            let mut b = blocks.clone();
-            b.sort_by(|x, y| x.to.cmp(&y.to));
-            b
-        });
-    }
-
-    #[test]
-    fn garbage_gives_no_blocks() {
+        let mut sorted = blocks.clone();
+        sorted.sort_by(|x, y| x.to.cmp(&y.to));
+        assert_eq!(parse("claude", &rendered), sorted);
         assert!(parse("claude", "\u{0}\u{1}\u{2}").is_empty());
-        assert!(parse("claude", "to: claude\n").is_empty(), "not to itself");
     }
 
     #[test]
@@ -420,7 +383,6 @@ mod tests {
             status: s,
             time: None,
         };
-        use HandshakeStatus::{Accepted, Requested};
         assert!(!v3_active(&[b("a", "b", Requested)]));
         assert!(!v3_active(&[b("a", "b", Accepted)]));
         assert!(!v3_active(&[

@@ -12,32 +12,27 @@
 //! <root>/.coord/messages/read/gemini/0mkx2a9q1b3cd   (gemini has read it)
 //! ```
 //!
-//! Invariants:
-//!
-//! - **No lost or torn message.** Every message is its own file, published whole with
-//!   [`fsutil::create_new`] (temporary file, then link without replacing). Any number of senders
-//!   can write at once without a lock; an id already taken is retried with a new random suffix.
-//! - **Ids** are short, unique and stable: the sending time in milliseconds in base 36 (9
-//!   characters, so ids sort in sending order) followed by 4 random base-36 characters.
-//! - **Read state is per reader.** Reading creates a mark in the reader's own folder; nothing
-//!   else changes, so a broadcast (`to: all`) read by one agent stays unread for every other.
-//!   A broadcast never counts as unread for its sender.
-//! - **Hostile files are skipped, never trusted.** Files are read with a size cap, without
-//!   following links; a file that is not a message is reported in the listing's `skipped` and
-//!   left alone.
+//! - **No lost or torn message.** Each message is its own file, published whole with
+//!   [`fsutil::create_new`]; senders need no lock, and a taken id is retried with a new one.
+//! - **Ids** sort in sending order: the time in milliseconds in base 36 (9 characters), then 4
+//!   random base-36 characters.
+//! - **Read state is per reader**: a mark in the reader's own folder, so a broadcast (`to: all`)
+//!   read by one agent stays unread for the others. A broadcast is never unread for its sender.
+//! - **Hostile files are skipped, never trusted**: read capped, without following links, and
+//!   reported in the listing's `skipped`.
 //! - **No litter.** Temporary files of killed senders and readers are swept by the next
 //!   `send`, listing or read in their folder.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashSet};
 use std::fs;
+use std::io::ErrorKind::NotFound;
 use std::path::Path;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use serde::Serialize;
 
 use crate::clock::{self, Wait};
-use crate::error::Refusal;
-use crate::error::{Error, IoResultExt, Result};
+use crate::error::{Error, IoResultExt, Refusal, Result};
 use crate::fsutil;
 use crate::host;
 use crate::layout;
@@ -157,7 +152,7 @@ pub struct InboxEntry {
 }
 
 /// One agent's inbox: messages to it or to `all`, oldest first, and files that were skipped.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Inbox {
     /// The messages, in sending order.
     pub messages: Vec<InboxEntry>,
@@ -172,15 +167,10 @@ impl Inbox {
     }
 }
 
-const BASE36: &[u8; 36] = b"0123456789abcdefghijklmnopqrstuvwxyz";
-
-fn base36(mut n: u64, width: usize) -> String {
-    let mut digits = vec![b'0'; width];
-    for slot in digits.iter_mut().rev() {
-        *slot = BASE36[(n % 36) as usize];
-        n /= 36;
-    }
-    String::from_utf8(digits).unwrap_or_default()
+/// `n`'s last `width` digits in base 36, lowercase.
+fn base36(n: u64, width: u32) -> String {
+    let digit = |i: u32| char::from_digit((n / 36u64.pow(i) % 36) as u32, 36).unwrap_or('0');
+    (0..width).rev().map(digit).collect()
 }
 
 /// A new id: sending time (ms, base 36, 9 digits) and 4 random base-36 digits.
@@ -201,6 +191,7 @@ fn new_id() -> String {
 /// # Errors
 ///
 /// [`Error::BadInput`] for an empty or too large body (nothing is written);
+/// [`Error::NoArbitration`] where no arbitration holds (nothing is written);
 /// [`Error::Io`] when the file cannot be written.
 pub fn send(ws: &Workspace, from: &AgentId, to: &Recipient, body: &str) -> Result<Message> {
     if body.trim().is_empty() {
@@ -212,10 +203,13 @@ pub fn send(ws: &Workspace, from: &AgentId, to: &Recipient, body: &str) -> Resul
             (MESSAGE_CAP - 4096) / 1024
         )));
     }
+    // Where no arbitration holds (rclone), a message file could not be made without replacing
+    // another's: refused before `.coord/messages/` is made.
+    ws.require_arbitration()?;
     ws.ensure_state_dir()?;
     let dir = layout::messages_dir(ws.root());
     fsutil::ensure_dir(&dir)?;
-    // What killed senders left here is swept by the next sender too (and by every listing).
+    // What killed senders left here goes (listings sweep it too).
     fsutil::sweep_temps(&dir);
     let mut msg = Message {
         id: String::new(),
@@ -248,18 +242,13 @@ pub fn scan(root: &Path) -> (Vec<Message>, Vec<Unreadable>) {
 
 /// [`scan`], failing when the message folder exists but cannot be listed (another user's
 /// folder made with umask 077): an inbox that cannot be read is not an empty one.
-///
-/// # Errors
-///
-/// [`Error::Io`] naming the folder.
-pub fn try_scan(root: &Path) -> Result<(Vec<Message>, Vec<Unreadable>)> {
+fn try_scan(root: &Path) -> Result<(Vec<Message>, Vec<Unreadable>)> {
     let dir = layout::messages_dir(root);
     let mut found = Vec::new();
     let mut skipped = Vec::new();
-    let entries = match fs::read_dir(&dir) {
+    let entries = match crate::fsutil::read_dir(&dir) {
         Ok(entries) => entries,
-        // A folder that is there but cannot be listed is an error; anything else standing
-        // there (gone, a file, a FIFO) holds no message (commands that write say what it is).
+        // Anything but a folder standing there (gone, a file, a FIFO) holds no message.
         Err(e) if fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) => {
             return Err(e).at("read the messages in", &dir);
         }
@@ -269,20 +258,16 @@ pub fn try_scan(root: &Path) -> Result<(Vec<Message>, Vec<Unreadable>)> {
         let name = entry.file_name();
         let Some(name) = name.to_str() else { continue };
         if !name.ends_with(layout::MESSAGE_SUFFIX) {
-            // Temporary files of senders killed before publishing: nothing else removes them,
-            // since no other command works in this folder.
+            // Temporary files of senders killed before publishing (and the `read` folder).
             fsutil::sweep_entry(&entry);
-            continue; // temporary files, the `read` folder
+            continue;
         }
         let shown = format!("{}/messages/{name}", layout::STATE_DIR);
-        let Some(id) = layout::parse_message_name(name) else {
-            skipped.push(Unreadable {
-                path: shown,
-                why: "its name is not a message id".into(),
-            });
-            continue;
+        let read = match layout::parse_message_name(name) {
+            Some(id) => message_of(id, fsutil::read_capped(&entry.path(), MESSAGE_CAP)),
+            None => Err("its name is not a message id".into()),
         };
-        match read_one(&entry.path(), id) {
+        match read {
             Ok(m) => found.push(m),
             Err(why) => skipped.push(Unreadable { path: shown, why }),
         }
@@ -292,36 +277,35 @@ pub fn try_scan(root: &Path) -> Result<(Vec<Message>, Vec<Unreadable>)> {
     Ok((found, skipped))
 }
 
-fn read_one(path: &Path, id: &str) -> std::result::Result<Message, String> {
-    let bytes = fsutil::read_capped(path, MESSAGE_CAP).map_err(|e| e.to_string())?;
+/// A message file's bytes as read: the message, or why it is not one.
+fn message_of(id: &str, read: std::io::Result<Vec<u8>>) -> std::result::Result<Message, String> {
+    let bytes = read.map_err(|e| e.to_string())?;
     let text = String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_string())?;
     Message::parse(id, &text)
 }
 
-/// The ids `agent` has read.
-fn read_marks(root: &Path, agent: &str) -> std::collections::HashSet<String> {
-    fs::read_dir(layout::read_marks_dir(root, agent))
-        .map(|entries| {
-            entries
-                .flatten()
-                // Temporary files of readers killed while marking are swept here.
-                .filter(|e| !fsutil::sweep_entry(e))
-                .filter_map(|e| e.file_name().to_str().map(str::to_string))
-                .filter(|n| layout::is_valid_message_id(n))
-                .collect()
-        })
-        .unwrap_or_default()
+/// The ids `agent` has read. Temporary files of readers killed while marking are swept.
+fn read_marks(root: &Path, agent: &str) -> HashSet<String> {
+    let Ok(entries) = crate::fsutil::read_dir(layout::read_marks_dir(root, agent)) else {
+        return HashSet::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| !fsutil::sweep_entry(e))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| layout::is_valid_message_id(n))
+        .collect()
 }
 
-fn is_unread(m: &Message, agent: &str, marks: &std::collections::HashSet<String>) -> bool {
-    // A broadcast is never news to its sender; a note to oneself is.
-    let own_broadcast = m.to == ALL && m.from == agent;
-    !own_broadcast && !marks.contains(&m.id)
+/// Whether `m` is for `agent` and not read by it. A broadcast is never news to its sender; a
+/// note to oneself is.
+fn is_unread(m: &Message, agent: &str, marks: &HashSet<String>) -> bool {
+    m.is_for(agent) && !(m.to == ALL && m.from == agent) && !marks.contains(&m.id)
 }
 
-/// `agent`'s inbox: messages to it or to `all`. Reading only.
+/// `agent`'s inbox: messages to it or to `all`; empty when the folder cannot be listed.
 pub fn inbox(ws: &Workspace, agent: &AgentId) -> Inbox {
-    inbox_of(agent, scan(ws.root()), ws)
+    try_inbox(ws, agent).unwrap_or_default()
 }
 
 /// [`inbox`], failing when the message folder cannot be listed.
@@ -330,40 +314,31 @@ pub fn inbox(ws: &Workspace, agent: &AgentId) -> Inbox {
 ///
 /// [`Error::Io`] naming the folder.
 pub fn try_inbox(ws: &Workspace, agent: &AgentId) -> Result<Inbox> {
-    Ok(inbox_of(agent, try_scan(ws.root())?, ws))
-}
-
-fn inbox_of(agent: &AgentId, scanned: (Vec<Message>, Vec<Unreadable>), ws: &Workspace) -> Inbox {
-    let (all, skipped) = scanned;
+    let (all, skipped) = try_scan(ws.root())?;
     let marks = read_marks(ws.root(), agent.id());
     let messages = all
         .into_iter()
         .filter(|m| m.is_for(agent.id()))
-        .map(|m| {
-            let unread = is_unread(&m, agent.id(), &marks);
-            InboxEntry { message: m, unread }
+        .map(|m| InboxEntry {
+            unread: is_unread(&m, agent.id(), &marks),
+            message: m,
         })
         .collect();
-    Inbox { messages, skipped }
+    Ok(Inbox { messages, skipped })
 }
 
 /// Unread counts of each agent in `agents` (every one gets an entry), and the files in the
-/// message folder that could not be read as messages. Reading only.
+/// message folder that could not be read as messages (so that `coord status` lists them).
 pub fn unread_counts(
     ws: &Workspace,
     agents: &[String],
 ) -> (BTreeMap<String, usize>, Vec<Unreadable>) {
-    // The skipped files are returned so that `coord status` can list them: a message that
-    // cannot be read is otherwise invisible there (not counted, not reported).
     let (all, skipped) = scan(ws.root());
     let counts = agents
         .iter()
         .map(|agent| {
             let marks = read_marks(ws.root(), agent);
-            let n = all
-                .iter()
-                .filter(|m| m.is_for(agent) && is_unread(m, agent, &marks))
-                .count();
+            let n = all.iter().filter(|m| is_unread(m, agent, &marks)).count();
             (agent.clone(), n)
         })
         .collect();
@@ -377,42 +352,26 @@ pub fn unread_counts(
 /// [`Error::BadInput`] when there is no message `id`; [`Error::Corrupt`] when its file cannot be
 /// read as a message; [`Error::Io`] when the read mark cannot be written.
 pub fn read(ws: &Workspace, agent: &AgentId, id: &str) -> Result<InboxEntry> {
-    let unknown = || {
-        Error::bad_input(format!(
+    let key = id.trim().to_ascii_lowercase();
+    let path = layout::message_file(ws.root(), &key);
+    // What is not an id is never read.
+    let read = layout::is_valid_message_id(&key).then(|| fsutil::read_capped(&path, MESSAGE_CAP));
+    let Some(read) = read.filter(|r| !r.as_ref().is_err_and(|e| e.kind() == NotFound)) else {
+        return Err(Error::bad_input(format!(
             "there is no message `{id}` (see the ids with `coord msg list`)"
-        ))
+        )));
     };
-    let id = id.trim().to_ascii_lowercase();
-    if !layout::is_valid_message_id(&id) {
-        return Err(unknown());
-    }
-    let path = layout::message_file(ws.root(), &id);
-    let message = match fsutil::read_capped(&path, MESSAGE_CAP) {
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(unknown()),
-        Err(e) => {
-            return Err(Error::Corrupt {
-                path,
-                line: None,
-                why: e.to_string(),
-            });
-        }
-        Ok(bytes) => String::from_utf8(bytes)
-            .map_err(|_| "it is not UTF-8 text".to_string())
-            .and_then(|text| Message::parse(&id, &text))
-            .map_err(|why| Error::Corrupt {
-                path: path.clone(),
-                line: None,
-                why,
-            })?,
-    };
-    let marks = read_marks(ws.root(), agent.id());
-    let unread = message.is_for(agent.id()) && is_unread(&message, agent.id(), &marks);
+    let message = message_of(&key, read).map_err(|why| Error::Corrupt {
+        path,
+        line: None,
+        why,
+    })?;
+    let unread = is_unread(&message, agent.id(), &read_marks(ws.root(), agent.id()));
     if unread {
-        let dir = layout::read_marks_dir(ws.root(), agent.id());
-        fsutil::ensure_dir(&dir)?;
+        fsutil::ensure_dir(&layout::read_marks_dir(ws.root(), agent.id()))?;
         // Already there (read twice at once): just as good.
         fsutil::create_new(
-            &layout::read_mark(ws.root(), agent.id(), &id),
+            &layout::read_mark(ws.root(), agent.id(), &key),
             format!("{}\n", clock::now_string()).as_bytes(),
         )?;
     }
@@ -430,18 +389,18 @@ pub fn read(ws: &Workspace, agent: &AgentId, id: &str) -> Result<InboxEntry> {
 /// [`Error::Refused`] when the wait ends without an unread message; [`Error::Io`] when the message
 /// folder cannot be created.
 pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Inbox> {
+    // Where no arbitration holds (rclone), a message file could not be made without replacing
+    // another's: refused before `.coord/messages/` is made.
+    ws.require_arbitration()?;
     ws.ensure_state_dir()?;
     let dir = layout::messages_dir(ws.root());
     fsutil::ensure_dir(&dir)?;
-    // What killed senders left here is swept by the next sender too (and by every listing).
-    fsutil::sweep_temps(&dir);
     let started = std::time::Instant::now();
     let deadline = Deadline::after(wait.as_duration());
     // Where events do not cross machines, look again sooner.
     let recheck = crate::wait::recheck_for(&dir);
-    // Look; when there is nothing yet, subscribe, then look again, then wait: a message sent in
-    // between is still seen. (A message already there needs no subscription at all.)
-    let mut watch: Option<FolderWatch> = None;
+    // Subscribed before the first look: a message sent in between is still seen.
+    let watch = FolderWatch::new(std::slice::from_ref(&dir));
     loop {
         let inbox = try_inbox(ws, agent)?;
         if inbox.unread().next().is_some() {
@@ -463,12 +422,7 @@ pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Inbox> {
                 )),
             ));
         }
-        match &watch {
-            Some(w) => {
-                w.wait(deadline.next_sleep(recheck));
-            }
-            None => watch = Some(FolderWatch::new(std::slice::from_ref(&dir))),
-        }
+        watch.wait(deadline.next_sleep(recheck));
     }
 }
 

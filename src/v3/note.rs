@@ -142,7 +142,7 @@ fn fenced_append(ws: &Workspace, req: &NoteRequest, fence: &Fence) -> Result<Str
                 ),
                 Some(format!(
                     "nothing was written; try again: `coord note {} \"…\"`",
-                    crate::shell::arg(&req.target.rel)
+                    crate::shell::file(&req.target.rel)
                 )),
             ));
         }

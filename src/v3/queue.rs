@@ -143,12 +143,12 @@ pub fn register_with_claims(
 
 /// The highest sequence number of any ticket under `queue_root` (0 when there is none).
 fn highest_ticket(queue_root: &Path) -> u64 {
-    let Ok(dirs) = fs::read_dir(queue_root) else {
+    let Ok(dirs) = crate::fsutil::read_dir(queue_root) else {
         return 0;
     };
     dirs.flatten()
         .filter(|d| d.file_type().is_ok_and(|t| t.is_dir()))
-        .filter_map(|d| fs::read_dir(d.path()).ok())
+        .filter_map(|d| crate::fsutil::read_dir(d.path()).ok())
         .flat_map(|entries| entries.flatten())
         .filter_map(|e| e.file_name().to_str().and_then(layout::parse_ticket_name))
         .max()
@@ -199,7 +199,7 @@ pub fn live_tickets(root: &Path, target: &Target) -> Vec<Ahead> {
 /// whether it is first in line reads no ticket behind its own.
 pub fn live_tickets_before(root: &Path, target: &Target, seq: Option<u64>) -> Vec<Ahead> {
     let dir = layout::queue_dir(root, &target.rel);
-    let Ok(entries) = fs::read_dir(&dir) else {
+    let Ok(entries) = crate::fsutil::read_dir(&dir) else {
         return Vec::new();
     };
     let mut behind = false;
@@ -271,7 +271,7 @@ pub struct Waiter {
 /// The live tickets of claim waiters (`file` is the pattern), by sequence number: one listing
 /// of the queue root when nobody waits for a claim. Reading only.
 pub fn claim_waiters(root: &Path) -> Vec<Waiter> {
-    let Ok(dirs) = fs::read_dir(layout::queue_root(root)) else {
+    let Ok(dirs) = crate::fsutil::read_dir(layout::queue_root(root)) else {
         return Vec::new();
     };
     let any = dirs.flatten().any(|d| {
@@ -289,7 +289,7 @@ pub fn claim_waiters(root: &Path) -> Vec<Waiter> {
 /// Caller holds the mutex.
 pub fn waits_for_any_claim(root: &Path, seq: u64, patterns: &[String]) -> bool {
     patterns.iter().any(|p| {
-        fs::read_dir(layout::claim_queue_dir(root, p)).is_ok_and(|entries| {
+        crate::fsutil::read_dir(layout::claim_queue_dir(root, p)).is_ok_and(|entries| {
             entries
                 .flatten()
                 .any(|e| e.file_name().to_str().and_then(layout::parse_ticket_name) == Some(seq))
@@ -300,7 +300,7 @@ pub fn waits_for_any_claim(root: &Path, seq: u64, patterns: &[String]) -> bool {
 /// Every live ticket of every queue, by sequence number then file. Reading only: dead tickets
 /// are skipped, not removed, so `status` can call it without writing a byte.
 pub fn waiters(root: &Path) -> Vec<Waiter> {
-    let Ok(dirs) = fs::read_dir(layout::queue_root(root)) else {
+    let Ok(dirs) = crate::fsutil::read_dir(layout::queue_root(root)) else {
         return Vec::new();
     };
     let mut found = Vec::new();
@@ -308,7 +308,7 @@ pub fn waiters(root: &Path) -> Vec<Waiter> {
         if !dir.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
         }
-        let Ok(entries) = fs::read_dir(dir.path()) else {
+        let Ok(entries) = crate::fsutil::read_dir(dir.path()) else {
             continue;
         };
         for e in entries.flatten() {
@@ -351,7 +351,7 @@ pub fn waiters(root: &Path) -> Vec<Waiter> {
 /// the root). Caller holds the mutex.
 pub fn waits_for_any(ws: &crate::workspace::Workspace, seq: u64, files: &[String]) -> bool {
     files.iter().any(|rel| {
-        fs::read_dir(layout::queue_dir(ws.root(), rel)).is_ok_and(|entries| {
+        crate::fsutil::read_dir(layout::queue_dir(ws.root(), rel)).is_ok_and(|entries| {
             entries
                 .flatten()
                 .any(|e| e.file_name().to_str().and_then(layout::parse_ticket_name) == Some(seq))
@@ -363,7 +363,7 @@ pub fn waits_for_any(ws: &crate::workspace::Workspace, seq: u64, files: &[String
 /// and when `open` still there when opened; not judged live or dead, nothing removed; no mutex
 /// needed). The last one before ours leaves last: a waiter can watch that one alone.
 pub fn ticket_before(dir: &Path, seq: u64, open: bool) -> Option<PathBuf> {
-    let mut before: Vec<(u64, PathBuf)> = fs::read_dir(dir)
+    let mut before: Vec<(u64, PathBuf)> = crate::fsutil::read_dir(dir)
         .ok()?
         .flatten()
         .filter_map(|e| {

@@ -75,7 +75,7 @@ pub fn watched_folders(ws: &Workspace, snap: Option<&Snapshot>) -> Vec<PathBuf> 
         layout::partners_dir(root),
         layout::review_active_dir(&root.join(layout::REVIEW_METADATA_DIR)),
     ];
-    if let Ok(queues) = std::fs::read_dir(layout::queue_root(root)) {
+    if let Ok(queues) = crate::fsutil::read_dir(layout::queue_root(root)) {
         dirs.extend(queues.flatten().map(|q| q.path()));
     }
     let status = snap.map(|s| &s.status);

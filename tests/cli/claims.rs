@@ -234,6 +234,68 @@ fn a_hook_edit_of_a_claimed_path_is_denied_naming_the_holder_and_the_pattern() {
     assert!(!env.exists("src/db/q.sql.lock.claude-0b5c7e6a"));
 }
 
+/// #45: a client's tool that creates a file together with its folder (`Write`, a patch's
+/// `Add File`) asks for a path nothing can be locked at yet; a claim holds it all the same,
+/// and so does a lock on that path in another worktree, where the folder exists.
+#[test]
+fn a_hook_edit_of_a_file_whose_folder_is_not_made_yet_is_denied_when_held() {
+    let (env, main, b) = repo();
+    let main = std::fs::canonicalize(main).unwrap();
+    let write = |dir: &Path, file: &str| {
+        let payload = serde_json::json!({
+            "session_id": "0b5c7e6a-3333-4a19-be34-6aa5a64f4b50",
+            "cwd": dir,
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Write",
+            "tool_input": {"file_path": dir.join(file), "content": "new\n"},
+            "tool_use_id": "toolu_1",
+        })
+        .to_string();
+        let out = env
+            .cmd()
+            .env_remove("COORD_DIR")
+            .cwd(dir)
+            .args(["hook", "claude", "--wait", "0"])
+            .stdin(payload)
+            .ok();
+        crate::hooks::denied("claude", &out)
+    };
+    env.agent("alice")
+        .env_remove("COORD_DIR")
+        .cwd(&main)
+        .args(["lock", "src/new/", "--reason", "new module"])
+        .ok();
+    let reason = write(&b, "src/new/deep/mod.rs").expect("a claimed path is denied");
+    assert!(
+        reason.contains("`src/new/**`") && reason.contains("alice"),
+        "{reason}"
+    );
+    assert!(!b.join("src/new").exists());
+    // Outside the claim, an unmade folder is no reason to deny.
+    assert_eq!(write(&b, "src/other/mod.rs"), None);
+    // A lock in the main tree, on a path whose folder only exists there.
+    std::fs::create_dir_all(main.join("gen")).unwrap();
+    env.agent("carol")
+        .env_remove("COORD_DIR")
+        .cwd(&main)
+        .args(["lock", "gen/out.rs"])
+        .ok();
+    let reason = write(&b, "gen/out.rs").expect("a path locked in another tree is denied");
+    assert!(reason.contains("carol"), "{reason}");
+    // The history names the denied file.
+    let log = env
+        .cmd()
+        .env_remove("COORD_DIR")
+        .cwd(&b)
+        .args(["log", "--json"])
+        .ok();
+    assert!(
+        log.stdout.contains("\"file\":\"src/new/deep/mod.rs\""),
+        "{}",
+        log.stdout
+    );
+}
+
 /// `alice` claims `src/`; `first` then waits for what `first_args` asks, `second` for what
 /// `second_args` asks (both inside the claim, overlapping each other). Released, the claim
 /// goes to the first waiter, and the second keeps waiting until the first lets go.
@@ -323,7 +385,7 @@ fn git(dir: &Path, args: &[&str]) -> std::process::Output {
 
 /// A repository in `<env>/main` (branch `trunk`) with `src/x.rs`, and a linked worktree
 /// `<env>/b` on branch `feature`.
-fn repo() -> (Env, PathBuf, PathBuf) {
+pub(crate) fn repo() -> (Env, PathBuf, PathBuf) {
     let env = Env::new();
     let main = env.path("main");
     std::fs::create_dir_all(main.join("src")).unwrap();

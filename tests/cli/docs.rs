@@ -363,6 +363,11 @@ fn setup_of(name: &str) -> Option<(&'static [(&'static str, &'static str)], &'st
              COORD_AGENT=gemini coord msg send claude \"hello claude\"\n",
         ),
         "review-cycle" => (&[("docs/api.md", "# API\n")], "git init -q\n"),
+        "remote-enable" => (
+            &[],
+            "git init -q && git init -q --bare .remote.git\n\
+             git remote add origin \"file://$PWD/.remote.git\"\n",
+        ),
         "editing-two-runs" | "messages-note" | "messages-note-under-lock" => {
             (&[("SHARED.txt", "shared\n")], "")
         }
@@ -524,4 +529,29 @@ fn init_writes_the_gitignore_lines_the_docs_list() {
         .take_while(|l| *l != "# coord:end")
         .collect();
     assert_eq!(block, listed);
+}
+
+/// Every page the README's documentation list names is in the binary: `coord docs NAME` prints
+/// it as the source tree has it (#48: `coord docs history` was refused).
+#[test]
+fn every_page_the_readme_lists_is_in_the_binary() {
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(manifest.join("README.md")).unwrap();
+    let section = readme
+        .split("## Documentation")
+        .nth(1)
+        .expect("README has a Documentation section");
+    let pages: Vec<&str> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("- [docs/"))
+        .filter_map(|l| l.split(".md]").next())
+        .filter(|name| !name.contains('/'))
+        .collect();
+    assert!(pages.len() >= 15, "{pages:?}");
+    let env = Env::new();
+    for page in pages {
+        let out = env.cmd().args(["docs", page]).ok();
+        let text = std::fs::read_to_string(manifest.join(format!("docs/{page}.md"))).unwrap();
+        assert_eq!(out.stdout, text, "coord docs {page}");
+    }
 }

@@ -259,6 +259,84 @@ fn a_private_umask_does_not_wedge_a_group_shared_folder() {
     }
 }
 
+/// The regular files directly in `dir` whose group is not `gid`.
+fn not_of_group(dir: &std::path::Path, gid: u32) -> Vec<String> {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::read_dir(dir)
+        .unwrap()
+        .flatten()
+        .filter_map(|e| {
+            let m = e.metadata().ok()?;
+            (m.is_file() && m.gid() != gid)
+                .then(|| format!("{} (group {})", e.path().display(), m.gid()))
+        })
+        .collect()
+}
+
+/// `rounds` turns of ann and bo replacing and removing records: presences, locks and backups
+/// (in the root and in `team/`), a `coord run`'s lock, a message, a handshake.
+fn publish_rounds(env: &Env, rounds: usize) {
+    for round in 0..rounds {
+        for agent in ["ann", "bo"] {
+            env.agent(agent)
+                .args(["presence", ".", &format!("round {round}")])
+                .ok();
+            env.agent(agent).args(["lock", "b.md", "team/a.md"]).ok();
+            env.agent(agent).args(["unlock", "b.md"]).ok();
+            env.agent(agent)
+                .args(["run", "team/c.md", "--", "true"])
+                .ok();
+            env.agent(agent).args(["unlock"]).ok();
+        }
+        env.agent("ann").args(["msg", "send", "bo", "hi"]).ok();
+        env.agent("bo").args(["handshake"]).ok();
+    }
+}
+
+/// #45: in a group-shared (setgid) folder, every file coord publishes (presence, handshake,
+/// lock, backup, message) gets the folder's group, as a new file does, however many times
+/// records are replaced and removed: a file coord made earlier elsewhere and reuses (one kept
+/// in `.coord/recycled/`, a spare made in `.coord/`) took its old group with it, and the
+/// other members could not read the presence.
+#[test]
+fn every_file_published_in_a_group_shared_folder_gets_its_group() {
+    if !is_root() {
+        eprintln!("skipped: needs root to give a folder another group");
+        return;
+    }
+    let env = Env::new();
+    env.write("team/a.md", "a\n");
+    env.write("b.md", "b\n");
+    // Before the folder is shared: records made and replaced under root's own group.
+    publish_rounds(&env, 6);
+    for entry in std::fs::read_dir(env.root()).unwrap().flatten() {
+        if entry.file_type().unwrap().is_file() {
+            std::fs::remove_file(entry.path()).unwrap();
+        }
+    }
+    std::fs::remove_dir_all(env.path("team")).unwrap();
+    std::fs::remove_dir_all(env.path(".coord/messages")).unwrap();
+    // Now shared: the root, a folder in it, and the messages' folder.
+    share_with_group(&env);
+    for dir in ["team", ".coord/messages"] {
+        std::fs::create_dir(env.path(dir)).unwrap();
+        std::os::unix::fs::chown(env.path(dir), None, Some(SHARE_GID)).unwrap();
+        std::fs::set_permissions(env.path(dir), std::fs::Permissions::from_mode(0o2775)).unwrap();
+    }
+    env.write("team/a.md", "a\n");
+    env.write("b.md", "b\n");
+    publish_rounds(&env, 12);
+    // One still held, one waited for: their records stand.
+    env.agent("ann").args(["lock", "team/a.md"]).ok();
+    env.agent("bo")
+        .args(["lock", "team/a.md", "b.md", "--wait", "200ms"])
+        .code(3);
+    for dir in ["", "team", ".coord/messages"] {
+        let wrong = not_of_group(&env.path(dir), SHARE_GID);
+        assert!(wrong.is_empty(), "not the folder's group: {wrong:#?}");
+    }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Messages
 

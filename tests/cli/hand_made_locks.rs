@@ -454,12 +454,16 @@ fn a_claim_sees_locks_made_by_hand_in_the_folders_it_claims() {
     assert!(!env.exists(".coord/claims") || !env.read(".coord/claims").contains("alice"));
     // A pattern that does not match the hand-made lock's file is free.
     env.agent("alice").args(["lock", "src/**/*.sql"]).ok();
-    // Once the lock made by hand is old enough to be stale, the claim is taken; the stale
-    // lock is left where it is.
+    // Once the lock made by hand is old enough to be stale, the claim is taken and takes the
+    // stale lock over, saying from whom (left in place, it would be LIVE again under the claim
+    // once its holder came back: two holders of one file, #45).
     env.write(
         &lock,
         seed_lock("src/auth/deep/x.rs", "Bob", "2020-01-01T00:00:00"),
     );
-    env.agent("alice").args(["lock", "src/auth/"]).ok();
-    assert!(env.exists(&lock));
+    env.agent("alice")
+        .args(["lock", "src/auth/"])
+        .ok()
+        .stderr_has("note: took over the stale lock of Bob on `src/auth/deep/x.rs`");
+    assert!(!env.exists(&lock));
 }

@@ -268,6 +268,155 @@ fn rotation_keeps_the_newest() {
     assert!(env.exists(ROTATED), "the config's bound was not used");
 }
 
+/// Planted history lines `old-0` .. `old-{n-1}` (oldest first, all of today), `size` bytes or
+/// more in all.
+fn planted_history(size: usize) -> (Vec<u8>, usize) {
+    let now = chrono::Local::now();
+    let mut bytes = Vec::with_capacity(size + 200);
+    let mut n = 0;
+    while bytes.len() < size {
+        let at = (now - chrono::Duration::milliseconds(1_000_000 - n as i64))
+            .format("%Y-%m-%dT%H:%M:%S%.3f%:z");
+        bytes.extend(
+            format!(r#"{{"at":"{at}","event":"lock_taken","agent":"old","file":"old-{n}"}}"#)
+                .as_bytes(),
+        );
+        bytes.push(b'\n');
+        n += 1;
+    }
+    (bytes, n)
+}
+
+/// #45: a history already larger than its bound (planted, or a bound lowered since) is cut to
+/// its newest events within the bound when it is rotated, rather than rotated whole (where
+/// `coord log` could no longer read it: "no events (yet)"); the event being written is kept.
+/// A previous generation that large is read from its newest events too.
+#[test]
+fn an_oversized_history_keeps_its_newest_events_and_the_new_one() {
+    let env = Env::new();
+    env.write(".coord/config", "history_max_size: 64k\n");
+    let (bytes, n) = planted_history(3 << 20);
+    env.write(LOG, &bytes);
+    env.agent("new").args(["lock", "a.md"]).ok();
+    let log = log_json(&env, &[]);
+    let files: Vec<&str> = log.iter().filter_map(|e| e["file"].as_str()).collect();
+    let newest_old = format!("old-{}", n - 1);
+    assert!(files.contains(&"a.md"), "the new event is lost: {files:?}");
+    assert!(
+        files.contains(&newest_old.as_str()),
+        "the newest old events are lost: {} events",
+        files.len()
+    );
+    assert!(!files.contains(&"old-0"), "the oldest are kept");
+    let size = |rel: &str| std::fs::metadata(env.path(rel)).map_or(0, |m| m.len());
+    assert!(
+        size(LOG) + size(ROTATED) <= 64 * 1024 + 4096,
+        "over the bound: {} + {}",
+        size(LOG),
+        size(ROTATED)
+    );
+    let _ = lines(&env, ROTATED);
+    let _ = lines(&env, LOG);
+    // Oldest first, the new one last.
+    assert_eq!(files.last(), Some(&"a.md"), "{files:?}");
+
+    // A previous generation planted that large: its newest events are read.
+    let env = Env::new();
+    env.write(".coord/config", "history_max_size: 64k\n");
+    env.write(ROTATED, &bytes);
+    env.agent("new").args(["lock", "a.md"]).ok();
+    let log = log_json(&env, &[]);
+    let files: Vec<&str> = log.iter().filter_map(|e| e["file"].as_str()).collect();
+    assert!(files.contains(&"a.md"), "{files:?}");
+    assert!(
+        files.contains(&newest_old.as_str()),
+        "{} events",
+        files.len()
+    );
+    env.cmd().args(["log"]).ok().stdout_lacks("no events");
+}
+
+/// The lines of the history file `rel`, each checked to be a whole event (as [`lines`] does,
+/// without parsing: for large files).
+#[track_caller]
+fn whole_lines(env: &Env, rel: &str) -> Vec<String> {
+    let text = std::fs::read_to_string(env.path(rel)).unwrap_or_default();
+    assert!(text.is_empty() || text.ends_with('\n'), "a torn last line");
+    text.lines()
+        .map(|l| {
+            assert!(
+                l.starts_with(r#"{"at":""#) && l.ends_with('}'),
+                "a torn line {l:?}"
+            );
+            l.to_string()
+        })
+        .collect()
+}
+
+/// #45: writers killed with SIGKILL while they cut an oversized history leave whole lines, in
+/// order, with no event twice and the newest planted one kept. Most writers are killed the
+/// moment their cut's temporary file shows in the history folder, the others at points spread
+/// over the time one uncut run takes.
+#[test]
+fn a_kill_while_an_oversized_history_is_cut_leaves_whole_lines() {
+    let (bytes, n) = planted_history(1200 << 10);
+    let newest_old = format!(r#""file":"old-{}""#, n - 1);
+    let bed = |round: u64| {
+        let env = Env::new();
+        env.write(".coord/config", "history_max_size: 2M\n");
+        env.write(LOG, &bytes);
+        let child = env
+            .agent("k")
+            .args(["run", &format!("r{round}"), "--", "true"])
+            .spawn();
+        (env, child, std::time::Instant::now())
+    };
+    let (_env, child, started) = bed(99);
+    let whole = finish(child);
+    assert_eq!(whole.code, Some(0), "{}", whole.stderr);
+    let span = started.elapsed();
+    let mut inside = 0;
+    for round in 0..18u32 {
+        let (env, mut child, started) = bed(u64::from(round));
+        let history = env.path(".coord/history");
+        if round % 3 != 2 {
+            // The moment the cut's temporary file shows (or the run ends without one).
+            while crate::support::temps_in(&history).is_empty()
+                && child.try_wait().unwrap().is_none()
+                && started.elapsed() < span * 4
+            {}
+        } else {
+            std::thread::sleep((span * round / 18).saturating_sub(started.elapsed()));
+        }
+        inside += usize::from(!crate::support::temps_in(&history).is_empty());
+        let _ = child.kill();
+        let _ = child.wait();
+        whole_lines(&env, LOG);
+        whole_lines(&env, ROTATED);
+        env.agent("after").args(["lock", "z"]).ok();
+        whole_lines(&env, LOG);
+        whole_lines(&env, ROTATED);
+        let log = env.cmd().args(["log", "--json"]).ok().stdout;
+        assert!(
+            log.contains(r#""file":"z""#),
+            "round {round}: the new event is lost"
+        );
+        assert!(
+            log.contains(&newest_old),
+            "round {round}: the newest old event is lost"
+        );
+        let mut seen = std::collections::HashSet::new();
+        for line in log.lines() {
+            assert!(seen.insert(line), "round {round}: twice: {line}");
+        }
+        assert!(
+            crate::support::temps_in(&history).is_empty(),
+            "round {round}: a temporary file is left"
+        );
+    }
+    eprintln!("{inside} of 18 kills came while a cut's temporary file stood");
+}
+
 /// `coord log` narrows by FILE (or folder), `--agent` and `--since`; `COORD_AGENT` alone does
 /// not narrow it.
 #[test]

@@ -243,17 +243,7 @@ impl RcloneMount {
 
 impl Drop for RcloneMount {
     fn drop(&mut self) {
-        for tool in ["fusermount3", "fusermount"] {
-            if Command::new(tool)
-                .args(["-uz"])
-                .arg(self.mnt())
-                .status()
-                .is_ok_and(|s| s.success())
-            {
-                return;
-            }
-        }
-        let _ = Command::new("umount").arg("-l").arg(self.mnt()).status();
+        crate::rigs::unmount_fuse(&self.mnt());
     }
 }
 
@@ -269,15 +259,7 @@ fn an_rclone_mount_is_refused_with_the_reason() {
     let mnt = mount.mnt();
     std::fs::write(mnt.join("F"), "x\n").unwrap();
     let coord = |args: &[&str]| {
-        let out = Command::new(crate::support::coord_bin())
-            .arg("-C")
-            .arg(&mnt)
-            .args(args)
-            .env_remove("COORD_ARBITRATION")
-            .env_remove("COORD_DIR")
-            .env_remove("COORD_AGENT")
-            .output()
-            .unwrap();
+        let out = crate::rigs::coord_in(&mnt).args(args).output().unwrap();
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -297,10 +279,15 @@ fn an_rclone_mount_is_refused_with_the_reason() {
             .any(|w| w.as_str().unwrap().contains("no arbitration")),
         "{doc}"
     );
+    // #45 item 11: `msg send` failed on a raw EIO, leaving `.coord/messages/`; `shutdown` and
+    // `unlock` (all) walked the tree first, leaving `.coord/folders`, then refused.
     for args in [
         &["-a", "alice", "lock", "F"][..],
         &["-a", "alice", "lock", "F", "--no-wait"],
         &["-a", "alice", "run", "F", "--", "true"],
+        &["-a", "alice", "msg", "send", "bob", "hello"],
+        &["-a", "alice", "shutdown"],
+        &["-a", "alice", "unlock"],
     ] {
         let (code, stdout, stderr) = coord(args);
         assert_eq!(code, Some(1), "{args:?}: {stdout}{stderr}");
@@ -321,14 +308,22 @@ fn an_rclone_mount_is_refused_with_the_reason() {
         !names.iter().any(|n| n.contains(".lock.")),
         "a lock file was left: {names:?}"
     );
+    for left in [".coord/messages", ".coord/folders"] {
+        assert!(!mnt.join(left).exists(), "{left} was left");
+    }
 }
 
 /// A private Samba on 127.0.0.1:445 and two smbnetfs mounts of its share; torn down on drop.
+/// One at a time: every Samba of these tests needs port 445.
 struct SmbMounts {
     dir: tempfile::TempDir,
     smbd: Option<u32>,
     mounted: Vec<std::path::PathBuf>,
+    _port: std::sync::MutexGuard<'static, ()>,
 }
+
+/// Held by the one [`SmbMounts`] that serves port 445.
+static PORT_445: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 impl SmbMounts {
     /// Serve `real/` and mount it twice, or say why not.
@@ -337,15 +332,9 @@ impl SmbMounts {
             eprintln!("skipped: the SMB mounts need root");
             return None;
         }
-        let have = |tool: &str| {
-            Command::new("sh")
-                .args(["-c", &format!("command -v {tool}")])
-                .output()
-                .is_ok_and(|o| o.status.success())
-        };
         if !std::path::Path::new("/usr/sbin/smbd").exists()
-            || !have("smbnetfs")
-            || !have("smbpasswd")
+            || !crate::rigs::have("smbnetfs")
+            || !crate::rigs::have("smbpasswd")
         {
             eprintln!(
                 "skipped: samba and smbnetfs are not installed (`apt-get install samba smbnetfs`)"
@@ -356,6 +345,7 @@ impl SmbMounts {
             eprintln!("skipped: no /dev/fuse here");
             return None;
         }
+        let port = PORT_445.lock().unwrap_or_else(|p| p.into_inner());
         if std::net::TcpStream::connect("127.0.0.1:445").is_ok() {
             eprintln!("skipped: port 445 is taken (another SMB server runs here)");
             return None;
@@ -405,6 +395,7 @@ impl SmbMounts {
             dir,
             smbd: None,
             mounted: Vec::new(),
+            _port: port,
         };
         let mut passwd = Command::new("smbpasswd")
             .arg("-c")
@@ -421,20 +412,13 @@ impl SmbMounts {
             eprintln!("skipped: smbpasswd failed");
             return None;
         }
-        let started = Command::new("/usr/sbin/smbd")
-            .arg("-s")
-            .arg(me.dir.path().join("smb.conf"))
-            .arg("-D")
-            .status()
-            .is_ok_and(|s| s.success());
-        let pid_file = me.dir.path().join("run/smbd.pid");
-        let start = Instant::now();
-        while started && !pid_file.exists() && start.elapsed() < Duration::from_secs(10) {
-            std::thread::sleep(Duration::from_millis(50));
-        }
-        me.smbd = std::fs::read_to_string(&pid_file)
-            .ok()
-            .and_then(|s| s.trim().parse().ok());
+        me.smbd = crate::rigs::start_daemon(
+            Command::new("/usr/sbin/smbd")
+                .arg("-s")
+                .arg(me.dir.path().join("smb.conf"))
+                .arg("-D"),
+            &me.dir.path().join("run/smbd.pid"),
+        );
         if me.smbd.is_none() {
             eprintln!("skipped: smbd did not start");
             return None;
@@ -474,21 +458,20 @@ impl SmbMounts {
     fn real(&self) -> std::path::PathBuf {
         self.dir.path().join("real")
     }
+
+    /// `coord ARGS` in the share's folder `ws` through mount `n`.
+    fn coord(&self, n: u8, args: &[&str]) -> std::process::Output {
+        crate::rigs::coord_in(&self.share(n).join("ws"))
+            .args(args)
+            .output()
+            .unwrap()
+    }
 }
 
 impl Drop for SmbMounts {
     fn drop(&mut self) {
         for m in &self.mounted {
-            for tool in ["fusermount3", "fusermount"] {
-                if Command::new(tool)
-                    .arg("-uz")
-                    .arg(m)
-                    .status()
-                    .is_ok_and(|s| s.success())
-                {
-                    break;
-                }
-            }
+            crate::rigs::unmount_fuse(m);
         }
         if let Some(pid) = self.smbd {
             let _ = Command::new("kill").arg(pid.to_string()).status();
@@ -511,14 +494,7 @@ fn coord_runs_on_smb_through_smbnetfs_and_excludes_across_mounts() {
     std::fs::create_dir(smb.real().join("ws")).unwrap();
     std::fs::write(smb.real().join("ws/F"), "0\n").unwrap();
     let coord = |n: u8, args: &[&str]| {
-        let out = Command::new(crate::support::coord_bin())
-            .current_dir(smb.share(n).join("ws"))
-            .args(args)
-            .env_remove("COORD_ARBITRATION")
-            .env_remove("COORD_DIR")
-            .env_remove("COORD_AGENT")
-            .output()
-            .unwrap();
+        let out = smb.coord(n, args);
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -555,6 +531,55 @@ fn coord_runs_on_smb_through_smbnetfs_and_excludes_across_mounts() {
             let name = e.file_name().to_string_lossy().into_owned();
             if name.ends_with(".tmp") || name.contains(".lock.") {
                 left.push(name);
+            }
+        }
+    }
+    assert!(left.is_empty(), "left behind: {left:?}");
+}
+
+/// Issue #45 item 11: on SMB through smbnetfs (no hard links, no `RENAME_NOREPLACE`), each
+/// backup that replaced a different `FILE.bak` left a `.coord-*.tmp` in `.coord/backups/FILE/`
+/// and kept no older generation. Now the generations are kept (the name taken by an exclusive
+/// create, the copy renamed over it) and nothing is left behind.
+#[test]
+fn backup_generations_are_kept_on_smb_and_nothing_is_left_behind() {
+    let Some(smb) = SmbMounts::new() else {
+        return;
+    };
+    let ws = smb.real().join("ws");
+    std::fs::create_dir(&ws).unwrap();
+    std::fs::write(ws.join("F"), "0\n").unwrap();
+    let coord = |n: u8, args: &[&str]| {
+        let out = smb.coord(n, args);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(out.status.success(), "{args:?}: {text}");
+        text
+    };
+    for round in 1..=2 {
+        for (n, agent) in [(1, "alice"), (2, "bob")] {
+            coord(n, &["-a", agent, "lock", "F"]);
+            std::fs::write(ws.join("F"), format!("{agent} {round}\n")).unwrap();
+            coord(n, &["-a", agent, "unlock", "F"]);
+        }
+    }
+    let list = coord(1, &["restore", "F", "--list"]);
+    let kept: Vec<&str> = list
+        .lines()
+        .filter(|l| l.contains(".coord/backups/F/"))
+        .collect();
+    assert_eq!(kept.len(), 3, "older generations kept: {list}");
+    let mut left = Vec::new();
+    let mut dirs = vec![ws.clone()];
+    while let Some(dir) = dirs.pop() {
+        for e in std::fs::read_dir(&dir).unwrap().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                dirs.push(e.path());
+            } else if e.file_name().to_string_lossy().ends_with(".tmp") {
+                left.push(e.path());
             }
         }
     }

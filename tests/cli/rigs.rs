@@ -196,3 +196,53 @@ pub(crate) fn now_stamp() -> String {
         .format("%Y-%m-%dT%H:%M:%S%:z")
         .to_string()
 }
+
+// ---------------------------------------------------------------------------------------------
+// Shared folders: daemons and FUSE mounts of the machine (tests/cli/netfs*.rs)
+
+/// Whether `tool` is on the PATH.
+pub(crate) fn have(tool: &str) -> bool {
+    Command::new("sh")
+        .args(["-c", &format!("command -v {tool}")])
+        .output()
+        .is_ok_and(|o| o.status.success())
+}
+
+/// Start a daemon that writes its pid to `pid_file`; its pid once written (within 10 s), `None`
+/// when it did not start.
+pub(crate) fn start_daemon(cmd: &mut Command, pid_file: &Path) -> Option<u32> {
+    let started = cmd.status().is_ok_and(|s| s.success());
+    let start = Instant::now();
+    while started && !pid_file.exists() && start.elapsed() < Duration::from_secs(10) {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::fs::read_to_string(pid_file)
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+}
+
+/// Unmount the FUSE mount at `mnt` (lazily: a process still in it does not keep it).
+pub(crate) fn unmount_fuse(mnt: &Path) {
+    for tool in ["fusermount3", "fusermount"] {
+        if Command::new(tool)
+            .arg("-uz")
+            .arg(mnt)
+            .status()
+            .is_ok_and(|s| s.success())
+        {
+            return;
+        }
+    }
+    let _ = Command::new("umount").arg("-l").arg(mnt).status();
+}
+
+/// `coord` run in `dir` (a shared folder), free of the test environment's coord variables.
+pub(crate) fn coord_in(dir: &Path) -> Command {
+    let mut cmd = Command::new(coord_bin());
+    cmd.current_dir(dir)
+        .env_remove("COORD_ARBITRATION")
+        .env_remove("COORD_DIR")
+        .env_remove("COORD_AGENT")
+        .env("NO_COLOR", "1");
+    cmd
+}

@@ -107,6 +107,39 @@ fn every_json_document_matches_its_schema() {
     );
     c.run("version", env.cmd().arg("version"), 0);
     c.run("docs", env.cmd().arg("docs"), 0);
+    // Claims shared through a remote (`file://`), with a claim and what an agent edits.
+    // In a folder of its own: inside this workspace, the clone would be part of it.
+    let apart = Env::new();
+    if crate::rigs::git_or_skip() {
+        let bare = apart.path("remote-srv/r.git");
+        let clone = apart.path("remote-clone");
+        std::fs::create_dir_all(&clone).unwrap();
+        let git = |dir: &std::path::Path, args: &[&str]| {
+            assert!(crate::rigs::git(dir).args(args).status().unwrap().success());
+        };
+        git(apart.root(), &["init", "-q", "--bare", "remote-srv/r.git"]);
+        git(&clone, &["init", "-q"]);
+        let url = format!("file://{}", bare.display());
+        git(&clone, &["remote", "add", "origin", &url]);
+        let in_clone = || {
+            apart
+                .agent("alpha")
+                .env_remove("COORD_DIR")
+                .env("GIT_CONFIG_GLOBAL", "/dev/null")
+                .cwd(&clone)
+        };
+        c.run("remote-status", in_clone().args(["remote", "status"]), 0);
+        c.run("remote-status", in_clone().args(["remote", "enable"]), 0);
+        in_clone()
+            .args(["remote", "claim", "src/", "--reason", "schemas"])
+            .ok();
+        in_clone().args(["remote", "working-on", "src/a.rs"]).ok();
+        c.run("remote-status", in_clone().args(["remote", "sync"]), 0);
+        let st = c.run("remote-status", in_clone().args(["remote", "status"]), 0);
+        assert_eq!(st["claims"][0]["pattern"], "src/**");
+        assert_eq!(st["agents"][0]["working_on"][0], "src/a.rs");
+        c.run("remote-status", in_clone().args(["remote", "disable"]), 0);
+    }
     c.run(
         "plugin-write",
         env.cmd().args(["plugin", "write", "plugins-out"]),

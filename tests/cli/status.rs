@@ -244,6 +244,74 @@ fn free_and_finished_agents_drop_their_current_file() {
     );
 }
 
+/// `agent`'s `lock_status` and `current_file` in `coord status --json` and `coord check --json`
+/// (each must say the same).
+#[track_caller]
+fn lock_status_of(env: &Env, agent: &str) -> (String, serde_json::Value) {
+    let a = env.status_of(agent);
+    let check: serde_json::Value = env.cmd().args(["check", "--json"]).run().json();
+    let in_check = check["agents"]
+        .as_array()
+        .and_then(|all| all.iter().find(|c| c["agent"] == agent))
+        .cloned()
+        .unwrap_or_else(|| panic!("no {agent} in {check:#}"));
+    assert_eq!(in_check["lock_status"], a["lock_status"], "{check:#}");
+    (
+        a["lock_status"].as_str().unwrap_or("").to_string(),
+        a["current_file"].clone(),
+    )
+}
+
+/// #45: an agent killed with SIGKILL while it waits, or while it holds a lock that is then
+/// taken over, left a presence saying `WAITING` or `LOCKED`; the views say what is true: FREE
+/// once it holds nothing and has no live ticket, LOCKED while its (STALE) lock still stands.
+#[test]
+fn a_killed_waiter_or_holder_is_shown_free_once_it_holds_nothing() {
+    let env = Env::new();
+    env.write("a.md", "a\n");
+    env.write("b.md", "b\n");
+    env.agent("bob").args(["lock", "a.md"]).ok();
+    let mut waiter = env
+        .agent("alice")
+        .args(["lock", "a.md", "--wait", "1m"])
+        .spawn();
+    crate::support::eventually("alice waits", || {
+        env.exists(".alice_presence") && lock_status_of(&env, "alice").0 == "WAITING"
+    });
+    waiter.kill().unwrap();
+    waiter.wait().unwrap();
+    assert!(env.read(".alice_presence").contains("lock_status: WAITING"));
+    assert_eq!(lock_status_of(&env, "alice").0, "FREE", "a dead waiter");
+    // bob still holds and no one waits for him: LOCKED.
+    assert_eq!(lock_status_of(&env, "bob").0, "LOCKED");
+
+    // Killed while holding b.md through `coord run`: its lock stands (STALE), then is taken over.
+    let mut run = env
+        .agent("alice")
+        .args(["run", "b.md", "--", "sh", "-c", "sleep 3"])
+        .spawn();
+    crate::support::eventually("alice holds b.md", || env.exists("b.md.lock.alice"));
+    run.kill().unwrap();
+    run.wait().unwrap();
+    assert_eq!(lock_status_of(&env, "alice").0, "LOCKED", "its lock stands");
+    env.agent("carol").args(["lock", "b.md"]).ok();
+    assert!(env.read(".alice_presence").contains("lock_status: LOCKED"));
+    let (status, file) = lock_status_of(&env, "alice");
+    assert_eq!(status, "FREE", "taken over: alice holds nothing");
+    assert!(file.is_null(), "no file worked on: {file}");
+    let human = env.cmd().args(["status"]).ok();
+    let row = human
+        .stdout
+        .lines()
+        .find(|l| l.trim_start().starts_with("alice"))
+        .unwrap_or_default();
+    assert!(
+        row.contains("FREE") && !row.contains("LOCKED"),
+        "{}",
+        human.stdout
+    );
+}
+
 /// `coord who FILE` answers who holds one file, in text and in JSON.
 #[test]
 fn who_says_who_holds_a_file() {

@@ -342,3 +342,145 @@ fn a_symlinked_dialogue_archive_or_marks_folder_is_refused() {
     expect(&out, 1);
     nothing_outside(&bed);
 }
+
+// --- coord's own folders under `.coord/` planted as symlinks ---
+
+/// Every command the folders of `.coord/` serve: locks, a wait, a write keeping backups,
+/// messages and read marks, clock-in and out, a client's hooks (its session, a question to
+/// its user, a shell call), a nested workspace, and the views. Returns what each said.
+fn every_folder_served(bed: &Bed) -> Vec<crate::support::Output> {
+    let mut outs = Vec::new();
+    let mut run = |agent: Option<&str>, args: &[&str]| outs.push(bed.run(agent, args));
+    // Content that differs every time, so that each backup keeps an older generation.
+    let now = std::time::SystemTime::now();
+    std::fs::write(bed.at("new.txt"), format!("new {now:?}\n")).unwrap();
+    std::fs::write(bed.at("a.md"), format!("edited {now:?}\n")).unwrap();
+    run(Some("alice"), &["presence", ".", "t"]);
+    run(Some("alice"), &["lock", "a.md"]);
+    run(Some("alice"), &["write", "a.md", "--from", "new.txt"]);
+    run(Some("bob"), &["lock", "a.md", "--wait", "300ms"]);
+    run(Some("alice"), &["unlock"]);
+    run(Some("alice"), &["msg", "send", "bob", "warm"]);
+    run(Some("bob"), &["msg", "list"]);
+    run(Some("bob"), &["msg", "read", "aaaa"]);
+    run(Some("alice"), &["startup", "--partner", "alice"]);
+    run(Some("alice"), &["shutdown"]);
+    run(None, &["-C", "sub", "init", "--client", "claude"]);
+    run(None, &["status"]);
+    run(None, &["check"]);
+    run(None, &["log"]);
+    run(None, &["prune", "--dry-run"]);
+    let cwd = bed.ws().display().to_string();
+    let sid = "5f0c6d1e-1a2b-4c3d-8e9f-0a1b2c3d4e5f";
+    for payload in [
+        serde_json::json!({"session_id": sid, "cwd": cwd, "hook_event_name": "SessionStart", "source": "startup"}),
+        serde_json::json!({"session_id": sid, "cwd": cwd, "hook_event_name": "Notification", "message": "Claude needs your permission to use Bash"}),
+        serde_json::json!({"session_id": sid, "cwd": cwd, "hook_event_name": "PreToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}}),
+        serde_json::json!({"session_id": sid, "cwd": cwd, "hook_event_name": "PostToolUse", "tool_name": "Bash", "tool_input": {"command": "ls"}}),
+        serde_json::json!({"session_id": sid, "cwd": cwd, "hook_event_name": "Stop", "stop_hook_active": false}),
+    ] {
+        outs.push(
+            bed.cmd(None)
+                .args(["hook", "claude"])
+                .stdin(payload.to_string())
+                .run(),
+        );
+    }
+    outs
+}
+
+/// #45: each of coord's folders under `.coord/` replaced by a symlink to a folder outside (its
+/// content moved there) is never followed: nothing outside is written, moved or removed,
+/// nothing there is read as coord's own (the history's events, the messages), and the
+/// commands that meet it say so, naming it. Only what belongs in that folder is left out: a
+/// lock is still granted when only the history (a sink) is linked, and refused clearly (exit 1)
+/// when its index of locks is; waiting, messages and clock-in refuse clearly too.
+#[test]
+fn a_symlinked_folder_under_coord_is_never_followed() {
+    let folders = [
+        "history",
+        "held",
+        "queue",
+        "queue/Q",
+        "messages",
+        "messages/read",
+        "messages/read/bob",
+        "partners",
+        "partners/open",
+        "backups",
+        "backups/B",
+        "sessions",
+        "needs-user",
+        "shell",
+        "nested",
+    ];
+    for folder in folders {
+        let bed = Bed::new();
+        std::fs::create_dir_all(bed.at("sub")).unwrap();
+        two_messages(&bed);
+        // Every folder is made and holds something.
+        every_folder_served(&bed);
+        let ws = bed.ws();
+        let rel = match folder {
+            "queue/Q" => coord::layout::queue_dir(&ws, "a.md"),
+            "backups/B" => coord::layout::backup_generations(&ws, &ws.join("a.md")),
+            f => ws.join(".coord").join(f),
+        };
+        let moved = bed.env.path("outside/moved");
+        if rel.exists() {
+            std::fs::rename(&rel, &moved).unwrap();
+        } else {
+            std::fs::create_dir_all(&moved).unwrap();
+            std::fs::create_dir_all(rel.parent().unwrap()).unwrap();
+        }
+        std::os::unix::fs::symlink(&moved, &rel).unwrap();
+        let before = bed.outside();
+        // A name made and removed again outside leaves its trace in the folder's times.
+        let stamp = |p: &std::path::Path| {
+            let m = std::fs::metadata(p).unwrap();
+            (
+                m.modified().unwrap(),
+                std::os::unix::fs::MetadataExt::ctime_nsec(&m),
+            )
+        };
+        let touched = stamp(&moved);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let outs = every_folder_served(&bed);
+        assert_eq!(bed.outside(), before, "{folder}: written outside");
+        assert_eq!(
+            stamp(&moved),
+            touched,
+            "{folder}: written outside, then undone"
+        );
+        bed.assert_victim_untouched();
+        for out in &outs {
+            assert!(
+                matches!(out.code, Some(0..=3)) && !out.stderr.contains("panicked"),
+                "{folder}: {}\n{}",
+                out.shown,
+                out.stderr
+            );
+        }
+        let said: String = outs.iter().map(|o| o.stderr.as_str()).collect();
+        assert!(
+            said.contains(&format!("`{}` is a symlink", rel.display())),
+            "{folder}: never said: {said}"
+        );
+        // What the link leads to is not read as coord's own.
+        let log = &outs[13];
+        let inbox = &outs[6];
+        match folder {
+            "history" => {
+                assert!(!log.stdout.contains("locked"), "{}", log.stdout);
+                // A sink: the lock still went through.
+                expect(&outs[1], 0);
+            }
+            "messages" => assert!(!inbox.stdout.contains("warm"), "{}", inbox.stdout),
+            "held" => {
+                expect(&outs[1], 1);
+                assert!(outs[1].stderr.contains("symlink"), "{}", outs[1].stderr);
+            }
+            _ => {}
+        }
+    }
+}

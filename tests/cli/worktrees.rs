@@ -323,6 +323,69 @@ fn the_kept_list_of_worktrees_follows_a_tree_added_or_moved() {
         .stderr_has("held by alice");
 }
 
+/// The entries of the index of locks (`.coord/held/`, shared by every tree), but its anchor.
+fn indexed(r: &Repo) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(r.main.join(".coord/held"))
+        .map(|list| {
+            list.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n != "anchor")
+                .collect()
+        })
+        .unwrap_or_default();
+    names.sort();
+    names
+}
+
+/// #45: the index of locks names only locks that exist: a lock released from another work
+/// tree than the one it lies in, or taken over from there after its holder was killed with
+/// SIGKILL, leaves no entry behind (`a.txt.held.alice` stayed); nor does a lock file removed by
+/// hand, once its agent unlocks the file.
+#[test]
+fn the_index_forgets_locks_released_or_taken_over_from_another_worktree() {
+    let r = repo();
+    coord(&r, &r.b, "alice").args(["lock", "src/x.rs"]).ok();
+    assert_eq!(indexed(&r), ["src%2Fx.rs.held.alice"]);
+    coord(&r, &r.main, "alice")
+        .args(["unlock", "src/x.rs"])
+        .ok();
+    assert_eq!(indexed(&r), Vec::<String>::new(), "released from main");
+
+    // A holder killed with SIGKILL; its lock taken over from another tree.
+    let mut run = coord(&r, &r.b, "alice")
+        .args(["run", "a.txt", "--", "sh", "-c", "sleep 3"])
+        .spawn();
+    eventually("alice's run holds a.txt", || {
+        r.b.join("a.txt.lock.alice").exists()
+    });
+    run.kill().unwrap();
+    run.wait().unwrap();
+    coord(&r, &r.c, "bob").args(["lock", "a.txt"]).ok();
+    assert_eq!(indexed(&r), ["a.txt.held.bob"], "taken over from c");
+    coord(&r, &r.main, "bob").args(["unlock"]).ok();
+    assert_eq!(indexed(&r), Vec::<String>::new());
+
+    // A lock file removed by hand: its agent's unlock of the file says so and forgets it.
+    coord(&r, &r.c, "carol").args(["lock", "src/x.rs"]).ok();
+    std::fs::remove_file(r.c.join("src/x.rs.lock.carol")).unwrap();
+    coord(&r, &r.c, "carol")
+        .args(["unlock", "src/x.rs"])
+        .ok()
+        .stdout_has("not locked");
+    assert_eq!(indexed(&r), Vec::<String>::new(), "removed by hand");
+
+    // Unlocking all from any tree keeps the entries of the locks other trees still hold.
+    coord(&r, &r.b, "dave").args(["lock", "a.txt"]).ok();
+    coord(&r, &r.c, "erin").args(["lock", "src/x.rs"]).ok();
+    coord(&r, &r.main, "erin").args(["unlock"]).ok();
+    assert_eq!(indexed(&r), ["a.txt.held.dave"]);
+    let v: serde_json::Value = coord(&r, &r.main, "erin")
+        .args(["status", "--json"])
+        .ok()
+        .json();
+    assert_eq!(v["locks"].as_array().unwrap().len(), 1, "{v}");
+}
+
 #[test]
 fn locks_held_in_a_removed_worktree_are_shown_stale_not_dropped() {
     let r = repo();
@@ -345,6 +408,45 @@ fn locks_held_in_a_removed_worktree_are_shown_stale_not_dropped() {
     coord(&r, &r.c, "carol")
         .args(["lock", "a.txt", "--no-wait"])
         .ok();
+}
+
+/// Claims taken in a removed worktree stop holding as its locks do (#45): STALE at once, whoever
+/// holds them, and taken over by the next lock or claim that passes over them.
+#[test]
+fn claims_taken_in_a_removed_worktree_are_stale_and_taken_over_as_its_locks_are() {
+    let r = repo();
+    coord(&r, &r.b, "dave").args(["lock", "src/", "a.txt"]).ok();
+    coord(&r, &r.c, "erin").args(["lock", "*.md"]).ok();
+    git(&r.main, &["worktree", "remove", "--force", "../b"]);
+    // dave is still ACTIVE (his heartbeat is fresh) and his claim well within its TTL.
+    let v: serde_json::Value = coord(&r, &r.main, "carol")
+        .args(["status", "--json"])
+        .ok()
+        .json();
+    let claims = v["claims"].as_array().unwrap();
+    let state = |pattern: &str| {
+        let c = claims.iter().find(|c| c["pattern"] == pattern).unwrap();
+        (
+            c["state"].as_str().unwrap().to_string(),
+            c["stale_reason"].clone(),
+        )
+    };
+    let (dave, why) = state("src/**");
+    assert_eq!(dave, "STALE", "{v}");
+    assert!(why.as_str().unwrap().contains("is gone"), "{v}");
+    // The claim of a tree still there holds.
+    assert_eq!(state("*.md").0, "LIVE", "{v}");
+    // The lock of the removed tree shows STALE the same way.
+    assert_eq!(v["locks"][0]["file"], "a.txt", "{v}");
+    assert_eq!(v["locks"][0]["state"], "STALE", "{v}");
+    coord(&r, &r.c, "carol")
+        .args(["lock", "src/x.rs", "--no-wait"])
+        .ok()
+        .stderr_has("took over the stale claim of dave on `src/**`");
+    coord(&r, &r.main, "carol")
+        .args(["lock", "notes.md", "--no-wait"])
+        .code(3)
+        .stderr_has("erin");
 }
 
 #[test]

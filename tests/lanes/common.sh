@@ -64,11 +64,13 @@ stale_takeover() { # holder mount, taker mount
 # --- a stopped holder of the workspace mutex, overtaken from the other mount -------------------
 stopped_holder() { # holder mount, other mount
     new_ws; echo x >"$real/$ws/G.txt"
-    (cd "$1/$ws" && exec "$COORD" -q doctor --hold 3s) 2>"$work/out/hold.err" &
+    (cd "$1/$ws" && exec "$COORD" doctor --hold 3s) >"$work/out/hold.out" 2>"$work/out/hold.err" &
     local hp=$!
     bg_pids=("$hp")
-    for _ in $(seq 100); do [ -e "$real/$ws/.coord/mutex.lease" ] && break; sleep 0.02; done
-    [ -e "$real/$ws/.coord/mutex.lease" ] || { fail "stopped holder: it never took the mutex"; return; }
+    # Stopped once it holds the mutex (it says so): the lease file appears before its record is
+    # written and closed, and SMB lets nobody move a file a stopped process still has open.
+    for _ in $(seq 250); do grep -q "^holding" "$work/out/hold.out" 2>/dev/null && break; sleep 0.02; done
+    grep -q "^holding" "$work/out/hold.out" || { fail "stopped holder: it never took the mutex"; return; }
     kill -STOP "$hp"
     local t0 t1 msg
     t0=$(now_ms)

@@ -188,6 +188,15 @@ race() { # label, mount A, mount B, with_coord (1/0), lost updates fail (1/0, de
         [ "$failed" = 0 ] ||
             echo "note: $label: $failed runs failed on the filesystem's I/O errors ($(grep -c 'Input/output error' "$work/out/stderr" 2>/dev/null || echo 0) EIO); no update lost beyond them" >&2
         [ $ok = 1 ] || fail "$label: did not finish in 240 s"
+        # Every backup that replaced a different COUNTER.txt.bak kept the one it replaced under
+        # .coord/backups/ (no hard links here: an exclusive create, then a rename) and left no
+        # temporary file behind (it used to leave one per race and keep none).
+        local tmps gens
+        tmps=$(find "$real/$ws" -name '.coord-*.tmp' 2>/dev/null | wc -l | tr -d ' ')
+        gens=$(find "$real/$ws/.coord/backups" -type f -name '[0-9]*' 2>/dev/null | wc -l | tr -d ' ')
+        echo "| $label: backups | $gens older generations kept | $tmps temporary files left | |"
+        [ "$tmps" -le "$failed" ] || fail "$label: $tmps temporary files left behind"
+        [ "$gens" -gt 0 ] || fail "$label: no older backup generation kept"
     fi
 }
 

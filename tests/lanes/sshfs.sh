@@ -7,15 +7,18 @@
 # Needs root (for the throwaway sshd) and /dev/fuse; installs sshfs and openssh-server with
 # apt-get when they are missing. Prints why and exits 0 when it cannot run here.
 #
-# Measures, for two mounts with sshfs's default cache, two `cache=no` mounts, and a default-cache
-# mount against a `cache=no` one:
+# Measures, for two mounts with sshfs's default cache, two `cache=no` mounts, a default-cache
+# mount against a `cache=no` one, and two `kernel_cache` mounts:
 #   - 4 + 4 agents x 50 `coord run COUNTER.txt -- increment`, with an O_EXCL witness created on
 #     the real folder inside the critical section (double holders), and the counter (lost
 #     updates); the same race without coord shows that the witness catches overlaps;
 #   - wake-up across mounts: one mount releases, a waiter on the other gets the lock;
 #   - a stale lock (its process killed with SIGKILL) on one mount taken over from the other;
 #   - a holder of the workspace mutex stopped (SIGSTOP) on one mount, overtaken from the other
-#     after its lease, and fenced when it resumes.
+#     after its lease, and fenced when it resumes;
+#   - two `kernel_cache` mounts (a file's contents kept across opens, as fuse-nfs `-k` keeps
+#     them): the counter race, and a lock re-taken by its agent within the same second, which
+#     the other mount must see live (it used to take it over from under the running command).
 # Exits 1 when exclusion failed (a double holder, a lost update between mounts of one cache
 # setting, a takeover that did not happen); timings are reported, not asserted. Between a
 # default-cache and a `cache=no` mount, lost updates are reported but do not fail the lane: with
@@ -103,9 +106,11 @@ mount_one "$work/m1"              # sshfs's default cache
 mount_one "$work/m2" -o cache=no  # no cache
 mount_one "$work/m3"              # default cache, a second mount
 mount_one "$work/m4" -o cache=no  # no cache, a second mount
-mkdir -p "$work/m5" "$work/m6"
+mkdir -p "$work/m5" "$work/m6" "$work/m7" "$work/m8"
 mount_one "$work/m5" -o negative_timeout=20  # a negative lookup cache, as NFS clients keep
 mount_one "$work/m6" -o negative_timeout=20
+mount_one "$work/m7" -o kernel_cache  # file contents kept across opens (as fuse-nfs -k)
+mount_one "$work/m8" -o kernel_cache
 echo "sshd pid $sshd_pid on 127.0.0.1:$port; mounts: ${mounts[*]}" >&2
 
 . "$here/tests/lanes/common.sh"
@@ -186,7 +191,8 @@ race() { # label, mount A, mount B, with_coord (1/0), lost updates fail (1/0, de
 # --- a negative lookup cache -----------------------------------------------------------------
 # B's kernel remembers W.txt.lock.holder as absent (it looked before A made it); A locks W.txt;
 # B's listing shows A's lock file, but B's open of it is answered "not found" by the cache. B
-# must not judge the lock gone: `lock --no-wait` exits 3 and one lock file stands.
+# must not judge the lock gone: `lock --no-wait` exits 3, saying since when A holds it, and one
+# lock file stands.
 negative_cache() { # mount A, mount B
     local ma=$1 mb=$2 code n
     new_ws; echo x >"$real/$ws/W.txt"
@@ -196,9 +202,55 @@ negative_cache() { # mount A, mount B
     (cd "$mb/$ws" && COORD_AGENT=other "$COORD" -q lock --no-wait W.txt 2>"$work/out/neg.err")
     code=$?
     n=$(ls "$real/$ws" | grep -c '^W\.txt\.lock\.')
-    echo "| negative lookup cache (\`negative_timeout=20\`) | B exits $code | $n lock file(s) |"
+    echo "| negative lookup cache (\`negative_timeout=20\`) | B exits $code | $n lock file(s) | $(head -1 "$work/out/neg.err") |"
     [ "$code" = 3 ] || { fail "negative cache: B's lock --no-wait exited $code, not 3"; cat "$work/out/neg.err" >&2; }
+    # The lock found on the server is read again once the failed create made B's kernel forget
+    # the name: B is told since when (it was told "since an unknown time").
+    grep -q 'unknown time' "$work/out/neg.err" && fail "negative cache: B was not told since when: $(head -1 "$work/out/neg.err")"
     [ "$n" = 1 ] || fail "negative cache: $n lock files on W.txt"
+}
+
+# --- contents kept across opens --------------------------------------------------------------
+# Through `-o kernel_cache` a mount keeps a file's old contents for as long as its size and mtime
+# look unchanged, and sshfs's times are whole seconds. alice (mount A) runs `coord run F` and B
+# looks (caching her record); her run ends and she runs again within the same second: a record
+# of the same size, her new pid. B must see the new record, live: `lock --no-wait` exits 3, and
+# alice's run keeps its lock. A round counts when both records carry the same second.
+cached_relock() { # mount A, mount B, rounds
+    local ma=$1 mb=$2 rounds=$3 shown=0 taken=0 r ms first second code lock p1 p2
+    for r in $(seq "$rounds"); do
+        new_ws; echo x >"$real/$ws/F"
+        lock=$real/$ws/F.lock.alice
+        ms=$(( $(now_ms) % 1000 ))
+        sleep "$(awk -v m="$ms" 'BEGIN { printf "%.3f", (1020 - m) / 1000 }')"
+        (cd "$ma/$ws" && exec "$COORD" -q -a alice run F -- sleep 0.2) &
+        p1=$!
+        bg_pids=("$p1")
+        for _ in $(seq 400); do [ -e "$lock" ] && break; sleep 0.01; done
+        first=$(grep '^locked_at:' "$lock" 2>/dev/null)
+        (cd "$mb/$ws" && "$COORD" -q -a bob lock F --no-wait --no-backup 2>/dev/null)
+        wait "$p1"
+        # The second run lasts until B has looked (at most a minute), however slow B is.
+        rm -f "$work/out/looked"
+        (cd "$ma/$ws" && exec "$COORD" -q -a alice run F -- sh -c \
+            "for _ in \$(seq 1200); do [ -e '$work/out/looked' ] && exit 0; sleep 0.05; done") 2>"$work/out/alice.err" &
+        p2=$!
+        bg_pids=("$p2")
+        for _ in $(seq 400); do [ -e "$lock" ] && break; sleep 0.01; done
+        second=$(grep '^locked_at:' "$lock" 2>/dev/null)
+        (cd "$mb/$ws" && "$COORD" -a bob lock F --no-wait --no-backup) >"$work/out/bob.out" 2>&1
+        code=$?
+        : >"$work/out/looked"
+        wait "$p2"
+        bg_pids=()
+        [ -n "$first" ] && [ "$first" = "$second" ] && shown=$((shown + 1))
+        if [ "$code" != 3 ] || grep -q 'taken over' "$work/out/alice.err"; then
+            taken=$((taken + 1))
+            fail "kernel_cache: round $r: B took the LIVE lock of alice's running command (bob exit $code): $(head -2 "$work/out/bob.out")"
+        fi
+    done
+    echo "| lock re-taken within the second, seen through \`kernel_cache\` | $taken live lock(s) taken over in $rounds rounds | $shown rounds with both records in one second |"
+    [ "$shown" -gt 0 ] || echo "note: kernel_cache: no round re-took the lock within one second (a slow machine)" >&2
 }
 
 echo
@@ -209,6 +261,7 @@ echo "|---|---|---|---|---|"
 race "two mounts, sshfs default cache" "$work/m1" "$work/m3" 1
 race "two mounts, \`cache=no\`" "$work/m2" "$work/m4" 1
 race "default cache + \`cache=no\` (mixed caches)" "$work/m1" "$work/m2" 1 0
+race "two mounts, \`kernel_cache\` (contents kept across opens)" "$work/m7" "$work/m8" 1
 race "the same race without coord" "$work/m1" "$work/m3" 0
 echo
 echo "| wake-up after a release, across mounts | median | all |"
@@ -220,6 +273,7 @@ echo "| takeover | time | |"
 echo "|---|---|---|"
 stale_takeover "$work/m1" "$work/m3"
 negative_cache "$work/m5" "$work/m6"
+cached_relock "$work/m7" "$work/m8" 5
 stopped_holder "$work/m1" "$work/m3"
 echo
 if [ "$failures" -gt 0 ]; then

@@ -112,7 +112,6 @@ impl Life {
                 partner: Partner::Named(agent.clone()),
                 task,
                 pid: Some(host::pid()),
-                look_around: true,
             },
         )?;
         let row = started.row.session_id.clone();

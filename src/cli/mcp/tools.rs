@@ -56,21 +56,20 @@ impl Host {
         self.owner.clone()
     }
 
-    /// A FILE argument: relative to the workspace root (the server has no "current folder" an
-    /// agent could know), or absolute inside it.
-    fn target(&self, file: &str) -> Result<Target, Error> {
-        self.ws.resolve(self.ws.root(), file)
+    /// The FILE argument of a tool that acts on one file (`write`, `note`, `presence`):
+    /// relative to the workspace root (the server has no "current folder" an agent could
+    /// know), or absolute inside it; a folder or a pattern is refused, as on the command line.
+    fn one_file(&self, file: &str, command: &str) -> Result<Target, Error> {
+        self.ws.one_file(self.ws.root(), file, command)
     }
 
-    /// Claim arguments (folders, patterns), relative to the workspace root.
-    fn patterns(&self, args: &[String]) -> Result<Vec<coord::pattern::Pattern>, Error> {
-        args.iter()
-            .map(|a| lock::claim::resolve(&self.ws, self.ws.root(), a))
-            .collect()
-    }
-
-    fn targets(&self, files: &[String]) -> Result<Vec<Target>, Error> {
-        files.iter().map(|f| self.target(f)).collect()
+    /// FILE arguments (`lock`, `unlock`): the files, and the claims (folders, patterns) among
+    /// them, as on the command line.
+    fn file_args(
+        &self,
+        files: &[String],
+    ) -> Result<(Vec<Target>, Vec<coord::pattern::Pattern>), Error> {
+        self.ws.file_args(self.ws.root(), files)
     }
 
     fn run(&mut self, tool: &'static ToolSpec, args: &Args<'_>) -> anyhow::Result<Done> {
@@ -100,7 +99,7 @@ impl Host {
             }
             "presence" => {
                 let current_file = match args.str("file")? {
-                    Some(f) => Some(self.target(f)?.rel),
+                    Some(f) => Some(self.one_file(f, "presence")?.rel),
                     None => None,
                 };
                 let update = Update {
@@ -122,10 +121,7 @@ impl Host {
             "unlock" => {
                 let results = match args.strings("files")? {
                     Some(files) => {
-                        let (claims, files): (Vec<String>, Vec<String>) =
-                            files.into_iter().partition(|f| coord::pattern::is_claim(f));
-                        let claims = self.patterns(&claims)?;
-                        let targets = self.targets(&files)?;
+                        let (targets, claims) = self.file_args(&files)?;
                         let mut results = Vec::new();
                         if !targets.is_empty() {
                             results = lock::release(&self.ws, &self.agent, Some(&targets), false)?;
@@ -151,7 +147,7 @@ impl Host {
                 ))
             }
             "write" => {
-                let target = self.target(args.req_str("file")?)?;
+                let target = self.one_file(args.req_str("file")?, "write")?;
                 let content = args.req_str("content")?;
                 let written = write::write(
                     &self.ws,
@@ -165,7 +161,7 @@ impl Host {
             "note" => {
                 let req = NoteRequest {
                     agent: self.agent.clone(),
-                    target: self.target(args.req_str("file")?)?,
+                    target: self.one_file(args.req_str("file")?, "note")?,
                     text: args.req_str("text")?.to_string(),
                     wait: args.wait("wait_s", DEFAULT_WAIT)?,
                 };
@@ -262,10 +258,7 @@ impl Host {
     fn lock(&mut self, args: &Args<'_>) -> anyhow::Result<Done> {
         let files = args.strings("files")?.unwrap_or_default();
         // Folders (`dir/`) and patterns in `files` are claims (contract §10).
-        let (claims, files): (Vec<String>, Vec<String>) =
-            files.into_iter().partition(|f| coord::pattern::is_claim(f));
-        let claims = self.patterns(&claims)?;
-        let targets = self.targets(&files)?;
+        let (targets, claims) = self.file_args(&files)?;
         let wait = args.wait("wait_s", DEFAULT_WAIT)?;
         let ttl = args.duration("ttl_s")?.unwrap_or(DEFAULT_TTL);
         if ttl.is_zero() {

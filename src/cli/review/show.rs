@@ -1,47 +1,27 @@
-//! `coord review show`: the tracker, as a table or JSON.
+//! `coord review show` and `coord review next`: a tracker, and who is next, as text.
 
-use clap::Args;
-
-use coord::ExitCode;
+use coord::Error;
+use coord::error::Refusal;
 use coord::review::Action;
-use coord::review::rules::{Reviews, Shown};
+use coord::review::rules::{Next, Shown};
 
 use crate::cli::Ctx;
 use crate::cli::output::{self, Cell};
 
-/// Show a tracker: meta, current state, steps, issues, agreements
-///
-///   coord review show api
-///   coord review show api --json
-#[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
-pub(super) struct ShowArgs {
-    /// The topic
-    topic: String,
-}
-
-pub(super) fn show(a: ShowArgs, ctx: &Ctx, reviews: &Reviews) -> anyhow::Result<ExitCode> {
-    let shown = reviews.show(&a.topic)?;
+pub(super) fn show(s: &Shown, ctx: &Ctx) {
     if ctx.json {
-        output::json(&shown);
-    } else if !ctx.quiet {
-        output::line(&render_show(&shown, output::color_enabled()));
+        return output::json(s);
     }
-    Ok(ExitCode::Success)
-}
-
-fn render_show(s: &Shown, color: bool) -> String {
-    let v = &s.view;
-    let mut out = Vec::new();
-    out.push(format!(
+    if ctx.quiet {
+        return;
+    }
+    let (v, color) = (&s.view, output::color_enabled());
+    let mut out = vec![format!(
         "{} {}",
         output::title(&format!("Review {}", s.topic), color),
         output::clean(&s.tracker)
-    ));
-    let participants: Vec<String> = v
-        .meta
-        .participants
-        .iter()
+    )];
+    let participants: Vec<String> = (v.meta.participants.iter())
         .map(|p| match &p.role {
             Some(r) => format!("{} ({r})", p.name),
             None => p.name.clone(),
@@ -61,14 +41,13 @@ fn render_show(s: &Shown, color: bool) -> String {
             output::clean(val.as_deref().unwrap_or("-"))
         ));
     }
-    out.push(String::new());
-    out.push(output::title("Steps", color));
-    if let Some(note) = &v.steps_note {
-        out.push(format!("  {}", output::clean(note)));
-    }
-    let rows = v
-        .steps
-        .iter()
+    out.extend([String::new(), output::title("Steps", color)]);
+    out.extend(
+        v.steps_note
+            .iter()
+            .map(|note| format!("  {}", output::clean(note))),
+    );
+    let rows = (v.steps.iter())
         .map(|st| {
             vec![
                 Cell::plain(format!("{:02}", st.number)),
@@ -84,14 +63,11 @@ fn render_show(s: &Shown, color: bool) -> String {
         rows,
         color,
     ));
-    out.push(String::new());
-    out.push(output::title("Issues", color));
+    out.extend([String::new(), output::title("Issues", color)]);
     if v.issues.is_empty() {
         out.push("  No issues".into());
     } else {
-        let rows = v
-            .issues
-            .iter()
+        let rows = (v.issues.iter())
             .map(|i| {
                 vec![
                     Cell::plain(&i.id),
@@ -102,19 +78,68 @@ fn render_show(s: &Shown, color: bool) -> String {
                 ]
             })
             .collect();
-        out.push(output::table(
-            &["ID", "SEVERITY", "STATUS", "TITLE", "RESOLUTION"],
-            rows,
-            color,
-        ));
+        let headers = ["ID", "SEVERITY", "STATUS", "TITLE", "RESOLUTION"];
+        out.push(output::table(&headers, rows, color));
     }
     if !v.agreements.is_empty() {
-        out.push(String::new());
-        out.push(output::title("Agreements", color));
-        for ag in &v.agreements {
-            let mark = if ag.disputed { "[DISPUTED] " } else { "" };
-            out.push(format!("  - {mark}{}", output::clean(&ag.text)));
+        out.extend([String::new(), output::title("Agreements", color)]);
+    }
+    for ag in &v.agreements {
+        let mark = if ag.disputed { "[DISPUTED] " } else { "" };
+        out.push(format!("  - {mark}{}", output::clean(&ag.text)));
+    }
+    output::line(&out.join("\n"));
+}
+
+pub(super) fn next(n: &Next, prompt_only: bool, ctx: &Ctx) -> Result<(), Error> {
+    if ctx.json {
+        output::json(n);
+    } else if prompt_only {
+        let Some(p) = &n.prompt else {
+            return Err(Error::refused(
+                Refusal::NoOpenStep,
+                format!("review `{}` has no planned step, so no prompt", n.topic),
+                Some(format!("see `coord review show {}`", n.topic)),
+            ));
+        };
+        output::line(&output::clean_block(p.strip_suffix('\n').unwrap_or(p)));
+    } else if !ctx.quiet {
+        output::line(&next_text(n, &n.topic));
+    }
+    Ok(())
+}
+
+/// Next actor, next action, tracker, output and the handoff prompt, as `review next` prints them.
+pub fn next_text(n: &Next, topic: &str) -> String {
+    let role = n
+        .role
+        .as_deref()
+        .map(|r| format!(" ({r})"))
+        .unwrap_or_default();
+    let action = match (n.action, n.step) {
+        (Some(act), Some(step)) => format!("{} (step {step:02})", act.as_str()),
+        _ => n.next_action.clone().unwrap_or_else(|| "-".into()),
+    };
+    let mut out = vec![
+        format!(
+            "Next actor:  {}{}",
+            output::clean(&n.next_actor),
+            output::clean(&role)
+        ),
+        format!("Next action: {}", output::clean(&action)),
+        format!("Tracker:     {}", output::clean(&n.tracker)),
+    ];
+    out.extend(
+        n.suggested_output
+            .iter()
+            .map(|o| format!("Output:      {}", output::clean(o))),
+    );
+    match &n.prompt {
+        Some(p) => {
+            out.push("\nHandoff prompt (paste it to them as is):\n".into());
+            out.push(output::clean_block(p.strip_suffix('\n').unwrap_or(p)));
         }
+        None => out.push(format!("\nReview `{topic}` is {}.", n.status)),
     }
     out.join("\n")
 }

@@ -1,31 +1,21 @@
-//! Closing a review: `coord review close`.
+//! Closing a review (`coord review close`), and its commit.
 //!
-//! Rules: a review closes only when every issue is resolved or wontfix, the last finished step
-//! is a verify step that is done, and no step is in progress ([`Reviews::missing_for_close`]
-//! says what is missing); and only when no earlier review of the topic was closed. Then an open
-//! step becomes `no_action` (`Review closed`), Meta status `closed`, next actor `none`, and the
-//! tracker moves to `reviews/closed/` with its archive. With `--commit`, the work is committed
-//! afterwards with the seed's message; a failed commit leaves the review closed and says so.
+//! A review closes only when every issue is resolved or wontfix, the last finished step is a
+//! done verify step and none is in progress, and no earlier review of the topic was closed.
+//! `--commit` runs `git` in the workspace (the user's configuration and hooks apply) after the
+//! review is closed; a failed commit leaves it closed and says so.
+
+use std::path::Path;
+use std::process::Command;
 
 use serde::Serialize;
 
 use super::Reviews;
-use crate::clock::{self, Timestamp};
-use crate::error::Refusal;
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 use crate::fsutil;
 use crate::layout;
-use crate::review::commit::{commit_message, git_check, git_commit};
-use crate::review::model::View;
-use crate::review::tracker::Tracker;
-use crate::review::{Action, StepStatus};
-
-/// Options of `close --commit`.
-#[derive(Debug, Clone, Default)]
-pub struct CommitRequest {
-    /// The summary after `{topic} review: ` (a default is derived from the issues).
-    pub summary: Option<String>,
-}
+use crate::review::tracker::Block;
+use crate::review::{Action, IssueStatus, StepStatus, View, one_line};
 
 /// What `close` did.
 #[derive(Debug, Clone, Serialize)]
@@ -48,207 +38,297 @@ pub struct CommitInfo {
 }
 
 impl Reviews {
-    /// What keeps TOPIC's review from closing (empty when nothing does).
-    pub fn missing_for_close(view: &View) -> Vec<String> {
-        let mut missing = Vec::new();
-        for i in &view.issues {
-            if !i.status.is_settled() {
-                missing.push(format!("{} is {}", i.id, i.status.as_str()));
-            }
-        }
-        let last = view
-            .steps
-            .iter()
-            .rev()
-            .find(|s| !s.status.is_open() && s.status != StepStatus::NoAction);
-        match last {
-            None => missing.push("no step is finished yet (a verify step must be done)".into()),
-            Some(s) if s.action != Some(Action::Verify) => missing.push(format!(
-                "the last finished step {:02} is {}, not a verify step",
-                s.number,
-                s.action.map_or("without an action", Action::as_str)
-            )),
-            Some(s) if s.status != StepStatus::Done => missing.push(format!(
-                "the last verify step {:02} is {}, not done",
-                s.number,
-                s.status.as_str()
-            )),
-            Some(_) => {}
-        }
-        if let Some(s) = view
-            .steps
-            .last()
-            .filter(|s| s.status == StepStatus::InProgress)
-        {
-            missing.push(format!("step {:02} is in progress ({})", s.number, s.actor));
-        }
-        missing
-    }
-
     /// Close a review: check the completion criteria, set status closed and next actor none,
-    /// move the tracker (and its archive) to `reviews/closed/`, and with `commit` make the commit.
+    /// move the tracker (and its archive) to `reviews/closed/`, and with `commit` make the
+    /// commit, `summary` after `{topic} review: ` (else one derived from the issues).
     ///
     /// # Errors
     ///
     /// [`Error::ReviewUnfinished`] naming what is missing; [`Error::Refused`] when a closed
     /// tracker for TOPIC exists already; [`Error::BadInput`] with `commit` outside a git work
     /// tree. Nothing is written in these cases.
-    pub fn close(&self, topic: &str, commit: Option<&CommitRequest>) -> Result<Closed> {
-        if commit.is_some() {
-            git_check(self.ws.root())?;
+    pub fn close(&self, topic: &str, commit: bool, summary: Option<&str>) -> Result<Closed> {
+        let root = self.ws.root();
+        if commit {
+            let out = git(root, &["rev-parse", "--is-inside-work-tree"])
+                .output()
+                .map_err(|e| Error::Failed {
+                    message: format!("cannot run `git` for `--commit`: {e}"),
+                })?;
+            if !out.status.success() {
+                return Err(Error::bad_input(format!(
+                    "`--commit` needs a git work tree, and `{}` is not in one",
+                    root.display()
+                )));
+            }
         }
         let (guard, mut t) = self.begin(topic, None)?;
-        let now = clock::now();
-        let missing = Reviews::missing_for_close(t.view());
+        let missing = missing_for_close(t.view());
         if !missing.is_empty() {
             return Err(Error::ReviewUnfinished {
                 topic: topic.to_string(),
                 missing,
             });
         }
-        let closed_path = self.closed_path(topic);
+        let (active, closed) = (self.dir(false), self.dir(true));
+        let closed_path = self.tracker_path(topic, true);
         if fsutil::mtime(&closed_path).is_some() {
-            return Err(Error::refused(
-                Refusal::ReviewExists,
-                format!(
-                    "`{}` exists already: an earlier review `{topic}` was closed",
-                    self.meta_rel_path(&closed_path)
-                ),
-                Some("move that file aside, then close again".into()),
-            ));
+            let why = format!(
+                "`{}` exists already: an earlier review `{topic}` was closed",
+                self.rel(&closed_path)
+            );
+            let hint = Some("move that file aside, then close again".into());
+            return Err(Error::refused(Refusal::ReviewExists, why, hint));
         }
-        let archive = self.move_to_closed(topic, &mut t, &now)?;
-        drop(guard);
-        let commit = match commit {
-            None => None,
-            Some(req) => Some(self.commit_closed(topic, t.view(), req)?),
-        };
-        Ok(Closed {
-            tracker: self.meta_rel_path(&closed_path),
-            archive,
-            commit,
-        })
-    }
-
-    /// Mark the tracker closed and move it (and its archive, whose new place is returned) to
-    /// `reviews/closed/`; the mutex is held.
-    fn move_to_closed(
-        &self,
-        topic: &str,
-        t: &mut Tracker,
-        now: &Timestamp,
-    ) -> Result<Option<String>> {
         let active_path = t.path().to_path_buf();
-        if let Some(open) = t.view().open_step().cloned() {
-            t.set_step(
-                open.number,
+        if let Some(open) = t.view().open_step().map(|s| s.number) {
+            t.set(
+                Block::Step(open),
                 &[
                     ("Status", StepStatus::NoAction.as_str()),
                     ("Summary", "Review closed"),
                 ],
             )?;
         }
-        t.set_meta(&[("Status", "closed")])?;
-        t.set_current(&[
-            ("Next actor", "none"),
-            ("Next action", "none (review closed)"),
-        ])?;
-        fsutil::ensure_dir(&self.closed_dir())?;
-        t.set_path(self.closed_path(topic));
-        self.finish(t, now)?;
-        let archive = layout::review_archive(&self.active_dir(), topic);
-        let mut moved_archive = None;
-        if fsutil::mtime(&archive).is_some() {
-            let dest = layout::review_archive(&self.closed_dir(), topic);
-            fsutil::rename(&archive, &dest)?;
-            moved_archive = Some(self.meta_rel_path(&dest));
+        t.set(Block::Meta, &[("Status", "closed")])?;
+        t.set(
+            Block::Current,
+            &[
+                ("Next actor", "none"),
+                ("Next action", "none (review closed)"),
+            ],
+        )?;
+        fsutil::ensure_dir(&closed)?;
+        t.set_path(closed_path.clone());
+        self.finish(&mut t)?;
+        let mut archive = None;
+        let (from, to) = (
+            layout::review_archive(&active, topic),
+            layout::review_archive(&closed, topic),
+        );
+        if fsutil::mtime(&from).is_some() {
+            fsutil::rename(&from, &to)?;
+            archive = Some(self.rel(&to));
         }
         fsutil::remove(&active_path)?;
-        fsutil::sync_dir(&self.active_dir())?;
-        Ok(moved_archive)
+        fsutil::sync_dir(&active)?;
+        drop(guard);
+        let commit = if commit {
+            Some(self.commit(topic, t.view(), summary)?)
+        } else {
+            None
+        };
+        Ok(Closed {
+            tracker: self.rel(&closed_path),
+            archive,
+            commit,
+        })
     }
 
     /// Commit the closed review: the metadata folder, the target and every step's input and
     /// output that exist, with the seed's message.
-    fn commit_closed(&self, topic: &str, view: &View, req: &CommitRequest) -> Result<CommitInfo> {
-        let message = commit_message(topic, view, req.summary.as_deref());
-        let mut paths = vec![self.meta_rel.clone()];
-        if let Some(target) = &view.meta.target {
-            paths.push(target.trim_end_matches('/').to_string());
-        }
+    fn commit(&self, topic: &str, view: &View, summary: Option<&str>) -> Result<CommitInfo> {
+        let message = commit_message(topic, view, summary);
+        let root = self.ws.root();
+        let mut paths = vec![self.rel(&self.meta)];
+        paths.extend(
+            view.meta
+                .target
+                .as_ref()
+                .map(|t| t.trim_end_matches('/').to_string()),
+        );
         for s in &view.steps {
-            paths.extend(s.input.iter().chain(s.output.iter()).cloned());
+            paths.extend(s.input.iter().chain(&s.output).cloned());
         }
-        paths.retain(|p| !p.is_empty() && self.ws.root().join(p).exists());
+        paths.retain(|p| !p.is_empty() && root.join(p).exists());
         paths.sort();
         paths.dedup();
-        let id = git_commit(self.ws.root(), &paths, &message).map_err(|e| Error::Failed {
-            message: format!(
-                "review `{topic}` is closed, but the commit failed: {e}; commit by hand with the message:\n{message}"
-            ),
-        })?;
+        let run = |args: &[&str], more: &[String]| -> std::result::Result<String, String> {
+            let out = git(root, args)
+                .args(more)
+                .output()
+                .map_err(|e| e.to_string())?;
+            let text = |b: &[u8]| String::from_utf8_lossy(b).trim().to_string();
+            if out.status.success() {
+                Ok(text(&out.stdout))
+            } else {
+                Err(text(&out.stderr))
+            }
+        };
+        let id = run(&["add", "-A", "--"], &paths)
+            .and_then(|_| run(&["commit", "-q", "-m", &message], &[]))
+            .and_then(|_| run(&["rev-parse", "HEAD"], &[]))
+            .map_err(|e| Error::Failed {
+                message: format!(
+                    "review `{topic}` is closed, but the commit failed: {e}; commit by hand with the message:\n{message}"
+                ),
+            })?;
         Ok(CommitInfo { id, message })
     }
+}
+
+fn git(root: &Path, args: &[&str]) -> Command {
+    let mut c = Command::new("git");
+    c.arg("-C").arg(root).args(args);
+    c
+}
+
+/// What keeps a review from closing (empty when nothing does).
+fn missing_for_close(view: &View) -> Vec<String> {
+    let mut missing: Vec<String> = (view.issues.iter())
+        .filter(|i| !i.status.is_settled())
+        .map(|i| format!("{} is {}", i.id, i.status.as_str()))
+        .collect();
+    let last = view
+        .steps
+        .iter()
+        .rev()
+        .find(|s| !s.status.is_open() && s.status != StepStatus::NoAction);
+    match last {
+        None => missing.push("no step is finished yet (a verify step must be done)".into()),
+        Some(s) if s.action != Some(Action::Verify) => missing.push(format!(
+            "the last finished step {:02} is {}, not a verify step",
+            s.number,
+            s.action.map_or("without an action", Action::as_str)
+        )),
+        Some(s) if s.status != StepStatus::Done => missing.push(format!(
+            "the last verify step {:02} is {}, not done",
+            s.number,
+            s.status.as_str()
+        )),
+        Some(_) => {}
+    }
+    if let Some(s) = view
+        .steps
+        .last()
+        .filter(|s| s.status == StepStatus::InProgress)
+    {
+        missing.push(format!("step {:02} is in progress ({})", s.number, s.actor));
+    }
+    missing
+}
+
+/// The seed's commit message: `{topic} review: {summary}`, a blank line, one `- ISSUE-NN: …`
+/// line per issue, and a `Co-Authored-By:` line per participant whose address is known.
+fn commit_message(topic: &str, view: &View, summary: Option<&str>) -> String {
+    let resolved = view
+        .issues
+        .iter()
+        .filter(|i| i.status == IssueStatus::Resolved)
+        .count();
+    let summary = summary
+        .map(one_line)
+        .filter(|s| !s.is_empty())
+        .unwrap_or_else(|| match view.issues.len() {
+            0 => "reviewed, no issues found".to_string(),
+            n if n == resolved => format!(
+                "{resolved} issue{} resolved",
+                if resolved == 1 { "" } else { "s" }
+            ),
+            n => format!("{resolved} of {n} issues resolved"),
+        });
+    let mut msg = format!("{topic} review: {summary}\n");
+    if !view.issues.is_empty() {
+        msg.push('\n');
+    }
+    for i in &view.issues {
+        let wontfix = if i.status == IssueStatus::Wontfix {
+            " (wontfix)"
+        } else {
+            ""
+        };
+        msg += &format!(
+            "- {}: {}{wontfix}\n",
+            i.id,
+            i.resolution.as_ref().unwrap_or(&i.title)
+        );
+    }
+    let authors: Vec<String> = view
+        .meta
+        .participants
+        .iter()
+        .filter_map(|p| co_author(&p.name))
+        .collect();
+    if !authors.is_empty() {
+        msg.push('\n');
+    }
+    for a in authors {
+        msg += &format!("Co-Authored-By: {a}\n");
+    }
+    msg
+}
+
+/// `Claude <noreply@anthropic.com>` for the assistants whose vendors publish a no-reply address.
+fn co_author(name: &str) -> Option<String> {
+    let id = name.to_ascii_lowercase();
+    let domain = [
+        ("claude", "anthropic.com"),
+        ("codex", "openai.com"),
+        ("gpt", "openai.com"),
+        ("chatgpt", "openai.com"),
+        ("gemini", "google.com"),
+        ("copilot", "github.com"),
+    ]
+    .into_iter()
+    .find(|(prefix, _)| id.starts_with(prefix))?
+    .1;
+    let display = match name.get(..1) {
+        Some(first) => first.to_ascii_uppercase() + &name[1..],
+        None => name.to_string(),
+    };
+    Some(format!("{display} <noreply@{domain}>"))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::review::IssueStatus;
-    use crate::review::fixtures::{issue, view_with};
+    use crate::review::Participant;
+    use crate::review::rules::tests::view_with;
 
     #[test]
     fn close_criteria() {
-        let done = StepStatus::Done;
-        let v = view_with(
-            vec![issue("ISSUE-01", IssueStatus::Open, None)],
-            vec![
-                (Action::Review, done),
-                (Action::Implement, done),
-                (Action::Verify, StepStatus::Planned),
-            ],
-        );
-        let m = Reviews::missing_for_close(&v);
-        assert_eq!(m.len(), 2, "{m:?}");
-        assert!(m[0].contains("ISSUE-01 is open"));
-        assert!(m[1].contains("step 02 is implement"));
-        let v = view_with(
-            vec![issue("ISSUE-01", IssueStatus::Wontfix, None)],
-            vec![
-                (Action::Verify, StepStatus::Blocked),
-                (Action::Fix, StepStatus::Planned),
-            ],
-        );
-        assert!(Reviews::missing_for_close(&v)[0].contains("blocked"));
-        let v = view_with(
-            vec![issue("ISSUE-01", IssueStatus::Resolved, None)],
-            vec![(Action::Verify, done), (Action::Fix, StepStatus::Planned)],
-        );
-        assert!(Reviews::missing_for_close(&v).is_empty());
-        let v = view_with(vec![], vec![(Action::Review, StepStatus::Planned)]);
-        assert!(Reviews::missing_for_close(&v)[0].contains("no step is finished"));
+        let cases = [
+            (
+                "I-1 open",
+                "review done, implement done, verify planned",
+                "I-1 is open|the last finished step 02 is implement, not a verify step",
+            ),
+            (
+                "I-1 wontfix",
+                "verify blocked, fix planned",
+                "the last verify step 01 is blocked, not done",
+            ),
+            ("I-1 resolved", "verify done, fix planned", ""),
+            (
+                "",
+                "review planned",
+                "no step is finished yet (a verify step must be done)",
+            ),
+            (
+                "",
+                "verify done, fix in_progress",
+                "step 02 is in progress (Claude)",
+            ),
+            ("", "verify done, fix no_action", ""),
+        ];
+        for (issues, steps, want) in cases {
+            assert_eq!(missing_for_close(&view_with(issues, steps)).join("|"), want);
+        }
     }
 
     #[test]
-    fn a_step_in_progress_keeps_a_review_open() {
-        let v = view_with(
-            vec![],
-            vec![
-                (Action::Verify, StepStatus::Done),
-                (Action::Fix, StepStatus::InProgress),
-            ],
-        );
-        assert_eq!(
-            Reviews::missing_for_close(&v),
-            ["step 02 is in progress (Claude)"]
-        );
-        let v = view_with(
-            vec![],
-            vec![
-                (Action::Verify, StepStatus::Done),
-                (Action::Fix, StepStatus::NoAction),
-            ],
-        );
-        assert!(Reviews::missing_for_close(&v).is_empty());
+    fn the_seed_commit_message() {
+        let mut v = view_with("ISSUE-01 resolved Updated the design, ISSUE-02 wontfix", "");
+        v.meta.participants[0].name = "claude".into();
+        v.meta.participants.push(Participant {
+            name: "Local".into(),
+            role: None,
+        });
+        let message = commit_message("rfd", &v, Some("align the design"));
+        let want = "rfd review: align the design\n\n- ISSUE-01: Updated the design\n\
+- ISSUE-02: title of ISSUE-02 (wontfix)\n\nCo-Authored-By: Claude <noreply@anthropic.com>\n\
+Co-Authored-By: Codex <noreply@openai.com>\n";
+        assert_eq!(message, want);
+        assert!(commit_message("t", &v, None).starts_with("t review: 1 of 2 issues resolved\n"));
     }
 }

@@ -1,71 +1,93 @@
-//! The review protocol: who may do what to a tracker, and when.
+//! The review protocol: [`Reviews`], the handle on one metadata folder, with one `impl` block a
+//! command: here `create`, `show`, issues and agreements; `step` (and the archive policy),
+//! `next` (the prompt to paste), `close` (completion criteria, the move, the commit).
 //!
-//! - Ownership: only the actor of the open (planned) step may finish it; anyone else is refused
-//!   (`step`).
-//! - Single actor handoff: every finished step names exactly one next actor, who gets the next
-//!   planned step, the Current State, and the prompt copied from the output file (`step`).
-//! - Output files must exist and end with a `## Handoff Prompt for Next Actor` section.
-//! - `Last updated` is set on every edit (`store`).
-//! - Archive policy: once there are more than 20 steps, steps 01–10 move to
-//!   `TOPIC-tracker-archive.md` beside the tracker, the rest are renumbered from 01, and the
-//!   Steps section opens with `Note: Steps 01-10 archived to TOPIC-tracker-archive.md` (after a
-//!   second archiving, `01-20`, and so on: the note names every step the archive holds)
-//!   (`archive`).
-//! - Completion: a review closes only when every issue is resolved or wontfix and the last
-//!   finished step is a verify step that is done; then Meta status `closed`, next actor `none`,
-//!   and the tracker (with its archive) moves to `reviews/closed/` (`close`).
-//!
-//! This module holds [`Reviews`], the handle on one metadata folder, and the paths inside it.
-//! Each command is an `impl Reviews` block of its own: `create` starts a review, `step`
-//! finishes a step, `issues` edits the Issues table and the Agreements Log, `close` closes,
-//! `prompts` says who is next and what to paste to them. `store` is the read-modify-write
-//! they all go through: every edit happens under the workspace mutex, the tracker is read,
-//! checked, edited and replaced durably before the mutex is released, so concurrent commands
-//! serialize and none loses another's update. A tracker that someone holds a live `coord lock`
-//! on (an agent editing it by hand under Protocol V3) is not written either.
+//! Invariants: every edit goes through `Reviews::edit`: the workspace mutex is taken *before*
+//! the tracker is read (whole, capped, UTF-8, through no symlink on its path) and parsed; a
+//! closed review, and a tracker another agent holds a live `coord lock` on, are refused; the
+//! tracker is replaced durably, `Last updated` stamped, with the mutex still held. So
+//! concurrent commands serialize, none loses an update, and a refused one writes nothing.
 
-mod archive;
 mod close;
-mod create;
-mod issues;
-mod prompts;
+mod next;
 mod step;
-mod store;
 
+use std::io;
 use std::path::{Path, PathBuf};
 
-pub use archive::{ARCHIVED_AT_ONCE, MAX_STEPS};
-pub use close::{Closed, CommitInfo, CommitRequest};
-pub use create::NewReview;
-pub use prompts::Next;
-pub use step::{StepOutcome, StepRequest, usual_next};
-pub use store::{FILE_CAP, ReviewSummary, Shown, open_reviews};
+use serde::Serialize;
 
-use crate::clock::Timestamp;
+pub use close::{Closed, CommitInfo};
+pub use next::Next;
+pub use step::{StepOutcome, StepRequest};
+
+use super::paths::{self, NameParts};
+use super::tracker::{Block, TEMPLATE, Tracker, new_tracker_text};
+use super::{Action, Agreement, Issue, IssueStatus, Severity, View, check_topic, one_line};
+use crate::arbiter::Guard;
+use crate::clock;
+use crate::error::{Error, IoResultExt, Refusal, Result};
+use crate::fsutil;
 use crate::layout;
-use crate::workspace::{AgentId, Workspace};
+use crate::v3::lock::{self, LockState};
+use crate::v3::presence::{StateCache, Unreadable};
+use crate::workspace::{AgentId, Target, Workspace};
+
+/// Largest tracker or output file read.
+const FILE_CAP: u64 = 8 * 1024 * 1024;
 
 /// The review metadata folder of a workspace.
 #[derive(Debug, Clone)]
 pub struct Reviews {
     ws: Workspace,
     meta: PathBuf,
-    meta_rel: String,
     actor: Option<AgentId>,
+}
+
+/// One open review, for `coord status`.
+#[derive(Debug, Clone, Serialize)]
+pub struct ReviewSummary {
+    /// The topic.
+    pub topic: String,
+    /// The tracker, relative to the root.
+    pub tracker: String,
+    /// The next actor.
+    pub next_actor: String,
+    /// The next action.
+    pub next_action: Option<String>,
+    /// Issues not resolved or wontfix.
+    pub open_issues: usize,
+    /// Steps in the tracker.
+    pub steps: usize,
+}
+
+/// A tracker read for showing.
+#[derive(Debug, Clone, Serialize)]
+pub struct Shown {
+    /// The topic.
+    pub topic: String,
+    /// The tracker, relative to the root.
+    pub tracker: String,
+    /// `true` when it was found in `reviews/closed/`.
+    pub closed: bool,
+    /// What it says.
+    #[serde(flatten)]
+    pub view: View,
 }
 
 impl Reviews {
     /// The metadata folder `meta` (absolute, inside the workspace) of `ws`.
     pub fn new(ws: &Workspace, meta: PathBuf) -> Reviews {
-        let meta_rel = ws
-            .rel(&meta)
-            .unwrap_or_else(|| layout::REVIEW_METADATA_DIR.to_string());
         Reviews {
             ws: ws.clone(),
             meta,
-            meta_rel,
             actor: None,
         }
+    }
+
+    /// The default metadata folder, `<root>/.metadata`.
+    pub fn default_for(ws: &Workspace) -> Reviews {
+        Reviews::new(ws, ws.root().join(layout::REVIEW_METADATA_DIR))
     }
 
     /// The agent running the commands, when known: its own `coord lock` on a tracker does not
@@ -75,32 +97,18 @@ impl Reviews {
         self
     }
 
-    /// The default metadata folder, `<root>/.metadata`.
-    pub fn default_for(ws: &Workspace) -> Reviews {
-        Reviews::new(ws, ws.root().join(layout::REVIEW_METADATA_DIR))
+    /// `reviews/active` or `reviews/closed`.
+    fn dir(&self, closed: bool) -> PathBuf {
+        if closed {
+            layout::review_closed_dir(&self.meta)
+        } else {
+            layout::review_active_dir(&self.meta)
+        }
     }
 
-    /// The metadata folder.
-    pub fn meta(&self) -> &Path {
-        &self.meta
-    }
-
-    fn active_dir(&self) -> PathBuf {
-        layout::review_active_dir(&self.meta)
-    }
-
-    fn closed_dir(&self) -> PathBuf {
-        layout::review_closed_dir(&self.meta)
-    }
-
-    /// `reviews/active/TOPIC-tracker.md`.
-    pub fn active_path(&self, topic: &str) -> PathBuf {
-        layout::review_tracker(&self.active_dir(), topic)
-    }
-
-    /// `reviews/closed/TOPIC-tracker.md`.
-    pub fn closed_path(&self, topic: &str) -> PathBuf {
-        layout::review_tracker(&self.closed_dir(), topic)
+    /// `reviews/active/TOPIC-tracker.md`, or the closed one.
+    fn tracker_path(&self, topic: &str, closed: bool) -> PathBuf {
+        layout::review_tracker(&self.dir(closed), topic)
     }
 
     /// A path relative to the root, for messages and output.
@@ -110,16 +118,415 @@ impl Reviews {
             .unwrap_or_else(|| path.display().to_string())
     }
 
-    /// A path relative to the root, in the metadata folder's own spelling.
-    fn meta_rel_path(&self, path: &Path) -> String {
-        match path.strip_prefix(&self.meta) {
-            Ok(rest) => format!("{}/{}", self.meta_rel, rest.display()),
-            Err(_) => self.rel(path),
+    fn read(&self, path: &Path) -> Result<Option<Tracker>> {
+        read_text(path)?
+            .map(|text| Tracker::parse(path, &text))
+            .transpose()
+    }
+
+    /// TOPIC's tracker: the active one, else the closed one (`true` when closed).
+    fn load(&self, topic: &str) -> Result<(Tracker, bool)> {
+        check_topic(topic)?;
+        for closed in [false, true] {
+            if let Some(t) = self.read(&self.tracker_path(topic, closed))? {
+                return Ok((t, closed));
+            }
         }
+        Err(self.no_review(topic))
+    }
+
+    fn no_review(&self, topic: &str) -> Error {
+        Error::bad_input(format!(
+            "there is no review `{topic}` (no `{}`); start one with `coord review new {topic} --target PATH --reviewer A --implementer B`",
+            self.rel(&self.tracker_path(topic, false))
+        ))
+    }
+
+    /// The tracker for showing.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadInput`] when there is no such review; [`Error::Corrupt`] when it cannot be
+    /// parsed; [`Error::Io`] when it cannot be read.
+    pub fn show(&self, topic: &str) -> Result<Shown> {
+        let (t, closed) = self.load(topic)?;
+        let tracker = self.rel(t.path());
+        Ok(Shown {
+            topic: topic.to_string(),
+            tracker,
+            closed,
+            view: t.view().clone(),
+        })
+    }
+
+    /// Take the mutex and read TOPIC's active tracker for an edit by `actor`.
+    fn begin(&self, topic: &str, actor: Option<&AgentId>) -> Result<(Guard, Tracker)> {
+        check_topic(topic)?;
+        let guard = self.ws.lock_mutex()?;
+        // Every tracker update starts here: sweep the temporary files that killed updates
+        // left in the folder of active trackers (and archives); nothing else would.
+        fsutil::sweep_temps(&self.dir(false));
+        let path = self.tracker_path(topic, false);
+        let Some(t) = self.read(&path)? else {
+            if fsutil::mtime(&self.tracker_path(topic, true)).is_none() {
+                return Err(self.no_review(topic));
+            }
+            let hint = Some(format!("see it with `coord review show {topic}`"));
+            return Err(Error::refused(
+                Refusal::ReviewClosed,
+                format!("review `{topic}` is closed"),
+                hint,
+            ));
+        };
+        if t.view().meta.status == "closed" {
+            let why = format!(
+                "review `{topic}` is closed (`{}` says `Status: closed`)",
+                self.rel(&path)
+            );
+            return Err(Error::refused(Refusal::ReviewClosed, why, None));
+        }
+        self.check_not_locked(&path, actor.or(self.actor.as_ref()))?;
+        Ok((guard, t))
+    }
+
+    /// One edit of TOPIC's active tracker by `actor` (default: the acting agent): `change`
+    /// edits it, then `Last updated` is stamped and the file replaced, the mutex still held.
+    fn edit<R>(
+        &self,
+        topic: &str,
+        actor: Option<&AgentId>,
+        change: impl FnOnce(&mut Tracker) -> Result<R>,
+    ) -> Result<R> {
+        let (_guard, mut t) = self.begin(topic, actor)?;
+        let out = change(&mut t)?;
+        self.finish(&mut t)?;
+        Ok(out)
+    }
+
+    /// Stamp `Last updated` and replace the tracker durably (the mutex is held).
+    fn finish(&self, t: &mut Tracker) -> Result<()> {
+        t.set(Block::Meta, &[("Last updated", &meta_date())])?;
+        fsutil::replace_durable(t.path(), t.render().as_bytes())
+    }
+
+    /// Refuse to write a tracker that another agent holds a live `coord lock` on.
+    fn check_not_locked(&self, path: &Path, actor: Option<&AgentId>) -> Result<()> {
+        let Some(rel) = self.ws.rel(path) else {
+            return Ok(());
+        };
+        let target = Target {
+            rel,
+            abs: path.to_path_buf(),
+        };
+        let mut entries = lock::locks_of(&target);
+        let now = clock::now();
+        lock::classify(
+            self.ws.root(),
+            &mut entries,
+            &mut StateCache::default(),
+            &now,
+        );
+        let other = |e: &&lock::LockEntry| {
+            e.state != LockState::Stale && actor.is_none_or(|a| a.id() != e.agent)
+        };
+        match entries.iter().find(other) {
+            None => Ok(()),
+            Some(e) => Err(Error::LockHeld {
+                file: target.rel.clone(),
+                holder: e.holder().to_string(),
+                since: lock::format_since(e.since.as_ref(), &now),
+                working_on: e.reason().map(str::to_string),
+            }),
+        }
+    }
+
+    /// Start a review: the tracker, with step 01 planned for the reviewer and the prompt coord
+    /// writes for it (and the seed's template beside the trackers when missing). A topic names
+    /// one review ever; reviewer and implementer are two agents; the target exists. The new
+    /// tracker is parsed before it is written: coord never writes one it cannot read back.
+    /// Returns the tracker, relative to the root.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadInput`] for a bad topic, a missing target or one agent in both roles;
+    /// [`Error::Refused`] when a tracker for TOPIC exists (active or closed).
+    pub fn create(
+        &self,
+        topic: &str,
+        target: &Target,
+        reviewer: &AgentId,
+        implementer: &AgentId,
+    ) -> Result<String> {
+        check_topic(topic)?;
+        if reviewer.id() == implementer.id() {
+            return Err(Error::bad_input(format!(
+                "`{}` cannot be both reviewer and implementer: a review needs two participants",
+                reviewer.name()
+            )));
+        }
+        let Ok(kind) = std::fs::symlink_metadata(&target.abs) else {
+            return Err(Error::bad_input(format!(
+                "the review target `{}` does not exist",
+                target.rel
+            )));
+        };
+        let target = if kind.is_dir() {
+            format!("{}/", target.rel)
+        } else {
+            target.rel.clone()
+        };
+        let _guard = self.ws.lock_mutex()?;
+        let path = self.tracker_path(topic, false);
+        for existing in [&path, &self.tracker_path(topic, true)] {
+            if fsutil::mtime(existing).is_some() {
+                let why = format!("review `{topic}` already exists: `{}`", self.rel(existing));
+                let hint =
+                    format!("see it with `coord review show {topic}`, or choose another topic");
+                return Err(Error::refused(Refusal::ReviewExists, why, Some(hint)));
+            }
+        }
+        let template = layout::review_template(&self.meta);
+        if let Some(dir) = template.parent() {
+            fsutil::ensure_dir(dir)?;
+        }
+        fsutil::create_new(&template, TEMPLATE.as_bytes())?;
+        fsutil::ensure_dir(&self.dir(false))?;
+        let (rel, date) = (self.rel(&path), meta_date());
+        let (reviewer, implementer) = (reviewer.name(), implementer.name());
+        let text = new_tracker_text(topic, &target, &date, reviewer, implementer);
+        // Parsed before it is written: a tracker coord cannot read back is never written.
+        let mut t = Tracker::parse(&path, &text)?;
+        let prompt = self.guide(topic, &rel, t.view(), &t.view().steps[0]).prompt;
+        t.set_prompt(reviewer, 1, &prompt)?;
+        fsutil::replace_durable(&path, t.render().as_bytes())?;
+        Ok(rel)
+    }
+
+    /// The conventional path of a file dated today; `to`, `step` and `action` default to the
+    /// tracker's other participant and open step when there is a tracker to read.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadInput`] when a part the kind needs is missing.
+    pub fn conventional_path(&self, parts: NameParts<'_>) -> Result<PathBuf> {
+        let view = self.load(parts.topic).ok().map(|(t, _)| t.view().clone());
+        let other = view.as_ref().and_then(|v| v.meta.other_than(parts.llm));
+        let open = view.as_ref().and_then(View::open_step);
+        let parts = NameParts {
+            to: parts.to.or(other.as_deref()),
+            step: parts.step.or(open.map(|s| s.number)),
+            action: parts
+                .action
+                .or(open.and_then(|s| s.action).map(Action::as_str)),
+            ..parts
+        };
+        paths::conventional(&self.meta, &parts, &clock::now())
+    }
+
+    /// Add an issue: `open`, its id `ISSUE-NN` one above the highest in the table (ids written
+    /// otherwise are kept and skipped).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadInput`] for an empty title; as [`Reviews::show`] otherwise.
+    pub fn add_issue(&self, topic: &str, severity: Severity, title: &str) -> Result<Issue> {
+        let title = one_line(title);
+        if title.is_empty() {
+            return Err(Error::bad_input("the issue title is empty"));
+        }
+        self.edit(topic, None, |t| {
+            let id = format!("ISSUE-{:02}", next_issue_number(t.view()));
+            let issue = Issue {
+                id,
+                severity,
+                title,
+                status: IssueStatus::Open,
+                resolution: None,
+            };
+            t.add_issue(&issue)?;
+            Ok(issue)
+        })
+    }
+
+    /// Update an issue's status and resolution.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadInput`] for an unknown id; as [`Reviews::show`] otherwise.
+    pub fn set_issue(
+        &self,
+        topic: &str,
+        id: &str,
+        status: IssueStatus,
+        resolution: Option<&str>,
+    ) -> Result<Issue> {
+        let resolution = resolution.map(one_line);
+        self.edit(topic, None, |t| {
+            t.set_issue(id, status, resolution.as_deref())?;
+            let found = t
+                .view()
+                .issues
+                .iter()
+                .find(|i| i.id.eq_ignore_ascii_case(id));
+            found
+                .cloned()
+                .ok_or_else(|| Error::bad_input(format!("no issue `{id}`")))
+        })
+    }
+
+    /// Add a line to the Agreements Log: `- TEXT - ADOPTED`, `[DISPUTED] ` first when disputed
+    /// (or when the text starts with it).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::BadInput`] for empty text; as [`Reviews::show`] otherwise.
+    pub fn agree(
+        &self,
+        topic: &str,
+        text: &str,
+        adopted: Option<&str>,
+        disputed: bool,
+    ) -> Result<Agreement> {
+        let mut text = one_line(text);
+        let mut disputed = disputed;
+        if let Some(rest) = text.strip_prefix("[DISPUTED]") {
+            (disputed, text) = (true, rest.trim().to_string());
+        }
+        if text.is_empty() {
+            return Err(Error::bad_input("the agreement text is empty"));
+        }
+        if let Some(a) = adopted.map(one_line).filter(|a| !a.is_empty()) {
+            text = format!("{text} - {a}");
+        }
+        self.edit(topic, None, |t| {
+            t.add_agreement(&text, disputed)?;
+            let added = t.view().agreements.last().cloned();
+            added.ok_or_else(|| Error::Failed {
+                message: "the agreement was not added".into(),
+            })
+        })
     }
 }
 
-/// `YYYY-MM-DD`, as Meta writes dates.
-pub fn meta_date(now: &Timestamp) -> String {
-    now.format("%Y-%m-%d").to_string()
+/// Today, `YYYY-MM-DD`, as Meta writes dates.
+fn meta_date() -> String {
+    clock::now().format("%Y-%m-%d").to_string()
+}
+
+/// One above the highest `ISSUE-NN` (case is ignored; other ids do not count).
+fn next_issue_number(view: &View) -> u32 {
+    let number = |id: &str| {
+        id.get(..6)?
+            .eq_ignore_ascii_case("ISSUE-")
+            .then(|| id[6..].parse::<u32>().ok())?
+    };
+    view.issues
+        .iter()
+        .filter_map(|i| number(&i.id))
+        .max()
+        .unwrap_or(0)
+        + 1
+}
+
+/// Read a whole file as UTF-8 (capped, no symlink followed anywhere on its path). `Ok(None)`
+/// when it does not exist.
+fn read_text(path: &Path) -> Result<Option<String>> {
+    // O_NOFOLLOW guards only the last component: a symlinked `.metadata` or `reviews/active`
+    // would still lead the read (and the replace that follows it) outside the workspace.
+    if let Some(link) = fsutil::linked_ancestor(path) {
+        let e = io::Error::new(io::ErrorKind::InvalidData, "is a symlink (not followed)");
+        return Err(e).at("read through", &link);
+    }
+    let bytes = match fsutil::read_capped(path, FILE_CAP) {
+        Ok(b) => b,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).at("read", path),
+    };
+    String::from_utf8(bytes).map(Some).map_err(|e| {
+        let valid = &e.as_bytes()[..e.utf8_error().valid_up_to()];
+        let line = valid.iter().filter(|&&b| b == b'\n').count() + 1;
+        Error::Corrupt {
+            path: path.to_path_buf(),
+            line: Some(line),
+            why: "it is not UTF-8 text".into(),
+        }
+    })
+}
+
+/// Every open review under the default metadata folder, for `coord status`; trackers that
+/// cannot be read are listed apart. Reading only.
+pub fn open_reviews(ws: &Workspace) -> (Vec<ReviewSummary>, Vec<Unreadable>) {
+    let reviews = Reviews::default_for(ws);
+    let (mut found, mut bad) = (Vec::new(), Vec::new());
+    let Ok(entries) = crate::fsutil::read_dir(reviews.dir(false)) else {
+        return (found, bad);
+    };
+    let mut names: Vec<String> = entries
+        .flatten()
+        .filter_map(|e| e.file_name().into_string().ok())
+        .collect();
+    names.sort();
+    for topic in names.iter().filter_map(|n| layout::review_tracker_topic(n)) {
+        let path = reviews.tracker_path(topic, false);
+        match reviews.read(&path) {
+            Ok(Some(t)) if t.view().meta.status != "closed" => {
+                let v = t.view();
+                found.push(ReviewSummary {
+                    topic: topic.to_string(),
+                    tracker: reviews.rel(&path),
+                    next_actor: v.current.next_actor.clone(),
+                    next_action: v.current.next_action.clone(),
+                    open_issues: v.issues.iter().filter(|i| !i.status.is_settled()).count(),
+                    steps: v.steps.len(),
+                });
+            }
+            Ok(_) => {}
+            Err(e) => bad.push(Unreadable {
+                path: reviews.rel(&path),
+                why: e.to_string(),
+            }),
+        }
+    }
+    (found, bad)
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A tracker's view: Claude reviews and Codex implements, with these issues (`ID status
+    /// [resolution]`, high, titled `title of ID`) and steps (`action status`, all Claude's).
+    pub(crate) fn view_with(issues: &'static str, steps: &'static str) -> View {
+        let mut text = "## Meta\n- **Status:** in_progress\n\
+- **Participants:** Claude (reviewer), Codex (implementer)\n\
+## Current State\n- **Next actor:** Claude\n## Steps\n"
+            .to_string();
+        let items = |list: &'static str| list.split(',').map(str::trim).filter(|s| !s.is_empty());
+        for (n, step) in (1..).zip(items(steps)) {
+            let (action, status) = step.split_once(' ').unwrap();
+            text += &format!("### {n:02}\n- **Actor:** Claude\n- **Status:** {status}\n");
+            text += &format!("- **Action:** {action}\n");
+        }
+        text += "## Issues\n| ID | Severity | Title | Status | Resolution |\n|-|-|-|-|-|\n";
+        for issue in items(issues) {
+            let mut part = issue.splitn(3, ' ');
+            let (id, status) = (part.next().unwrap(), part.next().unwrap());
+            let res = part.next().unwrap_or("");
+            text += &format!("| {id} | high | title of {id} | {status} | {res} |\n");
+        }
+        Tracker::parse(Path::new("t"), &text)
+            .unwrap()
+            .view()
+            .clone()
+    }
+
+    #[test]
+    fn issues_are_numbered_above_the_highest() {
+        assert_eq!(next_issue_number(&view_with("", "")), 1);
+        let v = view_with(
+            "ISSUE-07 open, issue-03 open, BUG-99 open, ISSUE-x open",
+            "",
+        );
+        assert_eq!(next_issue_number(&v), 8);
+    }
 }

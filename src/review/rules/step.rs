@@ -1,31 +1,37 @@
-//! Finishing a step: `coord review step`.
+//! Finishing a step (`coord review step`), and the archive policy.
 //!
-//! Rules, in the order they are checked:
-//! 1. A finished step is `done`, `blocked` or `no_action`, with a summary.
-//! 2. Its output file exists and ends with a `## Handoff Prompt for Next Actor` section, whose
-//!    body becomes the next actor's prompt.
-//! 3. The review has an open (planned or in-progress) step, and the caller is its actor.
+//! Checked before the tracker is touched: the status, the summary, and an output file that
+//! ends with a `## Handoff Prompt for Next Actor` section (the next actor's prompt). Then, in
+//! one edit: the caller is the open step's actor; the step is filled in, the next one planned
+//! for exactly one next actor, the archive policy applied, the Current State and prompt set.
 //!
-//! Then, in one edit under the mutex: the step is filled in, the next step is planned for
-//! exactly one next actor (its action the [`usual_next`] unless given), the archive policy
-//! applies, the Current State names the next actor and their prompt is stored. Nothing is
-//! written when a check fails.
+//! Archive policy: past [`MAX_STEPS`] steps, the first [`ARCHIVED_AT_ONCE`] move to
+//! `TOPIC-tracker-archive.md`, the rest are renumbered from 01, and the Steps section opens with
+//! `Note: Steps 01-NN archived to …`, NN counting every step the archive holds. The archive is
+//! written before the tracker: a crash in between leaves steps in both files, never in neither,
+//! and the next step, finding those very steps at the archive's end, finishes the move.
 
 use std::path::Path;
 
 use serde::Serialize;
 
-use super::Reviews;
-use super::store::read_utf8;
-use crate::clock;
-use crate::error::Refusal;
-use crate::error::{Error, Result};
-use crate::review::model::{Step, View};
-use crate::review::parse::handoff_section;
-use crate::review::syntax::PROMPT_POINTER;
-use crate::review::tracker::Tracker;
-use crate::review::{Action, StepStatus, one_line};
+use super::{Reviews, read_text};
+use crate::error::{Error, Refusal, Result};
+use crate::fsutil;
+use crate::layout;
+use crate::review::markdown::{fenced, handoff_section, is_step_heading, renumber_heading};
+use crate::review::tracker::{Block, Tracker};
+use crate::review::{Action, Step, StepStatus, View, one_line};
 use crate::workspace::{AgentId, Target};
+
+/// Steps kept in a tracker before the archive policy applies.
+const MAX_STEPS: usize = 20;
+
+/// Steps moved to the archive at once.
+const ARCHIVED_AT_ONCE: usize = 10;
+
+/// How the archive note starts; the number of archived steps follows.
+const NOTE: &str = "Note: Steps 01-";
 
 /// A finished step.
 #[derive(Debug, Clone)]
@@ -80,148 +86,146 @@ impl Reviews {
     /// [`Error::Refused`] when no step is open or it belongs to another actor. Nothing is
     /// written in any of these cases.
     pub fn step(&self, req: &StepRequest<'_>) -> Result<StepOutcome> {
-        let (summary, prompt) = checked_output(req)?;
-        let (_guard, mut t) = self.begin(req.topic, Some(req.actor))?;
-        let now = clock::now();
-        let view = t.view().clone();
-        let finished = owned_open_step(&view, req)?.number;
-        let next_name = participant_name(&view, req.next);
-        let next_action = req
-            .next_action
-            .unwrap_or_else(|| usual_next(req.action, view.meta.role_of(req.next.id())));
-        record_finished(&mut t, req, finished, &summary, &next_name, next_action)?;
-        let archived_to = self.apply_archive_policy(req.topic, &mut t)?;
-        let next_step = u32::try_from(t.view().steps.len()).unwrap_or(u32::MAX);
-        t.set_current(&[
-            ("Next actor", &next_name),
-            (
-                "Next action",
-                &format!("{} (step {next_step:02})", next_action.as_str()),
+        use StepStatus::{Blocked, Done, NoAction};
+        if !matches!(req.status, Done | Blocked | NoAction) {
+            return Err(Error::bad_input(
+                "a finished step's status is done, blocked or no_action",
+            ));
+        }
+        let summary = one_line(req.summary);
+        if summary.is_empty() {
+            return Err(Error::bad_input("the step summary is empty"));
+        }
+        let Some(text) = read_text(&req.output.abs)? else {
+            return Err(Error::bad_input(format!(
+                "the output file `{}` does not exist",
+                req.output.rel
+            )));
+        };
+        let prompt = handoff_section(Path::new(&req.output.rel), &text)?;
+        let done = self.edit(req.topic, Some(req.actor), |t| {
+            let view = t.view().clone();
+            let finished = owned_open_step(&view, req)?.number;
+            // The next actor as the tracker spells it (its Participants spelling when listed).
+            let next = view
+                .meta
+                .participants
+                .iter()
+                .find(|p| p.name.eq_ignore_ascii_case(req.next.id()));
+            let next = next.map_or(req.next.name(), |p| &p.name).to_string();
+            let role = view.meta.role_of(req.next.id());
+            let next_action = req
+                .next_action
+                .unwrap_or_else(|| usual_next(req.action, role));
+            let mut values = vec![
+                ("Status", req.status.as_str()),
+                ("Action", req.action.as_str()),
+            ];
+            values.extend(req.input.map(|i| ("Input", i.rel.as_str())));
+            values.extend([
+                ("Output", req.output.rel.as_str()),
+                ("Summary", &summary),
+                ("Next", &next),
+            ]);
+            t.set(Block::Step(finished), &values)?;
+            t.push_step(finished + 1, &next, next_action, &req.output.rel)?;
+            let archived_to = self.archive(req.topic, t)?;
+            let next_step = t.view().steps.len() as u32;
+            t.hand_over(&next, next_step, next_action, &prompt)?;
+            let stranger = role.is_none() && !view.meta.participants.is_empty();
+            Ok(StepOutcome {
+                tracker: self.rel(t.path()),
+                finished,
+                status: req.status,
+                next_step,
+                next_actor: next,
+                next_action,
+                archived_to,
+                warning: stranger.then(|| {
+                    format!(
+                        "{} is not a participant of review `{}`",
+                        req.next.name(),
+                        req.topic
+                    )
+                }),
+            })
+        })?;
+        crate::history::review_step(self.ws.root(), req, done.finished, &done.next_actor);
+        Ok(done)
+    }
+
+    /// Move the first steps to the archive when there are too many; the archive, relative to
+    /// the root, when steps were moved.
+    fn archive(&self, topic: &str, t: &mut Tracker) -> Result<Option<String>> {
+        if t.view().steps.len() <= MAX_STEPS {
+            return Ok(None);
+        }
+        let archive = layout::review_archive(&self.dir(false), topic);
+        let existing = read_text(&archive)?;
+        let before = existing
+            .as_deref()
+            .map_or(0, |e| step_heads(&lines(e)).count());
+        let mut taken = t.take_first_steps(ARCHIVED_AT_ONCE)?;
+        while taken.last().is_some_and(|l| l.trim().is_empty()) {
+            taken.pop();
+        }
+        let note = |archived: usize| {
+            format!(
+                "{NOTE}{archived:02} archived to {}",
+                layout::review_archive_name(topic)
+            )
+        };
+        let noted = noted(t.view().steps_note.as_deref());
+        if let Some(e) = &existing
+            && already_archived(e, &taken, noted, before)
+        {
+            t.set_steps_note(&note(before))?;
+            return Ok(Some(self.rel(&archive)));
+        }
+        let steps = renumber_steps(&taken, before + 1).join("\n");
+        let text = match existing {
+            None => format!(
+                "# Review Tracker Archive: {topic}\n\nSteps archived from `{topic}-tracker.md` (archive policy: more than {MAX_STEPS} steps).\n\n## Steps\n\n{steps}\n"
             ),
-            ("Prompt for next actor", PROMPT_POINTER),
-        ])?;
-        t.set_prompt(&next_name, next_step, &prompt)?;
-        self.finish(&mut t, &now)?;
-        crate::history::review_step(self.ws.root(), req, finished, &next_name);
-        Ok(StepOutcome {
-            tracker: self.meta_rel_path(t.path()),
-            finished,
-            status: req.status,
-            next_step,
-            next_actor: next_name,
-            next_action,
-            archived_to,
-            warning: not_a_participant(&view, req),
-        })
+            Some(e) => format!(
+                "{e}{}\n{steps}\n",
+                if e.ends_with('\n') { "" } else { "\n" }
+            ),
+        };
+        fsutil::replace_durable(&archive, text.as_bytes())?;
+        t.set_steps_note(&note(before + ARCHIVED_AT_ONCE))?;
+        Ok(Some(self.rel(&archive)))
     }
 }
 
-/// Rules 1 and 2, before the tracker is touched: the step's summary and the prompt from its
-/// output file.
-fn checked_output(req: &StepRequest<'_>) -> Result<(String, String)> {
-    if !matches!(
-        req.status,
-        StepStatus::Done | StepStatus::Blocked | StepStatus::NoAction
-    ) {
-        return Err(Error::bad_input(
-            "a finished step's status is done, blocked or no_action",
-        ));
-    }
-    let summary = one_line(req.summary);
-    if summary.is_empty() {
-        return Err(Error::bad_input("the step summary is empty"));
-    }
-    let text = read_utf8(&req.output.abs)?.ok_or_else(|| {
-        Error::bad_input(format!(
-            "the output file `{}` does not exist",
-            req.output.rel
-        ))
-    })?;
-    let prompt = handoff_section(Path::new(&req.output.rel), &text)?;
-    Ok((summary, prompt))
-}
-
-/// Rule 3: the open step, which must be the caller's.
+/// The open step, which must be the caller's.
 fn owned_open_step<'v>(view: &'v View, req: &StepRequest<'_>) -> Result<&'v Step> {
+    let topic = req.topic;
     let Some(open) = view.open_step() else {
-        return Err(Error::refused(
-            Refusal::NoOpenStep,
-            format!(
-                "review `{}` has no planned step: step {:02} is {}",
-                req.topic,
-                view.steps.len(),
-                view.steps.last().map_or("missing", |s| s.status.as_str())
-            ),
-            Some(format!(
-                "see `coord review show {}`; the tracker may have been edited by hand",
-                req.topic
-            )),
-        ));
+        let last = view.steps.last().map_or("missing", |s| s.status.as_str());
+        let why = format!(
+            "review `{topic}` has no planned step: step {:02} is {last}",
+            view.steps.len()
+        );
+        let hint =
+            format!("see `coord review show {topic}`; the tracker may have been edited by hand");
+        return Err(Error::refused(Refusal::NoOpenStep, why, Some(hint)));
     };
-    if !same_agent(&open.actor, req.actor) {
-        return Err(Error::refused(
-            Refusal::NotStepActor,
-            format!(
-                "step {:02} of review `{}` belongs to {}, not {}: only a step's actor may finish it",
-                open.number,
-                req.topic,
-                open.actor,
-                req.actor.name()
-            ),
-            Some(format!(
-                "`coord review next {}` shows who is next and what to paste to them",
-                req.topic
-            )),
-        ));
+    let (id, name) = (req.actor.id(), req.actor.name());
+    if !open.actor.eq_ignore_ascii_case(id) && !open.actor.eq_ignore_ascii_case(name) {
+        let why = format!(
+            "step {:02} of review `{topic}` belongs to {}, not {name}: only a step's actor may finish it",
+            open.number, open.actor
+        );
+        let hint =
+            format!("`coord review next {topic}` shows who is next and what to paste to them");
+        return Err(Error::refused(Refusal::NotStepActor, why, Some(hint)));
     }
     Ok(open)
 }
 
-/// Fill in the finished step and plan the next one after it, reading the finished output.
-fn record_finished(
-    t: &mut Tracker,
-    req: &StepRequest<'_>,
-    finished: u32,
-    summary: &str,
-    next_name: &str,
-    next_action: Action,
-) -> Result<()> {
-    let mut values: Vec<(&str, &str)> = vec![
-        ("Status", req.status.as_str()),
-        ("Action", req.action.as_str()),
-    ];
-    if let Some(input) = req.input {
-        values.push(("Input", &input.rel));
-    }
-    values.push(("Output", &req.output.rel));
-    values.push(("Summary", summary));
-    values.push(("Next", next_name));
-    t.set_step(finished, &values)?;
-    t.push_step(&Step {
-        number: finished + 1,
-        actor: next_name.to_string(),
-        status: StepStatus::Planned,
-        action: Some(next_action),
-        input: Some(req.output.rel.clone()),
-        output: None,
-        summary: None,
-        next: None,
-    })
-}
-
-/// The warning when the next actor is not among the review's participants.
-fn not_a_participant(view: &View, req: &StepRequest<'_>) -> Option<String> {
-    (view.meta.role_of(req.next.id()).is_none() && !view.meta.participants.is_empty()).then(|| {
-        format!(
-            "{} is not a participant of review `{}`",
-            req.next.name(),
-            req.topic
-        )
-    })
-}
-
 /// The action that usually follows `done` given the next actor's role.
-pub fn usual_next(done: Action, next_role: Option<&str>) -> Action {
+fn usual_next(done: Action, next_role: Option<&str>) -> Action {
     let implementer = next_role.is_some_and(|r| r.eq_ignore_ascii_case("implementer"));
     match done {
         Action::Review => Action::Response,
@@ -233,18 +237,37 @@ pub fn usual_next(done: Action, next_role: Option<&str>) -> Action {
     }
 }
 
-/// Whether the actor written in the tracker is `agent` (by id or display name, any case).
-fn same_agent(written: &str, agent: &AgentId) -> bool {
-    written.eq_ignore_ascii_case(agent.id()) || written.eq_ignore_ascii_case(agent.name())
+/// How many steps the archive note counts: no note, or one coord cannot read, counts none.
+fn noted(note: Option<&str>) -> usize {
+    note.and_then(|n| n.strip_prefix(NOTE)?.split(' ').next()?.parse().ok())
+        .unwrap_or(0)
 }
 
-/// The next actor's name as the tracker writes it (its Participants spelling when listed).
-fn participant_name(view: &View, agent: &AgentId) -> String {
-    view.meta
-        .participants
-        .iter()
-        .find(|p| p.name.eq_ignore_ascii_case(agent.id()))
-        .map_or_else(|| agent.name().to_string(), |p| p.name.clone())
+fn lines(text: &str) -> Vec<String> {
+    text.lines().map(str::to_string).collect()
+}
+
+/// The `### NN` step headings among `lines` (outside code fences).
+fn step_heads(lines: &[String]) -> impl Iterator<Item = usize> + '_ {
+    let fence = fenced(lines);
+    (0..lines.len()).filter(move |&i| !fence[i] && is_step_heading(&lines[i]))
+}
+
+/// Archived step lines with their `### NN` headings renumbered from `first`.
+fn renumber_steps(lines: &[String], first: usize) -> Vec<String> {
+    let mut out = lines.to_vec();
+    for (n, i) in (first..).zip(step_heads(lines)) {
+        out[i] = renumber_heading(&lines[i], n as u32);
+    }
+    out
+}
+
+/// Whether a step killed between the archive write and the tracker write left these very
+/// steps (`taken`) at the archive's end while the tracker still holds them (its note counting
+/// one batch fewer than the archive's `before` steps).
+fn already_archived(archive: &str, taken: &[String], noted: usize, before: usize) -> bool {
+    let again = renumber_steps(taken, noted + 1).join("\n");
+    before == noted + ARCHIVED_AT_ONCE && archive.trim_end().ends_with(again.trim_end())
 }
 
 #[cfg(test)]
@@ -253,13 +276,59 @@ mod tests {
 
     #[test]
     fn the_usual_next_action() {
-        let imp = Some("implementer");
-        let rev = Some("reviewer");
-        assert_eq!(usual_next(Action::Review, imp), Action::Response);
-        assert_eq!(usual_next(Action::Response, rev), Action::Response);
-        assert_eq!(usual_next(Action::Response, imp), Action::Implement);
-        assert_eq!(usual_next(Action::Implement, rev), Action::Verify);
-        assert_eq!(usual_next(Action::Verify, imp), Action::Fix);
-        assert_eq!(usual_next(Action::Fix, rev), Action::Verify);
+        use Action::{Fix, Implement, Response, Review, Verify};
+        let (imp, rev) = (Some("implementer"), Some("reviewer"));
+        let cases = [
+            (Review, imp, Response),
+            (Response, rev, Response),
+            (Response, imp, Implement),
+        ];
+        let more = [
+            (Implement, rev, Verify),
+            (Verify, imp, Fix),
+            (Fix, rev, Verify),
+        ];
+        for (done, role, next) in cases.into_iter().chain(more) {
+            assert_eq!(usual_next(done, role), next, "{done:?} to the {role:?}");
+        }
+    }
+
+    #[test]
+    fn the_note_counts_the_archived_steps() {
+        let notes = [
+            Some("Note: Steps 01-130 archived to a.md"),
+            None,
+            Some("Note: see below"),
+        ];
+        assert_eq!(notes.map(noted), [130, 0, 0]);
+        assert_eq!(noted(Some("Note: Steps 01-x y")), 0);
+    }
+
+    #[test]
+    fn archived_steps_are_counted_and_renumbered_outside_fences() {
+        let text =
+            "## Steps\n### 01\n```\n### 07 in a fence\n```\n### 02 - response\n### For A (step 03)";
+        assert_eq!(step_heads(&lines(text)).count(), 2);
+        let got = renumber_steps(&lines(text), 11).join("|");
+        assert_eq!(
+            got,
+            "## Steps|### 11|```|### 07 in a fence|```|### 12 - response|### For A (step 03)"
+        );
+    }
+
+    #[test]
+    fn an_interrupted_move_is_recognised() {
+        let taken = lines("### 01\n- **Actor:** A\n\n### 02\n- **Actor:** B");
+        let archive = "## Steps\n\n### 01\n\n### 11\n- **Actor:** A\n\n### 12\n- **Actor:** B\n";
+        // The archive holds the ten noted steps and these again: the move was interrupted.
+        assert!(already_archived(archive, &taken, 10, 20));
+        // Not a batch ahead of the note, or other steps at its end: archive them.
+        assert!(!already_archived(archive, &taken, 10, 10));
+        assert!(!already_archived(
+            archive,
+            &lines("### 01\n- **Actor:** C"),
+            10,
+            20
+        ));
     }
 }

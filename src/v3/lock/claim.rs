@@ -17,7 +17,9 @@
 //! One record per claim, records separated by an empty line; the keys after `pattern` are those
 //! of a lock record (`pid`, `pid_start`, `session`, `client`, `client_session` when the claim
 //! follows a process), plus the work tree the claim was taken in and its branch. A claim is
-//! judged exactly like a lock (LIVE, STALE, by TTL, holder presence and process). The file is
+//! judged exactly like a lock (LIVE, STALE, by TTL, holder presence and process), and is STALE
+//! at once when the work tree it was taken in is gone, as a lock file goes with its tree. A
+//! STALE claim is taken over by the next lock or claim that passes over it. The file is
 //! only ever rewritten whole (durable replace) under the workspace mutex, and read once per try
 //! or view: claims are few, and nothing walks the repository to find them.
 
@@ -25,7 +27,7 @@ use std::path::Path;
 
 use super::{LockEntry, LockState, Release, ReleaseOutcome, classify};
 use crate::clock::{self, Timestamp};
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::fsutil;
 use crate::layout;
 use crate::pattern::Pattern;
@@ -104,7 +106,7 @@ pub fn judged_patterns(root: &Path, cache: &mut StateCache, now: &Timestamp) -> 
 ///
 /// # Errors
 ///
-/// [`Error::Io`] when it cannot be written.
+/// [`Error::Io`](crate::error::Error::Io) when it cannot be written.
 pub(super) fn write_all(root: &Path, records: &[String]) -> Result<()> {
     let path = layout::claims_file(root);
     if records.is_empty() {
@@ -198,50 +200,6 @@ fn parse_block(path: &Path, block: &str) -> Option<LockEntry> {
     })
 }
 
-/// Parse a claim argument given relative to `cwd` (a folder with a trailing `/`, or a pattern)
-/// into a pattern relative to the workspace root.
-///
-/// # Errors
-///
-/// [`Error::BadInput`] when it cannot be parsed or leaves the workspace.
-pub fn resolve(ws: &Workspace, cwd: &Path, arg: &str) -> Result<Pattern> {
-    let bad = |why: String| Error::BadPattern {
-        pattern: arg.to_string(),
-        why,
-    };
-    // An absolute pattern inside the root (as an MCP client may send) is taken relative to it.
-    let root = ws.root().display().to_string();
-    let (arg, cwd) = match arg.strip_prefix(root.as_str()) {
-        Some(rest) if rest.starts_with('/') => (rest.trim_start_matches('/'), ws.root()),
-        _ => (arg, cwd),
-    };
-    if arg.starts_with('/') {
-        return Err(bad("it must be relative to the current directory".into()));
-    }
-    // Relative to the current directory, like a FILE: the folder of `cwd` below the root comes
-    // first. `..` may climb toward the root, never out of it.
-    let cwd = std::fs::canonicalize(cwd).unwrap_or_else(|_| cwd.to_path_buf());
-    let Some(base) = ws.rel(&cwd) else {
-        return Err(bad("the current directory is outside the workspace".into()));
-    };
-    let mut parts: Vec<&str> = base.split('/').filter(|s| !s.is_empty()).collect();
-    let trailing = arg.ends_with('/');
-    for p in arg.split('/').filter(|s| !s.is_empty() && *s != ".") {
-        if p == ".." {
-            if parts.pop().is_none() {
-                return Err(bad("it leaves the workspace".into()));
-            }
-        } else {
-            parts.push(p);
-        }
-    }
-    let mut text = parts.join("/");
-    if trailing {
-        text.push('/');
-    }
-    Pattern::parse(&text).map_err(bad)
-}
-
 /// The holder of claim `e` as a refusal names it: `Claude (claim `src/auth/**`)`, with the
 /// work tree and branch it was taken in when that is another work tree than `root`.
 pub fn holder_text(root: &Path, e: &LockEntry) -> String {
@@ -263,7 +221,7 @@ pub fn holder_text(root: &Path, e: &LockEntry) -> String {
 ///
 /// # Errors
 ///
-/// [`Error::Io`] when `.coord/claims` cannot be rewritten.
+/// [`Error::Io`](crate::error::Error::Io) when `.coord/claims` cannot be rewritten.
 pub fn release(
     ws: &Workspace,
     agent: &crate::workspace::AgentId,
@@ -287,6 +245,7 @@ pub fn release(
                 if e.agent == me {
                     gone[i] = true;
                     out.push(Release {
+                        claim: true,
                         file: e.file.clone(),
                         outcome: ReleaseOutcome::Released,
                     });
@@ -322,21 +281,76 @@ pub fn release(
                     }
                 };
                 out.push(Release {
+                    claim: true,
                     file: p.as_str().to_string(),
                     outcome,
                 });
             }
         }
     }
-    if gone.iter().any(|g| *g) {
-        let keep: Vec<String> = all
-            .iter()
-            .zip(&gone)
-            .filter(|(_, g)| !**g)
-            .map(|(e, _)| raw_text(e))
-            .collect();
-        write_all(root, &keep)?;
-    }
+    write_without(root, &all, &gone)?;
     crate::history::claims_released(root, agent, &out);
     Ok(out)
+}
+
+/// Release `agent`'s claims taken with these tokens, each `(pattern, token)` (what `coord run`
+/// took, at its end): compare-and-delete, as for a lock. A claim whose record no longer
+/// carries its token (taken over while STALE, released) is [`ReleaseOutcome::Lost`]; nothing
+/// else is touched.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::error::Error::Io) when `.coord/claims` cannot be rewritten.
+pub fn release_tokens(
+    ws: &Workspace,
+    agent: &crate::workspace::AgentId,
+    held: &[(String, String)],
+) -> Result<Vec<Release>> {
+    if held.is_empty() {
+        return Ok(Vec::new());
+    }
+    let root = ws.root();
+    let _mutex = ws.lock_mutex()?;
+    let all = read_all(root);
+    let mut gone = vec![false; all.len()];
+    let out: Vec<Release> = held
+        .iter()
+        .map(|(pattern, token)| {
+            let ours = (0..all.len()).find(|&i| {
+                !gone[i]
+                    && all[i].agent == agent.id()
+                    && all[i].file == *pattern
+                    && all[i].token() == Some(token.as_str())
+            });
+            if let Some(i) = ours {
+                gone[i] = true;
+            }
+            Release {
+                claim: true,
+                file: pattern.clone(),
+                outcome: match ours {
+                    Some(_) => ReleaseOutcome::Released,
+                    None => ReleaseOutcome::Lost,
+                },
+            }
+        })
+        .collect();
+    write_without(root, &all, &gone)?;
+    crate::history::claims_released(root, agent, &out);
+    Ok(out)
+}
+
+/// Rewrite `.coord/claims` without the records marked `gone` (nothing is written when none
+/// is). Caller holds the mutex.
+fn write_without(root: &Path, all: &[LockEntry], gone: &[bool]) -> Result<()> {
+    if !gone.iter().any(|g| *g) {
+        return Ok(());
+    }
+    let keep: Vec<String> = all
+        .iter()
+        .zip(gone)
+        .filter(|(_, g)| !**g)
+        .map(|(e, _)| raw_text(e))
+        .collect();
+    write_all(root, &keep)
 }

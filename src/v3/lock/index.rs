@@ -6,9 +6,15 @@
 //! invariant is that it names at least every lock coord made: under the workspace mutex an
 //! entry is made before its lock file is published and removed only after the lock file is
 //! gone. A process killed between the two leaves an entry without a lock file, which a reader
-//! skips (the lock file is looked up and is not there) and the next release of that file, or
-//! `coord unlock` of all of an agent's locks, removes. Nothing is ever lost from a view by a
-//! crash: a lock file is only published once its entry exists.
+//! skips (the lock file is looked up and is not there) and the next release of that file (which
+//! finds it not locked), or `coord unlock` of all of an agent's locks, removes; so does a lock
+//! file removed by hand. Nothing is ever lost from a view by a crash: a lock file is only
+//! published once its entry exists.
+//!
+//! An entry is keyed by the path relative to its work tree's top level and is shared by every
+//! work tree of the repository (one index per workspace): a lock released or taken over from
+//! another tree than the one it lies in forgets its entry as well ([`forget_removed`]), and an
+//! entry is stale only when no tree holds its lock file ([`prune`]).
 //!
 //! Locks made by hand are not in it: the views find those by walking the folders that git does
 //! not ignore (see `scan`).
@@ -55,10 +61,19 @@ pub(super) fn forget(root: &Path, rel: &str, agent: &str) {
     let _ = fsutil::raw::remove_file(&layout::held_entry(root, rel, agent).0);
 }
 
+/// Forget the entry of the lock file `lock_path` of `agent` on `rel`, just removed, in whichever
+/// work tree it lay. Caller holds the mutex. A lock made by hand under another spelling
+/// (`FILE.lock.Claude`) has no entry of its own: the entry of coord's spelling stays.
+pub(super) fn forget_removed(root: &Path, rel: &str, agent: &str, lock_path: &Path) {
+    if lock_path.file_name() == layout::lock_file(Path::new(rel), agent).file_name() {
+        forget(root, rel, agent);
+    }
+}
+
 /// Every entry: (the locked file relative to the root, the agent), unverified, in no order.
 pub(super) fn entries(root: &Path) -> Vec<(String, String)> {
     let dir = layout::held_dir(root);
-    let Ok(list) = fs::read_dir(&dir) else {
+    let Ok(list) = crate::fsutil::read_dir(&dir) else {
         return Vec::new();
     };
     list.flatten()
@@ -88,16 +103,25 @@ fn plain_relative(rel: &str) -> bool {
             .all(|c| !c.is_empty() && c != "." && c != "..")
 }
 
-/// Remove every entry whose lock file is gone (left by a process killed between the two), and
-/// what earlier versions of coord left in `.coord/` ([`layout::leftovers`]). Caller holds the
-/// mutex.
+/// Remove every entry whose lock file is gone from every work tree sharing the workspace (left
+/// by a process killed between the two, or a lock file removed by hand), and what earlier
+/// versions of coord left in `.coord/` ([`layout::leftovers`]). Caller holds the mutex.
 pub(super) fn prune(root: &Path) {
     for leftover in layout::leftovers(root) {
         fsutil::remove_flat(&leftover);
     }
-    for (rel, agent) in entries(root) {
-        let lock = layout::lock_file(&root.join(&rel), &agent);
-        if fs::symlink_metadata(&lock).is_err_and(|e| e.kind() == io::ErrorKind::NotFound) {
+    let entries = entries(root);
+    if entries.is_empty() {
+        return;
+    }
+    let mut tops = vec![root.to_path_buf()];
+    tops.extend(crate::worktree::others(root).into_iter().map(|t| t.top));
+    for (rel, agent) in entries {
+        let gone = tops.iter().all(|top| {
+            fs::symlink_metadata(layout::lock_file(&top.join(&rel), &agent))
+                .is_err_and(|e| e.kind() == io::ErrorKind::NotFound)
+        });
+        if gone {
             forget(root, &rel, &agent);
         }
     }

@@ -5,7 +5,9 @@
 //! started at another time); a lock dated beyond its TTL in the future counts as expired. A
 //! lock taken in an agent client's session (`client:` line) on this host is judged by its
 //! client process alone: LIVE while it runs, STALE once it is gone or the holder's presence
-//! says FINISHED. Two or more non-stale locks on one file are all in CONFLICT.
+//! says FINISHED. A claim taken in a work tree that is gone is stale at once, as the lock files
+//! of that tree went with it ([`crate::worktree::is_gone`]). Two or more non-stale locks on one
+//! file are all in CONFLICT.
 
 use std::path::Path;
 
@@ -47,6 +49,14 @@ fn stale_reason(
     cache: &mut StateCache,
     now: &Timestamp,
 ) -> Option<String> {
+    // Taken in a work tree that is gone: what was held there went with it, whoever holds it.
+    if let Some(tree) = e.tree_here()
+        && crate::worktree::is_gone(Path::new(tree))
+    {
+        return Some(format!(
+            "its work tree `{tree}` is gone (removed while it was held)"
+        ));
+    }
     if let Some((pid, h)) = e.process() {
         if host::recorded_process_gone_since(pid, h, e.process_start()) {
             return Some(format!("its process {pid} on {h} is gone"));

@@ -183,34 +183,40 @@ impl LockEntry {
     /// A "not found" from the open may come from this machine's negative lookup cache (NFS
     /// `lookupcache=all`, FUSE `negative_timeout`) that remembers the name as absent from
     /// before it was made: the server itself is asked, with an exclusive create that it
-    /// answers (never the cache). Exists there: it is a lock, unreadable for now, with no age
-    /// (live) until the cache lets it be read. Created: it was gone indeed, and what was made
-    /// is removed at once.
+    /// answers (never the cache). Exists there: the failed create made this machine forget
+    /// the name it remembered as absent (NFS and FUSE drop a name whose exclusive create
+    /// failed), so it is read again, and judged by its record (its `locked_at` or mtime); a
+    /// lock that still cannot be read is a lock all the same, with no age (live) until the
+    /// cache lets it be read. Created: it was gone indeed, and what was made is removed at once.
     fn read_listed(lock_path: PathBuf, file: String, agent: String) -> Option<LockEntry> {
         if let Some(e) = LockEntry::read(lock_path.clone(), file.clone(), agent.clone()) {
             return Some(e);
         }
         match fsutil::raw::create_exclusive(&lock_path, b"") {
-            Ok(false) => Some(LockEntry {
-                lock_path,
-                file,
-                agent,
-                record: None,
-                raw: None,
-                mtime: None,
-                problem: Some(
-                    "listed, and there on the server, but this machine's lookup cache still says it is not (read again once the cache expires)"
-                        .into(),
-                ),
-                since: None,
-                state: LockState::Live,
-                stale_why: None,
-            }),
+            Ok(false) => LockEntry::read(lock_path.clone(), file.clone(), agent.clone())
+                .or_else(|| Some(LockEntry::unread(lock_path, file, agent))),
             Ok(true) => {
                 let _ = fsutil::raw::remove_file(&lock_path);
                 None
             }
             Err(_) => None,
+        }
+    }
+
+    /// A lock file there on the server that this machine's lookup cache will not open yet.
+    fn unread(lock_path: PathBuf, file: String, agent: String) -> LockEntry {
+        const WHY: &str = "listed, and there on the server, but this machine's lookup cache still says it is not (read again once the cache expires)";
+        LockEntry {
+            lock_path,
+            file,
+            agent,
+            record: None,
+            raw: None,
+            mtime: None,
+            problem: Some(WHY.into()),
+            since: None,
+            state: LockState::Live,
+            stale_why: None,
         }
     }
 
@@ -258,6 +264,14 @@ impl LockEntry {
     /// The start time of the recorded process (`pid_start`), when recorded.
     pub fn process_start(&self) -> Option<u64> {
         self.field("pid_start")?.parse().ok()
+    }
+
+    /// The work tree a claim was taken in (`worktree`), when it was taken on this host: a path
+    /// another machine recorded may name nothing here (a shared folder is mounted elsewhere
+    /// there). A lock file lies in its work tree, and records none.
+    pub fn tree_here(&self) -> Option<&str> {
+        let tree = self.field("worktree")?;
+        (self.field("host")? == crate::host::hostname()).then_some(tree)
     }
 
     /// The agent client's session the lock was taken in (`client`, `client_session`).

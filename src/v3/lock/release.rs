@@ -47,8 +47,11 @@ pub enum ReleaseOutcome {
 /// The release of one file.
 #[derive(Debug, Clone, Serialize)]
 pub struct Release {
-    /// The file, relative to the root.
+    /// The file, relative to the root (a claim: its pattern).
     pub file: String,
+    /// Whether this is a claim's release.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub claim: bool,
     /// What happened.
     #[serde(flatten)]
     pub outcome: ReleaseOutcome,
@@ -68,6 +71,8 @@ pub fn release(
     targets: Option<&[Target]>,
     force: bool,
 ) -> Result<Vec<Release>> {
+    // Refused before the walk below.
+    ws.require_arbitration()?;
     match targets {
         Some(t) => release_files(ws, agent, t.to_vec(), force, false),
         None => {
@@ -185,6 +190,9 @@ fn release_files(
             ours.push((target.rel.clone(), mine.lock_path.clone()));
             ReleaseOutcome::Released
         } else if entries.is_empty() {
+            // No lock file in any work tree: an entry of ours left for it (its lock file
+            // removed by hand, or never published by a process killed in between) goes.
+            index::forget(ws.root(), &target.rel, agent.id());
             ReleaseOutcome::NotLocked
         } else if let Some(held) = entries
             .iter()
@@ -217,6 +225,7 @@ fn release_files(
             ReleaseOutcome::ForcedStale { from }
         };
         out.push(Release {
+            claim: false,
             file: target.rel.clone(),
             outcome,
         });
@@ -258,6 +267,7 @@ pub fn release_tokens(
             ReleaseOutcome::Lost
         };
         out.push(Release {
+            claim: false,
             file: target.rel.clone(),
             outcome,
         });
@@ -349,17 +359,8 @@ pub fn holds_fence(target: &Target, agent: &AgentId, fence: &Fence) -> bool {
 
 /// A regular file's (device, inode) and bytes, read through one descriptor (never a link).
 fn file_identity(path: &std::path::Path) -> Option<((u64, u64), Vec<u8>)> {
-    use std::io::Read;
     use std::os::unix::fs::MetadataExt;
-    let file = fsutil::open_regular_nofollow(path).ok()?;
-    let meta = file.metadata().ok()?;
-    let mut bytes = Vec::new();
-    file.take(fsutil::RECORD_CAP + 1)
-        .read_to_end(&mut bytes)
-        .ok()?;
-    if bytes.len() as u64 > fsutil::RECORD_CAP {
-        return None;
-    }
+    let (bytes, meta) = fsutil::read_capped_with_meta(path, fsutil::RECORD_CAP).ok()?;
     Some(((meta.dev(), meta.ino()), bytes))
 }
 
@@ -376,11 +377,8 @@ fn remove_ours(ws: &Workspace, agent: &AgentId, ours: &[(String, PathBuf)]) -> R
             let _ = after_release(ws, agent, &HashSet::new());
             return Err(e);
         }
-        // Its entry in the index goes once the lock file is gone (a lock made by hand under
-        // another spelling, `FILE.lock.Claude`, has none of its own).
-        if *path == layout::lock_file(&ws.root().join(rel), agent.id()) {
-            index::forget(ws.root(), rel, agent.id());
-        }
+        // Its entry in the index goes once the lock file is gone, from whichever work tree.
+        index::forget_removed(ws.root(), rel, agent.id(), path);
     }
     match written {
         // Releasing needs no space: with the lock files gone (and their room freed), the

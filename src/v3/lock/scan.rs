@@ -107,7 +107,11 @@ pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Ve
     for (dir, bases) in &folders {
         #[cfg(test)]
         LISTINGS.with(|n| n.set(n.get() + 1));
-        let entries = fs::read_dir(dir).at("list", dir)?;
+        let entries = match crate::fsutil::read_dir(dir) {
+            // A folder not made yet holds no lock (here; the other trees are looked at below).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            listed => listed.at("list", dir)?,
+        };
         for entry in entries {
             let entry = entry.at("list", dir)?;
             let name = entry.file_name();

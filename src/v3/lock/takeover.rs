@@ -9,13 +9,12 @@ use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil::{self, RECORD_CAP};
 
 /// Remove a stale lock, but only if it is still exactly what was judged stale, and its entry
-/// in the index of `root` once it is gone. Returns `false` (and leaves the lock in place) when
-/// it changed meanwhile.
+/// in the index of `root` once it is gone (whichever work tree it lay in). Returns `false` (and
+/// leaves the lock in place) when it changed meanwhile.
 pub(super) fn take_over(root: &Path, e: &LockEntry) -> Result<bool> {
     let gone = take_over_file(e)?;
-    // A lock made by hand under another spelling (`FILE.lock.Claude`) has no entry of its own.
-    if gone && e.lock_path == crate::layout::lock_file(&root.join(&e.file), &e.agent) {
-        super::index::forget(root, &e.file, &e.agent);
+    if gone {
+        super::index::forget_removed(root, &e.file, &e.agent, &e.lock_path);
     }
     Ok(gone)
 }
@@ -50,9 +49,14 @@ fn take_over_file(e: &LockEntry) -> Result<bool> {
     let touched = e.mtime.is_some() && fsutil::mtime(&aside_path) != e.mtime;
     if (now_bytes.is_some() && now_bytes != e.raw) || touched {
         // Refreshed by its holder in the meantime (rewritten, or touched as a hand-made lock is
-        // refreshed): put it back and honour it. If the holder has already made a new record at
-        // the path, that one stands and the moved copy is dropped.
-        let _ = fsutil::raw::hard_link(&aside_path, &e.lock_path);
+        // refreshed): put it back and honour it (a copy where hard links do not exist). If the
+        // holder has already made a new record at the path, that one stands and the moved
+        // copy is dropped.
+        fsutil::raw::put_back(
+            &aside_path,
+            &e.lock_path,
+            now_bytes.as_deref().unwrap_or_default(),
+        );
         return Ok(false);
     }
     drop(aside); // removes the renamed record

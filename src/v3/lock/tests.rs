@@ -116,18 +116,33 @@ fn take_over_removes_a_lock_unchanged_since_it_was_judged() {
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
 }
 
+/// The holder renews between the judgement and the takeover: the renewed lock stands, and
+/// nothing but it is left. #45 (a sibling of item 11): where hard links do not exist (SMB
+/// through smbnetfs), the renewed lock was moved aside and never put back: the live lock was
+/// gone. It is put back as a copy.
 #[test]
 fn take_over_keeps_a_lock_renewed_after_it_was_judged() {
-    let dir = tempfile::tempdir().unwrap();
-    let e = real_entry(
-        dir.path(),
-        "Agent: X\nlocked_at: 2026-01-28T01:00:00+00:00\n",
-    );
-    // The holder renews between the judgement and the takeover.
-    let renewed = "Agent: X\nlocked_at: 2026-01-28T01:09:59+00:00\n";
-    std::fs::write(&e.lock_path, renewed).unwrap();
-    assert!(!take_over(dir.path(), &e).unwrap());
-    assert_eq!(std::fs::read_to_string(&e.lock_path).unwrap(), renewed);
+    for hard_links in [true, false] {
+        let dir = tempfile::tempdir().unwrap();
+        let e = real_entry(
+            dir.path(),
+            "Agent: X\nlocked_at: 2026-01-28T01:00:00+00:00\n",
+        );
+        let renewed = "Agent: X\nlocked_at: 2026-01-28T01:09:59+00:00\n";
+        std::fs::write(&e.lock_path, renewed).unwrap();
+        let taken = if hard_links {
+            take_over(dir.path(), &e)
+        } else {
+            crate::fsutil::raw::without_hard_links(|| take_over(dir.path(), &e))
+        };
+        assert!(!taken.unwrap(), "hard links: {hard_links}");
+        assert_eq!(std::fs::read_to_string(&e.lock_path).unwrap(), renewed);
+        assert_eq!(
+            std::fs::read_dir(dir.path()).unwrap().count(),
+            1,
+            "nothing but the lock is left (hard links: {hard_links})"
+        );
+    }
 }
 
 #[test]

@@ -2,6 +2,7 @@
 //!
 //! ```text
 //! <root>/.coord/partners/seq                 the last row id handed out
+//! <root>/.coord/partners/open/7              the index of rows not clocked out (empty files)
 //! <root>/.coord/partners/0000000007.session  one row:
 //!
 //! id: 7
@@ -16,20 +17,20 @@
 //! host: build-box
 //! ```
 //!
-//! The seed keeps this table in SQLite; coord keeps it as files because the shared folder may be
-//! on a network filesystem where SQLite's locking is unsafe (see `docs/sessions.md`). Every
-//! transition — clock in, heartbeat, crash marking, clock out — happens under the workspace
-//! mutex, and every row is replaced atomically, so a reader never sees half a row and two
-//! writers never lose each other's change. Row ids come from a counter file read and bumped
-//! under the same mutex, so they are unique and increase.
+//! Files, not the seed's SQLite: the shared folder may be on a network filesystem where SQLite's
+//! locking is unsafe. Every transition (clock in, heartbeat, crash marking, clock out) happens
+//! under the workspace mutex and replaces the row atomically: no half row, no lost change. Row
+//! ids come from the counter, read and bumped under the same mutex: unique and increasing.
 //!
 //! `status` is `online` from clock-in to clock-out (`offline`). A row that never clocked out is
-//! marked `crashed` by the next startup of the same partner once its `last_heartbeat` is more
-//! than [`CRASH_AFTER`] old — or at once when it records a process (`pid`, `host`: rows made by
-//! `coord session`) that no longer exists on this host. `-` stands for "none".
+//! marked `crashed` by the next startup of its partner once its `last_heartbeat` is more than
+//! [`CRASH_AFTER`] old, or at once when its recorded process (`pid`, `host`) is gone. `-` is
+//! "none". The index `open/` names the rows not clocked out, so that the commands about open
+//! sessions (heartbeat, clock-in, clock-out, `status`) read those, not the card's history.
 
 use std::fs;
-use std::path::Path;
+use std::io;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -53,18 +54,6 @@ pub const NEW_PARTNER: &str = "new";
 
 /// The prefix of names picked for `--partner new` (`partner-1`, `partner-2`, …).
 const PICKED_PREFIX: &str = "partner-";
-
-/// The seed's columns, in the seed's order.
-pub const SEED_KEYS: [&str; 8] = [
-    "id",
-    "partner_name",
-    "status",
-    "clocked_in",
-    "clocked_out",
-    "last_heartbeat",
-    "current_task",
-    "session_id",
-];
 
 /// A row's `status`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -215,168 +204,132 @@ impl Row {
 /// Every row on the stamp card, by id, and the row files that could not be read. Temporary
 /// files left by killed writers are swept on the way.
 pub fn scan(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
-    let dir = layout::partners_dir(root);
-    let mut rows = Vec::new();
-    let mut bad = Vec::new();
-    let Ok(entries) = fs::read_dir(&dir) else {
-        return (rows, bad);
-    };
-    for entry in entries.flatten() {
+    let mut found = Vec::new();
+    for entry in crate::fsutil::read_dir(layout::partners_dir(root))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
         let name = entry.file_name();
-        let Some(id) = name.to_str().and_then(layout::parse_partner_row_name) else {
-            // The whole card is listed: a temporary file a killed writer left goes now.
-            fsutil::sweep_entry(&entry);
-            continue;
-        };
-        let path = layout::partner_row(root, id);
-        match fsutil::read_text_capped(&path, RECORD_CAP) {
-            Ok((text, _)) => match Row::parse(id, &text) {
-                Ok(row) => rows.push(row),
-                Err(why) => bad.push(unreadable_row(&name.to_string_lossy(), why)),
-            },
-            Err(e) => bad.push(unreadable_row(&name.to_string_lossy(), e.to_string())),
+        match name.to_str().and_then(layout::parse_partner_row_name) {
+            Some(id) => found.push((id, entry.path())),
+            None => _ = fsutil::sweep_entry(&entry),
         }
     }
+    let (mut rows, bad) = read_rows(found);
     rows.sort_by_key(|r| r.id);
     (rows, bad)
 }
 
+/// The rows at `(id, path)`, and those that could not be read; a row file gone meanwhile is
+/// skipped.
+fn read_rows(found: impl IntoIterator<Item = (u64, PathBuf)>) -> (Vec<Row>, Vec<Unreadable>) {
+    let mut rows = Vec::new();
+    let mut bad = Vec::new();
+    for (id, path) in found {
+        let why = match fsutil::read_text_capped(&path, RECORD_CAP) {
+            Ok((text, _)) => match Row::parse(id, &text) {
+                Ok(row) => {
+                    rows.push(row);
+                    continue;
+                }
+                Err(why) => why,
+            },
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => e.to_string(),
+        };
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        bad.push(Unreadable {
+            path: format!("{}/partners/{name}", layout::STATE_DIR),
+            why,
+        });
+    }
+    (rows, bad)
+}
+
+/// Write `row` and keep the index of open rows in step: an entry while it is not clocked out,
+/// none once it is. Caller holds the mutex.
 fn write_row(root: &Path, row: &Row) -> Result<()> {
     fsutil::replace(&layout::partner_row(root, row.id), row.render().as_bytes())?;
     index_row(root, row)
 }
 
-/// Keep the index of open rows in step with `row` as just written: an entry while it is not
-/// clocked out, none once it is. Caller holds the mutex.
+/// Set `row`'s entry in the index of open rows, when the card has the index.
 fn index_row(root: &Path, row: &Row) -> Result<()> {
-    if has_index(root) {
-        set_entry(root, row)?;
+    if !has_index(root) {
+        return Ok(());
     }
-    Ok(())
-}
-
-/// [`index_row`] where the index is known to be there.
-fn set_entry(root: &Path, row: &Row) -> Result<()> {
     let entry = layout::partner_open(root, row.id);
     if row.status == RowStatus::Offline {
-        fsutil::remove(&entry)?;
+        fsutil::remove(&entry).map(drop)
     } else {
-        fsutil::empty_marker(&entry)?;
+        fsutil::empty_marker(&entry)
     }
-    Ok(())
 }
 
 /// Whether the card has its index of open rows: a real folder (anything else in its place is
 /// not followed nor written, and the card is read whole).
 fn has_index(root: &Path) -> bool {
-    fs::symlink_metadata(layout::partners_open_dir(root)).is_ok_and(|m| m.is_dir())
+    let dir = layout::partners_open_dir(root);
+    match fs::symlink_metadata(&dir) {
+        Ok(m) if m.is_dir() => true,
+        Ok(m) => {
+            if m.is_symlink() {
+                // Said once by the command.
+                let _ = fsutil::refuse_linked(&dir, true);
+            }
+            false
+        }
+        Err(_) => false,
+    }
 }
 
-/// The rows not clocked out (`online` or `crashed`), by id, read without reading the card's
-/// history: the rows the index of open rows names, and the rows above the counter (rows coord
-/// did not make: written by hand, as the contract allows, with the next ids up; see
-/// [`ids_above`]). A card without the index (written before it) is read whole.
+/// The rows not clocked out (`online` or `crashed`), by id.
 pub fn open_rows(root: &Path) -> Vec<Row> {
     open_rows_checked(root).0
 }
 
-/// [`open_rows`], and the row files among those read that could not be read (for `status`,
-/// which shows the online rows and never reads the card's history).
+/// [`open_rows`], and the row files read that could not be read. The rows read are those the
+/// index of open rows names and those above the counter (written by hand, as the contract
+/// allows, with the next ids up); without a readable counter or without the index, every row.
+/// So the card's history is listed by name, never read.
 pub fn open_rows_checked(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
-    let listed = if has_index(root) {
-        fsutil::list_names(&layout::partners_open_dir(root)).ok()
-    } else {
-        None
+    let indexed = has_index(root)
+        .then(|| fsutil::list_names(&layout::partners_open_dir(root)).ok())
+        .flatten();
+    let (rows, bad) = match indexed {
+        None => scan(root),
+        Some(names) => {
+            let counted = read_counter(root);
+            let mut ids: Vec<u64> = names
+                .iter()
+                .filter_map(|name| name.to_str()?.parse().ok())
+                .chain(row_ids(root).filter(|&id| counted.is_none_or(|c| id > c)))
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let paths = ids
+                .into_iter()
+                .map(|id| (id, layout::partner_row(root, id)));
+            read_rows(paths)
+        }
     };
-    let Some(listed) = listed else {
-        let (rows, bad) = scan(root);
-        let open = rows
-            .into_iter()
-            .filter(|r| r.status != RowStatus::Offline)
-            .collect();
-        return (open, bad);
-    };
-    let mut ids: Vec<u64> = listed
-        .iter()
-        .filter_map(|name| name.to_str()?.parse::<u64>().ok())
+    let open = rows
+        .into_iter()
+        .filter(|r| r.status != RowStatus::Offline)
         .collect();
-    ids.extend(ids_above(root, read_counter(root)));
-    ids.sort_unstable();
-    ids.dedup();
-    let mut rows = Vec::with_capacity(ids.len());
-    let mut bad = Vec::new();
-    for id in ids {
-        let path = layout::partner_row(root, id);
-        let why = match fsutil::read_text_capped(&path, RECORD_CAP) {
-            Ok((text, _)) => match Row::parse(id, &text) {
-                Ok(row) => {
-                    if row.status != RowStatus::Offline {
-                        rows.push(row);
-                    }
-                    continue;
-                }
-                Err(why) => why,
-            },
-            // An index entry whose row is gone: nothing to show.
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Err(e) => e.to_string(),
-        };
-        bad.push(unreadable_row(
-            &path.file_name().unwrap_or_default().to_string_lossy(),
-            why,
-        ));
-    }
-    (rows, bad)
+    (open, bad)
 }
 
-/// The row file `name` of the card, which could not be read for `why`, as the views list it.
-fn unreadable_row(name: &str, why: String) -> Unreadable {
-    Unreadable {
-        path: format!("{}/partners/{name}", layout::STATE_DIR),
-        why,
-    }
+/// The ids of the card's row files, from their names alone.
+fn row_ids(root: &Path) -> impl Iterator<Item = u64> {
+    fsutil::list_names(&layout::partners_dir(root))
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|name| layout::parse_partner_row_name(name.to_str()?))
 }
 
-/// Index the open rows `rows` (as [`open_rows`] found them) that are not indexed yet: rows
-/// written by hand, found above the counter until it passes them. Called before the counter
-/// moves (a clock-in); elsewhere they are still found above it. Caller holds the mutex.
-fn adopt(root: &Path, rows: &[Row]) -> Result<()> {
-    if !has_index(root) {
-        return Ok(());
-    }
-    rows.iter().try_for_each(|r| set_entry(root, r))
-}
-
-/// The ids of the card's row files, from their names alone (nothing is read): the whole
-/// card's listing.
-fn row_ids(root: &Path) -> Vec<u64> {
-    let mut ids = Vec::new();
-    // The card's history is listed, never copied: only the ids are kept.
-    let _ = fsutil::for_each_name(&layout::partners_dir(root), |name| {
-        ids.extend(
-            std::str::from_utf8(name)
-                .ok()
-                .and_then(layout::parse_partner_row_name),
-        );
-    });
-    ids
-}
-
-/// The ids of the row files above the counter: rows written by hand, which take the next ids
-/// up. Looked up one by one from the counter up to the first id without a row file, so that
-/// the cost grows with those rows, not with the card's history. Without a readable counter
-/// (lost, damaged: `counted` is `None`), every row file is above it: the whole card is listed.
-fn ids_above(root: &Path, counted: Option<u64>) -> Vec<u64> {
-    let Some(counted) = counted else {
-        return row_ids(root);
-    };
-    (counted + 1..)
-        .take_while(|&id| fs::symlink_metadata(layout::partner_row(root, id)).is_ok())
-        .collect()
-}
-
-/// The stamp card's counter: the last row id coord handed out (`None` when missing or
-/// unreadable).
+/// The card's counter: the last row id coord handed out (`None` when missing or unreadable).
 fn read_counter(root: &Path) -> Option<u64> {
     fsutil::read_capped(&layout::partners_seq(root), 64)
         .ok()
@@ -384,46 +337,38 @@ fn read_counter(root: &Path) -> Option<u64> {
 }
 
 /// Make the index of open rows from the whole card when it is not there yet (a card written
-/// before it). Caller holds the mutex.
+/// before it). Something else in its place is left alone. Caller holds the mutex.
 fn ensure_index(root: &Path) -> Result<()> {
     let dir = layout::partners_open_dir(root);
-    // Made once; something else in its place is left alone (the card is then read whole).
     if fs::symlink_metadata(&dir).is_ok() {
         return Ok(());
     }
-    let (rows, _) = scan(root);
-    // Made under a temporary name and renamed into place, so a reader sees no index or a
-    // whole one. One builder at a time (the mutex): a fixed name, and what a killed builder
-    // left there is built on (an entry too many only costs a read).
+    // Built under a fixed temporary name (one builder at a time: the mutex; what a killed
+    // builder left is built on) and renamed into place: a reader sees no index or a whole one.
     let tmp = layout::partners_dir(root).join(".open.tmp");
     fsutil::ensure_dir(&tmp)?;
+    let (rows, _) = scan(root);
     for r in rows.iter().filter(|r| r.status != RowStatus::Offline) {
         fsutil::empty_marker(&tmp.join(r.id.to_string()))?;
     }
-    fsutil::rename(&tmp, &dir)?;
-    Ok(())
+    fsutil::rename(&tmp, &dir)
 }
 
-/// The next row id, bumping the counter. Caller holds the mutex. An id without a row file,
-/// above the counter and the rows written by hand that follow it; a lost or damaged counter is
-/// recounted from the whole card, so it cannot hand out an id twice.
+/// The next row id, bumping the counter. Caller holds the mutex. The first id above the
+/// counter without a row file (rows written by hand take the next ids up); a lost or damaged
+/// counter is recounted from the whole card, so it cannot hand out an id twice.
 fn next_id(root: &Path) -> Result<u64> {
-    let path = layout::partners_seq(root);
-    let counted = read_counter(root);
-    let seen = ids_above(root, counted).into_iter().max().unwrap_or(0);
-    let id = counted.unwrap_or(0).max(seen) + 1;
-    // Read and written under the mutex, and a damaged counter is recounted from the rows:
-    // rewritten where it is, rather than as a new file swapped in (a file made and one removed
-    // on every clock-in).
-    let text = format!("{id}\n");
-    if !fsutil::rewrite_in_place(&path, text.as_bytes())? {
-        fsutil::replace(&path, text.as_bytes())?;
-    }
+    let taken: Vec<u64> = row_ids(root).collect();
+    let counted = read_counter(root).unwrap_or_else(|| taken.iter().copied().max().unwrap_or(0));
+    let id = (counted.saturating_add(1)..=u64::MAX)
+        .find(|id| !taken.contains(id))
+        .unwrap_or(u64::MAX);
+    fsutil::replace(&layout::partners_seq(root), format!("{id}\n").as_bytes())?;
     Ok(id)
 }
 
 /// The first `partner-N` not used by any row or presence file.
-pub fn free_name(root: &Path, rows: &[Row]) -> String {
+fn free_name(root: &Path, rows: &[Row]) -> String {
     let (presences, _) = presence::scan(root);
     (1u64..)
         .map(|n| format!("{PICKED_PREFIX}{n}"))
@@ -432,7 +377,7 @@ pub fn free_name(root: &Path, rows: &[Row]) -> String {
                 && !presences.iter().any(|p| &p.id == name)
                 && !layout::presence(root, name).exists()
         })
-        .unwrap_or_else(|| format!("{PICKED_PREFIX}{}", host::random_u64() % 1_000_000))
+        .unwrap_or_default()
 }
 
 /// Who clocks in.
@@ -453,10 +398,6 @@ pub struct StartupRequest {
     pub task: Option<String>,
     /// The process the session follows (`coord session`); `None` for a plain startup.
     pub pid: Option<u32>,
-    /// Whether to look who else is around (the sessions online, the active agents); a caller
-    /// that shows none of it (a client's session start, which gathers its own context) leaves
-    /// [`Startup::online`] and [`Startup::active_agents`] empty and saves reading them.
-    pub look_around: bool,
 }
 
 /// What clocking in did and found.
@@ -497,16 +438,16 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
     let root = ws.root();
     let _mutex = ws.lock_mutex()?;
     fsutil::ensure_dir(&layout::partners_dir(root))?;
-    // The index only saves reads: a card where it cannot be made is read whole.
+    // A card where the index cannot be made is read whole.
     let _ = ensure_index(root);
-    // Only rows not clocked out matter here (crash marking, who is online); a picked name must
-    // be free of every row, so that case reads the whole card.
+    // A picked name must be free of every row, not only of the open ones.
     let (agent, picked) = match &req.partner {
         Partner::Named(a) => (a.clone(), false),
         Partner::New => (AgentId::parse(&free_name(root, &scan(root).0))?, true),
     };
     let rows = open_rows(root);
-    adopt(root, &rows)?;
+    // Open rows written by hand above the counter, which it is about to pass, join the index.
+    rows.iter().try_for_each(|r| index_row(root, r))?;
     let now = clock::now();
     let now_s = clock::format_timestamp(&now);
 
@@ -547,39 +488,31 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
             ),
         });
     }
-    if let Err(e) = index_row(root, &row) {
-        let _ = fsutil::remove(&layout::partner_row(root, id));
-        return Err(e);
-    }
     // All or nothing: a startup that cannot write the presence (a full disk) withdraws its
     // online row, rather than leave a session on the card that never started.
-    if let Err(e) = presence::write(
-        root,
-        &agent,
-        &Update {
-            finished: Some(false),
-            working_on: Some(task.unwrap_or_else(|| "-".into())),
-            ..Default::default()
-        },
-    ) {
+    let presence = Update {
+        finished: Some(false),
+        working_on: Some(task.unwrap_or_else(|| "-".into())),
+        ..Default::default()
+    };
+    if let Err(e) = index_row(root, &row).and_then(|()| presence::write(root, &agent, &presence)) {
         let _ = fsutil::remove(&layout::partner_row(root, id));
         let _ = fsutil::remove(&layout::partner_open(root, id));
         return Err(e);
     }
 
-    let (online, active_agents) = if req.look_around {
-        let online = rows
-            .iter()
-            .filter(|r| r.status == RowStatus::Online && r.crash_reason(&now).is_none())
-            .filter(|r| !crashed.iter().any(|c| c.row.id == r.id))
-            .cloned()
-            .collect();
-        let (presences, _) = presence::scan(root);
-        let active = active_ids(&presences, &now);
-        (online, active)
-    } else {
-        (Vec::new(), Vec::new())
-    };
+    let online = rows
+        .iter()
+        .filter(|r| r.status == RowStatus::Online && r.crash_reason(&now).is_none())
+        .filter(|r| !crashed.iter().any(|c| c.row.id == r.id))
+        .cloned()
+        .collect();
+    let active_agents: Vec<String> = presence::scan(root)
+        .0
+        .into_iter()
+        .filter(|p| p.state(&now) == AgentState::Active)
+        .map(|p| p.id)
+        .collect();
     crate::history::arrived(root, agent.id(), &row, &crashed);
     Ok(Startup {
         partner: agent.id().to_string(),
@@ -592,64 +525,44 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
     })
 }
 
-/// The ids of the ACTIVE agents among `presences`.
-fn active_ids(presences: &[presence::Presence], now: &Timestamp) -> Vec<String> {
-    presences
-        .iter()
-        .filter(|p| p.state(now) == AgentState::Active)
-        .map(|p| p.id.clone())
-        .collect()
-}
-
 /// Refresh session `session_id`'s `last_heartbeat` and `agent`'s presence heartbeat. A row
-/// marked crashed meanwhile (the machine slept) comes back `online`. Returns the row, `None`
-/// when it is gone from the card.
+/// marked crashed meanwhile (the machine slept) comes back `online`.
 ///
 /// # Errors
 ///
 /// [`Error::Io`] when a file cannot be written.
-pub fn heartbeat(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<Option<Row>> {
-    let root = ws.root();
+pub fn heartbeat(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<()> {
     let _mutex = ws.lock_mutex()?;
-    let row = open_rows(root)
-        .into_iter()
-        .find(|r| r.session_id == session_id && r.partner_name == agent.id());
-    let row = match row {
-        Some(mut row) if row.status != RowStatus::Offline => {
-            row.status = RowStatus::Online;
-            row.last_heartbeat = Some(clock::now_string());
-            write_row(root, &row)?;
-            Some(row)
-        }
-        other => other,
-    };
-    presence::write(root, agent, &Update::default())?;
-    Ok(row)
+    touch(ws.root(), agent, Some(session_id), true)?;
+    presence::write(ws.root(), agent, &Update::default()).map(drop)
 }
 
-/// Refresh `last_heartbeat` of `agent`'s open rows: only `session` when given, else every row
-/// of the partner that is `online`. Returns how many rows were refreshed. Caller holds the
-/// workspace mutex. Keeps `coord presence` and the stamp card in step, so an agent that
-/// heartbeats by hand is not marked crashed by its next startup.
+/// Refresh `last_heartbeat` of `agent`'s `online` rows (only `session`'s when given). Caller
+/// holds the workspace mutex. Keeps `coord presence` and the stamp card in step, so an agent
+/// that heartbeats by hand is not marked crashed by its next startup.
 ///
 /// # Errors
 ///
 /// [`Error::Io`] when a row cannot be written.
-pub fn refresh_partner(root: &Path, agent: &AgentId, session: Option<&str>) -> Result<usize> {
-    let rows = open_rows(root);
+pub fn refresh_partner(root: &Path, agent: &AgentId, session: Option<&str>) -> Result<()> {
+    touch(root, agent, session, false)
+}
+
+/// Refresh `agent`'s open rows in scope: `online` ones, and crashed ones too when `revive`
+/// (they come back `online`).
+fn touch(root: &Path, agent: &AgentId, session: Option<&str>, revive: bool) -> Result<()> {
     let now = clock::now_string();
-    let mut n = 0;
-    for mut row in rows {
-        let mine = row.partner_name == agent.id()
-            && row.status == RowStatus::Online
-            && session.is_none_or(|s| row.session_id == s);
-        if mine {
+    for mut row in open_rows(root) {
+        if row.partner_name == agent.id()
+            && (revive || row.status == RowStatus::Online)
+            && session.is_none_or(|s| row.session_id == s)
+        {
+            row.status = RowStatus::Online;
             row.last_heartbeat = Some(now.clone());
             write_row(root, &row)?;
-            n += 1;
         }
     }
-    Ok(n)
+    Ok(())
 }
 
 /// What `coord shutdown` ends.
@@ -694,7 +607,7 @@ pub fn shutdown(ws: &Workspace, agent: &AgentId, scope: Scope<'_>) -> Result<Shu
     for row in rows.iter().filter(|r| r.partner_name == agent.id()) {
         let in_scope = match scope {
             Scope::Partner => row.status == RowStatus::Online,
-            Scope::Session(id) => row.session_id == id && row.status != RowStatus::Offline,
+            Scope::Session(id) => row.session_id == id,
         };
         if in_scope {
             let mut row = row.clone();
@@ -712,14 +625,11 @@ pub fn shutdown(ws: &Workspace, agent: &AgentId, scope: Scope<'_>) -> Result<Shu
             && r.status == RowStatus::Online
     });
     if !others_online {
-        presence::write(
-            root,
-            agent,
-            &Update {
-                finished: Some(true),
-                ..Default::default()
-            },
-        )?;
+        let finished = Update {
+            finished: Some(true),
+            ..Default::default()
+        };
+        presence::write(root, agent, &finished)?;
     }
     crate::history::left(root, agent.id());
     Ok(Shutdown {

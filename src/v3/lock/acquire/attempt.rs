@@ -10,7 +10,7 @@ use super::super::scan::{Listing, lookup_roster, scan_folder};
 use super::super::{
     LockEntry, LockState, claim, classify, index, list_locks_each, own_locks_listed, take_over,
 };
-use super::blocker::blocker_of;
+use super::blocker::{blocker_of, claim_blocker};
 use super::{Acquired, Attempt, Blocker, LockRequest, Mine, TakeOver};
 use crate::arbiter::Guard;
 use crate::clock::{self, Timestamp};
@@ -108,6 +108,8 @@ pub(super) fn attempt(
     };
     let ahead_of_me = |w: &&queue::Waiter| my_seq.is_none_or(|s| w.seq < s) && !waits_for_me(w.seq);
     let mut plans = Vec::with_capacity(targets.len());
+    // The stale claims of others this try takes over (for a file it locks or a claim it takes).
+    let mut claims_over: Vec<LockEntry> = Vec::new();
     // Every folder is listed once, however many of the targets it holds.
     let listed = list_locks_each(targets, listing)?;
     for (target, mut entries) in targets.iter().zip(listed) {
@@ -169,7 +171,21 @@ pub(super) fn attempt(
                 )));
             }
         }
-        plans.push((target, mine.into_iter().next(), foreign));
+        // A stale claim matching the file is taken over with it, exactly as a stale lock on
+        // it is: left in place, it would hold the file again the moment its holder's presence
+        // came back, beside our live lock.
+        let over: Vec<&claim::Judged> = claims
+            .iter()
+            .filter(|c| c.entry.agent != me && c.entry.state == LockState::Stale)
+            .filter(|c| c.pattern.matches(&target.rel))
+            .collect();
+        claims_over.extend(over.iter().map(|c| c.entry.clone()));
+        plans.push(Plan {
+            target,
+            mine: mine.into_iter().next(),
+            stale: foreign,
+            claims_over: over.iter().map(|c| TakeOver::claim(&c.entry)).collect(),
+        });
     }
 
     // The claims asked for: free of other agents' claims and locks, first in line.
@@ -182,6 +198,7 @@ pub(super) fn attempt(
         }
         // Locks coord made are all in the index: those the pattern matches are read and judged.
         let entries = indexed.get_or_insert_with(|| index::entries(root));
+        let mut stale_locks: Vec<LockEntry> = Vec::new();
         for (rel, agent) in entries.iter() {
             if agent == me || !want.matches(rel) {
                 continue;
@@ -200,6 +217,7 @@ pub(super) fn attempt(
                 b.record = None;
                 return Ok(Attempt::Busy(b));
             }
+            stale_locks.extend(found.into_iter().filter(|e| e.agent != me));
         }
         // Locks made by hand are in no index: the folder every match lies in is walked, in each
         // work tree (folders git ignores left out), for lock files the pattern matches.
@@ -214,6 +232,11 @@ pub(super) fn attempt(
             b.record = None;
             return Ok(Attempt::Busy(b));
         }
+        // Every lock the claim passes over is stale by now: each is taken over (a lock coord
+        // made is found both ways), as a lock taking the file would take it over.
+        stale_locks.extend(hand_made);
+        let mut seen = HashSet::new();
+        stale_locks.retain(|e| seen.insert(e.lock_path.clone()));
         let refresh = mine.claims.iter().any(|c| c == text);
         if !refresh {
             let ahead: Vec<&queue::Waiter> = waiters
@@ -242,6 +265,7 @@ pub(super) fn attempt(
                 c.entry.agent != me && c.entry.state == LockState::Stale && c.pattern.overlaps(want)
             })
             .collect();
+        claims_over.extend(stale.iter().map(|c| c.entry.clone()));
         claim_plans.push(ClaimPlan {
             pattern: want,
             own: claims
@@ -250,30 +274,39 @@ pub(super) fn attempt(
                 .map(|c| c.entry.clone()),
             took_over: stale
                 .iter()
-                .map(|c| TakeOver {
-                    from: c.entry.holder().to_string(),
-                    why: c.entry.stale_why.clone().unwrap_or_default(),
-                })
+                .map(|c| TakeOver::claim(&c.entry))
+                .chain(
+                    stale_locks
+                        .iter()
+                        .map(|e| TakeOver::lock(e, Some(e.file.as_str()))),
+                )
                 .collect(),
-            stale: stale.iter().map(|c| c.entry.clone()).collect(),
+            stale_locks,
         });
     }
 
     // Everything is free or stale: take stale locks over (re-verified), then publish ours.
-    let mut took: Vec<Vec<TakeOver>> = Vec::with_capacity(plans.len());
-    for (_, _, stale) in &plans {
-        let mut list = Vec::new();
-        for e in stale {
-            if !take_over(root, e)? {
-                return Ok(Attempt::Busy(blocker_of(root, e, &now)));
-            }
-            list.push(TakeOver {
-                from: e.holder().to_string(),
-                why: e.stale_why.clone().unwrap_or_default(),
-            });
+    // Stale claims go when `.coord/claims` is rewritten below, under this same hold of the
+    // mutex they were read and judged under (only a holder of it writes that file).
+    let stale_locks = plans
+        .iter()
+        .flat_map(|p| &p.stale)
+        .chain(claim_plans.iter().flat_map(|p| &p.stale_locks));
+    for e in stale_locks {
+        if !take_over(root, e)? {
+            return Ok(Attempt::Busy(blocker_of(root, e, &now)));
         }
-        took.push(list);
     }
+    let took: Vec<Vec<TakeOver>> = plans
+        .iter()
+        .map(|p| {
+            p.stale
+                .iter()
+                .map(|e| TakeOver::lock(e, None))
+                .chain(p.claims_over.iter().cloned())
+                .collect()
+        })
+        .collect();
     // All or nothing: whatever goes wrong from here on, the locks this attempt created are
     // withdrawn before returning.
     let mut created = Vec::new();
@@ -291,9 +324,14 @@ pub(super) fn attempt(
         &roster,
     );
     let outcome = match outcome {
-        Ok(Attempt::Got(mut got)) if !claim_plans.is_empty() => {
+        Ok(Attempt::Got(mut got)) if !claim_plans.is_empty() || !claims_over.is_empty() => {
             if mutex.still_held() {
-                publish_claims(ws, req, &claims, &unrelated, &claim_plans, &now).map(|list| {
+                let rewrite = Rewrite {
+                    all: &claims,
+                    unrelated: &unrelated,
+                    over: &claims_over,
+                };
+                publish_claims(ws, req, rewrite, &claim_plans, &now).map(|list| {
                     got.extend(list);
                     Attempt::Got(got)
                 })
@@ -337,7 +375,14 @@ fn held_by_other_process(m: &LockEntry, req: &LockRequest) -> bool {
     !host::is_ancestor(pid)
 }
 
-type Plan<'a> = (&'a Target, Option<LockEntry>, Vec<LockEntry>);
+/// One file a try takes: our record of it (a refresh), the stale locks of others on it, and
+/// the stale claims of others matching it, taken over with them.
+struct Plan<'a> {
+    target: &'a Target,
+    mine: Option<LockEntry>,
+    stale: Vec<LockEntry>,
+    claims_over: Vec<TakeOver>,
+}
 
 #[allow(clippy::too_many_arguments)]
 fn publish(
@@ -364,7 +409,8 @@ fn publish(
     // waiter in line sleeps on that (`handoff`).
     let hold = handoff::holds_locks() && ws.policy()?.fs.served_locally();
     let mut acquired = Vec::with_capacity(plans.len());
-    for ((target, mine, _), took_over) in plans.iter().zip(took) {
+    for (plan, took_over) in plans.iter().zip(took) {
+        let (target, mine) = (plan.target, &plan.mine);
         let token = mine
             .as_ref()
             .and_then(|m| m.token().map(str::to_string))
@@ -436,7 +482,7 @@ fn publish(
         this_tree_only: true,
         ..Listing::default()
     };
-    let published: Vec<Target> = plans.iter().map(|(t, _, _)| (*t).clone()).collect();
+    let published: Vec<Target> = plans.iter().map(|p| p.target.clone()).collect();
     for mut entries in list_locks_each(&published, newcomers)? {
         classify(root, &mut entries, cache, now);
         if let Some(newcomer) = entries
@@ -523,24 +569,22 @@ fn queued_blocker(key: &str, holder: String, count: usize, pattern: Option<Strin
     }
 }
 
-/// The blocker of `key` (a file or a pattern) by another agent's claim `c`: its holder is
-/// named with the pattern, and with its work tree and branch when that is not this one.
-fn claim_blocker(root: &std::path::Path, c: &claim::Judged, key: &str, now: &Timestamp) -> Blocker {
-    let mut b = blocker_of(root, &c.entry, now);
-    b.file = key.to_string();
-    b.record = None;
-    b.holder = claim::holder_text(root, &c.entry);
-    b.pattern = Some(c.entry.file.clone());
-    b
-}
-
-/// One claim a try takes: its pattern, our record of it (a refresh), and the STALE claims of
-/// others it takes over.
+/// One claim a try takes: its pattern, our record of it (a refresh), the stale locks of others
+/// it matches (taken over), and what it takes over (those locks, and the stale claims of others
+/// it overlaps).
 struct ClaimPlan<'a> {
     pattern: &'a Pattern,
     own: Option<LockEntry>,
-    stale: Vec<LockEntry>,
+    stale_locks: Vec<LockEntry>,
     took_over: Vec<TakeOver>,
+}
+
+/// `.coord/claims` as this try read it: the claims judged, the records left unread, and the
+/// stale claims taken over (dropped).
+struct Rewrite<'a> {
+    all: &'a [claim::Judged],
+    unrelated: &'a [String],
+    over: &'a [LockEntry],
 }
 
 /// Rewrite `.coord/claims` with our claims in: stale claims taken over are dropped, a claim we
@@ -548,24 +592,23 @@ struct ClaimPlan<'a> {
 fn publish_claims(
     ws: &Workspace,
     req: &LockRequest,
-    all: &[claim::Judged],
-    unrelated: &[String],
+    read: Rewrite<'_>,
     plans: &[ClaimPlan<'_>],
     now: &Timestamp,
 ) -> Result<Vec<Acquired>> {
     let root = ws.root();
     let locked_at = clock::format_timestamp(now);
+    let same = |a: &LockEntry, b: &LockEntry| a.raw == b.raw && a.agent == b.agent;
     let gone = |e: &LockEntry| {
-        plans.iter().any(|p| {
-            p.stale.iter().any(|s| s.raw == e.raw && s.agent == e.agent)
-                || p.own
-                    .as_ref()
-                    .is_some_and(|o| o.raw == e.raw && o.agent == e.agent)
-        })
+        read.over.iter().any(|s| same(s, e))
+            || plans
+                .iter()
+                .any(|p| p.own.as_ref().is_some_and(|o| same(o, e)))
     };
-    let mut records: Vec<String> = unrelated.to_vec();
+    let mut records: Vec<String> = read.unrelated.to_vec();
     records.extend(
-        all.iter()
+        read.all
+            .iter()
             .filter(|c| !gone(&c.entry))
             .map(|c| claim::raw_text(&c.entry)),
     );

@@ -177,6 +177,22 @@ pub(super) fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker
     }
 }
 
+/// The blocker of `key` (a file or a pattern) by another agent's claim `c`: its holder is
+/// named with the pattern, and with its work tree and branch when that is not this one.
+pub(super) fn claim_blocker(
+    root: &Path,
+    c: &super::super::claim::Judged,
+    key: &str,
+    now: &Timestamp,
+) -> Blocker {
+    let mut b = blocker_of(root, &c.entry, now);
+    b.file = key.to_string();
+    b.record = None;
+    b.holder = super::super::claim::holder_text(root, &c.entry);
+    b.pattern = Some(c.entry.file.clone());
+    b
+}
+
 /// The holder's display name, and where its lock lies when that is another work tree of the
 /// repository: `Claude (worktree /repo-b, branch feature)`.
 pub fn holder_where(root: &Path, e: &LockEntry) -> String {

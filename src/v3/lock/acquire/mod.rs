@@ -139,13 +139,39 @@ pub struct Acquired {
     pub claim: bool,
 }
 
-/// A stale lock taken over.
+/// A stale lock or claim taken over.
 #[derive(Debug, Clone, Serialize)]
 pub struct TakeOver {
     /// Its holder.
     pub from: String,
     /// Why it was stale.
     pub why: String,
+    /// A stale claim taken over: its pattern (its record is gone from `.coord/claims`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claim: Option<String>,
+    /// A stale lock taken over by a claim: the file it locked (the claim's pattern matches it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+}
+
+impl TakeOver {
+    /// The stale lock `e` (on the file acquired, or on `file` when a claim takes it over).
+    pub(crate) fn lock(e: &super::LockEntry, file: Option<&str>) -> TakeOver {
+        TakeOver {
+            from: e.holder().to_string(),
+            why: e.stale_why.clone().unwrap_or_default(),
+            claim: None,
+            file: file.map(str::to_string),
+        }
+    }
+
+    /// The stale claim `e`.
+    pub(crate) fn claim(e: &super::LockEntry) -> TakeOver {
+        TakeOver {
+            claim: Some(e.file.clone()),
+            ..TakeOver::lock(e, None)
+        }
+    }
 }
 
 /// The result of a successful acquire.
@@ -247,7 +273,9 @@ pub fn acquire(
                 a.backup = backup::existing(target);
                 continue;
             }
-            if !a.took_over.is_empty()
+            // Only a lock's holder may have left the file half-edited: a stale claim taken over
+            // says nothing about this file's backup.
+            if a.took_over.iter().any(|t| t.claim.is_none())
                 && let Some(kept) = backup::existing(target)
             {
                 a.backup = Some(kept);
@@ -281,18 +309,33 @@ const MUTEX_FLOOR: Duration = Duration::from_millis(500);
 /// How often a wait that involves a claim looks again.
 const CLAIM_RECHECK: Duration = Duration::from_millis(20);
 
-/// A lock on one of `targets` that another agent holds (not stale), as read without the
-/// workspace mutex: what coord knows of a holder when it cannot decide under the mutex.
+/// A lock on one of `targets`, or a claim matching one, that another agent holds (not stale),
+/// as read without the workspace mutex: what coord knows of a holder when it cannot decide
+/// under the mutex, or cannot lock at all (a file whose folder is not made yet).
 pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Option<Blocker> {
     let now = crate::clock::now();
     let mut cache = presence::StateCache::default();
+    let root = ws.root();
+    let me = agent.id();
+    let keys: Vec<&str> = targets.iter().map(|t| t.rel.as_str()).collect();
+    let (mut claims, _) = super::claim::read_for(root, me, &keys);
     targets.iter().find_map(|t| {
         let mut entries = super::locks_of(t);
-        super::classify(ws.root(), &mut entries, &mut cache, &now);
-        entries
+        super::classify(root, &mut entries, &mut cache, &now);
+        if let Some(e) = entries
             .iter()
-            .find(|e| e.agent != agent.id() && e.state != super::LockState::Stale)
-            .map(|e| blocker::blocker_of(ws.root(), e, &now))
+            .find(|e| e.agent != me && e.state != super::LockState::Stale)
+        {
+            return Some(blocker::blocker_of(root, e, &now));
+        }
+        claims
+            .iter_mut()
+            .filter(|c| c.entry.agent != me && c.pattern.matches(&t.rel))
+            .find_map(|c| {
+                super::claim::judge(root, c, &mut cache, &now);
+                (c.entry.state != super::LockState::Stale)
+                    .then(|| blocker::claim_blocker(root, c, &t.rel, &now))
+            })
     })
 }
 

@@ -1,0 +1,461 @@
+//! Reading a hook payload: whole when it is JSON, and as far as it can be read when it is not.
+//!
+//! A hook must judge every edit a client asks for, and the payload that asks is not always
+//! what serde_json reads into a `Value`: a field coord never looks at may nest past its
+//! recursion limit (128), a string may hold a lone UTF-16 surrogate (`"\ud800"`, which
+//! JavaScript's and Python's JSON writers emit), a payload over [`super::PAYLOAD_CAP`] is cut.
+//! Reading any of these as "not JSON" would let the edit through unjudged, a file another
+//! agent holds included. So a payload is read by [`Reader`], which keeps what it can:
+//!
+//! - containers nested deeper than [`MAX_DEPTH`] are skipped (read as `null`, without
+//!   recursion), a lone surrogate becomes U+FFFD, bytes that are not UTF-8 are read lossily,
+//!   control characters in strings are kept: a payload that is JSON in every other way is read
+//!   whole, and what serde_json reads, it reads alike (a property test and the `hook_payload`
+//!   fuzz target hold it to that);
+//! - a payload that is not JSON (cut short, garbage inside or after) keeps the members read
+//!   whole before the fault (a string or number cut short is dropped, never read in part), and
+//!   says why ([`Payload::fault`], in serde_json's words): coord then judges the edit it names
+//!   without writing anything (see [`super::act::judge_unread`]).
+//!
+//! serde_json's own `Value` parse is not tried first: on a payload that fails deep inside, it
+//! works out the error's line and column once per level it unwinds, a pass over everything
+//! read so far each time (128 passes over 20 MiB: most of a second).
+//!
+//! Only an object is read this way; any other input is serde_json's to read, or refuse.
+
+use serde_json::{Map, Number, Value};
+
+/// How deep [`Reader`] builds containers; anything deeper is skipped. Every path a client's
+/// tool names sits within 4 levels; serde_json itself stops at 128.
+pub const MAX_DEPTH: usize = 64;
+
+/// A payload as read.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Payload {
+    /// What was read.
+    pub value: Value,
+    /// Why the input is not JSON (`None`: it is, and `value` is all of it, bar containers
+    /// deeper than [`MAX_DEPTH`]).
+    pub fault: Option<String>,
+}
+
+/// Read a payload.
+///
+/// # Errors
+///
+/// Why nothing could be read: the input is not JSON, and not the start of a JSON object either.
+pub fn read(bytes: &[u8]) -> Result<Payload, String> {
+    let mut r = Reader { b: bytes, i: 0 };
+    if r.b.starts_with(b"\xEF\xBB\xBF") {
+        r.i = 3;
+    }
+    r.ws();
+    if r.peek() != Some(b'{') {
+        return serde_json::from_slice(bytes)
+            .map(|value| Payload { value, fault: None })
+            .map_err(|e| e.to_string());
+    }
+    let (value, whole) = match r.value(0) {
+        Ok(value) => {
+            r.ws();
+            (value, r.i == r.b.len())
+        }
+        Err(cut) => (
+            cut.partial.unwrap_or_else(|| Value::Object(Map::new())),
+            false,
+        ),
+    };
+    Ok(Payload {
+        value,
+        fault: (!whole).then(|| why_not_json(bytes)),
+    })
+}
+
+/// Why `bytes` are not JSON, in serde_json's words (read without building anything, and
+/// without a limit on nesting).
+fn why_not_json(bytes: &[u8]) -> String {
+    match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
+        Err(e) => e.to_string(),
+        Ok(_) => "it is not JSON".to_string(),
+    }
+}
+
+/// A JSON reader that keeps what it can (see the module doc).
+struct Reader<'a> {
+    b: &'a [u8],
+    i: usize,
+}
+
+/// Reading stopped at a fault: the container read so far, with its members read whole.
+struct Cut {
+    partial: Option<Value>,
+}
+
+impl Cut {
+    fn none() -> Cut {
+        Cut { partial: None }
+    }
+
+    fn with(v: Value) -> Cut {
+        Cut { partial: Some(v) }
+    }
+}
+
+impl Reader<'_> {
+    fn peek(&self) -> Option<u8> {
+        self.b.get(self.i).copied()
+    }
+
+    fn ws(&mut self) {
+        while self
+            .peek()
+            .is_some_and(|c| matches!(c, b' ' | b'\t' | b'\n' | b'\r'))
+        {
+            self.i += 1;
+        }
+    }
+
+    /// The value at the current position, `depth` containers deep.
+    fn value(&mut self, depth: usize) -> Result<Value, Cut> {
+        match self.peek() {
+            Some(b'{' | b'[') if depth >= MAX_DEPTH => {
+                self.skip().map_err(|()| Cut::none())?;
+                Ok(Value::Null)
+            }
+            Some(b'{') => self.object(depth + 1),
+            Some(b'[') => self.array(depth + 1),
+            Some(b'"') => self.string().map(Value::String).map_err(|()| Cut::none()),
+            Some(b't') => self.word(b"true", Value::Bool(true)),
+            Some(b'f') => self.word(b"false", Value::Bool(false)),
+            Some(b'n') => self.word(b"null", Value::Null),
+            Some(b'-' | b'0'..=b'9') => self.number(),
+            _ => Err(Cut::none()),
+        }
+    }
+
+    fn object(&mut self, depth: usize) -> Result<Value, Cut> {
+        self.i += 1;
+        let mut map = Map::new();
+        self.ws();
+        if self.peek() == Some(b'}') {
+            self.i += 1;
+            return Ok(Value::Object(map));
+        }
+        loop {
+            self.ws();
+            if self.peek() != Some(b'"') {
+                return Err(Cut::with(Value::Object(map)));
+            }
+            let Ok(key) = self.string() else {
+                return Err(Cut::with(Value::Object(map)));
+            };
+            self.ws();
+            if self.peek() != Some(b':') {
+                return Err(Cut::with(Value::Object(map)));
+            }
+            self.i += 1;
+            self.ws();
+            match self.value(depth) {
+                Ok(v) => {
+                    map.insert(key, v);
+                }
+                Err(cut) => {
+                    if let Some(v) = cut.partial {
+                        map.insert(key, v);
+                    }
+                    return Err(Cut::with(Value::Object(map)));
+                }
+            }
+            self.ws();
+            match self.peek() {
+                Some(b',') => self.i += 1,
+                Some(b'}') => {
+                    self.i += 1;
+                    return Ok(Value::Object(map));
+                }
+                _ => return Err(Cut::with(Value::Object(map))),
+            }
+        }
+    }
+
+    fn array(&mut self, depth: usize) -> Result<Value, Cut> {
+        self.i += 1;
+        let mut items = Vec::new();
+        self.ws();
+        if self.peek() == Some(b']') {
+            self.i += 1;
+            return Ok(Value::Array(items));
+        }
+        loop {
+            self.ws();
+            match self.value(depth) {
+                Ok(v) => items.push(v),
+                Err(cut) => {
+                    items.extend(cut.partial);
+                    return Err(Cut::with(Value::Array(items)));
+                }
+            }
+            self.ws();
+            match self.peek() {
+                Some(b',') => self.i += 1,
+                Some(b']') => {
+                    self.i += 1;
+                    return Ok(Value::Array(items));
+                }
+                _ => return Err(Cut::with(Value::Array(items))),
+            }
+        }
+    }
+
+    /// A container too deep to keep, skipped whole without recursion (strings inside are
+    /// passed over, so a bracket in one does not count).
+    fn skip(&mut self) -> Result<(), ()> {
+        let mut open = 0usize;
+        loop {
+            match self.peek().ok_or(())? {
+                b'"' => {
+                    self.string()?;
+                    continue;
+                }
+                b'{' | b'[' => open += 1,
+                b'}' | b']' => {
+                    open -= 1;
+                    if open == 0 {
+                        self.i += 1;
+                        return Ok(());
+                    }
+                }
+                _ => {}
+            }
+            self.i += 1;
+        }
+    }
+
+    fn word(&mut self, word: &[u8], v: Value) -> Result<Value, Cut> {
+        if self.b[self.i..].starts_with(word) {
+            self.i += word.len();
+            Ok(v)
+        } else {
+            Err(Cut::none())
+        }
+    }
+
+    fn number(&mut self) -> Result<Value, Cut> {
+        let start = self.i;
+        while self
+            .peek()
+            .is_some_and(|c| matches!(c, b'-' | b'+' | b'.' | b'e' | b'E' | b'0'..=b'9'))
+        {
+            self.i += 1;
+        }
+        // A number that runs into the end of the input may be cut short.
+        if self.i == self.b.len() {
+            return Err(Cut::none());
+        }
+        std::str::from_utf8(&self.b[start..self.i])
+            .ok()
+            .and_then(|t| t.parse::<Number>().ok())
+            .map(Value::Number)
+            .ok_or_else(Cut::none)
+    }
+
+    /// The string starting at `"`; `Err` when the input ends inside it or an escape is not
+    /// JSON's.
+    fn string(&mut self) -> Result<String, ()> {
+        self.i += 1;
+        let mut out: Vec<u8> = Vec::new();
+        loop {
+            let rest = &self.b[self.i..];
+            let n = memchr::memchr2(b'"', b'\\', rest).ok_or(())?;
+            out.extend_from_slice(&rest[..n]);
+            self.i += n + 1;
+            if rest[n] == b'"' {
+                return Ok(match String::from_utf8(out) {
+                    Ok(s) => s,
+                    Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
+                });
+            }
+            let esc = self.peek().ok_or(())?;
+            self.i += 1;
+            let c = match esc {
+                b'"' => '"',
+                b'\\' => '\\',
+                b'/' => '/',
+                b'b' => '\u{8}',
+                b'f' => '\u{c}',
+                b'n' => '\n',
+                b'r' => '\r',
+                b't' => '\t',
+                b'u' => self.unicode()?,
+                _ => return Err(()),
+            };
+            out.extend_from_slice(c.encode_utf8(&mut [0; 4]).as_bytes());
+        }
+    }
+
+    /// The character of a `\uXXXX` escape (the `\u` read), with the low half of a surrogate
+    /// pair that follows; a lone surrogate is U+FFFD.
+    fn unicode(&mut self) -> Result<char, ()> {
+        let high = self.hex4()?;
+        if !(0xD800..0xDC00).contains(&high) {
+            return Ok(char::from_u32(high).unwrap_or(char::REPLACEMENT_CHARACTER));
+        }
+        if self.b[self.i..].starts_with(b"\\u") {
+            let at = self.i;
+            self.i += 2;
+            let low = self.hex4()?;
+            if (0xDC00..0xE000).contains(&low) {
+                let c = 0x10000 + ((high - 0xD800) << 10) + (low - 0xDC00);
+                return Ok(char::from_u32(c).unwrap_or(char::REPLACEMENT_CHARACTER));
+            }
+            // Not a pair: the next escape is read on its own.
+            self.i = at;
+        }
+        Ok(char::REPLACEMENT_CHARACTER)
+    }
+
+    fn hex4(&mut self) -> Result<u32, ()> {
+        let digits = self.b.get(self.i..self.i + 4).ok_or(())?;
+        let text = std::str::from_utf8(digits).map_err(|_| ())?;
+        let v = u32::from_str_radix(text, 16).map_err(|_| ())?;
+        self.i += 4;
+        Ok(v)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use proptest::prelude::*;
+    use serde_json::json;
+
+    fn nested(depth: usize) -> String {
+        format!("{}{}", "[".repeat(depth), "]".repeat(depth))
+    }
+
+    #[test]
+    fn a_field_nested_past_the_parsers_limit_is_skipped_and_the_rest_read() {
+        let text = format!(
+            r#"{{"deep":{},"tool_name":"Write","tool_input":{{"file_path":"a.md","extra":{}}}}}"#,
+            nested(300),
+            nested(100_000)
+        );
+        assert!(serde_json::from_str::<Value>(&text).is_err());
+        let p = read(text.as_bytes()).unwrap();
+        assert_eq!(p.fault, None);
+        assert_eq!(p.value["tool_name"], "Write");
+        assert_eq!(p.value["tool_input"]["file_path"], "a.md");
+    }
+
+    #[test]
+    fn numbers_and_escapes_read_as_serde_json_reads_them() {
+        let text = r#"{"n":[0,-0,-0.0,18446744073709551615,-9223372036854775808,1.5e-7,1E5,2.5E+3],
+            "s":"\"\\\/\b\f\n\r\t\u00e9\ud83d\ude00", "t":true, "f":false, "z":null, "e":{}, "a":[]}"#;
+        let want: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(
+            read(text.as_bytes()),
+            Ok(Payload {
+                value: want,
+                fault: None
+            })
+        );
+        for bad in [
+            r#"{"n":01}"#,
+            r#"{"n":1.}"#,
+            r#"{"n":--1}"#,
+            r#"{"s":"\x"}"#,
+            r#"{"a":[1,]}"#,
+        ] {
+            assert!(serde_json::from_str::<Value>(bad).is_err(), "{bad}");
+            assert!(read(bad.as_bytes()).unwrap().fault.is_some(), "{bad}");
+        }
+    }
+
+    #[test]
+    fn lone_surrogates_and_stray_bytes_are_read() {
+        let p = read(
+            b"{\"a\":\"x\\ud800y\",\"b\":\"\\udc00\",\"c\":\"\\ud83d\\ude00\",\"d\":\"\xff\"}",
+        )
+        .unwrap();
+        assert_eq!(p.fault, None);
+        assert_eq!(p.value["a"], "x\u{FFFD}y");
+        assert_eq!(p.value["b"], "\u{FFFD}");
+        assert_eq!(p.value["c"], "\u{1F600}");
+        assert_eq!(p.value["d"], "\u{FFFD}");
+    }
+
+    #[test]
+    fn a_payload_cut_short_keeps_what_was_read_whole() {
+        let text =
+            br#"{"hook_event_name":"PreToolUse","tool_input":{"file_path":"a.md","content":"abc"#;
+        let p = read(text).unwrap();
+        assert!(p.fault.is_some());
+        assert_eq!(
+            p.value,
+            json!({"hook_event_name": "PreToolUse", "tool_input": {"file_path": "a.md"}})
+        );
+        // A string cut short is never read in part.
+        let p = read(br#"{"tool_input":{"file_path":"src/ver"#).unwrap();
+        assert_eq!(p.value, json!({"tool_input": {}}));
+        let p = read(br#"{"n":12"#).unwrap();
+        assert_eq!(p.value, json!({}));
+        // Garbage after a whole object is a fault too.
+        let p = read(br#"{"a":1} x"#).unwrap();
+        assert_eq!((p.value, p.fault.is_some()), (json!({"a": 1}), true));
+    }
+
+    #[test]
+    fn what_is_no_object_is_not_read() {
+        for bad in [&b""[..], b"x", b"not json at all", b"[1,2", b" \"{"] {
+            assert!(read(bad).is_err(), "{bad:?}");
+        }
+        // JSON, but no object: read (the caller refuses it).
+        assert_eq!(read(b"[1]").unwrap().value, json!([1]));
+    }
+
+    proptest! {
+        /// Whatever serde_json reads, the reader reads alike: it only ever reads more.
+        #[test]
+        fn reads_what_serde_json_reads(v in json_value(), pretty: bool) {
+            let doc = json!({"v": v});
+            let text = if pretty {
+                serde_json::to_string_pretty(&doc).unwrap()
+            } else {
+                serde_json::to_string(&doc).unwrap()
+            };
+            prop_assert_eq!(read(text.as_bytes()), Ok(Payload { value: doc, fault: None }));
+        }
+
+        /// Any bytes: never a panic, and a fault unless serde_json reads them.
+        #[test]
+        fn any_bytes_never_panic(bytes in proptest::collection::vec(any::<u8>(), 0..256), cut in 0usize..256) {
+            let mut input = b"{\"a\":".to_vec();
+            input.extend(&bytes);
+            input.truncate(cut.max(1));
+            if let Ok(v) = serde_json::from_slice::<Value>(&input) {
+                prop_assert_eq!(read(&input), Ok(Payload { value: v, fault: None }));
+            } else if let Ok(p) = read(&input) {
+                prop_assert!(p.value.is_object());
+            }
+        }
+    }
+
+    fn json_value() -> impl Strategy<Value = Value> {
+        let leaf = prop_oneof![
+            Just(Value::Null),
+            any::<bool>().prop_map(Value::Bool),
+            any::<i64>().prop_map(|n| json!(n)),
+            any::<f64>()
+                .prop_filter("finite", |f| f.is_finite())
+                .prop_map(|f| json!(f)),
+            any::<String>().prop_map(Value::String),
+        ];
+        leaf.prop_recursive(6, 64, 8, |inner| {
+            prop_oneof![
+                proptest::collection::vec(inner.clone(), 0..8).prop_map(Value::Array),
+                proptest::collection::btree_map(any::<String>(), inner, 0..8)
+                    .prop_map(|m| Value::Object(m.into_iter().collect())),
+            ]
+        })
+    }
+}

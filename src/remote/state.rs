@@ -1,0 +1,374 @@
+//! `.coord/remote/state.json`: what this clone last read of its remote's `refs/coord/`, kept
+//! so that a hook (and any command) knows the other clones' claims without running git.
+//!
+//! Beside each record it keeps `seen`: when this clone first saw that version of the record
+//! (a claim's blob, a clone's commit), on this machine's clock. Leases are judged from there,
+//! never from a date another machine wrote: a reader's lease ends `lease_s` after it first saw
+//! the version, so a holder that renews (a new version) in time is never judged STALE, whatever
+//! the two clocks say; a reader that saw a version late judges it late, on the safe side.
+//!
+//! `.coord/remote/claims` holds the same claims in a few tab-separated lines, each with when
+//! its lease ends: a hook reads that file, not the JSON, and parses only the patterns that can
+//! match the paths it asks about.
+//!
+//! The files are replaced whole (never half-written), under a kernel lock on `.coord/remote/lock`
+//! so that two processes merging what they read do not lose each other's `seen` times; a file
+//! that cannot be read counts as never synced.
+
+use std::path::Path;
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+
+use super::record::{ClaimRecord, CloneRecord};
+use crate::clock::{self, Timestamp};
+use crate::error::Result;
+use crate::fsutil;
+use crate::layout;
+use crate::workspace::Workspace;
+
+/// The most bytes `state.json` is read of.
+const STATE_CAP: u64 = 16 * 1024 * 1024;
+
+/// The most records ignored that are named one by one (the rest are counted).
+pub const MAX_IGNORED: usize = 20;
+
+/// A record found on the remote and ignored, and why.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ignored {
+    /// What it was read from: `claims` (the claims commit last read), or
+    /// `clone:<key>@<commit>` (one clone's record), so that it is not read again unchanged.
+    pub source: String,
+    /// The warning.
+    pub why: String,
+}
+
+/// One claim record as last read, with when this clone first saw its version.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeenClaim {
+    /// Its entry in the tree of `refs/coord/claims`.
+    pub name: String,
+    /// Its blob (the version).
+    pub blob: String,
+    /// When this clone first saw this blob there (this machine's clock).
+    pub seen: String,
+    /// The record.
+    pub record: ClaimRecord,
+}
+
+/// One clone record as last read.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SeenClone {
+    /// The ref's last part (a hash of the clone id).
+    pub key: String,
+    /// The commit the ref pointed to (the version).
+    pub commit: String,
+    /// When this clone first saw that commit.
+    pub seen: String,
+    /// The record.
+    pub record: CloneRecord,
+}
+
+/// What this clone last published as its own `working_on`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct OwnWork {
+    /// The agents and paths, as published.
+    pub agents: Vec<super::record::AgentWork>,
+    /// When (this clock).
+    pub at: String,
+    /// The lease it was published with, in seconds.
+    pub lease_s: u64,
+}
+
+/// The synced state.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct State {
+    /// The format (1).
+    pub v: u32,
+    /// The remote it was read from.
+    pub remote: String,
+    /// When the last complete read of the remote began (this clock); `None`: never.
+    pub synced_at: Option<String>,
+    /// The commit `refs/coord/claims` was at (`None`: it did not exist).
+    pub claims_commit: Option<String>,
+    /// That commit's generation (commits since the history was last squashed).
+    #[serde(default)]
+    pub generation: u64,
+    /// The claims in it that could be read.
+    pub claims: Vec<SeenClaim>,
+    /// The clones' records that could be read.
+    pub clones: Vec<SeenClone>,
+    /// The records ignored there, and why.
+    #[serde(default)]
+    pub ignored: Vec<Ignored>,
+    /// What the last read found had happened (a rewrite of `refs/coord/claims`, a claim of
+    /// this clone gone without a takeover), said until the next read.
+    #[serde(default)]
+    pub news: Vec<String>,
+    /// What this clone last published as its `working_on`.
+    #[serde(default)]
+    pub own_work: Option<OwnWork>,
+}
+
+impl State {
+    /// An empty state for `remote`.
+    pub fn new(remote: &str) -> State {
+        State {
+            v: 1,
+            remote: remote.to_string(),
+            ..State::default()
+        }
+    }
+
+    /// How long ago the last read began, as of `now`.
+    pub fn age(&self, now: &Timestamp) -> Option<Duration> {
+        let at = clock::parse_timestamp(self.synced_at.as_deref()?)?;
+        Some(clock::age(now, &at))
+    }
+
+    /// Every warning of the last read: the records ignored (at most [`MAX_IGNORED`] named),
+    /// then the news.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .ignored
+            .iter()
+            .take(MAX_IGNORED)
+            .map(|i| i.why.clone())
+            .collect();
+        if self.ignored.len() > MAX_IGNORED {
+            out.push(format!(
+                "and {} more records ignored on `{}`",
+                self.ignored.len() - MAX_IGNORED,
+                self.remote
+            ));
+        }
+        out.extend(self.news.iter().cloned());
+        out
+    }
+
+    /// When this clone first saw the claim version `blob` (none: not in this state).
+    pub fn seen_claim(&self, blob: &str) -> Option<&str> {
+        self.claims
+            .iter()
+            .find(|c| c.blob == blob)
+            .map(|c| c.seen.as_str())
+    }
+}
+
+/// The state of the workspace `root` as last written, when it is for `remote` and can be read.
+pub fn read(root: &Path, remote: &str) -> Option<State> {
+    let bytes = fsutil::read_capped(&layout::remote_state(root), STATE_CAP).ok()?;
+    let state: State = serde_json::from_slice(&bytes).ok()?;
+    (state.remote == remote).then_some(state)
+}
+
+/// Read, change with `f` and write back the state of `ws` for `remote`, under the state's
+/// lock. `f` gets the state as last written (or a new one) and returns what it gives back.
+///
+/// # Errors
+///
+/// [`crate::Error::Io`] when `.coord/remote/` cannot be made, locked or written.
+pub fn update<T>(ws: &Workspace, remote: &str, f: impl FnOnce(&mut State) -> T) -> Result<T> {
+    let root = ws.root();
+    ws.ensure_state_dir()?;
+    fsutil::ensure_dir(&layout::remote_dir(root))?;
+    let _lock = fsutil::lock_mutex(&layout::remote_lock(root))?;
+    let mut state = read(root, remote).unwrap_or_else(|| State::new(remote));
+    let before = state.clone();
+    let out = f(&mut state);
+    if state != before {
+        let text = serde_json::to_vec(&state).unwrap_or_default();
+        fsutil::replace(&layout::remote_state(root), &text)?;
+        if index_text(&before) != index_text(&state) {
+            fsutil::replace(&layout::remote_claims(root), index_text(&state).as_bytes())?;
+        }
+    }
+    Ok(out)
+}
+
+/// The first line of `.coord/remote/claims`.
+const INDEX_HEAD: &str = "# coord remote claims 1";
+
+/// `.coord/remote/claims` for `state`: a head line (`# coord remote claims 1`, the remote, when
+/// it was read in seconds since the epoch), then one line per claim: when its lease ends (epoch
+/// seconds, this clock), `claim` or `lock`, agent, host, clone id, since (epoch seconds), the
+/// pattern or path, the reason; separated by tabs (no field holds one: records with control
+/// characters are never kept).
+fn index_text(state: &State) -> String {
+    let epoch = |t: Option<&str>| {
+        t.and_then(clock::parse_timestamp)
+            .map_or(0, |t| t.timestamp())
+    };
+    let mut out = format!(
+        "{INDEX_HEAD}\t{}\t{}\n",
+        state.remote,
+        epoch(state.synced_at.as_deref())
+    );
+    for c in &state.claims {
+        let r = &c.record;
+        let Some(until) = lease_until(&c.seen, r.lease_s) else {
+            continue;
+        };
+        let since = clock::parse_timestamp(&r.since)
+            .filter(|s| Some(*s) <= clock::parse_timestamp(&c.seen))
+            .or_else(|| clock::parse_timestamp(&c.seen))
+            .map_or(0, |t| t.timestamp());
+        let kind = match r.kind {
+            super::record::Kind::Claim => "claim",
+            super::record::Kind::Lock => "lock",
+        };
+        out.push_str(&format!(
+            "{}\t{kind}\t{}\t{}\t{}\t{since}\t{}\t{}\n",
+            until.timestamp(),
+            r.holder.agent,
+            r.holder.host,
+            r.holder.clone,
+            r.text(),
+            r.reason.as_deref().unwrap_or_default()
+        ));
+    }
+    out
+}
+
+/// One line of `.coord/remote/claims`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexedClaim {
+    /// When its lease ends (epoch seconds, this clock).
+    pub lease_until: i64,
+    /// A claim or a lock.
+    pub kind: super::record::Kind,
+    /// Who holds it.
+    pub holder: super::record::Holder,
+    /// Since when (epoch seconds).
+    pub since: i64,
+    /// Its pattern, or a lock's path.
+    pub text: String,
+    /// Its reason (empty: none).
+    pub reason: String,
+}
+
+/// `.coord/remote/claims` of the workspace `root` for `remote`: when it was read (epoch
+/// seconds, 0: never) and the claims whose text `keep` accepts (`None`: not there, or for
+/// another remote).
+pub fn read_index(
+    root: &Path,
+    remote: &str,
+    mut keep: impl FnMut(&str) -> bool,
+) -> Option<(i64, Vec<IndexedClaim>)> {
+    let bytes = fsutil::read_capped(&layout::remote_claims(root), STATE_CAP).ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let mut lines = text.lines();
+    let mut head = lines.next()?.split('\t');
+    if head.next() != Some(INDEX_HEAD) || head.next() != Some(remote) {
+        return None;
+    }
+    let synced = head.next().and_then(|s| s.parse().ok()).unwrap_or(0);
+    let mut out = Vec::new();
+    for line in lines {
+        let f: Vec<&str> = line.splitn(8, '\t').collect();
+        let [until, kind, agent, host, clone, since, text, reason] = f.as_slice() else {
+            continue;
+        };
+        if !keep(text) {
+            continue;
+        }
+        out.push(IndexedClaim {
+            lease_until: until.parse().unwrap_or(0),
+            kind: if *kind == "lock" {
+                super::record::Kind::Lock
+            } else {
+                super::record::Kind::Claim
+            },
+            holder: super::record::Holder {
+                agent: agent.to_string(),
+                host: host.to_string(),
+                clone: clone.to_string(),
+            },
+            since: since.parse().unwrap_or(0),
+            text: text.to_string(),
+            reason: reason.to_string(),
+        });
+    }
+    Some((synced, out))
+}
+
+/// Remove the state (the remote was turned off here).
+///
+/// # Errors
+///
+/// [`crate::Error::Io`] when it cannot be removed.
+pub fn remove(root: &Path) -> Result<()> {
+    fsutil::remove(&layout::remote_claims(root))?;
+    fsutil::remove(&layout::remote_state(root)).map(drop)
+}
+
+/// When a lease of `lease_s` seconds on a version first seen at `seen` ends (`None`: `seen` is
+/// not a time).
+pub fn lease_until(seen: &str, lease_s: u64) -> Option<Timestamp> {
+    let seen = clock::parse_timestamp(seen)?;
+    let lease = chrono::Duration::seconds(i64::try_from(lease_s).ok()?);
+    seen.checked_add_signed(lease)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_lease_ends_its_length_after_the_version_was_first_seen() {
+        let until = lease_until("2026-01-28T01:00:00+01:00", 900).unwrap();
+        assert_eq!(clock::format_timestamp(&until), "2026-01-28T01:15:00+01:00");
+        assert!(lease_until("never", 900).is_none());
+    }
+
+    #[test]
+    fn the_index_gives_back_the_claims_with_their_lease() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        fsutil::ensure_dir(&root.join(".coord/remote")).unwrap();
+        let mut s = State::new("origin");
+        s.synced_at = Some("2026-01-28T10:00:00.250+00:00".into());
+        let record: super::super::record::ClaimRecord = serde_json::from_str(
+            r#"{"v":1,"kind":"claim","pattern":"src/**","agent":"alice","host":"a","clone":"c1","since":"2026-01-28T11:00:00+00:00","reason":"x y","lease_s":60,"renewal":0,"token":"t"}"#,
+        )
+        .unwrap();
+        s.claims.push(SeenClaim {
+            name: "n".into(),
+            blob: "b".into(),
+            seen: "2026-01-28T10:00:00+00:00".into(),
+            record,
+        });
+        fsutil::replace(&layout::remote_claims(root), index_text(&s).as_bytes()).unwrap();
+        let (synced, claims) = read_index(root, "origin", |_| true).unwrap();
+        assert_eq!(synced, 1_769_594_400);
+        assert_eq!(claims.len(), 1);
+        let c = &claims[0];
+        assert_eq!(c.lease_until, 1_769_594_460);
+        // A `since` later than the claim was first seen (a clock ahead) is not believed.
+        assert_eq!(c.since, 1_769_594_400);
+        assert_eq!((c.text.as_str(), c.reason.as_str()), ("src/**", "x y"));
+        assert!(read_index(root, "upstream", |_| true).is_none());
+        assert!(
+            read_index(root, "origin", |t| t != "src/**")
+                .unwrap()
+                .1
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn warnings_name_a_bounded_number_of_records_then_the_news() {
+        let mut s = State::new("origin");
+        for i in 0..30 {
+            s.ignored.push(Ignored {
+                source: "claims".into(),
+                why: format!("w{i}"),
+            });
+        }
+        s.news.push("rewritten".into());
+        let w = s.warnings();
+        assert_eq!(w.len(), MAX_IGNORED + 2);
+        assert_eq!(w[MAX_IGNORED], "and 10 more records ignored on `origin`");
+        assert_eq!(w.last().unwrap(), "rewritten");
+    }
+}

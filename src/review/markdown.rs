@@ -1,0 +1,776 @@
+//! The markdown of a tracker: [`analyze`] reads its lines into what they say (a [`View`]) and
+//! where each part is (an [`Index`]), so edits touch just those lines. The line syntax (headings,
+//! code fences, `- **Key:** value` fields, table cells) is read and written here only.
+//!
+//! Lenient where the seed is loose (either field style, any case, prose anywhere, no Agreements
+//! Log or Handoff Prompts); strict where a command depends on the content: a missing required
+//! section, steps out of order, an unknown status or action, a malformed Issues table, a
+//! duplicate issue id are [`Error::Corrupt`] with the 1-based line, never a guess.
+//!
+//! Invariants: a line inside a fenced code block is never a heading or a field;
+//! [`decode_cell`] undoes [`encode_cell`] for any text.
+
+use std::path::Path;
+
+use super::{
+    Action, Agreement, Current, Issue, IssueStatus, Meta, Participant, Prompt, Severity, Step,
+    StepStatus, View,
+};
+use crate::error::{Error, Result};
+
+/// The heading that must end every output file, and whose body is the prompt for the next actor.
+pub(crate) const HANDOFF_HEADING: &str = "Handoff Prompt for Next Actor";
+
+/// The Current State value of `Prompt for next actor`.
+pub(crate) const PROMPT_POINTER: &str = "See Handoff Prompts section below";
+
+pub(crate) const META: &str = "meta";
+pub(crate) const CURRENT: &str = "current state";
+pub(crate) const STEPS: &str = "steps";
+pub(crate) const ISSUES: &str = "issues";
+pub(crate) const AGREEMENTS: &str = "agreements log";
+pub(crate) const HANDOFFS: &str = "handoff prompts";
+
+/// The Issues columns coord needs, in the order of [`Table::cols`].
+const COLUMNS: [&str; 5] = ["id", "severity", "title", "status", "resolution"];
+
+/// A `- **Key:** value` line.
+#[derive(Debug, Clone)]
+pub(crate) struct Field {
+    pub(crate) key: String,
+    pub(crate) value: String,
+    pub(crate) line: usize,
+    /// Byte offset in the line where the value starts (after the `:**`).
+    pub(crate) value_at: usize,
+}
+
+/// A `#` or `##` section, from its heading to the next one; `name` is the `##` title in lower
+/// case, empty for a `#` title.
+#[derive(Debug, Clone)]
+pub(crate) struct Section {
+    pub(crate) name: String,
+    pub(crate) heading: usize,
+    pub(crate) end: usize,
+}
+
+/// The Issues table: where ID, Severity, Title, Status and Resolution are among its `ncols`
+/// columns, its rows (line, raw cells), and the line after the last row.
+#[derive(Debug)]
+pub(crate) struct Table {
+    pub(crate) cols: [usize; 5],
+    pub(crate) ncols: usize,
+    pub(crate) rows: Vec<(usize, Vec<String>)>,
+    pub(crate) end: usize,
+}
+
+/// Where each part of a tracker is, by line.
+#[derive(Debug)]
+pub(crate) struct Index {
+    pub(crate) sections: Vec<Section>,
+    pub(crate) meta: Vec<Field>,
+    pub(crate) current: Vec<Field>,
+    /// The `Note: Steps 01-NN archived to …` line.
+    pub(crate) note: Option<usize>,
+    /// Each step's heading and fields.
+    pub(crate) steps: Vec<(usize, Vec<Field>)>,
+    pub(crate) table: Option<Table>,
+    pub(crate) agreements: Vec<usize>,
+    /// Each handoff prompt's heading and the line after it.
+    pub(crate) prompts: Vec<(usize, usize)>,
+}
+
+/// A heading's level and text (`## Meta` → `(2, "Meta")`).
+pub(crate) fn heading(line: &str) -> Option<(usize, &str)> {
+    let t = line.trim_start();
+    let level = t.bytes().take_while(|&b| b == b'#').count();
+    let rest = &t[level..];
+    let spaced = rest.is_empty() || rest.starts_with([' ', '\t']);
+    (line.len() - t.len() <= 3 && (1..=6).contains(&level) && spaced)
+        .then(|| (level, rest.trim().trim_end_matches('#').trim()))
+}
+
+/// Whether `line` is a `### NN…` step heading.
+pub(crate) fn is_step_heading(line: &str) -> bool {
+    matches!(heading(line), Some((3, t)) if t.starts_with(|c: char| c.is_ascii_digit()))
+}
+
+/// A step heading with its number replaced (`### 12 - response` → `### 02 - response`).
+pub(crate) fn renumber_heading(line: &str, number: u32) -> String {
+    let rest = line.trim_start().trim_start_matches('#').trim_start();
+    let digits = rest.bytes().take_while(u8::is_ascii_digit).count();
+    format!("### {number:02}{}", &rest[digits..])
+}
+
+/// A fence opening (its character and length), when `line` is one.
+fn fence_open(line: &str) -> Option<(char, usize)> {
+    let t = line.trim();
+    let ch = t.chars().next().filter(|c| matches!(c, '`' | '~'))?;
+    let run = t.chars().take_while(|&c| c == ch).count();
+    (run >= 3).then_some((ch, run))
+}
+
+/// Which lines lie inside a fenced code block (the fences included).
+pub(crate) fn fenced(lines: &[String]) -> Vec<bool> {
+    let mut open: Option<(char, usize)> = None;
+    lines
+        .iter()
+        .map(|line| match open {
+            Some((ch, n)) => {
+                let t = line.trim();
+                if t.len() >= n && t.chars().all(|c| c == ch) {
+                    open = None;
+                }
+                true
+            }
+            None => {
+                open = fence_open(line);
+                open.is_some()
+            }
+        })
+        .collect()
+}
+
+/// The fence that can hold `text` without being closed by it: one backtick more than its
+/// longest run of backticks, at least three.
+pub(crate) fn fence_for(text: &str) -> String {
+    let longest = text.split(|c| c != '`').map(str::len).max().unwrap_or(0);
+    "`".repeat(longest.max(2) + 1)
+}
+
+/// `lines` without their `\r` line ends and without blank lines at either end.
+fn trimmed_block(lines: &[String]) -> Vec<&str> {
+    let mut block: Vec<&str> = lines.iter().map(|l| l.trim_end_matches('\r')).collect();
+    while block.last().is_some_and(|l| l.trim().is_empty()) {
+        block.pop();
+    }
+    let start = block.iter().position(|l| !l.trim().is_empty());
+    block.split_off(start.unwrap_or(block.len()))
+}
+
+/// Read line `at` as a field, if it is one.
+pub(crate) fn parse_field(line: &str, at: usize) -> Option<Field> {
+    let lead = line.len() - line.trim_start().len();
+    let t = &line[lead..];
+    let rest = t.strip_prefix("- **").or_else(|| t.strip_prefix("* **"))?;
+    let close = rest.find("**")?;
+    let (inner, after) = (&rest[..close], &rest[close + 2..]);
+    let (key, colon) = match inner.strip_suffix(':') {
+        Some(k) => (k, 0),
+        None if after.starts_with(':') => (inner, 1),
+        None => return None,
+    };
+    let value_at = lead + 4 + close + 2 + colon;
+    let value = line[value_at..].trim().to_string();
+    (!key.trim().is_empty()).then(|| Field {
+        key: key.trim().to_string(),
+        value,
+        line: at,
+        value_at,
+    })
+}
+
+/// A new field line, as coord writes it.
+pub(crate) fn field_line(key: &str, value: &str) -> String {
+    if value.is_empty() {
+        format!("- **{key}:**")
+    } else {
+        format!("- **{key}:** {value}")
+    }
+}
+
+fn get<'a>(fields: &'a [Field], key: &str) -> Option<&'a Field> {
+    fields.iter().find(|f| f.key.eq_ignore_ascii_case(key))
+}
+
+/// The value of field `key`, `None` when missing or empty.
+fn value(fields: &[Field], key: &str) -> Option<String> {
+    get(fields, key)
+        .map(|f| f.value.clone())
+        .filter(|v| !v.is_empty())
+}
+
+/// Escape text for one Issues table cell: `|` as `\|`, and `\` as `\\` before `|`, `\` or the end.
+pub(crate) fn encode_cell(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '|' => out.push_str("\\|"),
+            '\\' if matches!(chars.peek(), None | Some('|' | '\\')) => out.push_str("\\\\"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Undo [`encode_cell`] (and trim the cell).
+pub(crate) fn decode_cell(raw: &str) -> String {
+    let mut out = String::with_capacity(raw.len());
+    let mut chars = raw.trim().chars().peekable();
+    while let Some(c) = chars.next() {
+        match chars.peek() {
+            Some(&n @ ('|' | '\\')) if c == '\\' => {
+                out.push(n);
+                chars.next();
+            }
+            _ => out.push(c),
+        }
+    }
+    out
+}
+
+/// A table row's raw (still escaped, trimmed) cells; `None` unless it starts with `|`.
+pub(crate) fn split_row(line: &str) -> Option<Vec<String>> {
+    let mut chars = line.trim().strip_prefix('|')?.chars();
+    let (mut cells, mut cur) = (Vec::new(), String::new());
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => cur.extend(std::iter::once(c).chain(chars.next())),
+            '|' => cells.push(std::mem::take(&mut cur).trim().to_string()),
+            c => cur.push(c),
+        }
+    }
+    if !cur.trim().is_empty() {
+        cells.push(cur.trim().to_string());
+    }
+    Some(cells)
+}
+
+/// A table row of already escaped cells.
+pub(crate) fn render_row(cells: &[String]) -> String {
+    cells.iter().fold("|".to_string(), |row, c| {
+        if c.is_empty() {
+            row + "  |"
+        } else {
+            format!("{row} {c} |")
+        }
+    })
+}
+
+/// The lines being read, which of them are fenced, and the path errors name.
+struct Doc<'a> {
+    path: &'a Path,
+    lines: &'a [String],
+    fence: Vec<bool>,
+}
+
+impl Doc<'_> {
+    /// [`Error::Corrupt`] at 0-based `line`.
+    fn corrupt(&self, line: Option<usize>, why: impl Into<String>) -> Error {
+        Error::Corrupt {
+            path: self.path.to_path_buf(),
+            line: line.map(|l| l + 1),
+            why: why.into(),
+        }
+    }
+
+    /// The lines of a section's body outside code fences.
+    fn body(&self, sec: &Section) -> impl Iterator<Item = usize> + '_ {
+        (sec.heading + 1..sec.end).filter(|&i| !self.fence[i])
+    }
+
+    /// The fields of `from..to` (outside code fences).
+    fn fields(&self, from: usize, to: usize) -> Vec<Field> {
+        (from..to)
+            .filter(|&i| !self.fence[i])
+            .filter_map(|i| parse_field(&self.lines[i], i))
+            .collect()
+    }
+
+    /// Every `#` and `##` section; a `##` title used twice is corrupt.
+    fn sections(&self) -> Result<Vec<Section>> {
+        let mut sections: Vec<Section> = Vec::new();
+        for i in (0..self.lines.len()).filter(|&i| !self.fence[i]) {
+            let Some((level, text)) = heading(&self.lines[i]).filter(|(l, _)| *l <= 2) else {
+                continue;
+            };
+            if let Some(last) = sections.last_mut() {
+                last.end = i;
+            }
+            let name = if level == 2 {
+                text.to_ascii_lowercase()
+            } else {
+                String::new()
+            };
+            if !name.is_empty() && sections.iter().any(|s| s.name == name) {
+                return Err(self.corrupt(Some(i), format!("a second `## {text}` section")));
+            }
+            sections.push(Section {
+                name,
+                heading: i,
+                end: self.lines.len(),
+            });
+        }
+        Ok(sections)
+    }
+}
+
+/// Read a tracker's lines: where everything is, and what it says.
+pub(crate) fn analyze(path: &Path, lines: &[String]) -> Result<(Index, View)> {
+    let doc = Doc {
+        path,
+        lines,
+        fence: fenced(lines),
+    };
+    let sections = doc.sections()?;
+    let find = |name: &str| sections.iter().find(|s| s.name == name);
+    let require = |name: &str, title: &str| {
+        find(name).ok_or_else(|| doc.corrupt(None, format!("it has no `## {title}` section")))
+    };
+    let (meta_sec, cur_sec) = (require(META, "Meta")?, require(CURRENT, "Current State")?);
+    let (steps_sec, issues_sec) = (require(STEPS, "Steps")?, require(ISSUES, "Issues")?);
+
+    let meta_fields = doc.fields(meta_sec.heading + 1, meta_sec.end);
+    let meta = read_meta(&doc, meta_sec, &meta_fields)?;
+    let current_fields = doc.fields(cur_sec.heading + 1, cur_sec.end);
+    let current = Current {
+        next_actor: value(&current_fields, "Next actor").ok_or_else(|| {
+            doc.corrupt(Some(cur_sec.heading), "Current State has no `Next actor`")
+        })?,
+        next_action: value(&current_fields, "Next action"),
+        prompt: value(&current_fields, "Prompt for next actor"),
+    };
+    let (note, step_spans, steps) = read_steps(&doc, steps_sec)?;
+    let (table, issues) = read_issues(&doc, issues_sec)?;
+    let (agreement_lines, agreements) = find(AGREEMENTS)
+        .map(|s| read_agreements(&doc, s))
+        .unwrap_or_default();
+    let (prompt_spans, prompts) = find(HANDOFFS)
+        .map(|s| read_prompts(&doc, s))
+        .unwrap_or_default();
+
+    let view = View {
+        meta,
+        current,
+        steps_note: note.map(|l| lines[l].trim().to_string()),
+        steps,
+        issues,
+        agreements,
+        handoff_prompts: prompts,
+    };
+    let index = Index {
+        sections,
+        meta: meta_fields,
+        current: current_fields,
+        note,
+        steps: step_spans,
+        table,
+        agreements: agreement_lines,
+        prompts: prompt_spans,
+    };
+    Ok((index, view))
+}
+
+/// Meta: `Status` must be there and be `in_progress` or `closed`; every other field may be
+/// missing or empty.
+fn read_meta(doc: &Doc<'_>, sec: &Section, fields: &[Field]) -> Result<Meta> {
+    let sf = get(fields, "Status")
+        .ok_or_else(|| doc.corrupt(Some(sec.heading), "Meta has no `Status`"))?;
+    let status = sf.value.to_ascii_lowercase();
+    if status != "in_progress" && status != "closed" {
+        let why = format!(
+            "Meta `Status` is `{}`, expected `in_progress` or `closed`",
+            sf.value
+        );
+        return Err(doc.corrupt(Some(sf.line), why));
+    }
+    Ok(Meta {
+        topic: value(fields, "Topic"),
+        target: value(fields, "Target"),
+        created: value(fields, "Created"),
+        last_updated: value(fields, "Last updated"),
+        status,
+        participants: value(fields, "Participants")
+            .map(|p| parse_participants(&p))
+            .unwrap_or_default(),
+    })
+}
+
+/// `Claude (reviewer), Codex (implementer)` → the two participants with their roles.
+fn parse_participants(text: &str) -> Vec<Participant> {
+    let parts = text.split(',').map(str::trim).filter(|p| !p.is_empty());
+    let participant = |p: &str| {
+        let (name, role) = p.split_once('(').unwrap_or((p, ""));
+        let role = role.trim_end_matches(')').trim();
+        let role = (!role.is_empty()).then(|| role.to_string());
+        Participant {
+            name: name.trim().to_string(),
+            role,
+        }
+    };
+    parts.map(participant).collect()
+}
+
+type Steps = (Option<usize>, Vec<(usize, Vec<Field>)>, Vec<Step>);
+
+/// Steps: the `Note:` line before the first step, then `### NN` entries numbered from 01
+/// without gaps, each with an `Actor` and a known `Status` (and a known `Action` when given).
+/// Prose between steps is kept and ignored.
+fn read_steps(doc: &Doc<'_>, sec: &Section) -> Result<Steps> {
+    let (mut note, mut heads) = (None, Vec::new());
+    for i in doc.body(sec) {
+        let line = &doc.lines[i];
+        if let Some((3, text)) = heading(line) {
+            heads.push((i, text));
+        } else if heads.is_empty() && note.is_none() && line.trim_start().starts_with("Note:") {
+            note = Some(i);
+        }
+    }
+    let (mut spans, mut steps) = (Vec::new(), Vec::new());
+    for (k, &(head, text)) in heads.iter().enumerate() {
+        let end = heads.get(k + 1).map_or(sec.end, |&(next, _)| next);
+        let expected = u32::try_from(k + 1).unwrap_or(u32::MAX);
+        let digits: String = text.chars().take_while(char::is_ascii_digit).collect();
+        let number: u32 = digits.parse().map_err(|_| {
+            let why =
+                format!("step heading `### {text}` does not start with its number (`### 01`)");
+            doc.corrupt(Some(head), why)
+        })?;
+        if number != expected {
+            let why = format!("step {number:02} where step {expected:02} was expected");
+            return Err(doc.corrupt(Some(head), why));
+        }
+        let fields = doc.fields(head + 1, end);
+        let missing =
+            |key: &str| doc.corrupt(Some(head), format!("step {number:02} has no `{key}`"));
+        let actor = value(&fields, "Actor").ok_or_else(|| missing("Actor"))?;
+        let sf = get(&fields, "Status").ok_or_else(|| missing("Status"))?;
+        let bad = |f: &Field, what: &str, e| {
+            doc.corrupt(Some(f.line), format!("step {number:02} has {what} {e}"))
+        };
+        let status = StepStatus::expected(&sf.value).map_err(|e| bad(sf, "status", e))?;
+        let action = match get(&fields, "Action").filter(|f| !f.value.is_empty()) {
+            Some(f) => Some(Action::expected(&f.value).map_err(|e| bad(f, "action", e))?),
+            None => None,
+        };
+        steps.push(Step {
+            number,
+            actor,
+            status,
+            action,
+            input: value(&fields, "Input"),
+            output: value(&fields, "Output"),
+            summary: value(&fields, "Summary"),
+            next: value(&fields, "Next"),
+        });
+        spans.push((head, fields));
+    }
+    Ok((note, spans, steps))
+}
+
+/// Issues: one table, its header naming the five columns in any order (more are kept) and
+/// followed by a `|----|` separator; every row as many cells as the header, an ID used once
+/// (case is ignored), a known severity and status. The table ends at the first line that is not
+/// a row; a section without a table has no issues.
+fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue>)> {
+    let Some(h) = doc
+        .body(sec)
+        .find(|&i| doc.lines[i].trim_start().starts_with('|'))
+    else {
+        return Ok((None, Vec::new()));
+    };
+    let header: Vec<String> = split_row(&doc.lines[h])
+        .unwrap_or_default()
+        .iter()
+        .map(|c| decode_cell(c).to_ascii_lowercase())
+        .collect();
+    let mut cols = [0; 5];
+    for (k, name) in COLUMNS.iter().enumerate() {
+        cols[k] = header.iter().position(|c| c == name).ok_or_else(|| {
+            let why = format!(
+                "the Issues table has no `{name}` column (ID, Severity, Title, Status, Resolution)"
+            );
+            doc.corrupt(Some(h), why)
+        })?;
+    }
+    let dashes = |c: &String| {
+        let c = c.trim_matches(':');
+        !c.is_empty() && c.bytes().all(|b| b == b'-')
+    };
+    let separator = doc.lines.get(h + 1).and_then(|l| split_row(l));
+    let separator = separator.is_some_and(|c| c.len() == header.len() && c.iter().all(dashes));
+    if !separator {
+        let why = "the Issues table header must be followed by a `|----|` separator row";
+        return Err(doc.corrupt(Some(h + 1), why));
+    }
+    let (mut issues, mut rows) = (Vec::<Issue>::new(), Vec::new());
+    let mut i = h + 2;
+    while let Some(cells) = (i < sec.end && !doc.fence[i])
+        .then(|| split_row(&doc.lines[i]))
+        .flatten()
+    {
+        if cells.len() != header.len() {
+            let why = format!(
+                "this Issues row has {} cells, the header {} (escape `|` inside a cell as `\\|`)",
+                cells.len(),
+                header.len()
+            );
+            return Err(doc.corrupt(Some(i), why));
+        }
+        let cell = |k: usize| decode_cell(&cells[cols[k]]);
+        let id = cell(0);
+        if id.is_empty() {
+            return Err(doc.corrupt(Some(i), "an Issues row without an ID"));
+        }
+        if issues.iter().any(|x| x.id.eq_ignore_ascii_case(&id)) {
+            return Err(doc.corrupt(Some(i), format!("issue id `{id}` is used twice")));
+        }
+        let bad = |what: &str, e| doc.corrupt(Some(i), format!("issue `{id}` has {what} {e}"));
+        let severity = Severity::expected(&cell(1)).map_err(|e| bad("severity", e))?;
+        let status = IssueStatus::expected(&cell(3)).map_err(|e| bad("status", e))?;
+        let resolution = Some(cell(4)).filter(|r| !r.is_empty());
+        issues.push(Issue {
+            id,
+            severity,
+            title: cell(2),
+            status,
+            resolution,
+        });
+        rows.push((i, cells));
+        i += 1;
+    }
+    let ncols = header.len();
+    Ok((
+        Some(Table {
+            cols,
+            ncols,
+            rows,
+            end: i,
+        }),
+        issues,
+    ))
+}
+
+/// Agreements Log: one `- DECISION - ADOPTED POSITION` bullet per decision, `[DISPUTED] ` first
+/// when the user had to decide; other lines (the seed's `Key positions agreed between LLMs:`)
+/// are kept and ignored, and an entry without ` - ` has no adopted position.
+fn read_agreements(doc: &Doc<'_>, sec: &Section) -> (Vec<usize>, Vec<Agreement>) {
+    doc.body(sec)
+        .filter_map(|i| {
+            let t = doc.lines[i].trim_start();
+            let entry = t
+                .strip_prefix("- ")
+                .or_else(|| t.strip_prefix("* "))?
+                .trim();
+            let (disputed, text) = match entry.strip_prefix("[DISPUTED]") {
+                Some(rest) => (true, rest.trim()),
+                None => (false, entry),
+            };
+            let (decision, adopted) = match text.rsplit_once(" - ") {
+                Some((d, a)) if !a.trim().is_empty() => {
+                    (d.trim().to_string(), Some(a.trim().to_string()))
+                }
+                _ => (text.to_string(), None),
+            };
+            let text = text.to_string();
+            Some((
+                i,
+                Agreement {
+                    text,
+                    decision,
+                    adopted,
+                    disputed,
+                },
+            ))
+        })
+        .unzip()
+}
+
+/// Handoff Prompts: `### For ACTOR (step NN)` entries; a prompt's text is the inside of its
+/// fence when its whole body is one fenced block, else its lines, blank lines at either end
+/// dropped.
+fn read_prompts(doc: &Doc<'_>, sec: &Section) -> (Vec<(usize, usize)>, Vec<Prompt>) {
+    let heads: Vec<usize> = doc
+        .body(sec)
+        .filter(|&i| matches!(heading(&doc.lines[i]), Some((3, _))))
+        .collect();
+    heads
+        .iter()
+        .enumerate()
+        .map(|(k, &h)| {
+            let end = heads.get(k + 1).copied().unwrap_or(sec.end);
+            let text = heading(&doc.lines[h]).map(|(_, t)| t).unwrap_or_default();
+            let (actor, step) = match text
+                .strip_prefix("For ")
+                .map(|r| r.split_once(" (step ").ok_or(r))
+            {
+                None => (None, None),
+                Some(Ok((actor, num))) => (
+                    Some(actor.trim().to_string()),
+                    num.trim_end_matches(')').trim().parse().ok(),
+                ),
+                Some(Err(actor)) => (Some(actor.trim().to_string()), None),
+            };
+            let body = trimmed_block(&doc.lines[h + 1..end]);
+            let inner = match (body.first().and_then(|l| fence_open(l)), body.last()) {
+                (Some((ch, run)), Some(close)) if body.len() >= 2 => {
+                    let close = close.trim();
+                    (close.len() >= run && close.chars().all(|c| c == ch))
+                        .then(|| &body[1..body.len() - 1])
+                }
+                _ => None,
+            };
+            let (heading, text) = (text.to_string(), inner.unwrap_or(&body).join("\n"));
+            (
+                (h, end),
+                Prompt {
+                    heading,
+                    actor,
+                    step,
+                    text,
+                },
+            )
+        })
+        .unzip()
+}
+
+/// The body of the `## Handoff Prompt for Next Actor` section that ends an output file.
+///
+/// # Errors
+///
+/// [`Error::BadInput`] when the file has no such section, when another `#` or `##` section
+/// follows it, or when it is empty.
+pub(crate) fn handoff_section(path: &Path, text: &str) -> Result<String> {
+    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let fence = fenced(&lines);
+    let (mut found, mut after) = (None, None);
+    for (i, line) in lines.iter().enumerate().filter(|(i, _)| !fence[*i]) {
+        match heading(line) {
+            Some((2, t)) if t.eq_ignore_ascii_case(HANDOFF_HEADING) => {
+                (found, after) = (Some(i), None)
+            }
+            Some((1 | 2, t)) if found.is_some() => after = Some((i, t)),
+            _ => {}
+        }
+    }
+    let shown = path.display();
+    let Some(h) = found else {
+        return Err(Error::bad_input(format!(
+            "`{shown}` does not end with a `## {HANDOFF_HEADING}` section"
+        )));
+    };
+    if let Some((i, t)) = after {
+        return Err(Error::bad_input(format!(
+            "`{shown}` must end with its `## {HANDOFF_HEADING}` section, but `{t}` follows it at line {}",
+            i + 1
+        )));
+    }
+    let body = trimmed_block(&lines[h + 1..]);
+    if body.is_empty() {
+        return Err(Error::bad_input(format!(
+            "the `## {HANDOFF_HEADING}` section of `{shown}` is empty"
+        )));
+    }
+    Ok(body.join("\n"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn lines(s: &str) -> Vec<String> {
+        s.split('\n').map(String::from).collect()
+    }
+
+    #[test]
+    fn cells_escape_and_unescape() {
+        for s in "a|b,a\\|b,a\\,a\\\\b,C:\\path,|,\\,x \\| y | z".split(',') {
+            assert_eq!(decode_cell(&encode_cell(s)), s, "{s:?}");
+            let cells = split_row(&render_row(&[encode_cell(s), "x".into()])).unwrap();
+            assert_eq!(
+                (cells.len(), decode_cell(&cells[0])),
+                (2, s.trim().to_string())
+            );
+        }
+    }
+
+    #[test]
+    fn fields_headings_and_fences() {
+        let f = parse_field("- **Status:** done", 3).unwrap();
+        assert_eq!(
+            (f.key, f.value, f.line),
+            ("Status".into(), "done".into(), 3)
+        );
+        let f = parse_field("  * **Status**: done\r", 0).unwrap();
+        assert_eq!((f.key, f.value), ("Status".into(), "done".into()));
+        for not in ["- **Status** done", "- **:** x", "Status: done"] {
+            assert!(parse_field(not, 0).is_none(), "{not}");
+        }
+        assert_eq!(heading("## Meta"), Some((2, "Meta")));
+        assert_eq!(heading("   ### 01 ##"), Some((3, "01")));
+        assert_eq!(
+            (heading("    ## indented code"), heading("##no space")),
+            (None, None)
+        );
+        let fence = fenced(&lines("a\n````text\n```\n## x\n````\nb"));
+        assert_eq!(fence, [false, true, true, true, true, false]);
+        assert_eq!(
+            (fence_for("no ticks"), fence_for("a ```` b")),
+            ("```".into(), "`````".into())
+        );
+        assert_eq!(
+            renumber_heading("### 12 - response", 2),
+            "### 02 - response"
+        );
+        assert!(is_step_heading("### 03") && !is_step_heading("### For Codex (step 03)"));
+        let p = parse_participants("Claude (reviewer), Codex ( implementer ),  Gemini, , X ()");
+        let roles = p
+            .iter()
+            .map(|p| format!("{}:{}", p.name, p.role.as_deref().unwrap_or("-")));
+        assert_eq!(
+            roles.collect::<Vec<_>>().join(","),
+            "Claude:reviewer,Codex:implementer,Gemini:-,X:-"
+        );
+    }
+
+    #[test]
+    fn handoff_sections() {
+        let (p, h) = (Path::new("out.md"), "## Handoff Prompt for Next Actor");
+        let ok = format!("# Review\nfindings\n\n{h}\n\nYou are next.\n### Details\nmore\n");
+        assert_eq!(
+            handoff_section(p, &ok).unwrap(),
+            "You are next.\n### Details\nmore"
+        );
+        for bad in [
+            "# Review\n".into(),
+            format!("{h}\nx\n## Later\n"),
+            format!("{h}\n\n\n"),
+            format!("```\n{h}\nx\n```\n"),
+        ] {
+            assert!(handoff_section(p, &bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn prompts_and_agreements() {
+        let text = "## Meta\n- **Status:** in_progress\n## Current State\n- **Next actor:** A\n## Steps\n\
+## Issues\n## Agreements Log\nKey positions\n- [DISPUTED] Timelines - a - b - escalated to user\n\
+- Keep NPV -  \n## Handoff Prompts\n### For gemini (step 02)\n\n````text\na\n```\nb\n````\n\n\
+### For Codex\nplain\r\ntext\r\n### Notes\n```\nunclosed";
+        let (_, v) = analyze(Path::new("t"), &lines(text)).unwrap();
+        let a: Vec<_> = (v.agreements.iter())
+            .map(|a| (a.disputed, &*a.text, &*a.decision, a.adopted.as_deref()))
+            .collect();
+        assert_eq!(
+            a,
+            [
+                (
+                    true,
+                    "Timelines - a - b - escalated to user",
+                    "Timelines - a - b",
+                    Some("escalated to user")
+                ),
+                (false, "Keep NPV -", "Keep NPV -", None)
+            ]
+        );
+        let p: Vec<_> = (v.handoff_prompts.iter())
+            .map(|p| (p.actor.as_deref(), p.step, &*p.text))
+            .collect();
+        let want = [
+            (Some("gemini"), Some(2), "a\n```\nb"),
+            (Some("Codex"), None, "plain\ntext"),
+            (None, None, "```\nunclosed"),
+        ];
+        assert_eq!(p, want);
+    }
+}

@@ -1,0 +1,159 @@
+//! Who is next and what to paste to them ([`Reviews::next`]), and the prompt coord writes itself
+//! when the previous actor left none (a new review's first step, a hand-edited tracker).
+//!
+//! A stored prompt is given as the previous actor wrote it, with a note on how to record the
+//! step appended unless it already mentions one; the output file suggested follows the seed's
+//! naming conventions ([`crate::review::paths`]).
+
+use serde::Serialize;
+
+use super::Reviews;
+use crate::clock;
+use crate::error::Result;
+use crate::review::markdown::HANDOFF_HEADING;
+use crate::review::paths::{self, Kind, NameParts};
+use crate::review::{Action, Step, View};
+use crate::workspace::AgentId;
+
+/// Who is next and what to paste to them.
+#[derive(Debug, Clone, Serialize)]
+pub struct Next {
+    /// The topic.
+    pub topic: String,
+    /// The tracker, relative to the root.
+    pub tracker: String,
+    /// `in_progress` or `closed`.
+    pub status: String,
+    /// The next actor (`none` once closed).
+    pub next_actor: String,
+    /// Their role, when the tracker says.
+    pub role: Option<String>,
+    /// The next action as the tracker says it.
+    pub next_action: Option<String>,
+    /// The open step's number.
+    pub step: Option<u32>,
+    /// The open step's action.
+    pub action: Option<Action>,
+    /// Where the output should go, by the seed's naming conventions.
+    pub suggested_output: Option<String>,
+    /// The prompt to paste to the next actor, as is.
+    pub prompt: Option<String>,
+    /// Whether the prompt was written by the previous actor (else coord made it).
+    pub prompt_from_tracker: bool,
+}
+
+/// For an open step: where its output should go, how to record the step, and the prompt coord
+/// writes when nobody wrote one.
+pub(super) struct Guide {
+    pub(super) output: Option<String>,
+    note: String,
+    pub(super) prompt: String,
+}
+
+impl Reviews {
+    /// Who is next, what to do, and the prompt to paste to them.
+    ///
+    /// # Errors
+    ///
+    /// As [`Reviews::show`].
+    pub fn next(&self, topic: &str) -> Result<Next> {
+        let (t, _) = self.load(topic)?;
+        let (v, tracker) = (t.view(), self.rel(t.path()));
+        let open = v.open_step().filter(|_| v.meta.status != "closed");
+        let (mut output, mut prompt, mut from_tracker) = (None, None, false);
+        if let Some(open) = open {
+            let guide = self.guide(topic, &tracker, v, open);
+            let stored = v.prompt_for(&open.actor, open.number);
+            let stored = stored
+                .filter(|p| !p.text.trim().is_empty())
+                .map(|p| &p.text);
+            prompt = Some(match stored {
+                Some(text) if text.contains("review step") => text.clone(),
+                Some(text) => format!("{text}\n\n{}", guide.note),
+                None => guide.prompt,
+            });
+            (output, from_tracker) = (guide.output, stored.is_some());
+        }
+        let actor = open.map_or(&v.current.next_actor, |s| &s.actor);
+        Ok(Next {
+            topic: topic.to_string(),
+            tracker,
+            status: v.meta.status.clone(),
+            next_actor: actor.clone(),
+            role: v.meta.role_of(actor).map(str::to_string),
+            next_action: v.current.next_action.clone(),
+            step: open.map(|s| s.number),
+            action: open.map(|s| s.action.unwrap_or(Action::Review)),
+            suggested_output: output,
+            prompt,
+            prompt_from_tracker: from_tracker,
+        })
+    }
+
+    /// The [`Guide`] for step `open` of the tracker `tracker` (relative to the root).
+    pub(super) fn guide(&self, topic: &str, tracker: &str, v: &View, open: &Step) -> Guide {
+        let (actor, action) = (&open.actor, open.action.unwrap_or(Action::Review));
+        let actor_id =
+            AgentId::parse(actor).map_or_else(|_| paths::snake_case(actor), |a| a.id().to_string());
+        let other_id = v.meta.other_than(actor).unwrap_or_else(|| "other".into());
+        let (kind, description, what) = match action {
+            Action::Review => (
+                Kind::Review,
+                None,
+                "analyse the target documents: findings, open questions, suggestions; record each problem with `coord review issue TOPIC add --severity S --title T`",
+            ),
+            Action::Response => (
+                Kind::Response,
+                Some("reply"),
+                "reply to the previous step: agreements, disagreements, proposals (log key decisions with `coord review agree TOPIC TEXT`)",
+            ),
+            Action::Implement => (
+                Kind::Changelog,
+                Some("implementation"),
+                "make the agreed changes to the source files and write a changelog entry",
+            ),
+            Action::Verify => (
+                Kind::Response,
+                Some("verification"),
+                "check the implementation for correctness, citing file paths and sections; acknowledge, or list the issues found",
+            ),
+            Action::Fix => (
+                Kind::Changelog,
+                Some("fixes"),
+                "address the issues found in verification and update the changelog, citing file paths and sections",
+            ),
+        };
+        let name = NameParts {
+            kind,
+            topic,
+            llm: &actor_id,
+            to: Some(&other_id),
+            step: Some(open.number),
+            action: Some(action.as_str()),
+            description,
+        };
+        let output = paths::conventional(&self.meta, &name, &clock::now()).ok();
+        let output = output.map(|path| self.rel(&path));
+        let note = format!(
+            "When you are done, end your output file with a `## {HANDOFF_HEADING}` section holding a complete prompt for the next actor, then record your step:\n\n    coord -a {actor_id} review step {topic} --action {} --output {} --summary \"...\" --next {other_id}",
+            action.as_str(),
+            output.as_deref().unwrap_or("OUTPUT.md"),
+        );
+        let role = v.meta.role_of(actor).map(|r| format!(", the {r},"));
+        let prompt = format!(
+            "You are {actor}{} in the review `{topic}` of `{}`.\n\
+Read the tracker `{tracker}` first: it is the single source of truth. Do not edit other participants' output files.\n\
+Your task is step {:02} ({}): {}.\n\n{note}",
+            role.unwrap_or_default(),
+            v.meta.target.as_deref().unwrap_or("the target"),
+            open.number,
+            action.as_str(),
+            what.replace("TOPIC", topic),
+        );
+        Guide {
+            output,
+            note,
+            prompt,
+        }
+    }
+}
