@@ -65,7 +65,12 @@ if (typeof process.execve === "function") {
   // Node 22.15 and newer: become coord (same process, so the clients' hooks see coord itself).
   process.execve(bin, [bin, ...args], process.env);
 }
-const child = spawn(bin, args, { stdio: "inherit" });
+// Older Node: coord runs as this process's child. It takes this process's parent for the one
+// that ran it (the client whose hook this is), as if this launcher had become coord.
+const child = spawn(bin, args, {
+  stdio: "inherit",
+  env: { ...process.env, COORD_LAUNCHER_PID: String(process.pid) },
+});
 const forwarded = ["SIGINT", "SIGTERM", "SIGHUP", "SIGQUIT"];
 for (const sig of forwarded) {
   process.on(sig, () => child.kill(sig));
