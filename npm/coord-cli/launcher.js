@@ -54,7 +54,8 @@ function coordOnPath() {
 
 const bin = binary();
 const args = process.argv.slice(2);
-if (args.includes("init") && !args.includes("--remove") && !coordOnPath()) {
+const command = args.find((a) => !a.startsWith("-"));
+if (command === "init" && !args.includes("--remove") && !coordOnPath()) {
   // `npx coord-cli init` wires hooks that run `coord`, which npx does not leave on PATH.
   process.stderr.write(
     "note: the hooks and MCP server `coord init` writes run `coord`, which is not on PATH: " +

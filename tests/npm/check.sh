@@ -35,7 +35,9 @@ timeout 1800 scripts/release-build.sh "$target"
 timeout 300 npm/stage.sh
 main_tgz=$repo/dist/npm/coord-cli-$version.tgz
 platform_tgz=$repo/dist/npm/coord-cli-$platform-$version.tgz
-[ -f "$main_tgz" ] && [ -f "$platform_tgz" ] || fail "npm/stage.sh did not leave $main_tgz and $platform_tgz"
+for tgz in "$main_tgz" "$platform_tgz"; do
+  [ -f "$tgz" ] || fail "npm/stage.sh did not leave $tgz"
+done
 
 scratch=$(mktemp -d)
 model_pid=""
@@ -85,13 +87,16 @@ exercise() {
   out=$(cd "$scratch/demo" && run_clean "$bin" timeout 120 coord demo 2>&1) || fail "coord demo: $out"
   echo "$out" | head -n 8
   echo "... ($(echo "$out" | wc -l) lines)"
-  local wired=$scratch/wired-$(basename "$1")
+  local wired
+  wired=$scratch/wired-$(basename "$1")
   mkdir -p "$wired"
   git -C "$wired" init -q
   out=$(cd "$wired" && run_clean "$bin" timeout 30 coord init --client claude --dry-run 2>&1) \
     || fail "coord init --dry-run: $out"
   echo "$out" | head -n 5
-  [ -z "$(ls -A "$wired" | grep -v '^\.git$')" ] || fail "coord init --dry-run wrote files: $(ls -A "$wired")"
+  local made
+  made=$(find "$wired" -mindepth 1 -maxdepth 1 ! -name .git)
+  [ -z "$made" ] || fail "coord init --dry-run wrote files: $made"
 }
 
 step "npm i -g (install scripts run): the native binary in place of the launcher"
@@ -191,7 +196,7 @@ claude_check() {
     || { results; fail "the session's edit of the file its shell's coord locked did not happen"; }
   whoami=$(results | grep -o 'claude-[A-Za-z0-9-]*' | head -n 1)
   [ -n "$whoami" ] || { results; fail "coord whoami in the session's shell did not name a claude session"; }
-  locks=$(cd "$work" && ls -A | grep '\.lock\.' || true)
+  locks=$(find "$work" -maxdepth 1 -name '*.lock.*')
   [ -z "$locks" ] || fail "the session's locks outlived it: $locks"
   echo "allowed: target.txt and shell.txt written by the session ($whoami), no lock left"
 }
