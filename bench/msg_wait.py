@@ -6,7 +6,7 @@ subscribe, then runs `coord msg send reader ...` and records how long after the 
 (the message file is published when `send` exits) the waiter exits. Prints median and p95.
 
     cargo build --release
-    bench/msg_wait.py [--rounds 50] [--bin target/<host>/release/coord]
+    bench/msg_wait.py [--rounds 50] [--bin target/release/coord]
 """
 
 import argparse

@@ -286,6 +286,22 @@ pub fn command_line(pid: u32) -> Option<Vec<String>> {
     )
 }
 
+/// The process that ran this one: its parent, or, when coord's npm launcher ran it as a child
+/// (`npm/coord-cli/launcher.js` on a Node that cannot become coord, which names itself in
+/// `COORD_LAUNCHER_PID`), the launcher's parent: the launcher is only a step on the way, like the
+/// `exec` the native binary would be.
+pub fn invoker() -> u32 {
+    let parent = std::os::unix::process::parent_id();
+    let launcher = std::env::var("COORD_LAUNCHER_PID")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok());
+    if launcher == Some(parent) {
+        parent_of(parent).unwrap_or(parent)
+    } else {
+        parent
+    }
+}
+
 /// The parent of process `pid` (read from `/proc`), `None` when it cannot be read.
 pub fn parent_of_pid(pid: u32) -> Option<u32> {
     parent_of(pid)

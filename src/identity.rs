@@ -295,7 +295,7 @@ fn registered_process(root: &Path, client: Client, id: &str) -> Option<ClientPro
 /// `None` when that is a shell itself: a hook run by hand from a terminal (`echo … | coord hook
 /// claude`) must not make the terminal a client session.
 pub fn hook_client_process() -> Option<ClientProcess> {
-    let parent = std::os::unix::process::parent_id();
+    let parent = host::invoker();
     let parent_name = host::command_name(parent);
     let (pid, name) = if parent_name
         .as_deref()

@@ -111,11 +111,7 @@ fn agent_on_command_line(ctx: &Ctx) -> anyhow::Result<Option<String>> {
 
 /// `--since`: a duration back from now, or a time.
 pub fn since(text: &str) -> Result<Timestamp, Error> {
-    if let Some(t) = clock::parse_timestamp(text) {
-        return Ok(t);
-    }
-    let d = clock::parse_duration(text)?;
-    Ok(clock::now() - chrono::Duration::from_std(d).unwrap_or_default())
+    history::since(text)
 }
 
 /// `HH:MM:SS.mmm` of an event, in the local offset it was written with.

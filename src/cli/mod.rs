@@ -39,6 +39,7 @@ mod run;
 mod session;
 mod startup;
 mod status;
+mod ui;
 mod unlock;
 mod version;
 mod watch;
@@ -136,6 +137,7 @@ enum Command {
     Who(who::WhoArgs),
     Whoami(whoami::WhoamiArgs),
     Watch(watch::WatchArgs),
+    Ui(ui::UiArgs),
     Log(log::LogArgs),
     Prune(prune::PruneArgs),
     Completions(completions::CompletionsArgs),
@@ -437,6 +439,7 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Init(args) => init::run(args, ctx),
         Command::Guard(args) => guard::run(args, ctx),
         Command::Watch(args) => watch::run(args, ctx),
+        Command::Ui(args) => ui::run(args, ctx),
         Command::Log(args) => log::run(args, ctx),
         Command::Prune(args) => prune::run(args, ctx),
         Command::Completions(args) => completions::completions(args, ctx),

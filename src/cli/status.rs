@@ -25,20 +25,18 @@ pub struct StatusArgs {
     all: bool,
 }
 
-/// How long a FINISHED agent stays in the view.
-pub const FADE_AFTER_S: u64 = 3600;
-
 pub fn run(args: StatusArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(args.dir.as_deref())?;
-    let mut st = status::collect(&ws);
-    status::add_conflicts(&mut st, &ws);
-    if !args.all {
-        fade(&mut st);
-    }
+    let st = status::document(&ws, args.all);
     if ctx.json {
         output::json(&st);
     } else if !ctx.quiet {
         output::line(&render(&st, output::color_enabled()));
+        if st.agents.iter().any(|a| a.needs_user.is_some()) || !st.waits.is_empty() {
+            output::line(
+                "\nhint: agents are waiting; `coord ui` shows who waits for whom, live in a browser",
+            );
+        }
     }
     Ok(ExitCode::Success)
 }
@@ -222,13 +220,6 @@ fn nested_rows(st: &Status) -> Vec<Vec<Cell>> {
             ]
         })
         .collect()
-}
-
-/// Leave out agents that finished over [`FADE_AFTER_S`] ago (`coord prune` removes them).
-pub fn fade(st: &mut Status) {
-    st.agents.retain(|a| {
-        a.status != "FINISHED" || a.heartbeat_age_s.is_none_or(|age| age <= FADE_AFTER_S)
-    });
 }
 
 fn needs_rows(st: &Status) -> Vec<Vec<Cell>> {

@@ -96,6 +96,7 @@ mod submodules;
 mod symlinks;
 mod takeover;
 mod timeline;
+mod ui;
 mod wait_news;
 mod waiting;
 mod watch;
