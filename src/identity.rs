@@ -272,6 +272,14 @@ pub fn env_session() -> Option<(&'static str, Client, String)> {
     })
 }
 
+/// The client session this process runs in, as a lock request carries it ([`env_session`]).
+pub fn runs_in() -> Option<crate::v3::lock::ClientSession> {
+    env_session().map(|(_, client, session)| crate::v3::lock::ClientSession {
+        client: client.as_str().to_string(),
+        session,
+    })
+}
+
 /// The live client process registered for session `id` of `client` on this host.
 fn registered_process(root: &Path, client: Client, id: &str) -> Option<ClientProcess> {
     let tag = host::host_tag();

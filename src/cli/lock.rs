@@ -65,6 +65,7 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         reason: args.reason,
         owner: session_owner(ctx),
         claims,
+        runs_in: coord::identity::runs_in(),
     };
     // A signal while waiting leaves the queue and resets WAITING before exiting 130/143/129.
     coord::wait::stop_on_signals().map_err(|e| Error::Failed {

@@ -42,6 +42,7 @@ pub fn run(args: NoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             target,
             text,
             wait,
+            runs_in: coord::identity::runs_in(),
         },
         &mut |event| progress.on_event(event),
     );

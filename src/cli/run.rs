@@ -49,6 +49,7 @@ pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         command: args.command,
         // With `-C DIR`, CMD runs in DIR, where FILE was read from (contract §1).
         dir: Some(ctx.cwd().to_path_buf()),
+        runs_in: coord::identity::runs_in(),
     };
     // One wait, then the command: a watch of the wait is closed when this process exits,
     // after the release (closing it earlier would hold the lock while the kernel tidies up).

@@ -38,7 +38,9 @@ use crate::clock::Wait;
 use crate::error::{Error, IoResultExt, Result};
 use crate::host::{self, ProcessGroup};
 use crate::pattern::Pattern;
-use crate::v3::lock::{self, Acquisition, DEFAULT_TTL, LockEvent, LockRequest, Owner};
+use crate::v3::lock::{
+    self, Acquisition, ClientSession, DEFAULT_TTL, LockEvent, LockRequest, Owner,
+};
 use crate::v3::presence;
 use crate::v3::session::KILL_GRACE;
 use crate::workspace::{AgentId, Target, Workspace};
@@ -69,6 +71,8 @@ pub struct RunRequest {
     /// The folder CMD runs in (`-C DIR`: DIR, where FILE arguments were read from); `None`:
     /// this process's own.
     pub dir: Option<std::path::PathBuf>,
+    /// The agent client's session this process runs in (see [`LockRequest::runs_in`]).
+    pub runs_in: Option<ClientSession>,
 }
 
 /// Something worth telling the user before CMD ends.
@@ -145,6 +149,7 @@ pub fn run(
         reason: Some(reason(program)),
         owner: Some(Owner::process(host::pid(), None)),
         claims: req.claims.clone(),
+        runs_in: req.runs_in.clone(),
     };
     // Ready before the wait, so that the command starts as soon as the locks are had. Listening
     // this early also forwards a signal that arrives between the acquire and the start.

@@ -217,6 +217,7 @@ fn before_edit(
         reason: Some(lock_reason(call)),
         owner: owner.cloned(),
         claims: Vec::new(),
+        runs_in: crate::identity::runs_in(),
     };
     match lock::acquire(ws, &req, &mut |_| {}) {
         Ok(_) => Ok(Reply::Allow),
@@ -487,6 +488,7 @@ fn renew(
         reason: Some(lock_reason(call)),
         owner: owner.cloned(),
         claims: Vec::new(),
+        runs_in: crate::identity::runs_in(),
     };
     lock::acquire(ws, &req, &mut |_| {}).map(|_| ())
 }

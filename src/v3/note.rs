@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::fsutil;
 use crate::host;
 use crate::record::one_line;
-use crate::v3::lock::{self, DEFAULT_TTL, Fence, LockEvent, LockRequest, Owner};
+use crate::v3::lock::{self, ClientSession, DEFAULT_TTL, Fence, LockEvent, LockRequest, Owner};
 use crate::workspace::{AgentId, Target, Workspace};
 
 /// What `coord note` asks for.
@@ -41,6 +41,8 @@ pub struct NoteRequest {
     pub text: String,
     /// How long to wait for the lock when another agent holds it.
     pub wait: Wait,
+    /// The agent client's session this process runs in (see [`LockRequest::runs_in`]).
+    pub runs_in: Option<ClientSession>,
 }
 
 /// A note written.
@@ -103,6 +105,7 @@ pub fn note(
             reason: Some("writing a note".into()),
             owner: Some(Owner::process(host::pid(), None)),
             claims: Vec::new(),
+            runs_in: req.runs_in.clone(),
         },
         on_event,
     )?;

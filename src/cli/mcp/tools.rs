@@ -164,6 +164,7 @@ impl Host {
                     target: self.one_file(args.req_str("file")?, "note")?,
                     text: args.req_str("text")?.to_string(),
                     wait: args.wait("wait_s", DEFAULT_WAIT)?,
+                    runs_in: coord::identity::runs_in(),
                 };
                 let noted = note::note(&self.ws, &req, &mut |_| {})?;
                 Ok(Done::new(note_cmd::noted_line(&noted), &noted))
@@ -277,6 +278,7 @@ impl Host {
             reason: args.str("reason")?.map(str::to_string),
             owner: Some(self.owner()),
             claims,
+            runs_in: coord::identity::runs_in(),
         };
         let got = lock::acquire(&self.ws, &req, &mut |_| {})?;
         let mut lines = output::took_over_lines(&got.acquired);

@@ -11,7 +11,7 @@ use crate::host;
 use crate::v3::presence::{self, AgentState};
 
 /// Who or what stands in the way of a lock.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Blocker {
     /// The file.
     pub file: String,

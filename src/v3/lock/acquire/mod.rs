@@ -53,7 +53,7 @@ pub struct Owner {
     pub pid: u32,
     /// The session id, when inside `coord session`.
     pub session: Option<String>,
-    /// The agent client's session the lock is taken in (see [`crate::identity`]): the lock is
+    /// The agent client's session the lock is taken in: the lock is
     /// LIVE while `pid` (the client process) lives, whatever its age.
     pub client: Option<ClientSession>,
 }
@@ -97,6 +97,9 @@ pub struct LockRequest {
     pub owner: Option<Owner>,
     /// Claims on folders and patterns, all or nothing with `targets` (see `claim`).
     pub claims: Vec<crate::pattern::Pattern>,
+    /// The agent client's session this process runs in, as its environment names it: a lock
+    /// of ours taken in that session is ours, whatever process it follows.
+    pub runs_in: Option<ClientSession>,
 }
 
 /// Something worth telling the user while acquiring.
