@@ -155,14 +155,7 @@ pub fn run(
     // this early also forwards a signal that arrives between the acquire and the start.
     let signals = Signals::listen().at("listen for signals in", ws.root())?;
     crate::history::hold_locks_taken();
-    let got = match lock::acquire(ws, &lock_req, &mut |e| on_event(RunEvent::Lock(e))) {
-        Ok(got) => got,
-        Err(e) => {
-            // Got, then failed (a backup that could not be written): the queue is left here.
-            lock::leave_queue_now(ws);
-            return Err(e);
-        }
-    };
+    let got = lock::acquire(ws, &lock_req, &mut |e| on_event(RunEvent::Lock(e)))?;
     let held: Vec<(Target, String)> = got
         .acquired
         .iter()
@@ -188,7 +181,6 @@ pub fn run(
     // Asked to stop (see `wait::stop_on_signals`) during the try that got the locks: the
     // command does not start.
     if let Some(signal) = crate::wait::stop_requested() {
-        lock::leave_queue_now(ws);
         let _ = release();
         let first = req.targets.first().map(|t| t.rel.clone());
         return Err(Error::Interrupted {
@@ -201,7 +193,6 @@ pub fn run(
     on_event(RunEvent::Locked(&got));
 
     let end = supervise(ws, req, (program, args), &signals);
-    lock::leave_queue_now(ws);
     let released = release();
     let end = end?;
     let lost = released?
@@ -243,10 +234,8 @@ fn supervise(
         command.process_group(0);
     }
     let spawned = command.spawn();
-    // Started (or not): the history says the locks were taken, then a ticket the acquire kept
-    // in the queue goes.
+    // Started (or not): the history says the locks were taken.
     crate::history::write_held();
-    lock::leave_queue_now(ws);
     let mut child = match spawned {
         Ok(child) => child,
         Err(e) => return Ok(RunEnd::NotStarted(e)),

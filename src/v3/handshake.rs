@@ -153,7 +153,6 @@ pub fn render(blocks: &[Block]) -> String {
 /// Agent `id`'s handshake blocks; `Ok(None)` when it has no file.
 ///
 /// # Errors
-///
 /// [`Unreadable`] when the file exists but cannot be read.
 pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Vec<Block>>, Unreadable> {
     match fsutil::read_text_capped(&layout::handshake(root, id), RECORD_CAP) {
@@ -241,7 +240,6 @@ impl Round {
 /// `also` names peers to keep in the round even if they went inactive (a wait's first peers).
 ///
 /// # Errors
-///
 /// [`Error::Corrupt`] when this agent's own file cannot be read (nothing is written then);
 /// [`Error::Io`] when it cannot be written.
 pub fn step(ws: &Workspace, agent: &AgentId, also: &[String]) -> Result<Round> {
@@ -323,7 +321,6 @@ pub fn step(ws: &Workspace, agent: &AgentId, also: &[String]) -> Result<Round> {
 /// (and every [`RECHECK`]).
 ///
 /// # Errors
-///
 /// [`Error::Refused`] when `wait` ends first, naming the peers that did not answer; as [`step`].
 pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Round> {
     let watch = FolderWatch::new(&[ws.root().to_path_buf()]);

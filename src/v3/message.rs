@@ -60,7 +60,6 @@ impl Recipient {
     /// Parse `all` or an agent name (case is ignored, as for `--agent`).
     ///
     /// # Errors
-    ///
     /// [`Error::InvalidAgent`] for anything else; nothing is written.
     pub fn parse(text: &str) -> Result<Recipient> {
         if text.eq_ignore_ascii_case(ALL) {
@@ -189,7 +188,6 @@ fn new_id() -> String {
 /// Store a message from `from` to `to`; returns it with its new id.
 ///
 /// # Errors
-///
 /// [`Error::BadInput`] for an empty or too large body (nothing is written);
 /// [`Error::NoArbitration`] where no arbitration holds (nothing is written);
 /// [`Error::Io`] when the file cannot be written.
@@ -311,7 +309,6 @@ pub fn inbox(ws: &Workspace, agent: &AgentId) -> Inbox {
 /// [`inbox`], failing when the message folder cannot be listed.
 ///
 /// # Errors
-///
 /// [`Error::Io`] naming the folder.
 pub fn try_inbox(ws: &Workspace, agent: &AgentId) -> Result<Inbox> {
     let (all, skipped) = try_scan(ws.root())?;
@@ -348,7 +345,6 @@ pub fn unread_counts(
 /// Message `id`, marked read for `agent` when it is one of its recipients.
 ///
 /// # Errors
-///
 /// [`Error::BadInput`] when there is no message `id`; [`Error::Corrupt`] when its file cannot be
 /// read as a message; [`Error::Io`] when the read mark cannot be written.
 pub fn read(ws: &Workspace, agent: &AgentId, id: &str) -> Result<InboxEntry> {
@@ -385,7 +381,6 @@ pub fn read(ws: &Workspace, agent: &AgentId, id: &str) -> Result<InboxEntry> {
 /// Returns the inbox, which holds at least one unread message.
 ///
 /// # Errors
-///
 /// [`Error::Refused`] when the wait ends without an unread message; [`Error::Io`] when the message
 /// folder cannot be created.
 pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Inbox> {

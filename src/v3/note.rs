@@ -71,7 +71,6 @@ pub fn format_line(now: &Timestamp, agent: &AgentId, text: &str) -> String {
 /// Append a note to `req.target` under its lock (see the module docs).
 ///
 /// # Errors
-///
 /// [`Error::BadInput`] for an empty note; the errors of [`lock::acquire`] when the lock cannot be
 /// had ([`Error::LockHeld`], [`Error::WaitTimedOut`], exit 3); [`Error::Refused`] when the lock was
 /// lost before the append; [`Error::Io`] when the file cannot be appended to.

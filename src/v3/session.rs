@@ -39,7 +39,6 @@ pub const KILL_GRACE: Duration = Duration::from_secs(10);
 /// The heartbeat interval: [`HEARTBEAT_ENV`] when set, else [`HEARTBEAT_EVERY`].
 ///
 /// # Errors
-///
 /// [`Error::BadDuration`](crate::Error::BadDuration) when the variable is set but is not a
 /// duration above zero.
 pub fn heartbeat_interval() -> Result<Duration> {
@@ -79,7 +78,6 @@ pub fn child_env(
 /// only if its token is unchanged.
 ///
 /// # Errors
-///
 /// [`Error::Io`](crate::Error::Io) when a lock file cannot be removed.
 pub fn release_locks(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<Vec<Release>> {
     let held = lock::session_locks(ws, agent, session_id);

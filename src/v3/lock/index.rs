@@ -31,7 +31,6 @@ use crate::layout;
 /// and calls this before it publishes the lock file.
 ///
 /// # Errors
-///
 /// [`Error::Io`](crate::error::Error::Io) when the entry cannot be made.
 pub(super) fn note(root: &Path, rel: &str, agent: &str) -> Result<()> {
     let (path, hashed) = layout::held_entry(root, rel, agent);

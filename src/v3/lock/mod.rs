@@ -58,8 +58,7 @@ mod takeover;
 
 pub use acquire::{
     Acquired, Acquisition, Blocker, ClientSession, Follows, LockEvent, LockRequest, Owner,
-    TakeOver, acquire, format_since, leave_queue_now, leave_queue_once_started, seen_holder,
-    working_text,
+    TakeOver, acquire, format_since, seen_holder, working_text,
 };
 pub use judge::{classify, describe_problem, problems};
 pub use release::{

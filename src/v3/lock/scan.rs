@@ -25,7 +25,6 @@ pub fn locks_of(target: &Target) -> Vec<LockEntry> {
 /// listed (a folder coord cannot read is not a folder without locks).
 ///
 /// # Errors
-///
 /// [`Error::Io`](crate::error::Error::Io) naming the folder.
 pub fn try_locks_of(target: &Target) -> Result<Vec<LockEntry>> {
     let roster = root_of(target).map(|root| lookup_roster(&root));
@@ -226,7 +225,6 @@ fn roster(root: &Path) -> Vec<String> {
 /// yet.
 ///
 /// # Errors
-///
 /// [`Error::Io`](crate::error::Error::Io) when the roster cannot be written.
 pub(crate) fn join_roster(root: &Path, ids: &[String], id: &str) -> Result<()> {
     if ids.iter().any(|i| i == id) {
@@ -269,9 +267,9 @@ pub fn scan_tree(ws: &Workspace) -> Vec<LockEntry> {
     found
 }
 
-/// The lock files of one work tree.
+/// The lock files of one work tree (unsorted).
 fn scan_one(ws: &Workspace) -> Vec<LockEntry> {
-    let mut found = walk_unignored(ws);
+    let mut found = walk_unignored(ws, "");
     let seen: HashSet<PathBuf> = found.iter().map(|e| e.lock_path.clone()).collect();
     for (rel, agent) in index::entries(ws.root()) {
         let path = layout::lock_file(&ws.root().join(&rel), &agent);
@@ -279,14 +277,6 @@ fn scan_one(ws: &Workspace) -> Vec<LockEntry> {
             found.extend(LockEntry::read(path, rel, agent));
         }
     }
-    found.sort_by(|a, b| {
-        (a.file.as_str(), a.agent.as_str(), &a.lock_path).cmp(&(
-            b.file.as_str(),
-            b.agent.as_str(),
-            &b.lock_path,
-        ))
-    });
-    found.dedup_by(|a, b| a.lock_path == b.lock_path);
     found
 }
 
@@ -295,30 +285,24 @@ fn scan_one(ws: &Workspace) -> Vec<LockEntry> {
 /// own tree, found by the walk [`scan_tree`] makes (folders git ignores are not entered). Taking
 /// a claim looks here for locks made by hand in the folders it claims: they are in no index.
 pub(super) fn scan_folder(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
-    let mut found = walk_unignored_under(ws, rel_dir);
+    let mut found = walk_unignored(ws, rel_dir);
     for tree in crate::worktree::others(ws.root()) {
-        found.extend(walk_unignored_under(&Workspace::at(tree.top), rel_dir));
+        found.extend(walk_unignored(&Workspace::at(tree.top), rel_dir));
     }
     found
 }
 
-/// The lock files in the folders of the workspace that git does not ignore (every folder
-/// outside a git work tree), read by a walk (`ignore`, ripgrep's walker). Only the folders are
-/// judged by the ignore rules: a lock file is found in a folder that is walked even when its own
-/// name is ignored (coord's `.gitignore` lines ignore `*.lock.*`).
-fn walk_unignored(ws: &Workspace) -> Vec<LockEntry> {
-    walk_unignored_under(ws, "")
-}
-
-/// [`walk_unignored`] from the folder `rel_dir` of the workspace down (nothing when it is not
-/// a folder; the ignore rules of the folders above it still apply).
-fn walk_unignored_under(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
+/// The lock files under the folder `rel_dir` (empty: the whole tree) that git does not ignore
+/// (every folder outside a git work tree), read by a walk (`ignore`, ripgrep's walker). Only
+/// the folders are judged by the ignore rules: a lock file is found in a folder that is walked
+/// even when its own name is ignored (coord's `.gitignore` lines ignore `*.lock.*`).
+fn walk_unignored(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
     let excludes = crate::worktree::enclosing_common_dir(ws.root())
         .and_then(|common| crate::gitconfig::excludes_file(Some(&common)));
     walk_tree(ws, rel_dir, excludes.as_deref())
 }
 
-/// The walk of [`walk_unignored_under`], honouring the user's own ignore file `excludes`.
+/// The walk of [`walk_unignored`], honouring the user's own ignore file `excludes`.
 fn walk_tree(ws: &Workspace, rel_dir: &str, excludes: Option<&Path>) -> Vec<LockEntry> {
     use ignore::{WalkBuilder, WalkState, overrides::OverrideBuilder};
     let root = ws.root();

@@ -121,7 +121,6 @@ impl Row {
     /// Parse row `id`'s file text (the id in the file name is authoritative).
     ///
     /// # Errors
-    ///
     /// A description of what is missing or wrong.
     pub fn parse(id: u64, text: &str) -> std::result::Result<Row, String> {
         let rec = Record::parse(text);
@@ -432,7 +431,6 @@ pub struct Crashed {
 /// (ACTIVE, `working_on` = task), and look who else is around. All under the workspace mutex.
 ///
 /// # Errors
-///
 /// [`Error::Io`] when the stamp card or the presence cannot be written.
 pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
     let root = ws.root();
@@ -529,7 +527,6 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
 /// marked crashed meanwhile (the machine slept) comes back `online`.
 ///
 /// # Errors
-///
 /// [`Error::Io`] when a file cannot be written.
 pub fn heartbeat(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<()> {
     let _mutex = ws.lock_mutex()?;
@@ -542,7 +539,6 @@ pub fn heartbeat(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<()
 /// that heartbeats by hand is not marked crashed by its next startup.
 ///
 /// # Errors
-///
 /// [`Error::Io`] when a row cannot be written.
 pub fn refresh_partner(root: &Path, agent: &AgentId, session: Option<&str>) -> Result<()> {
     touch(root, agent, session, false)
@@ -591,7 +587,6 @@ pub struct Shutdown {
 /// and mark the presence FINISHED unless another session of the partner is still online.
 ///
 /// # Errors
-///
 /// [`Error::Io`] when a lock, row or the presence cannot be written.
 pub fn shutdown(ws: &Workspace, agent: &AgentId, scope: Scope<'_>) -> Result<Shutdown> {
     let released = match scope {

@@ -110,10 +110,7 @@ impl<'a> Try<'a> {
         mine.held = own_locks_listed(ws, &req.agent, mine.presence.as_ref());
         // Only the claims that can matter are judged: ours, and those that match a target or
         // overlap a claim asked for.
-        let keys: Vec<&str> = (targets.iter().map(|t| t.rel.as_str()))
-            .chain(req.claims.iter().map(Pattern::as_str))
-            .collect();
-        let (mut claims, unrelated) = claim::read_for(root, me, &keys);
+        let (mut claims, unrelated) = claim::read_for(root);
         for c in &mut claims {
             if c.entry.agent == me
                 || targets.iter().any(|t| c.pattern.matches(&t.rel))
@@ -128,11 +125,10 @@ impl<'a> Try<'a> {
             .collect();
         // Claim waiters stand in line for every file their pattern matches; a claim stands in
         // line behind every waiter for what it overlaps.
-        let waiters = if req.claims.is_empty() && mine.claims.is_empty() {
-            queue::claim_waiters(root)
-        } else {
-            queue::waiters(root)
-        };
+        let mut waiters = queue::waiters(root);
+        if req.claims.is_empty() && mine.claims.is_empty() {
+            waiters.retain(|w| w.claim);
+        }
         Try {
             ws,
             req,
@@ -182,8 +178,7 @@ impl<'a> Try<'a> {
     /// claims hold): it waits for us, and letting it block us would deadlock both.
     fn waits_for_me(&self, seq: u64) -> bool {
         let held = &self.mine.held;
-        queue::waits_for_any(self.ws, seq, held)
-            || queue::waits_for_any_claim(self.ws.root(), seq, &self.mine.claims)
+        queue::waits_for_any(self.ws.root(), seq, held, &self.mine.claims)
             || (self.waiters.iter().filter(|x| x.seq == seq)).any(|x| match x.claim {
                 true => Pattern::parse(&x.file).is_ok_and(|p| {
                     held.iter().any(|h| p.matches(h))

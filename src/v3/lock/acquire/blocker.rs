@@ -50,18 +50,18 @@ pub struct Follows {
     pub client: bool,
 }
 
+/// What a waiter is told about: who is in the way, in what state, until when. A change in any
+/// of these is worth a line.
+pub(super) type Situation = (
+    String,
+    usize,
+    Option<AgentState>,
+    Option<Follows>,
+    Option<Timestamp>,
+);
+
 impl Blocker {
-    /// What a waiter is told about: who is in the way, in what state, until when. A change in
-    /// any of these is worth a line.
-    pub fn situation(
-        &self,
-    ) -> (
-        String,
-        usize,
-        Option<AgentState>,
-        Option<Follows>,
-        Option<Timestamp>,
-    ) {
+    pub(super) fn situation(&self) -> Situation {
         (
             self.holder.clone(),
             self.queued_ahead,

@@ -21,7 +21,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use self::attempt::attempt;
-use self::blocker::blocked_error;
+use self::blocker::{Situation, blocked_error};
 use self::line::{Waiting, deadlock, settle};
 use self::wake::{Probe, Waits, sleep, watch_for, worth_a_try};
 use super::release::release_tokens;
@@ -36,15 +36,6 @@ use crate::v3::queue;
 use crate::wait::Deadline;
 use crate::wait::handoff;
 use crate::workspace::{AgentId, Target, Workspace};
-
-/// What a waiter was told stands in the way.
-type Situation = (
-    String,
-    usize,
-    Option<presence::AgentState>,
-    Option<Follows>,
-    Option<crate::clock::Timestamp>,
-);
 
 /// A lock tied to a process: stale the moment that process is gone.
 #[derive(Debug, Clone)]
@@ -206,7 +197,6 @@ enum Attempt {
 /// Acquire all of `req.targets` or none, waiting as `req.wait` allows; then write backups.
 ///
 /// # Errors
-///
 /// [`Error::BadPath`] when a target exists but is not a regular file (nothing is written);
 /// [`Error::LockHeld`] when not waiting and a target is held; [`Error::Deadlock`] when waiting
 /// would close a cycle of agents waiting for each other; [`Error::WaitTimedOut`] when the
@@ -268,41 +258,46 @@ pub fn acquire(
     }
     let mut acquired = got;
     if req.backup {
-        for (a, target) in acquired.iter_mut().zip(&targets) {
-            // `FILE.bak` holds FILE as it was before its current holder's edit: a refresh
-            // leaves it (FILE may hold our edit by now), and a takeover of a stale lock keeps
-            // what its crashed holder's backup holds (FILE may be half-written).
-            if a.refreshed {
-                a.backup = backup::existing(target);
-                continue;
-            }
-            // Only a lock's holder may have left the file half-edited: a stale claim taken over
-            // says nothing about this file's backup.
-            if a.took_over.iter().any(|t| t.claim.is_none())
-                && let Some(kept) = backup::existing(target)
-            {
-                a.backup = Some(kept);
-                a.backup_kept = true;
-                continue;
-            }
+        back_up(ws, req, &targets, &mut acquired)?;
+    }
+    Ok(Acquisition {
+        acquired,
+        waited_ms: started.elapsed().as_millis() as u64,
+    })
+}
+
+/// Write `FILE.bak` for each lock just taken. It holds FILE as it was before its current
+/// holder's edit: a refresh leaves it (FILE may hold our edit by now), and a takeover of a
+/// stale lock keeps what its crashed holder's backup holds (FILE may be half-written; a stale
+/// claim taken over says nothing about it). A backup that fails releases every lock taken.
+fn back_up(
+    ws: &Workspace,
+    req: &LockRequest,
+    targets: &[Target],
+    acquired: &mut [Acquired],
+) -> Result<()> {
+    for (i, target) in targets.iter().enumerate() {
+        let a = &mut acquired[i];
+        let kept = backup::existing(target);
+        if a.refreshed {
+            a.backup = kept;
+        } else if let Some(kept) = kept.filter(|_| a.took_over.iter().any(|t| t.claim.is_none())) {
+            a.backup = Some(kept);
+            a.backup_kept = true;
+        } else {
             match backup::write(ws.root(), target) {
                 Ok(b) => a.backup = b,
                 Err(e) => {
-                    let tokens: Vec<(Target, String)> = targets
-                        .iter()
-                        .cloned()
-                        .zip(acquired.iter().map(|a| a.token.clone()))
-                        .collect();
+                    let tokens = acquired.iter().map(|a| a.token.clone());
+                    let tokens: Vec<(Target, String)> =
+                        targets.iter().cloned().zip(tokens).collect();
                     let _ = release_tokens(ws, &req.agent, &tokens);
                     return Err(e);
                 }
             }
         }
     }
-    Ok(Acquisition {
-        acquired,
-        waited_ms: started.elapsed().as_millis() as u64,
-    })
+    Ok(())
 }
 
 /// The least an acquire waits for the workspace mutex, even when it does not wait for locks:
@@ -320,8 +315,7 @@ pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Optio
     let mut cache = presence::StateCache::default();
     let root = ws.root();
     let me = agent.id();
-    let keys: Vec<&str> = targets.iter().map(|t| t.rel.as_str()).collect();
-    let (mut claims, _) = super::claim::read_for(root, me, &keys);
+    let (mut claims, _) = super::claim::read_for(root);
     targets.iter().find_map(|t| {
         let mut entries = super::locks_of(t);
         super::classify(root, &mut entries, &mut cache, &now);
@@ -340,45 +334,6 @@ pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Optio
                     .then(|| blocker::claim_blocker(root, c, &t.rel, &now))
             })
     })
-}
-
-/// Tickets of acquires that got their locks, waiting for [`leave_queue_now`]; `None` until
-/// [`leave_queue_once_started`].
-static LEFT_LATER: std::sync::Mutex<Option<Vec<queue::Tickets>>> = std::sync::Mutex::new(None);
-
-fn left_later() -> std::sync::MutexGuard<'static, Option<Vec<queue::Tickets>>> {
-    LEFT_LATER.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// From now on, an acquire that gets its locks after waiting leaves the queue only when
-/// [`leave_queue_now`] is called, not under the mutex it published them under. For a process
-/// that starts a command once it holds the locks (`coord run`): removing a ticket wakes every
-/// waiter behind it, which then compete for the processor with the command's start. Until then
-/// the ticket stands where the lock it waited for is held by its own process: nobody behind it
-/// could have had the file meanwhile.
-pub fn leave_queue_once_started() {
-    left_later().get_or_insert_default();
-}
-
-/// Leave the queue for the acquires that got their locks (see [`leave_queue_once_started`]).
-/// Best effort: a ticket left behind is judged dead once its process is gone.
-pub fn leave_queue_now(ws: &Workspace) {
-    let later = left_later()
-        .as_mut()
-        .map(std::mem::take)
-        .unwrap_or_default();
-    if later.is_empty() {
-        return;
-    }
-    match ws.lock_mutex() {
-        Ok(_mutex) => {
-            for tickets in &later {
-                queue::leave(tickets);
-            }
-        }
-        // Kept for the next call (the end of `coord run` tries again).
-        Err(_) => left_later().get_or_insert_default().extend(later),
-    }
 }
 
 /// The state of one acquire across its tries.
@@ -443,10 +398,7 @@ impl Tries<'_> {
                             handoff::rekey(ticket, &layout::lock_file(&target.abs, req.agent.id()));
                         }
                     }
-                    match left_later().as_mut() {
-                        Some(later) => later.push(t),
-                        None => queue::leave(&t),
-                    }
+                    queue::leave(&t);
                 }
             }
             Attempt::Busy(_) if self.may_wait && !self.deadline.passed() => {
