@@ -95,16 +95,3 @@ pub fn exit_code_of(code: Option<i32>, signal: Option<i32>) -> i32 {
         (None, None) => 1,
     }
 }
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn exit_codes_follow_the_shell() {
-        assert_eq!(exit_code_of(Some(0), None), 0);
-        assert_eq!(exit_code_of(Some(7), None), 7);
-        assert_eq!(exit_code_of(None, Some(9)), 137);
-        assert_eq!(exit_code_of(None, Some(15)), 143);
-    }
-}

@@ -205,6 +205,8 @@ pub fn cycles(edges: &[WaitEdge]) -> Vec<Vec<WaitEdge>> {
     found
 }
 
+/// A cycle of two or more is found from any of its agents, a chain is no cycle (tests/cli
+/// `deadlock`); these pin what the CLI cannot set up: a cycle that does not run through us.
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -220,35 +222,11 @@ mod tests {
     }
 
     #[test]
-    fn a_cycle_of_two_is_found_from_either_end() {
-        let edges = vec![e("a", "y", "b"), e("b", "x", "a")];
-        let c = cycle_through("a", &edges).unwrap();
-        assert_eq!(c, vec![e("a", "y", "b"), e("b", "x", "a")]);
-        let c = cycle_through("b", &edges).unwrap();
-        assert_eq!(c, vec![e("b", "x", "a"), e("a", "y", "b")]);
-        assert_eq!(cycles(&edges).len(), 1);
-    }
-
-    #[test]
-    fn a_long_cycle_is_found_and_a_chain_is_not_a_cycle() {
-        let chain = vec![e("a", "y", "b"), e("b", "z", "c"), e("c", "w", "d")];
-        assert_eq!(cycle_through("a", &chain), None);
-        assert!(cycles(&chain).is_empty());
-        let mut ring = chain.clone();
-        ring.push(e("d", "x", "a"));
-        let c = cycle_through("a", &ring).unwrap();
-        assert_eq!(c.len(), 4);
-        assert_eq!(c[0].agent, "a");
-        assert_eq!(c[3].holder, "a");
-        for pair in c.windows(2) {
-            assert_eq!(pair[0].holder, pair[1].agent);
-        }
-    }
-
-    #[test]
     fn a_cycle_elsewhere_is_not_ours() {
         let edges = vec![e("a", "y", "b"), e("b", "x", "c"), e("c", "z", "b")];
         assert_eq!(cycle_through("a", &edges), None);
         assert_eq!(cycles(&edges).len(), 1);
+        // A cycle is listed once, not once per agent in it.
+        assert_eq!(cycles(&[e("a", "y", "b"), e("b", "x", "a")]).len(), 1);
     }
 }

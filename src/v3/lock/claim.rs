@@ -131,20 +131,8 @@ fn parse_block(path: &Path, block: &str) -> Option<LockEntry> {
         .or_else(|| record.get_nonempty("Agent")))
     .map(str::to_ascii_lowercase)
     .unwrap_or_default();
-    Some(LockEntry {
-        lock_path: path.to_path_buf(),
-        file: pattern,
-        agent,
-        raw: Some(block.as_bytes().to_vec()),
-        since: record
-            .get_nonempty("locked_at")
-            .and_then(clock::parse_timestamp),
-        record: Some(record),
-        mtime: None,
-        problem: None,
-        state: LockState::Live,
-        stale_why: None,
-    })
+    let raw = Some(block.as_bytes().to_vec());
+    Some(LockEntry::new(path.to_path_buf(), pattern, agent, raw))
 }
 
 /// The holder of claim `e` as a refusal names it: `Claude (claim `src/auth/**`)`, with the

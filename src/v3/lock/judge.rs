@@ -27,19 +27,13 @@ pub fn classify(root: &Path, entries: &mut [LockEntry], cache: &mut StateCache, 
             LockState::Live
         };
     }
-    let mut i = 0;
-    while i < entries.len() {
-        let j = i + entries[i..]
-            .iter()
-            .take_while(|e| e.file == entries[i].file)
-            .count();
-        let group = &mut entries[i..j];
-        if group.iter().filter(|e| e.state != LockState::Stale).count() >= 2 {
+    for group in entries.chunk_by_mut(|a, b| a.file == b.file) {
+        let live = || group.iter().filter(|e| e.state != LockState::Stale).count();
+        if live() >= 2 {
             for e in group.iter_mut().filter(|e| e.state != LockState::Stale) {
                 e.state = LockState::Conflict;
             }
         }
-        i = j;
     }
 }
 

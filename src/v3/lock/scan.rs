@@ -76,6 +76,39 @@ pub(crate) fn folder_listings() -> usize {
 /// thousands of files of one folder costs one listing, not one per file.
 pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Vec<Vec<LockEntry>>> {
     let mut out: Vec<Vec<LockEntry>> = vec![Vec::new(); targets.len()];
+    let root = targets.first().and_then(root_of);
+    // Where lookups may be answered by a cache, a listed lock that will not open is asked of
+    // the server (`LockEntry::read_listed`).
+    let network =
+        (root.as_ref()).is_some_and(|r| arbiter::policy(r).is_ok_and(|p| p.exact_lookups));
+    list_folders(targets, how, network, &mut out)?;
+    // The same paths in the other work trees of the repository: a lock there holds the file
+    // here too.
+    if let Some(root) = root.filter(|_| !how.this_tree_only) {
+        list_other_trees(&root, targets, &mut out);
+    }
+    // A listing may come from a cache that has not seen another machine's new lock yet: where
+    // that can happen, every agent on the roster is also looked up by its exact lock name.
+    for (target, found) in targets.iter().zip(out.iter_mut()) {
+        for id in how.roster {
+            let path = layout::lock_file(&target.abs, id);
+            if how.except == Some(id.as_str()) || found.iter().any(|e| e.lock_path == path) {
+                continue;
+            }
+            found.extend(LockEntry::read(path, target.rel.clone(), id.clone()));
+        }
+        found.sort_by(|a, b| a.agent.cmp(&b.agent));
+    }
+    Ok(out)
+}
+
+/// The lock files in the folders of `targets` (each listed once), into `out`.
+fn list_folders(
+    targets: &[Target],
+    how: Listing<'_>,
+    network: bool,
+    out: &mut [Vec<LockEntry>],
+) -> Result<()> {
     // Folder → (base name → the targets of that name), in first-seen order.
     let mut folders: Vec<(&Path, HashMap<&str, Vec<usize>>)> = Vec::new();
     let mut folder_of: HashMap<&Path, usize> = HashMap::new();
@@ -92,12 +125,6 @@ pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Ve
         });
         folders[at].1.entry(base).or_default().push(i);
     }
-    // Where lookups may be answered by a cache, a listed lock that will not open is asked of
-    // the server (`LockEntry::read_listed`).
-    let network = targets
-        .first()
-        .and_then(root_of)
-        .is_some_and(|root| arbiter::policy(&root).is_ok_and(|p| p.exact_lookups));
     let read = if network {
         LockEntry::read_listed
     } else {
@@ -128,46 +155,33 @@ pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Ve
             }
         }
     }
-    // The same paths in the other work trees of the repository (one listing of each folder
-    // that exists there): a lock there holds the file here too.
-    if let Some(root) = targets.first().and_then(root_of)
-        && !how.this_tree_only
-    {
-        for tree in crate::worktree::others(&root) {
-            for (i, target) in targets.iter().enumerate() {
-                let (Some(rel_dir), Some(base)) = (
-                    Path::new(&target.rel).parent(),
-                    target.abs.file_name().and_then(|n| n.to_str()),
-                ) else {
-                    continue;
-                };
-                let dir = tree.top.join(rel_dir);
-                let Ok(names) = fsutil::list_names(&dir) else {
-                    continue;
-                };
-                for name in names {
-                    if let Some((b, agent)) = name.to_str().and_then(layout::parse_lock_name)
-                        && b == base
-                    {
-                        out[i].extend(LockEntry::read(dir.join(&name), target.rel.clone(), agent));
-                    }
+    Ok(())
+}
+
+/// The lock files of `targets`' paths in the other work trees of `root`'s repository (one
+/// listing of each folder that exists there), into `out`.
+fn list_other_trees(root: &Path, targets: &[Target], out: &mut [Vec<LockEntry>]) {
+    for tree in crate::worktree::others(root) {
+        for (i, target) in targets.iter().enumerate() {
+            let (Some(rel_dir), Some(base)) = (
+                Path::new(&target.rel).parent(),
+                target.abs.file_name().and_then(|n| n.to_str()),
+            ) else {
+                continue;
+            };
+            let dir = tree.top.join(rel_dir);
+            let Ok(names) = fsutil::list_names(&dir) else {
+                continue;
+            };
+            for name in names {
+                if let Some((b, agent)) = name.to_str().and_then(layout::parse_lock_name)
+                    && b == base
+                {
+                    out[i].extend(LockEntry::read(dir.join(&name), target.rel.clone(), agent));
                 }
             }
         }
     }
-    // A listing may come from a cache that has not seen another machine's new lock yet: where
-    // that can happen, every agent on the roster is also looked up by its exact lock name.
-    for (target, found) in targets.iter().zip(out.iter_mut()) {
-        for id in how.roster {
-            let path = layout::lock_file(&target.abs, id);
-            if how.except == Some(id.as_str()) || found.iter().any(|e| e.lock_path == path) {
-                continue;
-            }
-            found.extend(LockEntry::read(path, target.rel.clone(), id.clone()));
-        }
-        found.sort_by(|a, b| a.agent.cmp(&b.agent));
-    }
-    Ok(out)
 }
 
 /// The lock files of each of `targets` (in their order), unjudged, each sorted by agent; each

@@ -8,20 +8,13 @@ use crate::host;
 use crate::v3::presence::StateCache;
 
 fn entry(file: &str, agent: &str, text: &str) -> LockEntry {
-    let record = Record::parse(text);
-    let since = record.get("locked_at").and_then(clock::parse_timestamp);
-    LockEntry {
-        lock_path: PathBuf::from(format!("/nonexistent/{file}.lock.{agent}")),
-        file: file.into(),
-        agent: agent.into(),
-        record: Some(record),
-        raw: Some(text.as_bytes().to_vec()),
-        mtime: None,
-        problem: None,
-        since,
-        state: LockState::Live,
-        stale_why: None,
-    }
+    let path = PathBuf::from(format!("/nonexistent/{file}.lock.{agent}"));
+    LockEntry::new(
+        path,
+        file.into(),
+        agent.into(),
+        Some(text.as_bytes().to_vec()),
+    )
 }
 
 /// Age against the TTL (inclusive bounds, either way in time) decides, with no presence to

@@ -25,7 +25,7 @@ use self::blocker::{Situation, blocked_error};
 use self::line::{Waiting, deadlock, settle};
 use self::wake::{Probe, Waits, sleep, watch_for, worth_a_try};
 use super::release::release_tokens;
-use crate::arbiter::Policy;
+use crate::arbiter::{Guard, Policy};
 use crate::clock::Wait;
 use crate::error::{Error, Result};
 use crate::fsutil;
@@ -389,57 +389,63 @@ impl Tries<'_> {
             &mut self.mine,
         )?;
         match &attempt {
-            Attempt::Got(_) => {
-                if let Some(t) = self.waiting.tickets.take() {
-                    if handoff::holds_locks() {
-                        // The waiter behind us sleeps until we release, not just until we
-                        // leave the line (tickets are in the order of the targets).
-                        for (ticket, target) in t.paths.iter().zip(targets) {
-                            handoff::rekey(ticket, &layout::lock_file(&target.abs, req.agent.id()));
-                        }
-                    }
-                    queue::leave(&t);
-                }
-            }
+            Attempt::Got(_) => self.leave_line(),
             Attempt::Busy(_) if self.may_wait && !self.deadline.passed() => {
-                // Every time we would wait (the first time and after every wake-up, so the
-                // last one to close a cycle sees it even when it formed while we waited). A
-                // cycle through us needs a lock of ours that someone waits for: holding none
-                // (of the locks our presence lists), there is nothing to look for, and the
-                // queues and locks of the whole folder are not read under the mutex.
-                if (!self.mine.held.is_empty() || !self.mine.claims.is_empty())
-                    && let Some(err) = deadlock(ws, req, targets, self.waiting.tickets.as_ref())
-                {
-                    if let Some(t) = self.waiting.tickets.take() {
-                        settle(ws, &req.agent, &t);
-                    }
-                    return Err(crate::history::refused(ws.root(), req, err));
-                }
-                if self.waiting.tickets.is_none() {
-                    let claims: Vec<String> =
-                        req.claims.iter().map(|c| c.as_str().to_string()).collect();
-                    let tickets =
-                        queue::register_with_claims(ws.root(), &req.agent, targets, &claims)?;
-                    // Fencing: a number drawn under a lost lease may repeat one drawn since.
-                    if !mutex.still_held() {
-                        queue::leave(&tickets);
-                        return Ok(Attempt::Fenced);
-                    }
-                    self.waiting.tickets = Some(tickets);
-                    presence::write_over(
-                        ws.root(),
-                        &req.agent,
-                        self.mine.presence.as_ref(),
-                        &presence::Update {
-                            lock_status: Some(LockStatus::Waiting),
-                            ..Default::default()
-                        },
-                    )?;
+                if let Some(fenced) = self.line_up(&mutex)? {
+                    return Ok(fenced);
                 }
             }
             Attempt::Busy(_) | Attempt::Fenced => {}
         }
         Ok(attempt)
+    }
+
+    /// Got the locks: leave the queue. The waiter behind us sleeps until we release, not just
+    /// until we leave the line (tickets are in the order of the targets).
+    fn leave_line(&mut self) {
+        let Some(t) = self.waiting.tickets.take() else {
+            return;
+        };
+        if handoff::holds_locks() {
+            for (ticket, target) in t.paths.iter().zip(self.targets) {
+                handoff::rekey(ticket, &layout::lock_file(&target.abs, self.req.agent.id()));
+            }
+        }
+        queue::leave(&t);
+    }
+
+    /// About to wait: refuse a deadlock, else take a ticket (the first time) and say `WAITING`.
+    /// A ticket drawn under a lost lease is given back and the try reported as fenced.
+    fn line_up(&mut self, mutex: &Guard) -> Result<Option<Attempt>> {
+        let (ws, req, targets) = (self.ws, self.req, self.targets);
+        // Every time we would wait, so the last one to close a cycle sees it even when it
+        // formed while we waited. A cycle through us needs a lock or claim of ours that someone
+        // waits for: holding none, the queues and locks of the folder are not read.
+        if (!self.mine.held.is_empty() || !self.mine.claims.is_empty())
+            && let Some(err) = deadlock(ws, req, targets, self.waiting.tickets.as_ref())
+        {
+            if let Some(t) = self.waiting.tickets.take() {
+                settle(ws, &req.agent, &t);
+            }
+            return Err(crate::history::refused(ws.root(), req, err));
+        }
+        if self.waiting.tickets.is_some() {
+            return Ok(None);
+        }
+        let claims: Vec<String> = req.claims.iter().map(|c| c.as_str().to_string()).collect();
+        let tickets = queue::register_with_claims(ws.root(), &req.agent, targets, &claims)?;
+        // Fencing: a number drawn under a lost lease may repeat one drawn since.
+        if !mutex.still_held() {
+            queue::leave(&tickets);
+            return Ok(Some(Attempt::Fenced));
+        }
+        self.waiting.tickets = Some(tickets);
+        let waiting = presence::Update {
+            lock_status: Some(LockStatus::Waiting),
+            ..Default::default()
+        };
+        presence::write_over(ws.root(), &req.agent, self.mine.presence.as_ref(), &waiting)?;
+        Ok(None)
     }
 
     /// After a try found `blocker` in the way: give up when not waiting or past the deadline;
@@ -470,45 +476,30 @@ impl Tries<'_> {
             return Err(crate::history::refused(ws.root(), self.req, err));
         }
         let claims_involved = blocker.pattern.is_some() || !self.req.claims.is_empty();
-        let situation = blocker.situation();
-        match &self.told {
-            None => {
-                crate::history::waiting(ws.root(), self.req, &blocker.file, &blocker.holder);
-                on_event(&LockEvent::Waiting(blocker));
-            }
-            Some(told) if *told != situation => on_event(&LockEvent::Changed(blocker)),
-            Some(_) => {}
-        }
-        self.told = Some(situation);
+        self.tell(blocker, on_event);
         if claims_involved {
             // A claim is in the way, or asked for: `.coord/claims` and the claim queues are
             // looked at again shortly (claims are few; a try reads one small file).
             std::thread::sleep(self.deadline.next_sleep(CLAIM_RECHECK));
-            if let Some(signal) = crate::wait::stop_requested() {
-                return Err(Error::Interrupted {
-                    signal,
-                    file: self.first_key(),
-                });
+        } else {
+            if self.waits.watches.is_none() && !probe.hand_over {
+                // What blocked the try may have gone before the watch was made: look once,
+                // without the mutex, and try again at once only if it did. On a local folder
+                // `sleep` looks first and watches only where it must.
+                self.waits.watches = Some(watch_for(ws.root(), targets));
+                if worth_a_try(&probe) {
+                    return Ok(());
+                }
             }
-            return self.keep_tickets_alive();
+            let policy = &self.policy;
+            sleep(
+                &mut self.waits,
+                (ws.root(), targets),
+                &probe,
+                policy,
+                self.deadline,
+            );
         }
-        if self.waits.watches.is_none() && !probe.hand_over {
-            // What blocked the try may have gone before the watch was made: look once, without
-            // the mutex, and try again at once only if it did (a second full try would hold the
-            // mutex that the holder needs to release; on a network folder, milliseconds). On a
-            // local folder `sleep` looks first and watches only where it must.
-            self.waits.watches = Some(watch_for(ws.root(), targets));
-            if worth_a_try(&probe) {
-                return Ok(());
-            }
-        }
-        sleep(
-            &mut self.waits,
-            (ws.root(), targets),
-            &probe,
-            &self.policy,
-            self.deadline,
-        );
         // Asked to stop: `waiting` leaves the queue and resets the presence on the way out.
         if let Some(signal) = crate::wait::stop_requested() {
             return Err(Error::Interrupted {
@@ -517,6 +508,20 @@ impl Tries<'_> {
             });
         }
         self.keep_tickets_alive()
+    }
+
+    /// Tell the user what stands in the way: once when the wait starts, then when it changes.
+    fn tell(&mut self, blocker: Blocker, on_event: &mut dyn FnMut(&LockEvent)) {
+        let situation = blocker.situation();
+        match &self.told {
+            None => {
+                crate::history::waiting(self.ws.root(), self.req, &blocker.file, &blocker.holder);
+                on_event(&LockEvent::Waiting(blocker));
+            }
+            Some(told) if *told != situation => on_event(&LockEvent::Changed(blocker)),
+            Some(_) => {}
+        }
+        self.told = Some(situation);
     }
 
     /// The first file (or claim) asked for.
