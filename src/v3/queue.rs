@@ -252,6 +252,23 @@ pub struct Waiter {
     pub claim: bool,
 }
 
+/// The live tickets of claim waiters (`file` is the pattern), by sequence number: one listing
+/// of the queue root when nobody waits for a claim. Reading only.
+pub fn claim_waiters(root: &Path) -> Vec<Waiter> {
+    let Ok(dirs) = fsutil::read_dir(layout::queue_root(root)) else {
+        return Vec::new();
+    };
+    let any = dirs.flatten().any(|d| {
+        d.file_name()
+            .to_str()
+            .is_some_and(|n| n.starts_with(layout::CLAIM_QUEUE_PREFIX))
+    });
+    if !any {
+        return Vec::new();
+    }
+    waiters(root).into_iter().filter(|w| w.claim).collect()
+}
+
 /// Whether the waiter with ticket number `seq` also waits for one of `files` (relative to the
 /// root) or of the claims `patterns`. Caller holds the mutex.
 pub fn waits_for_any(root: &Path, seq: u64, files: &[String], patterns: &[String]) -> bool {

@@ -125,10 +125,11 @@ impl<'a> Try<'a> {
             .collect();
         // Claim waiters stand in line for every file their pattern matches; a claim stands in
         // line behind every waiter for what it overlaps.
-        let mut waiters = queue::waiters(root);
-        if req.claims.is_empty() && mine.claims.is_empty() {
-            waiters.retain(|w| w.claim);
-        }
+        let waiters = if req.claims.is_empty() && mine.claims.is_empty() {
+            queue::claim_waiters(root)
+        } else {
+            queue::waiters(root)
+        };
         Try {
             ws,
             req,
