@@ -270,6 +270,24 @@ impl Ctx {
     pub fn cwd(&self) -> &Path {
         &self.cwd
     }
+
+    /// Print `doc` with `--json`, else the human `text` unless `--quiet`.
+    pub fn emit(&self, doc: &impl serde::Serialize, text: impl FnOnce() -> String) {
+        if self.json {
+            output::json(doc);
+        } else if !self.quiet {
+            output::line(&text());
+        }
+    }
+
+    /// As [`Ctx::emit`], the human text in lines (none: nothing printed).
+    pub fn emit_lines(&self, doc: &impl serde::Serialize, lines: impl FnOnce() -> Vec<String>) {
+        if self.json {
+            output::json(doc);
+        } else if !self.quiet {
+            lines().iter().for_each(|l| output::line(l));
+        }
+    }
 }
 
 /// Run the command line and return the process exit code.

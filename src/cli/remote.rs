@@ -8,7 +8,6 @@
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use serde::Serialize;
 
 use coord::clock::{self, Timestamp};
 use coord::error::Refusal;
@@ -275,35 +274,6 @@ fn warnings(view: &View) {
     }
 }
 
-/// `coord remote status --json`.
-#[derive(Debug, Serialize)]
-struct StatusDoc {
-    remote: Option<String>,
-    url: Option<String>,
-    synced_at: Option<String>,
-    age_s: Option<u64>,
-    claims: Vec<ClaimDoc>,
-    agents: Vec<AgentDoc>,
-}
-
-#[derive(Debug, Serialize)]
-struct ClaimDoc {
-    pattern: String,
-    agent: String,
-    host: String,
-    since: String,
-    reason: Option<String>,
-    lease_until: String,
-}
-
-#[derive(Debug, Serialize)]
-struct AgentDoc {
-    agent: String,
-    host: String,
-    working_on: Vec<String>,
-    seen_at: String,
-}
-
 /// Print the view (human or `--json`).
 fn show(ws: &Workspace, view: Option<View>, ctx: &Ctx) {
     if ctx.quiet && !ctx.json {
@@ -313,45 +283,34 @@ fn show(ws: &Workspace, view: Option<View>, ctx: &Ctx) {
         .as_ref()
         .and_then(|v| remote::remote_url(ws.root(), &v.remote));
     if ctx.json {
-        let doc = match &view {
-            None => StatusDoc {
-                remote: None,
-                url: None,
-                synced_at: None,
-                age_s: None,
-                claims: Vec::new(),
-                agents: Vec::new(),
-            },
-            Some(v) => StatusDoc {
-                remote: Some(v.remote.clone()),
-                url,
-                synced_at: v.synced_at.as_ref().map(clock::format_timestamp),
-                age_s: v.age.map(|a| a.as_secs()),
-                claims: v
-                    .claims
-                    .iter()
-                    .map(|c| ClaimDoc {
-                        pattern: c.pattern.as_str().to_string(),
-                        agent: c.holder.agent.clone(),
-                        host: c.holder.host.clone(),
-                        since: clock::format_timestamp(&c.since),
-                        reason: c.reason.clone(),
-                        lease_until: clock::format_timestamp(&c.lease_until),
-                    })
-                    .collect(),
-                agents: v
-                    .agents
-                    .iter()
-                    .map(|a| AgentDoc {
-                        agent: a.agent.clone(),
-                        host: a.host.clone(),
-                        working_on: a.working_on.clone(),
-                        seen_at: clock::format_timestamp(&a.seen_at),
-                    })
-                    .collect(),
-            },
-        };
-        output::json(&doc);
+        let ts = clock::format_timestamp;
+        let v = view.as_ref();
+        let claims = v.map_or(&[][..], |v| &v.claims).iter().map(|c| {
+            serde_json::json!({
+                "pattern": c.pattern.as_str(),
+                "agent": c.holder.agent,
+                "host": c.holder.host,
+                "since": ts(&c.since),
+                "reason": c.reason,
+                "lease_until": ts(&c.lease_until),
+            })
+        });
+        let agents = v.map_or(&[][..], |v| &v.agents).iter().map(|a| {
+            serde_json::json!({
+                "agent": a.agent,
+                "host": a.host,
+                "working_on": a.working_on,
+                "seen_at": ts(&a.seen_at),
+            })
+        });
+        output::json(&serde_json::json!({
+            "remote": v.map(|v| &v.remote),
+            "url": url,
+            "synced_at": v.and_then(|v| v.synced_at.as_ref()).map(ts),
+            "age_s": v.and_then(|v| v.age).map(|a| a.as_secs()),
+            "claims": claims.collect::<Vec<_>>(),
+            "agents": agents.collect::<Vec<_>>(),
+        }));
         return;
     }
     let Some(v) = view else {

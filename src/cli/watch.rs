@@ -107,7 +107,7 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 "at": clock::now_string(),
                 "root": before.status.root,
             });
-            if let Ok(text) = output::json_text(&started, false) {
+            if let Ok(text) = output::json_text(&started) {
                 output::raw(format!("{text}\n").as_bytes());
             }
         }
@@ -274,7 +274,7 @@ impl Feed<'_> {
                     at: at.clone(),
                     change,
                 };
-                if let Ok(text) = output::json_text(&line, false) {
+                if let Ok(text) = output::json_text(&line) {
                     output::raw(format!("{text}\n").as_bytes());
                 }
             }

@@ -204,7 +204,13 @@ impl LazyHost {
             let (agent, row, owner) =
                 self.life
                     .start(&agent, self.task.take(), session.as_ref())?;
-            self.host = Some(tools::Host::new(self.life.ws.clone(), agent, row, owner));
+            let ws = self.life.ws.clone();
+            self.host = Some(tools::Host {
+                ws,
+                agent,
+                session: row,
+                owner,
+            });
         }
         Ok(self.host.as_mut().expect("just made"))
     }
@@ -236,7 +242,7 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     if args.plugin {
         match coord::plugin::gate(&ws, None) {
             coord::plugin::Gate::Go | coord::plugin::Gate::Wired => coord::plugin::adopt(&ws)?,
-            gate => return idle(&ws, &gate, ctx),
+            gate => return idle(&gate, ctx),
         }
     }
     let explicit = ctx.agent_explicit()?;
@@ -272,15 +278,7 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 SIGINT => "SIGINT",
                 _ => "SIGHUP",
             };
-            // A call waiting for a lock ends cleanly first (it leaves the queue and resets the
-            // presence), then the server clocks out.
-            coord::wait::request_stop(sig);
-            let asked = std::time::Instant::now();
-            while IN_CALL.load(Ordering::SeqCst) && asked.elapsed() < CALL_GRACE {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            signal_life.close(&format!("{name} received"));
-            std::process::exit(0);
+            stop(&signal_life, sig, &format!("{name} received"));
         }
     });
 
@@ -319,7 +317,7 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 
 /// The plugin's server where coord stays out: it answers the protocol, every tool call says
 /// why coord is not available, nothing is written, and it exits at end of input.
-fn idle(ws: &Workspace, gate: &coord::plugin::Gate, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+fn idle(gate: &coord::plugin::Gate, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let why = match gate {
         coord::plugin::Gate::Off => format!(
             "coord is turned off in this repository (`git config {}` is false)",
@@ -330,7 +328,6 @@ fn idle(ws: &Workspace, gate: &coord::plugin::Gate, ctx: &Ctx) -> anyhow::Result
     if !ctx.quiet {
         output::diag(&format!("coord mcp: {why}; every tool answers that"));
     }
-    let _ = ws;
     let mut server = Server::new(
         Idle(why.clone()),
         ServerInfo {
@@ -390,14 +387,20 @@ fn watch_client(life: Arc<Life>) {
                 Some(ClientGone::Client(why)) => break why,
             }
         };
-        coord::wait::request_stop(SIGHUP);
-        let asked = std::time::Instant::now();
-        while IN_CALL.load(Ordering::SeqCst) && asked.elapsed() < CALL_GRACE {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        life.close(why);
-        std::process::exit(0);
+        stop(&life, SIGHUP, why);
     });
+}
+
+/// End the server: a call waiting for a lock ends cleanly first (it leaves the queue and resets
+/// the presence, as `sig` would end it), then the server clocks out and exits.
+fn stop(life: &Life, sig: i32, why: &str) -> ! {
+    coord::wait::request_stop(sig);
+    let asked = std::time::Instant::now();
+    while IN_CALL.load(Ordering::SeqCst) && asked.elapsed() < CALL_GRACE {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    life.close(why);
+    std::process::exit(0);
 }
 
 /// How the client went away.
