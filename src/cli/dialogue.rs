@@ -265,22 +265,12 @@ pub fn render_view(v: &TurnView) -> String {
             .as_ref()
             .map(|o| format!("only: {o} (the user's {o}-ONLY)")),
     );
-    let notes = [
-        (
-            v.needs_user,
-            "note: the last message asks for the user ([NEEDS-USER])",
-        ),
-        (
-            v.end_proposed,
-            "note: the last message proposes to end ([PROPOSE-END])",
-        ),
-    ];
-    out.extend(
-        notes
-            .iter()
-            .filter(|(on, _)| *on)
-            .map(|(_, note)| note.to_string()),
-    );
+    if v.needs_user {
+        out.push("note: the last message asks for the user ([NEEDS-USER])".into());
+    }
+    if v.end_proposed {
+        out.push("note: the last message proposes to end ([PROPOSE-END])".into());
+    }
     out.extend(line("priority", &v.priority));
     out.extend(v.lock.as_ref().map(|l| {
         let stale = if l.stale { " (STALE)" } else { "" };

@@ -159,16 +159,13 @@ pub struct WaitArgs {
 }
 
 impl WaitArgs {
-    /// How long commands wait for a lock by default.
-    pub const DEFAULT: std::time::Duration = std::time::Duration::from_secs(120);
-
-    /// The wait asked for.
+    /// The wait asked for (2 minutes by default).
     pub fn wait(&self) -> Result<coord::clock::Wait, Error> {
         use coord::clock::Wait;
         match (&self.wait, self.no_wait) {
             (_, true) => Ok(Wait::For(std::time::Duration::ZERO)),
             (Some(w), false) => Wait::parse(w),
-            (None, false) => Ok(Wait::For(Self::DEFAULT)),
+            (None, false) => Ok(Wait::For(std::time::Duration::from_secs(120))),
         }
     }
 }
@@ -224,11 +221,6 @@ impl Ctx {
     /// The agent given with `-a` or `COORD_AGENT`, and nothing else.
     pub fn agent_explicit(&self) -> Result<Option<AgentId>, Error> {
         self.agent_given().map(AgentId::parse).transpose()
-    }
-
-    /// Where the given agent came from: `flag` (`-a`) or `env` (`COORD_AGENT`).
-    pub fn agent_source(&self) -> &'static str {
-        if self.agent_flag { "flag" } else { "env" }
     }
 
     /// The agent client session this process runs in, when no agent is given (see

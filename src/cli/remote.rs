@@ -169,17 +169,13 @@ pub fn run(args: RemoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::Success)
         }
         RemoteCommand::WorkingOn(a) => {
-            let agent = ctx.agent()?;
+            let agent = ctx.agent()?.id().to_string();
             let work = [AgentWork {
-                agent: agent.id().to_string(),
+                agent,
                 working_on: a.paths,
             }];
-            let work: &[AgentWork] = if work[0].working_on.is_empty() {
-                &[]
-            } else {
-                &work
-            };
-            let pushed = remote::publish_working_on(&ws, work)?;
+            let none = work[0].working_on.is_empty();
+            let pushed = remote::publish_working_on(&ws, if none { &[] } else { &work })?;
             if !ctx.quiet {
                 output::line(if pushed {
                     "Published what this clone's agents edit"

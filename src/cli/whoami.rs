@@ -40,7 +40,7 @@ pub fn run(_args: WhoamiArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let me = match (ctx.agent_explicit()?, ctx.session()) {
         (Some(a), _) => Whoami {
             agent: Some(a.id().to_string()),
-            source: ctx.agent_source(),
+            source: if ctx.agent_flag { "flag" } else { "env" },
             ..Default::default()
         },
         (None, Some(s)) => Whoami {

@@ -1,21 +1,11 @@
 //! `coord mcp`: a Model Context Protocol server on stdin/stdout, as one agent.
 //!
-//! The loop is synchronous: read a line, answer it, write the answer, flush. The protocol itself
-//! ([`coord::mcp`]) is a plain state machine on `serde_json`; the tools ([`tools`]) call the
-//! same library functions as the CLI commands. There is no async runtime: the official `rmcp`
-//! crate would bring tokio and about seventy crates into a CLI whose other commands start and
-//! finish in a millisecond, and one request at a time is all a stdio client sends that matters
-//! here (a lock wait blocks its own call, as `coord lock --wait` does).
-//!
-//! The agent is `-a`/`COORD_AGENT`; else, started by an agent client, the agent of the client's
-//! session (see [`coord::identity`]): the session's hooks, shell and this server are one agent;
-//! else `mcp-` and 6 random letters and digits. The server becomes that agent at the first tool
-//! call, not before: a client that only checks the server is up leaves nothing behind. Then,
-//! like `coord session`, it clocks in (a stamp-card row recording this process), heartbeats the
-//! agent every 30 s from a thread of its own (`COORD_HEARTBEAT_INTERVAL` overrides), records in
-//! every lock it takes the process the lock follows (the client's, in a client session; else
-//! this one), and at end of input, SIGTERM, SIGINT or SIGHUP releases those locks and clocks out.
-//! stdout carries protocol messages only; everything else goes to stderr.
+//! Synchronous: read a line, answer it, flush. The protocol is [`coord::mcp`]; the tools
+//! ([`tools`]) call the library as the CLI commands do. No async runtime (`rmcp` would bring
+//! tokio and about seventy crates): a stdio client sends one request that matters at a time.
+//! The server becomes its agent at the first tool call, not before, so a health check leaves
+//! nothing behind; then it clocks in, heartbeats, and at end of input or a signal releases its
+//! locks and clocks out. stdout carries protocol messages only.
 
 mod tools;
 
@@ -299,11 +289,7 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             task: args.task,
             host: None,
         },
-        ServerInfo {
-            name: "coord".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            instructions,
-        },
+        info(instructions),
     );
     let why = serve(&mut server);
 
@@ -328,16 +314,19 @@ fn idle(gate: &coord::plugin::Gate, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     if !ctx.quiet {
         output::diag(&format!("coord mcp: {why}; every tool answers that"));
     }
-    let mut server = Server::new(
-        Idle(why.clone()),
-        ServerInfo {
-            name: "coord".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            instructions: format!("{why}: coord's tools are not available here."),
-        },
-    );
+    let instructions = format!("{why}: coord's tools are not available here.");
+    let mut server = Server::new(Idle(why), info(instructions));
     serve(&mut server);
     Ok(ExitCode::Success)
+}
+
+fn info(instructions: String) -> ServerInfo {
+    let (name, version) = ("coord".into(), env!("CARGO_PKG_VERSION").into());
+    ServerInfo {
+        name,
+        version,
+        instructions,
+    }
 }
 
 /// The tools where coord stays out: each call is an error saying why.
