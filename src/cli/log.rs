@@ -106,6 +106,7 @@ pub fn describe(e: &Event) -> String {
     let a = &e.agent;
     let f = e.file.as_deref().unwrap_or("?");
     let s = |k: &str| e.str(k).unwrap_or("").to_string();
+    let n = |k: &str| e.extra.get(k).map(|n| n.to_string()).unwrap_or_default();
     let via = match (&e.client, e.str("tool")) {
         (Some(c), Some(t)) => format!(" ({t} in {c})"),
         (Some(c), None) => format!(" (through {c})"),
@@ -139,19 +140,13 @@ pub fn describe(e: &Event) -> String {
         "message_sent" => format!("{a} sent message {} to {}", s("id"), s("to")),
         "dialogue_turn" => format!(
             "{a} said message #{} in `{}`; {}'s turn",
-            e.extra
-                .get("number")
-                .map(|n| n.to_string())
-                .unwrap_or_default(),
+            n("number"),
             s("folder"),
             s("next")
         ),
         "review_step" => format!(
             "{a} finished step {} ({}) of review `{}`; next {}",
-            e.extra
-                .get("step")
-                .map(|n| n.to_string())
-                .unwrap_or_default(),
+            n("step"),
             s("action"),
             s("topic"),
             s("next")

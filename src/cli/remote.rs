@@ -49,7 +49,11 @@ enum RemoteCommand {
     ///   coord remote enable
     ///   coord remote enable upstream
     #[command(verbatim_doc_comment)]
-    Enable(EnableArgs),
+    Enable {
+        /// The remote (default origin)
+        #[arg(value_name = "REMOTE")]
+        remote: Option<String>,
+    },
     /// Stop sharing claims through the remote
     ///
     /// This clone's claims and `working_on` there are removed (when it can be reached),
@@ -86,13 +90,6 @@ enum RemoteCommand {
     WorkingOn(WorkingOnArgs),
     #[command(hide = true)]
     Who(WorkingOnArgs),
-}
-
-#[derive(Debug, Args)]
-struct EnableArgs {
-    /// The remote (default origin)
-    #[arg(value_name = "REMOTE")]
-    remote: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -138,7 +135,7 @@ struct WorkingOnArgs {
 pub fn run(args: RemoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     match args.command {
-        RemoteCommand::Enable(a) => enable(&ws, a, ctx),
+        RemoteCommand::Enable { remote } => enable(&ws, remote, ctx),
         RemoteCommand::Disable => disable(&ws, ctx),
         RemoteCommand::Sync => {
             let view = remote::sync(&ws)?;
@@ -188,8 +185,8 @@ pub fn run(args: RemoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn enable(ws: &Workspace, a: EnableArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let name = a.remote.unwrap_or_else(|| "origin".into());
+fn enable(ws: &Workspace, remote: Option<String>, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let name = remote.unwrap_or_else(|| "origin".into());
     let cfg = remote::enable(ws, &name)?;
     let url = remote::remote_url(ws.root(), &name);
     if !ctx.quiet && !ctx.json {
