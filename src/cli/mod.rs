@@ -161,16 +161,13 @@ pub struct WaitArgs {
 }
 
 impl WaitArgs {
-    /// How long commands wait for a lock by default.
-    pub const DEFAULT: std::time::Duration = std::time::Duration::from_secs(120);
-
-    /// The wait asked for.
+    /// The wait asked for (2 minutes by default).
     pub fn wait(&self) -> Result<coord::clock::Wait, Error> {
         use coord::clock::Wait;
         match (&self.wait, self.no_wait) {
             (_, true) => Ok(Wait::For(std::time::Duration::ZERO)),
             (Some(w), false) => Wait::parse(w),
-            (None, false) => Ok(Wait::For(Self::DEFAULT)),
+            (None, false) => Ok(Wait::For(std::time::Duration::from_secs(120))),
         }
     }
 }
@@ -228,11 +225,6 @@ impl Ctx {
         self.agent_given().map(AgentId::parse).transpose()
     }
 
-    /// Where the given agent came from: `flag` (`-a`) or `env` (`COORD_AGENT`).
-    pub fn agent_source(&self) -> &'static str {
-        if self.agent_flag { "flag" } else { "env" }
-    }
-
     /// The agent client session this process runs in, when no agent is given (see
     /// [`coord::identity::current`]).
     pub fn session(&self) -> Option<&coord::identity::Session> {
@@ -271,6 +263,24 @@ impl Ctx {
     /// The current directory.
     pub fn cwd(&self) -> &Path {
         &self.cwd
+    }
+
+    /// Print `doc` with `--json`, else the human `text` unless `--quiet`.
+    pub fn emit(&self, doc: &impl serde::Serialize, text: impl FnOnce() -> String) {
+        if self.json {
+            output::json(doc);
+        } else if !self.quiet {
+            output::line(&text());
+        }
+    }
+
+    /// As [`Ctx::emit`], the human text in lines (none: nothing printed).
+    pub fn emit_lines(&self, doc: &impl serde::Serialize, lines: impl FnOnce() -> Vec<String>) {
+        if self.json {
+            output::json(doc);
+        } else if !self.quiet {
+            lines().iter().for_each(|l| output::line(l));
+        }
     }
 }
 
