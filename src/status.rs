@@ -602,10 +602,11 @@ pub fn collect(ws: &Workspace) -> Status {
     crate::history::mark_needs_user(ws.root(), &mut agents);
     let trees = crate::worktree::trees(ws.root());
     for a in &mut agents {
-        let top = a
-            .worktree
-            .clone()
-            .unwrap_or_else(|| crate::layout::shared_root(ws.root()).display().to_string());
+        let top = a.worktree.clone().unwrap_or_else(|| {
+            crate::worktree::shared_root(ws.root())
+                .display()
+                .to_string()
+        });
         a.branch = trees
             .iter()
             .find(|t| t.top.as_os_str() == top.as_str())

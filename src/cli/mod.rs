@@ -192,7 +192,10 @@ impl Ctx {
     pub fn workspace(&self, positional: Option<&Path>) -> Result<Workspace, Error> {
         let ws = Workspace::discover(positional.or(self.dir.as_deref()), &self.cwd)?;
         // A folder under a sync tool cannot keep exclusion between machines: said once.
-        if let Some(warning) = coord::arbiter::doctor::sync_warning_once(ws.root()) {
+        if let Some(warning) = coord::arbiter::doctor::sync_warning_once(
+            ws.root(),
+            &coord::worktree::shared_root(ws.root()),
+        ) {
             output::diag(&format!("warning: {warning}"));
         }
         Ok(ws)
@@ -360,9 +363,6 @@ pub fn run() -> ExitCode {
             };
             dispatch(cli.command, &ctx)
         });
-    // Watches of a wait let go of in the background: done before this process exits, which
-    // would otherwise wait for the kernel itself (see `coord::wait`).
-    coord::wait::settle();
     let history = coord::history::take_warning();
     if let Some(warning) = &history {
         output::diag(&format!("warning: {warning}"));

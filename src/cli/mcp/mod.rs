@@ -26,7 +26,7 @@ use coord::v3::lock::Owner;
 use coord::v3::session;
 use coord::v3::stamp::{self, Partner, Scope, StartupRequest};
 use coord::workspace::{AgentId, Workspace};
-use coord::{ExitCode, fsutil, host};
+use coord::{ExitCode, host};
 
 use super::startup::release_lines;
 use super::{Ctx, output};
@@ -277,8 +277,6 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let (stop_beat, beats) = mpsc::channel::<()>();
     let beat_life = Arc::clone(&life);
     let beat_thread = std::thread::spawn(move || heartbeat(&beat_life, interval, &beats));
-
-    fsutil::keep_mutex_open();
 
     let instructions = instructions(&named, &ws);
     let mut server = Server::new(
