@@ -12,8 +12,8 @@ use crate::e2e::{self, Client, FakeModel, Repo, Run};
 
 struct Claude(PathBuf);
 
-fn claude() -> Option<Claude> {
-    e2e::client("COORD_TEST_CLAUDE", "Claude Code").map(Claude)
+fn claude() -> Claude {
+    Claude(e2e::require("claude"))
 }
 
 impl Client for Claude {
@@ -63,44 +63,51 @@ fn write(path: &Path, text: &str) {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_CLAUDE (see .ci/run)"]
 fn claude_edit_denied_while_another_agent_holds_then_allowed_and_released_at_turn_end() {
-    let Some(c) = claude() else { return };
+    let c = claude();
     e2e::denied_then_allowed(&c);
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_CLAUDE (see .ci/run)"]
 fn claude_two_concurrent_sessions_are_two_agents_that_exclude_each_other() {
-    let Some(c) = claude() else { return };
+    let c = claude();
     let _ = e2e::two_sessions_exclude_each_other(&c);
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_CLAUDE (see .ci/run)"]
 fn claude_session_start_context_reaches_the_model() {
-    let Some(c) = claude() else { return };
+    let c = claude();
     e2e::session_start_context_reaches_the_model(&c);
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_CLAUDE (see .ci/run)"]
 fn claude_session_end_finishes_the_presence() {
-    let Some(c) = claude() else { return };
+    let c = claude();
     e2e::session_end_finishes_the_presence(&c);
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_CLAUDE (see .ci/run)"]
 fn claude_mcp_lock_and_own_edit_do_not_block_each_other() {
-    let Some(c) = claude() else { return };
+    let c = claude();
     e2e::mcp_lock_and_own_edit(&c);
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_CLAUDE (see .ci/run)"]
 fn claude_shell_coord_lock_and_git_commit_act_as_the_session() {
-    let Some(c) = claude() else { return };
+    let c = claude();
     e2e::shell_commands_act_as_the_session(&c, true);
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_CLAUDE (see .ci/run)"]
 fn claude_killed_client_frees_its_files_within_seconds() {
-    let Some(c) = claude() else { return };
+    let c = claude();
     e2e::killed_client_frees_its_files(&c, false);
 }
 
@@ -109,8 +116,9 @@ fn claude_killed_client_frees_its_files_within_seconds() {
 /// agent as needing its user, with what it asks, in `status` and the history; the command has
 /// not run.
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_CLAUDE (see .ci/run)"]
 fn claude_at_a_permission_prompt_needs_its_user() {
-    let Some(c) = claude() else { return };
+    let c = claude();
     let (repo, model) = e2e::setup(&c);
     // What a user at a terminal answers once: onboarding done, this folder trusted, the API
     // key in the environment approved.
@@ -165,8 +173,9 @@ fn claude_at_a_permission_prompt_needs_its_user() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_CLAUDE (see .ci/run)"]
 fn claude_shell_edit_of_a_held_file_is_told_to_the_model() {
-    let Some(c) = claude() else { return };
+    let c = claude();
     e2e::shell_edit_is_told_to_the_model(&c);
 }
 
@@ -175,8 +184,9 @@ fn claude_shell_edit_of_a_held_file_is_told_to_the_model() {
 /// denied the same path there (the reason names the holder), and its copy is left alone; once
 /// the first session's turn ends, the second one's next edit goes through.
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_CLAUDE (see .ci/run)"]
 fn claude_sessions_in_two_worktrees_of_one_repository_exclude_each_other() {
-    let Some(c) = claude() else { return };
+    let c = claude();
     let (repo, model) = e2e::setup(&c);
     // The wiring is committed, so the linked worktree has the hooks too.
     repo.git(&["add", "-A"]);

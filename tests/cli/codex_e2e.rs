@@ -21,11 +21,11 @@ struct Codex {
     sandboxed: bool,
 }
 
-fn codex() -> Option<Codex> {
-    e2e::client("COORD_TEST_CODEX", "Codex CLI").map(|bin| Codex {
-        bin,
+fn codex() -> Codex {
+    Codex {
+        bin: e2e::require("codex"),
         sandboxed: false,
-    })
+    }
 }
 
 impl Codex {
@@ -127,14 +127,16 @@ fn session_id(out: &e2e::Finished) -> String {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_CODEX (see .ci/run)"]
 fn codex_edit_denied_while_another_agent_holds_then_allowed_and_released_at_turn_end() {
-    let Some(c) = codex() else { return };
+    let c = codex();
     e2e::denied_then_allowed(&c);
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_CODEX (see .ci/run)"]
 fn codex_two_concurrent_sessions_are_two_agents_that_exclude_each_other() {
-    let Some(c) = codex() else { return };
+    let c = codex();
     let (a, b) = e2e::two_sessions_exclude_each_other(&c);
     let (a, b) = (session_id(&a), session_id(&b));
     assert_ne!(a, b);
@@ -146,32 +148,37 @@ fn codex_two_concurrent_sessions_are_two_agents_that_exclude_each_other() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_CODEX (see .ci/run)"]
 fn codex_session_start_context_reaches_the_model() {
-    let Some(c) = codex() else { return };
+    let c = codex();
     e2e::session_start_context_reaches_the_model(&c);
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_CODEX (see .ci/run)"]
 fn codex_session_end_finishes_the_presence() {
-    let Some(c) = codex() else { return };
+    let c = codex();
     e2e::session_end_finishes_the_presence(&c);
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_CODEX (see .ci/run)"]
 fn codex_mcp_lock_and_own_edit_do_not_block_each_other() {
-    let Some(c) = codex() else { return };
+    let c = codex();
     e2e::mcp_lock_and_own_edit(&c);
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_CODEX (see .ci/run)"]
 fn codex_shell_coord_lock_and_git_commit_act_as_the_session() {
-    let Some(c) = codex() else { return };
+    let c = codex();
     e2e::shell_commands_act_as_the_session(&c, true);
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_CODEX (see .ci/run)"]
 fn codex_killed_client_frees_its_files_within_seconds() {
-    let Some(c) = codex() else { return };
+    let c = codex();
     e2e::killed_client_frees_its_files(&c, false);
 }
 
@@ -192,8 +199,9 @@ fn sandbox_runs(c: &Codex) -> Result<(), String> {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_CODEX (see .ci/run)"]
 fn codex_sandboxed_shell_coord_lock_and_whoami_act_as_the_session() {
-    let Some(c) = codex() else { return };
+    let c = codex();
     let c = Codex {
         sandboxed: true,
         ..c
@@ -211,7 +219,7 @@ fn codex_sandboxed_shell_coord_lock_and_whoami_act_as_the_session() {
 #[test]
 #[ignore = "needs session identity"]
 fn codex_killed_client_frees_what_its_sandboxed_shell_locked_within_seconds() {
-    let Some(c) = codex() else { return };
+    let c = codex();
     let c = Codex {
         sandboxed: true,
         ..c
@@ -230,8 +238,9 @@ fn codex_killed_client_frees_what_its_sandboxed_shell_locked_within_seconds() {
 /// act as the same agent; its locks are released at the turn's end; `git status` shows nothing
 /// of coord's; then the plugin is removed with Codex's commands.
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_CODEX (see .ci/run)"]
 fn codex_session_coordinated_by_the_installed_plugin_alone() {
-    let Some(c) = codex() else { return };
+    let c = codex();
     let repo = Repo::fresh();
     let model = FakeModel::start(c.model(), &repo.scratch());
     c.configure(&repo, &model);
@@ -318,7 +327,8 @@ fn codex_session_coordinated_by_the_installed_plugin_alone() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_CODEX (see .ci/run)"]
 fn codex_shell_edit_of_a_held_file_is_told_to_the_model() {
-    let Some(c) = codex() else { return };
+    let c = codex();
     e2e::shell_edit_is_told_to_the_model(&c);
 }

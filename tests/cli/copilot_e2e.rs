@@ -34,7 +34,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::scripted::{Lab, Run, client, script, script_holds, until};
+use crate::scripted::{Lab, Run, script, script_holds, until};
 
 pub(crate) const OTHER: &str = "claude-x";
 
@@ -42,20 +42,14 @@ pub(crate) const EDIT_MODEL: &str = "gpt-4.1";
 
 const PATCH_MODEL: &str = "gpt-5.4";
 
-pub(crate) fn lab() -> Option<(PathBuf, Lab)> {
-    let bin = match client("COORD_TEST_COPILOT") {
-        Ok(b) => b,
-        Err(why) => {
-            eprintln!("skipped: Copilot CLI is not available: {why}");
-            return None;
-        }
-    };
+pub(crate) fn lab() -> (PathBuf, Lab) {
+    let bin = crate::e2e::require("copilot");
     let lab = Lab::new("copilot", "fake_openai_chat.py");
     let dot = lab.home.join(".copilot");
     std::fs::create_dir_all(&dot).unwrap();
     let config = json!({ "trustedFolders": [lab.root().display().to_string()] });
     std::fs::write(dot.join("config.json"), config.to_string()).unwrap();
-    Some((bin, lab))
+    (bin, lab)
 }
 
 /// Where the installed client unpacked (or will unpack) its package: the user's own cache, as
@@ -150,8 +144,9 @@ fn patch_call(lab: &Lab, new: &str) -> Value {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn copilot_edit_denied_while_another_agent_holds_the_file_then_allowed_and_released_at_turn_end() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
 
     // Both edit tools are denied, naming the holder; the file stays as it was.
@@ -211,8 +206,9 @@ fn copilot_edit_denied_while_another_agent_holds_the_file_then_allowed_and_relea
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn copilot_agent_stop_releases_the_turns_locks_while_the_session_lives() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     let (first, second) = (lab.flag("first-answer"), lab.flag("second-answer"));
     let prompt = script_holds(
         json!([edit_call(&lab, "from copilot")]),
@@ -251,8 +247,9 @@ fn copilot_agent_stop_releases_the_turns_locks_while_the_session_lives() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn copilot_doctor_says_whether_the_real_client_runs_the_hooks() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     let config = lab.home.join(".copilot/config.json");
     lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
 
@@ -305,8 +302,9 @@ fn copilot_doctor_says_whether_the_real_client_runs_the_hooks() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn copilot_apply_patch_of_a_gpt5_model_denied_while_another_agent_holds_the_file() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
     let (run, prompt) = start(
         &lab,
@@ -340,8 +338,9 @@ fn copilot_apply_patch_of_a_gpt5_model_denied_while_another_agent_holds_the_file
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn two_copilot_sessions_are_two_agents_that_exclude_each_other() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     let flag = lab.flag("a-done");
     let (a, _) = start(
         &lab,
@@ -380,8 +379,9 @@ fn two_copilot_sessions_are_two_agents_that_exclude_each_other() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn copilot_session_start_context_reaches_the_model() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
     let (run, prompt) = start(&lab, &bin, "context", EDIT_MODEL, json!([]), None);
     run.ok();
@@ -403,8 +403,9 @@ fn copilot_session_start_context_reaches_the_model() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn copilot_session_end_finishes_the_presence() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     let flag = lab.flag("end");
     let (run, _) = start(&lab, &bin, "end", EDIT_MODEL, json!([]), Some(&flag));
     until("the session's presence", || {
@@ -420,8 +421,9 @@ fn copilot_session_end_finishes_the_presence() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn copilot_mcp_lock_and_own_edit_do_not_block_each_other() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     let flag = lab.flag("done");
     let (run, prompt) = start(
         &lab,
@@ -454,8 +456,9 @@ fn copilot_mcp_lock_and_own_edit_do_not_block_each_other() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn copilot_killed_with_sigkill_frees_its_files_within_seconds() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     let flag = lab.flag("never");
     let (mut run, _) = start(
         &lab,

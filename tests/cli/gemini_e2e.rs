@@ -31,18 +31,12 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::scripted::{Lab, Run, client, script, script_holds, until};
+use crate::scripted::{Lab, Run, script, script_holds, until};
 
 const OTHER: &str = "claude-x";
 
-fn lab() -> Option<(PathBuf, Lab)> {
-    let bin = match client("COORD_TEST_GEMINI") {
-        Ok(b) => b,
-        Err(why) => {
-            eprintln!("skipped: Gemini CLI is not available: {why}");
-            return None;
-        }
-    };
+fn lab() -> (PathBuf, Lab) {
+    let bin = crate::e2e::require("gemini");
     let lab = Lab::new("gemini", "fake_gemini.py");
     let dot = lab.home.join(".gemini");
     std::fs::create_dir_all(&dot).unwrap();
@@ -55,7 +49,7 @@ fn lab() -> Option<(PathBuf, Lab)> {
     std::fs::write(dot.join("settings.json"), settings.to_string()).unwrap();
     let trusted = json!({ lab.root().display().to_string(): "TRUST_FOLDER" });
     std::fs::write(dot.join("trustedFolders.json"), trusted.to_string()).unwrap();
-    Some((bin, lab))
+    (bin, lab)
 }
 
 /// `gemini -p PROMPT --yolo` in the repository, against the scripted model.
@@ -112,8 +106,9 @@ fn write_call(lab: &Lab, content: &str) -> Value {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn gemini_edit_denied_while_another_agent_holds_the_file_then_allowed_and_released_at_turn_end() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
 
     // Both edit tools are denied, naming the holder; the file stays as it was.
@@ -180,8 +175,9 @@ fn gemini_edit_denied_while_another_agent_holds_the_file_then_allowed_and_releas
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn gemini_doctor_says_whether_the_real_client_runs_the_hooks() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     let trusted = lab.home.join(".gemini/trustedFolders.json");
     lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
 
@@ -222,8 +218,9 @@ fn gemini_doctor_says_whether_the_real_client_runs_the_hooks() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn gemini_after_agent_releases_the_turns_locks_while_the_session_lives() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     let (first, second) = (lab.flag("first-answer"), lab.flag("second-answer"));
     let prompt = script_holds(
         json!([write_call(&lab, "from gemini\n")]),
@@ -270,8 +267,9 @@ fn gemini_after_agent_releases_the_turns_locks_while_the_session_lives() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn two_gemini_sessions_are_two_agents_that_exclude_each_other() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     let flag = lab.flag("a-done");
     let (a, _) = start(
         &lab,
@@ -305,8 +303,9 @@ fn two_gemini_sessions_are_two_agents_that_exclude_each_other() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn gemini_session_start_context_reaches_the_model() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
     let (run, prompt) = start(&lab, &bin, "context", json!([]), None);
     run.ok();
@@ -336,8 +335,9 @@ fn gemini_session_start_context_reaches_the_model() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn gemini_session_end_finishes_the_presence() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     let flag = lab.flag("end");
     let (run, _) = start(&lab, &bin, "end", json!([]), Some(&flag));
     until("the session's presence", || {
@@ -353,8 +353,9 @@ fn gemini_session_end_finishes_the_presence() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn gemini_git_commit_through_its_shell_is_refused_while_another_agent_holds_a_staged_file() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     lab.env.cmd().args(["guard", "install"]).ok();
     lab.env.write("target.txt", "staged change\n");
     lab.git(&["add", "target.txt"]);
@@ -387,8 +388,9 @@ fn gemini_git_commit_through_its_shell_is_refused_while_another_agent_holds_a_st
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn gemini_git_commit_through_its_shell_of_a_file_it_holds_goes_through() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     lab.env.cmd().args(["guard", "install"]).ok();
     let head = lab.git(&["rev-parse", "HEAD"]);
     let flag = lab.flag("done");
@@ -421,8 +423,9 @@ fn gemini_git_commit_through_its_shell_of_a_file_it_holds_goes_through() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn gemini_mcp_lock_and_own_edit_do_not_block_each_other() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     let flag = lab.flag("done");
     let (run, prompt) = start(
         &lab,
@@ -450,8 +453,9 @@ fn gemini_mcp_lock_and_own_edit_do_not_block_each_other() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn gemini_coord_lock_from_its_shell_acts_as_the_session() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     let flag = lab.flag("done");
     let (run, prompt) = start(
         &lab,
@@ -483,8 +487,9 @@ fn gemini_coord_lock_from_its_shell_acts_as_the_session() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn gemini_killed_with_sigkill_frees_its_files_within_seconds() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     let flag = lab.flag("never");
     let (mut run, _) = start(
         &lab,
@@ -514,8 +519,9 @@ fn gemini_killed_with_sigkill_frees_its_files_within_seconds() {
 /// A shell command that changes a file another agent holds: coord's AfterTool hook appends its
 /// notice to the command's result, so the model reads it with the output.
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn gemini_shell_edit_of_a_held_file_is_told_to_the_model() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
     let edit = json!(["run_shell_command", {
         "command": "echo more >> target.txt",

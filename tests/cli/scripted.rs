@@ -34,27 +34,6 @@ pub fn until(what: &str, mut cond: impl FnMut() -> bool) {
     panic!("timed out waiting for: {what}");
 }
 
-/// The client executable named by `var` (set by `.ci/run`, which installs the clients), or why
-/// the test cannot run.
-pub fn client(var: &str) -> Result<PathBuf, String> {
-    let path = std::env::var_os(var).ok_or_else(|| format!("{var} is not set"))?;
-    let path = PathBuf::from(path);
-    if !path.is_file() {
-        return Err(format!("{var}={} does not exist", path.display()));
-    }
-    if Command::new("python3")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| !s.success())
-        .unwrap_or(true)
-    {
-        return Err("python3 is not available".into());
-    }
-    Ok(path)
-}
-
 /// One line of a scripted model's prompt: the tool calls it makes in order (`[name, args]`; name
 /// `mcp:NAME` for the tool coord's MCP server offers as NAME), then the text "done", held back
 /// until `hold` exists when given (the session stays inside its turn).
