@@ -1,7 +1,8 @@
 //! End to end with the real Claude Code client (npm `@anthropic-ai/claude-code`, named by
 //! `COORD_TEST_CLAUDE`), driven offline by a scripted Anthropic Messages API on 127.0.0.1
 //! (`tests/e2e/fake_anthropic.py`), in repositories wired by `coord init --client claude`.
-//! The scenarios are in `e2e.rs`; each skips, saying why, without the client or python3.
+//! The scenarios are in `e2e/scenarios.rs`; each test is ignored by plain `cargo test` and, run
+//! with `--ignored`, fails, saying why, without the client, python3 or git.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -1,7 +1,8 @@
 //! End to end with the real Codex CLI (npm `@openai/codex`, named by `COORD_TEST_CODEX`), driven
 //! offline by a scripted OpenAI Responses API on 127.0.0.1 (`tests/e2e/fake_responses.py`), in
-//! repositories wired by `coord init --client codex`. The scenarios are in `e2e.rs`; each skips,
-//! saying why, without the client or python3.
+//! repositories wired by `coord init --client codex`. The scenarios are in `e2e/scenarios.rs`; each
+//! test is ignored by plain `cargo test` and, run with `--ignored`, fails, saying why, without the
+//! client, python3 or git.
 //!
 //! Codex runs as `codex exec` with a custom model provider in a private `CODEX_HOME`, a model slug
 //! it knows (`gpt-5.5`: an unknown slug gets no `apply_patch` tool), the project trusted (so its

@@ -27,7 +27,8 @@
 //! - `copilot` is a node loader that runs the native binary (whose main thread is `MainThread`)
 //!   with spawnSync: the client process is the loader's child.
 //!
-//! Skips, saying why, when `COORD_TEST_COPILOT` is unset or missing, or python3 is missing.
+//! Ignored by plain `cargo test`; run with `--ignored`, fails, saying why, when `COORD_TEST_COPILOT`
+//! is unset or does not run, or python3 or git is missing.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

@@ -24,7 +24,8 @@
 //!   `GEMINI_CLI=1`, `GEMINI_CLI_NO_RELAUNCH=true` and `GEMINI_API_KEY` but no session id; its
 //!   output reaches the model wrapped in `<untrusted_context>`.
 //!
-//! Skips, saying why, when `COORD_TEST_GEMINI` is unset or missing, or python3 is missing.
+//! Ignored by plain `cargo test`; run with `--ignored`, fails, saying why, when `COORD_TEST_GEMINI`
+//! is unset or does not run, or python3 or git is missing.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

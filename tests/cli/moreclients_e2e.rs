@@ -8,7 +8,8 @@
 //! second session is denied a file the first holds while it is inside its turn).
 //!
 //! The clients are found through `COORD_TEST_QWEN`, `COORD_TEST_OPENCODE`, `COORD_TEST_CLINE`
-//! (set by `.ci/run`); a test skips, saying why, when its variable is unset or python3 is missing.
+//! (set by `.ci/run`); the tests are ignored by plain `cargo test` and, run with `--ignored`, fail,
+//! saying why, when the variable is unset or the client, python3 or git does not run.
 //! Every `cline --cline-hub-daemon` a run leaves behind is ended by pid.
 
 use std::path::{Path, PathBuf};
