@@ -63,53 +63,19 @@ fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
-#[test]
-#[ignore = "needs the real client: set COORD_TEST_CLAUDE (see .ci/run)"]
-fn claude_edit_denied_while_another_agent_holds_then_allowed_and_released_at_turn_end() {
-    let c = claude();
-    e2e::denied_then_allowed(&c);
-}
-
-#[test]
-#[ignore = "needs the real client: set COORD_TEST_CLAUDE (see .ci/run)"]
-fn claude_two_concurrent_sessions_are_two_agents_that_exclude_each_other() {
-    let c = claude();
-    let _ = e2e::two_sessions_exclude_each_other(&c);
-}
-
-#[test]
-#[ignore = "needs the real client: set COORD_TEST_CLAUDE (see .ci/run)"]
-fn claude_session_start_context_reaches_the_model() {
-    let c = claude();
-    e2e::session_start_context_reaches_the_model(&c);
-}
-
-#[test]
-#[ignore = "needs the real client: set COORD_TEST_CLAUDE (see .ci/run)"]
-fn claude_session_end_finishes_the_presence() {
-    let c = claude();
-    e2e::session_end_finishes_the_presence(&c);
-}
-
-#[test]
-#[ignore = "needs the real client: set COORD_TEST_CLAUDE (see .ci/run)"]
-fn claude_mcp_lock_and_own_edit_do_not_block_each_other() {
-    let c = claude();
-    e2e::mcp_lock_and_own_edit(&c);
-}
-
-#[test]
-#[ignore = "needs the real client: set COORD_TEST_CLAUDE (see .ci/run)"]
-fn claude_shell_coord_lock_and_git_commit_act_as_the_session() {
-    let c = claude();
-    e2e::shell_commands_act_as_the_session(&c, true);
-}
-
-#[test]
-#[ignore = "needs the real client: set COORD_TEST_CLAUDE (see .ci/run)"]
-fn claude_killed_client_frees_its_files_within_seconds() {
-    let c = claude();
-    e2e::killed_client_frees_its_files(&c, false);
+e2e::scenario_tests! {
+    client: claude(), ignore: "needs the real client: set COORD_TEST_CLAUDE (see .ci/run)";
+    claude_edit_denied_while_another_agent_holds_then_allowed_and_released_at_turn_end =>
+        denied_then_allowed();
+    claude_two_concurrent_sessions_are_two_agents_that_exclude_each_other =>
+        two_sessions_exclude_each_other();
+    claude_session_start_context_reaches_the_model => session_start_context_reaches_the_model();
+    claude_session_end_finishes_the_presence => session_end_finishes_the_presence();
+    claude_mcp_lock_and_own_edit_do_not_block_each_other => mcp_lock_and_own_edit();
+    claude_shell_coord_lock_and_git_commit_act_as_the_session =>
+        shell_commands_act_as_the_session(true);
+    claude_killed_client_frees_its_files_within_seconds => killed_client_frees_its_files(false);
+    claude_shell_edit_of_a_held_file_is_told_to_the_model => shell_edit_is_told_to_the_model();
 }
 
 /// At a terminal, a shell command the user has not allowed stops the session at a permission
@@ -171,13 +137,6 @@ fn claude_at_a_permission_prompt_needs_its_user() {
             .any(|l| l.contains("\"needs_user\"") && l.contains(agent["agent"].as_str().unwrap())),
         "{log}"
     );
-}
-
-#[test]
-#[ignore = "needs the real client: set COORD_TEST_CLAUDE (see .ci/run)"]
-fn claude_shell_edit_of_a_held_file_is_told_to_the_model() {
-    let c = claude();
-    e2e::shell_edit_is_told_to_the_model(&c);
 }
 
 /// Two real Claude Code sessions in two worktrees of one repository: while the session in the

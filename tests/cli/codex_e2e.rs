@@ -127,11 +127,17 @@ fn session_id(out: &e2e::Finished) -> String {
     line.trim().to_string()
 }
 
-#[test]
-#[ignore = "needs the real client: set COORD_TEST_CODEX (see .ci/run)"]
-fn codex_edit_denied_while_another_agent_holds_then_allowed_and_released_at_turn_end() {
-    let c = codex();
-    e2e::denied_then_allowed(&c);
+e2e::scenario_tests! {
+    client: codex(), ignore: "needs the real client: set COORD_TEST_CODEX (see .ci/run)";
+    codex_edit_denied_while_another_agent_holds_then_allowed_and_released_at_turn_end =>
+        denied_then_allowed();
+    codex_session_start_context_reaches_the_model => session_start_context_reaches_the_model();
+    codex_session_end_finishes_the_presence => session_end_finishes_the_presence();
+    codex_mcp_lock_and_own_edit_do_not_block_each_other => mcp_lock_and_own_edit();
+    codex_shell_coord_lock_and_git_commit_act_as_the_session =>
+        shell_commands_act_as_the_session(true);
+    codex_killed_client_frees_its_files_within_seconds => killed_client_frees_its_files(false);
+    codex_shell_edit_of_a_held_file_is_told_to_the_model => shell_edit_is_told_to_the_model();
 }
 
 #[test]
@@ -146,41 +152,6 @@ fn codex_two_concurrent_sessions_are_two_agents_that_exclude_each_other() {
         b[..8],
         "the two sessions' UUID v7 ids share their clock digits: {a} {b}"
     );
-}
-
-#[test]
-#[ignore = "needs the real client: set COORD_TEST_CODEX (see .ci/run)"]
-fn codex_session_start_context_reaches_the_model() {
-    let c = codex();
-    e2e::session_start_context_reaches_the_model(&c);
-}
-
-#[test]
-#[ignore = "needs the real client: set COORD_TEST_CODEX (see .ci/run)"]
-fn codex_session_end_finishes_the_presence() {
-    let c = codex();
-    e2e::session_end_finishes_the_presence(&c);
-}
-
-#[test]
-#[ignore = "needs the real client: set COORD_TEST_CODEX (see .ci/run)"]
-fn codex_mcp_lock_and_own_edit_do_not_block_each_other() {
-    let c = codex();
-    e2e::mcp_lock_and_own_edit(&c);
-}
-
-#[test]
-#[ignore = "needs the real client: set COORD_TEST_CODEX (see .ci/run)"]
-fn codex_shell_coord_lock_and_git_commit_act_as_the_session() {
-    let c = codex();
-    e2e::shell_commands_act_as_the_session(&c, true);
-}
-
-#[test]
-#[ignore = "needs the real client: set COORD_TEST_CODEX (see .ci/run)"]
-fn codex_killed_client_frees_its_files_within_seconds() {
-    let c = codex();
-    e2e::killed_client_frees_its_files(&c, false);
 }
 
 /// Whether Codex's Linux sandbox runs here (it needs user namespaces): `codex sandbox -- CMD`.
@@ -325,11 +296,4 @@ fn codex_session_coordinated_by_the_installed_plugin_alone() {
     c.run(&repo, &["plugin", "marketplace", "remove", "coord"]);
     let config = std::fs::read_to_string(repo.home.join(".codex/config.toml")).unwrap();
     assert!(!config.contains(&folder), "{config}");
-}
-
-#[test]
-#[ignore = "needs the real client: set COORD_TEST_CODEX (see .ci/run)"]
-fn codex_shell_edit_of_a_held_file_is_told_to_the_model() {
-    let c = codex();
-    e2e::shell_edit_is_told_to_the_model(&c);
 }

@@ -30,6 +30,25 @@ pub use scenarios::{
     two_sessions_exclude_each_other,
 };
 
+/// One test per scenario of `e2e/scenarios.rs` a client runs: the client's constructor and the
+/// ignore reason once, then `TEST_NAME => scenario(extra arguments)` per line (the test's name
+/// says client and scenario). Scenarios whose client checks more are written out in its file.
+macro_rules! scenario_tests {
+    (client: $client:expr, ignore: $why:literal;
+     $($(#[$doc:meta])* $test:ident => $scenario:ident($($arg:expr),*);)*) => {
+        $(
+            $(#[$doc])*
+            #[test]
+            #[ignore = $why]
+            fn $test() {
+                let client = $client;
+                crate::e2e::$scenario(&client $(, $arg)*);
+            }
+        )*
+    };
+}
+pub(crate) use scenario_tests;
+
 /// How long one client run may take before it is killed and the test fails.
 pub const CLIENT_LIMIT: Duration = Duration::from_secs(120);
 
