@@ -112,10 +112,12 @@ pub const CLIENTS: &[RealClient] = &[
     },
 ];
 
-/// The executable of the real client `name` (one of [`CLIENTS`]), once it, python3 (the
-/// scripted model) and git answer `--version`. A test that needs it is ignored by plain
-/// `cargo test`; run with `--ignored`, it fails here, saying why, when one of them does not run:
-/// a test that did not run never reads as passed.
+/// The executable of the real client `name` (one of [`CLIENTS`]), once it is a file and python3
+/// (the scripted model) and git answer `--version` (checked once per run). A test that needs it
+/// is ignored by plain `cargo test`; run with `--ignored`, it fails here, saying why, when one of
+/// them is missing: a test that did not run never reads as passed. (The client itself is not
+/// asked `--version`: a loaded machine may take more than 30 s to start one, and a client that
+/// does not run fails the test anyway.)
 #[track_caller]
 pub fn require(name: &str) -> PathBuf {
     let c = CLIENTS
@@ -130,17 +132,21 @@ pub fn require(name: &str) -> PathBuf {
         );
     };
     let bin = PathBuf::from(bin);
-    for (program, why) in [
-        (bin.as_path(), format!("{} (`{}`)", c.what, bin.display())),
-        (
-            Path::new("python3"),
-            "python3 (for the scripted model)".into(),
-        ),
-        (Path::new("git"), "git".into()),
-    ] {
-        if let Err(e) = answers_version(program) {
-            panic!("{why} does not run: {e}");
-        }
+    assert!(
+        bin.is_file(),
+        "{}={} is not a file: the real {} is not there",
+        c.var,
+        bin.display(),
+        c.what
+    );
+    static TOOLS: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    let tools = TOOLS.get_or_init(|| {
+        answers_version(Path::new("python3"))
+            .map_err(|e| format!("python3 (for the scripted model) does not run: {e}"))?;
+        answers_version(Path::new("git")).map_err(|e| format!("git does not run: {e}"))
+    });
+    if let Err(why) = tools {
+        panic!("{why}");
     }
     bin
 }
