@@ -35,9 +35,9 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::scripted::{Lab, Run, script, script_holds, until};
+use crate::scripted::{self, Lab, LabClient, Run, script, script_holds, until};
 
-pub(crate) const OTHER: &str = "claude-x";
+pub(crate) use crate::scripted::OTHER;
 
 pub(crate) const EDIT_MODEL: &str = "gpt-4.1";
 
@@ -142,6 +142,31 @@ fn patch_call(lab: &Lab, new: &str) -> Value {
             path_of(lab, "target.txt")
         )
     ])
+}
+
+/// Copilot CLI (with [`EDIT_MODEL`]) on the bench, for the scenarios of `scripted.rs`.
+struct Copilot(PathBuf);
+
+impl LabClient for Copilot {
+    fn name(&self) -> &'static str {
+        "copilot"
+    }
+
+    fn session(&self, lab: &Lab, prompt: &str) -> Command {
+        copilot(lab, &self.0, EDIT_MODEL, prompt)
+    }
+
+    fn edit(&self, lab: &Lab, text: &str) -> Value {
+        edit_call(lab, text)
+    }
+
+    fn write(&self, lab: &Lab, text: &str) -> Value {
+        json!(["create", {"path": path_of(lab, "target.txt"), "file_text": format!("{text}\n")}])
+    }
+
+    fn results(&self, lab: &Lab, prompt: &str) -> Vec<String> {
+        tool_results(lab, prompt)
+    }
 }
 
 #[test]
@@ -342,41 +367,7 @@ fn copilot_apply_patch_of_a_gpt5_model_denied_while_another_agent_holds_the_file
 #[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn two_copilot_sessions_are_two_agents_that_exclude_each_other() {
     let (bin, lab) = lab();
-    let flag = lab.flag("a-done");
-    let (a, _) = start(
-        &lab,
-        &bin,
-        "a",
-        EDIT_MODEL,
-        json!([edit_call(&lab, "from A")]),
-        Some(&flag),
-    );
-    until("session A's edit", || {
-        lab.env.read("target.txt") == "from A\n" && copilot_holder(&lab).is_some()
-    });
-    let holder_a = copilot_holder(&lab).unwrap();
-
-    let create_b =
-        json!(["create", {"path": path_of(&lab, "target.txt"), "file_text": "from B\n"}]);
-    let (b, prompt_b) = start(&lab, &bin, "b", EDIT_MODEL, json!([create_b]), None);
-    b.ok();
-    assert_eq!(
-        lab.env.read("target.txt"),
-        "from A\n",
-        "B's write was denied"
-    );
-    let results = tool_results(&lab, &prompt_b);
-    assert_eq!(results.len(), 1, "{results:#?}");
-    assert!(
-        results[0].contains(&holder_a),
-        "B is told A holds it: {results:#?}"
-    );
-    let agents = lab.agents("copilot-");
-    assert_eq!(agents.len(), 2, "two sessions, two agents: {agents:?}");
-
-    std::fs::write(&flag, "").unwrap();
-    a.ok();
-    assert!(lab.locks_of("target.txt").is_empty());
+    scripted::two_sessions_exclude_each_other(&Copilot(bin), &lab);
 }
 
 #[test]
@@ -407,18 +398,7 @@ fn copilot_session_start_context_reaches_the_model() {
 #[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn copilot_session_end_finishes_the_presence() {
     let (bin, lab) = lab();
-    let flag = lab.flag("end");
-    let (run, _) = start(&lab, &bin, "end", EDIT_MODEL, json!([]), Some(&flag));
-    until("the session's presence", || {
-        !lab.agents("copilot-").is_empty()
-    });
-    let during = lab.agents("copilot-");
-    assert_eq!(during[0].1, "ACTIVE", "{during:?}");
-    std::fs::write(&flag, "").unwrap();
-    run.ok();
-    let after = lab.agents("copilot-");
-    assert_eq!(after.len(), 1, "{after:?}");
-    assert_eq!(after[0].1, "FINISHED", "{after:?}");
+    scripted::session_end_finishes_the_presence(&Copilot(bin), &lab);
 }
 
 #[test]
@@ -460,29 +440,5 @@ fn copilot_mcp_lock_and_own_edit_do_not_block_each_other() {
 #[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn copilot_killed_with_sigkill_frees_its_files_within_seconds() {
     let (bin, lab) = lab();
-    let flag = lab.flag("never");
-    let (mut run, _) = start(
-        &lab,
-        &bin,
-        "killed",
-        EDIT_MODEL,
-        json!([edit_call(&lab, "from copilot")]),
-        Some(&flag),
-    );
-    until("the session's edit", || copilot_holder(&lab).is_some());
-    lab.env
-        .agent(OTHER)
-        .args(["lock", "target.txt", "--no-wait"])
-        .code(3);
-    run.kill9();
-    // Within seconds, not the 5-minute TTL.
-    let killed = std::time::Instant::now();
-    lab.env
-        .agent(OTHER)
-        .args(["lock", "target.txt", "--wait", "20s"])
-        .ok();
-    eprintln!(
-        "the file was free {:.1} s after the kill",
-        killed.elapsed().as_secs_f64()
-    );
+    scripted::killed_client_frees_its_files(&Copilot(bin), &lab);
 }

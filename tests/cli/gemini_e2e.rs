@@ -32,9 +32,7 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::scripted::{Lab, Run, script, script_holds, until};
-
-const OTHER: &str = "claude-x";
+use crate::scripted::{self, Lab, LabClient, OTHER, Run, script, script_holds, until};
 
 fn lab() -> (PathBuf, Lab) {
     let bin = crate::e2e::require("gemini");
@@ -104,6 +102,35 @@ fn gemini_holder(lab: &Lab) -> Option<String> {
 
 fn write_call(lab: &Lab, content: &str) -> Value {
     json!(["write_file", {"file_path": path_of(lab, "target.txt"), "content": content}])
+}
+
+/// Gemini CLI on the bench, for the scenarios of `scripted.rs`.
+struct Gemini(PathBuf);
+
+impl LabClient for Gemini {
+    fn name(&self) -> &'static str {
+        "gemini"
+    }
+
+    fn session(&self, lab: &Lab, prompt: &str) -> Command {
+        gemini(lab, &self.0, prompt)
+    }
+
+    fn edit(&self, lab: &Lab, text: &str) -> Value {
+        write_call(lab, &format!("{text}\n"))
+    }
+
+    fn write(&self, lab: &Lab, text: &str) -> Value {
+        write_call(lab, &format!("{text}\n"))
+    }
+
+    /// Each `functionResponse`'s `response` (`output` or `error`), as JSON text.
+    fn results(&self, lab: &Lab, prompt: &str) -> Vec<String> {
+        tool_results(lab, prompt)
+            .iter()
+            .map(|r| r["response"].to_string())
+            .collect()
+    }
 }
 
 #[test]
@@ -271,36 +298,7 @@ fn gemini_after_agent_releases_the_turns_locks_while_the_session_lives() {
 #[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn two_gemini_sessions_are_two_agents_that_exclude_each_other() {
     let (bin, lab) = lab();
-    let flag = lab.flag("a-done");
-    let (a, _) = start(
-        &lab,
-        &bin,
-        "a",
-        json!([write_call(&lab, "from A\n")]),
-        Some(&flag),
-    );
-    until("session A's write", || {
-        lab.env.read("target.txt") == "from A\n" && gemini_holder(&lab).is_some()
-    });
-    let holder_a = gemini_holder(&lab).unwrap();
-
-    let (b, prompt_b) = start(&lab, &bin, "b", json!([write_call(&lab, "from B\n")]), None);
-    b.ok();
-    assert_eq!(
-        lab.env.read("target.txt"),
-        "from A\n",
-        "B's write was denied"
-    );
-    let results = tool_results(&lab, &prompt_b);
-    assert_eq!(results.len(), 1, "{results:#?}");
-    let text = results[0]["response"].to_string();
-    assert!(text.contains(&holder_a), "B is told A holds it: {text}");
-    let agents = lab.agents("gemini-");
-    assert_eq!(agents.len(), 2, "two sessions, two agents: {agents:?}");
-
-    std::fs::write(&flag, "").unwrap();
-    a.ok();
-    assert!(lab.locks_of("target.txt").is_empty());
+    scripted::two_sessions_exclude_each_other(&Gemini(bin), &lab);
 }
 
 #[test]
@@ -339,18 +337,7 @@ fn gemini_session_start_context_reaches_the_model() {
 #[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn gemini_session_end_finishes_the_presence() {
     let (bin, lab) = lab();
-    let flag = lab.flag("end");
-    let (run, _) = start(&lab, &bin, "end", json!([]), Some(&flag));
-    until("the session's presence", || {
-        !lab.agents("gemini-").is_empty()
-    });
-    let during = lab.agents("gemini-");
-    assert_eq!(during[0].1, "ACTIVE", "{during:?}");
-    std::fs::write(&flag, "").unwrap();
-    run.ok();
-    let after = lab.agents("gemini-");
-    assert_eq!(after.len(), 1, "{after:?}");
-    assert_eq!(after[0].1, "FINISHED", "{after:?}");
+    scripted::session_end_finishes_the_presence(&Gemini(bin), &lab);
 }
 
 #[test]
@@ -491,30 +478,7 @@ fn gemini_coord_lock_from_its_shell_acts_as_the_session() {
 #[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn gemini_killed_with_sigkill_frees_its_files_within_seconds() {
     let (bin, lab) = lab();
-    let flag = lab.flag("never");
-    let (mut run, _) = start(
-        &lab,
-        &bin,
-        "killed",
-        json!([write_call(&lab, "from gemini\n")]),
-        Some(&flag),
-    );
-    until("the session's write", || gemini_holder(&lab).is_some());
-    lab.env
-        .agent(OTHER)
-        .args(["lock", "target.txt", "--no-wait"])
-        .code(3);
-    run.kill9();
-    // Within seconds, not the 5-minute TTL.
-    let killed = std::time::Instant::now();
-    lab.env
-        .agent(OTHER)
-        .args(["lock", "target.txt", "--wait", "20s"])
-        .ok();
-    eprintln!(
-        "the file was free {:.1} s after the kill",
-        killed.elapsed().as_secs_f64()
-    );
+    scripted::killed_client_frees_its_files(&Gemini(bin), &lab);
 }
 
 /// A shell command that changes a file another agent holds: coord's AfterTool hook appends its
