@@ -62,10 +62,15 @@ pub fn json_text<T: Serialize>(value: &T) -> serde_json::Result<String> {
     serde_json::to_string(&versioned(serde_json::to_value(value)?))
 }
 
+/// `value` as `--json` prints it: pretty, with `schema_version` first.
+pub fn json_pretty<T: Serialize>(value: &T) -> serde_json::Result<String> {
+    serde_json::to_value(value).and_then(|v| serde_json::to_string_pretty(&versioned(v)))
+}
+
 /// Write one JSON document to stdout.
 pub fn json<T: Serialize>(value: &T) {
     JSON_PRINTED.store(true, Ordering::Relaxed);
-    match serde_json::to_value(value).and_then(|v| serde_json::to_string_pretty(&versioned(v))) {
+    match json_pretty(value) {
         Ok(text) => line(&text),
         Err(e) => eprintln!("error: cannot render JSON: {e}"),
     }
