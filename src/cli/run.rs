@@ -51,9 +51,6 @@ pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         dir: Some(ctx.cwd().to_path_buf()),
         runs_in: coord::identity::runs_in(),
     };
-    // One wait, then the command: a watch of the wait is closed when this process exits,
-    // after the release (closing it earlier would hold the lock while the kernel tidies up).
-    coord::wait::keep_until_exit();
     // The locks are released before this process exits: kept locked until then, the first
     // waiter in line sleeps on them (see `coord::wait::handoff`).
     coord::wait::handoff::hold_locks();

@@ -175,7 +175,7 @@ pub struct Unreadable {
 /// # Errors
 /// [`Unreadable`] when the file exists but is not a readable small regular file.
 pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Presence>, Unreadable> {
-    let path = layout::presence(root, id);
+    let path = layout::presence(&crate::worktree::shared_root(root), id);
     match fsutil::read_text_capped(&path, RECORD_CAP) {
         Ok((text, mtime)) => Ok(Some(Presence::parse(
             id,
@@ -194,7 +194,7 @@ pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Presence>, Unre
 pub fn scan(root: &Path) -> (Vec<Presence>, Vec<Unreadable>) {
     let mut found = Vec::new();
     let mut bad = Vec::new();
-    let _ = fsutil::for_each_name(&layout::shared_root(root), |name| {
+    let _ = fsutil::for_each_name(&crate::worktree::shared_root(root), |name| {
         let Some(id) = std::str::from_utf8(name)
             .ok()
             .and_then(layout::presence_agent)
@@ -246,7 +246,8 @@ pub fn judge(root: &Path, id: &str, now: &Timestamp) -> Option<AgentState> {
     match read(root, id) {
         Ok(found) => found.map(|p| p.state(now)),
         Err(_) => {
-            let mtime = fsutil::mtime(&layout::presence(root, id)).map(clock::from_system_time);
+            let mtime = fsutil::mtime(&layout::presence(&crate::worktree::shared_root(root), id))
+                .map(clock::from_system_time);
             Some(Presence::parse(id, "", mtime).state(now))
         }
     }
@@ -344,7 +345,7 @@ pub fn write_over(
         }
     }
     // Among the worktrees of one repository: which one this agent acts in.
-    if layout::shared_root(root) != root || !crate::worktree::others(root).is_empty() {
+    if crate::worktree::shared_root(root) != root || !crate::worktree::others(root).is_empty() {
         rec.set(crate::worktree::PRESENCE_KEY, root.display().to_string());
     }
     match &update.locks {
@@ -355,7 +356,7 @@ pub fn write_over(
         ),
         None => {}
     }
-    let path = layout::presence(root, agent.id());
+    let path = layout::presence(&crate::worktree::shared_root(root), agent.id());
     let bytes = rec.render();
     match fsutil::replace(&path, bytes.as_bytes()) {
         Ok(()) => {}

@@ -63,8 +63,8 @@ pub fn register_with_claims(
     targets: &[Target],
     claims: &[String],
 ) -> Result<Tickets> {
-    let seq_path = layout::queue_seq(root);
-    let queue_root = layout::queue_root(root);
+    let seq_path = layout::queue_seq(&crate::worktree::shared_root(root));
+    let queue_root = layout::queue_root(&crate::worktree::shared_root(root));
     fsutil::ensure_dir(&queue_root)?;
     // `seq` may be missing, garbage, huge or not a file at all. Never trust it alone: the next
     // number is also above every ticket still queued, so a damaged counter cannot let a new
@@ -90,9 +90,9 @@ pub fn register_with_claims(
         .chain(claims.iter().map(|c| (c.as_str(), true)));
     for (key, claim) in keys {
         let dir = if claim {
-            layout::claim_queue_dir(root, key)
+            layout::claim_queue_dir(&crate::worktree::shared_root(root), key)
         } else {
-            layout::queue_dir(root, key)
+            layout::queue_dir(&crate::worktree::shared_root(root), key)
         };
         fsutil::ensure_dir(&dir)?;
         let mut rec = Record::new();
@@ -185,7 +185,7 @@ pub fn live_tickets(root: &Path, target: &Target) -> Vec<Ahead> {
 /// [`live_tickets`] ahead of ticket `seq` only (all of them for `None`): a waiter deciding
 /// whether it is first in line reads no ticket behind its own.
 pub fn live_tickets_before(root: &Path, target: &Target, seq: Option<u64>) -> Vec<Ahead> {
-    let dir = layout::queue_dir(root, &target.rel);
+    let dir = layout::queue_dir(&crate::worktree::shared_root(root), &target.rel);
     let Ok(entries) = fsutil::read_dir(&dir) else {
         return Vec::new();
     };
@@ -255,7 +255,7 @@ pub struct Waiter {
 /// The live tickets of claim waiters (`file` is the pattern), by sequence number: one listing
 /// of the queue root when nobody waits for a claim. Reading only.
 pub fn claim_waiters(root: &Path) -> Vec<Waiter> {
-    let Ok(dirs) = fsutil::read_dir(layout::queue_root(root)) else {
+    let Ok(dirs) = fsutil::read_dir(layout::queue_root(&crate::worktree::shared_root(root))) else {
         return Vec::new();
     };
     let any = dirs.flatten().any(|d| {
@@ -272,8 +272,9 @@ pub fn claim_waiters(root: &Path) -> Vec<Waiter> {
 /// Whether the waiter with ticket number `seq` also waits for one of `files` (relative to the
 /// root) or of the claims `patterns`. Caller holds the mutex.
 pub fn waits_for_any(root: &Path, seq: u64, files: &[String], patterns: &[String]) -> bool {
-    let dirs = (files.iter().map(|f| layout::queue_dir(root, f)))
-        .chain(patterns.iter().map(|p| layout::claim_queue_dir(root, p)));
+    let shared = crate::worktree::shared_root(root);
+    let dirs = (files.iter().map(|f| layout::queue_dir(&shared, f)))
+        .chain(patterns.iter().map(|p| layout::claim_queue_dir(&shared, p)));
     dirs.into_iter().any(|dir| {
         fsutil::read_dir(dir).is_ok_and(|entries| {
             (entries.flatten())
@@ -285,7 +286,7 @@ pub fn waits_for_any(root: &Path, seq: u64, files: &[String], patterns: &[String
 /// Every live ticket of every queue, by sequence number then file. Reading only: dead tickets
 /// are skipped, not removed, so `status` can call it without writing a byte.
 pub fn waiters(root: &Path) -> Vec<Waiter> {
-    let Ok(dirs) = fsutil::read_dir(layout::queue_root(root)) else {
+    let Ok(dirs) = fsutil::read_dir(layout::queue_root(&crate::worktree::shared_root(root))) else {
         return Vec::new();
     };
     let mut found = Vec::new();
@@ -311,9 +312,9 @@ pub fn waiters(root: &Path) -> Vec<Waiter> {
             };
             let claim = rec.get("claim") == Some("yes");
             let home = if claim {
-                layout::claim_queue_dir(root, file)
+                layout::claim_queue_dir(&crate::worktree::shared_root(root), file)
             } else {
-                layout::queue_dir(root, file)
+                layout::queue_dir(&crate::worktree::shared_root(root), file)
             };
             if home.file_name() != Some(dir.file_name().as_os_str()) {
                 continue;
@@ -366,6 +367,6 @@ pub fn ticket_stands(path: &Path, open: bool) -> bool {
 pub fn dirs(root: &Path, targets: &[Target]) -> Vec<PathBuf> {
     targets
         .iter()
-        .map(|t| layout::queue_dir(root, &t.rel))
+        .map(|t| layout::queue_dir(&crate::worktree::shared_root(root), &t.rel))
         .collect()
 }

@@ -50,7 +50,7 @@ pub struct Judged {
 /// Every claim as written, unjudged, in the file's order, and the records without a pattern
 /// (kept as they are when the file is rewritten).
 fn read_records(root: &Path) -> (Vec<LockEntry>, Vec<String>) {
-    let path = layout::claims_file(root);
+    let path = layout::claims_file(&crate::worktree::shared_root(root));
     let Ok(bytes) = fsutil::read_capped(&path, CLAIMS_CAP) else {
         return (Vec::new(), Vec::new());
     };
@@ -106,7 +106,7 @@ pub fn judge(root: &Path, c: &mut Judged, cache: &mut StateCache, now: &Timestam
 
 /// Rewrite `.coord/claims` to hold exactly `records`, in their order. Caller holds the mutex.
 pub(super) fn write_all(root: &Path, records: &[String]) -> Result<()> {
-    let path = layout::claims_file(root);
+    let path = layout::claims_file(&crate::worktree::shared_root(root));
     if records.is_empty() {
         return fsutil::remove(&path).map(drop);
     }
@@ -163,7 +163,7 @@ pub fn release(
     force: bool,
 ) -> Result<Vec<Release>> {
     let root = ws.root();
-    if patterns.is_none() && !layout::claims_file(root).exists() {
+    if patterns.is_none() && !layout::claims_file(&crate::worktree::shared_root(root)).exists() {
         return Ok(Vec::new());
     }
     let _mutex = ws.lock_mutex()?;

@@ -497,7 +497,7 @@ impl<'a> Try<'a> {
             (self.claims.iter().filter(|c| !gone(&c.entry))).map(|c| claim::raw_text(&c.entry)),
         );
         let branch = (crate::worktree::trees(root).into_iter().next()).and_then(|t| t.branch());
-        let file = layout::claims_file(root);
+        let file = layout::claims_file(&crate::worktree::shared_root(root));
         let mut out = Vec::with_capacity(plans.len());
         for p in plans {
             let token =
