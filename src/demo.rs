@@ -41,7 +41,7 @@ pub fn run(exe: PathBuf, dir: PathBuf, agents: usize, out: Narrator) -> Result<(
         exe,
         dir: dir.clone(),
         out,
-        print: Arc::new(Mutex::new(())),
+        print: Mutex::new(()),
         started: Instant::now(),
     };
     demo.line(&format!(
@@ -99,21 +99,35 @@ fn clients(demo: &Demo, first: &str, second: &str) -> Result<()> {
     );
     fsutil::ensure_dir(&demo.dir.join("src"))?;
     fsutil::replace(&demo.dir.join("src/app.rs"), b"fn main() {}\n")?;
+    // The payloads the clients send (tests/fixtures/), built as JSON so any folder name fits.
     let file = demo.dir.join("src/app.rs");
-    let file = file.display();
-    let cwd = demo.dir.display();
-    let edit = format!(
-        r#"{{"session_id":"cedd012c-f1ba-4d70-ad6d-1c65c16ba070","transcript_path":"/dev/null","cwd":"{cwd}","hook_event_name":"PreToolUse","tool_name":"Edit","tool_input":{{"file_path":"{file}","old_string":"fn main() {{}}","new_string":"fn main() {{ run() }}","replace_all":false}},"tool_use_id":"toolu_01"}}"#
+    let (claude, codex) = (
+        "cedd012c-f1ba-4d70-ad6d-1c65c16ba070",
+        "01a20dbd-c053-7b63-9944-21d2369b8293",
     );
-    let claude_stop = format!(
-        r#"{{"session_id":"cedd012c-f1ba-4d70-ad6d-1c65c16ba070","transcript_path":"/dev/null","cwd":"{cwd}","hook_event_name":"Stop","stop_hook_active":false}}"#
-    );
-    let patch = format!(
-        r#"{{"session_id":"01a20dbd-c053-7b63-9944-21d2369b8293","turn_id":"01a20dbd-c070","transcript_path":"/dev/null","cwd":"{cwd}","hook_event_name":"PreToolUse","model":"gpt-5.5","permission_mode":"default","tool_name":"apply_patch","tool_input":{{"command":"*** Begin Patch\n*** Update File: src/app.rs\n@@\n-fn main() {{}}\n+fn main() {{ serve() }}\n*** End Patch\n"}},"tool_use_id":"call_01"}}"#
-    );
-    let codex_stop = format!(
-        r#"{{"session_id":"01a20dbd-c053-7b63-9944-21d2369b8293","turn_id":"01a20dbd-c070","transcript_path":"/dev/null","cwd":"{cwd}","hook_event_name":"Stop","stop_hook_active":false}}"#
-    );
+    let event = |session: &str, name: &str| {
+        serde_json::json!({
+            "session_id": session, "transcript_path": "/dev/null", "cwd": demo.dir,
+            "hook_event_name": name,
+        })
+    };
+    let mut edit = event(claude, "PreToolUse");
+    edit["tool_name"] = "Edit".into();
+    edit["tool_input"] = serde_json::json!({
+        "file_path": file, "old_string": "fn main() {}",
+        "new_string": "fn main() { run() }", "replace_all": false,
+    });
+    let mut patch = event(codex, "PreToolUse");
+    patch["tool_name"] = "apply_patch".into();
+    patch["tool_input"] = serde_json::json!({"command":
+        "*** Begin Patch\n*** Update File: src/app.rs\n@@\n-fn main() {}\n+fn main() { serve() }\n*** End Patch\n"});
+    let (edit, patch) = (edit.to_string(), patch.to_string());
+    let stop = |session: &str| {
+        let mut e = event(session, "Stop");
+        e["stop_hook_active"] = false.into();
+        e.to_string()
+    };
+    let (claude_stop, codex_stop) = (stop(claude), stop(codex));
 
     let deny = demo.hook(first, "claude", "PreToolUse", &edit)?;
     if let Some(why) = deny {
@@ -402,7 +416,7 @@ struct Demo {
     exe: PathBuf,
     dir: PathBuf,
     out: Narrator,
-    print: Arc<Mutex<()>>,
+    print: Mutex<()>,
     started: Instant,
 }
 

@@ -224,7 +224,7 @@ pub fn current(root: &Path) -> Option<Session> {
 /// The nearest ancestor of this process registered in the workspace at `root` as a client
 /// whose session ran a hook, if it still is that process.
 pub fn from_tree(root: &Path) -> Option<Session> {
-    let dir = layout::sessions_dir(root);
+    let dir = layout::sessions_dir(&crate::worktree::shared_root(root));
     if !dir.is_dir() {
         return None;
     }
@@ -234,7 +234,7 @@ pub fn from_tree(root: &Path) -> Option<Session> {
         if pid <= 1 {
             return None;
         }
-        let path = layout::session_file(root, tag, pid);
+        let path = layout::session_file(&crate::worktree::shared_root(root), tag, pid);
         if let Some(reg) = Registration::read(&path)
             && reg.host == host::hostname()
             && reg.process.pid == pid
@@ -272,10 +272,19 @@ pub fn env_session() -> Option<(&'static str, Client, String)> {
     })
 }
 
+/// The client session this process runs in, as a lock request carries it ([`env_session`]).
+pub fn runs_in() -> Option<crate::v3::lock::ClientSession> {
+    env_session().map(|(_, client, session)| crate::v3::lock::ClientSession {
+        client: client.as_str().to_string(),
+        session,
+    })
+}
+
 /// The live client process registered for session `id` of `client` on this host.
 fn registered_process(root: &Path, client: Client, id: &str) -> Option<ClientProcess> {
     let tag = host::host_tag();
-    let entries = crate::fsutil::read_dir(layout::sessions_dir(root)).ok()?;
+    let entries =
+        crate::fsutil::read_dir(layout::sessions_dir(&crate::worktree::shared_root(root))).ok()?;
     entries.flatten().find_map(|e| {
         let name = e.file_name();
         let (t, _) = layout::parse_session_name(name.to_str()?)?;
@@ -348,7 +357,11 @@ pub fn register(
     process: ClientProcess,
 ) -> Result<()> {
     let root = ws.root();
-    let path = layout::session_file(root, host::host_tag(), process.pid);
+    let path = layout::session_file(
+        &crate::worktree::shared_root(root),
+        host::host_tag(),
+        process.pid,
+    );
     if let Some(reg) = Registration::read(&path)
         && reg.client == client
         && reg.session == id
@@ -357,7 +370,7 @@ pub fn register(
         return Ok(());
     }
     ws.ensure_state_dir()?;
-    fsutil::ensure_dir(&layout::sessions_dir(root))?;
+    fsutil::ensure_dir(&layout::sessions_dir(&crate::worktree::shared_root(root)))?;
     let reg = Registration {
         client,
         session: id.to_string(),
@@ -377,7 +390,11 @@ pub fn register(
 ///
 /// [`Error::Io`](crate::Error::Io) when the file cannot be removed.
 pub fn end(ws: &Workspace, client: Client, id: &str, process: ClientProcess) -> Result<()> {
-    let path = layout::session_file(ws.root(), host::host_tag(), process.pid);
+    let path = layout::session_file(
+        &crate::worktree::shared_root(ws.root()),
+        host::host_tag(),
+        process.pid,
+    );
     match Registration::read(&path) {
         Some(reg) if reg.client == client && reg.session == id => {
             fsutil::remove(&path)?;
@@ -391,7 +408,7 @@ pub fn end(ws: &Workspace, client: Client, id: &str, process: ClientProcess) -> 
 fn sweep(root: &Path) {
     use std::os::unix::ffi::OsStrExt;
     let tag = host::host_tag();
-    let dir = layout::sessions_dir(root);
+    let dir = layout::sessions_dir(&crate::worktree::shared_root(root));
     let mut gone: Vec<PathBuf> = Vec::new();
     let _ = fsutil::for_each_name(&dir, |name| {
         let ours = std::str::from_utf8(name)
@@ -484,7 +501,11 @@ mod tests {
         let dead = ClientProcess::of(child.id());
         child.wait().unwrap();
         if let Some(dead) = dead {
-            let path = layout::session_file(ws.root(), host::host_tag(), dead.pid);
+            let path = layout::session_file(
+                &crate::worktree::shared_root(ws.root()),
+                host::host_tag(),
+                dead.pid,
+            );
             register(&ws, Client::Codex, "x1", &agent, dead).unwrap();
             assert!(!path.exists(), "swept at once: its process is gone");
         }

@@ -602,10 +602,11 @@ pub fn collect(ws: &Workspace) -> Status {
     let trees = crate::worktree::trees(ws.root());
     for a in &mut agents {
         a.needs_user = crate::history::needs_user(ws.root(), &a.agent);
-        let top = a
-            .worktree
-            .clone()
-            .unwrap_or_else(|| crate::layout::shared_root(ws.root()).display().to_string());
+        let top = a.worktree.clone().unwrap_or_else(|| {
+            crate::worktree::shared_root(ws.root())
+                .display()
+                .to_string()
+        });
         a.branch = trees
             .iter()
             .find(|t| t.top.as_os_str() == top.as_str())
@@ -711,7 +712,8 @@ pub fn nested(ws: &Workspace, files: &[&str]) -> Vec<Nested> {
 /// sent to it here would wait in an inbox it never reads. Looks for the locks under the root
 /// only then (a folder walk, on this rare path alone).
 pub fn nested_home(ws: &Workspace, agent: &str) -> Option<Nested> {
-    if std::fs::symlink_metadata(crate::layout::presence(ws.root(), agent)).is_ok() {
+    let shared = crate::worktree::shared_root(ws.root());
+    if std::fs::symlink_metadata(crate::layout::presence(&shared, agent)).is_ok() {
         return None;
     }
     let locks = lock::scan_tree(ws);

@@ -8,7 +8,7 @@ use std::sync::Arc;
 use anyhow::{Context as _, bail};
 use clap::Args;
 
-use coord::{Error, ExitCode, fsutil};
+use coord::{Error, ExitCode};
 
 use super::{Ctx, output};
 
@@ -55,10 +55,9 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 
 fn demo_dir(ctx: &Ctx) -> anyhow::Result<PathBuf> {
     match &ctx.dir {
+        // `-C DIR`: made before the command ran (see `cli::run`), and resolved.
         Some(d) => {
-            let d = ctx.cwd().join(d);
-            fsutil::ensure_dir(&d)?;
-            let busy = coord::fsutil::read_dir(&d)
+            let busy = coord::fsutil::read_dir(d)
                 .with_context(|| format!("cannot read {}", d.display()))?
                 .next()
                 .is_some();
@@ -69,7 +68,7 @@ fn demo_dir(ctx: &Ctx) -> anyhow::Result<PathBuf> {
                 }
                 .into());
             }
-            Ok(std::fs::canonicalize(&d)?)
+            Ok(d.clone())
         }
         None => {
             let t = tempfile::Builder::new()

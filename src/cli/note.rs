@@ -42,16 +42,13 @@ pub fn run(args: NoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             target,
             text,
             wait,
+            runs_in: coord::identity::runs_in(),
         },
         &mut |event| progress.on_event(event),
     );
     progress.finish();
     let noted = noted?;
-    if ctx.json {
-        output::json(&noted);
-    } else if !ctx.quiet {
-        output::line(&noted_line(&noted));
-    }
+    ctx.emit(&noted, || noted_line(&noted));
     Ok(ExitCode::Success)
 }
 

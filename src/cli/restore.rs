@@ -48,8 +48,9 @@ pub fn run(args: RestoreArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let wait = args.wait.wait()?;
     let generation = usize::try_from(args.from.unwrap_or(1)).unwrap_or(usize::MAX);
     let mut progress = WaitProgress::new(wait, ctx.quiet);
-    let restored = restore::restore(&ws, &agent, &target, generation, wait, &mut |event| {
-        progress.on_event(event)
+    let runs_in = coord::identity::runs_in();
+    let restored = restore::restore(&ws, &agent, &target, generation, wait, runs_in, &mut |e| {
+        progress.on_event(e)
     });
     progress.finish();
     let restored = restored?;

@@ -49,15 +49,8 @@ pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         command: args.command,
         // With `-C DIR`, CMD runs in DIR, where FILE was read from (contract §1).
         dir: Some(ctx.cwd().to_path_buf()),
+        runs_in: coord::identity::runs_in(),
     };
-    // One wait, then the command: a watch of the wait is closed when this process exits,
-    // after the release (closing it earlier would hold the lock while the kernel tidies up).
-    coord::wait::keep_until_exit();
-    // The queue is left once the command has started (see `leave_queue_once_started`); on a
-    // network filesystem that would take the workspace lease once more.
-    if ws.policy()?.fs.served_locally() {
-        coord::v3::lock::leave_queue_once_started();
-    }
     // The locks are released before this process exits: kept locked until then, the first
     // waiter in line sleeps on them (see `coord::wait::handoff`).
     coord::wait::handoff::hold_locks();

@@ -58,7 +58,7 @@ pub fn run(args: UiArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     // The very document `coord status --json` prints.
     let server = Arc::new(coord::ui::Server::new(&root, port, move || {
         let doc = status::document(&ws, false);
-        output::json_text(&doc, true).map_or_else(|_| "{}".into(), |t| t + "\n")
+        output::json_pretty(&doc).map_or_else(|_| "{}".into(), |t| t + "\n")
     }));
     output::line(&format!(
         "http://127.0.0.1:{port}/?token={}",

@@ -26,7 +26,7 @@ use crate::fsutil;
 use crate::host;
 use crate::layout;
 use crate::v3::backup;
-use crate::v3::lock::{self, DEFAULT_TTL, Fence, LockEvent, LockRequest, Owner};
+use crate::v3::lock::{self, ClientSession, DEFAULT_TTL, Fence, LockEvent, LockRequest, Owner};
 use crate::workspace::{AgentId, Target, Workspace};
 
 use super::folder;
@@ -63,6 +63,7 @@ pub fn restore(
     target: &Target,
     generation: usize,
     wait: Wait,
+    runs_in: Option<ClientSession>,
     on_event: &mut dyn FnMut(&LockEvent),
 ) -> Result<Restored> {
     target.regular_or_absent()?;
@@ -118,6 +119,7 @@ pub fn restore(
                 reason: Some("restoring from its backup".into()),
                 owner: Some(Owner::process(host::pid(), None)),
                 claims: Vec::new(),
+                runs_in,
             };
             let got = lock::acquire(ws, &req, on_event)?;
             let token = got

@@ -38,7 +38,9 @@ use crate::clock::Wait;
 use crate::error::{Error, IoResultExt, Result};
 use crate::host::{self, ProcessGroup};
 use crate::pattern::Pattern;
-use crate::v3::lock::{self, Acquisition, DEFAULT_TTL, LockEvent, LockRequest, Owner};
+use crate::v3::lock::{
+    self, Acquisition, ClientSession, DEFAULT_TTL, LockEvent, LockRequest, Owner,
+};
 use crate::v3::presence;
 use crate::v3::session::KILL_GRACE;
 use crate::workspace::{AgentId, Target, Workspace};
@@ -69,6 +71,8 @@ pub struct RunRequest {
     /// The folder CMD runs in (`-C DIR`: DIR, where FILE arguments were read from); `None`:
     /// this process's own.
     pub dir: Option<std::path::PathBuf>,
+    /// The agent client's session this process runs in (see [`LockRequest::runs_in`]).
+    pub runs_in: Option<ClientSession>,
 }
 
 /// Something worth telling the user before CMD ends.
@@ -145,18 +149,12 @@ pub fn run(
         reason: Some(reason(program)),
         owner: Some(Owner::process(host::pid(), None)),
         claims: req.claims.clone(),
+        runs_in: req.runs_in.clone(),
     };
     // Ready before the wait, so that the command starts as soon as the locks are had. Listening
     // this early also forwards a signal that arrives between the acquire and the start.
     let signals = Signals::listen().at("listen for signals in", ws.root())?;
-    let got = match lock::acquire(ws, &lock_req, &mut |e| on_event(RunEvent::Lock(e))) {
-        Ok(got) => got,
-        Err(e) => {
-            // Got, then failed (a backup that could not be written): the queue is left here.
-            lock::leave_queue_now(ws);
-            return Err(e);
-        }
-    };
+    let got = lock::acquire(ws, &lock_req, &mut |e| on_event(RunEvent::Lock(e)))?;
     let held: Vec<(Target, String)> = got
         .acquired
         .iter()
@@ -182,7 +180,6 @@ pub fn run(
     // Asked to stop (see `wait::stop_on_signals`) during the try that got the locks: the
     // command does not start.
     if let Some(signal) = crate::wait::stop_requested() {
-        lock::leave_queue_now(ws);
         let _ = release();
         let first = req.targets.first().map(|t| t.rel.clone());
         return Err(Error::Interrupted {
@@ -195,7 +192,6 @@ pub fn run(
     on_event(RunEvent::Locked(&got));
 
     let end = supervise(ws, req, (program, args), &signals);
-    lock::leave_queue_now(ws);
     let released = release();
     let end = end?;
     let lost = released?
@@ -237,8 +233,6 @@ fn supervise(
         command.process_group(0);
     }
     let spawned = command.spawn();
-    // Started (or not): a ticket the acquire kept in the queue goes.
-    lock::leave_queue_now(ws);
     let mut child = match spawned {
         Ok(child) => child,
         Err(e) => return Ok(RunEnd::NotStarted(e)),

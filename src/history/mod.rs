@@ -289,9 +289,12 @@ impl Bounds {
     /// The bounds set for the workspace at `root`: the environment, else `.coord/config`,
     /// else the defaults. A value that cannot be read is ignored (the default holds).
     pub fn of(root: &Path) -> Bounds {
-        let config = fsutil::read_text_capped(&layout::config(root), 64 * 1024)
-            .ok()
-            .map(|(t, _)| Record::parse(&t));
+        let config = fsutil::read_text_capped(
+            &layout::config(&crate::worktree::shared_root(root)),
+            64 * 1024,
+        )
+        .ok()
+        .map(|(t, _)| Record::parse(&t));
         let setting = |env: &str, key: &str| {
             std::env::var(env)
                 .ok()
@@ -347,7 +350,7 @@ pub fn record(root: &Path, mut event: Event) {
     }
     // In a linked worktree sharing the main tree's state, the event names its tree: `file` is
     // relative to that tree's top level.
-    if event.worktree.is_none() && layout::shared_root(root) != root {
+    if event.worktree.is_none() && crate::worktree::shared_root(root) != root {
         event.worktree = Some(root.to_string_lossy().into_owned());
     }
     let Some(line) = event.line() else {
@@ -364,12 +367,13 @@ pub fn record(root: &Path, mut event: Event) {
 }
 
 fn append(root: &Path, line: &[u8]) -> crate::Result<()> {
-    let log = layout::history_log(root);
+    let shared = crate::worktree::shared_root(root);
+    let log = layout::history_log(&shared);
     let rotate_at = Bounds::of(root).max_size / 2;
-    let rotated = layout::history_rotated(root);
+    let rotated = layout::history_rotated(&shared);
     match fsutil::append_line_rotating(&log, line, rotate_at, &rotated) {
         Err(crate::Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-            fsutil::ensure_dir(&layout::history_dir(root))?;
+            fsutil::ensure_dir(&layout::history_dir(&shared))?;
             fsutil::append_line_rotating(&log, line, rotate_at, &rotated)
         }
         other => other,

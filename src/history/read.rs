@@ -112,8 +112,14 @@ pub fn read_all(root: &Path) -> Vec<Event> {
     let bounds = Bounds::of(root);
     // A generation is rotated at half the bound; one written by hand may be larger.
     let cap = bounds.max_size.max(1 << 20) * 2;
-    let mut events = read_file(&layout::history_rotated(root), cap);
-    events.extend(read_file(&layout::history_log(root), cap));
+    let mut events = read_file(
+        &layout::history_rotated(&crate::worktree::shared_root(root)),
+        cap,
+    );
+    events.extend(read_file(
+        &layout::history_log(&crate::worktree::shared_root(root)),
+        cap,
+    ));
     let oldest = clock::now() - chrono::Duration::from_std(bounds.max_age).unwrap_or_default();
     let mut timed: Vec<(Timestamp, Event)> = events
         .into_iter()
@@ -146,7 +152,7 @@ pub fn trim(root: &Path, dry_run: bool) -> Result<usize> {
     let old = |e: &Event| e.time().is_none_or(|t| t < oldest);
     let cap = bounds.max_size.max(1 << 20) * 2;
     let mut dropped = 0;
-    let rotated = layout::history_rotated(root);
+    let rotated = layout::history_rotated(&crate::worktree::shared_root(root));
     let older = read_file(&rotated, cap);
     if !older.is_empty() && older.iter().all(old) {
         dropped += older.len();
@@ -154,7 +160,7 @@ pub fn trim(root: &Path, dry_run: bool) -> Result<usize> {
             fsutil::remove(&rotated)?;
         }
     }
-    let log = layout::history_log(root);
+    let log = layout::history_log(&crate::worktree::shared_root(root));
     let Ok(held) = fsutil::open_regular_nofollow(&log) else {
         return Ok(dropped);
     };
@@ -234,13 +240,13 @@ fn file_id(path: &Path) -> Option<(u64, u64)> {
 impl Tail {
     /// Follow from the end of the log as it is now.
     pub fn from_end(root: &Path) -> Tail {
-        let log = layout::history_log(root);
+        let log = layout::history_log(&crate::worktree::shared_root(root));
         let at = std::fs::symlink_metadata(&log)
             .ok()
             .map(|m| ((m.dev(), m.ino()), m.len()));
         Tail {
             log,
-            rotated: layout::history_rotated(root),
+            rotated: layout::history_rotated(&crate::worktree::shared_root(root)),
             at,
             partial: Vec::new(),
         }

@@ -25,7 +25,6 @@ use crate::workspace::Target;
 /// to the root, or `None` when there was nothing to back up.
 ///
 /// # Errors
-///
 /// [`Error::Io`](crate::Error::Io) naming the file when the copy fails.
 pub fn write(root: &Path, target: &Target) -> Result<Option<String>> {
     match fs::symlink_metadata(&target.abs) {
@@ -67,7 +66,6 @@ pub struct Staged {
 /// to back up.
 ///
 /// # Errors
-///
 /// [`Error::Io`](crate::Error::Io) naming the file when the copy fails.
 pub fn stage(root: &Path, target: &Target) -> Result<Option<Staged>> {
     match fs::symlink_metadata(&target.abs) {
@@ -91,7 +89,6 @@ impl Staged {
     /// the backup's path relative to the root.
     ///
     /// # Errors
-    ///
     /// [`Error::Io`](crate::Error::Io) naming `FILE.bak`.
     pub fn commit(self) -> Result<String> {
         if !fsutil::same_regular_files(self.tmp.path(), &self.dst) {
@@ -129,7 +126,7 @@ pub fn keep_generation(root: &Path, target: &Target) {
     if !fs::symlink_metadata(&bak).is_ok_and(|m| m.is_file()) {
         return;
     }
-    let dir = layout::backup_generations(root, &target.abs);
+    let dir = layout::backup_generations(&crate::worktree::shared_root(root), &target.abs);
     if fsutil::ensure_dir(&dir).is_err() {
         return;
     }
@@ -194,7 +191,6 @@ fn stored(dir: &Path) -> Vec<(u64, PathBuf)> {
 /// then the older ones under `.coord/backups/`.
 ///
 /// # Errors
-///
 /// [`Error::Io`](crate::Error::Io) when the generations folder exists but cannot be read.
 pub fn generations(root: &Path, target: &Target) -> Result<Vec<Generation>> {
     let mut all = Vec::new();
@@ -220,7 +216,7 @@ pub fn generations(root: &Path, target: &Target) -> Result<Vec<Generation>> {
     {
         push(&mut all, bak, meta);
     }
-    let dir = layout::backup_generations(root, &target.abs);
+    let dir = layout::backup_generations(&crate::worktree::shared_root(root), &target.abs);
     match fs::symlink_metadata(&dir) {
         Ok(m) if m.is_dir() => {
             crate::fsutil::read_dir(&dir).at("read", &dir)?;

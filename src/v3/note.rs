@@ -27,7 +27,7 @@ use crate::error::{Error, Result};
 use crate::fsutil;
 use crate::host;
 use crate::record::one_line;
-use crate::v3::lock::{self, DEFAULT_TTL, Fence, LockEvent, LockRequest, Owner};
+use crate::v3::lock::{self, ClientSession, DEFAULT_TTL, Fence, LockEvent, LockRequest, Owner};
 use crate::workspace::{AgentId, Target, Workspace};
 
 /// What `coord note` asks for.
@@ -41,6 +41,8 @@ pub struct NoteRequest {
     pub text: String,
     /// How long to wait for the lock when another agent holds it.
     pub wait: Wait,
+    /// The agent client's session this process runs in (see [`LockRequest::runs_in`]).
+    pub runs_in: Option<ClientSession>,
 }
 
 /// A note written.
@@ -69,7 +71,6 @@ pub fn format_line(now: &Timestamp, agent: &AgentId, text: &str) -> String {
 /// Append a note to `req.target` under its lock (see the module docs).
 ///
 /// # Errors
-///
 /// [`Error::BadInput`] for an empty note; the errors of [`lock::acquire`] when the lock cannot be
 /// had ([`Error::LockHeld`], [`Error::WaitTimedOut`], exit 3); [`Error::Refused`] when the lock was
 /// lost before the append; [`Error::Io`] when the file cannot be appended to.
@@ -103,6 +104,7 @@ pub fn note(
             reason: Some("writing a note".into()),
             owner: Some(Owner::process(host::pid(), None)),
             claims: Vec::new(),
+            runs_in: req.runs_in.clone(),
         },
         on_event,
     )?;

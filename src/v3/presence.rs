@@ -173,10 +173,9 @@ pub struct Unreadable {
 /// Read agent `id`'s presence. `Ok(None)` when there is none.
 ///
 /// # Errors
-///
 /// [`Unreadable`] when the file exists but is not a readable small regular file.
 pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Presence>, Unreadable> {
-    let path = layout::presence(root, id);
+    let path = layout::presence(&crate::worktree::shared_root(root), id);
     match fsutil::read_text_capped(&path, RECORD_CAP) {
         Ok((text, mtime)) => Ok(Some(Presence::parse(
             id,
@@ -195,7 +194,7 @@ pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Presence>, Unre
 pub fn scan(root: &Path) -> (Vec<Presence>, Vec<Unreadable>) {
     let mut found = Vec::new();
     let mut bad = Vec::new();
-    let _ = fsutil::for_each_name(&layout::shared_root(root), |name| {
+    let _ = fsutil::for_each_name(&crate::worktree::shared_root(root), |name| {
         let Some(id) = std::str::from_utf8(name)
             .ok()
             .and_then(layout::presence_agent)
@@ -247,7 +246,8 @@ pub fn judge(root: &Path, id: &str, now: &Timestamp) -> Option<AgentState> {
     match read(root, id) {
         Ok(found) => found.map(|p| p.state(now)),
         Err(_) => {
-            let mtime = fsutil::mtime(&layout::presence(root, id)).map(clock::from_system_time);
+            let mtime = fsutil::mtime(&layout::presence(&crate::worktree::shared_root(root), id))
+                .map(clock::from_system_time);
             Some(Presence::parse(id, "", mtime).state(now))
         }
     }
@@ -266,14 +266,13 @@ pub struct Update {
     pub lock_status: Option<LockStatus>,
     /// The files locked through coord.
     pub locks: Option<Vec<String>>,
+    /// A release: on a full disk, where there is no room for a new copy, the presence is
+    /// rewritten in place (releasing needs no space, and must not leave it saying LOCKED).
+    pub releasing: bool,
 }
 
-/// Create or refresh `agent`'s presence (heartbeat now), applying `update`.
-/// The caller holds the workspace mutex.
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) when the file cannot be written.
+/// Create or refresh `agent`'s presence (heartbeat now), applying `update`. The caller holds
+/// the workspace mutex.
 pub fn write(root: &Path, agent: &AgentId, update: &Update) -> Result<Presence> {
     let old = read(root, agent.id()).ok().flatten();
     write_over(root, agent, old.as_ref(), update)
@@ -282,41 +281,11 @@ pub fn write(root: &Path, agent: &AgentId, update: &Update) -> Result<Presence> 
 /// [`write()`] for a caller that has just read the presence (`old`, `None` when there was none or
 /// it could not be read) under the mutex it still holds: a lock transition reads its agent's
 /// presence once, decides, and writes it once.
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) when the file cannot be written.
 pub fn write_over(
     root: &Path,
     agent: &AgentId,
     old: Option<&Presence>,
     update: &Update,
-) -> Result<Presence> {
-    write_over_with(root, agent, old, update, false)
-}
-
-/// [`write_over`] for a release: on a full disk, where there is no room for a new copy, the
-/// presence is rewritten in place (it has room for itself, a few hundred bytes in a block it
-/// already has). Releasing needs no space, and must not leave the presence saying LOCKED.
-///
-/// # Errors
-///
-/// As [`write_over`].
-pub fn write_over_releasing(
-    root: &Path,
-    agent: &AgentId,
-    old: Option<&Presence>,
-    update: &Update,
-) -> Result<Presence> {
-    write_over_with(root, agent, old, update, true)
-}
-
-fn write_over_with(
-    root: &Path,
-    agent: &AgentId,
-    old: Option<&Presence>,
-    update: &Update,
-    in_place_when_full: bool,
 ) -> Result<Presence> {
     let now = clock::now_string();
     let old_field = |key: &str| {
@@ -376,7 +345,7 @@ fn write_over_with(
         }
     }
     // Among the worktrees of one repository: which one this agent acts in.
-    if layout::shared_root(root) != root || !crate::worktree::others(root).is_empty() {
+    if crate::worktree::shared_root(root) != root || !crate::worktree::others(root).is_empty() {
         rec.set(crate::worktree::PRESENCE_KEY, root.display().to_string());
     }
     match &update.locks {
@@ -387,12 +356,12 @@ fn write_over_with(
         ),
         None => {}
     }
-    let path = layout::presence(root, agent.id());
+    let path = layout::presence(&crate::worktree::shared_root(root), agent.id());
     let bytes = rec.render();
     match fsutil::replace(&path, bytes.as_bytes()) {
         Ok(()) => {}
         Err(e)
-            if in_place_when_full
+            if update.releasing
                 && e.is_no_space()
                 && fsutil::rewrite_in_place(&path, bytes.as_bytes())? => {}
         Err(e) => return Err(e),
@@ -406,18 +375,7 @@ fn write_over_with(
     })
 }
 
-/// Remove `agent`'s presence file (used by tests and cleanup; `shutdown` marks FINISHED instead).
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) on a failure other than "not there".
-pub fn remove(root: &Path, agent: &AgentId) -> Result<bool> {
-    let path = layout::presence(root, agent.id());
-    fsutil::remove(&path)
-}
-
 #[cfg(test)]
-#[allow(clippy::disallowed_methods)] // tests plant files by hand
 mod tests {
     use super::*;
 
@@ -447,15 +405,6 @@ mod tests {
     }
 
     #[test]
-    fn a_heartbeat_far_in_the_future_is_not_active() {
-        let now = clock::parse_timestamp("2026-01-28T01:06:00+00:00").unwrap();
-        let skewed = Presence::parse("x", "heartbeat: 2026-01-28T01:07:00+00:00\n", None);
-        assert_eq!(skewed.state(&now), AgentState::Active);
-        let forged = Presence::parse("x", "heartbeat: 2999-01-01T00:00:00+00:00\n", None);
-        assert_eq!(forged.state(&now), AgentState::Inactive);
-    }
-
-    #[test]
     fn two_minutes_old_is_active_and_one_second_more_is_not() {
         let p = Presence::parse("x", "heartbeat: 2026-01-28T01:00:00+00:00\n", None);
         let at = |t: &str| p.state(&clock::parse_timestamp(t).unwrap());
@@ -464,22 +413,8 @@ mod tests {
         // The same bound for a heartbeat ahead of this clock.
         assert_eq!(at("2026-01-28T00:58:00+00:00"), AgentState::Active);
         assert_eq!(at("2026-01-28T00:57:59+00:00"), AgentState::Inactive);
-    }
-
-    #[test]
-    fn an_unreadable_presence_is_judged_by_its_mtime() {
-        let dir = tempfile::tempdir().unwrap();
-        let now = clock::now();
-        assert_eq!(judge(dir.path(), "x", &now), None);
-        // A folder where the presence belongs cannot be read: its mtime decides.
-        let path = layout::presence(dir.path(), "x");
-        std::fs::create_dir(&path).unwrap();
-        assert_eq!(judge(dir.path(), "x", &now), Some(AgentState::Active));
-        let old = std::time::SystemTime::now() - Duration::from_secs(600);
-        std::fs::File::open(&path)
-            .unwrap()
-            .set_modified(old)
-            .unwrap();
-        assert_eq!(judge(dir.path(), "x", &now), Some(AgentState::Inactive));
+        // A heartbeat far in the future is not believed.
+        let forged = Presence::parse("x", "heartbeat: 2999-01-01T00:00:00+00:00\n", None);
+        assert_eq!(forged.state(&clock::now()), AgentState::Inactive);
     }
 }

@@ -51,28 +51,20 @@ pub fn keeps_folders(root: &Path) -> bool {
 }
 
 /// Register `agent` (this process) as waiting for `targets`. Caller holds the mutex.
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) when the queue cannot be written.
 pub fn register(root: &Path, agent: &AgentId, targets: &[Target]) -> Result<Tickets> {
     register_with_claims(root, agent, targets, &[])
 }
 
 /// [`register`] for `targets` and the claim patterns `claims` (one ticket each, all with one
 /// number; a claim's ticket stands in its own `c-` folder and says `claim: yes`).
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) when the queue cannot be written.
 pub fn register_with_claims(
     root: &Path,
     agent: &AgentId,
     targets: &[Target],
     claims: &[String],
 ) -> Result<Tickets> {
-    let seq_path = layout::queue_seq(root);
-    let queue_root = layout::queue_root(root);
+    let seq_path = layout::queue_seq(&crate::worktree::shared_root(root));
+    let queue_root = layout::queue_root(&crate::worktree::shared_root(root));
     fsutil::ensure_dir(&queue_root)?;
     // `seq` may be missing, garbage, huge or not a file at all. Never trust it alone: the next
     // number is also above every ticket still queued, so a damaged counter cannot let a new
@@ -84,9 +76,8 @@ pub fn register_with_claims(
         .unwrap_or(0)
         .max(highest_ticket(&queue_root));
     let seq = last.saturating_add(1);
-    // Best effort: the tickets themselves keep the order (see above), so a `seq` that cannot be
-    // replaced (a folder, say) does not stop anyone from waiting. Rewritten in place where it
-    // can be (under the mutex, and a damaged one is survived): no file made per waiter.
+    // Best effort: the tickets themselves keep the order, so a `seq` that cannot be replaced
+    // (a folder, say) does not stop anyone from waiting. Rewritten in place where it can be.
     let text = format!("{seq}\n");
     if !fsutil::rewrite_in_place(&seq_path, text.as_bytes()).unwrap_or(false) {
         let _ = fsutil::replace(&seq_path, text.as_bytes());
@@ -99,9 +90,9 @@ pub fn register_with_claims(
         .chain(claims.iter().map(|c| (c.as_str(), true)));
     for (key, claim) in keys {
         let dir = if claim {
-            layout::claim_queue_dir(root, key)
+            layout::claim_queue_dir(&crate::worktree::shared_root(root), key)
         } else {
-            layout::queue_dir(root, key)
+            layout::queue_dir(&crate::worktree::shared_root(root), key)
         };
         fsutil::ensure_dir(&dir)?;
         let mut rec = Record::new();
@@ -143,12 +134,12 @@ pub fn register_with_claims(
 
 /// The highest sequence number of any ticket under `queue_root` (0 when there is none).
 fn highest_ticket(queue_root: &Path) -> u64 {
-    let Ok(dirs) = crate::fsutil::read_dir(queue_root) else {
+    let Ok(dirs) = fsutil::read_dir(queue_root) else {
         return 0;
     };
     dirs.flatten()
         .filter(|d| d.file_type().is_ok_and(|t| t.is_dir()))
-        .filter_map(|d| crate::fsutil::read_dir(d.path()).ok())
+        .filter_map(|d| fsutil::read_dir(d.path()).ok())
         .flat_map(|entries| entries.flatten())
         .filter_map(|e| e.file_name().to_str().and_then(layout::parse_ticket_name))
         .max()
@@ -168,11 +159,7 @@ pub fn leave(tickets: &Tickets) {
     }
 }
 
-/// Touch a waiter's tickets so they stay live.
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) when a ticket vanished or cannot be touched.
+/// Touch a waiter's tickets so they stay live; an error when one vanished.
 pub fn touch(tickets: &Tickets) -> Result<()> {
     for path in &tickets.paths {
         fsutil::touch(path)?;
@@ -198,8 +185,8 @@ pub fn live_tickets(root: &Path, target: &Target) -> Vec<Ahead> {
 /// [`live_tickets`] ahead of ticket `seq` only (all of them for `None`): a waiter deciding
 /// whether it is first in line reads no ticket behind its own.
 pub fn live_tickets_before(root: &Path, target: &Target, seq: Option<u64>) -> Vec<Ahead> {
-    let dir = layout::queue_dir(root, &target.rel);
-    let Ok(entries) = crate::fsutil::read_dir(&dir) else {
+    let dir = layout::queue_dir(&crate::worktree::shared_root(root), &target.rel);
+    let Ok(entries) = fsutil::read_dir(&dir) else {
         return Vec::new();
     };
     let mut behind = false;
@@ -217,21 +204,18 @@ pub fn live_tickets_before(root: &Path, target: &Target, seq: Option<u64>) -> Ve
     tickets.sort();
     let mut live = Vec::new();
     for (seq, path) in tickets {
-        match ticket_alive(&path) {
-            Some(agent) => live.push(Ahead { seq, agent }),
-            None => {
-                let _ = fsutil::remove(&path);
-            }
+        match live_record(&path) {
+            Some(rec) => live.push(Ahead {
+                seq,
+                agent: rec.get("agent").unwrap_or("?").to_string(),
+            }),
+            None => _ = fsutil::remove(&path),
         }
     }
     if live.is_empty() && !behind && !keeps_folders(root) {
         let _ = fsutil::raw::remove_empty_dir(&dir);
     }
     live
-}
-
-fn ticket_alive(path: &Path) -> Option<String> {
-    live_record(path).map(|rec| rec.get("agent").unwrap_or("?").to_string())
 }
 
 /// A ticket's record when the ticket is live (its process runs, it was touched lately).
@@ -271,7 +255,7 @@ pub struct Waiter {
 /// The live tickets of claim waiters (`file` is the pattern), by sequence number: one listing
 /// of the queue root when nobody waits for a claim. Reading only.
 pub fn claim_waiters(root: &Path) -> Vec<Waiter> {
-    let Ok(dirs) = crate::fsutil::read_dir(layout::queue_root(root)) else {
+    let Ok(dirs) = fsutil::read_dir(layout::queue_root(&crate::worktree::shared_root(root))) else {
         return Vec::new();
     };
     let any = dirs.flatten().any(|d| {
@@ -285,13 +269,15 @@ pub fn claim_waiters(root: &Path) -> Vec<Waiter> {
     waiters(root).into_iter().filter(|w| w.claim).collect()
 }
 
-/// Whether the waiter with ticket number `seq` also waits for one of the claims `patterns`.
-/// Caller holds the mutex.
-pub fn waits_for_any_claim(root: &Path, seq: u64, patterns: &[String]) -> bool {
-    patterns.iter().any(|p| {
-        crate::fsutil::read_dir(layout::claim_queue_dir(root, p)).is_ok_and(|entries| {
-            entries
-                .flatten()
+/// Whether the waiter with ticket number `seq` also waits for one of `files` (relative to the
+/// root) or of the claims `patterns`. Caller holds the mutex.
+pub fn waits_for_any(root: &Path, seq: u64, files: &[String], patterns: &[String]) -> bool {
+    let shared = crate::worktree::shared_root(root);
+    let dirs = (files.iter().map(|f| layout::queue_dir(&shared, f)))
+        .chain(patterns.iter().map(|p| layout::claim_queue_dir(&shared, p)));
+    dirs.into_iter().any(|dir| {
+        fsutil::read_dir(dir).is_ok_and(|entries| {
+            (entries.flatten())
                 .any(|e| e.file_name().to_str().and_then(layout::parse_ticket_name) == Some(seq))
         })
     })
@@ -300,7 +286,7 @@ pub fn waits_for_any_claim(root: &Path, seq: u64, patterns: &[String]) -> bool {
 /// Every live ticket of every queue, by sequence number then file. Reading only: dead tickets
 /// are skipped, not removed, so `status` can call it without writing a byte.
 pub fn waiters(root: &Path) -> Vec<Waiter> {
-    let Ok(dirs) = crate::fsutil::read_dir(layout::queue_root(root)) else {
+    let Ok(dirs) = fsutil::read_dir(layout::queue_root(&crate::worktree::shared_root(root))) else {
         return Vec::new();
     };
     let mut found = Vec::new();
@@ -308,7 +294,7 @@ pub fn waiters(root: &Path) -> Vec<Waiter> {
         if !dir.file_type().is_ok_and(|t| t.is_dir()) {
             continue;
         }
-        let Ok(entries) = crate::fsutil::read_dir(dir.path()) else {
+        let Ok(entries) = fsutil::read_dir(dir.path()) else {
             continue;
         };
         for e in entries.flatten() {
@@ -326,9 +312,9 @@ pub fn waiters(root: &Path) -> Vec<Waiter> {
             };
             let claim = rec.get("claim") == Some("yes");
             let home = if claim {
-                layout::claim_queue_dir(root, file)
+                layout::claim_queue_dir(&crate::worktree::shared_root(root), file)
             } else {
-                layout::queue_dir(root, file)
+                layout::queue_dir(&crate::worktree::shared_root(root), file)
             };
             if home.file_name() != Some(dir.file_name().as_os_str()) {
                 continue;
@@ -347,23 +333,11 @@ pub fn waiters(root: &Path) -> Vec<Waiter> {
     found
 }
 
-/// Whether the waiter with ticket number `seq` also waits for one of `files` (paths relative to
-/// the root). Caller holds the mutex.
-pub fn waits_for_any(ws: &crate::workspace::Workspace, seq: u64, files: &[String]) -> bool {
-    files.iter().any(|rel| {
-        crate::fsutil::read_dir(layout::queue_dir(ws.root(), rel)).is_ok_and(|entries| {
-            entries
-                .flatten()
-                .any(|e| e.file_name().to_str().and_then(layout::parse_ticket_name) == Some(seq))
-        })
-    })
-}
-
 /// The ticket numbered last before `seq` in the queue folder `dir`, if one stands there (listed,
 /// and when `open` still there when opened; not judged live or dead, nothing removed; no mutex
 /// needed). The last one before ours leaves last: a waiter can watch that one alone.
 pub fn ticket_before(dir: &Path, seq: u64, open: bool) -> Option<PathBuf> {
-    let mut before: Vec<(u64, PathBuf)> = crate::fsutil::read_dir(dir)
+    let mut before: Vec<(u64, PathBuf)> = fsutil::read_dir(dir)
         .ok()?
         .flatten()
         .filter_map(|e| {
@@ -393,16 +367,6 @@ pub fn ticket_stands(path: &Path, open: bool) -> bool {
 pub fn dirs(root: &Path, targets: &[Target]) -> Vec<PathBuf> {
     targets
         .iter()
-        .map(|t| layout::queue_dir(root, &t.rel))
+        .map(|t| layout::queue_dir(&crate::worktree::shared_root(root), &t.rel))
         .collect()
-}
-
-/// Make sure `dir` exists so it can be watched.
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) when it cannot be created.
-pub fn ensure(dir: &Path) -> Result<()> {
-    // Not `create_dir_all`: a symlink planted where a queue folder belongs must not be followed.
-    fsutil::ensure_dir(dir)
 }

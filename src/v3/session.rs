@@ -39,7 +39,6 @@ pub const KILL_GRACE: Duration = Duration::from_secs(10);
 /// The heartbeat interval: [`HEARTBEAT_ENV`] when set, else [`HEARTBEAT_EVERY`].
 ///
 /// # Errors
-///
 /// [`Error::BadDuration`](crate::Error::BadDuration) when the variable is set but is not a
 /// duration above zero.
 pub fn heartbeat_interval() -> Result<Duration> {
@@ -79,7 +78,6 @@ pub fn child_env(
 /// only if its token is unchanged.
 ///
 /// # Errors
-///
 /// [`Error::Io`](crate::Error::Io) when a lock file cannot be removed.
 pub fn release_locks(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<Vec<Release>> {
     let held = lock::session_locks(ws, agent, session_id);
@@ -95,18 +93,5 @@ pub fn exit_code_of(code: Option<i32>, signal: Option<i32>) -> i32 {
         (Some(c), _) => c,
         (None, Some(s)) => 128 + s,
         (None, None) => 1,
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn exit_codes_follow_the_shell() {
-        assert_eq!(exit_code_of(Some(0), None), 0);
-        assert_eq!(exit_code_of(Some(7), None), 7);
-        assert_eq!(exit_code_of(None, Some(9)), 137);
-        assert_eq!(exit_code_of(None, Some(15)), 143);
     }
 }

@@ -39,7 +39,7 @@ fn relative(path: &Path) -> Option<String> {
 pub fn register(root: &Path) {
     // A linked git worktree (even one inside the main checkout) shares the main tree's
     // workspace: it is not a workspace nested in it.
-    if layout::shared_root(root) != root {
+    if crate::worktree::shared_root(root) != root {
         return;
     }
     let Some(outer) = root
@@ -56,11 +56,12 @@ pub fn register(root: &Path) {
     else {
         return;
     };
-    let entry = layout::nested_entry(outer, &rel);
+    let shared = crate::worktree::shared_root(outer);
+    let entry = layout::nested_entry(&shared, &rel);
     if std::fs::symlink_metadata(&entry).is_ok() {
         return;
     }
-    if fsutil::ensure_dir(&layout::nested_register(outer)).is_ok() {
+    if fsutil::ensure_dir(&layout::nested_register(&shared)).is_ok() {
         let _ = fsutil::replace(&entry, format!("{rel}\n").as_bytes());
     }
 }
@@ -76,7 +77,7 @@ fn plain_relative(rel: &str) -> bool {
 /// The roots of the workspaces inside `root`, relative to it: those its register names and
 /// those holding one of `files` (paths relative to the root), sorted.
 pub fn roots(root: &Path, files: &[&str]) -> BTreeSet<String> {
-    let registered = fsutil::read_dir(layout::nested_register(root))
+    let registered = fsutil::read_dir(layout::nested_register(&crate::worktree::shared_root(root)))
         .into_iter()
         .flatten()
         .flatten()

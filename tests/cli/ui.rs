@@ -303,6 +303,20 @@ fn timeless(v: &mut Value) {
     }
 }
 
+/// bob claims `src/**`; carol waits for `a.md` (alice holds it) until the returned guard goes.
+fn claim_and_wait(env: &Env) -> Killed {
+    env.agent("bob")
+        .args(["lock", "src/**", "--reason", "refactor"])
+        .ok();
+    let waiter = Killed(
+        env.agent("carol")
+            .args(["lock", "a.md", "--wait", "120s"])
+            .spawn(),
+    );
+    eventually("carol waits", || !crate::support::tickets(env).is_empty());
+    waiter
+}
+
 #[test]
 fn api_status_is_the_status_json_document() {
     let env = Env::new();
@@ -310,15 +324,7 @@ fn api_status_is_the_status_json_document() {
     env.agent("alice")
         .args(["lock", "a.md", "--reason", "fixing"])
         .ok();
-    env.agent("bob")
-        .args(["lock", "src/**", "--reason", "refactor"])
-        .ok();
-    let _waiter = Killed(
-        env.agent("carol")
-            .args(["lock", "a.md", "--wait", "60s"])
-            .spawn(),
-    );
-    eventually("carol waits", || !crate::support::tickets(&env).is_empty());
+    let _waiter = claim_and_wait(&env);
     let ui = Ui::start(&env);
     let mut served: Value = serde_json::from_str(&ui.get("/api/status").body).unwrap();
     let mut printed: Value = env.cmd().args(["status", "--json"]).ok().json();
@@ -567,15 +573,7 @@ fn the_page_in_a_browser_shows_who_holds_and_who_waits_live() {
             "<script>window.pwned=2</script>",
         ])
         .ok();
-    env.agent("bob")
-        .args(["lock", "src/**", "--reason", "refactor"])
-        .ok();
-    let _waiter = Killed(
-        env.agent("carol")
-            .args(["lock", "a.md", "--wait", "120s"])
-            .spawn(),
-    );
-    eventually("carol waits", || !crate::support::tickets(&env).is_empty());
+    let _waiter = claim_and_wait(&env);
     needs_its_user(&env);
     // Hand-made and hostile: a presence with bytes that are not UTF-8 and lines, one too large.
     env.write(

@@ -38,50 +38,8 @@ use crate::workspace::Workspace;
 /// The most `.coord/claims` is read of (far above what a few hundred claims take).
 const CLAIMS_CAP: u64 = 4 * 1024 * 1024;
 
-/// Every claim as written, unjudged (a record without a pattern is skipped).
-pub fn read_all(root: &Path) -> Vec<LockEntry> {
-    let path = layout::claims_file(root);
-    let Ok(bytes) = fsutil::read_capped(&path, CLAIMS_CAP) else {
-        return Vec::new();
-    };
-    let text = String::from_utf8_lossy(&bytes);
-    let mut out: Vec<LockEntry> = text
-        .split("\n\n")
-        .filter(|b| !b.trim().is_empty())
-        .filter_map(|b| parse_block(&path, b))
-        .collect();
-    out.sort_by(|a, b| a.file.cmp(&b.file).then_with(|| a.agent.cmp(&b.agent)));
-    out
-}
-
-/// Every claim, judged like locks (LIVE, STALE, CONFLICT) as of `now`.
-pub fn judged(root: &Path, cache: &mut StateCache, now: &Timestamp) -> Vec<LockEntry> {
-    let mut all = read_all(root);
-    if !all.is_empty() {
-        for e in &mut all {
-            read_since(e);
-        }
-        classify(root, &mut all, cache, now);
-    }
-    all
-}
-
-fn read_since(e: &mut LockEntry) {
-    e.since = e
-        .record
-        .as_ref()
-        .and_then(|r| r.get_nonempty("locked_at"))
-        .and_then(clock::parse_timestamp);
-}
-
-/// Judge one claim read by [`read_for`] as of `now` (LIVE or STALE).
-pub fn judge(root: &Path, c: &mut Judged, cache: &mut StateCache, now: &Timestamp) {
-    read_since(&mut c.entry);
-    classify(root, std::slice::from_mut(&mut c.entry), cache, now);
-}
-
-/// A claim as judged, with its pattern parsed (a record whose pattern does not parse holds
-/// everything: it cannot be told apart from what it meant to hold).
+/// A claim with its pattern parsed (a record whose pattern does not parse holds everything:
+/// it cannot be told apart from what it meant to hold).
 pub struct Judged {
     /// The record.
     pub entry: LockEntry,
@@ -89,26 +47,66 @@ pub struct Judged {
     pub pattern: Pattern,
 }
 
-/// [`judged`], with each pattern parsed.
-pub fn judged_patterns(root: &Path, cache: &mut StateCache, now: &Timestamp) -> Vec<Judged> {
-    judged(root, cache, now)
-        .into_iter()
-        .map(|entry| {
-            let pattern = Pattern::parse(&entry.file)
-                .unwrap_or_else(|_| Pattern::parse("**").expect("`**` parses"));
-            Judged { entry, pattern }
-        })
-        .collect()
+/// Every claim as written, unjudged, in the file's order, and the records without a pattern
+/// (kept as they are when the file is rewritten).
+fn read_records(root: &Path) -> (Vec<LockEntry>, Vec<String>) {
+    let path = layout::claims_file(&crate::worktree::shared_root(root));
+    let Ok(bytes) = fsutil::read_capped(&path, CLAIMS_CAP) else {
+        return (Vec::new(), Vec::new());
+    };
+    let (mut claims, mut others) = (Vec::new(), Vec::new());
+    for block in String::from_utf8_lossy(&bytes).split("\n\n") {
+        match parse_block(&path, block) {
+            Some(entry) => claims.push(entry),
+            None if block.trim().is_empty() => {}
+            None => others.push(block.to_string()),
+        }
+    }
+    (claims, others)
 }
 
-/// Rewrite `.coord/claims` to hold exactly `records`, in their order. Caller holds
-/// the mutex.
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::error::Error::Io) when it cannot be written.
+fn with_pattern(entry: LockEntry) -> Judged {
+    let pattern = Pattern::parse(&entry.file);
+    Judged {
+        pattern: pattern.unwrap_or_else(|_| Pattern::parse("**").expect("`**` parses")),
+        entry,
+    }
+}
+
+/// [`read_records`] with each pattern parsed.
+pub fn read_for(root: &Path) -> (Vec<Judged>, Vec<String>) {
+    let (claims, others) = read_records(root);
+    (claims.into_iter().map(with_pattern).collect(), others)
+}
+
+/// Every claim, unjudged, by pattern then agent.
+fn read_all(root: &Path) -> Vec<LockEntry> {
+    let mut all = read_records(root).0;
+    all.sort_by(|a, b| a.file.cmp(&b.file).then_with(|| a.agent.cmp(&b.agent)));
+    all
+}
+
+/// Every claim, judged like locks (LIVE, STALE, CONFLICT) as of `now`, by pattern then agent.
+pub fn judged(root: &Path, cache: &mut StateCache, now: &Timestamp) -> Vec<LockEntry> {
+    let mut all = read_all(root);
+    classify(root, &mut all, cache, now);
+    all
+}
+
+/// [`judged`], with each pattern parsed.
+pub fn judged_patterns(root: &Path, cache: &mut StateCache, now: &Timestamp) -> Vec<Judged> {
+    let all = judged(root, cache, now);
+    all.into_iter().map(with_pattern).collect()
+}
+
+/// Judge one claim read by [`read_for`] as of `now` (LIVE or STALE).
+pub fn judge(root: &Path, c: &mut Judged, cache: &mut StateCache, now: &Timestamp) {
+    classify(root, std::slice::from_mut(&mut c.entry), cache, now);
+}
+
+/// Rewrite `.coord/claims` to hold exactly `records`, in their order. Caller holds the mutex.
 pub(super) fn write_all(root: &Path, records: &[String]) -> Result<()> {
-    let path = layout::claims_file(root);
+    let path = layout::claims_file(&crate::worktree::shared_root(root));
     if records.is_empty() {
         return fsutil::remove(&path).map(drop);
     }
@@ -124,80 +122,17 @@ pub(super) fn raw_text(e: &LockEntry) -> String {
     String::from_utf8_lossy(e.raw.as_deref().unwrap_or_default()).into_owned()
 }
 
-/// The first segment of `text` when it has no wildcard (`None`: it has one, or is empty).
-fn literal_head(text: &str) -> Option<&str> {
-    let head = text.split('/').find(|s| !s.is_empty())?;
-    (!head.contains(['*', '?', '[', '\\'])).then_some(head)
-}
-
-/// The claims that can matter to a request by `me` for `keys` (its files, and the patterns it
-/// claims), with their patterns parsed, unjudged; and the records of the others, as read. A
-/// claim whose first segment has no wildcard and differs from the first segment of every key
-/// cannot match or overlap any of them: it is neither parsed nor judged.
-pub fn read_for(root: &Path, me: &str, keys: &[&str]) -> (Vec<Judged>, Vec<String>) {
-    let path = layout::claims_file(root);
-    let Ok(bytes) = fsutil::read_capped(&path, CLAIMS_CAP) else {
-        return (Vec::new(), Vec::new());
-    };
-    let text = String::from_utf8_lossy(&bytes);
-    let heads: Vec<Option<&str>> = keys.iter().map(|k| literal_head(k)).collect();
-    let (mut relevant, mut others) = (Vec::new(), Vec::new());
-    for block in text.split("\n\n") {
-        if block.trim().is_empty() {
-            continue;
-        }
-        let mut pattern = None;
-        let mut id = None;
-        for line in block.lines() {
-            if let Some(v) = line.strip_prefix("pattern:") {
-                pattern = Some(v.trim());
-            } else if let Some(v) = line.strip_prefix("id:") {
-                id = Some(v.trim());
-            }
-        }
-        let mine = id.is_some_and(|i| i.eq_ignore_ascii_case(me));
-        let apart = match pattern.and_then(literal_head) {
-            Some(h) => heads.iter().all(|k| k.is_some_and(|k| k != h)),
-            None => false,
-        };
-        if apart && !mine {
-            others.push(block.to_string());
-            continue;
-        }
-        let entry = parse_block(&path, block);
-        match entry {
-            Some(entry) => {
-                let pattern = Pattern::parse(&entry.file)
-                    .unwrap_or_else(|_| Pattern::parse("**").expect("`**` parses"));
-                relevant.push(Judged { entry, pattern });
-            }
-            None => others.push(block.to_string()),
-        }
-    }
-    (relevant, others)
-}
-
 /// One record of `.coord/claims`, unjudged (`None` without a pattern).
 fn parse_block(path: &Path, block: &str) -> Option<LockEntry> {
     let record = Record::parse(block);
     let pattern = record.get_nonempty("pattern")?.to_string();
-    let agent = record
+    let agent = (record
         .get_nonempty("id")
-        .or_else(|| record.get_nonempty("Agent"))
-        .map(str::to_ascii_lowercase)
-        .unwrap_or_default();
-    Some(LockEntry {
-        lock_path: path.to_path_buf(),
-        file: pattern,
-        agent,
-        raw: Some(block.as_bytes().to_vec()),
-        record: Some(record),
-        mtime: None,
-        problem: None,
-        since: None,
-        state: LockState::Live,
-        stale_why: None,
-    })
+        .or_else(|| record.get_nonempty("Agent")))
+    .map(str::to_ascii_lowercase)
+    .unwrap_or_default();
+    let raw = Some(block.as_bytes().to_vec());
+    Some(LockEntry::new(path.to_path_buf(), pattern, agent, raw))
 }
 
 /// The holder of claim `e` as a refusal names it: `Claude (claim `src/auth/**`)`, with the
@@ -220,7 +155,6 @@ pub fn holder_text(root: &Path, e: &LockEntry) -> String {
 /// reported as a [`Release`] whose `file` is the pattern.
 ///
 /// # Errors
-///
 /// [`Error::Io`](crate::error::Error::Io) when `.coord/claims` cannot be rewritten.
 pub fn release(
     ws: &Workspace,
@@ -229,7 +163,7 @@ pub fn release(
     force: bool,
 ) -> Result<Vec<Release>> {
     let root = ws.root();
-    if patterns.is_none() && !layout::claims_file(root).exists() {
+    if patterns.is_none() && !layout::claims_file(&crate::worktree::shared_root(root)).exists() {
         return Ok(Vec::new());
     }
     let _mutex = ws.lock_mutex()?;
@@ -237,56 +171,42 @@ pub fn release(
     let mut cache = StateCache::default();
     let all = judged(root, &mut cache, &now);
     let me = agent.id();
-    let mut out = Vec::new();
     let mut gone = vec![false; all.len()];
-    match patterns {
-        None => {
-            for (i, e) in all.iter().enumerate() {
-                if e.agent == me {
-                    gone[i] = true;
-                    out.push(Release {
-                        claim: true,
-                        file: e.file.clone(),
-                        outcome: ReleaseOutcome::Released,
-                    });
-                }
-            }
+    let Some(list) = patterns else {
+        let mut out = Vec::new();
+        for (i, e) in all.iter().enumerate().filter(|(_, e)| e.agent == me) {
+            gone[i] = true;
+            out.push(released(&e.file, ReleaseOutcome::Released));
         }
-        Some(list) => {
-            for p in list {
-                let same: Vec<usize> = (0..all.len())
-                    .filter(|&i| all[i].file == p.as_str())
-                    .collect();
-                let outcome = if let Some(&i) = same.iter().find(|&&i| all[i].agent == me) {
-                    gone[i] = true;
-                    ReleaseOutcome::Released
-                } else if same.is_empty() {
-                    ReleaseOutcome::NotLocked
-                } else if let Some(&i) = same
-                    .iter()
-                    .find(|&&i| !force || all[i].state != LockState::Stale)
-                {
-                    ReleaseOutcome::HeldByOther {
-                        holder: all[i].holder().to_string(),
-                        state: all[i].state,
-                    }
-                } else {
-                    let from: Vec<String> =
-                        same.iter().map(|&i| all[i].holder().to_string()).collect();
-                    for &i in &same {
-                        gone[i] = true;
-                    }
-                    ReleaseOutcome::ForcedStale {
-                        from: from.join(", "),
-                    }
-                };
-                out.push(Release {
-                    claim: true,
-                    file: p.as_str().to_string(),
-                    outcome,
-                });
+        write_without(root, &all, &gone)?;
+        super::events::released(root, agent, &out, true);
+        return Ok(out);
+    };
+    let mut out = Vec::new();
+    for p in list {
+        let same: Vec<usize> = (0..all.len())
+            .filter(|&i| all[i].file == p.as_str())
+            .collect();
+        let outcome = if let Some(&i) = same.iter().find(|&&i| all[i].agent == me) {
+            gone[i] = true;
+            ReleaseOutcome::Released
+        } else if same.is_empty() {
+            ReleaseOutcome::NotLocked
+        } else if let Some(&i) =
+            (same.iter()).find(|&&i| !force || all[i].state != LockState::Stale)
+        {
+            ReleaseOutcome::HeldByOther {
+                holder: all[i].holder().to_string(),
+                state: all[i].state,
             }
-        }
+        } else {
+            let from: Vec<String> = same.iter().map(|&i| all[i].holder().to_string()).collect();
+            same.iter().for_each(|&i| gone[i] = true);
+            ReleaseOutcome::ForcedStale {
+                from: from.join(", "),
+            }
+        };
+        out.push(released(p.as_str(), outcome));
     }
     write_without(root, &all, &gone)?;
     super::events::released(root, agent, &out, true);
@@ -299,7 +219,6 @@ pub fn release(
 /// else is touched.
 ///
 /// # Errors
-///
 /// [`Error::Io`](crate::error::Error::Io) when `.coord/claims` cannot be rewritten.
 pub fn release_tokens(
     ws: &Workspace,
@@ -313,31 +232,36 @@ pub fn release_tokens(
     let _mutex = ws.lock_mutex()?;
     let all = read_all(root);
     let mut gone = vec![false; all.len()];
-    let out: Vec<Release> = held
-        .iter()
-        .map(|(pattern, token)| {
-            let ours = (0..all.len()).find(|&i| {
-                !gone[i]
-                    && all[i].agent == agent.id()
-                    && all[i].file == *pattern
-                    && all[i].token() == Some(token.as_str())
-            });
-            if let Some(i) = ours {
-                gone[i] = true;
-            }
-            Release {
-                claim: true,
-                file: pattern.clone(),
-                outcome: match ours {
-                    Some(_) => ReleaseOutcome::Released,
-                    None => ReleaseOutcome::Lost,
-                },
-            }
-        })
-        .collect();
+    let mut out = Vec::with_capacity(held.len());
+    for (pattern, token) in held {
+        let ours = (0..all.len()).find(|&i| {
+            !gone[i]
+                && all[i].agent == agent.id()
+                && all[i].file == *pattern
+                && all[i].token() == Some(token.as_str())
+        });
+        out.push(released(
+            pattern,
+            match ours {
+                Some(i) => {
+                    gone[i] = true;
+                    ReleaseOutcome::Released
+                }
+                None => ReleaseOutcome::Lost,
+            },
+        ));
+    }
     write_without(root, &all, &gone)?;
     super::events::released(root, agent, &out, true);
     Ok(out)
+}
+
+fn released(pattern: &str, outcome: ReleaseOutcome) -> Release {
+    Release {
+        claim: true,
+        file: pattern.to_string(),
+        outcome,
+    }
 }
 
 /// Rewrite `.coord/claims` without the records marked `gone` (nothing is written when none

@@ -27,19 +27,13 @@ pub fn classify(root: &Path, entries: &mut [LockEntry], cache: &mut StateCache, 
             LockState::Live
         };
     }
-    let mut i = 0;
-    while i < entries.len() {
-        let j = i + entries[i..]
-            .iter()
-            .take_while(|e| e.file == entries[i].file)
-            .count();
-        let group = &mut entries[i..j];
-        if group.iter().filter(|e| e.state != LockState::Stale).count() >= 2 {
+    for group in entries.chunk_by_mut(|a, b| a.file == b.file) {
+        let live = || group.iter().filter(|e| e.state != LockState::Stale).count();
+        if live() >= 2 {
             for e in group.iter_mut().filter(|e| e.state != LockState::Stale) {
                 e.state = LockState::Conflict;
             }
         }
-        i = j;
     }
 }
 
@@ -81,7 +75,7 @@ fn stale_reason(
     let mut age = clock::age(now, since);
     let mut now = *now;
     if age > ttl
-        && let Some(ahead_of_folder) = arbiter::clock_ahead(root)
+        && let Some(ahead_of_folder) = arbiter::clock_ahead(&crate::worktree::shared_root(root))
     {
         // This machine's clock runs ahead of the folder's: seen from here every lock looks
         // older than it is. Judge by the folder's clock instead.

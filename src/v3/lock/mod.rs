@@ -59,8 +59,7 @@ mod takeover;
 
 pub use acquire::{
     Acquired, Acquisition, Blocker, ClientSession, Follows, LockEvent, LockRequest, Owner,
-    TakeOver, acquire, format_since, leave_queue_now, leave_queue_once_started, seen_holder,
-    working_text,
+    TakeOver, acquire, format_since, seen_holder, working_text,
 };
 pub use judge::{classify, describe_problem, problems};
 pub use release::{
@@ -149,35 +148,42 @@ impl LockEntry {
     /// lock for many seconds). The mtime comes from the open file (`fstat`), which a network
     /// filesystem revalidates on open, not from the path.
     fn read(lock_path: PathBuf, file: String, agent: String) -> Option<LockEntry> {
-        let (record, raw, raw_mtime, problem) =
-            match fsutil::read_capped_with_mtime(&lock_path, RECORD_CAP) {
-                Ok((bytes, mtime)) => (
-                    Some(Record::parse(&String::from_utf8_lossy(&bytes))),
-                    Some(bytes),
-                    mtime,
-                    None,
-                ),
-                Err(e) if e.kind() == std::io::ErrorKind::NotFound => return None,
-                Err(e) => (None, None, fsutil::mtime(&lock_path), Some(e.to_string())),
-            };
-        let mtime = raw_mtime.map(clock::from_system_time);
-        let since = record
+        let mut e = LockEntry::new(lock_path, file, agent, None);
+        match fsutil::read_capped_with_mtime(&e.lock_path, RECORD_CAP) {
+            Ok((bytes, mtime)) => {
+                e = LockEntry::new(e.lock_path, e.file, e.agent, Some(bytes));
+                e.mtime = mtime;
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(err) => {
+                e.mtime = fsutil::mtime(&e.lock_path);
+                e.problem = Some(err.to_string());
+            }
+        }
+        e.since = e.since.or(e.mtime.map(clock::from_system_time));
+        Some(e)
+    }
+
+    /// A lock record of `bytes` (`None`: not read), unjudged: `since` is its `locked_at`.
+    fn new(lock_path: PathBuf, file: String, agent: String, bytes: Option<Vec<u8>>) -> LockEntry {
+        let record = bytes
             .as_ref()
+            .map(|b| Record::parse(&String::from_utf8_lossy(b)));
+        let since = (record.as_ref())
             .and_then(|r| r.get("locked_at"))
-            .and_then(clock::parse_timestamp)
-            .or(mtime);
-        Some(LockEntry {
+            .and_then(clock::parse_timestamp);
+        LockEntry {
             lock_path,
             file,
             agent,
             record,
-            raw,
-            mtime: raw_mtime,
-            problem,
+            raw: bytes,
+            mtime: None,
+            problem: None,
             since,
             state: LockState::Live,
             stale_why: None,
-        })
+        }
     }
 
     /// [`LockEntry::read`] of a lock file a folder listing showed, on a network filesystem.
@@ -208,16 +214,8 @@ impl LockEntry {
     fn unread(lock_path: PathBuf, file: String, agent: String) -> LockEntry {
         const WHY: &str = "listed, and there on the server, but this machine's lookup cache still says it is not (read again once the cache expires)";
         LockEntry {
-            lock_path,
-            file,
-            agent,
-            record: None,
-            raw: None,
-            mtime: None,
             problem: Some(WHY.into()),
-            since: None,
-            state: LockState::Live,
-            stale_why: None,
+            ..LockEntry::new(lock_path, file, agent, None)
         }
     }
 

@@ -63,7 +63,6 @@ pub struct Release {
 /// removed.
 ///
 /// # Errors
-///
 /// [`Error::Io`] when a lock file cannot be removed.
 pub fn release(
     ws: &Workspace,
@@ -87,7 +86,6 @@ pub fn release(
 /// agent's presence list, without walking the tree (what a client's turn ending does).
 ///
 /// # Errors
-///
 /// [`Error::Io`] when a lock file cannot be removed.
 pub fn release_all(ws: &Workspace, agent: &AgentId) -> Result<Vec<Release>> {
     let files = indexed_files(ws, agent);
@@ -143,7 +141,7 @@ fn release_files(
     force: bool,
     all: bool,
 ) -> Result<Vec<Release>> {
-    let _mutex = ws.lock_mutex()?;
+    let mutex = ws.lock_mutex()?;
     if all {
         // Entries left by processes killed between an entry and its lock file.
         index::prune(ws.root());
@@ -154,6 +152,51 @@ fn release_files(
     let mut ours = Vec::new();
     // Lock files this call already releases or removed (a file named twice sees them gone).
     let mut done: HashSet<PathBuf> = HashSet::new();
+    for (target, mut entries) in targets.iter().zip(list_for_release(ws, agent, &targets)?) {
+        entries.retain(|e| !done.contains(&e.lock_path));
+        classify(ws.root(), &mut entries, &mut cache, &now);
+        let outcome = if let Some(mine) = entries.iter().find(|e| e.agent == agent.id()) {
+            done.insert(mine.lock_path.clone());
+            ours.push((target.rel.clone(), mine.lock_path.clone()));
+            ReleaseOutcome::Released
+        } else if entries.is_empty() {
+            // No lock file in any work tree: an entry of ours left for it (its lock file
+            // removed by hand, or never published by a process killed in between) goes.
+            index::forget(ws.root(), &target.rel, agent.id());
+            ReleaseOutcome::NotLocked
+        } else if let Some(held) = (entries.iter()).find(|e| !force || e.state != LockState::Stale)
+        {
+            ReleaseOutcome::HeldByOther {
+                holder: held.holder().to_string(),
+                state: held.state,
+            }
+        } else {
+            force_stale(ws, &entries, &mut done)?
+        };
+        out.push(Release {
+            claim: false,
+            file: target.rel.clone(),
+            outcome,
+        });
+    }
+    remove_ours(ws, agent, &ours)?;
+    super::events::released(ws.root(), agent, &out, false);
+    drop(mutex);
+    if all {
+        out.extend(super::claim::release(ws, agent, None, false)?);
+    }
+    Ok(out)
+}
+
+/// The lock files of each of `targets`, each folder listed once (temporary files of killed
+/// processes swept in the same pass, as `acquire` does). The other work trees of the
+/// repository are looked at only for files whose lock is not the agent's own here: that one
+/// is released whatever the other trees hold.
+fn list_for_release(
+    ws: &Workspace,
+    agent: &AgentId,
+    targets: &[Target],
+) -> Result<Vec<Vec<LockEntry>>> {
     let roster = lookup_roster(ws.root());
     let listing = Listing {
         sweep: true,
@@ -161,11 +204,7 @@ fn release_files(
         except: None,
         this_tree_only: true,
     };
-    // Every folder is listed once, however many of the files it holds (temporary files of
-    // killed processes are swept in the same pass, as `acquire` does).
-    let mut listed = list_locks_each(&targets, listing)?;
-    // The other work trees of the repository are looked at only for files whose lock is not
-    // the agent's own here: that one is released whatever the other trees hold.
+    let mut listed = list_locks_each(targets, listing)?;
     let elsewhere: Vec<usize> = (0..targets.len())
         .filter(|&i| !listed[i].iter().any(|e| e.agent == agent.id()))
         .collect();
@@ -182,69 +221,39 @@ fn release_files(
             listed[i] = entries;
         }
     }
-    for (target, mut entries) in targets.iter().zip(listed) {
-        entries.retain(|e| !done.contains(&e.lock_path));
-        classify(ws.root(), &mut entries, &mut cache, &now);
-        let outcome = if let Some(mine) = entries.iter().find(|e| e.agent == agent.id()) {
-            done.insert(mine.lock_path.clone());
-            ours.push((target.rel.clone(), mine.lock_path.clone()));
-            ReleaseOutcome::Released
-        } else if entries.is_empty() {
-            // No lock file in any work tree: an entry of ours left for it (its lock file
-            // removed by hand, or never published by a process killed in between) goes.
-            index::forget(ws.root(), &target.rel, agent.id());
-            ReleaseOutcome::NotLocked
-        } else if let Some(held) = entries
-            .iter()
-            .find(|e| !force || e.state != LockState::Stale)
-        {
-            ReleaseOutcome::HeldByOther {
-                holder: held.holder().to_string(),
-                state: held.state,
-            }
-        } else {
-            let from = entries
-                .iter()
-                .map(|e| e.holder().to_string())
-                .collect::<Vec<_>>()
-                .join(", ");
-            for e in &entries {
-                if !take_over(ws.root(), e)? {
-                    return Err(Error::refused(
-                        Refusal::LockChanged,
-                        format!(
-                            "the lock of {} on `{}` changed while being removed",
-                            e.holder(),
-                            e.file
-                        ),
-                        None,
-                    ));
-                }
-                done.insert(e.lock_path.clone());
-            }
-            ReleaseOutcome::ForcedStale { from }
-        };
-        out.push(Release {
-            claim: false,
-            file: target.rel.clone(),
-            outcome,
-        });
+    Ok(listed)
+}
+
+/// Remove the STALE locks of others `entries` (`--force`), each only if unchanged.
+fn force_stale(
+    ws: &Workspace,
+    entries: &[LockEntry],
+    done: &mut HashSet<PathBuf>,
+) -> Result<ReleaseOutcome> {
+    let from: Vec<String> = entries.iter().map(|e| e.holder().to_string()).collect();
+    for e in entries {
+        if !take_over(ws.root(), e)? {
+            return Err(Error::refused(
+                Refusal::LockChanged,
+                format!(
+                    "the lock of {} on `{}` changed while being removed",
+                    e.holder(),
+                    e.file
+                ),
+                None,
+            ));
+        }
+        done.insert(e.lock_path.clone());
     }
-    remove_ours(ws, agent, &ours)?;
-    super::events::released(ws.root(), agent, &out, false);
-    drop(_mutex);
-    if all {
-        // All of an agent's locks: its claims too.
-        out.extend(super::claim::release(ws, agent, None, false)?);
-    }
-    Ok(out)
+    Ok(ReleaseOutcome::ForcedStale {
+        from: from.join(", "),
+    })
 }
 
 /// Release locks this process took, each only if its token is unchanged (compare-and-delete).
 /// Used by commands that hold locks for the life of a process (`run`, `session`).
 ///
 /// # Errors
-///
 /// [`Error::Io`] when a lock file cannot be removed.
 pub fn release_tokens(
     ws: &Workspace,
@@ -295,9 +304,7 @@ pub fn own_token(target: &Target, agent: &AgentId) -> Option<String> {
 
 /// Whether `agent` still holds `target` with `token`. Caller holds the mutex.
 pub fn holds(target: &Target, agent: &AgentId, token: &str) -> bool {
-    let path = layout::lock_file(&target.abs, agent.id());
-    LockEntry::read(path, target.rel.clone(), agent.id().to_string())
-        .is_some_and(|e| e.token() == Some(token))
+    own_token(target, agent).as_deref() == Some(token)
 }
 
 /// What proves that a lock is still the one an agent held when an operation began (`write`,
@@ -397,8 +404,11 @@ fn after_release(ws: &Workspace, agent: &AgentId, gone: &HashSet<&str>) -> Resul
         Ok(Some(p)) => Some(p),
         Ok(None) => return Ok(()),
         Err(_) => {
-            if !fs::symlink_metadata(layout::presence(ws.root(), agent.id()))
-                .is_ok_and(|m| m.is_file())
+            if !fs::symlink_metadata(layout::presence(
+                &crate::worktree::shared_root(ws.root()),
+                agent.id(),
+            ))
+            .is_ok_and(|m| m.is_file())
             {
                 return Ok(());
             }
@@ -409,11 +419,12 @@ fn after_release(ws: &Workspace, agent: &AgentId, gone: &HashSet<&str>) -> Resul
         .into_iter()
         .filter(|rel| !gone.contains(&rel.as_str()))
         .collect();
-    presence::write_over_releasing(
+    presence::write_over(
         ws.root(),
         agent,
         old.as_ref(),
         &presence::Update {
+            releasing: true,
             lock_status: Some(if held.is_empty() {
                 LockStatus::Free
             } else {

@@ -25,7 +25,6 @@ pub fn locks_of(target: &Target) -> Vec<LockEntry> {
 /// listed (a folder coord cannot read is not a folder without locks).
 ///
 /// # Errors
-///
 /// [`Error::Io`](crate::error::Error::Io) naming the folder.
 pub fn try_locks_of(target: &Target) -> Result<Vec<LockEntry>> {
     let roster = root_of(target).map(|root| lookup_roster(&root));
@@ -77,6 +76,39 @@ pub(crate) fn folder_listings() -> usize {
 /// thousands of files of one folder costs one listing, not one per file.
 pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Vec<Vec<LockEntry>>> {
     let mut out: Vec<Vec<LockEntry>> = vec![Vec::new(); targets.len()];
+    let root = targets.first().and_then(root_of);
+    // Where lookups may be answered by a cache, a listed lock that will not open is asked of
+    // the server (`LockEntry::read_listed`).
+    let network =
+        (root.as_ref()).is_some_and(|r| arbiter::policy(r).is_ok_and(|p| p.exact_lookups));
+    list_folders(targets, how, network, &mut out)?;
+    // The same paths in the other work trees of the repository: a lock there holds the file
+    // here too.
+    if let Some(root) = root.filter(|_| !how.this_tree_only) {
+        list_other_trees(&root, targets, &mut out);
+    }
+    // A listing may come from a cache that has not seen another machine's new lock yet: where
+    // that can happen, every agent on the roster is also looked up by its exact lock name.
+    for (target, found) in targets.iter().zip(out.iter_mut()) {
+        for id in how.roster {
+            let path = layout::lock_file(&target.abs, id);
+            if how.except == Some(id.as_str()) || found.iter().any(|e| e.lock_path == path) {
+                continue;
+            }
+            found.extend(LockEntry::read(path, target.rel.clone(), id.clone()));
+        }
+        found.sort_by(|a, b| a.agent.cmp(&b.agent));
+    }
+    Ok(out)
+}
+
+/// The lock files in the folders of `targets` (each listed once), into `out`.
+fn list_folders(
+    targets: &[Target],
+    how: Listing<'_>,
+    network: bool,
+    out: &mut [Vec<LockEntry>],
+) -> Result<()> {
     // Folder → (base name → the targets of that name), in first-seen order.
     let mut folders: Vec<(&Path, HashMap<&str, Vec<usize>>)> = Vec::new();
     let mut folder_of: HashMap<&Path, usize> = HashMap::new();
@@ -93,12 +125,6 @@ pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Ve
         });
         folders[at].1.entry(base).or_default().push(i);
     }
-    // Where lookups may be answered by a cache, a listed lock that will not open is asked of
-    // the server (`LockEntry::read_listed`).
-    let network = targets
-        .first()
-        .and_then(root_of)
-        .is_some_and(|root| arbiter::policy(&root).is_ok_and(|p| p.exact_lookups));
     let read = if network {
         LockEntry::read_listed
     } else {
@@ -129,46 +155,33 @@ pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Ve
             }
         }
     }
-    // The same paths in the other work trees of the repository (one listing of each folder
-    // that exists there): a lock there holds the file here too.
-    if let Some(root) = targets.first().and_then(root_of)
-        && !how.this_tree_only
-    {
-        for tree in crate::worktree::others(&root) {
-            for (i, target) in targets.iter().enumerate() {
-                let (Some(rel_dir), Some(base)) = (
-                    Path::new(&target.rel).parent(),
-                    target.abs.file_name().and_then(|n| n.to_str()),
-                ) else {
-                    continue;
-                };
-                let dir = tree.top.join(rel_dir);
-                let Ok(names) = fsutil::list_names(&dir) else {
-                    continue;
-                };
-                for name in names {
-                    if let Some((b, agent)) = name.to_str().and_then(layout::parse_lock_name)
-                        && b == base
-                    {
-                        out[i].extend(LockEntry::read(dir.join(&name), target.rel.clone(), agent));
-                    }
+    Ok(())
+}
+
+/// The lock files of `targets`' paths in the other work trees of `root`'s repository (one
+/// listing of each folder that exists there), into `out`.
+fn list_other_trees(root: &Path, targets: &[Target], out: &mut [Vec<LockEntry>]) {
+    for tree in crate::worktree::others(root) {
+        for (i, target) in targets.iter().enumerate() {
+            let (Some(rel_dir), Some(base)) = (
+                Path::new(&target.rel).parent(),
+                target.abs.file_name().and_then(|n| n.to_str()),
+            ) else {
+                continue;
+            };
+            let dir = tree.top.join(rel_dir);
+            let Ok(names) = fsutil::list_names(&dir) else {
+                continue;
+            };
+            for name in names {
+                if let Some((b, agent)) = name.to_str().and_then(layout::parse_lock_name)
+                    && b == base
+                {
+                    out[i].extend(LockEntry::read(dir.join(&name), target.rel.clone(), agent));
                 }
             }
         }
     }
-    // A listing may come from a cache that has not seen another machine's new lock yet: where
-    // that can happen, every agent on the roster is also looked up by its exact lock name.
-    for (target, found) in targets.iter().zip(out.iter_mut()) {
-        for id in how.roster {
-            let path = layout::lock_file(&target.abs, id);
-            if how.except == Some(id.as_str()) || found.iter().any(|e| e.lock_path == path) {
-                continue;
-            }
-            found.extend(LockEntry::read(path, target.rel.clone(), id.clone()));
-        }
-        found.sort_by(|a, b| a.agent.cmp(&b.agent));
-    }
-    Ok(out)
 }
 
 /// The lock files of each of `targets` (in their order), unjudged, each sorted by agent; each
@@ -211,7 +224,10 @@ pub(super) fn lookup_roster(root: &Path) -> Vec<String> {
 
 /// The agents on the roster (`.coord/agents`), read fresh.
 fn roster(root: &Path) -> Vec<String> {
-    let Ok(bytes) = fsutil::read_capped(&layout::roster(root), RECORD_CAP) else {
+    let Ok(bytes) = fsutil::read_capped(
+        &layout::roster(&crate::worktree::shared_root(root)),
+        RECORD_CAP,
+    ) else {
         return Vec::new();
     };
     String::from_utf8_lossy(&bytes)
@@ -226,7 +242,6 @@ fn roster(root: &Path) -> Vec<String> {
 /// yet.
 ///
 /// # Errors
-///
 /// [`Error::Io`](crate::error::Error::Io) when the roster cannot be written.
 pub(crate) fn join_roster(root: &Path, ids: &[String], id: &str) -> Result<()> {
     if ids.iter().any(|i| i == id) {
@@ -236,7 +251,10 @@ pub(crate) fn join_roster(root: &Path, ids: &[String], id: &str) -> Result<()> {
     ids.push(id.to_string());
     let mut text = ids.join("\n");
     text.push('\n');
-    fsutil::replace(&layout::roster(root), text.as_bytes())
+    fsutil::replace(
+        &layout::roster(&crate::worktree::shared_root(root)),
+        text.as_bytes(),
+    )
 }
 
 /// Every lock file of the workspace, sorted by file then agent, unjudged. Nothing is written.
@@ -269,9 +287,9 @@ pub fn scan_tree(ws: &Workspace) -> Vec<LockEntry> {
     found
 }
 
-/// The lock files of one work tree.
+/// The lock files of one work tree (unsorted).
 fn scan_one(ws: &Workspace) -> Vec<LockEntry> {
-    let mut found = walk_unignored(ws);
+    let mut found = walk_unignored(ws, "");
     let seen: HashSet<PathBuf> = found.iter().map(|e| e.lock_path.clone()).collect();
     for (rel, agent) in index::entries(ws.root()) {
         let path = layout::lock_file(&ws.root().join(&rel), &agent);
@@ -279,14 +297,6 @@ fn scan_one(ws: &Workspace) -> Vec<LockEntry> {
             found.extend(LockEntry::read(path, rel, agent));
         }
     }
-    found.sort_by(|a, b| {
-        (a.file.as_str(), a.agent.as_str(), &a.lock_path).cmp(&(
-            b.file.as_str(),
-            b.agent.as_str(),
-            &b.lock_path,
-        ))
-    });
-    found.dedup_by(|a, b| a.lock_path == b.lock_path);
     found
 }
 
@@ -295,30 +305,24 @@ fn scan_one(ws: &Workspace) -> Vec<LockEntry> {
 /// own tree, found by the walk [`scan_tree`] makes (folders git ignores are not entered). Taking
 /// a claim looks here for locks made by hand in the folders it claims: they are in no index.
 pub(super) fn scan_folder(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
-    let mut found = walk_unignored_under(ws, rel_dir);
+    let mut found = walk_unignored(ws, rel_dir);
     for tree in crate::worktree::others(ws.root()) {
-        found.extend(walk_unignored_under(&Workspace::at(tree.top), rel_dir));
+        found.extend(walk_unignored(&Workspace::at(tree.top), rel_dir));
     }
     found
 }
 
-/// The lock files in the folders of the workspace that git does not ignore (every folder
-/// outside a git work tree), read by a walk (`ignore`, ripgrep's walker). Only the folders are
-/// judged by the ignore rules: a lock file is found in a folder that is walked even when its own
-/// name is ignored (coord's `.gitignore` lines ignore `*.lock.*`).
-fn walk_unignored(ws: &Workspace) -> Vec<LockEntry> {
-    walk_unignored_under(ws, "")
-}
-
-/// [`walk_unignored`] from the folder `rel_dir` of the workspace down (nothing when it is not
-/// a folder; the ignore rules of the folders above it still apply).
-fn walk_unignored_under(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
+/// The lock files under the folder `rel_dir` (empty: the whole tree) that git does not ignore
+/// (every folder outside a git work tree), read by a walk (`ignore`, ripgrep's walker). Only
+/// the folders are judged by the ignore rules: a lock file is found in a folder that is walked
+/// even when its own name is ignored (coord's `.gitignore` lines ignore `*.lock.*`).
+fn walk_unignored(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
     let excludes = crate::worktree::enclosing_common_dir(ws.root())
         .and_then(|common| crate::gitconfig::excludes_file(Some(&common)));
     walk_tree(ws, rel_dir, excludes.as_deref())
 }
 
-/// The walk of [`walk_unignored_under`], honouring the user's own ignore file `excludes`.
+/// The walk of [`walk_unignored`], honouring the user's own ignore file `excludes`.
 fn walk_tree(ws: &Workspace, rel_dir: &str, excludes: Option<&Path>) -> Vec<LockEntry> {
     use ignore::{WalkBuilder, WalkState, overrides::OverrideBuilder};
     let root = ws.root();

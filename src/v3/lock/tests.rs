@@ -8,61 +8,51 @@ use crate::host;
 use crate::v3::presence::StateCache;
 
 fn entry(file: &str, agent: &str, text: &str) -> LockEntry {
-    let record = Record::parse(text);
-    let since = record.get("locked_at").and_then(clock::parse_timestamp);
-    LockEntry {
-        lock_path: PathBuf::from(format!("/nonexistent/{file}.lock.{agent}")),
-        file: file.into(),
-        agent: agent.into(),
-        record: Some(record),
-        raw: Some(text.as_bytes().to_vec()),
-        mtime: None,
-        problem: None,
-        since,
-        state: LockState::Live,
-        stale_why: None,
+    let path = PathBuf::from(format!("/nonexistent/{file}.lock.{agent}"));
+    LockEntry::new(
+        path,
+        file.into(),
+        agent.into(),
+        Some(text.as_bytes().to_vec()),
+    )
+}
+
+/// Age against the TTL (inclusive bounds, either way in time) decides, with no presence to
+/// keep the holder ACTIVE; a lock dated beyond its TTL in the future counts as expired.
+#[test]
+fn the_ttl_decides_staleness_both_ways_in_time() {
+    let now = clock::parse_timestamp("2026-01-28T01:10:00+00:00").unwrap();
+    let cases = [
+        ("2026-01-28T01:00:00+00:00", "", LockState::Stale),
+        ("2026-01-28T01:08:00+00:00", "", LockState::Live),
+        ("2026-01-28T01:00:00+00:00", "ttl: 1h\n", LockState::Live),
+        ("2026-01-28T01:05:00+00:00", "", LockState::Live),
+        ("2026-01-28T01:04:59+00:00", "", LockState::Stale),
+        ("2026-01-28T01:11:00+00:00", "", LockState::Live),
+        ("2026-01-28T01:15:00+00:00", "", LockState::Live),
+        ("2026-01-28T01:15:01+00:00", "", LockState::Stale),
+        ("2999-01-01T00:00:00+00:00", "", LockState::Stale),
+    ];
+    for (locked_at, ttl, want) in cases {
+        let text = format!("Agent: X\nlocked_at: {locked_at}\n{ttl}");
+        let mut entries = vec![entry("a", "x", &text)];
+        classify(
+            Path::new("/nonexistent"),
+            &mut entries,
+            &mut StateCache::default(),
+            &now,
+        );
+        assert_eq!(entries[0].state, want, "{locked_at} {ttl}");
     }
-}
-
-#[test]
-fn ttl_and_presence_decide_staleness() {
-    let root = Path::new("/nonexistent");
-    let now = clock::parse_timestamp("2026-01-28T01:10:00+00:00").unwrap();
-    let mut entries = vec![
-        entry(
-            "a",
-            "claude",
-            "Agent: Claude\nlocked_at: 2026-01-28T01:00:00+00:00\n",
-        ),
-        entry(
-            "b",
-            "gemini",
-            "Agent: Gemini\nlocked_at: 2026-01-28T01:08:00+00:00\n",
-        ),
-        entry(
-            "c",
-            "x",
-            "Agent: X\nlocked_at: 2026-01-28T01:00:00+00:00\nttl: 1h\n",
-        ),
-    ];
-    classify(root, &mut entries, &mut StateCache::default(), &now);
-    assert_eq!(entries[0].state, LockState::Stale);
-    assert_eq!(entries[1].state, LockState::Live);
-    assert_eq!(entries[2].state, LockState::Live);
-}
-
-#[test]
-fn a_lock_dated_far_in_the_future_still_goes_stale() {
-    let root = Path::new("/nonexistent");
-    let now = clock::parse_timestamp("2026-01-28T01:10:00+00:00").unwrap();
-    let mut entries = vec![
-        entry("a", "x", "locked_at: 2026-01-28T01:11:00+00:00\n"),
-        entry("b", "y", "locked_at: 2999-01-01T00:00:00+00:00\n"),
-    ];
-    classify(root, &mut entries, &mut StateCache::default(), &now);
-    assert_eq!(entries[0].state, LockState::Live, "a little skew is fine");
-    assert_eq!(entries[1].state, LockState::Stale);
-    assert!(entries[1].stale_why.as_deref().unwrap().contains("future"));
+    let far = entry("b", "y", "locked_at: 2999-01-01T00:00:00+00:00\n");
+    let mut far = vec![far];
+    classify(
+        Path::new("/nonexistent"),
+        &mut far,
+        &mut StateCache::default(),
+        &now,
+    );
+    assert!(far[0].stale_why.as_deref().unwrap().contains("future"));
 }
 
 #[test]
@@ -171,29 +161,6 @@ fn take_over_of_a_lock_already_gone_succeeds() {
 }
 
 #[test]
-fn the_ttl_boundary_is_inclusive() {
-    let root = Path::new("/nonexistent");
-    let now = clock::parse_timestamp("2026-01-28T01:10:00+00:00").unwrap();
-    let mut entries = vec![
-        entry("a", "x", "locked_at: 2026-01-28T01:05:00+00:00\n"),
-        entry("b", "y", "locked_at: 2026-01-28T01:04:59+00:00\n"),
-        entry("c", "z", "locked_at: 2026-01-28T01:15:00+00:00\n"),
-        entry("d", "w", "locked_at: 2026-01-28T01:15:01+00:00\n"),
-    ];
-    classify(root, &mut entries, &mut StateCache::default(), &now);
-    let states: Vec<_> = entries.iter().map(|e| e.state).collect();
-    assert_eq!(
-        states,
-        [
-            LockState::Live,
-            LockState::Stale,
-            LockState::Live,
-            LockState::Stale
-        ]
-    );
-}
-
-#[test]
 fn take_over_fails_when_the_lock_cannot_be_moved_aside() {
     let dir = tempfile::tempdir().unwrap();
     let e = real_entry(
@@ -255,12 +222,12 @@ fn the_index_reads_back_every_path_it_was_given() {
     assert_eq!(index::entries(root), [("a.md".into(), "gemini".into())]);
     // An entry planted to make a reader look outside the workspace is not read.
     std::fs::write(
-        crate::layout::held_dir(root).join("..%2Fetc%2Fx.held.eve"),
+        crate::layout::held_dir(&crate::worktree::shared_root(root)).join("..%2Fetc%2Fx.held.eve"),
         "",
     )
     .unwrap();
     std::fs::write(
-        crate::layout::held_dir(root).join("=0123.held.eve"),
+        crate::layout::held_dir(&crate::worktree::shared_root(root)).join("=0123.held.eve"),
         "/etc/x",
     )
     .unwrap();

@@ -11,7 +11,7 @@ use crate::host;
 use crate::v3::presence::{self, AgentState};
 
 /// Who or what stands in the way of a lock.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, Default)]
 pub struct Blocker {
     /// The file.
     pub file: String,
@@ -50,18 +50,18 @@ pub struct Follows {
     pub client: bool,
 }
 
+/// What a waiter is told about: who is in the way, in what state, until when. A change in any
+/// of these is worth a line.
+pub(super) type Situation = (
+    String,
+    usize,
+    Option<AgentState>,
+    Option<Follows>,
+    Option<Timestamp>,
+);
+
 impl Blocker {
-    /// What a waiter is told about: who is in the way, in what state, until when. A change in
-    /// any of these is worth a line.
-    pub fn situation(
-        &self,
-    ) -> (
-        String,
-        usize,
-        Option<AgentState>,
-        Option<Follows>,
-        Option<Timestamp>,
-    ) {
+    pub(super) fn situation(&self) -> Situation {
         (
             self.holder.clone(),
             self.queued_ahead,

@@ -79,31 +79,24 @@ pub(super) fn deadlock(
     let me = req.agent.id();
     let now = clock::now();
     let mut cache = StateCache::default();
-    let mut edges = Vec::new();
+    let mut waited = Vec::new();
     for t in targets {
-        for (id, name) in waits::holders(ws, &t.rel, &mut cache, &now) {
-            if id != me {
-                edges.push(WaitEdge {
-                    agent: me.to_string(),
-                    name: req.agent.name().to_string(),
-                    file: t.rel.clone(),
-                    holder: id,
-                    holder_name: name,
-                });
-            }
-        }
+        waited.push((t.rel.clone(), waits::holders(ws, &t.rel, &mut cache, &now)));
     }
     for want in &req.claims {
-        for (id, name) in waits::claim_holders(ws, want, &mut cache, &now) {
-            if id != me {
-                edges.push(WaitEdge {
-                    agent: me.to_string(),
-                    name: req.agent.name().to_string(),
-                    file: want.as_str().to_string(),
-                    holder: id,
-                    holder_name: name,
-                });
-            }
+        let holders = waits::claim_holders(ws, want, &mut cache, &now);
+        waited.push((want.as_str().to_string(), holders));
+    }
+    let mut edges = Vec::new();
+    for (file, holders) in waited {
+        for (holder, holder_name) in holders.into_iter().filter(|(id, _)| id != me) {
+            edges.push(WaitEdge {
+                agent: me.to_string(),
+                name: req.agent.name().to_string(),
+                file: file.clone(),
+                holder,
+                holder_name,
+            });
         }
     }
     if edges.is_empty() {

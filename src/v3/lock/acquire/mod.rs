@@ -21,11 +21,11 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use self::attempt::attempt;
-use self::blocker::blocked_error;
+use self::blocker::{Situation, blocked_error};
 use self::line::{Waiting, deadlock, settle};
 use self::wake::{Probe, Waits, sleep, watch_for, worth_a_try};
 use super::release::release_tokens;
-use crate::arbiter::Policy;
+use crate::arbiter::{Guard, Policy};
 use crate::clock::Wait;
 use crate::error::{Error, Result};
 use crate::fsutil;
@@ -37,15 +37,6 @@ use crate::wait::Deadline;
 use crate::wait::handoff;
 use crate::workspace::{AgentId, Target, Workspace};
 
-/// What a waiter was told stands in the way.
-type Situation = (
-    String,
-    usize,
-    Option<presence::AgentState>,
-    Option<Follows>,
-    Option<crate::clock::Timestamp>,
-);
-
 /// A lock tied to a process: stale the moment that process is gone.
 #[derive(Debug, Clone)]
 pub struct Owner {
@@ -53,7 +44,7 @@ pub struct Owner {
     pub pid: u32,
     /// The session id, when inside `coord session`.
     pub session: Option<String>,
-    /// The agent client's session the lock is taken in (see [`crate::identity`]): the lock is
+    /// The agent client's session the lock is taken in: the lock is
     /// LIVE while `pid` (the client process) lives, whatever its age.
     pub client: Option<ClientSession>,
 }
@@ -97,6 +88,9 @@ pub struct LockRequest {
     pub owner: Option<Owner>,
     /// Claims on folders and patterns, all or nothing with `targets` (see `claim`).
     pub claims: Vec<crate::pattern::Pattern>,
+    /// The agent client's session this process runs in, as its environment names it: a lock
+    /// of ours taken in that session is ours, whatever process it follows.
+    pub runs_in: Option<ClientSession>,
 }
 
 /// Something worth telling the user while acquiring.
@@ -203,7 +197,6 @@ enum Attempt {
 /// Acquire all of `req.targets` or none, waiting as `req.wait` allows; then write backups.
 ///
 /// # Errors
-///
 /// [`Error::BadPath`] when a target exists but is not a regular file (nothing is written);
 /// [`Error::LockHeld`] when not waiting and a target is held; [`Error::Deadlock`] when waiting
 /// would close a cycle of agents waiting for each other; [`Error::WaitTimedOut`] when the
@@ -265,41 +258,46 @@ pub fn acquire(
     }
     let mut acquired = got;
     if req.backup {
-        for (a, target) in acquired.iter_mut().zip(&targets) {
-            // `FILE.bak` holds FILE as it was before its current holder's edit: a refresh
-            // leaves it (FILE may hold our edit by now), and a takeover of a stale lock keeps
-            // what its crashed holder's backup holds (FILE may be half-written).
-            if a.refreshed {
-                a.backup = backup::existing(target);
-                continue;
-            }
-            // Only a lock's holder may have left the file half-edited: a stale claim taken over
-            // says nothing about this file's backup.
-            if a.took_over.iter().any(|t| t.claim.is_none())
-                && let Some(kept) = backup::existing(target)
-            {
-                a.backup = Some(kept);
-                a.backup_kept = true;
-                continue;
-            }
+        back_up(ws, req, &targets, &mut acquired)?;
+    }
+    Ok(Acquisition {
+        acquired,
+        waited_ms: started.elapsed().as_millis() as u64,
+    })
+}
+
+/// Write `FILE.bak` for each lock just taken. It holds FILE as it was before its current
+/// holder's edit: a refresh leaves it (FILE may hold our edit by now), and a takeover of a
+/// stale lock keeps what its crashed holder's backup holds (FILE may be half-written; a stale
+/// claim taken over says nothing about it). A backup that fails releases every lock taken.
+fn back_up(
+    ws: &Workspace,
+    req: &LockRequest,
+    targets: &[Target],
+    acquired: &mut [Acquired],
+) -> Result<()> {
+    for (i, target) in targets.iter().enumerate() {
+        let a = &mut acquired[i];
+        let kept = backup::existing(target);
+        if a.refreshed {
+            a.backup = kept;
+        } else if let Some(kept) = kept.filter(|_| a.took_over.iter().any(|t| t.claim.is_none())) {
+            a.backup = Some(kept);
+            a.backup_kept = true;
+        } else {
             match backup::write(ws.root(), target) {
                 Ok(b) => a.backup = b,
                 Err(e) => {
-                    let tokens: Vec<(Target, String)> = targets
-                        .iter()
-                        .cloned()
-                        .zip(acquired.iter().map(|a| a.token.clone()))
-                        .collect();
+                    let tokens = acquired.iter().map(|a| a.token.clone());
+                    let tokens: Vec<(Target, String)> =
+                        targets.iter().cloned().zip(tokens).collect();
                     let _ = release_tokens(ws, &req.agent, &tokens);
                     return Err(e);
                 }
             }
         }
     }
-    Ok(Acquisition {
-        acquired,
-        waited_ms: started.elapsed().as_millis() as u64,
-    })
+    Ok(())
 }
 
 /// The least an acquire waits for the workspace mutex, even when it does not wait for locks:
@@ -317,8 +315,7 @@ pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Optio
     let mut cache = presence::StateCache::default();
     let root = ws.root();
     let me = agent.id();
-    let keys: Vec<&str> = targets.iter().map(|t| t.rel.as_str()).collect();
-    let (mut claims, _) = super::claim::read_for(root, me, &keys);
+    let (mut claims, _) = super::claim::read_for(root);
     targets.iter().find_map(|t| {
         let mut entries = super::locks_of(t);
         super::classify(root, &mut entries, &mut cache, &now);
@@ -337,45 +334,6 @@ pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Optio
                     .then(|| blocker::claim_blocker(root, c, &t.rel, &now))
             })
     })
-}
-
-/// Tickets of acquires that got their locks, waiting for [`leave_queue_now`]; `None` until
-/// [`leave_queue_once_started`].
-static LEFT_LATER: std::sync::Mutex<Option<Vec<queue::Tickets>>> = std::sync::Mutex::new(None);
-
-fn left_later() -> std::sync::MutexGuard<'static, Option<Vec<queue::Tickets>>> {
-    LEFT_LATER.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// From now on, an acquire that gets its locks after waiting leaves the queue only when
-/// [`leave_queue_now`] is called, not under the mutex it published them under. For a process
-/// that starts a command once it holds the locks (`coord run`): removing a ticket wakes every
-/// waiter behind it, which then compete for the processor with the command's start. Until then
-/// the ticket stands where the lock it waited for is held by its own process: nobody behind it
-/// could have had the file meanwhile.
-pub fn leave_queue_once_started() {
-    left_later().get_or_insert_default();
-}
-
-/// Leave the queue for the acquires that got their locks (see [`leave_queue_once_started`]).
-/// Best effort: a ticket left behind is judged dead once its process is gone.
-pub fn leave_queue_now(ws: &Workspace) {
-    let later = left_later()
-        .as_mut()
-        .map(std::mem::take)
-        .unwrap_or_default();
-    if later.is_empty() {
-        return;
-    }
-    match ws.lock_mutex() {
-        Ok(_mutex) => {
-            for tickets in &later {
-                queue::leave(tickets);
-            }
-        }
-        // Kept for the next call (the end of `coord run` tries again).
-        Err(_) => left_later().get_or_insert_default().extend(later),
-    }
 }
 
 /// The state of one acquire across its tries.
@@ -412,7 +370,7 @@ impl Tries<'_> {
         // the mutex, is what blocks us: refused, or waited for like any other.
         let patience = self
             .deadline
-            .next_sleep(fsutil::MUTEX_PATIENCE)
+            .next_sleep(crate::arbiter::MUTEX_PATIENCE)
             .max(MUTEX_FLOOR);
         let mutex = match ws.lock_mutex_within(patience) {
             Ok(m) => m,
@@ -431,60 +389,63 @@ impl Tries<'_> {
             &mut self.mine,
         )?;
         match &attempt {
-            Attempt::Got(_) => {
-                if let Some(t) = self.waiting.tickets.take() {
-                    if handoff::holds_locks() {
-                        // The waiter behind us sleeps until we release, not just until we
-                        // leave the line (tickets are in the order of the targets).
-                        for (ticket, target) in t.paths.iter().zip(targets) {
-                            handoff::rekey(ticket, &layout::lock_file(&target.abs, req.agent.id()));
-                        }
-                    }
-                    match left_later().as_mut() {
-                        Some(later) => later.push(t),
-                        None => queue::leave(&t),
-                    }
-                }
-            }
+            Attempt::Got(_) => self.leave_line(),
             Attempt::Busy(_) if self.may_wait && !self.deadline.passed() => {
-                // Every time we would wait (the first time and after every wake-up, so the
-                // last one to close a cycle sees it even when it formed while we waited). A
-                // cycle through us needs a lock of ours that someone waits for: holding none
-                // (of the locks our presence lists), there is nothing to look for, and the
-                // queues and locks of the whole folder are not read under the mutex.
-                if (!self.mine.held.is_empty() || !self.mine.claims.is_empty())
-                    && let Some(err) = deadlock(ws, req, targets, self.waiting.tickets.as_ref())
-                {
-                    if let Some(t) = self.waiting.tickets.take() {
-                        settle(ws, &req.agent, &t);
-                    }
-                    return Err(super::events::refused(ws.root(), req, err));
-                }
-                if self.waiting.tickets.is_none() {
-                    let claims: Vec<String> =
-                        req.claims.iter().map(|c| c.as_str().to_string()).collect();
-                    let tickets =
-                        queue::register_with_claims(ws.root(), &req.agent, targets, &claims)?;
-                    // Fencing: a number drawn under a lost lease may repeat one drawn since.
-                    if !mutex.still_held() {
-                        queue::leave(&tickets);
-                        return Ok(Attempt::Fenced);
-                    }
-                    self.waiting.tickets = Some(tickets);
-                    presence::write_over(
-                        ws.root(),
-                        &req.agent,
-                        self.mine.presence.as_ref(),
-                        &presence::Update {
-                            lock_status: Some(LockStatus::Waiting),
-                            ..Default::default()
-                        },
-                    )?;
+                if let Some(fenced) = self.line_up(&mutex)? {
+                    return Ok(fenced);
                 }
             }
             Attempt::Busy(_) | Attempt::Fenced => {}
         }
         Ok(attempt)
+    }
+
+    /// Got the locks: leave the queue. The waiter behind us sleeps until we release, not just
+    /// until we leave the line (tickets are in the order of the targets).
+    fn leave_line(&mut self) {
+        let Some(t) = self.waiting.tickets.take() else {
+            return;
+        };
+        if handoff::holds_locks() {
+            for (ticket, target) in t.paths.iter().zip(self.targets) {
+                handoff::rekey(ticket, &layout::lock_file(&target.abs, self.req.agent.id()));
+            }
+        }
+        queue::leave(&t);
+    }
+
+    /// About to wait: refuse a deadlock, else take a ticket (the first time) and say `WAITING`.
+    /// A ticket drawn under a lost lease is given back and the try reported as fenced.
+    fn line_up(&mut self, mutex: &Guard) -> Result<Option<Attempt>> {
+        let (ws, req, targets) = (self.ws, self.req, self.targets);
+        // Every time we would wait, so the last one to close a cycle sees it even when it
+        // formed while we waited. A cycle through us needs a lock or claim of ours that someone
+        // waits for: holding none, the queues and locks of the folder are not read.
+        if (!self.mine.held.is_empty() || !self.mine.claims.is_empty())
+            && let Some(err) = deadlock(ws, req, targets, self.waiting.tickets.as_ref())
+        {
+            if let Some(t) = self.waiting.tickets.take() {
+                settle(ws, &req.agent, &t);
+            }
+            return Err(super::events::refused(ws.root(), req, err));
+        }
+        if self.waiting.tickets.is_some() {
+            return Ok(None);
+        }
+        let claims: Vec<String> = req.claims.iter().map(|c| c.as_str().to_string()).collect();
+        let tickets = queue::register_with_claims(ws.root(), &req.agent, targets, &claims)?;
+        // Fencing: a number drawn under a lost lease may repeat one drawn since.
+        if !mutex.still_held() {
+            queue::leave(&tickets);
+            return Ok(Some(Attempt::Fenced));
+        }
+        self.waiting.tickets = Some(tickets);
+        let waiting = presence::Update {
+            lock_status: Some(LockStatus::Waiting),
+            ..Default::default()
+        };
+        presence::write_over(ws.root(), &req.agent, self.mine.presence.as_ref(), &waiting)?;
+        Ok(None)
     }
 
     /// After a try found `blocker` in the way: give up when not waiting or past the deadline;
@@ -515,45 +476,30 @@ impl Tries<'_> {
             return Err(super::events::refused(ws.root(), self.req, err));
         }
         let claims_involved = blocker.pattern.is_some() || !self.req.claims.is_empty();
-        let situation = blocker.situation();
-        match &self.told {
-            None => {
-                super::events::waiting(ws.root(), self.req, &blocker.file, &blocker.holder);
-                on_event(&LockEvent::Waiting(blocker));
-            }
-            Some(told) if *told != situation => on_event(&LockEvent::Changed(blocker)),
-            Some(_) => {}
-        }
-        self.told = Some(situation);
+        self.tell(blocker, on_event);
         if claims_involved {
             // A claim is in the way, or asked for: `.coord/claims` and the claim queues are
             // looked at again shortly (claims are few; a try reads one small file).
             std::thread::sleep(self.deadline.next_sleep(CLAIM_RECHECK));
-            if let Some(signal) = crate::wait::stop_requested() {
-                return Err(Error::Interrupted {
-                    signal,
-                    file: self.first_key(),
-                });
+        } else {
+            if self.waits.watches.is_none() && !probe.hand_over {
+                // What blocked the try may have gone before the watch was made: look once,
+                // without the mutex, and try again at once only if it did. On a local folder
+                // `sleep` looks first and watches only where it must.
+                self.waits.watches = Some(watch_for(ws.root(), targets));
+                if worth_a_try(&probe) {
+                    return Ok(());
+                }
             }
-            return self.keep_tickets_alive();
+            let policy = &self.policy;
+            sleep(
+                &mut self.waits,
+                (ws.root(), targets),
+                &probe,
+                policy,
+                self.deadline,
+            );
         }
-        if self.waits.watches.is_none() && !probe.hand_over {
-            // What blocked the try may have gone before the watch was made: look once, without
-            // the mutex, and try again at once only if it did (a second full try would hold the
-            // mutex that the holder needs to release; on a network folder, milliseconds). On a
-            // local folder `sleep` looks first and watches only where it must.
-            self.waits.watches = Some(watch_for(ws.root(), targets));
-            if worth_a_try(&probe) {
-                return Ok(());
-            }
-        }
-        sleep(
-            &mut self.waits,
-            (ws.root(), targets),
-            &probe,
-            &self.policy,
-            self.deadline,
-        );
         // Asked to stop: `waiting` leaves the queue and resets the presence on the way out.
         if let Some(signal) = crate::wait::stop_requested() {
             return Err(Error::Interrupted {
@@ -562,6 +508,20 @@ impl Tries<'_> {
             });
         }
         self.keep_tickets_alive()
+    }
+
+    /// Tell the user what stands in the way: once when the wait starts, then when it changes.
+    fn tell(&mut self, blocker: Blocker, on_event: &mut dyn FnMut(&LockEvent)) {
+        let situation = blocker.situation();
+        match &self.told {
+            None => {
+                super::events::waiting(self.ws.root(), self.req, &blocker.file, &blocker.holder);
+                on_event(&LockEvent::Waiting(blocker));
+            }
+            Some(told) if *told != situation => on_event(&LockEvent::Changed(blocker)),
+            Some(_) => {}
+        }
+        self.told = Some(situation);
     }
 
     /// The first file (or claim) asked for.

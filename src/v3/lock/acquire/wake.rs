@@ -19,32 +19,28 @@ use crate::workspace::Target;
 /// also turns stale by age).
 const FULL_TRY_EVERY: Duration = Duration::from_secs(1);
 
-/// How long a sleep on a hand-off lasts at most: how soon a request to stop is seen (a signal
-/// does not end the wait in `flock`), and how often the first in line re-reads the lock it
-/// sleeps on, which could go without its holder closing it (removed by another process).
+/// How long a sleep on a hand-off lasts at most: how soon a request to stop is seen, and how
+/// often the first in line re-reads the lock it sleeps on (another process may remove it).
 const HANDOFF_LOOK: Duration = Duration::from_millis(100);
 
 /// What a woken waiter re-reads, without the mutex, before trying in full.
 pub(super) struct Probe {
-    /// The blocking lock and its bytes as read.
-    /// Replaced by the lock of the waiter just ahead of us once it took one of our files.
+    /// The blocking lock and its bytes as read (then the lock of the waiter just ahead of us,
+    /// once it took one of our files).
     pub(super) record: RefCell<Option<(PathBuf, Vec<u8>)>>,
     /// Our queue folders and ticket number, when we hold no lock ourselves (a waiter that holds
     /// locks lets earlier waiters that wait for them pass; only a full try can judge that).
     pub(super) queue: Option<(Vec<PathBuf>, u64)>,
     /// Whether a listed ticket must also open to count (where listings may lag other machines).
     pub(super) open_tickets: bool,
-    /// The ticket last seen just before ours: while it stands, we are not first, and looking
-    /// at it costs one lookup instead of a listing of the queue.
+    /// The ticket last seen just before ours: while it stands, we are not first.
     pub(super) ahead: RefCell<Option<PathBuf>>,
-    /// The files waited for: where the waiter whose ticket stood just before ours now holds
-    /// one of them, that lock blocks us next.
+    /// The files waited for.
     pub(super) files: Vec<PathBuf>,
-    /// Our agent id: a lock of our own name (another run of the same agent) is for a full try
-    /// to judge.
+    /// Our agent id (a lock of our own name is for a full try to judge).
     pub(super) agent: String,
-    /// Whether to sleep on the hand-off of the file in front of us where its owner keeps it
-    /// locked ([`crate::wait::handoff`]; local folders only).
+    /// Whether to sleep on the hand-off of the file in front of us ([`crate::wait::handoff`];
+    /// local folders only).
     pub(super) hand_over: bool,
 }
 
@@ -146,10 +142,9 @@ fn process_alive(raw: &[u8]) -> bool {
     }
 }
 
-/// What a waiter for `targets` watches, in two watches: its queue folders (an earlier waiter
-/// leaving), and in each target's folder only the names of its lock files (`FILE.lock.*`: the
-/// locked file being written, presences and temporary files change nothing a waiter waits for);
-/// in both only names going away, since a lock or a ticket appearing never unblocks anyone.
+/// What a waiter for `targets` watches: its queue folders, and in each target's folder only its
+/// lock files' names (`FILE.lock.*`); in both only names going away, since a lock or a ticket
+/// appearing never unblocks anyone.
 pub(super) struct Watches {
     queue: FolderWatch,
     locks: FolderWatch,
@@ -198,25 +193,15 @@ pub(super) fn watch_for(root: &Path, targets: &[Target]) -> Watches {
 ///
 /// A wake-up first looks, without the mutex, at what blocked the last try: an earlier ticket
 /// still in one of our queues, or the blocking lock unchanged, means a full try would only find
-/// the same. So only the first in line takes the mutex, and where events do not cross machines
-/// waiters re-read one file instead of keeping the mutex busy. A full try still comes at every
-/// re-check interval (where events do not cross machines: every second): a lock also turns stale
-/// by age, and a ticket ahead may belong to a process that is gone.
+/// the same, so only the first in line takes the mutex. A full try still comes at every
+/// re-check interval (where events do not cross machines: every second): a lock also turns
+/// stale by age, and a ticket ahead may belong to a process that is gone.
 ///
 /// On a local folder a waiter sleeps on the hand-off of the file in front of it when its owner
-/// keeps it locked ([`crate::wait::handoff`]): the ticket just before ours, or the lock of a `coord
-/// run`. The kernel wakes that one waiter when the file is let go. Otherwise it sleeps on folder
-/// watches:
-///
-/// - a waiter behind others on the queue watch alone: its turn cannot come before the ticket
-///   ahead of it leaves, and the folder of the locked file, where every transition of every
-///   agent renames and removes temporary files, would wake it (and every other waiter) several
-///   times per transition for nothing;
-/// - the first in line on the lock watch; what happened there meanwhile is still queued in it,
-///   so switching loses nothing. Where events do not cross machines, it looks at the blocking
-///   lock five times as often as the others: its turn comes with the release, theirs only after
-///   it. That is one small read per file every 10 ms, and the handoff no longer waits half a
-///   re-check on average.
+/// keeps it locked ([`crate::wait::handoff`]: the ticket just before ours, or the lock of a
+/// `coord run`); otherwise on folder watches: a waiter behind others on the queue watch alone
+/// (its turn cannot come before the ticket ahead leaves), the first in line on the lock watch,
+/// looking at the blocking lock more often where events do not cross machines.
 pub(super) fn sleep(
     waits: &mut Waits,
     (root, targets): (&Path, &[Target]),
