@@ -42,6 +42,7 @@ mod edit;
 mod faults;
 mod full_disk;
 mod gemini_e2e;
+mod git_status_clean;
 mod guard;
 mod hand_made_locks;
 mod handoff;
