@@ -184,6 +184,16 @@ fn find_shared_root(root: &Path) -> Option<PathBuf> {
     (main != root).then_some(main)
 }
 
+/// A work tree as a refusal or a view names the place of a holder: `worktree /repo-b, branch
+/// feature`, or `worktree /repo-b, detached HEAD` (words, not a parenthesis inside the one
+/// the caller puts around it).
+pub fn place(top: impl std::fmt::Display, branch: Option<&str>) -> String {
+    match branch {
+        Some(b) => format!("worktree {top}, branch {b}"),
+        None => format!("worktree {top}, detached HEAD"),
+    }
+}
+
 /// The branch a git folder's `HEAD` names.
 fn branch_of(gitdir: &Path) -> Option<String> {
     let head = read_small(&gitdir.join("HEAD"))?;

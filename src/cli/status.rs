@@ -105,11 +105,9 @@ pub fn render(st: &Status, color: bool) -> String {
     section("Locks", &headers, locks.collect(), Some("No locks"));
     let claims = st.claims.iter().map(|c| {
         let holder = match (&c.worktree, &c.branch) {
-            (Some(w), b) if *w != st.root => format!(
-                "{} (worktree {w}, branch {})",
-                c.agent,
-                b.as_deref().unwrap_or("(detached)")
-            ),
+            (Some(w), b) if *w != st.root => {
+                format!("{} ({})", c.agent, coord::worktree::place(w, b.as_deref()))
+            }
             _ => c.agent.clone(),
         };
         vec![

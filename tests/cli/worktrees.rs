@@ -167,6 +167,71 @@ fn a_hook_edit_in_one_worktree_is_denied_while_another_tree_holds_the_file() {
     assert!(!b.join("a.txt.lock.claude-0b5c7e6a").exists());
 }
 
+/// Whether every `(` in `text` is closed once, in order.
+fn balanced(text: &str) -> bool {
+    let mut depth = 0i32;
+    for c in text.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            _ => {}
+        }
+        if depth < 0 {
+            return false;
+        }
+    }
+    depth == 0
+}
+
+/// The holder's place in a refusal reads as words in one pair of parentheses, a detached
+/// HEAD included (#9: `branch (detached))` closed the holder's parenthesis twice), through a
+/// client's hook, the CLI, and a claim's refusal.
+#[test]
+fn a_refusal_names_a_detached_worktree_in_one_pair_of_parentheses() {
+    let r = repo();
+    git(&r.main, &["worktree", "add", "-q", "--detach", "../d"]);
+    let d = std::fs::canonicalize(r.env.path("d")).unwrap();
+    coord(&r, &d, "alice").args(["lock", "a.txt"]).ok();
+    coord(&r, &d, "alice").args(["lock", "src/"]).ok();
+    let place = format!("(worktree {}, detached HEAD)", d.display());
+    let payload = serde_json::json!({
+        "session_id": "0b5c7e6a-2222-4a19-be34-6aa5a64f4b50", "cwd": r.main,
+        "hook_event_name": "PreToolUse", "tool_name": "Write",
+        "tool_input": {"file_path": r.main.join("a.txt"), "content": "x\n"},
+    })
+    .to_string();
+    let out = r
+        .env
+        .cmd()
+        .env_remove("COORD_DIR")
+        .cwd(&r.main)
+        .args(["hook", "claude", "--wait", "0"])
+        .stdin(payload)
+        .ok();
+    let v: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    let reason = v["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(
+        reason.contains(&format!("locked by alice {place}")),
+        "{reason}"
+    );
+    assert!(balanced(reason), "{reason}");
+    let cli = coord(&r, &r.main, "bob")
+        .args(["lock", "a.txt", "--no-wait"])
+        .code(3);
+    cli.stderr_has(&format!("held by alice {place}"));
+    assert!(balanced(&cli.stderr), "{}", cli.stderr);
+    let claim = coord(&r, &r.main, "bob")
+        .args(["lock", "src/x.rs", "--no-wait"])
+        .code(3);
+    claim.stderr_has(&format!(
+        "alice (claim `src/**`, worktree {}, detached HEAD)",
+        d.display()
+    ));
+    assert!(balanced(&claim.stderr), "{}", claim.stderr);
+}
+
 #[test]
 fn a_waiter_in_one_worktree_is_woken_by_a_release_in_another() {
     let r = repo();
