@@ -531,7 +531,8 @@ fn a_worktree_inside_the_main_checkout_is_not_a_nested_workspace() {
 }
 
 /// The history is the repository's: `coord log` in any tree shows a lock taken in another, and
-/// an event from a linked worktree names that tree (its `file` is relative to that tree).
+/// an event from a linked worktree names that tree (its `file` is relative to that tree): by
+/// its path in `--json`, by its folder's name for a human (#9).
 #[test]
 fn the_history_names_the_worktree_an_event_came_from() {
     let r = repo();
@@ -559,6 +560,10 @@ fn the_history_names_the_worktree_an_event_came_from() {
         "the main tree is the root: {}",
         out.stdout
     );
+    let human = coord(&r, &r.c, "carol").args(["log"]).ok();
+    human
+        .stdout_has("alice locked `a.txt` (in worktree b)\n")
+        .stdout_has("bob locked `src/x.rs`\n");
 }
 
 #[test]
