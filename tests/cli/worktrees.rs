@@ -232,6 +232,52 @@ fn a_refusal_names_a_detached_worktree_in_one_pair_of_parentheses() {
     assert!(balanced(&claim.stderr), "{}", claim.stderr);
 }
 
+/// A client session's lock goes when its turn ends, wherever it lies: a rival's hook and the
+/// git guard say so for a holder in another worktree too (#9: the holder, named with its
+/// tree, was not recognised, and the deny said it lasts until unlocked; the guard said so of
+/// every holder).
+#[test]
+fn a_client_sessions_lock_in_another_worktree_is_said_to_go_when_its_turn_ends() {
+    let r = repo();
+    let b = std::fs::canonicalize(&r.b).unwrap();
+    let edit = |session: &str, cwd: &Path| {
+        let payload = serde_json::json!({
+            "session_id": session, "cwd": cwd,
+            "hook_event_name": "PreToolUse", "tool_name": "Write",
+            "tool_input": {"file_path": cwd.join("a.txt"), "content": "x\n"},
+        })
+        .to_string();
+        r.env
+            .cmd()
+            .env_remove("COORD_DIR")
+            .cwd(cwd)
+            .args(["hook", "claude", "--wait", "0"])
+            .stdin(payload)
+            .ok()
+    };
+    edit("0b5c7e6a-4444-4a19-be34-6aa5a64f4b50", &b).stdout_lacks("deny");
+    let lock = std::fs::read_to_string(b.join("a.txt.lock.claude-0b5c7e6a")).unwrap();
+    assert!(lock.contains("client_session:"), "{lock}");
+    let out = edit("1c6d8f7b-5555-4a19-be34-6aa5a64f4b50", &r.main);
+    let v: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    let reason = v["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(
+        reason.contains("it is released when its holder's turn ends"),
+        "{reason}"
+    );
+    assert!(!reason.contains("unlocks"), "{reason}");
+    std::fs::write(r.main.join("a.txt"), "changed\n").unwrap();
+    git(&r.main, &["add", "a.txt"]);
+    let guard = coord(&r, &r.main, "bob")
+        .args(["guard", "check", "--staged"])
+        .code(4);
+    guard.stderr_has("a.txt: locked by claude-0b5c7e6a");
+    guard.stderr_has("released when its holder's turn ends");
+    assert!(!guard.stderr.contains("unlocks"), "{}", guard.stderr);
+}
+
 #[test]
 fn a_waiter_in_one_worktree_is_woken_by_a_release_in_another() {
     let r = repo();
