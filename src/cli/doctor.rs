@@ -15,8 +15,11 @@ use super::{Ctx, output};
 use coord::error::Refusal;
 use coord::hook::Client;
 
-/// Report the filesystem, whether kernel locks and events cross machines, the arbitration,
-/// the re-check interval and the clock skew
+/// Report what the folder is on and how coord keeps exclusion there
+///
+/// The filesystem, whether kernel locks and folder events cross machines, the arbitration
+/// coord uses, its re-check interval, the clock skew between this machine and the folder, a sync tool or
+/// conflict copies in the folder, and whether each wired client runs coord's hooks here.
 ///
 ///   coord doctor
 ///   coord doctor --json | jq .arbitration

@@ -47,6 +47,7 @@ mod guard;
 mod hand_made_locks;
 mod handoff;
 mod handshake;
+mod help_text;
 mod history;
 mod hook_git;
 mod hook_payload_faults;
