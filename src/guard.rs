@@ -41,6 +41,9 @@ pub struct Held {
     pub state: LockState,
     /// When it was locked (RFC 3339), when known.
     pub since: Option<String>,
+    /// When it goes, in words after "released" (see `LockEntry::released_when`).
+    #[serde(skip)]
+    pub released: &'static str,
 }
 
 /// Run git in `dir` and return its stdout.
@@ -434,6 +437,7 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
                     holder: lock::claim::holder_text(w.root(), e),
                     state: e.state,
                     since: e.locked_at().map(str::to_string),
+                    released: e.released_when(),
                 });
             }
         }
@@ -448,6 +452,7 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
                     holder: e.holder().to_string(),
                     state: e.state,
                     since: e.locked_at().map(str::to_string),
+                    released: e.released_when(),
                 });
             }
         }

@@ -7,6 +7,7 @@
 //! <dir>/FILE.bak                      seed 001 backup, beside FILE
 //! <dir>/FILE.rejected.<agent>         content of a `coord write` refused by the lock (kept, never lost)
 //! <dir>/.coord-<host>-<pid>-XXXXXX.tmp  a temporary file on its way to becoming one of the above
+//! <root>/.coord/.gitignore            `*`: the state folder kept out of `git status` (written once)
 //! <root>/.coord/mutex                 the workspace mutex (never deleted)
 //! <root>/.coord/mutex.lease           the workspace mutex where kernel locks do not cross machines
 //! <root>/.coord/sync-warned          the warning about a sync tool was given
@@ -69,6 +70,12 @@ const TEMP_START: &str = ".coord-";
 /// `<root>/.coord`.
 pub fn state_dir(root: &Path) -> PathBuf {
     root.join(STATE_DIR)
+}
+
+/// `<root>/.coord/.gitignore`: `*`, written once where nobody set the repository up (its
+/// presence says coord's lines went into the repository's `info/exclude` already).
+pub fn state_gitignore(root: &Path) -> PathBuf {
+    state_dir(root).join(".gitignore")
 }
 
 /// `<root>/.coord/init.json`: what `coord init` wrote, for `coord init --remove`.
@@ -190,6 +197,11 @@ fn with_suffix(file: &Path, suffix: &str) -> PathBuf {
 }
 
 // Safe editing (`coord write`, `run`, `restore`).
+
+/// The first line of coord's block in `.gitignore` (and in `info/exclude`).
+pub const IGNORE_BEGIN: &str = "# coord:begin";
+/// The last line of coord's block in `.gitignore` (and in `info/exclude`).
+pub const IGNORE_END: &str = "# coord:end";
 
 /// The `.gitignore` lines that keep coord's own files out of `git status`: the state folder,
 /// presence and handshake files, locks, backups, refused writes and temporary files (`coord

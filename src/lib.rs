@@ -10,7 +10,9 @@
 //!   workspace mutex), [`host`] (this machine and its processes), [`wait`] (waiting for a condition on
 //!   disk: folder events, the `flock` hand-off, deadlines, signals),
 //!   [`workspace`] (root discovery, agent ids, path confinement, nested workspaces), [`shell`] (commands in hints),
-//!   [`gitconfig`] (the settings coord reads from git's config files);
+//!   [`gitconfig`] (the settings coord reads from git's config files), [`textblock`] (coord's
+//!   marked block in a user's text file), [`adopt`] (coord's files kept out of `git status` in
+//!   a repository nobody set up);
 //! - protocols: [`v3`] (seed 001: presence, locks, backups, wait queue, messages, notes);
 //!   [`collab`] (seed 000: the shared collaboration file); [`dialogue`] (seed 002: the
 //!   turn-based dialogue); [`review`] (seed 003: the review tracker); [`edit`] (safe editing
@@ -28,6 +30,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod adopt;
 pub mod arbiter;
 pub mod client;
 pub mod clock;
@@ -57,6 +60,7 @@ pub mod review;
 pub mod shell;
 pub mod shelledit;
 pub mod status;
+pub mod textblock;
 pub mod ui;
 pub mod v3;
 pub mod wait;

@@ -13,10 +13,9 @@
 //!   nothing, so no state is left where nobody works on code;
 //! - a repository whose own files wire this client (`coord init`): nothing, the repository's
 //!   hooks handle the event (each event handled once);
-//! - otherwise coord acts; in a repository nobody set up ([`adopt`]) its state is kept out of
-//!   `git status` without touching the user's `.gitignore`: `.coord/.gitignore` holds `*`, and
-//!   coord's file patterns (locks, backups, presences) go into the repository's own
-//!   `info/exclude`, which git never commits.
+//! - otherwise coord acts; in a repository nobody set up its state is kept out of `git status`
+//!   without touching the user's `.gitignore` ([`crate::adopt`], which the hook asks for first
+//!   thing, as every command's first write does).
 //!
 //! [`Adapter::hooks`]: crate::client::Adapter::hooks
 
@@ -25,6 +24,7 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use crate::adopt;
 use crate::client::Client;
 use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
@@ -297,15 +297,13 @@ pub enum Gate {
 /// server), reading only: nothing is written.
 pub fn gate(ws: &Workspace, client: Option<Client>) -> Gate {
     let root = ws.root();
-    let git = git_dir(root);
-    if let Some(git) = &git
-        && switched_off(&common_dir(git))
-    {
+    let repository = crate::worktree::repository_dir(root);
+    if repository.as_deref().is_some_and(adopt::switched_off) {
         return Gate::Off;
     }
     let set_up = std::fs::symlink_metadata(layout::state_dir(&crate::worktree::shared_root(root)))
         .is_ok_and(|m| m.is_dir());
-    if git.is_none() && !set_up {
+    if repository.is_none() && !set_up {
         return Gate::Elsewhere;
     }
     if let Some(c) = client
@@ -314,108 +312,6 @@ pub fn gate(ws: &Workspace, client: Option<Client>) -> Gate {
         return Gate::Wired;
     }
     Gate::Go
-}
-
-/// Make a repository nobody set up ready for coord without anything showing in `git status`:
-/// `.coord/` with a `.gitignore` of `*`, and coord's file patterns in the repository's
-/// `info/exclude` (between `# coord:begin` and `# coord:end`). Done once: a `.coord/.gitignore`
-/// says it was; a repository whose `.gitignore` holds `coord init`'s block is left as it is.
-/// (`.coord/` alone is no sign: a `coord lock` run by hand in the repository makes it.)
-///
-/// # Errors
-///
-/// [`Error::Io`] when `.coord/` or its `.gitignore` cannot be written. The exclude file is
-/// best effort (`.coord/.gitignore` already hides the state folder).
-pub fn adopt(ws: &Workspace) -> Result<()> {
-    let root = ws.root();
-    let state = layout::state_dir(&crate::worktree::shared_root(root));
-    let marker = state.join(".gitignore");
-    if std::fs::symlink_metadata(&marker).is_ok() {
-        return Ok(());
-    }
-    let Some(git) = git_dir(root) else {
-        return Ok(());
-    };
-    let ignored = fsutil::read_capped(&root.join(".gitignore"), 16 * 1024 * 1024)
-        .is_ok_and(|b| String::from_utf8_lossy(&b).contains(init::IGNORE_BEGIN));
-    if ignored {
-        return Ok(());
-    }
-    ws.ensure_state_dir()?;
-    let _ = exclude(&common_dir(&git));
-    fsutil::replace_durable(&marker, b"*\n")?;
-    Ok(())
-}
-
-/// Add coord's block to `<common git dir>/info/exclude`.
-fn exclude(common: &Path) -> Result<()> {
-    let path = common.join("info").join("exclude");
-    let old = match fsutil::read_capped(&path, 16 * 1024 * 1024) {
-        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
-        Err(e) => return Err(e).at("read", &path),
-    };
-    let new = init::with_block(
-        &old,
-        init::IGNORE_BEGIN,
-        init::IGNORE_END,
-        &layout::GITIGNORE_LINES.join("\n"),
-    )
-    .map_err(|line| {
-        Error::bad_input(format!(
-            "`{}`: coord's block starts at line {line} but has no `{}`; mend or delete it",
-            path.display(),
-            init::IGNORE_END
-        ))
-    })?;
-    if new != old {
-        if let Some(dir) = path.parent() {
-            fsutil::ensure_dir(dir)?;
-        }
-        fsutil::replace_durable(&path, new.as_bytes())?;
-    }
-    Ok(())
-}
-
-/// The git folder of the work tree at `root`: `root/.git`, or where a `.git` file points
-/// (`gitdir: PATH`, a linked worktree or a submodule).
-pub fn git_dir(root: &Path) -> Option<PathBuf> {
-    let dotgit = root.join(".git");
-    let meta = std::fs::symlink_metadata(&dotgit).ok()?;
-    if meta.is_dir() {
-        return Some(dotgit);
-    }
-    let text = String::from_utf8(fsutil::read_capped(&dotgit, 64 * 1024).ok()?).ok()?;
-    let target = text.lines().find_map(|l| l.strip_prefix("gitdir:"))?.trim();
-    Some(root.join(target))
-}
-
-/// The folder shared by every worktree of the repository (`commondir`), else `git` itself.
-pub fn common_dir(git: &Path) -> PathBuf {
-    match fsutil::read_capped(&git.join("commondir"), 64 * 1024) {
-        Ok(b) => {
-            let rel = String::from_utf8_lossy(&b).trim().to_string();
-            if rel.is_empty() {
-                git.to_path_buf()
-            } else {
-                git.join(rel)
-            }
-        }
-        Err(_) => git.to_path_buf(),
-    }
-}
-
-/// Whether the repository's own config (`<common>/config`) sets `coord.enabled` to false.
-/// The last setting wins, as in git; includes are not followed.
-fn switched_off(common: &Path) -> bool {
-    match crate::gitconfig::file_value(&common.join("config"), "coord", "enabled") {
-        Some(Some(value)) => matches!(
-            value.to_ascii_lowercase().as_str(),
-            "false" | "no" | "off" | "0" | ""
-        ),
-        // Not set, or a bare `enabled` (true).
-        _ => false,
-    }
 }
 
 /// `s` as one shell word: as is when it is plain, else single-quoted.
@@ -452,29 +348,6 @@ pub fn bad_dir(dir: &Path, why: &str) -> Error {
 #[allow(clippy::disallowed_methods)]
 mod tests {
     use super::*;
-
-    fn off(config: &str) -> bool {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("config"), config).unwrap();
-        switched_off(dir.path())
-    }
-
-    #[test]
-    fn the_switch_reads_git_booleans() {
-        assert!(off("[coord]\n\tenabled = false\n"));
-        assert!(off(
-            "[core]\n\tbare = false\n[Coord]\n  Enabled=no ; mine\n"
-        ));
-        assert!(off("[coord] enabled = off\n"));
-        assert!(!off("[coord]\n\tenabled = true\n"));
-        assert!(!off("[coord]\n\tenabled\n"));
-        assert!(!off(
-            "[coord]\n\tenabled = false\n[coord]\n\tenabled = yes\n"
-        ));
-        assert!(!off("[core]\n\tenabled = false\n"));
-        assert!(!off("[coord \"x\"]\n\tenabled = false\n"));
-        assert!(!off(""));
-    }
 
     #[test]
     fn a_js_plugin_runs_the_binary_with_the_flag_and_the_instructions() {

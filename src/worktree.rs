@@ -122,6 +122,22 @@ pub fn enclosing_common_dir(dir: &Path) -> Option<PathBuf> {
         .and_then(common_dir)
 }
 
+/// The git folder holding the repository of the work tree at `top`, whose `config` and
+/// `info/exclude` git reads for it: [`common_dir`], or for a submodule the folder its `.git`
+/// file names (`<super>/.git/modules/NAME`).
+pub fn repository_dir(top: &Path) -> Option<PathBuf> {
+    common_dir(top).or_else(|| gitfile_target(top))
+}
+
+/// The work tree the folder `dir` is in (`dir` itself when it is a top level, else the nearest
+/// folder above it holding a `.git`) and its [`repository_dir`].
+pub fn enclosing_repository(dir: &Path) -> Option<(PathBuf, PathBuf)> {
+    let top = dir
+        .ancestors()
+        .find(|a| fs::symlink_metadata(a.join(".git")).is_ok())?;
+    Some((top.to_path_buf(), repository_dir(top)?))
+}
+
 /// The common git folder a linked worktree at `top` names (its `gitdir`'s `commondir`).
 fn linked_common_dir(top: &Path) -> Option<PathBuf> {
     let gitdir = linked_gitdir(top)?;
@@ -166,6 +182,16 @@ fn find_shared_root(root: &Path) -> Option<PathBuf> {
     let main = main_top(&linked_common_dir(root)?)?;
     // The main work tree must itself share (it has no `.coord/` of a different kind to keep).
     (main != root).then_some(main)
+}
+
+/// A work tree as a refusal or a view names the place of a holder: `worktree /repo-b, branch
+/// feature`, or `worktree /repo-b, detached HEAD` (words, not a parenthesis inside the one
+/// the caller puts around it).
+pub fn place(top: impl std::fmt::Display, branch: Option<&str>) -> String {
+    match branch {
+        Some(b) => format!("worktree {top}, branch {b}"),
+        None => format!("worktree {top}, detached HEAD"),
+    }
 }
 
 /// The branch a git folder's `HEAD` names.

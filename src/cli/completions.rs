@@ -1,12 +1,12 @@
 //! `coord completions SHELL` and `coord man [COMMAND]`: the command tree, rendered for shells
 //! and for `man`.
 
-use clap::{Args, CommandFactory};
+use clap::Args;
 use clap_complete::Shell;
 
 use coord::{Error, ExitCode};
 
-use super::{Cli, Ctx, output};
+use super::{Ctx, output};
 
 /// Print a shell completion script
 ///
@@ -37,7 +37,7 @@ pub struct ManArgs {
 }
 
 pub fn completions(args: CompletionsArgs, _ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let mut cmd = Cli::command();
+    let mut cmd = super::help_command();
     let mut script = Vec::new();
     clap_complete::generate(args.shell, &mut cmd, "coord", &mut script);
     output::raw(&script);
@@ -45,7 +45,7 @@ pub fn completions(args: CompletionsArgs, _ctx: &Ctx) -> anyhow::Result<ExitCode
 }
 
 pub fn man(args: ManArgs, _ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let mut cmd = Cli::command();
+    let mut cmd = super::help_command();
     cmd.build();
     let mut name = String::from("coord");
     for word in &args.command {

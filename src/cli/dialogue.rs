@@ -72,7 +72,10 @@ enum DialogueCommand {
         timeout: Option<String>,
     },
     Say(SayArgs),
-    /// Send a user command: PAUSE, RESUME, RESET, SWITCH-TOPIC: x, END-SESSION, PRIORITY: x, ID-ONLY
+    /// Send the dialogue a user command (PAUSE, RESUME, RESET, ...)
+    ///
+    /// PAUSE, RESUME, RESET, SWITCH-TOPIC: x, END-SESSION, PRIORITY: x, or ID-ONLY (only
+    /// that agent answers next).
     ///
     ///   coord dialogue command PAUSE
     ///   coord dialogue command "PRIORITY: focus on the failing test"

@@ -15,8 +15,11 @@ use super::{Ctx, output};
 use coord::error::Refusal;
 use coord::hook::Client;
 
-/// Report the filesystem, whether kernel locks and events cross machines, the arbitration,
-/// the re-check interval and the clock skew
+/// Report what the folder is on and how coord keeps exclusion there
+///
+/// The filesystem, whether kernel locks and folder events cross machines, the arbitration
+/// coord uses, its re-check interval, the clock skew between this machine and the folder, a sync tool or
+/// conflict copies in the folder, and whether each wired client runs coord's hooks here.
 ///
 ///   coord doctor
 ///   coord doctor --json | jq .arbitration
@@ -78,6 +81,17 @@ fn crossing(yes: bool, class: coord::arbiter::FsClass) -> &'static str {
     }
 }
 
+/// How coord finds the lock files of a folder (`exact_lookups` in `--json`), in words: nothing
+/// for the user to do either way.
+fn lookups(exact: bool) -> &'static str {
+    if exact {
+        "by the folder's listing and by each known agent's lock file name (a listing here may \
+         lag a lock another machine just made; nothing to do)"
+    } else {
+        "by the folder's listing, which is always current here (nothing to do)"
+    }
+}
+
 fn render(d: &Diagnosis) -> String {
     let mut out = vec![
         format!("folder:        {}", d.root),
@@ -103,10 +117,7 @@ fn render(d: &Diagnosis) -> String {
                 .unwrap_or_default()
         ),
         format!("re-check:      every {} ms", d.recheck_ms),
-        format!(
-            "exact lookups: {}",
-            if d.exact_lookups { "yes" } else { "no" }
-        ),
+        format!("lock lookups:  {}", lookups(d.exact_lookups)),
         format!(
             "record reads:  {}",
             match (d.reads_past_cache, d.class) {
@@ -170,5 +181,28 @@ fn hold_mutex(
             None,
         )
         .into())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// #9: the line said `exact lookups: yes` or `no`, which told nobody anything.
+    #[test]
+    fn the_lookups_line_says_what_coord_does_in_words() {
+        let dir = tempfile::tempdir().unwrap();
+        let mut d = doctor::diagnose(dir.path(), dir.path()).unwrap();
+        for (exact, says) in [(false, "always current here"), (true, "may lag a lock")] {
+            d.exact_lookups = exact;
+            let text = render(&d);
+            let line = text
+                .lines()
+                .find(|l| l.starts_with("lock lookups:"))
+                .unwrap();
+            assert!(line.contains(says), "{line}");
+            assert!(line.ends_with("nothing to do)"), "{line}");
+            assert!(!text.contains("exact lookups"), "{text}");
+        }
     }
 }

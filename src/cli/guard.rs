@@ -166,10 +166,11 @@ fn check(args: CheckArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             .map(|t| coord::v3::lock::format_since(Some(&t), &now))
             .unwrap_or_else(|| "an unknown time".into());
         lines.push(format!(
-            "  {}: locked by {} ({} since {since})",
+            "  {}: locked by {} ({} since {since}), released {}",
             output::clean(&h.file),
             output::clean(&h.holder),
-            h.state.as_str()
+            h.state.as_str(),
+            h.released
         ));
     }
     if mode.eq_ignore_ascii_case("warn") {
@@ -184,10 +185,10 @@ fn check(args: CheckArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     // tree): what is left is another agent's, and the way through is that agent's unlock.
     let hint = match &me {
         Some(me) => format!(
-            "these are not locks of {} (the agent committing): wait until their holder unlocks (`coord status`), or ask them with `coord msg send HOLDER ...`",
+            "these are not locks of {} (the agent committing): wait until they are released (`coord status`), or ask them with `coord msg send HOLDER ...`",
             me.id()
         ),
-        None => "wait until their holder unlocks (`coord status`); if you hold them yourself, commit as that agent: `COORD_AGENT=NAME git commit ...`".to_string(),
+        None => "wait until they are released (`coord status`); if you hold them yourself, commit as that agent: `COORD_AGENT=NAME git commit ...`".to_string(),
     };
     output::error_line(&lines.join("\n"), Some(&hint));
     Ok(ExitCode::CheckFailed)

@@ -112,7 +112,7 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> Result<Reply, String> {
             return Ok(Reply::Allow);
         }
         if call.fault.is_none() {
-            plugin::adopt(&ws).map_err(|e| e.to_string())?;
+            ws.adopt().map_err(|e| e.to_string())?;
         }
     }
     // A payload read only in part: judged on the files it names, nothing written.

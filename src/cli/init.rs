@@ -12,17 +12,24 @@ use super::{Ctx, output};
 
 /// Wire this folder for agent clients: hooks, MCP server, instructions for agents
 ///
-/// Creates `.coord/`; registers `coord hook CLIENT` and the `coord mcp` server with each client
-/// (Claude Code: .claude/settings.json, .mcp.json; Codex CLI: .codex/hooks.json,
-/// .codex/config.toml; Gemini CLI: .gemini/settings.json; Copilot CLI: .github/hooks/coord.json,
-/// .mcp.json; Qwen Code: .qwen/settings.json; OpenCode: the plugin .opencode/plugin/coord.js,
-/// opencode.json; Cline CLI: the plugin .cline/plugins/coord.js); prints, per client, whether it runs these hooks here or the step that makes it
-/// (the client's own folder trust);
-/// writes an instructions block in AGENTS.md (and CLAUDE.md, GEMINI.md, QWEN.md) between
-/// `<!-- coord:begin -->` and `<!-- coord:end -->`, and coord's state files into .gitignore.
-/// Existing files are merged, never clobbered; running it twice changes nothing.
-/// `--remove` takes back exactly what init added (a file nobody changed since is put back
-/// byte for byte; a file init created goes again); entries another wired client still uses stay.
+/// Registers `coord hook CLIENT` and the `coord mcp` server in each client's own files:
+///   Claude Code   .claude/settings.json, .mcp.json
+///   Codex CLI     .codex/hooks.json, .codex/config.toml
+///   Gemini CLI    .gemini/settings.json
+///   Copilot CLI   .github/hooks/coord.json, .mcp.json
+///   Qwen Code     .qwen/settings.json
+///   OpenCode      the plugin .opencode/plugin/coord.js, opencode.json
+///   Cline CLI     the plugin .cline/plugins/coord.js
+///   Cursor        .cursor/hooks.json, .cursor/mcp.json
+///   Windsurf      .windsurf/hooks.json (its MCP servers are the user's own)
+/// and prints, per client, whether it runs these hooks here or the step that makes it (the
+/// client's own folder trust). Also creates `.coord/`, writes an instructions block for agents
+/// into AGENTS.md (and CLAUDE.md, GEMINI.md, QWEN.md) between `<!-- coord:begin -->` and
+/// `<!-- coord:end -->`, and coord's lines into .gitignore.
+///
+/// Existing files are merged, never clobbered; running it twice changes nothing. `--remove`
+/// takes back exactly what init added (a file nobody changed since is put back byte for byte;
+/// a file init created goes again); entries another wired client still uses stay.
 ///
 ///   coord init                       # every client
 ///   coord init --client claude --dry-run

@@ -97,7 +97,8 @@ pub fn local_time(e: &Event) -> String {
     e.at.get(11..23).unwrap_or(&e.at).to_string()
 }
 
-/// An event in words.
+/// An event in words, for a human: nothing a reader cannot place (the content hashes and the
+/// session id stay in `--json`); an event of a linked worktree names the tree by its folder.
 pub fn describe(e: &Event) -> String {
     let a = &e.agent;
     let f = e.file.as_deref().unwrap_or("?");
@@ -124,8 +125,10 @@ pub fn describe(e: &Event) -> String {
         ),
         "edit_denied" => format!("{a}'s edit of `{f}` was denied{via}"),
         "edit_made" => match (e.str("hash_before"), e.str("hash_after")) {
-            (Some(b), Some(h)) if b != h => format!("{a} edited `{f}`{via} {b}→{h}"),
-            (_, Some(h)) => format!("{a} edited `{f}`{via} →{h}"),
+            // Hashed alike: the file is back as it was when it was locked (its backup).
+            (Some(b), Some(h)) if b == h => {
+                format!("{a} edited `{f}`{via}: as it was when locked")
+            }
             _ => format!("{a} edited `{f}`{via}"),
         },
         "shell_edit" => format!(
@@ -157,7 +160,14 @@ pub fn describe(e: &Event) -> String {
             None => format!("{a} {other}"),
         },
     };
-    clean(&text)
+    let tree = e
+        .worktree
+        .as_deref()
+        .map(std::path::Path::new)
+        .and_then(std::path::Path::file_name)
+        .map(|name| format!(" (in worktree {})", name.to_string_lossy()))
+        .unwrap_or_default();
+    clean(&format!("{text}{tree}"))
 }
 
 // --- the timeline ---

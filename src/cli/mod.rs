@@ -400,14 +400,52 @@ fn change_dir(cwd: PathBuf, dir: Option<&Path>) -> Result<PathBuf, Error> {
 }
 
 /// Parse the command line; also says whether `-C/--dir` and `-a/--agent` stood on it (rather
-/// than coming from `COORD_DIR`/`COORD_AGENT`).
+/// than coming from `COORD_DIR`/`COORD_AGENT`). Help asked for is rendered from
+/// [`help_command`].
 fn parse_args() -> Result<(Cli, bool, bool), clap::Error> {
     let mut command = Cli::command();
-    let matches = command.try_get_matches_from_mut(std::env::args_os())?;
+    let matches = match command.try_get_matches_from_mut(std::env::args_os()) {
+        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => {
+            return Err(help_command()
+                .try_get_matches_from(std::env::args_os())
+                .err()
+                .unwrap_or(e));
+        }
+        other => other?,
+    };
     let dir_given = on_command_line(&matches, "dir");
     let agent_flag = on_command_line(&matches, "agent");
     let cli = Cli::from_arg_matches(&matches).map_err(|e| e.format(&mut command))?;
     Ok((cli, dir_given, agent_flag))
+}
+
+/// The command line as its help, man page and completions show it: every help text reflowed
+/// ([`output::reflow`]), so that clap wraps each paragraph at the terminal's width. Built only
+/// when help is shown (a few hundred help texts: parsing needs none of it).
+pub(crate) fn help_command() -> clap::Command {
+    fn reflowed(command: clap::Command) -> clap::Command {
+        let text = |s: Option<&clap::builder::StyledStr>| s.map(|s| output::reflow(&s.to_string()));
+        let (about, long) = (text(command.get_about()), text(command.get_long_about()));
+        let mut command = command.mut_args(|arg| {
+            let (help, long) = (text(arg.get_help()), text(arg.get_long_help()));
+            let arg = match help {
+                Some(h) => arg.help(h),
+                None => arg,
+            };
+            match long {
+                Some(l) => arg.long_help(l),
+                None => arg,
+            }
+        });
+        if let Some(a) = about {
+            command = command.about(a);
+        }
+        if let Some(l) = long {
+            command = command.long_about(l);
+        }
+        command.mut_subcommands(reflowed)
+    }
+    reflowed(Cli::command())
 }
 
 /// Whether global option `id` (`-C/--dir`, `-a/--agent`) stood on the command line (rather

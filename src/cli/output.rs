@@ -182,6 +182,32 @@ pub fn paint(text: &str, tone: Tone, color: bool) -> String {
     }
 }
 
+/// A help text written across several source lines (`verbatim_doc_comment`, which keeps the
+/// example lines as written) with each prose paragraph on one line again, so that clap wraps
+/// it at the terminal's width rather than where the source broke it. Lines that start with a
+/// blank (examples, a command's output) and blank lines stay as they are.
+pub fn reflow(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut prose = false;
+    for line in text.lines() {
+        let indented = line.starts_with([' ', '\t']);
+        if line.trim().is_empty() {
+            prose = false;
+        } else if prose && !indented {
+            out.push(' ');
+            out.push_str(line.trim_end());
+            continue;
+        } else {
+            prose = !indented;
+        }
+        if !out.is_empty() {
+            out.push('\n');
+        }
+        out.push_str(line.trim_end());
+    }
+    out
+}
+
 /// Replace control characters in text that came from a file.
 pub fn clean(text: &str) -> String {
     text.chars()
@@ -407,5 +433,20 @@ pub fn held_elsewhere_warnings(agent: &str, acquired: &[coord::v3::lock::Acquire
             clean(agent),
             a.file
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn help_paragraphs_are_one_line_and_examples_keep_theirs() {
+        let text = "Lock files before you edit them, all or nothing,\nand wait while another holds one.\n\nExamples:\n  coord lock a.md\n  coord lock b.md --wait 5m\nAfter them,\nprose again.";
+        assert_eq!(
+            reflow(text),
+            "Lock files before you edit them, all or nothing, and wait while another holds one.\n\nExamples:\n  coord lock a.md\n  coord lock b.md --wait 5m\nAfter them, prose again."
+        );
+        assert_eq!(reflow("One line"), "One line");
     }
 }

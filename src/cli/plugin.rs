@@ -11,7 +11,7 @@ use coord::plugin;
 use super::init::client_choice;
 use super::{Ctx, output};
 
-/// Write coord as a plugin for agent clients: installed once, it works in every repository
+/// Write coord as a plugin for agent clients, installed once for every repository
 ///
 /// For each client, a folder DIR/<client>/ in the client's own format, bundling coord's hooks
 /// (every event `coord init` wires), the `coord mcp` server and the instructions for the

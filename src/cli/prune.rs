@@ -7,9 +7,9 @@ use coord::prune;
 
 use super::{Ctx, output};
 
-/// Remove what finished agents left: presences, stamp-card rows, read marks, empty queues
+/// Remove what finished agents left behind
 ///
-/// An agent is finished when its presence says FINISHED (or it has been silent for over a
+/// Their presences, stamp-card rows, read marks and empty wait queues. An agent is finished when its presence says FINISHED (or it has been silent for over a
 /// day) and it holds no lock, waits in no queue and has no live session. Everything of the
 /// other agents is kept. History events older than its age bound are dropped too.
 ///

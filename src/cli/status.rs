@@ -105,11 +105,9 @@ pub fn render(st: &Status, color: bool) -> String {
     section("Locks", &headers, locks.collect(), Some("No locks"));
     let claims = st.claims.iter().map(|c| {
         let holder = match (&c.worktree, &c.branch) {
-            (Some(w), b) if *w != st.root => format!(
-                "{} (worktree {w}, branch {})",
-                c.agent,
-                b.as_deref().unwrap_or("(detached)")
-            ),
+            (Some(w), b) if *w != st.root => {
+                format!("{} ({})", c.agent, coord::worktree::place(w, b.as_deref()))
+            }
             _ => c.agent.clone(),
         };
         vec![
@@ -178,16 +176,36 @@ pub fn render(st: &Status, color: bool) -> String {
         &["FOLDER", "AGENTS", "SEE"],
         nested.collect(),
     );
-    let partners = st.partners.iter().map(|p| {
-        vec![
+    // The sessions clocked in (`coord startup`, a client's session, `coord session`): an agent's
+    // one session says nothing its row in the agents table does not, so only the others are
+    // shown (`--json` and `coord partners` have them all).
+    let sessions_of = |name: &str| {
+        st.partners
+            .iter()
+            .filter(|p| p.partner_name.eq_ignore_ascii_case(name))
+            .count()
+    };
+    let listed = |name: &str| st.agents.iter().any(|a| a.agent.eq_ignore_ascii_case(name));
+    let sessions = st.partners.iter().filter_map(|p| {
+        let note = match (listed(&p.partner_name), sessions_of(&p.partner_name)) {
+            (false, _) => "no presence here (left without clocking out?)".to_string(),
+            (true, n) if n > 1 => format!("one of {n} sessions of this agent"),
+            _ => return None,
+        };
+        Some(vec![
             Cell::plain(&p.partner_name),
             Cell::plain(output::ago(p.heartbeat_age_s)),
             Cell::opt(p.current_task.as_deref()),
             Cell::plain(&p.session_id),
-        ]
+            Cell::plain(note),
+        ])
     });
-    let headers = ["PARTNER", "HEARTBEAT", "TASK", "SESSION"];
-    section("Sessions online (stamp card)", &headers, partners.collect());
+    let headers = ["AGENT", "HEARTBEAT", "TASK", "SESSION", "NOTE"];
+    section(
+        "More clocked-in sessions (all of them: `coord partners`)",
+        &headers,
+        sessions.collect(),
+    );
     let handshakes = st.handshakes.iter().map(|h| {
         vec![
             Cell::plain(&h.from),

@@ -93,9 +93,7 @@ impl Dialogue {
     }
 
     fn lock_mutex(&self) -> Result<crate::arbiter::Guard> {
-        fsutil::ensure_dir(&layout::state_dir(&crate::worktree::shared_root(
-            &self.root,
-        )))?;
+        crate::workspace::Workspace::at(self.root.clone()).ensure_state_dir()?;
         let policy = crate::arbiter::policy(&self.root)?;
         let path = layout::dialogue_mutex(&crate::worktree::shared_root(&self.root), &self.rel);
         crate::arbiter::Guard::take(&path, policy.arbitration)

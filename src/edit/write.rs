@@ -111,6 +111,8 @@ fn reject(
         path = free;
     }
     let rel = ws.rel(&path).unwrap_or_else(|| path.display().to_string());
+    // Coord's file in the work tree, maybe its first: kept out of `git status` as the others.
+    let _ = ws.adopt();
     if let Err(e) = fsutil::persist_durable(tmp, &path) {
         return e;
     }

@@ -308,16 +308,17 @@ fn before_shell(
                 .map(|t| lock::format_since(Some(&t), &now))
                 .unwrap_or_else(|| "an unknown time".into());
             format!(
-                "it {what} `{}`, locked by {} ({} since {since})",
+                "it {what} `{}`, locked by {} ({} since {since}), released {}",
                 h.file,
                 h.holder,
-                h.state.as_str()
+                h.state.as_str(),
+                h.released
             )
         })
         .collect();
     let first = &refused[0].1;
     Ok(Reply::Deny(format!(
-        "coord: the git guard refuses this command: {}. Do not commit or push a file another agent holds: leave it out (`git restore --staged {}`), or wait until its holder releases it (`coord status` shows who and since when), or ask with `coord -a {} msg send {} \"...\"`.",
+        "coord: the git guard refuses this command: {}. Do not commit or push a file another agent holds: leave it out (`git restore --staged {}`), or wait until it is released (`coord status` shows who and since when), or ask with `coord -a {} msg send {} \"...\"`.",
         list.join("; "),
         first.file,
         agent.id(),
@@ -438,28 +439,30 @@ fn deny_reason(
             n + 1
         ),
     };
-    let released = released_when(targets.iter().find(|t| t.rel == file), &ask);
+    let released = released_when(ws, targets.iter().find(|t| t.rel == file), &ask);
     Some(format!(
-        "coord: {held}; {place}. Waited {}. Do not edit `{file}` now: work on something else and try again later (it is released {released}), or ask with `coord -a {} msg send {} \"...\"`.",
+        "coord: {held}; {place}. Waited {}. Do not edit `{file}` now: work on something else and try again later (it is released {released}; `coord status` shows when it could be taken over), or ask with `coord -a {} msg send {} \"...\"`.",
         clock::format_duration(wait),
         agent.id(),
         crate::shell::agent(&ask),
     ))
 }
 
-/// When the lock `holder` has on `target` goes: at the end of its turn when an agent client's
-/// session took it (its Stop hook releases), else when the holder unlocks it.
-fn released_when(target: Option<&Target>, holder: &str) -> &'static str {
-    let by_session = target.is_some_and(|t| {
-        lock::locks_of(t)
-            .iter()
-            .any(|l| l.holder() == holder && l.client_session().is_some())
-    });
-    if by_session {
-        "when its holder's turn ends"
-    } else {
-        "when its holder unlocks it; `coord status` shows when it could be taken over"
-    }
+/// When the lock or claim `holder` (as a refusal names it: `alice (worktree /b, branch x)`)
+/// has on `target` goes ([`LockEntry::released_when`]), found by the holder's id, in
+/// whichever work tree the lock lies.
+///
+/// [`LockEntry::released_when`]: crate::v3::lock::LockEntry::released_when
+fn released_when(ws: &Workspace, target: Option<&Target>, holder: &str) -> &'static str {
+    let id = crate::shell::agent(holder);
+    target
+        .and_then(|t| lock::locks_of(t).into_iter().find(|l| l.agent == id))
+        .or_else(|| {
+            lock::claim::read_all(ws.root())
+                .into_iter()
+                .find(|c| c.agent == id)
+        })
+        .map_or("when its holder unlocks it", |l| l.released_when())
 }
 
 /// Renew the TTL of this agent's locks on `targets` (a refresh rewrites `locked_at`).

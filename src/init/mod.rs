@@ -27,10 +27,8 @@ pub use remove::{Removal, apply_removal, plan_removal};
 pub const BLOCK_BEGIN: &str = "<!-- coord:begin -->";
 /// The last line of coord's block in Markdown files.
 pub const BLOCK_END: &str = "<!-- coord:end -->";
-/// The first line of coord's block in `.gitignore`.
-pub const IGNORE_BEGIN: &str = "# coord:begin";
-/// The last line of coord's block in `.gitignore`.
-pub const IGNORE_END: &str = "# coord:end";
+pub use crate::layout::{IGNORE_BEGIN, IGNORE_END};
+pub use crate::textblock::{find_block, with_block};
 
 /// The command the registrations run.
 pub const COORD: &str = "coord";
@@ -169,7 +167,6 @@ pub fn apply(ws: &Workspace, plan: &Plan) -> Result<()> {
     if plan.create_state_dir {
         record.state_dir = true;
     }
-    ws.ensure_state_dir()?;
     for change in &plan.changes {
         if let Some(dir) = change.path.parent() {
             record.note_dirs(root, dir);
@@ -179,6 +176,8 @@ pub fn apply(ws: &Workspace, plan: &Plan) -> Result<()> {
         fsutil::replace_durable(&change.path, &change.content)?;
         record.note_write(&change.file, before, &change.content);
     }
+    // After `.gitignore`: a repository `init` wires is not adopted as one nobody set up.
+    ws.ensure_state_dir()?;
     record.save(root)
 }
 
@@ -394,61 +393,6 @@ pub fn array_at<'a>(
             "`{file}`: `{parent}.{key}` is not a JSON array; coord cannot merge into it (nothing was written)"
         ))
     })
-}
-
-/// Where coord's block lies in `text`: from its `begin` marker to the end of its `end` marker;
-/// `Ok(None)` when there is none.
-///
-/// # Errors
-///
-/// A `begin` with no `end` after it (before the next `begin`): the line number of that
-/// `begin`, so the user can mend the block (coord never guesses where it ends).
-pub fn find_block(
-    text: &str,
-    begin: &str,
-    end: &str,
-) -> std::result::Result<Option<(usize, usize)>, usize> {
-    let Some(start) = text.find(begin) else {
-        return Ok(None);
-    };
-    let after = start + begin.len();
-    let line = text[..start].matches('\n').count() + 1;
-    let Some(len) = text[after..].find(end) else {
-        return Err(line);
-    };
-    if text[after..after + len].contains(begin) {
-        return Err(line);
-    }
-    Ok(Some((start, after + len + end.len())))
-}
-
-/// `text` with coord's block (between `begin` and `end`) set to `body`: replaced in place when
-/// present, appended otherwise. Everything outside the block is kept byte for byte.
-///
-/// # Errors
-///
-/// The line of a `begin` marker without its `end` (see [`find_block`]).
-pub fn with_block(
-    text: &str,
-    begin: &str,
-    end: &str,
-    body: &str,
-) -> std::result::Result<String, usize> {
-    let block = format!("{begin}\n{body}\n{end}");
-    if let Some((start, stop)) = find_block(text, begin, end)? {
-        return Ok(format!("{}{block}{}", &text[..start], &text[stop..]));
-    }
-    if text.is_empty() {
-        return Ok(format!("{block}\n"));
-    }
-    let sep = if text.ends_with("\n\n") {
-        ""
-    } else if text.ends_with('\n') {
-        "\n"
-    } else {
-        "\n\n"
-    };
-    Ok(format!("{text}{sep}{block}\n"))
 }
 
 /// The changes `init` plans, one per real file: what a client's [`crate::client::Adapter::wire`]

@@ -21,6 +21,7 @@
 use std::fs;
 use std::path::{Component, Path, PathBuf};
 
+use crate::adopt;
 use crate::arbiter;
 use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
@@ -204,12 +205,14 @@ impl Workspace {
         &self.root
     }
 
-    /// Create `.coord/` when missing, sweep temporary files left in the root, and learn what
-    /// the folder is on ([`Workspace::policy`]).
+    /// Create `.coord/` when missing, sweep temporary files left in the root, learn what the
+    /// folder is on ([`Workspace::policy`]) and, in a git work tree nobody set up, keep coord's
+    /// files out of `git status` ([`Workspace::adopt`]). Every write of coord's state passes
+    /// through here first.
     ///
     /// # Errors
     ///
-    /// [`Error::Io`] when the folder cannot be created.
+    /// [`Error::Io`] when the folder, or its `.gitignore` when adopting, cannot be created.
     pub fn ensure_state_dir(&self) -> Result<PathBuf> {
         let dir = layout::state_dir(&crate::worktree::shared_root(&self.root));
         // The root was resolved (no symlink above it), so a real folder at `.coord` is all
@@ -233,7 +236,34 @@ impl Workspace {
         // Detected now, before the first file is published: on a local filesystem, what the
         // writes of this process swap out is kept for reuse from the first one on.
         let _ = self.policy();
+        self.adopt()?;
         Ok(dir)
+    }
+
+    /// Keep coord's files out of `git status` where the workspace lies in a git work tree
+    /// nobody set up ([`adopt`]: coord's block in the repository's `info/exclude`, then
+    /// `.coord/.gitignore`), before coord writes anything there. Looked at once per process
+    /// and workspace: [`Workspace::ensure_state_dir`] does it, and a plugin's hook first thing
+    /// (some of its writes may come before it asks for `.coord/`).
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] when `.coord/` or its `.gitignore` cannot be created.
+    pub fn adopt(&self) -> Result<()> {
+        static LOOKED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
+        {
+            let mut looked = LOOKED.lock().unwrap_or_else(|e| e.into_inner());
+            if looked.contains(&self.root) {
+                return Ok(());
+            }
+            looked.push(self.root.clone());
+        }
+        let Some(adoption) = adopt::pending(&self.root) else {
+            return Ok(());
+        };
+        // `.coord/` first (its own call here returns at once: looked at already).
+        self.ensure_state_dir()?;
+        adoption.apply()
     }
 
     /// Remove temporary files that killed coord processes left in the folders coord itself

@@ -558,11 +558,15 @@ fn hook_edits_denied_and_made_are_recorded_with_hashes() {
         .args(["hook", "claude"])
         .stdin(payload("aaaa1111", "PreToolUse"))
         .ok();
-    env.write("a.txt", "new\n");
-    env.cmd()
-        .args(["hook", "claude"])
-        .stdin(payload("aaaa1111", "PostToolUse"))
-        .ok();
+    // The first session's edit tool writes `content`; its post-tool hook sees it.
+    let edit = |content: &str| {
+        env.write("a.txt", content);
+        env.cmd()
+            .args(["hook", "claude"])
+            .stdin(payload("aaaa1111", "PostToolUse"))
+            .ok();
+    };
+    edit("new\n");
     // Another session's edit of the file the first still holds is denied.
     env.cmd()
         .args(["hook", "claude", "--wait", "0"])
@@ -607,4 +611,26 @@ fn hook_edits_denied_and_made_are_recorded_with_hashes() {
     );
     let taken = events_of(&log, "lock_taken");
     assert_eq!(taken[0]["client"], "claude");
+    // A human reads no hash (#9): the hashes and the session stay in `--json`.
+    let human = env.cmd().args(["log"]).ok();
+    human.stdout_has("claude-aaaa1111 edited `a.txt` (Write in claude)\n");
+    assert!(!has_hex_run(&human.stdout, 16), "{}", human.stdout);
+    // Put back as it was when locked: said in words.
+    edit("old\n");
+    env.cmd()
+        .args(["log"])
+        .ok()
+        .stdout_has("claude-aaaa1111 edited `a.txt` (Write in claude): as it was when locked\n");
+}
+
+/// Whether `text` holds `n` hex digits in a row.
+fn has_hex_run(text: &str, n: usize) -> bool {
+    let mut run = 0;
+    for c in text.chars() {
+        run = if c.is_ascii_hexdigit() { run + 1 } else { 0 };
+        if run >= n {
+            return true;
+        }
+    }
+    false
 }

@@ -75,8 +75,30 @@ fn a_deny_for_a_plain_coord_lock_says_it_lasts_until_unlocked() {
     let out = hook(&env, "claude", &second, &["--wait", "0"]);
     let reason = denied("claude", &out).expect("denied while alice holds it");
     assert!(reason.contains("alice"), "{reason}");
-    assert!(reason.contains("when its holder unlocks it"), "{reason}");
+    assert!(reason.contains("when its holder unlocks it;"), "{reason}");
     assert!(!reason.contains("turn ends"), "{reason}");
+}
+
+/// A lock that follows a process (`coord run`) goes when its holder unlocks it or the process
+/// ends, and the deny says so (#9: it said only "when its holder unlocks it").
+#[test]
+fn a_deny_for_a_lock_that_follows_a_process_says_it_goes_with_the_process() {
+    let env = Env::new();
+    let run = env
+        .agent("alice")
+        .args(["run", "out.txt", "--", "sh", "-c"])
+        .arg("while [ ! -e stop ]; do sleep 0.05; done")
+        .spawn();
+    crate::support::eventually("alice holds out.txt", || env.exists("out.txt.lock.alice"));
+    let second = fixture(&env, &format!("{CLAUDE}/write_deny.PreToolUse.json"));
+    let out = hook(&env, "claude", &second, &["--wait", "0"]);
+    env.write("stop", "");
+    assert_eq!(crate::support::finish(run).code, Some(0));
+    let reason = denied("claude", &out).expect("denied while alice's run holds it");
+    assert!(
+        reason.contains("it is released when its holder unlocks it or its process ends"),
+        "{reason}"
+    );
 }
 
 #[test]

@@ -158,7 +158,9 @@ fn doctor_reports_the_filesystem_and_the_arbitration() {
         .args(["doctor"])
         .ok()
         .stdout_has("arbitration:")
-        .stdout_has("clock skew:");
+        .stdout_has("clock skew:")
+        .stdout_has("lock lookups:  by the folder's listing, which is always current here")
+        .stdout_lacks("exact lookups");
     env.agent("bob")
         .env("COORD_ARBITRATION", "sometimes")
         .args(["lock", "a.txt"])

@@ -401,3 +401,64 @@ fn status_fits_the_width_and_colour_is_chosen() {
 pub(crate) fn now() -> String {
     chrono::Local::now().to_rfc3339_opts(chrono::SecondsFormat::Secs, false)
 }
+
+/// The clocked-in sessions are listed only where they add to the agents table (#9: each hook
+/// session stood twice, once as an agent and once on the "stamp card"): an agent's one session
+/// is its row; an agent clocked in twice, or clocked in with no presence here, is shown with
+/// a note saying so. `--json` keeps every session in `partners`.
+#[test]
+fn status_lists_only_the_sessions_the_agents_table_does_not_show() {
+    let env = Env::new();
+    for session in ["aaaa1111", "bbbb2222"] {
+        env.cmd()
+            .args(["hook", "claude"])
+            .stdin(
+                serde_json::json!({
+                    "hook_event_name": "SessionStart", "session_id": session,
+                    "cwd": env.root(), "source": "startup",
+                })
+                .to_string(),
+            )
+            .ok();
+    }
+    env.agent("human").args(["startup"]).ok();
+    let out = env.cmd().args(["status"]).ok();
+    assert_eq!(
+        out.stdout.matches("claude-bbbb2222").count(),
+        1,
+        "{}",
+        out.stdout
+    );
+    out.stdout_lacks("stamp card").stdout_lacks("SESSION");
+    // Twice clocked in, and clocked in without a presence.
+    env.agent("dup").args(["startup"]).ok();
+    env.agent("dup").args(["startup"]).ok();
+    env.agent("ghost").args(["startup"]).ok();
+    std::fs::remove_file(env.path(".ghost_presence")).unwrap();
+    let out = env.cmd().args(["status"]).ok();
+    let shown: Vec<&str> = out
+        .stdout
+        .lines()
+        .skip_while(|l| !l.starts_with("More clocked-in sessions"))
+        .skip(2)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert_eq!(shown.len(), 3, "{}", out.stdout);
+    assert!(
+        shown
+            .iter()
+            .filter(|l| l.trim_start().starts_with("dup "))
+            .all(|l| l.ends_with("one of 2 sessions of this agent")),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        shown
+            .iter()
+            .any(|l| l.trim_start().starts_with("ghost ") && l.contains("no presence here")),
+        "{}",
+        out.stdout
+    );
+    let v: serde_json::Value = env.cmd().args(["status", "--json"]).ok().json();
+    assert_eq!(v["partners"].as_array().unwrap().len(), 6, "{v:#}");
+}

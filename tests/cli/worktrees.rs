@@ -167,6 +167,117 @@ fn a_hook_edit_in_one_worktree_is_denied_while_another_tree_holds_the_file() {
     assert!(!b.join("a.txt.lock.claude-0b5c7e6a").exists());
 }
 
+/// Whether every `(` in `text` is closed once, in order.
+fn balanced(text: &str) -> bool {
+    let mut depth = 0i32;
+    for c in text.chars() {
+        match c {
+            '(' => depth += 1,
+            ')' => depth -= 1,
+            _ => {}
+        }
+        if depth < 0 {
+            return false;
+        }
+    }
+    depth == 0
+}
+
+/// The holder's place in a refusal reads as words in one pair of parentheses, a detached
+/// HEAD included (#9: `branch (detached))` closed the holder's parenthesis twice), through a
+/// client's hook, the CLI, and a claim's refusal.
+#[test]
+fn a_refusal_names_a_detached_worktree_in_one_pair_of_parentheses() {
+    let r = repo();
+    git(&r.main, &["worktree", "add", "-q", "--detach", "../d"]);
+    let d = std::fs::canonicalize(r.env.path("d")).unwrap();
+    coord(&r, &d, "alice").args(["lock", "a.txt"]).ok();
+    coord(&r, &d, "alice").args(["lock", "src/"]).ok();
+    let place = format!("(worktree {}, detached HEAD)", d.display());
+    let payload = serde_json::json!({
+        "session_id": "0b5c7e6a-2222-4a19-be34-6aa5a64f4b50", "cwd": r.main,
+        "hook_event_name": "PreToolUse", "tool_name": "Write",
+        "tool_input": {"file_path": r.main.join("a.txt"), "content": "x\n"},
+    })
+    .to_string();
+    let out = r
+        .env
+        .cmd()
+        .env_remove("COORD_DIR")
+        .cwd(&r.main)
+        .args(["hook", "claude", "--wait", "0"])
+        .stdin(payload)
+        .ok();
+    let v: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    let reason = v["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(
+        reason.contains(&format!("locked by alice {place}")),
+        "{reason}"
+    );
+    assert!(balanced(reason), "{reason}");
+    let cli = coord(&r, &r.main, "bob")
+        .args(["lock", "a.txt", "--no-wait"])
+        .code(3);
+    cli.stderr_has(&format!("held by alice {place}"));
+    assert!(balanced(&cli.stderr), "{}", cli.stderr);
+    let claim = coord(&r, &r.main, "bob")
+        .args(["lock", "src/x.rs", "--no-wait"])
+        .code(3);
+    claim.stderr_has(&format!(
+        "alice (claim `src/**`, worktree {}, detached HEAD)",
+        d.display()
+    ));
+    assert!(balanced(&claim.stderr), "{}", claim.stderr);
+}
+
+/// A client session's lock goes when its turn ends, wherever it lies: a rival's hook and the
+/// git guard say so for a holder in another worktree too (#9: the holder, named with its
+/// tree, was not recognised, and the deny said it lasts until unlocked; the guard said so of
+/// every holder).
+#[test]
+fn a_client_sessions_lock_in_another_worktree_is_said_to_go_when_its_turn_ends() {
+    let r = repo();
+    let b = std::fs::canonicalize(&r.b).unwrap();
+    let edit = |session: &str, cwd: &Path| {
+        let payload = serde_json::json!({
+            "session_id": session, "cwd": cwd,
+            "hook_event_name": "PreToolUse", "tool_name": "Write",
+            "tool_input": {"file_path": cwd.join("a.txt"), "content": "x\n"},
+        })
+        .to_string();
+        r.env
+            .cmd()
+            .env_remove("COORD_DIR")
+            .cwd(cwd)
+            .args(["hook", "claude", "--wait", "0"])
+            .stdin(payload)
+            .ok()
+    };
+    edit("0b5c7e6a-4444-4a19-be34-6aa5a64f4b50", &b).stdout_lacks("deny");
+    let lock = std::fs::read_to_string(b.join("a.txt.lock.claude-0b5c7e6a")).unwrap();
+    assert!(lock.contains("client_session:"), "{lock}");
+    let out = edit("1c6d8f7b-5555-4a19-be34-6aa5a64f4b50", &r.main);
+    let v: serde_json::Value = serde_json::from_str(out.stdout.trim()).unwrap();
+    let reason = v["hookSpecificOutput"]["permissionDecisionReason"]
+        .as_str()
+        .unwrap();
+    assert!(
+        reason.contains("it is released when its holder's turn ends"),
+        "{reason}"
+    );
+    assert!(!reason.contains("unlocks"), "{reason}");
+    std::fs::write(r.main.join("a.txt"), "changed\n").unwrap();
+    git(&r.main, &["add", "a.txt"]);
+    let guard = coord(&r, &r.main, "bob")
+        .args(["guard", "check", "--staged"])
+        .code(4);
+    guard.stderr_has("a.txt: locked by claude-0b5c7e6a");
+    guard.stderr_has("released when its holder's turn ends");
+    assert!(!guard.stderr.contains("unlocks"), "{}", guard.stderr);
+}
+
 #[test]
 fn a_waiter_in_one_worktree_is_woken_by_a_release_in_another() {
     let r = repo();
@@ -466,7 +577,8 @@ fn a_worktree_inside_the_main_checkout_is_not_a_nested_workspace() {
 }
 
 /// The history is the repository's: `coord log` in any tree shows a lock taken in another, and
-/// an event from a linked worktree names that tree (its `file` is relative to that tree).
+/// an event from a linked worktree names that tree (its `file` is relative to that tree): by
+/// its path in `--json`, by its folder's name for a human (#9).
 #[test]
 fn the_history_names_the_worktree_an_event_came_from() {
     let r = repo();
@@ -494,6 +606,10 @@ fn the_history_names_the_worktree_an_event_came_from() {
         "the main tree is the root: {}",
         out.stdout
     );
+    let human = coord(&r, &r.c, "carol").args(["log"]).ok();
+    human
+        .stdout_has("alice locked `a.txt` (in worktree b)\n")
+        .stdout_has("bob locked `src/x.rs`\n");
 }
 
 #[test]

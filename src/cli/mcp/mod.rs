@@ -231,7 +231,7 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     // The plugin's server: nothing at all where coord stays out, before anything is written.
     if args.plugin {
         match coord::plugin::gate(&ws, None) {
-            coord::plugin::Gate::Go | coord::plugin::Gate::Wired => coord::plugin::adopt(&ws)?,
+            coord::plugin::Gate::Go | coord::plugin::Gate::Wired => ws.adopt()?,
             gate => return idle(&gate, ctx),
         }
     }

@@ -141,10 +141,10 @@ pub fn holder_text(root: &Path, e: &LockEntry) -> String {
     let tree = e.field("worktree").filter(|w| Path::new(w) != root);
     match tree {
         Some(w) => format!(
-            "{} (claim `{}`, worktree {w}, branch {})",
+            "{} (claim `{}`, {})",
             e.holder(),
             e.file,
-            e.field("branch").unwrap_or("(detached)")
+            crate::worktree::place(w, e.field("branch"))
         ),
         None => format!("{} (claim `{}`)", e.holder(), e.file),
     }

@@ -277,6 +277,20 @@ impl LockEntry {
     pub fn client_session(&self) -> Option<(&str, &str)> {
         Some((self.field("client")?, self.field("client_session")?))
     }
+
+    /// When the lock goes if nobody takes it over, in words after "released", by the kind of
+    /// holder: an agent client's session releases its locks when its turn ends (its Stop
+    /// hook); a lock that follows a process (`coord run`, `coord session`, `coord mcp`) goes
+    /// with it; any other lasts until its holder unlocks it. Every refusal says it this way.
+    pub fn released_when(&self) -> &'static str {
+        if self.client_session().is_some() {
+            "when its holder's turn ends"
+        } else if self.process().is_some() {
+            "when its holder unlocks it or its process ends"
+        } else {
+            "when its holder unlocks it"
+        }
+    }
 }
 
 /// Why a lock file whose name is not UTF-8 is flagged.

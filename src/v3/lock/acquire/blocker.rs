@@ -198,10 +198,9 @@ pub(super) fn claim_blocker(
 pub fn holder_where(root: &Path, e: &LockEntry) -> String {
     match crate::worktree::tree_of(root, &e.lock_path) {
         Some(t) if t.top != root => format!(
-            "{} (worktree {}, branch {})",
+            "{} ({})",
             e.holder(),
-            t.top.display(),
-            t.branch().as_deref().unwrap_or("(detached)")
+            crate::worktree::place(t.top.display(), t.branch().as_deref())
         ),
         _ => e.holder().to_string(),
     }

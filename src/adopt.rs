@@ -1,0 +1,230 @@
+//! A repository nobody set up for coord, kept clean: coord's files never show in `git status`,
+//! and the user's `.gitignore` is never written.
+//!
+//! The first time coord writes into a git work tree that `coord init` did not wire (no
+//! `# coord:begin` block in its `.gitignore`), it *adopts* it ([`pending`], then
+//! [`Adoption::apply`]): coord's file patterns ([`layout::GITIGNORE_LINES`]: locks, backups,
+//! presences, `.coord/`…) go between `# coord:begin` and `# coord:end` into the repository's
+//! own `info/exclude`, which git reads and never commits; then `.coord/.gitignore` (`*`) is
+//! written, which also says that this was done. `Workspace::ensure_state_dir`, which every
+//! write of coord's state passes through, does it before anything else is written.
+//!
+//! - The exclude file is the one of the repository's *common* git folder: git reads it for
+//!   every linked worktree, so one adoption covers all of them.
+//! - The git folders of the repository's submodules checked out at that moment (the
+//!   `modules/` folders of the common folder and of each linked worktree's) get the same block:
+//!   a lock on a file inside a submodule lies in the submodule's work tree, which git reads
+//!   with the submodule's own exclude file (else the superproject's `git status` shows the
+//!   submodule as changed).
+//! - `git config coord.enabled false` ([`switched_off`]) keeps coord out of the repository's
+//!   git files: nothing is adopted there (and the plugin's hooks do nothing at all there).
+//! - Done once: a `.coord/.gitignore` (whatever it holds) means adopted.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::error::{Error, IoResultExt, Result};
+use crate::fsutil;
+use crate::layout;
+use crate::textblock;
+use crate::worktree;
+
+/// The most bytes of a `.gitignore` or an exclude file read.
+const IGNORE_CAP: u64 = 16 * 1024 * 1024;
+
+/// The most folders looked into for submodules' git folders.
+const MODULE_FOLDERS: usize = 2_000;
+
+/// What adopting the workspace at a root writes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Adoption {
+    /// The git folders whose `info/exclude` gets coord's block: the repository's common one
+    /// first, then its submodules'.
+    repositories: Vec<PathBuf>,
+    /// `.coord/.gitignore`.
+    marker: PathBuf,
+}
+
+/// What adopting the workspace at `root` would write, or `None` when there is nothing to do:
+/// adopted already (`.coord/.gitignore` exists), not inside a git work tree, wired by
+/// `coord init` (its block in the `.gitignore` of `root` or of the work tree's top level), or
+/// turned off ([`switched_off`]). Reads only.
+pub fn pending(root: &Path) -> Option<Adoption> {
+    let marker = layout::state_gitignore(&worktree::shared_root(root));
+    if fs::symlink_metadata(&marker).is_ok() {
+        return None;
+    }
+    let (top, repository) = worktree::enclosing_repository(root)?;
+    let wired = |dir: &Path| {
+        fsutil::read_capped(&dir.join(".gitignore"), IGNORE_CAP)
+            .is_ok_and(|b| String::from_utf8_lossy(&b).contains(layout::IGNORE_BEGIN))
+    };
+    if wired(root) || (top != root && wired(&top)) || switched_off(&repository) {
+        return None;
+    }
+    let mut repositories = submodules(&repository);
+    repositories.insert(0, repository);
+    Some(Adoption {
+        repositories,
+        marker,
+    })
+}
+
+impl Adoption {
+    /// Write coord's block into each repository's `info/exclude` (best effort: a file that
+    /// cannot be written, or holds a block with no end, is left as it is), then
+    /// `.coord/.gitignore`. The caller made `.coord/`.
+    ///
+    /// # Errors
+    ///
+    /// [`Error::Io`] when `.coord/.gitignore` cannot be written.
+    pub fn apply(&self) -> Result<()> {
+        for repository in &self.repositories {
+            let _ = exclude(repository);
+        }
+        fsutil::replace_durable(&self.marker, b"*\n")
+    }
+}
+
+/// Whether the repository whose git folder is `repository` turned coord off: its `config`
+/// sets `coord.enabled` to a git false (`false`, `no`, `off`, `0`, empty). The last setting
+/// wins, as in git; includes are not followed.
+pub fn switched_off(repository: &Path) -> bool {
+    match crate::gitconfig::file_value(&repository.join("config"), "coord", "enabled") {
+        Some(Some(value)) => matches!(
+            value.to_ascii_lowercase().as_str(),
+            "false" | "no" | "off" | "0" | ""
+        ),
+        // Not set, or a bare `enabled` (true).
+        _ => false,
+    }
+}
+
+/// Add coord's block to `<repository>/info/exclude`.
+fn exclude(repository: &Path) -> Result<()> {
+    let path = repository.join("info").join("exclude");
+    let old = match fsutil::read_capped(&path, IGNORE_CAP) {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
+        Err(e) => return Err(e).at("read", &path),
+    };
+    let new = textblock::with_block(
+        &old,
+        layout::IGNORE_BEGIN,
+        layout::IGNORE_END,
+        &layout::GITIGNORE_LINES.join("\n"),
+    )
+    .map_err(|line| {
+        Error::bad_input(format!(
+            "`{}`: coord's block starts at line {line} but has no `{}`; mend or delete it",
+            path.display(),
+            layout::IGNORE_END
+        ))
+    })?;
+    if new != old {
+        if let Some(dir) = path.parent() {
+            fsutil::ensure_dir(dir)?;
+        }
+        fsutil::replace_durable(&path, new.as_bytes())?;
+    }
+    Ok(())
+}
+
+/// The git folders of the submodules checked out in the repository whose common git folder is
+/// `common`: below its `modules/` and each linked worktree's (`worktrees/W/modules/`), a
+/// submodule's name may hold slashes (`modules/libs/x`) and a submodule has its own
+/// `modules/`. A git folder is one holding a `HEAD` file; symlinks are not entered.
+fn submodules(common: &Path) -> Vec<PathBuf> {
+    let mut todo = vec![common.join("modules")];
+    if let Ok(entries) = fsutil::read_dir(common.join("worktrees")) {
+        todo.extend(entries.flatten().map(|e| e.path().join("modules")));
+    }
+    let mut found = Vec::new();
+    let mut looked = 0;
+    while let Some(dir) = todo.pop() {
+        looked += 1;
+        if looked > MODULE_FOLDERS {
+            break;
+        }
+        let Ok(entries) = fsutil::read_dir(&dir) else {
+            continue;
+        };
+        for entry in entries.flatten() {
+            if !entry.file_type().is_ok_and(|t| t.is_dir()) {
+                continue;
+            }
+            let path = entry.path();
+            if fs::symlink_metadata(path.join("HEAD")).is_ok_and(|m| m.is_file()) {
+                todo.push(path.join("modules"));
+                found.push(path);
+            } else {
+                todo.push(path);
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests plant files by hand
+mod tests {
+    use super::*;
+
+    fn off(config: &str) -> bool {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::write(dir.path().join("config"), config).unwrap();
+        switched_off(dir.path())
+    }
+
+    #[test]
+    fn the_switch_reads_git_booleans() {
+        assert!(off("[coord]\n\tenabled = false\n"));
+        assert!(off(
+            "[core]\n\tbare = false\n[Coord]\n  Enabled=no ; mine\n"
+        ));
+        assert!(off("[coord] enabled = off\n"));
+        assert!(!off("[coord]\n\tenabled = true\n"));
+        assert!(!off("[coord]\n\tenabled\n"));
+        assert!(!off(
+            "[coord]\n\tenabled = false\n[coord]\n\tenabled = yes\n"
+        ));
+        assert!(!off("[core]\n\tenabled = false\n"));
+        assert!(!off("[coord \"x\"]\n\tenabled = false\n"));
+        assert!(!off(""));
+    }
+
+    #[test]
+    fn submodules_are_the_git_folders_below_modules() {
+        let dir = tempfile::tempdir().unwrap();
+        let common = dir.path();
+        for git in [
+            "modules/a",
+            "modules/libs/b",
+            "modules/a/modules/c",
+            "worktrees/w/modules/d",
+        ] {
+            std::fs::create_dir_all(common.join(git)).unwrap();
+            std::fs::write(common.join(git).join("HEAD"), "ref: refs/heads/x\n").unwrap();
+        }
+        std::fs::create_dir_all(common.join("modules/empty")).unwrap();
+        let rel: Vec<_> = submodules(common)
+            .iter()
+            .map(|p| {
+                p.strip_prefix(common)
+                    .unwrap()
+                    .to_string_lossy()
+                    .into_owned()
+            })
+            .collect();
+        assert_eq!(
+            rel,
+            [
+                "modules/a",
+                "modules/a/modules/c",
+                "modules/libs/b",
+                "worktrees/w/modules/d"
+            ]
+        );
+    }
+}
