@@ -53,11 +53,6 @@ pub struct Spec {
 }
 
 impl Spec {
-    /// The path as one shell word.
-    pub fn coord_word(&self) -> String {
-        crate::shell::arg(&self.coord.to_string_lossy())
-    }
-
     /// The path as an argv entry (MCP `command`).
     pub fn coord_path(&self) -> String {
         self.coord.to_string_lossy().into_owned()
@@ -71,14 +66,10 @@ impl Spec {
             .strip_prefix(COORD)
             .map(str::trim_start)
             .unwrap_or(init_command);
-        format!("exec {} {rest} {FLAG}", self.coord_word())
-    }
-
-    /// The hook list of `init` with the plugin's commands.
-    pub fn hooks(&self, set: &HookSet) -> HookSet {
-        set.iter()
-            .map(|(event, matcher, cmd)| (*event, *matcher, self.command(cmd)))
-            .collect()
+        format!(
+            "exec {} {rest} {FLAG}",
+            crate::shell::arg(&self.coord_path())
+        )
     }
 
     /// `{"mcpServers": {"coord": {command, args}}}`.
@@ -90,7 +81,11 @@ impl Spec {
     pub(crate) fn hooks_json(&self, set: &HookSet, style: HookStyle) -> Value {
         let mut doc = Map::new();
         // A fresh document always merges.
-        let _ = init::merge_hooks(&mut doc, "hooks/hooks.json", &self.hooks(set), style);
+        let set: HookSet = set
+            .iter()
+            .map(|(event, matcher, cmd)| (*event, *matcher, self.command(cmd)))
+            .collect();
+        let _ = init::merge_hooks(&mut doc, "hooks/hooks.json", &set, style);
         Value::Object(doc)
     }
 }

@@ -65,7 +65,6 @@ struct RecordUpdate {
     drop_all: bool,
     files: Vec<String>,
     dirs: Vec<String>,
-    state_dir: bool,
 }
 
 /// The files `clients` wire, with their kind, as (file relative to the root, kind).
@@ -187,7 +186,6 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
             drop_all: all_gone,
             files: changes.iter().map(|u| u.file.clone()).collect(),
             dirs: record.dirs.clone(),
-            state_dir: record.state_dir,
         }),
         changes,
     })
@@ -245,7 +243,6 @@ pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
             record.files.remove(f);
         }
         record.dirs.retain(|d| root.join(d).is_dir());
-        let _ = up.state_dir;
         if layout::state_dir(root).is_dir() {
             record.save(root)?;
         }

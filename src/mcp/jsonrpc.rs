@@ -15,8 +15,6 @@ pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
 /// Invalid parameters (also: unknown tool).
 pub const INVALID_PARAMS: i64 = -32602;
-/// An error inside the server.
-pub const INTERNAL_ERROR: i64 = -32603;
 /// The request names a protocol version the server does not speak (2026-07-28 revision).
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 

@@ -97,16 +97,6 @@ impl<H: ToolHost> Server<H> {
         }
     }
 
-    /// The version agreed by `initialize`, if one was.
-    pub fn negotiated(&self) -> Option<&'static str> {
-        self.negotiated
-    }
-
-    /// The tool host.
-    pub fn host(&mut self) -> &mut H {
-        &mut self.host
-    }
-
     /// Handle one input line; the response to write, if any. Under protocol `2025-03-26`,
     /// the one revision that allows JSON-RPC batches, a batch gets one array of responses
     /// (none for a batch of notifications); elsewhere it is refused (-32600).
