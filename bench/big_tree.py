@@ -82,13 +82,13 @@ def gen(root, n_files):
 
 
 def coord_bin():
+    if os.environ.get("COORD_BENCH_BIN"):
+        return os.path.abspath(os.environ["COORD_BENCH_BIN"])
     here = os.path.dirname(os.path.abspath(__file__))
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(here, "..", "target"))
-    found = subprocess.run(["rustc", "-vV"], capture_output=True, text=True).stdout
-    host = next(l.split()[1] for l in found.splitlines() if l.startswith("host:"))
-    for p in (os.path.join(target, host, "release", "coord"), os.path.join(target, "release", "coord")):
-        if os.path.exists(p):
-            return os.path.abspath(p)
+    p = os.path.join(target, "release", "coord")
+    if os.path.exists(p):
+        return os.path.abspath(p)
     sys.exit("big-tree: build coord first: cargo build --release")
 
 

@@ -6,11 +6,11 @@
 # `say` to the return of the `wait` (wake), and the `say` process's own run time. AGENT-2 then
 # passes the turn back. Prints median and p95 of both over ROUNDS rounds (default 30).
 #
-#   bench/dialogue_wait.sh            # uses target/<host>/release/coord (else its debug build)
+#   bench/dialogue_wait.sh            # uses target/release/coord (else target/debug/coord)
 #   COORD=/path/to/coord ROUNDS=50 bench/dialogue_wait.sh
 set -euo pipefail
 cd "$(dirname "$0")/.."
-built=target/$(rustc -vV | sed -n 's/^host: //p')
+built=${CARGO_TARGET_DIR:-target}
 COORD=${COORD:-$( [ -x "$built/release/coord" ] && echo "$built/release/coord" || echo "$built/debug/coord" )}
 COORD=$(realpath "$COORD")
 ROUNDS=${ROUNDS:-30}

@@ -43,10 +43,8 @@ HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
 def release_build():
     subprocess.run(["cargo", "build", "--release", "--quiet"], cwd=HERE, check=True)
-    host = subprocess.run(["rustc", "-vV"], capture_output=True, text=True, check=True).stdout
-    triple = next(l.split(": ")[1] for l in host.splitlines() if l.startswith("host: "))
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(HERE, "target"))
-    return os.path.join(target, triple, "release", "coord")
+    return os.path.join(target, "release", "coord")
 
 
 def session(n, coord, repo, files, turn, seed, out):

@@ -6,7 +6,7 @@ subscribe, then runs `coord msg send reader ...` and records how long after the 
 (the message file is published when `send` exits) the waiter exits. Prints median and p95.
 
     cargo build --release
-    bench/msg_wait.py [--rounds 50] [--bin target/<host>/release/coord]
+    bench/msg_wait.py [--rounds 50] [--bin target/release/coord]
 """
 
 import argparse
@@ -19,10 +19,9 @@ import time
 
 
 def built_coord():
-    """`cargo build --release`'s coord: built for the host's own target (.cargo/config.toml)."""
-    vv = subprocess.run(["rustc", "-vV"], capture_output=True, text=True, check=True).stdout
-    host = next(line.split(": ", 1)[1] for line in vv.splitlines() if line.startswith("host: "))
-    return os.path.join(os.path.dirname(__file__), "..", "target", host, "release", "coord")
+    """`cargo build --release`'s coord."""
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(os.path.dirname(__file__), "..", "target"))
+    return os.path.join(target, "release", "coord")
 
 
 def main():

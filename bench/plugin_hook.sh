@@ -38,7 +38,7 @@ if [ -n "${2:-}" ]; then
 else
     (cd "$here" && cargo build --release --quiet)
     target="${CARGO_TARGET_DIR:-$here/target}"
-    coord="$target/$(rustc -vV | sed -n 's/^host: //p')/release/coord"
+    coord="$target/release/coord"
 fi
 before="${3:-}"
 

@@ -22,7 +22,7 @@ for tool in python3 flock; do
 done
 
 (cd "$here" && cargo build --release --quiet)
-coord="$here/target/$(rustc -vV | sed -n 's/^host: //p')/release/coord"
+coord="${CARGO_TARGET_DIR:-$here/target}/release/coord"
 
 ws="$(mktemp -d "${2:-${TMPDIR:-/tmp}}/coord-bench-XXXXXX")"
 trap 'rm -rf "$ws"' EXIT

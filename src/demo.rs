@@ -1,8 +1,9 @@
-//! `coord demo`'s script: a live session of several agent processes in a fresh folder. Every
-//! step is the real `coord` binary run as its own process; the threads here only start them and
-//! narrate. The library never prints: each line goes to the caller's [`Narrator`].
+//! `coord demo`'s script: a live session of several agents in a fresh folder. Every step is the
+//! real `coord` binary run as its own process (the agent clients' hooks get the payloads Claude
+//! Code and Codex send); the threads here only start them and narrate. The library never
+//! prints: each line goes to the caller's [`Narrator`].
 
-use std::io::{BufRead, BufReader, Read};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
@@ -14,16 +15,10 @@ use crate::fsutil;
 /// Where the demo's lines go (one call per line, from several threads).
 pub type Narrator = Arc<dyn Fn(&str) + Send + Sync>;
 
-/// The agents' names, in the order they join.
+/// The agents' names, in the order they join; the first two are driven through their clients'
+/// hooks (Claude Code, then Codex).
 pub const NAMES: [&str; 8] = [
-    "claude",
-    "gemini",
-    "copilot",
-    "ollama",
-    "perplexity",
-    "cursor",
-    "windsurf",
-    "cline",
+    "claude", "codex", "gemini", "copilot", "qwen", "opencode", "cline", "cursor",
 ];
 
 fn failed(message: impl Into<String>) -> Error {
@@ -33,31 +28,51 @@ fn failed(message: impl Into<String>) -> Error {
 }
 
 /// Play the scripted session: `agents` (2-8) agents, each step a real `coord` process (`exe`)
-/// working in `dir` (an empty folder); every line of narration and of the processes' output
-/// goes to `out`. Ends with one agent clocked out and one holding a lock, for a `coord status`.
+/// working in `dir` (an empty folder); every line goes to `out`. Ends with one agent clocked
+/// out and one holding a lock, for a `coord status`.
 ///
 /// # Errors
 ///
-/// [`Error::Failed`] when a step's process cannot be started or fails; [`Error::Io`].
+/// [`Error::Failed`] when a step's process cannot be started or does not do what the step
+/// shows; [`Error::Io`].
 pub fn run(exe: PathBuf, dir: PathBuf, agents: usize, out: Narrator) -> Result<()> {
     let agents: Vec<&str> = NAMES[..agents.clamp(2, NAMES.len())].to_vec();
     let demo = Demo {
         exe,
         dir: dir.clone(),
         out,
-        print: Arc::new(Mutex::new(())),
+        print: Mutex::new(()),
         started: Instant::now(),
     };
     demo.line(&format!(
-        "coord demo: {} agents in {}\n",
+        "coord demo: {} agents share {} (every line below is a real coord process)",
         agents.len(),
         dir.display()
     ));
+    arrive(&demo, &agents)?;
+    clients(&demo, agents[0], agents[1])?;
+    take_turns(&demo, &agents)?;
+    handshake(&demo, &agents)?;
+    talk(&demo, &agents)?;
+    dialogue(&demo, agents[0], agents[1])?;
+    review(&demo, agents[0], agents[1])?;
 
-    demo.line("# Every agent clocks in on the stamp card");
+    demo.heading("One agent leaves; another keeps a lock while it works");
+    demo.show(agents[0], &["shutdown"], 1)?;
+    demo.show(
+        agents[1],
+        &["lock", "NOTES.md", "--reason", "summarising"],
+        2,
+    )?;
+    Ok(())
+}
+
+/// Every agent says it is here (its presence file and a row on the card of partners).
+fn arrive(demo: &Demo, agents: &[&str]) -> Result<()> {
+    demo.heading("The agents arrive: each says who it is and what it works on");
     for (i, a) in agents.iter().enumerate() {
-        let task = format!("Task_{}", 123 + i * 111);
-        demo.run(
+        let task = TASKS[i % TASKS.len()];
+        demo.show(
             a,
             &[
                 "startup",
@@ -66,80 +81,165 @@ pub fn run(exe: PathBuf, dir: PathBuf, agents: usize, out: Narrator) -> Result<(
                 "--mode",
                 "silent",
                 "--task",
-                &task,
+                task,
             ],
+            1,
         )?;
     }
-    demo.run(agents[0], &["check"])?;
-
-    demo.line("\n# All of them want SHARED.txt at once: one holds it, the others wait their turn");
-    fsutil::replace(&dir.join("SHARED.txt"), b"# Shared notes\n")?;
-    let handles: Vec<_> = agents
-        .iter()
-        .enumerate()
-        .map(|(i, a)| {
-            let demo = demo.clone();
-            let a = a.to_string();
-            std::thread::spawn(move || -> Result<()> {
-                std::thread::sleep(Duration::from_millis(60 * i as u64));
-                let reason = format!("adding section {}", i + 1);
-                demo.run(
-                    &a,
-                    &["lock", "SHARED.txt", "--wait", "30s", "--reason", &reason],
-                )?;
-                let line = format!(
-                    "[{}] [{a}] section {} written under the lock\n",
-                    crate::clock::now().format("%H:%M"),
-                    i + 1
-                );
-                fsutil::append_line(&demo.dir.join("SHARED.txt"), line.as_bytes())?;
-                demo.say(&a, &format!("edits SHARED.txt: {}", line.trim_end()));
-                std::thread::sleep(Duration::from_millis(400));
-                demo.run(&a, &["unlock", "SHARED.txt"])?;
-                Ok(())
-            })
-        })
-        .collect();
-    for h in handles {
-        h.join()
-            .map_err(|_| failed("a demo agent thread panicked"))??;
-    }
-
-    demo.line("\n# The result: every section is there, each written by one holder at a time");
-    let shared = dir.join("SHARED.txt");
-    let text = std::fs::read_to_string(&shared).at("read", &shared)?;
-    for l in text.lines() {
-        demo.line(&format!("  {l}"));
-    }
-
-    step_counter(&demo, &agents)?;
-    handshake_step(&demo, &agents)?;
-    messages_step(&demo, &agents)?;
-    dialogue_step(&demo, agents[0], agents[1])?;
-    review_step(&demo, &agents)?;
-
-    demo.line("\n# One agent clocks out; one keeps a lock while it works");
-    demo.run(agents[0], &["shutdown"])?;
-    demo.run(agents[1], &["lock", "NOTES.md", "--reason", "summarising"])?;
-
     Ok(())
 }
 
-/// The agents talk: one direct message, one broadcast to `all`, a note in the shared file; the
-/// first agent lists its inbox and reads a message.
-fn messages_step(demo: &Demo, agents: &[&str]) -> Result<()> {
-    demo.line("\n# They talk: a direct message, a broadcast, a note; the first agent reads");
-    let (first, second, last) = (agents[0], agents[1], agents[agents.len() - 1]);
-    demo.run(
+const TASKS: [&str; 4] = ["parser", "tests", "docs", "release"];
+
+/// The main promise: two agent clients edit one file; the second is denied with the reason its
+/// agent reads, and allowed once the first one's turn ends.
+fn clients(demo: &Demo, first: &str, second: &str) -> Result<()> {
+    demo.heading(
+        "Two agent clients edit the same file (`coord init` makes each call `coord hook` before an edit)",
+    );
+    fsutil::ensure_dir(&demo.dir.join("src"))?;
+    fsutil::replace(&demo.dir.join("src/app.rs"), b"fn main() {}\n")?;
+    // The payloads the clients send (tests/fixtures/), built as JSON so any folder name fits.
+    let file = demo.dir.join("src/app.rs");
+    let (claude, codex) = (
+        "cedd012c-f1ba-4d70-ad6d-1c65c16ba070",
+        "01a20dbd-c053-7b63-9944-21d2369b8293",
+    );
+    let event = |session: &str, name: &str| {
+        serde_json::json!({
+            "session_id": session, "transcript_path": "/dev/null", "cwd": demo.dir,
+            "hook_event_name": name,
+        })
+    };
+    let mut edit = event(claude, "PreToolUse");
+    edit["tool_name"] = "Edit".into();
+    edit["tool_input"] = serde_json::json!({
+        "file_path": file, "old_string": "fn main() {}",
+        "new_string": "fn main() { run() }", "replace_all": false,
+    });
+    let mut patch = event(codex, "PreToolUse");
+    patch["tool_name"] = "apply_patch".into();
+    patch["tool_input"] = serde_json::json!({"command":
+        "*** Begin Patch\n*** Update File: src/app.rs\n@@\n-fn main() {}\n+fn main() { serve() }\n*** End Patch\n"});
+    let (edit, patch) = (edit.to_string(), patch.to_string());
+    let stop = |session: &str| {
+        let mut e = event(session, "Stop");
+        e["stop_hook_active"] = false.into();
+        e.to_string()
+    };
+    let (claude_stop, codex_stop) = (stop(claude), stop(codex));
+
+    let deny = demo.hook(first, "claude", "PreToolUse", &edit)?;
+    if let Some(why) = deny {
+        return Err(failed(format!("Claude Code's edit was denied: {why}")));
+    }
+    demo.say(
+        first,
+        "Claude Code: Edit src/app.rs -> allowed; claude holds src/app.rs while it edits",
+    );
+    match demo.hook(second, "codex", "PreToolUse", &patch)? {
+        Some(why) => {
+            demo.say(
+                second,
+                "Codex: apply_patch src/app.rs -> denied; its agent reads:",
+            );
+            for l in wrap(&why, 92) {
+                demo.line(&format!("{:>19}{l}", ""));
+            }
+        }
+        None => return Err(failed("Codex's edit of a held file was allowed")),
+    }
+    demo.hook(first, "claude", "Stop", &claude_stop)?;
+    demo.say(first, "Claude Code's turn ends -> its locks are released");
+    if let Some(why) = demo.hook(second, "codex", "PreToolUse", &patch)? {
+        return Err(failed(format!(
+            "Codex's edit after the release was denied: {why}"
+        )));
+    }
+    demo.say(
         second,
-        &[
-            "msg",
-            "send",
-            first,
-            "SHARED.txt is yours again, thanks for waiting",
-        ],
+        "Codex: apply_patch src/app.rs -> allowed; codex holds it now",
+    );
+    demo.hook(second, "codex", "Stop", &codex_stop)?;
+    demo.say(second, "Codex's turn ends -> released");
+    Ok(())
+}
+
+/// Agents working from a shell take turns: `coord lock --wait` queues them on one file and
+/// hands it over in arrival order; `coord run` holds a lock as long as a command runs.
+fn take_turns(demo: &Demo, agents: &[&str]) -> Result<()> {
+    demo.heading("From a shell, agents wait their turn: `coord lock --wait`, then `coord unlock`");
+    fsutil::replace(&demo.dir.join("SHARED.txt"), b"# Shared notes\n")?;
+    each_at_once(demo, agents, |demo, i, a| {
+        std::thread::sleep(Duration::from_millis(60 * i as u64));
+        let reason = format!("adding section {}", i + 1);
+        demo.show(
+            a,
+            &["lock", "SHARED.txt", "--wait", "30s", "--reason", &reason],
+            1,
+        )?;
+        let line = format!("- section {} by {a}\n", i + 1);
+        fsutil::append_line(&demo.dir.join("SHARED.txt"), line.as_bytes())?;
+        std::thread::sleep(Duration::from_millis(300));
+        demo.show(a, &["unlock", "SHARED.txt"], 1)
+    })?;
+    let shared = demo.dir.join("SHARED.txt");
+    let text = std::fs::read_to_string(&shared).at("read", &shared)?;
+    demo.line(&format!(
+        "  SHARED.txt now holds {} sections, each written by one holder at a time",
+        text.lines().filter(|l| l.starts_with("- ")).count()
+    ));
+
+    demo.heading(
+        "`coord run FILE -- CMD` holds the lock while CMD runs: a counter, no update lost",
+    );
+    fsutil::replace(&demo.dir.join("COUNTER.txt"), b"0\n")?;
+    let script = "n=$(cat COUNTER.txt); sleep 0.05; echo $((n + 1)) > COUNTER.txt";
+    each_at_once(demo, agents, |demo, _, a| {
+        demo.quiet(
+            a,
+            &[
+                "run",
+                "COUNTER.txt",
+                "--wait",
+                "30s",
+                "--",
+                "sh",
+                "-c",
+                script,
+            ],
+        )
+        .map(drop)
+    })?;
+    let counter = demo.dir.join("COUNTER.txt");
+    let n = std::fs::read_to_string(&counter).at("read", &counter)?;
+    demo.line(&format!(
+        "  {} agents ran `coord run COUNTER.txt -- sh -c 'n=$(cat COUNTER.txt); echo $((n + 1)) > COUNTER.txt'` at once: COUNTER.txt = {}",
+        agents.len(),
+        n.trim()
+    ));
+    Ok(())
+}
+
+/// Every agent agrees with every other to follow the locking rules (seed 001's handshake).
+fn handshake(demo: &Demo, agents: &[&str]) -> Result<()> {
+    demo.heading("They agree to follow the locking rules (a handshake with every other agent)");
+    each_at_once(demo, agents, |demo, _, a| {
+        demo.quiet(a, &["handshake", "--wait", "30s"]).map(drop)
+    })?;
+    // Once everyone answered, the first agent's view of every pair.
+    demo.show(agents[0], &["handshake"], 1 + agents.len())
+}
+
+/// A direct message, a broadcast and a note in the shared file; the first agent reads.
+fn talk(demo: &Demo, agents: &[&str]) -> Result<()> {
+    demo.heading("They talk: a message, a broadcast, a note in the shared file");
+    let (first, second, last) = (agents[0], agents[1], agents[agents.len() - 1]);
+    demo.quiet(
+        second,
+        &["msg", "send", first, "SHARED.txt is yours again, thanks"],
     )?;
-    demo.run(
+    demo.quiet(
         last,
         &[
             "msg",
@@ -148,66 +248,24 @@ fn messages_step(demo: &Demo, agents: &[&str]) -> Result<()> {
             "Heads-up: I summarise everything in NOTES.md next",
         ],
     )?;
-    demo.run(
+    demo.show(
         last,
         &[
             "note",
             "SHARED.txt",
             "summary of this file goes to NOTES.md",
         ],
+        1,
     )?;
-    demo.run(first, &["msg", "list"])?;
-    let out = Command::new(&demo.exe)
-        .args(["msg", "list", "--unread", "--json"])
-        .current_dir(&demo.dir)
-        .env("COORD_DIR", &demo.dir)
-        .env("COORD_AGENT", first)
-        .env_remove("COORD_SESSION")
-        .env_remove("COORD_SESSION_PID")
-        .output()
-        .map_err(|e| failed(format!("cannot run coord msg list: {e}")))?;
-    let listed: serde_json::Value = serde_json::from_slice(&out.stdout)
-        .map_err(|e| failed(format!("coord msg list --json printed no JSON: {e}")))?;
-    let id = listed["messages"][0]["id"]
-        .as_str()
-        .ok_or_else(|| failed("the first agent has no unread message"))?
-        .to_string();
-    demo.run(first, &["msg", "read", &id])?;
-    Ok(())
-}
-
-/// Every agent hand-shakes with the others at once and waits for their answers; then one
-/// agent's `.handshake_*` file (one block per peer) is shown.
-fn handshake_step(demo: &Demo, agents: &[&str]) -> Result<()> {
-    demo.line("\n# They agree to follow the lock rules (a handshake): each asks the others and accepts who asked it");
-    let handles: Vec<_> = agents
-        .iter()
-        .map(|a| {
-            let demo = demo.clone();
-            let a = a.to_string();
-            std::thread::spawn(move || demo.run(&a, &["handshake", "--wait", "30s"]))
-        })
-        .collect();
-    for h in handles {
-        h.join()
-            .map_err(|_| failed("a demo agent thread panicked"))??;
-    }
-    let file = format!(".handshake_{}", agents[0]);
-    demo.line(&format!("\n$ cat {file}"));
-    let path = demo.dir.join(&file);
-    let text = std::fs::read_to_string(&path).at("read", &path)?;
-    for l in text.lines() {
-        demo.line(format!("  {l}").trim_end());
-    }
-    Ok(())
+    demo.show(first, &["msg", "list"], 3)
 }
 
 /// Two agents hold a short turn-based dialogue (seed 002): each is its own loop of real
 /// `coord dialogue wait` / `coord dialogue say` processes.
-fn dialogue_step(demo: &Demo, first: &str, second: &str) -> Result<()> {
-    demo.line("\n# A short turn-based dialogue: each agent waits for its turn, then speaks");
+fn dialogue(demo: &Demo, first: &str, second: &str) -> Result<()> {
+    demo.heading("A short dialogue: each agent waits for its turn, then speaks");
     let agents = format!("{first},{second}");
-    demo.run(
+    demo.show(
         first,
         &[
             "dialogue",
@@ -217,59 +275,41 @@ fn dialogue_step(demo: &Demo, first: &str, second: &str) -> Result<()> {
             "--agents",
             &agents,
         ],
+        1,
     )?;
     let lines: [(&str, &[&str]); 4] = [
         (
-            "I suggest one section per agent in SHARED.txt.",
+            "One section per agent in SHARED.txt?",
             &["QUESTION-CRITICAL"],
         ),
         ("Agreed, and a summary at the top.", &["AGREEMENT"]),
         ("I will write the summary after the review.", &[]),
         ("Then we are done here.", &["PROPOSE-END"]),
     ];
-    let handles: Vec<_> = [first, second]
-        .into_iter()
-        .enumerate()
-        .map(|(who, agent)| {
-            let demo = demo.clone();
-            let agent = agent.to_string();
-            let mine: Vec<(String, Vec<String>)> = lines
-                .iter()
-                .skip(who)
-                .step_by(2)
-                .map(|(t, m)| (t.to_string(), m.iter().map(|s| s.to_string()).collect()))
-                .collect();
-            std::thread::spawn(move || -> Result<()> {
-                for (text, markers) in mine {
-                    demo.run(
-                        &agent,
-                        &["dialogue", "wait", "--as", &agent, "--timeout", "30s"],
-                    )?;
-                    let mut args = vec!["dialogue", "say", "--as", &agent, &text];
-                    for m in &markers {
-                        args.extend(["--marker", m]);
-                    }
-                    demo.run(&agent, &args)?;
-                }
-                Ok(())
-            })
-        })
-        .collect();
-    for h in handles {
-        h.join()
-            .map_err(|_| failed("a demo dialogue thread panicked"))??;
-    }
-    demo.run(first, &["dialogue", "turn"])?;
-    Ok(())
+    let speakers = [first, second];
+    each_at_once(demo, &speakers, |demo, who, agent| {
+        for (text, markers) in lines.iter().skip(who).step_by(2) {
+            demo.quiet(
+                agent,
+                &["dialogue", "wait", "--as", agent, "--timeout", "30s"],
+            )?;
+            let mut args = vec!["dialogue", "say", "--as", agent, text];
+            for m in *markers {
+                args.extend(["--marker", m]);
+            }
+            demo.quiet(agent, &args)?;
+            demo.say(agent, &format!("says: {text}"));
+        }
+        Ok(())
+    })
 }
 
-/// One review step (seed 003): a new review of SHARED.txt, the reviewer writes its review file
-/// ending with the handoff prompt, records the step, and the implementer is told what is next.
-fn review_step(demo: &Demo, agents: &[&str]) -> Result<()> {
-    let (reviewer, implementer) = (agents[0], agents[1]);
-    demo.line("\n# A review: the reviewer writes its findings and hands over to the implementer");
+/// One review step (seed 003): the reviewer writes its findings ending with the handoff prompt,
+/// records the step, and the implementer is told what is next.
+fn review(demo: &Demo, reviewer: &str, implementer: &str) -> Result<()> {
+    demo.heading("A review: the reviewer records its findings and hands over to the implementer");
     let topic = "shared-notes";
-    demo.run(
+    demo.show(
         reviewer,
         &[
             "review",
@@ -282,6 +322,7 @@ fn review_step(demo: &Demo, agents: &[&str]) -> Result<()> {
             "--implementer",
             implementer,
         ],
+        1,
     )?;
     let meta = demo.dir.join(crate::layout::REVIEW_METADATA_DIR);
     let file = crate::review::paths::conventional(
@@ -297,9 +338,12 @@ fn review_step(demo: &Demo, agents: &[&str]) -> Result<()> {
         },
         &crate::clock::now(),
     )?;
-    if let Some(dir) = file.parent() {
-        fsutil::ensure_dir(dir)?;
-    }
+    fsutil::ensure_dir(file.parent().unwrap_or(&demo.dir))?;
+    let rel = file
+        .strip_prefix(&demo.dir)
+        .unwrap_or(&file)
+        .display()
+        .to_string();
     fsutil::replace(
         &file,
         format!(
@@ -310,12 +354,7 @@ fn review_step(demo: &Demo, agents: &[&str]) -> Result<()> {
         )
         .as_bytes(),
     )?;
-    let rel = file
-        .strip_prefix(&demo.dir)
-        .unwrap_or(&file)
-        .display()
-        .to_string();
-    demo.run(
+    demo.show(
         reviewer,
         &[
             "review",
@@ -330,67 +369,65 @@ fn review_step(demo: &Demo, agents: &[&str]) -> Result<()> {
             "--next",
             implementer,
         ],
+        1,
     )?;
-    demo.run(implementer, &["review", "next", topic])
+    demo.show(implementer, &["review", "next", topic], 2)
 }
 
-/// Every agent bumps a shared counter once with `coord run`, all at the same time: each holds
-/// the lock only while its command runs, and no increment is lost.
-fn step_counter(demo: &Demo, agents: &[&str]) -> Result<()> {
-    demo.line(
-        "\n# Each agent bumps a shared counter with `coord run` (the lock lives as long as the command)",
-    );
-    fsutil::replace(&demo.dir.join("COUNTER.txt"), b"0\n")?;
-    let script = "echo $(( $(cat COUNTER.txt) + 1 )) > COUNTER.txt";
-    let handles: Vec<_> = agents
-        .iter()
-        .map(|a| {
-            let (demo, a) = (demo.clone(), a.to_string());
-            std::thread::spawn(move || {
-                let args = [
-                    "run",
-                    "COUNTER.txt",
-                    "--wait",
-                    "30s",
-                    "--",
-                    "sh",
-                    "-c",
-                    script,
-                ];
-                demo.run(&a, &args)
+/// Run `step(demo, i, agent)` for every agent, each on its own thread, and wait for all.
+fn each_at_once(
+    demo: &Demo,
+    agents: &[&str],
+    step: impl Fn(&Demo, usize, &str) -> Result<()> + Sync,
+) -> Result<()> {
+    std::thread::scope(|s| {
+        let handles: Vec<_> = agents
+            .iter()
+            .enumerate()
+            .map(|(i, a)| {
+                let step = &step;
+                s.spawn(move || step(demo, i, a))
             })
-        })
-        .collect();
-    for h in handles {
-        h.join()
-            .map_err(|_| failed("a demo agent thread panicked"))??;
-    }
-    let counter = demo.dir.join("COUNTER.txt");
-    let n = std::fs::read_to_string(&counter).at("read", &counter)?;
-    demo.line(&format!(
-        "  COUNTER.txt = {} ({} agents, one increment each)",
-        n.trim(),
-        agents.len()
-    ));
-    Ok(())
+            .collect();
+        handles
+            .into_iter()
+            .try_for_each(|h| h.join().map_err(|_| failed("a demo agent panicked"))?)
+    })
 }
 
-#[derive(Clone)]
+/// Cut `text` into lines of at most `width` characters, at spaces.
+fn wrap(text: &str, width: usize) -> Vec<String> {
+    let mut lines = vec![String::new()];
+    for word in text.split_whitespace() {
+        let line = lines.last_mut().expect("never empty");
+        if !line.is_empty() && line.chars().count() + 1 + word.chars().count() > width {
+            lines.push(word.to_string());
+        } else {
+            if !line.is_empty() {
+                line.push(' ');
+            }
+            line.push_str(word);
+        }
+    }
+    lines
+}
+
 struct Demo {
     exe: PathBuf,
     dir: PathBuf,
     out: Narrator,
-    print: Arc<Mutex<()>>,
+    print: Mutex<()>,
     started: Instant,
 }
 
 impl Demo {
-    fn stamp(&self) -> String {
-        format!("{:>5.2}s", self.started.elapsed().as_secs_f64())
+    fn heading(&self, text: &str) {
+        self.line(&format!("\n# {text}"));
     }
 
     fn say(&self, agent: &str, text: &str) {
-        self.line(&format!("{} [{agent:<8}] {text}", self.stamp()));
+        let stamp = format!("{:>5.2}s", self.started.elapsed().as_secs_f64());
+        self.line(&format!("{stamp} [{agent:<8}] {text}"));
     }
 
     /// One line of narration, never interleaved with another thread's.
@@ -399,27 +436,66 @@ impl Demo {
         (self.out)(text);
     }
 
-    /// Run `coord ARGS` as `agent`, streaming its output with a prefix.
-    fn run(&self, agent: &str, args: &[&str]) -> Result<()> {
-        let shown: Vec<String> = args.iter().map(|a| shell_quote(a)).collect();
-        self.say(agent, &format!("$ coord {}", shown.join(" ")));
-        let mut child = Command::new(&self.exe)
-            .args(args)
+    fn command(&self, agent: &str, args: &[&str]) -> Command {
+        let mut c = Command::new(&self.exe);
+        c.args(args)
             .current_dir(&self.dir)
             .env("COORD_DIR", &self.dir)
             .env("COORD_AGENT", agent)
             .env_remove("COORD_SESSION")
             .env_remove("COORD_SESSION_PID")
+            .stdin(Stdio::null());
+        c
+    }
+
+    /// Run `coord ARGS` as `agent` and return its stdout; its failure is the demo's.
+    fn quiet(&self, agent: &str, args: &[&str]) -> Result<String> {
+        let out = self
+            .command(agent, args)
+            .output()
+            .map_err(|e| failed(format!("cannot start coord: {e}")))?;
+        if !out.status.success() {
+            return Err(failed(format!(
+                "`coord {}` failed for {agent}: {}",
+                args.join(" "),
+                String::from_utf8_lossy(&out.stderr).trim()
+            )));
+        }
+        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+    }
+
+    /// Show `$ coord ARGS` as `agent`, run it, and show as they come the first `lines` lines
+    /// it prints on stdout and every line on stderr (a waiter's news, a warning).
+    fn show(&self, agent: &str, args: &[&str], lines: usize) -> Result<()> {
+        let shown: Vec<String> = args.iter().map(|a| shell_quote(a)).collect();
+        self.say(agent, &format!("$ coord {}", shown.join(" ")));
+        let mut child = self
+            .command(agent, args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| failed(format!("cannot start coord: {e}")))?;
-        let out = child.stdout.take().map(|s| self.stream(agent, s));
-        let err = child.stderr.take().map(|s| self.stream(agent, s));
-        let status = child.wait().at("wait for", &self.exe)?;
-        for h in [out, err].into_iter().flatten() {
-            let _ = h.join();
-        }
+        let (out, err) = (child.stdout.take(), child.stderr.take());
+        let status = std::thread::scope(|s| {
+            let relay = |stream: Box<dyn Read + Send>, limit: usize| {
+                s.spawn(move || {
+                    BufReader::new(stream)
+                        .lines()
+                        .map_while(std::result::Result::ok)
+                        .filter(|l| !l.trim().is_empty())
+                        .take(limit)
+                        .for_each(|l| self.say(agent, &format!("  {l}")));
+                })
+            };
+            let relays = [
+                out.map(|o| relay(Box::new(o), lines)),
+                err.map(|e| relay(Box::new(e), usize::MAX)),
+            ];
+            let status = child.wait();
+            relays.into_iter().flatten().for_each(|h| _ = h.join());
+            status
+        })
+        .at("wait for", &self.exe)?;
         if !status.success() {
             return Err(failed(format!(
                 "`coord {}` failed for {agent}",
@@ -429,18 +505,46 @@ impl Demo {
         Ok(())
     }
 
-    fn stream(
+    /// Send `payload` to `coord hook CLIENT --event EVENT` as `agent`, as the client would; the
+    /// reason of a denial, `None` when allowed.
+    fn hook(
         &self,
         agent: &str,
-        stream: impl Read + Send + 'static,
-    ) -> std::thread::JoinHandle<()> {
-        let me = self.clone();
-        let agent = agent.to_string();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stream).lines().map_while(Result::ok) {
-                me.say(&agent, &format!("  {line}"));
-            }
-        })
+        client: &str,
+        event: &str,
+        payload: &str,
+    ) -> Result<Option<String>> {
+        let mut child = self
+            .command(agent, &["hook", client, "--event", event, "--wait", "0s"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| failed(format!("cannot start coord hook: {e}")))?;
+        if let Some(mut stdin) = child.stdin.take() {
+            stdin
+                .write_all(payload.as_bytes())
+                .at("write to", &self.exe)?;
+        }
+        let mut text = String::new();
+        if let Some(mut stdout) = child.stdout.take() {
+            stdout
+                .read_to_string(&mut text)
+                .at("read from", &self.exe)?;
+        }
+        child.wait().at("wait for", &self.exe)?;
+        if text.trim().is_empty() {
+            return Ok(None);
+        }
+        let reply: serde_json::Value = serde_json::from_str(&text)
+            .map_err(|e| failed(format!("coord hook {client} printed no JSON ({e}): {text}")))?;
+        let out = &reply["hookSpecificOutput"];
+        Ok((out["permissionDecision"] == "deny").then(|| {
+            out["permissionDecisionReason"]
+                .as_str()
+                .unwrap_or("")
+                .to_string()
+        }))
     }
 }
 

@@ -38,7 +38,7 @@ pub fn host_tag() -> &'static str {
 pub fn origin() -> String {
     match std::env::var("COORD_SESSION") {
         Ok(s) if !s.trim().is_empty() => format!("session {}", s.trim()),
-        _ => match own_session() {
+        _ => match own_ids().session {
             Some(sid) => format!("sid {sid}"),
             // The session's leader lives outside this pid namespace (a container or sandbox):
             // every command started in it from outside shares that session, so the namespace
@@ -49,14 +49,6 @@ pub fn origin() -> String {
             },
         },
     }
-}
-
-/// This process's POSIX session (see [`OwnIds::session`]), read once: a process changes its
-/// session only by calling `setsid`, which coord never does for itself (only for the commands
-/// it starts), and a long-running coord (`coord mcp`) asks for it on every lock.
-fn own_session() -> Option<i32> {
-    static SESSION: std::sync::OnceLock<Option<i32>> = std::sync::OnceLock::new();
-    *SESSION.get_or_init(|| own_ids().session)
 }
 
 /// The inode number of this process's pid namespace (from `/proc/self/ns/pid`).
@@ -84,7 +76,7 @@ pub struct OwnIds {
 pub fn own_ids() -> OwnIds {
     #[cfg(target_os = "linux")]
     {
-        read_proc_stat()
+        read_proc_text("/proc/self/stat")
             .map(|stat| parse_stat_ids(&stat))
             .unwrap_or_default()
     }
@@ -105,21 +97,6 @@ pub fn own_ids() -> OwnIds {
             .and_then(raw),
         }
     }
-}
-
-/// This process's `/proc/self/stat` line. The kernel renders the whole line for each read call,
-/// so it is read with one call into a buffer that holds any such line (a few hundred bytes),
-/// not in the growing steps of `read_to_string`; a line that fills the buffer is read again whole.
-#[cfg(target_os = "linux")]
-fn read_proc_stat() -> Option<String> {
-    use std::io::Read as _;
-    const PATH: &str = "/proc/self/stat";
-    let mut buf = [0u8; 1024];
-    let n = std::fs::File::open(PATH).ok()?.read(&mut buf).ok()?;
-    if n == buf.len() {
-        return std::fs::read_to_string(PATH).ok();
-    }
-    Some(String::from_utf8_lossy(&buf[..n]).into_owned())
 }
 
 /// The group, session and terminal foreground group fields of a `/proc/PID/stat` line (the
@@ -162,10 +139,9 @@ pub fn in_terminal_foreground() -> bool {
     }
 }
 
-/// This process's id (asked once: coord starts other programs only through `exec`).
+/// This process's id.
 pub fn pid() -> u32 {
-    static PID: std::sync::OnceLock<u32> = std::sync::OnceLock::new();
-    *PID.get_or_init(std::process::id)
+    std::process::id()
 }
 
 /// Whether process `pid` exists on this host.
@@ -233,12 +209,6 @@ pub fn recorded_process_gone_since(pid: u32, host: &str, start: Option<u64>) -> 
 /// with the pid, it names one process for the life of the machine (a reused pid has another
 /// start time). `None` where there is no `/proc` or no such process.
 pub fn start_time(pid: u32) -> Option<u64> {
-    // This process's own never changes: a long-lived one (`coord mcp`, `coord watch`) records
-    // it in every lock it takes, and reads it once.
-    if pid == self::pid() {
-        static OWN: std::sync::OnceLock<Option<u64>> = std::sync::OnceLock::new();
-        return *OWN.get_or_init(|| stat_field(pid, 19)?.parse().ok());
-    }
     stat_field(pid, 19)?.parse().ok()
 }
 
@@ -249,24 +219,14 @@ fn stat_field(pid: u32, n: usize) -> Option<String> {
     after_name.split_whitespace().nth(n).map(str::to_string)
 }
 
-/// A small file of `/proc` (`stat`, `comm`, `cmdline`), in one read call into a buffer that
-/// holds it: the kernel renders the whole file for each call, and `fs::read` asks its size
-/// (0 for these), then reads in steps of 32, 64, 128, … bytes, each step rendering it again.
-/// A file that fills the buffer is read again whole.
+/// A small file of `/proc` (`stat`, `comm`, `cmdline`).
 fn read_proc(path: &str) -> Option<Vec<u8>> {
-    use std::io::Read as _;
-    let mut buf = vec![0u8; 4096];
-    let n = std::fs::File::open(path).ok()?.read(&mut buf).ok()?;
-    if n == buf.len() {
-        return std::fs::read(path).ok();
-    }
-    buf.truncate(n);
-    Some(buf)
+    std::fs::read(path).ok()
 }
 
-/// [`read_proc`] as text (`None` when it is not UTF-8, as `fs::read_to_string`).
+/// [`read_proc`] as text (`None` when it is not UTF-8).
 fn read_proc_text(path: &str) -> Option<String> {
-    String::from_utf8(read_proc(path)?).ok()
+    std::fs::read_to_string(path).ok()
 }
 
 /// The command name of process `pid` (`/proc/<pid>/comm`), when it can be read.
@@ -286,9 +246,20 @@ pub fn command_line(pid: u32) -> Option<Vec<String>> {
     )
 }
 
-/// The parent of process `pid` (read from `/proc`), `None` when it cannot be read.
-pub fn parent_of_pid(pid: u32) -> Option<u32> {
-    parent_of(pid)
+/// The process that ran this one: its parent, or, when coord's npm launcher ran it as a child
+/// (`npm/coord-cli/launcher.js` on a Node that cannot become coord, which names itself in
+/// `COORD_LAUNCHER_PID`), the launcher's parent: the launcher is only a step on the way, like the
+/// `exec` the native binary would be.
+pub fn invoker() -> u32 {
+    let parent = std::os::unix::process::parent_id();
+    let launcher = std::env::var("COORD_LAUNCHER_PID")
+        .ok()
+        .and_then(|v| v.parse::<u32>().ok());
+    if launcher == Some(parent) {
+        parent_of_pid(parent).unwrap_or(parent)
+    } else {
+        parent
+    }
 }
 
 /// Whether `pid` is the parent, grandparent, … of this process (read from `/proc`; `false`
@@ -302,7 +273,7 @@ pub fn is_ancestor(pid: u32) -> bool {
         if current <= 1 {
             return false;
         }
-        match parent_of(current) {
+        match parent_of_pid(current) {
             Some(parent) => current = parent,
             None => return false,
         }
@@ -310,12 +281,9 @@ pub fn is_ancestor(pid: u32) -> bool {
     false
 }
 
-/// The parent of process `pid`, from `/proc/<pid>/stat` (the field after the command name,
-/// which may itself contain spaces and parentheses).
-fn parent_of(pid: u32) -> Option<u32> {
-    let stat = read_proc_text(&format!("/proc/{pid}/stat"))?;
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    after_name.split_whitespace().nth(1)?.parse().ok()
+/// The parent of process `pid`, from `/proc/<pid>/stat`; `None` when it cannot be read.
+pub fn parent_of_pid(pid: u32) -> Option<u32> {
+    stat_field(pid, 1)?.parse().ok()
 }
 
 /// 64-bit FNV-1a: a small, stable hash for names on disk (not for security).
@@ -439,15 +407,14 @@ mod tests {
         child.wait().unwrap();
     }
 
-    /// A process's start time names it: this process's own (kept after the first read) and a
-    /// child's (read each time) are what `/proc` says, and differ.
+    /// A process's start time names it: this process's own and a child's are what `/proc`
+    /// says, and differ.
     #[test]
     #[cfg(target_os = "linux")]
     fn start_times_are_each_process_own() {
         let own = stat_field(pid(), 19).and_then(|f| f.parse::<u64>().ok());
         assert!(own.is_some());
         assert_eq!(start_time(pid()), own);
-        assert_eq!(start_time(pid()), own, "kept, and still this process's");
         std::thread::sleep(std::time::Duration::from_millis(30));
         let mut child = std::process::Command::new("sleep")
             .arg("5")

@@ -215,7 +215,7 @@ pub fn current(root: &Path) -> Option<Session> {
 /// The nearest ancestor of this process registered in the workspace at `root` as a client
 /// whose session ran a hook, if it still is that process.
 pub fn from_tree(root: &Path) -> Option<Session> {
-    let dir = layout::sessions_dir(root);
+    let dir = layout::sessions_dir(&crate::worktree::shared_root(root));
     if !dir.is_dir() {
         return None;
     }
@@ -225,7 +225,7 @@ pub fn from_tree(root: &Path) -> Option<Session> {
         if pid <= 1 {
             return None;
         }
-        let path = layout::session_file(root, tag, pid);
+        let path = layout::session_file(&crate::worktree::shared_root(root), tag, pid);
         if let Some(reg) = Registration::read(&path)
             && reg.host == host::hostname()
             && reg.process.pid == pid
@@ -266,7 +266,8 @@ pub fn env_session() -> Option<(&'static str, Client, String)> {
 /// The live client process registered for session `id` of `client` on this host.
 fn registered_process(root: &Path, client: Client, id: &str) -> Option<ClientProcess> {
     let tag = host::host_tag();
-    let entries = crate::fsutil::read_dir(layout::sessions_dir(root)).ok()?;
+    let entries =
+        crate::fsutil::read_dir(layout::sessions_dir(&crate::worktree::shared_root(root))).ok()?;
     entries.flatten().find_map(|e| {
         let name = e.file_name();
         let (t, _) = layout::parse_session_name(name.to_str()?)?;
@@ -286,7 +287,7 @@ fn registered_process(root: &Path, client: Client, id: &str) -> Option<ClientPro
 /// `None` when that is a shell itself: a hook run by hand from a terminal (`echo … | coord hook
 /// claude`) must not make the terminal a client session.
 pub fn hook_client_process() -> Option<ClientProcess> {
-    let parent = std::os::unix::process::parent_id();
+    let parent = host::invoker();
     let parent_name = host::command_name(parent);
     let (pid, name) = if parent_name
         .as_deref()
@@ -339,7 +340,11 @@ pub fn register(
     process: ClientProcess,
 ) -> Result<()> {
     let root = ws.root();
-    let path = layout::session_file(root, host::host_tag(), process.pid);
+    let path = layout::session_file(
+        &crate::worktree::shared_root(root),
+        host::host_tag(),
+        process.pid,
+    );
     if let Some(reg) = Registration::read(&path)
         && reg.client == client
         && reg.session == id
@@ -348,7 +353,7 @@ pub fn register(
         return Ok(());
     }
     ws.ensure_state_dir()?;
-    fsutil::ensure_dir(&layout::sessions_dir(root))?;
+    fsutil::ensure_dir(&layout::sessions_dir(&crate::worktree::shared_root(root)))?;
     let reg = Registration {
         client,
         session: id.to_string(),
@@ -368,7 +373,11 @@ pub fn register(
 ///
 /// [`Error::Io`](crate::Error::Io) when the file cannot be removed.
 pub fn end(ws: &Workspace, client: Client, id: &str, process: ClientProcess) -> Result<()> {
-    let path = layout::session_file(ws.root(), host::host_tag(), process.pid);
+    let path = layout::session_file(
+        &crate::worktree::shared_root(ws.root()),
+        host::host_tag(),
+        process.pid,
+    );
     match Registration::read(&path) {
         Some(reg) if reg.client == client && reg.session == id => {
             fsutil::remove(&path)?;
@@ -382,7 +391,7 @@ pub fn end(ws: &Workspace, client: Client, id: &str, process: ClientProcess) -> 
 fn sweep(root: &Path) {
     use std::os::unix::ffi::OsStrExt;
     let tag = host::host_tag();
-    let dir = layout::sessions_dir(root);
+    let dir = layout::sessions_dir(&crate::worktree::shared_root(root));
     let mut gone: Vec<PathBuf> = Vec::new();
     let _ = fsutil::for_each_name(&dir, |name| {
         let ours = std::str::from_utf8(name)
@@ -475,7 +484,11 @@ mod tests {
         let dead = ClientProcess::of(child.id());
         child.wait().unwrap();
         if let Some(dead) = dead {
-            let path = layout::session_file(ws.root(), host::host_tag(), dead.pid);
+            let path = layout::session_file(
+                &crate::worktree::shared_root(ws.root()),
+                host::host_tag(),
+                dead.pid,
+            );
             register(&ws, Client::Codex, "x1", &agent, dead).unwrap();
             assert!(!path.exists(), "swept at once: its process is gone");
         }

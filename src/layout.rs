@@ -43,23 +43,14 @@
 //! <meta>/changelog/...                              seed 003 changelogs
 //! ```
 //!
-//! No other module builds a path by joining strings.
+//! No other module builds a path by joining strings. Names only, no I/O: every `root` below is
+//! the workspace's shared root (where `.coord/` and presences live; for a linked git worktree,
+//! the main work tree's, which the caller resolves: see `worktree::shared_root`).
 
 use std::path::{Path, PathBuf};
 
+use crate::error::quote::is_valid_agent_id;
 use crate::host;
-
-/// Whether `id` is a valid agent id (already lower-case): `^[a-z0-9][a-z0-9_-]{0,31}$`, the
-/// part of a presence, lock or message file name that names an agent.
-pub fn is_valid_agent_id(id: &str) -> bool {
-    let bytes = id.as_bytes();
-    !bytes.is_empty()
-        && bytes.len() <= 32
-        && (bytes[0].is_ascii_lowercase() || bytes[0].is_ascii_digit())
-        && bytes
-            .iter()
-            .all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || *b == b'_' || *b == b'-')
-}
 
 /// The folder under the root where coord keeps its own state.
 pub const STATE_DIR: &str = ".coord";
@@ -75,16 +66,9 @@ pub const TEMP_SUFFIX: &str = ".tmp";
 
 const TEMP_START: &str = ".coord-";
 
-/// `<root>/.coord`; for a linked git worktree, the main work tree's (one workspace per
-/// repository, see [`crate::worktree`]).
+/// `<root>/.coord`.
 pub fn state_dir(root: &Path) -> PathBuf {
-    shared_root(root).join(STATE_DIR)
-}
-
-/// The folder holding the workspace's shared state: `root`, or the main work tree of the
-/// repository when `root` is a linked worktree sharing it.
-pub fn shared_root(root: &Path) -> PathBuf {
-    crate::worktree::shared_root(root)
+    root.join(STATE_DIR)
 }
 
 /// `<root>/.coord/init.json`: what `coord init` wrote, for `coord init --remove`.
@@ -155,7 +139,7 @@ pub fn sync_warned(root: &Path) -> PathBuf {
 
 /// `<root>/.<agent>_presence`.
 pub fn presence(root: &Path, agent: &str) -> PathBuf {
-    shared_root(root).join(format!(".{agent}_presence"))
+    root.join(format!(".{agent}_presence"))
 }
 
 /// The agent id of a presence file name (`.claude_presence` → `claude`).
@@ -166,7 +150,7 @@ pub fn presence_agent(file_name: &str) -> Option<&str> {
 
 /// `<root>/.handshake_<agent>`.
 pub fn handshake(root: &Path, agent: &str) -> PathBuf {
-    shared_root(root).join(format!(".handshake_{agent}"))
+    root.join(format!(".handshake_{agent}"))
 }
 
 /// The agent id of a handshake file name (`.handshake_gemini` → `gemini`).
@@ -305,24 +289,17 @@ pub fn skip_in_walk(dir_name: &str) -> bool {
     dir_name == STATE_DIR || dir_name == ".git"
 }
 
+/// `<root>/.coord/held`: the index of the locks coord made, one empty entry per lock file,
+/// so that views find them without walking the tree (see `v3::lock::index`).
+pub fn held_dir(root: &Path) -> PathBuf {
+    state_dir(root).join("held")
+}
+
 /// `<root>/.coord/worktrees`: the repository's linked worktrees as last read from git's files,
 /// kept so that a lock in a linked worktree finds the other trees with a `stat` each (see
 /// `worktree`). A cache: deleting it costs one reading of git's files.
 pub fn worktrees_cache(root: &Path) -> PathBuf {
     state_dir(root).join("worktrees")
-}
-
-/// `<state>/folders` (`state` a `.coord/` folder): the folders of each work tree that the walk
-/// for hand-made locks entered, with the stat data that tell whether they changed since (see
-/// `v3::lock::folders`). A cache: deleting it costs one walk.
-pub fn folders_cache(state: &Path) -> PathBuf {
-    state.join("folders")
-}
-
-/// `<root>/.coord/held`: the index of the locks coord made, one empty entry per lock file,
-/// so that views find them without walking the tree (see `v3::lock::index`).
-pub fn held_dir(root: &Path) -> PathBuf {
-    state_dir(root).join("held")
 }
 
 /// What earlier versions of coord kept in `.coord/` and this one neither reads nor writes:
@@ -412,8 +389,7 @@ pub const BACKUPS_DIR: &str = "backups";
 /// absolute path when it lies outside, in a linked worktree), `%` written `%25` and `/`
 /// written `%2F`; a hash when that name would be too long.
 pub fn backup_generations(root: &Path, file: &Path) -> PathBuf {
-    let shared = shared_root(root);
-    let key = match file.strip_prefix(&shared) {
+    let key = match file.strip_prefix(root) {
         Ok(rel) => rel.to_string_lossy().into_owned(),
         Err(_) => file.to_string_lossy().into_owned(),
     };

@@ -21,7 +21,8 @@
 //!   the branches of the work trees changed alike, before the merge); [`history`] (what
 //!   happened: the event log behind `coord log` and `coord watch`); [`watch`] (the live view:
 //!   what changed between two looks, for `coord watch`);
-//! - front doors: [`mcp`] (the Model Context Protocol server's framing and tool catalogue).
+//! - front doors: [`mcp`] (the Model Context Protocol server's framing and tool catalogue);
+//!   [`ui`] (the page for the humans watching: a small HTTP server of the status and the history).
 
 // The library has no unsafe code; only the binary's C entry point (src/main.rs) needs it.
 #![forbid(unsafe_code)]
@@ -57,6 +58,7 @@ pub mod review;
 pub mod shell;
 pub mod shelledit;
 pub mod status;
+pub mod ui;
 pub mod v3;
 pub mod wait;
 pub mod watch;

@@ -62,7 +62,7 @@ fn is_workspace(dir: &Path) -> bool {
 pub fn register(root: &Path) {
     // A linked git worktree (even one inside the main checkout) shares the main tree's
     // workspace: it is not a workspace nested in it.
-    if layout::shared_root(root) != root {
+    if crate::worktree::shared_root(root) != root {
         return;
     }
     let Some(outer) = root
@@ -80,18 +80,24 @@ pub fn register(root: &Path) {
     else {
         return;
     };
-    let entry = layout::nested_entry(outer, &rel);
+    let entry = layout::nested_entry(&crate::worktree::shared_root(outer), &rel);
     if fs::symlink_metadata(&entry).is_ok() {
         return;
     }
-    if fsutil::ensure_dir(&layout::nested_register(outer)).is_ok() {
+    if fsutil::ensure_dir(&layout::nested_register(&crate::worktree::shared_root(
+        outer,
+    )))
+    .is_ok()
+    {
         let _ = fsutil::replace(&entry, format!("{rel}\n").as_bytes());
     }
 }
 
 /// The paths the register of `root` names, as written (unchecked).
 fn registered(root: &Path) -> Vec<String> {
-    let Ok(entries) = crate::fsutil::read_dir(layout::nested_register(root)) else {
+    let Ok(entries) =
+        crate::fsutil::read_dir(layout::nested_register(&crate::worktree::shared_root(root)))
+    else {
         return Vec::new();
     };
     entries
@@ -172,7 +178,12 @@ fn agents_of(root: &Path, now: &Timestamp) -> Vec<NestedAgent> {
 /// sent to it here would wait in an inbox it never reads. Looks for the locks under the root
 /// only then (a folder walk, on this rare path alone).
 pub fn home_of(ws: &Workspace, agent: &str) -> Option<Nested> {
-    if fs::symlink_metadata(layout::presence(ws.root(), agent)).is_ok() {
+    if fs::symlink_metadata(layout::presence(
+        &crate::worktree::shared_root(ws.root()),
+        agent,
+    ))
+    .is_ok()
+    {
         return None;
     }
     let locks = crate::v3::lock::scan_tree(ws);

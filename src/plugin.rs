@@ -377,7 +377,8 @@ pub fn gate(ws: &Workspace, client: Option<Client>) -> Gate {
     {
         return Gate::Off;
     }
-    let set_up = std::fs::symlink_metadata(layout::state_dir(root)).is_ok_and(|m| m.is_dir());
+    let set_up = std::fs::symlink_metadata(layout::state_dir(&crate::worktree::shared_root(root)))
+        .is_ok_and(|m| m.is_dir());
     if git.is_none() && !set_up {
         return Gate::Elsewhere;
     }
@@ -401,7 +402,7 @@ pub fn gate(ws: &Workspace, client: Option<Client>) -> Gate {
 /// best effort (`.coord/.gitignore` already hides the state folder).
 pub fn adopt(ws: &Workspace) -> Result<()> {
     let root = ws.root();
-    let state = layout::state_dir(root);
+    let state = layout::state_dir(&crate::worktree::shared_root(root));
     let marker = state.join(".gitignore");
     if std::fs::symlink_metadata(&marker).is_ok() {
         return Ok(());

@@ -159,7 +159,7 @@ proptest! {
             prop_assert!(is_valid_agent_id(a.id()));
             prop_assert_eq!(a.id(), name.to_ascii_lowercase());
             let root = Path::new("/w");
-            let presence = layout::presence(root, a.id());
+            let presence = layout::presence(&crate::worktree::shared_root(root), a.id());
             prop_assert_eq!(presence.parent(), Some(root));
             let lock = layout::lock_file(&root.join("f"), a.id());
             prop_assert_eq!(lock.parent(), Some(root));
@@ -199,7 +199,7 @@ proptest! {
         prop_assert_eq!(layout::parse_temp_name(&temp), Some((tag.as_str(), pid)));
         prop_assert!(layout::parse_lock_name(&temp).is_none());
         prop_assert_eq!(layout::parse_ticket_name(&layout::ticket_name(seq, &agent)), Some(seq));
-        let presence = layout::presence(Path::new("/w"), &agent);
+        let presence = layout::presence(&crate::worktree::shared_root(Path::new("/w")), &agent);
         prop_assert_eq!(
             layout::presence_agent(presence.file_name().unwrap().to_str().unwrap()),
             Some(agent.as_str())

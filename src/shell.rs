@@ -1,21 +1,7 @@
 //! Commands coord suggests in hints, written so that they run as printed when pasted into a
 //! POSIX shell: every interpolated word is quoted when it needs to be.
 
-use crate::layout::is_valid_agent_id;
-
-/// `word` as one shell word: unchanged when it holds only characters no shell treats
-/// specially, else in single quotes (a `'` inside written as `'\''`).
-pub fn arg(word: &str) -> String {
-    let plain = !word.is_empty()
-        && word
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b"_-./:@%+=,".contains(&b));
-    if plain {
-        word.to_string()
-    } else {
-        format!("'{}'", word.replace('\'', r"'\''"))
-    }
-}
+pub use crate::error::quote::{agent, arg};
 
 /// The path of one file as a coord FILE argument in a suggested command: a `\` before each
 /// wildcard character (`a\[1\].md`, else it would be a claim, see
@@ -24,34 +10,11 @@ pub fn file(rel: &str) -> String {
     arg(&crate::pattern::escape_name(rel))
 }
 
-/// The agent id to address in a suggested command, from a holder as shown in a message
-/// (`Claude`, `Claude (process 3115)`): the name before any parenthesis, lower-cased, quoted
-/// when it is not a valid id (a lock written by hand may say anything).
-pub fn agent(holder: &str) -> String {
-    let name = holder.split(" (").next().unwrap_or(holder).trim();
-    let id = name.to_ascii_lowercase();
-    if is_valid_agent_id(&id) {
-        id
-    } else {
-        arg(name)
-    }
-}
-
 #[cfg(test)]
 mod tests {
-    use super::*;
-
     #[test]
-    fn words_are_quoted_when_needed() {
-        assert_eq!(arg("src/lib.rs"), "src/lib.rs");
-        assert_eq!(arg("a file (1).txt"), "'a file (1).txt'");
-        assert_eq!(arg("it's"), r"'it'\''s'");
-        assert_eq!(arg("$HOME"), "'$HOME'");
-        assert_eq!(arg(""), "''");
-        assert_eq!(file("src/lib.rs"), "src/lib.rs");
-        assert_eq!(file("a[1].md"), r"'a\[1\].md'");
-        assert_eq!(agent("Claude (process 3115)"), "claude");
-        assert_eq!(agent("gemini"), "gemini");
-        assert_eq!(agent("Claude Code"), "'Claude Code'");
+    fn a_file_keeps_its_wildcards_literal() {
+        assert_eq!(super::file("src/lib.rs"), "src/lib.rs");
+        assert_eq!(super::file("a[1].md"), r"'a\[1\].md'");
     }
 }

@@ -91,7 +91,7 @@ pub fn held_by_others(ws: &Workspace, me: &AgentId) -> Vec<Held> {
 ///
 /// [`crate::Error::Io`] when the record cannot be written.
 pub fn start(ws: &Workspace, agent: &AgentId) -> Result<()> {
-    let path = layout::shell_start(ws.root(), agent.id());
+    let path = layout::shell_start(&crate::worktree::shared_root(ws.root()), agent.id());
     let held = held_by_others(ws, agent);
     let record = Start {
         files: held
@@ -115,7 +115,7 @@ pub fn start(ws: &Workspace, agent: &AgentId) -> Result<()> {
 /// start record is used up (its mtime set to the epoch). No record, or one used up (the
 /// pre-tool hook did not run): nothing is known to have changed.
 pub fn changed(ws: &Workspace, agent: &AgentId) -> Vec<Changed> {
-    let path = layout::shell_start(ws.root(), agent.id());
+    let path = layout::shell_start(&crate::worktree::shared_root(ws.root()), agent.id());
     let Ok((bytes, Some(started))) = fsutil::read_capped_with_mtime(&path, RECORD_CAP) else {
         return Vec::new();
     };

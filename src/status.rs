@@ -287,6 +287,23 @@ impl Seen {
     }
 }
 
+/// How long a FINISHED agent stays in the view.
+pub const FADE_AFTER_S: u64 = 3600;
+
+/// The document `coord status` shows (and `coord ui` serves): the whole workspace with the
+/// conflicts between branches, without the agents that finished over [`FADE_AFTER_S`] ago
+/// unless `all` (`coord prune` removes them).
+pub fn document(ws: &Workspace, all: bool) -> Status {
+    let mut st = collect(ws);
+    add_conflicts(&mut st, ws);
+    if !all {
+        st.agents.retain(|a| {
+            a.status != "FINISHED" || a.heartbeat_age_s.is_none_or(|age| age <= FADE_AFTER_S)
+        });
+    }
+    st
+}
+
 /// Fill in `conflicts` (git runs only where the repository has two work trees or more).
 pub fn add_conflicts(st: &mut Status, ws: &Workspace) {
     let view = crate::conflicts::view(ws);
@@ -585,10 +602,11 @@ pub fn collect(ws: &Workspace) -> Status {
     crate::history::mark_needs_user(ws.root(), &mut agents);
     let trees = crate::worktree::trees(ws.root());
     for a in &mut agents {
-        let top = a
-            .worktree
-            .clone()
-            .unwrap_or_else(|| crate::layout::shared_root(ws.root()).display().to_string());
+        let top = a.worktree.clone().unwrap_or_else(|| {
+            crate::worktree::shared_root(ws.root())
+                .display()
+                .to_string()
+        });
         a.branch = trees
             .iter()
             .find(|t| t.top.as_os_str() == top.as_str())

@@ -26,7 +26,7 @@ use crate::fsutil;
 use crate::layout;
 use crate::pattern::{self, Pattern};
 
-pub use crate::layout::is_valid_agent_id;
+pub use crate::error::quote::is_valid_agent_id;
 
 /// Who is acting: the id used in file names and the name as given, for display.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -182,7 +182,7 @@ impl Workspace {
     /// `.coord/` cannot be created.
     pub fn init(dir: &Path) -> Result<(Workspace, bool)> {
         let root = canonical_dir(dir)?;
-        let state = layout::state_dir(&root);
+        let state = layout::state_dir(&crate::worktree::shared_root(&root));
         let existed = fs::symlink_metadata(&state).is_ok_and(|m| m.is_dir());
         fsutil::ensure_dir(&state)?;
         if !existed {
@@ -208,7 +208,7 @@ impl Workspace {
     ///
     /// [`Error::Io`] when the folder cannot be created.
     pub fn ensure_state_dir(&self) -> Result<PathBuf> {
-        let dir = layout::state_dir(&self.root);
+        let dir = layout::state_dir(&crate::worktree::shared_root(&self.root));
         // The root was resolved (no symlink above it), so a real folder at `.coord` is all
         // there is to check; anything else (missing, a symlink, a file) takes the careful path.
         if !fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
@@ -242,9 +242,11 @@ impl Workspace {
         if SWEPT.swap(true, std::sync::atomic::Ordering::Relaxed) {
             return;
         }
-        let queue = layout::queue_root(&self.root);
+        let queue = layout::queue_root(&crate::worktree::shared_root(&self.root));
         fsutil::sweep_temps(&self.root);
-        fsutil::sweep_temps(&layout::state_dir(&self.root));
+        fsutil::sweep_temps(&layout::state_dir(&crate::worktree::shared_root(
+            &self.root,
+        )));
         // `.coord/queue/` and its queue folders (only folders: a symlink there is not entered),
         // in one listing.
         if let Ok(entries) = crate::fsutil::read_dir(&queue) {
@@ -264,7 +266,7 @@ impl Workspace {
     ///
     /// [`Error::Io`] when it cannot be opened or locked.
     pub fn lock_mutex(&self) -> Result<arbiter::Guard> {
-        self.lock_mutex_within(fsutil::MUTEX_PATIENCE)
+        self.lock_mutex_within(arbiter::MUTEX_PATIENCE)
     }
 
     /// [`Workspace::lock_mutex`], waiting at most `patience` for a holder to let go.
@@ -278,14 +280,10 @@ impl Workspace {
         // mutex: create it again and go on. Exclusion does not depend on the old folder: the
         // mutex is checked to be the file at its path once locked.
         self.require_arbitration()?;
-        let mutex = layout::mutex(&self.root);
+        let mutex = layout::mutex(&crate::worktree::shared_root(&self.root));
         let mut tries = 0;
         loop {
-            // A mutex kept open needs no folder to open it in; if `.coord/` went away since,
-            // the take says so (not found) and the next round looks at the folder first.
-            if tries > 0 || !fsutil::mutex_kept_open(&mutex) {
-                self.ensure_state_dir()?;
-            }
+            self.ensure_state_dir()?;
             match arbiter::Guard::take_within(&mutex, self.policy()?.arbitration, patience) {
                 Err(Error::Io { source, .. })
                     if source.kind() == std::io::ErrorKind::NotFound && tries < 100 =>
@@ -579,7 +577,7 @@ fn enclosing_workspace(dir: &Path) -> Option<PathBuf> {
     dir.ancestors()
         .enumerate()
         .find(|(i, d)| {
-            fsutil::real_entry(&layout::state_dir(d))
+            fsutil::real_entry(&layout::state_dir(&crate::worktree::shared_root(d)))
                 .is_some_and(|m| m.is_dir() && (*i == 0 || trusted_from_below(&m)))
                 || crate::worktree::is_linked(d)
         })

@@ -10,7 +10,7 @@
 //! A linked worktree holding its own `.coord/` folder stays a workspace of its own, and so does
 //! a bare repository's worktree (there is no main work tree to share).
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
@@ -44,71 +44,17 @@ fn read_small(path: &Path) -> Option<String> {
     Some(String::from_utf8_lossy(&bytes).trim().to_string())
 }
 
-/// Resolve `p` (as written in a git file) against `base`.
-fn resolve(real: &mut RealPaths, base: &Path, p: &str) -> PathBuf {
+/// Resolve `p` (as written in a git file) against `base`, as `canonicalize` does when the
+/// path exists.
+fn resolve(base: &Path, p: &str) -> PathBuf {
     let joined = base.join(p);
-    real.resolve(&joined).unwrap_or(joined)
-}
-
-/// Paths resolved as `fs::canonicalize` resolves them (absolute, no `.`, `..` or symbolic
-/// link left), remembering the folders already found real: git's files name many paths under
-/// one parent (every `worktrees/NAME/gitdir`, `commondir` as `../..`), and `canonicalize` asks
-/// the kernel about every component of each (`readlink`), where a shared prefix is asked about
-/// once here. Kept for one look at the repository, never across: a folder may be replaced by a
-/// symbolic link later.
-#[derive(Default)]
-struct RealPaths {
-    known: HashSet<PathBuf>,
-}
-
-impl RealPaths {
-    /// `path` resolved (`None`: it does not exist, as `canonicalize` fails). Below a known real
-    /// folder, `..` is its parent and a name is one `lstat`; a symbolic link on the way hands
-    /// the whole path to `canonicalize`.
-    fn resolve(&mut self, path: &Path) -> Option<PathBuf> {
-        use std::path::Component;
-        if !path.is_absolute() {
-            return fs::canonicalize(path).ok();
-        }
-        let mut real = PathBuf::new();
-        let mut components = path.components().peekable();
-        while let Some(component) = components.next() {
-            match component {
-                Component::RootDir | Component::Prefix(_) => real.push(component),
-                Component::CurDir => {}
-                Component::ParentDir => {
-                    real.pop();
-                }
-                Component::Normal(name) => {
-                    real.push(name);
-                    if self.known.contains(&real) {
-                        continue;
-                    }
-                    let meta = fs::symlink_metadata(&real).ok()?;
-                    if meta.is_symlink() {
-                        return fs::canonicalize(path).ok();
-                    }
-                    if meta.is_dir() {
-                        self.known.insert(real.clone());
-                    } else if components.peek().is_some() {
-                        // A file with more below it: not a path (`ENOTDIR`).
-                        return None;
-                    }
-                }
-            }
-        }
-        Some(real)
-    }
+    fs::canonicalize(&joined).unwrap_or(joined)
 }
 
 /// The per-worktree git folder of a linked worktree at `top` (`<common>/worktrees/NAME`), when
 /// `top/.git` is a file naming one that has a `commondir`.
 pub fn linked_gitdir(top: &Path) -> Option<PathBuf> {
-    linked_gitdir_with(&mut RealPaths::default(), top)
-}
-
-fn linked_gitdir_with(real: &mut RealPaths, top: &Path) -> Option<PathBuf> {
-    let gitdir = gitfile_target(real, top)?;
+    let gitdir = gitfile_target(top)?;
     fs::symlink_metadata(gitdir.join("commondir"))
         .is_ok_and(|m| m.is_file())
         .then_some(gitdir)
@@ -116,22 +62,22 @@ fn linked_gitdir_with(real: &mut RealPaths, top: &Path) -> Option<PathBuf> {
 
 /// The git folder a `.git` *file* at `top` names (`gitdir: PATH`, resolved): a linked
 /// worktree's or a submodule's. `None` when `top/.git` is no such file.
-fn gitfile_target(real: &mut RealPaths, top: &Path) -> Option<PathBuf> {
+fn gitfile_target(top: &Path) -> Option<PathBuf> {
     let dot_git = top.join(".git");
     if !fs::symlink_metadata(&dot_git).ok()?.is_file() {
         return None;
     }
     let text = read_small(&dot_git)?;
-    Some(resolve(real, top, text.strip_prefix("gitdir:")?.trim()))
+    Some(resolve(top, text.strip_prefix("gitdir:")?.trim()))
 }
 
 /// The git folder of the work tree at `top`: `top/.git`, or the folder its `.git` file names.
-fn git_dir_with(real: &mut RealPaths, top: &Path) -> Option<PathBuf> {
+fn git_dir(top: &Path) -> Option<PathBuf> {
     let dot_git = top.join(".git");
     if fs::symlink_metadata(&dot_git).ok()?.is_dir() {
-        return real.resolve(&dot_git);
+        return fs::canonicalize(&dot_git).ok();
     }
-    gitfile_target(real, top)
+    gitfile_target(top)
 }
 
 /// The work tree of the superproject when the work tree at `top` is a submodule checked out in
@@ -141,8 +87,7 @@ fn git_dir_with(real: &mut RealPaths, top: &Path) -> Option<PathBuf> {
 /// worktree, a repository of its own that merely lies inside another (its own `.git` folder),
 /// or a `.git` file naming some other place is no submodule.
 pub fn superproject_of(top: &Path) -> Option<PathBuf> {
-    let mut real = RealPaths::default();
-    let gitdir = gitfile_target(&mut real, top)?;
+    let gitdir = gitfile_target(top)?;
     if fs::symlink_metadata(gitdir.join("commondir")).is_ok() {
         return None;
     }
@@ -150,7 +95,7 @@ pub fn superproject_of(top: &Path) -> Option<PathBuf> {
         .parent()?
         .ancestors()
         .find(|a| fsutil::real_entry(&a.join(".git")).is_some())?;
-    let modules = git_dir_with(&mut real, above)?.join("modules");
+    let modules = git_dir(above)?.join("modules");
     (gitdir.starts_with(&modules) && gitdir != modules).then(|| above.to_path_buf())
 }
 
@@ -179,10 +124,9 @@ pub fn enclosing_common_dir(dir: &Path) -> Option<PathBuf> {
 
 /// The common git folder a linked worktree at `top` names (its `gitdir`'s `commondir`).
 fn linked_common_dir(top: &Path) -> Option<PathBuf> {
-    let mut real = RealPaths::default();
-    let gitdir = linked_gitdir_with(&mut real, top)?;
+    let gitdir = linked_gitdir(top)?;
     let common = read_small(&gitdir.join("commondir"))?;
-    Some(resolve(&mut real, &gitdir, &common))
+    Some(resolve(&gitdir, &common))
 }
 
 /// The main work tree of a repository whose common folder is `common` (`None`: a bare one).
@@ -330,7 +274,6 @@ fn changed_lately(stat: &Stat) -> bool {
 /// The linked worktrees named in `<common>/worktrees/*/gitdir`, whatever their state.
 fn read_linked(common: &Path) -> Vec<Linked> {
     let mut found = Vec::new();
-    let mut real = RealPaths::default();
     let Ok(entries) = crate::fsutil::read_dir(common.join("worktrees")) else {
         return found;
     };
@@ -345,7 +288,7 @@ fn read_linked(common: &Path) -> Vec<Linked> {
             continue;
         };
         // Resolved like every root (git may have written it through a symlink).
-        let Some(top) = real.resolve(top) else {
+        let Ok(top) = fs::canonicalize(top) else {
             continue;
         };
         found.push(Linked {
@@ -444,46 +387,4 @@ pub fn tree_of(root: &Path, path: &Path) -> Option<Tree> {
         .into_iter()
         .filter(|t| path.starts_with(&t.top))
         .max_by_key(|t| t.top.components().count())
-}
-
-#[cfg(test)]
-#[allow(clippy::disallowed_methods)] // plants folders and links on purpose
-mod tests {
-    use super::*;
-
-    #[test]
-    fn real_paths_resolve_as_canonicalize_does() {
-        let dir = tempfile::tempdir().unwrap();
-        let base = fs::canonicalize(dir.path()).unwrap();
-        fs::create_dir_all(base.join("a/b/c")).unwrap();
-        fs::create_dir_all(base.join("x/y")).unwrap();
-        fs::write(base.join("a/file"), b"").unwrap();
-        std::os::unix::fs::symlink(base.join("x/y"), base.join("a/link")).unwrap();
-        std::os::unix::fs::symlink("../x", base.join("a/b/rel")).unwrap();
-        std::os::unix::fs::symlink(base.join("nowhere"), base.join("a/dangling")).unwrap();
-        let cases = [
-            "a/b/c",
-            "a/b/c/../..",
-            "a/./b/../b/c/",
-            "a/link",
-            "a/link/..",
-            "a/link/../y/../../a",
-            "a/b/rel/y",
-            "a/b/rel/..",
-            "a/file",
-            "a/file/..",
-            "a/file/x",
-            "a/dangling",
-            "a/missing",
-            "a/missing/..",
-            "../../../../../../..",
-        ];
-        // One resolver for all, as for the trees of one repository: what it remembered from
-        // one path must not change another's answer.
-        let mut real = RealPaths::default();
-        for case in cases {
-            let path = base.join(case);
-            assert_eq!(real.resolve(&path), fs::canonicalize(&path).ok(), "{case}");
-        }
-    }
 }

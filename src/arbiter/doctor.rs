@@ -61,8 +61,8 @@ pub struct SyncTool {
     pub marker: String,
 }
 
-/// Diagnose the workspace at `root` (writes one small probe file in `state_dir`, its `.coord/`,
-/// to measure the clock skew).
+/// Diagnose the workspace at `root` (writes one small probe file in `state_dir`, its shared
+/// `.coord/`, to measure the clock skew).
 ///
 /// # Errors
 ///
@@ -71,7 +71,8 @@ pub fn diagnose(root: &Path, state_dir: &Path) -> Result<Diagnosis> {
     let policy = super::policy(root)?;
     let skew = super::measure_skew(state_dir).ok();
     let past_cache = policy.fs.class == FsClass::Local || reads_past_cache(state_dir);
-    Ok(diagnosis(root, &policy, skew, past_cache))
+    let copies = conflict_copies(root, state_dir);
+    Ok(diagnosis(root, copies, &policy, skew, past_cache))
 }
 
 /// Whether this system reads a file in `dir` past this machine's cache of its contents, asked
@@ -81,9 +82,14 @@ fn reads_past_cache(dir: &Path) -> bool {
         .is_ok_and(|probe| crate::fsutil::forget_cached_pages(probe.as_file()).unwrap_or(false))
 }
 
-fn diagnosis(root: &Path, policy: &Policy, skew_s: Option<f64>, past_cache: bool) -> Diagnosis {
+fn diagnosis(
+    root: &Path,
+    conflict_copies: Vec<String>,
+    policy: &Policy,
+    skew_s: Option<f64>,
+    past_cache: bool,
+) -> Diagnosis {
     let sync_tool = sync_tool(root);
-    let conflict_copies = conflict_copies(root);
     let mut warnings = Vec::new();
     if let Some(s) = &sync_tool {
         warnings.push(sync_warning(s));
@@ -202,10 +208,10 @@ pub fn is_conflict_copy(name: &str) -> bool {
         || name.contains("(Case Conflict")
 }
 
-fn conflict_copies(root: &Path) -> Vec<String> {
+fn conflict_copies(root: &Path, state_dir: &Path) -> Vec<String> {
     let mut found = Vec::new();
-    for dir in [root.to_path_buf(), layout::state_dir(root)] {
-        let Ok(entries) = crate::fsutil::read_dir(&dir) else {
+    for dir in [root, state_dir] {
+        let Ok(entries) = crate::fsutil::read_dir(dir) else {
             continue;
         };
         for e in entries.flatten() {
@@ -228,13 +234,14 @@ fn conflict_copies(root: &Path) -> Vec<String> {
 }
 
 /// If a sync tool manages `root` and this has not been said before, remember that it was said
-/// (`.coord/sync-warned`) and return the warning: it is given once per workspace.
-pub fn sync_warning_once(root: &Path) -> Option<String> {
-    let state = layout::state_dir(root);
+/// (`.coord/sync-warned` under the `shared` root) and return the warning: it is given once per
+/// workspace.
+pub fn sync_warning_once(root: &Path, shared: &Path) -> Option<String> {
+    let state = layout::state_dir(shared);
     if !fs::symlink_metadata(&state).is_ok_and(|m| m.is_dir()) {
         return None;
     }
-    let marker = layout::sync_warned(root);
+    let marker = layout::sync_warned(shared);
     if fs::symlink_metadata(&marker).is_ok() {
         return None;
     }
@@ -257,13 +264,13 @@ mod tests {
         let ws = dir.path().join("project");
         fs::create_dir_all(ws.join(".coord")).unwrap();
         assert_eq!(sync_tool(&ws), None);
-        assert_eq!(sync_warning_once(&ws), None);
+        assert_eq!(sync_warning_once(&ws, &ws), None);
         fs::create_dir(dir.path().join(".stfolder")).unwrap();
         let found = sync_tool(&ws).unwrap();
         assert_eq!(found.tool, "Syncthing");
-        let first = sync_warning_once(&ws).expect("warned the first time");
+        let first = sync_warning_once(&ws, &ws).expect("warned the first time");
         assert!(first.contains("Syncthing"), "{first}");
-        assert_eq!(sync_warning_once(&ws), None, "and only once");
+        assert_eq!(sync_warning_once(&ws, &ws), None, "and only once");
     }
 
     /// #45: where this system cannot read a network folder's files past its own cache of
@@ -275,7 +282,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let sshfs =
             Policy::choose(FsInfo::from_magic(magic::FUSE, Some("fuse.sshfs")), None).unwrap();
-        let blind = diagnosis(dir.path(), &sshfs, None, false);
+        let blind = diagnosis(dir.path(), Vec::new(), &sshfs, None, false);
         assert!(!blind.reads_past_cache);
         assert!(
             blind
@@ -285,7 +292,7 @@ mod tests {
             "{:?}",
             blind.warnings
         );
-        let fresh = diagnosis(dir.path(), &sshfs, None, true);
+        let fresh = diagnosis(dir.path(), Vec::new(), &sshfs, None, true);
         assert!(
             fresh.reads_past_cache && fresh.warnings.is_empty(),
             "{fresh:?}"
@@ -307,7 +314,7 @@ mod tests {
         fs::write(dir.path().join("a.sync-conflict-1-2-X.txt"), "x").unwrap();
         fs::write(dir.path().join("a.txt"), "x").unwrap();
         assert_eq!(
-            conflict_copies(dir.path()),
+            conflict_copies(dir.path(), &dir.path().join(".coord")),
             vec!["a.sync-conflict-1-2-X.txt"]
         );
     }

@@ -100,14 +100,14 @@ impl Drop for LeaseGuard {
     }
 }
 
-/// Take the lease at `path`, waiting at most [`fsutil::MUTEX_PATIENCE`].
+/// Take the lease at `path`, waiting at most [`super::MUTEX_PATIENCE`].
 ///
 /// # Errors
 ///
 /// [`Error::Io`](crate::Error::Io) when the folder cannot be written, or when the lease stays
 /// held by others (changing hands) for the whole patience.
 pub fn acquire(path: &Path) -> Result<LeaseGuard> {
-    acquire_with(path, LEASE, fsutil::MUTEX_PATIENCE)
+    acquire_with(path, LEASE, super::MUTEX_PATIENCE)
 }
 
 /// [`acquire`] with a given lease and patience.
@@ -122,7 +122,7 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
     };
     let token = format!("{:016x}", host::random_u64());
     let text = render(&token, lease);
-    let deadline = Instant::now() + patience.min(fsutil::mutex_patience());
+    let deadline = Instant::now() + patience.min(super::mutex_patience());
     let mut seen: Option<(Vec<u8>, Instant)> = None;
     let mut pause = Duration::from_micros(50);
     let mut tmp = None;

@@ -27,6 +27,7 @@
 
 pub mod doctor;
 pub mod lease;
+mod mutex;
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -36,6 +37,10 @@ use serde::Serialize;
 
 use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
+
+pub use mutex::{
+    MUTEX_PATIENCE, MutexGuard, cap_mutex_patience, lock_mutex, lock_mutex_within, mutex_patience,
+};
 
 /// How a filesystem behaves for coord.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
@@ -64,62 +69,44 @@ pub struct FsInfo {
     pub class: FsClass,
 }
 
-/// Filesystem magic numbers (`statfs(2)`'s `f_type`) coord knows.
+/// Filesystem magic numbers (`statfs(2)`'s `f_type`) coord names.
 pub mod magic {
     /// NFS.
     pub const NFS: u64 = 0x6969;
-    /// SMB (the old `smbfs`).
-    pub const SMB: u64 = 0x517B;
-    /// CIFS.
-    pub const CIFS: u64 = 0xFF53_4D42;
-    /// SMB2/3 (`cifs` with the new magic).
-    pub const SMB2: u64 = 0xFE53_4D42;
     /// FUSE.
     pub const FUSE: u64 = 0x6573_5546;
     /// ext2/3/4.
     pub const EXT4: u64 = 0xEF53;
-    /// XFS.
-    pub const XFS: u64 = 0x5846_5342;
-    /// btrfs.
-    pub const BTRFS: u64 = 0x9123_683E;
-    /// tmpfs.
-    pub const TMPFS: u64 = 0x0102_1994;
-    /// overlayfs (containers).
-    pub const OVERLAY: u64 = 0x794C_7630;
-    /// ZFS.
-    pub const ZFS: u64 = 0x2FC1_2FC1;
-    /// F2FS.
-    pub const F2FS: u64 = 0xF2F5_2010;
-    /// ramfs.
-    pub const RAMFS: u64 = 0x8584_58F6;
-    /// bcachefs.
-    pub const BCACHEFS: u64 = 0xCA45_1A4E;
-    /// Windows file systems seen through WSL (`9p`/`v9fs`) are not local: see [`V9FS`].
-    pub const V9FS: u64 = 0x0102_1997;
 }
+
+/// Every filesystem coord knows by its magic number, with its class and name. Windows file
+/// systems seen through WSL (`9p`) are not local.
+const KNOWN: [(u64, FsClass, &str); 15] = [
+    (magic::NFS, FsClass::Nfs, "nfs"),
+    (0x517B, FsClass::Smb, "smb"),
+    (0xFF53_4D42, FsClass::Smb, "cifs"),
+    (0xFE53_4D42, FsClass::Smb, "smb2"),
+    (magic::FUSE, FsClass::Fuse, "fuse"),
+    (magic::EXT4, FsClass::Local, "ext4"),
+    (0x5846_5342, FsClass::Local, "xfs"),
+    (0x9123_683E, FsClass::Local, "btrfs"),
+    (0x0102_1994, FsClass::Local, "tmpfs"),
+    (0x794C_7630, FsClass::Local, "overlay"),
+    (0x2FC1_2FC1, FsClass::Local, "zfs"),
+    (0xF2F5_2010, FsClass::Local, "f2fs"),
+    (0x8584_58F6, FsClass::Local, "ramfs"),
+    (0xCA45_1A4E, FsClass::Local, "bcachefs"),
+    (0x0102_1997, FsClass::Other, "9p"),
+];
 
 impl FsInfo {
     /// Classify a `statfs` magic number; `mount_type` is the type `/proc/self/mountinfo` gives
     /// (`fuse.sshfs`, `nfs4`, …) when known.
     pub fn from_magic(magic_number: u64, mount_type: Option<&str>) -> FsInfo {
-        let (class, name) = match magic_number {
-            magic::NFS => (FsClass::Nfs, "nfs"),
-            magic::SMB => (FsClass::Smb, "smb"),
-            magic::CIFS => (FsClass::Smb, "cifs"),
-            magic::SMB2 => (FsClass::Smb, "smb2"),
-            magic::FUSE => (FsClass::Fuse, "fuse"),
-            magic::EXT4 => (FsClass::Local, "ext4"),
-            magic::XFS => (FsClass::Local, "xfs"),
-            magic::BTRFS => (FsClass::Local, "btrfs"),
-            magic::TMPFS => (FsClass::Local, "tmpfs"),
-            magic::OVERLAY => (FsClass::Local, "overlay"),
-            magic::ZFS => (FsClass::Local, "zfs"),
-            magic::F2FS => (FsClass::Local, "f2fs"),
-            magic::RAMFS => (FsClass::Local, "ramfs"),
-            magic::BCACHEFS => (FsClass::Local, "bcachefs"),
-            magic::V9FS => (FsClass::Other, "9p"),
-            _ => (FsClass::Other, "unknown"),
-        };
+        let (class, name) = KNOWN
+            .iter()
+            .find(|(m, _, _)| *m == magic_number)
+            .map_or((FsClass::Other, "unknown"), |(_, c, n)| (*c, *n));
         // The mount table names the exact type (`fuse.sshfs`, `nfs4`); the magic number decides
         // the class, so a misleading name cannot make a network mount look local.
         let name = match mount_type {
@@ -368,8 +355,17 @@ pub fn policy(root: &Path) -> Result<Policy> {
     Ok(p)
 }
 
+/// How often a waiter on `dir` re-checks without an event: [`crate::wait::RECHECK`], or sooner
+/// where events from other machines never arrive (a network filesystem).
+pub fn recheck_for(dir: &Path) -> Duration {
+    policy(dir).map_or(crate::wait::RECHECK, |p| {
+        p.recheck.min(crate::wait::RECHECK)
+    })
+}
+
 /// How far this machine's clock runs ahead of the folder's (the file server's), when it does by
-/// more than two seconds; measured once per process by writing a file in `.coord/` and reading
+/// more than two seconds; measured once per process by writing a file in `.coord/` (under the
+/// shared root `root`) and reading
 /// the mtime the server gave it. `None` when it does not, when it cannot be measured, or when
 /// the clock is fixed by `COORD_NOW`.
 pub fn clock_ahead(root: &Path) -> Option<Duration> {
@@ -422,7 +418,7 @@ pub fn measure_skew(dir: &Path) -> io::Result<f64> {
 #[derive(Debug)]
 pub enum Guard {
     /// `flock` on the mutex file.
-    Kernel(fsutil::MutexGuard),
+    Kernel(MutexGuard),
     /// A `link` lease.
     Lease(lease::LeaseGuard),
 }
@@ -435,11 +431,11 @@ impl Guard {
     /// [`Error::Io`] when it cannot be taken (a holder that never lets go, for a kernel lock,
     /// or a folder that cannot be written).
     pub fn take(mutex_path: &Path, arbitration: Arbitration) -> Result<Guard> {
-        Guard::take_within(mutex_path, arbitration, fsutil::MUTEX_PATIENCE)
+        Guard::take_within(mutex_path, arbitration, MUTEX_PATIENCE)
     }
 
     /// [`Guard::take`], waiting at most `patience` (and never past
-    /// [`fsutil::mutex_patience`]); a signal that asks this process to stop ends the wait.
+    /// [`mutex_patience`]); a signal that asks this process to stop ends the wait.
     ///
     /// # Errors
     ///
@@ -450,9 +446,7 @@ impl Guard {
         patience: Duration,
     ) -> Result<Guard> {
         match arbitration {
-            Arbitration::Kernel => {
-                fsutil::lock_mutex_within(mutex_path, patience).map(Guard::Kernel)
-            }
+            Arbitration::Kernel => lock_mutex_within(mutex_path, patience).map(Guard::Kernel),
             Arbitration::Link => {
                 lease::acquire_with(&lease::lease_path(mutex_path), lease::LEASE, patience)
                     .map(Guard::Lease)
@@ -518,9 +512,9 @@ mod tests {
         assert!(!local.exact_lookups && !local.overridden);
         for m in [
             magic::NFS,
-            magic::SMB,
-            magic::CIFS,
-            magic::SMB2,
+            0x517B,
+            0xFF53_4D42,
+            0xFE53_4D42,
             magic::FUSE,
             0x1234,
         ] {

@@ -68,11 +68,10 @@ pub fn run(args: CollabArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         CollabCommand::Write { text, .. } => {
             let agent = ctx.agent()?;
             let entry = collab::write(&target, &agent, &msg::text_or_stdin(&text)?)?;
-            if ctx.json {
-                output::json(&serde_json::json!({ "file": target.rel, "entry": entry }));
-            } else if !ctx.quiet {
-                output::line(&format!("Appended to {}", target.rel));
-            }
+            ctx.emit(
+                &serde_json::json!({ "file": target.rel, "entry": entry }),
+                || format!("Appended to {}", target.rel),
+            );
         }
         CollabCommand::Read { follow: true, .. } => {
             stop_on_signals();
@@ -112,7 +111,7 @@ fn print_batch(target: &Target, batch: &Batch, ctx: &Ctx, following: bool) {
     for e in &batch.entries {
         if ctx.json {
             // Following: one JSON entry per line.
-            match output::json_text(e, false) {
+            match output::json_text(e) {
                 Ok(text) => output::line(&text),
                 Err(e) => output::diag(&format!("error: cannot render JSON: {e}")),
             }

@@ -8,14 +8,15 @@ use std::sync::Arc;
 use anyhow::{Context as _, bail};
 use clap::Args;
 
-use coord::{Error, ExitCode, fsutil};
+use coord::{Error, ExitCode};
 
 use super::{Ctx, output};
 
 /// Run a live multi-agent session in a fresh folder, ending in `coord status`
 ///
-/// Each agent is a real `coord` process: they announce their presence, contend for the same
-/// file (waiting for and handing over the lock), and the session ends with `coord status`.
+/// Each agent is a real `coord` process: two agent clients' hooks collide on one file (one is
+/// denied with the reason its agent reads, then allowed), agents in a shell wait their turn,
+/// agree on the rules, talk, hold a short dialogue and one review step; `coord status` ends it.
 /// The folder is a new temporary folder unless `--dir` names an empty or new one.
 ///
 ///   coord demo
@@ -45,16 +46,18 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     if !status.success() {
         bail!("coord status failed in the demo folder");
     }
-    output::line(&format!("\nThe demo folder is {}", dir.display()));
+    output::line(&format!(
+        "\nThe demo folder is {d} (nothing runs in it any more); remove it with: rm -rf {d}",
+        d = dir.display()
+    ));
     Ok(ExitCode::Success)
 }
 
 fn demo_dir(ctx: &Ctx) -> anyhow::Result<PathBuf> {
     match &ctx.dir {
+        // `-C DIR`: made before the command ran (see `cli::run`), and resolved.
         Some(d) => {
-            let d = ctx.cwd().join(d);
-            fsutil::ensure_dir(&d)?;
-            let busy = coord::fsutil::read_dir(&d)
+            let busy = coord::fsutil::read_dir(d)
                 .with_context(|| format!("cannot read {}", d.display()))?
                 .next()
                 .is_some();
@@ -65,7 +68,7 @@ fn demo_dir(ctx: &Ctx) -> anyhow::Result<PathBuf> {
                 }
                 .into());
             }
-            Ok(std::fs::canonicalize(&d)?)
+            Ok(d.clone())
         }
         None => {
             let t = tempfile::Builder::new()

@@ -149,13 +149,13 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             let (topic, agents) = (output::clean(&v.topic), v.participants.join(", "));
             let first = v.turn.as_deref().unwrap_or("-");
             let rel = d.rel();
-            emit(ctx, &v, || {
+            ctx.emit(&v, || {
                 format!("Dialogue started in {rel}/: {topic} ({agents}). {first} speaks first.")
             });
         }
         DialogueCommand::Turn => {
             let view = d.snapshot()?.view();
-            emit(ctx, &view, || render_view(&view));
+            ctx.emit(&view, || render_view(&view));
         }
         DialogueCommand::Wait { as_id, timeout } => {
             let id = validate_id(&speaker(as_id, ctx)?)?;
@@ -168,7 +168,7 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             if let Some(p) = &v.priority {
                 text.push_str(&format!("\nPRIORITY from the user: {}", output::clean(p)));
             }
-            emit(ctx, &v, || text);
+            ctx.emit(&v, || text);
         }
         DialogueCommand::Say(a) => say_cmd(a, &d, ctx)?,
         DialogueCommand::Command { words } => {
@@ -181,7 +181,7 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 ));
             }
             let doc = serde_json::json!({ "command": cmd, "file": file, "archived": archived });
-            emit(ctx, &doc, || text);
+            ctx.emit(&doc, || text);
         }
         DialogueCommand::Show { follow } => {
             let bytes = d.conversation_bytes()?;
@@ -210,19 +210,10 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         DialogueCommand::Archive => {
             let dir = d.archive(DEFAULT_LOCK_WAIT)?;
             let doc = serde_json::json!({ "archive": dir });
-            emit(ctx, &doc, || format!("Archived the dialogue to {dir}/"));
+            ctx.emit(&doc, || format!("Archived the dialogue to {dir}/"));
         }
     }
     Ok(ExitCode::Success)
-}
-
-/// Print `doc` with `--json`, else `text` unless `--quiet`.
-fn emit(ctx: &Ctx, doc: &impl Serialize, text: impl FnOnce() -> String) {
-    if ctx.json {
-        output::json(doc);
-    } else if !ctx.quiet {
-        output::line(&text());
-    }
 }
 
 /// `--as ID`, else the `--agent` name as given.
@@ -274,22 +265,12 @@ pub fn render_view(v: &TurnView) -> String {
             .as_ref()
             .map(|o| format!("only: {o} (the user's {o}-ONLY)")),
     );
-    let notes = [
-        (
-            v.needs_user,
-            "note: the last message asks for the user ([NEEDS-USER])",
-        ),
-        (
-            v.end_proposed,
-            "note: the last message proposes to end ([PROPOSE-END])",
-        ),
-    ];
-    out.extend(
-        notes
-            .iter()
-            .filter(|(on, _)| *on)
-            .map(|(_, note)| note.to_string()),
-    );
+    if v.needs_user {
+        out.push("note: the last message asks for the user ([NEEDS-USER])".into());
+    }
+    if v.end_proposed {
+        out.push("note: the last message proposes to end ([PROPOSE-END])".into());
+    }
     out.extend(line("priority", &v.priority));
     out.extend(v.lock.as_ref().map(|l| {
         let stale = if l.stale { " (STALE)" } else { "" };
@@ -329,7 +310,7 @@ fn say_cmd(a: SayArgs, d: &Dialogue, ctx: &Ctx) -> anyhow::Result<()> {
             output::clean(&t.holder)
         ));
     }
-    emit(ctx, &outcome, || said_line(&outcome));
+    ctx.emit(&outcome, || said_line(&outcome));
     Ok(())
 }
 

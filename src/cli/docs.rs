@@ -74,6 +74,21 @@ const PAGES: &[(&str, &str, &str)] = &[
         "what coord guarantees under crashes, hostile files and load",
         include_str!("../../docs/reliability.md"),
     ),
+    (
+        "history",
+        "the history of events: `coord log`, its timeline and its JSON",
+        include_str!("../../docs/history.md"),
+    ),
+    (
+        "performance",
+        "benchmark figures and how to reproduce them",
+        include_str!("../../docs/performance.md"),
+    ),
+    (
+        "architecture",
+        "for changing coord: the rooms of the source and the path of a request",
+        include_str!("../../docs/architecture.md"),
+    ),
 ];
 
 /// Show a page of coord's documentation (the list of pages without PAGE)

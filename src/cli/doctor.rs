@@ -42,12 +42,6 @@ struct Report<'a> {
     clients: Vec<ClientTrust>,
 }
 
-#[derive(Serialize)]
-struct Held {
-    held_ms: u64,
-    kept: bool,
-}
-
 pub fn run(args: DoctorArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(args.dir.as_deref())?;
     if let Some(hold) = &args.hold {
@@ -61,18 +55,18 @@ pub fn run(args: DoctorArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         .filter(|c| c.adapter().wired(ws.root()))
         .map(|c| ClientTrust::of(*c, ws.root()))
         .collect();
-    if ctx.json {
-        output::json(&Report {
-            diag: &diag,
-            clients,
-        });
-    } else if !ctx.quiet {
-        output::line(&render(&diag));
-        for c in &clients {
-            output::line(&format!("client:        {}", c.line()));
-            output::line(&format!("git in shell:  {}", c.git_line()));
+    let report = Report {
+        diag: &diag,
+        clients,
+    };
+    ctx.emit(&report, || {
+        let mut lines = vec![render(&diag)];
+        for c in &report.clients {
+            lines.push(format!("client:        {}", c.line()));
+            lines.push(format!("git in shell:  {}", c.git_line()));
         }
-    }
+        lines.join("\n")
+    });
     Ok(ExitCode::Success)
 }
 
@@ -82,10 +76,6 @@ fn crossing(yes: bool, class: coord::arbiter::FsClass) -> &'static str {
         (true, _) => "cross machines",
         (false, _) => "do not cross machines",
     }
-}
-
-fn yes_no(b: bool) -> &'static str {
-    if b { "yes" } else { "no" }
 }
 
 fn render(d: &Diagnosis) -> String {
@@ -113,7 +103,10 @@ fn render(d: &Diagnosis) -> String {
                 .unwrap_or_default()
         ),
         format!("re-check:      every {} ms", d.recheck_ms),
-        format!("exact lookups: {}", yes_no(d.exact_lookups)),
+        format!(
+            "exact lookups: {}",
+            if d.exact_lookups { "yes" } else { "no" }
+        ),
         format!(
             "record reads:  {}",
             match (d.reads_past_cache, d.class) {
@@ -162,12 +155,9 @@ fn hold_mutex(
     std::thread::sleep(d);
     let kept = guard.still_held();
     drop(guard);
-    let held = Held {
-        held_ms: started.elapsed().as_millis() as u64,
-        kept,
-    };
     if ctx.json {
-        output::json(&held);
+        let held_ms = started.elapsed().as_millis() as u64;
+        output::json(&serde_json::json!({ "held_ms": held_ms, "kept": kept }));
     }
     if kept {
         if !ctx.quiet && !ctx.json {

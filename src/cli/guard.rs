@@ -83,37 +83,41 @@ fn install(ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let exe = std::env::current_exe().unwrap_or_else(|_| "coord".into());
     let dir = ctx.dir.clone().unwrap_or_else(|| ctx.cwd().to_path_buf());
     let done = guard::install(&dir, &exe)?;
-    if ctx.json {
-        output::json(&serde_json::json!({ "hooks": done }));
-    } else if !ctx.quiet {
-        for h in &done {
-            output::line(&format!("{} {}: {}", h.hook, h.outcome, h.path));
-            if let Some(c) = &h.chained {
-                output::line(&format!(
-                    "  the earlier {} hook runs after the check: {c}",
-                    h.hook
-                ));
-            }
-        }
-    }
+    ctx.emit_lines(&serde_json::json!({ "hooks": done }), || {
+        let chained = |h: &guard::Installed| {
+            let c = h.chained.as_ref()?;
+            Some(format!(
+                "  the earlier {} hook runs after the check: {c}",
+                h.hook
+            ))
+        };
+        done.iter()
+            .flat_map(|h| {
+                [
+                    Some(format!("{} {}: {}", h.hook, h.outcome, h.path)),
+                    chained(h),
+                ]
+            })
+            .flatten()
+            .collect()
+    });
     Ok(ExitCode::Success)
 }
 
 fn uninstall(ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let dir = ctx.dir.clone().unwrap_or_else(|| ctx.cwd().to_path_buf());
     let done = guard::uninstall(&dir)?;
-    if ctx.json {
-        output::json(&serde_json::json!({ "hooks": done }));
-    } else if !ctx.quiet {
-        for h in &done {
+    ctx.emit_lines(&serde_json::json!({ "hooks": done }), || {
+        let line = |h: &guard::Uninstalled| {
             let what = match h.outcome {
                 "restored" => "removed; the earlier hook is back in its place",
                 "not coord's" => "not coord's, left alone",
                 other => other,
             };
-            output::line(&format!("{} {what}: {}", h.hook, h.path));
-        }
-    }
+            format!("{} {what}: {}", h.hook, h.path)
+        };
+        done.iter().map(line).collect()
+    });
     Ok(ExitCode::Success)
 }
 

@@ -39,11 +39,7 @@ pub fn run(args: HandshakeArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Some(w) => handshake::wait(&ws, &agent, w)?,
         None => handshake::step(&ws, &agent, &[])?,
     };
-    if ctx.json {
-        output::json(&round);
-    } else if !ctx.quiet {
-        output::line(&render(&round));
-    }
+    ctx.emit(&round, || render(&round));
     Ok(ExitCode::Success)
 }
 

@@ -48,6 +48,18 @@ pub(super) fn client_choice() -> impl clap::builder::TypedValueParser<Value = Op
     clap::builder::PossibleValuesParser::new(names).map(|name| Client::parse(&name))
 }
 
+/// The clients `--client` names (`all`, or none given: every one), and whether that is all.
+pub(super) fn chosen(named: &[Option<Client>]) -> (bool, Vec<Client>) {
+    let all = named.is_empty() || named.contains(&None);
+    let clients = Client::ALL.iter().copied();
+    (
+        all,
+        clients
+            .filter(|c| all || named.contains(&Some(*c)))
+            .collect(),
+    )
+}
+
 pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     // A folder given with `-C` (or `COORD_DIR`) is the workspace init makes, even inside
     // another one: that is how a nested workspace is made on purpose.
@@ -55,12 +67,7 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Some(dir) => init::workspace_at(&ctx.cwd().join(dir))?,
         None => ctx.workspace(None)?,
     };
-    let all = args.client.is_empty() || args.client.contains(&None);
-    let clients: Vec<Client> = Client::ALL
-        .iter()
-        .copied()
-        .filter(|c| all || args.client.contains(&Some(*c)))
-        .collect();
+    let (_, clients) = chosen(&args.client);
     if args.remove {
         return remove(&ws, &clients, args.dry_run, ctx);
     }

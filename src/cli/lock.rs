@@ -46,16 +46,9 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let (targets, claims) = ctx.file_args(&ws, &args.files)?;
     let wait = args.wait.wait()?;
     let ttl = match &args.ttl {
-        Some(t) => clock::parse_duration(t)?,
+        Some(t) => nonzero_ttl(clock::parse_duration(t)?, t)?,
         None => DEFAULT_TTL,
     };
-    if ttl.is_zero() {
-        return Err(Error::BadDuration {
-            text: args.ttl.unwrap_or_default(),
-            why: "a lock needs a TTL above zero".into(),
-        }
-        .into());
-    }
     let req = LockRequest {
         agent,
         targets,
@@ -84,18 +77,21 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 t.rel
             ));
         }
-    }
-    if !ctx.quiet {
         output::held_elsewhere_warnings(req.agent.id(), &got.acquired);
     }
-    if ctx.json {
-        output::json(&got);
-    } else if !ctx.quiet {
-        for line in acquired_lines(&got) {
-            output::line(&line);
-        }
-    }
+    ctx.emit_lines(&got, || acquired_lines(&got));
     Ok(ExitCode::Success)
+}
+
+/// `ttl` (written `text`), refused when zero: a lock needs a TTL above zero.
+pub fn nonzero_ttl(ttl: std::time::Duration, text: &str) -> Result<std::time::Duration, Error> {
+    if ttl.is_zero() {
+        return Err(Error::BadDuration {
+            text: text.into(),
+            why: "a lock needs a TTL above zero".into(),
+        });
+    }
+    Ok(ttl)
 }
 
 /// `Lock acquired: FILE (backup FILE.bak)`, one line per file.

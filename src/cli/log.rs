@@ -48,7 +48,12 @@ pub fn run(args: LogArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let filter = Filter {
         files: targets.into_iter().map(|t| t.rel).collect(),
         patterns,
-        agent: agent_on_command_line(ctx)?,
+        // Only `-a` on the command line filters: `COORD_AGENT`, which an agent's whole session
+        // carries, names who acts, not whose history to show.
+        agent: match ctx.agent_flag {
+            true => ctx.agent_opt()?.map(|a| a.id().to_string()),
+            false => None,
+        },
         since: args.since.as_deref().map(since).transpose()?,
     };
     let events = history::read(ws.root(), &filter);
@@ -82,40 +87,9 @@ pub fn run(args: LogArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-/// `--agent A` filters only when given on the command line: `COORD_AGENT`, which an agent's
-/// whole session carries, names who acts, not whose history to show.
-fn agent_on_command_line(ctx: &Ctx) -> anyhow::Result<Option<String>> {
-    let args: Vec<String> = std::env::args().skip(1).take_while(|a| a != "--").collect();
-    let mut given = None;
-    let mut i = 0;
-    while i < args.len() {
-        let a = &args[i];
-        if a == "--agent" || a == "-a" {
-            given = args.get(i + 1).cloned();
-            i += 1;
-        } else if let Some(v) = a.strip_prefix("--agent=") {
-            given = Some(v.to_string());
-        } else if let Some(v) = a
-            .strip_prefix("-a")
-            .filter(|v| !v.is_empty() && !a.starts_with("--"))
-        {
-            given = Some(v.to_string());
-        }
-        i += 1;
-    }
-    match given {
-        Some(_) => Ok(ctx.agent_opt()?.map(|a| a.id().to_string())),
-        None => Ok(None),
-    }
-}
-
 /// `--since`: a duration back from now, or a time.
 pub fn since(text: &str) -> Result<Timestamp, Error> {
-    if let Some(t) = clock::parse_timestamp(text) {
-        return Ok(t);
-    }
-    let d = clock::parse_duration(text)?;
-    Ok(clock::now() - chrono::Duration::from_std(d).unwrap_or_default())
+    history::since(text)
 }
 
 /// `HH:MM:SS.mmm` of an event, in the local offset it was written with.
@@ -128,6 +102,7 @@ pub fn describe(e: &Event) -> String {
     let a = &e.agent;
     let f = e.file.as_deref().unwrap_or("?");
     let s = |k: &str| e.str(k).unwrap_or("").to_string();
+    let n = |k: &str| e.extra.get(k).map(|n| n.to_string()).unwrap_or_default();
     let via = match (&e.client, e.str("tool")) {
         (Some(c), Some(t)) => format!(" ({t} in {c})"),
         (Some(c), None) => format!(" (through {c})"),
@@ -161,19 +136,13 @@ pub fn describe(e: &Event) -> String {
         "message_sent" => format!("{a} sent message {} to {}", s("id"), s("to")),
         "dialogue_turn" => format!(
             "{a} said message #{} in `{}`; {}'s turn",
-            e.extra
-                .get("number")
-                .map(|n| n.to_string())
-                .unwrap_or_default(),
+            n("number"),
             s("folder"),
             s("next")
         ),
         "review_step" => format!(
             "{a} finished step {} ({}) of review `{}`; next {}",
-            e.extra
-                .get("step")
-                .map(|n| n.to_string())
-                .unwrap_or_default(),
+            n("step"),
             s("action"),
             s("topic"),
             s("next")
@@ -293,14 +262,15 @@ pub fn timeline(
             file.to_string()
         }
     };
-    for (f, a, ..) in &holds {
-        push_once(&mut keys, key_of(f, *a));
-    }
-    for (f, a, ..) in &waits {
-        push_once(&mut keys, key_of(f, *a));
-    }
-    for (f, a, ..) in &marks {
-        push_once(&mut keys, key_of(f, *a));
+    let hold_keys = holds.iter().map(|h| key_of(&h.0, h.1));
+    let wait_keys = waits.iter().map(|w| key_of(&w.0, w.1));
+    for key in hold_keys
+        .chain(wait_keys)
+        .chain(marks.iter().map(|m| key_of(&m.0, m.1)))
+    {
+        if !keys.contains(&key) {
+            keys.push(key);
+        }
     }
     if keys.is_empty() {
         return "no locks, waits or denials to draw\n".to_string();
@@ -317,15 +287,19 @@ pub fn timeline(
         ((ms as u128 * (bar_w as u128 - 1)) / span_ms as u128) as usize
     };
     let mut rows: BTreeMap<usize, Row> = BTreeMap::new();
-    let row_of = |rows: &mut BTreeMap<usize, Row>, key: &str| -> usize {
-        let i = keys.iter().position(|k| k == key).unwrap_or(0);
+    fn row_of<'r>(
+        rows: &'r mut BTreeMap<usize, Row>,
+        keys: &[String],
+        key: String,
+        bar_w: usize,
+    ) -> &'r mut Row {
+        let i = keys.iter().position(|k| *k == key).unwrap_or(0);
         rows.entry(i).or_insert_with(|| Row {
-            label: key.to_string(),
+            label: key,
             cells: vec![Mark::Empty; bar_w],
             waits: None,
-        });
-        i
-    };
+        })
+    }
     let paint = |cells: &mut Vec<Mark>, from: usize, to: usize, m: Mark| {
         for c in cells.iter_mut().take(to.min(bar_w - 1) + 1).skip(from) {
             if m > *c || matches!(*c, Mark::Hold(_)) && matches!(m, Mark::Hold(_)) {
@@ -334,18 +308,16 @@ pub fn timeline(
         }
     };
     for (f, a, from, to, over) in &holds {
-        let i = row_of(&mut rows, &key_of(f, *a));
+        let row = row_of(&mut rows, &keys, key_of(f, *a), bar_w);
         let (c0, c1) = (col(from), col(&to.unwrap_or(end)));
-        let row = rows.get_mut(&i).expect("row made above");
         paint(&mut row.cells, c0, c1, Mark::Hold(*a));
         if *over {
             row.cells[c0] = Mark::TakeOver(*a);
         }
     }
     for (f, a, from, to) in &waits {
-        let i = row_of(&mut rows, &key_of(f, *a));
+        let row = row_of(&mut rows, &keys, key_of(f, *a), bar_w);
         let (c0, c1) = (col(from), col(&to.unwrap_or(end)));
-        let row = rows.get_mut(&i).expect("row made above");
         if by_agent {
             paint(&mut row.cells, c0, c1, Mark::Wait(*a));
         } else {
@@ -354,9 +326,7 @@ pub fn timeline(
         }
     }
     for (f, a, t, m) in &marks {
-        let i = row_of(&mut rows, &key_of(f, *a));
-        let row = rows.get_mut(&i).expect("row made above");
-        row.cells[col(t)] = *m;
+        row_of(&mut rows, &keys, key_of(f, *a), bar_w).cells[col(t)] = *m;
     }
 
     // Drawn.
@@ -396,12 +366,14 @@ pub fn timeline(
         }
     }
     // The legend: each agent's letter, then what the marks mean.
-    let mut legend: Vec<String> = agents
+    // Each item as shown, and how many characters of it are visible.
+    let mut legend: Vec<(String, usize)> = agents
         .iter()
         .enumerate()
         .map(|(i, a)| {
-            let l = letter(i).to_string();
-            format!("{} {}", paint_cell(&l, i, color, false), clean(a))
+            let (l, a) = (letter(i).to_string(), clean(a));
+            let n = 2 + a.chars().count();
+            (format!("{} {a}", paint_cell(&l, i, color, false)), n)
         })
         .collect();
     legend.extend(
@@ -411,12 +383,11 @@ pub fn timeline(
             "> taken over",
             "x refused or denied)",
         ]
-        .map(String::from),
+        .map(|t| (t.to_string(), t.chars().count())),
     );
     let mut line = String::new();
     let mut len = 0;
-    for item in legend {
-        let visible = strip_ansi(&item).chars().count();
+    for (item, visible) in legend {
         if len > 0 && len + 2 + visible > width {
             out.push_str(&line);
             out.push('\n');
@@ -435,12 +406,6 @@ pub fn timeline(
         out.push('\n');
     }
     out
-}
-
-fn push_once(keys: &mut Vec<String>, k: String) {
-    if !keys.contains(&k) {
-        keys.push(k);
-    }
 }
 
 fn letter(i: usize) -> char {
@@ -486,23 +451,6 @@ fn paint_cell(text: &str, agent: usize, color: bool, light: bool) -> String {
     }
 }
 
-fn strip_ansi(s: &str) -> String {
-    let mut out = String::new();
-    let mut esc = false;
-    for ch in s.chars() {
-        if esc {
-            if ch.is_ascii_alphabetic() {
-                esc = false;
-            }
-        } else if ch == '\x1b' {
-            esc = true;
-        } else {
-            out.push(ch);
-        }
-    }
-    out
-}
-
 fn put(line: &mut [char], at: usize, text: &str) {
     for (i, ch) in text.chars().enumerate() {
         if let Some(c) = line.get_mut(at + i) {
@@ -546,66 +494,4 @@ fn span_text(ms: i64) -> String {
 
 fn hms(t: &Timestamp) -> String {
     t.format("%H:%M:%S").to_string()
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn ev(at: &str, event: &str, agent: &str, file: &str) -> Event {
-        let mut e = Event::new(history::Kind::LockTaken, agent).file(file);
-        e.at = at.to_string();
-        e.event = event.to_string();
-        e
-    }
-
-    #[test]
-    fn a_timeline_fits_its_width_and_scales() {
-        let events = vec![
-            ev(
-                "2026-01-28T01:00:00.000+00:00",
-                "lock_taken",
-                "alice",
-                "a.txt",
-            ),
-            ev(
-                "2026-01-28T01:00:01.000+00:00",
-                "lock_waiting",
-                "bob",
-                "a.txt",
-            ),
-            ev(
-                "2026-01-28T01:00:05.000+00:00",
-                "lock_released",
-                "alice",
-                "a.txt",
-            ),
-            ev(
-                "2026-01-28T01:00:05.000+00:00",
-                "lock_taken",
-                "bob",
-                "a.txt",
-            ),
-            ev(
-                "2026-01-28T01:00:10.000+00:00",
-                "lock_released",
-                "bob",
-                "a.txt",
-            ),
-        ];
-        let now = clock::parse_timestamp("2026-01-28T01:00:10+00:00").unwrap();
-        for width in [60, 80, 200] {
-            let text = timeline(&events, width, false, false, &now);
-            for line in text.lines() {
-                assert!(line.chars().count() <= width, "{width}: {line}");
-            }
-            let row = text.lines().find(|l| l.starts_with("a.txt")).unwrap();
-            let bar: String = row.split('│').nth(1).unwrap().to_string();
-            let a = bar.chars().filter(|c| *c == 'A').count();
-            let b = bar.chars().filter(|c| *c == 'B').count();
-            assert!(a > 0 && b > 0, "{text}");
-            assert!(bar.find('A') < bar.find('B'), "{text}");
-            assert!(text.contains("  waits"), "{text}");
-        }
-    }
 }

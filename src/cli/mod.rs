@@ -39,6 +39,7 @@ mod run;
 mod session;
 mod startup;
 mod status;
+mod ui;
 mod unlock;
 mod version;
 mod watch;
@@ -136,6 +137,7 @@ enum Command {
     Who(who::WhoArgs),
     Whoami(whoami::WhoamiArgs),
     Watch(watch::WatchArgs),
+    Ui(ui::UiArgs),
     Log(log::LogArgs),
     Prune(prune::PruneArgs),
     Completions(completions::CompletionsArgs),
@@ -159,16 +161,13 @@ pub struct WaitArgs {
 }
 
 impl WaitArgs {
-    /// How long commands wait for a lock by default.
-    pub const DEFAULT: std::time::Duration = std::time::Duration::from_secs(120);
-
-    /// The wait asked for.
+    /// The wait asked for (2 minutes by default).
     pub fn wait(&self) -> Result<coord::clock::Wait, Error> {
         use coord::clock::Wait;
         match (&self.wait, self.no_wait) {
             (_, true) => Ok(Wait::For(std::time::Duration::ZERO)),
             (Some(w), false) => Wait::parse(w),
-            (None, false) => Ok(Wait::For(Self::DEFAULT)),
+            (None, false) => Ok(Wait::For(std::time::Duration::from_secs(120))),
         }
     }
 }
@@ -193,7 +192,10 @@ impl Ctx {
     pub fn workspace(&self, positional: Option<&Path>) -> Result<Workspace, Error> {
         let ws = Workspace::discover(positional.or(self.dir.as_deref()), &self.cwd)?;
         // A folder under a sync tool cannot keep exclusion between machines: said once.
-        if let Some(warning) = coord::arbiter::doctor::sync_warning_once(ws.root()) {
+        if let Some(warning) = coord::arbiter::doctor::sync_warning_once(
+            ws.root(),
+            &coord::worktree::shared_root(ws.root()),
+        ) {
             output::diag(&format!("warning: {warning}"));
         }
         Ok(ws)
@@ -224,11 +226,6 @@ impl Ctx {
     /// The agent given with `-a` or `COORD_AGENT`, and nothing else.
     pub fn agent_explicit(&self) -> Result<Option<AgentId>, Error> {
         self.agent_given().map(AgentId::parse).transpose()
-    }
-
-    /// Where the given agent came from: `flag` (`-a`) or `env` (`COORD_AGENT`).
-    pub fn agent_source(&self) -> &'static str {
-        if self.agent_flag { "flag" } else { "env" }
     }
 
     /// The agent client session this process runs in, when no agent is given (see
@@ -269,6 +266,24 @@ impl Ctx {
     /// The current directory.
     pub fn cwd(&self) -> &Path {
         &self.cwd
+    }
+
+    /// Print `doc` with `--json`, else the human `text` unless `--quiet`.
+    pub fn emit(&self, doc: &impl serde::Serialize, text: impl FnOnce() -> String) {
+        if self.json {
+            output::json(doc);
+        } else if !self.quiet {
+            output::line(&text());
+        }
+    }
+
+    /// As [`Ctx::emit`], the human text in lines (none: nothing printed).
+    pub fn emit_lines(&self, doc: &impl serde::Serialize, lines: impl FnOnce() -> Vec<String>) {
+        if self.json {
+            output::json(doc);
+        } else if !self.quiet {
+            lines().iter().for_each(|l| output::line(l));
+        }
     }
 }
 
@@ -320,16 +335,22 @@ pub fn run() -> ExitCode {
     let result = current_dir_or_pwd()
         .context("cannot read the current directory")
         .and_then(|cwd| {
-            Ok(change_dir(
-                cwd,
-                cli.global.dir.as_deref().filter(|_| dir_given),
-            )?)
+            let dir = cli.global.dir.as_deref().filter(|_| dir_given);
+            // The demo's `--dir` may name a folder still to be made.
+            if let (Command::Demo(_), Some(d)) = (&cli.command, dir) {
+                coord::fsutil::ensure_dir(&cwd.join(d))?;
+            }
+            Ok(change_dir(cwd, dir)?)
         })
         .and_then(|cwd| {
             let ctx = Ctx {
                 // After `-C`, DIR is the current directory: keep it absolute.
                 dir: if dir_given {
                     Some(cwd.clone())
+                } else if matches!(cli.command, Command::Demo(_)) {
+                    // The demo plays in a folder of its own unless `-C` names one: an exported
+                    // `COORD_DIR` names the user's workspace, never a place for the demo.
+                    None
                 } else {
                     cli.global.dir
                 },
@@ -342,9 +363,6 @@ pub fn run() -> ExitCode {
             };
             dispatch(cli.command, &ctx)
         });
-    // Watches of a wait let go of in the background: done before this process exits, which
-    // would otherwise wait for the kernel itself (see `coord::wait`).
-    coord::wait::settle();
     let history = coord::history::take_warning();
     if let Some(warning) = &history {
         output::diag(&format!("warning: {warning}"));
@@ -431,6 +449,7 @@ fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Command::Init(args) => init::run(args, ctx),
         Command::Guard(args) => guard::run(args, ctx),
         Command::Watch(args) => watch::run(args, ctx),
+        Command::Ui(args) => ui::run(args, ctx),
         Command::Log(args) => log::run(args, ctx),
         Command::Prune(args) => prune::run(args, ctx),
         Command::Completions(args) => completions::completions(args, ctx),

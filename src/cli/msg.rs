@@ -129,15 +129,14 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                     "note: `{id}` has no presence in this workspace yet; the message waits in its inbox"
                 ));
             }
-            if ctx.json {
-                output::json(&SentJson {
+            ctx.emit(
+                &SentJson {
                     id: &sent.id,
                     to: &sent.to,
                     time: &sent.time,
-                });
-            } else if !ctx.quiet {
-                output::line(&sent.id);
-            }
+                },
+                || sent.id.clone(),
+            );
         }
         MsgCommand::List { unread } => {
             let inbox = message::try_inbox(&ws, &ctx.agent()?)?;
@@ -151,14 +150,13 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             let mut entry = message::read(&ws, &ctx.agent()?, &id)?;
             // `unread` says whether it was unread until now; it is read from here on.
             let marked_read = std::mem::replace(&mut entry.unread, false);
-            if ctx.json {
-                output::json(&ReadJson {
+            ctx.emit(
+                &ReadJson {
                     entry: &entry,
                     marked_read,
-                });
-            } else if !ctx.quiet {
-                output::line(&read_text(&entry));
-            }
+                },
+                || read_text(&entry),
+            );
         }
         MsgCommand::Wait { timeout } => {
             let wait = timeout.as_deref().map(Wait::parse).transpose()?;

@@ -47,11 +47,7 @@ pub fn run(args: NoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     );
     progress.finish();
     let noted = noted?;
-    if ctx.json {
-        output::json(&noted);
-    } else if !ctx.quiet {
-        output::line(&noted_line(&noted));
-    }
+    ctx.emit(&noted, || noted_line(&noted));
     Ok(ExitCode::Success)
 }
 

@@ -41,43 +41,36 @@ pub fn json_printed() -> bool {
 /// up when a field changes meaning or goes away; new fields do not change it.
 pub const SCHEMA_VERSION: u32 = 1;
 
-/// A document with `schema_version` in front of its own fields (in their order).
-#[derive(Serialize)]
-struct Versioned<'a, T> {
-    schema_version: u32,
-    #[serde(flatten)]
-    doc: &'a T,
-}
-
-/// `value` as one JSON text with `schema_version` first (`pretty`: indented, else one line).
-pub fn json_text<T: Serialize>(value: &T, pretty: bool) -> serde_json::Result<String> {
-    let doc = Versioned {
-        schema_version: SCHEMA_VERSION,
-        doc: value,
+/// `doc` with `schema_version` first; a value that is not an object (none today) stays as is.
+fn versioned(doc: serde_json::Value) -> serde_json::Value {
+    let serde_json::Value::Object(fields) = doc else {
+        return doc;
     };
-    if pretty {
-        serde_json::to_string_pretty(&doc)
-    } else {
-        serde_json::to_string(&doc)
-    }
+    let mut doc = serde_json::Map::from_iter([("schema_version".into(), SCHEMA_VERSION.into())]);
+    doc.extend(fields);
+    doc.into()
 }
 
 /// `value` as a JSON value with `schema_version` first, as `--json` prints it (MCP's
 /// `structuredContent` carries the same object).
 pub fn json_value<T: Serialize>(value: &T) -> Option<serde_json::Value> {
-    serde_json::to_value(Versioned {
-        schema_version: SCHEMA_VERSION,
-        doc: value,
-    })
-    .or_else(|_| serde_json::to_value(value))
-    .ok()
+    serde_json::to_value(value).ok().map(versioned)
+}
+
+/// `value` as one JSON line with `schema_version` first.
+pub fn json_text<T: Serialize>(value: &T) -> serde_json::Result<String> {
+    serde_json::to_string(&versioned(serde_json::to_value(value)?))
+}
+
+/// `value` as `--json` prints it: pretty, with `schema_version` first.
+pub fn json_pretty<T: Serialize>(value: &T) -> serde_json::Result<String> {
+    serde_json::to_value(value).and_then(|v| serde_json::to_string_pretty(&versioned(v)))
 }
 
 /// Write one JSON document to stdout.
 pub fn json<T: Serialize>(value: &T) {
     JSON_PRINTED.store(true, Ordering::Relaxed);
-    // A document that is not an object (none today) cannot carry the field: print it as is.
-    match json_text(value, true).or_else(|_| serde_json::to_string_pretty(value)) {
+    match json_pretty(value) {
         Ok(text) => line(&text),
         Err(e) => eprintln!("error: cannot render JSON: {e}"),
     }
@@ -90,8 +83,7 @@ pub fn diag(text: &str) {
 
 /// `error: …` and, when known, `hint: …` on stderr.
 pub fn error_line(message: &str, hint: Option<&str>) {
-    let mut err = std::io::stderr().lock();
-    let _ = writeln!(err, "{}", error_text(message, hint));
+    diag(&error_text(message, hint));
 }
 
 /// The `error: …` line and, when known, the `hint: …` line, without a final line break.
@@ -117,17 +109,11 @@ pub enum ColorChoice {
     Never,
 }
 
-/// 0: auto, 1: always, 2: never (set once from `--color`).
-static COLOR_CHOICE: std::sync::atomic::AtomicU8 = std::sync::atomic::AtomicU8::new(0);
+static COLOR_CHOICE: std::sync::OnceLock<ColorChoice> = std::sync::OnceLock::new();
 
 /// Record `--color`.
 pub fn set_color_choice(choice: ColorChoice) {
-    let v = match choice {
-        ColorChoice::Auto => 0,
-        ColorChoice::Always => 1,
-        ColorChoice::Never => 2,
-    };
-    COLOR_CHOICE.store(v, Ordering::Relaxed);
+    let _ = COLOR_CHOICE.set(choice);
 }
 
 /// Whether stdout gets colour: `--color always|never` decides; else (`auto`) a non-empty
@@ -135,9 +121,9 @@ pub fn set_color_choice(choice: ColorChoice) {
 /// terminal whose `TERM` is not `dumb` gets colour.
 pub fn color_enabled() -> bool {
     let set = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
-    match COLOR_CHOICE.load(Ordering::Relaxed) {
-        1 => true,
-        2 => false,
+    match COLOR_CHOICE.get() {
+        Some(ColorChoice::Always) => true,
+        Some(ColorChoice::Never) => false,
         _ if set("NO_COLOR").is_some() => false,
         _ if set("CLICOLOR_FORCE").is_some_and(|v| v != "0") => true,
         _ => std::io::stdout().is_terminal() && std::env::var("TERM").map_or(true, |t| t != "dumb"),
@@ -180,7 +166,8 @@ pub enum Tone {
     Dim,
 }
 
-fn paint(text: &str, tone: Tone, color: bool) -> String {
+/// `text` in the colour of `tone` (when `color`).
+pub fn paint(text: &str, tone: Tone, color: bool) -> String {
     let code = match tone {
         Tone::Plain => return text.to_string(),
         Tone::Good => "32",
@@ -192,22 +179,6 @@ fn paint(text: &str, tone: Tone, color: bool) -> String {
         format!("\x1b[{code}m{text}\x1b[0m")
     } else {
         text.to_string()
-    }
-}
-
-/// `text` in the colour of a broken state (when `color`).
-pub fn paint_bad(text: &str, color: bool) -> String {
-    paint(text, Tone::Bad, color)
-}
-
-/// The tone of a state word.
-pub fn tone_of(word: &str) -> Tone {
-    match word {
-        "ACTIVE" | "LIVE" | "ACCEPTED" => Tone::Good,
-        "INACTIVE" | "WAITING" | "REQUESTED" => Tone::Warn,
-        "STALE" | "CONFLICT" | "crashed" => Tone::Bad,
-        "FINISHED" | "-" => Tone::Dim,
-        _ => Tone::Plain,
     }
 }
 
@@ -252,7 +223,13 @@ impl Cell {
     /// A cell whose tone follows its state word.
     pub fn state(text: impl AsRef<str>) -> Cell {
         let text = clean(text.as_ref());
-        let tone = tone_of(&text);
+        let tone = match text.as_str() {
+            "ACTIVE" | "LIVE" | "ACCEPTED" => Tone::Good,
+            "INACTIVE" | "WAITING" | "REQUESTED" => Tone::Warn,
+            "STALE" | "CONFLICT" | "crashed" => Tone::Bad,
+            "FINISHED" | "-" => Tone::Dim,
+            _ => Tone::Plain,
+        };
         Cell { text, tone }
     }
 

@@ -58,12 +58,7 @@ struct WriteArgs {
 
 pub fn run(args: PluginArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let PluginCommand::Write(args) = args.command;
-    let all = args.client.is_empty() || args.client.contains(&None);
-    let clients: Vec<Client> = Client::ALL
-        .iter()
-        .copied()
-        .filter(|c| all || args.client.contains(&Some(*c)))
-        .collect();
+    let (all, clients) = super::init::chosen(&args.client);
     let spec = plugin::Spec {
         coord: plugin::current_coord()?,
     };

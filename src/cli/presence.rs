@@ -62,11 +62,7 @@ pub fn run(args: PresenceArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     };
     let session = std::env::var(SESSION_ENV).ok().filter(|s| !s.is_empty());
     let view = refresh(&ws, &agent, &update, session.as_deref())?;
-    if ctx.json {
-        output::json(&view);
-    } else if !ctx.quiet {
-        output::line(&updated_line(&view));
-    }
+    ctx.emit(&view, || updated_line(&view));
     Ok(ExitCode::Success)
 }
 

@@ -8,7 +8,6 @@
 use std::time::Duration;
 
 use clap::{Args, Subcommand};
-use serde::Serialize;
 
 use coord::clock::{self, Timestamp};
 use coord::error::Refusal;
@@ -50,7 +49,11 @@ enum RemoteCommand {
     ///   coord remote enable
     ///   coord remote enable upstream
     #[command(verbatim_doc_comment)]
-    Enable(EnableArgs),
+    Enable {
+        /// The remote (default origin)
+        #[arg(value_name = "REMOTE")]
+        remote: Option<String>,
+    },
     /// Stop sharing claims through the remote
     ///
     /// This clone's claims and `working_on` there are removed (when it can be reached),
@@ -87,13 +90,6 @@ enum RemoteCommand {
     WorkingOn(WorkingOnArgs),
     #[command(hide = true)]
     Who(WorkingOnArgs),
-}
-
-#[derive(Debug, Args)]
-struct EnableArgs {
-    /// The remote (default origin)
-    #[arg(value_name = "REMOTE")]
-    remote: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -139,7 +135,7 @@ struct WorkingOnArgs {
 pub fn run(args: RemoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     match args.command {
-        RemoteCommand::Enable(a) => enable(&ws, a, ctx),
+        RemoteCommand::Enable { remote } => enable(&ws, remote, ctx),
         RemoteCommand::Disable => disable(&ws, ctx),
         RemoteCommand::Sync => {
             let view = remote::sync(&ws)?;
@@ -170,17 +166,13 @@ pub fn run(args: RemoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             Ok(ExitCode::Success)
         }
         RemoteCommand::WorkingOn(a) => {
-            let agent = ctx.agent()?;
+            let agent = ctx.agent()?.id().to_string();
             let work = [AgentWork {
-                agent: agent.id().to_string(),
+                agent,
                 working_on: a.paths,
             }];
-            let work: &[AgentWork] = if work[0].working_on.is_empty() {
-                &[]
-            } else {
-                &work
-            };
-            let pushed = remote::publish_working_on(&ws, work)?;
+            let none = work[0].working_on.is_empty();
+            let pushed = remote::publish_working_on(&ws, if none { &[] } else { &work })?;
             if !ctx.quiet {
                 output::line(if pushed {
                     "Published what this clone's agents edit"
@@ -193,8 +185,8 @@ pub fn run(args: RemoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     }
 }
 
-fn enable(ws: &Workspace, a: EnableArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let name = a.remote.unwrap_or_else(|| "origin".into());
+fn enable(ws: &Workspace, remote: Option<String>, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let name = remote.unwrap_or_else(|| "origin".into());
     let cfg = remote::enable(ws, &name)?;
     let url = remote::remote_url(ws.root(), &name);
     if !ctx.quiet && !ctx.json {
@@ -275,35 +267,6 @@ fn warnings(view: &View) {
     }
 }
 
-/// `coord remote status --json`.
-#[derive(Debug, Serialize)]
-struct StatusDoc {
-    remote: Option<String>,
-    url: Option<String>,
-    synced_at: Option<String>,
-    age_s: Option<u64>,
-    claims: Vec<ClaimDoc>,
-    agents: Vec<AgentDoc>,
-}
-
-#[derive(Debug, Serialize)]
-struct ClaimDoc {
-    pattern: String,
-    agent: String,
-    host: String,
-    since: String,
-    reason: Option<String>,
-    lease_until: String,
-}
-
-#[derive(Debug, Serialize)]
-struct AgentDoc {
-    agent: String,
-    host: String,
-    working_on: Vec<String>,
-    seen_at: String,
-}
-
 /// Print the view (human or `--json`).
 fn show(ws: &Workspace, view: Option<View>, ctx: &Ctx) {
     if ctx.quiet && !ctx.json {
@@ -313,45 +276,34 @@ fn show(ws: &Workspace, view: Option<View>, ctx: &Ctx) {
         .as_ref()
         .and_then(|v| remote::remote_url(ws.root(), &v.remote));
     if ctx.json {
-        let doc = match &view {
-            None => StatusDoc {
-                remote: None,
-                url: None,
-                synced_at: None,
-                age_s: None,
-                claims: Vec::new(),
-                agents: Vec::new(),
-            },
-            Some(v) => StatusDoc {
-                remote: Some(v.remote.clone()),
-                url,
-                synced_at: v.synced_at.as_ref().map(clock::format_timestamp),
-                age_s: v.age.map(|a| a.as_secs()),
-                claims: v
-                    .claims
-                    .iter()
-                    .map(|c| ClaimDoc {
-                        pattern: c.pattern.as_str().to_string(),
-                        agent: c.holder.agent.clone(),
-                        host: c.holder.host.clone(),
-                        since: clock::format_timestamp(&c.since),
-                        reason: c.reason.clone(),
-                        lease_until: clock::format_timestamp(&c.lease_until),
-                    })
-                    .collect(),
-                agents: v
-                    .agents
-                    .iter()
-                    .map(|a| AgentDoc {
-                        agent: a.agent.clone(),
-                        host: a.host.clone(),
-                        working_on: a.working_on.clone(),
-                        seen_at: clock::format_timestamp(&a.seen_at),
-                    })
-                    .collect(),
-            },
-        };
-        output::json(&doc);
+        let ts = clock::format_timestamp;
+        let v = view.as_ref();
+        let claims = v.map_or(&[][..], |v| &v.claims).iter().map(|c| {
+            serde_json::json!({
+                "pattern": c.pattern.as_str(),
+                "agent": c.holder.agent,
+                "host": c.holder.host,
+                "since": ts(&c.since),
+                "reason": c.reason,
+                "lease_until": ts(&c.lease_until),
+            })
+        });
+        let agents = v.map_or(&[][..], |v| &v.agents).iter().map(|a| {
+            serde_json::json!({
+                "agent": a.agent,
+                "host": a.host,
+                "working_on": a.working_on,
+                "seen_at": ts(&a.seen_at),
+            })
+        });
+        output::json(&serde_json::json!({
+            "remote": v.map(|v| &v.remote),
+            "url": url,
+            "synced_at": v.and_then(|v| v.synced_at.as_ref()).map(ts),
+            "age_s": v.and_then(|v| v.age).map(|a| a.as_secs()),
+            "claims": claims.collect::<Vec<_>>(),
+            "agents": agents.collect::<Vec<_>>(),
+        }));
         return;
     }
     let Some(v) = view else {

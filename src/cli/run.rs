@@ -50,9 +50,6 @@ pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         // With `-C DIR`, CMD runs in DIR, where FILE was read from (contract §1).
         dir: Some(ctx.cwd().to_path_buf()),
     };
-    // One wait, then the command: a watch of the wait is closed when this process exits,
-    // after the release (closing it earlier would hold the lock while the kernel tidies up).
-    coord::wait::keep_until_exit();
     // The queue is left once the command has started (see `leave_queue_once_started`); on a
     // network filesystem that would take the workspace lease once more.
     if ws.policy()?.fs.served_locally() {

@@ -193,23 +193,19 @@ fn supervise(
             Ok(SIGCHLD) | Err(RecvTimeoutError::Timeout) => {}
             // Ctrl-C at the terminal already reached CMD; never a reason to kill it.
             Ok(SIGINT) if host::in_terminal_foreground() => {}
-            Ok(SIGINT) => match (&group, pid) {
-                (Some(g), _) => g.signal(rustix::process::Signal::INT),
-                (None, Some(pid)) => {
-                    let _ = rustix::process::kill_process(pid, rustix::process::Signal::INT);
-                }
-                (None, None) => {}
-            },
             Ok(sig) => {
                 // Not reaped yet (only this thread reaps), so `pid` is still our child, and its
                 // group still exists. With a group of its own, its whole group is signalled.
-                if let (Some(pid), Some(s)) = (pid, rustix::process::Signal::from_named_raw(sig)) {
-                    match &group {
-                        Some(g) => g.signal(s),
-                        None => {
-                            let _ = rustix::process::kill_process(pid, s);
-                        }
+                let s = rustix::process::Signal::from_named_raw(sig);
+                match (&group, pid, s) {
+                    (Some(g), _, Some(s)) => g.signal(s),
+                    (None, Some(pid), Some(s)) => {
+                        let _ = rustix::process::kill_process(pid, s);
                     }
+                    _ => {}
+                }
+                if sig == SIGINT {
+                    continue;
                 }
                 kill_at.get_or_insert(now + KILL_GRACE);
                 stop_at.get_or_insert(now + KILL_GRACE);

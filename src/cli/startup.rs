@@ -97,13 +97,7 @@ pub fn run_startup(args: StartupArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             pid: None,
         },
     )?;
-    if ctx.json {
-        output::json(&started);
-    } else if !ctx.quiet {
-        startup_lines(&started, args.mode)
-            .iter()
-            .for_each(|l| output::line(l));
-    }
+    ctx.emit_lines(&started, || startup_lines(&started, args.mode));
     Ok(ExitCode::Success)
 }
 
@@ -179,30 +173,26 @@ pub fn run_shutdown(args: ShutdownArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let session = std::env::var(SESSION_ENV).ok().filter(|s| !s.is_empty());
     let scope = session.as_deref().map_or(Scope::Partner, Scope::Session);
     let done = stamp::shutdown(&ws, &agent, scope)?;
-    if ctx.json {
-        output::json(&done);
-        return Ok(ExitCode::Success);
-    }
-    let mut lines = release_lines(&done.released);
-    if done.closed.is_empty() {
-        lines.push(format!(
-            "No open session of {} on the stamp card",
-            done.partner
-        ));
-    }
-    lines.extend(done.closed.iter().map(|row| {
-        let session = output::clean(&row.session_id);
-        format!(
-            "Clocked out: {} (session {session}, row {})",
-            row.partner_name, row.id
-        )
-    }));
-    if done.finished {
-        lines.push("Presence: FINISHED".into());
-    }
-    if !ctx.quiet {
-        lines.iter().for_each(|l| output::line(l));
-    }
+    ctx.emit_lines(&done, || {
+        let mut lines = release_lines(&done.released);
+        if done.closed.is_empty() {
+            lines.push(format!(
+                "No open session of {} on the stamp card",
+                done.partner
+            ));
+        }
+        lines.extend(done.closed.iter().map(|row| {
+            let session = output::clean(&row.session_id);
+            format!(
+                "Clocked out: {} (session {session}, row {})",
+                row.partner_name, row.id
+            )
+        }));
+        if done.finished {
+            lines.push("Presence: FINISHED".into());
+        }
+        lines
+    });
     Ok(ExitCode::Success)
 }
 

@@ -3,8 +3,9 @@
 use clap::Args;
 use serde::Serialize;
 
+use coord::pattern::Pattern;
 use coord::v3::lock::{self, LockState, Release, ReleaseOutcome};
-use coord::workspace::AgentId;
+use coord::workspace::{AgentId, Target, Workspace};
 use coord::{Error, ExitCode};
 
 use super::{Ctx, output};
@@ -48,33 +49,37 @@ pub fn run(args: UnlockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         None => return Err(Error::MissingAgent.into()),
     };
     let (targets, patterns) = ctx.file_args(&ws, &args.files)?;
-    let mut results = Vec::new();
-    if args.files.is_empty() {
-        results = lock::release(&ws, &agent, None, args.force)?;
-    } else {
-        if !targets.is_empty() {
-            results = lock::release(&ws, &agent, Some(&targets), args.force)?;
-        }
-        if !patterns.is_empty() {
-            results.extend(lock::claim::release(
-                &ws,
-                &agent,
-                Some(&patterns),
-                args.force,
-            )?);
-        }
-    }
-    if ctx.json {
-        output::json(&UnlockReport { results: &results });
-    } else if !ctx.quiet {
-        for line in release_lines(&results) {
-            output::line(&line);
-        }
-    }
+    let results = release(&ws, &agent, &args.files, &targets, &patterns, args.force)?;
+    ctx.emit_lines(&UnlockReport { results: &results }, || {
+        release_lines(&results)
+    });
     match refusal(&results, &agent) {
         Some(err) => Err(err.into()),
         None => Ok(ExitCode::Success),
     }
+}
+
+/// Release `files` (the `targets` and claims on `patterns` among them), or every lock and claim
+/// of `agent` when `files` is empty.
+pub fn release(
+    ws: &Workspace,
+    agent: &AgentId,
+    files: &[String],
+    targets: &[Target],
+    patterns: &[Pattern],
+    force: bool,
+) -> Result<Vec<Release>, Error> {
+    if files.is_empty() {
+        return lock::release(ws, agent, None, force);
+    }
+    let mut results = Vec::new();
+    if !targets.is_empty() {
+        results = lock::release(ws, agent, Some(targets), force)?;
+    }
+    if !patterns.is_empty() {
+        results.extend(lock::claim::release(ws, agent, Some(patterns), force)?);
+    }
+    Ok(results)
 }
 
 /// The person at the terminal, as an agent id: the login name (`USER`, else `LOGNAME`) made

@@ -107,7 +107,7 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 "at": clock::now_string(),
                 "root": before.status.root,
             });
-            if let Ok(text) = output::json_text(&started, false) {
+            if let Ok(text) = output::json_text(&started) {
                 output::raw(format!("{text}\n").as_bytes());
             }
         }
@@ -206,15 +206,7 @@ impl Feed<'_> {
         if live && self.notify && e.event == "needs_user" {
             ring(&e.agent, e.str("what").unwrap_or(""), self.mode);
         }
-        match self.mode {
-            Mode::Json => {
-                if let Ok(text) = serde_json::to_string(e) {
-                    output::raw(format!("{text}\n").as_bytes());
-                }
-            }
-            Mode::Lines => output::line(&format!("{} {}", time_of(&e.at), log::describe(e))),
-            Mode::Screen => self.remember(format!("{} {}", time_of(&e.at), log::describe(e))),
-        }
+        self.say(serde_json::to_string(e), &e.at, || log::describe(e));
         self.end_waits(e);
     }
 
@@ -268,24 +260,28 @@ impl Feed<'_> {
 
     fn show(&mut self, change: &Change) {
         let at = clock::now_string();
+        let line = Line {
+            at: at.clone(),
+            change,
+        };
+        self.say(output::json_text(&line), &at, || describe(change));
+    }
+
+    /// One event or change: its `json` line, or `HH:MM:SS text` (printed, or kept on screen).
+    fn say(&mut self, json: serde_json::Result<String>, at: &str, text: impl FnOnce() -> String) {
+        let line = || format!("{} {}", time_of(at), text());
         match self.mode {
             Mode::Json => {
-                let line = Line {
-                    at: at.clone(),
-                    change,
-                };
-                if let Ok(text) = output::json_text(&line, false) {
+                if let Ok(text) = json {
                     output::raw(format!("{text}\n").as_bytes());
                 }
             }
-            Mode::Lines => output::line(&format!("{} {}", time_of(&at), describe(change))),
-            Mode::Screen => self.remember(format!("{} {}", time_of(&at), describe(change))),
+            Mode::Lines => output::line(&line()),
+            Mode::Screen => {
+                self.recent.push_front(line());
+                self.recent.truncate(RECENT);
+            }
         }
-    }
-
-    fn remember(&mut self, line: String) {
-        self.recent.push_front(line);
-        self.recent.truncate(RECENT);
     }
 }
 

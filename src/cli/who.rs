@@ -4,7 +4,6 @@ use clap::Args;
 
 use coord::ExitCode;
 use coord::status::{self, FileHolders};
-use coord::v3::lock::LockState;
 
 use super::{Ctx, output};
 
@@ -87,11 +86,7 @@ pub fn run(args: WhoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 "{}: held by {} since {since}{working} [{}{process}]",
                 l.file,
                 output::clean(&l.name),
-                match l.state {
-                    LockState::Live => "LIVE",
-                    LockState::Stale => "STALE",
-                    LockState::Conflict => "CONFLICT",
-                }
+                l.state.as_str()
             ));
         }
     }

@@ -6,7 +6,7 @@ use serde::Serialize;
 use coord::ExitCode;
 use coord::identity::ClientProcess;
 
-use super::{Ctx, output};
+use super::Ctx;
 
 /// Print the agent coord acts as here, and how it knows
 ///
@@ -20,7 +20,7 @@ use super::{Ctx, output};
 pub struct WhoamiArgs {}
 
 /// `coord whoami --json`.
-#[derive(Debug, Serialize)]
+#[derive(Debug, Default, Serialize)]
 struct Whoami {
     /// The agent id, `null` when none.
     agent: Option<String>,
@@ -40,11 +40,8 @@ pub fn run(_args: WhoamiArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let me = match (ctx.agent_explicit()?, ctx.session()) {
         (Some(a), _) => Whoami {
             agent: Some(a.id().to_string()),
-            source: ctx.agent_source(),
-            client: None,
-            session_id: None,
-            via: None,
-            client_process: None,
+            source: if ctx.agent_flag { "flag" } else { "env" },
+            ..Default::default()
         },
         (None, Some(s)) => Whoami {
             agent: Some(s.agent.id().to_string()),
@@ -55,19 +52,11 @@ pub fn run(_args: WhoamiArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             client_process: s.process,
         },
         (None, None) => Whoami {
-            agent: None,
             source: "none",
-            client: None,
-            session_id: None,
-            via: None,
-            client_process: None,
+            ..Default::default()
         },
     };
-    if ctx.json {
-        output::json(&me);
-    } else if !ctx.quiet {
-        output::line(&text(&me));
-    }
+    ctx.emit(&me, || text(&me));
     Ok(ExitCode::Success)
 }
 

@@ -60,11 +60,7 @@ pub fn run(args: WriteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             )?
         }
     };
-    if ctx.json {
-        output::json(&written);
-    } else if !ctx.quiet {
-        output::line(&written_line(&written));
-    }
+    ctx.emit(&written, || written_line(&written));
     Ok(ExitCode::Success)
 }
 

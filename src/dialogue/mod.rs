@@ -93,9 +93,11 @@ impl Dialogue {
     }
 
     fn lock_mutex(&self) -> Result<crate::arbiter::Guard> {
-        fsutil::ensure_dir(&layout::state_dir(&self.root))?;
+        fsutil::ensure_dir(&layout::state_dir(&crate::worktree::shared_root(
+            &self.root,
+        )))?;
         let policy = crate::arbiter::policy(&self.root)?;
-        let path = layout::dialogue_mutex(&self.root, &self.rel);
+        let path = layout::dialogue_mutex(&crate::worktree::shared_root(&self.root), &self.rel);
         crate::arbiter::Guard::take(&path, policy.arbitration)
     }
 
@@ -268,7 +270,7 @@ impl Dialogue {
                 );
                 return Err(refused(Refusal::TurnWaitTimedOut, message, hint));
             }
-            watch.wait(deadline.next_sleep(crate::wait::recheck_for(&self.folder)));
+            watch.wait(deadline.next_sleep(crate::arbiter::recheck_for(&self.folder)));
         }
     }
 

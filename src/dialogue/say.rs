@@ -357,7 +357,7 @@ impl Dialogue {
                 // Subscribe first, then look again, then wait.
                 None => watch = Some(FolderWatch::new(std::slice::from_ref(&self.folder))),
                 Some(w) => {
-                    w.wait(deadline.next_sleep(crate::wait::recheck_for(&self.folder)));
+                    w.wait(deadline.next_sleep(crate::arbiter::recheck_for(&self.folder)));
                 }
             }
         }

@@ -7,6 +7,7 @@
 use std::io;
 use std::path::{Path, PathBuf};
 
+pub mod quote;
 mod refusal;
 
 pub use refusal::Refusal;
@@ -278,19 +279,19 @@ impl Error {
             Error::LockHeld { file, holder, .. } if holder.contains(" through remote `") => {
                 Some(format!(
                     "wait with `coord lock {} --wait 5m`, or ask who runs {} to release it",
-                    crate::shell::arg(file),
+                    quote::arg(file),
                     holder.split(" (").next().unwrap_or(holder)
                 ))
             }
             Error::NotOneFile { arg, .. } => Some(format!(
                 "name one file (a `\\` before `*`, `?` or `[` keeps it in the name, as in `'a\\[1\\].md'`); hold every file of a folder or pattern with `coord lock {a}`, or for one command with `coord run {a} -- CMD`",
-                a = crate::shell::arg(arg),
+                a = quote::arg(arg),
             )),
             Error::LockHeld { file, holder, .. } | Error::WaitTimedOut { file, holder, .. } => {
                 Some(format!(
                     "wait with `coord lock {} --wait 5m`, or message them: `coord msg send {} \"…\"`",
-                    crate::shell::arg(file),
-                    crate::shell::agent(holder)
+                    quote::arg(file),
+                    quote::agent(holder)
                 ))
             }
             Error::Deadlock { cycle, .. } => {
@@ -306,7 +307,7 @@ impl Error {
             }
             Error::NotHolder { file, .. } => Some(format!(
                 "take the lock first with `coord lock {}`; `coord unlock --force` only removes a STALE lock",
-                crate::shell::arg(file)
+                quote::arg(file)
             )),
             Error::Refused { hint, .. } => hint.clone(),
             Error::CheckFailed { .. } => {
@@ -314,7 +315,7 @@ impl Error {
             }
             Error::ReviewUnfinished { topic, .. } => Some(format!(
                 "settle every issue (`coord review issue {t} set ISSUE-NN --status resolved`) and finish a verify step first; `coord review show {t}` shows where it stands",
-                t = crate::shell::arg(topic)
+                t = quote::arg(topic)
             )),
             Error::NoArbitration { .. } => Some(
                 "share the folder over NFS, SMB or sshfs, or work in a local folder; `coord doctor` shows what coord found"
@@ -326,11 +327,11 @@ impl Error {
                 ..
             } => Some(format!(
                 "check the credentials git uses for `{remote}` (`git ls-remote {}` must work without a prompt)",
-                crate::shell::arg(remote)
+                quote::arg(remote)
             )),
             Error::Remote { remote, .. } => Some(format!(
                 "check that `git ls-remote {}` works from here, or keep a claim to this clone with `--local`",
-                crate::shell::arg(remote)
+                quote::arg(remote)
             )),
             Error::DialogueCorrupted { .. } => Some(
                 "fix conversation.md (message numbers 1..N, in step with status.json's message_count), then write the next speaker's id into current-turn.txt"
@@ -348,16 +349,12 @@ impl Error {
                     path.display()
                 ))
             }
-            Error::Io { path, source, .. }
-                if source.kind() == io::ErrorKind::InvalidData
-                    && crate::fsutil::linked_state_folder(path, true).is_some() =>
-            {
-                crate::fsutil::linked_state_folder(path, true).map(|link| {
-                    format!(
-                        "remove the symlink `{}`: coord makes its own folder there again",
-                        link.display()
-                    )
-                })
+            Error::Io { source, .. } if source.get_ref().is_some_and(|e| e.is::<LinkedFolder>()) => {
+                let link = source.get_ref()?.downcast_ref::<LinkedFolder>()?;
+                Some(format!(
+                    "remove the symlink `{}`: coord makes its own folder there again",
+                    link.0.display()
+                ))
             }
             Error::Io { path, source, .. }
                 if matches!(
@@ -421,6 +418,23 @@ impl Error {
         }
     }
 }
+
+/// The `InvalidData` error of a path refused because a symlink stands in place of one of
+/// coord's folders on the way to it (the link): the hint says to remove it.
+#[derive(Debug)]
+pub struct LinkedFolder(pub PathBuf);
+
+impl std::fmt::Display for LinkedFolder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "`{}` is a symlink in place of coord's folder (not followed)",
+            self.0.display()
+        )
+    }
+}
+
+impl std::error::Error for LinkedFolder {}
 
 /// Attach a path (and what was being done) to an `io::Result`.
 pub trait IoResultExt<T> {

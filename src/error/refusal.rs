@@ -3,118 +3,79 @@
 //! Every refusal exits 3; the variant lets a caller (a hook, an MCP client, a script reading
 //! `--json`) branch on the reason without parsing the message.
 
-/// The rule behind an [`Error::Refused`](crate::Error::Refused).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-#[non_exhaustive]
-pub enum Refusal {
-    /// There is no dialogue in the folder (`conversation.md` is missing).
-    NoDialogue,
-    /// `dialogue init` where a dialogue is already open.
-    DialogueExists,
-    /// The dialogue ended (`END-SESSION`).
-    DialogueEnded,
-    /// The user paused the dialogue (`PAUSE`).
-    DialoguePaused,
-    /// `current-turn.txt` is missing or unreadable: coord never writes when unsure.
-    TurnUnknown,
-    /// `current-turn.txt` holds the seed's error line: the dialogue is stopped.
-    DialogueStopped,
-    /// The user reserved the next message for another participant (`X-ONLY`).
-    ReservedForOther,
-    /// It is another participant's turn.
-    NotYourTurn,
-    /// A wait for one's turn ended first.
-    TurnWaitTimedOut,
-    /// The dialogue's `lock.txt` stayed held (another write in progress).
-    DialogueBusy,
-    /// `coord write` on a file the agent does not hold.
-    NotLocked,
-    /// The agent's lock was taken over (or released) before its change landed.
-    LockTakenOver,
-    /// A lock changed while `unlock --force` removed it.
-    LockChanged,
-    /// `unlock` (without `--force`) of another agent's STALE lock.
-    StaleLock,
-    /// The lock is free but earlier waiters stand in line.
-    QueuedAhead,
-    /// `msg wait` ended without an unread message.
-    NoMessage,
-    /// A handshake's wait ended before every peer answered.
-    HandshakeUnanswered,
-    /// A review tracker (active or closed) already exists for the topic.
-    ReviewExists,
-    /// The review is closed.
-    ReviewClosed,
-    /// The review has no planned (open) step.
-    NoOpenStep,
-    /// The open step belongs to another actor.
-    NotStepActor,
-    /// The workspace mutex was taken over while this process held it past its lease.
-    MutexFenced,
-    /// Two files stand where coord would install one (a hook and its chained copy).
-    Conflict,
-    /// A message to an agent that lives in a workspace nested inside this one.
-    AgentElsewhere,
+/// Declares [`Refusal`] with each variant's `kind`, and the list of them all.
+macro_rules! refusals {
+    ($($(#[doc = $doc:literal])* $variant:ident => $kind:literal,)*) => {
+        /// The rule behind an [`Error::Refused`](crate::Error::Refused).
+        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+        #[non_exhaustive]
+        pub enum Refusal {
+            $($(#[doc = $doc])* $variant,)*
+        }
+
+        impl Refusal {
+            /// Every refusal, in the order `docs/protocol.md` lists them.
+            pub const ALL: &[Refusal] = &[$(Refusal::$variant,)*];
+
+            /// The stable machine-readable name, the `kind` of a `--json` error.
+            pub fn kind(self) -> &'static str {
+                match self {
+                    $(Refusal::$variant => $kind,)*
+                }
+            }
+        }
+    };
 }
 
-impl Refusal {
-    /// Every refusal, in the order `docs/protocol.md` lists them.
-    pub const ALL: [Refusal; 24] = [
-        Refusal::NoDialogue,
-        Refusal::DialogueExists,
-        Refusal::DialogueEnded,
-        Refusal::DialoguePaused,
-        Refusal::TurnUnknown,
-        Refusal::DialogueStopped,
-        Refusal::ReservedForOther,
-        Refusal::NotYourTurn,
-        Refusal::TurnWaitTimedOut,
-        Refusal::DialogueBusy,
-        Refusal::NotLocked,
-        Refusal::LockTakenOver,
-        Refusal::LockChanged,
-        Refusal::StaleLock,
-        Refusal::QueuedAhead,
-        Refusal::NoMessage,
-        Refusal::HandshakeUnanswered,
-        Refusal::ReviewExists,
-        Refusal::ReviewClosed,
-        Refusal::NoOpenStep,
-        Refusal::NotStepActor,
-        Refusal::MutexFenced,
-        Refusal::Conflict,
-        Refusal::AgentElsewhere,
-    ];
-
-    /// The stable machine-readable name, the `kind` of a `--json` error.
-    pub fn kind(self) -> &'static str {
-        match self {
-            Refusal::NoDialogue => "no_dialogue",
-            Refusal::DialogueExists => "dialogue_exists",
-            Refusal::DialogueEnded => "dialogue_ended",
-            Refusal::DialoguePaused => "dialogue_paused",
-            Refusal::TurnUnknown => "turn_unknown",
-            Refusal::DialogueStopped => "dialogue_stopped",
-            Refusal::ReservedForOther => "reserved_for_other",
-            Refusal::NotYourTurn => "not_your_turn",
-            Refusal::TurnWaitTimedOut => "turn_wait_timed_out",
-            Refusal::DialogueBusy => "dialogue_busy",
-            Refusal::NotLocked => "not_locked",
-            Refusal::LockTakenOver => "lock_taken_over",
-            Refusal::LockChanged => "lock_changed",
-            Refusal::StaleLock => "stale_lock",
-            Refusal::QueuedAhead => "queued_ahead",
-            Refusal::NoMessage => "no_message",
-            Refusal::HandshakeUnanswered => "handshake_unanswered",
-            Refusal::ReviewExists => "review_exists",
-            Refusal::ReviewClosed => "review_closed",
-            Refusal::NoOpenStep => "no_open_step",
-            Refusal::NotStepActor => "not_step_actor",
-            Refusal::MutexFenced => "mutex_fenced",
-            Refusal::Conflict => "conflict",
-            Refusal::AgentElsewhere => "agent_elsewhere",
-        }
-    }
+refusals! {
+    /// There is no dialogue in the folder (`conversation.md` is missing).
+    NoDialogue => "no_dialogue",
+    /// `dialogue init` where a dialogue is already open.
+    DialogueExists => "dialogue_exists",
+    /// The dialogue ended (`END-SESSION`).
+    DialogueEnded => "dialogue_ended",
+    /// The user paused the dialogue (`PAUSE`).
+    DialoguePaused => "dialogue_paused",
+    /// `current-turn.txt` is missing or unreadable: coord never writes when unsure.
+    TurnUnknown => "turn_unknown",
+    /// `current-turn.txt` holds the seed's error line: the dialogue is stopped.
+    DialogueStopped => "dialogue_stopped",
+    /// The user reserved the next message for another participant (`X-ONLY`).
+    ReservedForOther => "reserved_for_other",
+    /// It is another participant's turn.
+    NotYourTurn => "not_your_turn",
+    /// A wait for one's turn ended first.
+    TurnWaitTimedOut => "turn_wait_timed_out",
+    /// The dialogue's `lock.txt` stayed held (another write in progress).
+    DialogueBusy => "dialogue_busy",
+    /// `coord write` on a file the agent does not hold.
+    NotLocked => "not_locked",
+    /// The agent's lock was taken over (or released) before its change landed.
+    LockTakenOver => "lock_taken_over",
+    /// A lock changed while `unlock --force` removed it.
+    LockChanged => "lock_changed",
+    /// `unlock` (without `--force`) of another agent's STALE lock.
+    StaleLock => "stale_lock",
+    /// The lock is free but earlier waiters stand in line.
+    QueuedAhead => "queued_ahead",
+    /// `msg wait` ended without an unread message.
+    NoMessage => "no_message",
+    /// A handshake's wait ended before every peer answered.
+    HandshakeUnanswered => "handshake_unanswered",
+    /// A review tracker (active or closed) already exists for the topic.
+    ReviewExists => "review_exists",
+    /// The review is closed.
+    ReviewClosed => "review_closed",
+    /// The review has no planned (open) step.
+    NoOpenStep => "no_open_step",
+    /// The open step belongs to another actor.
+    NotStepActor => "not_step_actor",
+    /// The workspace mutex was taken over while this process held it past its lease.
+    MutexFenced => "mutex_fenced",
+    /// Two files stand where coord would install one (a hook and its chained copy).
+    Conflict => "conflict",
+    /// A message to an agent that lives in a workspace nested inside this one.
+    AgentElsewhere => "agent_elsewhere",
 }
 
 #[cfg(test)]

@@ -38,7 +38,7 @@ pub fn append_durable(path: &Path, bytes: &[u8]) -> Result<()> {
 /// even writers that do not lock (the seed's own Python class) cannot split it on a local disk.
 /// When the file does not end with a newline (written by hand), one is written first, so the new
 /// line stands on its own. A `line` without a trailing newline gets one. Not synced: see
-/// [`append_line_durable`] and [`sync_file`].
+/// [`append_line_durable_numbered`] and [`sync_file`].
 ///
 /// # Errors
 ///
@@ -48,17 +48,9 @@ pub fn append_line(path: &Path, line: &[u8]) -> Result<()> {
     append_inner(path, line, false).map(drop)
 }
 
-/// [`append_line`], then fsync of the file (and of the folder when the file was created).
-///
-/// # Errors
-///
-/// As [`append_line`].
-pub fn append_line_durable(path: &Path, line: &[u8]) -> Result<()> {
-    append_line_durable_numbered(path, line).map(drop)
-}
-
-/// [`append_line_durable`], returning the 1-based number of the line written, counted under
-/// the same kernel lock as the append (so it is the line's number even with other writers).
+/// [`append_line`], then fsync of the file (and of the folder when the file was created),
+/// returning the 1-based number of the line written, counted under the same kernel lock as the
+/// append (so it is the line's number even with other writers).
 ///
 /// # Errors
 ///

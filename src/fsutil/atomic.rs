@@ -291,14 +291,7 @@ fn copy_into(
     mut tmp: NamedTempFile,
     durable: bool,
 ) -> Result<(NamedTempFile, u64)> {
-    // `io::copy` asks the kernel to copy (`copy_file_range`), which pays off for large files
-    // but costs more than a read and a write for the small files agents lock.
-    let n = match usize::try_from(meta.len()) {
-        Ok(len) if len < SMALL_COPY => {
-            copy_input(&mut input, tmp.as_file_mut(), src, src, len + 1)?
-        }
-        _ => io::copy(&mut input, tmp.as_file_mut()).at("copy", src)?,
-    };
+    let n = io::copy(&mut input, tmp.as_file_mut()).at("copy", src)?;
     tmp.as_file()
         .set_permissions(meta.permissions())
         .at("set permissions of", tmp.path())?;
@@ -329,9 +322,6 @@ pub fn spool(
     tmp.as_file().sync_all().at("write", like)?;
     Ok((tmp, n))
 }
-
-/// Files smaller than this are copied through a buffer rather than by the kernel.
-const SMALL_COPY: usize = 64 * 1024;
 
 /// `io::copy` through a buffer of `buf_len` bytes, telling a read error (blamed on `what`) from a
 /// write error (blamed on `to`).

@@ -1,4 +1,4 @@
-//! Every write coord makes to disk, every capped read, and the workspace mutex.
+//! Every write coord makes to disk and every capped read (the workspace mutex is `arbiter`'s).
 //!
 //! Invariants kept here, so no other module has to think about them:
 //!
@@ -19,10 +19,10 @@
 //! - Temporary files left behind by a killed process are swept by the next coord in that folder
 //!   ([`sweep_temps`]): at once when their process is known gone, after an hour otherwise.
 //!
-//! One module per concern: [`read`](self) (capped, no-follow reads), atomic publication of whole
-//! files, appends, entries (remove, rename, link, folders), the sweep of leftover temporary
-//! files, and the workspace mutex. This is the only module that may call `std::fs`'s writing
-//! functions (`clippy.toml` disallows them elsewhere).
+//! One module per concern: capped no-follow reads, atomic publication of whole files, appends,
+//! entries (remove, rename, link, folders), the sweep of leftover temporary files. This is the
+//! only module that may call `std::fs`'s writing functions (`clippy.toml` disallows them
+//! elsewhere).
 #![allow(clippy::disallowed_methods)]
 
 use std::fs::{self, File, OpenOptions};
@@ -35,7 +35,6 @@ use rustix::fs::OFlags;
 mod append;
 mod atomic;
 mod entry;
-mod mutex;
 pub mod raw;
 mod read;
 mod sweep;
@@ -43,8 +42,8 @@ mod sweep;
 mod tests;
 
 pub use append::{
-    FINISH_APPEND_ARG, append_durable, append_line, append_line_durable,
-    append_line_durable_numbered, append_line_rotating, finish_append, finish_appends, sync_file,
+    FINISH_APPEND_ARG, append_durable, append_line, append_line_durable_numbered,
+    append_line_rotating, finish_append, finish_appends, sync_file,
 };
 pub use atomic::{
     copy_replace, copy_to_temp, create_new, create_new_held, mark_network_fs, persist,
@@ -54,10 +53,6 @@ pub use atomic::{
 pub use entry::{
     empty_marker, ensure_dir, make_executable, remove, remove_flat, rename, rewrite_in_place,
     set_mtime_epoch, sync_dir, touch, touch_if_same,
-};
-pub use mutex::{
-    MUTEX_PATIENCE, MutexGuard, cap_mutex_patience, keep_mutex_open, lock_mutex, lock_mutex_within,
-    mutex_kept_open, mutex_patience,
 };
 pub use read::{
     RECORD_CAP, Stat, for_each_name, forget_cached_pages, linked_ancestor, linked_state_folder,

@@ -87,48 +87,18 @@ pub fn read_capped_with_meta(path: &Path, cap: u64) -> io::Result<(Vec<u8>, fs::
     Ok((bytes, meta))
 }
 
-/// Files up to this size are read with one `read` when they are as long as their `fstat` said.
-const ONE_READ: u64 = RECORD_CAP;
-
 /// At most `cap` bytes of the open regular `file`, whose metadata is `meta`: as the file
 /// server has them where this process was told to read past this machine's cache
 /// ([`read_past_cache`]).
-pub(super) fn read_open_capped(
-    mut file: &File,
-    meta: &fs::Metadata,
-    cap: u64,
-) -> io::Result<Vec<u8>> {
+pub(super) fn read_open_capped(file: &File, meta: &fs::Metadata, cap: u64) -> io::Result<Vec<u8>> {
     if PAST_CACHE.load(Ordering::Relaxed) {
         let _ = forget_cached_pages(file);
     }
-    let len = meta.len();
-    if len > cap {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            format!("is larger than {cap} bytes"),
-        ));
-    }
     let mut buf = Vec::new();
-    if len <= ONE_READ {
-        // Ask for one byte more than the open file's size: a regular file reads short only at
-        // its end, so getting exactly that size back is the end, and the read that would
-        // return 0 to say so is not made (most of coord's reads are of files this small, a
-        // system call each). Anything else (a file that grew, `/proc` sizes of 0) reads on.
-        buf.resize(len as usize + 1, 0);
-        let n = loop {
-            match file.read(&mut buf) {
-                Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                got => break got?,
-            }
-        };
-        buf.truncate(n);
-        if n as u64 == len {
-            return Ok(buf);
-        }
+    if meta.len() <= cap {
+        file.take(cap + 1).read_to_end(&mut buf)?;
     }
-    let read = buf.len() as u64;
-    file.take(cap + 1 - read).read_to_end(&mut buf)?;
-    if buf.len() as u64 > cap {
+    if meta.len() > cap || buf.len() as u64 > cap {
         return Err(io::Error::new(
             io::ErrorKind::InvalidData,
             format!("is larger than {cap} bytes"),
@@ -341,14 +311,11 @@ pub fn refuse_linked(path: &Path, with_self: bool) -> io::Result<()> {
     match linked_state_folder(path, with_self) {
         None => Ok(()),
         Some(link) => {
-            let why = format!(
-                "`{}` is a symlink in place of coord's folder (not followed)",
-                link.display()
-            );
+            let why = crate::error::LinkedFolder(link);
             let mut noted = LINK_WARNING.lock().unwrap_or_else(|e| e.into_inner());
             if noted.is_none() {
                 *noted = Some((
-                    link,
+                    why.0.clone(),
                     format!(
                         "{why}: nothing was read or written through it, and what belongs there was left out; remove it, and coord makes the folder again"
                     ),

@@ -1,12 +1,11 @@
 //! Tests of the writer.
 
 use std::fs::{self, OpenOptions};
-use std::os::unix::fs::PermissionsExt;
+use std::os::unix::fs::PermissionsExt as _;
 use std::time::{Duration, SystemTime};
 
 use rustix::fs::Mode;
 
-use super::mutex::lock_mutex_within;
 use super::*;
 use crate::{host, layout};
 
@@ -18,55 +17,6 @@ fn create_new_never_replaces() {
     assert!(!create_new(&p, b"two").unwrap());
     assert_eq!(fs::read(&p).unwrap(), b"one");
     assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "no temp left");
-}
-
-#[test]
-fn create_new_does_not_follow_a_dangling_link() {
-    let dir = tempfile::tempdir().unwrap();
-    let victim = dir.path().join("victim");
-    let link = dir.path().join("a.lock.x");
-    std::os::unix::fs::symlink(&victim, &link).unwrap();
-    assert!(!create_new(&link, b"x").unwrap());
-    assert!(!victim.exists());
-}
-
-#[test]
-fn replace_replaces_a_link_not_its_target() {
-    let dir = tempfile::tempdir().unwrap();
-    let victim = dir.path().join("victim");
-    fs::write(&victim, b"precious").unwrap();
-    let link = dir.path().join("f.bak");
-    std::os::unix::fs::symlink(&victim, &link).unwrap();
-    replace(&link, b"backup").unwrap();
-    assert_eq!(fs::read(&victim).unwrap(), b"precious");
-    assert_eq!(fs::read(&link).unwrap(), b"backup");
-    assert!(!fs::symlink_metadata(&link).unwrap().is_symlink());
-}
-
-#[test]
-fn capped_reads_refuse_links_fifos_dirs_and_giants() {
-    let dir = tempfile::tempdir().unwrap();
-    let f = dir.path().join("f");
-    fs::write(&f, b"hello").unwrap();
-    assert_eq!(read_capped(&f, 5).unwrap(), b"hello");
-    assert!(read_capped(&f, 4).is_err());
-    let link = dir.path().join("l");
-    std::os::unix::fs::symlink(&f, &link).unwrap();
-    assert!(read_capped(&link, 100).is_err());
-    assert!(read_capped(dir.path(), 100).is_err());
-    let fifo = dir.path().join("fifo");
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &fifo,
-        rustix::fs::FileType::Fifo,
-        Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
-    assert!(
-        read_capped(&fifo, 100).is_err(),
-        "a FIFO is refused, not waited on"
-    );
 }
 
 #[test]
@@ -91,33 +41,7 @@ fn capped_reads_give_every_byte_whatever_the_size() {
 }
 
 #[test]
-fn list_names_lists_every_name_and_nothing_else() {
-    let dir = tempfile::tempdir().unwrap();
-    let mut want: Vec<String> = (0..300)
-        .map(|i| format!("a-rather-long-file-name-{i}"))
-        .collect();
-    for name in &want {
-        fs::write(dir.path().join(name), b"").unwrap();
-    }
-    fs::create_dir(dir.path().join("sub")).unwrap();
-    want.push("sub".into());
-    let mut got: Vec<String> = list_names(dir.path())
-        .unwrap()
-        .into_iter()
-        .map(|n| n.into_string().unwrap())
-        .collect();
-    got.sort();
-    want.sort();
-    assert_eq!(got, want);
-    assert_eq!(
-        list_names(&dir.path().join("nope")).unwrap_err().kind(),
-        std::io::ErrorKind::NotFound
-    );
-    assert!(list_names(&dir.path().join("a-rather-long-file-name-1")).is_err());
-}
-
-#[test]
-fn touch_and_the_mutex_refuse_a_fifo_instead_of_waiting() {
+fn touch_refuses_a_fifo_instead_of_waiting() {
     let dir = tempfile::tempdir().unwrap();
     let fifo = dir.path().join("ticket");
     rustix::fs::mknodat(
@@ -129,15 +53,7 @@ fn touch_and_the_mutex_refuse_a_fifo_instead_of_waiting() {
     )
     .unwrap();
     assert!(touch(&fifo).is_err(), "no reader: must not block");
-    assert!(lock_mutex(&fifo).is_err());
     assert!(touch(dir.path()).is_err());
-    let link = dir.path().join("mutex");
-    std::os::unix::fs::symlink(dir.path().join("elsewhere"), &link).unwrap();
-    assert!(lock_mutex(&link).is_err());
-    assert!(
-        !dir.path().join("elsewhere").exists(),
-        "the link was not followed"
-    );
 }
 
 #[test]
@@ -174,27 +90,12 @@ fn sweep_removes_temps_of_dead_processes_only() {
 }
 
 #[test]
-fn new_files_get_the_usual_mode() {
-    let dir = tempfile::tempdir().unwrap();
-    let p = dir.path().join("x");
-    assert!(create_new(&p, b"1").unwrap());
-    let mode = fs::metadata(&p).unwrap().permissions().mode() & 0o777;
-    let status = fs::read_to_string("/proc/self/status").unwrap();
-    let umask = status
-        .lines()
-        .find_map(|l| l.strip_prefix("Umask:"))
-        .map(|v| u32::from_str_radix(v.trim(), 8).unwrap())
-        .unwrap();
-    assert_eq!(mode, 0o666 & !umask);
-}
-
-#[test]
 fn append_adds_whole_lines_and_refuses_links() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("notes.md");
     append_line(&f, b"one").unwrap();
     fs::write(&f, b"one\nhand-written, no newline").unwrap();
-    append_line_durable(&f, b"two\n").unwrap();
+    append_line_durable_numbered(&f, b"two\n").unwrap();
     assert_eq!(
         fs::read_to_string(&f).unwrap(),
         "one\nhand-written, no newline\ntwo\n"
@@ -268,7 +169,7 @@ fn replace_over_an_existing_file_leaves_nothing_behind() {
 
 #[test]
 fn same_regular_files_compares_bytes_and_mode() {
-    use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::fs::PermissionsExt as _;
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
     fs::write(&a, b"same").unwrap();
@@ -299,42 +200,6 @@ fn replace_durable_keeps_the_mode() {
         fs::metadata(&f).unwrap().permissions().mode() & 0o777,
         0o751
     );
-}
-
-#[test]
-fn a_mutex_replaced_while_waiting_is_not_shared() {
-    use std::sync::mpsc::channel;
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("mutex");
-    let old = lock_mutex(&path).unwrap();
-    let (tx, rx) = channel();
-    let p = path.clone();
-    let waiter = std::thread::spawn(move || {
-        let guard = lock_mutex(&p).unwrap();
-        tx.send(()).unwrap();
-        drop(guard);
-    });
-    std::thread::sleep(Duration::from_millis(100));
-    // Someone deletes the mutex file and another process takes a new one.
-    fs::remove_file(&path).unwrap();
-    let new = lock_mutex(&path).unwrap();
-    drop(old);
-    assert!(
-        rx.recv_timeout(Duration::from_millis(300)).is_err(),
-        "the waiter must not hold the old file while another holds the new one"
-    );
-    drop(new);
-    rx.recv_timeout(Duration::from_secs(10)).unwrap();
-    waiter.join().unwrap();
-}
-
-#[test]
-fn a_mutex_held_too_long_is_an_error_not_a_hang() {
-    let dir = tempfile::tempdir().unwrap();
-    let path = dir.path().join("mutex");
-    let _held = lock_mutex(&path).unwrap();
-    let err = lock_mutex_within(&path, Duration::from_millis(200)).unwrap_err();
-    assert!(err.to_string().contains("held it too long"), "{err}");
 }
 
 #[test]

@@ -30,7 +30,7 @@ mod needs;
 mod read;
 
 pub use needs::{NeedsUser, clear_needs_user, mark_needs_user, needs_user, set_needs_user};
-pub use read::{Filter, Tail, read, read_all, trim};
+pub use read::{Filter, Position, Tail, read, read_all, since, trim};
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -281,9 +281,12 @@ impl Bounds {
     /// The bounds set for the workspace at `root`: the environment, else `.coord/config`,
     /// else the defaults. A value that cannot be read is ignored (the default holds).
     pub fn of(root: &Path) -> Bounds {
-        let config = fsutil::read_text_capped(&layout::config(root), 64 * 1024)
-            .ok()
-            .map(|(t, _)| Record::parse(&t));
+        let config = fsutil::read_text_capped(
+            &layout::config(&crate::worktree::shared_root(root)),
+            64 * 1024,
+        )
+        .ok()
+        .map(|(t, _)| Record::parse(&t));
         let setting = |env: &str, key: &str| {
             std::env::var(env)
                 .ok()
@@ -414,12 +417,12 @@ fn bounds_cached(root: &Path) -> Bounds {
 }
 
 fn append(root: &Path, line: &[u8]) -> crate::Result<()> {
-    let log = layout::history_log(root);
+    let log = layout::history_log(&crate::worktree::shared_root(root));
     let rotate_at = bounds_cached(root).max_size / 2;
-    let rotated = layout::history_rotated(root);
+    let rotated = layout::history_rotated(&crate::worktree::shared_root(root));
     match fsutil::append_line_rotating(&log, line, rotate_at, &rotated) {
         Err(crate::Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
-            fsutil::ensure_dir(&layout::history_dir(root))?;
+            fsutil::ensure_dir(&layout::history_dir(&crate::worktree::shared_root(root)))?;
             fsutil::append_line_rotating(&log, line, rotate_at, &rotated)
         }
         other => other,

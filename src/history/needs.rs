@@ -26,7 +26,11 @@ pub struct NeedsUser {
 /// What `agent` waits for its user for, if it does. Never fails: an unreadable file is no
 /// waiting.
 pub fn needs_user(root: &Path, agent: &str) -> Option<NeedsUser> {
-    let bytes = fsutil::read_capped(&layout::needs_user(root, agent), 16 * 1024).ok()?;
+    let bytes = fsutil::read_capped(
+        &layout::needs_user(&crate::worktree::shared_root(root), agent),
+        16 * 1024,
+    )
+    .ok()?;
     serde_json::from_slice(&bytes).ok()
 }
 
@@ -47,8 +51,11 @@ pub fn set_needs_user(root: &Path, agent: &str, what: &str) {
         return;
     };
     let write = || {
-        fsutil::ensure_dir(&layout::needs_user_dir(root))?;
-        fsutil::replace(&layout::needs_user(root, agent), &bytes)
+        fsutil::ensure_dir(&layout::needs_user_dir(&crate::worktree::shared_root(root)))?;
+        fsutil::replace(
+            &layout::needs_user(&crate::worktree::shared_root(root), agent),
+            &bytes,
+        )
     };
     if write().is_ok() {
         record(root, Event::new(Kind::NeedsUser, agent).with("what", what));
@@ -57,7 +64,12 @@ pub fn set_needs_user(root: &Path, agent: &str, what: &str) {
 
 /// `agent` acts again, or its user answered: it no longer waits.
 pub fn clear_needs_user(root: &Path, agent: &str) {
-    if fsutil::remove(&layout::needs_user(root, agent)).unwrap_or(false) {
+    if fsutil::remove(&layout::needs_user(
+        &crate::worktree::shared_root(root),
+        agent,
+    ))
+    .unwrap_or(false)
+    {
         record(root, Event::new(Kind::UserAnswered, agent));
     }
 }
@@ -65,7 +77,9 @@ pub fn clear_needs_user(root: &Path, agent: &str) {
 /// Fill in `needs_user` of each agent and put those that wait for their user first (in the
 /// order they started waiting), the others after them in their order.
 pub fn mark_needs_user(root: &Path, agents: &mut [crate::status::AgentView]) {
-    if std::fs::symlink_metadata(layout::needs_user_dir(root)).is_err() {
+    if std::fs::symlink_metadata(layout::needs_user_dir(&crate::worktree::shared_root(root)))
+        .is_err()
+    {
         return;
     }
     for a in agents.iter_mut() {

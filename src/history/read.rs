@@ -59,6 +59,19 @@ impl Filter {
     }
 }
 
+/// A `--since` value: a duration back from now (`30m`), or a time (RFC 3339).
+///
+/// # Errors
+///
+/// [`Error::BadDuration`](crate::Error::BadDuration) when it is neither.
+pub fn since(text: &str) -> Result<Timestamp> {
+    if let Some(t) = clock::parse_timestamp(text) {
+        return Ok(t);
+    }
+    let d = clock::parse_duration(text)?;
+    Ok(clock::now() - chrono::Duration::from_std(d).unwrap_or_default())
+}
+
 /// The events in `bytes`, one JSON object a line. A line that is not an event (torn by a
 /// writer killed mid-append, or edited by hand) is skipped; a torn line that a whole one was
 /// glued to is read from where the whole one starts.
@@ -99,8 +112,14 @@ pub fn read_all(root: &Path) -> Vec<Event> {
     let bounds = Bounds::of(root);
     // A generation is rotated at half the bound; one written by hand may be larger.
     let cap = bounds.max_size.max(1 << 20) * 2;
-    let mut events = read_file(&layout::history_rotated(root), cap);
-    events.extend(read_file(&layout::history_log(root), cap));
+    let mut events = read_file(
+        &layout::history_rotated(&crate::worktree::shared_root(root)),
+        cap,
+    );
+    events.extend(read_file(
+        &layout::history_log(&crate::worktree::shared_root(root)),
+        cap,
+    ));
     let oldest = clock::now() - chrono::Duration::from_std(bounds.max_age).unwrap_or_default();
     let mut timed: Vec<(Timestamp, Event)> = events
         .into_iter()
@@ -133,7 +152,7 @@ pub fn trim(root: &Path, dry_run: bool) -> Result<usize> {
     let old = |e: &Event| e.time().is_none_or(|t| t < oldest);
     let cap = bounds.max_size.max(1 << 20) * 2;
     let mut dropped = 0;
-    let rotated = layout::history_rotated(root);
+    let rotated = layout::history_rotated(&crate::worktree::shared_root(root));
     let older = read_file(&rotated, cap);
     if !older.is_empty() && older.iter().all(old) {
         dropped += older.len();
@@ -141,7 +160,7 @@ pub fn trim(root: &Path, dry_run: bool) -> Result<usize> {
             fsutil::remove(&rotated)?;
         }
     }
-    let log = layout::history_log(root);
+    let log = layout::history_log(&crate::worktree::shared_root(root));
     let Ok(held) = fsutil::open_regular_nofollow(&log) else {
         return Ok(dropped);
     };
@@ -166,6 +185,40 @@ pub fn trim(root: &Path, dry_run: bool) -> Result<usize> {
     Ok(dropped)
 }
 
+/// Where an event lies in the history: the log file it was read from (device, inode: a
+/// rotation renames the file, so the pair follows it) and the offset just past its line. Shown
+/// as `DEV-INODE-OFFSET` (the id of a `coord ui` event, handed back on reconnection).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Position {
+    /// The log file (device, inode).
+    pub file: (u64, u64),
+    /// The offset just past the event's line.
+    pub offset: u64,
+}
+
+impl std::fmt::Display for Position {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}-{}-{}", self.file.0, self.file.1, self.offset)
+    }
+}
+
+impl std::str::FromStr for Position {
+    type Err = ();
+
+    fn from_str(text: &str) -> std::result::Result<Position, ()> {
+        let mut parts = text.split('-').map(|p| p.parse::<u64>().map_err(|_| ()));
+        let mut next = || parts.next().ok_or(())?;
+        let pos = Position {
+            file: (next()?, next()?),
+            offset: next()?,
+        };
+        match parts.next() {
+            None => Ok(pos),
+            Some(_) => Err(()),
+        }
+    }
+}
+
 /// Following the log as it grows, across rotations: every event appended after the start,
 /// each once.
 #[derive(Debug)]
@@ -178,16 +231,22 @@ pub struct Tail {
     partial: Vec<u8>,
 }
 
+fn file_id(path: &Path) -> Option<(u64, u64)> {
+    std::fs::symlink_metadata(path)
+        .ok()
+        .map(|m| (m.dev(), m.ino()))
+}
+
 impl Tail {
     /// Follow from the end of the log as it is now.
     pub fn from_end(root: &Path) -> Tail {
-        let log = layout::history_log(root);
+        let log = layout::history_log(&crate::worktree::shared_root(root));
         let at = std::fs::symlink_metadata(&log)
             .ok()
             .map(|m| ((m.dev(), m.ino()), m.len()));
         Tail {
             log,
-            rotated: layout::history_rotated(root),
+            rotated: layout::history_rotated(&crate::worktree::shared_root(root)),
             at,
             partial: Vec::new(),
         }
@@ -203,20 +262,48 @@ impl Tail {
         t
     }
 
+    /// Follow from the oldest event kept: the previous generation first, then the log.
+    pub fn from_oldest(root: &Path) -> Tail {
+        let mut t = Tail::from_start(root);
+        if let Some(id) = file_id(&t.rotated) {
+            t.at = Some((id, 0));
+        }
+        t
+    }
+
+    /// Follow from just after `pos`. When its file is no longer kept (rotated away twice, or
+    /// rewritten by `coord prune`), from the oldest event kept: events may come twice, none
+    /// is missed.
+    pub fn from_position(root: &Path, pos: Position) -> Tail {
+        let mut t = Tail::from_start(root);
+        if [file_id(&t.log), file_id(&t.rotated)].contains(&Some(pos.file)) {
+            t.at = Some((pos.file, pos.offset));
+            t
+        } else {
+            Tail::from_oldest(root)
+        }
+    }
+
     /// The events appended since the last call.
     pub fn poll(&mut self) -> Vec<Event> {
+        self.poll_positioned().into_iter().map(|(_, e)| e).collect()
+    }
+
+    /// The events appended since the last call, each with its [`Position`].
+    pub fn poll_positioned(&mut self) -> Vec<(Position, Event)> {
         let mut out = Vec::new();
-        let now = std::fs::symlink_metadata(&self.log)
-            .ok()
-            .map(|m| (m.dev(), m.ino()));
+        let at = |file, events: Vec<(u64, Event)>| {
+            events
+                .into_iter()
+                .map(move |(offset, e)| (Position { file, offset }, e))
+        };
+        let now = file_id(&self.log);
         if let Some((id, off)) = self.at
             && now != Some(id)
         {
             // Rotated: finish the generation we were reading, then start on the new log.
-            if let Ok(m) = std::fs::symlink_metadata(&self.rotated)
-                && (m.dev(), m.ino()) == id
-            {
-                out.extend(self.read_from(&self.rotated.clone(), off).0);
+            if file_id(&self.rotated) == Some(id) {
+                out.extend(at(id, self.read_from(&self.rotated.clone(), off).0));
             }
             self.partial.clear();
             self.at = None;
@@ -226,52 +313,52 @@ impl Tail {
         };
         let off = self.at.map_or(0, |(_, o)| o);
         let (events, end) = self.read_from(&self.log.clone(), off);
-        out.extend(events);
+        out.extend(at(id, events));
         self.at = Some((id, end));
         out
     }
 
-    /// Events from `off` to the end of `path`; the offset reached.
-    fn read_from(&mut self, path: &Path, off: u64) -> (Vec<Event>, u64) {
+    /// Events from `off` to the end of `path`, each with the offset past its line; the offset
+    /// reached.
+    fn read_from(&mut self, path: &Path, off: u64) -> (Vec<(u64, Event)>, u64) {
         use std::io::{Read, Seek, SeekFrom};
         let Ok(mut f) = fsutil::open_regular_nofollow(path) else {
             return (Vec::new(), off);
         };
         let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-        if len < off {
+        let off = if len < off {
             // Rewritten shorter (trimmed): start over.
             self.partial.clear();
-            return self.read_from_start(f);
-        }
+            0
+        } else {
+            off
+        };
         if f.seek(SeekFrom::Start(off)).is_err() {
             return (Vec::new(), off);
         }
         let mut buf = Vec::new();
         let n = f.take(64 * 1024 * 1024).read_to_end(&mut buf).unwrap_or(0);
-        (self.split(buf), off + n as u64)
+        let end = off + n as u64;
+        (self.split(buf, end), end)
     }
 
-    fn read_from_start(&mut self, f: std::fs::File) -> (Vec<Event>, u64) {
-        use std::io::Read;
-        let mut buf = Vec::new();
-        let n = f.take(64 * 1024 * 1024).read_to_end(&mut buf).unwrap_or(0);
-        (self.split(buf), n as u64)
-    }
-
-    /// Whole lines become events; the unfinished last one waits for its end.
-    fn split(&mut self, buf: Vec<u8>) -> Vec<Event> {
+    /// Whole lines become events, each with the offset past it (`end` is the offset past
+    /// `buf`); the unfinished last one waits for its end.
+    fn split(&mut self, buf: Vec<u8>, end: u64) -> Vec<(u64, Event)> {
         let mut bytes = std::mem::take(&mut self.partial);
         bytes.extend(buf);
-        match bytes.iter().rposition(|b| *b == b'\n') {
-            Some(end) => {
-                self.partial = bytes[end + 1..].to_vec();
-                parse_lines(&bytes[..end])
-            }
-            None => {
-                self.partial = bytes;
-                Vec::new()
+        let base = end - bytes.len() as u64;
+        let whole = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+        self.partial = bytes.split_off(whole);
+        let mut out = Vec::new();
+        let mut start = 0;
+        for line in bytes.split_inclusive(|b| *b == b'\n') {
+            start += line.len();
+            if let Some(e) = parse_line(line.strip_suffix(b"\n").unwrap_or(line)) {
+                out.push((base + start as u64, e));
             }
         }
+        out
     }
 }
 

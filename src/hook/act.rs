@@ -44,7 +44,7 @@ pub fn handle(
 ) -> Result<Reply> {
     // A hook answers within its budget: a process stopped while holding the workspace mutex
     // (Ctrl-Z on a bulk `coord unlock`) must not hold the client past its own hook timeout.
-    crate::fsutil::cap_mutex_patience(wait.clamp(MUTEX_BUDGET.0, MUTEX_BUDGET.1));
+    crate::arbiter::cap_mutex_patience(wait.clamp(MUTEX_BUDGET.0, MUTEX_BUDGET.1));
     match call.kind {
         Kind::BeforeTool => match (&call.files, &call.shell) {
             (Some(files), _) => {

@@ -21,10 +21,7 @@ use crate::workspace::AgentId;
 pub fn agent_for_parent(client: Client) -> Option<AgentId> {
     let pid = match crate::identity::hook_client_process() {
         Some(p) => p.pid,
-        None => rustix::process::getppid()?
-            .as_raw_nonzero()
-            .get()
-            .unsigned_abs(),
+        None => crate::host::invoker(),
     };
     AgentId::parse(&format!("{}-p{pid}", client.as_str())).ok()
 }

@@ -117,7 +117,7 @@ pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
         root: root.display().to_string(),
         clients: wired,
         skipped: files.skipped,
-        create_state_dir: !crate::layout::state_dir(root).is_dir(),
+        create_state_dir: !crate::layout::state_dir(&crate::worktree::shared_root(root)).is_dir(),
         changes: files.changes,
     })
 }

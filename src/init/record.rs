@@ -34,10 +34,13 @@ pub(super) struct Entry {
 
 impl Record {
     pub fn load(root: &Path) -> Record {
-        fsutil::read_capped(&layout::init_record(root), 64 * 1024 * 1024)
-            .ok()
-            .and_then(|b| serde_json::from_slice(&b).ok())
-            .unwrap_or_default()
+        fsutil::read_capped(
+            &layout::init_record(&crate::worktree::shared_root(root)),
+            64 * 1024 * 1024,
+        )
+        .ok()
+        .and_then(|b| serde_json::from_slice(&b).ok())
+        .unwrap_or_default()
     }
 
     /// Note the folders from `dir` up to the root that do not exist yet.
@@ -82,7 +85,7 @@ impl Record {
     pub fn save(&self, root: &Path) -> Result<()> {
         let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
         text.push('\n');
-        let path = layout::init_record(root);
+        let path = layout::init_record(&crate::worktree::shared_root(root));
         if fsutil::read_capped(&path, text.len() as u64 + 1).is_ok_and(|now| now == text.as_bytes())
         {
             return Ok(());

@@ -168,13 +168,13 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
         });
     }
     let all_gone = remaining.is_empty();
-    let state = layout::state_dir(root);
+    let state = layout::state_dir(&crate::worktree::shared_root(root));
     let state_dir_only_record = all_gone
         && record.state_dir
         && crate::fsutil::read_dir(&state).is_ok_and(|entries| {
             entries
                 .flatten()
-                .all(|e| e.path() == layout::init_record(root))
+                .all(|e| e.path() == layout::init_record(&crate::worktree::shared_root(root)))
         });
     Ok(Removal {
         root: root.display().to_string(),
@@ -233,9 +233,9 @@ pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
         fsutil::raw::remove_empty_dir(d);
     }
     if up.drop_all {
-        fsutil::remove(&layout::init_record(root))?;
+        fsutil::remove(&layout::init_record(&crate::worktree::shared_root(root)))?;
         if removal.remove_state_dir {
-            fsutil::raw::remove_empty_dir(&layout::state_dir(root));
+            fsutil::raw::remove_empty_dir(&layout::state_dir(&crate::worktree::shared_root(root)));
         }
     } else {
         let mut record = Record::load(root);
@@ -243,7 +243,7 @@ pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
             record.files.remove(f);
         }
         record.dirs.retain(|d| root.join(d).is_dir());
-        if layout::state_dir(root).is_dir() {
+        if layout::state_dir(&crate::worktree::shared_root(root)).is_dir() {
             record.save(root)?;
         }
     }

@@ -130,7 +130,11 @@ pub fn max_age(ws: &Workspace) -> Duration {
         .ok()
         .filter(|v| !v.trim().is_empty())
         .or_else(|| {
-            let (text, _) = fsutil::read_text_capped(&layout::config(ws.root()), 64 * 1024).ok()?;
+            let (text, _) = fsutil::read_text_capped(
+                &layout::config(&crate::worktree::shared_root(ws.root())),
+                64 * 1024,
+            )
+            .ok()?;
             Record::parse(&text)
                 .get_nonempty("remote_max_age")
                 .map(str::to_string)

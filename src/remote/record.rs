@@ -13,7 +13,6 @@ use serde::{Deserialize, Serialize};
 
 use crate::clock;
 use crate::host::fnv1a64;
-use crate::layout;
 use crate::pattern::Pattern;
 
 /// The longest lease a record may ask for; a record asking more is ignored (a week).
@@ -277,7 +276,7 @@ impl CloneRecord {
             return Err(format!("it lists {} agents", self.agents.len()));
         }
         for a in &self.agents {
-            if !layout::is_valid_agent_id(&a.agent) {
+            if !crate::workspace::is_valid_agent_id(&a.agent) {
                 return Err(format!("`{}` is not an agent id", short(&a.agent)));
             }
             if a.working_on.len() > MAX_PATHS {
@@ -292,7 +291,7 @@ impl CloneRecord {
 }
 
 fn check_holder(h: &Holder) -> Result<(), String> {
-    if !layout::is_valid_agent_id(&h.agent) {
+    if !crate::workspace::is_valid_agent_id(&h.agent) {
         return Err(format!("`{}` is not an agent id", short(&h.agent)));
     }
     check_text("host", &h.host, 255)?;

@@ -157,7 +157,11 @@ impl State {
 
 /// The state of the workspace `root` as last written, when it is for `remote` and can be read.
 pub fn read(root: &Path, remote: &str) -> Option<State> {
-    let bytes = fsutil::read_capped(&layout::remote_state(root), STATE_CAP).ok()?;
+    let bytes = fsutil::read_capped(
+        &layout::remote_state(&crate::worktree::shared_root(root)),
+        STATE_CAP,
+    )
+    .ok()?;
     let state: State = serde_json::from_slice(&bytes).ok()?;
     (state.remote == remote).then_some(state)
 }
@@ -171,16 +175,23 @@ pub fn read(root: &Path, remote: &str) -> Option<State> {
 pub fn update<T>(ws: &Workspace, remote: &str, f: impl FnOnce(&mut State) -> T) -> Result<T> {
     let root = ws.root();
     ws.ensure_state_dir()?;
-    fsutil::ensure_dir(&layout::remote_dir(root))?;
-    let _lock = fsutil::lock_mutex(&layout::remote_lock(root))?;
+    fsutil::ensure_dir(&layout::remote_dir(&crate::worktree::shared_root(root)))?;
+    let _lock =
+        crate::arbiter::lock_mutex(&layout::remote_lock(&crate::worktree::shared_root(root)))?;
     let mut state = read(root, remote).unwrap_or_else(|| State::new(remote));
     let before = state.clone();
     let out = f(&mut state);
     if state != before {
         let text = serde_json::to_vec(&state).unwrap_or_default();
-        fsutil::replace(&layout::remote_state(root), &text)?;
+        fsutil::replace(
+            &layout::remote_state(&crate::worktree::shared_root(root)),
+            &text,
+        )?;
         if index_text(&before) != index_text(&state) {
-            fsutil::replace(&layout::remote_claims(root), index_text(&state).as_bytes())?;
+            fsutil::replace(
+                &layout::remote_claims(&crate::worktree::shared_root(root)),
+                index_text(&state).as_bytes(),
+            )?;
         }
     }
     Ok(out)
@@ -255,7 +266,11 @@ pub fn read_index(
     remote: &str,
     mut keep: impl FnMut(&str) -> bool,
 ) -> Option<(i64, Vec<IndexedClaim>)> {
-    let bytes = fsutil::read_capped(&layout::remote_claims(root), STATE_CAP).ok()?;
+    let bytes = fsutil::read_capped(
+        &layout::remote_claims(&crate::worktree::shared_root(root)),
+        STATE_CAP,
+    )
+    .ok()?;
     let text = String::from_utf8_lossy(&bytes);
     let mut lines = text.lines();
     let mut head = lines.next()?.split('\t');
@@ -298,8 +313,8 @@ pub fn read_index(
 ///
 /// [`crate::Error::Io`] when it cannot be removed.
 pub fn remove(root: &Path) -> Result<()> {
-    fsutil::remove(&layout::remote_claims(root))?;
-    fsutil::remove(&layout::remote_state(root)).map(drop)
+    fsutil::remove(&layout::remote_claims(&crate::worktree::shared_root(root)))?;
+    fsutil::remove(&layout::remote_state(&crate::worktree::shared_root(root))).map(drop)
 }
 
 /// When a lease of `lease_s` seconds on a version first seen at `seen` ends (`None`: `seen` is
@@ -338,7 +353,11 @@ mod tests {
             seen: "2026-01-28T10:00:00+00:00".into(),
             record,
         });
-        fsutil::replace(&layout::remote_claims(root), index_text(&s).as_bytes()).unwrap();
+        fsutil::replace(
+            &layout::remote_claims(&crate::worktree::shared_root(root)),
+            index_text(&s).as_bytes(),
+        )
+        .unwrap();
         let (synced, claims) = read_index(root, "origin", |_| true).unwrap();
         assert_eq!(synced, 1_769_594_400);
         assert_eq!(claims.len(), 1);

@@ -129,7 +129,7 @@ pub fn keep_generation(root: &Path, target: &Target) {
     if !fs::symlink_metadata(&bak).is_ok_and(|m| m.is_file()) {
         return;
     }
-    let dir = layout::backup_generations(root, &target.abs);
+    let dir = layout::backup_generations(&crate::worktree::shared_root(root), &target.abs);
     if fsutil::ensure_dir(&dir).is_err() {
         return;
     }
@@ -220,7 +220,7 @@ pub fn generations(root: &Path, target: &Target) -> Result<Vec<Generation>> {
     {
         push(&mut all, bak, meta);
     }
-    let dir = layout::backup_generations(root, &target.abs);
+    let dir = layout::backup_generations(&crate::worktree::shared_root(root), &target.abs);
     match fs::symlink_metadata(&dir) {
         Ok(m) if m.is_dir() => {
             crate::fsutil::read_dir(&dir).at("read", &dir)?;

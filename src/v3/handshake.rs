@@ -156,7 +156,10 @@ pub fn render(blocks: &[Block]) -> String {
 ///
 /// [`Unreadable`] when the file exists but cannot be read.
 pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Vec<Block>>, Unreadable> {
-    match fsutil::read_text_capped(&layout::handshake(root, id), RECORD_CAP) {
+    match fsutil::read_text_capped(
+        &layout::handshake(&crate::worktree::shared_root(root), id),
+        RECORD_CAP,
+    ) {
         Ok((text, _)) => Ok(Some(parse(id, &text))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Unreadable {
@@ -170,7 +173,7 @@ pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Vec<Block>>, Un
 pub fn scan(root: &Path) -> (Vec<Block>, Vec<Unreadable>) {
     let mut blocks = Vec::new();
     let mut bad = Vec::new();
-    if let Ok(entries) = crate::fsutil::read_dir(layout::shared_root(root)) {
+    if let Ok(entries) = crate::fsutil::read_dir(crate::worktree::shared_root(root)) {
         for entry in entries.flatten() {
             let name = entry.file_name();
             let Some(id) = name.to_str().and_then(layout::handshake_agent) else {
@@ -248,7 +251,7 @@ pub fn step(ws: &Workspace, agent: &AgentId, also: &[String]) -> Result<Round> {
     let root = ws.root();
     let me = agent.id();
     let _mutex = ws.lock_mutex()?;
-    let path = layout::handshake(root, me);
+    let path = layout::handshake(&crate::worktree::shared_root(root), me);
     let old = read(root, me)
         .map_err(|u| Error::Corrupt {
             path: path.clone(),

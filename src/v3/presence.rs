@@ -176,7 +176,7 @@ pub struct Unreadable {
 ///
 /// [`Unreadable`] when the file exists but is not a readable small regular file.
 pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Presence>, Unreadable> {
-    let path = layout::presence(root, id);
+    let path = layout::presence(&crate::worktree::shared_root(root), id);
     match fsutil::read_text_capped(&path, RECORD_CAP) {
         Ok((text, mtime)) => Ok(Some(Presence::parse(
             id,
@@ -195,7 +195,7 @@ pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Presence>, Unre
 pub fn scan(root: &Path) -> (Vec<Presence>, Vec<Unreadable>) {
     let mut found = Vec::new();
     let mut bad = Vec::new();
-    let _ = fsutil::for_each_name(&layout::shared_root(root), |name| {
+    let _ = fsutil::for_each_name(&crate::worktree::shared_root(root), |name| {
         let Some(id) = std::str::from_utf8(name)
             .ok()
             .and_then(layout::presence_agent)
@@ -247,7 +247,8 @@ pub fn judge(root: &Path, id: &str, now: &Timestamp) -> Option<AgentState> {
     match read(root, id) {
         Ok(found) => found.map(|p| p.state(now)),
         Err(_) => {
-            let mtime = fsutil::mtime(&layout::presence(root, id)).map(clock::from_system_time);
+            let mtime = fsutil::mtime(&layout::presence(&crate::worktree::shared_root(root), id))
+                .map(clock::from_system_time);
             Some(Presence::parse(id, "", mtime).state(now))
         }
     }
@@ -376,7 +377,7 @@ fn write_over_with(
         }
     }
     // Among the worktrees of one repository: which one this agent acts in.
-    if layout::shared_root(root) != root || !crate::worktree::others(root).is_empty() {
+    if crate::worktree::shared_root(root) != root || !crate::worktree::others(root).is_empty() {
         rec.set(crate::worktree::PRESENCE_KEY, root.display().to_string());
     }
     match &update.locks {
@@ -387,7 +388,7 @@ fn write_over_with(
         ),
         None => {}
     }
-    let path = layout::presence(root, agent.id());
+    let path = layout::presence(&crate::worktree::shared_root(root), agent.id());
     let bytes = rec.render();
     match fsutil::replace(&path, bytes.as_bytes()) {
         Ok(()) => {}
@@ -412,7 +413,7 @@ fn write_over_with(
 ///
 /// [`Error::Io`](crate::Error::Io) on a failure other than "not there".
 pub fn remove(root: &Path, agent: &AgentId) -> Result<bool> {
-    let path = layout::presence(root, agent.id());
+    let path = layout::presence(&crate::worktree::shared_root(root), agent.id());
     fsutil::remove(&path)
 }
 
@@ -472,7 +473,7 @@ mod tests {
         let now = clock::now();
         assert_eq!(judge(dir.path(), "x", &now), None);
         // A folder where the presence belongs cannot be read: its mtime decides.
-        let path = layout::presence(dir.path(), "x");
+        let path = layout::presence(&crate::worktree::shared_root(dir.path()), "x");
         std::fs::create_dir(&path).unwrap();
         assert_eq!(judge(dir.path(), "x", &now), Some(AgentState::Active));
         let old = std::time::SystemTime::now() - Duration::from_secs(600);

@@ -71,8 +71,8 @@ pub fn register_with_claims(
     targets: &[Target],
     claims: &[String],
 ) -> Result<Tickets> {
-    let seq_path = layout::queue_seq(root);
-    let queue_root = layout::queue_root(root);
+    let seq_path = layout::queue_seq(&crate::worktree::shared_root(root));
+    let queue_root = layout::queue_root(&crate::worktree::shared_root(root));
     fsutil::ensure_dir(&queue_root)?;
     // `seq` may be missing, garbage, huge or not a file at all. Never trust it alone: the next
     // number is also above every ticket still queued, so a damaged counter cannot let a new
@@ -99,9 +99,9 @@ pub fn register_with_claims(
         .chain(claims.iter().map(|c| (c.as_str(), true)));
     for (key, claim) in keys {
         let dir = if claim {
-            layout::claim_queue_dir(root, key)
+            layout::claim_queue_dir(&crate::worktree::shared_root(root), key)
         } else {
-            layout::queue_dir(root, key)
+            layout::queue_dir(&crate::worktree::shared_root(root), key)
         };
         fsutil::ensure_dir(&dir)?;
         let mut rec = Record::new();
@@ -198,7 +198,7 @@ pub fn live_tickets(root: &Path, target: &Target) -> Vec<Ahead> {
 /// [`live_tickets`] ahead of ticket `seq` only (all of them for `None`): a waiter deciding
 /// whether it is first in line reads no ticket behind its own.
 pub fn live_tickets_before(root: &Path, target: &Target, seq: Option<u64>) -> Vec<Ahead> {
-    let dir = layout::queue_dir(root, &target.rel);
+    let dir = layout::queue_dir(&crate::worktree::shared_root(root), &target.rel);
     let Ok(entries) = crate::fsutil::read_dir(&dir) else {
         return Vec::new();
     };
@@ -271,7 +271,8 @@ pub struct Waiter {
 /// The live tickets of claim waiters (`file` is the pattern), by sequence number: one listing
 /// of the queue root when nobody waits for a claim. Reading only.
 pub fn claim_waiters(root: &Path) -> Vec<Waiter> {
-    let Ok(dirs) = crate::fsutil::read_dir(layout::queue_root(root)) else {
+    let Ok(dirs) = crate::fsutil::read_dir(layout::queue_root(&crate::worktree::shared_root(root)))
+    else {
         return Vec::new();
     };
     let any = dirs.flatten().any(|d| {
@@ -289,7 +290,11 @@ pub fn claim_waiters(root: &Path) -> Vec<Waiter> {
 /// Caller holds the mutex.
 pub fn waits_for_any_claim(root: &Path, seq: u64, patterns: &[String]) -> bool {
     patterns.iter().any(|p| {
-        crate::fsutil::read_dir(layout::claim_queue_dir(root, p)).is_ok_and(|entries| {
+        crate::fsutil::read_dir(layout::claim_queue_dir(
+            &crate::worktree::shared_root(root),
+            p,
+        ))
+        .is_ok_and(|entries| {
             entries
                 .flatten()
                 .any(|e| e.file_name().to_str().and_then(layout::parse_ticket_name) == Some(seq))
@@ -300,7 +305,8 @@ pub fn waits_for_any_claim(root: &Path, seq: u64, patterns: &[String]) -> bool {
 /// Every live ticket of every queue, by sequence number then file. Reading only: dead tickets
 /// are skipped, not removed, so `status` can call it without writing a byte.
 pub fn waiters(root: &Path) -> Vec<Waiter> {
-    let Ok(dirs) = crate::fsutil::read_dir(layout::queue_root(root)) else {
+    let Ok(dirs) = crate::fsutil::read_dir(layout::queue_root(&crate::worktree::shared_root(root)))
+    else {
         return Vec::new();
     };
     let mut found = Vec::new();
@@ -326,9 +332,9 @@ pub fn waiters(root: &Path) -> Vec<Waiter> {
             };
             let claim = rec.get("claim") == Some("yes");
             let home = if claim {
-                layout::claim_queue_dir(root, file)
+                layout::claim_queue_dir(&crate::worktree::shared_root(root), file)
             } else {
-                layout::queue_dir(root, file)
+                layout::queue_dir(&crate::worktree::shared_root(root), file)
             };
             if home.file_name() != Some(dir.file_name().as_os_str()) {
                 continue;
@@ -351,7 +357,11 @@ pub fn waiters(root: &Path) -> Vec<Waiter> {
 /// the root). Caller holds the mutex.
 pub fn waits_for_any(ws: &crate::workspace::Workspace, seq: u64, files: &[String]) -> bool {
     files.iter().any(|rel| {
-        crate::fsutil::read_dir(layout::queue_dir(ws.root(), rel)).is_ok_and(|entries| {
+        crate::fsutil::read_dir(layout::queue_dir(
+            &crate::worktree::shared_root(ws.root()),
+            rel,
+        ))
+        .is_ok_and(|entries| {
             entries
                 .flatten()
                 .any(|e| e.file_name().to_str().and_then(layout::parse_ticket_name) == Some(seq))
@@ -393,7 +403,7 @@ pub fn ticket_stands(path: &Path, open: bool) -> bool {
 pub fn dirs(root: &Path, targets: &[Target]) -> Vec<PathBuf> {
     targets
         .iter()
-        .map(|t| layout::queue_dir(root, &t.rel))
+        .map(|t| layout::queue_dir(&crate::worktree::shared_root(root), &t.rel))
         .collect()
 }
 

@@ -106,7 +106,11 @@ fn queue_numbers_only_grow_and_leaving_removes_the_tickets() {
     let _mutex = ws.lock_mutex().unwrap();
     let first = queue::register(ws.root(), &agent("one"), std::slice::from_ref(&a)).unwrap();
     // A damaged counter cannot let a newcomer jump the line: tickets still queued count too.
-    std::fs::write(crate::layout::queue_seq(ws.root()), "garbage").unwrap();
+    std::fs::write(
+        crate::layout::queue_seq(&crate::worktree::shared_root(ws.root())),
+        "garbage",
+    )
+    .unwrap();
     let second = queue::register(ws.root(), &agent("two"), std::slice::from_ref(&a)).unwrap();
     assert!(second.seq > first.seq, "{} > {}", second.seq, first.seq);
     let line: Vec<String> = queue::live_tickets(ws.root(), &a)
@@ -195,10 +199,12 @@ fn lock_and_unlock_list_a_folder_once_however_many_files_it_holds() {
     assert_eq!(released.len(), 300);
     assert_eq!(lock::folder_listings() - after_lock, 1);
     // The index followed: one entry per lock while held, none after.
-    let entries = std::fs::read_dir(crate::layout::held_dir(ws.root()))
-        .unwrap()
-        .flatten()
-        .filter(|e| e.file_name().to_string_lossy().contains(".held."))
-        .count();
+    let entries = std::fs::read_dir(crate::layout::held_dir(&crate::worktree::shared_root(
+        ws.root(),
+    )))
+    .unwrap()
+    .flatten()
+    .filter(|e| e.file_name().to_string_lossy().contains(".held."))
+    .count();
     assert_eq!(entries, 0);
 }

@@ -5,7 +5,7 @@
 //! changed or the [`Deadline`] passes, test again. This room holds the ways to sleep and wake:
 //!
 //! - [`folder`]: folder events ([`FolderWatch`]; inotify on Linux), bounded by a re-check
-//!   interval ([`RECHECK`], [`recheck_for`]) because network filesystems send no events;
+//!   interval ([`RECHECK`], `arbiter::recheck_for`) because network filesystems send no events;
 //! - [`handoff`]: the waiter just behind a ticket or lock that its owner keeps `flock`ed is woken
 //!   by the kernel the moment that file is gone (local folders only);
 //! - [`stop_on_signals`] / [`stop_requested`]: `SIGINT`, `SIGTERM` and `SIGHUP` end a wait
@@ -14,24 +14,17 @@
 //! Waiting decides nothing: whether the condition holds is the caller's protocol's question.
 //! (`coord watch`, the live view of the workspace, is [`crate::wait`], not this room.)
 
-use std::path::Path;
 use std::time::{Duration, Instant};
 
 pub mod folder;
 pub mod handoff;
 mod signals;
 
-pub use folder::{FolderWatch, keep_until_exit, settle};
+pub use folder::FolderWatch;
 pub use signals::{finishing, request_stop, stop_on_signals, stop_requested};
 
 /// How often a waiter re-checks even without an event (network filesystems send none).
 pub const RECHECK: Duration = Duration::from_millis(500);
-
-/// How often a waiter on `dir` re-checks without an event: [`RECHECK`], or sooner where events
-/// from other machines never arrive (a network filesystem; see [`crate::arbiter`]).
-pub fn recheck_for(dir: &Path) -> Duration {
-    crate::arbiter::policy(dir).map_or(RECHECK, |p| p.recheck.min(RECHECK))
-}
 
 /// A point in time by which a wait ends, or none.
 #[derive(Debug, Clone, Copy)]

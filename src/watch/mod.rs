@@ -68,14 +68,16 @@ pub fn watched_folders(ws: &Workspace, snap: Option<&Snapshot>) -> Vec<PathBuf> 
     let root = ws.root();
     let mut dirs = vec![
         root.to_path_buf(),
-        layout::state_dir(root),
-        layout::held_dir(root),
-        layout::queue_root(root),
-        layout::messages_dir(root),
-        layout::partners_dir(root),
+        layout::state_dir(&crate::worktree::shared_root(root)),
+        layout::held_dir(&crate::worktree::shared_root(root)),
+        layout::queue_root(&crate::worktree::shared_root(root)),
+        layout::messages_dir(&crate::worktree::shared_root(root)),
+        layout::partners_dir(&crate::worktree::shared_root(root)),
         layout::review_active_dir(&root.join(layout::REVIEW_METADATA_DIR)),
     ];
-    if let Ok(queues) = crate::fsutil::read_dir(layout::queue_root(root)) {
+    if let Ok(queues) =
+        crate::fsutil::read_dir(layout::queue_root(&crate::worktree::shared_root(root)))
+    {
         dirs.extend(queues.flatten().map(|q| q.path()));
     }
     let status = snap.map(|s| &s.status);

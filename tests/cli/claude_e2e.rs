@@ -1,7 +1,8 @@
 //! End to end with the real Claude Code client (npm `@anthropic-ai/claude-code`, named by
 //! `COORD_TEST_CLAUDE`), driven offline by a scripted Anthropic Messages API on 127.0.0.1
 //! (`tests/e2e/fake_anthropic.py`), in repositories wired by `coord init --client claude`.
-//! The scenarios are in `e2e.rs`; each skips, saying why, without the client or python3.
+//! The scenarios are in `e2e/scenarios.rs`; each test is ignored by plain `cargo test` and, run
+//! with `--ignored`, fails, saying why, without the client, python3 or git.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -12,8 +13,8 @@ use crate::e2e::{self, Client, FakeModel, Repo, Run};
 
 struct Claude(PathBuf);
 
-fn claude() -> Option<Claude> {
-    e2e::client("COORD_TEST_CLAUDE", "Claude Code").map(Claude)
+fn claude() -> Claude {
+    Claude(e2e::require("claude"))
 }
 
 impl Client for Claude {
@@ -62,46 +63,19 @@ fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
-#[test]
-fn claude_edit_denied_while_another_agent_holds_then_allowed_and_released_at_turn_end() {
-    let Some(c) = claude() else { return };
-    e2e::denied_then_allowed(&c);
-}
-
-#[test]
-fn claude_two_concurrent_sessions_are_two_agents_that_exclude_each_other() {
-    let Some(c) = claude() else { return };
-    let _ = e2e::two_sessions_exclude_each_other(&c);
-}
-
-#[test]
-fn claude_session_start_context_reaches_the_model() {
-    let Some(c) = claude() else { return };
-    e2e::session_start_context_reaches_the_model(&c);
-}
-
-#[test]
-fn claude_session_end_finishes_the_presence() {
-    let Some(c) = claude() else { return };
-    e2e::session_end_finishes_the_presence(&c);
-}
-
-#[test]
-fn claude_mcp_lock_and_own_edit_do_not_block_each_other() {
-    let Some(c) = claude() else { return };
-    e2e::mcp_lock_and_own_edit(&c);
-}
-
-#[test]
-fn claude_shell_coord_lock_and_git_commit_act_as_the_session() {
-    let Some(c) = claude() else { return };
-    e2e::shell_commands_act_as_the_session(&c, true);
-}
-
-#[test]
-fn claude_killed_client_frees_its_files_within_seconds() {
-    let Some(c) = claude() else { return };
-    e2e::killed_client_frees_its_files(&c, false);
+e2e::scenario_tests! {
+    client: claude(), ignore: "needs the real client: set COORD_TEST_CLAUDE (see .ci/run)";
+    claude_edit_denied_while_another_agent_holds_then_allowed_and_released_at_turn_end =>
+        denied_then_allowed();
+    claude_two_concurrent_sessions_are_two_agents_that_exclude_each_other =>
+        two_sessions_exclude_each_other();
+    claude_session_start_context_reaches_the_model => session_start_context_reaches_the_model();
+    claude_session_end_finishes_the_presence => session_end_finishes_the_presence();
+    claude_mcp_lock_and_own_edit_do_not_block_each_other => mcp_lock_and_own_edit();
+    claude_shell_coord_lock_and_git_commit_act_as_the_session =>
+        shell_commands_act_as_the_session(true);
+    claude_killed_client_frees_its_files_within_seconds => killed_client_frees_its_files(false);
+    claude_shell_edit_of_a_held_file_is_told_to_the_model => shell_edit_is_told_to_the_model();
 }
 
 /// At a terminal, a shell command the user has not allowed stops the session at a permission
@@ -109,8 +83,9 @@ fn claude_killed_client_frees_its_files_within_seconds() {
 /// agent as needing its user, with what it asks, in `status` and the history; the command has
 /// not run.
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_CLAUDE (see .ci/run)"]
 fn claude_at_a_permission_prompt_needs_its_user() {
-    let Some(c) = claude() else { return };
+    let c = claude();
     let (repo, model) = e2e::setup(&c);
     // What a user at a terminal answers once: onboarding done, this folder trusted, the API
     // key in the environment approved.
@@ -164,19 +139,14 @@ fn claude_at_a_permission_prompt_needs_its_user() {
     );
 }
 
-#[test]
-fn claude_shell_edit_of_a_held_file_is_told_to_the_model() {
-    let Some(c) = claude() else { return };
-    e2e::shell_edit_is_told_to_the_model(&c);
-}
-
 /// Two real Claude Code sessions in two worktrees of one repository: while the session in the
 /// main work tree holds `shared.txt` inside its turn, the session in a linked worktree is
 /// denied the same path there (the reason names the holder), and its copy is left alone; once
 /// the first session's turn ends, the second one's next edit goes through.
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_CLAUDE (see .ci/run)"]
 fn claude_sessions_in_two_worktrees_of_one_repository_exclude_each_other() {
-    let Some(c) = claude() else { return };
+    let c = claude();
     let (repo, model) = e2e::setup(&c);
     // The wiring is committed, so the linked worktree has the hooks too.
     repo.git(&["add", "-A"]);

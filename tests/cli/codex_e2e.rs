@@ -1,7 +1,8 @@
 //! End to end with the real Codex CLI (npm `@openai/codex`, named by `COORD_TEST_CODEX`), driven
 //! offline by a scripted OpenAI Responses API on 127.0.0.1 (`tests/e2e/fake_responses.py`), in
-//! repositories wired by `coord init --client codex`. The scenarios are in `e2e.rs`; each skips,
-//! saying why, without the client or python3.
+//! repositories wired by `coord init --client codex`. The scenarios are in `e2e/scenarios.rs`; each
+//! test is ignored by plain `cargo test` and, run with `--ignored`, fails, saying why, without the
+//! client, python3 or git.
 //!
 //! Codex runs as `codex exec` with a custom model provider in a private `CODEX_HOME`, a model slug
 //! it knows (`gpt-5.5`: an unknown slug gets no `apply_patch` tool), the project trusted (so its
@@ -21,11 +22,11 @@ struct Codex {
     sandboxed: bool,
 }
 
-fn codex() -> Option<Codex> {
-    e2e::client("COORD_TEST_CODEX", "Codex CLI").map(|bin| Codex {
-        bin,
+fn codex() -> Codex {
+    Codex {
+        bin: e2e::require("codex"),
         sandboxed: false,
-    })
+    }
 }
 
 impl Codex {
@@ -126,15 +127,23 @@ fn session_id(out: &e2e::Finished) -> String {
     line.trim().to_string()
 }
 
-#[test]
-fn codex_edit_denied_while_another_agent_holds_then_allowed_and_released_at_turn_end() {
-    let Some(c) = codex() else { return };
-    e2e::denied_then_allowed(&c);
+e2e::scenario_tests! {
+    client: codex(), ignore: "needs the real client: set COORD_TEST_CODEX (see .ci/run)";
+    codex_edit_denied_while_another_agent_holds_then_allowed_and_released_at_turn_end =>
+        denied_then_allowed();
+    codex_session_start_context_reaches_the_model => session_start_context_reaches_the_model();
+    codex_session_end_finishes_the_presence => session_end_finishes_the_presence();
+    codex_mcp_lock_and_own_edit_do_not_block_each_other => mcp_lock_and_own_edit();
+    codex_shell_coord_lock_and_git_commit_act_as_the_session =>
+        shell_commands_act_as_the_session(true);
+    codex_killed_client_frees_its_files_within_seconds => killed_client_frees_its_files(false);
+    codex_shell_edit_of_a_held_file_is_told_to_the_model => shell_edit_is_told_to_the_model();
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_CODEX (see .ci/run)"]
 fn codex_two_concurrent_sessions_are_two_agents_that_exclude_each_other() {
-    let Some(c) = codex() else { return };
+    let c = codex();
     let (a, b) = e2e::two_sessions_exclude_each_other(&c);
     let (a, b) = (session_id(&a), session_id(&b));
     assert_ne!(a, b);
@@ -143,36 +152,6 @@ fn codex_two_concurrent_sessions_are_two_agents_that_exclude_each_other() {
         b[..8],
         "the two sessions' UUID v7 ids share their clock digits: {a} {b}"
     );
-}
-
-#[test]
-fn codex_session_start_context_reaches_the_model() {
-    let Some(c) = codex() else { return };
-    e2e::session_start_context_reaches_the_model(&c);
-}
-
-#[test]
-fn codex_session_end_finishes_the_presence() {
-    let Some(c) = codex() else { return };
-    e2e::session_end_finishes_the_presence(&c);
-}
-
-#[test]
-fn codex_mcp_lock_and_own_edit_do_not_block_each_other() {
-    let Some(c) = codex() else { return };
-    e2e::mcp_lock_and_own_edit(&c);
-}
-
-#[test]
-fn codex_shell_coord_lock_and_git_commit_act_as_the_session() {
-    let Some(c) = codex() else { return };
-    e2e::shell_commands_act_as_the_session(&c, true);
-}
-
-#[test]
-fn codex_killed_client_frees_its_files_within_seconds() {
-    let Some(c) = codex() else { return };
-    e2e::killed_client_frees_its_files(&c, false);
 }
 
 /// Whether Codex's Linux sandbox runs here (it needs user namespaces): `codex sandbox -- CMD`.
@@ -192,8 +171,9 @@ fn sandbox_runs(c: &Codex) -> Result<(), String> {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_CODEX (see .ci/run)"]
 fn codex_sandboxed_shell_coord_lock_and_whoami_act_as_the_session() {
-    let Some(c) = codex() else { return };
+    let c = codex();
     let c = Codex {
         sandboxed: true,
         ..c
@@ -211,7 +191,7 @@ fn codex_sandboxed_shell_coord_lock_and_whoami_act_as_the_session() {
 #[test]
 #[ignore = "needs session identity"]
 fn codex_killed_client_frees_what_its_sandboxed_shell_locked_within_seconds() {
-    let Some(c) = codex() else { return };
+    let c = codex();
     let c = Codex {
         sandboxed: true,
         ..c
@@ -230,8 +210,9 @@ fn codex_killed_client_frees_what_its_sandboxed_shell_locked_within_seconds() {
 /// act as the same agent; its locks are released at the turn's end; `git status` shows nothing
 /// of coord's; then the plugin is removed with Codex's commands.
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_CODEX (see .ci/run)"]
 fn codex_session_coordinated_by_the_installed_plugin_alone() {
-    let Some(c) = codex() else { return };
+    let c = codex();
     let repo = Repo::fresh();
     let model = FakeModel::start(c.model(), &repo.scratch());
     c.configure(&repo, &model);
@@ -315,10 +296,4 @@ fn codex_session_coordinated_by_the_installed_plugin_alone() {
     c.run(&repo, &["plugin", "marketplace", "remove", "coord"]);
     let config = std::fs::read_to_string(repo.home.join(".codex/config.toml")).unwrap();
     assert!(!config.contains(&folder), "{config}");
-}
-
-#[test]
-fn codex_shell_edit_of_a_held_file_is_told_to_the_model() {
-    let Some(c) = codex() else { return };
-    e2e::shell_edit_is_told_to_the_model(&c);
 }

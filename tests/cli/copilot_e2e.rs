@@ -27,35 +27,30 @@
 //! - `copilot` is a node loader that runs the native binary (whose main thread is `MainThread`)
 //!   with spawnSync: the client process is the loader's child.
 //!
-//! Skips, saying why, when `COORD_TEST_COPILOT` is unset or missing, or python3 is missing.
+//! Ignored by plain `cargo test`; run with `--ignored`, fails, saying why, when `COORD_TEST_COPILOT`
+//! is unset or does not run, or python3 or git is missing.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::scripted::{Lab, Run, client, script, script_holds, until};
+use crate::scripted::{self, Lab, LabClient, Run, script, script_holds, until};
 
-pub(crate) const OTHER: &str = "claude-x";
+pub(crate) use crate::scripted::OTHER;
 
 pub(crate) const EDIT_MODEL: &str = "gpt-4.1";
 
 const PATCH_MODEL: &str = "gpt-5.4";
 
-pub(crate) fn lab() -> Option<(PathBuf, Lab)> {
-    let bin = match client("COORD_TEST_COPILOT") {
-        Ok(b) => b,
-        Err(why) => {
-            eprintln!("skipped: Copilot CLI is not available: {why}");
-            return None;
-        }
-    };
+pub(crate) fn lab() -> (PathBuf, Lab) {
+    let bin = crate::e2e::require("copilot");
     let lab = Lab::new("copilot", "fake_openai_chat.py");
     let dot = lab.home.join(".copilot");
     std::fs::create_dir_all(&dot).unwrap();
     let config = json!({ "trustedFolders": [lab.root().display().to_string()] });
     std::fs::write(dot.join("config.json"), config.to_string()).unwrap();
-    Some((bin, lab))
+    (bin, lab)
 }
 
 /// Where the installed client unpacked (or will unpack) its package: the user's own cache, as
@@ -149,9 +144,35 @@ fn patch_call(lab: &Lab, new: &str) -> Value {
     ])
 }
 
+/// Copilot CLI (with [`EDIT_MODEL`]) on the bench, for the scenarios of `scripted.rs`.
+struct Copilot(PathBuf);
+
+impl LabClient for Copilot {
+    fn name(&self) -> &'static str {
+        "copilot"
+    }
+
+    fn session(&self, lab: &Lab, prompt: &str) -> Command {
+        copilot(lab, &self.0, EDIT_MODEL, prompt)
+    }
+
+    fn edit(&self, lab: &Lab, text: &str) -> Value {
+        edit_call(lab, text)
+    }
+
+    fn write(&self, lab: &Lab, text: &str) -> Value {
+        json!(["create", {"path": path_of(lab, "target.txt"), "file_text": format!("{text}\n")}])
+    }
+
+    fn results(&self, lab: &Lab, prompt: &str) -> Vec<String> {
+        tool_results(lab, prompt)
+    }
+}
+
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn copilot_edit_denied_while_another_agent_holds_the_file_then_allowed_and_released_at_turn_end() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
 
     // Both edit tools are denied, naming the holder; the file stays as it was.
@@ -211,8 +232,9 @@ fn copilot_edit_denied_while_another_agent_holds_the_file_then_allowed_and_relea
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn copilot_agent_stop_releases_the_turns_locks_while_the_session_lives() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     let (first, second) = (lab.flag("first-answer"), lab.flag("second-answer"));
     let prompt = script_holds(
         json!([edit_call(&lab, "from copilot")]),
@@ -251,8 +273,9 @@ fn copilot_agent_stop_releases_the_turns_locks_while_the_session_lives() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn copilot_doctor_says_whether_the_real_client_runs_the_hooks() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     let config = lab.home.join(".copilot/config.json");
     lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
 
@@ -305,8 +328,9 @@ fn copilot_doctor_says_whether_the_real_client_runs_the_hooks() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn copilot_apply_patch_of_a_gpt5_model_denied_while_another_agent_holds_the_file() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
     let (run, prompt) = start(
         &lab,
@@ -340,48 +364,16 @@ fn copilot_apply_patch_of_a_gpt5_model_denied_while_another_agent_holds_the_file
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn two_copilot_sessions_are_two_agents_that_exclude_each_other() {
-    let Some((bin, lab)) = lab() else { return };
-    let flag = lab.flag("a-done");
-    let (a, _) = start(
-        &lab,
-        &bin,
-        "a",
-        EDIT_MODEL,
-        json!([edit_call(&lab, "from A")]),
-        Some(&flag),
-    );
-    until("session A's edit", || {
-        lab.env.read("target.txt") == "from A\n" && copilot_holder(&lab).is_some()
-    });
-    let holder_a = copilot_holder(&lab).unwrap();
-
-    let create_b =
-        json!(["create", {"path": path_of(&lab, "target.txt"), "file_text": "from B\n"}]);
-    let (b, prompt_b) = start(&lab, &bin, "b", EDIT_MODEL, json!([create_b]), None);
-    b.ok();
-    assert_eq!(
-        lab.env.read("target.txt"),
-        "from A\n",
-        "B's write was denied"
-    );
-    let results = tool_results(&lab, &prompt_b);
-    assert_eq!(results.len(), 1, "{results:#?}");
-    assert!(
-        results[0].contains(&holder_a),
-        "B is told A holds it: {results:#?}"
-    );
-    let agents = lab.agents("copilot-");
-    assert_eq!(agents.len(), 2, "two sessions, two agents: {agents:?}");
-
-    std::fs::write(&flag, "").unwrap();
-    a.ok();
-    assert!(lab.locks_of("target.txt").is_empty());
+    let (bin, lab) = lab();
+    scripted::two_sessions_exclude_each_other(&Copilot(bin), &lab);
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn copilot_session_start_context_reaches_the_model() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
     let (run, prompt) = start(&lab, &bin, "context", EDIT_MODEL, json!([]), None);
     run.ok();
@@ -403,25 +395,16 @@ fn copilot_session_start_context_reaches_the_model() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn copilot_session_end_finishes_the_presence() {
-    let Some((bin, lab)) = lab() else { return };
-    let flag = lab.flag("end");
-    let (run, _) = start(&lab, &bin, "end", EDIT_MODEL, json!([]), Some(&flag));
-    until("the session's presence", || {
-        !lab.agents("copilot-").is_empty()
-    });
-    let during = lab.agents("copilot-");
-    assert_eq!(during[0].1, "ACTIVE", "{during:?}");
-    std::fs::write(&flag, "").unwrap();
-    run.ok();
-    let after = lab.agents("copilot-");
-    assert_eq!(after.len(), 1, "{after:?}");
-    assert_eq!(after[0].1, "FINISHED", "{after:?}");
+    let (bin, lab) = lab();
+    scripted::session_end_finishes_the_presence(&Copilot(bin), &lab);
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn copilot_mcp_lock_and_own_edit_do_not_block_each_other() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     let flag = lab.flag("done");
     let (run, prompt) = start(
         &lab,
@@ -454,31 +437,8 @@ fn copilot_mcp_lock_and_own_edit_do_not_block_each_other() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn copilot_killed_with_sigkill_frees_its_files_within_seconds() {
-    let Some((bin, lab)) = lab() else { return };
-    let flag = lab.flag("never");
-    let (mut run, _) = start(
-        &lab,
-        &bin,
-        "killed",
-        EDIT_MODEL,
-        json!([edit_call(&lab, "from copilot")]),
-        Some(&flag),
-    );
-    until("the session's edit", || copilot_holder(&lab).is_some());
-    lab.env
-        .agent(OTHER)
-        .args(["lock", "target.txt", "--no-wait"])
-        .code(3);
-    run.kill9();
-    // Within seconds, not the 5-minute TTL.
-    let killed = std::time::Instant::now();
-    lab.env
-        .agent(OTHER)
-        .args(["lock", "target.txt", "--wait", "20s"])
-        .ok();
-    eprintln!(
-        "the file was free {:.1} s after the kill",
-        killed.elapsed().as_secs_f64()
-    );
+    let (bin, lab) = lab();
+    scripted::killed_client_frees_its_files(&Copilot(bin), &lab);
 }

@@ -530,3 +530,28 @@ fn init_writes_the_gitignore_lines_the_docs_list() {
         .collect();
     assert_eq!(block, listed);
 }
+
+/// Every page the README's documentation list names is in the binary: `coord docs NAME` prints
+/// it as the source tree has it (#48: `coord docs history` was refused).
+#[test]
+fn every_page_the_readme_lists_is_in_the_binary() {
+    let manifest = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(manifest.join("README.md")).unwrap();
+    let section = readme
+        .split("## Documentation")
+        .nth(1)
+        .expect("README has a Documentation section");
+    let pages: Vec<&str> = section
+        .lines()
+        .filter_map(|l| l.strip_prefix("- [docs/"))
+        .filter_map(|l| l.split(".md]").next())
+        .filter(|name| !name.contains('/'))
+        .collect();
+    assert!(pages.len() >= 15, "{pages:?}");
+    let env = Env::new();
+    for page in pages {
+        let out = env.cmd().args(["docs", page]).ok();
+        let text = std::fs::read_to_string(manifest.join(format!("docs/{page}.md"))).unwrap();
+        assert_eq!(out.stdout, text, "coord docs {page}");
+    }
+}

@@ -4,7 +4,8 @@
 //! carries), a repository wired by `coord init`, a private HOME, and client runs bounded in time
 //! whose every process is killed by process group when the run is dropped.
 //!
-//! A test whose client or python3 is missing prints why and returns (it skips).
+//! Every test of a real client is ignored by plain `cargo test`; run with `--ignored`, it fails,
+//! saying why, when its client, python3 or git is missing (see [`require`]).
 //!
 //! The scenarios each client goes through are in `e2e/scenarios.rs`.
 
@@ -29,32 +30,125 @@ pub use scenarios::{
     two_sessions_exclude_each_other,
 };
 
+/// One test per scenario of `e2e/scenarios.rs` a client runs: the client's constructor and the
+/// ignore reason once, then `TEST_NAME => scenario(extra arguments)` per line (the test's name
+/// says client and scenario). Scenarios whose client checks more are written out in its file.
+macro_rules! scenario_tests {
+    (client: $client:expr, ignore: $why:literal;
+     $($(#[$doc:meta])* $test:ident => $scenario:ident($($arg:expr),*);)*) => {
+        $(
+            $(#[$doc])*
+            #[test]
+            #[ignore = $why]
+            fn $test() {
+                let client = $client;
+                crate::e2e::$scenario(&client $(, $arg)*);
+            }
+        )*
+    };
+}
+pub(crate) use scenario_tests;
+
 /// How long one client run may take before it is killed and the test fails.
 pub const CLIENT_LIMIT: Duration = Duration::from_secs(120);
 
-/// The executable named by the environment variable `var` (e.g. `COORD_TEST_CODEX`), once it,
-/// python3 (the scripted model) and git answer `--version`; `None`, with the reason printed, when
-/// one does not.
-pub fn client(var: &str, what: &str) -> Option<PathBuf> {
-    let Some(bin) = std::env::var_os(var).filter(|v| !v.is_empty()) else {
-        eprintln!("skipped: {what} is not installed (set {var}; `.ci/run` installs it with npm)");
-        return None;
+/// One real agent client the end-to-end tests drive: coord's name for it, the variable naming
+/// its executable, what it is, and the scripted model's wire protocol it talks. How each one is
+/// set up and started is its harness's (`claude_e2e.rs`, `codex_e2e.rs`, `scripted.rs` with
+/// `gemini_e2e.rs` and `copilot_e2e.rs`, `moreclients_e2e.rs`).
+pub struct RealClient {
+    pub name: &'static str,
+    pub var: &'static str,
+    pub what: &'static str,
+    pub model: &'static str,
+}
+
+/// Every real client, in the order `.ci/run` installs them. Each of their tests is
+/// `#[ignore = "needs the real client: set COORD_TEST_<CLIENT> (see .ci/run)"]`: plain `cargo test`
+/// counts it as ignored; `cargo test --test cli -- --ignored NAME` runs it, and fails when the
+/// client cannot run.
+pub const CLIENTS: &[RealClient] = &[
+    RealClient {
+        name: "claude",
+        var: "COORD_TEST_CLAUDE",
+        what: "Claude Code",
+        model: "fake_anthropic.py (Anthropic Messages API)",
+    },
+    RealClient {
+        name: "codex",
+        var: "COORD_TEST_CODEX",
+        what: "Codex CLI",
+        model: "fake_responses.py (OpenAI Responses API)",
+    },
+    RealClient {
+        name: "gemini",
+        var: "COORD_TEST_GEMINI",
+        what: "Gemini CLI",
+        model: "fake_gemini.py (Gemini streamGenerateContent)",
+    },
+    RealClient {
+        name: "copilot",
+        var: "COORD_TEST_COPILOT",
+        what: "Copilot CLI",
+        model: "fake_openai_chat.py (OpenAI chat completions)",
+    },
+    RealClient {
+        name: "qwen",
+        var: "COORD_TEST_QWEN",
+        what: "Qwen Code",
+        model: "fake_openai_compat.py (OpenAI chat completions)",
+    },
+    RealClient {
+        name: "opencode",
+        var: "COORD_TEST_OPENCODE",
+        what: "OpenCode",
+        model: "fake_openai_compat.py (OpenAI chat completions)",
+    },
+    RealClient {
+        name: "cline",
+        var: "COORD_TEST_CLINE",
+        what: "Cline CLI",
+        model: "fake_openai_compat.py (OpenAI chat completions)",
+    },
+];
+
+/// The executable of the real client `name` (one of [`CLIENTS`]), once it is a file and python3
+/// (the scripted model) and git answer `--version` (checked once per run). A test that needs it
+/// is ignored by plain `cargo test`; run with `--ignored`, it fails here, saying why, when one of
+/// them is missing: a test that did not run never reads as passed. (The client itself is not
+/// asked `--version`: a loaded machine may take more than 30 s to start one, and a client that
+/// does not run fails the test anyway.)
+#[track_caller]
+pub fn require(name: &str) -> PathBuf {
+    let c = CLIENTS
+        .iter()
+        .find(|c| c.name == name)
+        .unwrap_or_else(|| panic!("no real client named {name}"));
+    let Some(bin) = std::env::var_os(c.var).filter(|v| !v.is_empty()) else {
+        panic!(
+            "{} is not set: this test needs the real {} (`.ci/run` installs it with npm and sets \
+             the variable; see tests/e2e/README.md)",
+            c.var, c.what
+        );
     };
     let bin = PathBuf::from(bin);
-    for (program, why) in [
-        (bin.as_path(), format!("{what} (`{}`)", bin.display())),
-        (
-            Path::new("python3"),
-            "python3 (for the scripted model)".into(),
-        ),
-        (Path::new("git"), "git".into()),
-    ] {
-        if let Err(e) = answers_version(program) {
-            eprintln!("skipped: {why} does not run: {e}");
-            return None;
-        }
+    assert!(
+        bin.is_file(),
+        "{}={} is not a file: the real {} is not there",
+        c.var,
+        bin.display(),
+        c.what
+    );
+    static TOOLS: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    let tools = TOOLS.get_or_init(|| {
+        answers_version(Path::new("python3"))
+            .map_err(|e| format!("python3 (for the scripted model) does not run: {e}"))?;
+        answers_version(Path::new("git")).map_err(|e| format!("git does not run: {e}"))
+    });
+    if let Err(why) = tools {
+        panic!("{why}");
     }
-    Some(bin)
+    bin
 }
 
 /// `PROGRAM --version` succeeds within 30 s.

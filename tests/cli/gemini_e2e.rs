@@ -24,25 +24,18 @@
 //!   `GEMINI_CLI=1`, `GEMINI_CLI_NO_RELAUNCH=true` and `GEMINI_API_KEY` but no session id; its
 //!   output reaches the model wrapped in `<untrusted_context>`.
 //!
-//! Skips, saying why, when `COORD_TEST_GEMINI` is unset or missing, or python3 is missing.
+//! Ignored by plain `cargo test`; run with `--ignored`, fails, saying why, when `COORD_TEST_GEMINI`
+//! is unset or does not run, or python3 or git is missing.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::scripted::{Lab, Run, client, script, script_holds, until};
+use crate::scripted::{self, Lab, LabClient, OTHER, Run, script, script_holds, until};
 
-const OTHER: &str = "claude-x";
-
-fn lab() -> Option<(PathBuf, Lab)> {
-    let bin = match client("COORD_TEST_GEMINI") {
-        Ok(b) => b,
-        Err(why) => {
-            eprintln!("skipped: Gemini CLI is not available: {why}");
-            return None;
-        }
-    };
+fn lab() -> (PathBuf, Lab) {
+    let bin = crate::e2e::require("gemini");
     let lab = Lab::new("gemini", "fake_gemini.py");
     let dot = lab.home.join(".gemini");
     std::fs::create_dir_all(&dot).unwrap();
@@ -55,7 +48,7 @@ fn lab() -> Option<(PathBuf, Lab)> {
     std::fs::write(dot.join("settings.json"), settings.to_string()).unwrap();
     let trusted = json!({ lab.root().display().to_string(): "TRUST_FOLDER" });
     std::fs::write(dot.join("trustedFolders.json"), trusted.to_string()).unwrap();
-    Some((bin, lab))
+    (bin, lab)
 }
 
 /// `gemini -p PROMPT --yolo` in the repository, against the scripted model.
@@ -111,9 +104,39 @@ fn write_call(lab: &Lab, content: &str) -> Value {
     json!(["write_file", {"file_path": path_of(lab, "target.txt"), "content": content}])
 }
 
+/// Gemini CLI on the bench, for the scenarios of `scripted.rs`.
+struct Gemini(PathBuf);
+
+impl LabClient for Gemini {
+    fn name(&self) -> &'static str {
+        "gemini"
+    }
+
+    fn session(&self, lab: &Lab, prompt: &str) -> Command {
+        gemini(lab, &self.0, prompt)
+    }
+
+    fn edit(&self, lab: &Lab, text: &str) -> Value {
+        write_call(lab, &format!("{text}\n"))
+    }
+
+    fn write(&self, lab: &Lab, text: &str) -> Value {
+        write_call(lab, &format!("{text}\n"))
+    }
+
+    /// Each `functionResponse`'s `response` (`output` or `error`), as JSON text.
+    fn results(&self, lab: &Lab, prompt: &str) -> Vec<String> {
+        tool_results(lab, prompt)
+            .iter()
+            .map(|r| r["response"].to_string())
+            .collect()
+    }
+}
+
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn gemini_edit_denied_while_another_agent_holds_the_file_then_allowed_and_released_at_turn_end() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
 
     // Both edit tools are denied, naming the holder; the file stays as it was.
@@ -180,8 +203,9 @@ fn gemini_edit_denied_while_another_agent_holds_the_file_then_allowed_and_releas
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn gemini_doctor_says_whether_the_real_client_runs_the_hooks() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     let trusted = lab.home.join(".gemini/trustedFolders.json");
     lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
 
@@ -222,8 +246,9 @@ fn gemini_doctor_says_whether_the_real_client_runs_the_hooks() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn gemini_after_agent_releases_the_turns_locks_while_the_session_lives() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     let (first, second) = (lab.flag("first-answer"), lab.flag("second-answer"));
     let prompt = script_holds(
         json!([write_call(&lab, "from gemini\n")]),
@@ -270,43 +295,16 @@ fn gemini_after_agent_releases_the_turns_locks_while_the_session_lives() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn two_gemini_sessions_are_two_agents_that_exclude_each_other() {
-    let Some((bin, lab)) = lab() else { return };
-    let flag = lab.flag("a-done");
-    let (a, _) = start(
-        &lab,
-        &bin,
-        "a",
-        json!([write_call(&lab, "from A\n")]),
-        Some(&flag),
-    );
-    until("session A's write", || {
-        lab.env.read("target.txt") == "from A\n" && gemini_holder(&lab).is_some()
-    });
-    let holder_a = gemini_holder(&lab).unwrap();
-
-    let (b, prompt_b) = start(&lab, &bin, "b", json!([write_call(&lab, "from B\n")]), None);
-    b.ok();
-    assert_eq!(
-        lab.env.read("target.txt"),
-        "from A\n",
-        "B's write was denied"
-    );
-    let results = tool_results(&lab, &prompt_b);
-    assert_eq!(results.len(), 1, "{results:#?}");
-    let text = results[0]["response"].to_string();
-    assert!(text.contains(&holder_a), "B is told A holds it: {text}");
-    let agents = lab.agents("gemini-");
-    assert_eq!(agents.len(), 2, "two sessions, two agents: {agents:?}");
-
-    std::fs::write(&flag, "").unwrap();
-    a.ok();
-    assert!(lab.locks_of("target.txt").is_empty());
+    let (bin, lab) = lab();
+    scripted::two_sessions_exclude_each_other(&Gemini(bin), &lab);
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn gemini_session_start_context_reaches_the_model() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
     let (run, prompt) = start(&lab, &bin, "context", json!([]), None);
     run.ok();
@@ -336,25 +334,16 @@ fn gemini_session_start_context_reaches_the_model() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn gemini_session_end_finishes_the_presence() {
-    let Some((bin, lab)) = lab() else { return };
-    let flag = lab.flag("end");
-    let (run, _) = start(&lab, &bin, "end", json!([]), Some(&flag));
-    until("the session's presence", || {
-        !lab.agents("gemini-").is_empty()
-    });
-    let during = lab.agents("gemini-");
-    assert_eq!(during[0].1, "ACTIVE", "{during:?}");
-    std::fs::write(&flag, "").unwrap();
-    run.ok();
-    let after = lab.agents("gemini-");
-    assert_eq!(after.len(), 1, "{after:?}");
-    assert_eq!(after[0].1, "FINISHED", "{after:?}");
+    let (bin, lab) = lab();
+    scripted::session_end_finishes_the_presence(&Gemini(bin), &lab);
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn gemini_git_commit_through_its_shell_is_refused_while_another_agent_holds_a_staged_file() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     lab.env.cmd().args(["guard", "install"]).ok();
     lab.env.write("target.txt", "staged change\n");
     lab.git(&["add", "target.txt"]);
@@ -387,8 +376,9 @@ fn gemini_git_commit_through_its_shell_is_refused_while_another_agent_holds_a_st
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn gemini_git_commit_through_its_shell_of_a_file_it_holds_goes_through() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     lab.env.cmd().args(["guard", "install"]).ok();
     let head = lab.git(&["rev-parse", "HEAD"]);
     let flag = lab.flag("done");
@@ -421,8 +411,9 @@ fn gemini_git_commit_through_its_shell_of_a_file_it_holds_goes_through() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn gemini_mcp_lock_and_own_edit_do_not_block_each_other() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     let flag = lab.flag("done");
     let (run, prompt) = start(
         &lab,
@@ -450,8 +441,9 @@ fn gemini_mcp_lock_and_own_edit_do_not_block_each_other() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn gemini_coord_lock_from_its_shell_acts_as_the_session() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     let flag = lab.flag("done");
     let (run, prompt) = start(
         &lab,
@@ -483,39 +475,18 @@ fn gemini_coord_lock_from_its_shell_acts_as_the_session() {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn gemini_killed_with_sigkill_frees_its_files_within_seconds() {
-    let Some((bin, lab)) = lab() else { return };
-    let flag = lab.flag("never");
-    let (mut run, _) = start(
-        &lab,
-        &bin,
-        "killed",
-        json!([write_call(&lab, "from gemini\n")]),
-        Some(&flag),
-    );
-    until("the session's write", || gemini_holder(&lab).is_some());
-    lab.env
-        .agent(OTHER)
-        .args(["lock", "target.txt", "--no-wait"])
-        .code(3);
-    run.kill9();
-    // Within seconds, not the 5-minute TTL.
-    let killed = std::time::Instant::now();
-    lab.env
-        .agent(OTHER)
-        .args(["lock", "target.txt", "--wait", "20s"])
-        .ok();
-    eprintln!(
-        "the file was free {:.1} s after the kill",
-        killed.elapsed().as_secs_f64()
-    );
+    let (bin, lab) = lab();
+    scripted::killed_client_frees_its_files(&Gemini(bin), &lab);
 }
 
 /// A shell command that changes a file another agent holds: coord's AfterTool hook appends its
 /// notice to the command's result, so the model reads it with the output.
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_GEMINI (see .ci/run)"]
 fn gemini_shell_edit_of_a_held_file_is_told_to_the_model() {
-    let Some((bin, lab)) = lab() else { return };
+    let (bin, lab) = lab();
     lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
     let edit = json!(["run_shell_command", {
         "command": "echo more >> target.txt",

@@ -480,3 +480,52 @@ fn without_a_session_id_the_client_process_is_the_session() {
         [format!(".copilot-p{}_presence", c.pid())]
     );
 }
+
+/// The same through the npm launcher (`npm/coord-cli/launcher.js`) where it stays between the
+/// client and coord (an install without scripts, on a Node that cannot become coord): the client
+/// process is still the session, not the launcher of each call. Before, every hook call was an
+/// agent of its own (`copilot-p<launcher>`), denied the file its previous call locked. Skips
+/// without node.
+#[test]
+fn through_the_npm_launcher_the_client_process_is_still_the_session() {
+    if Command::new("node").arg("--version").output().is_err() {
+        eprintln!("SKIPPED: no node to run the npm launcher");
+        return;
+    }
+    let env = Env::new();
+    let launcher =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("npm/coord-cli/launcher.js");
+    let dir = tempfile::tempdir().unwrap();
+    let coord = dir.path().join("coord");
+    std::fs::write(
+        &coord,
+        format!("#!/bin/sh\nexec node '{}' \"$@\"\n", launcher.display()),
+    )
+    .unwrap();
+    std::fs::set_permissions(&coord, std::os::unix::fs::PermissionsExt::from_mode(0o755)).unwrap();
+    let coord = coord.to_string_lossy().into_owned();
+    let vars = [("COORD_BIN", coord.as_str()), ("COORD_BINARY", coord_bin())];
+    let Some(mut c) = StandIn::start(&env, "copilot", "unused", &vars) else {
+        return;
+    };
+    for _ in 0..2 {
+        let r = c.hook(
+            "preToolUse",
+            json!({
+                "session_id": null,
+                "toolName": "edit",
+                "toolArgs": json!({"path": env.path("a.md")}).to_string(),
+            }),
+        );
+        assert!(!r["stdout"].as_str().unwrap().contains("deny"), "{r}");
+    }
+    let agent = format!("copilot-p{}", c.pid());
+    assert_eq!(
+        env.files_ending("_presence"),
+        [format!(".{agent}_presence")]
+    );
+    assert_eq!(
+        env.files_ending(&format!(".lock.{agent}")),
+        [format!("a.md.lock.{agent}")]
+    );
+}

@@ -11,9 +11,7 @@ use crate::moreclients_e2e::{Client, Door, Rig, cline_turn, git, run};
 /// model), a free file is written and released at the end of the turn, and nothing of coord's
 /// shows in `git status`.
 fn plugin_alone_denies_then_allows(client: Client) {
-    let Some(rig) = Rig::with(client, Door::Plugin) else {
-        return;
-    };
+    let rig = Rig::with(client, Door::Plugin);
     let env = &rig.env;
     env.agent("holder")
         .args(["lock", "held.txt", "--reason", "rewriting it"])
@@ -126,16 +124,19 @@ fn cline_commit_of_a_held_file_is_refused(rig: &Rig) {
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_QWEN (see .ci/run)"]
 fn real_qwen_code_with_the_extension_alone_is_denied_then_allowed() {
     plugin_alone_denies_then_allows(Client::Qwen);
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_OPENCODE (see .ci/run)"]
 fn real_opencode_with_the_plugin_alone_is_denied_then_allowed() {
     plugin_alone_denies_then_allows(Client::Opencode);
 }
 
 #[test]
+#[ignore = "needs the real client: set COORD_TEST_CLINE (see .ci/run)"]
 fn real_cline_with_the_plugin_alone_is_denied_then_allowed() {
     let _turn = cline_turn();
     plugin_alone_denies_then_allows(Client::Cline);

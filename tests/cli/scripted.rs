@@ -34,27 +34,6 @@ pub fn until(what: &str, mut cond: impl FnMut() -> bool) {
     panic!("timed out waiting for: {what}");
 }
 
-/// The client executable named by `var` (set by `.ci/run`, which installs the clients), or why
-/// the test cannot run.
-pub fn client(var: &str) -> Result<PathBuf, String> {
-    let path = std::env::var_os(var).ok_or_else(|| format!("{var} is not set"))?;
-    let path = PathBuf::from(path);
-    if !path.is_file() {
-        return Err(format!("{var}={} does not exist", path.display()));
-    }
-    if Command::new("python3")
-        .arg("--version")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .map(|s| !s.success())
-        .unwrap_or(true)
-    {
-        return Err("python3 is not available".into());
-    }
-    Ok(path)
-}
-
 /// One line of a scripted model's prompt: the tool calls it makes in order (`[name, args]`; name
 /// `mcp:NAME` for the tool coord's MCP server offers as NAME), then the text "done", held back
 /// until `hold` exists when given (the session stays inside its turn).
@@ -480,4 +459,111 @@ fn kill_tagged(tag: &str) {
         }
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+/// The agent every scenario below has hold a file against the session.
+pub const OTHER: &str = "claude-x";
+
+/// One real client driven on this bench (Gemini CLI, Copilot CLI), as the scenarios below use
+/// it: what differs between them is here, the scenarios are written once.
+pub trait LabClient {
+    /// coord's name for it: its agents are `NAME-…`.
+    fn name(&self) -> &'static str;
+    /// The client's command for one session of `prompt` in `lab`, against the scripted model.
+    fn session(&self, lab: &Lab, prompt: &str) -> Command;
+    /// The call that changes `target.txt` (as the lab made it) to read `TEXT\n`.
+    fn edit(&self, lab: &Lab, text: &str) -> Value;
+    /// The call that writes `TEXT\n` as the whole of `target.txt`, whatever it holds.
+    fn write(&self, lab: &Lab, text: &str) -> Value;
+    /// What the client told the model each tool call of the session of `prompt` did, as text.
+    fn results(&self, lab: &Lab, prompt: &str) -> Vec<String>;
+
+    /// The `NAME-*` agent holding `target.txt`, if one does.
+    fn holder(&self, lab: &Lab) -> Option<String> {
+        let prefix = format!("{}-", self.name());
+        lab.locks_of("target.txt")
+            .into_iter()
+            .find_map(|l| l.strip_prefix("target.txt.lock.").map(str::to_string))
+            .filter(|a| a.starts_with(&prefix))
+    }
+
+    /// A session of `calls` (the turn held until `hold` exists, when given) and its prompt.
+    fn start(&self, lab: &Lab, name: &str, calls: Value, hold: Option<&Path>) -> (Run, String) {
+        let prompt = script(calls, hold);
+        (lab.spawn(self.session(lab, &prompt), name), prompt)
+    }
+}
+
+/// Two concurrent sessions are two agents: while A holds `target.txt` inside its turn, B's write
+/// is denied, the reason naming A; A's turn's end releases it.
+pub fn two_sessions_exclude_each_other(c: &dyn LabClient, lab: &Lab) {
+    let prefix = format!("{}-", c.name());
+    let flag = lab.flag("a-done");
+    let (a, _) = c.start(lab, "a", json!([c.edit(lab, "from A")]), Some(&flag));
+    until("session A's edit", || {
+        lab.env.read("target.txt") == "from A\n" && c.holder(lab).is_some()
+    });
+    let holder_a = c.holder(lab).unwrap();
+
+    let (b, prompt_b) = c.start(lab, "b", json!([c.write(lab, "from B")]), None);
+    b.ok();
+    assert_eq!(
+        lab.env.read("target.txt"),
+        "from A\n",
+        "B's write was denied"
+    );
+    let results = c.results(lab, &prompt_b);
+    assert_eq!(results.len(), 1, "{results:#?}");
+    assert!(
+        results[0].contains(&holder_a),
+        "B is told A holds it: {results:#?}"
+    );
+    let agents = lab.agents(&prefix);
+    assert_eq!(agents.len(), 2, "two sessions, two agents: {agents:?}");
+
+    std::fs::write(&flag, "").unwrap();
+    a.ok();
+    assert!(lab.locks_of("target.txt").is_empty());
+}
+
+/// SessionEnd finishes the session's presence: ACTIVE while it runs, FINISHED after.
+pub fn session_end_finishes_the_presence(c: &dyn LabClient, lab: &Lab) {
+    let prefix = format!("{}-", c.name());
+    let flag = lab.flag("end");
+    let (run, _) = c.start(lab, "end", json!([]), Some(&flag));
+    until("the session's presence", || !lab.agents(&prefix).is_empty());
+    let during = lab.agents(&prefix);
+    assert_eq!(during[0].1, "ACTIVE", "{during:?}");
+    std::fs::write(&flag, "").unwrap();
+    run.ok();
+    let after = lab.agents(&prefix);
+    assert_eq!(after.len(), 1, "{after:?}");
+    assert_eq!(after[0].1, "FINISHED", "{after:?}");
+}
+
+/// `kill -9` of the client inside its turn frees the file it holds within seconds (not the
+/// 5-minute TTL).
+pub fn killed_client_frees_its_files(c: &dyn LabClient, lab: &Lab) {
+    let flag = lab.flag("never");
+    let (mut run, _) = c.start(
+        lab,
+        "killed",
+        json!([c.edit(lab, "from the session")]),
+        Some(&flag),
+    );
+    until("the session's edit", || c.holder(lab).is_some());
+    lab.env
+        .agent(OTHER)
+        .args(["lock", "target.txt", "--no-wait"])
+        .code(3);
+    run.kill9();
+    let killed = Instant::now();
+    lab.env
+        .agent(OTHER)
+        .args(["lock", "target.txt", "--wait", "20s"])
+        .ok();
+    eprintln!(
+        "the file was free {:.1} s after the kill",
+        killed.elapsed().as_secs_f64()
+    );
 }

@@ -290,7 +290,13 @@ fn a_killed_waiter_or_holder_is_shown_free_once_it_holds_nothing() {
         .agent("alice")
         .args(["run", "b.md", "--", "sh", "-c", "sleep 3"])
         .spawn();
-    crate::support::eventually("alice holds b.md", || env.exists("b.md.lock.alice"));
+    // Its presence is written after the lock file: wait for both, so the kill finds it saying
+    // LOCKED (the killed holder's last word, which the views must not believe).
+    crate::support::eventually("alice holds b.md", || {
+        env.exists("b.md.lock.alice")
+            && std::fs::read_to_string(env.path(".alice_presence"))
+                .is_ok_and(|t| t.contains("lock_status: LOCKED"))
+    });
     run.kill().unwrap();
     run.wait().unwrap();
     assert_eq!(lock_status_of(&env, "alice").0, "LOCKED", "its lock stands");

@@ -1,21 +1,11 @@
 //! `coord mcp`: a Model Context Protocol server on stdin/stdout, as one agent.
 //!
-//! The loop is synchronous: read a line, answer it, write the answer, flush. The protocol itself
-//! ([`coord::mcp`]) is a plain state machine on `serde_json`; the tools ([`tools`]) call the
-//! same library functions as the CLI commands. There is no async runtime: the official `rmcp`
-//! crate would bring tokio and about seventy crates into a CLI whose other commands start and
-//! finish in a millisecond, and one request at a time is all a stdio client sends that matters
-//! here (a lock wait blocks its own call, as `coord lock --wait` does).
-//!
-//! The agent is `-a`/`COORD_AGENT`; else, started by an agent client, the agent of the client's
-//! session (see [`coord::identity`]): the session's hooks, shell and this server are one agent;
-//! else `mcp-` and 6 random letters and digits. The server becomes that agent at the first tool
-//! call, not before: a client that only checks the server is up leaves nothing behind. Then,
-//! like `coord session`, it clocks in (a stamp-card row recording this process), heartbeats the
-//! agent every 30 s from a thread of its own (`COORD_HEARTBEAT_INTERVAL` overrides), records in
-//! every lock it takes the process the lock follows (the client's, in a client session; else
-//! this one), and at end of input, SIGTERM, SIGINT or SIGHUP releases those locks and clocks out.
-//! stdout carries protocol messages only; everything else goes to stderr.
+//! Synchronous: read a line, answer it, flush. The protocol is [`coord::mcp`]; the tools
+//! ([`tools`]) call the library as the CLI commands do. No async runtime (`rmcp` would bring
+//! tokio and about seventy crates): a stdio client sends one request that matters at a time.
+//! The server becomes its agent at the first tool call, not before, so a health check leaves
+//! nothing behind; then it clocks in, heartbeats, and at end of input or a signal releases its
+//! locks and clocks out. stdout carries protocol messages only.
 
 mod tools;
 
@@ -36,7 +26,7 @@ use coord::v3::lock::Owner;
 use coord::v3::session;
 use coord::v3::stamp::{self, Partner, Scope, StartupRequest};
 use coord::workspace::{AgentId, Workspace};
-use coord::{ExitCode, fsutil, host};
+use coord::{ExitCode, host};
 
 use super::startup::release_lines;
 use super::{Ctx, output};
@@ -204,7 +194,13 @@ impl LazyHost {
             let (agent, row, owner) =
                 self.life
                     .start(&agent, self.task.take(), session.as_ref())?;
-            self.host = Some(tools::Host::new(self.life.ws.clone(), agent, row, owner));
+            let ws = self.life.ws.clone();
+            self.host = Some(tools::Host {
+                ws,
+                agent,
+                session: row,
+                owner,
+            });
         }
         Ok(self.host.as_mut().expect("just made"))
     }
@@ -236,7 +232,7 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     if args.plugin {
         match coord::plugin::gate(&ws, None) {
             coord::plugin::Gate::Go | coord::plugin::Gate::Wired => coord::plugin::adopt(&ws)?,
-            gate => return idle(&ws, &gate, ctx),
+            gate => return idle(&gate, ctx),
         }
     }
     let explicit = ctx.agent_explicit()?;
@@ -272,15 +268,7 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 SIGINT => "SIGINT",
                 _ => "SIGHUP",
             };
-            // A call waiting for a lock ends cleanly first (it leaves the queue and resets the
-            // presence), then the server clocks out.
-            coord::wait::request_stop(sig);
-            let asked = std::time::Instant::now();
-            while IN_CALL.load(Ordering::SeqCst) && asked.elapsed() < CALL_GRACE {
-                std::thread::sleep(Duration::from_millis(10));
-            }
-            signal_life.close(&format!("{name} received"));
-            std::process::exit(0);
+            stop(&signal_life, sig, &format!("{name} received"));
         }
     });
 
@@ -289,8 +277,6 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let (stop_beat, beats) = mpsc::channel::<()>();
     let beat_life = Arc::clone(&life);
     let beat_thread = std::thread::spawn(move || heartbeat(&beat_life, interval, &beats));
-
-    fsutil::keep_mutex_open();
 
     let instructions = instructions(&named, &ws);
     let mut server = Server::new(
@@ -301,11 +287,7 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             task: args.task,
             host: None,
         },
-        ServerInfo {
-            name: "coord".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            instructions,
-        },
+        info(instructions),
     );
     let why = serve(&mut server);
 
@@ -319,7 +301,7 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 
 /// The plugin's server where coord stays out: it answers the protocol, every tool call says
 /// why coord is not available, nothing is written, and it exits at end of input.
-fn idle(ws: &Workspace, gate: &coord::plugin::Gate, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+fn idle(gate: &coord::plugin::Gate, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let why = match gate {
         coord::plugin::Gate::Off => format!(
             "coord is turned off in this repository (`git config {}` is false)",
@@ -330,17 +312,19 @@ fn idle(ws: &Workspace, gate: &coord::plugin::Gate, ctx: &Ctx) -> anyhow::Result
     if !ctx.quiet {
         output::diag(&format!("coord mcp: {why}; every tool answers that"));
     }
-    let _ = ws;
-    let mut server = Server::new(
-        Idle(why.clone()),
-        ServerInfo {
-            name: "coord".into(),
-            version: env!("CARGO_PKG_VERSION").into(),
-            instructions: format!("{why}: coord's tools are not available here."),
-        },
-    );
+    let instructions = format!("{why}: coord's tools are not available here.");
+    let mut server = Server::new(Idle(why), info(instructions));
     serve(&mut server);
     Ok(ExitCode::Success)
+}
+
+fn info(instructions: String) -> ServerInfo {
+    let (name, version) = ("coord".into(), env!("CARGO_PKG_VERSION").into());
+    ServerInfo {
+        name,
+        version,
+        instructions,
+    }
 }
 
 /// The tools where coord stays out: each call is an error saying why.
@@ -390,14 +374,20 @@ fn watch_client(life: Arc<Life>) {
                 Some(ClientGone::Client(why)) => break why,
             }
         };
-        coord::wait::request_stop(SIGHUP);
-        let asked = std::time::Instant::now();
-        while IN_CALL.load(Ordering::SeqCst) && asked.elapsed() < CALL_GRACE {
-            std::thread::sleep(Duration::from_millis(10));
-        }
-        life.close(why);
-        std::process::exit(0);
+        stop(&life, SIGHUP, why);
     });
+}
+
+/// End the server: a call waiting for a lock ends cleanly first (it leaves the queue and resets
+/// the presence, as `sig` would end it), then the server clocks out and exits.
+fn stop(life: &Life, sig: i32, why: &str) -> ! {
+    coord::wait::request_stop(sig);
+    let asked = std::time::Instant::now();
+    while IN_CALL.load(Ordering::SeqCst) && asked.elapsed() < CALL_GRACE {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    life.close(why);
+    std::process::exit(0);
 }
 
 /// How the client went away.

@@ -34,65 +34,30 @@ const DEFAULT_WAIT: Wait = Wait::For(std::time::Duration::ZERO);
 
 /// Runs the tools as one agent in one workspace, in the server's session.
 pub struct Host {
-    ws: Workspace,
-    agent: AgentId,
-    session: String,
-    owner: Owner,
+    pub(super) ws: Workspace,
+    pub(super) agent: AgentId,
+    pub(super) session: String,
+    /// What locks taken through the server follow: STALE the moment that process is gone.
+    pub(super) owner: Owner,
 }
 
 impl Host {
-    /// The tools of `agent` in `ws`, in stamp-card session `session`, whose locks follow `owner`.
-    pub fn new(ws: Workspace, agent: AgentId, session: String, owner: Owner) -> Host {
-        Host {
-            ws,
-            agent,
-            session,
-            owner,
-        }
-    }
-
-    /// Locks taken through the server follow its owner: STALE the moment that process is gone.
-    fn owner(&self) -> Owner {
-        self.owner.clone()
-    }
-
-    /// The FILE argument of a tool that acts on one file (`write`, `note`, `presence`):
-    /// relative to the workspace root (the server has no "current folder" an agent could
-    /// know), or absolute inside it; a folder or a pattern is refused, as on the command line.
+    /// The FILE argument of a tool that acts on one file: relative to the workspace root (the
+    /// server has no "current folder" an agent could know), or absolute inside it.
     fn one_file(&self, file: &str, command: &str) -> Result<Target, Error> {
         self.ws.one_file(self.ws.root(), file, command)
     }
 
-    /// FILE arguments (`lock`, `unlock`): the files, and the claims (folders, patterns) among
-    /// them, as on the command line.
-    fn file_args(
-        &self,
-        files: &[String],
-    ) -> Result<(Vec<Target>, Vec<coord::pattern::Pattern>), Error> {
-        self.ws.file_args(self.ws.root(), files)
-    }
-
     fn run(&mut self, tool: &'static ToolSpec, args: &Args<'_>) -> anyhow::Result<Done> {
+        let (ws, agent) = (&self.ws, &self.agent);
         match tool.name {
-            "status" | "check" | "presence" => self.workspace_tool(tool.name, args),
-            "lock" | "unlock" | "write" | "note" => self.file_tool(tool.name, args),
-            "msg_send" | "msg_list" | "msg_read" => self.msg_tool(tool.name, args),
-            "dialogue_turn" | "dialogue_say" => self.dialogue_tool(tool.name, args),
-            "review_next" => self.review_tool(tool.name, args),
-            other => Err(no_implementation(other)),
-        }
-    }
-
-    /// The workspace as a whole, and this agent in it: `status`, `check`, `presence`.
-    fn workspace_tool(&mut self, name: &str, args: &Args<'_>) -> anyhow::Result<Done> {
-        match name {
             "status" => {
-                let mut st = status::collect(&self.ws);
-                status::add_conflicts(&mut st, &self.ws);
+                let mut st = status::collect(ws);
+                status::add_conflicts(&mut st, ws);
                 Ok(Done::new(super::super::status::render(&st, false), &st))
             }
             "check" => {
-                let checked = check::collect(&self.ws, Some(&self.agent));
+                let checked = check::collect(ws, Some(agent));
                 let mut lines = check::agent_lines(&checked.report.agents);
                 lines.extend(checked.problems.iter().map(|p| format!("warning: {p}")));
                 Ok(Done::new(lines.join("\n"), &checked.report))
@@ -107,38 +72,34 @@ impl Host {
                     current_file,
                     ..Default::default()
                 };
-                let view = presence::refresh(&self.ws, &self.agent, &update, Some(&self.session))?;
+                let view = presence::refresh(ws, agent, &update, Some(&self.session))?;
                 Ok(Done::new(presence::updated_line(&view), &view))
             }
-            other => Err(no_implementation(other)),
-        }
-    }
-
-    /// One file or a few: `lock`, `unlock`, `write`, `note`.
-    fn file_tool(&mut self, name: &str, args: &Args<'_>) -> anyhow::Result<Done> {
-        match name {
-            "lock" => self.lock(args),
-            "unlock" => {
-                let results = match args.strings("files")? {
-                    Some(files) => {
-                        let (targets, claims) = self.file_args(&files)?;
-                        let mut results = Vec::new();
-                        if !targets.is_empty() {
-                            results = lock::release(&self.ws, &self.agent, Some(&targets), false)?;
-                        }
-                        if !claims.is_empty() {
-                            results.extend(lock::claim::release(
-                                &self.ws,
-                                &self.agent,
-                                Some(&claims),
-                                false,
-                            )?);
-                        }
-                        results
-                    }
-                    None => lock::release(&self.ws, &self.agent, None, false)?,
+            "lock" => {
+                let files = args.strings("files")?.unwrap_or_default();
+                // Folders (`dir/`) and patterns in `files` are claims (contract §10).
+                let (targets, claims) = ws.file_args(ws.root(), &files)?;
+                let ttl = args.duration("ttl_s")?.unwrap_or(DEFAULT_TTL);
+                let req = LockRequest {
+                    agent: agent.clone(),
+                    targets,
+                    wait: args.wait("wait_s", DEFAULT_WAIT)?,
+                    ttl: lock_cmd::nonzero_ttl(ttl, "0")?,
+                    backup: true,
+                    reason: args.str("reason")?.map(str::to_string),
+                    owner: Some(self.owner.clone()),
+                    claims,
                 };
-                if let Some(err) = unlock::refusal(&results, &self.agent) {
+                let got = lock::acquire(ws, &req, &mut |_| {})?;
+                let mut lines = output::took_over_lines(&got.acquired);
+                lines.extend(lock_cmd::acquired_lines(&got));
+                Ok(Done::new(lines.join("\n"), &got))
+            }
+            "unlock" => {
+                let files = args.strings("files")?.unwrap_or_default();
+                let (targets, claims) = ws.file_args(ws.root(), &files)?;
+                let results = unlock::release(ws, agent, &files, &targets, &claims, false)?;
+                if let Some(err) = unlock::refusal(&results, agent) {
                     return Err(err.into());
                 }
                 Ok(Done::new(
@@ -149,148 +110,79 @@ impl Host {
             "write" => {
                 let target = self.one_file(args.req_str("file")?, "write")?;
                 let content = args.req_str("content")?;
-                let written = write::write(
-                    &self.ws,
-                    &self.agent,
-                    &target,
-                    &mut Cursor::new(content.as_bytes()),
-                    Path::new("the tool call"),
-                )?;
+                let mut input = Cursor::new(content.as_bytes());
+                let written =
+                    write::write(ws, agent, &target, &mut input, Path::new("the tool call"))?;
                 Ok(Done::new(write_cmd::written_line(&written), &written))
             }
             "note" => {
                 let req = NoteRequest {
-                    agent: self.agent.clone(),
+                    agent: agent.clone(),
                     target: self.one_file(args.req_str("file")?, "note")?,
                     text: args.req_str("text")?.to_string(),
                     wait: args.wait("wait_s", DEFAULT_WAIT)?,
                 };
-                let noted = note::note(&self.ws, &req, &mut |_| {})?;
+                let noted = note::note(ws, &req, &mut |_| {})?;
                 Ok(Done::new(note_cmd::noted_line(&noted), &noted))
             }
-            other => Err(no_implementation(other)),
-        }
-    }
-
-    /// Messages: `msg_send`, `msg_list`, `msg_read`.
-    fn msg_tool(&mut self, name: &str, args: &Args<'_>) -> anyhow::Result<Done> {
-        match name {
             "msg_send" => {
                 let to = Recipient::parse(args.req_str("to")?)?;
-                let sent = message::send(&self.ws, &self.agent, &to, args.req_str("text")?)?;
-                Ok(Done::new(
-                    format!("Sent to {}: {}", sent.to, sent.id),
-                    &msg::SentJson {
-                        id: &sent.id,
-                        to: &sent.to,
-                        time: &sent.time,
-                    },
-                ))
+                let sent = message::send(ws, agent, &to, args.req_str("text")?)?;
+                let doc = msg::SentJson {
+                    id: &sent.id,
+                    to: &sent.to,
+                    time: &sent.time,
+                };
+                Ok(Done::new(format!("Sent to {}: {}", sent.to, sent.id), &doc))
             }
             "msg_list" => {
                 let only_unread = args.bool("unread_only")?.unwrap_or(false);
-                let inbox = message::try_inbox(&self.ws, &self.agent)?;
-                let listed = msg::list_json(&inbox, only_unread);
-                Ok(Done::new(
-                    msg::list_text(&listed.messages, only_unread, false),
-                    &listed,
-                ))
+                let listed = msg::list_json(&message::try_inbox(ws, agent)?, only_unread);
+                let text = msg::list_text(&listed.messages, only_unread, false);
+                Ok(Done::new(text, &listed))
             }
             "msg_read" => {
-                let entry = message::read(&self.ws, &self.agent, args.req_str("id")?)?;
+                let entry = message::read(ws, agent, args.req_str("id")?)?;
                 Ok(Done::new(msg::read_text(&entry), &entry))
             }
-            other => Err(no_implementation(other)),
-        }
-    }
-
-    /// The dialogue: `dialogue_turn`, `dialogue_say`.
-    fn dialogue_tool(&mut self, name: &str, args: &Args<'_>) -> anyhow::Result<Done> {
-        match name {
             "dialogue_turn" => {
-                let view = Dialogue::default_in(&self.ws)?.snapshot()?.view();
+                let view = Dialogue::default_in(ws)?.snapshot()?.view();
                 Ok(Done::new(dialogue::render_view(&view), &view))
             }
             "dialogue_say" => {
-                let markers = args
-                    .strings("markers")?
-                    .unwrap_or_default()
-                    .iter()
-                    .map(|m| Marker::parse(m))
-                    .collect::<Result<Vec<_>, _>>()?;
+                let markers = args.strings("markers")?.unwrap_or_default();
                 let req = SayRequest {
                     speaker: args.req_str("as")?.to_string(),
                     text: args.req_str("text")?.to_string(),
-                    markers,
+                    markers: markers
+                        .iter()
+                        .map(|m| Marker::parse(m))
+                        .collect::<Result<_, _>>()?,
                     to: None,
                     lock_wait: DEFAULT_LOCK_WAIT,
                 };
-                let d = Dialogue::default_in(&self.ws)?;
-                let outcome = say::say(&d, &req)?;
+                let outcome = say::say(&Dialogue::default_in(ws)?, &req)?;
                 let mut lines: Vec<String> = outcome
                     .warnings
                     .iter()
                     .map(|w| format!("warning: {w}"))
                     .collect();
-                if let Some(r) = &outcome.repaired {
-                    lines.push(format!("note: {r}"));
-                }
+                lines.extend(outcome.repaired.iter().map(|r| format!("note: {r}")));
                 lines.push(dialogue::said_line(&outcome));
                 Ok(Done::new(lines.join("\n"), &outcome))
             }
-            other => Err(no_implementation(other)),
-        }
-    }
-
-    /// The review tracker: `review_next`.
-    fn review_tool(&mut self, name: &str, args: &Args<'_>) -> anyhow::Result<Done> {
-        match name {
             "review_next" => {
                 let topic = args.req_str("topic")?;
-                let reviews = Reviews::default_for(&self.ws).acting_as(Some(self.agent.clone()));
+                let reviews = Reviews::default_for(ws).acting_as(Some(agent.clone()));
                 let n = reviews.next(topic)?;
                 Ok(Done::new(review::next_text(&n, topic), &n))
             }
-            other => Err(no_implementation(other)),
-        }
-    }
-
-    fn lock(&mut self, args: &Args<'_>) -> anyhow::Result<Done> {
-        let files = args.strings("files")?.unwrap_or_default();
-        // Folders (`dir/`) and patterns in `files` are claims (contract §10).
-        let (targets, claims) = self.file_args(&files)?;
-        let wait = args.wait("wait_s", DEFAULT_WAIT)?;
-        let ttl = args.duration("ttl_s")?.unwrap_or(DEFAULT_TTL);
-        if ttl.is_zero() {
-            return Err(Error::BadDuration {
-                text: "0".into(),
-                why: "a lock needs a TTL above zero".into(),
+            other => Err(Error::Failed {
+                message: format!("tool `{other}` has no implementation"),
             }
-            .into());
+            .into()),
         }
-        let req = LockRequest {
-            agent: self.agent.clone(),
-            targets,
-            wait,
-            ttl,
-            backup: true,
-            reason: args.str("reason")?.map(str::to_string),
-            owner: Some(self.owner()),
-            claims,
-        };
-        let got = lock::acquire(&self.ws, &req, &mut |_| {})?;
-        let mut lines = output::took_over_lines(&got.acquired);
-        lines.extend(lock_cmd::acquired_lines(&got));
-        Ok(Done::new(lines.join("\n"), &got))
     }
-}
-
-/// The error for a tool the server lists but this host does not run.
-fn no_implementation(tool: &str) -> anyhow::Error {
-    Error::Failed {
-        message: format!("tool `{tool}` has no implementation"),
-    }
-    .into()
 }
 
 /// A tool's success: its text and its `--json` object.
@@ -319,14 +211,7 @@ impl ToolHost for Host {
                 structured: done.structured,
                 is_error: false,
             },
-            Err(err) => {
-                let d = Described::of(&err);
-                ToolOutcome {
-                    text: output::error_text(&d.message, d.hint.as_deref()),
-                    structured: output::json_value(&d.json()),
-                    is_error: true,
-                }
-            }
+            Err(err) => failed(&err),
         }
     }
 }

@@ -4,7 +4,6 @@
 
 use clap::builder::{PossibleValuesParser, TypedValueParser};
 use clap::{Args, Subcommand};
-use serde::Serialize;
 
 use coord::review::paths::{Kind, NameParts};
 use coord::review::rules::{Reviews, StepRequest};
@@ -261,12 +260,6 @@ pub fn run(args: ReviewArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Some(dir) => Reviews::new(&ws, ws.resolve(ctx.cwd(), dir)?.abs),
     }
     .acting_as(ctx.agent_opt()?);
-    // Human lines unless `--json` or `--quiet`; with `--json`, the document.
-    let say = |text: &str| {
-        if !ctx.json && !ctx.quiet {
-            output::line(text);
-        }
-    };
     match args.command {
         ReviewCommand::New(a) => {
             let target = ws.resolve(ctx.cwd(), &a.target)?;
@@ -274,14 +267,11 @@ pub fn run(args: ReviewArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             let implementer = AgentId::parse(&a.implementer)?;
             let (topic, name) = (&a.topic, reviewer.name());
             let tracker = reviews.create(topic, &target, &reviewer, &implementer)?;
-            say(&format!("Review `{topic}` started: {tracker}"));
-            say(&format!(
-                "Next: {name} (review, step 01). `coord review next {topic}` prints the prompt to paste to them."
-            ));
-            json(
-                ctx,
-                &serde_json::json!({"topic": topic, "tracker": tracker, "next_actor": name, "next_action": "review"}),
-            );
+            let doc = serde_json::json!({"topic": topic, "tracker": tracker, "next_actor": name, "next_action": "review"});
+            ctx.emit_lines(&doc, || vec![
+                format!("Review `{topic}` started: {tracker}"),
+                format!("Next: {name} (review, step 01). `coord review next {topic}` prints the prompt to paste to them."),
+            ]);
         }
         ReviewCommand::Show(a) => show::show(&reviews.show(&a.topic)?, ctx),
         ReviewCommand::Next(a) => show::next(&reviews.next(&a.topic)?, a.prompt, ctx)?,
@@ -313,58 +303,61 @@ pub fn run(args: ReviewArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             if let Some(w) = &done.warning {
                 output::diag(&format!("warning: {}", output::clean(w)));
             }
-            say(&format!(
-                "Step {:02} {} by {}; step {:02} planned for {} ({})",
-                done.finished,
-                done.status.as_str(),
-                actor.name(),
-                done.next_step,
-                output::clean(&done.next_actor),
-                done.next_action.as_str()
-            ));
-            if let Some(arch) = &done.archived_to {
-                say(&format!(
-                    "Steps 01-10 archived to {arch}; the remaining steps are renumbered from 01"
-                ));
-            }
-            json(ctx, &done);
+            ctx.emit_lines(&done, || {
+                let mut lines = vec![format!(
+                    "Step {:02} {} by {}; step {:02} planned for {} ({})",
+                    done.finished,
+                    done.status.as_str(),
+                    actor.name(),
+                    done.next_step,
+                    output::clean(&done.next_actor),
+                    done.next_action.as_str()
+                )];
+                lines.extend(done.archived_to.iter().map(|arch| {
+                    format!(
+                        "Steps 01-10 archived to {arch}; the remaining steps are renumbered from 01"
+                    )
+                }));
+                lines
+            });
         }
         ReviewCommand::Issue(a) => {
-            let issue = match a.op {
+            let (issue, added) = match a.op {
                 IssueOp::Add { severity, title } => {
-                    let issue = reviews.add_issue(&a.topic, severity, &title)?;
-                    say(&issue.id);
-                    issue
+                    (reviews.add_issue(&a.topic, severity, &title)?, true)
                 }
                 IssueOp::Set {
                     id,
                     status,
                     resolution,
                 } => {
-                    let issue = reviews.set_issue(&a.topic, &id, status, resolution.as_deref())?;
-                    say(&format!("{}: {}", issue.id, issue.status.as_str()));
-                    issue
+                    let resolution = resolution.as_deref();
+                    (reviews.set_issue(&a.topic, &id, status, resolution)?, false)
                 }
             };
-            json(ctx, &issue);
+            ctx.emit(&issue, || match added {
+                true => issue.id.clone(),
+                false => format!("{}: {}", issue.id, issue.status.as_str()),
+            });
         }
         ReviewCommand::Agree(a) => {
             let added = reviews.agree(&a.topic, &a.text, a.adopted.as_deref(), a.disputed)?;
             let mark = if added.disputed { "[DISPUTED] " } else { "" };
-            say(&format!("Logged: - {mark}{}", output::clean(&added.text)));
-            json(ctx, &added);
+            ctx.emit(&added, || {
+                format!("Logged: - {mark}{}", output::clean(&added.text))
+            });
         }
         ReviewCommand::Close(a) => {
             let closed = reviews.close(&a.topic, a.commit, a.summary.as_deref())?;
-            say(&format!("Review `{}` closed: {}", a.topic, closed.tracker));
-            if let Some(c) = &closed.commit {
-                let (id, first) = (c.id.get(..12).unwrap_or(&c.id), c.message.lines().next());
-                say(&format!(
-                    "Committed {id}: {}",
-                    output::clean(first.unwrap_or_default())
-                ));
-            }
-            json(ctx, &closed);
+            ctx.emit_lines(&closed, || {
+                let mut lines = vec![format!("Review `{}` closed: {}", a.topic, closed.tracker)];
+                if let Some(c) = &closed.commit {
+                    let (id, first) = (c.id.get(..12).unwrap_or(&c.id), c.message.lines().next());
+                    let first = output::clean(first.unwrap_or_default());
+                    lines.push(format!("Committed {id}: {first}"));
+                }
+                lines
+            });
         }
         ReviewCommand::Path(a) => {
             coord::review::check_topic(&a.topic)?;
@@ -380,19 +373,9 @@ pub fn run(args: ReviewArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 description: a.description.as_deref(),
             })?;
             let rel = reviews.rel(&p);
-            say(&rel);
-            json(
-                ctx,
-                &serde_json::json!({"path": rel, "abs": p.display().to_string()}),
-            );
+            let doc = serde_json::json!({"path": rel, "abs": p.display().to_string()});
+            ctx.emit(&doc, || rel.clone());
         }
     }
     Ok(ExitCode::Success)
-}
-
-/// Print `value` when `--json` was given.
-fn json<T: Serialize>(ctx: &Ctx, value: &T) {
-    if ctx.json {
-        output::json(value);
-    }
 }

@@ -40,7 +40,7 @@ const CLAIMS_CAP: u64 = 4 * 1024 * 1024;
 
 /// Every claim as written, unjudged (a record without a pattern is skipped).
 pub fn read_all(root: &Path) -> Vec<LockEntry> {
-    let path = layout::claims_file(root);
+    let path = layout::claims_file(&crate::worktree::shared_root(root));
     let Ok(bytes) = fsutil::read_capped(&path, CLAIMS_CAP) else {
         return Vec::new();
     };
@@ -108,7 +108,7 @@ pub fn judged_patterns(root: &Path, cache: &mut StateCache, now: &Timestamp) -> 
 ///
 /// [`Error::Io`](crate::error::Error::Io) when it cannot be written.
 pub(super) fn write_all(root: &Path, records: &[String]) -> Result<()> {
-    let path = layout::claims_file(root);
+    let path = layout::claims_file(&crate::worktree::shared_root(root));
     if records.is_empty() {
         return fsutil::remove(&path).map(drop);
     }
@@ -135,7 +135,7 @@ fn literal_head(text: &str) -> Option<&str> {
 /// claim whose first segment has no wildcard and differs from the first segment of every key
 /// cannot match or overlap any of them: it is neither parsed nor judged.
 pub fn read_for(root: &Path, me: &str, keys: &[&str]) -> (Vec<Judged>, Vec<String>) {
-    let path = layout::claims_file(root);
+    let path = layout::claims_file(&crate::worktree::shared_root(root));
     let Ok(bytes) = fsutil::read_capped(&path, CLAIMS_CAP) else {
         return (Vec::new(), Vec::new());
     };
@@ -229,7 +229,7 @@ pub fn release(
     force: bool,
 ) -> Result<Vec<Release>> {
     let root = ws.root();
-    if patterns.is_none() && !layout::claims_file(root).exists() {
+    if patterns.is_none() && !layout::claims_file(&crate::worktree::shared_root(root)).exists() {
         return Ok(Vec::new());
     }
     let _mutex = ws.lock_mutex()?;

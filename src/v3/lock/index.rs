@@ -34,7 +34,7 @@ use crate::layout;
 ///
 /// [`Error::Io`](crate::error::Error::Io) when the entry cannot be made.
 pub(super) fn note(root: &Path, rel: &str, agent: &str) -> Result<()> {
-    let (path, hashed) = layout::held_entry(root, rel, agent);
+    let (path, hashed) = layout::held_entry(&crate::worktree::shared_root(root), rel, agent);
     if hashed {
         return create(root, &path, rel.as_bytes());
     }
@@ -46,7 +46,7 @@ fn create(root: &Path, path: &Path, content: &[u8]) -> Result<()> {
     match fsutil::raw::create_exclusive(path, content) {
         Ok(_) => Ok(()),
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
-            fsutil::ensure_dir(&layout::held_dir(root))?;
+            fsutil::ensure_dir(&layout::held_dir(&crate::worktree::shared_root(root)))?;
             fsutil::raw::create_exclusive(path, content)
                 .map(drop)
                 .at("create", path)
@@ -58,7 +58,9 @@ fn create(root: &Path, path: &Path, content: &[u8]) -> Result<()> {
 /// Remove the entry of `agent`'s lock on `rel`. Caller holds the mutex, and calls this after
 /// the lock file is gone. Best effort: an entry left behind is only a hint that readers verify.
 pub(super) fn forget(root: &Path, rel: &str, agent: &str) {
-    let _ = fsutil::raw::remove_file(&layout::held_entry(root, rel, agent).0);
+    let _ = fsutil::raw::remove_file(
+        &layout::held_entry(&crate::worktree::shared_root(root), rel, agent).0,
+    );
 }
 
 /// Forget the entry of the lock file `lock_path` of `agent` on `rel`, just removed, in whichever
@@ -72,7 +74,7 @@ pub(super) fn forget_removed(root: &Path, rel: &str, agent: &str, lock_path: &Pa
 
 /// Every entry: (the locked file relative to the root, the agent), unverified, in no order.
 pub(super) fn entries(root: &Path) -> Vec<(String, String)> {
-    let dir = layout::held_dir(root);
+    let dir = layout::held_dir(&crate::worktree::shared_root(root));
     let Ok(list) = crate::fsutil::read_dir(&dir) else {
         return Vec::new();
     };
@@ -107,7 +109,7 @@ fn plain_relative(rel: &str) -> bool {
 /// by a process killed between the two, or a lock file removed by hand), and what earlier
 /// versions of coord left in `.coord/` ([`layout::leftovers`]). Caller holds the mutex.
 pub(super) fn prune(root: &Path) {
-    for leftover in layout::leftovers(root) {
+    for leftover in layout::leftovers(&crate::worktree::shared_root(root)) {
         fsutil::remove_flat(&leftover);
     }
     let entries = entries(root);

@@ -81,7 +81,7 @@ fn stale_reason(
     let mut age = clock::age(now, since);
     let mut now = *now;
     if age > ttl
-        && let Some(ahead_of_folder) = arbiter::clock_ahead(root)
+        && let Some(ahead_of_folder) = arbiter::clock_ahead(&crate::worktree::shared_root(root))
     {
         // This machine's clock runs ahead of the folder's: seen from here every lock looks
         // older than it is. Judge by the folder's clock instead.

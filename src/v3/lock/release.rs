@@ -397,8 +397,11 @@ fn after_release(ws: &Workspace, agent: &AgentId, gone: &HashSet<&str>) -> Resul
         Ok(Some(p)) => Some(p),
         Ok(None) => return Ok(()),
         Err(_) => {
-            if !fs::symlink_metadata(layout::presence(ws.root(), agent.id()))
-                .is_ok_and(|m| m.is_file())
+            if !fs::symlink_metadata(layout::presence(
+                &crate::worktree::shared_root(ws.root()),
+                agent.id(),
+            ))
+            .is_ok_and(|m| m.is_file())
             {
                 return Ok(());
             }

@@ -211,7 +211,10 @@ pub(super) fn lookup_roster(root: &Path) -> Vec<String> {
 
 /// The agents on the roster (`.coord/agents`), read fresh.
 fn roster(root: &Path) -> Vec<String> {
-    let Ok(bytes) = fsutil::read_capped(&layout::roster(root), RECORD_CAP) else {
+    let Ok(bytes) = fsutil::read_capped(
+        &layout::roster(&crate::worktree::shared_root(root)),
+        RECORD_CAP,
+    ) else {
         return Vec::new();
     };
     String::from_utf8_lossy(&bytes)
@@ -236,7 +239,10 @@ pub(crate) fn join_roster(root: &Path, ids: &[String], id: &str) -> Result<()> {
     ids.push(id.to_string());
     let mut text = ids.join("\n");
     text.push('\n');
-    fsutil::replace(&layout::roster(root), text.as_bytes())
+    fsutil::replace(
+        &layout::roster(&crate::worktree::shared_root(root)),
+        text.as_bytes(),
+    )
 }
 
 /// Every lock file of the workspace, sorted by file then agent, unjudged. Nothing is written.

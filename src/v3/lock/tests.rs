@@ -255,12 +255,12 @@ fn the_index_reads_back_every_path_it_was_given() {
     assert_eq!(index::entries(root), [("a.md".into(), "gemini".into())]);
     // An entry planted to make a reader look outside the workspace is not read.
     std::fs::write(
-        crate::layout::held_dir(root).join("..%2Fetc%2Fx.held.eve"),
+        crate::layout::held_dir(&crate::worktree::shared_root(root)).join("..%2Fetc%2Fx.held.eve"),
         "",
     )
     .unwrap();
     std::fs::write(
-        crate::layout::held_dir(root).join("=0123.held.eve"),
+        crate::layout::held_dir(&crate::worktree::shared_root(root)).join("=0123.held.eve"),
         "/etc/x",
     )
     .unwrap();

@@ -645,8 +645,12 @@ fn publish_claims(
         out.push(Acquired {
             file: p.pattern.as_str().to_string(),
             lock_file: ws
-                .rel(&layout::claims_file(root))
-                .unwrap_or_else(|| layout::claims_file(root).display().to_string()),
+                .rel(&layout::claims_file(&crate::worktree::shared_root(root)))
+                .unwrap_or_else(|| {
+                    layout::claims_file(&crate::worktree::shared_root(root))
+                        .display()
+                        .to_string()
+                }),
             locked_at: locked_at.clone(),
             token,
             refreshed: p.own.is_some(),

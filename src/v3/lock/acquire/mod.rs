@@ -412,7 +412,7 @@ impl Tries<'_> {
         // the mutex, is what blocks us: refused, or waited for like any other.
         let patience = self
             .deadline
-            .next_sleep(fsutil::MUTEX_PATIENCE)
+            .next_sleep(crate::arbiter::MUTEX_PATIENCE)
             .max(MUTEX_FLOOR);
         let mutex = match ws.lock_mutex_within(patience) {
             Ok(m) => m,

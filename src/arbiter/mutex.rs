@@ -3,13 +3,12 @@
 use std::fs::{self, File};
 use std::io;
 use std::os::unix::fs::MetadataExt;
-use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Mutex, PoisonError};
+use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
-use super::{Access, open_nofollow};
 use crate::error::{IoResultExt, Result};
+use crate::fsutil::{Access, open_nofollow};
 
 /// The workspace mutex: a short kernel lock on a file that is never deleted.
 ///
@@ -17,63 +16,8 @@ use crate::error::{IoResultExt, Result};
 /// of these is held. Dropping it releases the kernel lock.
 #[derive(Debug)]
 pub struct MutexGuard {
-    file: Option<File>,
-    path: PathBuf,
-    held: (u64, u64),
-}
-
-impl MutexGuard {
-    /// The mutex file.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-impl Drop for MutexGuard {
-    fn drop(&mut self) {
-        let Some(file) = self.file.take() else {
-            return;
-        };
-        // Closing the file releases the lock; a process that keeps it open unlocks it instead.
-        if KEEP_OPEN.load(Ordering::Relaxed) && file.unlock().is_ok() {
-            let mut kept = KEPT.lock().unwrap_or_else(PoisonError::into_inner);
-            if kept.is_none() {
-                *kept = Some(Kept {
-                    file,
-                    path: std::mem::take(&mut self.path),
-                    held: self.held,
-                });
-            }
-        }
-    }
-}
-
-/// Set by a long-running process that takes the mutex for every request (`coord mcp`): the
-/// mutex file stays open between takes, unlocked.
-static KEEP_OPEN: AtomicBool = AtomicBool::new(false);
-
-/// The mutex file last released, open and unlocked, with its device and inode.
-static KEPT: Mutex<Option<Kept>> = Mutex::new(None);
-
-#[derive(Debug)]
-struct Kept {
-    file: File,
-    path: PathBuf,
-    held: (u64, u64),
-}
-
-/// From now on, keep the mutex file open between takes (unlocked) instead of opening it for
-/// each. Every take still checks, once locked, that the file is the one at the path.
-pub fn keep_mutex_open() {
-    KEEP_OPEN.store(true, Ordering::Relaxed);
-}
-
-/// Whether the mutex at `path` is kept open, so that taking it needs no open (nor its folder).
-pub fn mutex_kept_open(path: &Path) -> bool {
-    KEPT.lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .as_ref()
-        .is_some_and(|k| k.path == path)
+    // Closing the file releases the kernel lock.
+    _file: File,
 }
 
 /// Take the workspace mutex at `path`, blocking until it is free (it is held for microseconds).
@@ -97,37 +41,12 @@ pub fn lock_mutex_within(path: &Path, patience: Duration) -> Result<MutexGuard> 
     // A mutex file deleted and created anew (`git clean`, an agent tidying up) between our open
     // and our lock would let two processes hold "the" mutex, each on its own file: after
     // locking, make sure the file we hold is still the one at the path, else start over.
-    let kept = KEPT
-        .lock()
-        .unwrap_or_else(PoisonError::into_inner)
-        .take_if(|k| k.path == path);
-    let mut kept = kept.map(|k| (k.file, k.held));
-    let from_kept = kept.is_some();
     loop {
-        let (file, held) = match kept.take() {
-            Some(open) => open,
-            None => {
-                let (file, meta) = open_mutex(path)?;
-                (file, (meta.dev(), meta.ino()))
-            }
-        };
+        let (file, meta) = open_mutex(path)?;
         lock_patiently(&file, path, deadline)?;
         match fs::symlink_metadata(path) {
-            Ok(now) if (now.dev(), now.ino()) == held => {
-                return Ok(MutexGuard {
-                    file: Some(file),
-                    path: path.to_path_buf(),
-                    held,
-                });
-            }
-            // The file kept open is not the one at the path any more (`.coord/` removed, or
-            // replaced): the caller looks at the folder again before opening anything there.
-            _ if from_kept => {
-                return Err(io::Error::new(
-                    io::ErrorKind::NotFound,
-                    "was replaced since it was last taken",
-                ))
-                .at("lock the workspace mutex", path);
+            Ok(now) if (now.dev(), now.ino()) == (meta.dev(), meta.ino()) => {
+                return Ok(MutexGuard { _file: file });
             }
             _ if Instant::now() >= deadline => {
                 return Err(io::Error::new(
@@ -213,5 +132,60 @@ fn lock_patiently(file: &File, path: &Path, deadline: Instant) -> Result<()> {
             Duration::from_millis(1)
         };
         pause = (pause * 2).min(cap);
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // removes the mutex file on purpose
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_fifo_or_a_link_is_refused_not_waited_on_or_followed() {
+        let dir = tempfile::tempdir().unwrap();
+        let fifo = dir.path().join("fifo");
+        let mode = rustix::fs::Mode::from_raw_mode(0o600);
+        rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, mode, 0).unwrap();
+        assert!(lock_mutex(&fifo).is_err());
+        let link = dir.path().join("mutex");
+        std::os::unix::fs::symlink(dir.path().join("elsewhere"), &link).unwrap();
+        assert!(lock_mutex(&link).is_err());
+        assert!(!dir.path().join("elsewhere").exists(), "not followed");
+    }
+
+    #[test]
+    fn a_mutex_replaced_while_waiting_is_not_shared() {
+        use std::sync::mpsc::channel;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mutex");
+        let old = lock_mutex(&path).unwrap();
+        let (tx, rx) = channel();
+        let p = path.clone();
+        let waiter = std::thread::spawn(move || {
+            let guard = lock_mutex(&p).unwrap();
+            tx.send(()).unwrap();
+            drop(guard);
+        });
+        std::thread::sleep(Duration::from_millis(100));
+        // Someone deletes the mutex file and another process takes a new one.
+        fs::remove_file(&path).unwrap();
+        let new = lock_mutex(&path).unwrap();
+        drop(old);
+        assert!(
+            rx.recv_timeout(Duration::from_millis(300)).is_err(),
+            "the waiter must not hold the old file while another holds the new one"
+        );
+        drop(new);
+        rx.recv_timeout(Duration::from_secs(10)).unwrap();
+        waiter.join().unwrap();
+    }
+
+    #[test]
+    fn a_mutex_held_too_long_is_an_error_not_a_hang() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("mutex");
+        let _held = lock_mutex(&path).unwrap();
+        let err = lock_mutex_within(&path, Duration::from_millis(200)).unwrap_err();
+        assert!(err.to_string().contains("held it too long"), "{err}");
     }
 }
