@@ -6,7 +6,6 @@
 //! by the commits being pushed. Renames count under both names (git is asked without rename
 //! detection, so a rename is its old path deleted and its new path added).
 
-use std::ffi::OsStr;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -47,19 +46,10 @@ pub struct Held {
 }
 
 /// Run git in `dir` and return its stdout.
-fn git<I, S>(dir: &Path, args: I) -> Result<Vec<u8>>
-where
-    I: IntoIterator<Item = S>,
-    S: AsRef<OsStr>,
-{
-    let args: Vec<_> = args.into_iter().map(|a| a.as_ref().to_owned()).collect();
-    let shown = args
-        .iter()
-        .map(|a| a.to_string_lossy().into_owned())
-        .collect::<Vec<_>>()
-        .join(" ");
+fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>> {
+    let shown = args.join(" ");
     let out = Command::new("git")
-        .args(&args)
+        .args(args)
         .current_dir(dir)
         .output()
         .map_err(|e| Error::Failed {
@@ -306,7 +296,7 @@ fn script(name: &str, coord: &Path) -> String {
 pub fn staged(dir: &Path) -> Result<Vec<String>> {
     let out = git(
         dir,
-        ["diff", "--cached", "--name-only", "--no-renames", "-z"],
+        &["diff", "--cached", "--name-only", "--no-renames", "-z"],
     )?;
     Ok(split_names(&out))
 }
@@ -322,7 +312,7 @@ pub fn unstaged(dir: &Path, untracked: bool) -> Result<Vec<String>> {
     if untracked {
         args.extend(["--others", "--exclude-standard"]);
     }
-    let out = git(dir, args)?;
+    let out = git(dir, &args)?;
     Ok(split_names(&out))
 }
 
@@ -333,12 +323,9 @@ pub fn unstaged(dir: &Path, untracked: bool) -> Result<Vec<String>> {
 ///
 /// [`Error::Failed`] when git fails (an unknown revision).
 pub fn changed(dir: &Path, revs: &[String]) -> Result<Vec<String>> {
-    let mut args: Vec<String> = ["log", "--format=", "--name-only", "--no-renames", "-z"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    args.extend(revs.iter().cloned());
-    args.push("--".into());
+    let mut args = vec!["log", "--format=", "--name-only", "--no-renames", "-z"];
+    args.extend(revs.iter().map(String::as_str));
+    args.push("--");
     let out = git(dir, &args)?;
     Ok(split_names(&out))
 }

@@ -38,23 +38,14 @@ use std::path::{Path, PathBuf};
 
 use serde::Serialize;
 
+use crate::client::{Client, SESSION_VARS};
 use crate::clock;
 use crate::error::Result;
 use crate::fsutil::{self, RECORD_CAP};
-use crate::hook::Client;
 use crate::host;
 use crate::layout;
 use crate::record::Record;
 use crate::workspace::{AgentId, Workspace};
-
-/// The environment variables that carry a client's session id, in the order they are asked.
-pub const SESSION_VARS: [(&str, Client); 5] = [
-    ("CLAUDE_CODE_SESSION_ID", Client::Claude),
-    ("CODEX_SESSION_ID", Client::Codex),
-    ("CODEX_THREAD_ID", Client::Codex),
-    ("COPILOT_AGENT_SESSION_ID", Client::Copilot),
-    ("GEMINI_SESSION_ID", Client::Gemini),
-];
 
 /// How far up the process tree coord looks for a registered client.
 const MAX_DEPTH: usize = 64;

@@ -18,6 +18,7 @@
 //!   thing, as every command's first write does).
 //!
 //! [`Adapter::hooks`]: crate::client::Adapter::hooks
+//! [`Adapter::plugin`]: crate::client::Adapter::plugin
 
 use std::path::{Path, PathBuf};
 
@@ -25,10 +26,10 @@ use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::adopt;
-use crate::client::Client;
+use crate::client::{COORD, Client, HookSet, HookStyle, PluginKind};
 use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
-use crate::init::{self, HookSet};
+use crate::init;
 use crate::layout;
 use crate::workspace::Workspace;
 
@@ -52,35 +53,23 @@ pub struct Spec {
 }
 
 impl Spec {
-    /// The path as one shell word.
-    pub fn coord_word(&self) -> String {
-        shell_word(&self.coord.to_string_lossy())
-    }
-
     /// The path as an argv entry (MCP `command`).
     pub fn coord_path(&self) -> String {
         self.coord.to_string_lossy().into_owned()
     }
 
     /// `coord hook NAME ...` (as `coord init` registers it) as the plugin runs it: the absolute
-    /// binary, and `--plugin`, behind `exec`. Clients run a hook command through a shell
-    /// (`sh -c`, `bash -c`); `exec` has the shell become coord instead of starting it as a
-    /// child and waiting for it, which dash, the `sh` of Debian and Ubuntu, otherwise does: a
-    /// process less per hook call (about 0.15 ms of the 1.5 ms a client spends running a hook
-    /// that does nothing).
+    /// binary, and `--plugin`, behind `exec` (the shell a client runs hooks through becomes
+    /// coord rather than waiting for it as a child).
     pub fn command(&self, init_command: &str) -> String {
         let rest = init_command
-            .strip_prefix(init::COORD)
+            .strip_prefix(COORD)
             .map(str::trim_start)
             .unwrap_or(init_command);
-        format!("exec {} {rest} {FLAG}", self.coord_word())
-    }
-
-    /// The hook list of `init` with the plugin's commands.
-    pub fn hooks(&self, set: &HookSet) -> HookSet {
-        set.iter()
-            .map(|(event, matcher, cmd)| (*event, *matcher, self.command(cmd)))
-            .collect()
+        format!(
+            "exec {} {rest} {FLAG}",
+            crate::shell::arg(&self.coord_path())
+        )
     }
 
     /// `{"mcpServers": {"coord": {command, args}}}`.
@@ -88,11 +77,15 @@ impl Spec {
         json!({"coord": {"command": self.coord_path(), "args": ["mcp", FLAG]}})
     }
 
-    /// Claude-shaped `{"hooks": {...}}` for `set` (`named`: each hook has a `name`).
-    pub fn claude_hooks(&self, set: &HookSet, named: bool) -> Value {
+    /// `{"hooks": {...}}` (with `version` in Copilot's style) for `set`, run by the plugin.
+    pub(crate) fn hooks_json(&self, set: &HookSet, style: HookStyle) -> Value {
         let mut doc = Map::new();
         // A fresh document always merges.
-        let _ = init::merge_hooks(&mut doc, "hooks/hooks.json", &self.hooks(set), named);
+        let set: HookSet = set
+            .iter()
+            .map(|(event, matcher, cmd)| (*event, *matcher, self.command(cmd)))
+            .collect();
+        let _ = init::merge_hooks(&mut doc, "hooks/hooks.json", &set, style);
         Value::Object(doc)
     }
 }
@@ -162,26 +155,6 @@ pub fn skill() -> String {
     )
 }
 
-/// The instructions for the agent, as a context file.
-pub fn context() -> String {
-    format!("{}\n", init::instructions())
-}
-
-/// Claude-style marketplace file listing the one plugin in `./coord`.
-pub fn marketplace() -> Value {
-    json!({
-        "name": NAME,
-        "description": DESCRIPTION,
-        "owner": {"name": NAME},
-        "plugins": [{
-            "name": NAME,
-            "source": format!("./{NAME}"),
-            "description": DESCRIPTION,
-            "version": env!("CARGO_PKG_VERSION"),
-        }],
-    })
-}
-
 /// A JS plugin `coord init` writes into a repository (`template`, for `client`), as the
 /// user-level plugin runs it: the absolute `coord` with `--plugin`, the instructions for the
 /// agent (`const INSTRUCTIONS`) and, with `mcp`, the MCP server the plugin adds to the client's
@@ -227,19 +200,120 @@ pub fn script(template: &str, client: &str, spec: &Spec, mcp: Option<&Value>) ->
     text
 }
 
-/// A `package.json` naming the plugin `coord`, an ES module, with `extra` keys.
-pub fn package_json(extra: Value) -> Value {
-    let mut doc = json!({
-        "name": NAME,
-        "version": env!("CARGO_PKG_VERSION"),
-        "description": DESCRIPTION,
-        "private": true,
-        "type": "module",
-    });
-    if let (Some(doc), Value::Object(extra)) = (doc.as_object_mut(), extra) {
-        doc.extend(extra);
-    }
-    doc
+/// The plugin of `client`, when coord writes one: its files and its install commands.
+pub fn bundle(client: Client, spec: &Spec) -> Option<Bundle> {
+    let adapter = client.adapter();
+    let plugin = adapter.plugin?;
+    let hooks = adapter.hooks();
+    let version = env!("CARGO_PKG_VERSION");
+    let files = match plugin.kind {
+        PluginKind::Marketplace {
+            marketplace,
+            codex,
+            manifest,
+            paths,
+            hooks: style,
+        } => {
+            let market = if codex {
+                json!({
+                    "name": NAME,
+                    "plugins": [{
+                        "name": NAME,
+                        "source": {"source": "local", "path": format!("./{NAME}")},
+                    }],
+                })
+            } else {
+                json!({
+                    "name": NAME,
+                    "description": DESCRIPTION,
+                    "owner": {"name": NAME},
+                    "plugins": [{
+                        "name": NAME,
+                        "source": format!("./{NAME}"),
+                        "description": DESCRIPTION,
+                        "version": version,
+                    }],
+                })
+            };
+            let mut man = json!({
+                "name": NAME,
+                "version": version,
+                "description": DESCRIPTION,
+                "author": {"name": NAME},
+                "license": env!("CARGO_PKG_LICENSE"),
+            });
+            if let (Some([h, m, s]), Some(obj)) = (paths, man.as_object_mut()) {
+                obj.extend([
+                    ("hooks".into(), json!(h)),
+                    ("mcpServers".into(), json!(m)),
+                    ("skills".into(), json!(s)),
+                ]);
+            }
+            vec![
+                File::json(marketplace, &market),
+                File::json(manifest, &man),
+                File::json("coord/hooks/hooks.json", &spec.hooks_json(&hooks, style)),
+                File::json(
+                    "coord/.mcp.json",
+                    &json!({"mcpServers": spec.mcp_servers()}),
+                ),
+                File::text("coord/skills/coord/SKILL.md", &skill()),
+            ]
+        }
+        PluginKind::Extension { manifest, context } => {
+            let man = json!({
+                "name": NAME,
+                "version": version,
+                "description": DESCRIPTION,
+                "contextFileName": context,
+                "mcpServers": spec.mcp_servers(),
+            });
+            let style = HookStyle::Claude { named: true };
+            vec![
+                File::json(manifest, &man),
+                File::json("hooks/hooks.json", &spec.hooks_json(&hooks, style)),
+                File::text(context, &format!("{}\n", init::instructions())),
+            ]
+        }
+        PluginKind::Js { package, mcp } => {
+            let mut doc = json!({
+                "name": NAME,
+                "version": version,
+                "description": DESCRIPTION,
+                "private": true,
+                "type": "module",
+            });
+            if let (Some(doc), Ok(Value::Object(extra))) =
+                (doc.as_object_mut(), serde_json::from_str(package))
+            {
+                doc.extend(extra);
+            }
+            let mcp = mcp.then(|| {
+                json!({
+                    "type": "local",
+                    "command": [spec.coord_path(), "mcp", FLAG],
+                    "enabled": true,
+                })
+            });
+            let template = adapter.wiring.iter().find_map(|w| match w {
+                crate::client::Wire::Generated(_, content) => Some(*content),
+                _ => None,
+            })?;
+            vec![
+                File::json("package.json", &doc),
+                File::text(
+                    "coord.js",
+                    &script(template, adapter.name, spec, mcp.as_ref()),
+                ),
+            ]
+        }
+    };
+    let strings = |cmds: &[&str]| cmds.iter().map(|c| c.to_string()).collect();
+    Some(Bundle {
+        files,
+        install: strings(plugin.install),
+        uninstall: strings(plugin.uninstall),
+    })
 }
 
 /// Write the plugin of each of `clients` into `dir/<client>/`.
@@ -252,7 +326,7 @@ pub fn write(dir: &Path, clients: &[Client], spec: &Spec) -> Result<Vec<Written>
     for &client in clients {
         let adapter = client.adapter();
         let folder = dir.join(adapter.name());
-        let Some(bundle) = adapter.plugin(spec) else {
+        let Some(bundle) = bundle(client, spec) else {
             continue;
         };
         for file in &bundle.files {
@@ -265,7 +339,7 @@ pub fn write(dir: &Path, clients: &[Client], spec: &Spec) -> Result<Vec<Written>
         let shown = folder.display().to_string();
         let fill = |cmds: &[String]| -> Vec<String> {
             cmds.iter()
-                .map(|c| c.replace("{dir}", &shell_word(&shown)))
+                .map(|c| c.replace("{dir}", &crate::shell::arg(&shown)))
                 .collect()
         };
         out.push(Written {
@@ -314,18 +388,6 @@ pub fn gate(ws: &Workspace, client: Option<Client>) -> Gate {
     Gate::Go
 }
 
-/// `s` as one shell word: as is when it is plain, else single-quoted.
-pub fn shell_word(s: &str) -> String {
-    if !s.is_empty()
-        && s.chars()
-            .all(|c| c.is_ascii_alphanumeric() || "/._-+:@%,=".contains(c))
-    {
-        s.to_string()
-    } else {
-        format!("'{}'", s.replace('\'', r"'\''"))
-    }
-}
-
 /// The absolute path of the running `coord`.
 ///
 /// # Errors
@@ -356,8 +418,8 @@ mod tests {
         };
         let mcp = json!({"type": "local"});
         for (template, client, mcp) in [
-            (crate::client::opencode::PLUGIN, "opencode", Some(&mcp)),
-            (crate::client::cline::PLUGIN, "cline", None),
+            (crate::client::OPENCODE_PLUGIN, "opencode", Some(&mcp)),
+            (crate::client::CLINE_PLUGIN, "cline", None),
         ] {
             let js = script(template, client, &spec, mcp);
             assert!(js.starts_with(&format!(
@@ -385,6 +447,5 @@ mod tests {
             spec.command("coord hook copilot --event preToolUse"),
             "exec '/opt/my tools/coord' hook copilot --event preToolUse --plugin"
         );
-        assert_eq!(shell_word("/usr/bin/coord"), "/usr/bin/coord");
     }
 }

@@ -167,18 +167,21 @@ fn holder_touched_after(ws: &Workspace, held: &Held, file: &Stat) -> bool {
     })
 }
 
+/// How long ago `since` (RFC 3339) was, as hints say it (`an unknown time` when unreadable).
+pub fn since_text(since: Option<&str>, now: &crate::clock::Timestamp) -> String {
+    since
+        .and_then(crate::clock::parse_timestamp)
+        .map(|t| lock::format_since(Some(&t), now))
+        .unwrap_or_else(|| "an unknown time".into())
+}
+
 /// The notice an agent gets after its shell command changed files others hold.
 pub fn notice(changed: &[Changed], me: &AgentId) -> String {
     let now = crate::clock::now();
     let list: Vec<String> = changed
         .iter()
         .map(|c| {
-            let since = c
-                .since
-                .as_deref()
-                .and_then(crate::clock::parse_timestamp)
-                .map(|t| lock::format_since(Some(&t), &now))
-                .unwrap_or_else(|| "an unknown time".into());
+            let since = since_text(c.since.as_deref(), &now);
             format!(
                 "`{}` ({}; held by {} since {since})",
                 c.file, c.how, c.holder

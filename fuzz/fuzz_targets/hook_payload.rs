@@ -1,8 +1,8 @@
-//! `hook::payload::read` and `hook::parse` on arbitrary bytes: never a panic, and what is read
+//! `client::payload::read` and `client::parse` on arbitrary bytes: never a panic, and what is read
 //! in part (not JSON) is always an object.
 #![no_main]
 
-use coord::hook::{self, Client, payload};
+use coord::client::{self, Client, payload};
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
@@ -10,6 +10,6 @@ fuzz_target!(|data: &[u8]| {
         assert!(p.fault.is_none() || p.value.is_object());
     }
     for client in [Client::Claude, Client::Codex, Client::Gemini, Client::Copilot] {
-        let _ = hook::parse(client, data, Some("PreToolUse"));
+        let _ = client::parse(client, data, Some("PreToolUse"));
     }
 });

@@ -62,7 +62,7 @@ pub fn run(args: PluginArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let spec = plugin::Spec {
         coord: plugin::current_coord()?,
     };
-    if !all && let Some(c) = clients.iter().find(|c| c.adapter().plugin(&spec).is_none()) {
+    if !all && let Some(c) = clients.iter().find(|c| !c.adapter().has_plugin()) {
         return Err(coord::Error::bad_input(format!(
             "coord writes no plugin for {}; wire it in each repository with `coord init --client {}`",
             c.product(),

@@ -1,124 +1,54 @@
-//! One room per agent client: everything coord knows about Claude Code, Codex CLI, Gemini CLI
-//! and Copilot CLI, each in its own module behind the [`Adapter`] trait.
+//! Everything coord knows about each agent client, as one table ([`Client::adapter`]): how it
+//! names events, which tools edit which files, how a reply is written back, what `coord init`
+//! registers for it ([`Wire`]) and its plugin ([`Plugin`]), and what makes it run a folder's
+//! hooks at all. The doors ([`crate::hook`], [`crate::init`], [`crate::plugin`], `coord doctor`)
+//! read this table; nothing here imports them. A new client is one entry in [`clients!`].
 //!
-//! An adapter says how its client names events ([`Adapter::kind`]), which of its tools edit
-//! which files ([`Adapter::edited`]), how a reply is written back ([`Adapter::render`]), what
-//! `coord init` registers for it ([`Adapter::hooks`], [`Adapter::wire`]), its plugin
-//! ([`Adapter::plugin`]), and what makes the client run those
-//! hooks at all ([`Adapter::trust_step`], [`Adapter::trust`]). The core ([`crate::hook`],
-//! [`crate::init`], `coord doctor`) only ever goes through the trait: a fifth client is one
-//! new module and one line in the [`clients!`] list below.
+//! Also here: reading a hook payload into a [`HookCall`] ([`parse`], [`payload`], [`patch`]).
 
-pub mod claude;
-pub mod cline;
-pub mod codex;
-pub mod copilot;
-pub mod cursor;
-pub mod gemini;
-pub mod opencode;
-pub mod qwen;
-pub mod windsurf;
+pub mod patch;
+pub mod payload;
+mod tools;
+mod trust;
 
 use std::path::{Path, PathBuf};
 
 use serde::Serialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
-use crate::error::Result;
-use crate::hook::{Kind, Reply};
-use crate::init::{HookSet, Wiring};
+use crate::error::{Error, Result};
 
-/// Everything coord knows about one agent client.
-pub trait Adapter: Sync {
-    /// The name used on the command line and in agent ids (`claude`).
-    fn name(&self) -> &'static str;
+/// What an event is about, whatever the client calls it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// A tool is about to run.
+    BeforeTool,
+    /// A tool ran.
+    AfterTool,
+    /// A session starts.
+    SessionStart,
+    /// The agent stops answering (its turn is over).
+    Stop,
+    /// The session ends.
+    SessionEnd,
+    /// Anything else: nothing to do.
+    Other,
+}
 
-    /// The client's product name (`Claude Code`).
-    fn product(&self) -> &'static str;
-
-    /// What an event, as the client names it, is about.
-    fn kind(&self, event: &str) -> Kind;
-
-    /// The files a tool call edits, as written in the payload's tool arguments (`input` is the
-    /// payload's `tool_input`/`toolArgs` as sent, string or object); `None` for a tool that
-    /// edits nothing.
-    fn edited(&self, tool: &str, input: &Value) -> Option<Vec<String>>;
-
-    /// The command a shell tool call runs, and the folder it runs in when the call names one;
-    /// `None` for a tool that is not the client's shell.
-    fn shell(&self, tool: &str, input: &Value) -> Option<Shell> {
-        let _ = (tool, input);
-        None
-    }
-
-    /// The reply as the client's JSON; `None` when nothing is printed.
-    fn render(&self, reply: &Reply) -> Option<Value>;
-
-    /// The payload in the shape [`crate::hook::parse`] reads (`hook_event_name`, `session_id`,
-    /// `cwd`, `tool_name`, `tool_input`, `stop_hook_active`), for a client whose payload is
-    /// shaped otherwise (Cursor, Windsurf); as sent by default.
-    fn normalize(&self, payload: Value) -> Value {
-        payload
-    }
-
-    /// Whether the client is told "no" by exit status 2 with the reason on stderr (Windsurf)
-    /// rather than by JSON on stdout.
-    fn denies_by_exit_status(&self) -> bool {
-        false
-    }
-
-    /// coord's hook registrations for this client: event, matcher, `coord hook NAME ...`.
-    /// `coord init` ([`Adapter::wire`]) and the plugin ([`Adapter::plugin`]) both register
-    /// exactly these. Empty for a client whose hooks are a plugin file of coord's own
-    /// (OpenCode, Cline: `coord init` writes the file).
-    fn hooks(&self) -> HookSet;
-
-    /// This client's plugin (or extension): the files of its folder, and the client's own
-    /// commands that install it from there and remove it; `None` for a client coord writes no
-    /// plugin for (`coord init --client NAME` wires it per repository).
-    fn plugin(&self, spec: &crate::plugin::Spec) -> Option<crate::plugin::Bundle>;
-
-    /// Register coord's hooks (every event) and MCP server with this client in `w`.
-    ///
-    /// # Errors
-    ///
-    /// A file that exists but cannot be parsed or merged.
-    fn wire(&self, w: &mut Wiring) -> Result<()>;
-
-    /// The instructions file the client reads besides `AGENTS.md` (`CLAUDE.md`), if any.
-    fn instruction_file(&self) -> Option<&'static str> {
-        None
-    }
-
-    /// The one step that makes the client run this folder's hooks (its own trust gate), said
-    /// to the user by `coord init` and `coord doctor`.
-    fn trust_step(&self, root: &Path) -> String;
-
-    /// Whether the client will run the hooks of `root`, as far as its own config files (and
-    /// environment) show.
-    fn trust(&self, root: &Path) -> Trust;
-
-    /// Whether git runs its hooks (coord's pre-commit / pre-push guard) for a commit made
-    /// through the client's shell tool, and why; coord's pre-tool hook checks such commits
-    /// either way.
-    fn shell_git_hooks(&self) -> (bool, &'static str) {
-        (
-            true,
-            "its shell tool runs git with the repository's own config",
-        )
-    }
-
-    /// The file holding coord's hook registration, relative to the workspace root.
-    fn hook_file(&self) -> &'static str;
-
-    /// Whether `coord init` wired this client in `root` (its hook file runs `coord hook NAME`).
-    fn wired(&self, root: &Path) -> bool {
-        crate::fsutil::read_capped(&root.join(self.hook_file()), 16 * 1024 * 1024)
-            .ok()
-            .is_some_and(|b| {
-                String::from_utf8_lossy(&b).contains(&format!("coord hook {}", self.name()))
-            })
-    }
+/// What coord answers the client.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Reply {
+    /// Go ahead (nothing printed).
+    Allow,
+    /// Refuse the tool call, with why.
+    Deny(String),
+    /// Do not stop yet, with why.
+    Block(String),
+    /// Tell the agent this at the start of its session.
+    Context(String),
+    /// Tell the agent this right after a tool ran (a shell command changed files others hold):
+    /// the event as the client named it (`PostToolUse`, `PostToolUseFailure`), and the text.
+    Notice(String, String),
 }
 
 /// A shell tool call: the command line, and the folder it runs in when the call says.
@@ -128,25 +58,6 @@ pub struct Shell {
     pub command: String,
     /// The folder, when the call names one (relative to the payload's `cwd`).
     pub dir: Option<String>,
-}
-
-/// The shell call of a tool named `name` whose arguments hold the command under `command`
-/// (and the folder under `dir_key`).
-fn shell_call(tool: &str, name: &str, input: &Value, dir_key: Option<&str>) -> Option<Shell> {
-    if tool != name {
-        return None;
-    }
-    let args = args_object(input);
-    let command = match &args["command"] {
-        Value::String(s) => s.clone(),
-        // An argv: `["bash", "-lc", "script"]` runs its last word.
-        Value::Array(words) => words.last()?.as_str()?.to_string(),
-        _ => return None,
-    };
-    Some(Shell {
-        command,
-        dir: dir_key.and_then(|k| str_field(&args, &[k])),
-    })
 }
 
 /// Whether a client runs a folder's hooks.
@@ -170,69 +81,194 @@ pub struct Trust {
     pub why: String,
 }
 
-impl Trust {
-    fn new(hooks_run: HooksRun, why: impl Into<String>) -> Trust {
-        Trust {
-            hooks_run,
-            why: why.into(),
-        }
+/// The command registrations run.
+pub const COORD: &str = "coord";
+
+/// One client's hook registrations: event, matcher, command.
+pub type HookSet = Vec<(&'static str, Option<&'static str>, String)>;
+
+/// The command a registration runs: `coord hook CLIENT`, with `--event NAME` for clients whose
+/// payload does not name its event.
+pub fn command(client: &str, event: Option<&str>) -> String {
+    match event {
+        Some(e) => format!("{COORD} hook {client} --event {e}"),
+        None => format!("{COORD} hook {client}"),
     }
 }
 
-/// The user's home folder (`HOME`).
-fn home() -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
+/// How hook registrations are laid out in a JSON file: Claude's
+/// `{hooks: {EVENT: [{matcher?, hooks: [{name?, type, command}]}]}}` (`named`: each hook has a
+/// `name`, which Gemini CLI shows), Copilot's `{version: 1, hooks: {event: [{type, bash,
+/// powershell, timeoutSec}]}}`, or a flat `{hooks: {event: [{command}]}}` (with `version: 1`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum HookStyle {
+    Claude { named: bool },
+    Copilot,
+    Flat { version: bool },
 }
 
-/// `VAR` when set and not empty, else `default` under the home folder.
-fn dir_from_env(var: &str, under_home: &str) -> Option<PathBuf> {
-    std::env::var_os(var)
-        .filter(|v| !v.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| home().map(|h| h.join(under_home)))
+/// How the `coord mcp` server is registered in a JSON file: `mcpServers: {coord: {command,
+/// args}}`, or OpenCode's `mcp: {coord: {type: local, command: [...], enabled}}`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum McpStyle {
+    Servers,
+    Opencode,
 }
 
-/// Outcome of reading a client's config file.
-enum Config {
-    /// The file is not there.
-    Missing,
-    /// It is there but cannot be read or parsed (why).
-    Bad(String),
-    /// Its value.
-    Value(Value),
+/// One file `coord init` writes for a client: a JSON file (`comments`: read as JSON with
+/// comments) holding coord's hooks and/or its MCP server; Codex's TOML config
+/// (`[mcp_servers.coord]`); or a plugin file coord writes whole, known by [`MARKER`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Wire {
+    Json {
+        file: &'static str,
+        comments: bool,
+        hooks: Option<HookStyle>,
+        mcp: Option<McpStyle>,
+    },
+    CodexToml(&'static str),
+    Generated(&'static str, &'static str),
 }
 
-/// Read a client's JSON config file (`comments`: JSON with `//` and `/* */` comments).
-fn read_config(path: &Path, comments: bool) -> Config {
-    let bytes = match crate::fsutil::read_capped(path, 256 * 1024 * 1024) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Config::Missing,
-        Err(e) => return Config::Bad(format!("cannot read {}: {e}", path.display())),
-    };
-    let text = String::from_utf8_lossy(&bytes);
-    let parsed = if comments {
-        let opts = jsonc_parser::ParseOptions {
-            allow_comments: true,
-            ..Default::default()
-        };
-        jsonc_parser::cst::CstRootNode::parse(&text, &opts)
-            .map_err(|e| e.to_string())
-            .and_then(|root| root.to_serde_value().ok_or_else(|| "empty".to_string()))
-    } else {
-        serde_json::from_str(&text).map_err(|e| e.to_string())
-    };
-    match parsed {
-        Ok(v) => Config::Value(v),
-        Err(e) => Config::Bad(format!("{} cannot be parsed: {e}", path.display())),
+/// The line that marks a generated plugin file as coord's.
+pub const MARKER: &str = "coord:generated";
+
+/// What a client's user-level plugin (`coord plugin write`) is made of:
+/// - a marketplace folder holding the plugin `coord/`: the marketplace file (`codex`: Codex's
+///   layout), the manifest (naming `paths` of its hooks, MCP file and skills when the client
+///   wants them named), `hooks/hooks.json`, `.mcp.json` and a skill;
+/// - an extension folder: its manifest (with the MCP server and the context file's name),
+///   `hooks/hooks.json` (named hooks) and the context file;
+/// - a JS plugin package: `package.json` with `package` keys, and `coord.js`, the plugin
+///   `coord init` writes (`mcp`: it adds the MCP server to the client's configuration).
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum PluginKind {
+    Marketplace {
+        marketplace: &'static str,
+        codex: bool,
+        manifest: &'static str,
+        paths: Option<[&'static str; 3]>,
+        hooks: HookStyle,
+    },
+    Extension {
+        manifest: &'static str,
+        context: &'static str,
+    },
+    Js {
+        package: &'static str,
+        mcp: bool,
+    },
+}
+
+/// A client's plugin: its kind, and the client's own commands that install it from its folder
+/// (`{dir}`) and remove it.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Plugin {
+    pub kind: PluginKind,
+    pub install: &'static [&'static str],
+    pub uninstall: &'static [&'static str],
+}
+
+/// Everything coord knows about one agent client: its names; each event name it sends and
+/// what it is about; coord's hook registrations (event, matcher; `event_flag`: each passes
+/// `--event`, for a payload that does not name its event); which files a tool call edits and
+/// what a shell tool runs (from the tool's arguments as sent, string or object); its reply
+/// format; `normalize`, for a payload shaped otherwise than Claude Code's; whether it is told
+/// "no" by exit status 2 (the reason on stderr); its hook file and instructions file; whether
+/// git runs its hooks for commits through its shell tool; what `coord init` writes for it; its
+/// plugin; and its trust gate with the step that opens it.
+pub struct Adapter {
+    /// The name used on the command line and in agent ids (`claude`).
+    pub name: &'static str,
+    /// The client's product name (`Claude Code`).
+    pub product: &'static str,
+    pub(crate) events: &'static [(&'static str, Kind)],
+    pub(crate) hooks: &'static [(&'static str, Option<&'static str>)],
+    pub(crate) event_flag: bool,
+    pub(crate) edited: fn(&str, &Value) -> Option<Vec<String>>,
+    pub(crate) shell: fn(&str, &Value) -> Option<Shell>,
+    pub(crate) render: fn(&Reply) -> Option<Value>,
+    pub(crate) normalize: Option<fn(Value) -> Value>,
+    pub(crate) denies_by_exit_status: bool,
+    pub(crate) hook_file: &'static str,
+    pub(crate) instruction_file: Option<&'static str>,
+    pub(crate) shell_git_hooks: (bool, &'static str),
+    pub(crate) wiring: &'static [Wire],
+    pub(crate) plugin: Option<Plugin>,
+    trust: fn(&Path) -> Trust,
+    trust_step: fn(&Path) -> String,
+}
+
+impl Adapter {
+    /// The name used on the command line and in agent ids.
+    pub fn name(&self) -> &'static str {
+        self.name
+    }
+
+    /// The client's product name.
+    pub fn product(&self) -> &'static str {
+        self.product
+    }
+
+    /// What an event, as the client names it, is about.
+    pub fn kind(&self, event: &str) -> Kind {
+        self.events
+            .iter()
+            .find(|(e, _)| *e == event)
+            .map_or(Kind::Other, |(_, k)| *k)
+    }
+
+    /// coord's hook registrations for this client: event, matcher, `coord hook NAME ...`.
+    pub fn hooks(&self) -> HookSet {
+        self.hooks
+            .iter()
+            .map(|(e, m)| (*e, *m, command(self.name, self.event_flag.then_some(*e))))
+            .collect()
+    }
+
+    /// Whether the client will run the hooks of `root`, as far as its config shows.
+    pub fn trust(&self, root: &Path) -> Trust {
+        (self.trust)(root)
+    }
+
+    /// The one step that makes the client run this folder's hooks.
+    pub fn trust_step(&self, root: &Path) -> String {
+        (self.trust_step)(root)
+    }
+
+    /// Whether git runs its hooks for a commit made through the client's shell tool, and why.
+    pub fn shell_git_hooks(&self) -> (bool, &'static str) {
+        self.shell_git_hooks
+    }
+
+    /// Whether the client is told "no" by its exit status.
+    pub fn denies_by_exit_status(&self) -> bool {
+        self.denies_by_exit_status
+    }
+
+    /// Whether coord writes a user-level plugin for it (`coord plugin write`).
+    pub fn has_plugin(&self) -> bool {
+        self.plugin.is_some()
+    }
+
+    /// Whether `coord init` wired this client in `root` (its hook file runs `coord hook NAME`).
+    pub fn wired(&self, root: &Path) -> bool {
+        crate::fsutil::read_capped(&root.join(self.hook_file), 16 * 1024 * 1024)
+            .ok()
+            .is_some_and(|b| {
+                String::from_utf8_lossy(&b).contains(&format!("coord hook {}", self.name))
+            })
     }
 }
 
-/// `path` and each folder above it, nearest first, as strings.
-fn self_and_ancestors(path: &Path) -> impl Iterator<Item = String> + '_ {
-    path.ancestors().map(|p| p.to_string_lossy().into_owned())
-}
+/// The environment variables that carry a client's session id, in the order they are asked.
+pub const SESSION_VARS: [(&str, Client); 5] = [
+    ("CLAUDE_CODE_SESSION_ID", Client::Claude),
+    ("CODEX_SESSION_ID", Client::Codex),
+    ("CODEX_THREAD_ID", Client::Codex),
+    ("COPILOT_AGENT_SESSION_ID", Client::Copilot),
+    ("GEMINI_SESSION_ID", Client::Gemini),
+];
 
 /// Declares the clients: the enum [`Client`], [`Client::ALL`] and the adapter of each.
 macro_rules! clients {
@@ -251,7 +287,7 @@ macro_rules! clients {
             pub const ALL: &'static [Client] = &[$(Client::$variant),+];
 
             /// Everything coord knows about this client.
-            pub fn adapter(self) -> &'static dyn Adapter {
+            pub fn adapter(self) -> &'static Adapter {
                 match self {
                     $(Client::$variant => &$adapter,)+
                 }
@@ -261,26 +297,26 @@ macro_rules! clients {
 }
 
 clients! {
-    Claude => claude::Claude,
-    Codex => codex::Codex,
-    Gemini => gemini::Gemini,
-    Copilot => copilot::Copilot,
-    Qwen => qwen::Qwen,
-    Opencode => opencode::Opencode,
-    Cline => cline::Cline,
-    Cursor => cursor::Cursor,
-    Windsurf => windsurf::Windsurf,
+    Claude => CLAUDE,
+    Codex => CODEX,
+    Gemini => GEMINI,
+    Copilot => COPILOT,
+    Qwen => QWEN,
+    Opencode => OPENCODE,
+    Cline => CLINE,
+    Cursor => CURSOR,
+    Windsurf => WINDSURF,
 }
 
 impl Client {
     /// The name used on the command line and in agent ids.
     pub fn as_str(self) -> &'static str {
-        self.adapter().name()
+        self.adapter().name
     }
 
     /// The client's product name.
     pub fn product(self) -> &'static str {
-        self.adapter().product()
+        self.adapter().product
     }
 
     /// The client named `name`.
@@ -294,12 +330,726 @@ impl Client {
     }
 }
 
+const CLAUDE_EVENTS: &[(&str, Kind)] = &[
+    ("PreToolUse", Kind::BeforeTool),
+    // A tool call that failed (Claude Code, Qwen Code): it may still have changed files.
+    ("PostToolUse", Kind::AfterTool),
+    ("PostToolUseFailure", Kind::AfterTool),
+    ("SessionStart", Kind::SessionStart),
+    ("Stop", Kind::Stop),
+    ("SessionEnd", Kind::SessionEnd),
+];
+
+const GIT_OWN_CONFIG: (bool, &str) = (
+    true,
+    "its shell tool runs git with the repository's own config",
+);
+
+const EDITOR_GIT: (bool, &str) = (
+    true,
+    "its terminal runs git with the repository's own config, as far as its docs show (not run here)",
+);
+
+const MCP_JSON: Wire = Wire::Json {
+    file: ".mcp.json",
+    comments: false,
+    hooks: None,
+    mcp: Some(McpStyle::Servers),
+};
+
+/// Claude Code: hooks in `.claude/settings.json`, the MCP server in `.mcp.json`.
+const CLAUDE: Adapter = Adapter {
+    name: "claude",
+    product: "Claude Code",
+    events: CLAUDE_EVENTS,
+    hooks: &[
+        ("SessionStart", None),
+        // The shell too: a `git commit` through it is checked like the pre-commit guard, and
+        // files others hold that a command changed are reported after it.
+        ("PreToolUse", Some("Edit|Write|MultiEdit|NotebookEdit|Bash")),
+        (
+            "PostToolUse",
+            Some("Edit|Write|MultiEdit|NotebookEdit|Bash"),
+        ),
+        // Waiting for the user (a permission prompt, an idle prompt) and answered.
+        ("Notification", None),
+        ("UserPromptSubmit", None),
+        ("Stop", None),
+        ("SessionEnd", None),
+    ],
+    event_flag: false,
+    edited: tools::claude_edited,
+    shell: |t, i| tools::shell_call(t, "Bash", i, None),
+    render: render_claude,
+    normalize: None,
+    denies_by_exit_status: false,
+    hook_file: ".claude/settings.json",
+    instruction_file: Some("CLAUDE.md"),
+    shell_git_hooks: GIT_OWN_CONFIG,
+    wiring: &[
+        Wire::Json {
+            file: ".claude/settings.json",
+            comments: false,
+            hooks: Some(HookStyle::Claude { named: false }),
+            mcp: None,
+        },
+        MCP_JSON,
+    ],
+    plugin: Some(Plugin {
+        kind: PluginKind::Marketplace {
+            marketplace: ".claude-plugin/marketplace.json",
+            codex: false,
+            manifest: "coord/.claude-plugin/plugin.json",
+            paths: None,
+            hooks: HookStyle::Claude { named: false },
+        },
+        install: &[
+            "claude plugin marketplace add {dir}",
+            "claude plugin install coord@coord",
+        ],
+        uninstall: &[
+            "claude plugin uninstall coord@coord",
+            "claude plugin marketplace remove coord",
+        ],
+    }),
+    trust: trust::claude,
+    trust_step: trust::claude_step,
+};
+
+/// Codex CLI: Claude-shaped events; edits arrive as `apply_patch`. Hooks in
+/// `.codex/hooks.json`, the MCP server in `.codex/config.toml`.
+const CODEX: Adapter = Adapter {
+    name: "codex",
+    product: "Codex CLI",
+    events: CLAUDE_EVENTS,
+    hooks: &[
+        ("SessionStart", None),
+        ("PreToolUse", Some("apply_patch|Edit|Write|Bash")),
+        ("PostToolUse", Some("apply_patch|Edit|Write|Bash")),
+        // Waiting for the user's approval, and the user's answer.
+        ("PermissionRequest", None),
+        ("UserPromptSubmit", None),
+        ("Stop", None),
+        ("SessionEnd", None),
+    ],
+    event_flag: false,
+    edited: tools::codex_edited,
+    shell: |t, i| tools::shell_call(t, "Bash", i, Some("workdir")),
+    render: render_claude,
+    normalize: None,
+    denies_by_exit_status: false,
+    hook_file: ".codex/hooks.json",
+    instruction_file: None,
+    shell_git_hooks: GIT_OWN_CONFIG,
+    wiring: &[
+        Wire::Json {
+            file: ".codex/hooks.json",
+            comments: false,
+            hooks: Some(HookStyle::Claude { named: false }),
+            mcp: None,
+        },
+        Wire::CodexToml(".codex/config.toml"),
+    ],
+    plugin: Some(Plugin {
+        kind: PluginKind::Marketplace {
+            marketplace: ".agents/plugins/marketplace.json",
+            codex: true,
+            manifest: "coord/.codex-plugin/plugin.json",
+            paths: Some(["./hooks/hooks.json", "./.mcp.json", "./skills/"]),
+            hooks: HookStyle::Claude { named: false },
+        },
+        install: &[
+            "codex plugin marketplace add {dir}",
+            "codex plugin add coord@coord",
+        ],
+        uninstall: &[
+            "codex plugin remove coord@coord",
+            "codex plugin marketplace remove coord",
+        ],
+    }),
+    trust: trust::codex,
+    trust_step: trust::codex_step,
+};
+
+/// Gemini CLI: hooks and the MCP server in `.gemini/settings.json` (JSON with comments).
+const GEMINI: Adapter = Adapter {
+    name: "gemini",
+    product: "Gemini CLI",
+    events: &[
+        ("BeforeTool", Kind::BeforeTool),
+        ("AfterTool", Kind::AfterTool),
+        ("SessionStart", Kind::SessionStart),
+        ("AfterAgent", Kind::Stop),
+        ("SessionEnd", Kind::SessionEnd),
+    ],
+    hooks: &[
+        ("SessionStart", None),
+        ("BeforeTool", Some("write_file|replace|run_shell_command")),
+        ("AfterTool", Some("write_file|replace|run_shell_command")),
+        // Waiting for the user's approval, and the user's next prompt.
+        ("Notification", None),
+        ("BeforeAgent", None),
+        ("AfterAgent", None),
+        ("SessionEnd", None),
+    ],
+    event_flag: false,
+    edited: |tool, input| match tool {
+        "write_file" | "replace" => tools::path_of(input, &["file_path", "absolute_path", "path"]),
+        _ => None,
+    },
+    shell: |t, i| tools::shell_call(t, "run_shell_command", i, Some("dir_path")),
+    render: render_gemini,
+    normalize: None,
+    denies_by_exit_status: false,
+    hook_file: ".gemini/settings.json",
+    instruction_file: Some("GEMINI.md"),
+    shell_git_hooks: (
+        false,
+        "its shell tool runs git with core.hooksPath empty (GIT_CONFIG_COUNT): no git hook runs; coord's BeforeTool hook checks those commits instead",
+    ),
+    wiring: &[Wire::Json {
+        file: ".gemini/settings.json",
+        comments: true,
+        hooks: Some(HookStyle::Claude { named: true }),
+        mcp: Some(McpStyle::Servers),
+    }],
+    plugin: Some(Plugin {
+        kind: PluginKind::Extension {
+            manifest: "gemini-extension.json",
+            context: "GEMINI.md",
+        },
+        install: &["gemini extensions install {dir}"],
+        uninstall: &["gemini extensions uninstall coord"],
+    }),
+    trust: trust::gemini,
+    trust_step: trust::gemini_step,
+};
+
+/// GitHub Copilot CLI: the payload does not name its event (`--event`). Hooks in
+/// `.github/hooks/coord.json`; MCP servers from `.mcp.json`.
+const COPILOT: Adapter = Adapter {
+    name: "copilot",
+    product: "Copilot CLI",
+    events: &[
+        ("preToolUse", Kind::BeforeTool),
+        ("postToolUse", Kind::AfterTool),
+        ("sessionStart", Kind::SessionStart),
+        // The main agent stopped: its turn is over.
+        ("agentStop", Kind::Stop),
+        ("sessionEnd", Kind::SessionEnd),
+    ],
+    hooks: &[
+        ("sessionStart", None),
+        ("preToolUse", None),
+        ("postToolUse", None),
+        ("agentStop", None),
+        ("sessionEnd", None),
+    ],
+    event_flag: true,
+    edited: tools::copilot_edited,
+    shell: |t, i| tools::shell_call(t, "bash", i, None),
+    render: |reply| match reply {
+        Reply::Allow => None,
+        Reply::Deny(reason) => Some(json!({
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        })),
+        Reply::Block(reason) => Some(json!({"decision": "block", "reason": reason})),
+        Reply::Context(text) | Reply::Notice(_, text) => Some(json!({"additionalContext": text})),
+    },
+    normalize: None,
+    denies_by_exit_status: false,
+    hook_file: ".github/hooks/coord.json",
+    instruction_file: None,
+    shell_git_hooks: (
+        true,
+        "its shell tool sets only safe.bareRepository and core.fsmonitor through GIT_CONFIG_*; git hooks run",
+    ),
+    wiring: &[
+        Wire::Json {
+            file: ".github/hooks/coord.json",
+            comments: false,
+            hooks: Some(HookStyle::Copilot),
+            mcp: None,
+        },
+        MCP_JSON,
+    ],
+    plugin: Some(Plugin {
+        // Copilot loads it live from this folder: keep the folder.
+        kind: PluginKind::Marketplace {
+            marketplace: ".github/plugin/marketplace.json",
+            codex: false,
+            manifest: "coord/.github/plugin/plugin.json",
+            paths: Some(["hooks/hooks.json", ".mcp.json", "skills"]),
+            hooks: HookStyle::Copilot,
+        },
+        install: &[
+            "copilot plugin marketplace add {dir}",
+            "copilot plugin install coord@coord",
+        ],
+        uninstall: &[
+            "copilot plugin uninstall coord@coord",
+            "copilot plugin marketplace remove coord",
+        ],
+    }),
+    trust: trust::copilot,
+    trust_step: trust::copilot_step,
+};
+
+/// Qwen Code (a Gemini CLI fork): Claude-shaped hooks and replies; hooks and the MCP server in
+/// `.qwen/settings.json`. It exports no session variable; the process tree names the session.
+const QWEN: Adapter = Adapter {
+    name: "qwen",
+    product: "Qwen Code",
+    events: CLAUDE_EVENTS,
+    hooks: &[
+        ("SessionStart", None),
+        // Qwen Code's matchers are unanchored regular expressions.
+        ("PreToolUse", Some("^(write_file|edit|run_shell_command)$")),
+        ("PostToolUse", Some("^(write_file|edit|run_shell_command)$")),
+        ("Stop", None),
+        ("SessionEnd", None),
+    ],
+    event_flag: false,
+    edited: |tool, input| match tool {
+        // `replace` is the old name of `edit`, still accepted by Qwen Code.
+        "write_file" | "edit" | "replace" => {
+            tools::path_of(input, &["file_path", "absolute_path", "path"])
+        }
+        _ => None,
+    },
+    shell: |t, i| tools::shell_call(t, "run_shell_command", i, Some("directory")),
+    render: render_claude,
+    normalize: None,
+    denies_by_exit_status: false,
+    hook_file: ".qwen/settings.json",
+    instruction_file: Some("QWEN.md"),
+    shell_git_hooks: GIT_OWN_CONFIG,
+    wiring: &[Wire::Json {
+        file: ".qwen/settings.json",
+        comments: true,
+        hooks: Some(HookStyle::Claude { named: true }),
+        mcp: Some(McpStyle::Servers),
+    }],
+    plugin: Some(Plugin {
+        kind: PluginKind::Extension {
+            manifest: "qwen-extension.json",
+            context: "QWEN.md",
+        },
+        install: &["qwen extensions install {dir}"],
+        uninstall: &["qwen extensions uninstall coord"],
+    }),
+    trust: trust::qwen,
+    trust_step: trust::qwen_step,
+};
+
+/// The JS plugin `coord init` writes for OpenCode (`.opencode/plugin/coord.js`): it runs `coord
+/// hook opencode` with a payload it builds from OpenCode's plugin hooks and bus events, throws
+/// on a denial (the model reads the message) and adds the session-start context to the system
+/// prompt.
+pub const OPENCODE_PLUGIN: &str = include_str!("opencode.js");
+
+/// The JS plugin `coord init` writes for Cline (`.cline/plugins/coord.js`): its hook files can
+/// only cancel a whole run, while a plugin's `beforeTool` skips one tool call with a reason the
+/// model reads. A turn is one run: `beforeRun` clocks in, `afterRun` releases.
+pub const CLINE_PLUGIN: &str = include_str!("cline.js");
+
+/// OpenCode: no command hooks; `coord init` writes its plugin, and the MCP server into
+/// `opencode.json`.
+const OPENCODE: Adapter = Adapter {
+    name: "opencode",
+    product: "OpenCode",
+    events: &[
+        ("tool.execute.before", Kind::BeforeTool),
+        ("tool.execute.after", Kind::AfterTool),
+        ("session.start", Kind::SessionStart),
+        ("session.created", Kind::SessionStart),
+        ("session.idle", Kind::Stop),
+        ("session.deleted", Kind::SessionEnd),
+    ],
+    hooks: &[],
+    event_flag: false,
+    edited: tools::opencode_edited,
+    shell: |t, i| tools::shell_call(t, "bash", i, Some("workdir")),
+    render: render_plugin,
+    normalize: None,
+    denies_by_exit_status: false,
+    hook_file: ".opencode/plugin/coord.js",
+    instruction_file: None,
+    shell_git_hooks: GIT_OWN_CONFIG,
+    wiring: &[
+        Wire::Generated(".opencode/plugin/coord.js", OPENCODE_PLUGIN),
+        Wire::Json {
+            file: "opencode.json",
+            comments: true,
+            hooks: None,
+            mcp: Some(McpStyle::Opencode),
+        },
+    ],
+    // `opencode plugin -g DIR` lists it in the user's `opencode.jsonc`; nothing removes it.
+    plugin: Some(Plugin {
+        kind: PluginKind::Js {
+            package: r#"{"main": "coord.js"}"#,
+            mcp: true,
+        },
+        install: &["opencode plugin -g {dir}"],
+        uninstall: &[
+            "# OpenCode has no command for it: delete {dir} from \"plugin\" in ~/.config/opencode/opencode.jsonc",
+        ],
+    }),
+    trust: |_| {
+        Trust::new(
+            HooksRun::Yes,
+            "OpenCode loads .opencode/plugin/ in every folder (it has no folder trust)",
+        )
+    },
+    trust_step: |_| {
+        "none: OpenCode loads the plugins of `.opencode/plugin/` in every folder".into()
+    },
+};
+
+/// Cline CLI: `coord init` writes its plugin. Its MCP servers are started by its CLI process,
+/// outside the process tree of the hub where plugins run: `coord mcp` there would be an agent
+/// of its own, so neither `coord init` nor the plugin registers it.
+const CLINE: Adapter = Adapter {
+    name: "cline",
+    product: "Cline CLI",
+    events: &[
+        ("beforeTool", Kind::BeforeTool),
+        ("afterTool", Kind::AfterTool),
+        ("beforeRun", Kind::SessionStart),
+        ("afterRun", Kind::Stop),
+        ("sessionShutdown", Kind::SessionEnd),
+    ],
+    hooks: &[],
+    event_flag: false,
+    edited: tools::cline_edited,
+    shell: tools::cline_shell,
+    render: render_plugin,
+    normalize: None,
+    denies_by_exit_status: false,
+    hook_file: ".cline/plugins/coord.js",
+    instruction_file: None,
+    shell_git_hooks: GIT_OWN_CONFIG,
+    wiring: &[Wire::Generated(".cline/plugins/coord.js", CLINE_PLUGIN)],
+    plugin: Some(Plugin {
+        kind: PluginKind::Js {
+            package: r#"{"cline": {"plugins": [{"paths": ["./coord.js"]}]}}"#,
+            mcp: false,
+        },
+        install: &["cline plugin install {dir}"],
+        uninstall: &["cline plugin uninstall coord"],
+    }),
+    trust: |_| {
+        Trust::new(
+            HooksRun::Yes,
+            "Cline CLI loads .cline/plugins/ in every workspace (it has no folder trust)",
+        )
+    },
+    trust_step: |_| {
+        "none: Cline CLI loads the plugins of `.cline/plugins/` in every workspace".into()
+    },
+};
+
+/// Cursor (the editor; not run end to end here), from its published hook format:
+/// `.cursor/hooks.json`, the MCP server in `.cursor/mcp.json`.
+const CURSOR: Adapter = Adapter {
+    name: "cursor",
+    product: "Cursor",
+    events: &[
+        ("preToolUse", Kind::BeforeTool),
+        ("beforeShellExecution", Kind::BeforeTool),
+        ("postToolUse", Kind::AfterTool),
+        ("postToolUseFailure", Kind::AfterTool),
+        ("afterShellExecution", Kind::AfterTool),
+        ("afterFileEdit", Kind::AfterTool),
+        ("sessionStart", Kind::SessionStart),
+        ("stop", Kind::Stop),
+        ("sessionEnd", Kind::SessionEnd),
+    ],
+    hooks: &[
+        ("sessionStart", None),
+        // Every tool: Cursor's matcher syntax is not published precisely enough to rely on.
+        ("preToolUse", None),
+        // The shell's door in Cursor versions whose `preToolUse` does not see the shell.
+        ("beforeShellExecution", None),
+        ("postToolUse", None),
+        ("stop", None),
+        ("sessionEnd", None),
+    ],
+    event_flag: false,
+    edited: |tool, input| match tool {
+        "Write" | "Edit" | "StrReplace" | "MultiEdit" | "Delete" | "EditNotebook"
+        | "NotebookEdit" => tools::path_of(
+            input,
+            &[
+                "file_path",
+                "path",
+                "target_file",
+                "target_notebook",
+                "notebook_path",
+            ],
+        ),
+        _ => None,
+    },
+    shell: |t, i| tools::shell_call(t, tools::CURSOR_SHELL, i, Some("working_directory")),
+    // Cursor reads JSON from every hook; `{}` changes nothing.
+    render: |reply| {
+        Some(match reply {
+            Reply::Allow => json!({}),
+            Reply::Deny(reason) => json!({
+                "permission": "deny",
+                "user_message": reason,
+                "agent_message": reason,
+            }),
+            Reply::Block(reason) => json!({"followup_message": reason}),
+            Reply::Context(text) | Reply::Notice(_, text) => json!({"additional_context": text}),
+        })
+    },
+    normalize: Some(tools::cursor_normalize),
+    denies_by_exit_status: false,
+    hook_file: ".cursor/hooks.json",
+    instruction_file: None,
+    shell_git_hooks: EDITOR_GIT,
+    wiring: &[
+        Wire::Json {
+            file: ".cursor/hooks.json",
+            comments: false,
+            hooks: Some(HookStyle::Flat { version: true }),
+            mcp: None,
+        },
+        Wire::Json {
+            file: ".cursor/mcp.json",
+            comments: false,
+            hooks: None,
+            mcp: Some(McpStyle::Servers),
+        },
+    ],
+    plugin: None,
+    trust: |_| {
+        Trust::new(
+            HooksRun::Yes,
+            "Cursor loads a project's .cursor/hooks.json and its docs name no trust gate; from the published format, not run end to end here",
+        )
+    },
+    trust_step: |root| {
+        format!(
+            "open {} in Cursor and check that Cursor's Hooks settings list the hooks of `.cursor/hooks.json`",
+            root.display()
+        )
+    },
+};
+
+/// Windsurf (Cascade; not run end to end here), from its published hook format:
+/// `.windsurf/hooks.json`; a pre-hook blocks by exit status 2. No session-start event and no
+/// project MCP file.
+const WINDSURF: Adapter = Adapter {
+    name: "windsurf",
+    product: "Windsurf",
+    events: &[
+        ("pre_write_code", Kind::BeforeTool),
+        ("pre_run_command", Kind::BeforeTool),
+        ("post_write_code", Kind::AfterTool),
+        ("post_run_command", Kind::AfterTool),
+        ("post_cascade_response", Kind::Stop),
+    ],
+    hooks: &[
+        ("pre_write_code", None),
+        ("pre_run_command", None),
+        ("post_write_code", None),
+        ("post_run_command", None),
+        ("post_cascade_response", None),
+    ],
+    event_flag: false,
+    edited: |tool, input| {
+        (tool == tools::WINDSURF_WRITE)
+            .then(|| tools::path_of(input, &["file_path"]).unwrap_or_default())
+    },
+    shell: |t, i| tools::shell_call(t, tools::WINDSURF_RUN, i, None),
+    // Cascade reads no JSON: a denial is exit status 2 with the reason on stderr.
+    render: |_| None,
+    normalize: Some(tools::windsurf_normalize),
+    denies_by_exit_status: true,
+    hook_file: ".windsurf/hooks.json",
+    instruction_file: None,
+    shell_git_hooks: EDITOR_GIT,
+    wiring: &[Wire::Json {
+        file: ".windsurf/hooks.json",
+        comments: false,
+        hooks: Some(HookStyle::Flat { version: false }),
+        mcp: None,
+    }],
+    plugin: None,
+    trust: |_| {
+        Trust::new(
+            HooksRun::Yes,
+            "Windsurf loads a workspace's .windsurf/hooks.json and its docs name no trust gate; from the published format, not run end to end here",
+        )
+    },
+    trust_step: |root| {
+        format!(
+            "open {} in Windsurf; Cascade loads the workspace's `.windsurf/hooks.json`",
+            root.display()
+        )
+    },
+};
+
+/// The JSON Claude Code (and Codex and Qwen Code, which read the same shapes) understands.
+fn render_claude(reply: &Reply) -> Option<Value> {
+    match reply {
+        Reply::Allow => None,
+        Reply::Deny(reason) => Some(json!({
+            "hookSpecificOutput": {
+                "hookEventName": "PreToolUse",
+                "permissionDecision": "deny",
+                "permissionDecisionReason": reason,
+            }
+        })),
+        Reply::Block(reason) => Some(json!({"decision": "block", "reason": reason})),
+        Reply::Context(text) => Some(session_context(text)),
+        // The agent reads `additionalContext`; the user sees `systemMessage`.
+        Reply::Notice(event, text) => Some(notice(event, text)),
+    }
+}
+
+/// Gemini CLI's replies: the notice is appended to the tool's result for the model.
+fn render_gemini(reply: &Reply) -> Option<Value> {
+    match reply {
+        Reply::Deny(reason) => Some(json!({"decision": "deny", "reason": reason})),
+        Reply::Notice(_, text) => Some(notice("AfterTool", text)),
+        other => render_claude(other),
+    }
+}
+
+/// The reply a coord JS plugin reads: `{"decision": "deny"|"block", "reason"}` or `{"context"}`.
+fn render_plugin(reply: &Reply) -> Option<Value> {
+    match reply {
+        Reply::Allow => None,
+        Reply::Deny(reason) => Some(json!({"decision": "deny", "reason": reason})),
+        Reply::Block(reason) => Some(json!({"decision": "block", "reason": reason})),
+        Reply::Context(text) | Reply::Notice(_, text) => Some(json!({"context": text})),
+    }
+}
+
+fn session_context(text: &str) -> Value {
+    json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}})
+}
+
+fn notice(event: &str, text: &str) -> Value {
+    json!({
+        "systemMessage": text,
+        "hookSpecificOutput": {"hookEventName": event, "additionalContext": text}
+    })
+}
+
+impl Trust {
+    fn new(hooks_run: HooksRun, why: impl Into<String>) -> Trust {
+        Trust {
+            hooks_run,
+            why: why.into(),
+        }
+    }
+}
+
+/// One hook call, as read from the client's payload.
+#[derive(Debug, Clone)]
+pub struct HookCall {
+    /// Which client.
+    pub client: Client,
+    /// The event name as the client wrote it (or as given with `--event`).
+    pub event: String,
+    /// What the event is about.
+    pub kind: Kind,
+    /// The client's session id, when the payload has one.
+    pub session_id: Option<String>,
+    /// The client's working folder.
+    pub cwd: Option<PathBuf>,
+    /// The tool, for tool events.
+    pub tool: Option<String>,
+    /// The files the tool edits, as written in the payload; `None` when the tool edits nothing.
+    pub files: Option<Vec<String>>,
+    /// The command, when the tool is the client's shell.
+    pub shell: Option<Shell>,
+    /// A `Stop` that the client already continued once because of a hook.
+    pub stop_hook_active: bool,
+    /// Why the payload is not JSON, when it is not: it was read only in part (see
+    /// [`payload`]), and is judged on what it names without anything being written.
+    pub fault: Option<String>,
+}
+
+/// The largest payload read (a `Write` carries the whole file).
+pub const PAYLOAD_CAP: u64 = 64 * 1024 * 1024;
+
+/// Read one payload. `event` (from `--event`) wins over the payload's `hook_event_name`.
+///
+/// A payload that is not JSON but names its event is read as far as it can be (see
+/// [`payload`]), with [`HookCall::fault`] saying why.
+///
+/// # Errors
+///
+/// [`Error::BadInput`] when the bytes are not one JSON object, or no event is named.
+pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCall> {
+    let not_json = |why: &str| Error::bad_input(format!("the hook payload is not JSON: {why}"));
+    let read = payload::read(input).map_err(|why| not_json(&why))?;
+    let Value::Object(_) = read.value else {
+        return Err(Error::bad_input("the hook payload is not a JSON object"));
+    };
+    let adapter = client.adapter();
+    let value = match adapter.normalize {
+        Some(normalize) => normalize(read.value),
+        None => read.value,
+    };
+    let event = event
+        .map(str::to_string)
+        .or_else(|| str_field(&value, &["hook_event_name", "hookEventName"]))
+        .ok_or_else(|| match &read.fault {
+            Some(why) => not_json(why),
+            None => Error::bad_input(
+                "the hook payload names no event (`hook_event_name`); pass `--event`",
+            ),
+        })?;
+    let kind = adapter.kind(&event);
+    let tool = str_field(&value, &["tool_name", "toolName"]);
+    // As sent: an object, or a string (Copilot's JSON-encoded arguments, or a raw patch).
+    let input = value
+        .get("tool_input")
+        .or_else(|| value.get("toolArgs"))
+        .unwrap_or(&Value::Null);
+    let (files, shell) = match (kind, &tool) {
+        (Kind::BeforeTool | Kind::AfterTool, Some(t)) => {
+            ((adapter.edited)(t, input), (adapter.shell)(t, input))
+        }
+        _ => (None, None),
+    };
+    Ok(HookCall {
+        client,
+        kind,
+        session_id: str_field(&value, &["session_id", "sessionId"]),
+        cwd: str_field(&value, &["cwd"]).map(PathBuf::from),
+        tool,
+        files,
+        shell,
+        stop_hook_active: value
+            .get("stop_hook_active")
+            .and_then(Value::as_bool)
+            .unwrap_or(false),
+        event,
+        fault: read.fault,
+    })
+}
+
+/// The reply as the client's JSON, `None` when there is nothing to print.
+pub fn render(client: Client, reply: &Reply) -> Option<String> {
+    let value = (client.adapter().render)(reply)?;
+    serde_json::to_string(&value).ok()
+}
+
 /// A tool's arguments as an object: clients that send them as a JSON string (Copilot CLI)
-/// are decoded, as the payload itself is ([`crate::hook::payload`]: as far as they can be);
-/// anything else undecodable is `Null`.
+/// are decoded, as the payload itself is ([`payload`]: as far as they can be); anything else
+/// undecodable is `Null`.
 pub fn args_object(input: &Value) -> Value {
     match input {
-        Value::String(s) => crate::hook::payload::read(s.as_bytes())
+        Value::String(s) => payload::read(s.as_bytes())
             .map(|p| p.value)
             .unwrap_or(Value::Null),
         v => v.clone(),
@@ -312,4 +1062,31 @@ pub fn str_field(value: &Value, keys: &[&str]) -> Option<String> {
         .find_map(|k| value.get(*k).and_then(Value::as_str))
         .filter(|s| !s.is_empty())
         .map(str::to_string)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn copilot_tool_args_are_a_json_string() {
+        let call = parse(
+            Client::Copilot,
+            br#"{"timestamp":1,"cwd":"/p","toolName":"edit","toolArgs":"{\"path\":\"/p/a.txt\"}"}"#,
+            Some("preToolUse"),
+        )
+        .unwrap();
+        assert_eq!(call.kind, Kind::BeforeTool);
+        assert_eq!(call.files, Some(vec!["/p/a.txt".to_string()]));
+    }
+
+    #[test]
+    fn malformed_payloads_are_bad_input() {
+        for bad in [&b""[..], b"[]", b"{", b"{\"cwd\":\"/\"}", b"\xff"] {
+            assert!(matches!(
+                parse(Client::Claude, bad, None),
+                Err(Error::BadInput { .. })
+            ));
+        }
+    }
 }

@@ -208,17 +208,7 @@ fn before_edit(
         }
         return Ok(Reply::Allow);
     }
-    let req = LockRequest {
-        agent: agent.clone(),
-        targets: targets.to_vec(),
-        wait: Wait::For(wait),
-        ttl: DEFAULT_TTL,
-        backup: true,
-        reason: Some(lock_reason(call)),
-        owner: owner.cloned(),
-        claims: Vec::new(),
-        runs_in: crate::identity::runs_in(),
-    };
+    let req = request(agent, call, targets.to_vec(), wait, true, owner);
     match lock::acquire(ws, &req, &mut |_| {}) {
         Ok(_) => Ok(Reply::Allow),
         Err(e) => match deny_reason(ws, agent, targets, &e, wait) {
@@ -301,12 +291,7 @@ fn before_shell(
     let list: Vec<String> = refused
         .iter()
         .map(|(what, h)| {
-            let since = h
-                .since
-                .as_deref()
-                .and_then(clock::parse_timestamp)
-                .map(|t| lock::format_since(Some(&t), &now))
-                .unwrap_or_else(|| "an unknown time".into());
+            let since = shelledit::since_text(h.since.as_deref(), &now);
             format!(
                 "it {what} `{}`, locked by {} ({} since {since}), released {}",
                 h.file,
@@ -344,6 +329,28 @@ fn after_shell(ws: &Workspace, agent: &AgentId, call: &HookCall) -> Reply {
         );
     }
     Reply::Notice(call.event.clone(), shelledit::notice(&changed, agent))
+}
+
+/// The lock of `targets` a hook asks for (`backup`: write `FILE.bak` first).
+fn request(
+    agent: &AgentId,
+    call: &HookCall,
+    targets: Vec<Target>,
+    wait: Duration,
+    backup: bool,
+    owner: Option<&Owner>,
+) -> LockRequest {
+    LockRequest {
+        agent: agent.clone(),
+        targets,
+        wait: Wait::For(wait),
+        ttl: DEFAULT_TTL,
+        backup,
+        reason: Some(lock_reason(call)),
+        owner: owner.cloned(),
+        claims: Vec::new(),
+        runs_in: crate::identity::runs_in(),
+    }
 }
 
 /// What the lock is for, for whoever it blocks: the tool and the client. (What the agent works
@@ -482,17 +489,7 @@ fn renew(
     if mine.is_empty() {
         return Ok(());
     }
-    let req = LockRequest {
-        agent: agent.clone(),
-        targets: mine,
-        wait: Wait::For(Duration::ZERO),
-        ttl: DEFAULT_TTL,
-        backup: false,
-        reason: Some(lock_reason(call)),
-        owner: owner.cloned(),
-        claims: Vec::new(),
-        runs_in: crate::identity::runs_in(),
-    };
+    let req = request(agent, call, mine, Duration::ZERO, false, owner);
     lock::acquire(ws, &req, &mut |_| {}).map(|_| ())
 }
 
@@ -576,12 +573,7 @@ pub fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
         .iter()
         .filter(|l| l.agent != me && l.state == lock::LockState::Live)
         .map(|l| {
-            let since = l
-                .locked_at
-                .as_deref()
-                .and_then(clock::parse_timestamp)
-                .map(|t| lock::format_since(Some(&t), &now))
-                .unwrap_or_else(|| "an unknown time".into());
+            let since = shelledit::since_text(l.locked_at.as_deref(), &now);
             format!("{} (held by {} since {since})", l.file, l.name)
         })
         .collect();
@@ -680,7 +672,7 @@ fn stop(ws: &Workspace, agent: &AgentId, already_continued: bool) -> Result<Repl
 #[allow(clippy::disallowed_methods)] // tests plant files by hand
 mod tests {
     use super::*;
-    use crate::hook::patch;
+    use crate::client::patch;
     use proptest::prelude::*;
 
     proptest! {

@@ -97,7 +97,7 @@ fn waits(call: &HookCall, payload: &[u8], reply: Option<&Reply>) -> Option<Optio
     }
     // Read again only for the events that say what the client waits for (never a tool's
     // payload, which may carry a whole file).
-    let value = super::payload::read(payload)
+    let value = crate::client::payload::read(payload)
         .map(|p| p.value)
         .unwrap_or(Value::Null);
     let text = |keys: &[&str]| {

@@ -12,9 +12,9 @@ use std::path::{Path, PathBuf};
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use crate::client::{COORD, Client, HookSet, HookStyle, MARKER, McpStyle, Wire};
 use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
-use crate::hook::Client;
 use crate::workspace::Workspace;
 
 mod jsonc;
@@ -29,9 +29,6 @@ pub const BLOCK_BEGIN: &str = "<!-- coord:begin -->";
 pub const BLOCK_END: &str = "<!-- coord:end -->";
 pub use crate::layout::{IGNORE_BEGIN, IGNORE_END};
 pub use crate::textblock::{find_block, with_block};
-
-/// The command the registrations run.
-pub const COORD: &str = "coord";
 
 /// coord's state files, as `.gitignore` patterns: the one list, kept in `layout`.
 pub const IGNORED: &[&str] = crate::layout::GITIGNORE_LINES;
@@ -107,7 +104,7 @@ pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
     for &client in clients {
         let skipped = files.skipped.len();
         files.client = Some(client.as_str());
-        client.adapter().wire(&mut files)?;
+        wire(&mut files, client)?;
         if files.skipped.len() == skipped {
             wired.push(client.as_str());
         }
@@ -126,11 +123,7 @@ pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
 /// The instructions blocks and the `.gitignore` block, for `clients`.
 fn wire_texts(files: &mut Wiring, clients: &[Client]) -> Result<()> {
     let mut docs = vec!["AGENTS.md"];
-    docs.extend(
-        clients
-            .iter()
-            .filter_map(|c| c.adapter().instruction_file()),
-    );
+    docs.extend(clients.iter().filter_map(|c| c.adapter().instruction_file));
     for doc in docs {
         files.text(doc, BLOCK_BEGIN, BLOCK_END, &instructions())?;
     }
@@ -230,26 +223,20 @@ pub fn instructions() -> String {
         .to_string()
 }
 
-/// The command a registration runs: `coord hook CLIENT`, with `--event NAME` for clients whose
-/// payload does not name its event.
-pub fn command(client: &str, event: Option<&str>) -> String {
-    match event {
-        Some(e) => format!("{COORD} hook {client} --event {e}"),
-        None => format!("{COORD} hook {client}"),
-    }
-}
-
-/// One client's hook registrations: event, matcher, command.
-pub type HookSet = Vec<(&'static str, Option<&'static str>, String)>;
-
 /// Whether a hook group already runs `coord hook CLIENT` (any flags after it).
 pub fn runs(group: &Value, cmd: &str) -> bool {
+    any_command(group, |c| {
+        c.trim() == cmd || c.trim().starts_with(&format!("{cmd} "))
+    })
+}
+
+/// Whether a hook group (or entry), or a hook in it, has a `command` or `bash` line that
+/// `test` accepts.
+fn any_command(group: &Value, test: impl Fn(&str) -> bool) -> bool {
     let is_ours = |h: &Value| {
-        ["command", "bash"].iter().any(|k| {
-            h.get(*k)
-                .and_then(Value::as_str)
-                .is_some_and(|c| c.trim() == cmd || c.trim().starts_with(&format!("{cmd} ")))
-        })
+        ["command", "bash"]
+            .iter()
+            .any(|k| h.get(*k).and_then(Value::as_str).is_some_and(&test))
     };
     is_ours(group)
         || group
@@ -279,36 +266,133 @@ pub fn runs_own(group: &Value, cmd: &str) -> bool {
                     .any(|p| p[0] == "hook" && p[1] == client)
         })
     };
-    let is_ours = |h: &Value| {
-        ["command", "bash"]
-            .iter()
-            .any(|k| h.get(*k).and_then(Value::as_str).is_some_and(calls_coord))
-    };
-    is_ours(group)
-        || group
-            .get("hooks")
-            .and_then(Value::as_array)
-            .is_some_and(|hs| hs.iter().any(is_ours))
+    any_command(group, calls_coord)
 }
 
-/// Claude-shaped `hooks`: `{EVENT: [{matcher?, hooks: [{type, command}]}]}`; a group is added
-/// for each event that has none running coord's command. `named` gives each hook a `name`
-/// (Gemini CLI shows it).
+/// Write `client`'s files (its [`Wire`]s) into `w`: coord's hooks, its MCP server, its plugin.
+fn wire(w: &mut Wiring, client: Client) -> Result<()> {
+    let hooks = client.adapter().hooks();
+    for wire in client.adapter().wiring {
+        match *wire {
+            Wire::Json {
+                file,
+                comments,
+                hooks: style,
+                mcp,
+            } => w.json(file, comments, |v, f| {
+                if let Some(style) = style {
+                    merge_hooks(v, f, &hooks, style)?;
+                }
+                match mcp {
+                    Some(McpStyle::Servers) => merge_mcp(v, f, "mcpServers"),
+                    Some(McpStyle::Opencode) => {
+                        let servers = object_at(v, "mcp", f)?;
+                        if !servers.contains_key("coord") {
+                            let server = json!({"type": "local", "command": [COORD, "mcp"], "enabled": true});
+                            servers.insert("coord".into(), server);
+                        }
+                        Ok(())
+                    }
+                    None => Ok(()),
+                }
+            })?,
+            Wire::CodexToml(file) => w.toml(file, codex_toml)?,
+            Wire::Generated(file, content) => w.generated(file, MARKER, content)?,
+        }
+    }
+    Ok(())
+}
+
+/// `[mcp_servers.coord]` in Codex's config, and `[features].codex_hooks = true` taken back:
+/// hooks are on by default, and earlier versions of `coord init` wrote that deprecated alias,
+/// which Codex warns about on every run.
+fn codex_toml(doc: &mut toml_edit::DocumentMut, rel: &str) -> Result<()> {
+    let servers = doc
+        .entry("mcp_servers")
+        .or_insert_with(|| {
+            let mut t = toml_edit::Table::new();
+            t.set_implicit(true);
+            toml_edit::Item::Table(t)
+        })
+        .as_table_like_mut()
+        .ok_or_else(|| {
+            Error::bad_input(format!(
+                "`{rel}`: `mcp_servers` is not a table; coord cannot merge into it (nothing was written)"
+            ))
+        })?;
+    if !servers.contains_key("coord") {
+        let mut t = toml_edit::Table::new();
+        t.insert("command", toml_edit::value(COORD));
+        let mut args = toml_edit::Array::new();
+        args.push("mcp");
+        t.insert("args", toml_edit::value(args));
+        servers.insert("coord", toml_edit::Item::Table(t));
+    }
+    if let Some(features) = doc.get_mut("features").and_then(|f| f.as_table_like_mut())
+        && features.get("codex_hooks").and_then(|v| v.as_bool()) == Some(true)
+    {
+        features.remove("codex_hooks");
+        if features.is_empty() {
+            doc.remove("features");
+        }
+    }
+    Ok(())
+}
+
+/// One registration of `cmd` in `style`.
+fn hook_entry(style: HookStyle, matcher: Option<&str>, cmd: &str) -> Value {
+    match style {
+        HookStyle::Claude { named } => {
+            let mut group = Map::new();
+            if let Some(m) = matcher {
+                group.insert("matcher".into(), json!(m));
+            }
+            let mut hook = Map::new();
+            if named {
+                hook.insert("name".into(), json!("coord"));
+            }
+            hook.insert("type".into(), json!("command"));
+            hook.insert("command".into(), json!(cmd));
+            group.insert("hooks".into(), json!([hook]));
+            Value::Object(group)
+        }
+        HookStyle::Copilot => json!({
+            "type": "command",
+            "bash": cmd,
+            // PowerShell has no `exec`.
+            "powershell": cmd.strip_prefix("exec ").unwrap_or(cmd),
+            "timeoutSec": 30,
+        }),
+        HookStyle::Flat { .. } => json!({ "command": cmd }),
+    }
+}
+
+/// coord's registrations `set` merged into `doc` in `style`: an entry is added for each event
+/// that has none running coord's command (Copilot's and a flat file with `version` get
+/// `version: 1` when they have none).
 ///
 /// # Errors
 ///
 /// [`Error::BadInput`] when `hooks` or one of its events has the wrong type.
-pub fn merge_hooks(
+pub(crate) fn merge_hooks(
     doc: &mut Map<String, Value>,
     file: &str,
     set: &HookSet,
-    named: bool,
+    style: HookStyle,
 ) -> Result<()> {
+    let versioned = matches!(
+        style,
+        HookStyle::Copilot | HookStyle::Flat { version: true }
+    );
+    if versioned && !doc.contains_key("version") {
+        doc.insert("version".into(), json!(1));
+    }
     let hooks = object_at(doc, "hooks", file)?;
     for (event, matcher, cmd) in set {
         let groups = array_at(hooks, event, file, "hooks")?;
-        let base = cmd.as_str();
-        if let Some(group) = groups.iter_mut().find(|g| runs(g, base)) {
+        if let HookStyle::Claude { .. } = style
+            && let Some(group) = groups.iter_mut().find(|g| runs(g, cmd))
+        {
             // coord's own group (coord's hook alone in it) follows coord's matcher, so a
             // tool coord learned to watch is added on the next run.
             let alone = group
@@ -322,21 +406,9 @@ pub fn merge_hooks(
             }
             continue;
         }
-        if groups.iter().any(|g| runs_own(g, base)) {
-            continue;
+        if !groups.iter().any(|g| runs(g, cmd) || runs_own(g, cmd)) {
+            groups.push(hook_entry(style, *matcher, cmd));
         }
-        let mut group = Map::new();
-        if let Some(m) = matcher {
-            group.insert("matcher".into(), json!(m));
-        }
-        let mut hook = Map::new();
-        if named {
-            hook.insert("name".into(), json!("coord"));
-        }
-        hook.insert("type".into(), json!("command"));
-        hook.insert("command".into(), json!(cmd));
-        group.insert("hooks".into(), Value::Array(vec![Value::Object(hook)]));
-        groups.push(Value::Object(group));
     }
     Ok(())
 }
@@ -395,7 +467,7 @@ pub fn array_at<'a>(
     })
 }
 
-/// The changes `init` plans, one per real file: what a client's [`crate::client::Adapter::wire`]
+/// The changes `init` plans, one per real file: what a client's [`Wire`]s
 /// writes into. Every file is read once; a second change to one file builds on the first.
 pub struct Wiring {
     root: PathBuf,
@@ -562,23 +634,15 @@ impl Wiring {
         edit: impl FnOnce(&mut toml_edit::DocumentMut, &str) -> Result<()>,
     ) -> Result<()> {
         self.kind = FileKind::Toml;
-        let Some((path, old)) = self.read(rel)? else {
-            return Ok(());
-        };
-        let text = match &old {
-            Some(bytes) => String::from_utf8(bytes.clone()).map_err(|_| {
-                Error::bad_input(format!("`{rel}` is not UTF-8 text (nothing was written)"))
-            })?,
-            None => String::new(),
-        };
-        let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| {
-            Error::bad_input(format!(
-                "`{rel}` is not valid TOML ({e}); fix or move it, then run `coord init` again (nothing was written)"
-            ))
-        })?;
-        edit(&mut doc, rel)?;
-        self.record(path, old, doc.to_string().into_bytes());
-        Ok(())
+        self.edit_text(rel, |text| {
+            let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| {
+                Error::bad_input(format!(
+                    "`{rel}` is not valid TOML ({e}); fix or move it, then run `coord init` again (nothing was written)"
+                ))
+            })?;
+            edit(&mut doc, rel)?;
+            Ok(doc.to_string())
+        })
     }
 
     /// Write coord's own generated file `rel` (a client plugin): created, or replaced when it is
@@ -609,19 +673,9 @@ impl Wiring {
         body: &str,
     ) -> Result<()> {
         self.kind = FileKind::Text { begin, end };
-        let Some((path, old)) = self.read(rel)? else {
-            return Ok(());
-        };
-        let text = match &old {
-            Some(bytes) => String::from_utf8(bytes.clone()).map_err(|_| {
-                Error::bad_input(format!("`{rel}` is not UTF-8 text (nothing was written)"))
-            })?,
-            None => String::new(),
-        };
-        let new = with_block(&text, begin, end, body)
-            .map_err(|line| unterminated(rel, begin, end, line))?;
-        self.record(path, old, new.into_bytes());
-        Ok(())
+        self.edit_text(rel, |text| {
+            with_block(text, begin, end, body).map_err(|line| unterminated(rel, begin, end, line))
+        })
     }
 
     /// Set the text file `rel` to what `edit` makes of its old text (empty when missing).

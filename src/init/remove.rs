@@ -16,10 +16,10 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::record::Record;
-use super::{FileKind, Wiring, find_block, read_regular, unterminated, wire_texts};
+use super::{FileKind, Wiring, find_block, read_regular, unterminated, wire, wire_texts};
+use crate::client::{COORD, Client, command};
 use crate::error::{Error, Result};
 use crate::fsutil;
-use crate::hook::Client;
 use crate::layout;
 use crate::workspace::Workspace;
 
@@ -65,14 +65,13 @@ struct RecordUpdate {
     drop_all: bool,
     files: Vec<String>,
     dirs: Vec<String>,
-    state_dir: bool,
 }
 
 /// The files `clients` wire, with their kind, as (file relative to the root, kind).
 fn files_of(ws: &Workspace, clients: &[Client]) -> Result<Vec<(String, FileKind)>> {
     let mut w = Wiring::new(ws.root(), true);
     for &c in clients {
-        c.adapter().wire(&mut w)?;
+        wire(&mut w, c)?;
     }
     wire_texts(&mut w, clients)?;
     Ok(w.changes.into_iter().map(|c| (c.file, c.kind)).collect())
@@ -187,7 +186,6 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
             drop_all: all_gone,
             files: changes.iter().map(|u| u.file.clone()).collect(),
             dirs: record.dirs.clone(),
-            state_dir: record.state_dir,
         }),
         changes,
     })
@@ -245,7 +243,6 @@ pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
             record.files.remove(f);
         }
         record.dirs.retain(|d| root.join(d).is_dir());
-        let _ = up.state_dir;
         if layout::state_dir(&crate::worktree::shared_root(root)).is_dir() {
             record.save(root)?;
         }
@@ -373,7 +370,7 @@ fn inits_hook(hook: &Value, clients: &[&str]) -> bool {
     ["command", "bash"].iter().any(|k| {
         hook.get(*k).and_then(Value::as_str).is_some_and(|c| {
             clients.iter().any(|client| {
-                let cmd = super::command(client, None);
+                let cmd = command(client, None);
                 c.trim() == cmd || c.trim().starts_with(&format!("{cmd} "))
             })
         })
@@ -453,7 +450,7 @@ fn strip_json(
         let ours = servers.get("coord").is_some_and(|p| {
             p.value()
                 .and_then(|v| v.to_serde_value())
-                .is_some_and(|v| v["command"] == super::COORD || v["command"][0] == super::COORD)
+                .is_some_and(|v| v["command"] == COORD || v["command"][0] == COORD)
         });
         if ours {
             if let Some(p) = servers.get("coord") {
@@ -499,7 +496,7 @@ fn strip_toml(text: &str, mcp: bool) -> std::result::Result<Option<String>, Stri
             .and_then(|c| c.as_table_like())
             .and_then(|c| c.get("command"))
             .and_then(|c| c.as_str())
-            == Some(super::COORD);
+            == Some(COORD);
         if ours {
             servers.remove("coord");
             cut = true;

@@ -15,8 +15,6 @@ pub const INVALID_REQUEST: i64 = -32600;
 pub const METHOD_NOT_FOUND: i64 = -32601;
 /// Invalid parameters (also: unknown tool).
 pub const INVALID_PARAMS: i64 = -32602;
-/// An error inside the server.
-pub const INTERNAL_ERROR: i64 = -32603;
 /// The request names a protocol version the server does not speak (2026-07-28 revision).
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
@@ -181,80 +179,4 @@ pub fn error(id: &Value, code: i64, message: &str, data: Option<Value>) -> Value
         obj.insert("data".into(), data);
     }
     json!({"jsonrpc": "2.0", "id": id, "error": err})
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn code_of(line: &str) -> Option<i64> {
-        match classify(line.as_bytes()) {
-            Incoming::Invalid { code, .. } => Some(code),
-            _ => None,
-        }
-    }
-
-    #[test]
-    fn requests_notifications_and_responses() {
-        assert!(matches!(
-            classify(br#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
-            Incoming::Request(Request { method, .. }) if method == "ping"
-        ));
-        assert!(matches!(
-            classify(br#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#),
-            Incoming::Notification { .. }
-        ));
-        assert_eq!(
-            classify(br#"{"jsonrpc":"2.0","id":1,"result":{}}"#),
-            Incoming::Ignored
-        );
-        assert_eq!(classify(b"   "), Incoming::Ignored);
-    }
-
-    #[test]
-    fn garbage_gets_the_right_code() {
-        assert_eq!(code_of("{not json"), Some(PARSE_ERROR));
-        assert_eq!(code_of("\u{0}\u{1}"), Some(PARSE_ERROR));
-        assert!(matches!(
-            classify(&[0xff, 0xfe]),
-            Incoming::Invalid {
-                code: PARSE_ERROR,
-                ..
-            }
-        ));
-        assert_eq!(code_of("42"), Some(INVALID_REQUEST));
-        assert_eq!(code_of("[]"), Some(INVALID_REQUEST));
-        assert_eq!(
-            code_of(r#"{"id":1,"method":"ping"}"#),
-            Some(INVALID_REQUEST)
-        );
-        assert_eq!(
-            code_of(r#"{"jsonrpc":"1.0","id":1,"method":"ping"}"#),
-            Some(INVALID_REQUEST)
-        );
-        assert_eq!(
-            code_of(r#"{"jsonrpc":"2.0","id":1,"method":7}"#),
-            Some(INVALID_REQUEST)
-        );
-        assert_eq!(
-            code_of(r#"{"jsonrpc":"2.0","id":{},"method":"ping"}"#),
-            Some(INVALID_REQUEST)
-        );
-        assert_eq!(
-            code_of(r#"{"jsonrpc":"2.0","id":1}"#),
-            Some(INVALID_REQUEST)
-        );
-        assert_eq!(
-            code_of(r#"{"jsonrpc":"2.0","id":1,"method":"ping","params":[1]}"#),
-            Some(INVALID_PARAMS)
-        );
-    }
-
-    #[test]
-    fn the_id_is_echoed_when_it_can_be_read() {
-        match classify(br#"{"jsonrpc":"1.0","id":"a","method":"ping"}"#) {
-            Incoming::Invalid { id, .. } => assert_eq!(id, json!("a")),
-            other => panic!("{other:?}"),
-        }
-    }
 }

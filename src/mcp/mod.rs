@@ -97,16 +97,6 @@ impl<H: ToolHost> Server<H> {
         }
     }
 
-    /// The version agreed by `initialize`, if one was.
-    pub fn negotiated(&self) -> Option<&'static str> {
-        self.negotiated
-    }
-
-    /// The tool host.
-    pub fn host(&mut self) -> &mut H {
-        &mut self.host
-    }
-
     /// Handle one input line; the response to write, if any. Under protocol `2025-03-26`,
     /// the one revision that allows JSON-RPC batches, a batch gets one array of responses
     /// (none for a batch of notifications); elsewhere it is refused (-32600).
@@ -319,50 +309,6 @@ mod tests {
     }
 
     #[test]
-    fn versions_are_negotiated() {
-        assert_eq!(negotiate(Some("2024-11-05")), "2024-11-05");
-        assert_eq!(negotiate(Some("2025-06-18")), "2025-06-18");
-        assert_eq!(negotiate(Some("2099-01-01")), "2025-11-25");
-        assert_eq!(negotiate(None), "2025-11-25");
-        let mut s = server();
-        let r = ask(
-            &mut s,
-            json!({"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-03-26","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}),
-        );
-        assert_eq!(r["result"]["protocolVersion"], "2025-03-26");
-        assert_eq!(r["result"]["instructions"], "hi");
-        assert_eq!(s.negotiated(), Some("2025-03-26"));
-    }
-
-    #[test]
-    fn stateless_requests_are_answered_in_kind() {
-        let mut s = server();
-        let meta = json!({META_VERSION: STATELESS_VERSION, "io.modelcontextprotocol/clientCapabilities": {}});
-        let r = ask(
-            &mut s,
-            json!({"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta": meta}}),
-        );
-        assert!(
-            r["result"]["supportedVersions"]
-                .as_array()
-                .unwrap()
-                .contains(&json!(STATELESS_VERSION))
-        );
-        let r = ask(
-            &mut s,
-            json!({"jsonrpc":"2.0","id":2,"method":"tools/list","params":{"_meta": meta}}),
-        );
-        assert_eq!(r["result"]["resultType"], "complete");
-        assert_eq!(r["result"]["cacheScope"], "private");
-        let r = ask(
-            &mut s,
-            json!({"jsonrpc":"2.0","id":3,"method":"tools/list","params":{"_meta": {META_VERSION: "2030-01-01"}}}),
-        );
-        assert_eq!(r["error"]["code"], jsonrpc::UNSUPPORTED_PROTOCOL_VERSION);
-        assert_eq!(r["error"]["data"]["requested"], "2030-01-01");
-    }
-
-    #[test]
     fn batches_are_answered_under_the_revision_that_allows_them() {
         let batch = json!([
             {"jsonrpc":"2.0","id":1,"method":"ping"},
@@ -403,34 +349,5 @@ mod tests {
             ask(&mut s, json!([{"jsonrpc":"2.0","id":1,"method":"ping"}]))["error"]["code"],
             jsonrpc::INVALID_REQUEST
         );
-    }
-
-    #[test]
-    fn errors_have_their_codes() {
-        let mut s = server();
-        let r = ask(&mut s, json!({"jsonrpc":"2.0","id":1,"method":"nope"}));
-        assert_eq!(r["error"]["code"], jsonrpc::METHOD_NOT_FOUND);
-        let r = ask(
-            &mut s,
-            json!({"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"nope"}}),
-        );
-        assert_eq!(r["error"]["code"], jsonrpc::INVALID_PARAMS);
-        let r = ask(
-            &mut s,
-            json!({"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"status","arguments":[1]}}),
-        );
-        assert_eq!(r["result"]["isError"], true);
-        assert_eq!(
-            s.handle_line(br#"{"jsonrpc":"2.0","method":"nope"}"#),
-            None,
-            "a notification is never answered, not even an unknown one"
-        );
-        let r = ask(
-            &mut s,
-            json!({"jsonrpc":"2.0","id":"x","method":"tools/call","params":{"name":"status"}}),
-        );
-        assert_eq!(r["id"], "x");
-        assert_eq!(r["result"]["content"][0]["text"], "status");
-        assert_eq!(r["result"]["structuredContent"], json!({}));
     }
 }

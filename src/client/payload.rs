@@ -17,10 +17,6 @@
 //!   says why ([`Payload::fault`], in serde_json's words): coord then judges the edit it names
 //!   without writing anything (see [`super::act::judge_unread`]).
 //!
-//! serde_json's own `Value` parse is not tried first: on a payload that fails deep inside, it
-//! works out the error's line and column once per level it unwinds, a pass over everything
-//! read so far each time (128 passes over 20 MiB: most of a second).
-//!
 //! Only an object is read this way; any other input is serde_json's to read, or refuse.
 
 use serde_json::{Map, Number, Value};

@@ -1,0 +1,225 @@
+//! Reading a client's tool calls: which files an edit tool writes, what a shell tool runs, and
+//! the payloads of clients shaped otherwise than Claude Code's (Cursor, Windsurf).
+//!
+//! - Codex CLI and Copilot CLI (for GPT-5-family models) edit through `apply_patch`, the raw
+//!   patch in the arguments (a string, or an argv whose words hold it): every path of it
+//!   counts, old and new names alike ([`super::patch`]).
+//! - Copilot sends `toolArgs` as an object or a JSON string ([`args_object`] reads both).
+//! - OpenCode (`write`, `edit`: `filePath`; `apply_patch`: `patchText`) and Cline (`editor`:
+//!   `path`; `apply_patch`; `run_commands`: a list of commands) reach coord through the
+//!   plugins coord writes, whose payloads carry the tool's arguments as sent.
+
+use std::path::Path;
+
+use serde_json::{Value, json};
+
+use super::{Shell, args_object, patch, str_field};
+
+/// The name a Cursor shell call gets once normalized.
+pub const CURSOR_SHELL: &str = "Shell";
+/// The tool names coord gives Cascade's two actions (its payload names the event only).
+pub const WINDSURF_WRITE: &str = "write_code";
+/// See [`WINDSURF_WRITE`].
+pub const WINDSURF_RUN: &str = "run_command";
+
+/// The one file named under the first of `keys` that holds a string (none: an empty list).
+pub fn path_of(input: &Value, keys: &[&str]) -> Option<Vec<String>> {
+    Some(str_field(&args_object(input), keys).into_iter().collect())
+}
+
+/// The shell call of a tool named `name` whose arguments hold the command under `command`
+/// (and the folder under `dir_key`).
+pub fn shell_call(tool: &str, name: &str, input: &Value, dir_key: Option<&str>) -> Option<Shell> {
+    if tool != name {
+        return None;
+    }
+    let args = args_object(input);
+    let command = match &args["command"] {
+        Value::String(s) => s.clone(),
+        // An argv: `["bash", "-lc", "script"]` runs its last word.
+        Value::Array(words) => words.last()?.as_str()?.to_string(),
+        _ => return None,
+    };
+    Some(Shell {
+        command,
+        dir: dir_key.and_then(|k| str_field(&args, &[k])),
+    })
+}
+
+/// The patch text of an `apply_patch` call: the raw string sent, else the first of `keys`.
+fn patch_paths(input: &Value, keys: &[&str]) -> Vec<String> {
+    let text = match (args_object(input), input) {
+        (Value::Null, Value::String(text)) => text.clone(),
+        (args, _) => str_field(&args, keys).unwrap_or_default(),
+    };
+    patch::paths(&text)
+}
+
+/// Claude Code's edit tools: `Edit`, `Write`, `MultiEdit` (older installs), `NotebookEdit`.
+pub fn claude_edited(tool: &str, input: &Value) -> Option<Vec<String>> {
+    match tool {
+        "Edit" | "Write" | "MultiEdit" => path_of(input, &["file_path"]),
+        "NotebookEdit" => path_of(input, &["notebook_path"]),
+        _ => None,
+    }
+}
+
+/// Codex: every path of an `apply_patch`; Claude's edit tools too, for builds that expose them.
+pub fn codex_edited(tool: &str, input: &Value) -> Option<Vec<String>> {
+    if tool != "apply_patch" {
+        return claude_edited(tool, input);
+    }
+    let input = match (args_object(input), input) {
+        (Value::Null, Value::String(s)) => return Some(patch::paths(s)),
+        (v, _) => v,
+    };
+    let text = match input.get("command").or_else(|| input.get("patch")) {
+        Some(Value::String(s)) => s.clone(),
+        Some(Value::Array(words)) => words
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join("\n"),
+        _ => String::new(),
+    };
+    Some(patch::paths(&text))
+}
+
+/// Copilot CLI: `edit`, `create`, `str_replace_editor` (every command but `view` writes) and
+/// `apply_patch`.
+pub fn copilot_edited(tool: &str, input: &Value) -> Option<Vec<String>> {
+    let keys = &["path", "file_path", "filePath"];
+    match tool {
+        "edit" | "create" => path_of(input, keys),
+        "str_replace_editor" => match str_field(&args_object(input), &["command"]).as_deref() {
+            Some("view") => None,
+            _ => path_of(input, keys),
+        },
+        "apply_patch" => Some(patch_paths(input, &["input", "patch", "command"])),
+        _ => None,
+    }
+}
+
+/// OpenCode: `write`, `edit` and `apply_patch` (its paths relative to the folder).
+pub fn opencode_edited(tool: &str, input: &Value) -> Option<Vec<String>> {
+    match tool {
+        "write" | "edit" => path_of(input, &["filePath", "file_path", "path"]),
+        "apply_patch" => Some(patch::paths(
+            &str_field(&args_object(input), &["patchText", "patch", "input"])
+                .or_else(|| input.as_str().map(str::to_string))
+                .unwrap_or_default(),
+        )),
+        _ => None,
+    }
+}
+
+/// Cline: `editor` and `apply_patch` (its input a patch, as a string or under `input`).
+pub fn cline_edited(tool: &str, input: &Value) -> Option<Vec<String>> {
+    match tool {
+        "editor" => path_of(input, &["path", "file_path", "filePath"]),
+        "apply_patch" => Some(patch_paths(input, &["input", "patch", "patchText"])),
+        _ => None,
+    }
+}
+
+/// Cline's `run_commands` runs each of `commands` in the workspace: read as one script, a
+/// line each.
+pub fn cline_shell(tool: &str, input: &Value) -> Option<Shell> {
+    if tool != "run_commands" {
+        return None;
+    }
+    let args = args_object(input);
+    let command = match &args["commands"] {
+        Value::Array(cmds) => cmds
+            .iter()
+            .filter_map(Value::as_str)
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Value::String(s) => s.clone(),
+        _ => str_field(&args, &["command"])?,
+    };
+    Some(Shell { command, dir: None })
+}
+
+/// Cursor's payload in the shape coord reads: `conversation_id` is the session, the first
+/// workspace root the folder (unless the event names its `cwd`), a shell event a `Shell`
+/// tool call, `afterFileEdit` a `Write`, `stop`'s `loop_count` above 0 a stop already
+/// continued.
+pub fn cursor_normalize(payload: Value) -> Value {
+    let Value::Object(mut p) = payload else {
+        return payload;
+    };
+    if let Some(id) = str_field(&Value::Object(p.clone()), &["conversation_id"])
+        && !p.contains_key("session_id")
+    {
+        p.insert("session_id".into(), json!(id));
+    }
+    if p.get("cwd")
+        .and_then(Value::as_str)
+        .is_none_or(str::is_empty)
+        && let Some(root) = p["workspace_roots"]
+            .as_array()
+            .and_then(|r| r.first())
+            .and_then(Value::as_str)
+    {
+        p.insert("cwd".into(), json!(root));
+    }
+    let event = p
+        .get("hook_event_name")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_string();
+    let mut tool = |name: &str, key: &str, from: &str| {
+        let v = p.get(from).cloned().unwrap_or(Value::Null);
+        p.insert("tool_name".into(), json!(name));
+        p.insert("tool_input".into(), json!({ key: v }));
+    };
+    match event.as_str() {
+        "beforeShellExecution" | "afterShellExecution" => tool(CURSOR_SHELL, "command", "command"),
+        "afterFileEdit" => tool("Write", "file_path", "file_path"),
+        "stop" => {
+            let again = p.get("loop_count").and_then(Value::as_u64).unwrap_or(0) > 0;
+            p.insert("stop_hook_active".into(), json!(again));
+        }
+        _ => {}
+    }
+    Value::Object(p)
+}
+
+/// Cascade's payload in the shape coord reads: `agent_action_name` is the event,
+/// `trajectory_id` the session, `tool_info` the tool's arguments; the folder is the command's
+/// `cwd`, else the written file's folder.
+pub fn windsurf_normalize(payload: Value) -> Value {
+    let Value::Object(mut p) = payload else {
+        return payload;
+    };
+    let whole = Value::Object(p.clone());
+    if let Some(event) = str_field(&whole, &["agent_action_name"]) {
+        p.entry("hook_event_name").or_insert(json!(event.clone()));
+        let info = p.get("tool_info").cloned().unwrap_or(Value::Null);
+        match event.as_str() {
+            "pre_write_code" | "post_write_code" => {
+                p.insert("tool_name".into(), json!(WINDSURF_WRITE));
+                if let Some(file) = str_field(&info, &["file_path"])
+                    && let Some(dir) = Path::new(&file).parent().filter(|d| d.is_absolute())
+                {
+                    p.entry("cwd").or_insert(json!(dir.to_string_lossy()));
+                }
+                p.insert("tool_input".into(), info);
+            }
+            "pre_run_command" | "post_run_command" => {
+                p.insert("tool_name".into(), json!(WINDSURF_RUN));
+                if let Some(cwd) = str_field(&info, &["cwd"]) {
+                    p.entry("cwd").or_insert(json!(cwd));
+                }
+                let command = info.get("command_line").cloned().unwrap_or(Value::Null);
+                p.insert("tool_input".into(), json!({ "command": command }));
+            }
+            _ => {}
+        }
+    }
+    if let Some(id) = str_field(&whole, &["trajectory_id"]) {
+        p.entry("session_id").or_insert(json!(id));
+    }
+    Value::Object(p)
+}

@@ -1,0 +1,444 @@
+//! What makes each client run a folder's hooks (its own trust gate), read from its config files
+//! and environment, and the one step that opens the gate, for `coord init` and `coord doctor`.
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+use super::{HooksRun, Trust};
+
+/// The user's home folder (`HOME`).
+fn home() -> Option<PathBuf> {
+    std::env::var_os("HOME")
+        .filter(|h| !h.is_empty())
+        .map(PathBuf::from)
+}
+
+/// `VAR` when set and not empty.
+fn env_path(var: &str) -> Option<PathBuf> {
+    std::env::var_os(var)
+        .filter(|v| !v.is_empty())
+        .map(PathBuf::from)
+}
+
+/// `VAR` when set and not empty, else `under_home` under the home folder.
+fn dir_from_env(var: &str, under_home: &str) -> Option<PathBuf> {
+    env_path(var).or_else(|| home().map(|h| h.join(under_home)))
+}
+
+/// Outcome of reading a client's config file.
+enum Config {
+    /// The file is not there.
+    Missing,
+    /// It is there but cannot be read or parsed (why).
+    Bad(String),
+    /// Its value.
+    Value(Value),
+}
+
+/// Read a client's JSON config file (`comments`: JSON with `//` and `/* */` comments).
+fn read_config(path: &Path, comments: bool) -> Config {
+    let bytes = match crate::fsutil::read_capped(path, 256 * 1024 * 1024) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Config::Missing,
+        Err(e) => return Config::Bad(format!("cannot read {}: {e}", path.display())),
+    };
+    let text = String::from_utf8_lossy(&bytes);
+    let parsed = if comments {
+        let opts = jsonc_parser::ParseOptions {
+            allow_comments: true,
+            ..Default::default()
+        };
+        jsonc_parser::cst::CstRootNode::parse(&text, &opts)
+            .map_err(|e| e.to_string())
+            .and_then(|root| root.to_serde_value().ok_or_else(|| "empty".to_string()))
+    } else {
+        serde_json::from_str(&text).map_err(|e| e.to_string())
+    };
+    match parsed {
+        Ok(v) => Config::Value(v),
+        Err(e) => Config::Bad(format!("{} cannot be parsed: {e}", path.display())),
+    }
+}
+
+/// `path` and each folder above it, nearest first, as strings.
+fn self_and_ancestors(path: &Path) -> impl Iterator<Item = String> + '_ {
+    path.ancestors().map(|p| p.to_string_lossy().into_owned())
+}
+
+/// The verdict for a config file that does not exist.
+fn missing(path: &Path) -> Trust {
+    Trust::new(
+        HooksRun::No,
+        format!(
+            "{} does not exist: no folder is trusted yet",
+            path.display()
+        ),
+    )
+}
+
+fn untrusted(path: &Path) -> Trust {
+    Trust::new(
+        HooksRun::No,
+        format!("{} does not trust this folder", path.display()),
+    )
+}
+
+fn no_home(what: &str) -> Trust {
+    Trust::new(
+        HooksRun::Unknown,
+        format!("no home folder (HOME) to find {what}"),
+    )
+}
+
+/// `path` for a message, or `default` when there is none.
+fn shown(path: Option<PathBuf>, default: &str) -> String {
+    path.map_or(default.into(), |p| p.display().to_string())
+}
+
+/// Claude Code's global config: `$CLAUDE_CONFIG_DIR/.claude.json`, else `~/.claude.json`.
+fn claude_config() -> Option<PathBuf> {
+    dir_from_env("CLAUDE_CONFIG_DIR", "").map(|d| d.join(".claude.json"))
+}
+
+pub fn claude_step(root: &Path) -> String {
+    format!(
+        "run `claude` in {} once and accept the trust dialog (or set `projects[\"{}\"].hasTrustDialogAccepted: true` in {})",
+        root.display(),
+        root.display(),
+        shown(claude_config(), "~/.claude.json")
+    )
+}
+
+/// Claude Code drops a project's hooks until the folder (or one above it) is trusted:
+/// `projects[PATH].hasTrustDialogAccepted` in its global config.
+pub fn claude(root: &Path) -> Trust {
+    let Some(path) = claude_config() else {
+        return no_home("~/.claude.json");
+    };
+    let config = match read_config(&path, false) {
+        Config::Value(v) => v,
+        Config::Missing => return missing(&path),
+        Config::Bad(why) => return Trust::new(HooksRun::Unknown, why),
+    };
+    for dir in self_and_ancestors(root) {
+        if config["projects"][&dir]["hasTrustDialogAccepted"] == Value::Bool(true) {
+            return Trust::new(HooksRun::Yes, format!("{} trusts {dir}", path.display()));
+        }
+    }
+    untrusted(&path)
+}
+
+pub fn codex_step(root: &Path) -> String {
+    format!(
+        "run `codex` in {} once, trust the folder, and at \"Hooks need review\" choose \"Trust all and continue\" (or trust them with `/hooks`); `codex exec` skips untrusted hooks",
+        root.display()
+    )
+}
+
+/// Codex runs a folder's hooks only when the folder is trusted (`[projects."PATH"]
+/// trust_level = "trusted"`) and each hook was reviewed (`[hooks.state."FILE:EVENT:GROUP:HOOK"]
+/// trusted_hash`), both in `$CODEX_HOME/config.toml`.
+pub fn codex(root: &Path) -> Trust {
+    let Some(path) = dir_from_env("CODEX_HOME", ".codex").map(|d| d.join("config.toml")) else {
+        return no_home("~/.codex");
+    };
+    let text = match crate::fsutil::read_capped(&path, 64 * 1024 * 1024) {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return missing(&path),
+        Err(e) => {
+            let why = format!("cannot read {}: {e}", path.display());
+            return Trust::new(HooksRun::Unknown, why);
+        }
+    };
+    let doc: toml_edit::DocumentMut = match text.parse() {
+        Ok(d) => d,
+        Err(e) => {
+            let why = format!("{} cannot be parsed: {e}", path.display());
+            return Trust::new(HooksRun::Unknown, why);
+        }
+    };
+    let level = self_and_ancestors(root).find_map(|d| {
+        let level = doc.get("projects")?.get(d.as_str())?.get("trust_level")?;
+        Some((d.clone(), level.as_str()?.to_string()))
+    });
+    match level {
+        Some((_, l)) if l == "trusted" => {}
+        Some((d, l)) => {
+            let why = format!("{} sets trust_level = \"{l}\" for {d}", path.display());
+            return Trust::new(HooksRun::No, why);
+        }
+        None => return untrusted(&path),
+    }
+    let keys = codex_hook_keys(root);
+    let trusted = keys
+        .iter()
+        .filter(|k| {
+            let state = doc
+                .get("hooks")
+                .and_then(|h| h.get("state"))
+                .and_then(|s| s.get(k.as_str()));
+            state
+                .and_then(|s| s.get("trusted_hash"))
+                .and_then(|h| h.as_str())
+                .is_some_and(|h| !h.is_empty())
+                && state
+                    .and_then(|s| s.get("enabled"))
+                    .and_then(|e| e.as_bool())
+                    != Some(false)
+        })
+        .count();
+    if trusted == keys.len() {
+        Trust::new(
+            HooksRun::Yes,
+            format!(
+                "{} trusts this folder and all {} of coord's hooks (Codex asks again for a hook that changed)",
+                path.display(),
+                keys.len()
+            ),
+        )
+    } else {
+        Trust::new(
+            HooksRun::No,
+            format!(
+                "{} trusts this folder but only {trusted} of coord's {} hooks",
+                path.display(),
+                keys.len()
+            ),
+        )
+    }
+}
+
+/// The keys under which Codex records the review of each of coord's hooks in
+/// `.codex/hooks.json`: `/abs/.codex/hooks.json:pre_tool_use:GROUP:HOOK`.
+fn codex_hook_keys(root: &Path) -> Vec<String> {
+    let file = root.join(".codex/hooks.json");
+    let Config::Value(doc) = read_config(&file, false) else {
+        return Vec::new();
+    };
+    let mut keys = Vec::new();
+    for (event, groups) in doc["hooks"].as_object().into_iter().flatten() {
+        // `PreToolUse` → `pre_tool_use`.
+        let mut snake = String::new();
+        for (i, c) in event.chars().enumerate() {
+            if c.is_ascii_uppercase() && i > 0 {
+                snake.push('_');
+            }
+            snake.push(c.to_ascii_lowercase());
+        }
+        for (g, group) in groups.as_array().into_iter().flatten().enumerate() {
+            for (h, hook) in group["hooks"].as_array().into_iter().flatten().enumerate() {
+                if hook["command"]
+                    .as_str()
+                    .is_some_and(|c| c.trim().starts_with("coord hook codex"))
+                {
+                    keys.push(format!("{}:{snake}:{g}:{h}", file.display()));
+                }
+            }
+        }
+    }
+    keys
+}
+
+/// `~/.gemini` (`GEMINI_CLI_HOME` replaces the home folder).
+fn gemini_dir() -> Option<PathBuf> {
+    dir_from_env("GEMINI_CLI_HOME", "").map(|h| h.join(".gemini"))
+}
+
+/// The trusted-folders file: `GEMINI_CLI_TRUSTED_FOLDERS_PATH`, else `~/.gemini/trustedFolders.json`.
+fn gemini_trusted_folders() -> Option<PathBuf> {
+    env_path("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
+        .or_else(|| gemini_dir().map(|d| d.join("trustedFolders.json")))
+}
+
+/// The trusted-folders rules of `path` (`Err`: the verdict when they cannot be had;
+/// `missing`: the verdict when the file does not exist).
+fn folder_rules(path: &Path, missing: Trust) -> Result<Map<String, Value>, Trust> {
+    match read_config(path, true) {
+        Config::Value(Value::Object(rules)) => Ok(rules),
+        Config::Value(_) => Err(Trust::new(
+            HooksRun::Unknown,
+            format!("{} is not a JSON object", path.display()),
+        )),
+        Config::Missing => Err(missing),
+        Config::Bad(why) => Err(Trust::new(HooksRun::Unknown, why)),
+    }
+}
+
+/// The folder a trusted-folders rule names: its own, or its parent's for `TRUST_PARENT`.
+fn rule_folder<'a>(rule: &'a str, level: &str) -> &'a Path {
+    match level {
+        "TRUST_PARENT" => Path::new(rule).parent().unwrap_or(Path::new(rule)),
+        _ => Path::new(rule),
+    }
+}
+
+pub fn gemini_step(root: &Path) -> String {
+    format!(
+        "run `gemini` in {} and choose \"Trust folder\" (or add `\"{}\": \"TRUST_FOLDER\"` to {})",
+        root.display(),
+        root.display(),
+        shown(gemini_trusted_folders(), "~/.gemini/trustedFolders.json")
+    )
+}
+
+/// Gemini CLI ignores a folder's `.gemini/settings.json` (hooks included) unless folder
+/// trust is off or the folder is trusted: `GEMINI_CLI_TRUST_WORKSPACE`, then
+/// `security.folderTrust.enabled` in the user and system settings, then the longest
+/// matching rule of `trustedFolders.json`.
+pub fn gemini(root: &Path) -> Trust {
+    let env = |k: &str| std::env::var(k).ok();
+    if env("GEMINI_RESTRICTED_MODE").as_deref() == Some("true")
+        || env("GEMINI_CLI_TRUST_WORKSPACE").as_deref() == Some("false")
+    {
+        return Trust::new(
+            HooksRun::No,
+            "the environment sets restricted mode or GEMINI_CLI_TRUST_WORKSPACE=false",
+        );
+    }
+    if env("GEMINI_CLI_TRUST_WORKSPACE").as_deref() == Some("true") {
+        return Trust::new(HooksRun::Yes, "GEMINI_CLI_TRUST_WORKSPACE=true");
+    }
+    let system = env_path("GEMINI_CLI_SYSTEM_SETTINGS_PATH")
+        .unwrap_or_else(|| PathBuf::from("/etc/gemini-cli/settings.json"));
+    for settings in [Some(system), gemini_dir().map(|d| d.join("settings.json"))]
+        .into_iter()
+        .flatten()
+    {
+        if let Config::Value(v) = read_config(&settings, true)
+            && v["security"]["folderTrust"]["enabled"] == Value::Bool(false)
+        {
+            let why = format!("folder trust is off in {}", settings.display());
+            return Trust::new(HooksRun::Yes, why);
+        }
+    }
+    let Some(path) = gemini_trusted_folders() else {
+        return no_home("~/.gemini");
+    };
+    let rules = match folder_rules(&path, missing(&path)) {
+        Ok(rules) => rules,
+        Err(verdict) => return verdict,
+    };
+    // The longest rule whose folder holds this one decides.
+    let mut best: Option<(usize, &str, &str)> = None;
+    for (rule, level) in &rules {
+        let level = level.as_str().unwrap_or_default();
+        let folder = rule_folder(rule, level);
+        if self_and_ancestors(root).any(|d| Path::new(&d) == folder)
+            && best.is_none_or(|(len, _, _)| rule.len() > len)
+        {
+            best = Some((rule.len(), rule, level));
+        }
+    }
+    match best {
+        Some((_, rule, "TRUST_FOLDER" | "TRUST_PARENT")) => {
+            Trust::new(HooksRun::Yes, format!("{} trusts {rule}", path.display()))
+        }
+        Some((_, rule, level)) => Trust::new(
+            HooksRun::No,
+            format!("{} says {level} for {rule}", path.display()),
+        ),
+        None => untrusted(&path),
+    }
+}
+
+/// Copilot's config: `$COPILOT_HOME/config.json`, else `~/.copilot/config.json` (JSON with
+/// comments: Copilot writes a `//` header into it).
+fn copilot_config() -> Option<PathBuf> {
+    dir_from_env("COPILOT_HOME", ".copilot").map(|d| d.join("config.json"))
+}
+
+pub fn copilot_step(root: &Path) -> String {
+    format!(
+        "run `copilot` in {} and trust the folder for future sessions (or add `\"{}\"` to `trustedFolders` in {}; `copilot -p --trust-folder` trusts it for one run)",
+        root.display(),
+        root.display(),
+        shown(copilot_config(), "~/.copilot/config.json")
+    )
+}
+
+/// Copilot CLI runs a repository's hooks only in a trusted folder: `COPILOT_ALLOW_ALL=true`,
+/// or the folder (or one above it) in `trustedFolders` of its config.
+pub fn copilot(root: &Path) -> Trust {
+    if std::env::var("COPILOT_ALLOW_ALL").as_deref() == Ok("true") {
+        return Trust::new(HooksRun::Yes, "COPILOT_ALLOW_ALL=true");
+    }
+    let Some(path) = copilot_config() else {
+        return no_home("~/.copilot");
+    };
+    let config = match read_config(&path, true) {
+        Config::Value(v) => v,
+        Config::Missing => return missing(&path),
+        Config::Bad(why) => return Trust::new(HooksRun::Unknown, why),
+    };
+    let trusted: Vec<&str> = config["trustedFolders"]
+        .as_array()
+        .map(|a| a.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    match self_and_ancestors(root).find(|d| trusted.iter().any(|t| Path::new(t) == Path::new(d))) {
+        Some(dir) => Trust::new(HooksRun::Yes, format!("{} trusts {dir}", path.display())),
+        None => untrusted(&path),
+    }
+}
+
+/// `~/.qwen` (`QWEN_HOME` replaces it).
+fn qwen_dir() -> Option<PathBuf> {
+    dir_from_env("QWEN_HOME", ".qwen")
+}
+
+/// The trusted-folders file: `QWEN_CODE_TRUSTED_FOLDERS_PATH`, else `~/.qwen/trustedFolders.json`.
+fn qwen_trusted_folders() -> Option<PathBuf> {
+    env_path("QWEN_CODE_TRUSTED_FOLDERS_PATH")
+        .or_else(|| qwen_dir().map(|d| d.join("trustedFolders.json")))
+}
+
+pub fn qwen_step(root: &Path) -> String {
+    format!(
+        "folder trust is off by default in Qwen Code; where it is on, run `qwen` in {} and trust the folder (or add `\"{}\": \"TRUST_FOLDER\"` to {})",
+        root.display(),
+        root.display(),
+        shown(qwen_trusted_folders(), "~/.qwen/trustedFolders.json")
+    )
+}
+
+/// Qwen Code loads a folder's hooks unless folder trust is on (`security.folderTrust.enabled`
+/// in the user or system settings; off by default) and the folder is not trusted.
+pub fn qwen(root: &Path) -> Trust {
+    let system = env_path("QWEN_CODE_SYSTEM_SETTINGS_PATH")
+        .unwrap_or_else(|| PathBuf::from("/etc/qwen-code/settings.json"));
+    let mut enabled_in = None;
+    for settings in [Some(system), qwen_dir().map(|d| d.join("settings.json"))]
+        .into_iter()
+        .flatten()
+    {
+        if let Config::Value(v) = read_config(&settings, true)
+            && v["security"]["folderTrust"]["enabled"] == Value::Bool(true)
+        {
+            enabled_in = Some(settings);
+        }
+    }
+    let Some(settings) = enabled_in else {
+        return Trust::new(HooksRun::Yes, "folder trust is off (Qwen Code's default)");
+    };
+    let Some(path) = qwen_trusted_folders() else {
+        return no_home("~/.qwen");
+    };
+    let on = |what: String| {
+        let why = format!("{} turns folder trust on and {what}", settings.display());
+        Trust::new(HooksRun::No, why)
+    };
+    let rules = match folder_rules(&path, on(format!("{} does not exist", path.display()))) {
+        Ok(rules) => rules,
+        Err(verdict) => return verdict,
+    };
+    // Any trusting rule whose folder holds this one trusts it.
+    for (rule, level) in &rules {
+        let level = level.as_str().unwrap_or_default();
+        if matches!(level, "TRUST_FOLDER" | "TRUST_PARENT")
+            && self_and_ancestors(root).any(|d| Path::new(&d) == rule_folder(rule, level))
+        {
+            return Trust::new(HooksRun::Yes, format!("{} trusts {rule}", path.display()));
+        }
+    }
+    on(format!("{} does not trust this folder", path.display()))
+}
