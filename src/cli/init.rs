@@ -165,11 +165,12 @@ fn remove(
         };
         output::line(&format!("{verb}: {}", output::clean(&u.file)));
     }
+    let state_dir = output::clean(&removal.state_dir);
     if removal.remove_state_dir {
-        output::line(if dry_run {
-            "Would delete .coord/"
+        output::line(&if dry_run {
+            format!("Would delete {state_dir}")
         } else {
-            "Deleted .coord/"
+            format!("Deleted {state_dir}")
         });
     }
     if removal.changes.is_empty() {
@@ -177,8 +178,10 @@ fn remove(
             "Nothing to remove: coord is not wired here for {}",
             removal.clients.join(", ")
         ));
+    } else if !dry_run && removal.unwired.is_empty() {
+        output::line("Took back coord's instructions and ignore lines.");
     } else if !dry_run {
-        output::line(&format!("Unwired {}.", removal.clients.join(", ")));
+        output::line(&format!("Unwired {}.", removal.unwired.join(", ")));
     }
     if !removal.remaining.is_empty() {
         output::line(&format!(
@@ -187,9 +190,9 @@ fn remove(
         ));
     }
     if removal.state_dir_kept {
-        output::line(
-            "Kept .coord/: it holds this workspace's state (locks' queues, messages, history); delete it yourself once no agent works here",
-        );
+        output::line(&format!(
+            "Kept {state_dir}: it holds this workspace's state (locks' queues, messages, history); `coord init --remove --all` takes it too once no agent works here"
+        ));
     }
     Ok(ExitCode::Success)
 }

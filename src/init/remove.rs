@@ -46,8 +46,11 @@ pub struct Undo {
 pub struct Removal {
     /// The workspace root.
     pub root: String,
-    /// The clients unwired.
+    /// The clients asked for.
     pub clients: Vec<&'static str>,
+    /// Those of them that were wired here (their hook file ran coord's hook): the ones
+    /// `--remove` really unwires.
+    pub unwired: Vec<&'static str>,
     /// The clients still wired afterwards (their shared entries stay).
     pub remaining: Vec<&'static str>,
     /// Files changed or deleted, in order.
@@ -56,6 +59,9 @@ pub struct Removal {
     pub remove_state_dir: bool,
     /// Whether `.coord/` is kept though init made it: it holds the workspace's state.
     pub state_dir_kept: bool,
+    /// The state folder: `.coord/` in this tree, or the repository's (an absolute path) seen
+    /// from a linked worktree, which has none of its own.
+    pub state_dir: String,
     #[serde(skip)]
     record: Option<RecordUpdate>,
 }
@@ -63,6 +69,9 @@ pub struct Removal {
 #[derive(Debug, Clone)]
 struct RecordUpdate {
     drop_all: bool,
+    /// Another work tree of the repository is still wired: the record, shared by the trees
+    /// (keyed by the path in each), stays as it is for them.
+    shared: bool,
     files: Vec<String>,
     dirs: Vec<String>,
 }
@@ -92,6 +101,15 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
         .filter(|c| !clients.contains(c) && c.adapter().wired(root))
         .collect();
     let names: Vec<&'static str> = clients.iter().map(|c| c.as_str()).collect();
+    let unwired: Vec<&'static str> = clients
+        .iter()
+        .filter(|c| c.adapter().wired(root))
+        .map(|c| c.as_str())
+        .collect();
+    // The record and `.coord/` belong to the repository: another tree still wired keeps them.
+    let others_wired = crate::worktree::others(root)
+        .iter()
+        .any(|t| Client::ALL.iter().any(|c| c.adapter().wired(&t.top)));
     let resolver = Wiring::new(root, false);
     // Files a remaining client uses too: its shared entries (the MCP server, the blocks) stay.
     let kept: Vec<PathBuf> = if remaining.is_empty() {
@@ -154,6 +172,11 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
                     None => ("delete", None, true),
                 }
             }
+            // Cut out, and what is left is what the file held before init: that outcome is
+            // a restore, however it was reached.
+            Some(e) if stripped.is_some() && e.before == stripped => {
+                ("restore", stripped.map(String::into_bytes), false)
+            }
             _ => match stripped {
                 Some(s) => ("update", Some(s.into_bytes()), false),
                 None => ("delete", None, false),
@@ -167,23 +190,31 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
             created_by_init,
         });
     }
-    let all_gone = remaining.is_empty();
-    let state = layout::state_dir(&crate::worktree::shared_root(root));
+    let all_gone = remaining.is_empty() && !others_wired;
+    let shared = crate::worktree::shared_root(root);
+    let state = layout::state_dir(&shared);
     let state_dir_only_record = all_gone
         && record.state_dir
         && crate::fsutil::read_dir(&state).is_ok_and(|entries| {
             entries
                 .flatten()
-                .all(|e| e.path() == layout::init_record(&crate::worktree::shared_root(root)))
+                .all(|e| e.path() == layout::init_record(&shared))
         });
     Ok(Removal {
         root: root.display().to_string(),
         clients: names,
+        unwired,
         remaining: remaining.iter().map(|c| c.as_str()).collect(),
         remove_state_dir: state_dir_only_record,
         state_dir_kept: all_gone && record.state_dir && !state_dir_only_record,
+        state_dir: if shared == root {
+            format!("{}/", layout::STATE_DIR)
+        } else {
+            format!("{}/", state.display())
+        },
         record: Some(RecordUpdate {
             drop_all: all_gone,
+            shared: others_wired,
             files: changes.iter().map(|u| u.file.clone()).collect(),
             dirs: record.dirs.clone(),
         }),
@@ -237,7 +268,7 @@ pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
         if removal.remove_state_dir {
             fsutil::raw::remove_empty_dir(&layout::state_dir(&crate::worktree::shared_root(root)));
         }
-    } else {
+    } else if !up.shared {
         let mut record = Record::load(root);
         for f in &up.files {
             record.files.remove(f);
