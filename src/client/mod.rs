@@ -175,8 +175,10 @@ pub(crate) struct Plugin {
 /// what a shell tool runs (from the tool's arguments as sent, string or object); its reply
 /// format; `normalize`, for a payload shaped otherwise than Claude Code's; whether it is told
 /// "no" by exit status 2 (the reason on stderr); its hook file and instructions file; whether
-/// git runs its hooks for commits through its shell tool; what `coord init` writes for it; its
-/// plugin; and its trust gate with the step that opens it.
+/// git runs its hooks for commits through its shell tool; what `coord init` writes for it; the
+/// project file where the client itself keeps its user's answers about coord's MCP server and
+/// tools (`approvals`: coord never writes it, `init --remove` takes coord's entries out of it);
+/// its plugin; and its trust gate with the step that opens it.
 pub struct Adapter {
     /// The name used on the command line and in agent ids (`claude`).
     pub name: &'static str,
@@ -194,6 +196,7 @@ pub struct Adapter {
     pub(crate) instruction_file: Option<&'static str>,
     pub(crate) shell_git_hooks: (bool, &'static str),
     pub(crate) wiring: &'static [Wire],
+    pub(crate) approvals: Option<&'static str>,
     pub(crate) plugin: Option<Plugin>,
     trust: fn(&Path) -> Trust,
     trust_step: fn(&Path) -> String,
@@ -395,6 +398,9 @@ const CLAUDE: Adapter = Adapter {
         },
         MCP_JSON,
     ],
+    // Its answer to "use this project's MCP server?" (`enabledMcpjsonServers`), and a tool
+    // allowed for good (`permissions.allow`: `mcp__coord__lock`).
+    approvals: Some(".claude/settings.local.json"),
     plugin: Some(Plugin {
         kind: PluginKind::Marketplace {
             marketplace: ".claude-plugin/marketplace.json",
@@ -450,6 +456,7 @@ const CODEX: Adapter = Adapter {
         },
         Wire::CodexToml(".codex/config.toml"),
     ],
+    approvals: None,
     plugin: Some(Plugin {
         kind: PluginKind::Marketplace {
             marketplace: ".agents/plugins/marketplace.json",
@@ -513,6 +520,7 @@ const GEMINI: Adapter = Adapter {
         hooks: Some(HookStyle::Claude { named: true }),
         mcp: Some(McpStyle::Servers),
     }],
+    approvals: None,
     plugin: Some(Plugin {
         kind: PluginKind::Extension {
             manifest: "gemini-extension.json",
@@ -574,6 +582,7 @@ const COPILOT: Adapter = Adapter {
         },
         MCP_JSON,
     ],
+    approvals: None,
     plugin: Some(Plugin {
         // Copilot loads it live from this folder: keep the folder.
         kind: PluginKind::Marketplace {
@@ -631,6 +640,7 @@ const QWEN: Adapter = Adapter {
         hooks: Some(HookStyle::Claude { named: true }),
         mcp: Some(McpStyle::Servers),
     }],
+    approvals: None,
     plugin: Some(Plugin {
         kind: PluginKind::Extension {
             manifest: "qwen-extension.json",
@@ -687,6 +697,7 @@ const OPENCODE: Adapter = Adapter {
         },
     ],
     // `opencode plugin -g DIR` lists it in the user's `opencode.jsonc`; nothing removes it.
+    approvals: None,
     plugin: Some(Plugin {
         kind: PluginKind::Js {
             package: r#"{"main": "coord.js"}"#,
@@ -732,6 +743,7 @@ const CLINE: Adapter = Adapter {
     instruction_file: None,
     shell_git_hooks: GIT_OWN_CONFIG,
     wiring: &[Wire::Generated(".cline/plugins/coord.js", CLINE_PLUGIN)],
+    approvals: None,
     plugin: Some(Plugin {
         kind: PluginKind::Js {
             package: r#"{"cline": {"plugins": [{"paths": ["./coord.js"]}]}}"#,
@@ -825,6 +837,7 @@ const CURSOR: Adapter = Adapter {
             mcp: Some(McpStyle::Servers),
         },
     ],
+    approvals: None,
     plugin: None,
     trust: |_| {
         Trust::new(
@@ -879,6 +892,7 @@ const WINDSURF: Adapter = Adapter {
         hooks: Some(HookStyle::Flat { version: false }),
         mcp: None,
     }],
+    approvals: None,
     plugin: None,
     trust: |_| {
         Trust::new(
