@@ -12,8 +12,10 @@ use super::{Ctx, output};
 
 /// Wire this folder for agent clients: hooks, MCP server, instructions for agents
 ///
-/// Creates `.coord/`; registers `coord hook CLIENT` and the `coord mcp` server with each client
-/// (Claude Code: .claude/settings.json, .mcp.json; Codex CLI: .codex/hooks.json,
+/// Without `--client`, wires the clients installed here (their command on PATH: claude, codex,
+/// gemini, copilot, qwen, opencode, cline, cursor-agent, windsurf), or, when none is, Claude
+/// Code, Codex, Gemini and Copilot. Creates `.coord/`; registers `coord hook CLIENT` and the
+/// `coord mcp` server with each client (Claude Code: .claude/settings.json, .mcp.json; Codex CLI: .codex/hooks.json,
 /// .codex/config.toml; Gemini CLI: .gemini/settings.json; Copilot CLI: .github/hooks/coord.json,
 /// .mcp.json; Qwen Code: .qwen/settings.json; OpenCode: the plugin .opencode/plugin/coord.js,
 /// opencode.json; Cline CLI: the plugin .cline/plugins/coord.js); prints, per client, whether it runs these hooks here or the step that makes it
@@ -26,14 +28,15 @@ use super::{Ctx, output};
 /// `--remove --all` takes coord out of the repository and every worktree of it, as `git status`
 /// saw it before coord (a backup that differs from its file is kept unless `--yes`).
 ///
-///   coord init                       # every client
+///   coord init                       # the clients installed here (on PATH)
 ///   coord init --client claude --dry-run
 ///   coord init --remove              # take it all out again
 ///   coord init --remove --all        # leave: nothing of coord's left in the repository
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct InitArgs {
-    /// The clients to wire (repeat or separate with commas; default: all)
+    /// The clients to wire (repeat or separate with commas, or `all`; default: those whose
+    /// command is on PATH, else claude, codex, gemini and copilot)
     #[arg(long, value_parser = client_choice(), value_delimiter = ',', value_name = "CLIENT")]
     client: Vec<Option<Client>>,
     /// Print what would change and write nothing
@@ -85,6 +88,18 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     if args.remove {
         return remove(&ws, &clients, args.dry_run, ctx);
     }
+    // Without `--client`: the clients installed here (their command on PATH), else the four
+    // the contract names.
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found: Vec<(Client, std::path::PathBuf)> = Client::ALL
+        .iter()
+        .filter_map(|c| c.find_on(&path).map(|p| (*c, p)))
+        .collect();
+    let (clients, chosen_by) = match (args.client.is_empty(), found.is_empty()) {
+        (false, _) => (clients, "flag"),
+        (true, false) => (found.iter().map(|(c, _)| *c).collect(), "found"),
+        (true, true) => (Client::DEFAULT.to_vec(), "default"),
+    };
     let plan = init::plan(&ws, &clients)?;
     if !args.dry_run {
         init::apply(&ws, &plan)?;
@@ -98,6 +113,11 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             "dry_run": args.dry_run,
             "plan": plan,
             "trust": trust,
+            "chosen_by": chosen_by,
+            "found": found
+                .iter()
+                .map(|(c, p)| serde_json::json!({"client": c.as_str(), "path": p}))
+                .collect::<Vec<_>>(),
         }));
         return Ok(ExitCode::Success);
     }
@@ -110,6 +130,23 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         (false, "create") => "Created",
         (false, _) => "Updated",
     };
+    match chosen_by {
+        "found" => {
+            let found: Vec<String> = found
+                .iter()
+                .map(|(c, p)| format!("{} ({})", c.as_str(), p.display()))
+                .collect();
+            output::line(&format!("Found on PATH: {}.", found.join(", ")));
+        }
+        "default" => {
+            let names: Vec<&str> = Client::DEFAULT.iter().map(|c| c.as_str()).collect();
+            output::line(&format!(
+                "No agent client found on PATH: wiring {}, the clients coord wires by default.",
+                names.join(", ")
+            ));
+        }
+        _ => {}
+    }
     if plan.create_state_dir {
         output::line(&format!("{} .coord/", verb("create")));
     }
@@ -143,6 +180,17 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     }
     for t in &trust {
         output::line(&t.line());
+    }
+    if chosen_by != "flag" {
+        let others: Vec<&str> = Client::ALL
+            .iter()
+            .filter(|c| !clients.contains(c))
+            .map(|c| c.as_str())
+            .collect();
+        output::line(&format!(
+            "Add another client with `coord init --client NAME` ({}), or every one with `--client all`.",
+            others.join(", ")
+        ));
     }
     Ok(ExitCode::Success)
 }

@@ -2,7 +2,7 @@
 //! files edited since, and a state folder kept.
 
 use crate::init::read_json;
-use crate::support::Env;
+use crate::support::{Env, no_clients};
 
 /// Each client's files as a user may have them before `coord init`: other hooks, other keys,
 /// comments, odd formatting, text without a final line break.
@@ -83,7 +83,7 @@ fn init_then_remove_leaves_every_file_byte_for_byte() {
 fn remove_cuts_coords_entries_out_of_files_edited_since() {
     let env = Env::new();
     plant_user_files(&env);
-    env.cmd().args(["init"]).ok();
+    env.cmd().path_only(no_clients()).args(["init"]).ok();
     // The user edits after init: a new key in Gemini's settings, a line in AGENTS.md.
     let gemini = env.read(".gemini/settings.json").replace(
         "// my theme",
@@ -138,7 +138,7 @@ fn remove_takes_the_folders_init_made_and_keeps_the_users_own() {
     for dir in [".claude", ".github", ".codex"] {
         std::fs::create_dir(env.path(dir)).unwrap();
     }
-    env.cmd().args(["init"]).ok();
+    env.cmd().path_only(no_clients()).args(["init"]).ok();
     assert!(env.path(".github/hooks").is_dir() && env.path(".gemini").is_dir());
     env.cmd().args(["init", "--remove"]).ok();
     for dir in [".claude", ".github", ".codex"] {
@@ -254,7 +254,7 @@ fn remove_leaves_a_users_own_file_where_coord_would_put_its_plugin() {
 #[test]
 fn a_partial_remove_does_not_report_the_state_folder_as_kept() {
     let env = Env::new();
-    env.cmd().args(["init"]).ok();
+    env.cmd().path_only(no_clients()).args(["init"]).ok();
     let out = env
         .cmd()
         .args(["init", "--remove", "--client", "gemini", "--json"])
