@@ -210,7 +210,16 @@ pub struct Uninstalled {
 /// [`Error::Failed`] outside a git work tree; [`Error::Io`] when a hook cannot be removed or
 /// renamed.
 pub fn uninstall(dir: &Path) -> Result<Vec<Uninstalled>> {
-    let hooks = hooks_dir(dir)?;
+    uninstall_in(&hooks_dir(dir)?, false)
+}
+
+/// [`uninstall`] in the hooks folder `hooks` (see [`hooks_dir`]); with `dry_run`, only say
+/// what it would do.
+///
+/// # Errors
+///
+/// [`Error::Io`] when a hook cannot be removed or renamed.
+pub fn uninstall_in(hooks: &Path, dry_run: bool) -> Result<Vec<Uninstalled>> {
     let mut out = Vec::new();
     for name in HOOKS {
         let path = hooks.join(name);
@@ -221,10 +230,14 @@ pub fn uninstall(dir: &Path) -> Result<Vec<Uninstalled>> {
         let outcome = if ours {
             if fs::symlink_metadata(&aside).is_ok() {
                 // The rename puts the chained hook back in one step: never a moment without it.
-                fsutil::rename(&aside, &path)?;
+                if !dry_run {
+                    fsutil::rename(&aside, &path)?;
+                }
                 "restored"
             } else {
-                fsutil::remove(&path)?;
+                if !dry_run {
+                    fsutil::remove(&path)?;
+                }
                 "removed"
             }
         } else if fs::symlink_metadata(&path).is_ok() {
@@ -286,6 +299,15 @@ fn script(name: &str, coord: &Path) -> String {
          if [ -x \"$chained\" ]; then \"$chained\" \"$@\" <\"$input\"; exit $?; fi\n\
          exit 0\n"
     )
+}
+
+/// The files git tracks in the work tree at `dir`, relative to its top folder.
+///
+/// # Errors
+///
+/// [`Error::Failed`] when git fails (outside a git work tree).
+pub fn tracked(dir: &Path) -> Result<Vec<String>> {
+    Ok(split_names(&git(dir, &["ls-files", "-z", "--full-name"])?))
 }
 
 /// The staged paths (old and new names of renames), relative to the top folder.

@@ -4,9 +4,10 @@
 //! (a session that crashed and never came back), and it holds no lock file, has no ticket in a
 //! wait queue, and no stamp-card row of it is online and alive. What it left is removed: its
 //! presence, its stamp-card rows, its read marks, its needs-user state. Queue folders left
-//! empty go too, and history events older than the history's age bound. Everything of an agent
-//! that is not finished is kept. Decided and done under the workspace mutex, so an agent that
-//! clocks in meanwhile is never pruned.
+//! empty go too, entries of the index of locks whose lock file is gone, and history events
+//! older than the history's age bound. Everything of an agent that is not finished is kept.
+//! Decided and done under the workspace mutex, so an agent that clocks in meanwhile is never
+//! pruned.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -139,6 +140,10 @@ pub fn prune(ws: &Workspace, dry_run: bool) -> Result<Pruned> {
             out.removed.extend(ws.rel(&dir));
         }
     }
+    // Entries of coord's index of locks whose lock file is gone (removed by hand, or with its
+    // work tree): nothing holds them, and a view would only look them up again.
+    let entries = lock::forget_gone(root, dry_run);
+    out.removed.extend(entries.iter().filter_map(|p| ws.rel(p)));
     drop(_mutex);
     out.history_events = history::trim(root, dry_run)?;
     Ok(out)

@@ -406,6 +406,23 @@ pub fn others(root: &Path) -> Vec<Tree> {
     all
 }
 
+/// Every work tree of the repository whose tree `top` is, whatever workspace each one is (a
+/// worktree holding its own `.coord/` included): `top` first, then the main work tree (none
+/// for a bare repository) and each linked one still there. Just `top` outside git.
+pub fn repository_tops(top: &Path) -> Vec<PathBuf> {
+    let mut all = vec![top.to_path_buf()];
+    let Some(common) = common_dir(top) else {
+        return all;
+    };
+    let linked = read_linked(&common).into_iter().map(|l| l.top);
+    for t in main_top(&common).into_iter().chain(linked) {
+        if !all.contains(&t) && !is_gone(&t) {
+            all.push(t);
+        }
+    }
+    all
+}
+
 /// The work tree (of those sharing `root`'s workspace) holding `path`: the deepest top level
 /// that `path` lies under.
 pub fn tree_of(root: &Path, path: &Path) -> Option<Tree> {

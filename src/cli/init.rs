@@ -12,7 +12,9 @@ use super::{Ctx, output};
 
 /// Wire this folder for agent clients: hooks, MCP server, instructions for agents
 ///
-/// Registers `coord hook CLIENT` and the `coord mcp` server in each client's own files:
+/// Without `--client`, wires the clients installed here (their command on PATH), or, when none
+/// is, Claude Code, Codex, Gemini and Copilot. Registers `coord hook CLIENT` and the `coord mcp`
+/// server in each client's own files:
 ///   Claude Code   .claude/settings.json, .mcp.json
 ///   Codex CLI     .codex/hooks.json, .codex/config.toml
 ///   Gemini CLI    .gemini/settings.json
@@ -30,14 +32,18 @@ use super::{Ctx, output};
 /// Existing files are merged, never clobbered; running it twice changes nothing. `--remove`
 /// takes back exactly what init added (a file nobody changed since is put back byte for byte;
 /// a file init created goes again); entries another wired client still uses stay.
+/// `--remove --all` takes coord out of the repository and every worktree of it, as `git status`
+/// saw it before coord (a backup that differs from its file is kept unless `--yes`).
 ///
-///   coord init                       # every client
+///   coord init                       # the clients installed here (on PATH)
 ///   coord init --client claude --dry-run
 ///   coord init --remove              # take it all out again
+///   coord init --remove --all        # leave: nothing of coord's left in the repository
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct InitArgs {
-    /// The clients to wire (repeat or separate with commas; default: all)
+    /// The clients to wire (repeat or separate with commas, or `all`; default: those whose
+    /// command is on PATH, else claude, codex, gemini and copilot)
     #[arg(long, value_parser = client_choice(), value_delimiter = ',', value_name = "CLIENT")]
     client: Vec<Option<Client>>,
     /// Print what would change and write nothing
@@ -46,6 +52,14 @@ pub struct InitArgs {
     /// Take back what `coord init` added for these clients (default: all)
     #[arg(long)]
     remove: bool,
+    /// With --remove: take coord out of the repository, every worktree of it (the wiring, the
+    /// guard's hooks, .coord/, locks, presences, backups equal to their file, coord's block in
+    /// .git/info/exclude); refused (exit 3) while another agent holds a live lock
+    #[arg(long, requires = "remove", conflicts_with = "client")]
+    all: bool,
+    /// With --all: remove backups and refused writes that differ from their file too
+    #[arg(long, requires = "all")]
+    yes: bool,
 }
 
 /// A client's name, or `all` (`None`).
@@ -75,9 +89,24 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         None => ctx.workspace(None)?,
     };
     let (_, clients) = chosen(&args.client);
+    if args.all {
+        return leave(&ws, args.dry_run, args.yes, ctx);
+    }
     if args.remove {
         return remove(&ws, &clients, args.dry_run, ctx);
     }
+    // Without `--client`: the clients installed here (their command on PATH), else the four
+    // the contract names.
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    let found: Vec<(Client, std::path::PathBuf)> = Client::ALL
+        .iter()
+        .filter_map(|c| c.find_on(&path).map(|p| (*c, p)))
+        .collect();
+    let (clients, chosen_by) = match (args.client.is_empty(), found.is_empty()) {
+        (false, _) => (clients, "flag"),
+        (true, false) => (found.iter().map(|(c, _)| *c).collect(), "found"),
+        (true, true) => (Client::DEFAULT.to_vec(), "default"),
+    };
     let plan = init::plan(&ws, &clients)?;
     if !args.dry_run {
         init::apply(&ws, &plan)?;
@@ -91,6 +120,11 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             "dry_run": args.dry_run,
             "plan": plan,
             "trust": trust,
+            "chosen_by": chosen_by,
+            "found": found
+                .iter()
+                .map(|(c, p)| serde_json::json!({"client": c.as_str(), "path": p}))
+                .collect::<Vec<_>>(),
         }));
         return Ok(ExitCode::Success);
     }
@@ -103,6 +137,23 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         (false, "create") => "Created",
         (false, _) => "Updated",
     };
+    match chosen_by {
+        "found" => {
+            let found: Vec<String> = found
+                .iter()
+                .map(|(c, p)| format!("{} ({})", c.as_str(), p.display()))
+                .collect();
+            output::line(&format!("Found on PATH: {}.", found.join(", ")));
+        }
+        "default" => {
+            let names: Vec<&str> = Client::DEFAULT.iter().map(|c| c.as_str()).collect();
+            output::line(&format!(
+                "No agent client found on PATH: wiring {}, the clients coord wires by default.",
+                names.join(", ")
+            ));
+        }
+        _ => {}
+    }
     if plan.create_state_dir {
         output::line(&format!("{} .coord/", verb("create")));
     }
@@ -136,6 +187,17 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     }
     for t in &trust {
         output::line(&t.line());
+    }
+    if chosen_by != "flag" {
+        let others: Vec<&str> = Client::ALL
+            .iter()
+            .filter(|c| !clients.contains(c))
+            .map(|c| c.as_str())
+            .collect();
+        output::line(&format!(
+            "Add another client with `coord init --client NAME` ({}), or every one with `--client all`.",
+            others.join(", ")
+        ));
     }
     Ok(ExitCode::Success)
 }
@@ -172,11 +234,12 @@ fn remove(
         };
         output::line(&format!("{verb}: {}", output::clean(&u.file)));
     }
+    let state_dir = output::clean(&removal.state_dir);
     if removal.remove_state_dir {
-        output::line(if dry_run {
-            "Would delete .coord/"
+        output::line(&if dry_run {
+            format!("Would delete {state_dir}")
         } else {
-            "Deleted .coord/"
+            format!("Deleted {state_dir}")
         });
     }
     if removal.changes.is_empty() {
@@ -184,8 +247,10 @@ fn remove(
             "Nothing to remove: coord is not wired here for {}",
             removal.clients.join(", ")
         ));
+    } else if !dry_run && removal.unwired.is_empty() {
+        output::line("Took back coord's instructions and ignore lines.");
     } else if !dry_run {
-        output::line(&format!("Unwired {}.", removal.clients.join(", ")));
+        output::line(&format!("Unwired {}.", removal.unwired.join(", ")));
     }
     if !removal.remaining.is_empty() {
         output::line(&format!(
@@ -194,9 +259,113 @@ fn remove(
         ));
     }
     if removal.state_dir_kept {
-        output::line(
-            "Kept .coord/: it holds this workspace's state (locks' queues, messages, history); delete it yourself once no agent works here",
-        );
+        output::line(&format!(
+            "Kept {state_dir}: it holds this workspace's state (locks' queues, messages, history); `coord init --remove --all` takes it too once no agent works here"
+        ));
+    }
+    Ok(ExitCode::Success)
+}
+
+/// `coord init --remove --all`.
+fn leave(
+    ws: &coord::workspace::Workspace,
+    dry_run: bool,
+    yes: bool,
+    ctx: &Ctx,
+) -> anyhow::Result<ExitCode> {
+    let me = ctx.agent_opt()?;
+    let leaving = init::leave::plan(ws, me.as_ref(), yes)?;
+    if !dry_run {
+        init::leave::apply(&leaving)?;
+    }
+    if ctx.json {
+        let mut v = serde_json::to_value(&leaving).unwrap_or_default();
+        v["dry_run"] = dry_run.into();
+        output::json(&v);
+        return Ok(ExitCode::Success);
+    }
+    if ctx.quiet {
+        return Ok(ExitCode::Success);
+    }
+    // A path inside this tree relative to it, one elsewhere (another worktree) as it is.
+    let shown = |p: &std::path::Path| {
+        output::clean(
+            &p.strip_prefix(ws.root())
+                .map(|r| r.display().to_string())
+                .unwrap_or_else(|_| p.display().to_string()),
+        )
+    };
+    let verb = |done: &str, todo: &str| {
+        if dry_run {
+            format!("Would {todo}")
+        } else {
+            done.to_string()
+        }
+    };
+    let mut said = 0;
+    for tree in &leaving.trees {
+        let top = std::path::Path::new(&tree.root);
+        for u in &tree.removal.changes {
+            let word = match u.action {
+                "restore" => verb("Restored", "restore"),
+                "delete" => verb("Deleted", "delete"),
+                _ => verb("Updated", "update"),
+            };
+            output::line(&format!("{word}: {}", shown(&top.join(&u.file))));
+            said += 1;
+        }
+    }
+    for g in &leaving.removed {
+        let slash = if g.what.contains("folder") { "/" } else { "" };
+        output::line(&format!(
+            "{}: {}{slash}",
+            verb("Deleted", "delete"),
+            shown(std::path::Path::new(&g.path))
+        ));
+        said += 1;
+    }
+    for h in &leaving.hooks {
+        let back = if h.outcome == "restored" {
+            " (the hook it chained back in its place)"
+        } else {
+            ""
+        };
+        output::line(&format!(
+            "{}: coord's {} hook {}{back}",
+            verb("Removed", "remove"),
+            h.hook,
+            output::clean(&h.path)
+        ));
+        said += 1;
+    }
+    if let Some(path) = &leaving.exclude {
+        output::line(&format!(
+            "{}: coord's block in {}",
+            verb("Removed", "remove"),
+            output::clean(path)
+        ));
+        said += 1;
+    }
+    for k in &leaving.kept {
+        output::line(&format!(
+            "Kept {}: it differs from {}, and may hold the only copy of what it saved; delete it yourself, or run `coord init --remove --all --yes`",
+            shown(std::path::Path::new(&k.path)),
+            shown(std::path::Path::new(&k.differs_from)),
+        ));
+    }
+    if said == 0 && leaving.kept.is_empty() {
+        output::line("Nothing to remove: coord left nothing in this repository");
+    } else if !dry_run {
+        let n = leaving.trees.len();
+        output::line(&format!(
+            "coord is out of this repository ({n} work tree{}){}.",
+            if n == 1 { "" } else { "s" },
+            if leaving.kept.is_empty() {
+                ""
+            } else {
+                ", but for the files kept above"
+            }
+        ));
     }
     Ok(ExitCode::Success)
 }

@@ -11,7 +11,8 @@ use super::{Ctx, output};
 ///
 /// Their presences, stamp-card rows, read marks and empty wait queues. An agent is finished when its presence says FINISHED (or it has been silent for over a
 /// day) and it holds no lock, waits in no queue and has no live session. Everything of the
-/// other agents is kept. History events older than its age bound are dropped too.
+/// other agents is kept. History events older than its age bound are dropped too, and so are
+/// entries of the index of locks (`.coord/held/`) whose lock file is gone (removed by hand).
 ///
 ///   coord prune --dry-run     # what would go
 ///   coord prune

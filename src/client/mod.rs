@@ -175,8 +175,11 @@ pub(crate) struct Plugin {
 /// what a shell tool runs (from the tool's arguments as sent, string or object); its reply
 /// format; `normalize`, for a payload shaped otherwise than Claude Code's; whether it is told
 /// "no" by exit status 2 (the reason on stderr); its hook file and instructions file; whether
-/// git runs its hooks for commits through its shell tool; what `coord init` writes for it; its
-/// plugin; and its trust gate with the step that opens it.
+/// git runs its hooks for commits through its shell tool; what `coord init` writes for it; the
+/// project file where the client itself keeps its user's answers about coord's MCP server and
+/// tools (`approvals`: coord never writes it, `init --remove` takes coord's entries out of it);
+/// the commands that start it (`executables`: found on `PATH`, plain `coord init` wires it);
+/// its plugin; and its trust gate with the step that opens it.
 pub struct Adapter {
     /// The name used on the command line and in agent ids (`claude`).
     pub name: &'static str,
@@ -194,6 +197,8 @@ pub struct Adapter {
     pub(crate) instruction_file: Option<&'static str>,
     pub(crate) shell_git_hooks: (bool, &'static str),
     pub(crate) wiring: &'static [Wire],
+    pub(crate) approvals: Option<&'static str>,
+    pub(crate) executables: &'static [&'static str],
     pub(crate) plugin: Option<Plugin>,
     trust: fn(&Path) -> Trust,
     trust_step: fn(&Path) -> String,
@@ -309,9 +314,37 @@ clients! {
 }
 
 impl Client {
+    /// What plain `coord init` wires where no client is found on `PATH`: the four clients the
+    /// contract names, so that a repository set up before its users' clients are installed (a
+    /// CI image, a fresh machine) still gets the usual wiring.
+    pub const DEFAULT: &'static [Client] = &[
+        Client::Claude,
+        Client::Codex,
+        Client::Gemini,
+        Client::Copilot,
+    ];
+
     /// The name used on the command line and in agent ids.
     pub fn as_str(self) -> &'static str {
         self.adapter().name
+    }
+
+    /// Where the client's command is on `path` (a `PATH` value): the first executable file of
+    /// one of its names (`claude`; Cursor's `cursor-agent` or `cursor`), folder by folder.
+    pub fn find_on(self, path: &std::ffi::OsStr) -> Option<PathBuf> {
+        use std::os::unix::fs::PermissionsExt;
+        std::env::split_paths(path)
+            .filter(|dir| dir.is_absolute())
+            .find_map(|dir| {
+                self.adapter()
+                    .executables
+                    .iter()
+                    .map(|name| dir.join(name))
+                    .find(|p| {
+                        std::fs::metadata(p)
+                            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                    })
+            })
     }
 
     /// The client's product name.
@@ -395,6 +428,10 @@ const CLAUDE: Adapter = Adapter {
         },
         MCP_JSON,
     ],
+    // Its answer to "use this project's MCP server?" (`enabledMcpjsonServers`), and a tool
+    // allowed for good (`permissions.allow`: `mcp__coord__lock`).
+    approvals: Some(".claude/settings.local.json"),
+    executables: &["claude"],
     plugin: Some(Plugin {
         kind: PluginKind::Marketplace {
             marketplace: ".claude-plugin/marketplace.json",
@@ -450,6 +487,8 @@ const CODEX: Adapter = Adapter {
         },
         Wire::CodexToml(".codex/config.toml"),
     ],
+    approvals: None,
+    executables: &["codex"],
     plugin: Some(Plugin {
         kind: PluginKind::Marketplace {
             marketplace: ".agents/plugins/marketplace.json",
@@ -513,6 +552,8 @@ const GEMINI: Adapter = Adapter {
         hooks: Some(HookStyle::Claude { named: true }),
         mcp: Some(McpStyle::Servers),
     }],
+    approvals: None,
+    executables: &["gemini"],
     plugin: Some(Plugin {
         kind: PluginKind::Extension {
             manifest: "gemini-extension.json",
@@ -574,6 +615,8 @@ const COPILOT: Adapter = Adapter {
         },
         MCP_JSON,
     ],
+    approvals: None,
+    executables: &["copilot"],
     plugin: Some(Plugin {
         // Copilot loads it live from this folder: keep the folder.
         kind: PluginKind::Marketplace {
@@ -631,6 +674,8 @@ const QWEN: Adapter = Adapter {
         hooks: Some(HookStyle::Claude { named: true }),
         mcp: Some(McpStyle::Servers),
     }],
+    approvals: None,
+    executables: &["qwen"],
     plugin: Some(Plugin {
         kind: PluginKind::Extension {
             manifest: "qwen-extension.json",
@@ -687,6 +732,8 @@ const OPENCODE: Adapter = Adapter {
         },
     ],
     // `opencode plugin -g DIR` lists it in the user's `opencode.jsonc`; nothing removes it.
+    approvals: None,
+    executables: &["opencode"],
     plugin: Some(Plugin {
         kind: PluginKind::Js {
             package: r#"{"main": "coord.js"}"#,
@@ -732,6 +779,8 @@ const CLINE: Adapter = Adapter {
     instruction_file: None,
     shell_git_hooks: GIT_OWN_CONFIG,
     wiring: &[Wire::Generated(".cline/plugins/coord.js", CLINE_PLUGIN)],
+    approvals: None,
+    executables: &["cline"],
     plugin: Some(Plugin {
         kind: PluginKind::Js {
             package: r#"{"cline": {"plugins": [{"paths": ["./coord.js"]}]}}"#,
@@ -825,6 +874,8 @@ const CURSOR: Adapter = Adapter {
             mcp: Some(McpStyle::Servers),
         },
     ],
+    approvals: None,
+    executables: &["cursor-agent", "cursor"],
     plugin: None,
     trust: |_| {
         Trust::new(
@@ -879,6 +930,8 @@ const WINDSURF: Adapter = Adapter {
         hooks: Some(HookStyle::Flat { version: false }),
         mcp: None,
     }],
+    approvals: None,
+    executables: &["windsurf"],
     plugin: None,
     trust: |_| {
         Trust::new(

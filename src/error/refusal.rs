@@ -76,6 +76,8 @@ refusals! {
     Conflict => "conflict",
     /// A message to an agent that lives in a workspace nested inside this one.
     AgentElsewhere => "agent_elsewhere",
+    /// `init --remove --all` while another agent holds a live lock or claim.
+    InUse => "in_use",
 }
 
 #[cfg(test)]

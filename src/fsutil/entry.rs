@@ -34,6 +34,28 @@ pub fn remove(path: &Path) -> Result<bool> {
     }
 }
 
+/// Remove the folder `dir` and everything in it, never following a link: a link, at `dir` or
+/// inside it, is removed as itself. `Ok(false)` when nothing was there. Only `coord init
+/// --remove --all` removes a tree: coord's state folder, as coord leaves a repository.
+///
+/// # Errors
+///
+/// [`Error::Io`](crate::Error::Io) naming what could not be listed or removed.
+pub fn remove_tree(dir: &Path) -> Result<bool> {
+    match fs::symlink_metadata(dir) {
+        Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
+        Err(e) => return Err(e).at("remove", dir),
+        Ok(m) if !m.is_dir() => return remove(dir),
+        Ok(_) => {}
+    }
+    for name in super::list_names(dir).at("list", dir)? {
+        remove_tree(&dir.join(name))?;
+    }
+    super::read::refuse_linked(dir, false).at("remove", dir)?;
+    fs::remove_dir(dir).at("remove", dir)?;
+    Ok(true)
+}
+
 /// Remove `path`, a file or a folder of files (one level: what is inside is removed, never
 /// followed; a folder inside it stays, and so does the folder then). Best effort.
 pub fn remove_flat(path: &Path) {

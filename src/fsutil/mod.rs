@@ -51,8 +51,8 @@ pub use atomic::{
     spool, temp_in,
 };
 pub use entry::{
-    empty_marker, ensure_dir, make_executable, remove, remove_flat, rename, rewrite_in_place,
-    set_mtime_epoch, sync_dir, touch, touch_if_same,
+    empty_marker, ensure_dir, make_executable, remove, remove_flat, remove_tree, rename,
+    rewrite_in_place, set_mtime_epoch, sync_dir, touch, touch_if_same,
 };
 pub use read::{
     RECORD_CAP, Stat, for_each_name, forget_cached_pages, linked_ancestor, linked_state_folder,

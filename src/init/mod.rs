@@ -18,6 +18,7 @@ use crate::fsutil;
 use crate::workspace::Workspace;
 
 mod jsonc;
+pub mod leave;
 mod record;
 mod remove;
 

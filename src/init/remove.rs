@@ -46,8 +46,11 @@ pub struct Undo {
 pub struct Removal {
     /// The workspace root.
     pub root: String,
-    /// The clients unwired.
+    /// The clients asked for.
     pub clients: Vec<&'static str>,
+    /// Those of them that were wired here (their hook file ran coord's hook): the ones
+    /// `--remove` really unwires.
+    pub unwired: Vec<&'static str>,
     /// The clients still wired afterwards (their shared entries stay).
     pub remaining: Vec<&'static str>,
     /// Files changed or deleted, in order.
@@ -56,6 +59,9 @@ pub struct Removal {
     pub remove_state_dir: bool,
     /// Whether `.coord/` is kept though init made it: it holds the workspace's state.
     pub state_dir_kept: bool,
+    /// The state folder: `.coord/` in this tree, or the repository's (an absolute path) seen
+    /// from a linked worktree, which has none of its own.
+    pub state_dir: String,
     #[serde(skip)]
     record: Option<RecordUpdate>,
 }
@@ -63,6 +69,9 @@ pub struct Removal {
 #[derive(Debug, Clone)]
 struct RecordUpdate {
     drop_all: bool,
+    /// Another work tree of the repository is still wired: the record, shared by the trees
+    /// (keyed by the path in each), stays as it is for them.
+    shared: bool,
     files: Vec<String>,
     dirs: Vec<String>,
 }
@@ -92,6 +101,15 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
         .filter(|c| !clients.contains(c) && c.adapter().wired(root))
         .collect();
     let names: Vec<&'static str> = clients.iter().map(|c| c.as_str()).collect();
+    let unwired: Vec<&'static str> = clients
+        .iter()
+        .filter(|c| c.adapter().wired(root))
+        .map(|c| c.as_str())
+        .collect();
+    // The record and `.coord/` belong to the repository: another tree still wired keeps them.
+    let others_wired = crate::worktree::others(root)
+        .iter()
+        .any(|t| Client::ALL.iter().any(|c| c.adapter().wired(&t.top)));
     let resolver = Wiring::new(root, false);
     // Files a remaining client uses too: its shared entries (the MCP server, the blocks) stay.
     let kept: Vec<PathBuf> = if remaining.is_empty() {
@@ -154,6 +172,11 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
                     None => ("delete", None, true),
                 }
             }
+            // Cut out, and what is left is what the file held before init: that outcome is
+            // a restore, however it was reached.
+            Some(e) if stripped.is_some() && e.before == stripped => {
+                ("restore", stripped.map(String::into_bytes), false)
+            }
             _ => match stripped {
                 Some(s) => ("update", Some(s.into_bytes()), false),
                 None => ("delete", None, false),
@@ -167,23 +190,66 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
             created_by_init,
         });
     }
-    let all_gone = remaining.is_empty();
-    let state = layout::state_dir(&crate::worktree::shared_root(root));
+    // What a client wrote itself because of coord (Claude Code's answer about coord's server):
+    // coord's entries go, the user's others stay.
+    for c in clients {
+        let Some(rel) = c.adapter().approvals else {
+            continue;
+        };
+        let Ok(path) = resolver.resolve(rel) else {
+            continue;
+        };
+        let Some(bytes) = read_regular(&path)? else {
+            continue;
+        };
+        let file = rel.to_string();
+        let bad = |why: String| {
+            Error::bad_input(format!(
+                "`{file}` is not valid JSON ({why}); fix or move it, then run `coord init --remove` again (nothing was written)"
+            ))
+        };
+        let text = String::from_utf8(bytes).map_err(|_| bad("not UTF-8".into()))?;
+        let stripped = strip_approvals(&text, other_project_servers(root)).map_err(bad)?;
+        if stripped.as_deref() == Some(text.as_str()) {
+            continue;
+        }
+        changes.push(Undo {
+            action: if stripped.is_some() {
+                "update"
+            } else {
+                "delete"
+            },
+            content: stripped.map(String::into_bytes),
+            file,
+            path,
+            created_by_init: false,
+        });
+    }
+    let all_gone = remaining.is_empty() && !others_wired;
+    let shared = crate::worktree::shared_root(root);
+    let state = layout::state_dir(&shared);
     let state_dir_only_record = all_gone
         && record.state_dir
         && crate::fsutil::read_dir(&state).is_ok_and(|entries| {
             entries
                 .flatten()
-                .all(|e| e.path() == layout::init_record(&crate::worktree::shared_root(root)))
+                .all(|e| e.path() == layout::init_record(&shared))
         });
     Ok(Removal {
         root: root.display().to_string(),
         clients: names,
+        unwired,
         remaining: remaining.iter().map(|c| c.as_str()).collect(),
         remove_state_dir: state_dir_only_record,
         state_dir_kept: all_gone && record.state_dir && !state_dir_only_record,
+        state_dir: if shared == root {
+            format!("{}/", layout::STATE_DIR)
+        } else {
+            format!("{}/", state.display())
+        },
         record: Some(RecordUpdate {
             drop_all: all_gone,
+            shared: others_wired,
             files: changes.iter().map(|u| u.file.clone()).collect(),
             dirs: record.dirs.clone(),
         }),
@@ -237,7 +303,7 @@ pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
         if removal.remove_state_dir {
             fsutil::raw::remove_empty_dir(&layout::state_dir(&crate::worktree::shared_root(root)));
         }
-    } else {
+    } else if !up.shared {
         let mut record = Record::load(root);
         for f in &up.files {
             record.files.remove(f);
@@ -347,7 +413,11 @@ fn toml_plain(v: &toml_edit::Value) -> Value {
 /// # Errors
 ///
 /// The line of a begin marker without its end.
-fn strip_block(text: &str, begin: &str, end: &str) -> std::result::Result<Option<String>, usize> {
+pub(super) fn strip_block(
+    text: &str,
+    begin: &str,
+    end: &str,
+) -> std::result::Result<Option<String>, usize> {
     let Some((start, mut stop)) = find_block(text, begin, end)? else {
         return Ok(Some(text.to_string()));
     };
@@ -478,6 +548,88 @@ fn strip_json(
     Ok(Some(root.to_string()))
 }
 
+/// Whether the project's `.mcp.json` names a server other than coord's.
+fn other_project_servers(root: &std::path::Path) -> bool {
+    let text = crate::fsutil::read_capped(&root.join(".mcp.json"), 16 * 1024 * 1024)
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok());
+    json_value(text.as_deref())
+        .and_then(|v| v.get("mcpServers")?.as_object().cloned())
+        .is_some_and(|servers| servers.keys().any(|k| k != "coord"))
+}
+
+/// Claude Code's local settings (JSON with comments) without what its user answered about
+/// coord: `coord` in `enabledMcpjsonServers` and `disabledMcpjsonServers`, coord's tools in
+/// `permissions` (`mcp__coord`, `mcp__coord__lock`), and `enableAllProjectMcpServers` where
+/// coord's was the project's only server (`others`: it has others). Lists and objects emptied
+/// by that go too; `None` when nothing else is left.
+fn strip_approvals(text: &str, others: bool) -> std::result::Result<Option<String>, String> {
+    if text.trim().is_empty() {
+        return Ok(Some(text.to_string()));
+    }
+    let root = CstRootNode::parse(text, &options()).map_err(|e| e.to_string())?;
+    let Some(obj) = root.object_value() else {
+        return Err("the top level is not an object".into());
+    };
+    let mut cut = false;
+    for key in ["enabledMcpjsonServers", "disabledMcpjsonServers"] {
+        cut |= cut_coords_names(&obj, key);
+    }
+    if let Some(perms) = obj.object_value("permissions") {
+        let mut removed = false;
+        for key in ["allow", "deny", "ask"] {
+            removed |= cut_coords_names(&perms, key);
+        }
+        cut |= removed;
+        if removed
+            && perms.properties().is_empty()
+            && let Some(p) = obj.get("permissions")
+        {
+            p.remove();
+        }
+    }
+    if !others
+        && let Some(p) = obj.get("enableAllProjectMcpServers")
+        && p.value().and_then(|v| v.to_serde_value()) == Some(Value::Bool(true))
+    {
+        p.remove();
+        cut = true;
+    }
+    if !cut {
+        return Ok(Some(text.to_string()));
+    }
+    if obj.properties().is_empty() {
+        return Ok(None);
+    }
+    Ok(Some(root.to_string()))
+}
+
+/// Take coord's names (`coord`, `mcp__coord`, `mcp__coord__TOOL`) out of the list `obj[key]`,
+/// and the list when that empties it; whether any was there.
+fn cut_coords_names(obj: &jsonc_parser::cst::CstObject, key: &str) -> bool {
+    let Some(list) = obj.array_value(key) else {
+        return false;
+    };
+    let mut removed = false;
+    for e in list.elements() {
+        let name = e.to_serde_value().unwrap_or(Value::Null);
+        if name
+            .as_str()
+            .is_some_and(|s| s == "coord" || s == "mcp__coord" || s.starts_with("mcp__coord__"))
+        {
+            e.remove();
+            removed = true;
+        }
+    }
+    if removed
+        && list.elements().is_empty()
+        && let Some(p) = obj.get(key)
+    {
+        p.remove();
+    }
+    removed
+}
+
 /// TOML without coord's `[mcp_servers.coord]` (with `mcp`); `None` when nothing is left.
 fn strip_toml(text: &str, mcp: bool) -> std::result::Result<Option<String>, String> {
     let mut doc: toml_edit::DocumentMut = text
@@ -540,6 +692,30 @@ mod tests {
         assert_eq!(
             strip_json(text, &["codex"], false).unwrap().as_deref(),
             Some(text)
+        );
+    }
+
+    #[test]
+    fn only_coords_answers_are_cut_from_claudes_local_settings() {
+        let text = "{\n  // mine\n  \"enabledMcpjsonServers\": [\"docs\", \"coord\"],\n  \"permissions\": {\"allow\": [\"mcp__coord__lock\", \"Bash(npm test)\"], \"deny\": [\"mcp__coord\"]},\n  \"enableAllProjectMcpServers\": true\n}\n";
+        let out = strip_approvals(text, true).unwrap().unwrap();
+        assert_eq!(
+            json_value(Some(&out)).unwrap(),
+            serde_json::json!({
+                "enabledMcpjsonServers": ["docs"],
+                "permissions": {"allow": ["Bash(npm test)"]},
+                "enableAllProjectMcpServers": true,
+            }),
+            "{out}"
+        );
+        assert!(out.contains("// mine"), "{out}");
+        // coord's the project's only server: the answer to "all of them" was about coord.
+        let only = "{\"enabledMcpjsonServers\": [\"coord\"], \"enableAllProjectMcpServers\": true}";
+        assert_eq!(strip_approvals(only, false), Ok(None));
+        let theirs = "{\"enabledMcpjsonServers\": []}";
+        assert_eq!(
+            strip_approvals(theirs, false).unwrap().as_deref(),
+            Some(theirs)
         );
     }
 }

@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use crate::support::Env;
+use crate::support::{Env, no_clients};
 
 pub(crate) fn read_json(env: &Env, rel: &str) -> Value {
     serde_json::from_str(&env.read(rel)).unwrap_or_else(|e| panic!("{rel}: {e}"))
@@ -23,6 +23,7 @@ pub(crate) fn commands(v: &Value, event: &str) -> Vec<String> {
 fn init_wires_every_client_and_a_second_run_changes_nothing() {
     let env = Env::new();
     env.cmd()
+        .path_only(no_clients())
         .arg("init")
         .ok()
         .stdout_has("Created: .claude/settings.json");
@@ -103,7 +104,11 @@ fn init_wires_every_client_and_a_second_run_changes_nothing() {
     }
 
     let before = env.snapshot();
-    env.cmd().arg("init").ok().stdout_has("Nothing to change");
+    env.cmd()
+        .path_only(no_clients())
+        .arg("init")
+        .ok()
+        .stdout_has("Nothing to change");
     assert_eq!(env.snapshot(), before);
     env.cmd()
         .args(["init", "--client", "claude,gemini"])
@@ -250,7 +255,7 @@ fn init_merges_into_existing_settings_keeping_keys_hooks_and_text() {
     env.write("AGENTS.md", agents);
     env.write(".gitignore", "target/\n*.log");
 
-    env.cmd().args(["init"]).ok();
+    env.cmd().path_only(no_clients()).args(["init"]).ok();
 
     let text = env.read(".claude/settings.json");
     let pos = |needle: &str| {
@@ -307,6 +312,7 @@ fn init_merges_into_existing_settings_keeping_keys_hooks_and_text() {
     // Idempotent on merged files too.
     let before = env.snapshot();
     env.cmd()
+        .path_only(no_clients())
         .args(["init"])
         .ok()
         .stdout_has("Nothing to change");
@@ -512,4 +518,104 @@ fn gemini_settings_with_comments_are_merged_keeping_them() {
         out.stderr
     );
     assert_eq!(env.snapshot(), before);
+}
+
+/// The files of the clients a plain `coord init` wired in `env`, each client's own folder or
+/// file that only it uses.
+fn wired_clients(env: &Env) -> Vec<&'static str> {
+    [
+        ("claude", ".claude/settings.json"),
+        ("codex", ".codex/hooks.json"),
+        ("gemini", ".gemini/settings.json"),
+        ("copilot", ".github/hooks/coord.json"),
+        ("qwen", ".qwen/settings.json"),
+        ("opencode", ".opencode/plugin/coord.js"),
+        ("cline", ".cline/plugins/coord.js"),
+        ("cursor", ".cursor/hooks.json"),
+        ("windsurf", ".windsurf/hooks.json"),
+    ]
+    .into_iter()
+    .filter(|(_, file)| env.exists(file))
+    .map(|(client, _)| client)
+    .collect()
+}
+
+/// #48 item 4: plain `coord init` wires the clients installed on this machine (their command
+/// on PATH), says which and how to add another; a user with one client gets that client's
+/// files only, not nine clients' in eleven places.
+#[test]
+fn plain_init_wires_the_clients_found_on_path() {
+    let env = Env::new();
+    let bin = env.path("bin");
+    crate::support::plant_command(&bin, "claude");
+    // Named like a client but not executable: not a client installed.
+    env.write("bin/codex", "not a program");
+    let out = env.cmd().path_only(&bin).arg("init").ok();
+    out.stdout_has(&format!(
+        "Found on PATH: claude ({}).",
+        bin.join("claude").display()
+    ));
+    out.stdout_has("Add another client with `coord init --client NAME` (codex, gemini");
+    assert_eq!(wired_clients(&env), ["claude"]);
+    let mut files: Vec<String> = env
+        .snapshot()
+        .into_keys()
+        .filter(|k| !k.starts_with(".coord/") && !k.starts_with("bin/"))
+        .collect();
+    files.sort();
+    assert_eq!(
+        files,
+        [
+            ".claude/settings.json",
+            ".gitignore",
+            ".mcp.json",
+            "AGENTS.md",
+            "CLAUDE.md"
+        ]
+    );
+
+    crate::support::plant_command(&bin, "cursor-agent");
+    crate::support::plant_command(&bin, "gemini");
+    let v: Value = env
+        .cmd()
+        .path_only(&bin)
+        .args(["init", "--json"])
+        .ok()
+        .json();
+    assert_eq!(v["chosen_by"], "found", "{v}");
+    assert_eq!(
+        v["plan"]["clients"],
+        serde_json::json!(["claude", "gemini", "cursor"])
+    );
+    assert_eq!(wired_clients(&env), ["claude", "gemini", "cursor"]);
+}
+
+/// #48 item 4: with no client on PATH, plain `coord init` wires the four clients the contract
+/// names (a repository set up before its users' clients are installed), and says so; `--client
+/// all` still wires every client.
+#[test]
+fn plain_init_without_a_client_on_path_wires_the_contracts_four() {
+    let env = Env::new();
+    let empty = env.path("empty");
+    std::fs::create_dir_all(&empty).unwrap();
+    env.cmd()
+        .path_only(&empty)
+        .arg("init")
+        .ok()
+        .stdout_has("No agent client found on PATH: wiring claude, codex, gemini, copilot");
+    assert_eq!(
+        wired_clients(&env),
+        ["claude", "codex", "gemini", "copilot"]
+    );
+    for doc in ["AGENTS.md", "CLAUDE.md", "GEMINI.md"] {
+        assert!(env.read(doc).contains("<!-- coord:begin -->"), "{doc}");
+    }
+    let everyone = Env::new();
+    everyone
+        .cmd()
+        .path_only(&empty)
+        .args(["init", "--client", "all"])
+        .ok()
+        .stdout_lacks("Add another client");
+    assert_eq!(wired_clients(&everyone).len(), 9);
 }

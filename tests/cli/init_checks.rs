@@ -7,13 +7,13 @@ use std::time::{Duration, Instant};
 use serde_json::Value;
 
 use crate::init::{commands, read_json};
-use crate::support::Env;
+use crate::support::{Env, no_clients};
 
 /// `coord ARGS` in `env` is refused as bad input (exit 2, an `error:` line saying each of
 /// `said`) with nothing written: every file as it was, and no `.coord/`.
 fn refused_writing_nothing(env: &Env, args: &[&str], said: &[&str]) {
     let before = env.snapshot();
-    let out = env.cmd().args(args).code(2);
+    let out = env.cmd().path_only(no_clients()).args(args).code(2);
     assert!(
         out.stderr.contains("error:") && said.iter().all(|s| out.stderr.contains(s)),
         "{args:?}: {}",
@@ -60,7 +60,12 @@ fn dry_run_prints_the_changes_and_writes_nothing() {
         .stdout_lacks(".claude");
     assert_eq!(env.snapshot(), before);
     assert!(!env.path(".coord").exists());
-    let json: Value = env.cmd().args(["init", "--dry-run", "--json"]).ok().json();
+    let json: Value = env
+        .cmd()
+        .path_only(no_clients())
+        .args(["init", "--dry-run", "--json"])
+        .ok()
+        .json();
     assert_eq!(json["dry_run"], true);
     assert!(json["plan"]["changes"].as_array().unwrap().len() >= 9);
     assert_eq!(env.snapshot(), before);
@@ -679,6 +684,7 @@ fn a_fifo_settings_file_is_refused_without_hanging() {
     let before = names(&env);
     let mut child = env
         .cmd()
+        .path_only(no_clients())
         .arg("init")
         .command()
         .stdout(std::process::Stdio::piped())

@@ -2,7 +2,7 @@
 //! files edited since, and a state folder kept.
 
 use crate::init::read_json;
-use crate::support::Env;
+use crate::support::{Env, no_clients};
 
 /// Each client's files as a user may have them before `coord init`: other hooks, other keys,
 /// comments, odd formatting, text without a final line break.
@@ -83,7 +83,7 @@ fn init_then_remove_leaves_every_file_byte_for_byte() {
 fn remove_cuts_coords_entries_out_of_files_edited_since() {
     let env = Env::new();
     plant_user_files(&env);
-    env.cmd().args(["init"]).ok();
+    env.cmd().path_only(no_clients()).args(["init"]).ok();
     // The user edits after init: a new key in Gemini's settings, a line in AGENTS.md.
     let gemini = env.read(".gemini/settings.json").replace(
         "// my theme",
@@ -138,7 +138,7 @@ fn remove_takes_the_folders_init_made_and_keeps_the_users_own() {
     for dir in [".claude", ".github", ".codex"] {
         std::fs::create_dir(env.path(dir)).unwrap();
     }
-    env.cmd().args(["init"]).ok();
+    env.cmd().path_only(no_clients()).args(["init"]).ok();
     assert!(env.path(".github/hooks").is_dir() && env.path(".gemini").is_dir());
     env.cmd().args(["init", "--remove"]).ok();
     for dir in [".claude", ".github", ".codex"] {
@@ -254,7 +254,7 @@ fn remove_leaves_a_users_own_file_where_coord_would_put_its_plugin() {
 #[test]
 fn a_partial_remove_does_not_report_the_state_folder_as_kept() {
     let env = Env::new();
-    env.cmd().args(["init"]).ok();
+    env.cmd().path_only(no_clients()).args(["init"]).ok();
     let out = env
         .cmd()
         .args(["init", "--remove", "--client", "gemini", "--json"])
@@ -354,4 +354,84 @@ fn an_unterminated_coord_block_is_reported_and_nothing_written() {
     assert!(!env.path(".coord").exists());
     env.cmd().args(["init", "--remove"]).code(2);
     assert_eq!(env.snapshot(), before);
+}
+
+/// A repository in `<env>/main` (a `.gitignore` and an `AGENTS.md` committed) with a linked
+/// worktree `<env>/b`.
+pub(crate) fn repo_with_worktree() -> (Env, std::path::PathBuf, std::path::PathBuf) {
+    let env = Env::new();
+    let main = env.path("main");
+    std::fs::create_dir_all(&main).unwrap();
+    let git = |dir: &std::path::Path, args: &[&str]| {
+        let out = crate::rigs::git(dir).args(args).output().unwrap();
+        assert!(out.status.success(), "git {args:?}: {out:?}");
+    };
+    git(&main, &["init", "-q", "-b", "trunk"]);
+    std::fs::write(main.join(".gitignore"), "target/\n").unwrap();
+    std::fs::write(main.join("AGENTS.md"), "# Rules\n").unwrap();
+    std::fs::write(main.join("README.md"), "hello\n").unwrap();
+    git(&main, &["add", "."]);
+    git(&main, &["commit", "-qm", "start"]);
+    git(&main, &["worktree", "add", "-q", "../b", "-b", "feature"]);
+    let b = env.path("b");
+    (env, main, b)
+}
+
+/// `coord` started in `dir`, finding its workspace as a user's shell would.
+fn coord_in(env: &Env, dir: &std::path::Path) -> crate::support::Cmd {
+    env.cmd().env_remove("COORD_DIR").cwd(dir)
+}
+
+/// #48: `init --remove` says only what it really took back: "Unwired" names the clients that
+/// were wired (not every client it knows), and a file given back as it was before init is
+/// "Restored" in every worktree of the repository, whichever tree is unwired first (the record
+/// of what init found stays while another tree is still wired).
+#[test]
+fn remove_names_only_the_clients_it_unwired_and_one_word_for_one_outcome() {
+    let (env, main, b) = repo_with_worktree();
+    for dir in [&main, &b] {
+        coord_in(&env, dir)
+            .args(["init", "--client", "claude"])
+            .ok();
+    }
+    let mut said = Vec::new();
+    for dir in [&main, &b] {
+        let out = coord_in(&env, dir).args(["init", "--remove"]).ok();
+        out.stdout_has("Unwired claude.");
+        said.push(out.stdout.clone());
+        assert_eq!(
+            std::fs::read_to_string(dir.join(".gitignore")).unwrap(),
+            "target/\n"
+        );
+        assert_eq!(
+            std::fs::read_to_string(dir.join("AGENTS.md")).unwrap(),
+            "# Rules\n"
+        );
+    }
+    for out in &said {
+        for file in [".gitignore", "AGENTS.md"] {
+            assert!(
+                out.contains(&format!("Restored: {file}\n")),
+                "{file}: one outcome, one word:\n{}",
+                said.join("---\n")
+            );
+        }
+    }
+}
+
+/// #48: a linked worktree has no `.coord/` of its own: `init --remove` there never says it kept
+/// one; when the repository's state stays, it names the folder where it lies.
+#[test]
+fn remove_in_a_linked_worktree_names_the_state_folder_where_it_lies() {
+    let (env, main, b) = repo_with_worktree();
+    coord_in(&env, &b).args(["init", "--client", "claude"]).ok();
+    env.agent("alice")
+        .env_remove("COORD_DIR")
+        .cwd(&b)
+        .args(["msg", "send", "bob", "hi"])
+        .ok();
+    assert!(!b.join(".coord").exists() && main.join(".coord").is_dir());
+    let out = coord_in(&env, &b).args(["init", "--remove"]).ok();
+    out.stdout_lacks("Kept .coord/");
+    out.stdout_has(&format!("Kept {}/", main.join(".coord").display()));
 }

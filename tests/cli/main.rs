@@ -58,6 +58,7 @@ mod identity;
 mod init;
 mod init_checks;
 mod init_remove;
+mod init_remove_all;
 mod json;
 mod load;
 mod locks;

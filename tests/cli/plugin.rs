@@ -216,7 +216,7 @@ fn plugin_write_refuses_a_file_for_a_folder_and_writes_nothing() {
 #[test]
 fn plugin_hooks_are_the_hooks_init_wires() {
     let env = Env::new();
-    env.cmd().arg("init").ok();
+    env.cmd().args(["init", "--client", "all"]).ok();
     let out = env.path("plugins");
     write_plugins(&env, &out, None);
     let pairs = [

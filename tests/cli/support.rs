@@ -210,6 +210,12 @@ impl Cmd {
         self
     }
 
+    /// With `PATH` naming only `dir`: no agent client's command is found (an empty folder), or
+    /// only those planted there ([`plant_command`]). For commands that start no other program.
+    pub fn path_only(self, dir: &Path) -> Cmd {
+        self.env("PATH", dir)
+    }
+
     /// The underlying command (for spawning without waiting).
     pub fn command(self) -> Command {
         self.command
@@ -411,11 +417,36 @@ pub fn finish(child: Child) -> Output {
 /// would sit above every test folder.
 pub fn outside() -> &'static Path {
     static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
-    DIR.get_or_init(|| {
+    folder_once(&DIR, "coord-outside-")
+}
+
+/// The folder in `cell`, made (empty, named `prefix…`) the first time it is asked for.
+fn folder_once(
+    cell: &'static std::sync::OnceLock<tempfile::TempDir>,
+    prefix: &str,
+) -> &'static Path {
+    cell.get_or_init(|| {
         tempfile::Builder::new()
-            .prefix("coord-outside-")
+            .prefix(prefix)
             .tempdir()
             .expect("a temporary folder")
     })
     .path()
+}
+
+/// An executable `name` in `dir` (a script that does nothing): a client "installed" there.
+pub fn plant_command(dir: &Path, name: &str) {
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::create_dir_all(dir).unwrap();
+    let path = dir.join(name);
+    std::fs::write(&path, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+/// An empty folder (one per test process): as `PATH` ([`Cmd::path_only`]), no agent client is
+/// found, and a plain `coord init` wires the contract's four clients, as on a machine without
+/// any installed.
+pub fn no_clients() -> &'static Path {
+    static DIR: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    folder_once(&DIR, "coord-no-clients-")
 }

@@ -628,3 +628,70 @@ fn a_claim_in_one_worktree_sees_a_lock_made_by_hand_in_another() {
     std::fs::remove_file(r.b.join("src/deep/y.rs.lock.Bob")).unwrap();
     coord(&r, &r.c, "alice").args(["lock", "src/"]).ok();
 }
+
+/// #48: the index of locks keeps no entry for a lock already released — taken and released in
+/// one tree, taken in a linked worktree and released from the main one, taken by a client's
+/// hook and released at the end of its turn — and `coord prune` forgets the entry of a lock
+/// file removed by hand (the seed's way to unlock), which no `coord unlock` of its agent may
+/// ever come to clear (`held/README.md.held.alice` stayed).
+#[test]
+fn no_entry_of_the_index_outlives_its_lock() {
+    let r = repo();
+    std::fs::write(r.main.join("README.md"), "hi\n").unwrap();
+    coord(&r, &r.main, "alice").args(["lock", "README.md"]).ok();
+    assert_eq!(indexed(&r), ["README.md.held.alice"]);
+    coord(&r, &r.main, "alice")
+        .args(["unlock", "README.md"])
+        .ok();
+    assert_eq!(indexed(&r), Vec::<String>::new(), "released where taken");
+
+    coord(&r, &r.b, "alice").args(["lock", "a.txt"]).ok();
+    coord(&r, &r.main, "alice").args(["unlock"]).ok();
+    assert_eq!(
+        indexed(&r),
+        Vec::<String>::new(),
+        "released from another tree"
+    );
+
+    let call = |event: &str, tool: Option<&str>| {
+        let mut payload = serde_json::json!({
+            "session_id": "cedd012c-f1ba-4d70-ad6d-1c65c16ba070",
+            "cwd": r.b,
+            "hook_event_name": event,
+        });
+        if let Some(tool) = tool {
+            payload["tool_name"] = tool.into();
+            payload["tool_input"] = serde_json::json!({
+                "file_path": r.b.join("a.txt"), "old_string": "a", "new_string": "b"
+            });
+        }
+        r.env
+            .cmd()
+            .env_remove("COORD_DIR")
+            .cwd(&r.b)
+            .args(["hook", "claude"])
+            .stdin(payload.to_string())
+            .ok();
+    };
+    call("PreToolUse", Some("Edit"));
+    assert_eq!(indexed(&r), ["a.txt.held.claude-cedd012c"]);
+    call("PostToolUse", Some("Edit"));
+    call("Stop", None);
+    assert!(!r.b.join("a.txt.lock.claude-cedd012c").exists());
+    assert_eq!(
+        indexed(&r),
+        Vec::<String>::new(),
+        "released at the turn's end"
+    );
+
+    // Unlocked by hand, as the seed does it: the lock file deleted.
+    coord(&r, &r.b, "alice").args(["lock", "src/x.rs"]).ok();
+    std::fs::remove_file(r.b.join("src/x.rs.lock.alice")).unwrap();
+    coord(&r, &r.main, "bob")
+        .args(["prune", "--dry-run"])
+        .ok()
+        .stdout_has("would remove .coord/held/src%2Fx.rs.held.alice");
+    assert_eq!(indexed(&r), ["src%2Fx.rs.held.alice"], "a dry run");
+    coord(&r, &r.main, "bob").args(["prune"]).ok();
+    assert_eq!(indexed(&r), Vec::<String>::new(), "pruned");
+}

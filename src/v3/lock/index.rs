@@ -7,8 +7,8 @@
 //! entry is made before its lock file is published and removed only after the lock file is
 //! gone. A process killed between the two leaves an entry without a lock file, which a reader
 //! skips (the lock file is looked up and is not there) and the next release of that file (which
-//! finds it not locked), or `coord unlock` of all of an agent's locks, removes; so does a lock
-//! file removed by hand. Nothing is ever lost from a view by a crash: a lock file is only
+//! finds it not locked), `coord unlock` of all of an agent's locks, or `coord prune` removes;
+//! so does a lock file removed by hand. Nothing is ever lost from a view by a crash: a lock file is only
 //! published once its entry exists.
 //!
 //! An entry is keyed by the path relative to its work tree's top level and is shared by every
@@ -111,19 +111,27 @@ pub(super) fn prune(root: &Path) {
     for leftover in layout::leftovers(&crate::worktree::shared_root(root)) {
         fsutil::remove_flat(&leftover);
     }
+    for (rel, agent) in gone(root) {
+        forget(root, &rel, &agent);
+    }
+}
+
+/// The entries whose lock file no work tree sharing the workspace holds: a lock file removed
+/// by hand (the seed's way to unlock), or never published by a process killed in between.
+pub(super) fn gone(root: &Path) -> Vec<(String, String)> {
     let entries = entries(root);
     if entries.is_empty() {
-        return;
+        return entries;
     }
     let mut tops = vec![root.to_path_buf()];
     tops.extend(crate::worktree::others(root).into_iter().map(|t| t.top));
-    for (rel, agent) in entries {
-        let gone = tops.iter().all(|top| {
-            fs::symlink_metadata(layout::lock_file(&top.join(&rel), &agent))
-                .is_err_and(|e| e.kind() == io::ErrorKind::NotFound)
-        });
-        if gone {
-            forget(root, &rel, &agent);
-        }
-    }
+    entries
+        .into_iter()
+        .filter(|(rel, agent)| {
+            tops.iter().all(|top| {
+                fs::symlink_metadata(layout::lock_file(&top.join(rel), agent))
+                    .is_err_and(|e| e.kind() == io::ErrorKind::NotFound)
+            })
+        })
+        .collect()
 }

@@ -309,6 +309,21 @@ impl LockEntry {
 #[allow(clippy::disallowed_methods)] // tests plant files by hand
 mod tests;
 
+/// Forget the entries of coord's index of locks whose lock file no work tree holds any more (a
+/// lock file removed by hand, as the seed unlocks), returning each entry's path; with
+/// `dry_run`, only say which. Caller holds the mutex.
+pub fn forget_gone(root: &std::path::Path, dry_run: bool) -> Vec<PathBuf> {
+    index::gone(root)
+        .into_iter()
+        .map(|(rel, agent)| {
+            if !dry_run {
+                index::forget(root, &rel, &agent);
+            }
+            crate::layout::held_entry(&crate::worktree::shared_root(root), &rel, &agent).0
+        })
+        .collect()
+}
+
 /// The files (relative to the root) that coord's index of locks names, each once: a hint,
 /// verified by reading the lock files (see `index`).
 pub fn indexed_files(root: &std::path::Path) -> Vec<String> {

@@ -1,0 +1,443 @@
+//! `coord init --remove --all`: coord taken out of a repository, every work tree of it, so that
+//! `git status` sees each tree as it did before coord (contract §11).
+//!
+//! [`plan`] reads everything first and decides; a live lock or claim of another agent refuses
+//! the whole thing before a byte is removed. [`apply`] then takes, in this order: each tree's
+//! wiring (what `init --remove` takes back, a client's own answers about coord's server
+//! included), coord's files beside the user's (locks, presences, handshakes, temporaries,
+//! backups and refused writes), the guard's git hooks (a hook they chained back in its place),
+//! coord's block in the repository's `info/exclude`, and every `.coord/` folder.
+//!
+//! A file git tracks is never touched, whatever its name. A file named like a lock, presence or
+//! handshake counts as coord's only when it reads as one (`package.lock.json` is not a lock). A
+//! backup or a refused write that differs from its file may hold the only copy of something: it
+//! is kept and named, unless the caller says `yes`.
+
+use std::collections::HashSet;
+use std::path::{Path, PathBuf};
+
+use serde::Serialize;
+
+use super::remove::{Removal, apply_removal, plan_removal, strip_block};
+use super::{IGNORE_BEGIN, IGNORE_END, unterminated};
+use crate::client::Client;
+use crate::clock;
+use crate::error::{Error, IoResultExt, Refusal, Result};
+use crate::fsutil;
+use crate::guard;
+use crate::layout;
+use crate::record::Record;
+use crate::v3::lock::{self, LockEntry, LockState};
+use crate::v3::presence::StateCache;
+use crate::workspace::{AgentId, Workspace};
+
+/// One work tree's wiring, as `init --remove` takes it back there.
+#[derive(Debug, Clone, Serialize)]
+pub struct TreeWiring {
+    /// The tree's top level.
+    pub root: String,
+    /// What comes out of its files.
+    pub removal: Removal,
+}
+
+/// One file or folder of coord's that goes.
+#[derive(Debug, Clone, Serialize)]
+pub struct Gone {
+    /// The path (absolute).
+    pub path: String,
+    /// What it is (`a lock file`, `the state folder`, ...).
+    pub what: &'static str,
+}
+
+/// A backup or refused write that stays: it differs from its file, so it may hold the only
+/// copy of what it saved.
+#[derive(Debug, Clone, Serialize)]
+pub struct Kept {
+    /// The path (absolute).
+    pub path: String,
+    /// The file it differs from (absolute; it may be gone).
+    pub differs_from: String,
+}
+
+/// What `init --remove --all` would do (or did).
+#[derive(Debug, Clone, Serialize)]
+pub struct Leaving {
+    /// The work trees, the one it runs in first.
+    pub trees: Vec<TreeWiring>,
+    /// coord's files and folders that go (the `.coord/` folders last).
+    pub removed: Vec<Gone>,
+    /// Backups and refused writes that stay (without `yes`).
+    pub kept: Vec<Kept>,
+    /// The guard's git hooks: removed, or removed with the hook they chained put back.
+    pub hooks: Vec<guard::Uninstalled>,
+    /// The repository's exclude file whose coord block goes.
+    pub exclude: Option<String>,
+    /// The exclude file without the block (`None`: nothing else was in it).
+    #[serde(skip)]
+    exclude_left: Option<String>,
+    /// The hooks folders to take coord's hooks out of.
+    #[serde(skip)]
+    hooks_dirs: Vec<PathBuf>,
+}
+
+/// What each kind of coord's file beside the user's is called.
+const LOCK: &str = "a lock file";
+const PRESENCE: &str = "a presence file";
+const HANDSHAKE: &str = "a handshake file";
+const TEMP: &str = "a temporary file";
+const BACKUP: &str = "a backup equal to its file";
+const REJECTED: &str = "a refused write equal to its file";
+const STATE: &str = "coord's state folder";
+
+/// Compute what `init --remove --all` takes out of the repository `ws` is in (every work tree
+/// of it); `me` is the agent asking, whose own locks do not stand in the way; `yes`: backups
+/// and refused writes that differ from their file go too. Nothing is written.
+///
+/// # Errors
+///
+/// [`Error::Refused`] (`in_use`) naming every live lock or claim of another agent;
+/// [`Error::BadInput`] naming a wired file that cannot be parsed; [`Error::Io`] when something
+/// cannot be read.
+pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> {
+    let tops = crate::worktree::repository_tops(ws.root());
+    let mut found = Found::default();
+    for top in &tops {
+        let tracked: HashSet<String> = guard::tracked(top)
+            .unwrap_or_default()
+            .into_iter()
+            .collect();
+        walk(top, top, &tops, &tracked, &mut found);
+    }
+    refuse_live_locks(&tops, &found.locks, me)?;
+
+    let mut trees = Vec::new();
+    for top in &tops {
+        let tree = Workspace::at(top.clone());
+        trees.push(TreeWiring {
+            root: top.display().to_string(),
+            removal: plan_removal(&tree, Client::ALL)?,
+        });
+    }
+    let mut removed = Vec::new();
+    let mut kept = Vec::new();
+    for (path, what) in found.files {
+        removed.push(Gone {
+            path: path.display().to_string(),
+            what,
+        });
+    }
+    for (path, twin) in found.copies {
+        if yes {
+            removed.push(Gone {
+                path: path.display().to_string(),
+                what: "a backup or refused write (--yes)",
+            });
+        } else {
+            kept.push(Kept {
+                path: path.display().to_string(),
+                differs_from: twin.display().to_string(),
+            });
+        }
+    }
+    for dir in found.state_dirs {
+        removed.push(Gone {
+            path: dir.display().to_string(),
+            what: STATE,
+        });
+    }
+
+    // The guard's hooks, in each folder git takes them from (one for most repositories).
+    let mut hooks = Vec::new();
+    let mut hooks_dirs: Vec<PathBuf> = Vec::new();
+    for top in &tops {
+        if let Ok(dir) = guard::hooks_dir(top)
+            && !hooks_dirs.contains(&dir)
+        {
+            let ours: Vec<guard::Uninstalled> = guard::uninstall_in(&dir, true)?
+                .into_iter()
+                .filter(|h| matches!(h.outcome, "removed" | "restored"))
+                .collect();
+            if !ours.is_empty() {
+                hooks.extend(ours);
+                hooks_dirs.push(dir);
+            }
+        }
+    }
+
+    let (exclude, exclude_left) = match exclude_file(ws.root()) {
+        Some(path) => match exclude_without_block(&path)? {
+            Some(left) => (Some(path.display().to_string()), left),
+            None => (None, None),
+        },
+        None => (None, None),
+    };
+    Ok(Leaving {
+        trees,
+        removed,
+        kept,
+        hooks,
+        exclude,
+        exclude_left,
+        hooks_dirs,
+    })
+}
+
+/// Do what [`plan`] decided.
+///
+/// # Errors
+///
+/// [`Error::Io`] naming what could not be written or removed (what was done before stays done).
+pub fn apply(leaving: &Leaving) -> Result<()> {
+    for tree in &leaving.trees {
+        apply_removal(&Workspace::at(PathBuf::from(&tree.root)), &tree.removal)?;
+    }
+    for gone in leaving.removed.iter().filter(|g| g.what != STATE) {
+        fsutil::remove(Path::new(&gone.path))?;
+    }
+    for dir in &leaving.hooks_dirs {
+        guard::uninstall_in(dir, false)?;
+    }
+    if let Some(path) = &leaving.exclude {
+        let path = Path::new(path);
+        match &leaving.exclude_left {
+            Some(left) => fsutil::replace_durable(path, left.as_bytes())?,
+            None => {
+                fsutil::remove(path)?;
+            }
+        }
+    }
+    for gone in leaving.removed.iter().filter(|g| g.what == STATE) {
+        fsutil::remove_tree(Path::new(&gone.path))?;
+    }
+    Ok(())
+}
+
+/// What the walk of the work trees found.
+#[derive(Default)]
+struct Found {
+    /// coord's files that go: path, what.
+    files: Vec<(PathBuf, &'static str)>,
+    /// Backups and refused writes that differ from their file: path, the file.
+    copies: Vec<(PathBuf, PathBuf)>,
+    /// Lock files (read as locks), with their tree's top level.
+    locks: Vec<(PathBuf, PathBuf)>,
+    /// `.coord/` folders.
+    state_dirs: Vec<PathBuf>,
+}
+
+/// Walk `dir` (in the work tree `top`), never following a link, never entering `.git`, another
+/// work tree or repository, or a `.coord/` folder (which goes whole).
+fn walk(top: &Path, dir: &Path, tops: &[PathBuf], tracked: &HashSet<String>, found: &mut Found) {
+    let Ok(names) = fsutil::list_names(dir) else {
+        return;
+    };
+    let mut names: Vec<_> = names.into_iter().collect();
+    names.sort();
+    for name in names {
+        let path = dir.join(&name);
+        let Ok(meta) = std::fs::symlink_metadata(&path) else {
+            continue;
+        };
+        let Some(name) = name.to_str() else {
+            continue;
+        };
+        if meta.is_dir() {
+            if name == ".git" {
+                continue;
+            }
+            if name == layout::STATE_DIR {
+                found.state_dirs.push(path);
+                continue;
+            }
+            let other_tree = tops.contains(&path) || path.join(".git").exists();
+            if !other_tree {
+                walk(top, &path, tops, tracked, found);
+            }
+            continue;
+        }
+        if !meta.is_file() {
+            continue;
+        }
+        let rel = path
+            .strip_prefix(top)
+            .map(|r| r.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        if tracked.contains(&rel) {
+            continue;
+        }
+        classify_file(top, &path, name, found);
+    }
+}
+
+/// Note `path` (named `name`, in the tree `top`) when it is one of coord's files.
+fn classify_file(top: &Path, path: &Path, name: &str, found: &mut Found) {
+    let reads = |keys: &[&str]| {
+        fsutil::read_capped(path, fsutil::RECORD_CAP).is_ok_and(|b| {
+            let record = Record::parse(&String::from_utf8_lossy(&b));
+            keys.iter().any(|k| record.get(k).is_some())
+        })
+    };
+    if layout::parse_lock_name(name).is_some() {
+        if reads(&["locked_at", "token"]) {
+            found.files.push((path.to_path_buf(), LOCK));
+            found.locks.push((path.to_path_buf(), top.to_path_buf()));
+        }
+    } else if layout::is_temp_name(name) {
+        found.files.push((path.to_path_buf(), TEMP));
+    } else if layout::presence_agent(name).is_some() {
+        if reads(&["heartbeat", "status"]) {
+            found.files.push((path.to_path_buf(), PRESENCE));
+        }
+    } else if layout::handshake_agent(name).is_some() {
+        if reads(&["from", "protocol"]) {
+            found.files.push((path.to_path_buf(), HANDSHAKE));
+        }
+    } else if let Some(twin) = copy_of(path, name) {
+        if same_bytes(path, &twin) {
+            let what = if layout::is_backup_name(name) {
+                BACKUP
+            } else {
+                REJECTED
+            };
+            found.files.push((path.to_path_buf(), what));
+        } else {
+            found.copies.push((path.to_path_buf(), twin));
+        }
+    }
+}
+
+/// Whether two regular files hold the same bytes (files over 512 MiB count as different: kept
+/// rather than read whole).
+fn same_bytes(a: &Path, b: &Path) -> bool {
+    const CAP: u64 = 512 * 1024 * 1024;
+    let len = |p: &Path| {
+        std::fs::symlink_metadata(p)
+            .ok()
+            .filter(|m| m.is_file())
+            .map(|m| m.len())
+    };
+    match (len(a), len(b)) {
+        (Some(x), Some(y)) if x == y && x <= CAP => {
+            let read = |p: &Path| fsutil::read_capped(p, x + 1).ok();
+            read(a).is_some_and(|bytes| read(b) == Some(bytes))
+        }
+        _ => false,
+    }
+}
+
+/// The file a backup (`FILE.bak`) or a refused write (`FILE.rejected.<agent>[.<n>]`) was made
+/// for.
+fn copy_of(path: &Path, name: &str) -> Option<PathBuf> {
+    let base = match layout::own_file_kind(name)? {
+        "a backup" => name.strip_suffix(layout::BACKUP_SUFFIX)?,
+        k if k.starts_with("a refused write") => &name[..name.rfind(layout::REJECTED_INFIX)?],
+        _ => return None,
+    };
+    Some(path.with_file_name(base))
+}
+
+/// Refuse (exit 3, `in_use`) when another agent than `me` holds a live lock among `locks` (lock
+/// files with their tree) or a live claim, naming each.
+fn refuse_live_locks(
+    tops: &[PathBuf],
+    locks: &[(PathBuf, PathBuf)],
+    me: Option<&AgentId>,
+) -> Result<()> {
+    let now = clock::now();
+    let mut cache = StateCache::default();
+    let mut live: Vec<(LockEntry, &Path)> = Vec::new();
+    let others =
+        |e: &LockEntry| e.state != LockState::Stale && me.is_none_or(|m| m.id() != e.agent);
+    for top in tops {
+        let tree = Workspace::at(top.clone());
+        let mut targets = Vec::new();
+        for (path, _) in locks.iter().filter(|(_, t)| t == top) {
+            let name = path
+                .file_name()
+                .and_then(|n| n.to_str())
+                .unwrap_or_default();
+            let Some((base, _)) = layout::parse_lock_name(name) else {
+                continue;
+            };
+            if let Some(rel) = tree.rel(&path.with_file_name(base))
+                && let Ok(t) = tree.target_from_rel(&rel)
+                && !targets
+                    .iter()
+                    .any(|x: &crate::workspace::Target| x.abs == t.abs)
+            {
+                targets.push(t);
+            }
+        }
+        for mut group in lock::locks_of_each(&targets) {
+            group.retain(|e| {
+                e.record
+                    .as_ref()
+                    .is_some_and(|r| r.get("locked_at").is_some() || r.get("token").is_some())
+            });
+            lock::classify(top, &mut group, &mut cache, &now);
+            live.extend(group.into_iter().filter(others).map(|e| (e, top.as_path())));
+        }
+        if crate::worktree::shared_root(top) == *top {
+            live.extend(
+                lock::claim::judged(top, &mut cache, &now)
+                    .into_iter()
+                    .filter(others)
+                    .map(|e| (e, top.as_path())),
+            );
+        }
+    }
+    if live.is_empty() {
+        return Ok(());
+    }
+    let named: Vec<String> = live
+        .iter()
+        .map(|(e, top)| {
+            format!(
+                "`{}` is locked by {} since {} ({}, in {})",
+                e.file,
+                e.holder(),
+                lock::format_since(e.since.as_ref(), &now),
+                e.state.as_str(),
+                top.display()
+            )
+        })
+        .collect();
+    Err(Error::refused(
+        Refusal::InUse,
+        format!(
+            "{}: nothing was removed (coord leaves a repository only when no other agent works in it)",
+            named.join("; ")
+        ),
+        Some(
+            "ask them to finish (`coord unlock`, or the end of their turn), or wait until their locks are STALE, then run `coord init --remove --all` again; `coord status` shows every lock".into(),
+        ),
+    ))
+}
+
+/// The repository's exclude file (`<common git dir>/info/exclude`), when the workspace is in
+/// one.
+fn exclude_file(root: &Path) -> Option<PathBuf> {
+    let common = crate::worktree::common_dir(root)?;
+    Some(common.join("info").join("exclude"))
+}
+
+/// `Some(left)` when the exclude file at `path` holds coord's block: what stays without it
+/// (`None`: nothing else was in it); `None` when it holds no block (or is not there).
+///
+/// # Errors
+///
+/// [`Error::BadInput`] for a block without its end line.
+fn exclude_without_block(path: &Path) -> Result<Option<Option<String>>> {
+    let text = match fsutil::read_capped(path, 16 * 1024 * 1024) {
+        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(e).at("read", path),
+    };
+    let shown = path.display().to_string();
+    let left = strip_block(&text, IGNORE_BEGIN, IGNORE_END)
+        .map_err(|line| unterminated(&shown, IGNORE_BEGIN, IGNORE_END, line))?;
+    if left.as_deref() == Some(text.as_str()) {
+        return Ok(None);
+    }
+    Ok(Some(left))
+}
