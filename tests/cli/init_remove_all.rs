@@ -173,7 +173,19 @@ fn remove_all_leaves_every_worktree_as_git_status_saw_it_before_coord() {
         .code(3);
     refused.stderr_has("carol");
     refused.stderr_has("notes.txt");
-    assert_eq!(everything(&env, &main), held, "a refusal removes nothing");
+    // Nothing removed, nothing of the user's or coord's changed, but what carol's running
+    // command itself keeps writing meanwhile (her presence's heartbeat, the history, her
+    // session's records under `.coord/`).
+    let now = everything(&env, &main);
+    let gone: Vec<&String> = held.keys().filter(|k| !now.contains_key(*k)).collect();
+    assert!(gone.is_empty(), "a refusal removes nothing: {gone:?} went");
+    let carols = |k: &str| k.contains("/.coord/") || k.ends_with(".carol_presence");
+    let changed: Vec<&String> = held
+        .iter()
+        .filter(|(k, v)| !carols(k) && now.get(*k) != Some(*v))
+        .map(|(k, _)| k)
+        .collect();
+    assert!(changed.is_empty(), "a refusal changes nothing: {changed:?}");
     std::fs::write(b.join("stop"), "").unwrap();
     let out = finish(run);
     assert_eq!(out.code, Some(0), "{}", out.stderr);
