@@ -188,6 +188,14 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     for t in &trust {
         output::line(&t.line());
     }
+    // `git worktree add` checks out the branch's commits: files init just wrote reach a new
+    // worktree only once they are committed.
+    if !args.dry_run && !plan.changes.is_empty() && coord::worktree::common_dir(ws.root()).is_some()
+    {
+        output::line(
+            "Worktrees made from now on get these files only once they are committed: commit them, run `coord init` in each new worktree, or install the plugin instead, which needs no file in the repository (`coord docs agents`).",
+        );
+    }
     if chosen_by != "flag" {
         let others: Vec<&str> = Client::ALL
             .iter()
@@ -379,6 +387,9 @@ pub(super) struct ClientTrust {
     hooks_run: HooksRun,
     why: String,
     step: String,
+    /// What the client does per mode where its trust gate is for interactive sessions only.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    modes: Option<&'static str>,
     /// Whether git hooks run for commits made through the client's shell tool.
     shell_git_hooks: bool,
     shell_git_hooks_why: &'static str,
@@ -397,6 +408,7 @@ impl ClientTrust {
             hooks_run: t.hooks_run,
             why: t.why,
             step: a.trust_step(root),
+            modes: a.trust_modes(),
         }
     }
 
@@ -412,11 +424,17 @@ impl ClientTrust {
 
     /// One line: the client runs the hooks (and why), or the step that makes it.
     pub(super) fn line(&self) -> String {
-        match self.hooks_run {
-            HooksRun::Yes => format!("{}: runs these hooks ({})", self.product, self.why),
-            _ => format!(
-                "{}: runs these hooks only in a folder it trusts ({}): {}",
-                self.product, self.why, self.step
+        let (product, why) = (self.product, &self.why);
+        match (self.hooks_run, self.modes) {
+            (HooksRun::Yes, None) => format!("{product}: runs these hooks ({why})"),
+            (HooksRun::Yes, Some(modes)) => format!("{product}: runs these hooks ({why}); {modes}"),
+            (_, None) => format!(
+                "{product}: runs these hooks only in a folder it trusts ({why}): {}",
+                self.step
+            ),
+            (_, Some(modes)) => format!(
+                "{product}: an interactive session runs these hooks only in a folder it trusts ({why}): {}; {modes}",
+                self.step
             ),
         }
     }

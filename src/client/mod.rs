@@ -198,6 +198,9 @@ pub struct Adapter {
     pub(crate) shell_git_hooks: (bool, &'static str),
     pub(crate) wiring: &'static [Wire],
     pub(crate) approvals: Option<&'static str>,
+    /// What the client does by mode where its trust gate is not the whole story (a
+    /// non-interactive mode that runs hooks in any folder, a question an interactive session asks).
+    pub(crate) trust_modes: Option<&'static str>,
     pub(crate) executables: &'static [&'static str],
     pub(crate) plugin: Option<Plugin>,
     trust: fn(&Path) -> Trust,
@@ -239,6 +242,11 @@ impl Adapter {
     /// The one step that makes the client run this folder's hooks.
     pub fn trust_step(&self, root: &Path) -> String {
         (self.trust_step)(root)
+    }
+
+    /// Where the trust gate applies only to interactive sessions: what the other modes do.
+    pub fn trust_modes(&self) -> Option<&'static str> {
+        self.trust_modes
     }
 
     /// Whether git runs its hooks for a commit made through the client's shell tool, and why.
@@ -431,6 +439,9 @@ const CLAUDE: Adapter = Adapter {
     // Its answer to "use this project's MCP server?" (`enabledMcpjsonServers`), and a tool
     // allowed for good (`permissions.allow`: `mcp__coord__lock`).
     approvals: Some(".claude/settings.local.json"),
+    trust_modes: Some(
+        "`claude -p` runs them in any folder, trusted or not; an interactive session also asks once whether to use the project's MCP server `coord` (.mcp.json): answer yes",
+    ),
     executables: &["claude"],
     plugin: Some(Plugin {
         kind: PluginKind::Marketplace {
@@ -488,6 +499,7 @@ const CODEX: Adapter = Adapter {
         Wire::CodexToml(".codex/config.toml"),
     ],
     approvals: None,
+    trust_modes: None,
     executables: &["codex"],
     plugin: Some(Plugin {
         kind: PluginKind::Marketplace {
@@ -553,6 +565,7 @@ const GEMINI: Adapter = Adapter {
         mcp: Some(McpStyle::Servers),
     }],
     approvals: None,
+    trust_modes: None,
     executables: &["gemini"],
     plugin: Some(Plugin {
         kind: PluginKind::Extension {
@@ -616,6 +629,7 @@ const COPILOT: Adapter = Adapter {
         MCP_JSON,
     ],
     approvals: None,
+    trust_modes: None,
     executables: &["copilot"],
     plugin: Some(Plugin {
         // Copilot loads it live from this folder: keep the folder.
@@ -675,6 +689,7 @@ const QWEN: Adapter = Adapter {
         mcp: Some(McpStyle::Servers),
     }],
     approvals: None,
+    trust_modes: None,
     executables: &["qwen"],
     plugin: Some(Plugin {
         kind: PluginKind::Extension {
@@ -733,6 +748,7 @@ const OPENCODE: Adapter = Adapter {
     ],
     // `opencode plugin -g DIR` lists it in the user's `opencode.jsonc`; nothing removes it.
     approvals: None,
+    trust_modes: None,
     executables: &["opencode"],
     plugin: Some(Plugin {
         kind: PluginKind::Js {
@@ -780,6 +796,7 @@ const CLINE: Adapter = Adapter {
     shell_git_hooks: GIT_OWN_CONFIG,
     wiring: &[Wire::Generated(".cline/plugins/coord.js", CLINE_PLUGIN)],
     approvals: None,
+    trust_modes: None,
     executables: &["cline"],
     plugin: Some(Plugin {
         kind: PluginKind::Js {
@@ -875,6 +892,7 @@ const CURSOR: Adapter = Adapter {
         },
     ],
     approvals: None,
+    trust_modes: None,
     executables: &["cursor-agent", "cursor"],
     plugin: None,
     trust: |_| {
@@ -931,6 +949,7 @@ const WINDSURF: Adapter = Adapter {
         mcp: None,
     }],
     approvals: None,
+    trust_modes: None,
     executables: &["windsurf"],
     plugin: None,
     trust: |_| {

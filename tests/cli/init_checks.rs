@@ -480,6 +480,12 @@ fn init_and_doctor_say_which_clients_run_the_hooks() {
     }
     let text = with_home(&env, h).arg("doctor").ok();
     text.stdout_has("client:        Copilot CLI: runs these hooks only in a folder it trusts")
+        // #48: `claude -p` runs a folder's hooks untrusted (the real client's end-to-end
+        // tests run it so): the gate is said for interactive sessions only, with the MCP
+        // server question an interactive session asks.
+        .stdout_has("Claude Code: an interactive session runs these hooks only in a folder it trusts")
+        .stdout_has("`claude -p` runs them in any folder, trusted or not")
+        .stdout_has("MCP server `coord`")
         .stdout_has("git in shell:  Gemini CLI: git hooks for commits through its shell: no")
         .stdout_has("git in shell:  Claude Code: git hooks for commits through its shell: yes (its shell tool runs git with the repository's own config)")
         .stdout_has("git in shell:  Copilot CLI: git hooks for commits through its shell: yes (its shell tool sets only safe.bareRepository and core.fsmonitor through GIT_CONFIG_*; git hooks run)");

@@ -695,3 +695,41 @@ fn no_entry_of_the_index_outlives_its_lock() {
     coord(&r, &r.main, "bob").args(["prune"]).ok();
     assert_eq!(indexed(&r), Vec::<String>::new(), "pruned");
 }
+
+/// #48: a worktree made after `coord init` gets the hook files only through a commit; `init`
+/// says so where there are worktrees to make, and is silent in a folder outside git.
+#[test]
+fn init_says_worktrees_made_later_get_its_files_only_once_committed() {
+    let r = repo();
+    let note = "Worktrees made from now on get these files only once they are committed";
+    coord(&r, &r.main, "alice")
+        .args(["init", "--client", "claude"])
+        .ok()
+        .stdout_has(note)
+        .stdout_has("install the plugin instead");
+    // What the note says: a worktree made now has no hook file of Claude Code's …
+    git(
+        &r.main,
+        &["worktree", "add", "-q", "../later", "-b", "later"],
+    );
+    assert!(!r.env.path("later/.claude/settings.json").exists());
+    // … until the files are committed on the branch it starts from.
+    git(&r.main, &["add", "-A"]);
+    git(&r.main, &["commit", "-qm", "coord init"]);
+    git(
+        &r.main,
+        &["worktree", "add", "-q", "../after", "-b", "after"],
+    );
+    assert!(r.env.path("after/.claude/settings.json").exists());
+    // A second run changes nothing and says nothing of worktrees; a folder outside git never.
+    coord(&r, &r.main, "alice")
+        .args(["init", "--client", "claude"])
+        .ok()
+        .stdout_lacks(note);
+    let plain = Env::new();
+    plain
+        .cmd()
+        .args(["init", "--client", "claude"])
+        .ok()
+        .stdout_lacks(note);
+}
