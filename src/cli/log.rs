@@ -1,11 +1,13 @@
 //! `coord log [FILE...] [--agent A] [--since DUR] [--json] [--timeline]`: what happened.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 
 use clap::Args;
 
 use coord::clock::{self, Timestamp};
 use coord::history::{self, Event, Filter};
+use coord::workspace::Workspace;
 use coord::{Error, ExitCode};
 
 use super::Ctx;
@@ -57,6 +59,7 @@ pub fn run(args: LogArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         since: args.since.as_deref().map(since).transpose()?,
     };
     let events = history::read(ws.root(), &filter);
+    let mut places = Places::of(&ws);
     if args.timeline {
         let width = output::terminal_width().unwrap_or(100).max(40);
         output::raw(
@@ -78,7 +81,11 @@ pub fn run(args: LogArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 output::raw(format!("{text}\n").as_bytes());
             }
         } else if !ctx.quiet {
-            output::line(&format!("{} {}", local_time(e), describe(e)));
+            output::line(&format!(
+                "{} {}",
+                local_time(e),
+                describe(e, &places.who(e))
+            ));
         }
     }
     if events.is_empty() && !ctx.json && !ctx.quiet {
@@ -97,9 +104,62 @@ pub fn local_time(e: &Event) -> String {
     e.at.get(11..23).unwrap_or(&e.at).to_string()
 }
 
-/// An event in words.
-pub fn describe(e: &Event) -> String {
-    let a = &e.agent;
+/// Where an event happened, for the lines people read: `agent (wt-b, feature)`, naming the
+/// work tree and the branch checked out there, where the repository has several work trees.
+/// The branch is read from the tree's `HEAD` file, once per tree.
+pub struct Places {
+    /// The main work tree (events written there name no `worktree`).
+    main: String,
+    /// Whether the repository has several work trees.
+    several: bool,
+    /// Each tree's branch, as read.
+    branches: HashMap<String, Option<String>>,
+}
+
+impl Places {
+    /// For the workspace `ws`, as it is now.
+    pub fn of(ws: &Workspace) -> Places {
+        Places {
+            main: coord::worktree::shared_root(ws.root())
+                .display()
+                .to_string(),
+            several: coord::worktree::trees(ws.root()).len() > 1,
+            branches: HashMap::new(),
+        }
+    }
+
+    /// Read the branches again (a long-running view: a tree may have switched since).
+    pub fn forget_branches(&mut self) {
+        self.branches.clear();
+    }
+
+    /// The agent of `e`, with its tree and branch where that tells something.
+    pub fn who(&mut self, e: &Event) -> String {
+        self.who_in(&e.agent, e.worktree.as_deref())
+    }
+
+    /// `agent`, acting in the work tree `worktree` (`None`: the main one).
+    pub fn who_in(&mut self, agent: &str, worktree: Option<&str>) -> String {
+        if !self.several && worktree.is_none() {
+            return agent.to_string();
+        }
+        let tree = worktree.unwrap_or(&self.main).to_string();
+        let branch = self
+            .branches
+            .entry(tree.clone())
+            .or_insert_with(|| coord::worktree::branch_at(Path::new(&tree)))
+            .clone();
+        let name = coord::worktree::short_name(&tree);
+        match branch {
+            Some(b) => format!("{agent} ({name}, {b})"),
+            None => format!("{agent} ({name})"),
+        }
+    }
+}
+
+/// An event in words; `who` is its agent as the line names it (see [`Places::who`]).
+pub fn describe(e: &Event, who: &str) -> String {
+    let a = who;
     let f = e.file.as_deref().unwrap_or("?");
     let s = |k: &str| e.str(k).unwrap_or("").to_string();
     let n = |k: &str| e.extra.get(k).map(|n| n.to_string()).unwrap_or_default();

@@ -247,8 +247,8 @@ impl Cell {
 
 /// Render rows as aligned columns under a header, indented by two spaces.
 ///
-/// Lines fit the terminal ([`terminal_width`]): the widest column is cut (ending in `…`) until
-/// they do, no column below 6 characters.
+/// Lines fit the terminal ([`terminal_width`]): the widest columns are cut (ending in `…`), alike,
+/// until they do, no column below 6 characters.
 pub fn table(headers: &[&str], mut rows: Vec<Vec<Cell>>, color: bool) -> String {
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
     for row in &rows {
@@ -259,6 +259,8 @@ pub fn table(headers: &[&str], mut rows: Vec<Vec<Cell>>, color: bool) -> String 
     if let Some(limit) = terminal_width() {
         const MIN: usize = 6;
         let total = |w: &[usize]| 2 + w.iter().sum::<usize>() + 2 * w.len().saturating_sub(1);
+        // The widest column gives way first, down to the next widest: the wide ones end up
+        // cut alike, rather than one cut to nothing while its neighbour stays whole.
         while total(&widths) > limit {
             let Some((i, w)) = widths.iter().copied().enumerate().max_by_key(|(_, w)| *w) else {
                 break;
@@ -266,7 +268,15 @@ pub fn table(headers: &[&str], mut rows: Vec<Vec<Cell>>, color: bool) -> String 
             if w <= MIN {
                 break;
             }
-            widths[i] = (w - (total(&widths) - limit)).max(MIN);
+            let next = widths
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, w)| *w)
+                .max()
+                .unwrap_or(0);
+            let cut = (w - (total(&widths) - limit)).max(next).max(MIN);
+            widths[i] = if cut < w { cut } else { w - 1 };
         }
         for row in &mut rows {
             for (i, cell) in row.iter_mut().enumerate() {

@@ -99,6 +99,7 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         recent: &mut recent,
         said: VecDeque::new(),
         held: Vec::new(),
+        places: log::Places::of(&ws),
     };
     match mode {
         Mode::Json => {
@@ -154,6 +155,7 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 }
             }
             let after = watch::snapshot(&ws);
+            feed.places.forget_branches();
             // The history is read again after the look: an event recorded before the change the
             // look saw (a lock taken before its waiter's ticket leaves) is printed before it.
             for e in tail.poll() {
@@ -190,6 +192,8 @@ struct Feed<'a> {
     said: VecDeque<(Instant, String)>,
     /// Changes seen by a look that the history may still say: shown once HOLD passed unsaid.
     held: Vec<(Instant, Change)>,
+    /// The work tree and branch of each line's agent.
+    places: log::Places,
 }
 
 impl Feed<'_> {
@@ -206,7 +210,8 @@ impl Feed<'_> {
         if live && self.notify && e.event == "needs_user" {
             ring(&e.agent, e.str("what").unwrap_or(""), self.mode);
         }
-        self.say(serde_json::to_string(e), &e.at, || log::describe(e));
+        let who = self.places.who(e);
+        self.say(serde_json::to_string(e), &e.at, || log::describe(e, &who));
         self.end_waits(e);
     }
 

@@ -608,3 +608,31 @@ fn hook_edits_denied_and_made_are_recorded_with_hashes() {
     let taken = events_of(&log, "lock_taken");
     assert_eq!(taken[0]["client"], "claude");
 }
+
+/// #48: in a repository with several work trees, each line of `coord log` names the work tree
+/// its agent acted in and the branch checked out there (read from the tree's `HEAD`).
+#[test]
+fn log_lines_name_the_work_tree_and_branch() {
+    use crate::worktrees::{coord, repo};
+    let r = repo();
+    coord(&r, &r.b, "alice").args(["lock", "src/x.rs"]).ok();
+    coord(&r, &r.main, "bob").args(["lock", "a.txt"]).ok();
+    coord(&r, &r.c, "carol").args(["lock", "src/y.rs"]).ok();
+    let out = r
+        .env
+        .cmd()
+        .env_remove("COORD_DIR")
+        .cwd(&r.b)
+        .arg("log")
+        .ok();
+    out.stdout_has("alice (b, feature) locked `src/x.rs`")
+        .stdout_has("bob (main, trunk) locked `a.txt`")
+        .stdout_has("carol (c, c) locked `src/y.rs`");
+    // A lone folder's lines are as they were.
+    let env = Env::new();
+    env.agent("alice").args(["lock", "f.txt"]).ok();
+    env.cmd()
+        .arg("log")
+        .ok()
+        .stdout_has(" alice locked `f.txt`\n");
+}

@@ -251,3 +251,96 @@ fn watch_notify_rings_when_an_agent_waits_for_its_user() {
         "{text:?}"
     );
 }
+
+/// #48: a client's session is shown with a label a human can map to a terminal: its work tree
+/// and branch (where the repository has several) and its first prompt, one short line; what
+/// it is working on is the files it holds, and its lock's note is that prompt, not the tool.
+/// Waiting for its user, it is listed with the same label. The views fit 100 columns.
+#[test]
+fn a_session_is_labelled_with_its_tree_branch_and_first_prompt() {
+    use crate::worktrees::{coord, repo};
+    let r = repo();
+    let b = std::fs::canonicalize(&r.b).unwrap();
+    let sid = "5e551011-55e2-4a19-be34-6aa5a64f4b50";
+    let agent = "claude-5e551011";
+    let hook = |payload: serde_json::Value| {
+        r.env
+            .cmd()
+            .env_remove("COORD_DIR")
+            .cwd(&b)
+            .args(["hook", "claude"])
+            .stdin(payload.to_string())
+            .ok();
+    };
+    let cwd = b.display().to_string();
+    let event =
+        |name: &str| serde_json::json!({"session_id": sid, "cwd": cwd, "hook_event_name": name});
+    hook(event("SessionStart"));
+    let mut prompt = event("UserPromptSubmit");
+    prompt["prompt"] = "Fix the login bug\nin the session handler, and add a test for it".into();
+    hook(prompt);
+    let mut later = event("UserPromptSubmit");
+    later["prompt"] = "now something else".into();
+    hook(later);
+    let mut write = event("PreToolUse");
+    write["tool_name"] = "Write".into();
+    write["tool_input"] = serde_json::json!({"file_path": b.join("src/x.rs").display().to_string(), "content": "y\n"});
+    hook(write);
+    let status = |columns: Option<&str>| {
+        let mut cmd = coord(&r, &r.main, "viewer").env_remove("COORD_AGENT");
+        if let Some(c) = columns {
+            cmd = cmd.env("COLUMNS", c);
+        }
+        cmd.arg("status").ok()
+    };
+    let st: serde_json::Value = coord(&r, &r.main, "viewer")
+        .args(["status", "--json"])
+        .ok()
+        .json();
+    let me = st["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == agent)
+        .unwrap_or_else(|| panic!("no {agent}: {st:#}"));
+    let first = "Fix the login bug in the session handle…";
+    assert_eq!(me["prompt"], first, "{me:#}");
+    assert_eq!(me["client"], "claude");
+    assert_eq!(me["holds"], serde_json::json!(["src/x.rs"]));
+    assert_eq!(me["label"], format!("b · feature · \"{first}\""));
+    let out = status(None);
+    let row = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("  {agent} ")))
+        .unwrap_or_else(|| panic!("no row:\n{}", out.stdout));
+    assert!(
+        row.contains(&format!("b · feature · \"{first}\"  src/x.rs")),
+        "{row}"
+    );
+    let lock = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("  src/x.rs "))
+        .unwrap();
+    assert!(lock.ends_with(&format!("\"{first}\"")), "{lock}");
+    out.stdout_lacks("Write in Claude Code");
+
+    let mut stop = event("Stop");
+    stop["stop_hook_active"] = false.into();
+    hook(stop);
+    let out = status(Some("100"));
+    let needs = out
+        .stdout
+        .lines()
+        .skip_while(|l| *l != "Needs you")
+        .nth(2)
+        .unwrap_or_else(|| panic!("no Needs you:\n{}", out.stdout));
+    assert!(
+        needs.starts_with(&format!("  {agent}  b · feature")),
+        "{needs}"
+    );
+    for line in out.stdout.lines() {
+        assert!(line.chars().count() <= 100, "wider than 100: {line:?}");
+    }
+}

@@ -14,14 +14,14 @@ fn git(dir: &Path, args: &[&str]) -> String {
 
 /// A repository in `<env>/main` with `a.txt`, a linked worktree `<env>/b` on branch `feature`,
 /// and one inside the main checkout, `main/.claude/worktrees/c` on branch `c`.
-struct Repo {
-    env: Env,
-    main: PathBuf,
-    b: PathBuf,
-    c: PathBuf,
+pub(crate) struct Repo {
+    pub(crate) env: Env,
+    pub(crate) main: PathBuf,
+    pub(crate) b: PathBuf,
+    pub(crate) c: PathBuf,
 }
 
-fn repo() -> Repo {
+pub(crate) fn repo() -> Repo {
     let env = Env::new();
     let main = env.path("main");
     std::fs::create_dir_all(&main).unwrap();
@@ -42,7 +42,7 @@ fn repo() -> Repo {
 }
 
 /// `coord` as `agent` started in `dir`, finding its workspace as a user's shell would.
-fn coord(repo: &Repo, dir: &Path, agent: &str) -> crate::support::Cmd {
+pub(crate) fn coord(repo: &Repo, dir: &Path, agent: &str) -> crate::support::Cmd {
     repo.env.agent(agent).env_remove("COORD_DIR").cwd(dir)
 }
 
