@@ -672,7 +672,9 @@ pub fn collect(ws: &Workspace) -> Status {
     let trees = crate::worktree::trees(ws.root());
     let several = trees.len() > 1;
     for a in &mut agents {
-        a.needs_user = crate::history::needs_user(ws.root(), &a.agent);
+        // An agent that clocked out waits for no one, whatever a file left behind says.
+        a.needs_user = crate::history::needs_user(ws.root(), &a.agent)
+            .filter(|_| a.status != presence::AgentState::Finished.as_str());
         let top = a.worktree.clone().unwrap_or_else(|| {
             crate::worktree::shared_root(ws.root())
                 .display()

@@ -6,6 +6,7 @@ use std::path::Path;
 use clap::Args;
 
 use coord::clock::{self, Timestamp};
+use coord::history::ending::{self, Ending, Item};
 use coord::history::{self, Event, Filter};
 use coord::workspace::Workspace;
 use coord::{Error, ExitCode};
@@ -17,9 +18,11 @@ use super::output::{self, clean};
 ///
 /// Every lock taken, released, taken over, waited for or refused; every edit a client's hook
 /// denied or made; claims, messages, dialogue turns, review steps; agents arriving, leaving,
-/// crashing or waiting for their user. FILEs (or folders) and --agent narrow it; --since shows
-/// the last DUR (`10m`, `2h`, `1d`) or what followed a time (RFC 3339). --json prints one
-/// object per line. --timeline draws one row per file (per agent with --by-agent), time across.
+/// crashing or waiting for their user. The events of one ending (an agent's locks released as
+/// its turn or session ends, and it leaving) read as one line. FILEs (or folders) and --agent
+/// narrow it; --since shows the last DUR (`10m`, `2h`, `1d`) or what followed a time (RFC
+/// 3339). --json prints one object per event and line. --timeline draws one row per file (per
+/// agent with --by-agent), time across.
 ///
 ///   coord log
 ///   coord log src/ --since 1h
@@ -74,18 +77,18 @@ pub fn run(args: LogArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::Success);
     }
-    for e in &events {
-        if ctx.json {
+    if ctx.json {
+        for e in &events {
             // The event exactly as the history keeps it.
             if let Ok(text) = serde_json::to_string(e) {
                 output::raw(format!("{text}\n").as_bytes());
             }
-        } else if !ctx.quiet {
-            output::line(&format!(
-                "{} {}",
-                local_time(e),
-                describe(e, &places.who(e))
-            ));
+        }
+    } else if !ctx.quiet {
+        // The events of one ending (a session's locks released, its agent gone) read as one.
+        for item in ending::fold(events.iter().cloned()) {
+            let e = first_of(&item);
+            output::line(&format!("{} {}", local_time(e), say(&item, &mut places)));
         }
     }
     if events.is_empty() && !ctx.json && !ctx.quiet {
@@ -155,6 +158,48 @@ impl Places {
             None => format!("{agent} ({name})"),
         }
     }
+}
+
+/// The event a line stands for (an ending: its first).
+pub fn first_of(item: &Item) -> &Event {
+    match item {
+        Item::One(e) => e,
+        Item::Ending(x) => &x.first,
+    }
+}
+
+/// A line in words: an event, or an ending.
+pub fn say(item: &Item, places: &mut Places) -> String {
+    let who = places.who(first_of(item));
+    match item {
+        Item::One(e) => describe(e, &who),
+        Item::Ending(x) => describe_ending(x, &who),
+    }
+}
+
+/// How many names a line lists before it says how many more there are.
+const LISTED: usize = 6;
+
+/// An ending in words: `claude-3f2a9c1b finished: released \`a.rs\`, \`b.rs\``.
+pub fn describe_ending(x: &Ending, who: &str) -> String {
+    let mut gone: Vec<String> = x.released.iter().map(|f| format!("`{f}`")).collect();
+    gone.extend(x.claims.iter().map(|p| format!("the claim `{p}`")));
+    let mut list = gone
+        .iter()
+        .take(LISTED)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if gone.len() > LISTED {
+        list.push_str(&format!(" and {} more", gone.len() - LISTED));
+    }
+    let text = match (x.left, &x.waits) {
+        (true, _) if gone.is_empty() => format!("{who} finished"),
+        (true, _) => format!("{who} finished: released {list}"),
+        (false, Some(what)) => format!("{who} released {list}; NEEDS ITS USER: {what}"),
+        (false, None) => format!("{who} released {list}"),
+    };
+    clean(&text)
 }
 
 /// An event in words; `who` is its agent as the line names it (see [`Places::who`]).

@@ -311,6 +311,32 @@ pub fn table(headers: &[&str], mut rows: Vec<Vec<Cell>>, color: bool) -> String 
     out
 }
 
+/// `text` wrapped at its spaces into lines of at most `width` characters, each line after the
+/// first indented by `indent` spaces; a word longer than a whole line is cut, ending in `…`.
+pub fn wrap(text: &str, width: usize, indent: usize) -> String {
+    let width = width.max(indent + 10);
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    let mut len = 0;
+    for word in text.split(' ') {
+        let room = |lines: &Vec<String>| width - if lines.is_empty() { 0 } else { indent };
+        let n = word.chars().count();
+        if len > 0 && len + 1 + n > room(&lines) {
+            lines.push(std::mem::take(&mut line));
+            len = 0;
+        }
+        let word = fit(word, room(&lines));
+        if len > 0 {
+            line.push(' ');
+            len += 1;
+        }
+        len += word.chars().count();
+        line.push_str(&word);
+    }
+    lines.push(line);
+    lines.join(&format!("\n{}", " ".repeat(indent)))
+}
+
 /// `text` cut to `width` characters, its end marked `…` when cut.
 fn fit(text: &str, width: usize) -> String {
     if text.chars().count() <= width {
@@ -417,5 +443,26 @@ pub fn held_elsewhere_warnings(agent: &str, acquired: &[coord::v3::lock::Acquire
             clean(agent),
             a.file
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::wrap;
+
+    #[test]
+    fn lines_wrap_at_word_boundaries() {
+        let text = "10:41:44 claude-3f2a9c1b (repo-b, feature) finished: released `src/payments/retry.rs`, `src/payments/mod.rs`";
+        let wrapped = wrap(text, 40, 9);
+        for line in wrapped.lines() {
+            assert!(line.chars().count() <= 40, "{line:?}");
+        }
+        let words: Vec<&str> = wrapped.split_whitespace().collect();
+        assert_eq!(words, text.split_whitespace().collect::<Vec<_>>());
+        assert!(wrapped.lines().skip(1).all(|l| l.starts_with("         ")));
+        assert_eq!(wrap("short", 40, 9), "short");
+        let long = wrap(&format!("a {}", "x".repeat(60)), 30, 4);
+        assert!(long.lines().all(|l| l.chars().count() <= 30), "{long}");
+        assert!(long.ends_with('…'));
     }
 }

@@ -99,6 +99,11 @@ impl Adapter for Claude {
         render(reply)
     }
 
+    /// `claude -p` (`--print`): one prompt, the answer printed, and it exits.
+    fn headless(&self, args: &[String], _stdin_terminal: Option<bool>) -> bool {
+        super::has_option(args, "-p", "--print")
+    }
+
     fn shell(&self, tool: &str, input: &Value) -> Option<super::Shell> {
         super::shell_call(tool, "Bash", input, None)
     }

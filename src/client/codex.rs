@@ -62,6 +62,11 @@ impl Adapter for Codex {
         claude::render(reply)
     }
 
+    /// `codex exec` (or its alias, `codex e …`): one task, then it exits.
+    fn headless(&self, args: &[String], _stdin_terminal: Option<bool>) -> bool {
+        args.iter().any(|a| a == "exec") || args.first().is_some_and(|a| a == "e")
+    }
+
     fn shell(&self, tool: &str, input: &Value) -> Option<super::Shell> {
         super::shell_call(tool, "Bash", input, Some("workdir"))
     }

@@ -100,6 +100,11 @@ impl Adapter for Copilot {
         super::shell_call(tool, "bash", input, None)
     }
 
+    /// `copilot -p` (`--prompt`): one prompt, then it exits.
+    fn headless(&self, args: &[String], _stdin_terminal: Option<bool>) -> bool {
+        super::has_option(args, "-p", "--prompt")
+    }
+
     fn hook_file(&self) -> &'static str {
         ".github/hooks/coord.json"
     }

@@ -98,6 +98,15 @@ impl Adapter for Gemini {
         super::shell_call(tool, "run_shell_command", input, Some("dir_path"))
     }
 
+    /// `gemini -p` (`--prompt`), or its input not a terminal (`echo … | gemini`): one prompt,
+    /// then it exits; `-i` (`--prompt-interactive`) stays at the terminal.
+    fn headless(&self, args: &[String], stdin_terminal: Option<bool>) -> bool {
+        if super::has_option(args, "-i", "--prompt-interactive") {
+            return false;
+        }
+        super::has_option(args, "-p", "--prompt") || stdin_terminal == Some(false)
+    }
+
     fn hook_file(&self) -> &'static str {
         ".gemini/settings.json"
     }

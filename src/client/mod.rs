@@ -54,6 +54,15 @@ pub trait Adapter: Sync {
     /// The reply as the client's JSON; `None` when nothing is printed.
     fn render(&self, reply: &Reply) -> Option<Value>;
 
+    /// Whether a client process started with `args` (its command line after the program,
+    /// whose standard input is a terminal when `stdin_terminal` says so) runs without anyone
+    /// at it: one prompt, then it exits (`claude -p`, `codex exec`). The end of its turn then
+    /// waits for no user.
+    fn headless(&self, args: &[String], stdin_terminal: Option<bool>) -> bool {
+        let _ = (args, stdin_terminal);
+        false
+    }
+
     /// The payload in the shape [`crate::hook::parse`] reads (`hook_event_name`, `session_id`,
     /// `cwd`, `tool_name`, `tool_input`, `stop_hook_active`), for a client whose payload is
     /// shaped otherwise (Cursor, Windsurf); as sent by default.
@@ -119,6 +128,13 @@ pub trait Adapter: Sync {
                 String::from_utf8_lossy(&b).contains(&format!("coord hook {}", self.name()))
             })
     }
+}
+
+/// Whether `args` hold one of the options `short` and `long` (`--long=VALUE` too).
+fn has_option(args: &[String], short: &str, long: &str) -> bool {
+    args.iter().any(|a| {
+        a == short || a == long || a.strip_prefix(long).is_some_and(|r| r.starts_with('='))
+    })
 }
 
 /// A shell tool call: the command line, and the folder it runs in when the call says.

@@ -61,6 +61,9 @@ pub struct HookCall {
     pub shell: Option<crate::client::Shell>,
     /// A `Stop` that the client already continued once because of a hook.
     pub stop_hook_active: bool,
+    /// The client runs with nobody at it (`claude -p`, `codex exec`: see
+    /// [`crate::identity::headless`]; set by the caller): the end of its turn asks no one.
+    pub headless: bool,
     /// Why the payload is not JSON, when it is not: it was read only in part (see
     /// [`payload`]), and is judged on what it names without anything being written
     /// ([`act::judge_unread`]).
@@ -138,6 +141,7 @@ pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCa
             .get("stop_hook_active")
             .and_then(Value::as_bool)
             .unwrap_or(false),
+        headless: false,
         event,
         fault: read.fault,
     })

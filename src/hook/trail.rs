@@ -10,7 +10,9 @@
 //! | Gemini CLI | `Notification` (`ToolPermission`), `AfterAgent` | `BeforeAgent` |
 //! | Copilot CLI | `notification`, `permissionRequest`, `agentStop` | `userPromptSubmitted` |
 //!
-//! Any tool call, session start or end also means the agent no longer waits.
+//! Any tool call, session start or end also means the agent no longer waits. The end of the
+//! turn of a client run with nobody at it (`claude -p`, `codex exec`, `gemini -p`, `copilot
+//! -p`: [`crate::identity::headless`]) waits for no one.
 //!
 //! The session's first prompt (the `prompt` of the answering event) is kept, one short line,
 //! in the agent's presence (`prompt:`, with `client:`): the views label the agent with it, so
@@ -164,6 +166,8 @@ fn waits(call: &HookCall, payload: &[u8], reply: Option<&Reply>) -> Option<Optio
         }
         // A stop held back (unread messages) is not the end of the turn.
         Kind::Stop if matches!(reply, Some(Reply::Block(_))) => return None,
+        // Nobody to ask: the client exits (`claude -p`, `codex exec`).
+        Kind::Stop if call.headless => return Some(None),
         Kind::Stop => return Some(Some(end_of_turn)),
         Kind::Other => {}
     }
