@@ -246,6 +246,18 @@ pub fn command_line(pid: u32) -> Option<Vec<String>> {
     )
 }
 
+/// Whether the standard input of process `pid` is a terminal (`/proc/<pid>/fd/0` names one);
+/// `None` when that cannot be read (another user's process, or no `/proc`).
+pub fn stdin_is_terminal(pid: u32) -> Option<bool> {
+    let target = std::fs::read_link(format!("/proc/{pid}/fd/0")).ok()?;
+    let target = target.to_string_lossy();
+    Some(
+        ["/dev/pts/", "/dev/tty", "/dev/console"]
+            .iter()
+            .any(|t| target.starts_with(t)),
+    )
+}
+
 /// The process that ran this one: its parent, or, when coord's npm launcher ran it as a child
 /// (`npm/coord-cli/launcher.js` on a Node that cannot become coord, which names itself in
 /// `COORD_LAUNCHER_PID`), the launcher's parent: the launcher is only a step on the way, like the

@@ -313,6 +313,19 @@ pub fn hook_client_process() -> Option<ClientProcess> {
         .flatten()
 }
 
+/// Whether the client `process` of a hook of `client` runs with nobody at it (one prompt, then
+/// it exits: see [`crate::client::Adapter::headless`]), from its command line and whether its
+/// input is a terminal. `false` when coord cannot tell (no `/proc`): as if someone were there.
+pub fn headless(client: Client, process: ClientProcess) -> bool {
+    let Some(args) = host::command_line(process.pid) else {
+        return false;
+    };
+    let args = args.get(1..).unwrap_or_default();
+    client
+        .adapter()
+        .headless(args, host::stdin_is_terminal(process.pid))
+}
+
 /// Shells, by command name.
 const SHELLS: [&str; 9] = [
     "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "fish",
@@ -462,6 +475,40 @@ mod tests {
         assert_eq!(
             agent_for(Client::Qwen, "ses_5a1b2c3d").unwrap().id(),
             "qwen-ses5a1b2"
+        );
+    }
+
+    #[test]
+    fn clients_run_with_nobody_at_them_are_told_by_their_arguments() {
+        let headless = |client: Client, args: &[&str], tty: Option<bool>| {
+            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            client.adapter().headless(&args, tty)
+        };
+        let tty = Some(true);
+        assert!(headless(Client::Claude, &["/x/cli.js", "-p", "hi"], tty));
+        assert!(headless(Client::Claude, &["--print"], tty));
+        assert!(!headless(Client::Claude, &["--model", "x"], tty));
+        assert!(headless(Client::Codex, &["exec", "do it"], tty));
+        assert!(headless(
+            Client::Codex,
+            &["-m", "gpt", "exec", "do it"],
+            tty
+        ));
+        assert!(headless(Client::Codex, &["e", "do it"], tty));
+        assert!(!headless(Client::Codex, &["resume"], tty));
+        assert!(headless(Client::Gemini, &["--prompt=hi"], tty));
+        assert!(headless(Client::Gemini, &[], Some(false)));
+        assert!(!headless(Client::Gemini, &[], tty));
+        assert!(
+            !headless(Client::Gemini, &[], None),
+            "cannot tell: someone is there"
+        );
+        assert!(!headless(Client::Gemini, &["-i", "hi"], Some(false)));
+        assert!(headless(Client::Copilot, &["-p", "fix"], tty));
+        assert!(!headless(Client::Copilot, &["--prompt-file"], tty));
+        assert!(
+            !headless(Client::Qwen, &["-p", "hi"], tty),
+            "not known: as before"
         );
     }
 

@@ -46,6 +46,15 @@ pub struct AgentView {
     pub worktree: Option<String>,
     /// The branch checked out there (null: detached, or not in git).
     pub branch: Option<String>,
+    /// The agent client whose session this agent is (`claude`, `codex`, ...), when known.
+    pub client: Option<String>,
+    /// The session's first prompt, one short line, when its client said it.
+    pub prompt: Option<String>,
+    /// What it holds: the files it locked and the patterns it claimed.
+    pub holds: Vec<String>,
+    /// One line a human can map to a terminal: the client (when the id does not say it), the
+    /// work tree and branch (where the repository has several), the first prompt or the task.
+    pub label: String,
 }
 
 /// One lock, as `status` shows it.
@@ -73,6 +82,8 @@ pub struct LockView {
     pub session: Option<String>,
     /// The lock file, relative to the root (absolute when it lies in another work tree).
     pub lock_file: String,
+    /// The agent client whose hook took it (`claude`, `codex`, ...), if one did.
+    pub client: Option<String>,
     /// The top level of the work tree holding the lock file.
     pub worktree: Option<String>,
     /// The branch checked out there (null: detached, or not in git).
@@ -137,6 +148,15 @@ pub fn claims(ws: &Workspace, cache: &mut StateCache, now: &Timestamp) -> Vec<Cl
         .collect()
 }
 
+/// One work tree sharing the workspace.
+#[derive(Debug, Clone, Serialize)]
+pub struct TreeView {
+    /// Its top level.
+    pub worktree: String,
+    /// The branch checked out there (null: detached, or not in git).
+    pub branch: Option<String>,
+}
+
 /// One handshake file entry.
 #[derive(Debug, Clone, Serialize)]
 pub struct HandshakeView {
@@ -189,8 +209,16 @@ pub struct WaitView {
 /// The whole workspace at a glance.
 #[derive(Debug, Clone, Serialize)]
 pub struct Status {
-    /// The workspace root.
+    /// The workspace root: the top level of the work tree this view was asked in.
     pub root: String,
+    /// Where the workspace's state lives, shared by every work tree of the repository: the
+    /// main work tree's top level (`root` itself outside a linked worktree).
+    pub shared_root: String,
+    /// The branch checked out in `root` (null: detached, or not in git).
+    pub branch: Option<String>,
+    /// The work trees sharing the workspace, `root`'s own first (one, outside git or in a
+    /// repository with no linked worktree).
+    pub worktrees: Vec<TreeView>,
     /// Agents with a presence file.
     pub agents: Vec<AgentView>,
     /// Every lock file.
@@ -314,7 +342,7 @@ pub fn add_conflicts(st: &mut Status, ws: &Workspace) {
 /// Build an [`AgentView`] from a presence.
 pub fn agent_view(p: &presence::Presence, now: &Timestamp) -> AgentView {
     let hb = p.heartbeat();
-    AgentView {
+    let mut view = AgentView {
         agent: p.id.clone(),
         name: p.name().to_string(),
         status: p.state(now).as_str().to_string(),
@@ -330,7 +358,47 @@ pub fn agent_view(p: &presence::Presence, now: &Timestamp) -> AgentView {
         needs_user: None,
         worktree: p.field(crate::worktree::PRESENCE_KEY).map(str::to_string),
         branch: None,
+        client: p
+            .field("client")
+            .or_else(|| client_of_id(&p.id))
+            .map(str::to_string),
+        prompt: p.field("prompt").filter(|v| *v != "-").map(str::to_string),
+        holds: p.locks(),
+        label: String::new(),
+    };
+    view.label = agent_label(&view, false);
+    view
+}
+
+/// The client named by a session agent's id (`claude-3f2a9c1b` → `claude`), if it is one.
+fn client_of_id(id: &str) -> Option<&'static str> {
+    let (prefix, _) = id.split_once('-')?;
+    crate::client::Client::parse(prefix).map(crate::client::Client::as_str)
+}
+
+/// The label of an agent (see [`AgentView::label`]); `several` when the repository has
+/// several work trees (then the tree and branch tell the agents apart).
+pub fn agent_label(a: &AgentView, several: bool) -> String {
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(c) = &a.client
+        && !a.agent.starts_with(&format!("{c}-"))
+    {
+        parts.push(c.clone());
     }
+    if several {
+        if let Some(w) = &a.worktree {
+            parts.push(crate::worktree::short_name(w).to_string());
+        }
+        if let Some(b) = &a.branch {
+            parts.push(b.clone());
+        }
+    }
+    match (&a.prompt, a.working_on.as_deref().filter(|w| *w != "-")) {
+        (Some(p), _) => parts.push(format!("\"{p}\"")),
+        (None, Some(task)) => parts.push(task.to_string()),
+        (None, None) => {}
+    }
+    parts.join(" · ")
 }
 
 /// Bring each agent's `lock_status` in line with what is on disk: `holding`, the agents with a
@@ -419,6 +487,7 @@ fn gone_tree_locks(presences: &[presence::Presence], now: &Timestamp) -> Vec<Loc
                 pid: None,
                 session: None,
                 lock_file: lock_path.display().to_string(),
+                client: None,
                 worktree: Some(tree.to_string()),
                 branch: None,
             });
@@ -447,6 +516,7 @@ pub fn lock_view(e: &lock::LockEntry, ws: &Workspace, now: &Timestamp) -> LockVi
         lock_file: ws
             .rel(&e.lock_path)
             .unwrap_or_else(|| e.lock_path.display().to_string()),
+        client: e.client_session().map(|(c, _)| c.to_string()),
         worktree: tree.as_ref().map(|t| t.top.display().to_string()),
         branch: tree.and_then(|t| t.branch()),
     }
@@ -600,8 +670,11 @@ pub fn collect(ws: &Workspace) -> Status {
     let waiting: HashSet<&str> = waiters.iter().map(|w| w.agent.as_str()).collect();
     settle_lock_status(&mut agents, &holding, &waiting);
     let trees = crate::worktree::trees(ws.root());
+    let several = trees.len() > 1;
     for a in &mut agents {
-        a.needs_user = crate::history::needs_user(ws.root(), &a.agent);
+        // An agent that clocked out waits for no one, whatever a file left behind says.
+        a.needs_user = crate::history::needs_user(ws.root(), &a.agent)
+            .filter(|_| a.status != presence::AgentState::Finished.as_str());
         let top = a.worktree.clone().unwrap_or_else(|| {
             crate::worktree::shared_root(ws.root())
                 .display()
@@ -612,7 +685,27 @@ pub fn collect(ws: &Workspace) -> Status {
             .find(|t| t.top.as_os_str() == top.as_str())
             .and_then(crate::worktree::Tree::branch);
         a.worktree = Some(top);
+        a.holds = locks
+            .iter()
+            .filter(|l| l.agent == a.agent)
+            .map(|l| l.file.clone())
+            .chain(
+                claims
+                    .iter()
+                    .filter(|c| c.agent == a.agent)
+                    .map(|c| c.pattern.clone()),
+            )
+            .collect();
+        a.holds.dedup();
+        a.label = agent_label(a, several);
     }
+    let worktrees: Vec<TreeView> = trees
+        .iter()
+        .map(|t| TreeView {
+            worktree: t.top.display().to_string(),
+            branch: t.branch(),
+        })
+        .collect();
     // Those waiting for their user first, in the order they started waiting (a stable sort).
     agents.sort_by(|a, b| match (&a.needs_user, &b.needs_user) {
         (Some(x), Some(y)) => x.since.cmp(&y.since),
@@ -620,6 +713,11 @@ pub fn collect(ws: &Workspace) -> Status {
     });
     Status {
         root: ws.root().display().to_string(),
+        shared_root: crate::worktree::shared_root(ws.root())
+            .display()
+            .to_string(),
+        branch: worktrees.first().and_then(|t| t.branch.clone()),
+        worktrees,
         agents,
         locks,
         claims,

@@ -194,6 +194,22 @@ pub fn place(top: impl std::fmt::Display, branch: Option<&str>) -> String {
     }
 }
 
+/// The branch checked out in the work tree whose top level is `top`: its git folder's `HEAD`
+/// file, read (no git process). `None`: detached, unreadable, or not a work tree.
+pub fn branch_at(top: &Path) -> Option<String> {
+    branch_of(&git_dir(top)?)
+}
+
+/// A work tree's short name, as the views show it: the last part of its top level.
+pub fn short_name(top: &str) -> &str {
+    let trimmed = top.trim_end_matches('/');
+    trimmed
+        .rsplit('/')
+        .next()
+        .filter(|n| !n.is_empty())
+        .unwrap_or(top)
+}
+
 /// The branch a git folder's `HEAD` names.
 fn branch_of(gitdir: &Path) -> Option<String> {
     let head = read_small(&gitdir.join("HEAD"))?;

@@ -86,7 +86,7 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> Result<Reply, String> {
         }),
     };
     let input = read_stdin().map_err(|e| format!("cannot read the event from stdin: {e}"))?;
-    let call = hook::parse(client, &input, args.event.as_deref()).map_err(|e| e.to_string())?;
+    let mut call = hook::parse(client, &input, args.event.as_deref()).map_err(|e| e.to_string())?;
     // The folder the client works in: a payload naming one that is not there (a folder
     // removed, a payload from elsewhere) is answered with a warning, never with a workspace
     // made in whatever folder this process happens to run in.
@@ -133,8 +133,14 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> Result<Reply, String> {
     }
     // The session's agent: every later coord below the client process acts as it, and the
     // locks its edits take follow the client process.
+    let stop = call.kind == Kind::Stop;
+    let process = (stop || (explicit.is_none() && call.session_id.is_some()))
+        .then(identity::hook_client_process)
+        .flatten();
+    // Who is asked at the end of the turn: nobody, when the client runs one prompt and exits.
+    call.headless = stop && process.is_some_and(|p| identity::headless(client, p));
     let session = match (&explicit, call.session_id.as_deref()) {
-        (None, Some(sid)) => identity::hook_client_process().map(|p| (sid, p)),
+        (None, Some(sid)) => process.map(|p| (sid, p)),
         _ => None,
     };
     let owner = session.map(|(sid, process)| Owner {

@@ -1,11 +1,14 @@
 //! `coord log [FILE...] [--agent A] [--since DUR] [--json] [--timeline]`: what happened.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
 
 use clap::Args;
 
 use coord::clock::{self, Timestamp};
+use coord::history::ending::{self, Ending, Item};
 use coord::history::{self, Event, Filter};
+use coord::workspace::Workspace;
 use coord::{Error, ExitCode};
 
 use super::Ctx;
@@ -15,9 +18,11 @@ use super::output::{self, clean};
 ///
 /// Every lock taken, released, taken over, waited for or refused; every edit a client's hook
 /// denied or made; claims, messages, dialogue turns, review steps; agents arriving, leaving,
-/// crashing or waiting for their user. FILEs (or folders) and --agent narrow it; --since shows
-/// the last DUR (`10m`, `2h`, `1d`) or what followed a time (RFC 3339). --json prints one
-/// object per line. --timeline draws one row per file (per agent with --by-agent), time across.
+/// crashing or waiting for their user. The events of one ending (an agent's locks released as
+/// its turn or session ends, and it leaving) read as one line. FILEs (or folders) and --agent
+/// narrow it; --since shows the last DUR (`10m`, `2h`, `1d`) or what followed a time (RFC
+/// 3339). --json prints one object per event and line. --timeline draws one row per file (per
+/// agent with --by-agent), time across.
 ///
 ///   coord log
 ///   coord log src/ --since 1h
@@ -57,6 +62,7 @@ pub fn run(args: LogArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         since: args.since.as_deref().map(since).transpose()?,
     };
     let events = history::read(ws.root(), &filter);
+    let mut places = Places::of(&ws);
     if args.timeline {
         let width = output::terminal_width().unwrap_or(100).max(40);
         output::raw(
@@ -71,14 +77,18 @@ pub fn run(args: LogArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         );
         return Ok(ExitCode::Success);
     }
-    for e in &events {
-        if ctx.json {
+    if ctx.json {
+        for e in &events {
             // The event exactly as the history keeps it.
             if let Ok(text) = serde_json::to_string(e) {
                 output::raw(format!("{text}\n").as_bytes());
             }
-        } else if !ctx.quiet {
-            output::line(&format!("{} {}", local_time(e), describe(e)));
+        }
+    } else if !ctx.quiet {
+        // The events of one ending (a session's locks released, its agent gone) read as one.
+        for item in ending::fold(events.iter().cloned()) {
+            let e = first_of(&item);
+            output::line(&format!("{} {}", local_time(e), say(&item, &mut places)));
         }
     }
     if events.is_empty() && !ctx.json && !ctx.quiet {
@@ -97,10 +107,104 @@ pub fn local_time(e: &Event) -> String {
     e.at.get(11..23).unwrap_or(&e.at).to_string()
 }
 
-/// An event in words, for a human: nothing a reader cannot place (the content hashes and the
-/// session id stay in `--json`); an event of a linked worktree names the tree by its folder.
-pub fn describe(e: &Event) -> String {
-    let a = &e.agent;
+/// Where an event happened, for the lines people read: `agent (wt-b, feature)`, naming the
+/// work tree and the branch checked out there, where the repository has several work trees.
+/// The branch is read from the tree's `HEAD` file, once per tree.
+pub struct Places {
+    /// The main work tree (events written there name no `worktree`).
+    main: String,
+    /// Whether the repository has several work trees.
+    several: bool,
+    /// Each tree's branch, as read.
+    branches: HashMap<String, Option<String>>,
+}
+
+impl Places {
+    /// For the workspace `ws`, as it is now.
+    pub fn of(ws: &Workspace) -> Places {
+        Places {
+            main: coord::worktree::shared_root(ws.root())
+                .display()
+                .to_string(),
+            several: coord::worktree::trees(ws.root()).len() > 1,
+            branches: HashMap::new(),
+        }
+    }
+
+    /// Read the branches again (a long-running view: a tree may have switched since).
+    pub fn forget_branches(&mut self) {
+        self.branches.clear();
+    }
+
+    /// The agent of `e`, with its tree and branch where that tells something.
+    pub fn who(&mut self, e: &Event) -> String {
+        self.who_in(&e.agent, e.worktree.as_deref())
+    }
+
+    /// `agent`, acting in the work tree `worktree` (`None`: the main one).
+    pub fn who_in(&mut self, agent: &str, worktree: Option<&str>) -> String {
+        if !self.several && worktree.is_none() {
+            return agent.to_string();
+        }
+        let tree = worktree.unwrap_or(&self.main).to_string();
+        let branch = self
+            .branches
+            .entry(tree.clone())
+            .or_insert_with(|| coord::worktree::branch_at(Path::new(&tree)))
+            .clone();
+        let name = coord::worktree::short_name(&tree);
+        match branch {
+            Some(b) => format!("{agent} ({name}, {b})"),
+            None => format!("{agent} ({name})"),
+        }
+    }
+}
+
+/// The event a line stands for (an ending: its first).
+pub fn first_of(item: &Item) -> &Event {
+    match item {
+        Item::One(e) => e,
+        Item::Ending(x) => &x.first,
+    }
+}
+
+/// A line in words: an event, or an ending.
+pub fn say(item: &Item, places: &mut Places) -> String {
+    let who = places.who(first_of(item));
+    match item {
+        Item::One(e) => describe(e, &who),
+        Item::Ending(x) => describe_ending(x, &who),
+    }
+}
+
+/// How many names a line lists before it says how many more there are.
+const LISTED: usize = 6;
+
+/// An ending in words: `claude-3f2a9c1b finished: released \`a.rs\`, \`b.rs\``.
+pub fn describe_ending(x: &Ending, who: &str) -> String {
+    let mut gone: Vec<String> = x.released.iter().map(|f| format!("`{f}`")).collect();
+    gone.extend(x.claims.iter().map(|p| format!("the claim `{p}`")));
+    let mut list = gone
+        .iter()
+        .take(LISTED)
+        .cloned()
+        .collect::<Vec<_>>()
+        .join(", ");
+    if gone.len() > LISTED {
+        list.push_str(&format!(" and {} more", gone.len() - LISTED));
+    }
+    let text = match (x.left, &x.waits) {
+        (true, _) if gone.is_empty() => format!("{who} finished"),
+        (true, _) => format!("{who} finished: released {list}"),
+        (false, Some(what)) => format!("{who} released {list}; NEEDS ITS USER: {what}"),
+        (false, None) => format!("{who} released {list}"),
+    };
+    clean(&text)
+}
+
+/// An event in words; `who` is its agent as the line names it (see [`Places::who`]).
+pub fn describe(e: &Event, who: &str) -> String {
+    let a = who;
     let f = e.file.as_deref().unwrap_or("?");
     let s = |k: &str| e.str(k).unwrap_or("").to_string();
     let n = |k: &str| e.extra.get(k).map(|n| n.to_string()).unwrap_or_default();
@@ -160,14 +264,7 @@ pub fn describe(e: &Event) -> String {
             None => format!("{a} {other}"),
         },
     };
-    let tree = e
-        .worktree
-        .as_deref()
-        .map(std::path::Path::new)
-        .and_then(std::path::Path::file_name)
-        .map(|name| format!(" (in worktree {})", name.to_string_lossy()))
-        .unwrap_or_default();
-    clean(&format!("{text}{tree}"))
+    clean(&text)
 }
 
 // --- the timeline ---

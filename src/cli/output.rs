@@ -273,8 +273,8 @@ impl Cell {
 
 /// Render rows as aligned columns under a header, indented by two spaces.
 ///
-/// Lines fit the terminal ([`terminal_width`]): the widest column is cut (ending in `…`) until
-/// they do, no column below 6 characters.
+/// Lines fit the terminal ([`terminal_width`]): the widest columns are cut (ending in `…`), alike,
+/// until they do, no column below 6 characters.
 pub fn table(headers: &[&str], mut rows: Vec<Vec<Cell>>, color: bool) -> String {
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
     for row in &rows {
@@ -285,6 +285,8 @@ pub fn table(headers: &[&str], mut rows: Vec<Vec<Cell>>, color: bool) -> String 
     if let Some(limit) = terminal_width() {
         const MIN: usize = 6;
         let total = |w: &[usize]| 2 + w.iter().sum::<usize>() + 2 * w.len().saturating_sub(1);
+        // The widest column gives way first, down to the next widest: the wide ones end up
+        // cut alike, rather than one cut to nothing while its neighbour stays whole.
         while total(&widths) > limit {
             let Some((i, w)) = widths.iter().copied().enumerate().max_by_key(|(_, w)| *w) else {
                 break;
@@ -292,7 +294,15 @@ pub fn table(headers: &[&str], mut rows: Vec<Vec<Cell>>, color: bool) -> String 
             if w <= MIN {
                 break;
             }
-            widths[i] = (w - (total(&widths) - limit)).max(MIN);
+            let next = widths
+                .iter()
+                .enumerate()
+                .filter(|(j, _)| *j != i)
+                .map(|(_, w)| *w)
+                .max()
+                .unwrap_or(0);
+            let cut = (w - (total(&widths) - limit)).max(next).max(MIN);
+            widths[i] = if cut < w { cut } else { w - 1 };
         }
         for row in &mut rows {
             for (i, cell) in row.iter_mut().enumerate() {
@@ -325,6 +335,32 @@ pub fn table(headers: &[&str], mut rows: Vec<Vec<Cell>>, color: bool) -> String 
     }
     out.pop();
     out
+}
+
+/// `text` wrapped at its spaces into lines of at most `width` characters, each line after the
+/// first indented by `indent` spaces; a word longer than a whole line is cut, ending in `…`.
+pub fn wrap(text: &str, width: usize, indent: usize) -> String {
+    let width = width.max(indent + 10);
+    let mut lines: Vec<String> = Vec::new();
+    let mut line = String::new();
+    let mut len = 0;
+    for word in text.split(' ') {
+        let room = |lines: &Vec<String>| width - if lines.is_empty() { 0 } else { indent };
+        let n = word.chars().count();
+        if len > 0 && len + 1 + n > room(&lines) {
+            lines.push(std::mem::take(&mut line));
+            len = 0;
+        }
+        let word = fit(word, room(&lines));
+        if len > 0 {
+            line.push(' ');
+            len += 1;
+        }
+        len += word.chars().count();
+        line.push_str(&word);
+    }
+    lines.push(line);
+    lines.join(&format!("\n{}", " ".repeat(indent)))
 }
 
 /// `text` cut to `width` characters, its end marked `…` when cut.
@@ -448,5 +484,21 @@ mod tests {
             "Lock files before you edit them, all or nothing, and wait while another holds one.\n\nExamples:\n  coord lock a.md\n  coord lock b.md --wait 5m\nAfter them, prose again."
         );
         assert_eq!(reflow("One line"), "One line");
+    }
+
+    #[test]
+    fn lines_wrap_at_word_boundaries() {
+        let text = "10:41:44 claude-3f2a9c1b (repo-b, feature) finished: released `src/payments/retry.rs`, `src/payments/mod.rs`";
+        let wrapped = wrap(text, 40, 9);
+        for line in wrapped.lines() {
+            assert!(line.chars().count() <= 40, "{line:?}");
+        }
+        let words: Vec<&str> = wrapped.split_whitespace().collect();
+        assert_eq!(words, text.split_whitespace().collect::<Vec<_>>());
+        assert!(wrapped.lines().skip(1).all(|l| l.starts_with("         ")));
+        assert_eq!(wrap("short", 40, 9), "short");
+        let long = wrap(&format!("a {}", "x".repeat(60)), 30, 4);
+        assert!(long.lines().all(|l| l.chars().count() <= 30), "{long}");
+        assert!(long.ends_with('…'));
     }
 }

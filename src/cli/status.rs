@@ -40,6 +40,38 @@ pub fn run(args: StatusArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
+/// Where an agent is, for the "Needs you" list: its label, else its work tree's folder.
+fn where_of(a: &coord::status::AgentView) -> String {
+    if !a.label.is_empty() {
+        return a.label.clone();
+    }
+    a.worktree
+        .as_deref()
+        .map(coord::worktree::short_name)
+        .unwrap_or("-")
+        .to_string()
+}
+
+/// What a lock's NOTE says: why it is stale; else, for a lock a client's hook took (its reason
+/// only names the tool, `Write in Claude Code`), the holder's first prompt or task when known;
+/// else the reason its holder gave.
+fn lock_note(st: &Status, l: &coord::status::LockView) -> String {
+    if let Some(why) = &l.stale_reason {
+        return why.clone();
+    }
+    let holder = st.agents.iter().find(|a| a.agent == l.agent);
+    let task = holder.and_then(|a| match (&a.prompt, a.working_on.as_deref()) {
+        (Some(p), _) => Some(format!("\"{p}\"")),
+        (None, Some(w)) if w != "-" => Some(w.to_string()),
+        _ => None,
+    });
+    match (&l.client, task, &l.reason) {
+        (Some(_), Some(task), _) | (None, Some(task), None) => task,
+        (_, _, Some(reason)) => reason.clone(),
+        _ => String::new(),
+    }
+}
+
 /// The human view: one section per kind of state, the empty ones left out (but for agents and
 /// locks, which say so).
 pub fn render(st: &Status, color: bool) -> String {
@@ -51,8 +83,25 @@ pub fn render(st: &Status, color: bool) -> String {
     let mut out = vec![format!(
         "{} {}",
         output::title("Workspace", color),
-        output::clean(&st.root)
+        output::clean(&st.shared_root)
     )];
+    // Each work tree of a repository shows the one shared workspace: say which tree this is.
+    let several = st.worktrees.len() > 1;
+    if several {
+        let here = if st.root == st.shared_root {
+            "the main one".to_string()
+        } else {
+            st.root.clone()
+        };
+        let branch = st
+            .branch
+            .as_deref()
+            .map_or(" (detached)".to_string(), |b| format!(", branch {b}"));
+        out.push(output::clean(&format!(
+            "  shared by {} work trees; you are in {here}{branch}",
+            st.worktrees.len()
+        )));
+    }
     // A section: left out when empty, unless it says so (`empty`).
     let mut section = |title: &str, headers: &[&str], rows: Vec<Vec<Cell>>, empty: Option<&str>| {
         if rows.is_empty() && empty.is_none() {
@@ -70,13 +119,14 @@ pub fn render(st: &Status, color: bool) -> String {
         let asks = Some(n.what.as_str()).filter(|w| !w.is_empty());
         Some(vec![
             Cell::plain(&a.agent),
+            Cell::opt(Some(&where_of(a))),
             Cell::plain(ago_of(Some(&n.since))),
             Cell::opt(asks),
         ])
     });
     section(
         "Needs you",
-        &["AGENT", "WAITING", "ASKS"],
+        &["AGENT", "WHERE", "WAITING", "ASKS"],
         needs.collect(),
         None,
     );
@@ -85,24 +135,42 @@ pub fn render(st: &Status, color: bool) -> String {
             Cell::plain(&a.agent),
             Cell::state(&a.status),
             Cell::plain(output::ago(a.heartbeat_age_s)),
-            Cell::opt(a.working_on.as_deref()),
-            Cell::opt(a.current_file.as_deref()),
+            Cell::opt(Some(&a.label)),
+            Cell::opt(Some(&a.holds.join(", "))),
             Cell::state(a.lock_status.as_deref().unwrap_or("-")),
         ]
     });
-    let headers = ["AGENT", "STATUS", "HEARTBEAT", "WORKING ON", "FILE", "LOCK"];
+    let headers = ["AGENT", "STATUS", "HEARTBEAT", "WHO", "WORKING ON", "LOCK"];
     section("Agents", &headers, agents.collect(), Some("No agents"));
+    // Where the repository has several work trees (or a lock lies in one that is gone): which
+    // tree and branch each lock is in.
+    let trees = several
+        || st
+            .locks
+            .iter()
+            .any(|l| l.worktree.as_ref().is_some_and(|w| *w != st.shared_root));
     let locks = st.locks.iter().map(|l| {
-        vec![
-            Cell::plain(&l.file),
-            Cell::plain(&l.agent),
+        let mut row = vec![Cell::plain(&l.file), Cell::plain(&l.agent)];
+        if trees {
+            let tree = l.worktree.as_deref().map(coord::worktree::short_name);
+            row.push(Cell::opt(tree));
+            row.push(Cell::opt(l.branch.as_deref()));
+        }
+        row.extend([
             Cell::plain(output::ago(l.age_s)),
             Cell::state(l.state.as_str()),
-            Cell::opt(l.stale_reason.as_deref().or(l.reason.as_deref())),
-        ]
+            Cell::opt(Some(&lock_note(st, l))),
+        ]);
+        row
     });
-    let headers = ["FILE", "HOLDER", "SINCE", "STATE", "NOTE"];
-    section("Locks", &headers, locks.collect(), Some("No locks"));
+    let headers: &[&str] = if trees {
+        &[
+            "FILE", "HOLDER", "WORKTREE", "BRANCH", "SINCE", "STATE", "NOTE",
+        ]
+    } else {
+        &["FILE", "HOLDER", "SINCE", "STATE", "NOTE"]
+    };
+    section("Locks", headers, locks.collect(), Some("No locks"));
     let claims = st.claims.iter().map(|c| {
         let holder = match (&c.worktree, &c.branch) {
             (Some(w), b) if *w != st.root => {

@@ -8,6 +8,7 @@ use std::time::{Duration, Instant};
 use clap::Args;
 use serde::Serialize;
 
+use coord::history::ending::{Endings, Item};
 use coord::history::{self, Event, Tail};
 use coord::wait::FolderWatch;
 use coord::watch::{self, Change};
@@ -99,6 +100,12 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         recent: &mut recent,
         said: VecDeque::new(),
         held: Vec::new(),
+        places: log::Places::of(&ws),
+        endings: Endings::new(),
+        width: match mode {
+            Mode::Screen => output::terminal_width().map(|w| w.saturating_sub(2)),
+            _ => output::terminal_width(),
+        },
     };
     match mode {
         Mode::Json => {
@@ -154,6 +161,7 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 }
             }
             let after = watch::snapshot(&ws);
+            feed.places.forget_branches();
             // The history is read again after the look: an event recorded before the change the
             // look saw (a lock taken before its waiter's ticket leaves) is printed before it.
             for e in tail.poll() {
@@ -174,6 +182,9 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         if feed.release_held() {
             changed = true;
         }
+        if feed.endings_over() {
+            changed = true;
+        }
         if changed && mode == Mode::Screen {
             // Redrawn on every look, not only on changes: ages move.
             draw(&before.status, feed.recent);
@@ -190,6 +201,13 @@ struct Feed<'a> {
     said: VecDeque<(Instant, String)>,
     /// Changes seen by a look that the history may still say: shown once HOLD passed unsaid.
     held: Vec<(Instant, Change)>,
+    /// The work tree and branch of each line's agent.
+    places: log::Places,
+    /// The events of endings not over yet (one line each once they are: see
+    /// [`coord::history::ending`]); the lines people read only.
+    endings: Endings,
+    /// How wide a line may be (the terminal's width; the screen's lines are indented by two).
+    width: Option<usize>,
 }
 
 impl Feed<'_> {
@@ -200,19 +218,42 @@ impl Feed<'_> {
         for key in history_keys(e) {
             self.said.push_back((now, key));
         }
+        let mode = self.mode;
         self.held.retain(|(_, c)| {
-            !change_key(c).is_some_and(|k| self.said.iter().any(|(_, s)| *s == k))
+            !change_key(c, mode).is_some_and(|k| self.said.iter().any(|(_, s)| *s == k))
         });
         if live && self.notify && e.event == "needs_user" {
             ring(&e.agent, e.str("what").unwrap_or(""), self.mode);
         }
-        self.say(serde_json::to_string(e), &e.at, || log::describe(e));
+        if self.mode == Mode::Json {
+            self.say(serde_json::to_string(e), &e.at, String::new);
+        } else {
+            for item in self.endings.push(e.clone()) {
+                self.say_item(&item);
+            }
+        }
         self.end_waits(e);
+    }
+
+    /// A line of the history in words: an event, or an ending.
+    fn say_item(&mut self, item: &Item) {
+        let text = log::say(item, &mut self.places);
+        let at = log::first_of(item).at.clone();
+        self.say(Ok(String::new()), &at, || text);
+    }
+
+    /// Say the endings that are over. Whether any was said.
+    fn endings_over(&mut self) -> bool {
+        let over = self.endings.due(&clock::now());
+        for item in &over {
+            self.say_item(item);
+        }
+        !over.is_empty()
     }
 
     /// A change seen by comparing two looks.
     fn looked(&mut self, change: Change) {
-        match change_key(&change) {
+        match change_key(&change, self.mode) {
             Some(k) if self.said.iter().any(|(_, s)| *s == k) => {}
             Some(_) => self.held.push((Instant::now(), change)),
             // A wait ends with the lock taken or refused, which the history says: shown after
@@ -267,9 +308,17 @@ impl Feed<'_> {
         self.say(output::json_text(&line), &at, || describe(change));
     }
 
-    /// One event or change: its `json` line, or `HH:MM:SS text` (printed, or kept on screen).
+    /// One event or change: its `json` line, or `HH:MM:SS text` (printed, or kept on screen),
+    /// wrapped at word boundaries to the terminal's width.
     fn say(&mut self, json: serde_json::Result<String>, at: &str, text: impl FnOnce() -> String) {
-        let line = || format!("{} {}", time_of(at), text());
+        let width = self.width;
+        let line = || {
+            let line = format!("{} {}", time_of(at), text());
+            match width {
+                Some(w) => output::wrap(&line, w, TIME_WIDTH + 1),
+                None => line,
+            }
+        };
         match self.mode {
             Mode::Json => {
                 if let Ok(text) = json {
@@ -293,12 +342,16 @@ fn history_keys(e: &Event) -> Vec<String> {
         "lock_released" => vec![format!("released|{f}")],
         "message_sent" => vec![format!("message|{}", e.str("id").unwrap_or(""))],
         "agent_arrived" => vec![format!("arrived|{}", e.agent)],
+        "lock_waiting" => vec![format!("waiting|{}|{f}", e.agent)],
+        "agent_left" => vec![format!("left|{}", e.agent)],
         _ => Vec::new(),
     }
 }
 
-/// The key of a change the history also says, `None` for one only a look sees.
-fn change_key(c: &Change) -> Option<String> {
+/// The key of a change the history also says, `None` for one only a look sees. A wait begun
+/// and an agent finished are said by the history in other words (`lock_waiting`, `agent_left`):
+/// the lines people read say each once; `--json` keeps both objects, each with its fields.
+fn change_key(c: &Change, mode: Mode) -> Option<String> {
     match c {
         Change::LockTaken { file, .. } | Change::LockTakenOver { file, .. } => {
             Some(format!("taken|{file}"))
@@ -306,6 +359,10 @@ fn change_key(c: &Change) -> Option<String> {
         Change::LockReleased { file, .. } => Some(format!("released|{file}")),
         Change::MessageSent { id, .. } => Some(format!("message|{id}")),
         Change::AgentArrived { agent, .. } => Some(format!("arrived|{agent}")),
+        Change::Waiting { agent, file, .. } if mode != Mode::Json => {
+            Some(format!("waiting|{agent}|{file}"))
+        }
+        Change::AgentFinished { agent } if mode != Mode::Json => Some(format!("left|{agent}")),
         _ => None,
     }
 }
@@ -350,7 +407,7 @@ fn draw(st: &coord::status::Status, recent: &VecDeque<String>) {
         text.push('\n');
         text.push_str(&output::title("Latest changes", color));
         text.push('\n');
-        for line in recent {
+        for line in recent.iter().flat_map(|l| l.lines()) {
             text.push_str("  ");
             text.push_str(line);
             text.push('\n');
@@ -358,6 +415,9 @@ fn draw(st: &coord::status::Status, recent: &VecDeque<String>) {
     }
     output::raw(text.as_bytes());
 }
+
+/// How wide a line's time is (`HH:MM:SS`).
+const TIME_WIDTH: usize = 8;
 
 /// `HH:MM:SS` of an RFC 3339 time.
 fn time_of(at: &str) -> String {

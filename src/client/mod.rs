@@ -201,6 +201,9 @@ pub struct Adapter {
     /// What the client does by mode where its trust gate is not the whole story (a
     /// non-interactive mode that runs hooks in any folder, a question an interactive session asks).
     pub(crate) trust_modes: Option<&'static str>,
+    /// Whether a client process started with these arguments (its command line after the
+    /// program; its standard input a terminal or not, when known) runs with nobody at it.
+    headless: fn(&[String], Option<bool>) -> bool,
     pub(crate) executables: &'static [&'static str],
     pub(crate) plugin: Option<Plugin>,
     trust: fn(&Path) -> Trust,
@@ -242,6 +245,14 @@ impl Adapter {
     /// The one step that makes the client run this folder's hooks.
     pub fn trust_step(&self, root: &Path) -> String {
         (self.trust_step)(root)
+    }
+
+    /// Whether a client process started with `args` (its command line after the program,
+    /// whose standard input is a terminal when `stdin_terminal` says so) runs without anyone
+    /// at it: one prompt, then it exits (`claude -p`, `codex exec`). The end of its turn then
+    /// waits for no user.
+    pub fn headless(&self, args: &[String], stdin_terminal: Option<bool>) -> bool {
+        (self.headless)(args, stdin_terminal)
     }
 
     /// Where the trust gate applies only to interactive sessions: what the other modes do.
@@ -439,6 +450,8 @@ const CLAUDE: Adapter = Adapter {
     // Its answer to "use this project's MCP server?" (`enabledMcpjsonServers`), and a tool
     // allowed for good (`permissions.allow`: `mcp__coord__lock`).
     approvals: Some(".claude/settings.local.json"),
+    // `claude -p` (`--print`): one prompt, the answer printed, and it exits.
+    headless: |args, _| has_option(args, "-p", "--print"),
     trust_modes: Some(
         "`claude -p` runs them in any folder, trusted or not; an interactive session also asks once whether to use the project's MCP server `coord` (.mcp.json): answer yes",
     ),
@@ -499,6 +512,8 @@ const CODEX: Adapter = Adapter {
         Wire::CodexToml(".codex/config.toml"),
     ],
     approvals: None,
+    // `codex exec` (or its alias, `codex e …`): one task, then it exits.
+    headless: |args, _| args.iter().any(|a| a == "exec") || args.first().is_some_and(|a| a == "e"),
     trust_modes: None,
     executables: &["codex"],
     plugin: Some(Plugin {
@@ -565,6 +580,12 @@ const GEMINI: Adapter = Adapter {
         mcp: Some(McpStyle::Servers),
     }],
     approvals: None,
+    // `gemini -p` (`--prompt`), or its input not a terminal (`echo … | gemini`): one prompt,
+    // then it exits; `-i` (`--prompt-interactive`) stays at the terminal.
+    headless: |args, stdin_terminal| {
+        !has_option(args, "-i", "--prompt-interactive")
+            && (has_option(args, "-p", "--prompt") || stdin_terminal == Some(false))
+    },
     trust_modes: None,
     executables: &["gemini"],
     plugin: Some(Plugin {
@@ -629,6 +650,8 @@ const COPILOT: Adapter = Adapter {
         MCP_JSON,
     ],
     approvals: None,
+    // `copilot -p` (`--prompt`): one prompt, then it exits.
+    headless: |args, _| has_option(args, "-p", "--prompt"),
     trust_modes: None,
     executables: &["copilot"],
     plugin: Some(Plugin {
@@ -689,6 +712,7 @@ const QWEN: Adapter = Adapter {
         mcp: Some(McpStyle::Servers),
     }],
     approvals: None,
+    headless: |_, _| false,
     trust_modes: None,
     executables: &["qwen"],
     plugin: Some(Plugin {
@@ -748,6 +772,7 @@ const OPENCODE: Adapter = Adapter {
     ],
     // `opencode plugin -g DIR` lists it in the user's `opencode.jsonc`; nothing removes it.
     approvals: None,
+    headless: |_, _| false,
     trust_modes: None,
     executables: &["opencode"],
     plugin: Some(Plugin {
@@ -796,6 +821,7 @@ const CLINE: Adapter = Adapter {
     shell_git_hooks: GIT_OWN_CONFIG,
     wiring: &[Wire::Generated(".cline/plugins/coord.js", CLINE_PLUGIN)],
     approvals: None,
+    headless: |_, _| false,
     trust_modes: None,
     executables: &["cline"],
     plugin: Some(Plugin {
@@ -892,6 +918,7 @@ const CURSOR: Adapter = Adapter {
         },
     ],
     approvals: None,
+    headless: |_, _| false,
     trust_modes: None,
     executables: &["cursor-agent", "cursor"],
     plugin: None,
@@ -949,6 +976,7 @@ const WINDSURF: Adapter = Adapter {
         mcp: None,
     }],
     approvals: None,
+    headless: |_, _| false,
     trust_modes: None,
     executables: &["windsurf"],
     plugin: None,
@@ -1044,9 +1072,19 @@ pub struct HookCall {
     pub shell: Option<Shell>,
     /// A `Stop` that the client already continued once because of a hook.
     pub stop_hook_active: bool,
+    /// The client runs with nobody at it (`claude -p`, `codex exec`: see
+    /// [`crate::identity::headless`]; set by the caller): the end of its turn asks no one.
+    pub headless: bool,
     /// Why the payload is not JSON, when it is not: it was read only in part (see
     /// [`payload`]), and is judged on what it names without anything being written.
     pub fault: Option<String>,
+}
+
+/// Whether `args` hold one of the options `short` and `long` (`--long=VALUE` too).
+fn has_option(args: &[String], short: &str, long: &str) -> bool {
+    args.iter().any(|a| {
+        a == short || a == long || a.strip_prefix(long).is_some_and(|r| r.starts_with('='))
+    })
 }
 
 /// The largest payload read (a `Write` carries the whole file).
@@ -1105,6 +1143,7 @@ pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCa
             .get("stop_hook_active")
             .and_then(Value::as_bool)
             .unwrap_or(false),
+        headless: false,
         event,
         fault: read.fault,
     })

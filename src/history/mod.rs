@@ -4,7 +4,8 @@
 //! made; every message sent, dialogue turn and review step; every agent arriving, leaving,
 //! crashing, or waiting for its user appends one [`Event`] to `.coord/history/events.jsonl`,
 //! one JSON object a line (plain text that `grep`, `jq` and agents following the seeds read).
-//! `coord log`, `coord log --timeline` and `coord watch` read it back ([`read`], [`Tail`]).
+//! `coord log`, `coord log --timeline` and `coord watch` read it back ([`read`], [`Tail`]); the
+//! lines people read fold the events of one ending into one ([`ending`]).
 //!
 //! Invariants:
 //!
@@ -26,6 +27,7 @@
 //!   `.coord/config` (`history_max_size: 2M`, `history_max_age: 7d`) or the environment
 //!   (`COORD_HISTORY_MAX_SIZE`, `COORD_HISTORY_MAX_AGE`); `COORD_HISTORY=off` turns it off.
 
+pub mod ending;
 mod needs;
 mod read;
 
@@ -338,6 +340,9 @@ fn off() -> bool {
 /// session unless it names its own. Best effort: a failure is kept for [`take_warning`], never
 /// returned.
 pub fn record(root: &Path, mut event: Event) {
+    if acts(&event.event) {
+        needs::forget(root, &event.agent);
+    }
     if off() {
         return;
     }
@@ -364,6 +369,17 @@ pub fn record(root: &Path, mut event: Event) {
             ));
         }
     }
+}
+
+/// Whether an event of this kind is its agent acting (taking, waiting, editing, sending,
+/// arriving, leaving, ...): then it no longer waits for its user, and the event says so. Not
+/// the waits for the user themselves, a crash found by another session, nor a release (the end
+/// of a turn releases, then waits).
+fn acts(event: &str) -> bool {
+    !matches!(
+        event,
+        "needs_user" | "user_answered" | "agent_crashed" | "lock_released" | "claim_released"
+    )
 }
 
 fn append(root: &Path, line: &[u8]) -> crate::Result<()> {

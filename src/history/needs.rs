@@ -4,7 +4,10 @@
 //! A client's hook says so (Claude Code's and Gemini CLI's `Notification`, the end of a turn);
 //! the state is one small JSON file per agent, `.coord/needs-user/<agent>`
 //! (`{"since": ..., "what": ...}`), removed as soon as the agent acts again or its user answers.
-//! Each change is also an event of the history (`needs_user`, `user_answered`).
+//! Each change is also an event of the history (`needs_user`, `user_answered`); a wait ended by
+//! the agent acting (any event of its own that is an act: see [`super::record`]) is said by that
+//! event, and `user_answered` is left out. An agent that clocked out (FINISHED) waits for no one,
+//! whatever a file left behind says (see [`crate::status::collect`]).
 
 use std::path::Path;
 
@@ -62,7 +65,15 @@ pub fn set_needs_user(root: &Path, agent: &str, what: &str) {
     }
 }
 
-/// `agent` acts again, or its user answered: it no longer waits.
+/// `agent` acted: it no longer waits, as the event of its act says (no event of its own).
+pub(super) fn forget(root: &Path, agent: &str) {
+    let _ = fsutil::remove(&layout::needs_user(
+        &crate::worktree::shared_root(root),
+        agent,
+    ));
+}
+
+/// `agent`'s user answered (or its client says it no longer waits): it no longer waits.
 pub fn clear_needs_user(root: &Path, agent: &str) {
     if fsutil::remove(&layout::needs_user(
         &crate::worktree::shared_root(root),

@@ -10,7 +10,13 @@
 //! | Gemini CLI | `Notification` (`ToolPermission`), `AfterAgent` | `BeforeAgent` |
 //! | Copilot CLI | `notification`, `permissionRequest`, `agentStop` | `userPromptSubmitted` |
 //!
-//! Any tool call, session start or end also means the agent no longer waits.
+//! Any tool call, session start or end also means the agent no longer waits. The end of the
+//! turn of a client run with nobody at it (`claude -p`, `codex exec`, `gemini -p`, `copilot
+//! -p`: [`crate::identity::headless`]) waits for no one.
+//!
+//! The session's first prompt (the `prompt` of the answering event) is kept, one short line,
+//! in the agent's presence (`prompt:`, with `client:`): the views label the agent with it, so
+//! that a human can tell which terminal it is.
 
 use std::path::Path;
 
@@ -80,6 +86,74 @@ pub fn record(
         Some(None) => history::clear_needs_user(root, agent.id()),
         None => {}
     }
+    if prompted(call) {
+        keep_first_prompt(ws, agent, call.client, payload);
+    }
+}
+
+/// Whether the event is the user's prompt reaching the agent (its `prompt` field holds it).
+fn prompted(call: &HookCall) -> bool {
+    matches!(
+        (call.client, call.event.as_str()),
+        (Client::Claude | Client::Codex, "UserPromptSubmit")
+            | (Client::Gemini, "BeforeAgent")
+            | (Client::Copilot, "userPromptSubmitted")
+    )
+}
+
+/// How many characters of the first prompt are kept.
+pub const PROMPT_CHARS: usize = 40;
+
+/// Keep the session's first prompt in its presence, once (best effort: a label, nothing more).
+fn keep_first_prompt(ws: &Workspace, agent: &AgentId, client: Client, payload: &[u8]) {
+    let had = crate::v3::presence::read(ws.root(), agent.id())
+        .ok()
+        .flatten()
+        .is_some_and(|p| p.field("prompt").is_some_and(|v| v != "-"));
+    if had {
+        return;
+    }
+    let Some(prompt) = crate::client::payload::read(payload)
+        .ok()
+        .and_then(|p| p.value.get("prompt")?.as_str().map(short_prompt))
+        .filter(|p| !p.is_empty())
+    else {
+        return;
+    };
+    let update = crate::v3::presence::Update {
+        extras: vec![("client", client.as_str().to_string()), ("prompt", prompt)],
+        ..Default::default()
+    };
+    let write = || -> crate::Result<()> {
+        ws.ensure_state_dir()?;
+        let _mutex = ws.lock_mutex()?;
+        crate::v3::presence::write(ws.root(), agent, &update).map(|_| ())
+    };
+    if let Err(e) = write() {
+        eprintln!("warning: coord cannot keep this session's first prompt: {e}");
+    }
+}
+
+/// A prompt as one short line: the context a hook added in front of it (Gemini CLI's
+/// `<hook_context>…</hook_context>`) left out, white space run together, cut at
+/// [`PROMPT_CHARS`] with `…`.
+pub fn short_prompt(text: &str) -> String {
+    let mut text = text.trim_start();
+    while let Some(rest) = text.strip_prefix("<hook_context>") {
+        text = rest
+            .split_once("</hook_context>")
+            .map_or("", |(_, after)| after)
+            .trim_start();
+    }
+    let words: Vec<&str> = text.split_whitespace().collect();
+    let line = words.join(" ");
+    if line.chars().count() <= PROMPT_CHARS {
+        return line;
+    }
+    let mut cut: String = line.chars().take(PROMPT_CHARS - 1).collect();
+    cut.truncate(cut.trim_end().len());
+    cut.push('…');
+    cut
 }
 
 /// `Some(Some(what))`: the client now waits for its user; `Some(None)`: it no longer does;
@@ -92,6 +166,8 @@ fn waits(call: &HookCall, payload: &[u8], reply: Option<&Reply>) -> Option<Optio
         }
         // A stop held back (unread messages) is not the end of the turn.
         Kind::Stop if matches!(reply, Some(Reply::Block(_))) => return None,
+        // Nobody to ask: the client exits (`claude -p`, `codex exec`).
+        Kind::Stop if call.headless => return Some(None),
         Kind::Stop => return Some(Some(end_of_turn)),
         Kind::Other => {}
     }
@@ -128,9 +204,25 @@ fn waits(call: &HookCall, payload: &[u8], reply: Option<&Reply>) -> Option<Optio
         }
         (Client::Claude | Client::Codex, "PermissionRequest")
         | (Client::Copilot, "permissionRequest") => permission(),
-        (Client::Claude | Client::Codex, "UserPromptSubmit")
-        | (Client::Gemini, "BeforeAgent")
-        | (Client::Copilot, "userPromptSubmitted") => Some(None),
+        _ if prompted(call) => Some(None),
         _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::short_prompt;
+
+    #[test]
+    fn prompts_are_one_short_line_without_the_hook_context() {
+        assert_eq!(short_prompt("fix  the\nlogin bug"), "fix the login bug");
+        assert_eq!(
+            short_prompt("<hook_context>coord: you are agent x</hook_context>\n\nwrite target.txt"),
+            "write target.txt"
+        );
+        let long = short_prompt(&"word ".repeat(30));
+        assert_eq!(long.chars().count(), 40);
+        assert!(long.ends_with("word…"), "{long}");
+        assert_eq!(short_prompt("<hook_context>unclosed"), "");
     }
 }

@@ -102,14 +102,14 @@ function where(x) {
 
 function drawStatus() {
   const st = status;
-  document.getElementById("root").textContent = short(st.root, 200);
+  document.getElementById("root").textContent = short(st.shared_root || st.root, 200);
   const agents = arr(st.agents).slice().sort((a, b) => (b.needs_user ? 1 : 0) - (a.needs_user ? 1 : 0));
   const needs = agents.filter((a) => a.needs_user);
-  fill("needs", needs.length ? table(["agent", "waiting", "asks"],
-    needs.map((a) => [a.agent, agoOf(a.needs_user.since), a.needs_user.what])) : null);
-  fill("agents", agents.length ? table(["agent", "status", "heartbeat", "working on", "file", "lock", "where"],
+  fill("needs", needs.length ? table(["agent", "who", "waiting", "asks"],
+    needs.map((a) => [a.agent, a.label || where(a), agoOf(a.needs_user.since), a.needs_user.what])) : null);
+  fill("agents", agents.length ? table(["agent", "status", "heartbeat", "who", "working on", "lock", "where"],
     agents.map((a) => [a.agent, state(a.needs_user ? "NEEDS USER" : a.status), ago(a.heartbeat_age_s),
-      a.working_on, a.current_file, a.lock_status ? state(a.lock_status) : "-", where(a)])) : null, "No agents");
+      a.label, arr(a.holds).join(", "), a.lock_status ? state(a.lock_status) : "-", where(a)])) : null, "No agents");
 
   const holds = arr(st.locks).map((l) => [l.file, "", l.agent, ago(l.age_s), state(l.state), l.stale_reason || l.reason, where(l)])
     .concat(arr(st.claims).map((c) => [c.pattern, "claim", c.agent, ago(c.age_s), state(c.state), c.stale_reason || c.reason, where(c)]))

@@ -269,6 +269,8 @@ pub struct Update {
     /// A release: on a full disk, where there is no room for a new copy, the presence is
     /// rewritten in place (releasing needs no space, and must not leave it saying LOCKED).
     pub releasing: bool,
+    /// Keys of coord's own to set besides the seed's (the session's `client` and `prompt`).
+    pub extras: Vec<(&'static str, String)>,
 }
 
 /// Create or refresh `agent`'s presence (heartbeat now), applying `update`. The caller holds
@@ -343,6 +345,9 @@ pub fn write_over(
         for (k, v) in old.record.extras(&SEED_KEYS) {
             rec.set(k, v);
         }
+    }
+    for (k, v) in &update.extras {
+        rec.set(k, crate::record::one_line(v));
     }
     // Among the worktrees of one repository: which one this agent acts in.
     if crate::worktree::shared_root(root) != root || !crate::worktree::others(root).is_empty() {

@@ -268,7 +268,7 @@ fn who_and_log_of_a_pattern_show_what_it_holds() {
     assert_eq!(f["claims"], json!([]), "{v}");
     let log = coord(&env, &b, "bob").args(["log", "src/*/"]).ok();
     assert!(
-        log.stdout.contains("alice locked `src/x.rs`"),
+        log.stdout.contains("alice (main, trunk) locked `src/x.rs`"),
         "{}",
         log.stdout
     );

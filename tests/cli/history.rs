@@ -634,3 +634,110 @@ fn has_hex_run(text: &str, n: usize) -> bool {
     }
     false
 }
+
+/// #48: in a repository with several work trees, each line of `coord log` names the work tree
+/// its agent acted in and the branch checked out there (read from the tree's `HEAD`).
+#[test]
+fn log_lines_name_the_work_tree_and_branch() {
+    use crate::worktrees::{coord, repo};
+    let r = repo();
+    coord(&r, &r.b, "alice").args(["lock", "src/x.rs"]).ok();
+    coord(&r, &r.main, "bob").args(["lock", "a.txt"]).ok();
+    coord(&r, &r.c, "carol").args(["lock", "src/y.rs"]).ok();
+    let out = r
+        .env
+        .cmd()
+        .env_remove("COORD_DIR")
+        .cwd(&r.b)
+        .arg("log")
+        .ok();
+    out.stdout_has("alice (b, feature) locked `src/x.rs`")
+        .stdout_has("bob (main, trunk) locked `a.txt`")
+        .stdout_has("carol (c, c) locked `src/y.rs`");
+    // A lone folder's lines are as they were.
+    let env = Env::new();
+    env.agent("alice").args(["lock", "f.txt"]).ok();
+    env.cmd()
+        .arg("log")
+        .ok()
+        .stdout_has(" alice locked `f.txt`\n");
+}
+
+/// #48: the events of one ending (a `claude -p` session's `Stop` and `SessionEnd`: its locks
+/// released, its agent gone) read as one line in `coord log`; `--json` keeps one object per
+/// event (a script filtering `coord log FILE --json` for `lock_released` still finds each), and
+/// writes none that says nothing (no `needs_user` where nobody is asked, no `user_answered`
+/// beside the agent leaving).
+#[test]
+fn a_sessions_ending_reads_as_one_line_and_its_json_keeps_each_event() {
+    use crate::needs_user::FakeClient;
+    let env = Env::new();
+    env.write("a.rs", "a\n");
+    env.write("b.rs", "b\n");
+    let cwd = env.root().display().to_string();
+    let call = |sid: &str, event: &str, file: Option<&str>| {
+        let mut v = serde_json::json!({"session_id": sid, "cwd": cwd, "hook_event_name": event,
+            "stop_hook_active": false, "reason": "other"});
+        if let Some(f) = file {
+            v["tool_name"] = "Write".into();
+            v["tool_input"] = serde_json::json!({"file_path": env.path(f), "content": "x\n"});
+        }
+        v.to_string()
+    };
+    let claude = FakeClient::new("claude");
+    let print = ["-p", "write a.rs and b.rs"];
+    for (event, file) in [
+        ("SessionStart", None),
+        ("PreToolUse", Some("a.rs")),
+        ("PreToolUse", Some("b.rs")),
+        ("Stop", None),
+        ("SessionEnd", None),
+    ] {
+        claude.hook(&env, &print, "claude", &call("cccc0001", event, file));
+    }
+    let out = env.cmd().arg("log").ok();
+    let lines: Vec<&str> = out.stdout.lines().collect();
+    assert_eq!(lines.len(), 4, "{}", out.stdout);
+    assert!(
+        lines[3].ends_with(" claude-cccc0001 finished: released `a.rs`, `b.rs`"),
+        "{}",
+        out.stdout
+    );
+    let log = log_json(&env, &[]);
+    assert_eq!(events_of(&log, "lock_released").len(), 2, "{log:#?}");
+    assert_eq!(events_of(&log, "agent_left").len(), 1, "{log:#?}");
+    assert!(events_of(&log, "needs_user").is_empty(), "{log:#?}");
+    assert!(events_of(&log, "user_answered").is_empty(), "{log:#?}");
+    let of_a = log_json(&env, &["a.rs"]);
+    assert_eq!(events_of(&of_a, "lock_released")[0]["file"], "a.rs");
+    env.cmd()
+        .args(["log", "a.rs"])
+        .ok()
+        .stdout_has(" claude-cccc0001 released `a.rs`\n");
+
+    // At a terminal: the end of the turn waits for its user, in the same line; the session
+    // ends later, and leaving says the wait is over.
+    let at_terminal: [&str; 0] = [];
+    for (event, file) in [
+        ("SessionStart", None),
+        ("PreToolUse", Some("a.rs")),
+        ("Stop", None),
+    ] {
+        claude.hook(&env, &at_terminal, "claude", &call("dddd0001", event, file));
+    }
+    env.agent("other").args(["lock", "z.txt"]).ok();
+    claude.hook(
+        &env,
+        &at_terminal,
+        "claude",
+        &call("dddd0001", "SessionEnd", None),
+    );
+    env.cmd()
+        .arg("log")
+        .ok()
+        .stdout_has(" claude-dddd0001 released `a.rs`; NEEDS ITS USER: its turn is over: waiting for a prompt\n")
+        .stdout_has(" claude-dddd0001 left\n");
+    let log = log_json(&env, &[]);
+    assert_eq!(events_of(&log, "needs_user").len(), 1, "{log:#?}");
+    assert!(events_of(&log, "user_answered").is_empty(), "{log:#?}");
+}

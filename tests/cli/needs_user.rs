@@ -251,3 +251,276 @@ fn watch_notify_rings_when_an_agent_waits_for_its_user() {
         "{text:?}"
     );
 }
+
+/// #48: a client's session is shown with a label a human can map to a terminal: its work tree
+/// and branch (where the repository has several) and its first prompt, one short line; what
+/// it is working on is the files it holds, and its lock's note is that prompt, not the tool.
+/// Waiting for its user, it is listed with the same label. The views fit 100 columns.
+#[test]
+fn a_session_is_labelled_with_its_tree_branch_and_first_prompt() {
+    use crate::worktrees::{coord, repo};
+    let r = repo();
+    let b = std::fs::canonicalize(&r.b).unwrap();
+    let sid = "5e551011-55e2-4a19-be34-6aa5a64f4b50";
+    let agent = "claude-5e551011";
+    let hook = |payload: serde_json::Value| {
+        r.env
+            .cmd()
+            .env_remove("COORD_DIR")
+            .cwd(&b)
+            .args(["hook", "claude"])
+            .stdin(payload.to_string())
+            .ok();
+    };
+    let cwd = b.display().to_string();
+    let event =
+        |name: &str| serde_json::json!({"session_id": sid, "cwd": cwd, "hook_event_name": name});
+    hook(event("SessionStart"));
+    let mut prompt = event("UserPromptSubmit");
+    prompt["prompt"] = "Fix the login bug\nin the session handler, and add a test for it".into();
+    hook(prompt);
+    let mut later = event("UserPromptSubmit");
+    later["prompt"] = "now something else".into();
+    hook(later);
+    let mut write = event("PreToolUse");
+    write["tool_name"] = "Write".into();
+    write["tool_input"] = serde_json::json!({"file_path": b.join("src/x.rs").display().to_string(), "content": "y\n"});
+    hook(write);
+    let status = |columns: Option<&str>| {
+        let mut cmd = coord(&r, &r.main, "viewer").env_remove("COORD_AGENT");
+        if let Some(c) = columns {
+            cmd = cmd.env("COLUMNS", c);
+        }
+        cmd.arg("status").ok()
+    };
+    let st: serde_json::Value = coord(&r, &r.main, "viewer")
+        .args(["status", "--json"])
+        .ok()
+        .json();
+    let me = st["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["agent"] == agent)
+        .unwrap_or_else(|| panic!("no {agent}: {st:#}"));
+    let first = "Fix the login bug in the session handle…";
+    assert_eq!(me["prompt"], first, "{me:#}");
+    assert_eq!(me["client"], "claude");
+    assert_eq!(me["holds"], serde_json::json!(["src/x.rs"]));
+    assert_eq!(me["label"], format!("b · feature · \"{first}\""));
+    let out = status(None);
+    let row = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with(&format!("  {agent} ")))
+        .unwrap_or_else(|| panic!("no row:\n{}", out.stdout));
+    assert!(
+        row.contains(&format!("b · feature · \"{first}\"  src/x.rs")),
+        "{row}"
+    );
+    let lock = out
+        .stdout
+        .lines()
+        .find(|l| l.starts_with("  src/x.rs "))
+        .unwrap();
+    assert!(lock.ends_with(&format!("\"{first}\"")), "{lock}");
+    out.stdout_lacks("Write in Claude Code");
+
+    let mut stop = event("Stop");
+    stop["stop_hook_active"] = false.into();
+    hook(stop);
+    let out = status(Some("100"));
+    let needs = out
+        .stdout
+        .lines()
+        .skip_while(|l| *l != "Needs you")
+        .nth(2)
+        .unwrap_or_else(|| panic!("no Needs you:\n{}", out.stdout));
+    assert!(
+        needs.starts_with(&format!("  {agent}  b · feature")),
+        "{needs}"
+    );
+    for line in out.stdout.lines() {
+        assert!(line.chars().count() <= 100, "wider than 100: {line:?}");
+    }
+}
+
+/// A stand-in for an agent client's process: `bin/NAME` in a folder of its own, a script that
+/// runs `coord hook HOOK_ARGS` as its child, as a client runs its hooks, so that coord finds it
+/// as the hook's client process with the command line it was started with.
+pub(crate) struct FakeClient {
+    _dir: tempfile::TempDir,
+    path: std::path::PathBuf,
+}
+
+impl FakeClient {
+    pub(crate) fn new(name: &str) -> FakeClient {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(name);
+        // Not `exec`: the script stays the hook's parent, as the client does.
+        std::fs::write(
+            &path,
+            "#!/bin/sh\n\"$COORD_BIN\" hook $HOOK_ARGS\nstatus=$?\nexit $status\n",
+        )
+        .unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+        FakeClient { _dir: dir, path }
+    }
+
+    /// The client started with `args` runs `coord hook HOOK_ARGS` on `payload`, in `env`.
+    #[track_caller]
+    pub(crate) fn hook(&self, env: &Env, args: &[&str], hook_args: &str, payload: &str) {
+        let mut cmd = std::process::Command::new(&self.path);
+        cmd.args(args)
+            .current_dir(env.root())
+            .env("COORD_BIN", crate::support::coord_bin())
+            .env("COORD_DIR", env.root())
+            .env("HOOK_ARGS", hook_args)
+            .env_remove("COORD_AGENT")
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped());
+        for var in crate::support::CLIENT_SESSION_VARS {
+            cmd.env_remove(var);
+        }
+        let mut child = cmd.spawn().unwrap();
+        {
+            use std::io::Write;
+            let mut stdin = child.stdin.take().unwrap();
+            stdin.write_all(payload.as_bytes()).unwrap();
+        }
+        let out = child.wait_with_output().unwrap();
+        assert!(out.status.success(), "{out:?}");
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(!stderr.contains("warning"), "{stderr}");
+    }
+}
+
+/// #48: a client run with nobody at it (`claude -p`/`--print`, `codex exec`, `gemini -p` or
+/// with its input not a terminal, `copilot -p`) exits at the end of its turn: nobody is asked,
+/// so the agent is never shown as needing its user, and no `needs_user` is written. The same
+/// client at a terminal still is.
+#[test]
+fn a_client_run_with_nobody_at_it_never_needs_its_user_at_the_end_of_its_turn() {
+    let env = Env::new();
+    let cwd = env.root().display().to_string();
+    let payload = |sid: &str, event: &str| {
+        serde_json::json!({"session_id": sid, "sessionId": sid, "cwd": cwd, "hook_event_name": event,
+            "stop_hook_active": false})
+        .to_string()
+    };
+    let runs: [(&str, &[&str], &str, &str, &str); 6] = [
+        (
+            "claude",
+            &["-p", "write out.txt"],
+            "SessionStart",
+            "Stop",
+            "aaaa0001",
+        ),
+        (
+            "claude",
+            &["--print", "--model", "x"],
+            "SessionStart",
+            "Stop",
+            "aaaa0002",
+        ),
+        (
+            "codex",
+            &["exec", "--full-auto", "do it"],
+            "SessionStart",
+            "Stop",
+            "aaaa0003",
+        ),
+        (
+            "gemini",
+            &["-p", "write target.txt"],
+            "SessionStart",
+            "AfterAgent",
+            "aaaa0004",
+        ),
+        // Its input is the payload's pipe, not a terminal: Gemini CLI runs one prompt.
+        ("gemini", &[], "SessionStart", "AfterAgent", "aaaa0005"),
+        (
+            "copilot",
+            &["-p", "fix it", "--allow-all-tools"],
+            "sessionStart",
+            "agentStop",
+            "aaaa0006",
+        ),
+    ];
+    for (name, args, start, stop, sid) in runs {
+        let client = FakeClient::new(name);
+        let agent = format!("{name}-{sid}");
+        client.hook(&env, args, name, &payload(sid, start));
+        client.hook(&env, args, name, &payload(sid, stop));
+        assert!(
+            needs(&env, &agent).is_null(),
+            "{name} {args:?}: {}",
+            needs(&env, &agent)
+        );
+    }
+    let log = log_json(&env, &[]);
+    assert!(events_of(&log, "needs_user").is_empty(), "{log:#?}");
+    assert!(events_of(&log, "user_answered").is_empty(), "{log:#?}");
+    // At a terminal (no -p): the end of its turn waits for its user.
+    let claude = FakeClient::new("claude");
+    claude.hook(
+        &env,
+        &["--model", "x"],
+        "claude",
+        &payload("bbbb0001", "SessionStart"),
+    );
+    claude.hook(
+        &env,
+        &["--model", "x"],
+        "claude",
+        &payload("bbbb0001", "Stop"),
+    );
+    assert!(
+        needs(&env, "claude-bbbb0001")["what"]
+            .as_str()
+            .unwrap()
+            .contains("turn")
+    );
+}
+
+/// #48: an agent that clocked out, or acted again through any door (its own `coord lock` from
+/// its shell, not only its client's hooks), is no longer listed as needing you, in `status` and
+/// so in `watch` and `coord ui`; the act says so, and no `user_answered` is written beside it.
+#[test]
+fn an_agent_that_clocked_out_or_acted_again_no_longer_needs_you() {
+    let env = Env::new();
+    let cwd = env.root().display().to_string();
+    let sid = "7684f1ed-55e2-4a19-be34-6aa5a64f4b50";
+    let agent = "claude-7684f1ed";
+    let hook = |event: &str| {
+        hook(
+            &env,
+            "claude",
+            serde_json::json!({"session_id": sid, "cwd": cwd, "hook_event_name": event, "stop_hook_active": false}),
+        );
+    };
+    hook("SessionStart");
+    hook("Stop");
+    assert!(needs(&env, agent).is_object());
+    // It acts through the command line (its shell tool), not through a hook.
+    env.agent(agent).args(["lock", "f.txt"]).ok();
+    assert!(needs(&env, agent).is_null(), "{}", needs(&env, agent));
+    env.agent(agent).args(["unlock", "f.txt"]).ok();
+    hook("Stop");
+    assert!(needs(&env, agent).is_object());
+    env.agent(agent).arg("shutdown").ok();
+    assert!(needs(&env, agent).is_null());
+    assert_eq!(env.status_of(agent)["status"], "FINISHED");
+    // A wait left behind by a writer of an older coord: a finished agent waits for no one.
+    env.write(
+        &format!(".coord/needs-user/{agent}"),
+        r#"{"since": "2026-01-28T10:00:00.000+00:00", "what": "its turn is over"}"#,
+    );
+    assert!(needs(&env, agent).is_null());
+    env.cmd().arg("status").ok().stdout_lacks("Needs you");
+    let log = log_json(&env, &[]);
+    assert_eq!(events_of(&log, "needs_user").len(), 2, "{log:#?}");
+    assert!(events_of(&log, "user_answered").is_empty(), "{log:#?}");
+}

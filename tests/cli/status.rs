@@ -157,9 +157,10 @@ fn human_status_reads_at_a_glance() {
         format!("Agent: Ollama\nlocked_at: {old}\nfile: old.md\n"),
     );
     let out = env.cmd().env("COORD_NOW", &at).arg("status").ok();
-    out.stdout_has("  AGENT   STATUS  HEARTBEAT  WORKING ON  FILE        LOCK\n")
-        .stdout_has("  claude  ACTIVE  0s ago     Task_123    SHARED.txt  LOCKED\n")
-        .stdout_has("  gemini  ACTIVE  0s ago     Task_456    -           FREE\n")
+    // #48: the task tells who is who; what the agent is working on is the files it holds.
+    out.stdout_has("  AGENT   STATUS  HEARTBEAT  WHO       WORKING ON  LOCK\n")
+        .stdout_has("  claude  ACTIVE  0s ago     Task_123  SHARED.txt  LOCKED\n")
+        .stdout_has("  gemini  ACTIVE  0s ago     Task_456  -           FREE\n")
         .stdout_has("STALE")
         .stdout_has("30m ago")
         .stdout_lacks("\x1b[");
@@ -461,4 +462,61 @@ fn status_lists_only_the_sessions_the_agents_table_does_not_show() {
     );
     let v: serde_json::Value = env.cmd().args(["status", "--json"]).ok().json();
     assert_eq!(v["partners"].as_array().unwrap().len(), 6, "{v:#}");
+}
+
+/// #48: every work tree of a repository shows the one workspace they share (its state lives in
+/// the main work tree) and says which tree this is; the locks table names each lock's work tree
+/// and branch; `--json` adds `shared_root`, `branch` and `worktrees`.
+#[test]
+fn status_in_each_worktree_names_the_shared_workspace_this_tree_and_each_locks_tree() {
+    use crate::worktrees::{coord, repo};
+    let r = repo();
+    let main = std::fs::canonicalize(&r.main).unwrap();
+    let b = std::fs::canonicalize(&r.b).unwrap();
+    coord(&r, &r.b, "alice").args(["lock", "src/x.rs"]).ok();
+    coord(&r, &r.main, "bob").args(["lock", "a.txt"]).ok();
+    let here_b = format!("you are in {}, branch feature", b.display());
+    let here_main = "you are in the main one, branch trunk".to_string();
+    for (dir, here) in [(&r.b, here_b), (&r.main, here_main)] {
+        let out = r
+            .env
+            .cmd()
+            .env_remove("COORD_DIR")
+            .cwd(dir)
+            .arg("status")
+            .ok();
+        out.stdout_has(&format!("Workspace {}\n", main.display()))
+            .stdout_has(&format!("  shared by 3 work trees; {here}\n"))
+            .stdout_has("  FILE      HOLDER  WORKTREE  BRANCH   SINCE");
+        let row = |file: &str| -> Vec<String> {
+            let line = out
+                .stdout
+                .lines()
+                .find(|l| l.starts_with(&format!("  {file} ")))
+                .unwrap_or_else(|| panic!("no row for {file}:\n{}", out.stdout));
+            line.split_whitespace().map(str::to_string).collect()
+        };
+        assert_eq!(row("src/x.rs")[..4], ["src/x.rs", "alice", "b", "feature"]);
+        assert_eq!(row("a.txt")[..4], ["a.txt", "bob", "main", "trunk"]);
+    }
+    let st: serde_json::Value = r
+        .env
+        .cmd()
+        .env_remove("COORD_DIR")
+        .cwd(&r.b)
+        .args(["status", "--json"])
+        .ok()
+        .json();
+    assert_eq!(st["root"], b.display().to_string());
+    assert_eq!(st["shared_root"], main.display().to_string());
+    assert_eq!(st["branch"], "feature");
+    assert_eq!(st["worktrees"].as_array().unwrap().len(), 3, "{st:#}");
+    assert_eq!(st["worktrees"][0]["worktree"], b.display().to_string());
+    // A lone folder says nothing of work trees, and its locks table keeps its columns.
+    let env = Env::new();
+    env.agent("alice").args(["lock", "f.txt"]).ok();
+    let out = env.cmd().arg("status").ok();
+    out.stdout_has(&format!("Workspace {}\n\n", env.root().display()))
+        .stdout_has("  FILE   HOLDER  SINCE")
+        .stdout_lacks("work trees");
 }

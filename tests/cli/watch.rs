@@ -114,7 +114,11 @@ struct Watcher {
 
 impl Watcher {
     fn start(env: &Env, args: &[&str]) -> Watcher {
-        let mut child = env.cmd().arg("watch").args(args).spawn();
+        Watcher::spawn(env.cmd().arg("watch").args(args))
+    }
+
+    fn spawn(cmd: crate::support::Cmd) -> Watcher {
+        let mut child = cmd.spawn();
         let stdout = child.stdout.take().unwrap();
         let (tx, lines) = std::sync::mpsc::channel();
         std::thread::spawn(move || {
@@ -323,4 +327,68 @@ fn watch_redraws_full_screen_in_a_terminal() {
             && !s.contains("No locks")
             && s.matches("coord watch").count() == 1
     });
+}
+
+/// #48: the lines `coord watch` prints for people say a wait once (not once from the history
+/// and again, in other words, from a look at the queue), read an ending as one line (locks
+/// released and the agent gone, not `left` and `FINISHED` besides), and wrap at word
+/// boundaries to the terminal's width, never inside a word.
+#[test]
+fn watch_says_a_wait_once_an_ending_in_one_line_and_wraps_at_words() {
+    let env = Env::new();
+    let long = "a/rather/long/folder/name/for/the/file/locked.rs";
+    env.write(long, "x\n");
+    env.write("a.md", "x\n");
+    let mut w = Watcher::spawn(env.cmd().env("COLUMNS", "70").arg("watch"));
+    w.expect("the view", |l| l.starts_with("Agents"));
+    env.agent("alpha").args(["lock", "a.md", long]).ok();
+    let waiter = env
+        .agent("beta")
+        .args(["lock", "a.md", "--wait", "60s"])
+        .spawn();
+    w.expect("the wait", |l| l.contains("beta waits for `a.md`"));
+    env.agent("alpha").arg("unlock").ok();
+    assert_eq!(finish(waiter).code, Some(0));
+    env.agent("beta").arg("shutdown").ok();
+    w.expect("beta's ending", |l| {
+        l.contains("beta finished: released `a.md`")
+    });
+    // A change only a look sees is held as long as any look's change waits for the history to
+    // say it: once it is shown, a wait or a finish said twice would have been shown before it.
+    env.write(
+        ".zed_presence",
+        "Agent: zed\nstatus: ACTIVE\nheartbeat: 2099-01-01T00:00:00+00:00\n",
+    );
+    w.expect("a change only a look sees", |l| l.contains("zed arrived"));
+    let waits = w.seen.iter().filter(|l| l.contains("beta waits")).count();
+    assert_eq!(waits, 1, "{:#?}", w.seen);
+    assert!(
+        !w.seen
+            .iter()
+            .any(|l| l.contains("FINISHED") || l.ends_with("beta left")),
+        "{:#?}",
+        w.seen
+    );
+    // Wrapped: each line within 70 columns, the long name whole on one line, the lines that
+    // go on indented under the text.
+    assert!(
+        w.seen.iter().all(|l| l.chars().count() <= 70),
+        "{:#?}",
+        w.seen
+    );
+    let joined = w.seen.join("\n").replace("\n         ", " ");
+    assert!(
+        joined.contains("alpha released `")
+            && w.seen.iter().any(|l| l.contains(&format!("`{long}`"))),
+        "{:#?}",
+        w.seen
+    );
+    let ending = joined
+        .lines()
+        .find(|l| l.contains("alpha released"))
+        .unwrap();
+    assert!(
+        ending.contains("`a.md`") && ending.contains(&format!("`{long}`")),
+        "{ending}"
+    );
 }

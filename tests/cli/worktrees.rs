@@ -14,14 +14,14 @@ fn git(dir: &Path, args: &[&str]) -> String {
 
 /// A repository in `<env>/main` with `a.txt`, a linked worktree `<env>/b` on branch `feature`,
 /// and one inside the main checkout, `main/.claude/worktrees/c` on branch `c`.
-struct Repo {
-    env: Env,
-    main: PathBuf,
-    b: PathBuf,
-    c: PathBuf,
+pub(crate) struct Repo {
+    pub(crate) env: Env,
+    pub(crate) main: PathBuf,
+    pub(crate) b: PathBuf,
+    pub(crate) c: PathBuf,
 }
 
-fn repo() -> Repo {
+pub(crate) fn repo() -> Repo {
     let env = Env::new();
     let main = env.path("main");
     std::fs::create_dir_all(&main).unwrap();
@@ -42,7 +42,7 @@ fn repo() -> Repo {
 }
 
 /// `coord` as `agent` started in `dir`, finding its workspace as a user's shell would.
-fn coord(repo: &Repo, dir: &Path, agent: &str) -> crate::support::Cmd {
+pub(crate) fn coord(repo: &Repo, dir: &Path, agent: &str) -> crate::support::Cmd {
     repo.env.agent(agent).env_remove("COORD_DIR").cwd(dir)
 }
 
@@ -578,7 +578,7 @@ fn a_worktree_inside_the_main_checkout_is_not_a_nested_workspace() {
 
 /// The history is the repository's: `coord log` in any tree shows a lock taken in another, and
 /// an event from a linked worktree names that tree (its `file` is relative to that tree): by
-/// its path in `--json`, by its folder's name for a human (#9).
+/// its path in `--json`, by its folder's name and branch for a human (#9, #48).
 #[test]
 fn the_history_names_the_worktree_an_event_came_from() {
     let r = repo();
@@ -608,8 +608,8 @@ fn the_history_names_the_worktree_an_event_came_from() {
     );
     let human = coord(&r, &r.c, "carol").args(["log"]).ok();
     human
-        .stdout_has("alice locked `a.txt` (in worktree b)\n")
-        .stdout_has("bob locked `src/x.rs`\n");
+        .stdout_has("alice (b, feature) locked `a.txt`\n")
+        .stdout_has("bob (main, trunk) locked `src/x.rs`\n");
 }
 
 #[test]

@@ -1,0 +1,282 @@
+//! Endings: the events one agent writes as its turn or its session ends (its locks and claims
+//! released, waiting for its user or no longer, clocking out), read as one line by the views
+//! people read (`coord log`, `coord watch`). The history keeps one event per transition, and
+//! `--json` prints each: only the words fold.
+//!
+//! An ending is a run of such events of one agent (and one session), each within [`WINDOW`] of
+//! the one before, with no other event in between, that releases something or clocks out, two
+//! events at least: a `claude -p` session's `Stop` and `SessionEnd` hooks, a `coord shutdown`, a
+//! `coord unlock` of several files. Anything else reads as it was written, in the order written
+//! (another agent's event in the middle of a run ends it: a lock released, then taken by
+//! another, never reads in the other order).
+
+use std::time::Duration;
+
+use super::Event;
+use crate::clock::{self, Timestamp};
+
+/// How far apart the events of one ending may be.
+pub const WINDOW: Duration = Duration::from_secs(2);
+
+/// One line of a view: an event as written, or an ending.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Item {
+    /// An event, read on its own.
+    One(Event),
+    /// The events of one ending, read together.
+    Ending(Ending),
+}
+
+/// The events of one ending, summed up.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Ending {
+    /// Its first event (its time, agent, work tree, client and session stand for all).
+    pub first: Event,
+    /// The files released, in order.
+    pub released: Vec<String>,
+    /// The claims released (their patterns), in order.
+    pub claims: Vec<String>,
+    /// The agent clocked out.
+    pub left: bool,
+    /// What it waits for its user for, when the ending leaves it waiting (not when it left).
+    pub waits: Option<String>,
+    /// How many events it stands for.
+    pub events: usize,
+}
+
+/// Whether `e` may be part of an ending.
+fn ends(e: &Event) -> bool {
+    match e.event.as_str() {
+        "lock_released" => !e.extra.contains_key("forced"),
+        "claim_released" | "needs_user" | "user_answered" | "agent_left" => true,
+        _ => false,
+    }
+}
+
+/// A run of ending events of one agent, still open.
+#[derive(Debug)]
+struct Run {
+    agent: String,
+    session: Option<String>,
+    /// Its events, in order.
+    events: Vec<Event>,
+    /// The time of its last event.
+    last: Option<Timestamp>,
+}
+
+impl Run {
+    /// Whether `e` (at `at`) goes on this run.
+    fn takes(&self, e: &Event, at: Option<&Timestamp>) -> bool {
+        self.agent == e.agent
+            && self.session == e.session
+            && match (&self.last, at) {
+                (Some(last), Some(at)) => clock::age(at, last) <= WINDOW,
+                _ => false,
+            }
+    }
+
+    /// The run, closed: one ending, or its events one by one when it is none.
+    fn close(self) -> Vec<Item> {
+        let releases = |e: &Event| {
+            matches!(
+                e.event.as_str(),
+                "lock_released" | "claim_released" | "agent_left"
+            )
+        };
+        if self.events.len() < 2 || !self.events.iter().any(releases) {
+            return self.events.into_iter().map(Item::One).collect();
+        }
+        let mut ending = Ending {
+            first: self.events[0].clone(),
+            released: Vec::new(),
+            claims: Vec::new(),
+            left: false,
+            waits: None,
+            events: self.events.len(),
+        };
+        for e in &self.events {
+            match e.event.as_str() {
+                "lock_released" => ending.released.extend(e.file.clone()),
+                "claim_released" => ending.claims.extend(e.pattern.clone()),
+                "agent_left" => ending.left = true,
+                "needs_user" => ending.waits = Some(e.str("what").unwrap_or("").to_string()),
+                "user_answered" => ending.waits = None,
+                _ => {}
+            }
+        }
+        if ending.left {
+            ending.waits = None;
+        }
+        vec![Item::Ending(ending)]
+    }
+}
+
+/// Events in, lines out: each event is pushed as it comes; an ending is given out once it is
+/// over (another event came, or [`WINDOW`] passed), an event that cannot be part of one at once.
+#[derive(Debug, Default)]
+pub struct Endings {
+    open: Option<Run>,
+}
+
+impl Endings {
+    /// Nothing pushed yet.
+    pub fn new() -> Endings {
+        Endings::default()
+    }
+
+    /// Push the next event; the lines that are complete now.
+    pub fn push(&mut self, e: Event) -> Vec<Item> {
+        let at = e.time();
+        let ending = ends(&e);
+        if ending
+            && let Some(run) = self.open.as_mut()
+            && run.takes(&e, at.as_ref())
+        {
+            run.events.push(e);
+            run.last = at;
+            return Vec::new();
+        }
+        let mut out = self.finish();
+        if ending {
+            self.open = Some(Run {
+                agent: e.agent.clone(),
+                session: e.session.clone(),
+                events: vec![e],
+                last: at,
+            });
+        } else {
+            out.push(Item::One(e));
+        }
+        out
+    }
+
+    /// The endings over by `now` (their last event more than [`WINDOW`] before it).
+    pub fn due(&mut self, now: &Timestamp) -> Vec<Item> {
+        let over = self.open.as_ref().is_some_and(|r| {
+            r.last
+                .as_ref()
+                .is_none_or(|last| clock::age(now, last) > WINDOW)
+        });
+        if over { self.finish() } else { Vec::new() }
+    }
+
+    /// The run still open, closed.
+    pub fn finish(&mut self) -> Vec<Item> {
+        self.open.take().map(Run::close).unwrap_or_default()
+    }
+}
+
+/// `events` (oldest first) as the lines a person reads.
+pub fn fold(events: impl IntoIterator<Item = Event>) -> Vec<Item> {
+    let mut endings = Endings::new();
+    let mut lines: Vec<Item> = Vec::new();
+    for e in events {
+        lines.extend(endings.push(e));
+    }
+    lines.extend(endings.finish());
+    lines
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::history::Kind;
+
+    fn at(e: Event, ms: i64) -> Event {
+        let base = clock::parse_timestamp("2026-01-28T10:00:00+00:00").unwrap();
+        Event {
+            at: (base + chrono::Duration::milliseconds(ms))
+                .format("%Y-%m-%dT%H:%M:%S%.3f%:z")
+                .to_string(),
+            session: Some("s1".into()),
+            ..e
+        }
+    }
+
+    #[test]
+    fn a_print_sessions_end_is_one_line() {
+        let events = vec![
+            at(Event::new(Kind::LockTaken, "c").file("a.rs"), 0),
+            at(Event::new(Kind::LockReleased, "c").file("a.rs"), 900),
+            at(Event::new(Kind::LockReleased, "c").file("b.rs"), 901),
+            at(
+                Event::new(Kind::NeedsUser, "c").with("what", "its turn"),
+                960,
+            ),
+            at(Event::new(Kind::AgentLeft, "c"), 1500),
+            at(Event::new(Kind::UserAnswered, "c"), 1501),
+            at(Event::new(Kind::LockTaken, "d").file("a.rs"), 1600),
+        ];
+        let lines = fold(events);
+        assert_eq!(lines.len(), 3, "{lines:#?}");
+        let Item::Ending(end) = &lines[1] else {
+            panic!("{lines:#?}");
+        };
+        assert_eq!(end.released, ["a.rs", "b.rs"]);
+        assert!(end.left);
+        assert_eq!(end.waits, None);
+        assert_eq!(end.events, 5);
+        assert!(matches!(&lines[2], Item::One(e) if e.agent == "d"));
+        // Another agent's event in the middle: read in the order written.
+        let lines = fold(vec![
+            at(Event::new(Kind::LockReleased, "c").file("a.rs"), 0),
+            at(Event::new(Kind::LockTaken, "d").file("a.rs"), 10),
+            at(Event::new(Kind::AgentLeft, "c"), 20),
+        ]);
+        assert_eq!(lines.len(), 3, "{lines:#?}");
+        assert!(lines.iter().all(|l| matches!(l, Item::One(_))));
+    }
+
+    #[test]
+    fn a_turn_that_ends_waiting_says_so_and_lone_events_stay_as_they_are() {
+        let lines = fold(vec![
+            at(Event::new(Kind::LockReleased, "c").file("a.rs"), 0),
+            at(
+                Event::new(Kind::NeedsUser, "c").with("what", "its turn"),
+                10,
+            ),
+            // Much later: another ending.
+            at(Event::new(Kind::AgentLeft, "c"), 60_000),
+            // A question answered: no release, no ending.
+            at(
+                Event::new(Kind::NeedsUser, "e").with("what", "permission"),
+                61_000,
+            ),
+            at(Event::new(Kind::UserAnswered, "e"), 61_100),
+        ]);
+        assert_eq!(lines.len(), 4, "{lines:#?}");
+        let Item::Ending(end) = &lines[0] else {
+            panic!("{lines:#?}");
+        };
+        assert_eq!(end.waits.as_deref(), Some("its turn"));
+        assert!(!end.left);
+        assert!(matches!(&lines[1], Item::One(e) if e.event == "agent_left"));
+        assert!(matches!(&lines[3], Item::One(e) if e.event == "user_answered"));
+    }
+
+    #[test]
+    fn an_ending_is_given_out_once_over_or_another_event_comes() {
+        let mut endings = Endings::new();
+        assert!(
+            endings
+                .push(at(Event::new(Kind::LockReleased, "c").file("a"), 0))
+                .is_empty()
+        );
+        assert!(
+            endings
+                .push(at(Event::new(Kind::AgentLeft, "c"), 100))
+                .is_empty()
+        );
+        let soon = clock::parse_timestamp("2026-01-28T10:00:01+00:00").unwrap();
+        assert!(endings.due(&soon).is_empty());
+        let later = clock::parse_timestamp("2026-01-28T10:00:03+00:00").unwrap();
+        assert!(matches!(endings.due(&later)[..], [Item::Ending(_)]));
+        // Another event closes it at once, before that event.
+        endings.push(at(Event::new(Kind::LockReleased, "c").file("a"), 4000));
+        let out = endings.push(at(Event::new(Kind::LockTaken, "c").file("b"), 4100));
+        assert!(matches!(
+            &out[..],
+            [Item::One(r), Item::One(t)] if r.event == "lock_released" && t.event == "lock_taken"
+        ));
+    }
+}
