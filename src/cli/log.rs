@@ -122,6 +122,20 @@ pub fn describe(e: &Event) -> String {
             "{a} released the claim `{}`",
             e.pattern.as_deref().unwrap_or(f)
         ),
+        "claim_lost" | "lock_lost" => format!(
+            "{a} lost the {} `{}`: {} on remote `{}` (its lease lapsed)",
+            if e.event == "claim_lost" {
+                "claim"
+            } else {
+                "lock"
+            },
+            e.pattern.as_deref().unwrap_or(f),
+            match e.str("by") {
+                Some(by) => format!("taken over by {by}"),
+                None => "gone".to_string(),
+            },
+            s("remote")
+        ),
         "edit_denied" => format!("{a}'s edit of `{f}` was denied{via}"),
         "edit_made" => match (e.str("hash_before"), e.str("hash_after")) {
             (Some(b), Some(h)) if b != h => format!("{a} edited `{f}`{via} {b}→{h}"),
@@ -231,7 +245,7 @@ pub fn timeline(
                 }
                 holds.push((file, w, *t, None, over));
             }
-            "lock_released" | "claim_released" => {
+            "lock_released" | "claim_released" | "claim_lost" | "lock_lost" => {
                 let forced = e.extra.contains_key("forced");
                 for h in holds
                     .iter_mut()

@@ -76,6 +76,11 @@ pub enum Kind {
     ClaimTaken,
     /// A claim was released.
     ClaimReleased,
+    /// A claim published on the remote was found taken over there (its lease lapsed while
+    /// this clone did not renew it): given back here.
+    ClaimLost,
+    /// A lock shared on the remote (`--share`) was found taken over there: given back here.
+    LockLost,
     /// A client's hook denied an edit (the file is held by another agent).
     EditDenied,
     /// A client's hook saw an edit made.
@@ -111,6 +116,8 @@ impl Kind {
             Kind::LockRefused => "lock_refused",
             Kind::ClaimTaken => "claim_taken",
             Kind::ClaimReleased => "claim_released",
+            Kind::ClaimLost => "claim_lost",
+            Kind::LockLost => "lock_lost",
             Kind::EditDenied => "edit_denied",
             Kind::EditMade => "edit_made",
             Kind::ShellEdit => "shell_edit",
@@ -496,6 +503,12 @@ fn with_taken_over(event: Event, took: &[crate::v3::lock::TakeOver]) -> Event {
                 ", ",
             ),
         )
+        .with(
+            "remote",
+            took.iter()
+                .find_map(|t| t.remote.as_deref())
+                .map(str::to_string),
+        )
 }
 
 /// An acquire starts waiting for `file`, held by `holder` (or a waiter ahead).
@@ -557,6 +570,35 @@ pub fn claims_released(root: &Path, agent: &AgentId, out: &[Release]) {
         event.pattern = Some(r.file.clone());
         record(root, event);
     }
+}
+
+/// A claim (`claim`), or a lock shared with `--share`, on `text` that `agent` held here and
+/// published through `remote` was taken over there, by `by` when the remote says who: it was
+/// given back here (`claim_lost`, `lock_lost`).
+pub fn remote_lost(
+    root: &Path,
+    agent: &str,
+    claim: bool,
+    text: &str,
+    by: Option<&str>,
+    remote: &str,
+) {
+    let mut event = Event::new(
+        if claim {
+            Kind::ClaimLost
+        } else {
+            Kind::LockLost
+        },
+        agent,
+    )
+    .with("remote", remote);
+    event.extra.insert("by".into(), by.into());
+    if claim {
+        event.pattern = Some(text.to_string());
+    } else {
+        event = event.file(text);
+    }
+    record(root, event);
 }
 
 /// A message sent.

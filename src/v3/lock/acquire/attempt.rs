@@ -430,6 +430,8 @@ impl<'a> Try<'a> {
             backup: None,
             backup_kept: false,
             claim: false,
+            remote: None,
+            lease_until: None,
         })
     }
 
@@ -529,6 +531,8 @@ impl<'a> Try<'a> {
                 backup: None,
                 backup_kept: false,
                 claim: true,
+                remote: None,
+                lease_until: None,
             });
         }
         claim::write_all(root, &records)?;
