@@ -138,17 +138,27 @@ fn overlapping_claims_of_two_clones_at_once_give_one_holder() {
             winner.to_string()
         )]
     );
+    crate::schemas::validate("lock", &serde_json::from_str(&won.stdout).unwrap());
     let got: Locked = serde_json::from_str(&won.stdout).unwrap();
     let item = &got.acquired[0];
     assert_eq!(item.remote.as_deref(), Some("origin"), "{item:?}");
     assert!(item.lease_until.is_some(), "{item:?}");
     assert_eq!(item.claim == Some(true), winner == "alice");
+    assert_eq!(
+        item.file,
+        if winner == "alice" {
+            "src/**"
+        } else {
+            "src/a.rs"
+        }
+    );
     // Released there too, in the same command.
     let winner_dir = if winner == "alice" { &a } else { &b };
-    let done: Unlocked = coord(&t.env, winner_dir, winner)
+    let out = coord(&t.env, winner_dir, winner)
         .args(["--json", "unlock"])
-        .ok()
-        .json();
+        .ok();
+    crate::schemas::validate("unlock", &out.json());
+    let done: Unlocked = out.json();
     let r = &done.results[0];
     assert_eq!(r.outcome, "released", "{r:?}");
     let remote = r.remote.as_ref().unwrap();
@@ -295,6 +305,7 @@ fn an_unreachable_remote_takes_nothing() {
     let out = coord(&t.env, &a, "alice").args(["--json", "unlock"]).ok();
     out.stderr_has("warning: released here, but cannot reach remote `origin`")
         .stderr_has("stays until its lease lapses");
+    crate::schemas::validate("unlock", &out.json());
     let done: Unlocked = out.json();
     let docs = done.results.iter().find(|r| r.file == "docs/**").unwrap();
     let r = docs.remote.as_ref().unwrap();
@@ -343,6 +354,7 @@ fn a_killed_renewer_lets_its_lease_lapse_and_its_late_renewal_is_refused() {
         "took over the stale claim of alice on {} on `src/**` (its lease on remote `origin` ended at",
         hostname()
     ));
+    crate::schemas::validate("lock", &out.json());
     let got: Locked = out.json();
     let over = &got.acquired[0].took_over[0];
     assert_eq!(over.from, format!("alice on {}", hostname()));
@@ -374,10 +386,43 @@ fn a_killed_renewer_lets_its_lease_lapse_and_its_late_renewal_is_refused() {
         .arg("log")
         .ok()
         .stdout_has("alice lost the claim `src/**`: taken over by bob on ");
+    let lost = coord(&t.env, &a, "alice")
+        .args(["log", "--json"])
+        .ok()
+        .stdout
+        .lines()
+        .find(|l| l.contains("\"claim_lost\""))
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .unwrap();
+    crate::schemas::validate("watch-event", &lost);
     let kept = here(&t.env, &a);
     assert_eq!(kept.claims.len(), 1, "only docs/** stays: {kept:?}");
     coord(&t.env, &a, "alice").arg("unlock").ok();
     coord(&t.env, &b, "bob").arg("unlock").ok();
+}
+
+/// The remote's claims wiped (`refs/coord/claims` deleted by hand): the renewer of a clone whose
+/// holder still holds its claim publishes it again, and the other clones see it held.
+#[test]
+fn a_claim_wiped_from_the_remote_is_published_again_while_held() {
+    let Some(t) = Team::new(Transport::Daemon) else {
+        return;
+    };
+    let a = clone_with_src(&t, "a");
+    let b = clone_with_src(&t, "b");
+    coord(&t.env, &a, "alice")
+        .args(["lock", "src/**", "--ttl", "3s", "--reason", "refactor"])
+        .ok();
+    crate::remote::run_git(&t.bare, &["update-ref", "-d", "refs/coord/claims"]);
+    assert!(on_remote(&t, &b).is_empty());
+    eventually("alice's claim is on the remote again", || {
+        on_remote(&t, &b) == vec![("src/**".to_string(), "alice".to_string())]
+    });
+    coord(&t.env, &b, "bob")
+        .args(["lock", "src/a/", "--no-wait"])
+        .code(3)
+        .stderr_has("(working on refactor)");
+    coord(&t.env, &a, "alice").arg("unlock").ok();
 }
 
 /// Clones racing for overlapping claims and shared locks at once, round after round: exactly

@@ -86,10 +86,15 @@ pub(super) struct Sharing {
 }
 
 /// The remote claims go through from the workspace `ws`: an enabled clone, seen from the top
-/// level of one of its work trees (a folder inside it holding a `.coord/` of its own keeps its
-/// claims to itself: its paths are not the repository's).
+/// level of one of its work trees sharing the main tree's state (a folder inside it, or a
+/// worktree, holding a `.coord/` of its own keeps its claims to itself: its paths are not the
+/// repository's, or its records are not the clone's).
 fn shared_here(ws: &Workspace) -> Option<remote::Config> {
-    remote::config(ws).filter(|_| crate::worktree::common_dir(ws.root()).is_some())
+    // Its state lives in the repository's main work tree (a linked worktree without a
+    // `.coord/` of its own shares it): one set of claims per clone, which its renewer keeps.
+    let shared = crate::worktree::shared_root(ws.root());
+    let main = crate::worktree::common_dir(&shared).is_some() && !crate::worktree::is_linked(&shared);
+    remote::config(ws).filter(|_| main)
 }
 
 impl Sharing {
@@ -212,6 +217,21 @@ fn live_here(
     held_here(ws, agent.id(), kind, text, cache, now).is_some_and(|e| e.state != LockState::Stale)
 }
 
+/// The text of our record `text`, refreshing `old`: a record published on the remote stays
+/// marked so (its renewal goes on; a refresh does not take it back from there).
+pub(super) fn keep_mark(text: String, old: Option<&LockEntry>) -> String {
+    let Some(old) = old.filter(|o| o.field(MARK).is_some()) else {
+        return text;
+    };
+    let mut rec = Record::parse(&text);
+    for key in [MARK, LEASE] {
+        if let Some(v) = old.field(key) {
+            rec.set(key, v);
+        }
+    }
+    rec.render()
+}
+
 /// Give back what a try took for a request the remote did not take: the locks and claims it
 /// made (those it only refreshed were held before, and stay), without a trace in the history.
 /// Best effort: whatever cannot be given back is STALE once its holder stops.
@@ -231,6 +251,13 @@ pub(super) fn withdraw(ws: &Workspace, agent: &AgentId, got: &[Acquired]) {
     if !claims.is_empty() {
         let _ = claim::give_back(ws, agent, &claims, false);
     }
+}
+
+/// Take back from the remote what `s` published (best effort: a record left there lapses with
+/// its lease), after the request failed here.
+pub(super) fn unpublish(ws: &Workspace, agent: &AgentId, s: &Sharing) {
+    let patterns: Vec<Pattern> = s.items.iter().map(|i| i.pattern.clone()).collect();
+    let _ = remote::release(ws, std::slice::from_ref(agent), Some(&patterns));
 }
 
 /// The publication of `p` landed: mark our records of it here (by token, under the mutex),
@@ -409,13 +436,16 @@ pub(super) fn wait_free(ws: &Workspace, agent: &AgentId, s: &Sharing, deadline: 
         let now = clock::now();
         let mut cache = StateCache::default();
         let in_the_way = view.claims.iter().any(|c| {
-            !c.stale
-                && !(c.mine && c.holder.agent == agent.id())
-                && s.items.iter().any(|i| i.pattern.overlaps(&c.pattern))
-                && !(c.mine
+            let ours = c.mine && c.holder.agent == agent.id();
+            // Another agent of this clone whose holder here is gone: the next try releases it.
+            let mut left = || {
+                c.mine
                     && AgentId::parse(&c.holder.agent).is_ok_and(|a| {
                         !live_here(ws, &a, c.kind, c.pattern.as_str(), &mut cache, &now)
-                    }))
+                    })
+            };
+            let overlaps = s.items.iter().any(|i| i.pattern.overlaps(&c.pattern));
+            !(c.stale || ours) && overlaps && !left()
         });
         if !in_the_way {
             return;

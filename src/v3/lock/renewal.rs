@@ -14,7 +14,8 @@
 //!   that stopped without releasing, a crash);
 //! - a renewal **refused** because the record was taken over (its lease lapsed while this clone
 //!   was away) gives the record back here and records it in the history (`claim_lost`,
-//!   `lock_lost`, with who holds it now);
+//!   `lock_lost`, with who holds it now); a record gone with nobody in its place (the remote's
+//!   claims rewritten, sharing disabled and enabled again) is published again;
 //! - **exits** once this clone holds nothing there. It lets go of its kernel lock and looks
 //!   once more before exiting, so that a claim published while it was leaving (by a `coord
 //!   lock` whose renewer found this one still there) is never left without one.
@@ -34,7 +35,7 @@ use crate::fsutil;
 use crate::host;
 use crate::layout;
 use crate::pattern::Pattern;
-use crate::remote::{self, Kind, Outcome, RemoteClaim};
+use crate::remote::{self, Claimed, Item, Kind, Outcome, RemoteClaim};
 use crate::v3::presence::StateCache;
 use crate::workspace::{AgentId, Target, Workspace};
 
@@ -79,7 +80,7 @@ pub fn run(ws: &Workspace) -> Result<Ended> {
             // Let go, then look once more (see the module's doc).
             let _ = fsutil::remove(&layout::remote_renewer_pid(&shared));
             drop(guard);
-            if !Round::read(ws).is_some_and(|r| !r.is_empty()) {
+            if Round::read(ws).is_none_or(|r| r.is_empty()) {
                 return Ok(Ended::NothingHeld);
             }
             match hold(&shared) {
@@ -124,6 +125,7 @@ struct Held {
     text: String,
     token: String,
     lease: Duration,
+    reason: Option<String>,
 }
 
 /// What one look found to do, per agent.
@@ -169,6 +171,7 @@ impl Round {
                 text: e.file.clone(),
                 token: token.to_string(),
                 lease,
+                reason: e.reason().map(str::to_string),
             };
             if e.state == LockState::Stale {
                 continue;
@@ -227,10 +230,15 @@ impl Round {
             let patterns: Vec<Pattern> = held.iter().map(|h| pattern_of(h.kind, &h.text)).collect();
             let outcomes = remote::renew(ws, std::slice::from_ref(&id), Some(&patterns), None)?;
             for o in outcomes {
-                if let Outcome::Gone { pattern, by } = o
-                    && let Some(h) = held.iter().find(|h| h.text == pattern)
-                {
-                    lost(ws, &id, h, by.map(|b| b.describe()), &self.remote);
+                let Outcome::Gone { pattern, by } = o else {
+                    continue;
+                };
+                let Some(h) = held.iter().find(|h| h.text == pattern) else {
+                    continue;
+                };
+                match by {
+                    Some(by) => lost(ws, &id, h, Some(by.describe()), &self.remote),
+                    None => republish(ws, &id, h, &self.remote)?,
                 }
             }
         }
@@ -270,6 +278,31 @@ fn marked_here(
         out.extend(found.into_iter().map(|e| (e, Kind::Lock)));
     }
     out
+}
+
+/// The record of `h` is gone from the remote and nobody holds its paths there (the remote's
+/// claims were rewritten, or released by `coord remote disable` before sharing was enabled
+/// again): while its holder here still holds it, it is published again; held meanwhile by
+/// another clone, it is lost.
+///
+/// # Errors
+/// [`crate::Error::Remote`] when the remote cannot be reached.
+fn republish(ws: &Workspace, agent: &AgentId, h: &Held, remote: &str) -> Result<()> {
+    let mut cache = StateCache::default();
+    let here = held_here(ws, agent.id(), h.kind, &h.text, &mut cache, &clock::now());
+    let still = here.is_some_and(|e| e.state != LockState::Stale && e.token() == Some(&h.token));
+    if !still {
+        return Ok(());
+    }
+    let item = match h.kind {
+        Kind::Claim => Item::claim(pattern_of(h.kind, &h.text)),
+        Kind::Lock => Item::lock(&h.text),
+    };
+    match remote::publish_claims(ws, agent, &[item], h.reason.as_deref(), h.lease)? {
+        Claimed::Published(_) => {}
+        Claimed::Held(other) => lost(ws, agent, h, Some(other.holder.describe()), remote),
+    }
+    Ok(())
 }
 
 /// The remote refused the renewal of `h`: its record there is gone (taken over by `by`, once
@@ -331,9 +364,10 @@ mod tests {
             text: "src/**".into(),
             token: "t".into(),
             lease: Duration::from_secs(s),
+            reason: None,
         };
         r.live.insert("a".into(), vec![held(900), held(2)]);
-        assert_eq!(r.poll(), Duration::from_millis(666));
+        assert_eq!(r.poll(), Duration::from_secs(2) / 3);
         r.live.insert(
             "b".into(),
             vec![Held {

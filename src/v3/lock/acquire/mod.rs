@@ -278,11 +278,12 @@ pub fn acquire_shared(
         match tries.once()? {
             Attempt::Got(list) => match &sharing {
                 None => break list,
-                Some(s) => match tries.share(s, list, on_event)? {
-                    Some(list) => break list,
-                    // Held by another clone: given back; waited for; try again in full.
-                    None => {}
-                },
+                // `None`: held by another clone, given back and waited for; try again in full.
+                Some(s) => {
+                    if let Some(list) = tries.share(s, list, on_event)? {
+                        break list;
+                    }
+                }
             },
             Attempt::Busy(blocker) => tries.wait_after(blocker, on_event)?,
             Attempt::Fenced => {}
@@ -568,6 +569,7 @@ impl Tries<'_> {
             Ok(remote::Claimed::Published(p)) => {
                 if let Err(e) = remote_claim::mark(ws, &req.agent, &mut got, s, &p) {
                     remote_claim::withdraw(ws, &req.agent, &got);
+                    remote_claim::unpublish(ws, &req.agent, s);
                     return Err(e);
                 }
                 return Ok(Some(got));
