@@ -269,9 +269,35 @@ fn racing_clones_give_exactly_one_holder_each_round() {
         "src/[a-c]/x.rs",
         "src/a/x.*",
     ];
+    race(
+        &t,
+        &dirs,
+        rounds,
+        "coord remote claim",
+        &|i, round| vec![patterns[(i + round) % patterns.len()]],
+        &|dir, agent| {
+            remote(&t.env, dir, agent, &["release"]).ok();
+        },
+    );
+}
+
+/// `rounds` rounds of the clones `dirs` (agent `a<i>` in `dirs[i]`) each running `command` with
+/// `asks(i, round)` at once: exactly one must win each round (exit 0), proven by a witness each
+/// winner creates with `O_EXCL` while it holds (a second holder would find it there, exit 99);
+/// the others are refused (exit 3) naming the winner. The winner then lets go (`release`).
+pub(crate) fn race<'a>(
+    t: &Team,
+    dirs: &[PathBuf],
+    rounds: usize,
+    command: &str,
+    asks: &dyn Fn(usize, usize) -> Vec<&'a str>,
+    release: &dyn Fn(&Path, &str),
+) {
     let witness = t.env.path("scratch/holder");
     std::fs::create_dir_all(witness.parent().unwrap()).unwrap();
-    let script = "coord remote claim \"$1\"; rc=$?; if [ $rc = 0 ]; then (set -C; echo \"$COORD_AGENT\" > \"$2\") || exit 99; fi; exit $rc";
+    let script = format!(
+        "w=$1; shift; {command} \"$@\"; rc=$?; if [ $rc = 0 ]; then (set -C; echo \"$COORD_AGENT\" > \"$w\") || exit 99; fi; exit $rc"
+    );
     let bin = crate::docs::bin_dir(&t.env);
     let path = format!(
         "{}:{}",
@@ -283,11 +309,11 @@ fn racing_clones_give_exactly_one_holder_each_round() {
             .iter()
             .enumerate()
             .map(|(i, dir)| {
-                let pattern = patterns[(i + round) % patterns.len()];
                 let mut sh = like(coord(&t.env, dir, &format!("a{i}")), "bash");
                 sh.env("PATH", &path)
-                    .args(["-c", script, "claim", pattern])
+                    .args(["-c", &script, "race"])
                     .arg(&witness)
+                    .args(asks(i, round))
                     .stdin(Stdio::null())
                     .stdout(Stdio::piped())
                     .stderr(Stdio::piped());
@@ -299,7 +325,7 @@ fn racing_clones_give_exactly_one_holder_each_round() {
             .map(|c| c.wait_with_output().unwrap())
             .collect();
         let codes: Vec<Option<i32>> = outs.iter().map(|o| o.status.code()).collect();
-        let winners: Vec<usize> = (0..clones).filter(|&i| codes[i] == Some(0)).collect();
+        let winners: Vec<usize> = (0..dirs.len()).filter(|&i| codes[i] == Some(0)).collect();
         let stderr: Vec<String> = outs
             .iter()
             .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
@@ -315,17 +341,15 @@ fn racing_clones_give_exactly_one_holder_each_round() {
             std::fs::read_to_string(&witness).unwrap().trim(),
             format!("a{w}")
         );
-        for (i, code) in codes.iter().enumerate() {
-            if i != w {
-                assert_eq!(*code, Some(3), "round {round}, a{i}: {}", stderr[i]);
-                assert!(
-                    stderr[i].contains(&format!("held by a{w} on ")),
-                    "round {round}, a{i}: {}",
-                    stderr[i]
-                );
-            }
+        for (i, code) in codes.iter().enumerate().filter(|(i, _)| *i != w) {
+            assert_eq!(*code, Some(3), "round {round}, a{i}: {}", stderr[i]);
+            assert!(
+                stderr[i].contains(&format!("held by a{w} on ")),
+                "round {round}, a{i}: {}",
+                stderr[i]
+            );
         }
-        remote(&t.env, &dirs[w], &format!("a{w}"), &["release"]).ok();
+        release(&dirs[w], &format!("a{w}"));
         std::fs::remove_file(&witness).unwrap();
     }
 }

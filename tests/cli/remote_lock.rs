@@ -5,11 +5,11 @@
 //! processes, each clone in its own folder sharing nothing but the remote.
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Stdio};
+use std::process::Command;
 
 use serde::Deserialize;
 
-use crate::remote::{Team, Transport, coord, hostname, like, status};
+use crate::remote::{Team, Transport, coord, hostname, status};
 use crate::support::{Env, eventually, finish};
 
 /// `coord lock --json`, the fields these tests read.
@@ -401,6 +401,34 @@ fn a_killed_renewer_lets_its_lease_lapse_and_its_late_renewal_is_refused() {
     coord(&t.env, &b, "bob").arg("unlock").ok();
 }
 
+/// A holder killed with `kill -9` (a `coord session` whose claim follows its process): its
+/// clone's renewer sees the claim STALE here and releases it there, so that another clone gets
+/// the paths without waiting for the lease (15 minutes) and without a takeover.
+#[test]
+fn a_killed_holder_is_released_there_by_its_clone() {
+    let Some(t) = Team::new(Transport::Daemon) else {
+        return;
+    };
+    let a = clone_with_src(&t, "a");
+    let b = clone_with_src(&t, "b");
+    let mut session = coord(&t.env, &a, "x")
+        .env_remove("COORD_AGENT")
+        .env("COORD_BIN", crate::support::coord_bin())
+        .args(["session", "--partner", "alice", "--", "sh", "-c"])
+        .arg("\"$COORD_BIN\" lock 'src/**' && exec sleep 60")
+        .spawn();
+    eventually("alice's claim reaches the remote", || {
+        on_remote(&t, &b) == vec![("src/**".to_string(), "alice".to_string())]
+    });
+    session.kill().unwrap();
+    session.wait().unwrap();
+    let out = coord(&t.env, &b, "bob")
+        .args(["lock", "--share", "src/a.rs", "--wait", "30s"])
+        .ok();
+    assert!(!out.stderr.contains("took over"), "{}", out.stderr);
+    coord(&t.env, &b, "bob").arg("unlock").ok();
+}
+
 /// The remote's claims wiped (`refs/coord/claims` deleted by hand): the renewer of a clone whose
 /// holder still holds its claim publishes it again, and the other clones see it held.
 #[test]
@@ -433,8 +461,7 @@ fn racing_clones_give_exactly_one_holder_each_round() {
     let Some(t) = Team::new(Transport::Daemon) else {
         return;
     };
-    let (clones, rounds) = (8, 10);
-    let dirs: Vec<PathBuf> = (0..clones)
+    let dirs: Vec<PathBuf> = (0..8)
         .map(|i| clone_with_src(&t, &format!("c{i}")))
         .collect();
     // Every two of these overlap (all hold src/a/x.rs).
@@ -444,64 +471,17 @@ fn racing_clones_give_exactly_one_holder_each_round() {
         &["src/a/"],
         &["src/*/x.rs"],
     ];
-    let witness = t.env.path("scratch/holder");
-    std::fs::create_dir_all(witness.parent().unwrap()).unwrap();
-    let script = "w=$1; shift; coord lock --no-wait \"$@\"; rc=$?; if [ $rc = 0 ]; then (set -C; echo \"$COORD_AGENT\" > \"$w\") || exit 99; fi; exit $rc";
-    let bin = crate::docs::bin_dir(&t.env);
-    let path = format!(
-        "{}:{}",
-        bin.display(),
-        std::env::var("PATH").unwrap_or_default()
+    crate::remote::race(
+        &t,
+        &dirs,
+        10,
+        "coord lock --no-wait",
+        &|i, round| asks[(i + round) % asks.len()].to_vec(),
+        &|dir, agent| {
+            coord(&t.env, dir, agent)
+                .arg("unlock")
+                .ok()
+                .stdout_has("(and on remote `origin`)");
+        },
     );
-    for round in 0..rounds {
-        let children: Vec<_> = dirs
-            .iter()
-            .enumerate()
-            .map(|(i, dir)| {
-                let mut sh = like(coord(&t.env, dir, &format!("a{i}")), "bash");
-                sh.env("PATH", &path)
-                    .args(["-c", script, "race"])
-                    .arg(&witness)
-                    .args(asks[(i + round) % asks.len()])
-                    .stdin(Stdio::null())
-                    .stdout(Stdio::piped())
-                    .stderr(Stdio::piped());
-                sh.spawn().unwrap()
-            })
-            .collect();
-        let outs: Vec<_> = children
-            .into_iter()
-            .map(|c| c.wait_with_output().unwrap())
-            .collect();
-        let codes: Vec<Option<i32>> = outs.iter().map(|o| o.status.code()).collect();
-        let stderr: Vec<String> = outs
-            .iter()
-            .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
-            .collect();
-        let winners: Vec<usize> = (0..clones).filter(|&i| codes[i] == Some(0)).collect();
-        assert_eq!(
-            winners.len(),
-            1,
-            "round {round}: exit codes {codes:?}\n{}",
-            stderr.join("\n")
-        );
-        let w = winners[0];
-        assert_eq!(
-            std::fs::read_to_string(&witness).unwrap().trim(),
-            format!("a{w}")
-        );
-        for (i, code) in codes.iter().enumerate().filter(|(i, _)| *i != w) {
-            assert_eq!(*code, Some(3), "round {round}, a{i}: {}", stderr[i]);
-            assert!(
-                stderr[i].contains(&format!("held by a{w} on ")),
-                "round {round}, a{i}: {}",
-                stderr[i]
-            );
-        }
-        coord(&t.env, &dirs[w], &format!("a{w}"))
-            .arg("unlock")
-            .ok()
-            .stdout_has("(and on remote `origin`)");
-        std::fs::remove_file(&witness).unwrap();
-    }
 }

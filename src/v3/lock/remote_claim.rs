@@ -93,7 +93,8 @@ fn shared_here(ws: &Workspace) -> Option<remote::Config> {
     // Its state lives in the repository's main work tree (a linked worktree without a
     // `.coord/` of its own shares it): one set of claims per clone, which its renewer keeps.
     let shared = crate::worktree::shared_root(ws.root());
-    let main = crate::worktree::common_dir(&shared).is_some() && !crate::worktree::is_linked(&shared);
+    let main =
+        crate::worktree::common_dir(&shared).is_some() && !crate::worktree::is_linked(&shared);
     remote::config(ws).filter(|_| main)
 }
 

@@ -11,7 +11,7 @@
 //! - **renews** (one push per agent) the marked records whose holder here is LIVE once a third
 //!   of their lease has passed since their last renewal (on this clock);
 //! - **releases** there the records of this clone whose holder here is gone or STALE (a holder
-//!   that stopped without releasing, a crash);
+//!   that stopped without releasing, a crash), once two looks in a row saw them so;
 //! - a renewal **refused** because the record was taken over (its lease lapsed while this clone
 //!   was away) gives the record back here and records it in the history (`claim_lost`,
 //!   `lock_lost`, with who holds it now); a record gone with nobody in its place (the remote's
@@ -23,7 +23,7 @@
 //! A network call that fails is tried again after [`RETRY`]; a record whose release cannot
 //! reach the remote is given up once its lease has lapsed (it is STALE there for everyone).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
 
 use super::remote_claim::{LEASE, MARK, held_here, pattern_of};
@@ -70,6 +70,9 @@ pub fn run(ws: &Workspace) -> Result<Ended> {
         return Ok(Ended::AlreadyRunning);
     };
     let mut retry_at: Option<Instant> = None;
+    // The records seen without a holder here at the last look: released only when seen so
+    // twice, so that a `coord unlock` between its release here and its push there is not raced.
+    let mut orphans: BTreeSet<(String, String)> = BTreeSet::new();
     loop {
         if crate::wait::stop_requested().is_some() {
             let _ = fsutil::remove(&layout::remote_renewer_pid(&shared));
@@ -89,7 +92,10 @@ pub fn run(ws: &Workspace) -> Result<Ended> {
             }
             continue;
         }
-        let round = round.unwrap_or_default();
+        let mut round = round.unwrap_or_default();
+        let seen = round.orphans();
+        round.release_only(&orphans);
+        orphans = seen;
         if retry_at.is_none_or(|t| Instant::now() >= t) {
             retry_at = round.act(ws).err().map(|_| Instant::now() + RETRY);
         }
@@ -201,6 +207,21 @@ impl Round {
             }
         }
         Some(round)
+    }
+
+    /// The records to release there, as (agent, pattern) pairs.
+    fn orphans(&self) -> BTreeSet<(String, String)> {
+        (self.release.iter())
+            .flat_map(|(a, ps)| ps.iter().map(move |p| (a.clone(), p.as_str().to_string())))
+            .collect()
+    }
+
+    /// Keep to release only the records among `seen`.
+    fn release_only(&mut self, seen: &BTreeSet<(String, String)>) {
+        for (agent, patterns) in &mut self.release {
+            patterns.retain(|p| seen.contains(&(agent.clone(), p.as_str().to_string())));
+        }
+        self.release.retain(|_, ps| !ps.is_empty());
     }
 
     fn is_empty(&self) -> bool {
@@ -353,6 +374,31 @@ mod tests {
         assert!(due(&at("2026-01-28T10:10:00+00:00"), lease, &now));
         // Lapsed already.
         assert!(due(&at("2026-01-28T09:59:00+00:00"), lease, &now));
+    }
+
+    #[test]
+    fn a_record_without_a_holder_is_released_when_two_looks_saw_it() {
+        let round = || {
+            let mut r = Round::default();
+            r.release.insert(
+                "a".into(),
+                vec![
+                    Pattern::parse("src/**").unwrap(),
+                    Pattern::parse("x/").unwrap(),
+                ],
+            );
+            r
+        };
+        let mut first = round();
+        let seen = first.orphans();
+        first.release_only(&BTreeSet::new());
+        assert!(first.release.is_empty());
+        let mut second = round();
+        second.release_only(&seen);
+        assert_eq!(second.release["a"].len(), 2);
+        let mut third = round();
+        third.release_only(&[("a".to_string(), "x/**".to_string())].into());
+        assert_eq!(third.release["a"], vec![Pattern::parse("x/").unwrap()]);
     }
 
     #[test]
