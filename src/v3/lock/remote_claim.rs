@@ -109,7 +109,9 @@ impl Sharing {
         targets: &[Target],
         reach: &Reach,
     ) -> Result<Option<Sharing>> {
-        if !reach.claims && !reach.files {
+        // A plain lock of files reads nothing more than before.
+        let claims = reach.claims && !req.claims.is_empty();
+        if !claims && !reach.files {
             return Ok(None);
         }
         let Some(cfg) = shared_here(ws) else {
