@@ -4,10 +4,12 @@ proxy that adds 150-300 ms to every round trip.
 
 A bare repository served by `git daemon` on 127.0.0.1; one clone enabled with
 `coord remote enable`, claiming and releasing `bench/` (the hidden `coord remote claim` and
-`coord remote release`, what `coord lock` of a claim will run in an enabled clone), and a plain
-clone doing what git alone needs for the same number of ref updates: one `git push` of a new
-commit to one ref and one `git ls-remote`, twice (a claim and a release are two updates).
-`coord remote sync` (one fetch) is measured against `git ls-remote`.
+`coord remote release` over the library's remote API), then `coord lock bench/` and
+`coord unlock bench/` (what a user runs: the claim taken here, published, marked, the renewer
+started; released here and there), and a plain clone doing what git alone needs for the same
+number of ref updates: one `git push` of a new commit to one ref and one `git ls-remote`, twice
+(a claim and a release are two updates). `coord remote sync` (one fetch) is measured against
+`git ls-remote`.
 
 The proxy is a TCP relay on 127.0.0.1 that holds every chunk it forwards for 75 ms, then for a
 random 75-150 ms, in each direction (order kept), so each round trip costs 150 ms, then 150-300
@@ -57,18 +59,28 @@ def free_port():
 
 def start_daemon(base):
     port = free_port()
+    # A session of its own: `git daemon` runs `git-daemon` as a child, stopped with it (stop_daemon).
     p = subprocess.Popen(
         ["git", "daemon", "--reuseaddr", "--export-all", "--enable=receive-pack",
          "--listen=127.0.0.1", f"--port={port}", f"--base-path={base}"],
-        env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        env=env(), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     for _ in range(500):
         try:
             socket.create_connection(("127.0.0.1", port), timeout=1).close()
             return p, port
         except OSError:
             time.sleep(0.01)
-    p.kill()
+    stop_daemon(p)
     sys.exit("git daemon did not start")
+
+
+def stop_daemon(p):
+    """Stop `git daemon` and its `git-daemon` child (killing `git` alone leaves it serving)."""
+    try:
+        os.killpg(p.pid, 9)
+    except ProcessLookupError:
+        pass
+    p.wait()
 
 
 def start_proxy(target_port, rng, lo, hi):
@@ -149,13 +161,19 @@ def measure(work, url, n):
     run(a, coord, "remote", "enable")
     tree = run(g, "git", "hash-object", "-t", "tree", "-w", "/dev/null")
     commits = [run(g, "git", "commit-tree", "-m", f"c{i}", tree) for i in range(4 * n + 4)]
-    rows = {"claim": [], "release": [], "pair": [], "git_pair": [], "sync": [], "ls": []}
+    rows = {"claim": [], "release": [], "pair": [], "lock": [], "unlock": [], "lock_pair": [],
+            "git_pair": [], "sync": [], "ls": []}
     for i in range(n):
         c = timed(a, coord, "-q", "remote", "claim", "bench/")
         r = timed(a, coord, "-q", "remote", "release", "bench/")
         rows["claim"].append(c)
         rows["release"].append(r)
         rows["pair"].append(c + r)
+        c = timed(a, coord, "-q", "lock", "bench/")
+        r = timed(a, coord, "-q", "unlock", "bench/")
+        rows["lock"].append(c)
+        rows["unlock"].append(r)
+        rows["lock_pair"].append(c + r)
         total = 0.0
         for k in range(2):
             total += timed(g, "git", "push", "-q", "--force", "origin",
@@ -214,8 +232,7 @@ def main():
             run(base, "git", "init", "-q", "--bare", "v.git")
             none, hundred = offline_view(work, f"git://127.0.0.1:{port}/v.git", 10 * pairs)
         finally:
-            daemon.kill()
-            daemon.wait()
+            stop_daemon(daemon)
     print(f"coord: {coord}; {pairs} rounds on loopback, {proxy_pairs} through the proxy; medians, ms\n")
     print("| link | claim | release | claim + release | 2 x (git push + git ls-remote) | ratio | coord remote sync | git ls-remote | ratio |")
     print("| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
@@ -223,6 +240,12 @@ def main():
                     ("+150-300 ms a round trip", slow)):
         print(f"| {name} | {m['claim']:.0f} | {m['release']:.0f} | {m['pair']:.0f} | {m['git_pair']:.0f} "
               f"| {m['pair'] / m['git_pair']:.2f}x | {m['sync']:.0f} | {m['ls']:.0f} | {m['sync'] / m['ls']:.2f}x |")
+    print("\n| link | coord lock | coord unlock | lock + unlock | 2 x (git push + git ls-remote) | ratio |")
+    print("| --- | ---: | ---: | ---: | ---: | ---: |")
+    for name, m in (("loopback", loop), ("+150 ms a round trip", fixed),
+                    ("+150-300 ms a round trip", slow)):
+        print(f"| {name} | {m['lock']:.0f} | {m['unlock']:.0f} | {m['lock_pair']:.0f} | {m['git_pair']:.0f} "
+              f"| {m['lock_pair'] / m['git_pair']:.2f}x |")
     print(f"\n`coord remote who src/x.rs` from the synced state (no network, no git), CPU per call over {10 * pairs}: "
           f"no claims {none:.1f} ms, 100 claims {hundred:.1f} ms ({hundred / none:.2f}x)")
 

@@ -31,6 +31,8 @@
 //! <root>/.coord/remote/state.json     what this clone last read of its remote's `refs/coord/` (contract §13)
 //! <root>/.coord/remote/claims         the claims of state.json, one tab-separated line each (what a hook reads)
 //! <root>/.coord/remote/lock           kernel lock around rewriting state.json (never deleted)
+//! <root>/.coord/remote/renewer        kernel lock held by the clone's one renewer of its remote claims (never deleted)
+//! <root>/.coord/remote/renewer.pid    that renewer's process id
 //! refs/coord/claims, refs/coord/clones/<hash>  on the remote: the shared claims, each clone's `working_on`
 //! refs/coord-sync/…                   in this clone: the remote's `refs/coord/…` as last fetched
 //! <root>/agent-dialogue/{conversation.md,current-turn.txt,status.json,lock.txt,user-commands.txt,archive/}  seed 002
@@ -755,6 +757,17 @@ pub fn remote_claims(root: &Path) -> PathBuf {
 /// rewritten (never deleted).
 pub fn remote_lock(root: &Path) -> PathBuf {
     remote_dir(root).join("lock")
+}
+
+/// `<root>/.coord/remote/renewer`: a kernel lock held by the one process that renews this
+/// clone's claims on the remote (`coord remote renewer`; never deleted).
+pub fn remote_renewer(root: &Path) -> PathBuf {
+    remote_dir(root).join("renewer")
+}
+
+/// `<root>/.coord/remote/renewer.pid`: the process id of that renewer, while it runs.
+pub fn remote_renewer_pid(root: &Path) -> PathBuf {
+    remote_dir(root).join("renewer.pid")
 }
 
 /// The ref on the remote holding every shared claim (one commit; its tree one blob a claim).

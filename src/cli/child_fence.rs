@@ -1,11 +1,14 @@
-//! A supervised child that dies with its supervisor: `coord session` asks the kernel to kill
-//! CMD (`SIGKILL`) the moment coord itself dies, even by `kill -9`, so an agent never goes on
-//! editing after the locks its session took were judged STALE and handed to someone else.
+//! The children whose life coord fences, the two ways: a supervised child that dies with its
+//! supervisor ([`die_with_parent`]: `coord session` asks the kernel to kill CMD (`SIGKILL`) the
+//! moment coord itself dies, even by `kill -9`, so an agent never goes on editing after the
+//! locks its session took were judged STALE and handed to someone else), and a detached child
+//! that outlives the command that started it ([`detach`]: the renewer of a clone's remote
+//! claims, `coord remote renewer`).
 //!
 //! This is the one place coord runs code between `fork` and `exec` (`pre_exec`, which Rust
-//! marks `unsafe`): two raw system calls, both async-signal-safe, and no allocation. Where the
-//! kernel has no such request (not Linux), nothing is asked and the session's locks still go
-//! STALE with coord; docs/sessions.md says so.
+//! marks `unsafe`): raw system calls, all async-signal-safe, and no allocation. Where the
+//! kernel has no death-signal request (not Linux), nothing is asked and the session's locks
+//! still go STALE with coord; docs/sessions.md says so.
 #![allow(unsafe_code)]
 
 use std::process::Command;
@@ -37,4 +40,44 @@ pub fn die_with_parent(command: &mut Command) {
     }
     #[cfg(not(target_os = "linux"))]
     let _ = command;
+}
+
+/// Make the child that `command` starts a process of its own: a session of its own (no
+/// controlling terminal, no signal meant for this process's terminal or group), and none of the
+/// descriptors this process inherited beyond stdin, stdout and stderr, which the caller points
+/// at `/dev/null`: a detached child must never hold open a pipe of whoever started coord (a
+/// client waiting for a hook's output to end, a test reading ours).
+pub fn detach(command: &mut Command) {
+    use std::os::unix::process::CommandExt as _;
+    // Listed here, so that the child allocates nothing: Rust opens every descriptor of its
+    // own close-on-exec, but those inherited from coord's parent may not be.
+    let inherited = open_descriptors();
+    // SAFETY: the closure runs in the child between fork and exec; it makes only system calls
+    // (setsid, fcntl) through rustix, which are async-signal-safe, on descriptor numbers
+    // listed before the fork; a number closed since is refused by the kernel (EBADF), and
+    // adding close-on-exec to one reused since (the pipe Rust reports a failed exec through
+    // is close-on-exec already) changes nothing.
+    unsafe {
+        command.pre_exec(move || {
+            rustix::process::setsid()?;
+            for &fd in &inherited {
+                let fd = std::os::fd::BorrowedFd::borrow_raw(fd);
+                let _ = rustix::io::fcntl_setfd(fd, rustix::io::FdFlags::CLOEXEC);
+            }
+            Ok(())
+        });
+    }
+}
+
+/// The descriptors of this process above stderr (`/proc/PID/fd`, else `/dev/fd`).
+fn open_descriptors() -> Vec<i32> {
+    let own = std::path::PathBuf::from(format!("/proc/{}/fd", std::process::id()));
+    let names = coord::fsutil::list_names(&own)
+        .or_else(|_| coord::fsutil::list_names(std::path::Path::new("/dev/fd")))
+        .unwrap_or_default();
+    names
+        .iter()
+        .filter_map(|n| n.to_str()?.parse::<i32>().ok())
+        .filter(|fd| *fd > 2)
+        .collect()
 }

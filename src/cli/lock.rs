@@ -3,7 +3,7 @@
 use clap::Args;
 
 use coord::clock;
-use coord::v3::lock::{self, ClientSession, DEFAULT_TTL, LockRequest, Owner};
+use coord::v3::lock::{self, ClientSession, DEFAULT_TTL, LockRequest, Owner, Reach};
 use coord::v3::session::{SESSION_ENV, SESSION_PID_ENV};
 use coord::{Error, ExitCode};
 
@@ -17,10 +17,16 @@ use super::{Ctx, WaitArgs, output};
 /// A STALE lock is taken over (and said so). FILE.bak is written before you edit.
 /// A wait that would deadlock (agents waiting for each other in a cycle) is refused at once.
 ///
+/// In a clone that shares its claims through its remote (`coord remote enable`), a claim is
+/// published there before coord answers, and so is a file lock taken with --share: a claim
+/// of another clone that overlaps it refuses it (or is waited for); --local keeps a claim to
+/// this clone. This clone renews them while you hold them (lease 15m, or --ttl).
+///
 ///   coord -a claude lock SHARED.txt
 ///   ... edit SHARED.txt ...
 ///   coord -a claude unlock SHARED.txt
 ///   coord -a claude lock src/auth/ 'src/**/*.sql' --reason "auth refactor"
+///   coord -a claude lock --share src/schema.sql   # held in the other clones too
 #[derive(Debug, Args)]
 #[command(verbatim_doc_comment)]
 pub struct LockArgs {
@@ -38,6 +44,12 @@ pub struct LockArgs {
     /// Why you lock (shown to whoever waits)
     #[arg(long, value_name = "TEXT")]
     reason: Option<String>,
+    /// Publish the file locks to the repository's remote too, so that other clones honour them (an enabled clone: `coord remote enable`)
+    #[arg(long, conflicts_with = "local")]
+    share: bool,
+    /// Keep claims to this clone: nothing is published to the remote
+    #[arg(long)]
+    local: bool,
 }
 
 pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
@@ -45,9 +57,15 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let agent = ctx.agent()?;
     let (targets, claims) = ctx.file_args(&ws, &args.files)?;
     let wait = args.wait.wait()?;
-    let ttl = match &args.ttl {
-        Some(t) => nonzero_ttl(clock::parse_duration(t)?, t)?,
-        None => DEFAULT_TTL,
+    let given_ttl = match &args.ttl {
+        Some(t) => Some(nonzero_ttl(clock::parse_duration(t)?, t)?),
+        None => None,
+    };
+    let ttl = given_ttl.unwrap_or(DEFAULT_TTL);
+    let reach = Reach {
+        claims: !args.local,
+        files: args.share,
+        lease: given_ttl,
     };
     let req = LockRequest {
         agent,
@@ -65,9 +83,12 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         message: format!("cannot install the signal handlers: {e}"),
     })?;
     let mut progress = WaitProgress::new(wait, ctx.quiet);
-    let got = lock::acquire(&ws, &req, &mut |event| progress.on_event(event));
+    let got = lock::acquire_shared(&ws, &req, &reach, &mut |event| progress.on_event(event));
     progress.finish();
     let got = got?;
+    if got.acquired.iter().any(|a| a.remote.is_some()) {
+        super::remote::start_renewer(&ws);
+    }
     output::took_over_notes(&got.acquired);
     if !ctx.quiet {
         // A typo is otherwise silent: the lock is taken (a file may be locked before it is
@@ -111,7 +132,12 @@ pub fn acquired_lines(got: &lock::Acquisition) -> Vec<String> {
                 .as_deref()
                 .map(|b| format!(" (backup {b})"))
                 .unwrap_or_default();
-            format!("{verb}: {}{backup}", a.file)
+            let shared = match (&a.remote, &a.lease_until) {
+                (Some(r), Some(until)) => format!(" (shared through `{r}`, lease until {until})"),
+                (Some(r), None) => format!(" (shared through `{r}`)"),
+                _ => String::new(),
+            };
+            format!("{verb}: {}{backup}{shared}", a.file)
         })
         .collect()
 }

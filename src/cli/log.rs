@@ -227,6 +227,20 @@ pub fn describe(e: &Event, who: &str) -> String {
             "{a} released the claim `{}`",
             e.pattern.as_deref().unwrap_or(f)
         ),
+        "claim_lost" | "lock_lost" => format!(
+            "{a} lost the {} `{}`: {} on remote `{}` (its lease lapsed)",
+            if e.event == "claim_lost" {
+                "claim"
+            } else {
+                "lock"
+            },
+            e.pattern.as_deref().unwrap_or(f),
+            match e.str("by") {
+                Some(by) => format!("taken over by {by}"),
+                None => "gone".to_string(),
+            },
+            s("remote")
+        ),
         "edit_denied" => format!("{a}'s edit of `{f}` was denied{via}"),
         "edit_made" => match (e.str("hash_before"), e.str("hash_after")) {
             // Hashed alike: the file is back as it was when it was locked (its backup).
@@ -338,7 +352,7 @@ pub fn timeline(
                 }
                 holds.push((file, w, *t, None, over));
             }
-            "lock_released" | "claim_released" => {
+            "lock_released" | "claim_released" | "claim_lost" | "lock_lost" => {
                 let forced = e.extra.contains_key("forced");
                 for h in holds
                     .iter_mut()

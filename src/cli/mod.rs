@@ -363,6 +363,9 @@ pub fn run() -> ExitCode {
             };
             dispatch(cli.command, &ctx)
         });
+    for warning in coord::v3::lock::remote_warnings() {
+        output::diag(&format!("warning: {warning}"));
+    }
     let history = coord::history::take_warning();
     if let Some(warning) = &history {
         output::diag(&format!("warning: {warning}"));

@@ -4,6 +4,8 @@
 //! The hidden sub-commands (`claim`, `release`, `renew`, `hold`, `working-on`, `who`) drive the
 //! library's remote API directly, for the test suite and `bench/remote.py`; they are not part
 //! of the contract (a claim reaches the remote through `coord lock` in an enabled clone).
+//! `renewer` is the clone's renewer of its remote claims, which `coord lock` starts detached
+//! ([`start_renewer`]; see `coord::v3::lock::renewal`).
 
 use std::time::Duration;
 
@@ -13,6 +15,7 @@ use coord::clock::{self, Timestamp};
 use coord::error::Refusal;
 use coord::pattern::Pattern;
 use coord::remote::{self, AgentWork, Claimed, Item, Outcome, View};
+use coord::v3::lock::renewal;
 use coord::workspace::Workspace;
 use coord::{Error, ExitCode};
 
@@ -90,6 +93,8 @@ enum RemoteCommand {
     WorkingOn(WorkingOnArgs),
     #[command(hide = true)]
     Who(WorkingOnArgs),
+    #[command(hide = true)]
+    Renewer,
 }
 
 #[derive(Debug, Args)]
@@ -148,6 +153,13 @@ pub fn run(args: RemoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         RemoteCommand::Hold(a) => claim(&ws, a, ctx, true),
         RemoteCommand::Release(a) => release(&ws, a, ctx),
         RemoteCommand::Renew(a) => renew(&ws, a, ctx),
+        RemoteCommand::Renewer => {
+            coord::wait::stop_on_signals().map_err(|e| Error::Failed {
+                message: format!("cannot install the signal handlers: {e}"),
+            })?;
+            renewal::run(&ws)?;
+            Ok(ExitCode::Success)
+        }
         RemoteCommand::Who(a) => {
             // What a hook's edit check reads: the other clones' claims as last synced, no
             // network, no git.
@@ -517,4 +529,35 @@ fn renew(ws: &Workspace, a: RenewArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
     }
     Ok(ExitCode::Success)
+}
+
+/// Start this clone's renewer of its remote claims (`coord remote renewer`), detached: its own
+/// session, stdio on `/dev/null`, no descriptor of this process. It exits at once when one
+/// already runs for the clone, and by itself once the clone holds nothing on the remote. A
+/// renewer that cannot be started is said as a warning: the claims just published hold until
+/// their lease lapses, and the next `coord lock` starts one again.
+pub fn start_renewer(ws: &Workspace) {
+    let started = std::env::current_exe().and_then(|exe| {
+        let mut command = std::process::Command::new(exe);
+        command
+            .arg("-C")
+            .arg(ws.root())
+            .args(["remote", "renewer"])
+            .env_remove("COORD_AGENT")
+            .stdin(std::process::Stdio::null())
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null());
+        super::child_fence::detach(&mut command);
+        command.spawn()
+    });
+    match started {
+        // Reaped by a thread of a long-lived process (`coord mcp`); a command that ends first
+        // leaves it to init.
+        Ok(mut child) => {
+            std::thread::spawn(move || child.wait());
+        }
+        Err(e) => output::diag(&format!(
+            "warning: cannot start the renewer of this clone's remote claims ({e}): they hold until their lease lapses unless `coord lock` runs again"
+        )),
+    }
 }

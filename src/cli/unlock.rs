@@ -113,8 +113,19 @@ pub fn release_lines(results: &[Release]) -> Vec<String> {
     results
         .iter()
         .filter_map(|r| match &r.outcome {
-            ReleaseOutcome::Released if r.claim => Some(format!("Claim released: {}", r.file)),
-            ReleaseOutcome::Released => Some(format!("Lock released: {}", r.file)),
+            ReleaseOutcome::Released => Some(format!(
+                "{} released: {}{}",
+                if r.claim { "Claim" } else { "Lock" },
+                r.file,
+                match &r.remote {
+                    Some(x) if x.released => format!(" (and on remote `{}`)", x.remote),
+                    Some(x) => format!(
+                        " (here only: its record on remote `{}` stays until its lease lapses)",
+                        x.remote
+                    ),
+                    None => String::new(),
+                }
+            )),
             ReleaseOutcome::NotLocked => Some(format!("{}: not locked", r.file)),
             ReleaseOutcome::ForcedStale { from } => Some(format!(
                 "Stale lock of {} on {} removed",

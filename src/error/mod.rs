@@ -276,7 +276,9 @@ impl Error {
             ),
             // A claim of another clone (`remote::Held::refusal`): its agent is on another
             // machine, out of reach of `coord msg`.
-            Error::LockHeld { file, holder, .. } if holder.contains(" through remote `") => {
+            Error::LockHeld { file, holder, .. } | Error::WaitTimedOut { file, holder, .. }
+                if holder.contains(" through remote `") =>
+            {
                 Some(format!(
                     "wait with `coord lock {} --wait 5m`, or ask who runs {} to release it",
                     quote::arg(file),

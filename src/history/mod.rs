@@ -74,6 +74,11 @@ pub enum Kind {
     ClaimTaken,
     /// A claim was released.
     ClaimReleased,
+    /// A claim published on the remote was found taken over there (its lease lapsed while
+    /// this clone did not renew it): given back here.
+    ClaimLost,
+    /// A lock shared on the remote (`--share`) was found taken over there: given back here.
+    LockLost,
     /// A client's hook denied an edit (the file is held by another agent).
     EditDenied,
     /// A client's hook saw an edit made.
@@ -109,6 +114,8 @@ impl Kind {
             Kind::LockRefused => "lock_refused",
             Kind::ClaimTaken => "claim_taken",
             Kind::ClaimReleased => "claim_released",
+            Kind::ClaimLost => "claim_lost",
+            Kind::LockLost => "lock_lost",
             Kind::EditDenied => "edit_denied",
             Kind::EditMade => "edit_made",
             Kind::ShellEdit => "shell_edit",

@@ -301,6 +301,8 @@ pub struct Held {
 /// A stale claim taken over by a request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct TakenOver {
+    /// A claim, or a shared lock.
+    pub kind: Kind,
     /// Its pattern (or path).
     pub pattern: String,
     /// Who held it.
@@ -426,6 +428,7 @@ pub(crate) fn decide_claim(
             if !remove.contains(&c.seen.name) {
                 remove.push(c.seen.name.clone());
                 taken_over.push(TakenOver {
+                    kind: c.seen.record.kind,
                     pattern: c.seen.record.text().to_string(),
                     holder: c.holder().clone(),
                     since: since_of(c),

@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpListener, TcpStream};
+use std::os::unix::process::CommandExt as _;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
@@ -43,6 +44,9 @@ impl Daemon {
                 .stdin(Stdio::null())
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
+                // `git daemon` runs `git-daemon` as a child of its own: a group of their own
+                // lets both be stopped (killing `git` alone left `git-daemon` serving).
+                .process_group(0)
                 .spawn()
                 .ok()?;
             let until = Instant::now() + Duration::from_secs(10);
@@ -55,8 +59,7 @@ impl Daemon {
                 }
                 std::thread::sleep(Duration::from_millis(20));
             }
-            let _ = child.kill();
-            let _ = child.wait();
+            stop_group(&mut child);
         }
         eprintln!("skipped: `git daemon` cannot be started on 127.0.0.1 here");
         None
@@ -70,9 +73,17 @@ impl Daemon {
 
 impl Drop for Daemon {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        stop_group(&mut self.child);
     }
+}
+
+/// Stop `child` and every process of its group (it leads one: `process_group(0)`).
+fn stop_group(child: &mut Child) {
+    if let Some(pgid) = rustix::process::Pid::from_raw(child.id() as i32) {
+        let _ = rustix::process::kill_process_group(pgid, rustix::process::Signal::KILL);
+    }
+    let _ = child.kill();
+    let _ = child.wait();
 }
 
 /// `git http-backend` behind a loopback HTTP server, one thread a connection.

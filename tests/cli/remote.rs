@@ -18,54 +18,55 @@ use crate::support::{Cmd, Env, coord_bin};
 /// `coord remote status --json`, exactly the contract's fields.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct Status {
-    schema_version: u32,
-    remote: Option<String>,
-    url: Option<String>,
-    synced_at: Option<String>,
-    age_s: Option<u64>,
-    claims: Vec<StatusClaim>,
-    agents: Vec<StatusAgent>,
+pub(crate) struct Status {
+    pub schema_version: u32,
+    pub remote: Option<String>,
+    pub url: Option<String>,
+    pub synced_at: Option<String>,
+    pub age_s: Option<u64>,
+    pub claims: Vec<StatusClaim>,
+    pub agents: Vec<StatusAgent>,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct StatusClaim {
-    pattern: String,
-    agent: String,
-    host: String,
-    since: String,
-    reason: Option<String>,
-    lease_until: String,
+pub(crate) struct StatusClaim {
+    pub pattern: String,
+    pub agent: String,
+    pub host: String,
+    pub since: String,
+    pub reason: Option<String>,
+    pub lease_until: String,
 }
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-struct StatusAgent {
-    agent: String,
-    host: String,
-    working_on: Vec<String>,
-    seen_at: String,
+pub(crate) struct StatusAgent {
+    pub agent: String,
+    pub host: String,
+    pub working_on: Vec<String>,
+    pub seen_at: String,
 }
 
 /// A team: one bare repository, served one way, and clones of it.
-struct Team {
-    env: Env,
-    bare: PathBuf,
-    url: String,
-    _daemon: Option<Daemon>,
+pub(crate) struct Team {
+    pub env: Env,
+    pub bare: PathBuf,
+    pub url: String,
+    /// The daemon serving it (dropped: it stops).
+    pub daemon: Option<Daemon>,
     _http: Option<Http>,
 }
 
 #[derive(Clone, Copy)]
-enum Transport {
+pub(crate) enum Transport {
     Daemon,
     Http,
     File,
 }
 
 impl Team {
-    fn new(how: Transport) -> Option<Team> {
+    pub(crate) fn new(how: Transport) -> Option<Team> {
         if !git_or_skip() {
             return None;
         }
@@ -88,13 +89,13 @@ impl Team {
             env,
             bare,
             url,
-            _daemon: daemon,
+            daemon,
             _http: http,
         })
     }
 
     /// A new clone `name` (a repository whose `origin` is the team's remote), not enabled.
-    fn repo(&self, name: &str, url: &str) -> PathBuf {
+    pub(crate) fn repo(&self, name: &str, url: &str) -> PathBuf {
         let dir = self.env.path(name);
         std::fs::create_dir_all(&dir).unwrap();
         run_git(&dir, &["init", "-q"]);
@@ -103,7 +104,7 @@ impl Team {
     }
 
     /// A new clone `name`, enabled.
-    fn clone(&self, name: &str) -> PathBuf {
+    pub(crate) fn clone(&self, name: &str) -> PathBuf {
         let dir = self.repo(name, &self.url);
         remote(&self.env, &dir, "x", &["enable"])
             .ok()
@@ -112,19 +113,19 @@ impl Team {
     }
 
     /// The refs of the bare repository.
-    fn remote_refs(&self) -> String {
+    pub(crate) fn remote_refs(&self) -> String {
         run_git(&self.bare, &["for-each-ref", "--format=%(refname)"])
     }
 }
 
-fn run_git(dir: &Path, args: &[&str]) -> String {
+pub(crate) fn run_git(dir: &Path, args: &[&str]) -> String {
     let out = git(dir).args(args).output().unwrap();
     assert!(out.status.success(), "git {args:?}: {out:?}");
     String::from_utf8_lossy(&out.stdout).into_owned()
 }
 
 /// `coord` as `agent` in clone `dir`, apart from this machine's git config.
-fn coord(env: &Env, dir: &Path, agent: &str) -> Cmd {
+pub(crate) fn coord(env: &Env, dir: &Path, agent: &str) -> Cmd {
     env.agent(agent)
         .env_remove("COORD_DIR")
         .env("GIT_CONFIG_GLOBAL", "/dev/null")
@@ -133,7 +134,7 @@ fn coord(env: &Env, dir: &Path, agent: &str) -> Cmd {
 }
 
 /// `program` run in the folder and with the environment `cmd` would have.
-fn like(cmd: Cmd, program: &str) -> Command {
+pub(crate) fn like(cmd: Cmd, program: &str) -> Command {
     let c = cmd.command();
     let mut out = Command::new(program);
     if let Some(dir) = c.get_current_dir() {
@@ -158,15 +159,15 @@ fn on_hostb(env: &Env, dir: &Path, agent: &str, args: &[&str]) -> Command {
 }
 
 /// `coord remote ARGS` as `agent` in clone `dir`.
-fn remote(env: &Env, dir: &Path, agent: &str, args: &[&str]) -> Cmd {
+pub(crate) fn remote(env: &Env, dir: &Path, agent: &str, args: &[&str]) -> Cmd {
     coord(env, dir, agent).arg("remote").args(args)
 }
 
-fn status(env: &Env, dir: &Path) -> Status {
+pub(crate) fn status(env: &Env, dir: &Path) -> Status {
     remote(env, dir, "x", &["status", "--json"]).ok().json()
 }
 
-fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     let out = Command::new("hostname").output().unwrap();
     String::from_utf8_lossy(&out.stdout).trim().to_string()
 }
@@ -268,9 +269,35 @@ fn racing_clones_give_exactly_one_holder_each_round() {
         "src/[a-c]/x.rs",
         "src/a/x.*",
     ];
+    race(
+        &t,
+        &dirs,
+        rounds,
+        "coord remote claim",
+        &|i, round| vec![patterns[(i + round) % patterns.len()]],
+        &|dir, agent| {
+            remote(&t.env, dir, agent, &["release"]).ok();
+        },
+    );
+}
+
+/// `rounds` rounds of the clones `dirs` (agent `a<i>` in `dirs[i]`) each running `command` with
+/// `asks(i, round)` at once: exactly one must win each round (exit 0), proven by a witness each
+/// winner creates with `O_EXCL` while it holds (a second holder would find it there, exit 99);
+/// the others are refused (exit 3) naming the winner. The winner then lets go (`release`).
+pub(crate) fn race<'a>(
+    t: &Team,
+    dirs: &[PathBuf],
+    rounds: usize,
+    command: &str,
+    asks: &dyn Fn(usize, usize) -> Vec<&'a str>,
+    release: &dyn Fn(&Path, &str),
+) {
     let witness = t.env.path("scratch/holder");
     std::fs::create_dir_all(witness.parent().unwrap()).unwrap();
-    let script = "coord remote claim \"$1\"; rc=$?; if [ $rc = 0 ]; then (set -C; echo \"$COORD_AGENT\" > \"$2\") || exit 99; fi; exit $rc";
+    let script = format!(
+        "w=$1; shift; {command} \"$@\"; rc=$?; if [ $rc = 0 ]; then (set -C; echo \"$COORD_AGENT\" > \"$w\") || exit 99; fi; exit $rc"
+    );
     let bin = crate::docs::bin_dir(&t.env);
     let path = format!(
         "{}:{}",
@@ -282,11 +309,11 @@ fn racing_clones_give_exactly_one_holder_each_round() {
             .iter()
             .enumerate()
             .map(|(i, dir)| {
-                let pattern = patterns[(i + round) % patterns.len()];
                 let mut sh = like(coord(&t.env, dir, &format!("a{i}")), "bash");
                 sh.env("PATH", &path)
-                    .args(["-c", script, "claim", pattern])
+                    .args(["-c", &script, "race"])
                     .arg(&witness)
+                    .args(asks(i, round))
                     .stdin(Stdio::null())
                     .stdout(Stdio::piped())
                     .stderr(Stdio::piped());
@@ -298,7 +325,7 @@ fn racing_clones_give_exactly_one_holder_each_round() {
             .map(|c| c.wait_with_output().unwrap())
             .collect();
         let codes: Vec<Option<i32>> = outs.iter().map(|o| o.status.code()).collect();
-        let winners: Vec<usize> = (0..clones).filter(|&i| codes[i] == Some(0)).collect();
+        let winners: Vec<usize> = (0..dirs.len()).filter(|&i| codes[i] == Some(0)).collect();
         let stderr: Vec<String> = outs
             .iter()
             .map(|o| String::from_utf8_lossy(&o.stderr).into_owned())
@@ -314,17 +341,15 @@ fn racing_clones_give_exactly_one_holder_each_round() {
             std::fs::read_to_string(&witness).unwrap().trim(),
             format!("a{w}")
         );
-        for (i, code) in codes.iter().enumerate() {
-            if i != w {
-                assert_eq!(*code, Some(3), "round {round}, a{i}: {}", stderr[i]);
-                assert!(
-                    stderr[i].contains(&format!("held by a{w} on ")),
-                    "round {round}, a{i}: {}",
-                    stderr[i]
-                );
-            }
+        for (i, code) in codes.iter().enumerate().filter(|(i, _)| *i != w) {
+            assert_eq!(*code, Some(3), "round {round}, a{i}: {}", stderr[i]);
+            assert!(
+                stderr[i].contains(&format!("held by a{w} on ")),
+                "round {round}, a{i}: {}",
+                stderr[i]
+            );
         }
-        remote(&t.env, &dirs[w], &format!("a{w}"), &["release"]).ok();
+        release(&dirs[w], &format!("a{w}"));
         std::fs::remove_file(&witness).unwrap();
     }
 }

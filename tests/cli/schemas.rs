@@ -20,7 +20,6 @@ impl Checker {
     /// Validate `doc` against `docs/schemas/NAME.schema.json`.
     #[track_caller]
     fn doc(&mut self, name: &str, doc: &serde_json::Value) {
-        let path = schema_dir().join(format!("{name}.schema.json"));
         if let Ok(dump) = std::env::var("COORD_SCHEMA_DUMP") {
             let dir = PathBuf::from(dump).join(name);
             std::fs::create_dir_all(&dir).unwrap();
@@ -29,21 +28,7 @@ impl Checker {
             self.used.insert(name.to_string());
             return;
         }
-        let text = std::fs::read_to_string(&path)
-            .unwrap_or_else(|e| panic!("no schema {}: {e}", path.display()));
-        let schema: serde_json::Value = serde_json::from_str(&text)
-            .unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()));
-        let validator = jsonschema::validator_for(&schema)
-            .unwrap_or_else(|e| panic!("{} is not a valid schema: {e}", path.display()));
-        let errors: Vec<String> = validator
-            .iter_errors(doc)
-            .map(|e| format!("{} at {}", e, e.instance_path()))
-            .collect();
-        assert!(
-            errors.is_empty(),
-            "output does not match {name}.schema.json:\n{}\n{doc:#}",
-            errors.join("\n")
-        );
+        validate(name, doc);
         self.used.insert(name.to_string());
         self.count += 1;
     }
@@ -56,6 +41,27 @@ impl Checker {
         self.doc(name, &doc);
         doc
     }
+}
+
+/// Panic unless `doc` matches `docs/schemas/NAME.schema.json`.
+#[track_caller]
+pub(crate) fn validate(name: &str, doc: &serde_json::Value) {
+    let path = schema_dir().join(format!("{name}.schema.json"));
+    let text = std::fs::read_to_string(&path)
+        .unwrap_or_else(|e| panic!("no schema {}: {e}", path.display()));
+    let schema: serde_json::Value = serde_json::from_str(&text)
+        .unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()));
+    let validator = jsonschema::validator_for(&schema)
+        .unwrap_or_else(|e| panic!("{} is not a valid schema: {e}", path.display()));
+    let errors: Vec<String> = validator
+        .iter_errors(doc)
+        .map(|e| format!("{} at {}", e, e.instance_path()))
+        .collect();
+    assert!(
+        errors.is_empty(),
+        "output does not match {name}.schema.json:\n{}\n{doc:#}",
+        errors.join("\n")
+    );
 }
 
 const DAY: &str = "2026-01-21T09:00:00+01:00";

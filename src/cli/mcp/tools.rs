@@ -91,7 +91,11 @@ impl Host {
                     claims,
                     runs_in: coord::identity::runs_in(),
                 };
-                let got = lock::acquire(ws, &req, &mut |_| {})?;
+                // Claims reach the remote as `coord lock`'s do (contract §13).
+                let got = lock::acquire_shared(ws, &req, &lock::Reach::CLAIMS, &mut |_| {})?;
+                if got.acquired.iter().any(|a| a.remote.is_some()) {
+                    super::super::remote::start_renewer(ws);
+                }
                 let mut lines = output::took_over_lines(&got.acquired);
                 lines.extend(lock_cmd::acquired_lines(&got));
                 Ok(Done::new(lines.join("\n"), &got))

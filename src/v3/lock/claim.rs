@@ -25,6 +25,7 @@
 
 use std::path::Path;
 
+use super::remote_claim::{self, Marked};
 use super::{LockEntry, LockState, Release, ReleaseOutcome, classify};
 use crate::clock::{self, Timestamp};
 use crate::error::Result;
@@ -152,7 +153,8 @@ pub fn holder_text(root: &Path, e: &LockEntry) -> String {
 
 /// Release `agent`'s claims on `patterns` (all of its claims when `None`); with `force`, a
 /// STALE claim of another agent on one of `patterns` goes too. Each pattern's outcome is
-/// reported as a [`Release`] whose `file` is the pattern.
+/// reported as a [`Release`] whose `file` is the pattern. A claim published on the remote is
+/// released there too, once released here (see `remote_claim`).
 ///
 /// # Errors
 /// [`Error::Io`](crate::error::Error::Io) when `.coord/claims` cannot be rewritten.
@@ -162,9 +164,22 @@ pub fn release(
     patterns: Option<&[Pattern]>,
     force: bool,
 ) -> Result<Vec<Release>> {
+    let (mut out, marked) = release_here(ws, agent, patterns, force)?;
+    remote_claim::release(ws, agent, &marked, &mut out);
+    Ok(out)
+}
+
+/// [`release`] here only: what was released, and which of `agent`'s records released were
+/// published on the remote.
+pub(super) fn release_here(
+    ws: &Workspace,
+    agent: &crate::workspace::AgentId,
+    patterns: Option<&[Pattern]>,
+    force: bool,
+) -> Result<(Vec<Release>, Vec<Marked>)> {
     let root = ws.root();
     if patterns.is_none() && !layout::claims_file(&crate::worktree::shared_root(root)).exists() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     }
     let _mutex = ws.lock_mutex()?;
     let now = clock::now();
@@ -172,15 +187,17 @@ pub fn release(
     let all = judged(root, &mut cache, &now);
     let me = agent.id();
     let mut gone = vec![false; all.len()];
+    let mut marked = Vec::new();
     let Some(list) = patterns else {
         let mut out = Vec::new();
         for (i, e) in all.iter().enumerate().filter(|(_, e)| e.agent == me) {
             gone[i] = true;
+            marked.extend(Marked::of(e, true));
             out.push(released(&e.file, ReleaseOutcome::Released));
         }
         write_without(root, &all, &gone)?;
         super::events::released(root, agent, &out, true);
-        return Ok(out);
+        return Ok((out, marked));
     };
     let mut out = Vec::new();
     for p in list {
@@ -189,6 +206,7 @@ pub fn release(
             .collect();
         let outcome = if let Some(&i) = same.iter().find(|&&i| all[i].agent == me) {
             gone[i] = true;
+            marked.extend(Marked::of(&all[i], true));
             ReleaseOutcome::Released
         } else if same.is_empty() {
             ReleaseOutcome::NotLocked
@@ -210,13 +228,13 @@ pub fn release(
     }
     write_without(root, &all, &gone)?;
     super::events::released(root, agent, &out, true);
-    Ok(out)
+    Ok((out, marked))
 }
 
 /// Release `agent`'s claims taken with these tokens, each `(pattern, token)` (what `coord run`
 /// took, at its end): compare-and-delete, as for a lock. A claim whose record no longer
 /// carries its token (taken over while STALE, released) is [`ReleaseOutcome::Lost`]; nothing
-/// else is touched.
+/// else is touched. Those published on the remote are released there too.
 ///
 /// # Errors
 /// [`Error::Io`](crate::error::Error::Io) when `.coord/claims` cannot be rewritten.
@@ -225,14 +243,28 @@ pub fn release_tokens(
     agent: &crate::workspace::AgentId,
     held: &[(String, String)],
 ) -> Result<Vec<Release>> {
+    let (mut out, marked) = give_back(ws, agent, held, true)?;
+    remote_claim::release(ws, agent, &marked, &mut out);
+    Ok(out)
+}
+
+/// [`release_tokens`] here only (in the history when `record`): what was released, and which
+/// of the records released were published on the remote.
+pub(super) fn give_back(
+    ws: &Workspace,
+    agent: &crate::workspace::AgentId,
+    held: &[(String, String)],
+    record: bool,
+) -> Result<(Vec<Release>, Vec<Marked>)> {
     if held.is_empty() {
-        return Ok(Vec::new());
+        return Ok((Vec::new(), Vec::new()));
     }
     let root = ws.root();
     let _mutex = ws.lock_mutex()?;
     let all = read_all(root);
     let mut gone = vec![false; all.len()];
     let mut out = Vec::with_capacity(held.len());
+    let mut marked = Vec::new();
     for (pattern, token) in held {
         let ours = (0..all.len()).find(|&i| {
             !gone[i]
@@ -245,6 +277,7 @@ pub fn release_tokens(
             match ours {
                 Some(i) => {
                     gone[i] = true;
+                    marked.extend(Marked::of(&all[i], true));
                     ReleaseOutcome::Released
                 }
                 None => ReleaseOutcome::Lost,
@@ -252,8 +285,53 @@ pub fn release_tokens(
         ));
     }
     write_without(root, &all, &gone)?;
-    super::events::released(root, agent, &out, true);
-    Ok(out)
+    if record {
+        super::events::released(root, agent, &out, true);
+    }
+    Ok((out, marked))
+}
+
+/// Add `keys` to `agent`'s claims taken with these tokens, each `(pattern, token)`. Caller
+/// holds the mutex. The patterns whose claim no longer carries its token are returned.
+///
+/// # Errors
+/// [`Error::Io`](crate::error::Error::Io) when `.coord/claims` cannot be rewritten.
+pub(super) fn mark(
+    ws: &Workspace,
+    agent: &crate::workspace::AgentId,
+    held: &[(String, String)],
+    keys: &[(&str, &str)],
+) -> Result<Vec<Pattern>> {
+    if held.is_empty() {
+        return Ok(Vec::new());
+    }
+    let root = ws.root();
+    let (all, others) = read_records(root);
+    let mut found = vec![false; held.len()];
+    let mut records = others;
+    for e in &all {
+        let ours = held.iter().position(|(pattern, token)| {
+            e.agent == agent.id() && e.file == *pattern && e.token() == Some(token.as_str())
+        });
+        match ours {
+            Some(i) => {
+                found[i] = true;
+                let mut rec = e.record.clone().unwrap_or_else(Record::new);
+                for (k, v) in keys {
+                    rec.set(k, v);
+                }
+                records.push(rec.render());
+            }
+            None => records.push(raw_text(e)),
+        }
+    }
+    if found.iter().any(|f| *f) {
+        write_all(root, &records)?;
+    }
+    Ok((held.iter().zip(found))
+        .filter(|(_, f)| !f)
+        .filter_map(|((p, _), _)| Pattern::parse(p).ok())
+        .collect())
 }
 
 fn released(pattern: &str, outcome: ReleaseOutcome) -> Release {
@@ -261,6 +339,7 @@ fn released(pattern: &str, outcome: ReleaseOutcome) -> Release {
         claim: true,
         file: pattern.to_string(),
         outcome,
+        remote: None,
     }
 }
 

@@ -49,6 +49,7 @@ fn with_taken_over(event: Event, took: &[TakeOver]) -> Event {
         .with("why", join(|t| Some(&t.why), "; "))
         .with("claims", join(|t| t.claim.as_deref(), ", "))
         .with("files", join(|t| t.file.as_deref(), ", "))
+        .with("remote", took.iter().find_map(|t| t.remote.as_deref()))
 }
 
 /// An acquire starts waiting for `file`, held by `holder` (or a waiter ahead).
@@ -98,4 +99,31 @@ pub(super) fn released(root: &Path, agent: &AgentId, out: &[Release], claims: bo
         };
         history::record(root, event);
     }
+}
+
+/// A claim (`claim`), or a lock shared with `--share`, on `text` that `agent` held here and
+/// published through `remote` was taken over there, by `by` when the remote says who: it was
+/// given back here (`claim_lost`, `lock_lost`).
+pub(super) fn remote_lost(
+    root: &Path,
+    agent: &str,
+    claim: bool,
+    text: &str,
+    by: Option<&str>,
+    remote: &str,
+) {
+    let kind = if claim {
+        Kind::ClaimLost
+    } else {
+        Kind::LockLost
+    };
+    let event = Event::new(kind, agent)
+        .with("remote", remote)
+        .with_null("by", by.map(str::to_string));
+    let event = if claim {
+        event.pattern(text)
+    } else {
+        event.file(text)
+    };
+    history::record(root, event);
 }

@@ -54,18 +54,21 @@ mod events;
 mod index;
 mod judge;
 mod release;
+mod remote_claim;
+pub mod renewal;
 mod scan;
 mod takeover;
 
 pub use acquire::{
     Acquired, Acquisition, Blocker, ClientSession, Follows, LockEvent, LockRequest, Owner,
-    TakeOver, acquire, format_since, seen_holder, working_text,
+    TakeOver, acquire, acquire_shared, format_since, seen_holder, working_text,
 };
 pub use judge::{classify, describe_problem, problems};
 pub use release::{
     Fence, Release, ReleaseOutcome, holds, holds_fence, own_fence, own_token, release, release_all,
     release_tokens, session_locks,
 };
+pub use remote_claim::{REREAD, Reach, RemoteRelease, take_warnings as remote_warnings};
 #[cfg(test)]
 pub(crate) use scan::folder_listings;
 pub(crate) use scan::join_roster;

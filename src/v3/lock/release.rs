@@ -7,6 +7,7 @@ use std::path::PathBuf;
 
 use serde::Serialize;
 
+use super::remote_claim::{self, Marked, RemoteRelease};
 use super::scan::{Listing, lookup_roster};
 use super::{
     LockEntry, LockState, classify, index, list_locks_each, own_locks_listed, scan_tree, take_over,
@@ -55,6 +56,9 @@ pub struct Release {
     /// What happened.
     #[serde(flatten)]
     pub outcome: ReleaseOutcome,
+    /// A claim (or lock) published on the remote: what became of its record there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<RemoteRelease>,
 }
 
 /// Release `agent`'s locks on `targets` (all its locks when `None`, those it made by hand
@@ -134,6 +138,7 @@ fn unique_targets(ws: &Workspace, files: impl Iterator<Item = String>) -> Vec<Ta
 }
 
 /// [`release`] of `targets`; `all`: they are all of the agent's locks (its claims go too).
+/// Those published on the remote are released there too, in one push, once released here.
 fn release_files(
     ws: &Workspace,
     agent: &AgentId,
@@ -150,6 +155,7 @@ fn release_files(
     let mut cache = StateCache::default();
     let mut out = Vec::with_capacity(targets.len());
     let mut ours = Vec::new();
+    let mut marked = Vec::new();
     // Lock files this call already releases or removed (a file named twice sees them gone).
     let mut done: HashSet<PathBuf> = HashSet::new();
     for (target, mut entries) in targets.iter().zip(list_for_release(ws, agent, &targets)?) {
@@ -158,6 +164,7 @@ fn release_files(
         let outcome = if let Some(mine) = entries.iter().find(|e| e.agent == agent.id()) {
             done.insert(mine.lock_path.clone());
             ours.push((target.rel.clone(), mine.lock_path.clone()));
+            marked.extend(Marked::of(mine, false));
             ReleaseOutcome::Released
         } else if entries.is_empty() {
             // No lock file in any work tree: an entry of ours left for it (its lock file
@@ -177,14 +184,18 @@ fn release_files(
             claim: false,
             file: target.rel.clone(),
             outcome,
+            remote: None,
         });
     }
     remove_ours(ws, agent, &ours)?;
     super::events::released(ws.root(), agent, &out, false);
     drop(mutex);
     if all {
-        out.extend(super::claim::release(ws, agent, None, false)?);
+        let (claims, more) = super::claim::release_here(ws, agent, None, false)?;
+        out.extend(claims);
+        marked.extend(more);
     }
+    remote_claim::release(ws, agent, &marked, &mut out);
     Ok(out)
 }
 
@@ -251,7 +262,8 @@ fn force_stale(
 }
 
 /// Release locks this process took, each only if its token is unchanged (compare-and-delete).
-/// Used by commands that hold locks for the life of a process (`run`, `session`).
+/// Used by commands that hold locks for the life of a process (`run`, `session`). Those
+/// published on the remote are released there too.
 ///
 /// # Errors
 /// [`Error::Io`] when a lock file cannot be removed.
@@ -260,29 +272,46 @@ pub fn release_tokens(
     agent: &AgentId,
     held: &[(Target, String)],
 ) -> Result<Vec<Release>> {
+    let (mut out, marked) = give_back(ws, agent, held, true)?;
+    remote_claim::release(ws, agent, &marked, &mut out);
+    Ok(out)
+}
+
+/// [`release_tokens`] here only (in the history when `record`): what was released, and which
+/// of the locks released were published on the remote.
+pub(super) fn give_back(
+    ws: &Workspace,
+    agent: &AgentId,
+    held: &[(Target, String)],
+    record: bool,
+) -> Result<(Vec<Release>, Vec<Marked>)> {
     let mutex = ws.lock_mutex()?;
     let mut out = Vec::with_capacity(held.len());
     let mut ours = Vec::new();
+    let mut marked = Vec::new();
     let mut done: HashSet<PathBuf> = HashSet::new();
     for (target, token) in held {
         let path = layout::lock_file(&target.abs, agent.id());
         let current = LockEntry::read(path.clone(), target.rel.clone(), agent.id().to_string())
             .filter(|_| !done.contains(&path));
-        let outcome = if current.as_ref().and_then(LockEntry::token) == Some(token.as_str()) {
-            done.insert(path.clone());
-            ours.push((target.rel.clone(), path));
-            ReleaseOutcome::Released
-        } else {
-            ReleaseOutcome::Lost
+        let outcome = match current.filter(|c| c.token() == Some(token.as_str())) {
+            Some(c) => {
+                done.insert(path.clone());
+                ours.push((target.rel.clone(), path));
+                marked.extend(Marked::of(&c, false));
+                ReleaseOutcome::Released
+            }
+            None => ReleaseOutcome::Lost,
         };
         out.push(Release {
             claim: false,
             file: target.rel.clone(),
             outcome,
+            remote: None,
         });
     }
     let removed = remove_ours(ws, agent, &ours);
-    if removed.is_ok() {
+    if removed.is_ok() && record {
         super::events::released(ws.root(), agent, &out, false);
     }
     // Whoever sleeps on a lock file this process kept locked wakes once the mutex is free.
@@ -291,7 +320,7 @@ pub fn release_tokens(
         handoff::let_go(&layout::lock_file(&target.abs, agent.id()));
     }
     removed?;
-    Ok(out)
+    Ok((out, marked))
 }
 
 /// The token of `agent`'s lock on `target`, when it holds one.

@@ -13,7 +13,7 @@ use std::path::PathBuf;
 use super::super::scan::{Listing, lookup_roster, scan_folder};
 use super::super::{
     LockEntry, LockState, claim, classify, index, join_roster, list_locks_each, own_locks_listed,
-    take_over,
+    remote_claim, take_over,
 };
 use super::blocker::{blocker_of, claim_blocker};
 use super::{Acquired, Attempt, Blocker, LockRequest, Mine, TakeOver};
@@ -393,6 +393,7 @@ impl<'a> Try<'a> {
             .and_then(LockEntry::token)
             .map_or_else(new_token, str::to_string);
         let text = record(self.req, locked_at, &token, Place::File(&target.rel));
+        let text = remote_claim::keep_mark(text, mine);
         let path = layout::lock_file(&target.abs, self.me());
         // The index names the lock before it exists (the views find it without a walk).
         index::note(self.ws.root(), &target.rel, self.me())?;
@@ -430,6 +431,8 @@ impl<'a> Try<'a> {
             backup: None,
             backup_kept: false,
             claim: false,
+            remote: None,
+            lease_until: None,
         })
     }
 
@@ -507,7 +510,8 @@ impl<'a> Try<'a> {
                 tree: root,
                 branch: branch.as_deref(),
             };
-            records.push(record(self.req, locked_at, &token, place));
+            let text = record(self.req, locked_at, &token, place);
+            records.push(remote_claim::keep_mark(text, p.own.as_ref()));
             let took_over = (p.stale_claims.iter().map(TakeOver::claim))
                 .chain(
                     p.stale_locks
@@ -529,6 +533,8 @@ impl<'a> Try<'a> {
                 backup: None,
                 backup_kept: false,
                 claim: true,
+                remote: None,
+                lease_until: None,
             });
         }
         claim::write_all(root, &records)?;

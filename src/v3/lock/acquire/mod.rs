@@ -25,11 +25,13 @@ use self::blocker::{Situation, blocked_error};
 use self::line::{Waiting, deadlock, settle};
 use self::wake::{Probe, Waits, sleep, watch_for, worth_a_try};
 use super::release::release_tokens;
+use super::remote_claim::{self, Reach, Sharing};
 use crate::arbiter::{Guard, Policy};
 use crate::clock::Wait;
 use crate::error::{Error, Result};
 use crate::fsutil;
 use crate::layout;
+use crate::remote;
 use crate::v3::backup;
 use crate::v3::presence::{self, LockStatus};
 use crate::v3::queue;
@@ -131,6 +133,13 @@ pub struct Acquired {
     /// Whether this is a claim (`file` is then its pattern).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub claim: bool,
+    /// Published on the remote claims are shared through (contract §13): its name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
+    /// Published there: when its lease ends unless renewed (this clone renews it while its
+    /// holder here is live).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_until: Option<String>,
 }
 
 /// A stale lock or claim taken over.
@@ -146,6 +155,10 @@ pub struct TakeOver {
     /// A stale lock taken over by a claim: the file it locked (the claim's pattern matches it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
+    /// A record of another clone taken over on the remote (its lease lapsed): the remote's
+    /// name (`from` then names its agent and host).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
 }
 
 impl TakeOver {
@@ -156,6 +169,7 @@ impl TakeOver {
             why: e.stale_why.clone().unwrap_or_default(),
             claim: None,
             file: file.map(str::to_string),
+            remote: None,
         }
     }
 
@@ -195,6 +209,7 @@ enum Attempt {
 }
 
 /// Acquire all of `req.targets` or none, waiting as `req.wait` allows; then write backups.
+/// Nothing reaches the repository's remote (see [`acquire_shared`]).
 ///
 /// # Errors
 /// [`Error::BadPath`] when a target exists but is not a regular file (nothing is written);
@@ -207,6 +222,26 @@ pub fn acquire(
     req: &LockRequest,
     on_event: &mut dyn FnMut(&LockEvent),
 ) -> Result<Acquisition> {
+    acquire_shared(ws, req, &Reach::HERE, on_event)
+}
+
+/// [`acquire`], and in a clone that shares its claims through its remote (contract §13),
+/// publish there what `reach` says (the claims; with `files`, the file locks too) before
+/// answering: each try takes everything here first, then, with the workspace mutex free,
+/// publishes it (`remote_claim`). Held by another clone: given back here, and refused or waited
+/// for (the remote read again at most every 2 s) like a lock held here.
+///
+/// # Errors
+/// As [`acquire`]; [`Error::LockHeld`] or [`Error::WaitTimedOut`] naming the holder on the
+/// remote, its host and its lease; [`Error::Remote`] when the remote cannot be reached or
+/// refused the credentials (nothing is taken, here or there); [`Error::BadInput`] for
+/// `reach.files` where the clone does not share its claims.
+pub fn acquire_shared(
+    ws: &Workspace,
+    req: &LockRequest,
+    reach: &Reach,
+    on_event: &mut dyn FnMut(&LockEvent),
+) -> Result<Acquisition> {
     let mut targets = req.targets.clone();
     targets.sort();
     targets.dedup_by(|a, b| a.rel == b.rel);
@@ -217,6 +252,7 @@ pub fn acquire(
     for t in &targets {
         t.regular_or_absent()?;
     }
+    let sharing = Sharing::of(ws, req, &targets, reach)?;
     // `.coord/` is made (and checked for symlinks) by the first `lock_mutex` below.
     let policy = ws.policy()?;
     let started = Instant::now();
@@ -240,7 +276,15 @@ pub fn acquire(
     };
     let got = loop {
         match tries.once()? {
-            Attempt::Got(list) => break list,
+            Attempt::Got(list) => match &sharing {
+                None => break list,
+                // `None`: held by another clone, given back and waited for; try again in full.
+                Some(s) => {
+                    if let Some(list) = tries.share(s, list, on_event)? {
+                        break list;
+                    }
+                }
+            },
             Attempt::Busy(blocker) => tries.wait_after(blocker, on_event)?,
             Attempt::Fenced => {}
         }
@@ -508,6 +552,53 @@ impl Tries<'_> {
             });
         }
         self.keep_tickets_alive()
+    }
+
+    /// The try took everything here: publish what `s` shares on the remote, the mutex free.
+    /// Published: our records are marked so (`Some`). Held by another clone: what the try took
+    /// is given back, then refused, or waited for until the remote shows it free (`None`: try
+    /// again in full). The remote unreachable: given back, and the error.
+    fn share(
+        &mut self,
+        s: &Sharing,
+        mut got: Vec<Acquired>,
+        on_event: &mut dyn FnMut(&LockEvent),
+    ) -> Result<Option<Vec<Acquired>>> {
+        let (ws, req) = (self.ws, self.req);
+        let held = match remote_claim::publish(ws, req, s) {
+            Ok(remote::Claimed::Published(p)) => {
+                if let Err(e) = remote_claim::mark(ws, &req.agent, &mut got, s, &p) {
+                    remote_claim::withdraw(ws, &req.agent, &got);
+                    remote_claim::unpublish(ws, &req.agent, s);
+                    return Err(e);
+                }
+                return Ok(Some(got));
+            }
+            Ok(remote::Claimed::Held(h)) => h,
+            Err(e) => {
+                remote_claim::withdraw(ws, &req.agent, &got);
+                remote_claim::say_waiting(ws, &req.agent, false);
+                return Err(e);
+            }
+        };
+        remote_claim::withdraw(ws, &req.agent, &got);
+        let blocker = remote_claim::blocker(&held, &s.remote);
+        if !self.may_wait || self.deadline.passed() {
+            remote_claim::say_waiting(ws, &req.agent, false);
+            let err = blocked_error(blocker, self.may_wait, self.started.elapsed());
+            return Err(super::events::refused(ws.root(), req, err));
+        }
+        self.tell(blocker, on_event);
+        remote_claim::say_waiting(ws, &req.agent, true);
+        remote_claim::wait_free(ws, &req.agent, s, self.deadline);
+        if let Some(signal) = crate::wait::stop_requested() {
+            remote_claim::say_waiting(ws, &req.agent, false);
+            return Err(Error::Interrupted {
+                signal,
+                file: self.first_key(),
+            });
+        }
+        Ok(None)
     }
 
     /// Tell the user what stands in the way: once when the wait starts, then when it changes.
