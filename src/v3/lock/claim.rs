@@ -80,7 +80,7 @@ pub fn read_for(root: &Path) -> (Vec<Judged>, Vec<String>) {
 }
 
 /// Every claim, unjudged, by pattern then agent.
-fn read_all(root: &Path) -> Vec<LockEntry> {
+pub(crate) fn read_all(root: &Path) -> Vec<LockEntry> {
     let mut all = read_records(root).0;
     all.sort_by(|a, b| a.file.cmp(&b.file).then_with(|| a.agent.cmp(&b.agent)));
     all
