@@ -113,11 +113,9 @@ impl Reviews {
         fsutil::remove(&active_path)?;
         fsutil::sync_dir(&active)?;
         drop(guard);
-        let commit = if commit {
-            Some(self.commit(topic, t.view(), summary)?)
-        } else {
-            None
-        };
+        let commit = commit
+            .then(|| self.commit(topic, t.view(), summary))
+            .transpose()?;
         Ok(Closed {
             tracker: self.rel(&closed_path),
             archive,
