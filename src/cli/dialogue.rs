@@ -246,11 +246,7 @@ pub fn render_view(v: &TurnView) -> String {
         _ => String::new(),
     };
     let participants = v.participants.join(", ");
-    let not = if outsider.is_some() {
-        " (not a participant)"
-    } else {
-        ""
-    };
+    let not = outsider.map_or("", |_| " (not a participant)");
     let mut out = vec![
         format!("turn: {shown}{not}"),
         format!("state: {}", v.state),

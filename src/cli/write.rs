@@ -1,6 +1,6 @@
 //! `coord write FILE [--from SRC]`: replace FILE's content under its lock (fenced commit).
 
-use std::io::IsTerminal;
+use std::io::{IsTerminal, Read};
 use std::path::PathBuf;
 
 use clap::Args;
@@ -36,30 +36,24 @@ pub fn run(args: WriteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     let agent = ctx.agent()?;
     let target = ctx.one_file(&ws, &args.file, "write")?;
-    let written = match args.from.filter(|p| p.as_os_str() != "-") {
-        Some(src) => {
-            let path = ctx.cwd().join(&src);
-            let mut file = std::fs::File::open(&path).at("read", &src)?;
-            write::write(&ws, &agent, &target, &mut file, &src)?
-        }
-        None => {
-            let stdin = std::io::stdin();
-            if stdin.is_terminal() && !ctx.quiet {
-                output::diag(&format!(
-                    "reading the new content of `{}` from stdin (end with Ctrl-D)",
-                    target.rel
-                ));
+    let (mut input, name): (Box<dyn Read>, PathBuf) =
+        match args.from.filter(|p| p.as_os_str() != "-") {
+            Some(src) => {
+                let file = std::fs::File::open(ctx.cwd().join(&src)).at("read", &src)?;
+                (Box::new(file), src)
             }
-            let mut input = stdin.lock();
-            write::write(
-                &ws,
-                &agent,
-                &target,
-                &mut input,
-                std::path::Path::new("stdin"),
-            )?
-        }
-    };
+            None => {
+                let stdin = std::io::stdin();
+                if stdin.is_terminal() && !ctx.quiet {
+                    output::diag(&format!(
+                        "reading the new content of `{}` from stdin (end with Ctrl-D)",
+                        target.rel
+                    ));
+                }
+                (Box::new(stdin.lock()), PathBuf::from("stdin"))
+            }
+        };
+    let written = write::write(&ws, &agent, &target, &mut input, &name)?;
     ctx.emit(&written, || written_line(&written));
     Ok(ExitCode::Success)
 }

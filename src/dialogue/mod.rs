@@ -93,7 +93,7 @@ impl Dialogue {
     }
 
     fn lock_mutex(&self) -> Result<crate::arbiter::Guard> {
-        crate::workspace::Workspace::at(self.root.clone()).ensure_state_dir()?;
+        Workspace::at(self.root.clone()).ensure_state_dir()?;
         let policy = crate::arbiter::policy(&self.root)?;
         let path = layout::dialogue_mutex(&crate::worktree::shared_root(&self.root), &self.rel);
         crate::arbiter::Guard::take(&path, policy.arbitration)
@@ -583,13 +583,11 @@ pub struct DialogueSummary {
 pub fn summary(ws: &Workspace) -> Option<DialogueSummary> {
     let d = Dialogue::default_in(ws).ok()?;
     let v = d.snapshot().ok()?.view();
-    let (topic, message_count, state) = (v.topic, v.message_count, v.state);
-    let turn = v.next.or(v.turn);
     Some(DialogueSummary {
         folder: d.rel,
-        topic,
-        message_count,
-        turn,
-        state,
+        topic: v.topic,
+        message_count: v.message_count,
+        turn: v.next.or(v.turn),
+        state: v.state,
     })
 }

@@ -21,7 +21,7 @@ use std::path::Path;
 use serde::Serialize;
 
 use crate::clock::Wait;
-use crate::error::{Error, IoResultExt, Result};
+use crate::error::{Error, IoResultExt, Refusal, Result};
 use crate::fsutil;
 use crate::host;
 use crate::layout;
@@ -30,7 +30,6 @@ use crate::v3::lock::{self, ClientSession, DEFAULT_TTL, Fence, LockEvent, LockRe
 use crate::workspace::{AgentId, Target, Workspace};
 
 use super::folder;
-use crate::error::Refusal;
 
 /// The result of a restore.
 #[derive(Debug, Clone, Serialize)]
@@ -86,7 +85,6 @@ pub fn restore(
         };
         (g.abs, g.path)
     };
-    let bak_rel = source_rel;
     match std::fs::symlink_metadata(&source) {
         Ok(meta) if meta.is_file() => {}
         Ok(meta) => {
@@ -96,14 +94,14 @@ pub fn restore(
                 "it is not a regular file"
             };
             return Err(io::Error::new(io::ErrorKind::InvalidData, what))
-                .at("restore from", Path::new(&bak_rel));
+                .at("restore from", Path::new(&source_rel));
         }
         Err(_) => {
             return Err(io::Error::new(
                 io::ErrorKind::NotFound,
                 "there is nothing to restore (coord writes FILE.bak on `coord lock`, `coord write` and `coord run`)",
             ))
-            .at("find the backup", Path::new(&bak_rel));
+            .at("find the backup", Path::new(&source_rel));
         }
     }
     // A lock the agent holds (coord's, or made by hand in the seed's form) is used and kept.
@@ -136,7 +134,7 @@ pub fn restore(
         agent,
         target,
         &fence,
-        (&source, bak_rel, generation.max(1)),
+        (&source, source_rel, generation.max(1)),
         took_lock,
     );
     if let (true, Fence::Token(token)) = (took_lock, fence) {

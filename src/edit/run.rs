@@ -22,6 +22,7 @@
 //! while its locks are already stale.
 
 use std::ffi::OsString;
+use std::io::ErrorKind::{Interrupted, TimedOut, WouldBlock};
 use std::io::{self, Read};
 use std::os::unix::net::UnixStream;
 use std::os::unix::process::CommandExt;
@@ -321,11 +322,7 @@ struct Signals {
 impl Signals {
     fn listen() -> io::Result<Signals> {
         let (rx, tx) = UnixStream::pair()?;
-        let flags = [
-            Arc::new(AtomicBool::new(false)),
-            Arc::new(AtomicBool::new(false)),
-            Arc::new(AtomicBool::new(false)),
-        ];
+        let flags: [Arc<AtomicBool>; 3] = std::array::from_fn(|_| Arc::default());
         // The flag is set before the wake-up byte is written (actions run in registration order).
         for ((sig, _), flag) in FORWARDED.iter().zip(flags.iter()) {
             signal_hook::flag::register(*sig, Arc::clone(flag))?;
@@ -336,20 +333,12 @@ impl Signals {
         Ok(Signals { rx, flags })
     }
 
-    /// Block until a signal arrives (`true`) or `timeout` passes (`false`).
-    fn wait(&self, timeout: Duration) -> io::Result<bool> {
-        self.rx
-            .set_read_timeout(Some(timeout.max(Duration::from_millis(1))))?;
-        let mut buf = [0u8; 64];
-        match (&self.rx).read(&mut buf) {
-            Ok(_) => Ok(true),
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => Ok(true),
-            Err(e)
-                if e.kind() == io::ErrorKind::WouldBlock || e.kind() == io::ErrorKind::TimedOut =>
-            {
-                Ok(false)
-            }
-            Err(e) => Err(e),
+    /// Block until a signal arrives or `timeout` passes.
+    fn wait(&self, timeout: Duration) -> io::Result<()> {
+        (self.rx).set_read_timeout(Some(timeout.max(Duration::from_millis(1))))?;
+        match (&self.rx).read(&mut [0u8; 64]) {
+            Err(e) if !matches!(e.kind(), Interrupted | WouldBlock | TimedOut) => Err(e),
+            _ => Ok(()),
         }
     }
 }

@@ -5,6 +5,7 @@
 //! `--commit` runs `git` in the workspace (the user's configuration and hooks apply) after the
 //! review is closed; a failed commit leaves it closed and says so.
 
+use std::io;
 use std::path::Path;
 use std::process::Command;
 
@@ -50,12 +51,11 @@ impl Reviews {
     pub fn close(&self, topic: &str, commit: bool, summary: Option<&str>) -> Result<Closed> {
         let root = self.ws.root();
         if commit {
-            let out = git(root, &["rev-parse", "--is-inside-work-tree"])
-                .output()
-                .map_err(|e| Error::Failed {
-                    message: format!("cannot run `git` for `--commit`: {e}"),
-                })?;
-            if !out.status.success() {
+            let inside = git(root, &["rev-parse", "--is-inside-work-tree"]).map_err(|e| {
+                let message = format!("cannot run `git` for `--commit`: {e}");
+                Error::Failed { message }
+            })?;
+            if inside.is_err() {
                 return Err(Error::bad_input(format!(
                     "`--commit` needs a git work tree, and `{}` is not in one",
                     root.display()
@@ -113,11 +113,9 @@ impl Reviews {
         fsutil::remove(&active_path)?;
         fsutil::sync_dir(&active)?;
         drop(guard);
-        let commit = if commit {
-            Some(self.commit(topic, t.view(), summary)?)
-        } else {
-            None
-        };
+        let commit = commit
+            .then(|| self.commit(topic, t.view(), summary))
+            .transpose()?;
         Ok(Closed {
             tracker: self.rel(&closed_path),
             archive,
@@ -143,21 +141,12 @@ impl Reviews {
         paths.retain(|p| !p.is_empty() && root.join(p).exists());
         paths.sort();
         paths.dedup();
-        let run = |args: &[&str], more: &[String]| -> std::result::Result<String, String> {
-            let out = git(root, args)
-                .args(more)
-                .output()
-                .map_err(|e| e.to_string())?;
-            let text = |b: &[u8]| String::from_utf8_lossy(b).trim().to_string();
-            if out.status.success() {
-                Ok(text(&out.stdout))
-            } else {
-                Err(text(&out.stderr))
-            }
-        };
-        let id = run(&["add", "-A", "--"], &paths)
-            .and_then(|_| run(&["commit", "-q", "-m", &message], &[]))
-            .and_then(|_| run(&["rev-parse", "HEAD"], &[]))
+        let run = |args: &[&str]| git(root, args).unwrap_or_else(|e| Err(e.to_string()));
+        let mut add = vec!["add", "-A", "--"];
+        add.extend(paths.iter().map(String::as_str));
+        let id = run(&add)
+            .and_then(|_| run(&["commit", "-q", "-m", &message]))
+            .and_then(|_| run(&["rev-parse", "HEAD"]))
             .map_err(|e| Error::Failed {
                 message: format!(
                     "review `{topic}` is closed, but the commit failed: {e}; commit by hand with the message:\n{message}"
@@ -167,10 +156,18 @@ impl Reviews {
     }
 }
 
-fn git(root: &Path, args: &[&str]) -> Command {
-    let mut c = Command::new("git");
-    c.arg("-C").arg(root).args(args);
-    c
+/// `git -C root ARGS`: its trimmed stdout when it succeeds, else its trimmed stderr.
+fn git(root: &Path, args: &[&str]) -> io::Result<std::result::Result<String, String>> {
+    let out = Command::new("git")
+        .arg("-C")
+        .arg(root)
+        .args(args)
+        .output()?;
+    let text = |b: &[u8]| String::from_utf8_lossy(b).trim().to_string();
+    Ok(match out.status.success() {
+        true => Ok(text(&out.stdout)),
+        false => Err(text(&out.stderr)),
+    })
 }
 
 /// What keeps a review from closing (empty when nothing does).
