@@ -50,6 +50,19 @@ impl Deadline {
     }
 }
 
+/// Sleep `d`, waking early (within 100 ms) when the process is asked to stop
+/// ([`stop_requested`]).
+pub fn pause(d: Duration) {
+    let until = Instant::now() + d;
+    while Instant::now() < until && stop_requested().is_none() {
+        std::thread::sleep(
+            until
+                .saturating_duration_since(Instant::now())
+                .min(Duration::from_millis(100)),
+        );
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

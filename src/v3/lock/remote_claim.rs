@@ -422,15 +422,8 @@ pub(super) fn say_waiting(ws: &Workspace, agent: &AgentId, waiting: bool) {
 /// next try releases it). A read that fails ends the wait: the next try says why.
 pub(super) fn wait_free(ws: &Workspace, agent: &AgentId, s: &Sharing, deadline: Deadline) {
     loop {
-        let until = std::time::Instant::now() + deadline.next_sleep(REREAD);
-        while std::time::Instant::now() < until {
-            if crate::wait::stop_requested().is_some() {
-                return;
-            }
-            let left = until.saturating_duration_since(std::time::Instant::now());
-            std::thread::sleep(left.min(Duration::from_millis(100)));
-        }
-        if deadline.passed() {
+        crate::wait::pause(deadline.next_sleep(REREAD));
+        if crate::wait::stop_requested().is_some() || deadline.passed() {
             return;
         }
         let Ok(view) = remote::sync(ws) else {

@@ -99,7 +99,7 @@ pub fn run(ws: &Workspace) -> Result<Ended> {
         if retry_at.is_none_or(|t| Instant::now() >= t) {
             retry_at = round.act(ws).err().map(|_| Instant::now() + RETRY);
         }
-        pause(round.poll());
+        crate::wait::pause(round.poll());
     }
 }
 
@@ -110,18 +110,6 @@ fn hold(shared: &std::path::Path) -> Option<MutexGuard> {
     let pid = format!("{}\n", host::pid());
     let _ = fsutil::replace(&layout::remote_renewer_pid(shared), pid.as_bytes());
     Some(guard)
-}
-
-/// Sleep `d`, waking early when asked to stop.
-fn pause(d: Duration) {
-    let until = Instant::now() + d;
-    while Instant::now() < until && crate::wait::stop_requested().is_none() {
-        std::thread::sleep(
-            until
-                .saturating_duration_since(Instant::now())
-                .min(Duration::from_millis(100)),
-        );
-    }
 }
 
 /// One of this clone's records published on the remote, as held here.
