@@ -440,6 +440,24 @@ pub fn disable(ws: &Workspace) -> Result<Disabled> {
     Ok(out)
 }
 
+/// Stop sharing for good (`coord init --remove --all`): [`disable`], and this clone's id
+/// (`coord.cloneId`) forgotten too.
+///
+/// # Errors
+///
+/// As [`disable`].
+pub fn forget(ws: &Workspace) -> Result<Disabled> {
+    let out = disable(ws)?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let _ = git::run(
+        ws.root(),
+        &["config", "--unset-all", "coord.cloneId"],
+        None,
+        deadline,
+    );
+    Ok(out)
+}
+
 /// Read the remote now (one fetch): the view, as kept in `.coord/remote/state.json`.
 ///
 /// # Errors
