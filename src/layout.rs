@@ -33,6 +33,7 @@
 //! <root>/.coord/remote/lock           kernel lock around rewriting state.json (never deleted)
 //! <root>/.coord/remote/renewer        kernel lock held by the clone's one renewer of its remote claims (never deleted)
 //! <root>/.coord/remote/renewer.pid    that renewer's process id
+//! <root>/.coord/remote/sync           kernel lock held by the clone's one `coord remote sync` in the background (never deleted)
 //! refs/coord/claims, refs/coord/clones/<hash>  on the remote: the shared claims, each clone's `working_on`
 //! refs/coord-sync/…                   in this clone: the remote's `refs/coord/…` as last fetched
 //! <root>/agent-dialogue/{conversation.md,current-turn.txt,status.json,lock.txt,user-commands.txt,archive/}  seed 002
@@ -768,6 +769,12 @@ pub fn remote_renewer(root: &Path) -> PathBuf {
 /// `<root>/.coord/remote/renewer.pid`: the process id of that renewer, while it runs.
 pub fn remote_renewer_pid(root: &Path) -> PathBuf {
     remote_dir(root).join("renewer.pid")
+}
+
+/// `<root>/.coord/remote/sync`: a kernel lock held by the one `coord remote sync` a reader
+/// started in the background to read the remote again (never deleted).
+pub fn remote_sync(root: &Path) -> PathBuf {
+    remote_dir(root).join("sync")
 }
 
 /// The ref on the remote holding every shared claim (one commit; its tree one blob a claim).

@@ -71,7 +71,12 @@ enum RemoteCommand {
     ///
     ///   coord remote sync
     #[command(verbatim_doc_comment)]
-    Sync,
+    Sync {
+        /// Started by a reader whose view is old: print nothing, and when another such sync is
+        /// under way, wait for it instead of reading again
+        #[arg(long, hide = true)]
+        background: bool,
+    },
     /// Show the other clones' claims and agents, and how old this view is
     ///
     /// Read again from the remote when older than remote_max_age; when the remote cannot be
@@ -142,7 +147,17 @@ pub fn run(args: RemoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     match args.command {
         RemoteCommand::Enable { remote } => enable(&ws, remote, ctx),
         RemoteCommand::Disable => disable(&ws, ctx),
-        RemoteCommand::Sync => {
+        RemoteCommand::Sync { background: true } => {
+            // One at a time per clone: a second waits for the first, then has nothing to do.
+            let lock = coord::layout::remote_sync(&coord::worktree::shared_root(ws.root()));
+            if let Ok(_one) = coord::arbiter::lock_mutex_within(&lock, Duration::ZERO) {
+                remote::sync(&ws)?;
+            } else {
+                coord::arbiter::lock_mutex_within(&lock, remote::NETWORK_BUDGET)?;
+            }
+            Ok(ExitCode::Success)
+        }
+        RemoteCommand::Sync { background: false } => {
             let view = remote::sync(&ws)?;
             warnings(&view);
             show(&ws, Some(view), ctx);

@@ -58,8 +58,10 @@
 //! - [`publish_working_on`]`(ws, agents)`: this clone's `working_on`, one push, skipped when
 //!   unchanged.
 //!
-//! A hook must never wait on the network: it calls [`claims_here`], and when [`view`]'s `age`
-//! passes [`max_age`], starts `coord remote sync` detached (or leaves it to the next command).
+//! Whoever judges a path (a lock, an edit through a hook) calls [`refresh`] first: when the
+//! state is older than [`max_age`] it starts `coord remote sync` detached and waits for it at
+//! most [`REFRESH_WAIT`], then judges with whatever state is there. Nothing waits on the network
+//! longer than that.
 
 mod claims;
 mod clones;
@@ -685,6 +687,73 @@ pub fn synced_age(ws: &Workspace) -> Option<Duration> {
     let cfg = config(ws)?;
     let (synced, _) = state::read_index(ws.root(), &cfg.remote, |_| false)?;
     (synced > 0).then(|| clock::age(&clock::now(), &epoch(synced)))
+}
+
+/// The longest a reader waits for the remote to be read again ([`refresh`]) before it judges
+/// by the state it has.
+pub const REFRESH_WAIT: Duration = Duration::from_secs(1);
+
+/// Have the remote read again when the state last synced is older than `older` (or was never
+/// read): `coord remote sync --background` started detached, waited for at most
+/// [`REFRESH_WAIT`]; one already under way (its kernel lock, `.coord/remote/sync`) is waited for
+/// instead. Nothing is done where claims are not shared. `Some(warning)`: the remote could not
+/// be read in time, saying how old the state judged by is.
+pub fn refresh(ws: &Workspace, older: Duration) -> Option<String> {
+    let cfg = config(ws)?;
+    if synced_age(ws).is_some_and(|a| a <= older) {
+        return None;
+    }
+    let shared = worktree::shared_root(ws.root());
+    let lock = layout::remote_sync(&shared);
+    let read = fsutil::ensure_dir(&layout::remote_dir(&shared))
+        .and_then(|()| crate::arbiter::lock_mutex_within(&lock, Duration::ZERO))
+        .map(|free| {
+            drop(free);
+            start_sync(ws)
+        })
+        .unwrap_or_else(|_| crate::arbiter::lock_mutex_within(&lock, REFRESH_WAIT).is_ok());
+    if read {
+        return None;
+    }
+    let judged = synced_age(ws).map_or(
+        "never read: no claim of another clone is known here".into(),
+        |a| format!("as read {} ago", clock::format_age(a)),
+    );
+    Some(format!(
+        "remote `{}` could not be read within {} (`coord remote sync` says why): the other clones' claims are judged {judged}",
+        cfg.remote,
+        clock::format_duration(REFRESH_WAIT)
+    ))
+}
+
+/// Start `coord remote sync --background` in its own process group, stdio on `/dev/null`, and
+/// wait for it at most [`REFRESH_WAIT`]: whether it read the remote by then. Reaped by a thread
+/// (a long-lived process, `coord mcp`, leaves no zombie); a command that ends first leaves it
+/// to init.
+fn start_sync(ws: &Workspace) -> bool {
+    use std::os::unix::process::CommandExt as _;
+    use std::process::{Command, Stdio};
+    let Ok(exe) = std::env::current_exe() else {
+        return false;
+    };
+    let started = Command::new(exe)
+        .arg("-C")
+        .arg(ws.root())
+        .args(["remote", "sync", "--background"])
+        .env_remove("COORD_AGENT")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn();
+    let Ok(mut child) = started else {
+        return false;
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait().is_ok_and(|s| s.success()));
+    });
+    rx.recv_timeout(REFRESH_WAIT).unwrap_or(false)
 }
 
 /// A time given in seconds since the epoch.

@@ -16,6 +16,12 @@
 //!   every [`REREAD`] ([`wait_free`]).
 //! - **Unreachable**, or the credentials refused: given back too; the error names the remote.
 //!
+//! What this clone does not publish (a plain file lock, a `--local` claim, an edit through a
+//! hook, `run`, `note`) is judged against the other clones' claims as last synced
+//! ([`held_elsewhere`]), read again when older than `remote_max_age` (a detached `coord remote
+//! sync`, waited for at most a second): one of them in the way holds as a claim of another
+//! worktree does.
+//!
 //! A release gives the record back here first, then (mutex free) releases the marked ones there
 //! in one push. When that push cannot be made, the release here stands, and the record there
 //! stays until its lease lapses: said in the [`Release`]'s `remote` and as a warning
@@ -390,6 +396,85 @@ pub(super) fn blocker(h: &Held, remote: &str) -> Blocker {
     b
 }
 
+/// What another clone holds, as last synced from the remote (contract §13), of `targets` (those
+/// `agent` does not hold here already) or of what `claims` would claim: its live claim or shared
+/// lock, as the blocker a claim of another worktree would be. Paths and patterns are taken
+/// relative to the repository's top level (a workspace in a subfolder adds its folder). The
+/// state is read again first when older than `reread` (`Duration::MAX`: not at all; `None`:
+/// `remote_max_age`, and a remote that cannot be read is said as a warning; the state there is
+/// judged either way). A STALE record is
+/// takeable: said as a warning, never in the way.
+pub(super) fn held_elsewhere(
+    ws: &Workspace,
+    agent: &AgentId,
+    targets: &[Target],
+    claims: &[Pattern],
+    reread: Option<Duration>,
+) -> Option<Blocker> {
+    let (top, _) = crate::worktree::enclosing_repository(ws.root())?;
+    let clone = Workspace::at(top.clone());
+    let cfg = remote::config(&clone)?;
+    let sub = ws.root().strip_prefix(&top).ok()?.to_string_lossy();
+    let at_top = |rel: &str| match sub.as_ref() {
+        "" => rel.to_string(),
+        sub => format!("{sub}/{rel}"),
+    };
+    let paths: Vec<(String, &str)> = (targets.iter())
+        .filter(|t| super::own_token(t, agent).is_none())
+        .map(|t| (at_top(&t.rel), t.rel.as_str()))
+        .collect();
+    let claims: Vec<(Pattern, &str)> = (claims.iter())
+        .filter_map(|p| Some((Pattern::parse(&at_top(p.as_str())).ok()?, p.as_str())))
+        .collect();
+    if paths.is_empty() && claims.is_empty() {
+        return None;
+    }
+    match reread {
+        None => {
+            if let Some(w) = remote::refresh(&clone, remote::max_age(&clone)) {
+                warn(w);
+            }
+        }
+        Some(Duration::MAX) => {}
+        Some(older) => drop(remote::refresh(&clone, older)),
+    }
+    let found = if claims.is_empty() {
+        let at: Vec<&str> = paths.iter().map(|(p, _)| p.as_str()).collect();
+        remote::claims_on(&clone, &at)
+    } else {
+        remote::claims_here(&clone)
+    };
+    for c in found {
+        let asked = (paths
+            .iter()
+            .find(|(p, _)| c.pattern.matches(p))
+            .map(|(_, a)| *a))
+        .or_else(|| (claims.iter().find(|(p, _)| p.overlaps(&c.pattern))).map(|(_, a)| *a));
+        let Some(asked) = asked else { continue };
+        let held = Held {
+            asked: asked.to_string(),
+            kind: c.kind,
+            pattern: c.pattern.as_str().to_string(),
+            holder: c.holder,
+            since: c.since,
+            reason: c.reason,
+            lease_until: c.lease_until,
+        };
+        if !c.stale {
+            return Some(blocker(&held, &cfg.remote));
+        }
+        warn(format!(
+            "`{}` is in the claim `{}` of {} through remote `{}`, STALE since its lease ended at {}: taken as free",
+            held.asked,
+            held.pattern,
+            held.holder.describe(),
+            cfg.remote,
+            short_time(&held.lease_until)
+        ));
+    }
+    None
+}
+
 /// Say in `agent`'s presence that it waits (`WAITING`), or, once it does not any more, whether
 /// it holds anything (`LOCKED` or `FREE`). Best effort.
 pub(super) fn say_waiting(ws: &Workspace, agent: &AgentId, waiting: bool) {
@@ -492,7 +577,7 @@ pub fn take_warnings() -> Vec<String> {
 
 fn warn(text: String) {
     let mut w = WARNINGS.lock().unwrap_or_else(|e| e.into_inner());
-    if w.len() < MAX_WARNINGS {
+    if w.len() < MAX_WARNINGS && !w.contains(&text) {
         w.push(text);
     }
 }
