@@ -5,7 +5,9 @@
 //! library's remote API directly, for the test suite and `bench/remote.py`; they are not part
 //! of the contract (a claim reaches the remote through `coord lock` in an enabled clone).
 //! `renewer` is the clone's renewer of its remote claims, which `coord lock` starts detached
-//! ([`start_renewer`]; see `coord::v3::lock::renewal`).
+//! ([`start_renewer`]; see `coord::v3::lock::renewal`); `background-sync` publishes this
+//! clone's `working_on` and reads the remote, started detached after a lock is taken or
+//! released here ([`start_sync_if_working_on_changed`]).
 
 use std::time::Duration;
 
@@ -95,6 +97,8 @@ enum RemoteCommand {
     Who(WorkingOnArgs),
     #[command(hide = true)]
     Renewer,
+    #[command(hide = true, name = "background-sync")]
+    BackgroundSync,
 }
 
 #[derive(Debug, Args)]
@@ -158,6 +162,10 @@ pub fn run(args: RemoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 message: format!("cannot install the signal handlers: {e}"),
             })?;
             renewal::run(&ws)?;
+            Ok(ExitCode::Success)
+        }
+        RemoteCommand::BackgroundSync => {
+            remote::sync_in_background(&ws)?;
             Ok(ExitCode::Success)
         }
         RemoteCommand::Who(a) => {
@@ -537,27 +545,40 @@ fn renew(ws: &Workspace, a: RenewArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 /// renewer that cannot be started is said as a warning: the claims just published hold until
 /// their lease lapses, and the next `coord lock` starts one again.
 pub fn start_renewer(ws: &Workspace) {
-    let started = std::env::current_exe().and_then(|exe| {
-        let mut command = std::process::Command::new(exe);
-        command
-            .arg("-C")
-            .arg(ws.root())
-            .args(["remote", "renewer"])
-            .env_remove("COORD_AGENT")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        super::child_fence::detach(&mut command);
-        command.spawn()
-    });
-    match started {
-        // Reaped by a thread of a long-lived process (`coord mcp`); a command that ends first
-        // leaves it to init.
-        Ok(mut child) => {
-            std::thread::spawn(move || child.wait());
-        }
-        Err(e) => output::diag(&format!(
+    if let Err(e) = start_detached(ws, "renewer") {
+        output::diag(&format!(
             "warning: cannot start the renewer of this clone's remote claims ({e}): they hold until their lease lapses unless `coord lock` runs again"
-        )),
+        ));
     }
+}
+
+/// After a lock was taken or released here: when this clone's `working_on` changed since the
+/// remote last showed it, start `coord remote background-sync` detached (it publishes it, then
+/// reads the remote), unless one runs already for the clone (which looks again before it
+/// exits). Never waits on the network; a sync that cannot be started is left to the next
+/// command that takes or releases a lock.
+pub fn start_sync_if_working_on_changed(ws: &Workspace) {
+    if remote::working_on_changed(ws) && !remote::sync_running(ws) {
+        let _ = start_detached(ws, "background-sync");
+    }
+}
+
+/// Start `coord remote SUB` for the workspace `ws`, detached: its own session, stdio on
+/// `/dev/null`, no descriptor of this process.
+fn start_detached(ws: &Workspace, sub: &str) -> std::io::Result<()> {
+    let mut command = std::process::Command::new(std::env::current_exe()?);
+    command
+        .arg("-C")
+        .arg(ws.root())
+        .args(["remote", sub])
+        .env_remove("COORD_AGENT")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    super::child_fence::detach(&mut command);
+    let mut child = command.spawn()?;
+    // Reaped by a thread of a long-lived process (`coord mcp`); a command that ends first
+    // leaves it to init.
+    std::thread::spawn(move || child.wait());
+    Ok(())
 }

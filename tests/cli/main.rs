@@ -83,6 +83,7 @@ mod records;
 mod refusals;
 mod remote;
 mod remote_lock;
+mod remote_working_on;
 mod review;
 mod review_close;
 mod review_files;
