@@ -754,6 +754,18 @@ pub fn remote_claims(root: &Path) -> PathBuf {
     remote_dir(root).join("claims")
 }
 
+/// `<root>/.coord/remote/working_on`: what each clone's agents are editing, as last read, in a
+/// few tab-separated lines: what a hook's edit warning reads (see `remote::state`).
+pub fn remote_working_on(root: &Path) -> PathBuf {
+    remote_dir(root).join("working_on")
+}
+
+/// `<root>/.coord/remote/sync`: a kernel lock held by the one `coord remote sync` of this clone
+/// running (never deleted).
+pub fn remote_sync(root: &Path) -> PathBuf {
+    remote_dir(root).join("sync")
+}
+
 /// `<root>/.coord/remote/lock`: a kernel lock held while `state.json` is read, merged and
 /// rewritten (never deleted).
 pub fn remote_lock(root: &Path) -> PathBuf {
@@ -769,12 +781,6 @@ pub fn remote_renewer(root: &Path) -> PathBuf {
 /// `<root>/.coord/remote/renewer.pid`: the process id of that renewer, while it runs.
 pub fn remote_renewer_pid(root: &Path) -> PathBuf {
     remote_dir(root).join("renewer.pid")
-}
-
-/// `<root>/.coord/remote/sync`: a kernel lock held by the one `coord remote sync` a reader
-/// started in the background to read the remote again (never deleted).
-pub fn remote_sync(root: &Path) -> PathBuf {
-    remote_dir(root).join("sync")
 }
 
 /// The ref on the remote holding every shared claim (one commit; its tree one blob a claim).

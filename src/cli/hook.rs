@@ -162,6 +162,7 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> Result<Reply, String> {
     }
     hook::trail::begin(&call);
     let reply = act::handle(&ws, &agent, &call, &cwd, wait.min(MAX_WAIT), owner.as_ref());
+    super::remote::start_sync_if_working_on_changed(&ws);
     hook::trail::record(&ws, &agent, &call, &input, &cwd, reply.as_ref().ok());
     let reply = reply.map_err(|e| e.to_string());
     if let Some((sid, process)) = session

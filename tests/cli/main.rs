@@ -84,6 +84,7 @@ mod refusals;
 mod remote;
 mod remote_honour;
 mod remote_lock;
+mod remote_working_on;
 mod review;
 mod review_close;
 mod review_files;

@@ -82,6 +82,17 @@ pub fn indexed(root: &std::path::Path) -> Vec<(String, String)> {
     index::entries(root)
 }
 
+/// The locks coord made whose lock file still lies in a work tree sharing the workspace:
+/// (the file relative to its work tree's top level, the agent), read from the index.
+pub fn indexed_held(root: &std::path::Path) -> Vec<(String, String)> {
+    let gone = index::gone(root);
+    let mut held: Vec<(String, String)> = (index::entries(root).into_iter())
+        .filter(|e| !gone.contains(e))
+        .collect();
+    held.sort();
+    held
+}
+
 use std::path::PathBuf;
 use std::time::Duration;
 
