@@ -68,7 +68,10 @@ pub use release::{
     Fence, Release, ReleaseOutcome, holds, holds_fence, own_fence, own_token, release, release_all,
     release_tokens, session_locks,
 };
-pub use remote_claim::{REREAD, Reach, RemoteRelease, take_warnings as remote_warnings};
+pub use remote_claim::{
+    REREAD, Reach, RemoteRelease, leave_releases_to_renewer, releases_left,
+    take_warnings as remote_warnings,
+};
 #[cfg(test)]
 pub(crate) use scan::folder_listings;
 pub(crate) use scan::join_roster;

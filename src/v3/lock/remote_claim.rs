@@ -28,6 +28,7 @@
 //! ([`take_warnings`]), never silently.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -582,9 +583,28 @@ fn warn(text: String) {
     }
 }
 
+/// Whether this process leaves its releases on the remote to the clone's renewer (a client's
+/// hook: it never waits on the network), and whether it left one.
+static TO_RENEWER: AtomicBool = AtomicBool::new(false);
+static LEFT: AtomicBool = AtomicBool::new(false);
+
+/// From now on this process makes no push to release a record on the remote: the clone's
+/// renewer releases there a record with no holder here within two of its looks (seconds). What
+/// a client's hook calls, so that the end of a turn never waits on the network; the caller
+/// makes sure the renewer runs when [`releases_left`] says so.
+pub fn leave_releases_to_renewer() {
+    TO_RENEWER.store(true, Ordering::Relaxed);
+}
+
+/// Whether a release was left to the renewer since [`leave_releases_to_renewer`].
+pub fn releases_left() -> bool {
+    LEFT.load(Ordering::Relaxed)
+}
+
 /// The remote step of a release: `agent`'s records given back here that were published
 /// (`marked`) are released on the remote, in one push; each of them in `out` says what became
-/// of it there. Unreachable: they stay there until their lease lapses, said as a warning.
+/// of it there. Unreachable: they stay there until their lease lapses, said as a warning. Left
+/// to the renewer ([`leave_releases_to_renewer`]): no push here.
 pub(super) fn release(ws: &Workspace, agent: &AgentId, marked: &[Marked], out: &mut [Release]) {
     if marked.is_empty() {
         return;
@@ -593,6 +613,10 @@ pub(super) fn release(ws: &Workspace, agent: &AgentId, marked: &[Marked], out: &
     let Some(cfg) = remote::config(ws) else {
         return;
     };
+    if TO_RENEWER.load(Ordering::Relaxed) {
+        LEFT.store(true, Ordering::Relaxed);
+        return;
+    }
     let patterns: Vec<Pattern> = (marked.iter())
         .map(|m| pattern_of(m.kind, &m.text))
         .collect();
