@@ -56,8 +56,8 @@
 //!   pattern `Outcome::Done` or `Outcome::Gone { by }` (a renewal of a record taken over is
 //!   refused that way).
 //! - [`publish_working_on`]`(ws, agents)`: this clone's `working_on`, one push, skipped when
-//!   unchanged. [`sync`] publishes [`working_here`] (the files this clone's agents hold locks
-//!   on) that way before it reads.
+//!   unchanged. [`sync`] publishes what it is given (the files this clone's agents hold locks
+//!   on, which the lock room's index knows) that way before it reads.
 //!
 //! Whoever judges a path (a lock, an edit through a hook) calls [`refresh`] first: when the
 //! state is older than [`max_age`] it starts `coord remote sync` detached and waits for it at
@@ -467,16 +467,17 @@ pub fn forget(ws: &Workspace) -> Result<Disabled> {
     Ok(out)
 }
 
-/// Publish this clone's `working_on` ([`working_here`]) when it changed or its lease needs
-/// renewing, then read the remote (one fetch): the view, as kept in `.coord/remote/state.json`.
+/// Publish this clone's `working_on` (`working`: what its agents edit now) when it changed or
+/// its lease needs renewing, then read the remote (one fetch): the view, as kept in
+/// `.coord/remote/state.json`.
 ///
 /// # Errors
 ///
 /// [`Error::BadInput`] when claims are not shared here; [`Error::Remote`] when the remote
 /// cannot be reached or refused the credentials (the state kept is left as it was).
-pub fn sync(ws: &Workspace) -> Result<View> {
+pub fn sync(ws: &Workspace, working: &[AgentWork]) -> Result<View> {
     let _one = crate::arbiter::lock_mutex_within(&sync_lock(ws)?, NETWORK_BUDGET)?;
-    sync_held(ws)
+    sync_held(ws, working)
 }
 
 /// `.coord/remote/sync`, made when missing: held by a sync of this clone, so that two never
@@ -488,11 +489,10 @@ fn sync_lock(ws: &Workspace) -> Result<PathBuf> {
 }
 
 /// [`sync`], its lock held.
-fn sync_held(ws: &Workspace) -> Result<View> {
+fn sync_held(ws: &Workspace, working: &[AgentWork]) -> Result<View> {
     let r = Remote::open(ws, NETWORK_BUDGET)?;
     // A record that cannot be written (a path git would not take) is not the read's concern.
-    if let Err(e @ Error::Remote { .. }) = clones::publish(ws, &r, &working_here(ws), DEFAULT_LEASE)
-    {
+    if let Err(e @ Error::Remote { .. }) = clones::publish(ws, &r, working, DEFAULT_LEASE) {
         return Err(e);
     }
     r.read_remote(ws)?;
@@ -576,30 +576,12 @@ pub fn publish_working_on(ws: &Workspace, agents: &[AgentWork]) -> Result<bool> 
     clones::publish(ws, &r, agents, DEFAULT_LEASE)
 }
 
-/// What this clone's agents are editing now: the files they hold locks on, from coord's index
-/// of locks (no walk of the tree), each agent's paths sorted.
-pub fn working_here(ws: &Workspace) -> Vec<AgentWork> {
-    let mut by_agent: std::collections::BTreeMap<String, Vec<String>> = Default::default();
-    for (rel, agent) in crate::v3::lock::indexed_held(ws.root()) {
-        if !rel.chars().any(char::is_control) {
-            by_agent.entry(agent).or_default().push(rel);
-        }
-    }
-    (by_agent.into_iter())
-        .map(|(agent, mut working_on)| {
-            working_on.sort();
-            working_on.dedup();
-            working_on.truncate(record::MAX_PATHS);
-            AgentWork { agent, working_on }
-        })
-        .collect()
-}
-
-/// Whether this clone's `working_on` ([`working_here`]) differs from its record as last read
-/// from the remote (`.coord/remote/working_on`): a lock taken or released since it was
-/// published, or the record read more than half its lease ago. `false` when claims are not
-/// shared here. Without the network or git.
-pub fn working_on_changed(ws: &Workspace) -> bool {
+/// Whether this clone's `working_on` (`working`: what its agents edit now, the lock room's
+/// `working_on`) differs from its record as last read from the remote
+/// (`.coord/remote/working_on`): a lock taken or released since it was published, or the
+/// record read more than half its lease ago. `false` when claims are not shared here. Without
+/// the network or git.
+pub fn working_on_changed(ws: &Workspace, working: &[AgentWork]) -> bool {
     let Some(cfg) = config(ws) else {
         return false;
     };
@@ -612,8 +594,12 @@ pub fn working_on_changed(ws: &Workspace) -> bool {
         .map(|w| (w.holder.agent, w.path))
         .collect();
     published.sort();
-    let now: Vec<(String, String)> = (working_here(ws).into_iter())
-        .flat_map(|a| a.working_on.into_iter().map(move |p| (a.agent.clone(), p)))
+    let now: Vec<(String, String)> = (working.iter())
+        .flat_map(|a| {
+            a.working_on
+                .iter()
+                .map(move |p| (a.agent.clone(), p.clone()))
+        })
         .collect();
     now != published
 }
@@ -643,23 +629,24 @@ pub fn editing_warning(ws: &Workspace, paths: &[&str]) -> Option<String> {
 /// Run as this clone's one background `coord remote sync`: [`sync`], then again while this
 /// clone's `working_on` changed meanwhile (at most three reads). `Ok(false)`: another one
 /// runs (it holds `.coord/remote/sync`, as any sync does), which looks again before it exits.
+/// `working` says what this clone's agents edit now (asked again before each read).
 ///
 /// # Errors
 ///
 /// As [`sync`].
-pub fn sync_in_background(ws: &Workspace) -> Result<bool> {
+pub fn sync_in_background(ws: &Workspace, working: impl Fn() -> Vec<AgentWork>) -> Result<bool> {
     let lock = sync_lock(ws)?;
     let mut ran = false;
     for _ in 0..3 {
         let Ok(one) = crate::arbiter::lock_mutex_within(&lock, Duration::ZERO) else {
             return Ok(ran);
         };
-        sync_held(ws)?;
+        sync_held(ws, &working())?;
         ran = true;
         // Let go, then look once more: a lock taken meanwhile by a command that found this
         // one still running is published too.
         drop(one);
-        if !working_on_changed(ws) {
+        if !working_on_changed(ws, &working()) {
             break;
         }
     }

@@ -96,6 +96,25 @@ pub fn indexed_held(root: &std::path::Path) -> Vec<(String, String)> {
     held
 }
 
+/// What this clone's agents are editing now, as its `working_on` on the remote: the files they
+/// hold locks on, from coord's index of locks (no walk of the tree), each agent's paths sorted.
+pub fn working_on(ws: &crate::workspace::Workspace) -> Vec<crate::remote::AgentWork> {
+    let mut by_agent: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for (rel, agent) in indexed_held(ws.root()) {
+        if !rel.chars().any(char::is_control) {
+            by_agent.entry(agent).or_default().push(rel);
+        }
+    }
+    (by_agent.into_iter())
+        .map(|(agent, mut working_on)| {
+            working_on.sort();
+            working_on.dedup();
+            working_on.truncate(crate::remote::record::MAX_PATHS);
+            crate::remote::AgentWork { agent, working_on }
+        })
+        .collect()
+}
+
 use std::path::PathBuf;
 use std::time::Duration;
 

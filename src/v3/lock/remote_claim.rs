@@ -512,7 +512,7 @@ pub(super) fn wait_free(ws: &Workspace, agent: &AgentId, s: &Sharing, deadline: 
         if crate::wait::stop_requested().is_some() || deadline.passed() {
             return;
         }
-        let Ok(view) = remote::sync(ws) else {
+        let Ok(view) = remote::sync(ws, &super::working_on(ws)) else {
             return;
         };
         let now = clock::now();
