@@ -20,6 +20,7 @@ ms more, as on a link to a hosted remote.
 Prints a markdown table: the median wall time of each, and the ratio of coord to git.
 """
 import asyncio
+import json
 import os
 import resource
 import random
@@ -186,9 +187,9 @@ def measure(work, url, n):
 
 
 def offline_view(work, url, n):
-    """What a hook's edit check will read: the other clones' claims matching a path, from the
-    synced state, without the network or git (`coord remote who PATH`, hidden): with no claim
-    in the state, then with 100 claims of another clone."""
+    """A hook's edit check in an enabled clone whose synced state is fresh (no network, no
+    git): Claude Code's PreToolUse of a Write of `src/x.rs` through `coord hook claude`, with no
+    claim in the state, then with 100 claims of another clone (none of them on `src/`)."""
     a = os.path.join(work, "view-a")
     b = os.path.join(work, "view-b")
     for d in (a, b):
@@ -199,11 +200,18 @@ def offline_view(work, url, n):
     e = env()
     e["COORD_REMOTE_MAX_AGE"] = "1h"
 
+    os.makedirs(os.path.join(b, "src"))
+    payload = json.dumps({
+        "session_id": "b3c4d5e6-0000-4000-8000-000000000047", "cwd": b,
+        "hook_event_name": "PreToolUse", "tool_name": "Write",
+        "tool_input": {"file_path": os.path.join(b, "src", "x.rs"), "content": "x"},
+    }).encode()
+
     def view():
         """CPU time (user + system) per call: steadier than wall time on a busy machine."""
         r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
         for _ in range(n):
-            subprocess.run([coord, "remote", "who", "src/x.rs"], cwd=b, env=e, check=True,
+            subprocess.run([coord, "hook", "claude"], cwd=b, env=e, check=True, input=payload,
                            stdout=subprocess.DEVNULL)
         r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         return (r1.ru_utime - r0.ru_utime + r1.ru_stime - r0.ru_stime) / n * 1000
@@ -246,7 +254,7 @@ def main():
                     ("+150-300 ms a round trip", slow)):
         print(f"| {name} | {m['lock']:.0f} | {m['unlock']:.0f} | {m['lock_pair']:.0f} | {m['git_pair']:.0f} "
               f"| {m['lock_pair'] / m['git_pair']:.2f}x |")
-    print(f"\n`coord remote who src/x.rs` from the synced state (no network, no git), CPU per call over {10 * pairs}: "
+    print(f"\nA hook's edit check (`coord hook claude`, PreToolUse Write of src/x.rs) in a clone whose synced state is fresh (no network, no git), CPU per call over {10 * pairs}: "
           f"no claims {none:.1f} ms, 100 claims {hundred:.1f} ms ({hundred / none:.2f}x)")
 
 
