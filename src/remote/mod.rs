@@ -447,7 +447,16 @@ pub fn disable(ws: &Workspace) -> Result<Disabled> {
 /// [`Error::BadInput`] when claims are not shared here; [`Error::Remote`] when the remote
 /// cannot be reached or refused the credentials (the state kept is left as it was).
 pub fn sync(ws: &Workspace) -> Result<View> {
-    let r = Remote::open(ws, NETWORK_BUDGET)?;
+    sync_within(ws, NETWORK_BUDGET)
+}
+
+/// [`sync`], giving up after `budget` (the guard's pre-push check waits less than a command).
+///
+/// # Errors
+///
+/// As [`sync`].
+pub fn sync_within(ws: &Workspace, budget: Duration) -> Result<View> {
+    let r = Remote::open(ws, budget)?;
     r.read_remote(ws)?;
     view(ws).ok_or_else(|| Error::Failed {
         message: "the state read from the remote was not kept".into(),
@@ -582,6 +591,40 @@ pub struct View {
     pub agents: Vec<RemoteAgent>,
     /// Records ignored there and why, and what the last read found had happened there.
     pub warnings: Vec<String>,
+}
+
+impl View {
+    /// The document `coord remote status --json` prints (contract §13), and `coord status
+    /// --json` under `remote`: `url` is the remote's URL when known.
+    pub fn to_json(&self, url: Option<&str>) -> serde_json::Value {
+        let ts = clock::format_timestamp;
+        let claims = self.claims.iter().map(|c| {
+            serde_json::json!({
+                "pattern": c.pattern.as_str(),
+                "agent": c.holder.agent,
+                "host": c.holder.host,
+                "since": ts(&c.since),
+                "reason": c.reason,
+                "lease_until": ts(&c.lease_until),
+            })
+        });
+        let agents = self.agents.iter().map(|a| {
+            serde_json::json!({
+                "agent": a.agent,
+                "host": a.host,
+                "working_on": a.working_on,
+                "seen_at": ts(&a.seen_at),
+            })
+        });
+        serde_json::json!({
+            "remote": self.remote,
+            "url": url,
+            "synced_at": self.synced_at.as_ref().map(ts),
+            "age_s": self.age.map(|a| a.as_secs()),
+            "claims": claims.collect::<Vec<_>>(),
+            "agents": agents.collect::<Vec<_>>(),
+        })
+    }
 }
 
 /// The remote's coord state as last synced, without the network (`None`: claims are not

@@ -82,6 +82,7 @@ mod presence;
 mod records;
 mod refusals;
 mod remote;
+mod remote_guard;
 mod remote_lock;
 mod review;
 mod review_close;
