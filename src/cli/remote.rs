@@ -370,7 +370,7 @@ fn show(ws: &Workspace, view: Option<View>, ctx: &Ctx) {
 }
 
 /// `HH:MM:SS` today, else the date too, in local time.
-fn short_time(t: &Timestamp, now: &Timestamp) -> String {
+pub(crate) fn short_time(t: &Timestamp, now: &Timestamp) -> String {
     let t = t.with_timezone(&chrono::Local);
     if t.date_naive() == now.with_timezone(&chrono::Local).date_naive() {
         t.format("%H:%M:%S").to_string()

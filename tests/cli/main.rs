@@ -84,6 +84,7 @@ mod refusals;
 mod remote;
 mod remote_guard;
 mod remote_lock;
+mod remote_status;
 mod review;
 mod review_close;
 mod review_files;
