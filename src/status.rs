@@ -256,8 +256,9 @@ pub struct Status {
     pub remote: Option<RemoteStatus>,
 }
 
-/// The remote's part of [`Status`]: `coord remote status --json`'s document with the warnings
-/// of the last read and the remote branches that changed this branch's files.
+/// The remote's part of [`Status`]: `coord remote status --json`'s document (the other clones'
+/// claims and agents only) with the warnings of the last read and the remote branches that
+/// changed this branch's files.
 #[derive(Debug, Clone)]
 pub struct RemoteStatus {
     /// The state as last synced (no network).
@@ -365,10 +366,15 @@ pub fn add_conflicts(st: &mut Status, ws: &Workspace) {
     let view = crate::conflicts::view(ws, deadline);
     st.conflicts = view.conflicts;
     st.conflicts_note = view.note;
-    st.remote = crate::remote::view(ws).map(|view| RemoteStatus {
+    st.remote = crate::remote::view(ws).map(|mut view| RemoteStatus {
         url: crate::remote::remote_url(ws.root(), &view.remote),
         branches: crate::conflicts::remote_branches(ws.root(), &view.remote, deadline),
-        view,
+        view: {
+            // This clone's own claims and agents are in the view already.
+            view.claims.retain(|c| !c.mine);
+            view.agents.retain(|a| !a.mine);
+            view
+        },
     });
 }
 

@@ -372,7 +372,9 @@ fn remote_section(r: &status::RemoteStatus, color: bool) -> Vec<String> {
         String::new(),
         output::title(&format!("Remote `{}` ({synced})", v.remote), color),
     ];
-    let claims: Vec<Vec<Cell>> = (v.claims.iter().filter(|c| !c.mine))
+    let claims: Vec<Vec<Cell>> = v
+        .claims
+        .iter()
         .map(|c| {
             vec![
                 Cell::plain(c.pattern.as_str()),
@@ -390,7 +392,9 @@ fn remote_section(r: &status::RemoteStatus, color: bool) -> Vec<String> {
         let headers = ["CLAIM", "HOLDER", "SINCE", "REASON", "STATE", "LEASE UNTIL"];
         out.push(output::table(&headers, claims, color));
     }
-    let agents: Vec<Vec<Cell>> = (v.agents.iter().filter(|a| !a.mine))
+    let agents: Vec<Vec<Cell>> = v
+        .agents
+        .iter()
         .map(|a| {
             vec![
                 Cell::plain(format!("{}@{}", a.agent, a.host)),
@@ -401,7 +405,9 @@ fn remote_section(r: &status::RemoteStatus, color: bool) -> Vec<String> {
     if !agents.is_empty() {
         out.push(output::table(&["AGENT", "WORKING ON"], agents, color));
     }
-    let branches: Vec<Vec<Cell>> = (r.branches.iter())
+    let branches: Vec<Vec<Cell>> = r
+        .branches
+        .iter()
         .map(|b| {
             vec![
                 Cell::plain(&b.branch),
