@@ -17,7 +17,7 @@ fn git_as(dir: &Path, agent: &str, args: &[&str]) -> std::process::Output {
 }
 
 /// Commit `file` with `text` in `dir`.
-fn commit(dir: &Path, file: &str, text: &str) {
+pub(crate) fn commit(dir: &Path, file: &str, text: &str) {
     let path = dir.join(file);
     std::fs::create_dir_all(path.parent().unwrap()).unwrap();
     std::fs::write(&path, text).unwrap();

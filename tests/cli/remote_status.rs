@@ -3,22 +3,8 @@
 //! remote's branches (as last fetched) that changed the same files as this branch, with
 //! `CONFLICT` or `CLEAN`. Real git served by `git daemon`, each clone in its own folder.
 
-use std::path::Path;
-
 use crate::remote::{Team, Transport, coord, hostname, remote, run_git};
-
-/// Commit `file` with `text` in `dir`.
-fn commit(dir: &Path, file: &str, text: &str) {
-    let path = dir.join(file);
-    std::fs::create_dir_all(path.parent().unwrap()).unwrap();
-    std::fs::write(&path, text).unwrap();
-    run_git(dir, &["add", "--", file]);
-    let out = crate::rigs::git(dir)
-        .args(["commit", "-qm", &format!("edit {file}")])
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
-}
+use crate::remote_guard::commit;
 
 const LINES: &str = "1\n2\n3\n4\n5\n6\n7\n8\n";
 
