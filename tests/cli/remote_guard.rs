@@ -82,3 +82,35 @@ fn a_push_changing_a_path_another_clone_claims_is_refused() {
         run_git(&b, &["rev-parse", "main"])
     );
 }
+
+/// The remote unreachable when B pushes: the guard judges by the claims as last read, says so
+/// in a warning, and still refuses the change to a path A claims.
+#[test]
+fn an_unreachable_remote_is_judged_by_the_claims_last_read() {
+    let Some(mut t) = Team::new(Transport::Daemon) else {
+        return;
+    };
+    let a = t.clone("a");
+    let b = t.clone("b");
+    run_git(&a, &["checkout", "-qb", "main"]);
+    commit(&a, "src/a.rs", "fn a() {}\n");
+    run_git(&a, &["push", "-q", "origin", "main"]);
+    run_git(&b, &["fetch", "-q", "origin"]);
+    run_git(
+        &b,
+        &["checkout", "-q", "-b", "main", "--track", "origin/main"],
+    );
+    coord(&t.env, &a, "alice")
+        .args(["lock", "src/**", "--reason", "refactor"])
+        .ok();
+    crate::remote::remote(&t.env, &b, "bob", &["sync"]).ok();
+    commit(&b, "src/a.rs", "fn a() { b() }\n");
+    drop(t.daemon.take());
+    coord(&t.env, &b, "bob")
+        .args(["guard", "check", "origin/main..HEAD"])
+        .code(4)
+        .stderr_has("warning: cannot reach remote `origin`")
+        .stderr_has("judging the push by the remote's claims as last read")
+        .stderr_has("src/a.rs: locked by alice on ")
+        .stderr_has("claim `src/**` through remote `origin`");
+}
