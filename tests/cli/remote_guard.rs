@@ -84,7 +84,8 @@ fn a_push_changing_a_path_another_clone_claims_is_refused() {
 }
 
 /// The remote unreachable when B pushes: the guard judges by the claims as last read, says so
-/// in a warning, and still refuses the change to a path A claims.
+/// in a warning, and still refuses the change to a path A claims; so does a client's hook
+/// asked to run `git push` (it never reads the network).
 #[test]
 fn an_unreachable_remote_is_judged_by_the_claims_last_read() {
     let Some(mut t) = Team::new(Transport::Daemon) else {
@@ -106,6 +107,21 @@ fn an_unreachable_remote_is_judged_by_the_claims_last_read() {
     crate::remote::remote(&t.env, &b, "bob", &["sync"]).ok();
     commit(&b, "src/a.rs", "fn a() { b() }\n");
     drop(t.daemon.take());
+    // A client's hook refuses the `git push` shell command from the claims last synced.
+    let mut v = crate::hooks::fixture_json(&t.env, "gemini-0.61.0/deny.BeforeTool.json");
+    v["cwd"] = b.display().to_string().into();
+    v["tool_name"] = "run_shell_command".into();
+    v["tool_input"] = serde_json::json!({"command": "git push origin main", "dir_path": "."});
+    let out = coord(&t.env, &b, "bob")
+        .env_remove("COORD_AGENT")
+        .args(["hook", "gemini"])
+        .stdin(&v.to_string())
+        .ok();
+    let reason = crate::hooks::denied("gemini", &out).expect("the push is denied");
+    assert!(
+        reason.contains("pushes `src/a.rs`") && reason.contains("alice on "),
+        "{reason}"
+    );
     coord(&t.env, &b, "bob")
         .args(["guard", "check", "origin/main..HEAD"])
         .code(4)
