@@ -115,7 +115,7 @@ fn an_unreachable_remote_is_judged_by_the_claims_last_read() {
     let out = coord(&t.env, &b, "bob")
         .env_remove("COORD_AGENT")
         .args(["hook", "gemini"])
-        .stdin(&v.to_string())
+        .stdin(v.to_string())
         .ok();
     let reason = crate::hooks::denied("gemini", &out).expect("the push is denied");
     assert!(
