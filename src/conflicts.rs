@@ -56,13 +56,117 @@ pub struct View {
 }
 
 /// The view for the repository of the workspace `ws`. A single work tree (or no git): empty,
-/// and no git process is started.
-pub fn view(ws: &Workspace) -> View {
+/// and no git process is started. Git gives up at `deadline`.
+pub fn view(ws: &Workspace, deadline: Instant) -> View {
     let trees = worktree::trees(ws.root());
     if trees.len() < 2 {
         return View::default();
     }
-    compare(&trees, Instant::now() + BUDGET)
+    compare(&trees, deadline)
+}
+
+/// A branch of the remote (as last fetched) that changed files this work tree's branch
+/// changed too, since their merge base.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct RemoteBranch {
+    /// Its name as git shows it (`origin/copilot/fix`).
+    pub branch: String,
+    /// `CONFLICT` (one of `files` does not merge), `CLEAN` or `UNKNOWN`.
+    pub state: &'static str,
+    /// The files both changed, sorted.
+    pub files: Vec<String>,
+}
+
+/// At most this many remote branches are compared, the most recent first.
+pub const REMOTE_BRANCHES: usize = 20;
+
+/// Remote branches whose tip is older than this are not compared.
+pub const REMOTE_RECENT: Duration = Duration::from_secs(30 * 24 * 3600);
+
+/// The branches of `remote` as last fetched (no fetch) that changed the same files as the
+/// work tree at `top` since their merge base: not its `HEAD`, not the branch its branch tracks,
+/// not one at the same commit; only the [`REMOTE_BRANCHES`] most recent whose tip is newer than
+/// [`REMOTE_RECENT`]. Git gives up at `deadline` (what was compared by then is kept).
+pub fn remote_branches(top: &Path, remote: &str, deadline: Instant) -> Vec<RemoteBranch> {
+    let mut git = Git {
+        deadline,
+        timed_out: false,
+    };
+    let Some(head) = git.line(top, &["rev-parse", "--verify", "-q", "HEAD"]) else {
+        return Vec::new();
+    };
+    let tracked = git
+        .line(top, &["rev-parse", "--symbolic-full-name", "@{u}"])
+        .unwrap_or_default();
+    let prefix = format!("refs/remotes/{remote}/");
+    let Some(listed) = git.run(
+        top,
+        &[
+            "for-each-ref",
+            "--sort=-committerdate",
+            "--format=%(refname)%00%(objectname)%00%(committerdate:unix)%00%(symref)",
+            &prefix,
+        ],
+    ) else {
+        return Vec::new();
+    };
+    let since = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default()
+        .saturating_sub(REMOTE_RECENT)
+        .as_secs();
+    let text = String::from_utf8_lossy(&listed.stdout).into_owned();
+    let tips: Vec<(&str, &str)> = text
+        .lines()
+        .filter_map(|l| {
+            let mut f = l.split('\0');
+            let (name, tip, date, symref) = (f.next()?, f.next()?, f.next()?, f.next()?);
+            let recent = date.parse::<u64>().is_ok_and(|d| d >= since);
+            (recent && symref.is_empty() && name != tracked && tip != head)
+                .then(|| (name.strip_prefix("refs/remotes/").unwrap_or(name), tip))
+        })
+        .take(REMOTE_BRANCHES)
+        .collect();
+    if tips.is_empty() {
+        return Vec::new();
+    }
+    let scratch = git
+        .line(top, &["version"])
+        .and_then(|v| Scratch::new(top, &v).ok());
+    let mut out = Vec::new();
+    for (name, tip) in tips {
+        let Some(base) = git.line(top, &["merge-base", &head, tip]) else {
+            continue;
+        };
+        let mut diff = |to: &str| {
+            let ran = git.run(
+                top,
+                &["diff", "--name-only", "--no-renames", "-z", &base, to, "--"],
+            )?;
+            (ran.code == Some(0)).then(|| names(&ran.stdout))
+        };
+        let (Some(mine), Some(theirs)) = (diff(&head), diff(tip)) else {
+            continue;
+        };
+        let files: Vec<String> = mine.intersection(&theirs).cloned().collect();
+        if files.is_empty() {
+            continue;
+        }
+        let state = match scratch
+            .as_ref()
+            .and_then(|s| s.conflicted(&mut git, top, &head, tip))
+        {
+            Some(c) if files.iter().any(|f| c.contains(f)) => "CONFLICT",
+            Some(_) => "CLEAN",
+            None => "UNKNOWN",
+        };
+        out.push(RemoteBranch {
+            branch: name.to_string(),
+            state,
+            files,
+        });
+    }
+    out
 }
 
 /// A git command run within a deadline.
@@ -150,6 +254,60 @@ fn names(out: &[u8]) -> BTreeSet<String> {
         .collect()
 }
 
+/// Where `git merge-tree --write-tree` writes the merged trees: a folder of our own that
+/// borrows the repository's objects, so that the repository is left as it was.
+struct Scratch {
+    dir: tempfile::TempDir,
+    objects: std::path::PathBuf,
+}
+
+impl Scratch {
+    /// A scratch folder for the repository at `top`, with git `version` (`git version`'s
+    /// line); why whether changes merge cannot be known when there is none.
+    fn new(top: &Path, version: &str) -> Result<Scratch, &'static str> {
+        if parse_version(version).is_none_or(|v| v < (2, 38)) {
+            return Err(
+                "git is older than 2.38: whether the changes merge cleanly is not known (`git merge-tree --write-tree` needs 2.38)",
+            );
+        }
+        let dir = tempfile::Builder::new()
+            .prefix("coord-merge-tree-")
+            .tempdir()
+            .ok();
+        let objects = worktree::common_dir(top).map(|c| c.join("objects"));
+        match (dir, objects) {
+            (Some(dir), Some(objects)) => Ok(Scratch { dir, objects }),
+            _ => Err(
+                "no scratch folder for `git merge-tree`: whether the changes merge cleanly is not known",
+            ),
+        }
+    }
+
+    /// The files that do not merge between commits `a` and `b` (None when git cannot tell).
+    fn conflicted(&self, git: &mut Git, top: &Path, a: &str, b: &str) -> Option<BTreeSet<String>> {
+        let isolate = [
+            ("GIT_OBJECT_DIRECTORY", self.dir.path()),
+            ("GIT_ALTERNATE_OBJECT_DIRECTORIES", self.objects.as_path()),
+        ];
+        let args = [
+            "merge-tree",
+            "--write-tree",
+            "--name-only",
+            "--no-messages",
+            "-z",
+            a,
+            b,
+        ];
+        let ran = git.run_with(top, &args, &isolate)?;
+        match ran.code {
+            Some(0) => Some(BTreeSet::new()),
+            // The tree's id first, then the conflicted files.
+            Some(1) => Some(names(&ran.stdout).into_iter().skip(1).collect()),
+            _ => None,
+        }
+    }
+}
+
 fn compare(trees: &[Tree], deadline: Instant) -> View {
     let mut git = Git {
         deadline,
@@ -162,33 +320,8 @@ fn compare(trees: &[Tree], deadline: Instant) -> View {
             note: Some("git cannot be run: the branches of the work trees are not compared".into()),
         };
     };
-    let new_enough = parse_version(&version).is_some_and(|v| v >= (2, 38));
-    // `merge-tree --write-tree` writes the merged trees as objects: into a folder of our own
-    // that borrows the repository's objects, so that the repository is left as it was.
-    let scratch = tempfile::Builder::new()
-        .prefix("coord-merge-tree-")
-        .tempdir()
-        .ok();
-    let objects = worktree::common_dir(&top).map(|c| c.join("objects"));
-    let isolate: Vec<(&str, &Path)> = match (&scratch, &objects) {
-        (Some(s), Some(o)) => vec![
-            ("GIT_OBJECT_DIRECTORY", s.path()),
-            ("GIT_ALTERNATE_OBJECT_DIRECTORIES", o.as_path()),
-        ],
-        _ => Vec::new(),
-    };
-    let why_unknown = if !new_enough {
-        Some(
-            "git is older than 2.38: whether the changes merge cleanly is not known (`git merge-tree --write-tree` needs 2.38)",
-        )
-    } else if isolate.is_empty() {
-        Some(
-            "no scratch folder for `git merge-tree`: whether the changes merge cleanly is not known",
-        )
-    } else {
-        None
-    };
-    let merge_tree = why_unknown.is_none();
+    let scratch = Scratch::new(&top, &version);
+    let why_unknown = scratch.as_ref().err().copied();
     // The work trees at each commit (two trees on one commit changed the same).
     let mut at: BTreeMap<String, Vec<Side>> = BTreeMap::new();
     for t in trees {
@@ -232,29 +365,10 @@ fn compare(trees: &[Tree], deadline: Instant) -> View {
                 continue;
             }
             // The files that do not merge, or None when git cannot tell.
-            let conflicted: Option<BTreeSet<String>> = if merge_tree {
-                git.run_with(
-                    &top,
-                    &[
-                        "merge-tree",
-                        "--write-tree",
-                        "--name-only",
-                        "--no-messages",
-                        "-z",
-                        a,
-                        b,
-                    ],
-                    &isolate,
-                )
-                .and_then(|ran| match ran.code {
-                    Some(0) => Some(BTreeSet::new()),
-                    // The tree's id first, then the conflicted files.
-                    Some(1) => Some(names(&ran.stdout).into_iter().skip(1).collect()),
-                    _ => None,
-                })
-            } else {
-                None
-            };
+            let conflicted = scratch
+                .as_ref()
+                .ok()
+                .and_then(|sc| sc.conflicted(&mut git, &top, a, b));
             for f in both {
                 let entry = files.entry(f.clone()).or_default();
                 entry.0.extend(at[a].iter().cloned());

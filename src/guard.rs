@@ -45,6 +45,9 @@ pub struct Held {
     pub released: &'static str,
 }
 
+/// How long a push's check waits for the remote's claims before it judges by the last read.
+pub const REMOTE_BUDGET: std::time::Duration = std::time::Duration::from_secs(10);
+
 /// Run git in `dir` and return its stdout.
 fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>> {
     let shown = args.join(" ");
@@ -464,6 +467,39 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
                     released: e.released_when(),
                 });
             }
+        }
+    }
+    out
+}
+
+/// Of `paths` (relative to the repository's top folder), those another clone's agent claims
+/// through the remote (contract §13), as last synced and within their lease: what a push must
+/// honour. This clone's own claims never count.
+pub fn remote_held(ws: &Workspace, paths: &[String]) -> Vec<Held> {
+    let Some(cfg) = crate::remote::config(ws) else {
+        return Vec::new();
+    };
+    let refs: Vec<&str> = paths.iter().map(String::as_str).collect();
+    let claims = crate::remote::claims_on(ws, &refs);
+    let mut out = Vec::new();
+    for p in paths {
+        for c in claims.iter().filter(|c| !c.stale && c.pattern.matches(p)) {
+            out.push(Held {
+                file: p.clone(),
+                holder: format!(
+                    "{} ({} `{}` through remote `{}`)",
+                    c.holder.describe(),
+                    match c.kind {
+                        crate::remote::Kind::Claim => "claim",
+                        crate::remote::Kind::Lock => "lock",
+                    },
+                    c.pattern,
+                    cfg.remote
+                ),
+                state: LockState::Live,
+                since: Some(clock::format_timestamp(&c.since)),
+                released: "when its holder releases it or stops renewing its lease",
+            });
         }
     }
     out

@@ -250,6 +250,32 @@ pub struct Status {
     pub conflicts: Vec<crate::conflicts::Conflict>,
     /// Why `conflicts` is incomplete, when it is.
     pub conflicts_note: Option<String>,
+    /// The other clones' claims and agents as last synced through the remote (contract §13),
+    /// and the remote's branches that changed this branch's files; null where claims are not
+    /// shared through a remote (filled by `coord status` only, null here).
+    pub remote: Option<RemoteStatus>,
+}
+
+/// The remote's part of [`Status`]: `coord remote status --json`'s document (the other clones'
+/// claims and agents only) with the warnings of the last read and the remote branches that
+/// changed this branch's files.
+#[derive(Debug, Clone)]
+pub struct RemoteStatus {
+    /// The state as last synced (no network).
+    pub view: crate::remote::View,
+    /// The remote's URL, when git knows it.
+    pub url: Option<String>,
+    /// The remote's branches (as last fetched) that changed this work tree's branch's files.
+    pub branches: Vec<crate::conflicts::RemoteBranch>,
+}
+
+impl Serialize for RemoteStatus {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        let mut doc = self.view.to_json(self.url.as_deref());
+        doc["warnings"] = serde_json::json!(self.view.warnings);
+        doc["branches"] = serde_json::json!(self.branches);
+        doc.serialize(s)
+    }
 }
 
 /// What a session's start tells its agent (see `hook::act::context`): a part of [`Status`],
@@ -332,11 +358,24 @@ pub fn document(ws: &Workspace, all: bool) -> Status {
     st
 }
 
-/// Fill in `conflicts` (git runs only where the repository has two work trees or more).
+/// Fill in `conflicts` (git runs only where the repository has two work trees or more) and
+/// `remote` (where claims are shared through a remote: the state as last synced, and its
+/// branches as last fetched; never the network), within [`crate::conflicts::BUDGET`].
 pub fn add_conflicts(st: &mut Status, ws: &Workspace) {
-    let view = crate::conflicts::view(ws);
+    let deadline = std::time::Instant::now() + crate::conflicts::BUDGET;
+    let view = crate::conflicts::view(ws, deadline);
     st.conflicts = view.conflicts;
     st.conflicts_note = view.note;
+    st.remote = crate::remote::view(ws).map(|mut view| RemoteStatus {
+        url: crate::remote::remote_url(ws.root(), &view.remote),
+        branches: crate::conflicts::remote_branches(ws.root(), &view.remote, deadline),
+        view: {
+            // This clone's own claims and agents are in the view already.
+            view.claims.retain(|c| !c.mine);
+            view.agents.retain(|a| !a.mine);
+            view
+        },
+    });
 }
 
 /// Build an [`AgentView`] from a presence.
@@ -756,6 +795,7 @@ pub fn collect(ws: &Workspace) -> Status {
         ),
         conflicts: Vec::new(),
         conflicts_note: None,
+        remote: None,
     }
 }
 

@@ -48,7 +48,8 @@ enum GuardCommand {
     /// Check the staged paths or the commits of a range for files other agents hold
     ///
     /// Exit 4 when a path (a rename's old name too) is locked LIVE by another agent, naming
-    /// path and holder. COORD_GUARD=warn prints and exits 0; COORD_GUARD=off skips the check.
+    /// path and holder; a range (a push) also when another clone's agent claims it through
+    /// the remote (`coord remote enable`), read first. COORD_GUARD=warn prints and exits 0; COORD_GUARD=off skips the check.
     ///
     ///   coord guard check --staged               # what the pre-commit hook runs
     ///   coord guard check origin/main..HEAD      # what the pre-push hook runs
@@ -137,7 +138,22 @@ fn check(args: CheckArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     } else {
         guard::changed(ctx.cwd(), &args.revs)?
     };
-    let held = guard::held(&ws, &top, &paths, me.as_ref());
+    let mut held = guard::held(&ws, &top, &paths, me.as_ref());
+    if !args.staged && coord::remote::config(&ws).is_some() {
+        // A push honours the other clones' claims as the remote holds them now; when it cannot
+        // be read, as last read.
+        if let Err(e) =
+            coord::remote::sync_within(&ws, &coord::v3::lock::working_on(&ws), guard::REMOTE_BUDGET)
+        {
+            let age = coord::remote::synced_age(&ws)
+                .map(|a| format!("read {} ago", clock::format_age(a)))
+                .unwrap_or_else(|| "never read".into());
+            output::diag(&format!(
+                "warning: {e}; judging the push by the remote's claims as last read ({age})"
+            ));
+        }
+        held.extend(guard::remote_held(&ws, &paths));
+    }
     if ctx.json {
         output::json(&serde_json::json!({ "checked": paths.len(), "held": held }));
     }

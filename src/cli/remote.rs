@@ -300,34 +300,13 @@ fn show(ws: &Workspace, view: Option<View>, ctx: &Ctx) {
         .as_ref()
         .and_then(|v| remote::remote_url(ws.root(), &v.remote));
     if ctx.json {
-        let ts = clock::format_timestamp;
-        let v = view.as_ref();
-        let claims = v.map_or(&[][..], |v| &v.claims).iter().map(|c| {
-            serde_json::json!({
-                "pattern": c.pattern.as_str(),
-                "agent": c.holder.agent,
-                "host": c.holder.host,
-                "since": ts(&c.since),
-                "reason": c.reason,
-                "lease_until": ts(&c.lease_until),
-            })
+        output::json(&match &view {
+            Some(v) => v.to_json(url.as_deref()),
+            None => serde_json::json!({
+                "remote": null, "url": null, "synced_at": null, "age_s": null,
+                "claims": [], "agents": [],
+            }),
         });
-        let agents = v.map_or(&[][..], |v| &v.agents).iter().map(|a| {
-            serde_json::json!({
-                "agent": a.agent,
-                "host": a.host,
-                "working_on": a.working_on,
-                "seen_at": ts(&a.seen_at),
-            })
-        });
-        output::json(&serde_json::json!({
-            "remote": v.map(|v| &v.remote),
-            "url": url,
-            "synced_at": v.and_then(|v| v.synced_at.as_ref()).map(ts),
-            "age_s": v.and_then(|v| v.age).map(|a| a.as_secs()),
-            "claims": claims.collect::<Vec<_>>(),
-            "agents": agents.collect::<Vec<_>>(),
-        }));
         return;
     }
     let Some(v) = view else {
@@ -403,7 +382,7 @@ fn show(ws: &Workspace, view: Option<View>, ctx: &Ctx) {
 }
 
 /// `HH:MM:SS` today, else the date too, in local time.
-fn short_time(t: &Timestamp, now: &Timestamp) -> String {
+pub(crate) fn short_time(t: &Timestamp, now: &Timestamp) -> String {
     let t = t.with_timezone(&chrono::Local);
     if t.date_naive() == now.with_timezone(&chrono::Local).date_naive() {
         t.format("%H:%M:%S").to_string()

@@ -344,6 +344,9 @@ pub fn render(st: &Status, color: bool) -> String {
             out.push(format!("  note: {}", output::clean(note)));
         }
     }
+    if let Some(r) = &st.remote {
+        out.extend(remote_section(r, color));
+    }
     if !st.unreadable.is_empty() {
         out.push(String::new());
         out.push(output::title("Could not read", color));
@@ -353,4 +356,72 @@ pub fn render(st: &Status, color: bool) -> String {
         }
     }
     out.join("\n")
+}
+
+/// The other clones (contract §13): their claims and agents as last synced, how old that is,
+/// and the remote branches that changed this branch's files.
+fn remote_section(r: &status::RemoteStatus, color: bool) -> Vec<String> {
+    let v = &r.view;
+    let now = coord::clock::now();
+    let when = |t| super::remote::short_time(t, &now);
+    let synced = match v.age {
+        Some(a) => format!("synced {} ago", coord::clock::format_age(a)),
+        None => "never synced: run coord remote sync".to_string(),
+    };
+    let mut out = vec![
+        String::new(),
+        output::title(&format!("Remote `{}` ({synced})", v.remote), color),
+    ];
+    let claims: Vec<Vec<Cell>> = v
+        .claims
+        .iter()
+        .map(|c| {
+            vec![
+                Cell::plain(c.pattern.as_str()),
+                Cell::plain(format!("{}@{}", c.holder.agent, c.holder.host)),
+                Cell::plain(when(&c.since)),
+                Cell::opt(c.reason.as_deref()),
+                Cell::state(if c.stale { "STALE" } else { "LIVE" }),
+                Cell::plain(when(&c.lease_until)),
+            ]
+        })
+        .collect();
+    if claims.is_empty() {
+        out.push("  no claims of other clones".into());
+    } else {
+        let headers = ["CLAIM", "HOLDER", "SINCE", "REASON", "STATE", "LEASE UNTIL"];
+        out.push(output::table(&headers, claims, color));
+    }
+    let agents: Vec<Vec<Cell>> = v
+        .agents
+        .iter()
+        .map(|a| {
+            vec![
+                Cell::plain(format!("{}@{}", a.agent, a.host)),
+                Cell::plain(a.working_on.join(", ")),
+            ]
+        })
+        .collect();
+    if !agents.is_empty() {
+        out.push(output::table(&["AGENT", "WORKING ON"], agents, color));
+    }
+    let branches: Vec<Vec<Cell>> = r
+        .branches
+        .iter()
+        .map(|b| {
+            vec![
+                Cell::plain(&b.branch),
+                Cell::state(b.state),
+                Cell::plain(b.files.join(", ")),
+            ]
+        })
+        .collect();
+    if !branches.is_empty() {
+        let headers = ["REMOTE BRANCH", "MERGE", "FILES ALSO CHANGED HERE"];
+        out.push(output::table(&headers, branches, color));
+    }
+    for w in &v.warnings {
+        out.push(format!("  warning: {}", output::clean(w)));
+    }
+    out
 }

@@ -285,7 +285,12 @@ fn before_shell(
                 ("pushes", paths)
             }
         };
-        for held in guard::held(ws, &top, &paths, Some(agent)) {
+        let mut held = guard::held(ws, &top, &paths, Some(agent));
+        if what == "pushes" {
+            // The other clones' claims as last synced (a hook never waits on the network).
+            held.extend(guard::remote_held(ws, &paths));
+        }
+        for held in held {
             if !refused.iter().any(|(_, h)| h.file == held.file) {
                 refused.push((what, held));
             }

@@ -476,8 +476,17 @@ pub fn forget(ws: &Workspace) -> Result<Disabled> {
 /// [`Error::BadInput`] when claims are not shared here; [`Error::Remote`] when the remote
 /// cannot be reached or refused the credentials (the state kept is left as it was).
 pub fn sync(ws: &Workspace, working: &[AgentWork]) -> Result<View> {
-    let _one = crate::arbiter::lock_mutex_within(&sync_lock(ws)?, NETWORK_BUDGET)?;
-    sync_held(ws, working)
+    sync_within(ws, working, NETWORK_BUDGET)
+}
+
+/// [`sync`], giving up after `budget` (the guard's pre-push check waits less than a command).
+///
+/// # Errors
+///
+/// As [`sync`].
+pub fn sync_within(ws: &Workspace, working: &[AgentWork], budget: Duration) -> Result<View> {
+    let _one = crate::arbiter::lock_mutex_within(&sync_lock(ws)?, budget)?;
+    sync_held(ws, working, budget)
 }
 
 /// `.coord/remote/sync`, made when missing: held by a sync of this clone, so that two never
@@ -489,8 +498,8 @@ fn sync_lock(ws: &Workspace) -> Result<PathBuf> {
 }
 
 /// [`sync`], its lock held.
-fn sync_held(ws: &Workspace, working: &[AgentWork]) -> Result<View> {
-    let r = Remote::open(ws, NETWORK_BUDGET)?;
+fn sync_held(ws: &Workspace, working: &[AgentWork], budget: Duration) -> Result<View> {
+    let r = Remote::open(ws, budget)?;
     // A record that cannot be written (a path git would not take) is not the read's concern.
     if let Err(e @ Error::Remote { .. }) = clones::publish(ws, &r, working, DEFAULT_LEASE) {
         return Err(e);
@@ -641,7 +650,7 @@ pub fn sync_in_background(ws: &Workspace, working: impl Fn() -> Vec<AgentWork>) 
         let Ok(one) = crate::arbiter::lock_mutex_within(&lock, Duration::ZERO) else {
             return Ok(ran);
         };
-        sync_held(ws, &working())?;
+        sync_held(ws, &working(), NETWORK_BUDGET)?;
         ran = true;
         // Let go, then look once more: a lock taken meanwhile by a command that found this
         // one still running is published too.
@@ -712,6 +721,40 @@ pub struct View {
     pub agents: Vec<RemoteAgent>,
     /// Records ignored there and why, and what the last read found had happened there.
     pub warnings: Vec<String>,
+}
+
+impl View {
+    /// The document `coord remote status --json` prints (contract §13), and `coord status
+    /// --json` under `remote`: `url` is the remote's URL when known.
+    pub fn to_json(&self, url: Option<&str>) -> serde_json::Value {
+        let ts = clock::format_timestamp;
+        let claims = self.claims.iter().map(|c| {
+            serde_json::json!({
+                "pattern": c.pattern.as_str(),
+                "agent": c.holder.agent,
+                "host": c.holder.host,
+                "since": ts(&c.since),
+                "reason": c.reason,
+                "lease_until": ts(&c.lease_until),
+            })
+        });
+        let agents = self.agents.iter().map(|a| {
+            serde_json::json!({
+                "agent": a.agent,
+                "host": a.host,
+                "working_on": a.working_on,
+                "seen_at": ts(&a.seen_at),
+            })
+        });
+        serde_json::json!({
+            "remote": self.remote,
+            "url": url,
+            "synced_at": self.synced_at.as_ref().map(ts),
+            "age_s": self.age.map(|a| a.as_secs()),
+            "claims": claims.collect::<Vec<_>>(),
+            "agents": agents.collect::<Vec<_>>(),
+        })
+    }
 }
 
 /// The remote's coord state as last synced, without the network (`None`: claims are not

@@ -133,8 +133,23 @@ function drawStatus() {
   if (conflicts.length) box.appendChild(table(["file", "merge", "branches"], conflicts));
   if (st.conflicts_note) box.appendChild(el("p", "dim", "note: " + short(st.conflicts_note)));
   fill("conflicts", box.childNodes.length ? box : null);
+  drawRemote(st.remote);
   fill("unreadable", arr(st.unreadable).length ? table(["file", "why"],
     arr(st.unreadable).map((u) => [u.path, u.why])) : null);
+}
+
+// The other clones (their claims are in the locks table): how old the view is, their agents,
+// and the remote branches that changed this branch's files.
+function drawRemote(r) {
+  if (!r) return fill("remote", null);
+  const box = el("div");
+  box.appendChild(el("p", "dim", r.remote + ": " + (r.age_s == null ? "never synced: run coord remote sync" : "synced " + ago(r.age_s))));
+  if (arr(r.agents).length) box.appendChild(table(["agent", "host", "working on"],
+    arr(r.agents).map((a) => [a.agent, a.host, arr(a.working_on).join(", ")])));
+  if (arr(r.branches).length) box.appendChild(table(["remote branch", "merge", "files also changed here"],
+    arr(r.branches).map((b) => [b.branch, state(b.state), arr(b.files).join(", ")])));
+  arr(r.warnings).forEach((w) => box.appendChild(el("p", "dim", "warning: " + short(w))));
+  fill("remote", box);
 }
 
 // Who waits for whom: the queues, the cycles among them, and deadlocks refused lately.
