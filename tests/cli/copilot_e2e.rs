@@ -35,22 +35,27 @@ use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::scripted::{self, Lab, LabClient, Run, script, script_holds, until};
+use crate::e2e::{self, Client, FakeModel, Repo, Run, calls_script, until};
 
-pub(crate) use crate::scripted::OTHER;
+/// The agent the tests below have hold a file against the session.
+const OTHER: &str = "claude-x";
 
-pub(crate) const EDIT_MODEL: &str = "gpt-4.1";
+const EDIT_MODEL: &str = "gpt-4.1";
 
 const PATCH_MODEL: &str = "gpt-5.4";
 
-pub(crate) fn lab() -> (PathBuf, Lab) {
-    let bin = crate::e2e::require("copilot");
-    let lab = Lab::new("copilot", "fake_openai_chat.py");
-    let dot = lab.home.join(".copilot");
-    std::fs::create_dir_all(&dot).unwrap();
-    let config = json!({ "trustedFolders": [lab.root().display().to_string()] });
-    std::fs::write(dot.join("config.json"), config.to_string()).unwrap();
-    (bin, lab)
+/// Copilot CLI with `model` (a GPT-5-family one is offered `apply_patch` instead of
+/// `edit`/`create`).
+pub(crate) struct Copilot {
+    pub(crate) bin: PathBuf,
+    pub(crate) model: &'static str,
+}
+
+fn copilot() -> Copilot {
+    Copilot {
+        bin: e2e::require("copilot"),
+        model: EDIT_MODEL,
+    }
 }
 
 /// Where the installed client unpacked (or will unpack) its package: the user's own cache, as
@@ -66,130 +71,188 @@ pub(crate) fn package_cache() -> PathBuf {
     cache.join("copilot")
 }
 
-/// `copilot -p PROMPT --allow-all-tools` in the repository, with `model`, against the scripted
-/// model.
-pub(crate) fn copilot(lab: &Lab, bin: &Path, model: &str, prompt: &str) -> Command {
-    let mut c = lab.command(bin);
-    c.args(["-p", prompt, "--allow-all-tools"])
-        .env("COPILOT_OFFLINE", "true")
-        .env("COPILOT_AUTO_UPDATE", "false")
-        .env("COPILOT_PKG_CACHE_HOME", package_cache())
-        .env(
-            "COPILOT_PROVIDER_BASE_URL",
-            format!("http://127.0.0.1:{}/v1", lab.port),
-        )
-        .env("COPILOT_PROVIDER_API_KEY", "coord-e2e-key")
-        .env("COPILOT_MODEL", model);
-    c
-}
+impl Client for Copilot {
+    fn name(&self) -> &'static str {
+        "copilot"
+    }
 
-pub(crate) fn start(
-    lab: &Lab,
-    bin: &Path,
-    name: &str,
-    model: &str,
-    calls: Value,
-    hold: Option<&Path>,
-) -> (Run, String) {
-    let prompt = script(calls, hold);
-    (lab.spawn(copilot(lab, bin, model, &prompt), name), prompt)
-}
+    fn model(&self) -> &'static str {
+        "fake_openai_chat.py"
+    }
 
-pub(crate) fn path_of(lab: &Lab, rel: &str) -> String {
-    lab.root().join(rel).display().to_string()
-}
+    /// The repository trusted in `~/.copilot/config.json`.
+    fn configure(&self, repo: &Repo, _model: &FakeModel) {
+        let dot = repo.home.join(".copilot");
+        std::fs::create_dir_all(&dot).unwrap();
+        let config = json!({ "trustedFolders": [repo.root().display().to_string()] });
+        std::fs::write(dot.join("config.json"), config.to_string()).unwrap();
+    }
 
-/// The `tool` messages of the longest conversation whose prompt is `prompt`: what the client told
-/// the model each tool call did.
-pub(crate) fn tool_results(lab: &Lab, prompt: &str) -> Vec<String> {
-    let needle = serde_json::to_string(prompt).unwrap();
-    let needle = &needle[1..needle.len() - 1];
-    lab.requests_with(needle)
-        .into_iter()
-        .map(|r| {
-            r["body"]["messages"]
-                .as_array()
-                .into_iter()
-                .flatten()
-                .filter(|m| m["role"] == "tool")
-                .map(|m| match &m["content"] {
-                    Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                })
-                .collect::<Vec<String>>()
+    /// `copilot -p PROMPT --allow-all-tools` in the repository, offline, with a
+    /// bring-your-own provider: the scripted model.
+    fn session(&self, repo: &Repo, model: &FakeModel, prompt: &str) -> Command {
+        let mut c = repo.client_cmd(&self.bin);
+        c.args(["-p", prompt, "--allow-all-tools"])
+            .env("COPILOT_OFFLINE", "true")
+            .env("COPILOT_AUTO_UPDATE", "false")
+            .env("COPILOT_PKG_CACHE_HOME", package_cache())
+            .env("COPILOT_PROVIDER_BASE_URL", format!("{}/v1", model.url()))
+            .env("COPILOT_PROVIDER_API_KEY", "coord-e2e-key")
+            .env("COPILOT_MODEL", self.model);
+        c
+    }
+
+    /// A write is `create` of a new file, `edit` of the whole text of one that exists.
+    fn script(&self, steps: Value) -> String {
+        e2e::steps_as_calls(&steps, |kind, arg| match kind {
+            "write" => {
+                let (path, content) = (arg[0].as_str().unwrap(), arg[1].as_str().unwrap());
+                match std::fs::read_to_string(path) {
+                    Ok(old) => json!(["edit", {"path": path, "old_str": old, "new_str": content}]),
+                    Err(_) => json!(["create", {"path": path, "file_text": content}]),
+                }
+            }
+            "shell" => json!(["bash", {"command": arg, "description": "run it"}]),
+            "mcp" => json!([format!("mcp:{}", arg[0].as_str().unwrap()), arg[1]]),
+            _ => panic!("no Copilot call for {kind}"),
         })
+    }
+
+    /// The `tool` messages of each request of a session's turn; a hook's deny is an error.
+    fn conversations(&self, model: &FakeModel) -> Vec<Vec<(String, bool)>> {
+        model
+            .requests()
+            .iter()
+            .filter(|r| {
+                r["body"]["messages"].to_string().contains("coord-e2e:")
+                    && r["body"]["tools"].as_array().is_some_and(|t| !t.is_empty())
+            })
+            .map(|r| {
+                tool_messages(r)
+                    .into_iter()
+                    .map(|t| {
+                        let denied = t.starts_with("Denied by preToolUse hook");
+                        (t, denied)
+                    })
+                    .collect()
+            })
+            .collect()
+    }
+
+    /// The loader and its native binary (the loader's child).
+    fn kill9(&self, run: &mut Run) {
+        run.kill9_chain();
+    }
+}
+
+/// The `tool` messages of one request, as text.
+fn tool_messages(request: &Value) -> Vec<String> {
+    request["body"]["messages"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|m| m["role"] == "tool")
+        .map(|m| match &m["content"] {
+            Value::String(s) => s.clone(),
+            other => other.to_string(),
+        })
+        .collect()
+}
+
+/// A repository with a committed `target.txt` ("old line\n") beside the wiring, the scripted
+/// model, and the client configured.
+fn bench() -> (Copilot, Repo, FakeModel) {
+    let c = copilot();
+    let (repo, model) = e2e::setup(&c);
+    repo.env.write("target.txt", "old line\n");
+    repo.commit_all("start");
+    (c, repo, model)
+}
+
+/// A session of `calls`, the K-th "done" held until `holds[K]` exists; and its prompt.
+fn start(
+    c: &Copilot,
+    repo: &Repo,
+    model: &FakeModel,
+    name: &str,
+    calls: Value,
+    holds: &[&Path],
+) -> (Run, String) {
+    let prompt = calls_script(calls, holds);
+    let run = Run::spawn(c.session(repo, model, &prompt), name, &repo.scratch());
+    (run, prompt)
+}
+
+/// The `tool` messages of the longest conversation whose prompt is `prompt`: what the client
+/// told the model each tool call did.
+fn tool_results(model: &FakeModel, prompt: &str) -> Vec<String> {
+    model
+        .requests_with(prompt)
+        .iter()
+        .map(tool_messages)
         .max_by_key(|v| v.len())
         .unwrap_or_default()
 }
 
 /// The `copilot-*` agent holding `target.txt`, if one does.
-pub(crate) fn copilot_holder(lab: &Lab) -> Option<String> {
-    lab.locks_of("target.txt")
+fn copilot_holder(repo: &Repo) -> Option<String> {
+    repo.holders("target.txt")
         .into_iter()
-        .find_map(|l| l.strip_prefix("target.txt.lock.").map(str::to_string))
-        .filter(|a| a.starts_with("copilot-"))
+        .find(|a| a.starts_with("copilot-"))
 }
 
-pub(crate) fn edit_call(lab: &Lab, new: &str) -> Value {
-    json!(["edit", {"path": path_of(lab, "target.txt"), "old_str": "old line", "new_str": new}])
+fn edit_call(repo: &Repo, new: &str) -> Value {
+    json!(["edit", {"path": repo.abs("target.txt"), "old_str": "old line", "new_str": new}])
 }
 
-fn patch_call(lab: &Lab, new: &str) -> Value {
+fn patch_call(repo: &Repo, new: &str) -> Value {
     json!([
         "apply_patch",
         format!(
             "*** Begin Patch\n*** Update File: {}\n@@\n-old line\n+{new}\n*** End Patch\n",
-            path_of(lab, "target.txt")
+            repo.abs("target.txt")
         )
     ])
 }
 
-/// Copilot CLI (with [`EDIT_MODEL`]) on the bench, for the scenarios of `scripted.rs`.
-struct Copilot(PathBuf);
-
-impl LabClient for Copilot {
-    fn name(&self) -> &'static str {
-        "copilot"
-    }
-
-    fn session(&self, lab: &Lab, prompt: &str) -> Command {
-        copilot(lab, &self.0, EDIT_MODEL, prompt)
-    }
-
-    fn edit(&self, lab: &Lab, text: &str) -> Value {
-        edit_call(lab, text)
-    }
-
-    fn write(&self, lab: &Lab, text: &str) -> Value {
-        json!(["create", {"path": path_of(lab, "target.txt"), "file_text": format!("{text}\n")}])
-    }
-
-    fn results(&self, lab: &Lab, prompt: &str) -> Vec<String> {
-        tool_results(lab, prompt)
-    }
+e2e::scenario_tests! {
+    client: copilot(), ignore: "needs the real client: set COORD_TEST_COPILOT (see .ci/run)";
+    two_copilot_sessions_are_two_agents_that_exclude_each_other =>
+        two_sessions_exclude_each_other();
+    copilot_session_end_finishes_the_presence => session_end_finishes_the_presence();
+    copilot_mcp_lock_and_own_edit_do_not_block_each_other => mcp_lock_and_own_edit();
+    copilot_coord_lock_from_its_shell_acts_as_the_session =>
+        shell_commands_act_as_the_session(true);
+    copilot_killed_with_sigkill_frees_its_files_within_seconds =>
+        killed_client_frees_its_files(false);
+    /// coord's postToolUse hook gives the model its notice (`additionalContext`).
+    copilot_shell_edit_of_a_held_file_is_told_to_the_model => shell_edit_is_told_to_the_model();
+    copilot_git_commit_through_its_shell_is_refused_while_another_agent_holds_a_staged_file =>
+        commit_of_a_held_staged_file_is_refused();
+    copilot_git_commit_through_its_shell_of_a_file_it_holds_goes_through =>
+        commit_of_its_own_file_goes_through();
 }
 
 #[test]
 #[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn copilot_edit_denied_while_another_agent_holds_the_file_then_allowed_and_released_at_turn_end() {
-    let (bin, lab) = lab();
-    lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
+    let (c, repo, model) = bench();
+    repo.env.agent(OTHER).args(["lock", "target.txt"]).ok();
 
     // Both edit tools are denied, naming the holder; the file stays as it was.
-    let create =
-        json!(["create", {"path": path_of(&lab, "target.txt"), "file_text": "from copilot\n"}]);
+    let create = json!(["create", {"path": repo.abs("target.txt"), "file_text": "from copilot\n"}]);
     let (run, prompt) = start(
-        &lab,
-        &bin,
+        &c,
+        &repo,
+        &model,
         "denied",
-        EDIT_MODEL,
-        json!([edit_call(&lab, "new line"), create]),
-        None,
+        json!([edit_call(&repo, "new line"), create]),
+        &[],
     );
     run.ok();
-    assert_eq!(lab.env.read("target.txt"), "old line\n");
-    assert_eq!(lab.locks_of("target.txt"), ["target.txt.lock.claude-x"]);
-    let results = tool_results(&lab, &prompt);
+    assert_eq!(repo.env.read("target.txt"), "old line\n");
+    assert_eq!(repo.holders("target.txt"), [OTHER]);
+    let results = tool_results(&model, &prompt);
     assert_eq!(results.len(), 2, "{results:#?}");
     for r in &results {
         assert!(r.contains(OTHER) && r.contains("target.txt"), "{r}");
@@ -200,33 +263,33 @@ fn copilot_edit_denied_while_another_agent_holds_the_file_then_allowed_and_relea
     }
 
     // Released: the edit goes through, its lock held for the rest of the turn, released at its end.
-    lab.env.agent(OTHER).args(["unlock", "target.txt"]).ok();
-    let flag = lab.flag("turn-over");
-    let (run, prompt) = start(
-        &lab,
-        &bin,
+    repo.env.agent(OTHER).args(["unlock", "target.txt"]).ok();
+    let flag = repo.flag("turn-over");
+    let (mut run, prompt) = start(
+        &c,
+        &repo,
+        &model,
         "allowed",
-        EDIT_MODEL,
-        json!([edit_call(&lab, "new line")]),
-        Some(&flag),
+        json!([edit_call(&repo, "new line")]),
+        &[&flag],
     );
-    until("the edit inside the turn", || {
-        lab.env.read("target.txt") == "new line\n" && copilot_holder(&lab).is_some()
+    until(&mut run, "the edit inside the turn", || {
+        repo.env.read("target.txt") == "new line\n" && copilot_holder(&repo).is_some()
     });
-    let holder = copilot_holder(&lab).unwrap();
-    lab.env
+    let holder = copilot_holder(&repo).unwrap();
+    repo.env
         .agent(OTHER)
         .args(["lock", "target.txt", "--no-wait"])
         .code(3)
         .stderr_has(&holder);
-    std::fs::write(&flag, "").unwrap();
+    e2e::release(&flag);
     run.ok();
     assert!(
-        lab.locks_of("target.txt").is_empty(),
+        repo.holders("target.txt").is_empty(),
         "released at the turn's end: {:?}",
-        lab.locks_of("target.txt")
+        repo.holders("target.txt")
     );
-    let results = tool_results(&lab, &prompt);
+    let results = tool_results(&model, &prompt);
     assert_eq!(results.len(), 1, "{results:#?}");
     assert!(!results[0].contains(OTHER), "{results:#?}");
 }
@@ -234,114 +297,117 @@ fn copilot_edit_denied_while_another_agent_holds_the_file_then_allowed_and_relea
 #[test]
 #[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn copilot_agent_stop_releases_the_turns_locks_while_the_session_lives() {
-    let (bin, lab) = lab();
-    let (first, second) = (lab.flag("first-answer"), lab.flag("second-answer"));
-    let prompt = script_holds(
-        json!([edit_call(&lab, "from copilot")]),
-        vec![&first, &second],
+    let (c, repo, model) = bench();
+    let (first, second) = (repo.flag("first-answer"), repo.flag("second-answer"));
+    let (mut run, _) = start(
+        &c,
+        &repo,
+        &model,
+        "turns",
+        json!([edit_call(&repo, "from copilot")]),
+        &[&first, &second],
     );
-    let run = lab.spawn(copilot(&lab, &bin, EDIT_MODEL, &prompt), "turns");
-    until("the edit inside the turn", || {
-        copilot_holder(&lab).is_some()
+    until(&mut run, "the edit inside the turn", || {
+        copilot_holder(&repo).is_some()
     });
-    let me = copilot_holder(&lab).unwrap();
+    let me = copilot_holder(&repo).unwrap();
 
     // A message waits for it: agentStop releases the turn's locks and continues the session once
     // (`{"decision": "block", "reason"}`, Copilot's AgentStopHookOutput), telling the model.
-    lab.env
+    repo.env
         .agent(OTHER)
         .args(["msg", "send", &me, "target.txt is mine next"])
         .ok();
-    std::fs::write(&first, "").unwrap();
-    until("the continued turn reaches the model", || {
-        lab.requests().iter().any(|r| {
+    e2e::release(&first);
+    until(&mut run, "the continued turn reaches the model", || {
+        model.requests().iter().any(|r| {
             r["body"]["messages"]
                 .to_string()
                 .contains("unread message before you stop")
         })
     });
     assert!(
-        lab.locks_of("target.txt").is_empty(),
+        repo.holders("target.txt").is_empty(),
         "released at the end of the turn, the session still running: {:?}",
-        lab.locks_of("target.txt")
+        repo.holders("target.txt")
     );
-    assert_eq!(lab.agents(&me), [(me.clone(), "ACTIVE".to_string())]);
+    assert_eq!(repo.agents_of(&me), [(me.clone(), "ACTIVE".to_string())]);
 
-    std::fs::write(&second, "").unwrap();
+    e2e::release(&second);
     run.ok();
-    assert_eq!(lab.agents(&me), [(me.clone(), "FINISHED".to_string())]);
+    assert_eq!(repo.agents_of(&me), [(me.clone(), "FINISHED".to_string())]);
 }
 
 #[test]
 #[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn copilot_doctor_says_whether_the_real_client_runs_the_hooks() {
-    let (bin, lab) = lab();
-    let config = lab.home.join(".copilot/config.json");
-    lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
+    let (c, repo, model) = bench();
+    let config = repo.home.join(".copilot/config.json");
+    repo.env.agent(OTHER).args(["lock", "target.txt"]).ok();
 
     // Not trusted: doctor says the hooks do not run, and indeed the edit goes through unlocked.
     std::fs::write(&config, "{}").unwrap();
-    let (says, why) = lab.doctor_says("copilot");
+    let (says, why) = repo.doctor_says("copilot");
     assert_eq!(says, "no", "{why}");
     let (run, _) = start(
-        &lab,
-        &bin,
+        &c,
+        &repo,
+        &model,
         "untrusted",
-        EDIT_MODEL,
-        json!([edit_call(&lab, "unlocked")]),
-        None,
+        json!([edit_call(&repo, "unlocked")]),
+        &[],
     );
     run.ok();
-    assert_eq!(lab.env.read("target.txt"), "unlocked\n", "no hook ran");
-    assert!(lab.agents("copilot-").is_empty(), "no hook ran");
+    assert_eq!(repo.env.read("target.txt"), "unlocked\n", "no hook ran");
+    assert!(repo.agents_of("copilot-").is_empty(), "no hook ran");
 
     // Trusted: doctor says they run, and the edit is denied. Copilot rewrites its config with
     // comment lines; doctor still reads it.
-    std::fs::write(
-        &config,
-        json!({ "trustedFolders": [lab.root().display().to_string()] }).to_string(),
-    )
-    .unwrap();
-    let (says, why) = lab.doctor_says("copilot");
+    c.configure(&repo, &model);
+    let (says, why) = repo.doctor_says("copilot");
     assert_eq!(says, "yes", "{why}");
     let (run, prompt) = start(
-        &lab,
-        &bin,
+        &c,
+        &repo,
+        &model,
         "trusted",
-        EDIT_MODEL,
-        json!([edit_call(&lab, "locked")]),
-        None,
+        json!([edit_call(&repo, "locked")]),
+        &[],
     );
     run.ok();
     assert_eq!(
-        lab.env.read("target.txt"),
+        repo.env.read("target.txt"),
         "unlocked\n",
         "the edit was denied"
     );
-    assert!(tool_results(&lab, &prompt)[0].contains(OTHER));
+    assert!(tool_results(&model, &prompt)[0].contains(OTHER));
     assert!(
         std::fs::read_to_string(&config).unwrap().starts_with("//"),
         "the client rewrote its config with comments"
     );
-    let (says, why) = lab.doctor_says("copilot");
+    let (says, why) = repo.doctor_says("copilot");
     assert_eq!(says, "yes", "{why}");
 }
 
 #[test]
 #[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn copilot_apply_patch_of_a_gpt5_model_denied_while_another_agent_holds_the_file() {
-    let (bin, lab) = lab();
-    lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
+    let (c, repo, model) = bench();
+    let c = Copilot {
+        model: PATCH_MODEL,
+        ..c
+    };
+    repo.env.agent(OTHER).args(["lock", "target.txt"]).ok();
     let (run, prompt) = start(
-        &lab,
-        &bin,
+        &c,
+        &repo,
+        &model,
         "patch",
-        PATCH_MODEL,
-        json!([patch_call(&lab, "from gpt-5")]),
-        None,
+        json!([patch_call(&repo, "from gpt-5")]),
+        &[],
     );
     run.ok();
-    let asked = lab.requests_with("apply_patch");
+    let asked = model.requests_with("apply_patch");
     assert!(
         asked.iter().any(|r| r["body"]["tools"]
             .as_array()
@@ -351,11 +417,11 @@ fn copilot_apply_patch_of_a_gpt5_model_denied_while_another_agent_holds_the_file
         "the model was offered the freeform apply_patch"
     );
     assert_eq!(
-        lab.env.read("target.txt"),
+        repo.env.read("target.txt"),
         "old line\n",
         "the patch was denied"
     );
-    let results = tool_results(&lab, &prompt);
+    let results = tool_results(&model, &prompt);
     assert_eq!(results.len(), 1, "{results:#?}");
     assert!(
         results[0].contains(OTHER) && results[0].contains("target.txt"),
@@ -365,23 +431,15 @@ fn copilot_apply_patch_of_a_gpt5_model_denied_while_another_agent_holds_the_file
 
 #[test]
 #[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
-fn two_copilot_sessions_are_two_agents_that_exclude_each_other() {
-    let (bin, lab) = lab();
-    scripted::two_sessions_exclude_each_other(&Copilot(bin), &lab);
-}
-
-#[test]
-#[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn copilot_session_start_context_reaches_the_model() {
-    let (bin, lab) = lab();
-    lab.env.agent(OTHER).args(["lock", "target.txt"]).ok();
-    let (run, prompt) = start(&lab, &bin, "context", EDIT_MODEL, json!([]), None);
+    let (c, repo, model) = bench();
+    repo.env.agent(OTHER).args(["lock", "target.txt"]).ok();
+    let (run, prompt) = start(&c, &repo, &model, "context", json!([]), &[]);
     run.ok();
-    let needle = serde_json::to_string(&prompt).unwrap();
-    let asked = lab.requests_with(&needle[1..needle.len() - 1]);
+    let asked = model.requests_with(&prompt);
     assert!(!asked.is_empty());
     let text = asked[0]["body"]["messages"].to_string();
-    let agents = lab.agents("copilot-");
+    let agents = repo.agents_of("copilot-");
     assert_eq!(agents.len(), 1, "{agents:?}");
     let me = &agents[0].0;
     assert!(
@@ -392,53 +450,4 @@ fn copilot_session_start_context_reaches_the_model() {
         text.contains("held by claude-x"),
         "the model is told who holds what: {text}"
     );
-}
-
-#[test]
-#[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
-fn copilot_session_end_finishes_the_presence() {
-    let (bin, lab) = lab();
-    scripted::session_end_finishes_the_presence(&Copilot(bin), &lab);
-}
-
-#[test]
-#[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
-fn copilot_mcp_lock_and_own_edit_do_not_block_each_other() {
-    let (bin, lab) = lab();
-    let flag = lab.flag("done");
-    let (run, prompt) = start(
-        &lab,
-        &bin,
-        "mcp",
-        EDIT_MODEL,
-        json!([
-            ["mcp:lock", {"files": ["target.txt"]}],
-            edit_call(&lab, "from copilot"),
-        ]),
-        Some(&flag),
-    );
-    until("both tool calls answered", || {
-        tool_results(&lab, &prompt).len() == 2
-    });
-    let results = tool_results(&lab, &prompt);
-    assert!(
-        results[0].contains("Lock acquired") || results[0].contains("target.txt"),
-        "the MCP lock tool ran: {results:#?}"
-    );
-    assert_eq!(lab.env.read("target.txt"), "from copilot\n", "{results:#?}");
-    let locks = lab.locks_of("target.txt");
-    assert_eq!(locks.len(), 1, "one agent holds it: {locks:?}");
-    assert!(
-        locks[0].starts_with("target.txt.lock.copilot-"),
-        "{locks:?}"
-    );
-    std::fs::write(&flag, "").unwrap();
-    run.ok();
-}
-
-#[test]
-#[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
-fn copilot_killed_with_sigkill_frees_its_files_within_seconds() {
-    let (bin, lab) = lab();
-    scripted::killed_client_frees_its_files(&Copilot(bin), &lab);
 }

@@ -4,7 +4,7 @@
 
 use serde_json::Value;
 
-use super::{Client, Finished, Repo, client_process, release, setup, start, until};
+use super::{Client, Finished, Repo, release, results, results_containing, setup, start, until};
 
 /// The text of `rel`, if it exists.
 fn content(repo: &Repo, rel: &str) -> Option<String> {
@@ -48,9 +48,9 @@ pub fn denied_then_allowed(client: &dyn Client) {
     until(
         &mut run,
         "the first edit's result reached the model",
-        || !model.results().is_empty(),
+        || !results(client, &model).is_empty(),
     );
-    let denied = &model.results()[0].0;
+    let denied = &results(client, &model)[0].0;
     assert!(
         denied.contains("alice") && denied.contains("target.txt"),
         "the model's next request carries the reason, naming the holder: {denied}"
@@ -67,7 +67,7 @@ pub fn denied_then_allowed(client: &dyn Client) {
     until(
         &mut run,
         "the second edit's result reached the model",
-        || model.results().len() >= 2,
+        || results(client, &model).len() >= 2,
     );
     assert_eq!(env.read("target.txt").trim_end(), "from the session");
     let Some(agent) = session_holder(client, &repo, "target.txt") else {
@@ -108,7 +108,8 @@ pub fn denied_then_allowed(client: &dyn Client) {
 }
 
 /// Two concurrent sessions of one client are two agents: the second one's edit of the file the
-/// first holds is denied, naming the first. Returns both runs' outputs.
+/// first holds is denied, naming the first; the first's turn's end releases it. Returns both
+/// runs' outputs.
 pub fn two_sessions_exclude_each_other(client: &dyn Client) -> (Finished, Finished) {
     let (repo, model) = setup(client);
     client.before_concurrent_sessions();
@@ -142,11 +143,18 @@ pub fn two_sessions_exclude_each_other(client: &dyn Client) -> (Finished, Finish
         "session B (another agent) did not overwrite A's file"
     );
     assert_eq!(repo.holders("shared.txt"), std::slice::from_ref(&agent_a));
-    let reasons = model.results_containing(&agent_a);
+    let reasons = results_containing(client, &model, &agent_a);
     assert!(
         reasons.iter().any(|r| r.contains("shared.txt")),
         "B's model learns that {agent_a} holds the file: {reasons:?}"
     );
+    let told_b = results(client, &model);
+    assert!(
+        told_b.last().is_some_and(|(r, _)| r.contains(&agent_a)),
+        "B is told A holds it, in answer to its write: {told_b:?}"
+    );
+    let agents = repo.agents_of(&format!("{}-", client.name()));
+    assert_eq!(agents.len(), 2, "two sessions, two agents: {agents:?}");
 
     release(&end);
     let a = a.wait();
@@ -176,32 +184,34 @@ pub fn session_start_context_reaches_the_model(client: &dyn Client) {
     );
 }
 
-/// SessionEnd finishes the session's presence.
+/// SessionEnd finishes the session's presence: ACTIVE while it runs, FINISHED after.
 pub fn session_end_finishes_the_presence(client: &dyn Client) {
     let (repo, model) = setup(client);
-    let done = start(
+    let end = repo.flag("end");
+    let prefix = format!("{}-", client.name());
+    let mut run = start(
         client,
         &repo,
         &model,
         "session",
-        serde_json::json!([{"write": [repo.abs("a.txt"), "a"]}]),
-    )
-    .wait();
+        serde_json::json!([{"write": [repo.abs("a.txt"), "a"]}, {"hold": end}]),
+    );
+    until(&mut run, "the session's edit", || {
+        repo.env.exists("a.txt") && !repo.agents_of(&prefix).is_empty()
+    });
+    let during = repo.agents_of(&prefix);
+    assert!(
+        during.iter().all(|(_, s)| s == "ACTIVE"),
+        "the session is ACTIVE while it runs: {during:?}"
+    );
+    release(&end);
+    let done = run.wait();
     assert_eq!(done.code, Some(0), "{done:?}");
     assert_eq!(repo.env.read("a.txt").trim_end(), "a");
-    let prefix = format!("{}-", client.name());
-    let mine: Vec<_> = repo
-        .agents()
-        .into_iter()
-        .filter(|(a, _)| a.starts_with(&prefix))
-        .collect();
-    assert!(
-        !mine.is_empty(),
-        "the session was present: {:?}",
-        repo.agents()
-    );
-    assert!(
-        mine.iter().all(|(_, s)| s == "FINISHED"),
+    let mine = repo.agents_of(&prefix);
+    assert_eq!(mine.len(), 1, "one session, one agent: {:?}", repo.agents());
+    assert_eq!(
+        mine[0].1, "FINISHED",
         "the session's presence is FINISHED once it ended: {mine:?}"
     );
 }
@@ -222,12 +232,16 @@ pub fn mcp_lock_and_own_edit(client: &dyn Client) {
         ]),
     );
     until(&mut run, "the edit's result reached the model", || {
-        model.results().len() >= 2
+        results(client, &model).len() >= 2
     });
-    let results = model.results();
+    let results = results(client, &model);
     assert!(
         results[0].0.contains("mcp.txt") && !results[0].1,
         "the MCP lock was granted: {results:?}"
+    );
+    assert!(
+        results.iter().all(|(_, error)| !error),
+        "neither call was refused: {results:?}"
     );
     assert_eq!(
         content(&repo, "mcp.txt").as_deref().map(str::trim_end),
@@ -266,9 +280,13 @@ pub fn shell_commands_act_as_the_session(client: &dyn Client, commit: bool) {
     until(
         &mut run,
         "the last command's result reached the model",
-        || model.results().len() >= tools,
+        || results(client, &model).len() >= tools,
     );
-    let results = model.results();
+    let results = results(client, &model);
+    assert!(
+        results[0].0.contains("Lock acquired"),
+        "`coord lock` ran in the shell: {results:?}"
+    );
     assert_eq!(
         content(&repo, "shell.txt").as_deref().map(str::trim_end),
         Some("from the session"),
@@ -321,16 +339,19 @@ pub fn killed_client_frees_its_files(client: &dyn Client, by_shell: bool) {
         serde_json::json!([take, {"hold": never}]),
     );
     until(&mut run, "the result of the session's lock", || {
-        model.results().len() == 1
+        results(client, &model).len() == 1
     });
     assert!(
         session_holder(client, &repo, "k.txt").is_some(),
         "the session holds k.txt: {:?}; {:?}",
         repo.holders("k.txt"),
-        model.results()
+        results(client, &model)
     );
-    let pid = client_process(run.pid());
-    run.kill9(pid);
+    repo.env
+        .agent("bob")
+        .args(["lock", "k.txt", "--no-wait", "-q"])
+        .code(3);
+    client.kill9(&mut run);
     repo.env
         .agent("bob")
         .args(["lock", "k.txt", "--wait", "20s", "-q"])
@@ -360,13 +381,253 @@ pub fn shell_edit_is_told_to_the_model(client: &dyn Client) {
         repo.env.read("held.md").contains("more"),
         "the shell command ran"
     );
-    let told = model.turns().iter().any(|r| {
+    let told = model.requests().iter().any(|r| {
         let body = r["body"].to_string();
-        body.contains("your shell command changed") && body.contains("held.md")
+        body.contains("coord-e2e:")
+            && body.contains("your shell command changed")
+            && body.contains("held.md")
+            && body.contains("alice")
     });
     assert!(
         told,
-        "the model's request after the shell call holds coord's notice: {:?}",
-        model.turns().last().map(|r| r["results"].to_string())
+        "the model's request after the shell call holds coord's notice naming file and holder: \
+         {:?}",
+        results(client, &model)
     );
+}
+
+/// A repository with `target.txt` ("old line\n") committed with the wiring.
+fn setup_committed(client: &dyn Client) -> (Repo, super::FakeModel) {
+    let (repo, model) = setup(client);
+    repo.env.write("target.txt", "old line\n");
+    repo.commit_all("start");
+    (repo, model)
+}
+
+/// `git commit` through the agent's shell tool is refused while another agent holds a staged
+/// file (the reason, naming holder and file, reaches the model; no commit), and goes through once
+/// the file is free.
+pub fn commit_of_a_held_staged_file_is_refused(client: &dyn Client) {
+    let (repo, model) = setup_committed(client);
+    repo.env.cmd().args(["guard", "install", "-q"]).ok();
+    repo.env.write("target.txt", "staged change\n");
+    repo.git(&["add", "target.txt"]);
+    repo.env.agent("claude-x").args(["lock", "target.txt"]).ok();
+    let head = repo.git(&["rev-parse", "HEAD"]);
+    let commit = serde_json::json!([{"shell": format!("git commit -am 'from {}'", client.name())}]);
+
+    start(client, &repo, &model, "held", commit.clone()).ok();
+    assert_eq!(repo.git(&["rev-parse", "HEAD"]), head, "no commit was made");
+    let results = results(client, &model);
+    assert_eq!(results.len(), 1, "{results:#?}");
+    assert!(
+        results[0].0.contains("claude-x") && results[0].0.contains("target.txt"),
+        "the reason names the holder and the file: {results:#?}"
+    );
+
+    repo.env
+        .agent("claude-x")
+        .args(["unlock", "target.txt"])
+        .ok();
+    start(client, &repo, &model, "free", commit).ok();
+    assert_ne!(
+        repo.git(&["rev-parse", "HEAD"]),
+        head,
+        "the commit went through"
+    );
+}
+
+/// `git commit` through the agent's shell tool of the file the session holds (by its edit) goes
+/// through: a session's own lock does not stop its commit.
+pub fn commit_of_its_own_file_goes_through(client: &dyn Client) {
+    let (repo, model) = setup_committed(client);
+    repo.env.cmd().args(["guard", "install", "-q"]).ok();
+    let head = repo.git(&["rev-parse", "HEAD"]);
+    let end = repo.flag("end");
+    let content = format!("from {}\n", client.name());
+    let mut run = start(
+        client,
+        &repo,
+        &model,
+        "own",
+        serde_json::json!([
+            {"write": [repo.abs("target.txt"), content]},
+            {"shell": format!("git commit -qam 'from {}'", client.name())},
+            {"hold": end},
+        ]),
+    );
+    until(&mut run, "both tool calls answered", || {
+        results(client, &model).len() == 2
+    });
+    assert!(
+        session_holder(client, &repo, "target.txt").is_some(),
+        "the session holds the file it wrote: {:?}",
+        repo.holders("target.txt")
+    );
+    let results = results(client, &model);
+    assert_ne!(
+        repo.git(&["rev-parse", "HEAD"]),
+        head,
+        "a session's own lock does not stop its commit: {results:#?}"
+    );
+    assert_eq!(repo.git(&["show", "HEAD:target.txt"]), content);
+    release(&end);
+    run.ok();
+}
+
+/// The files of `rel` locked by a session of `client`: its `<client>-…` holders.
+fn session_holders(client: &dyn Client, repo: &Repo, rel: &str) -> Vec<String> {
+    let prefix = format!("{}-", client.name());
+    repo.holders(rel)
+        .into_iter()
+        .filter(|h| h.starts_with(&prefix))
+        .collect()
+}
+
+/// One session: an edit of a file another agent holds is denied (the file stays untouched, the
+/// reason naming the holder reaches the model), an edit of a free file goes through and its
+/// lock is released at the end of the turn. Then two sessions: a second one is denied a file
+/// the first holds inside its turn, the reason naming the first.
+pub fn denied_then_allowed_and_two_sessions(client: &dyn Client) {
+    let (repo, model) = setup(client);
+    let env = &repo.env;
+    env.agent("holder")
+        .args(["lock", "held.txt", "--reason", "rewriting it"])
+        .ok();
+    start(
+        client,
+        &repo,
+        &model,
+        "the first session",
+        serde_json::json!([
+            {"write": [repo.abs("held.txt"), "from the client"]},
+            {"write": [repo.abs("free.txt"), "from the client"]},
+        ]),
+    )
+    .ok();
+    assert!(!env.exists("held.txt"), "a held file stays untouched");
+    assert!(
+        model.log().contains("is locked by holder"),
+        "the deny reason, naming the holder, reaches the model"
+    );
+    assert_eq!(env.read("free.txt"), "from the client");
+    assert!(
+        session_holders(client, &repo, "free.txt").is_empty(),
+        "released at the end of the turn: {:?}",
+        repo.holders("free.txt")
+    );
+    env.agent("holder").args(["unlock", "held.txt"]).ok();
+
+    // Two sessions: the first stays inside its turn holding shared.txt.
+    let flag = repo.flag("release");
+    let mut first = start(
+        client,
+        &repo,
+        &model,
+        "the first of two sessions",
+        serde_json::json!([{"write": [repo.abs("shared.txt"), "from the first"]}, {"hold": flag}]),
+    );
+    until(&mut first, "the first session wrote shared.txt", || {
+        !session_holders(client, &repo, "shared.txt").is_empty() && env.exists("shared.txt")
+    });
+    let first_agent = session_holders(client, &repo, "shared.txt").remove(0);
+    start(
+        client,
+        &repo,
+        &model,
+        "the second session",
+        serde_json::json!([{"write": [repo.abs("shared.txt"), "from the second"]}]),
+    )
+    .ok();
+    release(&flag);
+    first.ok();
+    assert_eq!(env.read("shared.txt"), "from the first");
+    assert!(
+        model.log().contains(&format!("is locked by {first_agent}")),
+        "the second session is another agent, denied naming the first ({first_agent})"
+    );
+    assert!(session_holders(client, &repo, "shared.txt").is_empty());
+}
+
+/// With only the plugin installed (no `coord init`, a repository nobody set up): an edit of a
+/// file another agent holds is denied (untouched, the reason naming the holder reaches the
+/// model), a free file is written and released at the end of the turn, the plugin gives the
+/// agent coord's instructions, the file is written once free; with `mcp`, the plugin's MCP
+/// server is the session's agent (its lock does not block the session's own edit, and goes at
+/// the turn's end); nothing of coord's shows in `git status`. Returns the repository and model
+/// for what a client checks more.
+pub fn plugin_alone_denies_then_allows(client: &dyn Client, mcp: bool) -> (Repo, super::FakeModel) {
+    let (repo, model) = setup(client);
+    let env = &repo.env;
+    env.agent("holder")
+        .args(["lock", "held.txt", "--reason", "rewriting it"])
+        .ok();
+    start(
+        client,
+        &repo,
+        &model,
+        "a session with the plugin alone",
+        serde_json::json!([
+            {"write": [repo.abs("held.txt"), "from the client"]},
+            {"write": [repo.abs("free.txt"), "from the client"]},
+        ]),
+    )
+    .ok();
+    assert!(!env.exists("held.txt"), "a held file stays untouched");
+    assert!(
+        model.log().contains("is locked by holder"),
+        "the deny reason, naming the holder, reaches the model"
+    );
+    assert_eq!(env.read("free.txt"), "from the client");
+    assert!(
+        repo.holders("free.txt").is_empty(),
+        "the plugin locked free.txt and released it at the end of the turn"
+    );
+    assert!(
+        model
+            .log()
+            .contains("Working with other agents in this folder"),
+        "the plugin gives the agent coord's instructions"
+    );
+    // Then allowed: the holder lets go, and the next session writes it.
+    env.agent("holder").args(["unlock", "held.txt"]).ok();
+    start(
+        client,
+        &repo,
+        &model,
+        "the session once the file is free",
+        serde_json::json!([{"write": [repo.abs("held.txt"), "now mine"]}]),
+    )
+    .ok();
+    assert_eq!(env.read("held.txt"), "now mine");
+    let mut untracked = "?? free.txt\n?? held.txt\n".to_string();
+    if mcp {
+        start(
+            client,
+            &repo,
+            &model,
+            "a session locking through MCP, then editing",
+            serde_json::json!([
+                {"mcp": ["lock", {"files": ["mcp.txt"]}]},
+                {"write": [repo.abs("mcp.txt"), "after the MCP lock"]},
+            ]),
+        )
+        .ok();
+        assert!(
+            model.log().contains("Lock acquired: mcp.txt"),
+            "the MCP lock was taken"
+        );
+        assert_eq!(env.read("mcp.txt"), "after the MCP lock");
+        assert!(
+            repo.holders("mcp.txt").is_empty(),
+            "released at the end of the turn"
+        );
+        untracked.push_str("?? mcp.txt\n");
+    }
+    assert_eq!(
+        repo.git(&["status", "--porcelain", "--untracked-files=all"]),
+        untracked,
+        "nothing of coord's in `git status`"
+    );
+    (repo, model)
 }
