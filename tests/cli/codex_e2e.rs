@@ -251,9 +251,9 @@ fn codex_session_coordinated_by_the_installed_plugin_alone() {
     e2e::until(
         &mut run,
         "the first edit's result reached the model",
-        || !model.results().is_empty(),
+        || !e2e::results(&c, &model).is_empty(),
     );
-    let denied = &model.results()[0].0;
+    let denied = &e2e::results(&c, &model)[0].0;
     assert!(
         denied.contains("alice") && denied.contains("target.txt"),
         "the reason, naming the holder, reaches the model: {denied}"
@@ -266,9 +266,9 @@ fn codex_session_coordinated_by_the_installed_plugin_alone() {
     env.agent("alice").args(["unlock", "target.txt", "-q"]).ok();
     e2e::release(&go);
     e2e::until(&mut run, "the session's edits went through", || {
-        model.results().len() >= 4
+        e2e::results(&c, &model).len() >= 4
     });
-    let results = model.results();
+    let results = e2e::results(&c, &model);
     assert_eq!(env.read("target.txt").trim_end(), "from the session");
     assert!(
         results[2].0.contains("mcp.txt") && !results[2].1,

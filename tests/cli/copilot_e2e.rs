@@ -30,12 +30,12 @@
 //! Ignored by plain `cargo test`; run with `--ignored`, fails, saying why, when `COORD_TEST_COPILOT`
 //! is unset or does not run, or python3 or git is missing.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 
 use serde_json::{Value, json};
 
-use crate::e2e::{self, Client, FakeModel, Repo, Run, calls_script, until};
+use crate::e2e::{self, Client, FakeModel, Repo, Run};
 
 /// The agent the tests below have hold a file against the session.
 const OTHER: &str = "claude-x";
@@ -118,23 +118,29 @@ impl Client for Copilot {
         })
     }
 
-    /// The `tool` messages of each request of a session's turn; a hook's deny is an error.
-    fn conversations(&self, model: &FakeModel) -> Vec<Vec<(String, bool)>> {
-        model
-            .requests()
-            .iter()
-            .filter(|r| {
-                r["body"]["messages"].to_string().contains("coord-e2e:")
-                    && r["body"]["tools"].as_array().is_some_and(|t| !t.is_empty())
-            })
-            .map(|r| {
-                tool_messages(r)
-                    .into_iter()
-                    .map(|t| {
-                        let denied = t.starts_with("Denied by preToolUse hook");
-                        (t, denied)
-                    })
-                    .collect()
+    fn is_turn(&self, request: &Value) -> bool {
+        request["body"]["messages"]
+            .to_string()
+            .contains("coord-e2e:")
+            && request["body"]["tools"]
+                .as_array()
+                .is_some_and(|t| !t.is_empty())
+    }
+
+    /// The `tool` messages; a hook's deny is an error.
+    fn tool_results(&self, request: &Value) -> Vec<(String, bool)> {
+        request["body"]["messages"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| {
+                let text = match &m["content"] {
+                    Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                let denied = text.starts_with("Denied by preToolUse hook");
+                (text, denied)
             })
             .collect()
     }
@@ -145,60 +151,10 @@ impl Client for Copilot {
     }
 }
 
-/// The `tool` messages of one request, as text.
-fn tool_messages(request: &Value) -> Vec<String> {
-    request["body"]["messages"]
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter(|m| m["role"] == "tool")
-        .map(|m| match &m["content"] {
-            Value::String(s) => s.clone(),
-            other => other.to_string(),
-        })
-        .collect()
-}
-
-/// A repository with a committed `target.txt` ("old line\n") beside the wiring, the scripted
-/// model, and the client configured.
-fn bench() -> (Copilot, Repo, FakeModel) {
-    let c = copilot();
-    let (repo, model) = e2e::setup(&c);
-    repo.env.write("target.txt", "old line\n");
-    repo.commit_all("start");
-    (c, repo, model)
-}
-
-/// A session of `calls`, the K-th "done" held until `holds[K]` exists; and its prompt.
-fn start(
-    c: &Copilot,
-    repo: &Repo,
-    model: &FakeModel,
-    name: &str,
-    calls: Value,
-    holds: &[&Path],
-) -> (Run, String) {
-    let prompt = calls_script(calls, holds);
-    let run = Run::spawn(c.session(repo, model, &prompt), name, &repo.scratch());
-    (run, prompt)
-}
-
-/// The `tool` messages of the longest conversation whose prompt is `prompt`: what the client
-/// told the model each tool call did.
-fn tool_results(model: &FakeModel, prompt: &str) -> Vec<String> {
-    model
-        .requests_with(prompt)
-        .iter()
-        .map(tool_messages)
-        .max_by_key(|v| v.len())
-        .unwrap_or_default()
-}
-
-/// The `copilot-*` agent holding `target.txt`, if one does.
-fn copilot_holder(repo: &Repo) -> Option<String> {
-    repo.holders("target.txt")
-        .into_iter()
-        .find(|a| a.starts_with("copilot-"))
+/// Both edit tools on `target.txt`.
+fn edit_and_create(repo: &Repo) -> Value {
+    let create = json!(["create", {"path": repo.abs("target.txt"), "file_text": "from copilot\n"}]);
+    json!([edit_call(repo, "new line"), create])
 }
 
 fn edit_call(repo: &Repo, new: &str) -> Value {
@@ -217,6 +173,18 @@ fn patch_call(repo: &Repo, new: &str) -> Value {
 
 e2e::scenario_tests! {
     client: copilot(), ignore: "needs the real client: set COORD_TEST_COPILOT (see .ci/run)";
+    copilot_edit_denied_while_another_agent_holds_the_file_then_allowed_and_released_at_turn_end =>
+        edits_denied_then_allowed(
+            edit_and_create,
+            |repo| edit_call(repo, "new line"),
+            "new line\n",
+            "Denied by preToolUse hook: coord:"
+        );
+    /// agentStop continues the session with `{"decision": "block", "reason"}`, Copilot's
+    /// AgentStopHookOutput.
+    copilot_agent_stop_releases_the_turns_locks_while_the_session_lives =>
+        turn_end_releases_the_locks_while_the_session_lives(|repo| edit_call(repo, "from copilot"));
+    copilot_session_start_context_reaches_the_model => session_start_context_reaches_the_model();
     two_copilot_sessions_are_two_agents_that_exclude_each_other =>
         two_sessions_exclude_each_other();
     copilot_session_end_finishes_the_presence => session_end_finishes_the_presence();
@@ -235,113 +203,9 @@ e2e::scenario_tests! {
 
 #[test]
 #[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
-fn copilot_edit_denied_while_another_agent_holds_the_file_then_allowed_and_released_at_turn_end() {
-    let (c, repo, model) = bench();
-    repo.env.agent(OTHER).args(["lock", "target.txt"]).ok();
-
-    // Both edit tools are denied, naming the holder; the file stays as it was.
-    let create = json!(["create", {"path": repo.abs("target.txt"), "file_text": "from copilot\n"}]);
-    let (run, prompt) = start(
-        &c,
-        &repo,
-        &model,
-        "denied",
-        json!([edit_call(&repo, "new line"), create]),
-        &[],
-    );
-    run.ok();
-    assert_eq!(repo.env.read("target.txt"), "old line\n");
-    assert_eq!(repo.holders("target.txt"), [OTHER]);
-    let results = tool_results(&model, &prompt);
-    assert_eq!(results.len(), 2, "{results:#?}");
-    for r in &results {
-        assert!(r.contains(OTHER) && r.contains("target.txt"), "{r}");
-        assert!(
-            r.starts_with("Denied by preToolUse hook: coord:"),
-            "the hook's deny: {r}"
-        );
-    }
-
-    // Released: the edit goes through, its lock held for the rest of the turn, released at its end.
-    repo.env.agent(OTHER).args(["unlock", "target.txt"]).ok();
-    let flag = repo.flag("turn-over");
-    let (mut run, prompt) = start(
-        &c,
-        &repo,
-        &model,
-        "allowed",
-        json!([edit_call(&repo, "new line")]),
-        &[&flag],
-    );
-    until(&mut run, "the edit inside the turn", || {
-        repo.env.read("target.txt") == "new line\n" && copilot_holder(&repo).is_some()
-    });
-    let holder = copilot_holder(&repo).unwrap();
-    repo.env
-        .agent(OTHER)
-        .args(["lock", "target.txt", "--no-wait"])
-        .code(3)
-        .stderr_has(&holder);
-    e2e::release(&flag);
-    run.ok();
-    assert!(
-        repo.holders("target.txt").is_empty(),
-        "released at the turn's end: {:?}",
-        repo.holders("target.txt")
-    );
-    let results = tool_results(&model, &prompt);
-    assert_eq!(results.len(), 1, "{results:#?}");
-    assert!(!results[0].contains(OTHER), "{results:#?}");
-}
-
-#[test]
-#[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
-fn copilot_agent_stop_releases_the_turns_locks_while_the_session_lives() {
-    let (c, repo, model) = bench();
-    let (first, second) = (repo.flag("first-answer"), repo.flag("second-answer"));
-    let (mut run, _) = start(
-        &c,
-        &repo,
-        &model,
-        "turns",
-        json!([edit_call(&repo, "from copilot")]),
-        &[&first, &second],
-    );
-    until(&mut run, "the edit inside the turn", || {
-        copilot_holder(&repo).is_some()
-    });
-    let me = copilot_holder(&repo).unwrap();
-
-    // A message waits for it: agentStop releases the turn's locks and continues the session once
-    // (`{"decision": "block", "reason"}`, Copilot's AgentStopHookOutput), telling the model.
-    repo.env
-        .agent(OTHER)
-        .args(["msg", "send", &me, "target.txt is mine next"])
-        .ok();
-    e2e::release(&first);
-    until(&mut run, "the continued turn reaches the model", || {
-        model.requests().iter().any(|r| {
-            r["body"]["messages"]
-                .to_string()
-                .contains("unread message before you stop")
-        })
-    });
-    assert!(
-        repo.holders("target.txt").is_empty(),
-        "released at the end of the turn, the session still running: {:?}",
-        repo.holders("target.txt")
-    );
-    assert_eq!(repo.agents_of(&me), [(me.clone(), "ACTIVE".to_string())]);
-
-    e2e::release(&second);
-    run.ok();
-    assert_eq!(repo.agents_of(&me), [(me.clone(), "FINISHED".to_string())]);
-}
-
-#[test]
-#[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn copilot_doctor_says_whether_the_real_client_runs_the_hooks() {
-    let (c, repo, model) = bench();
+    let c = copilot();
+    let (repo, model) = e2e::setup_committed(&c);
     let config = repo.home.join(".copilot/config.json");
     repo.env.agent(OTHER).args(["lock", "target.txt"]).ok();
 
@@ -349,14 +213,8 @@ fn copilot_doctor_says_whether_the_real_client_runs_the_hooks() {
     std::fs::write(&config, "{}").unwrap();
     let (says, why) = repo.doctor_says("copilot");
     assert_eq!(says, "no", "{why}");
-    let (run, _) = start(
-        &c,
-        &repo,
-        &model,
-        "untrusted",
-        json!([edit_call(&repo, "unlocked")]),
-        &[],
-    );
+    let unlocked = json!([edit_call(&repo, "unlocked")]);
+    let (run, _) = e2e::start_calls(&c, &repo, &model, "untrusted", unlocked, &[]);
     run.ok();
     assert_eq!(repo.env.read("target.txt"), "unlocked\n", "no hook ran");
     assert!(repo.agents_of("copilot-").is_empty(), "no hook ran");
@@ -366,21 +224,16 @@ fn copilot_doctor_says_whether_the_real_client_runs_the_hooks() {
     c.configure(&repo, &model);
     let (says, why) = repo.doctor_says("copilot");
     assert_eq!(says, "yes", "{why}");
-    let (run, prompt) = start(
-        &c,
-        &repo,
-        &model,
-        "trusted",
-        json!([edit_call(&repo, "locked")]),
-        &[],
-    );
+    let locked = json!([edit_call(&repo, "locked")]);
+    let (run, prompt) = e2e::start_calls(&c, &repo, &model, "trusted", locked, &[]);
     run.ok();
     assert_eq!(
         repo.env.read("target.txt"),
         "unlocked\n",
         "the edit was denied"
     );
-    assert!(tool_results(&model, &prompt)[0].contains(OTHER));
+    let results = e2e::conversation_of(&c, &model, &prompt);
+    assert!(results[0].0.contains(OTHER), "{results:#?}");
     assert!(
         std::fs::read_to_string(&config).unwrap().starts_with("//"),
         "the client rewrote its config with comments"
@@ -392,20 +245,14 @@ fn copilot_doctor_says_whether_the_real_client_runs_the_hooks() {
 #[test]
 #[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
 fn copilot_apply_patch_of_a_gpt5_model_denied_while_another_agent_holds_the_file() {
-    let (c, repo, model) = bench();
     let c = Copilot {
         model: PATCH_MODEL,
-        ..c
+        ..copilot()
     };
+    let (repo, model) = e2e::setup_committed(&c);
     repo.env.agent(OTHER).args(["lock", "target.txt"]).ok();
-    let (run, prompt) = start(
-        &c,
-        &repo,
-        &model,
-        "patch",
-        json!([patch_call(&repo, "from gpt-5")]),
-        &[],
-    );
+    let patch = json!([patch_call(&repo, "from gpt-5")]);
+    let (run, prompt) = e2e::start_calls(&c, &repo, &model, "patch", patch, &[]);
     run.ok();
     let asked = model.requests_with("apply_patch");
     assert!(
@@ -421,33 +268,10 @@ fn copilot_apply_patch_of_a_gpt5_model_denied_while_another_agent_holds_the_file
         "old line\n",
         "the patch was denied"
     );
-    let results = tool_results(&model, &prompt);
+    let results = e2e::conversation_of(&c, &model, &prompt);
     assert_eq!(results.len(), 1, "{results:#?}");
     assert!(
-        results[0].contains(OTHER) && results[0].contains("target.txt"),
+        results[0].0.contains(OTHER) && results[0].0.contains("target.txt"),
         "{results:#?}"
-    );
-}
-
-#[test]
-#[ignore = "needs the real client: set COORD_TEST_COPILOT (see .ci/run)"]
-fn copilot_session_start_context_reaches_the_model() {
-    let (c, repo, model) = bench();
-    repo.env.agent(OTHER).args(["lock", "target.txt"]).ok();
-    let (run, prompt) = start(&c, &repo, &model, "context", json!([]), &[]);
-    run.ok();
-    let asked = model.requests_with(&prompt);
-    assert!(!asked.is_empty());
-    let text = asked[0]["body"]["messages"].to_string();
-    let agents = repo.agents_of("copilot-");
-    assert_eq!(agents.len(), 1, "{agents:?}");
-    let me = &agents[0].0;
-    assert!(
-        text.contains(me),
-        "the model is told its coord name: {text}"
-    );
-    assert!(
-        text.contains("held by claude-x"),
-        "the model is told who holds what: {text}"
     );
 }

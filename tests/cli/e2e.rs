@@ -23,13 +23,7 @@ use crate::support::{Env, coord_bin};
 
 mod scenarios;
 
-pub use scenarios::{
-    commit_of_a_held_staged_file_is_refused, commit_of_its_own_file_goes_through,
-    denied_then_allowed, denied_then_allowed_and_two_sessions, killed_client_frees_its_files,
-    mcp_lock_and_own_edit, plugin_alone_denies_then_allows, session_end_finishes_the_presence,
-    session_start_context_reaches_the_model, shell_commands_act_as_the_session,
-    shell_edit_is_told_to_the_model, two_sessions_exclude_each_other,
-};
+pub use scenarios::*;
 
 /// One test per scenario of `e2e/scenarios.rs` a client runs: the client's constructor and the
 /// ignore reason once, then `TEST_NAME => scenario(extra arguments)` per line (the test's name
@@ -51,7 +45,7 @@ macro_rules! scenario_tests {
 pub(crate) use scenario_tests;
 
 /// How long one client run may take before it is killed and the test fails.
-pub const CLIENT_LIMIT: Duration = Duration::from_secs(120);
+pub const CLIENT_LIMIT: Duration = Duration::from_secs(180);
 
 /// One real agent client the end-to-end tests drive: coord's name for it, the variable naming
 /// its executable, what it is, and the scripted model's wire protocol it talks. How each one is
@@ -254,23 +248,6 @@ impl FakeModel {
             .collect()
     }
 
-    /// The tool results of the latest turn (its whole conversation so far; with one session at a
-    /// time): `(text, error)`.
-    pub fn results(&self) -> Vec<(String, bool)> {
-        self.turns()
-            .last()
-            .and_then(|r| r["results"].as_array().cloned())
-            .unwrap_or_default()
-            .iter()
-            .map(|res| {
-                (
-                    res["text"].as_str().unwrap_or_default().to_string(),
-                    res["error"] == true,
-                )
-            })
-            .collect()
-    }
-
     /// Every tool result any turn carried that contains `needle`.
     pub fn results_containing(&self, needle: &str) -> Vec<String> {
         let mut out: Vec<String> = Vec::new();
@@ -283,14 +260,6 @@ impl FakeModel {
             }
         }
         out
-    }
-
-    /// The whole body of the session's first turn, as JSON text.
-    pub fn first_turn_body(&self) -> String {
-        self.turns()
-            .first()
-            .map(|r| r["body"].to_string())
-            .unwrap_or_default()
     }
 }
 
@@ -793,22 +762,21 @@ pub trait Client {
     fn script(&self, steps: Value) -> String {
         script(steps)
     }
-    /// The tool results each of the session turns' requests carried (the conversation so far),
-    /// in order, as the client tells its model: `(text, error)`.
-    fn conversations(&self, model: &FakeModel) -> Vec<Vec<(String, bool)>> {
-        model
-            .turns()
-            .iter()
-            .map(|r| {
-                r["results"]
-                    .as_array()
-                    .into_iter()
-                    .flatten()
-                    .map(|res| {
-                        let text = res["text"].as_str().unwrap_or_default().to_string();
-                        (text, res["error"] == true)
-                    })
-                    .collect()
+    /// Whether `request` (as the model logged it) is one of a session's turns: it carries a
+    /// script and offers tools.
+    fn is_turn(&self, request: &Value) -> bool {
+        request["script"] == true && request["tools"].as_array().is_some_and(|t| !t.is_empty())
+    }
+    /// The tool results a turn's `request` carried (its conversation so far), as the client
+    /// told its model: `(text, error)`.
+    fn tool_results(&self, request: &Value) -> Vec<(String, bool)> {
+        request["results"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|res| {
+                let text = res["text"].as_str().unwrap_or_default().to_string();
+                (text, res["error"] == true)
             })
             .collect()
     }
@@ -820,21 +788,78 @@ pub trait Client {
     fn before_concurrent_sessions(&self) {}
 }
 
+/// The tool results each of the session turns' requests carried, in order.
+pub fn conversations(client: &dyn Client, model: &FakeModel) -> Vec<Vec<(String, bool)>> {
+    model
+        .requests()
+        .iter()
+        .filter(|r| client.is_turn(r))
+        .map(|r| client.tool_results(r))
+        .collect()
+}
+
 /// The tool results of the latest turn (its whole conversation so far; with one session at a
 /// time): `(text, error)`.
 pub fn results(client: &dyn Client, model: &FakeModel) -> Vec<(String, bool)> {
-    client.conversations(model).pop().unwrap_or_default()
+    conversations(client, model).pop().unwrap_or_default()
+}
+
+/// The tool results of the longest conversation whose prompt is `prompt`: what the client told
+/// the model each tool call of that session did.
+pub fn conversation_of(
+    client: &dyn Client,
+    model: &FakeModel,
+    prompt: &str,
+) -> Vec<(String, bool)> {
+    model
+        .requests_with(prompt)
+        .iter()
+        .filter(|r| client.is_turn(r))
+        .map(|r| client.tool_results(r))
+        .max_by_key(Vec::len)
+        .unwrap_or_default()
 }
 
 /// Every tool result any turn carried that contains `needle`.
 pub fn results_containing(client: &dyn Client, model: &FakeModel, needle: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for (text, _) in client.conversations(model).into_iter().flatten() {
+    for (text, _) in conversations(client, model).into_iter().flatten() {
         if text.contains(needle) && !out.contains(&text) {
             out.push(text);
         }
     }
     out
+}
+
+/// A session of `calls` (see [`calls_script`]), started; and its prompt.
+pub fn start_calls(
+    client: &dyn Client,
+    repo: &Repo,
+    model: &FakeModel,
+    what: &str,
+    calls: Value,
+    holds: &[&Path],
+) -> (Run, String) {
+    let prompt = calls_script(calls, holds);
+    let run = Run::spawn(client.session(repo, model, &prompt), what, &repo.scratch());
+    (run, prompt)
+}
+
+/// The one agent of `client` holding `rel`, if exactly one holds it.
+pub fn session_holder(client: &dyn Client, repo: &Repo, rel: &str) -> Option<String> {
+    match repo.holders(rel).as_slice() {
+        [one] if one.starts_with(&format!("{}-", client.name())) => Some(one.clone()),
+        _ => None,
+    }
+}
+
+/// A repository with `target.txt` ("old line\n") committed with the wiring, its scripted model,
+/// and the client configured.
+pub fn setup_committed(client: &dyn Client) -> (Repo, FakeModel) {
+    let (repo, model) = setup(client);
+    repo.env.write("target.txt", "old line\n");
+    repo.commit_all("start");
+    (repo, model)
 }
 
 /// A repository wired for `client`, its scripted model, and the client configured.

@@ -4,19 +4,14 @@
 
 use serde_json::Value;
 
-use super::{Client, Finished, Repo, release, results, results_containing, setup, start, until};
+use super::{
+    Client, FakeModel, Finished, Repo, conversation_of, release, results, results_containing,
+    session_holder, setup, setup_committed, start, start_calls, until,
+};
 
 /// The text of `rel`, if it exists.
 fn content(repo: &Repo, rel: &str) -> Option<String> {
     std::fs::read_to_string(repo.env.path(rel)).ok()
-}
-
-/// The one agent of `client` holding `rel`, if exactly one holds it.
-fn session_holder(client: &dyn Client, repo: &Repo, rel: &str) -> Option<String> {
-    match repo.holders(rel).as_slice() {
-        [one] if one.starts_with(&format!("{}-", client.name())) => Some(one.clone()),
-        _ => None,
-    }
 }
 
 /// An edit is denied while another agent holds the file (the file untouched, the reason naming the
@@ -163,24 +158,30 @@ pub fn two_sessions_exclude_each_other(client: &dyn Client) -> (Finished, Finish
     (a, b)
 }
 
-/// The SessionStart hook's context reaches the model: its first request names another agent's lock.
+/// The SessionStart hook's context reaches the model: its first request tells the session its
+/// agent's name and names another agent's lock.
 pub fn session_start_context_reaches_the_model(client: &dyn Client) {
     let (repo, model) = setup(client);
     repo.env
         .agent("alice")
         .args(["lock", "notes.md", "-q", "--reason", "rewriting the intro"])
         .ok();
-    let done = start(client, &repo, &model, "session", serde_json::json!([])).wait();
-    assert_eq!(done.code, Some(0), "{done:?}");
-    let body = model.first_turn_body();
+    start(client, &repo, &model, "session", serde_json::json!([])).ok();
+    let requests = model.requests();
+    let Some(first) = requests.iter().find(|r| client.is_turn(r)) else {
+        panic!("the session asked the model: {requests:#?}")
+    };
+    let body = first["body"].to_string();
+    let agents = repo.agents_of(&format!("{}-", client.name()));
+    assert_eq!(agents.len(), 1, "{agents:?}");
+    let me = &agents[0].0;
     assert!(
-        !body.is_empty(),
-        "the session asked the model: {:?}",
-        model.requests().len()
+        body.contains(&format!("you are agent `{me}`")),
+        "the model is told its coord name: {body}"
     );
     assert!(
-        body.contains("alice") && body.contains("notes.md"),
-        "the model's first request holds coord's context naming alice's lock on notes.md"
+        body.contains("notes.md (held by alice"),
+        "the model's first request holds coord's context naming alice's lock on notes.md: {body}"
     );
 }
 
@@ -396,14 +397,6 @@ pub fn shell_edit_is_told_to_the_model(client: &dyn Client) {
     );
 }
 
-/// A repository with `target.txt` ("old line\n") committed with the wiring.
-fn setup_committed(client: &dyn Client) -> (Repo, super::FakeModel) {
-    let (repo, model) = setup(client);
-    repo.env.write("target.txt", "old line\n");
-    repo.commit_all("start");
-    (repo, model)
-}
-
 /// `git commit` through the agent's shell tool is refused while another agent holds a staged
 /// file (the reason, naming holder and file, reaches the model; no commit), and goes through once
 /// the file is free.
@@ -484,20 +477,18 @@ fn session_holders(client: &dyn Client, repo: &Repo, rel: &str) -> Vec<String> {
         .collect()
 }
 
-/// One session: an edit of a file another agent holds is denied (the file stays untouched, the
-/// reason naming the holder reaches the model), an edit of a free file goes through and its
-/// lock is released at the end of the turn. Then two sessions: a second one is denied a file
-/// the first holds inside its turn, the reason naming the first.
-pub fn denied_then_allowed_and_two_sessions(client: &dyn Client) {
-    let (repo, model) = setup(client);
+/// One session writes `held.txt`, which the agent "holder" holds, then `free.txt`: the first
+/// is denied (the file stays untouched, the reason naming the holder reaches the model), the
+/// second goes through and its lock is released at the end of the turn.
+fn held_denied_free_written(client: &dyn Client, repo: &Repo, model: &FakeModel) {
     let env = &repo.env;
     env.agent("holder")
         .args(["lock", "held.txt", "--reason", "rewriting it"])
         .ok();
     start(
         client,
-        &repo,
-        &model,
+        repo,
+        model,
         "the first session",
         serde_json::json!([
             {"write": [repo.abs("held.txt"), "from the client"]},
@@ -512,10 +503,20 @@ pub fn denied_then_allowed_and_two_sessions(client: &dyn Client) {
     );
     assert_eq!(env.read("free.txt"), "from the client");
     assert!(
-        session_holders(client, &repo, "free.txt").is_empty(),
-        "released at the end of the turn: {:?}",
+        repo.holders("free.txt").is_empty(),
+        "locked and released at the end of the turn: {:?}",
         repo.holders("free.txt")
     );
+}
+
+/// One session: an edit of a file another agent holds is denied (the file stays untouched, the
+/// reason naming the holder reaches the model), an edit of a free file goes through and its
+/// lock is released at the end of the turn. Then two sessions: a second one is denied a file
+/// the first holds inside its turn, the reason naming the first.
+pub fn denied_then_allowed_and_two_sessions(client: &dyn Client) {
+    let (repo, model) = setup(client);
+    let env = &repo.env;
+    held_denied_free_written(client, &repo, &model);
     env.agent("holder").args(["unlock", "held.txt"]).ok();
 
     // Two sessions: the first stays inside its turn holding shared.txt.
@@ -556,33 +557,10 @@ pub fn denied_then_allowed_and_two_sessions(client: &dyn Client) {
 /// server is the session's agent (its lock does not block the session's own edit, and goes at
 /// the turn's end); nothing of coord's shows in `git status`. Returns the repository and model
 /// for what a client checks more.
-pub fn plugin_alone_denies_then_allows(client: &dyn Client, mcp: bool) -> (Repo, super::FakeModel) {
+pub fn plugin_alone_denies_then_allows(client: &dyn Client, mcp: bool) -> (Repo, FakeModel) {
     let (repo, model) = setup(client);
     let env = &repo.env;
-    env.agent("holder")
-        .args(["lock", "held.txt", "--reason", "rewriting it"])
-        .ok();
-    start(
-        client,
-        &repo,
-        &model,
-        "a session with the plugin alone",
-        serde_json::json!([
-            {"write": [repo.abs("held.txt"), "from the client"]},
-            {"write": [repo.abs("free.txt"), "from the client"]},
-        ]),
-    )
-    .ok();
-    assert!(!env.exists("held.txt"), "a held file stays untouched");
-    assert!(
-        model.log().contains("is locked by holder"),
-        "the deny reason, naming the holder, reaches the model"
-    );
-    assert_eq!(env.read("free.txt"), "from the client");
-    assert!(
-        repo.holders("free.txt").is_empty(),
-        "the plugin locked free.txt and released it at the end of the turn"
-    );
+    held_denied_free_written(client, &repo, &model);
     assert!(
         model
             .log()
@@ -630,4 +608,109 @@ pub fn plugin_alone_denies_then_allows(client: &dyn Client, mcp: bool) -> (Repo,
         "nothing of coord's in `git status`"
     );
     (repo, model)
+}
+
+/// Every edit tool of `denied` (calls on `target.txt`, which the agent "claude-x" holds) is
+/// denied: the file stays as it was, each result is the hook's deny (starting `deny`), naming
+/// holder and file. Once the file is free, `allowed` makes it read `edited`; the session holds it
+/// for the rest of its turn (another agent is refused, naming it), and the turn's end releases it.
+pub fn edits_denied_then_allowed(
+    client: &dyn Client,
+    denied: impl Fn(&Repo) -> Value,
+    allowed: impl Fn(&Repo) -> Value,
+    edited: &str,
+    deny: &str,
+) {
+    let (repo, model) = setup_committed(client);
+    let env = &repo.env;
+    env.agent("claude-x").args(["lock", "target.txt"]).ok();
+    let (run, prompt) = start_calls(client, &repo, &model, "denied", denied(&repo), &[]);
+    run.ok();
+    assert_eq!(env.read("target.txt"), "old line\n");
+    assert_eq!(repo.holders("target.txt"), ["claude-x"]);
+    let results = conversation_of(client, &model, &prompt);
+    assert_eq!(
+        results.len(),
+        denied(&repo).as_array().unwrap().len(),
+        "{results:#?}"
+    );
+    for (text, error) in &results {
+        assert!(
+            text.contains("claude-x") && text.contains("target.txt"),
+            "{text}"
+        );
+        assert!(*error && text.starts_with(deny), "the hook's deny: {text}");
+    }
+
+    // Released: the edit goes through, its lock held for the rest of the turn, released at its end.
+    env.agent("claude-x").args(["unlock", "target.txt"]).ok();
+    let flag = repo.flag("turn-over");
+    let calls = Value::from(vec![allowed(&repo)]);
+    let (mut run, prompt) = start_calls(client, &repo, &model, "allowed", calls, &[&flag]);
+    until(&mut run, "the edit inside the turn", || {
+        env.read("target.txt") == edited && session_holder(client, &repo, "target.txt").is_some()
+    });
+    let holder = session_holder(client, &repo, "target.txt").unwrap();
+    env.agent("claude-x")
+        .args(["lock", "target.txt", "--no-wait"])
+        .code(3)
+        .stderr_has(&holder);
+    release(&flag);
+    run.ok();
+    assert!(
+        repo.holders("target.txt").is_empty(),
+        "released at the turn's end: {:?}",
+        repo.holders("target.txt")
+    );
+    let results = conversation_of(client, &model, &prompt);
+    assert_eq!(results.len(), 1, "{results:#?}");
+    assert!(
+        !results[0].1 && !results[0].0.contains("claude-x"),
+        "{results:#?}"
+    );
+}
+
+/// The hook at the end of a turn (Gemini's AfterAgent, Copilot's agentStop), a message waiting
+/// for the session: it releases the turn's locks and continues the session once, telling the
+/// model about the message; the session is still ACTIVE then, FINISHED after. `edit` takes
+/// `target.txt`.
+pub fn turn_end_releases_the_locks_while_the_session_lives(
+    client: &dyn Client,
+    edit: impl Fn(&Repo) -> Value,
+) {
+    let (repo, model) = setup_committed(client);
+    let (first, second) = (repo.flag("first-answer"), repo.flag("second-answer"));
+    let calls = Value::from(vec![edit(&repo)]);
+    let (mut run, _) = start_calls(client, &repo, &model, "turns", calls, &[&first, &second]);
+    until(&mut run, "the edit inside the turn", || {
+        session_holder(client, &repo, "target.txt").is_some()
+    });
+    let me = session_holder(client, &repo, "target.txt").unwrap();
+    repo.env
+        .agent("claude-x")
+        .args(["msg", "send", &me, "target.txt is mine next"])
+        .ok();
+    release(&first);
+    until(&mut run, "the continued turn reaches the model", || {
+        model.requests().iter().any(|r| {
+            client.is_turn(r)
+                && r["body"]
+                    .to_string()
+                    .contains("unread message before you stop")
+        })
+    });
+    assert!(
+        repo.holders("target.txt").is_empty(),
+        "released at the end of the turn, the session still running: {:?}",
+        repo.holders("target.txt")
+    );
+    assert_eq!(repo.agents_of(&me), [(me.clone(), "ACTIVE".to_string())]);
+    repo.env
+        .agent("claude-x")
+        .args(["lock", "target.txt", "--no-wait"])
+        .ok();
+
+    release(&second);
+    run.ok();
+    assert_eq!(repo.agents_of(&me), [(me.clone(), "FINISHED".to_string())]);
 }
