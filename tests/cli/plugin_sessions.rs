@@ -3,7 +3,10 @@
 
 use std::process::Command;
 
-use crate::plugin::{client, fresh_repo, git, text, write_plugins};
+use serde_json::{Value, json};
+
+use crate::e2e::{Client, FakeModel, Repo, Run, calls_script};
+use crate::plugin::{client, fresh_repo, git, write_plugins};
 
 /// Two real Claude Code sessions (scripted model on 127.0.0.1) in a fresh git repository with
 /// no `coord init`, coordinated by the installed plugin alone: the second session's Write is
@@ -12,7 +15,7 @@ use crate::plugin::{client, fresh_repo, git, text, write_plugins};
 /// commands.
 #[test]
 fn two_claude_sessions_coordinate_through_the_installed_plugin_alone() {
-    use crate::e2e::{FakeModel, release, script};
+    use crate::e2e::{release, script};
     use std::time::{Duration, Instant};
     let Some(bin) = client("COORD_TEST_CLAUDE") else {
         return;
@@ -118,50 +121,33 @@ fn two_claude_sessions_coordinate_through_the_installed_plugin_alone() {
     assert!(!settings.contains("coord@coord"), "{settings}");
 }
 
-/// A real Gemini CLI session (scripted model on 127.0.0.1) in a repository nobody set up, with
-/// coord only as an installed extension: its edit of a file another agent holds is denied, the
-/// reason reaches the model, `git status` shows nothing of coord's; then the extension is
-/// removed with Gemini's own command.
-#[test]
-fn a_gemini_session_is_coordinated_by_the_installed_extension_alone() {
-    use crate::e2e::{Client, FakeModel, Repo, Run, calls_script};
-    let Some(bin) = client("COORD_TEST_GEMINI") else {
-        return;
-    };
-    // A repository nobody set up.
+/// A repository nobody set up (a committed `target.txt`), the scripted model, `c` configured,
+/// and the folder of its plugin as `coord plugin write` made it.
+fn plugin_bench(c: &dyn Client) -> (Repo, FakeModel, String) {
     let repo = Repo::fresh();
     repo.env.write("target.txt", "old line\n");
     repo.commit_all("start");
-    let model = FakeModel::start("fake_gemini.py", &repo.scratch());
-    let c = crate::gemini_e2e::Gemini(bin);
+    let model = FakeModel::start(c.model(), &repo.scratch());
     c.configure(&repo, &model);
     let plugins = repo.scratch().join("plugins");
-    write_plugins(&repo.env, &plugins, Some("gemini"));
-    let gem = |args: &[&str]| {
-        let out = repo
-            .client_cmd(&c.0)
-            .args(args)
-            .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "gemini {args:?}: {out:?}");
-        text(&out)
-    };
-    gem(&[
-        "extensions",
-        "install",
-        &plugins.join("gemini").to_string_lossy(),
-        "--consent",
-    ]);
+    write_plugins(&repo.env, &plugins, Some(c.name()));
+    let folder = plugins.join(c.name()).display().to_string();
+    (repo, model, folder)
+}
 
-    // Another agent holds target.txt (taken by hand, before any hook ran here).
+/// With the plugin installed: a session's `call` of `target.txt`, which another agent holds
+/// (taken by hand, before any hook ran here), is denied and the reason (`deny`) reaches the
+/// model; `git status` shows nothing of coord's.
+fn denied_through_the_plugin(
+    c: &dyn Client,
+    repo: &Repo,
+    model: &FakeModel,
+    call: Value,
+    deny: &str,
+) {
     repo.env.agent("claude-x").args(["lock", "target.txt"]).ok();
-    let target = repo.abs("target.txt");
-    let prompt = calls_script(
-        serde_json::json!([["write_file", {"file_path": target, "content": "from gemini\n"}]]),
-        &[],
-    );
-    Run::spawn(c.session(&repo, &model, &prompt), "denied", &repo.scratch()).ok();
+    let prompt = calls_script(Value::from(vec![call]), &[]);
+    Run::spawn(c.session(repo, model, &prompt), "denied", &repo.scratch()).ok();
     assert_eq!(
         repo.env.read("target.txt"),
         "old line\n",
@@ -170,7 +156,7 @@ fn a_gemini_session_is_coordinated_by_the_installed_extension_alone() {
     let seen = model
         .requests_with(&prompt)
         .iter()
-        .any(|r| r.to_string().contains("Tool execution blocked: coord:"));
+        .any(|r| r.to_string().contains(deny));
     assert!(seen, "the deny reached the model");
     repo.env
         .agent("claude-x")
@@ -180,6 +166,32 @@ fn a_gemini_session_is_coordinated_by_the_installed_extension_alone() {
         repo.git(&["status", "--porcelain", "--untracked-files=all"]),
         ""
     );
+}
+
+/// A real Gemini CLI session (scripted model on 127.0.0.1) in a repository nobody set up, with
+/// coord only as an installed extension: its edit of a file another agent holds is denied, the
+/// reason reaches the model, `git status` shows nothing of coord's; then the extension is
+/// removed with Gemini's own command.
+#[test]
+fn a_gemini_session_is_coordinated_by_the_installed_extension_alone() {
+    let Some(bin) = client("COORD_TEST_GEMINI") else {
+        return;
+    };
+    let c = crate::gemini_e2e::Gemini(bin);
+    let (repo, model, folder) = plugin_bench(&c);
+    let gem = |args: &[&str]| {
+        let out = repo
+            .client_cmd(&c.0)
+            .args(args)
+            .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "gemini {args:?}: {out:?}");
+    };
+    gem(&["extensions", "install", &folder, "--consent"]);
+    let write =
+        json!(["write_file", {"file_path": repo.abs("target.txt"), "content": "from gemini\n"}]);
+    denied_through_the_plugin(&c, &repo, &model, write, "Tool execution blocked: coord:");
     gem(&["extensions", "uninstall", "coord"]);
     assert!(!repo.home.join(".gemini/extensions/coord").exists());
 }
@@ -190,22 +202,14 @@ fn a_gemini_session_is_coordinated_by_the_installed_extension_alone() {
 /// with Copilot's own commands.
 #[test]
 fn a_copilot_session_is_coordinated_by_the_installed_plugin_alone() {
-    use crate::e2e::{Client, FakeModel, Repo, Run, calls_script};
     let Some(bin) = client("COORD_TEST_COPILOT") else {
         return;
     };
-    // A repository nobody set up.
-    let repo = Repo::fresh();
-    repo.env.write("target.txt", "old line\n");
-    repo.commit_all("start");
-    let model = FakeModel::start("fake_openai_chat.py", &repo.scratch());
     let c = crate::copilot_e2e::Copilot {
         bin,
         model: "gpt-4.1",
     };
-    c.configure(&repo, &model);
-    let plugins = repo.scratch().join("plugins");
-    write_plugins(&repo.env, &plugins, Some("copilot"));
+    let (repo, model, folder) = plugin_bench(&c);
     let cop = |args: &[&str]| {
         let out = repo
             .client_cmd(&c.bin)
@@ -219,40 +223,16 @@ fn a_copilot_session_is_coordinated_by_the_installed_plugin_alone() {
             .output()
             .unwrap();
         assert!(out.status.success(), "copilot {args:?}: {out:?}");
-        text(&out)
     };
-    cop(&[
-        "plugin",
-        "marketplace",
-        "add",
-        &plugins.join("copilot").to_string_lossy(),
-    ]);
+    cop(&["plugin", "marketplace", "add", &folder]);
     cop(&["plugin", "install", "coord@coord"]);
-
-    repo.env.agent("claude-x").args(["lock", "target.txt"]).ok();
-    let target = repo.abs("target.txt");
-    let prompt = calls_script(
-        serde_json::json!([["create", {"path": target, "file_text": "from copilot\n"}]]),
-        &[],
-    );
-    Run::spawn(c.session(&repo, &model, &prompt), "denied", &repo.scratch()).ok();
-    assert_eq!(
-        repo.env.read("target.txt"),
-        "old line\n",
-        "the edit was denied"
-    );
-    let seen = model
-        .requests_with(&prompt)
-        .iter()
-        .any(|r| r.to_string().contains("Denied by preToolUse hook: coord:"));
-    assert!(seen, "the deny reached the model");
-    repo.env
-        .agent("claude-x")
-        .args(["unlock", "target.txt"])
-        .ok();
-    assert_eq!(
-        repo.git(&["status", "--porcelain", "--untracked-files=all"]),
-        ""
+    let create = json!(["create", {"path": repo.abs("target.txt"), "file_text": "from copilot\n"}]);
+    denied_through_the_plugin(
+        &c,
+        &repo,
+        &model,
+        create,
+        "Denied by preToolUse hook: coord:",
     );
     cop(&["plugin", "uninstall", "coord@coord"]);
     cop(&["plugin", "marketplace", "remove", "coord"]);

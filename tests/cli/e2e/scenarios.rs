@@ -97,8 +97,7 @@ pub fn denied_then_allowed(client: &dyn Client) {
     );
 
     release(&end);
-    let done = run.wait();
-    assert_eq!(done.code, Some(0), "{done:?}");
+    run.ok();
     assert!(repo.holders("target.txt").is_empty());
 }
 
@@ -206,8 +205,7 @@ pub fn session_end_finishes_the_presence(client: &dyn Client) {
         "the session is ACTIVE while it runs: {during:?}"
     );
     release(&end);
-    let done = run.wait();
-    assert_eq!(done.code, Some(0), "{done:?}");
+    run.ok();
     assert_eq!(repo.env.read("a.txt").trim_end(), "a");
     let mine = repo.agents_of(&prefix);
     assert_eq!(mine.len(), 1, "one session, one agent: {:?}", repo.agents());
@@ -255,8 +253,7 @@ pub fn mcp_lock_and_own_edit(client: &dyn Client) {
         repo.holders("mcp.txt")
     );
     release(&end);
-    let done = run.wait();
-    assert_eq!(done.code, Some(0), "{done:?}");
+    run.ok();
 }
 
 /// `coord lock`, `coord whoami` and (with `commit`) `git commit` through the guard, run from the
@@ -312,8 +309,7 @@ pub fn shell_commands_act_as_the_session(client: &dyn Client, commit: bool) {
         );
     }
     release(&end);
-    let done = run.wait();
-    assert_eq!(done.code, Some(0), "{done:?}");
+    run.ok();
     assert!(
         repo.holders("shell.txt").is_empty(),
         "{:?}",
