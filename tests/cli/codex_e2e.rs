@@ -30,33 +30,6 @@ fn codex() -> Codex {
 }
 
 impl Codex {
-    /// The private `CODEX_HOME` with the scripted model as provider and the project trusted,
-    /// written once (a plugin's install adds to it).
-    fn configure(&self, repo: &Repo, model: &FakeModel) {
-        let codex_home = repo.home.join(".codex");
-        std::fs::create_dir_all(&codex_home).unwrap();
-        let config = format!(
-            r#"model = "gpt-5.5"
-model_provider = "coord-e2e"
-
-[model_providers.coord-e2e]
-name = "scripted model"
-base_url = "{url}/v1"
-env_key = "E2E_MODEL_KEY"
-wire_api = "responses"
-
-[projects."{root}"]
-trust_level = "trusted"
-"#,
-            url = model.url(),
-            root = repo.root().display()
-        );
-        let path = codex_home.join("config.toml");
-        if !path.exists() {
-            std::fs::write(path, config).unwrap();
-        }
-    }
-
     /// `codex ARGS` in the repository with the private `CODEX_HOME`; panics unless it succeeds.
     fn run(&self, repo: &Repo, args: &[&str]) -> String {
         let out = repo
@@ -84,8 +57,34 @@ impl Client for Codex {
         "fake_responses.py"
     }
 
-    fn session(&self, repo: &Repo, model: &FakeModel, prompt: &str) -> Command {
-        self.configure(repo, model);
+    /// The private `CODEX_HOME` with the scripted model as provider and the project trusted,
+    /// written once (a plugin's install adds to it).
+    fn configure(&self, repo: &Repo, model: &FakeModel) {
+        let codex_home = repo.home.join(".codex");
+        std::fs::create_dir_all(&codex_home).unwrap();
+        let config = format!(
+            r#"model = "gpt-5.5"
+model_provider = "coord-e2e"
+
+[model_providers.coord-e2e]
+name = "scripted model"
+base_url = "{url}/v1"
+env_key = "E2E_MODEL_KEY"
+wire_api = "responses"
+
+[projects."{root}"]
+trust_level = "trusted"
+"#,
+            url = model.url(),
+            root = repo.root().display()
+        );
+        let path = codex_home.join("config.toml");
+        if !path.exists() {
+            std::fs::write(path, config).unwrap();
+        }
+    }
+
+    fn session(&self, repo: &Repo, _model: &FakeModel, prompt: &str) -> Command {
         let codex_home = repo.home.join(".codex");
         let mut c = repo.client_cmd(&self.bin);
         c.arg("exec");
@@ -154,6 +153,22 @@ fn codex_two_concurrent_sessions_are_two_agents_that_exclude_each_other() {
     );
 }
 
+/// Codex with `-s workspace-write`, when its sandbox runs here (else it says the test is
+/// skipped).
+fn sandboxed() -> Option<Codex> {
+    let c = Codex {
+        sandboxed: true,
+        ..codex()
+    };
+    match sandbox_runs(&c) {
+        Ok(()) => Some(c),
+        Err(why) => {
+            eprintln!("skipped: Codex's sandbox does not run here: {why}");
+            None
+        }
+    }
+}
+
 /// Whether Codex's Linux sandbox runs here (it needs user namespaces): `codex sandbox -- CMD`.
 fn sandbox_runs(c: &Codex) -> Result<(), String> {
     let scratch = tempfile::tempdir().unwrap();
@@ -173,15 +188,7 @@ fn sandbox_runs(c: &Codex) -> Result<(), String> {
 #[test]
 #[ignore = "needs the real client: set COORD_TEST_CODEX (see .ci/run)"]
 fn codex_sandboxed_shell_coord_lock_and_whoami_act_as_the_session() {
-    let c = codex();
-    let c = Codex {
-        sandboxed: true,
-        ..c
-    };
-    if let Err(why) = sandbox_runs(&c) {
-        eprintln!("skipped: Codex's sandbox does not run here: {why}");
-        return;
-    }
+    let Some(c) = sandboxed() else { return };
     // Inside the sandbox `.git` is read-only: no commit.
     e2e::shell_commands_act_as_the_session(&c, false);
 }
@@ -191,15 +198,7 @@ fn codex_sandboxed_shell_coord_lock_and_whoami_act_as_the_session() {
 #[test]
 #[ignore = "needs session identity"]
 fn codex_killed_client_frees_what_its_sandboxed_shell_locked_within_seconds() {
-    let c = codex();
-    let c = Codex {
-        sandboxed: true,
-        ..c
-    };
-    if let Err(why) = sandbox_runs(&c) {
-        eprintln!("skipped: Codex's sandbox does not run here: {why}");
-        return;
-    }
+    let Some(c) = sandboxed() else { return };
     e2e::killed_client_frees_its_files(&c, true);
 }
 
@@ -251,9 +250,9 @@ fn codex_session_coordinated_by_the_installed_plugin_alone() {
     e2e::until(
         &mut run,
         "the first edit's result reached the model",
-        || !model.results().is_empty(),
+        || !e2e::results(&c, &model).is_empty(),
     );
-    let denied = &model.results()[0].0;
+    let denied = &e2e::results(&c, &model)[0].0;
     assert!(
         denied.contains("alice") && denied.contains("target.txt"),
         "the reason, naming the holder, reaches the model: {denied}"
@@ -266,9 +265,9 @@ fn codex_session_coordinated_by_the_installed_plugin_alone() {
     env.agent("alice").args(["unlock", "target.txt", "-q"]).ok();
     e2e::release(&go);
     e2e::until(&mut run, "the session's edits went through", || {
-        model.results().len() >= 4
+        e2e::results(&c, &model).len() >= 4
     });
-    let results = model.results();
+    let results = e2e::results(&c, &model);
     assert_eq!(env.read("target.txt").trim_end(), "from the session");
     assert!(
         results[2].0.contains("mcp.txt") && !results[2].1,

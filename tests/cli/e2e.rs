@@ -23,12 +23,7 @@ use crate::support::{Env, coord_bin};
 
 mod scenarios;
 
-pub use scenarios::{
-    denied_then_allowed, killed_client_frees_its_files, mcp_lock_and_own_edit,
-    session_end_finishes_the_presence, session_start_context_reaches_the_model,
-    shell_commands_act_as_the_session, shell_edit_is_told_to_the_model,
-    two_sessions_exclude_each_other,
-};
+pub use scenarios::*;
 
 /// One test per scenario of `e2e/scenarios.rs` a client runs: the client's constructor and the
 /// ignore reason once, then `TEST_NAME => scenario(extra arguments)` per line (the test's name
@@ -50,12 +45,12 @@ macro_rules! scenario_tests {
 pub(crate) use scenario_tests;
 
 /// How long one client run may take before it is killed and the test fails.
-pub const CLIENT_LIMIT: Duration = Duration::from_secs(120);
+pub const CLIENT_LIMIT: Duration = Duration::from_secs(180);
 
 /// One real agent client the end-to-end tests drive: coord's name for it, the variable naming
 /// its executable, what it is, and the scripted model's wire protocol it talks. How each one is
-/// set up and started is its harness's (`claude_e2e.rs`, `codex_e2e.rs`, `scripted.rs` with
-/// `gemini_e2e.rs` and `copilot_e2e.rs`, `moreclients_e2e.rs`).
+/// set up and started is its [`Client`] implementation (`claude_e2e.rs`, `codex_e2e.rs`,
+/// `gemini_e2e.rs`, `copilot_e2e.rs`, `moreclients_e2e.rs`).
 pub struct RealClient {
     pub name: &'static str,
     pub var: &'static str,
@@ -230,28 +225,26 @@ impl FakeModel {
             .collect()
     }
 
+    /// The whole log, as text.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(&self.log).unwrap_or_default()
+    }
+
+    /// The requests whose body holds `needle` (as JSON text: a prompt's quotes escaped).
+    pub fn requests_with(&self, needle: &str) -> Vec<Value> {
+        let needle = serde_json::to_string(needle).unwrap();
+        let needle = &needle[1..needle.len() - 1];
+        self.requests()
+            .into_iter()
+            .filter(|r| r["body"].to_string().contains(needle))
+            .collect()
+    }
+
     /// The requests of a session's own turns (carrying a script and offering tools), in order.
     pub fn turns(&self) -> Vec<Value> {
         self.requests()
             .into_iter()
             .filter(|r| r["script"] == true && r["tools"].as_array().is_some_and(|t| !t.is_empty()))
-            .collect()
-    }
-
-    /// The tool results of the latest turn (its whole conversation so far; with one session at a
-    /// time): `(text, error)`.
-    pub fn results(&self) -> Vec<(String, bool)> {
-        self.turns()
-            .last()
-            .and_then(|r| r["results"].as_array().cloned())
-            .unwrap_or_default()
-            .iter()
-            .map(|res| {
-                (
-                    res["text"].as_str().unwrap_or_default().to_string(),
-                    res["error"] == true,
-                )
-            })
             .collect()
     }
 
@@ -267,14 +260,6 @@ impl FakeModel {
             }
         }
         out
-    }
-
-    /// The whole body of the session's first turn, as JSON text.
-    pub fn first_turn_body(&self) -> String {
-        self.turns()
-            .first()
-            .map(|r| r["body"].to_string())
-            .unwrap_or_default()
     }
 }
 
@@ -340,6 +325,9 @@ impl Repo {
             .args(args)
             .current_dir(self.root())
             .env("HOME", &self.home)
+            .env("GIT_CONFIG_NOSYSTEM", "1")
+            .env("PATH", path_with_coord())
+            .env_remove("COORD_AGENT")
             .output()
             .unwrap();
         assert!(out.status.success(), "git {args:?}: {out:?}");
@@ -363,7 +351,16 @@ impl Repo {
         c.current_dir(self.root())
             .env("PATH", path_with_coord())
             .env("HOME", &self.home)
+            .env("XDG_CONFIG_HOME", self.home.join(".config"))
             .env("NO_COLOR", "1");
+        for var in [
+            "XDG_DATA_HOME",
+            "XDG_STATE_HOME",
+            "GIT_DIR",
+            "GIT_WORK_TREE",
+        ] {
+            c.env_remove(var);
+        }
         // Nothing of a client session this test may itself run in (its session ids) leaks in.
         for (k, _) in std::env::vars_os() {
             let k_str = k.to_string_lossy();
@@ -375,9 +372,12 @@ impl Repo {
                 "COPILOT_",
                 "ANTHROPIC_",
                 "OPENAI_",
+                "GOOGLE_",
             ]
             .iter()
             .any(|p| k_str.starts_with(p))
+                || k_str == "GH_TOKEN"
+                || k_str == "GITHUB_TOKEN"
             {
                 c.env_remove(k);
             }
@@ -412,6 +412,44 @@ impl Repo {
                 )
             })
             .collect()
+    }
+}
+
+impl Repo {
+    /// The agents in `coord status` whose id starts with `prefix`, with their status.
+    pub fn agents_of(&self, prefix: &str) -> Vec<(String, String)> {
+        self.agents()
+            .into_iter()
+            .filter(|(a, _)| a.starts_with(prefix))
+            .collect()
+    }
+
+    /// Commit everything in the work tree (the wiring, the files the test wrote).
+    pub fn commit_all(&self, message: &str) {
+        self.git(&["add", "-A"]);
+        self.git(&["commit", "-qm", message]);
+    }
+
+    /// `coord doctor --json`'s word on `client` (`hooks_run`: `yes`, `no`, `unknown`, and why),
+    /// as the user of the private HOME sees it.
+    pub fn doctor_says(&self, client: &str) -> (String, String) {
+        let out = self
+            .client_cmd(Path::new(coord_bin()))
+            .args(["doctor", "--json"])
+            .output()
+            .unwrap();
+        let doctor: Value = serde_json::from_slice(&out.stdout)
+            .unwrap_or_else(|e| panic!("coord doctor --json: {e}: {out:?}"));
+        let entry = doctor["clients"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .find(|c| c["client"] == client)
+            .unwrap_or_else(|| panic!("doctor names no {client}: {doctor}"));
+        (
+            entry["hooks_run"].as_str().unwrap_or("").to_string(),
+            entry["why"].as_str().unwrap_or("").to_string(),
+        )
     }
 }
 
@@ -502,6 +540,33 @@ impl Run {
         }
     }
 
+    /// [`Run::wait`], asserting the client exited 0.
+    #[track_caller]
+    pub fn ok(self) -> Finished {
+        let done = self.wait();
+        assert_eq!(done.code, Some(0), "the client failed: {done:#?}");
+        done
+    }
+
+    /// SIGKILL the client: the process started and its descendants that are the client itself
+    /// (a node that relaunches itself, a loader and its native binary: [`is_client_process`]),
+    /// not the hooks, shells or MCP servers it started; the deepest first.
+    pub fn kill9_chain(&mut self) {
+        let mut chain = vec![self.pgid];
+        while let Some(next) = children(*chain.last().unwrap())
+            .into_iter()
+            .find(|&c| is_client_process(&comm(c)))
+        {
+            chain.push(next);
+        }
+        for pid in chain.into_iter().rev() {
+            let _ = kill_process(Pid::from_raw(pid).unwrap(), Signal::KILL);
+        }
+        if let Some(child) = self.child.as_mut() {
+            let _ = child.wait();
+        }
+    }
+
     /// Whether the client is still running.
     pub fn running(&mut self) -> bool {
         self.child
@@ -566,6 +631,19 @@ pub fn client_process(pid: i32) -> i32 {
     pid
 }
 
+fn comm(pid: i32) -> String {
+    std::fs::read_to_string(format!("/proc/{pid}/comm"))
+        .unwrap_or_default()
+        .trim()
+        .to_string()
+}
+
+/// The client's own processes: node (Gemini CLI, Copilot's loader) and Copilot's native binary,
+/// whose main thread names itself `MainThread`.
+fn is_client_process(comm: &str) -> bool {
+    matches!(comm, "node" | "MainThread" | "copilot" | "gemini")
+}
+
 /// The children of `pid` (from /proc).
 pub fn children(pid: i32) -> Vec<i32> {
     let mut out = Vec::new();
@@ -618,26 +696,181 @@ pub fn release(flag: &Path) {
     std::fs::write(flag, "").unwrap();
 }
 
-/// One real client, as the scenarios below drive it.
+/// A prompt for the models that take a list of tool calls in their client's own names (Gemini,
+/// Copilot, the OpenAI-compatible one: `tests/e2e/fake_gemini.py` etc.): the calls
+/// (`[name, args]`; name `mcp:NAME` for the tool coord's MCP server offers as NAME) in order,
+/// then the text "done", the K-th "done" of the conversation (a turn continued by a hook) held
+/// back until `holds[K]` exists (the session stays inside its turn; one hold is `hold`, which
+/// every one of those models reads).
+pub fn calls_script(calls: Value, holds: &[&Path]) -> String {
+    let holds: Vec<String> = holds.iter().map(|p| p.display().to_string()).collect();
+    let script = match holds.as_slice() {
+        [one] => serde_json::json!({ "calls": calls, "hold": one }),
+        _ => serde_json::json!({ "calls": calls, "holds": holds }),
+    };
+    format!("coord-e2e: {script}")
+}
+
+/// The steps of a `tests/e2e/scripted.py` script as [`calls_script`] takes them, each acting
+/// step made a call by `call` (`write`, `shell`, `mcp` steps); the holds after the last call are
+/// the turn's, a `say` at the end is the model's "done". A hold or a `say` before a call has no
+/// form there: it panics.
+pub fn steps_as_calls(steps: &Value, call: impl Fn(&str, &Value) -> Value) -> String {
+    let mut calls = Vec::new();
+    let mut holds: Vec<PathBuf> = Vec::new();
+    for step in steps.as_array().unwrap() {
+        let (kind, arg) = step.as_object().unwrap().iter().next().unwrap();
+        match kind.as_str() {
+            "hold" => holds.push(PathBuf::from(arg.as_str().unwrap())),
+            "say" => holds.push(PathBuf::new()),
+            _ => {
+                assert!(
+                    holds.is_empty(),
+                    "this client's model holds or answers only after its last call: {steps}"
+                );
+                calls.push(call(kind, arg));
+            }
+        }
+    }
+    let holds: Vec<&Path> = holds
+        .iter()
+        .filter(|h| !h.as_os_str().is_empty())
+        .map(PathBuf::as_path)
+        .collect();
+    assert!(holds.len() <= 1, "one hold at the turn's end: {steps}");
+    calls_script(Value::from(calls), &holds)
+}
+
+/// One real client, as the scenarios drive it: what differs between clients is here, the
+/// scenarios (`e2e/scenarios.rs`) are written once.
 pub trait Client {
     /// coord's name for it (`coord init --client NAME`, the agents' prefix).
     fn name(&self) -> &'static str;
     /// The scripted model it talks to (a file in `tests/e2e/`).
     fn model(&self) -> &'static str;
-    /// The client's command for one session of `prompt`, in `repo`, against `model` (the user's
-    /// configuration it needs is written into the repo's private HOME).
+    /// The repository its sessions run in: wired by `coord init --client NAME`, unless coord
+    /// reaches the client another way (its plugin).
+    fn repo(&self) -> Repo {
+        Repo::new(self.name())
+    }
+    /// The user's settings the client needs, written into the repo's private HOME once the
+    /// repository is wired and the model listens.
+    fn configure(&self, _repo: &Repo, _model: &FakeModel) {}
+    /// The client's command for one session of `prompt`, in `repo`, against `model`.
     fn session(&self, repo: &Repo, model: &FakeModel, prompt: &str) -> Command;
+    /// The prompt carrying `steps` (a `tests/e2e/scripted.py` script) in its model's terms.
+    fn script(&self, steps: Value) -> String {
+        script(steps)
+    }
+    /// Whether `request` (as the model logged it) is one of a session's turns: it carries a
+    /// script and offers tools.
+    fn is_turn(&self, request: &Value) -> bool {
+        request["script"] == true && request["tools"].as_array().is_some_and(|t| !t.is_empty())
+    }
+    /// The tool results a turn's `request` carried (its conversation so far), as the client
+    /// told its model: `(text, error)`.
+    fn tool_results(&self, request: &Value) -> Vec<(String, bool)> {
+        request["results"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|res| {
+                let text = res["text"].as_str().unwrap_or_default().to_string();
+                (text, res["error"] == true)
+            })
+            .collect()
+    }
+    /// SIGKILL of the client itself (as a crash would), not of what it started.
+    fn kill9(&self, run: &mut Run) {
+        run.kill9(client_process(run.pid()));
+    }
     /// Called before two concurrent sessions start (e.g. to start them in one clock window).
     fn before_concurrent_sessions(&self) {}
 }
 
-/// A repository wired for `client` and its scripted model.
-pub fn setup(client: &dyn Client) -> (Repo, FakeModel) {
-    let repo = Repo::new(client.name());
-    let model = FakeModel::start(client.model(), &repo.scratch());
+/// The tool results each of the session turns' requests carried, in order.
+pub fn conversations(client: &dyn Client, model: &FakeModel) -> Vec<Vec<(String, bool)>> {
+    model
+        .requests()
+        .iter()
+        .filter(|r| client.is_turn(r))
+        .map(|r| client.tool_results(r))
+        .collect()
+}
+
+/// The tool results of the latest turn (its whole conversation so far; with one session at a
+/// time): `(text, error)`.
+pub fn results(client: &dyn Client, model: &FakeModel) -> Vec<(String, bool)> {
+    conversations(client, model).pop().unwrap_or_default()
+}
+
+/// The tool results of the longest conversation whose prompt is `prompt`: what the client told
+/// the model each tool call of that session did.
+pub fn conversation_of(
+    client: &dyn Client,
+    model: &FakeModel,
+    prompt: &str,
+) -> Vec<(String, bool)> {
+    model
+        .requests_with(prompt)
+        .iter()
+        .filter(|r| client.is_turn(r))
+        .map(|r| client.tool_results(r))
+        .max_by_key(Vec::len)
+        .unwrap_or_default()
+}
+
+/// Every tool result any turn carried that contains `needle`.
+pub fn results_containing(client: &dyn Client, model: &FakeModel, needle: &str) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for (text, _) in conversations(client, model).into_iter().flatten() {
+        if text.contains(needle) && !out.contains(&text) {
+            out.push(text);
+        }
+    }
+    out
+}
+
+/// A session of `calls` (see [`calls_script`]), started; and its prompt.
+pub fn start_calls(
+    client: &dyn Client,
+    repo: &Repo,
+    model: &FakeModel,
+    what: &str,
+    calls: Value,
+    holds: &[&Path],
+) -> (Run, String) {
+    let prompt = calls_script(calls, holds);
+    let run = Run::spawn(client.session(repo, model, &prompt), what, &repo.scratch());
+    (run, prompt)
+}
+
+/// The one agent of `client` holding `rel`, if exactly one holds it.
+pub fn session_holder(client: &dyn Client, repo: &Repo, rel: &str) -> Option<String> {
+    match repo.holders(rel).as_slice() {
+        [one] if one.starts_with(&format!("{}-", client.name())) => Some(one.clone()),
+        _ => None,
+    }
+}
+
+/// A repository with `target.txt` ("old line\n") committed with the wiring, its scripted model,
+/// and the client configured.
+pub fn setup_committed(client: &dyn Client) -> (Repo, FakeModel) {
+    let (repo, model) = setup(client);
+    repo.env.write("target.txt", "old line\n");
+    repo.commit_all("start");
     (repo, model)
 }
 
+/// A repository wired for `client`, its scripted model, and the client configured.
+pub fn setup(client: &dyn Client) -> (Repo, FakeModel) {
+    let repo = client.repo();
+    let model = FakeModel::start(client.model(), &repo.scratch());
+    client.configure(&repo, &model);
+    (repo, model)
+}
+
+/// A session of `steps` (see [`Client::script`]), started.
 pub(crate) fn start(
     client: &dyn Client,
     repo: &Repo,
@@ -645,6 +878,6 @@ pub(crate) fn start(
     what: &str,
     steps: Value,
 ) -> Run {
-    let cmd = client.session(repo, model, &script(steps));
+    let cmd = client.session(repo, model, &client.script(steps));
     Run::spawn(cmd, what, &repo.scratch())
 }

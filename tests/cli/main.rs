@@ -3,7 +3,7 @@
 //! One test binary, one module per behaviour (named for what its tests pin, as cargo's
 //! `tests/testsuite/<command>.rs`); `support` holds the builder, `fixture` the workspaces in a
 //! given state built with it, `planted` the bed for files in hostile shapes, `rigs` root, another
-//! user and a full disk, `e2e` and `scripted` the benches of the real agent clients.
+//! user and a full disk, `e2e` the bench of the real agent clients.
 #![allow(clippy::disallowed_methods)] // the tests plant files by hand, as an agent or a user would
 
 mod e2e;
@@ -11,7 +11,6 @@ mod fixture;
 mod gitserve;
 mod planted;
 mod rigs;
-mod scripted;
 mod support;
 
 mod arguments;
@@ -27,7 +26,6 @@ mod concurrency;
 mod conflicts;
 mod conventions;
 mod copilot_e2e;
-mod copilot_shell_e2e;
 mod crashes;
 mod crashes_dialogue;
 mod crashes_messages;
@@ -70,7 +68,6 @@ mod messages;
 mod moreclients;
 mod moreclients_e2e;
 mod moreclients_editors;
-mod moreclients_plugins_e2e;
 mod needs_user;
 mod nested;
 mod netfs;

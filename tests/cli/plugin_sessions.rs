@@ -1,10 +1,12 @@
 //! Sessions of the real clients coordinated by the installed plugin alone (no `coord init`): a
 //! scripted model drives each client, and the plugin's hooks and MCP server do the rest.
 
-use std::path::PathBuf;
 use std::process::Command;
 
-use crate::plugin::{client, fresh_repo, git, text, write_plugins};
+use serde_json::{Value, json};
+
+use crate::e2e::{Client, FakeModel, Repo, Run, calls_script};
+use crate::plugin::{client, fresh_repo, git, write_plugins};
 
 /// Two real Claude Code sessions (scripted model on 127.0.0.1) in a fresh git repository with
 /// no `coord init`, coordinated by the installed plugin alone: the second session's Write is
@@ -13,7 +15,7 @@ use crate::plugin::{client, fresh_repo, git, text, write_plugins};
 /// commands.
 #[test]
 fn two_claude_sessions_coordinate_through_the_installed_plugin_alone() {
-    use crate::e2e::{FakeModel, release, script};
+    use crate::e2e::{release, script};
     use std::time::{Duration, Instant};
     let Some(bin) = client("COORD_TEST_CLAUDE") else {
         return;
@@ -119,111 +121,79 @@ fn two_claude_sessions_coordinate_through_the_installed_plugin_alone() {
     assert!(!settings.contains("coord@coord"), "{settings}");
 }
 
+/// A repository nobody set up (a committed `target.txt`), the scripted model, `c` configured,
+/// and the folder of its plugin as `coord plugin write` made it.
+fn plugin_bench(c: &dyn Client) -> (Repo, FakeModel, String) {
+    let repo = Repo::fresh();
+    repo.env.write("target.txt", "old line\n");
+    repo.commit_all("start");
+    let model = FakeModel::start(c.model(), &repo.scratch());
+    c.configure(&repo, &model);
+    let plugins = repo.scratch().join("plugins");
+    write_plugins(&repo.env, &plugins, Some(c.name()));
+    let folder = plugins.join(c.name()).display().to_string();
+    (repo, model, folder)
+}
+
+/// With the plugin installed: a session's `call` of `target.txt`, which another agent holds
+/// (taken by hand, before any hook ran here), is denied and the reason (`deny`) reaches the
+/// model; `git status` shows nothing of coord's.
+fn denied_through_the_plugin(
+    c: &dyn Client,
+    repo: &Repo,
+    model: &FakeModel,
+    call: Value,
+    deny: &str,
+) {
+    repo.env.agent("claude-x").args(["lock", "target.txt"]).ok();
+    let prompt = calls_script(Value::from(vec![call]), &[]);
+    Run::spawn(c.session(repo, model, &prompt), "denied", &repo.scratch()).ok();
+    assert_eq!(
+        repo.env.read("target.txt"),
+        "old line\n",
+        "the edit was denied"
+    );
+    let seen = model
+        .requests_with(&prompt)
+        .iter()
+        .any(|r| r.to_string().contains(deny));
+    assert!(seen, "the deny reached the model");
+    repo.env
+        .agent("claude-x")
+        .args(["unlock", "target.txt"])
+        .ok();
+    assert_eq!(
+        repo.git(&["status", "--porcelain", "--untracked-files=all"]),
+        ""
+    );
+}
+
 /// A real Gemini CLI session (scripted model on 127.0.0.1) in a repository nobody set up, with
 /// coord only as an installed extension: its edit of a file another agent holds is denied, the
 /// reason reaches the model, `git status` shows nothing of coord's; then the extension is
 /// removed with Gemini's own command.
 #[test]
 fn a_gemini_session_is_coordinated_by_the_installed_extension_alone() {
-    use crate::scripted::{Lab, script};
     let Some(bin) = client("COORD_TEST_GEMINI") else {
         return;
     };
-    let lab = Lab::new("gemini", "fake_gemini.py");
-    let root = lab.root().to_path_buf();
-    // Take back what the lab's `coord init` wrote: a repository nobody set up.
-    let run_git = |args: &[&str]| {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(&root)
-            .env("HOME", &lab.home)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-        String::from_utf8_lossy(&out.stdout).into_owned()
-    };
-    run_git(&[
-        "rm",
-        "-rq",
-        ".gemini",
-        "GEMINI.md",
-        "AGENTS.md",
-        ".gitignore",
-    ]);
-    run_git(&["commit", "-qm", "no coord here"]);
-    std::fs::remove_dir_all(root.join(".coord")).unwrap();
-    assert_eq!(
-        run_git(&["status", "--porcelain", "--untracked-files=all"]),
-        ""
-    );
-
-    let dot = lab.home.join(".gemini");
-    std::fs::create_dir_all(&dot).unwrap();
-    let settings = serde_json::json!({
-        "security": {"auth": {"selectedType": "gemini-api-key"}},
-        "general": {"enableAutoUpdate": false, "enableAutoUpdateNotification": false},
-        "privacy": {"usageStatisticsEnabled": false},
-        "telemetry": {"enabled": false},
-    });
-    std::fs::write(dot.join("settings.json"), settings.to_string()).unwrap();
-    let trusted = serde_json::json!({ root.display().to_string(): "TRUST_FOLDER" });
-    std::fs::write(dot.join("trustedFolders.json"), trusted.to_string()).unwrap();
-    let plugins = lab.scratch.path().join("plugins");
-    write_plugins(&lab.env, &plugins, Some("gemini"));
+    let c = crate::gemini_e2e::Gemini(bin);
+    let (repo, model, folder) = plugin_bench(&c);
     let gem = |args: &[&str]| {
-        let out = lab
-            .command(&bin)
+        let out = repo
+            .client_cmd(&c.0)
             .args(args)
             .env("GEMINI_CLI_TRUST_WORKSPACE", "true")
             .output()
             .unwrap();
         assert!(out.status.success(), "gemini {args:?}: {out:?}");
-        text(&out)
     };
-    gem(&[
-        "extensions",
-        "install",
-        &plugins.join("gemini").to_string_lossy(),
-        "--consent",
-    ]);
-
-    // Another agent holds target.txt (taken by hand, before any hook ran here).
-    lab.env.agent("claude-x").args(["lock", "target.txt"]).ok();
-    let target = root.join("target.txt").display().to_string();
-    let prompt = script(
-        serde_json::json!([["write_file", {"file_path": target, "content": "from gemini\n"}]]),
-        None,
-    );
-    let mut c = lab.command(&bin);
-    c.args(["-p", &prompt, "--yolo"])
-        .env(
-            "GOOGLE_GEMINI_BASE_URL",
-            format!("http://127.0.0.1:{}", lab.port),
-        )
-        .env("GEMINI_API_KEY", "coord-e2e-key");
-    lab.spawn(c, "denied").ok();
-    assert_eq!(
-        lab.env.read("target.txt"),
-        "old line\n",
-        "the edit was denied"
-    );
-    let needle = serde_json::to_string(&prompt).unwrap();
-    let seen = lab
-        .requests_with(&needle[1..needle.len() - 1])
-        .iter()
-        .any(|r| r.to_string().contains("Tool execution blocked: coord:"));
-    assert!(seen, "the deny reached the model");
-    lab.env
-        .agent("claude-x")
-        .args(["unlock", "target.txt"])
-        .ok();
-    assert_eq!(
-        run_git(&["status", "--porcelain", "--untracked-files=all"]),
-        ""
-    );
+    gem(&["extensions", "install", &folder, "--consent"]);
+    let write =
+        json!(["write_file", {"file_path": repo.abs("target.txt"), "content": "from gemini\n"}]);
+    denied_through_the_plugin(&c, &repo, &model, write, "Tool execution blocked: coord:");
     gem(&["extensions", "uninstall", "coord"]);
-    assert!(!dot.join("extensions/coord").exists());
+    assert!(!repo.home.join(".gemini/extensions/coord").exists());
 }
 
 /// A real Copilot CLI session (scripted model on 127.0.0.1) in a repository nobody set up, with
@@ -232,105 +202,37 @@ fn a_gemini_session_is_coordinated_by_the_installed_extension_alone() {
 /// with Copilot's own commands.
 #[test]
 fn a_copilot_session_is_coordinated_by_the_installed_plugin_alone() {
-    use crate::scripted::{Lab, script};
     let Some(bin) = client("COORD_TEST_COPILOT") else {
         return;
     };
-    let lab = Lab::new("copilot", "fake_openai_chat.py");
-    let root = lab.root().to_path_buf();
-    let run_git = |args: &[&str]| {
-        let out = Command::new("git")
-            .args(args)
-            .current_dir(&root)
-            .env("HOME", &lab.home)
-            .env("GIT_CONFIG_NOSYSTEM", "1")
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "git {args:?}: {out:?}");
-        String::from_utf8_lossy(&out.stdout).into_owned()
+    let c = crate::copilot_e2e::Copilot {
+        bin,
+        model: "gpt-4.1",
     };
-    // Take back what the lab's `coord init` wrote: a repository nobody set up.
-    run_git(&[
-        "rm",
-        "-rq",
-        ".github",
-        ".mcp.json",
-        "AGENTS.md",
-        ".gitignore",
-    ]);
-    run_git(&["commit", "-qm", "no coord here"]);
-    std::fs::remove_dir_all(root.join(".coord")).unwrap();
-    assert_eq!(
-        run_git(&["status", "--porcelain", "--untracked-files=all"]),
-        ""
-    );
-
-    let dot = lab.home.join(".copilot");
-    std::fs::create_dir_all(&dot).unwrap();
-    let config = serde_json::json!({ "trustedFolders": [root.display().to_string()] });
-    std::fs::write(dot.join("config.json"), config.to_string()).unwrap();
-    let cache = std::env::var_os("COPILOT_PKG_CACHE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".cache/copilot")))
-        .unwrap_or_else(std::env::temp_dir);
-    let plugins = lab.scratch.path().join("plugins");
-    write_plugins(&lab.env, &plugins, Some("copilot"));
+    let (repo, model, folder) = plugin_bench(&c);
     let cop = |args: &[&str]| {
-        let out = lab
-            .command(&bin)
+        let out = repo
+            .client_cmd(&c.bin)
             .args(args)
             .env("COPILOT_OFFLINE", "true")
             .env("COPILOT_AUTO_UPDATE", "false")
-            .env("COPILOT_PKG_CACHE_HOME", &cache)
+            .env(
+                "COPILOT_PKG_CACHE_HOME",
+                crate::copilot_e2e::package_cache(),
+            )
             .output()
             .unwrap();
         assert!(out.status.success(), "copilot {args:?}: {out:?}");
-        text(&out)
     };
-    cop(&[
-        "plugin",
-        "marketplace",
-        "add",
-        &plugins.join("copilot").to_string_lossy(),
-    ]);
+    cop(&["plugin", "marketplace", "add", &folder]);
     cop(&["plugin", "install", "coord@coord"]);
-
-    lab.env.agent("claude-x").args(["lock", "target.txt"]).ok();
-    let target = root.join("target.txt").display().to_string();
-    let prompt = script(
-        serde_json::json!([["create", {"path": target, "file_text": "from copilot\n"}]]),
-        None,
-    );
-    let mut c = lab.command(&bin);
-    c.args(["-p", &prompt, "--allow-all-tools"])
-        .env("COPILOT_OFFLINE", "true")
-        .env("COPILOT_AUTO_UPDATE", "false")
-        .env("COPILOT_PKG_CACHE_HOME", &cache)
-        .env(
-            "COPILOT_PROVIDER_BASE_URL",
-            format!("http://127.0.0.1:{}/v1", lab.port),
-        )
-        .env("COPILOT_PROVIDER_API_KEY", "coord-e2e-key")
-        .env("COPILOT_MODEL", "gpt-4.1");
-    lab.spawn(c, "denied").ok();
-    assert_eq!(
-        lab.env.read("target.txt"),
-        "old line\n",
-        "the edit was denied"
-    );
-    let needle = serde_json::to_string(&prompt).unwrap();
-    let seen = lab
-        .requests_with(&needle[1..needle.len() - 1])
-        .iter()
-        .any(|r| r.to_string().contains("Denied by preToolUse hook: coord:"));
-    assert!(seen, "the deny reached the model");
-    lab.env
-        .agent("claude-x")
-        .args(["unlock", "target.txt"])
-        .ok();
-    assert_eq!(
-        run_git(&["status", "--porcelain", "--untracked-files=all"]),
-        ""
+    let create = json!(["create", {"path": repo.abs("target.txt"), "file_text": "from copilot\n"}]);
+    denied_through_the_plugin(
+        &c,
+        &repo,
+        &model,
+        create,
+        "Denied by preToolUse hook: coord:",
     );
     cop(&["plugin", "uninstall", "coord@coord"]);
     cop(&["plugin", "marketplace", "remove", "coord"]);

@@ -4,19 +4,14 @@
 
 use serde_json::Value;
 
-use super::{Client, Finished, Repo, client_process, release, setup, start, until};
+use super::{
+    Client, FakeModel, Finished, Repo, conversation_of, release, results, results_containing,
+    session_holder, setup, setup_committed, start, start_calls, until,
+};
 
 /// The text of `rel`, if it exists.
 fn content(repo: &Repo, rel: &str) -> Option<String> {
     std::fs::read_to_string(repo.env.path(rel)).ok()
-}
-
-/// The one agent of `client` holding `rel`, if exactly one holds it.
-fn session_holder(client: &dyn Client, repo: &Repo, rel: &str) -> Option<String> {
-    match repo.holders(rel).as_slice() {
-        [one] if one.starts_with(&format!("{}-", client.name())) => Some(one.clone()),
-        _ => None,
-    }
 }
 
 /// An edit is denied while another agent holds the file (the file untouched, the reason naming the
@@ -48,9 +43,9 @@ pub fn denied_then_allowed(client: &dyn Client) {
     until(
         &mut run,
         "the first edit's result reached the model",
-        || !model.results().is_empty(),
+        || !results(client, &model).is_empty(),
     );
-    let denied = &model.results()[0].0;
+    let denied = &results(client, &model)[0].0;
     assert!(
         denied.contains("alice") && denied.contains("target.txt"),
         "the model's next request carries the reason, naming the holder: {denied}"
@@ -67,7 +62,7 @@ pub fn denied_then_allowed(client: &dyn Client) {
     until(
         &mut run,
         "the second edit's result reached the model",
-        || model.results().len() >= 2,
+        || results(client, &model).len() >= 2,
     );
     assert_eq!(env.read("target.txt").trim_end(), "from the session");
     let Some(agent) = session_holder(client, &repo, "target.txt") else {
@@ -102,13 +97,13 @@ pub fn denied_then_allowed(client: &dyn Client) {
     );
 
     release(&end);
-    let done = run.wait();
-    assert_eq!(done.code, Some(0), "{done:?}");
+    run.ok();
     assert!(repo.holders("target.txt").is_empty());
 }
 
 /// Two concurrent sessions of one client are two agents: the second one's edit of the file the
-/// first holds is denied, naming the first. Returns both runs' outputs.
+/// first holds is denied, naming the first; the first's turn's end releases it. Returns both
+/// runs' outputs.
 pub fn two_sessions_exclude_each_other(client: &dyn Client) -> (Finished, Finished) {
     let (repo, model) = setup(client);
     client.before_concurrent_sessions();
@@ -142,11 +137,18 @@ pub fn two_sessions_exclude_each_other(client: &dyn Client) -> (Finished, Finish
         "session B (another agent) did not overwrite A's file"
     );
     assert_eq!(repo.holders("shared.txt"), std::slice::from_ref(&agent_a));
-    let reasons = model.results_containing(&agent_a);
+    let reasons = results_containing(client, &model, &agent_a);
     assert!(
         reasons.iter().any(|r| r.contains("shared.txt")),
         "B's model learns that {agent_a} holds the file: {reasons:?}"
     );
+    let told_b = results(client, &model);
+    assert!(
+        told_b.last().is_some_and(|(r, _)| r.contains(&agent_a)),
+        "B is told A holds it, in answer to its write: {told_b:?}"
+    );
+    let agents = repo.agents_of(&format!("{}-", client.name()));
+    assert_eq!(agents.len(), 2, "two sessions, two agents: {agents:?}");
 
     release(&end);
     let a = a.wait();
@@ -155,53 +157,60 @@ pub fn two_sessions_exclude_each_other(client: &dyn Client) -> (Finished, Finish
     (a, b)
 }
 
-/// The SessionStart hook's context reaches the model: its first request names another agent's lock.
+/// The SessionStart hook's context reaches the model: its first request tells the session its
+/// agent's name and names another agent's lock.
 pub fn session_start_context_reaches_the_model(client: &dyn Client) {
     let (repo, model) = setup(client);
     repo.env
         .agent("alice")
         .args(["lock", "notes.md", "-q", "--reason", "rewriting the intro"])
         .ok();
-    let done = start(client, &repo, &model, "session", serde_json::json!([])).wait();
-    assert_eq!(done.code, Some(0), "{done:?}");
-    let body = model.first_turn_body();
+    start(client, &repo, &model, "session", serde_json::json!([])).ok();
+    let requests = model.requests();
+    let Some(first) = requests.iter().find(|r| client.is_turn(r)) else {
+        panic!("the session asked the model: {requests:#?}")
+    };
+    let body = first["body"].to_string();
+    let agents = repo.agents_of(&format!("{}-", client.name()));
+    assert_eq!(agents.len(), 1, "{agents:?}");
+    let me = &agents[0].0;
     assert!(
-        !body.is_empty(),
-        "the session asked the model: {:?}",
-        model.requests().len()
+        body.contains(&format!("you are agent `{me}`")),
+        "the model is told its coord name: {body}"
     );
     assert!(
-        body.contains("alice") && body.contains("notes.md"),
-        "the model's first request holds coord's context naming alice's lock on notes.md"
+        body.contains("notes.md (held by alice"),
+        "the model's first request holds coord's context naming alice's lock on notes.md: {body}"
     );
 }
 
-/// SessionEnd finishes the session's presence.
+/// SessionEnd finishes the session's presence: ACTIVE while it runs, FINISHED after.
 pub fn session_end_finishes_the_presence(client: &dyn Client) {
     let (repo, model) = setup(client);
-    let done = start(
+    let end = repo.flag("end");
+    let prefix = format!("{}-", client.name());
+    let mut run = start(
         client,
         &repo,
         &model,
         "session",
-        serde_json::json!([{"write": [repo.abs("a.txt"), "a"]}]),
-    )
-    .wait();
-    assert_eq!(done.code, Some(0), "{done:?}");
-    assert_eq!(repo.env.read("a.txt").trim_end(), "a");
-    let prefix = format!("{}-", client.name());
-    let mine: Vec<_> = repo
-        .agents()
-        .into_iter()
-        .filter(|(a, _)| a.starts_with(&prefix))
-        .collect();
-    assert!(
-        !mine.is_empty(),
-        "the session was present: {:?}",
-        repo.agents()
+        serde_json::json!([{"write": [repo.abs("a.txt"), "a"]}, {"hold": end}]),
     );
+    until(&mut run, "the session's edit", || {
+        repo.env.exists("a.txt") && !repo.agents_of(&prefix).is_empty()
+    });
+    let during = repo.agents_of(&prefix);
     assert!(
-        mine.iter().all(|(_, s)| s == "FINISHED"),
+        during.iter().all(|(_, s)| s == "ACTIVE"),
+        "the session is ACTIVE while it runs: {during:?}"
+    );
+    release(&end);
+    run.ok();
+    assert_eq!(repo.env.read("a.txt").trim_end(), "a");
+    let mine = repo.agents_of(&prefix);
+    assert_eq!(mine.len(), 1, "one session, one agent: {:?}", repo.agents());
+    assert_eq!(
+        mine[0].1, "FINISHED",
         "the session's presence is FINISHED once it ended: {mine:?}"
     );
 }
@@ -222,12 +231,16 @@ pub fn mcp_lock_and_own_edit(client: &dyn Client) {
         ]),
     );
     until(&mut run, "the edit's result reached the model", || {
-        model.results().len() >= 2
+        results(client, &model).len() >= 2
     });
-    let results = model.results();
+    let results = results(client, &model);
     assert!(
         results[0].0.contains("mcp.txt") && !results[0].1,
         "the MCP lock was granted: {results:?}"
+    );
+    assert!(
+        results.iter().all(|(_, error)| !error),
+        "neither call was refused: {results:?}"
     );
     assert_eq!(
         content(&repo, "mcp.txt").as_deref().map(str::trim_end),
@@ -240,8 +253,7 @@ pub fn mcp_lock_and_own_edit(client: &dyn Client) {
         repo.holders("mcp.txt")
     );
     release(&end);
-    let done = run.wait();
-    assert_eq!(done.code, Some(0), "{done:?}");
+    run.ok();
 }
 
 /// `coord lock`, `coord whoami` and (with `commit`) `git commit` through the guard, run from the
@@ -266,9 +278,13 @@ pub fn shell_commands_act_as_the_session(client: &dyn Client, commit: bool) {
     until(
         &mut run,
         "the last command's result reached the model",
-        || model.results().len() >= tools,
+        || results(client, &model).len() >= tools,
     );
-    let results = model.results();
+    let results = results(client, &model);
+    assert!(
+        results[0].0.contains("Lock acquired"),
+        "`coord lock` ran in the shell: {results:?}"
+    );
     assert_eq!(
         content(&repo, "shell.txt").as_deref().map(str::trim_end),
         Some("from the session"),
@@ -293,8 +309,7 @@ pub fn shell_commands_act_as_the_session(client: &dyn Client, commit: bool) {
         );
     }
     release(&end);
-    let done = run.wait();
-    assert_eq!(done.code, Some(0), "{done:?}");
+    run.ok();
     assert!(
         repo.holders("shell.txt").is_empty(),
         "{:?}",
@@ -321,16 +336,19 @@ pub fn killed_client_frees_its_files(client: &dyn Client, by_shell: bool) {
         serde_json::json!([take, {"hold": never}]),
     );
     until(&mut run, "the result of the session's lock", || {
-        model.results().len() == 1
+        results(client, &model).len() == 1
     });
     assert!(
         session_holder(client, &repo, "k.txt").is_some(),
         "the session holds k.txt: {:?}; {:?}",
         repo.holders("k.txt"),
-        model.results()
+        results(client, &model)
     );
-    let pid = client_process(run.pid());
-    run.kill9(pid);
+    repo.env
+        .agent("bob")
+        .args(["lock", "k.txt", "--no-wait", "-q"])
+        .code(3);
+    client.kill9(&mut run);
     repo.env
         .agent("bob")
         .args(["lock", "k.txt", "--wait", "20s", "-q"])
@@ -360,13 +378,335 @@ pub fn shell_edit_is_told_to_the_model(client: &dyn Client) {
         repo.env.read("held.md").contains("more"),
         "the shell command ran"
     );
-    let told = model.turns().iter().any(|r| {
+    let told = model.requests().iter().any(|r| {
         let body = r["body"].to_string();
-        body.contains("your shell command changed") && body.contains("held.md")
+        body.contains("coord-e2e:")
+            && body.contains("your shell command changed")
+            && body.contains("held.md")
+            && body.contains("alice")
     });
     assert!(
         told,
-        "the model's request after the shell call holds coord's notice: {:?}",
-        model.turns().last().map(|r| r["results"].to_string())
+        "the model's request after the shell call holds coord's notice naming file and holder: \
+         {:?}",
+        results(client, &model)
     );
+}
+
+/// `git commit` through the agent's shell tool is refused while another agent holds a staged
+/// file (the reason, naming holder and file, reaches the model; no commit), and goes through once
+/// the file is free.
+pub fn commit_of_a_held_staged_file_is_refused(client: &dyn Client) {
+    let (repo, model) = setup_committed(client);
+    repo.env.cmd().args(["guard", "install", "-q"]).ok();
+    repo.env.write("target.txt", "staged change\n");
+    repo.git(&["add", "target.txt"]);
+    repo.env.agent("claude-x").args(["lock", "target.txt"]).ok();
+    let head = repo.git(&["rev-parse", "HEAD"]);
+    let commit = serde_json::json!([{"shell": format!("git commit -am 'from {}'", client.name())}]);
+
+    start(client, &repo, &model, "held", commit.clone()).ok();
+    assert_eq!(repo.git(&["rev-parse", "HEAD"]), head, "no commit was made");
+    let results = results(client, &model);
+    assert_eq!(results.len(), 1, "{results:#?}");
+    assert!(
+        results[0].0.contains("claude-x") && results[0].0.contains("target.txt"),
+        "the reason names the holder and the file: {results:#?}"
+    );
+
+    repo.env
+        .agent("claude-x")
+        .args(["unlock", "target.txt"])
+        .ok();
+    start(client, &repo, &model, "free", commit).ok();
+    assert_ne!(
+        repo.git(&["rev-parse", "HEAD"]),
+        head,
+        "the commit went through"
+    );
+}
+
+/// `git commit` through the agent's shell tool of the file the session holds (by its edit) goes
+/// through: a session's own lock does not stop its commit.
+pub fn commit_of_its_own_file_goes_through(client: &dyn Client) {
+    let (repo, model) = setup_committed(client);
+    repo.env.cmd().args(["guard", "install", "-q"]).ok();
+    let head = repo.git(&["rev-parse", "HEAD"]);
+    let end = repo.flag("end");
+    let content = format!("from {}\n", client.name());
+    let mut run = start(
+        client,
+        &repo,
+        &model,
+        "own",
+        serde_json::json!([
+            {"write": [repo.abs("target.txt"), content]},
+            {"shell": format!("git commit -qam 'from {}'", client.name())},
+            {"hold": end},
+        ]),
+    );
+    until(&mut run, "both tool calls answered", || {
+        results(client, &model).len() == 2
+    });
+    assert!(
+        session_holder(client, &repo, "target.txt").is_some(),
+        "the session holds the file it wrote: {:?}",
+        repo.holders("target.txt")
+    );
+    let results = results(client, &model);
+    assert_ne!(
+        repo.git(&["rev-parse", "HEAD"]),
+        head,
+        "a session's own lock does not stop its commit: {results:#?}"
+    );
+    assert_eq!(repo.git(&["show", "HEAD:target.txt"]), content);
+    release(&end);
+    run.ok();
+}
+
+/// The files of `rel` locked by a session of `client`: its `<client>-…` holders.
+fn session_holders(client: &dyn Client, repo: &Repo, rel: &str) -> Vec<String> {
+    let prefix = format!("{}-", client.name());
+    repo.holders(rel)
+        .into_iter()
+        .filter(|h| h.starts_with(&prefix))
+        .collect()
+}
+
+/// One session writes `held.txt`, which the agent "holder" holds, then `free.txt`: the first
+/// is denied (the file stays untouched, the reason naming the holder reaches the model), the
+/// second goes through and its lock is released at the end of the turn.
+fn held_denied_free_written(client: &dyn Client, repo: &Repo, model: &FakeModel) {
+    let env = &repo.env;
+    env.agent("holder")
+        .args(["lock", "held.txt", "--reason", "rewriting it"])
+        .ok();
+    start(
+        client,
+        repo,
+        model,
+        "the first session",
+        serde_json::json!([
+            {"write": [repo.abs("held.txt"), "from the client"]},
+            {"write": [repo.abs("free.txt"), "from the client"]},
+        ]),
+    )
+    .ok();
+    assert!(!env.exists("held.txt"), "a held file stays untouched");
+    assert!(
+        model.log().contains("is locked by holder"),
+        "the deny reason, naming the holder, reaches the model"
+    );
+    assert_eq!(env.read("free.txt"), "from the client");
+    assert!(
+        repo.holders("free.txt").is_empty(),
+        "locked and released at the end of the turn: {:?}",
+        repo.holders("free.txt")
+    );
+}
+
+/// One session: an edit of a file another agent holds is denied (the file stays untouched, the
+/// reason naming the holder reaches the model), an edit of a free file goes through and its
+/// lock is released at the end of the turn. Then two sessions: a second one is denied a file
+/// the first holds inside its turn, the reason naming the first.
+pub fn denied_then_allowed_and_two_sessions(client: &dyn Client) {
+    let (repo, model) = setup(client);
+    let env = &repo.env;
+    held_denied_free_written(client, &repo, &model);
+    env.agent("holder").args(["unlock", "held.txt"]).ok();
+
+    // Two sessions: the first stays inside its turn holding shared.txt.
+    let flag = repo.flag("release");
+    let mut first = start(
+        client,
+        &repo,
+        &model,
+        "the first of two sessions",
+        serde_json::json!([{"write": [repo.abs("shared.txt"), "from the first"]}, {"hold": flag}]),
+    );
+    until(&mut first, "the first session wrote shared.txt", || {
+        !session_holders(client, &repo, "shared.txt").is_empty() && env.exists("shared.txt")
+    });
+    let first_agent = session_holders(client, &repo, "shared.txt").remove(0);
+    start(
+        client,
+        &repo,
+        &model,
+        "the second session",
+        serde_json::json!([{"write": [repo.abs("shared.txt"), "from the second"]}]),
+    )
+    .ok();
+    release(&flag);
+    first.ok();
+    assert_eq!(env.read("shared.txt"), "from the first");
+    assert!(
+        model.log().contains(&format!("is locked by {first_agent}")),
+        "the second session is another agent, denied naming the first ({first_agent})"
+    );
+    assert!(session_holders(client, &repo, "shared.txt").is_empty());
+}
+
+/// With only the plugin installed (no `coord init`, a repository nobody set up): an edit of a
+/// file another agent holds is denied (untouched, the reason naming the holder reaches the
+/// model), a free file is written and released at the end of the turn, the plugin gives the
+/// agent coord's instructions, the file is written once free; with `mcp`, the plugin's MCP
+/// server is the session's agent (its lock does not block the session's own edit, and goes at
+/// the turn's end); nothing of coord's shows in `git status`. Returns the repository and model
+/// for what a client checks more.
+pub fn plugin_alone_denies_then_allows(client: &dyn Client, mcp: bool) -> (Repo, FakeModel) {
+    let (repo, model) = setup(client);
+    let env = &repo.env;
+    held_denied_free_written(client, &repo, &model);
+    assert!(
+        model
+            .log()
+            .contains("Working with other agents in this folder"),
+        "the plugin gives the agent coord's instructions"
+    );
+    // Then allowed: the holder lets go, and the next session writes it.
+    env.agent("holder").args(["unlock", "held.txt"]).ok();
+    start(
+        client,
+        &repo,
+        &model,
+        "the session once the file is free",
+        serde_json::json!([{"write": [repo.abs("held.txt"), "now mine"]}]),
+    )
+    .ok();
+    assert_eq!(env.read("held.txt"), "now mine");
+    let mut untracked = "?? free.txt\n?? held.txt\n".to_string();
+    if mcp {
+        start(
+            client,
+            &repo,
+            &model,
+            "a session locking through MCP, then editing",
+            serde_json::json!([
+                {"mcp": ["lock", {"files": ["mcp.txt"]}]},
+                {"write": [repo.abs("mcp.txt"), "after the MCP lock"]},
+            ]),
+        )
+        .ok();
+        assert!(
+            model.log().contains("Lock acquired: mcp.txt"),
+            "the MCP lock was taken"
+        );
+        assert_eq!(env.read("mcp.txt"), "after the MCP lock");
+        assert!(
+            repo.holders("mcp.txt").is_empty(),
+            "released at the end of the turn"
+        );
+        untracked.push_str("?? mcp.txt\n");
+    }
+    assert_eq!(
+        repo.git(&["status", "--porcelain", "--untracked-files=all"]),
+        untracked,
+        "nothing of coord's in `git status`"
+    );
+    (repo, model)
+}
+
+/// Every edit tool of `denied` (calls on `target.txt`, which the agent "claude-x" holds) is
+/// denied: the file stays as it was, each result is the hook's deny (starting `deny`), naming
+/// holder and file. Once the file is free, `allowed` makes it read `edited`; the session holds it
+/// for the rest of its turn (another agent is refused, naming it), and the turn's end releases it.
+pub fn edits_denied_then_allowed(
+    client: &dyn Client,
+    denied: impl Fn(&Repo) -> Value,
+    allowed: impl Fn(&Repo) -> Value,
+    edited: &str,
+    deny: &str,
+) {
+    let (repo, model) = setup_committed(client);
+    let env = &repo.env;
+    env.agent("claude-x").args(["lock", "target.txt"]).ok();
+    let (run, prompt) = start_calls(client, &repo, &model, "denied", denied(&repo), &[]);
+    run.ok();
+    assert_eq!(env.read("target.txt"), "old line\n");
+    assert_eq!(repo.holders("target.txt"), ["claude-x"]);
+    let results = conversation_of(client, &model, &prompt);
+    assert_eq!(
+        results.len(),
+        denied(&repo).as_array().unwrap().len(),
+        "{results:#?}"
+    );
+    for (text, error) in &results {
+        assert!(
+            text.contains("claude-x") && text.contains("target.txt"),
+            "{text}"
+        );
+        assert!(*error && text.starts_with(deny), "the hook's deny: {text}");
+    }
+
+    // Released: the edit goes through, its lock held for the rest of the turn, released at its end.
+    env.agent("claude-x").args(["unlock", "target.txt"]).ok();
+    let flag = repo.flag("turn-over");
+    let calls = Value::from(vec![allowed(&repo)]);
+    let (mut run, prompt) = start_calls(client, &repo, &model, "allowed", calls, &[&flag]);
+    until(&mut run, "the edit inside the turn", || {
+        env.read("target.txt") == edited && session_holder(client, &repo, "target.txt").is_some()
+    });
+    let holder = session_holder(client, &repo, "target.txt").unwrap();
+    env.agent("claude-x")
+        .args(["lock", "target.txt", "--no-wait"])
+        .code(3)
+        .stderr_has(&holder);
+    release(&flag);
+    run.ok();
+    assert!(
+        repo.holders("target.txt").is_empty(),
+        "released at the turn's end: {:?}",
+        repo.holders("target.txt")
+    );
+    let results = conversation_of(client, &model, &prompt);
+    assert_eq!(results.len(), 1, "{results:#?}");
+    assert!(
+        !results[0].1 && !results[0].0.contains("claude-x"),
+        "{results:#?}"
+    );
+}
+
+/// The hook at the end of a turn (Gemini's AfterAgent, Copilot's agentStop), a message waiting
+/// for the session: it releases the turn's locks and continues the session once, telling the
+/// model about the message; the session is still ACTIVE then, FINISHED after. `edit` takes
+/// `target.txt`.
+pub fn turn_end_releases_the_locks_while_the_session_lives(
+    client: &dyn Client,
+    edit: impl Fn(&Repo) -> Value,
+) {
+    let (repo, model) = setup_committed(client);
+    let (first, second) = (repo.flag("first-answer"), repo.flag("second-answer"));
+    let calls = Value::from(vec![edit(&repo)]);
+    let (mut run, _) = start_calls(client, &repo, &model, "turns", calls, &[&first, &second]);
+    until(&mut run, "the edit inside the turn", || {
+        session_holder(client, &repo, "target.txt").is_some()
+    });
+    let me = session_holder(client, &repo, "target.txt").unwrap();
+    repo.env
+        .agent("claude-x")
+        .args(["msg", "send", &me, "target.txt is mine next"])
+        .ok();
+    release(&first);
+    until(&mut run, "the continued turn reaches the model", || {
+        model.requests().iter().any(|r| {
+            client.is_turn(r)
+                && r["body"]
+                    .to_string()
+                    .contains("unread message before you stop")
+        })
+    });
+    assert!(
+        repo.holders("target.txt").is_empty(),
+        "released at the end of the turn, the session still running: {:?}",
+        repo.holders("target.txt")
+    );
+    assert_eq!(repo.agents_of(&me), [(me.clone(), "ACTIVE".to_string())]);
+    repo.env
+        .agent("claude-x")
+        .args(["lock", "target.txt", "--no-wait"])
+        .ok();
+
+    release(&second);
+    run.ok();
+    assert_eq!(repo.agents_of(&me), [(me.clone(), "FINISHED".to_string())]);
 }
