@@ -271,15 +271,21 @@ fn claude_in_another_clone_is_denied_a_claimed_edit_then_allowed_and_its_push_re
         "session in clone B",
         &b.scratch(),
     );
-    e2e::until(&mut run, "the first edit's result reached the model", || {
-        !model.results().is_empty()
-    });
+    e2e::until(
+        &mut run,
+        "the first edit's result reached the model",
+        || !model.results().is_empty(),
+    );
     let denied = model.results()[0].0.clone();
     assert!(
         denied.contains("alice") && denied.contains(&host),
         "the reason names the holder and her host: {denied}"
     );
-    assert_eq!(b.env.read("src/a.rs"), "fn a() {}\n", "the denied edit did not happen");
+    assert_eq!(
+        b.env.read("src/a.rs"),
+        "fn a() {}\n",
+        "the denied edit did not happen"
+    );
 
     // alice releases; B's view of the remote is read again; the edit goes through.
     a.env.agent("alice").args(["unlock", "src/"]).ok();
