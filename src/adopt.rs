@@ -134,7 +134,7 @@ fn exclude(repository: &Path) -> Result<()> {
 /// `common`: below its `modules/` and each linked worktree's (`worktrees/W/modules/`), a
 /// submodule's name may hold slashes (`modules/libs/x`) and a submodule has its own
 /// `modules/`. A git folder is one holding a `HEAD` file; symlinks are not entered.
-fn submodules(common: &Path) -> Vec<PathBuf> {
+pub(crate) fn submodules(common: &Path) -> Vec<PathBuf> {
     let mut todo = vec![common.join("modules")];
     if let Ok(entries) = fsutil::read_dir(common.join("worktrees")) {
         todo.extend(entries.flatten().map(|e| e.path().join("modules")));

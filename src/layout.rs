@@ -33,6 +33,7 @@
 //! <root>/.coord/remote/lock           kernel lock around rewriting state.json (never deleted)
 //! <root>/.coord/remote/renewer        kernel lock held by the clone's one renewer of its remote claims (never deleted)
 //! <root>/.coord/remote/renewer.pid    that renewer's process id
+//! <root>/.coord/remote/sync           kernel lock held by the clone's one `coord remote sync` in the background (never deleted)
 //! refs/coord/claims, refs/coord/clones/<hash>  on the remote: the shared claims, each clone's `working_on`
 //! refs/coord-sync/…                   in this clone: the remote's `refs/coord/…` as last fetched
 //! <root>/agent-dialogue/{conversation.md,current-turn.txt,status.json,lock.txt,user-commands.txt,archive/}  seed 002
@@ -751,6 +752,18 @@ pub fn remote_state(root: &Path) -> PathBuf {
 /// when each lease ends: what a hook reads (see `remote::state`).
 pub fn remote_claims(root: &Path) -> PathBuf {
     remote_dir(root).join("claims")
+}
+
+/// `<root>/.coord/remote/working_on`: what each clone's agents are editing, as last read, in a
+/// few tab-separated lines: what a hook's edit warning reads (see `remote::state`).
+pub fn remote_working_on(root: &Path) -> PathBuf {
+    remote_dir(root).join("working_on")
+}
+
+/// `<root>/.coord/remote/sync`: a kernel lock held by the one `coord remote sync` of this clone
+/// running (never deleted).
+pub fn remote_sync(root: &Path) -> PathBuf {
+    remote_dir(root).join("sync")
 }
 
 /// `<root>/.coord/remote/lock`: a kernel lock held while `state.json` is read, merged and

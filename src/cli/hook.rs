@@ -161,7 +161,13 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> Result<Reply, String> {
         ));
     }
     hook::trail::begin(&call);
+    // The end of a turn never waits on the network: the clone's renewer releases there.
+    coord::v3::lock::leave_releases_to_renewer();
     let reply = act::handle(&ws, &agent, &call, &cwd, wait.min(MAX_WAIT), owner.as_ref());
+    if coord::v3::lock::releases_left() {
+        super::remote::start_renewer(&ws);
+    }
+    super::remote::start_sync_if_working_on_changed(&ws);
     hook::trail::record(&ws, &agent, &call, &input, &cwd, reply.as_ref().ok());
     let reply = reply.map_err(|e| e.to_string());
     if let Some((sid, process)) = session

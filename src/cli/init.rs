@@ -283,8 +283,8 @@ fn leave(
 ) -> anyhow::Result<ExitCode> {
     let me = ctx.agent_opt()?;
     let leaving = init::leave::plan(ws, me.as_ref(), yes)?;
-    if !dry_run {
-        init::leave::apply(&leaving)?;
+    if !dry_run && let Some(warning) = init::leave::apply(ws, &leaving)? {
+        output::diag(&format!("warning: {warning}"));
     }
     if ctx.json {
         let mut v = serde_json::to_value(&leaving).unwrap_or_default();
@@ -346,11 +346,18 @@ fn leave(
         ));
         said += 1;
     }
-    if let Some(path) = &leaving.exclude {
+    for path in leaving.exclude.iter().chain(&leaving.submodule_excludes) {
         output::line(&format!(
             "{}: coord's block in {}",
             verb("Removed", "remove"),
             output::clean(path)
+        ));
+        said += 1;
+    }
+    if let Some(remote) = &leaving.remote {
+        output::line(&format!(
+            "{}: claims shared through remote `{remote}` (this clone's records there released)",
+            verb("Stopped", "stop"),
         ));
         said += 1;
     }

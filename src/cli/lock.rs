@@ -100,7 +100,12 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             ));
         }
         output::held_elsewhere_warnings(req.agent.id(), &got.acquired);
+        let paths: Vec<&str> = req.targets.iter().map(|t| t.rel.as_str()).collect();
+        if let Some(w) = coord::remote::editing_warning(&ws, &paths) {
+            output::diag(&format!("warning: {w}"));
+        }
     }
+    super::remote::start_sync_if_working_on_changed(&ws);
     ctx.emit_lines(&got, || acquired_lines(&got));
     Ok(ExitCode::Success)
 }

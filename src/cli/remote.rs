@@ -5,7 +5,10 @@
 //! library's remote API directly, for the test suite and `bench/remote.py`; they are not part
 //! of the contract (a claim reaches the remote through `coord lock` in an enabled clone).
 //! `renewer` is the clone's renewer of its remote claims, which `coord lock` starts detached
-//! ([`start_renewer`]; see `coord::v3::lock::renewal`).
+//! ([`start_renewer`]; see `coord::v3::lock::renewal`); `sync --background` publishes this
+//! clone's `working_on` and reads the remote, one at a time per clone, started detached after a
+//! lock is taken or released here ([`start_sync_if_working_on_changed`]) and by a reader whose
+//! view is older than `remote_max_age` (`coord::remote::refresh`).
 
 use std::time::Duration;
 
@@ -71,7 +74,12 @@ enum RemoteCommand {
     ///
     ///   coord remote sync
     #[command(verbatim_doc_comment)]
-    Sync,
+    Sync {
+        /// Started detached (a reader whose view is old, a lock taken or released): print
+        /// nothing, and leave it to a sync of this clone already under way
+        #[arg(long, hide = true)]
+        background: bool,
+    },
     /// Show the other clones' claims and agents, and how old this view is
     ///
     /// Read again from the remote when older than remote_max_age; when the remote cannot be
@@ -142,7 +150,11 @@ pub fn run(args: RemoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     match args.command {
         RemoteCommand::Enable { remote } => enable(&ws, remote, ctx),
         RemoteCommand::Disable => disable(&ws, ctx),
-        RemoteCommand::Sync => {
+        RemoteCommand::Sync { background: true } => {
+            remote::sync_in_background(&ws)?;
+            Ok(ExitCode::Success)
+        }
+        RemoteCommand::Sync { background: false } => {
             let view = remote::sync(&ws)?;
             warnings(&view);
             show(&ws, Some(view), ctx);
@@ -537,27 +549,41 @@ fn renew(ws: &Workspace, a: RenewArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 /// renewer that cannot be started is said as a warning: the claims just published hold until
 /// their lease lapses, and the next `coord lock` starts one again.
 pub fn start_renewer(ws: &Workspace) {
-    let started = std::env::current_exe().and_then(|exe| {
-        let mut command = std::process::Command::new(exe);
-        command
-            .arg("-C")
-            .arg(ws.root())
-            .args(["remote", "renewer"])
-            .env_remove("COORD_AGENT")
-            .stdin(std::process::Stdio::null())
-            .stdout(std::process::Stdio::null())
-            .stderr(std::process::Stdio::null());
-        super::child_fence::detach(&mut command);
-        command.spawn()
-    });
-    match started {
-        // Reaped by a thread of a long-lived process (`coord mcp`); a command that ends first
-        // leaves it to init.
-        Ok(mut child) => {
-            std::thread::spawn(move || child.wait());
-        }
-        Err(e) => output::diag(&format!(
+    if let Err(e) = start_detached(ws, &["renewer"]) {
+        output::diag(&format!(
             "warning: cannot start the renewer of this clone's remote claims ({e}): they hold until their lease lapses unless `coord lock` runs again"
-        )),
+        ));
     }
+}
+
+/// After a lock was taken or released here: when this clone's `working_on` changed since the
+/// remote last showed it, start `coord remote sync --background` detached (it publishes it, then
+/// reads the remote), unless one runs already for the clone (which looks again before it
+/// exits). Never waits on the network; a sync that cannot be started is left to the next
+/// command that takes or releases a lock.
+pub fn start_sync_if_working_on_changed(ws: &Workspace) {
+    if remote::working_on_changed(ws) && !remote::sync_running(ws) {
+        let _ = start_detached(ws, &["sync", "--background"]);
+    }
+}
+
+/// Start `coord remote ARGS` for the workspace `ws`, detached: its own session, stdio on
+/// `/dev/null`, no descriptor of this process.
+fn start_detached(ws: &Workspace, args: &[&str]) -> std::io::Result<()> {
+    let mut command = std::process::Command::new(std::env::current_exe()?);
+    command
+        .arg("-C")
+        .arg(ws.root())
+        .arg("remote")
+        .args(args)
+        .env_remove("COORD_AGENT")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null());
+    super::child_fence::detach(&mut command);
+    let mut child = command.spawn()?;
+    // Reaped by a thread of a long-lived process (`coord mcp`); a command that ends first
+    // leaves it to init.
+    std::thread::spawn(move || child.wait());
+    Ok(())
 }

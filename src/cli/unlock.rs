@@ -50,6 +50,7 @@ pub fn run(args: UnlockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     };
     let (targets, patterns) = ctx.file_args(&ws, &args.files)?;
     let results = release(&ws, &agent, &args.files, &targets, &patterns, args.force)?;
+    super::remote::start_sync_if_working_on_changed(&ws);
     ctx.emit_lines(&UnlockReport { results: &results }, || {
         release_lines(&results)
     });

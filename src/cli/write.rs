@@ -53,7 +53,11 @@ pub fn run(args: WriteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 (Box::new(stdin.lock()), PathBuf::from("stdin"))
             }
         };
+    if let Some(w) = coord::remote::editing_warning(&ws, &[target.rel.as_str()]) {
+        output::diag(&format!("warning: {w}"));
+    }
     let written = write::write(&ws, &agent, &target, &mut input, &name)?;
+    super::remote::start_sync_if_working_on_changed(&ws);
     ctx.emit(&written, || written_line(&written));
     Ok(ExitCode::Success)
 }

@@ -120,7 +120,13 @@ fn reject(
     let holder = lock::locks_of(target)
         .into_iter()
         .find(|e| e.agent != agent.id())
-        .map(|e| printable(e.holder()));
+        .map(|e| printable(e.holder()))
+        // Not locked: a claim may hold it (here, or another clone's as last synced).
+        .or_else(|| {
+            let held = (why == Refusal::NotLocked)
+                .then(|| lock::seen_holder(ws, agent, std::slice::from_ref(target)));
+            held.flatten().map(|b| printable(&b.holder))
+        });
     let kept = format!("`{file}` was not written; your content is kept in `{rel}`");
     let message = match (why, holder) {
         (Refusal::NotLocked, Some(h)) => {

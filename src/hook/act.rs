@@ -210,7 +210,14 @@ fn before_edit(
     }
     let req = request(agent, call, targets.to_vec(), wait, true, owner);
     match lock::acquire(ws, &req, &mut |_| {}) {
-        Ok(_) => Ok(Reply::Allow),
+        Ok(_) => {
+            // Another clone's agent editing one of them: allowed, and the agent is told.
+            let paths: Vec<&str> = targets.iter().map(|t| t.rel.as_str()).collect();
+            Ok(match crate::remote::editing_warning(ws, &paths) {
+                Some(w) => Reply::Notice(call.event.clone(), format!("coord: {w}.")),
+                None => Reply::Allow,
+            })
+        }
         Err(e) => match deny_reason(ws, agent, targets, &e, wait) {
             Some(reason) => Ok(Reply::Deny(reason)),
             // coord failed on its own (a queue it cannot write, a full disk, a mutex held by a

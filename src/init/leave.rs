@@ -6,7 +6,9 @@
 //! wiring (what `init --remove` takes back, a client's own answers about coord's server
 //! included), coord's files beside the user's (locks, presences, handshakes, temporaries,
 //! backups and refused writes), the guard's git hooks (a hook they chained back in its place),
-//! coord's block in the repository's `info/exclude`, and every `.coord/` folder.
+//! coord's block in the repository's `info/exclude` (and its submodules'), and every `.coord/`
+//! folder. In a clone that shares its claims through its remote, sharing ends first: its
+//! records there released, `coord.remote` and `coord.cloneId` unset, `refs/coord-sync/` gone.
 //!
 //! A file git tracks is never touched, whatever its name. A file named like a lock, presence or
 //! handshake counts as coord's only when it reads as one (`package.lock.json` is not a lock). A
@@ -72,9 +74,13 @@ pub struct Leaving {
     pub hooks: Vec<guard::Uninstalled>,
     /// The repository's exclude file whose coord block goes.
     pub exclude: Option<String>,
-    /// The exclude file without the block (`None`: nothing else was in it).
+    /// The exclude files of its submodules whose coord block goes.
+    pub submodule_excludes: Vec<String>,
+    /// The remote this clone stops sharing its claims through.
+    pub remote: Option<String>,
+    /// Each exclude file that changes, without the block (`None`: nothing else was in it).
     #[serde(skip)]
-    exclude_left: Option<String>,
+    excludes_left: Vec<(PathBuf, Option<String>)>,
     /// The hooks folders to take coord's hooks out of.
     #[serde(skip)]
     hooks_dirs: Vec<PathBuf>,
@@ -164,30 +170,45 @@ pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> 
         }
     }
 
-    let (exclude, exclude_left) = match exclude_file(ws.root()) {
-        Some(path) => match exclude_without_block(&path)? {
-            Some(left) => (Some(path.display().to_string()), left),
-            None => (None, None),
-        },
-        None => (None, None),
-    };
+    let (mut exclude, mut submodule_excludes, mut excludes_left) = (None, Vec::new(), Vec::new());
+    if let Some(common) = crate::worktree::common_dir(ws.root()) {
+        let gits = std::iter::once(common.clone()).chain(crate::adopt::submodules(&common));
+        for (i, git) in gits.enumerate() {
+            let path = git.join("info").join("exclude");
+            if let Some(left) = exclude_without_block(&path)? {
+                let shown = path.display().to_string();
+                match i {
+                    0 => exclude = Some(shown),
+                    _ => submodule_excludes.push(shown),
+                }
+                excludes_left.push((path, left));
+            }
+        }
+    }
     Ok(Leaving {
         trees,
         removed,
         kept,
         hooks,
         exclude,
-        exclude_left,
+        submodule_excludes,
+        remote: crate::remote::config(ws).map(|c| c.remote),
+        excludes_left,
         hooks_dirs,
     })
 }
 
-/// Do what [`plan`] decided.
+/// Do what [`plan`] decided; a warning when this clone's records on its remote could not be
+/// released there (they stay until their lease lapses).
 ///
 /// # Errors
 ///
 /// [`Error::Io`] naming what could not be written or removed (what was done before stays done).
-pub fn apply(leaving: &Leaving) -> Result<()> {
+pub fn apply(ws: &Workspace, leaving: &Leaving) -> Result<Option<String>> {
+    let warning = match &leaving.remote {
+        Some(_) => crate::remote::forget(ws)?.warning,
+        None => None,
+    };
     for tree in &leaving.trees {
         apply_removal(&Workspace::at(PathBuf::from(&tree.root)), &tree.removal)?;
     }
@@ -197,9 +218,8 @@ pub fn apply(leaving: &Leaving) -> Result<()> {
     for dir in &leaving.hooks_dirs {
         guard::uninstall_in(dir, false)?;
     }
-    if let Some(path) = &leaving.exclude {
-        let path = Path::new(path);
-        match &leaving.exclude_left {
+    for (path, left) in &leaving.excludes_left {
+        match left {
             Some(left) => fsutil::replace_durable(path, left.as_bytes())?,
             None => {
                 fsutil::remove(path)?;
@@ -209,7 +229,7 @@ pub fn apply(leaving: &Leaving) -> Result<()> {
     for gone in leaving.removed.iter().filter(|g| g.what == STATE) {
         fsutil::remove_tree(Path::new(&gone.path))?;
     }
-    Ok(())
+    Ok(warning)
 }
 
 /// What the walk of the work trees found.
@@ -226,7 +246,8 @@ struct Found {
 }
 
 /// Walk `dir` (in the work tree `top`), never following a link, never entering `.git`, another
-/// work tree or repository, or a `.coord/` folder (which goes whole).
+/// work tree or repository, or a `.coord/` folder (which goes whole). A checked-out submodule
+/// (a `.git` file) is part of the workspace: walked as a tree of its own.
 fn walk(top: &Path, dir: &Path, tops: &[PathBuf], tracked: &HashSet<String>, found: &mut Found) {
     let Ok(names) = fsutil::list_names(dir) else {
         return;
@@ -249,9 +270,18 @@ fn walk(top: &Path, dir: &Path, tops: &[PathBuf], tracked: &HashSet<String>, fou
                 found.state_dirs.push(path);
                 continue;
             }
-            let other_tree = tops.contains(&path) || path.join(".git").exists();
-            if !other_tree {
-                walk(top, &path, tops, tracked, found);
+            if !tops.contains(&path) {
+                match std::fs::symlink_metadata(path.join(".git")) {
+                    Ok(git) if git.is_file() => {
+                        let sub: HashSet<String> = guard::tracked(&path)
+                            .unwrap_or_default()
+                            .into_iter()
+                            .collect();
+                        walk(&path, &path, tops, &sub, found);
+                    }
+                    Ok(_) => {}
+                    Err(_) => walk(top, &path, tops, tracked, found),
+                }
             }
             continue;
         }
@@ -412,13 +442,6 @@ fn refuse_live_locks(
             "ask them to finish (`coord unlock`, or the end of their turn), or wait until their locks are STALE, then run `coord init --remove --all` again; `coord status` shows every lock".into(),
         ),
     ))
-}
-
-/// The repository's exclude file (`<common git dir>/info/exclude`), when the workspace is in
-/// one.
-fn exclude_file(root: &Path) -> Option<PathBuf> {
-    let common = crate::worktree::common_dir(root)?;
-    Some(common.join("info").join("exclude"))
 }
 
 /// `Some(left)` when the exclude file at `path` holds coord's block: what stays without it

@@ -56,10 +56,19 @@
 //!   pattern `Outcome::Done` or `Outcome::Gone { by }` (a renewal of a record taken over is
 //!   refused that way).
 //! - [`publish_working_on`]`(ws, agents)`: this clone's `working_on`, one push, skipped when
-//!   unchanged.
+//!   unchanged. [`sync`] publishes [`working_here`] (the files this clone's agents hold locks
+//!   on) that way before it reads.
 //!
-//! A hook must never wait on the network: it calls [`claims_here`], and when [`view`]'s `age`
-//! passes [`max_age`], starts `coord remote sync` detached (or leaves it to the next command).
+//! Whoever judges a path (a lock, an edit through a hook) calls [`refresh`] first: when the
+//! state is older than [`max_age`] it starts `coord remote sync` detached and waits for it at
+//! most [`REFRESH_WAIT`], then judges with whatever state is there. Nothing waits on the network
+//! longer than that.
+//!
+//! A hook never waits on the network for the `working_on` either: it calls [`editing_warning`]
+//! (the other clones' agents editing its files, from `.coord/remote/working_on`), and when
+//! [`working_on_changed`] says this clone's locks changed since they were published, the
+//! command starts `coord remote sync` in the background; that one runs [`sync_in_background`],
+//! one at a time per clone.
 
 mod claims;
 mod clones;
@@ -440,14 +449,52 @@ pub fn disable(ws: &Workspace) -> Result<Disabled> {
     Ok(out)
 }
 
-/// Read the remote now (one fetch): the view, as kept in `.coord/remote/state.json`.
+/// Stop sharing for good (`coord init --remove --all`): [`disable`], and this clone's id
+/// (`coord.cloneId`) forgotten too.
+///
+/// # Errors
+///
+/// As [`disable`].
+pub fn forget(ws: &Workspace) -> Result<Disabled> {
+    let out = disable(ws)?;
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let _ = git::run(
+        ws.root(),
+        &["config", "--unset-all", "coord.cloneId"],
+        None,
+        deadline,
+    );
+    Ok(out)
+}
+
+/// Publish this clone's `working_on` ([`working_here`]) when it changed or its lease needs
+/// renewing, then read the remote (one fetch): the view, as kept in `.coord/remote/state.json`.
 ///
 /// # Errors
 ///
 /// [`Error::BadInput`] when claims are not shared here; [`Error::Remote`] when the remote
 /// cannot be reached or refused the credentials (the state kept is left as it was).
 pub fn sync(ws: &Workspace) -> Result<View> {
+    let _one = crate::arbiter::lock_mutex_within(&sync_lock(ws)?, NETWORK_BUDGET)?;
+    sync_held(ws)
+}
+
+/// `.coord/remote/sync`, made when missing: held by a sync of this clone, so that two never
+/// publish its `working_on` at once (its ref refuses the second push).
+fn sync_lock(ws: &Workspace) -> Result<PathBuf> {
+    let shared = worktree::shared_root(ws.root());
+    fsutil::ensure_dir(&layout::remote_dir(&shared))?;
+    Ok(layout::remote_sync(&shared))
+}
+
+/// [`sync`], its lock held.
+fn sync_held(ws: &Workspace) -> Result<View> {
     let r = Remote::open(ws, NETWORK_BUDGET)?;
+    // A record that cannot be written (a path git would not take) is not the read's concern.
+    if let Err(e @ Error::Remote { .. }) = clones::publish(ws, &r, &working_here(ws), DEFAULT_LEASE)
+    {
+        return Err(e);
+    }
     r.read_remote(ws)?;
     view(ws).ok_or_else(|| Error::Failed {
         message: "the state read from the remote was not kept".into(),
@@ -527,6 +574,102 @@ pub fn renew(
 pub fn publish_working_on(ws: &Workspace, agents: &[AgentWork]) -> Result<bool> {
     let r = Remote::open(ws, NETWORK_BUDGET)?;
     clones::publish(ws, &r, agents, DEFAULT_LEASE)
+}
+
+/// What this clone's agents are editing now: the files they hold locks on, from coord's index
+/// of locks (no walk of the tree), each agent's paths sorted.
+pub fn working_here(ws: &Workspace) -> Vec<AgentWork> {
+    let mut by_agent: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for (rel, agent) in crate::v3::lock::indexed_held(ws.root()) {
+        if !rel.chars().any(char::is_control) {
+            by_agent.entry(agent).or_default().push(rel);
+        }
+    }
+    (by_agent.into_iter())
+        .map(|(agent, mut working_on)| {
+            working_on.sort();
+            working_on.dedup();
+            working_on.truncate(record::MAX_PATHS);
+            AgentWork { agent, working_on }
+        })
+        .collect()
+}
+
+/// Whether this clone's `working_on` ([`working_here`]) differs from its record as last read
+/// from the remote (`.coord/remote/working_on`): a lock taken or released since it was
+/// published, or the record read more than half its lease ago. `false` when claims are not
+/// shared here. Without the network or git.
+pub fn working_on_changed(ws: &Workspace) -> bool {
+    let Some(cfg) = config(ws) else {
+        return false;
+    };
+    let me = cfg.clone_id.unwrap_or_default();
+    let fresh_until = clock::now().timestamp() + (DEFAULT_LEASE / 2).as_secs() as i64;
+    let mut published: Vec<(String, String)> = state::read_work(ws.root(), &cfg.remote)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|w| w.holder.clone == me && w.lease_until > fresh_until)
+        .map(|w| (w.holder.agent, w.path))
+        .collect();
+    published.sort();
+    let now: Vec<(String, String)> = (working_here(ws).into_iter())
+        .flat_map(|a| a.working_on.into_iter().map(move |p| (a.agent.clone(), p)))
+        .collect();
+    now != published
+}
+
+/// The warning for an edit of `paths` (relative to the repository's top level) that agents of
+/// other clones are editing, as last synced and within their record's lease, naming each
+/// agent and its host (`None`: nobody). Reads `.coord/remote/working_on` only.
+pub fn editing_warning(ws: &Workspace, paths: &[&str]) -> Option<String> {
+    let cfg = config(ws)?;
+    let me = cfg.clone_id.unwrap_or_default();
+    let now = clock::now().timestamp();
+    let found: Vec<String> = state::read_work(ws.root(), &cfg.remote)?
+        .into_iter()
+        .filter(|w| w.holder.clone != me && w.lease_until > now)
+        .filter(|w| paths.contains(&w.path.as_str()))
+        .map(|w| format!("`{}` is being edited by {}", w.path, w.holder.describe()))
+        .collect();
+    (!found.is_empty()).then(|| {
+        format!(
+            "{} in another clone (as last read from remote `{}`): the edit is allowed, but coordinate with them before changing it",
+            found.join("; "),
+            cfg.remote
+        )
+    })
+}
+
+/// Run as this clone's one background `coord remote sync`: [`sync`], then again while this
+/// clone's `working_on` changed meanwhile (at most three reads). `Ok(false)`: another one
+/// runs (it holds `.coord/remote/sync`, as any sync does), which looks again before it exits.
+///
+/// # Errors
+///
+/// As [`sync`].
+pub fn sync_in_background(ws: &Workspace) -> Result<bool> {
+    let lock = sync_lock(ws)?;
+    let mut ran = false;
+    for _ in 0..3 {
+        let Ok(one) = crate::arbiter::lock_mutex_within(&lock, Duration::ZERO) else {
+            return Ok(ran);
+        };
+        sync_held(ws)?;
+        ran = true;
+        // Let go, then look once more: a lock taken meanwhile by a command that found this
+        // one still running is published too.
+        drop(one);
+        if !working_on_changed(ws) {
+            break;
+        }
+    }
+    Ok(ran)
+}
+
+/// Whether a sync of this clone runs (it holds `.coord/remote/sync`).
+pub fn sync_running(ws: &Workspace) -> bool {
+    let lock = layout::remote_sync(&worktree::shared_root(ws.root()));
+    lock.exists() && crate::arbiter::lock_mutex_within(&lock, Duration::ZERO).is_err()
 }
 
 /// A claim of the remote as last synced.
@@ -667,6 +810,73 @@ pub fn synced_age(ws: &Workspace) -> Option<Duration> {
     let cfg = config(ws)?;
     let (synced, _) = state::read_index(ws.root(), &cfg.remote, |_| false)?;
     (synced > 0).then(|| clock::age(&clock::now(), &epoch(synced)))
+}
+
+/// The longest a reader waits for the remote to be read again ([`refresh`]) before it judges
+/// by the state it has.
+pub const REFRESH_WAIT: Duration = Duration::from_secs(1);
+
+/// Have the remote read again when the state last synced is older than `older` (or was never
+/// read): `coord remote sync --background` started detached, waited for at most
+/// [`REFRESH_WAIT`]; one already under way (its kernel lock, `.coord/remote/sync`) is waited for
+/// instead. Nothing is done where claims are not shared. `Some(warning)`: the remote could not
+/// be read in time, saying how old the state judged by is.
+pub fn refresh(ws: &Workspace, older: Duration) -> Option<String> {
+    let cfg = config(ws)?;
+    if synced_age(ws).is_some_and(|a| a <= older) {
+        return None;
+    }
+    let shared = worktree::shared_root(ws.root());
+    let lock = layout::remote_sync(&shared);
+    let read = fsutil::ensure_dir(&layout::remote_dir(&shared))
+        .and_then(|()| crate::arbiter::lock_mutex_within(&lock, Duration::ZERO))
+        .map(|free| {
+            drop(free);
+            start_sync(ws)
+        })
+        .unwrap_or_else(|_| crate::arbiter::lock_mutex_within(&lock, REFRESH_WAIT).is_ok());
+    if read {
+        return None;
+    }
+    let judged = synced_age(ws).map_or(
+        "never read: no claim of another clone is known here".into(),
+        |a| format!("as read {} ago", clock::format_age(a)),
+    );
+    Some(format!(
+        "remote `{}` could not be read within {} (`coord remote sync` says why): the other clones' claims are judged {judged}",
+        cfg.remote,
+        clock::format_duration(REFRESH_WAIT)
+    ))
+}
+
+/// Start `coord remote sync --background` in its own process group, stdio on `/dev/null`, and
+/// wait for it at most [`REFRESH_WAIT`]: whether it read the remote by then. Reaped by a thread
+/// (a long-lived process, `coord mcp`, leaves no zombie); a command that ends first leaves it
+/// to init.
+fn start_sync(ws: &Workspace) -> bool {
+    use std::os::unix::process::CommandExt as _;
+    use std::process::{Command, Stdio};
+    let Ok(exe) = std::env::current_exe() else {
+        return false;
+    };
+    let started = Command::new(exe)
+        .arg("-C")
+        .arg(ws.root())
+        .args(["remote", "sync", "--background"])
+        .env_remove("COORD_AGENT")
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn();
+    let Ok(mut child) = started else {
+        return false;
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait().is_ok_and(|s| s.success()));
+    });
+    rx.recv_timeout(REFRESH_WAIT).unwrap_or(false)
 }
 
 /// A time given in seconds since the epoch.

@@ -240,7 +240,7 @@ pub struct CloneRecord {
 
 /// The most agents one clone record lists, and paths one agent.
 const MAX_AGENTS: usize = 64;
-const MAX_PATHS: usize = 256;
+pub(crate) const MAX_PATHS: usize = 256;
 
 impl CloneRecord {
     /// Parse a commit message read from the remote and check it; `Err` says why it is ignored.

@@ -11,6 +11,10 @@
 //! its lease ends: a hook reads that file, not the JSON, and parses only the patterns that can
 //! match the paths it asks about.
 //!
+//! `.coord/remote/working_on` likewise holds what each clone's agents are editing (this clone's
+//! as last read back from the remote): a hook's edit warning reads it, and so does the check
+//! whether this clone's `working_on` changed since it was last published.
+//!
 //! The files are replaced whole (never half-written), under a kernel lock on `.coord/remote/lock`
 //! so that two processes merging what they read do not lose each other's `seen` times; a file
 //! that cannot be read counts as never synced.
@@ -193,6 +197,12 @@ pub fn update<T>(ws: &Workspace, remote: &str, f: impl FnOnce(&mut State) -> T) 
                 index_text(&state).as_bytes(),
             )?;
         }
+        if work_text(&before) != work_text(&state) {
+            fsutil::replace(
+                &layout::remote_working_on(&crate::worktree::shared_root(root)),
+                work_text(&state).as_bytes(),
+            )?;
+        }
     }
     Ok(out)
 }
@@ -307,6 +317,76 @@ pub fn read_index(
     Some((synced, out))
 }
 
+/// The first line of `.coord/remote/working_on`.
+const WORK_HEAD: &str = "# coord remote working_on 1";
+
+/// `.coord/remote/working_on` for `state`: a head line (`# coord remote working_on 1`, the
+/// remote), then one line per path an agent of a clone (this one's too) is editing, as last
+/// read: when that clone's record's lease ends (epoch seconds, this clock), agent, host, clone
+/// id, path; separated by tabs.
+fn work_text(state: &State) -> String {
+    let mut out = format!("{WORK_HEAD}\t{}\n", state.remote);
+    for c in &state.clones {
+        let Some(until) = lease_until(&c.seen, c.record.lease_s) else {
+            continue;
+        };
+        for a in &c.record.agents {
+            for path in &a.working_on {
+                out.push_str(&format!(
+                    "{}\t{}\t{}\t{}\t{path}\n",
+                    until.timestamp(),
+                    a.agent,
+                    c.record.host,
+                    c.record.clone
+                ));
+            }
+        }
+    }
+    out
+}
+
+/// One line of `.coord/remote/working_on`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct IndexedWork {
+    /// When its clone's record's lease ends (epoch seconds, this clock).
+    pub lease_until: i64,
+    /// The agent editing it, its host and clone (`agent` set).
+    pub holder: super::record::Holder,
+    /// The path, relative to the repository's top level.
+    pub path: String,
+}
+
+/// `.coord/remote/working_on` of the workspace `root` for `remote`, every line (`None`: not
+/// there, or for another remote).
+pub fn read_work(root: &Path, remote: &str) -> Option<Vec<IndexedWork>> {
+    let bytes = fsutil::read_capped(
+        &layout::remote_working_on(&crate::worktree::shared_root(root)),
+        STATE_CAP,
+    )
+    .ok()?;
+    let text = String::from_utf8_lossy(&bytes);
+    let mut lines = text.lines();
+    if lines.next()? != format!("{WORK_HEAD}\t{remote}") {
+        return None;
+    }
+    let out = lines.filter_map(|line| {
+        let f: Vec<&str> = line.splitn(5, '\t').collect();
+        let [until, agent, host, clone, path] = f.as_slice() else {
+            return None;
+        };
+        Some(IndexedWork {
+            lease_until: until.parse().ok()?,
+            holder: super::record::Holder {
+                agent: agent.to_string(),
+                host: host.to_string(),
+                clone: clone.to_string(),
+            },
+            path: path.to_string(),
+        })
+    });
+    Some(out.collect())
+}
+
 /// Remove the state (the remote was turned off here).
 ///
 /// # Errors
@@ -314,6 +394,9 @@ pub fn read_index(
 /// [`crate::Error::Io`] when it cannot be removed.
 pub fn remove(root: &Path) -> Result<()> {
     fsutil::remove(&layout::remote_claims(&crate::worktree::shared_root(root)))?;
+    fsutil::remove(&layout::remote_working_on(&crate::worktree::shared_root(
+        root,
+    )))?;
     fsutil::remove(&layout::remote_state(&crate::worktree::shared_root(root))).map(drop)
 }
 

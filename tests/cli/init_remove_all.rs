@@ -267,3 +267,71 @@ fn remove_all_leaves_every_worktree_as_git_status_saw_it_before_coord() {
         .ok()
         .stdout_has("Nothing to remove");
 }
+
+/// `init --remove --all` in a submodule's superproject takes coord's block out of the
+/// submodule's own exclude file too (the first lock inside the submodule wrote it there):
+/// every exclude file is as before coord.
+#[test]
+fn remove_all_takes_coords_block_out_of_each_submodules_exclude_file() {
+    let (env, sup) = crate::submodules::superproject();
+    let excludes = || {
+        let mut all: Vec<(String, String)> = Vec::new();
+        for rel in [".git/info/exclude", ".git/modules/sub/info/exclude"] {
+            all.push((
+                rel.into(),
+                std::fs::read_to_string(sup.join(rel)).unwrap_or_default(),
+            ));
+        }
+        all
+    };
+    let before = excludes();
+    crate::submodules::from(&env, &sup.join("sub"), "alice")
+        .args(["lock", "d/f.rs"])
+        .ok();
+    crate::submodules::from(&env, &sup.join("sub"), "alice")
+        .args(["unlock", "d/f.rs"])
+        .ok();
+    assert!(
+        excludes()[1].1.contains("# coord:begin"),
+        "{:?}",
+        excludes()
+    );
+    coord(&env, &sup, None)
+        .args(["init", "--remove", "--all"])
+        .ok()
+        .stdout_has("modules/sub/info/exclude");
+    assert_eq!(excludes(), before);
+    assert_eq!(status(&sup), Vec::<String>::new());
+}
+
+/// In a clone that shares its claims through its remote, `init --remove --all` stops that
+/// first: its records there are released (another clone sees the claim gone), and the clone's
+/// git config and its copy of the remote's refs are as before `coord remote enable`.
+#[test]
+fn remove_all_stops_sharing_claims_through_the_remote_and_leaves_no_config() {
+    use crate::remote::{Team, Transport, remote, run_git};
+    let Some(t) = Team::new(Transport::File) else {
+        return;
+    };
+    let a = t.clone("a");
+    let b = t.clone("b");
+    crate::remote::coord(&t.env, &a, "alice")
+        .args(["lock", "src/", "--reason", "auth"])
+        .ok();
+    remote(&t.env, &b, "x", &["sync"]).ok();
+    assert_eq!(crate::remote::status(&t.env, &b).claims.len(), 1);
+
+    crate::remote::coord(&t.env, &a, "alice")
+        .args(["init", "--remove", "--all"])
+        .ok()
+        .stdout_has("Stopped: claims shared through remote `origin`");
+    let config = std::fs::read_to_string(a.join(".git/config")).unwrap();
+    assert!(!config.contains("[coord]"), "{config}");
+    assert_eq!(run_git(&a, &["for-each-ref", "refs/coord-sync/"]), "");
+    assert!(!a.join(".coord").exists());
+    remote(&t.env, &b, "x", &["sync"]).ok();
+    assert!(
+        crate::remote::status(&t.env, &b).claims.is_empty(),
+        "alice's claim was released on the remote"
+    );
+}

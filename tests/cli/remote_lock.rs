@@ -219,7 +219,73 @@ fn a_waiter_in_another_clone_gets_the_claim_once_it_is_released() {
         .stdin(stop.to_string())
         .ok();
     assert!(here(&t.env, &b).locks.is_empty());
-    assert!(on_remote(&t, &a).is_empty());
+    // The hook leaves the push to the clone's renewer (it never waits on the network): released
+    // there within the renewer's two looks.
+    eventually("bob's record released on the remote", || {
+        on_remote(&t, &a).is_empty()
+    });
+}
+
+/// The end of a client's turn never waits on the network: with the remote holding every
+/// connection open without a word, the Stop hook of an agent holding a published claim answers
+/// at once (before, it waited for the push's 30 s budget), released here; the record there is
+/// left to the clone's renewer.
+#[test]
+fn the_stop_hook_does_not_wait_on_a_remote_that_never_answers() {
+    let Some(t) = Team::new(Transport::Daemon) else {
+        return;
+    };
+    let a = clone_with_src(&t, "a");
+    coord(&t.env, &a, "alice")
+        .args(["lock", "src/"])
+        .ok()
+        .stdout_has("shared through `origin`");
+    // A remote that accepts connections and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let held = std::thread::spawn(move || {
+        let mut open = Vec::new();
+        for c in silent.incoming().take(8).flatten() {
+            open.push(c);
+        }
+    });
+    crate::remote::run_git(
+        &a,
+        &[
+            "remote",
+            "set-url",
+            "origin",
+            &format!("git://127.0.0.1:{port}/r.git"),
+        ],
+    );
+    let stop = serde_json::json!({
+        "hook_event_name": "Stop",
+        "session_id": "5e551011-0000-4000-8000-000000000001",
+        "cwd": a,
+        "stop_hook_active": false,
+    });
+    let mut hook = crate::remote::like(coord(&t.env, &a, "alice"), crate::support::coord_bin())
+        .args(["hook", "claude"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut hook.stdin.take().unwrap(), stop.to_string().as_bytes())
+        .unwrap();
+    let started = std::time::Instant::now();
+    while hook.try_wait().unwrap().is_none() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the Stop hook waits on a remote that never answers"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let done = hook.wait_with_output().unwrap();
+    assert!(done.status.success(), "{done:?}");
+    let left = here(&t.env, &a);
+    assert!(left.claims.is_empty(), "released here: {left:?} {done:?}");
+    drop(held);
 }
 
 /// `--local` keeps a claim to this clone: nothing reaches the remote (its refs are as they

@@ -139,7 +139,9 @@ fn every_json_document_matches_its_schema() {
         in_clone()
             .args(["remote", "claim", "src/", "--reason", "schemas"])
             .ok();
-        in_clone().args(["remote", "working-on", "src/a.rs"]).ok();
+        // What an agent edits is published from its locks by `remote sync`.
+        std::fs::create_dir_all(clone.join("src")).unwrap();
+        in_clone().args(["lock", "src/a.rs"]).ok();
         c.run("remote-status", in_clone().args(["remote", "sync"]), 0);
         let st = c.run("remote-status", in_clone().args(["remote", "status"]), 0);
         assert_eq!(st["claims"][0]["pattern"], "src/**");

@@ -96,6 +96,7 @@ impl Host {
                 if got.acquired.iter().any(|a| a.remote.is_some()) {
                     super::super::remote::start_renewer(ws);
                 }
+                super::super::remote::start_sync_if_working_on_changed(ws);
                 let mut lines = output::took_over_lines(&got.acquired);
                 lines.extend(lock_cmd::acquired_lines(&got));
                 Ok(Done::new(lines.join("\n"), &got))
@@ -104,6 +105,7 @@ impl Host {
                 let files = args.strings("files")?.unwrap_or_default();
                 let (targets, claims) = ws.file_args(ws.root(), &files)?;
                 let results = unlock::release(ws, agent, &files, &targets, &claims, false)?;
+                super::super::remote::start_sync_if_working_on_changed(ws);
                 if let Some(err) = unlock::refusal(&results, agent) {
                     return Err(err.into());
                 }

@@ -68,7 +68,10 @@ pub use release::{
     Fence, Release, ReleaseOutcome, holds, holds_fence, own_fence, own_token, release, release_all,
     release_tokens, session_locks,
 };
-pub use remote_claim::{REREAD, Reach, RemoteRelease, take_warnings as remote_warnings};
+pub use remote_claim::{
+    REREAD, Reach, RemoteRelease, leave_releases_to_renewer, releases_left,
+    take_warnings as remote_warnings,
+};
 #[cfg(test)]
 pub(crate) use scan::folder_listings;
 pub(crate) use scan::join_roster;
@@ -80,6 +83,17 @@ use takeover::take_over;
 /// unverified (each may be gone), in no order. Read without walking the tree.
 pub fn indexed(root: &std::path::Path) -> Vec<(String, String)> {
     index::entries(root)
+}
+
+/// The locks coord made whose lock file still lies in a work tree sharing the workspace:
+/// (the file relative to its work tree's top level, the agent), read from the index.
+pub fn indexed_held(root: &std::path::Path) -> Vec<(String, String)> {
+    let gone = index::gone(root);
+    let mut held: Vec<(String, String)> = (index::entries(root).into_iter())
+        .filter(|e| !gone.contains(e))
+        .collect();
+    held.sort();
+    held
 }
 
 use std::path::PathBuf;

@@ -16,12 +16,19 @@
 //!   every [`REREAD`] ([`wait_free`]).
 //! - **Unreachable**, or the credentials refused: given back too; the error names the remote.
 //!
+//! What this clone does not publish (a plain file lock, a `--local` claim, an edit through a
+//! hook, `run`, `note`) is judged against the other clones' claims as last synced
+//! ([`held_elsewhere`]), read again when older than `remote_max_age` (a detached `coord remote
+//! sync`, waited for at most a second): one of them in the way holds as a claim of another
+//! worktree does.
+//!
 //! A release gives the record back here first, then (mutex free) releases the marked ones there
 //! in one push. When that push cannot be made, the release here stands, and the record there
 //! stays until its lease lapses: said in the [`Release`]'s `remote` and as a warning
 //! ([`take_warnings`]), never silently.
 
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -390,6 +397,85 @@ pub(super) fn blocker(h: &Held, remote: &str) -> Blocker {
     b
 }
 
+/// What another clone holds, as last synced from the remote (contract §13), of `targets` (those
+/// `agent` does not hold here already) or of what `claims` would claim: its live claim or shared
+/// lock, as the blocker a claim of another worktree would be. Paths and patterns are taken
+/// relative to the repository's top level (a workspace in a subfolder adds its folder). The
+/// state is read again first when older than `reread` (`Duration::MAX`: not at all; `None`:
+/// `remote_max_age`, and a remote that cannot be read is said as a warning; the state there is
+/// judged either way). A STALE record is
+/// takeable: said as a warning, never in the way.
+pub(super) fn held_elsewhere(
+    ws: &Workspace,
+    agent: &AgentId,
+    targets: &[Target],
+    claims: &[Pattern],
+    reread: Option<Duration>,
+) -> Option<Blocker> {
+    let (top, _) = crate::worktree::enclosing_repository(ws.root())?;
+    let clone = Workspace::at(top.clone());
+    let cfg = remote::config(&clone)?;
+    let sub = ws.root().strip_prefix(&top).ok()?.to_string_lossy();
+    let at_top = |rel: &str| match sub.as_ref() {
+        "" => rel.to_string(),
+        sub => format!("{sub}/{rel}"),
+    };
+    let paths: Vec<(String, &str)> = (targets.iter())
+        .filter(|t| super::own_token(t, agent).is_none())
+        .map(|t| (at_top(&t.rel), t.rel.as_str()))
+        .collect();
+    let claims: Vec<(Pattern, &str)> = (claims.iter())
+        .filter_map(|p| Some((Pattern::parse(&at_top(p.as_str())).ok()?, p.as_str())))
+        .collect();
+    if paths.is_empty() && claims.is_empty() {
+        return None;
+    }
+    match reread {
+        None => {
+            if let Some(w) = remote::refresh(&clone, remote::max_age(&clone)) {
+                warn(w);
+            }
+        }
+        Some(Duration::MAX) => {}
+        Some(older) => drop(remote::refresh(&clone, older)),
+    }
+    let found = if claims.is_empty() {
+        let at: Vec<&str> = paths.iter().map(|(p, _)| p.as_str()).collect();
+        remote::claims_on(&clone, &at)
+    } else {
+        remote::claims_here(&clone)
+    };
+    for c in found {
+        let asked = (paths
+            .iter()
+            .find(|(p, _)| c.pattern.matches(p))
+            .map(|(_, a)| *a))
+        .or_else(|| (claims.iter().find(|(p, _)| p.overlaps(&c.pattern))).map(|(_, a)| *a));
+        let Some(asked) = asked else { continue };
+        let held = Held {
+            asked: asked.to_string(),
+            kind: c.kind,
+            pattern: c.pattern.as_str().to_string(),
+            holder: c.holder,
+            since: c.since,
+            reason: c.reason,
+            lease_until: c.lease_until,
+        };
+        if !c.stale {
+            return Some(blocker(&held, &cfg.remote));
+        }
+        warn(format!(
+            "`{}` is in the claim `{}` of {} through remote `{}`, STALE since its lease ended at {}: taken as free",
+            held.asked,
+            held.pattern,
+            held.holder.describe(),
+            cfg.remote,
+            short_time(&held.lease_until)
+        ));
+    }
+    None
+}
+
 /// Say in `agent`'s presence that it waits (`WAITING`), or, once it does not any more, whether
 /// it holds anything (`LOCKED` or `FREE`). Best effort.
 pub(super) fn say_waiting(ws: &Workspace, agent: &AgentId, waiting: bool) {
@@ -492,14 +578,33 @@ pub fn take_warnings() -> Vec<String> {
 
 fn warn(text: String) {
     let mut w = WARNINGS.lock().unwrap_or_else(|e| e.into_inner());
-    if w.len() < MAX_WARNINGS {
+    if w.len() < MAX_WARNINGS && !w.contains(&text) {
         w.push(text);
     }
 }
 
+/// Whether this process leaves its releases on the remote to the clone's renewer (a client's
+/// hook: it never waits on the network), and whether it left one.
+static TO_RENEWER: AtomicBool = AtomicBool::new(false);
+static LEFT: AtomicBool = AtomicBool::new(false);
+
+/// From now on this process makes no push to release a record on the remote: the clone's
+/// renewer releases there a record with no holder here within two of its looks (seconds). What
+/// a client's hook calls, so that the end of a turn never waits on the network; the caller
+/// makes sure the renewer runs when [`releases_left`] says so.
+pub fn leave_releases_to_renewer() {
+    TO_RENEWER.store(true, Ordering::Relaxed);
+}
+
+/// Whether a release was left to the renewer since [`leave_releases_to_renewer`].
+pub fn releases_left() -> bool {
+    LEFT.load(Ordering::Relaxed)
+}
+
 /// The remote step of a release: `agent`'s records given back here that were published
 /// (`marked`) are released on the remote, in one push; each of them in `out` says what became
-/// of it there. Unreachable: they stay there until their lease lapses, said as a warning.
+/// of it there. Unreachable: they stay there until their lease lapses, said as a warning. Left
+/// to the renewer ([`leave_releases_to_renewer`]): no push here.
 pub(super) fn release(ws: &Workspace, agent: &AgentId, marked: &[Marked], out: &mut [Release]) {
     if marked.is_empty() {
         return;
@@ -508,6 +613,10 @@ pub(super) fn release(ws: &Workspace, agent: &AgentId, marked: &[Marked], out: &
     let Some(cfg) = remote::config(ws) else {
         return;
     };
+    if TO_RENEWER.load(Ordering::Relaxed) {
+        LEFT.store(true, Ordering::Relaxed);
+        return;
+    }
     let patterns: Vec<Pattern> = (marked.iter())
         .map(|m| pattern_of(m.kind, &m.text))
         .collect();

@@ -7,7 +7,10 @@
 //! this try published. A try that would wait first checks for a deadlock and takes a ticket in
 //! the queue (`line`); between tries a waiter sleeps on folder events (see [`crate::wait`]) and
 //! re-reads what blocked it before trying in full again (`wake`). What stood in the way becomes
-//! the caller's refusal (`blocker`).
+//! the caller's refusal (`blocker`). Before each try, the claims of other clones as last synced
+//! from the remote (contract §13) are looked at as a claim of another worktree would be
+//! (`remote_claim::held_elsewhere`): one of them in the way is refused or waited for, the
+//! remote read again at most every 2 s.
 
 mod attempt;
 mod blocker;
@@ -25,12 +28,13 @@ use self::blocker::{Situation, blocked_error};
 use self::line::{Waiting, deadlock, settle};
 use self::wake::{Probe, Waits, sleep, watch_for, worth_a_try};
 use super::release::release_tokens;
-use super::remote_claim::{self, Reach, Sharing};
+use super::remote_claim::{self, REREAD, Reach, Sharing};
 use crate::arbiter::{Guard, Policy};
 use crate::clock::Wait;
 use crate::error::{Error, Result};
 use crate::fsutil;
 use crate::layout;
+use crate::pattern::Pattern;
 use crate::remote;
 use crate::v3::backup;
 use crate::v3::presence::{self, LockStatus};
@@ -274,7 +278,25 @@ pub fn acquire_shared(
         last_touch: Instant::now(),
         mine: Mine::default(),
     };
+    // What this request publishes is decided by the remote itself (`share`); the rest is judged
+    // by the other clones' claims as last synced, read again at most every 2 s while waiting.
+    let shared = sharing.is_some();
+    let files: &[Target] = if shared && reach.files { &[] } else { &targets };
+    let claims: &[Pattern] = if shared && reach.claims {
+        &[]
+    } else {
+        &req.claims
+    };
+    let mut reread = None;
     let got = loop {
+        let held = remote_claim::held_elsewhere(ws, &req.agent, files, claims, reread);
+        if let Some(blocker) = held {
+            tries.wait_elsewhere(blocker, on_event)?;
+            // The last look, past the deadline, reads nothing more.
+            let last = tries.deadline.passed();
+            reread = Some(if last { Duration::MAX } else { REREAD });
+            continue;
+        }
         match tries.once()? {
             Attempt::Got(list) => match &sharing {
                 None => break list,
@@ -351,8 +373,9 @@ const MUTEX_FLOOR: Duration = Duration::from_millis(500);
 /// How often a wait that involves a claim looks again.
 const CLAIM_RECHECK: Duration = Duration::from_millis(20);
 
-/// A lock on one of `targets`, or a claim matching one, that another agent holds (not stale),
-/// as read without the workspace mutex: what coord knows of a holder when it cannot decide
+/// A lock on one of `targets`, or a claim matching one (of this clone, or of another as last
+/// synced from the remote), that another agent holds (not stale), as read without the
+/// workspace mutex: what coord knows of a holder when it cannot decide
 /// under the mutex, or cannot lock at all (a file whose folder is not made yet).
 pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Option<Blocker> {
     let now = crate::clock::now();
@@ -360,7 +383,7 @@ pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Optio
     let root = ws.root();
     let me = agent.id();
     let (mut claims, _) = super::claim::read_for(root);
-    targets.iter().find_map(|t| {
+    let here = targets.iter().find_map(|t| {
         let mut entries = super::locks_of(t);
         super::classify(root, &mut entries, &mut cache, &now);
         if let Some(e) = entries
@@ -377,7 +400,8 @@ pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Optio
                 (c.entry.state != super::LockState::Stale)
                     .then(|| blocker::claim_blocker(root, c, &t.rel, &now))
             })
-    })
+    });
+    here.or_else(|| remote_claim::held_elsewhere(ws, agent, targets, &[], None))
 }
 
 /// The state of one acquire across its tries.
@@ -599,6 +623,38 @@ impl Tries<'_> {
             });
         }
         Ok(None)
+    }
+
+    /// Another clone holds what we ask for, as last synced: refused when not waiting (or past
+    /// the deadline), else the user told and a pause of at most [`REREAD`]
+    /// before the remote is read again.
+    fn wait_elsewhere(
+        &mut self,
+        blocker: Blocker,
+        on_event: &mut dyn FnMut(&LockEvent),
+    ) -> Result<()> {
+        let (ws, req) = (self.ws, self.req);
+        if !self.may_wait || self.deadline.passed() {
+            if self.told.is_some() {
+                remote_claim::say_waiting(ws, &req.agent, false);
+            }
+            let err = blocked_error(blocker, self.may_wait, self.started.elapsed());
+            return Err(super::events::refused(ws.root(), req, err));
+        }
+        if self.told.is_none() {
+            remote_claim::say_waiting(ws, &req.agent, true);
+        }
+        self.tell(blocker, on_event);
+        crate::wait::pause(self.deadline.next_sleep(REREAD));
+        if let Some(signal) = crate::wait::stop_requested() {
+            remote_claim::say_waiting(ws, &req.agent, false);
+            return Err(Error::Interrupted {
+                signal,
+                file: self.first_key(),
+            });
+        }
+        // A place in line here, from an earlier try, is kept meanwhile.
+        self.keep_tickets_alive()
     }
 
     /// Tell the user what stands in the way: once when the wait starts, then when it changes.
