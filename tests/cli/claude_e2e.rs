@@ -211,3 +211,118 @@ fn claude_sessions_in_two_worktrees_of_one_repository_exclude_each_other() {
     );
     assert_eq!(repo.env.read("shared.txt").trim_end(), "from A");
 }
+
+/// Two clones on "two machines", sharing nothing but their remote (a real `git daemon` on
+/// 127.0.0.1), #47: while alice claims `src/` in clone A, a real Claude Code session in clone B
+/// is denied an edit of `src/a.rs`, the reason naming alice and her host; once she releases,
+/// the edit goes through and the session commits it; when she claims `src/` again, the
+/// session's `git push` of that commit is refused and the remote's branch stays as it was.
+#[test]
+#[ignore = "needs the real client: set COORD_TEST_CLAUDE (see .ci/run)"]
+fn claude_in_another_clone_is_denied_a_claimed_edit_then_allowed_and_its_push_refused() {
+    let c = claude();
+    let team = crate::remote::Team::new(crate::remote::Transport::Daemon)
+        .expect("git and `git daemon` serve the remote on 127.0.0.1");
+    let host = crate::remote::hostname();
+
+    // Clone A: the project's first commit, pushed; alice claims src/ through the remote.
+    let a = e2e::Repo::fresh();
+    a.git(&["remote", "add", "origin", &team.url]);
+    a.env.write("src/a.rs", "fn a() {}\n");
+    a.git(&["add", "-A"]);
+    a.git(&["commit", "-qm", "first"]);
+    a.git(&["push", "-q", "origin", "HEAD:refs/heads/main"]);
+    let first = a.git(&["rev-parse", "HEAD"]);
+    a.env.cmd().args(["remote", "enable"]).ok();
+    let claim = || {
+        a.env
+            .agent("alice")
+            .args(["lock", "src/", "--reason", "auth refactor"])
+            .ok()
+    };
+    claim();
+
+    // Clone B: the same project, wired for Claude Code, its guard installed, sharing claims
+    // through the same remote.
+    let b = e2e::Repo::fresh();
+    b.git(&["remote", "add", "origin", &team.url]);
+    b.git(&["fetch", "-q", "origin"]);
+    b.git(&["checkout", "-q", "-B", "main", "origin/main"]);
+    b.env.cmd().args(["init", "--client", "claude"]).ok();
+    b.env.cmd().args(["guard", "install"]).ok();
+    b.env.cmd().args(["remote", "enable"]).ok();
+    let sync_b = || b.env.cmd().args(["remote", "sync"]).ok();
+    sync_b();
+    let model = e2e::FakeModel::start(c.model(), &b.scratch());
+
+    let target = b.abs("src/a.rs");
+    let (go, push, end) = (b.flag("go"), b.flag("push"), b.flag("end"));
+    let steps = json!([
+        {"write": [target, "from B"]},
+        {"hold": go},
+        {"write": [target, "from B"]},
+        {"shell": "git commit -qam 'a from B' && echo committed"},
+        {"hold": push},
+        {"shell": "git push origin HEAD:main"},
+        {"hold": end},
+    ]);
+    let mut run = Run::spawn(
+        c.session(&b, &model, &e2e::script(steps)),
+        "session in clone B",
+        &b.scratch(),
+    );
+    e2e::until(
+        &mut run,
+        "the first edit's result reached the model",
+        || !model.results().is_empty(),
+    );
+    let denied = model.results()[0].0.clone();
+    assert!(
+        denied.contains("alice") && denied.contains(&host),
+        "the reason names the holder and her host: {denied}"
+    );
+    assert_eq!(
+        b.env.read("src/a.rs"),
+        "fn a() {}\n",
+        "the denied edit did not happen"
+    );
+
+    // alice releases; B's view of the remote is read again; the edit goes through.
+    a.env.agent("alice").args(["unlock", "src/"]).ok();
+    sync_b();
+    e2e::release(&go);
+    e2e::until(&mut run, "the commit's result reached the model", || {
+        model.results().len() >= 3
+    });
+    assert_eq!(b.env.read("src/a.rs").trim_end(), "from B");
+    let results = model.results();
+    assert!(results[2].0.contains("committed"), "{results:?}");
+
+    // alice claims src/ again: the push of B's commit is refused, the remote left as it was.
+    claim();
+    sync_b();
+    e2e::release(&push);
+    e2e::until(&mut run, "the push's result reached the model", || {
+        model.results().len() >= 4
+    });
+    let refused = model.results()[3].0.clone();
+    assert!(
+        refused.contains("alice") && refused.contains(&host),
+        "the push is refused naming the claim's holder and her host: {refused}"
+    );
+    let on_remote = std::process::Command::new("git")
+        .args(["rev-parse", "refs/heads/main"])
+        .current_dir(&team.bare)
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&on_remote.stdout),
+        first,
+        "the remote's main is still A's first commit"
+    );
+
+    e2e::release(&end);
+    let done = run.wait();
+    assert_eq!(done.code, Some(0), "{done:?}");
+    a.env.agent("alice").args(["unlock", "src/"]).ok();
+}
