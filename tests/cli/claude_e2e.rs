@@ -274,9 +274,9 @@ fn claude_in_another_clone_is_denied_a_claimed_edit_then_allowed_and_its_push_re
     e2e::until(
         &mut run,
         "the first edit's result reached the model",
-        || !model.results().is_empty(),
+        || !e2e::results(&c, &model).is_empty(),
     );
-    let denied = model.results()[0].0.clone();
+    let denied = e2e::results(&c, &model)[0].0.clone();
     assert!(
         denied.contains("alice") && denied.contains(&host),
         "the reason names the holder and her host: {denied}"
@@ -292,10 +292,10 @@ fn claude_in_another_clone_is_denied_a_claimed_edit_then_allowed_and_its_push_re
     sync_b();
     e2e::release(&go);
     e2e::until(&mut run, "the commit's result reached the model", || {
-        model.results().len() >= 3
+        e2e::results(&c, &model).len() >= 3
     });
     assert_eq!(b.env.read("src/a.rs").trim_end(), "from B");
-    let results = model.results();
+    let results = e2e::results(&c, &model);
     assert!(results[2].0.contains("committed"), "{results:?}");
 
     // alice claims src/ again: the push of B's commit is refused, the remote left as it was.
@@ -303,9 +303,9 @@ fn claude_in_another_clone_is_denied_a_claimed_edit_then_allowed_and_its_push_re
     sync_b();
     e2e::release(&push);
     e2e::until(&mut run, "the push's result reached the model", || {
-        model.results().len() >= 4
+        e2e::results(&c, &model).len() >= 4
     });
-    let refused = model.results()[3].0.clone();
+    let refused = e2e::results(&c, &model)[3].0.clone();
     assert!(
         refused.contains("alice") && refused.contains(&host),
         "the push is refused naming the claim's holder and her host: {refused}"
