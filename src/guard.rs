@@ -16,8 +16,8 @@ use crate::clock;
 use crate::error::Refusal;
 use crate::error::{Error, Result};
 use crate::fsutil;
-use crate::v3::lock::{self, LockState};
-use crate::v3::presence::StateCache;
+use crate::lock::{self, LockState};
+use crate::presence::StateCache;
 use crate::workspace::{AgentId, Workspace};
 
 /// The line that marks a hook script as coord's.

@@ -264,8 +264,8 @@ pub fn env_session() -> Option<(&'static str, Client, String)> {
 }
 
 /// The client session this process runs in, as a lock request carries it ([`env_session`]).
-pub fn runs_in() -> Option<crate::v3::lock::ClientSession> {
-    env_session().map(|(_, client, session)| crate::v3::lock::ClientSession {
+pub fn runs_in() -> Option<crate::lock::ClientSession> {
+    env_session().map(|(_, client, session)| crate::lock::ClientSession {
         client: client.as_str().to_string(),
         session,
     })

@@ -305,7 +305,7 @@ pub fn skip_in_walk(dir_name: &str) -> bool {
 }
 
 /// `<root>/.coord/held`: the index of the locks coord made, one empty entry per lock file,
-/// so that views find them without walking the tree (see `v3::lock::index`).
+/// so that views find them without walking the tree (see `lock::index`).
 pub fn held_dir(root: &Path) -> PathBuf {
     state_dir(root).join("held")
 }
@@ -458,7 +458,7 @@ pub fn claim_queue_dir(root: &Path, pattern: &str) -> PathBuf {
 pub const CLAIM_QUEUE_PREFIX: &str = "c-";
 
 /// `<root>/.coord/claims`: every claim on a folder or pattern, one record per claim (see
-/// `v3::lock::claim`), read once per command.
+/// `lock::claim`), read once per command.
 pub fn claims_file(root: &Path) -> PathBuf {
     state_dir(root).join("claims")
 }

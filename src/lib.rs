@@ -13,7 +13,9 @@
 //!   [`gitconfig`] (the settings coord reads from git's config files), [`textblock`] (coord's
 //!   marked block in a user's text file), [`adopt`] (coord's files kept out of `git status` in
 //!   a repository nobody set up);
-//! - protocols: [`v3`] (seed 001: presence, locks, backups, wait queue, messages, notes);
+//! - protocols, seed 001: [`lock`] (locks and claims, backups, the wait queue, deadlocks),
+//!   [`presence`], [`stamp`] (the stamp card of partners), [`session`], [`handshake`],
+//!   [`message`], [`note`];
 //!   [`collab`] (seed 000: the shared collaboration file); [`dialogue`] (seed 002: the
 //!   turn-based dialogue); [`review`] (seed 003: the review tracker); [`edit`] (safe editing
 //!   under the lock: write, run, restore); [`remote`] (claims shared by clones on other
@@ -26,7 +28,8 @@
 //! - front doors: [`mcp`] (the Model Context Protocol server's framing and tool catalogue);
 //!   [`ui`] (the page for the humans watching: a small HTTP server of the status and the history).
 
-// The library has no unsafe code; only the binary's C entry point (src/main.rs) needs it.
+// The library has no unsafe code; the binary has one place that needs it, documented there
+// (src/cli/child_fence.rs: code run between fork and exec).
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
@@ -44,25 +47,31 @@ pub mod exit_code;
 pub mod fsutil;
 pub mod gitconfig;
 pub mod guard;
+pub mod handshake;
 pub mod history;
 pub mod hook;
 pub mod host;
 pub mod identity;
 pub mod init;
 pub mod layout;
+pub mod lock;
 pub mod mcp;
+pub mod message;
+pub mod note;
 pub mod pattern;
 pub mod plugin;
+pub mod presence;
 pub mod prune;
 pub mod record;
 pub mod remote;
 pub mod review;
+pub mod session;
 pub mod shell;
 pub mod shelledit;
+pub mod stamp;
 pub mod status;
 pub mod textblock;
 pub mod ui;
-pub mod v3;
 pub mod wait;
 pub mod watch;
 pub mod workspace;

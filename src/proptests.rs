@@ -10,10 +10,10 @@ use proptest::prelude::*;
 
 use crate::clock;
 use crate::layout;
+use crate::lock;
+use crate::presence::{Presence, StateCache};
 use crate::record::Record;
 use crate::status;
-use crate::v3::lock;
-use crate::v3::presence::{Presence, StateCache};
 use crate::workspace::{AgentId, Workspace, is_valid_agent_id};
 
 /// Any text, control characters and odd Unicode included.
@@ -373,7 +373,7 @@ proptest! {
         text in any_text(),
         peers in proptest::collection::btree_map(lower_id(), (any::<bool>(), proptest::option::of(timestamp())), 0..5),
     ) {
-        use crate::v3::handshake::{self, Block, HandshakeStatus};
+        use crate::handshake::{self, Block, HandshakeStatus};
         let _ = handshake::parse(&owner, &text);
         let blocks: Vec<Block> = peers
             .into_iter()
@@ -398,7 +398,7 @@ proptest! {
         pid in proptest::option::of(any::<u32>()),
         at in timestamp(),
     ) {
-        use crate::v3::stamp::{Row, RowStatus};
+        use crate::stamp::{Row, RowStatus};
         let _ = Row::parse(id, &text);
         let row = Row {
             id,

@@ -20,9 +20,9 @@ use crate::error::Result;
 use crate::fsutil;
 use crate::history;
 use crate::layout;
-use crate::v3::lock;
-use crate::v3::presence::{self, AgentState};
-use crate::v3::stamp::{self, RowStatus};
+use crate::lock;
+use crate::presence::{self, AgentState};
+use crate::stamp::{self, RowStatus};
 use crate::workspace::Workspace;
 
 /// A presence silent this long counts as finished (its session crashed).
@@ -132,7 +132,7 @@ pub fn prune(ws: &Workspace, dry_run: bool) -> Result<Pruned> {
             out.removed.extend(gone.iter().filter_map(|p| ws.rel(p)));
         }
     }
-    if !crate::v3::queue::keeps_folders(root) {
+    if !crate::lock::queue::keeps_folders(root) {
         for dir in empty_queue_dirs(root) {
             if !dry_run {
                 fsutil::raw::remove_empty_dir(&dir);

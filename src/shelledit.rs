@@ -30,7 +30,7 @@ use crate::error::Result;
 use crate::fsutil::{self, Stat};
 use crate::guard::{self, Held};
 use crate::layout;
-use crate::v3::lock;
+use crate::lock;
 use crate::workspace::{AgentId, Workspace};
 
 /// The largest start record read.

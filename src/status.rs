@@ -8,14 +8,14 @@ use serde::Serialize;
 
 use crate::clock::{self, Timestamp};
 use crate::dialogue::{self, DialogueSummary};
+use crate::handshake;
+use crate::lock::deadlock::{self, WaitEdge};
+use crate::lock::queue;
+use crate::lock::{self, LockState};
+use crate::message;
+use crate::presence::{self, LockStatus, StateCache, Unreadable};
 use crate::review::{self, rules::ReviewSummary};
-use crate::v3::handshake;
-use crate::v3::lock::{self, LockState};
-use crate::v3::message;
-use crate::v3::presence::{self, LockStatus, StateCache, Unreadable};
-use crate::v3::queue;
-use crate::v3::stamp::{self, RowStatus};
-use crate::v3::waits::{self, WaitEdge};
+use crate::stamp::{self, RowStatus};
 use crate::workspace::Workspace;
 
 /// One agent, as `status` shows it.
@@ -665,7 +665,7 @@ pub fn collect(ws: &Workspace) -> Status {
     unreadable.extend(lock::unreadable(&entries, ws));
     let claims = claims(ws, &mut cache, &now);
     let waiters = queue::waiters(ws.root());
-    let edges = waits::edges(ws, &waiters, &mut cache, &now);
+    let edges = deadlock::edges(ws, &waiters, &mut cache, &now);
     let mut places: BTreeMap<&str, usize> = BTreeMap::new();
     let waits = waiters
         .iter()
@@ -686,7 +686,7 @@ pub fn collect(ws: &Workspace) -> Status {
             }
         })
         .collect();
-    let deadlocks = waits::cycles(&edges);
+    let deadlocks = deadlock::cycles(&edges);
     let (blocks, bad_handshakes) = handshake::scan(ws.root());
     unreadable.extend(bad_handshakes);
     // The online rows only: the card keeps every session ever, and a view costs what is

@@ -6,9 +6,9 @@ use std::path::PathBuf;
 use clap::Args;
 use serde::Serialize;
 
+use coord::lock;
+use coord::presence::{self, StateCache, Unreadable};
 use coord::status::{AgentView, LockView, agent_view, lock_view, settle_lock_status_of};
-use coord::v3::lock;
-use coord::v3::presence::{self, StateCache, Unreadable};
 use coord::workspace::AgentId;
 use coord::{Error, ExitCode, clock};
 

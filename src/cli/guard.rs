@@ -143,7 +143,7 @@ fn check(args: CheckArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         // A push honours the other clones' claims as the remote holds them now; when it cannot
         // be read, as last read.
         if let Err(e) =
-            coord::remote::sync_within(&ws, &coord::v3::lock::working_on(&ws), guard::REMOTE_BUDGET)
+            coord::remote::sync_within(&ws, &coord::lock::working_on(&ws), guard::REMOTE_BUDGET)
         {
             let age = coord::remote::synced_age(&ws)
                 .map(|a| format!("read {} ago", clock::format_age(a)))
@@ -179,7 +179,7 @@ fn check(args: CheckArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             .since
             .as_deref()
             .and_then(clock::parse_timestamp)
-            .map(|t| coord::v3::lock::format_since(Some(&t), &now))
+            .map(|t| coord::lock::format_since(Some(&t), &now))
             .unwrap_or_else(|| "an unknown time".into());
         lines.push(format!(
             "  {}: locked by {} ({} since {since}), released {}",

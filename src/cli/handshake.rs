@@ -6,7 +6,7 @@ use clap::Args;
 
 use coord::ExitCode;
 use coord::clock::Wait;
-use coord::v3::handshake::{self, Round};
+use coord::handshake::{self, Round};
 
 use super::Ctx;
 use super::output::{self, Cell};

@@ -10,8 +10,8 @@ use coord::ExitCode;
 use coord::clock;
 use coord::hook::{self, Client, HookCall, Kind, Reply, act};
 use coord::identity;
+use coord::lock::{ClientSession, Owner};
 use coord::plugin;
-use coord::v3::lock::{ClientSession, Owner};
 use coord::workspace::{AgentId, Workspace};
 
 use super::{Ctx, output};
@@ -162,9 +162,9 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> Result<Reply, String> {
     }
     hook::trail::begin(&call);
     // The end of a turn never waits on the network: the clone's renewer releases there.
-    coord::v3::lock::leave_releases_to_renewer();
+    coord::lock::leave_releases_to_renewer();
     let reply = act::handle(&ws, &agent, &call, &cwd, wait.min(MAX_WAIT), owner.as_ref());
-    if coord::v3::lock::releases_left() {
+    if coord::lock::releases_left() {
         super::remote::start_renewer(&ws);
     }
     super::remote::start_sync_if_working_on_changed(&ws);

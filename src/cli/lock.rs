@@ -3,8 +3,8 @@
 use clap::Args;
 
 use coord::clock;
-use coord::v3::lock::{self, ClientSession, DEFAULT_TTL, LockRequest, Owner, Reach};
-use coord::v3::session::{SESSION_ENV, SESSION_PID_ENV};
+use coord::lock::{self, ClientSession, DEFAULT_TTL, LockRequest, Owner, Reach};
+use coord::session::{SESSION_ENV, SESSION_PID_ENV};
 use coord::{Error, ExitCode};
 
 use super::progress::WaitProgress;

@@ -363,7 +363,7 @@ pub fn run() -> ExitCode {
             };
             dispatch(cli.command, &ctx)
         });
-    for warning in coord::v3::lock::remote_warnings() {
+    for warning in coord::lock::remote_warnings() {
         output::diag(&format!("warning: {warning}"));
     }
     let history = coord::history::take_warning();

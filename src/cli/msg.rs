@@ -8,8 +8,8 @@ use serde::Serialize;
 
 use coord::clock::{self, Wait};
 use coord::error::Refusal;
-use coord::v3::message::{self, Inbox, InboxEntry, Recipient};
-use coord::v3::presence;
+use coord::message::{self, Inbox, InboxEntry, Recipient};
+use coord::presence;
 use coord::{Error, ExitCode};
 
 use super::Ctx;
@@ -237,7 +237,7 @@ pub fn list_text(shown: &[InboxEntry], only_unread: bool, color: bool) -> String
         .map(|e| {
             let m = &e.message;
             let when = clock::parse_timestamp(&m.time)
-                .map(|t| coord::v3::lock::format_since(Some(&t), &now))
+                .map(|t| coord::lock::format_since(Some(&t), &now))
                 .unwrap_or_else(|| "-".into());
             vec![
                 Cell::plain(&m.id),

@@ -3,7 +3,7 @@
 use clap::Args;
 
 use coord::ExitCode;
-use coord::v3::note::{self, NoteRequest};
+use coord::note::{self, NoteRequest};
 
 use super::progress::WaitProgress;
 use super::{Ctx, WaitArgs, msg, output};

@@ -403,7 +403,7 @@ pub fn title(text: &str, color: bool) -> String {
 
 /// The one line said on stderr when a lock is busy and coord starts waiting: who holds it, since
 /// when, what they work on (or how many waiters stand in line first).
-pub fn waiting_line(b: &coord::v3::lock::Blocker) -> String {
+pub fn waiting_line(b: &coord::lock::Blocker) -> String {
     let who = if b.queued_ahead > 0 {
         format!(
             "{} earlier waiter(s) stand in line ({} first)",
@@ -425,14 +425,14 @@ pub fn waiting_line(b: &coord::v3::lock::Blocker) -> String {
 }
 
 /// Say on stderr, for each stale lock an acquisition took over, whose it was and why.
-pub fn took_over_notes(acquired: &[coord::v3::lock::Acquired]) {
+pub fn took_over_notes(acquired: &[coord::lock::Acquired]) {
     for line in took_over_lines(acquired) {
         diag(&line);
     }
 }
 
 /// For each stale lock or claim an acquisition took over, whose it was and why.
-pub fn took_over_lines(acquired: &[coord::v3::lock::Acquired]) -> Vec<String> {
+pub fn took_over_lines(acquired: &[coord::lock::Acquired]) -> Vec<String> {
     acquired
         .iter()
         .flat_map(|a| {
@@ -462,7 +462,7 @@ pub fn took_over_lines(acquired: &[coord::v3::lock::Acquired]) -> Vec<String> {
 
 /// Warn about each refreshed lock that `agent` had taken from another shell or session: the
 /// same name in two places excludes nothing, and the user should know.
-pub fn held_elsewhere_warnings(agent: &str, acquired: &[coord::v3::lock::Acquired]) {
+pub fn held_elsewhere_warnings(agent: &str, acquired: &[coord::lock::Acquired]) {
     for a in acquired.iter().filter(|a| a.held_from.is_some()) {
         diag(&format!(
             "warning: {} already holds `{}` from another session; the lock was refreshed, not taken (one agent name in two shells excludes nothing: give each shell its own `COORD_AGENT`)",

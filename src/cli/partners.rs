@@ -5,8 +5,8 @@ use serde::Serialize;
 
 use coord::ExitCode;
 use coord::clock;
-use coord::v3::lock::format_since;
-use coord::v3::stamp::{self, Row};
+use coord::lock::format_since;
+use coord::stamp::{self, Row};
 
 use super::Ctx;
 use super::output::{self, Cell};

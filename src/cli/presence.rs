@@ -5,10 +5,10 @@ use std::path::Path;
 use clap::{Args, ValueEnum};
 
 use coord::ExitCode;
+use coord::presence::{self, Update};
+use coord::session::SESSION_ENV;
+use coord::stamp;
 use coord::status::{AgentView, agent_view};
-use coord::v3::presence::{self, Update};
-use coord::v3::session::SESSION_ENV;
-use coord::v3::stamp;
 use coord::workspace::{AgentId, Workspace};
 
 use super::{Ctx, output};

@@ -12,7 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use coord::clock::{self, Wait};
-use coord::v3::lock::{Blocker, LockEvent};
+use coord::lock::{Blocker, LockEvent};
 
 use super::output;
 
@@ -153,7 +153,7 @@ fn round(d: Duration) -> Duration {
 /// What is known beyond who holds it: the process the lock follows, the holder's state, when
 /// the lock can be taken over.
 pub fn news(b: &Blocker) -> Option<String> {
-    use coord::v3::presence::AgentState;
+    use coord::presence::AgentState;
     if b.queued_ahead > 0 {
         return None;
     }

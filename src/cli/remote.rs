@@ -5,7 +5,7 @@
 //! library's remote API directly, for the test suite and `bench/remote.py`; they are not part
 //! of the contract (a claim reaches the remote through `coord lock` in an enabled clone).
 //! `renewer` is the clone's renewer of its remote claims, which `coord lock` starts detached
-//! ([`start_renewer`]; see `coord::v3::lock::renewal`); `sync --background` publishes this
+//! ([`start_renewer`]; see `coord::lock::renewal`); `sync --background` publishes this
 //! clone's `working_on` and reads the remote, one at a time per clone, started detached after a
 //! lock is taken or released here ([`start_sync_if_working_on_changed`]) and by a reader whose
 //! view is older than `remote_max_age` (`coord::remote::refresh`).
@@ -16,9 +16,9 @@ use clap::{Args, Subcommand};
 
 use coord::clock::{self, Timestamp};
 use coord::error::Refusal;
+use coord::lock::renewal;
 use coord::pattern::Pattern;
 use coord::remote::{self, AgentWork, Claimed, Item, Outcome, View};
-use coord::v3::lock::renewal;
 use coord::workspace::Workspace;
 use coord::{Error, ExitCode};
 
@@ -151,11 +151,11 @@ pub fn run(args: RemoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         RemoteCommand::Enable { remote } => enable(&ws, remote, ctx),
         RemoteCommand::Disable => disable(&ws, ctx),
         RemoteCommand::Sync { background: true } => {
-            remote::sync_in_background(&ws, || coord::v3::lock::working_on(&ws))?;
+            remote::sync_in_background(&ws, || coord::lock::working_on(&ws))?;
             Ok(ExitCode::Success)
         }
         RemoteCommand::Sync { background: false } => {
-            let view = remote::sync(&ws, &coord::v3::lock::working_on(&ws))?;
+            let view = remote::sync(&ws, &coord::lock::working_on(&ws))?;
             warnings(&view);
             show(&ws, Some(view), ctx);
             Ok(ExitCode::Success)
@@ -223,7 +223,7 @@ fn enable(ws: &Workspace, remote: Option<String>, ctx: &Ctx) -> anyhow::Result<E
             coord::host::hostname()
         ));
     }
-    let view = match remote::sync(ws, &coord::v3::lock::working_on(ws)) {
+    let view = match remote::sync(ws, &coord::lock::working_on(ws)) {
         Ok(v) => {
             warnings(&v);
             Some(v)
@@ -266,7 +266,7 @@ fn status(ws: &Workspace, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         .as_ref()
         .is_some_and(|v| v.age.is_none_or(|a| a > remote::max_age(ws)));
     if old {
-        match remote::sync(ws, &coord::v3::lock::working_on(ws)) {
+        match remote::sync(ws, &coord::lock::working_on(ws)) {
             Ok(v) => view = Some(v),
             Err(e) => output::diag(&format!(
                 "warning: {e}; showing what was read {}",
@@ -541,8 +541,7 @@ pub fn start_renewer(ws: &Workspace) {
 /// exits). Never waits on the network; a sync that cannot be started is left to the next
 /// command that takes or releases a lock.
 pub fn start_sync_if_working_on_changed(ws: &Workspace) {
-    if remote::working_on_changed(ws, &coord::v3::lock::working_on(ws)) && !remote::sync_running(ws)
-    {
+    if remote::working_on_changed(ws, &coord::lock::working_on(ws)) && !remote::sync_running(ws) {
         let _ = start_detached(ws, &["sync", "--background"]);
     }
 }

@@ -77,7 +77,7 @@ fn list(
     ctx: &Ctx,
 ) -> anyhow::Result<ExitCode> {
     target.regular_or_absent()?;
-    let all = coord::v3::backup::generations(ws.root(), target)?;
+    let all = coord::lock::backup::generations(ws.root(), target)?;
     if ctx.json {
         output::json(&serde_json::json!({ "file": target.rel, "generations": all }));
     } else if !ctx.quiet {

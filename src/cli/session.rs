@@ -26,8 +26,8 @@ use signal_hook::consts::signal::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 use coord::host;
-use coord::v3::session::{self, KILL_GRACE};
-use coord::v3::stamp::{self, Scope, StartupRequest};
+use coord::session::{self, KILL_GRACE};
+use coord::stamp::{self, Scope, StartupRequest};
 use coord::workspace::AgentId;
 use coord::{Error, ExitCode};
 

@@ -3,9 +3,9 @@
 use clap::{Args, ValueEnum};
 
 use coord::clock;
-use coord::v3::lock::{Release, ReleaseOutcome};
-use coord::v3::session::SESSION_ENV;
-use coord::v3::stamp::{self, NEW_PARTNER, Partner, Row, Scope, Startup, StartupRequest};
+use coord::lock::{Release, ReleaseOutcome};
+use coord::session::SESSION_ENV;
+use coord::stamp::{self, NEW_PARTNER, Partner, Row, Scope, Startup, StartupRequest};
 use coord::workspace::AgentId;
 use coord::{Error, ExitCode};
 

@@ -3,8 +3,8 @@
 use clap::Args;
 use serde::Serialize;
 
+use coord::lock::{self, LockState, Release, ReleaseOutcome};
 use coord::pattern::Pattern;
-use coord::v3::lock::{self, LockState, Release, ReleaseOutcome};
 use coord::workspace::{AgentId, Target, Workspace};
 use coord::{Error, ExitCode};
 

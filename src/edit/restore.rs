@@ -25,8 +25,8 @@ use crate::error::{Error, IoResultExt, Refusal, Result};
 use crate::fsutil;
 use crate::host;
 use crate::layout;
-use crate::v3::backup;
-use crate::v3::lock::{self, ClientSession, DEFAULT_TTL, Fence, LockEvent, LockRequest, Owner};
+use crate::lock::backup;
+use crate::lock::{self, ClientSession, DEFAULT_TTL, Fence, LockEvent, LockRequest, Owner};
 use crate::workspace::{AgentId, Target, Workspace};
 
 use super::folder;

@@ -38,12 +38,10 @@ use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
 use crate::clock::Wait;
 use crate::error::{Error, IoResultExt, Result};
 use crate::host::{self, ProcessGroup};
+use crate::lock::{self, Acquisition, ClientSession, DEFAULT_TTL, LockEvent, LockRequest, Owner};
 use crate::pattern::Pattern;
-use crate::v3::lock::{
-    self, Acquisition, ClientSession, DEFAULT_TTL, LockEvent, LockRequest, Owner,
-};
-use crate::v3::presence;
-use crate::v3::session::KILL_GRACE;
+use crate::presence;
+use crate::session::KILL_GRACE;
 use crate::workspace::{AgentId, Target, Workspace};
 
 /// How often the agent's heartbeat is refreshed while CMD runs.

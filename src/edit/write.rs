@@ -24,8 +24,8 @@ use serde::Serialize;
 use crate::error::{Error, Refusal, Result};
 use crate::fsutil;
 use crate::layout;
-use crate::v3::backup;
-use crate::v3::lock;
+use crate::lock;
+use crate::lock::backup;
 use crate::workspace::{AgentId, Target, Workspace};
 
 use super::folder;

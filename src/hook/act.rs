@@ -5,12 +5,12 @@ use std::time::Duration;
 
 use crate::clock::{self, Wait};
 use crate::error::{Error, Result};
+use crate::lock::queue;
+use crate::lock::{self, DEFAULT_TTL, LockRequest, Owner};
+use crate::message;
+use crate::presence::{self, AgentState, Update};
+use crate::stamp::{self, Partner, Scope, StartupRequest};
 use crate::status;
-use crate::v3::lock::{self, DEFAULT_TTL, LockRequest, Owner};
-use crate::v3::message;
-use crate::v3::presence::{self, AgentState, Update};
-use crate::v3::queue;
-use crate::v3::stamp::{self, Partner, Scope, StartupRequest};
 use crate::workspace::{AgentId, Target, Workspace};
 
 use super::gitcmd::{self, GitAction};
@@ -471,7 +471,7 @@ fn deny_reason(
 /// has on `target` goes ([`LockEntry::released_when`]), found by the holder's id, in
 /// whichever work tree the lock lies.
 ///
-/// [`LockEntry::released_when`]: crate::v3::lock::LockEntry::released_when
+/// [`LockEntry::released_when`]: crate::lock::LockEntry::released_when
 fn released_when(ws: &Workspace, target: Option<&Target>, holder: &str) -> &'static str {
     let id = crate::shell::agent(holder);
     target

@@ -5,7 +5,7 @@
 //! [`parse`] reads it into a [`HookCall`] (see [`crate::client`]); [`act::handle`] does what the
 //! event asks (lock, heartbeat, clock in, release, clock out) and answers a [`Reply`]; [`render`]
 //! writes that reply in the client's own format. Nothing here locks, heartbeats or messages by
-//! itself: every step is a call into [`crate::v3`].
+//! itself: every step is a call into [`crate::lock`] and its siblings.
 
 pub mod act;
 pub mod gitcmd;

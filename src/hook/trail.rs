@@ -106,7 +106,7 @@ pub const PROMPT_CHARS: usize = 40;
 
 /// Keep the session's first prompt in its presence, once (best effort: a label, nothing more).
 fn keep_first_prompt(ws: &Workspace, agent: &AgentId, client: Client, payload: &[u8]) {
-    let had = crate::v3::presence::read(ws.root(), agent.id())
+    let had = crate::presence::read(ws.root(), agent.id())
         .ok()
         .flatten()
         .is_some_and(|p| p.field("prompt").is_some_and(|v| v != "-"));
@@ -120,14 +120,14 @@ fn keep_first_prompt(ws: &Workspace, agent: &AgentId, client: Client, payload: &
     else {
         return;
     };
-    let update = crate::v3::presence::Update {
+    let update = crate::presence::Update {
         extras: vec![("client", client.as_str().to_string()), ("prompt", prompt)],
         ..Default::default()
     };
     let write = || -> crate::Result<()> {
         ws.ensure_state_dir()?;
         let _mutex = ws.lock_mutex()?;
-        crate::v3::presence::write(ws.root(), agent, &update).map(|_| ())
+        crate::presence::write(ws.root(), agent, &update).map(|_| ())
     };
     if let Err(e) = write() {
         eprintln!("warning: coord cannot keep this session's first prompt: {e}");

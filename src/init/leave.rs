@@ -28,9 +28,9 @@ use crate::error::{Error, IoResultExt, Refusal, Result};
 use crate::fsutil;
 use crate::guard;
 use crate::layout;
+use crate::lock::{self, LockEntry, LockState};
+use crate::presence::StateCache;
 use crate::record::Record;
-use crate::v3::lock::{self, LockEntry, LockState};
-use crate::v3::presence::StateCache;
 use crate::workspace::{AgentId, Workspace};
 
 /// One work tree's wiring, as `init --remove` takes it back there.

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 use super::record::{self, ClaimRecord, Holder, Kind};
 use super::state::{self, SeenClaim};
 use super::sync::{self, Claim, Claims};
-use super::{Remote, backoff, stamp};
+use super::{Remote, backoff, time_text};
 use crate::clock::{self, Timestamp};
 use crate::error::{Error, Result};
 use crate::layout;
@@ -243,7 +243,7 @@ fn landed(
     remove: &[String],
     pushed_at: &Timestamp,
 ) -> Result<()> {
-    let seen = stamp(pushed_at);
+    let seen = time_text(pushed_at);
     let mut claims: Vec<Claim> = before
         .claims
         .iter()

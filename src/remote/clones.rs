@@ -8,7 +8,7 @@ use std::time::Duration;
 use super::git::{self, Expect, RefStatus, Update};
 use super::record::{self, AgentWork, CloneRecord};
 use super::state::{self, OwnWork};
-use super::{Remote, stamp};
+use super::{Remote, time_text};
 use crate::clock;
 use crate::error::{Error, Result};
 use crate::layout;
@@ -95,7 +95,7 @@ pub(crate) fn publish(
     state::update(ws, &r.name, |s| {
         s.own_work = Some(OwnWork {
             agents: agents.to_vec(),
-            at: stamp(&now),
+            at: time_text(&now),
             lease_s,
         });
     })?;

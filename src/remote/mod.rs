@@ -153,7 +153,7 @@ pub fn max_age(ws: &Workspace) -> Duration {
 }
 
 /// A time as the state keeps it: RFC 3339 with milliseconds.
-pub(crate) fn stamp(t: &Timestamp) -> String {
+pub(crate) fn time_text(t: &Timestamp) -> String {
     t.to_rfc3339_opts(chrono::SecondsFormat::Millis, false)
 }
 

@@ -9,7 +9,7 @@ use std::time::Instant;
 use super::git::{self, Batch, NetFault};
 use super::record::{self, ClaimRecord, CloneRecord, Holder};
 use super::state::{self, Ignored, SeenClaim, SeenClone, State};
-use super::{Remote, stamp};
+use super::{Remote, time_text};
 use crate::clock::{self, Timestamp};
 use crate::error::{Error, Result};
 use crate::layout;
@@ -181,9 +181,9 @@ pub(crate) fn read(r: &Remote, prev: &State, at: &Timestamp) -> Result<Snapshot>
     if !listed.ok() {
         return Err(failed(listed.stderr.trim()));
     }
-    let now = stamp(&clock::now());
+    let now = time_text(&clock::now());
     let mut snap = Snapshot {
-        at: stamp(at),
+        at: time_text(at),
         ..Snapshot::default()
     };
     let claims_ref = layout::sync_ref(layout::REMOTE_CLAIMS_REF);

@@ -7,8 +7,8 @@
 use serde::Serialize;
 
 use super::Snapshot;
+use crate::lock::deadlock::WaitEdge;
 use crate::status::Status;
-use crate::v3::waits::WaitEdge;
 
 /// One change, as `coord watch --json` prints it (`event` names the kind).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -193,7 +193,7 @@ fn locks(b: &Status, a: &Status, out: &mut Vec<Change>) {
             .find(|l| l.file == lock.file && l.agent == lock.agent)
         {
             Some(was) => {
-                if was.state != lock.state && lock.state == crate::v3::lock::LockState::Stale {
+                if was.state != lock.state && lock.state == crate::lock::LockState::Stale {
                     out.push(Change::LockStale {
                         file: lock.file.clone(),
                         agent: lock.agent.clone(),

@@ -10,8 +10,8 @@ use std::path::PathBuf;
 use serde::Serialize;
 
 use crate::layout;
+use crate::message;
 use crate::status::{self, Status};
-use crate::v3::message;
 use crate::workspace::Workspace;
 
 pub mod change;

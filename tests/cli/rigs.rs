@@ -198,7 +198,7 @@ pub(crate) fn now_stamp() -> String {
 }
 
 // ---------------------------------------------------------------------------------------------
-// Shared folders: daemons and FUSE mounts of the machine (tests/cli/netfs*.rs)
+// Shared folders: daemons and FUSE mounts of the machine (tests/cli/robustness/netfs*.rs)
 
 /// Whether `tool` is on the PATH.
 pub(crate) fn have(tool: &str) -> bool {

@@ -21,10 +21,10 @@ use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
 use coord::identity::{self, Session};
+use coord::lock::Owner;
 use coord::mcp::{Server, ServerInfo, ToolHost, ToolOutcome, jsonrpc};
-use coord::v3::lock::Owner;
-use coord::v3::session;
-use coord::v3::stamp::{self, Partner, Scope, StartupRequest};
+use coord::session;
+use coord::stamp::{self, Partner, Scope, StartupRequest};
 use coord::workspace::{AgentId, Workspace};
 use coord::{ExitCode, host};
 

@@ -14,14 +14,14 @@ use coord::dialogue::Dialogue;
 use coord::dialogue::files::Marker;
 use coord::dialogue::say::{self, DEFAULT_LOCK_WAIT, SayRequest};
 use coord::edit::write;
+use coord::lock::{self, DEFAULT_TTL, LockRequest, Owner};
 use coord::mcp::tools::{Args, ToolSpec};
 use coord::mcp::{ToolHost, ToolOutcome};
+use coord::message::{self, Recipient};
+use coord::note::{self, NoteRequest};
+use coord::presence::Update;
 use coord::review::rules::Reviews;
 use coord::status;
-use coord::v3::lock::{self, DEFAULT_TTL, LockRequest, Owner};
-use coord::v3::message::{self, Recipient};
-use coord::v3::note::{self, NoteRequest};
-use coord::v3::presence::Update;
 use coord::workspace::{AgentId, Target, Workspace};
 
 use super::super::{Described, check, dialogue, lock as lock_cmd, msg, note as note_cmd};

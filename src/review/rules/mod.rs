@@ -29,8 +29,8 @@ use crate::clock;
 use crate::error::{Error, IoResultExt, Refusal, Result};
 use crate::fsutil;
 use crate::layout;
-use crate::v3::lock::{self, LockState};
-use crate::v3::presence::{StateCache, Unreadable};
+use crate::lock::{self, LockState};
+use crate::presence::{StateCache, Unreadable};
 use crate::workspace::{AgentId, Target, Workspace};
 
 /// Largest tracker or output file read.

@@ -1,0 +1,394 @@
+//! Handshakes: `<root>/.handshake_<agent>`, one block per peer, in the seed's `key: value` form.
+//!
+//! ```text
+//! from: claude
+//! to: gemini
+//! time: 2026-01-28T01:00:00+01:00
+//! status: REQUESTED
+//! protocol: V3
+//! ```
+//!
+//! With two agents the file is exactly the seed's single block; with more, one block per peer,
+//! sorted by peer, separated by a blank line. A block says "`from` asks `to` for Protocol V3"
+//! (`REQUESTED`) or "`from` accepts `to`" (`ACCEPTED`).
+//!
+//! One round ([`step`]), under the workspace mutex: every other ACTIVE agent gets a request,
+//! and every peer whose file has a block addressed to this agent gets `ACCEPTED`. A block keeps
+//! its `time` while its status stays the same, so repeating a round changes nothing. A pair is
+//! **established** when both directions exist and at least one says `ACCEPTED`; Protocol V3 is
+//! active in the workspace while at least one pair is established.
+//!
+//! Reading is lenient, for files written by hand: blocks are separated by blank lines (or start
+//! at a repeated `from:`), keys are matched without regard to case, a `time` without an offset
+//! is read as local time, a block without a valid `to` is skipped, and the file's name — not
+//! its `from:` line — says whose it is.
+
+use std::path::Path;
+
+use serde::Serialize;
+
+use crate::clock::{self, Wait};
+use crate::error::{Error, Refusal, Result};
+use crate::fsutil::{self, RECORD_CAP};
+use crate::layout;
+use crate::presence::{self, AgentState, Unreadable};
+use crate::record::Record;
+use crate::wait::{Deadline, FolderWatch, RECHECK};
+use crate::workspace::{AgentId, Workspace, is_valid_agent_id};
+
+use HandshakeStatus::{Accepted, Requested};
+
+/// The protocol named in every block.
+pub const PROTOCOL: &str = "V3";
+
+/// A block's `status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum HandshakeStatus {
+    /// `from` asks `to`.
+    Requested,
+    /// `from` accepts `to`.
+    Accepted,
+}
+
+impl HandshakeStatus {
+    /// The word written in the file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Requested => "REQUESTED",
+            Accepted => "ACCEPTED",
+        }
+    }
+
+    /// Anything but `ACCEPTED` (any case) is read as a request.
+    fn parse(text: &str) -> HandshakeStatus {
+        if text.trim().eq_ignore_ascii_case("ACCEPTED") {
+            Accepted
+        } else {
+            Requested
+        }
+    }
+}
+
+/// One block of a handshake file.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Block {
+    /// Whose file it is in (an agent id).
+    pub from: String,
+    /// The peer (an agent id).
+    pub to: String,
+    /// REQUESTED or ACCEPTED.
+    pub status: HandshakeStatus,
+    /// When, as written.
+    pub time: Option<String>,
+}
+
+/// Parse the handshake file of `owner`. Never fails; unusable blocks are skipped.
+pub fn parse(owner: &str, text: &str) -> Vec<Block> {
+    // A block ends at a blank line, or where a second `from:` starts the next one.
+    let mut groups: Vec<Vec<&str>> = Vec::new();
+    let mut fresh = true;
+    for line in text.lines() {
+        if line.trim().is_empty() {
+            fresh = true;
+            continue;
+        }
+        let again = |g: &Vec<&str>| is_key(line, "from") && g.iter().any(|l| is_key(l, "from"));
+        match groups.last_mut() {
+            Some(g) if !(fresh || again(g)) => g.push(line),
+            _ => groups.push(vec![line]),
+        }
+        fresh = false;
+    }
+    let mut blocks: Vec<Block> = Vec::new();
+    for g in groups {
+        let rec = Record::parse(&g.join("\n"));
+        let Some(to) = rec
+            .get_nonempty("to")
+            .map(str::to_ascii_lowercase)
+            .filter(|t| is_valid_agent_id(t) && t != owner)
+        else {
+            continue;
+        };
+        if blocks.iter().any(|b| b.to == to) {
+            continue;
+        }
+        blocks.push(Block {
+            from: owner.to_string(),
+            to,
+            status: HandshakeStatus::parse(rec.get("status").unwrap_or("")),
+            time: rec
+                .get_nonempty("time")
+                .filter(|t| *t != "-")
+                .map(str::to_string),
+        });
+    }
+    blocks
+}
+
+fn is_key(line: &str, key: &str) -> bool {
+    line.split_once(':')
+        .is_some_and(|(k, _)| k.trim().eq_ignore_ascii_case(key))
+}
+
+/// The file text: the seed's five lines per block, blocks sorted by peer, a blank line between.
+pub fn render(blocks: &[Block]) -> String {
+    let mut sorted: Vec<&Block> = blocks.iter().collect();
+    sorted.sort_by(|a, b| a.to.cmp(&b.to));
+    sorted
+        .iter()
+        .map(|b| {
+            let mut rec = Record::new();
+            rec.set("from", &b.from);
+            rec.set("to", &b.to);
+            rec.set("time", b.time.as_deref().unwrap_or("-"));
+            rec.set("status", b.status.as_str());
+            rec.set("protocol", PROTOCOL);
+            rec.render()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Agent `id`'s handshake blocks; `Ok(None)` when it has no file.
+///
+/// # Errors
+/// [`Unreadable`] when the file exists but cannot be read.
+pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Vec<Block>>, Unreadable> {
+    match fsutil::read_text_capped(
+        &layout::handshake(&crate::worktree::shared_root(root), id),
+        RECORD_CAP,
+    ) {
+        Ok((text, _)) => Ok(Some(parse(id, &text))),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+        Err(e) => Err(Unreadable {
+            path: format!(".handshake_{id}"),
+            why: e.to_string(),
+        }),
+    }
+}
+
+/// Every block of every handshake file in the root, sorted by `from` then `to`.
+pub fn scan(root: &Path) -> (Vec<Block>, Vec<Unreadable>) {
+    let mut blocks = Vec::new();
+    let mut bad = Vec::new();
+    if let Ok(entries) = crate::fsutil::read_dir(crate::worktree::shared_root(root)) {
+        for entry in entries.flatten() {
+            let name = entry.file_name();
+            let Some(id) = name.to_str().and_then(layout::handshake_agent) else {
+                continue;
+            };
+            match read(root, id) {
+                Ok(Some(b)) => blocks.extend(b),
+                Ok(None) => {}
+                Err(u) => bad.push(u),
+            }
+        }
+    }
+    blocks.sort_by(|a, b| a.from.cmp(&b.from).then(a.to.cmp(&b.to)));
+    (blocks, bad)
+}
+
+/// Whether `a` and `b` have an established handshake among `blocks`: both directions exist and
+/// at least one says ACCEPTED.
+fn established(blocks: &[Block], a: &str, b: &str) -> bool {
+    let find = |from: &str, to: &str| {
+        let block = blocks.iter().find(|x| x.from == from && x.to == to);
+        block.map(|x| x.status)
+    };
+    matches!((find(a, b), find(b, a)), (Some(x), Some(y)) if x == Accepted || y == Accepted)
+}
+
+/// Whether Protocol V3 is active: at least one established pair.
+pub fn v3_active(blocks: &[Block]) -> bool {
+    blocks.iter().any(|b| established(blocks, &b.from, &b.to))
+}
+
+/// One peer, after a round.
+#[derive(Debug, Clone, Serialize)]
+pub struct Peer {
+    /// The peer's id.
+    pub peer: String,
+    /// What this agent's file says to it.
+    pub mine: HandshakeStatus,
+    /// What its file says to this agent, if anything.
+    pub theirs: Option<HandshakeStatus>,
+    /// Both directions exist and one is ACCEPTED.
+    pub established: bool,
+}
+
+/// The result of a round (or of a wait).
+#[derive(Debug, Clone, Serialize)]
+pub struct Round {
+    /// Who.
+    pub agent: String,
+    /// The peers of this round: the other ACTIVE agents and whoever asked this one.
+    pub peers: Vec<Peer>,
+    /// Whether this agent's file was (re)written.
+    pub changed: bool,
+}
+
+impl Round {
+    /// The peers not yet established.
+    pub fn pending(&self) -> Vec<&str> {
+        self.peers
+            .iter()
+            .filter(|p| !p.established)
+            .map(|p| p.peer.as_str())
+            .collect()
+    }
+}
+
+/// One round for `agent`: request every other ACTIVE agent, accept every block addressed to it.
+/// `also` names peers to keep in the round even if they went inactive (a wait's first peers).
+///
+/// # Errors
+/// [`Error::Corrupt`] when this agent's own file cannot be read (nothing is written then);
+/// [`Error::Io`] when it cannot be written.
+pub fn step(ws: &Workspace, agent: &AgentId, also: &[String]) -> Result<Round> {
+    let root = ws.root();
+    let me = agent.id();
+    let _mutex = ws.lock_mutex()?;
+    let path = layout::handshake(&crate::worktree::shared_root(root), me);
+    let old = read(root, me)
+        .map_err(|u| Error::Corrupt {
+            path: path.clone(),
+            line: None,
+            why: u.why,
+        })?
+        .unwrap_or_default();
+    let (all, _) = scan(root);
+    let now = clock::now();
+    let mut peers: Vec<String> = presence::scan(root)
+        .0
+        .into_iter()
+        .filter(|p| p.state(&now) == AgentState::Active)
+        .map(|p| p.id)
+        .chain(all.iter().filter(|b| b.to == me).map(|b| b.from.clone()))
+        .chain(also.iter().cloned())
+        .filter(|p| p != me)
+        .collect();
+    peers.sort();
+    peers.dedup();
+
+    // Blocks to agents outside the round stay as they are.
+    let mut blocks: Vec<Block> = old
+        .iter()
+        .filter(|b| !peers.contains(&b.to))
+        .cloned()
+        .collect();
+    let mut round = Vec::new();
+    for peer in peers {
+        let theirs = all
+            .iter()
+            .find(|b| b.from == peer && b.to == me)
+            .map(|b| b.status);
+        let before = old.iter().find(|b| b.to == peer);
+        // Asked by the peer, or accepted before: accepted. A pair is then established.
+        let mine = if theirs.is_some() || before.is_some_and(|b| b.status == Accepted) {
+            Accepted
+        } else {
+            Requested
+        };
+        let time = match before {
+            Some(b) if b.status == mine && b.time.is_some() => b.time.clone(),
+            _ => Some(clock::format_timestamp(&now)),
+        };
+        blocks.push(Block {
+            from: me.to_string(),
+            to: peer.clone(),
+            status: mine,
+            time,
+        });
+        round.push(Peer {
+            peer,
+            mine,
+            theirs,
+            established: theirs.is_some(),
+        });
+    }
+    let text = render(&blocks);
+    let changed = !blocks.is_empty()
+        && fsutil::read_capped(&path, RECORD_CAP).ok().as_deref() != Some(text.as_bytes());
+    if changed {
+        fsutil::replace(&path, text.as_bytes())?;
+    }
+    Ok(Round {
+        agent: me.to_string(),
+        peers: round,
+        changed,
+    })
+}
+
+/// Rounds until every peer of the first round is established, waking on changes in the root
+/// (and every [`RECHECK`]).
+///
+/// # Errors
+/// [`Error::Refused`] when `wait` ends first, naming the peers that did not answer; as [`step`].
+pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Round> {
+    let watch = FolderWatch::new(&[ws.root().to_path_buf()]);
+    let deadline = Deadline::after(wait.as_duration());
+    let mut round = step(ws, agent, &[])?;
+    let wanted: Vec<String> = round.peers.iter().map(|p| p.peer.clone()).collect();
+    while !round.pending().is_empty() {
+        if deadline.passed() {
+            let pending = round.pending().join(", ");
+            return Err(Error::refused(
+                Refusal::HandshakeUnanswered,
+                format!(
+                    "handshake of {} not answered by {pending} after {}",
+                    agent.id(),
+                    wait.as_duration()
+                        .map(clock::format_duration)
+                        .unwrap_or_else(|| "forever".into())
+                ),
+                Some(format!(
+                    "ask them to run `coord handshake` (or wait longer with `--wait 5m`); `.handshake_{}` keeps the request",
+                    agent.id()
+                )),
+            ));
+        }
+        watch.wait(deadline.next_sleep(RECHECK));
+        round = step(ws, agent, &wanted)?;
+    }
+    Ok(round)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Hand-written files: any key case, several blank lines, a repeated `from:` starting the
+    /// next block; a bad `to`, a second block to the same peer, one to the owner: skipped.
+    #[test]
+    fn several_blocks_with_or_without_blank_lines() {
+        let text = "From: Claude\nTo: Gemini\nstatus: requested\n\n\nfrom: claude\nto: copilot\nstatus: ACCEPTED\nfrom: claude\nto: ../x\nfrom: claude\nto: gemini\nfrom: claude\nto: claude\n";
+        let blocks = parse("claude", text);
+        let tos: Vec<_> = blocks.iter().map(|b| (b.to.as_str(), b.status)).collect();
+        assert_eq!(tos, [("gemini", Requested), ("copilot", Accepted)]);
+        let rendered = render(&blocks);
+        assert!(rendered.starts_with("from: claude\nto: copilot\n"));
+        assert!(rendered.contains("protocol: V3\n\nfrom: claude\nto: gemini\n"));
+        let mut sorted = blocks.clone();
+        sorted.sort_by(|x, y| x.to.cmp(&y.to));
+        assert_eq!(parse("claude", &rendered), sorted);
+        assert!(parse("claude", "\u{0}\u{1}\u{2}").is_empty());
+    }
+
+    #[test]
+    fn establishment_needs_both_directions_and_one_acceptance() {
+        let b = |from: &str, to: &str, s| Block {
+            from: from.into(),
+            to: to.into(),
+            status: s,
+            time: None,
+        };
+        assert!(!v3_active(&[b("a", "b", Requested)]));
+        assert!(!v3_active(&[b("a", "b", Accepted)]));
+        assert!(!v3_active(&[
+            b("a", "b", Requested),
+            b("b", "a", Requested)
+        ]));
+        assert!(v3_active(&[b("a", "b", Requested), b("b", "a", Accepted)]));
+    }
+}

@@ -1,0 +1,666 @@
+//! One try, under the workspace mutex, in steps: read what the try decides on ([`Try::read`]),
+//! judge each file ([`Try::plan_lock`]) and each claim asked for ([`Try::plan_claim`]), take
+//! stale locks over (re-verified), publish our records, look once more for a lock made by hand,
+//! check the arbitration is still ours, and write the presence once. Anything that fails after
+//! publishing withdraws what this try published.
+
+// A step's `Err` is what stands in the way: the try's outcome, made once per try.
+#![allow(clippy::result_large_err)]
+
+use std::collections::HashSet;
+use std::path::PathBuf;
+
+use super::super::scan::{Listing, lookup_roster, scan_folder};
+use super::super::{
+    LockEntry, LockState, claim, classify, index, join_roster, list_locks_each, own_locks_listed,
+    remote_claim, take_over,
+};
+use super::blocker::{blocker_of, claim_blocker};
+use super::{Acquired, Attempt, Blocker, LockRequest, Mine, TakeOver};
+use crate::arbiter::Guard;
+use crate::clock::{self, Timestamp};
+use crate::error::Result;
+use crate::fsutil;
+use crate::host;
+use crate::layout;
+use crate::lock::queue::{self, Tickets, Waiter};
+use crate::pattern::Pattern;
+use crate::presence::{self, LockStatus, StateCache};
+use crate::record::Record;
+use crate::wait::handoff;
+use crate::workspace::{Target, Workspace};
+
+/// One try, under the mutex: take every target and claim asked for, or none.
+pub(super) fn attempt(
+    ws: &Workspace,
+    mutex: &Guard,
+    req: &LockRequest,
+    targets: &[Target],
+    tickets: Option<&Tickets>,
+    mine: &mut Mine,
+) -> Result<Attempt> {
+    let roster = lookup_roster(ws.root());
+    let mut t = Try::read(ws, req, targets, tickets, mine);
+    let listing = Listing {
+        sweep: true,
+        roster: &roster,
+        ..Listing::default()
+    };
+    // Every folder is listed once, however many of the targets it holds.
+    let listed = list_locks_each(targets, listing)?;
+    let (plans, claim_plans) = match t.plan(listed) {
+        Ok(both) => both,
+        Err(b) => return Ok(Attempt::Busy(b)),
+    };
+    // Everything is free or stale: take stale locks over (re-verified), then publish ours.
+    let stale = plans.iter().flat_map(|p| &p.stale);
+    for e in stale.chain(claim_plans.iter().flat_map(|p| &p.stale_locks)) {
+        if !take_over(ws.root(), e)? {
+            return Ok(Attempt::Busy(blocker_of(ws.root(), e, &t.now)));
+        }
+    }
+    // All or nothing: whatever goes wrong from here on, the locks this try created go.
+    let mut created = Vec::new();
+    let outcome = t.publish(mutex, &plans, &claim_plans, &roster, &mut created);
+    if !matches!(outcome, Ok(Attempt::Got(_))) {
+        for (rel, path) in &created {
+            let _ = fsutil::remove(path);
+            index::forget(ws.root(), rel, req.agent.id());
+            handoff::let_go(path);
+        }
+    }
+    outcome
+}
+
+/// What one try decides on, read once under the mutex.
+struct Try<'a> {
+    ws: &'a Workspace,
+    req: &'a LockRequest,
+    targets: &'a [Target],
+    mine: &'a Mine,
+    now: Timestamp,
+    cache: StateCache,
+    /// The claims that can matter to this request, judged where they do.
+    claims: Vec<claim::Judged>,
+    /// The other records of `.coord/claims`, as read (written back as they are).
+    unrelated: Vec<String>,
+    /// Our claims (not stale), parsed.
+    my_claims: Vec<Pattern>,
+    /// The live tickets of the queues that can stand before this request.
+    waiters: Vec<Waiter>,
+    my_seq: Option<u64>,
+    /// coord's index of locks, read when a claim first needs it.
+    indexed: Option<Vec<(String, String)>>,
+}
+
+impl<'a> Try<'a> {
+    /// Our presence and the locks it lists (the base of the try's one presence write: nobody
+    /// else writes it while we hold the mutex), the claims, and the queue.
+    fn read(
+        ws: &'a Workspace,
+        req: &'a LockRequest,
+        targets: &'a [Target],
+        tickets: Option<&Tickets>,
+        mine: &'a mut Mine,
+    ) -> Try<'a> {
+        let (root, me) = (ws.root(), req.agent.id());
+        let now = clock::now();
+        let mut cache = StateCache::default();
+        mine.presence = presence::read(root, me).ok().flatten();
+        mine.held = own_locks_listed(ws, &req.agent, mine.presence.as_ref());
+        // Only the claims that can matter are judged: ours, and those that match a target or
+        // overlap a claim asked for.
+        let (mut claims, unrelated) = claim::read_for(root);
+        for c in &mut claims {
+            if c.entry.agent == me
+                || targets.iter().any(|t| c.pattern.matches(&t.rel))
+                || req.claims.iter().any(|p| p.overlaps(&c.pattern))
+            {
+                claim::judge(root, c, &mut cache, &now);
+            }
+        }
+        mine.claims = (claims.iter())
+            .filter(|c| c.entry.agent == me && c.entry.state != LockState::Stale)
+            .map(|c| c.entry.file.clone())
+            .collect();
+        // Claim waiters stand in line for every file their pattern matches; a claim stands in
+        // line behind every waiter for what it overlaps.
+        let waiters = if req.claims.is_empty() && mine.claims.is_empty() {
+            queue::claim_waiters(root)
+        } else {
+            queue::waiters(root)
+        };
+        Try {
+            ws,
+            req,
+            targets,
+            my_claims: mine
+                .claims
+                .iter()
+                .filter_map(|c| Pattern::parse(c).ok())
+                .collect(),
+            mine,
+            now,
+            cache,
+            claims,
+            unrelated,
+            waiters,
+            my_seq: tickets.map(|t| t.seq),
+            indexed: None,
+        }
+    }
+
+    /// Judge every file and claim asked for, in order; the first that stands in the way.
+    #[allow(clippy::type_complexity)]
+    fn plan(
+        &mut self,
+        listed: Vec<Vec<LockEntry>>,
+    ) -> Result<(Vec<Plan<'a>>, Vec<ClaimPlan<'a>>), Blocker> {
+        let (targets, req) = (self.targets, self.req);
+        let plans = (targets.iter().zip(listed))
+            .map(|(target, entries)| self.plan_lock(target, entries))
+            .collect::<Result<_, _>>()?;
+        let claims = req.claims.iter().map(|w| self.plan_claim(w));
+        Ok((plans, claims.collect::<Result<_, _>>()?))
+    }
+
+    fn me(&self) -> &str {
+        self.req.agent.id()
+    }
+
+    /// The judged claims of other agents: not stale (`stale` false), or stale.
+    fn foreign_claims(&self, stale: bool) -> impl Iterator<Item = &claim::Judged> {
+        let me = self.me();
+        (self.claims.iter())
+            .filter(move |c| c.entry.agent != me && (c.entry.state == LockState::Stale) == stale)
+    }
+
+    /// Whether the waiter with ticket `seq` waits for something we hold (a file, or a path our
+    /// claims hold): it waits for us, and letting it block us would deadlock both.
+    fn waits_for_me(&self, seq: u64) -> bool {
+        let held = &self.mine.held;
+        queue::waits_for_any(self.ws.root(), seq, held, &self.mine.claims)
+            || (self.waiters.iter().filter(|x| x.seq == seq)).any(|x| match x.claim {
+                true => Pattern::parse(&x.file).is_ok_and(|p| {
+                    held.iter().any(|h| p.matches(h))
+                        || self.my_claims.iter().any(|m| m.overlaps(&p))
+                }),
+                false => self.my_claims.iter().any(|m| m.matches(&x.file)),
+            })
+    }
+
+    /// The waiters ahead of us in line for what `waits_for` accepts, first first.
+    fn ahead(&self, waits_for: impl Fn(&Waiter) -> bool) -> Vec<&Waiter> {
+        (self.waiters.iter())
+            .filter(|w| self.my_seq.is_none_or(|s| w.seq < s) && waits_for(w))
+            .filter(|w| !self.waits_for_me(w.seq))
+            .collect()
+    }
+
+    /// Judge one file's locks (`entries`): what taking it means, or what stands in the way.
+    fn plan_lock(
+        &mut self,
+        target: &'a Target,
+        mut entries: Vec<LockEntry>,
+    ) -> Result<Plan<'a>, Blocker> {
+        let root = self.ws.root();
+        classify(root, &mut entries, &mut self.cache, &self.now);
+        let (mine, foreign): (Vec<_>, Vec<_>) =
+            entries.into_iter().partition(|e| e.agent == self.me());
+        if let Some(live) = foreign.iter().find(|e| e.state != LockState::Stale) {
+            return Err(blocker_of(root, live, &self.now));
+        }
+        if let Some(c) = self
+            .foreign_claims(false)
+            .find(|c| c.pattern.matches(&target.rel))
+        {
+            return Err(claim_blocker(root, c, &target.rel, &self.now));
+        }
+        // Our own name on the lock is not enough when it follows another live process of ours
+        // (`coord run`, `coord session`): two processes of one agent exclude each other too.
+        let live_mine = mine.iter().filter(|m| m.state != LockState::Stale);
+        if let Some(other) = live_mine
+            .clone()
+            .find(|m| held_by_other_process(m, self.req))
+        {
+            let mut b = blocker_of(root, other, &self.now);
+            if let Some((pid, _)) = other.process() {
+                b.holder = format!("{} (process {pid})", b.holder);
+            }
+            return Err(b);
+        }
+        // Refreshing a lock we hold does not queue.
+        if live_mine.count() == 0 {
+            self.first_in_line(target)?;
+        }
+        // A stale claim matching the file is taken over with it, as a stale lock on it is: left
+        // in place, it would hold the file again the moment its holder's presence came back.
+        let stale_claims = (self.foreign_claims(true))
+            .filter(|c| c.pattern.matches(&target.rel))
+            .map(|c| c.entry.clone())
+            .collect();
+        Ok(Plan {
+            target,
+            mine: mine.into_iter().next(),
+            stale: foreign,
+            stale_claims,
+        })
+    }
+
+    /// Whether we may take `target` now: no live waiter for it, and no claim waiter for a
+    /// pattern matching it, stands in line before us.
+    fn first_in_line(&self, target: &Target) -> Result<(), Blocker> {
+        let (root, rel) = (self.ws.root(), target.rel.as_str());
+        let ahead: Vec<_> = (queue::live_tickets_before(root, target, self.my_seq).into_iter())
+            .filter(|t| !self.waits_for_me(t.seq))
+            .collect();
+        if let Some(first) = ahead.first() {
+            return Err(queued(rel, &first.agent, ahead.len(), None));
+        }
+        let claims =
+            self.ahead(|w| w.claim && Pattern::parse(&w.file).is_ok_and(|p| p.matches(rel)));
+        match claims.first() {
+            Some(first) => Err(queued(rel, &first.name, claims.len(), Some(&first.file))),
+            None => Ok(()),
+        }
+    }
+
+    /// Judge one claim asked for: free of other agents' claims and locks, first in line.
+    fn plan_claim(&mut self, want: &'a Pattern) -> Result<ClaimPlan<'a>, Blocker> {
+        let (root, text) = (self.ws.root(), want.as_str());
+        if let Some(c) = self
+            .foreign_claims(false)
+            .find(|c| c.pattern.overlaps(want))
+        {
+            return Err(claim_blocker(root, c, text, &self.now));
+        }
+        let mut stale_locks = self.locks_under(want)?;
+        let mut seen = HashSet::new();
+        stale_locks.retain(|e| seen.insert(e.lock_path.clone()));
+        if !self.mine.claims.iter().any(|c| c == text) {
+            let ahead = self.ahead(|w| match w.claim {
+                true => Pattern::parse(&w.file).is_ok_and(|p| p.overlaps(want)),
+                false => want.matches(&w.file),
+            });
+            if let Some(first) = ahead.first() {
+                return Err(queued(text, &first.name, ahead.len(), Some(text)));
+            }
+        }
+        let me = self.me();
+        Ok(ClaimPlan {
+            pattern: want,
+            own: (self.claims.iter())
+                .find(|c| c.entry.agent == me && c.entry.file == text)
+                .map(|c| c.entry.clone()),
+            stale_claims: (self.foreign_claims(true))
+                .filter(|c| c.pattern.overlaps(want))
+                .map(|c| c.entry.clone())
+                .collect(),
+            stale_locks,
+        })
+    }
+
+    /// The locks of others on the paths `want` matches, all stale (a live one stands in the
+    /// way): those coord made, from its index, and those made by hand, from a walk of the
+    /// folder every match lies in, in each work tree (folders git ignores left out).
+    fn locks_under(&mut self, want: &Pattern) -> Result<Vec<LockEntry>, Blocker> {
+        let (ws, me) = (self.ws, self.req.agent.id());
+        let indexed = self
+            .indexed
+            .get_or_insert_with(|| index::entries(ws.root()));
+        let mut found: Vec<LockEntry> = (indexed.iter())
+            .filter(|(rel, agent)| agent != me && want.matches(rel))
+            .filter_map(|(rel, _)| ws.target_from_rel(rel).ok())
+            .flat_map(|t| super::super::locks_of(&t))
+            .collect();
+        found.extend(
+            scan_folder(ws, &want.literal_prefix())
+                .into_iter()
+                .filter(|e| want.matches(&e.file)),
+        );
+        found.retain(|e| e.agent != me);
+        classify(ws.root(), &mut found, &mut self.cache, &self.now);
+        match found.iter().find(|e| e.state != LockState::Stale) {
+            Some(live) => {
+                let mut b = blocker_of(ws.root(), live, &self.now);
+                b.pattern = Some(want.as_str().to_string());
+                b.record = None;
+                Err(b)
+            }
+            None => Ok(found),
+        }
+    }
+
+    /// Publish our records: the locks, then, once no lock made by hand meanwhile stands beside
+    /// them and the arbitration is still ours, the presence and `.coord/claims`. The locks this
+    /// try made are listed in `created` (the caller withdraws them unless all went well).
+    fn publish(
+        &mut self,
+        mutex: &Guard,
+        plans: &[Plan<'_>],
+        claim_plans: &[ClaimPlan<'_>],
+        roster: &[String],
+        created: &mut Vec<(String, PathBuf)>,
+    ) -> Result<Attempt> {
+        let policy = self.ws.policy()?;
+        // Where folder listings may lag other machines, a lock is also looked up by its exact
+        // name for every agent on the roster: be on it before the lock exists.
+        if policy.exact_lookups {
+            join_roster(self.ws.root(), roster, self.me())?;
+        }
+        // A process that releases before it exits keeps its new locks locked until then: the
+        // first waiter in line sleeps on that (`handoff`).
+        let hold = handoff::holds_locks() && policy.fs.served_locally();
+        let locked_at = clock::format_timestamp(&self.now);
+        let mut got = Vec::with_capacity(plans.len() + claim_plans.len());
+        for plan in plans {
+            got.push(self.publish_lock(plan, &locked_at, hold, created)?);
+        }
+        if let Some(b) = self.newcomer(plans)? {
+            return Ok(Attempt::Busy(b));
+        }
+        // Fencing: what this try saw and published counts only if the arbitration is still ours
+        // (a holder stopped past its lease may have been overtaken).
+        if !mutex.still_held() {
+            return Ok(Attempt::Fenced);
+        }
+        self.write_presence(&got)?;
+        // Stale claims taken over go when `.coord/claims` is rewritten, under this same hold of
+        // the mutex they were judged under (only a holder of it writes that file).
+        let over: Vec<&LockEntry> = (plans.iter().flat_map(|p| &p.stale_claims))
+            .chain(claim_plans.iter().flat_map(|p| &p.stale_claims))
+            .collect();
+        if claim_plans.is_empty() && over.is_empty() {
+            return Ok(Attempt::Got(got));
+        }
+        if !mutex.still_held() {
+            return Ok(Attempt::Fenced);
+        }
+        got.extend(self.publish_claims(claim_plans, &over, &locked_at)?);
+        Ok(Attempt::Got(got))
+    }
+
+    /// Publish our lock on one file: a new record, or ours rewritten (its token kept).
+    fn publish_lock(
+        &self,
+        plan: &Plan<'_>,
+        locked_at: &str,
+        hold: bool,
+        created: &mut Vec<(String, PathBuf)>,
+    ) -> Result<Acquired> {
+        let (target, mine) = (plan.target, plan.mine.as_ref());
+        let token = mine
+            .and_then(LockEntry::token)
+            .map_or_else(new_token, str::to_string);
+        let text = record(self.req, locked_at, &token, Place::File(&target.rel));
+        let text = remote_claim::keep_mark(text, mine);
+        let path = layout::lock_file(&target.abs, self.me());
+        // The index names the lock before it exists (the views find it without a walk).
+        index::note(self.ws.root(), &target.rel, self.me())?;
+        let made = mine.is_none()
+            && if hold {
+                (fsutil::create_new_held(&path, text.as_bytes())?)
+                    .map(|file| handoff::keep(&path, file))
+                    .is_some()
+            } else {
+                fsutil::create_new(&path, text.as_bytes())?
+            };
+        if made {
+            created.push((target.rel.clone(), path.clone()));
+        } else {
+            fsutil::replace(&path, text.as_bytes())?;
+        }
+        // A lock of ours made by hand under another spelling (`FILE.lock.Claude`) is replaced
+        // by the canonical name, not kept beside it.
+        if let Some(m) = mine
+            && m.lock_path != path
+        {
+            fsutil::remove(&m.lock_path)?;
+        }
+        let took_over = (plan.stale.iter().map(|e| TakeOver::lock(e, None)))
+            .chain(plan.stale_claims.iter().map(TakeOver::claim))
+            .collect();
+        Ok(Acquired {
+            file: target.rel.clone(),
+            lock_file: self.ws.rel(&path).unwrap_or_default(),
+            locked_at: locked_at.to_string(),
+            token,
+            refreshed: !made,
+            held_from: mine.filter(|_| !made).and_then(other_origin),
+            took_over,
+            backup: None,
+            backup_kept: false,
+            claim: false,
+            remote: None,
+            lease_until: None,
+        })
+    }
+
+    /// A lock made by hand while we looked (the seed's "look, then create" takes no mutex),
+    /// to withdraw in favour of. Every foreign lock seen before was stale and is gone, so any
+    /// live one now is a newcomer. Only the listing of this work tree's folder can show one:
+    /// coord makes locks under the mutex, a lock made by hand belongs to no agent on the
+    /// roster, and an agent locking by hand in another work tree looks in its own folder,
+    /// where our lock is not (looking there again would exclude nobody).
+    fn newcomer(&mut self, plans: &[Plan<'_>]) -> Result<Option<Blocker>> {
+        let (root, me) = (self.ws.root(), self.req.agent.id());
+        let newcomers = Listing {
+            except: Some(me),
+            this_tree_only: true,
+            ..Listing::default()
+        };
+        let published: Vec<Target> = plans.iter().map(|p| p.target.clone()).collect();
+        for mut entries in list_locks_each(&published, newcomers)? {
+            classify(root, &mut entries, &mut self.cache, &self.now);
+            if let Some(e) = (entries.iter()).find(|e| e.agent != me && e.state != LockState::Stale)
+            {
+                return Ok(Some(blocker_of(root, e, &self.now)));
+            }
+        }
+        Ok(None)
+    }
+
+    /// Say in our presence what we hold now: `LOCKED`, the first file asked for, every lock
+    /// (a lock whose holder cannot say so is withdrawn rather than left behind).
+    fn write_presence(&self, got: &[Acquired]) -> Result<()> {
+        let mut listed = self.mine.held.clone();
+        for a in got {
+            if !listed.contains(&a.file) {
+                listed.push(a.file.clone());
+            }
+        }
+        let current_file = (self.targets.first().map(|t| t.rel.clone()))
+            .or_else(|| self.req.claims.first().map(|c| c.as_str().to_string()));
+        let update = presence::Update {
+            current_file,
+            lock_status: Some(LockStatus::Locked),
+            locks: Some(listed),
+            ..Default::default()
+        };
+        let old = self.mine.presence.as_ref();
+        presence::write_over(self.ws.root(), &self.req.agent, old, &update).map(drop)
+    }
+
+    /// Rewrite `.coord/claims` with our claims in: the stale claims taken over (`over`) are
+    /// dropped, a claim we hold is refreshed (its token kept).
+    fn publish_claims(
+        &self,
+        plans: &[ClaimPlan<'_>],
+        over: &[&LockEntry],
+        locked_at: &str,
+    ) -> Result<Vec<Acquired>> {
+        let root = self.ws.root();
+        let same = |a: &LockEntry, b: &LockEntry| a.raw == b.raw && a.agent == b.agent;
+        let gone = |e: &LockEntry| {
+            over.iter().any(|s| same(s, e))
+                || (plans.iter()).any(|p| p.own.as_ref().is_some_and(|o| same(o, e)))
+        };
+        let mut records = self.unrelated.clone();
+        records.extend(
+            (self.claims.iter().filter(|c| !gone(&c.entry))).map(|c| claim::raw_text(&c.entry)),
+        );
+        let branch = (crate::worktree::trees(root).into_iter().next()).and_then(|t| t.branch());
+        let file = layout::claims_file(&crate::worktree::shared_root(root));
+        let mut out = Vec::with_capacity(plans.len());
+        for p in plans {
+            let token =
+                (p.own.as_ref().and_then(LockEntry::token)).map_or_else(new_token, str::to_string);
+            let place = Place::Claim {
+                pattern: p.pattern.as_str(),
+                tree: root,
+                branch: branch.as_deref(),
+            };
+            let text = record(self.req, locked_at, &token, place);
+            records.push(remote_claim::keep_mark(text, p.own.as_ref()));
+            let took_over = (p.stale_claims.iter().map(TakeOver::claim))
+                .chain(
+                    p.stale_locks
+                        .iter()
+                        .map(|e| TakeOver::lock(e, Some(&e.file))),
+                )
+                .collect();
+            out.push(Acquired {
+                file: p.pattern.as_str().to_string(),
+                lock_file: self
+                    .ws
+                    .rel(&file)
+                    .unwrap_or_else(|| file.display().to_string()),
+                locked_at: locked_at.to_string(),
+                token,
+                refreshed: p.own.is_some(),
+                held_from: None,
+                took_over,
+                backup: None,
+                backup_kept: false,
+                claim: true,
+                remote: None,
+                lease_until: None,
+            });
+        }
+        claim::write_all(root, &records)?;
+        Ok(out)
+    }
+}
+
+fn new_token() -> String {
+    format!("{:016x}", host::random_u64())
+}
+
+/// Whether our own lock `m` follows a live process other than this one and its ancestors.
+/// A process of another machine is neither, whatever its number (small numbers repeat across
+/// containers): only a number recorded on this host is compared with ours.
+fn held_by_other_process(m: &LockEntry, req: &LockRequest) -> bool {
+    let Some((pid, h)) = m.process() else {
+        return false;
+    };
+    if h != host::hostname() {
+        return true;
+    }
+    if req.owner.as_ref().is_some_and(|o| o.pid == pid) || pid == host::pid() {
+        return false;
+    }
+    // Taken in the client session this process runs in (a shell of a client whose process is
+    // not among our ancestors: Codex's sandbox runs it in a pid namespace of its own).
+    if let Some((client, session)) = m.client_session()
+        && (req.runs_in.as_ref()).is_some_and(|c| c.client == client && c.session == session)
+    {
+        return false;
+    }
+    !host::is_ancestor(pid)
+}
+
+/// Where our refreshed lock `m` was taken, when that is another origin (another shell or
+/// session using the same agent name: one name in two shells excludes nothing).
+fn other_origin(m: &LockEntry) -> Option<String> {
+    let theirs = m.field("origin")?;
+    let same_host = m.field("host").is_none_or(|h| h == host::hostname());
+    // Taken below the same live process as this one (an agent client's session: its hook, MCP
+    // server and shell commands run in different POSIX sessions): one origin.
+    let same_tree = m.process().is_some_and(|(pid, h)| {
+        h == host::hostname() && (pid == host::pid() || host::is_ancestor(pid))
+    });
+    (!same_tree && (theirs != host::origin() || !same_host)).then(|| theirs.to_string())
+}
+
+/// A blocker that is the queue: `holder` first of `count` earlier waiters for `key`.
+fn queued(key: &str, holder: &str, count: usize, pattern: Option<&str>) -> Blocker {
+    Blocker {
+        file: key.to_string(),
+        holder: holder.to_string(),
+        queued_ahead: count,
+        pattern: pattern.map(str::to_string),
+        ..Blocker::default()
+    }
+}
+
+/// One file a try takes: our record of it (a refresh), and the stale locks and claims of
+/// others on it, taken over with it.
+struct Plan<'a> {
+    target: &'a Target,
+    mine: Option<LockEntry>,
+    stale: Vec<LockEntry>,
+    stale_claims: Vec<LockEntry>,
+}
+
+/// One claim a try takes: our record of it (a refresh), and the stale locks and claims of
+/// others it passes over, taken over with it.
+struct ClaimPlan<'a> {
+    pattern: &'a Pattern,
+    own: Option<LockEntry>,
+    stale_locks: Vec<LockEntry>,
+    stale_claims: Vec<LockEntry>,
+}
+
+/// Where a record of ours stands: a lock's file, or a claim's pattern and the work tree (and
+/// branch) it was taken in.
+#[derive(Clone, Copy)]
+enum Place<'p> {
+    File(&'p str),
+    Claim {
+        pattern: &'p str,
+        tree: &'p std::path::Path,
+        branch: Option<&'p str>,
+    },
+}
+
+/// The text of our lock or claim record: the seed's keys first (a claim adds `id` and names
+/// its `pattern`), then coord's own, `reason` last.
+fn record(req: &LockRequest, locked_at: &str, token: &str, place: Place<'_>) -> String {
+    let mut rec = Record::new();
+    rec.set("Agent", req.agent.name());
+    if let Place::Claim { .. } = place {
+        rec.set("id", req.agent.id());
+    }
+    rec.set("locked_at", locked_at);
+    match place {
+        Place::File(rel) => rec.set("file", rel),
+        Place::Claim { pattern, .. } => rec.set("pattern", pattern),
+    }
+    rec.set("token", token);
+    rec.set("ttl", clock::format_duration(req.ttl));
+    rec.set("host", host::hostname());
+    rec.set("origin", host::origin());
+    if let Some(owner) = &req.owner {
+        rec.set("pid", owner.pid.to_string());
+        if let Some(start) = host::start_time(owner.pid) {
+            rec.set("pid_start", start.to_string());
+        }
+        if let Some(s) = &owner.session {
+            rec.set("session", s);
+        }
+        if let Some(c) = &owner.client {
+            rec.set("client", &c.client);
+            rec.set("client_session", &c.session);
+        }
+    }
+    if let Place::Claim { tree, branch, .. } = place {
+        rec.set("worktree", tree.display().to_string());
+        if let Some(branch) = branch {
+            rec.set("branch", branch);
+        }
+    }
+    if let Some(reason) = &req.reason {
+        rec.set("reason", reason);
+    }
+    rec.render()
+}

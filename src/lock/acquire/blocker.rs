@@ -1,0 +1,220 @@
+//! Who stands in the way of a lock, and the refusal a caller gets when it does not wait (or
+//! waited too long): held by another agent, or free with earlier waiters in line.
+
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use super::super::LockEntry;
+use crate::clock::{self, Timestamp};
+use crate::error::{Error, Refusal};
+use crate::host;
+use crate::presence::{self, AgentState};
+
+/// Who or what stands in the way of a lock.
+#[derive(Debug, Clone, Default)]
+pub struct Blocker {
+    /// The file.
+    pub file: String,
+    /// The holder's display name, or the first earlier waiter.
+    pub holder: String,
+    /// When the holder locked it (`HH:MM`), empty for a queue.
+    pub since: String,
+    /// What the holder works on (its task, then `; reason: ` and the lock's reason; see
+    /// [`working_text`]).
+    pub working_on: Option<String>,
+    /// How many earlier waiters stand in line (only when the lock itself is free).
+    pub queued_ahead: usize,
+    /// The blocking lock file and its bytes as read: where events do not cross machines, a
+    /// waiter re-reads just this file until it changes before trying again in full.
+    pub record: Option<(PathBuf, Vec<u8>)>,
+    /// What the holder's presence says now (`None`: it has none, or the blocker is the queue).
+    pub holder_state: Option<AgentState>,
+    /// The live process the lock follows, when it records one of this host: while it runs the
+    /// lock is held, whatever its age (an agent client's session: always).
+    pub follows: Option<Follows>,
+    /// When the lock turns STALE if nothing changes (its holder sends no heartbeat, refreshes
+    /// nothing), when that is known: the later of its TTL's end and two minutes after the
+    /// holder's last heartbeat.
+    pub takeable_at: Option<Timestamp>,
+    /// The claim in the way (its pattern), when it is a claim or a claim's waiter.
+    pub pattern: Option<String>,
+}
+
+/// The live process a lock follows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Follows {
+    /// Its pid.
+    pub pid: u32,
+    /// Whether it is an agent client's process (the lock is LIVE while it runs, whatever its
+    /// age), else a supervising coord (`coord session`, `coord mcp`, `coord run`).
+    pub client: bool,
+}
+
+/// What a waiter is told about: who is in the way, in what state, until when. A change in any
+/// of these is worth a line.
+pub(super) type Situation = (
+    String,
+    usize,
+    Option<AgentState>,
+    Option<Follows>,
+    Option<Timestamp>,
+);
+
+impl Blocker {
+    pub(super) fn situation(&self) -> Situation {
+        (
+            self.holder.clone(),
+            self.queued_ahead,
+            self.holder_state,
+            self.follows,
+            // While the holder is ACTIVE, the time moves with each of its heartbeats: not news.
+            self.takeable_at
+                .filter(|_| self.holder_state != Some(AgentState::Active)),
+        )
+    }
+}
+
+pub(super) fn blocked_error(b: Blocker, waited: bool, elapsed: Duration) -> Error {
+    if b.queued_ahead > 0 {
+        let message = format!(
+            "`{}` is free, but {} earlier waiter{} stand{} in line ({} first)",
+            b.file,
+            b.queued_ahead,
+            if b.queued_ahead == 1 { "" } else { "s" },
+            if b.queued_ahead == 1 { "s" } else { "" },
+            b.holder
+        );
+        return Error::refused(
+            Refusal::QueuedAhead,
+            if waited {
+                format!(
+                    "gave up waiting after {}: {message}",
+                    clock::format_duration(round_wait(elapsed))
+                )
+            } else {
+                message
+            },
+            Some(format!(
+                "wait your turn with `coord lock {} --wait 5m`",
+                b.file
+            )),
+        );
+    }
+    if waited {
+        Error::WaitTimedOut {
+            file: b.file,
+            waited: clock::format_duration(round_wait(elapsed)),
+            holder: b.holder,
+            since: b.since,
+            working_on: b.working_on,
+        }
+    } else {
+        Error::LockHeld {
+            file: b.file,
+            holder: b.holder,
+            since: b.since,
+            working_on: b.working_on,
+        }
+    }
+}
+
+/// A wait as a person reads it: whole seconds from one second on, milliseconds below.
+fn round_wait(d: Duration) -> Duration {
+    if d >= Duration::from_secs(1) {
+        Duration::from_secs(d.as_secs_f64().round() as u64)
+    } else {
+        Duration::from_millis(d.as_millis() as u64)
+    }
+}
+
+/// `HH:MM` for today, `YYYY-MM-DD HH:MM` otherwise.
+pub fn format_since(ts: Option<&Timestamp>, now: &Timestamp) -> String {
+    match ts {
+        Some(ts) if ts.date_naive() == now.date_naive() => ts.format("%H:%M").to_string(),
+        Some(ts) => ts.format("%Y-%m-%d %H:%M").to_string(),
+        None => "an unknown time".to_string(),
+    }
+}
+
+pub(super) fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker {
+    let presence = presence::read(root, &e.agent).ok().flatten();
+    let task = presence
+        .as_ref()
+        .and_then(|p| p.field("working_on").map(str::to_string));
+    let working_on = working_text(task.as_deref(), e.reason());
+    let holder_state = presence.as_ref().map(|p| p.state(now));
+    let follows = e.process().and_then(|(pid, h)| {
+        (h == host::hostname() && !host::recorded_process_gone_since(pid, h, e.process_start()))
+            .then_some(Follows {
+                pid,
+                client: e.client_session().is_some() && e.process_start().is_some(),
+            })
+    });
+    let takeable_at = match (follows, &e.since) {
+        (Some(Follows { client: true, .. }), _) | (_, None) => None,
+        (_, Some(since)) => {
+            let expires = *since + chrono::Duration::from_std(e.ttl()).unwrap_or_default();
+            let inactive = match (holder_state, presence.as_ref().and_then(|p| p.heartbeat())) {
+                (Some(AgentState::Active), Some(hb)) => {
+                    hb + chrono::Duration::from_std(presence::HEARTBEAT_TIMEOUT).unwrap_or_default()
+                }
+                _ => *now,
+            };
+            Some(expires.max(inactive))
+        }
+    };
+    Blocker {
+        file: e.file.clone(),
+        holder: holder_where(root, e),
+        since: format_since(e.since.as_ref(), now),
+        working_on,
+        queued_ahead: 0,
+        record: e.raw.clone().map(|raw| (e.lock_path.clone(), raw)),
+        holder_state,
+        follows,
+        takeable_at,
+        pattern: None,
+    }
+}
+
+/// The blocker of `key` (a file or a pattern) by another agent's claim `c`: its holder is
+/// named with the pattern, and with its work tree and branch when that is not this one.
+pub(super) fn claim_blocker(
+    root: &Path,
+    c: &super::super::claim::Judged,
+    key: &str,
+    now: &Timestamp,
+) -> Blocker {
+    let mut b = blocker_of(root, &c.entry, now);
+    b.file = key.to_string();
+    b.record = None;
+    b.holder = super::super::claim::holder_text(root, &c.entry);
+    b.pattern = Some(c.entry.file.clone());
+    b
+}
+
+/// The holder's display name, and where its lock lies when that is another work tree of the
+/// repository: `Claude (worktree /repo-b, branch feature)`.
+pub fn holder_where(root: &Path, e: &LockEntry) -> String {
+    match crate::worktree::tree_of(root, &e.lock_path) {
+        Some(t) if t.top != root => format!(
+            "{} ({})",
+            e.holder(),
+            crate::worktree::place(t.top.display(), t.branch().as_deref())
+        ),
+        _ => e.holder().to_string(),
+    }
+}
+
+/// What a holder works on, as shown after "held by X since T": its presence's task, and the
+/// lock's `--reason` after `; reason: ` (the reason alone when there is no task).
+pub fn working_text(task: Option<&str>, reason: Option<&str>) -> Option<String> {
+    let task = task.filter(|t| !t.trim().is_empty());
+    let reason = reason.filter(|r| !r.trim().is_empty());
+    match (task, reason) {
+        (Some(t), Some(r)) => Some(format!("{t}; reason: {r}")),
+        (Some(t), None) => Some(t.to_string()),
+        (None, Some(r)) => Some(r.to_string()),
+        (None, None) => None,
+    }
+}

@@ -1,0 +1,119 @@
+//! Standing in line: the guard that leaves the queue (and resets `WAITING`) when an acquire ends
+//! without the lock, and the deadlock check made every time a request would wait.
+
+use super::super::own_locks_listed;
+use super::LockRequest;
+use crate::clock;
+use crate::error::Error;
+use crate::lock::deadlock::{self, WaitEdge};
+use crate::lock::queue::{self, Tickets};
+use crate::presence::{self, LockStatus, StateCache};
+use crate::workspace::{AgentId, Target, Workspace};
+
+/// Leaves the queue and resets `WAITING` if an acquire ends without the lock.
+pub(super) struct Waiting<'a> {
+    pub(super) ws: &'a Workspace,
+    pub(super) agent: &'a AgentId,
+    pub(super) tickets: Option<Tickets>,
+}
+
+impl Waiting<'_> {
+    pub(super) fn done(mut self) {
+        self.tickets = None;
+    }
+}
+
+impl Drop for Waiting<'_> {
+    fn drop(&mut self) {
+        let Some(tickets) = self.tickets.take() else {
+            return;
+        };
+        // A stop request (a signal, the client of `coord mcp` gone) ended the wait: cleaning up
+        // still takes the mutex, waiting a little for a holder of it.
+        let mutex = crate::wait::finishing(|| self.ws.lock_mutex_within(CLEANUP_PATIENCE));
+        match mutex {
+            Ok(_mutex) => settle(self.ws, self.agent, &tickets),
+            // The tickets stay, judged dead once this process is gone; their locks go now, so
+            // that a long-lived process (`coord mcp`) does not keep them.
+            Err(_) => {
+                for path in &tickets.paths {
+                    crate::wait::handoff::let_go(path);
+                }
+            }
+        }
+    }
+}
+
+/// How long leaving the queue waits for the workspace mutex when the wait ended early.
+const CLEANUP_PATIENCE: std::time::Duration = std::time::Duration::from_secs(5);
+
+/// Leave the queue and say in the presence whether we still hold anything. Caller holds the mutex.
+pub(super) fn settle(ws: &Workspace, agent: &AgentId, tickets: &Tickets) {
+    queue::leave(tickets);
+    let old = presence::read(ws.root(), agent.id()).ok().flatten();
+    let held = own_locks_listed(ws, agent, old.as_ref());
+    let _ = presence::write_over(
+        ws.root(),
+        agent,
+        old.as_ref(),
+        &presence::Update {
+            lock_status: Some(if held.is_empty() {
+                LockStatus::Free
+            } else {
+                LockStatus::Locked
+            }),
+            ..Default::default()
+        },
+    );
+}
+
+/// The deadlock waiting for `targets` would close, if any: we would wait for the holders of
+/// `targets`, and following who waits for whom (the queue's other tickets) leads back to us.
+/// Caller holds the mutex, so the graph is one consistent picture.
+pub(super) fn deadlock(
+    ws: &Workspace,
+    req: &LockRequest,
+    targets: &[Target],
+    tickets: Option<&Tickets>,
+) -> Option<Error> {
+    let me = req.agent.id();
+    let now = clock::now();
+    let mut cache = StateCache::default();
+    let mut waited = Vec::new();
+    for t in targets {
+        waited.push((
+            t.rel.clone(),
+            deadlock::holders(ws, &t.rel, &mut cache, &now),
+        ));
+    }
+    for want in &req.claims {
+        let holders = deadlock::claim_holders(ws, want, &mut cache, &now);
+        waited.push((want.as_str().to_string(), holders));
+    }
+    let mut edges = Vec::new();
+    for (file, holders) in waited {
+        for (holder, holder_name) in holders.into_iter().filter(|(id, _)| id != me) {
+            edges.push(WaitEdge {
+                agent: me.to_string(),
+                name: req.agent.name().to_string(),
+                file: file.clone(),
+                holder,
+                holder_name,
+            });
+        }
+    }
+    if edges.is_empty() {
+        return None;
+    }
+    let my_seq = tickets.map(|t| t.seq);
+    let others: Vec<_> = queue::waiters(ws.root())
+        .into_iter()
+        .filter(|w| Some(w.seq) != my_seq)
+        .collect();
+    edges.extend(deadlock::edges(ws, &others, &mut cache, &now));
+    let cycle = deadlock::cycle_through(me, &edges)?;
+    Some(Error::Deadlock {
+        file: cycle[0].file.clone(),
+        cycle: cycle.iter().map(WaitEdge::step).collect(),
+    })
+}

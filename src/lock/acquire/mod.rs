@@ -1,0 +1,702 @@
+//! Taking locks: all or nothing, waiting in arrival order, stale locks taken over.
+//!
+//! [`acquire`] reads top-down: a loop of full tries until one takes every target, or the wait
+//! ends. One try (`attempt`) runs under the workspace mutex: judge every target's locks, check
+//! the wait queue, take stale locks over (re-verified), publish our records, look once more for
+//! a lock made by hand, update the presence. Anything that fails after publishing withdraws what
+//! this try published. A try that would wait first checks for a deadlock and takes a ticket in
+//! the queue (`line`); between tries a waiter sleeps on folder events (see [`crate::wait`]) and
+//! re-reads what blocked it before trying in full again (`wake`). What stood in the way becomes
+//! the caller's refusal (`blocker`). Before each try, the claims of other clones as last synced
+//! from the remote (contract §13) are looked at as a claim of another worktree would be
+//! (`remote_claim::held_elsewhere`): one of them in the way is refused or waited for, the
+//! remote read again at most every 2 s.
+
+mod attempt;
+mod blocker;
+mod line;
+mod wake;
+
+pub use blocker::{Blocker, Follows, format_since, working_text};
+
+use std::time::{Duration, Instant};
+
+use serde::Serialize;
+
+use self::attempt::attempt;
+use self::blocker::{Situation, blocked_error};
+use self::line::{Waiting, deadlock, settle};
+use self::wake::{Probe, Waits, sleep, watch_for, worth_a_try};
+use super::release::release_tokens;
+use super::remote_claim::{self, REREAD, Reach, Sharing};
+use crate::arbiter::{Guard, Policy};
+use crate::clock::Wait;
+use crate::error::{Error, Result};
+use crate::fsutil;
+use crate::layout;
+use crate::lock::backup;
+use crate::lock::queue;
+use crate::pattern::Pattern;
+use crate::presence::{self, LockStatus};
+use crate::remote;
+use crate::wait::Deadline;
+use crate::wait::handoff;
+use crate::workspace::{AgentId, Target, Workspace};
+
+/// A lock tied to a process: stale the moment that process is gone.
+#[derive(Debug, Clone)]
+pub struct Owner {
+    /// The process whose life the lock follows.
+    pub pid: u32,
+    /// The session id, when inside `coord session`.
+    pub session: Option<String>,
+    /// The agent client's session the lock is taken in: the lock is
+    /// LIVE while `pid` (the client process) lives, whatever its age.
+    pub client: Option<ClientSession>,
+}
+
+/// An agent client's session, as a lock records it (`client`, `client_session`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ClientSession {
+    /// The client (`claude`, `codex`, ...).
+    pub client: String,
+    /// The client's session id.
+    pub session: String,
+}
+
+impl Owner {
+    /// A lock that follows process `pid` (and `coord session` `session`, if any).
+    pub fn process(pid: u32, session: Option<String>) -> Owner {
+        Owner {
+            pid,
+            session,
+            client: None,
+        }
+    }
+}
+
+/// What `coord lock` asks for.
+#[derive(Debug, Clone)]
+pub struct LockRequest {
+    /// Who.
+    pub agent: AgentId,
+    /// The files, all or nothing.
+    pub targets: Vec<Target>,
+    /// How long to wait for a lock held by another.
+    pub wait: Wait,
+    /// The TTL recorded in the lock.
+    pub ttl: Duration,
+    /// Whether to write `FILE.bak`.
+    pub backup: bool,
+    /// Why, recorded in the lock.
+    pub reason: Option<String>,
+    /// The process the lock follows, if any.
+    pub owner: Option<Owner>,
+    /// Claims on folders and patterns, all or nothing with `targets` (see `claim`).
+    pub claims: Vec<crate::pattern::Pattern>,
+    /// The agent client's session this process runs in, as its environment names it: a lock
+    /// of ours taken in that session is ours, whatever process it follows.
+    pub runs_in: Option<ClientSession>,
+}
+
+/// Something worth telling the user while acquiring.
+#[derive(Debug, Clone)]
+pub enum LockEvent {
+    /// coord starts waiting (sent once).
+    Waiting(Blocker),
+    /// While waiting, what stands in the way changed (see [`Blocker::situation`]): another
+    /// holder, the holder went INACTIVE, the lock became takeable at a known time.
+    Changed(Blocker),
+}
+
+/// One lock taken.
+#[derive(Debug, Clone, Serialize)]
+pub struct Acquired {
+    /// The file, relative to the root.
+    pub file: String,
+    /// The lock file, relative to the root.
+    pub lock_file: String,
+    /// The time written as `locked_at`.
+    pub locked_at: String,
+    /// The lock's token.
+    pub token: String,
+    /// Whether this refreshed a lock already held.
+    pub refreshed: bool,
+    /// When a refreshed lock had been taken from another origin (another shell or session
+    /// using the same agent name): that origin. One name in two shells excludes nothing.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub held_from: Option<String>,
+    /// Holders of stale locks taken over, with why they were stale.
+    pub took_over: Vec<TakeOver>,
+    /// The backup written, relative to the root; on a refresh or a takeover, the backup kept.
+    pub backup: Option<String>,
+    /// Whether `backup` is the backup of the stale lock's holder, kept (not rewritten from a
+    /// file they may have left half-edited): `coord restore FILE` puts it back.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub backup_kept: bool,
+    /// Whether this is a claim (`file` is then its pattern).
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub claim: bool,
+    /// Published on the remote claims are shared through (contract §13): its name.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
+    /// Published there: when its lease ends unless renewed (this clone renews it while its
+    /// holder here is live).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub lease_until: Option<String>,
+}
+
+/// A stale lock or claim taken over.
+#[derive(Debug, Clone, Serialize)]
+pub struct TakeOver {
+    /// Its holder.
+    pub from: String,
+    /// Why it was stale.
+    pub why: String,
+    /// A stale claim taken over: its pattern (its record is gone from `.coord/claims`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub claim: Option<String>,
+    /// A stale lock taken over by a claim: the file it locked (the claim's pattern matches it).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file: Option<String>,
+    /// A record of another clone taken over on the remote (its lease lapsed): the remote's
+    /// name (`from` then names its agent and host).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<String>,
+}
+
+impl TakeOver {
+    /// The stale lock `e` (on the file acquired, or on `file` when a claim takes it over).
+    pub(crate) fn lock(e: &super::LockEntry, file: Option<&str>) -> TakeOver {
+        TakeOver {
+            from: e.holder().to_string(),
+            why: e.stale_why.clone().unwrap_or_default(),
+            claim: None,
+            file: file.map(str::to_string),
+            remote: None,
+        }
+    }
+
+    /// The stale claim `e`.
+    pub(crate) fn claim(e: &super::LockEntry) -> TakeOver {
+        TakeOver {
+            claim: Some(e.file.clone()),
+            ..TakeOver::lock(e, None)
+        }
+    }
+}
+
+/// The result of a successful acquire.
+#[derive(Debug, Clone, Serialize)]
+pub struct Acquisition {
+    /// The locks, in path order.
+    pub acquired: Vec<Acquired>,
+    /// How long coord waited, in milliseconds.
+    pub waited_ms: u64,
+}
+
+/// What a try read of our own: our presence and the locks it lists that we still hold.
+#[derive(Default)]
+struct Mine {
+    presence: Option<presence::Presence>,
+    held: Vec<String>,
+    /// The patterns of our claims (not stale).
+    claims: Vec<String>,
+}
+
+enum Attempt {
+    Got(Vec<Acquired>),
+    Busy(Blocker),
+    /// The arbitration was lost while deciding (a stalled holder of a lease): everything this
+    /// try did was undone; try again at once.
+    Fenced,
+}
+
+/// Acquire all of `req.targets` or none, waiting as `req.wait` allows; then write backups.
+/// Nothing reaches the repository's remote (see [`acquire_shared`]).
+///
+/// # Errors
+/// [`Error::BadPath`] when a target exists but is not a regular file (nothing is written);
+/// [`Error::LockHeld`] when not waiting and a target is held; [`Error::Deadlock`] when waiting
+/// would close a cycle of agents waiting for each other; [`Error::WaitTimedOut`] when the
+/// wait ended first; [`Error::Refused`] when the lock is free but earlier waiters stand in line;
+/// [`Error::Io`] on I/O failure (no lock is left behind then).
+pub fn acquire(
+    ws: &Workspace,
+    req: &LockRequest,
+    on_event: &mut dyn FnMut(&LockEvent),
+) -> Result<Acquisition> {
+    acquire_shared(ws, req, &Reach::HERE, on_event)
+}
+
+/// [`acquire`], and in a clone that shares its claims through its remote (contract §13),
+/// publish there what `reach` says (the claims; with `files`, the file locks too) before
+/// answering: each try takes everything here first, then, with the workspace mutex free,
+/// publishes it (`remote_claim`). Held by another clone: given back here, and refused or waited
+/// for (the remote read again at most every 2 s) like a lock held here.
+///
+/// # Errors
+/// As [`acquire`]; [`Error::LockHeld`] or [`Error::WaitTimedOut`] naming the holder on the
+/// remote, its host and its lease; [`Error::Remote`] when the remote cannot be reached or
+/// refused the credentials (nothing is taken, here or there); [`Error::BadInput`] for
+/// `reach.files` where the clone does not share its claims.
+pub fn acquire_shared(
+    ws: &Workspace,
+    req: &LockRequest,
+    reach: &Reach,
+    on_event: &mut dyn FnMut(&LockEvent),
+) -> Result<Acquisition> {
+    let mut targets = req.targets.clone();
+    targets.sort();
+    targets.dedup_by(|a, b| a.rel == b.rel);
+    if targets.is_empty() && req.claims.is_empty() {
+        return Err(Error::bad_input("no file to lock"));
+    }
+    // A folder, FIFO or device is refused before anything is written, as `write` refuses it.
+    for t in &targets {
+        t.regular_or_absent()?;
+    }
+    let sharing = Sharing::of(ws, req, &targets, reach)?;
+    // `.coord/` is made (and checked for symlinks) by the first `lock_mutex` below.
+    let policy = ws.policy()?;
+    let started = Instant::now();
+    let mut tries = Tries {
+        ws,
+        req,
+        targets: &targets,
+        policy,
+        started,
+        deadline: Deadline::after(req.wait.as_duration()),
+        may_wait: req.wait != Wait::For(Duration::ZERO),
+        waits: Waits::default(),
+        waiting: Waiting {
+            ws,
+            agent: &req.agent,
+            tickets: None,
+        },
+        told: None,
+        last_touch: Instant::now(),
+        mine: Mine::default(),
+    };
+    // What this request publishes is decided by the remote itself (`share`); the rest is judged
+    // by the other clones' claims as last synced, read again at most every 2 s while waiting.
+    let shared = sharing.is_some();
+    let files: &[Target] = if shared && reach.files { &[] } else { &targets };
+    let claims: &[Pattern] = if shared && reach.claims {
+        &[]
+    } else {
+        &req.claims
+    };
+    let mut reread = None;
+    let got = loop {
+        let held = remote_claim::held_elsewhere(ws, &req.agent, files, claims, reread);
+        if let Some(blocker) = held {
+            tries.wait_elsewhere(blocker, on_event)?;
+            // The last look, past the deadline, reads nothing more.
+            let last = tries.deadline.passed();
+            reread = Some(if last { Duration::MAX } else { REREAD });
+            continue;
+        }
+        match tries.once()? {
+            Attempt::Got(list) => match &sharing {
+                None => break list,
+                // `None`: held by another clone, given back and waited for; try again in full.
+                Some(s) => {
+                    if let Some(list) = tries.share(s, list, on_event)? {
+                        break list;
+                    }
+                }
+            },
+            Attempt::Busy(blocker) => tries.wait_after(blocker, on_event)?,
+            Attempt::Fenced => {}
+        }
+    };
+    // Recorded while the ticket still stands, so that a reader of the history never sees the
+    // wait end before the lock it ended with.
+    super::events::taken(ws.root(), req, &got, started);
+    tries.waiting.done();
+    if tries.policy.exact_lookups {
+        // A shared folder on a network filesystem: what this machine cached about the files
+        // may predate the last holder's writes (fsutil::refresh_attributes).
+        for t in &targets {
+            fsutil::refresh_attributes(&t.abs);
+        }
+    }
+    let mut acquired = got;
+    if req.backup {
+        back_up(ws, req, &targets, &mut acquired)?;
+    }
+    Ok(Acquisition {
+        acquired,
+        waited_ms: started.elapsed().as_millis() as u64,
+    })
+}
+
+/// Write `FILE.bak` for each lock just taken. It holds FILE as it was before its current
+/// holder's edit: a refresh leaves it (FILE may hold our edit by now), and a takeover of a
+/// stale lock keeps what its crashed holder's backup holds (FILE may be half-written; a stale
+/// claim taken over says nothing about it). A backup that fails releases every lock taken.
+fn back_up(
+    ws: &Workspace,
+    req: &LockRequest,
+    targets: &[Target],
+    acquired: &mut [Acquired],
+) -> Result<()> {
+    for (i, target) in targets.iter().enumerate() {
+        let a = &mut acquired[i];
+        let kept = backup::existing(target);
+        if a.refreshed {
+            a.backup = kept;
+        } else if let Some(kept) = kept.filter(|_| a.took_over.iter().any(|t| t.claim.is_none())) {
+            a.backup = Some(kept);
+            a.backup_kept = true;
+        } else {
+            match backup::write(ws.root(), target) {
+                Ok(b) => a.backup = b,
+                Err(e) => {
+                    let tokens = acquired.iter().map(|a| a.token.clone());
+                    let tokens: Vec<(Target, String)> =
+                        targets.iter().cloned().zip(tokens).collect();
+                    let _ = release_tokens(ws, &req.agent, &tokens);
+                    return Err(e);
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The least an acquire waits for the workspace mutex, even when it does not wait for locks:
+/// time for the holders racing it to pass, each for microseconds.
+const MUTEX_FLOOR: Duration = Duration::from_millis(500);
+
+/// How often a wait that involves a claim looks again.
+const CLAIM_RECHECK: Duration = Duration::from_millis(20);
+
+/// A lock on one of `targets`, or a claim matching one (of this clone, or of another as last
+/// synced from the remote), that another agent holds (not stale), as read without the
+/// workspace mutex: what coord knows of a holder when it cannot decide
+/// under the mutex, or cannot lock at all (a file whose folder is not made yet).
+pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Option<Blocker> {
+    let now = crate::clock::now();
+    let mut cache = presence::StateCache::default();
+    let root = ws.root();
+    let me = agent.id();
+    let (mut claims, _) = super::claim::read_for(root);
+    let here = targets.iter().find_map(|t| {
+        let mut entries = super::locks_of(t);
+        super::classify(root, &mut entries, &mut cache, &now);
+        if let Some(e) = entries
+            .iter()
+            .find(|e| e.agent != me && e.state != super::LockState::Stale)
+        {
+            return Some(blocker::blocker_of(root, e, &now));
+        }
+        claims
+            .iter_mut()
+            .filter(|c| c.entry.agent != me && c.pattern.matches(&t.rel))
+            .find_map(|c| {
+                super::claim::judge(root, c, &mut cache, &now);
+                (c.entry.state != super::LockState::Stale)
+                    .then(|| blocker::claim_blocker(root, c, &t.rel, &now))
+            })
+    });
+    here.or_else(|| remote_claim::held_elsewhere(ws, agent, targets, &[], None))
+}
+
+/// The state of one acquire across its tries.
+struct Tries<'a> {
+    ws: &'a Workspace,
+    req: &'a LockRequest,
+    /// The targets, sorted, each once.
+    targets: &'a [Target],
+    policy: Policy,
+    started: Instant,
+    deadline: Deadline,
+    may_wait: bool,
+    /// How we sleep between tries (declared before `waiting`: dropped first).
+    waits: Waits,
+    /// Our tickets in the queue; leaves it if the acquire ends without the lock.
+    waiting: Waiting<'a>,
+    /// What the user was last told stands in the way (`None`: not told we wait yet).
+    told: Option<Situation>,
+    /// When our tickets were last kept alive.
+    last_touch: Instant,
+    mine: Mine,
+}
+
+impl Tries<'_> {
+    /// One full try under the mutex, and what it means for our place in the queue: a try that
+    /// got the locks leaves the queue; one that would wait checks for a deadlock, then takes a
+    /// ticket and says `WAITING` in the presence (the first time). A ticket drawn under a lost
+    /// lease is given back and the try reported as fenced (try again at once).
+    fn once(&mut self) -> Result<Attempt> {
+        let (ws, req, targets) = (self.ws, self.req, self.targets);
+        // The mutex is held for microseconds; a holder that keeps it longer is stopped or
+        // stuck. Waiting for it never outlasts this acquire's own wait (a hook answers within
+        // its budget, `--no-wait` does not wait), and a lock seen held meanwhile, read without
+        // the mutex, is what blocks us: refused, or waited for like any other.
+        let patience = self
+            .deadline
+            .next_sleep(crate::arbiter::MUTEX_PATIENCE)
+            .max(MUTEX_FLOOR);
+        let mutex = match ws.lock_mutex_within(patience) {
+            Ok(m) => m,
+            Err(e) if matches!(e, Error::Interrupted { .. }) => return Err(e),
+            Err(e) => match seen_holder(ws, &req.agent, targets) {
+                Some(b) => return Ok(Attempt::Busy(b)),
+                None => return Err(e),
+            },
+        };
+        let attempt = attempt(
+            ws,
+            &mutex,
+            req,
+            targets,
+            self.waiting.tickets.as_ref(),
+            &mut self.mine,
+        )?;
+        match &attempt {
+            Attempt::Got(_) => self.leave_line(),
+            Attempt::Busy(_) if self.may_wait && !self.deadline.passed() => {
+                if let Some(fenced) = self.line_up(&mutex)? {
+                    return Ok(fenced);
+                }
+            }
+            Attempt::Busy(_) | Attempt::Fenced => {}
+        }
+        Ok(attempt)
+    }
+
+    /// Got the locks: leave the queue. The waiter behind us sleeps until we release, not just
+    /// until we leave the line (tickets are in the order of the targets).
+    fn leave_line(&mut self) {
+        let Some(t) = self.waiting.tickets.take() else {
+            return;
+        };
+        if handoff::holds_locks() {
+            for (ticket, target) in t.paths.iter().zip(self.targets) {
+                handoff::rekey(ticket, &layout::lock_file(&target.abs, self.req.agent.id()));
+            }
+        }
+        queue::leave(&t);
+    }
+
+    /// About to wait: refuse a deadlock, else take a ticket (the first time) and say `WAITING`.
+    /// A ticket drawn under a lost lease is given back and the try reported as fenced.
+    fn line_up(&mut self, mutex: &Guard) -> Result<Option<Attempt>> {
+        let (ws, req, targets) = (self.ws, self.req, self.targets);
+        // Every time we would wait, so the last one to close a cycle sees it even when it
+        // formed while we waited. A cycle through us needs a lock or claim of ours that someone
+        // waits for: holding none, the queues and locks of the folder are not read.
+        if (!self.mine.held.is_empty() || !self.mine.claims.is_empty())
+            && let Some(err) = deadlock(ws, req, targets, self.waiting.tickets.as_ref())
+        {
+            if let Some(t) = self.waiting.tickets.take() {
+                settle(ws, &req.agent, &t);
+            }
+            return Err(super::events::refused(ws.root(), req, err));
+        }
+        if self.waiting.tickets.is_some() {
+            return Ok(None);
+        }
+        let claims: Vec<String> = req.claims.iter().map(|c| c.as_str().to_string()).collect();
+        let tickets = queue::register_with_claims(ws.root(), &req.agent, targets, &claims)?;
+        // Fencing: a number drawn under a lost lease may repeat one drawn since.
+        if !mutex.still_held() {
+            queue::leave(&tickets);
+            return Ok(Some(Attempt::Fenced));
+        }
+        self.waiting.tickets = Some(tickets);
+        let waiting = presence::Update {
+            lock_status: Some(LockStatus::Waiting),
+            ..Default::default()
+        };
+        presence::write_over(ws.root(), &req.agent, self.mine.presence.as_ref(), &waiting)?;
+        Ok(None)
+    }
+
+    /// After a try found `blocker` in the way: give up when not waiting or past the deadline;
+    /// otherwise tell the user once, sleep until a new try is worth making, stop when asked
+    /// to, and keep our tickets alive.
+    fn wait_after(
+        &mut self,
+        mut blocker: Blocker,
+        on_event: &mut dyn FnMut(&LockEvent),
+    ) -> Result<()> {
+        let (ws, targets) = (self.ws, self.targets);
+        let probe = Probe {
+            record: blocker.record.take().into(),
+            queue: self
+                .waiting
+                .tickets
+                .as_ref()
+                .filter(|_| self.mine.held.is_empty())
+                .map(|t| (queue::dirs(ws.root(), targets), t.seq)),
+            open_tickets: self.policy.exact_lookups,
+            ahead: Default::default(),
+            files: targets.iter().map(|t| t.abs.clone()).collect(),
+            agent: self.req.agent.id().to_string(),
+            hand_over: self.policy.fs.served_locally(),
+        };
+        if !self.may_wait || self.deadline.passed() {
+            let err = blocked_error(blocker, self.may_wait, self.started.elapsed());
+            return Err(super::events::refused(ws.root(), self.req, err));
+        }
+        let claims_involved = blocker.pattern.is_some() || !self.req.claims.is_empty();
+        self.tell(blocker, on_event);
+        if claims_involved {
+            // A claim is in the way, or asked for: `.coord/claims` and the claim queues are
+            // looked at again shortly (claims are few; a try reads one small file).
+            std::thread::sleep(self.deadline.next_sleep(CLAIM_RECHECK));
+        } else {
+            if self.waits.watches.is_none() && !probe.hand_over {
+                // What blocked the try may have gone before the watch was made: look once,
+                // without the mutex, and try again at once only if it did. On a local folder
+                // `sleep` looks first and watches only where it must.
+                self.waits.watches = Some(watch_for(ws.root(), targets));
+                if worth_a_try(&probe) {
+                    return Ok(());
+                }
+            }
+            let policy = &self.policy;
+            sleep(
+                &mut self.waits,
+                (ws.root(), targets),
+                &probe,
+                policy,
+                self.deadline,
+            );
+        }
+        // Asked to stop: `waiting` leaves the queue and resets the presence on the way out.
+        if let Some(signal) = crate::wait::stop_requested() {
+            return Err(Error::Interrupted {
+                signal,
+                file: self.first_key(),
+            });
+        }
+        self.keep_tickets_alive()
+    }
+
+    /// The try took everything here: publish what `s` shares on the remote, the mutex free.
+    /// Published: our records are marked so (`Some`). Held by another clone: what the try took
+    /// is given back, then refused, or waited for until the remote shows it free (`None`: try
+    /// again in full). The remote unreachable: given back, and the error.
+    fn share(
+        &mut self,
+        s: &Sharing,
+        mut got: Vec<Acquired>,
+        on_event: &mut dyn FnMut(&LockEvent),
+    ) -> Result<Option<Vec<Acquired>>> {
+        let (ws, req) = (self.ws, self.req);
+        let held = match remote_claim::publish(ws, req, s) {
+            Ok(remote::Claimed::Published(p)) => {
+                if let Err(e) = remote_claim::mark(ws, &req.agent, &mut got, s, &p) {
+                    remote_claim::withdraw(ws, &req.agent, &got);
+                    remote_claim::unpublish(ws, &req.agent, s);
+                    return Err(e);
+                }
+                return Ok(Some(got));
+            }
+            Ok(remote::Claimed::Held(h)) => h,
+            Err(e) => {
+                remote_claim::withdraw(ws, &req.agent, &got);
+                remote_claim::say_waiting(ws, &req.agent, false);
+                return Err(e);
+            }
+        };
+        remote_claim::withdraw(ws, &req.agent, &got);
+        let blocker = remote_claim::blocker(&held, &s.remote);
+        if !self.may_wait || self.deadline.passed() {
+            remote_claim::say_waiting(ws, &req.agent, false);
+            let err = blocked_error(blocker, self.may_wait, self.started.elapsed());
+            return Err(super::events::refused(ws.root(), req, err));
+        }
+        self.tell(blocker, on_event);
+        remote_claim::say_waiting(ws, &req.agent, true);
+        remote_claim::wait_free(ws, &req.agent, s, self.deadline);
+        if let Some(signal) = crate::wait::stop_requested() {
+            remote_claim::say_waiting(ws, &req.agent, false);
+            return Err(Error::Interrupted {
+                signal,
+                file: self.first_key(),
+            });
+        }
+        Ok(None)
+    }
+
+    /// Another clone holds what we ask for, as last synced: refused when not waiting (or past
+    /// the deadline), else the user told and a pause of at most [`REREAD`]
+    /// before the remote is read again.
+    fn wait_elsewhere(
+        &mut self,
+        blocker: Blocker,
+        on_event: &mut dyn FnMut(&LockEvent),
+    ) -> Result<()> {
+        let (ws, req) = (self.ws, self.req);
+        if !self.may_wait || self.deadline.passed() {
+            if self.told.is_some() {
+                remote_claim::say_waiting(ws, &req.agent, false);
+            }
+            let err = blocked_error(blocker, self.may_wait, self.started.elapsed());
+            return Err(super::events::refused(ws.root(), req, err));
+        }
+        if self.told.is_none() {
+            remote_claim::say_waiting(ws, &req.agent, true);
+        }
+        self.tell(blocker, on_event);
+        crate::wait::pause(self.deadline.next_sleep(REREAD));
+        if let Some(signal) = crate::wait::stop_requested() {
+            remote_claim::say_waiting(ws, &req.agent, false);
+            return Err(Error::Interrupted {
+                signal,
+                file: self.first_key(),
+            });
+        }
+        // A place in line here, from an earlier try, is kept meanwhile.
+        self.keep_tickets_alive()
+    }
+
+    /// Tell the user what stands in the way: once when the wait starts, then when it changes.
+    fn tell(&mut self, blocker: Blocker, on_event: &mut dyn FnMut(&LockEvent)) {
+        let situation = blocker.situation();
+        match &self.told {
+            None => {
+                super::events::waiting(self.ws.root(), self.req, &blocker.file, &blocker.holder);
+                on_event(&LockEvent::Waiting(blocker));
+            }
+            Some(told) if *told != situation => on_event(&LockEvent::Changed(blocker)),
+            Some(_) => {}
+        }
+        self.told = Some(situation);
+    }
+
+    /// The first file (or claim) asked for.
+    fn first_key(&self) -> String {
+        self.targets
+            .first()
+            .map(|t| t.rel.clone())
+            .or_else(|| self.req.claims.first().map(|c| c.as_str().to_string()))
+            .unwrap_or_default()
+    }
+
+    /// Touch our tickets every [`queue::TOUCH_EVERY`]; queue up again if they were judged dead.
+    fn keep_tickets_alive(&mut self) -> Result<()> {
+        let ws = self.ws;
+        if self.last_touch.elapsed() >= queue::TOUCH_EVERY {
+            self.last_touch = Instant::now();
+            if let Some(t) = &self.waiting.tickets
+                && queue::touch(t).is_err()
+            {
+                // Our ticket was judged dead (we were stopped too long): leave what is left of
+                // it and queue up again (the next attempt registers anew; the new queue folders
+                // get a fresh watch).
+                let _mutex = ws.lock_mutex()?;
+                queue::leave(t);
+                self.waiting.tickets = None;
+                self.waits = Waits::default();
+            }
+        }
+        Ok(())
+    }
+}

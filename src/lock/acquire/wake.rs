@@ -1,0 +1,296 @@
+//! Between two tries: what a waiter watches, and what it re-reads when woken before it takes
+//! the mutex for a full try (so a release wakes every waiter but only the first in line tries).
+
+use std::cell::RefCell;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use crate::arbiter::Policy;
+use crate::fsutil;
+use crate::host;
+use crate::layout;
+use crate::lock::queue;
+use crate::record::Record;
+use crate::wait::handoff::{Handoff, Woken};
+use crate::wait::{Deadline, FolderWatch};
+use crate::workspace::Target;
+
+/// Where a waiter only re-reads the blocking lock, how often it tries in full anyway (a lock
+/// also turns stale by age).
+const FULL_TRY_EVERY: Duration = Duration::from_secs(1);
+
+/// How long a sleep on a hand-off lasts at most: how soon a request to stop is seen, and how
+/// often the first in line re-reads the lock it sleeps on (another process may remove it).
+const HANDOFF_LOOK: Duration = Duration::from_millis(100);
+
+/// What a woken waiter re-reads, without the mutex, before trying in full.
+pub(super) struct Probe {
+    /// The blocking lock and its bytes as read (then the lock of the waiter just ahead of us,
+    /// once it took one of our files).
+    pub(super) record: RefCell<Option<(PathBuf, Vec<u8>)>>,
+    /// Our queue folders and ticket number, when we hold no lock ourselves (a waiter that holds
+    /// locks lets earlier waiters that wait for them pass; only a full try can judge that).
+    pub(super) queue: Option<(Vec<PathBuf>, u64)>,
+    /// Whether a listed ticket must also open to count (where listings may lag other machines).
+    pub(super) open_tickets: bool,
+    /// The ticket last seen just before ours: while it stands, we are not first.
+    pub(super) ahead: RefCell<Option<PathBuf>>,
+    /// The files waited for.
+    pub(super) files: Vec<PathBuf>,
+    /// Our agent id (a lock of our own name is for a full try to judge).
+    pub(super) agent: String,
+    /// Whether to sleep on the hand-off of the file in front of us ([`crate::wait::handoff`];
+    /// local folders only).
+    pub(super) hand_over: bool,
+}
+
+/// What a woken waiter sees before trying in full.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Look {
+    /// A ticket numbered before ours stands in one of our queues.
+    Behind,
+    /// First in line, and the blocking lock is unchanged with its process (if it records one of
+    /// this host) still running.
+    Blocked,
+    /// A full try may succeed.
+    Changed,
+}
+
+impl Probe {
+    /// Whether a full try would surely still find us blocked, and why.
+    fn look(&self) -> Look {
+        if let Some((dirs, seq)) = &self.queue {
+            let last = self.ahead.take();
+            let ahead = last
+                .clone()
+                .filter(|t| queue::ticket_stands(t, self.open_tickets))
+                .or_else(|| {
+                    dirs.iter()
+                        .find_map(|d| queue::ticket_before(d, *seq, self.open_tickets))
+                });
+            if ahead.is_some() {
+                self.ahead.replace(ahead);
+                return Look::Behind;
+            }
+            // First in line now. The waiter just ahead left its line most likely because it
+            // took its locks: a full try would find its lock on our file and wait again (while
+            // it still holds the mutex it took them under). Its lock is what we wait for now.
+            if let Some(taken) = last.and_then(|t| self.taken_by(&t)) {
+                self.record.replace(Some(taken));
+                return Look::Blocked;
+            }
+        }
+        match &*self.record.borrow() {
+            Some((path, raw)) if unchanged(path, raw) => Look::Blocked,
+            _ => Look::Changed,
+        }
+    }
+
+    /// The file whose owner lets it go when we may move on, for `look`: the ticket just before
+    /// ours, or the lock that blocks us.
+    fn in_front(&self, look: Look) -> Option<PathBuf> {
+        match look {
+            Look::Behind => self.ahead.borrow().clone(),
+            Look::Blocked => self.record.borrow().as_ref().map(|(path, _)| path.clone()),
+            Look::Changed => None,
+        }
+    }
+
+    /// The lock, and its bytes, that the agent of `ticket` (a ticket that stood just before
+    /// ours) holds on one of our files, when it holds one that is not judged gone.
+    fn taken_by(&self, ticket: &Path) -> Option<(PathBuf, Vec<u8>)> {
+        let name = ticket.file_name()?.to_str()?;
+        let (_, agent) = layout::parse_ticket(name)?;
+        if agent == self.agent {
+            return None;
+        }
+        self.files.iter().find_map(|file| {
+            let path = layout::lock_file(file, agent);
+            let raw = fsutil::read_capped(&path, crate::fsutil::RECORD_CAP).ok()?;
+            process_alive(&raw).then_some((path, raw))
+        })
+    }
+}
+
+/// Whether a full try may succeed now: what blocked the last one changed.
+pub(super) fn worth_a_try(probe: &Probe) -> bool {
+    probe.look() == Look::Changed
+}
+
+/// Whether the lock file at `path` still holds exactly `raw` and does not name a process of
+/// this host that is gone. One open and read: no mutex, no listing.
+fn unchanged(path: &Path, raw: &[u8]) -> bool {
+    let Ok(now) = fsutil::read_capped(path, crate::fsutil::RECORD_CAP) else {
+        return false;
+    };
+    now == raw && process_alive(&now)
+}
+
+/// Whether a lock record does not name a process of this host that is gone.
+fn process_alive(raw: &[u8]) -> bool {
+    let rec = Record::parse(&String::from_utf8_lossy(raw));
+    match (
+        rec.get_nonempty("pid").and_then(|p| p.parse::<u32>().ok()),
+        rec.get_nonempty("host"),
+    ) {
+        (Some(pid), Some(h)) => !host::recorded_process_gone_since(
+            pid,
+            h,
+            rec.get_nonempty("pid_start").and_then(|s| s.parse().ok()),
+        ),
+        _ => true,
+    }
+}
+
+/// What a waiter for `targets` watches: its queue folders, and in each target's folder only its
+/// lock files' names (`FILE.lock.*`); in both only names going away, since a lock or a ticket
+/// appearing never unblocks anyone.
+pub(super) struct Watches {
+    queue: FolderWatch,
+    locks: FolderWatch,
+}
+
+/// How a waiter sleeps, kept across its tries: on the hand-off of the file in front of it
+/// where its owner keeps it locked, else on folder watches, made when first needed.
+#[derive(Default)]
+pub(super) struct Waits {
+    pub(super) watches: Option<Watches>,
+    hand: Option<Handoff>,
+    /// The kernel refused a hand-off: watch folders from now on.
+    refused: bool,
+    /// The last sleep returned at once, on its first look, without sleeping.
+    returned_at_once: bool,
+}
+
+/// The watches of a waiter for `targets`.
+pub(super) fn watch_for(root: &Path, targets: &[Target]) -> Watches {
+    let mut queue = FolderWatch::new(&[]);
+    for dir in queue::dirs(root, targets) {
+        queue.add_removals(&dir, None);
+    }
+    let mut locks = FolderWatch::new(&[]);
+    // A lock of the same path in another work tree of the repository blocks us too.
+    let others = crate::worktree::others(root);
+    for t in targets {
+        if let (Some(dir), Some(base)) = (t.abs.parent(), t.abs.file_name()) {
+            let prefix = layout::lock_file(Path::new(base), "")
+                .to_string_lossy()
+                .into_owned();
+            locks.add_removals(dir, Some(vec![prefix.clone()]));
+            let rel_dir = Path::new(&t.rel).parent().unwrap_or(Path::new(""));
+            for tree in &others {
+                let there = tree.top.join(rel_dir);
+                if there.is_dir() {
+                    locks.add_removals(&there, Some(vec![prefix.clone()]));
+                }
+            }
+        }
+    }
+    Watches { queue, locks }
+}
+
+/// Sleep until a full try is worth making.
+///
+/// A wake-up first looks, without the mutex, at what blocked the last try: an earlier ticket
+/// still in one of our queues, or the blocking lock unchanged, means a full try would only find
+/// the same, so only the first in line takes the mutex. A full try still comes at every
+/// re-check interval (where events do not cross machines: every second): a lock also turns
+/// stale by age, and a ticket ahead may belong to a process that is gone.
+///
+/// On a local folder a waiter sleeps on the hand-off of the file in front of it when its owner
+/// keeps it locked ([`crate::wait::handoff`]: the ticket just before ours, or the lock of a
+/// `coord run`); otherwise on folder watches: a waiter behind others on the queue watch alone
+/// (its turn cannot come before the ticket ahead leaves), the first in line on the lock watch,
+/// looking at the blocking lock more often where events do not cross machines.
+pub(super) fn sleep(
+    waits: &mut Waits,
+    (root, targets): (&Path, &[Target]),
+    probe: &Probe,
+    policy: &Policy,
+    deadline: Deadline,
+) {
+    let full_every = if policy.exact_lookups {
+        FULL_TRY_EVERY
+    } else {
+        policy.recheck
+    };
+    let since = Instant::now();
+    let mut step = policy.recheck;
+    // Blocked by the queue alone (no lock record), the last try found us behind.
+    let before = if probe.record.borrow().is_none() && probe.queue.is_some() {
+        Look::Behind
+    } else {
+        Look::Blocked
+    };
+    // Looking before sleeping may end the sleep at once, but only once between two real sleeps:
+    // some blocks look changed without being so (a waiter holding locks is blocked by the
+    // queue, which it does not look at), and trying again at once every time would spin under
+    // the mutex.
+    let may_return = !std::mem::take(&mut waits.returned_at_once);
+    let mut at_once = |look: Look| {
+        if look == Look::Changed && may_return {
+            waits.returned_at_once = true;
+            return None;
+        }
+        Some(if look == Look::Changed { before } else { look })
+    };
+    // What blocked the try may be gone already, and a waiter behind others learns whose ticket
+    // stands just before its own.
+    let first = if probe.hand_over {
+        probe.look()
+    } else {
+        before
+    };
+    let Some(mut look) = at_once(first) else {
+        return;
+    };
+    loop {
+        let in_front = probe
+            .in_front(look)
+            .filter(|_| probe.hand_over && !waits.refused);
+        if waits.hand.as_ref().map(Handoff::path) != in_front.as_deref() {
+            waits.hand = in_front.as_deref().and_then(Handoff::start);
+        }
+        if let Some(hand) = &waits.hand {
+            match hand.wait(deadline.next_sleep(step.min(HANDOFF_LOOK))) {
+                Woken::TimedOut => {}
+                Woken::LetGo => waits.hand = None,
+                Woken::Refused => {
+                    waits.hand = None;
+                    waits.refused = true;
+                }
+            }
+        } else {
+            let Some(w) = &waits.watches else {
+                waits.watches = Some(watch_for(root, targets));
+                // Watched from now on: what we looked at may have changed before.
+                match at_once(probe.look()) {
+                    Some(now) => look = now,
+                    None => break,
+                }
+                continue;
+            };
+            let watch = if look == Look::Behind {
+                &w.queue
+            } else {
+                &w.locks
+            };
+            watch.wait(deadline.next_sleep(step));
+        }
+        if since.elapsed() >= full_every
+            || deadline.passed()
+            || crate::wait::stop_requested().is_some()
+        {
+            break;
+        }
+        look = probe.look();
+        step = match look {
+            Look::Changed => break,
+            Look::Blocked if policy.exact_lookups => (policy.recheck / 5).max(FIRST_IN_LINE_MIN),
+            Look::Blocked | Look::Behind => policy.recheck,
+        };
+    }
+}
+
+/// The shortest re-check of the first in line where events do not cross machines.
+const FIRST_IN_LINE_MIN: Duration = Duration::from_millis(5);

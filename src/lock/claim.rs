@@ -1,0 +1,359 @@
+//! Claims: a lock on a folder or a pattern (`src/auth/`, `src/**/*.sql`), kept in one small
+//! file, `.coord/claims` (in the main work tree, shared by every worktree of the repository).
+//!
+//! ```text
+//! Agent: Claude
+//! id: claude
+//! locked_at: 2026-01-28T01:00:00+01:00
+//! pattern: src/auth/**
+//! token: 9f3c0a4e5d6b7c8a
+//! ttl: 5m
+//! host: build-box
+//! worktree: /repo
+//! branch: main
+//! reason: auth refactor
+//! ```
+//!
+//! One record per claim, records separated by an empty line; the keys after `pattern` are those
+//! of a lock record (`pid`, `pid_start`, `session`, `client`, `client_session` when the claim
+//! follows a process), plus the work tree the claim was taken in and its branch. A claim is
+//! judged exactly like a lock (LIVE, STALE, by TTL, holder presence and process), and is STALE
+//! at once when the work tree it was taken in is gone, as a lock file goes with its tree. A
+//! STALE claim is taken over by the next lock or claim that passes over it. The file is
+//! only ever rewritten whole (durable replace) under the workspace mutex, and read once per try
+//! or view: claims are few, and nothing walks the repository to find them.
+
+use std::path::Path;
+
+use super::remote_claim::{self, Marked};
+use super::{LockEntry, LockState, Release, ReleaseOutcome, classify};
+use crate::clock::{self, Timestamp};
+use crate::error::Result;
+use crate::fsutil;
+use crate::layout;
+use crate::pattern::Pattern;
+use crate::presence::StateCache;
+use crate::record::Record;
+use crate::workspace::Workspace;
+
+/// The most `.coord/claims` is read of (far above what a few hundred claims take).
+const CLAIMS_CAP: u64 = 4 * 1024 * 1024;
+
+/// A claim with its pattern parsed (a record whose pattern does not parse holds everything:
+/// it cannot be told apart from what it meant to hold).
+pub struct Judged {
+    /// The record.
+    pub entry: LockEntry,
+    /// The pattern.
+    pub pattern: Pattern,
+}
+
+/// Every claim as written, unjudged, in the file's order, and the records without a pattern
+/// (kept as they are when the file is rewritten).
+fn read_records(root: &Path) -> (Vec<LockEntry>, Vec<String>) {
+    let path = layout::claims_file(&crate::worktree::shared_root(root));
+    let Ok(bytes) = fsutil::read_capped(&path, CLAIMS_CAP) else {
+        return (Vec::new(), Vec::new());
+    };
+    let (mut claims, mut others) = (Vec::new(), Vec::new());
+    for block in String::from_utf8_lossy(&bytes).split("\n\n") {
+        match parse_block(&path, block) {
+            Some(entry) => claims.push(entry),
+            None if block.trim().is_empty() => {}
+            None => others.push(block.to_string()),
+        }
+    }
+    (claims, others)
+}
+
+fn with_pattern(entry: LockEntry) -> Judged {
+    let pattern = Pattern::parse(&entry.file);
+    Judged {
+        pattern: pattern.unwrap_or_else(|_| Pattern::parse("**").expect("`**` parses")),
+        entry,
+    }
+}
+
+/// [`read_records`] with each pattern parsed.
+pub fn read_for(root: &Path) -> (Vec<Judged>, Vec<String>) {
+    let (claims, others) = read_records(root);
+    (claims.into_iter().map(with_pattern).collect(), others)
+}
+
+/// Every claim, unjudged, by pattern then agent.
+pub fn read_all(root: &Path) -> Vec<LockEntry> {
+    let mut all = read_records(root).0;
+    all.sort_by(|a, b| a.file.cmp(&b.file).then_with(|| a.agent.cmp(&b.agent)));
+    all
+}
+
+/// Every claim, judged like locks (LIVE, STALE, CONFLICT) as of `now`, by pattern then agent.
+pub fn judged(root: &Path, cache: &mut StateCache, now: &Timestamp) -> Vec<LockEntry> {
+    let mut all = read_all(root);
+    classify(root, &mut all, cache, now);
+    all
+}
+
+/// [`judged`], with each pattern parsed.
+pub fn judged_patterns(root: &Path, cache: &mut StateCache, now: &Timestamp) -> Vec<Judged> {
+    let all = judged(root, cache, now);
+    all.into_iter().map(with_pattern).collect()
+}
+
+/// Judge one claim read by [`read_for`] as of `now` (LIVE or STALE).
+pub fn judge(root: &Path, c: &mut Judged, cache: &mut StateCache, now: &Timestamp) {
+    classify(root, std::slice::from_mut(&mut c.entry), cache, now);
+}
+
+/// Rewrite `.coord/claims` to hold exactly `records`, in their order. Caller holds the mutex.
+pub(super) fn write_all(root: &Path, records: &[String]) -> Result<()> {
+    let path = layout::claims_file(&crate::worktree::shared_root(root));
+    if records.is_empty() {
+        return fsutil::remove(&path).map(drop);
+    }
+    let text: Vec<String> = records
+        .iter()
+        .map(|r| format!("{}\n", r.trim_end_matches('\n')))
+        .collect();
+    fsutil::replace(&path, text.join("\n").as_bytes())
+}
+
+/// A claim's record as it was read (rewritten as is).
+pub(super) fn raw_text(e: &LockEntry) -> String {
+    String::from_utf8_lossy(e.raw.as_deref().unwrap_or_default()).into_owned()
+}
+
+/// One record of `.coord/claims`, unjudged (`None` without a pattern).
+fn parse_block(path: &Path, block: &str) -> Option<LockEntry> {
+    let record = Record::parse(block);
+    let pattern = record.get_nonempty("pattern")?.to_string();
+    let agent = (record
+        .get_nonempty("id")
+        .or_else(|| record.get_nonempty("Agent")))
+    .map(str::to_ascii_lowercase)
+    .unwrap_or_default();
+    let raw = Some(block.as_bytes().to_vec());
+    Some(LockEntry::new(path.to_path_buf(), pattern, agent, raw))
+}
+
+/// The holder of claim `e` as a refusal names it: `Claude (claim `src/auth/**`)`, with the
+/// work tree and branch it was taken in when that is another work tree than `root`.
+pub fn holder_text(root: &Path, e: &LockEntry) -> String {
+    let tree = e.field("worktree").filter(|w| Path::new(w) != root);
+    match tree {
+        Some(w) => format!(
+            "{} (claim `{}`, {})",
+            e.holder(),
+            e.file,
+            crate::worktree::place(w, e.field("branch"))
+        ),
+        None => format!("{} (claim `{}`)", e.holder(), e.file),
+    }
+}
+
+/// Release `agent`'s claims on `patterns` (all of its claims when `None`); with `force`, a
+/// STALE claim of another agent on one of `patterns` goes too. Each pattern's outcome is
+/// reported as a [`Release`] whose `file` is the pattern. A claim published on the remote is
+/// released there too, once released here (see `remote_claim`).
+///
+/// # Errors
+/// [`Error::Io`](crate::error::Error::Io) when `.coord/claims` cannot be rewritten.
+pub fn release(
+    ws: &Workspace,
+    agent: &crate::workspace::AgentId,
+    patterns: Option<&[Pattern]>,
+    force: bool,
+) -> Result<Vec<Release>> {
+    let (mut out, marked) = release_here(ws, agent, patterns, force)?;
+    remote_claim::release(ws, agent, &marked, &mut out);
+    Ok(out)
+}
+
+/// [`release`] here only: what was released, and which of `agent`'s records released were
+/// published on the remote.
+pub(super) fn release_here(
+    ws: &Workspace,
+    agent: &crate::workspace::AgentId,
+    patterns: Option<&[Pattern]>,
+    force: bool,
+) -> Result<(Vec<Release>, Vec<Marked>)> {
+    let root = ws.root();
+    if patterns.is_none() && !layout::claims_file(&crate::worktree::shared_root(root)).exists() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let _mutex = ws.lock_mutex()?;
+    let now = clock::now();
+    let mut cache = StateCache::default();
+    let all = judged(root, &mut cache, &now);
+    let me = agent.id();
+    let mut gone = vec![false; all.len()];
+    let mut marked = Vec::new();
+    let Some(list) = patterns else {
+        let mut out = Vec::new();
+        for (i, e) in all.iter().enumerate().filter(|(_, e)| e.agent == me) {
+            gone[i] = true;
+            marked.extend(Marked::of(e, true));
+            out.push(released(&e.file, ReleaseOutcome::Released));
+        }
+        write_without(root, &all, &gone)?;
+        super::events::released(root, agent, &out, true);
+        return Ok((out, marked));
+    };
+    let mut out = Vec::new();
+    for p in list {
+        let same: Vec<usize> = (0..all.len())
+            .filter(|&i| all[i].file == p.as_str())
+            .collect();
+        let outcome = if let Some(&i) = same.iter().find(|&&i| all[i].agent == me) {
+            gone[i] = true;
+            marked.extend(Marked::of(&all[i], true));
+            ReleaseOutcome::Released
+        } else if same.is_empty() {
+            ReleaseOutcome::NotLocked
+        } else if let Some(&i) =
+            (same.iter()).find(|&&i| !force || all[i].state != LockState::Stale)
+        {
+            ReleaseOutcome::HeldByOther {
+                holder: all[i].holder().to_string(),
+                state: all[i].state,
+            }
+        } else {
+            let from: Vec<String> = same.iter().map(|&i| all[i].holder().to_string()).collect();
+            same.iter().for_each(|&i| gone[i] = true);
+            ReleaseOutcome::ForcedStale {
+                from: from.join(", "),
+            }
+        };
+        out.push(released(p.as_str(), outcome));
+    }
+    write_without(root, &all, &gone)?;
+    super::events::released(root, agent, &out, true);
+    Ok((out, marked))
+}
+
+/// Release `agent`'s claims taken with these tokens, each `(pattern, token)` (what `coord run`
+/// took, at its end): compare-and-delete, as for a lock. A claim whose record no longer
+/// carries its token (taken over while STALE, released) is [`ReleaseOutcome::Lost`]; nothing
+/// else is touched. Those published on the remote are released there too.
+///
+/// # Errors
+/// [`Error::Io`](crate::error::Error::Io) when `.coord/claims` cannot be rewritten.
+pub fn release_tokens(
+    ws: &Workspace,
+    agent: &crate::workspace::AgentId,
+    held: &[(String, String)],
+) -> Result<Vec<Release>> {
+    let (mut out, marked) = give_back(ws, agent, held, true)?;
+    remote_claim::release(ws, agent, &marked, &mut out);
+    Ok(out)
+}
+
+/// [`release_tokens`] here only (in the history when `record`): what was released, and which
+/// of the records released were published on the remote.
+pub(super) fn give_back(
+    ws: &Workspace,
+    agent: &crate::workspace::AgentId,
+    held: &[(String, String)],
+    record: bool,
+) -> Result<(Vec<Release>, Vec<Marked>)> {
+    if held.is_empty() {
+        return Ok((Vec::new(), Vec::new()));
+    }
+    let root = ws.root();
+    let _mutex = ws.lock_mutex()?;
+    let all = read_all(root);
+    let mut gone = vec![false; all.len()];
+    let mut out = Vec::with_capacity(held.len());
+    let mut marked = Vec::new();
+    for (pattern, token) in held {
+        let ours = (0..all.len()).find(|&i| {
+            !gone[i]
+                && all[i].agent == agent.id()
+                && all[i].file == *pattern
+                && all[i].token() == Some(token.as_str())
+        });
+        out.push(released(
+            pattern,
+            match ours {
+                Some(i) => {
+                    gone[i] = true;
+                    marked.extend(Marked::of(&all[i], true));
+                    ReleaseOutcome::Released
+                }
+                None => ReleaseOutcome::Lost,
+            },
+        ));
+    }
+    write_without(root, &all, &gone)?;
+    if record {
+        super::events::released(root, agent, &out, true);
+    }
+    Ok((out, marked))
+}
+
+/// Add `keys` to `agent`'s claims taken with these tokens, each `(pattern, token)`. Caller
+/// holds the mutex. The patterns whose claim no longer carries its token are returned.
+///
+/// # Errors
+/// [`Error::Io`](crate::error::Error::Io) when `.coord/claims` cannot be rewritten.
+pub(super) fn mark(
+    ws: &Workspace,
+    agent: &crate::workspace::AgentId,
+    held: &[(String, String)],
+    keys: &[(&str, &str)],
+) -> Result<Vec<Pattern>> {
+    if held.is_empty() {
+        return Ok(Vec::new());
+    }
+    let root = ws.root();
+    let (all, others) = read_records(root);
+    let mut found = vec![false; held.len()];
+    let mut records = others;
+    for e in &all {
+        let ours = held.iter().position(|(pattern, token)| {
+            e.agent == agent.id() && e.file == *pattern && e.token() == Some(token.as_str())
+        });
+        match ours {
+            Some(i) => {
+                found[i] = true;
+                let mut rec = e.record.clone().unwrap_or_else(Record::new);
+                for (k, v) in keys {
+                    rec.set(k, v);
+                }
+                records.push(rec.render());
+            }
+            None => records.push(raw_text(e)),
+        }
+    }
+    if found.iter().any(|f| *f) {
+        write_all(root, &records)?;
+    }
+    Ok((held.iter().zip(found))
+        .filter(|(_, f)| !f)
+        .filter_map(|((p, _), _)| Pattern::parse(p).ok())
+        .collect())
+}
+
+fn released(pattern: &str, outcome: ReleaseOutcome) -> Release {
+    Release {
+        claim: true,
+        file: pattern.to_string(),
+        outcome,
+        remote: None,
+    }
+}
+
+/// Rewrite `.coord/claims` without the records marked `gone` (nothing is written when none
+/// is). Caller holds the mutex.
+fn write_without(root: &Path, all: &[LockEntry], gone: &[bool]) -> Result<()> {
+    if !gone.iter().any(|g| *g) {
+        return Ok(());
+    }
+    let keep: Vec<String> = all
+        .iter()
+        .zip(gone)
+        .filter(|(_, g)| !**g)
+        .map(|(e, _)| raw_text(e))
+        .collect();
+    write_all(root, &keep)
+}

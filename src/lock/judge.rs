@@ -1,0 +1,140 @@
+//! Judging lock files: live, stale or conflict, and the one-line description of a problem.
+//!
+//! A lock is stale when it is older than its TTL and its holder's presence is not ACTIVE, or at
+//! once when it records a process of this host that is gone (or whose pid now names a process
+//! started at another time); a lock dated beyond its TTL in the future counts as expired. A
+//! lock taken in an agent client's session (`client:` line) on this host is judged by its
+//! client process alone: LIVE while it runs, STALE once it is gone or the holder's presence
+//! says FINISHED. A claim taken in a work tree that is gone is stale at once, as the lock files
+//! of that tree went with it ([`crate::worktree::is_gone`]). Two or more non-stale locks on one
+//! file are all in CONFLICT.
+
+use std::path::Path;
+
+use super::{BAD_NAME, LockEntry, LockState};
+use crate::arbiter;
+use crate::clock::{self, Timestamp};
+use crate::host;
+use crate::presence::{AgentState, StateCache};
+
+/// Judge `entries` as of `now`: stale or live, then conflicts among the non-stale of each file.
+pub fn classify(root: &Path, entries: &mut [LockEntry], cache: &mut StateCache, now: &Timestamp) {
+    for e in entries.iter_mut() {
+        e.stale_why = stale_reason(root, e, cache, now);
+        e.state = if e.stale_why.is_some() {
+            LockState::Stale
+        } else {
+            LockState::Live
+        };
+    }
+    for group in entries.chunk_by_mut(|a, b| a.file == b.file) {
+        let live = || group.iter().filter(|e| e.state != LockState::Stale).count();
+        if live() >= 2 {
+            for e in group.iter_mut().filter(|e| e.state != LockState::Stale) {
+                e.state = LockState::Conflict;
+            }
+        }
+    }
+}
+
+fn stale_reason(
+    root: &Path,
+    e: &LockEntry,
+    cache: &mut StateCache,
+    now: &Timestamp,
+) -> Option<String> {
+    // Taken in a work tree that is gone: what was held there went with it, whoever holds it.
+    if let Some(tree) = e.tree_here()
+        && crate::worktree::is_gone(Path::new(tree))
+    {
+        return Some(format!(
+            "its work tree `{tree}` is gone (removed while it was held)"
+        ));
+    }
+    if let Some((pid, h)) = e.process() {
+        if host::recorded_process_gone_since(pid, h, e.process_start()) {
+            return Some(format!("its process {pid} on {h} is gone"));
+        }
+        // Taken in an agent client's session, on this host: the lock follows the client
+        // process, not its age (one tool call may run for longer than any TTL). Only when its
+        // start time is recorded, so that the process is surely the one that took the lock.
+        if let Some((client, _)) = e.client_session()
+            && h == host::hostname()
+            && e.process_start().is_some()
+        {
+            return match cache.state(root, &e.agent, now) {
+                Some(AgentState::Finished) => {
+                    Some(format!("the {client} session of {} has ended", e.agent))
+                }
+                _ => None,
+            };
+        }
+    }
+    let since = e.since.as_ref()?;
+    let ttl = e.ttl();
+    let mut age = clock::age(now, since);
+    let mut now = *now;
+    if age > ttl
+        && let Some(ahead_of_folder) = arbiter::clock_ahead(&crate::worktree::shared_root(root))
+    {
+        // This machine's clock runs ahead of the folder's: seen from here every lock looks
+        // older than it is. Judge by the folder's clock instead.
+        now -= chrono::Duration::from_std(ahead_of_folder).unwrap_or_default();
+        age = clock::age(&now, since);
+    }
+    let now = &now;
+    // A lock dated further in the future than its TTL (a forged date, or a clock far off) would
+    // otherwise never age: it counts as expired, and the holder's presence still decides.
+    let ahead = clock::age(since, now);
+    if age <= ttl && ahead <= ttl {
+        return None;
+    }
+    let holder = match cache.state(root, &e.agent, now) {
+        Some(AgentState::Active) => return None,
+        Some(state) => format!("{} is {}", e.agent, state.as_str()),
+        None => format!("{} has no presence", e.agent),
+    };
+    if ahead > ttl {
+        return Some(format!(
+            "dated {} in the future, beyond its TTL of {}, and {holder}",
+            clock::format_age(ahead),
+            clock::format_duration(ttl)
+        ));
+    }
+    Some(format!(
+        "older than its TTL of {} and {holder}",
+        clock::format_duration(ttl)
+    ))
+}
+
+/// Problems a strict check reports: stale and conflicting locks, and lock files whose name is
+/// not valid UTF-8 (no tool can name them reliably).
+pub fn problems(entries: &[LockEntry]) -> Vec<&LockEntry> {
+    entries
+        .iter()
+        .filter(|e| e.state != LockState::Live || e.bad_name())
+        .collect()
+}
+
+/// Describe a lock problem in one line.
+pub fn describe_problem(e: &LockEntry) -> String {
+    let text = match e.state {
+        LockState::Stale => format!(
+            "`{}` has a STALE lock of {} ({})",
+            e.file,
+            e.holder(),
+            e.stale_why.as_deref().unwrap_or("stale")
+        ),
+        LockState::Conflict => format!(
+            "`{}` is in CONFLICT: {} holds one of several live locks",
+            e.file,
+            e.holder()
+        ),
+        LockState::Live => format!("`{}` is locked by {}", e.file, e.holder()),
+    };
+    if e.bad_name() {
+        format!("{text}; {BAD_NAME}")
+    } else {
+        text
+    }
+}

@@ -1,0 +1,378 @@
+//! Locks: `FILE.lock.<agent>` beside FILE, in the seed's format, that two holders never share.
+//!
+//! This module holds a lock file as read ([`LockEntry`]); `scan` finds lock files (the ones
+//! coord made through `index`, its list of them under `.coord/held/`), `judge`
+//! decides live, stale or conflict, `takeover` removes a stale one only if it is unchanged;
+//! [`acquire()`] takes locks (waiting in the queue, taking stale ones over) and [`release()`]
+//! gives them back.
+//!
+//! # Semantics
+//!
+//! Locks are **advisory**: they bind agents that ask for them (through coord, or by following
+//! the seed text by hand), not programs that ignore them.
+//!
+//! ```text
+//! Agent: Claude
+//! locked_at: 2026-01-28T01:00:00+01:00
+//! file: SHARED.txt
+//! token: 9f3c0a4e5d6b7c8a
+//! ttl: 5m
+//! host: build-box
+//! ```
+//!
+//! The seed's three keys come first; coord adds a random `token`, the `ttl`, the `host`, and,
+//! for locks tied to a process (`coord session`, `coord run`, an agent client's session), its
+//! `pid`, its start time `pid_start` (a reused pid is another process) and `session`; for a
+//! lock taken in an agent client's session, `client` and `client_session`; and an optional
+//! `reason`.
+//!
+//! **Stale.** A lock is stale when it is older than its TTL (default 5 minutes) and its holder's
+//! presence is not ACTIVE (heartbeat at most 2 minutes old); or at once when it records a process
+//! of this host that no longer exists. A lock taken in an agent client's session follows the
+//! client process instead of its age: LIVE while that process lives (however long one tool call
+//! takes), STALE the moment it is gone or the holder's presence says FINISHED (the session
+//! ended). Age comes from `locked_at`, or from the file's mtime when
+//! that cannot be read: an unreadable lock file is still a lock. Two or more non-stale locks on
+//! one file are a CONFLICT (someone bypassed the protocol) and are reported, never hidden.
+//!
+//! **Mutual exclusion.** The seed's "look, then create" lets two agents both win. Here every
+//! transition — acquire, stale takeover, release — happens under the workspace mutex (a kernel
+//! lock on `.coord/mutex`, held for microseconds), and a record is published whole (temporary
+//! file, then link without replacing). A stale record is renamed aside, re-read and compared
+//! before it is dropped; if it changed, it is put back and honoured. After publishing, coord
+//! looks once more for a lock made by hand meanwhile and withdraws in its favour.
+//!
+//! **Filesystems.** The workspace mutex is what [`crate::arbiter`] chooses for the folder: on a
+//! local filesystem `flock(2)`; where kernel locks do not cross machines (NFS, SMB, FUSE) a lease
+//! published with `link(2)`, with fencing. There, records are read by open + `fstat` (never
+//! through cached attributes), a lock whose open fails with "not found" is gone, and lock files
+//! are also looked up by exact name for every agent on the roster, because listings lag.
+
+mod acquire;
+pub mod backup;
+pub mod claim;
+pub mod deadlock;
+mod events;
+mod index;
+mod judge;
+pub mod queue;
+#[cfg(test)]
+mod queue_tests;
+mod release;
+mod remote_claim;
+pub mod renewal;
+mod scan;
+mod takeover;
+
+pub use acquire::{
+    Acquired, Acquisition, Blocker, ClientSession, Follows, LockEvent, LockRequest, Owner,
+    TakeOver, acquire, acquire_shared, format_since, seen_holder, working_text,
+};
+pub use judge::{classify, describe_problem, problems};
+pub use release::{
+    Fence, Release, ReleaseOutcome, holds, holds_fence, own_fence, own_token, release, release_all,
+    release_tokens, session_locks,
+};
+pub use remote_claim::{
+    REREAD, Reach, RemoteRelease, leave_releases_to_renewer, releases_left,
+    take_warnings as remote_warnings,
+};
+#[cfg(test)]
+pub(crate) use scan::folder_listings;
+pub(crate) use scan::join_roster;
+use scan::{list_locks_each, own_locks_listed};
+pub use scan::{locks_of, locks_of_each, scan_judged, scan_tree, try_locks_of, unreadable};
+use takeover::take_over;
+
+/// The locks coord made, as its index lists them: (the file relative to the root, the agent),
+/// unverified (each may be gone), in no order. Read without walking the tree.
+pub fn indexed(root: &std::path::Path) -> Vec<(String, String)> {
+    index::entries(root)
+}
+
+/// The locks coord made whose lock file still lies in a work tree sharing the workspace:
+/// (the file relative to its work tree's top level, the agent), read from the index.
+pub fn indexed_held(root: &std::path::Path) -> Vec<(String, String)> {
+    let gone = index::gone(root);
+    let mut held: Vec<(String, String)> = (index::entries(root).into_iter())
+        .filter(|e| !gone.contains(e))
+        .collect();
+    held.sort();
+    held
+}
+
+/// What this clone's agents are editing now, as its `working_on` on the remote: the files they
+/// hold locks on, from coord's index of locks (no walk of the tree), each agent's paths sorted.
+pub fn working_on(ws: &crate::workspace::Workspace) -> Vec<crate::remote::AgentWork> {
+    let mut by_agent: std::collections::BTreeMap<String, Vec<String>> = Default::default();
+    for (rel, agent) in indexed_held(ws.root()) {
+        if !rel.chars().any(char::is_control) {
+            by_agent.entry(agent).or_default().push(rel);
+        }
+    }
+    (by_agent.into_iter())
+        .map(|(agent, mut working_on)| {
+            working_on.sort();
+            working_on.dedup();
+            working_on.truncate(crate::remote::record::MAX_PATHS);
+            crate::remote::AgentWork { agent, working_on }
+        })
+        .collect()
+}
+
+use std::path::PathBuf;
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::clock::{self, Timestamp};
+use crate::fsutil::{self, RECORD_CAP};
+use crate::record::Record;
+
+/// The TTL of a lock when none is given.
+pub const DEFAULT_TTL: Duration = Duration::from_secs(300);
+
+/// The state of one lock record.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
+pub enum LockState {
+    /// Held.
+    Live,
+    /// May be taken over.
+    Stale,
+    /// One of two or more non-stale locks on the same file.
+    Conflict,
+}
+
+impl LockState {
+    /// The word used in output.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            LockState::Live => "LIVE",
+            LockState::Stale => "STALE",
+            LockState::Conflict => "CONFLICT",
+        }
+    }
+}
+
+/// One lock file, as read and judged.
+#[derive(Debug, Clone)]
+pub struct LockEntry {
+    /// The lock file.
+    pub lock_path: PathBuf,
+    /// The locked file, relative to the root.
+    pub file: String,
+    /// The holder's id (from the file name).
+    pub agent: String,
+    /// The record, when the file could be read.
+    pub record: Option<Record>,
+    /// The raw bytes read (compared again before a stale takeover).
+    raw: Option<Vec<u8>>,
+    /// The file's mtime as read (compared again before a stale takeover: a hand-made lock is
+    /// refreshed by touching it).
+    mtime: Option<std::time::SystemTime>,
+    /// Why the file could not be read.
+    pub problem: Option<String>,
+    /// When the lock was taken: `locked_at`, or the file's mtime.
+    pub since: Option<Timestamp>,
+    /// Live, stale or conflict.
+    pub state: LockState,
+    /// Why it is stale.
+    pub stale_why: Option<String>,
+}
+
+impl LockEntry {
+    /// Read one lock file; `None` when it is gone.
+    ///
+    /// A lock file whose open fails with "not found" is gone, whatever a folder listing or a
+    /// cached `stat` still says (a network filesystem's attribute cache can show a released
+    /// lock for many seconds). The mtime comes from the open file (`fstat`), which a network
+    /// filesystem revalidates on open, not from the path.
+    fn read(lock_path: PathBuf, file: String, agent: String) -> Option<LockEntry> {
+        let mut e = LockEntry::new(lock_path, file, agent, None);
+        match fsutil::read_capped_with_mtime(&e.lock_path, RECORD_CAP) {
+            Ok((bytes, mtime)) => {
+                e = LockEntry::new(e.lock_path, e.file, e.agent, Some(bytes));
+                e.mtime = mtime;
+            }
+            Err(err) if err.kind() == std::io::ErrorKind::NotFound => return None,
+            Err(err) => {
+                e.mtime = fsutil::mtime(&e.lock_path);
+                e.problem = Some(err.to_string());
+            }
+        }
+        e.since = e.since.or(e.mtime.map(clock::from_system_time));
+        Some(e)
+    }
+
+    /// A lock record of `bytes` (`None`: not read), unjudged: `since` is its `locked_at`.
+    fn new(lock_path: PathBuf, file: String, agent: String, bytes: Option<Vec<u8>>) -> LockEntry {
+        let record = bytes
+            .as_ref()
+            .map(|b| Record::parse(&String::from_utf8_lossy(b)));
+        let since = (record.as_ref())
+            .and_then(|r| r.get("locked_at"))
+            .and_then(clock::parse_timestamp);
+        LockEntry {
+            lock_path,
+            file,
+            agent,
+            record,
+            raw: bytes,
+            mtime: None,
+            problem: None,
+            since,
+            state: LockState::Live,
+            stale_why: None,
+        }
+    }
+
+    /// [`LockEntry::read`] of a lock file a folder listing showed, on a network filesystem.
+    /// A "not found" from the open may come from this machine's negative lookup cache (NFS
+    /// `lookupcache=all`, FUSE `negative_timeout`) that remembers the name as absent from
+    /// before it was made: the server itself is asked, with an exclusive create that it
+    /// answers (never the cache). Exists there: the failed create made this machine forget
+    /// the name it remembered as absent (NFS and FUSE drop a name whose exclusive create
+    /// failed), so it is read again, and judged by its record (its `locked_at` or mtime); a
+    /// lock that still cannot be read is a lock all the same, with no age (live) until the
+    /// cache lets it be read. Created: it was gone indeed, and what was made is removed at once.
+    fn read_listed(lock_path: PathBuf, file: String, agent: String) -> Option<LockEntry> {
+        if let Some(e) = LockEntry::read(lock_path.clone(), file.clone(), agent.clone()) {
+            return Some(e);
+        }
+        match fsutil::raw::create_exclusive(&lock_path, b"") {
+            Ok(false) => LockEntry::read(lock_path.clone(), file.clone(), agent.clone())
+                .or_else(|| Some(LockEntry::unread(lock_path, file, agent))),
+            Ok(true) => {
+                let _ = fsutil::raw::remove_file(&lock_path);
+                None
+            }
+            Err(_) => None,
+        }
+    }
+
+    /// A lock file there on the server that this machine's lookup cache will not open yet.
+    fn unread(lock_path: PathBuf, file: String, agent: String) -> LockEntry {
+        const WHY: &str = "listed, and there on the server, but this machine's lookup cache still says it is not (read again once the cache expires)";
+        LockEntry {
+            problem: Some(WHY.into()),
+            ..LockEntry::new(lock_path, file, agent, None)
+        }
+    }
+
+    fn field(&self, key: &str) -> Option<&str> {
+        self.record.as_ref().and_then(|r| r.get_nonempty(key))
+    }
+
+    /// The holder's display name (`Agent:`), or the id.
+    pub fn holder(&self) -> &str {
+        self.field("Agent").unwrap_or(&self.agent)
+    }
+
+    /// The raw `locked_at` text.
+    pub fn locked_at(&self) -> Option<&str> {
+        self.field("locked_at")
+    }
+
+    /// The lock's TTL.
+    pub fn ttl(&self) -> Duration {
+        self.field("ttl")
+            .and_then(|t| clock::parse_duration(t).ok())
+            .unwrap_or(DEFAULT_TTL)
+    }
+
+    /// The token, when coord wrote the lock.
+    pub fn token(&self) -> Option<&str> {
+        self.field("token")
+    }
+
+    /// The reason given with `--reason`.
+    pub fn reason(&self) -> Option<&str> {
+        self.field("reason")
+    }
+
+    /// The recorded process, when the lock is tied to one.
+    pub fn process(&self) -> Option<(u32, &str)> {
+        Some((self.field("pid")?.parse().ok()?, self.field("host")?))
+    }
+
+    /// The session the lock was taken in, if any.
+    pub fn session(&self) -> Option<&str> {
+        self.field("session")
+    }
+
+    /// The start time of the recorded process (`pid_start`), when recorded.
+    pub fn process_start(&self) -> Option<u64> {
+        self.field("pid_start")?.parse().ok()
+    }
+
+    /// The work tree a claim was taken in (`worktree`), when it was taken on this host: a path
+    /// another machine recorded may name nothing here (a shared folder is mounted elsewhere
+    /// there). A lock file lies in its work tree, and records none.
+    pub fn tree_here(&self) -> Option<&str> {
+        let tree = self.field("worktree")?;
+        (self.field("host")? == crate::host::hostname()).then_some(tree)
+    }
+
+    /// The agent client's session the lock was taken in (`client`, `client_session`).
+    pub fn client_session(&self) -> Option<(&str, &str)> {
+        Some((self.field("client")?, self.field("client_session")?))
+    }
+
+    /// When the lock goes if nobody takes it over, in words after "released", by the kind of
+    /// holder: an agent client's session releases its locks when its turn ends (its Stop
+    /// hook); a lock that follows a process (`coord run`, `coord session`, `coord mcp`) goes
+    /// with it; any other lasts until its holder unlocks it. Every refusal says it this way.
+    pub fn released_when(&self) -> &'static str {
+        if self.client_session().is_some() {
+            "when its holder's turn ends"
+        } else if self.process().is_some() {
+            "when its holder unlocks it or its process ends"
+        } else {
+            "when its holder unlocks it"
+        }
+    }
+}
+
+/// Why a lock file whose name is not UTF-8 is flagged.
+const BAD_NAME: &str = "its name is not valid UTF-8 (shown with \u{FFFD} for the bad bytes)";
+
+impl LockEntry {
+    /// Whether the lock file's name is not valid UTF-8 (its `file` is then shown lossily).
+    pub fn bad_name(&self) -> bool {
+        self.lock_path
+            .file_name()
+            .is_some_and(|n| n.to_str().is_none())
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::disallowed_methods)] // tests plant files by hand
+mod tests;
+
+/// Forget the entries of coord's index of locks whose lock file no work tree holds any more (a
+/// lock file removed by hand, as the seed unlocks), returning each entry's path; with
+/// `dry_run`, only say which. Caller holds the mutex.
+pub fn forget_gone(root: &std::path::Path, dry_run: bool) -> Vec<PathBuf> {
+    index::gone(root)
+        .into_iter()
+        .map(|(rel, agent)| {
+            if !dry_run {
+                index::forget(root, &rel, &agent);
+            }
+            crate::layout::held_entry(&crate::worktree::shared_root(root), &rel, &agent).0
+        })
+        .collect()
+}
+
+/// The files (relative to the root) that coord's index of locks names, each once: a hint,
+/// verified by reading the lock files (see `index`).
+pub fn indexed_files(root: &std::path::Path) -> Vec<String> {
+    let mut files: Vec<String> = index::entries(root)
+        .into_iter()
+        .map(|(rel, _)| rel)
+        .collect();
+    files.sort();
+    files.dedup();
+    files
+}

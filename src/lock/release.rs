@@ -1,0 +1,468 @@
+//! Giving locks back: own locks by name, locks of a process by token (compare-and-delete), and
+//! STALE locks of others with `--force`. Nothing held by another live agent is ever removed.
+
+use std::collections::HashSet;
+use std::fs;
+use std::path::PathBuf;
+
+use serde::Serialize;
+
+use super::remote_claim::{self, Marked, RemoteRelease};
+use super::scan::{Listing, lookup_roster};
+use super::{
+    LockEntry, LockState, classify, index, list_locks_each, own_locks_listed, scan_tree, take_over,
+};
+use crate::clock;
+use crate::error::Refusal;
+use crate::error::{Error, Result};
+use crate::fsutil;
+use crate::layout;
+use crate::presence::{self, LockStatus, StateCache};
+use crate::wait::handoff;
+use crate::workspace::{AgentId, Target, Workspace};
+
+/// What happened to one file on release.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+#[serde(rename_all = "snake_case", tag = "outcome")]
+pub enum ReleaseOutcome {
+    /// Our lock was removed.
+    Released,
+    /// There was no lock.
+    NotLocked,
+    /// A stale lock of another agent was removed (`--force`).
+    ForcedStale {
+        /// Whose.
+        from: String,
+    },
+    /// Another agent holds it: nothing was removed.
+    HeldByOther {
+        /// Who.
+        holder: String,
+        /// Its state.
+        state: LockState,
+    },
+    /// Our lock was taken over since (its token changed or it is gone).
+    Lost,
+}
+
+/// The release of one file.
+#[derive(Debug, Clone, Serialize)]
+pub struct Release {
+    /// The file, relative to the root (a claim: its pattern).
+    pub file: String,
+    /// Whether this is a claim's release.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub claim: bool,
+    /// What happened.
+    #[serde(flatten)]
+    pub outcome: ReleaseOutcome,
+    /// A claim (or lock) published on the remote: what became of its record there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub remote: Option<RemoteRelease>,
+}
+
+/// Release `agent`'s locks on `targets` (all its locks when `None`, those it made by hand
+/// included: the tree is walked for them). With `force`, a STALE lock of another agent is
+/// removed too. Each file's outcome is reported; nothing held by another live agent is ever
+/// removed.
+///
+/// # Errors
+/// [`Error::Io`] when a lock file cannot be removed.
+pub fn release(
+    ws: &Workspace,
+    agent: &AgentId,
+    targets: Option<&[Target]>,
+    force: bool,
+) -> Result<Vec<Release>> {
+    // Refused before the walk below.
+    ws.require_arbitration()?;
+    match targets {
+        Some(t) => release_files(ws, agent, t.to_vec(), force, false),
+        None => {
+            let walked = scan_tree(ws).into_iter().filter(|e| e.agent == agent.id());
+            let files = walked.map(|e| e.file).chain(indexed_files(ws, agent));
+            release_files(ws, agent, unique_targets(ws, files), force, true)
+        }
+    }
+}
+
+/// Release every lock `agent` took through coord, and its claims: those coord's index and the
+/// agent's presence list, without walking the tree (what a client's turn ending does).
+///
+/// # Errors
+/// [`Error::Io`] when a lock file cannot be removed.
+pub fn release_all(ws: &Workspace, agent: &AgentId) -> Result<Vec<Release>> {
+    let files = indexed_files(ws, agent);
+    release_files(
+        ws,
+        agent,
+        unique_targets(ws, files.into_iter()),
+        false,
+        true,
+    )
+}
+
+/// The files coord's index and `agent`'s presence say it holds (unverified).
+fn indexed_files(ws: &Workspace, agent: &AgentId) -> Vec<String> {
+    let me = presence::read(ws.root(), agent.id()).ok().flatten();
+    index::entries(ws.root())
+        .into_iter()
+        .filter(|(_, a)| a == agent.id())
+        .map(|(rel, _)| rel)
+        .chain(own_locks_listed(ws, agent, me.as_ref()))
+        .collect()
+}
+
+/// The locks `agent` took in session `session_id` (their `session:` line says so), each with
+/// its token, found through coord's index.
+pub fn session_locks(ws: &Workspace, agent: &AgentId, session_id: &str) -> Vec<(Target, String)> {
+    index::entries(ws.root())
+        .into_iter()
+        .filter(|(_, a)| a == agent.id())
+        .filter_map(|(rel, a)| {
+            let target = ws.target_from_rel(&rel).ok()?;
+            let entry = LockEntry::read(layout::lock_file(&target.abs, &a), rel, a)?;
+            let token = entry.token()?.to_string();
+            (entry.session() == Some(session_id)).then_some((target, token))
+        })
+        .collect()
+}
+
+/// `files` as targets, each once.
+fn unique_targets(ws: &Workspace, files: impl Iterator<Item = String>) -> Vec<Target> {
+    let mut seen = HashSet::new();
+    files
+        .filter(|f| seen.insert(f.clone()))
+        .filter_map(|f| ws.target_from_rel(&f).ok())
+        .collect()
+}
+
+/// [`release`] of `targets`; `all`: they are all of the agent's locks (its claims go too).
+/// Those published on the remote are released there too, in one push, once released here.
+fn release_files(
+    ws: &Workspace,
+    agent: &AgentId,
+    targets: Vec<Target>,
+    force: bool,
+    all: bool,
+) -> Result<Vec<Release>> {
+    let mutex = ws.lock_mutex()?;
+    if all {
+        // Entries left by processes killed between an entry and its lock file.
+        index::prune(ws.root());
+    }
+    let now = clock::now();
+    let mut cache = StateCache::default();
+    let mut out = Vec::with_capacity(targets.len());
+    let mut ours = Vec::new();
+    let mut marked = Vec::new();
+    // Lock files this call already releases or removed (a file named twice sees them gone).
+    let mut done: HashSet<PathBuf> = HashSet::new();
+    for (target, mut entries) in targets.iter().zip(list_for_release(ws, agent, &targets)?) {
+        entries.retain(|e| !done.contains(&e.lock_path));
+        classify(ws.root(), &mut entries, &mut cache, &now);
+        let outcome = if let Some(mine) = entries.iter().find(|e| e.agent == agent.id()) {
+            done.insert(mine.lock_path.clone());
+            ours.push((target.rel.clone(), mine.lock_path.clone()));
+            marked.extend(Marked::of(mine, false));
+            ReleaseOutcome::Released
+        } else if entries.is_empty() {
+            // No lock file in any work tree: an entry of ours left for it (its lock file
+            // removed by hand, or never published by a process killed in between) goes.
+            index::forget(ws.root(), &target.rel, agent.id());
+            ReleaseOutcome::NotLocked
+        } else if let Some(held) = (entries.iter()).find(|e| !force || e.state != LockState::Stale)
+        {
+            ReleaseOutcome::HeldByOther {
+                holder: held.holder().to_string(),
+                state: held.state,
+            }
+        } else {
+            force_stale(ws, &entries, &mut done)?
+        };
+        out.push(Release {
+            claim: false,
+            file: target.rel.clone(),
+            outcome,
+            remote: None,
+        });
+    }
+    remove_ours(ws, agent, &ours)?;
+    super::events::released(ws.root(), agent, &out, false);
+    drop(mutex);
+    if all {
+        let (claims, more) = super::claim::release_here(ws, agent, None, false)?;
+        out.extend(claims);
+        marked.extend(more);
+    }
+    remote_claim::release(ws, agent, &marked, &mut out);
+    Ok(out)
+}
+
+/// The lock files of each of `targets`, each folder listed once (temporary files of killed
+/// processes swept in the same pass, as `acquire` does). The other work trees of the
+/// repository are looked at only for files whose lock is not the agent's own here: that one
+/// is released whatever the other trees hold.
+fn list_for_release(
+    ws: &Workspace,
+    agent: &AgentId,
+    targets: &[Target],
+) -> Result<Vec<Vec<LockEntry>>> {
+    let roster = lookup_roster(ws.root());
+    let listing = Listing {
+        sweep: true,
+        roster: &roster,
+        except: None,
+        this_tree_only: true,
+    };
+    let mut listed = list_locks_each(targets, listing)?;
+    let elsewhere: Vec<usize> = (0..targets.len())
+        .filter(|&i| !listed[i].iter().any(|e| e.agent == agent.id()))
+        .collect();
+    if !elsewhere.is_empty() && !crate::worktree::others(ws.root()).is_empty() {
+        let again: Vec<Target> = elsewhere.iter().map(|&i| targets[i].clone()).collect();
+        let everywhere = Listing {
+            this_tree_only: false,
+            ..listing
+        };
+        for (i, entries) in elsewhere
+            .into_iter()
+            .zip(list_locks_each(&again, everywhere)?)
+        {
+            listed[i] = entries;
+        }
+    }
+    Ok(listed)
+}
+
+/// Remove the STALE locks of others `entries` (`--force`), each only if unchanged.
+fn force_stale(
+    ws: &Workspace,
+    entries: &[LockEntry],
+    done: &mut HashSet<PathBuf>,
+) -> Result<ReleaseOutcome> {
+    let from: Vec<String> = entries.iter().map(|e| e.holder().to_string()).collect();
+    for e in entries {
+        if !take_over(ws.root(), e)? {
+            return Err(Error::refused(
+                Refusal::LockChanged,
+                format!(
+                    "the lock of {} on `{}` changed while being removed",
+                    e.holder(),
+                    e.file
+                ),
+                None,
+            ));
+        }
+        done.insert(e.lock_path.clone());
+    }
+    Ok(ReleaseOutcome::ForcedStale {
+        from: from.join(", "),
+    })
+}
+
+/// Release locks this process took, each only if its token is unchanged (compare-and-delete).
+/// Used by commands that hold locks for the life of a process (`run`, `session`). Those
+/// published on the remote are released there too.
+///
+/// # Errors
+/// [`Error::Io`] when a lock file cannot be removed.
+pub fn release_tokens(
+    ws: &Workspace,
+    agent: &AgentId,
+    held: &[(Target, String)],
+) -> Result<Vec<Release>> {
+    let (mut out, marked) = give_back(ws, agent, held, true)?;
+    remote_claim::release(ws, agent, &marked, &mut out);
+    Ok(out)
+}
+
+/// [`release_tokens`] here only (in the history when `record`): what was released, and which
+/// of the locks released were published on the remote.
+pub(super) fn give_back(
+    ws: &Workspace,
+    agent: &AgentId,
+    held: &[(Target, String)],
+    record: bool,
+) -> Result<(Vec<Release>, Vec<Marked>)> {
+    let mutex = ws.lock_mutex()?;
+    let mut out = Vec::with_capacity(held.len());
+    let mut ours = Vec::new();
+    let mut marked = Vec::new();
+    let mut done: HashSet<PathBuf> = HashSet::new();
+    for (target, token) in held {
+        let path = layout::lock_file(&target.abs, agent.id());
+        let current = LockEntry::read(path.clone(), target.rel.clone(), agent.id().to_string())
+            .filter(|_| !done.contains(&path));
+        let outcome = match current.filter(|c| c.token() == Some(token.as_str())) {
+            Some(c) => {
+                done.insert(path.clone());
+                ours.push((target.rel.clone(), path));
+                marked.extend(Marked::of(&c, false));
+                ReleaseOutcome::Released
+            }
+            None => ReleaseOutcome::Lost,
+        };
+        out.push(Release {
+            claim: false,
+            file: target.rel.clone(),
+            outcome,
+            remote: None,
+        });
+    }
+    let removed = remove_ours(ws, agent, &ours);
+    if removed.is_ok() && record {
+        super::events::released(ws.root(), agent, &out, false);
+    }
+    // Whoever sleeps on a lock file this process kept locked wakes once the mutex is free.
+    drop(mutex);
+    for (target, _) in held {
+        handoff::let_go(&layout::lock_file(&target.abs, agent.id()));
+    }
+    removed?;
+    Ok((out, marked))
+}
+
+/// The token of `agent`'s lock on `target`, when it holds one.
+pub fn own_token(target: &Target, agent: &AgentId) -> Option<String> {
+    let path = layout::lock_file(&target.abs, agent.id());
+    LockEntry::read(path, target.rel.clone(), agent.id().to_string())?
+        .token()
+        .map(str::to_string)
+}
+
+/// Whether `agent` still holds `target` with `token`. Caller holds the mutex.
+pub fn holds(target: &Target, agent: &AgentId, token: &str) -> bool {
+    own_token(target, agent).as_deref() == Some(token)
+}
+
+/// What proves that a lock is still the one an agent held when an operation began (`write`,
+/// `note`, `restore` commit only while it holds).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Fence {
+    /// A lock coord wrote: its random token.
+    Token(String),
+    /// A lock made by hand in the seed's form, which has no token: the lock file itself, the
+    /// same file (device and inode) with the same bytes. Touching it (a hand-made refresh)
+    /// keeps it; a takeover, a release or a rewrite does not.
+    File {
+        /// The lock file, in whatever spelling the agent wrote it (`FILE.lock.Claude`).
+        path: PathBuf,
+        /// Its device and inode.
+        identity: (u64, u64),
+        /// Its content.
+        bytes: Vec<u8>,
+    },
+}
+
+/// The fence of `agent`'s lock on `target`, when it holds one: coord's own lock by its token,
+/// a hand-made one (no token, any spelling of the agent's name) by what the file is.
+pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
+    if let Some(token) = own_token(target, agent) {
+        return Some(Fence::Token(token));
+    }
+    let mut mine: Vec<LockEntry> = super::locks_of(target)
+        .into_iter()
+        .filter(|e| e.agent == agent.id())
+        .collect();
+    // The canonical spelling first, then the others in name order.
+    let canonical = layout::lock_file(&target.abs, agent.id());
+    mine.sort_by_key(|e| (e.lock_path != canonical, e.lock_path.clone()));
+    mine.into_iter().find_map(|e| {
+        if let Some(token) = e.token() {
+            return Some(Fence::Token(token.to_string()));
+        }
+        let (identity, bytes) = file_identity(&e.lock_path)?;
+        Some(Fence::File {
+            path: e.lock_path,
+            identity,
+            bytes,
+        })
+    })
+}
+
+/// Whether `agent` still holds `target` under `fence`. Caller holds the mutex.
+pub fn holds_fence(target: &Target, agent: &AgentId, fence: &Fence) -> bool {
+    match fence {
+        Fence::Token(token) => holds(target, agent, token),
+        Fence::File {
+            path,
+            identity,
+            bytes,
+        } => file_identity(path).is_some_and(|(i, b)| i == *identity && b == *bytes),
+    }
+}
+
+/// A regular file's (device, inode) and bytes, read through one descriptor (never a link).
+fn file_identity(path: &std::path::Path) -> Option<((u64, u64), Vec<u8>)> {
+    use std::os::unix::fs::MetadataExt;
+    let (bytes, meta) = fsutil::read_capped_with_meta(path, fsutil::RECORD_CAP).ok()?;
+    Some(((meta.dev(), meta.ino()), bytes))
+}
+
+/// Remove our lock files `ours` (file, lock file) and bring the presence up to date: the
+/// presence is decided and written first (once), and the lock files go last, so that a waiter
+/// woken by their removal finds the mutex free a moment later rather than still held by us.
+/// Caller holds the mutex.
+fn remove_ours(ws: &Workspace, agent: &AgentId, ours: &[(String, PathBuf)]) -> Result<()> {
+    let released: HashSet<&str> = ours.iter().map(|(rel, _)| rel.as_str()).collect();
+    let written = after_release(ws, agent, &released);
+    for (rel, path) in ours {
+        if let Err(e) = fsutil::remove(path) {
+            // The presence says released; the lock stands: say so again from what is on disk.
+            let _ = after_release(ws, agent, &HashSet::new());
+            return Err(e);
+        }
+        // Its entry in the index goes once the lock file is gone, from whichever work tree.
+        index::forget_removed(ws.root(), rel, agent.id(), path);
+    }
+    match written {
+        // Releasing needs no space: with the lock files gone (and their room freed), the
+        // presence is tried once more, so it does not keep saying LOCKED.
+        Err(e) if e.is_no_space() => after_release(ws, agent, &HashSet::new()),
+        other => other,
+    }
+}
+
+/// Bring the agent's presence up to date for locks that went away (or are about to: `gone`,
+/// files relative to the root). Caller holds the mutex.
+fn after_release(ws: &Workspace, agent: &AgentId, gone: &HashSet<&str>) -> Result<()> {
+    // Only a regular presence file is brought up to date: the locks are already gone, and a
+    // release must not fail (or follow a link) because something else stands there.
+    let old = match presence::read(ws.root(), agent.id()) {
+        Ok(Some(p)) => Some(p),
+        Ok(None) => return Ok(()),
+        Err(_) => {
+            if !fs::symlink_metadata(layout::presence(
+                &crate::worktree::shared_root(ws.root()),
+                agent.id(),
+            ))
+            .is_ok_and(|m| m.is_file())
+            {
+                return Ok(());
+            }
+            None
+        }
+    };
+    let held: Vec<String> = own_locks_listed(ws, agent, old.as_ref())
+        .into_iter()
+        .filter(|rel| !gone.contains(&rel.as_str()))
+        .collect();
+    presence::write_over(
+        ws.root(),
+        agent,
+        old.as_ref(),
+        &presence::Update {
+            releasing: true,
+            lock_status: Some(if held.is_empty() {
+                LockStatus::Free
+            } else {
+                LockStatus::Locked
+            }),
+            current_file: held.first().cloned(),
+            locks: Some(held),
+            ..Default::default()
+        },
+    )?;
+    Ok(())
+}

@@ -1,0 +1,670 @@
+//! The remote step of a lock (contract §13): in a clone that shares its claims through its
+//! remote, a claim, and a file lock taken with `--share`, is published there before `coord lock`
+//! answers, and released there when it is released here.
+//!
+//! The workspace mutex is never held across the network (other agents of this clone never wait
+//! on it): the try takes everything here under the mutex, as for any lock; then, with the mutex
+//! free, [`publish`] makes one fetch and one compare-and-swap push. What the remote answers:
+//!
+//! - **Published**: our records here are marked `remote: NAME` (and `remote_lease:`) under the
+//!   mutex ([`mark`]). The mark is what a release ([`release`]) and the renewer
+//!   ([`super::renewal`]) go by: only a marked record is released or renewed there, and a
+//!   record is marked only once its publication landed.
+//! - **Held** by another clone's live claim: what the try took is given back ([`withdraw`], no
+//!   trace in the history: it was never had); the caller refuses, naming the holder, its host,
+//!   since when, the reason and when its lease ends, or waits, reading the remote again at most
+//!   every [`REREAD`] ([`wait_free`]).
+//! - **Unreachable**, or the credentials refused: given back too; the error names the remote.
+//!
+//! What this clone does not publish (a plain file lock, a `--local` claim, an edit through a
+//! hook, `run`, `note`) is judged against the other clones' claims as last synced
+//! ([`held_elsewhere`]), read again when older than `remote_max_age` (a detached `coord remote
+//! sync`, waited for at most a second): one of them in the way holds as a claim of another
+//! worktree does.
+//!
+//! A release gives the record back here first, then (mutex free) releases the marked ones there
+//! in one push. When that push cannot be made, the release here stands, and the record there
+//! stays until its lease lapses: said in the [`Release`]'s `remote` and as a warning
+//! ([`take_warnings`]), never silently.
+
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use super::acquire::{Acquired, Blocker, LockRequest, TakeOver};
+use super::{LockEntry, LockState, Release, ReleaseOutcome, claim, classify};
+use crate::clock::{self, Timestamp};
+use crate::error::{Error, Result};
+use crate::fsutil;
+use crate::layout;
+use crate::pattern::Pattern;
+use crate::presence::{self, LockStatus, StateCache};
+use crate::record::Record;
+use crate::remote::{self, Claimed, Held, Item, Kind, Published};
+use crate::wait::Deadline;
+use crate::workspace::{AgentId, Target, Workspace};
+
+/// The key that marks a record published on the remote (its value: the remote's name).
+pub(super) const MARK: &str = "remote";
+
+/// The key beside [`MARK`]: the lease it was published with (what the renewer renews it by).
+pub(super) const LEASE: &str = "remote_lease";
+
+/// How often a request held by another clone reads the remote again while it waits.
+pub const REREAD: Duration = Duration::from_secs(2);
+
+/// How far a lock request reaches beyond this clone, as its caller asks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Reach {
+    /// Publish the request's claims, where the clone shares its claims (`coord lock` without
+    /// `--local`).
+    pub claims: bool,
+    /// Publish its file locks too (`--share`); refused where the clone does not share.
+    pub files: bool,
+    /// The lease there (default [`remote::DEFAULT_LEASE`]).
+    pub lease: Option<Duration>,
+}
+
+impl Reach {
+    /// Nothing leaves this clone: what an edit through a hook, `run` and `note` take.
+    pub const HERE: Reach = Reach {
+        claims: false,
+        files: false,
+        lease: None,
+    };
+
+    /// `coord lock`'s default: claims are shared where the clone shares them.
+    pub const CLAIMS: Reach = Reach {
+        claims: true,
+        files: false,
+        lease: None,
+    };
+}
+
+/// What one request publishes, and through which remote.
+#[derive(Debug, Clone)]
+pub(super) struct Sharing {
+    /// The remote's name.
+    pub remote: String,
+    items: Vec<Item>,
+    lease: Duration,
+}
+
+/// The remote claims go through from the workspace `ws`: an enabled clone, seen from the top
+/// level of one of its work trees sharing the main tree's state (a folder inside it, or a
+/// worktree, holding a `.coord/` of its own keeps its claims to itself: its paths are not the
+/// repository's, or its records are not the clone's).
+fn shared_here(ws: &Workspace) -> Option<remote::Config> {
+    // Its state lives in the repository's main work tree (a linked worktree without a
+    // `.coord/` of its own shares it): one set of claims per clone, which its renewer keeps.
+    let shared = crate::worktree::shared_root(ws.root());
+    let main =
+        crate::worktree::common_dir(&shared).is_some() && !crate::worktree::is_linked(&shared);
+    remote::config(ws).filter(|_| main)
+}
+
+impl Sharing {
+    /// What `req` (on `targets`) publishes with `reach`: `None` when nothing leaves this clone.
+    ///
+    /// # Errors
+    /// [`Error::BadInput`] for `--share` where the clone does not share its claims.
+    pub(super) fn of(
+        ws: &Workspace,
+        req: &LockRequest,
+        targets: &[Target],
+        reach: &Reach,
+    ) -> Result<Option<Sharing>> {
+        // A plain lock of files reads nothing more than before.
+        let claims = reach.claims && !req.claims.is_empty();
+        if !claims && !reach.files {
+            return Ok(None);
+        }
+        let Some(cfg) = shared_here(ws) else {
+            if reach.files {
+                return Err(Error::bad_input(
+                    "`--share` publishes the lock to the repository's remote, and this workspace does not share its claims: run `coord remote enable` at the top of the clone first, or lock without `--share`",
+                ));
+            }
+            return Ok(None);
+        };
+        let mut items = Vec::new();
+        if reach.claims {
+            items.extend(req.claims.iter().cloned().map(Item::claim));
+        }
+        if reach.files {
+            items.extend(targets.iter().map(|t| Item::lock(&t.rel)));
+        }
+        if items.is_empty() {
+            return Ok(None);
+        }
+        Ok(Some(Sharing {
+            remote: cfg.remote,
+            items,
+            lease: reach.lease.unwrap_or(remote::DEFAULT_LEASE),
+        }))
+    }
+
+    /// Whether `a` (a lock or claim the try took) is one of the items published.
+    fn covers(&self, a: &Acquired) -> bool {
+        let kind = if a.claim { Kind::Claim } else { Kind::Lock };
+        (self.items.iter()).any(|i| i.kind == kind && i.pattern.as_str() == a.file)
+    }
+}
+
+/// Publish `s` for `req` (one fetch, one compare-and-swap push; the mutex is not held). A
+/// record of another agent of this clone in the way whose holder here is gone or STALE (the try
+/// just took it over, or the renewer has not let it go yet) is released there first, and the
+/// request decided again.
+///
+/// # Errors
+/// [`Error::Remote`] when the remote cannot be reached or refused the credentials or the
+/// update: nothing was published.
+pub(super) fn publish(ws: &Workspace, req: &LockRequest, s: &Sharing) -> Result<Claimed> {
+    let reason = req.reason.as_deref();
+    let first = remote::publish_claims(ws, &req.agent, &s.items, reason, s.lease)?;
+    let Claimed::Held(h) = &first else {
+        return Ok(first);
+    };
+    let mine = remote::config(ws).and_then(|c| c.clone_id);
+    if mine.as_deref() != Some(h.holder.clone.as_str()) {
+        return Ok(first);
+    }
+    let Ok(agent) = AgentId::parse(&h.holder.agent) else {
+        return Ok(first);
+    };
+    let mut cache = StateCache::default();
+    if live_here(ws, &agent, h.kind, &h.pattern, &mut cache, &clock::now()) {
+        return Ok(first);
+    }
+    remote::release(ws, &[agent], Some(&[pattern_of(h.kind, &h.pattern)]))?;
+    remote::publish_claims(ws, &req.agent, &s.items, reason, s.lease)
+}
+
+/// The pattern a record of `kind` holds (a lock's path is taken literally).
+pub(super) fn pattern_of(kind: Kind, text: &str) -> Pattern {
+    match kind {
+        Kind::Claim => Pattern::parse(text).unwrap_or_else(|_| Pattern::literal(text)),
+        Kind::Lock => Pattern::literal(text),
+    }
+}
+
+/// `agent`'s record here of the claim (or lock) `text`, judged, when it has one.
+pub(super) fn held_here(
+    ws: &Workspace,
+    agent: &str,
+    kind: Kind,
+    text: &str,
+    cache: &mut StateCache,
+    now: &Timestamp,
+) -> Option<LockEntry> {
+    let root = ws.root();
+    let mut found: Vec<LockEntry> = match kind {
+        Kind::Claim => claim::judged(root, cache, now),
+        Kind::Lock => {
+            let mut e = ws
+                .target_from_rel(text)
+                .map(|t| super::locks_of(&t))
+                .unwrap_or_default();
+            classify(root, &mut e, cache, now);
+            e
+        }
+    };
+    found.retain(|e| e.agent == agent && e.file == text);
+    found.into_iter().next()
+}
+
+/// Whether `agent` holds `text` here, not STALE.
+fn live_here(
+    ws: &Workspace,
+    agent: &AgentId,
+    kind: Kind,
+    text: &str,
+    cache: &mut StateCache,
+    now: &Timestamp,
+) -> bool {
+    held_here(ws, agent.id(), kind, text, cache, now).is_some_and(|e| e.state != LockState::Stale)
+}
+
+/// The text of our record `text`, refreshing `old`: a record published on the remote stays
+/// marked so (its renewal goes on; a refresh does not take it back from there).
+pub(super) fn keep_mark(text: String, old: Option<&LockEntry>) -> String {
+    let Some(old) = old.filter(|o| o.field(MARK).is_some()) else {
+        return text;
+    };
+    let mut rec = Record::parse(&text);
+    for key in [MARK, LEASE] {
+        if let Some(v) = old.field(key) {
+            rec.set(key, v);
+        }
+    }
+    rec.render()
+}
+
+/// Give back what a try took for a request the remote did not take: the locks and claims it
+/// made (those it only refreshed were held before, and stay), without a trace in the history.
+/// Best effort: whatever cannot be given back is STALE once its holder stops.
+pub(super) fn withdraw(ws: &Workspace, agent: &AgentId, got: &[Acquired]) {
+    let made = || got.iter().filter(|a| !a.refreshed);
+    let locks: Vec<(Target, String)> = made()
+        .filter(|a| !a.claim)
+        .filter_map(|a| Some((ws.target_from_rel(&a.file).ok()?, a.token.clone())))
+        .collect();
+    let claims: Vec<(String, String)> = made()
+        .filter(|a| a.claim)
+        .map(|a| (a.file.clone(), a.token.clone()))
+        .collect();
+    if !locks.is_empty() {
+        let _ = super::release::give_back(ws, agent, &locks, false);
+    }
+    if !claims.is_empty() {
+        let _ = claim::give_back(ws, agent, &claims, false);
+    }
+}
+
+/// Take back from the remote what `s` published (best effort: a record left there lapses with
+/// its lease), after the request failed here.
+pub(super) fn unpublish(ws: &Workspace, agent: &AgentId, s: &Sharing) {
+    let patterns: Vec<Pattern> = s.items.iter().map(|i| i.pattern.clone()).collect();
+    let _ = remote::release(ws, std::slice::from_ref(agent), Some(&patterns));
+}
+
+/// The publication of `p` landed: mark our records of it here (by token, under the mutex),
+/// and say in `got` what went where, with the stale records of other clones it took over. A
+/// record released here meanwhile (by a release that ran before the publication landed, and
+/// so did not see it there) is released there now.
+///
+/// # Errors
+/// [`Error::Io`] when a record cannot be rewritten (the caller withdraws the request).
+pub(super) fn mark(
+    ws: &Workspace,
+    agent: &AgentId,
+    got: &mut [Acquired],
+    s: &Sharing,
+    p: &Published,
+) -> Result<()> {
+    let lease = clock::format_duration(s.lease);
+    let gone = {
+        let _mutex = ws.lock_mutex()?;
+        let mut gone = Vec::new();
+        let claims: Vec<(String, String)> = (got.iter())
+            .filter(|a| a.claim && s.covers(a))
+            .map(|a| (a.file.clone(), a.token.clone()))
+            .collect();
+        gone.extend(claim::mark(
+            ws,
+            agent,
+            &claims,
+            &[(MARK, &s.remote), (LEASE, &lease)],
+        )?);
+        for a in got.iter().filter(|a| !a.claim && s.covers(a)) {
+            if !mark_lock(ws, agent, a, &[(MARK, &s.remote), (LEASE, &lease)])? {
+                gone.push(pattern_of(Kind::Lock, &a.file));
+            }
+        }
+        gone
+    };
+    if !gone.is_empty() {
+        let _ = remote::release(ws, std::slice::from_ref(agent), Some(&gone));
+    }
+    let until = clock::format_timestamp(&p.lease_until);
+    for a in got.iter_mut().filter(|a| s.covers(a)) {
+        a.remote = Some(s.remote.clone());
+        a.lease_until = Some(until.clone());
+    }
+    for t in &p.taken_over {
+        let taken = pattern_of(t.kind, &t.pattern);
+        let Some(a) = (got.iter_mut())
+            .filter(|a| s.covers(a))
+            .find(|a| pattern_of(kind_of(a), &a.file).overlaps(&taken))
+        else {
+            continue;
+        };
+        let text = t.pattern.clone();
+        let (claim, file) = match t.kind {
+            Kind::Claim => (Some(text), None),
+            Kind::Lock => (None, Some(text)),
+        };
+        a.took_over.push(TakeOver {
+            from: t.holder.describe(),
+            why: format!(
+                "its lease on remote `{}` ended at {}",
+                s.remote,
+                short_time(&t.lease_ended)
+            ),
+            claim,
+            file,
+            remote: Some(s.remote.clone()),
+        });
+    }
+    Ok(())
+}
+
+fn kind_of(a: &Acquired) -> Kind {
+    if a.claim { Kind::Claim } else { Kind::Lock }
+}
+
+/// Add `keys` to `agent`'s lock record on `a.file` when it still carries `a.token`. Caller
+/// holds the mutex. `false`: the lock is not ours any more.
+fn mark_lock(ws: &Workspace, agent: &AgentId, a: &Acquired, keys: &[(&str, &str)]) -> Result<bool> {
+    let Ok(target) = ws.target_from_rel(&a.file) else {
+        return Ok(false);
+    };
+    let path = layout::lock_file(&target.abs, agent.id());
+    let Some(e) = LockEntry::read(path.clone(), a.file.clone(), agent.id().to_string()) else {
+        return Ok(false);
+    };
+    if e.token() != Some(a.token.as_str()) {
+        return Ok(false);
+    }
+    let mut rec = e.record.clone().unwrap_or_else(Record::new);
+    for (k, v) in keys {
+        rec.set(k, v);
+    }
+    fsutil::replace(&path, rec.render().as_bytes())?;
+    Ok(true)
+}
+
+/// `HH:MM:SS` today, else the date too, in local time.
+fn short_time(t: &Timestamp) -> String {
+    let t = t.with_timezone(&chrono::Local);
+    let today = clock::now().with_timezone(&chrono::Local).date_naive();
+    if t.date_naive() == today {
+        t.format("%H:%M:%S").to_string()
+    } else {
+        t.format("%Y-%m-%d %H:%M").to_string()
+    }
+}
+
+/// What a waiter is told stands in the way: the holder on the remote (as its refusal names it).
+pub(super) fn blocker(h: &Held, remote: &str) -> Blocker {
+    let mut b = Blocker {
+        file: h.asked.clone(),
+        pattern: Some(h.pattern.clone()),
+        // Its lease (named with the holder) moves with every renewal of its clone.
+        ..Blocker::default()
+    };
+    if let Error::LockHeld {
+        holder,
+        since,
+        working_on,
+        ..
+    } = h.refusal(remote)
+    {
+        (b.holder, b.since, b.working_on) = (holder, since, working_on);
+    }
+    b
+}
+
+/// What another clone holds, as last synced from the remote (contract §13), of `targets` (those
+/// `agent` does not hold here already) or of what `claims` would claim: its live claim or shared
+/// lock, as the blocker a claim of another worktree would be. Paths and patterns are taken
+/// relative to the repository's top level (a workspace in a subfolder adds its folder). The
+/// state is read again first when older than `reread` (`Duration::MAX`: not at all; `None`:
+/// `remote_max_age`, and a remote that cannot be read is said as a warning; the state there is
+/// judged either way). A STALE record is
+/// takeable: said as a warning, never in the way.
+pub(super) fn held_elsewhere(
+    ws: &Workspace,
+    agent: &AgentId,
+    targets: &[Target],
+    claims: &[Pattern],
+    reread: Option<Duration>,
+) -> Option<Blocker> {
+    let (top, _) = crate::worktree::enclosing_repository(ws.root())?;
+    let clone = Workspace::at(top.clone());
+    let cfg = remote::config(&clone)?;
+    let sub = ws.root().strip_prefix(&top).ok()?.to_string_lossy();
+    let at_top = |rel: &str| match sub.as_ref() {
+        "" => rel.to_string(),
+        sub => format!("{sub}/{rel}"),
+    };
+    let paths: Vec<(String, &str)> = (targets.iter())
+        .filter(|t| super::own_token(t, agent).is_none())
+        .map(|t| (at_top(&t.rel), t.rel.as_str()))
+        .collect();
+    let claims: Vec<(Pattern, &str)> = (claims.iter())
+        .filter_map(|p| Some((Pattern::parse(&at_top(p.as_str())).ok()?, p.as_str())))
+        .collect();
+    if paths.is_empty() && claims.is_empty() {
+        return None;
+    }
+    match reread {
+        None => {
+            if let Some(w) = remote::refresh(&clone, remote::max_age(&clone)) {
+                warn(w);
+            }
+        }
+        Some(Duration::MAX) => {}
+        Some(older) => drop(remote::refresh(&clone, older)),
+    }
+    let found = if claims.is_empty() {
+        let at: Vec<&str> = paths.iter().map(|(p, _)| p.as_str()).collect();
+        remote::claims_on(&clone, &at)
+    } else {
+        remote::claims_here(&clone)
+    };
+    for c in found {
+        let asked = (paths
+            .iter()
+            .find(|(p, _)| c.pattern.matches(p))
+            .map(|(_, a)| *a))
+        .or_else(|| (claims.iter().find(|(p, _)| p.overlaps(&c.pattern))).map(|(_, a)| *a));
+        let Some(asked) = asked else { continue };
+        let held = Held {
+            asked: asked.to_string(),
+            kind: c.kind,
+            pattern: c.pattern.as_str().to_string(),
+            holder: c.holder,
+            since: c.since,
+            reason: c.reason,
+            lease_until: c.lease_until,
+        };
+        if !c.stale {
+            return Some(blocker(&held, &cfg.remote));
+        }
+        warn(format!(
+            "`{}` is in the claim `{}` of {} through remote `{}`, STALE since its lease ended at {}: taken as free",
+            held.asked,
+            held.pattern,
+            held.holder.describe(),
+            cfg.remote,
+            short_time(&held.lease_until)
+        ));
+    }
+    None
+}
+
+/// Say in `agent`'s presence that it waits (`WAITING`), or, once it does not any more, whether
+/// it holds anything (`LOCKED` or `FREE`). Best effort.
+pub(super) fn say_waiting(ws: &Workspace, agent: &AgentId, waiting: bool) {
+    let Ok(_mutex) = ws.lock_mutex() else {
+        return;
+    };
+    let old = presence::read(ws.root(), agent.id()).ok().flatten();
+    let holds_claims = || {
+        let mut cache = StateCache::default();
+        (claim::judged(ws.root(), &mut cache, &clock::now()).iter())
+            .any(|c| c.agent == agent.id() && c.state != LockState::Stale)
+    };
+    let status = if waiting {
+        LockStatus::Waiting
+    } else if super::own_locks_listed(ws, agent, old.as_ref()).is_empty() && !holds_claims() {
+        LockStatus::Free
+    } else {
+        LockStatus::Locked
+    };
+    let update = presence::Update {
+        lock_status: Some(status),
+        ..Default::default()
+    };
+    let _ = presence::write_over(ws.root(), agent, old.as_ref(), &update);
+}
+
+/// Sleep until the remote, read again at most every [`REREAD`], shows none of `s`'s items held
+/// by another (released, or its lease lapsed), the deadline passes, or a stop is asked for. A
+/// record of another agent of this clone counts as free when its holder here is not live (the
+/// next try releases it). A read that fails ends the wait: the next try says why.
+pub(super) fn wait_free(ws: &Workspace, agent: &AgentId, s: &Sharing, deadline: Deadline) {
+    loop {
+        crate::wait::pause(deadline.next_sleep(REREAD));
+        if crate::wait::stop_requested().is_some() || deadline.passed() {
+            return;
+        }
+        let Ok(view) = remote::sync(ws, &super::working_on(ws)) else {
+            return;
+        };
+        let now = clock::now();
+        let mut cache = StateCache::default();
+        let in_the_way = view.claims.iter().any(|c| {
+            let ours = c.mine && c.holder.agent == agent.id();
+            // Another agent of this clone whose holder here is gone: the next try releases it.
+            let mut left = || {
+                c.mine
+                    && AgentId::parse(&c.holder.agent).is_ok_and(|a| {
+                        !live_here(ws, &a, c.kind, c.pattern.as_str(), &mut cache, &now)
+                    })
+            };
+            let overlaps = s.items.iter().any(|i| i.pattern.overlaps(&c.pattern));
+            !(c.stale || ours) && overlaps && !left()
+        });
+        if !in_the_way {
+            return;
+        }
+    }
+}
+
+/// What became of the record of a released claim (or shared lock) on the remote.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct RemoteRelease {
+    /// The remote.
+    pub remote: String,
+    /// Whether its record there is gone (`false`: it stays until its lease lapses).
+    pub released: bool,
+    /// Why it could not be released there.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub warning: Option<String>,
+}
+
+/// A record given back here that was published on the remote (it carried [`MARK`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(super) struct Marked {
+    kind: Kind,
+    text: String,
+}
+
+impl Marked {
+    /// The mark of `e` (a claim when `claim`), when it carries one.
+    pub(super) fn of(e: &LockEntry, claim: bool) -> Option<Marked> {
+        e.field(MARK)?;
+        Some(Marked {
+            kind: if claim { Kind::Claim } else { Kind::Lock },
+            text: e.file.clone(),
+        })
+    }
+}
+
+/// The warnings of releases that could not reach the remote, for the command to say.
+static WARNINGS: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+/// The most warnings kept for a long-lived process that never says them.
+const MAX_WARNINGS: usize = 32;
+
+/// The warnings to print (each once): releases whose record stays on the remote.
+pub fn take_warnings() -> Vec<String> {
+    std::mem::take(&mut *WARNINGS.lock().unwrap_or_else(|e| e.into_inner()))
+}
+
+fn warn(text: String) {
+    let mut w = WARNINGS.lock().unwrap_or_else(|e| e.into_inner());
+    if w.len() < MAX_WARNINGS && !w.contains(&text) {
+        w.push(text);
+    }
+}
+
+/// Whether this process leaves its releases on the remote to the clone's renewer (a client's
+/// hook: it never waits on the network), and whether it left one.
+static TO_RENEWER: AtomicBool = AtomicBool::new(false);
+static LEFT: AtomicBool = AtomicBool::new(false);
+
+/// From now on this process makes no push to release a record on the remote: the clone's
+/// renewer releases there a record with no holder here within two of its looks (seconds). What
+/// a client's hook calls, so that the end of a turn never waits on the network; the caller
+/// makes sure the renewer runs when [`releases_left`] says so.
+pub fn leave_releases_to_renewer() {
+    TO_RENEWER.store(true, Ordering::Relaxed);
+}
+
+/// Whether a release was left to the renewer since [`leave_releases_to_renewer`].
+pub fn releases_left() -> bool {
+    LEFT.load(Ordering::Relaxed)
+}
+
+/// The remote step of a release: `agent`'s records given back here that were published
+/// (`marked`) are released on the remote, in one push; each of them in `out` says what became
+/// of it there. Unreachable: they stay there until their lease lapses, said as a warning. Left
+/// to the renewer ([`leave_releases_to_renewer`]): no push here.
+pub(super) fn release(ws: &Workspace, agent: &AgentId, marked: &[Marked], out: &mut [Release]) {
+    if marked.is_empty() {
+        return;
+    }
+    // Not shared any more: `coord remote disable` released this clone's records there.
+    let Some(cfg) = remote::config(ws) else {
+        return;
+    };
+    if TO_RENEWER.load(Ordering::Relaxed) {
+        LEFT.store(true, Ordering::Relaxed);
+        return;
+    }
+    let patterns: Vec<Pattern> = (marked.iter())
+        .map(|m| pattern_of(m.kind, &m.text))
+        .collect();
+    let done = remote::release(ws, std::slice::from_ref(agent), Some(&patterns));
+    let outcome = match done {
+        Ok(_) => RemoteRelease {
+            remote: cfg.remote.clone(),
+            released: true,
+            warning: None,
+        },
+        Err(e) => {
+            let until = lease_ends(ws, agent, marked);
+            let why = e.to_string();
+            let why = why.trim_end_matches("; nothing was changed");
+            let list: Vec<String> = marked.iter().map(|m| format!("`{}`", m.text)).collect();
+            let warning = format!(
+                "released here, but {why}: the record of {} on remote `{}` stays until its lease lapses{until}",
+                list.join(", "),
+                cfg.remote
+            );
+            warn(warning.clone());
+            RemoteRelease {
+                remote: cfg.remote.clone(),
+                released: false,
+                warning: Some(warning),
+            }
+        }
+    };
+    for r in out.iter_mut() {
+        let kind = if r.claim { Kind::Claim } else { Kind::Lock };
+        if r.outcome == ReleaseOutcome::Released
+            && marked.iter().any(|m| m.kind == kind && m.text == r.file)
+        {
+            r.remote = Some(outcome.clone());
+        }
+    }
+}
+
+/// ` (at 12:15:03)`: when the last of `marked`'s leases ends, as last read here.
+fn lease_ends(ws: &Workspace, agent: &AgentId, marked: &[Marked]) -> String {
+    let Some(view) = remote::view(ws) else {
+        return String::new();
+    };
+    (view.claims.iter())
+        .filter(|c| c.mine && c.holder.agent == agent.id())
+        .filter(|c| marked.iter().any(|m| m.text == c.pattern.as_str()))
+        .map(|c| c.lease_until)
+        .max()
+        .map(|t| format!(" (at {})", short_time(&t)))
+        .unwrap_or_default()
+}

@@ -1,0 +1,414 @@
+//! Renewing this clone's records on the remote (contract §13): a claim published there holds
+//! while its holder renews it, and here the holder is whoever holds the record it was
+//! published from, as the lock judgement says (LIVE, STALE).
+//!
+//! One process per clone does it, with no daemon of the user's: `coord remote renewer`, started
+//! detached by the `coord lock` that published (a kernel lock on `.coord/remote/renewer` keeps
+//! it to one; the others exit at once). Every second (or a third of the shortest lease, when
+//! shorter) it reads, without the network, this clone's records marked as published
+//! (`remote: NAME`, see `remote_claim`) and the remote's state as last read, and:
+//!
+//! - **renews** (one push per agent) the marked records whose holder here is LIVE once a third
+//!   of their lease has passed since their last renewal (on this clock);
+//! - **releases** there the records of this clone whose holder here is gone or STALE (a holder
+//!   that stopped without releasing, a crash), once two looks in a row saw them so;
+//! - a renewal **refused** because the record was taken over (its lease lapsed while this clone
+//!   was away) gives the record back here and records it in the history (`claim_lost`,
+//!   `lock_lost`, with who holds it now); a record gone with nobody in its place (the remote's
+//!   claims rewritten, sharing disabled and enabled again) is published again;
+//! - **exits** once this clone holds nothing there. It lets go of its kernel lock and looks
+//!   once more before exiting, so that a claim published while it was leaving (by a `coord
+//!   lock` whose renewer found this one still there) is never left without one.
+//!
+//! A network call that fails is tried again after [`RETRY`]; a record whose release cannot
+//! reach the remote is given up once its lease has lapsed (it is STALE there for everyone).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+use super::remote_claim::{LEASE, MARK, held_here, pattern_of};
+use super::{LockEntry, LockState, claim, classify, index};
+use crate::arbiter::MutexGuard;
+use crate::clock::{self, Timestamp};
+use crate::error::Result;
+use crate::fsutil;
+use crate::host;
+use crate::layout;
+use crate::pattern::Pattern;
+use crate::presence::StateCache;
+use crate::remote::{self, Claimed, Item, Kind, Outcome, RemoteClaim};
+use crate::workspace::{AgentId, Target, Workspace};
+
+/// How often the renewer looks, at most.
+pub const POLL: Duration = Duration::from_secs(1);
+
+/// How long after a failed network call the renewer tries again.
+pub const RETRY: Duration = Duration::from_secs(5);
+
+/// The shortest pause between two looks.
+const MIN_POLL: Duration = Duration::from_millis(100);
+
+/// How a renewer run ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Ended {
+    /// Another renewer runs for this clone.
+    AlreadyRunning,
+    /// This clone holds nothing on the remote any more (or does not share its claims).
+    NothingHeld,
+    /// Asked to stop.
+    Stopped,
+}
+
+/// Run the renewer of the clone `ws` is in until it holds nothing on the remote.
+///
+/// # Errors
+/// [`crate::Error::Io`] when `.coord/remote/` cannot be made.
+pub fn run(ws: &Workspace) -> Result<Ended> {
+    let shared = crate::worktree::shared_root(ws.root());
+    fsutil::ensure_dir(&layout::remote_dir(&shared))?;
+    let Some(mut guard) = hold(&shared) else {
+        return Ok(Ended::AlreadyRunning);
+    };
+    let mut retry_at: Option<Instant> = None;
+    // The records seen without a holder here at the last look: released only when seen so
+    // twice, so that a `coord unlock` between its release here and its push there is not raced.
+    let mut orphans: BTreeSet<(String, String)> = BTreeSet::new();
+    loop {
+        if crate::wait::stop_requested().is_some() {
+            let _ = fsutil::remove(&layout::remote_renewer_pid(&shared));
+            return Ok(Ended::Stopped);
+        }
+        let round = Round::read(ws);
+        if round.as_ref().is_none_or(Round::is_empty) {
+            // Let go, then look once more (see the module's doc).
+            let _ = fsutil::remove(&layout::remote_renewer_pid(&shared));
+            drop(guard);
+            if Round::read(ws).is_none_or(|r| r.is_empty()) {
+                return Ok(Ended::NothingHeld);
+            }
+            match hold(&shared) {
+                Some(g) => guard = g,
+                None => return Ok(Ended::AlreadyRunning),
+            }
+            continue;
+        }
+        let mut round = round.unwrap_or_default();
+        let seen = round.orphans();
+        round.release_only(&orphans);
+        orphans = seen;
+        if retry_at.is_none_or(|t| Instant::now() >= t) {
+            retry_at = round.act(ws).err().map(|_| Instant::now() + RETRY);
+        }
+        crate::wait::pause(round.poll());
+    }
+}
+
+/// The renewer's kernel lock, when no other renewer holds it; its pid file written.
+fn hold(shared: &std::path::Path) -> Option<MutexGuard> {
+    let guard =
+        crate::arbiter::lock_mutex_within(&layout::remote_renewer(shared), Duration::ZERO).ok()?;
+    let pid = format!("{}\n", host::pid());
+    let _ = fsutil::replace(&layout::remote_renewer_pid(shared), pid.as_bytes());
+    Some(guard)
+}
+
+/// One of this clone's records published on the remote, as held here.
+#[derive(Debug, Clone)]
+struct Held {
+    kind: Kind,
+    text: String,
+    token: String,
+    lease: Duration,
+    reason: Option<String>,
+}
+
+/// What one look found to do, per agent.
+#[derive(Debug, Default)]
+struct Round {
+    /// The remote's name.
+    remote: String,
+    /// Marked records whose holder here is LIVE.
+    live: BTreeMap<String, Vec<Held>>,
+    /// Of those, the ones due for renewal.
+    due: BTreeMap<String, Vec<Held>>,
+    /// Records of this clone there whose holder here is gone or STALE, still within their lease.
+    release: BTreeMap<String, Vec<Pattern>>,
+}
+
+impl Round {
+    /// Look (no network): `None` when the clone does not share its claims any more, or the
+    /// workspace is gone.
+    fn read(ws: &Workspace) -> Option<Round> {
+        let cfg = remote::config(ws)?;
+        if !ws.root().is_dir() {
+            return None;
+        }
+        let view = remote::view(ws)?;
+        let now = clock::now();
+        let mut cache = StateCache::default();
+        let mut round = Round {
+            remote: cfg.remote.clone(),
+            ..Round::default()
+        };
+        let there: Vec<&RemoteClaim> = view.claims.iter().filter(|c| c.mine).collect();
+        for (e, kind) in marked_here(ws, &cfg.remote, &mut cache, &now) {
+            let (Some(token), agent) = (e.token(), e.agent.clone()) else {
+                continue;
+            };
+            let lease = e
+                .field(LEASE)
+                .and_then(|l| clock::parse_duration(l).ok())
+                .filter(|l| !l.is_zero())
+                .unwrap_or(remote::DEFAULT_LEASE);
+            let held = Held {
+                kind,
+                text: e.file.clone(),
+                token: token.to_string(),
+                lease,
+                reason: e.reason().map(str::to_string),
+            };
+            if e.state == LockState::Stale {
+                continue;
+            }
+            let record =
+                (there.iter()).find(|c| c.holder.agent == agent && c.pattern.as_str() == e.file);
+            let due = record.is_none_or(|c| due(&c.lease_until, lease, &now));
+            if due {
+                round
+                    .due
+                    .entry(agent.clone())
+                    .or_default()
+                    .push(held.clone());
+            }
+            round.live.entry(agent).or_default().push(held);
+        }
+        for c in there.iter().filter(|c| c.lease_until > now) {
+            let agent = &c.holder.agent;
+            let here = held_here(ws, agent, c.kind, c.pattern.as_str(), &mut cache, &now);
+            if here.is_none_or(|e| e.state == LockState::Stale) {
+                let pattern = pattern_of(c.kind, c.pattern.as_str());
+                round
+                    .release
+                    .entry(agent.clone())
+                    .or_default()
+                    .push(pattern);
+            }
+        }
+        Some(round)
+    }
+
+    /// The records to release there, as (agent, pattern) pairs.
+    fn orphans(&self) -> BTreeSet<(String, String)> {
+        (self.release.iter())
+            .flat_map(|(a, ps)| ps.iter().map(move |p| (a.clone(), p.as_str().to_string())))
+            .collect()
+    }
+
+    /// Keep to release only the records among `seen`.
+    fn release_only(&mut self, seen: &BTreeSet<(String, String)>) {
+        for (agent, patterns) in &mut self.release {
+            patterns.retain(|p| seen.contains(&(agent.clone(), p.as_str().to_string())));
+        }
+        self.release.retain(|_, ps| !ps.is_empty());
+    }
+
+    fn is_empty(&self) -> bool {
+        self.live.is_empty() && self.release.is_empty()
+    }
+
+    /// How long until the next look: [`POLL`], or a third of the shortest lease held.
+    fn poll(&self) -> Duration {
+        (self.live.values().flatten())
+            .map(|h| h.lease / 3)
+            .fold(POLL, Duration::min)
+            .max(MIN_POLL)
+    }
+
+    /// Release what is held by nobody here, renew what is due (one push per agent each).
+    fn act(&self, ws: &Workspace) -> Result<()> {
+        for (agent, patterns) in &self.release {
+            let Ok(id) = AgentId::parse(agent) else {
+                continue;
+            };
+            remote::release(ws, std::slice::from_ref(&id), Some(patterns))?;
+        }
+        for (agent, held) in &self.due {
+            let Ok(id) = AgentId::parse(agent) else {
+                continue;
+            };
+            let patterns: Vec<Pattern> = held.iter().map(|h| pattern_of(h.kind, &h.text)).collect();
+            let outcomes = remote::renew(ws, std::slice::from_ref(&id), Some(&patterns), None)?;
+            for o in outcomes {
+                let Outcome::Gone { pattern, by } = o else {
+                    continue;
+                };
+                let Some(h) = held.iter().find(|h| h.text == pattern) else {
+                    continue;
+                };
+                match by {
+                    Some(by) => lost(ws, &id, h, Some(by.describe()), &self.remote),
+                    None => republish(ws, &id, h, &self.remote)?,
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Whether a record whose lease (of `lease`) ends at `until` is due for renewal at `now`: a
+/// third of its lease has passed since it was last renewed.
+fn due(until: &Timestamp, lease: Duration, now: &Timestamp) -> bool {
+    let left = (*until - *now).to_std().unwrap_or_default();
+    left <= lease.saturating_sub(lease / 3)
+}
+
+/// This clone's claims and locks marked as published through `remote`, judged, each with its
+/// kind.
+fn marked_here(
+    ws: &Workspace,
+    remote: &str,
+    cache: &mut StateCache,
+    now: &Timestamp,
+) -> Vec<(LockEntry, Kind)> {
+    let root = ws.root();
+    let ours = |e: &LockEntry| e.field(MARK) == Some(remote);
+    let mut out: Vec<(LockEntry, Kind)> = (claim::judged(root, cache, now).into_iter())
+        .filter(|e| ours(e))
+        .map(|e| (e, Kind::Claim))
+        .collect();
+    for (rel, agent) in index::entries(root) {
+        let Ok(target) = ws.target_from_rel(&rel) else {
+            continue;
+        };
+        let mut found: Vec<LockEntry> = (super::locks_of(&target).into_iter())
+            .filter(|e| e.agent == agent && ours(e))
+            .collect();
+        classify(root, &mut found, cache, now);
+        out.extend(found.into_iter().map(|e| (e, Kind::Lock)));
+    }
+    out
+}
+
+/// The record of `h` is gone from the remote and nobody holds its paths there (the remote's
+/// claims were rewritten, or released by `coord remote disable` before sharing was enabled
+/// again): while its holder here still holds it, it is published again; held meanwhile by
+/// another clone, it is lost.
+///
+/// # Errors
+/// [`crate::Error::Remote`] when the remote cannot be reached.
+fn republish(ws: &Workspace, agent: &AgentId, h: &Held, remote: &str) -> Result<()> {
+    let mut cache = StateCache::default();
+    let here = held_here(ws, agent.id(), h.kind, &h.text, &mut cache, &clock::now());
+    let still = here.is_some_and(|e| e.state != LockState::Stale && e.token() == Some(&h.token));
+    if !still {
+        return Ok(());
+    }
+    let item = match h.kind {
+        Kind::Claim => Item::claim(pattern_of(h.kind, &h.text)),
+        Kind::Lock => Item::lock(&h.text),
+    };
+    match remote::publish_claims(ws, agent, &[item], h.reason.as_deref(), h.lease)? {
+        Claimed::Published(_) => {}
+        Claimed::Held(other) => lost(ws, agent, h, Some(other.holder.describe()), remote),
+    }
+    Ok(())
+}
+
+/// The remote refused the renewal of `h`: its record there is gone (taken over by `by`, once
+/// its lease lapsed). Give it back here (if it is still the one published) and say so in the
+/// history.
+fn lost(ws: &Workspace, agent: &AgentId, h: &Held, by: Option<String>, remote: &str) {
+    let given = match h.kind {
+        Kind::Claim => claim::give_back(ws, agent, &[(h.text.clone(), h.token.clone())], false)
+            .map(|(out, _)| out),
+        Kind::Lock => {
+            let Ok(target): Result<Target> = ws.target_from_rel(&h.text) else {
+                return;
+            };
+            super::release::give_back(ws, agent, &[(target, h.token.clone())], false)
+                .map(|(out, _)| out)
+        }
+    };
+    let released = given.is_ok_and(|out| {
+        out.iter()
+            .any(|r| r.outcome == super::ReleaseOutcome::Released)
+    });
+    if released {
+        super::events::remote_lost(
+            ws.root(),
+            agent.id(),
+            h.kind == Kind::Claim,
+            &h.text,
+            by.as_deref(),
+            remote,
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn at(s: &str) -> Timestamp {
+        clock::parse_timestamp(s).unwrap()
+    }
+
+    #[test]
+    fn a_record_is_due_once_a_third_of_its_lease_has_passed() {
+        let lease = Duration::from_secs(900);
+        let now = at("2026-01-28T10:00:00+00:00");
+        assert!(!due(&at("2026-01-28T10:15:00+00:00"), lease, &now));
+        assert!(!due(&at("2026-01-28T10:10:01+00:00"), lease, &now));
+        assert!(due(&at("2026-01-28T10:10:00+00:00"), lease, &now));
+        // Lapsed already.
+        assert!(due(&at("2026-01-28T09:59:00+00:00"), lease, &now));
+    }
+
+    #[test]
+    fn a_record_without_a_holder_is_released_when_two_looks_saw_it() {
+        let round = || {
+            let mut r = Round::default();
+            r.release.insert(
+                "a".into(),
+                vec![
+                    Pattern::parse("src/**").unwrap(),
+                    Pattern::parse("x/").unwrap(),
+                ],
+            );
+            r
+        };
+        let mut first = round();
+        let seen = first.orphans();
+        first.release_only(&BTreeSet::new());
+        assert!(first.release.is_empty());
+        let mut second = round();
+        second.release_only(&seen);
+        assert_eq!(second.release["a"].len(), 2);
+        let mut third = round();
+        third.release_only(&[("a".to_string(), "x/**".to_string())].into());
+        assert_eq!(third.release["a"], vec![Pattern::parse("x/").unwrap()]);
+    }
+
+    #[test]
+    fn the_look_is_every_second_or_a_third_of_the_shortest_lease() {
+        let mut r = Round::default();
+        assert_eq!(r.poll(), POLL);
+        let held = |s| Held {
+            kind: Kind::Claim,
+            text: "src/**".into(),
+            token: "t".into(),
+            lease: Duration::from_secs(s),
+            reason: None,
+        };
+        r.live.insert("a".into(), vec![held(900), held(2)]);
+        assert_eq!(r.poll(), Duration::from_secs(2) / 3);
+        r.live.insert(
+            "b".into(),
+            vec![Held {
+                lease: Duration::from_millis(30),
+                ..held(1)
+            }],
+        );
+        assert_eq!(r.poll(), MIN_POLL);
+    }
+}

@@ -1,0 +1,439 @@
+//! Finding lock files: those of one target (one listing of its folder, plus exact-name lookups
+//! for every agent on the roster where listings lag), every lock under the root, and the locks
+//! an agent's presence lists that it still holds. Nothing here judges or removes a lock.
+
+use std::collections::{HashMap, HashSet};
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use super::{BAD_NAME, LockEntry, classify, index};
+use crate::arbiter;
+use crate::clock::Timestamp;
+use crate::error::{IoResultExt, Result};
+use crate::fsutil::{self, RECORD_CAP};
+use crate::layout;
+use crate::presence::{self, StateCache, Unreadable};
+use crate::workspace::{AgentId, Target, Workspace};
+
+/// The lock files of one target, unjudged, sorted by agent.
+pub fn locks_of(target: &Target) -> Vec<LockEntry> {
+    try_locks_of(target).unwrap_or_default()
+}
+
+/// The lock files of one target, unjudged, sorted by agent; an error when the folder cannot be
+/// listed (a folder coord cannot read is not a folder without locks).
+///
+/// # Errors
+/// [`Error::Io`](crate::error::Error::Io) naming the folder.
+pub fn try_locks_of(target: &Target) -> Result<Vec<LockEntry>> {
+    let roster = root_of(target).map(|root| lookup_roster(&root));
+    list_locks(
+        target,
+        Listing {
+            roster: roster.as_deref().unwrap_or_default(),
+            ..Listing::default()
+        },
+    )
+}
+
+/// How [`list_locks`] lists one target's locks.
+#[derive(Debug, Default, Clone, Copy)]
+pub(super) struct Listing<'a> {
+    /// Also remove coord's temporary files left in the folder by killed processes, in the same
+    /// pass (a large folder is listed once, not twice).
+    pub(super) sweep: bool,
+    /// Agents whose locks are also looked up by their exact names ([`lookup_roster`]).
+    pub(super) roster: &'a [String],
+    /// An agent whose locks are left unread: the caller knows what it wrote itself.
+    pub(super) except: Option<&'a str>,
+    /// Leave out the same paths in the repository's other work trees (a caller that looks
+    /// there itself only when this tree did not answer).
+    pub(super) this_tree_only: bool,
+}
+
+/// List the lock files of `target` as `how` says.
+pub(super) fn list_locks(target: &Target, how: Listing<'_>) -> Result<Vec<LockEntry>> {
+    Ok(list_locks_each(std::slice::from_ref(target), how)?
+        .pop()
+        .unwrap_or_default())
+}
+
+#[cfg(test)]
+thread_local! {
+    /// How many folders [`list_locks_each`] listed on this thread.
+    static LISTINGS: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
+}
+
+/// How many folders the lock listings of this thread listed so far.
+#[cfg(test)]
+pub(crate) fn folder_listings() -> usize {
+    LISTINGS.with(std::cell::Cell::get)
+}
+
+/// The lock files of each of `targets` (in their order, each sorted by agent), as `how` says.
+/// Each folder is listed once however many of the targets it holds: releasing or locking
+/// thousands of files of one folder costs one listing, not one per file.
+pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Vec<Vec<LockEntry>>> {
+    let mut out: Vec<Vec<LockEntry>> = vec![Vec::new(); targets.len()];
+    let root = targets.first().and_then(root_of);
+    // Where lookups may be answered by a cache, a listed lock that will not open is asked of
+    // the server (`LockEntry::read_listed`).
+    let network =
+        (root.as_ref()).is_some_and(|r| arbiter::policy(r).is_ok_and(|p| p.exact_lookups));
+    list_folders(targets, how, network, &mut out)?;
+    // The same paths in the other work trees of the repository: a lock there holds the file
+    // here too.
+    if let Some(root) = root.filter(|_| !how.this_tree_only) {
+        list_other_trees(&root, targets, &mut out);
+    }
+    // A listing may come from a cache that has not seen another machine's new lock yet: where
+    // that can happen, every agent on the roster is also looked up by its exact lock name.
+    for (target, found) in targets.iter().zip(out.iter_mut()) {
+        for id in how.roster {
+            let path = layout::lock_file(&target.abs, id);
+            if how.except == Some(id.as_str()) || found.iter().any(|e| e.lock_path == path) {
+                continue;
+            }
+            found.extend(LockEntry::read(path, target.rel.clone(), id.clone()));
+        }
+        found.sort_by(|a, b| a.agent.cmp(&b.agent));
+    }
+    Ok(out)
+}
+
+/// The lock files in the folders of `targets` (each listed once), into `out`.
+fn list_folders(
+    targets: &[Target],
+    how: Listing<'_>,
+    network: bool,
+    out: &mut [Vec<LockEntry>],
+) -> Result<()> {
+    // Folder → (base name → the targets of that name), in first-seen order.
+    let mut folders: Vec<(&Path, HashMap<&str, Vec<usize>>)> = Vec::new();
+    let mut folder_of: HashMap<&Path, usize> = HashMap::new();
+    for (i, target) in targets.iter().enumerate() {
+        let (Some(dir), Some(base)) = (
+            target.abs.parent(),
+            target.abs.file_name().and_then(|n| n.to_str()),
+        ) else {
+            continue;
+        };
+        let at = *folder_of.entry(dir).or_insert_with(|| {
+            folders.push((dir, HashMap::new()));
+            folders.len() - 1
+        });
+        folders[at].1.entry(base).or_default().push(i);
+    }
+    let read = if network {
+        LockEntry::read_listed
+    } else {
+        LockEntry::read
+    };
+    for (dir, bases) in &folders {
+        #[cfg(test)]
+        LISTINGS.with(|n| n.set(n.get() + 1));
+        let entries = match crate::fsutil::read_dir(dir) {
+            // A folder not made yet holds no lock (here; the other trees are looked at below).
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            listed => listed.at("list", dir)?,
+        };
+        for entry in entries {
+            let entry = entry.at("list", dir)?;
+            let name = entry.file_name();
+            match name.to_str().and_then(layout::parse_lock_name) {
+                Some((b, agent)) if how.except != Some(agent.as_str()) => {
+                    for &i in bases.get(b).into_iter().flatten() {
+                        out[i].extend(read(entry.path(), targets[i].rel.clone(), agent.clone()));
+                    }
+                }
+                Some(_) => {}
+                None if how.sweep => {
+                    fsutil::sweep_entry(&entry);
+                }
+                None => {}
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The lock files of `targets`' paths in the other work trees of `root`'s repository (one
+/// listing of each folder that exists there), into `out`.
+fn list_other_trees(root: &Path, targets: &[Target], out: &mut [Vec<LockEntry>]) {
+    for tree in crate::worktree::others(root) {
+        for (i, target) in targets.iter().enumerate() {
+            let (Some(rel_dir), Some(base)) = (
+                Path::new(&target.rel).parent(),
+                target.abs.file_name().and_then(|n| n.to_str()),
+            ) else {
+                continue;
+            };
+            let dir = tree.top.join(rel_dir);
+            let Ok(names) = fsutil::list_names(&dir) else {
+                continue;
+            };
+            for name in names {
+                if let Some((b, agent)) = name.to_str().and_then(layout::parse_lock_name)
+                    && b == base
+                {
+                    out[i].extend(LockEntry::read(dir.join(&name), target.rel.clone(), agent));
+                }
+            }
+        }
+    }
+}
+
+/// The lock files of each of `targets` (in their order), unjudged, each sorted by agent; each
+/// folder listed once. A folder that cannot be listed gives its targets no locks.
+pub fn locks_of_each(targets: &[Target]) -> Vec<Vec<LockEntry>> {
+    let roster = targets
+        .first()
+        .and_then(root_of)
+        .map(|root| lookup_roster(&root))
+        .unwrap_or_default();
+    let how = Listing {
+        roster: &roster,
+        ..Listing::default()
+    };
+    list_locks_each(targets, how).unwrap_or_else(|_| {
+        // One folder could not be listed: the others still count.
+        targets
+            .iter()
+            .map(|t| list_locks(t, how).unwrap_or_default())
+            .collect()
+    })
+}
+
+/// The workspace root of a target (its absolute path less its relative one).
+fn root_of(target: &Target) -> Option<PathBuf> {
+    let depth = target.rel.split('/').filter(|c| !c.is_empty()).count();
+    target.abs.ancestors().nth(depth).map(Path::to_path_buf)
+}
+
+/// The agents whose locks a listing under `root` must also look up by exact name: the roster
+/// where folder listings may lag other machines (a network filesystem), none elsewhere. Read it
+/// once per hold of the mutex: only a holder of the mutex adds to it.
+pub(super) fn lookup_roster(root: &Path) -> Vec<String> {
+    if arbiter::policy(root).is_ok_and(|p| p.exact_lookups) {
+        roster(root)
+    } else {
+        Vec::new()
+    }
+}
+
+/// The agents on the roster (`.coord/agents`), read fresh.
+fn roster(root: &Path) -> Vec<String> {
+    let Ok(bytes) = fsutil::read_capped(
+        &layout::roster(&crate::worktree::shared_root(root)),
+        RECORD_CAP,
+    ) else {
+        return Vec::new();
+    };
+    String::from_utf8_lossy(&bytes)
+        .lines()
+        .map(str::trim)
+        .filter(|id| crate::workspace::is_valid_agent_id(id))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Put `id` on the roster `ids` (as read under the mutex the caller holds), if it is not there
+/// yet.
+///
+/// # Errors
+/// [`Error::Io`](crate::error::Error::Io) when the roster cannot be written.
+pub(crate) fn join_roster(root: &Path, ids: &[String], id: &str) -> Result<()> {
+    if ids.iter().any(|i| i == id) {
+        return Ok(());
+    }
+    let mut ids = ids.to_vec();
+    ids.push(id.to_string());
+    let mut text = ids.join("\n");
+    text.push('\n');
+    fsutil::replace(
+        &layout::roster(&crate::worktree::shared_root(root)),
+        text.as_bytes(),
+    )
+}
+
+/// Every lock file of the workspace, sorted by file then agent, unjudged. Nothing is written.
+///
+/// Found without walking the whole tree: the locks coord made are in its index
+/// (`.coord/held/`, see `index`), each verified by reading its lock file; locks made by hand
+/// are found by walking the folders that git does not ignore (in a git work tree: `.gitignore`,
+/// `.git/info/exclude` and the global excludes file; outside one, every folder), several
+/// folders at a time. `.git` and `.coord` are never entered. A lock made by hand inside an
+/// ignored folder (`node_modules/`, `target/`) is not seen here; every acquire still sees it,
+/// since it lists the locked file's own folder.
+///
+/// Among the work trees of one repository, each tree is scanned so, its locks keyed by the path
+/// relative to its own top level; a linked worktree inside another tree (such as
+/// `.claude/worktrees/NAME/`) is not entered as part of it.
+pub fn scan_tree(ws: &Workspace) -> Vec<LockEntry> {
+    let mut found = Vec::new();
+    for tree in crate::worktree::others(ws.root()) {
+        found.extend(scan_one(&Workspace::at(tree.top)));
+    }
+    found.extend(scan_one(ws));
+    found.sort_by(|a, b| {
+        (a.file.as_str(), a.agent.as_str(), &a.lock_path).cmp(&(
+            b.file.as_str(),
+            b.agent.as_str(),
+            &b.lock_path,
+        ))
+    });
+    found.dedup_by(|a, b| a.lock_path == b.lock_path);
+    found
+}
+
+/// The lock files of one work tree (unsorted).
+fn scan_one(ws: &Workspace) -> Vec<LockEntry> {
+    let mut found = walk_unignored(ws, "");
+    let seen: HashSet<PathBuf> = found.iter().map(|e| e.lock_path.clone()).collect();
+    for (rel, agent) in index::entries(ws.root()) {
+        let path = layout::lock_file(&ws.root().join(&rel), &agent);
+        if !seen.contains(&path) {
+            found.extend(LockEntry::read(path, rel, agent));
+        }
+    }
+    found
+}
+
+/// The lock files under the folder `rel_dir` (relative to a work tree's top level; empty: the
+/// whole tree) in every work tree sharing the workspace, keyed by the path relative to their
+/// own tree, found by the walk [`scan_tree`] makes (folders git ignores are not entered). Taking
+/// a claim looks here for locks made by hand in the folders it claims: they are in no index.
+pub(super) fn scan_folder(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
+    let mut found = walk_unignored(ws, rel_dir);
+    for tree in crate::worktree::others(ws.root()) {
+        found.extend(walk_unignored(&Workspace::at(tree.top), rel_dir));
+    }
+    found
+}
+
+/// The lock files under the folder `rel_dir` (empty: the whole tree) that git does not ignore
+/// (every folder outside a git work tree), read by a walk (`ignore`, ripgrep's walker). Only
+/// the folders are judged by the ignore rules: a lock file is found in a folder that is walked
+/// even when its own name is ignored (coord's `.gitignore` lines ignore `*.lock.*`).
+fn walk_unignored(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
+    let excludes = crate::worktree::enclosing_common_dir(ws.root())
+        .and_then(|common| crate::gitconfig::excludes_file(Some(&common)));
+    walk_tree(ws, rel_dir, excludes.as_deref())
+}
+
+/// The walk of [`walk_unignored`], honouring the user's own ignore file `excludes`.
+fn walk_tree(ws: &Workspace, rel_dir: &str, excludes: Option<&Path>) -> Vec<LockEntry> {
+    use ignore::{WalkBuilder, WalkState, overrides::OverrideBuilder};
+    let root = ws.root();
+    let start = root.join(rel_dir);
+    if !fs::symlink_metadata(&start).is_ok_and(|m| m.is_dir()) {
+        return Vec::new();
+    }
+    // A whitelist: files that may be lock files are yielded even when ignored, every other file
+    // is not yielded at all; folders are still judged by the ignore rules.
+    let mut names = OverrideBuilder::new(root);
+    let overrides = names
+        .add(&format!("*{}*", layout::LOCK_INFIX))
+        .and_then(|b| b.build())
+        .ok();
+    let mut walk = WalkBuilder::new(&start);
+    walk.standard_filters(false)
+        .git_ignore(true)
+        .git_exclude(true)
+        // The user's own ignore file is the one of the repository's config (`excludes`).
+        .git_global(false)
+        .current_dir(root)
+        .parents(true)
+        .require_git(true)
+        .follow_links(false)
+        .filter_entry(|e| {
+            !(e.depth() > 0
+                && e.file_type().is_some_and(|t| t.is_dir())
+                && (layout::skip_in_walk(&e.file_name().to_string_lossy())
+                    || crate::worktree::is_linked(e.path())))
+        });
+    if let Some(o) = overrides {
+        walk.overrides(o);
+    }
+    if let Some(excludes) = excludes.filter(|f| f.is_file()) {
+        // A file that cannot be read is no rule, as for git.
+        let _ = walk.add_ignore(excludes);
+    }
+    let found = Mutex::new(Vec::new());
+    walk.threads(std::thread::available_parallelism().map_or(1, |n| n.get().min(8)))
+        .build_parallel()
+        .run(|| {
+            let found = &found;
+            Box::new(move |entry| {
+                if let Ok(entry) = entry
+                    && entry.depth() > 0
+                    && let Some(lock) = lock_at(ws, entry.path())
+                {
+                    found.lock().unwrap_or_else(|p| p.into_inner()).push(lock);
+                }
+                WalkState::Continue
+            })
+        });
+    found.into_inner().unwrap_or_else(|p| p.into_inner())
+}
+
+/// The lock the walk's entry at `path` is, when it is one.
+fn lock_at(ws: &Workspace, path: &Path) -> Option<LockEntry> {
+    let raw_name = path.file_name()?;
+    // A name that is not UTF-8 is still a lock when it reads as one: it is shown with the bad
+    // bytes replaced, flagged, and counted as a problem, never skipped.
+    let name = raw_name.to_string_lossy();
+    let (base, agent) = layout::parse_lock_name(&name)?;
+    let file = ws.rel(&path.parent()?.join(base))?;
+    let mut e = LockEntry::read(path.to_path_buf(), file, agent)?;
+    if raw_name.to_str().is_none() {
+        e.problem = Some(match e.problem.take() {
+            Some(p) => format!("{BAD_NAME}; {p}"),
+            None => BAD_NAME.to_string(),
+        });
+    }
+    Some(e)
+}
+
+/// Every lock in the workspace, judged as of `now`.
+pub fn scan_judged(ws: &Workspace, cache: &mut StateCache, now: &Timestamp) -> Vec<LockEntry> {
+    let mut entries = scan_tree(ws);
+    classify(ws.root(), &mut entries, cache, now);
+    entries
+}
+
+/// Files the scan could not read as lock records, for `status`.
+pub fn unreadable(entries: &[LockEntry], ws: &Workspace) -> Vec<Unreadable> {
+    entries
+        .iter()
+        .filter_map(|e| {
+            Some(Unreadable {
+                // A name that is not UTF-8 is shown with its bad bytes replaced.
+                path: ws.rel(&e.lock_path).or_else(|| {
+                    let rel = e.lock_path.strip_prefix(ws.root()).ok()?;
+                    Some(rel.to_string_lossy().into_owned())
+                })?,
+                why: e.problem.clone()?,
+            })
+        })
+        .collect()
+}
+
+/// The files `agent` lists as locked in its presence `p` (as just read) that it still holds.
+pub(super) fn own_locks_listed(
+    ws: &Workspace,
+    agent: &AgentId,
+    p: Option<&presence::Presence>,
+) -> Vec<String> {
+    let Some(p) = p else {
+        return Vec::new();
+    };
+    p.locks()
+        .into_iter()
+        .filter(|rel| {
+            ws.target_from_rel(rel)
+                .is_ok_and(|t| fs::symlink_metadata(layout::lock_file(&t.abs, agent.id())).is_ok())
+        })
+        .collect()
+}

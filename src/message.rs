@@ -1,0 +1,506 @@
+//! Messages between agents (seed 001's `msg send / list / read`): one file per message under
+//! `.coord/messages/`, and read marks kept per reader.
+//!
+//! ```text
+//! <root>/.coord/messages/0mkx2a9q1b3cd.msg
+//!     from: claude
+//!     name: Claude
+//!     to: gemini                      (an agent id, or `all`)
+//!     time: 2026-01-28T01:00:00+01:00
+//!                                     (one empty line)
+//!     The body, any number of lines, exactly as sent.
+//! <root>/.coord/messages/read/gemini/0mkx2a9q1b3cd   (gemini has read it)
+//! ```
+//!
+//! - **No lost or torn message.** Each message is its own file, published whole with
+//!   [`fsutil::create_new`]; senders need no lock, and a taken id is retried with a new one.
+//! - **Ids** sort in sending order: the time in milliseconds in base 36 (9 characters), then 4
+//!   random base-36 characters.
+//! - **Read state is per reader**: a mark in the reader's own folder, so a broadcast (`to: all`)
+//!   read by one agent stays unread for the others. A broadcast is never unread for its sender.
+//! - **Hostile files are skipped, never trusted**: read capped, without following links, and
+//!   reported in the listing's `skipped`.
+//! - **No litter.** Temporary files of killed senders and readers are swept by the next
+//!   `send`, listing or read in their folder.
+
+use std::collections::{BTreeMap, HashSet};
+use std::fs;
+use std::io::ErrorKind::NotFound;
+use std::path::Path;
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use serde::Serialize;
+
+use crate::clock::{self, Wait};
+use crate::error::{Error, IoResultExt, Refusal, Result};
+use crate::fsutil;
+use crate::history::{self, Event, Kind};
+use crate::host;
+use crate::layout;
+use crate::presence::Unreadable;
+use crate::record::Record;
+use crate::wait::{Deadline, FolderWatch};
+use crate::workspace::{AgentId, Workspace, is_valid_agent_id};
+
+/// The largest message coord writes or reads (1 MiB).
+pub const MESSAGE_CAP: u64 = 1024 * 1024;
+
+/// The recipient name that addresses every agent.
+pub const ALL: &str = "all";
+
+/// Whom a message is for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Recipient {
+    /// One agent, by id.
+    Agent(String),
+    /// Every agent (`all`).
+    All,
+}
+
+impl Recipient {
+    /// Parse `all` or an agent name (case is ignored, as for `--agent`).
+    ///
+    /// # Errors
+    /// [`Error::InvalidAgent`] for anything else; nothing is written.
+    pub fn parse(text: &str) -> Result<Recipient> {
+        if text.eq_ignore_ascii_case(ALL) {
+            return Ok(Recipient::All);
+        }
+        AgentId::parse(text).map(|a| Recipient::Agent(a.id().to_string()))
+    }
+
+    /// The name written in the `to:` line.
+    pub fn as_str(&self) -> &str {
+        match self {
+            Recipient::Agent(id) => id,
+            Recipient::All => ALL,
+        }
+    }
+}
+
+/// One message, as stored.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Message {
+    /// Its id (the file name without `.msg`).
+    pub id: String,
+    /// The sender's id.
+    pub from: String,
+    /// The sender's name as given (for display).
+    pub from_name: String,
+    /// The recipient's id, or `all`.
+    pub to: String,
+    /// When it was sent (RFC 3339, as written).
+    pub time: String,
+    /// The text, exactly as sent.
+    pub body: String,
+}
+
+impl Message {
+    /// The first line of the body (for listings).
+    pub fn first_line(&self) -> &str {
+        self.body.lines().next().unwrap_or("")
+    }
+
+    /// Whether `agent` is among its recipients.
+    pub fn is_for(&self, agent: &str) -> bool {
+        self.to == agent || self.to == ALL
+    }
+
+    /// The file text.
+    fn render(&self) -> String {
+        let mut rec = Record::new();
+        rec.set("from", &self.from);
+        rec.set("name", &self.from_name);
+        rec.set("to", &self.to);
+        rec.set("time", &self.time);
+        format!("{}\n{}", rec.render(), self.body)
+    }
+
+    /// Parse a message file's text; `None` with the reason when it is not a message.
+    fn parse(id: &str, text: &str) -> std::result::Result<Message, String> {
+        let (head, body) = text
+            .split_once("\n\n")
+            .ok_or("no empty line between the header and the body")?;
+        let rec = Record::parse(head);
+        let from = rec.get_nonempty("from").ok_or("no `from:` line")?;
+        if !is_valid_agent_id(from) {
+            return Err(format!("`from: {from}` is not an agent id"));
+        }
+        let to = rec.get_nonempty("to").ok_or("no `to:` line")?;
+        if to != ALL && !is_valid_agent_id(to) {
+            return Err(format!("`to: {to}` is neither an agent id nor `all`"));
+        }
+        Ok(Message {
+            id: id.to_string(),
+            from: from.to_string(),
+            from_name: rec.get_nonempty("name").unwrap_or(from).to_string(),
+            to: to.to_string(),
+            time: rec.get("time").unwrap_or("").to_string(),
+            body: body.to_string(),
+        })
+    }
+}
+
+/// A message in one agent's inbox.
+#[derive(Debug, Clone, Serialize)]
+pub struct InboxEntry {
+    /// The message.
+    #[serde(flatten)]
+    pub message: Message,
+    /// Whether this agent has not read it yet.
+    pub unread: bool,
+}
+
+/// One agent's inbox: messages to it or to `all`, oldest first, and files that were skipped.
+#[derive(Debug, Clone, Default, Serialize)]
+pub struct Inbox {
+    /// The messages, in sending order.
+    pub messages: Vec<InboxEntry>,
+    /// Files in the message folder that could not be read as messages.
+    pub skipped: Vec<Unreadable>,
+}
+
+impl Inbox {
+    /// The unread entries.
+    pub fn unread(&self) -> impl Iterator<Item = &InboxEntry> {
+        self.messages.iter().filter(|e| e.unread)
+    }
+}
+
+/// `n`'s last `width` digits in base 36, lowercase.
+fn base36(n: u64, width: u32) -> String {
+    let digit = |i: u32| char::from_digit((n / 36u64.pow(i) % 36) as u32, 36).unwrap_or('0');
+    (0..width).rev().map(digit).collect()
+}
+
+/// A new id: sending time (ms, base 36, 9 digits) and 4 random base-36 digits.
+fn new_id() -> String {
+    let ms = SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map(|d| d.as_millis() as u64)
+        .unwrap_or(0);
+    format!(
+        "{}{}",
+        base36(ms, 9),
+        base36(host::random_u64() % 36u64.pow(4), 4)
+    )
+}
+
+/// Store a message from `from` to `to`; returns it with its new id.
+///
+/// # Errors
+/// [`Error::BadInput`] for an empty or too large body (nothing is written);
+/// [`Error::NoArbitration`] where no arbitration holds (nothing is written);
+/// [`Error::Io`] when the file cannot be written.
+pub fn send(ws: &Workspace, from: &AgentId, to: &Recipient, body: &str) -> Result<Message> {
+    if body.trim().is_empty() {
+        return Err(Error::bad_input("the message is empty"));
+    }
+    if body.len() as u64 > MESSAGE_CAP - 4096 {
+        return Err(Error::bad_input(format!(
+            "the message is larger than {} KiB",
+            (MESSAGE_CAP - 4096) / 1024
+        )));
+    }
+    // Where no arbitration holds (rclone), a message file could not be made without replacing
+    // another's: refused before `.coord/messages/` is made.
+    ws.require_arbitration()?;
+    ws.ensure_state_dir()?;
+    let dir = layout::messages_dir(&crate::worktree::shared_root(ws.root()));
+    fsutil::ensure_dir(&dir)?;
+    // What killed senders left here goes (listings sweep it too).
+    fsutil::sweep_temps(&dir);
+    let mut msg = Message {
+        id: String::new(),
+        from: from.id().to_string(),
+        from_name: from.name().to_string(),
+        to: to.as_str().to_string(),
+        time: clock::now_string(),
+        body: body.to_string(),
+    };
+    for _ in 0..64 {
+        msg.id = new_id();
+        let path = layout::message_file(&crate::worktree::shared_root(ws.root()), &msg.id);
+        if fsutil::create_new(&path, msg.render().as_bytes())? {
+            let event = Event::new(Kind::MessageSent, from.id())
+                .with("id", msg.id.as_str())
+                .with("from", from.id())
+                .with("to", msg.to.as_str());
+            history::record(ws.root(), event);
+            return Ok(msg);
+        }
+    }
+    Err(Error::Failed {
+        message: format!(
+            "cannot find a free message id in `{}` after 64 tries",
+            dir.display()
+        ),
+    })
+}
+
+/// Every message in the workspace, in sending order, and the files that are not messages.
+pub fn scan(root: &Path) -> (Vec<Message>, Vec<Unreadable>) {
+    try_scan(root).unwrap_or_default()
+}
+
+/// [`scan`], failing when the message folder exists but cannot be listed (another user's
+/// folder made with umask 077): an inbox that cannot be read is not an empty one.
+fn try_scan(root: &Path) -> Result<(Vec<Message>, Vec<Unreadable>)> {
+    let dir = layout::messages_dir(&crate::worktree::shared_root(root));
+    let mut found = Vec::new();
+    let mut skipped = Vec::new();
+    let entries = match crate::fsutil::read_dir(&dir) {
+        Ok(entries) => entries,
+        // Anything but a folder standing there (gone, a file, a FIFO) holds no message.
+        Err(e) if fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) => {
+            return Err(e).at("read the messages in", &dir);
+        }
+        Err(_) => return Ok((found, skipped)),
+    };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        let Some(name) = name.to_str() else { continue };
+        if !name.ends_with(layout::MESSAGE_SUFFIX) {
+            // Temporary files of senders killed before publishing (and the `read` folder).
+            fsutil::sweep_entry(&entry);
+            continue;
+        }
+        let shown = format!("{}/messages/{name}", layout::STATE_DIR);
+        let read = match layout::parse_message_name(name) {
+            Some(id) => message_of(id, fsutil::read_capped(&entry.path(), MESSAGE_CAP)),
+            None => Err("its name is not a message id".into()),
+        };
+        match read {
+            Ok(m) => found.push(m),
+            Err(why) => skipped.push(Unreadable { path: shown, why }),
+        }
+    }
+    found.sort_by(|a, b| a.id.cmp(&b.id));
+    skipped.sort_by(|a, b| a.path.cmp(&b.path));
+    Ok((found, skipped))
+}
+
+/// A message file's bytes as read: the message, or why it is not one.
+fn message_of(id: &str, read: std::io::Result<Vec<u8>>) -> std::result::Result<Message, String> {
+    let bytes = read.map_err(|e| e.to_string())?;
+    let text = String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_string())?;
+    Message::parse(id, &text)
+}
+
+/// The ids `agent` has read. Temporary files of readers killed while marking are swept.
+fn read_marks(root: &Path, agent: &str) -> HashSet<String> {
+    let Ok(entries) = crate::fsutil::read_dir(layout::read_marks_dir(
+        &crate::worktree::shared_root(root),
+        agent,
+    )) else {
+        return HashSet::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| !fsutil::sweep_entry(e))
+        .filter_map(|e| e.file_name().into_string().ok())
+        .filter(|n| layout::is_valid_message_id(n))
+        .collect()
+}
+
+/// Whether `m` is for `agent` and not read by it. A broadcast is never news to its sender; a
+/// note to oneself is.
+fn is_unread(m: &Message, agent: &str, marks: &HashSet<String>) -> bool {
+    m.is_for(agent) && !(m.to == ALL && m.from == agent) && !marks.contains(&m.id)
+}
+
+/// `agent`'s inbox: messages to it or to `all`; empty when the folder cannot be listed.
+pub fn inbox(ws: &Workspace, agent: &AgentId) -> Inbox {
+    try_inbox(ws, agent).unwrap_or_default()
+}
+
+/// [`inbox`], failing when the message folder cannot be listed.
+///
+/// # Errors
+/// [`Error::Io`] naming the folder.
+pub fn try_inbox(ws: &Workspace, agent: &AgentId) -> Result<Inbox> {
+    let (all, skipped) = try_scan(ws.root())?;
+    let marks = read_marks(ws.root(), agent.id());
+    let messages = all
+        .into_iter()
+        .filter(|m| m.is_for(agent.id()))
+        .map(|m| InboxEntry {
+            unread: is_unread(&m, agent.id(), &marks),
+            message: m,
+        })
+        .collect();
+    Ok(Inbox { messages, skipped })
+}
+
+/// Unread counts of each agent in `agents` (every one gets an entry), and the files in the
+/// message folder that could not be read as messages (so that `coord status` lists them).
+pub fn unread_counts(
+    ws: &Workspace,
+    agents: &[String],
+) -> (BTreeMap<String, usize>, Vec<Unreadable>) {
+    let (all, skipped) = scan(ws.root());
+    let counts = agents
+        .iter()
+        .map(|agent| {
+            let marks = read_marks(ws.root(), agent);
+            let n = all.iter().filter(|m| is_unread(m, agent, &marks)).count();
+            (agent.clone(), n)
+        })
+        .collect();
+    (counts, skipped)
+}
+
+/// Message `id`, marked read for `agent` when it is one of its recipients.
+///
+/// # Errors
+/// [`Error::BadInput`] when there is no message `id`; [`Error::Corrupt`] when its file cannot be
+/// read as a message; [`Error::Io`] when the read mark cannot be written.
+pub fn read(ws: &Workspace, agent: &AgentId, id: &str) -> Result<InboxEntry> {
+    let key = id.trim().to_ascii_lowercase();
+    let path = layout::message_file(&crate::worktree::shared_root(ws.root()), &key);
+    // What is not an id is never read.
+    let read = layout::is_valid_message_id(&key).then(|| fsutil::read_capped(&path, MESSAGE_CAP));
+    let Some(read) = read.filter(|r| !r.as_ref().is_err_and(|e| e.kind() == NotFound)) else {
+        return Err(Error::bad_input(format!(
+            "there is no message `{id}` (see the ids with `coord msg list`)"
+        )));
+    };
+    let message = message_of(&key, read).map_err(|why| Error::Corrupt {
+        path,
+        line: None,
+        why,
+    })?;
+    let unread = is_unread(&message, agent.id(), &read_marks(ws.root(), agent.id()));
+    if unread {
+        fsutil::ensure_dir(&layout::read_marks_dir(
+            &crate::worktree::shared_root(ws.root()),
+            agent.id(),
+        ))?;
+        // Already there (read twice at once): just as good.
+        fsutil::create_new(
+            &layout::read_mark(&crate::worktree::shared_root(ws.root()), agent.id(), &key),
+            format!("{}\n", clock::now_string()).as_bytes(),
+        )?;
+    }
+    Ok(InboxEntry { message, unread })
+}
+
+/// Block until `agent` has at least one unread message, or `wait` runs out.
+///
+/// Wakes on events in the message folder (a new message appears there whole, by a link), with
+/// the [`RECHECK`](crate::wait::RECHECK) interval as a safety net for filesystems that send no events.
+/// Returns the inbox, which holds at least one unread message.
+///
+/// # Errors
+/// [`Error::Refused`] when the wait ends without an unread message; [`Error::Io`] when the message
+/// folder cannot be created.
+pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Inbox> {
+    // Where no arbitration holds (rclone), a message file could not be made without replacing
+    // another's: refused before `.coord/messages/` is made.
+    ws.require_arbitration()?;
+    ws.ensure_state_dir()?;
+    let dir = layout::messages_dir(&crate::worktree::shared_root(ws.root()));
+    fsutil::ensure_dir(&dir)?;
+    let started = std::time::Instant::now();
+    let deadline = Deadline::after(wait.as_duration());
+    // Where events do not cross machines, look again sooner.
+    let recheck = crate::arbiter::recheck_for(&dir);
+    // Subscribed before the first look: a message sent in between is still seen.
+    let watch = FolderWatch::new(std::slice::from_ref(&dir));
+    loop {
+        let inbox = try_inbox(ws, agent)?;
+        if inbox.unread().next().is_some() {
+            return Ok(inbox);
+        }
+        if deadline.passed() {
+            return Err(Error::refused(
+                Refusal::NoMessage,
+                format!(
+                    "no unread message for {} after {}",
+                    agent.id(),
+                    clock::format_duration(Duration::from_millis(
+                        started.elapsed().as_millis() as u64
+                    ))
+                ),
+                Some(format!(
+                    "wait longer with `coord msg wait --timeout 10m`, or see older messages with `coord msg list`; others reach you with `coord msg send {} \"…\"`",
+                    agent.id()
+                )),
+            ));
+        }
+        watch.wait(deadline.next_sleep(recheck));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_short_sortable_and_valid() {
+        let a = new_id();
+        std::thread::sleep(Duration::from_millis(2));
+        let b = new_id();
+        assert_eq!(a.len(), 13);
+        assert!(layout::is_valid_message_id(&a));
+        assert!(a[..9] < b[..9], "{a} sorts before {b}");
+        assert_eq!(base36(35, 2), "0z");
+    }
+
+    #[test]
+    fn messages_round_trip_and_bad_ones_are_refused() {
+        let m = Message {
+            id: "abc".into(),
+            from: "claude".into(),
+            from_name: "Claude".into(),
+            to: ALL.into(),
+            time: "2026-01-28T01:00:00+01:00".into(),
+            body: "line one\n\nline three\nto: nobody\n".into(),
+        };
+        assert_eq!(Message::parse("abc", &m.render()).unwrap(), m);
+        for bad in [
+            "",
+            "from: claude\nto: all\n",
+            "to: all\n\nbody",
+            "from: ../x\nto: all\n\nbody",
+            "from: claude\nto: a/b\n\nbody",
+        ] {
+            assert!(Message::parse("x", bad).is_err(), "{bad:?}");
+        }
+    }
+
+    #[test]
+    fn recipients() {
+        assert_eq!(Recipient::parse("ALL").unwrap(), Recipient::All);
+        assert_eq!(
+            Recipient::parse("Gemini").unwrap(),
+            Recipient::Agent("gemini".into())
+        );
+        assert!(Recipient::parse("../x").is_err());
+        assert!(Recipient::parse("").is_err());
+    }
+
+    proptest::proptest! {
+        // Message files are read from a shared folder: any bytes must give a message or a
+        // reason, never a panic; and what `msg send` writes reads back exactly.
+        #[test]
+        fn message_files_never_panic_and_read_back(
+            text in proptest::prelude::any::<String>(),
+            from in "[a-z0-9][a-z0-9_-]{0,15}",
+            name in "[A-Za-z0-9][A-Za-z0-9_-]{0,15}",
+            to in "(all|[a-z0-9][a-z0-9_-]{0,15})",
+            body in proptest::prelude::any::<String>(),
+        ) {
+            let _ = Message::parse("x", &text);
+            let m = Message {
+                id: "abc".into(),
+                from,
+                from_name: name,
+                to,
+                time: "2026-01-28T01:00:00+01:00".into(),
+                body,
+            };
+            proptest::prop_assert_eq!(Message::parse("abc", &m.render()), Ok(m));
+        }
+    }
+}

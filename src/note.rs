@@ -1,0 +1,170 @@
+//! In-file notes (seed 001's "in-file communication"): one line `[HH:MM] [Agent] TEXT` appended
+//! to a shared file, under that file's lock.
+//!
+//! Invariants:
+//!
+//! - The line is appended only while this agent holds `FILE.lock.<agent>`, checked under the
+//!   workspace mutex right before the append (the same fence as a commit by `coord write`), so a
+//!   note never lands in a file someone else holds.
+//! - A lock the agent holds already, whether coord took it or it was made by hand in the seed's
+//!   form (no token: it is fenced on the lock file's identity and content), is used and kept.
+//! - If the agent did not hold the lock, it is taken (waiting like `coord lock`, tied to this
+//!   process so a crash leaves it STALE at once, `FILE.bak` written first) and released afterwards
+//!   by token; if it already held it, the lock is kept and the backup it took stays as it was.
+//! - The append itself is [`fsutil::append_line`]: one `write` on an `O_APPEND` descriptor under
+//!   a kernel lock, then an fsync after the mutex is dropped. Appending (rather than rewriting the
+//!   file through a temporary copy) keeps the file's inode, so an editor or `tail -f` that has it
+//!   open sees the note, and costs the same for a long file as for a short one; the backup taken
+//!   with the lock covers the rare torn append after a crash.
+//! - The text is folded onto one line (newlines become spaces, control characters are dropped):
+//!   a note can never forge a second note.
+
+use serde::Serialize;
+
+use crate::clock::{self, Timestamp, Wait};
+use crate::error::Refusal;
+use crate::error::{Error, Result};
+use crate::fsutil;
+use crate::host;
+use crate::lock::{self, ClientSession, DEFAULT_TTL, Fence, LockEvent, LockRequest, Owner};
+use crate::record::one_line;
+use crate::workspace::{AgentId, Target, Workspace};
+
+/// What `coord note` asks for.
+#[derive(Debug, Clone)]
+pub struct NoteRequest {
+    /// Who writes the note.
+    pub agent: AgentId,
+    /// The file it goes into.
+    pub target: Target,
+    /// The note.
+    pub text: String,
+    /// How long to wait for the lock when another agent holds it.
+    pub wait: Wait,
+    /// The agent client's session this process runs in (see [`LockRequest::runs_in`]).
+    pub runs_in: Option<ClientSession>,
+}
+
+/// A note written.
+#[derive(Debug, Clone, Serialize)]
+pub struct Noted {
+    /// The file, relative to the root.
+    pub file: String,
+    /// The line appended (without its newline).
+    pub line: String,
+    /// Whether coord took the lock for this note (and released it); `false` when it was held.
+    pub took_lock: bool,
+    /// The backup written when the lock was taken, relative to the root.
+    pub backup: Option<String>,
+}
+
+/// The note line: `[HH:MM] [Agent] TEXT`, with the agent's name as given.
+pub fn format_line(now: &Timestamp, agent: &AgentId, text: &str) -> String {
+    format!(
+        "[{}] [{}] {}",
+        now.format("%H:%M"),
+        agent.name(),
+        one_line(text)
+    )
+}
+
+/// Append a note to `req.target` under its lock (see the module docs).
+///
+/// # Errors
+/// [`Error::BadInput`] for an empty note; the errors of [`lock::acquire`] when the lock cannot be
+/// had ([`Error::LockHeld`], [`Error::WaitTimedOut`], exit 3); [`Error::Refused`] when the lock was
+/// lost before the append; [`Error::Io`] when the file cannot be appended to.
+pub fn note(
+    ws: &Workspace,
+    req: &NoteRequest,
+    on_event: &mut dyn FnMut(&LockEvent),
+) -> Result<Noted> {
+    if one_line(&req.text).is_empty() {
+        return Err(Error::bad_input("the note is empty"));
+    }
+    // A lock the agent already holds (taken by coord, or made by hand in the seed's form) is
+    // used as it is and stays after the note: only a lock this note took is released.
+    if let Some(fence) = lock::own_fence(&req.target, &req.agent) {
+        let line = fenced_append(ws, req, &fence)?;
+        return Ok(Noted {
+            file: req.target.rel.clone(),
+            line,
+            took_lock: false,
+            backup: None,
+        });
+    }
+    let got = lock::acquire(
+        ws,
+        &LockRequest {
+            agent: req.agent.clone(),
+            targets: vec![req.target.clone()],
+            wait: req.wait,
+            ttl: DEFAULT_TTL,
+            backup: true,
+            reason: Some("writing a note".into()),
+            owner: Some(Owner::process(host::pid(), None)),
+            claims: Vec::new(),
+            runs_in: req.runs_in.clone(),
+        },
+        on_event,
+    )?;
+    let Some(acquired) = got.acquired.into_iter().next() else {
+        return Err(Error::Failed {
+            message: format!("the lock on `{}` was not reported", req.target.rel),
+        });
+    };
+    let appended = fenced_append(ws, req, &Fence::Token(acquired.token.clone()));
+    let released = lock::release_tokens(
+        ws,
+        &req.agent,
+        &[(req.target.clone(), acquired.token.clone())],
+    );
+    let line = appended?;
+    released?;
+    Ok(Noted {
+        file: req.target.rel.clone(),
+        line,
+        took_lock: true,
+        backup: acquired.backup,
+    })
+}
+
+/// Append the note while holding the workspace mutex and the lock with `token`; sync after.
+fn fenced_append(ws: &Workspace, req: &NoteRequest, fence: &Fence) -> Result<String> {
+    let line = format_line(&clock::now(), &req.agent, &req.text);
+    {
+        let _mutex = ws.lock_mutex()?;
+        if !lock::holds_fence(&req.target, &req.agent, fence) {
+            return Err(Error::refused(
+                Refusal::LockTakenOver,
+                format!(
+                    "the lock of {} on `{}` was taken over before the note was written",
+                    req.agent.id(),
+                    req.target.rel
+                ),
+                Some(format!(
+                    "nothing was written; try again: `coord note {} \"…\"`",
+                    crate::shell::file(&req.target.rel)
+                )),
+            ));
+        }
+        fsutil::append_line(&req.target.abs, line.as_bytes())?;
+    }
+    fsutil::sync_file(&req.target.abs)?;
+    Ok(line)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_seed_line_format() {
+        let now = clock::parse_timestamp("2026-01-28T09:05:00+01:00").unwrap();
+        let a = AgentId::parse("Claude").unwrap();
+        assert_eq!(
+            format_line(&now, &a, "Section 2 done\nnext: [10:00] [Gemini] fake"),
+            "[09:05] [Claude] Section 2 done next: [10:00] [Gemini] fake"
+        );
+    }
+}

@@ -1,0 +1,97 @@
+//! The protocol side of `coord session`: what a child learns from its environment, how often
+//! the session beats, which locks belong to a session, and how a child's end becomes an exit
+//! status. Supervising the child process itself is the binary's job.
+//!
+//! A session is one stamp-card row ([`stamp`](crate::stamp)) whose `session_id` is handed to
+//! the child as `COORD_SESSION`, with the supervising process's id as `COORD_SESSION_PID`.
+//! `coord lock` run inside records both in the lock (`pid`, `host`, `session`), so such a lock
+//! is STALE the moment the session process is gone — even if it was killed without a chance to
+//! clean up — and the session's own end releases exactly the locks whose `session` is its id.
+
+use std::time::Duration;
+
+use crate::clock;
+use crate::error::Result;
+use crate::lock::{self, Release};
+use crate::workspace::{AgentId, Workspace};
+
+/// The session id, exported to the child.
+pub const SESSION_ENV: &str = "COORD_SESSION";
+
+/// The supervising process's id, exported to the child.
+pub const SESSION_PID_ENV: &str = "COORD_SESSION_PID";
+
+/// The agent, exported to the child.
+pub const AGENT_ENV: &str = "COORD_AGENT";
+
+/// The workspace root, exported to the child.
+pub const DIR_ENV: &str = "COORD_DIR";
+
+/// Overrides [`HEARTBEAT_EVERY`] (a duration such as `200ms`), for tests and slow links.
+pub const HEARTBEAT_ENV: &str = "COORD_HEARTBEAT_INTERVAL";
+
+/// How often a session refreshes its presence and stamp-card heartbeat.
+pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(30);
+
+/// After forwarding a signal, how long the child gets before it is killed.
+pub const KILL_GRACE: Duration = Duration::from_secs(10);
+
+/// The heartbeat interval: [`HEARTBEAT_ENV`] when set, else [`HEARTBEAT_EVERY`].
+///
+/// # Errors
+/// [`Error::BadDuration`](crate::Error::BadDuration) when the variable is set but is not a
+/// duration above zero.
+pub fn heartbeat_interval() -> Result<Duration> {
+    match std::env::var(HEARTBEAT_ENV) {
+        Ok(text) if !text.trim().is_empty() => {
+            let bad = |why: String| crate::Error::BadDuration {
+                text: text.clone(),
+                why: format!("{why} (in `{HEARTBEAT_ENV}`)"),
+            };
+            match clock::parse_duration(&text) {
+                Ok(d) if d.is_zero() => Err(bad("the interval must be above zero".into())),
+                Ok(d) => Ok(d),
+                Err(crate::Error::BadDuration { why, .. }) => Err(bad(why)),
+                Err(e) => Err(e),
+            }
+        }
+        _ => Ok(HEARTBEAT_EVERY),
+    }
+}
+
+/// The environment a session's child gets: agent, workspace, session id and session pid.
+pub fn child_env(
+    ws: &Workspace,
+    agent: &AgentId,
+    session_id: &str,
+    pid: u32,
+) -> Vec<(&'static str, String)> {
+    vec![
+        (AGENT_ENV, agent.name().to_string()),
+        (DIR_ENV, ws.root().display().to_string()),
+        (SESSION_ENV, session_id.to_string()),
+        (SESSION_PID_ENV, pid.to_string()),
+    ]
+}
+
+/// Release `agent`'s locks taken in session `session_id` (their `session:` line says so), each
+/// only if its token is unchanged.
+///
+/// # Errors
+/// [`Error::Io`](crate::Error::Io) when a lock file cannot be removed.
+pub fn release_locks(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<Vec<Release>> {
+    let held = lock::session_locks(ws, agent, session_id);
+    if held.is_empty() {
+        return Ok(Vec::new());
+    }
+    lock::release_tokens(ws, agent, &held)
+}
+
+/// How a child ended, as a shell reports it: its exit code, or 128 + the signal that killed it.
+pub fn exit_code_of(code: Option<i32>, signal: Option<i32>) -> i32 {
+    match (code, signal) {
+        (Some(c), _) => c,
+        (None, Some(s)) => 128 + s,
+        (None, None) => 1,
+    }
+}

@@ -1,0 +1,676 @@
+//! The stamp card: seed 001's `partner_presence` table, one plain file per row.
+//!
+//! ```text
+//! <root>/.coord/partners/seq                 the last row id handed out
+//! <root>/.coord/partners/open/7              the index of rows not clocked out (empty files)
+//! <root>/.coord/partners/0000000007.session  one row:
+//!
+//! id: 7
+//! partner_name: claude
+//! status: online
+//! clocked_in: 2026-01-28T01:00:00+01:00
+//! clocked_out: -
+//! last_heartbeat: 2026-01-28T01:05:00+01:00
+//! current_task: Task_123
+//! session_id: claude-7-3fa2c1
+//! pid: 4242
+//! host: build-box
+//! ```
+//!
+//! Files, not the seed's SQLite: the shared folder may be on a network filesystem where SQLite's
+//! locking is unsafe. Every transition (clock in, heartbeat, crash marking, clock out) happens
+//! under the workspace mutex and replaces the row atomically: no half row, no lost change. Row
+//! ids come from the counter, read and bumped under the same mutex: unique and increasing.
+//!
+//! `status` is `online` from clock-in to clock-out (`offline`). A row that never clocked out is
+//! marked `crashed` by the next startup of its partner once its `last_heartbeat` is more than
+//! [`CRASH_AFTER`] old, or at once when its recorded process (`pid`, `host`) is gone. `-` is
+//! "none". The index `open/` names the rows not clocked out, so that the commands about open
+//! sessions (heartbeat, clock-in, clock-out, `status`) read those, not the card's history.
+
+use std::fs;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use serde::Serialize;
+
+use crate::clock::{self, Timestamp};
+use crate::error::{Error, Result};
+use crate::fsutil::{self, RECORD_CAP};
+use crate::history::{self, Event, Kind};
+use crate::host;
+use crate::layout;
+use crate::lock::{self, Release};
+use crate::presence::{self, AgentState, Unreadable, Update};
+use crate::record::Record;
+use crate::session;
+use crate::workspace::{AgentId, Workspace, is_valid_agent_id};
+
+/// A session whose heartbeat is older than this, and that never clocked out, has crashed.
+pub const CRASH_AFTER: Duration = Duration::from_secs(300);
+
+/// The `--partner` value that asks coord to pick a free name.
+pub const NEW_PARTNER: &str = "new";
+
+/// The prefix of names picked for `--partner new` (`partner-1`, `partner-2`, …).
+const PICKED_PREFIX: &str = "partner-";
+
+/// A row's `status`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum RowStatus {
+    /// Clocked in, not yet out.
+    Online,
+    /// Clocked out.
+    Offline,
+    /// Never clocked out, and silent for too long (or its process is gone).
+    Crashed,
+}
+
+impl RowStatus {
+    /// The word written in the file.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            RowStatus::Online => "online",
+            RowStatus::Offline => "offline",
+            RowStatus::Crashed => "crashed",
+        }
+    }
+
+    fn parse(text: &str) -> Option<RowStatus> {
+        [RowStatus::Online, RowStatus::Offline, RowStatus::Crashed]
+            .into_iter()
+            .find(|s| s.as_str().eq_ignore_ascii_case(text.trim()))
+    }
+}
+
+/// One row of the stamp card.
+#[derive(Debug, Clone, Serialize, PartialEq, Eq)]
+pub struct Row {
+    /// The row id (increasing).
+    pub id: u64,
+    /// The partner (an agent id).
+    pub partner_name: String,
+    /// online, offline or crashed.
+    pub status: RowStatus,
+    /// When the session clocked in.
+    pub clocked_in: String,
+    /// When it clocked out (or was found crashed), if it did.
+    pub clocked_out: Option<String>,
+    /// Its last sign of life.
+    pub last_heartbeat: Option<String>,
+    /// What it works on.
+    pub current_task: Option<String>,
+    /// The session id (`COORD_SESSION` inside `coord session`, `session:` in its locks).
+    pub session_id: String,
+    /// The process the session follows (`coord session`), if any.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pid: Option<u32>,
+    /// The host of that process.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub host: Option<String>,
+}
+
+fn opt(value: Option<&str>) -> Option<String> {
+    value
+        .filter(|v| !v.is_empty() && *v != "-")
+        .map(str::to_string)
+}
+
+impl Row {
+    /// Parse row `id`'s file text (the id in the file name is authoritative).
+    ///
+    /// # Errors
+    /// A description of what is missing or wrong.
+    pub fn parse(id: u64, text: &str) -> std::result::Result<Row, String> {
+        let rec = Record::parse(text);
+        let partner_name = rec
+            .get_nonempty("partner_name")
+            .map(str::to_ascii_lowercase)
+            .filter(|n| is_valid_agent_id(n))
+            .ok_or("no valid `partner_name`")?;
+        let status = rec
+            .get("status")
+            .and_then(RowStatus::parse)
+            .ok_or("`status` is not online, offline or crashed")?;
+        let clocked_in = opt(rec.get("clocked_in")).ok_or("no `clocked_in`")?;
+        Ok(Row {
+            id,
+            partner_name,
+            status,
+            clocked_in,
+            clocked_out: opt(rec.get("clocked_out")),
+            last_heartbeat: opt(rec.get("last_heartbeat")),
+            current_task: opt(rec.get("current_task")),
+            session_id: opt(rec.get("session_id")).unwrap_or_else(|| format!("row-{id}")),
+            pid: rec.get("pid").and_then(|p| p.trim().parse().ok()),
+            host: opt(rec.get("host")),
+        })
+    }
+
+    /// The file text: the seed's columns in order, then `pid` and `host` when known.
+    pub fn render(&self) -> String {
+        let dash = |v: &Option<String>| v.clone().unwrap_or_else(|| "-".into());
+        let mut rec = Record::new();
+        rec.set("id", self.id.to_string());
+        rec.set("partner_name", &self.partner_name);
+        rec.set("status", self.status.as_str());
+        rec.set("clocked_in", &self.clocked_in);
+        rec.set("clocked_out", dash(&self.clocked_out));
+        rec.set("last_heartbeat", dash(&self.last_heartbeat));
+        rec.set("current_task", dash(&self.current_task));
+        rec.set("session_id", &self.session_id);
+        if let Some(pid) = self.pid {
+            rec.set("pid", pid.to_string());
+        }
+        if let Some(h) = &self.host {
+            rec.set("host", h);
+        }
+        rec.render()
+    }
+
+    /// The last sign of life: `last_heartbeat`, else `clocked_in`.
+    pub fn heartbeat(&self) -> Option<Timestamp> {
+        self.last_heartbeat
+            .as_deref()
+            .and_then(clock::parse_timestamp)
+            .or_else(|| clock::parse_timestamp(&self.clocked_in))
+    }
+
+    /// Seconds since the last sign of life.
+    pub fn heartbeat_age(&self, now: &Timestamp) -> Option<Duration> {
+        self.heartbeat().map(|hb| clock::age(now, &hb))
+    }
+
+    /// Why an `online` row counts as crashed as of `now`, if it does.
+    pub fn crash_reason(&self, now: &Timestamp) -> Option<String> {
+        if self.status != RowStatus::Online {
+            return None;
+        }
+        if let (Some(pid), Some(h)) = (self.pid, self.host.as_deref())
+            && host::recorded_process_gone(pid, h)
+        {
+            return Some(format!("its process {pid} on {h} is gone"));
+        }
+        match self.heartbeat_age(now) {
+            Some(age) if age <= CRASH_AFTER => None,
+            Some(age) => Some(format!("no heartbeat for {}", clock::format_age(age))),
+            None => Some("its heartbeat cannot be read".into()),
+        }
+    }
+}
+
+/// Every row on the stamp card, by id, and the row files that could not be read. Temporary
+/// files left by killed writers are swept on the way.
+pub fn scan(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
+    let mut found = Vec::new();
+    for entry in crate::fsutil::read_dir(layout::partners_dir(&crate::worktree::shared_root(root)))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = entry.file_name();
+        match name.to_str().and_then(layout::parse_partner_row_name) {
+            Some(id) => found.push((id, entry.path())),
+            None => _ = fsutil::sweep_entry(&entry),
+        }
+    }
+    let (mut rows, bad) = read_rows(found);
+    rows.sort_by_key(|r| r.id);
+    (rows, bad)
+}
+
+/// The rows at `(id, path)`, and those that could not be read; a row file gone meanwhile is
+/// skipped.
+fn read_rows(found: impl IntoIterator<Item = (u64, PathBuf)>) -> (Vec<Row>, Vec<Unreadable>) {
+    let mut rows = Vec::new();
+    let mut bad = Vec::new();
+    for (id, path) in found {
+        let why = match fsutil::read_text_capped(&path, RECORD_CAP) {
+            Ok((text, _)) => match Row::parse(id, &text) {
+                Ok(row) => {
+                    rows.push(row);
+                    continue;
+                }
+                Err(why) => why,
+            },
+            Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
+            Err(e) => e.to_string(),
+        };
+        let name = path.file_name().unwrap_or_default().to_string_lossy();
+        bad.push(Unreadable {
+            path: format!("{}/partners/{name}", layout::STATE_DIR),
+            why,
+        });
+    }
+    (rows, bad)
+}
+
+/// Write `row` and keep the index of open rows in step: an entry while it is not clocked out,
+/// none once it is. Caller holds the mutex.
+fn write_row(root: &Path, row: &Row) -> Result<()> {
+    fsutil::replace(
+        &layout::partner_row(&crate::worktree::shared_root(root), row.id),
+        row.render().as_bytes(),
+    )?;
+    index_row(root, row)
+}
+
+/// Set `row`'s entry in the index of open rows, when the card has the index.
+fn index_row(root: &Path, row: &Row) -> Result<()> {
+    if !has_index(root) {
+        return Ok(());
+    }
+    let entry = layout::partner_open(&crate::worktree::shared_root(root), row.id);
+    if row.status == RowStatus::Offline {
+        fsutil::remove(&entry).map(drop)
+    } else {
+        fsutil::empty_marker(&entry)
+    }
+}
+
+/// Whether the card has its index of open rows: a real folder (anything else in its place is
+/// not followed nor written, and the card is read whole).
+fn has_index(root: &Path) -> bool {
+    let dir = layout::partners_open_dir(&crate::worktree::shared_root(root));
+    match fs::symlink_metadata(&dir) {
+        Ok(m) if m.is_dir() => true,
+        Ok(m) => {
+            if m.is_symlink() {
+                // Said once by the command.
+                let _ = fsutil::refuse_linked(&dir, true);
+            }
+            false
+        }
+        Err(_) => false,
+    }
+}
+
+/// The rows not clocked out (`online` or `crashed`), by id.
+pub fn open_rows(root: &Path) -> Vec<Row> {
+    open_rows_checked(root).0
+}
+
+/// [`open_rows`], and the row files read that could not be read. The rows read are those the
+/// index of open rows names and those above the counter (written by hand, as the contract
+/// allows, with the next ids up); without a readable counter or without the index, every row.
+/// So the card's history is listed by name, never read.
+pub fn open_rows_checked(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
+    let indexed = has_index(root)
+        .then(|| {
+            fsutil::list_names(&layout::partners_open_dir(&crate::worktree::shared_root(
+                root,
+            )))
+            .ok()
+        })
+        .flatten();
+    let (rows, bad) = match indexed {
+        None => scan(root),
+        Some(names) => {
+            let counted = read_counter(root);
+            let mut ids: Vec<u64> = names
+                .iter()
+                .filter_map(|name| name.to_str()?.parse().ok())
+                .chain(row_ids(root).filter(|&id| counted.is_none_or(|c| id > c)))
+                .collect();
+            ids.sort_unstable();
+            ids.dedup();
+            let paths = ids.into_iter().map(|id| {
+                (
+                    id,
+                    layout::partner_row(&crate::worktree::shared_root(root), id),
+                )
+            });
+            read_rows(paths)
+        }
+    };
+    let open = rows
+        .into_iter()
+        .filter(|r| r.status != RowStatus::Offline)
+        .collect();
+    (open, bad)
+}
+
+/// The ids of the card's row files, from their names alone.
+fn row_ids(root: &Path) -> impl Iterator<Item = u64> {
+    fsutil::list_names(&layout::partners_dir(&crate::worktree::shared_root(root)))
+        .unwrap_or_default()
+        .into_iter()
+        .filter_map(|name| layout::parse_partner_row_name(name.to_str()?))
+}
+
+/// The card's counter: the last row id coord handed out (`None` when missing or unreadable).
+fn read_counter(root: &Path) -> Option<u64> {
+    fsutil::read_capped(
+        &layout::partners_seq(&crate::worktree::shared_root(root)),
+        64,
+    )
+    .ok()
+    .and_then(|b| String::from_utf8_lossy(&b).trim().parse().ok())
+}
+
+/// Make the index of open rows from the whole card when it is not there yet (a card written
+/// before it). Something else in its place is left alone. Caller holds the mutex.
+fn ensure_index(root: &Path) -> Result<()> {
+    let dir = layout::partners_open_dir(&crate::worktree::shared_root(root));
+    if fs::symlink_metadata(&dir).is_ok() {
+        return Ok(());
+    }
+    // Built under a fixed temporary name (one builder at a time: the mutex; what a killed
+    // builder left is built on) and renamed into place: a reader sees no index or a whole one.
+    let tmp = layout::partners_dir(&crate::worktree::shared_root(root)).join(".open.tmp");
+    fsutil::ensure_dir(&tmp)?;
+    let (rows, _) = scan(root);
+    for r in rows.iter().filter(|r| r.status != RowStatus::Offline) {
+        fsutil::empty_marker(&tmp.join(r.id.to_string()))?;
+    }
+    fsutil::rename(&tmp, &dir)
+}
+
+/// The next row id, bumping the counter. Caller holds the mutex. The first id above the
+/// counter without a row file (rows written by hand take the next ids up); a lost or damaged
+/// counter is recounted from the whole card, so it cannot hand out an id twice.
+fn next_id(root: &Path) -> Result<u64> {
+    let taken: Vec<u64> = row_ids(root).collect();
+    let counted = read_counter(root).unwrap_or_else(|| taken.iter().copied().max().unwrap_or(0));
+    let id = (counted.saturating_add(1)..=u64::MAX)
+        .find(|id| !taken.contains(id))
+        .unwrap_or(u64::MAX);
+    fsutil::replace(
+        &layout::partners_seq(&crate::worktree::shared_root(root)),
+        format!("{id}\n").as_bytes(),
+    )?;
+    Ok(id)
+}
+
+/// The first `partner-N` not used by any row or presence file.
+fn free_name(root: &Path, rows: &[Row]) -> String {
+    let (presences, _) = presence::scan(root);
+    (1u64..)
+        .map(|n| format!("{PICKED_PREFIX}{n}"))
+        .find(|name| {
+            !rows.iter().any(|r| &r.partner_name == name)
+                && !presences.iter().any(|p| &p.id == name)
+                && !layout::presence(&crate::worktree::shared_root(root), name).exists()
+        })
+        .unwrap_or_default()
+}
+
+/// Who clocks in.
+#[derive(Debug, Clone)]
+pub enum Partner {
+    /// This agent.
+    Named(AgentId),
+    /// A free name picked by coord (`--partner new`).
+    New,
+}
+
+/// What `coord startup` (and `coord session`) asks for.
+#[derive(Debug, Clone)]
+pub struct StartupRequest {
+    /// Who.
+    pub partner: Partner,
+    /// `current_task` and the presence's `working_on`.
+    pub task: Option<String>,
+    /// The process the session follows (`coord session`); `None` for a plain startup.
+    pub pid: Option<u32>,
+}
+
+/// What clocking in did and found.
+#[derive(Debug, Clone, Serialize)]
+pub struct Startup {
+    /// The partner's id.
+    pub partner: String,
+    /// Whether the name was picked by coord (`--partner new`).
+    pub picked: bool,
+    /// The new row.
+    pub row: Row,
+    /// Earlier sessions of this partner just marked crashed, with why.
+    pub crashed: Vec<Crashed>,
+    /// Other sessions on the stamp card that are online (heartbeat within 5 minutes).
+    pub online: Vec<Row>,
+    /// Agents whose presence is ACTIVE, this one included.
+    pub active_agents: Vec<String>,
+    /// Two or more agents are active: `coord handshake` is recommended.
+    pub recommend_handshake: bool,
+}
+
+/// A row marked crashed.
+#[derive(Debug, Clone, Serialize)]
+pub struct Crashed {
+    /// The row, as now written.
+    pub row: Row,
+    /// Why.
+    pub why: String,
+}
+
+/// Clock in: mark this partner's dead sessions crashed, add an `online` row, write the presence
+/// (ACTIVE, `working_on` = task), and look who else is around. All under the workspace mutex.
+///
+/// # Errors
+/// [`Error::Io`] when the stamp card or the presence cannot be written.
+pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
+    let root = ws.root();
+    let _mutex = ws.lock_mutex()?;
+    fsutil::ensure_dir(&layout::partners_dir(&crate::worktree::shared_root(root)))?;
+    // A card where the index cannot be made is read whole.
+    let _ = ensure_index(root);
+    // A picked name must be free of every row, not only of the open ones.
+    let (agent, picked) = match &req.partner {
+        Partner::Named(a) => (a.clone(), false),
+        Partner::New => (AgentId::parse(&free_name(root, &scan(root).0))?, true),
+    };
+    let rows = open_rows(root);
+    // Open rows written by hand above the counter, which it is about to pass, join the index.
+    rows.iter().try_for_each(|r| index_row(root, r))?;
+    let now = clock::now();
+    let now_s = clock::format_timestamp(&now);
+
+    let mut crashed = Vec::new();
+    for row in rows.iter().filter(|r| r.partner_name == agent.id()) {
+        if let Some(why) = row.crash_reason(&now) {
+            let mut row = row.clone();
+            row.status = RowStatus::Crashed;
+            write_row(root, &row)?;
+            crashed.push(Crashed { row, why });
+        }
+    }
+
+    let id = next_id(root)?;
+    let task = req
+        .task
+        .as_deref()
+        .map(crate::record::one_line)
+        .filter(|t| !t.is_empty());
+    let row = Row {
+        id,
+        partner_name: agent.id().to_string(),
+        status: RowStatus::Online,
+        clocked_in: now_s.clone(),
+        clocked_out: None,
+        last_heartbeat: Some(now_s),
+        current_task: task.clone(),
+        session_id: format!("{}-{id}-{:06x}", agent.id(), host::random_u64() & 0xff_ffff),
+        pid: req.pid,
+        host: req.pid.map(|_| host::hostname().to_string()),
+    };
+    if !fsutil::create_new(
+        &layout::partner_row(&crate::worktree::shared_root(root), id),
+        row.render().as_bytes(),
+    )? {
+        return Err(Error::Failed {
+            message: format!(
+                "stamp-card row `{}` already exists; the counter `{}` is behind",
+                layout::partner_row(&crate::worktree::shared_root(root), id).display(),
+                layout::partners_seq(&crate::worktree::shared_root(root)).display()
+            ),
+        });
+    }
+    // All or nothing: a startup that cannot write the presence (a full disk) withdraws its
+    // online row, rather than leave a session on the card that never started.
+    let presence = Update {
+        finished: Some(false),
+        working_on: Some(task.unwrap_or_else(|| "-".into())),
+        ..Default::default()
+    };
+    if let Err(e) = index_row(root, &row).and_then(|()| presence::write(root, &agent, &presence)) {
+        let _ = fsutil::remove(&layout::partner_row(
+            &crate::worktree::shared_root(root),
+            id,
+        ));
+        let _ = fsutil::remove(&layout::partner_open(
+            &crate::worktree::shared_root(root),
+            id,
+        ));
+        return Err(e);
+    }
+
+    let online = rows
+        .iter()
+        .filter(|r| r.status == RowStatus::Online && r.crash_reason(&now).is_none())
+        .filter(|r| !crashed.iter().any(|c| c.row.id == r.id))
+        .cloned()
+        .collect();
+    let active_agents: Vec<String> = presence::scan(root)
+        .0
+        .into_iter()
+        .filter(|p| p.state(&now) == AgentState::Active)
+        .map(|p| p.id)
+        .collect();
+    for c in &crashed {
+        let event = Event::new(Kind::AgentCrashed, agent.id())
+            .with("row_session", c.row.session_id.as_str())
+            .with("why", c.why.as_str());
+        history::record(root, event);
+    }
+    let event = Event::new(Kind::AgentArrived, agent.id())
+        .with("status", "ACTIVE")
+        .with("row_session", row.session_id.as_str())
+        .with_null("working_on", row.current_task.clone());
+    history::record(root, event);
+    Ok(Startup {
+        partner: agent.id().to_string(),
+        picked,
+        recommend_handshake: active_agents.len() >= 2,
+        row,
+        crashed,
+        online,
+        active_agents,
+    })
+}
+
+/// Refresh session `session_id`'s `last_heartbeat` and `agent`'s presence heartbeat. A row
+/// marked crashed meanwhile (the machine slept) comes back `online`.
+///
+/// # Errors
+/// [`Error::Io`] when a file cannot be written.
+pub fn heartbeat(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<()> {
+    let _mutex = ws.lock_mutex()?;
+    touch(ws.root(), agent, Some(session_id), true)?;
+    presence::write(ws.root(), agent, &Update::default()).map(drop)
+}
+
+/// Refresh `last_heartbeat` of `agent`'s `online` rows (only `session`'s when given). Caller
+/// holds the workspace mutex. Keeps `coord presence` and the stamp card in step, so an agent
+/// that heartbeats by hand is not marked crashed by its next startup.
+///
+/// # Errors
+/// [`Error::Io`] when a row cannot be written.
+pub fn refresh_partner(root: &Path, agent: &AgentId, session: Option<&str>) -> Result<()> {
+    touch(root, agent, session, false)
+}
+
+/// Refresh `agent`'s open rows in scope: `online` ones, and crashed ones too when `revive`
+/// (they come back `online`).
+fn touch(root: &Path, agent: &AgentId, session: Option<&str>, revive: bool) -> Result<()> {
+    let now = clock::now_string();
+    for mut row in open_rows(root) {
+        if row.partner_name == agent.id()
+            && (revive || row.status == RowStatus::Online)
+            && session.is_none_or(|s| row.session_id == s)
+        {
+            row.status = RowStatus::Online;
+            row.last_heartbeat = Some(now.clone());
+            write_row(root, &row)?;
+        }
+    }
+    Ok(())
+}
+
+/// What `coord shutdown` ends.
+#[derive(Debug, Clone, Copy)]
+pub enum Scope<'a> {
+    /// Every open session of the partner, and all its locks.
+    Partner,
+    /// One session, and only the locks taken in it.
+    Session(&'a str),
+}
+
+/// What clocking out did.
+#[derive(Debug, Clone, Serialize)]
+pub struct Shutdown {
+    /// The partner's id.
+    pub partner: String,
+    /// The rows clocked out.
+    pub closed: Vec<Row>,
+    /// The locks released, each named.
+    pub released: Vec<Release>,
+    /// Whether the presence now says FINISHED (not while another session of the partner is online).
+    pub finished: bool,
+}
+
+/// Clock out: release the locks in scope, set the rows in scope `offline` with `clocked_out`,
+/// and mark the presence FINISHED unless another session of the partner is still online.
+///
+/// # Errors
+/// [`Error::Io`] when a lock, row or the presence cannot be written.
+pub fn shutdown(ws: &Workspace, agent: &AgentId, scope: Scope<'_>) -> Result<Shutdown> {
+    let released = match scope {
+        Scope::Partner => lock::release(ws, agent, None, false)?,
+        Scope::Session(id) => session::release_locks(ws, agent, id)?,
+    };
+    let root = ws.root();
+    let _mutex = ws.lock_mutex()?;
+    let now = clock::now();
+    let now_s = clock::format_timestamp(&now);
+    let rows = open_rows(root);
+    let mut closed = Vec::new();
+    for row in rows.iter().filter(|r| r.partner_name == agent.id()) {
+        let in_scope = match scope {
+            Scope::Partner => row.status == RowStatus::Online,
+            Scope::Session(id) => row.session_id == id,
+        };
+        if in_scope {
+            let mut row = row.clone();
+            row.status = RowStatus::Offline;
+            row.clocked_out = Some(now_s.clone());
+            row.last_heartbeat = Some(now_s.clone());
+            write_row(root, &row)?;
+            closed.push(row);
+        }
+    }
+    let others_online = rows.iter().any(|r| {
+        r.partner_name == agent.id()
+            && !closed.iter().any(|c| c.id == r.id)
+            && r.crash_reason(&now).is_none()
+            && r.status == RowStatus::Online
+    });
+    if !others_online {
+        let finished = Update {
+            finished: Some(true),
+            ..Default::default()
+        };
+        presence::write(root, agent, &finished)?;
+    }
+    history::record(root, Event::new(Kind::AgentLeft, agent.id()));
+    Ok(Shutdown {
+        partner: agent.id().to_string(),
+        closed,
+        released,
+        finished: !others_online,
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,554 @@
+//! `coord lock` in clones that share their claims through the repository's remote (contract
+//! §13, #47): a claim, and a file lock taken with `--share`, is published there before `coord
+//! lock` answers, released there by `coord unlock` (and the end of a client's turn), renewed
+//! while its holder lives. Real git served by `git daemon` on 127.0.0.1, real `coord`
+//! processes, each clone in its own folder sharing nothing but the remote.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use serde::Deserialize;
+
+use crate::locks::remote::{Team, Transport, coord, hostname, status};
+use crate::support::{Env, eventually, finish};
+
+/// `coord lock --json`, the fields these tests read.
+#[derive(Debug, Deserialize)]
+struct Locked {
+    acquired: Vec<LockedItem>,
+}
+
+#[derive(Debug, Deserialize)]
+struct LockedItem {
+    file: String,
+    claim: Option<bool>,
+    remote: Option<String>,
+    lease_until: Option<String>,
+    took_over: Vec<TookOver>,
+}
+
+#[derive(Debug, Deserialize)]
+struct TookOver {
+    from: String,
+    claim: Option<String>,
+    remote: Option<String>,
+}
+
+/// `coord unlock --json`, the fields these tests read.
+#[derive(Debug, Deserialize)]
+struct Unlocked {
+    results: Vec<UnlockedItem>,
+}
+
+#[derive(Debug, Deserialize)]
+struct UnlockedItem {
+    file: String,
+    outcome: String,
+    remote: Option<RemoteRelease>,
+}
+
+#[derive(Debug, Deserialize)]
+struct RemoteRelease {
+    remote: String,
+    released: bool,
+    warning: Option<String>,
+}
+
+/// `coord status --json`, what is taken here.
+#[derive(Debug, Deserialize)]
+struct Here {
+    locks: Vec<serde_json::Value>,
+    #[serde(default)]
+    claims: Vec<serde_json::Value>,
+}
+
+fn here(env: &Env, dir: &Path) -> Here {
+    coord(env, dir, "x").args(["status", "--json"]).ok().json()
+}
+
+/// The claims on the remote, as another clone reads them now.
+fn on_remote(t: &Team, reader: &Path) -> Vec<(String, String)> {
+    crate::locks::remote::remote(&t.env, reader, "x", &["sync"]).ok();
+    let s = status(&t.env, reader);
+    s.claims.into_iter().map(|c| (c.pattern, c.agent)).collect()
+}
+
+/// A clone `name` with the folders the tests lock in.
+fn clone_with_src(t: &Team, name: &str) -> PathBuf {
+    let dir = t.clone(name);
+    std::fs::create_dir_all(dir.join("src/a")).unwrap();
+    dir
+}
+
+/// Two clones claim overlapping paths at the same moment (`src/**` against a `--share` lock
+/// of `src/a.rs`): exactly one wins; the other is refused (exit 3) naming the holder, its host,
+/// since when, the reason and when its lease ends, and keeps nothing here or there. The winner
+/// says where it published and until when; its unlock releases it there too.
+#[test]
+fn overlapping_claims_of_two_clones_at_once_give_one_holder() {
+    let Some(t) = Team::new(Transport::Daemon) else {
+        return;
+    };
+    let a = clone_with_src(&t, "a");
+    let b = clone_with_src(&t, "b");
+    let alice = coord(&t.env, &a, "alice")
+        .args([
+            "--json",
+            "lock",
+            "src/**",
+            "--no-wait",
+            "--reason",
+            "refactor",
+        ])
+        .spawn();
+    let bob = coord(&t.env, &b, "bob")
+        .args(["--json", "lock", "--share", "src/a.rs", "--no-wait"])
+        .args(["--reason", "schema"])
+        .spawn();
+    let (alice, bob) = (finish(alice), finish(bob));
+    let (won, lost, winner, loser, reason, dir) = match (alice.code, bob.code) {
+        (Some(0), Some(3)) => (alice, bob, "alice", "bob", "refactor", &b),
+        (Some(3), Some(0)) => (bob, alice, "bob", "alice", "schema", &a),
+        other => panic!("exactly one must win: {other:?}\n{alice:?}\n{bob:?}"),
+    };
+    let doc: serde_json::Value = serde_json::from_str(&lost.stdout).unwrap();
+    let message = doc["error"]["message"].as_str().unwrap();
+    for says in [
+        format!("held by {winner} on {}", hostname()),
+        "through remote `origin`".into(),
+        "lease until ".into(),
+        " since ".into(),
+        format!("(working on {reason})"),
+    ] {
+        assert!(message.contains(&says), "{says:?} in {message}");
+    }
+    assert_eq!(doc["error"]["exit_code"], 3);
+    // The loser keeps nothing: not here, not there.
+    let kept = here(&t.env, dir);
+    assert!(kept.locks.is_empty() && kept.claims.is_empty(), "{kept:?}");
+    assert_eq!(
+        on_remote(&t, dir),
+        vec![(
+            if winner == "alice" {
+                "src/**"
+            } else {
+                "src/a.rs"
+            }
+            .to_string(),
+            winner.to_string()
+        )]
+    );
+    crate::views::schemas::validate("lock", &serde_json::from_str(&won.stdout).unwrap());
+    let got: Locked = serde_json::from_str(&won.stdout).unwrap();
+    let item = &got.acquired[0];
+    assert_eq!(item.remote.as_deref(), Some("origin"), "{item:?}");
+    assert!(item.lease_until.is_some(), "{item:?}");
+    assert_eq!(item.claim == Some(true), winner == "alice");
+    assert_eq!(
+        item.file,
+        if winner == "alice" {
+            "src/**"
+        } else {
+            "src/a.rs"
+        }
+    );
+    // Released there too, in the same command.
+    let winner_dir = if winner == "alice" { &a } else { &b };
+    let out = coord(&t.env, winner_dir, winner)
+        .args(["--json", "unlock"])
+        .ok();
+    crate::views::schemas::validate("unlock", &out.json());
+    let done: Unlocked = out.json();
+    let r = &done.results[0];
+    assert_eq!(r.outcome, "released", "{r:?}");
+    let remote = r.remote.as_ref().unwrap();
+    assert!(remote.remote == "origin" && remote.released && remote.warning.is_none());
+    assert!(on_remote(&t, dir).is_empty());
+    coord(&t.env, dir, loser)
+        .args(["lock", "src/a/", "--no-wait"])
+        .ok()
+        .stdout_has("shared through `origin`");
+    coord(&t.env, dir, loser).arg("unlock").ok();
+}
+
+/// A clone waiting (`--wait`) for another clone's claim gets it once that clone unlocks (it
+/// reads the remote again at most every 2 s); the end of a client's turn (the Stop hook)
+/// releases a claim on the remote as `coord unlock` does.
+#[test]
+fn a_waiter_in_another_clone_gets_the_claim_once_it_is_released() {
+    let Some(t) = Team::new(Transport::Daemon) else {
+        return;
+    };
+    let a = clone_with_src(&t, "a");
+    let b = clone_with_src(&t, "b");
+    coord(&t.env, &a, "alice")
+        .args(["lock", "src/"])
+        .ok()
+        .stdout_has("Claim acquired: src/** (shared through `origin`, lease until ");
+    let waiter = coord(&t.env, &b, "bob")
+        .args(["lock", "--share", "src/a.rs", "--wait", "60s"])
+        .spawn();
+    eventually("bob waits for alice's claim", || {
+        coord(&t.env, &b, "bob")
+            .args(["log", "--json"])
+            .ok()
+            .stdout
+            .contains("\"lock_waiting\"")
+    });
+    coord(&t.env, &a, "alice")
+        .args(["unlock", "src/"])
+        .ok()
+        .stdout_has("Claim released: src/** (and on remote `origin`)");
+    let got = finish(waiter);
+    assert_eq!(got.code, Some(0), "{got:?}");
+    got.stdout_has("Lock acquired: src/a.rs")
+        .stderr_has("held by alice on ");
+    assert_eq!(
+        on_remote(&t, &a),
+        vec![("src/a.rs".to_string(), "bob".to_string())]
+    );
+    // The end of bob's turn releases everything bob holds, there too.
+    let stop = serde_json::json!({
+        "hook_event_name": "Stop",
+        "session_id": "5e551011-0000-4000-8000-000000000000",
+        "cwd": b,
+        "stop_hook_active": false,
+    });
+    coord(&t.env, &b, "bob")
+        .args(["hook", "claude"])
+        .stdin(stop.to_string())
+        .ok();
+    assert!(here(&t.env, &b).locks.is_empty());
+    // The hook leaves the push to the clone's renewer (it never waits on the network): released
+    // there within the renewer's two looks.
+    eventually("bob's record released on the remote", || {
+        on_remote(&t, &a).is_empty()
+    });
+}
+
+/// The end of a client's turn never waits on the network: with the remote holding every
+/// connection open without a word, the Stop hook of an agent holding a published claim answers
+/// at once (before, it waited for the push's 30 s budget), released here; the record there is
+/// left to the clone's renewer.
+#[test]
+fn the_stop_hook_does_not_wait_on_a_remote_that_never_answers() {
+    let Some(t) = Team::new(Transport::Daemon) else {
+        return;
+    };
+    let a = clone_with_src(&t, "a");
+    coord(&t.env, &a, "alice")
+        .args(["lock", "src/"])
+        .ok()
+        .stdout_has("shared through `origin`");
+    // A remote that accepts connections and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port();
+    let held = std::thread::spawn(move || {
+        let mut open = Vec::new();
+        for c in silent.incoming().take(8).flatten() {
+            open.push(c);
+        }
+    });
+    crate::locks::remote::run_git(
+        &a,
+        &[
+            "remote",
+            "set-url",
+            "origin",
+            &format!("git://127.0.0.1:{port}/r.git"),
+        ],
+    );
+    let stop = serde_json::json!({
+        "hook_event_name": "Stop",
+        "session_id": "5e551011-0000-4000-8000-000000000001",
+        "cwd": a,
+        "stop_hook_active": false,
+    });
+    let mut hook =
+        crate::locks::remote::like(coord(&t.env, &a, "alice"), crate::support::coord_bin())
+            .args(["hook", "claude"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+    std::io::Write::write_all(&mut hook.stdin.take().unwrap(), stop.to_string().as_bytes())
+        .unwrap();
+    let started = std::time::Instant::now();
+    while hook.try_wait().unwrap().is_none() {
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "the Stop hook waits on a remote that never answers"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let done = hook.wait_with_output().unwrap();
+    assert!(done.status.success(), "{done:?}");
+    let left = here(&t.env, &a);
+    assert!(left.claims.is_empty(), "released here: {left:?} {done:?}");
+    drop(held);
+}
+
+/// `--local` keeps a claim to this clone: nothing reaches the remote (its refs are as they
+/// were), and another clone claims the same paths. `--share` where the clone does not share,
+/// or with `--local`, is refused before anything is taken.
+#[test]
+fn a_local_claim_publishes_nothing() {
+    let Some(t) = Team::new(Transport::Daemon) else {
+        return;
+    };
+    let a = clone_with_src(&t, "a");
+    let b = clone_with_src(&t, "b");
+    coord(&t.env, &a, "alice")
+        .args(["lock", "src/**", "--local"])
+        .ok()
+        .stdout_lacks("shared");
+    let listed = Command::new("git")
+        .args(["ls-remote", &t.url])
+        .env("GIT_CONFIG_GLOBAL", "/dev/null")
+        .env("GIT_CONFIG_NOSYSTEM", "1")
+        .output()
+        .unwrap();
+    assert!(listed.status.success(), "{listed:?}");
+    assert_eq!(
+        String::from_utf8_lossy(&listed.stdout),
+        "",
+        "nothing published"
+    );
+    assert_eq!(here(&t.env, &a).claims.len(), 1);
+    coord(&t.env, &b, "bob")
+        .args(["lock", "src/**", "--no-wait"])
+        .ok()
+        .stdout_has("shared through `origin`");
+    // Released here only: the remote is not asked.
+    coord(&t.env, &a, "alice")
+        .args(["unlock", "src/**"])
+        .ok()
+        .stdout_has("Claim released: src/**")
+        .stdout_lacks("remote");
+    assert_eq!(on_remote(&t, &a), vec![("src/**".into(), "bob".into())]);
+    coord(&t.env, &a, "alice")
+        .args(["lock", "--share", "--local", "src/a.rs"])
+        .code(2);
+    let lone = t.repo("lone", &t.url);
+    coord(&t.env, &lone, "carol")
+        .args(["lock", "--share", "x.rs"])
+        .code(2)
+        .stderr_has("coord remote enable");
+    assert!(!lone.join("x.rs.lock.carol").exists());
+    coord(&t.env, &b, "bob").arg("unlock").ok();
+}
+
+/// The remote gone (its daemon stopped): a shared claim or lock fails with exit 1 naming the
+/// remote, and nothing is taken here; a release goes through here and says that the record
+/// there stays until its lease lapses.
+#[test]
+fn an_unreachable_remote_takes_nothing() {
+    let Some(mut t) = Team::new(Transport::Daemon) else {
+        return;
+    };
+    let a = clone_with_src(&t, "a");
+    coord(&t.env, &a, "alice").args(["lock", "docs/"]).ok();
+    drop(t.daemon.take());
+    for args in [
+        &["lock", "src/**", "--no-wait"][..],
+        &["lock", "--share", "src/a.rs", "--wait", "5s"][..],
+        &["lock", "src/a.rs", "src/b/", "--no-wait"][..],
+    ] {
+        coord(&t.env, &a, "alice")
+            .args(args)
+            .code(1)
+            .stderr_has("cannot reach remote `origin`")
+            .stderr_has("--local");
+    }
+    let kept = here(&t.env, &a);
+    assert!(kept.locks.is_empty(), "{kept:?}");
+    assert_eq!(kept.claims.len(), 1, "only docs/** stays: {kept:?}");
+    assert!(!a.join("src/a.rs.lock.alice").exists());
+    // A claim kept to this clone needs no remote.
+    coord(&t.env, &a, "alice")
+        .args(["lock", "src/**", "--local"])
+        .ok();
+    let out = coord(&t.env, &a, "alice").args(["--json", "unlock"]).ok();
+    out.stderr_has("warning: released here, but cannot reach remote `origin`")
+        .stderr_has("stays until its lease lapses");
+    crate::views::schemas::validate("unlock", &out.json());
+    let done: Unlocked = out.json();
+    let docs = done.results.iter().find(|r| r.file == "docs/**").unwrap();
+    let r = docs.remote.as_ref().unwrap();
+    assert!(!r.released && r.warning.is_some(), "{r:?}");
+    let local = done.results.iter().find(|r| r.file == "src/**").unwrap();
+    assert!(local.remote.is_none());
+    let kept = here(&t.env, &a);
+    assert!(kept.locks.is_empty() && kept.claims.is_empty(), "{kept:?}");
+}
+
+/// The process that holds a clone's claims on the remote (its renewer) killed with `kill -9`:
+/// the lease (`--ttl 3s`) lapses, and another clone waiting takes the claim over, saying from
+/// whom (stderr, `--json`, its history). When the old clone's renewer runs again, its renewal
+/// is refused: the claim is given back there and its history says who took it.
+#[test]
+fn a_killed_renewer_lets_its_lease_lapse_and_its_late_renewal_is_refused() {
+    let Some(t) = Team::new(Transport::Daemon) else {
+        return;
+    };
+    let a = clone_with_src(&t, "a");
+    let b = clone_with_src(&t, "b");
+    coord(&t.env, &a, "alice")
+        .args(["lock", "src/**", "--ttl", "3s"])
+        .ok();
+    let pid_file = a.join(".coord/remote/renewer.pid");
+    let mut pid = String::new();
+    eventually("alice's clone runs its renewer", || {
+        pid = std::fs::read_to_string(&pid_file).unwrap_or_default();
+        !pid.trim().is_empty()
+    });
+    // Renewed past its lease while the renewer lives.
+    std::thread::sleep(std::time::Duration::from_secs(4));
+    coord(&t.env, &b, "bob")
+        .args(["lock", "--share", "src/a.rs", "--no-wait"])
+        .code(3)
+        .stderr_has("held by alice on ");
+    let killed = Command::new("kill")
+        .args(["-9", pid.trim()])
+        .status()
+        .unwrap();
+    assert!(killed.success());
+    let out = coord(&t.env, &b, "bob")
+        .args(["--json", "lock", "--share", "src/a.rs", "--wait", "30s"])
+        .ok();
+    out.stderr_has(&format!(
+        "took over the stale claim of alice on {} on `src/**` (its lease on remote `origin` ended at",
+        hostname()
+    ));
+    crate::views::schemas::validate("lock", &out.json());
+    let got: Locked = out.json();
+    let over = &got.acquired[0].took_over[0];
+    assert_eq!(over.from, format!("alice on {}", hostname()));
+    assert_eq!(over.claim.as_deref(), Some("src/**"));
+    assert_eq!(over.remote.as_deref(), Some("origin"));
+    let log = coord(&t.env, &b, "bob").args(["log", "--json"]).ok().stdout;
+    assert!(
+        log.lines().any(|l| l.contains("\"lock_taken_over\"")
+            && l.contains("\"remote\":\"origin\"")
+            && l.contains(&format!("\"from\":\"alice on {}\"", hostname()))),
+        "{log}"
+    );
+    // alice's clone runs a renewer again (her next shared claim starts it): the renewal of
+    // `src/**` is refused, and the claim given back here.
+    coord(&t.env, &a, "alice").args(["lock", "docs/"]).ok();
+    eventually("alice's clone records the claim it lost", || {
+        coord(&t.env, &a, "alice")
+            .args(["log", "--json"])
+            .ok()
+            .stdout
+            .lines()
+            .any(|l| {
+                l.contains("\"claim_lost\"")
+                    && l.contains("\"pattern\":\"src/**\"")
+                    && l.contains(&format!("\"by\":\"bob on {}\"", hostname()))
+            })
+    });
+    coord(&t.env, &a, "alice")
+        .arg("log")
+        .ok()
+        .stdout_has("alice lost the claim `src/**`: taken over by bob on ");
+    let lost = coord(&t.env, &a, "alice")
+        .args(["log", "--json"])
+        .ok()
+        .stdout
+        .lines()
+        .find(|l| l.contains("\"claim_lost\""))
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .unwrap();
+    crate::views::schemas::validate("watch-event", &lost);
+    let kept = here(&t.env, &a);
+    assert_eq!(kept.claims.len(), 1, "only docs/** stays: {kept:?}");
+    coord(&t.env, &a, "alice").arg("unlock").ok();
+    coord(&t.env, &b, "bob").arg("unlock").ok();
+}
+
+/// A holder killed with `kill -9` (a `coord session` whose claim follows its process): its
+/// clone's renewer sees the claim STALE here and releases it there, so that another clone gets
+/// the paths without waiting for the lease (15 minutes) and without a takeover.
+#[test]
+fn a_killed_holder_is_released_there_by_its_clone() {
+    let Some(t) = Team::new(Transport::Daemon) else {
+        return;
+    };
+    let a = clone_with_src(&t, "a");
+    let b = clone_with_src(&t, "b");
+    let mut session = coord(&t.env, &a, "x")
+        .env_remove("COORD_AGENT")
+        .env("COORD_BIN", crate::support::coord_bin())
+        .args(["session", "--partner", "alice", "--", "sh", "-c"])
+        .arg("\"$COORD_BIN\" lock 'src/**' && exec sleep 60")
+        .spawn();
+    eventually("alice's claim reaches the remote", || {
+        on_remote(&t, &b) == vec![("src/**".to_string(), "alice".to_string())]
+    });
+    session.kill().unwrap();
+    session.wait().unwrap();
+    let out = coord(&t.env, &b, "bob")
+        .args(["lock", "--share", "src/a.rs", "--wait", "30s"])
+        .ok();
+    assert!(!out.stderr.contains("took over"), "{}", out.stderr);
+    coord(&t.env, &b, "bob").arg("unlock").ok();
+}
+
+/// The remote's claims wiped (`refs/coord/claims` deleted by hand): the renewer of a clone whose
+/// holder still holds its claim publishes it again, and the other clones see it held.
+#[test]
+fn a_claim_wiped_from_the_remote_is_published_again_while_held() {
+    let Some(t) = Team::new(Transport::Daemon) else {
+        return;
+    };
+    let a = clone_with_src(&t, "a");
+    let b = clone_with_src(&t, "b");
+    coord(&t.env, &a, "alice")
+        .args(["lock", "src/**", "--ttl", "3s", "--reason", "refactor"])
+        .ok();
+    crate::locks::remote::run_git(&t.bare, &["update-ref", "-d", "refs/coord/claims"]);
+    assert!(on_remote(&t, &b).is_empty());
+    eventually("alice's claim is on the remote again", || {
+        on_remote(&t, &b) == vec![("src/**".to_string(), "alice".to_string())]
+    });
+    coord(&t.env, &b, "bob")
+        .args(["lock", "src/a/", "--no-wait"])
+        .code(3)
+        .stderr_has("(working on refactor)");
+    coord(&t.env, &a, "alice").arg("unlock").ok();
+}
+
+/// Clones racing for overlapping claims and shared locks at once, round after round: exactly
+/// one holds each round, proven by a witness each winner creates with `O_EXCL` while it holds
+/// (a second holder would find it there); the others are refused (exit 3) naming the winner.
+#[test]
+fn racing_clones_give_exactly_one_holder_each_round() {
+    let Some(t) = Team::new(Transport::Daemon) else {
+        return;
+    };
+    let dirs: Vec<PathBuf> = (0..8)
+        .map(|i| clone_with_src(&t, &format!("c{i}")))
+        .collect();
+    // Every two of these overlap (all hold src/a/x.rs).
+    let asks: [&[&str]; 4] = [
+        &["src/**"],
+        &["--share", "src/a/x.rs"],
+        &["src/a/"],
+        &["src/*/x.rs"],
+    ];
+    crate::locks::remote::race(
+        &t,
+        &dirs,
+        10,
+        "coord lock --no-wait",
+        &|i, round| asks[(i + round) % asks.len()].to_vec(),
+        &|dir, agent| {
+            coord(&t.env, dir, agent)
+                .arg("unlock")
+                .ok()
+                .stdout_has("(and on remote `origin`)");
+        },
+    );
+}
