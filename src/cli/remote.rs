@@ -541,7 +541,11 @@ pub fn start_renewer(ws: &Workspace) {
 /// exits). Never waits on the network; a sync that cannot be started is left to the next
 /// command that takes or releases a lock.
 pub fn start_sync_if_working_on_changed(ws: &Workspace) {
-    if remote::working_on_changed(ws, &coord::lock::working_on(ws)) && !remote::sync_running(ws) {
+    // Not shared here: nothing to look at (the lock index is read only where it is).
+    if remote::config(ws).is_some()
+        && remote::working_on_changed(ws, &coord::lock::working_on(ws))
+        && !remote::sync_running(ws)
+    {
         let _ = start_detached(ws, &["sync", "--background"]);
     }
 }
