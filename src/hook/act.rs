@@ -459,11 +459,22 @@ fn deny_reason(
         ),
     };
     let released = released_when(ws, targets.iter().find(|t| t.rel == file), &ask);
+    // A holder in another clone is out of reach of `coord msg`: its person is.
+    let ask_them = if ask.contains(" through remote `") {
+        format!(
+            "or ask whoever runs {} to release it",
+            ask.split(" (").next().unwrap_or(&ask)
+        )
+    } else {
+        format!(
+            "or ask with `coord -a {} msg send {} \"...\"`",
+            agent.id(),
+            crate::shell::agent(&ask)
+        )
+    };
     Some(format!(
-        "coord: {held}; {place}. Waited {}. Do not edit `{file}` now: work on something else and try again later (it is released {released}; `coord status` shows when it could be taken over), or ask with `coord -a {} msg send {} \"...\"`.",
+        "coord: {held}; {place}. Waited {}. Do not edit `{file}` now: work on something else and try again later (it is released {released}; `coord status` shows when it could be taken over), {ask_them}.",
         clock::format_duration(wait),
-        agent.id(),
-        crate::shell::agent(&ask),
     ))
 }
 

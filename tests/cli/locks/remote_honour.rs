@@ -109,7 +109,13 @@ fn another_clones_claim_refuses_every_door_until_released() {
     assert_eq!(mcp["isError"], true, "{mcp}");
     names_alice(mcp["content"][0]["text"].as_str().unwrap());
     let (denied, _) = hook_edit(bob(), &b);
-    names_alice(&denied.expect("the hook's edit is denied"));
+    let denied = denied.expect("the hook's edit is denied");
+    names_alice(&denied);
+    // alice is on another machine: `coord msg` cannot reach her, her person can.
+    assert!(
+        !denied.contains("msg send") && denied.contains("ask whoever runs alice on "),
+        "{denied}"
+    );
     assert!(!b.join("src/a.rs.lock.bob").exists());
 
     coord(&t.env, &a, "alice").args(["unlock", "src/**"]).ok();
