@@ -3,7 +3,7 @@
 //! moment coord itself dies, even by `kill -9`, so an agent never goes on editing after the
 //! locks its session took were judged STALE and handed to someone else), and a detached child
 //! that outlives the command that started it ([`detach`]: the renewer of a clone's remote
-//! claims, `coord remote renewer`).
+//! claims and its background syncs, which `coord::remote::spawn_detached` starts).
 //!
 //! This is the one place coord runs code between `fork` and `exec` (`pre_exec`, which Rust
 //! marks `unsafe`): raw system calls, all async-signal-safe, and no allocation. Where the

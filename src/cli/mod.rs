@@ -295,6 +295,9 @@ pub fn run() -> ExitCode {
         return ExitCode::Passthrough(coord::fsutil::finish_append());
     }
     coord::fsutil::finish_appends();
+    // The library's background children (syncs, the renewer) leave this process as the
+    // binary's one piece of pre-exec code makes them.
+    coord::remote::set_detacher(child_fence::detach);
     let (cli, dir_given, agent_flag) = match parse_args() {
         Ok(parsed) => parsed,
         Err(e) => {

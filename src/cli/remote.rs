@@ -550,23 +550,11 @@ pub fn start_sync_if_working_on_changed(ws: &Workspace) {
     }
 }
 
-/// Start `coord remote ARGS` for the workspace `ws`, detached: its own session, stdio on
-/// `/dev/null`, no descriptor of this process.
+/// Start `coord remote ARGS` for the workspace `ws`, detached
+/// ([`remote::spawn_detached`]), reaped by a thread of a long-lived process (`coord mcp`); a
+/// command that ends first leaves it to init.
 fn start_detached(ws: &Workspace, args: &[&str]) -> std::io::Result<()> {
-    let mut command = std::process::Command::new(std::env::current_exe()?);
-    command
-        .arg("-C")
-        .arg(ws.root())
-        .arg("remote")
-        .args(args)
-        .env_remove("COORD_AGENT")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null());
-    super::child_fence::detach(&mut command);
-    let mut child = command.spawn()?;
-    // Reaped by a thread of a long-lived process (`coord mcp`); a command that ends first
-    // leaves it to init.
+    let mut child = remote::spawn_detached(ws, args)?;
     std::thread::spawn(move || child.wait());
     Ok(())
 }

@@ -856,15 +856,15 @@ pub fn refresh(ws: &Workspace, older: Duration) -> Option<String> {
     if synced_age(ws).is_some_and(|a| a <= older) {
         return None;
     }
-    let shared = worktree::shared_root(ws.root());
-    let lock = layout::remote_sync(&shared);
-    let read = fsutil::ensure_dir(&layout::remote_dir(&shared))
-        .and_then(|()| crate::arbiter::lock_mutex_within(&lock, Duration::ZERO))
-        .map(|free| {
-            drop(free);
-            start_sync(ws)
-        })
-        .unwrap_or_else(|_| crate::arbiter::lock_mutex_within(&lock, REFRESH_WAIT).is_ok());
+    let read = sync_lock(ws).is_ok_and(|lock| {
+        match crate::arbiter::lock_mutex_within(&lock, Duration::ZERO) {
+            Ok(free) => {
+                drop(free);
+                start_sync(ws)
+            }
+            Err(_) => crate::arbiter::lock_mutex_within(&lock, REFRESH_WAIT).is_ok(),
+        }
+    });
     if read {
         return None;
     }
@@ -879,27 +879,52 @@ pub fn refresh(ws: &Workspace, older: Duration) -> Option<String> {
     ))
 }
 
-/// Start `coord remote sync --background` in its own process group, stdio on `/dev/null`, and
-/// wait for it at most [`REFRESH_WAIT`]: whether it read the remote by then. Reaped by a thread
-/// (a long-lived process, `coord mcp`, leaves no zombie); a command that ends first leaves it
-/// to init.
-fn start_sync(ws: &Workspace) -> bool {
+/// How a child is made independent of this process before it starts: the binary installs one
+/// ([`set_detacher`]) that gives it a session of its own and none of the descriptors this
+/// process inherited (a detached child must never hold a client's pipe open); without one (the
+/// library's own tests) it gets a process group of its own.
+static DETACHER: std::sync::OnceLock<fn(&mut std::process::Command)> = std::sync::OnceLock::new();
+
+/// Install how [`spawn_detached`] detaches its children (once per process; later calls are
+/// ignored).
+pub fn set_detacher(detach: fn(&mut std::process::Command)) {
+    let _ = DETACHER.set(detach);
+}
+
+/// Start `coord -C ROOT remote ARGS` detached: stdio on `/dev/null`, no agent of this process,
+/// made independent as [`set_detacher`] says. The one way coord starts its background syncs
+/// and its renewer.
+///
+/// # Errors
+///
+/// When this executable cannot be found or the child cannot be started.
+pub fn spawn_detached(ws: &Workspace, args: &[&str]) -> std::io::Result<std::process::Child> {
     use std::os::unix::process::CommandExt as _;
     use std::process::{Command, Stdio};
-    let Ok(exe) = std::env::current_exe() else {
-        return false;
-    };
-    let started = Command::new(exe)
+    let mut command = Command::new(std::env::current_exe()?);
+    command
         .arg("-C")
         .arg(ws.root())
-        .args(["remote", "sync", "--background"])
+        .arg("remote")
+        .args(args)
         .env_remove("COORD_AGENT")
         .stdin(Stdio::null())
         .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .process_group(0)
-        .spawn();
-    let Ok(mut child) = started else {
+        .stderr(Stdio::null());
+    match DETACHER.get() {
+        Some(detach) => detach(&mut command),
+        None => {
+            command.process_group(0);
+        }
+    }
+    command.spawn()
+}
+
+/// Start `coord remote sync --background` detached and wait for it at most [`REFRESH_WAIT`]:
+/// whether it read the remote by then. Reaped by a thread (a long-lived process, `coord mcp`,
+/// leaves no zombie); a command that ends first leaves it to init.
+fn start_sync(ws: &Workspace) -> bool {
+    let Ok(mut child) = spawn_detached(ws, &["sync", "--background"]) else {
         return false;
     };
     let (tx, rx) = std::sync::mpsc::channel();
