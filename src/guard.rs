@@ -489,10 +489,7 @@ pub fn remote_held(ws: &Workspace, paths: &[String]) -> Vec<Held> {
                 holder: format!(
                     "{} ({} `{}` through remote `{}`)",
                     c.holder.describe(),
-                    match c.kind {
-                        crate::remote::Kind::Claim => "claim",
-                        crate::remote::Kind::Lock => "lock",
-                    },
+                    c.kind.word(),
                     c.pattern,
                     cfg.remote
                 ),

@@ -277,12 +277,12 @@ impl Error {
             // A claim of another clone (`remote::Held::refusal`): its agent is on another
             // machine, out of reach of `coord msg`.
             Error::LockHeld { file, holder, .. } | Error::WaitTimedOut { file, holder, .. }
-                if holder.contains(" through remote `") =>
+                if remote_holder(holder).is_some() =>
             {
                 Some(format!(
                     "wait with `coord lock {} --wait 5m`, or ask who runs {} to release it",
                     quote::arg(file),
-                    holder.split(" (").next().unwrap_or(holder)
+                    remote_holder(holder).unwrap_or(holder)
                 ))
             }
             Error::NotOneFile { arg, .. } => Some(format!(
@@ -456,4 +456,13 @@ impl<T> IoResultExt<T> for io::Result<T> {
             source,
         })
     }
+}
+
+/// `agent on host` when `holder` (a refusal's holder text) names an agent of another clone, as
+/// `remote::Held::refusal` and the guard write it (`alice on h (claim `src/**` through remote
+/// `origin`…)`): someone out of reach of `coord msg`, whose person is asked instead.
+pub fn remote_holder(holder: &str) -> Option<&str> {
+    holder
+        .contains(" through remote `")
+        .then(|| holder.split(" (").next().unwrap_or(holder))
 }

@@ -460,17 +460,13 @@ fn deny_reason(
     };
     let released = released_when(ws, targets.iter().find(|t| t.rel == file), &ask);
     // A holder in another clone is out of reach of `coord msg`: its person is.
-    let ask_them = if ask.contains(" through remote `") {
-        format!(
-            "or ask whoever runs {} to release it",
-            ask.split(" (").next().unwrap_or(&ask)
-        )
-    } else {
-        format!(
+    let ask_them = match crate::error::remote_holder(&ask) {
+        Some(them) => format!("or ask whoever runs {them} to release it"),
+        None => format!(
             "or ask with `coord -a {} msg send {} \"...\"`",
             agent.id(),
             crate::shell::agent(&ask)
-        )
+        ),
     };
     Some(format!(
         "coord: {held}; {place}. Waited {}. Do not edit `{file}` now: work on something else and try again later (it is released {released}; `coord status` shows when it could be taken over), {ask_them}.",

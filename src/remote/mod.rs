@@ -1010,10 +1010,7 @@ impl Held {
             holder: format!(
                 "{} ({} `{}` through remote `{remote}`, lease until {})",
                 self.holder.describe(),
-                match self.kind {
-                    Kind::Claim => "claim",
-                    Kind::Lock => "lock",
-                },
+                self.kind.word(),
                 self.pattern,
                 when(&self.lease_until)
             ),

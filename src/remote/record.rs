@@ -38,6 +38,16 @@ pub enum Kind {
     Lock,
 }
 
+impl Kind {
+    /// Its word in records and messages: `claim` or `lock`.
+    pub fn word(self) -> &'static str {
+        match self {
+            Kind::Claim => "claim",
+            Kind::Lock => "lock",
+        }
+    }
+}
+
 /// Who holds a record: an agent of one clone, on one host.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Holder {
@@ -371,11 +381,7 @@ fn hash_name(parts: &[&str]) -> String {
 /// The tree entry of `holder`'s record on `text` (a pattern or path) of `kind`: a hash, so
 /// that no name given by a user reaches a ref or a path.
 pub fn entry_name(holder: &Holder, kind: Kind, text: &str) -> String {
-    let kind = match kind {
-        Kind::Claim => "claim",
-        Kind::Lock => "lock",
-    };
-    hash_name(&[kind, &holder.clone, &holder.agent, text])
+    hash_name(&[kind.word(), &holder.clone, &holder.agent, text])
 }
 
 /// Whether `name` is a tree entry name coord writes (32 lower-case hex digits).

@@ -234,10 +234,7 @@ fn index_text(state: &State) -> String {
             .filter(|s| Some(*s) <= clock::parse_timestamp(&c.seen))
             .or_else(|| clock::parse_timestamp(&c.seen))
             .map_or(0, |t| t.timestamp());
-        let kind = match r.kind {
-            super::record::Kind::Claim => "claim",
-            super::record::Kind::Lock => "lock",
-        };
+        let kind = r.kind.word();
         out.push_str(&format!(
             "{}\t{kind}\t{}\t{}\t{}\t{since}\t{}\t{}\n",
             until.timestamp(),
