@@ -136,10 +136,7 @@ pub fn nested_register(root: &Path) -> PathBuf {
 /// The register entry of the nested workspace at `rel` (relative to `root`, `/` separators):
 /// `<root>/.coord/nested/<16 hex digits of its path's FNV-1a hash>`.
 pub fn nested_entry(root: &Path, rel: &str) -> PathBuf {
-    let hash = rel.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    });
-    nested_register(root).join(format!("{hash:016x}"))
+    nested_register(root).join(format!("{:016x}", host::fnv1a64(rel.as_bytes())))
 }
 
 /// `<root>/.coord/sync-warned`: the sync-tool warning was given (it is given once).
@@ -342,19 +339,7 @@ const HELD_NAME_MAX: usize = 200;
 /// agent (`src/a.rs` → `src%2Fa.rs.held.claude`; never a lock file's name, so that nothing
 /// looking for `*.lock.*` mistakes it for one); named by hash, `=<FNV-1a of rel>.held.<agent>`.
 pub fn held_entry(root: &Path, rel: &str, agent: &str) -> (PathBuf, bool) {
-    let mut name = String::with_capacity(rel.len() + HELD_INFIX.len() + agent.len() + 8);
-    for c in rel.chars() {
-        match c {
-            '%' => name.push_str("%25"),
-            '/' => name.push_str("%2F"),
-            '=' => name.push_str("%3D"),
-            c => name.push(c),
-        }
-    }
-    let hashed = name.len() + HELD_INFIX.len() + agent.len() > HELD_NAME_MAX;
-    if hashed {
-        name = format!("={:016x}", host::fnv1a64(rel.as_bytes()));
-    }
+    let (mut name, hashed) = escaped_name(rel, "=", HELD_NAME_MAX - HELD_INFIX.len() - agent.len());
     name.push_str(HELD_INFIX);
     name.push_str(agent);
     (held_dir(root).join(name), hashed)
@@ -408,18 +393,24 @@ pub fn backup_generations(root: &Path, file: &Path) -> PathBuf {
         Ok(rel) => rel.to_string_lossy().into_owned(),
         Err(_) => file.to_string_lossy().into_owned(),
     };
+    backups_dir(root).join(escaped_name(&key, "", HELD_NAME_MAX).0)
+}
+
+/// `key` as one file name: `%` written `%25`, `/` `%2F` and each of `also` as `%XX`; when that
+/// is longer than `max`, `=` and the FNV-1a hash of `key` (then `true`).
+fn escaped_name(key: &str, also: &str, max: usize) -> (String, bool) {
     let mut name = String::with_capacity(key.len() + 8);
     for c in key.chars() {
-        match c {
-            '%' => name.push_str("%25"),
-            '/' => name.push_str("%2F"),
-            c => name.push(c),
+        if c == '%' || c == '/' || also.contains(c) {
+            name.push_str(&format!("%{:02X}", c as u32));
+        } else {
+            name.push(c);
         }
     }
-    if name.len() > 200 {
-        name = format!("={:016x}", host::fnv1a64(key.as_bytes()));
+    if name.len() > max {
+        return (format!("={:016x}", host::fnv1a64(key.as_bytes())), true);
     }
-    backups_dir(root).join(name)
+    (name, false)
 }
 
 /// The name of backup generation `seq` (zero-padded, so names sort by age).
