@@ -35,6 +35,7 @@ use crate::presence::{self, AgentState, Unreadable};
 use crate::record::Record;
 use crate::wait::{Deadline, FolderWatch, RECHECK};
 use crate::workspace::{AgentId, Workspace, is_valid_agent_id};
+use crate::worktree::shared_root;
 
 use HandshakeStatus::{Accepted, Requested};
 
@@ -155,10 +156,7 @@ pub fn render(blocks: &[Block]) -> String {
 /// # Errors
 /// [`Unreadable`] when the file exists but cannot be read.
 pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Vec<Block>>, Unreadable> {
-    match fsutil::read_text_capped(
-        &layout::handshake(&crate::worktree::shared_root(root), id),
-        RECORD_CAP,
-    ) {
+    match fsutil::read_text_capped(&layout::handshake(&shared_root(root), id), RECORD_CAP) {
         Ok((text, _)) => Ok(Some(parse(id, &text))),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Unreadable {
@@ -172,7 +170,7 @@ pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Vec<Block>>, Un
 pub fn scan(root: &Path) -> (Vec<Block>, Vec<Unreadable>) {
     let mut blocks = Vec::new();
     let mut bad = Vec::new();
-    if let Ok(entries) = crate::fsutil::read_dir(crate::worktree::shared_root(root)) {
+    if let Ok(entries) = crate::fsutil::read_dir(shared_root(root)) {
         for entry in entries.flatten() {
             let name = entry.file_name();
             let Some(id) = name.to_str().and_then(layout::handshake_agent) else {
@@ -249,7 +247,7 @@ pub fn step(ws: &Workspace, agent: &AgentId, also: &[String]) -> Result<Round> {
     let root = ws.root();
     let me = agent.id();
     let _mutex = ws.lock_mutex()?;
-    let path = layout::handshake(&crate::worktree::shared_root(root), me);
+    let path = layout::handshake(&shared_root(root), me);
     let old = read(root, me)
         .map_err(|u| Error::Corrupt {
             path: path.clone(),

@@ -30,6 +30,7 @@ use crate::fsutil::{self, RECORD_CAP};
 use crate::layout;
 use crate::record::Record;
 use crate::workspace::AgentId;
+use crate::worktree::shared_root;
 
 /// A heartbeat older than this makes an agent `INACTIVE`.
 pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -175,7 +176,7 @@ pub struct Unreadable {
 /// # Errors
 /// [`Unreadable`] when the file exists but is not a readable small regular file.
 pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Presence>, Unreadable> {
-    let path = layout::presence(&crate::worktree::shared_root(root), id);
+    let path = layout::presence(&shared_root(root), id);
     match fsutil::read_text_capped(&path, RECORD_CAP) {
         Ok((text, mtime)) => Ok(Some(Presence::parse(
             id,
@@ -194,7 +195,7 @@ pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Presence>, Unre
 pub fn scan(root: &Path) -> (Vec<Presence>, Vec<Unreadable>) {
     let mut found = Vec::new();
     let mut bad = Vec::new();
-    let _ = fsutil::for_each_name(&crate::worktree::shared_root(root), |name| {
+    let _ = fsutil::for_each_name(&shared_root(root), |name| {
         let Some(id) = std::str::from_utf8(name)
             .ok()
             .and_then(layout::presence_agent)
@@ -246,7 +247,7 @@ pub fn judge(root: &Path, id: &str, now: &Timestamp) -> Option<AgentState> {
     match read(root, id) {
         Ok(found) => found.map(|p| p.state(now)),
         Err(_) => {
-            let mtime = fsutil::mtime(&layout::presence(&crate::worktree::shared_root(root), id))
+            let mtime = fsutil::mtime(&layout::presence(&shared_root(root), id))
                 .map(clock::from_system_time);
             Some(Presence::parse(id, "", mtime).state(now))
         }
@@ -350,7 +351,7 @@ pub fn write_over(
         rec.set(k, crate::record::one_line(v));
     }
     // Among the worktrees of one repository: which one this agent acts in.
-    if crate::worktree::shared_root(root) != root || !crate::worktree::others(root).is_empty() {
+    if shared_root(root) != root || !crate::worktree::others(root).is_empty() {
         rec.set(crate::worktree::PRESENCE_KEY, root.display().to_string());
     }
     match &update.locks {
@@ -361,7 +362,7 @@ pub fn write_over(
         ),
         None => {}
     }
-    let path = layout::presence(&crate::worktree::shared_root(root), agent.id());
+    let path = layout::presence(&shared_root(root), agent.id());
     let bytes = rec.render();
     match fsutil::replace(&path, bytes.as_bytes()) {
         Ok(()) => {}

@@ -17,6 +17,7 @@ use crate::presence::{self, LockStatus, StateCache, Unreadable};
 use crate::review::{self, rules::ReviewSummary};
 use crate::stamp::{self, RowStatus};
 use crate::workspace::Workspace;
+use crate::worktree::shared_root;
 
 /// One agent, as `status` shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -714,11 +715,10 @@ pub fn collect(ws: &Workspace) -> Status {
         // An agent that clocked out waits for no one, whatever a file left behind says.
         a.needs_user = crate::history::needs_user(ws.root(), &a.agent)
             .filter(|_| a.status != presence::AgentState::Finished.as_str());
-        let top = a.worktree.clone().unwrap_or_else(|| {
-            crate::worktree::shared_root(ws.root())
-                .display()
-                .to_string()
-        });
+        let top = a
+            .worktree
+            .clone()
+            .unwrap_or_else(|| shared_root(ws.root()).display().to_string());
         a.branch = trees
             .iter()
             .find(|t| t.top.as_os_str() == top.as_str())
@@ -752,9 +752,7 @@ pub fn collect(ws: &Workspace) -> Status {
     });
     Status {
         root: ws.root().display().to_string(),
-        shared_root: crate::worktree::shared_root(ws.root())
-            .display()
-            .to_string(),
+        shared_root: shared_root(ws.root()).display().to_string(),
         branch: worktrees.first().and_then(|t| t.branch.clone()),
         worktrees,
         agents,
@@ -850,7 +848,7 @@ pub fn nested(ws: &Workspace, files: &[&str]) -> Vec<Nested> {
 /// sent to it here would wait in an inbox it never reads. Looks for the locks under the root
 /// only then (a folder walk, on this rare path alone).
 pub fn nested_home(ws: &Workspace, agent: &str) -> Option<Nested> {
-    let shared = crate::worktree::shared_root(ws.root());
+    let shared = shared_root(ws.root());
     if std::fs::symlink_metadata(crate::layout::presence(&shared, agent)).is_ok() {
         return None;
     }

@@ -27,6 +27,7 @@ use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
 use crate::layout;
 use crate::pattern::{self, Pattern};
+use crate::worktree::shared_root;
 
 pub mod nested;
 
@@ -186,7 +187,7 @@ impl Workspace {
     /// `.coord/` cannot be created.
     pub fn init(dir: &Path) -> Result<(Workspace, bool)> {
         let root = canonical_dir(dir)?;
-        let state = layout::state_dir(&crate::worktree::shared_root(&root));
+        let state = layout::state_dir(&shared_root(&root));
         let existed = fs::symlink_metadata(&state).is_ok_and(|m| m.is_dir());
         fsutil::ensure_dir(&state)?;
         if !existed {
@@ -214,7 +215,7 @@ impl Workspace {
     ///
     /// [`Error::Io`] when the folder, or its `.gitignore` when adopting, cannot be created.
     pub fn ensure_state_dir(&self) -> Result<PathBuf> {
-        let dir = layout::state_dir(&crate::worktree::shared_root(&self.root));
+        let dir = layout::state_dir(&shared_root(&self.root));
         // The root was resolved (no symlink above it), so a real folder at `.coord` is all
         // there is to check; anything else (missing, a symlink, a file) takes the careful path.
         if !fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
@@ -275,11 +276,9 @@ impl Workspace {
         if SWEPT.swap(true, std::sync::atomic::Ordering::Relaxed) {
             return;
         }
-        let queue = layout::queue_root(&crate::worktree::shared_root(&self.root));
+        let queue = layout::queue_root(&shared_root(&self.root));
         fsutil::sweep_temps(&self.root);
-        fsutil::sweep_temps(&layout::state_dir(&crate::worktree::shared_root(
-            &self.root,
-        )));
+        fsutil::sweep_temps(&layout::state_dir(&shared_root(&self.root)));
         // `.coord/queue/` and its queue folders (only folders: a symlink there is not entered),
         // in one listing.
         if let Ok(entries) = crate::fsutil::read_dir(&queue) {
@@ -313,7 +312,7 @@ impl Workspace {
         // mutex: create it again and go on. Exclusion does not depend on the old folder: the
         // mutex is checked to be the file at its path once locked.
         self.require_arbitration()?;
-        let mutex = layout::mutex(&crate::worktree::shared_root(&self.root));
+        let mutex = layout::mutex(&shared_root(&self.root));
         let mut tries = 0;
         loop {
             self.ensure_state_dir()?;
@@ -610,7 +609,7 @@ fn enclosing_workspace(dir: &Path) -> Option<PathBuf> {
     dir.ancestors()
         .enumerate()
         .find(|(i, d)| {
-            fsutil::real_entry(&layout::state_dir(&crate::worktree::shared_root(d)))
+            fsutil::real_entry(&layout::state_dir(&shared_root(d)))
                 .is_some_and(|m| m.is_dir() && (*i == 0 || trusted_from_below(&m)))
                 || crate::worktree::is_linked(d)
         })
