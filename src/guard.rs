@@ -140,52 +140,43 @@ pub fn install(dir: &Path, coord: &Path) -> Result<Vec<Installed>> {
         let path = hooks.join(name);
         let existing = fs::read(&path).ok();
         let script = script(name, coord);
-        if existing
+        // coord's own hook: an older one (say, one that printed a line on every commit) is
+        // brought up to date in place; its chained hook stays where it is.
+        let ours = existing
             .as_deref()
-            .is_some_and(|b| String::from_utf8_lossy(b).contains(MARKER))
-        {
-            // coord's own hook: an older one (say, one that printed a line on every commit)
-            // is brought up to date in place; its chained hook stays where it is.
-            let current = existing.as_deref() == Some(script.as_bytes());
-            if !current {
-                fsutil::replace_durable(&path, script.as_bytes())?;
-                fsutil::make_executable(&path)?;
-            }
-            out.push(Installed {
-                hook: name.into(),
-                path: path.display().to_string(),
-                outcome: if current {
-                    "already installed"
-                } else {
-                    "updated"
-                },
-                chained: None,
-            });
-            continue;
-        }
+            .is_some_and(|b| String::from_utf8_lossy(b).contains(MARKER));
         let mut chained = None;
-        if fs::symlink_metadata(&path).is_ok() {
-            let aside = hooks.join(format!("{name}{CHAINED_SUFFIX}"));
-            if fs::symlink_metadata(&aside).is_ok() {
-                return Err(Error::refused(
-                    Refusal::Conflict,
-                    format!(
-                        "both `{}` and `{}` exist; coord does not know which to keep",
-                        path.display(),
-                        aside.display()
-                    ),
-                    Some(format!("merge them into `{}` by hand", aside.display())),
-                ));
+        let outcome = if existing.as_deref() == Some(script.as_bytes()) {
+            "already installed"
+        } else if ours {
+            "updated"
+        } else {
+            if fs::symlink_metadata(&path).is_ok() {
+                let aside = hooks.join(format!("{name}{CHAINED_SUFFIX}"));
+                if fs::symlink_metadata(&aside).is_ok() {
+                    return Err(Error::refused(
+                        Refusal::Conflict,
+                        format!(
+                            "both `{}` and `{}` exist; coord does not know which to keep",
+                            path.display(),
+                            aside.display()
+                        ),
+                        Some(format!("merge them into `{}` by hand", aside.display())),
+                    ));
+                }
+                fsutil::rename(&path, &aside)?;
+                chained = Some(aside.display().to_string());
             }
-            fsutil::rename(&path, &aside)?;
-            chained = Some(aside.display().to_string());
+            "installed"
+        };
+        if outcome != "already installed" {
+            fsutil::replace_durable(&path, script.as_bytes())?;
+            fsutil::make_executable(&path)?;
         }
-        fsutil::replace_durable(&path, script.as_bytes())?;
-        fsutil::make_executable(&path)?;
         out.push(Installed {
             hook: name.into(),
             path: path.display().to_string(),
-            outcome: "installed",
+            outcome,
             chained,
         });
     }

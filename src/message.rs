@@ -203,12 +203,7 @@ pub fn send(ws: &Workspace, from: &AgentId, to: &Recipient, body: &str) -> Resul
             (MESSAGE_CAP - 4096) / 1024
         )));
     }
-    // Where no arbitration holds (rclone), a message file could not be made without replacing
-    // another's: refused before `.coord/messages/` is made.
-    ws.require_arbitration()?;
-    ws.ensure_state_dir()?;
-    let dir = layout::messages_dir(&shared_root(ws.root()));
-    fsutil::ensure_dir(&dir)?;
+    let dir = messages_folder(ws)?;
     // What killed senders left here goes (listings sweep it too).
     fsutil::sweep_temps(&dir);
     let mut msg = Message {
@@ -237,6 +232,16 @@ pub fn send(ws: &Workspace, from: &AgentId, to: &Recipient, body: &str) -> Resul
             dir.display()
         ),
     })
+}
+
+/// `.coord/messages/`, made when missing. Where no arbitration holds (rclone), a message file
+/// could not be made without replacing another's: refused before the folder is made.
+fn messages_folder(ws: &Workspace) -> Result<std::path::PathBuf> {
+    ws.require_arbitration()?;
+    ws.ensure_state_dir()?;
+    let dir = layout::messages_dir(&shared_root(ws.root()));
+    fsutil::ensure_dir(&dir)?;
+    Ok(dir)
 }
 
 /// Every message in the workspace, in sending order, and the files that are not messages.
@@ -391,12 +396,7 @@ pub fn read(ws: &Workspace, agent: &AgentId, id: &str) -> Result<InboxEntry> {
 /// [`Error::Refused`] when the wait ends without an unread message; [`Error::Io`] when the message
 /// folder cannot be created.
 pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Inbox> {
-    // Where no arbitration holds (rclone), a message file could not be made without replacing
-    // another's: refused before `.coord/messages/` is made.
-    ws.require_arbitration()?;
-    ws.ensure_state_dir()?;
-    let dir = layout::messages_dir(&shared_root(ws.root()));
-    fsutil::ensure_dir(&dir)?;
+    let dir = messages_folder(ws)?;
     let started = std::time::Instant::now();
     let deadline = Deadline::after(wait.as_duration());
     // Where events do not cross machines, look again sooner.
