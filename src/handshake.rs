@@ -1,13 +1,5 @@
 //! Handshakes: `<root>/.handshake_<agent>`, one block per peer, in the seed's `key: value` form.
 //!
-//! ```text
-//! from: claude
-//! to: gemini
-//! time: 2026-01-28T01:00:00+01:00
-//! status: REQUESTED
-//! protocol: V3
-//! ```
-//!
 //! With two agents the file is exactly the seed's single block; with more, one block per peer,
 //! sorted by peer, separated by a blank line. A block says "`from` asks `to` for Protocol V3"
 //! (`REQUESTED`) or "`from` accepts `to`" (`ACCEPTED`).

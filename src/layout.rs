@@ -1,55 +1,7 @@
-//! Every name coord uses on disk, in one place.
-//!
-//! ```text
-//! <root>/.<agent>_presence            seed 001 presence
-//! <root>/.handshake_<agent>           seed 001 handshake
-//! <dir>/FILE.lock.<agent>             seed 001 lock, beside FILE
-//! <dir>/FILE.bak                      seed 001 backup, beside FILE
-//! <dir>/FILE.rejected.<agent>         content of a `coord write` refused by the lock (kept, never lost)
-//! <dir>/.coord-<host>-<pid>-XXXXXX.tmp  a temporary file on its way to becoming one of the above
-//! <root>/.coord/.gitignore            `*`: the state folder kept out of `git status` (written once)
-//! <root>/.coord/mutex                 the workspace mutex (never deleted)
-//! <root>/.coord/mutex.lease           the workspace mutex where kernel locks do not cross machines
-//! <root>/.coord/sync-warned          the warning about a sync tool was given
-//! <root>/.coord/agents                every agent that ever took a lock here (exact-name lookups)
-//! <root>/.coord/held/<file>.held.<agent>  the index of locks coord made (`/` in <file> as `%2F`)
-//! <root>/.coord/held/anchor           the file every index entry (here and in partners/open/) is a hard link to
-//! <root>/.coord/backups/<file>/<seq>  older backup generations of FILE (`/` in <file> as `%2F`)
-//! <root>/.coord/queue/seq             the next wait-ticket number
-//! <root>/.coord/queue/q-<hash>/<seq>.<agent>  a waiter's ticket for one file
-//! <root>/.coord/messages/<id>.msg     one message (seed 001 `msg send`)
-//! <root>/.coord/messages/read/<agent>/<id>  agent has read message <id>
-//! <root>/collaboration_file.txt       seed 000 shared collaboration file (default name)
-//! <root>/.coord/partners/seq          the last stamp-card row id
-//! <root>/.coord/partners/<id>.session one stamp-card row (seed 001 partner_presence)
-//! <root>/.coord/partners/open/<id>     a row not clocked out (index, empty file: a link to held/anchor)
-//! <root>/.coord/sessions/<host>-<pid>  the client session whose client process is <pid> (identity)
-//! <root>/.coord/config                workspace settings (`history_max_size: 8M`, `history_max_age: 30d`)
-//! <root>/.coord/history/events.jsonl  the event history, one JSON object a line; events.1.jsonl the previous one
-//! <root>/.coord/needs-user/<agent>    the agent's client waits for its user (since, what)
-//! <root>/.coord/shell/<agent>         when the agent's running shell call started, and the held files as they were
-//! <root>/.coord/remote/state.json     what this clone last read of its remote's `refs/coord/` (contract §13)
-//! <root>/.coord/remote/claims         the claims of state.json, one tab-separated line each (what a hook reads)
-//! <root>/.coord/remote/lock           kernel lock around rewriting state.json (never deleted)
-//! <root>/.coord/remote/renewer        kernel lock held by the clone's one renewer of its remote claims (never deleted)
-//! <root>/.coord/remote/renewer.pid    that renewer's process id
-//! <root>/.coord/remote/sync           kernel lock held by the clone's one `coord remote sync` in the background (never deleted)
-//! refs/coord/claims, refs/coord/clones/<hash>  on the remote: the shared claims, each clone's `working_on`
-//! refs/coord-sync/…                   in this clone: the remote's `refs/coord/…` as last fetched
-//! <root>/agent-dialogue/{conversation.md,current-turn.txt,status.json,lock.txt,user-commands.txt,archive/}  seed 002
-//! <root>/.coord/dialogue-<hash>.mutex  kernel lock around one dialogue folder's writes
-//! <meta>/reviews/active/<topic>-tracker.md          seed 003 tracker (meta: `--metadata`, default `<root>/.metadata`)
-//! <meta>/reviews/active/<topic>-tracker-archive.md  seed 003 archived steps
-//! <meta>/reviews/closed/<topic>-tracker.md          seed 003 closed tracker
-//! <meta>/templates/review-tracker-template.md       seed 003 template
-//! <meta>/reviews/llms/<llm>/...                     seed 003 review files
-//! <meta>/review-responses/llms/<llm>/<topic>-review/...  seed 003 response files
-//! <meta>/changelog/...                              seed 003 changelogs
-//! ```
-//!
-//! No other module builds a path by joining strings. Names only, no I/O: every `root` below is
-//! the workspace's shared root (where `.coord/` and presences live; for a linked git worktree,
-//! the main work tree's, which the caller resolves: see `worktree::shared_root`).
+//! Every name coord uses on disk, in one place (docs/protocol.md lists them with their
+//! formats). No other module builds a path by joining strings. Names only, no I/O: every `root`
+//! below is the workspace's shared root (where `.coord/` and presences live; for a linked git
+//! worktree, the main work tree's, which the caller resolves: see `worktree::shared_root`).
 
 use std::path::{Path, PathBuf};
 

@@ -1,16 +1,5 @@
 //! Messages between agents (seed 001's `msg send / list / read`): one file per message under
-//! `.coord/messages/`, and read marks kept per reader.
-//!
-//! ```text
-//! <root>/.coord/messages/0mkx2a9q1b3cd.msg
-//!     from: claude
-//!     name: Claude
-//!     to: gemini                      (an agent id, or `all`)
-//!     time: 2026-01-28T01:00:00+01:00
-//!                                     (one empty line)
-//!     The body, any number of lines, exactly as sent.
-//! <root>/.coord/messages/read/gemini/0mkx2a9q1b3cd   (gemini has read it)
-//! ```
+//! `.coord/messages/`, and read marks kept per reader (docs/protocol.md shows the format).
 //!
 //! - **No lost or torn message.** Each message is its own file, published whole with
 //!   [`fsutil::create_new`]; senders need no lock, and a taken id is retried with a new one.

@@ -1,15 +1,5 @@
 //! Presence files: `<root>/.<agent>_presence`, one per agent, in the seed's `key: value` form.
 //!
-//! ```text
-//! Agent: Claude
-//! status: ACTIVE
-//! started: 2026-01-28T01:00:00+01:00
-//! heartbeat: 2026-01-28T01:05:00+01:00
-//! working_on: Task_123
-//! current_file: SHARED.txt
-//! lock_status: LOCKED
-//! ```
-//!
 //! The seed's keys come first, in the seed's order; keys coord adds (`locks`, the JSON list of
 //! files this agent locked through coord) and keys someone else added follow and are kept.
 //! `started` survives every refresh. An agent is `ACTIVE` while its heartbeat is at most two

@@ -1,21 +1,5 @@
-//! The stamp card: seed 001's `partner_presence` table, one plain file per row.
-//!
-//! ```text
-//! <root>/.coord/partners/seq                 the last row id handed out
-//! <root>/.coord/partners/open/7              the index of rows not clocked out (empty files)
-//! <root>/.coord/partners/0000000007.session  one row:
-//!
-//! id: 7
-//! partner_name: claude
-//! status: online
-//! clocked_in: 2026-01-28T01:00:00+01:00
-//! clocked_out: -
-//! last_heartbeat: 2026-01-28T01:05:00+01:00
-//! current_task: Task_123
-//! session_id: claude-7-3fa2c1
-//! pid: 4242
-//! host: build-box
-//! ```
+//! The stamp card: seed 001's `partner_presence` table, one plain file per row under
+//! `.coord/partners/` (docs/protocol.md, "Stamp card and sessions", shows a row).
 //!
 //! Files, not the seed's SQLite: the shared folder may be on a network filesystem where SQLite's
 //! locking is unsafe. Every transition (clock in, heartbeat, crash marking, clock out) happens
