@@ -22,11 +22,11 @@
 use serde::Serialize;
 
 use crate::clock::{self, Timestamp, Wait};
+use crate::edit::{process_lock, with_own_lock};
 use crate::error::Refusal;
 use crate::error::{Error, Result};
 use crate::fsutil;
-use crate::host;
-use crate::lock::{self, ClientSession, DEFAULT_TTL, Fence, LockEvent, LockRequest, Owner};
+use crate::lock::{self, ClientSession, Fence, LockEvent};
 use crate::record::one_line;
 use crate::workspace::{AgentId, Target, Workspace};
 
@@ -82,50 +82,22 @@ pub fn note(
     if one_line(&req.text).is_empty() {
         return Err(Error::bad_input("the note is empty"));
     }
-    // A lock the agent already holds (taken by coord, or made by hand in the seed's form) is
-    // used as it is and stays after the note: only a lock this note took is released.
-    if let Some(fence) = lock::own_fence(&req.target, &req.agent) {
-        let line = fenced_append(ws, req, &fence)?;
-        return Ok(Noted {
-            file: req.target.rel.clone(),
-            line,
-            took_lock: false,
-            backup: None,
-        });
-    }
-    let got = lock::acquire(
-        ws,
-        &LockRequest {
-            agent: req.agent.clone(),
-            targets: vec![req.target.clone()],
-            wait: req.wait,
-            ttl: DEFAULT_TTL,
-            backup: true,
-            reason: Some("writing a note".into()),
-            owner: Some(Owner::process(host::pid(), None)),
-            claims: Vec::new(),
-            runs_in: req.runs_in.clone(),
-        },
-        on_event,
-    )?;
-    let Some(acquired) = got.acquired.into_iter().next() else {
-        return Err(Error::Failed {
-            message: format!("the lock on `{}` was not reported", req.target.rel),
-        });
-    };
-    let appended = fenced_append(ws, req, &Fence::Token(acquired.token.clone()));
-    let released = lock::release_tokens(
-        ws,
+    let lock = process_lock(
         &req.agent,
-        &[(req.target.clone(), acquired.token.clone())],
+        &req.target,
+        req.wait,
+        "writing a note",
+        true,
+        req.runs_in.clone(),
     );
-    let line = appended?;
-    released?;
+    let ((line, took_lock), backup) = with_own_lock(ws, &lock, on_event, |fence, took| {
+        fenced_append(ws, req, fence).map(|line| (line, took))
+    })?;
     Ok(Noted {
         file: req.target.rel.clone(),
         line,
-        took_lock: true,
-        backup: acquired.backup,
+        took_lock,
+        backup,
     })
 }
 

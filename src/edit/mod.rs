@@ -10,9 +10,67 @@ pub mod restore;
 pub mod run;
 pub mod write;
 
-use crate::workspace::Target;
+use crate::clock::Wait;
+use crate::error::{Error, Result};
+use crate::host;
+use crate::lock::{self, ClientSession, DEFAULT_TTL, Fence, LockEvent, LockRequest, Owner};
+use crate::workspace::{AgentId, Target, Workspace};
 
 /// The folder holding `target`.
 fn folder(target: &Target) -> &std::path::Path {
     target.abs.parent().unwrap_or(std::path::Path::new("/"))
+}
+
+/// A lock on one file for the life of this process, as an edit takes it when the agent holds
+/// none: tied to this process, so a crash leaves it STALE at once.
+pub(crate) fn process_lock(
+    agent: &AgentId,
+    target: &Target,
+    wait: Wait,
+    reason: &str,
+    backup: bool,
+    runs_in: Option<ClientSession>,
+) -> LockRequest {
+    LockRequest {
+        agent: agent.clone(),
+        targets: vec![target.clone()],
+        wait,
+        ttl: DEFAULT_TTL,
+        backup,
+        reason: Some(reason.into()),
+        owner: Some(Owner::process(host::pid(), None)),
+        claims: Vec::new(),
+        runs_in,
+    }
+}
+
+/// Run `op` fenced by the agent's lock on the one file of `req`: a lock the agent holds already
+/// (coord's, or made by hand in the seed's form) is used and kept; otherwise `req` is acquired
+/// and released after `op`, whatever it did. `op` is told whether the lock was taken for it;
+/// the backup that acquisition wrote comes back beside its result.
+///
+/// # Errors
+///
+/// The errors of [`lock::acquire`], then `op`'s, then those of the release.
+pub(crate) fn with_own_lock<T>(
+    ws: &Workspace,
+    req: &LockRequest,
+    on_event: &mut dyn FnMut(&LockEvent),
+    op: impl FnOnce(&Fence, bool) -> Result<T>,
+) -> Result<(T, Option<String>)> {
+    let target = &req.targets[0];
+    if let Some(fence) = lock::own_fence(target, &req.agent) {
+        return Ok((op(&fence, false)?, None));
+    }
+    let got = lock::acquire(ws, req, on_event)?;
+    let Some(acquired) = got.acquired.into_iter().next() else {
+        return Err(Error::Failed {
+            message: format!("the lock on `{}` was not reported", target.rel),
+        });
+    };
+    let done = op(&Fence::Token(acquired.token.clone()), true);
+    let released = lock::release_tokens(ws, &req.agent, &[(target.clone(), acquired.token)]);
+    let done = done?;
+    released?;
+    Ok((done, acquired.backup))
 }
