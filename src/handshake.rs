@@ -148,33 +148,14 @@ pub fn render(blocks: &[Block]) -> String {
 /// # Errors
 /// [`Unreadable`] when the file exists but cannot be read.
 pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Vec<Block>>, Unreadable> {
-    match fsutil::read_text_capped(&layout::handshake(&shared_root(root), id), RECORD_CAP) {
-        Ok((text, _)) => Ok(Some(parse(id, &text))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Unreadable {
-            path: format!(".handshake_{id}"),
-            why: e.to_string(),
-        }),
-    }
+    let found = presence::read_agent_file(&layout::handshake(&shared_root(root), id))?;
+    Ok(found.map(|(text, _)| parse(id, &text)))
 }
 
 /// Every block of every handshake file in the root, sorted by `from` then `to`.
 pub fn scan(root: &Path) -> (Vec<Block>, Vec<Unreadable>) {
-    let mut blocks = Vec::new();
-    let mut bad = Vec::new();
-    if let Ok(entries) = crate::fsutil::read_dir(shared_root(root)) {
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(id) = name.to_str().and_then(layout::handshake_agent) else {
-                continue;
-            };
-            match read(root, id) {
-                Ok(Some(b)) => blocks.extend(b),
-                Ok(None) => {}
-                Err(u) => bad.push(u),
-            }
-        }
-    }
+    let (files, bad) = presence::scan_root(root, layout::handshake_agent, |id| read(root, id));
+    let mut blocks: Vec<Block> = files.into_iter().flatten().collect();
     blocks.sort_by(|a, b| a.from.cmp(&b.from).then(a.to.cmp(&b.to)));
     (blocks, bad)
 }
