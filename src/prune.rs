@@ -56,7 +56,8 @@ pub fn prune(ws: &Workspace, dry_run: bool) -> Result<Pruned> {
         dry_run,
         ..Default::default()
     };
-    if !layout::state_dir(&shared_root(root)).is_dir() {
+    let shared = shared_root(root);
+    if !layout::state_dir(&shared).is_dir() {
         return Ok(out);
     }
     let _mutex = ws.lock_mutex()?;
@@ -89,21 +90,18 @@ pub fn prune(ws: &Workspace, dry_run: bool) -> Result<Pruned> {
             out.kept.push(agent);
             continue;
         }
-        let mut paths: Vec<PathBuf> = Vec::new();
-        paths.push(layout::presence(&shared_root(root), &agent));
-        paths.extend(
-            rows.iter()
-                .filter(|r| r.partner_name == agent)
-                .flat_map(|r| {
-                    [
-                        layout::partner_row(&shared_root(root), r.id),
-                        layout::partner_open(&shared_root(root), r.id),
-                    ]
-                }),
-        );
-        paths.push(layout::needs_user(&shared_root(root), &agent));
-        paths.push(layout::shell_start(&shared_root(root), &agent));
-        let marks = layout::read_marks_dir(&shared_root(root), &agent);
+        let mut paths = vec![layout::presence(&shared, &agent)];
+        for r in rows.iter().filter(|r| r.partner_name == agent) {
+            paths.extend([
+                layout::partner_row(&shared, r.id),
+                layout::partner_open(&shared, r.id),
+            ]);
+        }
+        paths.extend([
+            layout::needs_user(&shared, &agent),
+            layout::shell_start(&shared, &agent),
+        ]);
+        let marks = layout::read_marks_dir(&shared, &agent);
         let mut gone = Vec::new();
         for p in paths {
             if std::fs::symlink_metadata(&p).is_ok() {
