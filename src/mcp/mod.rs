@@ -134,7 +134,7 @@ impl<H: ToolHost> Server<H> {
     fn handle_one(&mut self, line: &[u8]) -> Option<Value> {
         match jsonrpc::classify(line) {
             Incoming::Request(req) => Some(self.handle(req)),
-            Incoming::Notification { .. } | Incoming::Ignored => None,
+            Incoming::Ignored => None,
             Incoming::Invalid { id, code, message } => {
                 Some(jsonrpc::error(&id, code, &message, None))
             }
