@@ -234,8 +234,8 @@ impl Workspace {
             nested::register(&self.root);
         }
         self.sweep_temps_once();
-        // Detected now, before the first file is published: on a local filesystem, what the
-        // writes of this process swap out is kept for reuse from the first one on.
+        // Detected now, before the first file is published: on a network filesystem, coord's
+        // writes and reads take more care from the first one on.
         let _ = self.policy();
         self.adopt()?;
         Ok(dir)
