@@ -329,15 +329,7 @@ pub fn parse_held_entry(file_name: &str) -> Option<(Option<String>, String)> {
     Some((Some(String::from_utf8(rel).ok()?), agent))
 }
 
-/// `<root>/.coord/backups`: older backup generations, one folder per file.
-pub fn backups_dir(root: &Path) -> PathBuf {
-    state_dir(root).join(BACKUPS_DIR)
-}
-
-/// The older backup generations' folder, in `.coord/`.
-pub const BACKUPS_DIR: &str = "backups";
-
-/// The folder of `file`'s older backup generations: its path relative to the shared root (the
+/// `<root>/.coord/backups/<name>`, the folder of `file`'s older backup generations: its path relative to the shared root (the
 /// absolute path when it lies outside, in a linked worktree), `%` written `%25` and `/`
 /// written `%2F`; a hash when that name would be too long.
 pub fn backup_generations(root: &Path, file: &Path) -> PathBuf {
@@ -345,7 +337,9 @@ pub fn backup_generations(root: &Path, file: &Path) -> PathBuf {
         Ok(rel) => rel.to_string_lossy().into_owned(),
         Err(_) => file.to_string_lossy().into_owned(),
     };
-    backups_dir(root).join(escaped_name(&key, "", HELD_NAME_MAX).0)
+    state_dir(root)
+        .join("backups")
+        .join(escaped_name(&key, "", HELD_NAME_MAX).0)
 }
 
 /// `key` as one file name: `%` written `%25`, `/` `%2F` and each of `also` as `%XX`; when that
@@ -372,11 +366,8 @@ pub fn generation_name(seq: u64) -> String {
 
 /// `<root>/.coord/queue`.
 pub fn queue_root(root: &Path) -> PathBuf {
-    state_dir(root).join(QUEUE_DIR)
+    state_dir(root).join("queue")
 }
-
-/// The waiters' queues' folder, in `.coord/`.
-pub const QUEUE_DIR: &str = "queue";
 
 /// `<root>/.coord/queue/seq`, the next ticket number.
 pub fn queue_seq(root: &Path) -> PathBuf {
