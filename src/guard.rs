@@ -96,13 +96,7 @@ pub fn hooks_dir(dir: &Path) -> Result<PathBuf> {
     if let Ok(path) = git_line(dir, &["config", "--get", "core.hooksPath"])
         && !path.is_empty()
     {
-        let expanded = match path.strip_prefix("~/") {
-            Some(rest) => std::env::var_os("HOME")
-                .map(|h| PathBuf::from(h).join(rest))
-                .unwrap_or_else(|| PathBuf::from(&path)),
-            None => PathBuf::from(&path),
-        };
-        return Ok(top.join(expanded));
+        return Ok(top.join(crate::gitconfig::expand_home(&path)));
     }
     let common = PathBuf::from(git_line(dir, &["rev-parse", "--git-common-dir"])?);
     Ok(if common.is_absolute() {
