@@ -88,7 +88,7 @@ pub fn nested_register(root: &Path) -> PathBuf {
 /// The register entry of the nested workspace at `rel` (relative to `root`, `/` separators):
 /// `<root>/.coord/nested/<16 hex digits of its path's FNV-1a hash>`.
 pub fn nested_entry(root: &Path, rel: &str) -> PathBuf {
-    nested_register(root).join(format!("{:016x}", host::fnv1a64(rel.as_bytes())))
+    nested_register(root).join(hashed("", rel, ""))
 }
 
 /// `<root>/.coord/sync-warned`: the sync-tool warning was given (it is given once).
@@ -342,6 +342,11 @@ pub fn backup_generations(root: &Path, file: &Path) -> PathBuf {
         .join(escaped_name(&key, "", HELD_NAME_MAX).0)
 }
 
+/// `<prefix><16 hex digits of the FNV-1a hash of key><suffix>`.
+fn hashed(prefix: &str, key: &str, suffix: &str) -> String {
+    format!("{prefix}{:016x}{suffix}", host::fnv1a64(key.as_bytes()))
+}
+
 /// `key` as one file name: `%` written `%25`, `/` `%2F` and each of `also` as `%XX`; when that
 /// is longer than `max`, `=` and the FNV-1a hash of `key` (then `true`).
 fn escaped_name(key: &str, also: &str, max: usize) -> (String, bool) {
@@ -354,7 +359,7 @@ fn escaped_name(key: &str, also: &str, max: usize) -> (String, bool) {
         }
     }
     if name.len() > max {
-        return (format!("={:016x}", host::fnv1a64(key.as_bytes())), true);
+        return (hashed("=", key, ""), true);
     }
     (name, false)
 }
@@ -376,16 +381,13 @@ pub fn queue_seq(root: &Path) -> PathBuf {
 
 /// The queue folder of one file, named after a hash of its path relative to the root.
 pub fn queue_dir(root: &Path, rel: &str) -> PathBuf {
-    queue_root(root).join(format!("q-{:016x}", host::fnv1a64(rel.as_bytes())))
+    queue_root(root).join(hashed("q-", rel, ""))
 }
 
 /// The queue folder of one claim pattern (`c-` and a hash of the pattern): claim waiters stand
 /// apart from file waiters, so a lock request finds them with one listing of the queue root.
 pub fn claim_queue_dir(root: &Path, pattern: &str) -> PathBuf {
-    queue_root(root).join(format!(
-        "{CLAIM_QUEUE_PREFIX}{:016x}",
-        host::fnv1a64(pattern.as_bytes())
-    ))
+    queue_root(root).join(hashed(CLAIM_QUEUE_PREFIX, pattern, ""))
 }
 
 /// The name prefix of a claim's queue folder.
@@ -540,10 +542,7 @@ pub fn dialogue_archive_session(folder: &Path, stamp: &str, n: u32) -> PathBuf {
 /// `<root>/.coord/dialogue-<hash>.mutex`: the kernel lock serialising coord's writers of one
 /// dialogue folder (named after a hash of the folder's path relative to the root).
 pub fn dialogue_mutex(root: &Path, folder_rel: &str) -> PathBuf {
-    state_dir(root).join(format!(
-        "dialogue-{:016x}.mutex",
-        host::fnv1a64(folder_rel.as_bytes())
-    ))
+    state_dir(root).join(hashed("dialogue-", folder_rel, ".mutex"))
 }
 
 // --- Review tracker (seed 003) -----------------------------------------------------------------
