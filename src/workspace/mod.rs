@@ -1,22 +1,12 @@
 //! The workspace: its root, who is acting, and which files may be named.
 //!
-//! - Root discovery: the nearest ancestor of the current directory holding `.coord/` (above
-//!   the starting folder, only a `.coord/` the user owns or that is shared with one of the user's
-//!   groups), else the top level of the git work tree around it, else the current directory. An explicit folder
-//!   (`--dir`, `COORD_DIR`, a positional `DIR`) that lies inside an existing workspace means that
-//!   workspace: coord never silently starts a second, nested one (two roots would not see each
-//!   other's locks). A nested workspace exists only once [`Workspace::init`] made it.
-//! - Agent ids: the name lower-cased, matching `^[a-z0-9][a-z0-9_-]{0,31}$`; the name as given
-//!   is kept for display inside files.
-//! - Path confinement: a FILE argument is resolved against the current directory, `..` and
-//!   symlinks included, and must land inside the root (and outside `.coord/`). Anything else is
-//!   refused before a single byte is written.
-//! - Files and claims: a FILE argument that is a folder (`src/auth/`) or a pattern
-//!   (`src/**/*.sql`) names a claim, on every command and door that takes FILEs
-//!   ([`Workspace::file_arg`]); a command that acts on one file's content refuses it
-//!   ([`Workspace::one_file`]). A path an agent client's tool names is always one file, taken
-//!   literally ([`Workspace::resolve`]): a file may be named `a[1].md`.
-//! - Nested workspaces: the register a workspace keeps of those inside it ([`nested`]).
+//! An explicit folder inside an existing workspace means that workspace: coord never silently
+//! starts a second, nested one (two roots would not see each other's locks); a nested workspace
+//! exists only once [`Workspace::init`] made it ([`nested`] keeps their register). A FILE
+//! argument must land inside the root and outside `.coord/`, `..` and symlinks resolved, or it
+//! is refused before a single byte is written; a folder or a pattern names a claim
+//! ([`Workspace::file_arg`]), while a path a client's tool names is one file, taken literally
+//! ([`Workspace::resolve`]).
 
 use std::fs;
 use std::path::{Component, Path, PathBuf};
