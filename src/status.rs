@@ -208,7 +208,7 @@ pub struct WaitView {
 }
 
 /// The whole workspace at a glance.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Status {
     /// The workspace root: the top level of the work tree this view was asked in.
     pub root: String,
@@ -279,36 +279,20 @@ impl Serialize for RemoteStatus {
     }
 }
 
-/// What a session's start tells its agent (see `hook::act::context`): a part of [`Status`],
-/// gathered without what only the whole view shows (waits, handshakes, the stamp card, unread
-/// counts, branches, nested workspaces, unreadable files).
-#[derive(Debug)]
-pub struct Glance {
-    /// The workspace root.
-    pub root: String,
-    /// One entry per presence file.
-    pub agents: Vec<AgentView>,
-    /// Every lock file.
-    pub locks: Vec<LockView>,
-    /// Every claim on a folder or pattern.
-    pub claims: Vec<ClaimView>,
-    /// Open reviews.
-    pub reviews: Vec<ReviewSummary>,
-    /// The dialogue in `agent-dialogue/`, when there is one.
-    pub dialogue: Option<DialogueSummary>,
-}
-
-/// The [`Glance`] of the workspace, judged as [`collect`] judges.
-pub fn glance(ws: &Workspace) -> Glance {
+/// What a session's start tells its agent (see `hook::act::context`): the [`Status`] of the
+/// workspace, judged as [`collect`] judges, without what only the whole view shows (waits,
+/// handshakes, the stamp card, unread counts, branches, nested workspaces, unreadable files).
+pub fn glance(ws: &Workspace) -> Status {
     let now = clock::now();
     let mut seen = Seen::look(ws, &now);
-    Glance {
+    Status {
         root: ws.root().display().to_string(),
         agents: seen.presences.iter().map(|p| agent_view(p, &now)).collect(),
         locks: seen.lock_views(ws, &now),
         claims: claims(ws, &mut seen.cache, &now),
         reviews: review::rules::open_reviews(ws).0,
         dialogue: dialogue::summary(ws),
+        ..Status::default()
     }
 }
 
@@ -791,9 +775,7 @@ pub fn collect(ws: &Workspace) -> Status {
             ws,
             &entries.iter().map(|e| e.file.as_str()).collect::<Vec<_>>(),
         ),
-        conflicts: Vec::new(),
-        conflicts_note: None,
-        remote: None,
+        ..Status::default()
     }
 }
 
