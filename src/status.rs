@@ -158,19 +158,6 @@ pub struct TreeView {
     pub branch: Option<String>,
 }
 
-/// One handshake file entry.
-#[derive(Debug, Clone, Serialize)]
-pub struct HandshakeView {
-    /// Who wrote it.
-    pub from: String,
-    /// To whom.
-    pub to: String,
-    /// REQUESTED or ACCEPTED.
-    pub status: String,
-    /// When.
-    pub time: Option<String>,
-}
-
 /// One online session of the stamp card.
 #[derive(Debug, Clone, Serialize)]
 pub struct PartnerView {
@@ -231,7 +218,7 @@ pub struct Status {
     /// Cycles of agents waiting for each other (each one a deadlock), as wait-for edges.
     pub deadlocks: Vec<Vec<WaitEdge>>,
     /// Handshake files, one entry per block.
-    pub handshakes: Vec<HandshakeView>,
+    pub handshakes: Vec<handshake::Block>,
     /// At least one pair of agents has exchanged a handshake with an ACCEPTED.
     pub protocol_v3_active: bool,
     /// Stamp-card sessions that are `online`.
@@ -745,15 +732,7 @@ pub fn collect(ws: &Workspace) -> Status {
         waits,
         deadlocks,
         protocol_v3_active: handshake::v3_active(&blocks),
-        handshakes: blocks
-            .into_iter()
-            .map(|b| HandshakeView {
-                from: b.from,
-                to: b.to,
-                status: b.status.as_str().to_string(),
-                time: b.time,
-            })
-            .collect(),
+        handshakes: blocks,
         partners: rows
             .into_iter()
             .filter(|r| r.status == RowStatus::Online)
