@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashSet};
 use serde::Serialize;
 
 use crate::clock::{self, Timestamp};
+use crate::conflicts::Side;
 use crate::dialogue::{self, DialogueSummary};
 use crate::handshake;
 use crate::lock::deadlock::{self, WaitEdge};
@@ -149,15 +150,6 @@ pub fn claims(ws: &Workspace, cache: &mut StateCache, now: &Timestamp) -> Vec<Cl
         .collect()
 }
 
-/// One work tree sharing the workspace.
-#[derive(Debug, Clone, Serialize)]
-pub struct TreeView {
-    /// Its top level.
-    pub worktree: String,
-    /// The branch checked out there (null: detached, or not in git).
-    pub branch: Option<String>,
-}
-
 /// One online session of the stamp card.
 #[derive(Debug, Clone, Serialize)]
 pub struct PartnerView {
@@ -206,7 +198,7 @@ pub struct Status {
     pub branch: Option<String>,
     /// The work trees sharing the workspace, `root`'s own first (one, outside git or in a
     /// repository with no linked worktree).
-    pub worktrees: Vec<TreeView>,
+    pub worktrees: Vec<Side>,
     /// Agents with a presence file.
     pub agents: Vec<AgentView>,
     /// Every lock file.
@@ -709,9 +701,9 @@ pub fn collect(ws: &Workspace) -> Status {
         a.holds.dedup();
         a.label = agent_label(a, several);
     }
-    let worktrees: Vec<TreeView> = trees
+    let worktrees: Vec<Side> = trees
         .iter()
-        .map(|t| TreeView {
+        .map(|t| Side {
             worktree: t.top.display().to_string(),
             branch: t.branch(),
         })
