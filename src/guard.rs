@@ -363,8 +363,8 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
     // (`repo/sub/.coord`), whose holders' presence lies there, not at the repository's top.
     // The workspace of each folder is found once, and each folder is listed once, however
     // many of the paths it holds. Group 0 is `ws`.
-    let mut groups: Vec<(Option<Workspace>, Vec<crate::workspace::Target>)> =
-        vec![(None, Vec::new())];
+    let mut groups: Vec<(Workspace, Vec<crate::workspace::Target>)> =
+        vec![(ws.clone(), Vec::new())];
     let mut group_of_dir: std::collections::HashMap<PathBuf, usize> =
         std::collections::HashMap::new();
     for p in paths {
@@ -377,43 +377,28 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
         else {
             continue;
         };
-        let g = match group_of_dir.get(&dir) {
-            Some(g) => *g,
-            None => {
-                let own = Workspace::discover(None, &dir)
-                    .ok()
-                    .filter(|w| w.root().starts_with(&top) && w.root() != ws.root());
-                let g = match own {
-                    None => 0,
-                    Some(w) => match groups
-                        .iter()
-                        .position(|(x, _)| x.as_ref().is_some_and(|x| x.root() == w.root()))
-                    {
-                        Some(g) => g,
-                        None => {
-                            groups.push((Some(w), Vec::new()));
-                            groups.len() - 1
-                        }
-                    },
-                };
-                group_of_dir.insert(dir, g);
-                g
-            }
-        };
-        let w = groups[g].0.as_ref().unwrap_or(ws);
+        let g = *group_of_dir.entry(dir).or_insert_with_key(|dir| {
+            let w = Workspace::discover(None, dir)
+                .ok()
+                .filter(|w| w.root().starts_with(&top))
+                .unwrap_or_else(|| ws.clone());
+            groups
+                .iter()
+                .position(|(x, _)| x.root() == w.root())
+                .unwrap_or_else(|| {
+                    groups.push((w, Vec::new()));
+                    groups.len() - 1
+                })
+        });
+        let w = &groups[g].0;
         if let Some(target) = w.rel(&abs).and_then(|rel| w.target_from_rel(&rel).ok()) {
             groups[g].1.push(target);
         }
     }
     let mut out = Vec::new();
-    for (own, targets) in &groups {
-        let w = own.as_ref().unwrap_or(ws);
+    for (g, (w, targets)) in groups.iter().enumerate() {
         let mut own_cache = StateCache::default();
-        let cache = if own.is_some() {
-            &mut own_cache
-        } else {
-            &mut cache
-        };
+        let cache = if g == 0 { &mut cache } else { &mut own_cache };
         // Claims: one small file, read once per workspace.
         let claims = if targets.is_empty() {
             Vec::new()
