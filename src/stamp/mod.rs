@@ -259,17 +259,12 @@ fn index_row(root: &Path, row: &Row) -> Result<()> {
 /// not followed nor written, and the card is read whole).
 fn has_index(root: &Path) -> bool {
     let dir = layout::partners_open_dir(&shared_root(root));
-    match fs::symlink_metadata(&dir) {
-        Ok(m) if m.is_dir() => true,
-        Ok(m) => {
-            if m.is_symlink() {
-                // Said once by the command.
-                let _ = fsutil::refuse_linked(&dir, true);
-            }
-            false
-        }
-        Err(_) => false,
+    let meta = fs::symlink_metadata(&dir);
+    if meta.as_ref().is_ok_and(|m| m.is_symlink()) {
+        // Said once by the command.
+        let _ = fsutil::refuse_linked(&dir, true);
     }
+    meta.is_ok_and(|m| m.is_dir())
 }
 
 /// The rows not clocked out (`online` or `crashed`), by id.
