@@ -113,9 +113,7 @@ impl Target {
             Err(_) => Ok(false),
         }
     }
-}
 
-impl Target {
     /// Refuse one of coord's own files (`F.lock.claude`, `F.bak`, `F.rejected.bob`, a
     /// presence, a handshake, a temporary file) as a file to lock or write: locking a lock
     /// file makes a lock on a lock, writing one forges it.
