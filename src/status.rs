@@ -404,14 +404,10 @@ pub fn agent_label(a: &AgentView, several: bool) -> String {
     parts.join(" · ")
 }
 
-/// Bring each agent's `lock_status` in line with what is on disk: `holding`, the agents with a
-/// lock or claim (in any state: a STALE one is held until it is taken over), and `waiting`,
-/// those with a live wait ticket. What the presence says stands when it is true; otherwise
-/// (its writer was killed while it waited or held, and its locks were taken over since) the
-/// view says `LOCKED` for an agent that holds something, `WAITING` for one that only waits,
-/// and `FREE` for one that does neither (its `current_file`, which named the file it held or
-/// waited for, then shows none). A presence without the field keeps none unless the agent
-/// holds or waits.
+/// Bring each agent's `lock_status` in line with `holding` (agents with a lock or claim in any
+/// state: a STALE one is held until taken over) and `waiting` (those with a live ticket): where
+/// the presence is wrong (its writer was killed, its locks taken over since), `LOCKED`,
+/// `WAITING`, or `FREE` with no `current_file`; none where it has none and nothing is held.
 pub fn settle_lock_status(
     agents: &mut [AgentView],
     holding: &HashSet<&str>,
