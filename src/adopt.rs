@@ -1,24 +1,12 @@
 //! A repository nobody set up for coord, kept clean: coord's files never show in `git status`,
 //! and the user's `.gitignore` is never written.
 //!
-//! The first time coord writes into a git work tree that `coord init` did not wire (no
-//! `# coord:begin` block in its `.gitignore`), it *adopts* it ([`pending`], then
-//! [`Adoption::apply`]): coord's file patterns ([`layout::GITIGNORE_LINES`]: locks, backups,
-//! presences, `.coord/`…) go between `# coord:begin` and `# coord:end` into the repository's
-//! own `info/exclude`, which git reads and never commits; then `.coord/.gitignore` (`*`) is
-//! written, which also says that this was done. `Workspace::ensure_state_dir`, which every
-//! write of coord's state passes through, does it before anything else is written.
-//!
-//! - The exclude file is the one of the repository's *common* git folder: git reads it for
-//!   every linked worktree, so one adoption covers all of them.
-//! - The git folders of the repository's submodules checked out at that moment (the
-//!   `modules/` folders of the common folder and of each linked worktree's) get the same block:
-//!   a lock on a file inside a submodule lies in the submodule's work tree, which git reads
-//!   with the submodule's own exclude file (else the superproject's `git status` shows the
-//!   submodule as changed).
-//! - `git config coord.enabled false` ([`switched_off`]) keeps coord out of the repository's
-//!   git files: nothing is adopted there (and the plugin's hooks do nothing at all there).
-//! - Done once: a `.coord/.gitignore` (whatever it holds) means adopted.
+//! The first time coord writes into a git work tree that `coord init` did not wire, it adopts
+//! it ([`pending`], then [`Adoption::apply`]): coord's file patterns go into the repository's
+//! own `info/exclude`, which git reads and never commits. That of the *common* git folder covers
+//! every linked worktree; each submodule checked out gets the block in its own git folder, since
+//! git reads a submodule's work tree (where a lock beside one of its files lies) with the
+//! submodule's exclude file. Then `.coord/.gitignore` (`*`) says it was done.
 
 use std::fs;
 use std::path::{Path, PathBuf};

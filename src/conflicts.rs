@@ -25,7 +25,8 @@ use crate::worktree::{self, Tree};
 /// How long the whole view may take.
 pub const BUDGET: Duration = Duration::from_secs(5);
 
-/// One side of a file changed by two or more branches: a work tree and its branch.
+/// A work tree and its branch: one side of a file two branches changed, or one of the trees
+/// sharing a workspace (`coord status`'s `worktrees`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Serialize)]
 pub struct Side {
     /// The work tree's top level.

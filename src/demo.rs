@@ -467,7 +467,7 @@ impl Demo {
     /// Show `$ coord ARGS` as `agent`, run it, and show as they come the first `lines` lines
     /// it prints on stdout and every line on stderr (a waiter's news, a warning).
     fn show(&self, agent: &str, args: &[&str], lines: usize) -> Result<()> {
-        let shown: Vec<String> = args.iter().map(|a| shell_quote(a)).collect();
+        let shown: Vec<String> = args.iter().map(|a| crate::shell::arg(a)).collect();
         self.say(agent, &format!("$ coord {}", shown.join(" ")));
         let mut child = self
             .command(agent, args)
@@ -545,18 +545,5 @@ impl Demo {
                 .unwrap_or("")
                 .to_string()
         }))
-    }
-}
-
-/// Quote an argument for display the way a shell user would type it.
-fn shell_quote(arg: &str) -> String {
-    let plain = !arg.is_empty()
-        && arg
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || "-_./:=@,%+".contains(c));
-    if plain {
-        arg.to_string()
-    } else {
-        format!("'{}'", arg.replace('\'', "'\\''"))
     }
 }

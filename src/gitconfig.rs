@@ -133,7 +133,7 @@ pub fn excludes_file(common: Option<&Path>) -> Option<PathBuf> {
 }
 
 /// `~/…` with the home folder put in.
-fn expand_home(value: &str) -> PathBuf {
+pub(crate) fn expand_home(value: &str) -> PathBuf {
     match (value.strip_prefix("~/"), home()) {
         (Some(rest), Some(home)) => home.join(rest),
         _ => PathBuf::from(value),

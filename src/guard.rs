@@ -96,13 +96,7 @@ pub fn hooks_dir(dir: &Path) -> Result<PathBuf> {
     if let Ok(path) = git_line(dir, &["config", "--get", "core.hooksPath"])
         && !path.is_empty()
     {
-        let expanded = match path.strip_prefix("~/") {
-            Some(rest) => std::env::var_os("HOME")
-                .map(|h| PathBuf::from(h).join(rest))
-                .unwrap_or_else(|| PathBuf::from(&path)),
-            None => PathBuf::from(&path),
-        };
-        return Ok(top.join(expanded));
+        return Ok(top.join(crate::gitconfig::expand_home(&path)));
     }
     let common = PathBuf::from(git_line(dir, &["rev-parse", "--git-common-dir"])?);
     Ok(if common.is_absolute() {
@@ -140,52 +134,43 @@ pub fn install(dir: &Path, coord: &Path) -> Result<Vec<Installed>> {
         let path = hooks.join(name);
         let existing = fs::read(&path).ok();
         let script = script(name, coord);
-        if existing
+        // coord's own hook: an older one (say, one that printed a line on every commit) is
+        // brought up to date in place; its chained hook stays where it is.
+        let ours = existing
             .as_deref()
-            .is_some_and(|b| String::from_utf8_lossy(b).contains(MARKER))
-        {
-            // coord's own hook: an older one (say, one that printed a line on every commit)
-            // is brought up to date in place; its chained hook stays where it is.
-            let current = existing.as_deref() == Some(script.as_bytes());
-            if !current {
-                fsutil::replace_durable(&path, script.as_bytes())?;
-                fsutil::make_executable(&path)?;
-            }
-            out.push(Installed {
-                hook: name.into(),
-                path: path.display().to_string(),
-                outcome: if current {
-                    "already installed"
-                } else {
-                    "updated"
-                },
-                chained: None,
-            });
-            continue;
-        }
+            .is_some_and(|b| String::from_utf8_lossy(b).contains(MARKER));
         let mut chained = None;
-        if fs::symlink_metadata(&path).is_ok() {
-            let aside = hooks.join(format!("{name}{CHAINED_SUFFIX}"));
-            if fs::symlink_metadata(&aside).is_ok() {
-                return Err(Error::refused(
-                    Refusal::Conflict,
-                    format!(
-                        "both `{}` and `{}` exist; coord does not know which to keep",
-                        path.display(),
-                        aside.display()
-                    ),
-                    Some(format!("merge them into `{}` by hand", aside.display())),
-                ));
+        let outcome = if existing.as_deref() == Some(script.as_bytes()) {
+            "already installed"
+        } else if ours {
+            "updated"
+        } else {
+            if fs::symlink_metadata(&path).is_ok() {
+                let aside = hooks.join(format!("{name}{CHAINED_SUFFIX}"));
+                if fs::symlink_metadata(&aside).is_ok() {
+                    return Err(Error::refused(
+                        Refusal::Conflict,
+                        format!(
+                            "both `{}` and `{}` exist; coord does not know which to keep",
+                            path.display(),
+                            aside.display()
+                        ),
+                        Some(format!("merge them into `{}` by hand", aside.display())),
+                    ));
+                }
+                fsutil::rename(&path, &aside)?;
+                chained = Some(aside.display().to_string());
             }
-            fsutil::rename(&path, &aside)?;
-            chained = Some(aside.display().to_string());
+            "installed"
+        };
+        if outcome != "already installed" {
+            fsutil::replace_durable(&path, script.as_bytes())?;
+            fsutil::make_executable(&path)?;
         }
-        fsutil::replace_durable(&path, script.as_bytes())?;
-        fsutil::make_executable(&path)?;
         out.push(Installed {
             hook: name.into(),
             path: path.display().to_string(),
-            outcome: "installed",
+            outcome,
             chained,
         });
     }
@@ -378,8 +363,8 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
     // (`repo/sub/.coord`), whose holders' presence lies there, not at the repository's top.
     // The workspace of each folder is found once, and each folder is listed once, however
     // many of the paths it holds. Group 0 is `ws`.
-    let mut groups: Vec<(Option<Workspace>, Vec<crate::workspace::Target>)> =
-        vec![(None, Vec::new())];
+    let mut groups: Vec<(Workspace, Vec<crate::workspace::Target>)> =
+        vec![(ws.clone(), Vec::new())];
     let mut group_of_dir: std::collections::HashMap<PathBuf, usize> =
         std::collections::HashMap::new();
     for p in paths {
@@ -392,43 +377,28 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
         else {
             continue;
         };
-        let g = match group_of_dir.get(&dir) {
-            Some(g) => *g,
-            None => {
-                let own = Workspace::discover(None, &dir)
-                    .ok()
-                    .filter(|w| w.root().starts_with(&top) && w.root() != ws.root());
-                let g = match own {
-                    None => 0,
-                    Some(w) => match groups
-                        .iter()
-                        .position(|(x, _)| x.as_ref().is_some_and(|x| x.root() == w.root()))
-                    {
-                        Some(g) => g,
-                        None => {
-                            groups.push((Some(w), Vec::new()));
-                            groups.len() - 1
-                        }
-                    },
-                };
-                group_of_dir.insert(dir, g);
-                g
-            }
-        };
-        let w = groups[g].0.as_ref().unwrap_or(ws);
+        let g = *group_of_dir.entry(dir).or_insert_with_key(|dir| {
+            let w = Workspace::discover(None, dir)
+                .ok()
+                .filter(|w| w.root().starts_with(&top))
+                .unwrap_or_else(|| ws.clone());
+            groups
+                .iter()
+                .position(|(x, _)| x.root() == w.root())
+                .unwrap_or_else(|| {
+                    groups.push((w, Vec::new()));
+                    groups.len() - 1
+                })
+        });
+        let w = &groups[g].0;
         if let Some(target) = w.rel(&abs).and_then(|rel| w.target_from_rel(&rel).ok()) {
             groups[g].1.push(target);
         }
     }
     let mut out = Vec::new();
-    for (own, targets) in &groups {
-        let w = own.as_ref().unwrap_or(ws);
+    for (g, (w, targets)) in groups.iter().enumerate() {
         let mut own_cache = StateCache::default();
-        let cache = if own.is_some() {
-            &mut own_cache
-        } else {
-            &mut cache
-        };
+        let cache = if g == 0 { &mut cache } else { &mut own_cache };
         // Claims: one small file, read once per workspace.
         let claims = if targets.is_empty() {
             Vec::new()

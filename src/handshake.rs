@@ -1,13 +1,5 @@
 //! Handshakes: `<root>/.handshake_<agent>`, one block per peer, in the seed's `key: value` form.
 //!
-//! ```text
-//! from: claude
-//! to: gemini
-//! time: 2026-01-28T01:00:00+01:00
-//! status: REQUESTED
-//! protocol: V3
-//! ```
-//!
 //! With two agents the file is exactly the seed's single block; with more, one block per peer,
 //! sorted by peer, separated by a blank line. A block says "`from` asks `to` for Protocol V3"
 //! (`REQUESTED`) or "`from` accepts `to`" (`ACCEPTED`).
@@ -35,6 +27,7 @@ use crate::presence::{self, AgentState, Unreadable};
 use crate::record::Record;
 use crate::wait::{Deadline, FolderWatch, RECHECK};
 use crate::workspace::{AgentId, Workspace, is_valid_agent_id};
+use crate::worktree::shared_root;
 
 use HandshakeStatus::{Accepted, Requested};
 
@@ -155,36 +148,14 @@ pub fn render(blocks: &[Block]) -> String {
 /// # Errors
 /// [`Unreadable`] when the file exists but cannot be read.
 pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Vec<Block>>, Unreadable> {
-    match fsutil::read_text_capped(
-        &layout::handshake(&crate::worktree::shared_root(root), id),
-        RECORD_CAP,
-    ) {
-        Ok((text, _)) => Ok(Some(parse(id, &text))),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
-        Err(e) => Err(Unreadable {
-            path: format!(".handshake_{id}"),
-            why: e.to_string(),
-        }),
-    }
+    let found = presence::read_agent_file(&layout::handshake(&shared_root(root), id))?;
+    Ok(found.map(|(text, _)| parse(id, &text)))
 }
 
 /// Every block of every handshake file in the root, sorted by `from` then `to`.
 pub fn scan(root: &Path) -> (Vec<Block>, Vec<Unreadable>) {
-    let mut blocks = Vec::new();
-    let mut bad = Vec::new();
-    if let Ok(entries) = crate::fsutil::read_dir(crate::worktree::shared_root(root)) {
-        for entry in entries.flatten() {
-            let name = entry.file_name();
-            let Some(id) = name.to_str().and_then(layout::handshake_agent) else {
-                continue;
-            };
-            match read(root, id) {
-                Ok(Some(b)) => blocks.extend(b),
-                Ok(None) => {}
-                Err(u) => bad.push(u),
-            }
-        }
-    }
+    let (files, bad) = presence::scan_root(root, layout::handshake_agent, |id| read(root, id));
+    let mut blocks: Vec<Block> = files.into_iter().flatten().collect();
     blocks.sort_by(|a, b| a.from.cmp(&b.from).then(a.to.cmp(&b.to)));
     (blocks, bad)
 }
@@ -249,7 +220,7 @@ pub fn step(ws: &Workspace, agent: &AgentId, also: &[String]) -> Result<Round> {
     let root = ws.root();
     let me = agent.id();
     let _mutex = ws.lock_mutex()?;
-    let path = layout::handshake(&crate::worktree::shared_root(root), me);
+    let path = layout::handshake(&shared_root(root), me);
     let old = read(root, me)
         .map_err(|u| Error::Corrupt {
             path: path.clone(),

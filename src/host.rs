@@ -76,7 +76,8 @@ pub struct OwnIds {
 pub fn own_ids() -> OwnIds {
     #[cfg(target_os = "linux")]
     {
-        read_proc_text("/proc/self/stat")
+        std::fs::read_to_string("/proc/self/stat")
+            .ok()
             .map(|stat| parse_stat_ids(&stat))
             .unwrap_or_default()
     }
@@ -166,21 +167,7 @@ pub fn pid_alive(pid: u32) -> bool {
 /// Whether process `pid` has ended and only waits for its parent to reap it (a zombie: killed
 /// with -9 and not yet waited for). It can take no step any more, so it is not alive.
 fn zombie(pid: i32) -> bool {
-    #[cfg(target_os = "linux")]
-    {
-        // `PID (COMM) STATE ...`: the state follows the last `)` (COMM may hold anything).
-        read_proc(&format!("/proc/{pid}/stat")).is_some_and(|stat| {
-            stat.iter()
-                .rposition(|b| *b == b')')
-                .and_then(|i| stat.get(i + 2))
-                .is_some_and(|state| *state == b'Z')
-        })
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let _ = pid;
-        false
-    }
+    stat_field(pid.unsigned_abs(), 0).is_some_and(|state| state == "Z")
 }
 
 /// Whether a process recorded as (`pid`, `host`) is known to be gone.
@@ -212,32 +199,24 @@ pub fn start_time(pid: u32) -> Option<u64> {
     stat_field(pid, 19)?.parse().ok()
 }
 
-/// The `n`th field after the command name of `/proc/<pid>/stat` (0: the state).
+/// The `n`th field after the command name of `/proc/<pid>/stat` (0: the state); the name may
+/// hold anything, so the fields start after its last `)`.
 fn stat_field(pid: u32, n: usize) -> Option<String> {
-    let stat = read_proc_text(&format!("/proc/{pid}/stat"))?;
+    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    let stat = String::from_utf8_lossy(&stat);
     let after_name = &stat[stat.rfind(')')? + 1..];
     after_name.split_whitespace().nth(n).map(str::to_string)
 }
 
-/// A small file of `/proc` (`stat`, `comm`, `cmdline`).
-fn read_proc(path: &str) -> Option<Vec<u8>> {
-    std::fs::read(path).ok()
-}
-
-/// [`read_proc`] as text (`None` when it is not UTF-8).
-fn read_proc_text(path: &str) -> Option<String> {
-    std::fs::read_to_string(path).ok()
-}
-
 /// The command name of process `pid` (`/proc/<pid>/comm`), when it can be read.
 pub fn command_name(pid: u32) -> Option<String> {
-    let comm = read_proc_text(&format!("/proc/{pid}/comm"))?;
+    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
     Some(comm.trim_end_matches('\n').to_string())
 }
 
 /// The arguments of process `pid` (`/proc/<pid>/cmdline`), when they can be read.
 pub fn command_line(pid: u32) -> Option<Vec<String>> {
-    let raw = read_proc(&format!("/proc/{pid}/cmdline"))?;
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
     Some(
         raw.split(|b| *b == 0)
             .filter(|a| !a.is_empty())
@@ -300,12 +279,9 @@ pub fn parent_of_pid(pid: u32) -> Option<u32> {
 
 /// 64-bit FNV-1a: a small, stable hash for names on disk (not for security).
 pub fn fnv1a64(bytes: &[u8]) -> u64 {
-    let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        hash ^= u64::from(*b);
-        hash = hash.wrapping_mul(0x0000_0100_0000_01b3);
-    }
-    hash
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0000_0100_0000_01b3)
+    })
 }
 
 /// A random 64-bit value for tokens, from the OS's hashing keys and the clock.

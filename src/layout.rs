@@ -1,55 +1,7 @@
-//! Every name coord uses on disk, in one place.
-//!
-//! ```text
-//! <root>/.<agent>_presence            seed 001 presence
-//! <root>/.handshake_<agent>           seed 001 handshake
-//! <dir>/FILE.lock.<agent>             seed 001 lock, beside FILE
-//! <dir>/FILE.bak                      seed 001 backup, beside FILE
-//! <dir>/FILE.rejected.<agent>         content of a `coord write` refused by the lock (kept, never lost)
-//! <dir>/.coord-<host>-<pid>-XXXXXX.tmp  a temporary file on its way to becoming one of the above
-//! <root>/.coord/.gitignore            `*`: the state folder kept out of `git status` (written once)
-//! <root>/.coord/mutex                 the workspace mutex (never deleted)
-//! <root>/.coord/mutex.lease           the workspace mutex where kernel locks do not cross machines
-//! <root>/.coord/sync-warned          the warning about a sync tool was given
-//! <root>/.coord/agents                every agent that ever took a lock here (exact-name lookups)
-//! <root>/.coord/held/<file>.held.<agent>  the index of locks coord made (`/` in <file> as `%2F`)
-//! <root>/.coord/held/anchor           the file every index entry (here and in partners/open/) is a hard link to
-//! <root>/.coord/backups/<file>/<seq>  older backup generations of FILE (`/` in <file> as `%2F`)
-//! <root>/.coord/queue/seq             the next wait-ticket number
-//! <root>/.coord/queue/q-<hash>/<seq>.<agent>  a waiter's ticket for one file
-//! <root>/.coord/messages/<id>.msg     one message (seed 001 `msg send`)
-//! <root>/.coord/messages/read/<agent>/<id>  agent has read message <id>
-//! <root>/collaboration_file.txt       seed 000 shared collaboration file (default name)
-//! <root>/.coord/partners/seq          the last stamp-card row id
-//! <root>/.coord/partners/<id>.session one stamp-card row (seed 001 partner_presence)
-//! <root>/.coord/partners/open/<id>     a row not clocked out (index, empty file: a link to held/anchor)
-//! <root>/.coord/sessions/<host>-<pid>  the client session whose client process is <pid> (identity)
-//! <root>/.coord/config                workspace settings (`history_max_size: 8M`, `history_max_age: 30d`)
-//! <root>/.coord/history/events.jsonl  the event history, one JSON object a line; events.1.jsonl the previous one
-//! <root>/.coord/needs-user/<agent>    the agent's client waits for its user (since, what)
-//! <root>/.coord/shell/<agent>         when the agent's running shell call started, and the held files as they were
-//! <root>/.coord/remote/state.json     what this clone last read of its remote's `refs/coord/` (contract §13)
-//! <root>/.coord/remote/claims         the claims of state.json, one tab-separated line each (what a hook reads)
-//! <root>/.coord/remote/lock           kernel lock around rewriting state.json (never deleted)
-//! <root>/.coord/remote/renewer        kernel lock held by the clone's one renewer of its remote claims (never deleted)
-//! <root>/.coord/remote/renewer.pid    that renewer's process id
-//! <root>/.coord/remote/sync           kernel lock held by the clone's one `coord remote sync` in the background (never deleted)
-//! refs/coord/claims, refs/coord/clones/<hash>  on the remote: the shared claims, each clone's `working_on`
-//! refs/coord-sync/…                   in this clone: the remote's `refs/coord/…` as last fetched
-//! <root>/agent-dialogue/{conversation.md,current-turn.txt,status.json,lock.txt,user-commands.txt,archive/}  seed 002
-//! <root>/.coord/dialogue-<hash>.mutex  kernel lock around one dialogue folder's writes
-//! <meta>/reviews/active/<topic>-tracker.md          seed 003 tracker (meta: `--metadata`, default `<root>/.metadata`)
-//! <meta>/reviews/active/<topic>-tracker-archive.md  seed 003 archived steps
-//! <meta>/reviews/closed/<topic>-tracker.md          seed 003 closed tracker
-//! <meta>/templates/review-tracker-template.md       seed 003 template
-//! <meta>/reviews/llms/<llm>/...                     seed 003 review files
-//! <meta>/review-responses/llms/<llm>/<topic>-review/...  seed 003 response files
-//! <meta>/changelog/...                              seed 003 changelogs
-//! ```
-//!
-//! No other module builds a path by joining strings. Names only, no I/O: every `root` below is
-//! the workspace's shared root (where `.coord/` and presences live; for a linked git worktree,
-//! the main work tree's, which the caller resolves: see `worktree::shared_root`).
+//! Every name coord uses on disk, in one place (docs/protocol.md lists them with their
+//! formats). No other module builds a path by joining strings. Names only, no I/O: every `root`
+//! below is the workspace's shared root (where `.coord/` and presences live; for a linked git
+//! worktree, the main work tree's, which the caller resolves: see `worktree::shared_root`).
 
 use std::path::{Path, PathBuf};
 
@@ -136,10 +88,7 @@ pub fn nested_register(root: &Path) -> PathBuf {
 /// The register entry of the nested workspace at `rel` (relative to `root`, `/` separators):
 /// `<root>/.coord/nested/<16 hex digits of its path's FNV-1a hash>`.
 pub fn nested_entry(root: &Path, rel: &str) -> PathBuf {
-    let hash = rel.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| {
-        (h ^ u64::from(b)).wrapping_mul(0x0000_0100_0000_01b3)
-    });
-    nested_register(root).join(format!("{hash:016x}"))
+    nested_register(root).join(hashed("", rel, ""))
 }
 
 /// `<root>/.coord/sync-warned`: the sync-tool warning was given (it is given once).
@@ -342,19 +291,7 @@ const HELD_NAME_MAX: usize = 200;
 /// agent (`src/a.rs` → `src%2Fa.rs.held.claude`; never a lock file's name, so that nothing
 /// looking for `*.lock.*` mistakes it for one); named by hash, `=<FNV-1a of rel>.held.<agent>`.
 pub fn held_entry(root: &Path, rel: &str, agent: &str) -> (PathBuf, bool) {
-    let mut name = String::with_capacity(rel.len() + HELD_INFIX.len() + agent.len() + 8);
-    for c in rel.chars() {
-        match c {
-            '%' => name.push_str("%25"),
-            '/' => name.push_str("%2F"),
-            '=' => name.push_str("%3D"),
-            c => name.push(c),
-        }
-    }
-    let hashed = name.len() + HELD_INFIX.len() + agent.len() > HELD_NAME_MAX;
-    if hashed {
-        name = format!("={:016x}", host::fnv1a64(rel.as_bytes()));
-    }
+    let (mut name, hashed) = escaped_name(rel, "=", HELD_NAME_MAX - HELD_INFIX.len() - agent.len());
     name.push_str(HELD_INFIX);
     name.push_str(agent);
     (held_dir(root).join(name), hashed)
@@ -392,15 +329,7 @@ pub fn parse_held_entry(file_name: &str) -> Option<(Option<String>, String)> {
     Some((Some(String::from_utf8(rel).ok()?), agent))
 }
 
-/// `<root>/.coord/backups`: older backup generations, one folder per file.
-pub fn backups_dir(root: &Path) -> PathBuf {
-    state_dir(root).join(BACKUPS_DIR)
-}
-
-/// The older backup generations' folder, in `.coord/`.
-pub const BACKUPS_DIR: &str = "backups";
-
-/// The folder of `file`'s older backup generations: its path relative to the shared root (the
+/// `<root>/.coord/backups/<name>`, the folder of `file`'s older backup generations: its path relative to the shared root (the
 /// absolute path when it lies outside, in a linked worktree), `%` written `%25` and `/`
 /// written `%2F`; a hash when that name would be too long.
 pub fn backup_generations(root: &Path, file: &Path) -> PathBuf {
@@ -408,18 +337,31 @@ pub fn backup_generations(root: &Path, file: &Path) -> PathBuf {
         Ok(rel) => rel.to_string_lossy().into_owned(),
         Err(_) => file.to_string_lossy().into_owned(),
     };
+    state_dir(root)
+        .join("backups")
+        .join(escaped_name(&key, "", HELD_NAME_MAX).0)
+}
+
+/// `<prefix><16 hex digits of the FNV-1a hash of key><suffix>`.
+fn hashed(prefix: &str, key: &str, suffix: &str) -> String {
+    format!("{prefix}{:016x}{suffix}", host::fnv1a64(key.as_bytes()))
+}
+
+/// `key` as one file name: `%` written `%25`, `/` `%2F` and each of `also` as `%XX`; when that
+/// is longer than `max`, `=` and the FNV-1a hash of `key` (then `true`).
+fn escaped_name(key: &str, also: &str, max: usize) -> (String, bool) {
     let mut name = String::with_capacity(key.len() + 8);
     for c in key.chars() {
-        match c {
-            '%' => name.push_str("%25"),
-            '/' => name.push_str("%2F"),
-            c => name.push(c),
+        if c == '%' || c == '/' || also.contains(c) {
+            name.push_str(&format!("%{:02X}", c as u32));
+        } else {
+            name.push(c);
         }
     }
-    if name.len() > 200 {
-        name = format!("={:016x}", host::fnv1a64(key.as_bytes()));
+    if name.len() > max {
+        return (hashed("=", key, ""), true);
     }
-    backups_dir(root).join(name)
+    (name, false)
 }
 
 /// The name of backup generation `seq` (zero-padded, so names sort by age).
@@ -429,11 +371,8 @@ pub fn generation_name(seq: u64) -> String {
 
 /// `<root>/.coord/queue`.
 pub fn queue_root(root: &Path) -> PathBuf {
-    state_dir(root).join(QUEUE_DIR)
+    state_dir(root).join("queue")
 }
-
-/// The waiters' queues' folder, in `.coord/`.
-pub const QUEUE_DIR: &str = "queue";
 
 /// `<root>/.coord/queue/seq`, the next ticket number.
 pub fn queue_seq(root: &Path) -> PathBuf {
@@ -442,16 +381,13 @@ pub fn queue_seq(root: &Path) -> PathBuf {
 
 /// The queue folder of one file, named after a hash of its path relative to the root.
 pub fn queue_dir(root: &Path, rel: &str) -> PathBuf {
-    queue_root(root).join(format!("q-{:016x}", host::fnv1a64(rel.as_bytes())))
+    queue_root(root).join(hashed("q-", rel, ""))
 }
 
 /// The queue folder of one claim pattern (`c-` and a hash of the pattern): claim waiters stand
 /// apart from file waiters, so a lock request finds them with one listing of the queue root.
 pub fn claim_queue_dir(root: &Path, pattern: &str) -> PathBuf {
-    queue_root(root).join(format!(
-        "{CLAIM_QUEUE_PREFIX}{:016x}",
-        host::fnv1a64(pattern.as_bytes())
-    ))
+    queue_root(root).join(hashed(CLAIM_QUEUE_PREFIX, pattern, ""))
 }
 
 /// The name prefix of a claim's queue folder.
@@ -606,10 +542,7 @@ pub fn dialogue_archive_session(folder: &Path, stamp: &str, n: u32) -> PathBuf {
 /// `<root>/.coord/dialogue-<hash>.mutex`: the kernel lock serialising coord's writers of one
 /// dialogue folder (named after a hash of the folder's path relative to the root).
 pub fn dialogue_mutex(root: &Path, folder_rel: &str) -> PathBuf {
-    state_dir(root).join(format!(
-        "dialogue-{:016x}.mutex",
-        host::fnv1a64(folder_rel.as_bytes())
-    ))
+    state_dir(root).join(hashed("dialogue-", folder_rel, ".mutex"))
 }
 
 // --- Review tracker (seed 003) -----------------------------------------------------------------

@@ -2,31 +2,7 @@
 //!
 //! The library implements the seed protocols as plain files. It never prints and never exits:
 //! every operation returns data or a typed [`Error`], and the `coord` binary renders both.
-//!
-//! Layers, from the bottom up:
-//!
-//! - foundation: [`arbiter`] (what the folder is on, and the workspace mutex that holds there), [`clock`] (now, timestamps, durations), [`layout`] (every name on disk),
-//!   [`record`] (the seed's `key: value` text), [`fsutil`] (every write to disk, capped reads, the
-//!   workspace mutex), [`host`] (this machine and its processes), [`wait`] (waiting for a condition on
-//!   disk: folder events, the `flock` hand-off, deadlines, signals),
-//!   [`workspace`] (root discovery, agent ids, path confinement, nested workspaces), [`shell`] (commands in hints),
-//!   [`gitconfig`] (the settings coord reads from git's config files), [`textblock`] (coord's
-//!   marked block in a user's text file), [`adopt`] (coord's files kept out of `git status` in
-//!   a repository nobody set up);
-//! - protocols, seed 001: [`lock`] (locks and claims, backups, the wait queue, deadlocks),
-//!   [`presence`], [`stamp`] (the stamp card of partners), [`session`], [`handshake`],
-//!   [`message`], [`note`];
-//!   [`collab`] (seed 000: the shared collaboration file); [`dialogue`] (seed 002: the
-//!   turn-based dialogue); [`review`] (seed 003: the review tracker); [`edit`] (safe editing
-//!   under the lock: write, run, restore); [`remote`] (claims shared by clones on other
-//!   machines through the repository's remote, decided by compare-and-swap);
-//! - views: [`status`] (everything at once, for `coord status`, workspaces inside this one
-//!   included); [`shelledit`] (held files a shell command changed); [`conflicts`] (what
-//!   the branches of the work trees changed alike, before the merge); [`history`] (what
-//!   happened: the event log behind `coord log` and `coord watch`); [`watch`] (the live view:
-//!   what changed between two looks, for `coord watch`);
-//! - front doors: [`mcp`] (the Model Context Protocol server's framing and tool catalogue);
-//!   [`ui`] (the page for the humans watching: a small HTTP server of the status and the history).
+//! docs/architecture.md maps the modules in layers: foundation, protocols, views, front doors.
 
 // The library has no unsafe code; the binary has one place that needs it, documented there
 // (src/cli/child_fence.rs: code run between fork and exec).

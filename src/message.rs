@@ -1,16 +1,5 @@
 //! Messages between agents (seed 001's `msg send / list / read`): one file per message under
-//! `.coord/messages/`, and read marks kept per reader.
-//!
-//! ```text
-//! <root>/.coord/messages/0mkx2a9q1b3cd.msg
-//!     from: claude
-//!     name: Claude
-//!     to: gemini                      (an agent id, or `all`)
-//!     time: 2026-01-28T01:00:00+01:00
-//!                                     (one empty line)
-//!     The body, any number of lines, exactly as sent.
-//! <root>/.coord/messages/read/gemini/0mkx2a9q1b3cd   (gemini has read it)
-//! ```
+//! `.coord/messages/`, and read marks kept per reader (docs/protocol.md shows the format).
 //!
 //! - **No lost or torn message.** Each message is its own file, published whole with
 //!   [`fsutil::create_new`]; senders need no lock, and a taken id is retried with a new one.
@@ -41,6 +30,7 @@ use crate::presence::Unreadable;
 use crate::record::Record;
 use crate::wait::{Deadline, FolderWatch};
 use crate::workspace::{AgentId, Workspace, is_valid_agent_id};
+use crate::worktree::shared_root;
 
 /// The largest message coord writes or reads (1 MiB).
 pub const MESSAGE_CAP: u64 = 1024 * 1024;
@@ -202,12 +192,7 @@ pub fn send(ws: &Workspace, from: &AgentId, to: &Recipient, body: &str) -> Resul
             (MESSAGE_CAP - 4096) / 1024
         )));
     }
-    // Where no arbitration holds (rclone), a message file could not be made without replacing
-    // another's: refused before `.coord/messages/` is made.
-    ws.require_arbitration()?;
-    ws.ensure_state_dir()?;
-    let dir = layout::messages_dir(&crate::worktree::shared_root(ws.root()));
-    fsutil::ensure_dir(&dir)?;
+    let dir = messages_folder(ws)?;
     // What killed senders left here goes (listings sweep it too).
     fsutil::sweep_temps(&dir);
     let mut msg = Message {
@@ -220,7 +205,7 @@ pub fn send(ws: &Workspace, from: &AgentId, to: &Recipient, body: &str) -> Resul
     };
     for _ in 0..64 {
         msg.id = new_id();
-        let path = layout::message_file(&crate::worktree::shared_root(ws.root()), &msg.id);
+        let path = layout::message_file(&shared_root(ws.root()), &msg.id);
         if fsutil::create_new(&path, msg.render().as_bytes())? {
             let event = Event::new(Kind::MessageSent, from.id())
                 .with("id", msg.id.as_str())
@@ -238,6 +223,16 @@ pub fn send(ws: &Workspace, from: &AgentId, to: &Recipient, body: &str) -> Resul
     })
 }
 
+/// `.coord/messages/`, made when missing. Where no arbitration holds (rclone), a message file
+/// could not be made without replacing another's: refused before the folder is made.
+fn messages_folder(ws: &Workspace) -> Result<std::path::PathBuf> {
+    ws.require_arbitration()?;
+    ws.ensure_state_dir()?;
+    let dir = layout::messages_dir(&shared_root(ws.root()));
+    fsutil::ensure_dir(&dir)?;
+    Ok(dir)
+}
+
 /// Every message in the workspace, in sending order, and the files that are not messages.
 pub fn scan(root: &Path) -> (Vec<Message>, Vec<Unreadable>) {
     try_scan(root).unwrap_or_default()
@@ -246,7 +241,7 @@ pub fn scan(root: &Path) -> (Vec<Message>, Vec<Unreadable>) {
 /// [`scan`], failing when the message folder exists but cannot be listed (another user's
 /// folder made with umask 077): an inbox that cannot be read is not an empty one.
 fn try_scan(root: &Path) -> Result<(Vec<Message>, Vec<Unreadable>)> {
-    let dir = layout::messages_dir(&crate::worktree::shared_root(root));
+    let dir = layout::messages_dir(&shared_root(root));
     let mut found = Vec::new();
     let mut skipped = Vec::new();
     let entries = match crate::fsutil::read_dir(&dir) {
@@ -289,10 +284,8 @@ fn message_of(id: &str, read: std::io::Result<Vec<u8>>) -> std::result::Result<M
 
 /// The ids `agent` has read. Temporary files of readers killed while marking are swept.
 fn read_marks(root: &Path, agent: &str) -> HashSet<String> {
-    let Ok(entries) = crate::fsutil::read_dir(layout::read_marks_dir(
-        &crate::worktree::shared_root(root),
-        agent,
-    )) else {
+    let Ok(entries) = crate::fsutil::read_dir(layout::read_marks_dir(&shared_root(root), agent))
+    else {
         return HashSet::new();
     };
     entries
@@ -357,7 +350,7 @@ pub fn unread_counts(
 /// read as a message; [`Error::Io`] when the read mark cannot be written.
 pub fn read(ws: &Workspace, agent: &AgentId, id: &str) -> Result<InboxEntry> {
     let key = id.trim().to_ascii_lowercase();
-    let path = layout::message_file(&crate::worktree::shared_root(ws.root()), &key);
+    let path = layout::message_file(&shared_root(ws.root()), &key);
     // What is not an id is never read.
     let read = layout::is_valid_message_id(&key).then(|| fsutil::read_capped(&path, MESSAGE_CAP));
     let Some(read) = read.filter(|r| !r.as_ref().is_err_and(|e| e.kind() == NotFound)) else {
@@ -372,13 +365,10 @@ pub fn read(ws: &Workspace, agent: &AgentId, id: &str) -> Result<InboxEntry> {
     })?;
     let unread = is_unread(&message, agent.id(), &read_marks(ws.root(), agent.id()));
     if unread {
-        fsutil::ensure_dir(&layout::read_marks_dir(
-            &crate::worktree::shared_root(ws.root()),
-            agent.id(),
-        ))?;
+        fsutil::ensure_dir(&layout::read_marks_dir(&shared_root(ws.root()), agent.id()))?;
         // Already there (read twice at once): just as good.
         fsutil::create_new(
-            &layout::read_mark(&crate::worktree::shared_root(ws.root()), agent.id(), &key),
+            &layout::read_mark(&shared_root(ws.root()), agent.id(), &key),
             format!("{}\n", clock::now_string()).as_bytes(),
         )?;
     }
@@ -395,12 +385,7 @@ pub fn read(ws: &Workspace, agent: &AgentId, id: &str) -> Result<InboxEntry> {
 /// [`Error::Refused`] when the wait ends without an unread message; [`Error::Io`] when the message
 /// folder cannot be created.
 pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Inbox> {
-    // Where no arbitration holds (rclone), a message file could not be made without replacing
-    // another's: refused before `.coord/messages/` is made.
-    ws.require_arbitration()?;
-    ws.ensure_state_dir()?;
-    let dir = layout::messages_dir(&crate::worktree::shared_root(ws.root()));
-    fsutil::ensure_dir(&dir)?;
+    let dir = messages_folder(ws)?;
     let started = std::time::Instant::now();
     let deadline = Deadline::after(wait.as_duration());
     // Where events do not cross machines, look again sooner.

@@ -1,32 +1,22 @@
 //! In-file notes (seed 001's "in-file communication"): one line `[HH:MM] [Agent] TEXT` appended
 //! to a shared file, under that file's lock.
 //!
-//! Invariants:
-//!
-//! - The line is appended only while this agent holds `FILE.lock.<agent>`, checked under the
-//!   workspace mutex right before the append (the same fence as a commit by `coord write`), so a
-//!   note never lands in a file someone else holds.
-//! - A lock the agent holds already, whether coord took it or it was made by hand in the seed's
-//!   form (no token: it is fenced on the lock file's identity and content), is used and kept.
-//! - If the agent did not hold the lock, it is taken (waiting like `coord lock`, tied to this
-//!   process so a crash leaves it STALE at once, `FILE.bak` written first) and released afterwards
-//!   by token; if it already held it, the lock is kept and the backup it took stays as it was.
-//! - The append itself is [`fsutil::append_line`]: one `write` on an `O_APPEND` descriptor under
-//!   a kernel lock, then an fsync after the mutex is dropped. Appending (rather than rewriting the
-//!   file through a temporary copy) keeps the file's inode, so an editor or `tail -f` that has it
-//!   open sees the note, and costs the same for a long file as for a short one; the backup taken
-//!   with the lock covers the rare torn append after a crash.
-//! - The text is folded onto one line (newlines become spaces, control characters are dropped):
-//!   a note can never forge a second note.
+//! The line is appended only while this agent holds `FILE.lock.<agent>`, checked under the
+//! workspace mutex right before the append (the fence of a commit by `coord write`), so a note
+//! never lands in a file someone else holds; the lock is the agent's own, used and kept, or
+//! taken for this note and released after ([`crate::edit`]). The append is one `write` on an
+//! `O_APPEND` descriptor ([`fsutil::append_line`]): the file keeps its inode, so an editor or
+//! `tail -f` that has it open sees the note, and the backup taken with the lock covers a torn
+//! append after a crash. The text is folded onto one line: a note can never forge a second one.
 
 use serde::Serialize;
 
 use crate::clock::{self, Timestamp, Wait};
+use crate::edit::{process_lock, with_own_lock};
 use crate::error::Refusal;
 use crate::error::{Error, Result};
 use crate::fsutil;
-use crate::host;
-use crate::lock::{self, ClientSession, DEFAULT_TTL, Fence, LockEvent, LockRequest, Owner};
+use crate::lock::{self, ClientSession, Fence, LockEvent};
 use crate::record::one_line;
 use crate::workspace::{AgentId, Target, Workspace};
 
@@ -41,7 +31,7 @@ pub struct NoteRequest {
     pub text: String,
     /// How long to wait for the lock when another agent holds it.
     pub wait: Wait,
-    /// The agent client's session this process runs in (see [`LockRequest::runs_in`]).
+    /// The agent client's session this process runs in (see [`lock::LockRequest::runs_in`]).
     pub runs_in: Option<ClientSession>,
 }
 
@@ -82,50 +72,22 @@ pub fn note(
     if one_line(&req.text).is_empty() {
         return Err(Error::bad_input("the note is empty"));
     }
-    // A lock the agent already holds (taken by coord, or made by hand in the seed's form) is
-    // used as it is and stays after the note: only a lock this note took is released.
-    if let Some(fence) = lock::own_fence(&req.target, &req.agent) {
-        let line = fenced_append(ws, req, &fence)?;
-        return Ok(Noted {
-            file: req.target.rel.clone(),
-            line,
-            took_lock: false,
-            backup: None,
-        });
-    }
-    let got = lock::acquire(
-        ws,
-        &LockRequest {
-            agent: req.agent.clone(),
-            targets: vec![req.target.clone()],
-            wait: req.wait,
-            ttl: DEFAULT_TTL,
-            backup: true,
-            reason: Some("writing a note".into()),
-            owner: Some(Owner::process(host::pid(), None)),
-            claims: Vec::new(),
-            runs_in: req.runs_in.clone(),
-        },
-        on_event,
-    )?;
-    let Some(acquired) = got.acquired.into_iter().next() else {
-        return Err(Error::Failed {
-            message: format!("the lock on `{}` was not reported", req.target.rel),
-        });
-    };
-    let appended = fenced_append(ws, req, &Fence::Token(acquired.token.clone()));
-    let released = lock::release_tokens(
-        ws,
+    let lock = process_lock(
         &req.agent,
-        &[(req.target.clone(), acquired.token.clone())],
+        &req.target,
+        req.wait,
+        "writing a note",
+        true,
+        req.runs_in.clone(),
     );
-    let line = appended?;
-    released?;
+    let ((line, took_lock), backup) = with_own_lock(ws, &lock, on_event, |fence, took| {
+        fenced_append(ws, req, fence).map(|line| (line, took))
+    })?;
     Ok(Noted {
         file: req.target.rel.clone(),
         line,
-        took_lock: true,
-        backup: acquired.backup,
+        took_lock,
+        backup,
     })
 }
 

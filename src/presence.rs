@@ -1,15 +1,5 @@
 //! Presence files: `<root>/.<agent>_presence`, one per agent, in the seed's `key: value` form.
 //!
-//! ```text
-//! Agent: Claude
-//! status: ACTIVE
-//! started: 2026-01-28T01:00:00+01:00
-//! heartbeat: 2026-01-28T01:05:00+01:00
-//! working_on: Task_123
-//! current_file: SHARED.txt
-//! lock_status: LOCKED
-//! ```
-//!
 //! The seed's keys come first, in the seed's order; keys coord adds (`locks`, the JSON list of
 //! files this agent locked through coord) and keys someone else added follow and are kept.
 //! `started` survives every refresh. An agent is `ACTIVE` while its heartbeat is at most two
@@ -30,6 +20,7 @@ use crate::fsutil::{self, RECORD_CAP};
 use crate::layout;
 use crate::record::Record;
 use crate::workspace::AgentId;
+use crate::worktree::shared_root;
 
 /// A heartbeat older than this makes an agent `INACTIVE`.
 pub const HEARTBEAT_TIMEOUT: Duration = Duration::from_secs(120);
@@ -175,16 +166,23 @@ pub struct Unreadable {
 /// # Errors
 /// [`Unreadable`] when the file exists but is not a readable small regular file.
 pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Presence>, Unreadable> {
-    let path = layout::presence(&crate::worktree::shared_root(root), id);
-    match fsutil::read_text_capped(&path, RECORD_CAP) {
-        Ok((text, mtime)) => Ok(Some(Presence::parse(
-            id,
-            &text,
-            mtime.map(clock::from_system_time),
-        ))),
+    let found = read_agent_file(&layout::presence(&shared_root(root), id))?;
+    Ok(found.map(|(text, mtime)| Presence::parse(id, &text, mtime.map(clock::from_system_time))))
+}
+
+/// The text and mtime of one agent's file in the shared root (`Ok(None)`: there is none).
+pub(crate) fn read_agent_file(
+    path: &Path,
+) -> std::result::Result<Option<(String, Option<std::time::SystemTime>)>, Unreadable> {
+    match fsutil::read_text_capped(path, RECORD_CAP) {
+        Ok(found) => Ok(Some(found)),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
         Err(e) => Err(Unreadable {
-            path: format!(".{id}_presence"),
+            path: path
+                .file_name()
+                .unwrap_or_default()
+                .to_string_lossy()
+                .into_owned(),
             why: e.to_string(),
         }),
     }
@@ -192,22 +190,31 @@ pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Presence>, Unre
 
 /// Every presence in the root, sorted by agent id, and those that could not be read.
 pub fn scan(root: &Path) -> (Vec<Presence>, Vec<Unreadable>) {
-    let mut found = Vec::new();
-    let mut bad = Vec::new();
-    let _ = fsutil::for_each_name(&crate::worktree::shared_root(root), |name| {
-        let Some(id) = std::str::from_utf8(name)
-            .ok()
-            .and_then(layout::presence_agent)
-        else {
-            return;
-        };
-        match read(root, id) {
-            Ok(Some(p)) => found.push(p),
-            Ok(None) => {}
-            Err(u) => bad.push(u),
-        }
-    });
+    let (mut found, bad) = scan_root(root, layout::presence_agent, |id| read(root, id));
     found.sort_by(|a, b| a.id.cmp(&b.id));
+    (found, bad)
+}
+
+/// The agents' files in the shared root whose names `agent_of` reads an agent id from, each
+/// read by `read` (`Ok(None)`: gone meanwhile), and those that could not be read.
+pub(crate) fn scan_root<T>(
+    root: &Path,
+    agent_of: fn(&str) -> Option<&str>,
+    mut read: impl FnMut(&str) -> std::result::Result<Option<T>, Unreadable>,
+) -> (Vec<T>, Vec<Unreadable>) {
+    let (mut found, mut bad) = (Vec::new(), Vec::new());
+    for entry in fsutil::read_dir(shared_root(root))
+        .into_iter()
+        .flatten()
+        .flatten()
+    {
+        let name = entry.file_name();
+        match name.to_str().and_then(agent_of).map(&mut read) {
+            Some(Ok(Some(t))) => found.push(t),
+            Some(Err(u)) => bad.push(u),
+            _ => {}
+        }
+    }
     (found, bad)
 }
 
@@ -246,7 +253,7 @@ pub fn judge(root: &Path, id: &str, now: &Timestamp) -> Option<AgentState> {
     match read(root, id) {
         Ok(found) => found.map(|p| p.state(now)),
         Err(_) => {
-            let mtime = fsutil::mtime(&layout::presence(&crate::worktree::shared_root(root), id))
+            let mtime = fsutil::mtime(&layout::presence(&shared_root(root), id))
                 .map(clock::from_system_time);
             Some(Presence::parse(id, "", mtime).state(now))
         }
@@ -350,7 +357,7 @@ pub fn write_over(
         rec.set(k, crate::record::one_line(v));
     }
     // Among the worktrees of one repository: which one this agent acts in.
-    if crate::worktree::shared_root(root) != root || !crate::worktree::others(root).is_empty() {
+    if shared_root(root) != root || !crate::worktree::others(root).is_empty() {
         rec.set(crate::worktree::PRESENCE_KEY, root.display().to_string());
     }
     match &update.locks {
@@ -361,7 +368,7 @@ pub fn write_over(
         ),
         None => {}
     }
-    let path = layout::presence(&crate::worktree::shared_root(root), agent.id());
+    let path = layout::presence(&shared_root(root), agent.id());
     let bytes = rec.render();
     match fsutil::replace(&path, bytes.as_bytes()) {
         Ok(()) => {}

@@ -24,6 +24,7 @@ use crate::lock;
 use crate::presence::{self, AgentState};
 use crate::stamp::{self, RowStatus};
 use crate::workspace::Workspace;
+use crate::worktree::shared_root;
 
 /// A presence silent this long counts as finished (its session crashed).
 pub const GONE_AFTER: Duration = Duration::from_secs(86_400);
@@ -55,7 +56,8 @@ pub fn prune(ws: &Workspace, dry_run: bool) -> Result<Pruned> {
         dry_run,
         ..Default::default()
     };
-    if !layout::state_dir(&crate::worktree::shared_root(root)).is_dir() {
+    let shared = shared_root(root);
+    if !layout::state_dir(&shared).is_dir() {
         return Ok(out);
     }
     let _mutex = ws.lock_mutex()?;
@@ -88,30 +90,18 @@ pub fn prune(ws: &Workspace, dry_run: bool) -> Result<Pruned> {
             out.kept.push(agent);
             continue;
         }
-        let mut paths: Vec<PathBuf> = Vec::new();
-        paths.push(layout::presence(
-            &crate::worktree::shared_root(root),
-            &agent,
-        ));
-        paths.extend(
-            rows.iter()
-                .filter(|r| r.partner_name == agent)
-                .flat_map(|r| {
-                    [
-                        layout::partner_row(&crate::worktree::shared_root(root), r.id),
-                        layout::partner_open(&crate::worktree::shared_root(root), r.id),
-                    ]
-                }),
-        );
-        paths.push(layout::needs_user(
-            &crate::worktree::shared_root(root),
-            &agent,
-        ));
-        paths.push(layout::shell_start(
-            &crate::worktree::shared_root(root),
-            &agent,
-        ));
-        let marks = layout::read_marks_dir(&crate::worktree::shared_root(root), &agent);
+        let mut paths = vec![layout::presence(&shared, &agent)];
+        for r in rows.iter().filter(|r| r.partner_name == agent) {
+            paths.extend([
+                layout::partner_row(&shared, r.id),
+                layout::partner_open(&shared, r.id),
+            ]);
+        }
+        paths.extend([
+            layout::needs_user(&shared, &agent),
+            layout::shell_start(&shared, &agent),
+        ]);
+        let marks = layout::read_marks_dir(&shared, &agent);
         let mut gone = Vec::new();
         for p in paths {
             if std::fs::symlink_metadata(&p).is_ok() {
@@ -152,7 +142,7 @@ pub fn prune(ws: &Workspace, dry_run: bool) -> Result<Pruned> {
 /// Agents with a ticket in any wait queue.
 fn queue_agents(root: &Path) -> BTreeSet<String> {
     let mut out = BTreeSet::new();
-    for dir in read_dir(&layout::queue_root(&crate::worktree::shared_root(root))) {
+    for dir in read_dir(&layout::queue_root(&shared_root(root))) {
         for t in read_dir(&dir) {
             if let Some((_, agent)) = t
                 .file_name()
@@ -167,7 +157,7 @@ fn queue_agents(root: &Path) -> BTreeSet<String> {
 }
 
 fn empty_queue_dirs(root: &Path) -> Vec<PathBuf> {
-    read_dir(&layout::queue_root(&crate::worktree::shared_root(root)))
+    read_dir(&layout::queue_root(&shared_root(root)))
         .into_iter()
         .filter(|d| {
             d.file_name()

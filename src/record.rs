@@ -80,14 +80,10 @@ impl Record {
 
     /// The file text: `key: value\n` per entry.
     pub fn render(&self) -> String {
-        let mut out = String::new();
-        for (k, v) in &self.entries {
-            out.push_str(k);
-            out.push_str(": ");
-            out.push_str(v);
-            out.push('\n');
-        }
-        out
+        self.entries
+            .iter()
+            .map(|(k, v)| format!("{k}: {v}\n"))
+            .collect()
     }
 }
 

@@ -14,7 +14,7 @@
 //! record's own mtime), so a clock skew between machines does not matter.
 //!
 //! Two questions are asked through one place each, so that claims on folders and patterns
-//! extend them: which paths to look at ([`candidates`]) and who holds a path
+//! extend them: which paths to look at ([`held_by_others`]) and who holds a path
 //! ([`crate::guard::held`], the question the git guard asks at commit).
 //!
 //! What cannot be told from stat data alone: whether the holder itself changed the file while
@@ -57,26 +57,20 @@ pub struct Changed {
     pub since: Option<String>,
 }
 
-/// The paths to look at after a shell command: every file the index of held files names for
-/// an agent other than `me`, relative to `ws`'s root. (Claims on folders and patterns add the
-/// paths they hold here.)
-pub fn candidates(ws: &Workspace, me: &AgentId) -> Vec<String> {
+/// The files another agent holds `LIVE` now: of the paths coord's index of held files names
+/// for an agent other than `me` (claims on folders and patterns add the paths they hold here),
+/// those [`guard::held`] finds held.
+pub fn held_by_others(ws: &Workspace, me: &AgentId) -> Vec<Held> {
     let mut paths: Vec<String> = lock::indexed(ws.root())
         .into_iter()
         .filter(|(_, agent)| agent != me.id())
         .map(|(rel, _)| rel)
         .collect();
-    paths.sort();
-    paths.dedup();
-    paths
-}
-
-/// The files another agent holds `LIVE` now (see [`candidates`] and [`guard::held`]).
-pub fn held_by_others(ws: &Workspace, me: &AgentId) -> Vec<Held> {
-    let paths = candidates(ws, me);
     if paths.is_empty() {
         return Vec::new();
     }
+    paths.sort();
+    paths.dedup();
     let mut held = guard::held(ws, ws.root(), &paths, Some(me));
     held.sort_by(|a, b| a.file.cmp(&b.file));
     held.dedup_by(|a, b| a.file == b.file);
@@ -192,23 +186,18 @@ pub fn notice(changed: &[Changed], me: &AgentId) -> String {
     let holder = AgentId::parse(&first.holder)
         .map(|a| a.id().to_string())
         .unwrap_or_else(|_| first.holder.clone());
+    let (files, them) = if changed.len() == 1 {
+        ("a file", "it")
+    } else {
+        ("files", "them")
+    };
+    let args: Vec<String> = changed.iter().map(|c| crate::shell::arg(&c.file)).collect();
     format!(
-        "coord: your shell command changed {} that another agent holds: {}. That agent is editing {}: \
-         unless that change was theirs, put {} back as it was (`git restore {}` for a tracked file, or from its `.bak`), \
+        "coord: your shell command changed {files} that another agent holds: {}. That agent is editing {them}: \
+         unless that change was theirs, put {them} back as it was (`git restore {}` for a tracked file, or from its `.bak`), \
          and ask before touching it again: `coord -a {} msg send {holder} \"...\"`.",
-        if changed.len() == 1 {
-            "a file"
-        } else {
-            "files"
-        },
         list.join(", "),
-        if changed.len() == 1 { "it" } else { "them" },
-        if changed.len() == 1 { "it" } else { "them" },
-        changed
-            .iter()
-            .map(|c| crate::shell::arg(&c.file))
-            .collect::<Vec<_>>()
-            .join(" "),
+        args.join(" "),
         me.id(),
     )
 }

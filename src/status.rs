@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashSet};
 use serde::Serialize;
 
 use crate::clock::{self, Timestamp};
+use crate::conflicts::Side;
 use crate::dialogue::{self, DialogueSummary};
 use crate::handshake;
 use crate::lock::deadlock::{self, WaitEdge};
@@ -17,6 +18,7 @@ use crate::presence::{self, LockStatus, StateCache, Unreadable};
 use crate::review::{self, rules::ReviewSummary};
 use crate::stamp::{self, RowStatus};
 use crate::workspace::Workspace;
+use crate::worktree::shared_root;
 
 /// One agent, as `status` shows it.
 #[derive(Debug, Clone, Serialize)]
@@ -148,28 +150,6 @@ pub fn claims(ws: &Workspace, cache: &mut StateCache, now: &Timestamp) -> Vec<Cl
         .collect()
 }
 
-/// One work tree sharing the workspace.
-#[derive(Debug, Clone, Serialize)]
-pub struct TreeView {
-    /// Its top level.
-    pub worktree: String,
-    /// The branch checked out there (null: detached, or not in git).
-    pub branch: Option<String>,
-}
-
-/// One handshake file entry.
-#[derive(Debug, Clone, Serialize)]
-pub struct HandshakeView {
-    /// Who wrote it.
-    pub from: String,
-    /// To whom.
-    pub to: String,
-    /// REQUESTED or ACCEPTED.
-    pub status: String,
-    /// When.
-    pub time: Option<String>,
-}
-
 /// One online session of the stamp card.
 #[derive(Debug, Clone, Serialize)]
 pub struct PartnerView {
@@ -207,7 +187,7 @@ pub struct WaitView {
 }
 
 /// The whole workspace at a glance.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Status {
     /// The workspace root: the top level of the work tree this view was asked in.
     pub root: String,
@@ -218,7 +198,7 @@ pub struct Status {
     pub branch: Option<String>,
     /// The work trees sharing the workspace, `root`'s own first (one, outside git or in a
     /// repository with no linked worktree).
-    pub worktrees: Vec<TreeView>,
+    pub worktrees: Vec<Side>,
     /// Agents with a presence file.
     pub agents: Vec<AgentView>,
     /// Every lock file.
@@ -230,7 +210,7 @@ pub struct Status {
     /// Cycles of agents waiting for each other (each one a deadlock), as wait-for edges.
     pub deadlocks: Vec<Vec<WaitEdge>>,
     /// Handshake files, one entry per block.
-    pub handshakes: Vec<HandshakeView>,
+    pub handshakes: Vec<handshake::Block>,
     /// At least one pair of agents has exchanged a handshake with an ACCEPTED.
     pub protocol_v3_active: bool,
     /// Stamp-card sessions that are `online`.
@@ -278,36 +258,20 @@ impl Serialize for RemoteStatus {
     }
 }
 
-/// What a session's start tells its agent (see `hook::act::context`): a part of [`Status`],
-/// gathered without what only the whole view shows (waits, handshakes, the stamp card, unread
-/// counts, branches, nested workspaces, unreadable files).
-#[derive(Debug)]
-pub struct Glance {
-    /// The workspace root.
-    pub root: String,
-    /// One entry per presence file.
-    pub agents: Vec<AgentView>,
-    /// Every lock file.
-    pub locks: Vec<LockView>,
-    /// Every claim on a folder or pattern.
-    pub claims: Vec<ClaimView>,
-    /// Open reviews.
-    pub reviews: Vec<ReviewSummary>,
-    /// The dialogue in `agent-dialogue/`, when there is one.
-    pub dialogue: Option<DialogueSummary>,
-}
-
-/// The [`Glance`] of the workspace, judged as [`collect`] judges.
-pub fn glance(ws: &Workspace) -> Glance {
+/// What a session's start tells its agent (see `hook::act::context`): the [`Status`] of the
+/// workspace, judged as [`collect`] judges, without what only the whole view shows (waits,
+/// handshakes, the stamp card, unread counts, branches, nested workspaces, unreadable files).
+pub fn glance(ws: &Workspace) -> Status {
     let now = clock::now();
     let mut seen = Seen::look(ws, &now);
-    Glance {
+    Status {
         root: ws.root().display().to_string(),
         agents: seen.presences.iter().map(|p| agent_view(p, &now)).collect(),
         locks: seen.lock_views(ws, &now),
         claims: claims(ws, &mut seen.cache, &now),
         reviews: review::rules::open_reviews(ws).0,
         dialogue: dialogue::summary(ws),
+        ..Status::default()
     }
 }
 
@@ -440,14 +404,10 @@ pub fn agent_label(a: &AgentView, several: bool) -> String {
     parts.join(" · ")
 }
 
-/// Bring each agent's `lock_status` in line with what is on disk: `holding`, the agents with a
-/// lock or claim (in any state: a STALE one is held until it is taken over), and `waiting`,
-/// those with a live wait ticket. What the presence says stands when it is true; otherwise
-/// (its writer was killed while it waited or held, and its locks were taken over since) the
-/// view says `LOCKED` for an agent that holds something, `WAITING` for one that only waits,
-/// and `FREE` for one that does neither (its `current_file`, which named the file it held or
-/// waited for, then shows none). A presence without the field keeps none unless the agent
-/// holds or waits.
+/// Bring each agent's `lock_status` in line with `holding` (agents with a lock or claim in any
+/// state: a STALE one is held until taken over) and `waiting` (those with a live ticket): where
+/// the presence is wrong (its writer was killed, its locks taken over since), `LOCKED`,
+/// `WAITING`, or `FREE` with no `current_file`; none where it has none and nothing is held.
 pub fn settle_lock_status(
     agents: &mut [AgentView],
     holding: &HashSet<&str>,
@@ -714,11 +674,10 @@ pub fn collect(ws: &Workspace) -> Status {
         // An agent that clocked out waits for no one, whatever a file left behind says.
         a.needs_user = crate::history::needs_user(ws.root(), &a.agent)
             .filter(|_| a.status != presence::AgentState::Finished.as_str());
-        let top = a.worktree.clone().unwrap_or_else(|| {
-            crate::worktree::shared_root(ws.root())
-                .display()
-                .to_string()
-        });
+        let top = a
+            .worktree
+            .clone()
+            .unwrap_or_else(|| shared_root(ws.root()).display().to_string());
         a.branch = trees
             .iter()
             .find(|t| t.top.as_os_str() == top.as_str())
@@ -738,9 +697,9 @@ pub fn collect(ws: &Workspace) -> Status {
         a.holds.dedup();
         a.label = agent_label(a, several);
     }
-    let worktrees: Vec<TreeView> = trees
+    let worktrees: Vec<Side> = trees
         .iter()
-        .map(|t| TreeView {
+        .map(|t| Side {
             worktree: t.top.display().to_string(),
             branch: t.branch(),
         })
@@ -752,9 +711,7 @@ pub fn collect(ws: &Workspace) -> Status {
     });
     Status {
         root: ws.root().display().to_string(),
-        shared_root: crate::worktree::shared_root(ws.root())
-            .display()
-            .to_string(),
+        shared_root: shared_root(ws.root()).display().to_string(),
         branch: worktrees.first().and_then(|t| t.branch.clone()),
         worktrees,
         agents,
@@ -763,15 +720,7 @@ pub fn collect(ws: &Workspace) -> Status {
         waits,
         deadlocks,
         protocol_v3_active: handshake::v3_active(&blocks),
-        handshakes: blocks
-            .into_iter()
-            .map(|b| HandshakeView {
-                from: b.from,
-                to: b.to,
-                status: b.status.as_str().to_string(),
-                time: b.time,
-            })
-            .collect(),
+        handshakes: blocks,
         partners: rows
             .into_iter()
             .filter(|r| r.status == RowStatus::Online)
@@ -793,9 +742,7 @@ pub fn collect(ws: &Workspace) -> Status {
             ws,
             &entries.iter().map(|e| e.file.as_str()).collect::<Vec<_>>(),
         ),
-        conflicts: Vec::new(),
-        conflicts_note: None,
-        remote: None,
+        ..Status::default()
     }
 }
 
@@ -850,7 +797,7 @@ pub fn nested(ws: &Workspace, files: &[&str]) -> Vec<Nested> {
 /// sent to it here would wait in an inbox it never reads. Looks for the locks under the root
 /// only then (a folder walk, on this rare path alone).
 pub fn nested_home(ws: &Workspace, agent: &str) -> Option<Nested> {
-    let shared = crate::worktree::shared_root(ws.root());
+    let shared = shared_root(ws.root());
     if std::fs::symlink_metadata(crate::layout::presence(&shared, agent)).is_ok() {
         return None;
     }

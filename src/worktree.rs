@@ -278,18 +278,14 @@ fn read_trees(root: &Path, shared: &Path, common: &Path, stamp: Option<&Stat>) -
             gitdir: Some(tree.gitdir),
         });
     }
-    if let Some(i) = all.iter().position(|t| t.top == root) {
-        let own = all.remove(i);
-        all.insert(0, own);
-    } else {
-        all.insert(
-            0,
-            Tree {
-                top: root.to_path_buf(),
-                gitdir: None,
-            },
-        );
-    }
+    let own = match all.iter().position(|t| t.top == root) {
+        Some(i) => all.remove(i),
+        None => Tree {
+            top: root.to_path_buf(),
+            gitdir: None,
+        },
+    };
+    all.insert(0, own);
     all
 }
 

@@ -278,7 +278,7 @@ pub fn render(st: &Status, color: bool) -> String {
         vec![
             Cell::plain(&h.from),
             Cell::plain(&h.to),
-            Cell::state(&h.status),
+            Cell::state(h.status.as_str()),
         ]
     });
     let v3 = if st.protocol_v3_active {

@@ -1,28 +1,76 @@
 //! Safe editing under the lock: `coord write`, `coord run`, `coord restore`.
 //!
-//! Seed 001's workflow is "lock, back up, edit, unlock". These operations make each step safe:
-//!
-//! - [`write`](mod@write) replaces a file's content only while this agent still holds its lock, and
-//!   commits with a **fenced** check: the lock's random token, read when the write starts, is
-//!   compared again under the workspace mutex right before the rename. A stale takeover also
-//!   runs under that mutex, so an agent whose lock was taken over can never overwrite the new
-//!   holder's work; its content is kept in `FILE.rejected.<agent>` instead, never lost.
-//!   The file is replaced whole (temporary file in the same folder, fsync, rename, fsync of the
-//!   folder): a reader, or a crash, sees the old content or the new, never a mix or a hole.
-//! - [`run`](mod@run) holds the locks for the life of a command, tied to this process (so a killed
-//!   `coord run` leaves a lock that is stale at once), and releases them on every way out.
-//! - [`restore`](mod@restore) swaps `FILE` and `FILE.bak` under the lock, so a restore can be undone.
-//!
-//! Every backup is published by rename: a symlink planted at `FILE.bak` is replaced, never
-//! followed, and nothing but `FILE.bak` is touched.
+//! Seed 001's workflow is "lock, back up, edit, unlock"; these make each step safe: a write
+//! commits only while the lock's token is still this agent's ([`write`](mod@write)), a run holds
+//! the locks for the life of a command ([`run`](mod@run)), a restore swaps `FILE` and `FILE.bak`
+//! ([`restore`](mod@restore)). Every backup is published by rename: a symlink planted at
+//! `FILE.bak` is replaced, never followed.
 
 pub mod restore;
 pub mod run;
 pub mod write;
 
-use crate::workspace::Target;
+use crate::clock::Wait;
+use crate::error::{Error, Result};
+use crate::host;
+use crate::lock::{self, ClientSession, DEFAULT_TTL, Fence, LockEvent, LockRequest, Owner};
+use crate::workspace::{AgentId, Target, Workspace};
 
 /// The folder holding `target`.
 fn folder(target: &Target) -> &std::path::Path {
     target.abs.parent().unwrap_or(std::path::Path::new("/"))
+}
+
+/// A lock on one file for the life of this process, as an edit takes it when the agent holds
+/// none: tied to this process, so a crash leaves it STALE at once.
+pub(crate) fn process_lock(
+    agent: &AgentId,
+    target: &Target,
+    wait: Wait,
+    reason: &str,
+    backup: bool,
+    runs_in: Option<ClientSession>,
+) -> LockRequest {
+    LockRequest {
+        agent: agent.clone(),
+        targets: vec![target.clone()],
+        wait,
+        ttl: DEFAULT_TTL,
+        backup,
+        reason: Some(reason.into()),
+        owner: Some(Owner::process(host::pid(), None)),
+        claims: Vec::new(),
+        runs_in,
+    }
+}
+
+/// Run `op` fenced by the agent's lock on the one file of `req`: a lock the agent holds already
+/// (coord's, or made by hand in the seed's form) is used and kept; otherwise `req` is acquired
+/// and released after `op`, whatever it did. `op` is told whether the lock was taken for it;
+/// the backup that acquisition wrote comes back beside its result.
+///
+/// # Errors
+///
+/// The errors of [`lock::acquire`], then `op`'s, then those of the release.
+pub(crate) fn with_own_lock<T>(
+    ws: &Workspace,
+    req: &LockRequest,
+    on_event: &mut dyn FnMut(&LockEvent),
+    op: impl FnOnce(&Fence, bool) -> Result<T>,
+) -> Result<(T, Option<String>)> {
+    let target = &req.targets[0];
+    if let Some(fence) = lock::own_fence(target, &req.agent) {
+        return Ok((op(&fence, false)?, None));
+    }
+    let got = lock::acquire(ws, req, on_event)?;
+    let Some(acquired) = got.acquired.into_iter().next() else {
+        return Err(Error::Failed {
+            message: format!("the lock on `{}` was not reported", target.rel),
+        });
+    };
+    let done = op(&Fence::Token(acquired.token.clone()), true);
+    let released = lock::release_tokens(ws, &req.agent, &[(target.clone(), acquired.token)]);
+    let done = done?;
+    released?;
+    Ok((done, acquired.backup))
 }

@@ -23,13 +23,12 @@ use serde::Serialize;
 use crate::clock::Wait;
 use crate::error::{Error, IoResultExt, Refusal, Result};
 use crate::fsutil;
-use crate::host;
 use crate::layout;
 use crate::lock::backup;
-use crate::lock::{self, ClientSession, DEFAULT_TTL, Fence, LockEvent, LockRequest, Owner};
+use crate::lock::{self, ClientSession, Fence, LockEvent};
 use crate::workspace::{AgentId, Target, Workspace};
 
-use super::folder;
+use super::{folder, process_lock, with_own_lock};
 
 /// The result of a restore.
 #[derive(Debug, Clone, Serialize)]
@@ -104,46 +103,25 @@ pub fn restore(
             .at("find the backup", Path::new(&source_rel));
         }
     }
-    // A lock the agent holds (coord's, or made by hand in the seed's form) is used and kept.
-    let (fence, took_lock) = match lock::own_fence(target, agent) {
-        Some(fence) => (fence, false),
-        None => {
-            let req = LockRequest {
-                agent: agent.clone(),
-                targets: vec![target.clone()],
-                wait,
-                ttl: DEFAULT_TTL,
-                backup: false,
-                reason: Some("restoring from its backup".into()),
-                owner: Some(Owner::process(host::pid(), None)),
-                claims: Vec::new(),
-                runs_in,
-            };
-            let got = lock::acquire(ws, &req, on_event)?;
-            let token = got
-                .acquired
-                .into_iter()
-                .next()
-                .map(|a| a.token)
-                .unwrap_or_default();
-            (Fence::Token(token), true)
-        }
-    };
-    let result = swap(
-        ws,
+    let lock = process_lock(
         agent,
         target,
-        &fence,
-        (&source, source_rel, generation.max(1)),
-        took_lock,
+        wait,
+        "restoring from its backup",
+        false,
+        runs_in,
     );
-    if let (true, Fence::Token(token)) = (took_lock, fence) {
-        let released = lock::release_tokens(ws, agent, &[(target.clone(), token)]);
-        if let (Ok(_), Err(e)) = (&result, released) {
-            return Err(e);
-        }
-    }
-    result
+    with_own_lock(ws, &lock, on_event, |fence, took_lock| {
+        swap(
+            ws,
+            agent,
+            target,
+            fence,
+            (&source, source_rel, generation.max(1)),
+            took_lock,
+        )
+    })
+    .map(|(restored, _)| restored)
 }
 
 fn swap(

@@ -41,11 +41,8 @@ use crate::host::{self, ProcessGroup};
 use crate::lock::{self, Acquisition, ClientSession, DEFAULT_TTL, LockEvent, LockRequest, Owner};
 use crate::pattern::Pattern;
 use crate::presence;
-use crate::session::KILL_GRACE;
+use crate::session::{AGENT_ENV, DIR_ENV, HEARTBEAT_EVERY, KILL_GRACE};
 use crate::workspace::{AgentId, Target, Workspace};
-
-/// How often the agent's heartbeat is refreshed while CMD runs.
-pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(30);
 
 /// The signals forwarded to CMD.
 const FORWARDED: [(i32, Signal); 3] = [
@@ -221,8 +218,8 @@ fn supervise(
     let mut command = Command::new(program);
     command
         .args(args)
-        .env("COORD_AGENT", req.agent.name())
-        .env("COORD_DIR", ws.root());
+        .env(AGENT_ENV, req.agent.name())
+        .env(DIR_ENV, ws.root());
     if let Some(dir) = &req.dir {
         command.current_dir(dir);
     }

@@ -34,13 +34,8 @@ pub struct Request {
 pub enum Incoming {
     /// A request to answer.
     Request(Request),
-    /// A notification (no id): never answered.
-    Notification {
-        /// The method.
-        method: String,
-    },
-    /// A response from the client (this server sends no requests, so it is ignored), or a
-    /// blank line.
+    /// A notification (no id), a response from the client (this server sends no requests), or
+    /// a blank line: never answered.
     Ignored,
     /// A line that gets an error response: `id` is the request's id when it could be read,
     /// else `null`.
@@ -136,7 +131,7 @@ pub fn classify(line: &[u8]) -> Incoming {
         Some(Value::Object(p)) => p,
         Some(other) => {
             if id.is_none() {
-                return Incoming::Notification { method };
+                return Incoming::Ignored;
             }
             return invalid(
                 answer_id,
@@ -146,7 +141,7 @@ pub fn classify(line: &[u8]) -> Incoming {
         }
     };
     match id {
-        None => Incoming::Notification { method },
+        None => Incoming::Ignored,
         Some(id) => Incoming::Request(Request { id, method, params }),
     }
 }

@@ -35,15 +35,6 @@ pub const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 /// Where a stateless result names the server.
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
-/// The version `initialize` answers: the client's when supported, else the newest.
-pub fn negotiate(requested: Option<&str>) -> &'static str {
-    VERSIONS
-        .iter()
-        .find(|v| Some(**v) == requested)
-        .copied()
-        .unwrap_or(VERSIONS[VERSIONS.len() - 1])
-}
-
 /// Every version this server speaks, oldest first.
 pub fn all_versions() -> Vec<&'static str> {
     let mut all = VERSIONS.to_vec();
@@ -134,7 +125,7 @@ impl<H: ToolHost> Server<H> {
     fn handle_one(&mut self, line: &[u8]) -> Option<Value> {
         match jsonrpc::classify(line) {
             Incoming::Request(req) => Some(self.handle(req)),
-            Incoming::Notification { .. } | Incoming::Ignored => None,
+            Incoming::Ignored => None,
             Incoming::Invalid { id, code, message } => {
                 Some(jsonrpc::error(&id, code, &message, None))
             }
@@ -193,7 +184,13 @@ impl<H: ToolHost> Server<H> {
     }
 
     fn initialize(&mut self, params: &Map<String, Value>) -> Value {
-        let version = negotiate(params.get("protocolVersion").and_then(Value::as_str));
+        // The client's version when supported, else the newest.
+        let requested = params.get("protocolVersion").and_then(Value::as_str);
+        let version = VERSIONS
+            .iter()
+            .find(|v| Some(**v) == requested)
+            .copied()
+            .unwrap_or(VERSIONS[VERSIONS.len() - 1]);
         self.negotiated = Some(version);
         json!({
             "protocolVersion": version,
@@ -261,20 +258,18 @@ impl<H: ToolHost> Server<H> {
                 is_error: true,
             },
         };
-        Ok(call_result(outcome))
+        // Text content, `structuredContent` when the tool has one, `isError`.
+        let mut result = json!({
+            "content": [{"type": "text", "text": outcome.text}],
+            "isError": outcome.is_error,
+        });
+        if let (Some(s @ Value::Object(_)), Some(obj)) =
+            (outcome.structured, result.as_object_mut())
+        {
+            obj.insert("structuredContent".into(), s);
+        }
+        Ok(result)
     }
-}
-
-/// A `tools/call` result: text content, `structuredContent` when the tool has one, `isError`.
-pub fn call_result(outcome: ToolOutcome) -> Value {
-    let mut result = json!({
-        "content": [{"type": "text", "text": outcome.text}],
-        "isError": outcome.is_error,
-    });
-    if let (Some(s @ Value::Object(_)), Some(obj)) = (outcome.structured, result.as_object_mut()) {
-        obj.insert("structuredContent".into(), s);
-    }
-    result
 }
 
 #[cfg(test)]

@@ -62,11 +62,6 @@ impl ToolSpec {
             },
         })
     }
-
-    /// The names of its arguments.
-    pub fn arg_names(&self) -> Vec<&'static str> {
-        self.args.iter().map(|(n, _, _)| *n).collect()
-    }
 }
 
 const FILES: &str = r#"{"type":["array","string"],"items":{"type":"string","minLength":1},"minItems":1,"minLength":1,"description":"Paths relative to the workspace root (absolute paths inside it work too); one path may be given as a string. A folder ending in `/` or a pattern (`src/**/*.sql`) is a claim on every path it matches"}"#;
@@ -277,7 +272,7 @@ impl<'a> Args<'a> {
     ///
     /// [`Error::BadInput`] naming the unknown or missing argument.
     pub fn new(tool: &'static ToolSpec, map: &'a Map<String, Value>) -> Result<Args<'a>> {
-        let names = tool.arg_names();
+        let names: Vec<&str> = tool.args.iter().map(|(n, _, _)| *n).collect();
         if let Some(unknown) = map.keys().find(|k| !names.contains(&k.as_str())) {
             return Err(Error::bad_input(format!(
                 "tool `{}` has no argument `{unknown}` (its arguments: {})",

@@ -1,21 +1,5 @@
-//! The stamp card: seed 001's `partner_presence` table, one plain file per row.
-//!
-//! ```text
-//! <root>/.coord/partners/seq                 the last row id handed out
-//! <root>/.coord/partners/open/7              the index of rows not clocked out (empty files)
-//! <root>/.coord/partners/0000000007.session  one row:
-//!
-//! id: 7
-//! partner_name: claude
-//! status: online
-//! clocked_in: 2026-01-28T01:00:00+01:00
-//! clocked_out: -
-//! last_heartbeat: 2026-01-28T01:05:00+01:00
-//! current_task: Task_123
-//! session_id: claude-7-3fa2c1
-//! pid: 4242
-//! host: build-box
-//! ```
+//! The stamp card: seed 001's `partner_presence` table, one plain file per row under
+//! `.coord/partners/` (docs/protocol.md, "Stamp card and sessions", shows a row).
 //!
 //! Files, not the seed's SQLite: the shared folder may be on a network filesystem where SQLite's
 //! locking is unsafe. Every transition (clock in, heartbeat, crash marking, clock out) happens
@@ -46,6 +30,7 @@ use crate::presence::{self, AgentState, Unreadable, Update};
 use crate::record::Record;
 use crate::session;
 use crate::workspace::{AgentId, Workspace, is_valid_agent_id};
+use crate::worktree::shared_root;
 
 /// A session whose heartbeat is older than this, and that never clocked out, has crashed.
 pub const CRASH_AFTER: Duration = Duration::from_secs(300);
@@ -205,7 +190,7 @@ impl Row {
 /// files left by killed writers are swept on the way.
 pub fn scan(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
     let mut found = Vec::new();
-    for entry in crate::fsutil::read_dir(layout::partners_dir(&crate::worktree::shared_root(root)))
+    for entry in crate::fsutil::read_dir(layout::partners_dir(&shared_root(root)))
         .into_iter()
         .flatten()
         .flatten()
@@ -251,7 +236,7 @@ fn read_rows(found: impl IntoIterator<Item = (u64, PathBuf)>) -> (Vec<Row>, Vec<
 /// none once it is. Caller holds the mutex.
 fn write_row(root: &Path, row: &Row) -> Result<()> {
     fsutil::replace(
-        &layout::partner_row(&crate::worktree::shared_root(root), row.id),
+        &layout::partner_row(&shared_root(root), row.id),
         row.render().as_bytes(),
     )?;
     index_row(root, row)
@@ -262,7 +247,7 @@ fn index_row(root: &Path, row: &Row) -> Result<()> {
     if !has_index(root) {
         return Ok(());
     }
-    let entry = layout::partner_open(&crate::worktree::shared_root(root), row.id);
+    let entry = layout::partner_open(&shared_root(root), row.id);
     if row.status == RowStatus::Offline {
         fsutil::remove(&entry).map(drop)
     } else {
@@ -273,18 +258,13 @@ fn index_row(root: &Path, row: &Row) -> Result<()> {
 /// Whether the card has its index of open rows: a real folder (anything else in its place is
 /// not followed nor written, and the card is read whole).
 fn has_index(root: &Path) -> bool {
-    let dir = layout::partners_open_dir(&crate::worktree::shared_root(root));
-    match fs::symlink_metadata(&dir) {
-        Ok(m) if m.is_dir() => true,
-        Ok(m) => {
-            if m.is_symlink() {
-                // Said once by the command.
-                let _ = fsutil::refuse_linked(&dir, true);
-            }
-            false
-        }
-        Err(_) => false,
+    let dir = layout::partners_open_dir(&shared_root(root));
+    let meta = fs::symlink_metadata(&dir);
+    if meta.as_ref().is_ok_and(|m| m.is_symlink()) {
+        // Said once by the command.
+        let _ = fsutil::refuse_linked(&dir, true);
     }
+    meta.is_ok_and(|m| m.is_dir())
 }
 
 /// The rows not clocked out (`online` or `crashed`), by id.
@@ -298,12 +278,7 @@ pub fn open_rows(root: &Path) -> Vec<Row> {
 /// So the card's history is listed by name, never read.
 pub fn open_rows_checked(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
     let indexed = has_index(root)
-        .then(|| {
-            fsutil::list_names(&layout::partners_open_dir(&crate::worktree::shared_root(
-                root,
-            )))
-            .ok()
-        })
+        .then(|| fsutil::list_names(&layout::partners_open_dir(&shared_root(root))).ok())
         .flatten();
     let (rows, bad) = match indexed {
         None => scan(root),
@@ -316,12 +291,9 @@ pub fn open_rows_checked(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
                 .collect();
             ids.sort_unstable();
             ids.dedup();
-            let paths = ids.into_iter().map(|id| {
-                (
-                    id,
-                    layout::partner_row(&crate::worktree::shared_root(root), id),
-                )
-            });
+            let paths = ids
+                .into_iter()
+                .map(|id| (id, layout::partner_row(&shared_root(root), id)));
             read_rows(paths)
         }
     };
@@ -334,7 +306,7 @@ pub fn open_rows_checked(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
 
 /// The ids of the card's row files, from their names alone.
 fn row_ids(root: &Path) -> impl Iterator<Item = u64> {
-    fsutil::list_names(&layout::partners_dir(&crate::worktree::shared_root(root)))
+    fsutil::list_names(&layout::partners_dir(&shared_root(root)))
         .unwrap_or_default()
         .into_iter()
         .filter_map(|name| layout::parse_partner_row_name(name.to_str()?))
@@ -342,24 +314,21 @@ fn row_ids(root: &Path) -> impl Iterator<Item = u64> {
 
 /// The card's counter: the last row id coord handed out (`None` when missing or unreadable).
 fn read_counter(root: &Path) -> Option<u64> {
-    fsutil::read_capped(
-        &layout::partners_seq(&crate::worktree::shared_root(root)),
-        64,
-    )
-    .ok()
-    .and_then(|b| String::from_utf8_lossy(&b).trim().parse().ok())
+    fsutil::read_capped(&layout::partners_seq(&shared_root(root)), 64)
+        .ok()
+        .and_then(|b| String::from_utf8_lossy(&b).trim().parse().ok())
 }
 
 /// Make the index of open rows from the whole card when it is not there yet (a card written
 /// before it). Something else in its place is left alone. Caller holds the mutex.
 fn ensure_index(root: &Path) -> Result<()> {
-    let dir = layout::partners_open_dir(&crate::worktree::shared_root(root));
+    let dir = layout::partners_open_dir(&shared_root(root));
     if fs::symlink_metadata(&dir).is_ok() {
         return Ok(());
     }
     // Built under a fixed temporary name (one builder at a time: the mutex; what a killed
     // builder left is built on) and renamed into place: a reader sees no index or a whole one.
-    let tmp = layout::partners_dir(&crate::worktree::shared_root(root)).join(".open.tmp");
+    let tmp = layout::partners_dir(&shared_root(root)).join(".open.tmp");
     fsutil::ensure_dir(&tmp)?;
     let (rows, _) = scan(root);
     for r in rows.iter().filter(|r| r.status != RowStatus::Offline) {
@@ -378,7 +347,7 @@ fn next_id(root: &Path) -> Result<u64> {
         .find(|id| !taken.contains(id))
         .unwrap_or(u64::MAX);
     fsutil::replace(
-        &layout::partners_seq(&crate::worktree::shared_root(root)),
+        &layout::partners_seq(&shared_root(root)),
         format!("{id}\n").as_bytes(),
     )?;
     Ok(id)
@@ -392,7 +361,7 @@ fn free_name(root: &Path, rows: &[Row]) -> String {
         .find(|name| {
             !rows.iter().any(|r| &r.partner_name == name)
                 && !presences.iter().any(|p| &p.id == name)
-                && !layout::presence(&crate::worktree::shared_root(root), name).exists()
+                && !layout::presence(&shared_root(root), name).exists()
         })
         .unwrap_or_default()
 }
@@ -453,7 +422,7 @@ pub struct Crashed {
 pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
     let root = ws.root();
     let _mutex = ws.lock_mutex()?;
-    fsutil::ensure_dir(&layout::partners_dir(&crate::worktree::shared_root(root)))?;
+    fsutil::ensure_dir(&layout::partners_dir(&shared_root(root)))?;
     // A card where the index cannot be made is read whole.
     let _ = ensure_index(root);
     // A picked name must be free of every row, not only of the open ones.
@@ -495,15 +464,16 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
         pid: req.pid,
         host: req.pid.map(|_| host::hostname().to_string()),
     };
-    if !fsutil::create_new(
-        &layout::partner_row(&crate::worktree::shared_root(root), id),
-        row.render().as_bytes(),
-    )? {
+    let (shared, path) = (
+        shared_root(root),
+        layout::partner_row(&shared_root(root), id),
+    );
+    if !fsutil::create_new(&path, row.render().as_bytes())? {
         return Err(Error::Failed {
             message: format!(
                 "stamp-card row `{}` already exists; the counter `{}` is behind",
-                layout::partner_row(&crate::worktree::shared_root(root), id).display(),
-                layout::partners_seq(&crate::worktree::shared_root(root)).display()
+                path.display(),
+                layout::partners_seq(&shared).display()
             ),
         });
     }
@@ -515,14 +485,8 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
         ..Default::default()
     };
     if let Err(e) = index_row(root, &row).and_then(|()| presence::write(root, &agent, &presence)) {
-        let _ = fsutil::remove(&layout::partner_row(
-            &crate::worktree::shared_root(root),
-            id,
-        ));
-        let _ = fsutil::remove(&layout::partner_open(
-            &crate::worktree::shared_root(root),
-            id,
-        ));
+        let _ = fsutil::remove(&path);
+        let _ = fsutil::remove(&layout::partner_open(&shared, id));
         return Err(e);
     }
 

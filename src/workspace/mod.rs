@@ -1,22 +1,12 @@
 //! The workspace: its root, who is acting, and which files may be named.
 //!
-//! - Root discovery: the nearest ancestor of the current directory holding `.coord/` (above
-//!   the starting folder, only a `.coord/` the user owns or that is shared with one of the user's
-//!   groups), else the top level of the git work tree around it, else the current directory. An explicit folder
-//!   (`--dir`, `COORD_DIR`, a positional `DIR`) that lies inside an existing workspace means that
-//!   workspace: coord never silently starts a second, nested one (two roots would not see each
-//!   other's locks). A nested workspace exists only once [`Workspace::init`] made it.
-//! - Agent ids: the name lower-cased, matching `^[a-z0-9][a-z0-9_-]{0,31}$`; the name as given
-//!   is kept for display inside files.
-//! - Path confinement: a FILE argument is resolved against the current directory, `..` and
-//!   symlinks included, and must land inside the root (and outside `.coord/`). Anything else is
-//!   refused before a single byte is written.
-//! - Files and claims: a FILE argument that is a folder (`src/auth/`) or a pattern
-//!   (`src/**/*.sql`) names a claim, on every command and door that takes FILEs
-//!   ([`Workspace::file_arg`]); a command that acts on one file's content refuses it
-//!   ([`Workspace::one_file`]). A path an agent client's tool names is always one file, taken
-//!   literally ([`Workspace::resolve`]): a file may be named `a[1].md`.
-//! - Nested workspaces: the register a workspace keeps of those inside it ([`nested`]).
+//! An explicit folder inside an existing workspace means that workspace: coord never silently
+//! starts a second, nested one (two roots would not see each other's locks); a nested workspace
+//! exists only once [`Workspace::init`] made it ([`nested`] keeps their register). A FILE
+//! argument must land inside the root and outside `.coord/`, `..` and symlinks resolved, or it
+//! is refused before a single byte is written; a folder or a pattern names a claim
+//! ([`Workspace::file_arg`]), while a path a client's tool names is one file, taken literally
+//! ([`Workspace::resolve`]).
 
 use std::fs;
 use std::path::{Component, Path, PathBuf};
@@ -27,6 +17,7 @@ use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
 use crate::layout;
 use crate::pattern::{self, Pattern};
+use crate::worktree::shared_root;
 
 pub mod nested;
 
@@ -122,9 +113,7 @@ impl Target {
             Err(_) => Ok(false),
         }
     }
-}
 
-impl Target {
     /// Refuse one of coord's own files (`F.lock.claude`, `F.bak`, `F.rejected.bob`, a
     /// presence, a handshake, a temporary file) as a file to lock or write: locking a lock
     /// file makes a lock on a lock, writing one forges it.
@@ -186,7 +175,7 @@ impl Workspace {
     /// `.coord/` cannot be created.
     pub fn init(dir: &Path) -> Result<(Workspace, bool)> {
         let root = canonical_dir(dir)?;
-        let state = layout::state_dir(&crate::worktree::shared_root(&root));
+        let state = layout::state_dir(&shared_root(&root));
         let existed = fs::symlink_metadata(&state).is_ok_and(|m| m.is_dir());
         fsutil::ensure_dir(&state)?;
         if !existed {
@@ -214,7 +203,7 @@ impl Workspace {
     ///
     /// [`Error::Io`] when the folder, or its `.gitignore` when adopting, cannot be created.
     pub fn ensure_state_dir(&self) -> Result<PathBuf> {
-        let dir = layout::state_dir(&crate::worktree::shared_root(&self.root));
+        let dir = layout::state_dir(&shared_root(&self.root));
         // The root was resolved (no symlink above it), so a real folder at `.coord` is all
         // there is to check; anything else (missing, a symlink, a file) takes the careful path.
         if !fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
@@ -233,8 +222,8 @@ impl Workspace {
             nested::register(&self.root);
         }
         self.sweep_temps_once();
-        // Detected now, before the first file is published: on a local filesystem, what the
-        // writes of this process swap out is kept for reuse from the first one on.
+        // Detected now, before the first file is published: on a network filesystem, coord's
+        // writes and reads take more care from the first one on.
         let _ = self.policy();
         self.adopt()?;
         Ok(dir)
@@ -275,11 +264,9 @@ impl Workspace {
         if SWEPT.swap(true, std::sync::atomic::Ordering::Relaxed) {
             return;
         }
-        let queue = layout::queue_root(&crate::worktree::shared_root(&self.root));
+        let queue = layout::queue_root(&shared_root(&self.root));
         fsutil::sweep_temps(&self.root);
-        fsutil::sweep_temps(&layout::state_dir(&crate::worktree::shared_root(
-            &self.root,
-        )));
+        fsutil::sweep_temps(&layout::state_dir(&shared_root(&self.root)));
         // `.coord/queue/` and its queue folders (only folders: a symlink there is not entered),
         // in one listing.
         if let Ok(entries) = crate::fsutil::read_dir(&queue) {
@@ -313,7 +300,7 @@ impl Workspace {
         // mutex: create it again and go on. Exclusion does not depend on the old folder: the
         // mutex is checked to be the file at its path once locked.
         self.require_arbitration()?;
-        let mutex = layout::mutex(&crate::worktree::shared_root(&self.root));
+        let mutex = layout::mutex(&shared_root(&self.root));
         let mut tries = 0;
         loop {
             self.ensure_state_dir()?;
@@ -610,7 +597,7 @@ fn enclosing_workspace(dir: &Path) -> Option<PathBuf> {
     dir.ancestors()
         .enumerate()
         .find(|(i, d)| {
-            fsutil::real_entry(&layout::state_dir(&crate::worktree::shared_root(d)))
+            fsutil::real_entry(&layout::state_dir(&shared_root(d)))
                 .is_some_and(|m| m.is_dir() && (*i == 0 || trusted_from_below(&m)))
                 || crate::worktree::is_linked(d)
         })

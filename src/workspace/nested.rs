@@ -18,6 +18,7 @@ use std::path::{Component, Path};
 
 use crate::fsutil;
 use crate::layout;
+use crate::worktree::shared_root;
 
 /// Whether `dir` holds a `.coord/` folder (a workspace's own state).
 fn is_workspace(dir: &Path) -> bool {
@@ -39,7 +40,7 @@ fn relative(path: &Path) -> Option<String> {
 pub fn register(root: &Path) {
     // A linked git worktree (even one inside the main checkout) shares the main tree's
     // workspace: it is not a workspace nested in it.
-    if crate::worktree::shared_root(root) != root {
+    if shared_root(root) != root {
         return;
     }
     let Some(outer) = root
@@ -56,7 +57,7 @@ pub fn register(root: &Path) {
     else {
         return;
     };
-    let shared = crate::worktree::shared_root(outer);
+    let shared = shared_root(outer);
     let entry = layout::nested_entry(&shared, &rel);
     if std::fs::symlink_metadata(&entry).is_ok() {
         return;
@@ -77,7 +78,7 @@ fn plain_relative(rel: &str) -> bool {
 /// The roots of the workspaces inside `root`, relative to it: those its register names and
 /// those holding one of `files` (paths relative to the root), sorted.
 pub fn roots(root: &Path, files: &[&str]) -> BTreeSet<String> {
-    let registered = fsutil::read_dir(layout::nested_register(&crate::worktree::shared_root(root)))
+    let registered = fsutil::read_dir(layout::nested_register(&shared_root(root)))
         .into_iter()
         .flatten()
         .flatten()
