@@ -115,20 +115,18 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|c| ClientTrust::of(*c, ws.root()))
         .collect();
-    if ctx.json {
-        output::json(&serde_json::json!({
-            "dry_run": args.dry_run,
-            "plan": plan,
-            "trust": trust,
-            "chosen_by": chosen_by,
-            "found": found
-                .iter()
-                .map(|(c, p)| serde_json::json!({"client": c.as_str(), "path": p}))
-                .collect::<Vec<_>>(),
-        }));
-        return Ok(ExitCode::Success);
-    }
-    if ctx.quiet {
+    let found_json: Vec<_> = found
+        .iter()
+        .map(|(c, p)| serde_json::json!({"client": c.as_str(), "path": p}))
+        .collect();
+    let doc = serde_json::json!({
+        "dry_run": args.dry_run,
+        "plan": plan,
+        "trust": trust,
+        "chosen_by": chosen_by,
+        "found": found_json,
+    });
+    if ctx.json_or_quiet(&doc) {
         return Ok(ExitCode::Success);
     }
     let verb = |action: &str| match (args.dry_run, action) {
@@ -221,14 +219,7 @@ fn remove(
     if !dry_run {
         init::apply_removal(ws, &removal)?;
     }
-    if ctx.json {
-        output::json(&serde_json::json!({
-            "dry_run": dry_run,
-            "removal": removal,
-        }));
-        return Ok(ExitCode::Success);
-    }
-    if ctx.quiet {
+    if ctx.json_or_quiet(&serde_json::json!({ "dry_run": dry_run, "removal": removal })) {
         return Ok(ExitCode::Success);
     }
     for u in &removal.changes {
@@ -286,13 +277,9 @@ fn leave(
     if !dry_run && let Some(warning) = init::leave::apply(ws, &leaving)? {
         output::diag(&format!("warning: {warning}"));
     }
-    if ctx.json {
-        let mut v = serde_json::to_value(&leaving).unwrap_or_default();
-        v["dry_run"] = dry_run.into();
-        output::json(&v);
-        return Ok(ExitCode::Success);
-    }
-    if ctx.quiet {
+    let mut doc = serde_json::to_value(&leaving).unwrap_or_default();
+    doc["dry_run"] = dry_run.into();
+    if ctx.json_or_quiet(&doc) {
         return Ok(ExitCode::Success);
     }
     // A path inside this tree relative to it, one elsewhere (another worktree) as it is.

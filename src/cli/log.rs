@@ -5,11 +5,11 @@ use std::path::Path;
 
 use clap::Args;
 
+use coord::ExitCode;
 use coord::clock::{self, Timestamp};
 use coord::history::ending::{self, Ending, Item};
 use coord::history::{self, Event, Filter};
 use coord::workspace::Workspace;
-use coord::{Error, ExitCode};
 
 use super::Ctx;
 use super::output::{self, clean};
@@ -59,7 +59,7 @@ pub fn run(args: LogArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             true => ctx.agent_opt()?.map(|a| a.id().to_string()),
             false => None,
         },
-        since: args.since.as_deref().map(since).transpose()?,
+        since: args.since.as_deref().map(history::since).transpose()?,
     };
     let events = history::read(ws.root(), &filter);
     let mut places = Places::of(&ws);
@@ -81,7 +81,7 @@ pub fn run(args: LogArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         for e in &events {
             // The event exactly as the history keeps it.
             if let Ok(text) = serde_json::to_string(e) {
-                output::raw(format!("{text}\n").as_bytes());
+                output::line(&text);
             }
         }
     } else if !ctx.quiet {
@@ -95,11 +95,6 @@ pub fn run(args: LogArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         output::diag("no events (yet)");
     }
     Ok(ExitCode::Success)
-}
-
-/// `--since`: a duration back from now, or a time.
-pub fn since(text: &str) -> Result<Timestamp, Error> {
-    history::since(text)
 }
 
 /// `HH:MM:SS.mmm` of an event, in the local offset it was written with.
@@ -138,15 +133,11 @@ impl Places {
 
     /// The agent of `e`, with its tree and branch where that tells something.
     pub fn who(&mut self, e: &Event) -> String {
-        self.who_in(&e.agent, e.worktree.as_deref())
-    }
-
-    /// `agent`, acting in the work tree `worktree` (`None`: the main one).
-    pub fn who_in(&mut self, agent: &str, worktree: Option<&str>) -> String {
-        if !self.several && worktree.is_none() {
+        let agent = &e.agent;
+        if !self.several && e.worktree.is_none() {
             return agent.to_string();
         }
-        let tree = worktree.unwrap_or(&self.main).to_string();
+        let tree = e.worktree.clone().unwrap_or_else(|| self.main.clone());
         let branch = self
             .branches
             .entry(tree.clone())
@@ -459,7 +450,7 @@ pub fn timeline(
         hms(&end),
         span_text(span_ms)
     );
-    out.push_str(&output::title(&fit(&head, width), color));
+    out.push_str(&output::title(&output::fit(&head, width), color));
     out.push('\n');
     let axis_mid = hms(&(start + chrono::Duration::milliseconds(span_ms / 2)));
     let mut axis = vec![' '; bar_w];
@@ -581,22 +572,7 @@ fn put(line: &mut [char], at: usize, text: &str) {
 }
 
 fn pad(s: &str, w: usize) -> String {
-    let n = s.chars().count();
-    if n > w {
-        let mut t: String = s.chars().take(w.saturating_sub(1)).collect();
-        t.push('…');
-        t
-    } else {
-        format!("{s}{}", " ".repeat(w - n))
-    }
-}
-
-fn fit(s: &str, w: usize) -> String {
-    if s.chars().count() > w {
-        pad(s, w)
-    } else {
-        s.to_string()
-    }
+    format!("{:w$}", output::fit(s, w))
 }
 
 /// `850ms`, `42s`, `5m27s`, `3h05m`.

@@ -277,6 +277,14 @@ impl Ctx {
         }
     }
 
+    /// With `--json`, print `doc`; whether that or `--quiet` leaves no human text to print.
+    pub fn json_or_quiet(&self, doc: &impl serde::Serialize) -> bool {
+        if self.json {
+            output::json(doc);
+        }
+        self.json || self.quiet
+    }
+
     /// As [`Ctx::emit`], the human text in lines (none: nothing printed).
     pub fn emit_lines(&self, doc: &impl serde::Serialize, lines: impl FnOnce() -> Vec<String>) {
         if self.json {
@@ -312,21 +320,18 @@ pub fn run() -> ExitCode {
                 .take_while(|a| a != "--")
                 .any(|a| a == "--json")
             {
-                let message = e.kind().to_string();
                 let detail = e.render().to_string();
                 let first = detail
                     .lines()
                     .next()
-                    .and_then(|l| l.strip_prefix("error: "))
-                    .unwrap_or(&message);
-                output::json(&serde_json::json!({
-                    "error": {
-                        "kind": "usage",
-                        "message": first,
-                        "hint": "see `coord help`",
-                        "exit_code": ExitCode::Usage.code(),
-                    }
-                }));
+                    .and_then(|l| l.strip_prefix("error: "));
+                let usage = Described {
+                    message: first.map_or_else(|| e.kind().to_string(), str::to_string),
+                    hint: Some("see `coord help`".into()),
+                    code: ExitCode::Usage,
+                    kind: "usage",
+                };
+                output::json(&usage.json());
             } else {
                 let _ = e.print();
             }

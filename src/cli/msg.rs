@@ -217,12 +217,9 @@ pub fn list_json(inbox: &Inbox, only_unread: bool) -> Inbox {
 
 fn print_list(inbox: &Inbox, only_unread: bool, ctx: &Ctx) {
     let listed = list_json(inbox, only_unread);
-    if ctx.json {
-        output::json(&listed);
-    } else if !ctx.quiet {
-        let color = output::color_enabled();
-        output::line(&list_text(&listed.messages, only_unread, color));
-    }
+    ctx.emit(&listed, || {
+        list_text(&listed.messages, only_unread, output::color_enabled())
+    });
 }
 
 /// The inbox as a table (ID, NEW, FROM, TO, TIME, MESSAGE), or `No (unread) messages`.

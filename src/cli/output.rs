@@ -364,7 +364,7 @@ pub fn wrap(text: &str, width: usize, indent: usize) -> String {
 }
 
 /// `text` cut to `width` characters, its end marked `…` when cut.
-fn fit(text: &str, width: usize) -> String {
+pub fn fit(text: &str, width: usize) -> String {
     if text.chars().count() <= width {
         return text.to_string();
     }
@@ -374,11 +374,10 @@ fn fit(text: &str, width: usize) -> String {
 }
 
 fn pad(text: &str, width: usize, last: bool) -> String {
-    if last {
-        return text.to_string();
+    match last {
+        true => text.to_string(),
+        false => format!("{text:width$}"),
     }
-    let n = text.chars().count();
-    format!("{text}{}", " ".repeat(width.saturating_sub(n)))
 }
 
 /// `3m ago`, or `-`.

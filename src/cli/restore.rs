@@ -6,7 +6,7 @@ use coord::ExitCode;
 use coord::edit::restore;
 
 use super::progress::WaitProgress;
-use super::{Ctx, WaitArgs, output};
+use super::{Ctx, WaitArgs};
 
 /// Put FILE.bak back (the current content becomes the new FILE.bak)
 ///
@@ -54,19 +54,14 @@ pub fn run(args: RestoreArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     });
     progress.finish();
     let restored = restored?;
-    if ctx.json {
-        output::json(&restored);
-    } else if !ctx.quiet {
+    ctx.emit(&restored, || {
         let note = if restored.swapped {
             format!(" ({} now holds the content it replaced)", restored.backup)
         } else {
             String::new()
         };
-        output::line(&format!(
-            "Restored: {} from {}{note}",
-            restored.file, restored.backup
-        ));
-    }
+        format!("Restored: {} from {}{note}", restored.file, restored.backup)
+    });
     Ok(ExitCode::Success)
 }
 
@@ -78,18 +73,21 @@ fn list(
 ) -> anyhow::Result<ExitCode> {
     target.regular_or_absent()?;
     let all = coord::lock::backup::generations(ws.root(), target)?;
-    if ctx.json {
-        output::json(&serde_json::json!({ "file": target.rel, "generations": all }));
-    } else if !ctx.quiet {
+    let doc = serde_json::json!({ "file": target.rel, "generations": all });
+    ctx.emit_lines(&doc, || {
+        let mut lines: Vec<String> = all
+            .iter()
+            .map(|g| {
+                format!(
+                    "{:>3}  {}  {:>10} bytes  {}",
+                    g.n, g.saved_at, g.bytes, g.path
+                )
+            })
+            .collect();
         if all.is_empty() {
-            output::line(&format!("No backups of {}", target.rel));
+            lines.push(format!("No backups of {}", target.rel));
         }
-        for g in &all {
-            output::line(&format!(
-                "{:>3}  {}  {:>10} bytes  {}",
-                g.n, g.saved_at, g.bytes, g.path
-            ));
-        }
-    }
+        lines
+    });
     Ok(ExitCode::Success)
 }

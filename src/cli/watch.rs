@@ -73,7 +73,7 @@ const REMEMBER: Duration = Duration::from_secs(10);
 
 pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(args.dir.as_deref())?;
-    let since = args.since.as_deref().map(super::log::since).transpose()?;
+    let since = args.since.as_deref().map(history::since).transpose()?;
     let mode = if ctx.json {
         Mode::Json
     } else if std::io::stdout().is_terminal() {
@@ -115,7 +115,7 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 "root": before.status.root,
             });
             if let Ok(text) = output::json_text(&started) {
-                output::raw(format!("{text}\n").as_bytes());
+                output::line(&text);
             }
         }
         Mode::Screen => {}
@@ -322,7 +322,7 @@ impl Feed<'_> {
         match self.mode {
             Mode::Json => {
                 if let Ok(text) = json {
-                    output::raw(format!("{text}\n").as_bytes());
+                    output::line(&text);
                 }
             }
             Mode::Lines => output::line(&line()),

@@ -37,11 +37,7 @@ pub fn run(args: WhoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         .map(|f| ws.file_arg(ctx.cwd(), f))
         .collect::<Result<Vec<_>, _>>()?;
     let files = status::who(&ws, &asked);
-    if ctx.json {
-        output::json(&WhoJson { files: &files });
-        return Ok(ExitCode::Success);
-    }
-    if ctx.quiet {
+    if ctx.json_or_quiet(&WhoJson { files: &files }) {
         return Ok(ExitCode::Success);
     }
     let now = coord::clock::now();
