@@ -79,9 +79,7 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         runs_in: coord::identity::runs_in(),
     };
     // A signal while waiting leaves the queue and resets WAITING before exiting 130/143/129.
-    coord::wait::stop_on_signals().map_err(|e| Error::Failed {
-        message: format!("cannot install the signal handlers: {e}"),
-    })?;
+    super::stop_on_signals()?;
     let mut progress = WaitProgress::new(wait, ctx.quiet);
     let got = lock::acquire_shared(&ws, &req, &reach, &mut |event| progress.on_event(event));
     progress.finish();

@@ -295,6 +295,27 @@ impl Ctx {
     }
 }
 
+/// A signal while waiting for a lock leaves the queue and resets WAITING before the process
+/// exits 130/143/129 ([`coord::wait::stop_on_signals`]).
+fn stop_on_signals() -> Result<(), Error> {
+    coord::wait::stop_on_signals().map_err(|e| Error::Failed {
+        message: format!("cannot install the signal handlers: {e}"),
+    })
+}
+
+/// End the process with exit 0 on any of `signals` (a command that holds nothing to let go).
+fn exit_on_signals(signals: &[i32]) -> Result<(), Error> {
+    let mut signals = signal_hook::iterator::Signals::new(signals).map_err(|e| Error::Failed {
+        message: format!("cannot install the signal handlers: {e}"),
+    })?;
+    std::thread::spawn(move || {
+        if signals.forever().next().is_some() {
+            std::process::exit(0);
+        }
+    });
+    Ok(())
+}
+
 /// Run the command line and return the process exit code.
 pub fn run() -> ExitCode {
     if std::env::args_os().nth(1).as_deref()

@@ -166,9 +166,7 @@ pub fn run(args: RemoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         RemoteCommand::Release(a) => release(&ws, a, ctx),
         RemoteCommand::Renew(a) => renew(&ws, a, ctx),
         RemoteCommand::Renewer => {
-            coord::wait::stop_on_signals().map_err(|e| Error::Failed {
-                message: format!("cannot install the signal handlers: {e}"),
-            })?;
+            super::stop_on_signals()?;
             renewal::run(&ws)?;
             Ok(ExitCode::Success)
         }
