@@ -1,6 +1,6 @@
 //! `coord dialogue init|turn|wait|say|command|show|archive`: the turn-based dialogue of seed 002.
 
-use std::io::{IsTerminal, Read};
+use std::io::IsTerminal;
 
 use clap::{Args, Subcommand};
 use serde::Serialize;
@@ -325,10 +325,9 @@ fn message_text(text: Option<&str>, file: Option<&str>, ctx: &Ctx) -> Result<Str
     let cap = say::MAX_TEXT as u64;
     let (bytes, from) = match (text, file) {
         (Some("-"), _) => {
-            let mut buf = Vec::new();
-            let read = std::io::stdin().take(cap + 1).read_to_end(&mut buf);
-            read.map_err(|e| Error::bad_input(format!("cannot read the message from stdin: {e}")))?;
-            (buf, "stdin")
+            let read = super::read_stdin(cap + 1);
+            let why = |e| Error::bad_input(format!("cannot read the message from stdin: {e}"));
+            (read.map_err(why)?, "stdin")
         }
         (Some(t), _) => return Ok(t.to_string()),
         (None, Some(f)) => {

@@ -1,6 +1,5 @@
 //! `coord hook CLIENT`: one hook event of an agent client, read from stdin.
 
-use std::io::Read;
 use std::time::Duration;
 
 use clap::Args;
@@ -85,7 +84,8 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> Result<Reply, String> {
             act::DEFAULT_WAIT
         }),
     };
-    let input = read_stdin().map_err(|e| format!("cannot read the event from stdin: {e}"))?;
+    let input = super::read_stdin(hook::PAYLOAD_CAP)
+        .map_err(|e| format!("cannot read the event from stdin: {e}"))?;
     let mut call = hook::parse(client, &input, args.event.as_deref()).map_err(|e| e.to_string())?;
     // The folder the client works in: a payload naming one that is not there (a folder
     // removed, a payload from elsewhere) is answered with a warning, never with a workspace
@@ -180,15 +180,6 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> Result<Reply, String> {
 
 /// A hook must not hang its client: waits are capped.
 const MAX_WAIT: Duration = Duration::from_secs(600);
-
-fn read_stdin() -> std::io::Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    std::io::stdin()
-        .lock()
-        .take(hook::PAYLOAD_CAP)
-        .read_to_end(&mut buf)?;
-    Ok(buf)
-}
 
 /// `-a`/`COORD_AGENT`, else the session's own agent (from the payload: it names the session
 /// this very call belongs to).

@@ -129,12 +129,7 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     if ctx.json_or_quiet(&doc) {
         return Ok(ExitCode::Success);
     }
-    let verb = |action: &str| match (args.dry_run, action) {
-        (true, "create") => "Would create",
-        (true, _) => "Would update",
-        (false, "create") => "Created",
-        (false, _) => "Updated",
-    };
+    let verb = |action: &str| change_verb(args.dry_run, action);
     match chosen_by {
         "found" => {
             let found: Vec<String> = found
@@ -223,14 +218,7 @@ fn remove(
         return Ok(ExitCode::Success);
     }
     for u in &removal.changes {
-        let verb = match (dry_run, u.action) {
-            (true, "restore") => "Would restore",
-            (true, "delete") => "Would delete",
-            (true, _) => "Would update",
-            (false, "restore") => "Restored",
-            (false, "delete") => "Deleted",
-            (false, _) => "Updated",
-        };
+        let verb = change_verb(dry_run, u.action);
         output::line(&format!("{verb}: {}", output::clean(&u.file)));
     }
     let state_dir = output::clean(&removal.state_dir);
@@ -290,22 +278,12 @@ fn leave(
                 .unwrap_or_else(|_| p.display().to_string()),
         )
     };
-    let verb = |done: &str, todo: &str| {
-        if dry_run {
-            format!("Would {todo}")
-        } else {
-            done.to_string()
-        }
-    };
+    let verb = |action: &str| change_verb(dry_run, action);
     let mut said = 0;
     for tree in &leaving.trees {
         let top = std::path::Path::new(&tree.root);
         for u in &tree.removal.changes {
-            let word = match u.action {
-                "restore" => verb("Restored", "restore"),
-                "delete" => verb("Deleted", "delete"),
-                _ => verb("Updated", "update"),
-            };
+            let word = change_verb(dry_run, u.action);
             output::line(&format!("{word}: {}", shown(&top.join(&u.file))));
             said += 1;
         }
@@ -314,7 +292,7 @@ fn leave(
         let slash = if g.what.contains("folder") { "/" } else { "" };
         output::line(&format!(
             "{}: {}{slash}",
-            verb("Deleted", "delete"),
+            verb("delete"),
             shown(std::path::Path::new(&g.path))
         ));
         said += 1;
@@ -327,7 +305,7 @@ fn leave(
         };
         output::line(&format!(
             "{}: coord's {} hook {}{back}",
-            verb("Removed", "remove"),
+            verb("remove"),
             h.hook,
             output::clean(&h.path)
         ));
@@ -336,7 +314,7 @@ fn leave(
     for path in leaving.exclude.iter().chain(&leaving.submodule_excludes) {
         output::line(&format!(
             "{}: coord's block in {}",
-            verb("Removed", "remove"),
+            verb("remove"),
             output::clean(path)
         ));
         said += 1;
@@ -344,7 +322,7 @@ fn leave(
     if let Some(remote) = &leaving.remote {
         output::line(&format!(
             "{}: claims shared through remote `{remote}` (this clone's records there released)",
-            verb("Stopped", "stop"),
+            verb("stop"),
         ));
         said += 1;
     }
@@ -370,6 +348,22 @@ fn leave(
         ));
     }
     Ok(ExitCode::Success)
+}
+
+/// The past of `action` (`create` → `Created`), or `Would create` with `--dry-run`.
+fn change_verb(dry_run: bool, action: &str) -> String {
+    let (done, todo) = match action {
+        "create" => ("Created", "create"),
+        "restore" => ("Restored", "restore"),
+        "delete" => ("Deleted", "delete"),
+        "remove" => ("Removed", "remove"),
+        "stop" => ("Stopped", "stop"),
+        _ => ("Updated", "update"),
+    };
+    match dry_run {
+        true => format!("Would {todo}"),
+        false => done.to_string(),
+    }
 }
 
 /// Whether a client runs this folder's hooks, and the step that makes it (for `init` and

@@ -80,10 +80,9 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     };
     // A signal while waiting leaves the queue and resets WAITING before exiting 130/143/129.
     super::stop_on_signals()?;
-    let mut progress = WaitProgress::new(wait, ctx.quiet);
-    let got = lock::acquire_shared(&ws, &req, &reach, &mut |event| progress.on_event(event));
-    progress.finish();
-    let got = got?;
+    let got = WaitProgress::during(wait, ctx.quiet, |on| {
+        lock::acquire_shared(&ws, &req, &reach, on)
+    })?;
     if got.acquired.iter().any(|a| a.remote.is_some()) {
         super::remote::start_renewer(&ws);
     }

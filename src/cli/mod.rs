@@ -303,6 +303,14 @@ fn stop_on_signals() -> Result<(), Error> {
     })
 }
 
+/// At most `cap` bytes of stdin.
+fn read_stdin(cap: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut buf = Vec::new();
+    std::io::stdin().lock().take(cap).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
 /// End the process with exit 0 on any of `signals` (a command that holds nothing to let go).
 fn exit_on_signals(signals: &[i32]) -> Result<(), Error> {
     let mut signals = signal_hook::iterator::Signals::new(signals).map_err(|e| Error::Failed {

@@ -1,8 +1,6 @@
 //! `coord msg send|list|read|wait`: messages between agents (one file each under
 //! `.coord/messages/`, read marks per reader).
 
-use std::io::Read;
-
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
@@ -172,10 +170,7 @@ pub(super) fn text_or_stdin(text: &str) -> Result<String, Error> {
     if text != "-" {
         return Ok(text.to_string());
     }
-    let mut buf = Vec::new();
-    std::io::stdin()
-        .take(message::MESSAGE_CAP + 1)
-        .read_to_end(&mut buf)
+    let buf = super::read_stdin(message::MESSAGE_CAP + 1)
         .map_err(|e| Error::bad_input(format!("cannot read the text from stdin: {e}")))?;
     // Never cut silently: more than the limit is refused, nothing is written.
     if buf.len() as u64 > message::MESSAGE_CAP {

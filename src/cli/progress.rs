@@ -45,6 +45,18 @@ impl WaitProgress {
         }
     }
 
+    /// Run `op`, which waits for locks, with its events said; the live line ends with it.
+    pub fn during<T>(
+        wait: Wait,
+        quiet: bool,
+        op: impl FnOnce(&mut dyn FnMut(&LockEvent)) -> T,
+    ) -> T {
+        let mut progress = WaitProgress::new(wait, quiet);
+        let out = op(&mut |event| progress.on_event(event));
+        progress.finish();
+        out
+    }
+
     /// Say what `event` means.
     pub fn on_event(&mut self, event: &LockEvent) {
         if self.quiet {

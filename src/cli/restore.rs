@@ -47,13 +47,10 @@ pub fn run(args: RestoreArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let agent = ctx.agent()?;
     let wait = args.wait.wait()?;
     let generation = usize::try_from(args.from.unwrap_or(1)).unwrap_or(usize::MAX);
-    let mut progress = WaitProgress::new(wait, ctx.quiet);
     let runs_in = coord::identity::runs_in();
-    let restored = restore::restore(&ws, &agent, &target, generation, wait, runs_in, &mut |e| {
-        progress.on_event(e)
-    });
-    progress.finish();
-    let restored = restored?;
+    let restored = WaitProgress::during(wait, ctx.quiet, |on| {
+        restore::restore(&ws, &agent, &target, generation, wait, runs_in, on)
+    })?;
     ctx.emit(&restored, || {
         let note = if restored.swapped {
             format!(" ({} now holds the content it replaced)", restored.backup)

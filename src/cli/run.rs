@@ -4,8 +4,8 @@ use std::ffi::OsString;
 
 use clap::Args;
 
-use coord::edit::run::{self, RunEnd, RunEvent, RunRequest};
 use coord::ExitCode;
+use coord::edit::run::{self, RunEnd, RunEvent, RunRequest};
 
 use super::progress::WaitProgress;
 use super::{Ctx, WaitArgs, output};
