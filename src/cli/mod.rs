@@ -422,20 +422,11 @@ pub fn run() -> ExitCode {
 /// `-C DIR` on the command line: like git, make and cargo, coord works as if started in DIR,
 /// so relative FILE arguments are read from there (`COORD_DIR` only names the root).
 fn change_dir(cwd: PathBuf, dir: Option<&Path>) -> Result<PathBuf, Error> {
-    let Some(dir) = dir else {
-        return Ok(cwd);
-    };
-    let dir = cwd.join(dir);
-    match std::fs::canonicalize(&dir) {
-        Ok(canon) if canon.is_dir() => Ok(canon),
-        Ok(_) => Err(Error::BadPath {
-            path: dir.display().to_string(),
-            why: "the workspace must be a folder".into(),
-        }),
-        Err(e) => Err(Error::BadPath {
-            path: dir.display().to_string(),
-            why: format!("the workspace folder cannot be used ({e})"),
-        }),
+    match dir {
+        Some(dir) => Ok(coord::init::workspace_at(&cwd.join(dir))?
+            .root()
+            .to_path_buf()),
+        None => Ok(cwd),
     }
 }
 

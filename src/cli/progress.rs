@@ -1,10 +1,8 @@
 //! What a waiting command says while it waits for a lock: who holds it, in what state, until
 //! when, how long it has waited and how long it will.
 //!
-//! On a terminal (stderr), one live line redrawn every second: the holder, its state, when the
-//! lock becomes takeable, the time waited, the deadline and how to stop (Ctrl-C). Into a pipe or
-//! a file, one line when the wait starts and one per change (another holder, the holder went
-//! INACTIVE, the lock became takeable at a known time), never a line per second.
+//! On a terminal (stderr), one live line redrawn every second; into a pipe or a file, one line
+//! when the wait starts and one per change, never a line per second.
 
 use std::io::{IsTerminal as _, Write as _};
 use std::sync::mpsc::{self, RecvTimeoutError};

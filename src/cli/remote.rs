@@ -2,13 +2,9 @@
 //! through the repository's remote (contract §13).
 //!
 //! The hidden sub-commands (`claim`, `release`, `renew`, `hold`, `working-on`, `who`) drive the
-//! library's remote API directly, for the test suite and `bench/remote.py`; they are not part
-//! of the contract (a claim reaches the remote through `coord lock` in an enabled clone).
-//! `renewer` is the clone's renewer of its remote claims, which `coord lock` starts detached
-//! ([`start_renewer`]; see `coord::lock::renewal`); `sync --background` publishes this
-//! clone's `working_on` and reads the remote, one at a time per clone, started detached after a
-//! lock is taken or released here ([`start_sync_if_working_on_changed`]) and by a reader whose
-//! view is older than `remote_max_age` (`coord::remote::refresh`).
+//! library's remote API for the tests and `bench/remote.py`, outside the contract; `renewer` and
+//! `sync --background` are the detached children [`start_renewer`] and
+//! [`start_sync_if_working_on_changed`] start.
 
 use std::time::Duration;
 
@@ -406,14 +402,11 @@ fn parse_patterns(list: &[String], literal: bool) -> Result<Vec<Item>, Error> {
         .collect()
 }
 
-fn ttl_of(text: Option<&str>) -> Result<Option<Duration>, Error> {
-    text.map(clock::parse_duration).transpose()
-}
-
 fn claim(ws: &Workspace, a: ClaimArgs, ctx: &Ctx, hold: bool) -> anyhow::Result<ExitCode> {
     let agent = ctx.agent()?;
     let items = parse_patterns(&a.patterns, a.path)?;
-    let ttl = ttl_of(a.ttl.as_deref())?.unwrap_or(remote::DEFAULT_LEASE);
+    let ttl = a.ttl.as_deref().map(clock::parse_duration).transpose()?;
+    let ttl = ttl.unwrap_or(remote::DEFAULT_LEASE);
     let remote_name = remote::config(ws).map(|c| c.remote).unwrap_or_default();
     let published = match remote::publish_claims(ws, &agent, &items, a.reason.as_deref(), ttl)? {
         Claimed::Held(h) => return Err(h.refusal(&remote_name).into()),
@@ -500,7 +493,7 @@ fn release(ws: &Workspace, a: ReleaseArgs, ctx: &Ctx) -> anyhow::Result<ExitCode
 fn renew(ws: &Workspace, a: RenewArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let agent = ctx.agent()?;
     let patterns = patterns_of(&a.patterns)?;
-    let ttl = ttl_of(a.ttl.as_deref())?;
+    let ttl = a.ttl.as_deref().map(clock::parse_duration).transpose()?;
     let out = remote::renew(ws, std::slice::from_ref(&agent), patterns.as_deref(), ttl)?;
     refuse_gone(&out)?;
     if !ctx.quiet {
