@@ -109,44 +109,59 @@ struct Global {
     color: output::ColorChoice,
 }
 
-#[derive(Debug, Subcommand)]
-enum Command {
-    Startup(startup::StartupArgs),
-    Shutdown(startup::ShutdownArgs),
-    Session(session::SessionArgs),
-    Presence(presence::PresenceArgs),
-    Check(check::CheckArgs),
-    Handshake(handshake::HandshakeArgs),
-    Partners(partners::PartnersArgs),
-    Lock(lock::LockArgs),
-    Unlock(unlock::UnlockArgs),
-    Write(write::WriteArgs),
-    Run(run::RunArgs),
-    Restore(restore::RestoreArgs),
-    Note(note::NoteArgs),
-    Msg(msg::MsgArgs),
-    Collab(collab::CollabArgs),
-    Dialogue(dialogue::DialogueArgs),
-    Review(review::ReviewArgs),
-    Status(status::StatusArgs),
-    Demo(demo::DemoArgs),
-    Hook(hook::HookArgs),
-    Init(init::InitArgs),
-    Guard(guard::GuardArgs),
-    Mcp(mcp::McpArgs),
-    Who(who::WhoArgs),
-    Whoami(whoami::WhoamiArgs),
-    Watch(watch::WatchArgs),
-    Ui(ui::UiArgs),
-    Log(log::LogArgs),
-    Prune(prune::PruneArgs),
-    Completions(completions::CompletionsArgs),
-    Man(completions::ManArgs),
-    Doctor(doctor::DoctorArgs),
-    Version(version::VersionArgs),
-    Docs(docs::DocsArgs),
-    Plugin(plugin::PluginArgs),
-    Remote(remote::RemoteArgs),
+/// The commands: each variant's arguments, and the function that runs it.
+macro_rules! commands {
+    ($($variant:ident($args:ty) => $run:path,)*) => {
+        #[derive(Debug, Subcommand)]
+        enum Command {
+            $($variant($args),)*
+        }
+
+        fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+            match command {
+                $(Command::$variant(args) => $run(args, ctx),)*
+            }
+        }
+    };
+}
+
+commands! {
+    Startup(startup::StartupArgs) => startup::run_startup,
+    Shutdown(startup::ShutdownArgs) => startup::run_shutdown,
+    Session(session::SessionArgs) => session::run,
+    Presence(presence::PresenceArgs) => presence::run,
+    Check(check::CheckArgs) => check::run,
+    Handshake(handshake::HandshakeArgs) => handshake::run,
+    Partners(partners::PartnersArgs) => partners::run,
+    Lock(lock::LockArgs) => lock::run,
+    Unlock(unlock::UnlockArgs) => unlock::run,
+    Write(write::WriteArgs) => write::run,
+    Run(run::RunArgs) => run::run,
+    Restore(restore::RestoreArgs) => restore::run,
+    Note(note::NoteArgs) => note::run,
+    Msg(msg::MsgArgs) => msg::run,
+    Collab(collab::CollabArgs) => collab::run,
+    Dialogue(dialogue::DialogueArgs) => dialogue::run,
+    Review(review::ReviewArgs) => review::run,
+    Status(status::StatusArgs) => status::run,
+    Demo(demo::DemoArgs) => demo::run,
+    Hook(hook::HookArgs) => hook::run,
+    Init(init::InitArgs) => init::run,
+    Guard(guard::GuardArgs) => guard::run,
+    Mcp(mcp::McpArgs) => mcp::run,
+    Who(who::WhoArgs) => who::run,
+    Whoami(whoami::WhoamiArgs) => whoami::run,
+    Watch(watch::WatchArgs) => watch::run,
+    Ui(ui::UiArgs) => ui::run,
+    Log(log::LogArgs) => log::run,
+    Prune(prune::PruneArgs) => prune::run,
+    Completions(completions::CompletionsArgs) => completions::completions,
+    Man(completions::ManArgs) => completions::man,
+    Doctor(doctor::DoctorArgs) => doctor::run,
+    Version(version::VersionArgs) => version::run,
+    Docs(docs::DocsArgs) => docs::run,
+    Plugin(plugin::PluginArgs) => plugin::run,
+    Remote(remote::RemoteArgs) => remote::run,
 }
 
 /// How long a command waits for a lock held by another agent: `--wait DUR` or `--no-wait`.
@@ -490,47 +505,6 @@ fn on_command_line(matches: &clap::ArgMatches, id: &str) -> bool {
         level = m.subcommand().map(|(_, sub)| sub);
     }
     false
-}
-
-fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    match command {
-        Command::Presence(args) => presence::run(args, ctx),
-        Command::Check(args) => check::run(args, ctx),
-        Command::Lock(args) => lock::run(args, ctx),
-        Command::Unlock(args) => unlock::run(args, ctx),
-        Command::Status(args) => status::run(args, ctx),
-        Command::Demo(args) => demo::run(args, ctx),
-        Command::Doctor(args) => doctor::run(args, ctx),
-        Command::Msg(args) => msg::run(args, ctx),
-        Command::Note(args) => note::run(args, ctx),
-        Command::Collab(args) => collab::run(args, ctx),
-        Command::Startup(args) => startup::run_startup(args, ctx),
-        Command::Shutdown(args) => startup::run_shutdown(args, ctx),
-        Command::Partners(args) => partners::run(args, ctx),
-        Command::Session(args) => session::run(args, ctx),
-        Command::Handshake(args) => handshake::run(args, ctx),
-        Command::Dialogue(args) => dialogue::run(args, ctx),
-        Command::Review(args) => review::run(args, ctx),
-        Command::Write(args) => write::run(args, ctx),
-        Command::Run(args) => run::run(args, ctx),
-        Command::Restore(args) => restore::run(args, ctx),
-        Command::Hook(args) => hook::run(args, ctx),
-        Command::Init(args) => init::run(args, ctx),
-        Command::Guard(args) => guard::run(args, ctx),
-        Command::Watch(args) => watch::run(args, ctx),
-        Command::Ui(args) => ui::run(args, ctx),
-        Command::Log(args) => log::run(args, ctx),
-        Command::Prune(args) => prune::run(args, ctx),
-        Command::Completions(args) => completions::completions(args, ctx),
-        Command::Man(args) => completions::man(args, ctx),
-        Command::Mcp(args) => mcp::run(args, ctx),
-        Command::Who(args) => who::run(args, ctx),
-        Command::Whoami(args) => whoami::run(args, ctx),
-        Command::Version(args) => version::run(args, ctx),
-        Command::Docs(args) => docs::run(args, ctx),
-        Command::Plugin(args) => plugin::run(args, ctx),
-        Command::Remote(args) => remote::run(args, ctx),
-    }
 }
 
 /// An error as the user sees it: the `error:` line's message, the hint, the exit code.
