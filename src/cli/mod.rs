@@ -217,9 +217,7 @@ impl Ctx {
     }
 
     /// The workspace for a lock transition (`lock`, `unlock`, `run`): as [`Ctx::workspace`]
-    /// without looking for a sync tool's markers (a few dozen names in every folder above the
-    /// root, on every call). The warning comes with the first other command (`status`,
-    /// `presence`, `msg`, ...) and from `coord doctor`.
+    /// without the look for a sync tool's markers, which the other commands say.
     pub fn lock_workspace(&self) -> Result<Workspace, Error> {
         Workspace::discover(self.dir.as_deref(), &self.cwd)
     }

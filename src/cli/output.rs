@@ -414,13 +414,16 @@ pub fn waiting_line(b: &coord::lock::Blocker) -> String {
             "held by {} since {}{}",
             clean(&b.holder),
             b.since,
-            b.working_on
-                .as_deref()
-                .map(|w| format!(" (working on {})", clean(w)))
-                .unwrap_or_default()
+            working_on(b.working_on.as_deref())
         )
     };
     format!("waiting for `{}`: {who}", b.file)
+}
+
+/// ` (working on TASK)`, or nothing.
+pub fn working_on(task: Option<&str>) -> String {
+    task.map(|w| format!(" (working on {})", clean(w)))
+        .unwrap_or_default()
 }
 
 /// Say on stderr, for each stale lock an acquisition took over, whose it was and why.

@@ -513,11 +513,8 @@ fn renew(ws: &Workspace, a: RenewArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-/// Start this clone's renewer of its remote claims (`coord remote renewer`), detached: its own
-/// session, stdio on `/dev/null`, no descriptor of this process. It exits at once when one
-/// already runs for the clone, and by itself once the clone holds nothing on the remote. A
-/// renewer that cannot be started is said as a warning: the claims just published hold until
-/// their lease lapses, and the next `coord lock` starts one again.
+/// Start this clone's renewer of its remote claims (`coord remote renewer`), detached; it exits
+/// at once when one already runs for the clone.
 pub fn start_renewer(ws: &Workspace) {
     if let Err(e) = start_detached(ws, &["renewer"]) {
         output::diag(&format!(
@@ -527,10 +524,7 @@ pub fn start_renewer(ws: &Workspace) {
 }
 
 /// After a lock was taken or released here: when this clone's `working_on` changed since the
-/// remote last showed it, start `coord remote sync --background` detached (it publishes it, then
-/// reads the remote), unless one runs already for the clone (which looks again before it
-/// exits). Never waits on the network; a sync that cannot be started is left to the next
-/// command that takes or releases a lock.
+/// remote last showed it, start `coord remote sync --background` detached, unless one runs.
 pub fn start_sync_if_working_on_changed(ws: &Workspace) {
     // Not shared here: nothing to look at (the lock index is read only where it is).
     if remote::config(ws).is_some()
