@@ -367,18 +367,15 @@ pub fn timeline(
 
     // Rows and the label column.
     let mut keys: Vec<String> = Vec::new();
-    let key_of = |file: &str, agent: usize| -> String {
-        if by_agent {
-            agents[agent].clone()
-        } else {
-            file.to_string()
-        }
+    let key_of = |file: &str, agent: usize| match by_agent {
+        true => agents[agent].clone(),
+        false => file.to_string(),
     };
-    let hold_keys = holds.iter().map(|h| key_of(&h.0, h.1));
-    let wait_keys = waits.iter().map(|w| key_of(&w.0, w.1));
-    for key in hold_keys
-        .chain(wait_keys)
-        .chain(marks.iter().map(|m| key_of(&m.0, m.1)))
+    let spans = holds.iter().map(|h| (&h.0, h.1));
+    let spans = spans.chain(waits.iter().map(|w| (&w.0, w.1)));
+    for key in spans
+        .chain(marks.iter().map(|m| (&m.0, m.1)))
+        .map(|(f, a)| key_of(f, a))
     {
         if !keys.contains(&key) {
             keys.push(key);
@@ -521,8 +518,7 @@ pub fn timeline(
 }
 
 fn letter(i: usize) -> char {
-    const LETTERS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ";
-    LETTERS[i % LETTERS.len()] as char
+    char::from(b'A' + (i % 26) as u8)
 }
 
 fn cells(cells: &[Mark], color: bool, waits: bool) -> String {
@@ -542,8 +538,7 @@ fn cells(cells: &[Mark], color: bool, waits: bool) -> String {
                 color,
                 matches!(m, Mark::Wait(_) | Mark::Denied(_)),
             )),
-            None if color => out.push_str(&format!("\x1b[2m{text}\x1b[0m")),
-            None => out.push_str(&text),
+            None => out.push_str(&output::paint(&text, output::Tone::Dim, color)),
         }
     }
     out

@@ -283,11 +283,7 @@ impl Ctx {
 
     /// Print `doc` with `--json`, else the human `text` unless `--quiet`.
     pub fn emit(&self, doc: &impl serde::Serialize, text: impl FnOnce() -> String) {
-        if self.json {
-            output::json(doc);
-        } else if !self.quiet {
-            output::line(&text());
-        }
+        self.emit_lines(doc, || vec![text()]);
     }
 
     /// With `--json`, print `doc`; whether that or `--quiet` leaves no human text to print.
@@ -300,9 +296,7 @@ impl Ctx {
 
     /// As [`Ctx::emit`], the human text in lines (none: nothing printed).
     pub fn emit_lines(&self, doc: &impl serde::Serialize, lines: impl FnOnce() -> Vec<String>) {
-        if self.json {
-            output::json(doc);
-        } else if !self.quiet {
+        if !self.json_or_quiet(doc) {
             lines().iter().for_each(|l| output::line(l));
         }
     }
@@ -385,12 +379,17 @@ pub fn run() -> ExitCode {
     let result = current_dir_or_pwd()
         .context("cannot read the current directory")
         .and_then(|cwd| {
-            let dir = cli.global.dir.as_deref().filter(|_| dir_given);
+            // `-C DIR` on the command line: like git, make and cargo, coord works as if started
+            // in DIR, so relative FILEs are read from there (`COORD_DIR` only names the root).
+            let Some(dir) = cli.global.dir.as_deref().filter(|_| dir_given) else {
+                return Ok(cwd);
+            };
             // The demo's `--dir` may name a folder still to be made.
-            if let (Command::Demo(_), Some(d)) = (&cli.command, dir) {
-                coord::fsutil::ensure_dir(&cwd.join(d))?;
+            if let Command::Demo(_) = &cli.command {
+                coord::fsutil::ensure_dir(&cwd.join(dir))?;
             }
-            Ok(change_dir(cwd, dir)?)
+            let ws = coord::init::workspace_at(&cwd.join(dir))?;
+            Ok(ws.root().to_path_buf())
         })
         .and_then(|cwd| {
             let ctx = Ctx {
@@ -429,17 +428,6 @@ pub fn run() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => report(&err, json),
-    }
-}
-
-/// `-C DIR` on the command line: like git, make and cargo, coord works as if started in DIR,
-/// so relative FILE arguments are read from there (`COORD_DIR` only names the root).
-fn change_dir(cwd: PathBuf, dir: Option<&Path>) -> Result<PathBuf, Error> {
-    match dir {
-        Some(dir) => Ok(coord::init::workspace_at(&cwd.join(dir))?
-            .root()
-            .to_path_buf()),
-        None => Ok(cwd),
     }
 }
 
