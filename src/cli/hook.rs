@@ -9,7 +9,6 @@ use coord::ExitCode;
 use coord::clock;
 use coord::hook::{self, Client, HookCall, Kind, Reply, act};
 use coord::identity;
-use coord::lock::{ClientSession, Owner};
 use coord::plugin;
 use coord::workspace::{AgentId, Workspace};
 
@@ -143,14 +142,7 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> Result<Reply, String> {
         (None, Some(sid)) => process.map(|p| (sid, p)),
         _ => None,
     };
-    let owner = session.map(|(sid, process)| Owner {
-        pid: process.pid,
-        session: None,
-        client: Some(ClientSession {
-            client: client.as_str().to_string(),
-            session: sid.to_string(),
-        }),
-    });
+    let owner = session.map(|(sid, p)| super::lock::client_owner(client, sid, p.pid, None));
     if let Some((sid, process)) = session
         && call.kind != Kind::SessionEnd
         && let Err(e) = identity::register(&ws, client, sid, &agent, process)

@@ -108,7 +108,15 @@ impl Life {
         // In an agent client's session, locks follow the client process (the session's hooks
         // and shell act as the same agent); else this process.
         let owner = session
-            .and_then(|s| super::lock::client_owner(s, Some(row.clone())))
+            .and_then(|s| {
+                let pid = s.process?.pid;
+                Some(super::lock::client_owner(
+                    s.client,
+                    &s.id,
+                    pid,
+                    Some(row.clone()),
+                ))
+            })
             .unwrap_or_else(|| Owner::process(host::pid(), Some(row.clone())));
         if !self.quiet {
             let of = session
