@@ -272,8 +272,6 @@ pub fn describe(e: &Event, who: &str) -> String {
     clean(&text)
 }
 
-// --- the timeline ---
-
 /// What a cell of the timeline shows, strongest last.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
 enum Mark {
@@ -365,7 +363,6 @@ pub fn timeline(
     let end = if open && *now > last { *now } else { last };
     let span_ms = ((end - start).num_milliseconds()).max(1);
 
-    // Rows and the label column.
     let mut keys: Vec<String> = Vec::new();
     let key_of = |file: &str, agent: usize| match by_agent {
         true => agents[agent].clone(),
@@ -438,7 +435,6 @@ pub fn timeline(
         row_of(&mut rows, &keys, key_of(f, *a), bar_w).cells[col(t)] = *m;
     }
 
-    // Drawn.
     let mut out = String::new();
     let head = format!(
         "{} {} → {} ({})",

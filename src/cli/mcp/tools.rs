@@ -105,7 +105,6 @@ impl Host {
                 let files = args.strings("files")?.unwrap_or_default();
                 let (targets, claims) = ws.file_args(ws.root(), &files)?;
                 let results = unlock::release(ws, agent, &files, &targets, &claims, false)?;
-                super::super::remote::start_sync_if_working_on_changed(ws);
                 if let Some(err) = unlock::refusal(&results, agent) {
                     return Err(err.into());
                 }
