@@ -1,6 +1,6 @@
 //! `coord log [FILE...] [--agent A] [--since DUR] [--json] [--timeline]`: what happened.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::Path;
 
 use clap::Args;
@@ -392,20 +392,15 @@ pub fn timeline(
         let ms = (*t - start).num_milliseconds().clamp(0, span_ms);
         ((ms as u128 * (bar_w as u128 - 1)) / span_ms as u128) as usize
     };
-    let mut rows: BTreeMap<usize, Row> = BTreeMap::new();
-    fn row_of<'r>(
-        rows: &'r mut BTreeMap<usize, Row>,
-        keys: &[String],
-        key: String,
-        bar_w: usize,
-    ) -> &'r mut Row {
-        let i = keys.iter().position(|k| *k == key).unwrap_or(0);
-        rows.entry(i).or_insert_with(|| Row {
-            label: key,
+    // Every key is some span's or mark's: each gets its row.
+    let mut rows: Vec<Row> = (keys.iter())
+        .map(|k| Row {
+            label: k.clone(),
             cells: vec![Mark::Empty; bar_w],
             waits: None,
         })
-    }
+        .collect();
+    let row_of = |f: &str, a: usize| keys.iter().position(|k| *k == key_of(f, a)).unwrap_or(0);
     let paint = |cells: &mut Vec<Mark>, from: usize, to: usize, m: Mark| {
         for c in cells.iter_mut().take(to.min(bar_w - 1) + 1).skip(from) {
             if m > *c || matches!(*c, Mark::Hold(_)) && matches!(m, Mark::Hold(_)) {
@@ -414,7 +409,7 @@ pub fn timeline(
         }
     };
     for (f, a, from, to, over) in &holds {
-        let row = row_of(&mut rows, &keys, key_of(f, *a), bar_w);
+        let row = &mut rows[row_of(f, *a)];
         let (c0, c1) = (col(from), col(&to.unwrap_or(end)));
         paint(&mut row.cells, c0, c1, Mark::Hold(*a));
         if *over {
@@ -422,7 +417,7 @@ pub fn timeline(
         }
     }
     for (f, a, from, to) in &waits {
-        let row = row_of(&mut rows, &keys, key_of(f, *a), bar_w);
+        let row = &mut rows[row_of(f, *a)];
         let (c0, c1) = (col(from), col(&to.unwrap_or(end)));
         if by_agent {
             paint(&mut row.cells, c0, c1, Mark::Wait(*a));
@@ -432,7 +427,7 @@ pub fn timeline(
         }
     }
     for (f, a, t, m) in &marks {
-        row_of(&mut rows, &keys, key_of(f, *a), bar_w).cells[col(t)] = *m;
+        rows[row_of(f, *a)].cells[col(t)] = *m;
     }
 
     let mut out = String::new();
@@ -458,7 +453,7 @@ pub fn timeline(
         "",
         axis.iter().collect::<String>()
     ));
-    for row in rows.values() {
+    for row in &rows {
         out.push_str(&format!(
             "{} │{}\n",
             pad(&clean(&row.label), label_w),
