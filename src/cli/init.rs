@@ -279,23 +279,21 @@ fn leave(
         )
     };
     let verb = |action: &str| change_verb(dry_run, action);
-    let mut said = 0;
+    let mut lines = Vec::new();
     for tree in &leaving.trees {
         let top = std::path::Path::new(&tree.root);
         for u in &tree.removal.changes {
             let word = change_verb(dry_run, u.action);
-            output::line(&format!("{word}: {}", shown(&top.join(&u.file))));
-            said += 1;
+            lines.push(format!("{word}: {}", shown(&top.join(&u.file))));
         }
     }
     for g in &leaving.removed {
         let slash = if g.what.contains("folder") { "/" } else { "" };
-        output::line(&format!(
+        lines.push(format!(
             "{}: {}{slash}",
             verb("delete"),
             shown(std::path::Path::new(&g.path))
         ));
-        said += 1;
     }
     for h in &leaving.hooks {
         let back = if h.outcome == "restored" {
@@ -303,29 +301,28 @@ fn leave(
         } else {
             ""
         };
-        output::line(&format!(
+        lines.push(format!(
             "{}: coord's {} hook {}{back}",
             verb("remove"),
             h.hook,
             output::clean(&h.path)
         ));
-        said += 1;
     }
     for path in leaving.exclude.iter().chain(&leaving.submodule_excludes) {
-        output::line(&format!(
+        lines.push(format!(
             "{}: coord's block in {}",
             verb("remove"),
             output::clean(path)
         ));
-        said += 1;
     }
     if let Some(remote) = &leaving.remote {
-        output::line(&format!(
+        lines.push(format!(
             "{}: claims shared through remote `{remote}` (this clone's records there released)",
             verb("stop"),
         ));
-        said += 1;
     }
+    let said = lines.len();
+    lines.iter().for_each(|l| output::line(l));
     for k in &leaving.kept {
         output::line(&format!(
             "Kept {}: it differs from {}, and may hold the only copy of what it saved; delete it yourself, or run `coord init --remove --all --yes`",

@@ -230,10 +230,9 @@ impl Ctx {
 
     /// The acting agent when there is one (commands that work without one): as [`Ctx::agent`].
     pub fn agent_opt(&self) -> Result<Option<AgentId>, Error> {
-        match self.agent_explicit()? {
-            Some(a) => Ok(Some(a)),
-            None => Ok(self.session().map(|s| s.agent.clone())),
-        }
+        Ok(self
+            .agent_explicit()?
+            .or_else(|| self.session().map(|s| s.agent.clone())))
     }
 
     /// The agent given with `-a` or `COORD_AGENT`, and nothing else.
