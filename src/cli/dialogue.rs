@@ -297,12 +297,7 @@ fn say_cmd(a: SayArgs, d: &Dialogue, ctx: &Ctx) -> anyhow::Result<()> {
         to: a.to,
     };
     let outcome = say::say(d, &req)?;
-    for w in &outcome.warnings {
-        output::diag(&format!("warning: {w}"));
-    }
-    if let Some(r) = &outcome.repaired {
-        output::diag(&format!("note: {r}"));
-    }
+    say_notes(&outcome).iter().for_each(|l| output::diag(l));
     if let Some(t) = &outcome.took_over {
         output::diag(&format!(
             "note: took over a stale lock.txt of {}",
@@ -311,6 +306,14 @@ fn say_cmd(a: SayArgs, d: &Dialogue, ctx: &Ctx) -> anyhow::Result<()> {
     }
     ctx.emit(&outcome, || said_line(&outcome));
     Ok(())
+}
+
+/// The `warning:` lines of a said message, and the `note:` of a repair.
+pub fn say_notes(o: &say::SayOutcome) -> Vec<String> {
+    let warnings = o.warnings.iter().map(|w| format!("warning: {w}"));
+    warnings
+        .chain(o.repaired.iter().map(|r| format!("note: {r}")))
+        .collect()
 }
 
 /// `Message #N written by ID. The turn is now with NEXT.`

@@ -71,9 +71,8 @@ impl WaitProgress {
                 }
             }
             LockEvent::Waiting(b) => output::diag(&format!(
-                "{}{} [{}; Ctrl-C to stop]",
-                output::waiting_line(b),
-                news(b).map(|n| format!("; {n}")).unwrap_or_default(),
+                "{} [{}; Ctrl-C to stop]",
+                status(b),
                 match self.wait.as_duration() {
                     Some(d) => format!("waiting up to {}", clock::format_duration(d)),
                     None => "waiting with no deadline".to_string(),

@@ -169,12 +169,7 @@ impl Host {
                     lock_wait: DEFAULT_LOCK_WAIT,
                 };
                 let outcome = say::say(&Dialogue::default_in(ws)?, &req)?;
-                let mut lines: Vec<String> = outcome
-                    .warnings
-                    .iter()
-                    .map(|w| format!("warning: {w}"))
-                    .collect();
-                lines.extend(outcome.repaired.iter().map(|r| format!("note: {r}")));
+                let mut lines = dialogue::say_notes(&outcome);
                 lines.push(dialogue::said_line(&outcome));
                 Ok(Done::new(lines.join("\n"), &outcome))
             }
