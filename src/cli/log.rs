@@ -175,12 +175,7 @@ const LISTED: usize = 6;
 pub fn describe_ending(x: &Ending, who: &str) -> String {
     let mut gone: Vec<String> = x.released.iter().map(|f| format!("`{f}`")).collect();
     gone.extend(x.claims.iter().map(|p| format!("the claim `{p}`")));
-    let mut list = gone
-        .iter()
-        .take(LISTED)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(", ");
+    let mut list = gone[..gone.len().min(LISTED)].join(", ");
     if gone.len() > LISTED {
         list.push_str(&format!(" and {} more", gone.len() - LISTED));
     }
@@ -220,11 +215,7 @@ pub fn describe(e: &Event, who: &str) -> String {
         ),
         "claim_lost" | "lock_lost" => format!(
             "{a} lost the {} `{}`: {} on remote `{}` (its lease lapsed)",
-            if e.event == "claim_lost" {
-                "claim"
-            } else {
-                "lock"
-            },
+            e.event.trim_end_matches("_lost"),
             e.pattern.as_deref().unwrap_or(f),
             match e.str("by") {
                 Some(by) => format!("taken over by {by}"),
