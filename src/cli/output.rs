@@ -426,6 +426,14 @@ pub fn working_on(task: Option<&str>) -> String {
         .unwrap_or_default()
 }
 
+/// A deadlock's cycle: `A waits for \`f\` held by B, B waits for ...`.
+pub fn cycle(edges: &[coord::lock::deadlock::WaitEdge]) -> String {
+    let steps = edges
+        .iter()
+        .map(|e| format!("{} waits for `{}` held by {}", e.agent, e.file, e.holder));
+    steps.collect::<Vec<_>>().join(", ")
+}
+
 /// Say on stderr, for each stale lock an acquisition took over, whose it was and why.
 pub fn took_over_notes(acquired: &[coord::lock::Acquired]) {
     for line in took_over_lines(acquired) {

@@ -464,14 +464,7 @@ fn describe(change: &Change) -> String {
             }
         }
         Change::WaitEnded { agent, file } => format!("{agent} no longer waits for `{file}`"),
-        Change::Deadlock { cycle } => format!(
-            "DEADLOCK: {}",
-            cycle
-                .iter()
-                .map(|e| format!("{} waits for `{}` held by {}", e.agent, e.file, e.holder))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        Change::Deadlock { cycle } => format!("DEADLOCK: {}", output::cycle(cycle)),
         Change::MessageSent { id, from, to } => format!("{from} sent message {id} to {to}"),
         Change::TurnPassed {
             folder, from, to, ..
