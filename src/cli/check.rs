@@ -106,14 +106,8 @@ pub fn run(args: CheckArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let me = ctx.agent_opt()?;
     let Checked { report, problems } = collect(&ws, me.as_ref());
     let ok = report.ok;
-    if ctx.json {
-        output::json(&report);
-    } else {
-        if !ctx.quiet {
-            for line in agent_lines(&report.agents) {
-                output::line(&line);
-            }
-        }
+    ctx.emit_lines(&report, || agent_lines(&report.agents));
+    if !ctx.json {
         for u in &report.unreadable {
             output::diag(&format!(
                 "warning: cannot read `{}`: {}",

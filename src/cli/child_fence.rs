@@ -1,14 +1,10 @@
-//! The children whose life coord fences, the two ways: a supervised child that dies with its
-//! supervisor ([`die_with_parent`]: `coord session` asks the kernel to kill CMD (`SIGKILL`) the
-//! moment coord itself dies, even by `kill -9`, so an agent never goes on editing after the
-//! locks its session took were judged STALE and handed to someone else), and a detached child
-//! that outlives the command that started it ([`detach`]: the renewer of a clone's remote
-//! claims and its background syncs, which `coord::remote::spawn_detached` starts).
+//! The children whose life coord fences: a supervised child that dies with its supervisor
+//! ([`die_with_parent`]: `coord session`'s CMD, even when coord dies by `kill -9`, so an agent
+//! never edits on after its locks went STALE), and a detached child that outlives the command
+//! that started it ([`detach`]: the remote claims' renewer and background syncs).
 //!
-//! This is the one place coord runs code between `fork` and `exec` (`pre_exec`, which Rust
-//! marks `unsafe`): raw system calls, all async-signal-safe, and no allocation. Where the
-//! kernel has no death-signal request (not Linux), nothing is asked and the session's locks
-//! still go STALE with coord; docs/sessions.md says so.
+//! This is the one place coord runs code between `fork` and `exec` (`pre_exec`, `unsafe`): raw
+//! system calls, all async-signal-safe, and no allocation.
 #![allow(unsafe_code)]
 
 use std::process::Command;
@@ -42,11 +38,9 @@ pub fn die_with_parent(command: &mut Command) {
     let _ = command;
 }
 
-/// Make the child that `command` starts a process of its own: a session of its own (no
-/// controlling terminal, no signal meant for this process's terminal or group), and none of the
-/// descriptors this process inherited beyond stdin, stdout and stderr, which the caller points
-/// at `/dev/null`: a detached child must never hold open a pipe of whoever started coord (a
-/// client waiting for a hook's output to end, a test reading ours).
+/// Make the child that `command` starts a process of its own: a session of its own, and none of
+/// the descriptors this process inherited beyond stdio, so that it never holds open a pipe of
+/// whoever started coord (a client waiting for a hook's output to end, a test reading ours).
 pub fn detach(command: &mut Command) {
     use std::os::unix::process::CommandExt as _;
     // Listed here, so that the child allocates nothing: Rust opens every descriptor of its

@@ -2,6 +2,7 @@
 //! (`collaboration_file.txt`, one JSON entry per line).
 
 use clap::{Args, Subcommand};
+use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
 
 use coord::ExitCode;
 use coord::collab::{self, Batch};
@@ -74,7 +75,8 @@ pub fn run(args: CollabArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             );
         }
         CollabCommand::Read { follow: true, .. } => {
-            stop_on_signals();
+            // Ctrl-C or SIGTERM ends it with exit 0: every line printed so far is complete.
+            let _ = super::exit_on_signals(&[SIGINT, SIGTERM, SIGHUP]);
             collab::follow(&target.abs, &mut |b| print_batch(&target, &b, ctx, true))?;
         }
         CollabCommand::Read { follow: false, .. } => {
@@ -122,17 +124,5 @@ fn print_batch(target: &Target, batch: &Batch, ctx: &Ctx, following: bool) {
                 output::clean_block(&e.response)
             ));
         }
-    }
-}
-
-/// `--follow` ends on Ctrl-C or SIGTERM with exit 0: every line printed so far is complete.
-fn stop_on_signals() {
-    use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
-    if let Ok(mut signals) = signal_hook::iterator::Signals::new([SIGINT, SIGTERM, SIGHUP]) {
-        std::thread::spawn(move || {
-            if signals.forever().next().is_some() {
-                std::process::exit(0);
-            }
-        });
     }
 }

@@ -1,6 +1,6 @@
 //! `coord dialogue init|turn|wait|say|command|show|archive`: the turn-based dialogue of seed 002.
 
-use std::io::{IsTerminal, Read};
+use std::io::IsTerminal;
 
 use clap::{Args, Subcommand};
 use serde::Serialize;
@@ -297,12 +297,7 @@ fn say_cmd(a: SayArgs, d: &Dialogue, ctx: &Ctx) -> anyhow::Result<()> {
         to: a.to,
     };
     let outcome = say::say(d, &req)?;
-    for w in &outcome.warnings {
-        output::diag(&format!("warning: {w}"));
-    }
-    if let Some(r) = &outcome.repaired {
-        output::diag(&format!("note: {r}"));
-    }
+    say_notes(&outcome).iter().for_each(|l| output::diag(l));
     if let Some(t) = &outcome.took_over {
         output::diag(&format!(
             "note: took over a stale lock.txt of {}",
@@ -311,6 +306,14 @@ fn say_cmd(a: SayArgs, d: &Dialogue, ctx: &Ctx) -> anyhow::Result<()> {
     }
     ctx.emit(&outcome, || said_line(&outcome));
     Ok(())
+}
+
+/// The `warning:` lines of a said message, and the `note:` of a repair.
+pub fn say_notes(o: &say::SayOutcome) -> Vec<String> {
+    let warnings = o.warnings.iter().map(|w| format!("warning: {w}"));
+    warnings
+        .chain(o.repaired.iter().map(|r| format!("note: {r}")))
+        .collect()
 }
 
 /// `Message #N written by ID. The turn is now with NEXT.`
@@ -325,10 +328,9 @@ fn message_text(text: Option<&str>, file: Option<&str>, ctx: &Ctx) -> Result<Str
     let cap = say::MAX_TEXT as u64;
     let (bytes, from) = match (text, file) {
         (Some("-"), _) => {
-            let mut buf = Vec::new();
-            let read = std::io::stdin().take(cap + 1).read_to_end(&mut buf);
-            read.map_err(|e| Error::bad_input(format!("cannot read the message from stdin: {e}")))?;
-            (buf, "stdin")
+            let read = super::read_stdin(cap + 1);
+            let why = |e| Error::bad_input(format!("cannot read the message from stdin: {e}"));
+            (read.map_err(why)?, "stdin")
         }
         (Some(t), _) => return Ok(t.to_string()),
         (None, Some(f)) => {

@@ -8,88 +8,30 @@ use coord::{Error, ExitCode};
 use super::{Ctx, output};
 
 /// Each page: its name, what it covers, its text (docs/NAME.md, as in the source tree).
-const PAGES: &[(&str, &str, &str)] = &[
-    (
-        "agents",
-        "Claude Code, Codex, Gemini and Copilot CLI: hooks, `coord init`, the git guard",
-        include_str!("../../docs/agents.md"),
-    ),
-    (
-        "locking",
-        "presence and locks, and what coord guarantees",
-        include_str!("../../docs/locking.md"),
-    ),
-    (
-        "sessions",
-        "clocking in and out, `coord session`, the handshake",
-        include_str!("../../docs/sessions.md"),
-    ),
-    (
-        "messages",
-        "messages, notes and the shared log",
-        include_str!("../../docs/messages.md"),
-    ),
-    (
-        "editing",
-        "`write`, `run`, `restore`: fenced, durable edits",
-        include_str!("../../docs/editing.md"),
-    ),
-    (
-        "dialogue",
-        "a turn-based dialogue between agents",
-        include_str!("../../docs/dialogue.md"),
-    ),
-    (
-        "review",
-        "a review between two agents, step by step",
-        include_str!("../../docs/review.md"),
-    ),
-    (
-        "mcp",
-        "`coord mcp`, the MCP server",
-        include_str!("../../docs/mcp.md"),
-    ),
-    (
-        "watch",
-        "`coord watch`, the live view and its JSON feed",
-        include_str!("../../docs/watch.md"),
-    ),
-    (
-        "worktrees",
-        "agents in several git worktrees of one repository",
-        include_str!("../../docs/worktrees.md"),
-    ),
-    (
-        "remote",
-        "clones on other machines: claims through the repository's remote",
-        include_str!("../../docs/remote.md"),
-    ),
-    (
-        "protocol",
-        "every file format, JSON document and exit code",
-        include_str!("../../docs/protocol.md"),
-    ),
-    (
-        "reliability",
-        "what coord guarantees under crashes, hostile files and load",
-        include_str!("../../docs/reliability.md"),
-    ),
-    (
-        "history",
-        "the history of events: `coord log`, its timeline and its JSON",
-        include_str!("../../docs/history.md"),
-    ),
-    (
-        "performance",
-        "benchmark figures and how to reproduce them",
-        include_str!("../../docs/performance.md"),
-    ),
-    (
-        "architecture",
-        "for changing coord: the rooms of the source and the path of a request",
-        include_str!("../../docs/architecture.md"),
-    ),
-];
+macro_rules! pages {
+    ($($name:literal: $about:literal,)*) => {
+        &[$(($name, $about, include_str!(concat!("../../docs/", $name, ".md")))),*]
+    };
+}
+
+const PAGES: &[(&str, &str, &str)] = pages! {
+    "agents": "Claude Code, Codex, Gemini and Copilot CLI: hooks, `coord init`, the git guard",
+    "locking": "presence and locks, and what coord guarantees",
+    "sessions": "clocking in and out, `coord session`, the handshake",
+    "messages": "messages, notes and the shared log",
+    "editing": "`write`, `run`, `restore`: fenced, durable edits",
+    "dialogue": "a turn-based dialogue between agents",
+    "review": "a review between two agents, step by step",
+    "mcp": "`coord mcp`, the MCP server",
+    "watch": "`coord watch`, the live view and its JSON feed",
+    "worktrees": "agents in several git worktrees of one repository",
+    "remote": "clones on other machines: claims through the repository's remote",
+    "protocol": "every file format, JSON document and exit code",
+    "reliability": "what coord guarantees under crashes, hostile files and load",
+    "history": "the history of events: `coord log`, its timeline and its JSON",
+    "performance": "benchmark figures and how to reproduce them",
+    "architecture": "for changing coord: the rooms of the source and the path of a request",
+};
 
 /// Show a page of coord's documentation (the list of pages without PAGE)
 ///

@@ -166,22 +166,20 @@ fn hold_mutex(
     std::thread::sleep(d);
     let kept = guard.still_held();
     drop(guard);
-    if ctx.json {
-        let held_ms = started.elapsed().as_millis() as u64;
-        output::json(&serde_json::json!({ "held_ms": held_ms, "kept": kept }));
-    }
-    if kept {
-        if !ctx.quiet && !ctx.json {
-            output::line("kept it to the end");
+    let held_ms = started.elapsed().as_millis() as u64;
+    let doc = serde_json::json!({ "held_ms": held_ms, "kept": kept });
+    if !kept {
+        if ctx.json {
+            output::json(&doc);
         }
-        Ok(ExitCode::Success)
-    } else {
-        Err(Error::refused(Refusal::MutexFenced,
+        return Err(Error::refused(Refusal::MutexFenced,
             "the workspace mutex was taken over while this process held it past its lease (fenced: nothing it decided counts)",
             None,
         )
-        .into())
+        .into());
     }
+    ctx.emit(&doc, || "kept it to the end".into());
+    Ok(ExitCode::Success)
 }
 
 #[cfg(test)]

@@ -154,18 +154,19 @@ fn check(args: CheckArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
         held.extend(guard::remote_held(&ws, &paths));
     }
-    if ctx.json {
-        output::json(&serde_json::json!({ "checked": paths.len(), "held": held }));
-    }
+    let doc = serde_json::json!({ "checked": paths.len(), "held": held });
     if held.is_empty() {
-        if !ctx.json && !ctx.quiet {
-            output::line(&format!(
-                "coord guard: {} path{} checked, none held by another agent",
-                paths.len(),
-                if paths.len() == 1 { "" } else { "s" }
-            ));
-        }
+        ctx.emit(&doc, || {
+            let s = if paths.len() == 1 { "" } else { "s" };
+            format!(
+                "coord guard: {} path{s} checked, none held by another agent",
+                paths.len()
+            )
+        });
         return Ok(ExitCode::Success);
+    }
+    if ctx.json {
+        output::json(&doc);
     }
     let now = clock::now();
     let what = if args.staged { "commit" } else { "push" };

@@ -1,6 +1,5 @@
 //! `coord hook CLIENT`: one hook event of an agent client, read from stdin.
 
-use std::io::Read;
 use std::time::Duration;
 
 use clap::Args;
@@ -10,7 +9,6 @@ use coord::ExitCode;
 use coord::clock;
 use coord::hook::{self, Client, HookCall, Kind, Reply, act};
 use coord::identity;
-use coord::lock::{ClientSession, Owner};
 use coord::plugin;
 use coord::workspace::{AgentId, Workspace};
 
@@ -85,7 +83,8 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> Result<Reply, String> {
             act::DEFAULT_WAIT
         }),
     };
-    let input = read_stdin().map_err(|e| format!("cannot read the event from stdin: {e}"))?;
+    let input = super::read_stdin(hook::PAYLOAD_CAP)
+        .map_err(|e| format!("cannot read the event from stdin: {e}"))?;
     let mut call = hook::parse(client, &input, args.event.as_deref()).map_err(|e| e.to_string())?;
     // The folder the client works in: a payload naming one that is not there (a folder
     // removed, a payload from elsewhere) is answered with a warning, never with a workspace
@@ -143,14 +142,7 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> Result<Reply, String> {
         (None, Some(sid)) => process.map(|p| (sid, p)),
         _ => None,
     };
-    let owner = session.map(|(sid, process)| Owner {
-        pid: process.pid,
-        session: None,
-        client: Some(ClientSession {
-            client: client.as_str().to_string(),
-            session: sid.to_string(),
-        }),
-    });
+    let owner = session.map(|(sid, p)| super::lock::client_owner(client, sid, p.pid, None));
     if let Some((sid, process)) = session
         && call.kind != Kind::SessionEnd
         && let Err(e) = identity::register(&ws, client, sid, &agent, process)
@@ -180,15 +172,6 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> Result<Reply, String> {
 
 /// A hook must not hang its client: waits are capped.
 const MAX_WAIT: Duration = Duration::from_secs(600);
-
-fn read_stdin() -> std::io::Result<Vec<u8>> {
-    let mut buf = Vec::new();
-    std::io::stdin()
-        .lock()
-        .take(hook::PAYLOAD_CAP)
-        .read_to_end(&mut buf)?;
-    Ok(buf)
-}
 
 /// `-a`/`COORD_AGENT`, else the session's own agent (from the payload: it names the session
 /// this very call belongs to).

@@ -115,28 +115,21 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         .iter()
         .map(|c| ClientTrust::of(*c, ws.root()))
         .collect();
-    if ctx.json {
-        output::json(&serde_json::json!({
-            "dry_run": args.dry_run,
-            "plan": plan,
-            "trust": trust,
-            "chosen_by": chosen_by,
-            "found": found
-                .iter()
-                .map(|(c, p)| serde_json::json!({"client": c.as_str(), "path": p}))
-                .collect::<Vec<_>>(),
-        }));
+    let found_json: Vec<_> = found
+        .iter()
+        .map(|(c, p)| serde_json::json!({"client": c.as_str(), "path": p}))
+        .collect();
+    let doc = serde_json::json!({
+        "dry_run": args.dry_run,
+        "plan": plan,
+        "trust": trust,
+        "chosen_by": chosen_by,
+        "found": found_json,
+    });
+    if ctx.json_or_quiet(&doc) {
         return Ok(ExitCode::Success);
     }
-    if ctx.quiet {
-        return Ok(ExitCode::Success);
-    }
-    let verb = |action: &str| match (args.dry_run, action) {
-        (true, "create") => "Would create",
-        (true, _) => "Would update",
-        (false, "create") => "Created",
-        (false, _) => "Updated",
-    };
+    let verb = |action: &str| change_verb(args.dry_run, action);
     match chosen_by {
         "found" => {
             let found: Vec<String> = found
@@ -221,25 +214,11 @@ fn remove(
     if !dry_run {
         init::apply_removal(ws, &removal)?;
     }
-    if ctx.json {
-        output::json(&serde_json::json!({
-            "dry_run": dry_run,
-            "removal": removal,
-        }));
-        return Ok(ExitCode::Success);
-    }
-    if ctx.quiet {
+    if ctx.json_or_quiet(&serde_json::json!({ "dry_run": dry_run, "removal": removal })) {
         return Ok(ExitCode::Success);
     }
     for u in &removal.changes {
-        let verb = match (dry_run, u.action) {
-            (true, "restore") => "Would restore",
-            (true, "delete") => "Would delete",
-            (true, _) => "Would update",
-            (false, "restore") => "Restored",
-            (false, "delete") => "Deleted",
-            (false, _) => "Updated",
-        };
+        let verb = change_verb(dry_run, u.action);
         output::line(&format!("{verb}: {}", output::clean(&u.file)));
     }
     let state_dir = output::clean(&removal.state_dir);
@@ -286,13 +265,9 @@ fn leave(
     if !dry_run && let Some(warning) = init::leave::apply(ws, &leaving)? {
         output::diag(&format!("warning: {warning}"));
     }
-    if ctx.json {
-        let mut v = serde_json::to_value(&leaving).unwrap_or_default();
-        v["dry_run"] = dry_run.into();
-        output::json(&v);
-        return Ok(ExitCode::Success);
-    }
-    if ctx.quiet {
+    let mut doc = serde_json::to_value(&leaving).unwrap_or_default();
+    doc["dry_run"] = dry_run.into();
+    if ctx.json_or_quiet(&doc) {
         return Ok(ExitCode::Success);
     }
     // A path inside this tree relative to it, one elsewhere (another worktree) as it is.
@@ -303,34 +278,22 @@ fn leave(
                 .unwrap_or_else(|_| p.display().to_string()),
         )
     };
-    let verb = |done: &str, todo: &str| {
-        if dry_run {
-            format!("Would {todo}")
-        } else {
-            done.to_string()
-        }
-    };
-    let mut said = 0;
+    let verb = |action: &str| change_verb(dry_run, action);
+    let mut lines = Vec::new();
     for tree in &leaving.trees {
         let top = std::path::Path::new(&tree.root);
         for u in &tree.removal.changes {
-            let word = match u.action {
-                "restore" => verb("Restored", "restore"),
-                "delete" => verb("Deleted", "delete"),
-                _ => verb("Updated", "update"),
-            };
-            output::line(&format!("{word}: {}", shown(&top.join(&u.file))));
-            said += 1;
+            let word = change_verb(dry_run, u.action);
+            lines.push(format!("{word}: {}", shown(&top.join(&u.file))));
         }
     }
     for g in &leaving.removed {
         let slash = if g.what.contains("folder") { "/" } else { "" };
-        output::line(&format!(
+        lines.push(format!(
             "{}: {}{slash}",
-            verb("Deleted", "delete"),
+            verb("delete"),
             shown(std::path::Path::new(&g.path))
         ));
-        said += 1;
     }
     for h in &leaving.hooks {
         let back = if h.outcome == "restored" {
@@ -338,29 +301,28 @@ fn leave(
         } else {
             ""
         };
-        output::line(&format!(
+        lines.push(format!(
             "{}: coord's {} hook {}{back}",
-            verb("Removed", "remove"),
+            verb("remove"),
             h.hook,
             output::clean(&h.path)
         ));
-        said += 1;
     }
     for path in leaving.exclude.iter().chain(&leaving.submodule_excludes) {
-        output::line(&format!(
+        lines.push(format!(
             "{}: coord's block in {}",
-            verb("Removed", "remove"),
+            verb("remove"),
             output::clean(path)
         ));
-        said += 1;
     }
     if let Some(remote) = &leaving.remote {
-        output::line(&format!(
+        lines.push(format!(
             "{}: claims shared through remote `{remote}` (this clone's records there released)",
-            verb("Stopped", "stop"),
+            verb("stop"),
         ));
-        said += 1;
     }
+    let said = lines.len();
+    lines.iter().for_each(|l| output::line(l));
     for k in &leaving.kept {
         output::line(&format!(
             "Kept {}: it differs from {}, and may hold the only copy of what it saved; delete it yourself, or run `coord init --remove --all --yes`",
@@ -383,6 +345,22 @@ fn leave(
         ));
     }
     Ok(ExitCode::Success)
+}
+
+/// The past of `action` (`create` → `Created`), or `Would create` with `--dry-run`.
+fn change_verb(dry_run: bool, action: &str) -> String {
+    let (done, todo) = match action {
+        "create" => ("Created", "create"),
+        "restore" => ("Restored", "restore"),
+        "delete" => ("Deleted", "delete"),
+        "remove" => ("Removed", "remove"),
+        "stop" => ("Stopped", "stop"),
+        _ => ("Updated", "update"),
+    };
+    match dry_run {
+        true => format!("Would {todo}"),
+        false => done.to_string(),
+    }
 }
 
 /// Whether a client runs this folder's hooks, and the step that makes it (for `init` and

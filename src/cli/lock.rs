@@ -3,6 +3,7 @@
 use clap::Args;
 
 use coord::clock;
+use coord::hook::Client;
 use coord::lock::{self, ClientSession, DEFAULT_TTL, LockRequest, Owner, Reach};
 use coord::session::{SESSION_ENV, SESSION_PID_ENV};
 use coord::{Error, ExitCode};
@@ -79,13 +80,10 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         runs_in: coord::identity::runs_in(),
     };
     // A signal while waiting leaves the queue and resets WAITING before exiting 130/143/129.
-    coord::wait::stop_on_signals().map_err(|e| Error::Failed {
-        message: format!("cannot install the signal handlers: {e}"),
+    super::stop_on_signals()?;
+    let got = WaitProgress::during(wait, ctx.quiet, |on| {
+        lock::acquire_shared(&ws, &req, &reach, on)
     })?;
-    let mut progress = WaitProgress::new(wait, ctx.quiet);
-    let got = lock::acquire_shared(&ws, &req, &reach, &mut |event| progress.on_event(event));
-    progress.finish();
-    let got = got?;
     if got.acquired.iter().any(|a| a.remote.is_some()) {
         super::remote::start_renewer(&ws);
     }
@@ -162,18 +160,19 @@ pub fn session_owner(ctx: &Ctx) -> Option<Owner> {
             std::env::var(SESSION_ENV).ok().filter(|s| !s.is_empty()),
         ));
     }
-    client_owner(ctx.session()?, None)
+    let s = ctx.session()?;
+    Some(client_owner(s.client, &s.id, s.process?.pid, None))
 }
 
-/// A lock taken in client session `s` follows its client process, when known.
-pub fn client_owner(s: &coord::identity::Session, session: Option<String>) -> Option<Owner> {
-    let process = s.process?;
-    Some(Owner {
-        pid: process.pid,
+/// A lock taken in `client`'s session `sid` follows the client process `pid`.
+pub fn client_owner(client: Client, sid: &str, pid: u32, session: Option<String>) -> Owner {
+    let client = Some(ClientSession {
+        client: client.as_str().to_string(),
+        session: sid.to_string(),
+    });
+    Owner {
+        pid,
         session,
-        client: Some(ClientSession {
-            client: s.client.as_str().to_string(),
-            session: s.id.clone(),
-        }),
-    })
+        client,
+    }
 }

@@ -1,15 +1,15 @@
 //! `coord log [FILE...] [--agent A] [--since DUR] [--json] [--timeline]`: what happened.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::HashMap;
 use std::path::Path;
 
 use clap::Args;
 
+use coord::ExitCode;
 use coord::clock::{self, Timestamp};
 use coord::history::ending::{self, Ending, Item};
 use coord::history::{self, Event, Filter};
 use coord::workspace::Workspace;
-use coord::{Error, ExitCode};
 
 use super::Ctx;
 use super::output::{self, clean};
@@ -59,7 +59,7 @@ pub fn run(args: LogArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             true => ctx.agent_opt()?.map(|a| a.id().to_string()),
             false => None,
         },
-        since: args.since.as_deref().map(since).transpose()?,
+        since: args.since.as_deref().map(history::since).transpose()?,
     };
     let events = history::read(ws.root(), &filter);
     let mut places = Places::of(&ws);
@@ -81,7 +81,7 @@ pub fn run(args: LogArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         for e in &events {
             // The event exactly as the history keeps it.
             if let Ok(text) = serde_json::to_string(e) {
-                output::raw(format!("{text}\n").as_bytes());
+                output::line(&text);
             }
         }
     } else if !ctx.quiet {
@@ -95,11 +95,6 @@ pub fn run(args: LogArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         output::diag("no events (yet)");
     }
     Ok(ExitCode::Success)
-}
-
-/// `--since`: a duration back from now, or a time.
-pub fn since(text: &str) -> Result<Timestamp, Error> {
-    history::since(text)
 }
 
 /// `HH:MM:SS.mmm` of an event, in the local offset it was written with.
@@ -138,15 +133,11 @@ impl Places {
 
     /// The agent of `e`, with its tree and branch where that tells something.
     pub fn who(&mut self, e: &Event) -> String {
-        self.who_in(&e.agent, e.worktree.as_deref())
-    }
-
-    /// `agent`, acting in the work tree `worktree` (`None`: the main one).
-    pub fn who_in(&mut self, agent: &str, worktree: Option<&str>) -> String {
-        if !self.several && worktree.is_none() {
+        let agent = &e.agent;
+        if !self.several && e.worktree.is_none() {
             return agent.to_string();
         }
-        let tree = worktree.unwrap_or(&self.main).to_string();
+        let tree = e.worktree.clone().unwrap_or_else(|| self.main.clone());
         let branch = self
             .branches
             .entry(tree.clone())
@@ -184,12 +175,7 @@ const LISTED: usize = 6;
 pub fn describe_ending(x: &Ending, who: &str) -> String {
     let mut gone: Vec<String> = x.released.iter().map(|f| format!("`{f}`")).collect();
     gone.extend(x.claims.iter().map(|p| format!("the claim `{p}`")));
-    let mut list = gone
-        .iter()
-        .take(LISTED)
-        .cloned()
-        .collect::<Vec<_>>()
-        .join(", ");
+    let mut list = gone[..gone.len().min(LISTED)].join(", ");
     if gone.len() > LISTED {
         list.push_str(&format!(" and {} more", gone.len() - LISTED));
     }
@@ -229,11 +215,7 @@ pub fn describe(e: &Event, who: &str) -> String {
         ),
         "claim_lost" | "lock_lost" => format!(
             "{a} lost the {} `{}`: {} on remote `{}` (its lease lapsed)",
-            if e.event == "claim_lost" {
-                "claim"
-            } else {
-                "lock"
-            },
+            e.event.trim_end_matches("_lost"),
             e.pattern.as_deref().unwrap_or(f),
             match e.str("by") {
                 Some(by) => format!("taken over by {by}"),
@@ -280,8 +262,6 @@ pub fn describe(e: &Event, who: &str) -> String {
     };
     clean(&text)
 }
-
-// --- the timeline ---
 
 /// What a cell of the timeline shows, strongest last.
 #[derive(Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -374,20 +354,16 @@ pub fn timeline(
     let end = if open && *now > last { *now } else { last };
     let span_ms = ((end - start).num_milliseconds()).max(1);
 
-    // Rows and the label column.
     let mut keys: Vec<String> = Vec::new();
-    let key_of = |file: &str, agent: usize| -> String {
-        if by_agent {
-            agents[agent].clone()
-        } else {
-            file.to_string()
-        }
+    let key_of = |file: &str, agent: usize| match by_agent {
+        true => agents[agent].clone(),
+        false => file.to_string(),
     };
-    let hold_keys = holds.iter().map(|h| key_of(&h.0, h.1));
-    let wait_keys = waits.iter().map(|w| key_of(&w.0, w.1));
-    for key in hold_keys
-        .chain(wait_keys)
-        .chain(marks.iter().map(|m| key_of(&m.0, m.1)))
+    let spans = holds.iter().map(|h| (&h.0, h.1));
+    let spans = spans.chain(waits.iter().map(|w| (&w.0, w.1)));
+    for key in spans
+        .chain(marks.iter().map(|m| (&m.0, m.1)))
+        .map(|(f, a)| key_of(f, a))
     {
         if !keys.contains(&key) {
             keys.push(key);
@@ -407,20 +383,15 @@ pub fn timeline(
         let ms = (*t - start).num_milliseconds().clamp(0, span_ms);
         ((ms as u128 * (bar_w as u128 - 1)) / span_ms as u128) as usize
     };
-    let mut rows: BTreeMap<usize, Row> = BTreeMap::new();
-    fn row_of<'r>(
-        rows: &'r mut BTreeMap<usize, Row>,
-        keys: &[String],
-        key: String,
-        bar_w: usize,
-    ) -> &'r mut Row {
-        let i = keys.iter().position(|k| *k == key).unwrap_or(0);
-        rows.entry(i).or_insert_with(|| Row {
-            label: key,
+    // Every key is some span's or mark's: each gets its row.
+    let mut rows: Vec<Row> = (keys.iter())
+        .map(|k| Row {
+            label: k.clone(),
             cells: vec![Mark::Empty; bar_w],
             waits: None,
         })
-    }
+        .collect();
+    let row_of = |f: &str, a: usize| keys.iter().position(|k| *k == key_of(f, a)).unwrap_or(0);
     let paint = |cells: &mut Vec<Mark>, from: usize, to: usize, m: Mark| {
         for c in cells.iter_mut().take(to.min(bar_w - 1) + 1).skip(from) {
             if m > *c || matches!(*c, Mark::Hold(_)) && matches!(m, Mark::Hold(_)) {
@@ -429,7 +400,7 @@ pub fn timeline(
         }
     };
     for (f, a, from, to, over) in &holds {
-        let row = row_of(&mut rows, &keys, key_of(f, *a), bar_w);
+        let row = &mut rows[row_of(f, *a)];
         let (c0, c1) = (col(from), col(&to.unwrap_or(end)));
         paint(&mut row.cells, c0, c1, Mark::Hold(*a));
         if *over {
@@ -437,7 +408,7 @@ pub fn timeline(
         }
     }
     for (f, a, from, to) in &waits {
-        let row = row_of(&mut rows, &keys, key_of(f, *a), bar_w);
+        let row = &mut rows[row_of(f, *a)];
         let (c0, c1) = (col(from), col(&to.unwrap_or(end)));
         if by_agent {
             paint(&mut row.cells, c0, c1, Mark::Wait(*a));
@@ -447,10 +418,9 @@ pub fn timeline(
         }
     }
     for (f, a, t, m) in &marks {
-        row_of(&mut rows, &keys, key_of(f, *a), bar_w).cells[col(t)] = *m;
+        rows[row_of(f, *a)].cells[col(t)] = *m;
     }
 
-    // Drawn.
     let mut out = String::new();
     let head = format!(
         "{} {} → {} ({})",
@@ -459,7 +429,7 @@ pub fn timeline(
         hms(&end),
         span_text(span_ms)
     );
-    out.push_str(&output::title(&fit(&head, width), color));
+    out.push_str(&output::title(&output::fit(&head, width), color));
     out.push('\n');
     let axis_mid = hms(&(start + chrono::Duration::milliseconds(span_ms / 2)));
     let mut axis = vec![' '; bar_w];
@@ -474,7 +444,7 @@ pub fn timeline(
         "",
         axis.iter().collect::<String>()
     ));
-    for row in rows.values() {
+    for row in &rows {
         out.push_str(&format!(
             "{} │{}\n",
             pad(&clean(&row.label), label_w),
@@ -530,8 +500,7 @@ pub fn timeline(
 }
 
 fn letter(i: usize) -> char {
-    const LETTERS: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZ";
-    LETTERS[i % LETTERS.len()] as char
+    char::from(b'A' + (i % 26) as u8)
 }
 
 fn cells(cells: &[Mark], color: bool, waits: bool) -> String {
@@ -551,8 +520,7 @@ fn cells(cells: &[Mark], color: bool, waits: bool) -> String {
                 color,
                 matches!(m, Mark::Wait(_) | Mark::Denied(_)),
             )),
-            None if color => out.push_str(&format!("\x1b[2m{text}\x1b[0m")),
-            None => out.push_str(&text),
+            None => out.push_str(&output::paint(&text, output::Tone::Dim, color)),
         }
     }
     out
@@ -581,22 +549,7 @@ fn put(line: &mut [char], at: usize, text: &str) {
 }
 
 fn pad(s: &str, w: usize) -> String {
-    let n = s.chars().count();
-    if n > w {
-        let mut t: String = s.chars().take(w.saturating_sub(1)).collect();
-        t.push('…');
-        t
-    } else {
-        format!("{s}{}", " ".repeat(w - n))
-    }
-}
-
-fn fit(s: &str, w: usize) -> String {
-    if s.chars().count() > w {
-        pad(s, w)
-    } else {
-        s.to_string()
-    }
+    format!("{:w$}", output::fit(s, w))
 }
 
 /// `850ms`, `42s`, `5m27s`, `3h05m`.

@@ -109,44 +109,59 @@ struct Global {
     color: output::ColorChoice,
 }
 
-#[derive(Debug, Subcommand)]
-enum Command {
-    Startup(startup::StartupArgs),
-    Shutdown(startup::ShutdownArgs),
-    Session(session::SessionArgs),
-    Presence(presence::PresenceArgs),
-    Check(check::CheckArgs),
-    Handshake(handshake::HandshakeArgs),
-    Partners(partners::PartnersArgs),
-    Lock(lock::LockArgs),
-    Unlock(unlock::UnlockArgs),
-    Write(write::WriteArgs),
-    Run(run::RunArgs),
-    Restore(restore::RestoreArgs),
-    Note(note::NoteArgs),
-    Msg(msg::MsgArgs),
-    Collab(collab::CollabArgs),
-    Dialogue(dialogue::DialogueArgs),
-    Review(review::ReviewArgs),
-    Status(status::StatusArgs),
-    Demo(demo::DemoArgs),
-    Hook(hook::HookArgs),
-    Init(init::InitArgs),
-    Guard(guard::GuardArgs),
-    Mcp(mcp::McpArgs),
-    Who(who::WhoArgs),
-    Whoami(whoami::WhoamiArgs),
-    Watch(watch::WatchArgs),
-    Ui(ui::UiArgs),
-    Log(log::LogArgs),
-    Prune(prune::PruneArgs),
-    Completions(completions::CompletionsArgs),
-    Man(completions::ManArgs),
-    Doctor(doctor::DoctorArgs),
-    Version(version::VersionArgs),
-    Docs(docs::DocsArgs),
-    Plugin(plugin::PluginArgs),
-    Remote(remote::RemoteArgs),
+/// The commands: each variant's arguments, and the function that runs it.
+macro_rules! commands {
+    ($($variant:ident($args:ty) => $run:path,)*) => {
+        #[derive(Debug, Subcommand)]
+        enum Command {
+            $($variant($args),)*
+        }
+
+        fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+            match command {
+                $(Command::$variant(args) => $run(args, ctx),)*
+            }
+        }
+    };
+}
+
+commands! {
+    Startup(startup::StartupArgs) => startup::run_startup,
+    Shutdown(startup::ShutdownArgs) => startup::run_shutdown,
+    Session(session::SessionArgs) => session::run,
+    Presence(presence::PresenceArgs) => presence::run,
+    Check(check::CheckArgs) => check::run,
+    Handshake(handshake::HandshakeArgs) => handshake::run,
+    Partners(partners::PartnersArgs) => partners::run,
+    Lock(lock::LockArgs) => lock::run,
+    Unlock(unlock::UnlockArgs) => unlock::run,
+    Write(write::WriteArgs) => write::run,
+    Run(run::RunArgs) => run::run,
+    Restore(restore::RestoreArgs) => restore::run,
+    Note(note::NoteArgs) => note::run,
+    Msg(msg::MsgArgs) => msg::run,
+    Collab(collab::CollabArgs) => collab::run,
+    Dialogue(dialogue::DialogueArgs) => dialogue::run,
+    Review(review::ReviewArgs) => review::run,
+    Status(status::StatusArgs) => status::run,
+    Demo(demo::DemoArgs) => demo::run,
+    Hook(hook::HookArgs) => hook::run,
+    Init(init::InitArgs) => init::run,
+    Guard(guard::GuardArgs) => guard::run,
+    Mcp(mcp::McpArgs) => mcp::run,
+    Who(who::WhoArgs) => who::run,
+    Whoami(whoami::WhoamiArgs) => whoami::run,
+    Watch(watch::WatchArgs) => watch::run,
+    Ui(ui::UiArgs) => ui::run,
+    Log(log::LogArgs) => log::run,
+    Prune(prune::PruneArgs) => prune::run,
+    Completions(completions::CompletionsArgs) => completions::completions,
+    Man(completions::ManArgs) => completions::man,
+    Doctor(doctor::DoctorArgs) => doctor::run,
+    Version(version::VersionArgs) => version::run,
+    Docs(docs::DocsArgs) => docs::run,
+    Plugin(plugin::PluginArgs) => plugin::run,
+    Remote(remote::RemoteArgs) => remote::run,
 }
 
 /// How long a command waits for a lock held by another agent: `--wait DUR` or `--no-wait`.
@@ -202,9 +217,7 @@ impl Ctx {
     }
 
     /// The workspace for a lock transition (`lock`, `unlock`, `run`): as [`Ctx::workspace`]
-    /// without looking for a sync tool's markers (a few dozen names in every folder above the
-    /// root, on every call). The warning comes with the first other command (`status`,
-    /// `presence`, `msg`, ...) and from `coord doctor`.
+    /// without the look for a sync tool's markers, which the other commands say.
     pub fn lock_workspace(&self) -> Result<Workspace, Error> {
         Workspace::discover(self.dir.as_deref(), &self.cwd)
     }
@@ -217,10 +230,9 @@ impl Ctx {
 
     /// The acting agent when there is one (commands that work without one): as [`Ctx::agent`].
     pub fn agent_opt(&self) -> Result<Option<AgentId>, Error> {
-        match self.agent_explicit()? {
-            Some(a) => Ok(Some(a)),
-            None => Ok(self.session().map(|s| s.agent.clone())),
-        }
+        Ok(self
+            .agent_explicit()?
+            .or_else(|| self.session().map(|s| s.agent.clone())))
     }
 
     /// The agent given with `-a` or `COORD_AGENT`, and nothing else.
@@ -270,21 +282,52 @@ impl Ctx {
 
     /// Print `doc` with `--json`, else the human `text` unless `--quiet`.
     pub fn emit(&self, doc: &impl serde::Serialize, text: impl FnOnce() -> String) {
+        self.emit_lines(doc, || vec![text()]);
+    }
+
+    /// With `--json`, print `doc`; whether that or `--quiet` leaves no human text to print.
+    pub fn json_or_quiet(&self, doc: &impl serde::Serialize) -> bool {
         if self.json {
             output::json(doc);
-        } else if !self.quiet {
-            output::line(&text());
         }
+        self.json || self.quiet
     }
 
     /// As [`Ctx::emit`], the human text in lines (none: nothing printed).
     pub fn emit_lines(&self, doc: &impl serde::Serialize, lines: impl FnOnce() -> Vec<String>) {
-        if self.json {
-            output::json(doc);
-        } else if !self.quiet {
+        if !self.json_or_quiet(doc) {
             lines().iter().for_each(|l| output::line(l));
         }
     }
+}
+
+/// A signal while waiting for a lock leaves the queue and resets WAITING before the process
+/// exits 130/143/129 ([`coord::wait::stop_on_signals`]).
+fn stop_on_signals() -> Result<(), Error> {
+    coord::wait::stop_on_signals().map_err(|e| Error::Failed {
+        message: format!("cannot install the signal handlers: {e}"),
+    })
+}
+
+/// At most `cap` bytes of stdin.
+fn read_stdin(cap: u64) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut buf = Vec::new();
+    std::io::stdin().lock().take(cap).read_to_end(&mut buf)?;
+    Ok(buf)
+}
+
+/// End the process with exit 0 on any of `signals` (a command that holds nothing to let go).
+fn exit_on_signals(signals: &[i32]) -> Result<(), Error> {
+    let mut signals = signal_hook::iterator::Signals::new(signals).map_err(|e| Error::Failed {
+        message: format!("cannot install the signal handlers: {e}"),
+    })?;
+    std::thread::spawn(move || {
+        if signals.forever().next().is_some() {
+            std::process::exit(0);
+        }
+    });
+    Ok(())
 }
 
 /// Run the command line and return the process exit code.
@@ -312,21 +355,18 @@ pub fn run() -> ExitCode {
                 .take_while(|a| a != "--")
                 .any(|a| a == "--json")
             {
-                let message = e.kind().to_string();
                 let detail = e.render().to_string();
                 let first = detail
                     .lines()
                     .next()
-                    .and_then(|l| l.strip_prefix("error: "))
-                    .unwrap_or(&message);
-                output::json(&serde_json::json!({
-                    "error": {
-                        "kind": "usage",
-                        "message": first,
-                        "hint": "see `coord help`",
-                        "exit_code": ExitCode::Usage.code(),
-                    }
-                }));
+                    .and_then(|l| l.strip_prefix("error: "));
+                let usage = Described {
+                    message: first.map_or_else(|| e.kind().to_string(), str::to_string),
+                    hint: Some("see `coord help`".into()),
+                    code: ExitCode::Usage,
+                    kind: "usage",
+                };
+                output::json(&usage.json());
             } else {
                 let _ = e.print();
             }
@@ -338,12 +378,17 @@ pub fn run() -> ExitCode {
     let result = current_dir_or_pwd()
         .context("cannot read the current directory")
         .and_then(|cwd| {
-            let dir = cli.global.dir.as_deref().filter(|_| dir_given);
+            // `-C DIR` on the command line: like git, make and cargo, coord works as if started
+            // in DIR, so relative FILEs are read from there (`COORD_DIR` only names the root).
+            let Some(dir) = cli.global.dir.as_deref().filter(|_| dir_given) else {
+                return Ok(cwd);
+            };
             // The demo's `--dir` may name a folder still to be made.
-            if let (Command::Demo(_), Some(d)) = (&cli.command, dir) {
-                coord::fsutil::ensure_dir(&cwd.join(d))?;
+            if let Command::Demo(_) = &cli.command {
+                coord::fsutil::ensure_dir(&cwd.join(dir))?;
             }
-            Ok(change_dir(cwd, dir)?)
+            let ws = coord::init::workspace_at(&cwd.join(dir))?;
+            Ok(ws.root().to_path_buf())
         })
         .and_then(|cwd| {
             let ctx = Ctx {
@@ -382,26 +427,6 @@ pub fn run() -> ExitCode {
     match result {
         Ok(code) => code,
         Err(err) => report(&err, json),
-    }
-}
-
-/// `-C DIR` on the command line: like git, make and cargo, coord works as if started in DIR,
-/// so relative FILE arguments are read from there (`COORD_DIR` only names the root).
-fn change_dir(cwd: PathBuf, dir: Option<&Path>) -> Result<PathBuf, Error> {
-    let Some(dir) = dir else {
-        return Ok(cwd);
-    };
-    let dir = cwd.join(dir);
-    match std::fs::canonicalize(&dir) {
-        Ok(canon) if canon.is_dir() => Ok(canon),
-        Ok(_) => Err(Error::BadPath {
-            path: dir.display().to_string(),
-            why: "the workspace must be a folder".into(),
-        }),
-        Err(e) => Err(Error::BadPath {
-            path: dir.display().to_string(),
-            why: format!("the workspace folder cannot be used ({e})"),
-        }),
     }
 }
 
@@ -465,47 +490,6 @@ fn on_command_line(matches: &clap::ArgMatches, id: &str) -> bool {
         level = m.subcommand().map(|(_, sub)| sub);
     }
     false
-}
-
-fn dispatch(command: Command, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    match command {
-        Command::Presence(args) => presence::run(args, ctx),
-        Command::Check(args) => check::run(args, ctx),
-        Command::Lock(args) => lock::run(args, ctx),
-        Command::Unlock(args) => unlock::run(args, ctx),
-        Command::Status(args) => status::run(args, ctx),
-        Command::Demo(args) => demo::run(args, ctx),
-        Command::Doctor(args) => doctor::run(args, ctx),
-        Command::Msg(args) => msg::run(args, ctx),
-        Command::Note(args) => note::run(args, ctx),
-        Command::Collab(args) => collab::run(args, ctx),
-        Command::Startup(args) => startup::run_startup(args, ctx),
-        Command::Shutdown(args) => startup::run_shutdown(args, ctx),
-        Command::Partners(args) => partners::run(args, ctx),
-        Command::Session(args) => session::run(args, ctx),
-        Command::Handshake(args) => handshake::run(args, ctx),
-        Command::Dialogue(args) => dialogue::run(args, ctx),
-        Command::Review(args) => review::run(args, ctx),
-        Command::Write(args) => write::run(args, ctx),
-        Command::Run(args) => run::run(args, ctx),
-        Command::Restore(args) => restore::run(args, ctx),
-        Command::Hook(args) => hook::run(args, ctx),
-        Command::Init(args) => init::run(args, ctx),
-        Command::Guard(args) => guard::run(args, ctx),
-        Command::Watch(args) => watch::run(args, ctx),
-        Command::Ui(args) => ui::run(args, ctx),
-        Command::Log(args) => log::run(args, ctx),
-        Command::Prune(args) => prune::run(args, ctx),
-        Command::Completions(args) => completions::completions(args, ctx),
-        Command::Man(args) => completions::man(args, ctx),
-        Command::Mcp(args) => mcp::run(args, ctx),
-        Command::Who(args) => who::run(args, ctx),
-        Command::Whoami(args) => whoami::run(args, ctx),
-        Command::Version(args) => version::run(args, ctx),
-        Command::Docs(args) => docs::run(args, ctx),
-        Command::Plugin(args) => plugin::run(args, ctx),
-        Command::Remote(args) => remote::run(args, ctx),
-    }
 }
 
 /// An error as the user sees it: the `error:` line's message, the hint, the exit code.

@@ -1,8 +1,6 @@
 //! `coord msg send|list|read|wait`: messages between agents (one file each under
 //! `.coord/messages/`, read marks per reader).
 
-use std::io::Read;
-
 use clap::{Args, Subcommand};
 use serde::Serialize;
 
@@ -172,10 +170,7 @@ pub(super) fn text_or_stdin(text: &str) -> Result<String, Error> {
     if text != "-" {
         return Ok(text.to_string());
     }
-    let mut buf = Vec::new();
-    std::io::stdin()
-        .take(message::MESSAGE_CAP + 1)
-        .read_to_end(&mut buf)
+    let buf = super::read_stdin(message::MESSAGE_CAP + 1)
         .map_err(|e| Error::bad_input(format!("cannot read the text from stdin: {e}")))?;
     // Never cut silently: more than the limit is refused, nothing is written.
     if buf.len() as u64 > message::MESSAGE_CAP {
@@ -217,12 +212,9 @@ pub fn list_json(inbox: &Inbox, only_unread: bool) -> Inbox {
 
 fn print_list(inbox: &Inbox, only_unread: bool, ctx: &Ctx) {
     let listed = list_json(inbox, only_unread);
-    if ctx.json {
-        output::json(&listed);
-    } else if !ctx.quiet {
-        let color = output::color_enabled();
-        output::line(&list_text(&listed.messages, only_unread, color));
-    }
+    ctx.emit(&listed, || {
+        list_text(&listed.messages, only_unread, output::color_enabled())
+    });
 }
 
 /// The inbox as a table (ID, NEW, FROM, TO, TIME, MESSAGE), or `No (unread) messages`.

@@ -34,20 +34,14 @@ pub fn run(args: NoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let target = ctx.one_file(&ws, &args.file, "note")?;
     let wait = args.wait.wait()?;
     let text = msg::text_or_stdin(&args.text)?;
-    let mut progress = WaitProgress::new(wait, ctx.quiet);
-    let noted = note::note(
-        &ws,
-        &NoteRequest {
-            agent,
-            target,
-            text,
-            wait,
-            runs_in: coord::identity::runs_in(),
-        },
-        &mut |event| progress.on_event(event),
-    );
-    progress.finish();
-    let noted = noted?;
+    let req = NoteRequest {
+        agent,
+        target,
+        text,
+        wait,
+        runs_in: coord::identity::runs_in(),
+    };
+    let noted = WaitProgress::during(wait, ctx.quiet, |on| note::note(&ws, &req, on))?;
     ctx.emit(&noted, || noted_line(&noted));
     Ok(ExitCode::Success)
 }

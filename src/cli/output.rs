@@ -364,7 +364,7 @@ pub fn wrap(text: &str, width: usize, indent: usize) -> String {
 }
 
 /// `text` cut to `width` characters, its end marked `…` when cut.
-fn fit(text: &str, width: usize) -> String {
+pub fn fit(text: &str, width: usize) -> String {
     if text.chars().count() <= width {
         return text.to_string();
     }
@@ -374,11 +374,10 @@ fn fit(text: &str, width: usize) -> String {
 }
 
 fn pad(text: &str, width: usize, last: bool) -> String {
-    if last {
-        return text.to_string();
+    match last {
+        true => text.to_string(),
+        false => format!("{text:width$}"),
     }
-    let n = text.chars().count();
-    format!("{text}{}", " ".repeat(width.saturating_sub(n)))
 }
 
 /// `3m ago`, or `-`.
@@ -415,13 +414,24 @@ pub fn waiting_line(b: &coord::lock::Blocker) -> String {
             "held by {} since {}{}",
             clean(&b.holder),
             b.since,
-            b.working_on
-                .as_deref()
-                .map(|w| format!(" (working on {})", clean(w)))
-                .unwrap_or_default()
+            working_on(b.working_on.as_deref())
         )
     };
     format!("waiting for `{}`: {who}", b.file)
+}
+
+/// ` (working on TASK)`, or nothing.
+pub fn working_on(task: Option<&str>) -> String {
+    task.map(|w| format!(" (working on {})", clean(w)))
+        .unwrap_or_default()
+}
+
+/// A deadlock's cycle: `A waits for \`f\` held by B, B waits for ...`.
+pub fn cycle(edges: &[coord::lock::deadlock::WaitEdge]) -> String {
+    let steps = edges
+        .iter()
+        .map(|e| format!("{} waits for `{}` held by {}", e.agent, e.file, e.holder));
+    steps.collect::<Vec<_>>().join(", ")
 }
 
 /// Say on stderr, for each stale lock an acquisition took over, whose it was and why.

@@ -31,15 +31,13 @@ pub fn run(_args: PartnersArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         let (path, why) = (output::clean(&u.path), output::clean(&u.why));
         output::diag(&format!("warning: cannot read `{path}`: {why}"));
     }
-    if ctx.json {
-        output::json(&PartnersReport { partners: &rows });
-    } else if !ctx.quiet && rows.is_empty() {
-        output::line(
-            "No sessions on the stamp card (clock in with `coord startup --partner NAME`)",
-        );
-    } else if !ctx.quiet {
-        output::line(&table(&rows));
-    }
+    ctx.emit(&PartnersReport { partners: &rows }, || {
+        match rows.is_empty() {
+            true => "No sessions on the stamp card (clock in with `coord startup --partner NAME`)"
+                .into(),
+            false => table(&rows),
+        }
+    });
     Ok(ExitCode::Success)
 }
 

@@ -77,15 +77,12 @@ pub fn run(args: PluginArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     coord::fsutil::ensure_dir(&dir)?;
     let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
     let written = plugin::write(&dir, &clients, &spec)?;
-    if ctx.json {
-        output::json(&serde_json::json!({
-            "dir": dir.display().to_string(),
-            "coord": spec.coord_path(),
-            "plugins": written,
-        }));
-        return Ok(ExitCode::Success);
-    }
-    if ctx.quiet {
+    let doc = serde_json::json!({
+        "dir": dir.display().to_string(),
+        "coord": spec.coord_path(),
+        "plugins": written,
+    });
+    if ctx.json_or_quiet(&doc) {
         return Ok(ExitCode::Success);
     }
     for w in &written {

@@ -88,10 +88,7 @@ pub fn updated_line(view: &AgentView) -> String {
         "Presence updated: {} {}{}",
         view.agent,
         view.status,
-        view.working_on
-            .as_deref()
-            .map(|w| format!(" (working on {})", output::clean(w)))
-            .unwrap_or_default()
+        output::working_on(view.working_on.as_deref())
     )
 }
 

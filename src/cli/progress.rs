@@ -1,10 +1,8 @@
 //! What a waiting command says while it waits for a lock: who holds it, in what state, until
 //! when, how long it has waited and how long it will.
 //!
-//! On a terminal (stderr), one live line redrawn every second: the holder, its state, when the
-//! lock becomes takeable, the time waited, the deadline and how to stop (Ctrl-C). Into a pipe or
-//! a file, one line when the wait starts and one per change (another holder, the holder went
-//! INACTIVE, the lock became takeable at a known time), never a line per second.
+//! On a terminal (stderr), one live line redrawn every second; into a pipe or a file, one line
+//! when the wait starts and one per change, never a line per second.
 
 use std::io::{IsTerminal as _, Write as _};
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -45,6 +43,18 @@ impl WaitProgress {
         }
     }
 
+    /// Run `op`, which waits for locks, with its events said; the live line ends with it.
+    pub fn during<T>(
+        wait: Wait,
+        quiet: bool,
+        op: impl FnOnce(&mut dyn FnMut(&LockEvent)) -> T,
+    ) -> T {
+        let mut progress = WaitProgress::new(wait, quiet);
+        let out = op(&mut |event| progress.on_event(event));
+        progress.finish();
+        out
+    }
+
     /// Say what `event` means.
     pub fn on_event(&mut self, event: &LockEvent) {
         if self.quiet {
@@ -61,9 +71,8 @@ impl WaitProgress {
                 }
             }
             LockEvent::Waiting(b) => output::diag(&format!(
-                "{}{} [{}; Ctrl-C to stop]",
-                output::waiting_line(b),
-                news(b).map(|n| format!("; {n}")).unwrap_or_default(),
+                "{} [{}; Ctrl-C to stop]",
+                status(b),
                 match self.wait.as_duration() {
                     Some(d) => format!("waiting up to {}", clock::format_duration(d)),
                     None => "waiting with no deadline".to_string(),

@@ -27,11 +27,7 @@ pub struct PruneArgs {
 pub fn run(args: PruneArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     let out = prune::prune(&ws, args.dry_run)?;
-    if ctx.json {
-        output::json(&out);
-        return Ok(ExitCode::Success);
-    }
-    if ctx.quiet {
+    if ctx.json_or_quiet(&out) {
         return Ok(ExitCode::Success);
     }
     let verb = if out.dry_run {

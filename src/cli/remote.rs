@@ -2,13 +2,9 @@
 //! through the repository's remote (contract §13).
 //!
 //! The hidden sub-commands (`claim`, `release`, `renew`, `hold`, `working-on`, `who`) drive the
-//! library's remote API directly, for the test suite and `bench/remote.py`; they are not part
-//! of the contract (a claim reaches the remote through `coord lock` in an enabled clone).
-//! `renewer` is the clone's renewer of its remote claims, which `coord lock` starts detached
-//! ([`start_renewer`]; see `coord::lock::renewal`); `sync --background` publishes this
-//! clone's `working_on` and reads the remote, one at a time per clone, started detached after a
-//! lock is taken or released here ([`start_sync_if_working_on_changed`]) and by a reader whose
-//! view is older than `remote_max_age` (`coord::remote::refresh`).
+//! library's remote API for the tests and `bench/remote.py`, outside the contract; `renewer` and
+//! `sync --background` are the detached children [`start_renewer`] and
+//! [`start_sync_if_working_on_changed`] start.
 
 use std::time::Duration;
 
@@ -166,9 +162,7 @@ pub fn run(args: RemoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         RemoteCommand::Release(a) => release(&ws, a, ctx),
         RemoteCommand::Renew(a) => renew(&ws, a, ctx),
         RemoteCommand::Renewer => {
-            coord::wait::stop_on_signals().map_err(|e| Error::Failed {
-                message: format!("cannot install the signal handlers: {e}"),
-            })?;
+            super::stop_on_signals()?;
             renewal::run(&ws)?;
             Ok(ExitCode::Success)
         }
@@ -408,14 +402,11 @@ fn parse_patterns(list: &[String], literal: bool) -> Result<Vec<Item>, Error> {
         .collect()
 }
 
-fn ttl_of(text: Option<&str>) -> Result<Option<Duration>, Error> {
-    text.map(clock::parse_duration).transpose()
-}
-
 fn claim(ws: &Workspace, a: ClaimArgs, ctx: &Ctx, hold: bool) -> anyhow::Result<ExitCode> {
     let agent = ctx.agent()?;
     let items = parse_patterns(&a.patterns, a.path)?;
-    let ttl = ttl_of(a.ttl.as_deref())?.unwrap_or(remote::DEFAULT_LEASE);
+    let ttl = a.ttl.as_deref().map(clock::parse_duration).transpose()?;
+    let ttl = ttl.unwrap_or(remote::DEFAULT_LEASE);
     let remote_name = remote::config(ws).map(|c| c.remote).unwrap_or_default();
     let published = match remote::publish_claims(ws, &agent, &items, a.reason.as_deref(), ttl)? {
         Claimed::Held(h) => return Err(h.refusal(&remote_name).into()),
@@ -502,7 +493,7 @@ fn release(ws: &Workspace, a: ReleaseArgs, ctx: &Ctx) -> anyhow::Result<ExitCode
 fn renew(ws: &Workspace, a: RenewArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let agent = ctx.agent()?;
     let patterns = patterns_of(&a.patterns)?;
-    let ttl = ttl_of(a.ttl.as_deref())?;
+    let ttl = a.ttl.as_deref().map(clock::parse_duration).transpose()?;
     let out = remote::renew(ws, std::slice::from_ref(&agent), patterns.as_deref(), ttl)?;
     refuse_gone(&out)?;
     if !ctx.quiet {
@@ -522,11 +513,8 @@ fn renew(ws: &Workspace, a: RenewArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-/// Start this clone's renewer of its remote claims (`coord remote renewer`), detached: its own
-/// session, stdio on `/dev/null`, no descriptor of this process. It exits at once when one
-/// already runs for the clone, and by itself once the clone holds nothing on the remote. A
-/// renewer that cannot be started is said as a warning: the claims just published hold until
-/// their lease lapses, and the next `coord lock` starts one again.
+/// Start this clone's renewer of its remote claims (`coord remote renewer`), detached; it exits
+/// at once when one already runs for the clone.
 pub fn start_renewer(ws: &Workspace) {
     if let Err(e) = start_detached(ws, &["renewer"]) {
         output::diag(&format!(
@@ -536,10 +524,7 @@ pub fn start_renewer(ws: &Workspace) {
 }
 
 /// After a lock was taken or released here: when this clone's `working_on` changed since the
-/// remote last showed it, start `coord remote sync --background` detached (it publishes it, then
-/// reads the remote), unless one runs already for the clone (which looks again before it
-/// exits). Never waits on the network; a sync that cannot be started is left to the next
-/// command that takes or releases a lock.
+/// remote last showed it, start `coord remote sync --background` detached, unless one runs.
 pub fn start_sync_if_working_on_changed(ws: &Workspace) {
     // Not shared here: nothing to look at (the lock index is read only where it is).
     if remote::config(ws).is_some()

@@ -6,7 +6,7 @@ use coord::ExitCode;
 use coord::edit::restore;
 
 use super::progress::WaitProgress;
-use super::{Ctx, WaitArgs, output};
+use super::{Ctx, WaitArgs};
 
 /// Put FILE.bak back (the current content becomes the new FILE.bak)
 ///
@@ -47,26 +47,18 @@ pub fn run(args: RestoreArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let agent = ctx.agent()?;
     let wait = args.wait.wait()?;
     let generation = usize::try_from(args.from.unwrap_or(1)).unwrap_or(usize::MAX);
-    let mut progress = WaitProgress::new(wait, ctx.quiet);
     let runs_in = coord::identity::runs_in();
-    let restored = restore::restore(&ws, &agent, &target, generation, wait, runs_in, &mut |e| {
-        progress.on_event(e)
-    });
-    progress.finish();
-    let restored = restored?;
-    if ctx.json {
-        output::json(&restored);
-    } else if !ctx.quiet {
+    let restored = WaitProgress::during(wait, ctx.quiet, |on| {
+        restore::restore(&ws, &agent, &target, generation, wait, runs_in, on)
+    })?;
+    ctx.emit(&restored, || {
         let note = if restored.swapped {
             format!(" ({} now holds the content it replaced)", restored.backup)
         } else {
             String::new()
         };
-        output::line(&format!(
-            "Restored: {} from {}{note}",
-            restored.file, restored.backup
-        ));
-    }
+        format!("Restored: {} from {}{note}", restored.file, restored.backup)
+    });
     Ok(ExitCode::Success)
 }
 
@@ -78,18 +70,21 @@ fn list(
 ) -> anyhow::Result<ExitCode> {
     target.regular_or_absent()?;
     let all = coord::lock::backup::generations(ws.root(), target)?;
-    if ctx.json {
-        output::json(&serde_json::json!({ "file": target.rel, "generations": all }));
-    } else if !ctx.quiet {
+    let doc = serde_json::json!({ "file": target.rel, "generations": all });
+    ctx.emit_lines(&doc, || {
+        let mut lines: Vec<String> = all
+            .iter()
+            .map(|g| {
+                format!(
+                    "{:>3}  {}  {:>10} bytes  {}",
+                    g.n, g.saved_at, g.bytes, g.path
+                )
+            })
+            .collect();
         if all.is_empty() {
-            output::line(&format!("No backups of {}", target.rel));
+            lines.push(format!("No backups of {}", target.rel));
         }
-        for g in &all {
-            output::line(&format!(
-                "{:>3}  {}  {:>10} bytes  {}",
-                g.n, g.saved_at, g.bytes, g.path
-            ));
-        }
-    }
+        lines
+    });
     Ok(ExitCode::Success)
 }

@@ -4,8 +4,8 @@ use std::ffi::OsString;
 
 use clap::Args;
 
+use coord::ExitCode;
 use coord::edit::run::{self, RunEnd, RunEvent, RunRequest};
-use coord::{Error, ExitCode};
 
 use super::progress::WaitProgress;
 use super::{Ctx, WaitArgs, output};
@@ -56,9 +56,7 @@ pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     coord::wait::handoff::hold_locks();
     // A signal while waiting leaves the queue and resets WAITING before exiting 130/143/129 (as
     // `coord lock` does); once the command runs, it is passed on to the command.
-    coord::wait::stop_on_signals().map_err(|e| Error::Failed {
-        message: format!("cannot install the signal handlers: {e}"),
-    })?;
+    super::stop_on_signals()?;
     let quiet = ctx.quiet;
     let agent_id = req.agent.id().to_string();
     let mut progress = WaitProgress::new(req.wait, quiet);

@@ -1,18 +1,11 @@
 //! `coord session -- CMD`: run an agent under coord, and supervise it.
 //!
-//! The supervisor clocks in, starts CMD with the session's environment (in a process group of
-//! its own unless coord runs in the foreground of a terminal), beats every 30 s while CMD lives,
-//! forwards SIGTERM/SIGHUP to it — to its whole group when it has one — (killing it when it has
-//! not ended [`KILL_GRACE`] after the first), and when CMD and, after such a signal, everything
-//! left in its group have ended, releases the locks taken in the session and clocks out.
-//!
-//! SIGINT is different: CMD is usually an interactive agent, for which Ctrl-C means "stop what
-//! you are doing", not "quit". The terminal delivers Ctrl-C to its whole foreground process
-//! group, CMD included, so when coord is in that group it does not pass the signal on (CMD
-//! would get it twice); a SIGINT sent to coord alone is passed on once (to CMD's group when it
-//! has one). Either way CMD is never killed for it: the session ends when CMD ends. Its own
-//! messages go to stderr, so CMD's stdout
-//! stays CMD's. Only the main thread reaps the child, so a signal is never sent to a recycled pid.
+//! SIGTERM/SIGHUP are forwarded to CMD (its whole group when it has one), which is killed
+//! [`KILL_GRACE`] later if still running. SIGINT is not a reason to end: CMD is usually an
+//! interactive agent, for which Ctrl-C means "stop what you are doing"; the terminal already
+//! delivers it to CMD when coord is in its foreground group, so only a SIGINT sent to coord
+//! alone is passed on. Only the main thread reaps the child, so a signal is never sent to a
+//! recycled pid.
 
 use std::ffi::OsString;
 use std::os::unix::process::{CommandExt, ExitStatusExt};

@@ -205,14 +205,10 @@ pub fn render(st: &Status, color: bool) -> String {
     let headers = ["AGENT", "FILE", "WAITS FOR", "SINCE"];
     section("Waiting", &headers, waits.collect(), None);
     for cycle in &st.deadlocks {
-        let steps: Vec<String> = cycle
-            .iter()
-            .map(|e| format!("{} waits for `{}` held by {}", e.agent, e.file, e.holder))
-            .collect();
+        let deadlock = output::paint("DEADLOCK:", output::Tone::Bad, color);
         out.push(format!(
-            "  {} {}",
-            output::paint("DEADLOCK:", output::Tone::Bad, color),
-            output::clean(&steps.join(", "))
+            "  {deadlock} {}",
+            output::clean(&output::cycle(cycle))
         ));
     }
     let mut section = |title: &str, headers: &[&str], rows: Vec<Vec<Cell>>| {

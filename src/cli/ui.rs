@@ -44,16 +44,7 @@ pub fn run(args: UiArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         .map_err(|e| failed("cannot read the listening port", e))?
         .port();
     // SIGINT and SIGTERM end it with 0: it holds nothing that needs letting go.
-    let mut signals = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-    ])
-    .map_err(|e| failed("cannot install the signal handlers", e))?;
-    std::thread::spawn(move || {
-        if signals.forever().next().is_some() {
-            std::process::exit(0);
-        }
-    });
+    super::exit_on_signals(&[signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM])?;
     let root = ws.root().to_path_buf();
     // The very document `coord status --json` prints.
     let server = Arc::new(coord::ui::Server::new(&root, port, move || {

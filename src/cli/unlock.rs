@@ -50,7 +50,6 @@ pub fn run(args: UnlockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     };
     let (targets, patterns) = ctx.file_args(&ws, &args.files)?;
     let results = release(&ws, &agent, &args.files, &targets, &patterns, args.force)?;
-    super::remote::start_sync_if_working_on_changed(&ws);
     ctx.emit_lines(&UnlockReport { results: &results }, || {
         release_lines(&results)
     });
@@ -61,7 +60,7 @@ pub fn run(args: UnlockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 }
 
 /// Release `files` (the `targets` and claims on `patterns` among them), or every lock and claim
-/// of `agent` when `files` is empty.
+/// of `agent` when `files` is empty; then tell the remote when that changed what this clone edits.
 pub fn release(
     ws: &Workspace,
     agent: &AgentId,
@@ -70,16 +69,17 @@ pub fn release(
     patterns: &[Pattern],
     force: bool,
 ) -> Result<Vec<Release>, Error> {
-    if files.is_empty() {
-        return lock::release(ws, agent, None, force);
-    }
     let mut results = Vec::new();
+    if files.is_empty() {
+        results = lock::release(ws, agent, None, force)?;
+    }
     if !targets.is_empty() {
         results = lock::release(ws, agent, Some(targets), force)?;
     }
     if !patterns.is_empty() {
         results.extend(lock::claim::release(ws, agent, Some(patterns), force)?);
     }
+    super::remote::start_sync_if_working_on_changed(ws);
     Ok(results)
 }
 

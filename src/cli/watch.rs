@@ -73,7 +73,7 @@ const REMEMBER: Duration = Duration::from_secs(10);
 
 pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(args.dir.as_deref())?;
-    let since = args.since.as_deref().map(super::log::since).transpose()?;
+    let since = args.since.as_deref().map(history::since).transpose()?;
     let mode = if ctx.json {
         Mode::Json
     } else if std::io::stdout().is_terminal() {
@@ -93,11 +93,10 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     for dir in watch::watched_folders(&ws, Some(&before)) {
         events.add(&dir);
     }
-    let mut recent: VecDeque<String> = VecDeque::new();
     let mut feed = Feed {
         mode,
         notify: args.notify,
-        recent: &mut recent,
+        recent: VecDeque::new(),
         said: VecDeque::new(),
         held: Vec::new(),
         places: log::Places::of(&ws),
@@ -115,7 +114,7 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 "root": before.status.root,
             });
             if let Ok(text) = output::json_text(&started) {
-                output::raw(format!("{text}\n").as_bytes());
+                output::line(&text);
             }
         }
         Mode::Screen => {}
@@ -141,7 +140,7 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
     }
     if mode == Mode::Screen {
-        draw(&before.status, feed.recent);
+        draw(&before.status, &feed.recent);
     }
     let mut last_look = Instant::now();
     loop {
@@ -179,24 +178,20 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             last_look = Instant::now();
             changed = true;
         }
-        if feed.release_held() {
-            changed = true;
-        }
-        if feed.endings_over() {
-            changed = true;
-        }
+        changed |= feed.release_held();
+        changed |= feed.endings_over();
         if changed && mode == Mode::Screen {
             // Redrawn on every look, not only on changes: ages move.
-            draw(&before.status, feed.recent);
+            draw(&before.status, &feed.recent);
         }
     }
 }
 
 /// Where events go, in the mode asked for.
-struct Feed<'a> {
+struct Feed {
     mode: Mode,
     notify: bool,
-    recent: &'a mut VecDeque<String>,
+    recent: VecDeque<String>,
     /// Keys of the history's recent events, to recognise a look's change as one of them.
     said: VecDeque<(Instant, String)>,
     /// Changes seen by a look that the history may still say: shown once HOLD passed unsaid.
@@ -210,7 +205,7 @@ struct Feed<'a> {
     width: Option<usize>,
 }
 
-impl Feed<'_> {
+impl Feed {
     /// An event of the history.
     fn history(&mut self, e: &Event, live: bool) {
         let now = Instant::now();
@@ -273,25 +268,23 @@ impl Feed<'_> {
         ) {
             return;
         }
-        let (ended, keep): (Vec<_>, Vec<_>) =
-            std::mem::take(&mut self.held)
-                .into_iter()
-                .partition(|(_, c)| {
-                    matches!(c, Change::WaitEnded { agent, file }
-                        if *agent == e.agent && Some(file.as_str()) == e.file.as_deref())
-                });
-        self.held = keep;
-        for (_, c) in &ended {
-            self.show(c);
-        }
+        self.show_held(|_, c| {
+            matches!(c, Change::WaitEnded { agent, file }
+                if *agent == e.agent && Some(file.as_str()) == e.file.as_deref())
+        });
     }
 
     /// Show the held changes the history did not say in time. Whether any was shown.
     fn release_held(&mut self) -> bool {
         let now = Instant::now();
+        self.show_held(|t, _| now.duration_since(*t) >= HOLD)
+    }
+
+    /// Show (and stop holding) the held changes `due` picks. Whether any was shown.
+    fn show_held(&mut self, due: impl Fn(&Instant, &Change) -> bool) -> bool {
         let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
             .into_iter()
-            .partition(|(t, _)| now.duration_since(*t) >= HOLD);
+            .partition(|(t, c)| due(t, c));
         self.held = keep;
         for (_, c) in &due {
             self.show(c);
@@ -322,7 +315,7 @@ impl Feed<'_> {
         match self.mode {
             Mode::Json => {
                 if let Ok(text) = json {
-                    output::raw(format!("{text}\n").as_bytes());
+                    output::line(&text);
                 }
             }
             Mode::Lines => output::line(&line()),
@@ -471,14 +464,7 @@ fn describe(change: &Change) -> String {
             }
         }
         Change::WaitEnded { agent, file } => format!("{agent} no longer waits for `{file}`"),
-        Change::Deadlock { cycle } => format!(
-            "DEADLOCK: {}",
-            cycle
-                .iter()
-                .map(|e| format!("{} waits for `{}` held by {}", e.agent, e.file, e.holder))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ),
+        Change::Deadlock { cycle } => format!("DEADLOCK: {}", output::cycle(cycle)),
         Change::MessageSent { id, from, to } => format!("{from} sent message {id} to {to}"),
         Change::TurnPassed {
             folder, from, to, ..

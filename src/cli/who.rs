@@ -37,11 +37,7 @@ pub fn run(args: WhoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         .map(|f| ws.file_arg(ctx.cwd(), f))
         .collect::<Result<Vec<_>, _>>()?;
     let files = status::who(&ws, &asked);
-    if ctx.json {
-        output::json(&WhoJson { files: &files });
-        return Ok(ExitCode::Success);
-    }
-    if ctx.quiet {
+    if ctx.json_or_quiet(&WhoJson { files: &files }) {
         return Ok(ExitCode::Success);
     }
     let now = coord::clock::now();
@@ -76,9 +72,8 @@ pub fn run(args: WhoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 coord::lock::format_since(at.as_ref(), &now),
                 output::ago(l.age_s)
             );
-            let working = coord::lock::working_text(h.working_on.as_deref(), l.reason.as_deref())
-                .map(|w| format!(" (working on {})", output::clean(&w)))
-                .unwrap_or_default();
+            let working = coord::lock::working_text(h.working_on.as_deref(), l.reason.as_deref());
+            let working = output::working_on(working.as_deref());
             let process = l.pid.map(|p| format!(", process {p}")).unwrap_or_default();
             // The file itself, also when a pattern was asked about.
             output::line(&format!(

@@ -107,9 +107,10 @@ impl Life {
         let row = started.row.session_id.clone();
         // In an agent client's session, locks follow the client process (the session's hooks
         // and shell act as the same agent); else this process.
-        let owner = session
-            .and_then(|s| super::lock::client_owner(s, Some(row.clone())))
-            .unwrap_or_else(|| Owner::process(host::pid(), Some(row.clone())));
+        let owner = match session.and_then(|s| Some((s, s.process?.pid))) {
+            Some((s, pid)) => super::lock::client_owner(s.client, &s.id, pid, Some(row.clone())),
+            None => Owner::process(host::pid(), Some(row.clone())),
+        };
         if !self.quiet {
             let of = session
                 .map(|s| format!(", the agent of {} session {}", s.client.as_str(), s.id))

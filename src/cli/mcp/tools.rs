@@ -105,7 +105,6 @@ impl Host {
                 let files = args.strings("files")?.unwrap_or_default();
                 let (targets, claims) = ws.file_args(ws.root(), &files)?;
                 let results = unlock::release(ws, agent, &files, &targets, &claims, false)?;
-                super::super::remote::start_sync_if_working_on_changed(ws);
                 if let Some(err) = unlock::refusal(&results, agent) {
                     return Err(err.into());
                 }
@@ -170,12 +169,7 @@ impl Host {
                     lock_wait: DEFAULT_LOCK_WAIT,
                 };
                 let outcome = say::say(&Dialogue::default_in(ws)?, &req)?;
-                let mut lines: Vec<String> = outcome
-                    .warnings
-                    .iter()
-                    .map(|w| format!("warning: {w}"))
-                    .collect();
-                lines.extend(outcome.repaired.iter().map(|r| format!("note: {r}")));
+                let mut lines = dialogue::say_notes(&outcome);
                 lines.push(dialogue::said_line(&outcome));
                 Ok(Done::new(lines.join("\n"), &outcome))
             }

@@ -9,10 +9,7 @@ use crate::cli::Ctx;
 use crate::cli::output::{self, Cell};
 
 pub(super) fn show(s: &Shown, ctx: &Ctx) {
-    if ctx.json {
-        return output::json(s);
-    }
-    if ctx.quiet {
+    if ctx.json_or_quiet(s) {
         return;
     }
     let (v, color) = (&s.view, output::color_enabled());
