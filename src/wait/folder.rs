@@ -230,8 +230,8 @@ mod backend {
 #[cfg(not(target_os = "linux"))]
 mod backend {
     use std::path::Path;
-    use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
     use std::sync::Arc;
+    use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
     use std::time::Duration;
 
     use notify::event::{ModifyKind, RenameMode};
