@@ -1,22 +1,22 @@
 //! Folder events: a waiter sleeps until something changes in a few folders.
 //!
-//! A [`FolderWatch`] subscribes to events in a few folders and wakes its waiter on a change
-//! there that matters. Because network filesystems send no events, and because a watch can fail
-//! to start, every wait is also bounded by a short re-check interval ([`RECHECK`]): events make
-//! waits fast, the re-check makes them certain.
-//!
-//! On Linux it reads an inotify descriptor of its own in the waiting thread. The descriptor is
-//! closed with its watches in place: removing watches first makes the close wait for the
-//! kernel's grace period (about 8 ms a descriptor), which a waiter that just took its lock
-//! would spend before it can exit. Elsewhere it uses `notify`'s recommended watcher.
+//! A [`FolderWatch`] subscribes to events in a few folders (`notify`'s recommended watcher:
+//! inotify on Linux) and wakes its waiter on a change there that matters. Because network
+//! filesystems send no events, and because a watch can fail to start, every wait is also
+//! bounded by a short re-check interval ([`RECHECK`]): events make waits fast, the re-check
+//! makes them certain.
 //!
 //! Subscribe first, then test the condition, then wait: a change that lands between the test
 //! and the wait is still seen.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
+
+use notify::event::{ModifyKind, RenameMode};
+use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
 use super::RECHECK;
 
@@ -31,7 +31,7 @@ type Interests = Arc<Mutex<HashMap<PathBuf, Interest>>>;
 
 /// A subscription to changes in some folders.
 pub struct FolderWatch {
-    inner: Option<backend::Watch>,
+    inner: Option<(RecommendedWatcher, Receiver<()>)>,
     removals: Interests,
 }
 
@@ -39,8 +39,15 @@ impl FolderWatch {
     /// Watch `dirs` (non-recursively). Folders that cannot be watched are left to the re-check.
     pub fn new(dirs: &[PathBuf]) -> FolderWatch {
         let removals = Interests::default();
+        let seen = Arc::clone(&removals);
+        let (tx, rx) = channel();
+        let watcher = notify::recommended_watcher(move |res: notify::Result<Event>| {
+            if res.is_ok_and(|event| matters(&event, &seen)) {
+                let _ = tx.send(());
+            }
+        });
         let mut w = FolderWatch {
-            inner: backend::Watch::new(&removals),
+            inner: watcher.ok().map(|w| (w, rx)),
             removals,
         };
         for dir in dirs {
@@ -52,9 +59,10 @@ impl FolderWatch {
     /// Watch `dir`, waking only when a name that starts with one of `prefixes` (`None`: any
     /// name) goes away, deleted or renamed to another name, or when the folder itself does.
     ///
-    /// A lock waiter is blocked by names that exist (a lock, a ticket ahead of it): one
-    /// appearing or being rewritten never unblocks it, and neither do the locked file being
-    /// written or other agents' presence and temporary files coming and going.
+    /// A lock waiter watches the locked file's folder and its queue folders this way. It is
+    /// blocked by names that exist (a lock, a ticket ahead of it): one appearing or being
+    /// rewritten never unblocks it, and neither do the locked file being written or other
+    /// agents' presence and temporary files coming and going.
     pub fn add_removals(&mut self, dir: &Path, prefixes: Option<Vec<String>>) {
         let mut removals = self.removals.lock().unwrap_or_else(|e| e.into_inner());
         let merged = match (removals.remove(dir).map(|i| i.prefixes), prefixes) {
@@ -67,250 +75,76 @@ impl FolderWatch {
         };
         removals.insert(dir.to_path_buf(), Interest { prefixes: merged });
         drop(removals);
-        self.add(dir);
+        self.watch(dir, RecursiveMode::NonRecursive);
     }
 
     /// Add another folder to the subscription (any change there wakes the waiter).
     pub fn add(&mut self, dir: &Path) {
-        if let Some(w) = self.inner.as_mut() {
-            w.add(dir);
+        self.watch(dir, RecursiveMode::NonRecursive);
+    }
+
+    fn watch(&mut self, dir: &Path, mode: RecursiveMode) {
+        if let Some((w, _)) = self.inner.as_mut() {
+            let _ = w.watch(dir, mode);
         }
     }
 
     /// Block until a change is seen or `max` has passed (never longer than [`RECHECK`] when the
     /// watch could not start). Returns whether an event arrived. Pending events are drained.
     pub fn wait(&self, max: Duration) -> bool {
-        match &self.inner {
-            Some(w) => w.wait(max, &self.removals),
-            None => {
+        let Some((_, rx)) = &self.inner else {
+            std::thread::sleep(max.min(RECHECK));
+            return false;
+        };
+        let got = match rx.recv_timeout(max) {
+            Ok(()) => true,
+            Err(RecvTimeoutError::Timeout) => false,
+            Err(RecvTimeoutError::Disconnected) => {
                 std::thread::sleep(max.min(RECHECK));
                 false
             }
-        }
+        };
+        while rx.try_recv().is_ok() {}
+        got
     }
 }
 
-/// One name seen changing in a watched folder, as the waiter judges it.
-struct Change<'a> {
-    /// The folder the event came from, and the name in it (`None`: the folder itself).
-    dir: &'a Path,
-    name: Option<&'a str>,
-    /// A name going away: deleted, or renamed away.
-    removal: bool,
-}
-
-/// Whether `change` alters what a waiter looks at: coord's own temporary files never do (the
-/// publication, a rename or link to the final name, is the event that counts); in a folder
+/// Whether `event` changes what a waiter looks at. Opening, reading and closing a file and
+/// attribute changes (a waiter touching its ticket) do not, nor do coord's own temporary files
+/// (the publication, a rename or link to the final name, is the event that counts). In a folder
 /// watched for removals only a name going away counts.
-fn matters(change: &Change, removals: &Interests) -> bool {
-    let Some(name) = change.name else {
-        return true; // the watched folder itself
-    };
-    if crate::layout::is_temp_name(name) {
+fn matters(event: &Event, removals: &Interests) -> bool {
+    if matches!(
+        event.kind,
+        EventKind::Access(_) | EventKind::Modify(ModifyKind::Metadata(_))
+    ) {
         return false;
     }
+    // A name going away: deleted, or renamed away (the first path of a rename).
+    let removal = |i: usize| match event.kind {
+        EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(RenameMode::From)) => true,
+        EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => i == 0,
+        _ => event.need_rescan(),
+    };
     let removals = removals.lock().unwrap_or_else(|e| e.into_inner());
-    match removals.get(change.dir) {
-        None => true,
-        Some(interest) => {
-            change.removal
-                && interest
-                    .prefixes
-                    .as_ref()
-                    .is_none_or(|p| p.iter().any(|p| name.starts_with(p.as_str())))
-        }
-    }
-}
-
-#[cfg(target_os = "linux")]
-mod backend {
-    use std::cell::RefCell;
-    use std::collections::HashMap;
-    use std::mem::MaybeUninit;
-    use std::os::fd::OwnedFd;
-    use std::path::{Path, PathBuf};
-    use std::time::{Duration, Instant};
-
-    use rustix::event::{PollFd, PollFlags, Timespec, poll};
-    use rustix::fs::inotify::{self, CreateFlags, ReadFlags, WatchFlags};
-
-    use super::{Change, Interests, matters};
-
-    /// An inotify descriptor and the folder of each of its watches.
-    pub(super) struct Watch {
-        fd: OwnedFd,
-        dirs: RefCell<HashMap<i32, PathBuf>>,
-    }
-
-    impl Watch {
-        pub(super) fn new(_: &Interests) -> Option<Watch> {
-            let fd = inotify::init(CreateFlags::CLOEXEC | CreateFlags::NONBLOCK).ok()?;
-            Some(Watch {
-                fd,
-                dirs: RefCell::default(),
-            })
-        }
-
-        pub(super) fn add(&mut self, dir: &Path) {
-            // Opening, reading, closing and attribute changes (a waiter touching its ticket)
-            // never change what a waiter looks at: not asked for.
-            let mask = WatchFlags::CREATE
-                | WatchFlags::DELETE
-                | WatchFlags::MODIFY
-                | WatchFlags::MOVED_FROM
-                | WatchFlags::MOVED_TO
-                | WatchFlags::DELETE_SELF
-                | WatchFlags::MOVE_SELF
-                | WatchFlags::ONLYDIR;
-            if let Ok(wd) = inotify::add_watch(&self.fd, dir, mask) {
-                self.dirs.get_mut().insert(wd, dir.to_path_buf());
+    event.paths.is_empty()
+        || event.paths.iter().enumerate().any(|(i, path)| {
+            let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");
+            if removals.contains_key(path.as_path()) {
+                return true; // the watched folder itself
             }
-        }
-
-        pub(super) fn wait(&self, max: Duration, removals: &Interests) -> bool {
-            let until = Instant::now() + max;
-            loop {
-                if self.drain(removals) {
-                    return true;
-                }
-                let left = until.saturating_duration_since(Instant::now());
-                if left.is_zero() {
-                    return false;
-                }
-                let timeout = Timespec::try_from(left).unwrap_or(Timespec {
-                    tv_sec: 1,
-                    tv_nsec: 0,
-                });
-                let mut fds = [PollFd::new(&self.fd, PollFlags::IN)];
-                match poll(&mut fds, Some(&timeout)) {
-                    Ok(_) | Err(rustix::io::Errno::INTR) => {}
-                    Err(_) => {
-                        std::thread::sleep(left.min(super::RECHECK));
-                        return false;
-                    }
+            match path.parent().and_then(|dir| removals.get(dir)) {
+                _ if crate::layout::is_temp_name(name) => false,
+                None => true,
+                Some(interest) => {
+                    removal(i)
+                        && interest
+                            .prefixes
+                            .as_ref()
+                            .is_none_or(|p| p.iter().any(|p| name.starts_with(p.as_str())))
                 }
             }
-        }
-
-        /// Read every pending event; whether one of them matters.
-        fn drain(&self, removals: &Interests) -> bool {
-            let mut buf = [MaybeUninit::<u8>::uninit(); 4096];
-            let mut events = inotify::Reader::new(&self.fd, &mut buf);
-            let dirs = self.dirs.borrow();
-            let mut woke = false;
-            while let Ok(event) = events.next() {
-                let flags = event.events();
-                // Lost events, a watch gone, the folder itself deleted or moved: look again.
-                if flags.intersects(
-                    ReadFlags::QUEUE_OVERFLOW
-                        | ReadFlags::IGNORED
-                        | ReadFlags::DELETE_SELF
-                        | ReadFlags::MOVE_SELF
-                        | ReadFlags::UNMOUNT,
-                ) {
-                    woke = true;
-                    continue;
-                }
-                let Some(dir) = dirs.get(&event.wd()) else {
-                    continue;
-                };
-                let name = event.file_name().and_then(|n| n.to_str().ok());
-                let change = Change {
-                    dir,
-                    name: Some(name.unwrap_or("")),
-                    removal: flags.intersects(ReadFlags::DELETE | ReadFlags::MOVED_FROM),
-                };
-                woke |= matters(&change, removals);
-            }
-            woke
-        }
-    }
-}
-
-#[cfg(not(target_os = "linux"))]
-mod backend {
-    use std::path::Path;
-    use std::sync::Arc;
-    use std::sync::mpsc::{Receiver, RecvTimeoutError, channel};
-    use std::time::Duration;
-
-    use notify::event::{ModifyKind, RenameMode};
-    use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
-
-    use super::{Change, Interests, RECHECK, matters};
-
-    /// `notify`'s recommended watcher and the channel its thread wakes the waiter on.
-    pub(super) struct Watch {
-        watcher: RecommendedWatcher,
-        woken: Receiver<()>,
-    }
-
-    impl Watch {
-        pub(super) fn new(removals: &Interests) -> Option<Watch> {
-            let seen = Arc::clone(removals);
-            let (tx, woken) = channel();
-            let watcher = notify::recommended_watcher(move |res: notify::Result<Event>| {
-                if res.is_ok_and(|event| event_matters(&event, &seen)) {
-                    let _ = tx.send(());
-                }
-            })
-            .ok()?;
-            Some(Watch { watcher, woken })
-        }
-
-        pub(super) fn add(&mut self, dir: &Path) {
-            let _ = self.watcher.watch(dir, RecursiveMode::NonRecursive);
-        }
-
-        pub(super) fn wait(&self, max: Duration, _: &Interests) -> bool {
-            let got = match self.woken.recv_timeout(max) {
-                Ok(()) => true,
-                Err(RecvTimeoutError::Timeout) => false,
-                Err(RecvTimeoutError::Disconnected) => {
-                    std::thread::sleep(max.min(RECHECK));
-                    false
-                }
-            };
-            while self.woken.try_recv().is_ok() {}
-            got
-        }
-    }
-
-    /// Whether one of `event`'s paths is a change that matters ([`matters`]).
-    fn event_matters(event: &Event, removals: &Interests) -> bool {
-        if matches!(
-            event.kind,
-            EventKind::Access(_) | EventKind::Modify(ModifyKind::Metadata(_))
-        ) {
-            return false;
-        }
-        // A name going away: deleted, or renamed away (the first path of a rename).
-        let removal = |i: usize| match event.kind {
-            EventKind::Remove(_) | EventKind::Modify(ModifyKind::Name(RenameMode::From)) => true,
-            EventKind::Modify(ModifyKind::Name(RenameMode::Both)) => i == 0,
-            _ => event.need_rescan(),
-        };
-        let watched = |p: &Path| {
-            let removals = removals.lock().unwrap_or_else(|e| e.into_inner());
-            removals.contains_key(p)
-        };
-        event.paths.is_empty()
-            || event.paths.iter().enumerate().any(|(i, path)| {
-                let (dir, name) = match (path.parent(), path.file_name()) {
-                    _ if watched(path) => (path.as_path(), None),
-                    (Some(dir), Some(name)) => (dir, Some(name.to_str().unwrap_or(""))),
-                    _ => (path.as_path(), None),
-                };
-                matters(
-                    &Change {
-                        dir,
-                        name,
-                        removal: removal(i),
-                    },
-                    removals,
-                )
-            })
-    }
+        })
 }
 
 #[cfg(test)]
