@@ -291,7 +291,11 @@ const HELD_NAME_MAX: usize = 200;
 /// agent (`src/a.rs` → `src%2Fa.rs.held.claude`; never a lock file's name, so that nothing
 /// looking for `*.lock.*` mistakes it for one); named by hash, `=<FNV-1a of rel>.held.<agent>`.
 pub fn held_entry(root: &Path, rel: &str, agent: &str) -> (PathBuf, bool) {
-    let (mut name, hashed) = escaped_name(rel, "=", HELD_NAME_MAX - HELD_INFIX.len() - agent.len());
+    let (mut name, hashed) = escaped_name(
+        rel,
+        "=",
+        HELD_NAME_MAX.saturating_sub(HELD_INFIX.len() + agent.len()),
+    );
     name.push_str(HELD_INFIX);
     name.push_str(agent);
     (held_dir(root).join(name), hashed)

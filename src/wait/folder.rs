@@ -75,17 +75,13 @@ impl FolderWatch {
         };
         removals.insert(dir.to_path_buf(), Interest { prefixes: merged });
         drop(removals);
-        self.watch(dir, RecursiveMode::NonRecursive);
+        self.add(dir);
     }
 
     /// Add another folder to the subscription (any change there wakes the waiter).
     pub fn add(&mut self, dir: &Path) {
-        self.watch(dir, RecursiveMode::NonRecursive);
-    }
-
-    fn watch(&mut self, dir: &Path, mode: RecursiveMode) {
         if let Some((w, _)) = self.inner.as_mut() {
-            let _ = w.watch(dir, mode);
+            let _ = w.watch(dir, RecursiveMode::NonRecursive);
         }
     }
 
