@@ -113,6 +113,9 @@ struct Global {
 macro_rules! commands {
     ($($variant:ident($args:ty) => $run:path,)*) => {
         #[derive(Debug, Subcommand)]
+        // Parsing builds the arguments of the command it runs only (a hook or a lock starts
+        // faster); `expanded` builds them all.
+        #[command(defer = true)]
         enum Command {
             $($variant($args),)*
         }
@@ -121,6 +124,17 @@ macro_rules! commands {
             match command {
                 $(Command::$variant(args) => $run(args, ctx),)*
             }
+        }
+
+        /// The whole tree, every command's arguments added now rather than deferred to when
+        /// the command runs (so that help, man pages and completions show them all).
+        fn expanded() -> clap::Command {
+            let mut expand = [$(<$args as Args>::augment_args,)*].into_iter();
+            // The deferred addition is replaced by one that adds nothing.
+            Cli::command().mut_subcommands(|sub| match expand.next() {
+                Some(augment) => augment(sub.defer(|sub| sub)),
+                None => sub,
+            })
         }
     };
 }
@@ -436,7 +450,13 @@ pub fn run() -> ExitCode {
 fn parse_args() -> Result<(Cli, bool, bool), clap::Error> {
     let mut command = Cli::command();
     let matches = match command.try_get_matches_from_mut(std::env::args_os()) {
-        Err(e) if e.kind() == clap::error::ErrorKind::DisplayHelp => {
+        Err(e)
+            if matches!(
+                e.kind(),
+                clap::error::ErrorKind::DisplayHelp
+                    | clap::error::ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) =>
+        {
             return Err(help_command()
                 .try_get_matches_from(std::env::args_os())
                 .err()
@@ -476,7 +496,7 @@ pub(crate) fn help_command() -> clap::Command {
         }
         command.mut_subcommands(reflowed)
     }
-    reflowed(Cli::command())
+    reflowed(expanded())
 }
 
 /// Whether global option `id` (`-C/--dir`, `-a/--agent`) stood on the command line (rather
@@ -564,6 +584,6 @@ mod tests {
 
     #[test]
     fn the_command_tree_passes_clap_debug_assert() {
-        super::Cli::command().debug_assert();
+        super::expanded().debug_assert();
     }
 }
