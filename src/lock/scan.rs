@@ -5,7 +5,6 @@
 use std::collections::{HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
-use std::sync::Mutex;
 
 use super::{BAD_NAME, LockEntry, classify, index};
 use crate::arbiter;
@@ -324,7 +323,7 @@ fn walk_unignored(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
 
 /// The walk of [`walk_unignored`], honouring the user's own ignore file `excludes`.
 fn walk_tree(ws: &Workspace, rel_dir: &str, excludes: Option<&Path>) -> Vec<LockEntry> {
-    use ignore::{WalkBuilder, WalkState, overrides::OverrideBuilder};
+    use ignore::{WalkBuilder, overrides::OverrideBuilder};
     let root = ws.root();
     let start = root.join(rel_dir);
     if !fs::symlink_metadata(&start).is_ok_and(|m| m.is_dir()) {
@@ -360,22 +359,13 @@ fn walk_tree(ws: &Workspace, rel_dir: &str, excludes: Option<&Path>) -> Vec<Lock
         // A file that cannot be read is no rule, as for git.
         let _ = walk.add_ignore(excludes);
     }
-    let found = Mutex::new(Vec::new());
-    walk.threads(std::thread::available_parallelism().map_or(1, |n| n.get().min(8)))
-        .build_parallel()
-        .run(|| {
-            let found = &found;
-            Box::new(move |entry| {
-                if let Ok(entry) = entry
-                    && entry.depth() > 0
-                    && let Some(lock) = lock_at(ws, entry.path())
-                {
-                    found.lock().unwrap_or_else(|p| p.into_inner()).push(lock);
-                }
-                WalkState::Continue
-            })
-        });
-    found.into_inner().unwrap_or_else(|p| p.into_inner())
+    // One thread: a walk skips what git ignores, and the parallel walker's idle workers poll
+    // every millisecond, which a small tree pays for at every hook call.
+    walk.build()
+        .flatten()
+        .filter(|entry| entry.depth() > 0)
+        .filter_map(|entry| lock_at(ws, entry.path()))
+        .collect()
 }
 
 /// The lock the walk's entry at `path` is, when it is one.
