@@ -580,8 +580,6 @@ fn current_dir_or_pwd() -> std::io::Result<std::path::PathBuf> {
 
 #[cfg(test)]
 mod tests {
-    use clap::CommandFactory;
-
     #[test]
     fn the_command_tree_passes_clap_debug_assert() {
         super::expanded().debug_assert();
