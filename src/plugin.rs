@@ -317,10 +317,6 @@ pub fn bundle(client: Client, spec: &Spec) -> Option<Bundle> {
 }
 
 /// Write the plugin of each of `clients` into `dir/<client>/`.
-///
-/// # Errors
-///
-/// [`Error::Io`] naming the file or folder that could not be written.
 pub fn write(dir: &Path, clients: &[Client], spec: &Spec) -> Result<Vec<Written>> {
     let mut out = Vec::new();
     for &client in clients {
@@ -389,10 +385,6 @@ pub fn gate(ws: &Workspace, client: Option<Client>) -> Gate {
 }
 
 /// The absolute path of the running `coord`.
-///
-/// # Errors
-///
-/// [`Error::Io`] when the system cannot say.
 pub fn current_coord() -> Result<PathBuf> {
     let exe = std::env::current_exe().at("find the running binary", Path::new("coord"))?;
     Ok(std::fs::canonicalize(&exe).unwrap_or(exe))

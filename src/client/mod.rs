@@ -1094,10 +1094,6 @@ pub const PAYLOAD_CAP: u64 = 64 * 1024 * 1024;
 ///
 /// A payload that is not JSON but names its event is read as far as it can be (see
 /// [`payload`]), with [`HookCall::fault`] saying why.
-///
-/// # Errors
-///
-/// [`Error::BadInput`] when the bytes are not one JSON object, or no event is named.
 pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCall> {
     let not_json = |why: &str| Error::bad_input(format!("the hook payload is not JSON: {why}"));
     let read = payload::read(input).map_err(|why| not_json(&why))?;

@@ -36,10 +36,6 @@ pub struct Payload {
 }
 
 /// Read a payload.
-///
-/// # Errors
-///
-/// Why nothing could be read: the input is not JSON, and not the start of a JSON object either.
 pub fn read(bytes: &[u8]) -> Result<Payload, String> {
     let mut r = Reader { b: bytes, i: 0 };
     if r.b.starts_with(b"\xEF\xBB\xBF") {

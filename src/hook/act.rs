@@ -30,10 +30,6 @@ const MUTEX_BUDGET: (Duration, Duration) = (Duration::from_secs(1), Duration::fr
 ///
 /// A file held by another agent is `Ok(Reply::Deny)`; any other failure is an error, which
 /// the caller turns into a warning (coord's own failures never stop the client).
-///
-/// # Errors
-///
-/// Whatever the protocol call returns (I/O, unreadable state).
 pub fn handle(
     ws: &Workspace,
     agent: &AgentId,

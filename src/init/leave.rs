@@ -98,12 +98,6 @@ const STATE: &str = "coord's state folder";
 /// Compute what `init --remove --all` takes out of the repository `ws` is in (every work tree
 /// of it); `me` is the agent asking, whose own locks do not stand in the way; `yes`: backups
 /// and refused writes that differ from their file go too. Nothing is written.
-///
-/// # Errors
-///
-/// [`Error::Refused`] (`in_use`) naming every live lock or claim of another agent;
-/// [`Error::BadInput`] naming a wired file that cannot be parsed; [`Error::Io`] when something
-/// cannot be read.
 pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> {
     let tops = crate::worktree::repository_tops(ws.root());
     let mut found = Found::default();
@@ -200,10 +194,6 @@ pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> 
 
 /// Do what [`plan`] decided; a warning when this clone's records on its remote could not be
 /// released there (they stay until their lease lapses).
-///
-/// # Errors
-///
-/// [`Error::Io`] naming what could not be written or removed (what was done before stays done).
 pub fn apply(ws: &Workspace, leaving: &Leaving) -> Result<Option<String>> {
     let warning = match &leaving.remote {
         Some(_) => crate::remote::forget(ws)?.warning,
@@ -446,10 +436,6 @@ fn refuse_live_locks(
 
 /// `Some(left)` when the exclude file at `path` holds coord's block: what stays without it
 /// (`None`: nothing else was in it); `None` when it holds no block (or is not there).
-///
-/// # Errors
-///
-/// [`Error::BadInput`] for a block without its end line.
 fn exclude_without_block(path: &Path) -> Result<Option<Option<String>>> {
     let text = match fsutil::read_capped(path, 16 * 1024 * 1024) {
         Ok(b) => String::from_utf8_lossy(&b).into_owned(),

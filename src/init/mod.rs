@@ -93,11 +93,6 @@ pub struct Plan {
 }
 
 /// Compute every change for `clients`, reading each file once; nothing is written.
-///
-/// # Errors
-///
-/// [`Error::BadInput`] naming a file that exists but cannot be parsed or merged;
-/// [`Error::Io`] when a file cannot be read.
 pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
     let root = ws.root();
     let mut files = Wiring::new(root, false);
@@ -132,10 +127,6 @@ fn wire_texts(files: &mut Wiring, clients: &[Client]) -> Result<()> {
 }
 
 /// The workspace `init` makes at `dir` itself, even inside another workspace.
-///
-/// # Errors
-///
-/// [`Error::BadPath`] when `dir` does not exist or is not a folder.
 pub fn workspace_at(dir: &Path) -> Result<Workspace> {
     match fs::canonicalize(dir) {
         Ok(canon) if canon.is_dir() => Ok(Workspace::at(canon)),
@@ -151,10 +142,6 @@ pub fn workspace_at(dir: &Path) -> Result<Workspace> {
 }
 
 /// Write what `plan` computed: `.coord/`, then every file (folders created as needed).
-///
-/// # Errors
-///
-/// [`Error::Io`] naming the file that could not be written.
 pub fn apply(ws: &Workspace, plan: &Plan) -> Result<()> {
     let root = ws.root();
     let mut record = record::Record::load(root);
@@ -177,11 +164,6 @@ pub fn apply(ws: &Workspace, plan: &Plan) -> Result<()> {
 
 /// The bytes of the regular file at `path` (`None` when missing), without blocking on a FIFO
 /// or reading through a device.
-///
-/// # Errors
-///
-/// [`Error::BadInput`] when it is there but not a regular file; [`Error::Io`] when it cannot
-/// be read.
 fn read_regular(path: &Path) -> Result<Option<Vec<u8>>> {
     match fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -371,10 +353,6 @@ fn hook_entry(style: HookStyle, matcher: Option<&str>, cmd: &str) -> Value {
 /// coord's registrations `set` merged into `doc` in `style`: an entry is added for each event
 /// that has none running coord's command (Copilot's and a flat file with `version` get
 /// `version: 1` when they have none).
-///
-/// # Errors
-///
-/// [`Error::BadInput`] when `hooks` or one of its events has the wrong type.
 pub(crate) fn merge_hooks(
     doc: &mut Map<String, Value>,
     file: &str,
@@ -415,10 +393,6 @@ pub(crate) fn merge_hooks(
 }
 
 /// `{key: {coord: {command, args}}}`, unless a `coord` server is already registered.
-///
-/// # Errors
-///
-/// [`Error::BadInput`] when `key` is not an object.
 pub fn merge_mcp(doc: &mut Map<String, Value>, file: &str, key: &str) -> Result<()> {
     let servers = object_at(doc, key, file)?;
     if !servers.contains_key("coord") {
@@ -428,10 +402,6 @@ pub fn merge_mcp(doc: &mut Map<String, Value>, file: &str, key: &str) -> Result<
 }
 
 /// The object at `doc[key]`, created empty when missing.
-///
-/// # Errors
-///
-/// [`Error::BadInput`] when it is not an object.
 pub fn object_at<'a>(
     doc: &'a mut Map<String, Value>,
     key: &str,
@@ -448,10 +418,6 @@ pub fn object_at<'a>(
 }
 
 /// The array at `map[key]` (inside `parent`), created empty when missing.
-///
-/// # Errors
-///
-/// [`Error::BadInput`] when it is not an array.
 pub fn array_at<'a>(
     map: &'a mut Map<String, Value>,
     key: &str,
@@ -561,11 +527,6 @@ impl Wiring {
 
     /// Merge into the JSON object in `rel` (created when missing) with `merge`. `comments`:
     /// the client reads the file as JSON with comments, and so does coord (they are kept).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] when the file is not a JSON object or `merge` refuses it;
-    /// [`Error::Io`] when it cannot be read.
     pub fn json(
         &mut self,
         rel: &str,
@@ -624,11 +585,6 @@ impl Wiring {
 
     /// Edit the TOML document in `rel` (created when missing) with `edit`; comments and layout
     /// are kept.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] when the file is not TOML or `edit` refuses it; [`Error::Io`] when
-    /// it cannot be read.
     pub fn toml(
         &mut self,
         rel: &str,
@@ -648,11 +604,6 @@ impl Wiring {
 
     /// Write coord's own generated file `rel` (a client plugin): created, or replaced when it is
     /// coord's (it holds `marker`); a file of that name that is not coord's is refused.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] when `rel` exists and is not coord's; [`Error::Io`] when it cannot
-    /// be read.
     pub fn generated(&mut self, rel: &str, marker: &'static str, content: &str) -> Result<()> {
         self.kind = FileKind::Generated { marker };
         self.edit_text(rel, |old| {

@@ -87,11 +87,6 @@ fn files_of(ws: &Workspace, clients: &[Client]) -> Result<Vec<(String, FileKind)
 }
 
 /// Compute what `init --remove` takes back for `clients`; nothing is written.
-///
-/// # Errors
-///
-/// [`Error::BadInput`] naming a file that cannot be parsed, or an instructions block without
-/// its end marker; [`Error::Io`] when a file cannot be read.
 pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
     let root = ws.root();
     let record = Record::load(root);
@@ -259,10 +254,6 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
 
 /// Write what [`plan_removal`] computed, then remove the folders init created that are empty
 /// now, and update (or drop) the record.
-///
-/// # Errors
-///
-/// [`Error::Io`] naming the file that could not be written or removed.
 pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
     let root = ws.root();
     for u in &removal.changes {
@@ -409,10 +400,6 @@ fn toml_plain(v: &toml_edit::Value) -> Value {
 
 /// `text` without coord's block (and the line break after it; the blank line init put before
 /// a block it appended at the end); `None` when nothing but blank space is left.
-///
-/// # Errors
-///
-/// The line of a begin marker without its end.
 pub(super) fn strip_block(
     text: &str,
     begin: &str,
