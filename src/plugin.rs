@@ -1,24 +1,5 @@
-//! Installed once per user: coord as a plugin (or extension) of each agent client.
-//!
-//! [`write`] lays out, for each client, the folder its own install command takes: coord's hooks
-//! for every event `coord init` wires (the same [`Adapter::hooks`] list), the `coord mcp` server
-//! and the instructions for the agent, all calling the `coord` binary that wrote them, with
-//! `--plugin`.
-//!
-//! A plugin's hooks run in every repository the user opens, set up or not. [`gate`] decides,
-//! before anything is written, what a `--plugin` call does there:
-//!
-//! - the repository turned coord off (`git config coord.enabled false`): nothing at all;
-//! - a folder that is neither a git work tree nor a coord workspace (a home folder, `/tmp`):
-//!   nothing, so no state is left where nobody works on code;
-//! - a repository whose own files wire this client (`coord init`): nothing, the repository's
-//!   hooks handle the event (each event handled once);
-//! - otherwise coord acts; in a repository nobody set up its state is kept out of `git status`
-//!   without touching the user's `.gitignore` ([`crate::adopt`], which the hook asks for first
-//!   thing, as every command's first write does).
-//!
-//! [`Adapter::hooks`]: crate::client::Adapter::hooks
-//! [`Adapter::plugin`]: crate::client::Adapter::plugin
+//! Installed once per user: coord as a plugin (or extension) of each agent client. Its hooks run
+//! in every repository; [`gate`] decides what a `--plugin` call does there.
 
 use std::path::{Path, PathBuf};
 

@@ -3,8 +3,6 @@
 //! registers for it ([`Wire`]) and its plugin ([`Plugin`]), and what makes it run a folder's
 //! hooks at all. The doors ([`crate::hook`], [`crate::init`], [`crate::plugin`], `coord doctor`)
 //! read this table; nothing here imports them. A new client is one entry in [`clients!`].
-//!
-//! Also here: reading a hook payload into a [`HookCall`] ([`parse`], [`payload`], [`patch`]).
 
 pub mod patch;
 pub mod payload;

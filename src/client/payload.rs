@@ -1,23 +1,6 @@
 //! Reading a hook payload: whole when it is JSON, and as far as it can be read when it is not.
-//!
-//! A hook must judge every edit a client asks for, and the payload that asks is not always
-//! what serde_json reads into a `Value`: a field coord never looks at may nest past its
-//! recursion limit (128), a string may hold a lone UTF-16 surrogate (`"\ud800"`, which
-//! JavaScript's and Python's JSON writers emit), a payload over [`super::PAYLOAD_CAP`] is cut.
-//! Reading any of these as "not JSON" would let the edit through unjudged, a file another
-//! agent holds included. So a payload is read by [`Reader`], which keeps what it can:
-//!
-//! - containers nested deeper than [`MAX_DEPTH`] are skipped (read as `null`, without
-//!   recursion), a lone surrogate becomes U+FFFD, bytes that are not UTF-8 are read lossily,
-//!   control characters in strings are kept: a payload that is JSON in every other way is read
-//!   whole, and what serde_json reads, it reads alike (a property test and the `hook_payload`
-//!   fuzz target hold it to that);
-//! - a payload that is not JSON (cut short, garbage inside or after) keeps the members read
-//!   whole before the fault (a string or number cut short is dropped, never read in part), and
-//!   says why ([`Payload::fault`], in serde_json's words): coord then judges the edit it names
-//!   without writing anything (see [`super::act::judge_unread`]).
-//!
-//! Only an object is read this way; any other input is serde_json's to read, or refuse.
+//! Reading deep nesting, a lone surrogate or a cut payload as "not JSON" would let an edit
+//! through unjudged; [`Reader`] keeps what it can and says why ([`Payload::fault`]).
 
 use serde_json::{Map, Number, Value};
 

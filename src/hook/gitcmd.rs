@@ -1,11 +1,5 @@
 //! The commits and pushes a shell command makes: `git commit`, `git push`, and the forms agents
 //! write (`git -C DIR commit`, `git commit -am …`, `cd x && git commit`, `A=b git push`).
-//!
-//! A client's shell tool may run git with hooks disabled (Gemini CLI empties `core.hooksPath`),
-//! so the pre-commit guard never sees such a commit. The pre-tool hook reads the command first:
-//! this module finds the git invocations in it, with the folder each runs in. It reads shell
-//! text the simple way (words, quotes, `&&`/`||`/`;`/`|`/newlines between commands, `cd DIR`);
-//! what it cannot follow (a script, `bash -c "…"`, an alias) is left to the git hooks.
 
 /// What a git invocation does that the guard checks.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,9 +1,5 @@
 //! JSON with comments, merged without losing them (Gemini CLI reads its settings this way:
 //! `//` and `/* */` comments, nothing else beyond JSON).
-//!
-//! The merge itself is the same function as for plain JSON, run on the parsed value; what it
-//! added is then written into the file's syntax tree, so comments, blank lines and the order
-//! and layout of everything else stay as they were.
 
 use jsonc_parser::ParseOptions;
 use jsonc_parser::cst::{CstInputValue, CstObject, CstRootNode};

@@ -1,19 +1,5 @@
 //! `coord init --remove --all`: coord taken out of a repository, every work tree of it, so that
 //! `git status` sees each tree as it did before coord (contract §11).
-//!
-//! [`plan`] reads everything first and decides; a live lock or claim of another agent refuses
-//! the whole thing before a byte is removed. [`apply`] then takes, in this order: each tree's
-//! wiring (what `init --remove` takes back, a client's own answers about coord's server
-//! included), coord's files beside the user's (locks, presences, handshakes, temporaries,
-//! backups and refused writes), the guard's git hooks (a hook they chained back in its place),
-//! coord's block in the repository's `info/exclude` (and its submodules'), and every `.coord/`
-//! folder. In a clone that shares its claims through its remote, sharing ends first: its
-//! records there released, `coord.remote` and `coord.cloneId` unset, `refs/coord-sync/` gone.
-//!
-//! A file git tracks is never touched, whatever its name. A file named like a lock, presence or
-//! handshake counts as coord's only when it reads as one (`package.lock.json` is not a lock). A
-//! backup or a refused write that differs from its file may hold the only copy of something: it
-//! is kept and named, unless the caller says `yes`.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};

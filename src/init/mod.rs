@@ -1,10 +1,5 @@
 //! `coord init`: wire a folder for agent clients — each client's hook and MCP registration, an
 //! instructions block for agents, `.gitignore` lines for coord's state files.
-//!
-//! [`plan`] reads every file first and computes every change; only then does [`apply`] write.
-//! So a file that cannot be parsed stops everything before a byte is written. Existing files
-//! are merged: other keys and hooks keep their place, text outside coord's marked blocks stays
-//! byte for byte, and a second run finds nothing to change.
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -1,12 +1,6 @@
 //! `coord init --remove`: take back exactly what `coord init` added — coord's hook entries, its
 //! MCP server, its instructions and `.gitignore` blocks, and a file or folder init created that
 //! holds nothing else now — keeping everything else as it is.
-//!
-//! A file nobody changed since init wrote it is put back byte for byte from the record init
-//! kept (`.coord/init.json`). Otherwise coord's entries are cut out of the file where they lie
-//! (JSON and JSON with comments through their syntax tree, TOML through `toml_edit`, text
-//! around the block's markers), so everything else keeps its bytes. Which files a client uses
-//! comes from the client's own wiring, run on an empty folder: a new client needs nothing here.
 
 use std::path::PathBuf;
 
