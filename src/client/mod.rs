@@ -113,9 +113,8 @@ pub(crate) enum McpStyle {
     Opencode,
 }
 
-/// One file `coord init` writes for a client: a JSON file (`comments`: read as JSON with
-/// comments) holding coord's hooks and/or its MCP server; Codex's TOML config
-/// (`[mcp_servers.coord]`); or a plugin file coord writes whole, known by [`MARKER`].
+/// One file `coord init` writes for a client: JSON (`comments`: with comments) with hooks and/or
+/// the MCP server, Codex's TOML config, or a plugin file written whole, known by [`MARKER`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Wire {
     Json {
@@ -131,14 +130,9 @@ pub(crate) enum Wire {
 /// The line that marks a generated plugin file as coord's.
 pub const MARKER: &str = "coord:generated";
 
-/// What a client's user-level plugin (`coord plugin write`) is made of:
-/// - a marketplace folder holding the plugin `coord/`: the marketplace file (`codex`: Codex's
-///   layout), the manifest (naming `paths` of its hooks, MCP file and skills when the client
-///   wants them named), `hooks/hooks.json`, `.mcp.json` and a skill;
-/// - an extension folder: its manifest (with the MCP server and the context file's name),
-///   `hooks/hooks.json` (named hooks) and the context file;
-/// - a JS plugin package: `package.json` with `package` keys, and `coord.js`, the plugin
-///   `coord init` writes (`mcp`: it adds the MCP server to the client's configuration).
+/// What a client's user-level plugin (`coord plugin write`) is: a marketplace folder holding
+/// `coord/` (`codex`: Codex's layout; `paths`: named in the manifest), an extension folder, or
+/// a JS plugin package (`package` keys; `mcp`: it adds the MCP server).
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum PluginKind {
     Marketplace {
@@ -167,17 +161,9 @@ pub(crate) struct Plugin {
     pub uninstall: &'static [&'static str],
 }
 
-/// Everything coord knows about one agent client: its names; each event name it sends and
-/// what it is about; coord's hook registrations (event, matcher; `event_flag`: each passes
-/// `--event`, for a payload that does not name its event); which files a tool call edits and
-/// what a shell tool runs (from the tool's arguments as sent, string or object); its reply
-/// format; `normalize`, for a payload shaped otherwise than Claude Code's; whether it is told
-/// "no" by exit status 2 (the reason on stderr); its hook file and instructions file; whether
-/// git runs its hooks for commits through its shell tool; what `coord init` writes for it; the
-/// project file where the client itself keeps its user's answers about coord's MCP server and
-/// tools (`approvals`: coord never writes it, `init --remove` takes coord's entries out of it);
-/// the commands that start it (`executables`: found on `PATH`, plain `coord init` wires it);
-/// its plugin; and its trust gate with the step that opens it.
+/// Everything coord knows about one agent client (see the module doc). `event_flag`: each
+/// registration passes `--event`; `approvals`: the project file where the client keeps its
+/// user's answers about coord (coord never writes it; `init --remove` takes coord's entries out).
 pub struct Adapter {
     /// The name used on the command line and in agent ids (`claude`).
     pub name: &'static str,
@@ -196,11 +182,8 @@ pub struct Adapter {
     pub(crate) shell_git_hooks: (bool, &'static str),
     pub(crate) wiring: &'static [Wire],
     pub(crate) approvals: Option<&'static str>,
-    /// What the client does by mode where its trust gate is not the whole story (a
-    /// non-interactive mode that runs hooks in any folder, a question an interactive session asks).
+    /// What other modes do where the trust gate applies only to interactive sessions.
     pub(crate) trust_modes: Option<&'static str>,
-    /// Whether a client process started with these arguments (its command line after the
-    /// program; its standard input a terminal or not, when known) runs with nobody at it.
     headless: fn(&[String], Option<bool>) -> bool,
     pub(crate) executables: &'static [&'static str],
     pub(crate) plugin: Option<Plugin>,
@@ -245,10 +228,8 @@ impl Adapter {
         (self.trust_step)(root)
     }
 
-    /// Whether a client process started with `args` (its command line after the program,
-    /// whose standard input is a terminal when `stdin_terminal` says so) runs without anyone
-    /// at it: one prompt, then it exits (`claude -p`, `codex exec`). The end of its turn then
-    /// waits for no user.
+    /// Whether a client process started with `args` (after the program) runs without anyone at
+    /// it: one prompt, then it exits (`claude -p`, `codex exec`).
     pub fn headless(&self, args: &[String], stdin_terminal: Option<bool>) -> bool {
         (self.headless)(args, stdin_terminal)
     }
@@ -331,9 +312,7 @@ clients! {
 }
 
 impl Client {
-    /// What plain `coord init` wires where no client is found on `PATH`: the four clients the
-    /// contract names, so that a repository set up before its users' clients are installed (a
-    /// CI image, a fresh machine) still gets the usual wiring.
+    /// What plain `coord init` wires where no client is found on `PATH`: the contract's four.
     pub const DEFAULT: &'static [Client] = &[
         Client::Claude,
         Client::Codex,
@@ -400,6 +379,31 @@ const EDITOR_GIT: (bool, &str) = (
     "its terminal runs git with the repository's own config, as far as its docs show (not run here)",
 );
 
+/// What most clients share; each adapter below says where it differs.
+const BASE: Adapter = Adapter {
+    name: "",
+    product: "",
+    events: CLAUDE_EVENTS,
+    hooks: &[],
+    event_flag: false,
+    edited: |_, _| None,
+    shell: |_, _| None,
+    render: render_claude,
+    normalize: None,
+    denies_by_exit_status: false,
+    hook_file: "",
+    instruction_file: None,
+    shell_git_hooks: GIT_OWN_CONFIG,
+    wiring: &[],
+    approvals: None,
+    trust_modes: None,
+    headless: |_, _| false,
+    executables: &[],
+    plugin: None,
+    trust: |_| Trust::new(HooksRun::Unknown, ""),
+    trust_step: |_| String::new(),
+};
+
 const MCP_JSON: Wire = Wire::Json {
     file: ".mcp.json",
     comments: false,
@@ -411,7 +415,6 @@ const MCP_JSON: Wire = Wire::Json {
 const CLAUDE: Adapter = Adapter {
     name: "claude",
     product: "Claude Code",
-    events: CLAUDE_EVENTS,
     hooks: &[
         ("SessionStart", None),
         // The shell too: a `git commit` through it is checked like the pre-commit guard, and
@@ -427,15 +430,10 @@ const CLAUDE: Adapter = Adapter {
         ("Stop", None),
         ("SessionEnd", None),
     ],
-    event_flag: false,
     edited: tools::claude_edited,
     shell: |t, i| tools::shell_call(t, "Bash", i, None),
-    render: render_claude,
-    normalize: None,
-    denies_by_exit_status: false,
     hook_file: ".claude/settings.json",
     instruction_file: Some("CLAUDE.md"),
-    shell_git_hooks: GIT_OWN_CONFIG,
     wiring: &[
         Wire::Json {
             file: ".claude/settings.json",
@@ -473,6 +471,7 @@ const CLAUDE: Adapter = Adapter {
     }),
     trust: trust::claude,
     trust_step: trust::claude_step,
+    ..BASE
 };
 
 /// Codex CLI: Claude-shaped events; edits arrive as `apply_patch`. Hooks in
@@ -480,7 +479,6 @@ const CLAUDE: Adapter = Adapter {
 const CODEX: Adapter = Adapter {
     name: "codex",
     product: "Codex CLI",
-    events: CLAUDE_EVENTS,
     hooks: &[
         ("SessionStart", None),
         ("PreToolUse", Some("apply_patch|Edit|Write|Bash")),
@@ -491,15 +489,9 @@ const CODEX: Adapter = Adapter {
         ("Stop", None),
         ("SessionEnd", None),
     ],
-    event_flag: false,
     edited: tools::codex_edited,
     shell: |t, i| tools::shell_call(t, "Bash", i, Some("workdir")),
-    render: render_claude,
-    normalize: None,
-    denies_by_exit_status: false,
     hook_file: ".codex/hooks.json",
-    instruction_file: None,
-    shell_git_hooks: GIT_OWN_CONFIG,
     wiring: &[
         Wire::Json {
             file: ".codex/hooks.json",
@@ -509,10 +501,8 @@ const CODEX: Adapter = Adapter {
         },
         Wire::CodexToml(".codex/config.toml"),
     ],
-    approvals: None,
     // `codex exec` (or its alias, `codex e …`): one task, then it exits.
     headless: |args, _| args.iter().any(|a| a == "exec") || args.first().is_some_and(|a| a == "e"),
-    trust_modes: None,
     executables: &["codex"],
     plugin: Some(Plugin {
         kind: PluginKind::Marketplace {
@@ -533,6 +523,7 @@ const CODEX: Adapter = Adapter {
     }),
     trust: trust::codex,
     trust_step: trust::codex_step,
+    ..BASE
 };
 
 /// Gemini CLI: hooks and the MCP server in `.gemini/settings.json` (JSON with comments).
@@ -556,15 +547,12 @@ const GEMINI: Adapter = Adapter {
         ("AfterAgent", None),
         ("SessionEnd", None),
     ],
-    event_flag: false,
     edited: |tool, input| match tool {
         "write_file" | "replace" => tools::path_of(input, &["file_path", "absolute_path", "path"]),
         _ => None,
     },
     shell: |t, i| tools::shell_call(t, "run_shell_command", i, Some("dir_path")),
     render: render_gemini,
-    normalize: None,
-    denies_by_exit_status: false,
     hook_file: ".gemini/settings.json",
     instruction_file: Some("GEMINI.md"),
     shell_git_hooks: (
@@ -577,14 +565,12 @@ const GEMINI: Adapter = Adapter {
         hooks: Some(HookStyle::Claude { named: true }),
         mcp: Some(McpStyle::Servers),
     }],
-    approvals: None,
     // `gemini -p` (`--prompt`), or its input not a terminal (`echo … | gemini`): one prompt,
     // then it exits; `-i` (`--prompt-interactive`) stays at the terminal.
     headless: |args, stdin_terminal| {
         !has_option(args, "-i", "--prompt-interactive")
             && (has_option(args, "-p", "--prompt") || stdin_terminal == Some(false))
     },
-    trust_modes: None,
     executables: &["gemini"],
     plugin: Some(Plugin {
         kind: PluginKind::Extension {
@@ -596,6 +582,7 @@ const GEMINI: Adapter = Adapter {
     }),
     trust: trust::gemini,
     trust_step: trust::gemini_step,
+    ..BASE
 };
 
 /// GitHub Copilot CLI: the payload does not name its event (`--event`). Hooks in
@@ -630,10 +617,7 @@ const COPILOT: Adapter = Adapter {
         Reply::Block(reason) => Some(json!({"decision": "block", "reason": reason})),
         Reply::Context(text) | Reply::Notice(_, text) => Some(json!({"additionalContext": text})),
     },
-    normalize: None,
-    denies_by_exit_status: false,
     hook_file: ".github/hooks/coord.json",
-    instruction_file: None,
     shell_git_hooks: (
         true,
         "its shell tool sets only safe.bareRepository and core.fsmonitor through GIT_CONFIG_*; git hooks run",
@@ -647,10 +631,8 @@ const COPILOT: Adapter = Adapter {
         },
         MCP_JSON,
     ],
-    approvals: None,
     // `copilot -p` (`--prompt`): one prompt, then it exits.
     headless: |args, _| has_option(args, "-p", "--prompt"),
-    trust_modes: None,
     executables: &["copilot"],
     plugin: Some(Plugin {
         // Copilot loads it live from this folder: keep the folder.
@@ -672,6 +654,7 @@ const COPILOT: Adapter = Adapter {
     }),
     trust: trust::copilot,
     trust_step: trust::copilot_step,
+    ..BASE
 };
 
 /// Qwen Code (a Gemini CLI fork): Claude-shaped hooks and replies; hooks and the MCP server in
@@ -679,7 +662,6 @@ const COPILOT: Adapter = Adapter {
 const QWEN: Adapter = Adapter {
     name: "qwen",
     product: "Qwen Code",
-    events: CLAUDE_EVENTS,
     hooks: &[
         ("SessionStart", None),
         // Qwen Code's matchers are unanchored regular expressions.
@@ -688,7 +670,6 @@ const QWEN: Adapter = Adapter {
         ("Stop", None),
         ("SessionEnd", None),
     ],
-    event_flag: false,
     edited: |tool, input| match tool {
         // `replace` is the old name of `edit`, still accepted by Qwen Code.
         "write_file" | "edit" | "replace" => {
@@ -697,21 +678,14 @@ const QWEN: Adapter = Adapter {
         _ => None,
     },
     shell: |t, i| tools::shell_call(t, "run_shell_command", i, Some("directory")),
-    render: render_claude,
-    normalize: None,
-    denies_by_exit_status: false,
     hook_file: ".qwen/settings.json",
     instruction_file: Some("QWEN.md"),
-    shell_git_hooks: GIT_OWN_CONFIG,
     wiring: &[Wire::Json {
         file: ".qwen/settings.json",
         comments: true,
         hooks: Some(HookStyle::Claude { named: true }),
         mcp: Some(McpStyle::Servers),
     }],
-    approvals: None,
-    headless: |_, _| false,
-    trust_modes: None,
     executables: &["qwen"],
     plugin: Some(Plugin {
         kind: PluginKind::Extension {
@@ -723,6 +697,7 @@ const QWEN: Adapter = Adapter {
     }),
     trust: trust::qwen,
     trust_step: trust::qwen_step,
+    ..BASE
 };
 
 /// The JS plugin `coord init` writes for OpenCode (`.opencode/plugin/coord.js`): it runs `coord
@@ -749,16 +724,10 @@ const OPENCODE: Adapter = Adapter {
         ("session.idle", Kind::Stop),
         ("session.deleted", Kind::SessionEnd),
     ],
-    hooks: &[],
-    event_flag: false,
     edited: tools::opencode_edited,
     shell: |t, i| tools::shell_call(t, "bash", i, Some("workdir")),
     render: render_plugin,
-    normalize: None,
-    denies_by_exit_status: false,
     hook_file: ".opencode/plugin/coord.js",
-    instruction_file: None,
-    shell_git_hooks: GIT_OWN_CONFIG,
     wiring: &[
         Wire::Generated(".opencode/plugin/coord.js", OPENCODE_PLUGIN),
         Wire::Json {
@@ -768,10 +737,6 @@ const OPENCODE: Adapter = Adapter {
             mcp: Some(McpStyle::Opencode),
         },
     ],
-    // `opencode plugin -g DIR` lists it in the user's `opencode.jsonc`; nothing removes it.
-    approvals: None,
-    headless: |_, _| false,
-    trust_modes: None,
     executables: &["opencode"],
     plugin: Some(Plugin {
         kind: PluginKind::Js {
@@ -792,6 +757,7 @@ const OPENCODE: Adapter = Adapter {
     trust_step: |_| {
         "none: OpenCode loads the plugins of `.opencode/plugin/` in every folder".into()
     },
+    ..BASE
 };
 
 /// Cline CLI: `coord init` writes its plugin. Its MCP servers are started by its CLI process,
@@ -807,20 +773,11 @@ const CLINE: Adapter = Adapter {
         ("afterRun", Kind::Stop),
         ("sessionShutdown", Kind::SessionEnd),
     ],
-    hooks: &[],
-    event_flag: false,
     edited: tools::cline_edited,
     shell: tools::cline_shell,
     render: render_plugin,
-    normalize: None,
-    denies_by_exit_status: false,
     hook_file: ".cline/plugins/coord.js",
-    instruction_file: None,
-    shell_git_hooks: GIT_OWN_CONFIG,
     wiring: &[Wire::Generated(".cline/plugins/coord.js", CLINE_PLUGIN)],
-    approvals: None,
-    headless: |_, _| false,
-    trust_modes: None,
     executables: &["cline"],
     plugin: Some(Plugin {
         kind: PluginKind::Js {
@@ -839,6 +796,7 @@ const CLINE: Adapter = Adapter {
     trust_step: |_| {
         "none: Cline CLI loads the plugins of `.cline/plugins/` in every workspace".into()
     },
+    ..BASE
 };
 
 /// Cursor (the editor; not run end to end here), from its published hook format:
@@ -867,7 +825,6 @@ const CURSOR: Adapter = Adapter {
         ("stop", None),
         ("sessionEnd", None),
     ],
-    event_flag: false,
     edited: |tool, input| match tool {
         "Write" | "Edit" | "StrReplace" | "MultiEdit" | "Delete" | "EditNotebook"
         | "NotebookEdit" => tools::path_of(
@@ -897,9 +854,7 @@ const CURSOR: Adapter = Adapter {
         })
     },
     normalize: Some(tools::cursor_normalize),
-    denies_by_exit_status: false,
     hook_file: ".cursor/hooks.json",
-    instruction_file: None,
     shell_git_hooks: EDITOR_GIT,
     wiring: &[
         Wire::Json {
@@ -915,11 +870,7 @@ const CURSOR: Adapter = Adapter {
             mcp: Some(McpStyle::Servers),
         },
     ],
-    approvals: None,
-    headless: |_, _| false,
-    trust_modes: None,
     executables: &["cursor-agent", "cursor"],
-    plugin: None,
     trust: |_| {
         Trust::new(
             HooksRun::Yes,
@@ -932,6 +883,7 @@ const CURSOR: Adapter = Adapter {
             root.display()
         )
     },
+    ..BASE
 };
 
 /// Windsurf (Cascade; not run end to end here), from its published hook format:
@@ -954,7 +906,6 @@ const WINDSURF: Adapter = Adapter {
         ("post_run_command", None),
         ("post_cascade_response", None),
     ],
-    event_flag: false,
     edited: |tool, input| {
         (tool == tools::WINDSURF_WRITE)
             .then(|| tools::path_of(input, &["file_path"]).unwrap_or_default())
@@ -965,7 +916,6 @@ const WINDSURF: Adapter = Adapter {
     normalize: Some(tools::windsurf_normalize),
     denies_by_exit_status: true,
     hook_file: ".windsurf/hooks.json",
-    instruction_file: None,
     shell_git_hooks: EDITOR_GIT,
     wiring: &[Wire::Json {
         file: ".windsurf/hooks.json",
@@ -973,11 +923,7 @@ const WINDSURF: Adapter = Adapter {
         hooks: Some(HookStyle::Flat { version: false }),
         mcp: None,
     }],
-    approvals: None,
-    headless: |_, _| false,
-    trust_modes: None,
     executables: &["windsurf"],
-    plugin: None,
     trust: |_| {
         Trust::new(
             HooksRun::Yes,
@@ -990,6 +936,7 @@ const WINDSURF: Adapter = Adapter {
             root.display()
         )
     },
+    ..BASE
 };
 
 /// The JSON Claude Code (and Codex and Qwen Code, which read the same shapes) understands.

@@ -81,18 +81,13 @@ const BACKUP: &str = "a backup equal to its file";
 const REJECTED: &str = "a refused write equal to its file";
 const STATE: &str = "coord's state folder";
 
-/// Compute what `init --remove --all` takes out of the repository `ws` is in (every work tree
-/// of it); `me` is the agent asking, whose own locks do not stand in the way; `yes`: backups
-/// and refused writes that differ from their file go too. Nothing is written.
+/// Compute what `init --remove --all` takes out of the repository of `ws`, every work tree (`me`:
+/// whose locks do not stand in the way; `yes`: differing backups go too). Nothing is written.
 pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> {
     let tops = crate::worktree::repository_tops(ws.root());
     let mut found = Found::default();
     for top in &tops {
-        let tracked: HashSet<String> = guard::tracked(top)
-            .unwrap_or_default()
-            .into_iter()
-            .collect();
-        walk(top, top, &tops, &tracked, &mut found);
+        walk(top, top, &tops, &tracked_set(top), &mut found);
     }
     refuse_live_locks(&tops, &found.locks, me)?;
 
@@ -104,20 +99,15 @@ pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> 
             removal: plan_removal(&tree, Client::ALL)?,
         });
     }
-    let mut removed = Vec::new();
+    let gone = |path: &Path, what| Gone {
+        path: path.display().to_string(),
+        what,
+    };
+    let mut removed: Vec<Gone> = found.files.iter().map(|(p, what)| gone(p, what)).collect();
     let mut kept = Vec::new();
-    for (path, what) in found.files {
-        removed.push(Gone {
-            path: path.display().to_string(),
-            what,
-        });
-    }
     for (path, twin) in found.copies {
         if yes {
-            removed.push(Gone {
-                path: path.display().to_string(),
-                what: "a backup or refused write (--yes)",
-            });
+            removed.push(gone(&path, "a backup or refused write (--yes)"));
         } else {
             kept.push(Kept {
                 path: path.display().to_string(),
@@ -125,12 +115,7 @@ pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> 
             });
         }
     }
-    for dir in found.state_dirs {
-        removed.push(Gone {
-            path: dir.display().to_string(),
-            what: STATE,
-        });
-    }
+    removed.extend(found.state_dirs.iter().map(|d| gone(d, STATE)));
 
     // The guard's hooks, in each folder git takes them from (one for most repositories).
     let mut hooks = Vec::new();
@@ -178,8 +163,7 @@ pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> 
     })
 }
 
-/// Do what [`plan`] decided; a warning when this clone's records on its remote could not be
-/// released there (they stay until their lease lapses).
+/// Do what [`plan`] decided; a warning when this clone's records on its remote stay.
 pub fn apply(ws: &Workspace, leaving: &Leaving) -> Result<Option<String>> {
     let warning = match &leaving.remote {
         Some(_) => crate::remote::forget(ws)?.warning,
@@ -249,11 +233,7 @@ fn walk(top: &Path, dir: &Path, tops: &[PathBuf], tracked: &HashSet<String>, fou
             if !tops.contains(&path) {
                 match std::fs::symlink_metadata(path.join(".git")) {
                     Ok(git) if git.is_file() => {
-                        let sub: HashSet<String> = guard::tracked(&path)
-                            .unwrap_or_default()
-                            .into_iter()
-                            .collect();
-                        walk(&path, &path, tops, &sub, found);
+                        walk(&path, &path, tops, &tracked_set(&path), found)
                     }
                     Ok(_) => {}
                     Err(_) => walk(top, &path, tops, tracked, found),
@@ -273,6 +253,14 @@ fn walk(top: &Path, dir: &Path, tops: &[PathBuf], tracked: &HashSet<String>, fou
         }
         classify_file(top, &path, name, found);
     }
+}
+
+/// The files git tracks in the work tree `top`.
+fn tracked_set(top: &Path) -> HashSet<String> {
+    guard::tracked(top)
+        .unwrap_or_default()
+        .into_iter()
+        .collect()
 }
 
 /// Note `path` (named `name`, in the tree `top`) when it is one of coord's files.

@@ -133,19 +133,15 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
             FileKind::Text { begin, end } => {
                 strip_block(&text, begin, end).map_err(|l| unterminated(&file, begin, end, l))?
             }
-            FileKind::Json { .. } => strip_json(&text, &names, !shared).map_err(|why| {
-                Error::bad_input(format!(
-                    "`{file}` is not valid JSON ({why}); fix or move it, then run `coord init --remove` again (nothing was written)"
-                ))
-            })?,
+            FileKind::Json { .. } => {
+                strip_json(&text, &names, !shared).map_err(|why| invalid(&file, "JSON", why))?
+            }
             // A file coord generated whole (a client's plugin) goes whole, if it is still coord's.
             FileKind::Generated { marker } if text.contains(marker) => None,
             FileKind::Generated { .. } => continue,
-            FileKind::Toml => strip_toml(&text, !shared).map_err(|why| {
-                Error::bad_input(format!(
-                    "`{file}` is not valid TOML ({why}); fix or move it, then run `coord init --remove` again (nothing was written)"
-                ))
-            })?,
+            FileKind::Toml => {
+                strip_toml(&text, !shared).map_err(|why| invalid(&file, "TOML", why))?
+            }
         };
         if stripped.as_deref() == Some(text.as_str()) {
             continue;
@@ -192,11 +188,7 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
             continue;
         };
         let file = rel.to_string();
-        let bad = |why: String| {
-            Error::bad_input(format!(
-                "`{file}` is not valid JSON ({why}); fix or move it, then run `coord init --remove` again (nothing was written)"
-            ))
-        };
+        let bad = |why| invalid(&file, "JSON", why);
         let text = String::from_utf8(bytes).map_err(|_| bad("not UTF-8".into()))?;
         let stripped = strip_approvals(&text, other_project_servers(root)).map_err(bad)?;
         if stripped.as_deref() == Some(text.as_str()) {
@@ -246,6 +238,13 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
     })
 }
 
+/// The refusal of a file coord cannot parse as `what`.
+fn invalid(file: &str, what: &str, why: String) -> Error {
+    Error::bad_input(format!(
+        "`{file}` is not valid {what} ({why}); fix or move it, then run `coord init --remove` again (nothing was written)"
+    ))
+}
+
 /// Write what [`plan_removal`] computed, then remove the folders init created that are empty
 /// now, and update (or drop) the record.
 pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
@@ -261,9 +260,8 @@ pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
     let Some(up) = &removal.record else {
         return Ok(());
     };
-    // Folders init created, deepest first, and those that held a deleted file the record does
-    // not know (its folders may be init's): when empty. A folder the user had before init
-    // stays, empty or not.
+    // Folders init created, and those that held a deleted file the record does not know,
+    // deepest first, when empty.
     let mut dirs: Vec<PathBuf> = up.dirs.iter().map(|d| root.join(d)).collect();
     for u in removal
         .changes
