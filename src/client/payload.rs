@@ -35,10 +35,7 @@ pub fn read(bytes: &[u8]) -> Result<Payload, String> {
             r.ws();
             (value, r.i == r.b.len())
         }
-        Err(cut) => (
-            cut.partial.unwrap_or_else(|| Value::Object(Map::new())),
-            false,
-        ),
+        Err(cut) => (cut.unwrap_or_else(|| Value::Object(Map::new())), false),
     };
     Ok(Payload {
         value,
@@ -62,19 +59,7 @@ struct Reader<'a> {
 }
 
 /// Reading stopped at a fault: the container read so far, with its members read whole.
-struct Cut {
-    partial: Option<Value>,
-}
-
-impl Cut {
-    fn none() -> Cut {
-        Cut { partial: None }
-    }
-
-    fn with(v: Value) -> Cut {
-        Cut { partial: Some(v) }
-    }
-}
+type Cut = Option<Value>;
 
 impl Reader<'_> {
     fn peek(&self) -> Option<u8> {
@@ -94,17 +79,17 @@ impl Reader<'_> {
     fn value(&mut self, depth: usize) -> Result<Value, Cut> {
         match self.peek() {
             Some(b'{' | b'[') if depth >= MAX_DEPTH => {
-                self.skip().map_err(|()| Cut::none())?;
+                self.skip().map_err(|()| None)?;
                 Ok(Value::Null)
             }
             Some(b'{') => self.object(depth + 1),
             Some(b'[') => self.array(depth + 1),
-            Some(b'"') => self.string().map(Value::String).map_err(|()| Cut::none()),
+            Some(b'"') => self.string().map(Value::String).map_err(|()| None),
             Some(b't') => self.word(b"true", Value::Bool(true)),
             Some(b'f') => self.word(b"false", Value::Bool(false)),
             Some(b'n') => self.word(b"null", Value::Null),
             Some(b'-' | b'0'..=b'9') => self.number(),
-            _ => Err(Cut::none()),
+            _ => Err(None),
         }
     }
 
@@ -119,14 +104,14 @@ impl Reader<'_> {
         loop {
             self.ws();
             if self.peek() != Some(b'"') {
-                return Err(Cut::with(Value::Object(map)));
+                return Err(Some(Value::Object(map)));
             }
             let Ok(key) = self.string() else {
-                return Err(Cut::with(Value::Object(map)));
+                return Err(Some(Value::Object(map)));
             };
             self.ws();
             if self.peek() != Some(b':') {
-                return Err(Cut::with(Value::Object(map)));
+                return Err(Some(Value::Object(map)));
             }
             self.i += 1;
             self.ws();
@@ -135,10 +120,10 @@ impl Reader<'_> {
                     map.insert(key, v);
                 }
                 Err(cut) => {
-                    if let Some(v) = cut.partial {
+                    if let Some(v) = cut {
                         map.insert(key, v);
                     }
-                    return Err(Cut::with(Value::Object(map)));
+                    return Err(Some(Value::Object(map)));
                 }
             }
             self.ws();
@@ -148,7 +133,7 @@ impl Reader<'_> {
                     self.i += 1;
                     return Ok(Value::Object(map));
                 }
-                _ => return Err(Cut::with(Value::Object(map))),
+                _ => return Err(Some(Value::Object(map))),
             }
         }
     }
@@ -166,8 +151,8 @@ impl Reader<'_> {
             match self.value(depth) {
                 Ok(v) => items.push(v),
                 Err(cut) => {
-                    items.extend(cut.partial);
-                    return Err(Cut::with(Value::Array(items)));
+                    items.extend(cut);
+                    return Err(Some(Value::Array(items)));
                 }
             }
             self.ws();
@@ -177,7 +162,7 @@ impl Reader<'_> {
                     self.i += 1;
                     return Ok(Value::Array(items));
                 }
-                _ => return Err(Cut::with(Value::Array(items))),
+                _ => return Err(Some(Value::Array(items))),
             }
         }
     }
@@ -211,7 +196,7 @@ impl Reader<'_> {
             self.i += word.len();
             Ok(v)
         } else {
-            Err(Cut::none())
+            Err(None)
         }
     }
 
@@ -225,13 +210,13 @@ impl Reader<'_> {
         }
         // A number that runs into the end of the input may be cut short.
         if self.i == self.b.len() {
-            return Err(Cut::none());
+            return Err(None);
         }
         std::str::from_utf8(&self.b[start..self.i])
             .ok()
             .and_then(|t| t.parse::<Number>().ok())
             .map(Value::Number)
-            .ok_or_else(Cut::none)
+            .ok_or(None)
     }
 
     /// The string starting at `"`; `Err` when the input ends inside it or an escape is not

@@ -26,9 +26,6 @@ pub const BLOCK_END: &str = "<!-- coord:end -->";
 pub use crate::layout::{IGNORE_BEGIN, IGNORE_END};
 pub use crate::textblock::{find_block, with_block};
 
-/// coord's state files, as `.gitignore` patterns: the one list, kept in `layout`.
-pub const IGNORED: &[&str] = crate::layout::GITIGNORE_LINES;
-
 /// One file `init` creates or changes.
 #[derive(Debug, Clone, Serialize)]
 pub struct Change {
@@ -118,22 +115,25 @@ fn wire_texts(files: &mut Wiring, clients: &[Client]) -> Result<()> {
     for doc in docs {
         files.text(doc, BLOCK_BEGIN, BLOCK_END, &instructions())?;
     }
-    files.text(".gitignore", IGNORE_BEGIN, IGNORE_END, &IGNORED.join("\n"))
+    files.text(
+        ".gitignore",
+        IGNORE_BEGIN,
+        IGNORE_END,
+        &crate::layout::GITIGNORE_LINES.join("\n"),
+    )
 }
 
 /// The workspace `init` makes at `dir` itself, even inside another workspace.
 pub fn workspace_at(dir: &Path) -> Result<Workspace> {
-    match fs::canonicalize(dir) {
-        Ok(canon) if canon.is_dir() => Ok(Workspace::at(canon)),
-        Ok(_) => Err(Error::BadPath {
-            path: dir.display().to_string(),
-            why: "the workspace must be a folder".into(),
-        }),
-        Err(e) => Err(Error::BadPath {
-            path: dir.display().to_string(),
-            why: format!("the workspace folder cannot be used ({e})"),
-        }),
-    }
+    let why = match fs::canonicalize(dir) {
+        Ok(canon) if canon.is_dir() => return Ok(Workspace::at(canon)),
+        Ok(_) => "the workspace must be a folder".into(),
+        Err(e) => format!("the workspace folder cannot be used ({e})"),
+    };
+    Err(Error::BadPath {
+        path: dir.display().to_string(),
+        why,
+    })
 }
 
 /// Write what `plan` computed: `.coord/`, then every file (folders created as needed).
@@ -321,18 +321,14 @@ fn codex_toml(doc: &mut toml_edit::DocumentMut, rel: &str) -> Result<()> {
 fn hook_entry(style: HookStyle, matcher: Option<&str>, cmd: &str) -> Value {
     match style {
         HookStyle::Claude { named } => {
-            let mut group = Map::new();
-            if let Some(m) = matcher {
-                group.insert("matcher".into(), json!(m));
+            let hook = match named {
+                true => json!({"name": "coord", "type": "command", "command": cmd}),
+                false => json!({"type": "command", "command": cmd}),
+            };
+            match matcher {
+                Some(m) => json!({"matcher": m, "hooks": [hook]}),
+                None => json!({"hooks": [hook]}),
             }
-            let mut hook = Map::new();
-            if named {
-                hook.insert("name".into(), json!("coord"));
-            }
-            hook.insert("type".into(), json!("command"));
-            hook.insert("command".into(), json!(cmd));
-            group.insert("hooks".into(), json!([hook]));
-            Value::Object(group)
         }
         HookStyle::Copilot => json!({
             "type": "command",
