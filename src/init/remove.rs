@@ -443,7 +443,6 @@ fn strip_json(
     };
     let mut cut = false;
     if let Some(hooks) = obj.object_value("hooks") {
-        let mut emptied = false;
         for prop in hooks.properties() {
             let Some(groups) = prop.array_value() else {
                 continue;
@@ -479,15 +478,11 @@ fn strip_json(
                 cut = true;
                 if groups.elements().is_empty() {
                     prop.remove();
-                    emptied = true;
                 }
             }
         }
-        if emptied
-            && hooks.properties().is_empty()
-            && let Some(p) = obj.get("hooks")
-        {
-            p.remove();
+        if cut {
+            drop_empty(&obj, "hooks");
         }
     }
     // The server lists: `mcpServers` (most clients; `command` is coord) and OpenCode's `mcp`
@@ -506,11 +501,7 @@ fn strip_json(
                 p.remove();
             }
             cut = true;
-            if servers.properties().is_empty()
-                && let Some(p) = obj.get(key)
-            {
-                p.remove();
-            }
+            drop_empty(&obj, key);
         }
     }
     if !cut {
@@ -560,11 +551,8 @@ fn strip_approvals(text: &str, others: bool) -> std::result::Result<Option<Strin
             removed |= cut_coords_names(&perms, key);
         }
         cut |= removed;
-        if removed
-            && perms.properties().is_empty()
-            && let Some(p) = obj.get("permissions")
-        {
-            p.remove();
+        if removed {
+            drop_empty(&obj, "permissions");
         }
     }
     if !others
@@ -600,13 +588,23 @@ fn cut_coords_names(obj: &jsonc_parser::cst::CstObject, key: &str) -> bool {
             removed = true;
         }
     }
-    if removed
-        && list.elements().is_empty()
-        && let Some(p) = obj.get(key)
-    {
-        p.remove();
+    if removed {
+        drop_empty(obj, key);
     }
     removed
+}
+
+/// Remove `obj[key]` when it is an empty object or list (coord's entries were all it held).
+fn drop_empty(obj: &jsonc_parser::cst::CstObject, key: &str) {
+    let empty = obj
+        .object_value(key)
+        .is_some_and(|o| o.properties().is_empty())
+        || obj
+            .array_value(key)
+            .is_some_and(|a| a.elements().is_empty());
+    if let Some(p) = obj.get(key).filter(|_| empty) {
+        p.remove();
+    }
 }
 
 /// TOML without coord's `[mcp_servers.coord]` (with `mcp`); `None` when nothing is left.
