@@ -172,9 +172,8 @@ pub struct Uninstalled {
     pub outcome: &'static str,
 }
 
-/// Remove coord's pre-commit and pre-push hooks from the repository at `dir`, putting back a
-/// hook `install` had chained (renamed `NAME.chained`) under its own name, bytes and mode as
-/// they were. A hook that is not coord's is left alone.
+/// Remove coord's hooks from the repository at `dir`, putting back a hook `install` had chained
+/// as it was. A hook that is not coord's is left alone.
 pub fn uninstall(dir: &Path) -> Result<Vec<Uninstalled>> {
     uninstall_in(&hooks_dir(dir)?, false)
 }
@@ -385,9 +384,8 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
     out
 }
 
-/// Of `paths` (relative to the repository's top folder), those another clone's agent claims
-/// through the remote (contract §13), as last synced and within their lease: what a push must
-/// honour. This clone's own claims never count.
+/// Of `paths`, those another clone's agent claims through the remote (contract §13), as last
+/// synced and within their lease: what a push must honour.
 pub fn remote_held(ws: &Workspace, paths: &[String]) -> Vec<Held> {
     let Some(cfg) = crate::remote::config(ws) else {
         return Vec::new();

@@ -700,15 +700,12 @@ const QWEN: Adapter = Adapter {
     ..BASE
 };
 
-/// The JS plugin `coord init` writes for OpenCode (`.opencode/plugin/coord.js`): it runs `coord
-/// hook opencode` with a payload it builds from OpenCode's plugin hooks and bus events, throws
-/// on a denial (the model reads the message) and adds the session-start context to the system
-/// prompt.
+/// The JS plugin `coord init` writes for OpenCode: it runs `coord hook opencode` from its plugin
+/// hooks and bus events, and throws on a denial (the model reads the message).
 pub const OPENCODE_PLUGIN: &str = include_str!("opencode.js");
 
-/// The JS plugin `coord init` writes for Cline (`.cline/plugins/coord.js`): its hook files can
-/// only cancel a whole run, while a plugin's `beforeTool` skips one tool call with a reason the
-/// model reads. A turn is one run: `beforeRun` clocks in, `afterRun` releases.
+/// The JS plugin `coord init` writes for Cline: its hook files can only cancel a whole run, a
+/// plugin's `beforeTool` skips one tool call with a reason the model reads.
 pub const CLINE_PLUGIN: &str = include_str!("cline.js");
 
 /// OpenCode: no command hooks; `coord init` writes its plugin, and the MCP server into
@@ -760,9 +757,8 @@ const OPENCODE: Adapter = Adapter {
     ..BASE
 };
 
-/// Cline CLI: `coord init` writes its plugin. Its MCP servers are started by its CLI process,
-/// outside the process tree of the hub where plugins run: `coord mcp` there would be an agent
-/// of its own, so neither `coord init` nor the plugin registers it.
+/// Cline CLI: `coord init` writes its plugin, and no MCP server (Cline starts those outside the
+/// process tree where plugins run: `coord mcp` there would be an agent of its own).
 const CLINE: Adapter = Adapter {
     name: "cline",
     product: "Cline CLI",
@@ -886,9 +882,8 @@ const CURSOR: Adapter = Adapter {
     ..BASE
 };
 
-/// Windsurf (Cascade; not run end to end here), from its published hook format:
-/// `.windsurf/hooks.json`; a pre-hook blocks by exit status 2. No session-start event and no
-/// project MCP file.
+/// Windsurf (Cascade; not run end to end here), from its published hook format: a pre-hook
+/// blocks by exit status 2; no session-start event, no project MCP file.
 const WINDSURF: Adapter = Adapter {
     name: "windsurf",
     product: "Windsurf",
@@ -1035,10 +1030,8 @@ fn has_option(args: &[String], short: &str, long: &str) -> bool {
 /// The largest payload read (a `Write` carries the whole file).
 pub const PAYLOAD_CAP: u64 = 64 * 1024 * 1024;
 
-/// Read one payload. `event` (from `--event`) wins over the payload's `hook_event_name`.
-///
-/// A payload that is not JSON but names its event is read as far as it can be (see
-/// [`payload`]), with [`HookCall::fault`] saying why.
+/// Read one payload; `event` (from `--event`) wins over its `hook_event_name`. One that is not
+/// JSON but names its event is read as far as it can be, with [`HookCall::fault`] saying why.
 pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCall> {
     let not_json = |why: &str| Error::bad_input(format!("the hook payload is not JSON: {why}"));
     let read = payload::read(input).map_err(|why| not_json(&why))?;
@@ -1096,9 +1089,8 @@ pub fn render(client: Client, reply: &Reply) -> Option<String> {
     serde_json::to_string(&value).ok()
 }
 
-/// A tool's arguments as an object: clients that send them as a JSON string (Copilot CLI)
-/// are decoded, as the payload itself is ([`payload`]: as far as they can be); anything else
-/// undecodable is `Null`.
+/// A tool's arguments as an object: a JSON string (Copilot CLI) is decoded as far as it can be;
+/// anything else undecodable is `Null`.
 pub fn args_object(input: &Value) -> Value {
     match input {
         Value::String(s) => payload::read(s.as_bytes())

@@ -117,8 +117,7 @@ fn keep_first_prompt(ws: &Workspace, agent: &AgentId, client: Client, payload: &
     }
 }
 
-/// A prompt as one short line: the context a hook added in front of it (Gemini CLI's
-/// `<hook_context>…</hook_context>`) left out, white space run together, cut at
+/// A prompt as one short line, without Gemini CLI's `<hook_context>…</hook_context>`, cut at
 /// [`PROMPT_CHARS`] with `…`.
 pub fn short_prompt(text: &str) -> String {
     let mut text = text.trim_start();

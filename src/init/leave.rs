@@ -205,9 +205,8 @@ struct Found {
     state_dirs: Vec<PathBuf>,
 }
 
-/// Walk `dir` (in the work tree `top`), never following a link, never entering `.git`, another
-/// work tree or repository, or a `.coord/` folder (which goes whole). A checked-out submodule
-/// (a `.git` file) is part of the workspace: walked as a tree of its own.
+/// Walk `dir` (in the work tree `top`), never following a link nor entering `.git`, another work
+/// tree or repository, or `.coord/` (which goes whole); a submodule is walked as its own tree.
 fn walk(top: &Path, dir: &Path, tops: &[PathBuf], tracked: &HashSet<String>, found: &mut Found) {
     let Ok(names) = fsutil::list_names(dir) else {
         return;

@@ -341,9 +341,8 @@ fn hook_entry(style: HookStyle, matcher: Option<&str>, cmd: &str) -> Value {
     }
 }
 
-/// coord's registrations `set` merged into `doc` in `style`: an entry is added for each event
-/// that has none running coord's command (Copilot's and a flat file with `version` get
-/// `version: 1` when they have none).
+/// coord's registrations `set` merged into `doc` in `style`: an entry for each event that has
+/// none running coord's command (and `version: 1` where the style has one).
 pub(crate) fn merge_hooks(
     doc: &mut Map<String, Value>,
     file: &str,
@@ -469,9 +468,8 @@ impl Wiring {
         }
     }
 
-    /// The file to write for `rel` (a link inside the root is written through), its current
-    /// bytes, and whether it exists; `None` for a link that leaves the root (left alone, and
-    /// noted as skipped).
+    /// The file to write for `rel` (through a link inside the root) and its bytes; `None` for a
+    /// link that leaves the root (noted as skipped).
     fn read(&mut self, rel: &str) -> Result<Option<(PathBuf, Option<Vec<u8>>)>> {
         let path = match self.resolve(rel) {
             Ok(p) => p,
