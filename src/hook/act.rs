@@ -542,9 +542,12 @@ pub fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
             None => a.agent.clone(),
         })
         .collect();
-    if !others.is_empty() {
-        out.push(format!("Other agents active: {}.", others.join(", ")));
-    }
+    let list = |out: &mut Vec<String>, head: &str, items: Vec<String>| {
+        if !items.is_empty() {
+            out.push(format!("{head}: {}.", items.join(", ")));
+        }
+    };
+    list(&mut out, "Other agents active", others);
     let now = clock::now();
     let locks: Vec<String> = st
         .locks
@@ -555,9 +558,7 @@ pub fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
             format!("{} (held by {} since {since})", l.file, l.name)
         })
         .collect();
-    if !locks.is_empty() {
-        out.push(format!("Files locked by others: {}.", locks.join(", ")));
-    }
+    list(&mut out, "Files locked by others", locks);
     let claims: Vec<String> = st
         .claims
         .iter()
@@ -571,12 +572,8 @@ pub fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
             format!("`{}` (claimed by {}{reason})", c.pattern, c.name)
         })
         .collect();
-    if !claims.is_empty() {
-        out.push(format!(
-            "Folders and patterns claimed by others (every file they match is held): {}.",
-            claims.join(", ")
-        ));
-    }
+    let held = "Folders and patterns claimed by others (every file they match is held)";
+    list(&mut out, held, claims);
     let unread = unread_lines(ws, agent);
     if !unread.is_empty() {
         out.push(format!(
