@@ -1,10 +1,6 @@
 //! `coord guard`: git hooks that refuse a commit or a push touching a file another agent holds.
-//!
-//! Tool hooks see the edits an agent makes through its client's edit tools; a shell command
-//! (`sed -i`, a script, `git checkout`) slips past them. The guard closes that gap at the next
-//! gate every change passes: `pre-commit` checks the staged paths, `pre-push` the paths changed
-//! by the commits being pushed. Renames count under both names (git is asked without rename
-//! detection, so a rename is its old path deleted and its new path added).
+//! Shell commands slip past tool hooks; `pre-commit` checks the staged paths, `pre-push` the
+//! paths of the pushed commits. Renames count under both names (git runs with `--no-renames`).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -74,10 +70,6 @@ fn git_line(dir: &Path, args: &[&str]) -> Result<String> {
 }
 
 /// The top folder of the work tree `dir` is in.
-///
-/// # Errors
-///
-/// [`Error::Failed`] when `dir` is not in a git work tree.
 pub fn toplevel(dir: &Path) -> Result<PathBuf> {
     Ok(PathBuf::from(git_line(
         dir,
@@ -85,12 +77,8 @@ pub fn toplevel(dir: &Path) -> Result<PathBuf> {
     )?))
 }
 
-/// Where git looks for hooks: `core.hooksPath` (relative to the top folder) when set, else the
-/// repository's `hooks` folder (shared by its worktrees).
-///
-/// # Errors
-///
-/// [`Error::Failed`] when git cannot tell.
+/// Where git looks for hooks: `core.hooksPath` (relative to the top folder), else `hooks` of
+/// the common git dir.
 pub fn hooks_dir(dir: &Path) -> Result<PathBuf> {
     let top = toplevel(dir)?;
     if let Ok(path) = git_line(dir, &["config", "--get", "core.hooksPath"])
@@ -122,10 +110,6 @@ pub struct Installed {
 
 /// Install the pre-commit and pre-push hooks in the hooks folder of the repository at `dir`.
 /// `coord` names the binary the hooks run when `coord` is not on their `PATH`.
-///
-/// # Errors
-///
-/// [`Error::Failed`] outside a git work tree; [`Error::Io`] when a hook cannot be written.
 pub fn install(dir: &Path, coord: &Path) -> Result<Vec<Installed>> {
     let hooks = hooks_dir(dir)?;
     fsutil::ensure_dir(&hooks)?;
@@ -134,8 +118,7 @@ pub fn install(dir: &Path, coord: &Path) -> Result<Vec<Installed>> {
         let path = hooks.join(name);
         let existing = fs::read(&path).ok();
         let script = script(name, coord);
-        // coord's own hook: an older one (say, one that printed a line on every commit) is
-        // brought up to date in place; its chained hook stays where it is.
+        // An older coord hook is rewritten in place; its chained hook stays.
         let ours = existing
             .as_deref()
             .is_some_and(|b| String::from_utf8_lossy(b).contains(MARKER));
@@ -189,24 +172,14 @@ pub struct Uninstalled {
     pub outcome: &'static str,
 }
 
-/// Remove coord's pre-commit and pre-push hooks from the repository at `dir`, putting back a
-/// hook `install` had chained (renamed `NAME.chained`) under its own name, bytes and mode as
-/// they were. A hook that is not coord's is left alone.
-///
-/// # Errors
-///
-/// [`Error::Failed`] outside a git work tree; [`Error::Io`] when a hook cannot be removed or
-/// renamed.
+/// Remove coord's hooks from the repository at `dir`, putting back a hook `install` had chained
+/// as it was. A hook that is not coord's is left alone.
 pub fn uninstall(dir: &Path) -> Result<Vec<Uninstalled>> {
     uninstall_in(&hooks_dir(dir)?, false)
 }
 
 /// [`uninstall`] in the hooks folder `hooks` (see [`hooks_dir`]); with `dry_run`, only say
 /// what it would do.
-///
-/// # Errors
-///
-/// [`Error::Io`] when a hook cannot be removed or renamed.
 pub fn uninstall_in(hooks: &Path, dry_run: bool) -> Result<Vec<Uninstalled>> {
     let mut out = Vec::new();
     for name in HOOKS {
@@ -290,67 +263,42 @@ fn script(name: &str, coord: &Path) -> String {
 }
 
 /// The files git tracks in the work tree at `dir`, relative to its top folder.
-///
-/// # Errors
-///
-/// [`Error::Failed`] when git fails (outside a git work tree).
 pub fn tracked(dir: &Path) -> Result<Vec<String>> {
     Ok(split_names(&git(dir, &["ls-files", "-z", "--full-name"])?))
 }
 
 /// The staged paths (old and new names of renames), relative to the top folder.
-///
-/// # Errors
-///
-/// [`Error::Failed`] when git fails.
 pub fn staged(dir: &Path) -> Result<Vec<String>> {
-    let out = git(
-        dir,
-        &["diff", "--cached", "--name-only", "--no-renames", "-z"],
-    )?;
-    Ok(split_names(&out))
+    let args = ["diff", "--cached", "--name-only", "--no-renames", "-z"];
+    Ok(split_names(&git(dir, &args)?))
 }
 
 /// The paths with changes not staged (tracked files; untracked ones too when `untracked`),
 /// relative to the top folder: what `git commit -a` (or a `git add` first) would take.
-///
-/// # Errors
-///
-/// [`Error::Failed`] when git fails.
 pub fn unstaged(dir: &Path, untracked: bool) -> Result<Vec<String>> {
     let mut args = vec!["ls-files", "-z", "--full-name", "--modified", "--deleted"];
     if untracked {
         args.extend(["--others", "--exclude-standard"]);
     }
-    let out = git(dir, &args)?;
-    Ok(split_names(&out))
+    Ok(split_names(&git(dir, &args)?))
 }
 
 /// The paths changed by the commits `revs` name (`A..B`, or `B --not --remotes=origin`), old
 /// and new names of renames, relative to the top folder.
-///
-/// # Errors
-///
-/// [`Error::Failed`] when git fails (an unknown revision).
 pub fn changed(dir: &Path, revs: &[String]) -> Result<Vec<String>> {
     let mut args = vec!["log", "--format=", "--name-only", "--no-renames", "-z"];
     args.extend(revs.iter().map(String::as_str));
     args.push("--");
-    let out = git(dir, &args)?;
-    Ok(split_names(&out))
+    Ok(split_names(&git(dir, &args)?))
 }
 
+/// `-z` output: each name exactly as it is (a name may begin or end with a newline), once.
 fn split_names(out: &[u8]) -> Vec<String> {
-    let mut names: Vec<String> = Vec::new();
     let mut seen = std::collections::HashSet::new();
-    for raw in out.split(|b| *b == 0) {
-        // `-z` gives each name exactly as it is: a name may begin or end with a newline.
-        let name = String::from_utf8_lossy(raw);
-        if !name.is_empty() && seen.insert(name.to_string()) {
-            names.push(name.into_owned());
-        }
-    }
-    names
+    out.split(|b| *b == 0)
+        .map(|raw| String::from_utf8_lossy(raw).into_owned())
+        .filter(|name| !name.is_empty() && seen.insert(name.clone()))
+        .collect()
 }
 
 /// Of `paths` (relative to the git top folder `top`), those locked `LIVE` (or in conflict) by
@@ -359,10 +307,8 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
     let now = clock::now();
     let mut cache = StateCache::default();
     let top = fs::canonicalize(top).unwrap_or_else(|_| top.to_path_buf());
-    // Each path is judged in its own workspace: a repository may hold one in a subfolder
-    // (`repo/sub/.coord`), whose holders' presence lies there, not at the repository's top.
-    // The workspace of each folder is found once, and each folder is listed once, however
-    // many of the paths it holds. Group 0 is `ws`.
+    // Each path is judged in its own workspace (a repository may hold one in `repo/sub/.coord`,
+    // whose holders' presence lies there). Group 0 is `ws`.
     let mut groups: Vec<(Workspace, Vec<crate::workspace::Target>)> =
         vec![(ws.clone(), Vec::new())];
     let mut group_of_dir: std::collections::HashMap<PathBuf, usize> =
@@ -396,10 +342,18 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
         }
     }
     let mut out = Vec::new();
+    let mut push = |file: &String, holder: String, e: &lock::LockEntry| {
+        out.push(Held {
+            file: file.clone(),
+            holder,
+            state: e.state,
+            since: e.locked_at().map(str::to_string),
+            released: e.released_when(),
+        })
+    };
     for (g, (w, targets)) in groups.iter().enumerate() {
         let mut own_cache = StateCache::default();
         let cache = if g == 0 { &mut cache } else { &mut own_cache };
-        // Claims: one small file, read once per workspace.
         let claims = if targets.is_empty() {
             Vec::new()
         } else {
@@ -414,13 +368,7 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
                 {
                     continue;
                 }
-                out.push(Held {
-                    file: target.rel.clone(),
-                    holder: lock::claim::holder_text(w.root(), e),
-                    state: e.state,
-                    since: e.locked_at().map(str::to_string),
-                    released: e.released_when(),
-                });
+                push(&target.rel, lock::claim::holder_text(w.root(), e), e);
             }
         }
         for (target, mut entries) in targets.iter().zip(lock::locks_of_each(targets)) {
@@ -429,22 +377,15 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
                 if e.state == LockState::Stale || me.is_some_and(|m| m.id() == e.agent) {
                     continue;
                 }
-                out.push(Held {
-                    file: target.rel.clone(),
-                    holder: e.holder().to_string(),
-                    state: e.state,
-                    since: e.locked_at().map(str::to_string),
-                    released: e.released_when(),
-                });
+                push(&target.rel, e.holder().to_string(), &e);
             }
         }
     }
     out
 }
 
-/// Of `paths` (relative to the repository's top folder), those another clone's agent claims
-/// through the remote (contract §13), as last synced and within their lease: what a push must
-/// honour. This clone's own claims never count.
+/// Of `paths`, those another clone's agent claims through the remote (contract §13), as last
+/// synced and within their lease: what a push must honour.
 pub fn remote_held(ws: &Workspace, paths: &[String]) -> Vec<Held> {
     let Some(cfg) = crate::remote::config(ws) else {
         return Vec::new();

@@ -3,36 +3,12 @@
 //! by: the client's hooks, the `coord mcp` server the client started, and every `coord` the
 //! agent runs through its shell tool (`git commit` and its guard included).
 //!
-//! # Signals
-//!
-//! No single signal reaches every door of every client, so two are used:
-//!
-//! - **The process tree.** The client process is an ancestor of its hooks, its MCP servers and
-//!   its shell commands (its child, with at most one `sh -c` between). Every hook call
-//!   *registers* the session under `.coord/sessions/<host>-<pid>` ([`register`]): client,
-//!   session id, agent, and the client's pid with its start time (a reused pid has another).
-//!   Any later coord process walks its ancestors and takes the nearest registered one whose
-//!   start time still matches ([`from_tree`]). This reaches what the environment does not:
-//!   Codex's MCP servers (their environment is cut to a whitelist) and Gemini's shell tool.
-//! - **The environment.** Clients export their session id to what they start:
-//!   `CLAUDE_CODE_SESSION_ID` (Claude Code: shell, hooks, MCP), `CODEX_SESSION_ID` /
-//!   `CODEX_THREAD_ID` (Codex: shell), `COPILOT_AGENT_SESSION_ID` (Copilot: shell, MCP),
-//!   `GEMINI_SESSION_ID` (Gemini: hooks). Used when no registered client is among the
-//!   ancestors: before the session's first hook, or in Codex's sandboxed shell, which runs in a
-//!   pid namespace of its own where the client is not an ancestor.
-//!
-//! The tree wins over the environment: it is the nearest client (a client started from
-//! another's shell inherits the outer one's variables), and it follows a client that started a
-//! new session in the same process (Claude Code's `/clear`), which a long-lived MCP server's
-//! environment does not.
-//!
-//! # Invariants
-//!
-//! - The agent of a session is [`agent_for`]: `CLIENT-` and 8 letters and digits of its id.
-//! - A registration names a client process only with its start time; a registration whose
-//!   process is gone, or whose pid now names another process, is never matched (and is swept
-//!   by the next registration).
-//! - Resolving never writes: only [`register`] and [`end`] (hooks) do.
+//! Two signals: the process tree (every hook call registers its client process, pid and start
+//! time, under `.coord/sessions/`; a later coord takes its nearest registered live ancestor) and
+//! the client's session variables ([`SESSION_VARS`]), for before the first hook or a sandboxed
+//! shell in its own pid namespace. The tree wins: it is the nearest client, and it follows a new
+//! session in the same process (Claude Code's `/clear`). Resolving never writes: only
+//! [`register`] and [`end`] (hooks) do.
 
 use std::path::{Path, PathBuf};
 
@@ -50,11 +26,8 @@ use crate::workspace::{AgentId, Workspace};
 /// How far up the process tree coord looks for a registered client.
 const MAX_DEPTH: usize = 64;
 
-/// The agent of a session: `CLIENT-` and 8 letters and digits of its id, lower-cased — its
-/// first 8 (`claude-3f2a9c1b`), except for a time-ordered UUID v7 (`xxxxxxxx-xxxx-7xxx-…`,
-/// Codex), whose first digits are a clock shared by every session started within a minute or
-/// so: then its last 8, as for the ids of OpenCode and Cline that begin with a clock. `None` when
-/// the id has no letter or digit.
+/// The agent of a session: `CLIENT-` and 8 letters and digits of its id, lower-cased: its first 8,
+/// or its last 8 for ids that begin with a clock (UUID v7, OpenCode's `ses_`, Cline's `conv_`).
 pub fn agent_for(client: Client, session_id: &str) -> Option<AgentId> {
     let alnum: Vec<char> = session_id
         .chars()
@@ -72,8 +45,6 @@ pub fn agent_for(client: Client, session_id: &str) -> Option<AgentId> {
     AgentId::parse(&format!("{}-{short}", client.as_str())).ok()
 }
 
-/// Whether `id` is one of a client's ids that begin with a clock: OpenCode's `ses_` ids (12 hex
-/// digits of time, then 14 random letters and digits) and Cline's `conv_<milliseconds>_<random>`.
 fn is_time_prefixed(client: Client, id: &str) -> bool {
     match client {
         Client::Opencode => id.starts_with("ses_"),
@@ -82,7 +53,6 @@ fn is_time_prefixed(client: Client, id: &str) -> bool {
     }
 }
 
-/// Whether `id` is a UUID of version 7 (`xxxxxxxx-xxxx-7xxx-yxxx-xxxxxxxxxxxx`).
 fn is_uuid_v7(id: &str) -> bool {
     let groups: Vec<&str> = id.split('-').collect();
     groups.len() == 5
@@ -93,8 +63,7 @@ fn is_uuid_v7(id: &str) -> bool {
         && groups[2].starts_with('7')
 }
 
-/// A client process: its pid and when it started (clock ticks since boot), which together name
-/// it for the life of the machine.
+/// A client process: its pid and start time (clock ticks since boot), which together name it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 pub struct ClientProcess {
     /// The process id.
@@ -206,27 +175,23 @@ impl Registration {
     }
 }
 
-/// The session this process runs in, if any: the nearest registered client among its
-/// ancestors ([`from_tree`]), else a client's session variable ([`from_env`]).
+/// The session this process runs in, if any: [`from_tree`], else [`from_env`].
 pub fn current(root: &Path) -> Option<Session> {
     from_tree(root).or_else(|| from_env(root))
 }
 
-/// The nearest ancestor of this process registered in the workspace at `root` as a client
-/// whose session ran a hook, if it still is that process.
+/// The nearest ancestor of this process registered in the workspace at `root`, if still alive.
 pub fn from_tree(root: &Path) -> Option<Session> {
     let dir = layout::sessions_dir(&crate::worktree::shared_root(root));
     if !dir.is_dir() {
         return None;
     }
-    let tag = host::host_tag();
     let mut pid = std::os::unix::process::parent_id();
     for _ in 0..MAX_DEPTH {
         if pid <= 1 {
             return None;
         }
-        let path = layout::session_file(&crate::worktree::shared_root(root), tag, pid);
-        if let Some(reg) = Registration::read(&path)
+        if let Some(reg) = Registration::read(&session_path(root, pid))
             && reg.host == host::hostname()
             && reg.process.pid == pid
             && reg.process.alive()
@@ -238,8 +203,7 @@ pub fn from_tree(root: &Path) -> Option<Session> {
     None
 }
 
-/// The session named by a client's session variable, if one is set. Its client process is
-/// the one registered for that session, when it still runs.
+/// The session named by a client's session variable, with its registered process if alive.
 pub fn from_env(root: &Path) -> Option<Session> {
     let (var, client, id) = env_session()?;
     let agent = agent_for(client, &id)?;
@@ -253,8 +217,7 @@ pub fn from_env(root: &Path) -> Option<Session> {
     })
 }
 
-/// The first client session variable set in this environment: the variable, its client and
-/// the session id.
+/// The first client session variable set: the variable, its client and the session id.
 pub fn env_session() -> Option<(&'static str, Client, String)> {
     SESSION_VARS.iter().find_map(|(var, client)| {
         let value = std::env::var(var).ok()?;
@@ -291,9 +254,8 @@ fn registered_process(root: &Path, client: Client, id: &str) -> Option<ClientPro
     })
 }
 
-/// The client process of a hook: its parent, or the parent of the `sh -c` between them.
-/// `None` when that is a shell itself: a hook run by hand from a terminal (`echo … | coord hook
-/// claude`) must not make the terminal a client session.
+/// The client process of a hook: its parent, or the parent of the `sh -c` between them. `None`
+/// when that is a shell: a hook run by hand must not make the terminal a client session.
 pub fn hook_client_process() -> Option<ClientProcess> {
     let parent = host::invoker();
     let parent_name = host::command_name(parent);
@@ -313,9 +275,8 @@ pub fn hook_client_process() -> Option<ClientProcess> {
         .flatten()
 }
 
-/// Whether the client `process` of a hook of `client` runs with nobody at it (one prompt, then
-/// it exits: see [`crate::client::Adapter::headless`]), from its command line and whether its
-/// input is a terminal. `false` when coord cannot tell (no `/proc`): as if someone were there.
+/// Whether the client `process` runs with nobody at it ([`crate::client::Adapter::headless`]);
+/// `false` when coord cannot tell.
 pub fn headless(client: Client, process: ClientProcess) -> bool {
     let Some(args) = host::command_line(process.pid) else {
         return false;
@@ -331,10 +292,8 @@ const SHELLS: [&str; 9] = [
     "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "fish",
 ];
 
-/// Whether process `pid`, whose command name is `name`, is a shell running a `-c` command line
-/// (how clients run hooks).
+/// Whether process `pid` named `name` is a shell running `-c` (or `-lc`): how clients run hooks.
 fn is_shell_c(pid: u32, name: &str) -> bool {
-    // `-c`, or `-c` among other one-letter options (`bash -lc`).
     let runs_c = |a: &String| {
         a.strip_prefix('-').is_some_and(|opts| {
             !opts.starts_with('-')
@@ -346,13 +305,8 @@ fn is_shell_c(pid: u32, name: &str) -> bool {
         && host::command_line(pid).is_some_and(|args| args.iter().skip(1).any(runs_c))
 }
 
-/// Record that the session `id` of `client` (agent `agent`) runs in `process`: later coord
-/// processes below it act as that agent. Nothing is written when the registration already says
-/// so; registrations of processes that are gone are swept.
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) when the file cannot be written.
+/// Record that the session `id` of `client` runs in `process` (unless already recorded), and
+/// sweep registrations of processes that are gone.
 pub fn register(
     ws: &Workspace,
     client: Client,
@@ -361,11 +315,7 @@ pub fn register(
     process: ClientProcess,
 ) -> Result<()> {
     let root = ws.root();
-    let path = layout::session_file(
-        &crate::worktree::shared_root(root),
-        host::host_tag(),
-        process.pid,
-    );
+    let path = session_path(root, process.pid);
     if let Some(reg) = Registration::read(&path)
         && reg.client == client
         && reg.session == id
@@ -387,25 +337,18 @@ pub fn register(
     Ok(())
 }
 
-/// The session `id` of `client` ended in `process`: its registration goes (if it still names
-/// that session).
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) when the file cannot be removed.
+/// The session `id` of `client` ended in `process`: its registration goes, if still its own.
 pub fn end(ws: &Workspace, client: Client, id: &str, process: ClientProcess) -> Result<()> {
-    let path = layout::session_file(
-        &crate::worktree::shared_root(ws.root()),
-        host::host_tag(),
-        process.pid,
-    );
+    let path = session_path(ws.root(), process.pid);
     match Registration::read(&path) {
-        Some(reg) if reg.client == client && reg.session == id => {
-            fsutil::remove(&path)?;
-        }
-        _ => {}
+        Some(reg) if reg.client == client && reg.session == id => fsutil::remove(&path).map(drop),
+        _ => Ok(()),
     }
-    Ok(())
+}
+
+/// The registration file of process `pid` on this host.
+fn session_path(root: &Path, pid: u32) -> PathBuf {
+    layout::session_file(&crate::worktree::shared_root(root), host::host_tag(), pid)
 }
 
 /// Remove the registrations of this host whose process is gone (best effort).
@@ -539,11 +482,7 @@ mod tests {
         let dead = ClientProcess::of(child.id());
         child.wait().unwrap();
         if let Some(dead) = dead {
-            let path = layout::session_file(
-                &crate::worktree::shared_root(ws.root()),
-                host::host_tag(),
-                dead.pid,
-            );
+            let path = session_path(ws.root(), dead.pid);
             register(&ws, Client::Codex, "x1", &agent, dead).unwrap();
             assert!(!path.exists(), "swept at once: its process is gone");
         }

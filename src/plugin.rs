@@ -1,24 +1,5 @@
-//! Installed once per user: coord as a plugin (or extension) of each agent client.
-//!
-//! [`write`] lays out, for each client, the folder its own install command takes: coord's hooks
-//! for every event `coord init` wires (the same [`Adapter::hooks`] list), the `coord mcp` server
-//! and the instructions for the agent, all calling the `coord` binary that wrote them, with
-//! `--plugin`.
-//!
-//! A plugin's hooks run in every repository the user opens, set up or not. [`gate`] decides,
-//! before anything is written, what a `--plugin` call does there:
-//!
-//! - the repository turned coord off (`git config coord.enabled false`): nothing at all;
-//! - a folder that is neither a git work tree nor a coord workspace (a home folder, `/tmp`):
-//!   nothing, so no state is left where nobody works on code;
-//! - a repository whose own files wire this client (`coord init`): nothing, the repository's
-//!   hooks handle the event (each event handled once);
-//! - otherwise coord acts; in a repository nobody set up its state is kept out of `git status`
-//!   without touching the user's `.gitignore` ([`crate::adopt`], which the hook asks for first
-//!   thing, as every command's first write does).
-//!
-//! [`Adapter::hooks`]: crate::client::Adapter::hooks
-//! [`Adapter::plugin`]: crate::client::Adapter::plugin
+//! Installed once per user: coord as a plugin (or extension) of each agent client. Its hooks run
+//! in every repository; [`gate`] decides what a `--plugin` call does there.
 
 use std::path::{Path, PathBuf};
 
@@ -58,9 +39,8 @@ impl Spec {
         self.coord.to_string_lossy().into_owned()
     }
 
-    /// `coord hook NAME ...` (as `coord init` registers it) as the plugin runs it: the absolute
-    /// binary, and `--plugin`, behind `exec` (the shell a client runs hooks through becomes
-    /// coord rather than waiting for it as a child).
+    /// `coord hook NAME ...` as the plugin runs it: the absolute binary with `--plugin`, behind
+    /// `exec` (the client's shell becomes coord rather than waiting for it).
     pub fn command(&self, init_command: &str) -> String {
         let rest = init_command
             .strip_prefix(COORD)
@@ -80,7 +60,6 @@ impl Spec {
     /// `{"hooks": {...}}` (with `version` in Copilot's style) for `set`, run by the plugin.
     pub(crate) fn hooks_json(&self, set: &HookSet, style: HookStyle) -> Value {
         let mut doc = Map::new();
-        // A fresh document always merges.
         let set: HookSet = set
             .iter()
             .map(|(event, matcher, cmd)| (*event, *matcher, self.command(cmd)))
@@ -90,44 +69,14 @@ impl Spec {
     }
 }
 
-/// One file of a plugin.
-#[derive(Debug, Clone)]
-pub struct File {
-    /// Relative to the client's plugin folder.
-    pub rel: String,
-    /// Its content.
-    pub content: Vec<u8>,
-}
+/// One file of a plugin: its path in the client's folder, and its bytes.
+type File = (&'static str, Vec<u8>);
 
-impl File {
-    /// A JSON file, pretty-printed with a final newline.
-    pub fn json(rel: &str, value: &Value) -> File {
-        let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
-        text.push('\n');
-        File {
-            rel: rel.to_string(),
-            content: text.into_bytes(),
-        }
-    }
-
-    /// A text file.
-    pub fn text(rel: &str, text: &str) -> File {
-        File {
-            rel: rel.to_string(),
-            content: text.as_bytes().to_vec(),
-        }
-    }
-}
-
-/// One client's plugin: its files and the client's own commands that install and remove it.
-#[derive(Debug, Clone)]
-pub struct Bundle {
-    /// The files, relative to the client's folder.
-    pub files: Vec<File>,
-    /// The commands that install it from the folder (`{dir}` stands for the folder).
-    pub install: Vec<String>,
-    /// The commands that remove it again.
-    pub uninstall: Vec<String>,
+/// A JSON file, pretty-printed with a final newline.
+fn json_file(rel: &'static str, value: &Value) -> File {
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
+    text.push('\n');
+    (rel, text.into_bytes())
 }
 
 /// What `coord plugin write` wrote for one client.
@@ -155,10 +104,8 @@ pub fn skill() -> String {
     )
 }
 
-/// A JS plugin `coord init` writes into a repository (`template`, for `client`), as the
-/// user-level plugin runs it: the absolute `coord` with `--plugin`, the instructions for the
-/// agent (`const INSTRUCTIONS`) and, with `mcp`, the MCP server the plugin adds to the client's
-/// configuration (`const MCP`).
+/// A JS plugin `coord init` writes (`template`, for `client`) as the user-level plugin runs it:
+/// the absolute `coord` with `--plugin`, `const INSTRUCTIONS` and `const MCP` filled in.
 pub fn script(template: &str, client: &str, spec: &Spec, mcp: Option<&Value>) -> String {
     let quoted = |v: &Value| serde_json::to_string(v).unwrap_or_default();
     let mut text = template.to_string();
@@ -200,8 +147,8 @@ pub fn script(template: &str, client: &str, spec: &Spec, mcp: Option<&Value>) ->
     text
 }
 
-/// The plugin of `client`, when coord writes one: its files and its install commands.
-pub fn bundle(client: Client, spec: &Spec) -> Option<Bundle> {
+/// The files of `client`'s plugin, when coord writes one.
+fn files(client: Client, spec: &Spec) -> Option<Vec<File>> {
     let adapter = client.adapter();
     let plugin = adapter.plugin?;
     let hooks = adapter.hooks();
@@ -250,14 +197,14 @@ pub fn bundle(client: Client, spec: &Spec) -> Option<Bundle> {
                 ]);
             }
             vec![
-                File::json(marketplace, &market),
-                File::json(manifest, &man),
-                File::json("coord/hooks/hooks.json", &spec.hooks_json(&hooks, style)),
-                File::json(
+                json_file(marketplace, &market),
+                json_file(manifest, &man),
+                json_file("coord/hooks/hooks.json", &spec.hooks_json(&hooks, style)),
+                json_file(
                     "coord/.mcp.json",
                     &json!({"mcpServers": spec.mcp_servers()}),
                 ),
-                File::text("coord/skills/coord/SKILL.md", &skill()),
+                ("coord/skills/coord/SKILL.md", skill().into_bytes()),
             ]
         }
         PluginKind::Extension { manifest, context } => {
@@ -270,9 +217,9 @@ pub fn bundle(client: Client, spec: &Spec) -> Option<Bundle> {
             });
             let style = HookStyle::Claude { named: true };
             vec![
-                File::json(manifest, &man),
-                File::json("hooks/hooks.json", &spec.hooks_json(&hooks, style)),
-                File::text(context, &format!("{}\n", init::instructions())),
+                json_file(manifest, &man),
+                json_file("hooks/hooks.json", &spec.hooks_json(&hooks, style)),
+                (context, format!("{}\n", init::instructions()).into_bytes()),
             ]
         }
         PluginKind::Js { package, mcp } => {
@@ -299,45 +246,34 @@ pub fn bundle(client: Client, spec: &Spec) -> Option<Bundle> {
                 crate::client::Wire::Generated(_, content) => Some(*content),
                 _ => None,
             })?;
+            let js = script(template, adapter.name, spec, mcp.as_ref());
             vec![
-                File::json("package.json", &doc),
-                File::text(
-                    "coord.js",
-                    &script(template, adapter.name, spec, mcp.as_ref()),
-                ),
+                json_file("package.json", &doc),
+                ("coord.js", js.into_bytes()),
             ]
         }
     };
-    let strings = |cmds: &[&str]| cmds.iter().map(|c| c.to_string()).collect();
-    Some(Bundle {
-        files,
-        install: strings(plugin.install),
-        uninstall: strings(plugin.uninstall),
-    })
+    Some(files)
 }
 
 /// Write the plugin of each of `clients` into `dir/<client>/`.
-///
-/// # Errors
-///
-/// [`Error::Io`] naming the file or folder that could not be written.
 pub fn write(dir: &Path, clients: &[Client], spec: &Spec) -> Result<Vec<Written>> {
     let mut out = Vec::new();
     for &client in clients {
         let adapter = client.adapter();
         let folder = dir.join(adapter.name());
-        let Some(bundle) = bundle(client, spec) else {
+        let (Some(plugin), Some(files)) = (adapter.plugin, files(client, spec)) else {
             continue;
         };
-        for file in &bundle.files {
-            let path = folder.join(&file.rel);
+        for (rel, content) in &files {
+            let path = folder.join(rel);
             if let Some(parent) = path.parent() {
                 fsutil::ensure_dir(parent)?;
             }
-            fsutil::replace_durable(&path, &file.content)?;
+            fsutil::replace_durable(&path, content)?;
         }
         let shown = folder.display().to_string();
-        let fill = |cmds: &[String]| -> Vec<String> {
+        let fill = |cmds: &[&str]| -> Vec<String> {
             cmds.iter()
                 .map(|c| c.replace("{dir}", &crate::shell::arg(&shown)))
                 .collect()
@@ -346,9 +282,9 @@ pub fn write(dir: &Path, clients: &[Client], spec: &Spec) -> Result<Vec<Written>
             client: adapter.name(),
             product: adapter.product(),
             dir: shown.clone(),
-            files: bundle.files.iter().map(|f| f.rel.clone()).collect(),
-            install: fill(&bundle.install),
-            uninstall: fill(&bundle.uninstall),
+            files: files.iter().map(|(rel, _)| rel.to_string()).collect(),
+            install: fill(plugin.install),
+            uninstall: fill(plugin.uninstall),
         });
     }
     Ok(out)
@@ -389,10 +325,6 @@ pub fn gate(ws: &Workspace, client: Option<Client>) -> Gate {
 }
 
 /// The absolute path of the running `coord`.
-///
-/// # Errors
-///
-/// [`Error::Io`] when the system cannot say.
 pub fn current_coord() -> Result<PathBuf> {
     let exe = std::env::current_exe().at("find the running binary", Path::new("coord"))?;
     Ok(std::fs::canonicalize(&exe).unwrap_or(exe))

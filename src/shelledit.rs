@@ -5,22 +5,10 @@
 //! ([`start`]); when the call has run (the post-tool hook) it looks at those files again
 //! ([`changed`]) and tells the agent at once which of them its command changed.
 //!
-//! Cost grows with the locks, not with the files of the tree: the files looked at are the ones
-//! coord's index of held files (`.coord/held/`) names, each `lstat`ed once; nothing walks the
-//! tree and git is not run. A file counts as changed when its inode, size, mtime or ctime differ
-//! from the start (it was created or deleted too); a file locked while the command ran counts
-//! when its ctime is not older than the start (ctime cannot be set back by a tool, unlike
-//! mtime). The times compared all come from the filesystem's own clock (the start is the
-//! record's own mtime), so a clock skew between machines does not matter.
-//!
-//! Two questions are asked through one place each, so that claims on folders and patterns
-//! extend them: which paths to look at ([`held_by_others`]) and who holds a path
-//! ([`crate::guard::held`], the question the git guard asks at commit).
-//!
-//! What cannot be told from stat data alone: whether the holder itself changed the file while
-//! the command ran (in the same work tree). A change is put down to the holder when its lock
-//! record was rewritten after the change (a client's post-edit hook renews the lock right
-//! after the edit); otherwise it is reported, and the notice says what to check.
+//! A file counts as changed when its inode, size, mtime or ctime differ from the start; one
+//! locked while the command ran, when its ctime is not older than the start (the record's own
+//! mtime: one clock, the filesystem's). A change is put down to the holder when its lock record
+//! was rewritten after the change (its post-edit hook renews the lock).
 
 use std::collections::BTreeMap;
 
@@ -36,11 +24,9 @@ use crate::workspace::{AgentId, Workspace};
 /// The largest start record read.
 const RECORD_CAP: u64 = 4 * 1024 * 1024;
 
-/// What [`start`] records: the files others held when a shell call started, as they were.
+/// What [`start`] records: each file others held (`None`: it did not exist).
 #[derive(Debug, Clone, Default, Serialize, Deserialize)]
 struct Start {
-    /// Each held file (relative to the work tree's top level) and its stat data then (`None`:
-    /// it did not exist).
     files: BTreeMap<String, Option<Stat>>,
 }
 
@@ -57,9 +43,8 @@ pub struct Changed {
     pub since: Option<String>,
 }
 
-/// The files another agent holds `LIVE` now: of the paths coord's index of held files names
-/// for an agent other than `me` (claims on folders and patterns add the paths they hold here),
-/// those [`guard::held`] finds held.
+/// The files another agent holds `LIVE` now: of the paths `.coord/held/` names for others, those
+/// [`guard::held`] finds held.
 pub fn held_by_others(ws: &Workspace, me: &AgentId) -> Vec<Held> {
     let mut paths: Vec<String> = lock::indexed(ws.root())
         .into_iter()
@@ -77,13 +62,8 @@ pub fn held_by_others(ws: &Workspace, me: &AgentId) -> Vec<Held> {
     held
 }
 
-/// A shell tool call of `agent` starts: record the time and the held files as they are (the
-/// record is written even when no file is held: its mtime is the start, for files locked while
-/// the command runs). A record that says the same as the new one gets the new time only.
-///
-/// # Errors
-///
-/// [`crate::Error::Io`] when the record cannot be written.
+/// A shell tool call of `agent` starts: record the held files as they are. The record is written
+/// even when none is held: its mtime is the start.
 pub fn start(ws: &Workspace, agent: &AgentId) -> Result<()> {
     let path = layout::shell_start(&crate::worktree::shared_root(ws.root()), agent.id());
     let held = held_by_others(ws, agent);
@@ -94,8 +74,6 @@ pub fn start(ws: &Workspace, agent: &AgentId) -> Result<()> {
             .collect(),
     };
     let bytes = serde_json::to_vec(&record).unwrap_or_default();
-    // The same record as the last call's (nobody else holds a file, or nothing changed): its
-    // time is all that is new.
     if fsutil::touch_if_same(&path, &bytes) {
         return Ok(());
     }
@@ -105,19 +83,16 @@ pub fn start(ws: &Workspace, agent: &AgentId) -> Result<()> {
     fsutil::replace(&path, &bytes)
 }
 
-/// A shell tool call of `agent` has run: the held files it changed, oldest record first. The
-/// start record is used up (its mtime set to the epoch). No record, or one used up (the
-/// pre-tool hook did not run): nothing is known to have changed.
+/// A shell tool call of `agent` has run: the held files it changed. The start record is used up
+/// (mtime set to the epoch); without one, nothing is known to have changed.
 pub fn changed(ws: &Workspace, agent: &AgentId) -> Vec<Changed> {
     let path = layout::shell_start(&crate::worktree::shared_root(ws.root()), agent.id());
     let Ok((bytes, Some(started))) = fsutil::read_capped_with_mtime(&path, RECORD_CAP) else {
         return Vec::new();
     };
     if started == std::time::UNIX_EPOCH {
-        // Used by the call before.
         return Vec::new();
     }
-    // Used: its time set to the epoch, kept for the next call to write over (or removed).
     if fsutil::set_mtime_epoch(&path).is_err() {
         let _ = fsutil::remove(&path);
     }
@@ -148,9 +123,8 @@ pub fn changed(ws: &Workspace, agent: &AgentId) -> Vec<Changed> {
     out
 }
 
-/// Whether the holder's lock record on `held.file` (in any work tree of the repository) was
-/// rewritten after the file changed: the holder's own post-edit hook renewing its lock
-/// right after its own edit.
+/// Whether the holder's lock record on `held.file` (in any work tree) was rewritten after the
+/// file changed: the holder's own post-edit hook renewing it.
 fn holder_touched_after(ws: &Workspace, held: &Held, file: &Stat) -> bool {
     let Ok(holder) = AgentId::parse(&held.holder) else {
         return false;

@@ -3,8 +3,6 @@
 //! registers for it ([`Wire`]) and its plugin ([`Plugin`]), and what makes it run a folder's
 //! hooks at all. The doors ([`crate::hook`], [`crate::init`], [`crate::plugin`], `coord doctor`)
 //! read this table; nothing here imports them. A new client is one entry in [`clients!`].
-//!
-//! Also here: reading a hook payload into a [`HookCall`] ([`parse`], [`payload`], [`patch`]).
 
 pub mod patch;
 pub mod payload;
@@ -115,9 +113,8 @@ pub(crate) enum McpStyle {
     Opencode,
 }
 
-/// One file `coord init` writes for a client: a JSON file (`comments`: read as JSON with
-/// comments) holding coord's hooks and/or its MCP server; Codex's TOML config
-/// (`[mcp_servers.coord]`); or a plugin file coord writes whole, known by [`MARKER`].
+/// One file `coord init` writes for a client: JSON (`comments`: with comments) with hooks and/or
+/// the MCP server, Codex's TOML config, or a plugin file written whole, known by [`MARKER`].
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum Wire {
     Json {
@@ -133,14 +130,9 @@ pub(crate) enum Wire {
 /// The line that marks a generated plugin file as coord's.
 pub const MARKER: &str = "coord:generated";
 
-/// What a client's user-level plugin (`coord plugin write`) is made of:
-/// - a marketplace folder holding the plugin `coord/`: the marketplace file (`codex`: Codex's
-///   layout), the manifest (naming `paths` of its hooks, MCP file and skills when the client
-///   wants them named), `hooks/hooks.json`, `.mcp.json` and a skill;
-/// - an extension folder: its manifest (with the MCP server and the context file's name),
-///   `hooks/hooks.json` (named hooks) and the context file;
-/// - a JS plugin package: `package.json` with `package` keys, and `coord.js`, the plugin
-///   `coord init` writes (`mcp`: it adds the MCP server to the client's configuration).
+/// What a client's user-level plugin (`coord plugin write`) is: a marketplace folder holding
+/// `coord/` (`codex`: Codex's layout; `paths`: named in the manifest), an extension folder, or
+/// a JS plugin package (`package` keys; `mcp`: it adds the MCP server).
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum PluginKind {
     Marketplace {
@@ -169,17 +161,9 @@ pub(crate) struct Plugin {
     pub uninstall: &'static [&'static str],
 }
 
-/// Everything coord knows about one agent client: its names; each event name it sends and
-/// what it is about; coord's hook registrations (event, matcher; `event_flag`: each passes
-/// `--event`, for a payload that does not name its event); which files a tool call edits and
-/// what a shell tool runs (from the tool's arguments as sent, string or object); its reply
-/// format; `normalize`, for a payload shaped otherwise than Claude Code's; whether it is told
-/// "no" by exit status 2 (the reason on stderr); its hook file and instructions file; whether
-/// git runs its hooks for commits through its shell tool; what `coord init` writes for it; the
-/// project file where the client itself keeps its user's answers about coord's MCP server and
-/// tools (`approvals`: coord never writes it, `init --remove` takes coord's entries out of it);
-/// the commands that start it (`executables`: found on `PATH`, plain `coord init` wires it);
-/// its plugin; and its trust gate with the step that opens it.
+/// Everything coord knows about one agent client (see the module doc). `event_flag`: each
+/// registration passes `--event`; `approvals`: the project file where the client keeps its
+/// user's answers about coord (coord never writes it; `init --remove` takes coord's entries out).
 pub struct Adapter {
     /// The name used on the command line and in agent ids (`claude`).
     pub name: &'static str,
@@ -198,11 +182,8 @@ pub struct Adapter {
     pub(crate) shell_git_hooks: (bool, &'static str),
     pub(crate) wiring: &'static [Wire],
     pub(crate) approvals: Option<&'static str>,
-    /// What the client does by mode where its trust gate is not the whole story (a
-    /// non-interactive mode that runs hooks in any folder, a question an interactive session asks).
+    /// What other modes do where the trust gate applies only to interactive sessions.
     pub(crate) trust_modes: Option<&'static str>,
-    /// Whether a client process started with these arguments (its command line after the
-    /// program; its standard input a terminal or not, when known) runs with nobody at it.
     headless: fn(&[String], Option<bool>) -> bool,
     pub(crate) executables: &'static [&'static str],
     pub(crate) plugin: Option<Plugin>,
@@ -247,10 +228,8 @@ impl Adapter {
         (self.trust_step)(root)
     }
 
-    /// Whether a client process started with `args` (its command line after the program,
-    /// whose standard input is a terminal when `stdin_terminal` says so) runs without anyone
-    /// at it: one prompt, then it exits (`claude -p`, `codex exec`). The end of its turn then
-    /// waits for no user.
+    /// Whether a client process started with `args` (after the program) runs without anyone at
+    /// it: one prompt, then it exits (`claude -p`, `codex exec`).
     pub fn headless(&self, args: &[String], stdin_terminal: Option<bool>) -> bool {
         (self.headless)(args, stdin_terminal)
     }
@@ -333,9 +312,7 @@ clients! {
 }
 
 impl Client {
-    /// What plain `coord init` wires where no client is found on `PATH`: the four clients the
-    /// contract names, so that a repository set up before its users' clients are installed (a
-    /// CI image, a fresh machine) still gets the usual wiring.
+    /// What plain `coord init` wires where no client is found on `PATH`: the contract's four.
     pub const DEFAULT: &'static [Client] = &[
         Client::Claude,
         Client::Codex,
@@ -402,6 +379,31 @@ const EDITOR_GIT: (bool, &str) = (
     "its terminal runs git with the repository's own config, as far as its docs show (not run here)",
 );
 
+/// What most clients share; each adapter below says where it differs.
+const BASE: Adapter = Adapter {
+    name: "",
+    product: "",
+    events: CLAUDE_EVENTS,
+    hooks: &[],
+    event_flag: false,
+    edited: |_, _| None,
+    shell: |_, _| None,
+    render: render_claude,
+    normalize: None,
+    denies_by_exit_status: false,
+    hook_file: "",
+    instruction_file: None,
+    shell_git_hooks: GIT_OWN_CONFIG,
+    wiring: &[],
+    approvals: None,
+    trust_modes: None,
+    headless: |_, _| false,
+    executables: &[],
+    plugin: None,
+    trust: |_| Trust::new(HooksRun::Unknown, ""),
+    trust_step: |_| String::new(),
+};
+
 const MCP_JSON: Wire = Wire::Json {
     file: ".mcp.json",
     comments: false,
@@ -413,7 +415,6 @@ const MCP_JSON: Wire = Wire::Json {
 const CLAUDE: Adapter = Adapter {
     name: "claude",
     product: "Claude Code",
-    events: CLAUDE_EVENTS,
     hooks: &[
         ("SessionStart", None),
         // The shell too: a `git commit` through it is checked like the pre-commit guard, and
@@ -429,15 +430,10 @@ const CLAUDE: Adapter = Adapter {
         ("Stop", None),
         ("SessionEnd", None),
     ],
-    event_flag: false,
     edited: tools::claude_edited,
     shell: |t, i| tools::shell_call(t, "Bash", i, None),
-    render: render_claude,
-    normalize: None,
-    denies_by_exit_status: false,
     hook_file: ".claude/settings.json",
     instruction_file: Some("CLAUDE.md"),
-    shell_git_hooks: GIT_OWN_CONFIG,
     wiring: &[
         Wire::Json {
             file: ".claude/settings.json",
@@ -475,6 +471,7 @@ const CLAUDE: Adapter = Adapter {
     }),
     trust: trust::claude,
     trust_step: trust::claude_step,
+    ..BASE
 };
 
 /// Codex CLI: Claude-shaped events; edits arrive as `apply_patch`. Hooks in
@@ -482,7 +479,6 @@ const CLAUDE: Adapter = Adapter {
 const CODEX: Adapter = Adapter {
     name: "codex",
     product: "Codex CLI",
-    events: CLAUDE_EVENTS,
     hooks: &[
         ("SessionStart", None),
         ("PreToolUse", Some("apply_patch|Edit|Write|Bash")),
@@ -493,15 +489,9 @@ const CODEX: Adapter = Adapter {
         ("Stop", None),
         ("SessionEnd", None),
     ],
-    event_flag: false,
     edited: tools::codex_edited,
     shell: |t, i| tools::shell_call(t, "Bash", i, Some("workdir")),
-    render: render_claude,
-    normalize: None,
-    denies_by_exit_status: false,
     hook_file: ".codex/hooks.json",
-    instruction_file: None,
-    shell_git_hooks: GIT_OWN_CONFIG,
     wiring: &[
         Wire::Json {
             file: ".codex/hooks.json",
@@ -511,10 +501,8 @@ const CODEX: Adapter = Adapter {
         },
         Wire::CodexToml(".codex/config.toml"),
     ],
-    approvals: None,
     // `codex exec` (or its alias, `codex e …`): one task, then it exits.
     headless: |args, _| args.iter().any(|a| a == "exec") || args.first().is_some_and(|a| a == "e"),
-    trust_modes: None,
     executables: &["codex"],
     plugin: Some(Plugin {
         kind: PluginKind::Marketplace {
@@ -535,6 +523,7 @@ const CODEX: Adapter = Adapter {
     }),
     trust: trust::codex,
     trust_step: trust::codex_step,
+    ..BASE
 };
 
 /// Gemini CLI: hooks and the MCP server in `.gemini/settings.json` (JSON with comments).
@@ -558,15 +547,12 @@ const GEMINI: Adapter = Adapter {
         ("AfterAgent", None),
         ("SessionEnd", None),
     ],
-    event_flag: false,
     edited: |tool, input| match tool {
         "write_file" | "replace" => tools::path_of(input, &["file_path", "absolute_path", "path"]),
         _ => None,
     },
     shell: |t, i| tools::shell_call(t, "run_shell_command", i, Some("dir_path")),
     render: render_gemini,
-    normalize: None,
-    denies_by_exit_status: false,
     hook_file: ".gemini/settings.json",
     instruction_file: Some("GEMINI.md"),
     shell_git_hooks: (
@@ -579,14 +565,12 @@ const GEMINI: Adapter = Adapter {
         hooks: Some(HookStyle::Claude { named: true }),
         mcp: Some(McpStyle::Servers),
     }],
-    approvals: None,
     // `gemini -p` (`--prompt`), or its input not a terminal (`echo … | gemini`): one prompt,
     // then it exits; `-i` (`--prompt-interactive`) stays at the terminal.
     headless: |args, stdin_terminal| {
         !has_option(args, "-i", "--prompt-interactive")
             && (has_option(args, "-p", "--prompt") || stdin_terminal == Some(false))
     },
-    trust_modes: None,
     executables: &["gemini"],
     plugin: Some(Plugin {
         kind: PluginKind::Extension {
@@ -598,6 +582,7 @@ const GEMINI: Adapter = Adapter {
     }),
     trust: trust::gemini,
     trust_step: trust::gemini_step,
+    ..BASE
 };
 
 /// GitHub Copilot CLI: the payload does not name its event (`--event`). Hooks in
@@ -632,10 +617,7 @@ const COPILOT: Adapter = Adapter {
         Reply::Block(reason) => Some(json!({"decision": "block", "reason": reason})),
         Reply::Context(text) | Reply::Notice(_, text) => Some(json!({"additionalContext": text})),
     },
-    normalize: None,
-    denies_by_exit_status: false,
     hook_file: ".github/hooks/coord.json",
-    instruction_file: None,
     shell_git_hooks: (
         true,
         "its shell tool sets only safe.bareRepository and core.fsmonitor through GIT_CONFIG_*; git hooks run",
@@ -649,10 +631,8 @@ const COPILOT: Adapter = Adapter {
         },
         MCP_JSON,
     ],
-    approvals: None,
     // `copilot -p` (`--prompt`): one prompt, then it exits.
     headless: |args, _| has_option(args, "-p", "--prompt"),
-    trust_modes: None,
     executables: &["copilot"],
     plugin: Some(Plugin {
         // Copilot loads it live from this folder: keep the folder.
@@ -674,6 +654,7 @@ const COPILOT: Adapter = Adapter {
     }),
     trust: trust::copilot,
     trust_step: trust::copilot_step,
+    ..BASE
 };
 
 /// Qwen Code (a Gemini CLI fork): Claude-shaped hooks and replies; hooks and the MCP server in
@@ -681,7 +662,6 @@ const COPILOT: Adapter = Adapter {
 const QWEN: Adapter = Adapter {
     name: "qwen",
     product: "Qwen Code",
-    events: CLAUDE_EVENTS,
     hooks: &[
         ("SessionStart", None),
         // Qwen Code's matchers are unanchored regular expressions.
@@ -690,7 +670,6 @@ const QWEN: Adapter = Adapter {
         ("Stop", None),
         ("SessionEnd", None),
     ],
-    event_flag: false,
     edited: |tool, input| match tool {
         // `replace` is the old name of `edit`, still accepted by Qwen Code.
         "write_file" | "edit" | "replace" => {
@@ -699,21 +678,14 @@ const QWEN: Adapter = Adapter {
         _ => None,
     },
     shell: |t, i| tools::shell_call(t, "run_shell_command", i, Some("directory")),
-    render: render_claude,
-    normalize: None,
-    denies_by_exit_status: false,
     hook_file: ".qwen/settings.json",
     instruction_file: Some("QWEN.md"),
-    shell_git_hooks: GIT_OWN_CONFIG,
     wiring: &[Wire::Json {
         file: ".qwen/settings.json",
         comments: true,
         hooks: Some(HookStyle::Claude { named: true }),
         mcp: Some(McpStyle::Servers),
     }],
-    approvals: None,
-    headless: |_, _| false,
-    trust_modes: None,
     executables: &["qwen"],
     plugin: Some(Plugin {
         kind: PluginKind::Extension {
@@ -725,17 +697,15 @@ const QWEN: Adapter = Adapter {
     }),
     trust: trust::qwen,
     trust_step: trust::qwen_step,
+    ..BASE
 };
 
-/// The JS plugin `coord init` writes for OpenCode (`.opencode/plugin/coord.js`): it runs `coord
-/// hook opencode` with a payload it builds from OpenCode's plugin hooks and bus events, throws
-/// on a denial (the model reads the message) and adds the session-start context to the system
-/// prompt.
+/// The JS plugin `coord init` writes for OpenCode: it runs `coord hook opencode` from its plugin
+/// hooks and bus events, and throws on a denial (the model reads the message).
 pub const OPENCODE_PLUGIN: &str = include_str!("opencode.js");
 
-/// The JS plugin `coord init` writes for Cline (`.cline/plugins/coord.js`): its hook files can
-/// only cancel a whole run, while a plugin's `beforeTool` skips one tool call with a reason the
-/// model reads. A turn is one run: `beforeRun` clocks in, `afterRun` releases.
+/// The JS plugin `coord init` writes for Cline: its hook files can only cancel a whole run, a
+/// plugin's `beforeTool` skips one tool call with a reason the model reads.
 pub const CLINE_PLUGIN: &str = include_str!("cline.js");
 
 /// OpenCode: no command hooks; `coord init` writes its plugin, and the MCP server into
@@ -751,16 +721,10 @@ const OPENCODE: Adapter = Adapter {
         ("session.idle", Kind::Stop),
         ("session.deleted", Kind::SessionEnd),
     ],
-    hooks: &[],
-    event_flag: false,
     edited: tools::opencode_edited,
     shell: |t, i| tools::shell_call(t, "bash", i, Some("workdir")),
     render: render_plugin,
-    normalize: None,
-    denies_by_exit_status: false,
     hook_file: ".opencode/plugin/coord.js",
-    instruction_file: None,
-    shell_git_hooks: GIT_OWN_CONFIG,
     wiring: &[
         Wire::Generated(".opencode/plugin/coord.js", OPENCODE_PLUGIN),
         Wire::Json {
@@ -770,10 +734,6 @@ const OPENCODE: Adapter = Adapter {
             mcp: Some(McpStyle::Opencode),
         },
     ],
-    // `opencode plugin -g DIR` lists it in the user's `opencode.jsonc`; nothing removes it.
-    approvals: None,
-    headless: |_, _| false,
-    trust_modes: None,
     executables: &["opencode"],
     plugin: Some(Plugin {
         kind: PluginKind::Js {
@@ -794,11 +754,11 @@ const OPENCODE: Adapter = Adapter {
     trust_step: |_| {
         "none: OpenCode loads the plugins of `.opencode/plugin/` in every folder".into()
     },
+    ..BASE
 };
 
-/// Cline CLI: `coord init` writes its plugin. Its MCP servers are started by its CLI process,
-/// outside the process tree of the hub where plugins run: `coord mcp` there would be an agent
-/// of its own, so neither `coord init` nor the plugin registers it.
+/// Cline CLI: `coord init` writes its plugin, and no MCP server (Cline starts those outside the
+/// process tree where plugins run: `coord mcp` there would be an agent of its own).
 const CLINE: Adapter = Adapter {
     name: "cline",
     product: "Cline CLI",
@@ -809,20 +769,11 @@ const CLINE: Adapter = Adapter {
         ("afterRun", Kind::Stop),
         ("sessionShutdown", Kind::SessionEnd),
     ],
-    hooks: &[],
-    event_flag: false,
     edited: tools::cline_edited,
     shell: tools::cline_shell,
     render: render_plugin,
-    normalize: None,
-    denies_by_exit_status: false,
     hook_file: ".cline/plugins/coord.js",
-    instruction_file: None,
-    shell_git_hooks: GIT_OWN_CONFIG,
     wiring: &[Wire::Generated(".cline/plugins/coord.js", CLINE_PLUGIN)],
-    approvals: None,
-    headless: |_, _| false,
-    trust_modes: None,
     executables: &["cline"],
     plugin: Some(Plugin {
         kind: PluginKind::Js {
@@ -841,6 +792,7 @@ const CLINE: Adapter = Adapter {
     trust_step: |_| {
         "none: Cline CLI loads the plugins of `.cline/plugins/` in every workspace".into()
     },
+    ..BASE
 };
 
 /// Cursor (the editor; not run end to end here), from its published hook format:
@@ -869,7 +821,6 @@ const CURSOR: Adapter = Adapter {
         ("stop", None),
         ("sessionEnd", None),
     ],
-    event_flag: false,
     edited: |tool, input| match tool {
         "Write" | "Edit" | "StrReplace" | "MultiEdit" | "Delete" | "EditNotebook"
         | "NotebookEdit" => tools::path_of(
@@ -899,9 +850,7 @@ const CURSOR: Adapter = Adapter {
         })
     },
     normalize: Some(tools::cursor_normalize),
-    denies_by_exit_status: false,
     hook_file: ".cursor/hooks.json",
-    instruction_file: None,
     shell_git_hooks: EDITOR_GIT,
     wiring: &[
         Wire::Json {
@@ -917,11 +866,7 @@ const CURSOR: Adapter = Adapter {
             mcp: Some(McpStyle::Servers),
         },
     ],
-    approvals: None,
-    headless: |_, _| false,
-    trust_modes: None,
     executables: &["cursor-agent", "cursor"],
-    plugin: None,
     trust: |_| {
         Trust::new(
             HooksRun::Yes,
@@ -934,11 +879,11 @@ const CURSOR: Adapter = Adapter {
             root.display()
         )
     },
+    ..BASE
 };
 
-/// Windsurf (Cascade; not run end to end here), from its published hook format:
-/// `.windsurf/hooks.json`; a pre-hook blocks by exit status 2. No session-start event and no
-/// project MCP file.
+/// Windsurf (Cascade; not run end to end here), from its published hook format: a pre-hook
+/// blocks by exit status 2; no session-start event, no project MCP file.
 const WINDSURF: Adapter = Adapter {
     name: "windsurf",
     product: "Windsurf",
@@ -956,7 +901,6 @@ const WINDSURF: Adapter = Adapter {
         ("post_run_command", None),
         ("post_cascade_response", None),
     ],
-    event_flag: false,
     edited: |tool, input| {
         (tool == tools::WINDSURF_WRITE)
             .then(|| tools::path_of(input, &["file_path"]).unwrap_or_default())
@@ -967,7 +911,6 @@ const WINDSURF: Adapter = Adapter {
     normalize: Some(tools::windsurf_normalize),
     denies_by_exit_status: true,
     hook_file: ".windsurf/hooks.json",
-    instruction_file: None,
     shell_git_hooks: EDITOR_GIT,
     wiring: &[Wire::Json {
         file: ".windsurf/hooks.json",
@@ -975,11 +918,7 @@ const WINDSURF: Adapter = Adapter {
         hooks: Some(HookStyle::Flat { version: false }),
         mcp: None,
     }],
-    approvals: None,
-    headless: |_, _| false,
-    trust_modes: None,
     executables: &["windsurf"],
-    plugin: None,
     trust: |_| {
         Trust::new(
             HooksRun::Yes,
@@ -992,6 +931,7 @@ const WINDSURF: Adapter = Adapter {
             root.display()
         )
     },
+    ..BASE
 };
 
 /// The JSON Claude Code (and Codex and Qwen Code, which read the same shapes) understands.
@@ -1090,14 +1030,8 @@ fn has_option(args: &[String], short: &str, long: &str) -> bool {
 /// The largest payload read (a `Write` carries the whole file).
 pub const PAYLOAD_CAP: u64 = 64 * 1024 * 1024;
 
-/// Read one payload. `event` (from `--event`) wins over the payload's `hook_event_name`.
-///
-/// A payload that is not JSON but names its event is read as far as it can be (see
-/// [`payload`]), with [`HookCall::fault`] saying why.
-///
-/// # Errors
-///
-/// [`Error::BadInput`] when the bytes are not one JSON object, or no event is named.
+/// Read one payload; `event` (from `--event`) wins over its `hook_event_name`. One that is not
+/// JSON but names its event is read as far as it can be, with [`HookCall::fault`] saying why.
 pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCall> {
     let not_json = |why: &str| Error::bad_input(format!("the hook payload is not JSON: {why}"));
     let read = payload::read(input).map_err(|why| not_json(&why))?;
@@ -1155,9 +1089,8 @@ pub fn render(client: Client, reply: &Reply) -> Option<String> {
     serde_json::to_string(&value).ok()
 }
 
-/// A tool's arguments as an object: clients that send them as a JSON string (Copilot CLI)
-/// are decoded, as the payload itself is ([`payload`]: as far as they can be); anything else
-/// undecodable is `Null`.
+/// A tool's arguments as an object: a JSON string (Copilot CLI) is decoded as far as it can be;
+/// anything else undecodable is `Null`.
 pub fn args_object(input: &Value) -> Value {
     match input {
         Value::String(s) => payload::read(s.as_bytes())

@@ -1,21 +1,4 @@
 //! The paths a Codex `apply_patch` envelope touches.
-//!
-//! ```text
-//! *** Begin Patch
-//! *** Add File: docs/new.md
-//! +text
-//! *** Update File: src/old.rs
-//! *** Move to: src/new.rs
-//! @@
-//! -a
-//! +b
-//! *** Delete File: junk.txt
-//! *** End Patch
-//! ```
-//!
-//! Only the header lines matter: every line of a hunk starts with ` `, `+`, `-` or `@@`, so a
-//! header-looking line inside added text (`+*** Add File: x`) is never taken for one. Line ends
-//! may be `\n` or `\r\n`; leading blanks before `***` are tolerated.
 
 /// How a path is touched.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -1,23 +1,6 @@
 //! Reading a hook payload: whole when it is JSON, and as far as it can be read when it is not.
-//!
-//! A hook must judge every edit a client asks for, and the payload that asks is not always
-//! what serde_json reads into a `Value`: a field coord never looks at may nest past its
-//! recursion limit (128), a string may hold a lone UTF-16 surrogate (`"\ud800"`, which
-//! JavaScript's and Python's JSON writers emit), a payload over [`super::PAYLOAD_CAP`] is cut.
-//! Reading any of these as "not JSON" would let the edit through unjudged, a file another
-//! agent holds included. So a payload is read by [`Reader`], which keeps what it can:
-//!
-//! - containers nested deeper than [`MAX_DEPTH`] are skipped (read as `null`, without
-//!   recursion), a lone surrogate becomes U+FFFD, bytes that are not UTF-8 are read lossily,
-//!   control characters in strings are kept: a payload that is JSON in every other way is read
-//!   whole, and what serde_json reads, it reads alike (a property test and the `hook_payload`
-//!   fuzz target hold it to that);
-//! - a payload that is not JSON (cut short, garbage inside or after) keeps the members read
-//!   whole before the fault (a string or number cut short is dropped, never read in part), and
-//!   says why ([`Payload::fault`], in serde_json's words): coord then judges the edit it names
-//!   without writing anything (see [`super::act::judge_unread`]).
-//!
-//! Only an object is read this way; any other input is serde_json's to read, or refuse.
+//! Reading deep nesting, a lone surrogate or a cut payload as "not JSON" would let an edit
+//! through unjudged; [`Reader`] keeps what it can and says why ([`Payload::fault`]).
 
 use serde_json::{Map, Number, Value};
 
@@ -36,10 +19,6 @@ pub struct Payload {
 }
 
 /// Read a payload.
-///
-/// # Errors
-///
-/// Why nothing could be read: the input is not JSON, and not the start of a JSON object either.
 pub fn read(bytes: &[u8]) -> Result<Payload, String> {
     let mut r = Reader { b: bytes, i: 0 };
     if r.b.starts_with(b"\xEF\xBB\xBF") {
@@ -56,10 +35,7 @@ pub fn read(bytes: &[u8]) -> Result<Payload, String> {
             r.ws();
             (value, r.i == r.b.len())
         }
-        Err(cut) => (
-            cut.partial.unwrap_or_else(|| Value::Object(Map::new())),
-            false,
-        ),
+        Err(cut) => (cut.unwrap_or_else(|| Value::Object(Map::new())), false),
     };
     Ok(Payload {
         value,
@@ -83,19 +59,7 @@ struct Reader<'a> {
 }
 
 /// Reading stopped at a fault: the container read so far, with its members read whole.
-struct Cut {
-    partial: Option<Value>,
-}
-
-impl Cut {
-    fn none() -> Cut {
-        Cut { partial: None }
-    }
-
-    fn with(v: Value) -> Cut {
-        Cut { partial: Some(v) }
-    }
-}
+type Cut = Option<Value>;
 
 impl Reader<'_> {
     fn peek(&self) -> Option<u8> {
@@ -115,17 +79,17 @@ impl Reader<'_> {
     fn value(&mut self, depth: usize) -> Result<Value, Cut> {
         match self.peek() {
             Some(b'{' | b'[') if depth >= MAX_DEPTH => {
-                self.skip().map_err(|()| Cut::none())?;
+                self.skip().map_err(|()| None)?;
                 Ok(Value::Null)
             }
             Some(b'{') => self.object(depth + 1),
             Some(b'[') => self.array(depth + 1),
-            Some(b'"') => self.string().map(Value::String).map_err(|()| Cut::none()),
+            Some(b'"') => self.string().map(Value::String).map_err(|()| None),
             Some(b't') => self.word(b"true", Value::Bool(true)),
             Some(b'f') => self.word(b"false", Value::Bool(false)),
             Some(b'n') => self.word(b"null", Value::Null),
             Some(b'-' | b'0'..=b'9') => self.number(),
-            _ => Err(Cut::none()),
+            _ => Err(None),
         }
     }
 
@@ -140,14 +104,14 @@ impl Reader<'_> {
         loop {
             self.ws();
             if self.peek() != Some(b'"') {
-                return Err(Cut::with(Value::Object(map)));
+                return Err(Some(Value::Object(map)));
             }
             let Ok(key) = self.string() else {
-                return Err(Cut::with(Value::Object(map)));
+                return Err(Some(Value::Object(map)));
             };
             self.ws();
             if self.peek() != Some(b':') {
-                return Err(Cut::with(Value::Object(map)));
+                return Err(Some(Value::Object(map)));
             }
             self.i += 1;
             self.ws();
@@ -156,10 +120,10 @@ impl Reader<'_> {
                     map.insert(key, v);
                 }
                 Err(cut) => {
-                    if let Some(v) = cut.partial {
+                    if let Some(v) = cut {
                         map.insert(key, v);
                     }
-                    return Err(Cut::with(Value::Object(map)));
+                    return Err(Some(Value::Object(map)));
                 }
             }
             self.ws();
@@ -169,7 +133,7 @@ impl Reader<'_> {
                     self.i += 1;
                     return Ok(Value::Object(map));
                 }
-                _ => return Err(Cut::with(Value::Object(map))),
+                _ => return Err(Some(Value::Object(map))),
             }
         }
     }
@@ -187,8 +151,8 @@ impl Reader<'_> {
             match self.value(depth) {
                 Ok(v) => items.push(v),
                 Err(cut) => {
-                    items.extend(cut.partial);
-                    return Err(Cut::with(Value::Array(items)));
+                    items.extend(cut);
+                    return Err(Some(Value::Array(items)));
                 }
             }
             self.ws();
@@ -198,7 +162,7 @@ impl Reader<'_> {
                     self.i += 1;
                     return Ok(Value::Array(items));
                 }
-                _ => return Err(Cut::with(Value::Array(items))),
+                _ => return Err(Some(Value::Array(items))),
             }
         }
     }
@@ -232,7 +196,7 @@ impl Reader<'_> {
             self.i += word.len();
             Ok(v)
         } else {
-            Err(Cut::none())
+            Err(None)
         }
     }
 
@@ -246,13 +210,13 @@ impl Reader<'_> {
         }
         // A number that runs into the end of the input may be cut short.
         if self.i == self.b.len() {
-            return Err(Cut::none());
+            return Err(None);
         }
         std::str::from_utf8(&self.b[start..self.i])
             .ok()
             .and_then(|t| t.parse::<Number>().ok())
             .map(Value::Number)
-            .ok_or_else(Cut::none)
+            .ok_or(None)
     }
 
     /// The string starting at `"`; `Err` when the input ends inside it or an escape is not

@@ -1,13 +1,5 @@
 //! Reading a client's tool calls: which files an edit tool writes, what a shell tool runs, and
 //! the payloads of clients shaped otherwise than Claude Code's (Cursor, Windsurf).
-//!
-//! - Codex CLI and Copilot CLI (for GPT-5-family models) edit through `apply_patch`, the raw
-//!   patch in the arguments (a string, or an argv whose words hold it): every path of it
-//!   counts, old and new names alike ([`super::patch`]).
-//! - Copilot sends `toolArgs` as an object or a JSON string ([`args_object`] reads both).
-//! - OpenCode (`write`, `edit`: `filePath`; `apply_patch`: `patchText`) and Cline (`editor`:
-//!   `path`; `apply_patch`; `run_commands`: a list of commands) reach coord through the
-//!   plugins coord writes, whose payloads carry the tool's arguments as sent.
 
 use std::path::Path;
 

@@ -26,14 +26,20 @@ fn dir_from_env(var: &str, under_home: &str) -> Option<PathBuf> {
     env_path(var).or_else(|| home().map(|h| h.join(under_home)))
 }
 
-/// Outcome of reading a client's config file.
+/// Outcome of reading a client's config file: missing, unreadable (why), or its value.
 enum Config {
-    /// The file is not there.
     Missing,
-    /// It is there but cannot be read or parsed (why).
     Bad(String),
-    /// Its value.
     Value(Value),
+}
+
+/// The value of a config file, or the verdict when it is missing or bad.
+fn config_value(path: &Path, comments: bool) -> Result<Value, Trust> {
+    match read_config(path, comments) {
+        Config::Value(v) => Ok(v),
+        Config::Missing => Err(missing(path)),
+        Config::Bad(why) => Err(Trust::new(HooksRun::Unknown, why)),
+    }
 }
 
 /// Read a client's JSON config file (`comments`: JSON with `//` and `/* */` comments).
@@ -116,10 +122,9 @@ pub fn claude(root: &Path) -> Trust {
     let Some(path) = claude_config() else {
         return no_home("~/.claude.json");
     };
-    let config = match read_config(&path, false) {
-        Config::Value(v) => v,
-        Config::Missing => return missing(&path),
-        Config::Bad(why) => return Trust::new(HooksRun::Unknown, why),
+    let config = match config_value(&path, false) {
+        Ok(v) => v,
+        Err(verdict) => return verdict,
     };
     for dir in self_and_ancestors(root) {
         if config["projects"][&dir]["hasTrustDialogAccepted"] == Value::Bool(true) {
@@ -366,10 +371,9 @@ pub fn copilot(root: &Path) -> Trust {
     let Some(path) = copilot_config() else {
         return no_home("~/.copilot");
     };
-    let config = match read_config(&path, true) {
-        Config::Value(v) => v,
-        Config::Missing => return missing(&path),
-        Config::Bad(why) => return Trust::new(HooksRun::Unknown, why),
+    let config = match config_value(&path, true) {
+        Ok(v) => v,
+        Err(verdict) => return verdict,
     };
     let trusted: Vec<&str> = config["trustedFolders"]
         .as_array()

@@ -25,15 +25,8 @@ pub const DEFAULT_WAIT: Duration = Duration::from_secs(2);
 /// The least and most a hook waits for the workspace mutex (its `--wait`, within these).
 const MUTEX_BUDGET: (Duration, Duration) = (Duration::from_secs(1), Duration::from_secs(10));
 
-/// Do what `call` asks, as `agent` in `ws`; relative paths are read from `cwd`. Locks taken
-/// follow `owner` (the client process of the session), when given.
-///
-/// A file held by another agent is `Ok(Reply::Deny)`; any other failure is an error, which
-/// the caller turns into a warning (coord's own failures never stop the client).
-///
-/// # Errors
-///
-/// Whatever the protocol call returns (I/O, unreadable state).
+/// Do what `call` asks, as `agent` in `ws` (relative paths from `cwd`; locks follow `owner`). A
+/// file held by another agent is `Ok(Reply::Deny)`; any other failure is an error.
 pub fn handle(
     ws: &Workspace,
     agent: &AgentId,
@@ -42,14 +35,13 @@ pub fn handle(
     wait: Duration,
     owner: Option<&Owner>,
 ) -> Result<Reply> {
-    // A hook answers within its budget: a process stopped while holding the workspace mutex
-    // (Ctrl-Z on a bulk `coord unlock`) must not hold the client past its own hook timeout.
+    // A process stopped while holding the workspace mutex must not hold the client past its
+    // own hook timeout.
     crate::arbiter::cap_mutex_patience(wait.clamp(MUTEX_BUDGET.0, MUTEX_BUDGET.1));
     match call.kind {
         Kind::BeforeTool => match (&call.files, &call.shell) {
             (Some(files), _) => {
-                // A file in a folder not made yet cannot be locked, but a claim (or a lock in
-                // another work tree) may hold it.
+                // A file in a folder not made yet cannot be locked, but a claim may hold it.
                 let unmade = unmade(ws, cwd, files);
                 if let Some(held) = lock::seen_holder(ws, agent, &unmade) {
                     return Ok(Reply::Deny(seen_reason(
@@ -81,20 +73,27 @@ pub fn handle(
     }
 }
 
-/// The files inside the workspace; anything else (outside, under `.coord/`, in a folder that
-/// does not exist yet: see [`unmade`]) is not coord's to lock.
+/// The files inside the workspace, not under `.coord/`, in folders that exist.
 fn targets(ws: &Workspace, cwd: &Path, files: &[String]) -> Vec<Target> {
+    inside(files, |f| ws.resolve(cwd, f).ok())
+}
+
+/// The files a tool creates together with their folder: nothing to lock, but what others hold
+/// of them denies all the same.
+fn unmade(ws: &Workspace, cwd: &Path, files: &[String]) -> Vec<Target> {
+    inside(files, |f| ws.resolve_unmade(cwd, f))
+}
+
+fn inside(files: &[String], resolve: impl Fn(&str) -> Option<Target>) -> Vec<Target> {
     files
         .iter()
-        .filter_map(|f| ws.resolve(cwd, f).ok())
+        .filter_map(|f| resolve(f))
         .filter(|t| t.not_coords_own().is_ok())
         .collect()
 }
 
-/// A payload read only in part ([`HookCall::fault`]): nothing is written for it (no lock, no
-/// heartbeat, no history), as for any input coord cannot read; but an edit it names of a file
-/// another agent holds (a lock or a claim, in any work tree) is denied all the same, saying
-/// why coord could not read the rest. `None`: no such file; the caller allows with a warning.
+/// A payload read only in part ([`HookCall::fault`]): nothing is written for it, but an edit it
+/// names of a file another agent holds is denied all the same. `None`: no such file.
 pub fn judge_unread(ws: &Workspace, agent: &AgentId, call: &HookCall, cwd: &Path) -> Option<Reply> {
     let why = call.fault.as_deref()?;
     if call.kind != Kind::BeforeTool {
@@ -116,32 +115,16 @@ pub fn judge_unread(ws: &Workspace, agent: &AgentId, call: &HookCall, cwd: &Path
     )))
 }
 
-/// The files a tool creates together with their folder (which does not exist yet), inside the
-/// workspace: nothing to lock, but what others hold of them denies all the same.
-fn unmade(ws: &Workspace, cwd: &Path, files: &[String]) -> Vec<Target> {
-    files
-        .iter()
-        .filter_map(|f| ws.resolve_unmade(cwd, f))
-        .filter(|t| t.not_coords_own().is_ok())
-        .collect()
-}
-
-/// How recent a heartbeat or a lock renewal must be for a hook to leave it as it is: far
-/// below what anything reads them against (an agent is INACTIVE after
-/// [`presence::HEARTBEAT_TIMEOUT`], a stamp-card row crashed after [`stamp::CRASH_AFTER`], a
-/// lock's TTL is [`DEFAULT_TTL`] and a client's lock lives as long as its process), while a
-/// client's hooks come seconds apart: the PostToolUse right after a PreToolUse, a turn's run of
-/// shell commands. Each write skipped is a temporary file made, renamed over and removed.
+/// How recent a heartbeat or a lock renewal must be for a hook to leave it as it is: far below
+/// what anything reads them against ([`presence::HEARTBEAT_TIMEOUT`], [`DEFAULT_TTL`]).
 pub const FRESH: Duration = Duration::from_secs(5);
 
-/// Whether `then` is within [`FRESH`] of `now`, either way (a clock ahead by more is not
-/// believed).
+/// Whether `then` is within [`FRESH`] of `now`, either way.
 fn recent(now: &clock::Timestamp, then: &clock::Timestamp) -> bool {
     clock::age(now, then) <= FRESH && clock::age(then, now) <= FRESH
 }
 
-/// Presence heartbeat (and the stamp-card row), as `coord presence` does; nothing is written
-/// when both are [`FRESH`] already.
+/// Presence heartbeat and stamp-card row, unless both are [`FRESH`] already.
 fn heartbeat(ws: &Workspace, agent: &AgentId) -> Result<()> {
     if heartbeat_fresh(ws, agent) {
         return Ok(());
@@ -153,15 +136,13 @@ fn heartbeat(ws: &Workspace, agent: &AgentId) -> Result<()> {
     Ok(())
 }
 
-/// Whether `agent` is ACTIVE with a heartbeat within [`FRESH`], and so is every online row of
-/// its on the stamp card (a lock transition refreshes the presence, not the rows). Read without
-/// the mutex: a heartbeat only ever moves forward, and a stale answer costs one write.
+/// Whether `agent`'s presence and its online stamp-card rows are [`FRESH`]. Read without the
+/// mutex: a stale answer costs one write.
 fn heartbeat_fresh(ws: &Workspace, agent: &AgentId) -> bool {
     let now = clock::now();
     if !presence_fresh(ws, agent, &now) {
         return false;
     }
-    // The open rows, as the refresh itself reads them.
     stamp::open_rows(ws.root())
         .iter()
         .filter(|r| r.partner_name == agent.id() && r.status == stamp::RowStatus::Online)
@@ -191,16 +172,12 @@ fn before_edit(
         heartbeat(ws, agent)?;
         return Ok(Reply::Allow);
     }
-    // An edit of files this session locked seconds ago (a run of edits of one file): the
-    // refresh would rewrite each lock and the presence with nothing but a newer time. Only
-    // when each file's folder shows no lock but this agent's.
+    // Files this session locked seconds ago, with no other lock beside: nothing to refresh.
     let now = clock::now();
     if targets.iter().all(|t| {
         renewed_lately(t, agent, owner, &now)
             && lock::try_locks_of(t).is_ok_and(|found| found.iter().all(|e| e.agent == agent.id()))
     }) {
-        // What the refresh would have done besides: the presence's heartbeat (not the
-        // stamp-card rows, which a lock transition leaves to the heartbeat proper).
         if !presence_fresh(ws, agent, &now) {
             ws.ensure_state_dir()?;
             let _mutex = ws.lock_mutex()?;
@@ -220,9 +197,7 @@ fn before_edit(
         }
         Err(e) => match deny_reason(ws, agent, targets, &e, wait) {
             Some(reason) => Ok(Reply::Deny(reason)),
-            // coord failed on its own (a queue it cannot write, a full disk, a mutex held by a
-            // stopped process): that may let the edit through only when coord knows of no
-            // holder. A lock seen held by another agent always denies.
+            // coord failed on its own: the edit goes through only when no holder is seen.
             None => match lock::seen_holder(ws, agent, targets) {
                 Some(b) => Ok(Reply::Deny(seen_reason(
                     ws,
@@ -238,10 +213,8 @@ fn before_edit(
     }
 }
 
-/// A shell command that commits or pushes: the check the pre-commit / pre-push guard runs,
-/// made before the command runs (a client may run git with its hooks disabled), as this
-/// session (its own locks never block it). `COORD_GUARD=warn|off` let it through, as they
-/// do the guard.
+/// A shell command that commits or pushes: the git guard's check, made before it runs (a client
+/// may run git with its hooks disabled). `COORD_GUARD=warn|off` let it through.
 fn before_shell(
     ws: &Workspace,
     agent: &AgentId,
@@ -249,7 +222,6 @@ fn before_shell(
     cwd: &Path,
 ) -> Result<Reply> {
     heartbeat(ws, agent)?;
-    // For the post-tool hook: what the files others hold look like before the command runs.
     if let Err(e) = shelledit::start(ws, agent) {
         eprintln!("warning: coord cannot note the start of this shell command: {e}");
     }
@@ -323,8 +295,7 @@ fn before_shell(
     )))
 }
 
-/// A shell command ran: tell the agent at once about files others hold that it changed, and
-/// record each in the history.
+/// A shell command ran: tell the agent about files others hold that it changed, and record them.
 fn after_shell(ws: &Workspace, agent: &AgentId, call: &HookCall) -> Reply {
     let changed = shelledit::changed(ws, agent);
     if changed.is_empty() {
@@ -358,25 +329,18 @@ fn request(
         wait: Wait::For(wait),
         ttl: DEFAULT_TTL,
         backup,
-        reason: Some(lock_reason(call)),
+        reason: Some(format!(
+            "{} in {}",
+            call.tool.as_deref().unwrap_or("an edit"),
+            call.client.product()
+        )),
         owner: owner.cloned(),
         claims: Vec::new(),
         runs_in: crate::identity::runs_in(),
     }
 }
 
-/// What the lock is for, for whoever it blocks: the tool and the client. (What the agent works
-/// on comes from its presence; a busy lock shows both.)
-fn lock_reason(call: &HookCall) -> String {
-    format!(
-        "{} in {}",
-        call.tool.as_deref().unwrap_or("an edit"),
-        call.client.product()
-    )
-}
-
-/// Why a holder coord saw without taking the lock ([`lock::seen_holder`]) denies the tool
-/// call, as a refusal would say it, with `why` coord could not decide under the lock.
+/// Why a holder seen without taking the lock ([`lock::seen_holder`]) denies the tool call.
 pub fn seen_reason(
     ws: &Workspace,
     agent: &AgentId,
@@ -474,11 +438,7 @@ fn deny_reason(
     ))
 }
 
-/// When the lock or claim `holder` (as a refusal names it: `alice (worktree /b, branch x)`)
-/// has on `target` goes ([`LockEntry::released_when`]), found by the holder's id, in
-/// whichever work tree the lock lies.
-///
-/// [`LockEntry::released_when`]: crate::lock::LockEntry::released_when
+/// When the lock or claim `holder` (as a refusal names it) has on `target` goes.
 fn released_when(ws: &Workspace, target: Option<&Target>, holder: &str) -> &'static str {
     let id = crate::shell::agent(holder);
     target
@@ -512,8 +472,7 @@ fn renew(
     lock::acquire(ws, &req, &mut |_| {}).map(|_| ())
 }
 
-/// Whether `agent`'s lock on `target` was written within [`FRESH`] for the same owner (the
-/// client process and session): renewing it again would change nothing but its time.
+/// Whether `agent`'s lock on `target` was written within [`FRESH`] for the same owner.
 fn renewed_lately(
     target: &Target,
     agent: &AgentId,
@@ -583,9 +542,12 @@ pub fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
             None => a.agent.clone(),
         })
         .collect();
-    if !others.is_empty() {
-        out.push(format!("Other agents active: {}.", others.join(", ")));
-    }
+    let list = |out: &mut Vec<String>, head: &str, items: Vec<String>| {
+        if !items.is_empty() {
+            out.push(format!("{head}: {}.", items.join(", ")));
+        }
+    };
+    list(&mut out, "Other agents active", others);
     let now = clock::now();
     let locks: Vec<String> = st
         .locks
@@ -596,9 +558,7 @@ pub fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
             format!("{} (held by {} since {since})", l.file, l.name)
         })
         .collect();
-    if !locks.is_empty() {
-        out.push(format!("Files locked by others: {}.", locks.join(", ")));
-    }
+    list(&mut out, "Files locked by others", locks);
     let claims: Vec<String> = st
         .claims
         .iter()
@@ -612,12 +572,8 @@ pub fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
             format!("`{}` (claimed by {}{reason})", c.pattern, c.name)
         })
         .collect();
-    if !claims.is_empty() {
-        out.push(format!(
-            "Folders and patterns claimed by others (every file they match is held): {}.",
-            claims.join(", ")
-        ));
-    }
+    let held = "Folders and patterns claimed by others (every file they match is held)";
+    list(&mut out, held, claims);
     let unread = unread_lines(ws, agent);
     if !unread.is_empty() {
         out.push(format!(
@@ -695,8 +651,7 @@ mod tests {
     use proptest::prelude::*;
 
     proptest! {
-        /// Of a patch's paths, exactly those inside the workspace (and not under `.coord/`) are
-        /// locked: `..` escapes, absolute paths elsewhere and coord's own files are ignored.
+        /// Of a patch's paths, exactly those inside the workspace (not under `.coord/`) are locked.
         #[test]
         fn only_paths_inside_the_workspace_are_targets(
             names in prop::collection::vec("[a-z]{1,6}( [a-z]{1,3})?\\.txt", 1..5),

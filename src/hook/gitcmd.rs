@@ -1,19 +1,12 @@
 //! The commits and pushes a shell command makes: `git commit`, `git push`, and the forms agents
 //! write (`git -C DIR commit`, `git commit -am …`, `cd x && git commit`, `A=b git push`).
-//!
-//! A client's shell tool may run git with hooks disabled (Gemini CLI empties `core.hooksPath`),
-//! so the pre-commit guard never sees such a commit. The pre-tool hook reads the command first:
-//! this module finds the git invocations in it, with the folder each runs in. It reads shell
-//! text the simple way (words, quotes, `&&`/`||`/`;`/`|`/newlines between commands, `cd DIR`);
-//! what it cannot follow (a script, `bash -c "…"`, an alias) is left to the git hooks.
 
 /// What a git invocation does that the guard checks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GitAction {
-    /// `git commit`; `all` when it also takes changes not staged (`-a`, `--all`, `-i`,
-    /// `-o`, or paths).
+    /// `git commit`.
     Commit {
-        /// Takes unstaged changes of tracked files too.
+        /// Takes unstaged changes of tracked files too (`-a`, `-i`, `-o`, or paths).
         all: bool,
         /// A `git add` ran before it in the same command line (what it stages is not staged
         /// yet when the command is read).
@@ -105,39 +98,20 @@ fn is_assignment(word: &str) -> bool {
 /// Whether the rest of a `git commit` takes changes not yet staged.
 fn commit_takes_unstaged<'a>(args: &mut impl Iterator<Item = &'a str>) -> bool {
     // Options whose value is the next word when not attached.
-    const VALUED: &[&str] = &[
-        "-m",
-        "--message",
-        "-F",
-        "--file",
-        "-C",
-        "--reuse-message",
-        "-c",
-        "--reedit-message",
-        "--fixup",
-        "--squash",
-        "--author",
-        "--date",
-        "-t",
-        "--template",
-        "--cleanup",
-        "--trailer",
-        "--pathspec-from-file",
-    ];
+    const VALUED: &str = "-m --message -F --file -C --reuse-message -c --reedit-message --fixup \
+        --squash --author --date -t --template --cleanup --trailer --pathspec-from-file";
     let mut paths = false;
     while let Some(a) = args.next() {
         match a {
             "-a" | "--all" | "-i" | "--include" | "-o" | "--only" => return true,
             "--" => return args.next().is_some(),
-            a if VALUED.contains(&a) => {
+            a if VALUED.split_whitespace().any(|v| v == a) => {
                 args.next();
             }
             a if a.starts_with("--") => {}
             a if a.starts_with('-') => {
-                // A cluster of short flags: `-am`; a flag taking a value ends it, the value
-                // being the rest of the cluster (`-ma`: `a` is the message) or, when the flag
-                // ends the cluster, the next word (`-qm wip`). `-S` takes only an attached
-                // key (`-S`, `-SKEY`), never the next word.
+                // `-am`: a flag taking a value ends the cluster (`-ma`: `a` is the message;
+                // `-qm wip`: the next word); `-S` takes only an attached key.
                 let flags = &a[1..];
                 for (i, c) in flags.char_indices() {
                     match c {

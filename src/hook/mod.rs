@@ -1,11 +1,5 @@
 //! Agent clients lock by themselves: one hook call of a client onto the same protocol calls as
 //! the command line.
-//!
-//! A client runs `coord hook CLIENT` at points of its loop and writes one JSON object on stdin.
-//! [`parse`] reads it into a [`HookCall`] (see [`crate::client`]); [`act::handle`] does what the
-//! event asks (lock, heartbeat, clock in, release, clock out) and answers a [`Reply`]; [`render`]
-//! writes that reply in the client's own format. Nothing here locks, heartbeats or messages by
-//! itself: every step is a call into [`crate::lock`] and its siblings.
 
 pub mod act;
 pub mod gitcmd;

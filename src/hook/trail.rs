@@ -1,22 +1,5 @@
 //! What a hook call leaves in the history: edits denied and made, and whether the agent's
 //! client waits for its user (contract §11).
-//!
-//! Waiting for the user, per client (the event names each client sends):
-//!
-//! | client | waits | answered |
-//! | --- | --- | --- |
-//! | Claude Code | `Notification` (`permission_prompt`, `idle_prompt`, `elicitation_dialog`), `PermissionRequest`, `Stop` | `UserPromptSubmit` |
-//! | Codex CLI | `PermissionRequest`, `Stop` | `UserPromptSubmit` |
-//! | Gemini CLI | `Notification` (`ToolPermission`), `AfterAgent` | `BeforeAgent` |
-//! | Copilot CLI | `notification`, `permissionRequest`, `agentStop` | `userPromptSubmitted` |
-//!
-//! Any tool call, session start or end also means the agent no longer waits. The end of the
-//! turn of a client run with nobody at it (`claude -p`, `codex exec`, `gemini -p`, `copilot
-//! -p`: [`crate::identity::headless`]) waits for no one.
-//!
-//! The session's first prompt (the `prompt` of the answering event) is kept, one short line,
-//! in the agent's presence (`prompt:`, with `client:`): the views label the agent with it, so
-//! that a human can tell which terminal it is.
 
 use std::path::Path;
 
@@ -134,8 +117,7 @@ fn keep_first_prompt(ws: &Workspace, agent: &AgentId, client: Client, payload: &
     }
 }
 
-/// A prompt as one short line: the context a hook added in front of it (Gemini CLI's
-/// `<hook_context>…</hook_context>`) left out, white space run together, cut at
+/// A prompt as one short line, without Gemini CLI's `<hook_context>…</hook_context>`, cut at
 /// [`PROMPT_CHARS`] with `…`.
 pub fn short_prompt(text: &str) -> String {
     let mut text = text.trim_start();

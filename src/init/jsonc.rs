@@ -1,9 +1,5 @@
 //! JSON with comments, merged without losing them (Gemini CLI reads its settings this way:
 //! `//` and `/* */` comments, nothing else beyond JSON).
-//!
-//! The merge itself is the same function as for plain JSON, run on the parsed value; what it
-//! added is then written into the file's syntax tree, so comments, blank lines and the order
-//! and layout of everything else stay as they were.
 
 use jsonc_parser::ParseOptions;
 use jsonc_parser::cst::{CstInputValue, CstObject, CstRootNode};
@@ -27,43 +23,24 @@ fn options() -> ParseOptions {
     }
 }
 
-/// `text` with `merge` applied, comments kept; `Ok(None)` when nothing changes. The outer
-/// error is why the text is not JSON with comments; the inner one is `merge`'s refusal.
+/// `text` with `merge` applied, comments kept; `Ok(None)` when nothing changes; `Err`: why the
+/// text is not JSON with comments, or `merge`'s refusal.
 pub(super) fn merge(
     text: &str,
     rel: &str,
     merge: impl FnOnce(&mut Map<String, Value>, &str) -> Result<()>,
-) -> std::result::Result<Option<String>, MergeError> {
-    let root =
-        CstRootNode::parse(text, &options()).map_err(|e| MergeError::Syntax(e.to_string()))?;
+) -> std::result::Result<Option<String>, String> {
+    let root = CstRootNode::parse(text, &options()).map_err(|e| e.to_string())?;
     let (Some(obj), Some(Value::Object(old))) = (root.object_value(), root.to_serde_value()) else {
-        return Err(MergeError::Syntax("the top level is not an object".into()));
+        return Err("the top level is not an object".into());
     };
     let mut new = old.clone();
-    merge(&mut new, rel).map_err(MergeError::Merge)?;
+    merge(&mut new, rel).map_err(|e| e.to_string())?;
     if new == old {
         return Ok(None);
     }
     add(&obj, &old, &new);
     Ok(Some(root.to_string()))
-}
-
-/// Why a JSON-with-comments file could not be merged.
-#[derive(Debug)]
-pub(super) enum MergeError {
-    /// Not JSON with comments.
-    Syntax(String),
-    /// The merge refused the content.
-    Merge(crate::Error),
-}
-
-impl std::fmt::Display for MergeError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            MergeError::Syntax(s) => f.write_str(s),
-            MergeError::Merge(e) => write!(f, "{e}"),
-        }
-    }
 }
 
 /// Write into `obj` (whose value was `old`) what `new` adds or changes.
@@ -149,9 +126,7 @@ mod tests {
 
     #[test]
     fn trailing_commas_are_refused_as_the_client_refuses_them() {
-        assert!(matches!(
-            merge("{\"a\": 1,}", "s.json", |_, _| Ok(())),
-            Err(MergeError::Syntax(_))
-        ));
+        let refused = merge("{\"a\": 1,}", "s.json", |_, _| Ok(())).unwrap_err();
+        assert!(refused.contains("comma"), "{refused}");
     }
 }

@@ -1,19 +1,5 @@
 //! `coord init --remove --all`: coord taken out of a repository, every work tree of it, so that
 //! `git status` sees each tree as it did before coord (contract §11).
-//!
-//! [`plan`] reads everything first and decides; a live lock or claim of another agent refuses
-//! the whole thing before a byte is removed. [`apply`] then takes, in this order: each tree's
-//! wiring (what `init --remove` takes back, a client's own answers about coord's server
-//! included), coord's files beside the user's (locks, presences, handshakes, temporaries,
-//! backups and refused writes), the guard's git hooks (a hook they chained back in its place),
-//! coord's block in the repository's `info/exclude` (and its submodules'), and every `.coord/`
-//! folder. In a clone that shares its claims through its remote, sharing ends first: its
-//! records there released, `coord.remote` and `coord.cloneId` unset, `refs/coord-sync/` gone.
-//!
-//! A file git tracks is never touched, whatever its name. A file named like a lock, presence or
-//! handshake counts as coord's only when it reads as one (`package.lock.json` is not a lock). A
-//! backup or a refused write that differs from its file may hold the only copy of something: it
-//! is kept and named, unless the caller says `yes`.
 
 use std::collections::HashSet;
 use std::path::{Path, PathBuf};
@@ -95,24 +81,13 @@ const BACKUP: &str = "a backup equal to its file";
 const REJECTED: &str = "a refused write equal to its file";
 const STATE: &str = "coord's state folder";
 
-/// Compute what `init --remove --all` takes out of the repository `ws` is in (every work tree
-/// of it); `me` is the agent asking, whose own locks do not stand in the way; `yes`: backups
-/// and refused writes that differ from their file go too. Nothing is written.
-///
-/// # Errors
-///
-/// [`Error::Refused`] (`in_use`) naming every live lock or claim of another agent;
-/// [`Error::BadInput`] naming a wired file that cannot be parsed; [`Error::Io`] when something
-/// cannot be read.
+/// Compute what `init --remove --all` takes out of the repository of `ws`, every work tree (`me`:
+/// whose locks do not stand in the way; `yes`: differing backups go too). Nothing is written.
 pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> {
     let tops = crate::worktree::repository_tops(ws.root());
     let mut found = Found::default();
     for top in &tops {
-        let tracked: HashSet<String> = guard::tracked(top)
-            .unwrap_or_default()
-            .into_iter()
-            .collect();
-        walk(top, top, &tops, &tracked, &mut found);
+        walk(top, top, &tops, &tracked_set(top), &mut found);
     }
     refuse_live_locks(&tops, &found.locks, me)?;
 
@@ -124,20 +99,15 @@ pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> 
             removal: plan_removal(&tree, Client::ALL)?,
         });
     }
-    let mut removed = Vec::new();
+    let gone = |path: &Path, what| Gone {
+        path: path.display().to_string(),
+        what,
+    };
+    let mut removed: Vec<Gone> = found.files.iter().map(|(p, what)| gone(p, what)).collect();
     let mut kept = Vec::new();
-    for (path, what) in found.files {
-        removed.push(Gone {
-            path: path.display().to_string(),
-            what,
-        });
-    }
     for (path, twin) in found.copies {
         if yes {
-            removed.push(Gone {
-                path: path.display().to_string(),
-                what: "a backup or refused write (--yes)",
-            });
+            removed.push(gone(&path, "a backup or refused write (--yes)"));
         } else {
             kept.push(Kept {
                 path: path.display().to_string(),
@@ -145,12 +115,7 @@ pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> 
             });
         }
     }
-    for dir in found.state_dirs {
-        removed.push(Gone {
-            path: dir.display().to_string(),
-            what: STATE,
-        });
-    }
+    removed.extend(found.state_dirs.iter().map(|d| gone(d, STATE)));
 
     // The guard's hooks, in each folder git takes them from (one for most repositories).
     let mut hooks = Vec::new();
@@ -198,12 +163,7 @@ pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> 
     })
 }
 
-/// Do what [`plan`] decided; a warning when this clone's records on its remote could not be
-/// released there (they stay until their lease lapses).
-///
-/// # Errors
-///
-/// [`Error::Io`] naming what could not be written or removed (what was done before stays done).
+/// Do what [`plan`] decided; a warning when this clone's records on its remote stay.
 pub fn apply(ws: &Workspace, leaving: &Leaving) -> Result<Option<String>> {
     let warning = match &leaving.remote {
         Some(_) => crate::remote::forget(ws)?.warning,
@@ -245,9 +205,8 @@ struct Found {
     state_dirs: Vec<PathBuf>,
 }
 
-/// Walk `dir` (in the work tree `top`), never following a link, never entering `.git`, another
-/// work tree or repository, or a `.coord/` folder (which goes whole). A checked-out submodule
-/// (a `.git` file) is part of the workspace: walked as a tree of its own.
+/// Walk `dir` (in the work tree `top`), never following a link nor entering `.git`, another work
+/// tree or repository, or `.coord/` (which goes whole); a submodule is walked as its own tree.
 fn walk(top: &Path, dir: &Path, tops: &[PathBuf], tracked: &HashSet<String>, found: &mut Found) {
     let Ok(names) = fsutil::list_names(dir) else {
         return;
@@ -273,11 +232,7 @@ fn walk(top: &Path, dir: &Path, tops: &[PathBuf], tracked: &HashSet<String>, fou
             if !tops.contains(&path) {
                 match std::fs::symlink_metadata(path.join(".git")) {
                     Ok(git) if git.is_file() => {
-                        let sub: HashSet<String> = guard::tracked(&path)
-                            .unwrap_or_default()
-                            .into_iter()
-                            .collect();
-                        walk(&path, &path, tops, &sub, found);
+                        walk(&path, &path, tops, &tracked_set(&path), found)
                     }
                     Ok(_) => {}
                     Err(_) => walk(top, &path, tops, tracked, found),
@@ -297,6 +252,14 @@ fn walk(top: &Path, dir: &Path, tops: &[PathBuf], tracked: &HashSet<String>, fou
         }
         classify_file(top, &path, name, found);
     }
+}
+
+/// The files git tracks in the work tree `top`.
+fn tracked_set(top: &Path) -> HashSet<String> {
+    guard::tracked(top)
+        .unwrap_or_default()
+        .into_iter()
+        .collect()
 }
 
 /// Note `path` (named `name`, in the tree `top`) when it is one of coord's files.
@@ -446,10 +409,6 @@ fn refuse_live_locks(
 
 /// `Some(left)` when the exclude file at `path` holds coord's block: what stays without it
 /// (`None`: nothing else was in it); `None` when it holds no block (or is not there).
-///
-/// # Errors
-///
-/// [`Error::BadInput`] for a block without its end line.
 fn exclude_without_block(path: &Path) -> Result<Option<Option<String>>> {
     let text = match fsutil::read_capped(path, 16 * 1024 * 1024) {
         Ok(b) => String::from_utf8_lossy(&b).into_owned(),

@@ -1,10 +1,5 @@
 //! `coord init`: wire a folder for agent clients — each client's hook and MCP registration, an
 //! instructions block for agents, `.gitignore` lines for coord's state files.
-//!
-//! [`plan`] reads every file first and computes every change; only then does [`apply`] write.
-//! So a file that cannot be parsed stops everything before a byte is written. Existing files
-//! are merged: other keys and hooks keep their place, text outside coord's marked blocks stays
-//! byte for byte, and a second run finds nothing to change.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -30,9 +25,6 @@ pub const BLOCK_BEGIN: &str = "<!-- coord:begin -->";
 pub const BLOCK_END: &str = "<!-- coord:end -->";
 pub use crate::layout::{IGNORE_BEGIN, IGNORE_END};
 pub use crate::textblock::{find_block, with_block};
-
-/// coord's state files, as `.gitignore` patterns: the one list, kept in `layout`.
-pub const IGNORED: &[&str] = crate::layout::GITIGNORE_LINES;
 
 /// One file `init` creates or changes.
 #[derive(Debug, Clone, Serialize)]
@@ -93,11 +85,6 @@ pub struct Plan {
 }
 
 /// Compute every change for `clients`, reading each file once; nothing is written.
-///
-/// # Errors
-///
-/// [`Error::BadInput`] naming a file that exists but cannot be parsed or merged;
-/// [`Error::Io`] when a file cannot be read.
 pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
     let root = ws.root();
     let mut files = Wiring::new(root, false);
@@ -128,33 +115,28 @@ fn wire_texts(files: &mut Wiring, clients: &[Client]) -> Result<()> {
     for doc in docs {
         files.text(doc, BLOCK_BEGIN, BLOCK_END, &instructions())?;
     }
-    files.text(".gitignore", IGNORE_BEGIN, IGNORE_END, &IGNORED.join("\n"))
+    files.text(
+        ".gitignore",
+        IGNORE_BEGIN,
+        IGNORE_END,
+        &crate::layout::GITIGNORE_LINES.join("\n"),
+    )
 }
 
 /// The workspace `init` makes at `dir` itself, even inside another workspace.
-///
-/// # Errors
-///
-/// [`Error::BadPath`] when `dir` does not exist or is not a folder.
 pub fn workspace_at(dir: &Path) -> Result<Workspace> {
-    match fs::canonicalize(dir) {
-        Ok(canon) if canon.is_dir() => Ok(Workspace::at(canon)),
-        Ok(_) => Err(Error::BadPath {
-            path: dir.display().to_string(),
-            why: "the workspace must be a folder".into(),
-        }),
-        Err(e) => Err(Error::BadPath {
-            path: dir.display().to_string(),
-            why: format!("the workspace folder cannot be used ({e})"),
-        }),
-    }
+    let why = match fs::canonicalize(dir) {
+        Ok(canon) if canon.is_dir() => return Ok(Workspace::at(canon)),
+        Ok(_) => "the workspace must be a folder".into(),
+        Err(e) => format!("the workspace folder cannot be used ({e})"),
+    };
+    Err(Error::BadPath {
+        path: dir.display().to_string(),
+        why,
+    })
 }
 
 /// Write what `plan` computed: `.coord/`, then every file (folders created as needed).
-///
-/// # Errors
-///
-/// [`Error::Io`] naming the file that could not be written.
 pub fn apply(ws: &Workspace, plan: &Plan) -> Result<()> {
     let root = ws.root();
     let mut record = record::Record::load(root);
@@ -177,11 +159,6 @@ pub fn apply(ws: &Workspace, plan: &Plan) -> Result<()> {
 
 /// The bytes of the regular file at `path` (`None` when missing), without blocking on a FIFO
 /// or reading through a device.
-///
-/// # Errors
-///
-/// [`Error::BadInput`] when it is there but not a regular file; [`Error::Io`] when it cannot
-/// be read.
 fn read_regular(path: &Path) -> Result<Option<Vec<u8>>> {
     match fs::symlink_metadata(path) {
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -344,18 +321,14 @@ fn codex_toml(doc: &mut toml_edit::DocumentMut, rel: &str) -> Result<()> {
 fn hook_entry(style: HookStyle, matcher: Option<&str>, cmd: &str) -> Value {
     match style {
         HookStyle::Claude { named } => {
-            let mut group = Map::new();
-            if let Some(m) = matcher {
-                group.insert("matcher".into(), json!(m));
+            let hook = match named {
+                true => json!({"name": "coord", "type": "command", "command": cmd}),
+                false => json!({"type": "command", "command": cmd}),
+            };
+            match matcher {
+                Some(m) => json!({"matcher": m, "hooks": [hook]}),
+                None => json!({"hooks": [hook]}),
             }
-            let mut hook = Map::new();
-            if named {
-                hook.insert("name".into(), json!("coord"));
-            }
-            hook.insert("type".into(), json!("command"));
-            hook.insert("command".into(), json!(cmd));
-            group.insert("hooks".into(), json!([hook]));
-            Value::Object(group)
         }
         HookStyle::Copilot => json!({
             "type": "command",
@@ -368,13 +341,8 @@ fn hook_entry(style: HookStyle, matcher: Option<&str>, cmd: &str) -> Value {
     }
 }
 
-/// coord's registrations `set` merged into `doc` in `style`: an entry is added for each event
-/// that has none running coord's command (Copilot's and a flat file with `version` get
-/// `version: 1` when they have none).
-///
-/// # Errors
-///
-/// [`Error::BadInput`] when `hooks` or one of its events has the wrong type.
+/// coord's registrations `set` merged into `doc` in `style`: an entry for each event that has
+/// none running coord's command (and `version: 1` where the style has one).
 pub(crate) fn merge_hooks(
     doc: &mut Map<String, Value>,
     file: &str,
@@ -415,10 +383,6 @@ pub(crate) fn merge_hooks(
 }
 
 /// `{key: {coord: {command, args}}}`, unless a `coord` server is already registered.
-///
-/// # Errors
-///
-/// [`Error::BadInput`] when `key` is not an object.
 pub fn merge_mcp(doc: &mut Map<String, Value>, file: &str, key: &str) -> Result<()> {
     let servers = object_at(doc, key, file)?;
     if !servers.contains_key("coord") {
@@ -428,10 +392,6 @@ pub fn merge_mcp(doc: &mut Map<String, Value>, file: &str, key: &str) -> Result<
 }
 
 /// The object at `doc[key]`, created empty when missing.
-///
-/// # Errors
-///
-/// [`Error::BadInput`] when it is not an object.
 pub fn object_at<'a>(
     doc: &'a mut Map<String, Value>,
     key: &str,
@@ -448,10 +408,6 @@ pub fn object_at<'a>(
 }
 
 /// The array at `map[key]` (inside `parent`), created empty when missing.
-///
-/// # Errors
-///
-/// [`Error::BadInput`] when it is not an array.
 pub fn array_at<'a>(
     map: &'a mut Map<String, Value>,
     key: &str,
@@ -512,9 +468,8 @@ impl Wiring {
         }
     }
 
-    /// The file to write for `rel` (a link inside the root is written through), its current
-    /// bytes, and whether it exists; `None` for a link that leaves the root (left alone, and
-    /// noted as skipped).
+    /// The file to write for `rel` (through a link inside the root) and its bytes; `None` for a
+    /// link that leaves the root (noted as skipped).
     fn read(&mut self, rel: &str) -> Result<Option<(PathBuf, Option<Vec<u8>>)>> {
         let path = match self.resolve(rel) {
             Ok(p) => p,
@@ -561,11 +516,6 @@ impl Wiring {
 
     /// Merge into the JSON object in `rel` (created when missing) with `merge`. `comments`:
     /// the client reads the file as JSON with comments, and so does coord (they are kept).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] when the file is not a JSON object or `merge` refuses it;
-    /// [`Error::Io`] when it cannot be read.
     pub fn json(
         &mut self,
         rel: &str,
@@ -624,11 +574,6 @@ impl Wiring {
 
     /// Edit the TOML document in `rel` (created when missing) with `edit`; comments and layout
     /// are kept.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] when the file is not TOML or `edit` refuses it; [`Error::Io`] when
-    /// it cannot be read.
     pub fn toml(
         &mut self,
         rel: &str,
@@ -648,11 +593,6 @@ impl Wiring {
 
     /// Write coord's own generated file `rel` (a client plugin): created, or replaced when it is
     /// coord's (it holds `marker`); a file of that name that is not coord's is refused.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] when `rel` exists and is not coord's; [`Error::Io`] when it cannot
-    /// be read.
     pub fn generated(&mut self, rel: &str, marker: &'static str, content: &str) -> Result<()> {
         self.kind = FileKind::Generated { marker };
         self.edit_text(rel, |old| {

@@ -1,12 +1,6 @@
 //! `coord init --remove`: take back exactly what `coord init` added — coord's hook entries, its
 //! MCP server, its instructions and `.gitignore` blocks, and a file or folder init created that
 //! holds nothing else now — keeping everything else as it is.
-//!
-//! A file nobody changed since init wrote it is put back byte for byte from the record init
-//! kept (`.coord/init.json`). Otherwise coord's entries are cut out of the file where they lie
-//! (JSON and JSON with comments through their syntax tree, TOML through `toml_edit`, text
-//! around the block's markers), so everything else keeps its bytes. Which files a client uses
-//! comes from the client's own wiring, run on an empty folder: a new client needs nothing here.
 
 use std::path::PathBuf;
 
@@ -87,11 +81,6 @@ fn files_of(ws: &Workspace, clients: &[Client]) -> Result<Vec<(String, FileKind)
 }
 
 /// Compute what `init --remove` takes back for `clients`; nothing is written.
-///
-/// # Errors
-///
-/// [`Error::BadInput`] naming a file that cannot be parsed, or an instructions block without
-/// its end marker; [`Error::Io`] when a file cannot be read.
 pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
     let root = ws.root();
     let record = Record::load(root);
@@ -144,19 +133,15 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
             FileKind::Text { begin, end } => {
                 strip_block(&text, begin, end).map_err(|l| unterminated(&file, begin, end, l))?
             }
-            FileKind::Json { .. } => strip_json(&text, &names, !shared).map_err(|why| {
-                Error::bad_input(format!(
-                    "`{file}` is not valid JSON ({why}); fix or move it, then run `coord init --remove` again (nothing was written)"
-                ))
-            })?,
+            FileKind::Json { .. } => {
+                strip_json(&text, &names, !shared).map_err(|why| invalid(&file, "JSON", why))?
+            }
             // A file coord generated whole (a client's plugin) goes whole, if it is still coord's.
             FileKind::Generated { marker } if text.contains(marker) => None,
             FileKind::Generated { .. } => continue,
-            FileKind::Toml => strip_toml(&text, !shared).map_err(|why| {
-                Error::bad_input(format!(
-                    "`{file}` is not valid TOML ({why}); fix or move it, then run `coord init --remove` again (nothing was written)"
-                ))
-            })?,
+            FileKind::Toml => {
+                strip_toml(&text, !shared).map_err(|why| invalid(&file, "TOML", why))?
+            }
         };
         if stripped.as_deref() == Some(text.as_str()) {
             continue;
@@ -203,11 +188,7 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
             continue;
         };
         let file = rel.to_string();
-        let bad = |why: String| {
-            Error::bad_input(format!(
-                "`{file}` is not valid JSON ({why}); fix or move it, then run `coord init --remove` again (nothing was written)"
-            ))
-        };
+        let bad = |why| invalid(&file, "JSON", why);
         let text = String::from_utf8(bytes).map_err(|_| bad("not UTF-8".into()))?;
         let stripped = strip_approvals(&text, other_project_servers(root)).map_err(bad)?;
         if stripped.as_deref() == Some(text.as_str()) {
@@ -257,12 +238,15 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
     })
 }
 
+/// The refusal of a file coord cannot parse as `what`.
+fn invalid(file: &str, what: &str, why: String) -> Error {
+    Error::bad_input(format!(
+        "`{file}` is not valid {what} ({why}); fix or move it, then run `coord init --remove` again (nothing was written)"
+    ))
+}
+
 /// Write what [`plan_removal`] computed, then remove the folders init created that are empty
 /// now, and update (or drop) the record.
-///
-/// # Errors
-///
-/// [`Error::Io`] naming the file that could not be written or removed.
 pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
     let root = ws.root();
     for u in &removal.changes {
@@ -276,9 +260,8 @@ pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
     let Some(up) = &removal.record else {
         return Ok(());
     };
-    // Folders init created, deepest first, and those that held a deleted file the record does
-    // not know (its folders may be init's): when empty. A folder the user had before init
-    // stays, empty or not.
+    // Folders init created, and those that held a deleted file the record does not know,
+    // deepest first, when empty.
     let mut dirs: Vec<PathBuf> = up.dirs.iter().map(|d| root.join(d)).collect();
     for u in removal
         .changes
@@ -409,10 +392,6 @@ fn toml_plain(v: &toml_edit::Value) -> Value {
 
 /// `text` without coord's block (and the line break after it; the blank line init put before
 /// a block it appended at the end); `None` when nothing but blank space is left.
-///
-/// # Errors
-///
-/// The line of a begin marker without its end.
 pub(super) fn strip_block(
     text: &str,
     begin: &str,
@@ -464,7 +443,6 @@ fn strip_json(
     };
     let mut cut = false;
     if let Some(hooks) = obj.object_value("hooks") {
-        let mut emptied = false;
         for prop in hooks.properties() {
             let Some(groups) = prop.array_value() else {
                 continue;
@@ -500,15 +478,11 @@ fn strip_json(
                 cut = true;
                 if groups.elements().is_empty() {
                     prop.remove();
-                    emptied = true;
                 }
             }
         }
-        if emptied
-            && hooks.properties().is_empty()
-            && let Some(p) = obj.get("hooks")
-        {
-            p.remove();
+        if cut {
+            drop_empty(&obj, "hooks");
         }
     }
     // The server lists: `mcpServers` (most clients; `command` is coord) and OpenCode's `mcp`
@@ -527,11 +501,7 @@ fn strip_json(
                 p.remove();
             }
             cut = true;
-            if servers.properties().is_empty()
-                && let Some(p) = obj.get(key)
-            {
-                p.remove();
-            }
+            drop_empty(&obj, key);
         }
     }
     if !cut {
@@ -581,11 +551,8 @@ fn strip_approvals(text: &str, others: bool) -> std::result::Result<Option<Strin
             removed |= cut_coords_names(&perms, key);
         }
         cut |= removed;
-        if removed
-            && perms.properties().is_empty()
-            && let Some(p) = obj.get("permissions")
-        {
-            p.remove();
+        if removed {
+            drop_empty(&obj, "permissions");
         }
     }
     if !others
@@ -621,13 +588,23 @@ fn cut_coords_names(obj: &jsonc_parser::cst::CstObject, key: &str) -> bool {
             removed = true;
         }
     }
-    if removed
-        && list.elements().is_empty()
-        && let Some(p) = obj.get(key)
-    {
-        p.remove();
+    if removed {
+        drop_empty(obj, key);
     }
     removed
+}
+
+/// Remove `obj[key]` when it is an empty object or list (coord's entries were all it held).
+fn drop_empty(obj: &jsonc_parser::cst::CstObject, key: &str) {
+    let empty = obj
+        .object_value(key)
+        .is_some_and(|o| o.properties().is_empty())
+        || obj
+            .array_value(key)
+            .is_some_and(|a| a.elements().is_empty());
+    if let Some(p) = obj.get(key).filter(|_| empty) {
+        p.remove();
+    }
 }
 
 /// TOML without coord's `[mcp_servers.coord]` (with `mcp`); `None` when nothing is left.
