@@ -304,8 +304,7 @@ pub fn persist(tmp: NamedTempFile, path: &Path) -> Result<()> {
 fn put(tmp: NamedTempFile, path: &Path) -> io::Result<()> {
     if closes_before_rename() {
         // SMB refuses to rename a file that is open (a sharing violation: `EBUSY`), and the
-        // failed rename would leave the temporary file behind: close it first. Dropping the
-        // path on failure removes the file.
+        // failed rename would leave the temporary file behind: close it first.
         return put_closed(tmp.into_temp_path(), path);
     }
     tmp.persist(path).map(drop).map_err(|e| e.error)

@@ -97,8 +97,7 @@ pub fn ensure_dir(dir: &Path) -> Result<()> {
         .at("create folder", dir),
         Err(_) => {
             // Someone may be removing the folder while it is created (`rm -rf .coord` while
-            // agents wait): mkdir then finds it "exists" and it is gone a moment later. Try
-            // again a few times; what stands there in the end decides.
+            // agents wait): mkdir then finds it "exists" and it is gone a moment later.
             let mut tries = 0;
             loop {
                 match create_dir_all_fitted(dir) {

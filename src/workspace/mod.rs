@@ -240,8 +240,7 @@ impl Workspace {
     /// [`Workspace::lock_mutex`], waiting at most `patience` for a holder to let go.
     pub fn lock_mutex_within(&self, patience: std::time::Duration) -> Result<arbiter::Guard> {
         // `.coord/` removed (`rm -rf .coord`, `git clean`) between creating it and opening the
-        // mutex: create it again and go on. Exclusion does not depend on the old folder: the
-        // mutex is checked to be the file at its path once locked.
+        // mutex: create it again and go on.
         self.require_arbitration()?;
         let mutex = layout::mutex(&shared_root(&self.root));
         let mut tries = 0;
