@@ -208,8 +208,6 @@ fn branch_of(gitdir: &Path) -> Option<String> {
 /// Every work tree sharing the workspace at `root` (its shared root's repository), `root`'s own
 /// first; just `root` when it shares with none.
 pub fn trees(root: &Path) -> Vec<Tree> {
-    type Cache = HashMap<PathBuf, (Option<Stat>, Vec<Tree>)>;
-    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
     let shared = shared_root(root);
     let Some(common) = common_dir(&shared) else {
         return vec![Tree {
@@ -218,19 +216,7 @@ pub fn trees(root: &Path) -> Vec<Tree> {
         }];
     };
     let stamp = Stat::read_followed(&common.join("worktrees"));
-    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
-    if let Ok(map) = cache.lock()
-        && let Some((at, list)) = map.get(root)
-        && *at == stamp
-        && stamp.is_some()
-    {
-        return list.clone();
-    }
-    let list = read_trees(root, &shared, &common, stamp.as_ref());
-    if let Ok(mut map) = cache.lock() {
-        map.insert(root.to_path_buf(), (stamp, list.clone()));
-    }
-    list
+    read_trees(root, &shared, &common, stamp.as_ref())
 }
 
 /// The work trees of the repository whose common folder is `common`: the main one (`shared`)
