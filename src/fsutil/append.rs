@@ -251,7 +251,7 @@ fn feed_finisher(mut child: Child, buf: &[u8]) -> io::Result<()> {
 }
 
 /// The finisher's side: read a length and that many bytes from standard input, then write them
-/// to standard output in one go.
+/// to standard output in one go; returns 0 or the `errno` of the failure (`EPIPE`: cut short).
 pub fn finish_append() -> u8 {
     const SHORT: u8 = rustix::io::Errno::PIPE.raw_os_error() as u8;
     let mut stdin = io::stdin().lock();

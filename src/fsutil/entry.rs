@@ -150,7 +150,7 @@ pub fn touch(path: &Path) -> Result<()> {
 
 /// Mark the regular file at `path` as written now when it already holds exactly `bytes`: its
 /// modification time is set to the filesystem's own now (`UTIME_NOW`: the clock that stamps a
-/// new file, the server's on a network folder), its content and inode are kept.
+/// new file, the server's on a network folder), content and inode kept; returns whether it did.
 pub fn touch_if_same(path: &Path, bytes: &[u8]) -> bool {
     let Ok((file, meta)) = open_nofollow(path, Access::Read) else {
         return false;

@@ -130,7 +130,7 @@ fn add_bits(file: &File, bits: u32) {
 /// temporary file staged elsewhere), look like a file made now in `dir`, where it is about to
 /// be published: the group such a file gets (the folder's in a setgid folder, or wherever the
 /// system always gives the folder's; this process's elsewhere) and the bits the folder's
-/// sharing asks for.
+/// sharing asks for; `false` when its group cannot be made so (then the caller makes a new file).
 pub(crate) fn fit_to_folder(file: &File, dir: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     let (Ok(folder), Ok(m)) = (fs::metadata(dir), file.metadata()) else {
