@@ -1,12 +1,5 @@
 //! A repository nobody set up for coord, kept clean: coord's files never show in `git status`,
 //! and the user's `.gitignore` is never written.
-//!
-//! The first time coord writes into a git work tree that `coord init` did not wire, it adopts
-//! it ([`pending`], then [`Adoption::apply`]): coord's file patterns go into the repository's
-//! own `info/exclude`, which git reads and never commits. That of the *common* git folder covers
-//! every linked worktree; each submodule checked out gets the block in its own git folder, since
-//! git reads a submodule's work tree (where a lock beside one of its files lies) with the
-//! submodule's exclude file. Then `.coord/.gitignore` (`*`) says it was done.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -36,7 +29,7 @@ pub struct Adoption {
 /// What adopting the workspace at `root` would write, or `None` when there is nothing to do:
 /// adopted already (`.coord/.gitignore` exists), not inside a git work tree, wired by
 /// `coord init` (its block in the `.gitignore` of `root` or of the work tree's top level), or
-/// turned off ([`switched_off`]). Reads only.
+/// turned off ([`switched_off`]).
 pub fn pending(root: &Path) -> Option<Adoption> {
     let marker = layout::state_gitignore(&worktree::shared_root(root));
     if fs::symlink_metadata(&marker).is_ok() {
@@ -61,11 +54,7 @@ pub fn pending(root: &Path) -> Option<Adoption> {
 impl Adoption {
     /// Write coord's block into each repository's `info/exclude` (best effort: a file that
     /// cannot be written, or holds a block with no end, is left as it is), then
-    /// `.coord/.gitignore`. The caller made `.coord/`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Io`] when `.coord/.gitignore` cannot be written.
+    /// `.coord/.gitignore`.
     pub fn apply(&self) -> Result<()> {
         for repository in &self.repositories {
             let _ = exclude(repository);
@@ -75,8 +64,7 @@ impl Adoption {
 }
 
 /// Whether the repository whose git folder is `repository` turned coord off: its `config`
-/// sets `coord.enabled` to a git false (`false`, `no`, `off`, `0`, empty). The last setting
-/// wins, as in git; includes are not followed.
+/// sets `coord.enabled` to a git false (`false`, `no`, `off`, `0`, empty).
 pub fn switched_off(repository: &Path) -> bool {
     match crate::gitconfig::file_value(&repository.join("config"), "coord", "enabled") {
         Some(Some(value)) => matches!(
@@ -121,7 +109,7 @@ fn exclude(repository: &Path) -> Result<()> {
 /// The git folders of the submodules checked out in the repository whose common git folder is
 /// `common`: below its `modules/` and each linked worktree's (`worktrees/W/modules/`), a
 /// submodule's name may hold slashes (`modules/libs/x`) and a submodule has its own
-/// `modules/`. A git folder is one holding a `HEAD` file; symlinks are not entered.
+/// `modules/`.
 pub(crate) fn submodules(common: &Path) -> Vec<PathBuf> {
     let mut todo = vec![common.join("modules")];
     if let Ok(entries) = fsutil::read_dir(common.join("worktrees")) {

@@ -1,8 +1,4 @@
 //! The one owner of "now", of timestamps as written in files, and of durations.
-//!
-//! Files carry RFC 3339 with the local offset (`2026-01-28T01:00:00+01:00`). When reading, the
-//! seed's offset-less form (`2026-01-28T01:00:00`) is accepted too and read as local time, as
-//! `TZ` says. `COORD_NOW` (an RFC 3339 time) fixes the clock, so tests and docs get stable output.
 
 use std::time::Duration;
 
@@ -38,10 +34,6 @@ pub fn now_string() -> String {
 }
 
 /// Read a timestamp written by coord or by hand.
-///
-/// Accepts RFC 3339 (any offset, fractional seconds allowed) and the seed's offset-less
-/// `YYYY-MM-DDTHH:MM:SS[.fff]` (or with a space instead of `T`), read as local time.
-/// Returns `None` for anything else: callers fall back to a file's mtime.
 pub fn parse_timestamp(text: &str) -> Option<Timestamp> {
     let text = text.trim();
     if text.is_empty() || text.len() > 64 {
@@ -58,9 +50,6 @@ pub fn parse_timestamp(text: &str) -> Option<Timestamp> {
 }
 
 /// Convert a file's modification time to a timestamp in the local offset.
-///
-/// Anyone can set a file's mtime to any 64-bit value (tmpfs keeps it), and chrono's own
-/// conversion panics outside its range, so the time is clamped to the years 1 to 9999 first.
 pub fn from_system_time(t: std::time::SystemTime) -> Timestamp {
     // 0001-01-01T00:00:00Z and 9999-12-31T23:59:59Z, far enough from chrono's limits that no
     // local offset can push them over.
@@ -131,10 +120,6 @@ pub enum Wait {
 
 impl Wait {
     /// Parse `forever` or a duration.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadDuration`] when `text` is neither.
     pub fn parse(text: &str) -> Result<Wait> {
         if text.trim().eq_ignore_ascii_case("forever") {
             Ok(Wait::Forever)
@@ -152,14 +137,7 @@ impl Wait {
     }
 }
 
-/// Parse a duration: `0`, `500ms`, `30s`, `5m`, `2h`, `1d`, or a sum like `1m30s`. Units may
-/// also be spelled out and set apart by spaces, as people write them: `5 minutes`, `1 hour 30 min`,
-/// `2 secs`.
-///
-/// # Errors
-///
-/// [`Error::BadDuration`] for anything else (a bare number other than `0`, an unknown unit,
-/// an overflow).
+/// Parse a duration: `0`, `500ms`, `30s`, `5m`, `2h`, `1d`, or a sum like `1m30s`.
 pub fn parse_duration(text: &str) -> Result<Duration> {
     let bad = |why: &str| Error::BadDuration {
         text: text.to_string(),

@@ -1,11 +1,6 @@
 //! The few settings coord reads from git's config files, read as git reads them, without
 //! running git: `coord.enabled` (the plugin's switch) and `core.excludesFile` (the user's own
 //! ignore rules, which the views' walk honours as `git status` does).
-//!
-//! A config file is a list of `[section]` headers and `key = value` lines; names are not
-//! case-sensitive, `#` and `;` start comments, and the last setting read wins. Subsections
-//! (`[remote "origin"]`) and `[include]` files are not followed: neither setting lives there in
-//! practice.
 
 use std::path::{Path, PathBuf};
 
@@ -98,7 +93,7 @@ pub fn file_value(path: &Path, section: &str, key: &str) -> Option<Option<String
 /// Git's config files for a repository whose config folder (the common one of its work trees)
 /// is `common`, in the order git reads them (the last setting read wins): the system's, the
 /// global ones (`$XDG_CONFIG_HOME/git/config`, then `~/.gitconfig`; `GIT_CONFIG_GLOBAL`
-/// replaces both), the repository's. They may not exist.
+/// replaces both), the repository's.
 pub fn config_files(common: Option<&Path>) -> Vec<PathBuf> {
     let mut files = Vec::new();
     if std::env::var_os("GIT_CONFIG_NOSYSTEM").is_none_or(|v| v.is_empty() || v == "0") {
@@ -119,7 +114,7 @@ pub fn config_files(common: Option<&Path>) -> Vec<PathBuf> {
 
 /// The user's own ignore file, as git finds it for a repository whose config folder is
 /// `common`: `core.excludesFile` from its [`config_files`] (the last one read wins, as in
-/// git), else `$XDG_CONFIG_HOME/git/ignore` (`~/.config/git/ignore`). The file may not exist.
+/// git), else `$XDG_CONFIG_HOME/git/ignore` (`~/.config/git/ignore`).
 pub fn excludes_file(common: Option<&Path>) -> Option<PathBuf> {
     let set = config_files(common).iter().rev().find_map(|f| {
         file_value(f, "core", "excludesFile")

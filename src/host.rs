@@ -1,11 +1,5 @@
 //! This machine and its processes: the host name recorded in lock files, whether a recorded
 //! process still lives, and the short host tag used in temporary file names.
-//!
-//! [`ProcessGroup`] is how `coord run` and `coord session` signal and wait for the command
-//! they supervise.
-//!
-//! A process id only means something on the host that recorded it, so every liveness question
-//! asks "same host?" first.
 
 use std::sync::OnceLock;
 
@@ -32,9 +26,7 @@ pub fn host_tag() -> &'static str {
 /// Where a command comes from, as recorded in a lock's `origin:` line: the coord session it
 /// runs in (`session ID`, from `COORD_SESSION`), else the POSIX session of its terminal or
 /// supervisor (`sid N`), else, where that session began outside this pid namespace, the
-/// namespace (`pidns N`). Two shells (two terminals, two tmux panes, two agent clients) are two
-/// origins; every command typed in one shell is one. Locks are per agent name, so this is what
-/// tells "the same name, used from somewhere else" apart from a refresh.
+/// namespace (`pidns N`).
 pub fn origin() -> String {
     match std::env::var("COORD_SESSION") {
         Ok(s) if !s.trim().is_empty() => format!("session {}", s.trim()),
@@ -59,9 +51,7 @@ fn pid_namespace() -> Option<u64> {
 }
 
 /// This process's group, session and terminal foreground group, each `None` where it is not
-/// known. Read from `/proc/self/stat` on Linux: `getsid`, `getpgrp` and `tcgetpgrp` return 0
-/// there for a leader that lives outside this process's pid namespace (a container, a sandbox,
-/// `unshare --pid`), a value `rustix` assumes never happens.
+/// known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub struct OwnIds {
     /// The process group id.
@@ -102,7 +92,6 @@ pub fn own_ids() -> OwnIds {
 
 /// The group, session and terminal foreground group fields of a `/proc/PID/stat` line (the
 /// 3rd, 4th and 6th after the command name, which may itself hold spaces and parentheses).
-/// Zero and negative values mean "none visible here".
 #[cfg(any(target_os = "linux", test))]
 fn parse_stat_ids(stat: &str) -> OwnIds {
     let fields: Vec<&str> = match stat.rfind(')') {
@@ -146,8 +135,6 @@ pub fn pid() -> u32 {
 }
 
 /// Whether process `pid` exists on this host.
-///
-/// A process that exists but belongs to another user still counts as alive.
 pub fn pid_alive(pid: u32) -> bool {
     if pid == self::pid() {
         return true;
@@ -171,8 +158,6 @@ fn zombie(pid: i32) -> bool {
 }
 
 /// Whether a process recorded as (`pid`, `host`) is known to be gone.
-///
-/// Only a process of this host can be known gone; one of another host is presumed alive.
 pub fn recorded_process_gone(pid: u32, host: &str) -> bool {
     host == hostname() && !pid_alive(pid)
 }
@@ -194,7 +179,7 @@ pub fn recorded_process_gone_since(pid: u32, host: &str, start: Option<u64>) -> 
 
 /// When process `pid` started, in clock ticks since boot (`/proc/<pid>/stat`, field 22):
 /// with the pid, it names one process for the life of the machine (a reused pid has another
-/// start time). `None` where there is no `/proc` or no such process.
+/// start time).
 pub fn start_time(pid: u32) -> Option<u64> {
     stat_field(pid, 19)?.parse().ok()
 }
@@ -297,9 +282,7 @@ pub fn random_u64() -> u64 {
 }
 
 /// A supervised command's process group (`coord run`, `coord session`): CMD and every process
-/// it started that did not leave the group. Signals go to the whole group, and the locks CMD
-/// held are released only once the group has ended, so no orphan of CMD writes under a lock
-/// that another agent holds by then.
+/// it started that did not leave the group.
 #[derive(Debug, Clone, Copy)]
 pub struct ProcessGroup {
     pgid: rustix::process::Pid,
@@ -310,9 +293,7 @@ pub struct ProcessGroup {
 const GROUP_LINGER: std::time::Duration = std::time::Duration::from_secs(2);
 
 impl ProcessGroup {
-    /// Whether a command started now should get a process group of its own. Not when coord runs
-    /// in the foreground of a terminal (on its stdin, stdout or stderr): an interactive command
-    /// must stay in the terminal's foreground group to use it (and Ctrl-C reaches it there).
+    /// Whether a command started now should get a process group of its own.
     pub fn wanted() -> bool {
         !in_terminal_foreground()
     }

@@ -157,8 +157,7 @@ pub const IGNORE_END: &str = "# coord:end";
 
 /// The `.gitignore` lines that keep coord's own files out of `git status`: the state folder,
 /// presence and handshake files, locks, backups, refused writes and temporary files (`coord
-/// init` writes them; docs/protocol.md lists them). Review trackers and the dialogue folder are
-/// work products and are not ignored.
+/// init` writes them; docs/protocol.md lists them).
 pub const GITIGNORE_LINES: &[&str] = &[
     // Any `.coord/`, a nested workspace's too.
     ".coord/",
@@ -261,14 +260,14 @@ pub fn held_dir(root: &Path) -> PathBuf {
 
 /// `<root>/.coord/worktrees`: the repository's linked worktrees as last read from git's files,
 /// kept so that a lock in a linked worktree finds the other trees with a `stat` each (see
-/// `worktree`). A cache: deleting it costs one reading of git's files.
+/// `worktree`).
 pub fn worktrees_cache(root: &Path) -> PathBuf {
     state_dir(root).join("worktrees")
 }
 
 /// What earlier versions of coord kept in `.coord/` and this one neither reads nor writes:
 /// files kept for reuse (`recycled/`), a cache of walked folders (`folders`), the file every
-/// index entry was a hard link to (`held/anchor`). Swept when found.
+/// index entry was a hard link to (`held/anchor`).
 pub fn leftovers(root: &Path) -> [PathBuf; 3] {
     let state = state_dir(root);
     [
@@ -286,10 +285,7 @@ const HELD_INFIX: &str = ".held.";
 const HELD_NAME_MAX: usize = 200;
 
 /// The index entry of `agent`'s lock on `rel` (a path relative to the root), and whether it is
-/// named by a hash (then it holds `rel` as its content). Spelled out, it is the lock file's
-/// path with `%` written `%25`, `/` written `%2F` and `=` written `%3D`, then `.held.` and the
-/// agent (`src/a.rs` → `src%2Fa.rs.held.claude`; never a lock file's name, so that nothing
-/// looking for `*.lock.*` mistakes it for one); named by hash, `=<FNV-1a of rel>.held.<agent>`.
+/// named by a hash (then it holds `rel` as its content).
 pub fn held_entry(root: &Path, rel: &str, agent: &str) -> (PathBuf, bool) {
     let (mut name, hashed) = escaped_name(
         rel,

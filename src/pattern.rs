@@ -1,16 +1,5 @@
 //! Claim patterns: a folder (`src/auth/`) or a gitignore-style glob (`src/**/*.sql`), relative
 //! to the root, and whether two of them can match one path.
-//!
-//! A pattern is a list of `/`-separated segments. `**` as a whole segment matches any number of
-//! segments (none included); any other segment matches exactly one path segment, where `*`
-//! matches any run of characters, `?` one character, `[abc]`, `[a-z]`, `[!a]` (or `[^a]`) one
-//! character of (or not of) a set, and `\x` the character `x`. A trailing `/` names a folder:
-//! `src/auth/` is `src/auth/**`. No wildcard ever matches `/`.
-//!
-//! [`Pattern::overlaps`] decides whether some path is matched by both patterns, pattern against
-//! pattern (not only path against pattern): a walk over pairs of positions in the two patterns,
-//! first over segments (`**` against anything), then within a pair of segments over characters
-//! (`*` against anything). It is symmetric, and exact for these languages (no false "no").
 
 use std::collections::HashSet;
 use std::fmt;
@@ -55,10 +44,6 @@ impl fmt::Display for Pattern {
 
 /// Whether an argument names a claim (a folder or a pattern) rather than one file: it ends with
 /// `/`, or holds an unescaped `*`, `?` or `[`.
-///
-/// With [`literal_name`], this is the one rule by which every command that takes FILEs reads
-/// its arguments (see [`crate::workspace::Workspace::file_arg`]). A path a client's tool names
-/// (a hook's payload) is a file, never a claim, whatever characters it holds.
 pub fn is_claim(arg: &str) -> bool {
     if arg.ends_with('/') {
         return true;
@@ -112,13 +97,7 @@ pub fn escape_name(name: &str) -> String {
 
 impl Pattern {
     /// Parse a pattern relative to the root (`/`-separated, no leading `/`, no `.` or `..`
-    /// segment; a trailing `/` claims a folder). The text is normalized: a folder is written
-    /// `dir/**`, empty segments are dropped.
-    ///
-    /// # Errors
-    ///
-    /// Why it cannot be parsed: empty, absolute, a `.` or `..` segment, an unclosed `[`, a
-    /// trailing `\`.
+    /// segment; a trailing `/` claims a folder).
     pub fn parse(text: &str) -> Result<Pattern, String> {
         if text.trim().is_empty() {
             return Err("it is empty".into());

@@ -1,13 +1,4 @@
 //! Cleaning up after finished agents (`coord prune`, contract §11).
-//!
-//! An agent is **finished** when its presence says FINISHED, or its heartbeat is over a day old
-//! (a session that crashed and never came back), and it holds no lock file, has no ticket in a
-//! wait queue, and no stamp-card row of it is online and alive. What it left is removed: its
-//! presence, its stamp-card rows, its read marks, its needs-user state. Queue folders left
-//! empty go too, entries of the index of locks whose lock file is gone, and history events
-//! older than the history's age bound. Everything of an agent that is not finished is kept.
-//! Decided and done under the workspace mutex, so an agent that clocks in meanwhile is never
-//! pruned.
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
@@ -45,11 +36,6 @@ pub struct Pruned {
 }
 
 /// Remove what finished agents left.
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) when something cannot be removed (what was removed before
-/// stays removed).
 pub fn prune(ws: &Workspace, dry_run: bool) -> Result<Pruned> {
     let root = ws.root();
     let mut out = Pruned {

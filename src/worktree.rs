@@ -1,14 +1,4 @@
 //! Git worktrees: the work trees of one repository share one workspace (contract §10).
-//!
-//! Everything here is read from git's own files, never by running git: a linked worktree's top
-//! level holds a `.git` *file* (`gitdir: <common>/worktrees/NAME`), that folder holds
-//! `commondir` (the repository's `.git`, usually relative) and `HEAD`; the repository's
-//! `worktrees/NAME/gitdir` names each linked worktree's `.git` file. The shared state
-//! (`.coord/`, presences, handshakes) lives in the main work tree; locks stay beside their files
-//! in each work tree, keyed by the path relative to that tree's top level.
-//!
-//! A linked worktree holding its own `.coord/` folder stays a workspace of its own, and so does
-//! a bare repository's worktree (there is no main work tree to share).
 
 use std::collections::HashMap;
 use std::fs;
@@ -83,9 +73,7 @@ fn git_dir(top: &Path) -> Option<PathBuf> {
 /// The work tree of the superproject when the work tree at `top` is a submodule checked out in
 /// it (`git submodule add`): `top/.git` is a file naming a git folder below the `modules/`
 /// folder of the git folder of the work tree around `top` (`<super>/.git/modules/NAME`, or
-/// `<super>/.git/worktrees/W/modules/NAME` in a linked worktree of the superproject). A linked
-/// worktree, a repository of its own that merely lies inside another (its own `.git` folder),
-/// or a `.git` file naming some other place is no submodule.
+/// `<super>/.git/worktrees/W/modules/NAME` in a linked worktree of the superproject).
 pub fn superproject_of(top: &Path) -> Option<PathBuf> {
     let gitdir = gitfile_target(top)?;
     if fs::symlink_metadata(gitdir.join("commondir")).is_ok() {
@@ -157,8 +145,7 @@ fn main_top(common: &Path) -> Option<PathBuf> {
 }
 
 /// Where the shared state of the workspace at `root` lives: the main work tree's top level
-/// when `root` is a linked worktree without its own `.coord/`, else `root` itself. Found once
-/// per root and process (a few small reads; the answer does not change while coord runs).
+/// when `root` is a linked worktree without its own `.coord/`, else `root` itself.
 pub fn shared_root(root: &Path) -> PathBuf {
     static CACHE: OnceLock<Mutex<HashMap<PathBuf, PathBuf>>> = OnceLock::new();
     let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
@@ -219,11 +206,8 @@ fn branch_of(gitdir: &Path) -> Option<String> {
 }
 
 /// Every work tree sharing the workspace at `root` (its shared root's repository), `root`'s own
-/// first; just `root` when it shares with none. Worktrees come and go: the list is read again
-/// whenever the repository's `worktrees/` folder changed (one `stat` otherwise).
+/// first; just `root` when it shares with none.
 pub fn trees(root: &Path) -> Vec<Tree> {
-    type Cache = HashMap<PathBuf, (Option<Stat>, Vec<Tree>)>;
-    static CACHE: OnceLock<Mutex<Cache>> = OnceLock::new();
     let shared = shared_root(root);
     let Some(common) = common_dir(&shared) else {
         return vec![Tree {
@@ -232,19 +216,7 @@ pub fn trees(root: &Path) -> Vec<Tree> {
         }];
     };
     let stamp = Stat::read_followed(&common.join("worktrees"));
-    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
-    if let Ok(map) = cache.lock()
-        && let Some((at, list)) = map.get(root)
-        && *at == stamp
-        && stamp.is_some()
-    {
-        return list.clone();
-    }
-    let list = read_trees(root, &shared, &common, stamp.as_ref());
-    if let Ok(mut map) = cache.lock() {
-        map.insert(root.to_path_buf(), (stamp, list.clone()));
-    }
-    list
+    read_trees(root, &shared, &common, stamp.as_ref())
 }
 
 /// The work trees of the repository whose common folder is `common`: the main one (`shared`)
@@ -300,8 +272,7 @@ struct Linked {
 
 /// Whether a file whose stat data is `stat` changed within the last [`saved::RACY`] seconds,
 /// where a change in the same tick of a coarse clock leaves the stat data as it was (git's
-/// "racily clean" index entries). Against the system's clock, which stamps the files
-/// (`COORD_NOW` moves coord's clock, not the filesystem's).
+/// "racily clean" index entries).
 fn changed_lately(stat: &Stat) -> bool {
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
@@ -338,14 +309,7 @@ fn read_linked(common: &Path) -> Vec<Linked> {
     found
 }
 
-/// `.coord/worktrees`: the list of linked worktrees as last read, kept between processes. A
-/// lock in a linked worktree needs every tree's place; reading each `gitdir` file and resolving
-/// its path is a handful of system calls per tree, where checking a kept list is one `stat` of
-/// each `gitdir` file. The list is used only when the `worktrees/` folder (trees added or
-/// removed) and every `gitdir` file (a tree moved or repaired) are as they were when it was
-/// written; it is written only when none of them changed within the last seconds, so a change
-/// within one tick of a coarse file clock cannot hide behind an equal stamp. Losing or
-/// corrupting it costs one reading of git's files.
+/// `.coord/worktrees`: the list of linked worktrees as last read, kept between processes.
 mod saved {
     use super::{Linked, Stat, changed_lately};
     use std::path::{Path, PathBuf};
@@ -396,9 +360,7 @@ mod saved {
 }
 
 /// Whether the work tree whose top level was `top` is gone (`git worktree remove`, or removed by
-/// hand): its folder is no longer there. The one rule by which what was held in a removed tree
-/// stops holding: its lock files went with it (and [`trees`] leaves it out), the locks its
-/// agents' presences list there show STALE, and so do the claims taken there.
+/// hand): its folder is no longer there.
 pub fn is_gone(top: &Path) -> bool {
     !fs::symlink_metadata(top).is_ok_and(|m| m.is_dir())
 }
@@ -420,7 +382,7 @@ pub fn others(root: &Path) -> Vec<Tree> {
 
 /// Every work tree of the repository whose tree `top` is, whatever workspace each one is (a
 /// worktree holding its own `.coord/` included): `top` first, then the main work tree (none
-/// for a bare repository) and each linked one still there. Just `top` outside git.
+/// for a bare repository) and each linked one still there.
 pub fn repository_tops(top: &Path) -> Vec<PathBuf> {
     let mut all = vec![top.to_path_buf()];
     let Some(common) = common_dir(top) else {

@@ -1,8 +1,4 @@
 //! The library's one error type.
-//!
-//! Variants are protocol outcomes a caller can act on; every I/O error carries the path it
-//! happened on (see [`IoResultExt::at`]). [`Error::hint`] says what to do next, and
-//! [`ExitCode`](crate::ExitCode) maps each variant to the contract's exit code.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -441,10 +437,6 @@ impl std::error::Error for LinkedFolder {}
 /// Attach a path (and what was being done) to an `io::Result`.
 pub trait IoResultExt<T> {
     /// Turn an `io::Error` into [`Error::Io`] naming `path`.
-    ///
-    /// # Errors
-    ///
-    /// Returns [`Error::Io`] when `self` is an error.
     fn at(self, action: &'static str, path: &Path) -> Result<T>;
 }
 

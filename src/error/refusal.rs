@@ -1,7 +1,4 @@
 //! Why a protocol refused: one variant per rule, each with a stable `kind` for `--json`.
-//!
-//! Every refusal exits 3; the variant lets a caller (a hook, an MCP client, a script reading
-//! `--json`) branch on the reason without parsing the message.
 
 /// Declares [`Refusal`] with each variant's `kind`, and the list of them all.
 macro_rules! refusals {

@@ -11,15 +11,6 @@ use super::{Access, open_nofollow, open_regular_nofollow, parent_of, sync_dir};
 use crate::error::{IoResultExt, Result};
 
 /// Append `bytes` to the existing regular file at `path` with one `write`, then fsync it.
-///
-/// For append-only logs (a dialogue's `conversation.md`): the file is never truncated or
-/// rewritten, a symlink at `path` is refused, and a missing file is an error (never created).
-/// One `write` on an `O_APPEND` descriptor lands whole at the end of the file as seen at that
-/// instant, so an earlier byte is never lost.
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) naming the path (also for a short write).
 pub fn append_durable(path: &Path, bytes: &[u8]) -> Result<()> {
     let (file, meta) = open_nofollow(path, Access::Append).at("append to", path)?;
     let len = meta.len();
@@ -32,18 +23,6 @@ pub fn append_durable(path: &Path, bytes: &[u8]) -> Result<()> {
 }
 
 /// Append `line` to `path` (created when missing, never through a symlink), as one line.
-///
-/// The file is opened `O_APPEND` and locked with `flock` for the duration of the append, so
-/// concurrent coord writers never interleave; the whole line goes out in one `write` call, so
-/// even writers that do not lock (the seed's own Python class) cannot split it on a local disk.
-/// When the file does not end with a newline (written by hand), one is written first, so the new
-/// line stands on its own. A `line` without a trailing newline gets one. Not synced: see
-/// [`append_line_durable_numbered`] and [`sync_file`].
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) naming the path: a symlink, a FIFO or a folder at `path`, or
-/// any I/O failure.
 pub fn append_line(path: &Path, line: &[u8]) -> Result<()> {
     append_inner(path, line, false).map(drop)
 }
@@ -51,10 +30,6 @@ pub fn append_line(path: &Path, line: &[u8]) -> Result<()> {
 /// [`append_line`], then fsync of the file (and of the folder when the file was created),
 /// returning the 1-based number of the line written, counted under the same kernel lock as the
 /// append (so it is the line's number even with other writers).
-///
-/// # Errors
-///
-/// As [`append_line`].
 pub fn append_line_durable_numbered(path: &Path, line: &[u8]) -> Result<usize> {
     let (file, created, number) = append_inner(path, line, true)?;
     file.sync_data().at("sync", path)?;
@@ -65,10 +40,6 @@ pub fn append_line_durable_numbered(path: &Path, line: &[u8]) -> Result<usize> {
 }
 
 /// fsync the regular file at `path` (data written through another descriptor included).
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) naming the path.
 pub fn sync_file(path: &Path) -> Result<()> {
     open_regular_nofollow(path)
         .and_then(|f| f.sync_data())
@@ -126,23 +97,6 @@ fn append_inner(path: &Path, line: &[u8], count: bool) -> Result<(File, bool, us
 /// Append one whole `line` to the log at `path` (created when missing, never through a
 /// symlink) and, once the log has reached `rotate_at` bytes, rename it to `rotated` (replacing
 /// the generation there), all while holding the log's kernel lock.
-///
-/// Whole or absent: the line goes out in one `write(2)` on an `O_APPEND` descriptor under
-/// `flock`; a failed write (a full disk) is cut back to the previous length. A line left torn
-/// by a writer killed mid-write (no trailing newline) gets a newline first, so the new line
-/// stands on its own. The append is made only to the file that is at `path` while the lock is
-/// held (a writer that opened a log just rotated away opens the new one), so a rotation never
-/// drops a line.
-///
-/// A log that already held `rotate_at` bytes or more before this line (written by hand, or a
-/// bound lowered since) is not rotated whole: its newest whole lines within `rotate_at` bytes,
-/// this line always among them, replace it first (a temporary file renamed over it), and that
-/// is what becomes `rotated`. Killed at any point, the log is the old one or the cut one, and
-/// `rotated` the previous generation or the cut one: whole lines, none twice.
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) naming the path.
 pub fn append_line_rotating(
     path: &Path,
     line: &[u8],
@@ -232,10 +186,7 @@ fn cut_to_newest(file: &File, path: &Path, end: u64, line_at: u64, keep: u64) ->
         .at("replace", path)
 }
 
-/// The size of the chunks the kernel copies a write into the page cache by. Linux checks for a
-/// fatal signal (SIGKILL) before each chunk but never inside one, so a write that fits within
-/// one chunk of the file lands whole or not at all, while a longer one can be cut short at a
-/// chunk boundary when its process is killed.
+/// The size of the chunks the kernel copies a write into the page cache by.
 const CHUNK: u64 = 4096;
 
 /// Whether appends that span chunks are finished by a helper process ([`finish_appends`]).
@@ -247,8 +198,7 @@ pub const FINISH_APPEND_ARG: &str = "__finish-append";
 /// Have appends that span more than one page-cache chunk written by a short-lived child of the
 /// running executable (started as `<exe> __finish-append`), so that a SIGKILL to the appending
 /// process cannot leave half a line behind: the child is not the one killed, and it writes
-/// only once it has the whole line. Called by the coord binary at start-up; a library user that
-/// does not call it gets plain single `write`s.
+/// only once it has the whole line.
 pub fn finish_appends() {
     FINISHER.store(true, Ordering::Relaxed);
 }
@@ -301,9 +251,7 @@ fn feed_finisher(mut child: Child, buf: &[u8]) -> io::Result<()> {
 }
 
 /// The finisher's side: read a length and that many bytes from standard input, then write them
-/// to standard output in one go. Writes nothing when the input ends early (the process that
-/// started it was killed while sending). Returns the exit status: 0 when the whole line was
-/// written, else the `errno` of the failure (`EPIPE` for input cut short).
+/// to standard output in one go; returns 0 or the `errno` of the failure (`EPIPE`: cut short).
 pub fn finish_append() -> u8 {
     const SHORT: u8 = rustix::io::Errno::PIPE.raw_os_error() as u8;
     let mut stdin = io::stdin().lock();

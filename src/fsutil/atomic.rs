@@ -14,10 +14,6 @@ use crate::error::{IoResultExt, Result};
 use crate::{host, layout};
 
 /// A new temporary file in `dir`, named so that [`sweep_temps`](super::sweep_temps) can tell whose it is.
-///
-/// # Errors
-///
-/// Any error creating the file.
 pub fn temp_in(dir: &Path) -> io::Result<NamedTempFile> {
     super::read::refuse_linked(dir, true)?;
     // The error of `tempfile` names the temporary file (`… at path ".coord-….tmp"`), which means
@@ -27,9 +23,7 @@ pub fn temp_in(dir: &Path) -> io::Result<NamedTempFile> {
     Ok(tmp)
 }
 
-/// An error without the path `tempfile` adds to its message (`… at path ".coord-….tmp"`). The
-/// wrapper `tempfile` puts around the system's error does not give that error back, only its
-/// text and kind.
+/// An error without the path `tempfile` adds to its message (`… at path ".coord-….tmp"`).
 fn bare(e: io::Error) -> io::Error {
     if e.raw_os_error().is_some() {
         return e;
@@ -72,9 +66,7 @@ fn made_in(dir: &Path) -> Result<NamedTempFile> {
 }
 
 /// Publish at `path` what `fill` writes into a new temporary file in `stage` (`path`'s own
-/// folder, unless the caller stages elsewhere). When `stage` is on another filesystem than
-/// `path` (a mount inside the workspace), `publish` fails with `EXDEV` and all is done again
-/// with a temporary file beside `path`.
+/// folder, unless the caller stages elsewhere).
 fn publish_via<T>(
     path: &Path,
     stage: &Path,
@@ -96,24 +88,12 @@ fn publish_via<T>(
 }
 
 /// Publish `bytes` at `path` only if nothing is there yet (no file, no link).
-///
-/// Returns `false` when `path` already exists; nothing is changed then.
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) naming the path on any other failure.
 pub fn create_new(path: &Path, bytes: &[u8]) -> Result<bool> {
     Ok(create_new_with(path, bytes, false)?.is_some())
 }
 
 /// [`create_new`], the file locked (`flock`, exclusive) before it is published: returns it
-/// open and locked (`Ok(None)` when `path` already exists). Whoever holds the handle lets
-/// waiters know it is done with the file by closing it (see [`crate::wait::handoff`]). Where the
-/// filesystem cannot lock, the file is published all the same and returned unlocked.
-///
-/// # Errors
-///
-/// As [`create_new`].
+/// open and locked (`Ok(None)` when `path` already exists).
 pub fn create_new_held(path: &Path, bytes: &[u8]) -> Result<Option<File>> {
     create_new_with(path, bytes, true)
 }
@@ -147,8 +127,6 @@ fn create_new_with(path: &Path, bytes: &[u8], lock: bool) -> Result<Option<File>
 /// Where a name cannot be published without replacing (no hard links, no `RENAME_NOREPLACE`:
 /// SMB through smbnetfs), an `O_EXCL` create of `path` itself, which the server makes atomic,
 /// then the bytes: a reader may see the file empty or short for a moment, never a second one.
-/// `None` when something is there already (a name that opens: sshfs answers `EPERM` for an
-/// existing name too).
 fn create_exclusive_in_place(path: &Path, bytes: &[u8]) -> io::Result<Option<File>> {
     if super::open_regular_nofollow(path).is_ok() {
         return Ok(None);
@@ -170,10 +148,6 @@ fn filled(tmp: NamedTempFile, path: &Path, bytes: &[u8], lock: bool) -> Result<N
 }
 
 /// Replace (or create) `path` with `bytes` atomically. A symlink at `path` is replaced, not followed.
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) naming the path.
 pub fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
     replace_staged(path, parent_of(path), bytes)
 }
@@ -181,21 +155,13 @@ pub fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
 /// [`replace`] through a temporary file made in `stage` (a folder of the same filesystem, or a
 /// spare when one is kept) rather than beside `path`: `path`'s folder then sees only the new
 /// name arrive, no temporary name coming and going, which wakes nobody watching that folder for
-/// names going away (a queue of waiters). On another filesystem, as [`replace`].
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) naming the path.
+/// names going away (a queue of waiters).
 pub fn replace_staged(path: &Path, stage: &Path, bytes: &[u8]) -> Result<()> {
     replace_keeping(path, stage, bytes, false, |_| Ok(()))
 }
 
 /// [`replace_staged`], the file locked before it is published and returned open, as
 /// [`create_new_held`] does.
-///
-/// # Errors
-///
-/// As [`replace_staged`].
 pub fn replace_staged_held(path: &Path, stage: &Path, bytes: &[u8]) -> Result<File> {
     // The same open file as the temporary one: its lock lasts as long as either is open.
     replace_keeping(path, stage, bytes, true, File::try_clone)
@@ -226,10 +192,6 @@ fn replace_keeping<T>(
 
 /// Replace `path` durably: temp file, fsync, rename, fsync of the folder. The mode of an
 /// existing regular file at `path` is kept.
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) naming the path.
 pub fn replace_durable(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = written(made_in(parent_of(path))?, path, bytes)?;
     keep_mode(path, tmp.as_file())?;
@@ -251,10 +213,6 @@ fn keep_mode(path: &Path, file: &File) -> Result<()> {
 
 /// Copy the regular file `src` to `dst`, replacing `dst` atomically (never following a link at
 /// `dst`, never touching anything but `dst`). Returns the bytes copied.
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) naming the file involved.
 pub fn copy_replace(src: &Path, dst: &Path) -> Result<u64> {
     // Opened before any temporary file is made: a missing source makes none. Opened again only
     // when the copy has to be made a second time (see `publish_via`).
@@ -275,10 +233,6 @@ pub fn copy_replace(src: &Path, dst: &Path) -> Result<u64> {
 
 /// A temporary copy of the regular file `src` (never following a link at `src`) in `dir`, with
 /// `src`'s mode, fsynced when `durable`; publish it with [`persist`]. Returns it and its size.
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) naming the file involved.
 pub fn copy_to_temp(src: &Path, dir: &Path, durable: bool) -> Result<(NamedTempFile, u64)> {
     let input = open_nofollow(src, Access::Read).at("read", src)?;
     copy_into(src, input, made_in(dir)?, durable)
@@ -302,13 +256,7 @@ fn copy_into(
 }
 
 /// Everything `input` yields, in a new temporary file in `dir`, fsynced: content on its way to
-/// a path, published later with [`persist`]. The file gets the mode of the regular file at
-/// `like` when there is one, else the usual mode of a new file (0666 less the umask). Returns
-/// it and its size. On error the temporary file is removed.
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) naming the folder, the temporary file, or `what` (the input).
+/// a path, published later with [`persist`].
 pub fn spool(
     dir: &Path,
     input: &mut dyn Read,
@@ -348,10 +296,6 @@ fn copy_input(
 
 /// Publish a filled temporary file at `path` by rename: atomic, replacing whatever is there
 /// (a symlink at `path` is replaced, never followed). Pair with [`sync_dir`] for durability.
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) naming the path; the temporary file is removed then.
 pub fn persist(tmp: NamedTempFile, path: &Path) -> Result<()> {
     put(tmp, path).at("replace", path)
 }
@@ -360,16 +304,13 @@ pub fn persist(tmp: NamedTempFile, path: &Path) -> Result<()> {
 fn put(tmp: NamedTempFile, path: &Path) -> io::Result<()> {
     if closes_before_rename() {
         // SMB refuses to rename a file that is open (a sharing violation: `EBUSY`), and the
-        // failed rename would leave the temporary file behind: close it first. Dropping the
-        // path on failure removes the file.
+        // failed rename would leave the temporary file behind: close it first.
         return put_closed(tmp.into_temp_path(), path);
     }
     tmp.persist(path).map(drop).map_err(|e| e.error)
 }
 
-/// Rename the closed temporary file `tmp` to `path`, replacing it. A reader's open makes an SMB
-/// server refuse for a moment: `EBUSY`, or `EEXIST` where the client replaces by removing the
-/// old file first (smbnetfs); tried again for 3 s. Dropping the path on failure removes the file.
+/// Rename the closed temporary file `tmp` to `path`, replacing it.
 fn put_closed(mut tmp: TempPath, path: &Path) -> io::Result<()> {
     let started = std::time::Instant::now();
     let mut pause = std::time::Duration::from_micros(500);
@@ -391,15 +332,7 @@ fn put_closed(mut tmp: TempPath, path: &Path) -> io::Result<()> {
 }
 
 /// Publish the filled temporary file `tmp` at `path` only if nothing is there yet: `Ok(false)`,
-/// nothing changed and the temporary file removed, when something is. It is closed first (SMB
-/// refuses to rename or remove an open file, which would leave it behind). Where a name cannot
-/// be published without replacing (no hard links, no `RENAME_NOREPLACE`: SMB through
-/// smbnetfs), the name is taken by an `O_EXCL` create, which the server makes atomic, and the
-/// copy renamed over it: a reader may see it empty for a moment, never another file replaced.
-///
-/// # Errors
-///
-/// The system's error; the temporary file is removed then.
+/// nothing changed and the temporary file removed, when something is.
 pub fn persist_new(tmp: NamedTempFile, path: &Path) -> io::Result<bool> {
     let e = match tmp.into_temp_path().persist_noclobber(path) {
         Ok(()) => return Ok(true),
@@ -421,8 +354,7 @@ pub fn persist_new(tmp: NamedTempFile, path: &Path) -> io::Result<bool> {
 static NETWORK_FS: AtomicBool = AtomicBool::new(false);
 
 /// Whether a temporary file is closed before it is renamed into place: on every network
-/// filesystem (see [`mark_network_fs`]), since SMB refuses to rename an open file. A local
-/// filesystem keeps it open (no reopen needed for the callers that keep it).
+/// filesystem (see [`mark_network_fs`]), since SMB refuses to rename an open file.
 fn closes_before_rename() -> bool {
     NETWORK_FS.load(Ordering::Relaxed)
 }
@@ -440,10 +372,6 @@ pub fn mark_network_fs() {
 }
 
 /// [`persist`], then fsync of the folder, so the new content survives a crash.
-///
-/// # Errors
-///
-/// As [`persist`] and [`sync_dir`].
 pub fn persist_durable(tmp: NamedTempFile, path: &Path) -> Result<()> {
     persist(tmp, path)?;
     sync_dir(parent_of(path))

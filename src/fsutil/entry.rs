@@ -10,10 +10,6 @@ use super::{Access, linked_ancestor, not_regular, open_nofollow};
 use crate::error::{IoResultExt, Result};
 
 /// fsync a folder, so a rename in it survives a crash.
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) naming the folder.
 pub fn sync_dir(dir: &Path) -> Result<()> {
     File::open(dir)
         .and_then(|f| f.sync_all())
@@ -21,10 +17,6 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 }
 
 /// Remove `path` (a file or a link, never a link's target). `Ok(false)` when it was not there.
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) naming the path.
 pub fn remove(path: &Path) -> Result<bool> {
     super::read::refuse_linked(path, false).at("remove", path)?;
     match super::raw::remove_file(path) {
@@ -35,12 +27,7 @@ pub fn remove(path: &Path) -> Result<bool> {
 }
 
 /// Remove the folder `dir` and everything in it, never following a link: a link, at `dir` or
-/// inside it, is removed as itself. `Ok(false)` when nothing was there. Only `coord init
-/// --remove --all` removes a tree: coord's state folder, as coord leaves a repository.
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) naming what could not be listed or removed.
+/// inside it, is removed as itself.
 pub fn remove_tree(dir: &Path) -> Result<bool> {
     match fs::symlink_metadata(dir) {
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(false),
@@ -71,10 +58,6 @@ pub fn remove_flat(path: &Path) {
 
 /// Make `path` an empty marker file, whose name is all it says; nothing when something is there
 /// already. Missing folders are made.
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) naming the path.
 pub fn empty_marker(path: &Path) -> Result<()> {
     use super::raw;
     let made = match raw::create_exclusive(path, b"") {
@@ -88,20 +71,12 @@ pub fn empty_marker(path: &Path) -> Result<()> {
 }
 
 /// Rename `from` to `to`, replacing `to`.
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) naming `from`.
 pub fn rename(from: &Path, to: &Path) -> Result<()> {
     super::raw::rename(from, to).at("rename", from)
 }
 
 /// Create `dir` and its parents. A symlink where a folder should be is refused, at `dir` or
 /// at any folder above it.
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) naming the folder.
 pub fn ensure_dir(dir: &Path) -> Result<()> {
     super::read::refuse_linked(dir, true).at("create folder", dir)?;
     // A symlinked folder above `dir` (`.metadata -> /elsewhere`, `archive -> /elsewhere`) would
@@ -122,8 +97,7 @@ pub fn ensure_dir(dir: &Path) -> Result<()> {
         .at("create folder", dir),
         Err(_) => {
             // Someone may be removing the folder while it is created (`rm -rf .coord` while
-            // agents wait): mkdir then finds it "exists" and it is gone a moment later. Try
-            // again a few times; what stands there in the end decides.
+            // agents wait): mkdir then finds it "exists" and it is gone a moment later.
             let mut tries = 0;
             loop {
                 match create_dir_all_fitted(dir) {
@@ -167,10 +141,6 @@ fn create_dir_all_fitted(dir: &Path) -> io::Result<()> {
 }
 
 /// Set the modification time of `path` to now (a heartbeat for wait tickets).
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) naming the path.
 pub fn touch(path: &Path) -> Result<()> {
     // O_NONBLOCK: opening a FIFO planted here for writing would otherwise wait for a reader
     // forever. Only a regular file is touched.
@@ -180,9 +150,7 @@ pub fn touch(path: &Path) -> Result<()> {
 
 /// Mark the regular file at `path` as written now when it already holds exactly `bytes`: its
 /// modification time is set to the filesystem's own now (`UTIME_NOW`: the clock that stamps a
-/// new file, the server's on a network folder), its content and inode are kept. Writing the same
-/// record again would make and remove a file for nothing. Returns whether it did; `false`,
-/// nothing done, when the file is missing, differs, is not a regular file or cannot be touched.
+/// new file, the server's on a network folder), content and inode kept; returns whether it did.
 pub fn touch_if_same(path: &Path, bytes: &[u8]) -> bool {
     let Ok((file, meta)) = open_nofollow(path, Access::Read) else {
         return false;
@@ -195,10 +163,6 @@ pub fn touch_if_same(path: &Path, bytes: &[u8]) -> bool {
 /// Set the modification time of the regular file at `path` to the epoch, its content and inode
 /// kept: how a record says it has been used, without removing a file that the next use would
 /// make again.
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) naming the path.
 pub fn set_mtime_epoch(path: &Path) -> Result<()> {
     let (file, _) = open_nofollow(path, Access::Read).at("set the time of", path)?;
     set_mtime(&file, 0)
@@ -225,16 +189,7 @@ fn set_mtime(file: &File, nanos: rustix::fs::Nsecs) -> rustix::io::Result<()> {
     )
 }
 
-/// Rewrite the small regular file at `path` with `bytes` in place, making it when missing. Only
-/// for a file read and written under the workspace mutex whose reader survives damage (a
-/// counter): a replace would make and remove a file on every call, and on a filesystem that
-/// steps over recently freed inodes every new file costs more. Returns `false`, writing nothing,
-/// when `path` is not a regular file of its own (a symlink, a folder, a FIFO, a file with other
-/// names): the caller replaces it then.
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) naming the path when writing fails.
+/// Rewrite the small regular file at `path` with `bytes` in place, making it when missing.
 pub fn rewrite_in_place(path: &Path, bytes: &[u8]) -> Result<bool> {
     use std::os::unix::fs::{FileExt, MetadataExt};
     let Ok((file, meta)) = open_nofollow(path, Access::ReadWriteOrCreate) else {
@@ -249,10 +204,6 @@ pub fn rewrite_in_place(path: &Path, bytes: &[u8]) -> Result<bool> {
 }
 
 /// Make the regular file at `path` executable by whoever may read it (a git hook script).
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) naming the path.
 pub fn make_executable(path: &Path) -> Result<()> {
     let meta = fs::symlink_metadata(path).at("inspect", path)?;
     if !meta.is_file() {

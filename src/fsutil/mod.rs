@@ -1,28 +1,4 @@
 //! Every write coord makes to disk and every capped read (the workspace mutex is `arbiter`'s).
-//!
-//! Invariants kept here, so no other module has to think about them:
-//!
-//! - A file coord publishes never appears half-written: content goes to a unique temporary file
-//!   in the target's own folder (`.coord-<host>-<pid>-XXXXXX.tmp`), which is then linked or renamed
-//!   into place. [`create_new`] never replaces anything; [`replace`] replaces atomically;
-//!   [`replace_durable`] also fsyncs the file and the folder (for content that matters).
-//! - Creating or replacing never follows a symlink: `rename` replaces a link itself, and the
-//!   temporary file is created with `O_EXCL`. Nor does any open, creation, link, rename,
-//!   removal or listing under a `.coord/` folder go through a symlink planted in place of one of
-//!   coord's folders there (`.coord/history`, `.coord/queue/q-…`, …): it is refused, naming the
-//!   link, and the command says so once ([`take_link_warning`]).
-//! - Reads of state files are capped in size, never follow a symlink, never block on a FIFO,
-//!   and refuse anything but a regular file.
-//! - Appends ([`append_line`]) are one `write(2)` of a whole line on an `O_APPEND` descriptor,
-//!   made while holding a kernel lock (`flock`) on the file itself, so two coord writers never
-//!   interleave and a line never lands glued to a previous line that lacked its newline.
-//! - Temporary files left behind by a killed process are swept by the next coord in that folder
-//!   ([`sweep_temps`]): at once when their process is known gone, after an hour otherwise.
-//!
-//! One module per concern: capped no-follow reads, atomic publication of whole files, appends,
-//! entries (remove, rename, link, folders), the sweep of leftover temporary files. This is the
-//! only module that may call `std::fs`'s writing functions (`clippy.toml` disallows them
-//! elsewhere).
 #![allow(clippy::disallowed_methods)]
 
 use std::fs::{self, File, OpenOptions};
@@ -81,12 +57,7 @@ pub(crate) enum Access {
 /// (`O_NOFOLLOW`, said as "is a symlink (not followed)"; nor through one in place of one of
 /// coord's folders, see [`linked_state_folder`]), never waiting on a FIFO
 /// (`O_NONBLOCK`), never taking a controlling terminal (`O_NOCTTY`); anything but a regular file
-/// is refused ("is not a regular file"). Returns the file and its metadata (`fstat` of the open
-/// file).
-///
-/// # Errors
-///
-/// `InvalidData` for a symlink or anything but a regular file; any other open error as is.
+/// is refused ("is not a regular file").
 pub(crate) fn open_nofollow(path: &Path, access: Access) -> io::Result<(File, fs::Metadata)> {
     read::refuse_linked(path, false)?;
     let mut options = OpenOptions::new();
@@ -159,8 +130,7 @@ fn add_bits(file: &File, bits: u32) {
 /// temporary file staged elsewhere), look like a file made now in `dir`, where it is about to
 /// be published: the group such a file gets (the folder's in a setgid folder, or wherever the
 /// system always gives the folder's; this process's elsewhere) and the bits the folder's
-/// sharing asks for. Returns `false` when its group cannot be made so (not a group this user
-/// may give): the caller makes a new file in `dir` instead.
+/// sharing asks for; `false` when its group cannot be made so (then the caller makes a new file).
 pub(crate) fn fit_to_folder(file: &File, dir: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     let (Ok(folder), Ok(m)) = (fs::metadata(dir), file.metadata()) else {

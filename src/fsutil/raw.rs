@@ -12,10 +12,6 @@ use std::path::Path;
 use super::read::refuse_linked;
 
 /// `link(2)`: `to` names the file at `from`; fails when `to` exists, never replaces.
-///
-/// # Errors
-///
-/// The system's error.
 pub fn hard_link(from: &Path, to: &Path) -> io::Result<()> {
     refuse_linked(from, false)?;
     refuse_linked(to, false)?;
@@ -28,10 +24,6 @@ pub fn hard_link(from: &Path, to: &Path) -> io::Result<()> {
 }
 
 /// `rename(2)`: `from` moves to `to`, replacing it.
-///
-/// # Errors
-///
-/// The system's error.
 pub fn rename(from: &Path, to: &Path) -> io::Result<()> {
     refuse_linked(from, false)?;
     refuse_linked(to, false)?;
@@ -39,20 +31,12 @@ pub fn rename(from: &Path, to: &Path) -> io::Result<()> {
 }
 
 /// `unlink(2)` of a file or link (never a link's target).
-///
-/// # Errors
-///
-/// The system's error.
 pub fn remove_file(path: &Path) -> io::Result<()> {
     refuse_linked(path, false)?;
     while_busy(|| fs::remove_file(path))
 }
 
 /// `mkdir(2)` of one folder (mode 0777 less the umask).
-///
-/// # Errors
-///
-/// The system's error.
 pub fn create_dir(dir: &Path) -> io::Result<()> {
     refuse_linked(dir, false)?;
     fs::create_dir(dir)?;
@@ -68,10 +52,6 @@ pub fn remove_empty_dir(dir: &Path) -> bool {
 
 /// Create `path` with `O_EXCL` (never through a symlink) holding `bytes`, for filesystems
 /// without hard links. `Ok(false)` when something is there already.
-///
-/// # Errors
-///
-/// The system's error.
 pub fn create_exclusive(path: &Path, bytes: &[u8]) -> io::Result<bool> {
     refuse_linked(path, false)?;
     match OpenOptions::new()
@@ -92,8 +72,7 @@ pub fn create_exclusive(path: &Path, bytes: &[u8]) -> io::Result<bool> {
 
 /// Put the record moved aside to `aside` back at `path`, never over a record standing there:
 /// a link where hard links exist, else an exclusive create of the same bytes (SMB through
-/// smbnetfs has no hard links; a record is its bytes, so the copy is the same record). Best
-/// effort: a record standing at `path` already stays.
+/// smbnetfs has no hard links; a record is its bytes, so the copy is the same record).
 pub fn put_back(aside: &Path, path: &Path, bytes: &[u8]) {
     match hard_link(aside, path) {
         Ok(()) => {}
@@ -145,14 +124,7 @@ pub fn no_hard_links(e: &io::Error) -> bool {
 /// How long a rename or removal is tried again while the file server says the file is busy.
 const BUSY_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
 
-/// `op`, tried again for a while when it fails with `EBUSY` on a network filesystem. SMB refuses
-/// to rename or remove a file that any client has open (a sharing violation), and contenders
-/// read the records they would replace or remove: that lasts a round trip, not a fault.
-/// Elsewhere `EBUSY` (a mount point) is final at once.
-///
-/// # Errors
-///
-/// `op`'s error once it is not `EBUSY`, or once [`BUSY_PATIENCE`] has passed.
+/// `op`, tried again for a while when it fails with `EBUSY` on a network filesystem.
 pub fn while_busy<T>(mut op: impl FnMut() -> io::Result<T>) -> io::Result<T> {
     let started = std::time::Instant::now();
     let mut pause = std::time::Duration::from_micros(500);

@@ -57,30 +57,17 @@ pub fn ns_since_epoch(t: SystemTime) -> i128 {
 pub const RECORD_CAP: u64 = 64 * 1024;
 
 /// Read at most `cap` bytes of a regular file, without following a symlink or blocking on a FIFO.
-///
-/// # Errors
-///
-/// `NotFound` when it does not exist; `InvalidData` when it is not a regular file or is larger
-/// than `cap`; any other open/read error as is.
 pub fn read_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
     read_capped_with_mtime(path, cap).map(|(bytes, _)| bytes)
 }
 
 /// [`read_capped`], with the mtime of the file as opened (`fstat` on the open file: a network
 /// filesystem revalidates it on open, where a `stat` of the path may be served from a cache).
-///
-/// # Errors
-///
-/// As [`read_capped`].
 pub fn read_capped_with_mtime(path: &Path, cap: u64) -> io::Result<(Vec<u8>, Option<SystemTime>)> {
     read_capped_with_meta(path, cap).map(|(bytes, meta)| (bytes, meta.modified().ok()))
 }
 
 /// [`read_capped`], with the metadata of the file as opened (its identity: device and inode).
-///
-/// # Errors
-///
-/// As [`read_capped`].
 pub fn read_capped_with_meta(path: &Path, cap: u64) -> io::Result<(Vec<u8>, fs::Metadata)> {
     let (file, meta) = open_nofollow(path, Access::Read)?;
     let bytes = read_open_capped(&file, &meta, cap)?;
@@ -110,11 +97,6 @@ pub(super) fn read_open_capped(file: &File, meta: &fs::Metadata, cap: u64) -> io
 /// The last `cap` bytes of a regular file (all of it when it is no longer), without following a
 /// symlink or blocking on a FIFO, and whether anything was left out in front: for logs, whose
 /// newest part is what a reader wants.
-///
-/// # Errors
-///
-/// `NotFound` when it does not exist; `InvalidData` when it is not a regular file; any other
-/// open/read error as is.
 pub fn read_tail(path: &Path, cap: u64) -> io::Result<(Vec<u8>, bool)> {
     use std::io::{Seek, SeekFrom};
     let (mut file, meta) = open_nofollow(path, Access::Read)?;
@@ -127,10 +109,6 @@ pub fn read_tail(path: &Path, cap: u64) -> io::Result<(Vec<u8>, bool)> {
 }
 
 /// [`read_capped`] as text (invalid UTF-8 replaced), with the file's mtime.
-///
-/// # Errors
-///
-/// As [`read_capped`].
 pub fn read_text_capped(path: &Path, cap: u64) -> io::Result<(String, Option<SystemTime>)> {
     let (bytes, mtime) = read_capped_with_mtime(path, cap)?;
     Ok((String::from_utf8_lossy(&bytes).into_owned(), mtime))
@@ -139,15 +117,6 @@ pub fn read_text_capped(path: &Path, cap: u64) -> io::Result<(String, Option<Sys
 /// Make this machine's kernel ask the file server for `path`'s attributes now, instead of
 /// trusting what it cached (`statx` with `AT_STATX_FORCE_SYNC`; FUSE and NFS honour it), and
 /// forget the file's content it cached ([`forget_cached_pages`]).
-///
-/// Why: on a shared folder mounted over the network the kernel keeps a file's size for a while
-/// (FUSE: 1 s by default, whatever sshfs's own cache setting). A size cached while another
-/// machine was rewriting the file (truncated, not yet written) cuts every read of the new
-/// content short until it expires, so an agent that just got the lock would read an old or
-/// empty file. A fresh size drops cached pages when the size or (FUSE) the mtime changed, but
-/// not a rewrite of the same size within the same second (sshfs's times are whole seconds)
-/// through a mount that keeps contents across opens (FUSE `kernel_cache`): the pages are
-/// forgotten too. Errors are ignored: whoever reads the file next reports them.
 pub fn refresh_attributes(path: &Path) {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
@@ -170,26 +139,13 @@ static PAST_CACHE: AtomicBool = AtomicBool::new(false);
 /// From now on, every capped read ([`read_capped`] and the reads built on it: lock records,
 /// presences, the lease, tickets, claims) forgets what this machine's page cache holds of the
 /// file before reading it, so that the bytes come from the file server.
-///
-/// Why: a FUSE mount with `kernel_cache` (`sshfs -o kernel_cache`, fuse-nfs `-k`) keeps a
-/// file's old contents across opens for as long as its size and mtime look unchanged, and
-/// sshfs's times are whole seconds: a lock re-taken by its agent within the second, with a
-/// record of the same size (a new pid of as many digits), reads there as the previous record,
-/// whose process is gone. Judged by that, a LIVE lock would be taken over. Reading past the
-/// cache costs one system call and, on a file this machine had cached, one read from the
-/// server. The caller ([`crate::arbiter::policy`]) knows the folder is not local.
 pub fn read_past_cache() {
     PAST_CACHE.store(true, Ordering::Relaxed);
 }
 
 /// Whether this system can read an open file past this machine's page cache (and did so for
 /// `file`): `posix_fadvise(POSIX_FADV_DONTNEED)` drops the file's clean cached pages, so the
-/// next read asks the filesystem (the server, for NFS and FUSE). Linux only: elsewhere
-/// `Ok(false)`, and `coord doctor` says so for a network folder.
-///
-/// # Errors
-///
-/// The system's error (a file that is not a regular file: `ESPIPE`).
+/// next read asks the filesystem (the server, for NFS and FUSE).
 pub fn forget_cached_pages(file: &File) -> io::Result<bool> {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
@@ -204,11 +160,6 @@ pub fn forget_cached_pages(file: &File) -> io::Result<bool> {
 }
 
 /// The metadata of `path` itself (not a link's target) when something really stands there.
-///
-/// A folder must also open: a virtual level of some network filesystems answers every name
-/// with "a folder" (smbnetfs's host level: `.coord`, `.git`, `.stfolder` all "exist"), yet
-/// opening it says there is nothing. A folder that exists but cannot be opened for another
-/// reason (permissions) still counts.
 pub fn real_entry(path: &Path) -> Option<fs::Metadata> {
     let meta = fs::symlink_metadata(path).ok()?;
     if meta.is_dir()
@@ -253,19 +204,11 @@ pub fn same_regular_files(a: &Path, b: &Path) -> bool {
 }
 
 /// Open a regular file for reading without following a symlink or blocking on a FIFO.
-///
-/// # Errors
-///
-/// As [`read_capped`], without a size cap.
 pub fn open_regular_nofollow(path: &Path) -> io::Result<File> {
     open_nofollow(path, Access::Read).map(|(file, _)| file)
 }
 
 /// The first folder above `path` (nearest first) that is a symlink, if any.
-///
-/// Every path coord builds starts at a workspace root that was resolved (`canonicalize`), so a
-/// symlink among the ancestors of a state path was planted below the root: following it would
-/// read or write outside the workspace.
 pub fn linked_ancestor(path: &Path) -> Option<PathBuf> {
     path.ancestors()
         .skip(1)
@@ -276,14 +219,7 @@ pub fn linked_ancestor(path: &Path) -> Option<PathBuf> {
 
 /// The first of coord's own folders on the way to `path` that is a symlink: a folder below a
 /// `.coord/` folder (`.coord/history`, `.coord/queue/q-…`, `.coord/messages/read/<agent>`, …),
-/// `path` itself included when `with_self`. `None` at once, with no system call, for a path
-/// that does not lie below a `.coord/` folder; otherwise one `lstat` per folder between it and
-/// `path`. When several are links, the one nearest to `.coord/` is named.
-///
-/// Why: `O_NOFOLLOW` guards only a path's last component. A link planted in place of one of
-/// coord's folders would lead every record written there (the history, the index of locks, wait
-/// tickets, messages) outside the workspace, and every listing of it (removals of what looks
-/// left over included) to a folder of someone else's choosing.
+/// `path` itself included when `with_self`.
 pub fn linked_state_folder(path: &Path, with_self: bool) -> Option<PathBuf> {
     let state = std::ffi::OsStr::new(crate::layout::STATE_DIR);
     let start = if with_self { path } else { path.parent()? };
@@ -303,10 +239,6 @@ pub fn linked_state_folder(path: &Path, with_self: bool) -> Option<PathBuf> {
 
 /// Refuse a path that [`linked_state_folder`] finds a symlink on the way to: `InvalidData`,
 /// naming the link, noted for the command to say once ([`take_link_warning`]).
-///
-/// # Errors
-///
-/// As said.
 pub fn refuse_linked(path: &Path, with_self: bool) -> io::Result<()> {
     match linked_state_folder(path, with_self) {
         None => Ok(()),
@@ -341,10 +273,6 @@ pub fn take_link_warning() -> Option<(PathBuf, String)> {
 
 /// [`fs::read_dir`] of one of coord's folders, refused (`InvalidData`) when it or a folder on
 /// the way to it below `.coord/` is a symlink (see [`linked_state_folder`]).
-///
-/// # Errors
-///
-/// As [`fs::read_dir`], and as said.
 pub fn read_dir(dir: impl AsRef<Path>) -> io::Result<fs::ReadDir> {
     let dir = dir.as_ref();
     refuse_linked(dir, true)?;
@@ -352,10 +280,6 @@ pub fn read_dir(dir: impl AsRef<Path>) -> io::Result<fs::ReadDir> {
 }
 
 /// The names in folder `dir`, in the order the folder lists them.
-///
-/// # Errors
-///
-/// Opening or listing the folder failed (`NotFound`: it does not exist).
 pub fn list_names(dir: &Path) -> io::Result<Vec<std::ffi::OsString>> {
     read_dir(dir)?
         .map(|entry| entry.map(|e| e.file_name()))
@@ -363,10 +287,6 @@ pub fn list_names(dir: &Path) -> io::Result<Vec<std::ffi::OsString>> {
 }
 
 /// [`list_names`] handing each name to `each` as bytes.
-///
-/// # Errors
-///
-/// As [`list_names`].
 pub fn for_each_name(dir: &Path, mut each: impl FnMut(&[u8])) -> io::Result<()> {
     use std::os::unix::ffi::OsStrExt;
     for entry in read_dir(dir)? {

@@ -50,8 +50,7 @@ fn sweep_name(dir: &Path, name: &str) -> bool {
 }
 
 /// A `.fuse_hidden…` file: a record removed while a process on the same FUSE mount still had it
-/// open, kept by FUSE until that process closes it. coord opens records for milliseconds, so one
-/// older than a minute is a leftover (its process was killed, or the mount went away).
+/// open, kept by FUSE until that process closes it.
 fn sweep_fuse_hidden(path: &Path) -> bool {
     let Ok(meta) = fs::symlink_metadata(path) else {
         return false;

@@ -1,13 +1,4 @@
 //! Folder events: a waiter sleeps until something changes in a few folders.
-//!
-//! A [`FolderWatch`] subscribes to events in a few folders (`notify`'s recommended watcher:
-//! inotify on Linux) and wakes its waiter on a change there that matters. Because network
-//! filesystems send no events, and because a watch can fail to start, every wait is also
-//! bounded by a short re-check interval ([`RECHECK`]): events make waits fast, the re-check
-//! makes them certain.
-//!
-//! Subscribe first, then test the condition, then wait: a change that lands between the test
-//! and the wait is still seen.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -58,11 +49,6 @@ impl FolderWatch {
 
     /// Watch `dir`, waking only when a name that starts with one of `prefixes` (`None`: any
     /// name) goes away, deleted or renamed to another name, or when the folder itself does.
-    ///
-    /// A lock waiter watches the locked file's folder and its queue folders this way. It is
-    /// blocked by names that exist (a lock, a ticket ahead of it): one appearing or being
-    /// rewritten never unblocks it, and neither do the locked file being written or other
-    /// agents' presence and temporary files coming and going.
     pub fn add_removals(&mut self, dir: &Path, prefixes: Option<Vec<String>>) {
         let mut removals = self.removals.lock().unwrap_or_else(|e| e.into_inner());
         let merged = match (removals.remove(dir).map(|i| i.prefixes), prefixes) {
@@ -105,10 +91,7 @@ impl FolderWatch {
     }
 }
 
-/// Whether `event` changes what a waiter looks at. Opening, reading and closing a file and
-/// attribute changes (a waiter touching its ticket) do not, nor do coord's own temporary files
-/// (the publication, a rename or link to the final name, is the event that counts). In a folder
-/// watched for removals only a name going away counts.
+/// Whether `event` changes what a waiter looks at.
 fn matters(event: &Event, removals: &Interests) -> bool {
     if matches!(
         event.kind,

@@ -1,20 +1,5 @@
 //! Waking a waiter the way the kernel hands over a lock: `flock` on the file of whoever stands
 //! in front of it.
-//!
-//! On a local filesystem a waiter keeps each of its queue tickets locked (`flock`, exclusive)
-//! for as long as the ticket stands, and a process that holds locks while a command runs
-//! (`coord run`) keeps its lock files locked the same way. Each is locked before it is published
-//! and unlocked only after it is removed, or by the kernel when its process dies. The waiter just
-//! behind a ticket, or first in line behind such a lock, asks for a shared `flock` on that file
-//! ([`Handoff`]): the kernel grants it the moment the file is gone. One waiter wakes per
-//! transition, with nothing to read in between, and no inotify instance is made: closing one
-//! that watched busy folders makes its process wait, at exit, for the kernel to free the watches
-//! (an SRCU grace period, 2 to 20 ms measured), which is time a script running agents one after
-//! the other spends waiting for nothing.
-//!
-//! These locks only wake; they exclude nothing. Exclusion stays with the workspace mutex and the
-//! lock files. A file that nobody keeps locked (a lock taken by `coord lock`, which exits at
-//! once, or written by hand) is waited for by watching its folder, as before.
 
 use std::fs::{File, TryLockError};
 use std::path::{Path, PathBuf};
@@ -36,7 +21,6 @@ fn held() -> MutexGuard<'static, Vec<(PathBuf, File)>> {
 
 /// From now on, keep the lock files this process publishes locked until it releases them: for a
 /// process that holds its locks while it lives and releases them before it exits (`coord run`).
-/// A process that exits with its locks still held (`coord lock`) would only unlock them on exit.
 pub fn hold_locks() {
     HOLD_LOCKS.store(true, Ordering::Relaxed);
 }
@@ -66,10 +50,7 @@ pub fn let_go(path: &Path) {
     drop(gone);
 }
 
-/// From now on, what this process keeps at `from` is let go with `to` instead. A waiter that
-/// got its locks keeps its tickets' locks this way until it releases (when it [`holds_locks`]),
-/// though the tickets themselves leave the queue: the waiter behind then sleeps through the
-/// whole turn of the one in front and wakes once, when the file is free.
+/// From now on, what this process keeps at `from` is let go with `to` instead.
 pub fn rekey(from: &Path, to: &Path) {
     for (path, _) in held().iter_mut().filter(|(p, _)| p == from) {
         *path = to.to_path_buf();

@@ -1,18 +1,4 @@
 //! Waiting: sleeping until a condition on disk holds, without polling every few seconds.
-//!
-//! Every wait in coord (a lock behind its holder, a turn in the dialogue, a message, a handshake
-//! answer) is the same loop: subscribe, test the condition, sleep until something may have
-//! changed or the [`Deadline`] passes, test again. This room holds the ways to sleep and wake:
-//!
-//! - [`folder`]: folder events ([`FolderWatch`]; inotify on Linux), bounded by a re-check
-//!   interval ([`RECHECK`], `arbiter::recheck_for`) because network filesystems send no events;
-//! - [`handoff`]: the waiter just behind a ticket or lock that its owner keeps `flock`ed is woken
-//!   by the kernel the moment that file is gone (local folders only);
-//! - [`stop_on_signals`] / [`stop_requested`]: `SIGINT`, `SIGTERM` and `SIGHUP` end a wait
-//!   cleanly instead of killing the waiter mid-wait.
-//!
-//! Waiting decides nothing: whether the condition holds is the caller's protocol's question.
-//! (`coord watch`, the live view of the workspace, is [`crate::wait`], not this room.)
 
 use std::time::{Duration, Instant};
 

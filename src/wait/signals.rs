@@ -6,12 +6,7 @@ static STOP: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicUsize>>
     std::sync::OnceLock::new();
 
 /// From now on, `SIGINT`, `SIGTERM` and `SIGHUP` no longer end this process at once: a wait in
-/// progress ([`stop_requested`]) ends cleanly and reports the signal. For commands that only
-/// wait and then act briefly (`coord lock`), and for `coord run` until its command starts.
-///
-/// # Errors
-///
-/// When the handlers cannot be installed.
+/// progress ([`stop_requested`]) ends cleanly and reports the signal.
 pub fn stop_on_signals() -> std::io::Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let flag = STOP.get_or_init(Default::default);

@@ -1,8 +1,4 @@
 //! What changed between two looks at a workspace, as events: the feed of `coord watch`.
-//!
-//! [`diff`] compares two [`Snapshot`]s and names each change once (a lock taken, released or
-//! taken over; an agent arriving, going inactive, finishing, leaving; a wait starting or ending;
-//! a message sent; the dialogue's turn passing; a review waiting for someone).
 
 use serde::Serialize;
 

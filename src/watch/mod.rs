@@ -1,9 +1,4 @@
 //! The live view behind `coord watch`: look at the workspace, wait for a change, say what changed.
-//!
-//! A [`Snapshot`] is a [`Status`] plus the messages sent so far; [`watched_folders`] are the few
-//! folders whose events wake the view; [`diff`] ([`change`]) compares two snapshots and names
-//! each change once. Reading only. (Waiting for a condition, the machinery every `--wait` uses,
-//! is [`crate::wait`].)
 
 use std::path::PathBuf;
 
@@ -61,9 +56,7 @@ pub fn snapshot(ws: &Workspace) -> Snapshot {
 /// before a first look, `None`): the
 /// root (presences, handshakes), coord's state folders (the index of the locks coord made,
 /// the wait queues, messages, the stamp card), the dialogue, the open reviews, and the folders
-/// of the locks seen (a lock made by hand going away). A few dozen folders, however large the
-/// tree: a lock made by hand elsewhere is seen at the next re-check. Folders that do not exist
-/// yet are listed all the same (the watch skips them; call again after the next look).
+/// of the locks seen (a lock made by hand going away).
 pub fn watched_folders(ws: &Workspace, snap: Option<&Snapshot>) -> Vec<PathBuf> {
     let root = ws.root();
     let mut dirs = vec![

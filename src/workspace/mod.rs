@@ -1,12 +1,4 @@
 //! The workspace: its root, who is acting, and which files may be named.
-//!
-//! An explicit folder inside an existing workspace means that workspace: coord never silently
-//! starts a second, nested one (two roots would not see each other's locks); a nested workspace
-//! exists only once [`Workspace::init`] made it ([`nested`] keeps their register). A FILE
-//! argument must land inside the root and outside `.coord/`, `..` and symlinks resolved, or it
-//! is refused before a single byte is written; a folder or a pattern names a claim
-//! ([`Workspace::file_arg`]), while a path a client's tool names is one file, taken literally
-//! ([`Workspace::resolve`]).
 
 use std::fs;
 use std::path::{Component, Path, PathBuf};
@@ -32,10 +24,6 @@ pub struct AgentId {
 
 impl AgentId {
     /// Validate a name as given (`Claude` → id `claude`, display `Claude`).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::InvalidAgent`] for anything that is not a valid id once lower-cased.
     pub fn parse(name: &str) -> Result<AgentId> {
         let bad = |why: &str| Error::InvalidAgent {
             name: name.to_string(),
@@ -90,11 +78,6 @@ pub struct Target {
 
 impl Target {
     /// Whether the file exists as a regular file (`false`: it does not exist yet).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadPath`] when it exists but is not a regular file (a folder, a FIFO, a socket,
-    /// a device): coord neither locks, writes, backs up nor restores such a thing.
     pub fn regular_or_absent(&self) -> Result<bool> {
         self.not_coords_own()?;
         match fs::symlink_metadata(&self.abs) {
@@ -117,10 +100,6 @@ impl Target {
     /// Refuse one of coord's own files (`F.lock.claude`, `F.bak`, `F.rejected.bob`, a
     /// presence, a handshake, a temporary file) as a file to lock or write: locking a lock
     /// file makes a lock on a lock, writing one forges it.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadPath`] naming what the file is.
     pub fn not_coords_own(&self) -> Result<()> {
         let name = self.abs.file_name().and_then(|n| n.to_str()).unwrap_or("");
         match layout::own_file_kind(name) {
@@ -141,14 +120,6 @@ pub struct Workspace {
 
 impl Workspace {
     /// Find the root.
-    ///
-    /// With `explicit` (resolved against `cwd`): the nearest folder holding `.coord/` among it
-    /// and its ancestors, else that folder itself. Without: the nearest ancestor of `cwd`
-    /// holding `.coord/`, else the top level of the git work tree around `cwd`, else `cwd`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadPath`] when an explicit folder does not exist or is not a folder.
     pub fn discover(explicit: Option<&Path>, cwd: &Path) -> Result<Workspace> {
         let root = match explicit {
             Some(dir) => {
@@ -166,13 +137,7 @@ impl Workspace {
     }
 
     /// Make `dir` a workspace of its own: create its `.coord/` folder, even when `dir` lies
-    /// inside another workspace (that is what makes a nested workspace deliberate). Returns the
-    /// workspace and whether `.coord/` was created now (`false`: it was there already).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadPath`] when `dir` does not exist or is not a folder; [`Error::Io`] when
-    /// `.coord/` cannot be created.
+    /// inside another workspace (that is what makes a nested workspace deliberate).
     pub fn init(dir: &Path) -> Result<(Workspace, bool)> {
         let root = canonical_dir(dir)?;
         let state = layout::state_dir(&shared_root(&root));
@@ -196,12 +161,7 @@ impl Workspace {
 
     /// Create `.coord/` when missing, sweep temporary files left in the root, learn what the
     /// folder is on ([`Workspace::policy`]) and, in a git work tree nobody set up, keep coord's
-    /// files out of `git status` ([`Workspace::adopt`]). Every write of coord's state passes
-    /// through here first.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Io`] when the folder, or its `.gitignore` when adopting, cannot be created.
+    /// files out of `git status` ([`Workspace::adopt`]).
     pub fn ensure_state_dir(&self) -> Result<PathBuf> {
         let dir = layout::state_dir(&shared_root(&self.root));
         // The root was resolved (no symlink above it), so a real folder at `.coord` is all
@@ -231,13 +191,7 @@ impl Workspace {
 
     /// Keep coord's files out of `git status` where the workspace lies in a git work tree
     /// nobody set up ([`adopt`]: coord's block in the repository's `info/exclude`, then
-    /// `.coord/.gitignore`), before coord writes anything there. Looked at once per process
-    /// and workspace: [`Workspace::ensure_state_dir`] does it, and a plugin's hook first thing
-    /// (some of its writes may come before it asks for `.coord/`).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Io`] when `.coord/` or its `.gitignore` cannot be created.
+    /// `.coord/.gitignore`), before coord writes anything there.
     pub fn adopt(&self) -> Result<()> {
         static LOOKED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
         {
@@ -257,8 +211,6 @@ impl Workspace {
 
     /// Remove temporary files that killed coord processes left in the folders coord itself
     /// writes in: the root (presence), `.coord/`, `.coord/queue/` and every queue folder.
-    /// Lock folders elsewhere are swept by the lock transitions that work in them. Runs once
-    /// per process: it reads a few folders, and later transitions would find nothing new.
     fn sweep_temps_once(&self) {
         static SWEPT: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
         if SWEPT.swap(true, std::sync::atomic::Ordering::Relaxed) {
@@ -281,24 +233,14 @@ impl Workspace {
     }
 
     /// Take the workspace mutex (creating `.coord/` when needed).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Io`] when it cannot be opened or locked.
     pub fn lock_mutex(&self) -> Result<arbiter::Guard> {
         self.lock_mutex_within(arbiter::MUTEX_PATIENCE)
     }
 
     /// [`Workspace::lock_mutex`], waiting at most `patience` for a holder to let go.
-    ///
-    /// # Errors
-    ///
-    /// As [`Workspace::lock_mutex`]; [`Error::Interrupted`] when a signal asks this process to
-    /// stop meanwhile.
     pub fn lock_mutex_within(&self, patience: std::time::Duration) -> Result<arbiter::Guard> {
         // `.coord/` removed (`rm -rf .coord`, `git clean`) between creating it and opening the
-        // mutex: create it again and go on. Exclusion does not depend on the old folder: the
-        // mutex is checked to be the file at its path once locked.
+        // mutex: create it again and go on.
         self.require_arbitration()?;
         let mutex = layout::mutex(&shared_root(&self.root));
         let mut tries = 0;
@@ -317,11 +259,6 @@ impl Workspace {
 
     /// Refuse, before anything is written, where no arbitration holds (an rclone mount: see
     /// [`arbiter`]): what a command would write there could not be kept from another's write.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::NoArbitration`] naming the folder and its filesystem; as
-    /// [`Workspace::policy`].
     pub fn require_arbitration(&self) -> Result<()> {
         let policy = self.policy()?;
         if policy.arbitration == arbiter::Arbitration::None {
@@ -334,10 +271,6 @@ impl Workspace {
     }
 
     /// What the folder is on and how coord arbitrates there (detected once per process).
-    ///
-    /// # Errors
-    ///
-    /// As [`arbiter::Policy::detect`].
     pub fn policy(&self) -> Result<arbiter::Policy> {
         arbiter::policy(&self.root)
     }
@@ -345,13 +278,6 @@ impl Workspace {
     /// Resolve a path to one file given relative to `cwd`, taken literally (a path a client's
     /// tool names, a path read from a record); a FILE argument goes through
     /// [`Workspace::file_arg`] first.
-    ///
-    /// The folder part must exist; `..` and symlinks are resolved; the result must lie inside
-    /// the root, must not be the root itself, and must not be inside `.coord/`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::OutsideRoot`] or [`Error::BadPath`]; nothing is written in either case.
     pub fn resolve(&self, cwd: &Path, arg: &str) -> Result<Target> {
         let bad = |why: &str| Error::BadPath {
             path: arg.to_string(),
@@ -407,15 +333,7 @@ impl Workspace {
     }
 
     /// A FILE argument of a command, given relative to `cwd`: the one rule by which every
-    /// command that takes FILEs reads them, on the command line and through `coord mcp`. A
-    /// folder (a trailing `/`) or a pattern (an unescaped `*`, `?` or `[`) is a claim
-    /// ([`pattern::is_claim`]); anything else is one file, a `\` before a wildcard keeping it
-    /// in the name ([`pattern::literal_name`]: `a\[1\].md` is the file `a[1].md`). A path a
-    /// client's tool names is no argument: [`Workspace::resolve`] takes it as it is.
-    ///
-    /// # Errors
-    ///
-    /// As [`Workspace::resolve`] for a file, [`Workspace::claim`] for a claim.
+    /// command that takes FILEs reads them, on the command line and through `coord mcp`.
     pub fn file_arg(&self, cwd: &Path, arg: &str) -> Result<FileArg> {
         if pattern::is_claim(arg) {
             return self.claim(cwd, arg).map(FileArg::Claim);
@@ -426,10 +344,6 @@ impl Workspace {
 
     /// [`Workspace::file_arg`] of each argument: the files and the claims, each in the order
     /// given.
-    ///
-    /// # Errors
-    ///
-    /// The first argument's error, as [`Workspace::file_arg`].
     pub fn file_args<S: AsRef<str>>(
         &self,
         cwd: &Path,
@@ -447,11 +361,6 @@ impl Workspace {
 
     /// The FILE argument of `coord COMMAND`, a command that acts on one file's content (write,
     /// note, restore): [`Workspace::file_arg`], a claim refused.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::NotOneFile`] for a folder or a pattern (nothing is written), else as
-    /// [`Workspace::resolve`].
     pub fn one_file(&self, cwd: &Path, arg: &str, command: &str) -> Result<Target> {
         match self.file_arg(cwd, arg) {
             Ok(FileArg::File(t)) => Ok(t),
@@ -464,12 +373,7 @@ impl Workspace {
     }
 
     /// A claim argument given relative to `cwd` (a folder with a trailing `/`, or a pattern),
-    /// as a pattern relative to the root. An absolute pattern inside the root (as an MCP client
-    /// may send) is taken relative to the root.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadPattern`] when it cannot be parsed or leaves the workspace.
+    /// as a pattern relative to the root.
     pub fn claim(&self, cwd: &Path, arg: &str) -> Result<Pattern> {
         let bad = |why: String| Error::BadPattern {
             pattern: arg.to_string(),
@@ -509,11 +413,7 @@ impl Workspace {
 
     /// Where a path to one file, given relative to `cwd`, would be once its folder is made:
     /// for a path whose folder does not exist yet, as a client's tool may create it with the
-    /// file. Nothing can be locked there (a lock lies beside its file), but claims and the
-    /// locks of other work trees hold the path all the same. The deepest folder that exists is
-    /// resolved (symlinks included), the rest taken as written. `None` when the folder exists
-    /// (then [`Workspace::resolve`] says what the path is), or when the path would lie outside
-    /// the root, be the root, or lie under `.coord/`.
+    /// file.
     pub fn resolve_unmade(&self, cwd: &Path, path: &str) -> Option<Target> {
         if path.is_empty() || path.contains('\0') {
             return None;
@@ -543,10 +443,6 @@ impl Workspace {
     }
 
     /// The target for a path already relative to the root (as found in a lock record).
-    ///
-    /// # Errors
-    ///
-    /// As [`Workspace::resolve`].
     pub fn target_from_rel(&self, rel: &str) -> Result<Target> {
         if Path::new(rel).is_absolute() {
             return Err(Error::BadPath {
@@ -590,9 +486,6 @@ fn canonical_dir(dir: &Path) -> Result<PathBuf> {
 }
 
 /// The nearest of `dir` and its ancestors that holds a `.coord/` folder (not a symlink).
-/// A linked git worktree's top level met on the way up is a workspace too (its state is shared
-/// with the main work tree): a worktree inside the main checkout (`.claude/worktrees/NAME/`) is
-/// not a subfolder of the main one.
 fn enclosing_workspace(dir: &Path) -> Option<PathBuf> {
     dir.ancestors()
         .enumerate()
@@ -605,10 +498,7 @@ fn enclosing_workspace(dir: &Path) -> Option<PathBuf> {
 }
 
 /// Whether a `.coord/` found above the starting folder may be joined: it is the user's own,
-/// or it is shared with one of the user's groups (group-writable). Anyone can make `/tmp/.coord`;
-/// joining it would put every folder below `/tmp` in one workspace with whoever planted it
-/// (git's `safe.directory` reasoning). A `.coord/` in the starting folder itself is joined:
-/// the user named that folder.
+/// or it is shared with one of the user's groups (group-writable).
 fn trusted_from_below(meta: &fs::Metadata) -> bool {
     use std::os::unix::fs::MetadataExt;
     if meta.uid() == rustix::process::geteuid().as_raw() {
@@ -626,7 +516,6 @@ fn trusted_from_below(meta: &fs::Metadata) -> bool {
 /// (a folder, or the file a linked worktree or submodule has); for a submodule, the top level
 /// of its superproject (of the outermost one, for a submodule of a submodule): a submodule is a
 /// folder of the superproject's workspace, as its files are paths of the superproject's tree.
-/// Found by looking, not by running git: this runs on every command.
 fn git_top_level(dir: &Path) -> Option<PathBuf> {
     let mut top = dir
         .ancestors()

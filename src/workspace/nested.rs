@@ -2,16 +2,6 @@
 //! workspace of its own (outside git, or made on purpose with `coord init` there): its agents,
 //! presences and messages live apart from this one's, though a lock file beside a file is seen
 //! from both.
-//!
-//! It never walks the tree. A nested workspace is known from two places:
-//! - the register `.coord/nested/` of the workspace around it, one file per nested workspace
-//!   holding its path, written when the nested workspace's `.coord/` is made or one of its agents
-//!   says it is here ([`register`]);
-//! - the files a caller already found below the root (the locked ones), whose folder lies inside
-//!   one (a few `stat`s per file, each folder looked at once).
-//!
-//! An entry whose folder no longer holds a `.coord/` is ignored; a register entry that is not a
-//! plain relative path below the root is ignored too.
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path};
@@ -33,10 +23,7 @@ fn relative(path: &Path) -> Option<String> {
 }
 
 /// If a workspace lies around `root`, note `root` in that workspace's register (once) so that
-/// its `status` can say it holds this one. Called when `root`'s `.coord/` is made and when an
-/// agent says it is here (`presence`, `startup`): a nested workspace is often the older one, made
-/// before the workspace around it. A few `stat`s, one per folder above. Best effort: a register
-/// that cannot be written leaves the nested workspace to be found by its locks.
+/// its `status` can say it holds this one.
 pub fn register(root: &Path) {
     // A linked git worktree (even one inside the main checkout) shares the main tree's
     // workspace: it is not a workspace nested in it.
