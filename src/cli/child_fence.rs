@@ -2,9 +2,6 @@
 //! ([`die_with_parent`]: `coord session`'s CMD, even when coord dies by `kill -9`, so an agent
 //! never edits on after its locks went STALE), and a detached child that outlives the command
 //! that started it ([`detach`]: the remote claims' renewer and background syncs).
-//!
-//! This is the one place coord runs code between `fork` and `exec` (`pre_exec`, `unsafe`): raw
-//! system calls, all async-signal-safe, and no allocation.
 #![allow(unsafe_code)]
 
 use std::process::Command;

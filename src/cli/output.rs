@@ -1,8 +1,6 @@
 //! All rendering: human text (aligned tables, ages, colour on a terminal) and `--json`.
-//!
-//! stdout carries data, stderr diagnostics. A closed stdout (`coord status | head -1`) ends the
-//! process quietly. Text that comes from files is shown with control characters replaced, so a
-//! hostile presence file cannot drive the terminal.
+//! Text from files is shown with control characters replaced (a hostile file cannot drive the
+//! terminal); a closed stdout ends the process quietly.
 
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};

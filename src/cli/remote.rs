@@ -1,10 +1,5 @@
 //! `coord remote enable|disable|sync|status`: claims shared with clones on other machines
 //! through the repository's remote (contract §13).
-//!
-//! The hidden sub-commands (`claim`, `release`, `renew`, `hold`, `working-on`, `who`) drive the
-//! library's remote API for the tests and `bench/remote.py`, outside the contract; `renewer` and
-//! `sync --background` are the detached children [`start_renewer`] and
-//! [`start_sync_if_working_on_changed`] start.
 
 use std::time::Duration;
 

@@ -1,16 +1,4 @@
 //! The Model Context Protocol server behind `coord mcp`: newline-delimited JSON-RPC 2.0.
-//!
-//! [`Server::handle_line`] takes one input line and returns the one response it deserves, or
-//! nothing (notifications and the client's own responses are never answered). It is a plain
-//! synchronous state machine on `serde_json`: no async runtime, no transport of its own. The
-//! binary reads stdin, writes stdout, and supplies a [`ToolHost`] that runs the tools with the
-//! same library calls as the CLI commands of the same names.
-//!
-//! Both generations of the protocol are answered: the `initialize` handshake (versions
-//! [`VERSIONS`]; the client's when supported, else the newest) and the stateless revision
-//! [`STATELESS_VERSION`], whose requests carry their version in
-//! `params._meta["io.modelcontextprotocol/protocolVersion"]` and which starts with
-//! `server/discover`.
 
 pub mod jsonrpc;
 pub mod tools;

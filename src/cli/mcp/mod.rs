@@ -1,11 +1,4 @@
 //! `coord mcp`: a Model Context Protocol server on stdin/stdout, as one agent.
-//!
-//! Synchronous: read a line, answer it, flush. The protocol is [`coord::mcp`]; the tools
-//! ([`tools`]) call the library as the CLI commands do. No async runtime (`rmcp` would bring
-//! tokio and about seventy crates): a stdio client sends one request that matters at a time.
-//! The server becomes its agent at the first tool call, not before, so a health check leaves
-//! nothing behind; then it clocks in, heartbeats, and at end of input or a signal releases its
-//! locks and clocks out. stdout carries protocol messages only.
 
 mod tools;
 
