@@ -270,16 +270,13 @@ pub struct Update {
     pub extras: Vec<(&'static str, String)>,
 }
 
-/// Create or refresh `agent`'s presence (heartbeat now), applying `update`. The caller holds
-/// the workspace mutex.
+/// Create or refresh `agent`'s presence (heartbeat now); the caller holds the mutex.
 pub fn write(root: &Path, agent: &AgentId, update: &Update) -> Result<Presence> {
     let old = read(root, agent.id()).ok().flatten();
     write_over(root, agent, old.as_ref(), update)
 }
 
-/// [`write()`] for a caller that has just read the presence (`old`, `None` when there was none or
-/// it could not be read) under the mutex it still holds: a lock transition reads its agent's
-/// presence once, decides, and writes it once.
+/// [`write()`] for a caller that has just read the presence (`old`) under the mutex it holds.
 pub fn write_over(
     root: &Path,
     agent: &AgentId,

@@ -52,7 +52,6 @@ pub fn run(args: DoctorArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         return hold_mutex(&ws, d, ctx);
     }
     let diag = doctor::diagnose(ws.root(), &ws.ensure_state_dir()?)?;
-    // Each client wired here: does it run the hooks, as far as its own config shows?
     let clients: Vec<ClientTrust> = Client::ALL
         .iter()
         .filter(|c| c.adapter().wired(ws.root()))

@@ -114,9 +114,7 @@ pub fn set_color_choice(choice: ColorChoice) {
     let _ = COLOR_CHOICE.set(choice);
 }
 
-/// Whether stdout gets colour: `--color always|never` decides; else (`auto`) a non-empty
-/// `NO_COLOR` says no, a `CLICOLOR_FORCE` other than empty or `0` says yes, and otherwise a
-/// terminal whose `TERM` is not `dumb` gets colour.
+/// Whether stdout gets colour: `--color`, else `NO_COLOR`, `CLICOLOR_FORCE`, a non-dumb terminal.
 pub fn color_enabled() -> bool {
     let set = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
     match COLOR_CHOICE.get() {
@@ -180,10 +178,8 @@ pub fn paint(text: &str, tone: Tone, color: bool) -> String {
     }
 }
 
-/// A help text written across several source lines (`verbatim_doc_comment`, which keeps the
-/// example lines as written) with each prose paragraph on one line again, so that clap wraps
-/// it at the terminal's width rather than where the source broke it. Lines that start with a
-/// blank (examples, a command's output) and blank lines stay as they are.
+/// A `verbatim_doc_comment` help text with each prose paragraph on one line again (for clap to
+/// wrap); indented lines (examples) and blank lines stay as they are.
 pub fn reflow(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut prose = false;
@@ -269,10 +265,8 @@ impl Cell {
     }
 }
 
-/// Render rows as aligned columns under a header, indented by two spaces.
-///
-/// Lines fit the terminal ([`terminal_width`]): the widest columns are cut (ending in `…`), alike,
-/// until they do, no column below 6 characters.
+/// Render rows as aligned columns under a header, indented by two spaces; the widest columns
+/// are cut alike (ending in `…`, no column below 6) until lines fit [`terminal_width`].
 pub fn table(headers: &[&str], mut rows: Vec<Vec<Cell>>, color: bool) -> String {
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
     for row in &rows {

@@ -113,7 +113,6 @@ pub fn run(args: SessionArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     handle.close();
     let _ = listener.join();
 
-    // Whatever happened to CMD, the session ends cleanly.
     let done = stamp::shutdown(&ws, &agent, Scope::Session(&session_id))?;
     if !ctx.quiet {
         for line in release_lines(&done.released) {

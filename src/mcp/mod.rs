@@ -95,7 +95,6 @@ impl<H: ToolHost> Server<H> {
             let answers: Vec<Value> = items
                 .iter()
                 .filter_map(|item| match item {
-                    // No batch inside a batch.
                     Value::Array(_) => Some(jsonrpc::error(
                         &Value::Null,
                         jsonrpc::INVALID_REQUEST,
@@ -172,7 +171,6 @@ impl<H: ToolHost> Server<H> {
     }
 
     fn initialize(&mut self, params: &Map<String, Value>) -> Value {
-        // The client's version when supported, else the newest.
         let requested = params.get("protocolVersion").and_then(Value::as_str);
         let version = VERSIONS
             .iter()
@@ -246,7 +244,6 @@ impl<H: ToolHost> Server<H> {
                 is_error: true,
             },
         };
-        // Text content, `structuredContent` when the tool has one, `isError`.
         let mut result = json!({
             "content": [{"type": "text", "text": outcome.text}],
             "isError": outcome.is_error,
@@ -300,7 +297,6 @@ mod tests {
             {"jsonrpc":"2.0","id":3,"method":"nope"}
         ]);
         let mut s = server();
-        // Before a handshake, and under revisions without batches: refused.
         assert_eq!(
             ask(&mut s, batch.clone())["error"]["code"],
             jsonrpc::INVALID_REQUEST

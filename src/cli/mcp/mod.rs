@@ -53,9 +53,8 @@ pub struct McpArgs {
     plugin: bool,
 }
 
-/// The server's life as an agent: nobody until the first tool call, then clocked in until
-/// the end. A client that starts the server and stops it without calling a tool (a health check
-/// such as `claude mcp list`) leaves no agent, presence or stamp-card row behind.
+/// The server's life as an agent: nobody until the first tool call (a health check leaves
+/// nothing behind), then clocked in until the end.
 struct Life {
     ws: Workspace,
     quiet: bool,
