@@ -38,10 +38,8 @@ pub(crate) fn process_lock(
     }
 }
 
-/// Run `op` fenced by the agent's lock on the one file of `req`: a lock the agent holds already
-/// (coord's, or made by hand in the seed's form) is used and kept; otherwise `req` is acquired
-/// and released after `op`, whatever it did. `op` is told whether the lock was taken for it;
-/// the backup that acquisition wrote comes back beside its result.
+/// Run `op` fenced by the agent's lock on `req`'s file: one it holds is used and kept, else
+/// `req` is acquired for `op` (told so) and released after; returns the backup written.
 pub(crate) fn with_own_lock<T>(
     ws: &Workspace,
     req: &LockRequest,

@@ -280,10 +280,8 @@ fn heartbeat(ws: &Workspace, agent: &AgentId) {
     }
 }
 
-/// A self-pipe woken by `SIGCHLD` and the forwarded signals, with one flag per forwarded signal.
-///
-/// The handlers stay installed until the process ends: a terminating signal that arrives while
-/// the locks are being released must not cut the release short.
+/// A self-pipe woken by `SIGCHLD` and the forwarded signals, one flag each; the handlers stay
+/// until exit, so a signal during the release cannot cut it short.
 struct Signals {
     rx: UnixStream,
     flags: [Arc<AtomicBool>; 3],

@@ -76,9 +76,8 @@ impl<H: ToolHost> Server<H> {
         }
     }
 
-    /// Handle one input line; the response to write, if any. Under protocol `2025-03-26`,
-    /// the one revision that allows JSON-RPC batches, a batch gets one array of responses
-    /// (none for a batch of notifications); elsewhere it is refused (-32600).
+    /// Handle one input line; the response to write, if any (batches only under
+    /// [`BATCH_VERSION`], else -32600).
     pub fn handle_line(&mut self, line: &[u8]) -> Option<Value> {
         if self.negotiated == Some(BATCH_VERSION)
             && line.trim_ascii_start().starts_with(b"[")

@@ -117,8 +117,7 @@ impl Life {
         Ok(state.started.clone().expect("just set"))
     }
 
-    /// Release the session's locks and clock out, once, whichever of end of input or a signal
-    /// comes first; the other waits for it to finish.
+    /// Release the session's locks and clock out, once (end of input or a signal).
     fn close(&self, why: &str) {
         let mut state = self.state();
         if state.closed {
@@ -171,8 +170,7 @@ struct LazyHost {
 }
 
 impl LazyHost {
-    /// The agent: the one given; else the session's, looked up again now (the client's first
-    /// hook may have registered it since the server started); else the fallback.
+    /// The agent: the one given; else the session's, looked up now; else the fallback.
     fn host(&mut self) -> anyhow::Result<&mut tools::Host> {
         if self.host.is_none() {
             let session = match &self.explicit {
@@ -346,14 +344,9 @@ const CALL_GRACE: Duration = Duration::from_secs(5);
 /// How often the client watch looks at the parent process when nothing happens on stdio.
 const CLIENT_CHECK: Duration = Duration::from_millis(500);
 
-/// Notice the client going away while a call may be waiting (`wait_s: "forever"`). Any wait
-/// then ends as a `SIGHUP` would end it: the waiter leaves the queue and resets its presence.
-///
-/// - stdin hung up (the client closed it, which is MCP's way to ask a server to end, or died):
-///   the waits end, and the main loop answers what is left of the input and clocks out at its end;
-/// - stdout gone, or the process that started the server gone (the server was re-parented; the
-///   pipes may be held open by the client's other children): nobody is left to answer, so once
-///   the running call has ended the server clocks out and exits.
+/// Notice the client going away while a call may wait: any wait then ends as on `SIGHUP`. On
+/// stdin hung up the main loop finishes the input; with stdout or the parent gone, the server
+/// clocks out and exits once the running call has ended.
 fn watch_client(life: Arc<Life>) {
     let parent = rustix::process::getppid();
     std::thread::spawn(move || {
