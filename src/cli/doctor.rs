@@ -80,8 +80,7 @@ fn crossing(yes: bool, class: coord::arbiter::FsClass) -> &'static str {
     }
 }
 
-/// How coord finds the lock files of a folder (`exact_lookups` in `--json`), in words: nothing
-/// for the user to do either way.
+/// How coord finds the lock files of a folder (`exact_lookups` in `--json`), in words.
 fn lookups(exact: bool) -> &'static str {
     if exact {
         "by the folder's listing and by each known agent's lock file name (a listing here may \

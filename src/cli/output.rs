@@ -49,8 +49,7 @@ fn versioned(doc: serde_json::Value) -> serde_json::Value {
     doc.into()
 }
 
-/// `value` as a JSON value with `schema_version` first, as `--json` prints it (MCP's
-/// `structuredContent` carries the same object).
+/// `value` as a JSON value with `schema_version` first, as `--json` prints it.
 pub fn json_value<T: Serialize>(value: &T) -> Option<serde_json::Value> {
     serde_json::to_value(value).ok().map(versioned)
 }
@@ -462,8 +461,7 @@ pub fn took_over_lines(acquired: &[coord::lock::Acquired]) -> Vec<String> {
         .collect()
 }
 
-/// Warn about each refreshed lock that `agent` had taken from another shell or session: the
-/// same name in two places excludes nothing, and the user should know.
+/// Warn about each refreshed lock that `agent` had taken from another shell or session.
 pub fn held_elsewhere_warnings(agent: &str, acquired: &[coord::lock::Acquired]) {
     for a in acquired.iter().filter(|a| a.held_from.is_some()) {
         diag(&format!(

@@ -290,8 +290,7 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-/// The plugin's server where coord stays out: it answers the protocol, every tool call says
-/// why coord is not available, nothing is written, and it exits at end of input.
+/// The plugin's server where coord stays out: every tool call says why, nothing is written.
 fn idle(gate: &coord::plugin::Gate, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let why = match gate {
         coord::plugin::Gate::Off => format!(
@@ -364,8 +363,7 @@ fn watch_client(life: Arc<Life>) {
     });
 }
 
-/// End the server: a call waiting for a lock ends cleanly first (it leaves the queue and resets
-/// the presence, as `sig` would end it), then the server clocks out and exits.
+/// End the server: a waiting call ends cleanly first (as `sig` would end it), then clock out.
 fn stop(life: &Life, sig: i32, why: &str) -> ! {
     coord::wait::request_stop(sig);
     let asked = std::time::Instant::now();
