@@ -27,14 +27,8 @@ fn failed(message: impl Into<String>) -> Error {
     }
 }
 
-/// Play the scripted session: `agents` (2-8) agents, each step a real `coord` process (`exe`)
-/// working in `dir` (an empty folder); every line goes to `out`. Ends with one agent clocked
-/// out and one holding a lock, for a `coord status`.
-///
-/// # Errors
-///
-/// [`Error::Failed`] when a step's process cannot be started or does not do what the step
-/// shows; [`Error::Io`].
+/// Play the session: `agents` (2-8) agents, each step a real `coord` process (`exe`) in the
+/// empty folder `dir`, lines to `out`; ends with one agent gone and one holding a lock.
 pub fn run(exe: PathBuf, dir: PathBuf, agents: usize, out: Narrator) -> Result<()> {
     let agents: Vec<&str> = NAMES[..agents.clamp(2, NAMES.len())].to_vec();
     let demo = Demo {

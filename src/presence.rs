@@ -1,11 +1,4 @@
 //! Presence files: `<root>/.<agent>_presence`, one per agent, in the seed's `key: value` form.
-//!
-//! The seed's keys come first, in the seed's order; keys coord adds (`locks`, the JSON list of
-//! files this agent locked through coord) and keys someone else added follow and are kept.
-//! `started` survives every refresh. An agent is `ACTIVE` while its heartbeat is at most two
-//! minutes old, `INACTIVE` after, `FINISHED` once it said so. A heartbeat that cannot be read
-//! falls back to the file's mtime.
-//!
 //! Writers hold the workspace mutex, so two coord processes of one agent never lose an update.
 
 use std::collections::HashMap;
@@ -162,9 +155,6 @@ pub struct Unreadable {
 }
 
 /// Read agent `id`'s presence. `Ok(None)` when there is none.
-///
-/// # Errors
-/// [`Unreadable`] when the file exists but is not a readable small regular file.
 pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Presence>, Unreadable> {
     let found = read_agent_file(&layout::presence(&shared_root(root), id))?;
     Ok(found.map(|(text, mtime)| Presence::parse(id, &text, mtime.map(clock::from_system_time))))
@@ -280,16 +270,13 @@ pub struct Update {
     pub extras: Vec<(&'static str, String)>,
 }
 
-/// Create or refresh `agent`'s presence (heartbeat now), applying `update`. The caller holds
-/// the workspace mutex.
+/// Create or refresh `agent`'s presence (heartbeat now); the caller holds the mutex.
 pub fn write(root: &Path, agent: &AgentId, update: &Update) -> Result<Presence> {
     let old = read(root, agent.id()).ok().flatten();
     write_over(root, agent, old.as_ref(), update)
 }
 
-/// [`write()`] for a caller that has just read the presence (`old`, `None` when there was none or
-/// it could not be read) under the mutex it still holds: a lock transition reads its agent's
-/// presence once, decides, and writes it once.
+/// [`write()`] for a caller that has just read the presence (`old`) under the mutex it holds.
 pub fn write_over(
     root: &Path,
     agent: &AgentId,

@@ -1,9 +1,4 @@
 //! The seed's `key: value` text, as used by presence, lock and handshake files.
-//!
-//! Reading is lenient, as a file written by hand deserves: keys are matched without regard to
-//! case, surrounding blanks are trimmed, lines without a `:` are skipped. Writing is strict:
-//! one `key: value` line each, in the order given, values on one line (a newline in a value can
-//! never smuggle in another key).
 
 /// An ordered list of `key: value` entries.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]

@@ -1,12 +1,6 @@
 //! The protocol side of `coord session`: what a child learns from its environment, how often
 //! the session beats, which locks belong to a session, and how a child's end becomes an exit
 //! status. Supervising the child process itself is the binary's job.
-//!
-//! A session is one stamp-card row ([`stamp`](crate::stamp)) whose `session_id` is handed to
-//! the child as `COORD_SESSION`, with the supervising process's id as `COORD_SESSION_PID`.
-//! `coord lock` run inside records both in the lock (`pid`, `host`, `session`), so such a lock
-//! is STALE the moment the session process is gone — even if it was killed without a chance to
-//! clean up — and the session's own end releases exactly the locks whose `session` is its id.
 
 use std::time::Duration;
 
@@ -37,10 +31,6 @@ pub const HEARTBEAT_EVERY: Duration = Duration::from_secs(30);
 pub const KILL_GRACE: Duration = Duration::from_secs(10);
 
 /// The heartbeat interval: [`HEARTBEAT_ENV`] when set, else [`HEARTBEAT_EVERY`].
-///
-/// # Errors
-/// [`Error::BadDuration`](crate::Error::BadDuration) when the variable is set but is not a
-/// duration above zero.
 pub fn heartbeat_interval() -> Result<Duration> {
     match std::env::var(HEARTBEAT_ENV) {
         Ok(text) if !text.trim().is_empty() => {
@@ -76,9 +66,6 @@ pub fn child_env(
 
 /// Release `agent`'s locks taken in session `session_id` (their `session:` line says so), each
 /// only if its token is unchanged.
-///
-/// # Errors
-/// [`Error::Io`](crate::Error::Io) when a lock file cannot be removed.
 pub fn release_locks(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<Vec<Release>> {
     let held = lock::session_locks(ws, agent, session_id);
     if held.is_empty() {

@@ -43,8 +43,7 @@ pub struct AgentView {
     pub lock_status: Option<String>,
     /// Its client waits for its user: since when and what it asks (null when not).
     pub needs_user: Option<crate::history::NeedsUser>,
-    /// The top level of the work tree it last acted in (the repository's worktrees share one
-    /// workspace).
+    /// The top level of the work tree it last acted in.
     pub worktree: Option<String>,
     /// The branch checked out there (null: detached, or not in git).
     pub branch: Option<String>,
@@ -54,8 +53,7 @@ pub struct AgentView {
     pub prompt: Option<String>,
     /// What it holds: the files it locked and the patterns it claimed.
     pub holds: Vec<String>,
-    /// One line a human can map to a terminal: the client (when the id does not say it), the
-    /// work tree and branch (where the repository has several), the first prompt or the task.
+    /// One line mapping the agent to a terminal: client, work tree and branch, prompt or task.
     pub label: String,
 }
 
@@ -191,13 +189,11 @@ pub struct WaitView {
 pub struct Status {
     /// The workspace root: the top level of the work tree this view was asked in.
     pub root: String,
-    /// Where the workspace's state lives, shared by every work tree of the repository: the
-    /// main work tree's top level (`root` itself outside a linked worktree).
+    /// Where the state lives: the main work tree's top level, shared by every work tree.
     pub shared_root: String,
     /// The branch checked out in `root` (null: detached, or not in git).
     pub branch: Option<String>,
-    /// The work trees sharing the workspace, `root`'s own first (one, outside git or in a
-    /// repository with no linked worktree).
+    /// The work trees sharing the workspace, `root`'s own first.
     pub worktrees: Vec<Side>,
     /// Agents with a presence file.
     pub agents: Vec<AgentView>,
@@ -225,20 +221,17 @@ pub struct Status {
     pub dialogue: Option<DialogueSummary>,
     /// Workspaces inside this one (their own agents, locks and messages).
     pub nested: Vec<Nested>,
-    /// Files two or more branches of the repository's work trees changed, and whether they
-    /// merge (see [`crate::conflicts`]; filled by `coord status` only, empty here).
+    /// Files two or more work trees' branches changed (filled by [`document`] only).
     pub conflicts: Vec<crate::conflicts::Conflict>,
     /// Why `conflicts` is incomplete, when it is.
     pub conflicts_note: Option<String>,
-    /// The other clones' claims and agents as last synced through the remote (contract §13),
-    /// and the remote's branches that changed this branch's files; null where claims are not
-    /// shared through a remote (filled by `coord status` only, null here).
+    /// The other clones' claims and agents as last synced (contract §13); filled by
+    /// [`document`] only, null where claims are not shared through a remote.
     pub remote: Option<RemoteStatus>,
 }
 
-/// The remote's part of [`Status`]: `coord remote status --json`'s document (the other clones'
-/// claims and agents only) with the warnings of the last read and the remote branches that
-/// changed this branch's files.
+/// The remote's part of [`Status`]: `coord remote status --json`'s document, its warnings,
+/// and the remote branches that changed this branch's files.
 #[derive(Debug, Clone)]
 pub struct RemoteStatus {
     /// The state as last synced (no network).
@@ -258,9 +251,7 @@ impl Serialize for RemoteStatus {
     }
 }
 
-/// What a session's start tells its agent (see `hook::act::context`): the [`Status`] of the
-/// workspace, judged as [`collect`] judges, without what only the whole view shows (waits,
-/// handshakes, the stamp card, unread counts, branches, nested workspaces, unreadable files).
+/// What a session's start tells its agent: agents, locks, claims, reviews and dialogue only.
 pub fn glance(ws: &Workspace) -> Status {
     let now = clock::now();
     let mut seen = Seen::look(ws, &now);
@@ -308,9 +299,8 @@ impl Seen {
 /// How long a FINISHED agent stays in the view.
 pub const FADE_AFTER_S: u64 = 3600;
 
-/// The document `coord status` shows (and `coord ui` serves): the whole workspace with the
-/// conflicts between branches, without the agents that finished over [`FADE_AFTER_S`] ago
-/// unless `all` (`coord prune` removes them).
+/// The document `coord status` shows: [`collect`] with the conflicts, without agents finished
+/// over [`FADE_AFTER_S`] ago unless `all`.
 pub fn document(ws: &Workspace, all: bool) -> Status {
     let mut st = collect(ws);
     add_conflicts(&mut st, ws);
@@ -322,9 +312,8 @@ pub fn document(ws: &Workspace, all: bool) -> Status {
     st
 }
 
-/// Fill in `conflicts` (git runs only where the repository has two work trees or more) and
-/// `remote` (where claims are shared through a remote: the state as last synced, and its
-/// branches as last fetched; never the network), within [`crate::conflicts::BUDGET`].
+/// Fill in `conflicts` and `remote` (as last synced; never the network) within
+/// [`crate::conflicts::BUDGET`].
 pub fn add_conflicts(st: &mut Status, ws: &Workspace) {
     let deadline = std::time::Instant::now() + crate::conflicts::BUDGET;
     let view = crate::conflicts::view(ws, deadline);
@@ -379,8 +368,7 @@ fn client_of_id(id: &str) -> Option<&'static str> {
     crate::client::Client::parse(prefix).map(crate::client::Client::as_str)
 }
 
-/// The label of an agent (see [`AgentView::label`]); `several` when the repository has
-/// several work trees (then the tree and branch tell the agents apart).
+/// The label of an agent (see [`AgentView::label`]); `several`: name its tree and branch.
 pub fn agent_label(a: &AgentView, several: bool) -> String {
     let mut parts: Vec<String> = Vec::new();
     if let Some(c) = &a.client
@@ -404,10 +392,8 @@ pub fn agent_label(a: &AgentView, several: bool) -> String {
     parts.join(" · ")
 }
 
-/// Bring each agent's `lock_status` in line with `holding` (agents with a lock or claim in any
-/// state: a STALE one is held until taken over) and `waiting` (those with a live ticket): where
-/// the presence is wrong (its writer was killed, its locks taken over since), `LOCKED`,
-/// `WAITING`, or `FREE` with no `current_file`; none where it has none and nothing is held.
+/// Correct each agent's `lock_status` where its presence is wrong (its writer killed, its locks
+/// taken over): `holding` have a lock or claim in any state, `waiting` a live ticket.
 pub fn settle_lock_status(
     agents: &mut [AgentView],
     holding: &HashSet<&str>,
@@ -438,8 +424,7 @@ pub fn settle_lock_status(
     }
 }
 
-/// [`settle_lock_status`] for a view that has judged the locks (`entries`) but not the claims
-/// or the queue: those are read here.
+/// [`settle_lock_status`], reading the claims and the queue here.
 pub fn settle_lock_status_of(
     ws: &Workspace,
     agents: &mut [AgentView],
@@ -521,8 +506,7 @@ pub fn lock_view(e: &lock::LockEntry, ws: &Workspace, now: &Timestamp) -> LockVi
     }
 }
 
-/// Who holds one file (`coord who FILE`): its locks, judged, each with the holder's task. For
-/// a claim (`coord who 'src/**'`): the locks on the files it matches and the claims it overlaps.
+/// Who holds one file or claim (`coord who`): its locks with their holders' tasks, and claims.
 #[derive(Debug, Clone, Serialize)]
 pub struct FileHolders {
     /// The file, relative to the root (a claim: its pattern).
@@ -567,7 +551,6 @@ pub fn who(ws: &Workspace, args: &[crate::workspace::FileArg]) -> Vec<FileHolder
             FileArg::Claim(_) => None,
         })
         .collect();
-    // Each folder is listed once, however many of the files it holds.
     let mut of_files = lock::locks_of_each(&targets).into_iter();
     // Every lock, only when a claim is asked about.
     let every: Vec<lock::LockEntry> = if args.iter().any(|a| matches!(a, FileArg::Claim(_))) {
@@ -649,8 +632,7 @@ pub fn collect(ws: &Workspace) -> Status {
     let deadlocks = deadlock::cycles(&edges);
     let (blocks, bad_handshakes) = handshake::scan(ws.root());
     unreadable.extend(bad_handshakes);
-    // The online rows only: the card keeps every session ever, and a view costs what is
-    // open, not the history (`coord partners` shows the whole card).
+    // The online rows only: the card keeps every session ever.
     let (rows, bad_rows) = stamp::open_rows_checked(ws.root());
     unreadable.extend(bad_rows);
     let (reviews, bad_trackers) = review::rules::open_reviews(ws);
@@ -768,8 +750,7 @@ pub struct NestedAgent {
     pub working_on: Option<String>,
 }
 
-/// The workspaces inside `ws` (those registered and those holding one of `files`, relative
-/// to the root), sorted by path, with their agents.
+/// The workspaces inside `ws` (registered, or holding one of `files`), with their agents.
 pub fn nested(ws: &Workspace, files: &[&str]) -> Vec<Nested> {
     let now = clock::now();
     crate::workspace::nested::roots(ws.root(), files)
@@ -793,9 +774,8 @@ pub fn nested(ws: &Workspace, files: &[&str]) -> Vec<Nested> {
         .collect()
 }
 
-/// The nested workspace where `agent` has a presence, when it has none in `ws` itself: a message
-/// sent to it here would wait in an inbox it never reads. Looks for the locks under the root
-/// only then (a folder walk, on this rare path alone).
+/// The nested workspace where `agent` has a presence, when it has none in `ws` itself (a
+/// message sent here would wait in an inbox it never reads).
 pub fn nested_home(ws: &Workspace, agent: &str) -> Option<Nested> {
     let shared = shared_root(ws.root());
     if std::fs::symlink_metadata(crate::layout::presence(&shared, agent)).is_ok() {

@@ -5,11 +5,6 @@
 
 /// Where coord's block lies in `text`: from its `begin` marker to the end of its `end` marker;
 /// `Ok(None)` when there is none.
-///
-/// # Errors
-///
-/// A `begin` with no `end` after it (before the next `begin`): the line number of that
-/// `begin`, so the user can mend the block (coord never guesses where it ends).
 pub fn find_block(
     text: &str,
     begin: &str,
@@ -31,10 +26,6 @@ pub fn find_block(
 
 /// `text` with coord's block (between `begin` and `end`) set to `body`: replaced in place when
 /// present, appended otherwise. Everything outside the block is kept byte for byte.
-///
-/// # Errors
-///
-/// The line of a `begin` marker without its `end` (see [`find_block`]).
 pub fn with_block(
     text: &str,
     begin: &str,

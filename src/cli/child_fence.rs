@@ -2,9 +2,6 @@
 //! ([`die_with_parent`]: `coord session`'s CMD, even when coord dies by `kill -9`, so an agent
 //! never edits on after its locks went STALE), and a detached child that outlives the command
 //! that started it ([`detach`]: the remote claims' renewer and background syncs).
-//!
-//! This is the one place coord runs code between `fork` and `exec` (`pre_exec`, `unsafe`): raw
-//! system calls, all async-signal-safe, and no allocation.
 #![allow(unsafe_code)]
 
 use std::process::Command;
@@ -38,9 +35,8 @@ pub fn die_with_parent(command: &mut Command) {
     let _ = command;
 }
 
-/// Make the child that `command` starts a process of its own: a session of its own, and none of
-/// the descriptors this process inherited beyond stdio, so that it never holds open a pipe of
-/// whoever started coord (a client waiting for a hook's output to end, a test reading ours).
+/// Make the child a session of its own with no inherited descriptor beyond stdio, so it never
+/// holds open a pipe of whoever started coord (a client waiting for a hook's output to end).
 pub fn detach(command: &mut Command) {
     use std::os::unix::process::CommandExt as _;
     // Listed here, so that the child allocates nothing: Rust opens every descriptor of its

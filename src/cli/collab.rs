@@ -112,7 +112,6 @@ fn print_batch(target: &Target, batch: &Batch, ctx: &Ctx, following: bool) {
     }
     for e in &batch.entries {
         if ctx.json {
-            // Following: one JSON entry per line.
             match output::json_text(e) {
                 Ok(text) => output::line(&text),
                 Err(e) => output::diag(&format!("error: cannot render JSON: {e}")),

@@ -52,7 +52,6 @@ pub fn run(args: DoctorArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         return hold_mutex(&ws, d, ctx);
     }
     let diag = doctor::diagnose(ws.root(), &ws.ensure_state_dir()?)?;
-    // Each client wired here: does it run the hooks, as far as its own config shows?
     let clients: Vec<ClientTrust> = Client::ALL
         .iter()
         .filter(|c| c.adapter().wired(ws.root()))
@@ -81,8 +80,7 @@ fn crossing(yes: bool, class: coord::arbiter::FsClass) -> &'static str {
     }
 }
 
-/// How coord finds the lock files of a folder (`exact_lookups` in `--json`), in words: nothing
-/// for the user to do either way.
+/// How coord finds the lock files of a folder (`exact_lookups` in `--json`), in words.
 fn lookups(exact: bool) -> &'static str {
     if exact {
         "by the folder's listing and by each known agent's lock file name (a listing here may \

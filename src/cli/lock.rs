@@ -145,10 +145,8 @@ pub fn acquired_lines(got: &lock::Acquisition) -> Vec<String> {
         .collect()
 }
 
-/// Inside `coord session`, locks follow the session's process. The variable is trusted only
-/// when it names a live ancestor of this process: a stray or forged value would otherwise make
-/// the lock stale the moment it is written. Inside an agent client's session (no agent given),
-/// they follow the client process.
+/// What locks follow: `coord session`'s process (only a live ancestor: a forged value would
+/// make the lock stale at once), else an agent client's process when no agent is given.
 pub fn session_owner(ctx: &Ctx) -> Option<Owner> {
     let pid = std::env::var(SESSION_PID_ENV)
         .ok()

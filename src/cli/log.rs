@@ -79,13 +79,11 @@ pub fn run(args: LogArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     }
     if ctx.json {
         for e in &events {
-            // The event exactly as the history keeps it.
             if let Ok(text) = serde_json::to_string(e) {
                 output::line(&text);
             }
         }
     } else if !ctx.quiet {
-        // The events of one ending (a session's locks released, its agent gone) read as one.
         for item in ending::fold(events.iter().cloned()) {
             let e = first_of(&item);
             output::line(&format!("{} {}", local_time(e), say(&item, &mut places)));
@@ -102,9 +100,8 @@ pub fn local_time(e: &Event) -> String {
     e.at.get(11..23).unwrap_or(&e.at).to_string()
 }
 
-/// Where an event happened, for the lines people read: `agent (wt-b, feature)`, naming the
-/// work tree and the branch checked out there, where the repository has several work trees.
-/// The branch is read from the tree's `HEAD` file, once per tree.
+/// Where an event happened, for the lines people read: `agent (wt-b, feature)` where the
+/// repository has several work trees (each tree's branch read once).
 pub struct Places {
     /// The main work tree (events written there name no `worktree`).
     main: String,
@@ -294,7 +291,6 @@ pub fn timeline(
     let Some(start) = timed.first().map(|(t, _)| *t) else {
         return "no events (yet)\n".to_string();
     };
-    // Agents in order of first appearance get a letter each.
     let mut agents: Vec<String> = Vec::new();
     for (_, e) in &timed {
         if !agents.contains(&e.agent) {
@@ -383,7 +379,6 @@ pub fn timeline(
         let ms = (*t - start).num_milliseconds().clamp(0, span_ms);
         ((ms as u128 * (bar_w as u128 - 1)) / span_ms as u128) as usize
     };
-    // Every key is some span's or mark's: each gets its row.
     let mut rows: Vec<Row> = (keys.iter())
         .map(|k| Row {
             label: k.clone(),
@@ -456,8 +451,6 @@ pub fn timeline(
             out.push('\n');
         }
     }
-    // The legend: each agent's letter, then what the marks mean.
-    // Each item as shown, and how many characters of it are visible.
     let mut legend: Vec<(String, usize)> = agents
         .iter()
         .enumerate()

@@ -1,8 +1,6 @@
 //! All rendering: human text (aligned tables, ages, colour on a terminal) and `--json`.
-//!
-//! stdout carries data, stderr diagnostics. A closed stdout (`coord status | head -1`) ends the
-//! process quietly. Text that comes from files is shown with control characters replaced, so a
-//! hostile presence file cannot drive the terminal.
+//! Text from files is shown with control characters replaced (a hostile file cannot drive the
+//! terminal); a closed stdout ends the process quietly.
 
 use std::io::{IsTerminal, Write};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -51,8 +49,7 @@ fn versioned(doc: serde_json::Value) -> serde_json::Value {
     doc.into()
 }
 
-/// `value` as a JSON value with `schema_version` first, as `--json` prints it (MCP's
-/// `structuredContent` carries the same object).
+/// `value` as a JSON value with `schema_version` first, as `--json` prints it.
 pub fn json_value<T: Serialize>(value: &T) -> Option<serde_json::Value> {
     serde_json::to_value(value).ok().map(versioned)
 }
@@ -116,9 +113,7 @@ pub fn set_color_choice(choice: ColorChoice) {
     let _ = COLOR_CHOICE.set(choice);
 }
 
-/// Whether stdout gets colour: `--color always|never` decides; else (`auto`) a non-empty
-/// `NO_COLOR` says no, a `CLICOLOR_FORCE` other than empty or `0` says yes, and otherwise a
-/// terminal whose `TERM` is not `dumb` gets colour.
+/// Whether stdout gets colour: `--color`, else `NO_COLOR`, `CLICOLOR_FORCE`, a non-dumb terminal.
 pub fn color_enabled() -> bool {
     let set = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
     match COLOR_CHOICE.get() {
@@ -182,10 +177,8 @@ pub fn paint(text: &str, tone: Tone, color: bool) -> String {
     }
 }
 
-/// A help text written across several source lines (`verbatim_doc_comment`, which keeps the
-/// example lines as written) with each prose paragraph on one line again, so that clap wraps
-/// it at the terminal's width rather than where the source broke it. Lines that start with a
-/// blank (examples, a command's output) and blank lines stay as they are.
+/// A `verbatim_doc_comment` help text with each prose paragraph on one line again (for clap to
+/// wrap); indented lines (examples) and blank lines stay as they are.
 pub fn reflow(text: &str) -> String {
     let mut out = String::with_capacity(text.len());
     let mut prose = false;
@@ -271,10 +264,8 @@ impl Cell {
     }
 }
 
-/// Render rows as aligned columns under a header, indented by two spaces.
-///
-/// Lines fit the terminal ([`terminal_width`]): the widest columns are cut (ending in `…`), alike,
-/// until they do, no column below 6 characters.
+/// Render rows as aligned columns under a header, indented by two spaces; the widest columns
+/// are cut alike (ending in `…`, no column below 6) until lines fit [`terminal_width`].
 pub fn table(headers: &[&str], mut rows: Vec<Vec<Cell>>, color: bool) -> String {
     let mut widths: Vec<usize> = headers.iter().map(|h| h.chars().count()).collect();
     for row in &rows {
@@ -470,8 +461,7 @@ pub fn took_over_lines(acquired: &[coord::lock::Acquired]) -> Vec<String> {
         .collect()
 }
 
-/// Warn about each refreshed lock that `agent` had taken from another shell or session: the
-/// same name in two places excludes nothing, and the user should know.
+/// Warn about each refreshed lock that `agent` had taken from another shell or session.
 pub fn held_elsewhere_warnings(agent: &str, acquired: &[coord::lock::Acquired]) {
     for a in acquired.iter().filter(|a| a.held_from.is_some()) {
         diag(&format!(

@@ -1,10 +1,5 @@
 //! `coord remote enable|disable|sync|status`: claims shared with clones on other machines
 //! through the repository's remote (contract §13).
-//!
-//! The hidden sub-commands (`claim`, `release`, `renew`, `hold`, `working-on`, `who`) drive the
-//! library's remote API for the tests and `bench/remote.py`, outside the contract; `renewer` and
-//! `sync --background` are the detached children [`start_renewer`] and
-//! [`start_sync_if_working_on_changed`] start.
 
 use std::time::Duration;
 
@@ -535,9 +530,7 @@ pub fn start_sync_if_working_on_changed(ws: &Workspace) {
     }
 }
 
-/// Start `coord remote ARGS` for the workspace `ws`, detached
-/// ([`remote::spawn_detached`]), reaped by a thread of a long-lived process (`coord mcp`); a
-/// command that ends first leaves it to init.
+/// Start `coord remote ARGS` for `ws`, detached ([`remote::spawn_detached`]).
 fn start_detached(ws: &Workspace, args: &[&str]) -> std::io::Result<()> {
     let mut child = remote::spawn_detached(ws, args)?;
     std::thread::spawn(move || child.wait());

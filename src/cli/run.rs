@@ -86,6 +86,5 @@ pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             ),
         );
     }
-    // CMD's own status is passed on as is (127/126 when it could not be started).
     Ok(ExitCode::Passthrough(outcome.end.status()))
 }

@@ -1,11 +1,4 @@
 //! `coord session -- CMD`: run an agent under coord, and supervise it.
-//!
-//! SIGTERM/SIGHUP are forwarded to CMD (its whole group when it has one), which is killed
-//! [`KILL_GRACE`] later if still running. SIGINT is not a reason to end: CMD is usually an
-//! interactive agent, for which Ctrl-C means "stop what you are doing"; the terminal already
-//! delivers it to CMD when coord is in its foreground group, so only a SIGINT sent to coord
-//! alone is passed on. Only the main thread reaps the child, so a signal is never sent to a
-//! recycled pid.
 
 use std::ffi::OsString;
 use std::os::unix::process::{CommandExt, ExitStatusExt};
@@ -120,7 +113,6 @@ pub fn run(args: SessionArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     handle.close();
     let _ = listener.join();
 
-    // Whatever happened to CMD, the session ends cleanly.
     let done = stamp::shutdown(&ws, &agent, Scope::Session(&session_id))?;
     if !ctx.quiet {
         for line in release_lines(&done.released) {

@@ -52,9 +52,8 @@ fn where_of(a: &coord::status::AgentView) -> String {
         .to_string()
 }
 
-/// What a lock's NOTE says: why it is stale; else, for a lock a client's hook took (its reason
-/// only names the tool, `Write in Claude Code`), the holder's first prompt or task when known;
-/// else the reason its holder gave.
+/// What a lock's NOTE says: why it is stale; else, for a hook's lock, the holder's prompt or
+/// task when known; else the reason its holder gave.
 fn lock_note(st: &Status, l: &coord::status::LockView) -> String {
     if let Some(why) = &l.stale_reason {
         return why.clone();
@@ -102,7 +101,6 @@ pub fn render(st: &Status, color: bool) -> String {
             st.worktrees.len()
         )));
     }
-    // A section: left out when empty, unless it says so (`empty`).
     let mut section = |title: &str, headers: &[&str], rows: Vec<Vec<Cell>>, empty: Option<&str>| {
         if rows.is_empty() && empty.is_none() {
             return;
@@ -240,9 +238,8 @@ pub fn render(st: &Status, color: bool) -> String {
         &["FOLDER", "AGENTS", "SEE"],
         nested.collect(),
     );
-    // The sessions clocked in (`coord startup`, a client's session, `coord session`): an agent's
-    // one session says nothing its row in the agents table does not, so only the others are
-    // shown (`--json` and `coord partners` have them all).
+    // An agent's one session says nothing its row in the agents table does not: only the
+    // others are shown.
     let sessions_of = |name: &str| {
         st.partners
             .iter()

@@ -82,8 +82,6 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Mode::Lines
     };
     // Subscribe first, then look: a change between the two is still seen.
-    // A few folders, not the whole tree (see `watch::watched_folders`): the root and coord's
-    // state folders first, then the folders the look names.
     let mut events = FolderWatch::new(&watch::watched_folders(&ws, None));
     let mut tail = match since {
         Some(_) => Tail::from_start(ws.root()),
@@ -341,9 +339,8 @@ fn history_keys(e: &Event) -> Vec<String> {
     }
 }
 
-/// The key of a change the history also says, `None` for one only a look sees. A wait begun
-/// and an agent finished are said by the history in other words (`lock_waiting`, `agent_left`):
-/// the lines people read say each once; `--json` keeps both objects, each with its fields.
+/// The key of a change the history also says (so the lines people read say it once), `None`
+/// for one only a look sees.
 fn change_key(c: &Change, mode: Mode) -> Option<String> {
     match c {
         Change::LockTaken { file, .. } | Change::LockTakenOver { file, .. } => {
@@ -360,9 +357,8 @@ fn change_key(c: &Change, mode: Mode) -> Option<String> {
     }
 }
 
-/// Tell the terminal an agent waits for its user: the bell, and an OSC 9 notification (shown
-/// by terminals that support it, ignored by the others), on whichever of stdout and stderr is
-/// the terminal (never into `--json`).
+/// Ring the bell and send an OSC 9 notification on the terminal (never into `--json`): an
+/// agent waits for its user.
 fn ring(agent: &str, what: &str, mode: Mode) {
     use std::io::Write;
     let text: String = clean(&format!("coord: {agent} needs you: {what}"))

@@ -1,10 +1,4 @@
 //! Safe editing under the lock: `coord write`, `coord run`, `coord restore`.
-//!
-//! Seed 001's workflow is "lock, back up, edit, unlock"; these make each step safe: a write
-//! commits only while the lock's token is still this agent's ([`write`](mod@write)), a run holds
-//! the locks for the life of a command ([`run`](mod@run)), a restore swaps `FILE` and `FILE.bak`
-//! ([`restore`](mod@restore)). Every backup is published by rename: a symlink planted at
-//! `FILE.bak` is replaced, never followed.
 
 pub mod restore;
 pub mod run;
@@ -44,14 +38,8 @@ pub(crate) fn process_lock(
     }
 }
 
-/// Run `op` fenced by the agent's lock on the one file of `req`: a lock the agent holds already
-/// (coord's, or made by hand in the seed's form) is used and kept; otherwise `req` is acquired
-/// and released after `op`, whatever it did. `op` is told whether the lock was taken for it;
-/// the backup that acquisition wrote comes back beside its result.
-///
-/// # Errors
-///
-/// The errors of [`lock::acquire`], then `op`'s, then those of the release.
+/// Run `op` fenced by the agent's lock on `req`'s file: one it holds is used and kept, else
+/// `req` is acquired for `op` (told so) and released after; returns the backup written.
 pub(crate) fn with_own_lock<T>(
     ws: &Workspace,
     req: &LockRequest,

@@ -1,19 +1,4 @@
 //! `coord restore FILE`: put `FILE.bak` back, under FILE's lock, as a swap.
-//!
-//! The current content becomes the new `FILE.bak`, so a second restore undoes the first.
-//! Both copies are made aside (temporary files beside FILE, fsynced) before the workspace
-//! mutex is taken; under it, the lock's token is checked (as for a write) and two renames put
-//! them in place: FILE first, then `FILE.bak`. When FILE does not exist, it is created from
-//! the backup and the backup stays.
-//!
-//! The lock: if this agent holds it, it keeps it; otherwise restore takes it for the swap
-//! (waiting as asked, without writing a backup, which would overwrite the one to restore)
-//! and releases it after. A `FILE.bak` that is a symlink or not a regular file is refused,
-//! never followed.
-//!
-//! `--from N` puts back an older generation (see [`backup`]) instead: the current content
-//! becomes `FILE.bak` (the `FILE.bak` it replaces is kept as a generation), and generation N
-//! stays where it is.
 
 use std::io;
 use std::path::Path;
@@ -48,13 +33,6 @@ pub struct Restored {
 }
 
 /// Put `FILE.bak` back as `target`, the current content becoming the new backup.
-///
-/// # Errors
-///
-/// [`Error::Io`] (`NotFound`) when there is no backup, or when a copy or rename fails;
-/// the lock errors of [`lock::acquire`] when the lock cannot be had within `wait`;
-/// [`Error::Refused`] when the lock was taken over before the swap;
-/// [`Error::BadPath`] when FILE is not a regular file.
 pub fn restore(
     ws: &Workspace,
     agent: &AgentId,

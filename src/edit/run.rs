@@ -1,25 +1,6 @@
 //! `coord run FILE... -- CMD`: hold locks for the life of a command, like flock(1) for the
-//! protocol.
-//!
-//! The locks, and the claims on folders and patterns among the FILEs, are taken all or nothing
-//! through [`lock::acquire`] (which orders targets, so overlapping runs in different orders
-//! cannot deadlock) and record this process: if `coord run` is killed outright, its locks and
-//! claims are stale at once on this host. Backups are written by the acquire, before CMD
-//! starts.
-//!
-//! CMD runs in a process group of its own (unless coord runs in the foreground of a terminal,
-//! where an interactive CMD must stay in the terminal's foreground group). While CMD runs, this
-//! process sleeps on a self-pipe woken by `SIGCHLD`, `SIGINT`, `SIGTERM` and `SIGHUP`. A
-//! terminating signal is forwarded to CMD's whole group; what has not ended [`KILL_GRACE`] later
-//! is killed, and the locks are released (compare-and-delete by token) only once the group has
-//! ended, so a child of CMD that outlives it cannot write under a lock another agent took since.
-//! The locks are released on every way out: CMD exits, CMD dies by a signal, coord is asked to
-//! stop. The child is only ever signalled before it is reaped, so a forwarded signal cannot hit
-//! a recycled process id. Every [`HEARTBEAT_EVERY`] the agent's presence heartbeat is
-//! refreshed, so a long command's locks do not go stale by TTL while it still runs.
-//!
-//! What is not covered: if `coord run` itself is killed with `SIGKILL`, CMD keeps running
-//! while its locks are already stale.
+//! protocol. Locks record this process (stale at once if it is killed) and are released only
+//! once CMD's process group has ended.
 
 use std::ffi::OsString;
 use std::io::ErrorKind::{Interrupted, TimedOut, WouldBlock};
@@ -122,12 +103,6 @@ pub struct RunOutcome {
 }
 
 /// Lock `req.targets` and claim `req.claims`, run CMD, release them whatever happens.
-///
-/// # Errors
-///
-/// The errors of [`lock::acquire`] when the locks were not had (CMD did not run then);
-/// [`Error::BadInput`] for an empty command; [`Error::Io`] when waiting for CMD or releasing
-/// fails.
 pub fn run(
     ws: &Workspace,
     req: &RunRequest,
@@ -305,10 +280,8 @@ fn heartbeat(ws: &Workspace, agent: &AgentId) {
     }
 }
 
-/// A self-pipe woken by `SIGCHLD` and the forwarded signals, with one flag per forwarded signal.
-///
-/// The handlers stay installed until the process ends: a terminating signal that arrives while
-/// the locks are being released must not cut the release short.
+/// A self-pipe woken by `SIGCHLD` and the forwarded signals, one flag each; the handlers stay
+/// until exit, so a signal during the release cannot cut it short.
 struct Signals {
     rx: UnixStream,
     flags: [Arc<AtomicBool>; 3],

@@ -1,20 +1,4 @@
 //! `coord write FILE`: replace a file's content, only while holding its lock (fenced commit).
-//!
-//! Order of a write, and why:
-//!
-//! 1. Read this agent's lock token for FILE (before anything slow, so a takeover that happens
-//!    while the content streams in is seen at commit). A lock made by hand in the seed's form
-//!    has no token: it is fenced on the lock file itself, its identity and its content.
-//! 2. Stream the new content into a unique temporary file beside FILE and fsync it; copy the
-//!    current FILE aside for the backup. Neither touches FILE or `FILE.bak`.
-//! 3. Under the workspace mutex: check the lock is still ours (`lock::holds_fence`); if so publish
-//!    `FILE.bak`, then rename the temporary file over FILE. The mutex is held for two renames.
-//! 4. fsync the folder, so the rename survives a crash.
-//!
-//! When the token is gone or changed (no lock, or a stale takeover), the content is published
-//! as `FILE.rejected.<agent>` instead and the write is refused: nothing is lost, nothing of the
-//! new holder's is touched. A process killed at any step leaves FILE whole (old or new) and, at
-//! worst, a temporary file that the next coord command in that folder sweeps.
 
 use std::io::Read;
 use std::path::Path;
@@ -43,12 +27,6 @@ pub struct Written {
 
 /// Replace `target`'s content with everything read from `input` (named `input_name` in
 /// errors), only if `agent` holds its lock from start to commit.
-///
-/// # Errors
-///
-/// [`Error::Refused`] when `agent` does not hold the lock or lost it meanwhile (the content is
-/// then in `FILE.rejected.<agent>`); [`Error::BadPath`] when FILE is not a regular file;
-/// [`Error::Io`] when reading the input or writing fails (FILE is unchanged then).
 pub fn write(
     ws: &Workspace,
     agent: &AgentId,

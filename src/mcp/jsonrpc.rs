@@ -1,9 +1,4 @@
 //! JSON-RPC 2.0 framing for the MCP server: one message per line in, one response per line out.
-//!
-//! [`classify`] turns a line into what the server must do with it — answer a request, stay
-//! silent for a notification or a client's response, or answer with the error the line deserves
-//! (`-32700` for text that is not JSON, `-32600` for JSON that is not a request). It never
-//! panics on any input, however hostile.
 
 use serde_json::{Map, Value, json};
 

@@ -1,16 +1,4 @@
 //! The Model Context Protocol server behind `coord mcp`: newline-delimited JSON-RPC 2.0.
-//!
-//! [`Server::handle_line`] takes one input line and returns the one response it deserves, or
-//! nothing (notifications and the client's own responses are never answered). It is a plain
-//! synchronous state machine on `serde_json`: no async runtime, no transport of its own. The
-//! binary reads stdin, writes stdout, and supplies a [`ToolHost`] that runs the tools with the
-//! same library calls as the CLI commands of the same names.
-//!
-//! Both generations of the protocol are answered: the `initialize` handshake (versions
-//! [`VERSIONS`]; the client's when supported, else the newest) and the stateless revision
-//! [`STATELESS_VERSION`], whose requests carry their version in
-//! `params._meta["io.modelcontextprotocol/protocolVersion"]` and which starts with
-//! `server/discover`.
 
 pub mod jsonrpc;
 pub mod tools;
@@ -88,9 +76,8 @@ impl<H: ToolHost> Server<H> {
         }
     }
 
-    /// Handle one input line; the response to write, if any. Under protocol `2025-03-26`,
-    /// the one revision that allows JSON-RPC batches, a batch gets one array of responses
-    /// (none for a batch of notifications); elsewhere it is refused (-32600).
+    /// Handle one input line; the response to write, if any (batches only under
+    /// [`BATCH_VERSION`], else -32600).
     pub fn handle_line(&mut self, line: &[u8]) -> Option<Value> {
         if self.negotiated == Some(BATCH_VERSION)
             && line.trim_ascii_start().starts_with(b"[")
@@ -107,7 +94,6 @@ impl<H: ToolHost> Server<H> {
             let answers: Vec<Value> = items
                 .iter()
                 .filter_map(|item| match item {
-                    // No batch inside a batch.
                     Value::Array(_) => Some(jsonrpc::error(
                         &Value::Null,
                         jsonrpc::INVALID_REQUEST,
@@ -184,7 +170,6 @@ impl<H: ToolHost> Server<H> {
     }
 
     fn initialize(&mut self, params: &Map<String, Value>) -> Value {
-        // The client's version when supported, else the newest.
         let requested = params.get("protocolVersion").and_then(Value::as_str);
         let version = VERSIONS
             .iter()
@@ -258,7 +243,6 @@ impl<H: ToolHost> Server<H> {
                 is_error: true,
             },
         };
-        // Text content, `structuredContent` when the tool has one, `isError`.
         let mut result = json!({
             "content": [{"type": "text", "text": outcome.text}],
             "isError": outcome.is_error,
@@ -312,7 +296,6 @@ mod tests {
             {"jsonrpc":"2.0","id":3,"method":"nope"}
         ]);
         let mut s = server();
-        // Before a handshake, and under revisions without batches: refused.
         assert_eq!(
             ask(&mut s, batch.clone())["error"]["code"],
             jsonrpc::INVALID_REQUEST

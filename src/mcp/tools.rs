@@ -1,8 +1,5 @@
 //! The tools `coord mcp` offers: names, descriptions an agent can act on, JSON Schemas of their
 //! arguments, annotations — and [`Args`], which reads a call's arguments against them.
-//!
-//! The names and arguments are the contract's (section 8). Every tool is a thin door onto the
-//! same library call as the CLI command of the same name.
 
 use std::time::Duration;
 
@@ -267,10 +264,6 @@ pub struct Args<'a> {
 
 impl<'a> Args<'a> {
     /// Check that every argument is one the tool has and that the required ones are there.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] naming the unknown or missing argument.
     pub fn new(tool: &'static ToolSpec, map: &'a Map<String, Value>) -> Result<Args<'a>> {
         let names: Vec<&str> = tool.args.iter().map(|(n, _, _)| *n).collect();
         if let Some(unknown) = map.keys().find(|k| !names.contains(&k.as_str())) {
@@ -304,10 +297,6 @@ impl<'a> Args<'a> {
     }
 
     /// A string argument.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] when it is not a string.
     pub fn str(&self, name: &str) -> Result<Option<&'a str>> {
         match self.get(name) {
             None => Ok(None),
@@ -317,10 +306,6 @@ impl<'a> Args<'a> {
     }
 
     /// A required string argument (presence was checked by [`Args::new`]).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] when it is missing or not a string.
     pub fn req_str(&self, name: &str) -> Result<&'a str> {
         self.str(name)?.ok_or_else(|| {
             Error::bad_input(format!(
@@ -331,10 +316,6 @@ impl<'a> Args<'a> {
     }
 
     /// A boolean argument.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] when it is not a boolean.
     pub fn bool(&self, name: &str) -> Result<Option<bool>> {
         match self.get(name) {
             None => Ok(None),
@@ -344,10 +325,6 @@ impl<'a> Args<'a> {
     }
 
     /// An array of strings; a lone string is taken as an array of one.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] when it is anything else, or an empty array.
     pub fn strings(&self, name: &str) -> Result<Option<Vec<String>>> {
         let items = match self.get(name) {
             None => return Ok(None),
@@ -372,10 +349,6 @@ impl<'a> Args<'a> {
     }
 
     /// A duration: a number of seconds, or a duration string (`30s`, `5m`).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] or [`Error::BadDuration`] when it is neither.
     pub fn duration(&self, name: &str) -> Result<Option<Duration>> {
         match self.get(name) {
             None => Ok(None),
@@ -392,10 +365,6 @@ impl<'a> Args<'a> {
     }
 
     /// A wait: like [`Args::duration`], and `"forever"`; absent means `default`.
-    ///
-    /// # Errors
-    ///
-    /// As [`Args::duration`].
     pub fn wait(&self, name: &str, default: Wait) -> Result<Wait> {
         match self.get(name) {
             None => Ok(default),

@@ -1,11 +1,4 @@
 //! `coord mcp`: a Model Context Protocol server on stdin/stdout, as one agent.
-//!
-//! Synchronous: read a line, answer it, flush. The protocol is [`coord::mcp`]; the tools
-//! ([`tools`]) call the library as the CLI commands do. No async runtime (`rmcp` would bring
-//! tokio and about seventy crates): a stdio client sends one request that matters at a time.
-//! The server becomes its agent at the first tool call, not before, so a health check leaves
-//! nothing behind; then it clocks in, heartbeats, and at end of input or a signal releases its
-//! locks and clocks out. stdout carries protocol messages only.
 
 mod tools;
 
@@ -60,9 +53,8 @@ pub struct McpArgs {
     plugin: bool,
 }
 
-/// The server's life as an agent: nobody until the first tool call, then clocked in until
-/// the end. A client that starts the server and stops it without calling a tool (a health check
-/// such as `claude mcp list`) leaves no agent, presence or stamp-card row behind.
+/// The server's life as an agent: nobody until the first tool call (a health check leaves
+/// nothing behind), then clocked in until the end.
 struct Life {
     ws: Workspace,
     quiet: bool,
@@ -125,8 +117,7 @@ impl Life {
         Ok(state.started.clone().expect("just set"))
     }
 
-    /// Release the session's locks and clock out, once, whichever of end of input or a signal
-    /// comes first; the other waits for it to finish.
+    /// Release the session's locks and clock out, once (end of input or a signal).
     fn close(&self, why: &str) {
         let mut state = self.state();
         if state.closed {
@@ -179,8 +170,7 @@ struct LazyHost {
 }
 
 impl LazyHost {
-    /// The agent: the one given; else the session's, looked up again now (the client's first
-    /// hook may have registered it since the server started); else the fallback.
+    /// The agent: the one given; else the session's, looked up now; else the fallback.
     fn host(&mut self) -> anyhow::Result<&mut tools::Host> {
         if self.host.is_none() {
             let session = match &self.explicit {
@@ -300,8 +290,7 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-/// The plugin's server where coord stays out: it answers the protocol, every tool call says
-/// why coord is not available, nothing is written, and it exits at end of input.
+/// The plugin's server where coord stays out: every tool call says why, nothing is written.
 fn idle(gate: &coord::plugin::Gate, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let why = match gate {
         coord::plugin::Gate::Off => format!(
@@ -354,14 +343,9 @@ const CALL_GRACE: Duration = Duration::from_secs(5);
 /// How often the client watch looks at the parent process when nothing happens on stdio.
 const CLIENT_CHECK: Duration = Duration::from_millis(500);
 
-/// Notice the client going away while a call may be waiting (`wait_s: "forever"`). Any wait
-/// then ends as a `SIGHUP` would end it: the waiter leaves the queue and resets its presence.
-///
-/// - stdin hung up (the client closed it, which is MCP's way to ask a server to end, or died):
-///   the waits end, and the main loop answers what is left of the input and clocks out at its end;
-/// - stdout gone, or the process that started the server gone (the server was re-parented; the
-///   pipes may be held open by the client's other children): nobody is left to answer, so once
-///   the running call has ended the server clocks out and exits.
+/// Notice the client going away while a call may wait: any wait then ends as on `SIGHUP`. On
+/// stdin hung up the main loop finishes the input; with stdout or the parent gone, the server
+/// clocks out and exits once the running call has ended.
 fn watch_client(life: Arc<Life>) {
     let parent = rustix::process::getppid();
     std::thread::spawn(move || {
@@ -379,8 +363,7 @@ fn watch_client(life: Arc<Life>) {
     });
 }
 
-/// End the server: a call waiting for a lock ends cleanly first (it leaves the queue and resets
-/// the presence, as `sig` would end it), then the server clocks out and exits.
+/// End the server: a waiting call ends cleanly first (as `sig` would end it), then clock out.
 fn stop(life: &Life, sig: i32, why: &str) -> ! {
     coord::wait::request_stop(sig);
     let asked = std::time::Instant::now();

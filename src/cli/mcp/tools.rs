@@ -27,9 +27,8 @@ use coord::workspace::{AgentId, Target, Workspace};
 use super::super::{Described, check, dialogue, lock as lock_cmd, msg, note as note_cmd};
 use super::super::{output, presence, review, unlock, write as write_cmd};
 
-/// How long a lock or note call waits for a lock held by another agent when the call does not
-/// say: not at all. A tool call blocks the client while it waits, so the agent is told who
-/// holds the file at once and chooses (`wait_s`, another task, a message).
+/// A call that names no wait does not wait: it would block the client; the agent is told who
+/// holds the file at once.
 const DEFAULT_WAIT: Wait = Wait::For(std::time::Duration::ZERO);
 
 /// Runs the tools as one agent in one workspace, in the server's session.
