@@ -139,7 +139,6 @@ fn trimmed_block(lines: &[String]) -> Vec<&str> {
     block.split_off(start.unwrap_or(block.len()))
 }
 
-/// Read line `at` as a field, if it is one.
 pub(crate) fn parse_field(line: &str, at: usize) -> Option<Field> {
     let lead = line.len() - line.trim_start().len();
     let t = &line[lead..];
@@ -161,7 +160,6 @@ pub(crate) fn parse_field(line: &str, at: usize) -> Option<Field> {
     })
 }
 
-/// A new field line, as coord writes it.
 pub(crate) fn field_line(key: &str, value: &str) -> String {
     if value.is_empty() {
         format!("- **{key}:**")
@@ -228,7 +226,6 @@ pub(crate) fn split_row(line: &str) -> Option<Vec<String>> {
     Some(cells)
 }
 
-/// A table row of already escaped cells.
 pub(crate) fn render_row(cells: &[String]) -> String {
     cells.iter().fold("|".to_string(), |row, c| {
         if c.is_empty() {
@@ -239,7 +236,6 @@ pub(crate) fn render_row(cells: &[String]) -> String {
     })
 }
 
-/// The lines being read, which of them are fenced, and the path errors name.
 struct Doc<'a> {
     path: &'a Path,
     lines: &'a [String],
@@ -247,7 +243,6 @@ struct Doc<'a> {
 }
 
 impl Doc<'_> {
-    /// [`Error::Corrupt`] at 0-based `line`.
     fn corrupt(&self, line: Option<usize>, why: impl Into<String>) -> Error {
         Error::Corrupt {
             path: self.path.to_path_buf(),
@@ -256,12 +251,10 @@ impl Doc<'_> {
         }
     }
 
-    /// The lines of a section's body outside code fences.
     fn body(&self, sec: &Section) -> impl Iterator<Item = usize> + '_ {
         (sec.heading + 1..sec.end).filter(|&i| !self.fence[i])
     }
 
-    /// The fields of `from..to` (outside code fences).
     fn fields(&self, from: usize, to: usize) -> Vec<Field> {
         (from..to)
             .filter(|&i| !self.fence[i])
@@ -297,7 +290,6 @@ impl Doc<'_> {
     }
 }
 
-/// Read a tracker's lines: where everything is, and what it says.
 pub(crate) fn analyze(path: &Path, lines: &[String]) -> Result<(Index, View)> {
     let doc = Doc {
         path,
@@ -353,8 +345,7 @@ pub(crate) fn analyze(path: &Path, lines: &[String]) -> Result<(Index, View)> {
     Ok((index, view))
 }
 
-/// Meta: `Status` must be there and be `in_progress` or `closed`; every other field may be
-/// missing or empty.
+/// Meta: `Status` must be `in_progress` or `closed`; every other field may be missing.
 fn read_meta(doc: &Doc<'_>, sec: &Section, fields: &[Field]) -> Result<Meta> {
     let sf = get(fields, "Status")
         .ok_or_else(|| doc.corrupt(Some(sec.heading), "Meta has no `Status`"))?;
@@ -395,9 +386,8 @@ fn parse_participants(text: &str) -> Vec<Participant> {
 
 type Steps = (Option<usize>, Vec<(usize, Vec<Field>)>, Vec<Step>);
 
-/// Steps: the `Note:` line before the first step, then `### NN` entries numbered from 01
-/// without gaps, each with an `Actor` and a known `Status` (and a known `Action` when given).
-/// Prose between steps is kept and ignored.
+/// Steps: an optional `Note:` line, then `### NN` entries numbered from 01 without gaps, each
+/// with an `Actor` and a known `Status` (and `Action` when given); prose is ignored.
 fn read_steps(doc: &Doc<'_>, sec: &Section) -> Result<Steps> {
     let (mut note, mut heads) = (None, Vec::new());
     for i in doc.body(sec) {
@@ -450,10 +440,8 @@ fn read_steps(doc: &Doc<'_>, sec: &Section) -> Result<Steps> {
     Ok((note, spans, steps))
 }
 
-/// Issues: one table, its header naming the five columns in any order (more are kept) and
-/// followed by a `|----|` separator; every row as many cells as the header, an ID used once
-/// (case is ignored), a known severity and status. The table ends at the first line that is not
-/// a row; a section without a table has no issues.
+/// Issues: one table, its header naming the five columns in any order (more are kept), then a
+/// `|----|` row; it ends at the first line that is not a row.
 fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue>)> {
     let Some(h) = doc
         .body(sec)
@@ -533,9 +521,8 @@ fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue
     ))
 }
 
-/// Agreements Log: one `- DECISION - ADOPTED POSITION` bullet per decision, `[DISPUTED] ` first
-/// when the user had to decide; other lines (the seed's `Key positions agreed between LLMs:`)
-/// are kept and ignored, and an entry without ` - ` has no adopted position.
+/// Agreements Log: `- [DISPUTED] DECISION - ADOPTED POSITION` bullets (the prefix and the
+/// position optional); other lines are ignored.
 fn read_agreements(doc: &Doc<'_>, sec: &Section) -> (Vec<usize>, Vec<Agreement>) {
     doc.body(sec)
         .filter_map(|i| {
@@ -568,9 +555,8 @@ fn read_agreements(doc: &Doc<'_>, sec: &Section) -> (Vec<usize>, Vec<Agreement>)
         .unzip()
 }
 
-/// Handoff Prompts: `### For ACTOR (step NN)` entries; a prompt's text is the inside of its
-/// fence when its whole body is one fenced block, else its lines, blank lines at either end
-/// dropped.
+/// Handoff Prompts: `### For ACTOR (step NN)` entries; a body that is one fenced block gives
+/// the inside of its fence.
 fn read_prompts(doc: &Doc<'_>, sec: &Section) -> (Vec<(usize, usize)>, Vec<Prompt>) {
     let heads: Vec<usize> = doc
         .body(sec)

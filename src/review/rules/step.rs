@@ -9,7 +9,9 @@ use crate::error::{Error, Refusal, Result};
 use crate::fsutil;
 use crate::history::{self, Event, Kind};
 use crate::layout;
-use crate::review::markdown::{fenced, handoff_section, is_step_heading, renumber_heading};
+use crate::review::markdown::{
+    PROMPT_POINTER, fenced, handoff_section, is_step_heading, renumber_heading,
+};
 use crate::review::tracker::{Block, Tracker};
 use crate::review::{Action, Step, StepStatus, View, one_line};
 use crate::workspace::{AgentId, Target};
@@ -115,7 +117,14 @@ impl Reviews {
             t.push_step(finished + 1, &next, next_action, &req.output.rel)?;
             let archived_to = self.archive(req.topic, t)?;
             let next_step = t.view().steps.len() as u32;
-            t.hand_over(&next, next_step, next_action, &prompt)?;
+            let next_action_text = format!("{} (step {next_step:02})", next_action.as_str());
+            let current = [
+                ("Next actor", next.as_str()),
+                ("Next action", &next_action_text),
+                ("Prompt for next actor", PROMPT_POINTER),
+            ];
+            t.set(Block::Current, &current)?;
+            t.set_prompt(&next, next_step, &prompt)?;
             let stranger = role.is_none() && !view.meta.participants.is_empty();
             Ok(StepOutcome {
                 tracker: self.rel(t.path()),
