@@ -22,7 +22,6 @@ impl UserCommand {
     pub fn parse(line: &str) -> Option<UserCommand> {
         let t = line.trim().trim_start_matches('\u{feff}');
         let upper = t.to_ascii_uppercase();
-        // The argument after `prefix`; a command without one is no command.
         let arg =
             |prefix: &str| Some(t[prefix.len()..].trim().to_string()).filter(|a| !a.is_empty());
         Some(match upper.as_str() {
@@ -43,8 +42,7 @@ impl UserCommand {
         })
     }
 
-    /// Parse a command given on the command line (`pause`, `agent-1-only`, `PRIORITY: x`),
-    /// checking an `-ONLY` id against the participants.
+    /// Parse a command given on the command line, an `-ONLY` id checked against `participants`.
     pub fn from_arg(text: &str, participants: &[String]) -> Result<UserCommand> {
         if text.contains(['\n', '\r', '\0']) {
             return Err(Error::bad_input("a user command is one line"));

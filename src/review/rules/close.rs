@@ -34,9 +34,8 @@ pub struct CommitInfo {
 }
 
 impl Reviews {
-    /// Close a review: check the completion criteria, set status closed and next actor none,
-    /// move the tracker (and its archive) to `reviews/closed/`, and with `commit` make the
-    /// commit, `summary` after `{topic} review: ` (else one derived from the issues).
+    /// Close a review: check the completion criteria, mark it closed, move it (and its archive)
+    /// to `reviews/closed/`, and with `commit` commit it (`summary` after `{topic} review: `).
     pub fn close(&self, topic: &str, commit: bool, summary: Option<&str>) -> Result<Closed> {
         let root = self.ws.root();
         if commit {
@@ -112,8 +111,7 @@ impl Reviews {
         })
     }
 
-    /// Commit the closed review: the metadata folder, the target and every step's input and
-    /// output that exist, with the seed's message.
+    /// Commit the metadata folder, the target and every step's input and output that exist.
     fn commit(&self, topic: &str, view: &View, summary: Option<&str>) -> Result<CommitInfo> {
         let message = commit_message(topic, view, summary);
         let root = self.ws.root();
@@ -194,8 +192,7 @@ fn missing_for_close(view: &View) -> Vec<String> {
     missing
 }
 
-/// The seed's commit message: `{topic} review: {summary}`, a blank line, one `- ISSUE-NN: …`
-/// line per issue, and a `Co-Authored-By:` line per participant whose address is known.
+/// The seed's commit message: summary, one line per issue, a `Co-Authored-By:` per known agent.
 fn commit_message(topic: &str, view: &View, summary: Option<&str>) -> String {
     let resolved = view
         .issues

@@ -84,14 +84,12 @@ impl Reviews {
         Reviews::new(ws, ws.root().join(layout::REVIEW_METADATA_DIR))
     }
 
-    /// The agent running the commands, when known: its own `coord lock` on a tracker does not
-    /// keep it from editing.
+    /// The agent running the commands: its own `coord lock` on a tracker does not stop it.
     pub fn acting_as(mut self, actor: Option<AgentId>) -> Reviews {
         self.actor = actor;
         self
     }
 
-    /// `reviews/active` or `reviews/closed`.
     fn dir(&self, closed: bool) -> PathBuf {
         if closed {
             layout::review_closed_dir(&self.meta)
@@ -152,8 +150,7 @@ impl Reviews {
     fn begin(&self, topic: &str, actor: Option<&AgentId>) -> Result<(Guard, Tracker)> {
         check_topic(topic)?;
         let guard = self.ws.lock_mutex()?;
-        // Every tracker update starts here: sweep the temporary files that killed updates
-        // left in the folder of active trackers (and archives); nothing else would.
+        // Every tracker update starts here: sweep the temporary files killed updates left.
         fsutil::sweep_temps(&self.dir(false));
         let path = self.tracker_path(topic, false);
         let Some(t) = self.read(&path)? else {
@@ -178,8 +175,7 @@ impl Reviews {
         Ok((guard, t))
     }
 
-    /// One edit of TOPIC's active tracker by `actor` (default: the acting agent): `change`
-    /// edits it, then `Last updated` is stamped and the file replaced, the mutex still held.
+    /// One edit of TOPIC's active tracker by `actor` (default: the acting agent), under the mutex.
     fn edit<R>(
         &self,
         topic: &str,
@@ -229,11 +225,8 @@ impl Reviews {
         }
     }
 
-    /// Start a review: the tracker, with step 01 planned for the reviewer and the prompt coord
-    /// writes for it (and the seed's template beside the trackers when missing). A topic names
-    /// one review ever; reviewer and implementer are two agents; the target exists. The new
-    /// tracker is parsed before it is written: coord never writes one it cannot read back.
-    /// Returns the tracker, relative to the root.
+    /// Start a review (and write the seed's template when missing); returns the tracker,
+    /// relative to the root.
     pub fn create(
         &self,
         topic: &str,
@@ -303,8 +296,7 @@ impl Reviews {
         paths::conventional(&self.meta, &parts, &clock::now())
     }
 
-    /// Add an issue: `open`, its id `ISSUE-NN` one above the highest in the table (ids written
-    /// otherwise are kept and skipped).
+    /// Add an open issue, its id `ISSUE-NN` one above the highest.
     pub fn add_issue(&self, topic: &str, severity: Severity, title: &str) -> Result<Issue> {
         let title = one_line(title);
         if title.is_empty() {
@@ -346,8 +338,7 @@ impl Reviews {
         })
     }
 
-    /// Add a line to the Agreements Log: `- TEXT - ADOPTED`, `[DISPUTED] ` first when disputed
-    /// (or when the text starts with it).
+    /// Add a line to the Agreements Log: `- [DISPUTED] TEXT - ADOPTED`.
     pub fn agree(
         &self,
         topic: &str,
@@ -421,8 +412,7 @@ fn read_text(path: &Path) -> Result<Option<String>> {
     })
 }
 
-/// Every open review under the default metadata folder, for `coord status`; trackers that
-/// cannot be read are listed apart. Reading only.
+/// Every open review under the default metadata folder, and the trackers that cannot be read.
 pub fn open_reviews(ws: &Workspace) -> (Vec<ReviewSummary>, Vec<Unreadable>) {
     let reviews = Reviews::default_for(ws);
     let (mut found, mut bad) = (Vec::new(), Vec::new());

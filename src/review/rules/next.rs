@@ -38,8 +38,7 @@ pub struct Next {
     pub prompt_from_tracker: bool,
 }
 
-/// For an open step: where its output should go, how to record the step, and the prompt coord
-/// writes when nobody wrote one.
+/// For an open step: its output file, how to record it, and coord's own prompt.
 pub(super) struct Guide {
     pub(super) output: Option<String>,
     note: String,

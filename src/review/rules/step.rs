@@ -152,8 +152,7 @@ impl Reviews {
         Ok(done)
     }
 
-    /// Move the first steps to the archive when there are too many; the archive, relative to
-    /// the root, when steps were moved.
+    /// Past [`MAX_STEPS`], move the first steps to `TOPIC-tracker-archive.md` (returned).
     fn archive(&self, topic: &str, t: &mut Tracker) -> Result<Option<String>> {
         if t.view().steps.len() <= MAX_STEPS {
             return Ok(None);
@@ -262,9 +261,8 @@ fn renumber_steps(lines: &[String], first: usize) -> Vec<String> {
     out
 }
 
-/// Whether a step killed between the archive write and the tracker write left these very
-/// steps (`taken`) at the archive's end while the tracker still holds them (its note counting
-/// one batch fewer than the archive's `before` steps).
+/// Whether a step killed between the archive and the tracker write left `taken` at the
+/// archive's end while the tracker still holds them (its note one batch behind).
 fn already_archived(archive: &str, taken: &[String], noted: usize, before: usize) -> bool {
     let again = renumber_steps(taken, noted + 1).join("\n");
     before == noted + ARCHIVED_AT_ONCE && archive.trim_end().ends_with(again.trim_end())
