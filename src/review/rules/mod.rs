@@ -137,10 +137,9 @@ impl Reviews {
     /// The tracker for showing.
     pub fn show(&self, topic: &str) -> Result<Shown> {
         let (t, closed) = self.load(topic)?;
-        let tracker = self.rel(t.path());
         Ok(Shown {
             topic: topic.to_string(),
-            tracker,
+            tracker: self.rel(t.path()),
             closed,
             view: t.view().clone(),
         })
@@ -203,14 +202,9 @@ impl Reviews {
             rel,
             abs: path.to_path_buf(),
         };
-        let mut entries = lock::locks_of(&target);
-        let now = clock::now();
-        lock::classify(
-            self.ws.root(),
-            &mut entries,
-            &mut StateCache::default(),
-            &now,
-        );
+        let (mut entries, now) = (lock::locks_of(&target), clock::now());
+        let cache = &mut StateCache::default();
+        lock::classify(self.ws.root(), &mut entries, cache, &now);
         let other = |e: &&lock::LockEntry| {
             e.state != LockState::Stale && actor.is_none_or(|a| a.id() != e.agent)
         };
@@ -242,16 +236,11 @@ impl Reviews {
             )));
         }
         let Ok(kind) = std::fs::symlink_metadata(&target.abs) else {
-            return Err(Error::bad_input(format!(
-                "the review target `{}` does not exist",
-                target.rel
-            )));
+            let why = format!("the review target `{}` does not exist", target.rel);
+            return Err(Error::bad_input(why));
         };
-        let target = if kind.is_dir() {
-            format!("{}/", target.rel)
-        } else {
-            target.rel.clone()
-        };
+        let slash = if kind.is_dir() { "/" } else { "" };
+        let target = format!("{}{slash}", target.rel);
         let _guard = self.ws.lock_mutex()?;
         let path = self.tracker_path(topic, false);
         for existing in [&path, &self.tracker_path(topic, true)] {
@@ -346,8 +335,7 @@ impl Reviews {
         adopted: Option<&str>,
         disputed: bool,
     ) -> Result<Agreement> {
-        let mut text = one_line(text);
-        let mut disputed = disputed;
+        let (mut text, mut disputed) = (one_line(text), disputed);
         if let Some(rest) = text.strip_prefix("[DISPUTED]") {
             (disputed, text) = (true, rest.trim().to_string());
         }
@@ -379,12 +367,8 @@ fn next_issue_number(view: &View) -> u32 {
             .eq_ignore_ascii_case("ISSUE-")
             .then(|| id[6..].parse::<u32>().ok())?
     };
-    view.issues
-        .iter()
-        .filter_map(|i| number(&i.id))
-        .max()
-        .unwrap_or(0)
-        + 1
+    let numbers = view.issues.iter().filter_map(|i| number(&i.id));
+    numbers.max().unwrap_or(0) + 1
 }
 
 /// Read a whole file as UTF-8 (capped, no symlink followed anywhere on its path). `Ok(None)`

@@ -83,26 +83,21 @@ impl Reviews {
             return Err(Error::bad_input("the step summary is empty"));
         }
         let Some(text) = read_text(&req.output.abs)? else {
-            return Err(Error::bad_input(format!(
-                "the output file `{}` does not exist",
-                req.output.rel
-            )));
+            let why = format!("the output file `{}` does not exist", req.output.rel);
+            return Err(Error::bad_input(why));
         };
         let prompt = handoff_section(Path::new(&req.output.rel), &text)?;
         let done = self.edit(req.topic, Some(req.actor), |t| {
             let view = t.view().clone();
             let finished = owned_open_step(&view, req)?.number;
             // The next actor as the tracker spells it (its Participants spelling when listed).
-            let next = view
-                .meta
-                .participants
+            let parts = &view.meta.participants;
+            let next = parts
                 .iter()
                 .find(|p| p.name.eq_ignore_ascii_case(req.next.id()));
             let next = next.map_or(req.next.name(), |p| &p.name).to_string();
             let role = view.meta.role_of(req.next.id());
-            let next_action = req
-                .next_action
-                .unwrap_or_else(|| usual_next(req.action, role));
+            let next_action = (req.next_action).unwrap_or_else(|| usual_next(req.action, role));
             let mut values = vec![
                 ("Status", req.status.as_str()),
                 ("Action", req.action.as_str()),
@@ -135,11 +130,8 @@ impl Reviews {
                 next_action,
                 archived_to,
                 warning: stranger.then(|| {
-                    format!(
-                        "{} is not a participant of review `{}`",
-                        req.next.name(),
-                        req.topic
-                    )
+                    let (name, topic) = (req.next.name(), req.topic);
+                    format!("{name} is not a participant of review `{topic}`")
                 }),
             })
         })?;
@@ -159,19 +151,13 @@ impl Reviews {
         }
         let archive = layout::review_archive(&self.dir(false), topic);
         let existing = read_text(&archive)?;
-        let before = existing
-            .as_deref()
-            .map_or(0, |e| step_heads(&lines(e)).count());
+        let before = (existing.as_deref()).map_or(0, |e| step_heads(&lines(e)).count());
         let mut taken = t.take_first_steps(ARCHIVED_AT_ONCE)?;
         while taken.last().is_some_and(|l| l.trim().is_empty()) {
             taken.pop();
         }
-        let note = |archived: usize| {
-            format!(
-                "{NOTE}{archived:02} archived to {}",
-                layout::review_archive_name(topic)
-            )
-        };
+        let name = layout::review_archive_name(topic);
+        let note = |archived: usize| format!("{NOTE}{archived:02} archived to {name}");
         let noted = noted(t.view().steps_note.as_deref());
         if let Some(e) = &existing
             && already_archived(e, &taken, noted, before)
@@ -184,10 +170,8 @@ impl Reviews {
             None => format!(
                 "# Review Tracker Archive: {topic}\n\nSteps archived from `{topic}-tracker.md` (archive policy: more than {MAX_STEPS} steps).\n\n## Steps\n\n{steps}\n"
             ),
-            Some(e) => format!(
-                "{e}{}\n{steps}\n",
-                if e.ends_with('\n') { "" } else { "\n" }
-            ),
+            Some(e) if e.ends_with('\n') => format!("{e}\n{steps}\n"),
+            Some(e) => format!("{e}\n\n{steps}\n"),
         };
         // The archive is written before the tracker: a crash in between leaves the steps in
         // both, and the next step finds them at the archive's end (`already_archived`).
