@@ -237,17 +237,10 @@ pub(crate) fn render_message(
         "{}{HEADER_START}{number} [{speaker}] - {time}\n\n",
         conv.lead
     );
-    for line in text
-        .replace("\r\n", "\n")
-        .trim_end_matches('\n')
-        .split('\n')
-    {
-        let escape = if line.starts_with(HEADER_START) {
-            "\\"
-        } else {
-            ""
-        };
-        block.push_str(&format!("{escape}{line}\n"));
+    let text = text.replace("\r\n", "\n");
+    for line in text.trim_end_matches('\n').split('\n') {
+        let escape = line.starts_with(HEADER_START).then_some("\\");
+        block.push_str(&format!("{}{line}\n", escape.unwrap_or_default()));
     }
     if !markers.is_empty() {
         block.push_str(&format!("\n{}\n", markers.join(" ")));
@@ -423,7 +416,7 @@ impl LockInfo {
         let label = ["Agent:", "agent:"]
             .iter()
             .find_map(|a| first.strip_prefix(a));
-        let holder = label.unwrap_or(first).trim();
+        let holder = Some(label.unwrap_or(first).trim()).filter(|h| !h.is_empty());
         let rec = crate::record::Record::parse(text);
         let since = rec.get("since").and_then(clock::parse_timestamp).or(mtime);
         let pid = rec.get("pid").and_then(|p| p.parse().ok());
@@ -431,11 +424,7 @@ impl LockInfo {
         let age = since.as_ref().map(|s| clock::age(now, s));
         let gone = matches!((pid, on), (Some(pid), Some(h)) if host::recorded_process_gone(pid, h));
         LockInfo {
-            holder: clip(if holder.is_empty() {
-                "(unknown)"
-            } else {
-                holder
-            }),
+            holder: clip(holder.unwrap_or("(unknown)")),
             since: since.as_ref().map(clock::format_timestamp),
             pid,
             host: on.map(str::to_string),

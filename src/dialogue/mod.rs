@@ -45,9 +45,8 @@ pub struct Dialogue {
 impl Dialogue {
     /// The dialogue in `folder` (already confined to the workspace).
     pub fn new(ws: &Workspace, Target { rel, abs }: Target) -> Dialogue {
-        let root = ws.root().to_path_buf();
         Dialogue {
-            root,
+            root: ws.root().to_path_buf(),
             folder: abs,
             rel,
         }

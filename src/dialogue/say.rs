@@ -312,10 +312,8 @@ impl Dialogue {
                 // Replaced in one rename, never removed first: a crash in between would lose
                 // the stale record that lets the next `say` complete an interrupted write.
                 let origin = info.interrupted.as_deref().unwrap_or(&info.holder);
-                fsutil::replace(
-                    &path,
-                    LockInfo::render(holder, &now, Some(origin)).as_bytes(),
-                )?;
+                let record = LockInfo::render(holder, &now, Some(origin));
+                fsutil::replace(&path, record.as_bytes())?;
                 return Ok(lock(guard, Some(info)));
             }
             drop(guard);

@@ -304,43 +304,40 @@ pub(crate) fn analyze(path: &Path, lines: &[String]) -> Result<(Index, View)> {
     let (meta_sec, cur_sec) = (require(META, "Meta")?, require(CURRENT, "Current State")?);
     let (steps_sec, issues_sec) = (require(STEPS, "Steps")?, require(ISSUES, "Issues")?);
 
-    let meta_fields = doc.fields(meta_sec.heading + 1, meta_sec.end);
-    let meta = read_meta(&doc, meta_sec, &meta_fields)?;
-    let current_fields = doc.fields(cur_sec.heading + 1, cur_sec.end);
-    let current = Current {
-        next_actor: value(&current_fields, "Next actor").ok_or_else(|| {
-            doc.corrupt(Some(cur_sec.heading), "Current State has no `Next actor`")
-        })?,
-        next_action: value(&current_fields, "Next action"),
-        prompt: value(&current_fields, "Prompt for next actor"),
-    };
-    let (note, step_spans, steps) = read_steps(&doc, steps_sec)?;
+    let meta = doc.fields(meta_sec.heading + 1, meta_sec.end);
+    let meta_view = read_meta(&doc, meta_sec, &meta)?;
+    let current = doc.fields(cur_sec.heading + 1, cur_sec.end);
+    let no_actor = || doc.corrupt(Some(cur_sec.heading), "Current State has no `Next actor`");
+    let next_actor = value(&current, "Next actor").ok_or_else(no_actor)?;
+    let (note, steps, step_views) = read_steps(&doc, steps_sec)?;
     let (table, issues) = read_issues(&doc, issues_sec)?;
-    let (agreement_lines, agreements) = find(AGREEMENTS)
-        .map(|s| read_agreements(&doc, s))
-        .unwrap_or_default();
-    let (prompt_spans, prompts) = find(HANDOFFS)
+    let agreements = find(AGREEMENTS).map(|s| read_agreements(&doc, s));
+    let (agreements, agreement_views) = agreements.unwrap_or_default();
+    let (prompts, handoff_prompts) = find(HANDOFFS)
         .map(|s| read_prompts(&doc, s))
         .unwrap_or_default();
-
     let view = View {
-        meta,
-        current,
+        meta: meta_view,
+        current: Current {
+            next_actor,
+            next_action: value(&current, "Next action"),
+            prompt: value(&current, "Prompt for next actor"),
+        },
         steps_note: note.map(|l| lines[l].trim().to_string()),
-        steps,
+        steps: step_views,
         issues,
-        agreements,
-        handoff_prompts: prompts,
+        agreements: agreement_views,
+        handoff_prompts,
     };
     let index = Index {
         sections,
-        meta: meta_fields,
-        current: current_fields,
+        meta,
+        current,
         note,
-        steps: step_spans,
+        steps,
         table,
-        agreements: agreement_lines,
-        prompts: prompt_spans,
+        agreements,
+        prompts,
     };
     Ok((index, view))
 }
@@ -443,10 +440,8 @@ fn read_steps(doc: &Doc<'_>, sec: &Section) -> Result<Steps> {
 /// Issues: one table, its header naming the five columns in any order (more are kept), then a
 /// `|----|` row; it ends at the first line that is not a row.
 fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue>)> {
-    let Some(h) = doc
-        .body(sec)
-        .find(|&i| doc.lines[i].trim_start().starts_with('|'))
-    else {
+    let is_row = |i: &usize| doc.lines[*i].trim_start().starts_with('|');
+    let Some(h) = doc.body(sec).find(is_row) else {
         return Ok((None, Vec::new()));
     };
     let header: Vec<String> = split_row(&doc.lines[h])
@@ -479,11 +474,10 @@ fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue
         .then(|| split_row(&doc.lines[i]))
         .flatten()
     {
-        if cells.len() != header.len() {
+        let (n, want) = (cells.len(), header.len());
+        if n != want {
             let why = format!(
-                "this Issues row has {} cells, the header {} (escape `|` inside a cell as `\\|`)",
-                cells.len(),
-                header.len()
+                "this Issues row has {n} cells, the header {want} (escape `|` inside a cell as `\\|`)"
             );
             return Err(doc.corrupt(Some(i), why));
         }
@@ -510,15 +504,13 @@ fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue
         i += 1;
     }
     let ncols = header.len();
-    Ok((
-        Some(Table {
-            cols,
-            ncols,
-            rows,
-            end: i,
-        }),
-        issues,
-    ))
+    let table = Table {
+        cols,
+        ncols,
+        rows,
+        end: i,
+    };
+    Ok((Some(table), issues))
 }
 
 /// Agreements Log: `- [DISPUTED] DECISION - ADOPTED POSITION` bullets (the prefix and the
@@ -536,12 +528,10 @@ fn read_agreements(doc: &Doc<'_>, sec: &Section) -> (Vec<usize>, Vec<Agreement>)
                 None => (false, entry),
             };
             let (decision, adopted) = match text.rsplit_once(" - ") {
-                Some((d, a)) if !a.trim().is_empty() => {
-                    (d.trim().to_string(), Some(a.trim().to_string()))
-                }
-                _ => (text.to_string(), None),
+                Some((d, a)) if !a.trim().is_empty() => (d.trim(), Some(a.trim().to_string())),
+                _ => (text, None),
             };
-            let text = text.to_string();
+            let (text, decision) = (text.to_string(), decision.to_string());
             Some((
                 i,
                 Agreement {

@@ -205,13 +205,8 @@ impl Tracker {
         ]
         .map(encode_cell);
         let Some(table) = &self.index.table else {
-            let header = "| ID | Severity | Title | Status | Resolution |\n|----|----------|-------|--------|------------|";
-            let block = header
-                .lines()
-                .map(String::from)
-                .chain([render_row(&values)])
-                .collect();
-            return self.append_to(ISSUES, block);
+            let block = ISSUES_HEADER.lines().map(String::from);
+            return self.append_to(ISSUES, block.chain([render_row(&values)]).collect());
         };
         let mut cells = vec![String::new(); table.ncols];
         for (value, &col) in values.into_iter().zip(&table.cols) {
@@ -332,6 +327,8 @@ impl Tracker {
     }
 }
 
+const ISSUES_HEADER: &str = "| ID | Severity | Title | Status | Resolution |\n|----|----------|-------|--------|------------|";
+
 /// The text of a new tracker, step 01 planned for the reviewer; `date` is `YYYY-MM-DD`.
 pub(crate) fn new_tracker_text(
     topic: &str,
@@ -347,8 +344,7 @@ pub(crate) fn new_tracker_text(
 ## Current State\n- **Next actor:** {reviewer}\n- **Next action:** review (step 01)\n\
 - **Prompt for next actor:** {PROMPT_POINTER}\n\n## Steps\n\n### 01\n- **Actor:** {reviewer}\n\
 - **Status:** planned\n- **Action:** review\n- **Input:** {target}\n- **Output:**\n\
-- **Summary:**\n- **Next:**\n\n## Issues\n| ID | Severity | Title | Status | Resolution |\n\
-|----|----------|-------|--------|------------|\n\n## Agreements Log\n\
+- **Summary:**\n- **Next:**\n\n## Issues\n{ISSUES_HEADER}\n\n## Agreements Log\n\
 Key positions agreed between LLMs:\n\n## Handoff Prompts\n"
     )
 }
