@@ -170,12 +170,11 @@ impl Dialogue {
             .or_else(|| doc.and_then(StatusDoc::topic).map(str::to_string))
             .or_else(|| conv.topic.clone())
             .unwrap_or_default();
-        let lock = self.read_lock(&clock::now());
         Ok(Snapshot {
+            lock: self.read_lock(&clock::now()),
             conv,
             status,
             turn,
-            lock,
             commands,
             participants,
             topic,

@@ -122,6 +122,10 @@ pub(crate) fn fenced(lines: &[String]) -> Vec<bool> {
         .collect()
 }
 
+pub(crate) fn lines(text: &str) -> Vec<String> {
+    text.lines().map(str::to_string).collect()
+}
+
 /// The fence that can hold `text` without being closed by it: one backtick more than its
 /// longest run of backticks, at least three.
 pub(crate) fn fence_for(text: &str) -> String {
@@ -594,7 +598,7 @@ fn read_prompts(doc: &Doc<'_>, sec: &Section) -> (Vec<(usize, usize)>, Vec<Promp
 
 /// The body of the `## Handoff Prompt for Next Actor` section that ends an output file.
 pub(crate) fn handoff_section(path: &Path, text: &str) -> Result<String> {
-    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let lines = lines(text);
     let fence = fenced(&lines);
     let (mut found, mut after) = (None, None);
     for (i, line) in lines.iter().enumerate().filter(|(i, _)| !fence[*i]) {

@@ -10,7 +10,7 @@ use crate::fsutil;
 use crate::history::{self, Event, Kind};
 use crate::layout;
 use crate::review::markdown::{
-    PROMPT_POINTER, fenced, handoff_section, is_step_heading, renumber_heading,
+    PROMPT_POINTER, fenced, handoff_section, is_step_heading, lines, renumber_heading,
 };
 use crate::review::tracker::{Block, Tracker};
 use crate::review::{Action, Step, StepStatus, View, one_line};
@@ -224,10 +224,6 @@ fn usual_next(done: Action, next_role: Option<&str>) -> Action {
 fn noted(note: Option<&str>) -> usize {
     note.and_then(|n| n.strip_prefix(NOTE)?.split(' ').next()?.parse().ok())
         .unwrap_or(0)
-}
-
-fn lines(text: &str) -> Vec<String> {
-    text.lines().map(str::to_string).collect()
 }
 
 /// The `### NN` step headings among `lines` (outside code fences).
