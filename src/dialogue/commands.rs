@@ -1,16 +1,4 @@
 //! `user-commands.txt`: the user's channel (seed 002, "From user-commands.txt").
-//!
-//! One command per line: `PAUSE`, `RESUME`, `RESET`, `SWITCH-TOPIC: x`, `END-SESSION`,
-//! `PRIORITY: x`, `<ID>-ONLY` (the seed's `AGENT-1-ONLY`, `AGENT-2-ONLY`, for any participant).
-//! Keywords are read without regard to case; lines that are none of these are ignored.
-//!
-//! How the file is judged (the latest relevant command wins):
-//! - only lines after the last `RESET` count (a reset starts a fresh session);
-//! - among `PAUSE`, `RESUME` and `END-SESSION`, the latest decides: paused, running or ended;
-//! - `<ID>-ONLY` applies to the next message only: it stands while it comes after the lines the
-//!   last message took into account (`status.json`'s `commands_read`; without that number,
-//!   while the file is newer than the last message);
-//! - the latest `SWITCH-TOPIC:` names the topic, the latest `PRIORITY:` is the user's urgent input.
 
 use crate::error::{Error, Result};
 
@@ -34,7 +22,6 @@ impl UserCommand {
     pub fn parse(line: &str) -> Option<UserCommand> {
         let t = line.trim().trim_start_matches('\u{feff}');
         let upper = t.to_ascii_uppercase();
-        // The argument after `prefix`; a command without one is no command.
         let arg =
             |prefix: &str| Some(t[prefix.len()..].trim().to_string()).filter(|a| !a.is_empty());
         Some(match upper.as_str() {
@@ -55,8 +42,7 @@ impl UserCommand {
         })
     }
 
-    /// Parse a command given on the command line (`pause`, `agent-1-only`, `PRIORITY: x`),
-    /// checking an `-ONLY` id against the participants.
+    /// Parse a command given on the command line, an `-ONLY` id checked against `participants`.
     pub fn from_arg(text: &str, participants: &[String]) -> Result<UserCommand> {
         if text.contains(['\n', '\r', '\0']) {
             return Err(Error::bad_input("a user command is one line"));
@@ -107,9 +93,9 @@ pub(crate) struct CommandState {
     pub lines: usize,
 }
 
-/// Judge the file's text. `read` is how many lines the last message took into account (from
-/// `status.json`); when it is unknown, `newer_than_last_message` decides whether an `-ONLY`
-/// still stands.
+/// Judge the file's text: only lines after the last `RESET` count, the latest command wins.
+/// An `-ONLY` stands past `read` lines (`status.json`'s `commands_read`), or when that is
+/// unknown, while `newer_than_last_message`.
 pub(crate) fn judge(
     text: &str,
     read: Option<usize>,

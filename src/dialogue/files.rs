@@ -1,17 +1,5 @@
 //! The formats of the dialogue folder's files, as seed 002 gives them: parsing is lenient (the
 //! files are also written by hand), rendering strict (the seed's exact shapes).
-//!
-//! - `conversation.md`: a header, then blocks `## Message #N [ID] - YYYY-MM-DD HH:MM:SS`, blank
-//!   line, text, markers, `---`. Only header lines count as structure, numbered 1..N. A text
-//!   line coord writes that starts like a header gets a backslash (invisible in Markdown), so a
-//!   text can never forge one.
-//! - `current-turn.txt`: one line, a dialogue id, `USER`, or an `[ERROR] ...` line; anything
-//!   else is garbled (and why), never guessed at.
-//! - `status.json`: a JSON object with at least `message_count`. Keys written by others survive
-//!   a rewrite; the seed's keys come first, in the seed's order.
-//! - `lock.txt`: the writer's id on the first line (all the seed asks); coord adds `since:`,
-//!   `pid:` and `host:` so a crashed writer is recognised at once. Stale after 60 seconds, or at
-//!   once when its process on this host is gone.
 
 use std::fmt;
 use std::time::Duration;
@@ -34,8 +22,7 @@ const HEADER_START: &str = "## Message #";
 /// Seed 002: a `lock.txt` that "exists for >60 seconds" is stale.
 const LOCK_STALE_AFTER: Duration = Duration::from_secs(60);
 
-/// Validate a dialogue id (`AGENT-1`, `claude`, `Agent_2`): 1-32 ASCII letters, digits, `-`
-/// and `_`, starting with a letter or digit. The spelling is kept; bad input names the id.
+/// Validate a dialogue id (`AGENT-1`, `claude`, `Agent_2`), keeping its spelling.
 pub fn validate_id(id: &str) -> Result<String> {
     let part = |b: u8| b.is_ascii_alphanumeric() || b == b'-' || b == b'_';
     if (1..=32).contains(&id.len())
@@ -75,14 +62,12 @@ const MARKERS: [&str; 6] = [
 pub(crate) const NEEDS_USER: &str = MARKERS[0];
 pub(crate) const PROPOSE_END: &str = MARKERS[2];
 
-/// A marker a message carries, as written: one of the seed's (`[NEEDS-USER]` …) or
-/// `[PROPOSE-TOPIC-CHANGE: topic]` (seed 002, Best Practices).
+/// A marker a message carries: one of the seed's, or `[PROPOSE-TOPIC-CHANGE: topic]`.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Marker(String);
 
 impl Marker {
-    /// Parse `NEEDS-USER`, `[NEEDS-USER]`, `needs-user`, `PROPOSE-TOPIC-CHANGE: x`; bad input
-    /// lists the known markers.
+    /// Parse `NEEDS-USER`, `[NEEDS-USER]`, `needs-user`, `PROPOSE-TOPIC-CHANGE: x`.
     pub fn parse(text: &str) -> Result<Marker> {
         const CHANGE: &str = "PROPOSE-TOPIC-CHANGE:";
         let t = text.trim();
@@ -142,8 +127,7 @@ pub(crate) struct Conversation {
 }
 
 impl Conversation {
-    /// Read the text of `conversation.md`. Never fails: [`Conversation::numbering_error`] says
-    /// whether the numbers make sense.
+    /// Read the text of `conversation.md` (never fails; see [`Conversation::numbering_error`]).
     pub fn parse(text: &str) -> Conversation {
         let mut c = Conversation::default();
         let mut body_from = usize::MAX;
@@ -177,12 +161,10 @@ impl Conversation {
         c
     }
 
-    /// How many messages there are.
     pub fn count(&self) -> u64 {
         self.messages.len() as u64
     }
 
-    /// The last message, if any.
     pub fn last(&self) -> Option<&MessageHead> {
         self.messages.last()
     }
@@ -240,8 +222,8 @@ pub(crate) fn render_conversation_header(
     )
 }
 
-/// One message block, exactly as appended: a separator so it starts after a blank line, the
-/// header, a blank line, the text (header-like lines escaped), the markers on one line, `---`.
+/// One message block, exactly as appended; a text line that starts like a header gets a
+/// backslash (invisible in Markdown), so no text can forge one.
 pub(crate) fn render_message(
     conv: &Conversation,
     number: u64,
@@ -255,17 +237,10 @@ pub(crate) fn render_message(
         "{}{HEADER_START}{number} [{speaker}] - {time}\n\n",
         conv.lead
     );
-    for line in text
-        .replace("\r\n", "\n")
-        .trim_end_matches('\n')
-        .split('\n')
-    {
-        let escape = if line.starts_with(HEADER_START) {
-            "\\"
-        } else {
-            ""
-        };
-        block.push_str(&format!("{escape}{line}\n"));
+    let text = text.replace("\r\n", "\n");
+    for line in text.trim_end_matches('\n').split('\n') {
+        let escape = line.starts_with(HEADER_START).then_some("\\");
+        block.push_str(&format!("{}{line}\n", escape.unwrap_or_default()));
     }
     if !markers.is_empty() {
         block.push_str(&format!("\n{}\n", markers.join(" ")));
@@ -286,7 +261,6 @@ pub(crate) enum Turn {
 }
 
 impl Turn {
-    /// Read the file's text.
     pub fn parse(text: &str) -> Turn {
         let lines = text
             .lines()
@@ -303,7 +277,6 @@ impl Turn {
         }
     }
 
-    /// The text to show for it.
     pub fn describe(&self) -> String {
         match self {
             Turn::Id(line) | Turn::Error(line) => line.clone(),
@@ -335,7 +308,6 @@ const SEED_STATUS_KEYS: [&str; 5] = [
 pub(crate) struct StatusDoc(Map<String, Value>);
 
 impl StatusDoc {
-    /// A fresh status for a new session.
     pub fn new(topic: &str, participants: &[String], now: &Timestamp) -> StatusDoc {
         let mut doc = StatusDoc(Map::new());
         doc.set("topic", topic);
@@ -396,15 +368,13 @@ impl StatusDoc {
         self.0.insert(key.to_string(), value.into());
     }
 
-    /// Record message number `count`, by `speaker`.
     pub fn record_message(&mut self, count: u64, speaker: &str, now: &Timestamp) {
         self.set("message_count", count);
         self.set("last_update", clock::format_timestamp(now));
         self.set("last_speaker", speaker);
     }
 
-    /// The file's text: one key per line, the seed's keys first in the seed's order, then the
-    /// others (coord's and anyone else's).
+    /// One key per line, the seed's keys first in the seed's order, then the others.
     pub fn render(&self) -> String {
         let seed = SEED_STATUS_KEYS
             .iter()
@@ -432,9 +402,8 @@ pub struct LockInfo {
     pub(crate) age_s: Option<u64>,
     /// Whether it is stale (older than 60 s, or its process is gone).
     pub stale: bool,
-    /// The writer whose interrupted write may still need completing: written by a `say` that
-    /// took a stale `lock.txt` over, and dropped once nothing is left to complete, so that a
-    /// `say` killed in between does not hide whose message the next one may complete.
+    /// The writer whose interrupted write may still need completing (set by a `say` that took
+    /// a stale `lock.txt` over, so that one killed in turn hides nothing from the next).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub(crate) interrupted: Option<String>,
 }
@@ -447,7 +416,7 @@ impl LockInfo {
         let label = ["Agent:", "agent:"]
             .iter()
             .find_map(|a| first.strip_prefix(a));
-        let holder = label.unwrap_or(first).trim();
+        let holder = Some(label.unwrap_or(first).trim()).filter(|h| !h.is_empty());
         let rec = crate::record::Record::parse(text);
         let since = rec.get("since").and_then(clock::parse_timestamp).or(mtime);
         let pid = rec.get("pid").and_then(|p| p.parse().ok());
@@ -455,11 +424,7 @@ impl LockInfo {
         let age = since.as_ref().map(|s| clock::age(now, s));
         let gone = matches!((pid, on), (Some(pid), Some(h)) if host::recorded_process_gone(pid, h));
         LockInfo {
-            holder: clip(if holder.is_empty() {
-                "(unknown)"
-            } else {
-                holder
-            }),
+            holder: clip(holder.unwrap_or("(unknown)")),
             since: since.as_ref().map(clock::format_timestamp),
             pid,
             host: on.map(str::to_string),
@@ -469,8 +434,7 @@ impl LockInfo {
         }
     }
 
-    /// The text coord writes: the id first (as the seed asks), then who and since when, and
-    /// the writer whose interrupted write may need completing.
+    /// The text coord writes: the id first (as the seed asks), then `since:`, `pid:`, `host:`.
     pub(crate) fn render(holder: &str, now: &Timestamp, interrupted: Option<&str>) -> String {
         let (since, pid, on) = (clock::format_timestamp(now), host::pid(), host::hostname());
         let interrupted = interrupted.map(|w| format!("interrupted: {w}\n"));

@@ -2,12 +2,6 @@
 //! `status.json`, `lock.txt`, `user-commands.txt` and `archive/` in one dialogue folder
 //! (default `agent-dialogue/`). The files keep the seed's formats ([`files`]), so agents
 //! following the seed by hand take part in the same dialogue as agents using coord.
-//!
-//! Invariants: `conversation.md` is only ever appended to, one whole block per write (archiving
-//! moves it whole); every coord writer holds a kernel lock (`.coord/dialogue-<hash>.mutex`)
-//! around its read-check-write, and `lock.txt` (the seed's lock) around its writes;
-//! `status.json` and `current-turn.txt` are replaced atomically; a crash leaves a state the
-//! next `say` repairs ([`say`]).
 
 pub(crate) mod commands;
 pub mod files;
@@ -51,9 +45,8 @@ pub struct Dialogue {
 impl Dialogue {
     /// The dialogue in `folder` (already confined to the workspace).
     pub fn new(ws: &Workspace, Target { rel, abs }: Target) -> Dialogue {
-        let root = ws.root().to_path_buf();
         Dialogue {
-            root,
+            root: ws.root().to_path_buf(),
             folder: abs,
             rel,
         }
@@ -83,7 +76,6 @@ impl Dialogue {
         layout::dialogue_file(&self.folder, name)
     }
 
-    /// Replace one of the folder's files atomically and durably.
     fn replace(&self, name: &str, text: &str) -> Result<()> {
         fsutil::replace_durable(&self.path(name), text.as_bytes())
     }
@@ -124,8 +116,7 @@ impl Dialogue {
         }
     }
 
-    /// `lock.txt`, when there is one. One that cannot be read (a folder, too large) is a lock
-    /// by an unknown holder, as old as its mtime.
+    /// `lock.txt`, when there is one; an unreadable one is held by an unknown holder.
     fn read_lock(&self, now: &Timestamp) -> Option<LockInfo> {
         let (text, mtime) = match self.read_small(LOCK) {
             Ok(found) => found?,
@@ -179,26 +170,18 @@ impl Dialogue {
             .or_else(|| doc.and_then(StatusDoc::topic).map(str::to_string))
             .or_else(|| conv.topic.clone())
             .unwrap_or_default();
-        let lock = self.read_lock(&clock::now());
         Ok(Snapshot {
+            lock: self.read_lock(&clock::now()),
             conv,
             status,
             turn,
-            lock,
             commands,
             participants,
             topic,
         })
     }
 
-    /// Start a dialogue between `agents` (none: `AGENT-1` and `AGENT-2`): `conversation.md`
-    /// with the topic, `current-turn.txt` (the first speaker), `status.json`, an empty
-    /// `user-commands.txt` (an existing one is kept) and `archive/`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] for a bad topic or participant list (nothing written);
-    /// refused when a dialogue is already there; [`Error::Io`].
+    /// Start a dialogue between `agents` (none: `AGENT-1` and `AGENT-2`).
     pub fn init(&self, topic: &str, agents: &[String], first: Option<&str>) -> Result<TurnView> {
         let topic = topic.trim();
         if topic.is_empty() || topic.contains(['\n', '\r', '\0']) {
@@ -219,9 +202,8 @@ impl Dialogue {
         Ok(self.snapshot()?.view())
     }
 
-    /// Write a new session's `status.json` and `current-turn.txt`, then its `conversation.md`
-    /// header, last and with create-new: that file's existence is what "a dialogue is there"
-    /// means, so a session half set up is never taken for one.
+    /// Write a new session's files, `conversation.md` last and with create-new: its existence
+    /// is what "a dialogue is there" means, so a half set-up session is never taken for one.
     fn start_session(
         &self,
         topic: &str,
@@ -241,13 +223,7 @@ impl Dialogue {
         }
     }
 
-    /// Block until it is `id`'s turn and the dialogue is not paused (nor reserved for another
-    /// by an `-ONLY` command), woken by file events in the folder.
-    ///
-    /// # Errors
-    ///
-    /// Refused (exit 3) when the session ended or the wait timed out; refused when there is no
-    /// dialogue; [`Error::Io`].
+    /// Block until `id` may speak, woken by file events in the folder.
     pub fn wait(&self, id: &str, timeout: Option<Duration>) -> Result<TurnView> {
         let deadline = Deadline::after(timeout);
         let watch = FolderWatch::new(std::slice::from_ref(&self.folder));
@@ -272,14 +248,8 @@ impl Dialogue {
         }
     }
 
-    /// Append a user command to `user-commands.txt`. `SWITCH-TOPIC` also updates `status.json`'s
-    /// topic; `RESET` archives the session and starts a fresh one (same topic and participants).
-    /// Returns the command as written, and the archive folder for `RESET`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] for an unknown command (nothing written); refused when there is no
-    /// dialogue or `lock.txt` stays held; [`Error::Io`].
+    /// Append a user command to `user-commands.txt`; `RESET` archives the session and starts a
+    /// fresh one. Returns the line written, and the archive folder for `RESET`.
     pub fn command(&self, text: &str, lock_wait: Duration) -> Result<(String, Option<String>)> {
         let cmd = UserCommand::from_arg(text, &self.snapshot()?.participants)?;
         let line = cmd.render();
@@ -309,13 +279,7 @@ impl Dialogue {
         Ok((line, Some(dir)))
     }
 
-    /// Move `conversation.md` and `status.json` (and a non-empty `user-commands.txt`) to
-    /// `archive/session-YYYYMMDD-HHMMSS/`, as the seed's archiving snippet does. Returns that
-    /// folder relative to the root.
-    ///
-    /// # Errors
-    ///
-    /// Refused when there is no dialogue or `lock.txt` stays held; [`Error::Io`].
+    /// Move the session's files to `archive/session-YYYYMMDD-HHMMSS/` (returned, relative).
     pub fn archive(&self, lock_wait: Duration) -> Result<String> {
         if !self.exists() {
             return Err(self.no_dialogue());
@@ -458,7 +422,7 @@ impl Snapshot {
         }
     }
 
-    /// The JSON/human view of this snapshot (`coord dialogue turn`).
+    /// The view `coord dialogue turn` shows.
     pub fn view(&self) -> TurnView {
         // A count out of step with `status.json` while a live `lock.txt` stands is a write in
         // progress, not corruption.

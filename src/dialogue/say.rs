@@ -1,20 +1,4 @@
 //! `say`: seed 002's steps 1–7 as one operation, and `lock.txt`.
-//!
-//! Under the dialogue's kernel lock, `say` (1) takes `lock.txt` with create-new (a stale one,
-//! older than 60 s or left by a process that is gone, is taken over; a fresh one is waited for
-//! briefly); (2) refuses unless it is the speaker's turn and no `PAUSE`, `END-SESSION` or other
-//! agent's `-ONLY` stands; (3) appends the message block with one write and an fsync: the
-//! commit point; (4) replaces `current-turn.txt`; (5) replaces `status.json`; (6) removes
-//! `lock.txt`.
-//!
-//! A crash before 3 leaves only `lock.txt`, taken over by the next `say`. After 3, the
-//! conversation holds one message more than `status.json` counts, by the holder of the stale
-//! `lock.txt`: the next `say` passes the turn if it was not passed and rewrites `status.json`
-//! before writing its own message. A stale `lock.txt` is replaced in one rename (never removed
-//! first) by one naming the writer whose write may be interrupted (`interrupted:`) until the
-//! repair is done, so a `say` killed while repairing leaves a state the next one completes. Any
-//! other disagreement with `status.json` is corruption: `current-turn.txt` gets
-//! `[ERROR] conversation.md appears corrupted` and nothing else changes.
 
 use std::io;
 use std::path::PathBuf;
@@ -95,14 +79,8 @@ fn check_request(speaker: &str, text: &str) -> Result<String> {
     }
 }
 
-/// Write one message as `req.speaker`: seed steps 1–7 in one operation (see the module docs).
-///
-/// # Errors
-///
-/// [`Error::BadInput`] for bad input (nothing written); refused (exit 3) when it is not the
-/// speaker's turn, the dialogue is paused, ended or reserved for another, the turn is unclear,
-/// or `lock.txt` stays held; [`Error::DialogueCorrupted`] on a corrupted conversation (after
-/// writing the seed's error line to `current-turn.txt`); [`Error::Io`].
+/// Write one message as `req.speaker`, under the kernel lock and `lock.txt`: check the turn,
+/// append the block (the commit point), replace `current-turn.txt` and `status.json`.
 pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
     let speaker = check_request(&req.speaker, &req.text)?;
     let to = req.to.as_deref().map(speaker_id).transpose()?;
@@ -151,9 +129,8 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
     let number = snap.conv.count() + 1;
     let block = files::render_message(&snap.conv, number, &speaker, &now, &req.text, &markers);
 
-    // The append is the commit point: refuse before it when a file replaced after it cannot be
-    // (a folder standing at `current-turn.txt` or `status.json`), rather than commit half a
-    // message whose turn and status stay behind.
+    // Refuse before the append (the commit point) what would fail after it: a folder standing
+    // where `current-turn.txt` or `status.json` is replaced.
     for path in [d.path(DIALOGUE_TURN), d.path(DIALOGUE_STATUS)] {
         if std::fs::symlink_metadata(&path).is_ok_and(|m| m.is_dir()) {
             let why = "is a folder; move it out of the way";
@@ -161,9 +138,8 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
         }
     }
     fsutil::append_durable(&d.path(DIALOGUE_CONVERSATION), block.as_bytes())?;
-    // Committed: if the turn or the status cannot be written now (a full disk), `lock.txt`
-    // stays, as after a crash at this point, so the next `say` completes this write instead of
-    // finding a conversation ahead of its status and declaring it corrupted.
+    // Committed: when the turn or status cannot be written, `lock.txt` stays as after a crash,
+    // so the next `say` completes this write rather than call it corruption.
     let mut status = snap
         .status
         .clone()
@@ -195,8 +171,8 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
     })
 }
 
-/// Who speaks after `speaker`: `to` when given, `USER` on `[NEEDS-USER]`, else the next
-/// participant round-robin (after the user, the one after the last agent who spoke).
+/// Who speaks after `speaker`: `to`, else `USER` on `[NEEDS-USER]`, else round-robin (after the
+/// user, from the last agent who spoke).
 fn next_turn(snap: &Snapshot, speaker: &str, to: Option<&str>, needs_user: bool) -> Result<String> {
     let parts = &snap.participants;
     match to {
@@ -234,10 +210,9 @@ fn mark_corrupted(d: &Dialogue, line: Option<usize>, why: &str) -> Error {
     }
 }
 
-/// Complete a write interrupted by a crash (see the module docs): only when a stale
-/// `lock.txt` was taken over, the conversation holds exactly one message more than
-/// `status.json` counts, and that message is by the stale lock's holder, or by the writer whose
-/// interrupted write that holder was completing when it was killed in turn.
+/// Complete a write a crash interrupted after its append: only when a stale `lock.txt` was
+/// taken over, the conversation holds exactly one message more than `status.json` counts, and
+/// that message is by the stale lock's holder (or the writer it was completing itself).
 fn repair_interrupted(
     d: &Dialogue,
     snap: &mut Snapshot,
@@ -270,8 +245,7 @@ fn repair_interrupted(
     )))
 }
 
-/// A held `lock.txt`, with the dialogue's kernel lock. Dropped without [`LockTxt::release`]
-/// or [`LockTxt::keep`] (a refusal before the append), it is removed.
+/// A held `lock.txt`, with the dialogue's kernel lock; removed when dropped unreleased.
 pub(super) struct LockTxt {
     path: PathBuf,
     _mutex: MutexGuard,
@@ -281,13 +255,11 @@ pub(super) struct LockTxt {
 }
 
 impl LockTxt {
-    /// Leave `lock.txt` in place (a committed write whose completion failed): the next `say`
-    /// finds it stale, this process being gone, and completes the write.
+    /// Leave `lock.txt` for the next `say` to find stale and complete the write.
     fn keep(mut self) {
         self.done = true;
     }
 
-    /// Remove `lock.txt` (the last step of a write).
     pub(super) fn release(mut self) -> Result<()> {
         self.done = true;
         fsutil::remove(&self.path).map(drop)
@@ -303,8 +275,8 @@ impl Drop for LockTxt {
 }
 
 impl Dialogue {
-    /// Take `lock.txt` for `holder`, starting with the kernel lock `mutex` already held. A stale
-    /// `lock.txt` is taken over; a fresh one is waited for (without the kernel lock) up to `wait`.
+    /// Take `lock.txt` for `holder` (`mutex` held): a stale one is taken over, a fresh one waited
+    /// for up to `wait`, without the kernel lock.
     pub(super) fn take_lock_txt(
         &self,
         mutex: MutexGuard,
@@ -313,8 +285,7 @@ impl Dialogue {
     ) -> Result<LockTxt> {
         let deadline = Deadline::after(Some(wait));
         let path = self.path(DIALOGUE_LOCK);
-        // Every write in the folder starts here: sweep what killed writers left (the temporary
-        // files of `current-turn.txt` and `status.json` replacements); nothing else would.
+        // Every write starts here: sweep the temporary files killed writers left.
         fsutil::sweep_temps(&self.folder);
         let (mut held, mut watch) = (Some(mutex), None::<FolderWatch>);
         let lock = |_mutex, took_over| LockTxt {
@@ -338,15 +309,11 @@ impl Dialogue {
                 continue;
             };
             if info.stale {
-                // Replaced in one rename, never removed first: a crash in between would leave an
-                // interrupted write without the stale `lock.txt` that lets the next `say` complete
-                // it. The new record carries whose write that may be, so that this process being
-                // killed before completing it does not hide it from the next one.
+                // Replaced in one rename, never removed first: a crash in between would lose
+                // the stale record that lets the next `say` complete an interrupted write.
                 let origin = info.interrupted.as_deref().unwrap_or(&info.holder);
-                fsutil::replace(
-                    &path,
-                    LockInfo::render(holder, &now, Some(origin)).as_bytes(),
-                )?;
+                let record = LockInfo::render(holder, &now, Some(origin));
+                fsutil::replace(&path, record.as_bytes())?;
                 return Ok(lock(guard, Some(info)));
             }
             drop(guard);

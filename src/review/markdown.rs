@@ -1,14 +1,6 @@
 //! The markdown of a tracker: [`analyze`] reads its lines into what they say (a [`View`]) and
 //! where each part is (an [`Index`]), so edits touch just those lines. The line syntax (headings,
 //! code fences, `- **Key:** value` fields, table cells) is read and written here only.
-//!
-//! Lenient where the seed is loose (either field style, any case, prose anywhere, no Agreements
-//! Log or Handoff Prompts); strict where a command depends on the content: a missing required
-//! section, steps out of order, an unknown status or action, a malformed Issues table, a
-//! duplicate issue id are [`Error::Corrupt`] with the 1-based line, never a guess.
-//!
-//! Invariants: a line inside a fenced code block is never a heading or a field;
-//! [`decode_cell`] undoes [`encode_cell`] for any text.
 
 use std::path::Path;
 
@@ -130,6 +122,10 @@ pub(crate) fn fenced(lines: &[String]) -> Vec<bool> {
         .collect()
 }
 
+pub(crate) fn lines(text: &str) -> Vec<String> {
+    text.lines().map(str::to_string).collect()
+}
+
 /// The fence that can hold `text` without being closed by it: one backtick more than its
 /// longest run of backticks, at least three.
 pub(crate) fn fence_for(text: &str) -> String {
@@ -147,7 +143,6 @@ fn trimmed_block(lines: &[String]) -> Vec<&str> {
     block.split_off(start.unwrap_or(block.len()))
 }
 
-/// Read line `at` as a field, if it is one.
 pub(crate) fn parse_field(line: &str, at: usize) -> Option<Field> {
     let lead = line.len() - line.trim_start().len();
     let t = &line[lead..];
@@ -169,7 +164,6 @@ pub(crate) fn parse_field(line: &str, at: usize) -> Option<Field> {
     })
 }
 
-/// A new field line, as coord writes it.
 pub(crate) fn field_line(key: &str, value: &str) -> String {
     if value.is_empty() {
         format!("- **{key}:**")
@@ -236,7 +230,6 @@ pub(crate) fn split_row(line: &str) -> Option<Vec<String>> {
     Some(cells)
 }
 
-/// A table row of already escaped cells.
 pub(crate) fn render_row(cells: &[String]) -> String {
     cells.iter().fold("|".to_string(), |row, c| {
         if c.is_empty() {
@@ -247,7 +240,6 @@ pub(crate) fn render_row(cells: &[String]) -> String {
     })
 }
 
-/// The lines being read, which of them are fenced, and the path errors name.
 struct Doc<'a> {
     path: &'a Path,
     lines: &'a [String],
@@ -255,7 +247,6 @@ struct Doc<'a> {
 }
 
 impl Doc<'_> {
-    /// [`Error::Corrupt`] at 0-based `line`.
     fn corrupt(&self, line: Option<usize>, why: impl Into<String>) -> Error {
         Error::Corrupt {
             path: self.path.to_path_buf(),
@@ -264,12 +255,10 @@ impl Doc<'_> {
         }
     }
 
-    /// The lines of a section's body outside code fences.
     fn body(&self, sec: &Section) -> impl Iterator<Item = usize> + '_ {
         (sec.heading + 1..sec.end).filter(|&i| !self.fence[i])
     }
 
-    /// The fields of `from..to` (outside code fences).
     fn fields(&self, from: usize, to: usize) -> Vec<Field> {
         (from..to)
             .filter(|&i| !self.fence[i])
@@ -305,7 +294,6 @@ impl Doc<'_> {
     }
 }
 
-/// Read a tracker's lines: where everything is, and what it says.
 pub(crate) fn analyze(path: &Path, lines: &[String]) -> Result<(Index, View)> {
     let doc = Doc {
         path,
@@ -320,49 +308,45 @@ pub(crate) fn analyze(path: &Path, lines: &[String]) -> Result<(Index, View)> {
     let (meta_sec, cur_sec) = (require(META, "Meta")?, require(CURRENT, "Current State")?);
     let (steps_sec, issues_sec) = (require(STEPS, "Steps")?, require(ISSUES, "Issues")?);
 
-    let meta_fields = doc.fields(meta_sec.heading + 1, meta_sec.end);
-    let meta = read_meta(&doc, meta_sec, &meta_fields)?;
-    let current_fields = doc.fields(cur_sec.heading + 1, cur_sec.end);
-    let current = Current {
-        next_actor: value(&current_fields, "Next actor").ok_or_else(|| {
-            doc.corrupt(Some(cur_sec.heading), "Current State has no `Next actor`")
-        })?,
-        next_action: value(&current_fields, "Next action"),
-        prompt: value(&current_fields, "Prompt for next actor"),
-    };
-    let (note, step_spans, steps) = read_steps(&doc, steps_sec)?;
+    let meta = doc.fields(meta_sec.heading + 1, meta_sec.end);
+    let meta_view = read_meta(&doc, meta_sec, &meta)?;
+    let current = doc.fields(cur_sec.heading + 1, cur_sec.end);
+    let no_actor = || doc.corrupt(Some(cur_sec.heading), "Current State has no `Next actor`");
+    let next_actor = value(&current, "Next actor").ok_or_else(no_actor)?;
+    let (note, steps, step_views) = read_steps(&doc, steps_sec)?;
     let (table, issues) = read_issues(&doc, issues_sec)?;
-    let (agreement_lines, agreements) = find(AGREEMENTS)
-        .map(|s| read_agreements(&doc, s))
-        .unwrap_or_default();
-    let (prompt_spans, prompts) = find(HANDOFFS)
+    let agreements = find(AGREEMENTS).map(|s| read_agreements(&doc, s));
+    let (agreements, agreement_views) = agreements.unwrap_or_default();
+    let (prompts, handoff_prompts) = find(HANDOFFS)
         .map(|s| read_prompts(&doc, s))
         .unwrap_or_default();
-
     let view = View {
-        meta,
-        current,
+        meta: meta_view,
+        current: Current {
+            next_actor,
+            next_action: value(&current, "Next action"),
+            prompt: value(&current, "Prompt for next actor"),
+        },
         steps_note: note.map(|l| lines[l].trim().to_string()),
-        steps,
+        steps: step_views,
         issues,
-        agreements,
-        handoff_prompts: prompts,
+        agreements: agreement_views,
+        handoff_prompts,
     };
     let index = Index {
         sections,
-        meta: meta_fields,
-        current: current_fields,
+        meta,
+        current,
         note,
-        steps: step_spans,
+        steps,
         table,
-        agreements: agreement_lines,
-        prompts: prompt_spans,
+        agreements,
+        prompts,
     };
     Ok((index, view))
 }
 
-/// Meta: `Status` must be there and be `in_progress` or `closed`; every other field may be
-/// missing or empty.
+/// Meta: `Status` must be `in_progress` or `closed`; every other field may be missing.
 fn read_meta(doc: &Doc<'_>, sec: &Section, fields: &[Field]) -> Result<Meta> {
     let sf = get(fields, "Status")
         .ok_or_else(|| doc.corrupt(Some(sec.heading), "Meta has no `Status`"))?;
@@ -403,9 +387,8 @@ fn parse_participants(text: &str) -> Vec<Participant> {
 
 type Steps = (Option<usize>, Vec<(usize, Vec<Field>)>, Vec<Step>);
 
-/// Steps: the `Note:` line before the first step, then `### NN` entries numbered from 01
-/// without gaps, each with an `Actor` and a known `Status` (and a known `Action` when given).
-/// Prose between steps is kept and ignored.
+/// Steps: an optional `Note:` line, then `### NN` entries numbered from 01 without gaps, each
+/// with an `Actor` and a known `Status` (and `Action` when given); prose is ignored.
 fn read_steps(doc: &Doc<'_>, sec: &Section) -> Result<Steps> {
     let (mut note, mut heads) = (None, Vec::new());
     for i in doc.body(sec) {
@@ -458,15 +441,11 @@ fn read_steps(doc: &Doc<'_>, sec: &Section) -> Result<Steps> {
     Ok((note, spans, steps))
 }
 
-/// Issues: one table, its header naming the five columns in any order (more are kept) and
-/// followed by a `|----|` separator; every row as many cells as the header, an ID used once
-/// (case is ignored), a known severity and status. The table ends at the first line that is not
-/// a row; a section without a table has no issues.
+/// Issues: one table, its header naming the five columns in any order (more are kept), then a
+/// `|----|` row; it ends at the first line that is not a row.
 fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue>)> {
-    let Some(h) = doc
-        .body(sec)
-        .find(|&i| doc.lines[i].trim_start().starts_with('|'))
-    else {
+    let is_row = |i: &usize| doc.lines[*i].trim_start().starts_with('|');
+    let Some(h) = doc.body(sec).find(is_row) else {
         return Ok((None, Vec::new()));
     };
     let header: Vec<String> = split_row(&doc.lines[h])
@@ -499,11 +478,10 @@ fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue
         .then(|| split_row(&doc.lines[i]))
         .flatten()
     {
-        if cells.len() != header.len() {
+        let (n, want) = (cells.len(), header.len());
+        if n != want {
             let why = format!(
-                "this Issues row has {} cells, the header {} (escape `|` inside a cell as `\\|`)",
-                cells.len(),
-                header.len()
+                "this Issues row has {n} cells, the header {want} (escape `|` inside a cell as `\\|`)"
             );
             return Err(doc.corrupt(Some(i), why));
         }
@@ -530,20 +508,17 @@ fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue
         i += 1;
     }
     let ncols = header.len();
-    Ok((
-        Some(Table {
-            cols,
-            ncols,
-            rows,
-            end: i,
-        }),
-        issues,
-    ))
+    let table = Table {
+        cols,
+        ncols,
+        rows,
+        end: i,
+    };
+    Ok((Some(table), issues))
 }
 
-/// Agreements Log: one `- DECISION - ADOPTED POSITION` bullet per decision, `[DISPUTED] ` first
-/// when the user had to decide; other lines (the seed's `Key positions agreed between LLMs:`)
-/// are kept and ignored, and an entry without ` - ` has no adopted position.
+/// Agreements Log: `- [DISPUTED] DECISION - ADOPTED POSITION` bullets (the prefix and the
+/// position optional); other lines are ignored.
 fn read_agreements(doc: &Doc<'_>, sec: &Section) -> (Vec<usize>, Vec<Agreement>) {
     doc.body(sec)
         .filter_map(|i| {
@@ -557,12 +532,10 @@ fn read_agreements(doc: &Doc<'_>, sec: &Section) -> (Vec<usize>, Vec<Agreement>)
                 None => (false, entry),
             };
             let (decision, adopted) = match text.rsplit_once(" - ") {
-                Some((d, a)) if !a.trim().is_empty() => {
-                    (d.trim().to_string(), Some(a.trim().to_string()))
-                }
-                _ => (text.to_string(), None),
+                Some((d, a)) if !a.trim().is_empty() => (d.trim(), Some(a.trim().to_string())),
+                _ => (text, None),
             };
-            let text = text.to_string();
+            let (text, decision) = (text.to_string(), decision.to_string());
             Some((
                 i,
                 Agreement {
@@ -576,9 +549,8 @@ fn read_agreements(doc: &Doc<'_>, sec: &Section) -> (Vec<usize>, Vec<Agreement>)
         .unzip()
 }
 
-/// Handoff Prompts: `### For ACTOR (step NN)` entries; a prompt's text is the inside of its
-/// fence when its whole body is one fenced block, else its lines, blank lines at either end
-/// dropped.
+/// Handoff Prompts: `### For ACTOR (step NN)` entries; a body that is one fenced block gives
+/// the inside of its fence.
 fn read_prompts(doc: &Doc<'_>, sec: &Section) -> (Vec<(usize, usize)>, Vec<Prompt>) {
     let heads: Vec<usize> = doc
         .body(sec)
@@ -625,13 +597,8 @@ fn read_prompts(doc: &Doc<'_>, sec: &Section) -> (Vec<(usize, usize)>, Vec<Promp
 }
 
 /// The body of the `## Handoff Prompt for Next Actor` section that ends an output file.
-///
-/// # Errors
-///
-/// [`Error::BadInput`] when the file has no such section, when another `#` or `##` section
-/// follows it, or when it is empty.
 pub(crate) fn handoff_section(path: &Path, text: &str) -> Result<String> {
-    let lines: Vec<String> = text.lines().map(str::to_string).collect();
+    let lines = lines(text);
     let fence = fenced(&lines);
     let (mut found, mut after) = (None, None);
     for (i, line) in lines.iter().enumerate().filter(|(i, _)| !fence[*i]) {

@@ -1,10 +1,4 @@
 //! A tracker held as the lines it was read from: parse, edit, render; and a new one's text.
-//!
-//! Every edit rewrites or inserts only the lines it is about, in the file's own style (field
-//! spelling, CRLF), then reads the lines again: a tracker not edited renders back byte for
-//! byte, and an edit changes nothing but what it meant to. Prompts are fenced and Issues cells
-//! escaped, so no text can break the structure; an edit that would leave a tracker coord cannot
-//! read back is [`Error::Failed`] (a bug), and the caller writes nothing.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -24,7 +18,6 @@ pub(crate) enum Block {
     Step(u32),
 }
 
-/// A tracker: its lines as read, and what they say.
 #[derive(Debug)]
 pub(crate) struct Tracker {
     path: PathBuf,
@@ -45,9 +38,8 @@ impl Tracker {
         }
         let crlf = lines.first().is_some_and(|l| l.ends_with('\r'));
         let (index, view) = analyze(path, &lines)?;
-        let path = path.to_path_buf();
         Ok(Tracker {
-            path,
+            path: path.to_path_buf(),
             lines,
             final_newline,
             crlf,
@@ -69,7 +61,6 @@ impl Tracker {
         self.path = path;
     }
 
-    /// The text, byte for byte as read except for the edits made.
     pub(crate) fn render(&self) -> String {
         let mut out = self.lines.join("\n");
         if self.final_newline {
@@ -86,24 +77,17 @@ impl Tracker {
         Ok(())
     }
 
-    /// Replace `range` with new lines (line ends in the file's style), and read again.
     fn splice(&mut self, range: Range<usize>, block: Vec<String>) -> Result<()> {
         let eol = if self.crlf { "\r" } else { "" };
         self.lines.splice(range, block.into_iter().map(|l| l + eol));
         self.reindex()
     }
 
-    /// Rewrite line `at`, keeping its own line end.
     fn replace_line(&mut self, at: usize, text: String) {
-        let cr = if self.lines[at].ends_with('\r') {
-            "\r"
-        } else {
-            ""
-        };
-        self.lines[at] = text + cr;
+        let cr = self.lines[at].ends_with('\r').then_some("\r");
+        self.lines[at] = text + cr.unwrap_or_default();
     }
 
-    /// The last non-blank line of `from..to`, else `from`.
     fn last_text(&self, from: usize, to: usize) -> usize {
         (from..to)
             .rev()
@@ -111,8 +95,7 @@ impl Tracker {
             .unwrap_or(from)
     }
 
-    /// Insert `block` at `at` inside `sec`, with a blank line after it when another section
-    /// follows at once.
+    /// Insert `block` at `at` in `sec`, a blank line after it when a section follows at once.
     fn insert_in(&mut self, sec: &Section, at: usize, mut block: Vec<String>) -> Result<()> {
         if at == sec.end && at < self.lines.len() {
             block.push(String::new());
@@ -120,11 +103,13 @@ impl Tracker {
         self.splice(at..at, block)
     }
 
-    /// The section `name`, appended at the end of the file when missing (only the optional
-    /// ones can be: the parser requires the others).
+    fn find(&self, name: &str) -> Option<Section> {
+        self.index.sections.iter().find(|s| s.name == name).cloned()
+    }
+
+    /// The section `name`, appended when missing (only optional ones can be).
     fn section(&mut self, name: &str) -> Result<Section> {
-        let find = |t: &Tracker| t.index.sections.iter().find(|s| s.name == name).cloned();
-        if let Some(s) = find(self) {
+        if let Some(s) = self.find(name) {
             return Ok(s);
         }
         let mut block = Vec::new();
@@ -140,12 +125,11 @@ impl Tracker {
         }
         self.final_newline = true;
         self.splice(self.lines.len()..self.lines.len(), block)?;
-        find(self).ok_or_else(|| Error::Failed {
+        self.find(name).ok_or_else(|| Error::Failed {
             message: format!("cannot add a section to `{}`", self.path.display()),
         })
     }
 
-    /// Insert `block` after the last non-blank line of a section, a blank line before it.
     fn append_to(&mut self, name: &str, block: Vec<String>) -> Result<()> {
         let sec = self.section(name)?;
         let at = self.last_text(sec.heading, sec.end) + 1;
@@ -154,16 +138,10 @@ impl Tracker {
 
     /// Set fields of Meta, Current State or a step, adding missing ones after its last field.
     pub(crate) fn set(&mut self, block: Block, values: &[(&str, &str)]) -> Result<()> {
-        let heading = |t: &Tracker, name| {
-            t.index
-                .sections
-                .iter()
-                .find(|s| s.name == name)
-                .map_or(0, |s| s.heading)
-        };
+        let heading = |name| self.find(name).map_or(0, |s| s.heading);
         let (fields, fallback) = match block {
-            Block::Meta => (self.index.meta.clone(), heading(self, META) + 1),
-            Block::Current => (self.index.current.clone(), heading(self, CURRENT) + 1),
+            Block::Meta => (self.index.meta.clone(), heading(META) + 1),
+            Block::Current => (self.index.current.clone(), heading(CURRENT) + 1),
             Block::Step(n) => {
                 let (h, fields) = self
                     .index
@@ -195,7 +173,6 @@ impl Tracker {
         self.splice(at..at, extra)
     }
 
-    /// Append a step planned for `actor` after the last one.
     pub(crate) fn push_step(
         &mut self,
         number: u32,
@@ -228,13 +205,8 @@ impl Tracker {
         ]
         .map(encode_cell);
         let Some(table) = &self.index.table else {
-            let header = "| ID | Severity | Title | Status | Resolution |\n|----|----------|-------|--------|------------|";
-            let block = header
-                .lines()
-                .map(String::from)
-                .chain([render_row(&values)])
-                .collect();
-            return self.append_to(ISSUES, block);
+            let block = ISSUES_HEADER.lines().map(String::from);
+            return self.append_to(ISSUES, block.chain([render_row(&values)]).collect());
         };
         let mut cells = vec![String::new(); table.ncols];
         for (value, &col) in values.into_iter().zip(&table.cols) {
@@ -245,10 +217,6 @@ impl Tracker {
     }
 
     /// Update the status (and resolution, when given) of issue `id`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] when there is no such issue.
     pub(crate) fn set_issue(
         &mut self,
         id: &str,
@@ -277,7 +245,6 @@ impl Tracker {
         self.reindex()
     }
 
-    /// Append a line to the Agreements Log.
     pub(crate) fn add_agreement(&mut self, text: &str, disputed: bool) -> Result<()> {
         let sec = self.section(AGREEMENTS)?;
         let at = match self.index.agreements.last() {
@@ -314,25 +281,6 @@ impl Tracker {
         }
     }
 
-    /// Finish a step: the Current State names the next actor and their step, and their prompt
-    /// is stored.
-    pub(crate) fn hand_over(
-        &mut self,
-        next: &str,
-        step: u32,
-        action: Action,
-        prompt: &str,
-    ) -> Result<()> {
-        let next_action = format!("{} (step {step:02})", action.as_str());
-        let values = [
-            ("Next actor", next),
-            ("Next action", &next_action),
-            ("Prompt for next actor", PROMPT_POINTER),
-        ];
-        self.set(Block::Current, &values)?;
-        self.set_prompt(next, step, prompt)
-    }
-
     /// Remove the first `count` steps and renumber the rest from 01 (step and prompt headings).
     /// Returns the removed steps' lines, as written.
     pub(crate) fn take_first_steps(&mut self, count: usize) -> Result<Vec<String>> {
@@ -365,7 +313,6 @@ impl Tracker {
             .collect())
     }
 
-    /// Set the note line at the top of the Steps section.
     pub(crate) fn set_steps_note(&mut self, note: &str) -> Result<()> {
         if let Some(line) = self.index.note {
             self.replace_line(line, note.to_string());
@@ -380,9 +327,9 @@ impl Tracker {
     }
 }
 
-/// The text of a new tracker: Meta, Current State (next actor the reviewer, action review),
-/// step 01 planned for the reviewer, an empty Issues table, the Agreements Log, and an empty
-/// Handoff Prompts section; `date` is `YYYY-MM-DD`.
+const ISSUES_HEADER: &str = "| ID | Severity | Title | Status | Resolution |\n|----|----------|-------|--------|------------|";
+
+/// The text of a new tracker, step 01 planned for the reviewer; `date` is `YYYY-MM-DD`.
 pub(crate) fn new_tracker_text(
     topic: &str,
     target: &str,
@@ -397,14 +344,12 @@ pub(crate) fn new_tracker_text(
 ## Current State\n- **Next actor:** {reviewer}\n- **Next action:** review (step 01)\n\
 - **Prompt for next actor:** {PROMPT_POINTER}\n\n## Steps\n\n### 01\n- **Actor:** {reviewer}\n\
 - **Status:** planned\n- **Action:** review\n- **Input:** {target}\n- **Output:**\n\
-- **Summary:**\n- **Next:**\n\n## Issues\n| ID | Severity | Title | Status | Resolution |\n\
-|----|----------|-------|--------|------------|\n\n## Agreements Log\n\
+- **Summary:**\n- **Next:**\n\n## Issues\n{ISSUES_HEADER}\n\n## Agreements Log\n\
 Key positions agreed between LLMs:\n\n## Handoff Prompts\n"
     )
 }
 
-/// The seed's tracker template (`templates/review-tracker-template.md`), placeholders and all:
-/// not a tracker coord reads.
+/// The seed's tracker template (`templates/review-tracker-template.md`), placeholders and all.
 pub(crate) const TEMPLATE: &str = include_str!("template.md");
 
 #[cfg(test)]

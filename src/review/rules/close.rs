@@ -1,9 +1,4 @@
 //! Closing a review (`coord review close`), and its commit.
-//!
-//! A review closes only when every issue is resolved or wontfix, the last finished step is a
-//! done verify step and none is in progress, and no earlier review of the topic was closed.
-//! `--commit` runs `git` in the workspace (the user's configuration and hooks apply) after the
-//! review is closed; a failed commit leaves it closed and says so.
 
 use std::io;
 use std::path::Path;
@@ -16,7 +11,7 @@ use crate::error::{Error, Refusal, Result};
 use crate::fsutil;
 use crate::layout;
 use crate::review::tracker::Block;
-use crate::review::{Action, IssueStatus, StepStatus, View, one_line};
+use crate::review::{Action, IssueStatus, Step, StepStatus, View, one_line};
 
 /// What `close` did.
 #[derive(Debug, Clone, Serialize)]
@@ -39,15 +34,8 @@ pub struct CommitInfo {
 }
 
 impl Reviews {
-    /// Close a review: check the completion criteria, set status closed and next actor none,
-    /// move the tracker (and its archive) to `reviews/closed/`, and with `commit` make the
-    /// commit, `summary` after `{topic} review: ` (else one derived from the issues).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::ReviewUnfinished`] naming what is missing; [`Error::Refused`] when a closed
-    /// tracker for TOPIC exists already; [`Error::BadInput`] with `commit` outside a git work
-    /// tree. Nothing is written in these cases.
+    /// Close a review: check the completion criteria, mark it closed, move it (and its archive)
+    /// to `reviews/closed/`, and with `commit` commit it (`summary` after `{topic} review: `).
     pub fn close(&self, topic: &str, commit: bool, summary: Option<&str>) -> Result<Closed> {
         let root = self.ws.root();
         if commit {
@@ -82,31 +70,22 @@ impl Reviews {
         }
         let active_path = t.path().to_path_buf();
         if let Some(open) = t.view().open_step().map(|s| s.number) {
-            t.set(
-                Block::Step(open),
-                &[
-                    ("Status", StepStatus::NoAction.as_str()),
-                    ("Summary", "Review closed"),
-                ],
-            )?;
+            let values = [("Status", "no_action"), ("Summary", "Review closed")];
+            t.set(Block::Step(open), &values)?;
         }
         t.set(Block::Meta, &[("Status", "closed")])?;
-        t.set(
-            Block::Current,
-            &[
-                ("Next actor", "none"),
-                ("Next action", "none (review closed)"),
-            ],
-        )?;
+        let values = [
+            ("Next actor", "none"),
+            ("Next action", "none (review closed)"),
+        ];
+        t.set(Block::Current, &values)?;
         fsutil::ensure_dir(&closed)?;
         t.set_path(closed_path.clone());
         self.finish(&mut t)?;
         let mut archive = None;
-        let (from, to) = (
-            layout::review_archive(&active, topic),
-            layout::review_archive(&closed, topic),
-        );
+        let from = layout::review_archive(&active, topic);
         if fsutil::mtime(&from).is_some() {
+            let to = layout::review_archive(&closed, topic);
             fsutil::rename(&from, &to)?;
             archive = Some(self.rel(&to));
         }
@@ -123,18 +102,13 @@ impl Reviews {
         })
     }
 
-    /// Commit the closed review: the metadata folder, the target and every step's input and
-    /// output that exist, with the seed's message.
+    /// Commit the metadata folder, the target and every step's input and output that exist.
     fn commit(&self, topic: &str, view: &View, summary: Option<&str>) -> Result<CommitInfo> {
         let message = commit_message(topic, view, summary);
         let root = self.ws.root();
         let mut paths = vec![self.rel(&self.meta)];
-        paths.extend(
-            view.meta
-                .target
-                .as_ref()
-                .map(|t| t.trim_end_matches('/').to_string()),
-        );
+        let target = view.meta.target.as_ref();
+        paths.extend(target.map(|t| t.trim_end_matches('/').to_string()));
         for s in &view.steps {
             paths.extend(s.input.iter().chain(&s.output).cloned());
         }
@@ -164,9 +138,10 @@ fn git(root: &Path, args: &[&str]) -> io::Result<std::result::Result<String, Str
         .args(args)
         .output()?;
     let text = |b: &[u8]| String::from_utf8_lossy(b).trim().to_string();
-    Ok(match out.status.success() {
-        true => Ok(text(&out.stdout)),
-        false => Err(text(&out.stderr)),
+    Ok(if out.status.success() {
+        Ok(text(&out.stdout))
+    } else {
+        Err(text(&out.stderr))
     })
 }
 
@@ -176,12 +151,8 @@ fn missing_for_close(view: &View) -> Vec<String> {
         .filter(|i| !i.status.is_settled())
         .map(|i| format!("{} is {}", i.id, i.status.as_str()))
         .collect();
-    let last = view
-        .steps
-        .iter()
-        .rev()
-        .find(|s| !s.status.is_open() && s.status != StepStatus::NoAction);
-    match last {
+    let finished = |s: &&Step| !s.status.is_open() && s.status != StepStatus::NoAction;
+    match view.steps.iter().rev().find(finished) {
         None => missing.push("no step is finished yet (a verify step must be done)".into()),
         Some(s) if s.action != Some(Action::Verify) => missing.push(format!(
             "the last finished step {:02} is {}, not a verify step",
@@ -195,24 +166,23 @@ fn missing_for_close(view: &View) -> Vec<String> {
         )),
         Some(_) => {}
     }
-    if let Some(s) = view
+    let in_progress = view
         .steps
         .last()
-        .filter(|s| s.status == StepStatus::InProgress)
-    {
+        .filter(|s| s.status == StepStatus::InProgress);
+    if let Some(s) = in_progress {
         missing.push(format!("step {:02} is in progress ({})", s.number, s.actor));
     }
     missing
 }
 
-/// The seed's commit message: `{topic} review: {summary}`, a blank line, one `- ISSUE-NN: …`
-/// line per issue, and a `Co-Authored-By:` line per participant whose address is known.
+/// The seed's commit message: summary, one line per issue, a `Co-Authored-By:` per known agent.
 fn commit_message(topic: &str, view: &View, summary: Option<&str>) -> String {
     let resolved = view
         .issues
         .iter()
-        .filter(|i| i.status == IssueStatus::Resolved)
-        .count();
+        .filter(|i| i.status == IssueStatus::Resolved);
+    let resolved = resolved.count();
     let summary = summary
         .map(one_line)
         .filter(|s| !s.is_empty())
@@ -229,28 +199,17 @@ fn commit_message(topic: &str, view: &View, summary: Option<&str>) -> String {
         msg.push('\n');
     }
     for i in &view.issues {
-        let wontfix = if i.status == IssueStatus::Wontfix {
-            " (wontfix)"
-        } else {
-            ""
-        };
-        msg += &format!(
-            "- {}: {}{wontfix}\n",
-            i.id,
-            i.resolution.as_ref().unwrap_or(&i.title)
-        );
+        let wontfix = (i.status == IssueStatus::Wontfix).then_some(" (wontfix)");
+        let text = i.resolution.as_ref().unwrap_or(&i.title);
+        msg += &format!("- {}: {text}{}\n", i.id, wontfix.unwrap_or_default());
     }
-    let authors: Vec<String> = view
+    let authors = view
         .meta
         .participants
         .iter()
-        .filter_map(|p| co_author(&p.name))
-        .collect();
-    if !authors.is_empty() {
-        msg.push('\n');
-    }
-    for a in authors {
-        msg += &format!("Co-Authored-By: {a}\n");
+        .filter_map(|p| co_author(&p.name));
+    for (k, a) in authors.enumerate() {
+        msg += &format!("{}Co-Authored-By: {a}\n", if k == 0 { "\n" } else { "" });
     }
     msg
 }

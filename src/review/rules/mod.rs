@@ -1,12 +1,6 @@
 //! The review protocol: [`Reviews`], the handle on one metadata folder, with one `impl` block a
 //! command: here `create`, `show`, issues and agreements; `step` (and the archive policy),
 //! `next` (the prompt to paste), `close` (completion criteria, the move, the commit).
-//!
-//! Invariants: every edit goes through `Reviews::edit`: the workspace mutex is taken *before*
-//! the tracker is read (whole, capped, UTF-8, through no symlink on its path) and parsed; a
-//! closed review, and a tracker another agent holds a live `coord lock` on, are refused; the
-//! tracker is replaced durably, `Last updated` stamped, with the mutex still held. So
-//! concurrent commands serialize, none loses an update, and a refused one writes nothing.
 
 mod close;
 mod next;
@@ -90,14 +84,12 @@ impl Reviews {
         Reviews::new(ws, ws.root().join(layout::REVIEW_METADATA_DIR))
     }
 
-    /// The agent running the commands, when known: its own `coord lock` on a tracker does not
-    /// keep it from editing.
+    /// The agent running the commands: its own `coord lock` on a tracker does not stop it.
     pub fn acting_as(mut self, actor: Option<AgentId>) -> Reviews {
         self.actor = actor;
         self
     }
 
-    /// `reviews/active` or `reviews/closed`.
     fn dir(&self, closed: bool) -> PathBuf {
         if closed {
             layout::review_closed_dir(&self.meta)
@@ -143,17 +135,11 @@ impl Reviews {
     }
 
     /// The tracker for showing.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] when there is no such review; [`Error::Corrupt`] when it cannot be
-    /// parsed; [`Error::Io`] when it cannot be read.
     pub fn show(&self, topic: &str) -> Result<Shown> {
         let (t, closed) = self.load(topic)?;
-        let tracker = self.rel(t.path());
         Ok(Shown {
             topic: topic.to_string(),
-            tracker,
+            tracker: self.rel(t.path()),
             closed,
             view: t.view().clone(),
         })
@@ -163,8 +149,7 @@ impl Reviews {
     fn begin(&self, topic: &str, actor: Option<&AgentId>) -> Result<(Guard, Tracker)> {
         check_topic(topic)?;
         let guard = self.ws.lock_mutex()?;
-        // Every tracker update starts here: sweep the temporary files that killed updates
-        // left in the folder of active trackers (and archives); nothing else would.
+        // Every tracker update starts here: sweep the temporary files killed updates left.
         fsutil::sweep_temps(&self.dir(false));
         let path = self.tracker_path(topic, false);
         let Some(t) = self.read(&path)? else {
@@ -189,8 +174,7 @@ impl Reviews {
         Ok((guard, t))
     }
 
-    /// One edit of TOPIC's active tracker by `actor` (default: the acting agent): `change`
-    /// edits it, then `Last updated` is stamped and the file replaced, the mutex still held.
+    /// One edit of TOPIC's active tracker by `actor` (default: the acting agent), under the mutex.
     fn edit<R>(
         &self,
         topic: &str,
@@ -218,14 +202,9 @@ impl Reviews {
             rel,
             abs: path.to_path_buf(),
         };
-        let mut entries = lock::locks_of(&target);
-        let now = clock::now();
-        lock::classify(
-            self.ws.root(),
-            &mut entries,
-            &mut StateCache::default(),
-            &now,
-        );
+        let (mut entries, now) = (lock::locks_of(&target), clock::now());
+        let cache = &mut StateCache::default();
+        lock::classify(self.ws.root(), &mut entries, cache, &now);
         let other = |e: &&lock::LockEntry| {
             e.state != LockState::Stale && actor.is_none_or(|a| a.id() != e.agent)
         };
@@ -240,16 +219,8 @@ impl Reviews {
         }
     }
 
-    /// Start a review: the tracker, with step 01 planned for the reviewer and the prompt coord
-    /// writes for it (and the seed's template beside the trackers when missing). A topic names
-    /// one review ever; reviewer and implementer are two agents; the target exists. The new
-    /// tracker is parsed before it is written: coord never writes one it cannot read back.
-    /// Returns the tracker, relative to the root.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] for a bad topic, a missing target or one agent in both roles;
-    /// [`Error::Refused`] when a tracker for TOPIC exists (active or closed).
+    /// Start a review (and write the seed's template when missing); returns the tracker,
+    /// relative to the root.
     pub fn create(
         &self,
         topic: &str,
@@ -265,16 +236,11 @@ impl Reviews {
             )));
         }
         let Ok(kind) = std::fs::symlink_metadata(&target.abs) else {
-            return Err(Error::bad_input(format!(
-                "the review target `{}` does not exist",
-                target.rel
-            )));
+            let why = format!("the review target `{}` does not exist", target.rel);
+            return Err(Error::bad_input(why));
         };
-        let target = if kind.is_dir() {
-            format!("{}/", target.rel)
-        } else {
-            target.rel.clone()
-        };
+        let slash = if kind.is_dir() { "/" } else { "" };
+        let target = format!("{}{slash}", target.rel);
         let _guard = self.ws.lock_mutex()?;
         let path = self.tracker_path(topic, false);
         for existing in [&path, &self.tracker_path(topic, true)] {
@@ -304,10 +270,6 @@ impl Reviews {
 
     /// The conventional path of a file dated today; `to`, `step` and `action` default to the
     /// tracker's other participant and open step when there is a tracker to read.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] when a part the kind needs is missing.
     pub fn conventional_path(&self, parts: NameParts<'_>) -> Result<PathBuf> {
         let view = self.load(parts.topic).ok().map(|(t, _)| t.view().clone());
         let other = view.as_ref().and_then(|v| v.meta.other_than(parts.llm));
@@ -323,12 +285,7 @@ impl Reviews {
         paths::conventional(&self.meta, &parts, &clock::now())
     }
 
-    /// Add an issue: `open`, its id `ISSUE-NN` one above the highest in the table (ids written
-    /// otherwise are kept and skipped).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] for an empty title; as [`Reviews::show`] otherwise.
+    /// Add an open issue, its id `ISSUE-NN` one above the highest.
     pub fn add_issue(&self, topic: &str, severity: Severity, title: &str) -> Result<Issue> {
         let title = one_line(title);
         if title.is_empty() {
@@ -349,10 +306,6 @@ impl Reviews {
     }
 
     /// Update an issue's status and resolution.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] for an unknown id; as [`Reviews::show`] otherwise.
     pub fn set_issue(
         &self,
         topic: &str,
@@ -374,12 +327,7 @@ impl Reviews {
         })
     }
 
-    /// Add a line to the Agreements Log: `- TEXT - ADOPTED`, `[DISPUTED] ` first when disputed
-    /// (or when the text starts with it).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] for empty text; as [`Reviews::show`] otherwise.
+    /// Add a line to the Agreements Log: `- [DISPUTED] TEXT - ADOPTED`.
     pub fn agree(
         &self,
         topic: &str,
@@ -387,8 +335,7 @@ impl Reviews {
         adopted: Option<&str>,
         disputed: bool,
     ) -> Result<Agreement> {
-        let mut text = one_line(text);
-        let mut disputed = disputed;
+        let (mut text, mut disputed) = (one_line(text), disputed);
         if let Some(rest) = text.strip_prefix("[DISPUTED]") {
             (disputed, text) = (true, rest.trim().to_string());
         }
@@ -420,12 +367,8 @@ fn next_issue_number(view: &View) -> u32 {
             .eq_ignore_ascii_case("ISSUE-")
             .then(|| id[6..].parse::<u32>().ok())?
     };
-    view.issues
-        .iter()
-        .filter_map(|i| number(&i.id))
-        .max()
-        .unwrap_or(0)
-        + 1
+    let numbers = view.issues.iter().filter_map(|i| number(&i.id));
+    numbers.max().unwrap_or(0) + 1
 }
 
 /// Read a whole file as UTF-8 (capped, no symlink followed anywhere on its path). `Ok(None)`
@@ -453,8 +396,7 @@ fn read_text(path: &Path) -> Result<Option<String>> {
     })
 }
 
-/// Every open review under the default metadata folder, for `coord status`; trackers that
-/// cannot be read are listed apart. Reading only.
+/// Every open review under the default metadata folder, and the trackers that cannot be read.
 pub fn open_reviews(ws: &Workspace) -> (Vec<ReviewSummary>, Vec<Unreadable>) {
     let reviews = Reviews::default_for(ws);
     let (mut found, mut bad) = (Vec::new(), Vec::new());

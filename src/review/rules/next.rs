@@ -1,9 +1,5 @@
 //! Who is next and what to paste to them ([`Reviews::next`]), and the prompt coord writes itself
 //! when the previous actor left none (a new review's first step, a hand-edited tracker).
-//!
-//! A stored prompt is given as the previous actor wrote it, with a note on how to record the
-//! step appended unless it already mentions one; the output file suggested follows the seed's
-//! naming conventions ([`crate::review::paths`]).
 
 use serde::Serialize;
 
@@ -42,8 +38,7 @@ pub struct Next {
     pub prompt_from_tracker: bool,
 }
 
-/// For an open step: where its output should go, how to record the step, and the prompt coord
-/// writes when nobody wrote one.
+/// For an open step: its output file, how to record it, and coord's own prompt.
 pub(super) struct Guide {
     pub(super) output: Option<String>,
     note: String,
@@ -52,10 +47,6 @@ pub(super) struct Guide {
 
 impl Reviews {
     /// Who is next, what to do, and the prompt to paste to them.
-    ///
-    /// # Errors
-    ///
-    /// As [`Reviews::show`].
     pub fn next(&self, topic: &str) -> Result<Next> {
         let (t, _) = self.load(topic)?;
         let (v, tracker) = (t.view(), self.rel(t.path()));

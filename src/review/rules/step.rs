@@ -1,15 +1,4 @@
 //! Finishing a step (`coord review step`), and the archive policy.
-//!
-//! Checked before the tracker is touched: the status, the summary, and an output file that
-//! ends with a `## Handoff Prompt for Next Actor` section (the next actor's prompt). Then, in
-//! one edit: the caller is the open step's actor; the step is filled in, the next one planned
-//! for exactly one next actor, the archive policy applied, the Current State and prompt set.
-//!
-//! Archive policy: past [`MAX_STEPS`] steps, the first [`ARCHIVED_AT_ONCE`] move to
-//! `TOPIC-tracker-archive.md`, the rest are renumbered from 01, and the Steps section opens with
-//! `Note: Steps 01-NN archived to …`, NN counting every step the archive holds. The archive is
-//! written before the tracker: a crash in between leaves steps in both files, never in neither,
-//! and the next step, finding those very steps at the archive's end, finishes the move.
 
 use std::path::Path;
 
@@ -20,7 +9,9 @@ use crate::error::{Error, Refusal, Result};
 use crate::fsutil;
 use crate::history::{self, Event, Kind};
 use crate::layout;
-use crate::review::markdown::{fenced, handoff_section, is_step_heading, renumber_heading};
+use crate::review::markdown::{
+    PROMPT_POINTER, fenced, handoff_section, is_step_heading, lines, renumber_heading,
+};
 use crate::review::tracker::{Block, Tracker};
 use crate::review::{Action, Step, StepStatus, View, one_line};
 use crate::workspace::{AgentId, Target};
@@ -80,12 +71,6 @@ pub struct StepOutcome {
 
 impl Reviews {
     /// Finish the open step and plan the next one.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] for a missing output file or one without the handoff section;
-    /// [`Error::Refused`] when no step is open or it belongs to another actor. Nothing is
-    /// written in any of these cases.
     pub fn step(&self, req: &StepRequest<'_>) -> Result<StepOutcome> {
         use StepStatus::{Blocked, Done, NoAction};
         if !matches!(req.status, Done | Blocked | NoAction) {
@@ -98,26 +83,21 @@ impl Reviews {
             return Err(Error::bad_input("the step summary is empty"));
         }
         let Some(text) = read_text(&req.output.abs)? else {
-            return Err(Error::bad_input(format!(
-                "the output file `{}` does not exist",
-                req.output.rel
-            )));
+            let why = format!("the output file `{}` does not exist", req.output.rel);
+            return Err(Error::bad_input(why));
         };
         let prompt = handoff_section(Path::new(&req.output.rel), &text)?;
         let done = self.edit(req.topic, Some(req.actor), |t| {
             let view = t.view().clone();
             let finished = owned_open_step(&view, req)?.number;
             // The next actor as the tracker spells it (its Participants spelling when listed).
-            let next = view
-                .meta
-                .participants
+            let parts = &view.meta.participants;
+            let next = parts
                 .iter()
                 .find(|p| p.name.eq_ignore_ascii_case(req.next.id()));
             let next = next.map_or(req.next.name(), |p| &p.name).to_string();
             let role = view.meta.role_of(req.next.id());
-            let next_action = req
-                .next_action
-                .unwrap_or_else(|| usual_next(req.action, role));
+            let next_action = (req.next_action).unwrap_or_else(|| usual_next(req.action, role));
             let mut values = vec![
                 ("Status", req.status.as_str()),
                 ("Action", req.action.as_str()),
@@ -132,7 +112,14 @@ impl Reviews {
             t.push_step(finished + 1, &next, next_action, &req.output.rel)?;
             let archived_to = self.archive(req.topic, t)?;
             let next_step = t.view().steps.len() as u32;
-            t.hand_over(&next, next_step, next_action, &prompt)?;
+            let next_action_text = format!("{} (step {next_step:02})", next_action.as_str());
+            let current = [
+                ("Next actor", next.as_str()),
+                ("Next action", &next_action_text),
+                ("Prompt for next actor", PROMPT_POINTER),
+            ];
+            t.set(Block::Current, &current)?;
+            t.set_prompt(&next, next_step, &prompt)?;
             let stranger = role.is_none() && !view.meta.participants.is_empty();
             Ok(StepOutcome {
                 tracker: self.rel(t.path()),
@@ -143,11 +130,8 @@ impl Reviews {
                 next_action,
                 archived_to,
                 warning: stranger.then(|| {
-                    format!(
-                        "{} is not a participant of review `{}`",
-                        req.next.name(),
-                        req.topic
-                    )
+                    let (name, topic) = (req.next.name(), req.topic);
+                    format!("{name} is not a participant of review `{topic}`")
                 }),
             })
         })?;
@@ -160,27 +144,20 @@ impl Reviews {
         Ok(done)
     }
 
-    /// Move the first steps to the archive when there are too many; the archive, relative to
-    /// the root, when steps were moved.
+    /// Past [`MAX_STEPS`], move the first steps to `TOPIC-tracker-archive.md` (returned).
     fn archive(&self, topic: &str, t: &mut Tracker) -> Result<Option<String>> {
         if t.view().steps.len() <= MAX_STEPS {
             return Ok(None);
         }
         let archive = layout::review_archive(&self.dir(false), topic);
         let existing = read_text(&archive)?;
-        let before = existing
-            .as_deref()
-            .map_or(0, |e| step_heads(&lines(e)).count());
+        let before = (existing.as_deref()).map_or(0, |e| step_heads(&lines(e)).count());
         let mut taken = t.take_first_steps(ARCHIVED_AT_ONCE)?;
         while taken.last().is_some_and(|l| l.trim().is_empty()) {
             taken.pop();
         }
-        let note = |archived: usize| {
-            format!(
-                "{NOTE}{archived:02} archived to {}",
-                layout::review_archive_name(topic)
-            )
-        };
+        let name = layout::review_archive_name(topic);
+        let note = |archived: usize| format!("{NOTE}{archived:02} archived to {name}");
         let noted = noted(t.view().steps_note.as_deref());
         if let Some(e) = &existing
             && already_archived(e, &taken, noted, before)
@@ -193,11 +170,11 @@ impl Reviews {
             None => format!(
                 "# Review Tracker Archive: {topic}\n\nSteps archived from `{topic}-tracker.md` (archive policy: more than {MAX_STEPS} steps).\n\n## Steps\n\n{steps}\n"
             ),
-            Some(e) => format!(
-                "{e}{}\n{steps}\n",
-                if e.ends_with('\n') { "" } else { "\n" }
-            ),
+            Some(e) if e.ends_with('\n') => format!("{e}\n{steps}\n"),
+            Some(e) => format!("{e}\n\n{steps}\n"),
         };
+        // The archive is written before the tracker: a crash in between leaves the steps in
+        // both, and the next step finds them at the archive's end (`already_archived`).
         fsutil::replace_durable(&archive, text.as_bytes())?;
         t.set_steps_note(&note(before + ARCHIVED_AT_ONCE))?;
         Ok(Some(self.rel(&archive)))
@@ -249,10 +226,6 @@ fn noted(note: Option<&str>) -> usize {
         .unwrap_or(0)
 }
 
-fn lines(text: &str) -> Vec<String> {
-    text.lines().map(str::to_string).collect()
-}
-
 /// The `### NN` step headings among `lines` (outside code fences).
 fn step_heads(lines: &[String]) -> impl Iterator<Item = usize> + '_ {
     let fence = fenced(lines);
@@ -268,9 +241,8 @@ fn renumber_steps(lines: &[String], first: usize) -> Vec<String> {
     out
 }
 
-/// Whether a step killed between the archive write and the tracker write left these very
-/// steps (`taken`) at the archive's end while the tracker still holds them (its note counting
-/// one batch fewer than the archive's `before` steps).
+/// Whether a step killed between the archive and the tracker write left `taken` at the
+/// archive's end while the tracker still holds them (its note one batch behind).
 fn already_archived(archive: &str, taken: &[String], noted: usize, before: usize) -> bool {
     let again = renumber_steps(taken, noted + 1).join("\n");
     before == noted + ARCHIVED_AT_ONCE && archive.trim_end().ends_with(again.trim_end())
