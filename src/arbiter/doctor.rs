@@ -63,10 +63,6 @@ pub struct SyncTool {
 
 /// Diagnose the workspace at `root` (writes one small probe file in `state_dir`, its shared
 /// `.coord/`, to measure the clock skew).
-///
-/// # Errors
-///
-/// As [`Policy::detect`].
 pub fn diagnose(root: &Path, state_dir: &Path) -> Result<Diagnosis> {
     let policy = super::policy(root)?;
     let skew = super::measure_skew(state_dir).ok();

@@ -1,32 +1,5 @@
 //! The `link` arbitration: a workspace mutex that holds where kernel locks do not cross
 //! machines (NFS, SMB, FUSE), with a lease and fencing.
-//!
-//! # Taking it
-//!
-//! A contender writes its record (a random `token`, `host`, `pid`, `lease`) to a temporary file
-//! of its own beside the lease path, then `link(2)`s it to the lease path. `link` never replaces
-//! an existing name, and a file server performs it atomically, so at most one contender's link
-//! succeeds. Over NFS a retransmitted `LINK` can report failure for a link that was made; as
-//! liblockfile does, the contender then asks its own file's link count: 2 means it won. Where
-//! hard links do not exist (some SMB servers), an `O_EXCL` create stands in for the link.
-//!
-//! # The lease
-//!
-//! A holder keeps the mutex for milliseconds. A contender that finds the same record (byte for
-//! byte) in place for the record's whole `lease` (measured on its own monotonic clock, so no two
-//! clocks are ever compared) takes it to be stalled and breaks it; a record of a process of this
-//! host that no longer exists is broken at once. Breaking renames the record aside (only one
-//! contender can move a given name), compares what it moved with what it judged, and puts back
-//! a record that changed meanwhile (a new holder's).
-//!
-//! # Fencing
-//!
-//! A holder that stalled (SIGSTOP, a frozen VM, a network partition) may wake up after its lease
-//! was broken and someone else took the mutex. Before anything it did under the mutex counts,
-//! it asks [`LeaseGuard::still_held`]: within half the lease this is known without I/O (no one
-//! can have broken it yet); later the record at the lease path must still carry its token.
-//! What was decided under a lost lease is undone by the caller. Release is compare-and-delete in
-//! the same way, so a holder that lost its lease never removes its successor's.
 
 use std::fs;
 use std::io::{self, Write};
@@ -101,20 +74,11 @@ impl Drop for LeaseGuard {
 }
 
 /// Take the lease at `path`, waiting at most [`super::MUTEX_PATIENCE`].
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) when the folder cannot be written, or when the lease stays
-/// held by others (changing hands) for the whole patience.
 pub fn acquire(path: &Path) -> Result<LeaseGuard> {
     acquire_with(path, LEASE, super::MUTEX_PATIENCE)
 }
 
 /// [`acquire`] with a given lease and patience.
-///
-/// # Errors
-///
-/// As [`acquire`].
 pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<LeaseGuard> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,

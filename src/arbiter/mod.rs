@@ -1,29 +1,4 @@
 //! What the shared folder is, and how coord arbitrates on it.
-//!
-//! Every lock transition happens while one process holds the workspace's *arbitration* (the
-//! workspace mutex). How that arbitration is built depends on the filesystem, because a kernel
-//! lock only excludes the processes that share the kernel holding it:
-//!
-//! | filesystem | kernel locks shared by everyone | events cross machines | arbitration |
-//! | --- | --- | --- | --- |
-//! | local (ext4, xfs, btrfs, tmpfs, …) | yes (one kernel) | yes | `kernel`: `flock` on `.coord/mutex` |
-//! | NFS | only with a working lock manager | no | `link`: a lease taken by `link(2)` |
-//! | SMB/CIFS | no | no | `link` |
-//! | FUSE (sshfs, …) | no (per mount) | no | `link` |
-//! | anything else | unknown | unknown | `link` |
-//! | rclone mounts (`fuse.rclone`) | no | no | `none`: every command that takes a lock refuses |
-//!
-//! The `link` arbitration ([`lease`]) relies only on what a file server makes atomic: creating a
-//! name that does not exist yet. It carries a lease, so a holder that stalls (stopped, frozen,
-//! cut off) is overtaken after [`lease::LEASE`], and fencing, so that holder cannot act on a
-//! decision it took before it was overtaken.
-//!
-//! Where neither holds — an rclone mount: `link(2)` fails (`EIO`) and its exclusive create is
-//! only exclusive within one mount — no arbitration can hold, and coord says so instead of
-//! failing on a raw I/O error ([`Error::NoArbitration`]).
-//!
-//! `COORD_ARBITRATION=kernel|link` overrides the choice (every process sharing the folder must
-//! then be given the same value).
 
 pub mod doctor;
 pub mod lease;
@@ -123,10 +98,6 @@ impl FsInfo {
     }
 
     /// Find out what `dir` is on.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Io`] when `statfs` fails.
     pub fn detect(dir: &Path) -> Result<FsInfo> {
         let st = rustix::fs::statfs(dir)
             .map_err(io::Error::from)
@@ -285,10 +256,6 @@ pub struct Policy {
 impl Policy {
     /// The policy for a filesystem, with an optional override (the value of
     /// `COORD_ARBITRATION`).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`](crate::Error) for an override that is neither `kernel` nor `link`.
     pub fn choose(fs: FsInfo, override_value: Option<&str>) -> Result<Policy> {
         let detected = if !fs.arbitrable() {
             Arbitration::None
@@ -320,10 +287,6 @@ impl Policy {
     }
 
     /// The policy for the folder `dir`, honouring `COORD_ARBITRATION`.
-    ///
-    /// # Errors
-    ///
-    /// As [`FsInfo::detect`] and [`Policy::choose`].
     pub fn detect(dir: &Path) -> Result<Policy> {
         let fs = FsInfo::detect(dir)?;
         let value = std::env::var(ENV_ARBITRATION).ok();
@@ -332,10 +295,6 @@ impl Policy {
 }
 
 /// The policy for the workspace at `root`, detected once per process.
-///
-/// # Errors
-///
-/// As [`Policy::detect`].
 pub fn policy(root: &Path) -> Result<Policy> {
     use std::collections::HashMap;
     use std::sync::{Mutex, OnceLock};
@@ -394,10 +353,6 @@ fn cached_skew(root: &Path) -> Option<f64> {
 /// Seconds this clock is ahead of the clock that stamps files in `dir` (negative: behind):
 /// a file is created there and its mtime, as the filesystem reports it on the open file, is
 /// compared with this machine's time around the write.
-///
-/// # Errors
-///
-/// Any error creating, writing or inspecting the file.
 pub fn measure_skew(dir: &Path) -> io::Result<f64> {
     use std::io::Write;
     use std::time::SystemTime;
@@ -425,21 +380,12 @@ pub enum Guard {
 
 impl Guard {
     /// Take the workspace mutex whose kernel-lock file is `mutex_path`, as `arbitration` says.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Io`] when it cannot be taken (a holder that never lets go, for a kernel lock,
-    /// or a folder that cannot be written).
     pub fn take(mutex_path: &Path, arbitration: Arbitration) -> Result<Guard> {
         Guard::take_within(mutex_path, arbitration, MUTEX_PATIENCE)
     }
 
     /// [`Guard::take`], waiting at most `patience` (and never past
     /// [`mutex_patience`]); a signal that asks this process to stop ends the wait.
-    ///
-    /// # Errors
-    ///
-    /// As [`Guard::take`]; [`Error::Interrupted`](crate::Error::Interrupted) on a signal.
     pub fn take_within(
         mutex_path: &Path,
         arbitration: Arbitration,

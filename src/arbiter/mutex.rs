@@ -11,9 +11,6 @@ use crate::error::{IoResultExt, Result};
 use crate::fsutil::{Access, open_nofollow};
 
 /// The workspace mutex: a short kernel lock on a file that is never deleted.
-///
-/// Every lock transition (acquire, stale takeover, release, fenced commit) happens while one
-/// of these is held. Dropping it releases the kernel lock.
 #[derive(Debug)]
 pub struct MutexGuard {
     // Closing the file releases the kernel lock.
@@ -21,21 +18,11 @@ pub struct MutexGuard {
 }
 
 /// Take the workspace mutex at `path`, blocking until it is free (it is held for microseconds).
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) when the mutex file cannot be opened (a symlink is refused)
-/// or locked.
 pub fn lock_mutex(path: &Path) -> Result<MutexGuard> {
     lock_mutex_within(path, MUTEX_PATIENCE)
 }
 
 /// [`lock_mutex`], waiting at most `patience` (and never past [`mutex_patience`]).
-///
-/// # Errors
-///
-/// As [`lock_mutex`]; [`Error::Interrupted`](crate::Error::Interrupted) when a signal asked
-/// this process to stop meanwhile (see [`crate::wait::stop_on_signals`]).
 pub fn lock_mutex_within(path: &Path, patience: Duration) -> Result<MutexGuard> {
     let deadline = Instant::now() + patience.min(mutex_patience());
     // A mutex file deleted and created anew (`git clean`, an agent tidying up) between our open

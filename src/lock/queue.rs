@@ -1,18 +1,4 @@
 //! The wait queue: waiters for a busy lock are served in the order they started waiting.
-//!
-//! A waiter registers one ticket per file it waits for, under `.coord/queue/q-<hash>/`, named
-//! `<seq>.<agent>` with a sequence number taken from `.coord/queue/seq`. Every queue operation
-//! runs under the workspace mutex, so the numbers are unique and increase. Only the waiter whose
-//! ticket is the first live one in every queue it stands in may take the lock; since one global
-//! counter orders all tickets, the oldest waiter is first in each of its queues, and waiters for
-//! overlapping sets of files cannot block each other in a cycle.
-//!
-//! On a local filesystem a waiter keeps its tickets locked (`flock`) while they stand, and the
-//! waiter behind sleeps on that lock ([`crate::wait::handoff`]).
-//!
-//! A ticket is dead when its process is gone (same host) or when it has not been touched for
-//! [`TICKET_TIMEOUT`] (waiters touch theirs every few seconds). Dead tickets are removed by
-//! whoever looks next; a waiter that gives up removes its own.
 
 use std::fs;
 use std::path::{Path, PathBuf};

@@ -65,9 +65,6 @@ pub struct Release {
 /// included: the tree is walked for them). With `force`, a STALE lock of another agent is
 /// removed too. Each file's outcome is reported; nothing held by another live agent is ever
 /// removed.
-///
-/// # Errors
-/// [`Error::Io`] when a lock file cannot be removed.
 pub fn release(
     ws: &Workspace,
     agent: &AgentId,
@@ -88,9 +85,6 @@ pub fn release(
 
 /// Release every lock `agent` took through coord, and its claims: those coord's index and the
 /// agent's presence list, without walking the tree (what a client's turn ending does).
-///
-/// # Errors
-/// [`Error::Io`] when a lock file cannot be removed.
 pub fn release_all(ws: &Workspace, agent: &AgentId) -> Result<Vec<Release>> {
     let files = indexed_files(ws, agent);
     release_files(
@@ -264,9 +258,6 @@ fn force_stale(
 /// Release locks this process took, each only if its token is unchanged (compare-and-delete).
 /// Used by commands that hold locks for the life of a process (`run`, `session`). Those
 /// published on the remote are released there too.
-///
-/// # Errors
-/// [`Error::Io`] when a lock file cannot be removed.
 pub fn release_tokens(
     ws: &Workspace,
     agent: &AgentId,

@@ -1,31 +1,6 @@
 //! The remote step of a lock (contract §13): in a clone that shares its claims through its
 //! remote, a claim, and a file lock taken with `--share`, is published there before `coord lock`
 //! answers, and released there when it is released here.
-//!
-//! The workspace mutex is never held across the network (other agents of this clone never wait
-//! on it): the try takes everything here under the mutex, as for any lock; then, with the mutex
-//! free, [`publish`] makes one fetch and one compare-and-swap push. What the remote answers:
-//!
-//! - **Published**: our records here are marked `remote: NAME` (and `remote_lease:`) under the
-//!   mutex ([`mark`]). The mark is what a release ([`release`]) and the renewer
-//!   ([`super::renewal`]) go by: only a marked record is released or renewed there, and a
-//!   record is marked only once its publication landed.
-//! - **Held** by another clone's live claim: what the try took is given back ([`withdraw`], no
-//!   trace in the history: it was never had); the caller refuses, naming the holder, its host,
-//!   since when, the reason and when its lease ends, or waits, reading the remote again at most
-//!   every [`REREAD`] ([`wait_free`]).
-//! - **Unreachable**, or the credentials refused: given back too; the error names the remote.
-//!
-//! What this clone does not publish (a plain file lock, a `--local` claim, an edit through a
-//! hook, `run`, `note`) is judged against the other clones' claims as last synced
-//! ([`held_elsewhere`]), read again when older than `remote_max_age` (a detached `coord remote
-//! sync`, waited for at most a second): one of them in the way holds as a claim of another
-//! worktree does.
-//!
-//! A release gives the record back here first, then (mutex free) releases the marked ones there
-//! in one push. When that push cannot be made, the release here stands, and the record there
-//! stays until its lease lapses: said in the [`Release`]'s `remote` and as a warning
-//! ([`take_warnings`]), never silently.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -107,9 +82,6 @@ fn shared_here(ws: &Workspace) -> Option<remote::Config> {
 
 impl Sharing {
     /// What `req` (on `targets`) publishes with `reach`: `None` when nothing leaves this clone.
-    ///
-    /// # Errors
-    /// [`Error::BadInput`] for `--share` where the clone does not share its claims.
     pub(super) fn of(
         ws: &Workspace,
         req: &LockRequest,
@@ -157,10 +129,6 @@ impl Sharing {
 /// record of another agent of this clone in the way whose holder here is gone or STALE (the try
 /// just took it over, or the renewer has not let it go yet) is released there first, and the
 /// request decided again.
-///
-/// # Errors
-/// [`Error::Remote`] when the remote cannot be reached or refused the credentials or the
-/// update: nothing was published.
 pub(super) fn publish(ws: &Workspace, req: &LockRequest, s: &Sharing) -> Result<Claimed> {
     let reason = req.reason.as_deref();
     let first = remote::publish_claims(ws, &req.agent, &s.items, reason, s.lease)?;
@@ -274,9 +242,6 @@ pub(super) fn unpublish(ws: &Workspace, agent: &AgentId, s: &Sharing) {
 /// and say in `got` what went where, with the stale records of other clones it took over. A
 /// record released here meanwhile (by a release that ran before the publication landed, and
 /// so did not see it there) is released there now.
-///
-/// # Errors
-/// [`Error::Io`] when a record cannot be rewritten (the caller withdraws the request).
 pub(super) fn mark(
     ws: &Workspace,
     agent: &AgentId,

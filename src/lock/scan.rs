@@ -23,9 +23,6 @@ pub fn locks_of(target: &Target) -> Vec<LockEntry> {
 
 /// The lock files of one target, unjudged, sorted by agent; an error when the folder cannot be
 /// listed (a folder coord cannot read is not a folder without locks).
-///
-/// # Errors
-/// [`Error::Io`](crate::error::Error::Io) naming the folder.
 pub fn try_locks_of(target: &Target) -> Result<Vec<LockEntry>> {
     let roster = root_of(target).map(|root| lookup_roster(&root));
     list_locks(
@@ -240,9 +237,6 @@ fn roster(root: &Path) -> Vec<String> {
 
 /// Put `id` on the roster `ids` (as read under the mutex the caller holds), if it is not there
 /// yet.
-///
-/// # Errors
-/// [`Error::Io`](crate::error::Error::Io) when the roster cannot be written.
 pub(crate) fn join_roster(root: &Path, ids: &[String], id: &str) -> Result<()> {
     if ids.iter().any(|i| i == id) {
         return Ok(());
@@ -258,18 +252,6 @@ pub(crate) fn join_roster(root: &Path, ids: &[String], id: &str) -> Result<()> {
 }
 
 /// Every lock file of the workspace, sorted by file then agent, unjudged. Nothing is written.
-///
-/// Found without walking the whole tree: the locks coord made are in its index
-/// (`.coord/held/`, see `index`), each verified by reading its lock file; locks made by hand
-/// are found by walking the folders that git does not ignore (in a git work tree: `.gitignore`,
-/// `.git/info/exclude` and the global excludes file; outside one, every folder), several
-/// folders at a time. `.git` and `.coord` are never entered. A lock made by hand inside an
-/// ignored folder (`node_modules/`, `target/`) is not seen here; every acquire still sees it,
-/// since it lists the locked file's own folder.
-///
-/// Among the work trees of one repository, each tree is scanned so, its locks keyed by the path
-/// relative to its own top level; a linked worktree inside another tree (such as
-/// `.claude/worktrees/NAME/`) is not entered as part of it.
 pub fn scan_tree(ws: &Workspace) -> Vec<LockEntry> {
     let mut found = Vec::new();
     for tree in crate::worktree::others(ws.root()) {

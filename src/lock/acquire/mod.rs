@@ -1,16 +1,4 @@
 //! Taking locks: all or nothing, waiting in arrival order, stale locks taken over.
-//!
-//! [`acquire`] reads top-down: a loop of full tries until one takes every target, or the wait
-//! ends. One try (`attempt`) runs under the workspace mutex: judge every target's locks, check
-//! the wait queue, take stale locks over (re-verified), publish our records, look once more for
-//! a lock made by hand, update the presence. Anything that fails after publishing withdraws what
-//! this try published. A try that would wait first checks for a deadlock and takes a ticket in
-//! the queue (`line`); between tries a waiter sleeps on folder events (see [`crate::wait`]) and
-//! re-reads what blocked it before trying in full again (`wake`). What stood in the way becomes
-//! the caller's refusal (`blocker`). Before each try, the claims of other clones as last synced
-//! from the remote (contract §13) are looked at as a claim of another worktree would be
-//! (`remote_claim::held_elsewhere`): one of them in the way is refused or waited for, the
-//! remote read again at most every 2 s.
 
 mod attempt;
 mod blocker;
@@ -214,13 +202,6 @@ enum Attempt {
 
 /// Acquire all of `req.targets` or none, waiting as `req.wait` allows; then write backups.
 /// Nothing reaches the repository's remote (see [`acquire_shared`]).
-///
-/// # Errors
-/// [`Error::BadPath`] when a target exists but is not a regular file (nothing is written);
-/// [`Error::LockHeld`] when not waiting and a target is held; [`Error::Deadlock`] when waiting
-/// would close a cycle of agents waiting for each other; [`Error::WaitTimedOut`] when the
-/// wait ended first; [`Error::Refused`] when the lock is free but earlier waiters stand in line;
-/// [`Error::Io`] on I/O failure (no lock is left behind then).
 pub fn acquire(
     ws: &Workspace,
     req: &LockRequest,
@@ -234,12 +215,6 @@ pub fn acquire(
 /// answering: each try takes everything here first, then, with the workspace mutex free,
 /// publishes it (`remote_claim`). Held by another clone: given back here, and refused or waited
 /// for (the remote read again at most every 2 s) like a lock held here.
-///
-/// # Errors
-/// As [`acquire`]; [`Error::LockHeld`] or [`Error::WaitTimedOut`] naming the holder on the
-/// remote, its host and its lease; [`Error::Remote`] when the remote cannot be reached or
-/// refused the credentials (nothing is taken, here or there); [`Error::BadInput`] for
-/// `reach.files` where the clone does not share its claims.
 pub fn acquire_shared(
     ws: &Workspace,
     req: &LockRequest,
