@@ -184,7 +184,7 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
                         // SMB refuses to move a file its holder still has open (a sharing
                         // violation), as when that holder was stopped between creating its
                         // record and closing it: it cannot be broken until the holder runs or
-                        // dies. Keep waiting, as for a live holder, and say so at the deadline.
+                        // dies.
                         Err(e) if fsutil::raw::is_busy(&e) => {
                             last_error = Some(io::Error::new(
                                 e.kind(),
@@ -235,8 +235,6 @@ fn publish(tmp: &Path, path: &Path, text: &[u8]) -> io::Result<bool> {
                 // SFTP's FAILURE into EPERM): if a record opens there, it is taken.
                 _ if exists_at_server(path) => Ok(false),
                 // No hard links here (some SMB servers): an exclusive create is atomic there.
-                // Or the holder released between our link and our look: try again (the caller
-                // gives up at its deadline, naming the error).
                 _ if no_hard_links(&e) => match fsutil::raw::create_exclusive(path, text) {
                     Ok(done) => Ok(done),
                     Err(_) => Err(io::Error::new(io::ErrorKind::WouldBlock, e)),
@@ -258,7 +256,7 @@ fn no_hard_links(e: &io::Error) -> bool {
 
 /// Remove the record at `path` if `keep_going(bytes)` says so for the record actually moved:
 /// it is renamed aside first (one process can move a given name), then judged, then dropped or
-/// put back. Returns whether it was removed.
+/// put back.
 fn remove_if(path: &Path, judge: impl Fn(&[u8]) -> bool) -> io::Result<bool> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let aside = dir.join(format!(

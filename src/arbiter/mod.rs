@@ -131,12 +131,7 @@ impl FsInfo {
         self.class == FsClass::Local
     }
 
-    /// Whether making or looking at a file costs no round trip to a server. Only then does work
-    /// done ahead of need pay off (files made while waiting, a queue left once a command has
-    /// started): on a network filesystem, checking a file made ahead costs a round trip as
-    /// making one does. Only then, too, does a waiter sleep on the `flock` of the file ahead of
-    /// it ([`crate::wait::handoff`]): locks on a network filesystem go through its server, or stay on
-    /// one machine.
+    /// Whether making or looking at a file costs no round trip to a server.
     pub fn served_locally(&self) -> bool {
         self.class == FsClass::Local
     }
@@ -325,8 +320,7 @@ pub fn recheck_for(dir: &Path) -> Duration {
 /// How far this machine's clock runs ahead of the folder's (the file server's), when it does by
 /// more than two seconds; measured once per process by writing a file in `.coord/` (under the
 /// shared root `root`) and reading
-/// the mtime the server gave it. `None` when it does not, when it cannot be measured, or when
-/// the clock is fixed by `COORD_NOW`.
+/// the mtime the server gave it.
 pub fn clock_ahead(root: &Path) -> Option<Duration> {
     if std::env::var_os(crate::clock::NOW_ENV).is_some() {
         return None;
@@ -408,9 +402,7 @@ impl Guard {
         }
     }
 
-    /// Fencing: whether this process still holds the mutex. A kernel lock cannot be lost; a
-    /// lease can, when this process stalled past it and another took it over. Anything
-    /// decided under a lost lease must be undone before it counts.
+    /// Fencing: whether this process still holds the mutex.
     pub fn still_held(&self) -> bool {
         match self {
             Guard::Kernel(_) => true,

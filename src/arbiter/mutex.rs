@@ -82,15 +82,12 @@ fn interrupted(path: &Path) -> Option<crate::Error> {
 /// The mutex file, open, and what it is (its device and inode do not change while it is open).
 fn open_mutex(path: &Path) -> Result<(File, fs::Metadata)> {
     // O_NONBLOCK so that a FIFO planted at `path` cannot make the open wait (it does not affect
-    // `flock`). Anything but a regular file is refused: every coord process must lock the same
-    // kind of object, and a symlink could point anywhere.
+    // `flock`).
     open_nofollow(path, Access::ReadWriteOrCreate).at("open the workspace mutex", path)
 }
 
 /// Take the kernel lock, trying again with short growing pauses until `deadline`, so that a
-/// process frozen while holding the mutex cannot freeze every other coord forever. The mutex is
-/// held for a fraction of a millisecond, and a waiter woken by a release usually finds its
-/// releaser still finishing: pauses stay at most 0.2 ms for the first 50 ms, then grow to 1 ms.
+/// process frozen while holding the mutex cannot freeze every other coord forever.
 fn lock_patiently(file: &File, path: &Path, deadline: Instant) -> Result<()> {
     let started = Instant::now();
     let mut pause = Duration::from_micros(20);

@@ -37,9 +37,7 @@ pub fn existing(target: &Target) -> Option<String> {
 }
 
 /// A backup copied aside and fsynced, not yet published: [`Staged::commit`] puts it at
-/// `FILE.bak` with one rename. Copying before taking the workspace mutex keeps the mutex
-/// short; the copy is of a file whose lock the caller holds, so it cannot change meanwhile
-/// (through coord). Dropping it unpublished removes the copy.
+/// `FILE.bak` with one rename.
 #[derive(Debug)]
 pub struct Staged {
     root: PathBuf,
@@ -100,8 +98,7 @@ pub struct Generation {
 }
 
 /// Keep the current `FILE.bak` (a regular file) as the newest older generation before it is
-/// replaced, and drop the oldest beyond [`GENERATIONS_KEPT`]. Called under FILE's lock.
-/// Best effort: a generation that cannot be kept (a full disk) never stops the backup itself.
+/// replaced, and drop the oldest beyond [`GENERATIONS_KEPT`].
 pub fn keep_generation(root: &Path, target: &Target) {
     let bak = layout::backup(&target.abs);
     if !fs::symlink_metadata(&bak).is_ok_and(|m| m.is_file()) {

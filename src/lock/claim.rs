@@ -134,9 +134,7 @@ pub fn holder_text(root: &Path, e: &LockEntry) -> String {
 }
 
 /// Release `agent`'s claims on `patterns` (all of its claims when `None`); with `force`, a
-/// STALE claim of another agent on one of `patterns` goes too. Each pattern's outcome is
-/// reported as a [`Release`] whose `file` is the pattern. A claim published on the remote is
-/// released there too, once released here (see `remote_claim`).
+/// STALE claim of another agent on one of `patterns` goes too.
 pub fn release(
     ws: &Workspace,
     agent: &crate::workspace::AgentId,
@@ -211,9 +209,7 @@ pub(super) fn release_here(
 }
 
 /// Release `agent`'s claims taken with these tokens, each `(pattern, token)` (what `coord run`
-/// took, at its end): compare-and-delete, as for a lock. A claim whose record no longer
-/// carries its token (taken over while STALE, released) is [`ReleaseOutcome::Lost`]; nothing
-/// else is touched. Those published on the remote are released there too.
+/// took, at its end): compare-and-delete, as for a lock.
 pub fn release_tokens(
     ws: &Workspace,
     agent: &crate::workspace::AgentId,

@@ -43,8 +43,7 @@ pub(super) fn forget(root: &Path, rel: &str, agent: &str) {
 }
 
 /// Forget the entry of the lock file `lock_path` of `agent` on `rel`, just removed, in whichever
-/// work tree it lay. Caller holds the mutex. A lock made by hand under another spelling
-/// (`FILE.lock.Claude`) has no entry of its own: the entry of coord's spelling stays.
+/// work tree it lay.
 pub(super) fn forget_removed(root: &Path, rel: &str, agent: &str, lock_path: &Path) {
     if lock_path.file_name() == layout::lock_file(Path::new(rel), agent).file_name() {
         forget(root, rel, agent);
@@ -86,7 +85,7 @@ fn plain_relative(rel: &str) -> bool {
 
 /// Remove every entry whose lock file is gone from every work tree sharing the workspace (left
 /// by a process killed between the two, or a lock file removed by hand), and what earlier
-/// versions of coord left in `.coord/` ([`layout::leftovers`]). Caller holds the mutex.
+/// versions of coord left in `.coord/` ([`layout::leftovers`]).
 pub(super) fn prune(root: &Path) {
     for leftover in layout::leftovers(&crate::worktree::shared_root(root)) {
         fsutil::remove_flat(&leftover);

@@ -47,8 +47,7 @@ fn stale_reason(
             return Some(format!("its process {pid} on {h} is gone"));
         }
         // Taken in an agent client's session, on this host: the lock follows the client
-        // process, not its age (one tool call may run for longer than any TTL). Only when its
-        // start time is recorded, so that the process is surely the one that took the lock.
+        // process, not its age (one tool call may run for longer than any TTL).
         if let Some((client, _)) = e.client_session()
             && h == host::hostname()
             && e.process_start().is_some()

@@ -181,14 +181,6 @@ impl LockEntry {
     }
 
     /// [`LockEntry::read`] of a lock file a folder listing showed, on a network filesystem.
-    /// A "not found" from the open may come from this machine's negative lookup cache (NFS
-    /// `lookupcache=all`, FUSE `negative_timeout`) that remembers the name as absent from
-    /// before it was made: the server itself is asked, with an exclusive create that it
-    /// answers (never the cache). Exists there: the failed create made this machine forget
-    /// the name it remembered as absent (NFS and FUSE drop a name whose exclusive create
-    /// failed), so it is read again, and judged by its record (its `locked_at` or mtime); a
-    /// lock that still cannot be read is a lock all the same, with no age (live) until the
-    /// cache lets it be read. Created: it was gone indeed, and what was made is removed at once.
     fn read_listed(lock_path: PathBuf, file: String, agent: String) -> Option<LockEntry> {
         if let Some(e) = LockEntry::read(lock_path.clone(), file.clone(), agent.clone()) {
             return Some(e);
@@ -261,7 +253,7 @@ impl LockEntry {
 
     /// The work tree a claim was taken in (`worktree`), when it was taken on this host: a path
     /// another machine recorded may name nothing here (a shared folder is mounted elsewhere
-    /// there). A lock file lies in its work tree, and records none.
+    /// there).
     pub fn tree_here(&self) -> Option<&str> {
         let tree = self.field("worktree")?;
         (self.field("host")? == crate::host::hostname()).then_some(tree)
@@ -275,7 +267,7 @@ impl LockEntry {
     /// When the lock goes if nobody takes it over, in words after "released", by the kind of
     /// holder: an agent client's session releases its locks when its turn ends (its Stop
     /// hook); a lock that follows a process (`coord run`, `coord session`, `coord mcp`) goes
-    /// with it; any other lasts until its holder unlocks it. Every refusal says it this way.
+    /// with it; any other lasts until its holder unlocks it.
     pub fn released_when(&self) -> &'static str {
         if self.client_session().is_some() {
             "when its holder's turn ends"
@@ -305,7 +297,7 @@ mod tests;
 
 /// Forget the entries of coord's index of locks whose lock file no work tree holds any more (a
 /// lock file removed by hand, as the seed unlocks), returning each entry's path; with
-/// `dry_run`, only say which. Caller holds the mutex.
+/// `dry_run`, only say which.
 pub fn forget_gone(root: &std::path::Path, dry_run: bool) -> Vec<PathBuf> {
     index::gone(root)
         .into_iter()

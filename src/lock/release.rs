@@ -62,9 +62,7 @@ pub struct Release {
 }
 
 /// Release `agent`'s locks on `targets` (all its locks when `None`, those it made by hand
-/// included: the tree is walked for them). With `force`, a STALE lock of another agent is
-/// removed too. Each file's outcome is reported; nothing held by another live agent is ever
-/// removed.
+/// included: the tree is walked for them).
 pub fn release(
     ws: &Workspace,
     agent: &AgentId,
@@ -194,9 +192,7 @@ fn release_files(
 }
 
 /// The lock files of each of `targets`, each folder listed once (temporary files of killed
-/// processes swept in the same pass, as `acquire` does). The other work trees of the
-/// repository are looked at only for files whose lock is not the agent's own here: that one
-/// is released whatever the other trees hold.
+/// processes swept in the same pass, as `acquire` does).
 fn list_for_release(
     ws: &Workspace,
     agent: &AgentId,
@@ -256,8 +252,6 @@ fn force_stale(
 }
 
 /// Release locks this process took, each only if its token is unchanged (compare-and-delete).
-/// Used by commands that hold locks for the life of a process (`run`, `session`). Those
-/// published on the remote are released there too.
 pub fn release_tokens(
     ws: &Workspace,
     agent: &AgentId,
@@ -334,8 +328,7 @@ pub enum Fence {
     /// A lock coord wrote: its random token.
     Token(String),
     /// A lock made by hand in the seed's form, which has no token: the lock file itself, the
-    /// same file (device and inode) with the same bytes. Touching it (a hand-made refresh)
-    /// keeps it; a takeover, a release or a rewrite does not.
+    /// same file (device and inode) with the same bytes.
     File {
         /// The lock file, in whatever spelling the agent wrote it (`FILE.lock.Claude`).
         path: PathBuf,
@@ -394,7 +387,6 @@ fn file_identity(path: &std::path::Path) -> Option<((u64, u64), Vec<u8>)> {
 /// Remove our lock files `ours` (file, lock file) and bring the presence up to date: the
 /// presence is decided and written first (once), and the lock files go last, so that a waiter
 /// woken by their removal finds the mutex free a moment later rather than still held by us.
-/// Caller holds the mutex.
 fn remove_ours(ws: &Workspace, agent: &AgentId, ours: &[(String, PathBuf)]) -> Result<()> {
     let released: HashSet<&str> = ours.iter().map(|(rel, _)| rel.as_str()).collect();
     let written = after_release(ws, agent, &released);

@@ -125,10 +125,7 @@ impl Sharing {
     }
 }
 
-/// Publish `s` for `req` (one fetch, one compare-and-swap push; the mutex is not held). A
-/// record of another agent of this clone in the way whose holder here is gone or STALE (the try
-/// just took it over, or the renewer has not let it go yet) is released there first, and the
-/// request decided again.
+/// Publish `s` for `req` (one fetch, one compare-and-swap push; the mutex is not held).
 pub(super) fn publish(ws: &Workspace, req: &LockRequest, s: &Sharing) -> Result<Claimed> {
     let reason = req.reason.as_deref();
     let first = remote::publish_claims(ws, &req.agent, &s.items, reason, s.lease)?;
@@ -212,7 +209,6 @@ pub(super) fn keep_mark(text: String, old: Option<&LockEntry>) -> String {
 
 /// Give back what a try took for a request the remote did not take: the locks and claims it
 /// made (those it only refreshed were held before, and stay), without a trace in the history.
-/// Best effort: whatever cannot be given back is STALE once its holder stops.
 pub(super) fn withdraw(ws: &Workspace, agent: &AgentId, got: &[Acquired]) {
     let made = || got.iter().filter(|a| !a.refreshed);
     let locks: Vec<(Target, String)> = made()
@@ -239,9 +235,7 @@ pub(super) fn unpublish(ws: &Workspace, agent: &AgentId, s: &Sharing) {
 }
 
 /// The publication of `p` landed: mark our records of it here (by token, under the mutex),
-/// and say in `got` what went where, with the stale records of other clones it took over. A
-/// record released here meanwhile (by a release that ran before the publication landed, and
-/// so did not see it there) is released there now.
+/// and say in `got` what went where, with the stale records of other clones it took over.
 pub(super) fn mark(
     ws: &Workspace,
     agent: &AgentId,
@@ -364,12 +358,7 @@ pub(super) fn blocker(h: &Held, remote: &str) -> Blocker {
 
 /// What another clone holds, as last synced from the remote (contract §13), of `targets` (those
 /// `agent` does not hold here already) or of what `claims` would claim: its live claim or shared
-/// lock, as the blocker a claim of another worktree would be. Paths and patterns are taken
-/// relative to the repository's top level (a workspace in a subfolder adds its folder). The
-/// state is read again first when older than `reread` (`Duration::MAX`: not at all; `None`:
-/// `remote_max_age`, and a remote that cannot be read is said as a warning; the state there is
-/// judged either way). A STALE record is
-/// takeable: said as a warning, never in the way.
+/// lock, as the blocker a claim of another worktree would be.
 pub(super) fn held_elsewhere(
     ws: &Workspace,
     agent: &AgentId,
@@ -468,9 +457,7 @@ pub(super) fn say_waiting(ws: &Workspace, agent: &AgentId, waiting: bool) {
 }
 
 /// Sleep until the remote, read again at most every [`REREAD`], shows none of `s`'s items held
-/// by another (released, or its lease lapsed), the deadline passes, or a stop is asked for. A
-/// record of another agent of this clone counts as free when its holder here is not live (the
-/// next try releases it). A read that fails ends the wait: the next try says why.
+/// by another (released, or its lease lapsed), the deadline passes, or a stop is asked for.
 pub(super) fn wait_free(ws: &Workspace, agent: &AgentId, s: &Sharing, deadline: Deadline) {
     loop {
         crate::wait::pause(deadline.next_sleep(REREAD));
@@ -554,9 +541,7 @@ static TO_RENEWER: AtomicBool = AtomicBool::new(false);
 static LEFT: AtomicBool = AtomicBool::new(false);
 
 /// From now on this process makes no push to release a record on the remote: the clone's
-/// renewer releases there a record with no holder here within two of its looks (seconds). What
-/// a client's hook calls, so that the end of a turn never waits on the network; the caller
-/// makes sure the renewer runs when [`releases_left`] says so.
+/// renewer releases there a record with no holder here within two of its looks (seconds).
 pub fn leave_releases_to_renewer() {
     TO_RENEWER.store(true, Ordering::Relaxed);
 }
@@ -568,8 +553,7 @@ pub fn releases_left() -> bool {
 
 /// The remote step of a release: `agent`'s records given back here that were published
 /// (`marked`) are released on the remote, in one push; each of them in `out` says what became
-/// of it there. Unreachable: they stay there until their lease lapses, said as a warning. Left
-/// to the renewer ([`leave_releases_to_renewer`]): no push here.
+/// of it there.
 pub(super) fn release(ws: &Workspace, agent: &AgentId, marked: &[Marked], out: &mut [Release]) {
     if marked.is_empty() {
         return;

@@ -288,8 +288,7 @@ fn republish(ws: &Workspace, agent: &AgentId, h: &Held, remote: &str) -> Result<
 }
 
 /// The remote refused the renewal of `h`: its record there is gone (taken over by `by`, once
-/// its lease lapsed). Give it back here (if it is still the one published) and say so in the
-/// history.
+/// its lease lapsed).
 fn lost(ws: &Workspace, agent: &AgentId, h: &Held, by: Option<String>, remote: &str) {
     let given = match h.kind {
         Kind::Claim => claim::give_back(ws, agent, &[(h.text.clone(), h.token.clone())], false)

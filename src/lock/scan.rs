@@ -69,8 +69,6 @@ pub(crate) fn folder_listings() -> usize {
 }
 
 /// The lock files of each of `targets` (in their order, each sorted by agent), as `how` says.
-/// Each folder is listed once however many of the targets it holds: releasing or locking
-/// thousands of files of one folder costs one listing, not one per file.
 pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Vec<Vec<LockEntry>>> {
     let mut out: Vec<Vec<LockEntry>> = vec![Vec::new(); targets.len()];
     let root = targets.first().and_then(root_of);
@@ -209,8 +207,7 @@ fn root_of(target: &Target) -> Option<PathBuf> {
 }
 
 /// The agents whose locks a listing under `root` must also look up by exact name: the roster
-/// where folder listings may lag other machines (a network filesystem), none elsewhere. Read it
-/// once per hold of the mutex: only a holder of the mutex adds to it.
+/// where folder listings may lag other machines (a network filesystem), none elsewhere.
 pub(super) fn lookup_roster(root: &Path) -> Vec<String> {
     if arbiter::policy(root).is_ok_and(|p| p.exact_lookups) {
         roster(root)
@@ -284,8 +281,7 @@ fn scan_one(ws: &Workspace) -> Vec<LockEntry> {
 
 /// The lock files under the folder `rel_dir` (relative to a work tree's top level; empty: the
 /// whole tree) in every work tree sharing the workspace, keyed by the path relative to their
-/// own tree, found by the walk [`scan_tree`] makes (folders git ignores are not entered). Taking
-/// a claim looks here for locks made by hand in the folders it claims: they are in no index.
+/// own tree, found by the walk [`scan_tree`] makes (folders git ignores are not entered).
 pub(super) fn scan_folder(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
     let mut found = walk_unignored(ws, rel_dir);
     for tree in crate::worktree::others(ws.root()) {
@@ -295,9 +291,7 @@ pub(super) fn scan_folder(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
 }
 
 /// The lock files under the folder `rel_dir` (empty: the whole tree) that git does not ignore
-/// (every folder outside a git work tree), read by a walk (`ignore`, ripgrep's walker). Only
-/// the folders are judged by the ignore rules: a lock file is found in a folder that is walked
-/// even when its own name is ignored (coord's `.gitignore` lines ignore `*.lock.*`).
+/// (every folder outside a git work tree), read by a walk (`ignore`, ripgrep's walker).
 fn walk_unignored(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
     let excludes = crate::worktree::enclosing_common_dir(ws.root())
         .and_then(|common| crate::gitconfig::excludes_file(Some(&common)));

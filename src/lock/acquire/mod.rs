@@ -213,8 +213,7 @@ pub fn acquire(
 /// [`acquire`], and in a clone that shares its claims through its remote (contract §13),
 /// publish there what `reach` says (the claims; with `files`, the file locks too) before
 /// answering: each try takes everything here first, then, with the workspace mutex free,
-/// publishes it (`remote_claim`). Held by another clone: given back here, and refused or waited
-/// for (the remote read again at most every 2 s) like a lock held here.
+/// publishes it (`remote_claim`).
 pub fn acquire_shared(
     ws: &Workspace,
     req: &LockRequest,
@@ -307,10 +306,7 @@ pub fn acquire_shared(
     })
 }
 
-/// Write `FILE.bak` for each lock just taken. It holds FILE as it was before its current
-/// holder's edit: a refresh leaves it (FILE may hold our edit by now), and a takeover of a
-/// stale lock keeps what its crashed holder's backup holds (FILE may be half-written; a stale
-/// claim taken over says nothing about it). A backup that fails releases every lock taken.
+/// Write `FILE.bak` for each lock just taken.
 fn back_up(
     ws: &Workspace,
     req: &LockRequest,
@@ -403,14 +399,11 @@ struct Tries<'a> {
 impl Tries<'_> {
     /// One full try under the mutex, and what it means for our place in the queue: a try that
     /// got the locks leaves the queue; one that would wait checks for a deadlock, then takes a
-    /// ticket and says `WAITING` in the presence (the first time). A ticket drawn under a lost
-    /// lease is given back and the try reported as fenced (try again at once).
+    /// ticket and says `WAITING` in the presence (the first time).
     fn once(&mut self) -> Result<Attempt> {
         let (ws, req, targets) = (self.ws, self.req, self.targets);
         // The mutex is held for microseconds; a holder that keeps it longer is stopped or
-        // stuck. Waiting for it never outlasts this acquire's own wait (a hook answers within
-        // its budget, `--no-wait` does not wait), and a lock seen held meanwhile, read without
-        // the mutex, is what blocks us: refused, or waited for like any other.
+        // stuck.
         let patience = self
             .deadline
             .next_sleep(crate::arbiter::MUTEX_PATIENCE)
@@ -462,8 +455,7 @@ impl Tries<'_> {
     fn line_up(&mut self, mutex: &Guard) -> Result<Option<Attempt>> {
         let (ws, req, targets) = (self.ws, self.req, self.targets);
         // Every time we would wait, so the last one to close a cycle sees it even when it
-        // formed while we waited. A cycle through us needs a lock or claim of ours that someone
-        // waits for: holding none, the queues and locks of the folder are not read.
+        // formed while we waited.
         if (!self.mine.held.is_empty() || !self.mine.claims.is_empty())
             && let Some(err) = deadlock(ws, req, targets, self.waiting.tickets.as_ref())
         {
@@ -527,8 +519,7 @@ impl Tries<'_> {
         } else {
             if self.waits.watches.is_none() && !probe.hand_over {
                 // What blocked the try may have gone before the watch was made: look once,
-                // without the mutex, and try again at once only if it did. On a local folder
-                // `sleep` looks first and watches only where it must.
+                // without the mutex, and try again at once only if it did.
                 self.waits.watches = Some(watch_for(ws.root(), targets));
                 if worth_a_try(&probe) {
                     return Ok(());
@@ -554,9 +545,6 @@ impl Tries<'_> {
     }
 
     /// The try took everything here: publish what `s` shares on the remote, the mutex free.
-    /// Published: our records are marked so (`Some`). Held by another clone: what the try took
-    /// is given back, then refused, or waited for until the remote shows it free (`None`: try
-    /// again in full). The remote unreachable: given back, and the error.
     fn share(
         &mut self,
         s: &Sharing,

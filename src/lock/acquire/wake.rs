@@ -72,9 +72,7 @@ impl Probe {
                 self.ahead.replace(ahead);
                 return Look::Behind;
             }
-            // First in line now. The waiter just ahead left its line most likely because it
-            // took its locks: a full try would find its lock on our file and wait again (while
-            // it still holds the mutex it took them under). Its lock is what we wait for now.
+            // First in line now.
             if let Some(taken) = last.and_then(|t| self.taken_by(&t)) {
                 self.record.replace(Some(taken));
                 return Look::Blocked;
