@@ -4,8 +4,10 @@ pub mod doctor;
 pub mod lease;
 mod mutex;
 
+use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -291,11 +293,8 @@ impl Policy {
 
 /// The policy for the workspace at `root`, detected once per process.
 pub fn policy(root: &Path) -> Result<Policy> {
-    use std::collections::HashMap;
-    use std::sync::{Mutex, OnceLock};
-    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Policy>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
-    if let Some(p) = cache.lock().ok().and_then(|c| c.get(root).cloned()) {
+    static CACHE: PerRoot<Policy> = OnceLock::new();
+    if let Some(p) = cached(&CACHE, root) {
         return Ok(p);
     }
     let p = Policy::detect(root)?;
@@ -303,10 +302,22 @@ pub fn policy(root: &Path) -> Result<Policy> {
         crate::fsutil::mark_network_fs();
         crate::fsutil::read_past_cache();
     }
-    if let Ok(mut c) = cache.lock() {
-        c.insert(root.to_path_buf(), p.clone());
-    }
+    remember(&CACHE, root, p.clone());
     Ok(p)
+}
+
+/// A value found once per process for each workspace root.
+type PerRoot<T> = OnceLock<Mutex<HashMap<PathBuf, T>>>;
+
+fn cached<T: Clone>(cache: &PerRoot<T>, root: &Path) -> Option<T> {
+    let c = cache.get_or_init(Default::default).lock().ok()?;
+    c.get(root).cloned()
+}
+
+fn remember<T>(cache: &PerRoot<T>, root: &Path, value: T) {
+    if let Ok(mut c) = cache.get_or_init(Default::default).lock() {
+        c.insert(root.to_path_buf(), value);
+    }
 }
 
 /// How often a waiter on `dir` re-checks without an event: [`crate::wait::RECHECK`], or sooner
@@ -330,17 +341,12 @@ pub fn clock_ahead(root: &Path) -> Option<Duration> {
 }
 
 fn cached_skew(root: &Path) -> Option<f64> {
-    use std::collections::HashMap;
-    use std::sync::{Mutex, OnceLock};
-    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Option<f64>>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
-    if let Some(s) = cache.lock().ok().and_then(|c| c.get(root).copied()) {
+    static CACHE: PerRoot<Option<f64>> = OnceLock::new();
+    if let Some(s) = cached(&CACHE, root) {
         return s;
     }
     let s = measure_skew(&crate::layout::state_dir(root)).ok();
-    if let Ok(mut c) = cache.lock() {
-        c.insert(root.to_path_buf(), s);
-    }
+    remember(&CACHE, root, s);
     s
 }
 
