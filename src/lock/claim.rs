@@ -170,7 +170,7 @@ pub(super) fn release_here(
         for (i, e) in all.iter().enumerate().filter(|(_, e)| e.agent == me) {
             gone[i] = true;
             marked.extend(Marked::of(e, true));
-            out.push(released(&e.file, ReleaseOutcome::Released));
+            out.push(Release::new(&e.file, true, ReleaseOutcome::Released));
         }
         write_without(root, &all, &gone)?;
         super::events::released(root, agent, &out, true);
@@ -201,7 +201,7 @@ pub(super) fn release_here(
                 from: from.join(", "),
             }
         };
-        out.push(released(p.as_str(), outcome));
+        out.push(Release::new(p.as_str(), true, outcome));
     }
     write_without(root, &all, &gone)?;
     super::events::released(root, agent, &out, true);
@@ -244,8 +244,9 @@ pub(super) fn give_back(
                 && all[i].file == *pattern
                 && all[i].token() == Some(token.as_str())
         });
-        out.push(released(
+        out.push(Release::new(
             pattern,
+            true,
             match ours {
                 Some(i) => {
                     gone[i] = true;
@@ -301,15 +302,6 @@ pub(super) fn mark(
         .filter(|(_, f)| !f)
         .filter_map(|((p, _), _)| Pattern::parse(p).ok())
         .collect())
-}
-
-fn released(pattern: &str, outcome: ReleaseOutcome) -> Release {
-    Release {
-        claim: true,
-        file: pattern.to_string(),
-        outcome,
-        remote: None,
-    }
 }
 
 /// Rewrite `.coord/claims` without the records marked `gone` (nothing is written when none

@@ -61,6 +61,18 @@ pub struct Release {
     pub remote: Option<RemoteRelease>,
 }
 
+impl Release {
+    /// The release of the lock on `file` (of the claim on pattern `file` when `claim`).
+    pub(crate) fn new(file: &str, claim: bool, outcome: ReleaseOutcome) -> Release {
+        Release {
+            file: file.to_string(),
+            claim,
+            outcome,
+            remote: None,
+        }
+    }
+}
+
 /// Release `agent`'s locks on `targets` (all its locks when `None`, those it made by hand
 /// included: the tree is walked for them).
 pub fn release(
@@ -172,12 +184,7 @@ fn release_files(
         } else {
             force_stale(ws, &entries, &mut done)?
         };
-        out.push(Release {
-            claim: false,
-            file: target.rel.clone(),
-            outcome,
-            remote: None,
-        });
+        out.push(Release::new(&target.rel, false, outcome));
     }
     remove_ours(ws, agent, &ours)?;
     super::events::released(ws.root(), agent, &out, false);
@@ -288,12 +295,7 @@ pub(super) fn give_back(
             }
             None => ReleaseOutcome::Lost,
         };
-        out.push(Release {
-            claim: false,
-            file: target.rel.clone(),
-            outcome,
-            remote: None,
-        });
+        out.push(Release::new(&target.rel, false, outcome));
     }
     let removed = remove_ours(ws, agent, &ours);
     if removed.is_ok() && record {

@@ -120,8 +120,7 @@ impl Sharing {
 
     /// Whether `a` (a lock or claim the try took) is one of the items published.
     fn covers(&self, a: &Acquired) -> bool {
-        let kind = if a.claim { Kind::Claim } else { Kind::Lock };
-        (self.items.iter()).any(|i| i.kind == kind && i.pattern.as_str() == a.file)
+        (self.items.iter()).any(|i| i.kind == kind(a.claim) && i.pattern.as_str() == a.file)
     }
 }
 
@@ -276,7 +275,7 @@ pub(super) fn mark(
         let taken = pattern_of(t.kind, &t.pattern);
         let Some(a) = (got.iter_mut())
             .filter(|a| s.covers(a))
-            .find(|a| pattern_of(kind_of(a), &a.file).overlaps(&taken))
+            .find(|a| pattern_of(kind(a.claim), &a.file).overlaps(&taken))
         else {
             continue;
         };
@@ -300,8 +299,8 @@ pub(super) fn mark(
     Ok(())
 }
 
-fn kind_of(a: &Acquired) -> Kind {
-    if a.claim { Kind::Claim } else { Kind::Lock }
+fn kind(claim: bool) -> Kind {
+    if claim { Kind::Claim } else { Kind::Lock }
 }
 
 /// Add `keys` to `agent`'s lock record on `a.file` when it still carries `a.token`. Caller
@@ -511,7 +510,7 @@ impl Marked {
     pub(super) fn of(e: &LockEntry, claim: bool) -> Option<Marked> {
         e.field(MARK)?;
         Some(Marked {
-            kind: if claim { Kind::Claim } else { Kind::Lock },
+            kind: kind(claim),
             text: e.file.clone(),
         })
     }
@@ -570,34 +569,29 @@ pub(super) fn release(ws: &Workspace, agent: &AgentId, marked: &[Marked], out: &
         .map(|m| pattern_of(m.kind, &m.text))
         .collect();
     let done = remote::release(ws, std::slice::from_ref(agent), Some(&patterns));
-    let outcome = match done {
-        Ok(_) => RemoteRelease {
-            remote: cfg.remote.clone(),
-            released: true,
-            warning: None,
-        },
-        Err(e) => {
-            let until = lease_ends(ws, agent, marked);
-            let why = e.to_string();
-            let why = why.trim_end_matches("; nothing was changed");
-            let list: Vec<String> = marked.iter().map(|m| format!("`{}`", m.text)).collect();
-            let warning = format!(
-                "released here, but {why}: the record of {} on remote `{}` stays until its lease lapses{until}",
-                list.join(", "),
-                cfg.remote
-            );
-            warn(warning.clone());
-            RemoteRelease {
-                remote: cfg.remote.clone(),
-                released: false,
-                warning: Some(warning),
-            }
-        }
+    let warning = done.err().map(|e| {
+        let until = lease_ends(ws, agent, marked);
+        let why = e.to_string();
+        let why = why.trim_end_matches("; nothing was changed");
+        let list: Vec<String> = marked.iter().map(|m| format!("`{}`", m.text)).collect();
+        let warning = format!(
+            "released here, but {why}: the record of {} on remote `{}` stays until its lease lapses{until}",
+            list.join(", "),
+            cfg.remote
+        );
+        warn(warning.clone());
+        warning
+    });
+    let outcome = RemoteRelease {
+        remote: cfg.remote.clone(),
+        released: warning.is_none(),
+        warning,
     };
     for r in out.iter_mut() {
-        let kind = if r.claim { Kind::Claim } else { Kind::Lock };
         if r.outcome == ReleaseOutcome::Released
-            && marked.iter().any(|m| m.kind == kind && m.text == r.file)
+            && marked
+                .iter()
+                .any(|m| m.kind == kind(r.claim) && m.text == r.file)
         {
             r.remote = Some(outcome.clone());
         }
