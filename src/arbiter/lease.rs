@@ -28,11 +28,6 @@ const MAX_PAUSE: Duration = Duration::from_millis(4);
 /// How often a contender reads the record of the lease's holder (to see it stalled or gone).
 const LOOK_EVERY: Duration = Duration::from_millis(10);
 
-/// The lease path beside a kernel-mutex path (`.coord/mutex` → `.coord/mutex.lease`).
-pub fn lease_path(mutex_path: &Path) -> PathBuf {
-    layout::lease_of(mutex_path)
-}
-
 /// A held lease. Dropping it releases it (compare-and-delete).
 #[derive(Debug)]
 pub struct LeaseGuard {
@@ -43,11 +38,6 @@ pub struct LeaseGuard {
 }
 
 impl LeaseGuard {
-    /// The lease file.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Fencing: whether the lease is still this process's (see the module documentation).
     pub fn still_held(&self) -> bool {
         if self.taken.elapsed() < self.lease / 2 {
@@ -73,12 +63,7 @@ impl Drop for LeaseGuard {
     }
 }
 
-/// Take the lease at `path`, waiting at most [`super::MUTEX_PATIENCE`].
-pub fn acquire(path: &Path) -> Result<LeaseGuard> {
-    acquire_with(path, LEASE, super::MUTEX_PATIENCE)
-}
-
-/// [`acquire`] with a given lease and patience.
+/// Take the lease at `path` for `lease`, waiting at most `patience`.
 pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<LeaseGuard> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
@@ -232,26 +217,19 @@ fn publish(tmp: &Path, path: &Path, text: &[u8]) -> io::Result<bool> {
                 io::ErrorKind::AlreadyExists => Ok(false),
                 io::ErrorKind::NotFound => Err(e),
                 // Some servers report an existing name as a generic failure (sshfs turns
-                // SFTP's FAILURE into EPERM): if a record opens there, it is taken.
-                _ if exists_at_server(path) => Ok(false),
+                // SFTP's FAILURE into EPERM): if a record opens there (an open asks the server), it is taken.
+                _ if fsutil::open_regular_nofollow(path).is_ok() => Ok(false),
                 // No hard links here (some SMB servers): an exclusive create is atomic there.
-                _ if no_hard_links(&e) => match fsutil::raw::create_exclusive(path, text) {
-                    Ok(done) => Ok(done),
-                    Err(_) => Err(io::Error::new(io::ErrorKind::WouldBlock, e)),
-                },
+                _ if fsutil::raw::no_hard_links(&e) => {
+                    match fsutil::raw::create_exclusive(path, text) {
+                        Ok(done) => Ok(done),
+                        Err(_) => Err(io::Error::new(io::ErrorKind::WouldBlock, e)),
+                    }
+                }
                 _ => Err(e),
             }
         }
     }
-}
-
-/// Whether a file opens at `path` (an open asks the server; a `stat` may be answered by a cache).
-fn exists_at_server(path: &Path) -> bool {
-    fsutil::open_regular_nofollow(path).is_ok()
-}
-
-fn no_hard_links(e: &io::Error) -> bool {
-    fsutil::raw::no_hard_links(e)
 }
 
 /// Remove the record at `path` if `keep_going(bytes)` says so for the record actually moved:
@@ -330,7 +308,7 @@ mod tests {
     fn one_holder_at_a_time_and_release_removes_the_record() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("mutex.lease");
-        let g = acquire(&p).unwrap();
+        let g = acquire_with(&p, LEASE, crate::arbiter::MUTEX_PATIENCE).unwrap();
         assert!(p.exists());
         assert!(g.still_held());
         let err = acquire_with(&p, LEASE, Duration::from_millis(100)).unwrap_err();

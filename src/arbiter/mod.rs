@@ -394,7 +394,7 @@ impl Guard {
         match arbitration {
             Arbitration::Kernel => lock_mutex_within(mutex_path, patience).map(Guard::Kernel),
             Arbitration::Link => {
-                lease::acquire_with(&lease::lease_path(mutex_path), lease::LEASE, patience)
+                lease::acquire_with(&crate::layout::lease_of(mutex_path), lease::LEASE, patience)
                     .map(Guard::Lease)
             }
             Arbitration::None => Err(Error::NoArbitration {
