@@ -216,8 +216,8 @@ fn publish(tmp: &Path, path: &Path, text: &[u8]) -> io::Result<bool> {
             match e.kind() {
                 io::ErrorKind::AlreadyExists => Ok(false),
                 io::ErrorKind::NotFound => Err(e),
-                // Some servers report an existing name as a generic failure (sshfs turns
-                // SFTP's FAILURE into EPERM): if a record opens there (an open asks the server), it is taken.
+                // Some servers report an existing name as a generic failure (sshfs turns SFTP's
+                // FAILURE into EPERM): if a record opens there (an open asks the server), taken.
                 _ if fsutil::open_regular_nofollow(path).is_ok() => Ok(false),
                 // No hard links here (some SMB servers): an exclusive create is atomic there.
                 _ if fsutil::raw::no_hard_links(&e) => {
