@@ -29,7 +29,9 @@ pub fn lock_mutex_within(path: &Path, patience: Duration) -> Result<MutexGuard> 
     // and our lock would let two processes hold "the" mutex, each on its own file: after
     // locking, make sure the file we hold is still the one at the path, else start over.
     loop {
-        let (file, meta) = open_mutex(path)?;
+        // Non-blocking, so that a FIFO planted at `path` cannot make the open wait.
+        let (file, meta) =
+            open_nofollow(path, Access::ReadWriteOrCreate).at("open the workspace mutex", path)?;
         lock_patiently(&file, path, deadline)?;
         match fs::symlink_metadata(path) {
             Ok(now) if (now.dev(), now.ino()) == (meta.dev(), meta.ino()) => {
@@ -71,21 +73,6 @@ pub fn mutex_patience() -> Duration {
     }
 }
 
-/// Why a wait for the mutex ends early: a signal asked this process to stop.
-fn interrupted(path: &Path) -> Option<crate::Error> {
-    crate::wait::stop_requested().map(|signal| crate::Error::Interrupted {
-        signal,
-        file: path.display().to_string(),
-    })
-}
-
-/// The mutex file, open, and what it is (its device and inode do not change while it is open).
-fn open_mutex(path: &Path) -> Result<(File, fs::Metadata)> {
-    // O_NONBLOCK so that a FIFO planted at `path` cannot make the open wait (it does not affect
-    // `flock`).
-    open_nofollow(path, Access::ReadWriteOrCreate).at("open the workspace mutex", path)
-}
-
 /// Take the kernel lock, trying again with short growing pauses until `deadline`, so that a
 /// process frozen while holding the mutex cannot freeze every other coord forever.
 fn lock_patiently(file: &File, path: &Path, deadline: Instant) -> Result<()> {
@@ -99,8 +86,9 @@ fn lock_patiently(file: &File, path: &Path, deadline: Instant) -> Result<()> {
                 return Err(e).at("lock the workspace mutex", path);
             }
         }
-        if let Some(e) = interrupted(path) {
-            return Err(e);
+        if let Some(signal) = crate::wait::stop_requested() {
+            let file = path.display().to_string();
+            return Err(crate::Error::Interrupted { signal, file });
         }
         if Instant::now() >= deadline {
             return Err(io::Error::new(
