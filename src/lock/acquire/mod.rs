@@ -507,8 +507,7 @@ impl Tries<'_> {
             hand_over: self.policy.fs.served_locally(),
         };
         if !self.may_wait || self.deadline.passed() {
-            let err = blocked_error(blocker, self.may_wait, self.started.elapsed());
-            return Err(super::events::refused(ws.root(), self.req, err));
+            return Err(self.refusal(blocker));
         }
         let claims_involved = blocker.pattern.is_some() || !self.req.claims.is_empty();
         self.tell(blocker, on_event);
@@ -535,12 +534,7 @@ impl Tries<'_> {
             );
         }
         // Asked to stop: `waiting` leaves the queue and resets the presence on the way out.
-        if let Some(signal) = crate::wait::stop_requested() {
-            return Err(Error::Interrupted {
-                signal,
-                file: self.first_key(),
-            });
-        }
+        self.stopped()?;
         self.keep_tickets_alive()
     }
 
@@ -572,18 +566,14 @@ impl Tries<'_> {
         let blocker = remote_claim::blocker(&held, &s.remote);
         if !self.may_wait || self.deadline.passed() {
             remote_claim::say_waiting(ws, &req.agent, false);
-            let err = blocked_error(blocker, self.may_wait, self.started.elapsed());
-            return Err(super::events::refused(ws.root(), req, err));
+            return Err(self.refusal(blocker));
         }
         self.tell(blocker, on_event);
         remote_claim::say_waiting(ws, &req.agent, true);
         remote_claim::wait_free(ws, &req.agent, s, self.deadline);
-        if let Some(signal) = crate::wait::stop_requested() {
+        if let Err(e) = self.stopped() {
             remote_claim::say_waiting(ws, &req.agent, false);
-            return Err(Error::Interrupted {
-                signal,
-                file: self.first_key(),
-            });
+            return Err(e);
         }
         Ok(None)
     }
@@ -601,20 +591,16 @@ impl Tries<'_> {
             if self.told.is_some() {
                 remote_claim::say_waiting(ws, &req.agent, false);
             }
-            let err = blocked_error(blocker, self.may_wait, self.started.elapsed());
-            return Err(super::events::refused(ws.root(), req, err));
+            return Err(self.refusal(blocker));
         }
         if self.told.is_none() {
             remote_claim::say_waiting(ws, &req.agent, true);
         }
         self.tell(blocker, on_event);
         crate::wait::pause(self.deadline.next_sleep(REREAD));
-        if let Some(signal) = crate::wait::stop_requested() {
+        if let Err(e) = self.stopped() {
             remote_claim::say_waiting(ws, &req.agent, false);
-            return Err(Error::Interrupted {
-                signal,
-                file: self.first_key(),
-            });
+            return Err(e);
         }
         // A place in line here, from an earlier try, is kept meanwhile.
         self.keep_tickets_alive()
@@ -632,6 +618,23 @@ impl Tries<'_> {
             Some(_) => {}
         }
         self.told = Some(situation);
+    }
+
+    /// The refusal of this request, `blocker` in the way, recorded in the history.
+    fn refusal(&self, blocker: Blocker) -> Error {
+        let err = blocked_error(blocker, self.may_wait, self.started.elapsed());
+        super::events::refused(self.ws.root(), self.req, err)
+    }
+
+    /// `Interrupted` when a signal asked this process to stop.
+    fn stopped(&self) -> Result<()> {
+        match crate::wait::stop_requested() {
+            Some(signal) => Err(Error::Interrupted {
+                signal,
+                file: self.first_key(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// The first file (or claim) asked for.
