@@ -408,7 +408,8 @@ impl Guard {
         }
     }
 
-    /// Fencing: whether this process still holds the mutex.
+    /// Fencing: whether this process still holds the mutex (a lease can be lost by stalling
+    /// past it; anything decided under a lost lease must be undone before it counts).
     pub fn still_held(&self) -> bool {
         match self {
             Guard::Kernel(_) => true,

@@ -29,7 +29,8 @@ pub fn lock_mutex_within(path: &Path, patience: Duration) -> Result<MutexGuard> 
     // and our lock would let two processes hold "the" mutex, each on its own file: after
     // locking, make sure the file we hold is still the one at the path, else start over.
     loop {
-        // Non-blocking, so that a FIFO planted at `path` cannot make the open wait.
+        // Non-blocking, so that a FIFO planted at `path` cannot make the open wait; anything but
+        // a regular file is refused (every coord must lock the same object).
         let (file, meta) =
             open_nofollow(path, Access::ReadWriteOrCreate).at("open the workspace mutex", path)?;
         lock_patiently(&file, path, deadline)?;

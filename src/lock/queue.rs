@@ -52,7 +52,8 @@ pub fn register_with_claims(
     let seq_path = layout::queue_seq(&crate::worktree::shared_root(root));
     let queue_root = layout::queue_root(&crate::worktree::shared_root(root));
     fsutil::ensure_dir(&queue_root)?;
-    // `seq` may be missing, garbage, huge or not a file at all.
+    // `seq` may be missing, garbage, huge or not a file at all. The next number is also above
+    // every ticket still queued, so a damaged counter cannot let a new waiter jump the line.
     let last: u64 = fsutil::read_capped(&seq_path, 64)
         .ok()
         .and_then(|b| String::from_utf8_lossy(&b).trim().parse().ok())

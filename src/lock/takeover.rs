@@ -48,7 +48,8 @@ fn take_over_file(e: &LockEntry) -> Result<bool> {
     let touched = e.mtime.is_some() && fsutil::mtime(&aside_path) != e.mtime;
     if (now_bytes.is_some() && now_bytes != e.raw) || touched {
         // Refreshed by its holder in the meantime (rewritten, or touched as a hand-made lock is
-        // refreshed): put it back and honour it (a copy where hard links do not exist).
+        // refreshed): put it back and honour it (a copy where hard links do not exist). A new
+        // record the holder made at the path meanwhile stands; the moved copy is dropped.
         fsutil::raw::put_back(
             &aside_path,
             &e.lock_path,

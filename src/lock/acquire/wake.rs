@@ -72,7 +72,8 @@ impl Probe {
                 self.ahead.replace(ahead);
                 return Look::Behind;
             }
-            // First in line now.
+            // First in line now. The waiter just ahead most likely left its line because it
+            // took its locks: its lock is what we wait for now.
             if let Some(taken) = last.and_then(|t| self.taken_by(&t)) {
                 self.record.replace(Some(taken));
                 return Look::Blocked;
