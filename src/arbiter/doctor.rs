@@ -40,7 +40,6 @@ pub struct Diagnosis {
     /// past what this machine cached of their contents: a mount that keeps a file's contents
     /// across opens (FUSE `kernel_cache`) would otherwise show a record rewritten at the same
     /// size within the same second as the one before, and a live holder could be judged gone.
-    /// Always on a local disk (one kernel: its cache is the file).
     pub reads_past_cache: bool,
     /// How far this clock runs ahead of the folder's, in milliseconds (negative: behind).
     pub clock_skew_ms: Option<i64>,
@@ -63,10 +62,6 @@ pub struct SyncTool {
 
 /// Diagnose the workspace at `root` (writes one small probe file in `state_dir`, its shared
 /// `.coord/`, to measure the clock skew).
-///
-/// # Errors
-///
-/// As [`Policy::detect`].
 pub fn diagnose(root: &Path, state_dir: &Path) -> Result<Diagnosis> {
     let policy = super::policy(root)?;
     let skew = super::measure_skew(state_dir).ok();

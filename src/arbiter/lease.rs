@@ -1,32 +1,5 @@
 //! The `link` arbitration: a workspace mutex that holds where kernel locks do not cross
 //! machines (NFS, SMB, FUSE), with a lease and fencing.
-//!
-//! # Taking it
-//!
-//! A contender writes its record (a random `token`, `host`, `pid`, `lease`) to a temporary file
-//! of its own beside the lease path, then `link(2)`s it to the lease path. `link` never replaces
-//! an existing name, and a file server performs it atomically, so at most one contender's link
-//! succeeds. Over NFS a retransmitted `LINK` can report failure for a link that was made; as
-//! liblockfile does, the contender then asks its own file's link count: 2 means it won. Where
-//! hard links do not exist (some SMB servers), an `O_EXCL` create stands in for the link.
-//!
-//! # The lease
-//!
-//! A holder keeps the mutex for milliseconds. A contender that finds the same record (byte for
-//! byte) in place for the record's whole `lease` (measured on its own monotonic clock, so no two
-//! clocks are ever compared) takes it to be stalled and breaks it; a record of a process of this
-//! host that no longer exists is broken at once. Breaking renames the record aside (only one
-//! contender can move a given name), compares what it moved with what it judged, and puts back
-//! a record that changed meanwhile (a new holder's).
-//!
-//! # Fencing
-//!
-//! A holder that stalled (SIGSTOP, a frozen VM, a network partition) may wake up after its lease
-//! was broken and someone else took the mutex. Before anything it did under the mutex counts,
-//! it asks [`LeaseGuard::still_held`]: within half the lease this is known without I/O (no one
-//! can have broken it yet); later the record at the lease path must still carry its token.
-//! What was decided under a lost lease is undone by the caller. Release is compare-and-delete in
-//! the same way, so a holder that lost its lease never removes its successor's.
 
 use std::fs;
 use std::io::{self, Write};
@@ -55,11 +28,6 @@ const MAX_PAUSE: Duration = Duration::from_millis(4);
 /// How often a contender reads the record of the lease's holder (to see it stalled or gone).
 const LOOK_EVERY: Duration = Duration::from_millis(10);
 
-/// The lease path beside a kernel-mutex path (`.coord/mutex` → `.coord/mutex.lease`).
-pub fn lease_path(mutex_path: &Path) -> PathBuf {
-    layout::lease_of(mutex_path)
-}
-
 /// A held lease. Dropping it releases it (compare-and-delete).
 #[derive(Debug)]
 pub struct LeaseGuard {
@@ -70,11 +38,6 @@ pub struct LeaseGuard {
 }
 
 impl LeaseGuard {
-    /// The lease file.
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-
     /// Fencing: whether the lease is still this process's (see the module documentation).
     pub fn still_held(&self) -> bool {
         if self.taken.elapsed() < self.lease / 2 {
@@ -100,21 +63,7 @@ impl Drop for LeaseGuard {
     }
 }
 
-/// Take the lease at `path`, waiting at most [`super::MUTEX_PATIENCE`].
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) when the folder cannot be written, or when the lease stays
-/// held by others (changing hands) for the whole patience.
-pub fn acquire(path: &Path) -> Result<LeaseGuard> {
-    acquire_with(path, LEASE, super::MUTEX_PATIENCE)
-}
-
-/// [`acquire`] with a given lease and patience.
-///
-/// # Errors
-///
-/// As [`acquire`].
+/// Take the lease at `path` for `lease`, waiting at most `patience`.
 pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<LeaseGuard> {
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
@@ -220,7 +169,7 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
                         // SMB refuses to move a file its holder still has open (a sharing
                         // violation), as when that holder was stopped between creating its
                         // record and closing it: it cannot be broken until the holder runs or
-                        // dies. Keep waiting, as for a live holder, and say so at the deadline.
+                        // dies.
                         Err(e) if fsutil::raw::is_busy(&e) => {
                             last_error = Some(io::Error::new(
                                 e.kind(),
@@ -267,34 +216,25 @@ fn publish(tmp: &Path, path: &Path, text: &[u8]) -> io::Result<bool> {
             match e.kind() {
                 io::ErrorKind::AlreadyExists => Ok(false),
                 io::ErrorKind::NotFound => Err(e),
-                // Some servers report an existing name as a generic failure (sshfs turns
-                // SFTP's FAILURE into EPERM): if a record opens there, it is taken.
-                _ if exists_at_server(path) => Ok(false),
+                // Some servers report an existing name as a generic failure (sshfs turns SFTP's
+                // FAILURE into EPERM): if a record opens there (an open asks the server), taken.
+                _ if fsutil::open_regular_nofollow(path).is_ok() => Ok(false),
                 // No hard links here (some SMB servers): an exclusive create is atomic there.
-                // Or the holder released between our link and our look: try again (the caller
-                // gives up at its deadline, naming the error).
-                _ if no_hard_links(&e) => match fsutil::raw::create_exclusive(path, text) {
-                    Ok(done) => Ok(done),
-                    Err(_) => Err(io::Error::new(io::ErrorKind::WouldBlock, e)),
-                },
+                _ if fsutil::raw::no_hard_links(&e) => {
+                    match fsutil::raw::create_exclusive(path, text) {
+                        Ok(done) => Ok(done),
+                        Err(_) => Err(io::Error::new(io::ErrorKind::WouldBlock, e)),
+                    }
+                }
                 _ => Err(e),
             }
         }
     }
 }
 
-/// Whether a file opens at `path` (an open asks the server; a `stat` may be answered by a cache).
-fn exists_at_server(path: &Path) -> bool {
-    fsutil::open_regular_nofollow(path).is_ok()
-}
-
-fn no_hard_links(e: &io::Error) -> bool {
-    fsutil::raw::no_hard_links(e)
-}
-
 /// Remove the record at `path` if `keep_going(bytes)` says so for the record actually moved:
 /// it is renamed aside first (one process can move a given name), then judged, then dropped or
-/// put back. Returns whether it was removed.
+/// put back.
 fn remove_if(path: &Path, judge: impl Fn(&[u8]) -> bool) -> io::Result<bool> {
     let dir = path.parent().unwrap_or(Path::new("."));
     let aside = dir.join(format!(
@@ -368,7 +308,7 @@ mod tests {
     fn one_holder_at_a_time_and_release_removes_the_record() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("mutex.lease");
-        let g = acquire(&p).unwrap();
+        let g = acquire_with(&p, LEASE, crate::arbiter::MUTEX_PATIENCE).unwrap();
         assert!(p.exists());
         assert!(g.still_held());
         let err = acquire_with(&p, LEASE, Duration::from_millis(100)).unwrap_err();

@@ -1,36 +1,13 @@
 //! What the shared folder is, and how coord arbitrates on it.
-//!
-//! Every lock transition happens while one process holds the workspace's *arbitration* (the
-//! workspace mutex). How that arbitration is built depends on the filesystem, because a kernel
-//! lock only excludes the processes that share the kernel holding it:
-//!
-//! | filesystem | kernel locks shared by everyone | events cross machines | arbitration |
-//! | --- | --- | --- | --- |
-//! | local (ext4, xfs, btrfs, tmpfs, …) | yes (one kernel) | yes | `kernel`: `flock` on `.coord/mutex` |
-//! | NFS | only with a working lock manager | no | `link`: a lease taken by `link(2)` |
-//! | SMB/CIFS | no | no | `link` |
-//! | FUSE (sshfs, …) | no (per mount) | no | `link` |
-//! | anything else | unknown | unknown | `link` |
-//! | rclone mounts (`fuse.rclone`) | no | no | `none`: every command that takes a lock refuses |
-//!
-//! The `link` arbitration ([`lease`]) relies only on what a file server makes atomic: creating a
-//! name that does not exist yet. It carries a lease, so a holder that stalls (stopped, frozen,
-//! cut off) is overtaken after [`lease::LEASE`], and fencing, so that holder cannot act on a
-//! decision it took before it was overtaken.
-//!
-//! Where neither holds — an rclone mount: `link(2)` fails (`EIO`) and its exclusive create is
-//! only exclusive within one mount — no arbitration can hold, and coord says so instead of
-//! failing on a raw I/O error ([`Error::NoArbitration`]).
-//!
-//! `COORD_ARBITRATION=kernel|link` overrides the choice (every process sharing the folder must
-//! then be given the same value).
 
 pub mod doctor;
 pub mod lease;
 mod mutex;
 
+use std::collections::HashMap;
 use std::io;
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, OnceLock};
 use std::time::Duration;
 
 use serde::Serialize;
@@ -123,10 +100,6 @@ impl FsInfo {
     }
 
     /// Find out what `dir` is on.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Io`] when `statfs` fails.
     pub fn detect(dir: &Path) -> Result<FsInfo> {
         let st = rustix::fs::statfs(dir)
             .map_err(io::Error::from)
@@ -160,12 +133,7 @@ impl FsInfo {
         self.class == FsClass::Local
     }
 
-    /// Whether making or looking at a file costs no round trip to a server. Only then does work
-    /// done ahead of need pay off (files made while waiting, a queue left once a command has
-    /// started): on a network filesystem, checking a file made ahead costs a round trip as
-    /// making one does. Only then, too, does a waiter sleep on the `flock` of the file ahead of
-    /// it ([`crate::wait::handoff`]): locks on a network filesystem go through its server, or stay on
-    /// one machine.
+    /// Whether making or looking at a file costs no round trip to a server.
     pub fn served_locally(&self) -> bool {
         self.class == FsClass::Local
     }
@@ -285,10 +253,6 @@ pub struct Policy {
 impl Policy {
     /// The policy for a filesystem, with an optional override (the value of
     /// `COORD_ARBITRATION`).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`](crate::Error) for an override that is neither `kernel` nor `link`.
     pub fn choose(fs: FsInfo, override_value: Option<&str>) -> Result<Policy> {
         let detected = if !fs.arbitrable() {
             Arbitration::None
@@ -320,10 +284,6 @@ impl Policy {
     }
 
     /// The policy for the folder `dir`, honouring `COORD_ARBITRATION`.
-    ///
-    /// # Errors
-    ///
-    /// As [`FsInfo::detect`] and [`Policy::choose`].
     pub fn detect(dir: &Path) -> Result<Policy> {
         let fs = FsInfo::detect(dir)?;
         let value = std::env::var(ENV_ARBITRATION).ok();
@@ -332,16 +292,9 @@ impl Policy {
 }
 
 /// The policy for the workspace at `root`, detected once per process.
-///
-/// # Errors
-///
-/// As [`Policy::detect`].
 pub fn policy(root: &Path) -> Result<Policy> {
-    use std::collections::HashMap;
-    use std::sync::{Mutex, OnceLock};
-    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Policy>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
-    if let Some(p) = cache.lock().ok().and_then(|c| c.get(root).cloned()) {
+    static CACHE: PerRoot<Policy> = OnceLock::new();
+    if let Some(p) = cached(&CACHE, root) {
         return Ok(p);
     }
     let p = Policy::detect(root)?;
@@ -349,10 +302,22 @@ pub fn policy(root: &Path) -> Result<Policy> {
         crate::fsutil::mark_network_fs();
         crate::fsutil::read_past_cache();
     }
-    if let Ok(mut c) = cache.lock() {
-        c.insert(root.to_path_buf(), p.clone());
-    }
+    remember(&CACHE, root, p.clone());
     Ok(p)
+}
+
+/// A value found once per process for each workspace root.
+type PerRoot<T> = OnceLock<Mutex<HashMap<PathBuf, T>>>;
+
+fn cached<T: Clone>(cache: &PerRoot<T>, root: &Path) -> Option<T> {
+    let c = cache.get_or_init(Default::default).lock().ok()?;
+    c.get(root).cloned()
+}
+
+fn remember<T>(cache: &PerRoot<T>, root: &Path, value: T) {
+    if let Ok(mut c) = cache.get_or_init(Default::default).lock() {
+        c.insert(root.to_path_buf(), value);
+    }
 }
 
 /// How often a waiter on `dir` re-checks without an event: [`crate::wait::RECHECK`], or sooner
@@ -366,8 +331,7 @@ pub fn recheck_for(dir: &Path) -> Duration {
 /// How far this machine's clock runs ahead of the folder's (the file server's), when it does by
 /// more than two seconds; measured once per process by writing a file in `.coord/` (under the
 /// shared root `root`) and reading
-/// the mtime the server gave it. `None` when it does not, when it cannot be measured, or when
-/// the clock is fixed by `COORD_NOW`.
+/// the mtime the server gave it.
 pub fn clock_ahead(root: &Path) -> Option<Duration> {
     if std::env::var_os(crate::clock::NOW_ENV).is_some() {
         return None;
@@ -377,27 +341,18 @@ pub fn clock_ahead(root: &Path) -> Option<Duration> {
 }
 
 fn cached_skew(root: &Path) -> Option<f64> {
-    use std::collections::HashMap;
-    use std::sync::{Mutex, OnceLock};
-    static CACHE: OnceLock<Mutex<HashMap<PathBuf, Option<f64>>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
-    if let Some(s) = cache.lock().ok().and_then(|c| c.get(root).copied()) {
+    static CACHE: PerRoot<Option<f64>> = OnceLock::new();
+    if let Some(s) = cached(&CACHE, root) {
         return s;
     }
     let s = measure_skew(&crate::layout::state_dir(root)).ok();
-    if let Ok(mut c) = cache.lock() {
-        c.insert(root.to_path_buf(), s);
-    }
+    remember(&CACHE, root, s);
     s
 }
 
 /// Seconds this clock is ahead of the clock that stamps files in `dir` (negative: behind):
 /// a file is created there and its mtime, as the filesystem reports it on the open file, is
 /// compared with this machine's time around the write.
-///
-/// # Errors
-///
-/// Any error creating, writing or inspecting the file.
 pub fn measure_skew(dir: &Path) -> io::Result<f64> {
     use std::io::Write;
     use std::time::SystemTime;
@@ -425,21 +380,12 @@ pub enum Guard {
 
 impl Guard {
     /// Take the workspace mutex whose kernel-lock file is `mutex_path`, as `arbitration` says.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::Io`] when it cannot be taken (a holder that never lets go, for a kernel lock,
-    /// or a folder that cannot be written).
     pub fn take(mutex_path: &Path, arbitration: Arbitration) -> Result<Guard> {
         Guard::take_within(mutex_path, arbitration, MUTEX_PATIENCE)
     }
 
     /// [`Guard::take`], waiting at most `patience` (and never past
     /// [`mutex_patience`]); a signal that asks this process to stop ends the wait.
-    ///
-    /// # Errors
-    ///
-    /// As [`Guard::take`]; [`Error::Interrupted`](crate::Error::Interrupted) on a signal.
     pub fn take_within(
         mutex_path: &Path,
         arbitration: Arbitration,
@@ -448,7 +394,7 @@ impl Guard {
         match arbitration {
             Arbitration::Kernel => lock_mutex_within(mutex_path, patience).map(Guard::Kernel),
             Arbitration::Link => {
-                lease::acquire_with(&lease::lease_path(mutex_path), lease::LEASE, patience)
+                lease::acquire_with(&crate::layout::lease_of(mutex_path), lease::LEASE, patience)
                     .map(Guard::Lease)
             }
             Arbitration::None => Err(Error::NoArbitration {
@@ -462,9 +408,8 @@ impl Guard {
         }
     }
 
-    /// Fencing: whether this process still holds the mutex. A kernel lock cannot be lost; a
-    /// lease can, when this process stalled past it and another took it over. Anything
-    /// decided under a lost lease must be undone before it counts.
+    /// Fencing: whether this process still holds the mutex (a lease can be lost by stalling
+    /// past it; anything decided under a lost lease must be undone before it counts).
     pub fn still_held(&self) -> bool {
         match self {
             Guard::Kernel(_) => true,

@@ -11,9 +11,6 @@ use crate::error::{IoResultExt, Result};
 use crate::fsutil::{Access, open_nofollow};
 
 /// The workspace mutex: a short kernel lock on a file that is never deleted.
-///
-/// Every lock transition (acquire, stale takeover, release, fenced commit) happens while one
-/// of these is held. Dropping it releases the kernel lock.
 #[derive(Debug)]
 pub struct MutexGuard {
     // Closing the file releases the kernel lock.
@@ -21,28 +18,21 @@ pub struct MutexGuard {
 }
 
 /// Take the workspace mutex at `path`, blocking until it is free (it is held for microseconds).
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) when the mutex file cannot be opened (a symlink is refused)
-/// or locked.
 pub fn lock_mutex(path: &Path) -> Result<MutexGuard> {
     lock_mutex_within(path, MUTEX_PATIENCE)
 }
 
 /// [`lock_mutex`], waiting at most `patience` (and never past [`mutex_patience`]).
-///
-/// # Errors
-///
-/// As [`lock_mutex`]; [`Error::Interrupted`](crate::Error::Interrupted) when a signal asked
-/// this process to stop meanwhile (see [`crate::wait::stop_on_signals`]).
 pub fn lock_mutex_within(path: &Path, patience: Duration) -> Result<MutexGuard> {
     let deadline = Instant::now() + patience.min(mutex_patience());
     // A mutex file deleted and created anew (`git clean`, an agent tidying up) between our open
     // and our lock would let two processes hold "the" mutex, each on its own file: after
     // locking, make sure the file we hold is still the one at the path, else start over.
     loop {
-        let (file, meta) = open_mutex(path)?;
+        // Non-blocking, so that a FIFO planted at `path` cannot make the open wait; anything but
+        // a regular file is refused (every coord must lock the same object).
+        let (file, meta) =
+            open_nofollow(path, Access::ReadWriteOrCreate).at("open the workspace mutex", path)?;
         lock_patiently(&file, path, deadline)?;
         match fs::symlink_metadata(path) {
             Ok(now) if (now.dev(), now.ino()) == (meta.dev(), meta.ino()) => {
@@ -84,26 +74,8 @@ pub fn mutex_patience() -> Duration {
     }
 }
 
-/// Why a wait for the mutex ends early: a signal asked this process to stop.
-fn interrupted(path: &Path) -> Option<crate::Error> {
-    crate::wait::stop_requested().map(|signal| crate::Error::Interrupted {
-        signal,
-        file: path.display().to_string(),
-    })
-}
-
-/// The mutex file, open, and what it is (its device and inode do not change while it is open).
-fn open_mutex(path: &Path) -> Result<(File, fs::Metadata)> {
-    // O_NONBLOCK so that a FIFO planted at `path` cannot make the open wait (it does not affect
-    // `flock`). Anything but a regular file is refused: every coord process must lock the same
-    // kind of object, and a symlink could point anywhere.
-    open_nofollow(path, Access::ReadWriteOrCreate).at("open the workspace mutex", path)
-}
-
 /// Take the kernel lock, trying again with short growing pauses until `deadline`, so that a
-/// process frozen while holding the mutex cannot freeze every other coord forever. The mutex is
-/// held for a fraction of a millisecond, and a waiter woken by a release usually finds its
-/// releaser still finishing: pauses stay at most 0.2 ms for the first 50 ms, then grow to 1 ms.
+/// process frozen while holding the mutex cannot freeze every other coord forever.
 fn lock_patiently(file: &File, path: &Path, deadline: Instant) -> Result<()> {
     let started = Instant::now();
     let mut pause = Duration::from_micros(20);
@@ -115,8 +87,9 @@ fn lock_patiently(file: &File, path: &Path, deadline: Instant) -> Result<()> {
                 return Err(e).at("lock the workspace mutex", path);
             }
         }
-        if let Some(e) = interrupted(path) {
-            return Err(e);
+        if let Some(signal) = crate::wait::stop_requested() {
+            let file = path.display().to_string();
+            return Err(crate::Error::Interrupted { signal, file });
         }
         if Instant::now() >= deadline {
             return Err(io::Error::new(

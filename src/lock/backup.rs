@@ -1,14 +1,4 @@
 //! Backups: `FILE.bak` beside FILE, written before any change coord makes or allows.
-//!
-//! A backup is a whole copy published by atomic rename: a reader sees the previous backup or
-//! the new one, never a mix. A symlink planted at `FILE.bak` is replaced, never followed, and
-//! nothing but `FILE.bak` is ever touched. Only regular files are backed up. A `FILE.bak` that
-//! already is a regular file with the same content and mode is not rewritten.
-//!
-//! Generations: before a `FILE.bak` is replaced by different content, it is kept under
-//! `.coord/backups/<file>/<seq>` (a hard link to it, a copy where links do not exist), the
-//! newest [`GENERATIONS_KEPT`] of them. Generation 1 is `FILE.bak`, 2 the one it replaced, and
-//! so on: `coord restore FILE --list` shows them, `coord restore FILE --from N` puts one back.
 
 use std::fs;
 use std::io;
@@ -23,9 +13,6 @@ use crate::workspace::Target;
 
 /// Copy `target` to `target.bak` when it is a regular file. Returns the backup's path relative
 /// to the root, or `None` when there was nothing to back up.
-///
-/// # Errors
-/// [`Error::Io`](crate::Error::Io) naming the file when the copy fails.
 pub fn write(root: &Path, target: &Target) -> Result<Option<String>> {
     match fs::symlink_metadata(&target.abs) {
         Ok(meta) if meta.is_file() => {}
@@ -50,9 +37,7 @@ pub fn existing(target: &Target) -> Option<String> {
 }
 
 /// A backup copied aside and fsynced, not yet published: [`Staged::commit`] puts it at
-/// `FILE.bak` with one rename. Copying before taking the workspace mutex keeps the mutex
-/// short; the copy is of a file whose lock the caller holds, so it cannot change meanwhile
-/// (through coord). Dropping it unpublished removes the copy.
+/// `FILE.bak` with one rename.
 #[derive(Debug)]
 pub struct Staged {
     root: PathBuf,
@@ -64,9 +49,6 @@ pub struct Staged {
 
 /// Copy `target` aside for a backup when it is a regular file; `None` when there is nothing
 /// to back up.
-///
-/// # Errors
-/// [`Error::Io`](crate::Error::Io) naming the file when the copy fails.
 pub fn stage(root: &Path, target: &Target) -> Result<Option<Staged>> {
     match fs::symlink_metadata(&target.abs) {
         Ok(meta) if meta.is_file() => {}
@@ -87,9 +69,6 @@ pub fn stage(root: &Path, target: &Target) -> Result<Option<Staged>> {
 impl Staged {
     /// Publish the copy at `FILE.bak` (replacing it, never following a link there). Returns
     /// the backup's path relative to the root.
-    ///
-    /// # Errors
-    /// [`Error::Io`](crate::Error::Io) naming `FILE.bak`.
     pub fn commit(self) -> Result<String> {
         if !fsutil::same_regular_files(self.tmp.path(), &self.dst) {
             keep_generation(&self.root, &self.target);
@@ -119,8 +98,7 @@ pub struct Generation {
 }
 
 /// Keep the current `FILE.bak` (a regular file) as the newest older generation before it is
-/// replaced, and drop the oldest beyond [`GENERATIONS_KEPT`]. Called under FILE's lock.
-/// Best effort: a generation that cannot be kept (a full disk) never stops the backup itself.
+/// replaced, and drop the oldest beyond [`GENERATIONS_KEPT`].
 pub fn keep_generation(root: &Path, target: &Target) {
     let bak = layout::backup(&target.abs);
     if !fs::symlink_metadata(&bak).is_ok_and(|m| m.is_file()) {
@@ -189,9 +167,6 @@ fn stored(dir: &Path) -> Vec<(u64, PathBuf)> {
 
 /// Every backup generation of `target`, newest first: `FILE.bak` (when it is a regular file),
 /// then the older ones under `.coord/backups/`.
-///
-/// # Errors
-/// [`Error::Io`](crate::Error::Io) when the generations folder exists but cannot be read.
 pub fn generations(root: &Path, target: &Target) -> Result<Vec<Generation>> {
     let mut all = Vec::new();
     let bak = layout::backup(&target.abs);

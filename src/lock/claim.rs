@@ -1,27 +1,9 @@
 //! Claims: a lock on a folder or a pattern (`src/auth/`, `src/**/*.sql`), kept in one small
 //! file, `.coord/claims` (in the main work tree, shared by every worktree of the repository).
 //!
-//! ```text
-//! Agent: Claude
-//! id: claude
-//! locked_at: 2026-01-28T01:00:00+01:00
-//! pattern: src/auth/**
-//! token: 9f3c0a4e5d6b7c8a
-//! ttl: 5m
-//! host: build-box
-//! worktree: /repo
-//! branch: main
-//! reason: auth refactor
-//! ```
-//!
-//! One record per claim, records separated by an empty line; the keys after `pattern` are those
-//! of a lock record (`pid`, `pid_start`, `session`, `client`, `client_session` when the claim
-//! follows a process), plus the work tree the claim was taken in and its branch. A claim is
-//! judged exactly like a lock (LIVE, STALE, by TTL, holder presence and process), and is STALE
-//! at once when the work tree it was taken in is gone, as a lock file goes with its tree. A
-//! STALE claim is taken over by the next lock or claim that passes over it. The file is
-//! only ever rewritten whole (durable replace) under the workspace mutex, and read once per try
-//! or view: claims are few, and nothing walks the repository to find them.
+//! One record per claim (keys of a lock record, `pattern` for `file`, plus `worktree` and
+//! `branch`), records separated by an empty line. A claim is judged like a lock, and is STALE
+//! at once when its work tree is gone. The file is only rewritten whole under the mutex.
 
 use std::path::Path;
 
@@ -152,12 +134,7 @@ pub fn holder_text(root: &Path, e: &LockEntry) -> String {
 }
 
 /// Release `agent`'s claims on `patterns` (all of its claims when `None`); with `force`, a
-/// STALE claim of another agent on one of `patterns` goes too. Each pattern's outcome is
-/// reported as a [`Release`] whose `file` is the pattern. A claim published on the remote is
-/// released there too, once released here (see `remote_claim`).
-///
-/// # Errors
-/// [`Error::Io`](crate::error::Error::Io) when `.coord/claims` cannot be rewritten.
+/// STALE claim of another agent on one of `patterns` goes too.
 pub fn release(
     ws: &Workspace,
     agent: &crate::workspace::AgentId,
@@ -193,7 +170,7 @@ pub(super) fn release_here(
         for (i, e) in all.iter().enumerate().filter(|(_, e)| e.agent == me) {
             gone[i] = true;
             marked.extend(Marked::of(e, true));
-            out.push(released(&e.file, ReleaseOutcome::Released));
+            out.push(Release::new(&e.file, true, ReleaseOutcome::Released));
         }
         write_without(root, &all, &gone)?;
         super::events::released(root, agent, &out, true);
@@ -224,7 +201,7 @@ pub(super) fn release_here(
                 from: from.join(", "),
             }
         };
-        out.push(released(p.as_str(), outcome));
+        out.push(Release::new(p.as_str(), true, outcome));
     }
     write_without(root, &all, &gone)?;
     super::events::released(root, agent, &out, true);
@@ -232,12 +209,7 @@ pub(super) fn release_here(
 }
 
 /// Release `agent`'s claims taken with these tokens, each `(pattern, token)` (what `coord run`
-/// took, at its end): compare-and-delete, as for a lock. A claim whose record no longer
-/// carries its token (taken over while STALE, released) is [`ReleaseOutcome::Lost`]; nothing
-/// else is touched. Those published on the remote are released there too.
-///
-/// # Errors
-/// [`Error::Io`](crate::error::Error::Io) when `.coord/claims` cannot be rewritten.
+/// took, at its end): compare-and-delete, as for a lock.
 pub fn release_tokens(
     ws: &Workspace,
     agent: &crate::workspace::AgentId,
@@ -272,8 +244,9 @@ pub(super) fn give_back(
                 && all[i].file == *pattern
                 && all[i].token() == Some(token.as_str())
         });
-        out.push(released(
+        out.push(Release::new(
             pattern,
+            true,
             match ours {
                 Some(i) => {
                     gone[i] = true;
@@ -293,9 +266,6 @@ pub(super) fn give_back(
 
 /// Add `keys` to `agent`'s claims taken with these tokens, each `(pattern, token)`. Caller
 /// holds the mutex. The patterns whose claim no longer carries its token are returned.
-///
-/// # Errors
-/// [`Error::Io`](crate::error::Error::Io) when `.coord/claims` cannot be rewritten.
 pub(super) fn mark(
     ws: &Workspace,
     agent: &crate::workspace::AgentId,
@@ -332,15 +302,6 @@ pub(super) fn mark(
         .filter(|(_, f)| !f)
         .filter_map(|((p, _), _)| Pattern::parse(p).ok())
         .collect())
-}
-
-fn released(pattern: &str, outcome: ReleaseOutcome) -> Release {
-    Release {
-        claim: true,
-        file: pattern.to_string(),
-        outcome,
-        remote: None,
-    }
 }
 
 /// Rewrite `.coord/claims` without the records marked `gone` (nothing is written when none

@@ -1,10 +1,4 @@
 //! The wait-for graph: which agent waits for which file, held by whom, and the cycles in it.
-//!
-//! Holders come from the lock files (hand-made ones included), waiters from the tickets of the
-//! wait queue (see [`crate::lock::queue`]). An agent that waits for a file waits for every agent
-//! holding a non-stale lock on it. A lock request waits for all its files, so a cycle in this
-//! graph is a wait that can never end on its own: nobody in it lets go of what the next one
-//! needs. `coord lock` refuses to close such a cycle (see [`cycle_through`]).
 
 use std::collections::{HashMap, VecDeque};
 

@@ -1,23 +1,6 @@
 //! The index of the locks coord made: `.coord/held/`, one empty entry per lock file
 //! ([`layout::held_entry`]), so that the views (`status`, `check`, a session's start) find
 //! them without walking the tree, in ignored folders (`node_modules/`, `target/`) too.
-//!
-//! The lock files stay the truth; the index is a hint that every reader verifies. Its one
-//! invariant is that it names at least every lock coord made: under the workspace mutex an
-//! entry is made before its lock file is published and removed only after the lock file is
-//! gone. A process killed between the two leaves an entry without a lock file, which a reader
-//! skips (the lock file is looked up and is not there) and the next release of that file (which
-//! finds it not locked), `coord unlock` of all of an agent's locks, or `coord prune` removes;
-//! so does a lock file removed by hand. Nothing is ever lost from a view by a crash: a lock file is only
-//! published once its entry exists.
-//!
-//! An entry is keyed by the path relative to its work tree's top level and is shared by every
-//! work tree of the repository (one index per workspace): a lock released or taken over from
-//! another tree than the one it lies in forgets its entry as well ([`forget_removed`]), and an
-//! entry is stale only when no tree holds its lock file ([`prune`]).
-//!
-//! Locks made by hand are not in it: the views find those by walking the folders that git does
-//! not ignore (see `scan`).
 
 use std::fs;
 use std::io;
@@ -29,9 +12,6 @@ use crate::layout;
 
 /// Make the entry of `agent`'s lock on `rel`, if it is not there yet. Caller holds the mutex,
 /// and calls this before it publishes the lock file.
-///
-/// # Errors
-/// [`Error::Io`](crate::error::Error::Io) when the entry cannot be made.
 pub(super) fn note(root: &Path, rel: &str, agent: &str) -> Result<()> {
     let (path, hashed) = layout::held_entry(&crate::worktree::shared_root(root), rel, agent);
     if hashed {
@@ -63,8 +43,7 @@ pub(super) fn forget(root: &Path, rel: &str, agent: &str) {
 }
 
 /// Forget the entry of the lock file `lock_path` of `agent` on `rel`, just removed, in whichever
-/// work tree it lay. Caller holds the mutex. A lock made by hand under another spelling
-/// (`FILE.lock.Claude`) has no entry of its own: the entry of coord's spelling stays.
+/// work tree it lay.
 pub(super) fn forget_removed(root: &Path, rel: &str, agent: &str, lock_path: &Path) {
     if lock_path.file_name() == layout::lock_file(Path::new(rel), agent).file_name() {
         forget(root, rel, agent);
@@ -106,7 +85,7 @@ fn plain_relative(rel: &str) -> bool {
 
 /// Remove every entry whose lock file is gone from every work tree sharing the workspace (left
 /// by a process killed between the two, or a lock file removed by hand), and what earlier
-/// versions of coord left in `.coord/` ([`layout::leftovers`]). Caller holds the mutex.
+/// versions of coord left in `.coord/` ([`layout::leftovers`]).
 pub(super) fn prune(root: &Path) {
     for leftover in layout::leftovers(&crate::worktree::shared_root(root)) {
         fsutil::remove_flat(&leftover);

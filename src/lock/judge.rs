@@ -1,13 +1,4 @@
 //! Judging lock files: live, stale or conflict, and the one-line description of a problem.
-//!
-//! A lock is stale when it is older than its TTL and its holder's presence is not ACTIVE, or at
-//! once when it records a process of this host that is gone (or whose pid now names a process
-//! started at another time); a lock dated beyond its TTL in the future counts as expired. A
-//! lock taken in an agent client's session (`client:` line) on this host is judged by its
-//! client process alone: LIVE while it runs, STALE once it is gone or the holder's presence
-//! says FINISHED. A claim taken in a work tree that is gone is stale at once, as the lock files
-//! of that tree went with it ([`crate::worktree::is_gone`]). Two or more non-stale locks on one
-//! file are all in CONFLICT.
 
 use std::path::Path;
 
@@ -56,8 +47,7 @@ fn stale_reason(
             return Some(format!("its process {pid} on {h} is gone"));
         }
         // Taken in an agent client's session, on this host: the lock follows the client
-        // process, not its age (one tool call may run for longer than any TTL). Only when its
-        // start time is recorded, so that the process is surely the one that took the lock.
+        // process, not its age (one tool call may run for longer than any TTL).
         if let Some((client, _)) = e.client_session()
             && h == host::hostname()
             && e.process_start().is_some()

@@ -1,52 +1,10 @@
 //! Locks: `FILE.lock.<agent>` beside FILE, in the seed's format, that two holders never share.
 //!
-//! This module holds a lock file as read ([`LockEntry`]); `scan` finds lock files (the ones
-//! coord made through `index`, its list of them under `.coord/held/`), `judge`
-//! decides live, stale or conflict, `takeover` removes a stale one only if it is unchanged;
-//! [`acquire()`] takes locks (waiting in the queue, taking stale ones over) and [`release()`]
-//! gives them back.
-//!
-//! # Semantics
-//!
-//! Locks are **advisory**: they bind agents that ask for them (through coord, or by following
-//! the seed text by hand), not programs that ignore them.
-//!
-//! ```text
-//! Agent: Claude
-//! locked_at: 2026-01-28T01:00:00+01:00
-//! file: SHARED.txt
-//! token: 9f3c0a4e5d6b7c8a
-//! ttl: 5m
-//! host: build-box
-//! ```
-//!
-//! The seed's three keys come first; coord adds a random `token`, the `ttl`, the `host`, and,
-//! for locks tied to a process (`coord session`, `coord run`, an agent client's session), its
-//! `pid`, its start time `pid_start` (a reused pid is another process) and `session`; for a
-//! lock taken in an agent client's session, `client` and `client_session`; and an optional
-//! `reason`.
-//!
-//! **Stale.** A lock is stale when it is older than its TTL (default 5 minutes) and its holder's
-//! presence is not ACTIVE (heartbeat at most 2 minutes old); or at once when it records a process
-//! of this host that no longer exists. A lock taken in an agent client's session follows the
-//! client process instead of its age: LIVE while that process lives (however long one tool call
-//! takes), STALE the moment it is gone or the holder's presence says FINISHED (the session
-//! ended). Age comes from `locked_at`, or from the file's mtime when
-//! that cannot be read: an unreadable lock file is still a lock. Two or more non-stale locks on
-//! one file are a CONFLICT (someone bypassed the protocol) and are reported, never hidden.
-//!
-//! **Mutual exclusion.** The seed's "look, then create" lets two agents both win. Here every
-//! transition — acquire, stale takeover, release — happens under the workspace mutex (a kernel
-//! lock on `.coord/mutex`, held for microseconds), and a record is published whole (temporary
-//! file, then link without replacing). A stale record is renamed aside, re-read and compared
-//! before it is dropped; if it changed, it is put back and honoured. After publishing, coord
-//! looks once more for a lock made by hand meanwhile and withdraws in its favour.
-//!
-//! **Filesystems.** The workspace mutex is what [`crate::arbiter`] chooses for the folder: on a
-//! local filesystem `flock(2)`; where kernel locks do not cross machines (NFS, SMB, FUSE) a lease
-//! published with `link(2)`, with fencing. There, records are read by open + `fstat` (never
-//! through cached attributes), a lock whose open fails with "not found" is gone, and lock files
-//! are also looked up by exact name for every agent on the roster, because listings lag.
+//! Every transition (acquire, stale takeover, release) happens under the workspace mutex
+//! ([`crate::arbiter`]); a record is published whole (temporary file, then link without
+//! replacing); a stale record is renamed aside, re-read and compared before it is dropped (put
+//! back and honoured if it changed); after publishing, coord looks once more for a lock made
+//! by hand and withdraws in its favour.
 
 mod acquire;
 pub mod backup;
@@ -183,11 +141,6 @@ pub struct LockEntry {
 
 impl LockEntry {
     /// Read one lock file; `None` when it is gone.
-    ///
-    /// A lock file whose open fails with "not found" is gone, whatever a folder listing or a
-    /// cached `stat` still says (a network filesystem's attribute cache can show a released
-    /// lock for many seconds). The mtime comes from the open file (`fstat`), which a network
-    /// filesystem revalidates on open, not from the path.
     fn read(lock_path: PathBuf, file: String, agent: String) -> Option<LockEntry> {
         let mut e = LockEntry::new(lock_path, file, agent, None);
         match fsutil::read_capped_with_mtime(&e.lock_path, RECORD_CAP) {
@@ -228,14 +181,6 @@ impl LockEntry {
     }
 
     /// [`LockEntry::read`] of a lock file a folder listing showed, on a network filesystem.
-    /// A "not found" from the open may come from this machine's negative lookup cache (NFS
-    /// `lookupcache=all`, FUSE `negative_timeout`) that remembers the name as absent from
-    /// before it was made: the server itself is asked, with an exclusive create that it
-    /// answers (never the cache). Exists there: the failed create made this machine forget
-    /// the name it remembered as absent (NFS and FUSE drop a name whose exclusive create
-    /// failed), so it is read again, and judged by its record (its `locked_at` or mtime); a
-    /// lock that still cannot be read is a lock all the same, with no age (live) until the
-    /// cache lets it be read. Created: it was gone indeed, and what was made is removed at once.
     fn read_listed(lock_path: PathBuf, file: String, agent: String) -> Option<LockEntry> {
         if let Some(e) = LockEntry::read(lock_path.clone(), file.clone(), agent.clone()) {
             return Some(e);
@@ -308,7 +253,7 @@ impl LockEntry {
 
     /// The work tree a claim was taken in (`worktree`), when it was taken on this host: a path
     /// another machine recorded may name nothing here (a shared folder is mounted elsewhere
-    /// there). A lock file lies in its work tree, and records none.
+    /// there).
     pub fn tree_here(&self) -> Option<&str> {
         let tree = self.field("worktree")?;
         (self.field("host")? == crate::host::hostname()).then_some(tree)
@@ -322,7 +267,7 @@ impl LockEntry {
     /// When the lock goes if nobody takes it over, in words after "released", by the kind of
     /// holder: an agent client's session releases its locks when its turn ends (its Stop
     /// hook); a lock that follows a process (`coord run`, `coord session`, `coord mcp`) goes
-    /// with it; any other lasts until its holder unlocks it. Every refusal says it this way.
+    /// with it; any other lasts until its holder unlocks it.
     pub fn released_when(&self) -> &'static str {
         if self.client_session().is_some() {
             "when its holder's turn ends"
@@ -352,7 +297,7 @@ mod tests;
 
 /// Forget the entries of coord's index of locks whose lock file no work tree holds any more (a
 /// lock file removed by hand, as the seed unlocks), returning each entry's path; with
-/// `dry_run`, only say which. Caller holds the mutex.
+/// `dry_run`, only say which.
 pub fn forget_gone(root: &std::path::Path, dry_run: bool) -> Vec<PathBuf> {
     index::gone(root)
         .into_iter()

@@ -1,18 +1,4 @@
 //! The wait queue: waiters for a busy lock are served in the order they started waiting.
-//!
-//! A waiter registers one ticket per file it waits for, under `.coord/queue/q-<hash>/`, named
-//! `<seq>.<agent>` with a sequence number taken from `.coord/queue/seq`. Every queue operation
-//! runs under the workspace mutex, so the numbers are unique and increase. Only the waiter whose
-//! ticket is the first live one in every queue it stands in may take the lock; since one global
-//! counter orders all tickets, the oldest waiter is first in each of its queues, and waiters for
-//! overlapping sets of files cannot block each other in a cycle.
-//!
-//! On a local filesystem a waiter keeps its tickets locked (`flock`) while they stand, and the
-//! waiter behind sleeps on that lock ([`crate::wait::handoff`]).
-//!
-//! A ticket is dead when its process is gone (same host) or when it has not been touched for
-//! [`TICKET_TIMEOUT`] (waiters touch theirs every few seconds). Dead tickets are removed by
-//! whoever looks next; a waiter that gives up removes its own.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -66,10 +52,8 @@ pub fn register_with_claims(
     let seq_path = layout::queue_seq(&crate::worktree::shared_root(root));
     let queue_root = layout::queue_root(&crate::worktree::shared_root(root));
     fsutil::ensure_dir(&queue_root)?;
-    // `seq` may be missing, garbage, huge or not a file at all. Never trust it alone: the next
-    // number is also above every ticket still queued, so a damaged counter cannot let a new
-    // waiter jump the line. At the top of the range the number stays there (saturating, no
-    // overflow); tickets then share it and are ordered by name, which still never deadlocks.
+    // `seq` may be missing, garbage, huge or not a file at all. The next number is also above
+    // every ticket still queued, so a damaged counter cannot let a new waiter jump the line.
     let last: u64 = fsutil::read_capped(&seq_path, 64)
         .ok()
         .and_then(|b| String::from_utf8_lossy(&b).trim().parse().ok())
@@ -335,7 +319,7 @@ pub fn waiters(root: &Path) -> Vec<Waiter> {
 
 /// The ticket numbered last before `seq` in the queue folder `dir`, if one stands there (listed,
 /// and when `open` still there when opened; not judged live or dead, nothing removed; no mutex
-/// needed). The last one before ours leaves last: a waiter can watch that one alone.
+/// needed).
 pub fn ticket_before(dir: &Path, seq: u64, open: bool) -> Option<PathBuf> {
     let mut before: Vec<(u64, PathBuf)> = fsutil::read_dir(dir)
         .ok()?
@@ -352,9 +336,7 @@ pub fn ticket_before(dir: &Path, seq: u64, open: bool) -> Option<PathBuf> {
         .find(|path| ticket_stands(path, open))
 }
 
-/// Whether the ticket file at `path` is still there. With `open`, it must also open: where a
-/// network filesystem may serve names from a cache that still shows a ticket another machine
-/// removed (sshfs: 20 s), only the server can tell.
+/// Whether the ticket file at `path` is still there.
 pub fn ticket_stands(path: &Path, open: bool) -> bool {
     if open {
         fsutil::open_regular_nofollow(path).is_ok()

@@ -104,7 +104,6 @@ fn the_ticket_just_ahead_is_the_last_one_numbered_before_ours() {
 
 /// A wait that has run out before the first look never waits, so it closes no cycle: it reports
 /// the holder, as `--no-wait` does, not a deadlock, though the holder waits for a file of ours.
-/// With time left to wait, the same request is a deadlock.
 #[test]
 fn a_wait_run_out_before_the_first_look_reports_the_holder_not_a_deadlock() {
     let (_dir, ws) = workspace();

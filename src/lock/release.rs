@@ -61,13 +61,20 @@ pub struct Release {
     pub remote: Option<RemoteRelease>,
 }
 
+impl Release {
+    /// The release of the lock on `file` (of the claim on pattern `file` when `claim`).
+    pub(crate) fn new(file: &str, claim: bool, outcome: ReleaseOutcome) -> Release {
+        Release {
+            file: file.to_string(),
+            claim,
+            outcome,
+            remote: None,
+        }
+    }
+}
+
 /// Release `agent`'s locks on `targets` (all its locks when `None`, those it made by hand
-/// included: the tree is walked for them). With `force`, a STALE lock of another agent is
-/// removed too. Each file's outcome is reported; nothing held by another live agent is ever
-/// removed.
-///
-/// # Errors
-/// [`Error::Io`] when a lock file cannot be removed.
+/// included: the tree is walked for them).
 pub fn release(
     ws: &Workspace,
     agent: &AgentId,
@@ -88,9 +95,6 @@ pub fn release(
 
 /// Release every lock `agent` took through coord, and its claims: those coord's index and the
 /// agent's presence list, without walking the tree (what a client's turn ending does).
-///
-/// # Errors
-/// [`Error::Io`] when a lock file cannot be removed.
 pub fn release_all(ws: &Workspace, agent: &AgentId) -> Result<Vec<Release>> {
     let files = indexed_files(ws, agent);
     release_files(
@@ -180,12 +184,7 @@ fn release_files(
         } else {
             force_stale(ws, &entries, &mut done)?
         };
-        out.push(Release {
-            claim: false,
-            file: target.rel.clone(),
-            outcome,
-            remote: None,
-        });
+        out.push(Release::new(&target.rel, false, outcome));
     }
     remove_ours(ws, agent, &ours)?;
     super::events::released(ws.root(), agent, &out, false);
@@ -200,9 +199,7 @@ fn release_files(
 }
 
 /// The lock files of each of `targets`, each folder listed once (temporary files of killed
-/// processes swept in the same pass, as `acquire` does). The other work trees of the
-/// repository are looked at only for files whose lock is not the agent's own here: that one
-/// is released whatever the other trees hold.
+/// processes swept in the same pass, as `acquire` does).
 fn list_for_release(
     ws: &Workspace,
     agent: &AgentId,
@@ -262,11 +259,6 @@ fn force_stale(
 }
 
 /// Release locks this process took, each only if its token is unchanged (compare-and-delete).
-/// Used by commands that hold locks for the life of a process (`run`, `session`). Those
-/// published on the remote are released there too.
-///
-/// # Errors
-/// [`Error::Io`] when a lock file cannot be removed.
 pub fn release_tokens(
     ws: &Workspace,
     agent: &AgentId,
@@ -303,12 +295,7 @@ pub(super) fn give_back(
             }
             None => ReleaseOutcome::Lost,
         };
-        out.push(Release {
-            claim: false,
-            file: target.rel.clone(),
-            outcome,
-            remote: None,
-        });
+        out.push(Release::new(&target.rel, false, outcome));
     }
     let removed = remove_ours(ws, agent, &ours);
     if removed.is_ok() && record {
@@ -343,8 +330,7 @@ pub enum Fence {
     /// A lock coord wrote: its random token.
     Token(String),
     /// A lock made by hand in the seed's form, which has no token: the lock file itself, the
-    /// same file (device and inode) with the same bytes. Touching it (a hand-made refresh)
-    /// keeps it; a takeover, a release or a rewrite does not.
+    /// same file (device and inode) with the same bytes.
     File {
         /// The lock file, in whatever spelling the agent wrote it (`FILE.lock.Claude`).
         path: PathBuf,
@@ -403,7 +389,6 @@ fn file_identity(path: &std::path::Path) -> Option<((u64, u64), Vec<u8>)> {
 /// Remove our lock files `ours` (file, lock file) and bring the presence up to date: the
 /// presence is decided and written first (once), and the lock files go last, so that a waiter
 /// woken by their removal finds the mutex free a moment later rather than still held by us.
-/// Caller holds the mutex.
 fn remove_ours(ws: &Workspace, agent: &AgentId, ours: &[(String, PathBuf)]) -> Result<()> {
     let released: HashSet<&str> = ours.iter().map(|(rel, _)| rel.as_str()).collect();
     let written = after_release(ws, agent, &released);

@@ -1,31 +1,6 @@
 //! The remote step of a lock (contract §13): in a clone that shares its claims through its
 //! remote, a claim, and a file lock taken with `--share`, is published there before `coord lock`
 //! answers, and released there when it is released here.
-//!
-//! The workspace mutex is never held across the network (other agents of this clone never wait
-//! on it): the try takes everything here under the mutex, as for any lock; then, with the mutex
-//! free, [`publish`] makes one fetch and one compare-and-swap push. What the remote answers:
-//!
-//! - **Published**: our records here are marked `remote: NAME` (and `remote_lease:`) under the
-//!   mutex ([`mark`]). The mark is what a release ([`release`]) and the renewer
-//!   ([`super::renewal`]) go by: only a marked record is released or renewed there, and a
-//!   record is marked only once its publication landed.
-//! - **Held** by another clone's live claim: what the try took is given back ([`withdraw`], no
-//!   trace in the history: it was never had); the caller refuses, naming the holder, its host,
-//!   since when, the reason and when its lease ends, or waits, reading the remote again at most
-//!   every [`REREAD`] ([`wait_free`]).
-//! - **Unreachable**, or the credentials refused: given back too; the error names the remote.
-//!
-//! What this clone does not publish (a plain file lock, a `--local` claim, an edit through a
-//! hook, `run`, `note`) is judged against the other clones' claims as last synced
-//! ([`held_elsewhere`]), read again when older than `remote_max_age` (a detached `coord remote
-//! sync`, waited for at most a second): one of them in the way holds as a claim of another
-//! worktree does.
-//!
-//! A release gives the record back here first, then (mutex free) releases the marked ones there
-//! in one push. When that push cannot be made, the release here stands, and the record there
-//! stays until its lease lapses: said in the [`Release`]'s `remote` and as a warning
-//! ([`take_warnings`]), never silently.
 
 use std::sync::Mutex;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -107,9 +82,6 @@ fn shared_here(ws: &Workspace) -> Option<remote::Config> {
 
 impl Sharing {
     /// What `req` (on `targets`) publishes with `reach`: `None` when nothing leaves this clone.
-    ///
-    /// # Errors
-    /// [`Error::BadInput`] for `--share` where the clone does not share its claims.
     pub(super) fn of(
         ws: &Workspace,
         req: &LockRequest,
@@ -148,19 +120,11 @@ impl Sharing {
 
     /// Whether `a` (a lock or claim the try took) is one of the items published.
     fn covers(&self, a: &Acquired) -> bool {
-        let kind = if a.claim { Kind::Claim } else { Kind::Lock };
-        (self.items.iter()).any(|i| i.kind == kind && i.pattern.as_str() == a.file)
+        (self.items.iter()).any(|i| i.kind == kind(a.claim) && i.pattern.as_str() == a.file)
     }
 }
 
-/// Publish `s` for `req` (one fetch, one compare-and-swap push; the mutex is not held). A
-/// record of another agent of this clone in the way whose holder here is gone or STALE (the try
-/// just took it over, or the renewer has not let it go yet) is released there first, and the
-/// request decided again.
-///
-/// # Errors
-/// [`Error::Remote`] when the remote cannot be reached or refused the credentials or the
-/// update: nothing was published.
+/// Publish `s` for `req` (one fetch, one compare-and-swap push; the mutex is not held).
 pub(super) fn publish(ws: &Workspace, req: &LockRequest, s: &Sharing) -> Result<Claimed> {
     let reason = req.reason.as_deref();
     let first = remote::publish_claims(ws, &req.agent, &s.items, reason, s.lease)?;
@@ -244,7 +208,6 @@ pub(super) fn keep_mark(text: String, old: Option<&LockEntry>) -> String {
 
 /// Give back what a try took for a request the remote did not take: the locks and claims it
 /// made (those it only refreshed were held before, and stay), without a trace in the history.
-/// Best effort: whatever cannot be given back is STALE once its holder stops.
 pub(super) fn withdraw(ws: &Workspace, agent: &AgentId, got: &[Acquired]) {
     let made = || got.iter().filter(|a| !a.refreshed);
     let locks: Vec<(Target, String)> = made()
@@ -271,12 +234,7 @@ pub(super) fn unpublish(ws: &Workspace, agent: &AgentId, s: &Sharing) {
 }
 
 /// The publication of `p` landed: mark our records of it here (by token, under the mutex),
-/// and say in `got` what went where, with the stale records of other clones it took over. A
-/// record released here meanwhile (by a release that ran before the publication landed, and
-/// so did not see it there) is released there now.
-///
-/// # Errors
-/// [`Error::Io`] when a record cannot be rewritten (the caller withdraws the request).
+/// and say in `got` what went where, with the stale records of other clones it took over.
 pub(super) fn mark(
     ws: &Workspace,
     agent: &AgentId,
@@ -317,7 +275,7 @@ pub(super) fn mark(
         let taken = pattern_of(t.kind, &t.pattern);
         let Some(a) = (got.iter_mut())
             .filter(|a| s.covers(a))
-            .find(|a| pattern_of(kind_of(a), &a.file).overlaps(&taken))
+            .find(|a| pattern_of(kind(a.claim), &a.file).overlaps(&taken))
         else {
             continue;
         };
@@ -341,8 +299,8 @@ pub(super) fn mark(
     Ok(())
 }
 
-fn kind_of(a: &Acquired) -> Kind {
-    if a.claim { Kind::Claim } else { Kind::Lock }
+fn kind(claim: bool) -> Kind {
+    if claim { Kind::Claim } else { Kind::Lock }
 }
 
 /// Add `keys` to `agent`'s lock record on `a.file` when it still carries `a.token`. Caller
@@ -399,12 +357,7 @@ pub(super) fn blocker(h: &Held, remote: &str) -> Blocker {
 
 /// What another clone holds, as last synced from the remote (contract §13), of `targets` (those
 /// `agent` does not hold here already) or of what `claims` would claim: its live claim or shared
-/// lock, as the blocker a claim of another worktree would be. Paths and patterns are taken
-/// relative to the repository's top level (a workspace in a subfolder adds its folder). The
-/// state is read again first when older than `reread` (`Duration::MAX`: not at all; `None`:
-/// `remote_max_age`, and a remote that cannot be read is said as a warning; the state there is
-/// judged either way). A STALE record is
-/// takeable: said as a warning, never in the way.
+/// lock, as the blocker a claim of another worktree would be.
 pub(super) fn held_elsewhere(
     ws: &Workspace,
     agent: &AgentId,
@@ -503,9 +456,7 @@ pub(super) fn say_waiting(ws: &Workspace, agent: &AgentId, waiting: bool) {
 }
 
 /// Sleep until the remote, read again at most every [`REREAD`], shows none of `s`'s items held
-/// by another (released, or its lease lapsed), the deadline passes, or a stop is asked for. A
-/// record of another agent of this clone counts as free when its holder here is not live (the
-/// next try releases it). A read that fails ends the wait: the next try says why.
+/// by another (released, or its lease lapsed), the deadline passes, or a stop is asked for.
 pub(super) fn wait_free(ws: &Workspace, agent: &AgentId, s: &Sharing, deadline: Deadline) {
     loop {
         crate::wait::pause(deadline.next_sleep(REREAD));
@@ -559,7 +510,7 @@ impl Marked {
     pub(super) fn of(e: &LockEntry, claim: bool) -> Option<Marked> {
         e.field(MARK)?;
         Some(Marked {
-            kind: if claim { Kind::Claim } else { Kind::Lock },
+            kind: kind(claim),
             text: e.file.clone(),
         })
     }
@@ -589,9 +540,7 @@ static TO_RENEWER: AtomicBool = AtomicBool::new(false);
 static LEFT: AtomicBool = AtomicBool::new(false);
 
 /// From now on this process makes no push to release a record on the remote: the clone's
-/// renewer releases there a record with no holder here within two of its looks (seconds). What
-/// a client's hook calls, so that the end of a turn never waits on the network; the caller
-/// makes sure the renewer runs when [`releases_left`] says so.
+/// renewer releases there a record with no holder here within two of its looks (seconds).
 pub fn leave_releases_to_renewer() {
     TO_RENEWER.store(true, Ordering::Relaxed);
 }
@@ -603,8 +552,7 @@ pub fn releases_left() -> bool {
 
 /// The remote step of a release: `agent`'s records given back here that were published
 /// (`marked`) are released on the remote, in one push; each of them in `out` says what became
-/// of it there. Unreachable: they stay there until their lease lapses, said as a warning. Left
-/// to the renewer ([`leave_releases_to_renewer`]): no push here.
+/// of it there.
 pub(super) fn release(ws: &Workspace, agent: &AgentId, marked: &[Marked], out: &mut [Release]) {
     if marked.is_empty() {
         return;
@@ -621,34 +569,29 @@ pub(super) fn release(ws: &Workspace, agent: &AgentId, marked: &[Marked], out: &
         .map(|m| pattern_of(m.kind, &m.text))
         .collect();
     let done = remote::release(ws, std::slice::from_ref(agent), Some(&patterns));
-    let outcome = match done {
-        Ok(_) => RemoteRelease {
-            remote: cfg.remote.clone(),
-            released: true,
-            warning: None,
-        },
-        Err(e) => {
-            let until = lease_ends(ws, agent, marked);
-            let why = e.to_string();
-            let why = why.trim_end_matches("; nothing was changed");
-            let list: Vec<String> = marked.iter().map(|m| format!("`{}`", m.text)).collect();
-            let warning = format!(
-                "released here, but {why}: the record of {} on remote `{}` stays until its lease lapses{until}",
-                list.join(", "),
-                cfg.remote
-            );
-            warn(warning.clone());
-            RemoteRelease {
-                remote: cfg.remote.clone(),
-                released: false,
-                warning: Some(warning),
-            }
-        }
+    let warning = done.err().map(|e| {
+        let until = lease_ends(ws, agent, marked);
+        let why = e.to_string();
+        let why = why.trim_end_matches("; nothing was changed");
+        let list: Vec<String> = marked.iter().map(|m| format!("`{}`", m.text)).collect();
+        let warning = format!(
+            "released here, but {why}: the record of {} on remote `{}` stays until its lease lapses{until}",
+            list.join(", "),
+            cfg.remote
+        );
+        warn(warning.clone());
+        warning
+    });
+    let outcome = RemoteRelease {
+        remote: cfg.remote.clone(),
+        released: warning.is_none(),
+        warning,
     };
     for r in out.iter_mut() {
-        let kind = if r.claim { Kind::Claim } else { Kind::Lock };
         if r.outcome == ReleaseOutcome::Released
-            && marked.iter().any(|m| m.kind == kind && m.text == r.file)
+            && marked
+                .iter()
+                .any(|m| m.kind == kind(r.claim) && m.text == r.file)
         {
             r.remote = Some(outcome.clone());
         }

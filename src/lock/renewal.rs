@@ -1,27 +1,6 @@
 //! Renewing this clone's records on the remote (contract §13): a claim published there holds
 //! while its holder renews it, and here the holder is whoever holds the record it was
 //! published from, as the lock judgement says (LIVE, STALE).
-//!
-//! One process per clone does it, with no daemon of the user's: `coord remote renewer`, started
-//! detached by the `coord lock` that published (a kernel lock on `.coord/remote/renewer` keeps
-//! it to one; the others exit at once). Every second (or a third of the shortest lease, when
-//! shorter) it reads, without the network, this clone's records marked as published
-//! (`remote: NAME`, see `remote_claim`) and the remote's state as last read, and:
-//!
-//! - **renews** (one push per agent) the marked records whose holder here is LIVE once a third
-//!   of their lease has passed since their last renewal (on this clock);
-//! - **releases** there the records of this clone whose holder here is gone or STALE (a holder
-//!   that stopped without releasing, a crash), once two looks in a row saw them so;
-//! - a renewal **refused** because the record was taken over (its lease lapsed while this clone
-//!   was away) gives the record back here and records it in the history (`claim_lost`,
-//!   `lock_lost`, with who holds it now); a record gone with nobody in its place (the remote's
-//!   claims rewritten, sharing disabled and enabled again) is published again;
-//! - **exits** once this clone holds nothing there. It lets go of its kernel lock and looks
-//!   once more before exiting, so that a claim published while it was leaving (by a `coord
-//!   lock` whose renewer found this one still there) is never left without one.
-//!
-//! A network call that fails is tried again after [`RETRY`]; a record whose release cannot
-//! reach the remote is given up once its lease has lapsed (it is STALE there for everyone).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::time::{Duration, Instant};
@@ -60,9 +39,6 @@ pub enum Ended {
 }
 
 /// Run the renewer of the clone `ws` is in until it holds nothing on the remote.
-///
-/// # Errors
-/// [`crate::Error::Io`] when `.coord/remote/` cannot be made.
 pub fn run(ws: &Workspace) -> Result<Ended> {
     let shared = crate::worktree::shared_root(ws.root());
     fsutil::ensure_dir(&layout::remote_dir(&shared))?;
@@ -293,9 +269,6 @@ fn marked_here(
 /// claims were rewritten, or released by `coord remote disable` before sharing was enabled
 /// again): while its holder here still holds it, it is published again; held meanwhile by
 /// another clone, it is lost.
-///
-/// # Errors
-/// [`crate::Error::Remote`] when the remote cannot be reached.
 fn republish(ws: &Workspace, agent: &AgentId, h: &Held, remote: &str) -> Result<()> {
     let mut cache = StateCache::default();
     let here = held_here(ws, agent.id(), h.kind, &h.text, &mut cache, &clock::now());
@@ -315,8 +288,7 @@ fn republish(ws: &Workspace, agent: &AgentId, h: &Held, remote: &str) -> Result<
 }
 
 /// The remote refused the renewal of `h`: its record there is gone (taken over by `by`, once
-/// its lease lapsed). Give it back here (if it is still the one published) and say so in the
-/// history.
+/// its lease lapsed).
 fn lost(ws: &Workspace, agent: &AgentId, h: &Held, by: Option<String>, remote: &str) {
     let given = match h.kind {
         Kind::Claim => claim::give_back(ws, agent, &[(h.text.clone(), h.token.clone())], false)

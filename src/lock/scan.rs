@@ -22,9 +22,6 @@ pub fn locks_of(target: &Target) -> Vec<LockEntry> {
 
 /// The lock files of one target, unjudged, sorted by agent; an error when the folder cannot be
 /// listed (a folder coord cannot read is not a folder without locks).
-///
-/// # Errors
-/// [`Error::Io`](crate::error::Error::Io) naming the folder.
 pub fn try_locks_of(target: &Target) -> Result<Vec<LockEntry>> {
     let roster = root_of(target).map(|root| lookup_roster(&root));
     list_locks(
@@ -71,8 +68,6 @@ pub(crate) fn folder_listings() -> usize {
 }
 
 /// The lock files of each of `targets` (in their order, each sorted by agent), as `how` says.
-/// Each folder is listed once however many of the targets it holds: releasing or locking
-/// thousands of files of one folder costs one listing, not one per file.
 pub(super) fn list_locks_each(targets: &[Target], how: Listing<'_>) -> Result<Vec<Vec<LockEntry>>> {
     let mut out: Vec<Vec<LockEntry>> = vec![Vec::new(); targets.len()];
     let root = targets.first().and_then(root_of);
@@ -211,8 +206,7 @@ fn root_of(target: &Target) -> Option<PathBuf> {
 }
 
 /// The agents whose locks a listing under `root` must also look up by exact name: the roster
-/// where folder listings may lag other machines (a network filesystem), none elsewhere. Read it
-/// once per hold of the mutex: only a holder of the mutex adds to it.
+/// where folder listings may lag other machines (a network filesystem), none elsewhere.
 pub(super) fn lookup_roster(root: &Path) -> Vec<String> {
     if arbiter::policy(root).is_ok_and(|p| p.exact_lookups) {
         roster(root)
@@ -239,9 +233,6 @@ fn roster(root: &Path) -> Vec<String> {
 
 /// Put `id` on the roster `ids` (as read under the mutex the caller holds), if it is not there
 /// yet.
-///
-/// # Errors
-/// [`Error::Io`](crate::error::Error::Io) when the roster cannot be written.
 pub(crate) fn join_roster(root: &Path, ids: &[String], id: &str) -> Result<()> {
     if ids.iter().any(|i| i == id) {
         return Ok(());
@@ -257,18 +248,6 @@ pub(crate) fn join_roster(root: &Path, ids: &[String], id: &str) -> Result<()> {
 }
 
 /// Every lock file of the workspace, sorted by file then agent, unjudged. Nothing is written.
-///
-/// Found without walking the whole tree: the locks coord made are in its index
-/// (`.coord/held/`, see `index`), each verified by reading its lock file; locks made by hand
-/// are found by walking the folders that git does not ignore (in a git work tree: `.gitignore`,
-/// `.git/info/exclude` and the global excludes file; outside one, every folder), several
-/// folders at a time. `.git` and `.coord` are never entered. A lock made by hand inside an
-/// ignored folder (`node_modules/`, `target/`) is not seen here; every acquire still sees it,
-/// since it lists the locked file's own folder.
-///
-/// Among the work trees of one repository, each tree is scanned so, its locks keyed by the path
-/// relative to its own top level; a linked worktree inside another tree (such as
-/// `.claude/worktrees/NAME/`) is not entered as part of it.
 pub fn scan_tree(ws: &Workspace) -> Vec<LockEntry> {
     let mut found = Vec::new();
     for tree in crate::worktree::others(ws.root()) {
@@ -301,8 +280,7 @@ fn scan_one(ws: &Workspace) -> Vec<LockEntry> {
 
 /// The lock files under the folder `rel_dir` (relative to a work tree's top level; empty: the
 /// whole tree) in every work tree sharing the workspace, keyed by the path relative to their
-/// own tree, found by the walk [`scan_tree`] makes (folders git ignores are not entered). Taking
-/// a claim looks here for locks made by hand in the folders it claims: they are in no index.
+/// own tree, found by the walk [`scan_tree`] makes (folders git ignores are not entered).
 pub(super) fn scan_folder(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
     let mut found = walk_unignored(ws, rel_dir);
     for tree in crate::worktree::others(ws.root()) {
@@ -312,9 +290,7 @@ pub(super) fn scan_folder(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
 }
 
 /// The lock files under the folder `rel_dir` (empty: the whole tree) that git does not ignore
-/// (every folder outside a git work tree), read by a walk (`ignore`, ripgrep's walker). Only
-/// the folders are judged by the ignore rules: a lock file is found in a folder that is walked
-/// even when its own name is ignored (coord's `.gitignore` lines ignore `*.lock.*`).
+/// (every folder outside a git work tree), read by a walk (`ignore`, ripgrep's walker).
 fn walk_unignored(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
     let excludes = crate::worktree::enclosing_common_dir(ws.root())
         .and_then(|common| crate::gitconfig::excludes_file(Some(&common)));

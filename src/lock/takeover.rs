@@ -9,8 +9,7 @@ use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil::{self, RECORD_CAP};
 
 /// Remove a stale lock, but only if it is still exactly what was judged stale, and its entry
-/// in the index of `root` once it is gone (whichever work tree it lay in). Returns `false` (and
-/// leaves the lock in place) when it changed meanwhile.
+/// in the index of `root` once it is gone (whichever work tree it lay in).
 pub(super) fn take_over(root: &Path, e: &LockEntry) -> Result<bool> {
     let gone = take_over_file(e)?;
     if gone {
@@ -49,9 +48,8 @@ fn take_over_file(e: &LockEntry) -> Result<bool> {
     let touched = e.mtime.is_some() && fsutil::mtime(&aside_path) != e.mtime;
     if (now_bytes.is_some() && now_bytes != e.raw) || touched {
         // Refreshed by its holder in the meantime (rewritten, or touched as a hand-made lock is
-        // refreshed): put it back and honour it (a copy where hard links do not exist). If the
-        // holder has already made a new record at the path, that one stands and the moved
-        // copy is dropped.
+        // refreshed): put it back and honour it (a copy where hard links do not exist). A new
+        // record the holder made at the path meanwhile stands; the moved copy is dropped.
         fsutil::raw::put_back(
             &aside_path,
             &e.lock_path,

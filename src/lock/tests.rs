@@ -107,9 +107,8 @@ fn take_over_removes_a_lock_unchanged_since_it_was_judged() {
 }
 
 /// The holder renews between the judgement and the takeover: the renewed lock stands, and
-/// nothing but it is left. #45 (a sibling of item 11): where hard links do not exist (SMB
-/// through smbnetfs), the renewed lock was moved aside and never put back: the live lock was
-/// gone. It is put back as a copy.
+/// nothing but it is left. #45: where hard links do not exist (SMB through smbnetfs), the
+/// renewed lock moved aside is put back as a copy.
 #[test]
 fn take_over_keeps_a_lock_renewed_after_it_was_judged() {
     for hard_links in [true, false] {

@@ -332,8 +332,7 @@ impl<'a> Try<'a> {
     }
 
     /// Publish our records: the locks, then, once no lock made by hand meanwhile stands beside
-    /// them and the arbitration is still ours, the presence and `.coord/claims`. The locks this
-    /// try made are listed in `created` (the caller withdraws them unless all went well).
+    /// them and the arbitration is still ours, the presence and `.coord/claims`.
     fn publish(
         &mut self,
         mutex: &Guard,
@@ -437,11 +436,7 @@ impl<'a> Try<'a> {
     }
 
     /// A lock made by hand while we looked (the seed's "look, then create" takes no mutex),
-    /// to withdraw in favour of. Every foreign lock seen before was stale and is gone, so any
-    /// live one now is a newcomer. Only the listing of this work tree's folder can show one:
-    /// coord makes locks under the mutex, a lock made by hand belongs to no agent on the
-    /// roster, and an agent locking by hand in another work tree looks in its own folder,
-    /// where our lock is not (looking there again would exclude nobody).
+    /// to withdraw in favour of.
     fn newcomer(&mut self, plans: &[Plan<'_>]) -> Result<Option<Blocker>> {
         let (root, me) = (self.ws.root(), self.req.agent.id());
         let newcomers = Listing {
@@ -547,8 +542,6 @@ fn new_token() -> String {
 }
 
 /// Whether our own lock `m` follows a live process other than this one and its ancestors.
-/// A process of another machine is neither, whatever its number (small numbers repeat across
-/// containers): only a number recorded on this host is compared with ours.
 fn held_by_other_process(m: &LockEntry, req: &LockRequest) -> bool {
     let Some((pid, h)) = m.process() else {
         return false;

@@ -69,7 +69,6 @@ pub(super) fn settle(ws: &Workspace, agent: &AgentId, tickets: &Tickets) {
 
 /// The deadlock waiting for `targets` would close, if any: we would wait for the holders of
 /// `targets`, and following who waits for whom (the queue's other tickets) leads back to us.
-/// Caller holds the mutex, so the graph is one consistent picture.
 pub(super) fn deadlock(
     ws: &Workspace,
     req: &LockRequest,

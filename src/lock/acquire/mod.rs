@@ -1,16 +1,4 @@
 //! Taking locks: all or nothing, waiting in arrival order, stale locks taken over.
-//!
-//! [`acquire`] reads top-down: a loop of full tries until one takes every target, or the wait
-//! ends. One try (`attempt`) runs under the workspace mutex: judge every target's locks, check
-//! the wait queue, take stale locks over (re-verified), publish our records, look once more for
-//! a lock made by hand, update the presence. Anything that fails after publishing withdraws what
-//! this try published. A try that would wait first checks for a deadlock and takes a ticket in
-//! the queue (`line`); between tries a waiter sleeps on folder events (see [`crate::wait`]) and
-//! re-reads what blocked it before trying in full again (`wake`). What stood in the way becomes
-//! the caller's refusal (`blocker`). Before each try, the claims of other clones as last synced
-//! from the remote (contract §13) are looked at as a claim of another worktree would be
-//! (`remote_claim::held_elsewhere`): one of them in the way is refused or waited for, the
-//! remote read again at most every 2 s.
 
 mod attempt;
 mod blocker;
@@ -214,13 +202,6 @@ enum Attempt {
 
 /// Acquire all of `req.targets` or none, waiting as `req.wait` allows; then write backups.
 /// Nothing reaches the repository's remote (see [`acquire_shared`]).
-///
-/// # Errors
-/// [`Error::BadPath`] when a target exists but is not a regular file (nothing is written);
-/// [`Error::LockHeld`] when not waiting and a target is held; [`Error::Deadlock`] when waiting
-/// would close a cycle of agents waiting for each other; [`Error::WaitTimedOut`] when the
-/// wait ended first; [`Error::Refused`] when the lock is free but earlier waiters stand in line;
-/// [`Error::Io`] on I/O failure (no lock is left behind then).
 pub fn acquire(
     ws: &Workspace,
     req: &LockRequest,
@@ -232,14 +213,7 @@ pub fn acquire(
 /// [`acquire`], and in a clone that shares its claims through its remote (contract §13),
 /// publish there what `reach` says (the claims; with `files`, the file locks too) before
 /// answering: each try takes everything here first, then, with the workspace mutex free,
-/// publishes it (`remote_claim`). Held by another clone: given back here, and refused or waited
-/// for (the remote read again at most every 2 s) like a lock held here.
-///
-/// # Errors
-/// As [`acquire`]; [`Error::LockHeld`] or [`Error::WaitTimedOut`] naming the holder on the
-/// remote, its host and its lease; [`Error::Remote`] when the remote cannot be reached or
-/// refused the credentials (nothing is taken, here or there); [`Error::BadInput`] for
-/// `reach.files` where the clone does not share its claims.
+/// publishes it (`remote_claim`).
 pub fn acquire_shared(
     ws: &Workspace,
     req: &LockRequest,
@@ -332,10 +306,9 @@ pub fn acquire_shared(
     })
 }
 
-/// Write `FILE.bak` for each lock just taken. It holds FILE as it was before its current
-/// holder's edit: a refresh leaves it (FILE may hold our edit by now), and a takeover of a
-/// stale lock keeps what its crashed holder's backup holds (FILE may be half-written; a stale
-/// claim taken over says nothing about it). A backup that fails releases every lock taken.
+/// Write `FILE.bak` for each lock just taken: a refresh keeps the backup (FILE may hold our
+/// edit), a takeover of a stale lock keeps its crashed holder's (FILE may be half-written).
+/// A backup that fails releases every lock taken.
 fn back_up(
     ws: &Workspace,
     req: &LockRequest,
@@ -428,14 +401,11 @@ struct Tries<'a> {
 impl Tries<'_> {
     /// One full try under the mutex, and what it means for our place in the queue: a try that
     /// got the locks leaves the queue; one that would wait checks for a deadlock, then takes a
-    /// ticket and says `WAITING` in the presence (the first time). A ticket drawn under a lost
-    /// lease is given back and the try reported as fenced (try again at once).
+    /// ticket and says `WAITING` in the presence (the first time).
     fn once(&mut self) -> Result<Attempt> {
         let (ws, req, targets) = (self.ws, self.req, self.targets);
         // The mutex is held for microseconds; a holder that keeps it longer is stopped or
-        // stuck. Waiting for it never outlasts this acquire's own wait (a hook answers within
-        // its budget, `--no-wait` does not wait), and a lock seen held meanwhile, read without
-        // the mutex, is what blocks us: refused, or waited for like any other.
+        // stuck.
         let patience = self
             .deadline
             .next_sleep(crate::arbiter::MUTEX_PATIENCE)
@@ -487,8 +457,7 @@ impl Tries<'_> {
     fn line_up(&mut self, mutex: &Guard) -> Result<Option<Attempt>> {
         let (ws, req, targets) = (self.ws, self.req, self.targets);
         // Every time we would wait, so the last one to close a cycle sees it even when it
-        // formed while we waited. A cycle through us needs a lock or claim of ours that someone
-        // waits for: holding none, the queues and locks of the folder are not read.
+        // formed while we waited.
         if (!self.mine.held.is_empty() || !self.mine.claims.is_empty())
             && let Some(err) = deadlock(ws, req, targets, self.waiting.tickets.as_ref())
         {
@@ -540,8 +509,7 @@ impl Tries<'_> {
             hand_over: self.policy.fs.served_locally(),
         };
         if !self.may_wait || self.deadline.passed() {
-            let err = blocked_error(blocker, self.may_wait, self.started.elapsed());
-            return Err(super::events::refused(ws.root(), self.req, err));
+            return Err(self.refusal(blocker));
         }
         let claims_involved = blocker.pattern.is_some() || !self.req.claims.is_empty();
         self.tell(blocker, on_event);
@@ -552,8 +520,7 @@ impl Tries<'_> {
         } else {
             if self.waits.watches.is_none() && !probe.hand_over {
                 // What blocked the try may have gone before the watch was made: look once,
-                // without the mutex, and try again at once only if it did. On a local folder
-                // `sleep` looks first and watches only where it must.
+                // without the mutex, and try again at once only if it did.
                 self.waits.watches = Some(watch_for(ws.root(), targets));
                 if worth_a_try(&probe) {
                     return Ok(());
@@ -569,19 +536,11 @@ impl Tries<'_> {
             );
         }
         // Asked to stop: `waiting` leaves the queue and resets the presence on the way out.
-        if let Some(signal) = crate::wait::stop_requested() {
-            return Err(Error::Interrupted {
-                signal,
-                file: self.first_key(),
-            });
-        }
+        self.stopped()?;
         self.keep_tickets_alive()
     }
 
     /// The try took everything here: publish what `s` shares on the remote, the mutex free.
-    /// Published: our records are marked so (`Some`). Held by another clone: what the try took
-    /// is given back, then refused, or waited for until the remote shows it free (`None`: try
-    /// again in full). The remote unreachable: given back, and the error.
     fn share(
         &mut self,
         s: &Sharing,
@@ -609,18 +568,14 @@ impl Tries<'_> {
         let blocker = remote_claim::blocker(&held, &s.remote);
         if !self.may_wait || self.deadline.passed() {
             remote_claim::say_waiting(ws, &req.agent, false);
-            let err = blocked_error(blocker, self.may_wait, self.started.elapsed());
-            return Err(super::events::refused(ws.root(), req, err));
+            return Err(self.refusal(blocker));
         }
         self.tell(blocker, on_event);
         remote_claim::say_waiting(ws, &req.agent, true);
         remote_claim::wait_free(ws, &req.agent, s, self.deadline);
-        if let Some(signal) = crate::wait::stop_requested() {
+        if let Err(e) = self.stopped() {
             remote_claim::say_waiting(ws, &req.agent, false);
-            return Err(Error::Interrupted {
-                signal,
-                file: self.first_key(),
-            });
+            return Err(e);
         }
         Ok(None)
     }
@@ -638,20 +593,16 @@ impl Tries<'_> {
             if self.told.is_some() {
                 remote_claim::say_waiting(ws, &req.agent, false);
             }
-            let err = blocked_error(blocker, self.may_wait, self.started.elapsed());
-            return Err(super::events::refused(ws.root(), req, err));
+            return Err(self.refusal(blocker));
         }
         if self.told.is_none() {
             remote_claim::say_waiting(ws, &req.agent, true);
         }
         self.tell(blocker, on_event);
         crate::wait::pause(self.deadline.next_sleep(REREAD));
-        if let Some(signal) = crate::wait::stop_requested() {
+        if let Err(e) = self.stopped() {
             remote_claim::say_waiting(ws, &req.agent, false);
-            return Err(Error::Interrupted {
-                signal,
-                file: self.first_key(),
-            });
+            return Err(e);
         }
         // A place in line here, from an earlier try, is kept meanwhile.
         self.keep_tickets_alive()
@@ -669,6 +620,23 @@ impl Tries<'_> {
             Some(_) => {}
         }
         self.told = Some(situation);
+    }
+
+    /// The refusal of this request, `blocker` in the way, recorded in the history.
+    fn refusal(&self, blocker: Blocker) -> Error {
+        let err = blocked_error(blocker, self.may_wait, self.started.elapsed());
+        super::events::refused(self.ws.root(), self.req, err)
+    }
+
+    /// `Interrupted` when a signal asked this process to stop.
+    fn stopped(&self) -> Result<()> {
+        match crate::wait::stop_requested() {
+            Some(signal) => Err(Error::Interrupted {
+                signal,
+                file: self.first_key(),
+            }),
+            None => Ok(()),
+        }
     }
 
     /// The first file (or claim) asked for.

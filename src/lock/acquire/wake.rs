@@ -72,9 +72,8 @@ impl Probe {
                 self.ahead.replace(ahead);
                 return Look::Behind;
             }
-            // First in line now. The waiter just ahead left its line most likely because it
-            // took its locks: a full try would find its lock on our file and wait again (while
-            // it still holds the mutex it took them under). Its lock is what we wait for now.
+            // First in line now. The waiter just ahead most likely left its line because it
+            // took its locks: its lock is what we wait for now.
             if let Some(taken) = last.and_then(|t| self.taken_by(&t)) {
                 self.record.replace(Some(taken));
                 return Look::Blocked;
@@ -190,18 +189,6 @@ pub(super) fn watch_for(root: &Path, targets: &[Target]) -> Watches {
 }
 
 /// Sleep until a full try is worth making.
-///
-/// A wake-up first looks, without the mutex, at what blocked the last try: an earlier ticket
-/// still in one of our queues, or the blocking lock unchanged, means a full try would only find
-/// the same, so only the first in line takes the mutex. A full try still comes at every
-/// re-check interval (where events do not cross machines: every second): a lock also turns
-/// stale by age, and a ticket ahead may belong to a process that is gone.
-///
-/// On a local folder a waiter sleeps on the hand-off of the file in front of it when its owner
-/// keeps it locked ([`crate::wait::handoff`]: the ticket just before ours, or the lock of a
-/// `coord run`); otherwise on folder watches: a waiter behind others on the queue watch alone
-/// (its turn cannot come before the ticket ahead leaves), the first in line on the lock watch,
-/// looking at the blocking lock more often where events do not cross machines.
 pub(super) fn sleep(
     waits: &mut Waits,
     (root, targets): (&Path, &[Target]),
