@@ -144,9 +144,6 @@ pub fn render(blocks: &[Block]) -> String {
 }
 
 /// Agent `id`'s handshake blocks; `Ok(None)` when it has no file.
-///
-/// # Errors
-/// [`Unreadable`] when the file exists but cannot be read.
 pub fn read(root: &Path, id: &str) -> std::result::Result<Option<Vec<Block>>, Unreadable> {
     let found = presence::read_agent_file(&layout::handshake(&shared_root(root), id))?;
     Ok(found.map(|(text, _)| parse(id, &text)))

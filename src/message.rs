@@ -308,9 +308,6 @@ pub fn inbox(ws: &Workspace, agent: &AgentId) -> Inbox {
 }
 
 /// [`inbox`], failing when the message folder cannot be listed.
-///
-/// # Errors
-/// [`Error::Io`] naming the folder.
 pub fn try_inbox(ws: &Workspace, agent: &AgentId) -> Result<Inbox> {
     let (all, skipped) = try_scan(ws.root())?;
     let marks = read_marks(ws.root(), agent.id());

@@ -451,10 +451,6 @@ pub fn disable(ws: &Workspace) -> Result<Disabled> {
 
 /// Stop sharing for good (`coord init --remove --all`): [`disable`], and this clone's id
 /// (`coord.cloneId`) forgotten too.
-///
-/// # Errors
-///
-/// As [`disable`].
 pub fn forget(ws: &Workspace) -> Result<Disabled> {
     let out = disable(ws)?;
     let deadline = Instant::now() + Duration::from_secs(10);
@@ -480,10 +476,6 @@ pub fn sync(ws: &Workspace, working: &[AgentWork]) -> Result<View> {
 }
 
 /// [`sync`], giving up after `budget` (the guard's pre-push check waits less than a command).
-///
-/// # Errors
-///
-/// As [`sync`].
 pub fn sync_within(ws: &Workspace, working: &[AgentWork], budget: Duration) -> Result<View> {
     let _one = crate::arbiter::lock_mutex_within(&sync_lock(ws)?, budget)?;
     sync_held(ws, working, budget)
@@ -537,10 +529,6 @@ pub fn publish_claims(
 
 /// Release this clone's claims of `agents` (all of this clone's when empty) on `patterns` (all
 /// of theirs when `None`).
-///
-/// # Errors
-///
-/// As [`publish_claims`].
 pub fn release(
     ws: &Workspace,
     agents: &[AgentId],
@@ -557,10 +545,6 @@ pub fn release(
 /// of theirs when `None`), with a new lease `ttl` (each keeps its own when `None`). A claim
 /// that is gone (taken over after its lease lapsed, or removed) is not renewed:
 /// `Outcome::Gone`, naming who holds it now.
-///
-/// # Errors
-///
-/// As [`publish_claims`].
 pub fn renew(
     ws: &Workspace,
     agents: &[AgentId],
@@ -576,10 +560,6 @@ pub fn renew(
 
 /// Publish what this clone's agents are editing (advisory), with the default lease; nothing is
 /// pushed when it is unchanged and was published recently (`Ok(false)`).
-///
-/// # Errors
-///
-/// As [`publish_claims`].
 pub fn publish_working_on(ws: &Workspace, agents: &[AgentWork]) -> Result<bool> {
     let r = Remote::open(ws, NETWORK_BUDGET)?;
     clones::publish(ws, &r, agents, DEFAULT_LEASE)
@@ -639,10 +619,6 @@ pub fn editing_warning(ws: &Workspace, paths: &[&str]) -> Option<String> {
 /// clone's `working_on` changed meanwhile (at most three reads). `Ok(false)`: another one
 /// runs (it holds `.coord/remote/sync`, as any sync does), which looks again before it exits.
 /// `working` says what this clone's agents edit now (asked again before each read).
-///
-/// # Errors
-///
-/// As [`sync`].
 pub fn sync_in_background(ws: &Workspace, working: impl Fn() -> Vec<AgentWork>) -> Result<bool> {
     let lock = sync_lock(ws)?;
     let mut ran = false;
@@ -894,10 +870,6 @@ pub fn set_detacher(detach: fn(&mut std::process::Command)) {
 /// Start `coord -C ROOT remote ARGS` detached: stdio on `/dev/null`, no agent of this process,
 /// made independent as [`set_detacher`] says. The one way coord starts its background syncs
 /// and its renewer.
-///
-/// # Errors
-///
-/// When this executable cannot be found or the child cannot be started.
 pub fn spawn_detached(ws: &Workspace, args: &[&str]) -> std::io::Result<std::process::Child> {
     use std::os::unix::process::CommandExt as _;
     use std::process::{Command, Stdio};

@@ -172,10 +172,6 @@ pub fn read(root: &Path, remote: &str) -> Option<State> {
 
 /// Read, change with `f` and write back the state of `ws` for `remote`, under the state's
 /// lock. `f` gets the state as last written (or a new one) and returns what it gives back.
-///
-/// # Errors
-///
-/// [`crate::Error::Io`] when `.coord/remote/` cannot be made, locked or written.
 pub fn update<T>(ws: &Workspace, remote: &str, f: impl FnOnce(&mut State) -> T) -> Result<T> {
     let root = ws.root();
     ws.ensure_state_dir()?;
@@ -385,10 +381,6 @@ pub fn read_work(root: &Path, remote: &str) -> Option<Vec<IndexedWork>> {
 }
 
 /// Remove the state (the remote was turned off here).
-///
-/// # Errors
-///
-/// [`crate::Error::Io`] when it cannot be removed.
 pub fn remove(root: &Path) -> Result<()> {
     fsutil::remove(&layout::remote_claims(&crate::worktree::shared_root(root)))?;
     fsutil::remove(&layout::remote_working_on(&crate::worktree::shared_root(

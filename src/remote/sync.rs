@@ -155,10 +155,6 @@ pub(crate) fn fetch(r: &Remote, deadline: Instant) -> Result<()> {
 }
 
 /// Read what the last fetch brought, reusing what `prev` already read.
-///
-/// # Errors
-///
-/// [`Error::Failed`] when git cannot be run to read it.
 pub(crate) fn read(r: &Remote, prev: &State, at: &Timestamp) -> Result<Snapshot> {
     let deadline = r.deadline;
     let failed = |what: &str| Error::Failed {

@@ -416,9 +416,6 @@ pub struct Crashed {
 
 /// Clock in: mark this partner's dead sessions crashed, add an `online` row, write the presence
 /// (ACTIVE, `working_on` = task), and look who else is around. All under the workspace mutex.
-///
-/// # Errors
-/// [`Error::Io`] when the stamp card or the presence cannot be written.
 pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
     let root = ws.root();
     let _mutex = ws.lock_mutex()?;
@@ -526,9 +523,6 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
 
 /// Refresh session `session_id`'s `last_heartbeat` and `agent`'s presence heartbeat. A row
 /// marked crashed meanwhile (the machine slept) comes back `online`.
-///
-/// # Errors
-/// [`Error::Io`] when a file cannot be written.
 pub fn heartbeat(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<()> {
     let _mutex = ws.lock_mutex()?;
     touch(ws.root(), agent, Some(session_id), true)?;
@@ -538,9 +532,6 @@ pub fn heartbeat(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<()
 /// Refresh `last_heartbeat` of `agent`'s `online` rows (only `session`'s when given). Caller
 /// holds the workspace mutex. Keeps `coord presence` and the stamp card in step, so an agent
 /// that heartbeats by hand is not marked crashed by its next startup.
-///
-/// # Errors
-/// [`Error::Io`] when a row cannot be written.
 pub fn refresh_partner(root: &Path, agent: &AgentId, session: Option<&str>) -> Result<()> {
     touch(root, agent, session, false)
 }
@@ -586,9 +577,6 @@ pub struct Shutdown {
 
 /// Clock out: release the locks in scope, set the rows in scope `offline` with `clocked_out`,
 /// and mark the presence FINISHED unless another session of the partner is still online.
-///
-/// # Errors
-/// [`Error::Io`] when a lock, row or the presence cannot be written.
 pub fn shutdown(ws: &Workspace, agent: &AgentId, scope: Scope<'_>) -> Result<Shutdown> {
     let released = match scope {
         Scope::Partner => lock::release(ws, agent, None, false)?,

@@ -48,10 +48,6 @@ impl Start {
 
 /// Send the answer's head, then the events from `start` as they are written, until the
 /// client goes away.
-///
-/// # Errors
-///
-/// When a write fails: the client went away, or stopped reading.
 pub fn stream(root: &Path, start: Start, out: &mut impl Write) -> std::io::Result<()> {
     let (mut tail, since) = match start {
         Start::Now => (Tail::from_end(root), None),
