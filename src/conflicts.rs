@@ -1,15 +1,6 @@
 //! Conflicts before the merge (issue 27): for the work trees of one repository, the files that
 //! two or more of their branches changed since they parted, and whether those changes merge
 //! cleanly, so that a human sees a conflict while the agents still work, not at merge time.
-//!
-//! Each work tree's `HEAD` commit is compared with each other one: the files each changed since
-//! their merge base (`git diff --name-only BASE COMMIT`) that both changed are listed, and
-//! `git merge-tree --write-tree` (git 2.38 or later) says which of them would conflict. With an
-//! older git the files are listed with the state `UNKNOWN` and a note says why. Commits only:
-//! what an agent has not committed yet is covered by its locks (and the shell-edit notice).
-//!
-//! git runs only where the repository has two work trees or more, each call within what is
-//! left of [`BUDGET`]; past it, the pairs not compared are left out and a note says so.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Read;

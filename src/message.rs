@@ -1,16 +1,5 @@
 //! Messages between agents (seed 001's `msg send / list / read`): one file per message under
 //! `.coord/messages/`, and read marks kept per reader (docs/protocol.md shows the format).
-//!
-//! - **No lost or torn message.** Each message is its own file, published whole with
-//!   [`fsutil::create_new`]; senders need no lock, and a taken id is retried with a new one.
-//! - **Ids** sort in sending order: the time in milliseconds in base 36 (9 characters), then 4
-//!   random base-36 characters.
-//! - **Read state is per reader**: a mark in the reader's own folder, so a broadcast (`to: all`)
-//!   read by one agent stays unread for the others. A broadcast is never unread for its sender.
-//! - **Hostile files are skipped, never trusted**: read capped, without following links, and
-//!   reported in the listing's `skipped`.
-//! - **No litter.** Temporary files of killed senders and readers are swept by the next
-//!   `send`, listing or read in their folder.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs;
@@ -49,9 +38,6 @@ pub enum Recipient {
 
 impl Recipient {
     /// Parse `all` or an agent name (case is ignored, as for `--agent`).
-    ///
-    /// # Errors
-    /// [`Error::InvalidAgent`] for anything else; nothing is written.
     pub fn parse(text: &str) -> Result<Recipient> {
         if text.eq_ignore_ascii_case(ALL) {
             return Ok(Recipient::All);
@@ -177,11 +163,6 @@ fn new_id() -> String {
 }
 
 /// Store a message from `from` to `to`; returns it with its new id.
-///
-/// # Errors
-/// [`Error::BadInput`] for an empty or too large body (nothing is written);
-/// [`Error::NoArbitration`] where no arbitration holds (nothing is written);
-/// [`Error::Io`] when the file cannot be written.
 pub fn send(ws: &Workspace, from: &AgentId, to: &Recipient, body: &str) -> Result<Message> {
     if body.trim().is_empty() {
         return Err(Error::bad_input("the message is empty"));
@@ -308,9 +289,6 @@ pub fn inbox(ws: &Workspace, agent: &AgentId) -> Inbox {
 }
 
 /// [`inbox`], failing when the message folder cannot be listed.
-///
-/// # Errors
-/// [`Error::Io`] naming the folder.
 pub fn try_inbox(ws: &Workspace, agent: &AgentId) -> Result<Inbox> {
     let (all, skipped) = try_scan(ws.root())?;
     let marks = read_marks(ws.root(), agent.id());
@@ -344,10 +322,6 @@ pub fn unread_counts(
 }
 
 /// Message `id`, marked read for `agent` when it is one of its recipients.
-///
-/// # Errors
-/// [`Error::BadInput`] when there is no message `id`; [`Error::Corrupt`] when its file cannot be
-/// read as a message; [`Error::Io`] when the read mark cannot be written.
 pub fn read(ws: &Workspace, agent: &AgentId, id: &str) -> Result<InboxEntry> {
     let key = id.trim().to_ascii_lowercase();
     let path = layout::message_file(&shared_root(ws.root()), &key);
@@ -376,14 +350,6 @@ pub fn read(ws: &Workspace, agent: &AgentId, id: &str) -> Result<InboxEntry> {
 }
 
 /// Block until `agent` has at least one unread message, or `wait` runs out.
-///
-/// Wakes on events in the message folder (a new message appears there whole, by a link), with
-/// the [`RECHECK`](crate::wait::RECHECK) interval as a safety net for filesystems that send no events.
-/// Returns the inbox, which holds at least one unread message.
-///
-/// # Errors
-/// [`Error::Refused`] when the wait ends without an unread message; [`Error::Io`] when the message
-/// folder cannot be created.
 pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Inbox> {
     let dir = messages_folder(ws)?;
     let started = std::time::Instant::now();

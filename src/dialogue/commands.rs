@@ -1,16 +1,4 @@
 //! `user-commands.txt`: the user's channel (seed 002, "From user-commands.txt").
-//!
-//! One command per line: `PAUSE`, `RESUME`, `RESET`, `SWITCH-TOPIC: x`, `END-SESSION`,
-//! `PRIORITY: x`, `<ID>-ONLY` (the seed's `AGENT-1-ONLY`, `AGENT-2-ONLY`, for any participant).
-//! Keywords are read without regard to case; lines that are none of these are ignored.
-//!
-//! How the file is judged (the latest relevant command wins):
-//! - only lines after the last `RESET` count (a reset starts a fresh session);
-//! - among `PAUSE`, `RESUME` and `END-SESSION`, the latest decides: paused, running or ended;
-//! - `<ID>-ONLY` applies to the next message only: it stands while it comes after the lines the
-//!   last message took into account (`status.json`'s `commands_read`; without that number,
-//!   while the file is newer than the last message);
-//! - the latest `SWITCH-TOPIC:` names the topic, the latest `PRIORITY:` is the user's urgent input.
 
 use crate::error::{Error, Result};
 

@@ -1,17 +1,5 @@
 //! The formats of the dialogue folder's files, as seed 002 gives them: parsing is lenient (the
 //! files are also written by hand), rendering strict (the seed's exact shapes).
-//!
-//! - `conversation.md`: a header, then blocks `## Message #N [ID] - YYYY-MM-DD HH:MM:SS`, blank
-//!   line, text, markers, `---`. Only header lines count as structure, numbered 1..N. A text
-//!   line coord writes that starts like a header gets a backslash (invisible in Markdown), so a
-//!   text can never forge one.
-//! - `current-turn.txt`: one line, a dialogue id, `USER`, or an `[ERROR] ...` line; anything
-//!   else is garbled (and why), never guessed at.
-//! - `status.json`: a JSON object with at least `message_count`. Keys written by others survive
-//!   a rewrite; the seed's keys come first, in the seed's order.
-//! - `lock.txt`: the writer's id on the first line (all the seed asks); coord adds `since:`,
-//!   `pid:` and `host:` so a crashed writer is recognised at once. Stale after 60 seconds, or at
-//!   once when its process on this host is gone.
 
 use std::fmt;
 use std::time::Duration;

@@ -2,12 +2,6 @@
 //! `status.json`, `lock.txt`, `user-commands.txt` and `archive/` in one dialogue folder
 //! (default `agent-dialogue/`). The files keep the seed's formats ([`files`]), so agents
 //! following the seed by hand take part in the same dialogue as agents using coord.
-//!
-//! Invariants: `conversation.md` is only ever appended to, one whole block per write (archiving
-//! moves it whole); every coord writer holds a kernel lock (`.coord/dialogue-<hash>.mutex`)
-//! around its read-check-write, and `lock.txt` (the seed's lock) around its writes;
-//! `status.json` and `current-turn.txt` are replaced atomically; a crash leaves a state the
-//! next `say` repairs ([`say`]).
 
 pub(crate) mod commands;
 pub mod files;
@@ -194,11 +188,6 @@ impl Dialogue {
     /// Start a dialogue between `agents` (none: `AGENT-1` and `AGENT-2`): `conversation.md`
     /// with the topic, `current-turn.txt` (the first speaker), `status.json`, an empty
     /// `user-commands.txt` (an existing one is kept) and `archive/`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] for a bad topic or participant list (nothing written);
-    /// refused when a dialogue is already there; [`Error::Io`].
     pub fn init(&self, topic: &str, agents: &[String], first: Option<&str>) -> Result<TurnView> {
         let topic = topic.trim();
         if topic.is_empty() || topic.contains(['\n', '\r', '\0']) {
@@ -243,11 +232,6 @@ impl Dialogue {
 
     /// Block until it is `id`'s turn and the dialogue is not paused (nor reserved for another
     /// by an `-ONLY` command), woken by file events in the folder.
-    ///
-    /// # Errors
-    ///
-    /// Refused (exit 3) when the session ended or the wait timed out; refused when there is no
-    /// dialogue; [`Error::Io`].
     pub fn wait(&self, id: &str, timeout: Option<Duration>) -> Result<TurnView> {
         let deadline = Deadline::after(timeout);
         let watch = FolderWatch::new(std::slice::from_ref(&self.folder));
@@ -275,11 +259,6 @@ impl Dialogue {
     /// Append a user command to `user-commands.txt`. `SWITCH-TOPIC` also updates `status.json`'s
     /// topic; `RESET` archives the session and starts a fresh one (same topic and participants).
     /// Returns the command as written, and the archive folder for `RESET`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] for an unknown command (nothing written); refused when there is no
-    /// dialogue or `lock.txt` stays held; [`Error::Io`].
     pub fn command(&self, text: &str, lock_wait: Duration) -> Result<(String, Option<String>)> {
         let cmd = UserCommand::from_arg(text, &self.snapshot()?.participants)?;
         let line = cmd.render();
@@ -312,10 +291,6 @@ impl Dialogue {
     /// Move `conversation.md` and `status.json` (and a non-empty `user-commands.txt`) to
     /// `archive/session-YYYYMMDD-HHMMSS/`, as the seed's archiving snippet does. Returns that
     /// folder relative to the root.
-    ///
-    /// # Errors
-    ///
-    /// Refused when there is no dialogue or `lock.txt` stays held; [`Error::Io`].
     pub fn archive(&self, lock_wait: Duration) -> Result<String> {
         if !self.exists() {
             return Err(self.no_dialogue());

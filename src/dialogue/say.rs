@@ -1,20 +1,4 @@
 //! `say`: seed 002's steps 1–7 as one operation, and `lock.txt`.
-//!
-//! Under the dialogue's kernel lock, `say` (1) takes `lock.txt` with create-new (a stale one,
-//! older than 60 s or left by a process that is gone, is taken over; a fresh one is waited for
-//! briefly); (2) refuses unless it is the speaker's turn and no `PAUSE`, `END-SESSION` or other
-//! agent's `-ONLY` stands; (3) appends the message block with one write and an fsync: the
-//! commit point; (4) replaces `current-turn.txt`; (5) replaces `status.json`; (6) removes
-//! `lock.txt`.
-//!
-//! A crash before 3 leaves only `lock.txt`, taken over by the next `say`. After 3, the
-//! conversation holds one message more than `status.json` counts, by the holder of the stale
-//! `lock.txt`: the next `say` passes the turn if it was not passed and rewrites `status.json`
-//! before writing its own message. A stale `lock.txt` is replaced in one rename (never removed
-//! first) by one naming the writer whose write may be interrupted (`interrupted:`) until the
-//! repair is done, so a `say` killed while repairing leaves a state the next one completes. Any
-//! other disagreement with `status.json` is corruption: `current-turn.txt` gets
-//! `[ERROR] conversation.md appears corrupted` and nothing else changes.
 
 use std::io;
 use std::path::PathBuf;
@@ -96,13 +80,6 @@ fn check_request(speaker: &str, text: &str) -> Result<String> {
 }
 
 /// Write one message as `req.speaker`: seed steps 1–7 in one operation (see the module docs).
-///
-/// # Errors
-///
-/// [`Error::BadInput`] for bad input (nothing written); refused (exit 3) when it is not the
-/// speaker's turn, the dialogue is paused, ended or reserved for another, the turn is unclear,
-/// or `lock.txt` stays held; [`Error::DialogueCorrupted`] on a corrupted conversation (after
-/// writing the seed's error line to `current-turn.txt`); [`Error::Io`].
 pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
     let speaker = check_request(&req.speaker, &req.text)?;
     let to = req.to.as_deref().map(speaker_id).transpose()?;

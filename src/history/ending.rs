@@ -2,13 +2,6 @@
 //! released, waiting for its user or no longer, clocking out), read as one line by the views
 //! people read (`coord log`, `coord watch`). The history keeps one event per transition, and
 //! `--json` prints each: only the words fold.
-//!
-//! An ending is a run of such events of one agent (and one session), each within [`WINDOW`] of
-//! the one before, with no other event in between, that releases something or clocks out, two
-//! events at least: a `claude -p` session's `Stop` and `SessionEnd` hooks, a `coord shutdown`, a
-//! `coord unlock` of several files. Anything else reads as it was written, in the order written
-//! (another agent's event in the middle of a run ends it: a lock released, then taken by
-//! another, never reads in the other order).
 
 use std::time::Duration;
 

@@ -60,10 +60,6 @@ impl Filter {
 }
 
 /// A `--since` value: a duration back from now (`30m`), or a time (RFC 3339).
-///
-/// # Errors
-///
-/// [`Error::BadDuration`](crate::Error::BadDuration) when it is neither.
 pub fn since(text: &str) -> Result<Timestamp> {
     if let Some(t) = clock::parse_timestamp(text) {
         return Ok(t);
@@ -142,10 +138,6 @@ pub fn read(root: &Path, filter: &Filter) -> Vec<Event> {
 /// Drop events older than the age bound from disk: the previous generation is removed once
 /// all of it is that old, and the log is rewritten without them (under its kernel lock).
 /// Returns how many events were dropped.
-///
-/// # Errors
-///
-/// [`Error::Io`](crate::Error::Io) when a file cannot be rewritten.
 pub fn trim(root: &Path, dry_run: bool) -> Result<usize> {
     let bounds = Bounds::of(root);
     let oldest = clock::now() - chrono::Duration::from_std(bounds.max_age).unwrap_or_default();

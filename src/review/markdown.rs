@@ -1,14 +1,6 @@
 //! The markdown of a tracker: [`analyze`] reads its lines into what they say (a [`View`]) and
 //! where each part is (an [`Index`]), so edits touch just those lines. The line syntax (headings,
 //! code fences, `- **Key:** value` fields, table cells) is read and written here only.
-//!
-//! Lenient where the seed is loose (either field style, any case, prose anywhere, no Agreements
-//! Log or Handoff Prompts); strict where a command depends on the content: a missing required
-//! section, steps out of order, an unknown status or action, a malformed Issues table, a
-//! duplicate issue id are [`Error::Corrupt`] with the 1-based line, never a guess.
-//!
-//! Invariants: a line inside a fenced code block is never a heading or a field;
-//! [`decode_cell`] undoes [`encode_cell`] for any text.
 
 use std::path::Path;
 
@@ -625,11 +617,6 @@ fn read_prompts(doc: &Doc<'_>, sec: &Section) -> (Vec<(usize, usize)>, Vec<Promp
 }
 
 /// The body of the `## Handoff Prompt for Next Actor` section that ends an output file.
-///
-/// # Errors
-///
-/// [`Error::BadInput`] when the file has no such section, when another `#` or `##` section
-/// follows it, or when it is empty.
 pub(crate) fn handoff_section(path: &Path, text: &str) -> Result<String> {
     let lines: Vec<String> = text.lines().map(str::to_string).collect();
     let fence = fenced(&lines);

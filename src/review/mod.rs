@@ -1,14 +1,5 @@
 //! The review tracker (seed 003): a markdown file per review topic, with Meta, Current State,
 //! Steps, Issues, Agreements Log and Handoff Prompts, that two agents take turns updating.
-//!
-//! Here: the seed's names, the topic rule, and what a tracker says as plain data ([`View`], its
-//! serde names the `--json` schema of `docs/protocol.md`). Below: `markdown` reads a tracker's
-//! lines, `tracker` edits them in place, [`paths`] names the review's files, [`rules`] is the
-//! protocol and the read-modify-write of a tracker.
-//!
-//! Invariants: a tracker is only ever replaced whole while the workspace mutex is held, after
-//! it was read under that same mutex, so concurrent commands never lose an update; a tracker
-//! that cannot be parsed is reported with its line number and never written.
 
 mod markdown;
 pub mod paths;
@@ -112,10 +103,6 @@ impl IssueStatus {
 
 /// Check a review topic: it becomes part of file names, so 1-64 characters of `a-z`, `0-9`,
 /// `-` and `_`, starting with a letter or digit (`regional-federalism-design`).
-///
-/// # Errors
-///
-/// [`Error::BadInput`] naming the topic.
 pub fn check_topic(topic: &str) -> Result<()> {
     let ok = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
     let b = topic.as_bytes();

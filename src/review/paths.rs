@@ -1,7 +1,5 @@
 //! The seed's naming conventions for the files of a review: review files, response files and
 //! changelogs, with `YYYY_MM_DD` dates and snake_case parts.
-//!
-//! The names themselves are built in [`crate::layout`]; this module fills in their parts.
 
 use std::path::{Path, PathBuf};
 
@@ -52,10 +50,6 @@ pub fn snake_case(text: &str) -> String {
 }
 
 /// The conventional path of a file under the metadata folder `meta`, dated `now`.
-///
-/// # Errors
-///
-/// [`Error::BadInput`] when a part the kind needs is missing or empty once snake_cased.
 pub fn conventional(meta: &Path, p: &NameParts<'_>, now: &Timestamp) -> Result<PathBuf> {
     let date = now.format("%Y_%m_%d").to_string();
     let need = |v: Option<&str>, flag: &str| {

@@ -1,10 +1,4 @@
 //! A tracker held as the lines it was read from: parse, edit, render; and a new one's text.
-//!
-//! Every edit rewrites or inserts only the lines it is about, in the file's own style (field
-//! spelling, CRLF), then reads the lines again: a tracker not edited renders back byte for
-//! byte, and an edit changes nothing but what it meant to. Prompts are fenced and Issues cells
-//! escaped, so no text can break the structure; an edit that would leave a tracker coord cannot
-//! read back is [`Error::Failed`] (a bug), and the caller writes nothing.
 
 use std::ops::Range;
 use std::path::{Path, PathBuf};
@@ -245,10 +239,6 @@ impl Tracker {
     }
 
     /// Update the status (and resolution, when given) of issue `id`.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] when there is no such issue.
     pub(crate) fn set_issue(
         &mut self,
         id: &str,

@@ -1,16 +1,5 @@
 //! The stamp card: seed 001's `partner_presence` table, one plain file per row under
 //! `.coord/partners/` (docs/protocol.md, "Stamp card and sessions", shows a row).
-//!
-//! Files, not the seed's SQLite: the shared folder may be on a network filesystem where SQLite's
-//! locking is unsafe. Every transition (clock in, heartbeat, crash marking, clock out) happens
-//! under the workspace mutex and replaces the row atomically: no half row, no lost change. Row
-//! ids come from the counter, read and bumped under the same mutex: unique and increasing.
-//!
-//! `status` is `online` from clock-in to clock-out (`offline`). A row that never clocked out is
-//! marked `crashed` by the next startup of its partner once its `last_heartbeat` is more than
-//! [`CRASH_AFTER`] old, or at once when its recorded process (`pid`, `host`) is gone. `-` is
-//! "none". The index `open/` names the rows not clocked out, so that the commands about open
-//! sessions (heartbeat, clock-in, clock-out, `status`) read those, not the card's history.
 
 use std::fs;
 use std::io;
@@ -105,9 +94,6 @@ fn opt(value: Option<&str>) -> Option<String> {
 
 impl Row {
     /// Parse row `id`'s file text (the id in the file name is authoritative).
-    ///
-    /// # Errors
-    /// A description of what is missing or wrong.
     pub fn parse(id: u64, text: &str) -> std::result::Result<Row, String> {
         let rec = Record::parse(text);
         let partner_name = rec
@@ -416,9 +402,6 @@ pub struct Crashed {
 
 /// Clock in: mark this partner's dead sessions crashed, add an `online` row, write the presence
 /// (ACTIVE, `working_on` = task), and look who else is around. All under the workspace mutex.
-///
-/// # Errors
-/// [`Error::Io`] when the stamp card or the presence cannot be written.
 pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
     let root = ws.root();
     let _mutex = ws.lock_mutex()?;
@@ -526,9 +509,6 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
 
 /// Refresh session `session_id`'s `last_heartbeat` and `agent`'s presence heartbeat. A row
 /// marked crashed meanwhile (the machine slept) comes back `online`.
-///
-/// # Errors
-/// [`Error::Io`] when a file cannot be written.
 pub fn heartbeat(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<()> {
     let _mutex = ws.lock_mutex()?;
     touch(ws.root(), agent, Some(session_id), true)?;
@@ -538,9 +518,6 @@ pub fn heartbeat(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<()
 /// Refresh `last_heartbeat` of `agent`'s `online` rows (only `session`'s when given). Caller
 /// holds the workspace mutex. Keeps `coord presence` and the stamp card in step, so an agent
 /// that heartbeats by hand is not marked crashed by its next startup.
-///
-/// # Errors
-/// [`Error::Io`] when a row cannot be written.
 pub fn refresh_partner(root: &Path, agent: &AgentId, session: Option<&str>) -> Result<()> {
     touch(root, agent, session, false)
 }
@@ -586,9 +563,6 @@ pub struct Shutdown {
 
 /// Clock out: release the locks in scope, set the rows in scope `offline` with `clocked_out`,
 /// and mark the presence FINISHED unless another session of the partner is still online.
-///
-/// # Errors
-/// [`Error::Io`] when a lock, row or the presence cannot be written.
 pub fn shutdown(ws: &Workspace, agent: &AgentId, scope: Scope<'_>) -> Result<Shutdown> {
     let released = match scope {
         Scope::Partner => lock::release(ws, agent, None, false)?,

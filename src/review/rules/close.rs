@@ -1,9 +1,4 @@
 //! Closing a review (`coord review close`), and its commit.
-//!
-//! A review closes only when every issue is resolved or wontfix, the last finished step is a
-//! done verify step and none is in progress, and no earlier review of the topic was closed.
-//! `--commit` runs `git` in the workspace (the user's configuration and hooks apply) after the
-//! review is closed; a failed commit leaves it closed and says so.
 
 use std::io;
 use std::path::Path;
@@ -42,12 +37,6 @@ impl Reviews {
     /// Close a review: check the completion criteria, set status closed and next actor none,
     /// move the tracker (and its archive) to `reviews/closed/`, and with `commit` make the
     /// commit, `summary` after `{topic} review: ` (else one derived from the issues).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::ReviewUnfinished`] naming what is missing; [`Error::Refused`] when a closed
-    /// tracker for TOPIC exists already; [`Error::BadInput`] with `commit` outside a git work
-    /// tree. Nothing is written in these cases.
     pub fn close(&self, topic: &str, commit: bool, summary: Option<&str>) -> Result<Closed> {
         let root = self.ws.root();
         if commit {

@@ -1,12 +1,6 @@
 //! The review protocol: [`Reviews`], the handle on one metadata folder, with one `impl` block a
 //! command: here `create`, `show`, issues and agreements; `step` (and the archive policy),
 //! `next` (the prompt to paste), `close` (completion criteria, the move, the commit).
-//!
-//! Invariants: every edit goes through `Reviews::edit`: the workspace mutex is taken *before*
-//! the tracker is read (whole, capped, UTF-8, through no symlink on its path) and parsed; a
-//! closed review, and a tracker another agent holds a live `coord lock` on, are refused; the
-//! tracker is replaced durably, `Last updated` stamped, with the mutex still held. So
-//! concurrent commands serialize, none loses an update, and a refused one writes nothing.
 
 mod close;
 mod next;
@@ -143,11 +137,6 @@ impl Reviews {
     }
 
     /// The tracker for showing.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] when there is no such review; [`Error::Corrupt`] when it cannot be
-    /// parsed; [`Error::Io`] when it cannot be read.
     pub fn show(&self, topic: &str) -> Result<Shown> {
         let (t, closed) = self.load(topic)?;
         let tracker = self.rel(t.path());
@@ -245,11 +234,6 @@ impl Reviews {
     /// one review ever; reviewer and implementer are two agents; the target exists. The new
     /// tracker is parsed before it is written: coord never writes one it cannot read back.
     /// Returns the tracker, relative to the root.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] for a bad topic, a missing target or one agent in both roles;
-    /// [`Error::Refused`] when a tracker for TOPIC exists (active or closed).
     pub fn create(
         &self,
         topic: &str,
@@ -304,10 +288,6 @@ impl Reviews {
 
     /// The conventional path of a file dated today; `to`, `step` and `action` default to the
     /// tracker's other participant and open step when there is a tracker to read.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] when a part the kind needs is missing.
     pub fn conventional_path(&self, parts: NameParts<'_>) -> Result<PathBuf> {
         let view = self.load(parts.topic).ok().map(|(t, _)| t.view().clone());
         let other = view.as_ref().and_then(|v| v.meta.other_than(parts.llm));
@@ -325,10 +305,6 @@ impl Reviews {
 
     /// Add an issue: `open`, its id `ISSUE-NN` one above the highest in the table (ids written
     /// otherwise are kept and skipped).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] for an empty title; as [`Reviews::show`] otherwise.
     pub fn add_issue(&self, topic: &str, severity: Severity, title: &str) -> Result<Issue> {
         let title = one_line(title);
         if title.is_empty() {
@@ -349,10 +325,6 @@ impl Reviews {
     }
 
     /// Update an issue's status and resolution.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] for an unknown id; as [`Reviews::show`] otherwise.
     pub fn set_issue(
         &self,
         topic: &str,
@@ -376,10 +348,6 @@ impl Reviews {
 
     /// Add a line to the Agreements Log: `- TEXT - ADOPTED`, `[DISPUTED] ` first when disputed
     /// (or when the text starts with it).
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] for empty text; as [`Reviews::show`] otherwise.
     pub fn agree(
         &self,
         topic: &str,

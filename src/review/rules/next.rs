@@ -1,9 +1,5 @@
 //! Who is next and what to paste to them ([`Reviews::next`]), and the prompt coord writes itself
 //! when the previous actor left none (a new review's first step, a hand-edited tracker).
-//!
-//! A stored prompt is given as the previous actor wrote it, with a note on how to record the
-//! step appended unless it already mentions one; the output file suggested follows the seed's
-//! naming conventions ([`crate::review::paths`]).
 
 use serde::Serialize;
 
@@ -52,10 +48,6 @@ pub(super) struct Guide {
 
 impl Reviews {
     /// Who is next, what to do, and the prompt to paste to them.
-    ///
-    /// # Errors
-    ///
-    /// As [`Reviews::show`].
     pub fn next(&self, topic: &str) -> Result<Next> {
         let (t, _) = self.load(topic)?;
         let (v, tracker) = (t.view(), self.rel(t.path()));

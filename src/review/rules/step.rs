@@ -1,15 +1,4 @@
 //! Finishing a step (`coord review step`), and the archive policy.
-//!
-//! Checked before the tracker is touched: the status, the summary, and an output file that
-//! ends with a `## Handoff Prompt for Next Actor` section (the next actor's prompt). Then, in
-//! one edit: the caller is the open step's actor; the step is filled in, the next one planned
-//! for exactly one next actor, the archive policy applied, the Current State and prompt set.
-//!
-//! Archive policy: past [`MAX_STEPS`] steps, the first [`ARCHIVED_AT_ONCE`] move to
-//! `TOPIC-tracker-archive.md`, the rest are renumbered from 01, and the Steps section opens with
-//! `Note: Steps 01-NN archived to …`, NN counting every step the archive holds. The archive is
-//! written before the tracker: a crash in between leaves steps in both files, never in neither,
-//! and the next step, finding those very steps at the archive's end, finishes the move.
 
 use std::path::Path;
 
@@ -80,12 +69,6 @@ pub struct StepOutcome {
 
 impl Reviews {
     /// Finish the open step and plan the next one.
-    ///
-    /// # Errors
-    ///
-    /// [`Error::BadInput`] for a missing output file or one without the handoff section;
-    /// [`Error::Refused`] when no step is open or it belongs to another actor. Nothing is
-    /// written in any of these cases.
     pub fn step(&self, req: &StepRequest<'_>) -> Result<StepOutcome> {
         use StepStatus::{Blocked, Done, NoAction};
         if !matches!(req.status, Done | Blocked | NoAction) {
