@@ -135,7 +135,6 @@ pub fn parse_line(line: usize, bytes: &[u8]) -> std::result::Result<Entry, Probl
     })
 }
 
-/// Reads a collaboration file from where it last stopped.
 struct Reader {
     path: PathBuf,
     offset: u64,

@@ -38,7 +38,6 @@ impl HandshakeStatus {
         }
     }
 
-    /// Anything but `ACCEPTED` (any case) is read as a request.
     fn parse(text: &str) -> HandshakeStatus {
         if text.trim().eq_ignore_ascii_case("ACCEPTED") {
             Accepted

@@ -82,7 +82,6 @@ impl Message {
         self.to == agent || self.to == ALL
     }
 
-    /// The file text.
     fn render(&self) -> String {
         let mut rec = Record::new();
         rec.set("from", &self.from);
@@ -92,7 +91,6 @@ impl Message {
         format!("{}\n{}", rec.render(), self.body)
     }
 
-    /// Parse a message file's text; `None` with the reason when it is not a message.
     fn parse(id: &str, text: &str) -> std::result::Result<Message, String> {
         let (head, body) = text
             .split_once("\n\n")
@@ -143,13 +141,11 @@ impl Inbox {
     }
 }
 
-/// `n`'s last `width` digits in base 36, lowercase.
 fn base36(n: u64, width: u32) -> String {
     let digit = |i: u32| char::from_digit((n / 36u64.pow(i) % 36) as u32, 36).unwrap_or('0');
     (0..width).rev().map(digit).collect()
 }
 
-/// A new id: sending time (ms, base 36, 9 digits) and 4 random base-36 digits.
 fn new_id() -> String {
     let ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -204,8 +200,6 @@ pub fn send(ws: &Workspace, from: &AgentId, to: &Recipient, body: &str) -> Resul
     })
 }
 
-/// `.coord/messages/`, made when missing. Where no arbitration holds (rclone), a message file
-/// could not be made without replacing another's: refused before the folder is made.
 fn messages_folder(ws: &Workspace) -> Result<std::path::PathBuf> {
     ws.require_arbitration()?;
     ws.ensure_state_dir()?;
@@ -219,8 +213,6 @@ pub fn scan(root: &Path) -> (Vec<Message>, Vec<Unreadable>) {
     try_scan(root).unwrap_or_default()
 }
 
-/// [`scan`], failing when the message folder exists but cannot be listed (another user's
-/// folder made with umask 077): an inbox that cannot be read is not an empty one.
 fn try_scan(root: &Path) -> Result<(Vec<Message>, Vec<Unreadable>)> {
     let dir = layout::messages_dir(&shared_root(root));
     let mut found = Vec::new();
@@ -256,7 +248,6 @@ fn try_scan(root: &Path) -> Result<(Vec<Message>, Vec<Unreadable>)> {
     Ok((found, skipped))
 }
 
-/// A message file's bytes as read: the message, or why it is not one.
 fn message_of(id: &str, read: std::io::Result<Vec<u8>>) -> std::result::Result<Message, String> {
     let bytes = read.map_err(|e| e.to_string())?;
     let text = String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_string())?;

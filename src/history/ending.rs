@@ -37,7 +37,6 @@ pub struct Ending {
     pub events: usize,
 }
 
-/// Whether `e` may be part of an ending.
 fn ends(e: &Event) -> bool {
     match e.event.as_str() {
         "lock_released" => !e.extra.contains_key("forced"),
@@ -46,19 +45,15 @@ fn ends(e: &Event) -> bool {
     }
 }
 
-/// A run of ending events of one agent, still open.
 #[derive(Debug)]
 struct Run {
     agent: String,
     session: Option<String>,
-    /// Its events, in order.
     events: Vec<Event>,
-    /// The time of its last event.
     last: Option<Timestamp>,
 }
 
 impl Run {
-    /// Whether `e` (at `at`) goes on this run.
     fn takes(&self, e: &Event, at: Option<&Timestamp>) -> bool {
         self.agent == e.agent
             && self.session == e.session
@@ -68,7 +63,6 @@ impl Run {
             }
     }
 
-    /// The run, closed: one ending, or its events one by one when it is none.
     fn close(self) -> Vec<Item> {
         let releases = |e: &Event| {
             matches!(

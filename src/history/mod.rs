@@ -186,7 +186,6 @@ impl Event {
         self.extra.get(key).and_then(Value::as_str)
     }
 
-    /// The line written: at most [`LINE_CAP`] bytes, newline included.
     fn line(&self) -> Option<Vec<u8>> {
         let mut text = serde_json::to_vec(self).ok()?;
         if text.len() < LINE_CAP {
@@ -225,16 +224,12 @@ fn cut(s: &str, n: usize) -> String {
     s.chars().take(n).collect()
 }
 
-/// Now, with milliseconds (a lock held for 1 ms shows as such).
 fn now_ms() -> String {
     clock::now().format("%Y-%m-%dT%H:%M:%S%.3f%:z").to_string()
 }
 
-/// Who is acting, beyond the agent: the client and session of the process (set by a hook, or
-/// `COORD_SESSION` inside `coord session`).
 static CONTEXT: OnceLock<(Option<String>, Option<String>)> = OnceLock::new();
 
-/// The first failure to write the history, for the command to say once.
 static WARNING: Mutex<Option<String>> = Mutex::new(None);
 
 /// Name the client and session every event of this process comes from (a hook call).
@@ -311,7 +306,6 @@ pub fn parse_size(text: &str) -> Option<u64> {
     n.checked_mul(scale)
 }
 
-/// Whether the history is turned off (`COORD_HISTORY=off`).
 fn off() -> bool {
     std::env::var("COORD_HISTORY").is_ok_and(|v| v.eq_ignore_ascii_case("off"))
 }

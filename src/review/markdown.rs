@@ -23,7 +23,6 @@ pub(crate) const ISSUES: &str = "issues";
 pub(crate) const AGREEMENTS: &str = "agreements log";
 pub(crate) const HANDOFFS: &str = "handoff prompts";
 
-/// The Issues columns coord needs, in the order of [`Table::cols`].
 const COLUMNS: [&str; 5] = ["id", "severity", "title", "status", "resolution"];
 
 /// A `- **Key:** value` line.
@@ -93,7 +92,6 @@ pub(crate) fn renumber_heading(line: &str, number: u32) -> String {
     format!("### {number:02}{}", &rest[digits..])
 }
 
-/// A fence opening (its character and length), when `line` is one.
 fn fence_open(line: &str) -> Option<(char, usize)> {
     let t = line.trim();
     let ch = t.chars().next().filter(|c| matches!(c, '`' | '~'))?;
@@ -129,7 +127,6 @@ pub(crate) fn fence_for(text: &str) -> String {
     "`".repeat(longest.max(2) + 1)
 }
 
-/// `lines` without their `\r` line ends and without blank lines at either end.
 fn trimmed_block(lines: &[String]) -> Vec<&str> {
     let mut block: Vec<&str> = lines.iter().map(|l| l.trim_end_matches('\r')).collect();
     while block.last().is_some_and(|l| l.trim().is_empty()) {
@@ -174,7 +171,6 @@ fn get<'a>(fields: &'a [Field], key: &str) -> Option<&'a Field> {
     fields.iter().find(|f| f.key.eq_ignore_ascii_case(key))
 }
 
-/// The value of field `key`, `None` when missing or empty.
 fn value(fields: &[Field], key: &str) -> Option<String> {
     get(fields, key)
         .map(|f| f.value.clone())
@@ -239,7 +235,6 @@ pub(crate) fn render_row(cells: &[String]) -> String {
     })
 }
 
-/// The lines being read, which of them are fenced, and the path errors name.
 struct Doc<'a> {
     path: &'a Path,
     lines: &'a [String],
@@ -247,7 +242,6 @@ struct Doc<'a> {
 }
 
 impl Doc<'_> {
-    /// [`Error::Corrupt`] at 0-based `line`.
     fn corrupt(&self, line: Option<usize>, why: impl Into<String>) -> Error {
         Error::Corrupt {
             path: self.path.to_path_buf(),
@@ -256,12 +250,10 @@ impl Doc<'_> {
         }
     }
 
-    /// The lines of a section's body outside code fences.
     fn body(&self, sec: &Section) -> impl Iterator<Item = usize> + '_ {
         (sec.heading + 1..sec.end).filter(|&i| !self.fence[i])
     }
 
-    /// The fields of `from..to` (outside code fences).
     fn fields(&self, from: usize, to: usize) -> Vec<Field> {
         (from..to)
             .filter(|&i| !self.fence[i])
@@ -269,7 +261,6 @@ impl Doc<'_> {
             .collect()
     }
 
-    /// Every `#` and `##` section; a `##` title used twice is corrupt.
     fn sections(&self) -> Result<Vec<Section>> {
         let mut sections: Vec<Section> = Vec::new();
         for i in (0..self.lines.len()).filter(|&i| !self.fence[i]) {
@@ -378,7 +369,6 @@ fn read_meta(doc: &Doc<'_>, sec: &Section, fields: &[Field]) -> Result<Meta> {
     })
 }
 
-/// `Claude (reviewer), Codex (implementer)` → the two participants with their roles.
 fn parse_participants(text: &str) -> Vec<Participant> {
     let parts = text.split(',').map(str::trim).filter(|p| !p.is_empty());
     let participant = |p: &str| {

@@ -80,14 +80,12 @@ impl Tracker {
         Ok(())
     }
 
-    /// Replace `range` with new lines (line ends in the file's style), and read again.
     fn splice(&mut self, range: Range<usize>, block: Vec<String>) -> Result<()> {
         let eol = if self.crlf { "\r" } else { "" };
         self.lines.splice(range, block.into_iter().map(|l| l + eol));
         self.reindex()
     }
 
-    /// Rewrite line `at`, keeping its own line end.
     fn replace_line(&mut self, at: usize, text: String) {
         let cr = if self.lines[at].ends_with('\r') {
             "\r"
@@ -97,7 +95,6 @@ impl Tracker {
         self.lines[at] = text + cr;
     }
 
-    /// The last non-blank line of `from..to`, else `from`.
     fn last_text(&self, from: usize, to: usize) -> usize {
         (from..to)
             .rev()
@@ -105,8 +102,6 @@ impl Tracker {
             .unwrap_or(from)
     }
 
-    /// Insert `block` at `at` inside `sec`, with a blank line after it when another section
-    /// follows at once.
     fn insert_in(&mut self, sec: &Section, at: usize, mut block: Vec<String>) -> Result<()> {
         if at == sec.end && at < self.lines.len() {
             block.push(String::new());
@@ -114,8 +109,6 @@ impl Tracker {
         self.splice(at..at, block)
     }
 
-    /// The section `name`, appended at the end of the file when missing (only the optional
-    /// ones can be: the parser requires the others).
     fn section(&mut self, name: &str) -> Result<Section> {
         let find = |t: &Tracker| t.index.sections.iter().find(|s| s.name == name).cloned();
         if let Some(s) = find(self) {
@@ -139,7 +132,6 @@ impl Tracker {
         })
     }
 
-    /// Insert `block` after the last non-blank line of a section, a blank line before it.
     fn append_to(&mut self, name: &str, block: Vec<String>) -> Result<()> {
         let sec = self.section(name)?;
         let at = self.last_text(sec.heading, sec.end) + 1;

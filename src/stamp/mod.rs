@@ -27,7 +27,6 @@ pub const CRASH_AFTER: Duration = Duration::from_secs(300);
 /// The `--partner` value that asks coord to pick a free name.
 pub const NEW_PARTNER: &str = "new";
 
-/// The prefix of names picked for `--partner new` (`partner-1`, `partner-2`, …).
 const PICKED_PREFIX: &str = "partner-";
 
 /// A row's `status`.
@@ -192,8 +191,6 @@ pub fn scan(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
     (rows, bad)
 }
 
-/// The rows at `(id, path)`, and those that could not be read; a row file gone meanwhile is
-/// skipped.
 fn read_rows(found: impl IntoIterator<Item = (u64, PathBuf)>) -> (Vec<Row>, Vec<Unreadable>) {
     let mut rows = Vec::new();
     let mut bad = Vec::new();
@@ -228,7 +225,6 @@ fn write_row(root: &Path, row: &Row) -> Result<()> {
     index_row(root, row)
 }
 
-/// Set `row`'s entry in the index of open rows, when the card has the index.
 fn index_row(root: &Path, row: &Row) -> Result<()> {
     if !has_index(root) {
         return Ok(());
@@ -290,7 +286,6 @@ pub fn open_rows_checked(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
     (open, bad)
 }
 
-/// The ids of the card's row files, from their names alone.
 fn row_ids(root: &Path) -> impl Iterator<Item = u64> {
     fsutil::list_names(&layout::partners_dir(&shared_root(root)))
         .unwrap_or_default()
@@ -339,7 +334,6 @@ fn next_id(root: &Path) -> Result<u64> {
     Ok(id)
 }
 
-/// The first `partner-N` not used by any row or presence file.
 fn free_name(root: &Path, rows: &[Row]) -> String {
     let (presences, _) = presence::scan(root);
     (1u64..)

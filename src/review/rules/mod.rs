@@ -27,7 +27,6 @@ use crate::lock::{self, LockState};
 use crate::presence::{StateCache, Unreadable};
 use crate::workspace::{AgentId, Target, Workspace};
 
-/// Largest tracker or output file read.
 const FILE_CAP: u64 = 8 * 1024 * 1024;
 
 /// The review metadata folder of a workspace.
@@ -91,7 +90,6 @@ impl Reviews {
         self
     }
 
-    /// `reviews/active` or `reviews/closed`.
     fn dir(&self, closed: bool) -> PathBuf {
         if closed {
             layout::review_closed_dir(&self.meta)
@@ -100,7 +98,6 @@ impl Reviews {
         }
     }
 
-    /// `reviews/active/TOPIC-tracker.md`, or the closed one.
     fn tracker_path(&self, topic: &str, closed: bool) -> PathBuf {
         layout::review_tracker(&self.dir(closed), topic)
     }
@@ -118,7 +115,6 @@ impl Reviews {
             .transpose()
     }
 
-    /// TOPIC's tracker: the active one, else the closed one (`true` when closed).
     fn load(&self, topic: &str) -> Result<(Tracker, bool)> {
         check_topic(topic)?;
         for closed in [false, true] {
@@ -198,7 +194,6 @@ impl Reviews {
         fsutil::replace_durable(t.path(), t.render().as_bytes())
     }
 
-    /// Refuse to write a tracker that another agent holds a live `coord lock` on.
     fn check_not_locked(&self, path: &Path, actor: Option<&AgentId>) -> Result<()> {
         let Some(rel) = self.ws.rel(path) else {
             return Ok(());
@@ -376,12 +371,10 @@ impl Reviews {
     }
 }
 
-/// Today, `YYYY-MM-DD`, as Meta writes dates.
 fn meta_date() -> String {
     clock::now().format("%Y-%m-%d").to_string()
 }
 
-/// One above the highest `ISSUE-NN` (case is ignored; other ids do not count).
 fn next_issue_number(view: &View) -> u32 {
     let number = |id: &str| {
         id.get(..6)?

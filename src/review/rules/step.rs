@@ -14,13 +14,10 @@ use crate::review::tracker::{Block, Tracker};
 use crate::review::{Action, Step, StepStatus, View, one_line};
 use crate::workspace::{AgentId, Target};
 
-/// Steps kept in a tracker before the archive policy applies.
 const MAX_STEPS: usize = 20;
 
-/// Steps moved to the archive at once.
 const ARCHIVED_AT_ONCE: usize = 10;
 
-/// How the archive note starts; the number of archived steps follows.
 const NOTE: &str = "Note: Steps 01-";
 
 /// A finished step.
@@ -143,8 +140,6 @@ impl Reviews {
         Ok(done)
     }
 
-    /// Move the first steps to the archive when there are too many; the archive, relative to
-    /// the root, when steps were moved.
     fn archive(&self, topic: &str, t: &mut Tracker) -> Result<Option<String>> {
         if t.view().steps.len() <= MAX_STEPS {
             return Ok(None);
@@ -213,7 +208,6 @@ fn owned_open_step<'v>(view: &'v View, req: &StepRequest<'_>) -> Result<&'v Step
     Ok(open)
 }
 
-/// The action that usually follows `done` given the next actor's role.
 fn usual_next(done: Action, next_role: Option<&str>) -> Action {
     let implementer = next_role.is_some_and(|r| r.eq_ignore_ascii_case("implementer"));
     match done {
@@ -226,7 +220,6 @@ fn usual_next(done: Action, next_role: Option<&str>) -> Action {
     }
 }
 
-/// How many steps the archive note counts: no note, or one coord cannot read, counts none.
 fn noted(note: Option<&str>) -> usize {
     note.and_then(|n| n.strip_prefix(NOTE)?.split(' ').next()?.parse().ok())
         .unwrap_or(0)
@@ -236,13 +229,11 @@ fn lines(text: &str) -> Vec<String> {
     text.lines().map(str::to_string).collect()
 }
 
-/// The `### NN` step headings among `lines` (outside code fences).
 fn step_heads(lines: &[String]) -> impl Iterator<Item = usize> + '_ {
     let fence = fenced(lines);
     (0..lines.len()).filter(move |&i| !fence[i] && is_step_heading(&lines[i]))
 }
 
-/// Archived step lines with their `### NN` headings renumbered from `first`.
 fn renumber_steps(lines: &[String], first: usize) -> Vec<String> {
     let mut out = lines.to_vec();
     for (n, i) in (first..).zip(step_heads(lines)) {
