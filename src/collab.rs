@@ -1,13 +1,6 @@
 //! The shared collaboration file of seed 000: one JSON object per line,
 //! `{"llm_id": "Claude", "response": "…", "time": "…"}`, appended by every participant and read
 //! back by all.
-//!
-//! Invariants: lines are written the way Python's `json.dumps` writes them (plain ASCII), so the
-//! seed's `CollaborativeFileCommunication` class and coord read each other's lines; a line is
-//! appended whole, under a kernel lock, and fsynced ([`fsutil::append_line_durable_numbered`]),
-//! so writers never interleave; reading is lenient (a bad line is reported with its number and
-//! skipped, the rest still read), capped per line ([`LINE_CAP`]) and never through a symlink;
-//! following reads only complete lines, and starts over, saying so, when the file shrinks.
 
 use std::fmt::Write as _;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
@@ -86,11 +79,6 @@ pub fn render_line(llm_id: &str, response: &str, time: &str) -> String {
 }
 
 /// Append an entry by `agent` (its name as given) saying `response` to `target`.
-///
-/// # Errors
-///
-/// [`Error::BadInput`] when the response is larger than [`LINE_CAP`] allows (nothing is written);
-/// [`Error::Io`] when the file cannot be appended to (a symlink, a folder, a FIFO, no space).
 pub fn write(target: &Target, agent: &AgentId, response: &str) -> Result<Entry> {
     let time = clock::now_string();
     let line = render_line(agent.name(), response, &time);
@@ -147,7 +135,6 @@ pub fn parse_line(line: usize, bytes: &[u8]) -> std::result::Result<Entry, Probl
     })
 }
 
-/// Reads a collaboration file from where it last stopped.
 struct Reader {
     path: PathBuf,
     offset: u64,

@@ -1,15 +1,6 @@
 //! Conflicts before the merge (issue 27): for the work trees of one repository, the files that
 //! two or more of their branches changed since they parted, and whether those changes merge
 //! cleanly, so that a human sees a conflict while the agents still work, not at merge time.
-//!
-//! Each work tree's `HEAD` commit is compared with each other one: the files each changed since
-//! their merge base (`git diff --name-only BASE COMMIT`) that both changed are listed, and
-//! `git merge-tree --write-tree` (git 2.38 or later) says which of them would conflict. With an
-//! older git the files are listed with the state `UNKNOWN` and a note says why. Commits only:
-//! what an agent has not committed yet is covered by its locks (and the shell-edit notice).
-//!
-//! git runs only where the repository has two work trees or more, each call within what is
-//! left of [`BUDGET`]; past it, the pairs not compared are left out and a note says so.
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::io::Read;
@@ -170,13 +161,11 @@ pub fn remote_branches(top: &Path, remote: &str, deadline: Instant) -> Vec<Remot
     out
 }
 
-/// A git command run within a deadline.
 struct Git {
     deadline: Instant,
     timed_out: bool,
 }
 
-/// What a git call gave: its exit code and stdout.
 struct Ran {
     code: Option<i32>,
     stdout: Vec<u8>,
@@ -233,14 +222,12 @@ impl Git {
         })
     }
 
-    /// stdout of a call that succeeded, trimmed.
     fn line(&mut self, dir: &Path, args: &[&str]) -> Option<String> {
         let ran = self.run(dir, args)?;
         (ran.code == Some(0)).then(|| String::from_utf8_lossy(&ran.stdout).trim().to_string())
     }
 }
 
-/// `(major, minor)` of `git version 2.47.3`.
 fn parse_version(text: &str) -> Option<(u32, u32)> {
     let v = text.split_whitespace().nth(2)?;
     let mut parts = v.split('.');
@@ -263,8 +250,6 @@ struct Scratch {
 }
 
 impl Scratch {
-    /// A scratch folder for the repository at `top`, with git `version` (`git version`'s
-    /// line); why whether changes merge cannot be known when there is none.
     fn new(top: &Path, version: &str) -> Result<Scratch, &'static str> {
         if parse_version(version).is_none_or(|v| v < (2, 38)) {
             return Err(
@@ -284,7 +269,6 @@ impl Scratch {
         }
     }
 
-    /// The files that do not merge between commits `a` and `b` (None when git cannot tell).
     fn conflicted(&self, git: &mut Git, top: &Path, a: &str, b: &str) -> Option<BTreeSet<String>> {
         let isolate = [
             ("GIT_OBJECT_DIRECTORY", self.dir.path()),

@@ -1,19 +1,4 @@
 //! Handshakes: `<root>/.handshake_<agent>`, one block per peer, in the seed's `key: value` form.
-//!
-//! With two agents the file is exactly the seed's single block; with more, one block per peer,
-//! sorted by peer, separated by a blank line. A block says "`from` asks `to` for Protocol V3"
-//! (`REQUESTED`) or "`from` accepts `to`" (`ACCEPTED`).
-//!
-//! One round ([`step`]), under the workspace mutex: every other ACTIVE agent gets a request,
-//! and every peer whose file has a block addressed to this agent gets `ACCEPTED`. A block keeps
-//! its `time` while its status stays the same, so repeating a round changes nothing. A pair is
-//! **established** when both directions exist and at least one says `ACCEPTED`; Protocol V3 is
-//! active in the workspace while at least one pair is established.
-//!
-//! Reading is lenient, for files written by hand: blocks are separated by blank lines (or start
-//! at a repeated `from:`), keys are matched without regard to case, a `time` without an offset
-//! is read as local time, a block without a valid `to` is skipped, and the file's name — not
-//! its `from:` line — says whose it is.
 
 use std::path::Path;
 
@@ -53,7 +38,6 @@ impl HandshakeStatus {
         }
     }
 
-    /// Anything but `ACCEPTED` (any case) is read as a request.
     fn parse(text: &str) -> HandshakeStatus {
         if text.trim().eq_ignore_ascii_case("ACCEPTED") {
             Accepted
@@ -209,10 +193,6 @@ impl Round {
 
 /// One round for `agent`: request every other ACTIVE agent, accept every block addressed to it.
 /// `also` names peers to keep in the round even if they went inactive (a wait's first peers).
-///
-/// # Errors
-/// [`Error::Corrupt`] when this agent's own file cannot be read (nothing is written then);
-/// [`Error::Io`] when it cannot be written.
 pub fn step(ws: &Workspace, agent: &AgentId, also: &[String]) -> Result<Round> {
     let root = ws.root();
     let me = agent.id();
@@ -290,9 +270,6 @@ pub fn step(ws: &Workspace, agent: &AgentId, also: &[String]) -> Result<Round> {
 
 /// Rounds until every peer of the first round is established, waking on changes in the root
 /// (and every [`RECHECK`]).
-///
-/// # Errors
-/// [`Error::Refused`] when `wait` ends first, naming the peers that did not answer; as [`step`].
 pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Round> {
     let watch = FolderWatch::new(&[ws.root().to_path_buf()]);
     let deadline = Deadline::after(wait.as_duration());

@@ -1,16 +1,5 @@
 //! Messages between agents (seed 001's `msg send / list / read`): one file per message under
 //! `.coord/messages/`, and read marks kept per reader (docs/protocol.md shows the format).
-//!
-//! - **No lost or torn message.** Each message is its own file, published whole with
-//!   [`fsutil::create_new`]; senders need no lock, and a taken id is retried with a new one.
-//! - **Ids** sort in sending order: the time in milliseconds in base 36 (9 characters), then 4
-//!   random base-36 characters.
-//! - **Read state is per reader**: a mark in the reader's own folder, so a broadcast (`to: all`)
-//!   read by one agent stays unread for the others. A broadcast is never unread for its sender.
-//! - **Hostile files are skipped, never trusted**: read capped, without following links, and
-//!   reported in the listing's `skipped`.
-//! - **No litter.** Temporary files of killed senders and readers are swept by the next
-//!   `send`, listing or read in their folder.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs;
@@ -49,9 +38,6 @@ pub enum Recipient {
 
 impl Recipient {
     /// Parse `all` or an agent name (case is ignored, as for `--agent`).
-    ///
-    /// # Errors
-    /// [`Error::InvalidAgent`] for anything else; nothing is written.
     pub fn parse(text: &str) -> Result<Recipient> {
         if text.eq_ignore_ascii_case(ALL) {
             return Ok(Recipient::All);
@@ -96,7 +82,6 @@ impl Message {
         self.to == agent || self.to == ALL
     }
 
-    /// The file text.
     fn render(&self) -> String {
         let mut rec = Record::new();
         rec.set("from", &self.from);
@@ -106,7 +91,6 @@ impl Message {
         format!("{}\n{}", rec.render(), self.body)
     }
 
-    /// Parse a message file's text; `None` with the reason when it is not a message.
     fn parse(id: &str, text: &str) -> std::result::Result<Message, String> {
         let (head, body) = text
             .split_once("\n\n")
@@ -157,13 +141,11 @@ impl Inbox {
     }
 }
 
-/// `n`'s last `width` digits in base 36, lowercase.
 fn base36(n: u64, width: u32) -> String {
     let digit = |i: u32| char::from_digit((n / 36u64.pow(i) % 36) as u32, 36).unwrap_or('0');
     (0..width).rev().map(digit).collect()
 }
 
-/// A new id: sending time (ms, base 36, 9 digits) and 4 random base-36 digits.
 fn new_id() -> String {
     let ms = SystemTime::now()
         .duration_since(UNIX_EPOCH)
@@ -177,11 +159,6 @@ fn new_id() -> String {
 }
 
 /// Store a message from `from` to `to`; returns it with its new id.
-///
-/// # Errors
-/// [`Error::BadInput`] for an empty or too large body (nothing is written);
-/// [`Error::NoArbitration`] where no arbitration holds (nothing is written);
-/// [`Error::Io`] when the file cannot be written.
 pub fn send(ws: &Workspace, from: &AgentId, to: &Recipient, body: &str) -> Result<Message> {
     if body.trim().is_empty() {
         return Err(Error::bad_input("the message is empty"));
@@ -223,8 +200,6 @@ pub fn send(ws: &Workspace, from: &AgentId, to: &Recipient, body: &str) -> Resul
     })
 }
 
-/// `.coord/messages/`, made when missing. Where no arbitration holds (rclone), a message file
-/// could not be made without replacing another's: refused before the folder is made.
 fn messages_folder(ws: &Workspace) -> Result<std::path::PathBuf> {
     ws.require_arbitration()?;
     ws.ensure_state_dir()?;
@@ -238,8 +213,6 @@ pub fn scan(root: &Path) -> (Vec<Message>, Vec<Unreadable>) {
     try_scan(root).unwrap_or_default()
 }
 
-/// [`scan`], failing when the message folder exists but cannot be listed (another user's
-/// folder made with umask 077): an inbox that cannot be read is not an empty one.
 fn try_scan(root: &Path) -> Result<(Vec<Message>, Vec<Unreadable>)> {
     let dir = layout::messages_dir(&shared_root(root));
     let mut found = Vec::new();
@@ -275,7 +248,6 @@ fn try_scan(root: &Path) -> Result<(Vec<Message>, Vec<Unreadable>)> {
     Ok((found, skipped))
 }
 
-/// A message file's bytes as read: the message, or why it is not one.
 fn message_of(id: &str, read: std::io::Result<Vec<u8>>) -> std::result::Result<Message, String> {
     let bytes = read.map_err(|e| e.to_string())?;
     let text = String::from_utf8(bytes).map_err(|_| "it is not UTF-8 text".to_string())?;
@@ -341,10 +313,6 @@ pub fn unread_counts(
 }
 
 /// Message `id`, marked read for `agent` when it is one of its recipients.
-///
-/// # Errors
-/// [`Error::BadInput`] when there is no message `id`; [`Error::Corrupt`] when its file cannot be
-/// read as a message; [`Error::Io`] when the read mark cannot be written.
 pub fn read(ws: &Workspace, agent: &AgentId, id: &str) -> Result<InboxEntry> {
     let key = id.trim().to_ascii_lowercase();
     let path = layout::message_file(&shared_root(ws.root()), &key);
@@ -373,14 +341,6 @@ pub fn read(ws: &Workspace, agent: &AgentId, id: &str) -> Result<InboxEntry> {
 }
 
 /// Block until `agent` has at least one unread message, or `wait` runs out.
-///
-/// Wakes on events in the message folder (a new message appears there whole, by a link), with
-/// the [`RECHECK`](crate::wait::RECHECK) interval as a safety net for filesystems that send no events.
-/// Returns the inbox, which holds at least one unread message.
-///
-/// # Errors
-/// [`Error::Refused`] when the wait ends without an unread message; [`Error::Io`] when the message
-/// folder cannot be created.
 pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Inbox> {
     let dir = messages_folder(ws)?;
     let started = std::time::Instant::now();

@@ -1,13 +1,5 @@
 //! In-file notes (seed 001's "in-file communication"): one line `[HH:MM] [Agent] TEXT` appended
 //! to a shared file, under that file's lock.
-//!
-//! The line is appended only while this agent holds `FILE.lock.<agent>`, checked under the
-//! workspace mutex right before the append (the fence of a commit by `coord write`), so a note
-//! never lands in a file someone else holds; the lock is the agent's own, used and kept, or
-//! taken for this note and released after ([`crate::edit`]). The append is one `write` on an
-//! `O_APPEND` descriptor ([`fsutil::append_line`]): the file keeps its inode, so an editor or
-//! `tail -f` that has it open sees the note, and the backup taken with the lock covers a torn
-//! append after a crash. The text is folded onto one line: a note can never forge a second one.
 
 use serde::Serialize;
 
@@ -59,11 +51,6 @@ pub fn format_line(now: &Timestamp, agent: &AgentId, text: &str) -> String {
 }
 
 /// Append a note to `req.target` under its lock (see the module docs).
-///
-/// # Errors
-/// [`Error::BadInput`] for an empty note; the errors of [`lock::acquire`] when the lock cannot be
-/// had ([`Error::LockHeld`], [`Error::WaitTimedOut`], exit 3); [`Error::Refused`] when the lock was
-/// lost before the append; [`Error::Io`] when the file cannot be appended to.
 pub fn note(
     ws: &Workspace,
     req: &NoteRequest,

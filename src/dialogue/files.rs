@@ -41,7 +41,6 @@ pub fn same_id(a: &str, b: &str) -> bool {
     a.eq_ignore_ascii_case(b)
 }
 
-/// At most 40 characters of a name read from a file, for messages.
 fn clip(text: &str) -> String {
     let mut s: String = text.chars().take(40).collect();
     if s.len() < text.len() {
@@ -122,7 +121,6 @@ pub(crate) struct Conversation {
     pub participants: Option<Vec<String>>,
     /// The seed's markers found in the last message's text.
     last_markers: Vec<&'static str>,
-    /// What a new block needs before it to start after a blank line.
     lead: &'static str,
 }
 

@@ -23,11 +23,9 @@ use crate::workspace::{Target, Workspace};
 use self::commands::{CommandState, UserCommand};
 use self::files::{Conversation, LockInfo, StatusDoc, Turn, USER, same_id};
 
-/// Size caps when reading `conversation.md` and the small files.
 const CONVERSATION_CAP: u64 = 32 * 1024 * 1024;
 const SMALL_CAP: u64 = 1024 * 1024;
 
-/// The participants when none are named.
 const DEFAULT_AGENTS: [&str; 2] = ["AGENT-1", "AGENT-2"];
 
 fn refused(why: Refusal, message: impl Into<String>, hint: impl Into<String>) -> Error {
@@ -106,7 +104,6 @@ impl Dialogue {
         refused(Refusal::DialogueExists, message, hint)
     }
 
-    /// A small file's text and mtime; `None` when it is missing.
     fn read_small(&self, name: &str) -> Result<Option<(String, Option<Timestamp>)>> {
         let path = self.path(name);
         match fsutil::read_text_capped(&path, SMALL_CAP) {
@@ -314,7 +311,6 @@ impl Dialogue {
     }
 }
 
-/// Validate a participant list: valid ids, no `USER`, no duplicates, at least two.
 fn check_participants(list: &[String]) -> Result<Vec<String>> {
     let mut out: Vec<String> = Vec::new();
     for id in list {
@@ -337,7 +333,6 @@ fn check_participants(list: &[String]) -> Result<Vec<String>> {
     Ok(out)
 }
 
-/// `id` as `agents` spell it (or `USER`), for `--first` and `--to`.
 fn participant(agents: &[String], flag: &str, id: &str) -> Result<String> {
     if same_id(id, USER) {
         return Ok(USER.to_string());
@@ -347,7 +342,6 @@ fn participant(agents: &[String], flag: &str, id: &str) -> Result<String> {
     found.ok_or_else(|| Error::bad_input(format!("`--{flag} {id}` is not a participant ({list})")))
 }
 
-/// The refusal for a dialogue the user ended.
 fn ended_error() -> Error {
     let message = "the dialogue has ended (`END-SESSION` in `user-commands.txt`)";
     let hint = "archive it with `coord dialogue archive`, or continue after `coord dialogue command RESUME`";
@@ -358,18 +352,15 @@ fn ended_error() -> Error {
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     conv: Conversation,
-    /// `status.json`, or why it cannot be used.
     status: std::result::Result<StatusDoc, String>,
     turn: Turn,
     lock: Option<LockInfo>,
     commands: CommandState,
-    /// In turn order.
     participants: Vec<String>,
     topic: String,
 }
 
 impl Snapshot {
-    /// Why the conversation is corrupted, when it is: `(line, why)`.
     fn corruption(&self) -> Option<(Option<usize>, String)> {
         if let Some((line, why)) = self.conv.numbering_error() {
             return Some((Some(line), why));
@@ -380,7 +371,6 @@ impl Snapshot {
         (counted != count).then_some((None, why))
     }
 
-    /// Whether `id` may write the next message now; the refusal (exit 3) says why not.
     fn may_speak(&self, id: &str) -> Result<()> {
         if self.commands.ended {
             return Err(ended_error());
@@ -516,7 +506,6 @@ pub struct TurnView {
 }
 
 impl TurnView {
-    /// One phrase for the state: `it is AGENT-2's turn`, `the dialogue is paused`, ….
     fn describe_state(&self) -> String {
         let or = |s: &Option<String>, none: &str| s.clone().unwrap_or_else(|| none.to_string());
         match self.state.as_str() {

@@ -57,7 +57,6 @@ pub struct SayOutcome {
     pub took_over: Option<LockInfo>,
 }
 
-/// An id as given (`USER` in any case is the user).
 fn speaker_id(id: &str) -> Result<String> {
     if same_id(id, USER) {
         Ok(USER.to_string())
@@ -66,7 +65,6 @@ fn speaker_id(id: &str) -> Result<String> {
     }
 }
 
-/// The speaker and the text, checked before anything is touched.
 fn check_request(speaker: &str, text: &str) -> Result<String> {
     let speaker = speaker_id(speaker)?;
     match () {
@@ -187,7 +185,6 @@ fn next_turn(snap: &Snapshot, speaker: &str, to: Option<&str>, needs_user: bool)
     }
 }
 
-/// The participant after `after` (the first one when `after` is not a participant).
 fn round_robin(parts: &[String], after: &str) -> String {
     match parts.iter().position(|p| same_id(p, after)) {
         Some(i) => parts[(i + 1) % parts.len()].clone(),
@@ -351,7 +348,6 @@ mod tests {
         }
     }
 
-    /// A fresh `lock.txt` that stays held is its own refusal, `dialogue_busy`.
     #[test]
     #[allow(clippy::disallowed_methods)] // plants a hand-made lock.txt
     fn a_held_lock_txt_is_dialogue_busy() {

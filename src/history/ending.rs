@@ -2,13 +2,6 @@
 //! released, waiting for its user or no longer, clocking out), read as one line by the views
 //! people read (`coord log`, `coord watch`). The history keeps one event per transition, and
 //! `--json` prints each: only the words fold.
-//!
-//! An ending is a run of such events of one agent (and one session), each within [`WINDOW`] of
-//! the one before, with no other event in between, that releases something or clocks out, two
-//! events at least: a `claude -p` session's `Stop` and `SessionEnd` hooks, a `coord shutdown`, a
-//! `coord unlock` of several files. Anything else reads as it was written, in the order written
-//! (another agent's event in the middle of a run ends it: a lock released, then taken by
-//! another, never reads in the other order).
 
 use std::time::Duration;
 
@@ -44,7 +37,6 @@ pub struct Ending {
     pub events: usize,
 }
 
-/// Whether `e` may be part of an ending.
 fn ends(e: &Event) -> bool {
     match e.event.as_str() {
         "lock_released" => !e.extra.contains_key("forced"),
@@ -53,19 +45,15 @@ fn ends(e: &Event) -> bool {
     }
 }
 
-/// A run of ending events of one agent, still open.
 #[derive(Debug)]
 struct Run {
     agent: String,
     session: Option<String>,
-    /// Its events, in order.
     events: Vec<Event>,
-    /// The time of its last event.
     last: Option<Timestamp>,
 }
 
 impl Run {
-    /// Whether `e` (at `at`) goes on this run.
     fn takes(&self, e: &Event, at: Option<&Timestamp>) -> bool {
         self.agent == e.agent
             && self.session == e.session
@@ -75,7 +63,6 @@ impl Run {
             }
     }
 
-    /// The run, closed: one ending, or its events one by one when it is none.
     fn close(self) -> Vec<Item> {
         let releases = |e: &Event| {
             matches!(

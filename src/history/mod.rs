@@ -1,31 +1,4 @@
 //! The workspace's history: one append-only log of every transition (contract §11).
-//!
-//! Every lock taken, released, taken over or refused; every edit a client's hook denied or
-//! made; every message sent, dialogue turn and review step; every agent arriving, leaving,
-//! crashing, or waiting for its user appends one [`Event`] to `.coord/history/events.jsonl`,
-//! one JSON object a line (plain text that `grep`, `jq` and agents following the seeds read).
-//! `coord log`, `coord log --timeline` and `coord watch` read it back ([`read`], [`Tail`]); the
-//! lines people read fold the events of one ending into one ([`ending`]).
-//!
-//! Invariants:
-//!
-//! - **Whole or absent.** A line is written with one `write(2)` on an `O_APPEND` descriptor,
-//!   under the log's kernel lock ([`fsutil::append_line_rotating`]), and is at most
-//!   [`LINE_CAP`] bytes (long texts are cut), so concurrent writers never interleave, a writer
-//!   killed mid-append leaves no torn line in front of the next one (the next writer ends it with a
-//!   newline first, and readers skip a line that is not an event), and a write that fails (a
-//!   full disk) is cut back.
-//! - **Never in the way.** Recording is best effort: a history that cannot be written never
-//!   fails the command it records (a lock is still taken and released); the command says so once
-//!   on stderr (see [`take_warning`]).
-//! - **Bounded.** The log is rotated once it reaches half of `history_max_size` (default
-//!   8 MiB): it becomes `events.1.jsonl`, replacing the older generation, so the newest events
-//!   are kept and the two together stay under the bound. A log that was already past it (planted,
-//!   or a bound lowered since) is cut to its newest events first, the one being written among
-//!   them; a generation too large to read whole is read from its end. Events older than `history_max_age`
-//!   (default 30 days) are not shown, and are dropped by `coord prune`. Both are set in
-//!   `.coord/config` (`history_max_size: 2M`, `history_max_age: 7d`) or the environment
-//!   (`COORD_HISTORY_MAX_SIZE`, `COORD_HISTORY_MAX_AGE`); `COORD_HISTORY=off` turns it off.
 
 pub mod ending;
 mod needs;
@@ -213,7 +186,6 @@ impl Event {
         self.extra.get(key).and_then(Value::as_str)
     }
 
-    /// The line written: at most [`LINE_CAP`] bytes, newline included.
     fn line(&self) -> Option<Vec<u8>> {
         let mut text = serde_json::to_vec(self).ok()?;
         if text.len() < LINE_CAP {
@@ -252,16 +224,12 @@ fn cut(s: &str, n: usize) -> String {
     s.chars().take(n).collect()
 }
 
-/// Now, with milliseconds (a lock held for 1 ms shows as such).
 fn now_ms() -> String {
     clock::now().format("%Y-%m-%dT%H:%M:%S%.3f%:z").to_string()
 }
 
-/// Who is acting, beyond the agent: the client and session of the process (set by a hook, or
-/// `COORD_SESSION` inside `coord session`).
 static CONTEXT: OnceLock<(Option<String>, Option<String>)> = OnceLock::new();
 
-/// The first failure to write the history, for the command to say once.
 static WARNING: Mutex<Option<String>> = Mutex::new(None);
 
 /// Name the client and session every event of this process comes from (a hook call).
@@ -338,7 +306,6 @@ pub fn parse_size(text: &str) -> Option<u64> {
     n.checked_mul(scale)
 }
 
-/// Whether the history is turned off (`COORD_HISTORY=off`).
 fn off() -> bool {
     std::env::var("COORD_HISTORY").is_ok_and(|v| v.eq_ignore_ascii_case("off"))
 }

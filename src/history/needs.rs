@@ -1,13 +1,5 @@
 //! Who needs a human: an agent whose client waits for its user (a permission prompt, a
 //! question, the end of its turn), since when and what it asks.
-//!
-//! A client's hook says so (Claude Code's and Gemini CLI's `Notification`, the end of a turn);
-//! the state is one small JSON file per agent, `.coord/needs-user/<agent>`
-//! (`{"since": ..., "what": ...}`), removed as soon as the agent acts again or its user answers.
-//! Each change is also an event of the history (`needs_user`, `user_answered`); a wait ended by
-//! the agent acting (any event of its own that is an act: see [`super::record`]) is said by that
-//! event, and `user_answered` is left out. An agent that clocked out (FINISHED) waits for no one,
-//! whatever a file left behind says (see [`crate::status::collect`]).
 
 use std::path::Path;
 

@@ -60,10 +60,6 @@ impl Filter {
 }
 
 /// A `--since` value: a duration back from now (`30m`), or a time (RFC 3339).
-///
-/// # Errors
-///
-/// [`Error::BadDuration`](crate::Error::BadDuration) when it is neither.
 pub fn since(text: &str) -> Result<Timestamp> {
     if let Some(t) = clock::parse_timestamp(text) {
         return Ok(t);
@@ -221,9 +217,7 @@ impl std::str::FromStr for Position {
 pub struct Tail {
     log: PathBuf,
     rotated: PathBuf,
-    /// The file being read (device, inode) and how far.
     at: Option<((u64, u64), u64)>,
-    /// The start of a line not yet ended.
     partial: Vec<u8>,
 }
 
@@ -314,8 +308,6 @@ impl Tail {
         out
     }
 
-    /// Events from `off` to the end of `path`, each with the offset past its line; the offset
-    /// reached.
     fn read_from(&mut self, path: &Path, off: u64) -> (Vec<(u64, Event)>, u64) {
         use std::io::{Read, Seek, SeekFrom};
         let Ok(mut f) = fsutil::open_regular_nofollow(path) else {

@@ -23,7 +23,6 @@ pub(crate) const ISSUES: &str = "issues";
 pub(crate) const AGREEMENTS: &str = "agreements log";
 pub(crate) const HANDOFFS: &str = "handoff prompts";
 
-/// The Issues columns coord needs, in the order of [`Table::cols`].
 const COLUMNS: [&str; 5] = ["id", "severity", "title", "status", "resolution"];
 
 /// A `- **Key:** value` line.
@@ -93,7 +92,6 @@ pub(crate) fn renumber_heading(line: &str, number: u32) -> String {
     format!("### {number:02}{}", &rest[digits..])
 }
 
-/// A fence opening (its character and length), when `line` is one.
 fn fence_open(line: &str) -> Option<(char, usize)> {
     let t = line.trim();
     let ch = t.chars().next().filter(|c| matches!(c, '`' | '~'))?;
@@ -133,7 +131,6 @@ pub(crate) fn fence_for(text: &str) -> String {
     "`".repeat(longest.max(2) + 1)
 }
 
-/// `lines` without their `\r` line ends and without blank lines at either end.
 fn trimmed_block(lines: &[String]) -> Vec<&str> {
     let mut block: Vec<&str> = lines.iter().map(|l| l.trim_end_matches('\r')).collect();
     while block.last().is_some_and(|l| l.trim().is_empty()) {
@@ -176,7 +173,6 @@ fn get<'a>(fields: &'a [Field], key: &str) -> Option<&'a Field> {
     fields.iter().find(|f| f.key.eq_ignore_ascii_case(key))
 }
 
-/// The value of field `key`, `None` when missing or empty.
 fn value(fields: &[Field], key: &str) -> Option<String> {
     get(fields, key)
         .map(|f| f.value.clone())
@@ -266,7 +262,6 @@ impl Doc<'_> {
             .collect()
     }
 
-    /// Every `#` and `##` section; a `##` title used twice is corrupt.
     fn sections(&self) -> Result<Vec<Section>> {
         let mut sections: Vec<Section> = Vec::new();
         for i in (0..self.lines.len()).filter(|&i| !self.fence[i]) {
@@ -370,7 +365,6 @@ fn read_meta(doc: &Doc<'_>, sec: &Section, fields: &[Field]) -> Result<Meta> {
     })
 }
 
-/// `Claude (reviewer), Codex (implementer)` → the two participants with their roles.
 fn parse_participants(text: &str) -> Vec<Participant> {
     let parts = text.split(',').map(str::trim).filter(|p| !p.is_empty());
     let participant = |p: &str| {

@@ -1,16 +1,5 @@
 //! The stamp card: seed 001's `partner_presence` table, one plain file per row under
 //! `.coord/partners/` (docs/protocol.md, "Stamp card and sessions", shows a row).
-//!
-//! Files, not the seed's SQLite: the shared folder may be on a network filesystem where SQLite's
-//! locking is unsafe. Every transition (clock in, heartbeat, crash marking, clock out) happens
-//! under the workspace mutex and replaces the row atomically: no half row, no lost change. Row
-//! ids come from the counter, read and bumped under the same mutex: unique and increasing.
-//!
-//! `status` is `online` from clock-in to clock-out (`offline`). A row that never clocked out is
-//! marked `crashed` by the next startup of its partner once its `last_heartbeat` is more than
-//! [`CRASH_AFTER`] old, or at once when its recorded process (`pid`, `host`) is gone. `-` is
-//! "none". The index `open/` names the rows not clocked out, so that the commands about open
-//! sessions (heartbeat, clock-in, clock-out, `status`) read those, not the card's history.
 
 use std::fs;
 use std::io;
@@ -38,7 +27,6 @@ pub const CRASH_AFTER: Duration = Duration::from_secs(300);
 /// The `--partner` value that asks coord to pick a free name.
 pub const NEW_PARTNER: &str = "new";
 
-/// The prefix of names picked for `--partner new` (`partner-1`, `partner-2`, …).
 const PICKED_PREFIX: &str = "partner-";
 
 /// A row's `status`.
@@ -105,9 +93,6 @@ fn opt(value: Option<&str>) -> Option<String> {
 
 impl Row {
     /// Parse row `id`'s file text (the id in the file name is authoritative).
-    ///
-    /// # Errors
-    /// A description of what is missing or wrong.
     pub fn parse(id: u64, text: &str) -> std::result::Result<Row, String> {
         let rec = Record::parse(text);
         let partner_name = rec
@@ -206,8 +191,6 @@ pub fn scan(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
     (rows, bad)
 }
 
-/// The rows at `(id, path)`, and those that could not be read; a row file gone meanwhile is
-/// skipped.
 fn read_rows(found: impl IntoIterator<Item = (u64, PathBuf)>) -> (Vec<Row>, Vec<Unreadable>) {
     let mut rows = Vec::new();
     let mut bad = Vec::new();
@@ -242,7 +225,6 @@ fn write_row(root: &Path, row: &Row) -> Result<()> {
     index_row(root, row)
 }
 
-/// Set `row`'s entry in the index of open rows, when the card has the index.
 fn index_row(root: &Path, row: &Row) -> Result<()> {
     if !has_index(root) {
         return Ok(());
@@ -304,7 +286,6 @@ pub fn open_rows_checked(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
     (open, bad)
 }
 
-/// The ids of the card's row files, from their names alone.
 fn row_ids(root: &Path) -> impl Iterator<Item = u64> {
     fsutil::list_names(&layout::partners_dir(&shared_root(root)))
         .unwrap_or_default()
@@ -353,7 +334,6 @@ fn next_id(root: &Path) -> Result<u64> {
     Ok(id)
 }
 
-/// The first `partner-N` not used by any row or presence file.
 fn free_name(root: &Path, rows: &[Row]) -> String {
     let (presences, _) = presence::scan(root);
     (1u64..)

@@ -130,7 +130,6 @@ impl Reviews {
     }
 }
 
-/// `git -C root ARGS`: its trimmed stdout when it succeeds, else its trimmed stderr.
 fn git(root: &Path, args: &[&str]) -> io::Result<std::result::Result<String, String>> {
     let out = Command::new("git")
         .arg("-C")
@@ -145,7 +144,6 @@ fn git(root: &Path, args: &[&str]) -> io::Result<std::result::Result<String, Str
     })
 }
 
-/// What keeps a review from closing (empty when nothing does).
 fn missing_for_close(view: &View) -> Vec<String> {
     let mut missing: Vec<String> = (view.issues.iter())
         .filter(|i| !i.status.is_settled())
@@ -214,7 +212,6 @@ fn commit_message(topic: &str, view: &View, summary: Option<&str>) -> String {
     msg
 }
 
-/// `Claude <noreply@anthropic.com>` for the assistants whose vendors publish a no-reply address.
 fn co_author(name: &str) -> Option<String> {
     let id = name.to_ascii_lowercase();
     let domain = [

@@ -27,7 +27,6 @@ use crate::lock::{self, LockState};
 use crate::presence::{StateCache, Unreadable};
 use crate::workspace::{AgentId, Target, Workspace};
 
-/// Largest tracker or output file read.
 const FILE_CAP: u64 = 8 * 1024 * 1024;
 
 /// The review metadata folder of a workspace.
@@ -98,7 +97,6 @@ impl Reviews {
         }
     }
 
-    /// `reviews/active/TOPIC-tracker.md`, or the closed one.
     fn tracker_path(&self, topic: &str, closed: bool) -> PathBuf {
         layout::review_tracker(&self.dir(closed), topic)
     }
@@ -116,7 +114,6 @@ impl Reviews {
             .transpose()
     }
 
-    /// TOPIC's tracker: the active one, else the closed one (`true` when closed).
     fn load(&self, topic: &str) -> Result<(Tracker, bool)> {
         check_topic(topic)?;
         for closed in [false, true] {
@@ -193,7 +190,6 @@ impl Reviews {
         fsutil::replace_durable(t.path(), t.render().as_bytes())
     }
 
-    /// Refuse to write a tracker that another agent holds a live `coord lock` on.
     fn check_not_locked(&self, path: &Path, actor: Option<&AgentId>) -> Result<()> {
         let Some(rel) = self.ws.rel(path) else {
             return Ok(());
@@ -355,12 +351,10 @@ impl Reviews {
     }
 }
 
-/// Today, `YYYY-MM-DD`, as Meta writes dates.
 fn meta_date() -> String {
     clock::now().format("%Y-%m-%d").to_string()
 }
 
-/// One above the highest `ISSUE-NN` (case is ignored; other ids do not count).
 fn next_issue_number(view: &View) -> u32 {
     let number = |id: &str| {
         id.get(..6)?

@@ -16,13 +16,10 @@ use crate::review::tracker::{Block, Tracker};
 use crate::review::{Action, Step, StepStatus, View, one_line};
 use crate::workspace::{AgentId, Target};
 
-/// Steps kept in a tracker before the archive policy applies.
 const MAX_STEPS: usize = 20;
 
-/// Steps moved to the archive at once.
 const ARCHIVED_AT_ONCE: usize = 10;
 
-/// How the archive note starts; the number of archived steps follows.
 const NOTE: &str = "Note: Steps 01-";
 
 /// A finished step.
@@ -207,7 +204,6 @@ fn owned_open_step<'v>(view: &'v View, req: &StepRequest<'_>) -> Result<&'v Step
     Ok(open)
 }
 
-/// The action that usually follows `done` given the next actor's role.
 fn usual_next(done: Action, next_role: Option<&str>) -> Action {
     let implementer = next_role.is_some_and(|r| r.eq_ignore_ascii_case("implementer"));
     match done {
@@ -220,7 +216,6 @@ fn usual_next(done: Action, next_role: Option<&str>) -> Action {
     }
 }
 
-/// How many steps the archive note counts: no note, or one coord cannot read, counts none.
 fn noted(note: Option<&str>) -> usize {
     note.and_then(|n| n.strip_prefix(NOTE)?.split(' ').next()?.parse().ok())
         .unwrap_or(0)
@@ -232,7 +227,6 @@ fn step_heads(lines: &[String]) -> impl Iterator<Item = usize> + '_ {
     (0..lines.len()).filter(move |&i| !fence[i] && is_step_heading(&lines[i]))
 }
 
-/// Archived step lines with their `### NN` headings renumbered from `first`.
 fn renumber_steps(lines: &[String], first: usize) -> Vec<String> {
     let mut out = lines.to_vec();
     for (n, i) in (first..).zip(step_heads(lines)) {
