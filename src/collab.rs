@@ -1,6 +1,10 @@
 //! The shared collaboration file of seed 000: one JSON object per line,
 //! `{"llm_id": "Claude", "response": "…", "time": "…"}`, appended by every participant and read
 //! back by all.
+//!
+//! Lines are written as Python's `json.dumps` writes them, so the seed's class and coord read
+//! each other's; each is appended whole, under a kernel lock, and fsynced; reading skips a bad
+//! line (naming it) and never goes through a symlink.
 
 use std::fmt::Write as _;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};

@@ -1,4 +1,7 @@
 //! Handshakes: `<root>/.handshake_<agent>`, one block per peer, in the seed's `key: value` form.
+//!
+//! A round ([`step`]) runs under the workspace mutex and keeps a block's `time` while its status
+//! stays, so repeating it changes nothing. Reading is lenient: the files are also written by hand.
 
 use std::path::Path;
 

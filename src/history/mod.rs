@@ -1,4 +1,8 @@
 //! The workspace's history: one append-only log of every transition (contract §11).
+//!
+//! Invariants: a line is whole or absent (one `write(2)` under the log's kernel lock, at most
+//! [`LINE_CAP`] bytes); recording never fails the command it records (it says so once on
+//! stderr); the log is bounded (rotated at half of `history_max_size`, see docs/protocol.md).
 
 pub mod ending;
 mod needs;
