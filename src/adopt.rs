@@ -76,8 +76,12 @@ pub fn switched_off(repository: &Path) -> bool {
     }
 }
 
-/// Add coord's block to `<repository>/info/exclude`.
+/// Add coord's block to `<repository>/info/exclude`; a git folder that is not there (gone
+/// since it was found) is never made.
 fn exclude(repository: &Path) -> Result<()> {
+    if !fs::symlink_metadata(repository).is_ok_and(|m| m.is_dir()) {
+        return Ok(());
+    }
     let path = repository.join("info").join("exclude");
     let old = match fsutil::read_capped(&path, IGNORE_CAP) {
         Ok(b) => String::from_utf8_lossy(&b).into_owned(),
@@ -151,6 +155,24 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("config"), config).unwrap();
         switched_off(dir.path())
+    }
+
+    /// A repository removed between its discovery and the write (a test folder torn down under
+    /// a running hook) must not come back as a bare `.git/info/` that makes its parent folder
+    /// look like a repository to every later coord.
+    #[test]
+    fn a_git_folder_that_is_gone_is_not_made_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let gone = dir.path().join(".git");
+        exclude(&gone).unwrap();
+        assert!(
+            !gone.exists(),
+            "coord made a git folder where there was none"
+        );
+        std::fs::create_dir(&gone).unwrap();
+        exclude(&gone).unwrap();
+        let text = std::fs::read_to_string(gone.join("info/exclude")).unwrap();
+        assert!(text.contains(layout::IGNORE_BEGIN));
     }
 
     #[test]
