@@ -163,8 +163,8 @@ fn bench_lock(out: &mut Vec<String>) -> Option<f64> {
                 run(&mut coord(d, "claude", lock));
                 run(&mut coord(d, "claude", &["unlock", "SHARED.txt", "-q"]));
             }
-            // For scale: two coord processes that start, build the whole argument tree (`lock`
-            // and `unlock` build only their own) and exit.
+            // For scale: two coord processes that start and exit (a process builds the arguments
+            // of the command it runs only).
             2 => {
                 run(&mut coord(d, "claude", &["--version"]));
                 run(&mut coord(d, "claude", &["--version"]));
@@ -206,10 +206,7 @@ fn bench_lock(out: &mut Vec<String>) -> Option<f64> {
         "`coord lock` (with `.bak`) + `coord unlock`",
         &coord_backup,
     ));
-    out.push(row(
-        "two `coord --version` (start, the whole argument tree, exit)",
-        &start_only,
-    ));
+    out.push(row("two `coord --version` (start, exit)", &start_only));
     if let Some(dl) = times.next() {
         out.push(row("`dotlockfile -l` + `dotlockfile -u`", &dl));
         out.push(String::new());
