@@ -79,10 +79,8 @@ pub fn switched_off(repository: &Path) -> bool {
 /// Add coord's block to `<repository>/info/exclude`; a git folder that is not there (gone
 /// since it was found) is never made.
 fn exclude(repository: &Path) -> Result<()> {
-    if !fs::symlink_metadata(repository).is_ok_and(|m| m.is_dir()) {
-        return Ok(());
-    }
-    let path = repository.join("info").join("exclude");
+    let info = repository.join("info");
+    let path = info.join("exclude");
     let old = match fsutil::read_capped(&path, IGNORE_CAP) {
         Ok(b) => String::from_utf8_lossy(&b).into_owned(),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => String::new(),
@@ -102,8 +100,13 @@ fn exclude(repository: &Path) -> Result<()> {
         ))
     })?;
     if new != old {
-        if let Some(dir) = path.parent() {
-            fsutil::ensure_dir(dir)?;
+        // One `mkdir`, which fails where the git folder itself is gone.
+        match fsutil::raw::create_dir(&info) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(()),
+            Err(e) if e.kind() != std::io::ErrorKind::AlreadyExists => {
+                return Err(e).at("create folder", &info);
+            }
+            _ => {}
         }
         fsutil::replace_durable(&path, new.as_bytes())?;
     }
