@@ -513,7 +513,7 @@ fn cells(cells: &[Mark], color: bool, waits: bool) -> String {
                 color,
                 matches!(m, Mark::Wait(_) | Mark::Denied(_)),
             )),
-            None => out.push_str(&output::paint(&text, output::Tone::Dim, color)),
+            None => out.push_str(&output::paint(&text, output::DIM, color)),
         }
     }
     out

@@ -208,11 +208,8 @@ pub struct Ctx {
     agent: Option<String>,
     /// `-a` stood on the command line (else the name, if any, came from `COORD_AGENT`).
     agent_flag: bool,
-    /// The agent client session this process runs in, looked up once when first asked.
     session: std::cell::OnceCell<Option<coord::identity::Session>>,
-    /// `--json` was given.
     pub json: bool,
-    /// `--quiet` was given.
     pub quiet: bool,
 }
 
@@ -230,19 +227,17 @@ impl Ctx {
         Ok(ws)
     }
 
-    /// The workspace for a lock transition (`lock`, `unlock`, `run`): as [`Ctx::workspace`]
-    /// without the look for a sync tool's markers, which the other commands say.
+    /// As [`Ctx::workspace`] without the look for a sync tool's markers (`lock`, `unlock`, `run`).
     pub fn lock_workspace(&self) -> Result<Workspace, Error> {
         Workspace::discover(self.dir.as_deref(), &self.cwd)
     }
 
-    /// The acting agent, or the error that says how to give one: `-a`/`COORD_AGENT`, else
-    /// the agent of the client session this process runs in ([`coord::identity`]).
+    /// The acting agent (`-a`/`COORD_AGENT`, else the client session's), or the error.
     pub fn agent(&self) -> Result<AgentId, Error> {
         self.agent_opt()?.ok_or(Error::MissingAgent)
     }
 
-    /// The acting agent when there is one (commands that work without one): as [`Ctx::agent`].
+    /// As [`Ctx::agent`], for commands that work without one.
     pub fn agent_opt(&self) -> Result<Option<AgentId>, Error> {
         Ok(self
             .agent_explicit()?
@@ -254,8 +249,7 @@ impl Ctx {
         self.agent_given().map(AgentId::parse).transpose()
     }
 
-    /// The agent client session this process runs in, when no agent is given (see
-    /// [`coord::identity::current`]).
+    /// The agent client session this process runs in, when no agent is given.
     pub fn session(&self) -> Option<&coord::identity::Session> {
         if self.agent_given().is_some() {
             return None;
@@ -268,14 +262,12 @@ impl Ctx {
             .as_ref()
     }
 
-    /// The name given; an empty one (`COORD_AGENT=`, as a shell leaves an unset variable) is
-    /// no name at all.
+    /// The name given; an empty one (`COORD_AGENT=`, as a shell leaves it) is no name.
     fn agent_given(&self) -> Option<&str> {
         self.agent.as_deref().filter(|name| !name.is_empty())
     }
 
-    /// FILE arguments, relative to the current directory: the files, and the claims (folders,
-    /// patterns) among them; all are checked before anything is done.
+    /// FILE arguments: the files, and the claims (folders, patterns) among them.
     pub fn file_args(
         &self,
         ws: &Workspace,
@@ -284,12 +276,11 @@ impl Ctx {
         ws.file_args(&self.cwd, files)
     }
 
-    /// The FILE argument of `coord COMMAND`, which acts on one file: a claim is refused.
+    /// The one FILE argument of `command`: a claim is refused.
     pub fn one_file(&self, ws: &Workspace, file: &str, command: &str) -> Result<Target, Error> {
         ws.one_file(&self.cwd, file, command)
     }
 
-    /// The current directory.
     pub fn cwd(&self) -> &Path {
         &self.cwd
     }
@@ -316,11 +307,15 @@ impl Ctx {
 }
 
 /// A signal while waiting for a lock leaves the queue and resets WAITING before the process
-/// exits 130/143/129 ([`coord::wait::stop_on_signals`]).
+/// exits 130/143/129.
 fn stop_on_signals() -> Result<(), Error> {
-    coord::wait::stop_on_signals().map_err(|e| Error::Failed {
+    coord::wait::stop_on_signals().map_err(signal_error)
+}
+
+fn signal_error(e: std::io::Error) -> Error {
+    Error::Failed {
         message: format!("cannot install the signal handlers: {e}"),
-    })
+    }
 }
 
 /// At most `cap` bytes of stdin.
@@ -333,9 +328,7 @@ fn read_stdin(cap: u64) -> std::io::Result<Vec<u8>> {
 
 /// End the process with exit 0 on any of `signals` (a command that holds nothing to let go).
 fn exit_on_signals(signals: &[i32]) -> Result<(), Error> {
-    let mut signals = signal_hook::iterator::Signals::new(signals).map_err(|e| Error::Failed {
-        message: format!("cannot install the signal handlers: {e}"),
-    })?;
+    let mut signals = signal_hook::iterator::Signals::new(signals).map_err(signal_error)?;
     std::thread::spawn(move || {
         if signals.forever().next().is_some() {
             std::process::exit(0);
@@ -438,10 +431,18 @@ pub fn run() -> ExitCode {
     {
         output::diag(&format!("warning: {warning}"));
     }
-    match result {
-        Ok(code) => code,
-        Err(err) => report(&err, json),
+    // An error is said in one stream: the `error:` and `hint:` lines on stderr, or with `--json`
+    // the error document on stdout (on stderr as text when the command printed its document).
+    let err = match result {
+        Ok(code) => return code,
+        Err(err) => Described::of(&err),
+    };
+    if json && !output::json_printed() {
+        output::json(&err.json());
+    } else {
+        output::error_line(&err.message, err.hint.as_deref());
     }
+    err.code
 }
 
 /// Parse the command line; also says whether `-C/--dir` and `-a/--agent` stood on it (rather
@@ -475,26 +476,20 @@ fn parse_args() -> Result<(Cli, bool, bool), clap::Error> {
 /// when help is shown (a few hundred help texts: parsing needs none of it).
 pub(crate) fn help_command() -> clap::Command {
     fn reflowed(command: clap::Command) -> clap::Command {
-        let text = |s: Option<&clap::builder::StyledStr>| s.map(|s| output::reflow(&s.to_string()));
+        use clap::builder::{Resettable, StyledStr};
+        let text = |s: Option<&StyledStr>| match s {
+            Some(s) => Resettable::Value(StyledStr::from(output::reflow(&s.to_string()))),
+            None => Resettable::Reset,
+        };
         let (about, long) = (text(command.get_about()), text(command.get_long_about()));
-        let mut command = command.mut_args(|arg| {
-            let (help, long) = (text(arg.get_help()), text(arg.get_long_help()));
-            let arg = match help {
-                Some(h) => arg.help(h),
-                None => arg,
-            };
-            match long {
-                Some(l) => arg.long_help(l),
-                None => arg,
-            }
-        });
-        if let Some(a) = about {
-            command = command.about(a);
-        }
-        if let Some(l) = long {
-            command = command.long_about(l);
-        }
-        command.mut_subcommands(reflowed)
+        command
+            .mut_args(|arg| {
+                let (help, long) = (text(arg.get_help()), text(arg.get_long_help()));
+                arg.help(help).long_help(long)
+            })
+            .about(about)
+            .long_about(long)
+            .mut_subcommands(reflowed)
     }
     reflowed(expanded())
 }
@@ -502,23 +497,14 @@ pub(crate) fn help_command() -> clap::Command {
 /// Whether global option `id` (`-C/--dir`, `-a/--agent`) stood on the command line (rather
 /// than coming from `COORD_DIR`/`COORD_AGENT`), before or after the subcommand's name.
 fn on_command_line(matches: &clap::ArgMatches, id: &str) -> bool {
-    let mut level = Some(matches);
-    while let Some(m) = level {
-        if m.value_source(id) == Some(clap::parser::ValueSource::CommandLine) {
-            return true;
-        }
-        level = m.subcommand().map(|(_, sub)| sub);
-    }
-    false
+    std::iter::successors(Some(matches), |m| m.subcommand().map(|(_, sub)| sub))
+        .any(|m| m.value_source(id) == Some(clap::parser::ValueSource::CommandLine))
 }
 
 /// An error as the user sees it: the `error:` line's message, the hint, the exit code.
 pub struct Described {
-    /// The text after `error: `.
     pub message: String,
-    /// The text after `hint: `, when coord knows what to do next.
     pub hint: Option<String>,
-    /// The exit code.
     pub code: ExitCode,
     /// The variant's short name (`lock_held`, `bad_input`, ...).
     pub kind: &'static str,
@@ -551,19 +537,6 @@ impl Described {
             }
         })
     }
-}
-
-/// Print an error (and its hint) and map it to the contract's exit code: in one stream, the
-/// `error:` and `hint:` lines on stderr, or with `--json` the error document on stdout (on
-/// stderr as text only when the command already printed its document).
-fn report(err: &anyhow::Error, json: bool) -> ExitCode {
-    let d = Described::of(err);
-    if json && !output::json_printed() {
-        output::json(&d.json());
-    } else {
-        output::error_line(&d.message, d.hint.as_deref());
-    }
-    d.code
 }
 
 /// The current directory; where the kernel cannot name it any more (a FUSE mount that dropped

@@ -7,25 +7,17 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 use serde::Serialize;
 
-/// Write `text` and a newline to stdout; exit quietly if stdout is closed.
+/// Write `text` and a newline to stdout.
 pub fn line(text: &str) {
-    let mut out = std::io::stdout().lock();
-    if writeln!(out, "{text}").and_then(|()| out.flush()).is_err() {
-        stdout_closed();
-    }
+    raw(format!("{text}\n").as_bytes());
 }
 
-/// Write `bytes` as they are to stdout; exit quietly if stdout is closed.
+/// Write `bytes` as they are to stdout; exit quietly if stdout is closed (its reader is gone).
 pub fn raw(bytes: &[u8]) {
     let mut out = std::io::stdout().lock();
     if out.write_all(bytes).and_then(|()| out.flush()).is_err() {
-        stdout_closed();
+        std::process::exit(0);
     }
-}
-
-/// The reader of stdout is gone: end quietly.
-fn stdout_closed() -> ! {
-    std::process::exit(0);
 }
 
 static JSON_PRINTED: AtomicBool = AtomicBool::new(false);
@@ -35,33 +27,32 @@ pub fn json_printed() -> bool {
     JSON_PRINTED.load(Ordering::Relaxed)
 }
 
-/// The version of the `--json` documents' shapes, the first field of every document. It goes
-/// up when a field changes meaning or goes away; new fields do not change it.
-pub const SCHEMA_VERSION: u32 = 1;
-
-/// `doc` with `schema_version` first; a value that is not an object (none today) stays as is.
-fn versioned(doc: serde_json::Value) -> serde_json::Value {
-    let serde_json::Value::Object(fields) = doc else {
-        return doc;
-    };
-    let mut doc = serde_json::Map::from_iter([("schema_version".into(), SCHEMA_VERSION.into())]);
-    doc.extend(fields);
-    doc.into()
+/// `value` with `schema_version` first, as `--json` prints it. The version goes up when a field
+/// changes meaning or goes away; new fields do not change it.
+fn versioned<T: Serialize>(value: &T) -> serde_json::Result<serde_json::Value> {
+    Ok(match serde_json::to_value(value)? {
+        serde_json::Value::Object(fields) => {
+            let mut doc = serde_json::Map::from_iter([("schema_version".into(), 1.into())]);
+            doc.extend(fields);
+            doc.into()
+        }
+        doc => doc,
+    })
 }
 
-/// `value` as a JSON value with `schema_version` first, as `--json` prints it.
+/// `value` as a JSON value with `schema_version` first.
 pub fn json_value<T: Serialize>(value: &T) -> Option<serde_json::Value> {
-    serde_json::to_value(value).ok().map(versioned)
+    versioned(value).ok()
 }
 
 /// `value` as one JSON line with `schema_version` first.
 pub fn json_text<T: Serialize>(value: &T) -> serde_json::Result<String> {
-    serde_json::to_string(&versioned(serde_json::to_value(value)?))
+    serde_json::to_string(&versioned(value)?)
 }
 
 /// `value` as `--json` prints it: pretty, with `schema_version` first.
 pub fn json_pretty<T: Serialize>(value: &T) -> serde_json::Result<String> {
-    serde_json::to_value(value).and_then(|v| serde_json::to_string_pretty(&versioned(v)))
+    serde_json::to_string_pretty(&versioned(value)?)
 }
 
 /// Write one JSON document to stdout.
@@ -146,31 +137,17 @@ pub fn terminal_width() -> Option<usize> {
         .filter(|n| *n > 0)
 }
 
-/// Colours used for states.
-#[derive(Debug, Clone, Copy)]
-pub enum Tone {
-    /// Nothing special.
-    Plain,
-    /// Good (ACTIVE, LIVE held by you).
-    Good,
-    /// Needs attention (INACTIVE, WAITING).
-    Warn,
-    /// Broken (STALE, CONFLICT).
-    Bad,
-    /// Less important (FINISHED, dashes).
-    Dim,
-}
+/// The SGR colour codes of states: good (ACTIVE, LIVE held by you), needs attention (INACTIVE,
+/// WAITING), broken (STALE, CONFLICT), less important (FINISHED, dashes); plain is none.
+pub const GOOD: &str = "32";
+pub const WARN: &str = "33";
+pub const BAD: &str = "1;31";
+pub const DIM: &str = "2";
+const PLAIN: &str = "";
 
-/// `text` in the colour of `tone` (when `color`).
-pub fn paint(text: &str, tone: Tone, color: bool) -> String {
-    let code = match tone {
-        Tone::Plain => return text.to_string(),
-        Tone::Good => "32",
-        Tone::Warn => "33",
-        Tone::Bad => "1;31",
-        Tone::Dim => "2",
-    };
-    if color {
+/// `text` in the colour of SGR `code` (when `color` and there is one).
+pub fn paint(text: &str, code: &str, color: bool) -> String {
+    if color && !code.is_empty() {
         format!("\x1b[{code}m{text}\x1b[0m")
     } else {
         text.to_string()
@@ -224,10 +201,10 @@ pub fn clean_block(text: &str) -> String {
     out
 }
 
-/// A cell: text and tone.
+/// A cell: text and colour.
 pub struct Cell {
     text: String,
-    tone: Tone,
+    tone: &'static str,
 }
 
 impl Cell {
@@ -235,7 +212,7 @@ impl Cell {
     pub fn plain(text: impl AsRef<str>) -> Cell {
         Cell {
             text: clean(text.as_ref()),
-            tone: Tone::Plain,
+            tone: PLAIN,
         }
     }
 
@@ -243,11 +220,11 @@ impl Cell {
     pub fn state(text: impl AsRef<str>) -> Cell {
         let text = clean(text.as_ref());
         let tone = match text.as_str() {
-            "ACTIVE" | "LIVE" | "ACCEPTED" => Tone::Good,
-            "INACTIVE" | "WAITING" | "REQUESTED" => Tone::Warn,
-            "STALE" | "CONFLICT" | "crashed" => Tone::Bad,
-            "FINISHED" | "-" => Tone::Dim,
-            _ => Tone::Plain,
+            "ACTIVE" | "LIVE" | "ACCEPTED" => GOOD,
+            "INACTIVE" | "WAITING" | "REQUESTED" => WARN,
+            "STALE" | "CONFLICT" | "crashed" => BAD,
+            "FINISHED" | "-" => DIM,
+            _ => PLAIN,
         };
         Cell { text, tone }
     }
@@ -256,10 +233,7 @@ impl Cell {
     pub fn opt(text: Option<&str>) -> Cell {
         match text {
             Some(t) if !t.is_empty() => Cell::plain(t),
-            _ => Cell {
-                text: "-".into(),
-                tone: Tone::Dim,
-            },
+            _ => Cell::state("-"),
         }
     }
 }
@@ -301,30 +275,21 @@ pub fn table(headers: &[&str], mut rows: Vec<Vec<Cell>>, color: bool) -> String 
             }
         }
     }
-    let mut out = String::new();
-    let header: Vec<String> = headers
-        .iter()
-        .enumerate()
-        .map(|(i, h)| pad(&fit(h, widths[i]), widths[i], i + 1 == headers.len()))
+    // The last column is not padded: no line ends in spaces.
+    let pad = |i: usize, last: usize, text: &str| match i + 1 == last {
+        true => text.to_string(),
+        false => format!("{text:w$}", w = widths[i]),
+    };
+    let header: Vec<String> = (headers.iter().enumerate())
+        .map(|(i, h)| pad(i, headers.len(), &fit(h, widths[i])))
         .collect();
-    out.push_str("  ");
-    out.push_str(&paint(&header.join("  "), Tone::Dim, color));
-    out.push('\n');
+    let mut out = format!("  {}", paint(&header.join("  "), DIM, color));
     for row in rows {
-        out.push_str("  ");
-        let last = row.len();
-        let cells: Vec<String> = row
-            .iter()
-            .enumerate()
-            .map(|(i, c)| {
-                let padded = pad(&c.text, widths[i], i + 1 == last);
-                paint(&padded, c.tone, color)
-            })
+        let cells: Vec<String> = (row.iter().enumerate())
+            .map(|(i, c)| paint(&pad(i, row.len(), &c.text), c.tone, color))
             .collect();
-        out.push_str(&cells.join("  "));
-        out.push('\n');
+        out.push_str(&format!("\n  {}", cells.join("  ")));
     }
-    out.pop();
     out
 }
 
@@ -364,31 +329,15 @@ pub fn fit(text: &str, width: usize) -> String {
     cut
 }
 
-fn pad(text: &str, width: usize, last: bool) -> String {
-    match last {
-        true => text.to_string(),
-        false => format!("{text:width$}"),
-    }
-}
-
 /// `3m ago`, or `-`.
 pub fn ago(age_s: Option<u64>) -> String {
-    match age_s {
-        Some(s) => format!(
-            "{} ago",
-            coord::clock::format_age(std::time::Duration::from_secs(s))
-        ),
-        None => "-".into(),
-    }
+    let age = |s| coord::clock::format_age(std::time::Duration::from_secs(s));
+    age_s.map_or("-".into(), |s| format!("{} ago", age(s)))
 }
 
 /// A section title.
 pub fn title(text: &str, color: bool) -> String {
-    if color {
-        format!("\x1b[1m{text}\x1b[0m")
-    } else {
-        text.to_string()
-    }
+    paint(text, "1", color)
 }
 
 /// The one line said on stderr when a lock is busy and coord starts waiting: who holds it, since

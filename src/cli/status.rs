@@ -203,7 +203,7 @@ pub fn render(st: &Status, color: bool) -> String {
     let headers = ["AGENT", "FILE", "WAITS FOR", "SINCE"];
     section("Waiting", &headers, waits.collect(), None);
     for cycle in &st.deadlocks {
-        let deadlock = output::paint("DEADLOCK:", output::Tone::Bad, color);
+        let deadlock = output::paint("DEADLOCK:", output::BAD, color);
         out.push(format!(
             "  {deadlock} {}",
             output::clean(&output::cycle(cycle))
