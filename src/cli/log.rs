@@ -62,42 +62,28 @@ pub fn run(args: LogArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         since: args.since.as_deref().map(history::since).transpose()?,
     };
     let events = history::read(ws.root(), &filter);
-    let mut places = Places::of(&ws);
     if args.timeline {
         let width = output::terminal_width().unwrap_or(100).max(40);
-        output::raw(
-            timeline(
-                &events,
-                width,
-                output::color_enabled(),
-                args.by_agent,
-                &clock::now(),
-            )
-            .as_bytes(),
-        );
-        return Ok(ExitCode::Success);
-    }
-    if ctx.json {
-        for e in &events {
-            if let Ok(text) = serde_json::to_string(e) {
-                output::line(&text);
-            }
+        let color = output::color_enabled();
+        let text = timeline(&events, width, color, args.by_agent, &clock::now());
+        output::raw(text.as_bytes());
+    } else if ctx.json {
+        for text in events.iter().filter_map(|e| serde_json::to_string(e).ok()) {
+            output::line(&text);
         }
     } else if !ctx.quiet {
+        let mut places = Places::of(&ws);
         for item in ending::fold(events.iter().cloned()) {
-            let e = first_of(&item);
-            output::line(&format!("{} {}", local_time(e), say(&item, &mut places)));
+            // `HH:MM:SS.mmm`, in the local offset the event was written with.
+            let at = &first_of(&item).at;
+            let at = at.get(11..23).unwrap_or(at);
+            output::line(&format!("{at} {}", say(&item, &mut places)));
+        }
+        if events.is_empty() {
+            output::diag("no events (yet)");
         }
     }
-    if events.is_empty() && !ctx.json && !ctx.quiet {
-        output::diag("no events (yet)");
-    }
     Ok(ExitCode::Success)
-}
-
-/// `HH:MM:SS.mmm` of an event, in the local offset it was written with.
-pub fn local_time(e: &Event) -> String {
-    e.at.get(11..23).unwrap_or(&e.at).to_string()
 }
 
 /// Where an event happened, for the lines people read: `agent (wt-b, feature)` where the
@@ -105,14 +91,11 @@ pub fn local_time(e: &Event) -> String {
 pub struct Places {
     /// The main work tree (events written there name no `worktree`).
     main: String,
-    /// Whether the repository has several work trees.
     several: bool,
-    /// Each tree's branch, as read.
     branches: HashMap<String, Option<String>>,
 }
 
 impl Places {
-    /// For the workspace `ws`, as it is now.
     pub fn of(ws: &Workspace) -> Places {
         Places {
             main: coord::worktree::shared_root(ws.root())
@@ -189,6 +172,7 @@ pub fn describe_ending(x: &Ending, who: &str) -> String {
 pub fn describe(e: &Event, who: &str) -> String {
     let a = who;
     let f = e.file.as_deref().unwrap_or("?");
+    let p = e.pattern.as_deref().unwrap_or(f);
     let s = |k: &str| e.str(k).unwrap_or("").to_string();
     let n = |k: &str| e.extra.get(k).map(|n| n.to_string()).unwrap_or_default();
     let via = match (&e.client, e.str("tool")) {
@@ -205,15 +189,12 @@ pub fn describe(e: &Event, who: &str) -> String {
         "lock_taken_over" => format!("{a} took `{f}` over from {} ({})", s("from"), s("why")),
         "lock_waiting" => format!("{a} waits for `{f}` (held by {})", s("holder")),
         "lock_refused" => format!("{a} was refused `{f}`: {}", s("why")),
-        "claim_taken" => format!("{a} claimed `{}`", e.pattern.as_deref().unwrap_or(f)),
-        "claim_released" => format!(
-            "{a} released the claim `{}`",
-            e.pattern.as_deref().unwrap_or(f)
-        ),
+        "claim_taken" => format!("{a} claimed `{p}`"),
+        "claim_released" => format!("{a} released the claim `{p}`"),
         "claim_lost" | "lock_lost" => format!(
             "{a} lost the {} `{}`: {} on remote `{}` (its lease lapsed)",
             e.event.trim_end_matches("_lost"),
-            e.pattern.as_deref().unwrap_or(f),
+            p,
             match e.str("by") {
                 Some(by) => format!("taken over by {by}"),
                 None => "gone".to_string(),
@@ -270,14 +251,6 @@ enum Mark {
     Denied(usize),
 }
 
-/// One row: a label, and its cells.
-struct Row {
-    label: String,
-    cells: Vec<Mark>,
-    /// A second line under the row: who waited when (per file).
-    waits: Option<Vec<Mark>>,
-}
-
 /// Draw `events` as rows (per file, or per agent), time across `width` columns.
 pub fn timeline(
     events: &[Event],
@@ -291,12 +264,7 @@ pub fn timeline(
     let Some(start) = timed.first().map(|(t, _)| *t) else {
         return "no events (yet)\n".to_string();
     };
-    let mut agents: Vec<String> = Vec::new();
-    for (_, e) in &timed {
-        if !agents.contains(&e.agent) {
-            agents.push(e.agent.clone());
-        }
-    }
+    let agents = unique(timed.iter().map(|(_, e)| e.agent.clone()));
     let who = |a: &str| agents.iter().position(|x| x == a).unwrap_or(0);
     // Holds and waits as spans; an open one ends at the last event, or now while it lasts.
     let mut holds: Vec<(String, usize, Timestamp, Option<Timestamp>, bool)> = Vec::new();
@@ -350,21 +318,14 @@ pub fn timeline(
     let end = if open && *now > last { *now } else { last };
     let span_ms = ((end - start).num_milliseconds()).max(1);
 
-    let mut keys: Vec<String> = Vec::new();
     let key_of = |file: &str, agent: usize| match by_agent {
         true => agents[agent].clone(),
         false => file.to_string(),
     };
     let spans = holds.iter().map(|h| (&h.0, h.1));
     let spans = spans.chain(waits.iter().map(|w| (&w.0, w.1)));
-    for key in spans
-        .chain(marks.iter().map(|m| (&m.0, m.1)))
-        .map(|(f, a)| key_of(f, a))
-    {
-        if !keys.contains(&key) {
-            keys.push(key);
-        }
-    }
+    let spans = spans.chain(marks.iter().map(|m| (&m.0, m.1)));
+    let keys = unique(spans.map(|(f, a)| key_of(f, a)));
     if keys.is_empty() {
         return "no locks, waits or denials to draw\n".to_string();
     }
@@ -379,13 +340,9 @@ pub fn timeline(
         let ms = (*t - start).num_milliseconds().clamp(0, span_ms);
         ((ms as u128 * (bar_w as u128 - 1)) / span_ms as u128) as usize
     };
-    let mut rows: Vec<Row> = (keys.iter())
-        .map(|k| Row {
-            label: k.clone(),
-            cells: vec![Mark::Empty; bar_w],
-            waits: None,
-        })
-        .collect();
+    // Per key its cells, and (per file) a second line of who waited when.
+    let mut rows: Vec<(Vec<Mark>, Option<Vec<Mark>>)> =
+        vec![(vec![Mark::Empty; bar_w], None); keys.len()];
     let row_of = |f: &str, a: usize| keys.iter().position(|k| *k == key_of(f, a)).unwrap_or(0);
     let paint = |cells: &mut Vec<Mark>, from: usize, to: usize, m: Mark| {
         for c in cells.iter_mut().take(to.min(bar_w - 1) + 1).skip(from) {
@@ -397,26 +354,24 @@ pub fn timeline(
     for (f, a, from, to, over) in &holds {
         let row = &mut rows[row_of(f, *a)];
         let (c0, c1) = (col(from), col(&to.unwrap_or(end)));
-        paint(&mut row.cells, c0, c1, Mark::Hold(*a));
+        paint(&mut row.0, c0, c1, Mark::Hold(*a));
         if *over {
-            row.cells[c0] = Mark::TakeOver(*a);
+            row.0[c0] = Mark::TakeOver(*a);
         }
     }
     for (f, a, from, to) in &waits {
         let row = &mut rows[row_of(f, *a)];
         let (c0, c1) = (col(from), col(&to.unwrap_or(end)));
-        if by_agent {
-            paint(&mut row.cells, c0, c1, Mark::Wait(*a));
-        } else {
-            let line = row.waits.get_or_insert_with(|| vec![Mark::Empty; bar_w]);
-            paint(line, c0, c1, Mark::Wait(*a));
-        }
+        let line = match by_agent {
+            true => &mut row.0,
+            false => row.1.get_or_insert_with(|| vec![Mark::Empty; bar_w]),
+        };
+        paint(line, c0, c1, Mark::Wait(*a));
     }
     for (f, a, t, m) in &marks {
-        rows[row_of(f, *a)].cells[col(t)] = *m;
+        rows[row_of(f, *a)].0[col(t)] = *m;
     }
 
-    let mut out = String::new();
     let head = format!(
         "{} {} → {} ({})",
         if by_agent { "agents" } else { "files" },
@@ -424,8 +379,7 @@ pub fn timeline(
         hms(&end),
         span_text(span_ms)
     );
-    out.push_str(&output::title(&output::fit(&head, width), color));
-    out.push('\n');
+    let mut out = format!("{}\n", output::title(&output::fit(&head, width), color));
     let axis_mid = hms(&(start + chrono::Duration::milliseconds(span_ms / 2)));
     let mut axis = vec![' '; bar_w];
     put(&mut axis, 0, &format!("|{}", hms(&start)));
@@ -439,13 +393,13 @@ pub fn timeline(
         "",
         axis.iter().collect::<String>()
     ));
-    for row in &rows {
+    for (key, (row, waits)) in keys.iter().zip(&rows) {
         out.push_str(&format!(
             "{} │{}\n",
-            pad(&clean(&row.label), label_w),
-            cells(&row.cells, color, false)
+            pad(&clean(key), label_w),
+            cells(row, color, false)
         ));
-        if let Some(w) = &row.waits {
+        if let Some(w) = waits {
             let line = format!("{} │{}", pad("  waits", label_w), cells(w, color, true));
             out.push_str(line.trim_end());
             out.push('\n');
@@ -469,25 +423,29 @@ pub fn timeline(
         ]
         .map(|t| (t.to_string(), t.chars().count())),
     );
-    let mut line = String::new();
     let mut len = 0;
     for (item, visible) in legend {
         if len > 0 && len + 2 + visible > width {
-            out.push_str(&line);
             out.push('\n');
-            line.clear();
             len = 0;
-        }
-        if len > 0 {
-            line.push_str("  ");
+        } else if len > 0 {
+            out.push_str("  ");
             len += 2;
         }
-        line.push_str(&item);
+        out.push_str(&item);
         len += visible;
     }
-    if !line.is_empty() {
-        out.push_str(&line);
-        out.push('\n');
+    out.push('\n');
+    out
+}
+
+/// `items` without repeats, in the order they first come.
+fn unique(items: impl Iterator<Item = String>) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for item in items {
+        if !out.contains(&item) {
+            out.push(item);
+        }
     }
     out
 }
@@ -497,26 +455,16 @@ fn letter(i: usize) -> char {
 }
 
 fn cells(cells: &[Mark], color: bool, waits: bool) -> String {
-    let mut out = String::new();
-    for m in cells {
-        let (text, who) = match m {
-            Mark::Empty => (if waits { " " } else { "·" }.to_string(), None),
-            Mark::Hold(a) => (letter(*a).to_string(), Some(*a)),
-            Mark::Wait(a) => (letter(*a).to_ascii_lowercase().to_string(), Some(*a)),
-            Mark::TakeOver(a) => (">".to_string(), Some(*a)),
-            Mark::Denied(a) => ("x".to_string(), Some(*a)),
-        };
-        match who {
-            Some(a) => out.push_str(&paint_cell(
-                &text,
-                a,
-                color,
-                matches!(m, Mark::Wait(_) | Mark::Denied(_)),
-            )),
-            None => out.push_str(&output::paint(&text, output::DIM, color)),
-        }
-    }
-    out
+    let cell = |text: &str, a: usize, light: bool| paint_cell(text, a, color, light);
+    (cells.iter())
+        .map(|m| match *m {
+            Mark::Empty => output::paint(if waits { " " } else { "·" }, output::DIM, color),
+            Mark::Hold(a) => cell(&letter(a).to_string(), a, false),
+            Mark::Wait(a) => cell(&letter(a).to_ascii_lowercase().to_string(), a, true),
+            Mark::TakeOver(a) => cell(">", a, false),
+            Mark::Denied(a) => cell("x", a, true),
+        })
+        .collect()
 }
 
 /// A cell in its agent's colour: a background for a hold, the foreground for a wait or a mark.

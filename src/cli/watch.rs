@@ -20,9 +20,14 @@ use super::{Ctx, log, status};
 /// How often the view is looked at again without an event (ages move, heartbeats expire, and
 /// network filesystems send no events).
 const RECHECK: Duration = Duration::from_secs(1);
-
 /// How many recent changes the full-screen view keeps under the status.
 const RECENT: usize = 12;
+/// How often the history is looked at (a stat and, when it grew, a read).
+const POLL: Duration = Duration::from_millis(50);
+/// How long a change seen by a look waits for the history to say it (then it is not repeated).
+const HOLD: Duration = Duration::from_millis(1500);
+/// How long the history's events are remembered, to recognise a look's change as the same.
+const REMEMBER: Duration = Duration::from_secs(10);
 
 /// Show the status view and redraw it on every change
 ///
@@ -61,15 +66,6 @@ struct Line<'a> {
     #[serde(flatten)]
     change: &'a Change,
 }
-
-/// How often the history is looked at (a stat and, when it grew, a read).
-const POLL: Duration = Duration::from_millis(50);
-
-/// How long a change seen by a look waits for the history to say it (then it is not repeated).
-const HOLD: Duration = Duration::from_millis(1500);
-
-/// How long the history's events are remembered, to recognise a look's change as the same.
-const REMEMBER: Duration = Duration::from_secs(10);
 
 pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(args.dir.as_deref())?;
@@ -111,9 +107,7 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 "at": clock::now_string(),
                 "root": before.status.root,
             });
-            if let Ok(text) = output::json_text(&started) {
-                output::line(&text);
-            }
+            feed.say(output::json_text(&started), "", String::new);
         }
         Mode::Screen => {}
         Mode::Lines => output::line(&status::render(&before.status, false)),
@@ -176,7 +170,8 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             last_look = Instant::now();
             changed = true;
         }
-        changed |= feed.release_held();
+        let now = Instant::now();
+        changed |= feed.show_held(|t, _| now.duration_since(*t) >= HOLD);
         changed |= feed.endings_over();
         if changed && mode == Mode::Screen {
             // Redrawn on every look, not only on changes: ages move.
@@ -194,17 +189,14 @@ struct Feed {
     said: VecDeque<(Instant, String)>,
     /// Changes seen by a look that the history may still say: shown once HOLD passed unsaid.
     held: Vec<(Instant, Change)>,
-    /// The work tree and branch of each line's agent.
     places: log::Places,
-    /// The events of endings not over yet (one line each once they are: see
-    /// [`coord::history::ending`]); the lines people read only.
+    /// The events of endings not over yet, said in one line once they are (human lines only).
     endings: Endings,
-    /// How wide a line may be (the terminal's width; the screen's lines are indented by two).
+    /// How wide a line may be (the screen's lines are indented by two).
     width: Option<usize>,
 }
 
 impl Feed {
-    /// An event of the history.
     fn history(&mut self, e: &Event, live: bool) {
         let now = Instant::now();
         self.said.retain(|(t, _)| now.duration_since(*t) < REMEMBER);
@@ -228,7 +220,6 @@ impl Feed {
         self.end_waits(e);
     }
 
-    /// A line of the history in words: an event, or an ending.
     fn say_item(&mut self, item: &Item) {
         let text = log::say(item, &mut self.places);
         let at = log::first_of(item).at.clone();
@@ -244,7 +235,6 @@ impl Feed {
         !over.is_empty()
     }
 
-    /// A change seen by comparing two looks.
     fn looked(&mut self, change: Change) {
         match change_key(&change, self.mode) {
             Some(k) if self.said.iter().any(|(_, s)| *s == k) => {}
@@ -272,12 +262,6 @@ impl Feed {
         });
     }
 
-    /// Show the held changes the history did not say in time. Whether any was shown.
-    fn release_held(&mut self) -> bool {
-        let now = Instant::now();
-        self.show_held(|t, _| now.duration_since(*t) >= HOLD)
-    }
-
     /// Show (and stop holding) the held changes `due` picks. Whether any was shown.
     fn show_held(&mut self, due: impl Fn(&Instant, &Change) -> bool) -> bool {
         let (due, keep): (Vec<_>, Vec<_>) = std::mem::take(&mut self.held)
@@ -299,8 +283,8 @@ impl Feed {
         self.say(output::json_text(&line), &at, || describe(change));
     }
 
-    /// One event or change: its `json` line, or `HH:MM:SS text` (printed, or kept on screen),
-    /// wrapped at word boundaries to the terminal's width.
+    /// One event or change: its `json` line, or `HH:MM:SS text` wrapped at word boundaries to
+    /// the terminal's width (printed, or kept on screen).
     fn say(&mut self, json: serde_json::Result<String>, at: &str, text: impl FnOnce() -> String) {
         let width = self.width;
         let line = || {
@@ -415,13 +399,14 @@ fn time_of(at: &str) -> String {
 
 /// A change in words.
 fn describe(change: &Change) -> String {
+    let paren = |o: Option<&str>| o.map(|t| format!(" ({t})")).unwrap_or_default();
     let text = match change {
         Change::AgentArrived {
             agent, working_on, ..
-        } => match working_on {
-            Some(w) if !w.is_empty() => format!("{agent} arrived (working on {w})"),
-            _ => format!("{agent} arrived"),
-        },
+        } => {
+            let w = working_on.as_deref().filter(|w| !w.is_empty());
+            format!("{agent} arrived{}", output::working_on(w))
+        }
         Change::AgentInactive { agent } => format!("{agent} went INACTIVE"),
         Change::AgentFinished { agent } => format!("{agent} FINISHED"),
         Change::AgentActive { agent } => format!("{agent} is ACTIVE again"),
@@ -431,34 +416,30 @@ fn describe(change: &Change) -> String {
             agent,
             reason,
             ..
-        } => match reason {
-            Some(r) => format!("{agent} locked `{file}` ({r})"),
-            None => format!("{agent} locked `{file}`"),
-        },
+        } => format!("{agent} locked `{file}`{}", paren(reason.as_deref())),
         Change::LockReleased { file, agent } => format!("{agent} released `{file}`"),
         Change::LockTakenOver { file, agent, from } => {
             format!("{agent} took `{file}` over from {from}")
         }
-        Change::LockStale { file, agent, why } => format!(
-            "the lock of {agent} on `{file}` is STALE{}",
-            why.as_deref()
-                .map(|w| format!(" ({w})"))
-                .unwrap_or_default()
-        ),
+        Change::LockStale { file, agent, why } => {
+            format!(
+                "the lock of {agent} on `{file}` is STALE{}",
+                paren(why.as_deref())
+            )
+        }
         Change::Waiting {
             agent,
             file,
             waits_for,
-        } => {
-            if waits_for.is_empty() {
-                format!("{agent} waits in line for `{file}`")
-            } else {
-                format!(
-                    "{agent} waits for `{file}` held by {}",
-                    waits_for.join(", ")
-                )
-            }
-        }
+        } if waits_for.is_empty() => format!("{agent} waits in line for `{file}`"),
+        Change::Waiting {
+            agent,
+            file,
+            waits_for,
+        } => format!(
+            "{agent} waits for `{file}` held by {}",
+            waits_for.join(", ")
+        ),
         Change::WaitEnded { agent, file } => format!("{agent} no longer waits for `{file}`"),
         Change::Deadlock { cycle } => format!("DEADLOCK: {}", output::cycle(cycle)),
         Change::MessageSent { id, from, to } => format!("{from} sent message {id} to {to}"),
@@ -473,13 +454,13 @@ fn describe(change: &Change) -> String {
             topic,
             next_actor,
             next_action,
-        } => format!(
-            "review `{topic}` waits for {next_actor}{}",
-            next_action
-                .as_deref()
-                .map(|a| format!(": {a}"))
-                .unwrap_or_default()
-        ),
+        } => {
+            let action = next_action.as_deref().map(|a| format!(": {a}"));
+            format!(
+                "review `{topic}` waits for {next_actor}{}",
+                action.unwrap_or_default()
+            )
+        }
         Change::ReviewClosed { topic } => format!("review `{topic}` closed"),
     };
     clean(&text)
