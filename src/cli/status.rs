@@ -45,11 +45,8 @@ fn where_of(a: &coord::status::AgentView) -> String {
     if !a.label.is_empty() {
         return a.label.clone();
     }
-    a.worktree
-        .as_deref()
-        .map(coord::worktree::short_name)
-        .unwrap_or("-")
-        .to_string()
+    let tree = a.worktree.as_deref();
+    tree.map_or("-", coord::worktree::short_name).to_string()
 }
 
 /// What a lock's NOTE says: why it is stale; else, for a hook's lock, the holder's prompt or
@@ -87,15 +84,10 @@ pub fn render(st: &Status, color: bool) -> String {
     // Each work tree of a repository shows the one shared workspace: say which tree this is.
     let several = st.worktrees.len() > 1;
     if several {
-        let here = if st.root == st.shared_root {
-            "the main one".to_string()
-        } else {
-            st.root.clone()
-        };
-        let branch = st
-            .branch
-            .as_deref()
-            .map_or(" (detached)".to_string(), |b| format!(", branch {b}"));
+        let main = st.root == st.shared_root;
+        let here = if main { "the main one" } else { &st.root };
+        let branch =
+            (st.branch.as_deref()).map_or(" (detached)".to_string(), |b| format!(", branch {b}"));
         out.push(output::clean(&format!(
             "  shared by {} work trees; you are in {here}{branch}",
             st.worktrees.len()
@@ -192,13 +184,8 @@ pub fn render(st: &Status, color: bool) -> String {
         } else {
             w.waits_for.join(", ")
         };
-        let since = Cell::plain(ago_of(w.since.as_deref()));
-        vec![
-            Cell::plain(&w.agent),
-            Cell::plain(&w.file),
-            Cell::plain(whom),
-            since,
-        ]
+        let since = ago_of(w.since.as_deref());
+        [&w.agent, &w.file, &whom, &since].map(Cell::plain).into()
     });
     let headers = ["AGENT", "FILE", "WAITS FOR", "SINCE"];
     section("Waiting", &headers, waits.collect(), None);
@@ -275,11 +262,11 @@ pub fn render(st: &Status, color: bool) -> String {
         ]
     });
     let v3 = if st.protocol_v3_active {
-        "active"
+        ""
     } else {
-        "not yet active"
+        "not yet "
     };
-    let title = format!("Handshakes (Protocol V3 {v3})");
+    let title = format!("Handshakes (Protocol V3 {v3}active)");
     section(&title, &["FROM", "TO", "STATUS"], handshakes.collect());
     let unread = st.unread.iter().filter(|(_, n)| **n > 0);
     let unread = unread.map(|(agent, n)| vec![Cell::plain(agent), Cell::plain(n.to_string())]);
