@@ -38,7 +38,6 @@ pub struct CheckReport {
     pub agents: Vec<AgentView>,
     /// STALE and CONFLICT locks.
     pub problems: Vec<LockView>,
-    /// Files that could not be read.
     pub unreadable: Vec<Unreadable>,
     /// No lock problem.
     pub ok: bool,
@@ -46,9 +45,7 @@ pub struct CheckReport {
 
 /// What `coord check` found: the report, and each problem described in words.
 pub struct Checked {
-    /// The report.
     pub report: CheckReport,
-    /// One sentence per problem.
     pub problems: Vec<String>,
 }
 

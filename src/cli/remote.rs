@@ -457,12 +457,10 @@ fn refuse_gone(out: &[Outcome]) -> Result<(), Error> {
     Ok(())
 }
 
+/// The patterns of `list`, `None` (all of the agent's) when empty.
 fn patterns_of(list: &[String]) -> Result<Option<Vec<Pattern>>, Error> {
-    if list.is_empty() {
-        return Ok(None);
-    }
     let items = parse_patterns(list, false)?;
-    Ok(Some(items.into_iter().map(|i| i.pattern).collect()))
+    Ok((!items.is_empty()).then(|| items.into_iter().map(|i| i.pattern).collect()))
 }
 
 fn release(ws: &Workspace, a: ReleaseArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {

@@ -22,17 +22,14 @@ pub struct WhoamiArgs {}
 /// `coord whoami --json`.
 #[derive(Debug, Default, Serialize)]
 struct Whoami {
-    /// The agent id, `null` when none.
     agent: Option<String>,
     /// `flag`, `env`, `session` or `none`.
     source: &'static str,
-    /// The client (`claude`, `codex`, `gemini`, `copilot`), for `session`.
+    /// The client, its session id, which signal named it (`process tree`, `env VAR`) and the
+    /// process locks taken here follow: for `session`.
     client: Option<&'static str>,
-    /// The client's session id, for `session`.
     session_id: Option<String>,
-    /// Which signal named the session: `process tree` or `env VAR`.
     via: Option<String>,
-    /// The client process locks taken here follow, when known.
     client_process: Option<ClientProcess>,
 }
 
