@@ -75,16 +75,14 @@ impl WaitProgress {
                     None => "waiting with no deadline".to_string(),
                 }
             )),
-            LockEvent::Changed(b) => output::diag(&format!(
-                "`{}`: {} [{}]",
-                b.file,
-                news(b).unwrap_or_else(|| output::waiting_line(b).replacen(
-                    "waiting for",
-                    "now",
-                    1
-                )),
-                elapsed(self.started, self.wait)
-            )),
+            LockEvent::Changed(b) => {
+                let now = || output::waiting_line(b).replacen("waiting for", "now", 1);
+                let (news, waited) = (
+                    news(b).unwrap_or_else(now),
+                    elapsed(self.started, self.wait),
+                );
+                output::diag(&format!("`{}`: {news} [{waited}]", b.file));
+            }
         }
     }
 

@@ -137,27 +137,19 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let mut last_look = Instant::now();
     loop {
         let fired = events.wait(POLL);
-        let mut changed = false;
-        for e in tail.poll() {
-            feed.history(&e, true);
-            changed = true;
-        }
+        let mut changed = feed.poll(&mut tail);
         if fired || last_look.elapsed() >= RECHECK {
             if fired {
                 // Let a burst of events (a lock and its presence, say) settle into one look.
                 std::thread::sleep(Duration::from_millis(30));
                 events.wait(Duration::ZERO);
-                for e in tail.poll() {
-                    feed.history(&e, true);
-                }
+                feed.poll(&mut tail);
             }
             let after = watch::snapshot(&ws);
             feed.places.forget_branches();
             // The history is read again after the look: an event recorded before the change the
             // look saw (a lock taken before its waiter's ticket leaves) is printed before it.
-            for e in tail.poll() {
-                feed.history(&e, true);
-            }
+            feed.poll(&mut tail);
             // Folders that appeared (a queue, the dialogue, the folder of a new lock) are
             // watched from now on; adding a folder watched already changes nothing.
             for dir in watch::watched_folders(&ws, Some(&after)) {
@@ -197,6 +189,15 @@ struct Feed {
 }
 
 impl Feed {
+    /// Say the events the history gained. Whether there were any.
+    fn poll(&mut self, tail: &mut Tail) -> bool {
+        let events = tail.poll();
+        for e in &events {
+            self.history(e, true);
+        }
+        !events.is_empty()
+    }
+
     fn history(&mut self, e: &Event, live: bool) {
         let now = Instant::now();
         self.said.retain(|(t, _)| now.duration_since(*t) < REMEMBER);
