@@ -139,7 +139,6 @@ pub fn first_of(item: &Item) -> &Event {
     }
 }
 
-/// A line in words: an event, or an ending.
 pub fn say(item: &Item, places: &mut Places) -> String {
     let who = places.who(first_of(item));
     match item {

@@ -318,7 +318,6 @@ fn signal_error(e: std::io::Error) -> Error {
     }
 }
 
-/// At most `cap` bytes of stdin.
 fn read_stdin(cap: u64) -> std::io::Result<Vec<u8>> {
     use std::io::Read as _;
     let mut buf = Vec::new();
@@ -337,7 +336,6 @@ fn exit_on_signals(signals: &[i32]) -> Result<(), Error> {
     Ok(())
 }
 
-/// Run the command line and return the process exit code.
 pub fn run() -> ExitCode {
     if std::env::args_os().nth(1).as_deref()
         == Some(std::ffi::OsStr::new(coord::fsutil::FINISH_APPEND_ARG))
@@ -511,7 +509,6 @@ pub struct Described {
 }
 
 impl Described {
-    /// Describe an error the way `coord` reports it.
     pub fn of(err: &anyhow::Error) -> Described {
         let coord_err = err.chain().find_map(|e| e.downcast_ref::<Error>());
         let message = match coord_err {

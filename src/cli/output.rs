@@ -55,7 +55,6 @@ pub fn json_pretty<T: Serialize>(value: &T) -> serde_json::Result<String> {
     serde_json::to_string_pretty(&versioned(value)?)
 }
 
-/// Write one JSON document to stdout.
 pub fn json<T: Serialize>(value: &T) {
     JSON_PRINTED.store(true, Ordering::Relaxed);
     match json_pretty(value) {
@@ -99,7 +98,6 @@ pub enum ColorChoice {
 
 static COLOR_CHOICE: std::sync::OnceLock<ColorChoice> = std::sync::OnceLock::new();
 
-/// Record `--color`.
 pub fn set_color_choice(choice: ColorChoice) {
     let _ = COLOR_CHOICE.set(choice);
 }
@@ -201,7 +199,6 @@ pub fn clean_block(text: &str) -> String {
     out
 }
 
-/// A cell: text and colour.
 pub struct Cell {
     text: String,
     tone: &'static str,
@@ -335,7 +332,6 @@ pub fn ago(age_s: Option<u64>) -> String {
     age_s.map_or("-".into(), |s| format!("{} ago", age(s)))
 }
 
-/// A section title.
 pub fn title(text: &str, color: bool) -> String {
     paint(text, "1", color)
 }

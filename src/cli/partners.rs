@@ -41,7 +41,6 @@ pub fn run(_args: PartnersArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-/// The card as a table, one row per session.
 fn table(rows: &[Row]) -> String {
     let now = clock::now();
     let when = |t: &str| match clock::parse_timestamp(t) {

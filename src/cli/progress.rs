@@ -11,7 +11,6 @@ use coord::lock::{Blocker, LockEvent};
 
 use super::output;
 
-/// How often the live line is redrawn.
 const TICK: Duration = Duration::from_secs(1);
 
 /// The wait's voice; quiet when asked to be.
@@ -30,7 +29,6 @@ struct Live {
 }
 
 impl WaitProgress {
-    /// A voice for a wait of `wait`.
     pub fn new(wait: Wait, quiet: bool) -> WaitProgress {
         WaitProgress {
             wait,
@@ -52,7 +50,6 @@ impl WaitProgress {
         out
     }
 
-    /// Say what `event` means.
     pub fn on_event(&mut self, event: &LockEvent) {
         if self.quiet {
             return;
@@ -130,7 +127,6 @@ fn status(b: &Blocker) -> String {
     }
 }
 
-/// Redraw the live line.
 fn draw(text: &str, started: Instant, wait: Wait) {
     let mut err = std::io::stderr().lock();
     let _ = write!(

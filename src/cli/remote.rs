@@ -139,27 +139,24 @@ struct WorkingOnArgs {
 pub fn run(args: RemoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     match args.command {
-        RemoteCommand::Enable { remote } => enable(&ws, remote, ctx),
-        RemoteCommand::Disable => disable(&ws, ctx),
+        RemoteCommand::Enable { remote } => enable(&ws, remote, ctx)?,
+        RemoteCommand::Disable => disable(&ws, ctx)?,
         RemoteCommand::Sync { background: true } => {
             remote::sync_in_background(&ws, || coord::lock::working_on(&ws))?;
-            Ok(ExitCode::Success)
         }
         RemoteCommand::Sync { background: false } => {
             let view = remote::sync(&ws, &coord::lock::working_on(&ws))?;
             warnings(&view);
             show(&ws, Some(view), ctx);
-            Ok(ExitCode::Success)
         }
         RemoteCommand::Status => status(&ws, ctx),
-        RemoteCommand::Claim(a) => claim(&ws, a, ctx, false),
-        RemoteCommand::Hold(a) => claim(&ws, a, ctx, true),
-        RemoteCommand::Release(a) => release(&ws, a, ctx),
-        RemoteCommand::Renew(a) => renew(&ws, a, ctx),
+        RemoteCommand::Claim(a) => claim(&ws, a, ctx, false)?,
+        RemoteCommand::Hold(a) => claim(&ws, a, ctx, true)?,
+        RemoteCommand::Release(a) => release(&ws, a, ctx)?,
+        RemoteCommand::Renew(a) => renew(&ws, a, ctx)?,
         RemoteCommand::Renewer => {
             super::stop_on_signals()?;
             renewal::run(&ws)?;
-            Ok(ExitCode::Success)
         }
         RemoteCommand::Who(a) => {
             // What a hook's edit check reads: the other clones' claims as last synced, no
@@ -176,7 +173,6 @@ pub fn run(args: RemoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                     ));
                 }
             }
-            Ok(ExitCode::Success)
         }
         RemoteCommand::WorkingOn(a) => {
             let agent = ctx.agent()?.id().to_string();
@@ -193,12 +189,12 @@ pub fn run(args: RemoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                     "Unchanged: nothing published"
                 });
             }
-            Ok(ExitCode::Success)
         }
     }
+    Ok(ExitCode::Success)
 }
 
-fn enable(ws: &Workspace, remote: Option<String>, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+fn enable(ws: &Workspace, remote: Option<String>, ctx: &Ctx) -> anyhow::Result<()> {
     let name = remote.unwrap_or_else(|| "origin".into());
     let cfg = remote::enable(ws, &name)?;
     let url = remote::remote_url(ws.root(), &name);
@@ -225,10 +221,10 @@ fn enable(ws: &Workspace, remote: Option<String>, ctx: &Ctx) -> anyhow::Result<E
         }
     };
     show(ws, view, ctx);
-    Ok(ExitCode::Success)
+    Ok(())
 }
 
-fn disable(ws: &Workspace, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+fn disable(ws: &Workspace, ctx: &Ctx) -> anyhow::Result<()> {
     let done = remote::disable(ws)?;
     if let Some(w) = &done.warning {
         output::diag(&format!(
@@ -246,10 +242,10 @@ fn disable(ws: &Workspace, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             None => "Claims were not shared through a remote here".to_string(),
         });
     }
-    Ok(ExitCode::Success)
+    Ok(())
 }
 
-fn status(ws: &Workspace, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+fn status(ws: &Workspace, ctx: &Ctx) {
     let mut view = remote::view(ws);
     let old = view
         .as_ref()
@@ -270,7 +266,6 @@ fn status(ws: &Workspace, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         warnings(v);
     }
     show(ws, view, ctx);
-    Ok(ExitCode::Success)
 }
 
 /// The records ignored on the remote, one `warning:` line each.
@@ -280,7 +275,6 @@ fn warnings(view: &View) {
     }
 }
 
-/// Print the view (human or `--json`).
 fn show(ws: &Workspace, view: Option<View>, ctx: &Ctx) {
     if ctx.quiet && !ctx.json {
         return;
@@ -397,7 +391,7 @@ fn parse_patterns(list: &[String], literal: bool) -> Result<Vec<Item>, Error> {
         .collect()
 }
 
-fn claim(ws: &Workspace, a: ClaimArgs, ctx: &Ctx, hold: bool) -> anyhow::Result<ExitCode> {
+fn claim(ws: &Workspace, a: ClaimArgs, ctx: &Ctx, hold: bool) -> anyhow::Result<()> {
     let agent = ctx.agent()?;
     let items = parse_patterns(&a.patterns, a.path)?;
     let ttl = a.ttl.as_deref().map(clock::parse_duration).transpose()?;
@@ -424,7 +418,7 @@ fn claim(ws: &Workspace, a: ClaimArgs, ctx: &Ctx, hold: bool) -> anyhow::Result<
         ));
     }
     if !hold {
-        return Ok(ExitCode::Success);
+        return Ok(());
     }
     // Renew a third of the way into each lease until refused or stopped.
     let patterns: Vec<Pattern> = items.into_iter().map(|i| i.pattern).collect();
@@ -463,7 +457,7 @@ fn patterns_of(list: &[String]) -> Result<Option<Vec<Pattern>>, Error> {
     Ok((!items.is_empty()).then(|| items.into_iter().map(|i| i.pattern).collect()))
 }
 
-fn release(ws: &Workspace, a: ReleaseArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+fn release(ws: &Workspace, a: ReleaseArgs, ctx: &Ctx) -> anyhow::Result<()> {
     let agent = ctx.agent()?;
     let patterns = patterns_of(&a.patterns)?;
     let out = remote::release(ws, std::slice::from_ref(&agent), patterns.as_deref())?;
@@ -480,10 +474,10 @@ fn release(ws: &Workspace, a: ReleaseArgs, ctx: &Ctx) -> anyhow::Result<ExitCode
             });
         }
     }
-    Ok(ExitCode::Success)
+    Ok(())
 }
 
-fn renew(ws: &Workspace, a: RenewArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+fn renew(ws: &Workspace, a: RenewArgs, ctx: &Ctx) -> anyhow::Result<()> {
     let agent = ctx.agent()?;
     let patterns = patterns_of(&a.patterns)?;
     let ttl = a.ttl.as_deref().map(clock::parse_duration).transpose()?;
@@ -503,7 +497,7 @@ fn renew(ws: &Workspace, a: RenewArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    Ok(ExitCode::Success)
+    Ok(())
 }
 
 /// Start this clone's renewer of its remote claims (`coord remote renewer`), detached; it exits

@@ -196,7 +196,6 @@ pub fn run_shutdown(args: ShutdownArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-/// One line per released lock.
 pub fn release_lines(released: &[Release]) -> Vec<String> {
     released
         .iter()

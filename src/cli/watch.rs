@@ -172,7 +172,6 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     }
 }
 
-/// Where events go, in the mode asked for.
 struct Feed {
     mode: Mode,
     notify: bool,
@@ -398,7 +397,6 @@ fn time_of(at: &str) -> String {
     at.get(11..19).unwrap_or(at).to_string()
 }
 
-/// A change in words.
 fn describe(change: &Change) -> String {
     let paren = |o: Option<&str>| o.map(|t| format!(" ({t})")).unwrap_or_default();
     let text = match change {
