@@ -38,16 +38,14 @@ impl WaitProgress {
         }
     }
 
-    /// Run `op`, which waits for locks, with its events said; the live line ends with it.
+    /// Run `op`, which waits for locks, with its events said; the live line ends with it (drop).
     pub fn during<T>(
         wait: Wait,
         quiet: bool,
         op: impl FnOnce(&mut dyn FnMut(&LockEvent)) -> T,
     ) -> T {
         let mut progress = WaitProgress::new(wait, quiet);
-        let out = op(&mut |event| progress.on_event(event));
-        progress.finish();
-        out
+        op(&mut |event| progress.on_event(event))
     }
 
     pub fn on_event(&mut self, event: &LockEvent) {
@@ -74,10 +72,8 @@ impl WaitProgress {
             )),
             LockEvent::Changed(b) => {
                 let now = || output::waiting_line(b).replacen("waiting for", "now", 1);
-                let (news, waited) = (
-                    news(b).unwrap_or_else(now),
-                    elapsed(self.started, self.wait),
-                );
+                let news = news(b).unwrap_or_else(now);
+                let waited = elapsed(self.started, self.wait);
                 output::diag(&format!("`{}`: {news} [{waited}]", b.file));
             }
         }
