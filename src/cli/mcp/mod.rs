@@ -288,17 +288,9 @@ const CLIENT_CHECK: Duration = Duration::from_millis(500);
 fn watch_client(life: Arc<Life>) {
     let parent = rustix::process::getppid();
     std::thread::spawn(move || {
-        let why = loop {
-            match client_gone(parent) {
-                None => {}
-                Some(ClientGone::Input) => {
-                    coord::wait::request_stop(SIGHUP);
-                    return;
-                }
-                Some(ClientGone::Client(why)) => break why,
-            }
-        };
-        stop(&life, SIGHUP, why);
+        if let Some(why) = client_gone(parent) {
+            stop(&life, SIGHUP, why);
+        }
     });
 }
 
@@ -313,16 +305,9 @@ fn stop(life: &Life, sig: i32, why: &str) -> ! {
     std::process::exit(0);
 }
 
-/// How the client went away.
-enum ClientGone {
-    /// Its end of stdin hung up.
-    Input,
-    /// Nobody can read an answer any more.
-    Client(&'static str),
-}
-
-/// One look (blocking up to [`CLIENT_CHECK`]): whether the client has gone away.
-fn client_gone(parent: Option<rustix::process::Pid>) -> Option<ClientGone> {
+/// Wait until the client goes away: `None` when its end of stdin hung up (any wait ends as
+/// on `SIGHUP`), else why nobody can read an answer any more.
+fn client_gone(parent: Option<rustix::process::Pid>) -> Option<&'static str> {
     use rustix::event::{PollFd, PollFlags, Timespec, poll};
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
@@ -341,24 +326,29 @@ fn client_gone(parent: Option<rustix::process::Pid>) -> Option<ClientGone> {
         tv_nsec: i64::try_from(CLIENT_CHECK.as_nanos()).unwrap_or(500_000_000),
     };
     let gone = PollFlags::HUP | PollFlags::ERR | hangup;
-    match poll(&mut fds, Some(&timeout)) {
-        Ok(n) if n > 0 => {
-            if fds[1].revents().intersects(gone) {
-                return Some(ClientGone::Client("the client stopped reading"));
+    loop {
+        match poll(&mut fds, Some(&timeout)) {
+            Ok(n) if n > 0 => {
+                if fds[1].revents().intersects(gone) {
+                    return Some("the client stopped reading");
+                }
+                if fds[0].revents().intersects(gone) {
+                    coord::wait::request_stop(SIGHUP);
+                    return None;
+                }
+                // An fd poll cannot judge (closed, not pollable): fall back to the clock.
+                std::thread::sleep(CLIENT_CHECK);
             }
-            if fds[0].revents().intersects(gone) {
-                return Some(ClientGone::Input);
-            }
-            // An fd poll cannot judge (closed, not pollable): fall back to the clock.
-            std::thread::sleep(CLIENT_CHECK);
+            Ok(_) => {}
+            Err(_) => std::thread::sleep(CLIENT_CHECK),
         }
-        Ok(_) => {}
-        Err(_) => std::thread::sleep(CLIENT_CHECK),
+        // Started by a process that was already gone (`parent` is init): only stdio can tell.
+        if parent.is_some_and(|p| p.as_raw_nonzero().get() != 1)
+            && rustix::process::getppid() != parent
+        {
+            return Some("the client process is gone");
+        }
     }
-    // Started by a process that was already gone (`parent` is init): only stdio can tell.
-    let reparented = parent.is_some_and(|p| p.as_raw_nonzero().get() != 1)
-        && rustix::process::getppid() != parent;
-    reparented.then_some(ClientGone::Client("the client process is gone"))
 }
 
 /// Answer lines until end of input (or until the client stops reading); says why it stopped.
@@ -378,7 +368,7 @@ fn serve(mut handle_line: impl FnMut(&[u8]) -> Option<serde_json::Value>) -> &'s
             }
         }
         let response = if line.len() as u64 > MAX_LINE && line.last() != Some(&b'\n') {
-            if skip_rest_of_line(&mut input).is_err() {
+            if input.skip_until(b'\n').is_err() {
                 return "stdin failed";
             }
             Some(jsonrpc::error(
@@ -398,21 +388,6 @@ fn serve(mut handle_line: impl FnMut(&[u8]) -> Option<serde_json::Value>) -> &'s
         {
             return "stdout closed";
         }
-    }
-}
-
-fn skip_rest_of_line(input: &mut impl BufRead) -> std::io::Result<()> {
-    loop {
-        let buf = input.fill_buf()?;
-        if buf.is_empty() {
-            return Ok(());
-        }
-        if let Some(i) = buf.iter().position(|b| *b == b'\n') {
-            input.consume(i + 1);
-            return Ok(());
-        }
-        let n = buf.len();
-        input.consume(n);
     }
 }
 
