@@ -24,10 +24,8 @@ pub const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
 /// Every version this server speaks, oldest first.
-pub fn all_versions() -> Vec<&'static str> {
-    let mut all = VERSIONS.to_vec();
-    all.push(STATELESS_VERSION);
-    all
+fn all_versions() -> Vec<&'static str> {
+    [VERSIONS, &[STATELESS_VERSION]].concat()
 }
 
 /// What a tool call produced.

@@ -217,12 +217,13 @@ impl<'a> Args<'a> {
     /// Check that every argument is one the tool has and that the required ones are there.
     pub fn new(tool: &'static ToolSpec, map: &'a Map<String, Value>) -> Result<Args<'a>> {
         let props = tool.properties();
-        let names: Vec<&str> = props.keys().map(String::as_str).collect();
         if let Some(unknown) = map.keys().find(|k| !props.contains_key(*k)) {
+            let names: Vec<&str> = props.keys().map(String::as_str).collect();
+            let names = Some(names.join(", ")).filter(|n| !n.is_empty());
             return Err(Error::bad_input(format!(
                 "tool `{}` has no argument `{unknown}` (its arguments: {})",
                 tool.name,
-                list_or_none(&names)
+                names.as_deref().unwrap_or("none")
             )));
         }
         for name in tool.required {
@@ -323,14 +324,6 @@ impl<'a> Args<'a> {
             Some(Value::String(s)) => Wait::parse(s),
             Some(_) => Ok(Wait::For(self.duration(name)?.unwrap_or_default())),
         }
-    }
-}
-
-fn list_or_none(names: &[&str]) -> String {
-    if names.is_empty() {
-        "none".into()
-    } else {
-        names.join(", ")
     }
 }
 

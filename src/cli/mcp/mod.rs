@@ -74,7 +74,7 @@ impl Life {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Clock in (once): a stamp-card row recording this process, the presence. The agent is
+    /// Clock in (once, later calls get the same host): a stamp-card row recording this process, the presence. The agent is
     /// the one given; else the session's, looked up now; else the fallback.
     fn start(
         &self,
@@ -203,11 +203,7 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let signal_handle = signals.handle();
     let signal_thread = std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
-            let name = match sig {
-                SIGTERM => "SIGTERM",
-                SIGINT => "SIGINT",
-                _ => "SIGHUP",
-            };
+            let name = signal_hook::low_level::signal_name(sig).unwrap_or("a signal");
             stop(&signal_life, sig, &format!("{name} received"));
         }
     });
@@ -218,20 +214,14 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let beat_life = Arc::clone(&life);
     let beat_thread = std::thread::spawn(move || heartbeat(&beat_life, interval, &beats));
 
-    let (mut host, mut task) = (None::<tools::Host>, args.task);
+    let mut task = args.task;
     let mut server = Server::new(
         |tool, args| {
             IN_CALL.store(true, Ordering::SeqCst);
-            if host.is_none() {
-                match life.start(explicit.as_ref(), &named, task.take()) {
-                    Ok(h) => host = Some(h),
-                    Err(e) => {
-                        IN_CALL.store(false, Ordering::SeqCst);
-                        return tools::failed(&e);
-                    }
-                }
-            }
-            let outcome = host.as_mut().expect("just set").call(tool, args);
+            let outcome = match life.start(explicit.as_ref(), &named, task.take()) {
+                Ok(host) => host.call(tool, args),
+                Err(e) => tools::failed(&e),
+            };
             IN_CALL.store(false, Ordering::SeqCst);
             outcome
         },

@@ -22,7 +22,7 @@ use coord::note::{self, NoteRequest};
 use coord::presence::Update;
 use coord::review::rules::Reviews;
 use coord::status;
-use coord::workspace::{AgentId, Target, Workspace};
+use coord::workspace::{AgentId, Workspace};
 
 use super::super::{Described, check, dialogue, lock as lock_cmd, msg, note as note_cmd};
 use super::super::{output, presence, review, unlock, write as write_cmd};
@@ -43,19 +43,13 @@ pub struct Host {
 
 impl Host {
     /// Run `tool` with `args`: its outcome, or the refusal as the CLI prints it.
-    pub fn call(&mut self, tool: &'static ToolSpec, args: &Map<String, Value>) -> ToolOutcome {
+    pub fn call(&self, tool: &'static ToolSpec, args: &Map<String, Value>) -> ToolOutcome {
         let args = Args::new(tool, args).map_err(anyhow::Error::from);
         args.and_then(|args| self.run(tool, &args))
             .unwrap_or_else(|err| failed(&err))
     }
 
-    /// The FILE argument of a tool that acts on one file: relative to the workspace root (the
-    /// server has no "current folder" an agent could know), or absolute inside it.
-    fn one_file(&self, file: &str, command: &str) -> Result<Target, Error> {
-        self.ws.one_file(self.ws.root(), file, command)
-    }
-
-    fn run(&mut self, tool: &'static ToolSpec, args: &Args<'_>) -> anyhow::Result<ToolOutcome> {
+    fn run(&self, tool: &'static ToolSpec, args: &Args<'_>) -> anyhow::Result<ToolOutcome> {
         let (ws, agent) = (&self.ws, &self.agent);
         match tool.name {
             "status" => {
@@ -71,7 +65,7 @@ impl Host {
             }
             "presence" => {
                 let current_file = match args.str("file")? {
-                    Some(f) => Some(self.one_file(f, "presence")?.rel),
+                    Some(f) => Some(ws.one_file(ws.root(), f, "presence")?.rel),
                     None => None,
                 };
                 let update = Update {
@@ -121,7 +115,7 @@ impl Host {
                 )
             }
             "write" => {
-                let target = self.one_file(args.req_str("file")?, "write")?;
+                let target = ws.one_file(ws.root(), args.req_str("file")?, "write")?;
                 let content = args.req_str("content")?;
                 let mut input = Cursor::new(content.as_bytes());
                 let written =
@@ -131,7 +125,7 @@ impl Host {
             "note" => {
                 let req = NoteRequest {
                     agent: agent.clone(),
-                    target: self.one_file(args.req_str("file")?, "note")?,
+                    target: ws.one_file(ws.root(), args.req_str("file")?, "note")?,
                     text: args.req_str("text")?.to_string(),
                     wait: args.wait("wait_s", DEFAULT_WAIT)?,
                     runs_in: coord::identity::runs_in(),
@@ -142,11 +136,7 @@ impl Host {
             "msg_send" => {
                 let to = Recipient::parse(args.req_str("to")?)?;
                 let sent = message::send(ws, agent, &to, args.req_str("text")?)?;
-                let doc = msg::SentJson {
-                    id: &sent.id,
-                    to: &sent.to,
-                    time: &sent.time,
-                };
+                let doc = msg::sent_json(&sent);
                 done(format!("Sent to {}: {}", sent.to, sent.id), &doc)
             }
             "msg_list" => {
