@@ -223,11 +223,7 @@ fn remove(
     }
     let state_dir = output::clean(&removal.state_dir);
     if removal.remove_state_dir {
-        output::line(&if dry_run {
-            format!("Would delete {state_dir}")
-        } else {
-            format!("Deleted {state_dir}")
-        });
+        output::line(&format!("{} {state_dir}", change_verb(dry_run, "delete")));
     }
     if removal.changes.is_empty() {
         output::line(&format!(
@@ -283,8 +279,7 @@ fn leave(
     for tree in &leaving.trees {
         let top = std::path::Path::new(&tree.root);
         for u in &tree.removal.changes {
-            let word = change_verb(dry_run, u.action);
-            lines.push(format!("{word}: {}", shown(&top.join(&u.file))));
+            lines.push(format!("{}: {}", verb(u.action), shown(&top.join(&u.file))));
         }
     }
     for g in &leaving.removed {
@@ -321,7 +316,6 @@ fn leave(
             verb("stop"),
         ));
     }
-    let said = lines.len();
     lines.iter().for_each(|l| output::line(l));
     for k in &leaving.kept {
         output::line(&format!(
@@ -330,7 +324,7 @@ fn leave(
             shown(std::path::Path::new(&k.differs_from)),
         ));
     }
-    if said == 0 && leaving.kept.is_empty() {
+    if lines.is_empty() && leaving.kept.is_empty() {
         output::line("Nothing to remove: coord left nothing in this repository");
     } else if !dry_run {
         let n = leaving.trees.len();

@@ -181,12 +181,10 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> 
 
     fn list(&self, stateless: bool) -> Value {
         let tools: Vec<Value> = tools::TOOLS.iter().map(ToolSpec::to_json).collect();
-        let mut result = json!({ "tools": tools });
-        if stateless && let Some(obj) = result.as_object_mut() {
-            obj.insert("ttlMs".into(), json!(0));
-            obj.insert("cacheScope".into(), json!("private"));
+        match stateless {
+            true => json!({ "tools": tools, "ttlMs": 0, "cacheScope": "private" }),
+            false => json!({ "tools": tools }),
         }
-        result
     }
 
     fn call(&mut self, params: &Map<String, Value>) -> Result<Value, (i64, String)> {

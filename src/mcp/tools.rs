@@ -249,13 +249,22 @@ impl<'a> Args<'a> {
         ))
     }
 
+    /// The argument read by `read`, or the error saying it must be `want`; `None` when absent.
+    fn typed<T>(
+        &self,
+        name: &str,
+        want: &str,
+        read: impl Fn(&'a Value) -> Option<T>,
+    ) -> Result<Option<T>> {
+        let Some(v) = self.get(name) else {
+            return Ok(None);
+        };
+        read(v).map(Some).ok_or_else(|| self.wrong(name, want, v))
+    }
+
     /// A string argument.
     pub fn str(&self, name: &str) -> Result<Option<&'a str>> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s)),
-            Some(v) => Err(self.wrong(name, "a string", v)),
-        }
+        self.typed(name, "a string", Value::as_str)
     }
 
     /// A required string argument (presence was checked by [`Args::new`]).
@@ -270,28 +279,25 @@ impl<'a> Args<'a> {
 
     /// A boolean argument.
     pub fn bool(&self, name: &str) -> Result<Option<bool>> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(v) => Err(self.wrong(name, "true or false", v)),
-        }
+        self.typed(name, "true or false", Value::as_bool)
     }
 
     /// An array of strings; a lone string is taken as an array of one.
     pub fn strings(&self, name: &str) -> Result<Option<Vec<String>>> {
+        const WANT: &str = "an array of strings";
         let items = match self.get(name) {
-            None => return Ok(None),
             Some(Value::String(s)) if !s.is_empty() => return Ok(Some(vec![s.clone()])),
-            Some(Value::Array(items)) => items,
-            Some(v) => return Err(self.wrong(name, "an array of strings", v)),
+            _ => match self.typed(name, WANT, Value::as_array)? {
+                Some(items) => items,
+                None => return Ok(None),
+            },
         };
-        let mut out = Vec::with_capacity(items.len());
-        for item in items {
-            match item {
-                Value::String(s) => out.push(s.clone()),
-                v => return Err(self.wrong(name, "an array of strings", v)),
-            }
-        }
+        let read = |v: &Value| {
+            v.as_str()
+                .map(str::to_string)
+                .ok_or_else(|| self.wrong(name, WANT, v))
+        };
+        let out = items.iter().map(read).collect::<Result<Vec<_>>>()?;
         if out.is_empty() {
             return Err(Error::bad_input(format!(
                 "argument `{name}` of tool `{}` is an empty list: name at least one",
