@@ -13,17 +13,14 @@ use crate::error::{Error, Result};
 pub struct ToolSpec {
     /// The name used in `tools/call`.
     pub name: &'static str,
-    /// A short human title.
-    pub title: &'static str,
-    /// What it does and when to use it.
-    pub description: &'static str,
-    /// The arguments, each `"name":{JSON Schema}`.
-    pub args: &'static [&'static str],
-    /// The arguments it cannot do without.
-    pub required: &'static [&'static str],
-    /// Its hints: it changes nothing on disk, it may remove or replace what others wrote,
-    /// calling it twice with the same arguments does no more than once.
-    pub hints: [bool; 3],
+    title: &'static str,
+    description: &'static str,
+    /// The arguments, each `"name":{JSON Schema}`, and those it cannot do without.
+    args: &'static [&'static str],
+    required: &'static [&'static str],
+    /// It changes nothing on disk, it may remove or replace what others wrote, calling it twice
+    /// with the same arguments does no more than once.
+    hints: [bool; 3],
 }
 
 const READS: [bool; 3] = [true, false, true];

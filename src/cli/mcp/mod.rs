@@ -164,17 +164,16 @@ impl Life {
 
 pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = if args.plugin {
-        coord::workspace::Workspace::discover(ctx.dir.as_deref(), ctx.cwd())?
-    } else {
-        ctx.workspace(None)?
-    };
-    // The plugin's server: nothing at all where coord stays out, before anything is written.
-    if args.plugin {
+        let ws = Workspace::discover(ctx.dir.as_deref(), ctx.cwd())?;
+        // The plugin's server: nothing at all where coord stays out, before anything is written.
         match coord::plugin::gate(&ws, None) {
             coord::plugin::Gate::Go | coord::plugin::Gate::Wired => ws.adopt()?,
             gate => return idle(&gate, ctx),
         }
-    }
+        ws
+    } else {
+        ctx.workspace(None)?
+    };
     let explicit = ctx.agent_explicit()?;
     // Who the server will be, for the instructions: nobody is clocked in before a tool call.
     let named = match (&explicit, ctx.session()) {
