@@ -166,15 +166,12 @@ pub(super) fn text_or_stdin(text: &str) -> Result<String, Error> {
             message::MESSAGE_CAP / (1024 * 1024)
         )));
     }
-    let mut text =
+    let text =
         String::from_utf8(buf).map_err(|_| Error::bad_input("the text on stdin is not UTF-8"))?;
-    if text.ends_with('\n') {
-        text.pop();
-        if text.ends_with('\r') {
-            text.pop();
-        }
-    }
-    Ok(text)
+    let line = text
+        .strip_suffix('\n')
+        .map(|t| t.strip_suffix('\r').unwrap_or(t));
+    Ok(line.unwrap_or(&text).to_string())
 }
 
 /// A message whole: `id:`, `from:`, `to:`, `time:`, a blank line, the body.
