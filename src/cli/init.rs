@@ -7,6 +7,7 @@ use coord::ExitCode;
 use coord::client::HooksRun;
 use coord::hook::Client;
 use coord::init;
+use coord::workspace::Workspace;
 
 use super::{Ctx, output};
 
@@ -205,7 +206,7 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 
 /// `coord init --remove`.
 fn remove(
-    ws: &coord::workspace::Workspace,
+    ws: &Workspace,
     clients: &[Client],
     dry_run: bool,
     ctx: &Ctx,
@@ -250,12 +251,7 @@ fn remove(
 }
 
 /// `coord init --remove --all`.
-fn leave(
-    ws: &coord::workspace::Workspace,
-    dry_run: bool,
-    yes: bool,
-    ctx: &Ctx,
-) -> anyhow::Result<ExitCode> {
+fn leave(ws: &Workspace, dry_run: bool, yes: bool, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let me = ctx.agent_opt()?;
     let leaving = init::leave::plan(ws, me.as_ref(), yes)?;
     if !dry_run && let Some(warning) = init::leave::apply(ws, &leaving)? {
