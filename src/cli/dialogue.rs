@@ -3,7 +3,6 @@
 use std::io::IsTerminal;
 
 use clap::{Args, Subcommand};
-use serde::Serialize;
 
 use coord::clock::{self, Wait};
 use coord::dialogue::files::{Marker, USER, same_id, validate_id};
@@ -196,19 +195,8 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 output::line(&output::clean_block(text.trim_end_matches('\n')));
                 return Ok(ExitCode::Success);
             }
-            // A struct, not `json!`: the `turn` object keeps `dialogue turn --json`'s key order.
-            #[derive(Serialize)]
-            struct ShowJson<'a> {
-                file: String,
-                text: &'a str,
-                turn: TurnView,
-            }
             let (file, turn) = (d.shown(DIALOGUE_CONVERSATION), d.snapshot()?.view());
-            output::json(&ShowJson {
-                file,
-                text: &text,
-                turn,
-            });
+            output::json(&serde_json::json!({ "file": file, "text": text, "turn": turn }));
         }
         DialogueCommand::Archive => {
             let dir = d.archive(DEFAULT_LOCK_WAIT)?;

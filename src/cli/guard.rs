@@ -1,5 +1,7 @@
 //! `coord guard install | check`: git hooks that refuse commits and pushes touching held files.
 
+use std::path::Path;
+
 use clap::{Args, Subcommand};
 
 use coord::ExitCode;
@@ -73,17 +75,17 @@ struct CheckArgs {
 }
 
 pub fn run(args: GuardArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let dir = ctx.dir.clone().unwrap_or_else(|| ctx.cwd().to_path_buf());
     match args.command {
-        GuardCommand::Install => install(ctx),
-        GuardCommand::Uninstall => uninstall(ctx),
+        GuardCommand::Install => install(&dir, ctx),
+        GuardCommand::Uninstall => uninstall(&dir, ctx),
         GuardCommand::Check(c) => check(c, ctx),
     }
 }
 
-fn install(ctx: &Ctx) -> anyhow::Result<ExitCode> {
+fn install(dir: &Path, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let exe = std::env::current_exe().unwrap_or_else(|_| "coord".into());
-    let dir = ctx.dir.clone().unwrap_or_else(|| ctx.cwd().to_path_buf());
-    let done = guard::install(&dir, &exe)?;
+    let done = guard::install(dir, &exe)?;
     ctx.emit_lines(&serde_json::json!({ "hooks": done }), || {
         let chained = |h: &guard::Installed| {
             let c = h.chained.as_ref()?;
@@ -105,9 +107,8 @@ fn install(ctx: &Ctx) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-fn uninstall(ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let dir = ctx.dir.clone().unwrap_or_else(|| ctx.cwd().to_path_buf());
-    let done = guard::uninstall(&dir)?;
+fn uninstall(dir: &Path, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let done = guard::uninstall(dir)?;
     ctx.emit_lines(&serde_json::json!({ "hooks": done }), || {
         let line = |h: &guard::Uninstalled| {
             let what = match h.outcome {

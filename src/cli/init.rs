@@ -7,6 +7,7 @@ use coord::ExitCode;
 use coord::client::HooksRun;
 use coord::hook::Client;
 use coord::init;
+use coord::workspace::Workspace;
 
 use super::{Ctx, output};
 
@@ -205,7 +206,7 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 
 /// `coord init --remove`.
 fn remove(
-    ws: &coord::workspace::Workspace,
+    ws: &Workspace,
     clients: &[Client],
     dry_run: bool,
     ctx: &Ctx,
@@ -223,11 +224,7 @@ fn remove(
     }
     let state_dir = output::clean(&removal.state_dir);
     if removal.remove_state_dir {
-        output::line(&if dry_run {
-            format!("Would delete {state_dir}")
-        } else {
-            format!("Deleted {state_dir}")
-        });
+        output::line(&format!("{} {state_dir}", change_verb(dry_run, "delete")));
     }
     if removal.changes.is_empty() {
         output::line(&format!(
@@ -254,12 +251,7 @@ fn remove(
 }
 
 /// `coord init --remove --all`.
-fn leave(
-    ws: &coord::workspace::Workspace,
-    dry_run: bool,
-    yes: bool,
-    ctx: &Ctx,
-) -> anyhow::Result<ExitCode> {
+fn leave(ws: &Workspace, dry_run: bool, yes: bool, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let me = ctx.agent_opt()?;
     let leaving = init::leave::plan(ws, me.as_ref(), yes)?;
     if !dry_run && let Some(warning) = init::leave::apply(ws, &leaving)? {
@@ -283,8 +275,7 @@ fn leave(
     for tree in &leaving.trees {
         let top = std::path::Path::new(&tree.root);
         for u in &tree.removal.changes {
-            let word = change_verb(dry_run, u.action);
-            lines.push(format!("{word}: {}", shown(&top.join(&u.file))));
+            lines.push(format!("{}: {}", verb(u.action), shown(&top.join(&u.file))));
         }
     }
     for g in &leaving.removed {
@@ -321,7 +312,6 @@ fn leave(
             verb("stop"),
         ));
     }
-    let said = lines.len();
     lines.iter().for_each(|l| output::line(l));
     for k in &leaving.kept {
         output::line(&format!(
@@ -330,7 +320,7 @@ fn leave(
             shown(std::path::Path::new(&k.differs_from)),
         ));
     }
-    if said == 0 && leaving.kept.is_empty() {
+    if lines.is_empty() && leaving.kept.is_empty() {
         output::line("Nothing to remove: coord left nothing in this repository");
     } else if !dry_run {
         let n = leaving.trees.len();

@@ -124,12 +124,8 @@ pub fn acquired_lines(got: &lock::Acquisition) -> Vec<String> {
     got.acquired
         .iter()
         .map(|a| {
-            let verb = match (a.claim, a.refreshed) {
-                (true, true) => "Claim refreshed",
-                (true, false) => "Claim acquired",
-                (false, true) => "Lock refreshed",
-                (false, false) => "Lock acquired",
-            };
+            let what = if a.claim { "Claim" } else { "Lock" };
+            let verb = if a.refreshed { "refreshed" } else { "acquired" };
             let backup = a
                 .backup
                 .as_deref()
@@ -140,7 +136,7 @@ pub fn acquired_lines(got: &lock::Acquisition) -> Vec<String> {
                 (Some(r), None) => format!(" (shared through `{r}`)"),
                 _ => String::new(),
             };
-            format!("{verb}: {}{backup}{shared}", a.file)
+            format!("{what} {verb}: {}{backup}{shared}", a.file)
         })
         .collect()
 }

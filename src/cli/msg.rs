@@ -82,15 +82,9 @@ struct ReadJson<'a> {
     marked_read: bool,
 }
 
-/// `msg send --json`.
-#[derive(Debug, Serialize)]
-pub struct SentJson<'a> {
-    /// The message id.
-    pub id: &'a str,
-    /// The recipient.
-    pub to: &'a str,
-    /// When it was sent.
-    pub time: &'a str,
+/// `msg send --json`: the message id, the recipient, when it was sent.
+pub fn sent_json(sent: &message::Message) -> serde_json::Value {
+    serde_json::json!({ "id": sent.id, "to": sent.to, "time": sent.time })
 }
 
 pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
@@ -127,14 +121,7 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                     "note: `{id}` has no presence in this workspace yet; the message waits in its inbox"
                 ));
             }
-            ctx.emit(
-                &SentJson {
-                    id: &sent.id,
-                    to: &sent.to,
-                    time: &sent.time,
-                },
-                || sent.id.clone(),
-            );
+            ctx.emit(&sent_json(&sent), || sent.id.clone());
         }
         MsgCommand::List { unread } => {
             let inbox = message::try_inbox(&ws, &ctx.agent()?)?;
@@ -179,15 +166,12 @@ pub(super) fn text_or_stdin(text: &str) -> Result<String, Error> {
             message::MESSAGE_CAP / (1024 * 1024)
         )));
     }
-    let mut text =
+    let text =
         String::from_utf8(buf).map_err(|_| Error::bad_input("the text on stdin is not UTF-8"))?;
-    if text.ends_with('\n') {
-        text.pop();
-        if text.ends_with('\r') {
-            text.pop();
-        }
-    }
-    Ok(text)
+    let line = text
+        .strip_suffix('\n')
+        .map(|t| t.strip_suffix('\r').unwrap_or(t));
+    Ok(line.unwrap_or(&text).to_string())
 }
 
 /// A message whole: `id:`, `from:`, `to:`, `time:`, a blank line, the body.

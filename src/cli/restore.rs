@@ -4,6 +4,7 @@ use clap::Args;
 
 use coord::ExitCode;
 use coord::edit::restore;
+use coord::workspace::{Target, Workspace};
 
 use super::progress::WaitProgress;
 use super::{Ctx, WaitArgs};
@@ -63,11 +64,7 @@ pub fn run(args: RestoreArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 }
 
 /// `--list`: every backup generation of FILE, newest first.
-fn list(
-    ws: &coord::workspace::Workspace,
-    target: &coord::workspace::Target,
-    ctx: &Ctx,
-) -> anyhow::Result<ExitCode> {
+fn list(ws: &Workspace, target: &Target, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     target.regular_or_absent()?;
     let all = coord::lock::backup::generations(ws.root(), target)?;
     let doc = serde_json::json!({ "file": target.rel, "generations": all });

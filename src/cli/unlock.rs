@@ -90,19 +90,10 @@ fn human() -> Result<AgentId, Error> {
         .iter()
         .find_map(|k| std::env::var(k).ok().filter(|v| !v.is_empty()))
         .unwrap_or_default();
-    let id: String = login
-        .to_ascii_lowercase()
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '-'
-            }
-        })
-        .skip_while(|c| !c.is_ascii_alphanumeric())
-        .take(32)
-        .collect();
+    let allowed = |c: char| c.is_ascii_alphanumeric() || c == '_' || c == '-';
+    let login = login.to_ascii_lowercase().replace(|c| !allowed(c), "-");
+    let start = login.trim_start_matches(|c: char| !c.is_ascii_alphanumeric());
+    let id: String = start.chars().take(32).collect();
     AgentId::parse(&id).or_else(|_| AgentId::parse("human"))
 }
 

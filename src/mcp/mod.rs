@@ -24,10 +24,8 @@ pub const META_VERSION: &str = "io.modelcontextprotocol/protocolVersion";
 pub const META_SERVER_INFO: &str = "io.modelcontextprotocol/serverInfo";
 
 /// Every version this server speaks, oldest first.
-pub fn all_versions() -> Vec<&'static str> {
-    let mut all = VERSIONS.to_vec();
-    all.push(STATELESS_VERSION);
-    all
+fn all_versions() -> Vec<&'static str> {
+    [VERSIONS, &[STATELESS_VERSION]].concat()
 }
 
 /// What a tool call produced.
@@ -41,37 +39,21 @@ pub struct ToolOutcome {
     pub is_error: bool,
 }
 
-/// Runs the tools.
-pub trait ToolHost {
-    /// Run `tool` with `args` (an object; unknown tools never reach the host).
-    fn call(&mut self, tool: &'static ToolSpec, args: &Map<String, Value>) -> ToolOutcome;
-}
-
-/// Who the server is.
-#[derive(Debug, Clone)]
-pub struct ServerInfo {
-    /// `serverInfo.name`.
-    pub name: String,
-    /// `serverInfo.version`.
-    pub version: String,
-    /// `instructions`: how to use the tools, naming the agent.
-    pub instructions: String,
-}
-
-/// The protocol state machine.
+/// The protocol state machine; `host` runs a tool with its arguments (an object; unknown tools
+/// never reach it).
 #[derive(Debug)]
 pub struct Server<H> {
     host: H,
-    info: ServerInfo,
+    instructions: String,
     negotiated: Option<&'static str>,
 }
 
-impl<H: ToolHost> Server<H> {
-    /// A server running tools on `host`.
-    pub fn new(host: H, info: ServerInfo) -> Server<H> {
+impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> {
+    /// A server running tools on `host`; `instructions` tell the client how to use them.
+    pub fn new(host: H, instructions: String) -> Server<H> {
         Server {
             host,
-            info,
+            instructions,
             negotiated: None,
         }
     }
@@ -162,7 +144,7 @@ impl<H: ToolHost> Server<H> {
     }
 
     fn server_info(&self) -> Value {
-        json!({"name": self.info.name, "title": "coord", "version": self.info.version})
+        json!({"name": "coord", "title": "coord", "version": env!("CARGO_PKG_VERSION")})
     }
 
     fn capabilities() -> Value {
@@ -181,7 +163,7 @@ impl<H: ToolHost> Server<H> {
             "protocolVersion": version,
             "capabilities": Self::capabilities(),
             "serverInfo": self.server_info(),
-            "instructions": self.info.instructions,
+            "instructions": self.instructions,
         })
     }
 
@@ -190,7 +172,7 @@ impl<H: ToolHost> Server<H> {
             "resultType": "complete",
             "supportedVersions": all_versions(),
             "capabilities": Self::capabilities(),
-            "instructions": self.info.instructions,
+            "instructions": self.instructions,
             "ttlMs": 0,
             "cacheScope": "private",
             "_meta": { META_SERVER_INFO: self.server_info() },
@@ -199,12 +181,10 @@ impl<H: ToolHost> Server<H> {
 
     fn list(&self, stateless: bool) -> Value {
         let tools: Vec<Value> = tools::TOOLS.iter().map(ToolSpec::to_json).collect();
-        let mut result = json!({ "tools": tools });
-        if stateless && let Some(obj) = result.as_object_mut() {
-            obj.insert("ttlMs".into(), json!(0));
-            obj.insert("cacheScope".into(), json!("private"));
+        match stateless {
+            true => json!({ "tools": tools, "ttlMs": 0, "cacheScope": "private" }),
+            false => json!({ "tools": tools }),
         }
-        result
     }
 
     fn call(&mut self, params: &Map<String, Value>) -> Result<Value, (i64, String)> {
@@ -230,10 +210,9 @@ impl<H: ToolHost> Server<H> {
                 format!("unknown tool `{name}` (tools: {})", names.join(", ")),
             ));
         };
-        let empty = Map::new();
         let outcome = match params.get("arguments") {
-            None | Some(Value::Null) => self.host.call(tool, &empty),
-            Some(Value::Object(args)) => self.host.call(tool, args),
+            None | Some(Value::Null) => (self.host)(tool, &Map::new()),
+            Some(Value::Object(args)) => (self.host)(tool, args),
             Some(other) => ToolOutcome {
                 text: format!(
                     "error: the arguments of tool `{name}` must be an object, got {}",
@@ -260,25 +239,16 @@ impl<H: ToolHost> Server<H> {
 mod tests {
     use super::*;
 
-    struct Echo;
-    impl ToolHost for Echo {
-        fn call(&mut self, tool: &'static ToolSpec, args: &Map<String, Value>) -> ToolOutcome {
-            ToolOutcome {
-                text: tool.name.into(),
-                structured: Some(Value::Object(args.clone())),
-                is_error: false,
-            }
-        }
-    }
+    type Echo = fn(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome;
 
     fn server() -> Server<Echo> {
         Server::new(
-            Echo,
-            ServerInfo {
-                name: "coord".into(),
-                version: "0".into(),
-                instructions: "hi".into(),
+            |tool, args| ToolOutcome {
+                text: tool.name.into(),
+                structured: Some(Value::Object(args.clone())),
+                is_error: false,
             },
+            "hi".into(),
         )
     }
 

@@ -13,15 +13,14 @@ use crate::error::{Error, Result};
 pub struct ToolSpec {
     /// The name used in `tools/call`.
     pub name: &'static str,
-    /// A short human title.
-    pub title: &'static str,
-    /// What it does and when to use it.
-    pub description: &'static str,
-    /// The arguments: (name, JSON Schema, required).
-    pub args: &'static [(&'static str, &'static str, bool)],
-    /// Its hints: it changes nothing on disk, it may remove or replace what others wrote,
-    /// calling it twice with the same arguments does no more than once.
-    pub hints: [bool; 3],
+    title: &'static str,
+    description: &'static str,
+    /// The arguments, each `"name":{JSON Schema}`, and those it cannot do without.
+    args: &'static [&'static str],
+    required: &'static [&'static str],
+    /// It changes nothing on disk, it may remove or replace what others wrote, calling it twice
+    /// with the same arguments does no more than once.
+    hints: [bool; 3],
 }
 
 const READS: [bool; 3] = [true, false, true];
@@ -31,23 +30,14 @@ const ADDS: [bool; 3] = [false, false, false];
 impl ToolSpec {
     /// The `tools/list` entry: name, title, description, inputSchema, annotations.
     pub fn to_json(&self) -> Value {
-        let mut props = Map::new();
-        let mut required = Vec::new();
-        for (name, schema, req) in self.args {
-            let schema: Value = serde_json::from_str(schema).unwrap_or_else(|_| json!({}));
-            props.insert((*name).into(), schema);
-            if *req {
-                required.push(*name);
-            }
-        }
         json!({
             "name": self.name,
             "title": self.title,
             "description": self.description,
             "inputSchema": {
                 "type": "object",
-                "properties": props,
-                "required": required,
+                "properties": self.properties(),
+                "required": self.required,
                 "additionalProperties": false,
             },
             "annotations": {
@@ -59,10 +49,15 @@ impl ToolSpec {
             },
         })
     }
+
+    /// The arguments' JSON Schemas by name, in order.
+    fn properties(&self) -> Map<String, Value> {
+        serde_json::from_str(&format!("{{{}}}", self.args.join(","))).unwrap_or_default()
+    }
 }
 
-const FILES: &str = r#"{"type":["array","string"],"items":{"type":"string","minLength":1},"minItems":1,"minLength":1,"description":"Paths relative to the workspace root (absolute paths inside it work too); one path may be given as a string. A folder ending in `/` or a pattern (`src/**/*.sql`) is a claim on every path it matches"}"#;
-const WAIT_S: &str = r#"{"type":["number","string"],"description":"How long to wait for a lock held by another agent: seconds (0 = fail at once, the default), or a duration like \"30s\", \"5m\", \"forever\""}"#;
+const FILES: &str = r#""files":{"type":["array","string"],"items":{"type":"string","minLength":1},"minItems":1,"minLength":1,"description":"Paths relative to the workspace root (absolute paths inside it work too); one path may be given as a string. A folder ending in `/` or a pattern (`src/**/*.sql`) is a claim on every path it matches"}"#;
+const WAIT_S: &str = r#""wait_s":{"type":["number","string"],"description":"How long to wait for a lock held by another agent: seconds (0 = fail at once, the default), or a duration like \"30s\", \"5m\", \"forever\""}"#;
 
 /// Every tool, in the order `tools/list` shows them.
 pub const TOOLS: &[ToolSpec] = &[
@@ -71,6 +66,7 @@ pub const TOOLS: &[ToolSpec] = &[
         title: "Workspace status",
         description: "Show everyone working in this folder: agents and their heartbeat, every lock (LIVE, STALE, CONFLICT) with its holder, handshakes, unread messages per agent, the open dialogue and open reviews. Call it first, and whenever you wonder who is doing what.",
         args: &[],
+        required: &[],
         hints: READS,
     },
     ToolSpec {
@@ -78,6 +74,7 @@ pub const TOOLS: &[ToolSpec] = &[
         title: "Other agents",
         description: "List the other agents and their state (ACTIVE, INACTIVE, FINISHED), plus any lock problem (STALE or CONFLICT). Cheaper than status when you only need to know who else is here.",
         args: &[],
+        required: &[],
         hints: READS,
     },
     ToolSpec {
@@ -85,17 +82,10 @@ pub const TOOLS: &[ToolSpec] = &[
         title: "Say what you work on",
         description: "Refresh your presence (heartbeat now) and tell the others what you work on (task) and which file (file). The server already heartbeats for you; call this when your task changes.",
         args: &[
-            (
-                "task",
-                r#"{"type":"string","description":"What you work on (working_on), e.g. \"Task_123: fix the parser\""}"#,
-                false,
-            ),
-            (
-                "file",
-                r#"{"type":"string","description":"The file you work on (current_file), relative to the workspace root"}"#,
-                false,
-            ),
+            r#""task":{"type":"string","description":"What you work on (working_on), e.g. \"Task_123: fix the parser\""}"#,
+            r#""file":{"type":"string","description":"The file you work on (current_file), relative to the workspace root"}"#,
         ],
+        required: &[],
         hints: CHANGES,
     },
     ToolSpec {
@@ -103,30 +93,22 @@ pub const TOOLS: &[ToolSpec] = &[
         title: "Lock files before editing",
         description: "Lock files before you edit them, all or nothing. Writes FILE.bak first. If another agent holds one, the result is an error naming the holder, since when and what they work on: then wait (wait_s), work on something else, or msg_send them. Locking again what you hold refreshes it. Your locks are released when you unlock them or when this server ends, and are STALE at once if it dies.",
         args: &[
-            ("files", FILES, true),
-            ("wait_s", WAIT_S, false),
-            (
-                "ttl_s",
-                r#"{"type":["number","string"],"description":"After this long without your heartbeat others may take the lock over: seconds or a duration like \"10m\" (default 5 minutes)"}"#,
-                false,
-            ),
-            (
-                "reason",
-                r#"{"type":"string","description":"Why you lock (shown to whoever waits)"}"#,
-                false,
-            ),
+            FILES,
+            WAIT_S,
+            r#""ttl_s":{"type":["number","string"],"description":"After this long without your heartbeat others may take the lock over: seconds or a duration like \"10m\" (default 5 minutes)"}"#,
+            r#""reason":{"type":"string","description":"Why you lock (shown to whoever waits)"}"#,
         ],
+        required: &["files"],
         hints: CHANGES,
     },
     ToolSpec {
         name: "unlock",
         title: "Release your locks",
         description: "Release your locks on files (all of your locks when files is omitted) as soon as your edit is done, so others can go on. A file nobody locked is fine (not locked); another agent's lock is refused.",
-        args: &[(
-            "files",
-            r#"{"type":"array","items":{"type":"string","minLength":1},"description":"Paths relative to the workspace root (a folder ending in `/` or a pattern releases that claim); omit to release every lock you hold"}"#,
-            false,
-        )],
+        args: &[
+            r#""files":{"type":"array","items":{"type":"string","minLength":1},"description":"Paths relative to the workspace root (a folder ending in `/` or a pattern releases that claim); omit to release every lock you hold"}"#,
+        ],
+        required: &[],
         hints: CHANGES,
     },
     ToolSpec {
@@ -134,17 +116,10 @@ pub const TOOLS: &[ToolSpec] = &[
         title: "Replace a locked file's content",
         description: "Replace a file's whole content, only while you hold its lock (lock it first). Writes FILE.bak, then replaces the file atomically and durably. If you do not hold the lock (or it was taken over), the file is left alone and your content is kept in FILE.rejected.<you>.",
         args: &[
-            (
-                "file",
-                r#"{"type":"string","minLength":1,"description":"One file's path relative to the workspace root (a folder or a pattern is refused)"}"#,
-                true,
-            ),
-            (
-                "content",
-                r#"{"type":"string","description":"The new content, whole"}"#,
-                true,
-            ),
+            r#""file":{"type":"string","minLength":1,"description":"One file's path relative to the workspace root (a folder or a pattern is refused)"}"#,
+            r#""content":{"type":"string","description":"The new content, whole"}"#,
         ],
+        required: &["file", "content"],
         hints: [false, true, true],
     },
     ToolSpec {
@@ -152,18 +127,11 @@ pub const TOOLS: &[ToolSpec] = &[
         title: "Append a note to a shared file",
         description: "Append one line `[HH:MM] [You] text` to a shared file (a log, a PROTOKOLL), under its lock: taken and released for you unless you already hold it.",
         args: &[
-            (
-                "file",
-                r#"{"type":"string","minLength":1,"description":"One file's path relative to the workspace root, created when missing (a folder or a pattern is refused)"}"#,
-                true,
-            ),
-            (
-                "text",
-                r#"{"type":"string","description":"The note, folded onto one line"}"#,
-                true,
-            ),
-            ("wait_s", WAIT_S, false),
+            r#""file":{"type":"string","minLength":1,"description":"One file's path relative to the workspace root, created when missing (a folder or a pattern is refused)"}"#,
+            r#""text":{"type":"string","description":"The note, folded onto one line"}"#,
+            WAIT_S,
         ],
+        required: &["file", "text"],
         hints: ADDS,
     },
     ToolSpec {
@@ -171,39 +139,30 @@ pub const TOOLS: &[ToolSpec] = &[
         title: "Message another agent",
         description: "Send a message to another agent by name, or to \"all\". Use it to ask for a lock, hand work over, or say a file is free again. Returns the message id.",
         args: &[
-            (
-                "to",
-                r#"{"type":"string","minLength":1,"description":"An agent name, or \"all\""}"#,
-                true,
-            ),
-            (
-                "text",
-                r#"{"type":"string","minLength":1,"description":"The message"}"#,
-                true,
-            ),
+            r#""to":{"type":"string","minLength":1,"description":"An agent name, or \"all\""}"#,
+            r#""text":{"type":"string","minLength":1,"description":"The message"}"#,
         ],
+        required: &["to", "text"],
         hints: ADDS,
     },
     ToolSpec {
         name: "msg_list",
         title: "Your inbox",
         description: "List the messages addressed to you (or to all), oldest first, with id, sender, time, first line and whether you read them. Read one whole with msg_read.",
-        args: &[(
-            "unread_only",
-            r#"{"type":"boolean","description":"Only the ones you have not read (default false)"}"#,
-            false,
-        )],
+        args: &[
+            r#""unread_only":{"type":"boolean","description":"Only the ones you have not read (default false)"}"#,
+        ],
+        required: &[],
         hints: READS,
     },
     ToolSpec {
         name: "msg_read",
         title: "Read a message",
         description: "Show one message whole and mark it read for you (the id comes from msg_list).",
-        args: &[(
-            "id",
-            r#"{"type":"string","minLength":1,"description":"The message id from msg_list"}"#,
-            true,
-        )],
+        args: &[
+            r#""id":{"type":"string","minLength":1,"description":"The message id from msg_list"}"#,
+        ],
+        required: &["id"],
         hints: CHANGES,
     },
     ToolSpec {
@@ -211,6 +170,7 @@ pub const TOOLS: &[ToolSpec] = &[
         title: "Whose turn in the dialogue",
         description: "Show the turn-based dialogue in agent-dialogue/: whose turn it is, the topic, how many messages, and whether the user paused or ended it. Speak with dialogue_say only when it is your turn.",
         args: &[],
+        required: &[],
         hints: READS,
     },
     ToolSpec {
@@ -218,33 +178,21 @@ pub const TOOLS: &[ToolSpec] = &[
         title: "Speak in the dialogue",
         description: "Write the next dialogue message as participant `as` (e.g. AGENT-1) and pass the turn on. Refused unless it is that participant's turn and the user has not paused the dialogue. Markers: NEEDS-USER (passes the turn to the user), WAITING, PROPOSE-END, QUESTION-CRITICAL, AGREEMENT, DISAGREEMENT.",
         args: &[
-            (
-                "as",
-                r#"{"type":"string","minLength":1,"description":"Your participant id in the dialogue, e.g. AGENT-1"}"#,
-                true,
-            ),
-            (
-                "text",
-                r#"{"type":"string","minLength":1,"description":"The message (Markdown)"}"#,
-                true,
-            ),
-            (
-                "markers",
-                r#"{"type":"array","items":{"type":"string","enum":["NEEDS-USER","WAITING","PROPOSE-END","QUESTION-CRITICAL","AGREEMENT","DISAGREEMENT"]},"description":"Markers appended to the message"}"#,
-                false,
-            ),
+            r#""as":{"type":"string","minLength":1,"description":"Your participant id in the dialogue, e.g. AGENT-1"}"#,
+            r#""text":{"type":"string","minLength":1,"description":"The message (Markdown)"}"#,
+            r#""markers":{"type":"array","items":{"type":"string","enum":["NEEDS-USER","WAITING","PROPOSE-END","QUESTION-CRITICAL","AGREEMENT","DISAGREEMENT"]},"description":"Markers appended to the message"}"#,
         ],
+        required: &["as", "text"],
         hints: ADDS,
     },
     ToolSpec {
         name: "review_next",
         title: "Next step of a review",
         description: "Show who acts next in a review tracker (.metadata/reviews/active/TOPIC-tracker.md), which action (review, response, implement, verify, fix), and the handoff prompt for them.",
-        args: &[(
-            "topic",
-            r#"{"type":"string","minLength":1,"description":"The review topic (the tracker's name without -tracker.md)"}"#,
-            true,
-        )],
+        args: &[
+            r#""topic":{"type":"string","minLength":1,"description":"The review topic (the tracker's name without -tracker.md)"}"#,
+        ],
+        required: &["topic"],
         hints: READS,
     },
 ];
@@ -265,16 +213,18 @@ pub struct Args<'a> {
 impl<'a> Args<'a> {
     /// Check that every argument is one the tool has and that the required ones are there.
     pub fn new(tool: &'static ToolSpec, map: &'a Map<String, Value>) -> Result<Args<'a>> {
-        let names: Vec<&str> = tool.args.iter().map(|(n, _, _)| *n).collect();
-        if let Some(unknown) = map.keys().find(|k| !names.contains(&k.as_str())) {
+        let props = tool.properties();
+        if let Some(unknown) = map.keys().find(|k| !props.contains_key(*k)) {
+            let names: Vec<&str> = props.keys().map(String::as_str).collect();
+            let names = Some(names.join(", ")).filter(|n| !n.is_empty());
             return Err(Error::bad_input(format!(
                 "tool `{}` has no argument `{unknown}` (its arguments: {})",
                 tool.name,
-                list_or_none(&names)
+                names.as_deref().unwrap_or("none")
             )));
         }
-        for (name, _, required) in tool.args {
-            if *required && map.get(*name).is_none_or(Value::is_null) {
+        for name in tool.required {
+            if map.get(*name).is_none_or(Value::is_null) {
                 return Err(Error::bad_input(format!(
                     "tool `{}` needs the argument `{name}`",
                     tool.name
@@ -296,13 +246,22 @@ impl<'a> Args<'a> {
         ))
     }
 
+    /// The argument read by `read`, or the error saying it must be `want`; `None` when absent.
+    fn typed<T>(
+        &self,
+        name: &str,
+        want: &str,
+        read: impl Fn(&'a Value) -> Option<T>,
+    ) -> Result<Option<T>> {
+        let Some(v) = self.get(name) else {
+            return Ok(None);
+        };
+        read(v).map(Some).ok_or_else(|| self.wrong(name, want, v))
+    }
+
     /// A string argument.
     pub fn str(&self, name: &str) -> Result<Option<&'a str>> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(Value::String(s)) => Ok(Some(s)),
-            Some(v) => Err(self.wrong(name, "a string", v)),
-        }
+        self.typed(name, "a string", Value::as_str)
     }
 
     /// A required string argument (presence was checked by [`Args::new`]).
@@ -317,28 +276,25 @@ impl<'a> Args<'a> {
 
     /// A boolean argument.
     pub fn bool(&self, name: &str) -> Result<Option<bool>> {
-        match self.get(name) {
-            None => Ok(None),
-            Some(Value::Bool(b)) => Ok(Some(*b)),
-            Some(v) => Err(self.wrong(name, "true or false", v)),
-        }
+        self.typed(name, "true or false", Value::as_bool)
     }
 
     /// An array of strings; a lone string is taken as an array of one.
     pub fn strings(&self, name: &str) -> Result<Option<Vec<String>>> {
+        const WANT: &str = "an array of strings";
         let items = match self.get(name) {
-            None => return Ok(None),
             Some(Value::String(s)) if !s.is_empty() => return Ok(Some(vec![s.clone()])),
-            Some(Value::Array(items)) => items,
-            Some(v) => return Err(self.wrong(name, "an array of strings", v)),
+            _ => match self.typed(name, WANT, Value::as_array)? {
+                Some(items) => items,
+                None => return Ok(None),
+            },
         };
-        let mut out = Vec::with_capacity(items.len());
-        for item in items {
-            match item {
-                Value::String(s) => out.push(s.clone()),
-                v => return Err(self.wrong(name, "an array of strings", v)),
-            }
-        }
+        let read = |v: &Value| {
+            v.as_str()
+                .map(str::to_string)
+                .ok_or_else(|| self.wrong(name, WANT, v))
+        };
+        let out = items.iter().map(read).collect::<Result<Vec<_>>>()?;
         if out.is_empty() {
             return Err(Error::bad_input(format!(
                 "argument `{name}` of tool `{}` is an empty list: name at least one",
@@ -374,20 +330,25 @@ impl<'a> Args<'a> {
     }
 }
 
-fn list_or_none(names: &[&str]) -> String {
-    if names.is_empty() {
-        "none".into()
-    } else {
-        names.join(", ")
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     fn args(v: Value) -> Map<String, Value> {
         v.as_object().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn every_argument_schema_reads() {
+        for t in TOOLS {
+            let props = t.properties();
+            assert_eq!(props.len(), t.args.len(), "{}", t.name);
+            assert!(
+                t.required.iter().all(|r| props.contains_key(*r)),
+                "{}",
+                t.name
+            );
+        }
     }
 
     #[test]

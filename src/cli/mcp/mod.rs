@@ -13,9 +13,9 @@ use clap::Args;
 use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
-use coord::identity::{self, Session};
+use coord::identity;
 use coord::lock::Owner;
-use coord::mcp::{Server, ServerInfo, ToolHost, ToolOutcome, jsonrpc};
+use coord::mcp::{Server, ToolOutcome, jsonrpc};
 use coord::session;
 use coord::stamp::{self, Partner, Scope, StartupRequest};
 use coord::workspace::{AgentId, Workspace};
@@ -63,8 +63,8 @@ struct Life {
 
 #[derive(Default)]
 struct LifeState {
-    /// Clocked in: the agent, the stamp-card session and what its locks follow.
-    started: Option<(AgentId, String, Owner)>,
+    /// Clocked in: the tools, run as the agent in its stamp-card session.
+    started: Option<tools::Host>,
     /// Clocked out: nothing more is done.
     closed: bool,
 }
@@ -74,13 +74,14 @@ impl Life {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Clock in as `agent` (once): a stamp-card row recording this process, the presence.
+    /// Clock in (once, later calls get the same host): a stamp-card row recording this process, the presence. The agent is
+    /// the one given; else the session's, looked up now; else the fallback.
     fn start(
         &self,
-        agent: &AgentId,
+        explicit: Option<&AgentId>,
+        fallback: &AgentId,
         task: Option<String>,
-        session: Option<&Session>,
-    ) -> anyhow::Result<(AgentId, String, Owner)> {
+    ) -> anyhow::Result<tools::Host> {
         let mut state = self.state();
         if let Some(started) = &state.started {
             return Ok(started.clone());
@@ -88,6 +89,13 @@ impl Life {
         if state.closed {
             anyhow::bail!("the server is shutting down");
         }
+        let session = match explicit {
+            Some(_) => None,
+            None => identity::current(self.ws.root()),
+        };
+        let agent = (explicit.cloned())
+            .or_else(|| session.as_ref().map(|s| s.agent.clone()))
+            .unwrap_or_else(|| fallback.clone());
         let started = stamp::startup(
             &self.ws,
             &StartupRequest {
@@ -96,15 +104,15 @@ impl Life {
                 pid: Some(host::pid()),
             },
         )?;
-        let row = started.row.session_id.clone();
+        let row = started.row.session_id;
         // In an agent client's session, locks follow the client process (the session's hooks
         // and shell act as the same agent); else this process.
-        let owner = match session.and_then(|s| Some((s, s.process?.pid))) {
+        let owner = match session.as_ref().and_then(|s| Some((s, s.process?.pid))) {
             Some((s, pid)) => super::lock::client_owner(s.client, &s.id, pid, Some(row.clone())),
             None => Owner::process(host::pid(), Some(row.clone())),
         };
         if !self.quiet {
-            let of = session
+            let of = (session.as_ref())
                 .map(|s| format!(", the agent of {} session {}", s.client.as_str(), s.id))
                 .unwrap_or_default();
             output::diag(&format!(
@@ -113,8 +121,14 @@ impl Life {
                 self.ws.root().display(),
             ));
         }
-        state.started = Some((agent.clone(), row, owner));
-        Ok(state.started.clone().expect("just set"))
+        let host = tools::Host {
+            ws: self.ws.clone(),
+            agent,
+            session: row,
+            owner,
+        };
+        state.started = Some(host.clone());
+        Ok(host)
     }
 
     /// Release the session's locks and clock out, once (end of input or a signal).
@@ -124,12 +138,12 @@ impl Life {
             return;
         }
         state.closed = true;
-        let Some((agent, session_id, _)) = state.started.clone() else {
+        let Some(host) = &state.started else {
             return;
         };
         // After a stop request (a signal, the client gone) too.
         let closed = coord::wait::finishing(|| {
-            stamp::shutdown(&self.ws, &agent, Scope::Session(&session_id))
+            stamp::shutdown(&self.ws, &host.agent, Scope::Session(&host.session))
         });
         match closed {
             Ok(closed) if !self.quiet => {
@@ -138,94 +152,28 @@ impl Life {
                 }
                 output::diag(&format!(
                     "coord mcp: {why}; clocked out {} (session {})",
-                    agent.id(),
-                    session_id
+                    host.agent.id(),
+                    host.session
                 ));
             }
             Ok(_) => {}
             Err(e) => output::diag(&format!("warning: cannot clock out: {e}")),
         }
     }
-
-    /// The clocked-in agent and stamp-card session, if any.
-    fn started(&self) -> Option<(AgentId, String)> {
-        let state = self.state();
-        state
-            .started
-            .as_ref()
-            .filter(|_| !state.closed)
-            .map(|(a, s, _)| (a.clone(), s.clone()))
-    }
-}
-
-/// The tools, run as the server's agent once the first call has made it one.
-struct LazyHost {
-    life: Arc<Life>,
-    /// `-a`/`COORD_AGENT`, when given.
-    explicit: Option<AgentId>,
-    /// The agent named in `initialize`'s instructions when no session was found by then.
-    fallback: AgentId,
-    task: Option<String>,
-    host: Option<tools::Host>,
-}
-
-impl LazyHost {
-    /// The agent: the one given; else the session's, looked up now; else the fallback.
-    fn host(&mut self) -> anyhow::Result<&mut tools::Host> {
-        if self.host.is_none() {
-            let session = match &self.explicit {
-                Some(_) => None,
-                None => identity::current(self.life.ws.root()),
-            };
-            let agent = self
-                .explicit
-                .clone()
-                .or_else(|| session.as_ref().map(|s| s.agent.clone()))
-                .unwrap_or_else(|| self.fallback.clone());
-            let (agent, row, owner) =
-                self.life
-                    .start(&agent, self.task.take(), session.as_ref())?;
-            let ws = self.life.ws.clone();
-            self.host = Some(tools::Host {
-                ws,
-                agent,
-                session: row,
-                owner,
-            });
-        }
-        Ok(self.host.as_mut().expect("just made"))
-    }
-}
-
-impl ToolHost for LazyHost {
-    fn call(
-        &mut self,
-        tool: &'static coord::mcp::tools::ToolSpec,
-        args: &serde_json::Map<String, serde_json::Value>,
-    ) -> ToolOutcome {
-        IN_CALL.store(true, Ordering::SeqCst);
-        let outcome = match self.host() {
-            Ok(host) => host.call(tool, args),
-            Err(err) => tools::failed(&err),
-        };
-        IN_CALL.store(false, Ordering::SeqCst);
-        outcome
-    }
 }
 
 pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = if args.plugin {
-        coord::workspace::Workspace::discover(ctx.dir.as_deref(), ctx.cwd())?
-    } else {
-        ctx.workspace(None)?
-    };
-    // The plugin's server: nothing at all where coord stays out, before anything is written.
-    if args.plugin {
+        let ws = Workspace::discover(ctx.dir.as_deref(), ctx.cwd())?;
+        // The plugin's server: nothing at all where coord stays out, before anything is written.
         match coord::plugin::gate(&ws, None) {
             coord::plugin::Gate::Go | coord::plugin::Gate::Wired => ws.adopt()?,
             gate => return idle(&gate, ctx),
         }
-    }
+        ws
+    } else {
+        ctx.workspace(None)?
+    };
     let explicit = ctx.agent_explicit()?;
     // Who the server will be, for the instructions: nobody is clocked in before a tool call.
     let named = match (&explicit, ctx.session()) {
@@ -254,11 +202,7 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let signal_handle = signals.handle();
     let signal_thread = std::thread::spawn(move || {
         if let Some(sig) = signals.forever().next() {
-            let name = match sig {
-                SIGTERM => "SIGTERM",
-                SIGINT => "SIGINT",
-                _ => "SIGHUP",
-            };
+            let name = signal_hook::low_level::signal_name(sig).unwrap_or("a signal");
             stop(&signal_life, sig, &format!("{name} received"));
         }
     });
@@ -269,18 +213,20 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let beat_life = Arc::clone(&life);
     let beat_thread = std::thread::spawn(move || heartbeat(&beat_life, interval, &beats));
 
-    let instructions = instructions(&named, &ws);
+    let mut task = args.task;
     let mut server = Server::new(
-        LazyHost {
-            life: Arc::clone(&life),
-            fallback: named,
-            explicit,
-            task: args.task,
-            host: None,
+        |tool, args| {
+            IN_CALL.store(true, Ordering::SeqCst);
+            let outcome = match life.start(explicit.as_ref(), &named, task.take()) {
+                Ok(host) => host.call(tool, args),
+                Err(e) => tools::failed(&e),
+            };
+            IN_CALL.store(false, Ordering::SeqCst);
+            outcome
         },
-        info(instructions),
+        instructions(&named, &ws),
     );
-    let why = serve(&mut server);
+    let why = serve(|line| server.handle_line(line));
 
     life.close(why);
     let _ = stop_beat.send(());
@@ -290,7 +236,8 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-/// The plugin's server where coord stays out: every tool call says why, nothing is written.
+/// The plugin's server where coord stays out: every tool call is an error saying why, nothing
+/// is written.
 fn idle(gate: &coord::plugin::Gate, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let why = match gate {
         coord::plugin::Gate::Off => format!(
@@ -302,36 +249,17 @@ fn idle(gate: &coord::plugin::Gate, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     if !ctx.quiet {
         output::diag(&format!("coord mcp: {why}; every tool answers that"));
     }
-    let instructions = format!("{why}: coord's tools are not available here.");
-    let mut server = Server::new(Idle(why), info(instructions));
-    serve(&mut server);
-    Ok(ExitCode::Success)
-}
-
-fn info(instructions: String) -> ServerInfo {
-    let (name, version) = ("coord".into(), env!("CARGO_PKG_VERSION").into());
-    ServerInfo {
-        name,
-        version,
-        instructions,
-    }
-}
-
-/// The tools where coord stays out: each call is an error saying why.
-struct Idle(String);
-
-impl ToolHost for Idle {
-    fn call(
-        &mut self,
-        _tool: &'static coord::mcp::tools::ToolSpec,
-        _args: &serde_json::Map<String, serde_json::Value>,
-    ) -> coord::mcp::ToolOutcome {
-        coord::mcp::ToolOutcome {
-            text: format!("error: {}; coord's tools are not available here", self.0),
+    let text = format!("error: {why}; coord's tools are not available here");
+    let mut server = Server::new(
+        |_, _| ToolOutcome {
+            text: text.clone(),
             structured: None,
             is_error: true,
-        }
-    }
+        },
+        format!("{why}: coord's tools are not available here."),
+    );
+    serve(|line| server.handle_line(line));
+    Ok(ExitCode::Success)
 }
 
 /// Whether a tool call is running (it may be waiting for a lock).
@@ -349,17 +277,9 @@ const CLIENT_CHECK: Duration = Duration::from_millis(500);
 fn watch_client(life: Arc<Life>) {
     let parent = rustix::process::getppid();
     std::thread::spawn(move || {
-        let why = loop {
-            match client_gone(parent) {
-                None => {}
-                Some(ClientGone::Input) => {
-                    coord::wait::request_stop(SIGHUP);
-                    return;
-                }
-                Some(ClientGone::Client(why)) => break why,
-            }
-        };
-        stop(&life, SIGHUP, why);
+        if let Some(why) = client_gone(parent) {
+            stop(&life, SIGHUP, why);
+        }
     });
 }
 
@@ -374,16 +294,9 @@ fn stop(life: &Life, sig: i32, why: &str) -> ! {
     std::process::exit(0);
 }
 
-/// How the client went away.
-enum ClientGone {
-    /// Its end of stdin hung up.
-    Input,
-    /// Nobody can read an answer any more.
-    Client(&'static str),
-}
-
-/// One look (blocking up to [`CLIENT_CHECK`]): whether the client has gone away.
-fn client_gone(parent: Option<rustix::process::Pid>) -> Option<ClientGone> {
+/// Wait until the client goes away: `None` when its end of stdin hung up (any wait ends as
+/// on `SIGHUP`), else why nobody can read an answer any more.
+fn client_gone(parent: Option<rustix::process::Pid>) -> Option<&'static str> {
     use rustix::event::{PollFd, PollFlags, Timespec, poll};
     let stdin = std::io::stdin();
     let stdout = std::io::stdout();
@@ -402,28 +315,33 @@ fn client_gone(parent: Option<rustix::process::Pid>) -> Option<ClientGone> {
         tv_nsec: i64::try_from(CLIENT_CHECK.as_nanos()).unwrap_or(500_000_000),
     };
     let gone = PollFlags::HUP | PollFlags::ERR | hangup;
-    match poll(&mut fds, Some(&timeout)) {
-        Ok(n) if n > 0 => {
-            if fds[1].revents().intersects(gone) {
-                return Some(ClientGone::Client("the client stopped reading"));
+    loop {
+        match poll(&mut fds, Some(&timeout)) {
+            Ok(n) if n > 0 => {
+                if fds[1].revents().intersects(gone) {
+                    return Some("the client stopped reading");
+                }
+                if fds[0].revents().intersects(gone) {
+                    coord::wait::request_stop(SIGHUP);
+                    return None;
+                }
+                // An fd poll cannot judge (closed, not pollable): fall back to the clock.
+                std::thread::sleep(CLIENT_CHECK);
             }
-            if fds[0].revents().intersects(gone) {
-                return Some(ClientGone::Input);
-            }
-            // An fd poll cannot judge (closed, not pollable): fall back to the clock.
-            std::thread::sleep(CLIENT_CHECK);
+            Ok(_) => {}
+            Err(_) => std::thread::sleep(CLIENT_CHECK),
         }
-        Ok(_) => {}
-        Err(_) => std::thread::sleep(CLIENT_CHECK),
+        // Started by a process that was already gone (`parent` is init): only stdio can tell.
+        if parent.is_some_and(|p| p.as_raw_nonzero().get() != 1)
+            && rustix::process::getppid() != parent
+        {
+            return Some("the client process is gone");
+        }
     }
-    // Started by a process that was already gone (`parent` is init): only stdio can tell.
-    let reparented = parent.is_some_and(|p| p.as_raw_nonzero().get() != 1)
-        && rustix::process::getppid() != parent;
-    reparented.then_some(ClientGone::Client("the client process is gone"))
 }
 
 /// Answer lines until end of input (or until the client stops reading); says why it stopped.
-fn serve<H: ToolHost>(server: &mut Server<H>) -> &'static str {
+fn serve(mut handle_line: impl FnMut(&[u8]) -> Option<serde_json::Value>) -> &'static str {
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let mut line = Vec::new();
@@ -439,7 +357,7 @@ fn serve<H: ToolHost>(server: &mut Server<H>) -> &'static str {
             }
         }
         let response = if line.len() as u64 > MAX_LINE && line.last() != Some(&b'\n') {
-            if skip_rest_of_line(&mut input).is_err() {
+            if input.skip_until(b'\n').is_err() {
                 return "stdin failed";
             }
             Some(jsonrpc::error(
@@ -452,28 +370,13 @@ fn serve<H: ToolHost>(server: &mut Server<H>) -> &'static str {
             while matches!(line.last(), Some(b'\n' | b'\r')) {
                 line.pop();
             }
-            server.handle_line(&line)
+            handle_line(&line)
         };
         if let Some(response) = response
             && send(&response).is_err()
         {
             return "stdout closed";
         }
-    }
-}
-
-fn skip_rest_of_line(input: &mut impl BufRead) -> std::io::Result<()> {
-    loop {
-        let buf = input.fill_buf()?;
-        if buf.is_empty() {
-            return Ok(());
-        }
-        if let Some(i) = buf.iter().position(|b| *b == b'\n') {
-            input.consume(i + 1);
-            return Ok(());
-        }
-        let n = buf.len();
-        input.consume(n);
     }
 }
 
@@ -488,10 +391,12 @@ fn send(response: &serde_json::Value) -> std::io::Result<()> {
 
 fn heartbeat(life: &Life, interval: Duration, stop: &mpsc::Receiver<()>) {
     while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(interval) {
-        let Some((agent, session_id)) = life.started() else {
+        let state = life.state();
+        let Some(host) = state.started.as_ref().filter(|_| !state.closed).cloned() else {
             continue;
         };
-        if let Err(e) = stamp::heartbeat(&life.ws, &agent, &session_id) {
+        drop(state);
+        if let Err(e) = stamp::heartbeat(&life.ws, &host.agent, &host.session) {
             output::diag(&format!("warning: heartbeat failed: {e}"));
         }
     }

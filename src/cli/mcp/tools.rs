@@ -15,14 +15,14 @@ use coord::dialogue::files::Marker;
 use coord::dialogue::say::{self, DEFAULT_LOCK_WAIT, SayRequest};
 use coord::edit::write;
 use coord::lock::{self, DEFAULT_TTL, LockRequest, Owner};
+use coord::mcp::ToolOutcome;
 use coord::mcp::tools::{Args, ToolSpec};
-use coord::mcp::{ToolHost, ToolOutcome};
 use coord::message::{self, Recipient};
 use coord::note::{self, NoteRequest};
 use coord::presence::Update;
 use coord::review::rules::Reviews;
 use coord::status;
-use coord::workspace::{AgentId, Target, Workspace};
+use coord::workspace::{AgentId, Workspace};
 
 use super::super::{Described, check, dialogue, lock as lock_cmd, msg, note as note_cmd};
 use super::super::{output, presence, review, unlock, write as write_cmd};
@@ -32,6 +32,7 @@ use super::super::{output, presence, review, unlock, write as write_cmd};
 const DEFAULT_WAIT: Wait = Wait::For(std::time::Duration::ZERO);
 
 /// Runs the tools as one agent in one workspace, in the server's session.
+#[derive(Clone)]
 pub struct Host {
     pub(super) ws: Workspace,
     pub(super) agent: AgentId,
@@ -41,29 +42,30 @@ pub struct Host {
 }
 
 impl Host {
-    /// The FILE argument of a tool that acts on one file: relative to the workspace root (the
-    /// server has no "current folder" an agent could know), or absolute inside it.
-    fn one_file(&self, file: &str, command: &str) -> Result<Target, Error> {
-        self.ws.one_file(self.ws.root(), file, command)
+    /// Run `tool` with `args`: its outcome, or the refusal as the CLI prints it.
+    pub fn call(&self, tool: &'static ToolSpec, args: &Map<String, Value>) -> ToolOutcome {
+        let args = Args::new(tool, args).map_err(anyhow::Error::from);
+        args.and_then(|args| self.run(tool, &args))
+            .unwrap_or_else(|err| failed(&err))
     }
 
-    fn run(&mut self, tool: &'static ToolSpec, args: &Args<'_>) -> anyhow::Result<Done> {
+    fn run(&self, tool: &'static ToolSpec, args: &Args<'_>) -> anyhow::Result<ToolOutcome> {
         let (ws, agent) = (&self.ws, &self.agent);
         match tool.name {
             "status" => {
                 let mut st = status::collect(ws);
                 status::add_conflicts(&mut st, ws);
-                Ok(Done::new(super::super::status::render(&st, false), &st))
+                done(super::super::status::render(&st, false), &st)
             }
             "check" => {
                 let checked = check::collect(ws, Some(agent));
                 let mut lines = check::agent_lines(&checked.report.agents);
                 lines.extend(checked.problems.iter().map(|p| format!("warning: {p}")));
-                Ok(Done::new(lines.join("\n"), &checked.report))
+                done(lines.join("\n"), &checked.report)
             }
             "presence" => {
                 let current_file = match args.str("file")? {
-                    Some(f) => Some(self.one_file(f, "presence")?.rel),
+                    Some(f) => Some(ws.one_file(ws.root(), f, "presence")?.rel),
                     None => None,
                 };
                 let update = Update {
@@ -72,7 +74,7 @@ impl Host {
                     ..Default::default()
                 };
                 let view = presence::refresh(ws, agent, &update, Some(&self.session))?;
-                Ok(Done::new(presence::updated_line(&view), &view))
+                done(presence::updated_line(&view), &view)
             }
             "lock" => {
                 let files = args.strings("files")?.unwrap_or_default();
@@ -98,7 +100,7 @@ impl Host {
                 super::super::remote::start_sync_if_working_on_changed(ws);
                 let mut lines = output::took_over_lines(&got.acquired);
                 lines.extend(lock_cmd::acquired_lines(&got));
-                Ok(Done::new(lines.join("\n"), &got))
+                done(lines.join("\n"), &got)
             }
             "unlock" => {
                 let files = args.strings("files")?.unwrap_or_default();
@@ -107,53 +109,49 @@ impl Host {
                 if let Some(err) = unlock::refusal(&results, agent) {
                     return Err(err.into());
                 }
-                Ok(Done::new(
+                done(
                     unlock::release_lines(&results).join("\n"),
                     &unlock::UnlockReport { results: &results },
-                ))
+                )
             }
             "write" => {
-                let target = self.one_file(args.req_str("file")?, "write")?;
+                let target = ws.one_file(ws.root(), args.req_str("file")?, "write")?;
                 let content = args.req_str("content")?;
                 let mut input = Cursor::new(content.as_bytes());
                 let written =
                     write::write(ws, agent, &target, &mut input, Path::new("the tool call"))?;
-                Ok(Done::new(write_cmd::written_line(&written), &written))
+                done(write_cmd::written_line(&written), &written)
             }
             "note" => {
                 let req = NoteRequest {
                     agent: agent.clone(),
-                    target: self.one_file(args.req_str("file")?, "note")?,
+                    target: ws.one_file(ws.root(), args.req_str("file")?, "note")?,
                     text: args.req_str("text")?.to_string(),
                     wait: args.wait("wait_s", DEFAULT_WAIT)?,
                     runs_in: coord::identity::runs_in(),
                 };
                 let noted = note::note(ws, &req, &mut |_| {})?;
-                Ok(Done::new(note_cmd::noted_line(&noted), &noted))
+                done(note_cmd::noted_line(&noted), &noted)
             }
             "msg_send" => {
                 let to = Recipient::parse(args.req_str("to")?)?;
                 let sent = message::send(ws, agent, &to, args.req_str("text")?)?;
-                let doc = msg::SentJson {
-                    id: &sent.id,
-                    to: &sent.to,
-                    time: &sent.time,
-                };
-                Ok(Done::new(format!("Sent to {}: {}", sent.to, sent.id), &doc))
+                let doc = msg::sent_json(&sent);
+                done(format!("Sent to {}: {}", sent.to, sent.id), &doc)
             }
             "msg_list" => {
                 let only_unread = args.bool("unread_only")?.unwrap_or(false);
                 let listed = msg::list_json(&message::try_inbox(ws, agent)?, only_unread);
                 let text = msg::list_text(&listed.messages, only_unread, false);
-                Ok(Done::new(text, &listed))
+                done(text, &listed)
             }
             "msg_read" => {
                 let entry = message::read(ws, agent, args.req_str("id")?)?;
-                Ok(Done::new(msg::read_text(&entry), &entry))
+                done(msg::read_text(&entry), &entry)
             }
             "dialogue_turn" => {
                 let view = Dialogue::default_in(ws)?.snapshot()?.view();
-                Ok(Done::new(dialogue::render_view(&view), &view))
+                done(dialogue::render_view(&view), &view)
             }
             "dialogue_say" => {
                 let markers = args.strings("markers")?.unwrap_or_default();
@@ -170,13 +168,13 @@ impl Host {
                 let outcome = say::say(&Dialogue::default_in(ws)?, &req)?;
                 let mut lines = dialogue::say_notes(&outcome);
                 lines.push(dialogue::said_line(&outcome));
-                Ok(Done::new(lines.join("\n"), &outcome))
+                done(lines.join("\n"), &outcome)
             }
             "review_next" => {
                 let topic = args.req_str("topic")?;
                 let reviews = Reviews::default_for(ws).acting_as(Some(agent.clone()));
                 let n = reviews.next(topic)?;
-                Ok(Done::new(review::next_text(&n, topic), &n))
+                done(review::next_text(&n, topic), &n)
             }
             other => Err(Error::Failed {
                 message: format!("tool `{other}` has no implementation"),
@@ -187,37 +185,15 @@ impl Host {
 }
 
 /// A tool's success: its text and its `--json` object.
-struct Done {
-    text: String,
-    structured: Option<Value>,
+fn done(text: String, json: &impl Serialize) -> anyhow::Result<ToolOutcome> {
+    Ok(ToolOutcome {
+        text,
+        structured: output::json_value(json),
+        is_error: false,
+    })
 }
 
-impl Done {
-    fn new(text: String, json: &impl Serialize) -> Done {
-        Done {
-            text,
-            structured: output::json_value(json),
-        }
-    }
-}
-
-impl ToolHost for Host {
-    fn call(&mut self, tool: &'static ToolSpec, args: &Map<String, Value>) -> ToolOutcome {
-        let result = Args::new(tool, args)
-            .map_err(anyhow::Error::from)
-            .and_then(|args| self.run(tool, &args));
-        match result {
-            Ok(done) => ToolOutcome {
-                text: done.text,
-                structured: done.structured,
-                is_error: false,
-            },
-            Err(err) => failed(&err),
-        }
-    }
-}
-
-/// A call that could not run at all (the server could not become its agent).
+/// A call refused, or one that could not run at all (the server could not become its agent).
 pub fn failed(err: &anyhow::Error) -> ToolOutcome {
     let d = Described::of(err);
     ToolOutcome {
