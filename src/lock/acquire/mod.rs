@@ -470,7 +470,7 @@ impl Tries<'_> {
             return Ok(None);
         }
         let claims: Vec<String> = req.claims.iter().map(|c| c.as_str().to_string()).collect();
-        let tickets = queue::register_with_claims(ws.root(), &req.agent, targets, &claims)?;
+        let tickets = queue::register(ws.root(), &req.agent, targets, &claims)?;
         // Fencing: a number drawn under a lost lease may repeat one drawn since.
         if !mutex.still_held() {
             queue::leave(&tickets);
