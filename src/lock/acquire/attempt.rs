@@ -427,11 +427,7 @@ impl<'a> Try<'a> {
             refreshed: !made,
             held_from: mine.filter(|_| !made).and_then(other_origin),
             took_over,
-            backup: None,
-            backup_kept: false,
-            claim: false,
-            remote: None,
-            lease_until: None,
+            ..Acquired::default()
         })
     }
 
@@ -464,10 +460,8 @@ impl<'a> Try<'a> {
                 listed.push(a.file.clone());
             }
         }
-        let current_file = (self.targets.first().map(|t| t.rel.clone()))
-            .or_else(|| self.req.claims.first().map(|c| c.as_str().to_string()));
         let update = presence::Update {
-            current_file,
+            current_file: super::first_key(self.targets, self.req),
             lock_status: Some(LockStatus::Locked),
             locks: Some(listed),
             ..Default::default()
@@ -523,13 +517,9 @@ impl<'a> Try<'a> {
                 locked_at: locked_at.to_string(),
                 token,
                 refreshed: p.own.is_some(),
-                held_from: None,
                 took_over,
-                backup: None,
-                backup_kept: false,
                 claim: true,
-                remote: None,
-                lease_until: None,
+                ..Acquired::default()
             });
         }
         claim::write_all(root, &records)?;
