@@ -7,7 +7,7 @@ use crate::clock;
 use crate::error::Error;
 use crate::lock::deadlock::{self, WaitEdge};
 use crate::lock::queue::{self, Tickets, Waiter};
-use crate::presence::{self, LockStatus, StateCache};
+use crate::presence::{self, StateCache};
 use crate::workspace::{AgentId, Target, Workspace};
 
 /// Leaves the queue and resets `WAITING` if an acquire ends without the lock.
@@ -57,11 +57,7 @@ pub(super) fn settle(ws: &Workspace, agent: &AgentId, tickets: &Tickets) {
         agent,
         old.as_ref(),
         &presence::Update {
-            lock_status: Some(if held.is_empty() {
-                LockStatus::Free
-            } else {
-                LockStatus::Locked
-            }),
+            lock_status: Some(super::super::release::holding(&held)),
             ..Default::default()
         },
     );
