@@ -122,15 +122,13 @@ fn parse_block(path: &Path, block: &str) -> Option<LockEntry> {
 /// work tree and branch it was taken in when that is another work tree than `root`.
 pub fn holder_text(root: &Path, e: &LockEntry) -> String {
     let tree = e.field("worktree").filter(|w| Path::new(w) != root);
-    match tree {
-        Some(w) => format!(
-            "{} (claim `{}`, {})",
-            e.holder(),
-            e.file,
-            crate::worktree::place(w, e.field("branch"))
-        ),
-        None => format!("{} (claim `{}`)", e.holder(), e.file),
-    }
+    let place = tree.map(|w| format!(", {}", crate::worktree::place(w, e.field("branch"))));
+    format!(
+        "{} (claim `{}`{})",
+        e.holder(),
+        e.file,
+        place.unwrap_or_default()
+    )
 }
 
 /// Release `agent`'s claims on `patterns` (all of its claims when `None`); with `force`, a
