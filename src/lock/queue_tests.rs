@@ -60,18 +60,14 @@ fn queue_numbers_only_grow_and_leaving_removes_the_tickets() {
     .unwrap();
     let second = queue::register(ws.root(), &agent("two"), std::slice::from_ref(&a), &[]).unwrap();
     assert!(second.seq > first.seq, "{} > {}", second.seq, first.seq);
-    let line: Vec<String> = queue::live_tickets(ws.root(), &a)
-        .into_iter()
-        .map(|t| t.agent)
-        .collect();
-    assert_eq!(line, ["one", "two"], "oldest first");
+    let line = || -> Vec<String> {
+        let tickets = queue::live_tickets(ws.root(), &a).into_iter();
+        tickets.map(|t| t.agent).collect()
+    };
+    assert_eq!(line(), ["one", "two"], "oldest first");
     queue::leave(&first);
     assert!(first.paths.iter().all(|p| !p.exists()));
-    let line: Vec<String> = queue::live_tickets(ws.root(), &a)
-        .into_iter()
-        .map(|t| t.agent)
-        .collect();
-    assert_eq!(line, ["two"]);
+    assert_eq!(line(), ["two"]);
     queue::leave(&second);
     assert!(queue::live_tickets(ws.root(), &a).is_empty());
 }

@@ -245,13 +245,7 @@ pub fn scan_tree(ws: &Workspace) -> Vec<LockEntry> {
         found.extend(scan_one(&Workspace::at(tree.top)));
     }
     found.extend(scan_one(ws));
-    found.sort_by(|a, b| {
-        (a.file.as_str(), a.agent.as_str(), &a.lock_path).cmp(&(
-            b.file.as_str(),
-            b.agent.as_str(),
-            &b.lock_path,
-        ))
-    });
+    found.sort_by_key(|e| (e.file.clone(), e.agent.clone(), e.lock_path.clone()));
     found.dedup_by(|a, b| a.lock_path == b.lock_path);
     found
 }

@@ -14,7 +14,7 @@ use serde::Serialize;
 use self::attempt::attempt;
 use self::blocker::{Situation, blocked_error};
 use self::line::{Waiting, deadlock, settle};
-use self::wake::{Probe, Waits, sleep, watch_for, worth_a_try};
+use self::wake::{Probe, Waits, sleep, watch_for};
 use super::release::release_tokens;
 use super::remote_claim::{self, REREAD, Reach, Sharing};
 use crate::arbiter::{Guard, Policy};
@@ -532,7 +532,7 @@ impl Tries<'_> {
                 // What blocked the try may have gone before the watch was made: look once,
                 // without the mutex, and try again at once only if it did.
                 self.waits.watches = Some(watch_for(ws.root(), targets));
-                if worth_a_try(&probe) {
+                if probe.worth_a_try() {
                     return Ok(());
                 }
             }
