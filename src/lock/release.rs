@@ -216,9 +216,8 @@ fn list_for_release(
     let roster = lookup_roster(ws.root());
     let listing = Listing {
         sweep: true,
-        roster: &roster,
-        except: None,
         this_tree_only: true,
+        ..Listing::of(&roster)
     };
     let mut listed = list_locks_each(targets, listing)?;
     let elsewhere: Vec<usize> = (0..targets.len())

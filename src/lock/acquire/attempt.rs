@@ -43,8 +43,7 @@ pub(super) fn attempt(
     let mut t = Try::read(ws, req, targets, tickets, mine);
     let listing = Listing {
         sweep: true,
-        roster: &roster,
-        ..Listing::default()
+        ..Listing::of(&roster)
     };
     // Every folder is listed once, however many of the targets it holds.
     let listed = list_locks_each(targets, listing)?;

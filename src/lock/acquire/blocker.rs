@@ -203,8 +203,6 @@ pub fn working_text(task: Option<&str>, reason: Option<&str>) -> Option<String> 
     let reason = reason.filter(|r| !r.trim().is_empty());
     match (task, reason) {
         (Some(t), Some(r)) => Some(format!("{t}; reason: {r}")),
-        (Some(t), None) => Some(t.to_string()),
-        (None, Some(r)) => Some(r.to_string()),
-        (None, None) => None,
+        (t, r) => t.or(r).map(str::to_string),
     }
 }
