@@ -99,7 +99,8 @@ fn take_over_removes_only_a_lock_unchanged_since_it_was_judged() {
         f.set_modified(std::time::SystemTime::now() + Duration::from_secs(5))
             .unwrap();
     };
-    let cases: [(&str, fn(&Path), bool, bool); 5] = [
+    type Change = fn(&Path);
+    let cases: [(&str, Change, bool, bool); 5] = [
         ("unchanged", |_| {}, true, true),
         ("gone", |p| std::fs::remove_file(p).unwrap(), true, true),
         (
