@@ -14,9 +14,8 @@ use crate::workspace::Target;
 /// Copy `target` to `target.bak` when it is a regular file. Returns the backup's path relative
 /// to the root, or `None` when there was nothing to back up.
 pub fn write(root: &Path, target: &Target) -> Result<Option<String>> {
-    match fs::symlink_metadata(&target.abs) {
-        Ok(meta) if meta.is_file() => {}
-        _ => return Ok(None),
+    if !regular(&target.abs) {
+        return Ok(None);
     }
     let dst = layout::backup(&target.abs);
     // A backup that already holds exactly this content (and mode) is left as it is: locking a
@@ -31,9 +30,13 @@ pub fn write(root: &Path, target: &Target) -> Result<Option<String>> {
 /// The backup of `target` as it stands (a regular `FILE.bak`), relative to the root; `None`
 /// when there is none.
 pub fn existing(target: &Target) -> Option<String> {
-    fs::symlink_metadata(layout::backup(&target.abs))
-        .is_ok_and(|m| m.is_file())
+    regular(&layout::backup(&target.abs))
         .then(|| format!("{}{}", target.rel, layout::BACKUP_SUFFIX))
+}
+
+/// Whether `path` is a regular file (not through a link).
+fn regular(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.is_file())
 }
 
 /// A backup copied aside and fsynced, not yet published: [`Staged::commit`] puts it at
@@ -50,9 +53,8 @@ pub struct Staged {
 /// Copy `target` aside for a backup when it is a regular file; `None` when there is nothing
 /// to back up.
 pub fn stage(root: &Path, target: &Target) -> Result<Option<Staged>> {
-    match fs::symlink_metadata(&target.abs) {
-        Ok(meta) if meta.is_file() => {}
-        _ => return Ok(None),
+    if !regular(&target.abs) {
+        return Ok(None);
     }
     let dst = layout::backup(&target.abs);
     let dir = dst.parent().unwrap_or(std::path::Path::new("."));
@@ -101,7 +103,7 @@ pub struct Generation {
 /// replaced, and drop the oldest beyond [`GENERATIONS_KEPT`].
 pub fn keep_generation(root: &Path, target: &Target) {
     let bak = layout::backup(&target.abs);
-    if !fs::symlink_metadata(&bak).is_ok_and(|m| m.is_file()) {
+    if !regular(&bak) {
         return;
     }
     let dir = layout::backup_generations(&crate::worktree::shared_root(root), &target.abs);
@@ -168,42 +170,32 @@ fn stored(dir: &Path) -> Vec<(u64, PathBuf)> {
 /// Every backup generation of `target`, newest first: `FILE.bak` (when it is a regular file),
 /// then the older ones under `.coord/backups/`.
 pub fn generations(root: &Path, target: &Target) -> Result<Vec<Generation>> {
+    let dir = layout::backup_generations(&crate::worktree::shared_root(root), &target.abs);
+    let mut older = Vec::new();
+    if fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
+        crate::fsutil::read_dir(&dir).at("read", &dir)?;
+        older = stored(&dir)
+            .into_iter()
+            .rev()
+            .map(|(_, path)| path)
+            .collect();
+    }
     let mut all = Vec::new();
-    let bak = layout::backup(&target.abs);
-    let rel_of = |p: &Path| {
-        p.strip_prefix(root)
-            .map_or_else(|_| p.display().to_string(), |r| r.display().to_string())
-    };
-    let push = |all: &mut Vec<Generation>, path: PathBuf, meta: fs::Metadata| {
+    for path in std::iter::once(layout::backup(&target.abs)).chain(older) {
+        let Some(meta) = fs::symlink_metadata(&path).ok().filter(|m| m.is_file()) else {
+            continue;
+        };
+        let saved_at = meta.modified().map(crate::clock::from_system_time);
         all.push(Generation {
             n: all.len() + 1,
-            path: rel_of(&path),
+            path: (path.strip_prefix(root))
+                .map_or_else(|_| path.display().to_string(), |r| r.display().to_string()),
             bytes: meta.len(),
-            saved_at: meta
-                .modified()
-                .map(|t| crate::clock::format_timestamp(&crate::clock::from_system_time(t)))
+            saved_at: (saved_at.as_ref())
+                .map(crate::clock::format_timestamp)
                 .unwrap_or_default(),
             abs: path,
         });
-    };
-    if let Ok(meta) = fs::symlink_metadata(&bak)
-        && meta.is_file()
-    {
-        push(&mut all, bak, meta);
-    }
-    let dir = layout::backup_generations(&crate::worktree::shared_root(root), &target.abs);
-    match fs::symlink_metadata(&dir) {
-        Ok(m) if m.is_dir() => {
-            crate::fsutil::read_dir(&dir).at("read", &dir)?;
-        }
-        _ => return Ok(all),
-    }
-    for (_, path) in stored(&dir).into_iter().rev() {
-        if let Ok(meta) = fs::symlink_metadata(&path)
-            && meta.is_file()
-        {
-            push(&mut all, path, meta);
-        }
     }
     Ok(all)
 }

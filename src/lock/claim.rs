@@ -122,15 +122,13 @@ fn parse_block(path: &Path, block: &str) -> Option<LockEntry> {
 /// work tree and branch it was taken in when that is another work tree than `root`.
 pub fn holder_text(root: &Path, e: &LockEntry) -> String {
     let tree = e.field("worktree").filter(|w| Path::new(w) != root);
-    match tree {
-        Some(w) => format!(
-            "{} (claim `{}`, {})",
-            e.holder(),
-            e.file,
-            crate::worktree::place(w, e.field("branch"))
-        ),
-        None => format!("{} (claim `{}`)", e.holder(), e.file),
-    }
+    let place = tree.map(|w| format!(", {}", crate::worktree::place(w, e.field("branch"))));
+    format!(
+        "{} (claim `{}`{})",
+        e.holder(),
+        e.file,
+        place.unwrap_or_default()
+    )
 }
 
 /// Release `agent`'s claims on `patterns` (all of its claims when `None`); with `force`, a
@@ -159,32 +157,24 @@ pub(super) fn release_here(
         return Ok((Vec::new(), Vec::new()));
     }
     let _mutex = ws.lock_mutex()?;
-    let now = clock::now();
-    let mut cache = StateCache::default();
-    let all = judged(root, &mut cache, &now);
+    let all = judged(root, &mut StateCache::default(), &clock::now());
     let me = agent.id();
     let mut gone = vec![false; all.len()];
     let mut marked = Vec::new();
-    let Some(list) = patterns else {
-        let mut out = Vec::new();
-        for (i, e) in all.iter().enumerate().filter(|(_, e)| e.agent == me) {
-            gone[i] = true;
-            marked.extend(Marked::of(e, true));
-            out.push(Release::new(&e.file, true, ReleaseOutcome::Released));
-        }
-        write_without(root, &all, &gone)?;
-        super::events::released(root, agent, &out, true);
-        return Ok((out, marked));
-    };
     let mut out = Vec::new();
+    let Some(list) = patterns else {
+        for i in (0..all.len()).filter(|&i| all[i].agent == me) {
+            let outcome = ours(&all, i, &mut gone, &mut marked);
+            out.push(Release::new(&all[i].file, true, outcome));
+        }
+        return finish(root, agent, (&all, &gone), out, marked, true);
+    };
     for p in list {
         let same: Vec<usize> = (0..all.len())
             .filter(|&i| all[i].file == p.as_str())
             .collect();
         let outcome = if let Some(&i) = same.iter().find(|&&i| all[i].agent == me) {
-            gone[i] = true;
-            marked.extend(Marked::of(&all[i], true));
-            ReleaseOutcome::Released
+            ours(&all, i, &mut gone, &mut marked)
         } else if same.is_empty() {
             ReleaseOutcome::NotLocked
         } else if let Some(&i) =
@@ -203,8 +193,38 @@ pub(super) fn release_here(
         };
         out.push(Release::new(p.as_str(), true, outcome));
     }
-    write_without(root, &all, &gone)?;
-    super::events::released(root, agent, &out, true);
+    finish(root, agent, (&all, &gone), out, marked, true)
+}
+
+/// Our claim `all[i]` is released (it goes, and is marked if published on the remote).
+fn ours(
+    all: &[LockEntry],
+    i: usize,
+    gone: &mut [bool],
+    marked: &mut Vec<Marked>,
+) -> ReleaseOutcome {
+    gone[i] = true;
+    marked.extend(Marked::of(&all[i], true));
+    ReleaseOutcome::Released
+}
+
+/// Rewrite `.coord/claims` without the claims `gone`, and (when `record`) record the releases
+/// `out` in the history.
+fn finish(
+    root: &Path,
+    agent: &crate::workspace::AgentId,
+    (all, gone): (&[LockEntry], &[bool]),
+    out: Vec<Release>,
+    marked: Vec<Marked>,
+    record: bool,
+) -> Result<(Vec<Release>, Vec<Marked>)> {
+    if gone.iter().any(|g| *g) {
+        let keep = (all.iter().zip(gone)).filter(|(_, g)| !**g);
+        write_all(root, &keep.map(|(e, _)| raw_text(e)).collect::<Vec<_>>())?;
+    }
+    if record {
+        super::events::released(root, agent, &out, true);
+    }
     Ok((out, marked))
 }
 
@@ -238,30 +258,19 @@ pub(super) fn give_back(
     let mut out = Vec::with_capacity(held.len());
     let mut marked = Vec::new();
     for (pattern, token) in held {
-        let ours = (0..all.len()).find(|&i| {
+        let found = (0..all.len()).find(|&i| {
             !gone[i]
                 && all[i].agent == agent.id()
                 && all[i].file == *pattern
                 && all[i].token() == Some(token.as_str())
         });
-        out.push(Release::new(
-            pattern,
-            true,
-            match ours {
-                Some(i) => {
-                    gone[i] = true;
-                    marked.extend(Marked::of(&all[i], true));
-                    ReleaseOutcome::Released
-                }
-                None => ReleaseOutcome::Lost,
-            },
-        ));
+        let outcome = match found {
+            Some(i) => ours(&all, i, &mut gone, &mut marked),
+            None => ReleaseOutcome::Lost,
+        };
+        out.push(Release::new(pattern, true, outcome));
     }
-    write_without(root, &all, &gone)?;
-    if record {
-        super::events::released(root, agent, &out, true);
-    }
-    Ok((out, marked))
+    finish(root, agent, (&all, &gone), out, marked, record)
 }
 
 /// Add `keys` to `agent`'s claims taken with these tokens, each `(pattern, token)`. Caller
@@ -302,19 +311,4 @@ pub(super) fn mark(
         .filter(|(_, f)| !f)
         .filter_map(|((p, _), _)| Pattern::parse(p).ok())
         .collect())
-}
-
-/// Rewrite `.coord/claims` without the records marked `gone` (nothing is written when none
-/// is). Caller holds the mutex.
-fn write_without(root: &Path, all: &[LockEntry], gone: &[bool]) -> Result<()> {
-    if !gone.iter().any(|g| *g) {
-        return Ok(());
-    }
-    let keep: Vec<String> = all
-        .iter()
-        .zip(gone)
-        .filter(|(_, g)| !**g)
-        .map(|(e, _)| raw_text(e))
-        .collect();
-    write_all(root, &keep)
 }

@@ -10,7 +10,7 @@ use crate::lock::queue::Waiter;
 use crate::lock::{LockEntry, LockState, claim, classify, locks_of};
 use crate::pattern::Pattern;
 use crate::presence::StateCache;
-use crate::workspace::Workspace;
+use crate::workspace::{Target, Workspace};
 
 /// One edge of the graph: `agent` waits for `file`, which `holder` holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -38,79 +38,60 @@ impl WaitEdge {
     }
 }
 
-/// The agents holding a non-stale lock on `file` (relative to the root), or a non-stale claim
-/// matching it: id and display name.
-pub fn holders(
+/// The agents (id, display name) in the way of a waiter for `key`: for a file, a non-stale
+/// lock on it, then a non-stale claim matching it; for a claim pattern (`claim`), a non-stale
+/// claim overlapping it, then a non-stale lock (one coord made: in the index) on a path it
+/// matches.
+fn holders(
     ws: &Workspace,
-    file: &str,
+    key: &str,
+    claim: bool,
     cache: &mut StateCache,
     now: &Timestamp,
 ) -> Vec<(String, String)> {
-    let Ok(target) = ws.target_from_rel(file) else {
-        return Vec::new();
+    let root = ws.root();
+    let locks_on = |t: &Target, cache: &mut StateCache| {
+        let mut entries = locks_of(t);
+        classify(root, &mut entries, cache, now);
+        entries
+    };
+    let (first, then): (Vec<LockEntry>, Vec<LockEntry>) = if claim {
+        let Ok(want) = Pattern::parse(key) else {
+            return Vec::new();
+        };
+        let claims = (claim::judged_patterns(root, cache, now).into_iter())
+            .filter(|c| c.pattern.overlaps(&want))
+            .map(|c| c.entry)
+            .collect();
+        let locks = (crate::lock::indexed_files(root).into_iter())
+            .filter(|rel| want.matches(rel))
+            .filter_map(|rel| ws.target_from_rel(&rel).ok())
+            .flat_map(|t| locks_on(&t, cache))
+            .collect();
+        (claims, locks)
+    } else {
+        let Ok(target) = ws.target_from_rel(key) else {
+            return Vec::new();
+        };
+        let locks = locks_on(&target, cache);
+        let claims = (claim::judged_patterns(root, cache, now).into_iter())
+            .filter(|c| c.pattern.matches(key))
+            .map(|c| c.entry)
+            .collect();
+        (locks, claims)
     };
     let mut out = Vec::new();
-    add_live(&mut out, ws, &target, cache, now);
-    let claims = claim::judged_patterns(ws.root(), cache, now);
-    add(
-        &mut out,
-        claims
-            .iter()
-            .filter(|c| c.pattern.matches(file))
-            .map(|c| &c.entry),
-    );
-    out
-}
-
-/// The agents holding what claim `pattern` would: a non-stale claim overlapping it, or a
-/// non-stale lock (one coord made: in the index) on a path it matches.
-pub fn claim_holders(
-    ws: &Workspace,
-    pattern: &Pattern,
-    cache: &mut StateCache,
-    now: &Timestamp,
-) -> Vec<(String, String)> {
-    let mut out = Vec::new();
-    let claims = claim::judged_patterns(ws.root(), cache, now);
-    add(
-        &mut out,
-        claims
-            .iter()
-            .filter(|c| c.pattern.overlaps(pattern))
-            .map(|c| &c.entry),
-    );
-    for rel in crate::lock::indexed_files(ws.root()) {
-        if let Some(target) = (pattern.matches(&rel))
-            .then(|| ws.target_from_rel(&rel).ok())
-            .flatten()
-        {
-            add_live(&mut out, ws, &target, cache, now);
-        }
-    }
-    out
-}
-
-/// Add the holders of the non-stale locks on `target` to `out`.
-fn add_live(
-    out: &mut Vec<(String, String)>,
-    ws: &Workspace,
-    target: &crate::workspace::Target,
-    cache: &mut StateCache,
-    now: &Timestamp,
-) {
-    let mut entries = locks_of(target);
-    classify(ws.root(), &mut entries, cache, now);
-    add(out, entries.iter());
-}
-
-/// Add the holders of the non-stale `entries` to `out`, each once.
-fn add<'e>(out: &mut Vec<(String, String)>, entries: impl Iterator<Item = &'e LockEntry>) {
-    for e in entries.filter(|e| e.state != LockState::Stale) {
+    for e in first
+        .iter()
+        .chain(&then)
+        .filter(|e| e.state != LockState::Stale)
+    {
         let h = (e.agent.clone(), e.holder().to_string());
         if !out.contains(&h) {
             out.push(h);
         }
     }
+    out
 }
 
 /// The edges of `waiters`: one per waiter, file and holder other than the waiter itself.
@@ -120,18 +101,11 @@ pub fn edges(
     cache: &mut StateCache,
     now: &Timestamp,
 ) -> Vec<WaitEdge> {
-    let mut held: HashMap<&str, Vec<(String, String)>> = HashMap::new();
+    let mut held: HashMap<(&str, bool), Vec<(String, String)>> = HashMap::new();
     let mut out = Vec::new();
     for w in waiters {
-        let holders = held.entry(w.file.as_str()).or_insert_with(|| {
-            if w.claim {
-                Pattern::parse(&w.file)
-                    .map(|p| claim_holders(ws, &p, cache, now))
-                    .unwrap_or_default()
-            } else {
-                holders(ws, &w.file, cache, now)
-            }
-        });
+        let holders = (held.entry((w.file.as_str(), w.claim)))
+            .or_insert_with(|| holders(ws, &w.file, w.claim, cache, now));
         for (id, name) in holders.iter() {
             if *id == w.agent {
                 continue;

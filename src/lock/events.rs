@@ -14,22 +14,17 @@ pub(super) fn taken(root: &Path, req: &LockRequest, acquired: &[Acquired], start
     let waited_ms = started.elapsed().as_millis() as u64;
     let waited_ms = (waited_ms > 0).then_some(waited_ms);
     for a in acquired.iter().filter(|a| !a.refreshed) {
+        let times =
+            |e: Event| (e.with("locked_at", a.locked_at.as_str())).with("waited_ms", waited_ms);
+        // The fields of `with_taken_over` come after the times for a claim, before for a lock.
         let event = if a.claim {
-            let event = Event::new(Kind::ClaimTaken, req.agent.id())
-                .pattern(&a.file)
-                .with("locked_at", a.locked_at.as_str())
-                .with("waited_ms", waited_ms);
+            let event = times(Event::new(Kind::ClaimTaken, req.agent.id()).pattern(&a.file));
             with_taken_over(event, &a.took_over)
+        } else if a.took_over.is_empty() {
+            times(Event::new(Kind::LockTaken, req.agent.id()).file(&a.file))
         } else {
-            let kind = if a.took_over.is_empty() {
-                Kind::LockTaken
-            } else {
-                Kind::LockTakenOver
-            };
-            with_taken_over(Event::new(kind, req.agent.id()), &a.took_over)
-                .file(&a.file)
-                .with("locked_at", a.locked_at.as_str())
-                .with("waited_ms", waited_ms)
+            let event = Event::new(Kind::LockTakenOver, req.agent.id());
+            times(with_taken_over(event, &a.took_over).file(&a.file))
         };
         // `reason` is always there (null without one), as `coord watch` has always said it.
         history::record(root, event.with_null("reason", req.reason.clone()));
@@ -92,12 +87,7 @@ pub(super) fn released(root: &Path, agent: &AgentId, out: &[Release], claims: bo
                 .with("forced", true),
             _ => continue,
         };
-        let event = if claims {
-            event.pattern(&r.file)
-        } else {
-            event.file(&r.file)
-        };
-        history::record(root, event);
+        history::record(root, about(event, claims, &r.file));
     }
 }
 
@@ -120,10 +110,14 @@ pub(super) fn remote_lost(
     let event = Event::new(kind, agent)
         .with("remote", remote)
         .with_null("by", by.map(str::to_string));
-    let event = if claim {
+    history::record(root, about(event, claim, text));
+}
+
+/// `event` about the claim on pattern `text` when `claim`, else about the file `text`.
+fn about(event: Event, claim: bool, text: &str) -> Event {
+    if claim {
         event.pattern(text)
     } else {
         event.file(text)
-    };
-    history::record(root, event);
+    }
 }

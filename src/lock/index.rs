@@ -14,23 +14,17 @@ use crate::layout;
 /// and calls this before it publishes the lock file.
 pub(super) fn note(root: &Path, rel: &str, agent: &str) -> Result<()> {
     let (path, hashed) = layout::held_entry(&crate::worktree::shared_root(root), rel, agent);
-    if hashed {
-        return create(root, &path, rel.as_bytes());
+    if !hashed {
+        return fsutil::empty_marker(&path);
     }
-    fsutil::empty_marker(&path)
-}
-
-/// Make the entry `path` as a file of its own holding `content` (nothing when it exists).
-fn create(root: &Path, path: &Path, content: &[u8]) -> Result<()> {
-    match fsutil::raw::create_exclusive(path, content) {
-        Ok(_) => Ok(()),
+    // A path too long for a name is kept in the entry (nothing is written when it exists).
+    let create = || fsutil::raw::create_exclusive(&path, rel.as_bytes()).map(drop);
+    match create() {
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             fsutil::ensure_dir(&layout::held_dir(&crate::worktree::shared_root(root)))?;
-            fsutil::raw::create_exclusive(path, content)
-                .map(drop)
-                .at("create", path)
+            create().at("create", &path)
         }
-        Err(e) => Err(e).at("create", path),
+        other => other.at("create", &path),
     }
 }
 

@@ -48,23 +48,13 @@ pub fn indexed(root: &std::path::Path) -> Vec<(String, String)> {
     index::entries(root)
 }
 
-/// The locks coord made whose lock file still lies in a work tree sharing the workspace:
-/// (the file relative to its work tree's top level, the agent), read from the index.
-pub fn indexed_held(root: &std::path::Path) -> Vec<(String, String)> {
-    let gone = index::gone(root);
-    let mut held: Vec<(String, String)> = (index::entries(root).into_iter())
-        .filter(|e| !gone.contains(e))
-        .collect();
-    held.sort();
-    held
-}
-
 /// What this clone's agents are editing now, as its `working_on` on the remote: the files they
 /// hold locks on, from coord's index of locks (no walk of the tree), each agent's paths sorted.
 pub fn working_on(ws: &crate::workspace::Workspace) -> Vec<crate::remote::AgentWork> {
+    let gone = index::gone(ws.root());
     let mut by_agent: std::collections::BTreeMap<String, Vec<String>> = Default::default();
-    for (rel, agent) in indexed_held(ws.root()) {
-        if !rel.chars().any(char::is_control) {
+    for (rel, agent) in index::entries(ws.root()) {
+        if !gone.contains(&(rel.clone(), agent.clone())) && !rel.chars().any(char::is_control) {
             by_agent.entry(agent).or_default().push(rel);
         }
     }
@@ -142,20 +132,18 @@ pub struct LockEntry {
 impl LockEntry {
     /// Read one lock file; `None` when it is gone.
     fn read(lock_path: PathBuf, file: String, agent: String) -> Option<LockEntry> {
-        let mut e = LockEntry::new(lock_path, file, agent, None);
-        match fsutil::read_capped_with_mtime(&e.lock_path, RECORD_CAP) {
-            Ok((bytes, mtime)) => {
-                e = LockEntry::new(e.lock_path, e.file, e.agent, Some(bytes));
-                e.mtime = mtime;
-            }
+        let (bytes, mtime, problem) = match fsutil::read_capped_with_mtime(&lock_path, RECORD_CAP) {
+            Ok((bytes, mtime)) => (Some(bytes), mtime, None),
             Err(err) if err.kind() == std::io::ErrorKind::NotFound => return None,
-            Err(err) => {
-                e.mtime = fsutil::mtime(&e.lock_path);
-                e.problem = Some(err.to_string());
-            }
-        }
-        e.since = e.since.or(e.mtime.map(clock::from_system_time));
-        Some(e)
+            Err(err) => (None, fsutil::mtime(&lock_path), Some(err.to_string())),
+        };
+        let e = LockEntry::new(lock_path, file, agent, bytes);
+        Some(LockEntry {
+            since: e.since.or(mtime.map(clock::from_system_time)),
+            mtime,
+            problem,
+            ..e
+        })
     }
 
     /// A lock record of `bytes` (`None`: not read), unjudged: `since` is its `locked_at`.
@@ -180,28 +168,26 @@ impl LockEntry {
         }
     }
 
-    /// [`LockEntry::read`] of a lock file a folder listing showed, on a network filesystem.
+    /// [`LockEntry::read`] of a lock file a folder listing showed, on a network filesystem: one
+    /// that will not open is asked of the server (by creating it without replacing).
     fn read_listed(lock_path: PathBuf, file: String, agent: String) -> Option<LockEntry> {
-        if let Some(e) = LockEntry::read(lock_path.clone(), file.clone(), agent.clone()) {
+        let read = || LockEntry::read(lock_path.clone(), file.clone(), agent.clone());
+        if let Some(e) = read() {
             return Some(e);
         }
         match fsutil::raw::create_exclusive(&lock_path, b"") {
-            Ok(false) => LockEntry::read(lock_path.clone(), file.clone(), agent.clone())
-                .or_else(|| Some(LockEntry::unread(lock_path, file, agent))),
+            Ok(false) => read().or_else(|| {
+                const WHY: &str = "listed, and there on the server, but this machine's lookup cache still says it is not (read again once the cache expires)";
+                Some(LockEntry {
+                    problem: Some(WHY.into()),
+                    ..LockEntry::new(lock_path.clone(), file.clone(), agent.clone(), None)
+                })
+            }),
             Ok(true) => {
                 let _ = fsutil::raw::remove_file(&lock_path);
                 None
             }
             Err(_) => None,
-        }
-    }
-
-    /// A lock file there on the server that this machine's lookup cache will not open yet.
-    fn unread(lock_path: PathBuf, file: String, agent: String) -> LockEntry {
-        const WHY: &str = "listed, and there on the server, but this machine's lookup cache still says it is not (read again once the cache expires)";
-        LockEntry {
-            problem: Some(WHY.into()),
-            ..LockEntry::new(lock_path, file, agent, None)
         }
     }
 
@@ -277,12 +263,7 @@ impl LockEntry {
             "when its holder unlocks it"
         }
     }
-}
 
-/// Why a lock file whose name is not UTF-8 is flagged.
-const BAD_NAME: &str = "its name is not valid UTF-8 (shown with \u{FFFD} for the bad bytes)";
-
-impl LockEntry {
     /// Whether the lock file's name is not valid UTF-8 (its `file` is then shown lossily).
     pub fn bad_name(&self) -> bool {
         self.lock_path
@@ -290,6 +271,9 @@ impl LockEntry {
             .is_some_and(|n| n.to_str().is_none())
     }
 }
+
+/// Why a lock file whose name is not UTF-8 is flagged.
+const BAD_NAME: &str = "its name is not valid UTF-8 (shown with \u{FFFD} for the bad bytes)";
 
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)] // tests plant files by hand

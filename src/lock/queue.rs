@@ -13,20 +13,18 @@ use crate::wait::handoff;
 use crate::workspace::{AgentId, Target};
 
 /// A ticket untouched for this long is dead (waiters touch theirs every [`TOUCH_EVERY`]).
-pub const TICKET_TIMEOUT: Duration = Duration::from_secs(30);
+const TICKET_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// How often a waiter touches its tickets.
-pub const TOUCH_EVERY: Duration = Duration::from_secs(5);
+pub(crate) const TOUCH_EVERY: Duration = Duration::from_secs(5);
 
-/// A waiter's tickets, one per file.
+/// A waiter's tickets, one per file or claim, all with one number.
 #[derive(Debug, Clone)]
-pub struct Tickets {
-    /// The shared sequence number.
-    pub seq: u64,
-    /// The ticket files.
-    pub paths: Vec<PathBuf>,
+pub(crate) struct Tickets {
+    pub(crate) seq: u64,
+    pub(crate) paths: Vec<PathBuf>,
     /// Whether queue folders left empty stay (see [`keeps_folders`]).
-    pub keep_folders: bool,
+    keep_folders: bool,
 }
 
 /// Whether empty queue folders are kept rather than removed: where another machine's cache may
@@ -36,14 +34,40 @@ pub fn keeps_folders(root: &Path) -> bool {
     crate::arbiter::policy(root).is_ok_and(|p| p.exact_lookups)
 }
 
-/// Register `agent` (this process) as waiting for `targets`. Caller holds the mutex.
-pub fn register(root: &Path, agent: &AgentId, targets: &[Target]) -> Result<Tickets> {
-    register_with_claims(root, agent, targets, &[])
+/// The queue folder of `key`: a file's, or a claim pattern's.
+fn dir_of(root: &Path, key: &str, claim: bool) -> PathBuf {
+    let shared = crate::worktree::shared_root(root);
+    if claim {
+        layout::claim_queue_dir(&shared, key)
+    } else {
+        layout::queue_dir(&shared, key)
+    }
 }
 
-/// [`register`] for `targets` and the claim patterns `claims` (one ticket each, all with one
-/// number; a claim's ticket stands in its own `c-` folder and says `claim: yes`).
-pub fn register_with_claims(
+/// The tickets in the queue folder `dir`, (number, path) unsorted; `None` when it cannot be
+/// listed.
+fn tickets_in(dir: &Path) -> Option<Vec<(u64, PathBuf)>> {
+    let entries = fsutil::read_dir(dir).ok()?.flatten();
+    let number = |e: &fs::DirEntry| e.file_name().to_str().and_then(layout::parse_ticket_name);
+    Some(
+        entries
+            .filter_map(|e| Some((number(&e)?, e.path())))
+            .collect(),
+    )
+}
+
+/// The queue folders (files' and claims') under the queue root.
+fn queue_folders(root: &Path) -> Vec<fs::DirEntry> {
+    let queue_root = layout::queue_root(&crate::worktree::shared_root(root));
+    (fsutil::read_dir(queue_root).into_iter().flatten().flatten())
+        .filter(|d| d.file_type().is_ok_and(|t| t.is_dir()))
+        .collect()
+}
+
+/// Register `agent` (this process) as waiting for `targets` and the claim patterns `claims`
+/// (one ticket each, all with one number; a claim's ticket says `claim: yes`). Caller holds
+/// the mutex.
+pub(crate) fn register(
     root: &Path,
     agent: &AgentId,
     targets: &[Target],
@@ -54,30 +78,29 @@ pub fn register_with_claims(
     fsutil::ensure_dir(&queue_root)?;
     // `seq` may be missing, garbage, huge or not a file at all. The next number is also above
     // every ticket still queued, so a damaged counter cannot let a new waiter jump the line.
+    let highest = (queue_folders(root).iter())
+        .flat_map(|d| tickets_in(&d.path()).unwrap_or_default())
+        .map(|(n, _)| n)
+        .max()
+        .unwrap_or(0);
     let last: u64 = fsutil::read_capped(&seq_path, 64)
         .ok()
         .and_then(|b| String::from_utf8_lossy(&b).trim().parse().ok())
         .unwrap_or(0)
-        .max(highest_ticket(&queue_root));
+        .max(highest);
     let seq = last.saturating_add(1);
     // Best effort: the tickets themselves keep the order, so a `seq` that cannot be replaced
-    // (a folder, say) does not stop anyone from waiting. Rewritten in place where it can be.
+    // (a folder, say) does not stop anyone from waiting.
     let text = format!("{seq}\n");
     if !fsutil::rewrite_in_place(&seq_path, text.as_bytes()).unwrap_or(false) {
         let _ = fsutil::replace(&seq_path, text.as_bytes());
     }
     let hand_over = crate::arbiter::policy(root).is_ok_and(|p| p.fs.served_locally());
     let mut paths = Vec::with_capacity(targets.len() + claims.len());
-    let keys = targets
-        .iter()
-        .map(|t| (t.rel.as_str(), false))
+    let keys = (targets.iter().map(|t| (t.rel.as_str(), false)))
         .chain(claims.iter().map(|c| (c.as_str(), true)));
     for (key, claim) in keys {
-        let dir = if claim {
-            layout::claim_queue_dir(&crate::worktree::shared_root(root), key)
-        } else {
-            layout::queue_dir(&crate::worktree::shared_root(root), key)
-        };
+        let dir = dir_of(root, key, claim);
         fsutil::ensure_dir(&dir)?;
         let mut rec = Record::new();
         rec.set("agent", agent.name());
@@ -116,22 +139,8 @@ pub fn register_with_claims(
     })
 }
 
-/// The highest sequence number of any ticket under `queue_root` (0 when there is none).
-fn highest_ticket(queue_root: &Path) -> u64 {
-    let Ok(dirs) = fsutil::read_dir(queue_root) else {
-        return 0;
-    };
-    dirs.flatten()
-        .filter(|d| d.file_type().is_ok_and(|t| t.is_dir()))
-        .filter_map(|d| fsutil::read_dir(d.path()).ok())
-        .flat_map(|entries| entries.flatten())
-        .filter_map(|e| e.file_name().to_str().and_then(layout::parse_ticket_name))
-        .max()
-        .unwrap_or(0)
-}
-
 /// Remove a waiter's tickets (and queue folders left empty). Caller holds the mutex.
-pub fn leave(tickets: &Tickets) {
+pub(crate) fn leave(tickets: &Tickets) {
     for path in &tickets.paths {
         let _ = fsutil::remove(path);
         handoff::let_go(path);
@@ -144,11 +153,8 @@ pub fn leave(tickets: &Tickets) {
 }
 
 /// Touch a waiter's tickets so they stay live; an error when one vanished.
-pub fn touch(tickets: &Tickets) -> Result<()> {
-    for path in &tickets.paths {
-        fsutil::touch(path)?;
-    }
-    Ok(())
+pub(crate) fn touch(tickets: &Tickets) -> Result<()> {
+    tickets.paths.iter().try_for_each(|p| fsutil::touch(p))
 }
 
 /// A live ticket ahead in a queue.
@@ -168,23 +174,14 @@ pub fn live_tickets(root: &Path, target: &Target) -> Vec<Ahead> {
 
 /// [`live_tickets`] ahead of ticket `seq` only (all of them for `None`): a waiter deciding
 /// whether it is first in line reads no ticket behind its own.
-pub fn live_tickets_before(root: &Path, target: &Target, seq: Option<u64>) -> Vec<Ahead> {
-    let dir = layout::queue_dir(&crate::worktree::shared_root(root), &target.rel);
-    let Ok(entries) = fsutil::read_dir(&dir) else {
+pub(crate) fn live_tickets_before(root: &Path, target: &Target, seq: Option<u64>) -> Vec<Ahead> {
+    let dir = dir_of(root, &target.rel, false);
+    let Some(mut tickets) = tickets_in(&dir) else {
         return Vec::new();
     };
-    let mut behind = false;
-    let mut tickets: Vec<(u64, PathBuf)> = entries
-        .flatten()
-        .filter_map(|e| {
-            let n = e.file_name().to_str().and_then(layout::parse_ticket_name)?;
-            if seq.is_some_and(|mine| n >= mine) {
-                behind = true;
-                return None;
-            }
-            Some((n, e.path()))
-        })
-        .collect();
+    let before = |n: u64| seq.is_none_or(|mine| n < mine);
+    let behind = tickets.iter().any(|(n, _)| !before(*n));
+    tickets.retain(|(n, _)| before(*n));
     tickets.sort();
     let mut live = Vec::new();
     for (seq, path) in tickets {
@@ -238,14 +235,9 @@ pub struct Waiter {
 
 /// The live tickets of claim waiters (`file` is the pattern), by sequence number: one listing
 /// of the queue root when nobody waits for a claim. Reading only.
-pub fn claim_waiters(root: &Path) -> Vec<Waiter> {
-    let Ok(dirs) = fsutil::read_dir(layout::queue_root(&crate::worktree::shared_root(root))) else {
-        return Vec::new();
-    };
-    let any = dirs.flatten().any(|d| {
-        d.file_name()
-            .to_str()
-            .is_some_and(|n| n.starts_with(layout::CLAIM_QUEUE_PREFIX))
+pub(crate) fn claim_waiters(root: &Path) -> Vec<Waiter> {
+    let any = queue_folders(root).iter().any(|d| {
+        (d.file_name().to_str()).is_some_and(|n| n.starts_with(layout::CLAIM_QUEUE_PREFIX))
     });
     if !any {
         return Vec::new();
@@ -255,29 +247,18 @@ pub fn claim_waiters(root: &Path) -> Vec<Waiter> {
 
 /// Whether the waiter with ticket number `seq` also waits for one of `files` (relative to the
 /// root) or of the claims `patterns`. Caller holds the mutex.
-pub fn waits_for_any(root: &Path, seq: u64, files: &[String], patterns: &[String]) -> bool {
-    let shared = crate::worktree::shared_root(root);
-    let dirs = (files.iter().map(|f| layout::queue_dir(&shared, f)))
-        .chain(patterns.iter().map(|p| layout::claim_queue_dir(&shared, p)));
-    dirs.into_iter().any(|dir| {
-        fsutil::read_dir(dir).is_ok_and(|entries| {
-            (entries.flatten())
-                .any(|e| e.file_name().to_str().and_then(layout::parse_ticket_name) == Some(seq))
-        })
-    })
+pub(crate) fn waits_for_any(root: &Path, seq: u64, files: &[String], patterns: &[String]) -> bool {
+    let dirs = (files.iter().map(|f| dir_of(root, f, false)))
+        .chain(patterns.iter().map(|p| dir_of(root, p, true)));
+    dirs.into_iter()
+        .any(|dir| tickets_in(&dir).is_some_and(|t| t.iter().any(|(n, _)| *n == seq)))
 }
 
 /// Every live ticket of every queue, by sequence number then file. Reading only: dead tickets
 /// are skipped, not removed, so `status` can call it without writing a byte.
 pub fn waiters(root: &Path) -> Vec<Waiter> {
-    let Ok(dirs) = fsutil::read_dir(layout::queue_root(&crate::worktree::shared_root(root))) else {
-        return Vec::new();
-    };
     let mut found = Vec::new();
-    for dir in dirs.flatten() {
-        if !dir.file_type().is_ok_and(|t| t.is_dir()) {
-            continue;
-        }
+    for dir in queue_folders(root) {
         let Ok(entries) = fsutil::read_dir(dir.path()) else {
             continue;
         };
@@ -295,12 +276,7 @@ pub fn waiters(root: &Path) -> Vec<Waiter> {
                 continue;
             };
             let claim = rec.get("claim") == Some("yes");
-            let home = if claim {
-                layout::claim_queue_dir(&crate::worktree::shared_root(root), file)
-            } else {
-                layout::queue_dir(&crate::worktree::shared_root(root), file)
-            };
-            if home.file_name() != Some(dir.file_name().as_os_str()) {
+            if dir_of(root, file, claim).file_name() != Some(dir.file_name().as_os_str()) {
                 continue;
             }
             found.push(Waiter {
@@ -320,24 +296,15 @@ pub fn waiters(root: &Path) -> Vec<Waiter> {
 /// The ticket numbered last before `seq` in the queue folder `dir`, if one stands there (listed,
 /// and when `open` still there when opened; not judged live or dead, nothing removed; no mutex
 /// needed).
-pub fn ticket_before(dir: &Path, seq: u64, open: bool) -> Option<PathBuf> {
-    let mut before: Vec<(u64, PathBuf)> = fsutil::read_dir(dir)
-        .ok()?
-        .flatten()
-        .filter_map(|e| {
-            let s = e.file_name().to_str().and_then(layout::parse_ticket_name)?;
-            (s < seq).then(|| (s, e.path()))
-        })
-        .collect();
+pub(crate) fn ticket_before(dir: &Path, seq: u64, open: bool) -> Option<PathBuf> {
+    let mut before = tickets_in(dir)?;
+    before.retain(|(s, _)| *s < seq);
     before.sort_unstable_by_key(|t| std::cmp::Reverse(t.0));
-    before
-        .into_iter()
-        .map(|(_, path)| path)
-        .find(|path| ticket_stands(path, open))
+    (before.into_iter().map(|(_, path)| path)).find(|path| ticket_stands(path, open))
 }
 
 /// Whether the ticket file at `path` is still there.
-pub fn ticket_stands(path: &Path, open: bool) -> bool {
+pub(crate) fn ticket_stands(path: &Path, open: bool) -> bool {
     if open {
         fsutil::open_regular_nofollow(path).is_ok()
     } else {
@@ -346,9 +313,9 @@ pub fn ticket_stands(path: &Path, open: bool) -> bool {
 }
 
 /// The folders a waiter for `targets` should watch for queue changes.
-pub fn dirs(root: &Path, targets: &[Target]) -> Vec<PathBuf> {
+pub(crate) fn dirs(root: &Path, targets: &[Target]) -> Vec<PathBuf> {
     targets
         .iter()
-        .map(|t| layout::queue_dir(&crate::worktree::shared_root(root), &t.rel))
+        .map(|t| dir_of(root, &t.rel, false))
         .collect()
 }

@@ -51,27 +51,23 @@ fn queue_numbers_only_grow_and_leaving_removes_the_tickets() {
     let (_dir, ws) = workspace();
     let a = target(&ws, "a.md");
     let _mutex = ws.lock_mutex().unwrap();
-    let first = queue::register(ws.root(), &agent("one"), std::slice::from_ref(&a)).unwrap();
+    let first = queue::register(ws.root(), &agent("one"), std::slice::from_ref(&a), &[]).unwrap();
     // A damaged counter cannot let a newcomer jump the line: tickets still queued count too.
     std::fs::write(
         crate::layout::queue_seq(&crate::worktree::shared_root(ws.root())),
         "garbage",
     )
     .unwrap();
-    let second = queue::register(ws.root(), &agent("two"), std::slice::from_ref(&a)).unwrap();
+    let second = queue::register(ws.root(), &agent("two"), std::slice::from_ref(&a), &[]).unwrap();
     assert!(second.seq > first.seq, "{} > {}", second.seq, first.seq);
-    let line: Vec<String> = queue::live_tickets(ws.root(), &a)
-        .into_iter()
-        .map(|t| t.agent)
-        .collect();
-    assert_eq!(line, ["one", "two"], "oldest first");
+    let line = || -> Vec<String> {
+        let tickets = queue::live_tickets(ws.root(), &a).into_iter();
+        tickets.map(|t| t.agent).collect()
+    };
+    assert_eq!(line(), ["one", "two"], "oldest first");
     queue::leave(&first);
     assert!(first.paths.iter().all(|p| !p.exists()));
-    let line: Vec<String> = queue::live_tickets(ws.root(), &a)
-        .into_iter()
-        .map(|t| t.agent)
-        .collect();
-    assert_eq!(line, ["two"]);
+    assert_eq!(line(), ["two"]);
     queue::leave(&second);
     assert!(queue::live_tickets(ws.root(), &a).is_empty());
 }
@@ -83,7 +79,7 @@ fn the_ticket_just_ahead_is_the_last_one_numbered_before_ours() {
     let _mutex = ws.lock_mutex().unwrap();
     let tickets: Vec<_> = ["one", "two", "three"]
         .iter()
-        .map(|id| queue::register(ws.root(), &agent(id), std::slice::from_ref(&a)).unwrap())
+        .map(|id| queue::register(ws.root(), &agent(id), std::slice::from_ref(&a), &[]).unwrap())
         .collect();
     let dir = queue::dirs(ws.root(), std::slice::from_ref(&a)).remove(0);
     for open in [false, true] {
@@ -112,7 +108,7 @@ fn a_wait_run_out_before_the_first_look_reports_the_holder_not_a_deadlock() {
     acquire(&ws, &request("gemini", vec![f.clone()])).unwrap();
     let _gemini_waits_for_g = {
         let _mutex = ws.lock_mutex().unwrap();
-        queue::register(ws.root(), &agent("gemini"), std::slice::from_ref(&g)).unwrap()
+        queue::register(ws.root(), &agent("gemini"), std::slice::from_ref(&g), &[]).unwrap()
     };
     let mut req = request("claude", vec![f]);
     req.wait = Wait::For(Duration::from_secs(30));

@@ -96,14 +96,8 @@ pub fn release(
 /// Release every lock `agent` took through coord, and its claims: those coord's index and the
 /// agent's presence list, without walking the tree (what a client's turn ending does).
 pub fn release_all(ws: &Workspace, agent: &AgentId) -> Result<Vec<Release>> {
-    let files = indexed_files(ws, agent);
-    release_files(
-        ws,
-        agent,
-        unique_targets(ws, files.into_iter()),
-        false,
-        true,
-    )
+    let files = indexed_files(ws, agent).into_iter();
+    release_files(ws, agent, unique_targets(ws, files), false, true)
 }
 
 /// The files coord's index and `agent`'s presence say it holds (unverified).
@@ -158,18 +152,12 @@ fn release_files(
     let now = clock::now();
     let mut cache = StateCache::default();
     let mut out = Vec::with_capacity(targets.len());
-    let mut ours = Vec::new();
-    let mut marked = Vec::new();
-    // Lock files this call already releases or removed (a file named twice sees them gone).
-    let mut done: HashSet<PathBuf> = HashSet::new();
+    let mut g = Gathered::default();
     for (target, mut entries) in targets.iter().zip(list_for_release(ws, agent, &targets)?) {
-        entries.retain(|e| !done.contains(&e.lock_path));
+        entries.retain(|e| !g.done.contains(&e.lock_path));
         classify(ws.root(), &mut entries, &mut cache, &now);
         let outcome = if let Some(mine) = entries.iter().find(|e| e.agent == agent.id()) {
-            done.insert(mine.lock_path.clone());
-            ours.push((target.rel.clone(), mine.lock_path.clone()));
-            marked.extend(Marked::of(mine, false));
-            ReleaseOutcome::Released
+            g.ours(&target.rel, mine)
         } else if entries.is_empty() {
             // No lock file in any work tree: an entry of ours left for it (its lock file
             // removed by hand, or never published by a process killed in between) goes.
@@ -182,20 +170,40 @@ fn release_files(
                 state: held.state,
             }
         } else {
-            force_stale(ws, &entries, &mut done)?
+            force_stale(ws, &entries, &mut g.done)?
         };
         out.push(Release::new(&target.rel, false, outcome));
     }
-    remove_ours(ws, agent, &ours)?;
+    remove_ours(ws, agent, &g.ours)?;
     super::events::released(ws.root(), agent, &out, false);
     drop(mutex);
     if all {
         let (claims, more) = super::claim::release_here(ws, agent, None, false)?;
         out.extend(claims);
-        marked.extend(more);
+        g.marked.extend(more);
     }
-    remote_claim::release(ws, agent, &marked, &mut out);
+    remote_claim::release(ws, agent, &g.marked, &mut out);
     Ok(out)
+}
+
+/// What a release gathers: our lock files to remove (file, lock file), those of them published
+/// on the remote, and every lock file already released or removed (a file named twice sees
+/// them gone).
+#[derive(Default)]
+struct Gathered {
+    ours: Vec<(String, PathBuf)>,
+    marked: Vec<Marked>,
+    done: HashSet<PathBuf>,
+}
+
+impl Gathered {
+    /// Our lock `e` on `rel` is released.
+    fn ours(&mut self, rel: &str, e: &LockEntry) -> ReleaseOutcome {
+        self.done.insert(e.lock_path.clone());
+        self.ours.push((rel.to_string(), e.lock_path.clone()));
+        self.marked.extend(Marked::of(e, false));
+        ReleaseOutcome::Released
+    }
 }
 
 /// The lock files of each of `targets`, each folder listed once (temporary files of killed
@@ -208,9 +216,8 @@ fn list_for_release(
     let roster = lookup_roster(ws.root());
     let listing = Listing {
         sweep: true,
-        roster: &roster,
-        except: None,
         this_tree_only: true,
+        ..Listing::of(&roster)
     };
     let mut listed = list_locks_each(targets, listing)?;
     let elsewhere: Vec<usize> = (0..targets.len())
@@ -279,25 +286,18 @@ pub(super) fn give_back(
 ) -> Result<(Vec<Release>, Vec<Marked>)> {
     let mutex = ws.lock_mutex()?;
     let mut out = Vec::with_capacity(held.len());
-    let mut ours = Vec::new();
-    let mut marked = Vec::new();
-    let mut done: HashSet<PathBuf> = HashSet::new();
+    let mut g = Gathered::default();
     for (target, token) in held {
         let path = layout::lock_file(&target.abs, agent.id());
         let current = LockEntry::read(path.clone(), target.rel.clone(), agent.id().to_string())
-            .filter(|_| !done.contains(&path));
-        let outcome = match current.filter(|c| c.token() == Some(token.as_str())) {
-            Some(c) => {
-                done.insert(path.clone());
-                ours.push((target.rel.clone(), path));
-                marked.extend(Marked::of(&c, false));
-                ReleaseOutcome::Released
-            }
+            .filter(|c| !g.done.contains(&path) && c.token() == Some(token.as_str()));
+        let outcome = match current {
+            Some(c) => g.ours(&target.rel, &c),
             None => ReleaseOutcome::Lost,
         };
         out.push(Release::new(&target.rel, false, outcome));
     }
-    let removed = remove_ours(ws, agent, &ours);
+    let removed = remove_ours(ws, agent, &g.ours);
     if removed.is_ok() && record {
         super::events::released(ws.root(), agent, &out, false);
     }
@@ -307,7 +307,7 @@ pub(super) fn give_back(
         handoff::let_go(&layout::lock_file(&target.abs, agent.id()));
     }
     removed?;
-    Ok((out, marked))
+    Ok((out, g.marked))
 }
 
 /// The token of `agent`'s lock on `target`, when it holds one.
@@ -439,15 +439,20 @@ fn after_release(ws: &Workspace, agent: &AgentId, gone: &HashSet<&str>) -> Resul
         old.as_ref(),
         &presence::Update {
             releasing: true,
-            lock_status: Some(if held.is_empty() {
-                LockStatus::Free
-            } else {
-                LockStatus::Locked
-            }),
+            lock_status: Some(holding(&held)),
             current_file: held.first().cloned(),
             locks: Some(held),
             ..Default::default()
         },
     )?;
     Ok(())
+}
+
+/// `LOCKED` while `held` lists a lock, else `FREE`.
+pub(super) fn holding(held: &[String]) -> LockStatus {
+    if held.is_empty() {
+        LockStatus::Free
+    } else {
+        LockStatus::Locked
+    }
 }

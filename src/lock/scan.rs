@@ -2,7 +2,7 @@
 //! for every agent on the roster where listings lag), every lock under the root, and the locks
 //! an agent's presence lists that it still holds. Nothing here judges or removes a lock.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fs;
 use std::path::{Path, PathBuf};
 
@@ -20,17 +20,18 @@ pub fn locks_of(target: &Target) -> Vec<LockEntry> {
     try_locks_of(target).unwrap_or_default()
 }
 
-/// The lock files of one target, unjudged, sorted by agent; an error when the folder cannot be
-/// listed (a folder coord cannot read is not a folder without locks).
+/// [`locks_of`], with an error when the folder cannot be listed (a folder coord cannot read is
+/// not a folder without locks).
 pub fn try_locks_of(target: &Target) -> Result<Vec<LockEntry>> {
-    let roster = root_of(target).map(|root| lookup_roster(&root));
-    list_locks(
-        target,
-        Listing {
-            roster: roster.as_deref().unwrap_or_default(),
-            ..Listing::default()
-        },
-    )
+    let roster = roster_of(std::slice::from_ref(target));
+    list_locks(target, Listing::of(&roster))
+}
+
+/// The roster to look up for `targets` ([`lookup_roster`] of their root).
+fn roster_of(targets: &[Target]) -> Vec<String> {
+    (targets.first().and_then(root_of))
+        .map(|root| lookup_roster(&root))
+        .unwrap_or_default()
 }
 
 /// How [`list_locks`] lists one target's locks.
@@ -46,6 +47,16 @@ pub(super) struct Listing<'a> {
     /// Leave out the same paths in the repository's other work trees (a caller that looks
     /// there itself only when this tree did not answer).
     pub(super) this_tree_only: bool,
+}
+
+impl<'a> Listing<'a> {
+    /// A plain listing that also looks up `roster` by exact name.
+    pub(super) fn of(roster: &'a [String]) -> Self {
+        Listing {
+            roster,
+            ..Listing::default()
+        }
+    }
 }
 
 /// List the lock files of `target` as `how` says.
@@ -103,21 +114,18 @@ fn list_folders(
     network: bool,
     out: &mut [Vec<LockEntry>],
 ) -> Result<()> {
-    // Folder → (base name → the targets of that name), in first-seen order.
-    let mut folders: Vec<(&Path, HashMap<&str, Vec<usize>>)> = Vec::new();
-    let mut folder_of: HashMap<&Path, usize> = HashMap::new();
+    // Folder → base name → the targets of that name.
+    let mut folders: BTreeMap<&Path, HashMap<&str, Vec<usize>>> = BTreeMap::new();
     for (i, target) in targets.iter().enumerate() {
-        let (Some(dir), Some(base)) = (
-            target.abs.parent(),
-            target.abs.file_name().and_then(|n| n.to_str()),
-        ) else {
-            continue;
-        };
-        let at = *folder_of.entry(dir).or_insert_with(|| {
-            folders.push((dir, HashMap::new()));
-            folders.len() - 1
-        });
-        folders[at].1.entry(base).or_default().push(i);
+        let base = target.abs.file_name().and_then(|n| n.to_str());
+        if let (Some(dir), Some(base)) = (target.abs.parent(), base) {
+            folders
+                .entry(dir)
+                .or_default()
+                .entry(base)
+                .or_default()
+                .push(i);
+        }
     }
     let read = if network {
         LockEntry::read_listed
@@ -181,15 +189,8 @@ fn list_other_trees(root: &Path, targets: &[Target], out: &mut [Vec<LockEntry>])
 /// The lock files of each of `targets` (in their order), unjudged, each sorted by agent; each
 /// folder listed once. A folder that cannot be listed gives its targets no locks.
 pub fn locks_of_each(targets: &[Target]) -> Vec<Vec<LockEntry>> {
-    let roster = targets
-        .first()
-        .and_then(root_of)
-        .map(|root| lookup_roster(&root))
-        .unwrap_or_default();
-    let how = Listing {
-        roster: &roster,
-        ..Listing::default()
-    };
+    let roster = roster_of(targets);
+    let how = Listing::of(&roster);
     list_locks_each(targets, how).unwrap_or_else(|_| {
         // One folder could not be listed: the others still count.
         targets
@@ -208,24 +209,14 @@ fn root_of(target: &Target) -> Option<PathBuf> {
 /// The agents whose locks a listing under `root` must also look up by exact name: the roster
 /// where folder listings may lag other machines (a network filesystem), none elsewhere.
 pub(super) fn lookup_roster(root: &Path) -> Vec<String> {
-    if arbiter::policy(root).is_ok_and(|p| p.exact_lookups) {
-        roster(root)
-    } else {
-        Vec::new()
+    if !arbiter::policy(root).is_ok_and(|p| p.exact_lookups) {
+        return Vec::new();
     }
-}
-
-/// The agents on the roster (`.coord/agents`), read fresh.
-fn roster(root: &Path) -> Vec<String> {
-    let Ok(bytes) = fsutil::read_capped(
-        &layout::roster(&crate::worktree::shared_root(root)),
-        RECORD_CAP,
-    ) else {
+    let roster = layout::roster(&crate::worktree::shared_root(root));
+    let Ok(bytes) = fsutil::read_capped(&roster, RECORD_CAP) else {
         return Vec::new();
     };
-    String::from_utf8_lossy(&bytes)
-        .lines()
-        .map(str::trim)
+    (String::from_utf8_lossy(&bytes).lines().map(str::trim))
         .filter(|id| crate::workspace::is_valid_agent_id(id))
         .map(str::to_string)
         .collect()
@@ -254,13 +245,7 @@ pub fn scan_tree(ws: &Workspace) -> Vec<LockEntry> {
         found.extend(scan_one(&Workspace::at(tree.top)));
     }
     found.extend(scan_one(ws));
-    found.sort_by(|a, b| {
-        (a.file.as_str(), a.agent.as_str(), &a.lock_path).cmp(&(
-            b.file.as_str(),
-            b.agent.as_str(),
-            &b.lock_path,
-        ))
-    });
+    found.sort_by_key(|e| (e.file.clone(), e.agent.clone(), e.lock_path.clone()));
     found.dedup_by(|a, b| a.lock_path == b.lock_path);
     found
 }
@@ -290,17 +275,13 @@ pub(super) fn scan_folder(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
 }
 
 /// The lock files under the folder `rel_dir` (empty: the whole tree) that git does not ignore
-/// (every folder outside a git work tree), read by a walk (`ignore`, ripgrep's walker).
+/// (every folder outside a git work tree), read by a walk (`ignore`, ripgrep's walker) that
+/// honours the user's own ignore file of the repository's config.
 fn walk_unignored(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
-    let excludes = crate::worktree::enclosing_common_dir(ws.root())
-        .and_then(|common| crate::gitconfig::excludes_file(Some(&common)));
-    walk_tree(ws, rel_dir, excludes.as_deref())
-}
-
-/// The walk of [`walk_unignored`], honouring the user's own ignore file `excludes`.
-fn walk_tree(ws: &Workspace, rel_dir: &str, excludes: Option<&Path>) -> Vec<LockEntry> {
     use ignore::{WalkBuilder, overrides::OverrideBuilder};
     let root = ws.root();
+    let excludes = crate::worktree::enclosing_common_dir(root)
+        .and_then(|common| crate::gitconfig::excludes_file(Some(&common)));
     let start = root.join(rel_dir);
     if !fs::symlink_metadata(&start).is_ok_and(|m| m.is_dir()) {
         return Vec::new();
@@ -316,7 +297,6 @@ fn walk_tree(ws: &Workspace, rel_dir: &str, excludes: Option<&Path>) -> Vec<Lock
     walk.standard_filters(false)
         .git_ignore(true)
         .git_exclude(true)
-        // The user's own ignore file is the one of the repository's config (`excludes`).
         .git_global(false)
         .current_dir(root)
         .parents(true)

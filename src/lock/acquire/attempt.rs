@@ -43,8 +43,7 @@ pub(super) fn attempt(
     let mut t = Try::read(ws, req, targets, tickets, mine);
     let listing = Listing {
         sweep: true,
-        roster: &roster,
-        ..Listing::default()
+        ..Listing::of(&roster)
     };
     // Every folder is listed once, however many of the targets it holds.
     let listed = list_locks_each(targets, listing)?;
@@ -53,7 +52,7 @@ pub(super) fn attempt(
         Err(b) => return Ok(Attempt::Busy(b)),
     };
     // Everything is free or stale: take stale locks over (re-verified), then publish ours.
-    let stale = plans.iter().flat_map(|p| &p.stale);
+    let stale = plans.iter().flat_map(|p| &p.stale_locks);
     for e in stale.chain(claim_plans.iter().flat_map(|p| &p.stale_locks)) {
         if !take_over(ws.root(), e)? {
             return Ok(Attempt::Busy(blocker_of(ws.root(), e, &t.now)));
@@ -155,7 +154,7 @@ impl<'a> Try<'a> {
     fn plan(
         &mut self,
         listed: Vec<Vec<LockEntry>>,
-    ) -> Result<(Vec<Plan<'a>>, Vec<ClaimPlan<'a>>), Blocker> {
+    ) -> Result<(Vec<Plan<&'a Target>>, Vec<Plan<&'a Pattern>>), Blocker> {
         let (targets, req) = (self.targets, self.req);
         let plans = (targets.iter().zip(listed))
             .map(|(target, entries)| self.plan_lock(target, entries))
@@ -202,7 +201,7 @@ impl<'a> Try<'a> {
         &mut self,
         target: &'a Target,
         mut entries: Vec<LockEntry>,
-    ) -> Result<Plan<'a>, Blocker> {
+    ) -> Result<Plan<&'a Target>, Blocker> {
         let root = self.ws.root();
         classify(root, &mut entries, &mut self.cache, &self.now);
         let (mine, foreign): (Vec<_>, Vec<_>) =
@@ -240,9 +239,9 @@ impl<'a> Try<'a> {
             .map(|c| c.entry.clone())
             .collect();
         Ok(Plan {
-            target,
+            key: target,
             mine: mine.into_iter().next(),
-            stale: foreign,
+            stale_locks: foreign,
             stale_claims,
         })
     }
@@ -266,7 +265,7 @@ impl<'a> Try<'a> {
     }
 
     /// Judge one claim asked for: free of other agents' claims and locks, first in line.
-    fn plan_claim(&mut self, want: &'a Pattern) -> Result<ClaimPlan<'a>, Blocker> {
+    fn plan_claim(&mut self, want: &'a Pattern) -> Result<Plan<&'a Pattern>, Blocker> {
         let (root, text) = (self.ws.root(), want.as_str());
         if let Some(c) = self
             .foreign_claims(false)
@@ -287,9 +286,9 @@ impl<'a> Try<'a> {
             }
         }
         let me = self.me();
-        Ok(ClaimPlan {
-            pattern: want,
-            own: (self.claims.iter())
+        Ok(Plan {
+            key: want,
+            mine: (self.claims.iter())
                 .find(|c| c.entry.agent == me && c.entry.file == text)
                 .map(|c| c.entry.clone()),
             stale_claims: (self.foreign_claims(true))
@@ -336,8 +335,8 @@ impl<'a> Try<'a> {
     fn publish(
         &mut self,
         mutex: &Guard,
-        plans: &[Plan<'_>],
-        claim_plans: &[ClaimPlan<'_>],
+        plans: &[Plan<&Target>],
+        claim_plans: &[Plan<&Pattern>],
         roster: &[String],
         created: &mut Vec<(String, PathBuf)>,
     ) -> Result<Attempt> {
@@ -382,16 +381,16 @@ impl<'a> Try<'a> {
     /// Publish our lock on one file: a new record, or ours rewritten (its token kept).
     fn publish_lock(
         &self,
-        plan: &Plan<'_>,
+        plan: &Plan<&Target>,
         locked_at: &str,
         hold: bool,
         created: &mut Vec<(String, PathBuf)>,
     ) -> Result<Acquired> {
-        let (target, mine) = (plan.target, plan.mine.as_ref());
+        let (target, mine) = (plan.key, plan.mine.as_ref());
         let token = mine
             .and_then(LockEntry::token)
             .map_or_else(new_token, str::to_string);
-        let text = record(self.req, locked_at, &token, Place::File(&target.rel));
+        let text = record(self.req, locked_at, &token, &target.rel, None);
         let text = remote_claim::keep_mark(text, mine);
         let path = layout::lock_file(&target.abs, self.me());
         // The index names the lock before it exists (the views find it without a walk).
@@ -416,7 +415,7 @@ impl<'a> Try<'a> {
         {
             fsutil::remove(&m.lock_path)?;
         }
-        let took_over = (plan.stale.iter().map(|e| TakeOver::lock(e, None)))
+        let took_over = (plan.stale_locks.iter().map(|e| TakeOver::lock(e, None)))
             .chain(plan.stale_claims.iter().map(TakeOver::claim))
             .collect();
         Ok(Acquired {
@@ -427,24 +426,20 @@ impl<'a> Try<'a> {
             refreshed: !made,
             held_from: mine.filter(|_| !made).and_then(other_origin),
             took_over,
-            backup: None,
-            backup_kept: false,
-            claim: false,
-            remote: None,
-            lease_until: None,
+            ..Acquired::default()
         })
     }
 
     /// A lock made by hand while we looked (the seed's "look, then create" takes no mutex),
     /// to withdraw in favour of.
-    fn newcomer(&mut self, plans: &[Plan<'_>]) -> Result<Option<Blocker>> {
+    fn newcomer(&mut self, plans: &[Plan<&Target>]) -> Result<Option<Blocker>> {
         let (root, me) = (self.ws.root(), self.req.agent.id());
         let newcomers = Listing {
             except: Some(me),
             this_tree_only: true,
             ..Listing::default()
         };
-        let published: Vec<Target> = plans.iter().map(|p| p.target.clone()).collect();
+        let published: Vec<Target> = plans.iter().map(|p| p.key.clone()).collect();
         for mut entries in list_locks_each(&published, newcomers)? {
             classify(root, &mut entries, &mut self.cache, &self.now);
             if let Some(e) = (entries.iter()).find(|e| e.agent != me && e.state != LockState::Stale)
@@ -464,10 +459,8 @@ impl<'a> Try<'a> {
                 listed.push(a.file.clone());
             }
         }
-        let current_file = (self.targets.first().map(|t| t.rel.clone()))
-            .or_else(|| self.req.claims.first().map(|c| c.as_str().to_string()));
         let update = presence::Update {
-            current_file,
+            current_file: super::first_key(self.targets, self.req),
             lock_status: Some(LockStatus::Locked),
             locks: Some(listed),
             ..Default::default()
@@ -480,7 +473,7 @@ impl<'a> Try<'a> {
     /// dropped, a claim we hold is refreshed (its token kept).
     fn publish_claims(
         &self,
-        plans: &[ClaimPlan<'_>],
+        plans: &[Plan<&Pattern>],
         over: &[&LockEntry],
         locked_at: &str,
     ) -> Result<Vec<Acquired>> {
@@ -488,7 +481,7 @@ impl<'a> Try<'a> {
         let same = |a: &LockEntry, b: &LockEntry| a.raw == b.raw && a.agent == b.agent;
         let gone = |e: &LockEntry| {
             over.iter().any(|s| same(s, e))
-                || (plans.iter()).any(|p| p.own.as_ref().is_some_and(|o| same(o, e)))
+                || (plans.iter()).any(|p| p.mine.as_ref().is_some_and(|o| same(o, e)))
         };
         let mut records = self.unrelated.clone();
         records.extend(
@@ -499,14 +492,10 @@ impl<'a> Try<'a> {
         let mut out = Vec::with_capacity(plans.len());
         for p in plans {
             let token =
-                (p.own.as_ref().and_then(LockEntry::token)).map_or_else(new_token, str::to_string);
-            let place = Place::Claim {
-                pattern: p.pattern.as_str(),
-                tree: root,
-                branch: branch.as_deref(),
-            };
-            let text = record(self.req, locked_at, &token, place);
-            records.push(remote_claim::keep_mark(text, p.own.as_ref()));
+                (p.mine.as_ref().and_then(LockEntry::token)).map_or_else(new_token, str::to_string);
+            let place = Some((root, branch.as_deref()));
+            let text = record(self.req, locked_at, &token, p.key.as_str(), place);
+            records.push(remote_claim::keep_mark(text, p.mine.as_ref()));
             let took_over = (p.stale_claims.iter().map(TakeOver::claim))
                 .chain(
                     p.stale_locks
@@ -515,21 +504,17 @@ impl<'a> Try<'a> {
                 )
                 .collect();
             out.push(Acquired {
-                file: p.pattern.as_str().to_string(),
+                file: p.key.as_str().to_string(),
                 lock_file: self
                     .ws
                     .rel(&file)
                     .unwrap_or_else(|| file.display().to_string()),
                 locked_at: locked_at.to_string(),
                 token,
-                refreshed: p.own.is_some(),
-                held_from: None,
+                refreshed: p.mine.is_some(),
                 took_over,
-                backup: None,
-                backup_kept: false,
                 claim: true,
-                remote: None,
-                lease_until: None,
+                ..Acquired::default()
             });
         }
         claim::write_all(root, &records)?;
@@ -586,49 +571,32 @@ fn queued(key: &str, holder: &str, count: usize, pattern: Option<&str>) -> Block
     }
 }
 
-/// One file a try takes: our record of it (a refresh), and the stale locks and claims of
-/// others on it, taken over with it.
-struct Plan<'a> {
-    target: &'a Target,
+/// One file (or claim) a try takes: our record of it (a refresh), and the stale locks and claims
+/// of others on it (or that it passes over), taken over with it.
+struct Plan<K> {
+    key: K,
     mine: Option<LockEntry>,
-    stale: Vec<LockEntry>,
-    stale_claims: Vec<LockEntry>,
-}
-
-/// One claim a try takes: our record of it (a refresh), and the stale locks and claims of
-/// others it passes over, taken over with it.
-struct ClaimPlan<'a> {
-    pattern: &'a Pattern,
-    own: Option<LockEntry>,
     stale_locks: Vec<LockEntry>,
     stale_claims: Vec<LockEntry>,
 }
 
-/// Where a record of ours stands: a lock's file, or a claim's pattern and the work tree (and
-/// branch) it was taken in.
-#[derive(Clone, Copy)]
-enum Place<'p> {
-    File(&'p str),
-    Claim {
-        pattern: &'p str,
-        tree: &'p std::path::Path,
-        branch: Option<&'p str>,
-    },
-}
-
-/// The text of our lock or claim record: the seed's keys first (a claim adds `id` and names
-/// its `pattern`), then coord's own, `reason` last.
-fn record(req: &LockRequest, locked_at: &str, token: &str, place: Place<'_>) -> String {
+/// The text of our record of `key`: a lock's file, or with `claim` (the work tree and branch
+/// it is taken in) a claim's pattern. The seed's keys first (a claim adds `id` and names its
+/// `pattern`), then coord's own, `reason` last.
+fn record(
+    req: &LockRequest,
+    locked_at: &str,
+    token: &str,
+    key: &str,
+    claim: Option<(&std::path::Path, Option<&str>)>,
+) -> String {
     let mut rec = Record::new();
     rec.set("Agent", req.agent.name());
-    if let Place::Claim { .. } = place {
+    if claim.is_some() {
         rec.set("id", req.agent.id());
     }
     rec.set("locked_at", locked_at);
-    match place {
-        Place::File(rel) => rec.set("file", rel),
-        Place::Claim { pattern, .. } => rec.set("pattern", pattern),
-    }
+    rec.set(if claim.is_some() { "pattern" } else { "file" }, key);
     rec.set("token", token);
     rec.set("ttl", clock::format_duration(req.ttl));
     rec.set("host", host::hostname());
@@ -646,7 +614,7 @@ fn record(req: &LockRequest, locked_at: &str, token: &str, place: Place<'_>) -> 
             rec.set("client_session", &c.session);
         }
     }
-    if let Place::Claim { tree, branch, .. } = place {
+    if let Some((tree, branch)) = claim {
         rec.set("worktree", tree.display().to_string());
         if let Some(branch) = branch {
             rec.set("branch", branch);

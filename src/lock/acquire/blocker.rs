@@ -74,36 +74,26 @@ impl Blocker {
     }
 }
 
+/// The refusal of a request `b` stands in the way of, after a wait of `elapsed` if `waited`.
 pub(super) fn blocked_error(b: Blocker, waited: bool, elapsed: Duration) -> Error {
+    let waited_for = clock::format_duration(round_wait(elapsed));
     if b.queued_ahead > 0 {
-        let message = format!(
-            "`{}` is free, but {} earlier waiter{} stand{} in line ({} first)",
-            b.file,
-            b.queued_ahead,
-            if b.queued_ahead == 1 { "" } else { "s" },
-            if b.queued_ahead == 1 { "s" } else { "" },
-            b.holder
+        let one = b.queued_ahead == 1;
+        let (s, verb_s) = if one { ("", "s") } else { ("s", "") };
+        let mut message = format!(
+            "`{}` is free, but {} earlier waiter{s} stand{verb_s} in line ({} first)",
+            b.file, b.queued_ahead, b.holder
         );
-        return Error::refused(
-            Refusal::QueuedAhead,
-            if waited {
-                format!(
-                    "gave up waiting after {}: {message}",
-                    clock::format_duration(round_wait(elapsed))
-                )
-            } else {
-                message
-            },
-            Some(format!(
-                "wait your turn with `coord lock {} --wait 5m`",
-                b.file
-            )),
-        );
+        if waited {
+            message = format!("gave up waiting after {waited_for}: {message}");
+        }
+        let hint = format!("wait your turn with `coord lock {} --wait 5m`", b.file);
+        return Error::refused(Refusal::QueuedAhead, message, Some(hint));
     }
     if waited {
         Error::WaitTimedOut {
             file: b.file,
-            waited: clock::format_duration(round_wait(elapsed)),
+            waited: waited_for,
             holder: b.holder,
             since: b.since,
             working_on: b.working_on,
@@ -213,8 +203,6 @@ pub fn working_text(task: Option<&str>, reason: Option<&str>) -> Option<String> 
     let reason = reason.filter(|r| !r.trim().is_empty());
     match (task, reason) {
         (Some(t), Some(r)) => Some(format!("{t}; reason: {r}")),
-        (Some(t), None) => Some(t.to_string()),
-        (None, Some(r)) => Some(r.to_string()),
-        (None, None) => None,
+        (t, r) => t.or(r).map(str::to_string),
     }
 }

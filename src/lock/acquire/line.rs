@@ -6,8 +6,8 @@ use super::LockRequest;
 use crate::clock;
 use crate::error::Error;
 use crate::lock::deadlock::{self, WaitEdge};
-use crate::lock::queue::{self, Tickets};
-use crate::presence::{self, LockStatus, StateCache};
+use crate::lock::queue::{self, Tickets, Waiter};
+use crate::presence::{self, StateCache};
 use crate::workspace::{AgentId, Target, Workspace};
 
 /// Leaves the queue and resets `WAITING` if an acquire ends without the lock.
@@ -57,11 +57,7 @@ pub(super) fn settle(ws: &Workspace, agent: &AgentId, tickets: &Tickets) {
         agent,
         old.as_ref(),
         &presence::Update {
-            lock_status: Some(if held.is_empty() {
-                LockStatus::Free
-            } else {
-                LockStatus::Locked
-            }),
+            lock_status: Some(super::super::release::holding(&held)),
             ..Default::default()
         },
     );
@@ -78,33 +74,23 @@ pub(super) fn deadlock(
     let me = req.agent.id();
     let now = clock::now();
     let mut cache = StateCache::default();
-    let mut waited = Vec::new();
-    for t in targets {
-        waited.push((
-            t.rel.clone(),
-            deadlock::holders(ws, &t.rel, &mut cache, &now),
-        ));
-    }
-    for want in &req.claims {
-        let holders = deadlock::claim_holders(ws, want, &mut cache, &now);
-        waited.push((want.as_str().to_string(), holders));
-    }
-    let mut edges = Vec::new();
-    for (file, holders) in waited {
-        for (holder, holder_name) in holders.into_iter().filter(|(id, _)| id != me) {
-            edges.push(WaitEdge {
-                agent: me.to_string(),
-                name: req.agent.name().to_string(),
-                file: file.clone(),
-                holder,
-                holder_name,
-            });
-        }
-    }
+    let my_seq = tickets.map(|t| t.seq);
+    // We wait as a waiter in line would, for every file and claim asked for.
+    let keys = (targets.iter().map(|t| (t.rel.clone(), false)))
+        .chain(req.claims.iter().map(|c| (c.as_str().to_string(), true)));
+    let mine: Vec<Waiter> = (keys.map(|(file, claim)| Waiter {
+        seq: my_seq.unwrap_or_default(),
+        agent: me.to_string(),
+        name: req.agent.name().to_string(),
+        file,
+        since: None,
+        claim,
+    }))
+    .collect();
+    let mut edges = deadlock::edges(ws, &mine, &mut cache, &now);
     if edges.is_empty() {
         return None;
     }
-    let my_seq = tickets.map(|t| t.seq);
     let others: Vec<_> = queue::waiters(ws.root())
         .into_iter()
         .filter(|w| Some(w.seq) != my_seq)

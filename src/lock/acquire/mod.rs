@@ -14,7 +14,7 @@ use serde::Serialize;
 use self::attempt::attempt;
 use self::blocker::{Situation, blocked_error};
 use self::line::{Waiting, deadlock, settle};
-use self::wake::{Probe, Waits, sleep, watch_for, worth_a_try};
+use self::wake::{Probe, Waits, sleep, watch_for};
 use super::release::release_tokens;
 use super::remote_claim::{self, REREAD, Reach, Sharing};
 use crate::arbiter::{Guard, Policy};
@@ -98,7 +98,7 @@ pub enum LockEvent {
 }
 
 /// One lock taken.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct Acquired {
     /// The file, relative to the root.
     pub file: String,
@@ -265,7 +265,11 @@ pub fn acquire_shared(
     let got = loop {
         let held = remote_claim::held_elsewhere(ws, &req.agent, files, claims, reread);
         if let Some(blocker) = held {
-            tries.wait_elsewhere(blocker, on_event)?;
+            // Paused at most [`REREAD`] before the remote is read again; a place in line here,
+            // from an earlier try, is kept meanwhile.
+            let pause = |deadline: Deadline| crate::wait::pause(deadline.next_sleep(REREAD));
+            tries.wait_remote(blocker, on_event, false, pause)?;
+            tries.keep_tickets_alive()?;
             // The last look, past the deadline, reads nothing more.
             let last = tries.deadline.passed();
             reread = Some(if last { Duration::MAX } else { REREAD });
@@ -337,6 +341,12 @@ fn back_up(
         }
     }
     Ok(())
+}
+
+/// The first of `targets` (sorted) asked for, else the first claim.
+fn first_key(targets: &[Target], req: &LockRequest) -> Option<String> {
+    (targets.first().map(|t| t.rel.clone()))
+        .or_else(|| req.claims.first().map(|c| c.as_str().to_string()))
 }
 
 /// The least an acquire waits for the workspace mutex, even when it does not wait for locks:
@@ -470,7 +480,7 @@ impl Tries<'_> {
             return Ok(None);
         }
         let claims: Vec<String> = req.claims.iter().map(|c| c.as_str().to_string()).collect();
-        let tickets = queue::register_with_claims(ws.root(), &req.agent, targets, &claims)?;
+        let tickets = queue::register(ws.root(), &req.agent, targets, &claims)?;
         // Fencing: a number drawn under a lost lease may repeat one drawn since.
         if !mutex.still_held() {
             queue::leave(&tickets);
@@ -522,7 +532,7 @@ impl Tries<'_> {
                 // What blocked the try may have gone before the watch was made: look once,
                 // without the mutex, and try again at once only if it did.
                 self.waits.watches = Some(watch_for(ws.root(), targets));
-                if worth_a_try(&probe) {
+                if probe.worth_a_try() {
                     return Ok(());
                 }
             }
@@ -566,46 +576,38 @@ impl Tries<'_> {
         };
         remote_claim::withdraw(ws, &req.agent, &got);
         let blocker = remote_claim::blocker(&held, &s.remote);
-        if !self.may_wait || self.deadline.passed() {
-            remote_claim::say_waiting(ws, &req.agent, false);
-            return Err(self.refusal(blocker));
-        }
-        self.tell(blocker, on_event);
-        remote_claim::say_waiting(ws, &req.agent, true);
-        remote_claim::wait_free(ws, &req.agent, s, self.deadline);
-        if let Err(e) = self.stopped() {
-            remote_claim::say_waiting(ws, &req.agent, false);
-            return Err(e);
-        }
+        self.wait_remote(blocker, on_event, true, |deadline| {
+            remote_claim::wait_free(ws, &req.agent, s, deadline)
+        })?;
         Ok(None)
     }
 
-    /// Another clone holds what we ask for, as last synced: refused when not waiting (or past
-    /// the deadline), else the user told and a pause of at most [`REREAD`]
-    /// before the remote is read again.
-    fn wait_elsewhere(
+    /// Another clone holds what we ask for: refused when not waiting (or past the deadline),
+    /// else `WAITING` said (each time when `always`, else once), the user told, and `pause`.
+    fn wait_remote(
         &mut self,
         blocker: Blocker,
         on_event: &mut dyn FnMut(&LockEvent),
+        always: bool,
+        pause: impl FnOnce(Deadline),
     ) -> Result<()> {
-        let (ws, req) = (self.ws, self.req);
+        let (ws, agent) = (self.ws, &self.req.agent);
         if !self.may_wait || self.deadline.passed() {
-            if self.told.is_some() {
-                remote_claim::say_waiting(ws, &req.agent, false);
+            if always || self.told.is_some() {
+                remote_claim::say_waiting(ws, agent, false);
             }
             return Err(self.refusal(blocker));
         }
-        if self.told.is_none() {
-            remote_claim::say_waiting(ws, &req.agent, true);
+        if always || self.told.is_none() {
+            remote_claim::say_waiting(ws, agent, true);
         }
         self.tell(blocker, on_event);
-        crate::wait::pause(self.deadline.next_sleep(REREAD));
+        pause(self.deadline);
         if let Err(e) = self.stopped() {
-            remote_claim::say_waiting(ws, &req.agent, false);
+            remote_claim::say_waiting(ws, agent, false);
             return Err(e);
         }
-        // A place in line here, from an earlier try, is kept meanwhile.
-        self.keep_tickets_alive()
+        Ok(())
     }
 
     /// Tell the user what stands in the way: once when the wait starts, then when it changes.
@@ -628,24 +630,16 @@ impl Tries<'_> {
         super::events::refused(self.ws.root(), self.req, err)
     }
 
-    /// `Interrupted` when a signal asked this process to stop.
+    /// `Interrupted`, naming the first file (or claim) asked for, when a signal asked this
+    /// process to stop.
     fn stopped(&self) -> Result<()> {
-        match crate::wait::stop_requested() {
-            Some(signal) => Err(Error::Interrupted {
-                signal,
-                file: self.first_key(),
-            }),
-            None => Ok(()),
-        }
-    }
-
-    /// The first file (or claim) asked for.
-    fn first_key(&self) -> String {
-        self.targets
-            .first()
-            .map(|t| t.rel.clone())
-            .or_else(|| self.req.claims.first().map(|c| c.as_str().to_string()))
-            .unwrap_or_default()
+        let Some(signal) = crate::wait::stop_requested() else {
+            return Ok(());
+        };
+        Err(Error::Interrupted {
+            signal,
+            file: first_key(self.targets, self.req).unwrap_or_default(),
+        })
     }
 
     /// Touch our tickets every [`queue::TOUCH_EVERY`]; queue up again if they were judged dead.

@@ -57,6 +57,11 @@ enum Look {
 }
 
 impl Probe {
+    /// Whether a full try may succeed now: what blocked the last one changed.
+    pub(super) fn worth_a_try(&self) -> bool {
+        self.look() == Look::Changed
+    }
+
     /// Whether a full try would surely still find us blocked, and why.
     fn look(&self) -> Look {
         if let Some((dirs, seq)) = &self.queue {
@@ -109,11 +114,6 @@ impl Probe {
             process_alive(&raw).then_some((path, raw))
         })
     }
-}
-
-/// Whether a full try may succeed now: what blocked the last one changed.
-pub(super) fn worth_a_try(probe: &Probe) -> bool {
-    probe.look() == Look::Changed
 }
 
 /// Whether the lock file at `path` still holds exactly `raw` and does not name a process of
