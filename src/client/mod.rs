@@ -127,6 +127,25 @@ pub(crate) enum Wire {
     Generated(&'static str, &'static str),
 }
 
+const CLAUDE_STYLE: HookStyle = HookStyle::Claude { named: false };
+const NAMED_STYLE: HookStyle = HookStyle::Claude { named: true };
+
+impl Wire {
+    const fn json(
+        file: &'static str,
+        comments: bool,
+        hooks: Option<HookStyle>,
+        mcp: Option<McpStyle>,
+    ) -> Wire {
+        Wire::Json {
+            file,
+            comments,
+            hooks,
+            mcp,
+        }
+    }
+}
+
 /// The line that marks a generated plugin file as coord's.
 pub const MARKER: &str = "coord:generated";
 
@@ -177,7 +196,6 @@ pub struct Adapter {
     pub(crate) render: fn(&Reply) -> Option<Value>,
     pub(crate) normalize: Option<fn(Value) -> Value>,
     pub(crate) denies_by_exit_status: bool,
-    pub(crate) hook_file: &'static str,
     pub(crate) instruction_file: Option<&'static str>,
     pub(crate) shell_git_hooks: (bool, &'static str),
     pub(crate) wiring: &'static [Wire],
@@ -185,6 +203,7 @@ pub struct Adapter {
     /// What other modes do where the trust gate applies only to interactive sessions.
     pub(crate) trust_modes: Option<&'static str>,
     headless: fn(&[String], Option<bool>) -> bool,
+    /// The command's names on `PATH`, when not just [`Adapter::name`].
     pub(crate) executables: &'static [&'static str],
     pub(crate) plugin: Option<Plugin>,
     trust: fn(&Path) -> Trust,
@@ -254,9 +273,12 @@ impl Adapter {
         self.plugin.is_some()
     }
 
-    /// Whether `coord init` wired this client in `root` (its hook file runs `coord hook NAME`).
+    /// Whether `coord init` wired this client in `root` (its first wired file, where its hooks
+    /// are, runs `coord hook NAME`).
     pub fn wired(&self, root: &Path) -> bool {
-        crate::fsutil::read_capped(&root.join(self.hook_file), 16 * 1024 * 1024)
+        let (Wire::Json { file, .. } | Wire::CodexToml(file) | Wire::Generated(file, _)) =
+            self.wiring[0];
+        crate::fsutil::read_capped(&root.join(file), 16 * 1024 * 1024)
             .ok()
             .is_some_and(|b| {
                 String::from_utf8_lossy(&b).contains(&format!("coord hook {}", self.name))
@@ -326,20 +348,22 @@ impl Client {
     }
 
     /// Where the client's command is on `path` (a `PATH` value): the first executable file of
-    /// one of its names (`claude`; Cursor's `cursor-agent` or `cursor`), folder by folder.
+    /// one of its names (its own; Cursor's `cursor-agent` or `cursor`), folder by folder.
     pub fn find_on(self, path: &std::ffi::OsStr) -> Option<PathBuf> {
         use std::os::unix::fs::PermissionsExt;
+        let a = self.adapter();
+        let names = if a.executables.is_empty() {
+            &[a.name][..]
+        } else {
+            a.executables
+        };
         std::env::split_paths(path)
             .filter(|dir| dir.is_absolute())
             .find_map(|dir| {
-                self.adapter()
-                    .executables
-                    .iter()
-                    .map(|name| dir.join(name))
-                    .find(|p| {
-                        std::fs::metadata(p)
-                            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-                    })
+                names.iter().map(|name| dir.join(name)).find(|p| {
+                    std::fs::metadata(p)
+                        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                })
             })
     }
 
@@ -391,7 +415,6 @@ const BASE: Adapter = Adapter {
     render: render_claude,
     normalize: None,
     denies_by_exit_status: false,
-    hook_file: "",
     instruction_file: None,
     shell_git_hooks: GIT_OWN_CONFIG,
     wiring: &[],
@@ -404,12 +427,7 @@ const BASE: Adapter = Adapter {
     trust_step: |_| String::new(),
 };
 
-const MCP_JSON: Wire = Wire::Json {
-    file: ".mcp.json",
-    comments: false,
-    hooks: None,
-    mcp: Some(McpStyle::Servers),
-};
+const MCP_JSON: Wire = Wire::json(".mcp.json", false, None, Some(McpStyle::Servers));
 
 /// Claude Code: hooks in `.claude/settings.json`, the MCP server in `.mcp.json`.
 const CLAUDE: Adapter = Adapter {
@@ -432,15 +450,9 @@ const CLAUDE: Adapter = Adapter {
     ],
     edited: tools::claude_edited,
     shell: |t, i| tools::shell_call(t, "Bash", i, None),
-    hook_file: ".claude/settings.json",
     instruction_file: Some("CLAUDE.md"),
     wiring: &[
-        Wire::Json {
-            file: ".claude/settings.json",
-            comments: false,
-            hooks: Some(HookStyle::Claude { named: false }),
-            mcp: None,
-        },
+        Wire::json(".claude/settings.json", false, Some(CLAUDE_STYLE), None),
         MCP_JSON,
     ],
     // Its answer to "use this project's MCP server?" (`enabledMcpjsonServers`), and a tool
@@ -451,14 +463,13 @@ const CLAUDE: Adapter = Adapter {
     trust_modes: Some(
         "`claude -p` runs them in any folder, trusted or not; an interactive session also asks once whether to use the project's MCP server `coord` (.mcp.json): answer yes",
     ),
-    executables: &["claude"],
     plugin: Some(Plugin {
         kind: PluginKind::Marketplace {
             marketplace: ".claude-plugin/marketplace.json",
             codex: false,
             manifest: "coord/.claude-plugin/plugin.json",
             paths: None,
-            hooks: HookStyle::Claude { named: false },
+            hooks: CLAUDE_STYLE,
         },
         install: &[
             "claude plugin marketplace add {dir}",
@@ -491,26 +502,19 @@ const CODEX: Adapter = Adapter {
     ],
     edited: tools::codex_edited,
     shell: |t, i| tools::shell_call(t, "Bash", i, Some("workdir")),
-    hook_file: ".codex/hooks.json",
     wiring: &[
-        Wire::Json {
-            file: ".codex/hooks.json",
-            comments: false,
-            hooks: Some(HookStyle::Claude { named: false }),
-            mcp: None,
-        },
+        Wire::json(".codex/hooks.json", false, Some(CLAUDE_STYLE), None),
         Wire::CodexToml(".codex/config.toml"),
     ],
     // `codex exec` (or its alias, `codex e …`): one task, then it exits.
     headless: |args, _| args.iter().any(|a| a == "exec") || args.first().is_some_and(|a| a == "e"),
-    executables: &["codex"],
     plugin: Some(Plugin {
         kind: PluginKind::Marketplace {
             marketplace: ".agents/plugins/marketplace.json",
             codex: true,
             manifest: "coord/.codex-plugin/plugin.json",
             paths: Some(["./hooks/hooks.json", "./.mcp.json", "./skills/"]),
-            hooks: HookStyle::Claude { named: false },
+            hooks: CLAUDE_STYLE,
         },
         install: &[
             "codex plugin marketplace add {dir}",
@@ -553,25 +557,23 @@ const GEMINI: Adapter = Adapter {
     },
     shell: |t, i| tools::shell_call(t, "run_shell_command", i, Some("dir_path")),
     render: render_gemini,
-    hook_file: ".gemini/settings.json",
     instruction_file: Some("GEMINI.md"),
     shell_git_hooks: (
         false,
         "its shell tool runs git with core.hooksPath empty (GIT_CONFIG_COUNT): no git hook runs; coord's BeforeTool hook checks those commits instead",
     ),
-    wiring: &[Wire::Json {
-        file: ".gemini/settings.json",
-        comments: true,
-        hooks: Some(HookStyle::Claude { named: true }),
-        mcp: Some(McpStyle::Servers),
-    }],
+    wiring: &[Wire::json(
+        ".gemini/settings.json",
+        true,
+        Some(NAMED_STYLE),
+        Some(McpStyle::Servers),
+    )],
     // `gemini -p` (`--prompt`), or its input not a terminal (`echo … | gemini`): one prompt,
     // then it exits; `-i` (`--prompt-interactive`) stays at the terminal.
     headless: |args, stdin_terminal| {
         !has_option(args, "-i", "--prompt-interactive")
             && (has_option(args, "-p", "--prompt") || stdin_terminal == Some(false))
     },
-    executables: &["gemini"],
     plugin: Some(Plugin {
         kind: PluginKind::Extension {
             manifest: "gemini-extension.json",
@@ -617,23 +619,21 @@ const COPILOT: Adapter = Adapter {
         Reply::Block(reason) => Some(json!({"decision": "block", "reason": reason})),
         Reply::Context(text) | Reply::Notice(_, text) => Some(json!({"additionalContext": text})),
     },
-    hook_file: ".github/hooks/coord.json",
     shell_git_hooks: (
         true,
         "its shell tool sets only safe.bareRepository and core.fsmonitor through GIT_CONFIG_*; git hooks run",
     ),
     wiring: &[
-        Wire::Json {
-            file: ".github/hooks/coord.json",
-            comments: false,
-            hooks: Some(HookStyle::Copilot),
-            mcp: None,
-        },
+        Wire::json(
+            ".github/hooks/coord.json",
+            false,
+            Some(HookStyle::Copilot),
+            None,
+        ),
         MCP_JSON,
     ],
     // `copilot -p` (`--prompt`): one prompt, then it exits.
     headless: |args, _| has_option(args, "-p", "--prompt"),
-    executables: &["copilot"],
     plugin: Some(Plugin {
         // Copilot loads it live from this folder: keep the folder.
         kind: PluginKind::Marketplace {
@@ -678,15 +678,13 @@ const QWEN: Adapter = Adapter {
         _ => None,
     },
     shell: |t, i| tools::shell_call(t, "run_shell_command", i, Some("directory")),
-    hook_file: ".qwen/settings.json",
     instruction_file: Some("QWEN.md"),
-    wiring: &[Wire::Json {
-        file: ".qwen/settings.json",
-        comments: true,
-        hooks: Some(HookStyle::Claude { named: true }),
-        mcp: Some(McpStyle::Servers),
-    }],
-    executables: &["qwen"],
+    wiring: &[Wire::json(
+        ".qwen/settings.json",
+        true,
+        Some(NAMED_STYLE),
+        Some(McpStyle::Servers),
+    )],
     plugin: Some(Plugin {
         kind: PluginKind::Extension {
             manifest: "qwen-extension.json",
@@ -724,17 +722,10 @@ const OPENCODE: Adapter = Adapter {
     edited: tools::opencode_edited,
     shell: |t, i| tools::shell_call(t, "bash", i, Some("workdir")),
     render: render_plugin,
-    hook_file: ".opencode/plugin/coord.js",
     wiring: &[
         Wire::Generated(".opencode/plugin/coord.js", OPENCODE_PLUGIN),
-        Wire::Json {
-            file: "opencode.json",
-            comments: true,
-            hooks: None,
-            mcp: Some(McpStyle::Opencode),
-        },
+        Wire::json("opencode.json", true, None, Some(McpStyle::Opencode)),
     ],
-    executables: &["opencode"],
     plugin: Some(Plugin {
         kind: PluginKind::Js {
             package: r#"{"main": "coord.js"}"#,
@@ -772,9 +763,7 @@ const CLINE: Adapter = Adapter {
     edited: tools::cline_edited,
     shell: tools::cline_shell,
     render: render_plugin,
-    hook_file: ".cline/plugins/coord.js",
     wiring: &[Wire::Generated(".cline/plugins/coord.js", CLINE_PLUGIN)],
-    executables: &["cline"],
     plugin: Some(Plugin {
         kind: PluginKind::Js {
             package: r#"{"cline": {"plugins": [{"paths": ["./coord.js"]}]}}"#,
@@ -850,21 +839,15 @@ const CURSOR: Adapter = Adapter {
         })
     },
     normalize: Some(tools::cursor_normalize),
-    hook_file: ".cursor/hooks.json",
     shell_git_hooks: EDITOR_GIT,
     wiring: &[
-        Wire::Json {
-            file: ".cursor/hooks.json",
-            comments: false,
-            hooks: Some(HookStyle::Flat { version: true }),
-            mcp: None,
-        },
-        Wire::Json {
-            file: ".cursor/mcp.json",
-            comments: false,
-            hooks: None,
-            mcp: Some(McpStyle::Servers),
-        },
+        Wire::json(
+            ".cursor/hooks.json",
+            false,
+            Some(HookStyle::Flat { version: true }),
+            None,
+        ),
+        Wire::json(".cursor/mcp.json", false, None, Some(McpStyle::Servers)),
     ],
     executables: &["cursor-agent", "cursor"],
     trust: |_| {
@@ -910,15 +893,13 @@ const WINDSURF: Adapter = Adapter {
     render: |_| None,
     normalize: Some(tools::windsurf_normalize),
     denies_by_exit_status: true,
-    hook_file: ".windsurf/hooks.json",
     shell_git_hooks: EDITOR_GIT,
-    wiring: &[Wire::Json {
-        file: ".windsurf/hooks.json",
-        comments: false,
-        hooks: Some(HookStyle::Flat { version: false }),
-        mcp: None,
-    }],
-    executables: &["windsurf"],
+    wiring: &[Wire::json(
+        ".windsurf/hooks.json",
+        false,
+        Some(HookStyle::Flat { version: false }),
+        None,
+    )],
     trust: |_| {
         Trust::new(
             HooksRun::Yes,

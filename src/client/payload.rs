@@ -82,8 +82,7 @@ impl Reader<'_> {
                 self.skip().map_err(|()| None)?;
                 Ok(Value::Null)
             }
-            Some(b'{') => self.object(depth + 1),
-            Some(b'[') => self.array(depth + 1),
+            Some(b'{' | b'[') => self.container(depth + 1),
             Some(b'"') => self.string().map(Value::String).map_err(|()| None),
             Some(b't') => self.word(b"true", Value::Bool(true)),
             Some(b'f') => self.word(b"false", Value::Bool(false)),
@@ -93,76 +92,61 @@ impl Reader<'_> {
         }
     }
 
-    fn object(&mut self, depth: usize) -> Result<Value, Cut> {
+    /// The object or array at `{` or `[`, its members read at `depth`.
+    fn container(&mut self, depth: usize) -> Result<Value, Cut> {
+        let object = self.peek() == Some(b'{');
+        let close = if object { b'}' } else { b']' };
         self.i += 1;
-        let mut map = Map::new();
+        let (mut map, mut items) = (Map::new(), Vec::new());
+        let done = |map, items| match object {
+            true => Value::Object(map),
+            false => Value::Array(items),
+        };
         self.ws();
-        if self.peek() == Some(b'}') {
+        if self.peek() == Some(close) {
             self.i += 1;
-            return Ok(Value::Object(map));
+            return Ok(done(map, items));
         }
         loop {
             self.ws();
-            if self.peek() != Some(b'"') {
-                return Err(Some(Value::Object(map)));
-            }
-            let Ok(key) = self.string() else {
-                return Err(Some(Value::Object(map)));
-            };
-            self.ws();
-            if self.peek() != Some(b':') {
-                return Err(Some(Value::Object(map)));
-            }
-            self.i += 1;
-            self.ws();
-            match self.value(depth) {
-                Ok(v) => {
-                    map.insert(key, v);
-                }
-                Err(cut) => {
-                    if let Some(v) = cut {
-                        map.insert(key, v);
+            let key = if object {
+                let key = match self.peek() {
+                    Some(b'"') => self.string().ok(),
+                    _ => None,
+                };
+                self.ws();
+                match key {
+                    Some(key) if self.peek() == Some(b':') => {
+                        self.i += 1;
+                        self.ws();
+                        Some(key)
                     }
-                    return Err(Some(Value::Object(map)));
+                    _ => return Err(Some(done(map, items))),
                 }
+            } else {
+                None
+            };
+            let (v, cut) = match self.value(depth) {
+                Ok(v) => (Some(v), false),
+                Err(cut) => (cut, true),
+            };
+            if let Some(v) = v {
+                match key {
+                    Some(key) => drop(map.insert(key, v)),
+                    None => items.push(v),
+                }
+            }
+            if cut {
+                return Err(Some(done(map, items)));
             }
             self.ws();
             match self.peek() {
                 Some(b',') => self.i += 1,
-                Some(b'}') => {
+                Some(c) if c == close => {
                     self.i += 1;
-                    return Ok(Value::Object(map));
+                    return Ok(done(map, items));
                 }
-                _ => return Err(Some(Value::Object(map))),
-            }
-        }
-    }
-
-    fn array(&mut self, depth: usize) -> Result<Value, Cut> {
-        self.i += 1;
-        let mut items = Vec::new();
-        self.ws();
-        if self.peek() == Some(b']') {
-            self.i += 1;
-            return Ok(Value::Array(items));
-        }
-        loop {
-            self.ws();
-            match self.value(depth) {
-                Ok(v) => items.push(v),
-                Err(cut) => {
-                    items.extend(cut);
-                    return Err(Some(Value::Array(items)));
-                }
-            }
-            self.ws();
-            match self.peek() {
-                Some(b',') => self.i += 1,
-                Some(b']') => {
-                    self.i += 1;
-                    return Ok(Value::Array(items));
-                }
-                _ => return Err(Some(Value::Array(items))),
+                _ => return Err(Some(done(map, items))),
             }
         }
     }

@@ -7,13 +7,6 @@ use serde_json::{Map, Value};
 
 use super::{HooksRun, Trust};
 
-/// The user's home folder (`HOME`).
-fn home() -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
-}
-
 /// `VAR` when set and not empty.
 fn env_path(var: &str) -> Option<PathBuf> {
     std::env::var_os(var)
@@ -21,49 +14,50 @@ fn env_path(var: &str) -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-/// `VAR` when set and not empty, else `under_home` under the home folder.
+/// `VAR` when set and not empty, else `under_home` under the home folder (`HOME`).
 fn dir_from_env(var: &str, under_home: &str) -> Option<PathBuf> {
-    env_path(var).or_else(|| home().map(|h| h.join(under_home)))
+    env_path(var).or_else(|| env_path("HOME").map(|h| h.join(under_home)))
 }
 
-/// Outcome of reading a client's config file: missing, unreadable (why), or its value.
-enum Config {
-    Missing,
-    Bad(String),
-    Value(Value),
-}
-
-/// The value of a config file, or the verdict when it is missing or bad.
-fn config_value(path: &Path, comments: bool) -> Result<Value, Trust> {
-    match read_config(path, comments) {
-        Config::Value(v) => Ok(v),
-        Config::Missing => Err(missing(path)),
-        Config::Bad(why) => Err(Trust::new(HooksRun::Unknown, why)),
-    }
+/// Read and parse a client's config file of at most `cap` bytes: `Ok(None)` when it is missing,
+/// `Err` with why when it cannot be read or parsed.
+fn read_file<T>(
+    path: &Path,
+    cap: u64,
+    parse: impl FnOnce(&str) -> std::result::Result<T, String>,
+) -> Result<Option<T>, String> {
+    let bytes = match crate::fsutil::read_capped(path, cap) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    parse(&String::from_utf8_lossy(&bytes))
+        .map(Some)
+        .map_err(|e| format!("{} cannot be parsed: {e}", path.display()))
 }
 
 /// Read a client's JSON config file (`comments`: JSON with `//` and `/* */` comments).
-fn read_config(path: &Path, comments: bool) -> Config {
-    let bytes = match crate::fsutil::read_capped(path, 256 * 1024 * 1024) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Config::Missing,
-        Err(e) => return Config::Bad(format!("cannot read {}: {e}", path.display())),
-    };
-    let text = String::from_utf8_lossy(&bytes);
-    let parsed = if comments {
+fn read_config(path: &Path, comments: bool) -> Result<Option<Value>, String> {
+    read_file(path, 256 * 1024 * 1024, |text| {
+        if !comments {
+            return serde_json::from_str(text).map_err(|e| e.to_string());
+        }
         let opts = jsonc_parser::ParseOptions {
             allow_comments: true,
             ..Default::default()
         };
-        jsonc_parser::cst::CstRootNode::parse(&text, &opts)
+        jsonc_parser::cst::CstRootNode::parse(text, &opts)
             .map_err(|e| e.to_string())
             .and_then(|root| root.to_serde_value().ok_or_else(|| "empty".to_string()))
-    } else {
-        serde_json::from_str(&text).map_err(|e| e.to_string())
-    };
-    match parsed {
-        Ok(v) => Config::Value(v),
-        Err(e) => Config::Bad(format!("{} cannot be parsed: {e}", path.display())),
+    })
+}
+
+/// The value of a config file, or the verdict when it is missing (`missing`) or bad.
+fn config_value<T>(read: Result<Option<T>, String>, missing: Trust) -> Result<T, Trust> {
+    match read {
+        Ok(Some(v)) => Ok(v),
+        Ok(None) => Err(missing),
+        Err(why) => Err(Trust::new(HooksRun::Unknown, why)),
     }
 }
 
@@ -122,7 +116,7 @@ pub fn claude(root: &Path) -> Trust {
     let Some(path) = claude_config() else {
         return no_home("~/.claude.json");
     };
-    let config = match config_value(&path, false) {
+    let config = match config_value(read_config(&path, false), missing(&path)) {
         Ok(v) => v,
         Err(verdict) => return verdict,
     };
@@ -148,20 +142,13 @@ pub fn codex(root: &Path) -> Trust {
     let Some(path) = dir_from_env("CODEX_HOME", ".codex").map(|d| d.join("config.toml")) else {
         return no_home("~/.codex");
     };
-    let text = match crate::fsutil::read_capped(&path, 64 * 1024 * 1024) {
-        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return missing(&path),
-        Err(e) => {
-            let why = format!("cannot read {}: {e}", path.display());
-            return Trust::new(HooksRun::Unknown, why);
-        }
-    };
-    let doc: toml_edit::DocumentMut = match text.parse() {
+    let read = read_file(&path, 64 * 1024 * 1024, |text| {
+        text.parse::<toml_edit::DocumentMut>()
+            .map_err(|e| e.to_string())
+    });
+    let doc = match config_value(read, missing(&path)) {
         Ok(d) => d,
-        Err(e) => {
-            let why = format!("{} cannot be parsed: {e}", path.display());
-            return Trust::new(HooksRun::Unknown, why);
-        }
+        Err(verdict) => return verdict,
     };
     let level = self_and_ancestors(root).find_map(|d| {
         let level = doc.get("projects")?.get(d.as_str())?.get("trust_level")?;
@@ -218,7 +205,7 @@ pub fn codex(root: &Path) -> Trust {
 /// `.codex/hooks.json`: `/abs/.codex/hooks.json:pre_tool_use:GROUP:HOOK`.
 fn codex_hook_keys(root: &Path) -> Vec<String> {
     let file = root.join(".codex/hooks.json");
-    let Config::Value(doc) = read_config(&file, false) else {
+    let Ok(Some(doc)) = read_config(&file, false) else {
         return Vec::new();
     };
     let mut keys = Vec::new();
@@ -245,28 +232,43 @@ fn codex_hook_keys(root: &Path) -> Vec<String> {
     keys
 }
 
+const GEMINI_TRUSTED: &str = "GEMINI_CLI_TRUSTED_FOLDERS_PATH";
+const QWEN_TRUSTED: &str = "QWEN_CODE_TRUSTED_FOLDERS_PATH";
+
 /// `~/.gemini` (`GEMINI_CLI_HOME` replaces the home folder).
 fn gemini_dir() -> Option<PathBuf> {
     dir_from_env("GEMINI_CLI_HOME", "").map(|h| h.join(".gemini"))
 }
 
-/// The trusted-folders file: `GEMINI_CLI_TRUSTED_FOLDERS_PATH`, else `~/.gemini/trustedFolders.json`.
-fn gemini_trusted_folders() -> Option<PathBuf> {
-    env_path("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
-        .or_else(|| gemini_dir().map(|d| d.join("trustedFolders.json")))
+/// The trusted-folders file of Gemini CLI or Qwen Code: `var`, else `trustedFolders.json` in
+/// the client's folder `dir`.
+fn trusted_folders(var: &str, dir: Option<PathBuf>) -> Option<PathBuf> {
+    env_path(var).or_else(|| dir.map(|d| d.join("trustedFolders.json")))
+}
+
+/// The system settings (`var`, else `system`) and user settings (in `dir`) that can be read,
+/// with their `security.folderTrust.enabled`.
+fn folder_trust(var: &str, system: &str, dir: Option<PathBuf>) -> Vec<(PathBuf, Value)> {
+    let system = env_path(var).unwrap_or_else(|| PathBuf::from(system));
+    [Some(system), dir.map(|d| d.join("settings.json"))]
+        .into_iter()
+        .flatten()
+        .filter_map(|path| {
+            let v = read_config(&path, true).ok()??;
+            Some((path, v["security"]["folderTrust"]["enabled"].clone()))
+        })
+        .collect()
 }
 
 /// The trusted-folders rules of `path` (`Err`: the verdict when they cannot be had;
 /// `missing`: the verdict when the file does not exist).
 fn folder_rules(path: &Path, missing: Trust) -> Result<Map<String, Value>, Trust> {
-    match read_config(path, true) {
-        Config::Value(Value::Object(rules)) => Ok(rules),
-        Config::Value(_) => Err(Trust::new(
+    match config_value(read_config(path, true), missing)? {
+        Value::Object(rules) => Ok(rules),
+        _ => Err(Trust::new(
             HooksRun::Unknown,
             format!("{} is not a JSON object", path.display()),
         )),
-        Config::Missing => Err(missing),
-        Config::Bad(why) => Err(Trust::new(HooksRun::Unknown, why)),
     }
 }
 
@@ -283,7 +285,10 @@ pub fn gemini_step(root: &Path) -> String {
         "run `gemini` in {} and choose \"Trust folder\" (or add `\"{}\": \"TRUST_FOLDER\"` to {})",
         root.display(),
         root.display(),
-        shown(gemini_trusted_folders(), "~/.gemini/trustedFolders.json")
+        shown(
+            trusted_folders(GEMINI_TRUSTED, gemini_dir()),
+            "~/.gemini/trustedFolders.json"
+        )
     )
 }
 
@@ -304,20 +309,16 @@ pub fn gemini(root: &Path) -> Trust {
     if env("GEMINI_CLI_TRUST_WORKSPACE").as_deref() == Some("true") {
         return Trust::new(HooksRun::Yes, "GEMINI_CLI_TRUST_WORKSPACE=true");
     }
-    let system = env_path("GEMINI_CLI_SYSTEM_SETTINGS_PATH")
-        .unwrap_or_else(|| PathBuf::from("/etc/gemini-cli/settings.json"));
-    for settings in [Some(system), gemini_dir().map(|d| d.join("settings.json"))]
-        .into_iter()
-        .flatten()
-    {
-        if let Config::Value(v) = read_config(&settings, true)
-            && v["security"]["folderTrust"]["enabled"] == Value::Bool(false)
-        {
-            let why = format!("folder trust is off in {}", settings.display());
-            return Trust::new(HooksRun::Yes, why);
-        }
+    let settings = folder_trust(
+        "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+        "/etc/gemini-cli/settings.json",
+        gemini_dir(),
+    );
+    if let Some((off, _)) = settings.iter().find(|(_, on)| *on == Value::Bool(false)) {
+        let why = format!("folder trust is off in {}", off.display());
+        return Trust::new(HooksRun::Yes, why);
     }
-    let Some(path) = gemini_trusted_folders() else {
+    let Some(path) = trusted_folders(GEMINI_TRUSTED, gemini_dir()) else {
         return no_home("~/.gemini");
     };
     let rules = match folder_rules(&path, missing(&path)) {
@@ -371,7 +372,7 @@ pub fn copilot(root: &Path) -> Trust {
     let Some(path) = copilot_config() else {
         return no_home("~/.copilot");
     };
-    let config = match config_value(&path, true) {
+    let config = match config_value(read_config(&path, true), missing(&path)) {
         Ok(v) => v,
         Err(verdict) => return verdict,
     };
@@ -390,41 +391,30 @@ fn qwen_dir() -> Option<PathBuf> {
     dir_from_env("QWEN_HOME", ".qwen")
 }
 
-/// The trusted-folders file: `QWEN_CODE_TRUSTED_FOLDERS_PATH`, else `~/.qwen/trustedFolders.json`.
-fn qwen_trusted_folders() -> Option<PathBuf> {
-    env_path("QWEN_CODE_TRUSTED_FOLDERS_PATH")
-        .or_else(|| qwen_dir().map(|d| d.join("trustedFolders.json")))
-}
-
 pub fn qwen_step(root: &Path) -> String {
     format!(
         "folder trust is off by default in Qwen Code; where it is on, run `qwen` in {} and trust the folder (or add `\"{}\": \"TRUST_FOLDER\"` to {})",
         root.display(),
         root.display(),
-        shown(qwen_trusted_folders(), "~/.qwen/trustedFolders.json")
+        shown(
+            trusted_folders(QWEN_TRUSTED, qwen_dir()),
+            "~/.qwen/trustedFolders.json"
+        )
     )
 }
 
 /// Qwen Code loads a folder's hooks unless folder trust is on (`security.folderTrust.enabled`
 /// in the user or system settings; off by default) and the folder is not trusted.
 pub fn qwen(root: &Path) -> Trust {
-    let system = env_path("QWEN_CODE_SYSTEM_SETTINGS_PATH")
-        .unwrap_or_else(|| PathBuf::from("/etc/qwen-code/settings.json"));
-    let mut enabled_in = None;
-    for settings in [Some(system), qwen_dir().map(|d| d.join("settings.json"))]
-        .into_iter()
-        .flatten()
-    {
-        if let Config::Value(v) = read_config(&settings, true)
-            && v["security"]["folderTrust"]["enabled"] == Value::Bool(true)
-        {
-            enabled_in = Some(settings);
-        }
-    }
-    let Some(settings) = enabled_in else {
+    let settings = folder_trust(
+        "QWEN_CODE_SYSTEM_SETTINGS_PATH",
+        "/etc/qwen-code/settings.json",
+        qwen_dir(),
+    );
+    let Some((settings, _)) = settings.iter().rfind(|(_, on)| *on == Value::Bool(true)) else {
         return Trust::new(HooksRun::Yes, "folder trust is off (Qwen Code's default)");
     };
-    let Some(path) = qwen_trusted_folders() else {
+    let Some(path) = trusted_folders(QWEN_TRUSTED, qwen_dir()) else {
         return no_home("~/.qwen");
     };
     let on = |what: String| {
