@@ -203,11 +203,8 @@ fn commands(text: &str) -> Vec<Vec<String>> {
 mod tests {
     use super::*;
 
-    fn commit(dir: &[&str], all: bool) -> GitCall {
-        added(dir, all, false)
-    }
-
-    fn added(dir: &[&str], all: bool, added: bool) -> GitCall {
+    /// A commit in `dir` (`all`: it takes unstaged changes; `added`: a `git add` ran before).
+    fn commit(dir: &[&str], all: bool, added: bool) -> GitCall {
         GitCall {
             dir: dir.iter().map(|s| s.to_string()).collect(),
             action: GitAction::Commit { all, added },
@@ -215,74 +212,62 @@ mod tests {
     }
 
     #[test]
-    fn git_options_before_the_subcommand_are_stepped_over() {
-        assert_eq!(calls("git --no-pager commit -m x"), [commit(&[], false)]);
-        assert_eq!(calls("git -p --bare commit -a -m x"), [commit(&[], true)]);
-    }
-
-    /// A word is a variable assignment only with a shell name before `=`: anything else is the
-    /// command itself, so the git after it is just an argument.
-    #[test]
-    fn only_shell_names_make_assignments() {
-        assert_eq!(calls("GIT_DIR_2=x git commit -m m"), [commit(&[], false)]);
-        assert_eq!(calls("my-var=1 git commit -m m"), []);
-        assert_eq!(calls("2X=1 git commit -m m"), []);
-        assert_eq!(calls("=1 git commit -m m"), []);
-    }
-
-    /// What `git commit` takes besides the index: options are not paths, and a message is
-    /// never a path.
-    #[test]
-    fn commit_options_and_messages_are_not_paths() {
-        assert_eq!(calls("git commit --amend -m x"), [commit(&[], false)]);
-        assert_eq!(calls("git commit -qm wip"), [commit(&[], false)]);
-        assert_eq!(calls("git commit -S -m wip"), [commit(&[], false)]);
-        assert_eq!(calls("git commit -SABCD -m wip"), [commit(&[], false)]);
-        assert_eq!(calls("git commit -vam wip"), [commit(&[], true)]);
-        assert_eq!(
-            calls("git commit -m 'fix a.txt and b.txt'"),
-            [commit(&[], false)]
-        );
-        assert_eq!(calls("git commit -m x --"), [commit(&[], false)]);
-        assert_eq!(calls("git commit -m x -- --odd.txt"), [commit(&[], true)]);
-    }
-
-    /// A backslash before a newline continues the line: it is no word of its own.
-    #[test]
-    fn a_line_continuation_is_not_a_word() {
-        assert_eq!(calls("git commit -m x \\\n  --amend"), [commit(&[], false)]);
-        assert_eq!(calls("git commit -m x \\\n  b.txt"), [commit(&[], true)]);
-        assert_eq!(calls("git comm\\\nit -m x"), [commit(&[], false)]);
-    }
-
-    #[test]
     fn the_forms_agents_write() {
-        assert_eq!(calls("git commit -m 'wip'"), [commit(&[], false)]);
-        assert_eq!(calls("git commit -am \"fix it\""), [commit(&[], true)]);
-        assert_eq!(calls("git commit -ma"), [commit(&[], false)]);
-        assert_eq!(calls("git commit --all -m x"), [commit(&[], true)]);
-        assert_eq!(calls("git commit -m x a.txt"), [commit(&[], true)]);
-        assert_eq!(calls("git -C sub commit -m x"), [commit(&["sub"], false)]);
-        assert_eq!(
-            calls("cd sub && git add . && git commit -m 'x; y'"),
-            [added(&["sub"], false, true)]
-        );
-        assert_eq!(
-            calls("GIT_AUTHOR_NAME=bot /usr/bin/git -c user.name=x commit -q -m m"),
-            [commit(&[], false)]
-        );
-        assert_eq!(
-            calls("git add -A; git commit -m x && git push origin main"),
-            [
-                added(&[], false, true),
-                GitCall {
-                    dir: vec![],
-                    action: GitAction::Push
-                }
-            ]
-        );
-        assert!(calls("git status && echo 'git commit'").is_empty());
-        assert!(calls("git log --grep commit").is_empty());
-        assert!(calls("").is_empty());
+        let c = |all| vec![commit(&[], all, false)];
+        let push = GitCall {
+            dir: vec![],
+            action: GitAction::Push,
+        };
+        for (command, want) in [
+            // Git options before the subcommand are stepped over.
+            ("git --no-pager commit -m x", c(false)),
+            ("git -p --bare commit -a -m x", c(true)),
+            // A word is a variable assignment only with a shell name before `=`: anything else
+            // is the command itself, so the git after it is just an argument.
+            ("GIT_DIR_2=x git commit -m m", c(false)),
+            ("my-var=1 git commit -m m", vec![]),
+            ("2X=1 git commit -m m", vec![]),
+            ("=1 git commit -m m", vec![]),
+            // What `git commit` takes besides the index: options are not paths, and a message
+            // is never a path.
+            ("git commit --amend -m x", c(false)),
+            ("git commit -qm wip", c(false)),
+            ("git commit -S -m wip", c(false)),
+            ("git commit -SABCD -m wip", c(false)),
+            ("git commit -vam wip", c(true)),
+            ("git commit -m 'fix a.txt and b.txt'", c(false)),
+            ("git commit -m x --", c(false)),
+            ("git commit -m x -- --odd.txt", c(true)),
+            // A backslash before a newline continues the line: it is no word of its own.
+            ("git commit -m x \\\n  --amend", c(false)),
+            ("git commit -m x \\\n  b.txt", c(true)),
+            ("git comm\\\nit -m x", c(false)),
+            ("git commit -m 'wip'", c(false)),
+            ("git commit -am \"fix it\"", c(true)),
+            ("git commit -ma", c(false)),
+            ("git commit --all -m x", c(true)),
+            ("git commit -m x a.txt", c(true)),
+            (
+                "git -C sub commit -m x",
+                vec![commit(&["sub"], false, false)],
+            ),
+            (
+                "cd sub && git add . && git commit -m 'x; y'",
+                vec![commit(&["sub"], false, true)],
+            ),
+            (
+                "GIT_AUTHOR_NAME=bot /usr/bin/git -c user.name=x commit -q -m m",
+                c(false),
+            ),
+            (
+                "git add -A; git commit -m x && git push origin main",
+                vec![commit(&[], false, true), push],
+            ),
+            ("git status && echo 'git commit'", vec![]),
+            ("git log --grep commit", vec![]),
+            ("", vec![]),
+        ] {
+            assert_eq!(calls(command), want, "{command:?}");
+        }
     }
 }
