@@ -20,10 +20,10 @@ use crate::workspace::{AgentId, Workspace};
 pub const MARKER: &str = "# coord guard:";
 
 /// The git hooks the guard installs.
-pub const HOOKS: [&str; 2] = ["pre-commit", "pre-push"];
+const HOOKS: [&str; 2] = ["pre-commit", "pre-push"];
 
 /// The suffix an existing hook is renamed with; coord's hook runs it after its own check.
-pub const CHAINED_SUFFIX: &str = ".chained";
+const CHAINED_SUFFIX: &str = ".chained";
 
 /// A file that another agent holds.
 #[derive(Debug, Clone, Serialize)]

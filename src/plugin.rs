@@ -97,7 +97,7 @@ pub struct Written {
 }
 
 /// The instructions for the agent, as a skill (`SKILL.md` with its front matter).
-pub fn skill() -> String {
+fn skill() -> String {
     format!(
         "---\nname: {NAME}\ndescription: \"How to work beside other agents in this repository with coord (locks on edited files, who is here, messages). Read when an edit is refused because another agent holds the file, or before editing files outside the edit tools.\"\n---\n\n{}\n",
         init::instructions()

@@ -221,14 +221,6 @@ impl Adapter {
         self.product
     }
 
-    /// What an event, as the client names it, is about.
-    pub fn kind(&self, event: &str) -> Kind {
-        self.events
-            .iter()
-            .find(|(e, _)| *e == event)
-            .map_or(Kind::Other, |(_, k)| *k)
-    }
-
     /// coord's hook registrations for this client: event, matcher, `coord hook NAME ...`.
     pub fn hooks(&self) -> HookSet {
         self.hooks
@@ -1033,7 +1025,11 @@ pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCa
                 "the hook payload names no event (`hook_event_name`); pass `--event`",
             ),
         })?;
-    let kind = adapter.kind(&event);
+    let kind = adapter
+        .events
+        .iter()
+        .find(|(e, _)| *e == event)
+        .map_or(Kind::Other, |(_, k)| *k);
     let tool = str_field(&value, &["tool_name", "toolName"]);
     // As sent: an object, or a string (Copilot's JSON-encoded arguments, or a raw patch).
     let input = value
@@ -1072,7 +1068,7 @@ pub fn render(client: Client, reply: &Reply) -> Option<String> {
 
 /// A tool's arguments as an object: a JSON string (Copilot CLI) is decoded as far as it can be;
 /// anything else undecodable is `Null`.
-pub fn args_object(input: &Value) -> Value {
+fn args_object(input: &Value) -> Value {
     match input {
         Value::String(s) => payload::read(s.as_bytes())
             .map(|p| p.value)
@@ -1082,7 +1078,7 @@ pub fn args_object(input: &Value) -> Value {
 }
 
 /// The first non-empty string among `keys` of `value`.
-pub fn str_field(value: &Value, keys: &[&str]) -> Option<String> {
+fn str_field(value: &Value, keys: &[&str]) -> Option<String> {
     keys.iter()
         .find_map(|k| value.get(*k).and_then(Value::as_str))
         .filter(|s| !s.is_empty())
