@@ -137,65 +137,41 @@ fn commit_takes_unstaged<'a>(args: &mut impl Iterator<Item = &'a str>) -> bool {
 fn commands(text: &str) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     let mut words: Vec<String> = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = text.chars().peekable();
-    let end_word = |words: &mut Vec<String>, word: &mut String, in_word: &mut bool| {
-        if *in_word {
-            words.push(std::mem::take(word));
-            *in_word = false;
-        }
-    };
+    // The word being read, once anything (even `''`) began it.
+    let mut word: Option<String> = None;
+    let mut chars = text.chars();
     while let Some(c) = chars.next() {
         match c {
             '\'' => {
-                in_word = true;
-                for c in chars.by_ref() {
-                    if c == '\'' {
-                        break;
-                    }
-                    word.push(c);
-                }
+                let quoted = chars.by_ref().take_while(|&c| c != '\'');
+                word.get_or_insert_default().extend(quoted);
             }
             '"' => {
-                in_word = true;
+                let w = word.get_or_insert_default();
                 while let Some(c) = chars.next() {
                     match c {
                         '"' => break,
-                        '\\' => {
-                            if let Some(n) = chars.next() {
-                                word.push(n);
-                            }
-                        }
-                        c => word.push(c),
+                        '\\' => w.extend(chars.next()),
+                        c => w.push(c),
                     }
                 }
             }
+            // A line continuation (or a backslash ending the text): gone, word and all.
             '\\' => match chars.next() {
-                // A line continuation (or a backslash ending the text): gone, word and all.
                 Some('\n') | None => {}
-                Some(n) => {
-                    in_word = true;
-                    word.push(n);
-                }
+                Some(n) => word.get_or_insert_default().push(n),
             },
             ';' | '&' | '|' | '\n' | '(' | ')' => {
-                end_word(&mut words, &mut word, &mut in_word);
-                if !words.is_empty() {
-                    out.push(std::mem::take(&mut words));
-                }
+                words.extend(word.take());
+                out.push(std::mem::take(&mut words));
             }
-            c if c.is_whitespace() => end_word(&mut words, &mut word, &mut in_word),
-            c => {
-                in_word = true;
-                word.push(c);
-            }
+            c if c.is_whitespace() => words.extend(word.take()),
+            c => word.get_or_insert_default().push(c),
         }
     }
-    end_word(&mut words, &mut word, &mut in_word);
-    if !words.is_empty() {
-        out.push(words);
-    }
+    words.extend(word);
+    out.push(words);
+    out.retain(|w| !w.is_empty());
     out
 }
 
