@@ -315,37 +315,30 @@ mod tests {
         }
     }
 
+    /// What is read, and whether it is a fault: lone surrogates and stray bytes are read; a
+    /// payload cut short keeps what was read whole, and never a string or number in part.
     #[test]
-    fn lone_surrogates_and_stray_bytes_are_read() {
-        let p = read(
-            b"{\"a\":\"x\\ud800y\",\"b\":\"\\udc00\",\"c\":\"\\ud83d\\ude00\",\"d\":\"\xff\"}",
-        )
-        .unwrap();
-        assert_eq!(p.fault, None);
-        assert_eq!(p.value["a"], "x\u{FFFD}y");
-        assert_eq!(p.value["b"], "\u{FFFD}");
-        assert_eq!(p.value["c"], "\u{1F600}");
-        assert_eq!(p.value["d"], "\u{FFFD}");
-    }
-
-    #[test]
-    fn a_payload_cut_short_keeps_what_was_read_whole() {
-        let text =
-            br#"{"hook_event_name":"PreToolUse","tool_input":{"file_path":"a.md","content":"abc"#;
-        let p = read(text).unwrap();
-        assert!(p.fault.is_some());
-        assert_eq!(
-            p.value,
-            json!({"hook_event_name": "PreToolUse", "tool_input": {"file_path": "a.md"}})
-        );
-        // A string cut short is never read in part.
-        let p = read(br#"{"tool_input":{"file_path":"src/ver"#).unwrap();
-        assert_eq!(p.value, json!({"tool_input": {}}));
-        let p = read(br#"{"n":12"#).unwrap();
-        assert_eq!(p.value, json!({}));
-        // Garbage after a whole object is a fault too.
-        let p = read(br#"{"a":1} x"#).unwrap();
-        assert_eq!((p.value, p.fault.is_some()), (json!({"a": 1}), true));
+    fn what_can_be_read_is_kept() {
+        let rows: [(&[u8], Value, bool); 5] = [
+            (
+                b"{\"a\":\"x\\ud800y\",\"b\":\"\\udc00\",\"c\":\"\\ud83d\\ude00\",\"d\":\"\xff\"}",
+                json!({"a": "x\u{FFFD}y", "b": "\u{FFFD}", "c": "\u{1F600}", "d": "\u{FFFD}"}),
+                false,
+            ),
+            (
+                br#"{"hook_event_name":"PreToolUse","tool_input":{"file_path":"a.md","content":"abc"#,
+                json!({"hook_event_name": "PreToolUse", "tool_input": {"file_path": "a.md"}}),
+                true,
+            ),
+            (br#"{"tool_input":{"file_path":"src/ver"#, json!({"tool_input": {}}), true),
+            (br#"{"n":12"#, json!({}), true),
+            // Garbage after a whole object is a fault too.
+            (br#"{"a":1} x"#, json!({"a": 1}), true),
+        ];
+        for (input, value, fault) in rows {
+            let p = read(input).unwrap();
+            assert_eq!((p.value, p.fault.is_some()), (value, fault), "{input:?}");
+        }
     }
 
     #[test]
