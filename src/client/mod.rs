@@ -4,8 +4,8 @@
 //! hooks at all. The doors ([`crate::hook`], [`crate::init`], [`crate::plugin`], `coord doctor`)
 //! read this table; nothing here imports them. A new client is one entry in [`clients!`].
 
-pub mod patch;
-pub mod payload;
+pub(crate) mod patch;
+pub(crate) mod payload;
 mod tools;
 mod trust;
 

@@ -11,7 +11,6 @@ pub const MAX_DEPTH: usize = 64;
 /// A payload as read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Payload {
-    /// What was read.
     pub value: Value,
     /// Why the input is not JSON (`None`: it is, and `value` is all of it, bar containers
     /// deeper than [`MAX_DEPTH`]).

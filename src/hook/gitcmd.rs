@@ -4,7 +4,6 @@
 /// What a git invocation does that the guard checks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GitAction {
-    /// `git commit`.
     Commit {
         /// Takes unstaged changes of tracked files too (`-a`, `-i`, `-o`, or paths).
         all: bool,
@@ -12,7 +11,6 @@ pub enum GitAction {
         /// yet when the command is read).
         added: bool,
     },
-    /// `git push`.
     Push,
 }
 
@@ -22,7 +20,6 @@ pub enum GitAction {
 pub struct GitCall {
     /// The folder, as written (`cd`s then `-C`s joined).
     pub dir: Vec<String>,
-    /// What it does.
     pub action: GitAction,
 }
 

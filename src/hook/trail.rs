@@ -80,7 +80,7 @@ fn prompted(call: &HookCall) -> bool {
 }
 
 /// How many characters of the first prompt are kept.
-pub const PROMPT_CHARS: usize = 40;
+const PROMPT_CHARS: usize = 40;
 
 /// Keep the session's first prompt in its presence, once (best effort: a label, nothing more).
 fn keep_first_prompt(ws: &Workspace, agent: &AgentId, client: Client, payload: &[u8]) {
@@ -114,7 +114,7 @@ fn keep_first_prompt(ws: &Workspace, agent: &AgentId, client: Client, payload: &
 
 /// A prompt as one short line, without Gemini CLI's `<hook_context>…</hook_context>`, cut at
 /// [`PROMPT_CHARS`] with `…`.
-pub fn short_prompt(text: &str) -> String {
+fn short_prompt(text: &str) -> String {
     let mut text = text.trim_start();
     while let Some(rest) = text.strip_prefix("<hook_context>") {
         text = rest
