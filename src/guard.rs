@@ -305,7 +305,6 @@ fn split_names(out: &[u8]) -> Vec<String> {
 /// an agent other than `me` (by anyone when `me` is `None`).
 pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) -> Vec<Held> {
     let now = clock::now();
-    let mut cache = StateCache::default();
     let top = fs::canonicalize(top).unwrap_or_else(|_| top.to_path_buf());
     // Each path is judged in its own workspace (a repository may hold one in `repo/sub/.coord`,
     // whose holders' presence lies there). Group 0 is `ws`.
@@ -351,14 +350,9 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
             released: e.released_when(),
         })
     };
-    for (g, (w, targets)) in groups.iter().enumerate() {
-        let mut own_cache = StateCache::default();
-        let cache = if g == 0 { &mut cache } else { &mut own_cache };
-        let claims = if targets.is_empty() {
-            Vec::new()
-        } else {
-            lock::claim::judged_patterns(w.root(), cache, &now)
-        };
+    for (w, targets) in &groups {
+        let cache = &mut StateCache::default();
+        let claims = lock::claim::judged_patterns(w.root(), cache, &now);
         for target in targets {
             for c in &claims {
                 let e = &c.entry;
