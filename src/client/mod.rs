@@ -206,7 +206,7 @@ pub struct Adapter {
     /// The command's names on `PATH`, when not just [`Adapter::name`].
     pub(crate) executables: &'static [&'static str],
     pub(crate) plugin: Option<Plugin>,
-    trust: fn(&Path) -> Trust,
+    trust: fn(&Path) -> Result<Trust, Trust>,
     trust_step: fn(&Path) -> String,
 }
 
@@ -231,7 +231,7 @@ impl Adapter {
 
     /// Whether the client will run the hooks of `root`, as far as its config shows.
     pub fn trust(&self, root: &Path) -> Trust {
-        (self.trust)(root)
+        (self.trust)(root).unwrap_or_else(|early| early)
     }
 
     /// The one step that makes the client run this folder's hooks.
@@ -415,7 +415,7 @@ const BASE: Adapter = Adapter {
     headless: |_, _| false,
     executables: &[],
     plugin: None,
-    trust: |_| Trust::new(HooksRun::Unknown, ""),
+    trust: |_| Ok(Trust::new(HooksRun::Unknown, "")),
     trust_step: |_| String::new(),
 };
 
@@ -729,10 +729,10 @@ const OPENCODE: Adapter = Adapter {
         ],
     }),
     trust: |_| {
-        Trust::new(
+        Ok(Trust::new(
             HooksRun::Yes,
             "OpenCode loads .opencode/plugin/ in every folder (it has no folder trust)",
-        )
+        ))
     },
     trust_step: |_| {
         "none: OpenCode loads the plugins of `.opencode/plugin/` in every folder".into()
@@ -765,10 +765,10 @@ const CLINE: Adapter = Adapter {
         uninstall: &["cline plugin uninstall coord"],
     }),
     trust: |_| {
-        Trust::new(
+        Ok(Trust::new(
             HooksRun::Yes,
             "Cline CLI loads .cline/plugins/ in every workspace (it has no folder trust)",
-        )
+        ))
     },
     trust_step: |_| {
         "none: Cline CLI loads the plugins of `.cline/plugins/` in every workspace".into()
@@ -843,10 +843,10 @@ const CURSOR: Adapter = Adapter {
     ],
     executables: &["cursor-agent", "cursor"],
     trust: |_| {
-        Trust::new(
+        Ok(Trust::new(
             HooksRun::Yes,
             "Cursor loads a project's .cursor/hooks.json and its docs name no trust gate; from the published format, not run end to end here",
-        )
+        ))
     },
     trust_step: |root| {
         format!(
@@ -893,10 +893,10 @@ const WINDSURF: Adapter = Adapter {
         None,
     )],
     trust: |_| {
-        Trust::new(
+        Ok(Trust::new(
             HooksRun::Yes,
             "Windsurf loads a workspace's .windsurf/hooks.json and its docs name no trust gate; from the published format, not run end to end here",
-        )
+        ))
     },
     trust_step: |root| {
         format!(

@@ -5,7 +5,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::{HooksRun, Trust};
+use super::HooksRun::{No, Unknown, Yes};
+use super::Trust;
+
+/// A verdict, or one reached early (`Err`, for `?`).
+type Verdict = Result<Trust, Trust>;
 
 /// `VAR` when set and not empty.
 fn env_path(var: &str) -> Option<PathBuf> {
@@ -57,7 +61,7 @@ fn config_value<T>(read: Result<Option<T>, String>, missing: Trust) -> Result<T,
     match read {
         Ok(Some(v)) => Ok(v),
         Ok(None) => Err(missing),
-        Err(why) => Err(Trust::new(HooksRun::Unknown, why)),
+        Err(why) => Err(Trust::new(Unknown, why)),
     }
 }
 
@@ -69,7 +73,7 @@ fn self_and_ancestors(path: &Path) -> impl Iterator<Item = String> + '_ {
 /// The verdict for a config file that does not exist.
 fn missing(path: &Path) -> Trust {
     Trust::new(
-        HooksRun::No,
+        No,
         format!(
             "{} does not exist: no folder is trusted yet",
             path.display()
@@ -78,17 +82,11 @@ fn missing(path: &Path) -> Trust {
 }
 
 fn untrusted(path: &Path) -> Trust {
-    Trust::new(
-        HooksRun::No,
-        format!("{} does not trust this folder", path.display()),
-    )
+    Trust::new(No, format!("{} does not trust this folder", path.display()))
 }
 
 fn no_home(what: &str) -> Trust {
-    Trust::new(
-        HooksRun::Unknown,
-        format!("no home folder (HOME) to find {what}"),
-    )
+    Trust::new(Unknown, format!("no home folder (HOME) to find {what}"))
 }
 
 /// `path` for a message, or `default` when there is none.
@@ -112,20 +110,15 @@ pub fn claude_step(root: &Path) -> String {
 
 /// Claude Code drops a project's hooks until the folder (or one above it) is trusted:
 /// `projects[PATH].hasTrustDialogAccepted` in its global config.
-pub fn claude(root: &Path) -> Trust {
-    let Some(path) = claude_config() else {
-        return no_home("~/.claude.json");
-    };
-    let config = match config_value(read_config(&path, false), missing(&path)) {
-        Ok(v) => v,
-        Err(verdict) => return verdict,
-    };
+pub fn claude(root: &Path) -> Verdict {
+    let path = claude_config().ok_or_else(|| no_home("~/.claude.json"))?;
+    let config = config_value(read_config(&path, false), missing(&path))?;
     for dir in self_and_ancestors(root) {
         if config["projects"][&dir]["hasTrustDialogAccepted"] == Value::Bool(true) {
-            return Trust::new(HooksRun::Yes, format!("{} trusts {dir}", path.display()));
+            return Ok(Trust::new(Yes, format!("{} trusts {dir}", path.display())));
         }
     }
-    untrusted(&path)
+    Ok(untrusted(&path))
 }
 
 pub fn codex_step(root: &Path) -> String {
@@ -138,18 +131,14 @@ pub fn codex_step(root: &Path) -> String {
 /// Codex runs a folder's hooks only when the folder is trusted (`[projects."PATH"]
 /// trust_level = "trusted"`) and each hook was reviewed (`[hooks.state."FILE:EVENT:GROUP:HOOK"]
 /// trusted_hash`), both in `$CODEX_HOME/config.toml`.
-pub fn codex(root: &Path) -> Trust {
-    let Some(path) = dir_from_env("CODEX_HOME", ".codex").map(|d| d.join("config.toml")) else {
-        return no_home("~/.codex");
-    };
+pub fn codex(root: &Path) -> Verdict {
+    let path = dir_from_env("CODEX_HOME", ".codex").ok_or_else(|| no_home("~/.codex"))?;
+    let path = path.join("config.toml");
     let read = read_file(&path, 64 * 1024 * 1024, |text| {
         text.parse::<toml_edit::DocumentMut>()
             .map_err(|e| e.to_string())
     });
-    let doc = match config_value(read, missing(&path)) {
-        Ok(d) => d,
-        Err(verdict) => return verdict,
-    };
+    let doc = config_value(read, missing(&path))?;
     let level = self_and_ancestors(root).find_map(|d| {
         let level = doc.get("projects")?.get(d.as_str())?.get("trust_level")?;
         Some((d.clone(), level.as_str()?.to_string()))
@@ -158,9 +147,9 @@ pub fn codex(root: &Path) -> Trust {
         Some((_, l)) if l == "trusted" => {}
         Some((d, l)) => {
             let why = format!("{} sets trust_level = \"{l}\" for {d}", path.display());
-            return Trust::new(HooksRun::No, why);
+            return Err(Trust::new(No, why));
         }
-        None => return untrusted(&path),
+        None => return Err(untrusted(&path)),
     }
     let keys = codex_hook_keys(root);
     let trusted = keys
@@ -180,9 +169,9 @@ pub fn codex(root: &Path) -> Trust {
                     != Some(false)
         })
         .count();
-    if trusted == keys.len() {
+    Ok(if trusted == keys.len() {
         Trust::new(
-            HooksRun::Yes,
+            Yes,
             format!(
                 "{} trusts this folder and all {} of coord's hooks (Codex asks again for a hook that changed)",
                 path.display(),
@@ -191,14 +180,14 @@ pub fn codex(root: &Path) -> Trust {
         )
     } else {
         Trust::new(
-            HooksRun::No,
+            No,
             format!(
                 "{} trusts this folder but only {trusted} of coord's {} hooks",
                 path.display(),
                 keys.len()
             ),
         )
-    }
+    })
 }
 
 /// The keys under which Codex records the review of each of coord's hooks in
@@ -266,7 +255,7 @@ fn folder_rules(path: &Path, missing: Trust) -> Result<Map<String, Value>, Trust
     match config_value(read_config(path, true), missing)? {
         Value::Object(rules) => Ok(rules),
         _ => Err(Trust::new(
-            HooksRun::Unknown,
+            Unknown,
             format!("{} is not a JSON object", path.display()),
         )),
     }
@@ -296,18 +285,16 @@ pub fn gemini_step(root: &Path) -> String {
 /// trust is off or the folder is trusted: `GEMINI_CLI_TRUST_WORKSPACE`, then
 /// `security.folderTrust.enabled` in the user and system settings, then the longest
 /// matching rule of `trustedFolders.json`.
-pub fn gemini(root: &Path) -> Trust {
+pub fn gemini(root: &Path) -> Verdict {
     let env = |k: &str| std::env::var(k).ok();
     if env("GEMINI_RESTRICTED_MODE").as_deref() == Some("true")
         || env("GEMINI_CLI_TRUST_WORKSPACE").as_deref() == Some("false")
     {
-        return Trust::new(
-            HooksRun::No,
-            "the environment sets restricted mode or GEMINI_CLI_TRUST_WORKSPACE=false",
-        );
+        let why = "the environment sets restricted mode or GEMINI_CLI_TRUST_WORKSPACE=false";
+        return Err(Trust::new(No, why));
     }
     if env("GEMINI_CLI_TRUST_WORKSPACE").as_deref() == Some("true") {
-        return Trust::new(HooksRun::Yes, "GEMINI_CLI_TRUST_WORKSPACE=true");
+        return Err(Trust::new(Yes, "GEMINI_CLI_TRUST_WORKSPACE=true"));
     }
     let settings = folder_trust(
         "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
@@ -315,16 +302,13 @@ pub fn gemini(root: &Path) -> Trust {
         gemini_dir(),
     );
     if let Some((off, _)) = settings.iter().find(|(_, on)| *on == Value::Bool(false)) {
-        let why = format!("folder trust is off in {}", off.display());
-        return Trust::new(HooksRun::Yes, why);
+        return Err(Trust::new(
+            Yes,
+            format!("folder trust is off in {}", off.display()),
+        ));
     }
-    let Some(path) = trusted_folders(GEMINI_TRUSTED, gemini_dir()) else {
-        return no_home("~/.gemini");
-    };
-    let rules = match folder_rules(&path, missing(&path)) {
-        Ok(rules) => rules,
-        Err(verdict) => return verdict,
-    };
+    let path = trusted_folders(GEMINI_TRUSTED, gemini_dir()).ok_or_else(|| no_home("~/.gemini"))?;
+    let rules = folder_rules(&path, missing(&path))?;
     // The longest rule whose folder holds this one decides.
     let mut best: Option<(usize, &str, &str)> = None;
     for (rule, level) in &rules {
@@ -336,16 +320,15 @@ pub fn gemini(root: &Path) -> Trust {
             best = Some((rule.len(), rule, level));
         }
     }
-    match best {
+    Ok(match best {
         Some((_, rule, "TRUST_FOLDER" | "TRUST_PARENT")) => {
-            Trust::new(HooksRun::Yes, format!("{} trusts {rule}", path.display()))
+            Trust::new(Yes, format!("{} trusts {rule}", path.display()))
         }
-        Some((_, rule, level)) => Trust::new(
-            HooksRun::No,
-            format!("{} says {level} for {rule}", path.display()),
-        ),
+        Some((_, rule, level)) => {
+            Trust::new(No, format!("{} says {level} for {rule}", path.display()))
+        }
         None => untrusted(&path),
-    }
+    })
 }
 
 /// Copilot's config: `$COPILOT_HOME/config.json`, else `~/.copilot/config.json` (JSON with
@@ -365,25 +348,24 @@ pub fn copilot_step(root: &Path) -> String {
 
 /// Copilot CLI runs a repository's hooks only in a trusted folder: `COPILOT_ALLOW_ALL=true`,
 /// or the folder (or one above it) in `trustedFolders` of its config.
-pub fn copilot(root: &Path) -> Trust {
+pub fn copilot(root: &Path) -> Verdict {
     if std::env::var("COPILOT_ALLOW_ALL").as_deref() == Ok("true") {
-        return Trust::new(HooksRun::Yes, "COPILOT_ALLOW_ALL=true");
+        return Ok(Trust::new(Yes, "COPILOT_ALLOW_ALL=true"));
     }
-    let Some(path) = copilot_config() else {
-        return no_home("~/.copilot");
-    };
-    let config = match config_value(read_config(&path, true), missing(&path)) {
-        Ok(v) => v,
-        Err(verdict) => return verdict,
-    };
+    let path = copilot_config().ok_or_else(|| no_home("~/.copilot"))?;
+    let config = config_value(read_config(&path, true), missing(&path))?;
     let trusted: Vec<&str> = config["trustedFolders"]
         .as_array()
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    match self_and_ancestors(root).find(|d| trusted.iter().any(|t| Path::new(t) == Path::new(d))) {
-        Some(dir) => Trust::new(HooksRun::Yes, format!("{} trusts {dir}", path.display())),
-        None => untrusted(&path),
-    }
+    Ok(
+        match self_and_ancestors(root)
+            .find(|d| trusted.iter().any(|t| Path::new(t) == Path::new(d)))
+        {
+            Some(dir) => Trust::new(Yes, format!("{} trusts {dir}", path.display())),
+            None => untrusted(&path),
+        },
+    )
 }
 
 /// `~/.qwen` (`QWEN_HOME` replaces it).
@@ -405,34 +387,29 @@ pub fn qwen_step(root: &Path) -> String {
 
 /// Qwen Code loads a folder's hooks unless folder trust is on (`security.folderTrust.enabled`
 /// in the user or system settings; off by default) and the folder is not trusted.
-pub fn qwen(root: &Path) -> Trust {
+pub fn qwen(root: &Path) -> Verdict {
     let settings = folder_trust(
         "QWEN_CODE_SYSTEM_SETTINGS_PATH",
         "/etc/qwen-code/settings.json",
         qwen_dir(),
     );
     let Some((settings, _)) = settings.iter().rfind(|(_, on)| *on == Value::Bool(true)) else {
-        return Trust::new(HooksRun::Yes, "folder trust is off (Qwen Code's default)");
+        return Ok(Trust::new(Yes, "folder trust is off (Qwen Code's default)"));
     };
-    let Some(path) = trusted_folders(QWEN_TRUSTED, qwen_dir()) else {
-        return no_home("~/.qwen");
-    };
+    let path = trusted_folders(QWEN_TRUSTED, qwen_dir()).ok_or_else(|| no_home("~/.qwen"))?;
     let on = |what: String| {
         let why = format!("{} turns folder trust on and {what}", settings.display());
-        Trust::new(HooksRun::No, why)
+        Trust::new(No, why)
     };
-    let rules = match folder_rules(&path, on(format!("{} does not exist", path.display()))) {
-        Ok(rules) => rules,
-        Err(verdict) => return verdict,
-    };
+    let rules = folder_rules(&path, on(format!("{} does not exist", path.display())))?;
     // Any trusting rule whose folder holds this one trusts it.
     for (rule, level) in &rules {
         let level = level.as_str().unwrap_or_default();
         if matches!(level, "TRUST_FOLDER" | "TRUST_PARENT")
             && self_and_ancestors(root).any(|d| Path::new(&d) == rule_folder(rule, level))
         {
-            return Trust::new(HooksRun::Yes, format!("{} trusts {rule}", path.display()));
+            return Ok(Trust::new(Yes, format!("{} trusts {rule}", path.display())));
         }
     }
-    on(format!("{} does not trust this folder", path.display()))
+    Ok(on(format!("{} does not trust this folder", path.display())))
 }
