@@ -94,17 +94,14 @@ pub enum Via {
     Tree,
     /// This environment variable.
     Env(&'static str),
-    /// A hook's payload.
-    Payload,
 }
 
 impl Via {
-    /// How it reads in `whoami`: `process tree`, `env CLAUDE_CODE_SESSION_ID`, `hook payload`.
+    /// How it reads in `whoami`: `process tree`, `env CLAUDE_CODE_SESSION_ID`.
     pub fn describe(&self) -> String {
         match self {
             Via::Tree => "process tree".to_string(),
             Via::Env(var) => format!("env {var}"),
-            Via::Payload => "hook payload".to_string(),
         }
     }
 }
