@@ -71,10 +71,7 @@ fn git_line(dir: &Path, args: &[&str]) -> Result<String> {
 
 /// The top folder of the work tree `dir` is in.
 pub fn toplevel(dir: &Path) -> Result<PathBuf> {
-    Ok(PathBuf::from(git_line(
-        dir,
-        &["rev-parse", "--show-toplevel"],
-    )?))
+    git_line(dir, &["rev-parse", "--show-toplevel"]).map(PathBuf::from)
 }
 
 /// Where git looks for hooks: `core.hooksPath` (relative to the top folder), else `hooks` of
