@@ -20,10 +20,10 @@ use crate::workspace::{AgentId, Workspace};
 pub const MARKER: &str = "# coord guard:";
 
 /// The git hooks the guard installs.
-pub const HOOKS: [&str; 2] = ["pre-commit", "pre-push"];
+const HOOKS: [&str; 2] = ["pre-commit", "pre-push"];
 
 /// The suffix an existing hook is renamed with; coord's hook runs it after its own check.
-pub const CHAINED_SUFFIX: &str = ".chained";
+const CHAINED_SUFFIX: &str = ".chained";
 
 /// A file that another agent holds.
 #[derive(Debug, Clone, Serialize)]
@@ -71,10 +71,7 @@ fn git_line(dir: &Path, args: &[&str]) -> Result<String> {
 
 /// The top folder of the work tree `dir` is in.
 pub fn toplevel(dir: &Path) -> Result<PathBuf> {
-    Ok(PathBuf::from(git_line(
-        dir,
-        &["rev-parse", "--show-toplevel"],
-    )?))
+    git_line(dir, &["rev-parse", "--show-toplevel"]).map(PathBuf::from)
 }
 
 /// Where git looks for hooks: `core.hooksPath` (relative to the top folder), else `hooks` of
@@ -305,7 +302,6 @@ fn split_names(out: &[u8]) -> Vec<String> {
 /// an agent other than `me` (by anyone when `me` is `None`).
 pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) -> Vec<Held> {
     let now = clock::now();
-    let mut cache = StateCache::default();
     let top = fs::canonicalize(top).unwrap_or_else(|_| top.to_path_buf());
     // Each path is judged in its own workspace (a repository may hold one in `repo/sub/.coord`,
     // whose holders' presence lies there). Group 0 is `ws`.
@@ -351,14 +347,9 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
             released: e.released_when(),
         })
     };
-    for (g, (w, targets)) in groups.iter().enumerate() {
-        let mut own_cache = StateCache::default();
-        let cache = if g == 0 { &mut cache } else { &mut own_cache };
-        let claims = if targets.is_empty() {
-            Vec::new()
-        } else {
-            lock::claim::judged_patterns(w.root(), cache, &now)
-        };
+    for (w, targets) in &groups {
+        let cache = &mut StateCache::default();
+        let claims = lock::claim::judged_patterns(w.root(), cache, &now);
         for target in targets {
             for c in &claims {
                 let e = &c.entry;

@@ -94,17 +94,14 @@ pub enum Via {
     Tree,
     /// This environment variable.
     Env(&'static str),
-    /// A hook's payload.
-    Payload,
 }
 
 impl Via {
-    /// How it reads in `whoami`: `process tree`, `env CLAUDE_CODE_SESSION_ID`, `hook payload`.
+    /// How it reads in `whoami`: `process tree`, `env CLAUDE_CODE_SESSION_ID`.
     pub fn describe(&self) -> String {
         match self {
             Via::Tree => "process tree".to_string(),
             Via::Env(var) => format!("env {var}"),
-            Via::Payload => "hook payload".to_string(),
         }
     }
 }
@@ -181,7 +178,7 @@ pub fn current(root: &Path) -> Option<Session> {
 }
 
 /// The nearest ancestor of this process registered in the workspace at `root`, if still alive.
-pub fn from_tree(root: &Path) -> Option<Session> {
+fn from_tree(root: &Path) -> Option<Session> {
     let dir = layout::sessions_dir(&crate::worktree::shared_root(root));
     if !dir.is_dir() {
         return None;
@@ -204,7 +201,7 @@ pub fn from_tree(root: &Path) -> Option<Session> {
 }
 
 /// The session named by a client's session variable, with its registered process if alive.
-pub fn from_env(root: &Path) -> Option<Session> {
+fn from_env(root: &Path) -> Option<Session> {
     let (var, client, id) = env_session()?;
     let agent = agent_for(client, &id)?;
     let process = registered_process(root, client, &id);
@@ -218,7 +215,7 @@ pub fn from_env(root: &Path) -> Option<Session> {
 }
 
 /// The first client session variable set: the variable, its client and the session id.
-pub fn env_session() -> Option<(&'static str, Client, String)> {
+fn env_session() -> Option<(&'static str, Client, String)> {
     SESSION_VARS.iter().find_map(|(var, client)| {
         let value = std::env::var(var).ok()?;
         let value = value.trim();
@@ -236,22 +233,33 @@ pub fn runs_in() -> Option<crate::lock::ClientSession> {
 
 /// The live client process registered for session `id` of `client` on this host.
 fn registered_process(root: &Path, client: Client, id: &str) -> Option<ClientProcess> {
-    let tag = host::host_tag();
-    let entries =
-        crate::fsutil::read_dir(layout::sessions_dir(&crate::worktree::shared_root(root))).ok()?;
-    entries.flatten().find_map(|e| {
-        let name = e.file_name();
-        let (t, _) = layout::parse_session_name(name.to_str()?)?;
-        if t != tag {
-            return None;
-        }
-        let reg = Registration::read(&e.path())?;
+    this_host(root).into_iter().find_map(|(_, reg)| {
+        let reg = reg?;
         (reg.client == client
             && reg.session == id
             && reg.host == host::hostname()
             && reg.process.alive())
         .then_some(reg.process)
     })
+}
+
+/// The registration files of this host, each with what it holds when it can be read.
+fn this_host(root: &Path) -> Vec<(PathBuf, Option<Registration>)> {
+    let tag = host::host_tag();
+    let dir = layout::sessions_dir(&crate::worktree::shared_root(root));
+    let Ok(entries) = fsutil::read_dir(&dir) else {
+        return Vec::new();
+    };
+    entries
+        .flatten()
+        .filter(|e| {
+            e.file_name()
+                .to_str()
+                .and_then(layout::parse_session_name)
+                .is_some_and(|(t, _)| t == tag)
+        })
+        .map(|e| (e.path(), Registration::read(&e.path())))
+        .collect()
 }
 
 /// The client process of a hook: its parent, or the parent of the `sh -c` between them. `None`
@@ -353,24 +361,10 @@ fn session_path(root: &Path, pid: u32) -> PathBuf {
 
 /// Remove the registrations of this host whose process is gone (best effort).
 fn sweep(root: &Path) {
-    use std::os::unix::ffi::OsStrExt;
-    let tag = host::host_tag();
-    let dir = layout::sessions_dir(&crate::worktree::shared_root(root));
-    let mut gone: Vec<PathBuf> = Vec::new();
-    let _ = fsutil::for_each_name(&dir, |name| {
-        let ours = std::str::from_utf8(name)
-            .ok()
-            .and_then(layout::parse_session_name)
-            .is_some_and(|(t, _)| t == tag);
-        if ours {
-            let path = dir.join(std::ffi::OsStr::from_bytes(name));
-            if Registration::read(&path).is_some_and(|r| !r.process.alive()) {
-                gone.push(path);
-            }
+    for (path, reg) in this_host(root) {
+        if reg.is_some_and(|r| !r.process.alive()) {
+            let _ = fsutil::remove(&path);
         }
-    });
-    for path in gone {
-        let _ = fsutil::remove(&path);
     }
 }
 
@@ -378,81 +372,65 @@ fn sweep(root: &Path) {
 mod tests {
     use super::*;
 
+    /// 8 letters and digits of the id: its first, or its last for ids that begin with a clock
+    /// (UUID v7, OpenCode's `ses_`, Cline's `conv_`), so sessions started together differ.
     #[test]
     fn agent_ids_take_eight_letters_and_digits() {
-        let a = agent_for(Client::Claude, "7684F1ED-55e2-4a19").unwrap();
-        assert_eq!(a.id(), "claude-7684f1ed");
-        let a = agent_for(Client::Gemini, "ab-c").unwrap();
-        assert_eq!(a.id(), "gemini-abc");
+        // The client is the agent's prefix.
+        for (id, want) in [
+            ("7684F1ED-55e2-4a19", "claude-7684f1ed"),
+            ("ab-c", "gemini-abc"),
+            // A UUID v4 keeps its first 8.
+            ("cedd012c-f1ba-4d70-ad6d-1c65c16ba070", "claude-cedd012c"),
+            // Two Codex sessions started 12 s apart: the same first 8 digits.
+            ("01a20dbd-91c4-78d0-ada6-8244799b2282", "codex-799b2282"),
+            ("01a20dbd-c053-7b63-9944-21d2369b8293", "codex-369b8293"),
+            ("ses_5a1b2c3d4ffeAbCdEfGhIjKlMn", "opencode-ghijklmn"),
+            ("ses_5a1b2c3d4ffdZyXwVuTsRqPoNm", "opencode-tsrqponm"),
+            ("conv_1764000000000_k3j9x2q", "cline-0k3j9x2q"),
+            ("conv_1764000000001_p0a8z7w", "cline-1p0a8z7w"),
+            // Other clients keep the first 8.
+            ("ses_5a1b2c3d", "qwen-ses5a1b2"),
+        ] {
+            let client = Client::parse(want.split('-').next().unwrap()).unwrap();
+            assert_eq!(agent_for(client, id).unwrap().id(), want, "{id}");
+        }
         assert!(agent_for(Client::Codex, "--").is_none());
-        // A UUID v4 keeps its first 8.
-        let a = agent_for(Client::Claude, "cedd012c-f1ba-4d70-ad6d-1c65c16ba070").unwrap();
-        assert_eq!(a.id(), "claude-cedd012c");
-    }
-
-    #[test]
-    fn uuid_v7_sessions_of_one_minute_are_two_agents() {
-        // Two Codex sessions started 12 s apart: the same first 8 digits.
-        let a = agent_for(Client::Codex, "01a20dbd-91c4-78d0-ada6-8244799b2282").unwrap();
-        let b = agent_for(Client::Codex, "01a20dbd-c053-7b63-9944-21d2369b8293").unwrap();
-        assert_eq!(a.id(), "codex-799b2282");
-        assert_eq!(b.id(), "codex-369b8293");
-        assert_ne!(a, b);
         assert!(is_uuid_v7("01A20DBD-91C4-78D0-ADA6-8244799B2282"));
         assert!(!is_uuid_v7("01a20dbd-91c4-48d0-ada6-8244799b2282"));
         assert!(!is_uuid_v7("01a20dbd91c478d0ada68244799b2282"));
     }
 
     #[test]
-    fn clock_prefixed_ids_of_opencode_and_cline_keep_their_random_tail() {
-        // Two OpenCode sessions started together share their first digits.
-        let a = agent_for(Client::Opencode, "ses_5a1b2c3d4ffeAbCdEfGhIjKlMn").unwrap();
-        let b = agent_for(Client::Opencode, "ses_5a1b2c3d4ffdZyXwVuTsRqPoNm").unwrap();
-        assert_eq!(a.id(), "opencode-ghijklmn");
-        assert_ne!(a, b);
-        let a = agent_for(Client::Cline, "conv_1764000000000_k3j9x2q").unwrap();
-        let b = agent_for(Client::Cline, "conv_1764000000001_p0a8z7w").unwrap();
-        assert_eq!(a.id(), "cline-0k3j9x2q");
-        assert_ne!(a, b);
-        // Other clients keep the first 8.
-        assert_eq!(
-            agent_for(Client::Qwen, "ses_5a1b2c3d").unwrap().id(),
-            "qwen-ses5a1b2"
-        );
-    }
-
-    #[test]
     fn clients_run_with_nobody_at_them_are_told_by_their_arguments() {
-        let headless = |client: Client, args: &[&str], tty: Option<bool>| {
-            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
-            client.adapter().headless(&args, tty)
-        };
+        use Client::*;
         let tty = Some(true);
-        assert!(headless(Client::Claude, &["/x/cli.js", "-p", "hi"], tty));
-        assert!(headless(Client::Claude, &["--print"], tty));
-        assert!(!headless(Client::Claude, &["--model", "x"], tty));
-        assert!(headless(Client::Codex, &["exec", "do it"], tty));
-        assert!(headless(
-            Client::Codex,
-            &["-m", "gpt", "exec", "do it"],
-            tty
-        ));
-        assert!(headless(Client::Codex, &["e", "do it"], tty));
-        assert!(!headless(Client::Codex, &["resume"], tty));
-        assert!(headless(Client::Gemini, &["--prompt=hi"], tty));
-        assert!(headless(Client::Gemini, &[], Some(false)));
-        assert!(!headless(Client::Gemini, &[], tty));
-        assert!(
-            !headless(Client::Gemini, &[], None),
-            "cannot tell: someone is there"
-        );
-        assert!(!headless(Client::Gemini, &["-i", "hi"], Some(false)));
-        assert!(headless(Client::Copilot, &["-p", "fix"], tty));
-        assert!(!headless(Client::Copilot, &["--prompt-file"], tty));
-        assert!(
-            !headless(Client::Qwen, &["-p", "hi"], tty),
-            "not known: as before"
-        );
+        for (client, args, stdin, want) in [
+            (Claude, &["/x/cli.js", "-p", "hi"][..], tty, true),
+            (Claude, &["--print"], tty, true),
+            (Claude, &["--model", "x"], tty, false),
+            (Codex, &["exec", "do it"], tty, true),
+            (Codex, &["-m", "gpt", "exec", "do it"], tty, true),
+            (Codex, &["e", "do it"], tty, true),
+            (Codex, &["resume"], tty, false),
+            (Gemini, &["--prompt=hi"], tty, true),
+            (Gemini, &[], Some(false), true),
+            (Gemini, &[], tty, false),
+            // Cannot tell: someone is there.
+            (Gemini, &[], None, false),
+            (Gemini, &["-i", "hi"], Some(false), false),
+            (Copilot, &["-p", "fix"], tty, true),
+            (Copilot, &["--prompt-file"], tty, false),
+            // Not known: as before.
+            (Qwen, &["-p", "hi"], tty, false),
+        ] {
+            let args: Vec<String> = args.iter().map(|a| a.to_string()).collect();
+            assert_eq!(
+                client.adapter().headless(&args, stdin),
+                want,
+                "{client:?} {args:?}"
+            );
+        }
     }
 
     #[test]

@@ -97,7 +97,7 @@ pub struct Written {
 }
 
 /// The instructions for the agent, as a skill (`SKILL.md` with its front matter).
-pub fn skill() -> String {
+fn skill() -> String {
     format!(
         "---\nname: {NAME}\ndescription: \"How to work beside other agents in this repository with coord (locks on edited files, who is here, messages). Read when an edit is refused because another agent holds the file, or before editing files outside the edit tools.\"\n---\n\n{}\n",
         init::instructions()
@@ -147,6 +147,21 @@ pub fn script(template: &str, client: &str, spec: &Spec, mcp: Option<&Value>) ->
     text
 }
 
+/// The plugin's name, version and description, then the keys of `extra`.
+fn about(extra: Value) -> Value {
+    let doc =
+        json!({"name": NAME, "version": env!("CARGO_PKG_VERSION"), "description": DESCRIPTION});
+    about_more(doc, extra)
+}
+
+/// `doc` with the keys of `extra` added (in their order).
+fn about_more(mut doc: Value, extra: Value) -> Value {
+    if let (Some(doc), Value::Object(extra)) = (doc.as_object_mut(), extra) {
+        doc.extend(extra);
+    }
+    doc
+}
+
 /// The files of `client`'s plugin, when coord writes one.
 fn files(client: Client, spec: &Spec) -> Option<Vec<File>> {
     let adapter = client.adapter();
@@ -182,19 +197,12 @@ fn files(client: Client, spec: &Spec) -> Option<Vec<File>> {
                     }],
                 })
             };
-            let mut man = json!({
-                "name": NAME,
-                "version": version,
-                "description": DESCRIPTION,
+            let mut man = about(json!({
                 "author": {"name": NAME},
                 "license": env!("CARGO_PKG_LICENSE"),
-            });
-            if let (Some([h, m, s]), Some(obj)) = (paths, man.as_object_mut()) {
-                obj.extend([
-                    ("hooks".into(), json!(h)),
-                    ("mcpServers".into(), json!(m)),
-                    ("skills".into(), json!(s)),
-                ]);
+            }));
+            if let Some([h, m, s]) = paths {
+                man = about_more(man, json!({"hooks": h, "mcpServers": m, "skills": s}));
             }
             vec![
                 json_file(marketplace, &market),
@@ -208,13 +216,10 @@ fn files(client: Client, spec: &Spec) -> Option<Vec<File>> {
             ]
         }
         PluginKind::Extension { manifest, context } => {
-            let man = json!({
-                "name": NAME,
-                "version": version,
-                "description": DESCRIPTION,
+            let man = about(json!({
                 "contextFileName": context,
                 "mcpServers": spec.mcp_servers(),
-            });
+            }));
             let style = HookStyle::Claude { named: true };
             vec![
                 json_file(manifest, &man),
@@ -223,18 +228,8 @@ fn files(client: Client, spec: &Spec) -> Option<Vec<File>> {
             ]
         }
         PluginKind::Js { package, mcp } => {
-            let mut doc = json!({
-                "name": NAME,
-                "version": version,
-                "description": DESCRIPTION,
-                "private": true,
-                "type": "module",
-            });
-            if let (Some(doc), Ok(Value::Object(extra))) =
-                (doc.as_object_mut(), serde_json::from_str(package))
-            {
-                doc.extend(extra);
-            }
+            let doc = about(json!({"private": true, "type": "module"}));
+            let doc = about_more(doc, serde_json::from_str(package).unwrap_or_default());
             let mcp = mcp.then(|| {
                 json!({
                     "type": "local",

@@ -45,7 +45,7 @@ pub struct Changed {
 
 /// The files another agent holds `LIVE` now: of the paths `.coord/held/` names for others, those
 /// [`guard::held`] finds held.
-pub fn held_by_others(ws: &Workspace, me: &AgentId) -> Vec<Held> {
+fn held_by_others(ws: &Workspace, me: &AgentId) -> Vec<Held> {
     let mut paths: Vec<String> = lock::indexed(ws.root())
         .into_iter()
         .filter(|(_, agent)| agent != me.id())

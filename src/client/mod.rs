@@ -4,8 +4,8 @@
 //! hooks at all. The doors ([`crate::hook`], [`crate::init`], [`crate::plugin`], `coord doctor`)
 //! read this table; nothing here imports them. A new client is one entry in [`clients!`].
 
-pub mod patch;
-pub mod payload;
+pub(crate) mod patch;
+pub(crate) mod payload;
 mod tools;
 mod trust;
 
@@ -127,6 +127,25 @@ pub(crate) enum Wire {
     Generated(&'static str, &'static str),
 }
 
+const CLAUDE_STYLE: HookStyle = HookStyle::Claude { named: false };
+const NAMED_STYLE: HookStyle = HookStyle::Claude { named: true };
+
+impl Wire {
+    const fn json(
+        file: &'static str,
+        comments: bool,
+        hooks: Option<HookStyle>,
+        mcp: Option<McpStyle>,
+    ) -> Wire {
+        Wire::Json {
+            file,
+            comments,
+            hooks,
+            mcp,
+        }
+    }
+}
+
 /// The line that marks a generated plugin file as coord's.
 pub const MARKER: &str = "coord:generated";
 
@@ -177,7 +196,6 @@ pub struct Adapter {
     pub(crate) render: fn(&Reply) -> Option<Value>,
     pub(crate) normalize: Option<fn(Value) -> Value>,
     pub(crate) denies_by_exit_status: bool,
-    pub(crate) hook_file: &'static str,
     pub(crate) instruction_file: Option<&'static str>,
     pub(crate) shell_git_hooks: (bool, &'static str),
     pub(crate) wiring: &'static [Wire],
@@ -185,9 +203,10 @@ pub struct Adapter {
     /// What other modes do where the trust gate applies only to interactive sessions.
     pub(crate) trust_modes: Option<&'static str>,
     headless: fn(&[String], Option<bool>) -> bool,
+    /// The command's names on `PATH`, when not just [`Adapter::name`].
     pub(crate) executables: &'static [&'static str],
     pub(crate) plugin: Option<Plugin>,
-    trust: fn(&Path) -> Trust,
+    trust: fn(&Path) -> Result<Trust, Trust>,
     trust_step: fn(&Path) -> String,
 }
 
@@ -202,14 +221,6 @@ impl Adapter {
         self.product
     }
 
-    /// What an event, as the client names it, is about.
-    pub fn kind(&self, event: &str) -> Kind {
-        self.events
-            .iter()
-            .find(|(e, _)| *e == event)
-            .map_or(Kind::Other, |(_, k)| *k)
-    }
-
     /// coord's hook registrations for this client: event, matcher, `coord hook NAME ...`.
     pub fn hooks(&self) -> HookSet {
         self.hooks
@@ -220,7 +231,7 @@ impl Adapter {
 
     /// Whether the client will run the hooks of `root`, as far as its config shows.
     pub fn trust(&self, root: &Path) -> Trust {
-        (self.trust)(root)
+        (self.trust)(root).unwrap_or_else(|early| early)
     }
 
     /// The one step that makes the client run this folder's hooks.
@@ -254,9 +265,12 @@ impl Adapter {
         self.plugin.is_some()
     }
 
-    /// Whether `coord init` wired this client in `root` (its hook file runs `coord hook NAME`).
+    /// Whether `coord init` wired this client in `root` (its first wired file, where its hooks
+    /// are, runs `coord hook NAME`).
     pub fn wired(&self, root: &Path) -> bool {
-        crate::fsutil::read_capped(&root.join(self.hook_file), 16 * 1024 * 1024)
+        let (Wire::Json { file, .. } | Wire::CodexToml(file) | Wire::Generated(file, _)) =
+            self.wiring[0];
+        crate::fsutil::read_capped(&root.join(file), 16 * 1024 * 1024)
             .ok()
             .is_some_and(|b| {
                 String::from_utf8_lossy(&b).contains(&format!("coord hook {}", self.name))
@@ -326,20 +340,22 @@ impl Client {
     }
 
     /// Where the client's command is on `path` (a `PATH` value): the first executable file of
-    /// one of its names (`claude`; Cursor's `cursor-agent` or `cursor`), folder by folder.
+    /// one of its names (its own; Cursor's `cursor-agent` or `cursor`), folder by folder.
     pub fn find_on(self, path: &std::ffi::OsStr) -> Option<PathBuf> {
         use std::os::unix::fs::PermissionsExt;
+        let a = self.adapter();
+        let names = if a.executables.is_empty() {
+            &[a.name][..]
+        } else {
+            a.executables
+        };
         std::env::split_paths(path)
             .filter(|dir| dir.is_absolute())
             .find_map(|dir| {
-                self.adapter()
-                    .executables
-                    .iter()
-                    .map(|name| dir.join(name))
-                    .find(|p| {
-                        std::fs::metadata(p)
-                            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-                    })
+                names.iter().map(|name| dir.join(name)).find(|p| {
+                    std::fs::metadata(p)
+                        .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+                })
             })
     }
 
@@ -391,7 +407,6 @@ const BASE: Adapter = Adapter {
     render: render_claude,
     normalize: None,
     denies_by_exit_status: false,
-    hook_file: "",
     instruction_file: None,
     shell_git_hooks: GIT_OWN_CONFIG,
     wiring: &[],
@@ -400,16 +415,11 @@ const BASE: Adapter = Adapter {
     headless: |_, _| false,
     executables: &[],
     plugin: None,
-    trust: |_| Trust::new(HooksRun::Unknown, ""),
+    trust: |_| Ok(Trust::new(HooksRun::Unknown, "")),
     trust_step: |_| String::new(),
 };
 
-const MCP_JSON: Wire = Wire::Json {
-    file: ".mcp.json",
-    comments: false,
-    hooks: None,
-    mcp: Some(McpStyle::Servers),
-};
+const MCP_JSON: Wire = Wire::json(".mcp.json", false, None, Some(McpStyle::Servers));
 
 /// Claude Code: hooks in `.claude/settings.json`, the MCP server in `.mcp.json`.
 const CLAUDE: Adapter = Adapter {
@@ -432,15 +442,9 @@ const CLAUDE: Adapter = Adapter {
     ],
     edited: tools::claude_edited,
     shell: |t, i| tools::shell_call(t, "Bash", i, None),
-    hook_file: ".claude/settings.json",
     instruction_file: Some("CLAUDE.md"),
     wiring: &[
-        Wire::Json {
-            file: ".claude/settings.json",
-            comments: false,
-            hooks: Some(HookStyle::Claude { named: false }),
-            mcp: None,
-        },
+        Wire::json(".claude/settings.json", false, Some(CLAUDE_STYLE), None),
         MCP_JSON,
     ],
     // Its answer to "use this project's MCP server?" (`enabledMcpjsonServers`), and a tool
@@ -451,14 +455,13 @@ const CLAUDE: Adapter = Adapter {
     trust_modes: Some(
         "`claude -p` runs them in any folder, trusted or not; an interactive session also asks once whether to use the project's MCP server `coord` (.mcp.json): answer yes",
     ),
-    executables: &["claude"],
     plugin: Some(Plugin {
         kind: PluginKind::Marketplace {
             marketplace: ".claude-plugin/marketplace.json",
             codex: false,
             manifest: "coord/.claude-plugin/plugin.json",
             paths: None,
-            hooks: HookStyle::Claude { named: false },
+            hooks: CLAUDE_STYLE,
         },
         install: &[
             "claude plugin marketplace add {dir}",
@@ -491,26 +494,19 @@ const CODEX: Adapter = Adapter {
     ],
     edited: tools::codex_edited,
     shell: |t, i| tools::shell_call(t, "Bash", i, Some("workdir")),
-    hook_file: ".codex/hooks.json",
     wiring: &[
-        Wire::Json {
-            file: ".codex/hooks.json",
-            comments: false,
-            hooks: Some(HookStyle::Claude { named: false }),
-            mcp: None,
-        },
+        Wire::json(".codex/hooks.json", false, Some(CLAUDE_STYLE), None),
         Wire::CodexToml(".codex/config.toml"),
     ],
     // `codex exec` (or its alias, `codex e …`): one task, then it exits.
     headless: |args, _| args.iter().any(|a| a == "exec") || args.first().is_some_and(|a| a == "e"),
-    executables: &["codex"],
     plugin: Some(Plugin {
         kind: PluginKind::Marketplace {
             marketplace: ".agents/plugins/marketplace.json",
             codex: true,
             manifest: "coord/.codex-plugin/plugin.json",
             paths: Some(["./hooks/hooks.json", "./.mcp.json", "./skills/"]),
-            hooks: HookStyle::Claude { named: false },
+            hooks: CLAUDE_STYLE,
         },
         install: &[
             "codex plugin marketplace add {dir}",
@@ -553,25 +549,23 @@ const GEMINI: Adapter = Adapter {
     },
     shell: |t, i| tools::shell_call(t, "run_shell_command", i, Some("dir_path")),
     render: render_gemini,
-    hook_file: ".gemini/settings.json",
     instruction_file: Some("GEMINI.md"),
     shell_git_hooks: (
         false,
         "its shell tool runs git with core.hooksPath empty (GIT_CONFIG_COUNT): no git hook runs; coord's BeforeTool hook checks those commits instead",
     ),
-    wiring: &[Wire::Json {
-        file: ".gemini/settings.json",
-        comments: true,
-        hooks: Some(HookStyle::Claude { named: true }),
-        mcp: Some(McpStyle::Servers),
-    }],
+    wiring: &[Wire::json(
+        ".gemini/settings.json",
+        true,
+        Some(NAMED_STYLE),
+        Some(McpStyle::Servers),
+    )],
     // `gemini -p` (`--prompt`), or its input not a terminal (`echo … | gemini`): one prompt,
     // then it exits; `-i` (`--prompt-interactive`) stays at the terminal.
     headless: |args, stdin_terminal| {
         !has_option(args, "-i", "--prompt-interactive")
             && (has_option(args, "-p", "--prompt") || stdin_terminal == Some(false))
     },
-    executables: &["gemini"],
     plugin: Some(Plugin {
         kind: PluginKind::Extension {
             manifest: "gemini-extension.json",
@@ -617,23 +611,21 @@ const COPILOT: Adapter = Adapter {
         Reply::Block(reason) => Some(json!({"decision": "block", "reason": reason})),
         Reply::Context(text) | Reply::Notice(_, text) => Some(json!({"additionalContext": text})),
     },
-    hook_file: ".github/hooks/coord.json",
     shell_git_hooks: (
         true,
         "its shell tool sets only safe.bareRepository and core.fsmonitor through GIT_CONFIG_*; git hooks run",
     ),
     wiring: &[
-        Wire::Json {
-            file: ".github/hooks/coord.json",
-            comments: false,
-            hooks: Some(HookStyle::Copilot),
-            mcp: None,
-        },
+        Wire::json(
+            ".github/hooks/coord.json",
+            false,
+            Some(HookStyle::Copilot),
+            None,
+        ),
         MCP_JSON,
     ],
     // `copilot -p` (`--prompt`): one prompt, then it exits.
     headless: |args, _| has_option(args, "-p", "--prompt"),
-    executables: &["copilot"],
     plugin: Some(Plugin {
         // Copilot loads it live from this folder: keep the folder.
         kind: PluginKind::Marketplace {
@@ -678,15 +670,13 @@ const QWEN: Adapter = Adapter {
         _ => None,
     },
     shell: |t, i| tools::shell_call(t, "run_shell_command", i, Some("directory")),
-    hook_file: ".qwen/settings.json",
     instruction_file: Some("QWEN.md"),
-    wiring: &[Wire::Json {
-        file: ".qwen/settings.json",
-        comments: true,
-        hooks: Some(HookStyle::Claude { named: true }),
-        mcp: Some(McpStyle::Servers),
-    }],
-    executables: &["qwen"],
+    wiring: &[Wire::json(
+        ".qwen/settings.json",
+        true,
+        Some(NAMED_STYLE),
+        Some(McpStyle::Servers),
+    )],
     plugin: Some(Plugin {
         kind: PluginKind::Extension {
             manifest: "qwen-extension.json",
@@ -724,17 +714,10 @@ const OPENCODE: Adapter = Adapter {
     edited: tools::opencode_edited,
     shell: |t, i| tools::shell_call(t, "bash", i, Some("workdir")),
     render: render_plugin,
-    hook_file: ".opencode/plugin/coord.js",
     wiring: &[
         Wire::Generated(".opencode/plugin/coord.js", OPENCODE_PLUGIN),
-        Wire::Json {
-            file: "opencode.json",
-            comments: true,
-            hooks: None,
-            mcp: Some(McpStyle::Opencode),
-        },
+        Wire::json("opencode.json", true, None, Some(McpStyle::Opencode)),
     ],
-    executables: &["opencode"],
     plugin: Some(Plugin {
         kind: PluginKind::Js {
             package: r#"{"main": "coord.js"}"#,
@@ -746,10 +729,10 @@ const OPENCODE: Adapter = Adapter {
         ],
     }),
     trust: |_| {
-        Trust::new(
+        Ok(Trust::new(
             HooksRun::Yes,
             "OpenCode loads .opencode/plugin/ in every folder (it has no folder trust)",
-        )
+        ))
     },
     trust_step: |_| {
         "none: OpenCode loads the plugins of `.opencode/plugin/` in every folder".into()
@@ -772,9 +755,7 @@ const CLINE: Adapter = Adapter {
     edited: tools::cline_edited,
     shell: tools::cline_shell,
     render: render_plugin,
-    hook_file: ".cline/plugins/coord.js",
     wiring: &[Wire::Generated(".cline/plugins/coord.js", CLINE_PLUGIN)],
-    executables: &["cline"],
     plugin: Some(Plugin {
         kind: PluginKind::Js {
             package: r#"{"cline": {"plugins": [{"paths": ["./coord.js"]}]}}"#,
@@ -784,10 +765,10 @@ const CLINE: Adapter = Adapter {
         uninstall: &["cline plugin uninstall coord"],
     }),
     trust: |_| {
-        Trust::new(
+        Ok(Trust::new(
             HooksRun::Yes,
             "Cline CLI loads .cline/plugins/ in every workspace (it has no folder trust)",
-        )
+        ))
     },
     trust_step: |_| {
         "none: Cline CLI loads the plugins of `.cline/plugins/` in every workspace".into()
@@ -850,28 +831,22 @@ const CURSOR: Adapter = Adapter {
         })
     },
     normalize: Some(tools::cursor_normalize),
-    hook_file: ".cursor/hooks.json",
     shell_git_hooks: EDITOR_GIT,
     wiring: &[
-        Wire::Json {
-            file: ".cursor/hooks.json",
-            comments: false,
-            hooks: Some(HookStyle::Flat { version: true }),
-            mcp: None,
-        },
-        Wire::Json {
-            file: ".cursor/mcp.json",
-            comments: false,
-            hooks: None,
-            mcp: Some(McpStyle::Servers),
-        },
+        Wire::json(
+            ".cursor/hooks.json",
+            false,
+            Some(HookStyle::Flat { version: true }),
+            None,
+        ),
+        Wire::json(".cursor/mcp.json", false, None, Some(McpStyle::Servers)),
     ],
     executables: &["cursor-agent", "cursor"],
     trust: |_| {
-        Trust::new(
+        Ok(Trust::new(
             HooksRun::Yes,
             "Cursor loads a project's .cursor/hooks.json and its docs name no trust gate; from the published format, not run end to end here",
-        )
+        ))
     },
     trust_step: |root| {
         format!(
@@ -910,20 +885,18 @@ const WINDSURF: Adapter = Adapter {
     render: |_| None,
     normalize: Some(tools::windsurf_normalize),
     denies_by_exit_status: true,
-    hook_file: ".windsurf/hooks.json",
     shell_git_hooks: EDITOR_GIT,
-    wiring: &[Wire::Json {
-        file: ".windsurf/hooks.json",
-        comments: false,
-        hooks: Some(HookStyle::Flat { version: false }),
-        mcp: None,
-    }],
-    executables: &["windsurf"],
+    wiring: &[Wire::json(
+        ".windsurf/hooks.json",
+        false,
+        Some(HookStyle::Flat { version: false }),
+        None,
+    )],
     trust: |_| {
-        Trust::new(
+        Ok(Trust::new(
             HooksRun::Yes,
             "Windsurf loads a workspace's .windsurf/hooks.json and its docs name no trust gate; from the published format, not run end to end here",
-        )
+        ))
     },
     trust_step: |root| {
         format!(
@@ -1052,7 +1025,11 @@ pub fn parse(client: Client, input: &[u8], event: Option<&str>) -> Result<HookCa
                 "the hook payload names no event (`hook_event_name`); pass `--event`",
             ),
         })?;
-    let kind = adapter.kind(&event);
+    let kind = adapter
+        .events
+        .iter()
+        .find(|(e, _)| *e == event)
+        .map_or(Kind::Other, |(_, k)| *k);
     let tool = str_field(&value, &["tool_name", "toolName"]);
     // As sent: an object, or a string (Copilot's JSON-encoded arguments, or a raw patch).
     let input = value
@@ -1091,7 +1068,7 @@ pub fn render(client: Client, reply: &Reply) -> Option<String> {
 
 /// A tool's arguments as an object: a JSON string (Copilot CLI) is decoded as far as it can be;
 /// anything else undecodable is `Null`.
-pub fn args_object(input: &Value) -> Value {
+fn args_object(input: &Value) -> Value {
     match input {
         Value::String(s) => payload::read(s.as_bytes())
             .map(|p| p.value)
@@ -1101,7 +1078,7 @@ pub fn args_object(input: &Value) -> Value {
 }
 
 /// The first non-empty string among `keys` of `value`.
-pub fn str_field(value: &Value, keys: &[&str]) -> Option<String> {
+fn str_field(value: &Value, keys: &[&str]) -> Option<String> {
     keys.iter()
         .find_map(|k| value.get(*k).and_then(Value::as_str))
         .filter(|s| !s.is_empty())

@@ -1,50 +1,29 @@
 //! The paths a Codex `apply_patch` envelope touches.
 
-/// How a path is touched.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Change {
-    /// `*** Add File:`
-    Add,
-    /// `*** Update File:`
-    Update,
-    /// `*** Delete File:`
-    Delete,
-    /// `*** Move to:` (the new name of the file updated just before)
-    MoveTo,
-}
-
-const HEADERS: [(&str, Change); 4] = [
-    ("*** Add File:", Change::Add),
-    ("*** Update File:", Change::Update),
-    ("*** Delete File:", Change::Delete),
-    ("*** Move to:", Change::MoveTo),
+/// The header lines that name a path (`Move to:`: the new name of the file updated before).
+const HEADERS: [&str; 4] = [
+    "*** Add File:",
+    "*** Update File:",
+    "*** Delete File:",
+    "*** Move to:",
 ];
 
-/// Every path named by a header line, in order, with how it is touched (duplicates kept).
-pub fn changes(patch: &str) -> Vec<(Change, String)> {
-    let mut out = Vec::new();
-    for line in patch.split('\n') {
+/// Every path named by a header line, in order (duplicates kept).
+fn headers(patch: &str) -> impl Iterator<Item = &str> {
+    patch.split('\n').filter_map(|line| {
         let line = line.strip_suffix('\r').unwrap_or(line);
         let line = line.trim_start_matches([' ', '\t']);
-        for (prefix, change) in HEADERS {
-            if let Some(rest) = line.strip_prefix(prefix) {
-                let path = rest.trim_matches([' ', '\t', '\r']);
-                if !path.is_empty() {
-                    out.push((change, path.to_string()));
-                }
-                break;
-            }
-        }
-    }
-    out
+        let rest = HEADERS.iter().find_map(|h| line.strip_prefix(h))?;
+        Some(rest.trim_matches([' ', '\t', '\r'])).filter(|p| !p.is_empty())
+    })
 }
 
 /// The distinct paths a patch touches, old and new names alike, in first-seen order.
 pub fn paths(patch: &str) -> Vec<String> {
     let mut out: Vec<String> = Vec::new();
-    for (_, p) in changes(patch) {
-        if !out.contains(&p) {
-            out.push(p);
+    for p in headers(patch) {
+        if !out.iter().any(|o| o == p) {
+            out.push(p.to_string());
         }
     }
     out
@@ -58,15 +37,8 @@ mod tests {
     #[test]
     fn every_header_kind_is_read() {
         let patch = "*** Begin Patch\n*** Add File: a.txt\n+hi\n*** Update File: b.rs\n*** Move to: c.rs\n@@\n-x\n+y\n*** Delete File: d.md\n*** End Patch\n";
-        assert_eq!(
-            changes(patch),
-            vec![
-                (Change::Add, "a.txt".to_string()),
-                (Change::Update, "b.rs".to_string()),
-                (Change::MoveTo, "c.rs".to_string()),
-                (Change::Delete, "d.md".to_string()),
-            ]
-        );
+        let got: Vec<&str> = headers(patch).collect();
+        assert_eq!(got, ["a.txt", "b.rs", "c.rs", "d.md"]);
     }
 
     #[test]
@@ -110,12 +82,12 @@ mod tests {
                 match kind {
                     0 => {
                         lines.push(format!("*** Add File: {a}"));
-                        expected.push((Change::Add, a.clone()));
+                        expected.push(a.as_str());
                         lines.extend(body.iter().map(|l| format!("+{l}")));
                     }
                     1 => {
                         lines.push(format!("*** Update File: {a}"));
-                        expected.push((Change::Update, a.clone()));
+                        expected.push(a.as_str());
                         lines.push("@@".into());
                         lines.extend(body.iter().map(|l| format!("-{l}")));
                         lines.extend(body.iter().map(|l| format!(" {l}").trim_end_matches([' ', '\t']).to_string()).filter(|l| !l.trim_start().starts_with("***")));
@@ -123,28 +95,28 @@ mod tests {
                     2 => {
                         lines.push(format!("*** Update File: {a}"));
                         lines.push(format!("*** Move to: {b}"));
-                        expected.push((Change::Update, a.clone()));
-                        expected.push((Change::MoveTo, b.clone()));
+                        expected.push(a.as_str());
+                        expected.push(b.as_str());
                         lines.extend(body.iter().map(|l| format!("+{l}")));
                     }
                     _ => {
                         lines.push(format!("*** Delete File: {a}"));
-                        expected.push((Change::Delete, a.clone()));
+                        expected.push(a.as_str());
                     }
                 }
             }
             lines.push("*** End Patch".into());
             let sep = if crlf { "\r\n" } else { "\n" };
             let patch = lines.join(sep);
-            prop_assert_eq!(changes(&patch), expected);
+            prop_assert_eq!(headers(&patch).collect::<Vec<_>>(), expected);
         }
 
         /// Any text at all: never a panic, never an empty or padded path.
         #[test]
         fn arbitrary_text_never_panics(text in "(?s).{0,400}") {
-            for (_, p) in changes(&text) {
+            for p in headers(&text) {
                 prop_assert!(!p.is_empty());
-                prop_assert_eq!(p.trim_matches([' ', '\t']), p.as_str());
+                prop_assert_eq!(p.trim_matches([' ', '\t']), p);
                 prop_assert!(!p.contains('\n'));
                 prop_assert!(!p.ends_with('\r'));
             }

@@ -11,7 +11,6 @@ pub const MAX_DEPTH: usize = 64;
 /// A payload as read.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Payload {
-    /// What was read.
     pub value: Value,
     /// Why the input is not JSON (`None`: it is, and `value` is all of it, bar containers
     /// deeper than [`MAX_DEPTH`]).
@@ -82,8 +81,7 @@ impl Reader<'_> {
                 self.skip().map_err(|()| None)?;
                 Ok(Value::Null)
             }
-            Some(b'{') => self.object(depth + 1),
-            Some(b'[') => self.array(depth + 1),
+            Some(b'{' | b'[') => self.container(depth + 1),
             Some(b'"') => self.string().map(Value::String).map_err(|()| None),
             Some(b't') => self.word(b"true", Value::Bool(true)),
             Some(b'f') => self.word(b"false", Value::Bool(false)),
@@ -93,76 +91,61 @@ impl Reader<'_> {
         }
     }
 
-    fn object(&mut self, depth: usize) -> Result<Value, Cut> {
+    /// The object or array at `{` or `[`, its members read at `depth`.
+    fn container(&mut self, depth: usize) -> Result<Value, Cut> {
+        let object = self.peek() == Some(b'{');
+        let close = if object { b'}' } else { b']' };
         self.i += 1;
-        let mut map = Map::new();
+        let (mut map, mut items) = (Map::new(), Vec::new());
+        let done = |map, items| match object {
+            true => Value::Object(map),
+            false => Value::Array(items),
+        };
         self.ws();
-        if self.peek() == Some(b'}') {
+        if self.peek() == Some(close) {
             self.i += 1;
-            return Ok(Value::Object(map));
+            return Ok(done(map, items));
         }
         loop {
             self.ws();
-            if self.peek() != Some(b'"') {
-                return Err(Some(Value::Object(map)));
-            }
-            let Ok(key) = self.string() else {
-                return Err(Some(Value::Object(map)));
-            };
-            self.ws();
-            if self.peek() != Some(b':') {
-                return Err(Some(Value::Object(map)));
-            }
-            self.i += 1;
-            self.ws();
-            match self.value(depth) {
-                Ok(v) => {
-                    map.insert(key, v);
-                }
-                Err(cut) => {
-                    if let Some(v) = cut {
-                        map.insert(key, v);
+            let key = if object {
+                let key = match self.peek() {
+                    Some(b'"') => self.string().ok(),
+                    _ => None,
+                };
+                self.ws();
+                match key {
+                    Some(key) if self.peek() == Some(b':') => {
+                        self.i += 1;
+                        self.ws();
+                        Some(key)
                     }
-                    return Err(Some(Value::Object(map)));
+                    _ => return Err(Some(done(map, items))),
                 }
+            } else {
+                None
+            };
+            let (v, cut) = match self.value(depth) {
+                Ok(v) => (Some(v), false),
+                Err(cut) => (cut, true),
+            };
+            if let Some(v) = v {
+                match key {
+                    Some(key) => drop(map.insert(key, v)),
+                    None => items.push(v),
+                }
+            }
+            if cut {
+                return Err(Some(done(map, items)));
             }
             self.ws();
             match self.peek() {
                 Some(b',') => self.i += 1,
-                Some(b'}') => {
+                Some(c) if c == close => {
                     self.i += 1;
-                    return Ok(Value::Object(map));
+                    return Ok(done(map, items));
                 }
-                _ => return Err(Some(Value::Object(map))),
-            }
-        }
-    }
-
-    fn array(&mut self, depth: usize) -> Result<Value, Cut> {
-        self.i += 1;
-        let mut items = Vec::new();
-        self.ws();
-        if self.peek() == Some(b']') {
-            self.i += 1;
-            return Ok(Value::Array(items));
-        }
-        loop {
-            self.ws();
-            match self.value(depth) {
-                Ok(v) => items.push(v),
-                Err(cut) => {
-                    items.extend(cut);
-                    return Err(Some(Value::Array(items)));
-                }
-            }
-            self.ws();
-            match self.peek() {
-                Some(b',') => self.i += 1,
-                Some(b']') => {
-                    self.i += 1;
-                    return Ok(Value::Array(items));
-                }
-                _ => return Err(Some(Value::Array(items))),
+                _ => return Err(Some(done(map, items))),
             }
         }
     }
@@ -331,37 +314,30 @@ mod tests {
         }
     }
 
+    /// What is read, and whether it is a fault: lone surrogates and stray bytes are read; a
+    /// payload cut short keeps what was read whole, and never a string or number in part.
     #[test]
-    fn lone_surrogates_and_stray_bytes_are_read() {
-        let p = read(
-            b"{\"a\":\"x\\ud800y\",\"b\":\"\\udc00\",\"c\":\"\\ud83d\\ude00\",\"d\":\"\xff\"}",
-        )
-        .unwrap();
-        assert_eq!(p.fault, None);
-        assert_eq!(p.value["a"], "x\u{FFFD}y");
-        assert_eq!(p.value["b"], "\u{FFFD}");
-        assert_eq!(p.value["c"], "\u{1F600}");
-        assert_eq!(p.value["d"], "\u{FFFD}");
-    }
-
-    #[test]
-    fn a_payload_cut_short_keeps_what_was_read_whole() {
-        let text =
-            br#"{"hook_event_name":"PreToolUse","tool_input":{"file_path":"a.md","content":"abc"#;
-        let p = read(text).unwrap();
-        assert!(p.fault.is_some());
-        assert_eq!(
-            p.value,
-            json!({"hook_event_name": "PreToolUse", "tool_input": {"file_path": "a.md"}})
-        );
-        // A string cut short is never read in part.
-        let p = read(br#"{"tool_input":{"file_path":"src/ver"#).unwrap();
-        assert_eq!(p.value, json!({"tool_input": {}}));
-        let p = read(br#"{"n":12"#).unwrap();
-        assert_eq!(p.value, json!({}));
-        // Garbage after a whole object is a fault too.
-        let p = read(br#"{"a":1} x"#).unwrap();
-        assert_eq!((p.value, p.fault.is_some()), (json!({"a": 1}), true));
+    fn what_can_be_read_is_kept() {
+        let rows: [(&[u8], Value, bool); 5] = [
+            (
+                b"{\"a\":\"x\\ud800y\",\"b\":\"\\udc00\",\"c\":\"\\ud83d\\ude00\",\"d\":\"\xff\"}",
+                json!({"a": "x\u{FFFD}y", "b": "\u{FFFD}", "c": "\u{1F600}", "d": "\u{FFFD}"}),
+                false,
+            ),
+            (
+                br#"{"hook_event_name":"PreToolUse","tool_input":{"file_path":"a.md","content":"abc"#,
+                json!({"hook_event_name": "PreToolUse", "tool_input": {"file_path": "a.md"}}),
+                true,
+            ),
+            (br#"{"tool_input":{"file_path":"src/ver"#, json!({"tool_input": {}}), true),
+            (br#"{"n":12"#, json!({}), true),
+            // Garbage after a whole object is a fault too.
+            (br#"{"a":1} x"#, json!({"a": 1}), true),
+        ];
+        for (input, value, fault) in rows {
+            let p = read(input).unwrap();
+            assert_eq!((p.value, p.fault.is_some()), (value, fault), "{input:?}");
+        }
     }
 
     #[test]

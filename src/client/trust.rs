@@ -5,14 +5,11 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::{HooksRun, Trust};
+use super::HooksRun::{No, Unknown, Yes};
+use super::Trust;
 
-/// The user's home folder (`HOME`).
-fn home() -> Option<PathBuf> {
-    std::env::var_os("HOME")
-        .filter(|h| !h.is_empty())
-        .map(PathBuf::from)
-}
+/// A verdict, or one reached early (`Err`, for `?`).
+type Verdict = Result<Trust, Trust>;
 
 /// `VAR` when set and not empty.
 fn env_path(var: &str) -> Option<PathBuf> {
@@ -21,49 +18,50 @@ fn env_path(var: &str) -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-/// `VAR` when set and not empty, else `under_home` under the home folder.
+/// `VAR` when set and not empty, else `under_home` under the home folder (`HOME`).
 fn dir_from_env(var: &str, under_home: &str) -> Option<PathBuf> {
-    env_path(var).or_else(|| home().map(|h| h.join(under_home)))
+    env_path(var).or_else(|| env_path("HOME").map(|h| h.join(under_home)))
 }
 
-/// Outcome of reading a client's config file: missing, unreadable (why), or its value.
-enum Config {
-    Missing,
-    Bad(String),
-    Value(Value),
-}
-
-/// The value of a config file, or the verdict when it is missing or bad.
-fn config_value(path: &Path, comments: bool) -> Result<Value, Trust> {
-    match read_config(path, comments) {
-        Config::Value(v) => Ok(v),
-        Config::Missing => Err(missing(path)),
-        Config::Bad(why) => Err(Trust::new(HooksRun::Unknown, why)),
-    }
+/// Read and parse a client's config file of at most `cap` bytes: `Ok(None)` when it is missing,
+/// `Err` with why when it cannot be read or parsed.
+fn read_file<T>(
+    path: &Path,
+    cap: u64,
+    parse: impl FnOnce(&str) -> std::result::Result<T, String>,
+) -> Result<Option<T>, String> {
+    let bytes = match crate::fsutil::read_capped(path, cap) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
+        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+    };
+    parse(&String::from_utf8_lossy(&bytes))
+        .map(Some)
+        .map_err(|e| format!("{} cannot be parsed: {e}", path.display()))
 }
 
 /// Read a client's JSON config file (`comments`: JSON with `//` and `/* */` comments).
-fn read_config(path: &Path, comments: bool) -> Config {
-    let bytes = match crate::fsutil::read_capped(path, 256 * 1024 * 1024) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Config::Missing,
-        Err(e) => return Config::Bad(format!("cannot read {}: {e}", path.display())),
-    };
-    let text = String::from_utf8_lossy(&bytes);
-    let parsed = if comments {
+fn read_config(path: &Path, comments: bool) -> Result<Option<Value>, String> {
+    read_file(path, 256 * 1024 * 1024, |text| {
+        if !comments {
+            return serde_json::from_str(text).map_err(|e| e.to_string());
+        }
         let opts = jsonc_parser::ParseOptions {
             allow_comments: true,
             ..Default::default()
         };
-        jsonc_parser::cst::CstRootNode::parse(&text, &opts)
+        jsonc_parser::cst::CstRootNode::parse(text, &opts)
             .map_err(|e| e.to_string())
             .and_then(|root| root.to_serde_value().ok_or_else(|| "empty".to_string()))
-    } else {
-        serde_json::from_str(&text).map_err(|e| e.to_string())
-    };
-    match parsed {
-        Ok(v) => Config::Value(v),
-        Err(e) => Config::Bad(format!("{} cannot be parsed: {e}", path.display())),
+    })
+}
+
+/// The value of a config file, or the verdict when it is missing (`missing`) or bad.
+fn config_value<T>(read: Result<Option<T>, String>, missing: Trust) -> Result<T, Trust> {
+    match read {
+        Ok(Some(v)) => Ok(v),
+        Ok(None) => Err(missing),
+        Err(why) => Err(Trust::new(Unknown, why)),
     }
 }
 
@@ -75,7 +73,7 @@ fn self_and_ancestors(path: &Path) -> impl Iterator<Item = String> + '_ {
 /// The verdict for a config file that does not exist.
 fn missing(path: &Path) -> Trust {
     Trust::new(
-        HooksRun::No,
+        No,
         format!(
             "{} does not exist: no folder is trusted yet",
             path.display()
@@ -84,17 +82,11 @@ fn missing(path: &Path) -> Trust {
 }
 
 fn untrusted(path: &Path) -> Trust {
-    Trust::new(
-        HooksRun::No,
-        format!("{} does not trust this folder", path.display()),
-    )
+    Trust::new(No, format!("{} does not trust this folder", path.display()))
 }
 
 fn no_home(what: &str) -> Trust {
-    Trust::new(
-        HooksRun::Unknown,
-        format!("no home folder (HOME) to find {what}"),
-    )
+    Trust::new(Unknown, format!("no home folder (HOME) to find {what}"))
 }
 
 /// `path` for a message, or `default` when there is none.
@@ -118,20 +110,15 @@ pub fn claude_step(root: &Path) -> String {
 
 /// Claude Code drops a project's hooks until the folder (or one above it) is trusted:
 /// `projects[PATH].hasTrustDialogAccepted` in its global config.
-pub fn claude(root: &Path) -> Trust {
-    let Some(path) = claude_config() else {
-        return no_home("~/.claude.json");
-    };
-    let config = match config_value(&path, false) {
-        Ok(v) => v,
-        Err(verdict) => return verdict,
-    };
+pub fn claude(root: &Path) -> Verdict {
+    let path = claude_config().ok_or_else(|| no_home("~/.claude.json"))?;
+    let config = config_value(read_config(&path, false), missing(&path))?;
     for dir in self_and_ancestors(root) {
         if config["projects"][&dir]["hasTrustDialogAccepted"] == Value::Bool(true) {
-            return Trust::new(HooksRun::Yes, format!("{} trusts {dir}", path.display()));
+            return Ok(Trust::new(Yes, format!("{} trusts {dir}", path.display())));
         }
     }
-    untrusted(&path)
+    Ok(untrusted(&path))
 }
 
 pub fn codex_step(root: &Path) -> String {
@@ -144,25 +131,14 @@ pub fn codex_step(root: &Path) -> String {
 /// Codex runs a folder's hooks only when the folder is trusted (`[projects."PATH"]
 /// trust_level = "trusted"`) and each hook was reviewed (`[hooks.state."FILE:EVENT:GROUP:HOOK"]
 /// trusted_hash`), both in `$CODEX_HOME/config.toml`.
-pub fn codex(root: &Path) -> Trust {
-    let Some(path) = dir_from_env("CODEX_HOME", ".codex").map(|d| d.join("config.toml")) else {
-        return no_home("~/.codex");
-    };
-    let text = match crate::fsutil::read_capped(&path, 64 * 1024 * 1024) {
-        Ok(b) => String::from_utf8_lossy(&b).into_owned(),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return missing(&path),
-        Err(e) => {
-            let why = format!("cannot read {}: {e}", path.display());
-            return Trust::new(HooksRun::Unknown, why);
-        }
-    };
-    let doc: toml_edit::DocumentMut = match text.parse() {
-        Ok(d) => d,
-        Err(e) => {
-            let why = format!("{} cannot be parsed: {e}", path.display());
-            return Trust::new(HooksRun::Unknown, why);
-        }
-    };
+pub fn codex(root: &Path) -> Verdict {
+    let path = dir_from_env("CODEX_HOME", ".codex").ok_or_else(|| no_home("~/.codex"))?;
+    let path = path.join("config.toml");
+    let read = read_file(&path, 64 * 1024 * 1024, |text| {
+        text.parse::<toml_edit::DocumentMut>()
+            .map_err(|e| e.to_string())
+    });
+    let doc = config_value(read, missing(&path))?;
     let level = self_and_ancestors(root).find_map(|d| {
         let level = doc.get("projects")?.get(d.as_str())?.get("trust_level")?;
         Some((d.clone(), level.as_str()?.to_string()))
@@ -171,9 +147,9 @@ pub fn codex(root: &Path) -> Trust {
         Some((_, l)) if l == "trusted" => {}
         Some((d, l)) => {
             let why = format!("{} sets trust_level = \"{l}\" for {d}", path.display());
-            return Trust::new(HooksRun::No, why);
+            return Err(Trust::new(No, why));
         }
-        None => return untrusted(&path),
+        None => return Err(untrusted(&path)),
     }
     let keys = codex_hook_keys(root);
     let trusted = keys
@@ -193,9 +169,9 @@ pub fn codex(root: &Path) -> Trust {
                     != Some(false)
         })
         .count();
-    if trusted == keys.len() {
+    Ok(if trusted == keys.len() {
         Trust::new(
-            HooksRun::Yes,
+            Yes,
             format!(
                 "{} trusts this folder and all {} of coord's hooks (Codex asks again for a hook that changed)",
                 path.display(),
@@ -204,21 +180,21 @@ pub fn codex(root: &Path) -> Trust {
         )
     } else {
         Trust::new(
-            HooksRun::No,
+            No,
             format!(
                 "{} trusts this folder but only {trusted} of coord's {} hooks",
                 path.display(),
                 keys.len()
             ),
         )
-    }
+    })
 }
 
 /// The keys under which Codex records the review of each of coord's hooks in
 /// `.codex/hooks.json`: `/abs/.codex/hooks.json:pre_tool_use:GROUP:HOOK`.
 fn codex_hook_keys(root: &Path) -> Vec<String> {
     let file = root.join(".codex/hooks.json");
-    let Config::Value(doc) = read_config(&file, false) else {
+    let Ok(Some(doc)) = read_config(&file, false) else {
         return Vec::new();
     };
     let mut keys = Vec::new();
@@ -245,28 +221,43 @@ fn codex_hook_keys(root: &Path) -> Vec<String> {
     keys
 }
 
+const GEMINI_TRUSTED: &str = "GEMINI_CLI_TRUSTED_FOLDERS_PATH";
+const QWEN_TRUSTED: &str = "QWEN_CODE_TRUSTED_FOLDERS_PATH";
+
 /// `~/.gemini` (`GEMINI_CLI_HOME` replaces the home folder).
 fn gemini_dir() -> Option<PathBuf> {
     dir_from_env("GEMINI_CLI_HOME", "").map(|h| h.join(".gemini"))
 }
 
-/// The trusted-folders file: `GEMINI_CLI_TRUSTED_FOLDERS_PATH`, else `~/.gemini/trustedFolders.json`.
-fn gemini_trusted_folders() -> Option<PathBuf> {
-    env_path("GEMINI_CLI_TRUSTED_FOLDERS_PATH")
-        .or_else(|| gemini_dir().map(|d| d.join("trustedFolders.json")))
+/// The trusted-folders file of Gemini CLI or Qwen Code: `var`, else `trustedFolders.json` in
+/// the client's folder `dir`.
+fn trusted_folders(var: &str, dir: Option<PathBuf>) -> Option<PathBuf> {
+    env_path(var).or_else(|| dir.map(|d| d.join("trustedFolders.json")))
+}
+
+/// The system settings (`var`, else `system`) and user settings (in `dir`) that can be read,
+/// with their `security.folderTrust.enabled`.
+fn folder_trust(var: &str, system: &str, dir: Option<PathBuf>) -> Vec<(PathBuf, Value)> {
+    let system = env_path(var).unwrap_or_else(|| PathBuf::from(system));
+    [Some(system), dir.map(|d| d.join("settings.json"))]
+        .into_iter()
+        .flatten()
+        .filter_map(|path| {
+            let v = read_config(&path, true).ok()??;
+            Some((path, v["security"]["folderTrust"]["enabled"].clone()))
+        })
+        .collect()
 }
 
 /// The trusted-folders rules of `path` (`Err`: the verdict when they cannot be had;
 /// `missing`: the verdict when the file does not exist).
 fn folder_rules(path: &Path, missing: Trust) -> Result<Map<String, Value>, Trust> {
-    match read_config(path, true) {
-        Config::Value(Value::Object(rules)) => Ok(rules),
-        Config::Value(_) => Err(Trust::new(
-            HooksRun::Unknown,
+    match config_value(read_config(path, true), missing)? {
+        Value::Object(rules) => Ok(rules),
+        _ => Err(Trust::new(
+            Unknown,
             format!("{} is not a JSON object", path.display()),
         )),
-        Config::Missing => Err(missing),
-        Config::Bad(why) => Err(Trust::new(HooksRun::Unknown, why)),
     }
 }
 
@@ -283,7 +274,10 @@ pub fn gemini_step(root: &Path) -> String {
         "run `gemini` in {} and choose \"Trust folder\" (or add `\"{}\": \"TRUST_FOLDER\"` to {})",
         root.display(),
         root.display(),
-        shown(gemini_trusted_folders(), "~/.gemini/trustedFolders.json")
+        shown(
+            trusted_folders(GEMINI_TRUSTED, gemini_dir()),
+            "~/.gemini/trustedFolders.json"
+        )
     )
 }
 
@@ -291,39 +285,30 @@ pub fn gemini_step(root: &Path) -> String {
 /// trust is off or the folder is trusted: `GEMINI_CLI_TRUST_WORKSPACE`, then
 /// `security.folderTrust.enabled` in the user and system settings, then the longest
 /// matching rule of `trustedFolders.json`.
-pub fn gemini(root: &Path) -> Trust {
+pub fn gemini(root: &Path) -> Verdict {
     let env = |k: &str| std::env::var(k).ok();
     if env("GEMINI_RESTRICTED_MODE").as_deref() == Some("true")
         || env("GEMINI_CLI_TRUST_WORKSPACE").as_deref() == Some("false")
     {
-        return Trust::new(
-            HooksRun::No,
-            "the environment sets restricted mode or GEMINI_CLI_TRUST_WORKSPACE=false",
-        );
+        let why = "the environment sets restricted mode or GEMINI_CLI_TRUST_WORKSPACE=false";
+        return Err(Trust::new(No, why));
     }
     if env("GEMINI_CLI_TRUST_WORKSPACE").as_deref() == Some("true") {
-        return Trust::new(HooksRun::Yes, "GEMINI_CLI_TRUST_WORKSPACE=true");
+        return Err(Trust::new(Yes, "GEMINI_CLI_TRUST_WORKSPACE=true"));
     }
-    let system = env_path("GEMINI_CLI_SYSTEM_SETTINGS_PATH")
-        .unwrap_or_else(|| PathBuf::from("/etc/gemini-cli/settings.json"));
-    for settings in [Some(system), gemini_dir().map(|d| d.join("settings.json"))]
-        .into_iter()
-        .flatten()
-    {
-        if let Config::Value(v) = read_config(&settings, true)
-            && v["security"]["folderTrust"]["enabled"] == Value::Bool(false)
-        {
-            let why = format!("folder trust is off in {}", settings.display());
-            return Trust::new(HooksRun::Yes, why);
-        }
+    let settings = folder_trust(
+        "GEMINI_CLI_SYSTEM_SETTINGS_PATH",
+        "/etc/gemini-cli/settings.json",
+        gemini_dir(),
+    );
+    if let Some((off, _)) = settings.iter().find(|(_, on)| *on == Value::Bool(false)) {
+        return Err(Trust::new(
+            Yes,
+            format!("folder trust is off in {}", off.display()),
+        ));
     }
-    let Some(path) = gemini_trusted_folders() else {
-        return no_home("~/.gemini");
-    };
-    let rules = match folder_rules(&path, missing(&path)) {
-        Ok(rules) => rules,
-        Err(verdict) => return verdict,
-    };
+    let path = trusted_folders(GEMINI_TRUSTED, gemini_dir()).ok_or_else(|| no_home("~/.gemini"))?;
+    let rules = folder_rules(&path, missing(&path))?;
     // The longest rule whose folder holds this one decides.
     let mut best: Option<(usize, &str, &str)> = None;
     for (rule, level) in &rules {
@@ -335,16 +320,15 @@ pub fn gemini(root: &Path) -> Trust {
             best = Some((rule.len(), rule, level));
         }
     }
-    match best {
+    Ok(match best {
         Some((_, rule, "TRUST_FOLDER" | "TRUST_PARENT")) => {
-            Trust::new(HooksRun::Yes, format!("{} trusts {rule}", path.display()))
+            Trust::new(Yes, format!("{} trusts {rule}", path.display()))
         }
-        Some((_, rule, level)) => Trust::new(
-            HooksRun::No,
-            format!("{} says {level} for {rule}", path.display()),
-        ),
+        Some((_, rule, level)) => {
+            Trust::new(No, format!("{} says {level} for {rule}", path.display()))
+        }
         None => untrusted(&path),
-    }
+    })
 }
 
 /// Copilot's config: `$COPILOT_HOME/config.json`, else `~/.copilot/config.json` (JSON with
@@ -364,25 +348,24 @@ pub fn copilot_step(root: &Path) -> String {
 
 /// Copilot CLI runs a repository's hooks only in a trusted folder: `COPILOT_ALLOW_ALL=true`,
 /// or the folder (or one above it) in `trustedFolders` of its config.
-pub fn copilot(root: &Path) -> Trust {
+pub fn copilot(root: &Path) -> Verdict {
     if std::env::var("COPILOT_ALLOW_ALL").as_deref() == Ok("true") {
-        return Trust::new(HooksRun::Yes, "COPILOT_ALLOW_ALL=true");
+        return Ok(Trust::new(Yes, "COPILOT_ALLOW_ALL=true"));
     }
-    let Some(path) = copilot_config() else {
-        return no_home("~/.copilot");
-    };
-    let config = match config_value(&path, true) {
-        Ok(v) => v,
-        Err(verdict) => return verdict,
-    };
+    let path = copilot_config().ok_or_else(|| no_home("~/.copilot"))?;
+    let config = config_value(read_config(&path, true), missing(&path))?;
     let trusted: Vec<&str> = config["trustedFolders"]
         .as_array()
         .map(|a| a.iter().filter_map(Value::as_str).collect())
         .unwrap_or_default();
-    match self_and_ancestors(root).find(|d| trusted.iter().any(|t| Path::new(t) == Path::new(d))) {
-        Some(dir) => Trust::new(HooksRun::Yes, format!("{} trusts {dir}", path.display())),
-        None => untrusted(&path),
-    }
+    Ok(
+        match self_and_ancestors(root)
+            .find(|d| trusted.iter().any(|t| Path::new(t) == Path::new(d)))
+        {
+            Some(dir) => Trust::new(Yes, format!("{} trusts {dir}", path.display())),
+            None => untrusted(&path),
+        },
+    )
 }
 
 /// `~/.qwen` (`QWEN_HOME` replaces it).
@@ -390,59 +373,43 @@ fn qwen_dir() -> Option<PathBuf> {
     dir_from_env("QWEN_HOME", ".qwen")
 }
 
-/// The trusted-folders file: `QWEN_CODE_TRUSTED_FOLDERS_PATH`, else `~/.qwen/trustedFolders.json`.
-fn qwen_trusted_folders() -> Option<PathBuf> {
-    env_path("QWEN_CODE_TRUSTED_FOLDERS_PATH")
-        .or_else(|| qwen_dir().map(|d| d.join("trustedFolders.json")))
-}
-
 pub fn qwen_step(root: &Path) -> String {
     format!(
         "folder trust is off by default in Qwen Code; where it is on, run `qwen` in {} and trust the folder (or add `\"{}\": \"TRUST_FOLDER\"` to {})",
         root.display(),
         root.display(),
-        shown(qwen_trusted_folders(), "~/.qwen/trustedFolders.json")
+        shown(
+            trusted_folders(QWEN_TRUSTED, qwen_dir()),
+            "~/.qwen/trustedFolders.json"
+        )
     )
 }
 
 /// Qwen Code loads a folder's hooks unless folder trust is on (`security.folderTrust.enabled`
 /// in the user or system settings; off by default) and the folder is not trusted.
-pub fn qwen(root: &Path) -> Trust {
-    let system = env_path("QWEN_CODE_SYSTEM_SETTINGS_PATH")
-        .unwrap_or_else(|| PathBuf::from("/etc/qwen-code/settings.json"));
-    let mut enabled_in = None;
-    for settings in [Some(system), qwen_dir().map(|d| d.join("settings.json"))]
-        .into_iter()
-        .flatten()
-    {
-        if let Config::Value(v) = read_config(&settings, true)
-            && v["security"]["folderTrust"]["enabled"] == Value::Bool(true)
-        {
-            enabled_in = Some(settings);
-        }
-    }
-    let Some(settings) = enabled_in else {
-        return Trust::new(HooksRun::Yes, "folder trust is off (Qwen Code's default)");
+pub fn qwen(root: &Path) -> Verdict {
+    let settings = folder_trust(
+        "QWEN_CODE_SYSTEM_SETTINGS_PATH",
+        "/etc/qwen-code/settings.json",
+        qwen_dir(),
+    );
+    let Some((settings, _)) = settings.iter().rfind(|(_, on)| *on == Value::Bool(true)) else {
+        return Ok(Trust::new(Yes, "folder trust is off (Qwen Code's default)"));
     };
-    let Some(path) = qwen_trusted_folders() else {
-        return no_home("~/.qwen");
-    };
+    let path = trusted_folders(QWEN_TRUSTED, qwen_dir()).ok_or_else(|| no_home("~/.qwen"))?;
     let on = |what: String| {
         let why = format!("{} turns folder trust on and {what}", settings.display());
-        Trust::new(HooksRun::No, why)
+        Trust::new(No, why)
     };
-    let rules = match folder_rules(&path, on(format!("{} does not exist", path.display()))) {
-        Ok(rules) => rules,
-        Err(verdict) => return verdict,
-    };
+    let rules = folder_rules(&path, on(format!("{} does not exist", path.display())))?;
     // Any trusting rule whose folder holds this one trusts it.
     for (rule, level) in &rules {
         let level = level.as_str().unwrap_or_default();
         if matches!(level, "TRUST_FOLDER" | "TRUST_PARENT")
             && self_and_ancestors(root).any(|d| Path::new(&d) == rule_folder(rule, level))
         {
-            return Trust::new(HooksRun::Yes, format!("{} trusts {rule}", path.display()));
+            return Ok(Trust::new(Yes, format!("{} trusts {rule}", path.display())));
         }
     }
-    on(format!("{} does not trust this folder", path.display()))
+    Ok(on(format!("{} does not trust this folder", path.display())))
 }

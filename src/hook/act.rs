@@ -42,11 +42,8 @@ pub fn handle(
         Kind::BeforeTool => match (&call.files, &call.shell) {
             (Some(files), _) => {
                 // A file in a folder not made yet cannot be locked, but a claim may hold it.
-                let unmade = unmade(ws, cwd, files);
-                if let Some(held) = lock::seen_holder(ws, agent, &unmade) {
-                    return Ok(Reply::Deny(seen_reason(
-                        ws, agent, &unmade, held, wait, None,
-                    )));
+                if let Some(deny) = deny_seen(ws, agent, &unmade(ws, cwd, files), wait, None) {
+                    return Ok(deny);
                 }
                 before_edit(ws, agent, call, &targets(ws, cwd, files), wait, owner)
             }
@@ -102,22 +99,13 @@ pub fn judge_unread(ws: &Workspace, agent: &AgentId, call: &HookCall, cwd: &Path
     let files = call.files.as_ref()?;
     let mut targets = targets(ws, cwd, files);
     targets.extend(unmade(ws, cwd, files));
-    let held = lock::seen_holder(ws, agent, &targets)?;
-    Some(Reply::Deny(seen_reason(
-        ws,
-        agent,
-        &targets,
-        held,
-        Duration::ZERO,
-        Some(&format!(
-            "coord could read this request only in part, and took no lock: {why}"
-        )),
-    )))
+    let why = format!("coord could read this request only in part, and took no lock: {why}");
+    deny_seen(ws, agent, &targets, Duration::ZERO, Some(&why))
 }
 
 /// How recent a heartbeat or a lock renewal must be for a hook to leave it as it is: far below
 /// what anything reads them against ([`presence::HEARTBEAT_TIMEOUT`], [`DEFAULT_TTL`]).
-pub const FRESH: Duration = Duration::from_secs(5);
+const FRESH: Duration = Duration::from_secs(5);
 
 /// Whether `then` is within [`FRESH`] of `now`, either way.
 fn recent(now: &clock::Timestamp, then: &clock::Timestamp) -> bool {
@@ -198,17 +186,10 @@ fn before_edit(
         Err(e) => match deny_reason(ws, agent, targets, &e, wait) {
             Some(reason) => Ok(Reply::Deny(reason)),
             // coord failed on its own: the edit goes through only when no holder is seen.
-            None => match lock::seen_holder(ws, agent, targets) {
-                Some(b) => Ok(Reply::Deny(seen_reason(
-                    ws,
-                    agent,
-                    targets,
-                    b,
-                    wait,
-                    Some(&format!("coord could not wait for it: {e}")),
-                ))),
-                None => Err(e),
-            },
+            None => {
+                let why = format!("coord could not wait for it: {e}");
+                deny_seen(ws, agent, targets, wait, Some(&why)).ok_or(e)
+            }
         },
     }
 }
@@ -340,15 +321,16 @@ fn request(
     }
 }
 
-/// Why a holder seen without taking the lock ([`lock::seen_holder`]) denies the tool call.
-pub fn seen_reason(
+/// The denial for a holder of `targets` seen without taking the lock ([`lock::seen_holder`]),
+/// with `why` after the reason; `None`: no holder.
+fn deny_seen(
     ws: &Workspace,
     agent: &AgentId,
     targets: &[Target],
-    b: lock::Blocker,
     wait: Duration,
     why: Option<&str>,
-) -> String {
+) -> Option<Reply> {
+    let b = lock::seen_holder(ws, agent, targets)?;
     let held = Error::LockHeld {
         file: b.file,
         holder: b.holder,
@@ -356,10 +338,10 @@ pub fn seen_reason(
         working_on: b.working_on,
     };
     let reason = deny_reason(ws, agent, targets, &held, wait).unwrap_or_else(|| held.to_string());
-    match why {
+    Some(Reply::Deny(match why {
         Some(why) => format!("{reason} ({why})"),
         None => reason,
-    }
+    }))
 }
 
 /// Why a lock refusal denies the tool call: holder, since when, what they work on, the queue.
@@ -524,7 +506,7 @@ fn session_start(
 }
 
 /// The text a session starts with.
-pub fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
+fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
     let me = agent.id();
     let st = status::glance(ws);
     let mut out = vec![format!(

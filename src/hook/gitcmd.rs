@@ -4,7 +4,6 @@
 /// What a git invocation does that the guard checks.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum GitAction {
-    /// `git commit`.
     Commit {
         /// Takes unstaged changes of tracked files too (`-a`, `-i`, `-o`, or paths).
         all: bool,
@@ -12,7 +11,6 @@ pub enum GitAction {
         /// yet when the command is read).
         added: bool,
     },
-    /// `git push`.
     Push,
 }
 
@@ -22,7 +20,6 @@ pub enum GitAction {
 pub struct GitCall {
     /// The folder, as written (`cd`s then `-C`s joined).
     pub dir: Vec<String>,
-    /// What it does.
     pub action: GitAction,
 }
 
@@ -85,14 +82,11 @@ pub fn calls(command: &str) -> Vec<GitCall> {
 }
 
 fn is_assignment(word: &str) -> bool {
-    match word.split_once('=') {
-        Some((name, _)) => {
-            !name.is_empty()
-                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                && !name.starts_with(|c: char| c.is_ascii_digit())
-        }
-        None => false,
-    }
+    word.split_once('=').is_some_and(|(name, _)| {
+        !name.is_empty()
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+            && !name.starts_with(|c: char| c.is_ascii_digit())
+    })
 }
 
 /// Whether the rest of a `git commit` takes changes not yet staged.
@@ -137,65 +131,41 @@ fn commit_takes_unstaged<'a>(args: &mut impl Iterator<Item = &'a str>) -> bool {
 fn commands(text: &str) -> Vec<Vec<String>> {
     let mut out = Vec::new();
     let mut words: Vec<String> = Vec::new();
-    let mut word = String::new();
-    let mut in_word = false;
-    let mut chars = text.chars().peekable();
-    let end_word = |words: &mut Vec<String>, word: &mut String, in_word: &mut bool| {
-        if *in_word {
-            words.push(std::mem::take(word));
-            *in_word = false;
-        }
-    };
+    // The word being read, once anything (even `''`) began it.
+    let mut word: Option<String> = None;
+    let mut chars = text.chars();
     while let Some(c) = chars.next() {
         match c {
             '\'' => {
-                in_word = true;
-                for c in chars.by_ref() {
-                    if c == '\'' {
-                        break;
-                    }
-                    word.push(c);
-                }
+                let quoted = chars.by_ref().take_while(|&c| c != '\'');
+                word.get_or_insert_default().extend(quoted);
             }
             '"' => {
-                in_word = true;
+                let w = word.get_or_insert_default();
                 while let Some(c) = chars.next() {
                     match c {
                         '"' => break,
-                        '\\' => {
-                            if let Some(n) = chars.next() {
-                                word.push(n);
-                            }
-                        }
-                        c => word.push(c),
+                        '\\' => w.extend(chars.next()),
+                        c => w.push(c),
                     }
                 }
             }
+            // A line continuation (or a backslash ending the text): gone, word and all.
             '\\' => match chars.next() {
-                // A line continuation (or a backslash ending the text): gone, word and all.
                 Some('\n') | None => {}
-                Some(n) => {
-                    in_word = true;
-                    word.push(n);
-                }
+                Some(n) => word.get_or_insert_default().push(n),
             },
             ';' | '&' | '|' | '\n' | '(' | ')' => {
-                end_word(&mut words, &mut word, &mut in_word);
-                if !words.is_empty() {
-                    out.push(std::mem::take(&mut words));
-                }
+                words.extend(word.take());
+                out.push(std::mem::take(&mut words));
             }
-            c if c.is_whitespace() => end_word(&mut words, &mut word, &mut in_word),
-            c => {
-                in_word = true;
-                word.push(c);
-            }
+            c if c.is_whitespace() => words.extend(word.take()),
+            c => word.get_or_insert_default().push(c),
         }
     }
-    end_word(&mut words, &mut word, &mut in_word);
-    if !words.is_empty() {
-        out.push(words);
-    }
+    words.extend(word);
+    out.push(words);
+    out.retain(|w| !w.is_empty());
     out
 }
 
@@ -203,11 +173,8 @@ fn commands(text: &str) -> Vec<Vec<String>> {
 mod tests {
     use super::*;
 
-    fn commit(dir: &[&str], all: bool) -> GitCall {
-        added(dir, all, false)
-    }
-
-    fn added(dir: &[&str], all: bool, added: bool) -> GitCall {
+    /// A commit in `dir` (`all`: it takes unstaged changes; `added`: a `git add` ran before).
+    fn commit(dir: &[&str], all: bool, added: bool) -> GitCall {
         GitCall {
             dir: dir.iter().map(|s| s.to_string()).collect(),
             action: GitAction::Commit { all, added },
@@ -215,74 +182,62 @@ mod tests {
     }
 
     #[test]
-    fn git_options_before_the_subcommand_are_stepped_over() {
-        assert_eq!(calls("git --no-pager commit -m x"), [commit(&[], false)]);
-        assert_eq!(calls("git -p --bare commit -a -m x"), [commit(&[], true)]);
-    }
-
-    /// A word is a variable assignment only with a shell name before `=`: anything else is the
-    /// command itself, so the git after it is just an argument.
-    #[test]
-    fn only_shell_names_make_assignments() {
-        assert_eq!(calls("GIT_DIR_2=x git commit -m m"), [commit(&[], false)]);
-        assert_eq!(calls("my-var=1 git commit -m m"), []);
-        assert_eq!(calls("2X=1 git commit -m m"), []);
-        assert_eq!(calls("=1 git commit -m m"), []);
-    }
-
-    /// What `git commit` takes besides the index: options are not paths, and a message is
-    /// never a path.
-    #[test]
-    fn commit_options_and_messages_are_not_paths() {
-        assert_eq!(calls("git commit --amend -m x"), [commit(&[], false)]);
-        assert_eq!(calls("git commit -qm wip"), [commit(&[], false)]);
-        assert_eq!(calls("git commit -S -m wip"), [commit(&[], false)]);
-        assert_eq!(calls("git commit -SABCD -m wip"), [commit(&[], false)]);
-        assert_eq!(calls("git commit -vam wip"), [commit(&[], true)]);
-        assert_eq!(
-            calls("git commit -m 'fix a.txt and b.txt'"),
-            [commit(&[], false)]
-        );
-        assert_eq!(calls("git commit -m x --"), [commit(&[], false)]);
-        assert_eq!(calls("git commit -m x -- --odd.txt"), [commit(&[], true)]);
-    }
-
-    /// A backslash before a newline continues the line: it is no word of its own.
-    #[test]
-    fn a_line_continuation_is_not_a_word() {
-        assert_eq!(calls("git commit -m x \\\n  --amend"), [commit(&[], false)]);
-        assert_eq!(calls("git commit -m x \\\n  b.txt"), [commit(&[], true)]);
-        assert_eq!(calls("git comm\\\nit -m x"), [commit(&[], false)]);
-    }
-
-    #[test]
     fn the_forms_agents_write() {
-        assert_eq!(calls("git commit -m 'wip'"), [commit(&[], false)]);
-        assert_eq!(calls("git commit -am \"fix it\""), [commit(&[], true)]);
-        assert_eq!(calls("git commit -ma"), [commit(&[], false)]);
-        assert_eq!(calls("git commit --all -m x"), [commit(&[], true)]);
-        assert_eq!(calls("git commit -m x a.txt"), [commit(&[], true)]);
-        assert_eq!(calls("git -C sub commit -m x"), [commit(&["sub"], false)]);
-        assert_eq!(
-            calls("cd sub && git add . && git commit -m 'x; y'"),
-            [added(&["sub"], false, true)]
-        );
-        assert_eq!(
-            calls("GIT_AUTHOR_NAME=bot /usr/bin/git -c user.name=x commit -q -m m"),
-            [commit(&[], false)]
-        );
-        assert_eq!(
-            calls("git add -A; git commit -m x && git push origin main"),
-            [
-                added(&[], false, true),
-                GitCall {
-                    dir: vec![],
-                    action: GitAction::Push
-                }
-            ]
-        );
-        assert!(calls("git status && echo 'git commit'").is_empty());
-        assert!(calls("git log --grep commit").is_empty());
-        assert!(calls("").is_empty());
+        let c = |all| vec![commit(&[], all, false)];
+        let push = GitCall {
+            dir: vec![],
+            action: GitAction::Push,
+        };
+        for (command, want) in [
+            // Git options before the subcommand are stepped over.
+            ("git --no-pager commit -m x", c(false)),
+            ("git -p --bare commit -a -m x", c(true)),
+            // A word is a variable assignment only with a shell name before `=`: anything else
+            // is the command itself, so the git after it is just an argument.
+            ("GIT_DIR_2=x git commit -m m", c(false)),
+            ("my-var=1 git commit -m m", vec![]),
+            ("2X=1 git commit -m m", vec![]),
+            ("=1 git commit -m m", vec![]),
+            // What `git commit` takes besides the index: options are not paths, and a message
+            // is never a path.
+            ("git commit --amend -m x", c(false)),
+            ("git commit -qm wip", c(false)),
+            ("git commit -S -m wip", c(false)),
+            ("git commit -SABCD -m wip", c(false)),
+            ("git commit -vam wip", c(true)),
+            ("git commit -m 'fix a.txt and b.txt'", c(false)),
+            ("git commit -m x --", c(false)),
+            ("git commit -m x -- --odd.txt", c(true)),
+            // A backslash before a newline continues the line: it is no word of its own.
+            ("git commit -m x \\\n  --amend", c(false)),
+            ("git commit -m x \\\n  b.txt", c(true)),
+            ("git comm\\\nit -m x", c(false)),
+            ("git commit -m 'wip'", c(false)),
+            ("git commit -am \"fix it\"", c(true)),
+            ("git commit -ma", c(false)),
+            ("git commit --all -m x", c(true)),
+            ("git commit -m x a.txt", c(true)),
+            (
+                "git -C sub commit -m x",
+                vec![commit(&["sub"], false, false)],
+            ),
+            (
+                "cd sub && git add . && git commit -m 'x; y'",
+                vec![commit(&["sub"], false, true)],
+            ),
+            (
+                "GIT_AUTHOR_NAME=bot /usr/bin/git -c user.name=x commit -q -m m",
+                c(false),
+            ),
+            (
+                "git add -A; git commit -m x && git push origin main",
+                vec![commit(&[], false, true), push],
+            ),
+            ("git status && echo 'git commit'", vec![]),
+            ("git log --grep commit", vec![]),
+            ("", vec![]),
+        ] {
+            assert_eq!(calls(command), want, "{command:?}");
+        }
     }
 }

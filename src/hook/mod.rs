@@ -2,7 +2,7 @@
 //! the command line.
 
 pub mod act;
-pub mod gitcmd;
+mod gitcmd;
 pub mod trail;
 
 pub use crate::client::{Client, HookCall, Kind, PAYLOAD_CAP, Reply, parse, render};

@@ -37,32 +37,27 @@ pub fn record(
             .map(|t| t.rel)
             .collect()
     };
-    match (call.kind, reply) {
-        (Kind::BeforeTool, Some(Reply::Deny(why))) => {
-            for file in files() {
-                history::record(
-                    root,
-                    Event::new(history::Kind::EditDenied, agent.id())
-                        .file(&file)
-                        .with("tool", call.tool.clone())
-                        .with("why", why.as_str()),
-                );
-            }
-        }
-        (Kind::AfterTool, _) => {
-            for file in files() {
-                let abs = root.join(&file);
-                history::record(
-                    root,
-                    Event::new(history::Kind::EditMade, agent.id())
-                        .file(&file)
-                        .with("tool", call.tool.clone())
+    let edit = match (call.kind, reply) {
+        (Kind::BeforeTool, Some(Reply::Deny(why))) => Some((history::Kind::EditDenied, Some(why))),
+        (Kind::AfterTool, _) => Some((history::Kind::EditMade, None)),
+        _ => None,
+    };
+    if let Some((kind, why)) = edit {
+        for file in files() {
+            let event = Event::new(kind, agent.id())
+                .file(&file)
+                .with("tool", call.tool.clone());
+            let abs = root.join(&file);
+            history::record(
+                root,
+                match why {
+                    Some(why) => event.with("why", why.as_str()),
+                    None => event
                         .with("hash_before", history::file_hash(&layout::backup(&abs)))
                         .with("hash_after", history::file_hash(&abs)),
-                );
-            }
+                },
+            );
         }
-        _ => {}
     }
     match waits(call, payload, reply) {
         Some(Some(what)) => history::set_needs_user(root, agent.id(), &what),
@@ -85,7 +80,7 @@ fn prompted(call: &HookCall) -> bool {
 }
 
 /// How many characters of the first prompt are kept.
-pub const PROMPT_CHARS: usize = 40;
+const PROMPT_CHARS: usize = 40;
 
 /// Keep the session's first prompt in its presence, once (best effort: a label, nothing more).
 fn keep_first_prompt(ws: &Workspace, agent: &AgentId, client: Client, payload: &[u8]) {
@@ -119,7 +114,7 @@ fn keep_first_prompt(ws: &Workspace, agent: &AgentId, client: Client, payload: &
 
 /// A prompt as one short line, without Gemini CLI's `<hook_context>…</hook_context>`, cut at
 /// [`PROMPT_CHARS`] with `…`.
-pub fn short_prompt(text: &str) -> String {
+fn short_prompt(text: &str) -> String {
     let mut text = text.trim_start();
     while let Some(rest) = text.strip_prefix("<hook_context>") {
         text = rest
