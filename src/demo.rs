@@ -52,12 +52,8 @@ pub fn run(exe: PathBuf, dir: PathBuf, agents: usize, out: Narrator) -> Result<(
     review(&demo, agents[0], agents[1])?;
 
     demo.heading("One agent leaves; another keeps a lock while it works");
-    demo.show(agents[0], &["shutdown"], 1)?;
-    demo.show(
-        agents[1],
-        &["lock", "NOTES.md", "--reason", "summarising"],
-        2,
-    )?;
+    demo.show(agents[0], "shutdown", &[], 1)?;
+    demo.show(agents[1], "lock NOTES.md --reason summarising", &[], 2)?;
     Ok(())
 }
 
@@ -65,20 +61,11 @@ pub fn run(exe: PathBuf, dir: PathBuf, agents: usize, out: Narrator) -> Result<(
 fn arrive(demo: &Demo, agents: &[&str]) -> Result<()> {
     demo.heading("The agents arrive: each says who it is and what it works on");
     for (i, a) in agents.iter().enumerate() {
-        let task = TASKS[i % TASKS.len()];
-        demo.show(
-            a,
-            &[
-                "startup",
-                "--partner",
-                a,
-                "--mode",
-                "silent",
-                "--task",
-                task,
-            ],
-            1,
-        )?;
+        let line = format!(
+            "startup --partner {a} --mode silent --task {}",
+            TASKS[i % TASKS.len()]
+        );
+        demo.show(a, &line, &[], 1)?;
     }
     Ok(())
 }
@@ -167,15 +154,11 @@ fn take_turns(demo: &Demo, agents: &[&str]) -> Result<()> {
     each_at_once(demo, agents, |demo, i, a| {
         std::thread::sleep(Duration::from_millis(60 * i as u64));
         let reason = format!("adding section {}", i + 1);
-        demo.show(
-            a,
-            &["lock", "SHARED.txt", "--wait", "30s", "--reason", &reason],
-            1,
-        )?;
+        demo.show(a, "lock SHARED.txt --wait 30s --reason", &[&reason], 1)?;
         let line = format!("- section {} by {a}\n", i + 1);
         fsutil::append_line(&demo.dir.join("SHARED.txt"), line.as_bytes())?;
         std::thread::sleep(Duration::from_millis(300));
-        demo.show(a, &["unlock", "SHARED.txt"], 1)
+        demo.show(a, "unlock SHARED.txt", &[], 1)
     })?;
     let shared = demo.dir.join("SHARED.txt");
     let text = std::fs::read_to_string(&shared).at("read", &shared)?;
@@ -190,20 +173,8 @@ fn take_turns(demo: &Demo, agents: &[&str]) -> Result<()> {
     fsutil::replace(&demo.dir.join("COUNTER.txt"), b"0\n")?;
     let script = "n=$(cat COUNTER.txt); sleep 0.05; echo $((n + 1)) > COUNTER.txt";
     each_at_once(demo, agents, |demo, _, a| {
-        demo.quiet(
-            a,
-            &[
-                "run",
-                "COUNTER.txt",
-                "--wait",
-                "30s",
-                "--",
-                "sh",
-                "-c",
-                script,
-            ],
-        )
-        .map(drop)
+        demo.quiet(a, "run COUNTER.txt --wait 30s -- sh -c", &[script])
+            .map(drop)
     })?;
     let counter = demo.dir.join("COUNTER.txt");
     let n = std::fs::read_to_string(&counter).at("read", &counter)?;
@@ -219,39 +190,23 @@ fn take_turns(demo: &Demo, agents: &[&str]) -> Result<()> {
 fn handshake(demo: &Demo, agents: &[&str]) -> Result<()> {
     demo.heading("They agree to follow the locking rules (a handshake with every other agent)");
     each_at_once(demo, agents, |demo, _, a| {
-        demo.quiet(a, &["handshake", "--wait", "30s"]).map(drop)
+        demo.quiet(a, "handshake --wait 30s", &[]).map(drop)
     })?;
     // Once everyone answered, the first agent's view of every pair.
-    demo.show(agents[0], &["handshake"], 1 + agents.len())
+    demo.show(agents[0], "handshake", &[], 1 + agents.len())
 }
 
 /// A direct message, a broadcast and a note in the shared file; the first agent reads.
 fn talk(demo: &Demo, agents: &[&str]) -> Result<()> {
     demo.heading("They talk: a message, a broadcast, a note in the shared file");
     let (first, second, last) = (agents[0], agents[1], agents[agents.len() - 1]);
-    demo.quiet(
-        second,
-        &["msg", "send", first, "SHARED.txt is yours again, thanks"],
-    )?;
-    demo.quiet(
-        last,
-        &[
-            "msg",
-            "send",
-            "all",
-            "Heads-up: I summarise everything in NOTES.md next",
-        ],
-    )?;
-    demo.show(
-        last,
-        &[
-            "note",
-            "SHARED.txt",
-            "summary of this file goes to NOTES.md",
-        ],
-        1,
-    )?;
-    demo.show(first, &["msg", "list"], 3)
+    let thanks = "SHARED.txt is yours again, thanks";
+    demo.quiet(second, &format!("msg send {first}"), &[thanks])?;
+    let heads_up = "Heads-up: I summarise everything in NOTES.md next";
+    demo.quiet(last, "msg send all", &[heads_up])?;
+    let note = "summary of this file goes to NOTES.md";
+    demo.show(last, "note SHARED.txt", &[note], 1)?;
+    demo.show(first, "msg list", &[], 3)
 }
 
 /// Two agents hold a short turn-based dialogue (seed 002): each is its own loop of real
@@ -259,16 +214,11 @@ fn talk(demo: &Demo, agents: &[&str]) -> Result<()> {
 fn dialogue(demo: &Demo, first: &str, second: &str) -> Result<()> {
     demo.heading("A short dialogue: each agent waits for its turn, then speaks");
     let agents = format!("{first},{second}");
+    let topic = "Where do the notes go?";
     demo.show(
         first,
-        &[
-            "dialogue",
-            "init",
-            "--topic",
-            "Where do the notes go?",
-            "--agents",
-            &agents,
-        ],
+        "dialogue init --topic",
+        &[topic, "--agents", &agents],
         1,
     )?;
     let lines: [(&str, &[&str]); 4] = [
@@ -285,13 +235,14 @@ fn dialogue(demo: &Demo, first: &str, second: &str) -> Result<()> {
         for (text, markers) in lines.iter().skip(who).step_by(2) {
             demo.quiet(
                 agent,
-                &["dialogue", "wait", "--as", agent, "--timeout", "30s"],
+                &format!("dialogue wait --as {agent} --timeout 30s"),
+                &[],
             )?;
-            let mut args = vec!["dialogue", "say", "--as", agent, text];
+            let mut args = vec![*text];
             for m in *markers {
                 args.extend(["--marker", m]);
             }
-            demo.quiet(agent, &args)?;
+            demo.quiet(agent, &format!("dialogue say --as {agent}"), &args)?;
             demo.say(agent, &format!("says: {text}"));
         }
         Ok(())
@@ -303,21 +254,10 @@ fn dialogue(demo: &Demo, first: &str, second: &str) -> Result<()> {
 fn review(demo: &Demo, reviewer: &str, implementer: &str) -> Result<()> {
     demo.heading("A review: the reviewer records its findings and hands over to the implementer");
     let topic = "shared-notes";
-    demo.show(
-        reviewer,
-        &[
-            "review",
-            "new",
-            topic,
-            "--target",
-            "SHARED.txt",
-            "--reviewer",
-            reviewer,
-            "--implementer",
-            implementer,
-        ],
-        1,
-    )?;
+    let new = format!(
+        "review new {topic} --target SHARED.txt --reviewer {reviewer} --implementer {implementer}"
+    );
+    demo.show(reviewer, &new, &[], 1)?;
     let meta = demo.dir.join(crate::layout::REVIEW_METADATA_DIR);
     let file = crate::review::paths::conventional(
         &meta,
@@ -348,24 +288,10 @@ fn review(demo: &Demo, reviewer: &str, implementer: &str) -> Result<()> {
         )
         .as_bytes(),
     )?;
-    demo.show(
-        reviewer,
-        &[
-            "review",
-            "step",
-            topic,
-            "--action",
-            "review",
-            "--output",
-            &rel,
-            "--summary",
-            "no issues: every section is present",
-            "--next",
-            implementer,
-        ],
-        1,
-    )?;
-    demo.show(implementer, &["review", "next", topic], 2)
+    let step = format!("review step {topic} --action review --output {rel} --summary");
+    let summary = "no issues: every section is present";
+    demo.show(reviewer, &step, &[summary, "--next", implementer], 1)?;
+    demo.show(implementer, &format!("review next {topic}"), &[], 2)
 }
 
 /// Run `step(demo, i, agent)` for every agent, each on its own thread, and wait for all.
@@ -387,6 +313,13 @@ fn each_at_once(
             .into_iter()
             .try_for_each(|h| h.join().map_err(|_| failed("a demo agent panicked"))?)
     })
+}
+
+/// `line` cut at spaces, then `tail`.
+fn argv<'a>(line: &'a str, tail: &[&'a str]) -> Vec<&'a str> {
+    line.split_whitespace()
+        .chain(tail.iter().copied())
+        .collect()
 }
 
 /// Cut `text` into lines of at most `width` characters, at spaces.
@@ -442,10 +375,12 @@ impl Demo {
         c
     }
 
-    /// Run `coord ARGS` as `agent` and return its stdout; its failure is the demo's.
-    fn quiet(&self, agent: &str, args: &[&str]) -> Result<String> {
+    /// Run `coord LINE TAIL...` as `agent` (`line`: words without spaces in them; `tail`: any
+    /// arguments) and return its stdout; its failure is the demo's.
+    fn quiet(&self, agent: &str, line: &str, tail: &[&str]) -> Result<String> {
+        let args = argv(line, tail);
         let out = self
-            .command(agent, args)
+            .command(agent, &args)
             .output()
             .map_err(|e| failed(format!("cannot start coord: {e}")))?;
         if !out.status.success() {
@@ -458,13 +393,14 @@ impl Demo {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
-    /// Show `$ coord ARGS` as `agent`, run it, and show as they come the first `lines` lines
-    /// it prints on stdout and every line on stderr (a waiter's news, a warning).
-    fn show(&self, agent: &str, args: &[&str], lines: usize) -> Result<()> {
+    /// Show `$ coord LINE TAIL...` as `agent`, run it, and show as they come the first `lines`
+    /// lines it prints on stdout and every line on stderr (a waiter's news, a warning).
+    fn show(&self, agent: &str, line: &str, tail: &[&str], lines: usize) -> Result<()> {
+        let args = argv(line, tail);
         let shown: Vec<String> = args.iter().map(|a| crate::shell::arg(a)).collect();
         self.say(agent, &format!("$ coord {}", shown.join(" ")));
         let mut child = self
-            .command(agent, args)
+            .command(agent, &args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
