@@ -19,12 +19,12 @@ mod remove;
 
 pub use remove::{Removal, apply_removal, plan_removal};
 
-/// The first line of coord's block in Markdown files.
-pub const BLOCK_BEGIN: &str = "<!-- coord:begin -->";
-/// The last line of coord's block in Markdown files.
-pub const BLOCK_END: &str = "<!-- coord:end -->";
-pub use crate::layout::{IGNORE_BEGIN, IGNORE_END};
-pub use crate::textblock::{find_block, with_block};
+use crate::layout::{IGNORE_BEGIN, IGNORE_END};
+use crate::textblock::{find_block, with_block};
+
+/// coord's block in Markdown files lies between these two lines.
+const BLOCK_BEGIN: &str = "<!-- coord:begin -->";
+const BLOCK_END: &str = "<!-- coord:end -->";
 
 /// One file `init` creates or changes.
 #[derive(Debug, Clone, Serialize)]
@@ -201,32 +201,38 @@ pub fn instructions() -> String {
         .to_string()
 }
 
+/// Whether the command line `line` is `cmd` (any flags after it).
+fn is_command(line: &str, cmd: &str) -> bool {
+    let line = line.trim();
+    line == cmd || line.starts_with(&format!("{cmd} "))
+}
+
+/// Whether a hook entry has a `command` or `bash` line that `test` accepts.
+fn has_command(hook: &Value, test: impl Fn(&str) -> bool) -> bool {
+    ["command", "bash"]
+        .iter()
+        .any(|k| hook.get(*k).and_then(Value::as_str).is_some_and(&test))
+}
+
 /// Whether a hook group already runs `coord hook CLIENT` (any flags after it).
-pub fn runs(group: &Value, cmd: &str) -> bool {
-    any_command(group, |c| {
-        c.trim() == cmd || c.trim().starts_with(&format!("{cmd} "))
-    })
+fn runs(group: &Value, cmd: &str) -> bool {
+    any_command(group, |c| is_command(c, cmd))
 }
 
 /// Whether a hook group (or entry), or a hook in it, has a `command` or `bash` line that
 /// `test` accepts.
 fn any_command(group: &Value, test: impl Fn(&str) -> bool) -> bool {
-    let is_ours = |h: &Value| {
-        ["command", "bash"]
-            .iter()
-            .any(|k| h.get(*k).and_then(Value::as_str).is_some_and(&test))
-    };
-    is_ours(group)
+    has_command(group, &test)
         || group
             .get("hooks")
             .and_then(Value::as_array)
-            .is_some_and(|hs| hs.iter().any(is_ours))
+            .is_some_and(|hs| hs.iter().any(|h| has_command(h, &test)))
 }
 
 /// Whether a hook group (or a Copilot hook entry) already runs coord's hook for the client of
 /// `cmd` in a form of the user's own: coord by a path (`/usr/local/bin/coord`), with options
 /// (`coord -q hook claude --wait 5s`), behind `env VAR=...`. init then adds no second one.
-pub fn runs_own(group: &Value, cmd: &str) -> bool {
+fn runs_own(group: &Value, cmd: &str) -> bool {
     let Some(client) = cmd.split_whitespace().nth(2) else {
         return false;
     };
@@ -293,11 +299,7 @@ fn codex_toml(doc: &mut toml_edit::DocumentMut, rel: &str) -> Result<()> {
             toml_edit::Item::Table(t)
         })
         .as_table_like_mut()
-        .ok_or_else(|| {
-            Error::bad_input(format!(
-                "`{rel}`: `mcp_servers` is not a table; coord cannot merge into it (nothing was written)"
-            ))
-        })?;
+        .ok_or_else(|| cannot_merge(&format!("`{rel}`: `mcp_servers` is not a table")))?;
     if !servers.contains_key("coord") {
         let mut t = toml_edit::Table::new();
         t.insert("command", toml_edit::value(COORD));
@@ -383,7 +385,7 @@ pub(crate) fn merge_hooks(
 }
 
 /// `{key: {coord: {command, args}}}`, unless a `coord` server is already registered.
-pub fn merge_mcp(doc: &mut Map<String, Value>, file: &str, key: &str) -> Result<()> {
+fn merge_mcp(doc: &mut Map<String, Value>, file: &str, key: &str) -> Result<()> {
     let servers = object_at(doc, key, file)?;
     if !servers.contains_key("coord") {
         servers.insert("coord".into(), json!({"command": COORD, "args": ["mcp"]}));
@@ -392,36 +394,52 @@ pub fn merge_mcp(doc: &mut Map<String, Value>, file: &str, key: &str) -> Result<
 }
 
 /// The object at `doc[key]`, created empty when missing.
-pub fn object_at<'a>(
+fn object_at<'a>(
     doc: &'a mut Map<String, Value>,
     key: &str,
     file: &str,
 ) -> Result<&'a mut Map<String, Value>> {
-    let v = doc
-        .entry(key.to_string())
-        .or_insert_with(|| Value::Object(Map::new()));
-    v.as_object_mut().ok_or_else(|| {
-        Error::bad_input(format!(
-            "`{file}`: `{key}` is not a JSON object; coord cannot merge into it (nothing was written)"
-        ))
-    })
+    let v = doc.entry(key).or_insert_with(|| json!({}));
+    v.as_object_mut()
+        .ok_or_else(|| cannot_merge(&format!("`{file}`: `{key}` is not a JSON object")))
 }
 
 /// The array at `map[key]` (inside `parent`), created empty when missing.
-pub fn array_at<'a>(
+fn array_at<'a>(
     map: &'a mut Map<String, Value>,
     key: &str,
     file: &str,
     parent: &str,
 ) -> Result<&'a mut Vec<Value>> {
-    let v = map
-        .entry(key.to_string())
-        .or_insert_with(|| Value::Array(Vec::new()));
-    v.as_array_mut().ok_or_else(|| {
-        Error::bad_input(format!(
-            "`{file}`: `{parent}.{key}` is not a JSON array; coord cannot merge into it (nothing was written)"
-        ))
-    })
+    let v = map.entry(key).or_insert_with(|| json!([]));
+    v.as_array_mut()
+        .ok_or_else(|| cannot_merge(&format!("`{file}`: `{parent}.{key}` is not a JSON array")))
+}
+
+/// The refusal of a file (or part of one, `what`) coord cannot merge into.
+fn cannot_merge(what: &str) -> Error {
+    Error::bad_input(format!(
+        "{what}; coord cannot merge into it (nothing was written)"
+    ))
+}
+
+/// The refusal of a file coord cannot parse as `what`; `run`: the command to run again.
+fn invalid(file: &str, what: &str, why: impl std::fmt::Display, run: &str) -> Error {
+    Error::bad_input(format!(
+        "`{file}` is not valid {what} ({why}); fix or move it, then run `{run}` again (nothing was written)"
+    ))
+}
+
+/// The refusal of a file that is not UTF-8 text.
+fn not_utf8(file: &str) -> Error {
+    Error::bad_input(format!("`{file}` is not UTF-8 text (nothing was written)"))
+}
+
+/// `value` as pretty JSON ending in a line break, as coord writes its JSON files.
+pub(crate) fn pretty_json(value: &impl Serialize) -> Vec<u8> {
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
+    text.push('\n');
+    text.into_bytes()
 }
 
 /// The changes `init` plans, one per real file: what a client's [`Wire`]s
@@ -532,43 +550,30 @@ impl Wiring {
                     Ok(v) => v,
                     Err(e) if comments => {
                         // Not plain JSON: JSON with comments, as the client reads it.
-                        let text = std::str::from_utf8(bytes).map_err(|_| {
-                            Error::bad_input(format!(
-                                "`{rel}` is not UTF-8 text (nothing was written)"
-                            ))
-                        })?;
+                        let text = std::str::from_utf8(bytes).map_err(|_| not_utf8(rel))?;
                         let new = jsonc::merge(text, rel, merge).map_err(|why| {
-                            Error::bad_input(format!(
-                                "`{rel}` is not valid JSON, even allowing comments ({e}; {why}); fix or move it, then run `coord init` again (nothing was written)"
-                            ))
+                            let why = format!("{e}; {why}");
+                            invalid(rel, "JSON, even allowing comments", why, "coord init")
                         })?;
                         if let Some(new) = new {
                             self.record(path, old, new.into_bytes());
                         }
                         return Ok(());
                     }
-                    Err(e) => {
-                        return Err(Error::bad_input(format!(
-                            "`{rel}` is not valid JSON ({e}); fix or move it, then run `coord init` again (nothing was written)"
-                        )));
-                    }
+                    Err(e) => return Err(invalid(rel, "JSON", e, "coord init")),
                 }
             }
             _ => Value::Object(Map::new()),
         };
         let Value::Object(mut doc) = parsed.clone() else {
-            return Err(Error::bad_input(format!(
-                "`{rel}` is not a JSON object; coord cannot merge into it (nothing was written)"
-            )));
+            return Err(cannot_merge(&format!("`{rel}` is not a JSON object")));
         };
         merge(&mut doc, rel)?;
         let doc = Value::Object(doc);
         if old.is_some() && doc == parsed {
             return Ok(());
         }
-        let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
-        text.push('\n');
-        self.record(path, old, text.into_bytes());
+        self.record(path, old, pretty_json(&doc));
         Ok(())
     }
 
@@ -581,11 +586,9 @@ impl Wiring {
     ) -> Result<()> {
         self.kind = FileKind::Toml;
         self.edit_text(rel, |text| {
-            let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| {
-                Error::bad_input(format!(
-                    "`{rel}` is not valid TOML ({e}); fix or move it, then run `coord init` again (nothing was written)"
-                ))
-            })?;
+            let mut doc: toml_edit::DocumentMut = text
+                .parse()
+                .map_err(|e| invalid(rel, "TOML", e, "coord init"))?;
             edit(&mut doc, rel)?;
             Ok(doc.to_string())
         })
@@ -625,9 +628,7 @@ impl Wiring {
             return Ok(());
         };
         let text = match &old {
-            Some(bytes) => String::from_utf8(bytes.clone()).map_err(|_| {
-                Error::bad_input(format!("`{rel}` is not UTF-8 text (nothing was written)"))
-            })?,
+            Some(bytes) => String::from_utf8(bytes.clone()).map_err(|_| not_utf8(rel))?,
             None => String::new(),
         };
         let new = edit(&text)?;

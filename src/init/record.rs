@@ -83,13 +83,11 @@ impl Record {
 
     /// Write the record (`.coord/` exists by then), unless it already says this.
     pub fn save(&self, root: &Path) -> Result<()> {
-        let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
-        text.push('\n');
+        let text = super::pretty_json(self);
         let path = layout::init_record(&crate::worktree::shared_root(root));
-        if fsutil::read_capped(&path, text.len() as u64 + 1).is_ok_and(|now| now == text.as_bytes())
-        {
+        if fsutil::read_capped(&path, text.len() as u64 + 1).is_ok_and(|now| now == text) {
             return Ok(());
         }
-        fsutil::replace_durable(&path, text.as_bytes())
+        fsutil::replace_durable(&path, &text)
     }
 }
