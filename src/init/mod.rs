@@ -38,24 +38,6 @@ pub struct Change {
     pub content: Vec<u8>,
     #[serde(skip)]
     path: PathBuf,
-    #[serde(skip)]
-    kind: FileKind,
-}
-
-/// How coord reads and edits a file it wires.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum FileKind {
-    /// A JSON object (`comments`: the client reads it as JSON with comments).
-    Json { comments: bool },
-    /// A TOML document.
-    Toml,
-    /// Text with coord's block between two marker lines.
-    Text {
-        begin: &'static str,
-        end: &'static str,
-    },
-    /// A file coord generates whole (a client plugin), known by the marker it holds.
-    Generated { marker: &'static str },
 }
 
 /// A file `init` left alone: a symlink to a file outside the workspace.
@@ -87,7 +69,12 @@ pub struct Plan {
 /// Compute every change for `clients`, reading each file once; nothing is written.
 pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
     let root = ws.root();
-    let mut files = Wiring::new(root, false);
+    let mut files = Wiring {
+        root: root.to_path_buf(),
+        changes: Vec::new(),
+        skipped: Vec::new(),
+        client: None,
+    };
     let mut wired = Vec::new();
     for &client in clients {
         let skipped = files.skipped.len();
@@ -98,7 +85,11 @@ pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
         }
     }
     files.client = None;
-    wire_texts(&mut files, clients)?;
+    for (rel, begin, end, body) in texts(clients) {
+        files.edit_text(rel, |text| {
+            with_block(text, begin, end, &body).map_err(|line| unterminated(rel, begin, end, line))
+        })?;
+    }
     Ok(Plan {
         root: root.display().to_string(),
         clients: wired,
@@ -108,19 +99,17 @@ pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
     })
 }
 
-/// The instructions blocks and the `.gitignore` block, for `clients`.
-fn wire_texts(files: &mut Wiring, clients: &[Client]) -> Result<()> {
-    let mut docs = vec!["AGENTS.md"];
-    docs.extend(clients.iter().filter_map(|c| c.adapter().instruction_file));
-    for doc in docs {
-        files.text(doc, BLOCK_BEGIN, BLOCK_END, &instructions())?;
-    }
-    files.text(
-        ".gitignore",
-        IGNORE_BEGIN,
-        IGNORE_END,
-        &crate::layout::GITIGNORE_LINES.join("\n"),
-    )
+/// The text files `clients` get coord's block in, as (file, begin, end, block): the
+/// instructions, then `.gitignore`.
+fn texts(clients: &[Client]) -> Vec<(&'static str, &'static str, &'static str, String)> {
+    let docs = clients.iter().filter_map(|c| c.adapter().instruction_file);
+    let mut texts: Vec<_> = std::iter::once("AGENTS.md")
+        .chain(docs)
+        .map(|doc| (doc, BLOCK_BEGIN, BLOCK_END, instructions()))
+        .collect();
+    let ignore = crate::layout::GITIGNORE_LINES.join("\n");
+    texts.push((".gitignore", IGNORE_BEGIN, IGNORE_END, ignore));
+    texts
 }
 
 /// The workspace `init` makes at `dir` itself, even inside another workspace.
@@ -442,54 +431,38 @@ pub(crate) fn pretty_json(value: &impl Serialize) -> Vec<u8> {
     text.into_bytes()
 }
 
-/// The changes `init` plans, one per real file: what a client's [`Wire`]s
-/// writes into. Every file is read once; a second change to one file builds on the first.
-pub struct Wiring {
+/// The real file behind `rel`: a link inside the root is followed; `Err(why)` for a link that
+/// leaves the root (left alone).
+fn resolve(root: &Path, rel: &str) -> std::result::Result<PathBuf, String> {
+    let path = root.join(rel);
+    if !fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink()) {
+        return Ok(path);
+    }
+    match fs::canonicalize(&path) {
+        Ok(real) if real.starts_with(root) => Ok(real),
+        Ok(real) => Err(format!(
+            "a symlink to {}, outside the workspace; coord does not write there",
+            real.display()
+        )),
+        Err(e) => Err(format!("a symlink that cannot be followed ({e})")),
+    }
+}
+
+/// The changes `init` plans, one per real file: what a client's [`Wire`]s write into. Every
+/// file is read once; a second change to one file builds on the first.
+struct Wiring {
     root: PathBuf,
     changes: Vec<Change>,
     skipped: Vec<Skipped>,
     /// The client being wired.
     client: Option<&'static str>,
-    /// Every file taken as missing: what coord writes into a folder of its own.
-    blank: bool,
-    /// The kind of the file being merged (set by the merge functions).
-    kind: FileKind,
 }
 
 impl Wiring {
-    fn new(root: &Path, blank: bool) -> Wiring {
-        Wiring {
-            root: root.to_path_buf(),
-            changes: Vec::new(),
-            skipped: Vec::new(),
-            client: None,
-            blank,
-            kind: FileKind::Toml,
-        }
-    }
-
-    /// The real file behind `rel`: a link inside the root is followed; `Err(why)` for a link
-    /// that leaves the root (left alone).
-    fn resolve(&self, rel: &str) -> std::result::Result<PathBuf, String> {
-        let root = self.root.as_path();
-        let path = root.join(rel);
-        if self.blank || !fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink()) {
-            return Ok(path);
-        }
-        match fs::canonicalize(&path) {
-            Ok(real) if real.starts_with(root) => Ok(real),
-            Ok(real) => Err(format!(
-                "a symlink to {}, outside the workspace; coord does not write there",
-                real.display()
-            )),
-            Err(e) => Err(format!("a symlink that cannot be followed ({e})")),
-        }
-    }
-
     /// The file to write for `rel` (through a link inside the root) and its bytes; `None` for a
     /// link that leaves the root (noted as skipped).
     fn read(&mut self, rel: &str) -> Result<Option<(PathBuf, Option<Vec<u8>>)>> {
-        let path = match self.resolve(rel) {
+        let path = match resolve(&self.root, rel) {
             Ok(p) => p,
             Err(why) => {
                 self.skipped.push(Skipped {
@@ -503,9 +476,6 @@ impl Wiring {
         // A file already changed by this plan (a link to it): build on the planned bytes.
         if let Some(c) = self.changes.iter().find(|c| c.path == path) {
             return Ok(Some((path, Some(c.content.clone()))));
-        }
-        if self.blank {
-            return Ok(Some((path, None)));
         }
         Ok(Some((path.clone(), read_regular(&path)?)))
     }
@@ -528,19 +498,17 @@ impl Wiring {
             action,
             content: new,
             path,
-            kind: self.kind,
         });
     }
 
     /// Merge into the JSON object in `rel` (created when missing) with `merge`. `comments`:
     /// the client reads the file as JSON with comments, and so does coord (they are kept).
-    pub fn json(
+    fn json(
         &mut self,
         rel: &str,
         comments: bool,
         merge: impl FnOnce(&mut Map<String, Value>, &str) -> Result<()>,
     ) -> Result<()> {
-        self.kind = FileKind::Json { comments };
         let Some((path, old)) = self.read(rel)? else {
             return Ok(());
         };
@@ -579,12 +547,11 @@ impl Wiring {
 
     /// Edit the TOML document in `rel` (created when missing) with `edit`; comments and layout
     /// are kept.
-    pub fn toml(
+    fn toml(
         &mut self,
         rel: &str,
         edit: impl FnOnce(&mut toml_edit::DocumentMut, &str) -> Result<()>,
     ) -> Result<()> {
-        self.kind = FileKind::Toml;
         self.edit_text(rel, |text| {
             let mut doc: toml_edit::DocumentMut = text
                 .parse()
@@ -596,8 +563,7 @@ impl Wiring {
 
     /// Write coord's own generated file `rel` (a client plugin): created, or replaced when it is
     /// coord's (it holds `marker`); a file of that name that is not coord's is refused.
-    pub fn generated(&mut self, rel: &str, marker: &'static str, content: &str) -> Result<()> {
-        self.kind = FileKind::Generated { marker };
+    fn generated(&mut self, rel: &str, marker: &'static str, content: &str) -> Result<()> {
         self.edit_text(rel, |old| {
             if !old.is_empty() && !old.contains(marker) {
                 return Err(Error::bad_input(format!(
@@ -605,20 +571,6 @@ impl Wiring {
                 )));
             }
             Ok(content.to_string())
-        })
-    }
-
-    /// Set coord's block between `begin` and `end` in the text file `rel` to `body`.
-    fn text(
-        &mut self,
-        rel: &str,
-        begin: &'static str,
-        end: &'static str,
-        body: &str,
-    ) -> Result<()> {
-        self.kind = FileKind::Text { begin, end };
-        self.edit_text(rel, |text| {
-            with_block(text, begin, end, body).map_err(|line| unterminated(rel, begin, end, line))
         })
     }
 

@@ -10,11 +10,9 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::record::Record;
-use super::{
-    FileKind, Wiring, find_block, has_command, is_command, not_utf8, read_regular, unterminated,
-    wire, wire_texts,
-};
-use crate::client::{COORD, Client, command};
+use super::unterminated;
+use super::{find_block, has_command, is_command, not_utf8, read_regular, resolve, texts};
+use crate::client::{COORD, Client, MARKER, Wire, command};
 use crate::error::{Error, Result};
 use crate::fsutil;
 use crate::layout;
@@ -75,14 +73,34 @@ struct RecordUpdate {
     dirs: Vec<String>,
 }
 
-/// The files `clients` wire, with their kind, as (file relative to the root, kind).
-fn files_of(ws: &Workspace, clients: &[Client]) -> Result<Vec<(String, FileKind)>> {
-    let mut w = Wiring::new(ws.root(), true);
-    for &c in clients {
-        wire(&mut w, c)?;
-    }
-    wire_texts(&mut w, clients)?;
-    Ok(w.changes.into_iter().map(|c| (c.file, c.kind)).collect())
+/// How coord reads and edits a file it wires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FileKind {
+    /// A JSON object (with comments).
+    Json,
+    Toml,
+    /// Text with coord's block between two marker lines.
+    Text {
+        begin: &'static str,
+        end: &'static str,
+    },
+    /// A file coord generates whole (a client plugin), known by the marker it holds.
+    Generated,
+}
+
+/// The files `clients` wire (relative to the root), with their kind: theirs, then the texts.
+fn files_of(clients: &[Client]) -> Vec<(&'static str, FileKind)> {
+    let wires = clients.iter().flat_map(|c| c.adapter().wiring);
+    let mut files: Vec<_> = wires
+        .map(|w| match *w {
+            Wire::Json { file, .. } => (file, FileKind::Json),
+            Wire::CodexToml(file) => (file, FileKind::Toml),
+            Wire::Generated(file, _) => (file, FileKind::Generated),
+        })
+        .collect();
+    let texts = texts(clients).into_iter();
+    files.extend(texts.map(|(file, begin, end, _)| (file, FileKind::Text { begin, end })));
+    files
 }
 
 /// Compute what `init --remove` takes back for `clients`; nothing is written.
@@ -104,19 +122,16 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
     let others_wired = crate::worktree::others(root)
         .iter()
         .any(|t| Client::ALL.iter().any(|c| c.adapter().wired(&t.top)));
-    let resolver = Wiring::new(root, false);
     // Files a remaining client uses too: its shared entries (the MCP server, the blocks) stay.
-    let kept: Vec<PathBuf> = if remaining.is_empty() {
-        Vec::new()
-    } else {
-        files_of(ws, &remaining)?
-    }
-    .into_iter()
-    .filter_map(|(f, _)| resolver.resolve(&f).ok())
-    .collect();
+    // (None remaining: the texts are no one's.)
+    let kept: Vec<PathBuf> = files_of(&remaining)
+        .into_iter()
+        .filter(|_| !remaining.is_empty())
+        .filter_map(|(f, _)| resolve(root, f).ok())
+        .collect();
     let mut changes: Vec<Undo> = Vec::new();
-    for (rel, kind) in files_of(ws, clients)? {
-        let Ok(path) = resolver.resolve(&rel) else {
+    for (rel, kind) in files_of(clients) {
+        let Ok(path) = resolve(root, rel) else {
             continue;
         };
         if changes.iter().any(|u| u.path == path) {
@@ -128,7 +143,7 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
         let file = path
             .strip_prefix(root)
             .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or(rel.clone());
+            .unwrap_or(rel.to_string());
         let text = String::from_utf8(bytes).map_err(|_| not_utf8(&file))?;
         let shared = kept.contains(&path);
         let stripped = match kind {
@@ -136,12 +151,12 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
             FileKind::Text { begin, end } => {
                 strip_block(&text, begin, end).map_err(|l| unterminated(&file, begin, end, l))?
             }
-            FileKind::Json { .. } => {
+            FileKind::Json => {
                 strip_json(&text, &names, !shared).map_err(|why| invalid(&file, "JSON", why))?
             }
             // A file coord generated whole (a client's plugin) goes whole, if it is still coord's.
-            FileKind::Generated { marker } if text.contains(marker) => None,
-            FileKind::Generated { .. } => continue,
+            FileKind::Generated if text.contains(MARKER) => None,
+            FileKind::Generated => continue,
             FileKind::Toml => {
                 strip_toml(&text, !shared).map_err(|why| invalid(&file, "TOML", why))?
             }
@@ -184,7 +199,7 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
         let Some(rel) = c.adapter().approvals else {
             continue;
         };
-        let Ok(path) = resolver.resolve(rel) else {
+        let Ok(path) = resolve(root, rel) else {
             continue;
         };
         let Some(bytes) = read_regular(&path)? else {
@@ -306,11 +321,9 @@ fn equivalent(kind: FileKind, stripped: Option<&str>, before: Option<&str>) -> b
             FileKind::Text { .. } => {
                 stripped.unwrap_or_default().trim_end() == before.unwrap_or_default().trim_end()
             }
-            FileKind::Json { .. } => {
-                json_value(stripped).map(pruned) == json_value(before).map(pruned)
-            }
+            FileKind::Json => json_value(stripped).map(pruned) == json_value(before).map(pruned),
             FileKind::Toml => toml_value(stripped).map(pruned) == toml_value(before).map(pruned),
-            FileKind::Generated { .. } => stripped == before,
+            FileKind::Generated => stripped == before,
         },
     }
 }
