@@ -79,34 +79,40 @@ fn clients(demo: &Demo, first: &str, second: &str) -> Result<()> {
         "Two agent clients edit the same file (`coord init` makes each call `coord hook` before an edit)",
     );
     fsutil::ensure_dir(&demo.dir.join("src"))?;
-    fsutil::replace(&demo.dir.join("src/app.rs"), b"fn main() {}\n")?;
-    // The payloads the clients send (tests/fixtures/), built as JSON so any folder name fits.
     let file = demo.dir.join("src/app.rs");
-    let (claude, codex) = (
-        "cedd012c-f1ba-4d70-ad6d-1c65c16ba070",
-        "01a20dbd-c053-7b63-9944-21d2369b8293",
-    );
-    let event = |session: &str, name: &str| {
-        serde_json::json!({
+    fsutil::replace(&file, b"fn main() {}\n")?;
+    // The payloads the clients send (tests/fixtures/), built as JSON so any folder name fits.
+    let claude = "cedd012c-f1ba-4d70-ad6d-1c65c16ba070";
+    let codex = "01a20dbd-c053-7b63-9944-21d2369b8293";
+    let event = |session: &str, name: &str, more: serde_json::Value| {
+        let mut e = serde_json::json!({
             "session_id": session, "transcript_path": "/dev/null", "cwd": demo.dir,
             "hook_event_name": name,
-        })
-    };
-    let mut edit = event(claude, "PreToolUse");
-    edit["tool_name"] = "Edit".into();
-    edit["tool_input"] = serde_json::json!({
-        "file_path": file, "old_string": "fn main() {}",
-        "new_string": "fn main() { run() }", "replace_all": false,
-    });
-    let mut patch = event(codex, "PreToolUse");
-    patch["tool_name"] = "apply_patch".into();
-    patch["tool_input"] = serde_json::json!({"command":
-        "*** Begin Patch\n*** Update File: src/app.rs\n@@\n-fn main() {}\n+fn main() { serve() }\n*** End Patch\n"});
-    let (edit, patch) = (edit.to_string(), patch.to_string());
-    let stop = |session: &str| {
-        let mut e = event(session, "Stop");
-        e["stop_hook_active"] = false.into();
+        });
+        if let (Some(e), serde_json::Value::Object(more)) = (e.as_object_mut(), more) {
+            e.extend(more);
+        }
         e.to_string()
+    };
+    let edit = event(
+        claude,
+        "PreToolUse",
+        serde_json::json!({"tool_name": "Edit",
+        "tool_input": {"file_path": file, "old_string": "fn main() {}",
+            "new_string": "fn main() { run() }", "replace_all": false}}),
+    );
+    let patch = event(
+        codex,
+        "PreToolUse",
+        serde_json::json!({"tool_name": "apply_patch",
+        "tool_input": {"command": "*** Begin Patch\n*** Update File: src/app.rs\n@@\n-fn main() {}\n+fn main() { serve() }\n*** End Patch\n"}}),
+    );
+    let stop = |session: &str| {
+        event(
+            session,
+            "Stop",
+            serde_json::json!({"stop_hook_active": false}),
+        )
     };
     let (claude_stop, codex_stop) = (stop(claude), stop(codex));
 
@@ -437,13 +443,7 @@ impl Demo {
 
     /// Send `payload` to `coord hook CLIENT --event EVENT` as `agent`, as the client would; the
     /// reason of a denial, `None` when allowed.
-    fn hook(
-        &self,
-        agent: &str,
-        client: &str,
-        event: &str,
-        payload: &str,
-    ) -> Result<Option<String>> {
+    fn hook(&self, agent: &str, client: &str, event: &str, json: &str) -> Result<Option<String>> {
         let mut child = self
             .command(agent, &["hook", client, "--event", event, "--wait", "0s"])
             .stdin(Stdio::piped())
@@ -452,28 +452,17 @@ impl Demo {
             .spawn()
             .map_err(|e| failed(format!("cannot start coord hook: {e}")))?;
         if let Some(mut stdin) = child.stdin.take() {
-            stdin
-                .write_all(payload.as_bytes())
-                .at("write to", &self.exe)?;
+            stdin.write_all(json.as_bytes()).at("write to", &self.exe)?;
         }
-        let mut text = String::new();
-        if let Some(mut stdout) = child.stdout.take() {
-            stdout
-                .read_to_string(&mut text)
-                .at("read from", &self.exe)?;
-        }
-        child.wait().at("wait for", &self.exe)?;
+        let out = child.wait_with_output().at("wait for", &self.exe)?;
+        let text = String::from_utf8_lossy(&out.stdout);
         if text.trim().is_empty() {
             return Ok(None);
         }
         let reply: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| failed(format!("coord hook {client} printed no JSON ({e}): {text}")))?;
         let out = &reply["hookSpecificOutput"];
-        Ok((out["permissionDecision"] == "deny").then(|| {
-            out["permissionDecisionReason"]
-                .as_str()
-                .unwrap_or("")
-                .to_string()
-        }))
+        let reason = out["permissionDecisionReason"].as_str().unwrap_or("");
+        Ok((out["permissionDecision"] == "deny").then(|| reason.to_string()))
     }
 }
