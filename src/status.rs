@@ -552,6 +552,10 @@ pub fn who(ws: &Workspace, args: &[crate::workspace::FileArg]) -> Vec<FileHolder
     } else {
         Vec::new()
     };
+    let claims_where = |hit: &dyn Fn(&crate::pattern::Pattern) -> bool| {
+        let hits = all_claims.iter().filter(|c| hit(&c.pattern));
+        hits.map(|c| claim_view(&c.entry, &now)).collect()
+    };
     let mut out = Vec::with_capacity(args.len());
     for a in args {
         out.push(match a {
@@ -561,22 +565,14 @@ pub fn who(ws: &Workspace, args: &[crate::workspace::FileArg]) -> Vec<FileHolder
                 FileHolders {
                     file: t.rel.clone(),
                     claim: false,
-                    claims: all_claims
-                        .iter()
-                        .filter(|c| c.pattern.matches(&t.rel))
-                        .map(|c| claim_view(&c.entry, &now))
-                        .collect(),
+                    claims: claims_where(&|c| c.matches(&t.rel)),
                     locks: entries.iter().map(holder).collect(),
                 }
             }
             FileArg::Claim(p) => FileHolders {
                 file: p.as_str().to_string(),
                 claim: true,
-                claims: all_claims
-                    .iter()
-                    .filter(|c| c.pattern.overlaps(p))
-                    .map(|c| claim_view(&c.entry, &now))
-                    .collect(),
+                claims: claims_where(&|c| c.overlaps(p)),
                 locks: every
                     .iter()
                     .filter(|e| p.matches(&e.file))
