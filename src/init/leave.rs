@@ -85,14 +85,12 @@ pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> 
     }
     refuse_live_locks(&tops, &found.locks, me)?;
 
-    let mut trees = Vec::new();
-    for top in &tops {
-        let tree = Workspace::at(top.clone());
-        trees.push(TreeWiring {
-            root: top.display().to_string(),
-            removal: plan_removal(&tree, Client::ALL)?,
-        });
-    }
+    let trees = tops.iter().map(|top| {
+        let removal = plan_removal(&Workspace::at(top.clone()), Client::ALL)?;
+        let root = top.display().to_string();
+        Ok(TreeWiring { root, removal })
+    });
+    let trees = trees.collect::<Result<Vec<_>>>()?;
     let gone = |path: &Path, what| Gone {
         path: path.display().to_string(),
         what,

@@ -346,18 +346,13 @@ fn pruned(value: Value) -> Value {
     }
 }
 
-fn options() -> ParseOptions {
-    ParseOptions {
-        allow_comments: true,
-        ..Default::default()
-    }
-}
-
+/// JSON with comments (and whatever else a client may accept) as a value; blank is `{}`.
 fn json_value(text: Option<&str>) -> Option<Value> {
     match text {
-        None => Some(Value::Object(Default::default())),
-        Some(t) if t.trim().is_empty() => Some(Value::Object(Default::default())),
-        Some(t) => CstRootNode::parse(t, &options()).ok()?.to_serde_value(),
+        Some(t) if !t.trim().is_empty() => CstRootNode::parse(t, &ParseOptions::default())
+            .ok()?
+            .to_serde_value(),
+        _ => Some(Value::Object(Default::default())),
     }
 }
 
@@ -493,7 +488,7 @@ fn cut_jsonc(
     cut: impl FnOnce(&CstObject) -> bool,
     empty: impl FnOnce(&CstObject) -> bool,
 ) -> std::result::Result<Option<String>, String> {
-    let root = CstRootNode::parse(text, &options()).map_err(|e| e.to_string())?;
+    let root = CstRootNode::parse(text, &ParseOptions::default()).map_err(|e| e.to_string())?;
     let Some(obj) = root.object_value() else {
         return Err("the top level is not an object".into());
     };
