@@ -80,25 +80,19 @@ pub const REMOTE_RECENT: Duration = Duration::from_secs(30 * 24 * 3600);
 /// not one at the same commit; only the [`REMOTE_BRANCHES`] most recent whose tip is newer than
 /// [`REMOTE_RECENT`]. Git gives up at `deadline` (what was compared by then is kept).
 pub fn remote_branches(top: &Path, remote: &str, deadline: Instant) -> Vec<RemoteBranch> {
-    let mut git = Git {
-        deadline,
-        timed_out: false,
-    };
+    let mut git = Git::new(deadline);
     let Some(head) = git.line(top, &["rev-parse", "--verify", "-q", "HEAD"]) else {
         return Vec::new();
     };
     let tracked = git
         .line(top, &["rev-parse", "--symbolic-full-name", "@{u}"])
         .unwrap_or_default();
+    let format = "--format=%(refname)%00%(objectname)%00%(committerdate:unix)%00%(symref)";
     let prefix = format!("refs/remotes/{remote}/");
     let Some(listed) = git.run(
         top,
-        &[
-            "for-each-ref",
-            "--sort=-committerdate",
-            "--format=%(refname)%00%(objectname)%00%(committerdate:unix)%00%(symref)",
-            &prefix,
-        ],
+        &["for-each-ref", "--sort=-committerdate", format, &prefix],
+        &[],
     ) else {
         return Vec::new();
     };
@@ -127,27 +121,11 @@ pub fn remote_branches(top: &Path, remote: &str, deadline: Instant) -> Vec<Remot
         .and_then(|v| Scratch::new(top, &v).ok());
     let mut out = Vec::new();
     for (name, tip) in tips {
-        let Some(base) = git.line(top, &["merge-base", &head, tip]) else {
+        let Some((files, conflicted)) = git.both_changed(top, scratch.as_ref(), &head, tip) else {
             continue;
         };
-        let mut diff = |to: &str| {
-            let ran = git.run(
-                top,
-                &["diff", "--name-only", "--no-renames", "-z", &base, to, "--"],
-            )?;
-            (ran.code == Some(0)).then(|| names(&ran.stdout))
-        };
-        let (Some(mine), Some(theirs)) = (diff(&head), diff(tip)) else {
-            continue;
-        };
-        let files: Vec<String> = mine.intersection(&theirs).cloned().collect();
-        if files.is_empty() {
-            continue;
-        }
-        let state = match scratch
-            .as_ref()
-            .and_then(|s| s.conflicted(&mut git, top, &head, tip))
-        {
+        let state = match conflicted {
+            _ if files.is_empty() => continue,
             Some(c) if files.iter().any(|f| c.contains(f)) => "CONFLICT",
             Some(_) => "CLEAN",
             None => "UNKNOWN",
@@ -161,9 +139,11 @@ pub fn remote_branches(top: &Path, remote: &str, deadline: Instant) -> Vec<Remot
     out
 }
 
+/// Git run with a deadline; the diffs it read, by (base, commit).
 struct Git {
     deadline: Instant,
     timed_out: bool,
+    diffs: HashMap<(String, String), BTreeSet<String>>,
 }
 
 struct Ran {
@@ -172,11 +152,15 @@ struct Ran {
 }
 
 impl Git {
-    fn run(&mut self, dir: &Path, args: &[&str]) -> Option<Ran> {
-        self.run_with(dir, args, &[])
+    fn new(deadline: Instant) -> Git {
+        Git {
+            deadline,
+            timed_out: false,
+            diffs: HashMap::new(),
+        }
     }
 
-    fn run_with(&mut self, dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> Option<Ran> {
+    fn run(&mut self, dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> Option<Ran> {
         if self.timed_out || Instant::now() >= self.deadline {
             self.timed_out = true;
             return None;
@@ -223,8 +207,39 @@ impl Git {
     }
 
     fn line(&mut self, dir: &Path, args: &[&str]) -> Option<String> {
-        let ran = self.run(dir, args)?;
+        let ran = self.run(dir, args, &[])?;
         (ran.code == Some(0)).then(|| String::from_utf8_lossy(&ran.stdout).trim().to_string())
+    }
+
+    /// The files `to` changed since `base`.
+    fn changed(&mut self, top: &Path, base: &str, to: &str) -> Option<BTreeSet<String>> {
+        let key = (base.to_string(), to.to_string());
+        if let Some(found) = self.diffs.get(&key) {
+            return Some(found.clone());
+        }
+        let args = ["diff", "--name-only", "--no-renames", "-z", base, to, "--"];
+        let ran = self.run(top, &args, &[])?;
+        let found = (ran.code == Some(0)).then(|| names(&ran.stdout))?;
+        self.diffs.insert(key, found.clone());
+        Some(found)
+    }
+
+    /// The files both `a` and `b` changed since their merge base, sorted, and those of the
+    /// whole merge that do not merge (`None`: not known); `None` when git cannot tell.
+    fn both_changed(
+        &mut self,
+        top: &Path,
+        scratch: Option<&Scratch>,
+        a: &str,
+        b: &str,
+    ) -> Option<(Vec<String>, Option<BTreeSet<String>>)> {
+        let base = self.line(top, &["merge-base", a, b])?;
+        let (da, db) = (self.changed(top, &base, a)?, self.changed(top, &base, b)?);
+        let both: Vec<String> = da.intersection(&db).cloned().collect();
+        if both.is_empty() {
+            return Some((both, None));
+        }
+        Some((both, scratch.and_then(|s| s.conflicted(self, top, a, b))))
     }
 }
 
@@ -283,7 +298,7 @@ impl Scratch {
             a,
             b,
         ];
-        let ran = git.run_with(top, &args, &isolate)?;
+        let ran = git.run(top, &args, &isolate)?;
         match ran.code {
             Some(0) => Some(BTreeSet::new()),
             // The tree's id first, then the conflicted files.
@@ -294,10 +309,7 @@ impl Scratch {
 }
 
 fn compare(trees: &[Tree], deadline: Instant) -> View {
-    let mut git = Git {
-        deadline,
-        timed_out: false,
-    };
+    let mut git = Git::new(deadline);
     let top = trees[0].top.clone();
     let Some(version) = git.line(&top, &["version"]) else {
         return View {
@@ -318,48 +330,23 @@ fn compare(trees: &[Tree], deadline: Instant) -> View {
             branch: t.branch(),
         });
     }
-    let commits: Vec<String> = at.keys().cloned().collect();
-    let mut changed: HashMap<(String, String), BTreeSet<String>> = HashMap::new();
+    let commits: Vec<&String> = at.keys().collect();
     // file → (sides, any conflict, any unknown)
     let mut files: BTreeMap<String, (BTreeSet<Side>, bool, bool)> = BTreeMap::new();
     let mut skipped = 0usize;
     for (i, a) in commits.iter().enumerate() {
         for b in &commits[i + 1..] {
-            let Some(base) = git.line(&top, &["merge-base", a, b]) else {
+            let Some((both, conflicted)) = git.both_changed(&top, scratch.as_ref().ok(), a, b)
+            else {
                 skipped += usize::from(git.timed_out);
                 continue;
             };
-            let mut diff = |git: &mut Git, c: &String| -> Option<BTreeSet<String>> {
-                if let Some(found) = changed.get(&(base.clone(), c.clone())) {
-                    return Some(found.clone());
-                }
-                let ran = git.run(
-                    &top,
-                    &["diff", "--name-only", "--no-renames", "-z", &base, c, "--"],
-                )?;
-                let found = (ran.code == Some(0)).then(|| names(&ran.stdout))?;
-                changed.insert((base.clone(), c.clone()), found.clone());
-                Some(found)
-            };
-            let (Some(da), Some(db)) = (diff(&mut git, a), diff(&mut git, b)) else {
-                skipped += usize::from(git.timed_out);
-                continue;
-            };
-            let both: Vec<&String> = da.intersection(&db).collect();
-            if both.is_empty() {
-                continue;
-            }
-            // The files that do not merge, or None when git cannot tell.
-            let conflicted = scratch
-                .as_ref()
-                .ok()
-                .and_then(|sc| sc.conflicted(&mut git, &top, a, b));
             for f in both {
                 let entry = files.entry(f.clone()).or_default();
-                entry.0.extend(at[a].iter().cloned());
-                entry.0.extend(at[b].iter().cloned());
+                entry.0.extend(at[*a].iter().cloned());
+                entry.0.extend(at[*b].iter().cloned());
                 match &conflicted {
-                    Some(c) => entry.1 |= c.contains(f),
+                    Some(c) => entry.1 |= c.contains(&f),
                     None => entry.2 = true,
                 }
             }

@@ -52,12 +52,8 @@ pub fn run(exe: PathBuf, dir: PathBuf, agents: usize, out: Narrator) -> Result<(
     review(&demo, agents[0], agents[1])?;
 
     demo.heading("One agent leaves; another keeps a lock while it works");
-    demo.show(agents[0], &["shutdown"], 1)?;
-    demo.show(
-        agents[1],
-        &["lock", "NOTES.md", "--reason", "summarising"],
-        2,
-    )?;
+    demo.show(agents[0], "shutdown", &[], 1)?;
+    demo.show(agents[1], "lock NOTES.md --reason summarising", &[], 2)?;
     Ok(())
 }
 
@@ -65,20 +61,11 @@ pub fn run(exe: PathBuf, dir: PathBuf, agents: usize, out: Narrator) -> Result<(
 fn arrive(demo: &Demo, agents: &[&str]) -> Result<()> {
     demo.heading("The agents arrive: each says who it is and what it works on");
     for (i, a) in agents.iter().enumerate() {
-        let task = TASKS[i % TASKS.len()];
-        demo.show(
-            a,
-            &[
-                "startup",
-                "--partner",
-                a,
-                "--mode",
-                "silent",
-                "--task",
-                task,
-            ],
-            1,
-        )?;
+        let line = format!(
+            "startup --partner {a} --mode silent --task {}",
+            TASKS[i % TASKS.len()]
+        );
+        demo.show(a, &line, &[], 1)?;
     }
     Ok(())
 }
@@ -92,34 +79,40 @@ fn clients(demo: &Demo, first: &str, second: &str) -> Result<()> {
         "Two agent clients edit the same file (`coord init` makes each call `coord hook` before an edit)",
     );
     fsutil::ensure_dir(&demo.dir.join("src"))?;
-    fsutil::replace(&demo.dir.join("src/app.rs"), b"fn main() {}\n")?;
-    // The payloads the clients send (tests/fixtures/), built as JSON so any folder name fits.
     let file = demo.dir.join("src/app.rs");
-    let (claude, codex) = (
-        "cedd012c-f1ba-4d70-ad6d-1c65c16ba070",
-        "01a20dbd-c053-7b63-9944-21d2369b8293",
-    );
-    let event = |session: &str, name: &str| {
-        serde_json::json!({
+    fsutil::replace(&file, b"fn main() {}\n")?;
+    // The payloads the clients send (tests/fixtures/), built as JSON so any folder name fits.
+    let claude = "cedd012c-f1ba-4d70-ad6d-1c65c16ba070";
+    let codex = "01a20dbd-c053-7b63-9944-21d2369b8293";
+    let event = |session: &str, name: &str, more: serde_json::Value| {
+        let mut e = serde_json::json!({
             "session_id": session, "transcript_path": "/dev/null", "cwd": demo.dir,
             "hook_event_name": name,
-        })
-    };
-    let mut edit = event(claude, "PreToolUse");
-    edit["tool_name"] = "Edit".into();
-    edit["tool_input"] = serde_json::json!({
-        "file_path": file, "old_string": "fn main() {}",
-        "new_string": "fn main() { run() }", "replace_all": false,
-    });
-    let mut patch = event(codex, "PreToolUse");
-    patch["tool_name"] = "apply_patch".into();
-    patch["tool_input"] = serde_json::json!({"command":
-        "*** Begin Patch\n*** Update File: src/app.rs\n@@\n-fn main() {}\n+fn main() { serve() }\n*** End Patch\n"});
-    let (edit, patch) = (edit.to_string(), patch.to_string());
-    let stop = |session: &str| {
-        let mut e = event(session, "Stop");
-        e["stop_hook_active"] = false.into();
+        });
+        if let (Some(e), serde_json::Value::Object(more)) = (e.as_object_mut(), more) {
+            e.extend(more);
+        }
         e.to_string()
+    };
+    let edit = event(
+        claude,
+        "PreToolUse",
+        serde_json::json!({"tool_name": "Edit",
+        "tool_input": {"file_path": file, "old_string": "fn main() {}",
+            "new_string": "fn main() { run() }", "replace_all": false}}),
+    );
+    let patch = event(
+        codex,
+        "PreToolUse",
+        serde_json::json!({"tool_name": "apply_patch",
+        "tool_input": {"command": "*** Begin Patch\n*** Update File: src/app.rs\n@@\n-fn main() {}\n+fn main() { serve() }\n*** End Patch\n"}}),
+    );
+    let stop = |session: &str| {
+        event(
+            session,
+            "Stop",
+            serde_json::json!({"stop_hook_active": false}),
+        )
     };
     let (claude_stop, codex_stop) = (stop(claude), stop(codex));
 
@@ -167,15 +160,11 @@ fn take_turns(demo: &Demo, agents: &[&str]) -> Result<()> {
     each_at_once(demo, agents, |demo, i, a| {
         std::thread::sleep(Duration::from_millis(60 * i as u64));
         let reason = format!("adding section {}", i + 1);
-        demo.show(
-            a,
-            &["lock", "SHARED.txt", "--wait", "30s", "--reason", &reason],
-            1,
-        )?;
+        demo.show(a, "lock SHARED.txt --wait 30s --reason", &[&reason], 1)?;
         let line = format!("- section {} by {a}\n", i + 1);
         fsutil::append_line(&demo.dir.join("SHARED.txt"), line.as_bytes())?;
         std::thread::sleep(Duration::from_millis(300));
-        demo.show(a, &["unlock", "SHARED.txt"], 1)
+        demo.show(a, "unlock SHARED.txt", &[], 1)
     })?;
     let shared = demo.dir.join("SHARED.txt");
     let text = std::fs::read_to_string(&shared).at("read", &shared)?;
@@ -190,20 +179,8 @@ fn take_turns(demo: &Demo, agents: &[&str]) -> Result<()> {
     fsutil::replace(&demo.dir.join("COUNTER.txt"), b"0\n")?;
     let script = "n=$(cat COUNTER.txt); sleep 0.05; echo $((n + 1)) > COUNTER.txt";
     each_at_once(demo, agents, |demo, _, a| {
-        demo.quiet(
-            a,
-            &[
-                "run",
-                "COUNTER.txt",
-                "--wait",
-                "30s",
-                "--",
-                "sh",
-                "-c",
-                script,
-            ],
-        )
-        .map(drop)
+        demo.quiet(a, "run COUNTER.txt --wait 30s -- sh -c", &[script])
+            .map(drop)
     })?;
     let counter = demo.dir.join("COUNTER.txt");
     let n = std::fs::read_to_string(&counter).at("read", &counter)?;
@@ -219,39 +196,23 @@ fn take_turns(demo: &Demo, agents: &[&str]) -> Result<()> {
 fn handshake(demo: &Demo, agents: &[&str]) -> Result<()> {
     demo.heading("They agree to follow the locking rules (a handshake with every other agent)");
     each_at_once(demo, agents, |demo, _, a| {
-        demo.quiet(a, &["handshake", "--wait", "30s"]).map(drop)
+        demo.quiet(a, "handshake --wait 30s", &[]).map(drop)
     })?;
     // Once everyone answered, the first agent's view of every pair.
-    demo.show(agents[0], &["handshake"], 1 + agents.len())
+    demo.show(agents[0], "handshake", &[], 1 + agents.len())
 }
 
 /// A direct message, a broadcast and a note in the shared file; the first agent reads.
 fn talk(demo: &Demo, agents: &[&str]) -> Result<()> {
     demo.heading("They talk: a message, a broadcast, a note in the shared file");
     let (first, second, last) = (agents[0], agents[1], agents[agents.len() - 1]);
-    demo.quiet(
-        second,
-        &["msg", "send", first, "SHARED.txt is yours again, thanks"],
-    )?;
-    demo.quiet(
-        last,
-        &[
-            "msg",
-            "send",
-            "all",
-            "Heads-up: I summarise everything in NOTES.md next",
-        ],
-    )?;
-    demo.show(
-        last,
-        &[
-            "note",
-            "SHARED.txt",
-            "summary of this file goes to NOTES.md",
-        ],
-        1,
-    )?;
-    demo.show(first, &["msg", "list"], 3)
+    let thanks = "SHARED.txt is yours again, thanks";
+    demo.quiet(second, &format!("msg send {first}"), &[thanks])?;
+    let heads_up = "Heads-up: I summarise everything in NOTES.md next";
+    demo.quiet(last, "msg send all", &[heads_up])?;
+    let note = "summary of this file goes to NOTES.md";
+    demo.show(last, "note SHARED.txt", &[note], 1)?;
+    demo.show(first, "msg list", &[], 3)
 }
 
 /// Two agents hold a short turn-based dialogue (seed 002): each is its own loop of real
@@ -259,16 +220,11 @@ fn talk(demo: &Demo, agents: &[&str]) -> Result<()> {
 fn dialogue(demo: &Demo, first: &str, second: &str) -> Result<()> {
     demo.heading("A short dialogue: each agent waits for its turn, then speaks");
     let agents = format!("{first},{second}");
+    let topic = "Where do the notes go?";
     demo.show(
         first,
-        &[
-            "dialogue",
-            "init",
-            "--topic",
-            "Where do the notes go?",
-            "--agents",
-            &agents,
-        ],
+        "dialogue init --topic",
+        &[topic, "--agents", &agents],
         1,
     )?;
     let lines: [(&str, &[&str]); 4] = [
@@ -285,13 +241,14 @@ fn dialogue(demo: &Demo, first: &str, second: &str) -> Result<()> {
         for (text, markers) in lines.iter().skip(who).step_by(2) {
             demo.quiet(
                 agent,
-                &["dialogue", "wait", "--as", agent, "--timeout", "30s"],
+                &format!("dialogue wait --as {agent} --timeout 30s"),
+                &[],
             )?;
-            let mut args = vec!["dialogue", "say", "--as", agent, text];
+            let mut args = vec![*text];
             for m in *markers {
                 args.extend(["--marker", m]);
             }
-            demo.quiet(agent, &args)?;
+            demo.quiet(agent, &format!("dialogue say --as {agent}"), &args)?;
             demo.say(agent, &format!("says: {text}"));
         }
         Ok(())
@@ -303,21 +260,10 @@ fn dialogue(demo: &Demo, first: &str, second: &str) -> Result<()> {
 fn review(demo: &Demo, reviewer: &str, implementer: &str) -> Result<()> {
     demo.heading("A review: the reviewer records its findings and hands over to the implementer");
     let topic = "shared-notes";
-    demo.show(
-        reviewer,
-        &[
-            "review",
-            "new",
-            topic,
-            "--target",
-            "SHARED.txt",
-            "--reviewer",
-            reviewer,
-            "--implementer",
-            implementer,
-        ],
-        1,
-    )?;
+    let new = format!(
+        "review new {topic} --target SHARED.txt --reviewer {reviewer} --implementer {implementer}"
+    );
+    demo.show(reviewer, &new, &[], 1)?;
     let meta = demo.dir.join(crate::layout::REVIEW_METADATA_DIR);
     let file = crate::review::paths::conventional(
         &meta,
@@ -348,24 +294,10 @@ fn review(demo: &Demo, reviewer: &str, implementer: &str) -> Result<()> {
         )
         .as_bytes(),
     )?;
-    demo.show(
-        reviewer,
-        &[
-            "review",
-            "step",
-            topic,
-            "--action",
-            "review",
-            "--output",
-            &rel,
-            "--summary",
-            "no issues: every section is present",
-            "--next",
-            implementer,
-        ],
-        1,
-    )?;
-    demo.show(implementer, &["review", "next", topic], 2)
+    let step = format!("review step {topic} --action review --output {rel} --summary");
+    let summary = "no issues: every section is present";
+    demo.show(reviewer, &step, &[summary, "--next", implementer], 1)?;
+    demo.show(implementer, &format!("review next {topic}"), &[], 2)
 }
 
 /// Run `step(demo, i, agent)` for every agent, each on its own thread, and wait for all.
@@ -387,6 +319,13 @@ fn each_at_once(
             .into_iter()
             .try_for_each(|h| h.join().map_err(|_| failed("a demo agent panicked"))?)
     })
+}
+
+/// `line` cut at spaces, then `tail`.
+fn argv<'a>(line: &'a str, tail: &[&'a str]) -> Vec<&'a str> {
+    line.split_whitespace()
+        .chain(tail.iter().copied())
+        .collect()
 }
 
 /// Cut `text` into lines of at most `width` characters, at spaces.
@@ -442,10 +381,12 @@ impl Demo {
         c
     }
 
-    /// Run `coord ARGS` as `agent` and return its stdout; its failure is the demo's.
-    fn quiet(&self, agent: &str, args: &[&str]) -> Result<String> {
+    /// Run `coord LINE TAIL...` as `agent` (`line`: words without spaces in them; `tail`: any
+    /// arguments) and return its stdout; its failure is the demo's.
+    fn quiet(&self, agent: &str, line: &str, tail: &[&str]) -> Result<String> {
+        let args = argv(line, tail);
         let out = self
-            .command(agent, args)
+            .command(agent, &args)
             .output()
             .map_err(|e| failed(format!("cannot start coord: {e}")))?;
         if !out.status.success() {
@@ -458,13 +399,14 @@ impl Demo {
         Ok(String::from_utf8_lossy(&out.stdout).into_owned())
     }
 
-    /// Show `$ coord ARGS` as `agent`, run it, and show as they come the first `lines` lines
-    /// it prints on stdout and every line on stderr (a waiter's news, a warning).
-    fn show(&self, agent: &str, args: &[&str], lines: usize) -> Result<()> {
+    /// Show `$ coord LINE TAIL...` as `agent`, run it, and show as they come the first `lines`
+    /// lines it prints on stdout and every line on stderr (a waiter's news, a warning).
+    fn show(&self, agent: &str, line: &str, tail: &[&str], lines: usize) -> Result<()> {
+        let args = argv(line, tail);
         let shown: Vec<String> = args.iter().map(|a| crate::shell::arg(a)).collect();
         self.say(agent, &format!("$ coord {}", shown.join(" ")));
         let mut child = self
-            .command(agent, args)
+            .command(agent, &args)
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
@@ -501,13 +443,7 @@ impl Demo {
 
     /// Send `payload` to `coord hook CLIENT --event EVENT` as `agent`, as the client would; the
     /// reason of a denial, `None` when allowed.
-    fn hook(
-        &self,
-        agent: &str,
-        client: &str,
-        event: &str,
-        payload: &str,
-    ) -> Result<Option<String>> {
+    fn hook(&self, agent: &str, client: &str, event: &str, json: &str) -> Result<Option<String>> {
         let mut child = self
             .command(agent, &["hook", client, "--event", event, "--wait", "0s"])
             .stdin(Stdio::piped())
@@ -516,28 +452,17 @@ impl Demo {
             .spawn()
             .map_err(|e| failed(format!("cannot start coord hook: {e}")))?;
         if let Some(mut stdin) = child.stdin.take() {
-            stdin
-                .write_all(payload.as_bytes())
-                .at("write to", &self.exe)?;
+            stdin.write_all(json.as_bytes()).at("write to", &self.exe)?;
         }
-        let mut text = String::new();
-        if let Some(mut stdout) = child.stdout.take() {
-            stdout
-                .read_to_string(&mut text)
-                .at("read from", &self.exe)?;
-        }
-        child.wait().at("wait for", &self.exe)?;
+        let out = child.wait_with_output().at("wait for", &self.exe)?;
+        let text = String::from_utf8_lossy(&out.stdout);
         if text.trim().is_empty() {
             return Ok(None);
         }
         let reply: serde_json::Value = serde_json::from_str(&text)
             .map_err(|e| failed(format!("coord hook {client} printed no JSON ({e}): {text}")))?;
         let out = &reply["hookSpecificOutput"];
-        Ok((out["permissionDecision"] == "deny").then(|| {
-            out["permissionDecisionReason"]
-                .as_str()
-                .unwrap_or("")
-                .to_string()
-        }))
+        let reason = out["permissionDecisionReason"].as_str().unwrap_or("");
+        Ok((out["permissionDecision"] == "deny").then(|| reason.to_string()))
     }
 }

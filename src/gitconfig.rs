@@ -156,50 +156,47 @@ fn config_home() -> Option<PathBuf> {
 mod tests {
     use super::*;
 
+    /// Sections and keys in any case, not in another section or a subsection; the last
+    /// setting wins, a bare key is true; quotes, comments and escapes as git reads them.
     #[test]
-    fn a_value_is_found_in_its_section_whatever_the_case() {
-        let text = "[user]\n\tname = x\n[Core]\n\texcludesFile = ~/.gitignore_global\n";
-        assert_eq!(
-            last_value(text, "core", "excludesfile"),
-            Some(Some("~/.gitignore_global".into()))
-        );
-        assert_eq!(last_value(text, "user", "excludesfile"), None);
-    }
-
-    #[test]
-    fn the_same_key_in_another_section_or_a_subsection_is_not_it() {
-        let text = "[alias]\nexcludesFile = a\n[core \"x\"]\nexcludesFile = b\n[core]\n";
-        assert_eq!(last_value(text, "core", "excludesFile"), None);
-    }
-
-    #[test]
-    fn the_last_setting_wins_and_a_bare_key_is_true() {
-        let text = "[coord]\nenabled = false\n[other]\n[coord]\n  enabled\n";
-        assert_eq!(last_value(text, "coord", "enabled"), Some(None));
-        let text = "[coord] enabled = false ; turned off\n";
-        assert_eq!(
-            last_value(text, "coord", "enabled"),
-            Some(Some("false".into()))
-        );
-    }
-
-    #[test]
-    fn quotes_comments_and_escapes_are_read_as_git_reads_them() {
-        let text = "[core]\n excludesFile = \"/a b/#c\" # the rules\n";
-        assert_eq!(
-            last_value(text, "core", "excludesFile"),
-            Some(Some("/a b/#c".into()))
-        );
-        let text = "[core]\n excludesFile = /x\\\\y ; note\n";
-        assert_eq!(
-            last_value(text, "core", "excludesFile"),
-            Some(Some("/x\\y".into()))
-        );
-        // A commented-out line is no setting.
-        assert_eq!(
-            last_value("[core]\n# excludesFile = /z\n", "core", "excludesFile"),
-            None
-        );
+    fn values_are_read_as_git_reads_them() {
+        let some = |v: &str| Some(Some(v.to_string()));
+        let ex = "core.excludesFile";
+        let user = "[user]\n\tname = x\n[Core]\n\texcludesFile = ~/.gi\n";
+        let cases = [
+            (user, "core.excludesfile", some("~/.gi")),
+            (user, "user.excludesfile", None),
+            (
+                "[alias]\nexcludesFile = a\n[core \"x\"]\nexcludesFile = b\n[core]\n",
+                ex,
+                None,
+            ),
+            (
+                "[coord]\nenabled = false\n[other]\n[coord]\n  enabled\n",
+                "coord.enabled",
+                Some(None),
+            ),
+            (
+                "[coord] enabled = false ; off\n",
+                "coord.enabled",
+                some("false"),
+            ),
+            (
+                "[core]\n excludesFile = \"/a b/#c\" # the rules\n",
+                ex,
+                some("/a b/#c"),
+            ),
+            (
+                "[core]\n excludesFile = /x\\\\y ; note\n",
+                ex,
+                some("/x\\y"),
+            ),
+            ("[core]\n# excludesFile = /z\n", ex, None),
+        ];
+        for (text, name, want) in cases {
+            let (section, key) = name.split_once('.').unwrap();
+            assert_eq!(last_value(text, section, key), want, "{text:?}");
+        }
     }
 
     #[test]

@@ -74,9 +74,7 @@ type File = (&'static str, Vec<u8>);
 
 /// A JSON file, pretty-printed with a final newline.
 fn json_file(rel: &'static str, value: &Value) -> File {
-    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
-    text.push('\n');
-    (rel, text.into_bytes())
+    (rel, init::pretty_json(value))
 }
 
 /// What `coord plugin write` wrote for one client.

@@ -118,7 +118,7 @@ pub struct ClaimView {
 }
 
 /// A claim as `status` shows it.
-pub fn claim_view(e: &lock::LockEntry, now: &Timestamp) -> ClaimView {
+fn claim_view(e: &lock::LockEntry, now: &Timestamp) -> ClaimView {
     let field = |k: &str| {
         e.record
             .as_ref()
@@ -141,7 +141,7 @@ pub fn claim_view(e: &lock::LockEntry, now: &Timestamp) -> ClaimView {
 }
 
 /// Every claim, judged, as `status` shows them.
-pub fn claims(ws: &Workspace, cache: &mut StateCache, now: &Timestamp) -> Vec<ClaimView> {
+fn claims(ws: &Workspace, cache: &mut StateCache, now: &Timestamp) -> Vec<ClaimView> {
     lock::claim::judged(ws.root(), cache, now)
         .iter()
         .map(|e| claim_view(e, now))
@@ -254,50 +254,48 @@ impl Serialize for RemoteStatus {
 /// What a session's start tells its agent: agents, locks, claims, reviews and dialogue only.
 pub fn glance(ws: &Workspace) -> Status {
     let now = clock::now();
-    let mut seen = Seen::look(ws, &now);
+    let (presences, _, mut cache, entries) = look(ws, &now);
     Status {
         root: ws.root().display().to_string(),
-        agents: seen.presences.iter().map(|p| agent_view(p, &now)).collect(),
-        locks: seen.lock_views(ws, &now),
-        claims: claims(ws, &mut seen.cache, &now),
+        agents: presences.iter().map(|p| agent_view(p, &now)).collect(),
+        locks: lock_views(ws, &entries, &presences, &now),
+        claims: claims(ws, &mut cache, &now),
         reviews: review::rules::open_reviews(ws).0,
         dialogue: dialogue::summary(ws),
         ..Status::default()
     }
 }
 
-/// What both views start from: the presences, the agents' states, every lock judged.
-struct Seen {
-    presences: Vec<presence::Presence>,
-    /// Presence files that could not be read.
-    unreadable: Vec<Unreadable>,
-    cache: StateCache,
-    entries: Vec<lock::LockEntry>,
+/// What both views start from: the presences (and those unreadable), the agents' states, every
+/// lock judged.
+fn look(
+    ws: &Workspace,
+    now: &Timestamp,
+) -> (
+    Vec<presence::Presence>,
+    Vec<Unreadable>,
+    StateCache,
+    Vec<lock::LockEntry>,
+) {
+    let (presences, unreadable) = presence::scan(ws.root());
+    let mut cache = StateCache::from_presences(&presences, now);
+    let entries = lock::scan_judged(ws, &mut cache, now);
+    (presences, unreadable, cache, entries)
 }
 
-impl Seen {
-    fn look(ws: &Workspace, now: &Timestamp) -> Seen {
-        let (presences, unreadable) = presence::scan(ws.root());
-        let mut cache = StateCache::from_presences(&presences, now);
-        let entries = lock::scan_judged(ws, &mut cache, now);
-        Seen {
-            presences,
-            unreadable,
-            cache,
-            entries,
-        }
-    }
-
-    /// Every lock as the views show it, those of removed work trees included.
-    fn lock_views(&self, ws: &Workspace, now: &Timestamp) -> Vec<LockView> {
-        let mut locks: Vec<LockView> = self.entries.iter().map(|e| lock_view(e, ws, now)).collect();
-        locks.extend(gone_tree_locks(&self.presences, now));
-        locks
-    }
+/// Every lock as the views show it, those of removed work trees included.
+fn lock_views(
+    ws: &Workspace,
+    entries: &[lock::LockEntry],
+    presences: &[presence::Presence],
+    now: &Timestamp,
+) -> Vec<LockView> {
+    let locks = entries.iter().map(|e| lock_view(e, ws, now));
+    locks.chain(gone_tree_locks(presences, now)).collect()
 }
 
 /// How long a FINISHED agent stays in the view.
-pub const FADE_AFTER_S: u64 = 3600;
+const FADE_AFTER_S: u64 = 3600;
 
 /// The document `coord status` shows: [`collect`] with the conflicts, without agents finished
 /// over [`FADE_AFTER_S`] ago unless `all`.
@@ -369,7 +367,7 @@ fn client_of_id(id: &str) -> Option<&'static str> {
 }
 
 /// The label of an agent (see [`AgentView::label`]); `several`: name its tree and branch.
-pub fn agent_label(a: &AgentView, several: bool) -> String {
+fn agent_label(a: &AgentView, several: bool) -> String {
     let mut parts: Vec<String> = Vec::new();
     if let Some(c) = &a.client
         && !a.agent.starts_with(&format!("{c}-"))
@@ -394,11 +392,7 @@ pub fn agent_label(a: &AgentView, several: bool) -> String {
 
 /// Correct each agent's `lock_status` where its presence is wrong (its writer killed, its locks
 /// taken over): `holding` have a lock or claim in any state, `waiting` a live ticket.
-pub fn settle_lock_status(
-    agents: &mut [AgentView],
-    holding: &HashSet<&str>,
-    waiting: &HashSet<&str>,
-) {
+fn settle_lock_status(agents: &mut [AgentView], holding: &HashSet<&str>, waiting: &HashSet<&str>) {
     for a in agents {
         let (holds, waits) = (
             holding.contains(a.agent.as_str()),
@@ -558,6 +552,10 @@ pub fn who(ws: &Workspace, args: &[crate::workspace::FileArg]) -> Vec<FileHolder
     } else {
         Vec::new()
     };
+    let claims_where = |hit: &dyn Fn(&crate::pattern::Pattern) -> bool| {
+        let hits = all_claims.iter().filter(|c| hit(&c.pattern));
+        hits.map(|c| claim_view(&c.entry, &now)).collect()
+    };
     let mut out = Vec::with_capacity(args.len());
     for a in args {
         out.push(match a {
@@ -567,22 +565,14 @@ pub fn who(ws: &Workspace, args: &[crate::workspace::FileArg]) -> Vec<FileHolder
                 FileHolders {
                     file: t.rel.clone(),
                     claim: false,
-                    claims: all_claims
-                        .iter()
-                        .filter(|c| c.pattern.matches(&t.rel))
-                        .map(|c| claim_view(&c.entry, &now))
-                        .collect(),
+                    claims: claims_where(&|c| c.matches(&t.rel)),
                     locks: entries.iter().map(holder).collect(),
                 }
             }
             FileArg::Claim(p) => FileHolders {
                 file: p.as_str().to_string(),
                 claim: true,
-                claims: all_claims
-                    .iter()
-                    .filter(|c| c.pattern.overlaps(p))
-                    .map(|c| claim_view(&c.entry, &now))
-                    .collect(),
+                claims: claims_where(&|c| c.overlaps(p)),
                 locks: every
                     .iter()
                     .filter(|e| p.matches(&e.file))
@@ -597,14 +587,8 @@ pub fn who(ws: &Workspace, args: &[crate::workspace::FileArg]) -> Vec<FileHolder
 /// Read the whole workspace.
 pub fn collect(ws: &Workspace) -> Status {
     let now = clock::now();
-    let seen = Seen::look(ws, &now);
-    let locks = seen.lock_views(ws, &now);
-    let Seen {
-        presences,
-        mut unreadable,
-        mut cache,
-        entries,
-    } = seen;
+    let (presences, mut unreadable, mut cache, entries) = look(ws, &now);
+    let locks = lock_views(ws, &entries, &presences, &now);
     unreadable.extend(lock::unreadable(&entries, ws));
     let claims = claims(ws, &mut cache, &now);
     let waiters = queue::waiters(ws.root());

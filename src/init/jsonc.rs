@@ -111,13 +111,8 @@ mod tests {
                 && out.contains("// none yet"),
             "{out}"
         );
-        let back: Value = match CstRootNode::parse(&out, &options())
-            .unwrap()
-            .to_serde_value()
-        {
-            Some(v) => v,
-            None => panic!("{out}"),
-        };
+        let root = CstRootNode::parse(&out, &options()).unwrap();
+        let back = root.to_serde_value().expect(&out);
         assert_eq!(back["hooks"]["BeforeTool"][0]["matcher"], "x");
         assert_eq!(back["mcpServers"]["coord"]["command"], "coord");
         assert_eq!(back["theme"], "Dracula");

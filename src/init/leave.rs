@@ -72,13 +72,7 @@ pub struct Leaving {
     hooks_dirs: Vec<PathBuf>,
 }
 
-/// What each kind of coord's file beside the user's is called.
-const LOCK: &str = "a lock file";
-const PRESENCE: &str = "a presence file";
-const HANDSHAKE: &str = "a handshake file";
-const TEMP: &str = "a temporary file";
-const BACKUP: &str = "a backup equal to its file";
-const REJECTED: &str = "a refused write equal to its file";
+/// What a `.coord/` folder is called among what goes.
 const STATE: &str = "coord's state folder";
 
 /// Compute what `init --remove --all` takes out of the repository of `ws`, every work tree (`me`:
@@ -91,14 +85,12 @@ pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> 
     }
     refuse_live_locks(&tops, &found.locks, me)?;
 
-    let mut trees = Vec::new();
-    for top in &tops {
-        let tree = Workspace::at(top.clone());
-        trees.push(TreeWiring {
-            root: top.display().to_string(),
-            removal: plan_removal(&tree, Client::ALL)?,
-        });
-    }
+    let trees = tops.iter().map(|top| {
+        let removal = plan_removal(&Workspace::at(top.clone()), Client::ALL)?;
+        let root = top.display().to_string();
+        Ok(TreeWiring { root, removal })
+    });
+    let trees = trees.collect::<Result<Vec<_>>>()?;
     let gone = |path: &Path, what| Gone {
         path: path.display().to_string(),
         what,
@@ -264,38 +256,38 @@ fn tracked_set(top: &Path) -> HashSet<String> {
 
 /// Note `path` (named `name`, in the tree `top`) when it is one of coord's files.
 fn classify_file(top: &Path, path: &Path, name: &str, found: &mut Found) {
-    let reads = |keys: &[&str]| {
+    let reads = |keys: [&str; 2]| {
         fsutil::read_capped(path, fsutil::RECORD_CAP).is_ok_and(|b| {
             let record = Record::parse(&String::from_utf8_lossy(&b));
             keys.iter().any(|k| record.get(k).is_some())
         })
     };
-    if layout::parse_lock_name(name).is_some() {
-        if reads(&["locked_at", "token"]) {
-            found.files.push((path.to_path_buf(), LOCK));
+    // A name of coord's whose content is not coord's is the user's file.
+    let what = if layout::parse_lock_name(name).is_some() {
+        (reads(["locked_at", "token"]), "a lock file")
+    } else if layout::is_temp_name(name) {
+        (true, "a temporary file")
+    } else if layout::presence_agent(name).is_some() {
+        (reads(["heartbeat", "status"]), "a presence file")
+    } else if layout::handshake_agent(name).is_some() {
+        (reads(["from", "protocol"]), "a handshake file")
+    } else if let Some(twin) = copy_of(path, name) {
+        if !same_bytes(path, &twin) {
+            found.copies.push((path.to_path_buf(), twin));
+            return;
+        }
+        match layout::is_backup_name(name) {
+            true => (true, "a backup equal to its file"),
+            false => (true, "a refused write equal to its file"),
+        }
+    } else {
+        return;
+    };
+    if let (true, what) = what {
+        if what == "a lock file" {
             found.locks.push((path.to_path_buf(), top.to_path_buf()));
         }
-    } else if layout::is_temp_name(name) {
-        found.files.push((path.to_path_buf(), TEMP));
-    } else if layout::presence_agent(name).is_some() {
-        if reads(&["heartbeat", "status"]) {
-            found.files.push((path.to_path_buf(), PRESENCE));
-        }
-    } else if layout::handshake_agent(name).is_some() {
-        if reads(&["from", "protocol"]) {
-            found.files.push((path.to_path_buf(), HANDSHAKE));
-        }
-    } else if let Some(twin) = copy_of(path, name) {
-        if same_bytes(path, &twin) {
-            let what = if layout::is_backup_name(name) {
-                BACKUP
-            } else {
-                REJECTED
-            };
-            found.files.push((path.to_path_buf(), what));
-        } else {
-            found.copies.push((path.to_path_buf(), twin));
-        }
+        found.files.push((path.to_path_buf(), what));
     }
 }
 

@@ -19,12 +19,12 @@ mod remove;
 
 pub use remove::{Removal, apply_removal, plan_removal};
 
-/// The first line of coord's block in Markdown files.
-pub const BLOCK_BEGIN: &str = "<!-- coord:begin -->";
-/// The last line of coord's block in Markdown files.
-pub const BLOCK_END: &str = "<!-- coord:end -->";
-pub use crate::layout::{IGNORE_BEGIN, IGNORE_END};
-pub use crate::textblock::{find_block, with_block};
+use crate::layout::{IGNORE_BEGIN, IGNORE_END};
+use crate::textblock::{find_block, with_block};
+
+/// coord's block in Markdown files lies between these two lines.
+const BLOCK_BEGIN: &str = "<!-- coord:begin -->";
+const BLOCK_END: &str = "<!-- coord:end -->";
 
 /// One file `init` creates or changes.
 #[derive(Debug, Clone, Serialize)]
@@ -38,24 +38,6 @@ pub struct Change {
     pub content: Vec<u8>,
     #[serde(skip)]
     path: PathBuf,
-    #[serde(skip)]
-    kind: FileKind,
-}
-
-/// How coord reads and edits a file it wires.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum FileKind {
-    /// A JSON object (`comments`: the client reads it as JSON with comments).
-    Json { comments: bool },
-    /// A TOML document.
-    Toml,
-    /// Text with coord's block between two marker lines.
-    Text {
-        begin: &'static str,
-        end: &'static str,
-    },
-    /// A file coord generates whole (a client plugin), known by the marker it holds.
-    Generated { marker: &'static str },
 }
 
 /// A file `init` left alone: a symlink to a file outside the workspace.
@@ -87,7 +69,12 @@ pub struct Plan {
 /// Compute every change for `clients`, reading each file once; nothing is written.
 pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
     let root = ws.root();
-    let mut files = Wiring::new(root, false);
+    let mut files = Wiring {
+        root: root.to_path_buf(),
+        changes: Vec::new(),
+        skipped: Vec::new(),
+        client: None,
+    };
     let mut wired = Vec::new();
     for &client in clients {
         let skipped = files.skipped.len();
@@ -98,7 +85,11 @@ pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
         }
     }
     files.client = None;
-    wire_texts(&mut files, clients)?;
+    for (rel, begin, end, body) in texts(clients) {
+        files.edit_text(rel, |text| {
+            with_block(text, begin, end, &body).map_err(|line| unterminated(rel, begin, end, line))
+        })?;
+    }
     Ok(Plan {
         root: root.display().to_string(),
         clients: wired,
@@ -108,19 +99,17 @@ pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
     })
 }
 
-/// The instructions blocks and the `.gitignore` block, for `clients`.
-fn wire_texts(files: &mut Wiring, clients: &[Client]) -> Result<()> {
-    let mut docs = vec!["AGENTS.md"];
-    docs.extend(clients.iter().filter_map(|c| c.adapter().instruction_file));
-    for doc in docs {
-        files.text(doc, BLOCK_BEGIN, BLOCK_END, &instructions())?;
-    }
-    files.text(
-        ".gitignore",
-        IGNORE_BEGIN,
-        IGNORE_END,
-        &crate::layout::GITIGNORE_LINES.join("\n"),
-    )
+/// The text files `clients` get coord's block in, as (file, begin, end, block): the
+/// instructions, then `.gitignore`.
+fn texts(clients: &[Client]) -> Vec<(&'static str, &'static str, &'static str, String)> {
+    let docs = clients.iter().filter_map(|c| c.adapter().instruction_file);
+    let mut texts: Vec<_> = std::iter::once("AGENTS.md")
+        .chain(docs)
+        .map(|doc| (doc, BLOCK_BEGIN, BLOCK_END, instructions()))
+        .collect();
+    let ignore = crate::layout::GITIGNORE_LINES.join("\n");
+    texts.push((".gitignore", IGNORE_BEGIN, IGNORE_END, ignore));
+    texts
 }
 
 /// The workspace `init` makes at `dir` itself, even inside another workspace.
@@ -201,32 +190,38 @@ pub fn instructions() -> String {
         .to_string()
 }
 
+/// Whether the command line `line` is `cmd` (any flags after it).
+fn is_command(line: &str, cmd: &str) -> bool {
+    let line = line.trim();
+    line == cmd || line.starts_with(&format!("{cmd} "))
+}
+
+/// Whether a hook entry has a `command` or `bash` line that `test` accepts.
+fn has_command(hook: &Value, test: impl Fn(&str) -> bool) -> bool {
+    ["command", "bash"]
+        .iter()
+        .any(|k| hook.get(*k).and_then(Value::as_str).is_some_and(&test))
+}
+
 /// Whether a hook group already runs `coord hook CLIENT` (any flags after it).
-pub fn runs(group: &Value, cmd: &str) -> bool {
-    any_command(group, |c| {
-        c.trim() == cmd || c.trim().starts_with(&format!("{cmd} "))
-    })
+fn runs(group: &Value, cmd: &str) -> bool {
+    any_command(group, |c| is_command(c, cmd))
 }
 
 /// Whether a hook group (or entry), or a hook in it, has a `command` or `bash` line that
 /// `test` accepts.
 fn any_command(group: &Value, test: impl Fn(&str) -> bool) -> bool {
-    let is_ours = |h: &Value| {
-        ["command", "bash"]
-            .iter()
-            .any(|k| h.get(*k).and_then(Value::as_str).is_some_and(&test))
-    };
-    is_ours(group)
+    has_command(group, &test)
         || group
             .get("hooks")
             .and_then(Value::as_array)
-            .is_some_and(|hs| hs.iter().any(is_ours))
+            .is_some_and(|hs| hs.iter().any(|h| has_command(h, &test)))
 }
 
 /// Whether a hook group (or a Copilot hook entry) already runs coord's hook for the client of
 /// `cmd` in a form of the user's own: coord by a path (`/usr/local/bin/coord`), with options
 /// (`coord -q hook claude --wait 5s`), behind `env VAR=...`. init then adds no second one.
-pub fn runs_own(group: &Value, cmd: &str) -> bool {
+fn runs_own(group: &Value, cmd: &str) -> bool {
     let Some(client) = cmd.split_whitespace().nth(2) else {
         return false;
     };
@@ -293,11 +288,7 @@ fn codex_toml(doc: &mut toml_edit::DocumentMut, rel: &str) -> Result<()> {
             toml_edit::Item::Table(t)
         })
         .as_table_like_mut()
-        .ok_or_else(|| {
-            Error::bad_input(format!(
-                "`{rel}`: `mcp_servers` is not a table; coord cannot merge into it (nothing was written)"
-            ))
-        })?;
+        .ok_or_else(|| cannot_merge(&format!("`{rel}`: `mcp_servers` is not a table")))?;
     if !servers.contains_key("coord") {
         let mut t = toml_edit::Table::new();
         t.insert("command", toml_edit::value(COORD));
@@ -383,7 +374,7 @@ pub(crate) fn merge_hooks(
 }
 
 /// `{key: {coord: {command, args}}}`, unless a `coord` server is already registered.
-pub fn merge_mcp(doc: &mut Map<String, Value>, file: &str, key: &str) -> Result<()> {
+fn merge_mcp(doc: &mut Map<String, Value>, file: &str, key: &str) -> Result<()> {
     let servers = object_at(doc, key, file)?;
     if !servers.contains_key("coord") {
         servers.insert("coord".into(), json!({"command": COORD, "args": ["mcp"]}));
@@ -392,86 +383,86 @@ pub fn merge_mcp(doc: &mut Map<String, Value>, file: &str, key: &str) -> Result<
 }
 
 /// The object at `doc[key]`, created empty when missing.
-pub fn object_at<'a>(
+fn object_at<'a>(
     doc: &'a mut Map<String, Value>,
     key: &str,
     file: &str,
 ) -> Result<&'a mut Map<String, Value>> {
-    let v = doc
-        .entry(key.to_string())
-        .or_insert_with(|| Value::Object(Map::new()));
-    v.as_object_mut().ok_or_else(|| {
-        Error::bad_input(format!(
-            "`{file}`: `{key}` is not a JSON object; coord cannot merge into it (nothing was written)"
-        ))
-    })
+    let v = doc.entry(key).or_insert_with(|| json!({}));
+    v.as_object_mut()
+        .ok_or_else(|| cannot_merge(&format!("`{file}`: `{key}` is not a JSON object")))
 }
 
 /// The array at `map[key]` (inside `parent`), created empty when missing.
-pub fn array_at<'a>(
+fn array_at<'a>(
     map: &'a mut Map<String, Value>,
     key: &str,
     file: &str,
     parent: &str,
 ) -> Result<&'a mut Vec<Value>> {
-    let v = map
-        .entry(key.to_string())
-        .or_insert_with(|| Value::Array(Vec::new()));
-    v.as_array_mut().ok_or_else(|| {
-        Error::bad_input(format!(
-            "`{file}`: `{parent}.{key}` is not a JSON array; coord cannot merge into it (nothing was written)"
-        ))
-    })
+    let v = map.entry(key).or_insert_with(|| json!([]));
+    v.as_array_mut()
+        .ok_or_else(|| cannot_merge(&format!("`{file}`: `{parent}.{key}` is not a JSON array")))
 }
 
-/// The changes `init` plans, one per real file: what a client's [`Wire`]s
-/// writes into. Every file is read once; a second change to one file builds on the first.
-pub struct Wiring {
+/// The refusal of a file (or part of one, `what`) coord cannot merge into.
+fn cannot_merge(what: &str) -> Error {
+    Error::bad_input(format!(
+        "{what}; coord cannot merge into it (nothing was written)"
+    ))
+}
+
+/// The refusal of a file coord cannot parse as `what`; `run`: the command to run again.
+fn invalid(file: &str, what: &str, why: impl std::fmt::Display, run: &str) -> Error {
+    Error::bad_input(format!(
+        "`{file}` is not valid {what} ({why}); fix or move it, then run `{run}` again (nothing was written)"
+    ))
+}
+
+/// The refusal of a file that is not UTF-8 text.
+fn not_utf8(file: &str) -> Error {
+    Error::bad_input(format!("`{file}` is not UTF-8 text (nothing was written)"))
+}
+
+/// `value` as pretty JSON ending in a line break, as coord writes its JSON files.
+pub(crate) fn pretty_json(value: &impl Serialize) -> Vec<u8> {
+    let mut text = serde_json::to_string_pretty(value).unwrap_or_default();
+    text.push('\n');
+    text.into_bytes()
+}
+
+/// The real file behind `rel`: a link inside the root is followed; `Err(why)` for a link that
+/// leaves the root (left alone).
+fn resolve(root: &Path, rel: &str) -> std::result::Result<PathBuf, String> {
+    let path = root.join(rel);
+    if !fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink()) {
+        return Ok(path);
+    }
+    match fs::canonicalize(&path) {
+        Ok(real) if real.starts_with(root) => Ok(real),
+        Ok(real) => Err(format!(
+            "a symlink to {}, outside the workspace; coord does not write there",
+            real.display()
+        )),
+        Err(e) => Err(format!("a symlink that cannot be followed ({e})")),
+    }
+}
+
+/// The changes `init` plans, one per real file: what a client's [`Wire`]s write into. Every
+/// file is read once; a second change to one file builds on the first.
+struct Wiring {
     root: PathBuf,
     changes: Vec<Change>,
     skipped: Vec<Skipped>,
     /// The client being wired.
     client: Option<&'static str>,
-    /// Every file taken as missing: what coord writes into a folder of its own.
-    blank: bool,
-    /// The kind of the file being merged (set by the merge functions).
-    kind: FileKind,
 }
 
 impl Wiring {
-    fn new(root: &Path, blank: bool) -> Wiring {
-        Wiring {
-            root: root.to_path_buf(),
-            changes: Vec::new(),
-            skipped: Vec::new(),
-            client: None,
-            blank,
-            kind: FileKind::Toml,
-        }
-    }
-
-    /// The real file behind `rel`: a link inside the root is followed; `Err(why)` for a link
-    /// that leaves the root (left alone).
-    fn resolve(&self, rel: &str) -> std::result::Result<PathBuf, String> {
-        let root = self.root.as_path();
-        let path = root.join(rel);
-        if self.blank || !fs::symlink_metadata(&path).is_ok_and(|m| m.is_symlink()) {
-            return Ok(path);
-        }
-        match fs::canonicalize(&path) {
-            Ok(real) if real.starts_with(root) => Ok(real),
-            Ok(real) => Err(format!(
-                "a symlink to {}, outside the workspace; coord does not write there",
-                real.display()
-            )),
-            Err(e) => Err(format!("a symlink that cannot be followed ({e})")),
-        }
-    }
-
     /// The file to write for `rel` (through a link inside the root) and its bytes; `None` for a
     /// link that leaves the root (noted as skipped).
     fn read(&mut self, rel: &str) -> Result<Option<(PathBuf, Option<Vec<u8>>)>> {
-        let path = match self.resolve(rel) {
+        let path = match resolve(&self.root, rel) {
             Ok(p) => p,
             Err(why) => {
                 self.skipped.push(Skipped {
@@ -485,9 +476,6 @@ impl Wiring {
         // A file already changed by this plan (a link to it): build on the planned bytes.
         if let Some(c) = self.changes.iter().find(|c| c.path == path) {
             return Ok(Some((path, Some(c.content.clone()))));
-        }
-        if self.blank {
-            return Ok(Some((path, None)));
         }
         Ok(Some((path.clone(), read_regular(&path)?)))
     }
@@ -510,19 +498,17 @@ impl Wiring {
             action,
             content: new,
             path,
-            kind: self.kind,
         });
     }
 
     /// Merge into the JSON object in `rel` (created when missing) with `merge`. `comments`:
     /// the client reads the file as JSON with comments, and so does coord (they are kept).
-    pub fn json(
+    fn json(
         &mut self,
         rel: &str,
         comments: bool,
         merge: impl FnOnce(&mut Map<String, Value>, &str) -> Result<()>,
     ) -> Result<()> {
-        self.kind = FileKind::Json { comments };
         let Some((path, old)) = self.read(rel)? else {
             return Ok(());
         };
@@ -532,60 +518,44 @@ impl Wiring {
                     Ok(v) => v,
                     Err(e) if comments => {
                         // Not plain JSON: JSON with comments, as the client reads it.
-                        let text = std::str::from_utf8(bytes).map_err(|_| {
-                            Error::bad_input(format!(
-                                "`{rel}` is not UTF-8 text (nothing was written)"
-                            ))
-                        })?;
+                        let text = std::str::from_utf8(bytes).map_err(|_| not_utf8(rel))?;
                         let new = jsonc::merge(text, rel, merge).map_err(|why| {
-                            Error::bad_input(format!(
-                                "`{rel}` is not valid JSON, even allowing comments ({e}; {why}); fix or move it, then run `coord init` again (nothing was written)"
-                            ))
+                            let why = format!("{e}; {why}");
+                            invalid(rel, "JSON, even allowing comments", why, "coord init")
                         })?;
                         if let Some(new) = new {
                             self.record(path, old, new.into_bytes());
                         }
                         return Ok(());
                     }
-                    Err(e) => {
-                        return Err(Error::bad_input(format!(
-                            "`{rel}` is not valid JSON ({e}); fix or move it, then run `coord init` again (nothing was written)"
-                        )));
-                    }
+                    Err(e) => return Err(invalid(rel, "JSON", e, "coord init")),
                 }
             }
             _ => Value::Object(Map::new()),
         };
         let Value::Object(mut doc) = parsed.clone() else {
-            return Err(Error::bad_input(format!(
-                "`{rel}` is not a JSON object; coord cannot merge into it (nothing was written)"
-            )));
+            return Err(cannot_merge(&format!("`{rel}` is not a JSON object")));
         };
         merge(&mut doc, rel)?;
         let doc = Value::Object(doc);
         if old.is_some() && doc == parsed {
             return Ok(());
         }
-        let mut text = serde_json::to_string_pretty(&doc).unwrap_or_default();
-        text.push('\n');
-        self.record(path, old, text.into_bytes());
+        self.record(path, old, pretty_json(&doc));
         Ok(())
     }
 
     /// Edit the TOML document in `rel` (created when missing) with `edit`; comments and layout
     /// are kept.
-    pub fn toml(
+    fn toml(
         &mut self,
         rel: &str,
         edit: impl FnOnce(&mut toml_edit::DocumentMut, &str) -> Result<()>,
     ) -> Result<()> {
-        self.kind = FileKind::Toml;
         self.edit_text(rel, |text| {
-            let mut doc: toml_edit::DocumentMut = text.parse().map_err(|e| {
-                Error::bad_input(format!(
-                    "`{rel}` is not valid TOML ({e}); fix or move it, then run `coord init` again (nothing was written)"
-                ))
-            })?;
+            let mut doc: toml_edit::DocumentMut = text
+                .parse()
+                .map_err(|e| invalid(rel, "TOML", e, "coord init"))?;
             edit(&mut doc, rel)?;
             Ok(doc.to_string())
         })
@@ -593,8 +563,7 @@ impl Wiring {
 
     /// Write coord's own generated file `rel` (a client plugin): created, or replaced when it is
     /// coord's (it holds `marker`); a file of that name that is not coord's is refused.
-    pub fn generated(&mut self, rel: &str, marker: &'static str, content: &str) -> Result<()> {
-        self.kind = FileKind::Generated { marker };
+    fn generated(&mut self, rel: &str, marker: &'static str, content: &str) -> Result<()> {
         self.edit_text(rel, |old| {
             if !old.is_empty() && !old.contains(marker) {
                 return Err(Error::bad_input(format!(
@@ -605,29 +574,13 @@ impl Wiring {
         })
     }
 
-    /// Set coord's block between `begin` and `end` in the text file `rel` to `body`.
-    fn text(
-        &mut self,
-        rel: &str,
-        begin: &'static str,
-        end: &'static str,
-        body: &str,
-    ) -> Result<()> {
-        self.kind = FileKind::Text { begin, end };
-        self.edit_text(rel, |text| {
-            with_block(text, begin, end, body).map_err(|line| unterminated(rel, begin, end, line))
-        })
-    }
-
     /// Set the text file `rel` to what `edit` makes of its old text (empty when missing).
     fn edit_text(&mut self, rel: &str, edit: impl FnOnce(&str) -> Result<String>) -> Result<()> {
         let Some((path, old)) = self.read(rel)? else {
             return Ok(());
         };
         let text = match &old {
-            Some(bytes) => String::from_utf8(bytes.clone()).map_err(|_| {
-                Error::bad_input(format!("`{rel}` is not UTF-8 text (nothing was written)"))
-            })?,
+            Some(bytes) => String::from_utf8(bytes.clone()).map_err(|_| not_utf8(rel))?,
             None => String::new(),
         };
         let new = edit(&text)?;

@@ -63,33 +63,24 @@ impl Record {
     /// Note that `file` was written with `after`, having held `before`. A file coord already
     /// wrote and nobody changed since keeps its first `before`.
     pub fn note_write(&mut self, file: &str, before: Option<Vec<u8>>, after: &[u8]) {
-        let (Ok(after), before) = (String::from_utf8(after.to_vec()), before) else {
-            self.files.remove(file);
-            return;
-        };
         let before = match (self.files.get(file), before) {
-            (Some(e), Some(b)) if e.after.as_bytes() == b.as_slice() => e.before.clone(),
-            (_, None) => None,
-            (_, Some(b)) => match String::from_utf8(b) {
-                Ok(b) => Some(b),
-                Err(_) => {
-                    self.files.remove(file);
-                    return;
-                }
-            },
+            (Some(e), Some(b)) if e.after.as_bytes() == b.as_slice() => Ok(e.before.clone()),
+            (_, b) => b.map(String::from_utf8).transpose(),
         };
-        self.files.insert(file.to_string(), Entry { before, after });
+        // A file that is not text is not recorded: removal then works from the file alone.
+        match (String::from_utf8(after.to_vec()), before) {
+            (Ok(after), Ok(before)) => self.files.insert(file.to_string(), Entry { before, after }),
+            _ => self.files.remove(file),
+        };
     }
 
     /// Write the record (`.coord/` exists by then), unless it already says this.
     pub fn save(&self, root: &Path) -> Result<()> {
-        let mut text = serde_json::to_string_pretty(self).unwrap_or_default();
-        text.push('\n');
+        let text = super::pretty_json(self);
         let path = layout::init_record(&crate::worktree::shared_root(root));
-        if fsutil::read_capped(&path, text.len() as u64 + 1).is_ok_and(|now| now == text.as_bytes())
-        {
+        if fsutil::read_capped(&path, text.len() as u64 + 1).is_ok_and(|now| now == text) {
             return Ok(());
         }
-        fsutil::replace_durable(&path, text.as_bytes())
+        fsutil::replace_durable(&path, &text)
     }
 }

@@ -5,13 +5,14 @@
 use std::path::PathBuf;
 
 use jsonc_parser::ParseOptions;
-use jsonc_parser::cst::CstRootNode;
+use jsonc_parser::cst::{CstNode, CstObject, CstRootNode};
 use serde::Serialize;
 use serde_json::Value;
 
 use super::record::Record;
-use super::{FileKind, Wiring, find_block, read_regular, unterminated, wire, wire_texts};
-use crate::client::{COORD, Client, command};
+use super::unterminated;
+use super::{find_block, has_command, is_command, not_utf8, read_regular, resolve, texts};
+use crate::client::{COORD, Client, MARKER, Wire, command};
 use crate::error::{Error, Result};
 use crate::fsutil;
 use crate::layout;
@@ -57,11 +58,13 @@ pub struct Removal {
     /// from a linked worktree, which has none of its own.
     pub state_dir: String,
     #[serde(skip)]
-    record: Option<RecordUpdate>,
+    record: RecordUpdate,
 }
 
+/// What becomes of init's record.
 #[derive(Debug, Clone)]
 struct RecordUpdate {
+    /// Nothing is wired any more: the record goes.
     drop_all: bool,
     /// Another work tree of the repository is still wired: the record, shared by the trees
     /// (keyed by the path in each), stays as it is for them.
@@ -70,14 +73,34 @@ struct RecordUpdate {
     dirs: Vec<String>,
 }
 
-/// The files `clients` wire, with their kind, as (file relative to the root, kind).
-fn files_of(ws: &Workspace, clients: &[Client]) -> Result<Vec<(String, FileKind)>> {
-    let mut w = Wiring::new(ws.root(), true);
-    for &c in clients {
-        wire(&mut w, c)?;
-    }
-    wire_texts(&mut w, clients)?;
-    Ok(w.changes.into_iter().map(|c| (c.file, c.kind)).collect())
+/// How coord reads and edits a file it wires.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FileKind {
+    /// A JSON object (with comments).
+    Json,
+    Toml,
+    /// Text with coord's block between two marker lines.
+    Text {
+        begin: &'static str,
+        end: &'static str,
+    },
+    /// A file coord generates whole (a client plugin), known by the marker it holds.
+    Generated,
+}
+
+/// The files `clients` wire (relative to the root), with their kind: theirs, then the texts.
+fn files_of(clients: &[Client]) -> Vec<(&'static str, FileKind)> {
+    let wires = clients.iter().flat_map(|c| c.adapter().wiring);
+    let mut files: Vec<_> = wires
+        .map(|w| match *w {
+            Wire::Json { file, .. } => (file, FileKind::Json),
+            Wire::CodexToml(file) => (file, FileKind::Toml),
+            Wire::Generated(file, _) => (file, FileKind::Generated),
+        })
+        .collect();
+    let texts = texts(clients).into_iter();
+    files.extend(texts.map(|(file, begin, end, _)| (file, FileKind::Text { begin, end })));
+    files
 }
 
 /// Compute what `init --remove` takes back for `clients`; nothing is written.
@@ -99,19 +122,16 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
     let others_wired = crate::worktree::others(root)
         .iter()
         .any(|t| Client::ALL.iter().any(|c| c.adapter().wired(&t.top)));
-    let resolver = Wiring::new(root, false);
     // Files a remaining client uses too: its shared entries (the MCP server, the blocks) stay.
-    let kept: Vec<PathBuf> = if remaining.is_empty() {
-        Vec::new()
-    } else {
-        files_of(ws, &remaining)?
-    }
-    .into_iter()
-    .filter_map(|(f, _)| resolver.resolve(&f).ok())
-    .collect();
+    // (None remaining: the texts are no one's.)
+    let kept: Vec<PathBuf> = files_of(&remaining)
+        .into_iter()
+        .filter(|_| !remaining.is_empty())
+        .filter_map(|(f, _)| resolve(root, f).ok())
+        .collect();
     let mut changes: Vec<Undo> = Vec::new();
-    for (rel, kind) in files_of(ws, clients)? {
-        let Ok(path) = resolver.resolve(&rel) else {
+    for (rel, kind) in files_of(clients) {
+        let Ok(path) = resolve(root, rel) else {
             continue;
         };
         if changes.iter().any(|u| u.path == path) {
@@ -123,22 +143,20 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
         let file = path
             .strip_prefix(root)
             .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or(rel.clone());
-        let text = String::from_utf8(bytes.clone()).map_err(|_| {
-            Error::bad_input(format!("`{file}` is not UTF-8 text (nothing was written)"))
-        })?;
+            .unwrap_or(rel.to_string());
+        let text = String::from_utf8(bytes).map_err(|_| not_utf8(&file))?;
         let shared = kept.contains(&path);
         let stripped = match kind {
             FileKind::Text { .. } if shared => continue,
             FileKind::Text { begin, end } => {
                 strip_block(&text, begin, end).map_err(|l| unterminated(&file, begin, end, l))?
             }
-            FileKind::Json { .. } => {
+            FileKind::Json => {
                 strip_json(&text, &names, !shared).map_err(|why| invalid(&file, "JSON", why))?
             }
             // A file coord generated whole (a client's plugin) goes whole, if it is still coord's.
-            FileKind::Generated { marker } if text.contains(marker) => None,
-            FileKind::Generated { .. } => continue,
+            FileKind::Generated if text.contains(MARKER) => None,
+            FileKind::Generated => continue,
             FileKind::Toml => {
                 strip_toml(&text, !shared).map_err(|why| invalid(&file, "TOML", why))?
             }
@@ -181,7 +199,7 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
         let Some(rel) = c.adapter().approvals else {
             continue;
         };
-        let Ok(path) = resolver.resolve(rel) else {
+        let Ok(path) = resolve(root, rel) else {
             continue;
         };
         let Some(bytes) = read_regular(&path)? else {
@@ -228,21 +246,19 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
         } else {
             format!("{}/", state.display())
         },
-        record: Some(RecordUpdate {
+        record: RecordUpdate {
             drop_all: all_gone,
             shared: others_wired,
             files: changes.iter().map(|u| u.file.clone()).collect(),
             dirs: record.dirs.clone(),
-        }),
+        },
         changes,
     })
 }
 
 /// The refusal of a file coord cannot parse as `what`.
 fn invalid(file: &str, what: &str, why: String) -> Error {
-    Error::bad_input(format!(
-        "`{file}` is not valid {what} ({why}); fix or move it, then run `coord init --remove` again (nothing was written)"
-    ))
+    super::invalid(file, what, why, "coord init --remove")
 }
 
 /// Write what [`plan_removal`] computed, then remove the folders init created that are empty
@@ -257,9 +273,7 @@ pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
             }
         }
     }
-    let Some(up) = &removal.record else {
-        return Ok(());
-    };
+    let up = &removal.record;
     // Folders init created, and those that held a deleted file the record does not know,
     // deepest first, when empty.
     let mut dirs: Vec<PathBuf> = up.dirs.iter().map(|d| root.join(d)).collect();
@@ -307,11 +321,9 @@ fn equivalent(kind: FileKind, stripped: Option<&str>, before: Option<&str>) -> b
             FileKind::Text { .. } => {
                 stripped.unwrap_or_default().trim_end() == before.unwrap_or_default().trim_end()
             }
-            FileKind::Json { .. } => {
-                json_value(stripped).map(pruned) == json_value(before).map(pruned)
-            }
+            FileKind::Json => json_value(stripped).map(pruned) == json_value(before).map(pruned),
             FileKind::Toml => toml_value(stripped).map(pruned) == toml_value(before).map(pruned),
-            FileKind::Generated { .. } => stripped == before,
+            FileKind::Generated => stripped == before,
         },
     }
 }
@@ -334,43 +346,21 @@ fn pruned(value: Value) -> Value {
     }
 }
 
-fn options() -> ParseOptions {
-    ParseOptions {
-        allow_comments: true,
-        ..Default::default()
-    }
-}
-
+/// JSON with comments (and whatever else a client may accept) as a value; blank is `{}`.
 fn json_value(text: Option<&str>) -> Option<Value> {
     match text {
-        None => Some(Value::Object(Default::default())),
-        Some(t) if t.trim().is_empty() => Some(Value::Object(Default::default())),
-        Some(t) => CstRootNode::parse(t, &options()).ok()?.to_serde_value(),
+        Some(t) if !t.trim().is_empty() => CstRootNode::parse(t, &ParseOptions::default())
+            .ok()?
+            .to_serde_value(),
+        _ => Some(Value::Object(Default::default())),
     }
 }
 
+/// A TOML document as JSON, to compare two documents by what they say.
 fn toml_value(text: Option<&str>) -> Option<Value> {
     let doc: toml_edit::DocumentMut = text.unwrap_or_default().parse().ok()?;
-    Some(item_value(doc.as_item()))
-}
-
-/// A TOML item as JSON, to compare two documents by what they say.
-fn item_value(item: &toml_edit::Item) -> Value {
-    use toml_edit::Item;
-    match item {
-        Item::None => Value::Null,
-        Item::Value(v) => toml_plain(v),
-        Item::Table(t) => Value::Object(
-            t.iter()
-                .map(|(k, v)| (k.to_string(), item_value(v)))
-                .collect(),
-        ),
-        Item::ArrayOfTables(a) => Value::Array(
-            a.iter()
-                .map(|t| item_value(&Item::Table(t.clone())))
-                .collect(),
-        ),
-    }
+    let table = doc.as_table().clone().into_inline_table();
+    Some(toml_plain(&toml_edit::Value::InlineTable(table)))
 }
 
 fn toml_plain(v: &toml_edit::Value) -> Value {
@@ -416,13 +406,10 @@ pub(super) fn strip_block(
 /// Whether a hook entry (its own `command` or `bash`) is the one `coord init` writes for one
 /// of `clients`.
 fn inits_hook(hook: &Value, clients: &[&str]) -> bool {
-    ["command", "bash"].iter().any(|k| {
-        hook.get(*k).and_then(Value::as_str).is_some_and(|c| {
-            clients.iter().any(|client| {
-                let cmd = command(client, None);
-                c.trim() == cmd || c.trim().starts_with(&format!("{cmd} "))
-            })
-        })
+    has_command(hook, |c| {
+        clients
+            .iter()
+            .any(|client| is_command(c, &command(client, None)))
     })
 }
 
@@ -437,85 +424,78 @@ fn strip_json(
     if text.trim().is_empty() {
         return Ok(None);
     }
-    let root = CstRootNode::parse(text, &options()).map_err(|e| e.to_string())?;
-    let Some(obj) = root.object_value() else {
-        return Err("the top level is not an object".into());
-    };
-    let mut cut = false;
-    if let Some(hooks) = obj.object_value("hooks") {
-        for prop in hooks.properties() {
+    let ours = |v: &CstNode| inits_hook(&v.to_serde_value().unwrap_or(Value::Null), clients);
+    let cut = |obj: &CstObject| {
+        let mut cut = false;
+        for prop in obj
+            .object_value("hooks")
+            .map(|h| h.properties())
+            .unwrap_or_default()
+        {
             let Some(groups) = prop.array_value() else {
                 continue;
             };
             let mut removed = false;
             for group in groups.elements() {
-                let value = group.to_serde_value().unwrap_or(Value::Null);
-                if inits_hook(&value, clients) {
-                    group.remove();
-                    removed = true;
-                    continue;
-                }
                 let inner = group.as_object().and_then(|o| o.array_value("hooks"));
-                if let Some(inner) = inner {
-                    let all = inner.elements();
-                    let ours: Vec<_> = all
-                        .iter()
-                        .filter(|h| inits_hook(&h.to_serde_value().unwrap_or(Value::Null), clients))
-                        .cloned()
-                        .collect();
-                    if !ours.is_empty() && ours.len() == all.len() {
-                        group.remove();
-                        removed = true;
-                    } else if !ours.is_empty() {
-                        for h in ours {
-                            h.remove();
-                        }
-                        removed = true;
-                    }
+                let mine: Vec<CstNode> = inner
+                    .as_ref()
+                    .map(|i| i.elements().into_iter().filter(ours).collect())
+                    .unwrap_or_default();
+                let all = inner.is_some_and(|i| i.elements().len() == mine.len());
+                removed |= ours(&group) || !mine.is_empty();
+                if ours(&group) || (!mine.is_empty() && all) {
+                    group.remove();
+                } else {
+                    mine.into_iter().for_each(CstNode::remove);
                 }
             }
-            if removed {
-                cut = true;
-                if groups.elements().is_empty() {
-                    prop.remove();
-                }
+            if removed && groups.elements().is_empty() {
+                prop.remove();
             }
+            cut |= removed;
         }
         if cut {
-            drop_empty(&obj, "hooks");
+            drop_empty(obj, "hooks");
         }
-    }
-    // The server lists: `mcpServers` (most clients; `command` is coord) and OpenCode's `mcp`
-    // (`command` is `["coord", "mcp"]`).
-    for key in ["mcpServers", "mcp"] {
-        let Some(servers) = obj.object_value(key).filter(|_| mcp) else {
-            continue;
-        };
-        let ours = servers.get("coord").is_some_and(|p| {
-            p.value()
-                .and_then(|v| v.to_serde_value())
-                .is_some_and(|v| v["command"] == COORD || v["command"][0] == COORD)
-        });
-        if ours {
-            if let Some(p) = servers.get("coord") {
-                p.remove();
+        // The server lists: `mcpServers` (most clients; `command` is coord) and OpenCode's
+        // `mcp` (`command` is `["coord", "mcp"]`).
+        for key in ["mcpServers", "mcp"].into_iter().filter(|_| mcp) {
+            let Some(server) = obj.object_value(key).and_then(|s| s.get("coord")) else {
+                continue;
+            };
+            let command = server.value().and_then(|v| v.to_serde_value());
+            if command.is_some_and(|v| v["command"] == COORD || v["command"][0] == COORD) {
+                server.remove();
+                cut = true;
+                drop_empty(obj, key);
             }
-            cut = true;
-            drop_empty(&obj, key);
         }
-    }
-    if !cut {
+        cut
+    };
+    // Nothing but scaffolding left (Copilot's `version`): nothing of anyone's.
+    cut_jsonc(text, cut, |obj| {
+        obj.properties()
+            .iter()
+            .all(|p| p.name().and_then(|n| n.decoded_value().ok()).as_deref() == Some("version"))
+    })
+}
+
+/// `text` (JSON with comments) once `cut` took coord's entries out of its top object (it says
+/// whether there were any); `None` when `empty` finds nothing else left.
+fn cut_jsonc(
+    text: &str,
+    cut: impl FnOnce(&CstObject) -> bool,
+    empty: impl FnOnce(&CstObject) -> bool,
+) -> std::result::Result<Option<String>, String> {
+    let root = CstRootNode::parse(text, &ParseOptions::default()).map_err(|e| e.to_string())?;
+    let Some(obj) = root.object_value() else {
+        return Err("the top level is not an object".into());
+    };
+    if !cut(&obj) {
         return Ok(Some(text.to_string()));
     }
-    // Nothing but scaffolding left (Copilot's `version`): nothing of anyone's.
-    let left = obj.properties();
-    if left
-        .iter()
-        .all(|p| p.name().and_then(|n| n.decoded_value().ok()).as_deref() == Some("version"))
-    {
-        return Ok(None);
-    }
-    Ok(Some(root.to_string()))
+    Ok((!empty(&obj)).then(|| root.to_string()))
 }
 
 /// Whether the project's `.mcp.json` names a server other than coord's.
@@ -537,43 +517,36 @@ fn strip_approvals(text: &str, others: bool) -> std::result::Result<Option<Strin
     if text.trim().is_empty() {
         return Ok(Some(text.to_string()));
     }
-    let root = CstRootNode::parse(text, &options()).map_err(|e| e.to_string())?;
-    let Some(obj) = root.object_value() else {
-        return Err("the top level is not an object".into());
+    let cut = |obj: &CstObject| {
+        let mut cut = false;
+        for key in ["enabledMcpjsonServers", "disabledMcpjsonServers"] {
+            cut |= cut_coords_names(obj, key);
+        }
+        if let Some(perms) = obj.object_value("permissions") {
+            let mut removed = false;
+            for key in ["allow", "deny", "ask"] {
+                removed |= cut_coords_names(&perms, key);
+            }
+            if removed {
+                drop_empty(obj, "permissions");
+            }
+            cut |= removed;
+        }
+        if !others
+            && let Some(p) = obj.get("enableAllProjectMcpServers")
+            && p.value().and_then(|v| v.to_serde_value()) == Some(Value::Bool(true))
+        {
+            p.remove();
+            cut = true;
+        }
+        cut
     };
-    let mut cut = false;
-    for key in ["enabledMcpjsonServers", "disabledMcpjsonServers"] {
-        cut |= cut_coords_names(&obj, key);
-    }
-    if let Some(perms) = obj.object_value("permissions") {
-        let mut removed = false;
-        for key in ["allow", "deny", "ask"] {
-            removed |= cut_coords_names(&perms, key);
-        }
-        cut |= removed;
-        if removed {
-            drop_empty(&obj, "permissions");
-        }
-    }
-    if !others
-        && let Some(p) = obj.get("enableAllProjectMcpServers")
-        && p.value().and_then(|v| v.to_serde_value()) == Some(Value::Bool(true))
-    {
-        p.remove();
-        cut = true;
-    }
-    if !cut {
-        return Ok(Some(text.to_string()));
-    }
-    if obj.properties().is_empty() {
-        return Ok(None);
-    }
-    Ok(Some(root.to_string()))
+    cut_jsonc(text, cut, |obj| obj.properties().is_empty())
 }
 
 /// Take coord's names (`coord`, `mcp__coord`, `mcp__coord__TOOL`) out of the list `obj[key]`,
 /// and the list when that empties it; whether any was there.
-fn cut_coords_names(obj: &jsonc_parser::cst::CstObject, key: &str) -> bool {
+fn cut_coords_names(obj: &CstObject, key: &str) -> bool {
     let Some(list) = obj.array_value(key) else {
         return false;
     };
@@ -595,7 +568,7 @@ fn cut_coords_names(obj: &jsonc_parser::cst::CstObject, key: &str) -> bool {
 }
 
 /// Remove `obj[key]` when it is an empty object or list (coord's entries were all it held).
-fn drop_empty(obj: &jsonc_parser::cst::CstObject, key: &str) {
+fn drop_empty(obj: &CstObject, key: &str) {
     let empty = obj
         .object_value(key)
         .is_some_and(|o| o.properties().is_empty())
