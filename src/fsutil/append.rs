@@ -13,12 +13,7 @@ use crate::error::{IoResultExt, Result};
 /// Append `bytes` to the existing regular file at `path` with one `write`, then fsync it.
 pub fn append_durable(path: &Path, bytes: &[u8]) -> Result<()> {
     let (file, meta) = open_nofollow(path, Access::Append).at("append to", path)?;
-    let len = meta.len();
-    if let Err(e) = write_whole(&file, bytes, len) {
-        // Whole or absent: a failed append (a full disk) is cut back to the previous length.
-        let _ = file.set_len(len);
-        return Err(e).at("append to", path);
-    }
+    append_whole(&file, path, bytes, meta.len())?;
     file.sync_all().at("sync", path)
 }
 
@@ -53,9 +48,8 @@ fn append_inner(path: &Path, line: &[u8], count: bool) -> Result<(File, bool, us
     let existed = fs::symlink_metadata(path).is_ok();
     let (file, _) = open_nofollow(path, Access::AppendOrCreate).at("append to", path)?;
     file.lock().at("lock", path)?;
-    // Under the lock the length is final: look at the last byte to decide on a leading newline.
+    // Under the lock the length is final.
     let len = file.metadata().at("inspect", path)?.len();
-    let mut buf = Vec::with_capacity(line.len() + 2);
     let mut number = 0;
     if count {
         let mut chunk = vec![0u8; 64 * 1024];
@@ -71,24 +65,9 @@ fn append_inner(path: &Path, line: &[u8], count: bool) -> Result<(File, bool, us
         }
         number = newlines + 1;
     }
-    if len > 0 {
-        let mut last = [0u8; 1];
-        file.read_exact_at(&mut last, len - 1).at("read", path)?;
-        if last[0] != b'\n' {
-            buf.push(b'\n');
-            number += usize::from(count);
-        }
-    }
-    buf.extend_from_slice(line);
-    if buf.last() != Some(&b'\n') {
-        buf.push(b'\n');
-    }
-    if let Err(e) = write_whole(&file, &buf, len) {
-        // Whole or absent: a failed append (a full disk) is cut back to the previous length,
-        // so no torn line stays behind.
-        let _ = file.set_len(len);
-        return Err(e).at("append to", path);
-    }
+    let (buf, led) = framed(&file, path, len, line)?;
+    number += usize::from(count && led);
+    append_whole(&file, path, &buf, len)?;
     // Dropping `file` releases the flock; callers that sync do it after, which is fine: the
     // data is in the page cache in its final place already.
     Ok((file, !existed, number))
@@ -103,7 +82,7 @@ pub fn append_line_rotating(
     rotate_at: u64,
     rotated: &Path,
 ) -> Result<()> {
-    use std::os::unix::fs::{FileExt, MetadataExt};
+    use std::os::unix::fs::MetadataExt;
     for _ in 0..8 {
         let (file, _) = open_nofollow(path, Access::AppendOrCreate).at("append to", path)?;
         file.lock().at("lock", path)?;
@@ -114,18 +93,7 @@ pub fn append_line_rotating(
             _ => continue,
         }
         let len = meta.len();
-        let mut buf = Vec::with_capacity(line.len() + 2);
-        if len > 0 {
-            let mut last = [0u8; 1];
-            file.read_exact_at(&mut last, len - 1).at("read", path)?;
-            if last[0] != b'\n' {
-                buf.push(b'\n');
-            }
-        }
-        buf.extend_from_slice(line);
-        if buf.last() != Some(&b'\n') {
-            buf.push(b'\n');
-        }
+        let (buf, _) = framed(&file, path, len, line)?;
         // A plain write: this log's readers skip a line a kill tore, and it is written on every
         // transition, so it does not pay for a finisher.
         if let Err(e) = (&file).write_all(&buf) {
@@ -144,6 +112,36 @@ pub fn append_line_rotating(
         return Ok(());
     }
     Err(std::io::Error::other("the log kept being rotated away")).at("append to", path)
+}
+
+/// [`write_whole`], a failed append (a full disk) cut back to the previous length `len`: whole
+/// or absent, no torn line stays behind.
+fn append_whole(file: &File, path: &Path, buf: &[u8], len: u64) -> Result<()> {
+    write_whole(file, buf, len)
+        .inspect_err(|_| {
+            let _ = file.set_len(len);
+        })
+        .at("append to", path)
+}
+
+/// `line` as appended to `file` (`len` bytes long, under its kernel lock): a newline first when
+/// the last line there lacks one (then `true`), and a newline at its end.
+fn framed(file: &File, path: &Path, len: u64, line: &[u8]) -> Result<(Vec<u8>, bool)> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = Vec::with_capacity(line.len() + 2);
+    let mut last = [b'\n'];
+    if len > 0 {
+        file.read_exact_at(&mut last, len - 1).at("read", path)?;
+    }
+    let led = last[0] != b'\n';
+    if led {
+        buf.push(b'\n');
+    }
+    buf.extend_from_slice(line);
+    if buf.last() != Some(&b'\n') {
+        buf.push(b'\n');
+    }
+    Ok((buf, led))
 }
 
 /// The length of `line` as written (with its newline).

@@ -16,14 +16,21 @@ use crate::{host, layout};
 /// A new temporary file in `dir`, named so that [`sweep_temps`](super::sweep_temps) can tell whose it is.
 pub fn temp_in(dir: &Path) -> io::Result<NamedTempFile> {
     super::read::refuse_linked(dir, true)?;
-    // The error of `tempfile` names the temporary file (`… at path ".coord-….tmp"`), which means
-    // nothing to the user: keep only the system's error, the caller names the file.
-    let tmp = temp_builder().tempfile_in(dir).map_err(bare)?;
+    // 0666 less the umask, like any new file: state files are shared with agents that may run
+    // as other users.
+    let tmp = tempfile::Builder::new()
+        .prefix(layout_prefix())
+        .suffix(layout::TEMP_SUFFIX)
+        .rand_bytes(6)
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(dir)
+        .map_err(bare)?;
     super::fit_file_mode(tmp.as_file(), dir);
     Ok(tmp)
 }
 
-/// An error without the path `tempfile` adds to its message (`… at path ".coord-….tmp"`).
+/// An error without the path `tempfile` adds to its message (`… at path ".coord-….tmp"`), which
+/// means nothing to the user: the caller names the file.
 fn bare(e: io::Error) -> io::Error {
     if e.raw_os_error().is_some() {
         return e;
@@ -33,17 +40,6 @@ fn bare(e: io::Error) -> io::Error {
         Some(cut) => io::Error::new(e.kind(), text[..cut].to_string()),
         None => e,
     }
-}
-
-pub(super) fn temp_builder() -> tempfile::Builder<'static, 'static> {
-    // 0666 less the umask, like any new file: state files are shared with agents that may run
-    // as other users.
-    let mut b = tempfile::Builder::new();
-    b.prefix(layout_prefix())
-        .suffix(layout::TEMP_SUFFIX)
-        .rand_bytes(6)
-        .permissions(std::fs::Permissions::from_mode(0o666));
-    b
 }
 
 /// This process's temporary-file prefix, built once.
@@ -103,7 +99,7 @@ pub fn create_new_held(path: &Path, bytes: &[u8]) -> Result<Option<File>> {
 fn create_new_with(path: &Path, bytes: &[u8], lock: bool) -> Result<Option<File>> {
     let fill = |tmp| filled(tmp, path, bytes, lock);
     publish_via(path, parent_of(path), fill, |tmp| {
-        if closes_before_rename() {
+        if on_network_fs() {
             // Renamed closed (see `put`), then opened again for the caller.
             return match tmp.into_temp_path().persist_noclobber(path) {
                 Ok(()) => open_nofollow(path, Access::Read).map(|(file, _)| Some(file)),
@@ -178,7 +174,7 @@ fn replace_keeping<T>(
 ) -> Result<T> {
     let fill = |tmp| filled(tmp, path, bytes, lock);
     publish_via(path, stage, fill, |tmp| {
-        if closes_before_rename() {
+        if on_network_fs() {
             // Renamed closed (see `put`), then opened again for the caller.
             put(tmp, path)?;
             let (file, _) = open_nofollow(path, Access::Read)?;
@@ -302,7 +298,7 @@ pub fn persist(tmp: NamedTempFile, path: &Path) -> Result<()> {
 
 /// [`persist`] with the bare error (`EXDEV` tells a spare on another filesystem).
 fn put(tmp: NamedTempFile, path: &Path) -> io::Result<()> {
-    if closes_before_rename() {
+    if on_network_fs() {
         // SMB refuses to rename a file that is open (a sharing violation: `EBUSY`), and the
         // failed rename would leave the temporary file behind: close it first.
         return put_closed(tmp.into_temp_path(), path);
@@ -311,24 +307,16 @@ fn put(tmp: NamedTempFile, path: &Path) -> io::Result<()> {
 }
 
 /// Rename the closed temporary file `tmp` to `path`, replacing it.
-fn put_closed(mut tmp: TempPath, path: &Path) -> io::Result<()> {
-    let started = std::time::Instant::now();
-    let mut pause = std::time::Duration::from_micros(500);
-    loop {
-        match tmp.persist(path) {
-            Ok(()) => return Ok(()),
-            Err(e)
-                if (super::raw::is_busy(&e.error)
-                    || e.error.kind() == io::ErrorKind::AlreadyExists)
-                    && started.elapsed() < std::time::Duration::from_secs(3) =>
-            {
-                tmp = e.path;
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(std::time::Duration::from_millis(20));
-            }
-            Err(e) => return Err(e.error),
-        }
-    }
+fn put_closed(tmp: TempPath, path: &Path) -> io::Result<()> {
+    let mut tmp = Some(tmp);
+    let passing = |e: &io::Error| super::raw::is_busy(e) || e.kind() == io::ErrorKind::AlreadyExists;
+    super::raw::retry(passing, || {
+        let t = tmp.take().expect("kept by the failed rename");
+        t.persist(path).map_err(|e| {
+            tmp = Some(e.path);
+            e.error
+        })
+    })
 }
 
 /// Publish the filled temporary file `tmp` at `path` only if nothing is there yet: `Ok(false)`,
@@ -353,15 +341,11 @@ pub fn persist_new(tmp: NamedTempFile, path: &Path) -> io::Result<bool> {
 /// Set once this process knows its files are on a network filesystem.
 static NETWORK_FS: AtomicBool = AtomicBool::new(false);
 
-/// Whether a temporary file is closed before it is renamed into place: on every network
-/// filesystem (see [`mark_network_fs`]), since SMB refuses to rename an open file.
-fn closes_before_rename() -> bool {
-    NETWORK_FS.load(Ordering::Relaxed)
-}
-
-/// Whether this process works on a network filesystem.
+/// Whether this process works on a network filesystem (see [`mark_network_fs`]): then a
+/// temporary file is closed before it is renamed into place, since SMB refuses to rename an
+/// open file.
 pub(super) fn on_network_fs() -> bool {
-    closes_before_rename()
+    NETWORK_FS.load(Ordering::Relaxed)
 }
 
 /// From now on, publish files the way network filesystems need (closed before the rename,

@@ -82,11 +82,7 @@ pub fn ensure_dir(dir: &Path) -> Result<()> {
     // A symlinked folder above `dir` (`.metadata -> /elsewhere`, `archive -> /elsewhere`) would
     // make `create_dir_all` and every later write land outside the workspace.
     if let Some(link) = linked_ancestor(dir) {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "is a symlink (not followed)",
-        ))
-        .at("create folder", &link);
+        return Err(super::symlink_refused()).at("create folder", &link);
     }
     match fs::symlink_metadata(dir) {
         Ok(meta) if meta.is_dir() => Ok(()),

@@ -92,11 +92,10 @@ pub(crate) fn open_nofollow(path: &Path, access: Access) -> io::Result<(File, fs
 /// (setgid, like `chmod 2775`), the folder's own group bits (`rw` for a file, `rwx` for a
 /// folder), whatever the umask of the user who made the entry; nothing elsewhere (a private
 /// folder keeps private files).
-pub(crate) fn shared_bits(dir: &Path, is_dir: bool) -> u32 {
+fn shared_bits(dir: &Path, is_dir: bool) -> u32 {
     fs::metadata(dir).map_or(0, |m| shared_bits_of(&m, is_dir))
 }
 
-/// [`shared_bits`] of the folder whose metadata is `m`.
 fn shared_bits_of(m: &fs::Metadata, is_dir: bool) -> u32 {
     use std::os::unix::fs::MetadataExt;
     if m.is_dir() && m.mode() & 0o2000 != 0 {
@@ -107,17 +106,20 @@ fn shared_bits_of(m: &fs::Metadata, is_dir: bool) -> u32 {
 }
 
 /// Give `file`, just created in `dir`, the bits the folder's sharing asks for (see
-/// [`shared_bits`]). Best effort: only bits are added, and only to a file this user owns.
+/// [`shared_bits`]).
 pub(crate) fn fit_file_mode(file: &File, dir: &Path) {
     add_bits(file, shared_bits(dir, false));
 }
 
-/// Add the permission `bits` to `file` when it lacks them and this user owns it.
+/// Add the permission `bits` to `file` (a file or a folder) when it lacks them and this user
+/// owns it. Best effort: only bits are added.
 fn add_bits(file: &File, bits: u32) {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     if bits == 0 {
         return;
     }
+    // Through std's `File`: its mode is a `u32` on every Unix (`st_mode` is 16 bits wide on
+    // macOS).
     if let Ok(m) = file.metadata()
         && m.mode() & bits != bits
         && m.uid() == rustix::process::geteuid().as_raw()
@@ -126,11 +128,11 @@ fn add_bits(file: &File, bits: u32) {
     }
 }
 
-/// Make `file`, this user's, made or kept in another folder (a spare, a file kept for reuse, a
-/// temporary file staged elsewhere), look like a file made now in `dir`, where it is about to
-/// be published: the group such a file gets (the folder's in a setgid folder, or wherever the
-/// system always gives the folder's; this process's elsewhere) and the bits the folder's
-/// sharing asks for; `false` when its group cannot be made so (then the caller makes a new file).
+/// Make `file`, this user's, made or kept in another folder (a spare, a temporary file staged
+/// elsewhere), look like a file made now in `dir`, where it is about to be published: the
+/// group such a file gets (the folder's in a setgid folder, or wherever the system always
+/// gives the folder's; this process's elsewhere) and the bits the folder's sharing asks for;
+/// `false` when its group cannot be made so (then the caller makes a new file).
 pub(crate) fn fit_to_folder(file: &File, dir: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     let (Ok(folder), Ok(m)) = (fs::metadata(dir), file.metadata()) else {
@@ -153,21 +155,12 @@ pub(crate) fn fit_to_folder(file: &File, dir: &Path) -> bool {
 
 /// [`fit_file_mode`] for the folder `dir`, just created (never through a symlink).
 pub(crate) fn fit_dir_mode(dir: &Path) {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let bits = shared_bits(parent_of(dir), true);
-    if bits == 0 {
-        return;
-    }
     let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC;
-    // Through std's `File` on the folder's descriptor: its mode is a `u32` on every Unix
-    // (`st_mode` is 16 bits wide on macOS).
-    if let Ok(fd) = rustix::fs::open(dir, flags, rustix::fs::Mode::empty())
-        && let folder = fs::File::from(fd)
-        && let Ok(m) = folder.metadata()
-        && m.mode() & bits != bits
-        && m.uid() == rustix::process::geteuid().as_raw()
+    if bits != 0
+        && let Ok(fd) = rustix::fs::open(dir, flags, rustix::fs::Mode::empty())
     {
-        let _ = folder.set_permissions(fs::Permissions::from_mode((m.mode() & 0o7777) | bits));
+        add_bits(&File::from(fd), bits);
     }
 }
 
@@ -181,10 +174,14 @@ fn parent_of(path: &Path) -> &Path {
 /// An `O_NOFOLLOW` open that met a symlink (`ELOOP`) said as such; other errors unchanged.
 fn not_followed(e: io::Error) -> io::Error {
     if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
-        io::Error::new(io::ErrorKind::InvalidData, "is a symlink (not followed)")
+        symlink_refused()
     } else {
         e
     }
+}
+
+fn symlink_refused() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, "is a symlink (not followed)")
 }
 
 fn not_regular() -> io::Error {

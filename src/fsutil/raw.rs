@@ -1,6 +1,6 @@
 //! The bare system calls, `io::Error` as is, for protocols that tell errors apart themselves
 //! (the NFS-safe lease of `arbiter::lease`, the aside-move of a stale lock): nothing here names
-//! a path in its error; only `EBUSY` on a network filesystem is tried again ([`while_busy`]).
+//! a path in its error; only `EBUSY` on a network filesystem is tried again.
 //! None goes through a symlink in place of one of coord's folders (`InvalidData`: see
 //! [`linked_state_folder`](super::linked_state_folder)).
 
@@ -121,24 +121,25 @@ pub fn no_hard_links(e: &io::Error) -> bool {
         .any(|errno| e.raw_os_error() == Some(errno.raw_os_error()))
 }
 
-/// How long a rename or removal is tried again while the file server says the file is busy.
-const BUSY_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
+/// `op`, tried again while it fails with `EBUSY` on a network filesystem.
+fn while_busy<T>(op: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+    retry(|e| is_busy(e) && super::atomic::on_network_fs(), op)
+}
 
-/// `op`, tried again for a while when it fails with `EBUSY` on a network filesystem.
-pub fn while_busy<T>(mut op: impl FnMut() -> io::Result<T>) -> io::Result<T> {
-    let started = std::time::Instant::now();
-    let mut pause = std::time::Duration::from_micros(500);
+/// `op`, tried again for up to 3 s (pauses from 0.5 ms doubling to 20 ms) while `passing` says
+/// its error is one the file server will get over.
+pub(super) fn retry<T>(
+    passing: impl Fn(&io::Error) -> bool,
+    mut op: impl FnMut() -> io::Result<T>,
+) -> io::Result<T> {
+    use std::time::{Duration, Instant};
+    let started = Instant::now();
+    let mut pause = Duration::from_micros(500);
     loop {
         match op() {
-            Err(e)
-                if is_busy(&e)
-                    && super::atomic::on_network_fs()
-                    && started.elapsed() < BUSY_PATIENCE =>
-            {
-                std::thread::sleep(
-                    pause + std::time::Duration::from_micros(crate::host::random_u64() % 500),
-                );
-                pause = (pause * 2).min(std::time::Duration::from_millis(20));
+            Err(e) if passing(&e) && started.elapsed() < Duration::from_secs(3) => {
+                std::thread::sleep(pause + Duration::from_micros(crate::host::random_u64() % 500));
+                pause = (pause * 2).min(Duration::from_millis(20));
             }
             other => return other,
         }
