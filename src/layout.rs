@@ -271,7 +271,10 @@ pub fn own_file_kind(file_name: &str) -> Option<&'static str> {
         (|n| handshake_agent(n).is_some(), "a handshake file"),
         (is_temp_name, "a temporary file"),
     ];
-    kinds.iter().find(|(is, _)| is(file_name)).map(|(_, kind)| *kind)
+    kinds
+        .iter()
+        .find(|(is, _)| is(file_name))
+        .map(|(_, kind)| *kind)
 }
 
 /// Whether a name is `FILE.rejected.<agent>` or `FILE.rejected.<agent>.<n>`.

@@ -309,7 +309,8 @@ fn put(tmp: NamedTempFile, path: &Path) -> io::Result<()> {
 /// Rename the closed temporary file `tmp` to `path`, replacing it.
 fn put_closed(tmp: TempPath, path: &Path) -> io::Result<()> {
     let mut tmp = Some(tmp);
-    let passing = |e: &io::Error| super::raw::is_busy(e) || e.kind() == io::ErrorKind::AlreadyExists;
+    let passing =
+        |e: &io::Error| super::raw::is_busy(e) || e.kind() == io::ErrorKind::AlreadyExists;
     super::raw::retry(passing, || {
         let t = tmp.take().expect("kept by the failed rename");
         t.persist(path).map_err(|e| {

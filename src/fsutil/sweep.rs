@@ -41,7 +41,9 @@ fn sweep_name(dir: &Path, name: &str) -> bool {
     }
     let path = dir.join(name);
     let meta = fs::symlink_metadata(&path).ok();
-    let age = meta.as_ref().and_then(|m| m.modified().ok()?.elapsed().ok());
+    let age = meta
+        .as_ref()
+        .and_then(|m| m.modified().ok()?.elapsed().ok());
     let older = |secs| age.is_some_and(|age| age > Duration::from_secs(secs));
     let gone = match temp {
         Some((tag, pid)) => {
