@@ -113,31 +113,23 @@ impl Pattern {
         if folder {
             parts.push("**");
         }
-        let mut segs = Vec::with_capacity(parts.len());
-        for p in &parts {
-            if *p == "." || *p == ".." {
+        // `**/**` is `**`: the normalized text drops the repeats as the segments do.
+        let (mut segs, mut norm) = (Vec::with_capacity(parts.len()), Vec::new());
+        for p in parts {
+            if p == "." || p == ".." {
                 return Err(format!("`{p}` is not allowed in a pattern"));
             }
-            if *p == "**" {
-                // `**/**` is `**`.
-                if segs.last() != Some(&Seg::Deep) {
-                    segs.push(Seg::Deep);
-                }
+            if p != "**" {
+                segs.push(Seg::One(parse_segment(p)?));
+            } else if segs.last() != Some(&Seg::Deep) {
+                segs.push(Seg::Deep);
+            } else {
                 continue;
             }
-            segs.push(Seg::One(parse_segment(p)?));
+            norm.push(p);
         }
         if segs.is_empty() {
             return Err("it names no path".into());
-        }
-        let mut norm: Vec<&str> = Vec::with_capacity(parts.len());
-        let mut last_deep = false;
-        for p in &parts {
-            if *p == "**" && last_deep {
-                continue;
-            }
-            last_deep = *p == "**";
-            norm.push(p);
         }
         Ok(Pattern {
             text: norm.join("/"),
@@ -188,21 +180,19 @@ impl Pattern {
     /// The literal folder every match lies in (`src/auth` for `src/auth/**/*.rs`; empty when
     /// the first segment has a wildcard).
     pub fn literal_prefix(&self) -> String {
-        let mut out = Vec::new();
-        for s in &self.segs[..self.segs.len().saturating_sub(1)] {
-            match s {
-                Seg::One(toks) if toks.iter().all(|t| matches!(t, Tok::Lit(_))) => out.push(
-                    toks.iter()
-                        .map(|t| match t {
-                            Tok::Lit(c) => *c,
-                            _ => unreachable!(),
-                        })
-                        .collect::<String>(),
-                ),
-                _ => break,
-            }
-        }
-        out.join("/")
+        let folders = &self.segs[..self.segs.len().saturating_sub(1)];
+        let literal = |s: &Seg| match s {
+            Seg::One(toks) => toks
+                .iter()
+                .map(|t| match t {
+                    Tok::Lit(c) => Some(*c),
+                    _ => None,
+                })
+                .collect::<Option<String>>(),
+            Seg::Deep => None,
+        };
+        let names: Vec<String> = folders.iter().map_while(literal).collect();
+        names.join("/")
     }
 }
 
@@ -246,40 +236,30 @@ fn parse_segment(s: &str) -> Result<Vec<Tok>, String> {
 
 /// Parse the class starting at `chars[start] == '['`; returns it and the index after `]`.
 fn parse_class(chars: &[char], start: usize) -> Result<(Tok, usize), String> {
+    // The character at `i`, a `\` taking the next one literally; the index after it.
+    let one = |i: usize| -> Result<(char, usize), String> {
+        match chars.get(i) {
+            Some('\\') => chars.get(i + 1).map(|&c| (c, i + 2)),
+            other => other.map(|&c| (c, i + 1)),
+        }
+        .ok_or_else(|| "a `[` is never closed by `]`".to_string())
+    };
     let mut i = start + 1;
     let negated = matches!(chars.get(i), Some('!') | Some('^'));
     if negated {
         i += 1;
     }
     let mut ranges = Vec::new();
-    let mut first = true;
     loop {
-        let Some(&c) = chars.get(i) else {
-            return Err("a `[` is never closed by `]`".into());
-        };
-        if c == ']' && !first {
+        if chars.get(i) == Some(&']') && !ranges.is_empty() {
             i += 1;
             break;
         }
-        first = false;
-        let lo = if c == '\\' {
-            i += 1;
-            *chars
-                .get(i)
-                .ok_or_else(|| "a `[` is never closed by `]`".to_string())?
-        } else {
-            c
-        };
-        i += 1;
+        let (lo, next) = one(i)?;
+        i = next;
         if chars.get(i) == Some(&'-') && chars.get(i + 1).is_some_and(|&n| n != ']') {
-            let mut hi = chars[i + 1];
-            i += 2;
-            if hi == '\\' {
-                hi = *chars
-                    .get(i)
-                    .ok_or_else(|| "a `[` is never closed by `]`".to_string())?;
-                i += 1;
-            }
+            let (hi, next) = one(i + 1)?;
+            i = next;
             if hi < lo {
                 return Err(format!("the range `{lo}-{hi}` runs backwards"));
             }
