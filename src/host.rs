@@ -53,17 +53,13 @@ fn pid_namespace() -> Option<u64> {
 /// This process's group, session and terminal foreground group, each `None` where it is not
 /// known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct OwnIds {
-    /// The process group id.
-    pub group: Option<i32>,
-    /// The POSIX session id.
-    pub session: Option<i32>,
-    /// The foreground process group of the controlling terminal.
-    pub terminal_group: Option<i32>,
+struct OwnIds {
+    group: Option<i32>,
+    session: Option<i32>,
+    terminal_group: Option<i32>,
 }
 
-/// The ids of this process (see [`OwnIds`]).
-pub fn own_ids() -> OwnIds {
+fn own_ids() -> OwnIds {
     #[cfg(target_os = "linux")]
     {
         std::fs::read_to_string("/proc/self/stat")
@@ -90,14 +86,10 @@ pub fn own_ids() -> OwnIds {
     }
 }
 
-/// The group, session and terminal foreground group fields of a `/proc/PID/stat` line (the
-/// 3rd, 4th and 6th after the command name, which may itself hold spaces and parentheses).
+/// The group, session and terminal foreground group fields of a `/proc/PID/stat` line.
 #[cfg(any(target_os = "linux", test))]
 fn parse_stat_ids(stat: &str) -> OwnIds {
-    let fields: Vec<&str> = match stat.rfind(')') {
-        Some(end) => stat[end + 1..].split_whitespace().collect(),
-        None => return OwnIds::default(),
-    };
+    let fields: Vec<&str> = stat_fields(stat).collect();
     let id = |i: usize| {
         fields
             .get(i)
@@ -109,6 +101,13 @@ fn parse_stat_ids(stat: &str) -> OwnIds {
         session: id(3),
         terminal_group: id(5),
     }
+}
+
+/// The fields of a `/proc/PID/stat` line after the command name (0: the state), which may
+/// itself hold spaces and parentheses: they start after its last `)`.
+fn stat_fields(stat: &str) -> impl Iterator<Item = &str> {
+    let after_name = stat.rfind(')').map(|end| &stat[end + 1..]);
+    after_name.into_iter().flat_map(str::split_whitespace)
 }
 
 /// Whether this process runs in the foreground of a terminal that is on its stdin, stdout or
@@ -184,13 +183,12 @@ pub fn start_time(pid: u32) -> Option<u64> {
     stat_field(pid, 19)?.parse().ok()
 }
 
-/// The `n`th field after the command name of `/proc/<pid>/stat` (0: the state); the name may
-/// hold anything, so the fields start after its last `)`.
+/// The `n`th field of `/proc/<pid>/stat` after the command name (see [`stat_fields`]).
 fn stat_field(pid: u32, n: usize) -> Option<String> {
     let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    let stat = String::from_utf8_lossy(&stat);
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    after_name.split_whitespace().nth(n).map(str::to_string)
+    stat_fields(&String::from_utf8_lossy(&stat))
+        .nth(n)
+        .map(str::to_string)
 }
 
 /// The command name of process `pid` (`/proc/<pid>/comm`), when it can be read.
@@ -288,10 +286,6 @@ pub struct ProcessGroup {
     pgid: rustix::process::Pid,
 }
 
-/// After killing what is left of a group, how long to wait for it to be gone before giving up
-/// (a process in uninterruptible sleep, or a zombie nobody reaps).
-const GROUP_LINGER: std::time::Duration = std::time::Duration::from_secs(2);
-
 impl ProcessGroup {
     /// Whether a command started now should get a process group of its own.
     pub fn wanted() -> bool {
@@ -317,14 +311,15 @@ impl ProcessGroup {
         }
     }
 
-    /// Wait until the group has ended; at `deadline`, kill what is left (`SIGKILL`) and wait a
-    /// little more. Returns whether the group is gone.
+    /// Wait until the group has ended; at `deadline`, kill what is left (`SIGKILL`) and wait
+    /// two seconds more (a process in uninterruptible sleep, or a zombie nobody reaps, may
+    /// linger). Returns whether the group is gone.
     pub fn wait_gone(&self, deadline: std::time::Instant) -> bool {
         let step = std::time::Duration::from_millis(20);
         while self.alive() {
             if std::time::Instant::now() >= deadline {
                 self.signal(rustix::process::Signal::KILL);
-                let until = std::time::Instant::now() + GROUP_LINGER;
+                let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
                 while self.alive() && std::time::Instant::now() < until {
                     std::thread::sleep(step);
                 }
