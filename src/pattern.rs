@@ -201,35 +201,21 @@ fn parse_segment(s: &str) -> Result<Vec<Tok>, String> {
     let mut toks = Vec::new();
     let mut i = 0;
     while i < chars.len() {
-        match chars[i] {
-            '\\' => {
-                let c = *chars
-                    .get(i + 1)
-                    .ok_or_else(|| "it ends with a lone `\\`".to_string())?;
-                toks.push(Tok::Lit(c));
-                i += 2;
-            }
-            '*' => {
-                // `**` inside a segment is `*`; runs of stars are one.
-                if toks.last() != Some(&Tok::Star) {
-                    toks.push(Tok::Star);
-                }
-                i += 1;
-            }
-            '?' => {
-                toks.push(Tok::Any);
-                i += 1;
-            }
-            '[' => {
-                let (tok, next) = parse_class(&chars, i)?;
-                toks.push(tok);
-                i = next;
-            }
-            c => {
-                toks.push(Tok::Lit(c));
-                i += 1;
-            }
+        let (tok, next) = match chars[i] {
+            '\\' => (
+                Tok::Lit(*chars.get(i + 1).ok_or("it ends with a lone `\\`")?),
+                i + 2,
+            ),
+            '[' => parse_class(&chars, i)?,
+            '*' => (Tok::Star, i + 1),
+            '?' => (Tok::Any, i + 1),
+            c => (Tok::Lit(c), i + 1),
+        };
+        // `**` inside a segment is `*`; runs of stars are one.
+        if tok != Tok::Star || toks.last() != Some(&Tok::Star) {
+            toks.push(tok);
         }
+        i = next;
     }
     Ok(toks)
 }
@@ -269,26 +255,21 @@ fn parse_class(chars: &[char], start: usize) -> Result<(Tok, usize), String> {
         }
     }
     // No wildcard matches `/`: it is taken out of every range.
-    let mut clean = Vec::with_capacity(ranges.len());
-    for (lo, hi) in ranges {
-        if lo <= '/' && '/' <= hi {
-            if lo < '/' {
-                clean.push((lo, '.'));
+    let ranges = ranges
+        .into_iter()
+        .flat_map(|(lo, hi)| {
+            if lo <= '/' && '/' <= hi {
+                [
+                    (lo < '/').then_some((lo, '.')),
+                    (hi > '/').then_some(('0', hi)),
+                ]
+            } else {
+                [Some((lo, hi)), None]
             }
-            if hi > '/' {
-                clean.push(('0', hi));
-            }
-        } else {
-            clean.push((lo, hi));
-        }
-    }
-    Ok((
-        Tok::Class {
-            ranges: clean,
-            negated,
-        },
-        i,
-    ))
+        })
+        .flatten()
+        .collect();
+    Ok((Tok::Class { ranges, negated }, i))
 }
 
 /// Whether segments `a[i..]` and `b[j..]` match a common path.
