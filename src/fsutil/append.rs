@@ -22,9 +22,8 @@ pub fn append_line(path: &Path, line: &[u8]) -> Result<()> {
     append_inner(path, line, false).map(drop)
 }
 
-/// [`append_line`], then fsync of the file (and of the folder when the file was created),
-/// returning the 1-based number of the line written, counted under the same kernel lock as the
-/// append (so it is the line's number even with other writers).
+/// [`append_line`], then fsync (of the folder too when the file was created); returns the
+/// 1-based number of the line, counted under the append's kernel lock.
 pub fn append_line_durable_numbered(path: &Path, line: &[u8]) -> Result<usize> {
     let (file, created, number) = append_inner(path, line, true)?;
     file.sync_data().at("sync", path)?;
@@ -41,8 +40,7 @@ pub fn sync_file(path: &Path) -> Result<()> {
         .at("sync", path)
 }
 
-/// Append under the file's kernel lock; with `count`, also the 1-based number of the new line
-/// (0 without).
+/// Append under the file's kernel lock; with `count`, also the number of the new line.
 fn append_inner(path: &Path, line: &[u8], count: bool) -> Result<(File, bool, usize)> {
     use std::os::unix::fs::FileExt;
     let existed = fs::symlink_metadata(path).is_ok();
@@ -73,9 +71,8 @@ fn append_inner(path: &Path, line: &[u8], count: bool) -> Result<(File, bool, us
     Ok((file, !existed, number))
 }
 
-/// Append one whole `line` to the log at `path` (created when missing, never through a
-/// symlink) and, once the log has reached `rotate_at` bytes, rename it to `rotated` (replacing
-/// the generation there), all while holding the log's kernel lock.
+/// Append one whole `line` to the log at `path` and, once it has reached `rotate_at` bytes,
+/// rename it to `rotated`, all under the log's kernel lock.
 pub fn append_line_rotating(
     path: &Path,
     line: &[u8],
@@ -149,9 +146,8 @@ fn line_len(line: &[u8]) -> u64 {
     line.len() as u64 + u64::from(line.last() != Some(&b'\n'))
 }
 
-/// Replace the log at `path` (open as `file`, under its kernel lock, `end` bytes long) by its
-/// newest whole lines within `keep` bytes, the line starting at `line_at` always included:
-/// written to a temporary file beside it, renamed over it.
+/// Replace the log at `path` (`file`, locked, `end` bytes long) by its newest whole lines
+/// within `keep` bytes, the line starting at `line_at` always included.
 fn cut_to_newest(file: &File, path: &Path, end: u64, line_at: u64, keep: u64) -> Result<()> {
     use std::os::unix::fs::FileExt;
     let mut from = end.saturating_sub(keep).min(line_at);
@@ -193,17 +189,14 @@ static FINISHER: AtomicBool = AtomicBool::new(false);
 /// The argument that makes the coord binary run [`finish_append`] instead of a command.
 pub const FINISH_APPEND_ARG: &str = "__finish-append";
 
-/// Have appends that span more than one page-cache chunk written by a short-lived child of the
-/// running executable (started as `<exe> __finish-append`), so that a SIGKILL to the appending
-/// process cannot leave half a line behind: the child is not the one killed, and it writes
-/// only once it has the whole line.
+/// Have appends that span page-cache chunks written by a child (`<exe> __finish-append`) that
+/// writes only once it has the whole line: a SIGKILL to this process cannot leave half a line.
 pub fn finish_appends() {
     FINISHER.store(true, Ordering::Relaxed);
 }
 
-/// Write `buf` at the end of the `O_APPEND` file `file` (whose length is `len`, under its kernel
-/// lock) as one whole: in one `write` when it fits within one chunk, else through the finisher
-/// when there is one.
+/// Write `buf` at the end of `file` (`len` bytes, locked) as one whole: one `write` when it fits
+/// in one chunk, else through the finisher when there is one.
 fn write_whole(file: &File, buf: &[u8], len: u64) -> io::Result<()> {
     let fits = len % CHUNK + buf.len() as u64 <= CHUNK;
     if fits || !cfg!(target_os = "linux") || !FINISHER.load(Ordering::Relaxed) {
@@ -230,9 +223,8 @@ fn spawn_finisher(file: &File) -> Option<Child> {
         .ok()
 }
 
-/// Send `buf` (after its length, so a feed cut short by a kill is told from a whole one) and
-/// wait for the finisher's verdict: its exit status is the `errno` of a failed write (ENOSPC on
-/// a full disk), 0 when the line is written.
+/// Send `buf` after its length (so a feed cut short is told from a whole one) and wait for the
+/// finisher's exit status: 0, or the `errno` of its failed write.
 fn feed_finisher(mut child: Child, buf: &[u8]) -> io::Result<()> {
     let mut stdin = child.stdin.take().expect("stdin is piped");
     let fed = stdin
@@ -248,8 +240,8 @@ fn feed_finisher(mut child: Child, buf: &[u8]) -> io::Result<()> {
     }
 }
 
-/// The finisher's side: read a length and that many bytes from standard input, then write them
-/// to standard output in one go; returns 0 or the `errno` of the failure (`EPIPE`: cut short).
+/// The finisher's side: a length and that many bytes from stdin, written to stdout in one go;
+/// returns 0 or the `errno` of the failure (`EPIPE`: cut short).
 pub fn finish_append() -> u8 {
     const SHORT: u8 = rustix::io::Errno::PIPE.raw_os_error() as u8;
     let mut stdin = io::stdin().lock();

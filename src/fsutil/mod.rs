@@ -54,10 +54,8 @@ pub(crate) enum Access {
 }
 
 /// Open the regular file at `path` the one way coord opens files: never through a symlink
-/// (`O_NOFOLLOW`, said as "is a symlink (not followed)"; nor through one in place of one of
-/// coord's folders, see [`linked_state_folder`]), never waiting on a FIFO
-/// (`O_NONBLOCK`), never taking a controlling terminal (`O_NOCTTY`); anything but a regular file
-/// is refused ("is not a regular file").
+/// (nor a symlinked state folder), never waiting on a FIFO, never taking a controlling terminal;
+/// anything but a regular file is refused.
 pub(crate) fn open_nofollow(path: &Path, access: Access) -> io::Result<(File, fs::Metadata)> {
     read::refuse_linked(path, false)?;
     let mut options = OpenOptions::new();
@@ -87,11 +85,9 @@ pub(crate) fn open_nofollow(path: &Path, access: Access) -> io::Result<(File, fs
     Ok((file, meta))
 }
 
-/// The permission bits a new entry in `dir` must have beyond what the umask left, so that
-/// everyone who can use the folder can use what coord creates in it: in a group-shared folder
-/// (setgid, like `chmod 2775`), the folder's own group bits (`rw` for a file, `rwx` for a
-/// folder), whatever the umask of the user who made the entry; nothing elsewhere (a private
-/// folder keeps private files).
+/// The bits a new entry in `dir` must have beyond what the umask left: in a group-shared
+/// (setgid) folder, its group bits (`rw` for a file, `rwx` for a folder), so that everyone who
+/// can use the folder can use the entry; nothing elsewhere.
 fn shared_bits(dir: &Path, is_dir: bool) -> u32 {
     fs::metadata(dir).map_or(0, |m| shared_bits_of(&m, is_dir))
 }
@@ -105,8 +101,7 @@ fn shared_bits_of(m: &fs::Metadata, is_dir: bool) -> u32 {
     }
 }
 
-/// Give `file`, just created in `dir`, the bits the folder's sharing asks for (see
-/// [`shared_bits`]).
+/// Give `file`, just created in `dir`, the bits the folder's sharing asks for.
 pub(crate) fn fit_file_mode(file: &File, dir: &Path) {
     add_bits(file, shared_bits(dir, false));
 }
@@ -128,11 +123,8 @@ fn add_bits(file: &File, bits: u32) {
     }
 }
 
-/// Make `file`, this user's, made or kept in another folder (a spare, a temporary file staged
-/// elsewhere), look like a file made now in `dir`, where it is about to be published: the
-/// group such a file gets (the folder's in a setgid folder, or wherever the system always
-/// gives the folder's; this process's elsewhere) and the bits the folder's sharing asks for;
-/// `false` when its group cannot be made so (then the caller makes a new file).
+/// Make `file`, made in another folder, look like a file made now in `dir`, where it is about to
+/// be published: the group and bits such a file gets; `false` when its group cannot be set.
 pub(crate) fn fit_to_folder(file: &File, dir: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     let (Ok(folder), Ok(m)) = (fs::metadata(dir), file.metadata()) else {

@@ -1,8 +1,6 @@
 //! The bare system calls, `io::Error` as is, for protocols that tell errors apart themselves
-//! (the NFS-safe lease of `arbiter::lease`, the aside-move of a stale lock): nothing here names
-//! a path in its error; only `EBUSY` on a network filesystem is tried again.
-//! None goes through a symlink in place of one of coord's folders (`InvalidData`: see
-//! [`linked_state_folder`](super::linked_state_folder)).
+//! (the lease of `arbiter::lease`, the aside-move of a stale lock). None goes through a
+//! symlinked state folder; only `EBUSY` on a network filesystem is tried again.
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
@@ -70,9 +68,8 @@ pub fn create_exclusive(path: &Path, bytes: &[u8]) -> io::Result<bool> {
     }
 }
 
-/// Put the record moved aside to `aside` back at `path`, never over a record standing there:
-/// a link where hard links exist, else an exclusive create of the same bytes (SMB through
-/// smbnetfs has no hard links; a record is its bytes, so the copy is the same record).
+/// Put the record moved aside to `aside` back at `path`, never over a record standing there: a
+/// link, else (no hard links, as on SMB) an exclusive create of the same bytes.
 pub fn put_back(aside: &Path, path: &Path, bytes: &[u8]) {
     match hard_link(aside, path) {
         Ok(()) => {}
@@ -89,8 +86,7 @@ thread_local! {
     static NO_LINKS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Tests: run `f` as on a filesystem without hard links ([`hard_link`] fails with `EPERM`, as
-/// on SMB through smbnetfs).
+/// Tests: run `f` as on a filesystem without hard links (`EPERM`, as on SMB).
 #[cfg(test)]
 pub(crate) fn without_hard_links<T>(f: impl FnOnce() -> T) -> T {
     NO_LINKS.with(|n| n.set(true));
@@ -110,10 +106,8 @@ fn no_links_here() -> bool {
     }
 }
 
-/// Whether a failed `link(2)` (or a rename that will not replace) says the filesystem has no
-/// such thing, rather than that the name is taken: `EPERM` (SMB through smbnetfs; sshfs also
-/// turns an existing name into `EPERM`, so look whether the name opens first), `EOPNOTSUPP`,
-/// `ENOSYS`, `EMLINK`.
+/// Whether a failed `link(2)` says the filesystem has no hard links rather than that the name
+/// is taken (sshfs also says `EPERM` for a taken name: look whether it opens first).
 pub fn no_hard_links(e: &io::Error) -> bool {
     use rustix::io::Errno;
     [Errno::PERM, Errno::OPNOTSUPP, Errno::NOSYS, Errno::MLINK]
