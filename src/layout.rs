@@ -672,28 +672,21 @@ mod tests {
 
     #[test]
     fn lock_names_parse_back() {
-        assert_eq!(
-            parse_lock_name("SHARED.txt.lock.claude"),
-            Some(("SHARED.txt", "claude".to_string()))
-        );
-        assert_eq!(
-            parse_lock_name("a.lock.b.lock.gemini"),
-            Some(("a.lock.b", "gemini".to_string()))
-        );
-        assert_eq!(parse_lock_name("a.lock.b.txt"), None);
-        assert_eq!(parse_lock_name(".lock.claude"), None);
-        assert_eq!(parse_lock_name("...lock.claude"), None, "found by fuzzing");
-        assert_eq!(parse_lock_name("..lock.claude"), None);
-        assert_eq!(
-            parse_lock_name("....lock.claude"),
-            Some(("...", "claude".to_string()))
-        );
-        assert_eq!(
-            parse_lock_name("x.lock.Claude"),
-            Some(("x", "claude".to_string())),
-            "a hand-made lock spelled with capitals is still a lock"
-        );
-        assert_eq!(parse_lock_name("x.lock.gpt 4o"), None);
+        for (name, want) in [
+            ("SHARED.txt.lock.claude", Some(("SHARED.txt", "claude"))),
+            ("a.lock.b.lock.gemini", Some(("a.lock.b", "gemini"))),
+            ("a.lock.b.txt", None),
+            (".lock.claude", None),
+            ("...lock.claude", None), // found by fuzzing
+            ("..lock.claude", None),
+            ("....lock.claude", Some(("...", "claude"))),
+            // A hand-made lock spelled with capitals is still a lock.
+            ("x.lock.Claude", Some(("x", "claude"))),
+            ("x.lock.gpt 4o", None),
+        ] {
+            let want = want.map(|(base, agent)| (base, agent.to_string()));
+            assert_eq!(parse_lock_name(name), want, "{name}");
+        }
         assert_eq!(presence_agent(".claude_presence"), Some("claude"));
         assert_eq!(presence_agent(".x/y_presence"), None);
         assert_eq!(handshake_agent(".handshake_gemini"), Some("gemini"));
