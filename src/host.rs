@@ -23,10 +23,8 @@ pub fn host_tag() -> &'static str {
     TAG.get_or_init(|| format!("{:08x}", fnv1a64(hostname().as_bytes()) as u32))
 }
 
-/// Where a command comes from, as recorded in a lock's `origin:` line: the coord session it
-/// runs in (`session ID`, from `COORD_SESSION`), else the POSIX session of its terminal or
-/// supervisor (`sid N`), else, where that session began outside this pid namespace, the
-/// namespace (`pidns N`).
+/// Where a command comes from, as a lock's `origin:` line says it: its coord session
+/// (`session ID`), else its POSIX session (`sid N`), else its pid namespace (`pidns N`).
 pub fn origin() -> String {
     match std::env::var("COORD_SESSION") {
         Ok(s) if !s.trim().is_empty() => format!("session {}", s.trim()),
@@ -110,8 +108,8 @@ fn stat_fields(stat: &str) -> impl Iterator<Item = &str> {
     after_name.into_iter().flat_map(str::split_whitespace)
 }
 
-/// Whether this process runs in the foreground of a terminal that is on its stdin, stdout or
-/// stderr (where a Ctrl-C typed at the terminal reaches it).
+/// Whether this process runs in the foreground of a terminal on its stdin, stdout or stderr
+/// (where a Ctrl-C typed at the terminal reaches it).
 pub fn in_terminal_foreground() -> bool {
     use std::os::fd::AsFd as _;
     let on_terminal = [
@@ -150,8 +148,7 @@ pub fn pid_alive(pid: u32) -> bool {
     }
 }
 
-/// Whether process `pid` has ended and only waits for its parent to reap it (a zombie: killed
-/// with -9 and not yet waited for). It can take no step any more, so it is not alive.
+/// Whether process `pid` has ended and only waits to be reaped (a zombie): it is not alive.
 fn zombie(pid: i32) -> bool {
     stat_field(pid.unsigned_abs(), 0).is_some_and(|state| state == "Z")
 }
@@ -161,9 +158,8 @@ pub fn recorded_process_gone(pid: u32, host: &str) -> bool {
     host == hostname() && !pid_alive(pid)
 }
 
-/// Whether a process recorded as (`pid`, `host`, started at `start`) is known to be gone: as
-/// [`recorded_process_gone`], and also when a process of that number runs but started at
-/// another time (the number was reused).
+/// [`recorded_process_gone`], or a process of that number runs but started at another time than
+/// `start` (the number was reused).
 pub fn recorded_process_gone_since(pid: u32, host: &str, start: Option<u64>) -> bool {
     if recorded_process_gone(pid, host) {
         return true;
@@ -176,9 +172,8 @@ pub fn recorded_process_gone_since(pid: u32, host: &str, start: Option<u64>) -> 
     }
 }
 
-/// When process `pid` started, in clock ticks since boot (`/proc/<pid>/stat`, field 22):
-/// with the pid, it names one process for the life of the machine (a reused pid has another
-/// start time).
+/// When process `pid` started, in clock ticks since boot (`/proc/<pid>/stat`, field 22): with
+/// the pid, it names one process for the life of the machine.
 pub fn start_time(pid: u32) -> Option<u64> {
     stat_field(pid, 19)?.parse().ok()
 }
@@ -208,8 +203,7 @@ pub fn command_line(pid: u32) -> Option<Vec<String>> {
     )
 }
 
-/// Whether the standard input of process `pid` is a terminal (`/proc/<pid>/fd/0` names one);
-/// `None` when that cannot be read (another user's process, or no `/proc`).
+/// Whether the standard input of process `pid` is a terminal; `None` when that cannot be read.
 pub fn stdin_is_terminal(pid: u32) -> Option<bool> {
     let target = std::fs::read_link(format!("/proc/{pid}/fd/0")).ok()?;
     let target = target.to_string_lossy();
@@ -220,10 +214,8 @@ pub fn stdin_is_terminal(pid: u32) -> Option<bool> {
     )
 }
 
-/// The process that ran this one: its parent, or, when coord's npm launcher ran it as a child
-/// (`npm/coord-cli/launcher.js` on a Node that cannot become coord, which names itself in
-/// `COORD_LAUNCHER_PID`), the launcher's parent: the launcher is only a step on the way, like the
-/// `exec` the native binary would be.
+/// The process that ran this one: its parent, or, when that is coord's npm launcher (named in
+/// `COORD_LAUNCHER_PID`), the launcher's parent: the launcher is only a step on the way.
 pub fn invoker() -> u32 {
     let parent = std::os::unix::process::parent_id();
     let launcher = std::env::var("COORD_LAUNCHER_PID")
@@ -236,8 +228,7 @@ pub fn invoker() -> u32 {
     }
 }
 
-/// Whether `pid` is the parent, grandparent, … of this process (read from `/proc`; `false`
-/// where there is no `/proc`).
+/// Whether `pid` is an ancestor of this process (`false` where there is no `/proc`).
 pub fn is_ancestor(pid: u32) -> bool {
     let mut current = std::os::unix::process::parent_id();
     for _ in 0..64 {

@@ -48,14 +48,6 @@ fn layout_prefix() -> &'static str {
     PREFIX.get_or_init(|| layout::temp_prefix(host::host_tag(), host::pid()))
 }
 
-/// `tmp` with `bytes` written to it.
-fn written(mut tmp: NamedTempFile, path: &Path, bytes: &[u8]) -> Result<NamedTempFile> {
-    // Errors name the file being written, not its temporary copy (on a full disk, the user
-    // needs to know which file was not written).
-    tmp.write_all(bytes).at("write", path)?;
-    Ok(tmp)
-}
-
 /// A new temporary file in `dir`, its errors naming the folder.
 fn made_in(dir: &Path) -> Result<NamedTempFile> {
     temp_in(dir).at("create a temporary file in", dir)
@@ -132,8 +124,10 @@ fn create_exclusive_in_place(path: &Path, bytes: &[u8]) -> io::Result<Option<Fil
 }
 
 /// `tmp` with `bytes` written to it, then locked when `lock` (best effort).
-fn filled(tmp: NamedTempFile, path: &Path, bytes: &[u8], lock: bool) -> Result<NamedTempFile> {
-    let tmp = written(tmp, path, bytes)?;
+fn filled(mut tmp: NamedTempFile, path: &Path, bytes: &[u8], lock: bool) -> Result<NamedTempFile> {
+    // Errors name the file being written, not its temporary copy (on a full disk, the user
+    // needs to know which file was not written).
+    tmp.write_all(bytes).at("write", path)?;
     if lock {
         let _ = tmp.as_file().try_lock();
     }
@@ -181,7 +175,7 @@ fn replace_keeping<T>(
 
 /// Replace `path` durably (fsync, rename, fsync of the folder), keeping an existing file's mode.
 pub fn replace_durable(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = written(made_in(parent_of(path))?, path, bytes)?;
+    let tmp = filled(made_in(parent_of(path))?, path, bytes, false)?;
     keep_mode(path, tmp.as_file())?;
     tmp.as_file().sync_all().at("write", path)?;
     persist(tmp, path)?;
