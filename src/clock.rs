@@ -19,8 +19,7 @@ pub fn now() -> Timestamp {
     {
         return ts;
     }
-    let local = Local::now();
-    local.with_timezone(local.offset())
+    Local::now().fixed_offset()
 }
 
 /// Format a time the way coord writes it into files: RFC 3339, seconds, local offset.
@@ -45,8 +44,7 @@ pub fn parse_timestamp(text: &str) -> Option<Timestamp> {
     let naive = ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f"]
         .iter()
         .find_map(|fmt| NaiveDateTime::parse_from_str(text, fmt).ok())?;
-    let local = Local.from_local_datetime(&naive).earliest()?;
-    Some(local.with_timezone(local.offset()))
+    Some(Local.from_local_datetime(&naive).earliest()?.fixed_offset())
 }
 
 /// Convert a file's modification time to a timestamp in the local offset.
@@ -60,8 +58,7 @@ pub fn from_system_time(t: std::time::SystemTime) -> Timestamp {
         Err(e) => i64::try_from(e.duration().as_secs()).map_or(i64::MIN, |s| -s),
     };
     let utc = DateTime::from_timestamp(secs.clamp(MIN_SECS, MAX_SECS), 0).unwrap_or_default();
-    let local = utc.with_timezone(&Local);
-    local.with_timezone(local.offset())
+    utc.with_timezone(&Local).fixed_offset()
 }
 
 /// How long ago `then` was, as seen from `now` (zero when `then` is in the future).
@@ -257,12 +254,7 @@ mod tests {
             }
         }
         let now = SystemTime::now();
-        assert!(age(&from_system_time(now), &now_in_files()).as_secs() < 5);
-    }
-
-    fn now_in_files() -> Timestamp {
-        let local = Local::now();
-        local.with_timezone(local.offset())
+        assert!(age(&from_system_time(now), &Local::now().fixed_offset()).as_secs() < 5);
     }
 
     #[test]
