@@ -150,27 +150,25 @@ fn line_len(line: &[u8]) -> u64 {
 /// within `keep` bytes, the line starting at `line_at` always included.
 fn cut_to_newest(file: &File, path: &Path, end: u64, line_at: u64, keep: u64) -> Result<()> {
     use std::os::unix::fs::FileExt;
-    let mut from = end.saturating_sub(keep).min(line_at);
-    if from > 0 && from < line_at {
-        // Start at the first line that begins at or after `from`.
-        let mut before = [0u8; 1];
-        file.read_exact_at(&mut before, from - 1).at("read", path)?;
-        if before[0] != b'\n' {
-            let mut rest = vec![0u8; (line_at - from) as usize];
-            file.read_exact_at(&mut rest, from).at("read", path)?;
-            from = rest
-                .iter()
-                .position(|b| *b == b'\n')
-                .map_or(line_at, |at| from + at as u64 + 1);
-        }
-    }
-    let mut newest = vec![0u8; (end - from) as usize];
-    file.read_exact_at(&mut newest, from).at("read", path)?;
+    let from = end.saturating_sub(keep).min(line_at);
+    // From the byte before `from`, to start at the first line that begins at or after it.
+    let start = from.saturating_sub(1);
+    let mut bytes = vec![0u8; (end - start) as usize];
+    file.read_exact_at(&mut bytes, start).at("read", path)?;
+    let upto = (line_at - start) as usize;
+    let skip = match from {
+        0 => 0,
+        _ => bytes[..upto]
+            .iter()
+            .position(|b| *b == b'\n')
+            .map_or(upto, |at| at + 1),
+    };
+    let newest = &bytes[skip..];
     let dir = parent_of(path);
     // Left by a writer killed here before: nobody else sweeps this folder.
     super::sweep_temps(dir);
     let mut tmp = super::temp_in(dir).at("create a temporary file in", dir)?;
-    tmp.write_all(&newest).at("write", path)?;
+    tmp.write_all(newest).at("write", path)?;
     // A plain rename, not the exchange `persist` makes: no name ever holds the old log but
     // `path` (a writer killed here leaves no copy of it behind; a temporary file left while it
     // was written goes with the next cut's sweep).
