@@ -263,7 +263,8 @@ pub fn is_temp_name(file_name: &str) -> bool {
 /// a backup, a refused write, a presence, a handshake, a temporary file): such a file is never
 /// locked or written as a user's file.
 pub fn own_file_kind(file_name: &str) -> Option<&'static str> {
-    let kinds: [(fn(&str) -> bool, &'static str); 6] = [
+    type Is = fn(&str) -> bool;
+    let kinds: [(Is, &'static str); 6] = [
         (|n| parse_lock_name(n).is_some(), "a lock file"),
         (is_backup_name, "a backup"),
         (is_rejected_name, "a refused write kept by `coord write`"),

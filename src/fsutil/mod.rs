@@ -41,11 +41,9 @@ pub use sweep::{sweep_entry, sweep_temps};
 /// How [`open_nofollow`] opens a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Access {
-    /// Read only.
     Read,
     /// Write only, the file must exist (touching its mtime).
     Write,
-    /// Append to an existing file.
     Append,
     /// Read and append, created (mode 0666 less the umask) when missing.
     AppendOrCreate,
