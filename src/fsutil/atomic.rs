@@ -257,7 +257,8 @@ pub fn spool(
             Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(e).at("read", what),
         };
-        tmp.write_all(&buf[..got]).at("write", like)?;
+        // Through the file: `NamedTempFile`'s own errors name the temporary path.
+        tmp.as_file_mut().write_all(&buf[..got]).at("write", like)?;
         n += got as u64;
     }
     keep_mode(like, tmp.as_file())?;
