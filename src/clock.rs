@@ -19,8 +19,7 @@ pub fn now() -> Timestamp {
     {
         return ts;
     }
-    let local = Local::now();
-    local.with_timezone(local.offset())
+    Local::now().fixed_offset()
 }
 
 /// Format a time the way coord writes it into files: RFC 3339, seconds, local offset.
@@ -45,8 +44,7 @@ pub fn parse_timestamp(text: &str) -> Option<Timestamp> {
     let naive = ["%Y-%m-%dT%H:%M:%S%.f", "%Y-%m-%d %H:%M:%S%.f"]
         .iter()
         .find_map(|fmt| NaiveDateTime::parse_from_str(text, fmt).ok())?;
-    let local = Local.from_local_datetime(&naive).earliest()?;
-    Some(local.with_timezone(local.offset()))
+    Some(Local.from_local_datetime(&naive).earliest()?.fixed_offset())
 }
 
 /// Convert a file's modification time to a timestamp in the local offset.
@@ -60,8 +58,7 @@ pub fn from_system_time(t: std::time::SystemTime) -> Timestamp {
         Err(e) => i64::try_from(e.duration().as_secs()).map_or(i64::MIN, |s| -s),
     };
     let utc = DateTime::from_timestamp(secs.clamp(MIN_SECS, MAX_SECS), 0).unwrap_or_default();
-    let local = utc.with_timezone(&Local);
-    local.with_timezone(local.offset())
+    utc.with_timezone(&Local).fixed_offset()
 }
 
 /// How long ago `then` was, as seen from `now` (zero when `then` is in the future).
@@ -72,15 +69,11 @@ pub fn age(now: &Timestamp, then: &Timestamp) -> Duration {
 /// A short human age: `12s`, `3m`, `2h`, `4d`.
 pub fn format_age(age: Duration) -> String {
     let secs = age.as_secs();
-    if secs < 60 {
-        format!("{secs}s")
-    } else if secs < 3600 {
-        format!("{}m", secs / 60)
-    } else if secs < 86_400 {
-        format!("{}h", secs / 3600)
-    } else {
-        format!("{}d", secs / 86_400)
-    }
+    let (unit, size) = [("d", 86_400), ("h", 3600), ("m", 60), ("s", 1)]
+        .into_iter()
+        .find(|(_, size)| secs >= *size)
+        .unwrap_or(("s", 1));
+    format!("{}{unit}", secs / size)
 }
 
 /// A short human form of a duration given as an option: `500ms`, `30s`, `5m`, `1h30m`.
@@ -193,22 +186,24 @@ mod tests {
 
     #[test]
     fn durations_parse() {
-        assert_eq!(parse_duration("0").unwrap(), Duration::ZERO);
-        assert_eq!(parse_duration("500ms").unwrap(), Duration::from_millis(500));
-        assert_eq!(parse_duration("30s").unwrap(), Duration::from_secs(30));
-        assert_eq!(parse_duration("5m").unwrap(), Duration::from_secs(300));
-        assert_eq!(parse_duration("2h").unwrap(), Duration::from_secs(7200));
-        assert_eq!(parse_duration("1m30s").unwrap(), Duration::from_secs(90));
+        for (text, ms) in [
+            ("0", 0),
+            ("500ms", 500),
+            ("30s", 30_000),
+            ("5m", 300_000),
+            ("2h", 7_200_000),
+            ("1m30s", 90_000),
+            ("5 minutes", 300_000),
+            ("1 hour 30 min", 5_400_000),
+            (" 2 Secs ", 2000),
+        ] {
+            assert_eq!(
+                parse_duration(text).unwrap(),
+                Duration::from_millis(ms),
+                "{text}"
+            );
+        }
         assert_eq!(Wait::parse("forever").unwrap(), Wait::Forever);
-        assert_eq!(
-            parse_duration("5 minutes").unwrap(),
-            Duration::from_secs(300)
-        );
-        assert_eq!(
-            parse_duration("1 hour 30 min").unwrap(),
-            Duration::from_secs(5400)
-        );
-        assert_eq!(parse_duration(" 2 Secs ").unwrap(), Duration::from_secs(2));
         for bad in [
             "",
             "5",
@@ -259,12 +254,7 @@ mod tests {
             }
         }
         let now = SystemTime::now();
-        assert!(age(&from_system_time(now), &now_in_files()).as_secs() < 5);
-    }
-
-    fn now_in_files() -> Timestamp {
-        let local = Local::now();
-        local.with_timezone(local.offset())
+        assert!(age(&from_system_time(now), &Local::now().fixed_offset()).as_secs() < 5);
     }
 
     #[test]

@@ -23,10 +23,8 @@ pub fn host_tag() -> &'static str {
     TAG.get_or_init(|| format!("{:08x}", fnv1a64(hostname().as_bytes()) as u32))
 }
 
-/// Where a command comes from, as recorded in a lock's `origin:` line: the coord session it
-/// runs in (`session ID`, from `COORD_SESSION`), else the POSIX session of its terminal or
-/// supervisor (`sid N`), else, where that session began outside this pid namespace, the
-/// namespace (`pidns N`).
+/// Where a command comes from, as a lock's `origin:` line says it: its coord session
+/// (`session ID`), else its POSIX session (`sid N`), else its pid namespace (`pidns N`).
 pub fn origin() -> String {
     match std::env::var("COORD_SESSION") {
         Ok(s) if !s.trim().is_empty() => format!("session {}", s.trim()),
@@ -53,17 +51,13 @@ fn pid_namespace() -> Option<u64> {
 /// This process's group, session and terminal foreground group, each `None` where it is not
 /// known.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub struct OwnIds {
-    /// The process group id.
-    pub group: Option<i32>,
-    /// The POSIX session id.
-    pub session: Option<i32>,
-    /// The foreground process group of the controlling terminal.
-    pub terminal_group: Option<i32>,
+struct OwnIds {
+    group: Option<i32>,
+    session: Option<i32>,
+    terminal_group: Option<i32>,
 }
 
-/// The ids of this process (see [`OwnIds`]).
-pub fn own_ids() -> OwnIds {
+fn own_ids() -> OwnIds {
     #[cfg(target_os = "linux")]
     {
         std::fs::read_to_string("/proc/self/stat")
@@ -90,14 +84,10 @@ pub fn own_ids() -> OwnIds {
     }
 }
 
-/// The group, session and terminal foreground group fields of a `/proc/PID/stat` line (the
-/// 3rd, 4th and 6th after the command name, which may itself hold spaces and parentheses).
+/// The group, session and terminal foreground group fields of a `/proc/PID/stat` line.
 #[cfg(any(target_os = "linux", test))]
 fn parse_stat_ids(stat: &str) -> OwnIds {
-    let fields: Vec<&str> = match stat.rfind(')') {
-        Some(end) => stat[end + 1..].split_whitespace().collect(),
-        None => return OwnIds::default(),
-    };
+    let fields: Vec<&str> = stat_fields(stat).collect();
     let id = |i: usize| {
         fields
             .get(i)
@@ -111,8 +101,15 @@ fn parse_stat_ids(stat: &str) -> OwnIds {
     }
 }
 
-/// Whether this process runs in the foreground of a terminal that is on its stdin, stdout or
-/// stderr (where a Ctrl-C typed at the terminal reaches it).
+/// The fields of a `/proc/PID/stat` line after the command name (0: the state), which may
+/// itself hold spaces and parentheses: they start after its last `)`.
+fn stat_fields(stat: &str) -> impl Iterator<Item = &str> {
+    let after_name = stat.rfind(')').map(|end| &stat[end + 1..]);
+    after_name.into_iter().flat_map(str::split_whitespace)
+}
+
+/// Whether this process runs in the foreground of a terminal on its stdin, stdout or stderr
+/// (where a Ctrl-C typed at the terminal reaches it).
 pub fn in_terminal_foreground() -> bool {
     use std::os::fd::AsFd as _;
     let on_terminal = [
@@ -151,8 +148,7 @@ pub fn pid_alive(pid: u32) -> bool {
     }
 }
 
-/// Whether process `pid` has ended and only waits for its parent to reap it (a zombie: killed
-/// with -9 and not yet waited for). It can take no step any more, so it is not alive.
+/// Whether process `pid` has ended and only waits to be reaped (a zombie): it is not alive.
 fn zombie(pid: i32) -> bool {
     stat_field(pid.unsigned_abs(), 0).is_some_and(|state| state == "Z")
 }
@@ -162,9 +158,8 @@ pub fn recorded_process_gone(pid: u32, host: &str) -> bool {
     host == hostname() && !pid_alive(pid)
 }
 
-/// Whether a process recorded as (`pid`, `host`, started at `start`) is known to be gone: as
-/// [`recorded_process_gone`], and also when a process of that number runs but started at
-/// another time (the number was reused).
+/// [`recorded_process_gone`], or a process of that number runs but started at another time than
+/// `start` (the number was reused).
 pub fn recorded_process_gone_since(pid: u32, host: &str, start: Option<u64>) -> bool {
     if recorded_process_gone(pid, host) {
         return true;
@@ -177,20 +172,18 @@ pub fn recorded_process_gone_since(pid: u32, host: &str, start: Option<u64>) -> 
     }
 }
 
-/// When process `pid` started, in clock ticks since boot (`/proc/<pid>/stat`, field 22):
-/// with the pid, it names one process for the life of the machine (a reused pid has another
-/// start time).
+/// When process `pid` started, in clock ticks since boot (`/proc/<pid>/stat`, field 22): with
+/// the pid, it names one process for the life of the machine.
 pub fn start_time(pid: u32) -> Option<u64> {
     stat_field(pid, 19)?.parse().ok()
 }
 
-/// The `n`th field after the command name of `/proc/<pid>/stat` (0: the state); the name may
-/// hold anything, so the fields start after its last `)`.
+/// The `n`th field of `/proc/<pid>/stat` after the command name (see [`stat_fields`]).
 fn stat_field(pid: u32, n: usize) -> Option<String> {
     let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    let stat = String::from_utf8_lossy(&stat);
-    let after_name = &stat[stat.rfind(')')? + 1..];
-    after_name.split_whitespace().nth(n).map(str::to_string)
+    stat_fields(&String::from_utf8_lossy(&stat))
+        .nth(n)
+        .map(str::to_string)
 }
 
 /// The command name of process `pid` (`/proc/<pid>/comm`), when it can be read.
@@ -210,8 +203,7 @@ pub fn command_line(pid: u32) -> Option<Vec<String>> {
     )
 }
 
-/// Whether the standard input of process `pid` is a terminal (`/proc/<pid>/fd/0` names one);
-/// `None` when that cannot be read (another user's process, or no `/proc`).
+/// Whether the standard input of process `pid` is a terminal; `None` when that cannot be read.
 pub fn stdin_is_terminal(pid: u32) -> Option<bool> {
     let target = std::fs::read_link(format!("/proc/{pid}/fd/0")).ok()?;
     let target = target.to_string_lossy();
@@ -222,10 +214,8 @@ pub fn stdin_is_terminal(pid: u32) -> Option<bool> {
     )
 }
 
-/// The process that ran this one: its parent, or, when coord's npm launcher ran it as a child
-/// (`npm/coord-cli/launcher.js` on a Node that cannot become coord, which names itself in
-/// `COORD_LAUNCHER_PID`), the launcher's parent: the launcher is only a step on the way, like the
-/// `exec` the native binary would be.
+/// The process that ran this one: its parent, or, when that is coord's npm launcher (named in
+/// `COORD_LAUNCHER_PID`), the launcher's parent: the launcher is only a step on the way.
 pub fn invoker() -> u32 {
     let parent = std::os::unix::process::parent_id();
     let launcher = std::env::var("COORD_LAUNCHER_PID")
@@ -238,8 +228,7 @@ pub fn invoker() -> u32 {
     }
 }
 
-/// Whether `pid` is the parent, grandparent, … of this process (read from `/proc`; `false`
-/// where there is no `/proc`).
+/// Whether `pid` is an ancestor of this process (`false` where there is no `/proc`).
 pub fn is_ancestor(pid: u32) -> bool {
     let mut current = std::os::unix::process::parent_id();
     for _ in 0..64 {
@@ -288,10 +277,6 @@ pub struct ProcessGroup {
     pgid: rustix::process::Pid,
 }
 
-/// After killing what is left of a group, how long to wait for it to be gone before giving up
-/// (a process in uninterruptible sleep, or a zombie nobody reaps).
-const GROUP_LINGER: std::time::Duration = std::time::Duration::from_secs(2);
-
 impl ProcessGroup {
     /// Whether a command started now should get a process group of its own.
     pub fn wanted() -> bool {
@@ -317,14 +302,15 @@ impl ProcessGroup {
         }
     }
 
-    /// Wait until the group has ended; at `deadline`, kill what is left (`SIGKILL`) and wait a
-    /// little more. Returns whether the group is gone.
+    /// Wait until the group has ended; at `deadline`, kill what is left (`SIGKILL`) and wait
+    /// two seconds more (a process in uninterruptible sleep, or a zombie nobody reaps, may
+    /// linger). Returns whether the group is gone.
     pub fn wait_gone(&self, deadline: std::time::Instant) -> bool {
         let step = std::time::Duration::from_millis(20);
         while self.alive() {
             if std::time::Instant::now() >= deadline {
                 self.signal(rustix::process::Signal::KILL);
-                let until = std::time::Instant::now() + GROUP_LINGER;
+                let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
                 while self.alive() && std::time::Instant::now() < until {
                     std::thread::sleep(step);
                 }

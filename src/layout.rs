@@ -27,40 +27,94 @@ pub fn state_dir(root: &Path) -> PathBuf {
     root.join(STATE_DIR)
 }
 
-/// `<root>/.coord/.gitignore`: `*`, written once where nobody set the repository up (its
-/// presence says coord's lines went into the repository's `info/exclude` already).
-pub fn state_gitignore(root: &Path) -> PathBuf {
-    state_dir(root).join(".gitignore")
+/// Declares `pub fn NAME(root: &Path) -> PathBuf`, each a fixed name inside the path another
+/// of them (or [`state_dir`]) gives.
+macro_rules! names {
+    ($($(#[doc = $doc:literal])* $name:ident = $parent:ident / $file:literal;)*) => {
+        $($(#[doc = $doc])* pub fn $name(root: &Path) -> PathBuf {
+            $parent(root).join($file)
+        })*
+    };
 }
 
-/// `<root>/.coord/init.json`: what `coord init` wrote, for `coord init --remove`.
-pub fn init_record(root: &Path) -> PathBuf {
-    state_dir(root).join("init.json")
-}
-
-/// `<root>/.coord/mutex`, the workspace mutex.
-pub fn mutex(root: &Path) -> PathBuf {
-    state_dir(root).join("mutex")
+names! {
+    /// `.coord/.gitignore`: `*`, written where nobody set the repository up (its presence says
+    /// coord's lines went into the repository's `info/exclude` already).
+    state_gitignore = state_dir / ".gitignore";
+    /// `.coord/init.json`: what `coord init` wrote, for `coord init --remove`.
+    init_record = state_dir / "init.json";
+    /// `.coord/mutex`, the workspace mutex.
+    mutex = state_dir / "mutex";
+    /// `.coord/agents`: every agent that took a lock here, one a line (their lock files are also
+    /// looked up by exact name where folder listings may lag).
+    roster = state_dir / "agents";
+    /// `.coord/sessions`: one file per agent client process whose session ran a hook here.
+    sessions_dir = state_dir / "sessions";
+    /// `.coord/nested/`: one file per workspace made inside this one, holding its path relative
+    /// to this root (see `coord::workspace::nested`).
+    nested_register = state_dir / "nested";
+    /// `.coord/sync-warned`: the sync-tool warning was given (it is given once).
+    sync_warned = state_dir / "sync-warned";
+    /// `.coord/held`: one empty entry per lock file coord made, so that views find them
+    /// without walking the tree (see `lock::index`).
+    held_dir = state_dir / "held";
+    /// `.coord/worktrees`: the repository's linked worktrees as last read from git's files (see
+    /// `worktree`).
+    worktrees_cache = state_dir / "worktrees";
+    /// `.coord/queue`.
+    queue_root = state_dir / "queue";
+    /// `.coord/queue/seq`, the next ticket number.
+    queue_seq = queue_root / "seq";
+    /// `.coord/claims`: every claim on a folder or pattern, one record per claim (see
+    /// `lock::claim`).
+    claims_file = state_dir / "claims";
+    /// `.coord/messages`.
+    messages_dir = state_dir / "messages";
+    /// `.coord/partners`, the stamp card (seed 001 `partner_presence`).
+    partners_dir = state_dir / "partners";
+    /// `.coord/partners/seq`, the last row id handed out.
+    partners_seq = partners_dir / "seq";
+    /// `.coord/partners/open`: one empty file per row not clocked out, named by its id, so a
+    /// heartbeat reads the open rows and not the whole card's history.
+    partners_open_dir = partners_dir / "open";
+    /// `.coord/config`: workspace settings, `key: value` lines (`history_max_size`, ...).
+    config = state_dir / "config";
+    /// `.coord/history`, the folder of the event history (contract §11).
+    history_dir = state_dir / "history";
+    /// `.coord/history/events.jsonl`, the history being appended to (one JSON object a line).
+    history_log = history_dir / "events.jsonl";
+    /// `.coord/history/events.1.jsonl`, the previous generation (the newest rotated out).
+    history_rotated = history_dir / "events.1.jsonl";
+    /// `.coord/needs-user`, one file per agent whose client waits for its user.
+    needs_user_dir = state_dir / "needs-user";
+    /// `.coord/remote`: what this clone knows of its remote's coord state (contract §13).
+    remote_dir = state_dir / "remote";
+    /// `.coord/remote/state.json`: the remote's claims and clones as last read, with when this
+    /// clone first saw each version of each record (see `remote::state`).
+    remote_state = remote_dir / "state.json";
+    /// `.coord/remote/claims`: the claims of `state.json` in tab-separated lines, with when each
+    /// lease ends: what a hook reads.
+    remote_claims = remote_dir / "claims";
+    /// `.coord/remote/working_on`: what each clone's agents are editing, as last read, in
+    /// tab-separated lines: what a hook's edit warning reads.
+    remote_working_on = remote_dir / "working_on";
+    /// `.coord/remote/sync`: a kernel lock held by the one `coord remote sync` of this clone
+    /// running (never deleted).
+    remote_sync = remote_dir / "sync";
+    /// `.coord/remote/lock`: a kernel lock held while `state.json` is read, merged and
+    /// rewritten (never deleted).
+    remote_lock = remote_dir / "lock";
+    /// `.coord/remote/renewer`: a kernel lock held by the one process that renews this clone's
+    /// claims on the remote (`coord remote renewer`; never deleted).
+    remote_renewer = remote_dir / "renewer";
+    /// `.coord/remote/renewer.pid`: the process id of that renewer, while it runs.
+    remote_renewer_pid = remote_dir / "renewer.pid";
 }
 
 /// The lease file beside a kernel-mutex file (`mutex` → `mutex.lease`): the arbitration where
 /// kernel locks do not cross machines.
 pub fn lease_of(mutex_path: &Path) -> PathBuf {
-    let mut name = mutex_path.file_name().unwrap_or_default().to_os_string();
-    name.push(".lease");
-    mutex_path.with_file_name(name)
-}
-
-/// `<root>/.coord/agents`: the ids of every agent that took a lock in this workspace, one a
-/// line (lock files are also looked up by exact name for each of them where folder listings
-/// may lag).
-pub fn roster(root: &Path) -> PathBuf {
-    state_dir(root).join("agents")
-}
-
-/// `<root>/.coord/sessions`: one file per agent client process whose session ran a hook here.
-pub fn sessions_dir(root: &Path) -> PathBuf {
-    state_dir(root).join("sessions")
+    with_suffix(mutex_path, ".lease")
 }
 
 /// `<root>/.coord/sessions/<host>-<pid>`: the session registered by client process `pid` of
@@ -79,21 +133,10 @@ pub fn parse_session_name(file_name: &str) -> Option<(&str, u32)> {
         .map(|pid| (tag, pid))
 }
 
-/// `<root>/.coord/nested/`: one file per workspace made inside this one, holding its path
-/// relative to this root (see `coord::workspace::nested`).
-pub fn nested_register(root: &Path) -> PathBuf {
-    state_dir(root).join("nested")
-}
-
 /// The register entry of the nested workspace at `rel` (relative to `root`, `/` separators):
 /// `<root>/.coord/nested/<16 hex digits of its path's FNV-1a hash>`.
 pub fn nested_entry(root: &Path, rel: &str) -> PathBuf {
     nested_register(root).join(hashed("", rel, ""))
-}
-
-/// `<root>/.coord/sync-warned`: the sync-tool warning was given (it is given once).
-pub fn sync_warned(root: &Path) -> PathBuf {
-    state_dir(root).join("sync-warned")
 }
 
 /// `<root>/.<agent>_presence`.
@@ -220,49 +263,37 @@ pub fn is_temp_name(file_name: &str) -> bool {
 /// a backup, a refused write, a presence, a handshake, a temporary file): such a file is never
 /// locked or written as a user's file.
 pub fn own_file_kind(file_name: &str) -> Option<&'static str> {
-    if parse_lock_name(file_name).is_some() {
-        Some("a lock file")
-    } else if is_backup_name(file_name) {
-        Some("a backup")
-    } else if file_name.rfind(REJECTED_INFIX).is_some_and(|at| {
+    type Is = fn(&str) -> bool;
+    let kinds: [(Is, &'static str); 6] = [
+        (|n| parse_lock_name(n).is_some(), "a lock file"),
+        (is_backup_name, "a backup"),
+        (is_rejected_name, "a refused write kept by `coord write`"),
+        (|n| presence_agent(n).is_some(), "a presence file"),
+        (|n| handshake_agent(n).is_some(), "a handshake file"),
+        (is_temp_name, "a temporary file"),
+    ];
+    kinds
+        .iter()
+        .find(|(is, _)| is(file_name))
+        .map(|(_, kind)| *kind)
+}
+
+/// Whether a name is `FILE.rejected.<agent>` or `FILE.rejected.<agent>.<n>`.
+fn is_rejected_name(file_name: &str) -> bool {
+    file_name.rfind(REJECTED_INFIX).is_some_and(|at| {
         let agent = &file_name[at + REJECTED_INFIX.len()..];
-        let agent = agent.split_once('.').map_or(agent, |(a, n)| {
-            if n.bytes().all(|b| b.is_ascii_digit()) {
-                a
-            } else {
-                ""
-            }
-        });
+        let agent = match agent.split_once('.') {
+            Some((a, n)) if n.bytes().all(|b| b.is_ascii_digit()) => a,
+            Some(_) => "",
+            None => agent,
+        };
         at > 0 && is_valid_agent_id(&agent.to_ascii_lowercase())
-    }) {
-        Some("a refused write kept by `coord write`")
-    } else if presence_agent(file_name).is_some() {
-        Some("a presence file")
-    } else if handshake_agent(file_name).is_some() {
-        Some("a handshake file")
-    } else if is_temp_name(file_name) {
-        Some("a temporary file")
-    } else {
-        None
-    }
+    })
 }
 
 /// Folders a walk of the workspace never enters.
 pub fn skip_in_walk(dir_name: &str) -> bool {
     dir_name == STATE_DIR || dir_name == ".git"
-}
-
-/// `<root>/.coord/held`: the index of the locks coord made, one empty entry per lock file,
-/// so that views find them without walking the tree (see `lock::index`).
-pub fn held_dir(root: &Path) -> PathBuf {
-    state_dir(root).join("held")
-}
-
-/// `<root>/.coord/worktrees`: the repository's linked worktrees as last read from git's files,
-/// kept so that a lock in a linked worktree finds the other trees with a `stat` each (see
-/// `worktree`).
-pub fn worktrees_cache(root: &Path) -> PathBuf {
-    state_dir(root).join("worktrees")
 }
 
 /// What earlier versions of coord kept in `.coord/` and this one neither reads nor writes:
@@ -308,30 +339,24 @@ pub fn parse_held_entry(file_name: &str) -> Option<(Option<String>, String)> {
     if enc.starts_with('=') {
         return Some((None, agent));
     }
-    let mut rel = Vec::with_capacity(enc.len());
-    let bytes = enc.as_bytes();
-    let mut i = 0;
-    while i < bytes.len() {
-        match &bytes[i..] {
-            [b'%', b'2', b'5', ..] => rel.push(b'%'),
-            [b'%', b'2', b'F', ..] => rel.push(b'/'),
-            [b'%', b'3', b'D', ..] => rel.push(b'='),
-            [b'%', ..] => return None,
-            [b, ..] => {
-                rel.push(*b);
-                i += 1;
-                continue;
-            }
-            [] => break,
-        }
-        i += 3;
+    let (mut rel, mut rest) = (String::with_capacity(enc.len()), enc);
+    while let Some(at) = rest.find('%') {
+        rel.push_str(&rest[..at]);
+        rel.push(match rest.get(at + 1..at + 3)? {
+            "25" => '%',
+            "2F" => '/',
+            "3D" => '=',
+            _ => return None,
+        });
+        rest = &rest[at + 3..];
     }
-    Some((Some(String::from_utf8(rel).ok()?), agent))
+    rel.push_str(rest);
+    Some((Some(rel), agent))
 }
 
-/// `<root>/.coord/backups/<name>`, the folder of `file`'s older backup generations: its path relative to the shared root (the
-/// absolute path when it lies outside, in a linked worktree), `%` written `%25` and `/`
-/// written `%2F`; a hash when that name would be too long.
+/// `<root>/.coord/backups/<name>`, the folder of `file`'s older backup generations: its path
+/// relative to the shared root (absolute when outside, in a linked worktree) as one name
+/// ([`escaped_name`]).
 pub fn backup_generations(root: &Path, file: &Path) -> PathBuf {
     let key = match file.strip_prefix(root) {
         Ok(rel) => rel.to_string_lossy().into_owned(),
@@ -369,16 +394,6 @@ pub fn generation_name(seq: u64) -> String {
     format!("{seq:08}")
 }
 
-/// `<root>/.coord/queue`.
-pub fn queue_root(root: &Path) -> PathBuf {
-    state_dir(root).join("queue")
-}
-
-/// `<root>/.coord/queue/seq`, the next ticket number.
-pub fn queue_seq(root: &Path) -> PathBuf {
-    queue_root(root).join("seq")
-}
-
 /// The queue folder of one file, named after a hash of its path relative to the root.
 pub fn queue_dir(root: &Path, rel: &str) -> PathBuf {
     queue_root(root).join(hashed("q-", rel, ""))
@@ -392,12 +407,6 @@ pub fn claim_queue_dir(root: &Path, pattern: &str) -> PathBuf {
 
 /// The name prefix of a claim's queue folder.
 pub const CLAIM_QUEUE_PREFIX: &str = "c-";
-
-/// `<root>/.coord/claims`: every claim on a folder or pattern, one record per claim (see
-/// `lock::claim`), read once per command.
-pub fn claims_file(root: &Path) -> PathBuf {
-    state_dir(root).join("claims")
-}
 
 /// A ticket file name: the sequence number (zero-padded, so names sort in arrival order) and agent.
 pub fn ticket_name(seq: u64, agent: &str) -> String {
@@ -418,18 +427,11 @@ pub fn parse_ticket(file_name: &str) -> Option<(u64, &str)> {
     Some((seq.parse().ok()?, agent))
 }
 
-// --- Messages and the collaboration file -------------------------------------------------
-
 /// The suffix of a message file.
 pub const MESSAGE_SUFFIX: &str = ".msg";
 
 /// The default collaboration file of seed 000, in the root.
 pub const COLLAB_FILE: &str = "collaboration_file.txt";
-
-/// `<root>/.coord/messages`.
-pub fn messages_dir(root: &Path) -> PathBuf {
-    state_dir(root).join("messages")
-}
 
 /// Whether `id` can be a message id: 1-32 characters of `0-9a-z`.
 pub fn is_valid_message_id(id: &str) -> bool {
@@ -460,30 +462,12 @@ pub fn read_mark(root: &Path, agent: &str, id: &str) -> PathBuf {
     read_marks_dir(root, agent).join(id)
 }
 
-// --- stamp card (seed 001 `partner_presence`) ---
-
 /// The suffix of a stamp-card row file.
 const ROW_SUFFIX: &str = ".session";
-
-/// `<root>/.coord/partners`, the stamp card.
-pub fn partners_dir(root: &Path) -> PathBuf {
-    state_dir(root).join("partners")
-}
-
-/// `<root>/.coord/partners/seq`, the last row id handed out.
-pub fn partners_seq(root: &Path) -> PathBuf {
-    partners_dir(root).join("seq")
-}
 
 /// `<root>/.coord/partners/<id>.session`, one row (the id zero-padded, so names sort by id).
 pub fn partner_row(root: &Path, id: u64) -> PathBuf {
     partners_dir(root).join(format!("{id:010}{ROW_SUFFIX}"))
-}
-
-/// `<root>/.coord/partners/open`, the index of rows not clocked out: one empty file per row,
-/// named by its id, so a heartbeat reads the open rows and not the whole card's history.
-pub fn partners_open_dir(root: &Path) -> PathBuf {
-    partners_dir(root).join("open")
 }
 
 /// `<root>/.coord/partners/open/<id>`, the index entry of an open row.
@@ -630,90 +614,15 @@ pub fn review_changelog(
         .join(format!("{llm1}_{llm2}_{topic}_{description}_{date}.md"))
 }
 
-// --- history (contract §11) ---
-
-/// `<root>/.coord/config`: workspace settings, `key: value` lines (`history_max_size`, ...).
-pub fn config(root: &Path) -> PathBuf {
-    state_dir(root).join("config")
-}
-
-/// `<root>/.coord/history`, the folder of the event history.
-pub fn history_dir(root: &Path) -> PathBuf {
-    state_dir(root).join("history")
-}
-
-/// `<root>/.coord/history/events.jsonl`, the history being appended to (one JSON object a line).
-pub fn history_log(root: &Path) -> PathBuf {
-    history_dir(root).join("events.jsonl")
-}
-
-/// `<root>/.coord/history/events.1.jsonl`, the previous generation (the newest rotated out).
-pub fn history_rotated(root: &Path) -> PathBuf {
-    history_dir(root).join("events.1.jsonl")
-}
-
 /// `<root>/.coord/needs-user/<agent>`: the agent's client waits for its user (JSON).
 pub fn needs_user(root: &Path, agent: &str) -> PathBuf {
     needs_user_dir(root).join(agent)
-}
-
-/// `<root>/.coord/needs-user`, one file per agent whose client waits for its user.
-pub fn needs_user_dir(root: &Path) -> PathBuf {
-    state_dir(root).join("needs-user")
 }
 
 /// `<root>/.coord/shell/<agent>`: when the agent's shell tool call started, and the stat data
 /// of the files others held then (JSON; see [`crate::shelledit`]).
 pub fn shell_start(root: &Path, agent: &str) -> PathBuf {
     state_dir(root).join("shell").join(agent)
-}
-
-// --- claims through the repository's remote (contract §13) ---
-
-/// `<root>/.coord/remote`: what this clone knows of its remote's coord state.
-pub fn remote_dir(root: &Path) -> PathBuf {
-    state_dir(root).join("remote")
-}
-
-/// `<root>/.coord/remote/state.json`: the remote's claims and clones as last read, with when
-/// this clone first saw each version of each record (see `remote::state`).
-pub fn remote_state(root: &Path) -> PathBuf {
-    remote_dir(root).join("state.json")
-}
-
-/// `<root>/.coord/remote/claims`: the claims of `state.json` in a few tab-separated lines, with
-/// when each lease ends: what a hook reads (see `remote::state`).
-pub fn remote_claims(root: &Path) -> PathBuf {
-    remote_dir(root).join("claims")
-}
-
-/// `<root>/.coord/remote/working_on`: what each clone's agents are editing, as last read, in a
-/// few tab-separated lines: what a hook's edit warning reads (see `remote::state`).
-pub fn remote_working_on(root: &Path) -> PathBuf {
-    remote_dir(root).join("working_on")
-}
-
-/// `<root>/.coord/remote/sync`: a kernel lock held by the one `coord remote sync` of this clone
-/// running (never deleted).
-pub fn remote_sync(root: &Path) -> PathBuf {
-    remote_dir(root).join("sync")
-}
-
-/// `<root>/.coord/remote/lock`: a kernel lock held while `state.json` is read, merged and
-/// rewritten (never deleted).
-pub fn remote_lock(root: &Path) -> PathBuf {
-    remote_dir(root).join("lock")
-}
-
-/// `<root>/.coord/remote/renewer`: a kernel lock held by the one process that renews this
-/// clone's claims on the remote (`coord remote renewer`; never deleted).
-pub fn remote_renewer(root: &Path) -> PathBuf {
-    remote_dir(root).join("renewer")
-}
-
-/// `<root>/.coord/remote/renewer.pid`: the process id of that renewer, while it runs.
-pub fn remote_renewer_pid(root: &Path) -> PathBuf {
-    remote_dir(root).join("renewer.pid")
 }
 
 /// The ref on the remote holding every shared claim (one commit; its tree one blob a claim).
@@ -764,28 +673,21 @@ mod tests {
 
     #[test]
     fn lock_names_parse_back() {
-        assert_eq!(
-            parse_lock_name("SHARED.txt.lock.claude"),
-            Some(("SHARED.txt", "claude".to_string()))
-        );
-        assert_eq!(
-            parse_lock_name("a.lock.b.lock.gemini"),
-            Some(("a.lock.b", "gemini".to_string()))
-        );
-        assert_eq!(parse_lock_name("a.lock.b.txt"), None);
-        assert_eq!(parse_lock_name(".lock.claude"), None);
-        assert_eq!(parse_lock_name("...lock.claude"), None, "found by fuzzing");
-        assert_eq!(parse_lock_name("..lock.claude"), None);
-        assert_eq!(
-            parse_lock_name("....lock.claude"),
-            Some(("...", "claude".to_string()))
-        );
-        assert_eq!(
-            parse_lock_name("x.lock.Claude"),
-            Some(("x", "claude".to_string())),
-            "a hand-made lock spelled with capitals is still a lock"
-        );
-        assert_eq!(parse_lock_name("x.lock.gpt 4o"), None);
+        for (name, want) in [
+            ("SHARED.txt.lock.claude", Some(("SHARED.txt", "claude"))),
+            ("a.lock.b.lock.gemini", Some(("a.lock.b", "gemini"))),
+            ("a.lock.b.txt", None),
+            (".lock.claude", None),
+            ("...lock.claude", None), // found by fuzzing
+            ("..lock.claude", None),
+            ("....lock.claude", Some(("...", "claude"))),
+            // A hand-made lock spelled with capitals is still a lock.
+            ("x.lock.Claude", Some(("x", "claude"))),
+            ("x.lock.gpt 4o", None),
+        ] {
+            let want = want.map(|(base, agent)| (base, agent.to_string()));
+            assert_eq!(parse_lock_name(name), want, "{name}");
+        }
         assert_eq!(presence_agent(".claude_presence"), Some("claude"));
         assert_eq!(presence_agent(".x/y_presence"), None);
         assert_eq!(handshake_agent(".handshake_gemini"), Some("gemini"));

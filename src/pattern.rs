@@ -113,31 +113,23 @@ impl Pattern {
         if folder {
             parts.push("**");
         }
-        let mut segs = Vec::with_capacity(parts.len());
-        for p in &parts {
-            if *p == "." || *p == ".." {
+        // `**/**` is `**`: the normalized text drops the repeats as the segments do.
+        let (mut segs, mut norm) = (Vec::with_capacity(parts.len()), Vec::new());
+        for p in parts {
+            if p == "." || p == ".." {
                 return Err(format!("`{p}` is not allowed in a pattern"));
             }
-            if *p == "**" {
-                // `**/**` is `**`.
-                if segs.last() != Some(&Seg::Deep) {
-                    segs.push(Seg::Deep);
-                }
+            if p != "**" {
+                segs.push(Seg::One(parse_segment(p)?));
+            } else if segs.last() != Some(&Seg::Deep) {
+                segs.push(Seg::Deep);
+            } else {
                 continue;
             }
-            segs.push(Seg::One(parse_segment(p)?));
+            norm.push(p);
         }
         if segs.is_empty() {
             return Err("it names no path".into());
-        }
-        let mut norm: Vec<&str> = Vec::with_capacity(parts.len());
-        let mut last_deep = false;
-        for p in &parts {
-            if *p == "**" && last_deep {
-                continue;
-            }
-            last_deep = *p == "**";
-            norm.push(p);
         }
         Ok(Pattern {
             text: norm.join("/"),
@@ -188,21 +180,19 @@ impl Pattern {
     /// The literal folder every match lies in (`src/auth` for `src/auth/**/*.rs`; empty when
     /// the first segment has a wildcard).
     pub fn literal_prefix(&self) -> String {
-        let mut out = Vec::new();
-        for s in &self.segs[..self.segs.len().saturating_sub(1)] {
-            match s {
-                Seg::One(toks) if toks.iter().all(|t| matches!(t, Tok::Lit(_))) => out.push(
-                    toks.iter()
-                        .map(|t| match t {
-                            Tok::Lit(c) => *c,
-                            _ => unreachable!(),
-                        })
-                        .collect::<String>(),
-                ),
-                _ => break,
-            }
-        }
-        out.join("/")
+        let folders = &self.segs[..self.segs.len().saturating_sub(1)];
+        let literal = |s: &Seg| match s {
+            Seg::One(toks) => toks
+                .iter()
+                .map(|t| match t {
+                    Tok::Lit(c) => Some(*c),
+                    _ => None,
+                })
+                .collect::<Option<String>>(),
+            Seg::Deep => None,
+        };
+        let names: Vec<String> = folders.iter().map_while(literal).collect();
+        names.join("/")
     }
 }
 
@@ -211,75 +201,51 @@ fn parse_segment(s: &str) -> Result<Vec<Tok>, String> {
     let mut toks = Vec::new();
     let mut i = 0;
     while i < chars.len() {
-        match chars[i] {
-            '\\' => {
-                let c = *chars
-                    .get(i + 1)
-                    .ok_or_else(|| "it ends with a lone `\\`".to_string())?;
-                toks.push(Tok::Lit(c));
-                i += 2;
-            }
-            '*' => {
-                // `**` inside a segment is `*`; runs of stars are one.
-                if toks.last() != Some(&Tok::Star) {
-                    toks.push(Tok::Star);
-                }
-                i += 1;
-            }
-            '?' => {
-                toks.push(Tok::Any);
-                i += 1;
-            }
-            '[' => {
-                let (tok, next) = parse_class(&chars, i)?;
-                toks.push(tok);
-                i = next;
-            }
-            c => {
-                toks.push(Tok::Lit(c));
-                i += 1;
-            }
+        let (tok, next) = match chars[i] {
+            '\\' => (
+                Tok::Lit(*chars.get(i + 1).ok_or("it ends with a lone `\\`")?),
+                i + 2,
+            ),
+            '[' => parse_class(&chars, i)?,
+            '*' => (Tok::Star, i + 1),
+            '?' => (Tok::Any, i + 1),
+            c => (Tok::Lit(c), i + 1),
+        };
+        // `**` inside a segment is `*`; runs of stars are one.
+        if tok != Tok::Star || toks.last() != Some(&Tok::Star) {
+            toks.push(tok);
         }
+        i = next;
     }
     Ok(toks)
 }
 
 /// Parse the class starting at `chars[start] == '['`; returns it and the index after `]`.
 fn parse_class(chars: &[char], start: usize) -> Result<(Tok, usize), String> {
+    // The character at `i`, a `\` taking the next one literally; the index after it.
+    let one = |i: usize| -> Result<(char, usize), String> {
+        match chars.get(i) {
+            Some('\\') => chars.get(i + 1).map(|&c| (c, i + 2)),
+            other => other.map(|&c| (c, i + 1)),
+        }
+        .ok_or_else(|| "a `[` is never closed by `]`".to_string())
+    };
     let mut i = start + 1;
     let negated = matches!(chars.get(i), Some('!') | Some('^'));
     if negated {
         i += 1;
     }
     let mut ranges = Vec::new();
-    let mut first = true;
     loop {
-        let Some(&c) = chars.get(i) else {
-            return Err("a `[` is never closed by `]`".into());
-        };
-        if c == ']' && !first {
+        if chars.get(i) == Some(&']') && !ranges.is_empty() {
             i += 1;
             break;
         }
-        first = false;
-        let lo = if c == '\\' {
-            i += 1;
-            *chars
-                .get(i)
-                .ok_or_else(|| "a `[` is never closed by `]`".to_string())?
-        } else {
-            c
-        };
-        i += 1;
+        let (lo, next) = one(i)?;
+        i = next;
         if chars.get(i) == Some(&'-') && chars.get(i + 1).is_some_and(|&n| n != ']') {
-            let mut hi = chars[i + 1];
-            i += 2;
-            if hi == '\\' {
-                hi = *chars
-                    .get(i)
-                    .ok_or_else(|| "a `[` is never closed by `]`".to_string())?;
-                i += 1;
-            }
+            let (hi, next) = one(i + 1)?;
+            i = next;
             if hi < lo {
                 return Err(format!("the range `{lo}-{hi}` runs backwards"));
             }
@@ -289,26 +255,21 @@ fn parse_class(chars: &[char], start: usize) -> Result<(Tok, usize), String> {
         }
     }
     // No wildcard matches `/`: it is taken out of every range.
-    let mut clean = Vec::with_capacity(ranges.len());
-    for (lo, hi) in ranges {
-        if lo <= '/' && '/' <= hi {
-            if lo < '/' {
-                clean.push((lo, '.'));
+    let ranges = ranges
+        .into_iter()
+        .flat_map(|(lo, hi)| {
+            if lo <= '/' && '/' <= hi {
+                [
+                    (lo < '/').then_some((lo, '.')),
+                    (hi > '/').then_some(('0', hi)),
+                ]
+            } else {
+                [Some((lo, hi)), None]
             }
-            if hi > '/' {
-                clean.push(('0', hi));
-            }
-        } else {
-            clean.push((lo, hi));
-        }
-    }
-    Ok((
-        Tok::Class {
-            ranges: clean,
-            negated,
-        },
-        i,
-    ))
+        })
+        .flatten()
+        .collect();
+    Ok((Tok::Class { ranges, negated }, i))
 }
 
 /// Whether segments `a[i..]` and `b[j..]` match a common path.

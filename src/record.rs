@@ -84,23 +84,8 @@ impl Record {
 
 /// Fold a value onto one line and drop control characters.
 pub fn one_line(value: &str) -> String {
-    // Most values already are one clean line: copied as they are.
-    if !value.chars().any(char::is_control) && value.trim().len() == value.len() {
-        return value.to_string();
-    }
-    value
-        .chars()
-        .map(|c| {
-            if c == '\n' || c == '\r' || c == '\t' {
-                ' '
-            } else {
-                c
-            }
-        })
-        .filter(|c| !c.is_control())
-        .collect::<String>()
-        .trim()
-        .to_string()
+    let spaced = value.replace(['\n', '\r', '\t'], " ");
+    spaced.replace(char::is_control, "").trim().to_string()
 }
 
 #[cfg(test)]

@@ -270,37 +270,28 @@ impl Error {
                 "claim a folder with a trailing `/` (`src/auth/`) or a pattern with `*`, `?`, `[...]`, `**` (`'src/**/*.sql'`, quoted from the shell), relative to the current folder"
                     .into(),
             ),
-            // A claim of another clone (`remote::Held::refusal`): its agent is on another
-            // machine, out of reach of `coord msg`.
-            Error::LockHeld { file, holder, .. } | Error::WaitTimedOut { file, holder, .. }
-                if remote_holder(holder).is_some() =>
-            {
-                Some(format!(
-                    "wait with `coord lock {} --wait 5m`, or ask who runs {} to release it",
-                    quote::arg(file),
-                    remote_holder(holder).unwrap_or(holder)
-                ))
-            }
             Error::NotOneFile { arg, .. } => Some(format!(
                 "name one file (a `\\` before `*`, `?` or `[` keeps it in the name, as in `'a\\[1\\].md'`); hold every file of a folder or pattern with `coord lock {a}`, or for one command with `coord run {a} -- CMD`",
                 a = quote::arg(arg),
             )),
             Error::LockHeld { file, holder, .. } | Error::WaitTimedOut { file, holder, .. } => {
-                Some(format!(
-                    "wait with `coord lock {} --wait 5m`, or message them: `coord msg send {} \"…\"`",
-                    quote::arg(file),
-                    quote::agent(holder)
-                ))
+                let file = quote::arg(file);
+                Some(match remote_holder(holder) {
+                    // A claim of another clone (`remote::Held::refusal`): its agent is on
+                    // another machine, out of reach of `coord msg`.
+                    Some(who) => format!(
+                        "wait with `coord lock {file} --wait 5m`, or ask who runs {who} to release it"
+                    ),
+                    None => format!(
+                        "wait with `coord lock {file} --wait 5m`, or message them: `coord msg send {} \"…\"`",
+                        quote::agent(holder)
+                    ),
+                })
             }
             Error::Deadlock { cycle, .. } => {
-                let held: Vec<String> = cycle
-                    .last()
-                    .map(|s| format!("`{}`", s.file))
-                    .into_iter()
-                    .collect();
+                let held = cycle.last().map_or(String::new(), |s| format!("`{}`", s.file));
                 Some(format!(
-                    "nobody in a cycle can go on: release what you hold first (`coord unlock`, you hold {}), then lock every file you need in one `coord lock` call",
-                    held.join(", ")
+                    "nobody in a cycle can go on: release what you hold first (`coord unlock`, you hold {held}), then lock every file you need in one `coord lock` call"
                 ))
             }
             Error::NotHolder { file, .. } => Some(format!(
@@ -419,20 +410,9 @@ impl Error {
 
 /// The `InvalidData` error of a path refused because a symlink stands in place of one of
 /// coord's folders on the way to it (the link): the hint says to remove it.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
+#[error("`{}` is a symlink in place of coord's folder (not followed)", .0.display())]
 pub struct LinkedFolder(pub PathBuf);
-
-impl std::fmt::Display for LinkedFolder {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "`{}` is a symlink in place of coord's folder (not followed)",
-            self.0.display()
-        )
-    }
-}
-
-impl std::error::Error for LinkedFolder {}
 
 /// Attach a path (and what was being done) to an `io::Result`.
 pub trait IoResultExt<T> {

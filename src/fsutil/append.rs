@@ -13,12 +13,7 @@ use crate::error::{IoResultExt, Result};
 /// Append `bytes` to the existing regular file at `path` with one `write`, then fsync it.
 pub fn append_durable(path: &Path, bytes: &[u8]) -> Result<()> {
     let (file, meta) = open_nofollow(path, Access::Append).at("append to", path)?;
-    let len = meta.len();
-    if let Err(e) = write_whole(&file, bytes, len) {
-        // Whole or absent: a failed append (a full disk) is cut back to the previous length.
-        let _ = file.set_len(len);
-        return Err(e).at("append to", path);
-    }
+    append_whole(&file, path, bytes, meta.len())?;
     file.sync_all().at("sync", path)
 }
 
@@ -27,9 +22,8 @@ pub fn append_line(path: &Path, line: &[u8]) -> Result<()> {
     append_inner(path, line, false).map(drop)
 }
 
-/// [`append_line`], then fsync of the file (and of the folder when the file was created),
-/// returning the 1-based number of the line written, counted under the same kernel lock as the
-/// append (so it is the line's number even with other writers).
+/// [`append_line`], then fsync (of the folder too when the file was created); returns the
+/// 1-based number of the line, counted under the append's kernel lock.
 pub fn append_line_durable_numbered(path: &Path, line: &[u8]) -> Result<usize> {
     let (file, created, number) = append_inner(path, line, true)?;
     file.sync_data().at("sync", path)?;
@@ -46,16 +40,14 @@ pub fn sync_file(path: &Path) -> Result<()> {
         .at("sync", path)
 }
 
-/// Append under the file's kernel lock; with `count`, also the 1-based number of the new line
-/// (0 without).
+/// Append under the file's kernel lock; with `count`, also the number of the new line.
 fn append_inner(path: &Path, line: &[u8], count: bool) -> Result<(File, bool, usize)> {
     use std::os::unix::fs::FileExt;
     let existed = fs::symlink_metadata(path).is_ok();
     let (file, _) = open_nofollow(path, Access::AppendOrCreate).at("append to", path)?;
     file.lock().at("lock", path)?;
-    // Under the lock the length is final: look at the last byte to decide on a leading newline.
+    // Under the lock the length is final.
     let len = file.metadata().at("inspect", path)?.len();
-    let mut buf = Vec::with_capacity(line.len() + 2);
     let mut number = 0;
     if count {
         let mut chunk = vec![0u8; 64 * 1024];
@@ -71,39 +63,23 @@ fn append_inner(path: &Path, line: &[u8], count: bool) -> Result<(File, bool, us
         }
         number = newlines + 1;
     }
-    if len > 0 {
-        let mut last = [0u8; 1];
-        file.read_exact_at(&mut last, len - 1).at("read", path)?;
-        if last[0] != b'\n' {
-            buf.push(b'\n');
-            number += usize::from(count);
-        }
-    }
-    buf.extend_from_slice(line);
-    if buf.last() != Some(&b'\n') {
-        buf.push(b'\n');
-    }
-    if let Err(e) = write_whole(&file, &buf, len) {
-        // Whole or absent: a failed append (a full disk) is cut back to the previous length,
-        // so no torn line stays behind.
-        let _ = file.set_len(len);
-        return Err(e).at("append to", path);
-    }
+    let (buf, led) = framed(&file, path, len, line)?;
+    number += usize::from(count && led);
+    append_whole(&file, path, &buf, len)?;
     // Dropping `file` releases the flock; callers that sync do it after, which is fine: the
     // data is in the page cache in its final place already.
     Ok((file, !existed, number))
 }
 
-/// Append one whole `line` to the log at `path` (created when missing, never through a
-/// symlink) and, once the log has reached `rotate_at` bytes, rename it to `rotated` (replacing
-/// the generation there), all while holding the log's kernel lock.
+/// Append one whole `line` to the log at `path` and, once it has reached `rotate_at` bytes,
+/// rename it to `rotated`, all under the log's kernel lock.
 pub fn append_line_rotating(
     path: &Path,
     line: &[u8],
     rotate_at: u64,
     rotated: &Path,
 ) -> Result<()> {
-    use std::os::unix::fs::{FileExt, MetadataExt};
+    use std::os::unix::fs::MetadataExt;
     for _ in 0..8 {
         let (file, _) = open_nofollow(path, Access::AppendOrCreate).at("append to", path)?;
         file.lock().at("lock", path)?;
@@ -114,18 +90,7 @@ pub fn append_line_rotating(
             _ => continue,
         }
         let len = meta.len();
-        let mut buf = Vec::with_capacity(line.len() + 2);
-        if len > 0 {
-            let mut last = [0u8; 1];
-            file.read_exact_at(&mut last, len - 1).at("read", path)?;
-            if last[0] != b'\n' {
-                buf.push(b'\n');
-            }
-        }
-        buf.extend_from_slice(line);
-        if buf.last() != Some(&b'\n') {
-            buf.push(b'\n');
-        }
+        let (buf, _) = framed(&file, path, len, line)?;
         // A plain write: this log's readers skip a line a kill tore, and it is written on every
         // transition, so it does not pay for a finisher.
         if let Err(e) = (&file).write_all(&buf) {
@@ -146,37 +111,64 @@ pub fn append_line_rotating(
     Err(std::io::Error::other("the log kept being rotated away")).at("append to", path)
 }
 
+/// [`write_whole`], a failed append (a full disk) cut back to the previous length `len`: whole
+/// or absent, no torn line stays behind.
+fn append_whole(file: &File, path: &Path, buf: &[u8], len: u64) -> Result<()> {
+    write_whole(file, buf, len)
+        .inspect_err(|_| {
+            let _ = file.set_len(len);
+        })
+        .at("append to", path)
+}
+
+/// `line` as appended to `file` (`len` bytes long, under its kernel lock): a newline first when
+/// the last line there lacks one (then `true`), and a newline at its end.
+fn framed(file: &File, path: &Path, len: u64, line: &[u8]) -> Result<(Vec<u8>, bool)> {
+    use std::os::unix::fs::FileExt;
+    let mut buf = Vec::with_capacity(line.len() + 2);
+    let mut last = [b'\n'];
+    if len > 0 {
+        file.read_exact_at(&mut last, len - 1).at("read", path)?;
+    }
+    let led = last[0] != b'\n';
+    if led {
+        buf.push(b'\n');
+    }
+    buf.extend_from_slice(line);
+    if buf.last() != Some(&b'\n') {
+        buf.push(b'\n');
+    }
+    Ok((buf, led))
+}
+
 /// The length of `line` as written (with its newline).
 fn line_len(line: &[u8]) -> u64 {
     line.len() as u64 + u64::from(line.last() != Some(&b'\n'))
 }
 
-/// Replace the log at `path` (open as `file`, under its kernel lock, `end` bytes long) by its
-/// newest whole lines within `keep` bytes, the line starting at `line_at` always included:
-/// written to a temporary file beside it, renamed over it.
+/// Replace the log at `path` (`file`, locked, `end` bytes long) by its newest whole lines
+/// within `keep` bytes, the line starting at `line_at` always included.
 fn cut_to_newest(file: &File, path: &Path, end: u64, line_at: u64, keep: u64) -> Result<()> {
     use std::os::unix::fs::FileExt;
-    let mut from = end.saturating_sub(keep).min(line_at);
-    if from > 0 && from < line_at {
-        // Start at the first line that begins at or after `from`.
-        let mut before = [0u8; 1];
-        file.read_exact_at(&mut before, from - 1).at("read", path)?;
-        if before[0] != b'\n' {
-            let mut rest = vec![0u8; (line_at - from) as usize];
-            file.read_exact_at(&mut rest, from).at("read", path)?;
-            from = rest
-                .iter()
-                .position(|b| *b == b'\n')
-                .map_or(line_at, |at| from + at as u64 + 1);
-        }
-    }
-    let mut newest = vec![0u8; (end - from) as usize];
-    file.read_exact_at(&mut newest, from).at("read", path)?;
+    let from = end.saturating_sub(keep).min(line_at);
+    // From the byte before `from`, to start at the first line that begins at or after it.
+    let start = from.saturating_sub(1);
+    let mut bytes = vec![0u8; (end - start) as usize];
+    file.read_exact_at(&mut bytes, start).at("read", path)?;
+    let upto = (line_at - start) as usize;
+    let skip = match from {
+        0 => 0,
+        _ => bytes[..upto]
+            .iter()
+            .position(|b| *b == b'\n')
+            .map_or(upto, |at| at + 1),
+    };
+    let newest = &bytes[skip..];
     let dir = parent_of(path);
     // Left by a writer killed here before: nobody else sweeps this folder.
     super::sweep_temps(dir);
     let mut tmp = super::temp_in(dir).at("create a temporary file in", dir)?;
-    tmp.write_all(&newest).at("write", path)?;
+    tmp.write_all(newest).at("write", path)?;
     // A plain rename, not the exchange `persist` makes: no name ever holds the old log but
     // `path` (a writer killed here leaves no copy of it behind; a temporary file left while it
     // was written goes with the next cut's sweep).
@@ -195,17 +187,14 @@ static FINISHER: AtomicBool = AtomicBool::new(false);
 /// The argument that makes the coord binary run [`finish_append`] instead of a command.
 pub const FINISH_APPEND_ARG: &str = "__finish-append";
 
-/// Have appends that span more than one page-cache chunk written by a short-lived child of the
-/// running executable (started as `<exe> __finish-append`), so that a SIGKILL to the appending
-/// process cannot leave half a line behind: the child is not the one killed, and it writes
-/// only once it has the whole line.
+/// Have appends that span page-cache chunks written by a child (`<exe> __finish-append`) that
+/// writes only once it has the whole line: a SIGKILL to this process cannot leave half a line.
 pub fn finish_appends() {
     FINISHER.store(true, Ordering::Relaxed);
 }
 
-/// Write `buf` at the end of the `O_APPEND` file `file` (whose length is `len`, under its kernel
-/// lock) as one whole: in one `write` when it fits within one chunk, else through the finisher
-/// when there is one.
+/// Write `buf` at the end of `file` (`len` bytes, locked) as one whole: one `write` when it fits
+/// in one chunk, else through the finisher when there is one.
 fn write_whole(file: &File, buf: &[u8], len: u64) -> io::Result<()> {
     let fits = len % CHUNK + buf.len() as u64 <= CHUNK;
     if fits || !cfg!(target_os = "linux") || !FINISHER.load(Ordering::Relaxed) {
@@ -232,9 +221,8 @@ fn spawn_finisher(file: &File) -> Option<Child> {
         .ok()
 }
 
-/// Send `buf` (after its length, so a feed cut short by a kill is told from a whole one) and
-/// wait for the finisher's verdict: its exit status is the `errno` of a failed write (ENOSPC on
-/// a full disk), 0 when the line is written.
+/// Send `buf` after its length (so a feed cut short is told from a whole one) and wait for the
+/// finisher's exit status: 0, or the `errno` of its failed write.
 fn feed_finisher(mut child: Child, buf: &[u8]) -> io::Result<()> {
     let mut stdin = child.stdin.take().expect("stdin is piped");
     let fed = stdin
@@ -250,8 +238,8 @@ fn feed_finisher(mut child: Child, buf: &[u8]) -> io::Result<()> {
     }
 }
 
-/// The finisher's side: read a length and that many bytes from standard input, then write them
-/// to standard output in one go; returns 0 or the `errno` of the failure (`EPIPE`: cut short).
+/// The finisher's side: a length and that many bytes from stdin, written to stdout in one go;
+/// returns 0 or the `errno` of the failure (`EPIPE`: cut short).
 pub fn finish_append() -> u8 {
     const SHORT: u8 = rustix::io::Errno::PIPE.raw_os_error() as u8;
     let mut stdin = io::stdin().lock();

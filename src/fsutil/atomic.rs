@@ -16,14 +16,21 @@ use crate::{host, layout};
 /// A new temporary file in `dir`, named so that [`sweep_temps`](super::sweep_temps) can tell whose it is.
 pub fn temp_in(dir: &Path) -> io::Result<NamedTempFile> {
     super::read::refuse_linked(dir, true)?;
-    // The error of `tempfile` names the temporary file (`… at path ".coord-….tmp"`), which means
-    // nothing to the user: keep only the system's error, the caller names the file.
-    let tmp = temp_builder().tempfile_in(dir).map_err(bare)?;
+    // 0666 less the umask, like any new file: state files are shared with agents that may run
+    // as other users.
+    let tmp = tempfile::Builder::new()
+        .prefix(layout_prefix())
+        .suffix(layout::TEMP_SUFFIX)
+        .rand_bytes(6)
+        .permissions(std::fs::Permissions::from_mode(0o666))
+        .tempfile_in(dir)
+        .map_err(bare)?;
     super::fit_file_mode(tmp.as_file(), dir);
     Ok(tmp)
 }
 
-/// An error without the path `tempfile` adds to its message (`… at path ".coord-….tmp"`).
+/// An error without the path `tempfile` adds to its message (`… at path ".coord-….tmp"`), which
+/// means nothing to the user: the caller names the file.
 fn bare(e: io::Error) -> io::Error {
     if e.raw_os_error().is_some() {
         return e;
@@ -35,29 +42,10 @@ fn bare(e: io::Error) -> io::Error {
     }
 }
 
-pub(super) fn temp_builder() -> tempfile::Builder<'static, 'static> {
-    // 0666 less the umask, like any new file: state files are shared with agents that may run
-    // as other users.
-    let mut b = tempfile::Builder::new();
-    b.prefix(layout_prefix())
-        .suffix(layout::TEMP_SUFFIX)
-        .rand_bytes(6)
-        .permissions(std::fs::Permissions::from_mode(0o666));
-    b
-}
-
 /// This process's temporary-file prefix, built once.
 fn layout_prefix() -> &'static str {
     static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
     PREFIX.get_or_init(|| layout::temp_prefix(host::host_tag(), host::pid()))
-}
-
-/// `tmp` with `bytes` written to it.
-fn written(mut tmp: NamedTempFile, path: &Path, bytes: &[u8]) -> Result<NamedTempFile> {
-    // Errors name the file being written, not its temporary copy (on a full disk, the user
-    // needs to know which file was not written).
-    tmp.write_all(bytes).at("write", path)?;
-    Ok(tmp)
 }
 
 /// A new temporary file in `dir`, its errors naming the folder.
@@ -98,12 +86,11 @@ pub fn create_new_held(path: &Path, bytes: &[u8]) -> Result<Option<File>> {
     create_new_with(path, bytes, true)
 }
 
-/// [`create_new`], the file published open (and locked first when `lock`); `None` when `path`
-/// already exists.
+/// [`create_new`], the file published open (and locked first when `lock`).
 fn create_new_with(path: &Path, bytes: &[u8], lock: bool) -> Result<Option<File>> {
     let fill = |tmp| filled(tmp, path, bytes, lock);
     publish_via(path, parent_of(path), fill, |tmp| {
-        if closes_before_rename() {
+        if on_network_fs() {
             // Renamed closed (see `put`), then opened again for the caller.
             return match tmp.into_temp_path().persist_noclobber(path) {
                 Ok(()) => open_nofollow(path, Access::Read).map(|(file, _)| Some(file)),
@@ -124,9 +111,8 @@ fn create_new_with(path: &Path, bytes: &[u8], lock: bool) -> Result<Option<File>
     .at("create", path)
 }
 
-/// Where a name cannot be published without replacing (no hard links, no `RENAME_NOREPLACE`:
-/// SMB through smbnetfs), an `O_EXCL` create of `path` itself, which the server makes atomic,
-/// then the bytes: a reader may see the file empty or short for a moment, never a second one.
+/// Where a name cannot be published without replacing (SMB), an `O_EXCL` create of `path`
+/// itself, then the bytes: a reader may see it short for a moment, never a second one.
 fn create_exclusive_in_place(path: &Path, bytes: &[u8]) -> io::Result<Option<File>> {
     if super::open_regular_nofollow(path).is_ok() {
         return Ok(None);
@@ -137,10 +123,11 @@ fn create_exclusive_in_place(path: &Path, bytes: &[u8]) -> io::Result<Option<Fil
     open_nofollow(path, Access::Read).map(|(file, _)| Some(file))
 }
 
-/// `tmp` with `bytes` written to it, then locked when `lock` (best effort: see
-/// [`create_new_held`]).
-fn filled(tmp: NamedTempFile, path: &Path, bytes: &[u8], lock: bool) -> Result<NamedTempFile> {
-    let tmp = written(tmp, path, bytes)?;
+/// `tmp` with `bytes` written to it, then locked when `lock` (best effort).
+fn filled(mut tmp: NamedTempFile, path: &Path, bytes: &[u8], lock: bool) -> Result<NamedTempFile> {
+    // Errors name the file being written, not its temporary copy (on a full disk, the user
+    // needs to know which file was not written).
+    tmp.write_all(bytes).at("write", path)?;
     if lock {
         let _ = tmp.as_file().try_lock();
     }
@@ -152,23 +139,19 @@ pub fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
     replace_staged(path, parent_of(path), bytes)
 }
 
-/// [`replace`] through a temporary file made in `stage` (a folder of the same filesystem, or a
-/// spare when one is kept) rather than beside `path`: `path`'s folder then sees only the new
-/// name arrive, no temporary name coming and going, which wakes nobody watching that folder for
-/// names going away (a queue of waiters).
+/// [`replace`] through a temporary file made in `stage` rather than beside `path`: `path`'s
+/// folder sees no temporary name come and go, which wakes nobody watching it (a queue).
 pub fn replace_staged(path: &Path, stage: &Path, bytes: &[u8]) -> Result<()> {
     replace_keeping(path, stage, bytes, false, |_| Ok(()))
 }
 
-/// [`replace_staged`], the file locked before it is published and returned open, as
-/// [`create_new_held`] does.
+/// [`replace_staged`], the file locked before it is published and returned open.
 pub fn replace_staged_held(path: &Path, stage: &Path, bytes: &[u8]) -> Result<File> {
     // The same open file as the temporary one: its lock lasts as long as either is open.
     replace_keeping(path, stage, bytes, true, File::try_clone)
 }
 
-/// [`replace_staged`], locking the file first when `lock`, and returning what `keep` takes of
-/// it before it is published.
+/// [`replace_staged`], locked first when `lock`, returning what `keep` takes of the file.
 fn replace_keeping<T>(
     path: &Path,
     stage: &Path,
@@ -178,7 +161,7 @@ fn replace_keeping<T>(
 ) -> Result<T> {
     let fill = |tmp| filled(tmp, path, bytes, lock);
     publish_via(path, stage, fill, |tmp| {
-        if closes_before_rename() {
+        if on_network_fs() {
             // Renamed closed (see `put`), then opened again for the caller.
             put(tmp, path)?;
             let (file, _) = open_nofollow(path, Access::Read)?;
@@ -190,10 +173,9 @@ fn replace_keeping<T>(
     .at("replace", path)
 }
 
-/// Replace `path` durably: temp file, fsync, rename, fsync of the folder. The mode of an
-/// existing regular file at `path` is kept.
+/// Replace `path` durably (fsync, rename, fsync of the folder), keeping an existing file's mode.
 pub fn replace_durable(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = written(made_in(parent_of(path))?, path, bytes)?;
+    let tmp = filled(made_in(parent_of(path))?, path, bytes, false)?;
     keep_mode(path, tmp.as_file())?;
     tmp.as_file().sync_all().at("write", path)?;
     persist(tmp, path)?;
@@ -211,8 +193,8 @@ fn keep_mode(path: &Path, file: &File) -> Result<()> {
     Ok(())
 }
 
-/// Copy the regular file `src` to `dst`, replacing `dst` atomically (never following a link at
-/// `dst`, never touching anything but `dst`). Returns the bytes copied.
+/// Copy the regular file `src` over `dst` atomically (never following a link). Returns the
+/// bytes copied.
 pub fn copy_replace(src: &Path, dst: &Path) -> Result<u64> {
     // Opened before any temporary file is made: a missing source makes none. Opened again only
     // when the copy has to be made a second time (see `publish_via`).
@@ -231,8 +213,8 @@ pub fn copy_replace(src: &Path, dst: &Path) -> Result<u64> {
     Ok(copied.get())
 }
 
-/// A temporary copy of the regular file `src` (never following a link at `src`) in `dir`, with
-/// `src`'s mode, fsynced when `durable`; publish it with [`persist`]. Returns it and its size.
+/// A temporary copy of the regular file `src` in `dir`, with its mode, fsynced when `durable`
+/// (publish it with [`persist`]). Returns it and its size.
 pub fn copy_to_temp(src: &Path, dir: &Path, durable: bool) -> Result<(NamedTempFile, u64)> {
     let input = open_nofollow(src, Access::Read).at("read", src)?;
     copy_into(src, input, made_in(dir)?, durable)
@@ -255,8 +237,8 @@ fn copy_into(
     Ok((tmp, n))
 }
 
-/// Everything `input` yields, in a new temporary file in `dir`, fsynced: content on its way to
-/// a path, published later with [`persist`].
+/// Everything `input` yields, in a new fsynced temporary file in `dir`, with the mode of `like`
+/// (publish it with [`persist`]).
 pub fn spool(
     dir: &Path,
     input: &mut dyn Read,
@@ -264,45 +246,35 @@ pub fn spool(
     like: &Path,
 ) -> Result<(NamedTempFile, u64)> {
     let mut tmp = made_in(dir)?;
-    // Write errors name the file the content is for, not its temporary copy.
-    let n = copy_input(input, tmp.as_file_mut(), what, like, 128 * 1024)?;
+    // A read error is blamed on `what`; a write error on the file the content is for, not its
+    // temporary copy.
+    let mut buf = vec![0u8; 128 * 1024];
+    let mut n = 0u64;
+    loop {
+        let got = match input.read(&mut buf) {
+            Ok(0) => break,
+            Ok(got) => got,
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(e).at("read", what),
+        };
+        // Through the file: `NamedTempFile`'s own errors name the temporary path.
+        tmp.as_file_mut().write_all(&buf[..got]).at("write", like)?;
+        n += got as u64;
+    }
     keep_mode(like, tmp.as_file())?;
     tmp.as_file().sync_all().at("write", like)?;
     Ok((tmp, n))
 }
 
-/// `io::copy` through a buffer of `buf_len` bytes, telling a read error (blamed on `what`) from a
-/// write error (blamed on `to`).
-fn copy_input(
-    input: &mut dyn Read,
-    out: &mut File,
-    what: &Path,
-    to: &Path,
-    buf_len: usize,
-) -> Result<u64> {
-    let mut buf = vec![0u8; buf_len];
-    let mut total = 0u64;
-    loop {
-        let n = match input.read(&mut buf) {
-            Ok(0) => return Ok(total),
-            Ok(n) => n,
-            Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-            Err(e) => return Err(e).at("read", what),
-        };
-        out.write_all(&buf[..n]).at("write", to)?;
-        total += n as u64;
-    }
-}
-
-/// Publish a filled temporary file at `path` by rename: atomic, replacing whatever is there
-/// (a symlink at `path` is replaced, never followed). Pair with [`sync_dir`] for durability.
+/// Publish a filled temporary file at `path` by rename, replacing whatever is there (a symlink
+/// is replaced, never followed).
 pub fn persist(tmp: NamedTempFile, path: &Path) -> Result<()> {
     put(tmp, path).at("replace", path)
 }
 
 /// [`persist`] with the bare error (`EXDEV` tells a spare on another filesystem).
 fn put(tmp: NamedTempFile, path: &Path) -> io::Result<()> {
-    if closes_before_rename() {
+    if on_network_fs() {
         // SMB refuses to rename a file that is open (a sharing violation: `EBUSY`), and the
         // failed rename would leave the temporary file behind: close it first.
         return put_closed(tmp.into_temp_path(), path);
@@ -311,28 +283,21 @@ fn put(tmp: NamedTempFile, path: &Path) -> io::Result<()> {
 }
 
 /// Rename the closed temporary file `tmp` to `path`, replacing it.
-fn put_closed(mut tmp: TempPath, path: &Path) -> io::Result<()> {
-    let started = std::time::Instant::now();
-    let mut pause = std::time::Duration::from_micros(500);
-    loop {
-        match tmp.persist(path) {
-            Ok(()) => return Ok(()),
-            Err(e)
-                if (super::raw::is_busy(&e.error)
-                    || e.error.kind() == io::ErrorKind::AlreadyExists)
-                    && started.elapsed() < std::time::Duration::from_secs(3) =>
-            {
-                tmp = e.path;
-                std::thread::sleep(pause);
-                pause = (pause * 2).min(std::time::Duration::from_millis(20));
-            }
-            Err(e) => return Err(e.error),
-        }
-    }
+fn put_closed(tmp: TempPath, path: &Path) -> io::Result<()> {
+    let mut tmp = Some(tmp);
+    let passing =
+        |e: &io::Error| super::raw::is_busy(e) || e.kind() == io::ErrorKind::AlreadyExists;
+    super::raw::retry(passing, || {
+        let t = tmp.take().expect("kept by the failed rename");
+        t.persist(path).map_err(|e| {
+            tmp = Some(e.path);
+            e.error
+        })
+    })
 }
 
-/// Publish the filled temporary file `tmp` at `path` only if nothing is there yet: `Ok(false)`,
-/// nothing changed and the temporary file removed, when something is.
+/// Publish the filled temporary file `tmp` at `path` only if nothing is there yet (else
+/// `Ok(false)`, the temporary file removed).
 pub fn persist_new(tmp: NamedTempFile, path: &Path) -> io::Result<bool> {
     let e = match tmp.into_temp_path().persist_noclobber(path) {
         Ok(()) => return Ok(true),
@@ -350,23 +315,17 @@ pub fn persist_new(tmp: NamedTempFile, path: &Path) -> io::Result<bool> {
     Ok(true)
 }
 
-/// Set once this process knows its files are on a network filesystem.
 static NETWORK_FS: AtomicBool = AtomicBool::new(false);
 
-/// Whether a temporary file is closed before it is renamed into place: on every network
-/// filesystem (see [`mark_network_fs`]), since SMB refuses to rename an open file.
-fn closes_before_rename() -> bool {
+/// Whether this process works on a network filesystem (see [`mark_network_fs`]): then a
+/// temporary file is closed before it is renamed into place, since SMB refuses to rename an
+/// open file.
+pub(super) fn on_network_fs() -> bool {
     NETWORK_FS.load(Ordering::Relaxed)
 }
 
-/// Whether this process works on a network filesystem.
-pub(super) fn on_network_fs() -> bool {
-    closes_before_rename()
-}
-
 /// From now on, publish files the way network filesystems need (closed before the rename,
-/// retried while the server says busy): the caller found the folder on one (NFS, SMB, FUSE
-/// mounts such as sshfs).
+/// retried while the server says busy).
 pub fn mark_network_fs() {
     NETWORK_FS.store(true, Ordering::Relaxed);
 }

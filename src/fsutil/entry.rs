@@ -43,8 +43,8 @@ pub fn remove_tree(dir: &Path) -> Result<bool> {
     Ok(true)
 }
 
-/// Remove `path`, a file or a folder of files (one level: what is inside is removed, never
-/// followed; a folder inside it stays, and so does the folder then). Best effort.
+/// Remove `path`, a file or a folder of files (one level: a folder inside stays, and so does
+/// `path` then), never following a link. Best effort.
 pub fn remove_flat(path: &Path) {
     if fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
         for name in super::list_names(path).unwrap_or_default() {
@@ -56,8 +56,7 @@ pub fn remove_flat(path: &Path) {
     }
 }
 
-/// Make `path` an empty marker file, whose name is all it says; nothing when something is there
-/// already. Missing folders are made.
+/// Make `path` an empty marker file (and missing folders); nothing when something is there.
 pub fn empty_marker(path: &Path) -> Result<()> {
     use super::raw;
     let made = match raw::create_exclusive(path, b"") {
@@ -75,18 +74,13 @@ pub fn rename(from: &Path, to: &Path) -> Result<()> {
     super::raw::rename(from, to).at("rename", from)
 }
 
-/// Create `dir` and its parents. A symlink where a folder should be is refused, at `dir` or
-/// at any folder above it.
+/// Create `dir` and its parents, refusing a symlink at `dir` or at any folder above it.
 pub fn ensure_dir(dir: &Path) -> Result<()> {
     super::read::refuse_linked(dir, true).at("create folder", dir)?;
     // A symlinked folder above `dir` (`.metadata -> /elsewhere`, `archive -> /elsewhere`) would
     // make `create_dir_all` and every later write land outside the workspace.
     if let Some(link) = linked_ancestor(dir) {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidData,
-            "is a symlink (not followed)",
-        ))
-        .at("create folder", &link);
+        return Err(super::symlink_refused()).at("create folder", &link);
     }
     match fs::symlink_metadata(dir) {
         Ok(meta) if meta.is_dir() => Ok(()),
@@ -113,8 +107,7 @@ pub fn ensure_dir(dir: &Path) -> Result<()> {
     }
 }
 
-/// `create_dir_all`, each folder made given the mode its parent's sharing asks for (a folder
-/// made by a user with umask 077 in a group-shared folder stays usable by the group).
+/// `create_dir_all`, each folder given the mode its parent's sharing asks for.
 fn create_dir_all_fitted(dir: &Path) -> io::Result<()> {
     match fs::symlink_metadata(dir) {
         Ok(m) if m.is_dir() => return Ok(()),
@@ -148,9 +141,8 @@ pub fn touch(path: &Path) -> Result<()> {
     file.set_modified(SystemTime::now()).at("touch", path)
 }
 
-/// Mark the regular file at `path` as written now when it already holds exactly `bytes`: its
-/// modification time is set to the filesystem's own now (`UTIME_NOW`: the clock that stamps a
-/// new file, the server's on a network folder), content and inode kept; returns whether it did.
+/// Mark the regular file at `path` as written now (`UTIME_NOW`: the file server's clock) when it
+/// already holds exactly `bytes`, content and inode kept; returns whether it did.
 pub fn touch_if_same(path: &Path, bytes: &[u8]) -> bool {
     let Ok((file, meta)) = open_nofollow(path, Access::Read) else {
         return false;
@@ -160,9 +152,8 @@ pub fn touch_if_same(path: &Path, bytes: &[u8]) -> bool {
         && set_mtime(&file, rustix::fs::UTIME_NOW).is_ok()
 }
 
-/// Set the modification time of the regular file at `path` to the epoch, its content and inode
-/// kept: how a record says it has been used, without removing a file that the next use would
-/// make again.
+/// Set the modification time of the regular file at `path` to the epoch, content and inode
+/// kept: how a record says it has been used without removing it.
 pub fn set_mtime_epoch(path: &Path) -> Result<()> {
     let (file, _) = open_nofollow(path, Access::Read).at("set the time of", path)?;
     set_mtime(&file, 0)
@@ -170,8 +161,7 @@ pub fn set_mtime_epoch(path: &Path) -> Result<()> {
         .at("set the time of", path)
 }
 
-/// Set an open file's modification time to the epoch (`nanos` 0) or to now (`UTIME_NOW`); its
-/// access time is left as it is.
+/// Set an open file's modification time (`nanos` 0: the epoch, or `UTIME_NOW`).
 fn set_mtime(file: &File, nanos: rustix::fs::Nsecs) -> rustix::io::Result<()> {
     use rustix::fs::{Timespec, Timestamps, UTIME_OMIT};
     rustix::fs::futimens(

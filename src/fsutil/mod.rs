@@ -41,11 +41,9 @@ pub use sweep::{sweep_entry, sweep_temps};
 /// How [`open_nofollow`] opens a file.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Access {
-    /// Read only.
     Read,
     /// Write only, the file must exist (touching its mtime).
     Write,
-    /// Append to an existing file.
     Append,
     /// Read and append, created (mode 0666 less the umask) when missing.
     AppendOrCreate,
@@ -54,10 +52,8 @@ pub(crate) enum Access {
 }
 
 /// Open the regular file at `path` the one way coord opens files: never through a symlink
-/// (`O_NOFOLLOW`, said as "is a symlink (not followed)"; nor through one in place of one of
-/// coord's folders, see [`linked_state_folder`]), never waiting on a FIFO
-/// (`O_NONBLOCK`), never taking a controlling terminal (`O_NOCTTY`); anything but a regular file
-/// is refused ("is not a regular file").
+/// (nor a symlinked state folder), never waiting on a FIFO, never taking a controlling terminal;
+/// anything but a regular file is refused.
 pub(crate) fn open_nofollow(path: &Path, access: Access) -> io::Result<(File, fs::Metadata)> {
     read::refuse_linked(path, false)?;
     let mut options = OpenOptions::new();
@@ -87,16 +83,13 @@ pub(crate) fn open_nofollow(path: &Path, access: Access) -> io::Result<(File, fs
     Ok((file, meta))
 }
 
-/// The permission bits a new entry in `dir` must have beyond what the umask left, so that
-/// everyone who can use the folder can use what coord creates in it: in a group-shared folder
-/// (setgid, like `chmod 2775`), the folder's own group bits (`rw` for a file, `rwx` for a
-/// folder), whatever the umask of the user who made the entry; nothing elsewhere (a private
-/// folder keeps private files).
-pub(crate) fn shared_bits(dir: &Path, is_dir: bool) -> u32 {
+/// The bits a new entry in `dir` must have beyond what the umask left: in a group-shared
+/// (setgid) folder, its group bits (`rw` for a file, `rwx` for a folder), so that everyone who
+/// can use the folder can use the entry; nothing elsewhere.
+fn shared_bits(dir: &Path, is_dir: bool) -> u32 {
     fs::metadata(dir).map_or(0, |m| shared_bits_of(&m, is_dir))
 }
 
-/// [`shared_bits`] of the folder whose metadata is `m`.
 fn shared_bits_of(m: &fs::Metadata, is_dir: bool) -> u32 {
     use std::os::unix::fs::MetadataExt;
     if m.is_dir() && m.mode() & 0o2000 != 0 {
@@ -106,18 +99,20 @@ fn shared_bits_of(m: &fs::Metadata, is_dir: bool) -> u32 {
     }
 }
 
-/// Give `file`, just created in `dir`, the bits the folder's sharing asks for (see
-/// [`shared_bits`]). Best effort: only bits are added, and only to a file this user owns.
+/// Give `file`, just created in `dir`, the bits the folder's sharing asks for.
 pub(crate) fn fit_file_mode(file: &File, dir: &Path) {
     add_bits(file, shared_bits(dir, false));
 }
 
-/// Add the permission `bits` to `file` when it lacks them and this user owns it.
+/// Add the permission `bits` to `file` (a file or a folder) when it lacks them and this user
+/// owns it. Best effort: only bits are added.
 fn add_bits(file: &File, bits: u32) {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
     if bits == 0 {
         return;
     }
+    // Through std's `File`: its mode is a `u32` on every Unix (`st_mode` is 16 bits wide on
+    // macOS).
     if let Ok(m) = file.metadata()
         && m.mode() & bits != bits
         && m.uid() == rustix::process::geteuid().as_raw()
@@ -126,11 +121,8 @@ fn add_bits(file: &File, bits: u32) {
     }
 }
 
-/// Make `file`, this user's, made or kept in another folder (a spare, a file kept for reuse, a
-/// temporary file staged elsewhere), look like a file made now in `dir`, where it is about to
-/// be published: the group such a file gets (the folder's in a setgid folder, or wherever the
-/// system always gives the folder's; this process's elsewhere) and the bits the folder's
-/// sharing asks for; `false` when its group cannot be made so (then the caller makes a new file).
+/// Make `file`, made in another folder, look like a file made now in `dir`, where it is about to
+/// be published: the group and bits such a file gets; `false` when its group cannot be set.
 pub(crate) fn fit_to_folder(file: &File, dir: &Path) -> bool {
     use std::os::unix::fs::MetadataExt;
     let (Ok(folder), Ok(m)) = (fs::metadata(dir), file.metadata()) else {
@@ -153,21 +145,12 @@ pub(crate) fn fit_to_folder(file: &File, dir: &Path) -> bool {
 
 /// [`fit_file_mode`] for the folder `dir`, just created (never through a symlink).
 pub(crate) fn fit_dir_mode(dir: &Path) {
-    use std::os::unix::fs::{MetadataExt, PermissionsExt};
     let bits = shared_bits(parent_of(dir), true);
-    if bits == 0 {
-        return;
-    }
     let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC;
-    // Through std's `File` on the folder's descriptor: its mode is a `u32` on every Unix
-    // (`st_mode` is 16 bits wide on macOS).
-    if let Ok(fd) = rustix::fs::open(dir, flags, rustix::fs::Mode::empty())
-        && let folder = fs::File::from(fd)
-        && let Ok(m) = folder.metadata()
-        && m.mode() & bits != bits
-        && m.uid() == rustix::process::geteuid().as_raw()
+    if bits != 0
+        && let Ok(fd) = rustix::fs::open(dir, flags, rustix::fs::Mode::empty())
     {
-        let _ = folder.set_permissions(fs::Permissions::from_mode((m.mode() & 0o7777) | bits));
+        add_bits(&File::from(fd), bits);
     }
 }
 
@@ -181,10 +164,14 @@ fn parent_of(path: &Path) -> &Path {
 /// An `O_NOFOLLOW` open that met a symlink (`ELOOP`) said as such; other errors unchanged.
 fn not_followed(e: io::Error) -> io::Error {
     if e.raw_os_error() == Some(rustix::io::Errno::LOOP.raw_os_error()) {
-        io::Error::new(io::ErrorKind::InvalidData, "is a symlink (not followed)")
+        symlink_refused()
     } else {
         e
     }
+}
+
+fn symlink_refused() -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidData, "is a symlink (not followed)")
 }
 
 fn not_regular() -> io::Error {

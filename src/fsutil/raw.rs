@@ -1,8 +1,6 @@
 //! The bare system calls, `io::Error` as is, for protocols that tell errors apart themselves
-//! (the NFS-safe lease of `arbiter::lease`, the aside-move of a stale lock): nothing here names
-//! a path in its error; only `EBUSY` on a network filesystem is tried again ([`while_busy`]).
-//! None goes through a symlink in place of one of coord's folders (`InvalidData`: see
-//! [`linked_state_folder`](super::linked_state_folder)).
+//! (the lease of `arbiter::lease`, the aside-move of a stale lock). None goes through a
+//! symlinked state folder; only `EBUSY` on a network filesystem is tried again.
 
 use std::fs::{self, OpenOptions};
 use std::io::{self, Write};
@@ -70,9 +68,8 @@ pub fn create_exclusive(path: &Path, bytes: &[u8]) -> io::Result<bool> {
     }
 }
 
-/// Put the record moved aside to `aside` back at `path`, never over a record standing there:
-/// a link where hard links exist, else an exclusive create of the same bytes (SMB through
-/// smbnetfs has no hard links; a record is its bytes, so the copy is the same record).
+/// Put the record moved aside to `aside` back at `path`, never over a record standing there: a
+/// link, else (no hard links, as on SMB) an exclusive create of the same bytes.
 pub fn put_back(aside: &Path, path: &Path, bytes: &[u8]) {
     match hard_link(aside, path) {
         Ok(()) => {}
@@ -89,8 +86,7 @@ thread_local! {
     static NO_LINKS: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
 }
 
-/// Tests: run `f` as on a filesystem without hard links ([`hard_link`] fails with `EPERM`, as
-/// on SMB through smbnetfs).
+/// Tests: run `f` as on a filesystem without hard links (`EPERM`, as on SMB).
 #[cfg(test)]
 pub(crate) fn without_hard_links<T>(f: impl FnOnce() -> T) -> T {
     NO_LINKS.with(|n| n.set(true));
@@ -110,10 +106,8 @@ fn no_links_here() -> bool {
     }
 }
 
-/// Whether a failed `link(2)` (or a rename that will not replace) says the filesystem has no
-/// such thing, rather than that the name is taken: `EPERM` (SMB through smbnetfs; sshfs also
-/// turns an existing name into `EPERM`, so look whether the name opens first), `EOPNOTSUPP`,
-/// `ENOSYS`, `EMLINK`.
+/// Whether a failed `link(2)` says the filesystem has no hard links rather than that the name
+/// is taken (sshfs also says `EPERM` for a taken name: look whether it opens first).
 pub fn no_hard_links(e: &io::Error) -> bool {
     use rustix::io::Errno;
     [Errno::PERM, Errno::OPNOTSUPP, Errno::NOSYS, Errno::MLINK]
@@ -121,24 +115,25 @@ pub fn no_hard_links(e: &io::Error) -> bool {
         .any(|errno| e.raw_os_error() == Some(errno.raw_os_error()))
 }
 
-/// How long a rename or removal is tried again while the file server says the file is busy.
-const BUSY_PATIENCE: std::time::Duration = std::time::Duration::from_secs(3);
+/// `op`, tried again while it fails with `EBUSY` on a network filesystem.
+fn while_busy<T>(op: impl FnMut() -> io::Result<T>) -> io::Result<T> {
+    retry(|e| is_busy(e) && super::atomic::on_network_fs(), op)
+}
 
-/// `op`, tried again for a while when it fails with `EBUSY` on a network filesystem.
-pub fn while_busy<T>(mut op: impl FnMut() -> io::Result<T>) -> io::Result<T> {
-    let started = std::time::Instant::now();
-    let mut pause = std::time::Duration::from_micros(500);
+/// `op`, tried again for up to 3 s (pauses from 0.5 ms doubling to 20 ms) while `passing` says
+/// its error is one the file server will get over.
+pub(super) fn retry<T>(
+    passing: impl Fn(&io::Error) -> bool,
+    mut op: impl FnMut() -> io::Result<T>,
+) -> io::Result<T> {
+    use std::time::{Duration, Instant};
+    let started = Instant::now();
+    let mut pause = Duration::from_micros(500);
     loop {
         match op() {
-            Err(e)
-                if is_busy(&e)
-                    && super::atomic::on_network_fs()
-                    && started.elapsed() < BUSY_PATIENCE =>
-            {
-                std::thread::sleep(
-                    pause + std::time::Duration::from_micros(crate::host::random_u64() % 500),
-                );
-                pause = (pause * 2).min(std::time::Duration::from_millis(20));
+            Err(e) if passing(&e) && started.elapsed() < Duration::from_secs(3) => {
+                std::thread::sleep(pause + Duration::from_micros(crate::host::random_u64() % 500));
+                pause = (pause * 2).min(Duration::from_millis(20));
             }
             other => return other,
         }

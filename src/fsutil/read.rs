@@ -8,8 +8,8 @@ use std::time::SystemTime;
 
 use super::{Access, open_nofollow};
 
-/// A file's identity and change marks, as its stat data gives them: a rewrite changes its
-/// mtime or its change time, a replacement its inode number.
+/// A file's identity and change marks: a rewrite changes its mtime or change time, a
+/// replacement its inode number.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Stat {
     /// Inode number.
@@ -23,8 +23,7 @@ pub struct Stat {
 }
 
 impl Stat {
-    /// The stat data `meta` holds.
-    pub fn of(meta: &fs::Metadata) -> Stat {
+    fn of(meta: &fs::Metadata) -> Stat {
         use std::os::unix::fs::MetadataExt;
         Stat {
             ino: meta.ino(),
@@ -61,8 +60,8 @@ pub fn read_capped(path: &Path, cap: u64) -> io::Result<Vec<u8>> {
     read_capped_with_mtime(path, cap).map(|(bytes, _)| bytes)
 }
 
-/// [`read_capped`], with the mtime of the file as opened (`fstat` on the open file: a network
-/// filesystem revalidates it on open, where a `stat` of the path may be served from a cache).
+/// [`read_capped`], with the mtime of the file as opened (a network filesystem revalidates it
+/// on open, where a `stat` of the path may be served from a cache).
 pub fn read_capped_with_mtime(path: &Path, cap: u64) -> io::Result<(Vec<u8>, Option<SystemTime>)> {
     read_capped_with_meta(path, cap).map(|(bytes, meta)| (bytes, meta.modified().ok()))
 }
@@ -74,9 +73,8 @@ pub fn read_capped_with_meta(path: &Path, cap: u64) -> io::Result<(Vec<u8>, fs::
     Ok((bytes, meta))
 }
 
-/// At most `cap` bytes of the open regular `file`, whose metadata is `meta`: as the file
-/// server has them where this process was told to read past this machine's cache
-/// ([`read_past_cache`]).
+/// At most `cap` bytes of the open regular `file`, whose metadata is `meta` (past this
+/// machine's cache once told so: [`read_past_cache`]).
 pub(super) fn read_open_capped(file: &File, meta: &fs::Metadata, cap: u64) -> io::Result<Vec<u8>> {
     if PAST_CACHE.load(Ordering::Relaxed) {
         let _ = forget_cached_pages(file);
@@ -94,9 +92,8 @@ pub(super) fn read_open_capped(file: &File, meta: &fs::Metadata, cap: u64) -> io
     Ok(buf)
 }
 
-/// The last `cap` bytes of a regular file (all of it when it is no longer), without following a
-/// symlink or blocking on a FIFO, and whether anything was left out in front: for logs, whose
-/// newest part is what a reader wants.
+/// The last `cap` bytes of a regular file (as [`read_capped`] opens it), and whether anything
+/// was left out in front: for logs, whose newest part is what a reader wants.
 pub fn read_tail(path: &Path, cap: u64) -> io::Result<(Vec<u8>, bool)> {
     use std::io::{Seek, SeekFrom};
     let (mut file, meta) = open_nofollow(path, Access::Read)?;
@@ -114,9 +111,8 @@ pub fn read_text_capped(path: &Path, cap: u64) -> io::Result<(String, Option<Sys
     Ok((String::from_utf8_lossy(&bytes).into_owned(), mtime))
 }
 
-/// Make this machine's kernel ask the file server for `path`'s attributes now, instead of
-/// trusting what it cached (`statx` with `AT_STATX_FORCE_SYNC`; FUSE and NFS honour it), and
-/// forget the file's content it cached ([`forget_cached_pages`]).
+/// Make this machine's kernel ask the file server for `path`'s attributes now (`statx` with
+/// `AT_STATX_FORCE_SYNC`; FUSE and NFS honour it), and forget the file's cached content.
 pub fn refresh_attributes(path: &Path) {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
@@ -133,19 +129,16 @@ pub fn refresh_attributes(path: &Path) {
     }
 }
 
-/// Set once this process knows its files are on a network filesystem ([`read_past_cache`]).
 static PAST_CACHE: AtomicBool = AtomicBool::new(false);
 
-/// From now on, every capped read ([`read_capped`] and the reads built on it: lock records,
-/// presences, the lease, tickets, claims) forgets what this machine's page cache holds of the
-/// file before reading it, so that the bytes come from the file server.
+/// From now on, every capped read (lock records, presences, the lease, tickets, claims) forgets
+/// this machine's cached pages of the file first, so that the bytes come from the file server.
 pub fn read_past_cache() {
     PAST_CACHE.store(true, Ordering::Relaxed);
 }
 
-/// Whether this system can read an open file past this machine's page cache (and did so for
-/// `file`): `posix_fadvise(POSIX_FADV_DONTNEED)` drops the file's clean cached pages, so the
-/// next read asks the filesystem (the server, for NFS and FUSE).
+/// Drop `file`'s clean cached pages (`POSIX_FADV_DONTNEED`) so the next read asks the file
+/// server; whether this system can.
 pub fn forget_cached_pages(file: &File) -> io::Result<bool> {
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
@@ -176,8 +169,8 @@ pub fn mtime(path: &Path) -> Option<SystemTime> {
     fs::symlink_metadata(path).and_then(|m| m.modified()).ok()
 }
 
-/// Whether `a` and `b` are both regular files (neither followed through a symlink) with the
-/// same permissions and the same bytes. Any error reads as "not the same".
+/// Whether `a` and `b` are both regular files (no symlink followed) with the same permissions
+/// and bytes. Any error reads as "not the same".
 pub fn same_regular_files(a: &Path, b: &Path) -> bool {
     fn same(a: &Path, b: &Path) -> io::Result<bool> {
         let (mut fa, ma) = open_nofollow(a, Access::Read)?;
@@ -185,7 +178,7 @@ pub fn same_regular_files(a: &Path, b: &Path) -> bool {
         if ma.len() != mb.len() || ma.permissions() != mb.permissions() {
             return Ok(false);
         }
-        // Buffers no larger than the files (plus the byte that tells they did not grow).
+        // Plus the byte that tells they did not grow.
         let size = usize::try_from(ma.len()).map_or(64 * 1024, |n| n.clamp(1, 64 * 1024 - 1) + 1);
         let (mut ba, mut bb) = (vec![0u8; size], vec![0u8; size]);
         loop {
@@ -217,8 +210,7 @@ pub fn linked_ancestor(path: &Path) -> Option<PathBuf> {
         .map(Path::to_path_buf)
 }
 
-/// The first of coord's own folders on the way to `path` that is a symlink: a folder below a
-/// `.coord/` folder (`.coord/history`, `.coord/queue/q-…`, `.coord/messages/read/<agent>`, …),
+/// The first of coord's own folders (below a `.coord/`) on the way to `path` that is a symlink,
 /// `path` itself included when `with_self`.
 pub fn linked_state_folder(path: &Path, with_self: bool) -> Option<PathBuf> {
     let state = std::ffi::OsStr::new(crate::layout::STATE_DIR);
@@ -238,7 +230,7 @@ pub fn linked_state_folder(path: &Path, with_self: bool) -> Option<PathBuf> {
 }
 
 /// Refuse a path that [`linked_state_folder`] finds a symlink on the way to: `InvalidData`,
-/// naming the link, noted for the command to say once ([`take_link_warning`]).
+/// naming the link, noted for [`take_link_warning`].
 pub fn refuse_linked(path: &Path, with_self: bool) -> io::Result<()> {
     match linked_state_folder(path, with_self) {
         None => Ok(()),
@@ -258,12 +250,10 @@ pub fn refuse_linked(path: &Path, with_self: bool) -> io::Result<()> {
     }
 }
 
-/// The first symlink met in place of one of coord's folders, and what to say about it.
 static LINK_WARNING: std::sync::Mutex<Option<(PathBuf, String)>> = std::sync::Mutex::new(None);
 
-/// The first symlink met in place of one of coord's folders (and not followed), and what to
-/// say about it, once: the command may have gone on without what it would have read or written
-/// there (its history, say).
+/// The first symlink met (and not followed) in place of one of coord's folders, and what to say
+/// about it, once: the command may have gone on without what it would have read or written.
 pub fn take_link_warning() -> Option<(PathBuf, String)> {
     LINK_WARNING
         .lock()
@@ -271,8 +261,7 @@ pub fn take_link_warning() -> Option<(PathBuf, String)> {
         .take()
 }
 
-/// [`fs::read_dir`] of one of coord's folders, refused (`InvalidData`) when it or a folder on
-/// the way to it below `.coord/` is a symlink (see [`linked_state_folder`]).
+/// [`fs::read_dir`], refused (`InvalidData`) through a symlinked state folder ([`refuse_linked`]).
 pub fn read_dir(dir: impl AsRef<Path>) -> io::Result<fs::ReadDir> {
     let dir = dir.as_ref();
     refuse_linked(dir, true)?;

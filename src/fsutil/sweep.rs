@@ -30,35 +30,26 @@ pub fn sweep_entry(entry: &fs::DirEntry) -> bool {
     }
 }
 
-/// Remove `dir/name` when it is one of coord's temporary files whose writer is gone (or a FUSE
-/// leftover); whether it was removed.
+/// Remove `dir/name` when it is one of coord's temporary files whose writer is gone, or a
+/// FUSE leftover (`.fuse_hidden…`: a record removed while a process on the same FUSE mount
+/// still had it open) unused for a minute; whether it was removed.
 fn sweep_name(dir: &Path, name: &str) -> bool {
-    if layout::is_fuse_hidden(name) {
-        return sweep_fuse_hidden(&dir.join(name));
+    let temp = layout::parse_temp_name(name);
+    let fuse = layout::is_fuse_hidden(name);
+    if temp.is_none() && !fuse {
+        return false;
     }
-    let Some((tag, pid)) = layout::parse_temp_name(name) else {
-        return false;
-    };
     let path = dir.join(name);
-    let old = fs::symlink_metadata(&path)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|m| m.elapsed().ok())
-        .is_some_and(|age| age > Duration::from_secs(3600));
-    let gone = tag == host::host_tag() && pid != host::pid() && !host::pid_alive(pid);
-    (gone || old) && fs::remove_file(&path).is_ok()
-}
-
-/// A `.fuse_hidden…` file: a record removed while a process on the same FUSE mount still had it
-/// open, kept by FUSE until that process closes it.
-fn sweep_fuse_hidden(path: &Path) -> bool {
-    let Ok(meta) = fs::symlink_metadata(path) else {
-        return false;
+    let meta = fs::symlink_metadata(&path).ok();
+    let age = meta
+        .as_ref()
+        .and_then(|m| m.modified().ok()?.elapsed().ok());
+    let older = |secs| age.is_some_and(|age| age > Duration::from_secs(secs));
+    let gone = match temp {
+        Some((tag, pid)) => {
+            older(3600) || tag == host::host_tag() && pid != host::pid() && !host::pid_alive(pid)
+        }
+        None => older(60) && meta.is_some_and(|m| m.is_file()),
     };
-    let old = meta
-        .modified()
-        .ok()
-        .and_then(|m| m.elapsed().ok())
-        .is_some_and(|age| age > Duration::from_secs(60));
-    old && meta.is_file() && fs::remove_file(path).is_ok()
+    gone && fs::remove_file(&path).is_ok()
 }

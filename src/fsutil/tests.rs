@@ -2,12 +2,20 @@
 
 use std::fs::{self, OpenOptions};
 use std::os::unix::fs::PermissionsExt as _;
+use std::path::PathBuf;
 use std::time::{Duration, SystemTime};
 
 use rustix::fs::Mode;
 
 use super::*;
 use crate::{host, layout};
+
+/// A FIFO made at `path`.
+fn fifo_at(path: &Path) -> PathBuf {
+    let (fifo, mode) = (rustix::fs::FileType::Fifo, Mode::from_raw_mode(0o600));
+    rustix::fs::mknodat(rustix::fs::CWD, path, fifo, mode, 0).unwrap();
+    path.to_path_buf()
+}
 
 #[test]
 fn create_new_never_replaces() {
@@ -43,15 +51,7 @@ fn capped_reads_give_every_byte_whatever_the_size() {
 #[test]
 fn touch_refuses_a_fifo_instead_of_waiting() {
     let dir = tempfile::tempdir().unwrap();
-    let fifo = dir.path().join("ticket");
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &fifo,
-        rustix::fs::FileType::Fifo,
-        Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
+    let fifo = fifo_at(&dir.path().join("ticket"));
     assert!(touch(&fifo).is_err(), "no reader: must not block");
     assert!(touch(dir.path()).is_err());
 }
@@ -153,15 +153,7 @@ fn replace_over_an_existing_file_leaves_nothing_behind() {
         "the folder is back at its name, no temp left"
     );
     // Anything else at the path (a FIFO here) is replaced, as a rename would.
-    let fifo = dir.path().join("fifo");
-    rustix::fs::mknodat(
-        rustix::fs::CWD,
-        &fifo,
-        rustix::fs::FileType::Fifo,
-        rustix::fs::Mode::from_raw_mode(0o600),
-        0,
-    )
-    .unwrap();
+    let fifo = fifo_at(&dir.path().join("fifo"));
     replace(&fifo, b"now a file").unwrap();
     assert_eq!(fs::read(&fifo).unwrap(), b"now a file");
     assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 4, "no temp left");
@@ -169,7 +161,6 @@ fn replace_over_an_existing_file_leaves_nothing_behind() {
 
 #[test]
 fn same_regular_files_compares_bytes_and_mode() {
-    use std::os::unix::fs::PermissionsExt as _;
     let dir = tempfile::tempdir().unwrap();
     let (a, b) = (dir.path().join("a"), dir.path().join("b"));
     fs::write(&a, b"same").unwrap();
