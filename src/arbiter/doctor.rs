@@ -100,9 +100,7 @@ fn diagnosis(
             }
         ));
     }
-    if policy.overridden
-        && policy.arbitration == Arbitration::Kernel
-        && !policy.fs.kernel_locks_shared()
+    if policy.overridden && policy.arbitration == Arbitration::Kernel && !policy.fs.served_locally()
     {
         warnings.push(format!(
             "{} forces the kernel arbitration on {}, where kernel locks do not cross machines",
@@ -136,8 +134,8 @@ fn diagnosis(
         filesystem: policy.fs.name.clone(),
         class: policy.fs.class,
         magic: format!("{:#x}", policy.fs.magic),
-        kernel_locks_cross_machines: policy.fs.kernel_locks_shared(),
-        events_cross_machines: policy.fs.events_shared(),
+        kernel_locks_cross_machines: policy.fs.served_locally(),
+        events_cross_machines: policy.fs.served_locally(),
         arbitration: policy.arbitration,
         arbitration_source: if policy.overridden {
             super::ENV_ARBITRATION.to_string()
@@ -273,10 +271,9 @@ mod tests {
     /// re-taken lock as the one before); where it can, or on a local disk, it says nothing.
     #[test]
     fn doctor_says_when_records_cannot_be_read_past_the_cache() {
-        use super::super::{FsInfo, magic};
+        use super::super::{FUSE, FsInfo};
         let dir = tempfile::tempdir().unwrap();
-        let sshfs =
-            Policy::choose(FsInfo::from_magic(magic::FUSE, Some("fuse.sshfs")), None).unwrap();
+        let sshfs = Policy::choose(FsInfo::from_magic(FUSE, Some("fuse.sshfs")), None).unwrap();
         let blind = diagnosis(dir.path(), Vec::new(), &sshfs, None, false);
         assert!(!blind.reads_past_cache);
         assert!(
