@@ -9,7 +9,7 @@ mod needs;
 mod read;
 
 pub use needs::{NeedsUser, clear_needs_user, needs_user, set_needs_user};
-pub use read::{Filter, Position, Tail, read, read_all, since, trim};
+pub use read::{Filter, Position, Tail, read, since, trim};
 
 use std::path::Path;
 use std::sync::Mutex;
