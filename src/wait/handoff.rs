@@ -39,14 +39,7 @@ pub fn keep(path: &Path, file: File) {
 /// removing the file: the waiter then finds it gone.
 pub fn let_go(path: &Path) {
     // Dropped outside the registry's lock.
-    let gone: Vec<(PathBuf, File)> = {
-        let mut h = held();
-        let (gone, kept) = std::mem::take(&mut *h)
-            .into_iter()
-            .partition(|(p, _)| p == path);
-        *h = kept;
-        gone
-    };
+    let gone: Vec<(PathBuf, File)> = held().extract_if(.., |(p, _)| p == path).collect();
     drop(gone);
 }
 
@@ -57,20 +50,10 @@ pub fn rekey(from: &Path, to: &Path) {
     }
 }
 
-/// What became of the `flock` a helper thread asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Outcome {
-    /// Still waiting.
-    Pending,
-    /// Granted: the owner let the file go.
-    Granted,
-    /// Refused by the kernel (a filesystem that cannot lock, say): waiting here tells nothing.
-    Failed,
-}
-
-/// One helper thread's wait, shared by every [`Handoff`] of this process on the same file.
+/// One helper thread's wait, shared by every [`Handoff`] of this process on the same file:
+/// how its `flock` ended (`None`: still waiting).
 struct Shared {
-    outcome: Mutex<Outcome>,
+    outcome: Mutex<Option<Woken>>,
     changed: Condvar,
 }
 
@@ -92,7 +75,8 @@ pub enum Woken {
     LetGo,
     /// The time given passed first.
     TimedOut,
-    /// The kernel refused the lock: this file cannot be waited for this way.
+    /// The kernel refused the lock (a filesystem that cannot lock, say): this file cannot be
+    /// waited for this way.
     Refused,
 }
 
@@ -123,7 +107,7 @@ impl Handoff {
             });
         }
         let shared = Arc::new(Shared {
-            outcome: Mutex::new(Outcome::Pending),
+            outcome: Mutex::new(None),
             changed: Condvar::new(),
         });
         let theirs = Arc::clone(&shared);
@@ -134,12 +118,12 @@ impl Handoff {
             .stack_size(64 * 1024)
             .spawn(move || {
                 let outcome = match file.lock_shared() {
-                    Ok(()) => Outcome::Granted,
-                    Err(_) => Outcome::Failed,
+                    Ok(()) => Woken::LetGo,
+                    Err(_) => Woken::Refused,
                 };
                 drop(file);
                 waiting().retain(|(k, _)| *k != key);
-                *theirs.outcome.lock().unwrap_or_else(|e| e.into_inner()) = outcome;
+                *theirs.outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
                 theirs.changed.notify_all();
             })
             .ok()?;
@@ -165,13 +149,9 @@ impl Handoff {
         let (outcome, _) = self
             .shared
             .changed
-            .wait_timeout_while(outcome, max, |o| *o == Outcome::Pending)
+            .wait_timeout_while(outcome, max, |o| o.is_none())
             .unwrap_or_else(|e| e.into_inner());
-        match *outcome {
-            Outcome::Pending => Woken::TimedOut,
-            Outcome::Granted => Woken::LetGo,
-            Outcome::Failed => Woken::Refused,
-        }
+        outcome.unwrap_or(Woken::TimedOut)
     }
 }
 
