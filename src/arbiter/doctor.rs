@@ -3,7 +3,7 @@
 //! whether a sync tool (which gives no atomicity at all) manages the folder.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -155,7 +155,7 @@ fn diagnosis(
 }
 
 /// The warning about a sync tool.
-pub fn sync_warning(s: &SyncTool) -> String {
+fn sync_warning(s: &SyncTool) -> String {
     format!(
         "this folder is synced by {} (`{}`): a sync tool copies files between machines with no atomicity, so locks cannot exclude agents on different machines; share the folder over NFS, SMB or sshfs instead",
         s.tool, s.marker
@@ -163,7 +163,7 @@ pub fn sync_warning(s: &SyncTool) -> String {
 }
 
 /// A sync tool managing `root`, found by its marker in `root` or a folder above it.
-pub fn sync_tool(root: &Path) -> Option<SyncTool> {
+fn sync_tool(root: &Path) -> Option<SyncTool> {
     const MARKERS: [(&str, &str); 5] = [
         (".stfolder", "Syncthing"),
         (".dropbox", "Dropbox"),
@@ -194,7 +194,7 @@ pub fn sync_tool(root: &Path) -> Option<SyncTool> {
 }
 
 /// Whether a file name is a sync tool's conflict copy.
-pub fn is_conflict_copy(name: &str) -> bool {
+fn is_conflict_copy(name: &str) -> bool {
     name.contains(".sync-conflict-")
         || name.contains("conflicted copy")
         || name.contains("Conflicted copy")
@@ -202,26 +202,22 @@ pub fn is_conflict_copy(name: &str) -> bool {
 }
 
 fn conflict_copies(root: &Path, state_dir: &Path) -> Vec<String> {
-    let mut found = Vec::new();
-    for dir in [root, state_dir] {
-        let Ok(entries) = crate::fsutil::read_dir(dir) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let name = e.file_name();
-            if let Some(n) = name.to_str()
-                && is_conflict_copy(n)
-            {
-                let p: PathBuf = e.path();
-                found.push(
-                    p.strip_prefix(root)
-                        .unwrap_or(&p)
-                        .to_string_lossy()
-                        .into_owned(),
-                );
-            }
-        }
-    }
+    let mut found: Vec<String> = [root, state_dir]
+        .into_iter()
+        .filter_map(|dir| crate::fsutil::read_dir(dir).ok())
+        .flat_map(|entries| entries.flatten().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(is_conflict_copy)
+        })
+        .map(|p| {
+            p.strip_prefix(root)
+                .unwrap_or(&p)
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
     found.sort();
     found
 }
