@@ -161,6 +161,21 @@ mod tests {
     use super::*;
     use std::time::Instant;
 
+    /// Create `p` locked and keep it, as a holder does; returns its device and inode.
+    fn kept(p: &Path) -> FileId {
+        use std::os::unix::fs::MetadataExt;
+        let f = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(p)
+            .unwrap();
+        f.lock().unwrap();
+        let meta = f.metadata().unwrap();
+        keep(p, f);
+        (meta.dev(), meta.ino())
+    }
+
     #[test]
     fn a_file_nobody_keeps_locked_is_not_waited_for() {
         let dir = tempfile::tempdir().unwrap();
@@ -176,9 +191,7 @@ mod tests {
     fn the_waiter_wakes_when_the_owner_lets_go_and_not_before() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("ticket");
-        let f = File::create(&p).unwrap();
-        f.lock().unwrap();
-        keep(&p, f);
+        kept(&p);
         let h = Handoff::start(&p).expect("kept locked");
         assert_eq!(h.path(), p);
         assert_eq!(
@@ -196,14 +209,9 @@ mod tests {
 
     #[test]
     fn waits_for_one_file_share_one_thread() {
-        use std::os::unix::fs::MetadataExt;
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("lock");
-        let f = File::create(&p).unwrap();
-        f.lock().unwrap();
-        let meta = f.metadata().unwrap();
-        let key = (meta.dev(), meta.ino());
-        keep(&p, f);
+        let key = kept(&p);
         let first = Handoff::start(&p).unwrap();
         let second = Handoff::start(&p).unwrap();
         drop(Handoff::start(&p).unwrap());
@@ -211,10 +219,6 @@ mod tests {
         let_go(&p);
         assert_eq!(first.wait(Duration::from_secs(20)), Woken::LetGo);
         assert_eq!(second.wait(Duration::from_secs(20)), Woken::LetGo);
-        eventually_gone(key);
-    }
-
-    fn eventually_gone(key: FileId) {
         let start = Instant::now();
         while waiting().iter().any(|(k, _)| *k == key) {
             assert!(
@@ -229,11 +233,8 @@ mod tests {
     fn letting_go_of_one_path_keeps_the_others_and_a_rekeyed_file_goes_with_its_new_name() {
         let dir = tempfile::tempdir().unwrap();
         let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-        for p in [&a, &b] {
-            let f = File::create(p).unwrap();
-            f.lock().unwrap();
-            keep(p, f);
-        }
+        kept(&a);
+        kept(&b);
         let_go(&a);
         assert!(Handoff::start(&a).is_none());
         // Kept under another name: let go with that one.
@@ -248,9 +249,7 @@ mod tests {
         );
         let_go(&a);
         assert_eq!(h.wait(Duration::from_secs(20)), Woken::LetGo);
-        let f = File::open(&b).unwrap();
-        f.lock().unwrap();
-        keep(&b, f);
+        kept(&b);
         let h = Handoff::start(&b).expect("b still kept");
         let_go(&b);
         assert_eq!(h.wait(Duration::from_secs(20)), Woken::LetGo);
