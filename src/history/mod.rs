@@ -295,7 +295,7 @@ fn off() -> bool {
 /// returned.
 pub fn record(root: &Path, mut event: Event) {
     if acts(&event.event) {
-        needs::forget(root, &event.agent);
+        let _ = needs::forget(root, &event.agent);
     }
     if off() {
         return;
