@@ -36,10 +36,8 @@ pub struct Diagnosis {
     pub recheck_ms: u64,
     /// Whether lock files are also looked up by exact name (listings may lag).
     pub exact_lookups: bool,
-    /// Whether coord reads records (locks, presences, the lease) as the file server has them,
-    /// past what this machine cached of their contents: a mount that keeps a file's contents
-    /// across opens (FUSE `kernel_cache`) would otherwise show a record rewritten at the same
-    /// size within the same second as the one before, and a live holder could be judged gone.
+    /// Whether coord reads records as the file server has them, past this machine's cache of
+    /// their contents (else a live holder's rewritten record could read as the one before).
     pub reads_past_cache: bool,
     /// How far this clock runs ahead of the folder's, in milliseconds (negative: behind).
     pub clock_skew_ms: Option<i64>,

@@ -278,9 +278,7 @@ pub fn recheck_for(dir: &Path) -> Duration {
 }
 
 /// How far this machine's clock runs ahead of the folder's (the file server's), when it does by
-/// more than two seconds; measured once per process by writing a file in `.coord/` (under the
-/// shared root `root`) and reading
-/// the mtime the server gave it.
+/// more than two seconds; measured once per process with a file written in `root`'s `.coord/`.
 pub fn clock_ahead(root: &Path) -> Option<Duration> {
     if std::env::var_os(crate::clock::NOW_ENV).is_some() {
         return None;

@@ -52,10 +52,9 @@ pub fn snapshot(ws: &Workspace) -> Snapshot {
     }
 }
 
-/// The folders whose changes `coord watch` wakes on, for the workspace as `snap` saw it (or
-/// before a first look, `None`): the root (presences, handshakes), coord's state folders (the index of the locks coord made,
-/// the wait queues, messages, the stamp card), the dialogue, the open reviews, and the folders
-/// of the locks seen (a lock made by hand going away).
+/// The folders whose changes `coord watch` wakes on, for the workspace as `snap` saw it (`None`:
+/// before a first look): the root, coord's state folders, the wait queues, the dialogue, the
+/// open reviews, and the folders of the locks seen (a lock made by hand going away).
 pub fn watched_folders(ws: &Workspace, snap: Option<&Snapshot>) -> Vec<PathBuf> {
     let root = ws.root();
     let shared = crate::worktree::shared_root(root);
