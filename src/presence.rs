@@ -288,14 +288,9 @@ pub fn write_over(
         old.and_then(|p| p.record.get_nonempty(key))
             .map(str::to_string)
     };
-    let status = match update.finished {
-        Some(true) => "FINISHED".to_string(),
-        Some(false) => "ACTIVE".to_string(),
-        None => match old_field("status") {
-            Some(s) if s.eq_ignore_ascii_case("FINISHED") => "FINISHED".into(),
-            _ => "ACTIVE".into(),
-        },
-    };
+    let finished = update
+        .finished
+        .unwrap_or_else(|| old_field("status").is_some_and(|s| s.eq_ignore_ascii_case("FINISHED")));
     let started = old_field("started")
         .filter(|s| clock::parse_timestamp(s).is_some())
         .unwrap_or_else(|| now.clone());
@@ -304,21 +299,15 @@ pub fn write_over(
             .or_else(|| old_field(key))
             .unwrap_or_else(|| "-".to_string())
     };
-    let working_on = pick(&update.working_on, "working_on");
     // Releasing every lock or finishing ends work on a file: a `current_file` left over would
     // tell the others a file is being worked on when none is.
     let done_with_file =
         update.finished == Some(true) || matches!(update.lock_status, Some(LockStatus::Free));
     let current_file = match (&update.current_file, done_with_file) {
-        (Some(f), _) => f.clone(),
         (None, true) => "-".to_string(),
-        (None, false) => pick(&None, "current_file"),
+        (new, _) => pick(new, "current_file"),
     };
-    let lock_status = update
-        .lock_status
-        .map(|s| s.as_str().to_string())
-        .or_else(|| old_field("lock_status"))
-        .unwrap_or_else(|| "FREE".to_string());
+    let lock_status = update.lock_status.map(|s| s.as_str().to_string());
 
     // A name given in lower case does not replace a display name of the same id (`Claude`).
     let name = match old_field("Agent") {
@@ -329,12 +318,17 @@ pub fn write_over(
     };
     let mut rec = Record::new();
     rec.set("Agent", name);
-    rec.set("status", status);
+    rec.set("status", if finished { "FINISHED" } else { "ACTIVE" });
     rec.set("started", started);
     rec.set("heartbeat", &now);
-    rec.set("working_on", working_on);
+    rec.set("working_on", pick(&update.working_on, "working_on"));
     rec.set("current_file", current_file);
-    rec.set("lock_status", lock_status);
+    rec.set(
+        "lock_status",
+        lock_status
+            .or_else(|| old_field("lock_status"))
+            .unwrap_or_else(|| "FREE".into()),
+    );
     if let Some(old) = old {
         for (k, v) in old.record.extras(&SEED_KEYS) {
             rec.set(k, v);

@@ -1,6 +1,7 @@
 //! Git worktrees: the work trees of one repository share one workspace (contract §10).
 
 use std::collections::HashMap;
+use std::convert::Infallible;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
@@ -10,6 +11,26 @@ use crate::fsutil::{self, RECORD_CAP, Stat};
 /// The extra presence key naming the work tree an agent last acted in, written where the
 /// repository has more than one.
 pub const PRESENCE_KEY: &str = "worktree";
+
+/// A value found once per process for each workspace root.
+pub(crate) type PerRoot<T> = OnceLock<Mutex<HashMap<PathBuf, T>>>;
+
+/// The value `cache` holds for `root`, found by `find` the first time (an error is not kept).
+pub(crate) fn per_root<T: Clone, E>(
+    cache: &PerRoot<T>,
+    root: &Path,
+    find: impl FnOnce() -> Result<T, E>,
+) -> Result<T, E> {
+    let map = cache.get_or_init(Default::default);
+    if let Some(found) = map.lock().ok().and_then(|m| m.get(root).cloned()) {
+        return Ok(found);
+    }
+    let found = find()?;
+    if let Ok(mut m) = map.lock() {
+        m.insert(root.to_path_buf(), found.clone());
+    }
+    Ok(found)
+}
 
 /// One work tree of a repository.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -43,7 +64,7 @@ fn resolve(base: &Path, p: &str) -> PathBuf {
 
 /// The per-worktree git folder of a linked worktree at `top` (`<common>/worktrees/NAME`), when
 /// `top/.git` is a file naming one that has a `commondir`.
-pub fn linked_gitdir(top: &Path) -> Option<PathBuf> {
+fn linked_gitdir(top: &Path) -> Option<PathBuf> {
     let gitdir = gitfile_target(top)?;
     fs::symlink_metadata(gitdir.join("commondir"))
         .is_ok_and(|m| m.is_file())
@@ -102,12 +123,16 @@ pub fn common_dir(top: &Path) -> Option<PathBuf> {
     linked_common_dir(top)
 }
 
-/// The common git folder of the repository the folder `dir` is in: that of `dir` when it is a
-/// work tree's top level, else that of the nearest folder above it holding a `.git`.
-pub fn enclosing_common_dir(dir: &Path) -> Option<PathBuf> {
+/// The work tree the folder `dir` is in: `dir` itself when it is a top level, else the nearest
+/// folder above it holding a `.git`.
+fn enclosing_top(dir: &Path) -> Option<&Path> {
     dir.ancestors()
         .find(|a| fs::symlink_metadata(a.join(".git")).is_ok())
-        .and_then(common_dir)
+}
+
+/// The [`common_dir`] of the work tree the folder `dir` is in.
+pub fn enclosing_common_dir(dir: &Path) -> Option<PathBuf> {
+    common_dir(enclosing_top(dir)?)
 }
 
 /// The git folder holding the repository of the work tree at `top`, whose `config` and
@@ -117,12 +142,9 @@ pub fn repository_dir(top: &Path) -> Option<PathBuf> {
     common_dir(top).or_else(|| gitfile_target(top))
 }
 
-/// The work tree the folder `dir` is in (`dir` itself when it is a top level, else the nearest
-/// folder above it holding a `.git`) and its [`repository_dir`].
+/// The work tree the folder `dir` is in and its [`repository_dir`].
 pub fn enclosing_repository(dir: &Path) -> Option<(PathBuf, PathBuf)> {
-    let top = dir
-        .ancestors()
-        .find(|a| fs::symlink_metadata(a.join(".git")).is_ok())?;
+    let top = enclosing_top(dir)?;
     Some((top.to_path_buf(), repository_dir(top)?))
 }
 
@@ -147,28 +169,19 @@ fn main_top(common: &Path) -> Option<PathBuf> {
 /// Where the shared state of the workspace at `root` lives: the main work tree's top level
 /// when `root` is a linked worktree without its own `.coord/`, else `root` itself.
 pub fn shared_root(root: &Path) -> PathBuf {
-    static CACHE: OnceLock<Mutex<HashMap<PathBuf, PathBuf>>> = OnceLock::new();
-    let cache = CACHE.get_or_init(|| Mutex::new(HashMap::new()));
-    if let Ok(map) = cache.lock()
-        && let Some(found) = map.get(root)
-    {
-        return found.clone();
-    }
-    let found = find_shared_root(root).unwrap_or_else(|| root.to_path_buf());
-    if let Ok(mut map) = cache.lock() {
-        map.insert(root.to_path_buf(), found.clone());
-    }
+    static CACHE: PerRoot<PathBuf> = OnceLock::new();
+    let Ok(found) = per_root(&CACHE, root, || {
+        let main = (!has_own_state(root))
+            .then(|| main_top(&linked_common_dir(root)?))
+            .flatten();
+        Ok::<_, Infallible>(main.unwrap_or_else(|| root.to_path_buf()))
+    });
     found
 }
 
-fn find_shared_root(root: &Path) -> Option<PathBuf> {
-    // A `.coord/` folder of its own keeps a worktree apart.
-    if fs::symlink_metadata(root.join(crate::layout::STATE_DIR)).is_ok_and(|m| m.is_dir()) {
-        return None;
-    }
-    let main = main_top(&linked_common_dir(root)?)?;
-    // The main work tree must itself share (it has no `.coord/` of a different kind to keep).
-    (main != root).then_some(main)
+/// Whether the work tree at `top` has a `.coord/` folder of its own, which keeps it apart.
+fn has_own_state(top: &Path) -> bool {
+    fs::symlink_metadata(top.join(crate::layout::STATE_DIR)).is_ok_and(|m| m.is_dir())
 }
 
 /// A work tree as a refusal or a view names the place of a holder: `worktree /repo-b, branch
@@ -209,56 +222,35 @@ fn branch_of(gitdir: &Path) -> Option<String> {
 /// first; just `root` when it shares with none.
 pub fn trees(root: &Path) -> Vec<Tree> {
     let shared = shared_root(root);
-    let Some(common) = common_dir(&shared) else {
-        return vec![Tree {
-            top: root.to_path_buf(),
-            gitdir: None,
-        }];
-    };
-    let stamp = Stat::read_followed(&common.join("worktrees"));
-    read_trees(root, &shared, &common, stamp.as_ref())
-}
-
-/// The work trees of the repository whose common folder is `common`: the main one (`shared`)
-/// and the linked ones that share its workspace, `root`'s own first.
-fn read_trees(root: &Path, shared: &Path, common: &Path, stamp: Option<&Stat>) -> Vec<Tree> {
-    let mut all = vec![Tree {
-        top: shared.to_path_buf(),
-        gitdir: Some(common.to_path_buf()),
-    }];
-    let linked = stamp
-        .and_then(|stamp| saved::load(shared, stamp))
-        .unwrap_or_else(|| {
-            let found = read_linked(common);
-            if let Some(stamp) = stamp {
-                saved::store(shared, stamp, &found);
+    let mut all = Vec::new();
+    if let Some(common) = common_dir(&shared) {
+        let stamp = Stat::read_followed(&common.join("worktrees"));
+        let linked = stamp.as_ref().and_then(|s| saved::load(&shared, s));
+        let linked = linked.unwrap_or_else(|| {
+            let found = read_linked(&common);
+            if let Some(stamp) = &stamp {
+                saved::store(&shared, stamp, &found);
             }
             found
         });
-    for tree in linked {
         // A tree removed by hand took its locks with it; a worktree with a `.coord/` of its
         // own is a workspace of its own.
-        if tree.top == shared
-            || is_gone(&tree.top)
-            || fs::symlink_metadata(tree.top.join(crate::layout::STATE_DIR))
-                .is_ok_and(|m| m.is_dir())
-        {
-            continue;
-        }
-        all.push(Tree {
-            top: tree.top,
-            gitdir: Some(tree.gitdir),
-        });
+        let linked = linked
+            .into_iter()
+            .filter(|t| t.top != shared && !is_gone(&t.top) && !has_own_state(&t.top));
+        all.push((shared.clone(), common));
+        all.extend(linked.map(|t| (t.top, t.gitdir)));
     }
-    let own = match all.iter().position(|t| t.top == root) {
-        Some(i) => all.remove(i),
-        None => Tree {
-            top: root.to_path_buf(),
-            gitdir: None,
-        },
-    };
-    all.insert(0, own);
-    all
+    let own = all.iter().position(|(top, _)| top == root);
+    let own = own.map_or((root.to_path_buf(), None), |i| {
+        let (top, gitdir) = all.remove(i);
+        (top, Some(gitdir))
+    });
+    let rest = all.into_iter().map(|(top, gitdir)| (top, Some(gitdir)));
+    std::iter::once(own)
+        .chain(rest)
+        .map(|(top, gitdir)| Tree { top, gitdir })
+        .collect()
 }
 
 /// One linked worktree as git's files name it: its folder under `<common>/worktrees/` and its
@@ -268,16 +260,6 @@ struct Linked {
     gitdir: PathBuf,
     top: PathBuf,
     file: Stat,
-}
-
-/// Whether a file whose stat data is `stat` changed within the last [`saved::RACY`] seconds,
-/// where a change in the same tick of a coarse clock leaves the stat data as it was (git's
-/// "racily clean" index entries).
-fn changed_lately(stat: &Stat) -> bool {
-    let now = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX));
-    now - stat.mtime_ns.max(stat.ctime_ns) < i128::from(saved::RACY) * 1_000_000_000
 }
 
 /// The linked worktrees named in `<common>/worktrees/*/gitdir`, whatever their state.
@@ -311,11 +293,18 @@ fn read_linked(common: &Path) -> Vec<Linked> {
 
 /// `.coord/worktrees`: the list of linked worktrees as last read, kept between processes.
 mod saved {
-    use super::{Linked, Stat, changed_lately};
+    use super::{Linked, Stat};
     use std::path::{Path, PathBuf};
 
-    /// Seconds a change must be old before a list reflecting it is kept.
-    pub(super) const RACY: i64 = 2;
+    /// Whether a file whose stat data is `stat` changed within the last 2 seconds, where a
+    /// change in the same tick of a coarse clock leaves the stat data as it was (git's "racily
+    /// clean" index entries): a list reflecting it is not kept.
+    fn changed_lately(stat: &Stat) -> bool {
+        let now = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX));
+        now - stat.mtime_ns.max(stat.ctime_ns) < 2_000_000_000
+    }
 
     #[derive(serde::Serialize, serde::Deserialize)]
     struct Saved {
@@ -368,16 +357,12 @@ pub fn is_gone(top: &Path) -> bool {
 /// The other work trees sharing the workspace at `root` (empty for a lone folder). Cheap when
 /// there are none: one or two metadata lookups.
 pub fn others(root: &Path) -> Vec<Tree> {
-    let shared = shared_root(root);
-    if shared == root {
-        let dot_git = root.join(".git");
-        if !fs::symlink_metadata(dot_git.join("worktrees")).is_ok_and(|m| m.is_dir()) {
-            return Vec::new();
-        }
+    if shared_root(root) == root
+        && !fs::symlink_metadata(root.join(".git/worktrees")).is_ok_and(|m| m.is_dir())
+    {
+        return Vec::new();
     }
-    let mut all = trees(root);
-    all.remove(0);
-    all
+    trees(root).split_off(1)
 }
 
 /// Every work tree of the repository whose tree `top` is, whatever workspace each one is (a

@@ -3,7 +3,7 @@
 //! whether a sync tool (which gives no atomicity at all) manages the folder.
 
 use std::fs;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 
@@ -36,10 +36,8 @@ pub struct Diagnosis {
     pub recheck_ms: u64,
     /// Whether lock files are also looked up by exact name (listings may lag).
     pub exact_lookups: bool,
-    /// Whether coord reads records (locks, presences, the lease) as the file server has them,
-    /// past what this machine cached of their contents: a mount that keeps a file's contents
-    /// across opens (FUSE `kernel_cache`) would otherwise show a record rewritten at the same
-    /// size within the same second as the one before, and a live holder could be judged gone.
+    /// Whether coord reads records as the file server has them, past this machine's cache of
+    /// their contents (else a live holder's rewritten record could read as the one before).
     pub reads_past_cache: bool,
     /// How far this clock runs ahead of the folder's, in milliseconds (negative: behind).
     pub clock_skew_ms: Option<i64>,
@@ -100,9 +98,7 @@ fn diagnosis(
             }
         ));
     }
-    if policy.overridden
-        && policy.arbitration == Arbitration::Kernel
-        && !policy.fs.kernel_locks_shared()
+    if policy.overridden && policy.arbitration == Arbitration::Kernel && !policy.fs.served_locally()
     {
         warnings.push(format!(
             "{} forces the kernel arbitration on {}, where kernel locks do not cross machines",
@@ -136,8 +132,8 @@ fn diagnosis(
         filesystem: policy.fs.name.clone(),
         class: policy.fs.class,
         magic: format!("{:#x}", policy.fs.magic),
-        kernel_locks_cross_machines: policy.fs.kernel_locks_shared(),
-        events_cross_machines: policy.fs.events_shared(),
+        kernel_locks_cross_machines: policy.fs.served_locally(),
+        events_cross_machines: policy.fs.served_locally(),
         arbitration: policy.arbitration,
         arbitration_source: if policy.overridden {
             super::ENV_ARBITRATION.to_string()
@@ -157,7 +153,7 @@ fn diagnosis(
 }
 
 /// The warning about a sync tool.
-pub fn sync_warning(s: &SyncTool) -> String {
+fn sync_warning(s: &SyncTool) -> String {
     format!(
         "this folder is synced by {} (`{}`): a sync tool copies files between machines with no atomicity, so locks cannot exclude agents on different machines; share the folder over NFS, SMB or sshfs instead",
         s.tool, s.marker
@@ -165,7 +161,7 @@ pub fn sync_warning(s: &SyncTool) -> String {
 }
 
 /// A sync tool managing `root`, found by its marker in `root` or a folder above it.
-pub fn sync_tool(root: &Path) -> Option<SyncTool> {
+fn sync_tool(root: &Path) -> Option<SyncTool> {
     const MARKERS: [(&str, &str); 5] = [
         (".stfolder", "Syncthing"),
         (".dropbox", "Dropbox"),
@@ -196,7 +192,7 @@ pub fn sync_tool(root: &Path) -> Option<SyncTool> {
 }
 
 /// Whether a file name is a sync tool's conflict copy.
-pub fn is_conflict_copy(name: &str) -> bool {
+fn is_conflict_copy(name: &str) -> bool {
     name.contains(".sync-conflict-")
         || name.contains("conflicted copy")
         || name.contains("Conflicted copy")
@@ -204,26 +200,22 @@ pub fn is_conflict_copy(name: &str) -> bool {
 }
 
 fn conflict_copies(root: &Path, state_dir: &Path) -> Vec<String> {
-    let mut found = Vec::new();
-    for dir in [root, state_dir] {
-        let Ok(entries) = crate::fsutil::read_dir(dir) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let name = e.file_name();
-            if let Some(n) = name.to_str()
-                && is_conflict_copy(n)
-            {
-                let p: PathBuf = e.path();
-                found.push(
-                    p.strip_prefix(root)
-                        .unwrap_or(&p)
-                        .to_string_lossy()
-                        .into_owned(),
-                );
-            }
-        }
-    }
+    let mut found: Vec<String> = [root, state_dir]
+        .into_iter()
+        .filter_map(|dir| crate::fsutil::read_dir(dir).ok())
+        .flat_map(|entries| entries.flatten().map(|e| e.path()))
+        .filter(|p| {
+            p.file_name()
+                .and_then(|n| n.to_str())
+                .is_some_and(is_conflict_copy)
+        })
+        .map(|p| {
+            p.strip_prefix(root)
+                .unwrap_or(&p)
+                .to_string_lossy()
+                .into_owned()
+        })
+        .collect();
     found.sort();
     found
 }
@@ -273,10 +265,9 @@ mod tests {
     /// re-taken lock as the one before); where it can, or on a local disk, it says nothing.
     #[test]
     fn doctor_says_when_records_cannot_be_read_past_the_cache() {
-        use super::super::{FsInfo, magic};
+        use super::super::{FUSE, FsInfo};
         let dir = tempfile::tempdir().unwrap();
-        let sshfs =
-            Policy::choose(FsInfo::from_magic(magic::FUSE, Some("fuse.sshfs")), None).unwrap();
+        let sshfs = Policy::choose(FsInfo::from_magic(FUSE, Some("fuse.sshfs")), None).unwrap();
         let blind = diagnosis(dir.path(), Vec::new(), &sshfs, None, false);
         assert!(!blind.reads_past_cache);
         assert!(

@@ -40,26 +40,29 @@ pub struct LeaseGuard {
 impl LeaseGuard {
     /// Fencing: whether the lease is still this process's (see the module documentation).
     pub fn still_held(&self) -> bool {
-        if self.taken.elapsed() < self.lease / 2 {
-            return true;
-        }
-        fsutil::read_capped(&self.path, RECORD_CAP)
-            .is_ok_and(|bytes| token_of(&bytes).as_deref() == Some(self.token.as_str()))
+        self.surely_ours()
+            || fsutil::read_capped(&self.path, RECORD_CAP).is_ok_and(|bytes| self.names_us(&bytes))
+    }
+
+    /// Taken less than half a lease ago: nobody can have broken it yet.
+    fn surely_ours(&self) -> bool {
+        self.taken.elapsed() < self.lease / 2
+    }
+
+    fn names_us(&self, record: &[u8]) -> bool {
+        let rec = Record::parse(&String::from_utf8_lossy(record));
+        rec.get_nonempty("token") == Some(self.token.as_str())
     }
 }
 
 impl Drop for LeaseGuard {
     fn drop(&mut self) {
-        if self.taken.elapsed() < self.lease / 2 {
-            // Nobody can have broken it yet: it is ours by name.
+        if self.surely_ours() {
             let _ = fsutil::raw::remove_file(&self.path);
-            return;
+        } else {
+            // Stalled past half the lease: remove it only if it is still ours.
+            let _ = remove_if(&self.path, |bytes| self.names_us(bytes));
         }
-        // Stalled past half the lease: remove it only if it is still ours.
-        let token = self.token.clone();
-        let _ = remove_if(&self.path, |bytes| {
-            token_of(bytes).as_deref() == Some(token.as_str())
-        });
     }
 }
 
@@ -273,12 +276,6 @@ fn render(token: &str, lease: Duration) -> String {
     rec.set("lease", clock::format_duration(lease));
     rec.set("taken", clock::format_timestamp(&clock::now()));
     rec.render()
-}
-
-fn token_of(bytes: &[u8]) -> Option<String> {
-    Record::parse(&String::from_utf8_lossy(bytes))
-        .get_nonempty("token")
-        .map(str::to_string)
 }
 
 fn declared_lease(rec: &Record) -> Duration {

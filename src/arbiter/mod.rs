@@ -4,16 +4,17 @@ pub mod doctor;
 pub mod lease;
 mod mutex;
 
-use std::collections::HashMap;
+use std::convert::Infallible;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, OnceLock};
+use std::sync::OnceLock;
 use std::time::Duration;
 
 use serde::Serialize;
 
 use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
+use crate::worktree::{PerRoot, per_root};
 
 pub use mutex::{
     MUTEX_PATIENCE, MutexGuard, cap_mutex_patience, lock_mutex, lock_mutex_within, mutex_patience,
@@ -47,24 +48,19 @@ pub struct FsInfo {
 }
 
 /// Filesystem magic numbers (`statfs(2)`'s `f_type`) coord names.
-pub mod magic {
-    /// NFS.
-    pub const NFS: u64 = 0x6969;
-    /// FUSE.
-    pub const FUSE: u64 = 0x6573_5546;
-    /// ext2/3/4.
-    pub const EXT4: u64 = 0xEF53;
-}
+const NFS: u64 = 0x6969;
+const FUSE: u64 = 0x6573_5546;
+const EXT4: u64 = 0xEF53;
 
 /// Every filesystem coord knows by its magic number, with its class and name. Windows file
 /// systems seen through WSL (`9p`) are not local.
 const KNOWN: [(u64, FsClass, &str); 15] = [
-    (magic::NFS, FsClass::Nfs, "nfs"),
+    (NFS, FsClass::Nfs, "nfs"),
     (0x517B, FsClass::Smb, "smb"),
     (0xFF53_4D42, FsClass::Smb, "cifs"),
     (0xFE53_4D42, FsClass::Smb, "smb2"),
-    (magic::FUSE, FsClass::Fuse, "fuse"),
-    (magic::EXT4, FsClass::Local, "ext4"),
+    (FUSE, FsClass::Fuse, "fuse"),
+    (EXT4, FsClass::Local, "ext4"),
     (0x5846_5342, FsClass::Local, "xfs"),
     (0x9123_683E, FsClass::Local, "btrfs"),
     (0x0102_1994, FsClass::Local, "tmpfs"),
@@ -100,7 +96,7 @@ impl FsInfo {
     }
 
     /// Find out what `dir` is on.
-    pub fn detect(dir: &Path) -> Result<FsInfo> {
+    fn detect(dir: &Path) -> Result<FsInfo> {
         let st = rustix::fs::statfs(dir)
             .map_err(io::Error::from)
             .at("inspect the filesystem of", dir)?;
@@ -109,7 +105,7 @@ impl FsInfo {
         let magic_number = (st.f_type as i64 as u64) & 0xFFFF_FFFF;
         // Only FUSE needs the mount table (its subtype, `fuse.sshfs`): every other class is told
         // by the magic number alone, and this runs on every command's hot path.
-        let mount_type = (magic_number == magic::FUSE)
+        let mount_type = (magic_number == FUSE)
             .then(|| std::fs::read_to_string("/proc/self/mountinfo").ok())
             .flatten()
             .and_then(|table| mount_type_of(&table, dir));
@@ -117,36 +113,24 @@ impl FsInfo {
     }
 
     /// Whether an arbitration can hold here at all: `false` on a filesystem that offers
-    /// neither hard links nor an exclusive create that excludes across mounts (rclone).
-    pub fn arbitrable(&self) -> bool {
-        !(self.class == FsClass::Fuse && NO_ARBITRATION.contains(&self.name.as_str()))
+    /// neither hard links nor an exclusive create that excludes across mounts. rclone's `mount`
+    /// fails `link(2)` with `EIO` and serves an `O_EXCL` create from its own cache, so two
+    /// mounts of one remote each see their create succeed.
+    fn arbitrable(&self) -> bool {
+        !(self.class == FsClass::Fuse && ["fuse.rclone", "rclone"].contains(&self.name.as_str()))
     }
 
-    /// Whether a kernel lock taken here excludes every process that can reach the folder.
-    pub fn kernel_locks_shared(&self) -> bool {
-        self.class == FsClass::Local
-    }
-
-    /// Whether filesystem events (inotify) report changes made by every process that can reach
-    /// the folder.
-    pub fn events_shared(&self) -> bool {
-        self.class == FsClass::Local
-    }
-
-    /// Whether making or looking at a file costs no round trip to a server.
+    /// Whether one kernel sees every process that can reach the folder: its locks exclude them
+    /// all, its events (inotify) report their changes, and looking at a file costs no round
+    /// trip to a server.
     pub fn served_locally(&self) -> bool {
         self.class == FsClass::Local
     }
 }
 
-/// FUSE filesystems (their mount type) where no arbitration holds: rclone's `mount` fails
-/// `link(2)` with `EIO` and serves an `O_EXCL` create from its own cache, so two mounts of one
-/// remote each see their create succeed.
-pub const NO_ARBITRATION: &[&str] = &["fuse.rclone", "rclone"];
-
 /// The filesystem type of the mount holding `dir`, from a `/proc/self/mountinfo` table: the
 /// longest mount point that is an ancestor of `dir` wins.
-pub fn mount_type_of(table: &str, dir: &Path) -> Option<String> {
+fn mount_type_of(table: &str, dir: &Path) -> Option<String> {
     let mut best: Option<(usize, String)> = None;
     for line in table.lines() {
         let Some((left, right)) = line.split_once(" - ") else {
@@ -168,27 +152,28 @@ pub fn mount_type_of(table: &str, dir: &Path) -> Option<String> {
 
 /// Mount points escape space, tab, newline and backslash as `\ooo`.
 fn unescape_mount(s: &str) -> PathBuf {
+    use std::os::unix::ffi::OsStringExt;
     let bytes = s.as_bytes();
     let mut out = Vec::with_capacity(bytes.len());
     let mut i = 0;
     while i < bytes.len() {
-        if bytes[i] == b'\\'
-            && i + 3 < bytes.len()
-            && bytes[i + 1..i + 4]
-                .iter()
-                .all(|b| (b'0'..=b'7').contains(b))
-        {
-            let v = bytes[i + 1..i + 4]
-                .iter()
-                .fold(0u32, |acc, b| acc * 8 + u32::from(b - b'0'));
-            out.push(v as u8);
-            i += 4;
-        } else {
-            out.push(bytes[i]);
-            i += 1;
+        let octal = bytes
+            .get(i + 1..i + 4)
+            .filter(|d| bytes[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match octal {
+            Some(d) => {
+                out.push(
+                    d.iter()
+                        .fold(0u8, |v, c| v.wrapping_mul(8).wrapping_add(c - b'0')),
+                );
+                i += 4;
+            }
+            None => {
+                out.push(bytes[i]);
+                i += 1;
+            }
         }
     }
-    use std::os::unix::ffi::OsStringExt;
     PathBuf::from(std::ffi::OsString::from_vec(out))
 }
 
@@ -213,26 +198,15 @@ impl Arbitration {
             Arbitration::None => "none",
         }
     }
-
-    /// Parse `kernel` or `link`.
-    pub fn parse(s: &str) -> Option<Arbitration> {
-        match s.trim().to_ascii_lowercase().as_str() {
-            "kernel" | "flock" => Some(Arbitration::Kernel),
-            "link" | "lease" => Some(Arbitration::Link),
-            _ => None,
-        }
-    }
 }
 
 /// The environment variable that overrides the arbitration.
 pub const ENV_ARBITRATION: &str = "COORD_ARBITRATION";
 
-/// How a waiter re-checks on a filesystem whose events reach it (they wake it at once; the
-/// re-check is a safety net).
-pub const RECHECK_LOCAL: Duration = Duration::from_millis(500);
-
-/// How a waiter re-checks where events from other machines never arrive.
-pub const RECHECK_REMOTE: Duration = Duration::from_millis(50);
+/// How a waiter re-checks where events reach it (a safety net), and where events from other
+/// machines never arrive.
+const RECHECK_LOCAL: Duration = Duration::from_millis(500);
+const RECHECK_REMOTE: Duration = Duration::from_millis(50);
 
 /// Everything coord decides from the filesystem.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -254,70 +228,46 @@ impl Policy {
     /// The policy for a filesystem, with an optional override (the value of
     /// `COORD_ARBITRATION`).
     pub fn choose(fs: FsInfo, override_value: Option<&str>) -> Result<Policy> {
-        let detected = if !fs.arbitrable() {
-            Arbitration::None
-        } else if fs.kernel_locks_shared() {
-            Arbitration::Kernel
-        } else {
-            Arbitration::Link
+        let local = fs.served_locally();
+        let detected = match (fs.arbitrable(), local) {
+            (false, _) => Arbitration::None,
+            (true, true) => Arbitration::Kernel,
+            (true, false) => Arbitration::Link,
         };
-        let forced = match override_value.filter(|v| !v.trim().is_empty()) {
-            Some(v) => Some(Arbitration::parse(v).ok_or_else(|| {
-                Error::bad_input(format!(
-                    "{ENV_ARBITRATION}={v} is not an arbitration: use `kernel` or `link`"
-                ))
-            })?),
+        let forced = match override_value.map(|v| (v, v.trim().to_ascii_lowercase())) {
             None => None,
+            Some((_, w)) if w.is_empty() => None,
+            Some((_, w)) if w == "kernel" || w == "flock" => Some(Arbitration::Kernel),
+            Some((_, w)) if w == "link" || w == "lease" => Some(Arbitration::Link),
+            Some((v, _)) => {
+                return Err(Error::bad_input(format!(
+                    "{ENV_ARBITRATION}={v} is not an arbitration: use `kernel` or `link`"
+                )));
+            }
         };
-        let local = fs.class == FsClass::Local;
         Ok(Policy {
             arbitration: forced.unwrap_or(detected),
             overridden: forced.is_some(),
-            recheck: if fs.events_shared() {
-                RECHECK_LOCAL
-            } else {
-                RECHECK_REMOTE
-            },
+            recheck: if local { RECHECK_LOCAL } else { RECHECK_REMOTE },
             exact_lookups: !local,
             fs,
         })
     }
-
-    /// The policy for the folder `dir`, honouring `COORD_ARBITRATION`.
-    pub fn detect(dir: &Path) -> Result<Policy> {
-        let fs = FsInfo::detect(dir)?;
-        let value = std::env::var(ENV_ARBITRATION).ok();
-        Policy::choose(fs, value.as_deref())
-    }
 }
 
-/// The policy for the workspace at `root`, detected once per process.
+/// The policy for the workspace at `root` (honouring `COORD_ARBITRATION`), detected once per
+/// process.
 pub fn policy(root: &Path) -> Result<Policy> {
     static CACHE: PerRoot<Policy> = OnceLock::new();
-    if let Some(p) = cached(&CACHE, root) {
-        return Ok(p);
-    }
-    let p = Policy::detect(root)?;
-    if p.fs.class != FsClass::Local {
-        crate::fsutil::mark_network_fs();
-        crate::fsutil::read_past_cache();
-    }
-    remember(&CACHE, root, p.clone());
-    Ok(p)
-}
-
-/// A value found once per process for each workspace root.
-type PerRoot<T> = OnceLock<Mutex<HashMap<PathBuf, T>>>;
-
-fn cached<T: Clone>(cache: &PerRoot<T>, root: &Path) -> Option<T> {
-    let c = cache.get_or_init(Default::default).lock().ok()?;
-    c.get(root).cloned()
-}
-
-fn remember<T>(cache: &PerRoot<T>, root: &Path, value: T) {
-    if let Ok(mut c) = cache.get_or_init(Default::default).lock() {
-        c.insert(root.to_path_buf(), value);
-    }
+    per_root(&CACHE, root, || {
+        let value = std::env::var(ENV_ARBITRATION).ok();
+        let p = Policy::choose(FsInfo::detect(root)?, value.as_deref())?;
+        if !p.fs.served_locally() {
+            crate::fsutil::mark_network_fs();
+            crate::fsutil::read_past_cache();
+        }
+        Ok(p)
+    })
 }
 
 /// How often a waiter on `dir` re-checks without an event: [`crate::wait::RECHECK`], or sooner
@@ -329,25 +279,16 @@ pub fn recheck_for(dir: &Path) -> Duration {
 }
 
 /// How far this machine's clock runs ahead of the folder's (the file server's), when it does by
-/// more than two seconds; measured once per process by writing a file in `.coord/` (under the
-/// shared root `root`) and reading
-/// the mtime the server gave it.
+/// more than two seconds; measured once per process with a file written in `root`'s `.coord/`.
 pub fn clock_ahead(root: &Path) -> Option<Duration> {
     if std::env::var_os(crate::clock::NOW_ENV).is_some() {
         return None;
     }
-    let skew = cached_skew(root)?;
-    (skew > 2.0).then(|| Duration::from_secs_f64(skew))
-}
-
-fn cached_skew(root: &Path) -> Option<f64> {
     static CACHE: PerRoot<Option<f64>> = OnceLock::new();
-    if let Some(s) = cached(&CACHE, root) {
-        return s;
-    }
-    let s = measure_skew(&crate::layout::state_dir(root)).ok();
-    remember(&CACHE, root, s);
-    s
+    let Ok(skew) = per_root(&CACHE, root, || {
+        Ok::<_, Infallible>(measure_skew(&crate::layout::state_dir(root)).ok())
+    });
+    skew.filter(|s| *s > 2.0).map(Duration::from_secs_f64)
 }
 
 /// Seconds this clock is ahead of the clock that stamps files in `dir` (negative: behind):
@@ -439,33 +380,23 @@ mod tests {
         for (m, class) in cases {
             assert_eq!(FsInfo::from_magic(m, None).class, class, "magic {m:#x}");
         }
-        let sshfs = FsInfo::from_magic(magic::FUSE, Some("fuse.sshfs"));
+        let sshfs = FsInfo::from_magic(FUSE, Some("fuse.sshfs"));
         assert_eq!(sshfs.name, "fuse.sshfs");
         assert_eq!(sshfs.class, FsClass::Fuse);
         // A local-sounding name does not make a FUSE mount local.
-        assert_eq!(
-            FsInfo::from_magic(magic::FUSE, Some("ext4")).class,
-            FsClass::Fuse
-        );
+        assert_eq!(FsInfo::from_magic(FUSE, Some("ext4")).class, FsClass::Fuse);
     }
 
     #[test]
     fn the_arbitration_follows_the_filesystem() {
-        let local = Policy::choose(FsInfo::from_magic(magic::EXT4, None), None).unwrap();
+        let local = Policy::choose(FsInfo::from_magic(EXT4, None), None).unwrap();
         assert_eq!(local.arbitration, Arbitration::Kernel);
         assert_eq!(local.recheck, RECHECK_LOCAL);
         assert!(!local.exact_lookups && !local.overridden);
-        for m in [
-            magic::NFS,
-            0x517B,
-            0xFF53_4D42,
-            0xFE53_4D42,
-            magic::FUSE,
-            0x1234,
-        ] {
+        for m in [NFS, 0x517B, 0xFF53_4D42, 0xFE53_4D42, FUSE, 0x1234] {
             let p = Policy::choose(FsInfo::from_magic(m, Some("fuse.sshfs")), None).unwrap();
             assert_eq!(p.arbitration, Arbitration::Link, "magic {m:#x}");
-            assert!(!p.fs.kernel_locks_shared() && !p.fs.events_shared());
+            assert!(!p.fs.served_locally());
             assert!(p.recheck <= Duration::from_millis(100));
             assert!(p.exact_lookups);
         }
@@ -473,7 +404,7 @@ mod tests {
 
     #[test]
     fn no_arbitration_holds_on_an_rclone_mount() {
-        let rclone = FsInfo::from_magic(magic::FUSE, Some("fuse.rclone"));
+        let rclone = FsInfo::from_magic(FUSE, Some("fuse.rclone"));
         assert!(!rclone.arbitrable());
         let p = Policy::choose(rclone.clone(), None).unwrap();
         assert_eq!(p.arbitration, Arbitration::None);
@@ -482,21 +413,21 @@ mod tests {
         let p = Policy::choose(rclone, Some("link")).unwrap();
         assert_eq!(p.arbitration, Arbitration::Link);
         // sshfs and a name that only looks like rclone on a local disk are unaffected.
-        assert!(FsInfo::from_magic(magic::FUSE, Some("fuse.sshfs")).arbitrable());
-        assert!(FsInfo::from_magic(magic::EXT4, Some("rclone")).arbitrable());
+        assert!(FsInfo::from_magic(FUSE, Some("fuse.sshfs")).arbitrable());
+        assert!(FsInfo::from_magic(EXT4, Some("rclone")).arbitrable());
     }
 
     #[test]
     fn the_override_wins_and_bad_values_are_refused() {
-        let p = Policy::choose(FsInfo::from_magic(magic::EXT4, None), Some("link")).unwrap();
+        let p = Policy::choose(FsInfo::from_magic(EXT4, None), Some("link")).unwrap();
         assert_eq!(p.arbitration, Arbitration::Link);
         assert!(p.overridden);
-        let p = Policy::choose(FsInfo::from_magic(magic::NFS, None), Some("kernel")).unwrap();
+        let p = Policy::choose(FsInfo::from_magic(NFS, None), Some("kernel")).unwrap();
         assert_eq!(p.arbitration, Arbitration::Kernel);
-        let p = Policy::choose(FsInfo::from_magic(magic::NFS, None), Some("")).unwrap();
+        let p = Policy::choose(FsInfo::from_magic(NFS, None), Some("")).unwrap();
         assert_eq!(p.arbitration, Arbitration::Link);
         assert!(!p.overridden);
-        let err = Policy::choose(FsInfo::from_magic(magic::EXT4, None), Some("maybe"));
+        let err = Policy::choose(FsInfo::from_magic(EXT4, None), Some("maybe"));
         assert!(err.unwrap_err().to_string().contains("COORD_ARBITRATION"));
     }
 

@@ -89,68 +89,51 @@ pub fn restore(
         false,
         runs_in,
     );
-    with_own_lock(ws, &lock, on_event, |fence, took_lock| {
-        swap(
-            ws,
-            agent,
-            target,
-            fence,
-            (&source, source_rel, generation.max(1)),
-            took_lock,
-        )
-    })
-    .map(|(restored, _)| restored)
-}
-
-fn swap(
-    ws: &Workspace,
-    agent: &AgentId,
-    target: &Target,
-    fence: &Fence,
-    (source, source_rel, generation): (&Path, String, usize),
-    took_lock: bool,
-) -> Result<Restored> {
-    let bak = layout::backup(&target.abs);
-    let dir = folder(target);
-    fsutil::sweep_temps(dir);
-    let (restored, bytes) = fsutil::copy_to_temp(source, dir, true)?;
-    let current = if target.regular_or_absent()? {
-        Some(fsutil::copy_to_temp(&target.abs, dir, true)?.0)
-    } else {
-        None
-    };
-    let swapped = current.is_some();
-    {
-        let _mutex = ws.lock_mutex()?;
-        if !lock::holds_fence(target, agent, fence) {
-            return Err(Error::refused(
-                Refusal::LockTakenOver,
-                format!(
-                    "your lock on `{}` was taken over before the restore: nothing was changed",
-                    target.rel
-                ),
-                Some(format!(
-                    "see `coord status`, then lock again with `coord lock {}`",
-                    crate::shell::file(&target.rel)
-                )),
-            ));
-        }
-        fsutil::persist(restored, &target.abs)?;
-        if let Some(current) = current {
-            if generation > 1 {
-                // FILE.bak is not the content restored: keep it as a generation.
-                backup::keep_generation(ws.root(), target);
+    let generation = generation.max(1);
+    let swap = |fence: &Fence, took_lock: bool| -> Result<Restored> {
+        let bak = layout::backup(&target.abs);
+        let dir = folder(target);
+        fsutil::sweep_temps(dir);
+        let (restored, bytes) = fsutil::copy_to_temp(&source, dir, true)?;
+        let current = if target.regular_or_absent()? {
+            Some(fsutil::copy_to_temp(&target.abs, dir, true)?.0)
+        } else {
+            None
+        };
+        let swapped = current.is_some();
+        {
+            let _mutex = ws.lock_mutex()?;
+            if !lock::holds_fence(target, agent, fence) {
+                return Err(Error::refused(
+                    Refusal::LockTakenOver,
+                    format!(
+                        "your lock on `{}` was taken over before the restore: nothing was changed",
+                        target.rel
+                    ),
+                    Some(format!(
+                        "see `coord status`, then lock again with `coord lock {}`",
+                        crate::shell::file(&target.rel)
+                    )),
+                ));
             }
-            fsutil::persist(current, &bak)?;
+            fsutil::persist(restored, &target.abs)?;
+            if let Some(current) = current {
+                if generation > 1 {
+                    // FILE.bak is not the content restored: keep it as a generation.
+                    backup::keep_generation(ws.root(), target);
+                }
+                fsutil::persist(current, &bak)?;
+            }
         }
-    }
-    fsutil::sync_dir(dir)?;
-    Ok(Restored {
-        file: target.rel.clone(),
-        backup: source_rel,
-        bytes,
-        swapped,
-        took_lock,
-        generation,
-    })
+        fsutil::sync_dir(dir)?;
+        Ok(Restored {
+            file: target.rel.clone(),
+            backup: source_rel,
+            bytes,
+            swapped,
+            took_lock,
+            generation,
+        })
+    };
+    with_own_lock(ws, &lock, on_event, swap).map(|(restored, _)| restored)
 }

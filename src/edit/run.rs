@@ -203,25 +203,25 @@ fn supervise(
     if own_group {
         command.process_group(0);
     }
-    let spawned = command.spawn();
-    let mut child = match spawned {
+    let mut child = match command.spawn() {
         Ok(child) => child,
         Err(e) => return Ok(RunEnd::NotStarted(e)),
     };
     let group = own_group
         .then(|| ProcessGroup::led_by(child.id()))
         .flatten();
-    let status = wait_forwarding(&mut child, group, signals, ws, &req.agent)
+    let status = wait_forwarding(&mut child, group, signals, || heartbeat(ws, &req.agent))
         .at("wait for", std::path::Path::new(program))?;
     Ok(RunEnd::of(status))
 }
 
+/// Wait for `child`, forwarding the signals `signals` catches and calling `beat` every
+/// [`HEARTBEAT_EVERY`].
 fn wait_forwarding(
     child: &mut Child,
     group: Option<ProcessGroup>,
     signals: &Signals,
-    ws: &Workspace,
-    agent: &AgentId,
+    beat: impl Fn(),
 ) -> io::Result<ExitStatus> {
     let pid = i32::try_from(child.id())
         .ok()
@@ -262,7 +262,7 @@ fn wait_forwarding(
             send(Signal::KILL);
         }
         if now >= next_beat {
-            heartbeat(ws, agent);
+            beat();
             next_beat = now + HEARTBEAT_EVERY;
         }
         let mut until = next_beat;

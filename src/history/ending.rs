@@ -45,64 +45,49 @@ fn ends(e: &Event) -> bool {
     }
 }
 
-#[derive(Debug)]
-struct Run {
-    agent: String,
-    session: Option<String>,
-    events: Vec<Event>,
-    last: Option<Timestamp>,
-}
-
-impl Run {
-    fn takes(&self, e: &Event, at: Option<&Timestamp>) -> bool {
-        self.agent == e.agent
-            && self.session == e.session
-            && match (&self.last, at) {
-                (Some(last), Some(at)) => clock::age(at, last) <= WINDOW,
-                _ => false,
-            }
+/// The events of one run of endings as lines: one [`Ending`] when there are two or more and
+/// one of them releases, else each on its own.
+fn close(events: Vec<Event>) -> Vec<Item> {
+    let releases = |e: &Event| {
+        matches!(
+            e.event.as_str(),
+            "lock_released" | "claim_released" | "agent_left"
+        )
+    };
+    if events.len() < 2 || !events.iter().any(releases) {
+        return events.into_iter().map(Item::One).collect();
     }
-
-    fn close(self) -> Vec<Item> {
-        let releases = |e: &Event| {
-            matches!(
-                e.event.as_str(),
-                "lock_released" | "claim_released" | "agent_left"
-            )
-        };
-        if self.events.len() < 2 || !self.events.iter().any(releases) {
-            return self.events.into_iter().map(Item::One).collect();
+    let mut ending = Ending {
+        first: events[0].clone(),
+        released: Vec::new(),
+        claims: Vec::new(),
+        left: false,
+        waits: None,
+        events: events.len(),
+    };
+    for e in &events {
+        match e.event.as_str() {
+            "lock_released" => ending.released.extend(e.file.clone()),
+            "claim_released" => ending.claims.extend(e.pattern.clone()),
+            "agent_left" => ending.left = true,
+            "needs_user" => ending.waits = Some(e.str("what").unwrap_or("").to_string()),
+            "user_answered" => ending.waits = None,
+            _ => {}
         }
-        let mut ending = Ending {
-            first: self.events[0].clone(),
-            released: Vec::new(),
-            claims: Vec::new(),
-            left: false,
-            waits: None,
-            events: self.events.len(),
-        };
-        for e in &self.events {
-            match e.event.as_str() {
-                "lock_released" => ending.released.extend(e.file.clone()),
-                "claim_released" => ending.claims.extend(e.pattern.clone()),
-                "agent_left" => ending.left = true,
-                "needs_user" => ending.waits = Some(e.str("what").unwrap_or("").to_string()),
-                "user_answered" => ending.waits = None,
-                _ => {}
-            }
-        }
-        if ending.left {
-            ending.waits = None;
-        }
-        vec![Item::Ending(ending)]
     }
+    if ending.left {
+        ending.waits = None;
+    }
+    vec![Item::Ending(ending)]
 }
 
 /// Events in, lines out: each event is pushed as it comes; an ending is given out once it is
 /// over (another event came, or [`WINDOW`] passed), an event that cannot be part of one at once.
 #[derive(Debug, Default)]
 pub struct Endings {
-    open: Option<Run>,
+    /// The events of the run still open, and the time of its last one.
+    open: Vec<Event>,
+    last: Option<Timestamp>,
 }
 
 impl Endings {
@@ -115,22 +100,19 @@ impl Endings {
     pub fn push(&mut self, e: Event) -> Vec<Item> {
         let at = e.time();
         let ending = ends(&e);
-        if ending
-            && let Some(run) = self.open.as_mut()
-            && run.takes(&e, at.as_ref())
-        {
-            run.events.push(e);
-            run.last = at;
-            return Vec::new();
-        }
-        let mut out = self.finish();
+        let same_run = self.open.first().is_some_and(|first| {
+            first.agent == e.agent
+                && first.session == e.session
+                && matches!((&self.last, &at), (Some(last), Some(at)) if clock::age(at, last) <= WINDOW)
+        });
+        let mut out = if ending && same_run {
+            Vec::new()
+        } else {
+            self.finish()
+        };
         if ending {
-            self.open = Some(Run {
-                agent: e.agent.clone(),
-                session: e.session.clone(),
-                events: vec![e],
-                last: at,
-            });
+            self.open.push(e);
+            self.last = at;
         } else {
             out.push(Item::One(e));
         }
@@ -139,17 +121,16 @@ impl Endings {
 
     /// The endings over by `now` (their last event more than [`WINDOW`] before it).
     pub fn due(&mut self, now: &Timestamp) -> Vec<Item> {
-        let over = self.open.as_ref().is_some_and(|r| {
-            r.last
-                .as_ref()
-                .is_none_or(|last| clock::age(now, last) > WINDOW)
-        });
+        let over = self
+            .last
+            .as_ref()
+            .is_none_or(|last| clock::age(now, last) > WINDOW);
         if over { self.finish() } else { Vec::new() }
     }
 
     /// The run still open, closed.
     pub fn finish(&mut self) -> Vec<Item> {
-        self.open.take().map(Run::close).unwrap_or_default()
+        close(std::mem::take(&mut self.open))
     }
 }
 

@@ -9,7 +9,7 @@ mod needs;
 mod read;
 
 pub use needs::{NeedsUser, clear_needs_user, needs_user, set_needs_user};
-pub use read::{Filter, Position, Tail, read, read_all, since, trim};
+pub use read::{Filter, Position, Tail, read, since, trim};
 
 use std::path::Path;
 use std::sync::Mutex;
@@ -34,8 +34,9 @@ pub const DEFAULT_MAX_SIZE: u64 = 8 * 1024 * 1024;
 /// The default age after which events are dropped.
 pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(30 * 86_400);
 
-/// What happened.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// What happened; its `event` field is the variant's name in snake case.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum Kind {
     /// A lock was taken.
     LockTaken,
@@ -80,34 +81,6 @@ pub enum Kind {
     UserAnswered,
 }
 
-impl Kind {
-    /// The `event` field.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Kind::LockTaken => "lock_taken",
-            Kind::LockReleased => "lock_released",
-            Kind::LockTakenOver => "lock_taken_over",
-            Kind::LockWaiting => "lock_waiting",
-            Kind::LockRefused => "lock_refused",
-            Kind::ClaimTaken => "claim_taken",
-            Kind::ClaimReleased => "claim_released",
-            Kind::ClaimLost => "claim_lost",
-            Kind::LockLost => "lock_lost",
-            Kind::EditDenied => "edit_denied",
-            Kind::EditMade => "edit_made",
-            Kind::ShellEdit => "shell_edit",
-            Kind::MessageSent => "message_sent",
-            Kind::DialogueTurn => "dialogue_turn",
-            Kind::ReviewStep => "review_step",
-            Kind::AgentArrived => "agent_arrived",
-            Kind::AgentLeft => "agent_left",
-            Kind::AgentCrashed => "agent_crashed",
-            Kind::NeedsUser => "needs_user",
-            Kind::UserAnswered => "user_answered",
-        }
-    }
-}
-
 /// One event, as one line of the log.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Event {
@@ -142,7 +115,10 @@ impl Event {
     pub fn new(kind: Kind, agent: &str) -> Event {
         Event {
             at: now_ms(),
-            event: kind.as_str().to_string(),
+            event: serde_json::to_value(kind)
+                .ok()
+                .and_then(|v| v.as_str().map(str::to_string))
+                .unwrap_or_default(),
             agent: agent.to_string(),
             file: None,
             pattern: None,
@@ -319,7 +295,7 @@ fn off() -> bool {
 /// returned.
 pub fn record(root: &Path, mut event: Event) {
     if acts(&event.event) {
-        needs::forget(root, &event.agent);
+        let _ = needs::forget(root, &event.agent);
     }
     if off() {
         return;
@@ -389,6 +365,18 @@ pub fn file_hash(path: &Path) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn each_kind_is_named_in_snake_case() {
+        for (kind, name) in [
+            (Kind::LockTakenOver, "lock_taken_over"),
+            (Kind::EditDenied, "edit_denied"),
+            (Kind::NeedsUser, "needs_user"),
+            (Kind::AgentCrashed, "agent_crashed"),
+        ] {
+            assert_eq!(Event::new(kind, "a").event, name);
+        }
+    }
 
     #[test]
     fn sizes_parse() {

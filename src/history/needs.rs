@@ -1,7 +1,7 @@
 //! Who needs a human: an agent whose client waits for its user (a permission prompt, a
 //! question, the end of its turn), since when and what it asks.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
@@ -21,12 +21,12 @@ pub struct NeedsUser {
 /// What `agent` waits for its user for, if it does. Never fails: an unreadable file is no
 /// waiting.
 pub fn needs_user(root: &Path, agent: &str) -> Option<NeedsUser> {
-    let bytes = fsutil::read_capped(
-        &layout::needs_user(&crate::worktree::shared_root(root), agent),
-        16 * 1024,
-    )
-    .ok()?;
+    let bytes = fsutil::read_capped(&file(root, agent), 16 * 1024).ok()?;
     serde_json::from_slice(&bytes).ok()
+}
+
+fn file(root: &Path, agent: &str) -> PathBuf {
+    layout::needs_user(&crate::worktree::shared_root(root), agent)
 }
 
 /// `agent`'s client waits for its user for `what`. A wait already recorded keeps its `since`
@@ -47,10 +47,7 @@ pub fn set_needs_user(root: &Path, agent: &str, what: &str) {
     };
     let write = || {
         fsutil::ensure_dir(&layout::needs_user_dir(&crate::worktree::shared_root(root)))?;
-        fsutil::replace(
-            &layout::needs_user(&crate::worktree::shared_root(root), agent),
-            &bytes,
-        )
+        fsutil::replace(&file(root, agent), &bytes)
     };
     if write().is_ok() {
         record(root, Event::new(Kind::NeedsUser, agent).with("what", what));
@@ -58,21 +55,14 @@ pub fn set_needs_user(root: &Path, agent: &str, what: &str) {
 }
 
 /// `agent` acted: it no longer waits, as the event of its act says (no event of its own).
-pub(super) fn forget(root: &Path, agent: &str) {
-    let _ = fsutil::remove(&layout::needs_user(
-        &crate::worktree::shared_root(root),
-        agent,
-    ));
+/// Whether it waited.
+pub(super) fn forget(root: &Path, agent: &str) -> bool {
+    fsutil::remove(&file(root, agent)).unwrap_or(false)
 }
 
 /// `agent`'s user answered (or its client says it no longer waits): it no longer waits.
 pub fn clear_needs_user(root: &Path, agent: &str) {
-    if fsutil::remove(&layout::needs_user(
-        &crate::worktree::shared_root(root),
-        agent,
-    ))
-    .unwrap_or(false)
-    {
+    if forget(root, agent) {
         record(root, Event::new(Kind::UserAnswered, agent));
     }
 }

@@ -71,7 +71,7 @@ pub fn since(text: &str) -> Result<Timestamp> {
 /// The events in `bytes`, one JSON object a line. A line that is not an event (torn by a
 /// writer killed mid-append, or edited by hand) is skipped; a torn line that a whole one was
 /// glued to is read from where the whole one starts.
-pub fn parse_lines(bytes: &[u8]) -> Vec<Event> {
+fn parse_lines(bytes: &[u8]) -> Vec<Event> {
     bytes
         .split(|b| *b == b'\n')
         .filter(|l| !l.iter().all(u8::is_ascii_whitespace))
@@ -87,64 +87,51 @@ fn parse_line(line: &[u8]) -> Option<Event> {
     serde_json::from_slice::<Event>(&line[start..]).ok()
 }
 
-/// The events of one generation: its newest `cap` bytes (one written by hand, or under a
-/// larger bound, may be longer; a line cut in front is left out).
-fn read_file(path: &Path, cap: u64) -> Vec<Event> {
-    match fsutil::read_tail(path, cap) {
-        Ok((bytes, false)) => parse_lines(&bytes),
-        Ok((bytes, true)) => {
-            let whole = bytes
-                .iter()
-                .position(|b| *b == b'\n')
-                .map_or(0, |at| at + 1);
-            parse_lines(&bytes[whole..])
-        }
-        Err(_) => Vec::new(),
-    }
-}
-
-/// Every event kept, oldest first (both generations; events older than the age bound left out).
-pub fn read_all(root: &Path) -> Vec<Event> {
+/// Both generations (the previous one first), the most read of each, and the oldest time kept.
+fn generations(root: &Path) -> ([PathBuf; 2], u64, Timestamp) {
     let bounds = Bounds::of(root);
+    let shared = crate::worktree::shared_root(root);
+    let oldest = clock::now() - chrono::Duration::from_std(bounds.max_age).unwrap_or_default();
     // A generation is rotated at half the bound; one written by hand may be larger.
     let cap = bounds.max_size.max(1 << 20) * 2;
-    let mut events = read_file(
-        &layout::history_rotated(&crate::worktree::shared_root(root)),
-        cap,
-    );
-    events.extend(read_file(
-        &layout::history_log(&crate::worktree::shared_root(root)),
-        cap,
-    ));
-    let oldest = clock::now() - chrono::Duration::from_std(bounds.max_age).unwrap_or_default();
-    let mut timed: Vec<(Timestamp, Event)> = events
-        .into_iter()
+    let paths = [
+        layout::history_rotated(&shared),
+        layout::history_log(&shared),
+    ];
+    (paths, cap, oldest)
+}
+
+/// The events of one generation: its newest `cap` bytes (a line cut in front is left out).
+fn read_file(path: &Path, cap: u64) -> Vec<Event> {
+    let Ok((bytes, cut)) = fsutil::read_tail(path, cap) else {
+        return Vec::new();
+    };
+    let whole = bytes.iter().position(|b| *b == b'\n');
+    parse_lines(&bytes[whole.filter(|_| cut).map_or(0, |at| at + 1)..])
+}
+
+/// The events kept that pass `filter`, oldest first (both generations; events older than the
+/// age bound left out).
+pub fn read(root: &Path, filter: &Filter) -> Vec<Event> {
+    let (paths, cap, oldest) = generations(root);
+    let mut timed: Vec<(Timestamp, Event)> = paths
+        .iter()
+        .flat_map(|p| read_file(p, cap))
         .filter_map(|e| Some((e.time()?, e)))
-        .filter(|(t, _)| *t >= oldest)
+        .filter(|(t, e)| *t >= oldest && filter.keeps(e))
         .collect();
     // Stable: events of one instant stay in the order they were written.
     timed.sort_by_key(|(t, _)| *t);
     timed.into_iter().map(|(_, e)| e).collect()
 }
 
-/// The events that pass `filter`, oldest first.
-pub fn read(root: &Path, filter: &Filter) -> Vec<Event> {
-    read_all(root)
-        .into_iter()
-        .filter(|e| filter.keeps(e))
-        .collect()
-}
-
 /// Drop events older than the age bound from disk: the previous generation is removed once
 /// all of it is that old, and the log is rewritten without them (under its kernel lock).
 /// Returns how many events were dropped.
 pub fn trim(root: &Path, dry_run: bool) -> Result<usize> {
-    let bounds = Bounds::of(root);
-    let oldest = clock::now() - chrono::Duration::from_std(bounds.max_age).unwrap_or_default();
+    let ([rotated, log], cap, oldest) = generations(root);
     let old = |e: &Event| e.time().is_none_or(|t| t < oldest);
-    let cap = bounds.max_size.max(1 << 20) * 2;
     let mut dropped = 0;
-    let rotated = layout::history_rotated(&crate::worktree::shared_root(root));
     let older = read_file(&rotated, cap);
     if !older.is_empty() && older.iter().all(old) {
         dropped += older.len();
@@ -152,24 +139,20 @@ pub fn trim(root: &Path, dry_run: bool) -> Result<usize> {
             fsutil::remove(&rotated)?;
         }
     }
-    let log = layout::history_log(&crate::worktree::shared_root(root));
     let Ok(held) = fsutil::open_regular_nofollow(&log) else {
         return Ok(dropped);
     };
     // Under the log's kernel lock no line is appended meanwhile; a writer waiting for it
     // finds the log replaced and appends to the new one.
     held.lock().at("lock", &log)?;
-    let current = read_file(&log, cap);
-    let n = current.iter().filter(|e| old(e)).count();
-    if n > 0 {
-        dropped += n;
+    let (gone, kept): (Vec<Event>, Vec<Event>) = read_file(&log, cap).into_iter().partition(old);
+    if !gone.is_empty() {
+        dropped += gone.len();
         if !dry_run {
             let mut bytes = Vec::new();
-            for e in current.iter().filter(|e| !old(e)) {
-                if let Ok(line) = serde_json::to_vec(e) {
-                    bytes.extend(line);
-                    bytes.push(b'\n');
-                }
+            for line in kept.iter().filter_map(|e| serde_json::to_vec(e).ok()) {
+                bytes.extend(line);
+                bytes.push(b'\n');
             }
             fsutil::replace(&log, &bytes)?;
         }
@@ -217,7 +200,7 @@ impl std::str::FromStr for Position {
 pub struct Tail {
     log: PathBuf,
     rotated: PathBuf,
-    at: Option<((u64, u64), u64)>,
+    at: Option<Position>,
     partial: Vec<u8>,
 }
 
@@ -230,24 +213,27 @@ fn file_id(path: &Path) -> Option<(u64, u64)> {
 impl Tail {
     /// Follow from the end of the log as it is now.
     pub fn from_end(root: &Path) -> Tail {
-        let log = layout::history_log(&crate::worktree::shared_root(root));
-        let at = std::fs::symlink_metadata(&log)
-            .ok()
-            .map(|m| ((m.dev(), m.ino()), m.len()));
+        let shared = crate::worktree::shared_root(root);
+        let log = layout::history_log(&shared);
+        let at = std::fs::symlink_metadata(&log).ok().map(|m| Position {
+            file: (m.dev(), m.ino()),
+            offset: m.len(),
+        });
+        let rotated = layout::history_rotated(&shared);
+        let partial = Vec::new();
         Tail {
             log,
-            rotated: layout::history_rotated(&crate::worktree::shared_root(root)),
+            rotated,
             at,
-            partial: Vec::new(),
+            partial,
         }
     }
 
-    /// Follow from the start of the log as it is now (the previous generation is not read:
-    /// see [`read_all`]).
+    /// Follow from the start of the log as it is now (the previous generation is not read).
     pub fn from_start(root: &Path) -> Tail {
         let mut t = Tail::from_end(root);
-        if let Some((_, off)) = t.at.as_mut() {
-            *off = 0;
+        if let Some(at) = t.at.as_mut() {
+            at.offset = 0;
         }
         t
     }
@@ -255,8 +241,8 @@ impl Tail {
     /// Follow from the oldest event kept: the previous generation first, then the log.
     pub fn from_oldest(root: &Path) -> Tail {
         let mut t = Tail::from_start(root);
-        if let Some(id) = file_id(&t.rotated) {
-            t.at = Some((id, 0));
+        if let Some(file) = file_id(&t.rotated) {
+            t.at = Some(Position { file, offset: 0 });
         }
         t
     }
@@ -265,13 +251,11 @@ impl Tail {
     /// rewritten by `coord prune`), from the oldest event kept: events may come twice, none
     /// is missed.
     pub fn from_position(root: &Path, pos: Position) -> Tail {
-        let mut t = Tail::from_start(root);
+        let mut t = Tail::from_oldest(root);
         if [file_id(&t.log), file_id(&t.rotated)].contains(&Some(pos.file)) {
-            t.at = Some((pos.file, pos.offset));
-            t
-        } else {
-            Tail::from_oldest(root)
+            t.at = Some(pos);
         }
+        t
     }
 
     /// The events appended since the last call.
@@ -282,71 +266,59 @@ impl Tail {
     /// The events appended since the last call, each with its [`Position`].
     pub fn poll_positioned(&mut self) -> Vec<(Position, Event)> {
         let mut out = Vec::new();
-        let at = |file, events: Vec<(u64, Event)>| {
-            events
-                .into_iter()
-                .map(move |(offset, e)| (Position { file, offset }, e))
-        };
         let now = file_id(&self.log);
-        if let Some((id, off)) = self.at
-            && now != Some(id)
+        if let Some(at) = self.at
+            && now != Some(at.file)
         {
             // Rotated: finish the generation we were reading, then start on the new log.
-            if file_id(&self.rotated) == Some(id) {
-                out.extend(at(id, self.read_from(&self.rotated.clone(), off).0));
+            if file_id(&self.rotated) == Some(at.file) {
+                out.extend(self.read_from(&self.rotated.clone(), at).0);
             }
             self.partial.clear();
             self.at = None;
         }
-        let Some(id) = now else {
+        let Some(file) = now else {
             return out;
         };
-        let off = self.at.map_or(0, |(_, o)| o);
-        let (events, end) = self.read_from(&self.log.clone(), off);
-        out.extend(at(id, events));
-        self.at = Some((id, end));
+        let offset = self.at.map_or(0, |at| at.offset);
+        let (events, end) = self.read_from(&self.log.clone(), Position { file, offset });
+        out.extend(events);
+        self.at = Some(end);
         out
     }
 
-    fn read_from(&mut self, path: &Path, off: u64) -> (Vec<(u64, Event)>, u64) {
+    fn read_from(&mut self, path: &Path, at: Position) -> (Vec<(Position, Event)>, Position) {
         use std::io::{Read, Seek, SeekFrom};
         let Ok(mut f) = fsutil::open_regular_nofollow(path) else {
-            return (Vec::new(), off);
+            return (Vec::new(), at);
         };
         let len = f.metadata().map(|m| m.len()).unwrap_or(0);
-        let off = if len < off {
+        let mut end = at;
+        if len < at.offset {
             // Rewritten shorter (trimmed): start over.
             self.partial.clear();
-            0
-        } else {
-            off
-        };
-        if f.seek(SeekFrom::Start(off)).is_err() {
-            return (Vec::new(), off);
+            end.offset = 0;
+        }
+        if f.seek(SeekFrom::Start(end.offset)).is_err() {
+            return (Vec::new(), end);
         }
         let mut buf = Vec::new();
-        let n = f.take(64 * 1024 * 1024).read_to_end(&mut buf).unwrap_or(0);
-        let end = off + n as u64;
-        (self.split(buf, end), end)
-    }
-
-    /// Whole lines become events, each with the offset past it (`end` is the offset past
-    /// `buf`); the unfinished last one waits for its end.
-    fn split(&mut self, buf: Vec<u8>, end: u64) -> Vec<(u64, Event)> {
+        end.offset += f.take(64 * 1024 * 1024).read_to_end(&mut buf).unwrap_or(0) as u64;
+        // Whole lines become events, each with the offset past it; the unfinished last one
+        // waits for its end.
         let mut bytes = std::mem::take(&mut self.partial);
         bytes.extend(buf);
-        let base = end - bytes.len() as u64;
+        let mut offset = end.offset - bytes.len() as u64;
         let whole = bytes.iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
         self.partial = bytes.split_off(whole);
         let mut out = Vec::new();
-        let mut start = 0;
         for line in bytes.split_inclusive(|b| *b == b'\n') {
-            start += line.len();
+            offset += line.len() as u64;
             if let Some(e) = parse_line(line.strip_suffix(b"\n").unwrap_or(line)) {
-                out.push((base + start as u64, e));
+                out.push((Position { offset, ..at }, e));
             }
         }
-        out
+        (out, end)
     }
 }
 

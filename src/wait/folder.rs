@@ -11,14 +11,9 @@ use notify::{Event, EventKind, RecommendedWatcher, RecursiveMode, Watcher};
 
 use super::RECHECK;
 
-/// Which events in one watched folder wake the waiter (none recorded: every change).
-#[derive(Debug, Clone)]
-struct Interest {
-    /// The name prefixes that matter (`None`: every name).
-    prefixes: Option<Vec<String>>,
-}
-
-type Interests = Arc<Mutex<HashMap<PathBuf, Interest>>>;
+/// The folders watched for removals only, each with the name prefixes that matter (`None`:
+/// every name); a change in any other folder wakes the waiter.
+type Interests = Arc<Mutex<HashMap<PathBuf, Option<Vec<String>>>>>;
 
 /// A subscription to changes in some folders.
 pub struct FolderWatch {
@@ -51,7 +46,7 @@ impl FolderWatch {
     /// name) goes away, deleted or renamed to another name, or when the folder itself does.
     pub fn add_removals(&mut self, dir: &Path, prefixes: Option<Vec<String>>) {
         let mut removals = self.removals.lock().unwrap_or_else(|e| e.into_inner());
-        let merged = match (removals.remove(dir).map(|i| i.prefixes), prefixes) {
+        let merged = match (removals.remove(dir), prefixes) {
             (Some(Some(mut a)), Some(b)) => Some({
                 a.extend(b);
                 a
@@ -59,7 +54,7 @@ impl FolderWatch {
             (None, p) => p,
             _ => None,
         };
-        removals.insert(dir.to_path_buf(), Interest { prefixes: merged });
+        removals.insert(dir.to_path_buf(), merged);
         drop(removals);
         self.add(dir);
     }
@@ -115,10 +110,9 @@ fn matters(event: &Event, removals: &Interests) -> bool {
             match path.parent().and_then(|dir| removals.get(dir)) {
                 _ if crate::layout::is_temp_name(name) => false,
                 None => true,
-                Some(interest) => {
+                Some(prefixes) => {
                     removal(i)
-                        && interest
-                            .prefixes
+                        && prefixes
                             .as_ref()
                             .is_none_or(|p| p.iter().any(|p| name.starts_with(p.as_str())))
                 }

@@ -39,14 +39,7 @@ pub fn keep(path: &Path, file: File) {
 /// removing the file: the waiter then finds it gone.
 pub fn let_go(path: &Path) {
     // Dropped outside the registry's lock.
-    let gone: Vec<(PathBuf, File)> = {
-        let mut h = held();
-        let (gone, kept) = std::mem::take(&mut *h)
-            .into_iter()
-            .partition(|(p, _)| p == path);
-        *h = kept;
-        gone
-    };
+    let gone: Vec<(PathBuf, File)> = held().extract_if(.., |(p, _)| p == path).collect();
     drop(gone);
 }
 
@@ -57,20 +50,10 @@ pub fn rekey(from: &Path, to: &Path) {
     }
 }
 
-/// What became of the `flock` a helper thread asked for.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Outcome {
-    /// Still waiting.
-    Pending,
-    /// Granted: the owner let the file go.
-    Granted,
-    /// Refused by the kernel (a filesystem that cannot lock, say): waiting here tells nothing.
-    Failed,
-}
-
-/// One helper thread's wait, shared by every [`Handoff`] of this process on the same file.
+/// One helper thread's wait, shared by every [`Handoff`] of this process on the same file:
+/// how its `flock` ended (`None`: still waiting).
 struct Shared {
-    outcome: Mutex<Outcome>,
+    outcome: Mutex<Option<Woken>>,
     changed: Condvar,
 }
 
@@ -92,7 +75,8 @@ pub enum Woken {
     LetGo,
     /// The time given passed first.
     TimedOut,
-    /// The kernel refused the lock: this file cannot be waited for this way.
+    /// The kernel refused the lock (a filesystem that cannot lock, say): this file cannot be
+    /// waited for this way.
     Refused,
 }
 
@@ -123,7 +107,7 @@ impl Handoff {
             });
         }
         let shared = Arc::new(Shared {
-            outcome: Mutex::new(Outcome::Pending),
+            outcome: Mutex::new(None),
             changed: Condvar::new(),
         });
         let theirs = Arc::clone(&shared);
@@ -134,12 +118,12 @@ impl Handoff {
             .stack_size(64 * 1024)
             .spawn(move || {
                 let outcome = match file.lock_shared() {
-                    Ok(()) => Outcome::Granted,
-                    Err(_) => Outcome::Failed,
+                    Ok(()) => Woken::LetGo,
+                    Err(_) => Woken::Refused,
                 };
                 drop(file);
                 waiting().retain(|(k, _)| *k != key);
-                *theirs.outcome.lock().unwrap_or_else(|e| e.into_inner()) = outcome;
+                *theirs.outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
                 theirs.changed.notify_all();
             })
             .ok()?;
@@ -165,13 +149,9 @@ impl Handoff {
         let (outcome, _) = self
             .shared
             .changed
-            .wait_timeout_while(outcome, max, |o| *o == Outcome::Pending)
+            .wait_timeout_while(outcome, max, |o| o.is_none())
             .unwrap_or_else(|e| e.into_inner());
-        match *outcome {
-            Outcome::Pending => Woken::TimedOut,
-            Outcome::Granted => Woken::LetGo,
-            Outcome::Failed => Woken::Refused,
-        }
+        outcome.unwrap_or(Woken::TimedOut)
     }
 }
 
@@ -180,6 +160,21 @@ impl Handoff {
 mod tests {
     use super::*;
     use std::time::Instant;
+
+    /// Create `p` locked and keep it, as a holder does; returns its device and inode.
+    fn kept(p: &Path) -> FileId {
+        use std::os::unix::fs::MetadataExt;
+        let f = File::options()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(p)
+            .unwrap();
+        f.lock().unwrap();
+        let meta = f.metadata().unwrap();
+        keep(p, f);
+        (meta.dev(), meta.ino())
+    }
 
     #[test]
     fn a_file_nobody_keeps_locked_is_not_waited_for() {
@@ -196,9 +191,7 @@ mod tests {
     fn the_waiter_wakes_when_the_owner_lets_go_and_not_before() {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("ticket");
-        let f = File::create(&p).unwrap();
-        f.lock().unwrap();
-        keep(&p, f);
+        kept(&p);
         let h = Handoff::start(&p).expect("kept locked");
         assert_eq!(h.path(), p);
         assert_eq!(
@@ -216,14 +209,9 @@ mod tests {
 
     #[test]
     fn waits_for_one_file_share_one_thread() {
-        use std::os::unix::fs::MetadataExt;
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("lock");
-        let f = File::create(&p).unwrap();
-        f.lock().unwrap();
-        let meta = f.metadata().unwrap();
-        let key = (meta.dev(), meta.ino());
-        keep(&p, f);
+        let key = kept(&p);
         let first = Handoff::start(&p).unwrap();
         let second = Handoff::start(&p).unwrap();
         drop(Handoff::start(&p).unwrap());
@@ -231,10 +219,6 @@ mod tests {
         let_go(&p);
         assert_eq!(first.wait(Duration::from_secs(20)), Woken::LetGo);
         assert_eq!(second.wait(Duration::from_secs(20)), Woken::LetGo);
-        eventually_gone(key);
-    }
-
-    fn eventually_gone(key: FileId) {
         let start = Instant::now();
         while waiting().iter().any(|(k, _)| *k == key) {
             assert!(
@@ -249,11 +233,8 @@ mod tests {
     fn letting_go_of_one_path_keeps_the_others_and_a_rekeyed_file_goes_with_its_new_name() {
         let dir = tempfile::tempdir().unwrap();
         let (a, b) = (dir.path().join("a"), dir.path().join("b"));
-        for p in [&a, &b] {
-            let f = File::create(p).unwrap();
-            f.lock().unwrap();
-            keep(p, f);
-        }
+        kept(&a);
+        kept(&b);
         let_go(&a);
         assert!(Handoff::start(&a).is_none());
         // Kept under another name: let go with that one.
@@ -268,9 +249,7 @@ mod tests {
         );
         let_go(&a);
         assert_eq!(h.wait(Duration::from_secs(20)), Woken::LetGo);
-        let f = File::open(&b).unwrap();
-        f.lock().unwrap();
-        keep(&b, f);
+        kept(&b);
         let h = Handoff::start(&b).expect("b still kept");
         let_go(&b);
         assert_eq!(h.wait(Duration::from_secs(20)), Woken::LetGo);

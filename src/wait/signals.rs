@@ -1,17 +1,24 @@
 //! Stopping a wait on a signal: the waiter leaves cleanly instead of dying mid-wait.
 
-/// Signals that end a wait cleanly once [`stop_on_signals`] was called: the waiter leaves the
-/// queue and resets its presence, as when the wait times out, instead of dying mid-wait.
-static STOP: std::sync::OnceLock<std::sync::Arc<std::sync::atomic::AtomicUsize>> =
-    std::sync::OnceLock::new();
+use std::cell::Cell;
+use std::sync::atomic::{AtomicUsize, Ordering::SeqCst};
+use std::sync::{Arc, OnceLock};
+
+/// The signal that asked this process to stop (0: none), once [`stop_on_signals`] was called.
+static STOP: OnceLock<Arc<AtomicUsize>> = OnceLock::new();
+
+std::thread_local! {
+    static FINISHING: Cell<bool> = const { Cell::new(false) };
+}
 
 /// From now on, `SIGINT`, `SIGTERM` and `SIGHUP` no longer end this process at once: a wait in
-/// progress ([`stop_requested`]) ends cleanly and reports the signal.
+/// progress ([`stop_requested`]) ends cleanly (the waiter leaves the queue and resets its
+/// presence, as when the wait times out) and reports the signal.
 pub fn stop_on_signals() -> std::io::Result<()> {
     use signal_hook::consts::{SIGHUP, SIGINT, SIGTERM};
     let flag = STOP.get_or_init(Default::default);
     for sig in [SIGINT, SIGTERM, SIGHUP] {
-        signal_hook::flag::register_usize(sig, std::sync::Arc::clone(flag), sig as usize)?;
+        signal_hook::flag::register_usize(sig, Arc::clone(flag), sig as usize)?;
     }
     Ok(())
 }
@@ -21,16 +28,8 @@ pub fn stop_on_signals() -> std::io::Result<()> {
 /// (`coord mcp`).
 pub fn request_stop(sig: i32) {
     let flag = STOP.get_or_init(Default::default);
-    let _ = flag.compare_exchange(
-        0,
-        usize::try_from(sig).unwrap_or(1).max(1),
-        std::sync::atomic::Ordering::SeqCst,
-        std::sync::atomic::Ordering::SeqCst,
-    );
-}
-
-std::thread_local! {
-    static FINISHING: std::cell::Cell<bool> = const { std::cell::Cell::new(false) };
+    let sig = usize::try_from(sig).unwrap_or(1).max(1);
+    let _ = flag.compare_exchange(0, sig, SeqCst, SeqCst);
 }
 
 /// Run `f` with stop requests ignored on this thread: the cleanup after a wait that a stop
@@ -46,9 +45,9 @@ pub fn finishing<T>(f: impl FnOnce() -> T) -> T {
 /// The signal that asked this process to stop, if any (see [`stop_on_signals`]); `None`
 /// inside [`finishing`].
 pub fn stop_requested() -> Option<i32> {
-    if FINISHING.with(std::cell::Cell::get) {
+    if FINISHING.with(Cell::get) {
         return None;
     }
-    let sig = STOP.get()?.load(std::sync::atomic::Ordering::SeqCst);
+    let sig = STOP.get()?.load(SeqCst);
     (sig != 0).then(|| i32::try_from(sig).unwrap_or(15))
 }

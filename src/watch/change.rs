@@ -6,131 +6,79 @@ use super::Snapshot;
 use crate::lock::deadlock::WaitEdge;
 use crate::status::Status;
 
-/// One change, as `coord watch --json` prints it (`event` names the kind).
+/// One change, as `coord watch --json` prints it (`event` names the kind). The fields of each
+/// are listed in docs/protocol.md (`coord watch`).
+#[allow(missing_docs)]
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum Change {
     /// A presence appeared.
     AgentArrived {
-        /// The agent's id.
         agent: String,
-        /// Its status.
         status: String,
-        /// What it works on.
         working_on: Option<String>,
     },
     /// An agent's heartbeat went older than the limit.
-    AgentInactive {
-        /// The agent's id.
-        agent: String,
-    },
+    AgentInactive { agent: String },
     /// An agent said it is done.
-    AgentFinished {
-        /// The agent's id.
-        agent: String,
-    },
+    AgentFinished { agent: String },
     /// An inactive or finished agent is active again.
-    AgentActive {
-        /// The agent's id.
-        agent: String,
-    },
+    AgentActive { agent: String },
     /// A presence file was removed.
-    AgentLeft {
-        /// The agent's id.
-        agent: String,
-    },
+    AgentLeft { agent: String },
     /// A lock appeared.
     LockTaken {
-        /// The locked file.
         file: String,
-        /// The holder's id.
         agent: String,
-        /// `locked_at` as written.
         locked_at: Option<String>,
-        /// The reason given.
         reason: Option<String>,
     },
     /// A lock went away with no new holder.
-    LockReleased {
-        /// The file.
-        file: String,
-        /// The holder it had.
-        agent: String,
-    },
+    LockReleased { file: String, agent: String },
     /// A lock passed from one holder to another between two looks (a stale lock taken over, or
     /// released and taken at once).
     LockTakenOver {
-        /// The file.
         file: String,
-        /// The new holder's id.
         agent: String,
-        /// The holder before.
         from: String,
     },
     /// A lock became STALE (it may be taken over).
     LockStale {
-        /// The file.
         file: String,
-        /// The holder's id.
         agent: String,
-        /// Why it is stale.
         why: Option<String>,
     },
     /// An agent started waiting for a file.
     Waiting {
-        /// The waiter's id.
         agent: String,
-        /// The file.
         file: String,
-        /// The holders it waits for.
         waits_for: Vec<String>,
     },
     /// An agent stopped waiting for a file (it got it, gave up, or was refused).
-    WaitEnded {
-        /// The waiter's id.
-        agent: String,
-        /// The file.
-        file: String,
-    },
+    WaitEnded { agent: String, file: String },
     /// Agents wait for each other in a cycle.
-    Deadlock {
-        /// The cycle.
-        cycle: Vec<WaitEdge>,
-    },
+    Deadlock { cycle: Vec<WaitEdge> },
     /// A message was sent.
     MessageSent {
-        /// Its id.
         id: String,
-        /// The sender's id.
         from: String,
-        /// The recipient's id, or `all`.
         to: String,
     },
     /// The dialogue's turn passed (or the dialogue began or ended).
     TurnPassed {
-        /// The dialogue folder.
         folder: String,
-        /// Whose turn it was.
         from: Option<String>,
-        /// Whose turn it is.
         to: Option<String>,
-        /// The dialogue's state.
         state: Option<String>,
     },
     /// A review waits for someone (newly open, or its next step changed).
     ReviewWaiting {
-        /// The topic.
         topic: String,
-        /// Who acts next.
         next_actor: String,
-        /// What they do next.
         next_action: Option<String>,
     },
     /// A review is no longer open.
-    ReviewClosed {
-        /// The topic.
-        topic: String,
-    },
+    ReviewClosed { topic: String },
 }
 
 /// The changes from `before` to `after`, in a stable order: agents, locks, waits, messages,
@@ -138,42 +86,50 @@ pub enum Change {
 pub fn diff(before: &Snapshot, after: &Snapshot) -> Vec<Change> {
     let mut out = Vec::new();
     let (b, a) = (&before.status, &after.status);
-
     agents(b, a, &mut out);
     locks(b, a, &mut out);
     waits(b, a, &mut out);
-    messages(before, after, &mut out);
+    for m in only_in(&after.messages, &before.messages, |x, y| x.id == y.id) {
+        let (id, from, to) = (m.id.clone(), m.from.clone(), m.to.clone());
+        out.push(Change::MessageSent { id, from, to });
+    }
     dialogue(b, a, &mut out);
     reviews(b, a, &mut out);
     out
 }
 
+/// The items of `these` that `same` finds in none of `others`.
+fn only_in<'a, T>(
+    these: &'a [T],
+    others: &'a [T],
+    same: impl Fn(&T, &T) -> bool + 'a,
+) -> impl Iterator<Item = &'a T> + 'a {
+    these
+        .iter()
+        .filter(move |x| !others.iter().any(|y| same(x, y)))
+}
+
 /// Agents arrived, changed status, left.
 fn agents(b: &Status, a: &Status, out: &mut Vec<Change>) {
     for agent in &a.agents {
+        let who = agent.agent.clone();
         match b.agents.iter().find(|p| p.agent == agent.agent) {
             None => out.push(Change::AgentArrived {
-                agent: agent.agent.clone(),
+                agent: who,
                 status: agent.status.clone(),
                 working_on: agent.working_on.clone(),
             }),
-            Some(was) if was.status != agent.status => {
-                let who = agent.agent.clone();
-                out.push(match agent.status.as_str() {
-                    "INACTIVE" => Change::AgentInactive { agent: who },
-                    "FINISHED" => Change::AgentFinished { agent: who },
-                    _ => Change::AgentActive { agent: who },
-                });
-            }
+            Some(was) if was.status != agent.status => out.push(match agent.status.as_str() {
+                "INACTIVE" => Change::AgentInactive { agent: who },
+                "FINISHED" => Change::AgentFinished { agent: who },
+                _ => Change::AgentActive { agent: who },
+            }),
             Some(_) => {}
         }
     }
-    for was in &b.agents {
-        if !a.agents.iter().any(|p| p.agent == was.agent) {
-            out.push(Change::AgentLeft {
-                agent: was.agent.clone(),
-            });
-        }
+    for was in only_in(&b.agents, &a.agents, |x, y| x.agent == y.agent) {
+        let agent = was.agent.clone();
+        out.push(Change::AgentLeft { agent });
     }
 }
 
@@ -183,40 +139,35 @@ fn locks(b: &Status, a: &Status, out: &mut Vec<Change>) {
         s.locks.iter().any(|l| l.file == file && l.agent == agent)
     };
     for lock in &a.locks {
-        match b
+        let (file, agent) = (lock.file.clone(), lock.agent.clone());
+        let was = b
             .locks
             .iter()
-            .find(|l| l.file == lock.file && l.agent == lock.agent)
-        {
-            Some(was) => {
-                if was.state != lock.state && lock.state == crate::lock::LockState::Stale {
-                    out.push(Change::LockStale {
-                        file: lock.file.clone(),
-                        agent: lock.agent.clone(),
-                        why: lock.stale_reason.clone(),
-                    });
-                }
+            .find(|l| l.file == lock.file && l.agent == lock.agent);
+        if let Some(was) = was {
+            if was.state != lock.state && lock.state == crate::lock::LockState::Stale {
+                let why = lock.stale_reason.clone();
+                out.push(Change::LockStale { file, agent, why });
             }
-            None => {
-                let gone = b
-                    .locks
-                    .iter()
-                    .find(|l| l.file == lock.file && !held(a, &l.file, &l.agent));
-                out.push(match gone {
-                    Some(old) => Change::LockTakenOver {
-                        file: lock.file.clone(),
-                        agent: lock.agent.clone(),
-                        from: old.agent.clone(),
-                    },
-                    None => Change::LockTaken {
-                        file: lock.file.clone(),
-                        agent: lock.agent.clone(),
-                        locked_at: lock.locked_at.clone(),
-                        reason: lock.reason.clone(),
-                    },
-                });
-            }
+            continue;
         }
+        let gone = b
+            .locks
+            .iter()
+            .find(|l| l.file == lock.file && !held(a, &l.file, &l.agent));
+        out.push(match gone {
+            Some(old) => Change::LockTakenOver {
+                file,
+                agent,
+                from: old.agent.clone(),
+            },
+            None => Change::LockTaken {
+                file,
+                agent,
+                locked_at: lock.locked_at.clone(),
+                reason: lock.reason.clone(),
+            },
+        });
     }
     for was in &b.locks {
         let replaced = a
@@ -224,105 +175,64 @@ fn locks(b: &Status, a: &Status, out: &mut Vec<Change>) {
             .iter()
             .any(|l| l.file == was.file && !held(b, &l.file, &l.agent));
         if !held(a, &was.file, &was.agent) && !replaced {
-            out.push(Change::LockReleased {
-                file: was.file.clone(),
-                agent: was.agent.clone(),
-            });
+            let (file, agent) = (was.file.clone(), was.agent.clone());
+            out.push(Change::LockReleased { file, agent });
         }
     }
 }
 
 /// Waits begun and ended; new deadlocks.
 fn waits(b: &Status, a: &Status, out: &mut Vec<Change>) {
-    for w in &a.waits {
-        if !b
-            .waits
-            .iter()
-            .any(|x| x.agent == w.agent && x.file == w.file)
-        {
-            out.push(Change::Waiting {
-                agent: w.agent.clone(),
-                file: w.file.clone(),
-                waits_for: w.waits_for.clone(),
-            });
-        }
+    let same = |x: &crate::status::WaitView, y: &crate::status::WaitView| {
+        x.agent == y.agent && x.file == y.file
+    };
+    for w in only_in(&a.waits, &b.waits, same) {
+        out.push(Change::Waiting {
+            agent: w.agent.clone(),
+            file: w.file.clone(),
+            waits_for: w.waits_for.clone(),
+        });
     }
-    for w in &b.waits {
-        if !a
-            .waits
-            .iter()
-            .any(|x| x.agent == w.agent && x.file == w.file)
-        {
-            out.push(Change::WaitEnded {
-                agent: w.agent.clone(),
-                file: w.file.clone(),
-            });
-        }
+    for w in only_in(&b.waits, &a.waits, same) {
+        let (agent, file) = (w.agent.clone(), w.file.clone());
+        out.push(Change::WaitEnded { agent, file });
     }
-    for cycle in &a.deadlocks {
-        if !b.deadlocks.contains(cycle) {
-            out.push(Change::Deadlock {
-                cycle: cycle.clone(),
-            });
-        }
-    }
-}
-
-/// Messages sent.
-fn messages(before: &Snapshot, after: &Snapshot, out: &mut Vec<Change>) {
-    for m in &after.messages {
-        if !before.messages.iter().any(|x| x.id == m.id) {
-            out.push(Change::MessageSent {
-                id: m.id.clone(),
-                from: m.from.clone(),
-                to: m.to.clone(),
-            });
-        }
+    for cycle in only_in(&a.deadlocks, &b.deadlocks, |x, y| x == y) {
+        let cycle = cycle.clone();
+        out.push(Change::Deadlock { cycle });
     }
 }
 
 /// The dialogue's turn passed.
 fn dialogue(b: &Status, a: &Status, out: &mut Vec<Change>) {
-    let turn = |s: &Status| {
-        s.dialogue
-            .as_ref()
-            .map(|d| (d.folder.clone(), d.turn.clone()))
+    let (b, a) = (b.dialogue.as_ref(), a.dialogue.as_ref());
+    let turn = |d: Option<&crate::dialogue::DialogueSummary>| {
+        d.map(|d| (d.folder.clone(), d.turn.clone()))
     };
     if turn(b) != turn(a) {
-        let folder = a
-            .dialogue
-            .as_ref()
-            .or(b.dialogue.as_ref())
-            .map(|d| d.folder.clone())
-            .unwrap_or_default();
         out.push(Change::TurnPassed {
-            folder,
-            from: b.dialogue.as_ref().and_then(|d| d.turn.clone()),
-            to: a.dialogue.as_ref().and_then(|d| d.turn.clone()),
-            state: a.dialogue.as_ref().map(|d| d.state.clone()),
+            folder: a.or(b).map(|d| d.folder.clone()).unwrap_or_default(),
+            from: b.and_then(|d| d.turn.clone()),
+            to: a.and_then(|d| d.turn.clone()),
+            state: a.map(|d| d.state.clone()),
         });
     }
 }
 
 /// Reviews waiting for their next actor, and closed.
 fn reviews(b: &Status, a: &Status, out: &mut Vec<Change>) {
-    for r in &a.reviews {
-        let same = b.reviews.iter().any(|x| {
-            x.topic == r.topic && x.next_actor == r.next_actor && x.next_action == r.next_action
+    let waiting = only_in(&a.reviews, &b.reviews, |x, y| {
+        x.topic == y.topic && x.next_actor == y.next_actor && x.next_action == y.next_action
+    });
+    for r in waiting {
+        out.push(Change::ReviewWaiting {
+            topic: r.topic.clone(),
+            next_actor: r.next_actor.clone(),
+            next_action: r.next_action.clone(),
         });
-        if !same {
-            out.push(Change::ReviewWaiting {
-                topic: r.topic.clone(),
-                next_actor: r.next_actor.clone(),
-                next_action: r.next_action.clone(),
-            });
-        }
     }
-    for r in &b.reviews {
-        if !a.reviews.iter().any(|x| x.topic == r.topic) {
-            out.push(Change::ReviewClosed {
-                topic: r.topic.clone(),
-            });
-        }
+    for r in only_in(&b.reviews, &a.reviews, |x, y| x.topic == y.topic) {
+        let topic = r.topic.clone();
+        out.push(Change::ReviewClosed { topic });
     }
 }

@@ -52,27 +52,25 @@ pub fn snapshot(ws: &Workspace) -> Snapshot {
     }
 }
 
-/// The folders whose changes `coord watch` wakes on, for the workspace as `snap` saw it (or
-/// before a first look, `None`): the
-/// root (presences, handshakes), coord's state folders (the index of the locks coord made,
-/// the wait queues, messages, the stamp card), the dialogue, the open reviews, and the folders
-/// of the locks seen (a lock made by hand going away).
+/// The folders whose changes `coord watch` wakes on, for the workspace as `snap` saw it (`None`:
+/// before a first look): the root, coord's state folders, the wait queues, the dialogue, the
+/// open reviews, and the folders of the locks seen (a lock made by hand going away).
 pub fn watched_folders(ws: &Workspace, snap: Option<&Snapshot>) -> Vec<PathBuf> {
     let root = ws.root();
+    let shared = crate::worktree::shared_root(root);
+    let queues = layout::queue_root(&shared);
     let mut dirs = vec![
         root.to_path_buf(),
-        layout::state_dir(&crate::worktree::shared_root(root)),
-        layout::held_dir(&crate::worktree::shared_root(root)),
-        layout::queue_root(&crate::worktree::shared_root(root)),
-        layout::messages_dir(&crate::worktree::shared_root(root)),
-        layout::partners_dir(&crate::worktree::shared_root(root)),
+        layout::state_dir(&shared),
+        layout::held_dir(&shared),
+        layout::messages_dir(&shared),
+        layout::partners_dir(&shared),
         layout::review_active_dir(&root.join(layout::REVIEW_METADATA_DIR)),
     ];
-    if let Ok(queues) =
-        crate::fsutil::read_dir(layout::queue_root(&crate::worktree::shared_root(root)))
-    {
-        dirs.extend(queues.flatten().map(|q| q.path()));
+    if let Ok(entries) = crate::fsutil::read_dir(&queues) {
+        dirs.extend(entries.flatten().map(|q| q.path()));
     }
+    dirs.push(queues);
     let status = snap.map(|s| &s.status);
     if let Some(d) = status.and_then(|s| s.dialogue.as_ref()) {
         dirs.push(root.join(&d.folder));

@@ -216,12 +216,12 @@ impl Workspace {
         if SWEPT.swap(true, std::sync::atomic::Ordering::Relaxed) {
             return;
         }
-        let queue = layout::queue_root(&shared_root(&self.root));
+        let shared = shared_root(&self.root);
         fsutil::sweep_temps(&self.root);
-        fsutil::sweep_temps(&layout::state_dir(&shared_root(&self.root)));
+        fsutil::sweep_temps(&layout::state_dir(&shared));
         // `.coord/queue/` and its queue folders (only folders: a symlink there is not entered),
         // in one listing.
-        if let Ok(entries) = crate::fsutil::read_dir(&queue) {
+        if let Ok(entries) = fsutil::read_dir(layout::queue_root(&shared)) {
             for entry in entries.flatten() {
                 if entry.file_type().is_ok_and(|t| t.is_dir()) {
                     fsutil::sweep_temps(&entry.path());
@@ -307,29 +307,20 @@ impl Workspace {
         {
             abs = fs::canonicalize(&abs).map_err(|_| bad("it is a dangling symlink"))?;
         }
-        let Ok(rel) = abs.strip_prefix(&self.root) else {
+        if !abs.starts_with(&self.root) {
             return Err(Error::OutsideRoot {
                 path: arg.to_string(),
                 root: self.root.clone(),
             });
-        };
-        let mut parts = Vec::new();
-        for c in rel.components() {
-            match c.as_os_str().to_str() {
-                Some(s) => parts.push(s),
-                None => return Err(bad("it is not valid UTF-8")),
-            }
         }
-        if parts.is_empty() {
+        let rel = self.rel(&abs).ok_or_else(|| bad("it is not valid UTF-8"))?;
+        if rel.is_empty() {
             return Err(bad("it is the workspace root itself"));
         }
-        if parts[0] == layout::STATE_DIR {
+        if rel.split('/').next() == Some(layout::STATE_DIR) {
             return Err(bad("files under `.coord/` belong to coord itself"));
         }
-        Ok(Target {
-            rel: parts.join("/"),
-            abs,
-        })
+        Ok(Target { rel, abs })
     }
 
     /// A FILE argument of a command, given relative to `cwd`: the one rule by which every
