@@ -58,7 +58,7 @@ fn append_inner(path: &Path, line: &[u8], count: bool) -> Result<(File, bool, us
             if n == 0 {
                 break;
             }
-            newlines += chunk[..n].iter().filter(|b| **b == b'\n').count();
+            newlines += memchr::memchr_iter(b'\n', &chunk[..n]).count();
             at += n as u64;
         }
         number = newlines + 1;
