@@ -58,9 +58,6 @@ names! {
     /// `.coord/held`: one empty entry per lock file coord made, so that views find them
     /// without walking the tree (see `lock::index`).
     held_dir = state_dir / "held";
-    /// `.coord/worktrees`: the repository's linked worktrees as last read from git's files (see
-    /// `worktree`).
-    worktrees_cache = state_dir / "worktrees";
     /// `.coord/queue`.
     queue_root = state_dir / "queue";
     /// `.coord/queue/seq`, the next ticket number.
@@ -297,13 +294,14 @@ pub fn skip_in_walk(dir_name: &str) -> bool {
 }
 
 /// What earlier versions of coord kept in `.coord/` and this one neither reads nor writes:
-/// files kept for reuse (`recycled/`), a cache of walked folders (`folders`), the file every
-/// index entry was a hard link to (`held/anchor`).
-pub fn leftovers(root: &Path) -> [PathBuf; 3] {
+/// files kept for reuse (`recycled/`), caches of walked folders (`folders`) and of linked
+/// worktrees (`worktrees`), the file every index entry was a hard link to (`held/anchor`).
+pub fn leftovers(root: &Path) -> [PathBuf; 4] {
     let state = state_dir(root);
     [
         state.join("recycled"),
         state.join("folders"),
+        state.join("worktrees"),
         held_dir(root).join("anchor"),
     ]
 }

@@ -6,7 +6,7 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, OnceLock};
 
-use crate::fsutil::{self, RECORD_CAP, Stat};
+use crate::fsutil::{self, RECORD_CAP};
 
 /// The extra presence key naming the work tree an agent last acted in, written where the
 /// repository has more than one.
@@ -224,22 +224,13 @@ pub fn trees(root: &Path) -> Vec<Tree> {
     let shared = shared_root(root);
     let mut all = Vec::new();
     if let Some(common) = common_dir(&shared) {
-        let stamp = Stat::read_followed(&common.join("worktrees"));
-        let linked = stamp.as_ref().and_then(|s| saved::load(&shared, s));
-        let linked = linked.unwrap_or_else(|| {
-            let found = read_linked(&common);
-            if let Some(stamp) = &stamp {
-                saved::store(&shared, stamp, &found);
-            }
-            found
-        });
         // A tree removed by hand took its locks with it; a worktree with a `.coord/` of its
         // own is a workspace of its own.
-        let linked = linked
+        let linked = read_linked(&common)
             .into_iter()
-            .filter(|t| t.top != shared && !is_gone(&t.top) && !has_own_state(&t.top));
+            .filter(|(top, _)| *top != shared && !is_gone(top) && !has_own_state(top));
         all.push((shared.clone(), common));
-        all.extend(linked.map(|t| (t.top, t.gitdir)));
+        all.extend(linked);
     }
     let own = all.iter().position(|(top, _)| top == root);
     let own = own.map_or((root.to_path_buf(), None), |i| {
@@ -253,99 +244,20 @@ pub fn trees(root: &Path) -> Vec<Tree> {
         .collect()
 }
 
-/// One linked worktree as git's files name it: its folder under `<common>/worktrees/` and its
-/// top level (resolved), with what its `gitdir` file was when read.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-struct Linked {
-    gitdir: PathBuf,
-    top: PathBuf,
-    file: Stat,
-}
-
-/// The linked worktrees named in `<common>/worktrees/*/gitdir`, whatever their state.
-fn read_linked(common: &Path) -> Vec<Linked> {
-    let mut found = Vec::new();
-    let Ok(entries) = crate::fsutil::read_dir(common.join("worktrees")) else {
-        return found;
+/// The linked worktrees named in `<common>/worktrees/*/gitdir`, whatever their state: each one's
+/// top level (resolved) and its folder under `<common>/worktrees/`.
+fn read_linked(common: &Path) -> Vec<(PathBuf, PathBuf)> {
+    let Ok(entries) = fsutil::read_dir(common.join("worktrees")) else {
+        return Vec::new();
     };
-    for entry in entries.flatten() {
-        let dir = entry.path();
-        let file = dir.join("gitdir");
-        let (Some(stamp), Some(dot_git)) = (Stat::read_followed(&file), read_small(&file)) else {
-            continue;
-        };
-        let dot_git = PathBuf::from(dot_git);
-        let Some(top) = dot_git.parent() else {
-            continue;
-        };
+    let linked = entries.flatten().filter_map(|entry| {
+        let gitdir = entry.path();
+        let dot_git = PathBuf::from(read_small(&gitdir.join("gitdir"))?);
         // Resolved like every root (git may have written it through a symlink).
-        let Ok(top) = fs::canonicalize(top) else {
-            continue;
-        };
-        found.push(Linked {
-            gitdir: dir,
-            top,
-            file: stamp,
-        });
-    }
-    found
-}
-
-/// `.coord/worktrees`: the list of linked worktrees as last read, kept between processes.
-mod saved {
-    use super::{Linked, Stat};
-    use std::path::{Path, PathBuf};
-
-    /// Whether a file whose stat data is `stat` changed within the last 2 seconds, where a
-    /// change in the same tick of a coarse clock leaves the stat data as it was (git's "racily
-    /// clean" index entries): a list reflecting it is not kept.
-    fn changed_lately(stat: &Stat) -> bool {
-        let now = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| i128::try_from(d.as_nanos()).unwrap_or(i128::MAX));
-        now - stat.mtime_ns.max(stat.ctime_ns) < 2_000_000_000
-    }
-
-    #[derive(serde::Serialize, serde::Deserialize)]
-    struct Saved {
-        worktrees: Stat,
-        trees: Vec<Linked>,
-    }
-
-    fn path(shared: &Path) -> PathBuf {
-        crate::layout::worktrees_cache(shared)
-    }
-
-    /// The kept list, when it is still what git's files say.
-    pub(super) fn load(shared: &Path, worktrees: &Stat) -> Option<Vec<Linked>> {
-        let bytes = crate::fsutil::read_capped(&path(shared), crate::fsutil::RECORD_CAP).ok()?;
-        let saved: Saved = serde_json::from_slice(&bytes).ok()?;
-        (saved.worktrees == *worktrees
-            && saved
-                .trees
-                .iter()
-                .all(|t| Stat::read_followed(&t.gitdir.join("gitdir")).as_ref() == Some(&t.file)))
-        .then_some(saved.trees)
-    }
-
-    /// Keep `trees` for the next process, when nothing in them changed just now and the state
-    /// folder is there (a view never creates it).
-    pub(super) fn store(shared: &Path, worktrees: &Stat, trees: &[Linked]) {
-        if changed_lately(worktrees) || trees.iter().any(|t| changed_lately(&t.file)) {
-            return;
-        }
-        let state = crate::layout::state_dir(shared);
-        if !std::fs::symlink_metadata(&state).is_ok_and(|m| m.is_dir()) {
-            return;
-        }
-        let saved = Saved {
-            worktrees: *worktrees,
-            trees: trees.to_vec(),
-        };
-        if let Ok(text) = serde_json::to_vec(&saved) {
-            let _ = crate::fsutil::replace(&path(shared), &text);
-        }
-    }
+        let top = fs::canonicalize(dot_git.parent()?).ok()?;
+        Some((top, gitdir))
+    });
+    linked.collect()
 }
 
 /// Whether the work tree whose top level was `top` is gone (`git worktree remove`, or removed by
@@ -373,7 +285,7 @@ pub fn repository_tops(top: &Path) -> Vec<PathBuf> {
     let Some(common) = common_dir(top) else {
         return all;
     };
-    let linked = read_linked(&common).into_iter().map(|l| l.top);
+    let linked = read_linked(&common).into_iter().map(|(top, _)| top);
     for t in main_top(&common).into_iter().chain(linked) {
         if !all.contains(&t) && !is_gone(&t) {
             all.push(t);

@@ -1,5 +1,5 @@
 //! Records coord publishes: each a fresh file holding exactly what it says, with the mode of a
-//! new file; what earlier versions kept in `.coord/` (`recycled/`, `folders`, `held/anchor`) is
+//! new file; what earlier versions kept in `.coord/` (`recycled/`, `folders`, `worktrees`, `held/anchor`) is
 //! swept and never read or followed; a command that publishes nothing leaves `.coord/` as it was.
 
 use std::os::unix::fs::MetadataExt;
@@ -39,6 +39,11 @@ fn what_earlier_versions_kept_is_swept_never_read_nor_followed() {
     std::os::unix::fs::symlink(&victim, env.path(".coord/recycled/0")).unwrap();
     std::fs::hard_link(env.path("a.md"), env.path(".coord/recycled/1")).unwrap();
     std::fs::write(env.path(".coord/folders"), "a.md\n../../etc\n").unwrap();
+    std::fs::write(
+        env.path(".coord/worktrees"),
+        "{\"trees\": [{\"top\": \"/\"}]}",
+    )
+    .unwrap();
     std::fs::create_dir_all(env.path(".coord/held")).unwrap();
     std::fs::write(env.path(".coord/held/anchor"), "").unwrap();
     for round in 0..3 {
@@ -50,7 +55,12 @@ fn what_earlier_versions_kept_is_swept_never_read_nor_followed() {
     }
     assert_eq!(std::fs::read_to_string(&victim).unwrap(), "precious\n");
     assert_eq!(env.read("a.md"), "mine\n");
-    for gone in [".coord/recycled", ".coord/folders", ".coord/held/anchor"] {
+    for gone in [
+        ".coord/recycled",
+        ".coord/folders",
+        ".coord/worktrees",
+        ".coord/held/anchor",
+    ] {
         assert!(
             std::fs::symlink_metadata(env.path(gone)).is_err(),
             "{gone} is swept"
