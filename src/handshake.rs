@@ -59,8 +59,7 @@ pub struct Block {
     pub to: String,
     /// REQUESTED or ACCEPTED.
     pub status: HandshakeStatus,
-    /// When, as written.
-    pub time: Option<String>,
+    pub(crate) time: Option<String>,
 }
 
 /// Parse the handshake file of `owner`. Never fails; unusable blocks are skipped.
@@ -179,8 +178,7 @@ pub struct Round {
     pub agent: String,
     /// The peers of this round: the other ACTIVE agents and whoever asked this one.
     pub peers: Vec<Peer>,
-    /// Whether this agent's file was (re)written.
-    pub changed: bool,
+    pub(crate) changed: bool,
 }
 
 impl Round {

@@ -35,9 +35,9 @@ pub struct Noted {
     /// The line appended (without its newline).
     pub line: String,
     /// Whether coord took the lock for this note (and released it); `false` when it was held.
-    pub took_lock: bool,
+    pub(crate) took_lock: bool,
     /// The backup written when the lock was taken, relative to the root.
-    pub backup: Option<String>,
+    pub(crate) backup: Option<String>,
 }
 
 /// The note line: `[HH:MM] [Agent] TEXT`, with the agent's name as given.

@@ -477,10 +477,8 @@ pub struct TurnView {
     pub next: Option<String>,
     /// `open`, `paused`, `ended`, `only-one-agent`, `waiting-for-user` or `error`.
     pub state: String,
-    /// A `PAUSE` stands.
-    pub paused: bool,
-    /// `END-SESSION` stands.
-    pub ended: bool,
+    pub(crate) paused: bool,
+    pub(crate) ended: bool,
     /// The only agent allowed next, from `<ID>-ONLY`.
     pub only: Option<String>,
     /// What is wrong, in the `error` state.

@@ -139,8 +139,7 @@ pub struct Participant {
 /// The Meta section.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Meta {
-    /// The topic.
-    pub topic: Option<String>,
+    pub(crate) topic: Option<String>,
     /// The reviewed path.
     pub target: Option<String>,
     /// `YYYY-MM-DD`.
@@ -178,8 +177,7 @@ pub struct Current {
     pub next_actor: String,
     /// What they are to do.
     pub next_action: Option<String>,
-    /// Where their prompt is.
-    pub prompt: Option<String>,
+    pub(crate) prompt: Option<String>,
 }
 
 /// One `### NN` entry of the Steps section.
@@ -193,14 +191,11 @@ pub struct Step {
     pub status: StepStatus,
     /// What it does.
     pub action: Option<Action>,
-    /// What it read.
-    pub input: Option<String>,
-    /// What it wrote.
-    pub output: Option<String>,
+    pub(crate) input: Option<String>,
+    pub(crate) output: Option<String>,
     /// What it did, briefly.
     pub summary: Option<String>,
-    /// Who comes next.
-    pub next: Option<String>,
+    pub(crate) next: Option<String>,
 }
 
 /// One row of the Issues table.
@@ -224,9 +219,9 @@ pub struct Agreement {
     /// The entry as written, without the bullet and the `[DISPUTED]` prefix.
     pub text: String,
     /// The decision: `text` before its last ` - `.
-    pub decision: String,
+    pub(crate) decision: String,
     /// Whose position was adopted: `text` after its last ` - `, when there is one.
-    pub adopted: Option<String>,
+    pub(crate) adopted: Option<String>,
     /// Marked `[DISPUTED]`.
     pub disputed: bool,
 }
@@ -234,14 +229,12 @@ pub struct Agreement {
 /// One `###` entry of the Handoff Prompts section.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Prompt {
-    /// The heading text.
-    pub heading: String,
+    pub(crate) heading: String,
     /// For whom (`### For gemini (step 02)`).
-    pub actor: Option<String>,
-    /// For which step.
-    pub step: Option<u32>,
-    /// The prompt (the inside of its fence when fenced).
-    pub text: String,
+    pub(crate) actor: Option<String>,
+    pub(crate) step: Option<u32>,
+    /// The entry as written, without the bullet and the `[DISPUTED]` prefix.
+    pub(crate) text: String,
 }
 
 /// Everything a tracker says, as read.
@@ -259,8 +252,7 @@ pub struct View {
     pub issues: Vec<Issue>,
     /// Agreements in order.
     pub agreements: Vec<Agreement>,
-    /// Handoff prompts in order.
-    pub handoff_prompts: Vec<Prompt>,
+    pub(crate) handoff_prompts: Vec<Prompt>,
 }
 
 impl View {

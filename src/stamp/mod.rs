@@ -71,18 +71,17 @@ pub struct Row {
     pub clocked_in: String,
     /// When it clocked out (or was found crashed), if it did.
     pub clocked_out: Option<String>,
-    /// Its last sign of life.
-    pub last_heartbeat: Option<String>,
+    pub(crate) last_heartbeat: Option<String>,
     /// What it works on.
     pub current_task: Option<String>,
     /// The session id (`COORD_SESSION` inside `coord session`, `session:` in its locks).
     pub session_id: String,
     /// The process the session follows (`coord session`), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub pid: Option<u32>,
+    pub(crate) pid: Option<u32>,
     /// The host of that process.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub host: Option<String>,
+    pub(crate) host: Option<String>,
 }
 
 fn opt(value: Option<&str>) -> Option<String> {

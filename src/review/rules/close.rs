@@ -18,8 +18,7 @@ use crate::review::{Action, IssueStatus, Step, StepStatus, View, one_line};
 pub struct Closed {
     /// The closed tracker, relative to the root.
     pub tracker: String,
-    /// The archive moved along, if any.
-    pub archive: Option<String>,
+    pub(crate) archive: Option<String>,
     /// The commit made with `--commit`.
     pub commit: Option<CommitInfo>,
 }

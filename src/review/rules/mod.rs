@@ -42,16 +42,14 @@ pub struct Reviews {
 pub struct ReviewSummary {
     /// The topic.
     pub topic: String,
-    /// The tracker, relative to the root.
-    pub tracker: String,
+    pub(crate) tracker: String,
     /// The next actor.
     pub next_actor: String,
     /// The next action.
     pub next_action: Option<String>,
     /// Issues not resolved or wontfix.
     pub open_issues: usize,
-    /// Steps in the tracker.
-    pub steps: usize,
+    pub(crate) steps: usize,
 }
 
 /// A tracker read for showing.
@@ -62,7 +60,7 @@ pub struct Shown {
     /// The tracker, relative to the root.
     pub tracker: String,
     /// `true` when it was found in `reviews/closed/`.
-    pub closed: bool,
+    pub(crate) closed: bool,
     /// What it says.
     #[serde(flatten)]
     pub view: View,

@@ -35,7 +35,7 @@ pub struct Next {
     /// The prompt to paste to the next actor, as is.
     pub prompt: Option<String>,
     /// Whether the prompt was written by the previous actor (else coord made it).
-    pub prompt_from_tracker: bool,
+    pub(crate) prompt_from_tracker: bool,
 }
 
 /// For an open step: its output file, how to record it, and coord's own prompt.

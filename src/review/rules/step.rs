@@ -48,8 +48,7 @@ pub struct StepRequest<'a> {
 /// What `step` did.
 #[derive(Debug, Clone, Serialize)]
 pub struct StepOutcome {
-    /// The tracker, relative to the root.
-    pub tracker: String,
+    pub(crate) tracker: String,
     /// The step finished (its number before any archiving).
     pub finished: u32,
     /// The status it was given.
