@@ -22,31 +22,11 @@ use HandshakeStatus::{Accepted, Requested};
 /// The protocol named in every block.
 pub const PROTOCOL: &str = "V3";
 
-/// A block's `status`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum HandshakeStatus {
-    /// `from` asks `to`.
-    Requested,
-    /// `from` accepts `to`.
-    Accepted,
-}
-
-impl HandshakeStatus {
-    /// The word written in the file.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Requested => "REQUESTED",
-            Accepted => "ACCEPTED",
-        }
-    }
-
-    fn parse(text: &str) -> HandshakeStatus {
-        if text.trim().eq_ignore_ascii_case("ACCEPTED") {
-            Accepted
-        } else {
-            Requested
-        }
+crate::review::names! {
+    /// A block's `status`.
+    HandshakeStatus {
+        Requested = "REQUESTED": "`from` asks `to`.",
+        Accepted = "ACCEPTED": "`from` accepts `to`.",
     }
 }
 
@@ -95,7 +75,7 @@ pub fn parse(owner: &str, text: &str) -> Vec<Block> {
         blocks.push(Block {
             from: owner.to_string(),
             to,
-            status: HandshakeStatus::parse(rec.get("status").unwrap_or("")),
+            status: HandshakeStatus::parse(rec.get("status").unwrap_or("")).unwrap_or(Requested),
             time: rec
                 .get_nonempty("time")
                 .filter(|t| *t != "-")

@@ -10,14 +10,19 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 
-/// An enum of the seed's names: `NAMES` in order, `parse` (case and blanks ignored), `as_str`,
-/// and `expected`, the complaint about a name that is none of them.
+/// An enum of the seed's names: `NAMES` in order, `parse` (case and blanks ignored), `as_str`
+/// (also its JSON), and `expected`, the complaint about a name that is none of them.
 macro_rules! names {
     ($(#[$doc:meta])* $name:ident { $($var:ident = $s:literal: $vdoc:literal,)+ }) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-        #[serde(rename_all = "snake_case")]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub enum $name { $(#[doc = $vdoc] $var,)+ }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
 
         impl $name {
             /// Every name, in the seed's order.

@@ -29,32 +29,12 @@ pub const NEW_PARTNER: &str = "new";
 
 const PICKED_PREFIX: &str = "partner-";
 
-/// A row's `status`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RowStatus {
-    /// Clocked in, not yet out.
-    Online,
-    /// Clocked out.
-    Offline,
-    /// Never clocked out, and silent for too long (or its process is gone).
-    Crashed,
-}
-
-impl RowStatus {
-    /// The word written in the file.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RowStatus::Online => "online",
-            RowStatus::Offline => "offline",
-            RowStatus::Crashed => "crashed",
-        }
-    }
-
-    fn parse(text: &str) -> Option<RowStatus> {
-        [RowStatus::Online, RowStatus::Offline, RowStatus::Crashed]
-            .into_iter()
-            .find(|s| s.as_str().eq_ignore_ascii_case(text.trim()))
+crate::review::names! {
+    /// A row's `status`.
+    RowStatus {
+        Online = "online": "Clocked in, not yet out.",
+        Offline = "offline": "Clocked out.",
+        Crashed = "crashed": "Never clocked out, and silent for too long (or its process is gone).",
     }
 }
 
