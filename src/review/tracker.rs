@@ -20,12 +20,13 @@ pub(crate) enum Block {
 
 #[derive(Debug)]
 pub(crate) struct Tracker {
-    path: PathBuf,
+    /// The file it is written to (moved to `closed/` on close).
+    pub(crate) path: PathBuf,
     lines: Vec<String>,
     final_newline: bool,
     crlf: bool,
     index: Index,
-    view: View,
+    pub(crate) view: View,
 }
 
 impl Tracker {
@@ -46,19 +47,6 @@ impl Tracker {
             index,
             view,
         })
-    }
-
-    pub(crate) fn view(&self) -> &View {
-        &self.view
-    }
-
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Point the tracker at another file (when it moves to `closed/`).
-    pub(crate) fn set_path(&mut self, path: PathBuf) {
-        self.path = path;
     }
 
     pub(crate) fn render(&self) -> String {

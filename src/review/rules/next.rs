@@ -49,7 +49,7 @@ impl Reviews {
     /// Who is next, what to do, and the prompt to paste to them.
     pub fn next(&self, topic: &str) -> Result<Next> {
         let (t, _) = self.load(topic)?;
-        let (v, tracker) = (t.view(), self.rel(t.path()));
+        let (v, tracker) = (&t.view, self.rel(&t.path));
         let open = v.open_step().filter(|_| v.meta.status != "closed");
         let (mut output, mut prompt, mut from_tracker) = (None, None, false);
         if let Some(open) = open {
