@@ -11,7 +11,7 @@ use crate::clock::{self, Wait};
 use crate::error::{Error, Refusal, Result};
 use crate::fsutil::{self, RECORD_CAP};
 use crate::layout;
-use crate::presence::{self, AgentState, Unreadable};
+use crate::presence::{self, Unreadable};
 use crate::record::Record;
 use crate::wait::{Deadline, FolderWatch, RECHECK};
 use crate::workspace::{AgentId, Workspace, is_valid_agent_id};
@@ -188,11 +188,8 @@ pub fn step(ws: &Workspace, agent: &AgentId, also: &[String]) -> Result<Round> {
         .unwrap_or_default();
     let (all, _) = scan(root);
     let now = clock::now();
-    let mut peers: Vec<String> = presence::scan(root)
-        .0
+    let mut peers: Vec<String> = crate::stamp::active_agents(root, &now)
         .into_iter()
-        .filter(|p| p.state(&now) == AgentState::Active)
-        .map(|p| p.id)
         .chain(all.iter().filter(|b| b.to == me).map(|b| b.from.clone()))
         .chain(also.iter().cloned())
         .filter(|p| p != me)

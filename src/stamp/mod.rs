@@ -171,8 +171,7 @@ pub fn scan(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
 }
 
 fn read_rows(found: impl IntoIterator<Item = (u64, PathBuf)>) -> (Vec<Row>, Vec<Unreadable>) {
-    let mut rows = Vec::new();
-    let mut bad = Vec::new();
+    let (mut rows, mut bad) = (Vec::new(), Vec::new());
     for (id, path) in found {
         let why = match fsutil::read_text_capped(&path, RECORD_CAP) {
             Ok((text, _)) => match Row::parse(id, &text) {
@@ -313,6 +312,15 @@ fn next_id(root: &Path) -> Result<u64> {
     Ok(id)
 }
 
+/// The ids of the agents whose presence is ACTIVE at `now`.
+pub(crate) fn active_agents(root: &Path, now: &Timestamp) -> Vec<String> {
+    let (presences, _) = presence::scan(root);
+    let active = presences
+        .into_iter()
+        .filter(|p| p.state(now) == AgentState::Active);
+    active.map(|p| p.id).collect()
+}
+
 fn free_name(root: &Path, rows: &[Row]) -> String {
     let (presences, _) = presence::scan(root);
     (1u64..)
@@ -420,10 +428,8 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
         pid: req.pid,
         host: req.pid.map(|_| host::hostname().to_string()),
     };
-    let (shared, path) = (
-        shared_root(root),
-        layout::partner_row(&shared_root(root), id),
-    );
+    let shared = shared_root(root);
+    let path = layout::partner_row(&shared, id);
     if !fsutil::create_new(&path, row.render().as_bytes())? {
         return Err(Error::Failed {
             message: format!(
@@ -452,12 +458,7 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
         .filter(|r| !crashed.iter().any(|c| c.row.id == r.id))
         .cloned()
         .collect();
-    let active_agents: Vec<String> = presence::scan(root)
-        .0
-        .into_iter()
-        .filter(|p| p.state(&now) == AgentState::Active)
-        .map(|p| p.id)
-        .collect();
+    let active_agents = active_agents(root, &now);
     for c in &crashed {
         let event = Event::new(Kind::AgentCrashed, agent.id())
             .with("row_session", c.row.session_id.as_str())
