@@ -255,20 +255,17 @@ pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Round> {
     let wanted: Vec<String> = round.peers.iter().map(|p| p.peer.clone()).collect();
     while !round.pending().is_empty() {
         if deadline.passed() {
-            let pending = round.pending().join(", ");
+            let (me, pending) = (agent.id(), round.pending().join(", "));
+            let waited = wait.as_duration().map(clock::format_duration);
+            let waited = waited.unwrap_or_else(|| "forever".into());
+            let why = format!("handshake of {me} not answered by {pending} after {waited}");
+            let hint = format!(
+                "ask them to run `coord handshake` (or wait longer with `--wait 5m`); `.handshake_{me}` keeps the request"
+            );
             return Err(Error::refused(
                 Refusal::HandshakeUnanswered,
-                format!(
-                    "handshake of {} not answered by {pending} after {}",
-                    agent.id(),
-                    wait.as_duration()
-                        .map(clock::format_duration)
-                        .unwrap_or_else(|| "forever".into())
-                ),
-                Some(format!(
-                    "ask them to run `coord handshake` (or wait longer with `--wait 5m`); `.handshake_{}` keeps the request",
-                    agent.id()
-                )),
+                why,
+                Some(hint),
             ));
         }
         watch.wait(deadline.next_sleep(RECHECK));
