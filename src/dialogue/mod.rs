@@ -90,10 +90,8 @@ impl Dialogue {
     }
 
     fn no_dialogue(&self) -> Error {
-        let message = format!(
-            "no dialogue in `{}` (`conversation.md` is missing)",
-            self.rel
-        );
+        let rel = &self.rel;
+        let message = format!("no dialogue in `{rel}` (`conversation.md` is missing)");
         let hint = "start one with `coord dialogue init --topic \"…\"`";
         refused(Refusal::NoDialogue, message, hint)
     }
