@@ -166,11 +166,13 @@ pub(crate) fn parse_field(line: &str, at: usize) -> Option<Field> {
     })
 }
 
-pub(crate) fn field_line(key: &str, value: &str) -> String {
-    if value.is_empty() {
-        format!("- **{key}:**")
-    } else {
-        format!("- **{key}:** {value}")
+/// A field's line: `head` (`- **Key:**`, or an existing line's text up to its value), then
+/// ` value` unless it is empty.
+pub(crate) fn field_line(head: &str, value: &str) -> String {
+    let head = head.trim_end();
+    match value {
+        "" => head.to_string(),
+        _ => format!("{head} {value}"),
     }
 }
 
