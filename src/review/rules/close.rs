@@ -67,7 +67,7 @@ impl Reviews {
             let hint = Some("move that file aside, then close again".into());
             return Err(Error::refused(Refusal::ReviewExists, why, hint));
         }
-        let active_path = &t.path.to_path_buf();
+        let active_path = t.path.clone();
         if let Some(open) = t.view.open_step().map(|s| s.number) {
             let values = [("Status", "no_action"), ("Summary", "Review closed")];
             t.set(Block::Step(open), &values)?;
