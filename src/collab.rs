@@ -26,14 +26,14 @@ pub const LINE_CAP: u64 = 4 * 1024 * 1024;
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
 pub struct Entry {
     /// The 1-based line it was read from, or written to.
-    pub line: usize,
+    pub(crate) line: usize,
     /// Who wrote it (`llm_id`).
     pub llm_id: String,
     /// What they wrote (`response`; a value that is not a string is given as its JSON text).
     pub response: String,
     /// When, if the line says (coord writes it; the seed's class does not).
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub time: Option<String>,
+    pub(crate) time: Option<String>,
 }
 
 /// A line that could not be read as an entry.

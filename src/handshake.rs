@@ -11,7 +11,7 @@ use crate::clock::{self, Wait};
 use crate::error::{Error, Refusal, Result};
 use crate::fsutil::{self, RECORD_CAP};
 use crate::layout;
-use crate::presence::{self, AgentState, Unreadable};
+use crate::presence::{self, Unreadable};
 use crate::record::Record;
 use crate::wait::{Deadline, FolderWatch, RECHECK};
 use crate::workspace::{AgentId, Workspace, is_valid_agent_id};
@@ -22,31 +22,11 @@ use HandshakeStatus::{Accepted, Requested};
 /// The protocol named in every block.
 pub const PROTOCOL: &str = "V3";
 
-/// A block's `status`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "SCREAMING_SNAKE_CASE")]
-pub enum HandshakeStatus {
-    /// `from` asks `to`.
-    Requested,
-    /// `from` accepts `to`.
-    Accepted,
-}
-
-impl HandshakeStatus {
-    /// The word written in the file.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Requested => "REQUESTED",
-            Accepted => "ACCEPTED",
-        }
-    }
-
-    fn parse(text: &str) -> HandshakeStatus {
-        if text.trim().eq_ignore_ascii_case("ACCEPTED") {
-            Accepted
-        } else {
-            Requested
-        }
+crate::review::names! {
+    /// A block's `status`.
+    HandshakeStatus {
+        Requested = "REQUESTED": "`from` asks `to`.",
+        Accepted = "ACCEPTED": "`from` accepts `to`.",
     }
 }
 
@@ -59,8 +39,7 @@ pub struct Block {
     pub to: String,
     /// REQUESTED or ACCEPTED.
     pub status: HandshakeStatus,
-    /// When, as written.
-    pub time: Option<String>,
+    pub(crate) time: Option<String>,
 }
 
 /// Parse the handshake file of `owner`. Never fails; unusable blocks are skipped.
@@ -96,7 +75,7 @@ pub fn parse(owner: &str, text: &str) -> Vec<Block> {
         blocks.push(Block {
             from: owner.to_string(),
             to,
-            status: HandshakeStatus::parse(rec.get("status").unwrap_or("")),
+            status: HandshakeStatus::parse(rec.get("status").unwrap_or("")).unwrap_or(Requested),
             time: rec
                 .get_nonempty("time")
                 .filter(|t| *t != "-")
@@ -179,8 +158,7 @@ pub struct Round {
     pub agent: String,
     /// The peers of this round: the other ACTIVE agents and whoever asked this one.
     pub peers: Vec<Peer>,
-    /// Whether this agent's file was (re)written.
-    pub changed: bool,
+    pub(crate) changed: bool,
 }
 
 impl Round {
@@ -210,11 +188,8 @@ pub fn step(ws: &Workspace, agent: &AgentId, also: &[String]) -> Result<Round> {
         .unwrap_or_default();
     let (all, _) = scan(root);
     let now = clock::now();
-    let mut peers: Vec<String> = presence::scan(root)
-        .0
+    let mut peers: Vec<String> = crate::stamp::active_agents(root, &now)
         .into_iter()
-        .filter(|p| p.state(&now) == AgentState::Active)
-        .map(|p| p.id)
         .chain(all.iter().filter(|b| b.to == me).map(|b| b.from.clone()))
         .chain(also.iter().cloned())
         .filter(|p| p != me)
@@ -280,20 +255,17 @@ pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Round> {
     let wanted: Vec<String> = round.peers.iter().map(|p| p.peer.clone()).collect();
     while !round.pending().is_empty() {
         if deadline.passed() {
-            let pending = round.pending().join(", ");
+            let (me, pending) = (agent.id(), round.pending().join(", "));
+            let waited = wait.as_duration().map(clock::format_duration);
+            let waited = waited.unwrap_or_else(|| "forever".into());
+            let why = format!("handshake of {me} not answered by {pending} after {waited}");
+            let hint = format!(
+                "ask them to run `coord handshake` (or wait longer with `--wait 5m`); `.handshake_{me}` keeps the request"
+            );
             return Err(Error::refused(
                 Refusal::HandshakeUnanswered,
-                format!(
-                    "handshake of {} not answered by {pending} after {}",
-                    agent.id(),
-                    wait.as_duration()
-                        .map(clock::format_duration)
-                        .unwrap_or_else(|| "forever".into())
-                ),
-                Some(format!(
-                    "ask them to run `coord handshake` (or wait longer with `--wait 5m`); `.handshake_{}` keeps the request",
-                    agent.id()
-                )),
+                why,
+                Some(hint),
             ));
         }
         watch.wait(deadline.next_sleep(RECHECK));

@@ -355,20 +355,16 @@ pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Inbox> {
             return Ok(inbox);
         }
         if deadline.passed() {
-            return Err(Error::refused(
-                Refusal::NoMessage,
-                format!(
-                    "no unread message for {} after {}",
-                    agent.id(),
-                    clock::format_duration(Duration::from_millis(
-                        started.elapsed().as_millis() as u64
-                    ))
-                ),
-                Some(format!(
-                    "wait longer with `coord msg wait --timeout 10m`, or see older messages with `coord msg list`; others reach you with `coord msg send {} \"…\"`",
-                    agent.id()
-                )),
-            ));
+            let me = agent.id();
+            let waited = Duration::from_millis(started.elapsed().as_millis() as u64);
+            let why = format!(
+                "no unread message for {me} after {}",
+                clock::format_duration(waited)
+            );
+            let hint = format!(
+                "wait longer with `coord msg wait --timeout 10m`, or see older messages with `coord msg list`; others reach you with `coord msg send {me} \"…\"`"
+            );
+            return Err(Error::refused(Refusal::NoMessage, why, Some(hint)));
         }
         watch.wait(deadline.next_sleep(recheck));
     }

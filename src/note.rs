@@ -35,9 +35,9 @@ pub struct Noted {
     /// The line appended (without its newline).
     pub line: String,
     /// Whether coord took the lock for this note (and released it); `false` when it was held.
-    pub took_lock: bool,
+    pub(crate) took_lock: bool,
     /// The backup written when the lock was taken, relative to the root.
-    pub backup: Option<String>,
+    pub(crate) backup: Option<String>,
 }
 
 /// The note line: `[HH:MM] [Agent] TEXT`, with the agent's name as given.
@@ -84,18 +84,12 @@ fn fenced_append(ws: &Workspace, req: &NoteRequest, fence: &Fence) -> Result<Str
     {
         let _mutex = ws.lock_mutex()?;
         if !lock::holds_fence(&req.target, &req.agent, fence) {
-            return Err(Error::refused(
-                Refusal::LockTakenOver,
-                format!(
-                    "the lock of {} on `{}` was taken over before the note was written",
-                    req.agent.id(),
-                    req.target.rel
-                ),
-                Some(format!(
-                    "nothing was written; try again: `coord note {} \"…\"`",
-                    crate::shell::file(&req.target.rel)
-                )),
-            ));
+            let (me, file) = (req.agent.id(), &req.target.rel);
+            let why =
+                format!("the lock of {me} on `{file}` was taken over before the note was written");
+            let file = crate::shell::file(file);
+            let hint = format!("nothing was written; try again: `coord note {file} \"…\"`");
+            return Err(Error::refused(Refusal::LockTakenOver, why, Some(hint)));
         }
         fsutil::append_line(&req.target.abs, line.as_bytes())?;
     }

@@ -90,10 +90,8 @@ impl Dialogue {
     }
 
     fn no_dialogue(&self) -> Error {
-        let message = format!(
-            "no dialogue in `{}` (`conversation.md` is missing)",
-            self.rel
-        );
+        let rel = &self.rel;
+        let message = format!("no dialogue in `{rel}` (`conversation.md` is missing)");
         let hint = "start one with `coord dialogue init --topic \"…\"`";
         refused(Refusal::NoDialogue, message, hint)
     }
@@ -477,10 +475,8 @@ pub struct TurnView {
     pub next: Option<String>,
     /// `open`, `paused`, `ended`, `only-one-agent`, `waiting-for-user` or `error`.
     pub state: String,
-    /// A `PAUSE` stands.
-    pub paused: bool,
-    /// `END-SESSION` stands.
-    pub ended: bool,
+    pub(crate) paused: bool,
+    pub(crate) ended: bool,
     /// The only agent allowed next, from `<ID>-ONLY`.
     pub only: Option<String>,
     /// What is wrong, in the `error` state.

@@ -99,15 +99,20 @@ fn fence_open(line: &str) -> Option<(char, usize)> {
     (run >= 3).then_some((ch, run))
 }
 
+/// Whether `line` closes a fence opened by `run` × `ch`.
+fn fence_closes(line: &str, (ch, run): (char, usize)) -> bool {
+    let t = line.trim();
+    t.len() >= run && t.chars().all(|c| c == ch)
+}
+
 /// Which lines lie inside a fenced code block (the fences included).
 pub(crate) fn fenced(lines: &[String]) -> Vec<bool> {
     let mut open: Option<(char, usize)> = None;
     lines
         .iter()
         .map(|line| match open {
-            Some((ch, n)) => {
-                let t = line.trim();
-                if t.len() >= n && t.chars().all(|c| c == ch) {
+            Some(fence) => {
+                if fence_closes(line, fence) {
                     open = None;
                 }
                 true
@@ -161,11 +166,13 @@ pub(crate) fn parse_field(line: &str, at: usize) -> Option<Field> {
     })
 }
 
-pub(crate) fn field_line(key: &str, value: &str) -> String {
-    if value.is_empty() {
-        format!("- **{key}:**")
-    } else {
-        format!("- **{key}:** {value}")
+/// A field's line: `head` (`- **Key:**`, or an existing line's text up to its value), then
+/// ` value` unless it is empty.
+pub(crate) fn field_line(head: &str, value: &str) -> String {
+    let head = head.trim_end();
+    match value {
+        "" => head.to_string(),
+        _ => format!("{head} {value}"),
     }
 }
 
@@ -271,11 +278,8 @@ impl Doc<'_> {
             if let Some(last) = sections.last_mut() {
                 last.end = i;
             }
-            let name = if level == 2 {
-                text.to_ascii_lowercase()
-            } else {
-                String::new()
-            };
+            let name = (level == 2).then(|| text.to_ascii_lowercase());
+            let name = name.unwrap_or_default();
             if !name.is_empty() && sections.iter().any(|s| s.name == name) {
                 return Err(self.corrupt(Some(i), format!("a second `## {text}` section")));
             }
@@ -530,15 +534,13 @@ fn read_agreements(doc: &Doc<'_>, sec: &Section) -> (Vec<usize>, Vec<Agreement>)
                 _ => (text, None),
             };
             let (text, decision) = (text.to_string(), decision.to_string());
-            Some((
-                i,
-                Agreement {
-                    text,
-                    decision,
-                    adopted,
-                    disputed,
-                },
-            ))
+            let agreement = Agreement {
+                text,
+                decision,
+                adopted,
+                disputed,
+            };
+            Some((i, agreement))
         })
         .unzip()
 }
@@ -556,36 +558,27 @@ fn read_prompts(doc: &Doc<'_>, sec: &Section) -> (Vec<(usize, usize)>, Vec<Promp
         .map(|(k, &h)| {
             let end = heads.get(k + 1).copied().unwrap_or(sec.end);
             let text = heading(&doc.lines[h]).map(|(_, t)| t).unwrap_or_default();
-            let (actor, step) = match text
+            let who = text
                 .strip_prefix("For ")
-                .map(|r| r.split_once(" (step ").ok_or(r))
-            {
-                None => (None, None),
-                Some(Ok((actor, num))) => (
-                    Some(actor.trim().to_string()),
-                    num.trim_end_matches(')').trim().parse().ok(),
-                ),
-                Some(Err(actor)) => (Some(actor.trim().to_string()), None),
-            };
+                .map(|r| match r.split_once(" (step ") {
+                    Some((actor, num)) => (actor, num.trim_end_matches(')').trim().parse().ok()),
+                    None => (r, None),
+                });
             let body = trimmed_block(&doc.lines[h + 1..end]);
-            let inner = match (body.first().and_then(|l| fence_open(l)), body.last()) {
-                (Some((ch, run)), Some(close)) if body.len() >= 2 => {
-                    let close = close.trim();
-                    (close.len() >= run && close.chars().all(|c| c == ch))
-                        .then(|| &body[1..body.len() - 1])
+            let fence = body.first().and_then(|l| fence_open(l));
+            let inner = match (fence, body.last()) {
+                (Some(f), Some(close)) if body.len() >= 2 && fence_closes(close, f) => {
+                    &body[1..body.len() - 1]
                 }
-                _ => None,
+                _ => &body,
             };
-            let (heading, text) = (text.to_string(), inner.unwrap_or(&body).join("\n"));
-            (
-                (h, end),
-                Prompt {
-                    heading,
-                    actor,
-                    step,
-                    text,
-                },
-            )
+            let prompt = Prompt {
+                heading: text.to_string(),
+                actor: who.map(|(a, _)| a.trim().to_string()),
+                step: who.and_then(|(_, n)| n),
+                text: inner.join("\n"),
+            };
+            ((h, end), prompt)
         })
         .unzip()
 }

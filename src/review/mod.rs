@@ -10,14 +10,19 @@ use serde::Serialize;
 
 use crate::error::{Error, Result};
 
-/// An enum of the seed's names: `NAMES` in order, `parse` (case and blanks ignored), `as_str`,
-/// and `expected`, the complaint about a name that is none of them.
+/// An enum of the seed's names: `NAMES` in order, `parse` (case and blanks ignored), `as_str`
+/// (also its JSON), and `expected`, the complaint about a name that is none of them.
 macro_rules! names {
     ($(#[$doc:meta])* $name:ident { $($var:ident = $s:literal: $vdoc:literal,)+ }) => {
         $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
-        #[serde(rename_all = "snake_case")]
+        #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         pub enum $name { $(#[doc = $vdoc] $var,)+ }
+
+        impl serde::Serialize for $name {
+            fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+                s.serialize_str(self.as_str())
+            }
+        }
 
         impl $name {
             /// Every name, in the seed's order.
@@ -139,8 +144,7 @@ pub struct Participant {
 /// The Meta section.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Meta {
-    /// The topic.
-    pub topic: Option<String>,
+    pub(crate) topic: Option<String>,
     /// The reviewed path.
     pub target: Option<String>,
     /// `YYYY-MM-DD`.
@@ -178,8 +182,7 @@ pub struct Current {
     pub next_actor: String,
     /// What they are to do.
     pub next_action: Option<String>,
-    /// Where their prompt is.
-    pub prompt: Option<String>,
+    pub(crate) prompt: Option<String>,
 }
 
 /// One `### NN` entry of the Steps section.
@@ -193,14 +196,11 @@ pub struct Step {
     pub status: StepStatus,
     /// What it does.
     pub action: Option<Action>,
-    /// What it read.
-    pub input: Option<String>,
-    /// What it wrote.
-    pub output: Option<String>,
+    pub(crate) input: Option<String>,
+    pub(crate) output: Option<String>,
     /// What it did, briefly.
     pub summary: Option<String>,
-    /// Who comes next.
-    pub next: Option<String>,
+    pub(crate) next: Option<String>,
 }
 
 /// One row of the Issues table.
@@ -224,9 +224,9 @@ pub struct Agreement {
     /// The entry as written, without the bullet and the `[DISPUTED]` prefix.
     pub text: String,
     /// The decision: `text` before its last ` - `.
-    pub decision: String,
+    pub(crate) decision: String,
     /// Whose position was adopted: `text` after its last ` - `, when there is one.
-    pub adopted: Option<String>,
+    pub(crate) adopted: Option<String>,
     /// Marked `[DISPUTED]`.
     pub disputed: bool,
 }
@@ -234,14 +234,12 @@ pub struct Agreement {
 /// One `###` entry of the Handoff Prompts section.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
 pub struct Prompt {
-    /// The heading text.
-    pub heading: String,
+    pub(crate) heading: String,
     /// For whom (`### For gemini (step 02)`).
-    pub actor: Option<String>,
-    /// For which step.
-    pub step: Option<u32>,
-    /// The prompt (the inside of its fence when fenced).
-    pub text: String,
+    pub(crate) actor: Option<String>,
+    pub(crate) step: Option<u32>,
+    /// The entry as written, without the bullet and the `[DISPUTED]` prefix.
+    pub(crate) text: String,
 }
 
 /// Everything a tracker says, as read.
@@ -259,8 +257,7 @@ pub struct View {
     pub issues: Vec<Issue>,
     /// Agreements in order.
     pub agreements: Vec<Agreement>,
-    /// Handoff prompts in order.
-    pub handoff_prompts: Vec<Prompt>,
+    pub(crate) handoff_prompts: Vec<Prompt>,
 }
 
 impl View {

@@ -20,12 +20,13 @@ pub(crate) enum Block {
 
 #[derive(Debug)]
 pub(crate) struct Tracker {
-    path: PathBuf,
+    /// The file it is written to (moved to `closed/` on close).
+    pub(crate) path: PathBuf,
     lines: Vec<String>,
     final_newline: bool,
     crlf: bool,
     index: Index,
-    view: View,
+    pub(crate) view: View,
 }
 
 impl Tracker {
@@ -46,19 +47,6 @@ impl Tracker {
             index,
             view,
         })
-    }
-
-    pub(crate) fn view(&self) -> &View {
-        &self.view
-    }
-
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
-    }
-
-    /// Point the tracker at another file (when it moves to `closed/`).
-    pub(crate) fn set_path(&mut self, path: PathBuf) {
-        self.path = path;
     }
 
     pub(crate) fn render(&self) -> String {
@@ -158,15 +146,10 @@ impl Tracker {
         for (key, value) in values {
             match fields.iter().find(|f| f.key.eq_ignore_ascii_case(key)) {
                 Some(f) => {
-                    let head = self.lines[f.line][..f.value_at].trim_end().to_string();
-                    let line = if value.is_empty() {
-                        head
-                    } else {
-                        format!("{head} {value}")
-                    };
+                    let line = field_line(&self.lines[f.line][..f.value_at], value);
                     self.replace_line(f.line, line);
                 }
-                None => extra.push(field_line(key, value)),
+                None => extra.push(field_line(&format!("- **{key}:**"), value)),
             }
         }
         let at = fields.iter().map(|f| f.line + 1).max().unwrap_or(fallback);
@@ -190,7 +173,7 @@ impl Tracker {
             ("Next", ""),
         ];
         let mut block = vec![format!("### {number:02}")];
-        block.extend(fields.map(|(k, v)| field_line(k, v)));
+        block.extend(fields.map(|(k, v)| field_line(&format!("- **{k}:**"), v)));
         self.append_to(STEPS, block)
     }
 

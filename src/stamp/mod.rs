@@ -29,32 +29,12 @@ pub const NEW_PARTNER: &str = "new";
 
 const PICKED_PREFIX: &str = "partner-";
 
-/// A row's `status`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum RowStatus {
-    /// Clocked in, not yet out.
-    Online,
-    /// Clocked out.
-    Offline,
-    /// Never clocked out, and silent for too long (or its process is gone).
-    Crashed,
-}
-
-impl RowStatus {
-    /// The word written in the file.
-    pub fn as_str(self) -> &'static str {
-        match self {
-            RowStatus::Online => "online",
-            RowStatus::Offline => "offline",
-            RowStatus::Crashed => "crashed",
-        }
-    }
-
-    fn parse(text: &str) -> Option<RowStatus> {
-        [RowStatus::Online, RowStatus::Offline, RowStatus::Crashed]
-            .into_iter()
-            .find(|s| s.as_str().eq_ignore_ascii_case(text.trim()))
+crate::review::names! {
+    /// A row's `status`.
+    RowStatus {
+        Online = "online": "Clocked in, not yet out.",
+        Offline = "offline": "Clocked out.",
+        Crashed = "crashed": "Never clocked out, and silent for too long (or its process is gone).",
     }
 }
 
@@ -71,18 +51,17 @@ pub struct Row {
     pub clocked_in: String,
     /// When it clocked out (or was found crashed), if it did.
     pub clocked_out: Option<String>,
-    /// Its last sign of life.
-    pub last_heartbeat: Option<String>,
+    pub(crate) last_heartbeat: Option<String>,
     /// What it works on.
     pub current_task: Option<String>,
     /// The session id (`COORD_SESSION` inside `coord session`, `session:` in its locks).
     pub session_id: String,
     /// The process the session follows (`coord session`), if any.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub pid: Option<u32>,
+    pub(crate) pid: Option<u32>,
     /// The host of that process.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub host: Option<String>,
+    pub(crate) host: Option<String>,
 }
 
 fn opt(value: Option<&str>) -> Option<String> {
@@ -192,8 +171,7 @@ pub fn scan(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
 }
 
 fn read_rows(found: impl IntoIterator<Item = (u64, PathBuf)>) -> (Vec<Row>, Vec<Unreadable>) {
-    let mut rows = Vec::new();
-    let mut bad = Vec::new();
+    let (mut rows, mut bad) = (Vec::new(), Vec::new());
     for (id, path) in found {
         let why = match fsutil::read_text_capped(&path, RECORD_CAP) {
             Ok((text, _)) => match Row::parse(id, &text) {
@@ -334,6 +312,15 @@ fn next_id(root: &Path) -> Result<u64> {
     Ok(id)
 }
 
+/// The ids of the agents whose presence is ACTIVE at `now`.
+pub(crate) fn active_agents(root: &Path, now: &Timestamp) -> Vec<String> {
+    let (presences, _) = presence::scan(root);
+    let active = presences
+        .into_iter()
+        .filter(|p| p.state(now) == AgentState::Active);
+    active.map(|p| p.id).collect()
+}
+
 fn free_name(root: &Path, rows: &[Row]) -> String {
     let (presences, _) = presence::scan(root);
     (1u64..)
@@ -441,10 +428,8 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
         pid: req.pid,
         host: req.pid.map(|_| host::hostname().to_string()),
     };
-    let (shared, path) = (
-        shared_root(root),
-        layout::partner_row(&shared_root(root), id),
-    );
+    let shared = shared_root(root);
+    let path = layout::partner_row(&shared, id);
     if !fsutil::create_new(&path, row.render().as_bytes())? {
         return Err(Error::Failed {
             message: format!(
@@ -473,12 +458,7 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
         .filter(|r| !crashed.iter().any(|c| c.row.id == r.id))
         .cloned()
         .collect();
-    let active_agents: Vec<String> = presence::scan(root)
-        .0
-        .into_iter()
-        .filter(|p| p.state(&now) == AgentState::Active)
-        .map(|p| p.id)
-        .collect();
+    let active_agents = active_agents(root, &now);
     for c in &crashed {
         let event = Event::new(Kind::AgentCrashed, agent.id())
             .with("row_session", c.row.session_id.as_str())

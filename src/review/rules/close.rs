@@ -18,8 +18,7 @@ use crate::review::{Action, IssueStatus, Step, StepStatus, View, one_line};
 pub struct Closed {
     /// The closed tracker, relative to the root.
     pub tracker: String,
-    /// The archive moved along, if any.
-    pub archive: Option<String>,
+    pub(crate) archive: Option<String>,
     /// The commit made with `--commit`.
     pub commit: Option<CommitInfo>,
 }
@@ -51,7 +50,7 @@ impl Reviews {
             }
         }
         let (guard, mut t) = self.begin(topic, None)?;
-        let missing = missing_for_close(t.view());
+        let missing = missing_for_close(&t.view);
         if !missing.is_empty() {
             return Err(Error::ReviewUnfinished {
                 topic: topic.to_string(),
@@ -68,8 +67,8 @@ impl Reviews {
             let hint = Some("move that file aside, then close again".into());
             return Err(Error::refused(Refusal::ReviewExists, why, hint));
         }
-        let active_path = t.path().to_path_buf();
-        if let Some(open) = t.view().open_step().map(|s| s.number) {
+        let active_path = t.path.clone();
+        if let Some(open) = t.view.open_step().map(|s| s.number) {
             let values = [("Status", "no_action"), ("Summary", "Review closed")];
             t.set(Block::Step(open), &values)?;
         }
@@ -80,7 +79,7 @@ impl Reviews {
         ];
         t.set(Block::Current, &values)?;
         fsutil::ensure_dir(&closed)?;
-        t.set_path(closed_path.clone());
+        t.path = closed_path.clone();
         self.finish(&mut t)?;
         let mut archive = None;
         let from = layout::review_archive(&active, topic);
@@ -93,7 +92,7 @@ impl Reviews {
         fsutil::sync_dir(&active)?;
         drop(guard);
         let commit = commit
-            .then(|| self.commit(topic, t.view(), summary))
+            .then(|| self.commit(topic, &t.view, summary))
             .transpose()?;
         Ok(Closed {
             tracker: self.rel(&closed_path),

@@ -42,16 +42,14 @@ pub struct Reviews {
 pub struct ReviewSummary {
     /// The topic.
     pub topic: String,
-    /// The tracker, relative to the root.
-    pub tracker: String,
+    pub(crate) tracker: String,
     /// The next actor.
     pub next_actor: String,
     /// The next action.
     pub next_action: Option<String>,
     /// Issues not resolved or wontfix.
     pub open_issues: usize,
-    /// Steps in the tracker.
-    pub steps: usize,
+    pub(crate) steps: usize,
 }
 
 /// A tracker read for showing.
@@ -62,7 +60,7 @@ pub struct Shown {
     /// The tracker, relative to the root.
     pub tracker: String,
     /// `true` when it was found in `reviews/closed/`.
-    pub closed: bool,
+    pub(crate) closed: bool,
     /// What it says.
     #[serde(flatten)]
     pub view: View,
@@ -136,9 +134,9 @@ impl Reviews {
         let (t, closed) = self.load(topic)?;
         Ok(Shown {
             topic: topic.to_string(),
-            tracker: self.rel(t.path()),
+            tracker: self.rel(&t.path),
             closed,
-            view: t.view().clone(),
+            view: t.view.clone(),
         })
     }
 
@@ -160,7 +158,7 @@ impl Reviews {
                 hint,
             ));
         };
-        if t.view().meta.status == "closed" {
+        if t.view.meta.status == "closed" {
             let why = format!(
                 "review `{topic}` is closed (`{}` says `Status: closed`)",
                 self.rel(&path)
@@ -187,7 +185,7 @@ impl Reviews {
     /// Stamp `Last updated` and replace the tracker durably (the mutex is held).
     fn finish(&self, t: &mut Tracker) -> Result<()> {
         t.set(Block::Meta, &[("Last updated", &meta_date())])?;
-        fsutil::replace_durable(t.path(), t.render().as_bytes())
+        fsutil::replace_durable(&t.path, t.render().as_bytes())
     }
 
     fn check_not_locked(&self, path: &Path, actor: Option<&AgentId>) -> Result<()> {
@@ -258,7 +256,7 @@ impl Reviews {
         let text = new_tracker_text(topic, &target, &date, reviewer, implementer);
         // Parsed before it is written: a tracker coord cannot read back is never written.
         let mut t = Tracker::parse(&path, &text)?;
-        let prompt = self.guide(topic, &rel, t.view(), &t.view().steps[0]).prompt;
+        let prompt = self.guide(topic, &rel, &t.view, &t.view.steps[0]).prompt;
         t.set_prompt(reviewer, 1, &prompt)?;
         fsutil::replace_durable(&path, t.render().as_bytes())?;
         Ok(rel)
@@ -267,7 +265,7 @@ impl Reviews {
     /// The conventional path of a file dated today; `to`, `step` and `action` default to the
     /// tracker's other participant and open step when there is a tracker to read.
     pub fn conventional_path(&self, parts: NameParts<'_>) -> Result<PathBuf> {
-        let view = self.load(parts.topic).ok().map(|(t, _)| t.view().clone());
+        let view = self.load(parts.topic).ok().map(|(t, _)| t.view.clone());
         let other = view.as_ref().and_then(|v| v.meta.other_than(parts.llm));
         let open = view.as_ref().and_then(View::open_step);
         let parts = NameParts {
@@ -288,7 +286,7 @@ impl Reviews {
             return Err(Error::bad_input("the issue title is empty"));
         }
         self.edit(topic, None, |t| {
-            let id = format!("ISSUE-{:02}", next_issue_number(t.view()));
+            let id = format!("ISSUE-{:02}", next_issue_number(&t.view));
             let issue = Issue {
                 id,
                 severity,
@@ -312,11 +310,7 @@ impl Reviews {
         let resolution = resolution.map(one_line);
         self.edit(topic, None, |t| {
             t.set_issue(id, status, resolution.as_deref())?;
-            let found = t
-                .view()
-                .issues
-                .iter()
-                .find(|i| i.id.eq_ignore_ascii_case(id));
+            let found = t.view.issues.iter().find(|i| i.id.eq_ignore_ascii_case(id));
             found
                 .cloned()
                 .ok_or_else(|| Error::bad_input(format!("no issue `{id}`")))
@@ -343,7 +337,7 @@ impl Reviews {
         }
         self.edit(topic, None, |t| {
             t.add_agreement(&text, disputed)?;
-            let added = t.view().agreements.last().cloned();
+            let added = t.view.agreements.last().cloned();
             added.ok_or_else(|| Error::Failed {
                 message: "the agreement was not added".into(),
             })
@@ -405,8 +399,8 @@ pub fn open_reviews(ws: &Workspace) -> (Vec<ReviewSummary>, Vec<Unreadable>) {
     for topic in names.iter().filter_map(|n| layout::review_tracker_topic(n)) {
         let path = reviews.tracker_path(topic, false);
         match reviews.read(&path) {
-            Ok(Some(t)) if t.view().meta.status != "closed" => {
-                let v = t.view();
+            Ok(Some(t)) if t.view.meta.status != "closed" => {
+                let v = t.view;
                 found.push(ReviewSummary {
                     topic: topic.to_string(),
                     tracker: reviews.rel(&path),
@@ -450,10 +444,7 @@ pub(crate) mod tests {
             let res = part.next().unwrap_or("");
             text += &format!("| {id} | high | title of {id} | {status} | {res} |\n");
         }
-        Tracker::parse(Path::new("t"), &text)
-            .unwrap()
-            .view()
-            .clone()
+        Tracker::parse(Path::new("t"), &text).unwrap().view.clone()
     }
 
     #[test]

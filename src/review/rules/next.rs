@@ -35,7 +35,7 @@ pub struct Next {
     /// The prompt to paste to the next actor, as is.
     pub prompt: Option<String>,
     /// Whether the prompt was written by the previous actor (else coord made it).
-    pub prompt_from_tracker: bool,
+    pub(crate) prompt_from_tracker: bool,
 }
 
 /// For an open step: its output file, how to record it, and coord's own prompt.
@@ -49,7 +49,7 @@ impl Reviews {
     /// Who is next, what to do, and the prompt to paste to them.
     pub fn next(&self, topic: &str) -> Result<Next> {
         let (t, _) = self.load(topic)?;
-        let (v, tracker) = (t.view(), self.rel(t.path()));
+        let (v, tracker) = (&t.view, self.rel(&t.path));
         let open = v.open_step().filter(|_| v.meta.status != "closed");
         let (mut output, mut prompt, mut from_tracker) = (None, None, false);
         if let Some(open) = open {

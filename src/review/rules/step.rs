@@ -48,8 +48,7 @@ pub struct StepRequest<'a> {
 /// What `step` did.
 #[derive(Debug, Clone, Serialize)]
 pub struct StepOutcome {
-    /// The tracker, relative to the root.
-    pub tracker: String,
+    pub(crate) tracker: String,
     /// The step finished (its number before any archiving).
     pub finished: u32,
     /// The status it was given.
@@ -85,7 +84,7 @@ impl Reviews {
         };
         let prompt = handoff_section(Path::new(&req.output.rel), &text)?;
         let done = self.edit(req.topic, Some(req.actor), |t| {
-            let view = t.view().clone();
+            let view = t.view.clone();
             let finished = owned_open_step(&view, req)?.number;
             // The next actor as the tracker spells it (its Participants spelling when listed).
             let parts = &view.meta.participants;
@@ -108,7 +107,7 @@ impl Reviews {
             t.set(Block::Step(finished), &values)?;
             t.push_step(finished + 1, &next, next_action, &req.output.rel)?;
             let archived_to = self.archive(req.topic, t)?;
-            let next_step = t.view().steps.len() as u32;
+            let next_step = t.view.steps.len() as u32;
             let next_action_text = format!("{} (step {next_step:02})", next_action.as_str());
             let current = [
                 ("Next actor", next.as_str()),
@@ -119,7 +118,7 @@ impl Reviews {
             t.set_prompt(&next, next_step, &prompt)?;
             let stranger = role.is_none() && !view.meta.participants.is_empty();
             Ok(StepOutcome {
-                tracker: self.rel(t.path()),
+                tracker: self.rel(&t.path),
                 finished,
                 status: req.status,
                 next_step,
@@ -143,7 +142,7 @@ impl Reviews {
 
     /// Past [`MAX_STEPS`], move the first steps to `TOPIC-tracker-archive.md` (returned).
     fn archive(&self, topic: &str, t: &mut Tracker) -> Result<Option<String>> {
-        if t.view().steps.len() <= MAX_STEPS {
+        if t.view.steps.len() <= MAX_STEPS {
             return Ok(None);
         }
         let archive = layout::review_archive(&self.dir(false), topic);
@@ -155,7 +154,7 @@ impl Reviews {
         }
         let name = layout::review_archive_name(topic);
         let note = |archived: usize| format!("{NOTE}{archived:02} archived to {name}");
-        let noted = noted(t.view().steps_note.as_deref());
+        let noted = noted(t.view.steps_note.as_deref());
         if let Some(e) = &existing
             && already_archived(e, &taken, noted, before)
         {

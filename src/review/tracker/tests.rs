@@ -20,7 +20,7 @@ fn parse(text: &str) -> crate::error::Result<Tracker> {
 fn a_hand_written_tracker_round_trips_byte_for_byte() {
     let t = parse(HAND).unwrap();
     assert_eq!(t.render(), HAND);
-    let v = t.view();
+    let v = t.view;
     assert_eq!(v.meta.topic.as_deref(), Some("regional-federalism-design"));
     assert_eq!(v.meta.role_of("codex"), Some("implementer"));
     let next = v.current.next_action.as_deref();
@@ -76,7 +76,7 @@ fn an_edit_changes_only_its_lines_in_their_own_style() {
     ];
     assert_eq!(diff, want);
     assert_eq!(HAND.lines().count(), out.lines().count());
-    let read = parse(&out).unwrap().view().issues[1].resolution.clone();
+    let read = parse(&out).unwrap().view.issues[1].resolution.clone();
     assert_eq!(read.as_deref(), resolution);
 }
 
@@ -153,7 +153,7 @@ proptest! {
             let (s, n) = (one_line(s), i as u32 + 1);
             t.set(Block::Step(n), &[("Status", "done"), ("Summary", &s)]).unwrap();
             t.push_step(n + 1, "Gemini", Action::Response, "").unwrap();
-            prop_assert_eq!(t.view().steps[i].summary.clone(), Some(s).filter(|s| !s.is_empty()));
+            prop_assert_eq!(t.view.steps[i].summary.clone(), Some(s).filter(|s| !s.is_empty()));
         }
         let agreements: Vec<(String, bool)> = agreements.iter().map(|(a, d)| (one_line(a), *d)).collect();
         for (a, d) in &agreements {
@@ -161,7 +161,7 @@ proptest! {
             t.add_agreement(a, *d).unwrap();
         }
         t.set_prompt("Gemini", 2, &prompt).unwrap();
-        let view = t.view().clone();
+        let view = t.view.clone();
         let titles_read: Vec<String> = view.issues.iter().map(|i| i.title.clone()).collect();
         prop_assert_eq!(&titles_read, &titles);
         prop_assert_eq!(view.issues[0].resolution.clone(), Some(titles[0].clone()));
@@ -173,7 +173,7 @@ proptest! {
         // parse(render(x)) == x, and render(parse(text)) == text.
         let text = t.render();
         let again = parse(&text).unwrap();
-        prop_assert_eq!(again.view(), &view);
+        prop_assert_eq!(&again.view, &view);
         prop_assert_eq!(again.render(), text);
     }
 
