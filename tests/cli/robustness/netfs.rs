@@ -321,11 +321,22 @@ struct SmbMounts {
     dir: tempfile::TempDir,
     smbd: Option<u32>,
     mounted: Vec<std::path::PathBuf>,
-    _port: std::sync::MutexGuard<'static, ()>,
+    _port: std::fs::File,
 }
 
-/// Held by the one [`SmbMounts`] that serves port 445.
-static PORT_445: std::sync::Mutex<()> = std::sync::Mutex::new(());
+/// Port 445 is one per machine: the one [`SmbMounts`] that serves it holds a kernel lock on a
+/// file of the temporary folder, so two test processes (or the suites of two checkouts) never
+/// mount each other's share, as they could with a lock of this process only.
+fn port_445() -> std::fs::File {
+    let path = std::env::temp_dir().join("coord-tests-smb-445.lock");
+    let file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .unwrap();
+    file.lock().unwrap();
+    file
+}
 
 impl SmbMounts {
     /// Serve `real/` and mount it twice, or say why not.
@@ -347,7 +358,7 @@ impl SmbMounts {
             eprintln!("skipped: no /dev/fuse here");
             return None;
         }
-        let port = PORT_445.lock().unwrap_or_else(|p| p.into_inner());
+        let port = port_445();
         if std::net::TcpStream::connect("127.0.0.1:445").is_ok() {
             eprintln!("skipped: port 445 is taken (another SMB server runs here)");
             return None;
