@@ -247,16 +247,13 @@ pub fn render_view(v: &TurnView) -> String {
         let id = output::clean(id);
         format!("note: `{id}` in current-turn.txt is not among the participants ({participants}); write one of them there, or let {id} speak")
     }));
-    out.extend(
-        v.only
-            .as_ref()
-            .map(|o| format!("only: {o} (the user's {o}-ONLY)")),
-    );
-    if v.needs_user {
-        out.push("note: the last message asks for the user ([NEEDS-USER])".into());
-    }
-    if v.end_proposed {
-        out.push("note: the last message proposes to end ([PROPOSE-END])".into());
+    let only = v.only.as_ref();
+    out.extend(only.map(|o| format!("only: {o} (the user's {o}-ONLY)")));
+    for (on, note) in [
+        (v.needs_user, "asks for the user ([NEEDS-USER])"),
+        (v.end_proposed, "proposes to end ([PROPOSE-END])"),
+    ] {
+        out.extend(on.then(|| format!("note: the last message {note}")));
     }
     out.extend(line("priority", &v.priority));
     out.extend(v.lock.as_ref().map(|l| {

@@ -58,11 +58,10 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let agent = ctx.agent()?;
     let (targets, claims) = ctx.file_args(&ws, &args.files)?;
     let wait = args.wait.wait()?;
-    let given_ttl = match &args.ttl {
-        Some(t) => Some(nonzero_ttl(clock::parse_duration(t)?, t)?),
-        None => None,
-    };
-    let ttl = given_ttl.unwrap_or(DEFAULT_TTL);
+    let ttl = args.ttl.as_deref();
+    let given_ttl = ttl
+        .map(|t| nonzero_ttl(clock::parse_duration(t)?, t))
+        .transpose()?;
     let reach = Reach {
         claims: !args.local,
         files: args.share,
@@ -72,7 +71,7 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         agent,
         targets,
         wait,
-        ttl,
+        ttl: given_ttl.unwrap_or(DEFAULT_TTL),
         backup: !args.no_backup,
         reason: args.reason,
         owner: session_owner(ctx),

@@ -188,34 +188,25 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> 
     }
 
     fn call(&mut self, params: &Map<String, Value>) -> Result<Value, (i64, String)> {
-        let name = match params.get("name") {
-            Some(Value::String(n)) => n,
-            Some(other) => {
-                return Err((
-                    jsonrpc::INVALID_PARAMS,
-                    format!("`name` must be a string, got {}", jsonrpc::kind(other)),
-                ));
-            }
-            None => {
-                return Err((
-                    jsonrpc::INVALID_PARAMS,
-                    "`name` is missing: say which tool to call".into(),
-                ));
-            }
+        let tool = match params.get("name") {
+            Some(Value::String(name)) => tools::find(name).ok_or_else(|| {
+                let names: Vec<&str> = tools::TOOLS.iter().map(|t| t.name).collect();
+                format!("unknown tool `{name}` (tools: {})", names.join(", "))
+            }),
+            Some(other) => Err(format!(
+                "`name` must be a string, got {}",
+                jsonrpc::kind(other)
+            )),
+            None => Err("`name` is missing: say which tool to call".into()),
         };
-        let Some(tool) = tools::find(name) else {
-            let names: Vec<&str> = tools::TOOLS.iter().map(|t| t.name).collect();
-            return Err((
-                jsonrpc::INVALID_PARAMS,
-                format!("unknown tool `{name}` (tools: {})", names.join(", ")),
-            ));
-        };
+        let tool = tool.map_err(|why| (jsonrpc::INVALID_PARAMS, why))?;
         let outcome = match params.get("arguments") {
             None | Some(Value::Null) => (self.host)(tool, &Map::new()),
             Some(Value::Object(args)) => (self.host)(tool, args),
             Some(other) => ToolOutcome {
                 text: format!(
-                    "error: the arguments of tool `{name}` must be an object, got {}",
+                    "error: the arguments of tool `{}` must be an object, got {}",
+                    tool.name,
                     jsonrpc::kind(other)
                 ),
                 structured: None,
@@ -226,10 +217,8 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> 
             "content": [{"type": "text", "text": outcome.text}],
             "isError": outcome.is_error,
         });
-        if let (Some(s @ Value::Object(_)), Some(obj)) =
-            (outcome.structured, result.as_object_mut())
-        {
-            obj.insert("structuredContent".into(), s);
+        if let Some(s @ Value::Object(_)) = outcome.structured {
+            result["structuredContent"] = s;
         }
         Ok(result)
     }

@@ -58,24 +58,24 @@ pub struct McpArgs {
 struct Life {
     ws: Workspace,
     quiet: bool,
-    state: Mutex<LifeState>,
+    state: Mutex<Stage>,
 }
 
-#[derive(Default)]
-struct LifeState {
+enum Stage {
+    Idle,
     /// Clocked in: the tools, run as the agent in its stamp-card session.
-    started: Option<tools::Host>,
+    Serving(tools::Host),
     /// Clocked out: nothing more is done.
-    closed: bool,
+    Closed,
 }
 
 impl Life {
-    fn state(&self) -> std::sync::MutexGuard<'_, LifeState> {
+    fn state(&self) -> std::sync::MutexGuard<'_, Stage> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Clock in (once, later calls get the same host): a stamp-card row recording this process, the presence. The agent is
-    /// the one given; else the session's, looked up now; else the fallback.
+    /// Clock in once (a stamp-card row for this process, the presence) as the agent given, else
+    /// the session's, looked up now, else the fallback.
     fn start(
         &self,
         explicit: Option<&AgentId>,
@@ -83,11 +83,10 @@ impl Life {
         task: Option<String>,
     ) -> anyhow::Result<tools::Host> {
         let mut state = self.state();
-        if let Some(started) = &state.started {
-            return Ok(started.clone());
-        }
-        if state.closed {
-            anyhow::bail!("the server is shutting down");
+        match &*state {
+            Stage::Serving(host) => return Ok(host.clone()),
+            Stage::Closed => anyhow::bail!("the server is shutting down"),
+            Stage::Idle => {}
         }
         let session = match explicit {
             Some(_) => None,
@@ -127,18 +126,14 @@ impl Life {
             session: row,
             owner,
         };
-        state.started = Some(host.clone());
+        *state = Stage::Serving(host.clone());
         Ok(host)
     }
 
     /// Release the session's locks and clock out, once (end of input or a signal).
     fn close(&self, why: &str) {
         let mut state = self.state();
-        if state.closed {
-            return;
-        }
-        state.closed = true;
-        let Some(host) = &state.started else {
+        let Stage::Serving(host) = std::mem::replace(&mut *state, Stage::Closed) else {
             return;
         };
         // After a stop request (a signal, the client gone) too.
@@ -195,7 +190,7 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let life = Arc::new(Life {
         ws: ws.clone(),
         quiet: ctx.quiet,
-        state: Mutex::new(LifeState::default()),
+        state: Mutex::new(Stage::Idle),
     });
 
     let signal_life = Arc::clone(&life);
@@ -207,7 +202,15 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
     });
 
-    watch_client(Arc::clone(&life));
+    // Notice the client going away while a call may wait: any wait then ends as on `SIGHUP`. On
+    // stdin hung up the main loop finishes the input; with stdout or the parent gone, the server
+    // clocks out and exits once the running call has ended.
+    let (watch_life, parent) = (Arc::clone(&life), rustix::process::getppid());
+    std::thread::spawn(move || {
+        if let Some(why) = client_gone(parent) {
+            stop(&watch_life, SIGHUP, why);
+        }
+    });
 
     let (stop_beat, beats) = mpsc::channel::<()>();
     let beat_life = Arc::clone(&life);
@@ -270,18 +273,6 @@ const CALL_GRACE: Duration = Duration::from_secs(5);
 
 /// How often the client watch looks at the parent process when nothing happens on stdio.
 const CLIENT_CHECK: Duration = Duration::from_millis(500);
-
-/// Notice the client going away while a call may wait: any wait then ends as on `SIGHUP`. On
-/// stdin hung up the main loop finishes the input; with stdout or the parent gone, the server
-/// clocks out and exits once the running call has ended.
-fn watch_client(life: Arc<Life>) {
-    let parent = rustix::process::getppid();
-    std::thread::spawn(move || {
-        if let Some(why) = client_gone(parent) {
-            stop(&life, SIGHUP, why);
-        }
-    });
-}
 
 /// End the server: a waiting call ends cleanly first (as `sig` would end it), then clock out.
 fn stop(life: &Life, sig: i32, why: &str) -> ! {
@@ -372,30 +363,24 @@ fn serve(mut handle_line: impl FnMut(&[u8]) -> Option<serde_json::Value>) -> &'s
             }
             handle_line(&line)
         };
+        // One response, one line, flushed at once.
+        let mut out = std::io::stdout().lock();
         if let Some(response) = response
-            && send(&response).is_err()
+            && writeln!(out, "{response}")
+                .and_then(|()| out.flush())
+                .is_err()
         {
             return "stdout closed";
         }
     }
 }
 
-/// One response, one line, flushed at once.
-fn send(response: &serde_json::Value) -> std::io::Result<()> {
-    let mut text = serde_json::to_string(response).map_err(std::io::Error::other)?;
-    text.push('\n');
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    out.flush()
-}
-
 fn heartbeat(life: &Life, interval: Duration, stop: &mpsc::Receiver<()>) {
     while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(interval) {
-        let state = life.state();
-        let Some(host) = state.started.as_ref().filter(|_| !state.closed).cloned() else {
-            continue;
+        let host = match &*life.state() {
+            Stage::Serving(host) => host.clone(),
+            _ => continue,
         };
-        drop(state);
         if let Err(e) = stamp::heartbeat(&life.ws, &host.agent, &host.session) {
             output::diag(&format!("warning: heartbeat failed: {e}"));
         }

@@ -321,25 +321,22 @@ pub fn run(args: ReviewArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 lines
             });
         }
-        ReviewCommand::Issue(a) => {
-            let (issue, added) = match a.op {
-                IssueOp::Add { severity, title } => {
-                    (reviews.add_issue(&a.topic, severity, &title)?, true)
-                }
-                IssueOp::Set {
-                    id,
-                    status,
-                    resolution,
-                } => {
-                    let resolution = resolution.as_deref();
-                    (reviews.set_issue(&a.topic, &id, status, resolution)?, false)
-                }
-            };
-            ctx.emit(&issue, || match added {
-                true => issue.id.clone(),
-                false => format!("{}: {}", issue.id, issue.status.as_str()),
-            });
-        }
+        ReviewCommand::Issue(a) => match a.op {
+            IssueOp::Add { severity, title } => {
+                let issue = reviews.add_issue(&a.topic, severity, &title)?;
+                ctx.emit(&issue, || issue.id.clone());
+            }
+            IssueOp::Set {
+                id,
+                status,
+                resolution: r,
+            } => {
+                let issue = reviews.set_issue(&a.topic, &id, status, r.as_deref())?;
+                ctx.emit(&issue, || {
+                    format!("{}: {}", issue.id, issue.status.as_str())
+                });
+            }
+        },
         ReviewCommand::Agree(a) => {
             let added = reviews.agree(&a.topic, &a.text, a.adopted.as_deref(), a.disputed)?;
             let mark = if added.disputed { "[DISPUTED] " } else { "" };
