@@ -119,15 +119,10 @@ pub fn run(args: CheckArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
     }
     if args.strict && !ok {
-        return Err(Error::CheckFailed {
-            message: format!(
-                "{} lock problem{}:\n  {}",
-                problems.len(),
-                if problems.len() == 1 { "" } else { "s" },
-                problems.join("\n  ")
-            ),
-        }
-        .into());
+        let n = problems.len();
+        let s = if n == 1 { "" } else { "s" };
+        let message = format!("{n} lock problem{s}:\n  {}", problems.join("\n  "));
+        return Err(Error::CheckFailed { message }.into());
     }
     Ok(ExitCode::Success)
 }

@@ -50,14 +50,11 @@ pub fn run(args: PresenceArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     };
     let ws = ctx.workspace(dir.as_deref().map(Path::new))?;
     let agent = ctx.agent()?;
-    let current_file = match &args.file {
-        Some(f) => Some(ctx.one_file(&ws, f, "presence")?.rel),
-        None => None,
-    };
+    let file = args.file.map(|f| ctx.one_file(&ws, &f, "presence"));
     let update = Update {
         finished: args.status.map(|s| matches!(s, PresenceStatus::Finished)),
         working_on: task,
-        current_file,
+        current_file: file.transpose()?.map(|t| t.rel),
         ..Default::default()
     };
     let session = std::env::var(SESSION_ENV).ok().filter(|s| !s.is_empty());

@@ -127,10 +127,6 @@ pub fn result(id: &Value, result: Value) -> Value {
 }
 
 /// An error response.
-pub fn error(id: &Value, code: i64, message: &str, data: Option<Value>) -> Value {
-    let mut err = json!({"code": code, "message": message});
-    if let (Some(data), Some(obj)) = (data, err.as_object_mut()) {
-        obj.insert("data".into(), data);
-    }
-    json!({"jsonrpc": "2.0", "id": id, "error": err})
+pub fn error(id: &Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
 }

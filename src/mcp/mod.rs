@@ -66,22 +66,16 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> 
             && let Ok(Value::Array(items)) = serde_json::from_slice::<Value>(line)
         {
             if items.is_empty() {
-                return Some(jsonrpc::error(
-                    &Value::Null,
-                    jsonrpc::INVALID_REQUEST,
-                    "an empty batch: send at least one request",
-                    None,
-                ));
+                let why = "an empty batch: send at least one request";
+                return Some(jsonrpc::error(&Value::Null, jsonrpc::INVALID_REQUEST, why));
             }
             let answers: Vec<Value> = items
                 .iter()
                 .filter_map(|item| match item {
-                    Value::Array(_) => Some(jsonrpc::error(
-                        &Value::Null,
-                        jsonrpc::INVALID_REQUEST,
-                        "a batch inside a batch",
-                        None,
-                    )),
+                    Value::Array(_) => {
+                        let why = "a batch inside a batch";
+                        Some(jsonrpc::error(&Value::Null, jsonrpc::INVALID_REQUEST, why))
+                    }
                     item => self.handle_one(item.to_string().as_bytes()),
                 })
                 .collect();
@@ -94,9 +88,7 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> 
         match jsonrpc::classify(line) {
             Incoming::Request(req) => Some(self.handle(req)),
             Incoming::Ignored => None,
-            Incoming::Invalid { id, code, message } => {
-                Some(jsonrpc::error(&id, code, &message, None))
-            }
+            Incoming::Invalid { id, code, message } => Some(jsonrpc::error(&id, code, &message)),
         }
     }
 
@@ -109,12 +101,10 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> 
             Some(Value::String(v)) if v == STATELESS_VERSION => true,
             Some(Value::String(v)) if VERSIONS.contains(&v.as_str()) => false,
             Some(v) => {
-                return jsonrpc::error(
-                    &id,
-                    jsonrpc::UNSUPPORTED_PROTOCOL_VERSION,
-                    "unsupported protocol version",
-                    Some(json!({"supported": all_versions(), "requested": v})),
-                );
+                let code = jsonrpc::UNSUPPORTED_PROTOCOL_VERSION;
+                let mut refusal = jsonrpc::error(&id, code, "unsupported protocol version");
+                refusal["error"]["data"] = json!({"supported": all_versions(), "requested": v});
+                return refusal;
             }
         };
         let outcome = match req.method.as_str() {
@@ -139,7 +129,7 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> 
                 }
                 jsonrpc::result(&id, result)
             }
-            Err((code, message)) => jsonrpc::error(&id, code, &message, None),
+            Err((code, message)) => jsonrpc::error(&id, code, &message),
         }
     }
 

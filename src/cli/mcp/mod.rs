@@ -301,10 +301,7 @@ fn client_gone(parent: Option<rustix::process::Pid>) -> Option<&'static str> {
         PollFd::new(&stdin, hangup),
         PollFd::new(&stdout, PollFlags::empty()),
     ];
-    let timeout = Timespec {
-        tv_sec: 0,
-        tv_nsec: i64::try_from(CLIENT_CHECK.as_nanos()).unwrap_or(500_000_000),
-    };
+    let timeout = Timespec::try_from(CLIENT_CHECK).unwrap_or_default();
     let gone = PollFlags::HUP | PollFlags::ERR | hangup;
     loop {
         match poll(&mut fds, Some(&timeout)) {
@@ -351,11 +348,11 @@ fn serve(mut handle_line: impl FnMut(&[u8]) -> Option<serde_json::Value>) -> &'s
             if input.skip_until(b'\n').is_err() {
                 return "stdin failed";
             }
+            let why = format!("the line is longer than {MAX_LINE} bytes");
             Some(jsonrpc::error(
                 &serde_json::Value::Null,
                 jsonrpc::PARSE_ERROR,
-                &format!("the line is longer than {MAX_LINE} bytes"),
-                None,
+                &why,
             ))
         } else {
             while matches!(line.last(), Some(b'\n' | b'\r')) {
