@@ -206,13 +206,8 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-fn remove(
-    ws: &Workspace,
-    clients: &[Client],
-    dry_run: bool,
-    ctx: &Ctx,
-) -> anyhow::Result<ExitCode> {
-    let removal = init::plan_removal(ws, clients)?;
+fn remove(ws: &Workspace, named: &[Client], dry_run: bool, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let removal = init::plan_removal(ws, named)?;
     if !dry_run {
         init::apply_removal(ws, &removal)?;
     }

@@ -44,8 +44,10 @@ enum PresenceStatus {
 }
 
 pub fn run(args: PresenceArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    // A lone argument is the DIR only when it is written like a path (`.`, `..`, `./x`, `/x`,
+    // `a/b`); a plain word is the TASK, even if a folder of that name happens to exist.
     let (dir, task) = match (args.dir, args.task) {
-        (Some(one), None) if !looks_like_dir(&one) => (None, Some(one)),
+        (Some(one), None) if !(one == "." || one == ".." || one.contains('/')) => (None, Some(one)),
         pair => pair,
     };
     let ws = ctx.workspace(dir.as_deref().map(Path::new))?;
@@ -87,10 +89,4 @@ pub fn updated_line(view: &AgentView) -> String {
         view.status,
         output::working_on(view.working_on.as_deref())
     )
-}
-
-/// A lone argument is the DIR only when it is written like a path (`.`, `..`, `./x`, `/x`,
-/// `a/b`); a plain word is the TASK, even if a folder of that name happens to exist.
-fn looks_like_dir(arg: &str) -> bool {
-    arg == "." || arg == ".." || arg.contains('/')
 }

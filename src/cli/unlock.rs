@@ -1,7 +1,6 @@
 //! `coord unlock [FILE...] [--force]`: release own locks (all of them without FILE).
 
 use clap::Args;
-use serde::Serialize;
 
 use coord::lock::{self, LockState, Release, ReleaseOutcome};
 use coord::pattern::Pattern;
@@ -33,13 +32,6 @@ pub struct UnlockArgs {
     force: bool,
 }
 
-/// `coord unlock --json`.
-#[derive(Serialize)]
-pub struct UnlockReport<'a> {
-    /// One entry per file.
-    pub results: &'a [Release],
-}
-
 pub fn run(args: UnlockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.lock_workspace()?;
     let agent = match ctx.agent_opt()? {
@@ -50,9 +42,8 @@ pub fn run(args: UnlockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     };
     let (targets, patterns) = ctx.file_args(&ws, &args.files)?;
     let results = release(&ws, &agent, &args.files, &targets, &patterns, args.force)?;
-    ctx.emit_lines(&UnlockReport { results: &results }, || {
-        release_lines(&results)
-    });
+    let doc = serde_json::json!({ "results": results });
+    ctx.emit_lines(&doc, || release_lines(&results));
     match refusal(&results, &agent) {
         Some(err) => Err(err.into()),
         None => Ok(ExitCode::Success),

@@ -3,7 +3,7 @@
 use clap::Args;
 
 use coord::ExitCode;
-use coord::status::{self, FileHolders};
+use coord::status;
 
 use super::{Ctx, output};
 
@@ -24,11 +24,6 @@ pub struct WhoArgs {
     files: Vec<String>,
 }
 
-#[derive(serde::Serialize)]
-struct WhoJson<'a> {
-    files: &'a [FileHolders],
-}
-
 pub fn run(args: WhoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     let asked = args
@@ -37,7 +32,7 @@ pub fn run(args: WhoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         .map(|f| ws.file_arg(ctx.cwd(), f))
         .collect::<Result<Vec<_>, _>>()?;
     let files = status::who(&ws, &asked);
-    if ctx.json_or_quiet(&WhoJson { files: &files }) {
+    if ctx.json_or_quiet(&serde_json::json!({ "files": files })) {
         return Ok(ExitCode::Success);
     }
     let now = coord::clock::now();
