@@ -162,14 +162,9 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
     }
     for s in &plan.skipped {
-        output::diag(&format!(
-            "warning: skipped `{}`: {}{}",
-            output::clean(&s.file),
-            s.why,
-            s.client
-                .map(|c| format!("; {c} is not wired"))
-                .unwrap_or_default()
-        ));
+        let (file, why) = (output::clean(&s.file), &s.why);
+        let unwired = (s.client.map(|c| format!("; {c} is not wired"))).unwrap_or_default();
+        output::diag(&format!("warning: skipped `{file}`: {why}{unwired}"));
     }
     if plan.clients.is_empty() {
         // Every client skipped: nothing to say it is wired for.

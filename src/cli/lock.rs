@@ -125,11 +125,8 @@ pub fn acquired_lines(got: &lock::Acquisition) -> Vec<String> {
         .map(|a| {
             let what = if a.claim { "Claim" } else { "Lock" };
             let verb = if a.refreshed { "refreshed" } else { "acquired" };
-            let backup = a
-                .backup
-                .as_deref()
-                .map(|b| format!(" (backup {b})"))
-                .unwrap_or_default();
+            let backup =
+                (a.backup.as_deref().map(|b| format!(" (backup {b})"))).unwrap_or_default();
             let shared = match (&a.remote, &a.lease_until) {
                 (Some(r), Some(until)) => format!(" (shared through `{r}`, lease until {until})"),
                 (Some(r), None) => format!(" (shared through `{r}`)"),

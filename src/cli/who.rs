@@ -41,11 +41,8 @@ pub fn run(args: WhoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             output::line(&format!("{}: not locked", f.file));
         }
         for c in &f.claims {
-            let reason = c
-                .reason
-                .as_deref()
-                .map(|r| format!(" (reason: {})", output::clean(r)))
-                .unwrap_or_default();
+            let reason = c.reason.as_deref().map(output::clean);
+            let reason = (reason.map(|r| format!(" (reason: {r})"))).unwrap_or_default();
             output::line(&format!(
                 "{}: claimed by {} with `{}` since {}{reason} [{}]",
                 f.file,

@@ -95,15 +95,12 @@ impl Life {
         let agent = (explicit.cloned())
             .or_else(|| session.as_ref().map(|s| s.agent.clone()))
             .unwrap_or_else(|| fallback.clone());
-        let started = stamp::startup(
-            &self.ws,
-            &StartupRequest {
-                partner: Partner::Named(agent.clone()),
-                task,
-                pid: Some(host::pid()),
-            },
-        )?;
-        let row = started.row.session_id;
+        let req = StartupRequest {
+            partner: Partner::Named(agent.clone()),
+            task,
+            pid: Some(host::pid()),
+        };
+        let row = stamp::startup(&self.ws, &req)?.row.session_id;
         // In an agent client's session, locks follow the client process (the session's hooks
         // and shell act as the same agent); else this process.
         let owner = match session.as_ref().and_then(|s| Some((s, s.process?.pid))) {
@@ -114,10 +111,9 @@ impl Life {
             let of = (session.as_ref())
                 .map(|s| format!(", the agent of {} session {}", s.client.as_str(), s.id))
                 .unwrap_or_default();
+            let (id, root) = (agent.id(), self.ws.root().display());
             output::diag(&format!(
-                "coord mcp: serving as agent {}{of} in {} (session {row})",
-                agent.id(),
-                self.ws.root().display(),
+                "coord mcp: serving as agent {id}{of} in {root} (session {row})"
             ));
         }
         let host = tools::Host {
@@ -145,10 +141,9 @@ impl Life {
                 for line in release_lines(&closed.released) {
                     output::diag(&line);
                 }
+                let (id, session) = (host.agent.id(), &host.session);
                 output::diag(&format!(
-                    "coord mcp: {why}; clocked out {} (session {})",
-                    host.agent.id(),
-                    host.session
+                    "coord mcp: {why}; clocked out {id} (session {session})"
                 ));
             }
             Ok(_) => {}

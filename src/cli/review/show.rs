@@ -108,11 +108,7 @@ pub(super) fn next(n: &Next, prompt_only: bool, ctx: &Ctx) -> Result<(), Error> 
 
 /// Next actor, next action, tracker, output and the handoff prompt, as `review next` prints them.
 pub fn next_text(n: &Next, topic: &str) -> String {
-    let role = n
-        .role
-        .as_deref()
-        .map(|r| format!(" ({r})"))
-        .unwrap_or_default();
+    let role = (n.role.as_deref().map(|r| format!(" ({r})"))).unwrap_or_default();
     let action = match (n.action, n.step) {
         (Some(act), Some(step)) => format!("{} (step {step:02})", act.as_str()),
         _ => n.next_action.clone().unwrap_or_else(|| "-".into()),
