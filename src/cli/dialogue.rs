@@ -187,10 +187,8 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             let outcome = say::say(&d, &req)?;
             say_notes(&outcome).iter().for_each(|l| output::diag(l));
             if let Some(t) = &outcome.took_over {
-                output::diag(&format!(
-                    "note: took over a stale lock.txt of {}",
-                    output::clean(&t.holder)
-                ));
+                let holder = output::clean(&t.holder);
+                output::diag(&format!("note: took over a stale lock.txt of {holder}"));
             }
             ctx.emit(&outcome, || said_line(&outcome));
         }

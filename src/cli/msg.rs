@@ -87,18 +87,12 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             if let Recipient::Agent(id) = &to
                 && let Some(home) = coord::status::nested_home(&ws, id)
             {
-                return Err(Error::refused(
-                    Refusal::AgentElsewhere,
-                    format!(
-                        "`{id}` works in the nested workspace `{}/`, which keeps its own messages: it would never read this one",
-                        home.root
-                    ),
-                    Some(format!(
-                        "send it there: `coord -C {} msg send {id} …`",
-                        coord::shell::arg(&home.root)
-                    )),
-                )
-                .into());
+                let (root, quoted) = (&home.root, coord::shell::arg(&home.root));
+                let why = format!(
+                    "`{id}` works in the nested workspace `{root}/`, which keeps its own messages: it would never read this one"
+                );
+                let hint = format!("send it there: `coord -C {quoted} msg send {id} …`");
+                return Err(Error::refused(Refusal::AgentElsewhere, why, Some(hint)).into());
             }
             let body = text_or_stdin(&text)?;
             let sent = message::send(&ws, &agent, &to, &body)?;

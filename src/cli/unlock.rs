@@ -128,17 +128,15 @@ pub fn refusal(results: &[Release], agent: &AgentId) -> Option<Error> {
         _ => None,
     })?;
     if state == LockState::Stale {
-        return Some(Error::refused(
-            Refusal::StaleLock,
-            format!(
-                "`{file}` has a STALE lock of {}, not yours",
-                output::clean(holder)
-            ),
-            Some(format!(
-                "remove it with `coord unlock {} --force`",
-                coord::shell::arg(file)
-            )),
-        ));
+        let why = format!(
+            "`{file}` has a STALE lock of {}, not yours",
+            output::clean(holder)
+        );
+        let hint = format!(
+            "remove it with `coord unlock {} --force`",
+            coord::shell::arg(file)
+        );
+        return Some(Error::refused(Refusal::StaleLock, why, Some(hint)));
     }
     Some(Error::NotHolder {
         file: file.clone(),
