@@ -367,27 +367,22 @@ impl ClientTrust {
 
     /// Whether git hooks run for the client's shell commits, in one line.
     pub(super) fn git_line(&self) -> String {
-        format!(
-            "{}: git hooks for commits through its shell: {} ({})",
-            self.product,
-            if self.shell_git_hooks { "yes" } else { "no" },
-            self.shell_git_hooks_why
-        )
+        let yes = if self.shell_git_hooks { "yes" } else { "no" };
+        let (product, why) = (self.product, self.shell_git_hooks_why);
+        format!("{product}: git hooks for commits through its shell: {yes} ({why})")
     }
 
     /// One line: the client runs the hooks (and why), or the step that makes it.
     pub(super) fn line(&self) -> String {
-        let (product, why) = (self.product, &self.why);
+        let (product, why, step) = (self.product, &self.why, &self.step);
         match (self.hooks_run, self.modes) {
             (HooksRun::Yes, None) => format!("{product}: runs these hooks ({why})"),
             (HooksRun::Yes, Some(modes)) => format!("{product}: runs these hooks ({why}); {modes}"),
-            (_, None) => format!(
-                "{product}: runs these hooks only in a folder it trusts ({why}): {}",
-                self.step
-            ),
+            (_, None) => {
+                format!("{product}: runs these hooks only in a folder it trusts ({why}): {step}")
+            }
             (_, Some(modes)) => format!(
-                "{product}: an interactive session runs these hooks only in a folder it trusts ({why}): {}; {modes}",
-                self.step
+                "{product}: an interactive session runs these hooks only in a folder it trusts ({why}): {step}; {modes}"
             ),
         }
     }

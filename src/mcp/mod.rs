@@ -143,11 +143,10 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> 
 
     fn initialize(&mut self, params: &Map<String, Value>) -> Value {
         let requested = params.get("protocolVersion").and_then(Value::as_str);
-        let version = VERSIONS
-            .iter()
-            .find(|v| Some(**v) == requested)
-            .copied()
-            .unwrap_or(VERSIONS[VERSIONS.len() - 1]);
+        let newest = VERSIONS[VERSIONS.len() - 1];
+        let version = (VERSIONS.iter().copied())
+            .find(|v| Some(*v) == requested)
+            .unwrap_or(newest);
         self.negotiated = Some(version);
         json!({
             "protocolVersion": version,

@@ -240,10 +240,9 @@ impl<'a> Args<'a> {
     }
 
     fn wrong(&self, name: &str, want: &str, got: &Value) -> Error {
+        let (tool, got) = (self.tool.name, super::jsonrpc::kind(got));
         Error::bad_input(format!(
-            "argument `{name}` of tool `{}` must be {want}, got {}",
-            self.tool.name,
-            super::jsonrpc::kind(got)
+            "argument `{name}` of tool `{tool}` must be {want}, got {got}"
         ))
     }
 

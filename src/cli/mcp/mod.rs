@@ -176,10 +176,9 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let mut signals =
         Signals::new([SIGTERM, SIGINT, SIGHUP]).context("cannot install the signal handlers")?;
     if !ctx.quiet {
+        let (root, id) = (ws.root().display(), named.id());
         output::diag(&format!(
-            "coord mcp: ready in {} (agent {} from the first tool call)",
-            ws.root().display(),
-            named.id()
+            "coord mcp: ready in {root} (agent {id} from the first tool call)"
         ));
     }
     let life = Arc::new(Life {

@@ -276,13 +276,10 @@ pub fn run(args: ReviewArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         ReviewCommand::Show(a) => show::show(&reviews.show(&a.topic)?, ctx),
         ReviewCommand::Next(a) => show::next(&reviews.next(&a.topic)?, a.prompt, ctx)?,
         ReviewCommand::Step(a) => {
+            let why = "say who finishes the step with `--as A` (or `--agent A`, `COORD_AGENT=A`)";
             let actor = match &a.actor {
                 Some(name) => AgentId::parse(name)?,
-                None => ctx.agent().map_err(|_| {
-                    Error::bad_input(
-                        "say who finishes the step with `--as A` (or `--agent A`, `COORD_AGENT=A`)",
-                    )
-                })?,
+                None => ctx.agent().map_err(|_| Error::bad_input(why))?,
             };
             let next = AgentId::parse(&a.next).map_err(|e| {
                 Error::bad_input(format!("`--next` names exactly one next actor: {e}"))
