@@ -78,16 +78,14 @@ fn warn(client: Client, why: &str) {
 
 /// Everything that can fail, as a warning: a hook never stops the client for coord's sake.
 fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> anyhow::Result<Reply> {
-    let wait = match &args.wait {
-        None => act::DEFAULT_WAIT,
-        Some(w) => clock::parse_duration(w).unwrap_or_else(|e| {
-            output::diag(&format!(
-                "warning: {e}; waiting {}",
-                clock::format_duration(act::DEFAULT_WAIT)
-            ));
+    let (default, wait) = (act::DEFAULT_WAIT, args.wait.as_deref());
+    let wait = wait
+        .map_or(Ok(default), clock::parse_duration)
+        .unwrap_or_else(|e| {
+            let default = clock::format_duration(default);
+            output::diag(&format!("warning: {e}; waiting {default}"));
             act::DEFAULT_WAIT
-        }),
-    };
+        });
     let input = super::read_stdin(hook::PAYLOAD_CAP)
         .map_err(|e| anyhow::anyhow!("cannot read the event from stdin: {e}"))?;
     let mut call = hook::parse(client, &input, args.event.as_deref())?;
@@ -174,12 +172,10 @@ const MAX_WAIT: Duration = Duration::from_secs(600);
 /// `-a`/`COORD_AGENT`, else the session's own agent (from the payload: it names the session
 /// this very call belongs to).
 fn agent(explicit: Option<AgentId>, client: Client, call: &HookCall) -> anyhow::Result<AgentId> {
-    if let Some(a) = explicit {
-        return Ok(a);
-    }
-    match call.session_id.as_deref() {
+    let of_session = || match call.session_id.as_deref() {
         Some(sid) => hook::agent_for(client, sid),
         None => hook::agent_for_parent(client),
-    }
-    .context("the payload has no usable `session_id`; give the agent with `-a` or COORD_AGENT")
+    };
+    (explicit.or_else(of_session))
+        .context("the payload has no usable `session_id`; give the agent with `-a` or COORD_AGENT")
 }
