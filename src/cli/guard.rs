@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 use coord::ExitCode;
 use coord::clock;
 use coord::guard;
+use coord::lock::format_since;
 
 use super::{Ctx, output};
 
@@ -168,12 +169,11 @@ fn check(args: CheckArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let s = if n == 1 { "" } else { "s" };
     let mut lines = vec![format!("{what} touches {n} file{s} another agent holds:")];
     for h in &held {
-        let since = h
-            .since
-            .as_deref()
-            .and_then(clock::parse_timestamp)
-            .map(|t| coord::lock::format_since(Some(&t), &now))
-            .unwrap_or_else(|| "an unknown time".into());
+        let at = h.since.as_deref().and_then(clock::parse_timestamp);
+        let since = at.map_or_else(
+            || "an unknown time".into(),
+            |t| format_since(Some(&t), &now),
+        );
         lines.push(format!(
             "  {}: locked by {} ({} since {since}), released {}",
             output::clean(&h.file),

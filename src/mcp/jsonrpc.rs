@@ -32,21 +32,14 @@ pub enum Incoming {
     /// A notification (no id), a response from the client (this server sends no requests), or
     /// a blank line: never answered.
     Ignored,
-    /// A line that gets an error response: `id` is the request's id when it could be read,
-    /// else `null`.
-    Invalid {
-        /// The id to answer with.
-        id: Value,
-        /// The JSON-RPC error code.
-        code: i64,
-        /// What is wrong with the line.
-        message: String,
-    },
+    /// A line answered with this error response (with the request's id when it could be read,
+    /// else `null`).
+    Invalid(Value),
 }
 
 /// Classify one line of input (without its line break).
 pub fn classify(line: &[u8]) -> Incoming {
-    let invalid = |id, code, message| Incoming::Invalid { id, code, message };
+    let invalid = |id, code, why: String| Incoming::Invalid(error(&id, code, &why));
     let null = |code, message| invalid(Value::Null, code, message);
     let text = match std::str::from_utf8(line) {
         Ok(t) => t,

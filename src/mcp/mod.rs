@@ -88,7 +88,7 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> 
         match jsonrpc::classify(line) {
             Incoming::Request(req) => Some(self.handle(req)),
             Incoming::Ignored => None,
-            Incoming::Invalid { id, code, message } => Some(jsonrpc::error(&id, code, &message)),
+            Incoming::Invalid(answer) => Some(answer),
         }
     }
 
