@@ -106,11 +106,8 @@ pub fn run(args: CheckArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     ctx.emit_lines(&report, || agent_lines(&report.agents));
     if !ctx.json {
         for u in &report.unreadable {
-            output::diag(&format!(
-                "warning: cannot read `{}`: {}",
-                output::clean(&u.path),
-                u.why
-            ));
+            let (path, why) = (output::clean(&u.path), &u.why);
+            output::diag(&format!("warning: cannot read `{path}`: {why}"));
         }
         if !args.strict {
             for p in &problems {
