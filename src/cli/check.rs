@@ -106,11 +106,8 @@ pub fn run(args: CheckArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     ctx.emit_lines(&report, || agent_lines(&report.agents));
     if !ctx.json {
         for u in &report.unreadable {
-            output::diag(&format!(
-                "warning: cannot read `{}`: {}",
-                output::clean(&u.path),
-                u.why
-            ));
+            let (path, why) = (output::clean(&u.path), &u.why);
+            output::diag(&format!("warning: cannot read `{path}`: {why}"));
         }
         if !args.strict {
             for p in &problems {
@@ -119,15 +116,10 @@ pub fn run(args: CheckArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
     }
     if args.strict && !ok {
-        return Err(Error::CheckFailed {
-            message: format!(
-                "{} lock problem{}:\n  {}",
-                problems.len(),
-                if problems.len() == 1 { "" } else { "s" },
-                problems.join("\n  ")
-            ),
-        }
-        .into());
+        let n = problems.len();
+        let s = if n == 1 { "" } else { "s" };
+        let message = format!("{n} lock problem{s}:\n  {}", problems.join("\n  "));
+        return Err(Error::CheckFailed { message }.into());
     }
     Ok(ExitCode::Success)
 }

@@ -69,10 +69,8 @@ pub fn run(args: CollabArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         CollabCommand::Write { text, .. } => {
             let agent = ctx.agent()?;
             let entry = collab::write(&target, &agent, &msg::text_or_stdin(&text)?)?;
-            ctx.emit(
-                &serde_json::json!({ "file": target.rel, "entry": entry }),
-                || format!("Appended to {}", target.rel),
-            );
+            let doc = serde_json::json!({ "file": target.rel, "entry": entry });
+            ctx.emit(&doc, || format!("Appended to {}", target.rel));
         }
         CollabCommand::Read { follow: true, .. } => {
             // Ctrl-C or SIGTERM ends it with exit 0: every line printed so far is complete.

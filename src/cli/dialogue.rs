@@ -172,7 +172,26 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             }
             ctx.emit(&v, || text);
         }
-        DialogueCommand::Say(a) => say_cmd(a, &d, ctx)?,
+        DialogueCommand::Say(a) => {
+            let markers = a.markers.iter().map(|m| Marker::parse(m));
+            let req = SayRequest {
+                speaker: speaker(a.as_id, ctx)?,
+                markers: markers.collect::<Result<_, _>>()?,
+                lock_wait: match a.lock_wait {
+                    Some(w) => clock::parse_duration(&w)?,
+                    None => DEFAULT_LOCK_WAIT,
+                },
+                text: message_text(a.text.as_deref(), a.file.as_deref(), ctx)?,
+                to: a.to,
+            };
+            let outcome = say::say(&d, &req)?;
+            say_notes(&outcome).iter().for_each(|l| output::diag(l));
+            if let Some(t) = &outcome.took_over {
+                let holder = output::clean(&t.holder);
+                output::diag(&format!("note: took over a stale lock.txt of {holder}"));
+            }
+            ctx.emit(&outcome, || said_line(&outcome));
+        }
         DialogueCommand::Command { words } => {
             let (cmd, archived) = d.command(&words.join(" "), DEFAULT_LOCK_WAIT)?;
             let file = d.shown(DIALOGUE_COMMANDS);
@@ -247,16 +266,13 @@ pub fn render_view(v: &TurnView) -> String {
         let id = output::clean(id);
         format!("note: `{id}` in current-turn.txt is not among the participants ({participants}); write one of them there, or let {id} speak")
     }));
-    out.extend(
-        v.only
-            .as_ref()
-            .map(|o| format!("only: {o} (the user's {o}-ONLY)")),
-    );
-    if v.needs_user {
-        out.push("note: the last message asks for the user ([NEEDS-USER])".into());
-    }
-    if v.end_proposed {
-        out.push("note: the last message proposes to end ([PROPOSE-END])".into());
+    let only = v.only.as_ref();
+    out.extend(only.map(|o| format!("only: {o} (the user's {o}-ONLY)")));
+    for (on, note) in [
+        (v.needs_user, "asks for the user ([NEEDS-USER])"),
+        (v.end_proposed, "proposes to end ([PROPOSE-END])"),
+    ] {
+        out.extend(on.then(|| format!("note: the last message {note}")));
     }
     out.extend(line("priority", &v.priority));
     out.extend(v.lock.as_ref().map(|l| {
@@ -267,33 +283,6 @@ pub fn render_view(v: &TurnView) -> String {
         out.push(format!("status.json {}", output::clean(&v.status_json)));
     }
     out.join("\n")
-}
-
-fn say_cmd(a: SayArgs, d: &Dialogue, ctx: &Ctx) -> anyhow::Result<()> {
-    let req = SayRequest {
-        speaker: speaker(a.as_id, ctx)?,
-        markers: a
-            .markers
-            .iter()
-            .map(|m| Marker::parse(m))
-            .collect::<Result<_, _>>()?,
-        lock_wait: match a.lock_wait {
-            Some(w) => clock::parse_duration(&w)?,
-            None => DEFAULT_LOCK_WAIT,
-        },
-        text: message_text(a.text.as_deref(), a.file.as_deref(), ctx)?,
-        to: a.to,
-    };
-    let outcome = say::say(d, &req)?;
-    say_notes(&outcome).iter().for_each(|l| output::diag(l));
-    if let Some(t) = &outcome.took_over {
-        output::diag(&format!(
-            "note: took over a stale lock.txt of {}",
-            output::clean(&t.holder)
-        ));
-    }
-    ctx.emit(&outcome, || said_line(&outcome));
-    Ok(())
 }
 
 /// The `warning:` lines of a said message, and the `note:` of a repair.

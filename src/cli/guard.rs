@@ -7,6 +7,7 @@ use clap::{Args, Subcommand};
 use coord::ExitCode;
 use coord::clock;
 use coord::guard;
+use coord::lock::format_since;
 
 use super::{Ctx, output};
 
@@ -87,22 +88,17 @@ fn install(dir: &Path, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let exe = std::env::current_exe().unwrap_or_else(|_| "coord".into());
     let done = guard::install(dir, &exe)?;
     ctx.emit_lines(&serde_json::json!({ "hooks": done }), || {
-        let chained = |h: &guard::Installed| {
-            let c = h.chained.as_ref()?;
-            Some(format!(
-                "  the earlier {} hook runs after the check: {c}",
-                h.hook
-            ))
-        };
-        done.iter()
-            .flat_map(|h| {
-                [
-                    Some(format!("{} {}: {}", h.hook, h.outcome, h.path)),
-                    chained(h),
-                ]
-            })
-            .flatten()
-            .collect()
+        let mut lines = Vec::new();
+        for h in &done {
+            lines.push(format!("{} {}: {}", h.hook, h.outcome, h.path));
+            if let Some(c) = &h.chained {
+                let hook = &h.hook;
+                lines.push(format!(
+                    "  the earlier {hook} hook runs after the check: {c}"
+                ));
+            }
+        }
+        lines
     });
     Ok(ExitCode::Success)
 }
@@ -157,12 +153,10 @@ fn check(args: CheckArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     }
     let doc = serde_json::json!({ "checked": paths.len(), "held": held });
     if held.is_empty() {
+        let n = paths.len();
+        let s = if n == 1 { "" } else { "s" };
         ctx.emit(&doc, || {
-            let s = if paths.len() == 1 { "" } else { "s" };
-            format!(
-                "coord guard: {} path{s} checked, none held by another agent",
-                paths.len()
-            )
+            format!("coord guard: {n} path{s} checked, none held by another agent")
         });
         return Ok(ExitCode::Success);
     }
@@ -171,18 +165,15 @@ fn check(args: CheckArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     }
     let now = clock::now();
     let what = if args.staged { "commit" } else { "push" };
-    let mut lines = vec![format!(
-        "{what} touches {} file{} another agent holds:",
-        held.len(),
-        if held.len() == 1 { "" } else { "s" }
-    )];
+    let n = held.len();
+    let s = if n == 1 { "" } else { "s" };
+    let mut lines = vec![format!("{what} touches {n} file{s} another agent holds:")];
     for h in &held {
-        let since = h
-            .since
-            .as_deref()
-            .and_then(clock::parse_timestamp)
-            .map(|t| coord::lock::format_since(Some(&t), &now))
-            .unwrap_or_else(|| "an unknown time".into());
+        let at = h.since.as_deref().and_then(clock::parse_timestamp);
+        let since = at.map_or_else(
+            || "an unknown time".into(),
+            |t| format_since(Some(&t), &now),
+        );
         lines.push(format!(
             "  {}: locked by {} ({} since {since}), released {}",
             output::clean(&h.file),

@@ -2,6 +2,7 @@
 
 use std::time::Duration;
 
+use anyhow::Context as _;
 use clap::Args;
 use clap::builder::TypedValueParser;
 
@@ -66,26 +67,28 @@ pub fn run(args: HookArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 output::line(&text);
             }
         }
-        Err(why) => output::diag(&format!("warning: coord hook {}: {why}", client.as_str())),
+        Err(why) => warn(client, &why.to_string()),
     }
     Ok(ExitCode::Success)
 }
 
+fn warn(client: Client, why: &str) {
+    output::diag(&format!("warning: coord hook {}: {why}", client.as_str()));
+}
+
 /// Everything that can fail, as a warning: a hook never stops the client for coord's sake.
-fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> Result<Reply, String> {
-    let wait = match &args.wait {
-        None => act::DEFAULT_WAIT,
-        Some(w) => clock::parse_duration(w).unwrap_or_else(|e| {
-            output::diag(&format!(
-                "warning: {e}; waiting {}",
-                clock::format_duration(act::DEFAULT_WAIT)
-            ));
+fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> anyhow::Result<Reply> {
+    let (default, wait) = (act::DEFAULT_WAIT, args.wait.as_deref());
+    let wait = wait
+        .map_or(Ok(default), clock::parse_duration)
+        .unwrap_or_else(|e| {
+            let default = clock::format_duration(default);
+            output::diag(&format!("warning: {e}; waiting {default}"));
             act::DEFAULT_WAIT
-        }),
-    };
+        });
     let input = super::read_stdin(hook::PAYLOAD_CAP)
-        .map_err(|e| format!("cannot read the event from stdin: {e}"))?;
-    let mut call = hook::parse(client, &input, args.event.as_deref()).map_err(|e| e.to_string())?;
+        .map_err(|e| anyhow::anyhow!("cannot read the event from stdin: {e}"))?;
+    let mut call = hook::parse(client, &input, args.event.as_deref())?;
     // The folder the client works in: a payload naming one that is not there (a folder
     // removed, a payload from elsewhere) is answered with a warning, never with a workspace
     // made in whatever folder this process happens to run in.
@@ -94,24 +97,24 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> Result<Reply, String> {
         Some(c) => {
             let dir = ctx.cwd().join(c);
             if !dir.is_dir() {
-                return Err(format!(
+                anyhow::bail!(
                     "the event's cwd `{}` is not a folder; nothing done (the tool call is allowed)",
                     c.display()
-                ));
+                );
             }
             dir
         }
     };
-    let explicit = ctx.agent_explicit().map_err(|e| e.to_string())?;
+    let explicit = ctx.agent_explicit()?;
     let agent = agent(explicit.clone(), client, &call)?;
-    let ws = Workspace::discover(ctx.dir.as_deref(), &cwd).map_err(|e| e.to_string())?;
+    let ws = Workspace::discover(ctx.dir.as_deref(), &cwd)?;
     // The plugin's hook: nothing at all where coord stays out, before anything is written.
     if args.plugin {
         if plugin::gate(&ws, Some(client)) != plugin::Gate::Go {
             return Ok(Reply::Allow);
         }
         if call.fault.is_none() {
-            ws.adopt().map_err(|e| e.to_string())?;
+            ws.adopt()?;
         }
     }
     // A payload read only in part: judged on the files it names, nothing written.
@@ -121,13 +124,10 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> Result<Reply, String> {
         );
         return match act::judge_unread(&ws, &agent, &call, &cwd) {
             Some(deny) => {
-                output::diag(&format!(
-                    "warning: coord hook {}: {warning}",
-                    client.as_str()
-                ));
+                warn(client, &warning);
                 Ok(deny)
             }
-            None => Err(format!("{warning} (the tool call is allowed)")),
+            None => anyhow::bail!("{warning} (the tool call is allowed)"),
         };
     }
     // The session's agent: every later coord below the client process acts as it, and the
@@ -147,10 +147,7 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> Result<Reply, String> {
         && call.kind != Kind::SessionEnd
         && let Err(e) = identity::register(&ws, client, sid, &agent, process)
     {
-        output::diag(&format!(
-            "warning: coord hook {}: cannot register the session: {e}",
-            client.as_str()
-        ));
+        warn(client, &format!("cannot register the session: {e}"));
     }
     hook::trail::begin(&call);
     // The end of a turn never waits on the network: the clone's renewer releases there.
@@ -161,13 +158,12 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> Result<Reply, String> {
     }
     super::remote::start_sync_if_working_on_changed(&ws);
     hook::trail::record(&ws, &agent, &call, &input, &cwd, reply.as_ref().ok());
-    let reply = reply.map_err(|e| e.to_string());
     if let Some((sid, process)) = session
         && call.kind == Kind::SessionEnd
     {
-        identity::end(&ws, client, sid, process).map_err(|e| e.to_string())?;
+        identity::end(&ws, client, sid, process)?;
     }
-    reply
+    Ok(reply?)
 }
 
 /// A hook must not hang its client: waits are capped.
@@ -175,16 +171,11 @@ const MAX_WAIT: Duration = Duration::from_secs(600);
 
 /// `-a`/`COORD_AGENT`, else the session's own agent (from the payload: it names the session
 /// this very call belongs to).
-fn agent(explicit: Option<AgentId>, client: Client, call: &HookCall) -> Result<AgentId, String> {
-    if let Some(a) = explicit {
-        return Ok(a);
-    }
-    match call.session_id.as_deref() {
+fn agent(explicit: Option<AgentId>, client: Client, call: &HookCall) -> anyhow::Result<AgentId> {
+    let of_session = || match call.session_id.as_deref() {
         Some(sid) => hook::agent_for(client, sid),
         None => hook::agent_for_parent(client),
-    }
-    .ok_or_else(|| {
-        "the payload has no usable `session_id`; give the agent with `-a` or COORD_AGENT"
-            .to_string()
-    })
+    };
+    (explicit.or_else(of_session))
+        .context("the payload has no usable `session_id`; give the agent with `-a` or COORD_AGENT")
 }

@@ -1,5 +1,7 @@
 //! `coord init`: wire a folder for agent clients.
 
+use std::path::{Path, PathBuf};
+
 use clap::Args;
 use clap::builder::TypedValueParser;
 
@@ -99,7 +101,7 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     // Without `--client`: the clients installed here (their command on PATH), else the four
     // the contract names.
     let path = std::env::var_os("PATH").unwrap_or_default();
-    let found: Vec<(Client, std::path::PathBuf)> = Client::ALL
+    let found: Vec<(Client, PathBuf)> = Client::ALL
         .iter()
         .filter_map(|c| c.find_on(&path).map(|p| (*c, p)))
         .collect();
@@ -160,14 +162,9 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
     }
     for s in &plan.skipped {
-        output::diag(&format!(
-            "warning: skipped `{}`: {}{}",
-            output::clean(&s.file),
-            s.why,
-            s.client
-                .map(|c| format!("; {c} is not wired"))
-                .unwrap_or_default()
-        ));
+        let (file, why) = (output::clean(&s.file), &s.why);
+        let unwired = (s.client.map(|c| format!("; {c} is not wired"))).unwrap_or_default();
+        output::diag(&format!("warning: skipped `{file}`: {why}{unwired}"));
     }
     if plan.clients.is_empty() {
         // Every client skipped: nothing to say it is wired for.
@@ -204,14 +201,8 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-/// `coord init --remove`.
-fn remove(
-    ws: &Workspace,
-    clients: &[Client],
-    dry_run: bool,
-    ctx: &Ctx,
-) -> anyhow::Result<ExitCode> {
-    let removal = init::plan_removal(ws, clients)?;
+fn remove(ws: &Workspace, named: &[Client], dry_run: bool, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    let removal = init::plan_removal(ws, named)?;
     if !dry_run {
         init::apply_removal(ws, &removal)?;
     }
@@ -250,7 +241,6 @@ fn remove(
     Ok(ExitCode::Success)
 }
 
-/// `coord init --remove --all`.
 fn leave(ws: &Workspace, dry_run: bool, yes: bool, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let me = ctx.agent_opt()?;
     let leaving = init::leave::plan(ws, me.as_ref(), yes)?;
@@ -263,75 +253,63 @@ fn leave(ws: &Workspace, dry_run: bool, yes: bool, ctx: &Ctx) -> anyhow::Result<
         return Ok(ExitCode::Success);
     }
     // A path inside this tree relative to it, one elsewhere (another worktree) as it is.
-    let shown = |p: &std::path::Path| {
-        output::clean(
-            &p.strip_prefix(ws.root())
-                .map(|r| r.display().to_string())
-                .unwrap_or_else(|_| p.display().to_string()),
-        )
+    let shown = |p: &Path| {
+        let p = p.strip_prefix(ws.root()).unwrap_or(p);
+        output::clean(&p.display().to_string())
     };
-    let verb = |action: &str| change_verb(dry_run, action);
-    let mut lines = Vec::new();
+    // What was (or would be) done, by action.
+    let mut done: Vec<(&str, String)> = Vec::new();
     for tree in &leaving.trees {
-        let top = std::path::Path::new(&tree.root);
-        for u in &tree.removal.changes {
-            lines.push(format!("{}: {}", verb(u.action), shown(&top.join(&u.file))));
-        }
+        let top = Path::new(&tree.root);
+        let changes = tree.removal.changes.iter();
+        done.extend(changes.map(|u| (u.action, shown(&top.join(&u.file)))));
     }
     for g in &leaving.removed {
         let slash = if g.what.contains("folder") { "/" } else { "" };
-        lines.push(format!(
-            "{}: {}{slash}",
-            verb("delete"),
-            shown(std::path::Path::new(&g.path))
-        ));
+        done.push(("delete", format!("{}{slash}", shown(Path::new(&g.path)))));
     }
     for h in &leaving.hooks {
-        let back = if h.outcome == "restored" {
-            " (the hook it chained back in its place)"
-        } else {
-            ""
+        let (hook, path) = (&h.hook, output::clean(&h.path));
+        let back = match h.outcome == "restored" {
+            true => " (the hook it chained back in its place)",
+            false => "",
         };
-        lines.push(format!(
-            "{}: coord's {} hook {}{back}",
-            verb("remove"),
-            h.hook,
-            output::clean(&h.path)
-        ));
+        done.push(("remove", format!("coord's {hook} hook {path}{back}")));
     }
     for path in leaving.exclude.iter().chain(&leaving.submodule_excludes) {
-        lines.push(format!(
-            "{}: coord's block in {}",
-            verb("remove"),
-            output::clean(path)
+        done.push((
+            "remove",
+            format!("coord's block in {}", output::clean(path)),
         ));
     }
     if let Some(remote) = &leaving.remote {
-        lines.push(format!(
-            "{}: claims shared through remote `{remote}` (this clone's records there released)",
-            verb("stop"),
+        let what = "(this clone's records there released)";
+        done.push((
+            "stop",
+            format!("claims shared through remote `{remote}` {what}"),
         ));
     }
-    lines.iter().for_each(|l| output::line(l));
+    for (action, what) in &done {
+        output::line(&format!("{}: {what}", change_verb(dry_run, action)));
+    }
     for k in &leaving.kept {
         output::line(&format!(
             "Kept {}: it differs from {}, and may hold the only copy of what it saved; delete it yourself, or run `coord init --remove --all --yes`",
-            shown(std::path::Path::new(&k.path)),
-            shown(std::path::Path::new(&k.differs_from)),
+            shown(Path::new(&k.path)),
+            shown(Path::new(&k.differs_from)),
         ));
     }
-    if lines.is_empty() && leaving.kept.is_empty() {
+    if done.is_empty() && leaving.kept.is_empty() {
         output::line("Nothing to remove: coord left nothing in this repository");
     } else if !dry_run {
         let n = leaving.trees.len();
+        let s = if n == 1 { "" } else { "s" };
+        let but = match leaving.kept.is_empty() {
+            true => "",
+            false => ", but for the files kept above",
+        };
         output::line(&format!(
-            "coord is out of this repository ({n} work tree{}){}.",
-            if n == 1 { "" } else { "s" },
-            if leaving.kept.is_empty() {
-                ""
-            } else {
-                ", but for the files kept above"
-            }
+            "coord is out of this repository ({n} work tree{s}){but}."
         ));
     }
     Ok(ExitCode::Success)
@@ -371,7 +349,7 @@ pub(super) struct ClientTrust {
 }
 
 impl ClientTrust {
-    pub(super) fn of(client: Client, root: &std::path::Path) -> ClientTrust {
+    pub(super) fn of(client: Client, root: &Path) -> ClientTrust {
         let a = client.adapter();
         let t = a.trust(root);
         let (shell_git_hooks, shell_git_hooks_why) = a.shell_git_hooks();
@@ -389,27 +367,22 @@ impl ClientTrust {
 
     /// Whether git hooks run for the client's shell commits, in one line.
     pub(super) fn git_line(&self) -> String {
-        format!(
-            "{}: git hooks for commits through its shell: {} ({})",
-            self.product,
-            if self.shell_git_hooks { "yes" } else { "no" },
-            self.shell_git_hooks_why
-        )
+        let yes = if self.shell_git_hooks { "yes" } else { "no" };
+        let (product, why) = (self.product, self.shell_git_hooks_why);
+        format!("{product}: git hooks for commits through its shell: {yes} ({why})")
     }
 
     /// One line: the client runs the hooks (and why), or the step that makes it.
     pub(super) fn line(&self) -> String {
-        let (product, why) = (self.product, &self.why);
+        let (product, why, step) = (self.product, &self.why, &self.step);
         match (self.hooks_run, self.modes) {
             (HooksRun::Yes, None) => format!("{product}: runs these hooks ({why})"),
             (HooksRun::Yes, Some(modes)) => format!("{product}: runs these hooks ({why}); {modes}"),
-            (_, None) => format!(
-                "{product}: runs these hooks only in a folder it trusts ({why}): {}",
-                self.step
-            ),
+            (_, None) => {
+                format!("{product}: runs these hooks only in a folder it trusts ({why}): {step}")
+            }
             (_, Some(modes)) => format!(
-                "{product}: an interactive session runs these hooks only in a folder it trusts ({why}): {}; {modes}",
-                self.step
+                "{product}: an interactive session runs these hooks only in a folder it trusts ({why}): {step}; {modes}"
             ),
         }
     }

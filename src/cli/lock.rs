@@ -58,11 +58,10 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let agent = ctx.agent()?;
     let (targets, claims) = ctx.file_args(&ws, &args.files)?;
     let wait = args.wait.wait()?;
-    let given_ttl = match &args.ttl {
-        Some(t) => Some(nonzero_ttl(clock::parse_duration(t)?, t)?),
-        None => None,
-    };
-    let ttl = given_ttl.unwrap_or(DEFAULT_TTL);
+    let ttl = args.ttl.as_deref();
+    let given_ttl = ttl
+        .map(|t| nonzero_ttl(clock::parse_duration(t)?, t))
+        .transpose()?;
     let reach = Reach {
         claims: !args.local,
         files: args.share,
@@ -72,7 +71,7 @@ pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         agent,
         targets,
         wait,
-        ttl,
+        ttl: given_ttl.unwrap_or(DEFAULT_TTL),
         backup: !args.no_backup,
         reason: args.reason,
         owner: session_owner(ctx),
@@ -126,11 +125,8 @@ pub fn acquired_lines(got: &lock::Acquisition) -> Vec<String> {
         .map(|a| {
             let what = if a.claim { "Claim" } else { "Lock" };
             let verb = if a.refreshed { "refreshed" } else { "acquired" };
-            let backup = a
-                .backup
-                .as_deref()
-                .map(|b| format!(" (backup {b})"))
-                .unwrap_or_default();
+            let backup =
+                (a.backup.as_deref().map(|b| format!(" (backup {b})"))).unwrap_or_default();
             let shared = match (&a.remote, &a.lease_until) {
                 (Some(r), Some(until)) => format!(" (shared through `{r}`, lease until {until})"),
                 (Some(r), None) => format!(" (shared through `{r}`)"),

@@ -2,7 +2,6 @@
 //! `.coord/messages/`, read marks per reader).
 
 use clap::{Args, Subcommand};
-use serde::Serialize;
 
 use coord::clock::{self, Wait};
 use coord::error::Refusal;
@@ -72,16 +71,6 @@ enum MsgCommand {
     },
 }
 
-/// `msg read --json`: the message as `msg list --json` shows it (now read), and whether this
-/// read marked it.
-#[derive(Debug, Serialize)]
-struct ReadJson<'a> {
-    #[serde(flatten)]
-    entry: &'a InboxEntry,
-    /// It was unread for this agent until this read.
-    marked_read: bool,
-}
-
 /// `msg send --json`: the message id, the recipient, when it was sent.
 pub fn sent_json(sent: &message::Message) -> serde_json::Value {
     serde_json::json!({ "id": sent.id, "to": sent.to, "time": sent.time })
@@ -98,18 +87,12 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             if let Recipient::Agent(id) = &to
                 && let Some(home) = coord::status::nested_home(&ws, id)
             {
-                return Err(Error::refused(
-                    Refusal::AgentElsewhere,
-                    format!(
-                        "`{id}` works in the nested workspace `{}/`, which keeps its own messages: it would never read this one",
-                        home.root
-                    ),
-                    Some(format!(
-                        "send it there: `coord -C {} msg send {id} …`",
-                        coord::shell::arg(&home.root)
-                    )),
-                )
-                .into());
+                let (root, quoted) = (&home.root, coord::shell::arg(&home.root));
+                let why = format!(
+                    "`{id}` works in the nested workspace `{root}/`, which keeps its own messages: it would never read this one"
+                );
+                let hint = format!("send it there: `coord -C {quoted} msg send {id} …`");
+                return Err(Error::refused(Refusal::AgentElsewhere, why, Some(hint)).into());
             }
             let body = text_or_stdin(&text)?;
             let sent = message::send(&ws, &agent, &to, &body)?;
@@ -135,13 +118,11 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             let mut entry = message::read(&ws, &ctx.agent()?, &id)?;
             // `unread` says whether it was unread until now; it is read from here on.
             let marked_read = std::mem::replace(&mut entry.unread, false);
-            ctx.emit(
-                &ReadJson {
-                    entry: &entry,
-                    marked_read,
-                },
-                || read_text(&entry),
-            );
+            // `--json`: the message as `msg list --json` shows it (now read), and whether this
+            // read marked it.
+            let mut doc = serde_json::to_value(&entry)?;
+            doc["marked_read"] = marked_read.into();
+            ctx.emit(&doc, || read_text(&entry));
         }
         MsgCommand::Wait { timeout } => {
             let wait = timeout.as_deref().map(Wait::parse).transpose()?;

@@ -1,7 +1,6 @@
 //! `coord partners`: the stamp card, one row per session.
 
 use clap::Args;
-use serde::Serialize;
 
 use coord::ExitCode;
 use coord::clock;
@@ -19,11 +18,6 @@ use super::output::{self, Cell};
 #[command(verbatim_doc_comment)]
 pub struct PartnersArgs {}
 
-#[derive(Serialize)]
-struct PartnersReport<'a> {
-    partners: &'a [Row],
-}
-
 pub fn run(_args: PartnersArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     let (rows, unreadable) = stamp::scan(ws.root());
@@ -31,7 +25,7 @@ pub fn run(_args: PartnersArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         let (path, why) = (output::clean(&u.path), output::clean(&u.why));
         output::diag(&format!("warning: cannot read `{path}`: {why}"));
     }
-    ctx.emit(&PartnersReport { partners: &rows }, || {
+    ctx.emit(&serde_json::json!({ "partners": rows }), || {
         match rows.is_empty() {
             true => "No sessions on the stamp card (clock in with `coord startup --partner NAME`)"
                 .into(),

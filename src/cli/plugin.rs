@@ -63,12 +63,11 @@ pub fn run(args: PluginArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         coord: plugin::current_coord()?,
     };
     if !all && let Some(c) = clients.iter().find(|c| !c.adapter().has_plugin()) {
-        return Err(coord::Error::bad_input(format!(
-            "coord writes no plugin for {}; wire it in each repository with `coord init --client {}`",
-            c.product(),
-            c.as_str()
-        ))
-        .into());
+        let (product, name) = (c.product(), c.as_str());
+        let why = format!(
+            "coord writes no plugin for {product}; wire it in each repository with `coord init --client {name}`"
+        );
+        return Err(coord::Error::bad_input(why).into());
     }
     let dir = ctx.cwd().join(&args.folder);
     if std::fs::symlink_metadata(&dir).is_ok_and(|m| !m.is_dir()) {

@@ -44,20 +44,19 @@ enum PresenceStatus {
 }
 
 pub fn run(args: PresenceArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+    // A lone argument is the DIR only when it is written like a path (`.`, `..`, `./x`, `/x`,
+    // `a/b`); a plain word is the TASK, even if a folder of that name happens to exist.
     let (dir, task) = match (args.dir, args.task) {
-        (Some(one), None) if !looks_like_dir(&one) => (None, Some(one)),
+        (Some(one), None) if !(one == "." || one == ".." || one.contains('/')) => (None, Some(one)),
         pair => pair,
     };
     let ws = ctx.workspace(dir.as_deref().map(Path::new))?;
     let agent = ctx.agent()?;
-    let current_file = match &args.file {
-        Some(f) => Some(ctx.one_file(&ws, f, "presence")?.rel),
-        None => None,
-    };
+    let file = args.file.map(|f| ctx.one_file(&ws, &f, "presence"));
     let update = Update {
         finished: args.status.map(|s| matches!(s, PresenceStatus::Finished)),
         working_on: task,
-        current_file,
+        current_file: file.transpose()?.map(|t| t.rel),
         ..Default::default()
     };
     let session = std::env::var(SESSION_ENV).ok().filter(|s| !s.is_empty());
@@ -90,10 +89,4 @@ pub fn updated_line(view: &AgentView) -> String {
         view.status,
         output::working_on(view.working_on.as_deref())
     )
-}
-
-/// A lone argument is the DIR only when it is written like a path (`.`, `..`, `./x`, `/x`,
-/// `a/b`); a plain word is the TASK, even if a folder of that name happens to exist.
-fn looks_like_dir(arg: &str) -> bool {
-    arg == "." || arg == ".." || arg.contains('/')
 }

@@ -38,22 +38,19 @@ pub fn run(args: PruneArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     for path in &out.removed {
         output::line(&format!("{verb} {}", output::clean(path)));
     }
-    if out.history_events > 0 {
+    let events = out.history_events;
+    if events > 0 {
+        let s = if events == 1 { "" } else { "s" };
         output::line(&format!(
-            "{verb} {} history event{} past the age bound",
-            out.history_events,
-            if out.history_events == 1 { "" } else { "s" }
+            "{verb} {events} history event{s} past the age bound"
         ));
     }
-    if out.removed.is_empty() && out.history_events == 0 {
+    if out.removed.is_empty() && events == 0 {
         output::line("Nothing to prune");
     } else if !out.agents.is_empty() {
-        output::line(&format!(
-            "{} finished agent{}: {}",
-            out.agents.len(),
-            if out.agents.len() == 1 { "" } else { "s" },
-            out.agents.join(", ")
-        ));
+        let (n, agents) = (out.agents.len(), out.agents.join(", "));
+        let s = if n == 1 { "" } else { "s" };
+        output::line(&format!("{n} finished agent{s}: {agents}"));
     }
     Ok(ExitCode::Success)
 }

@@ -53,12 +53,10 @@ pub fn run(args: RestoreArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         restore::restore(&ws, &agent, &target, generation, wait, runs_in, on)
     })?;
     ctx.emit(&restored, || {
-        let note = if restored.swapped {
-            format!(" ({} now holds the content it replaced)", restored.backup)
-        } else {
-            String::new()
-        };
-        format!("Restored: {} from {}{note}", restored.file, restored.backup)
+        let (file, backup) = (&restored.file, &restored.backup);
+        let note = format!(" ({backup} now holds the content it replaced)");
+        let note = if restored.swapped { note.as_str() } else { "" };
+        format!("Restored: {file} from {backup}{note}")
     });
     Ok(ExitCode::Success)
 }

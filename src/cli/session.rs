@@ -59,21 +59,15 @@ pub fn run(args: SessionArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let handle = signals.handle();
     let (tx, rx) = mpsc::channel::<i32>();
     let listener = std::thread::spawn(move || {
-        for sig in signals.forever() {
-            if tx.send(sig).is_err() {
-                break;
-            }
-        }
+        let _ = signals.forever().try_for_each(|sig| tx.send(sig));
     });
 
-    let started = stamp::startup(
-        &ws,
-        &StartupRequest {
-            partner,
-            task: args.task,
-            pid: Some(host::pid()),
-        },
-    )?;
+    let req = StartupRequest {
+        partner,
+        task: args.task,
+        pid: Some(host::pid()),
+    };
+    let started = stamp::startup(&ws, &req)?;
     let agent = AgentId::parse(&started.partner)?;
     let session_id = started.row.session_id.clone();
     if !ctx.quiet {
@@ -89,9 +83,7 @@ pub fn run(args: SessionArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let mut command = Command::new(program);
     // With `-C DIR`, CMD runs in DIR (contract §1).
     command.args(rest).current_dir(ctx.cwd());
-    for (k, v) in session::child_env(&ws, &agent, &session_id, host::pid()) {
-        command.env(k, v);
-    }
+    command.envs(session::child_env(&ws, &agent, &session_id, host::pid()));
     // CMD never outlives coord: killed with it, even by `kill -9` (Linux).
     super::child_fence::die_with_parent(&mut command);
     let own_group = host::ProcessGroup::wanted();
@@ -119,9 +111,8 @@ pub fn run(args: SessionArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             output::diag(&line);
         }
         output::diag(&format!(
-            "Clocked out: {} (session {})",
-            agent.id(),
-            session_id
+            "Clocked out: {} (session {session_id})",
+            agent.id()
         ));
     }
     let status = outcome?;

@@ -1,7 +1,6 @@
 //! `coord unlock [FILE...] [--force]`: release own locks (all of them without FILE).
 
 use clap::Args;
-use serde::Serialize;
 
 use coord::lock::{self, LockState, Release, ReleaseOutcome};
 use coord::pattern::Pattern;
@@ -33,13 +32,6 @@ pub struct UnlockArgs {
     force: bool,
 }
 
-/// `coord unlock --json`.
-#[derive(Serialize)]
-pub struct UnlockReport<'a> {
-    /// One entry per file.
-    pub results: &'a [Release],
-}
-
 pub fn run(args: UnlockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.lock_workspace()?;
     let agent = match ctx.agent_opt()? {
@@ -50,9 +42,8 @@ pub fn run(args: UnlockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     };
     let (targets, patterns) = ctx.file_args(&ws, &args.files)?;
     let results = release(&ws, &agent, &args.files, &targets, &patterns, args.force)?;
-    ctx.emit_lines(&UnlockReport { results: &results }, || {
-        release_lines(&results)
-    });
+    let doc = serde_json::json!({ "results": results });
+    ctx.emit_lines(&doc, || release_lines(&results));
     match refusal(&results, &agent) {
         Some(err) => Err(err.into()),
         None => Ok(ExitCode::Success),
@@ -137,17 +128,15 @@ pub fn refusal(results: &[Release], agent: &AgentId) -> Option<Error> {
         _ => None,
     })?;
     if state == LockState::Stale {
-        return Some(Error::refused(
-            Refusal::StaleLock,
-            format!(
-                "`{file}` has a STALE lock of {}, not yours",
-                output::clean(holder)
-            ),
-            Some(format!(
-                "remove it with `coord unlock {} --force`",
-                coord::shell::arg(file)
-            )),
-        ));
+        let why = format!(
+            "`{file}` has a STALE lock of {}, not yours",
+            output::clean(holder)
+        );
+        let hint = format!(
+            "remove it with `coord unlock {} --force`",
+            coord::shell::arg(file)
+        );
+        return Some(Error::refused(Refusal::StaleLock, why, Some(hint)));
     }
     Some(Error::NotHolder {
         file: file.clone(),

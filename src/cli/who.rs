@@ -3,7 +3,9 @@
 use clap::Args;
 
 use coord::ExitCode;
-use coord::status::{self, FileHolders};
+use coord::clock;
+use coord::lock::format_since;
+use coord::status;
 
 use super::{Ctx, output};
 
@@ -24,11 +26,6 @@ pub struct WhoArgs {
     files: Vec<String>,
 }
 
-#[derive(serde::Serialize)]
-struct WhoJson<'a> {
-    files: &'a [FileHolders],
-}
-
 pub fn run(args: WhoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     let asked = args
@@ -37,20 +34,17 @@ pub fn run(args: WhoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         .map(|f| ws.file_arg(ctx.cwd(), f))
         .collect::<Result<Vec<_>, _>>()?;
     let files = status::who(&ws, &asked);
-    if ctx.json_or_quiet(&WhoJson { files: &files }) {
+    if ctx.json_or_quiet(&serde_json::json!({ "files": files })) {
         return Ok(ExitCode::Success);
     }
-    let now = coord::clock::now();
+    let now = clock::now();
     for f in &files {
         if f.locks.is_empty() && f.claims.is_empty() {
             output::line(&format!("{}: not locked", f.file));
         }
         for c in &f.claims {
-            let reason = c
-                .reason
-                .as_deref()
-                .map(|r| format!(" (reason: {})", output::clean(r)))
-                .unwrap_or_default();
+            let reason = c.reason.as_deref().map(output::clean);
+            let reason = (reason.map(|r| format!(" (reason: {r})"))).unwrap_or_default();
             output::line(&format!(
                 "{}: claimed by {} with `{}` since {}{reason} [{}]",
                 f.file,
@@ -63,21 +57,14 @@ pub fn run(args: WhoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         for h in &f.locks {
             let l = &h.lock;
             // `13:02 (3m ago)`, as `status` and the refusals say it; the full time is in `--json`.
-            let at = l
-                .locked_at
-                .as_deref()
-                .and_then(coord::clock::parse_timestamp);
-            let since = format!(
-                "{} ({})",
-                coord::lock::format_since(at.as_ref(), &now),
-                output::ago(l.age_s)
-            );
+            let at = l.locked_at.as_deref().and_then(clock::parse_timestamp);
+            let (since, ago) = (format_since(at.as_ref(), &now), output::ago(l.age_s));
             let working = coord::lock::working_text(h.working_on.as_deref(), l.reason.as_deref());
             let working = output::working_on(working.as_deref());
             let process = l.pid.map(|p| format!(", process {p}")).unwrap_or_default();
             // The file itself, also when a pattern was asked about.
             output::line(&format!(
-                "{}: held by {} since {since}{working} [{}{process}]",
+                "{}: held by {} since {since} ({ago}){working} [{}{process}]",
                 l.file,
                 output::clean(&l.name),
                 l.state.as_str()

@@ -62,15 +62,14 @@ fn text(me: &Whoami) -> String {
         ("flag", Some(a)) => format!("{a} (from -a)"),
         ("env", Some(a)) => format!("{a} (from COORD_AGENT)"),
         ("session", Some(a)) => {
-            let process = me
-                .client_process
-                .map(|p| format!("; its locks follow client process {}", p.pid))
-                .unwrap_or_default();
+            let process = me.client_process.map(|p| p.pid);
+            let process = process.map(|p| format!("; its locks follow client process {p}"));
             format!(
-                "{a} (session {} of {}, from the {}{process})",
+                "{a} (session {} of {}, from the {}{})",
                 me.session_id.as_deref().unwrap_or("?"),
                 me.client.unwrap_or("?"),
                 me.via.as_deref().unwrap_or("?"),
+                process.unwrap_or_default(),
             )
         }
         _ => "no agent: give one with `-a NAME` or `COORD_AGENT=NAME`, or run coord inside an agent client's session".to_string(),

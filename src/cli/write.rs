@@ -63,14 +63,7 @@ pub fn run(args: WriteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 }
 
 /// `Written: FILE (N bytes, backup FILE.bak)`.
-pub fn written_line(written: &write::Written) -> String {
-    let backup = written
-        .backup
-        .as_deref()
-        .map(|b| format!(", backup {b}"))
-        .unwrap_or_default();
-    format!(
-        "Written: {} ({} bytes{backup})",
-        written.file, written.bytes
-    )
+pub fn written_line(w: &write::Written) -> String {
+    let backup = (w.backup.as_deref().map(|b| format!(", backup {b}"))).unwrap_or_default();
+    format!("Written: {} ({} bytes{backup})", w.file, w.bytes)
 }

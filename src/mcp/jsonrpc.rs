@@ -32,117 +32,74 @@ pub enum Incoming {
     /// A notification (no id), a response from the client (this server sends no requests), or
     /// a blank line: never answered.
     Ignored,
-    /// A line that gets an error response: `id` is the request's id when it could be read,
-    /// else `null`.
-    Invalid {
-        /// The id to answer with.
-        id: Value,
-        /// The JSON-RPC error code.
-        code: i64,
-        /// What is wrong with the line.
-        message: String,
-    },
+    /// A line answered with this error response (with the request's id when it could be read,
+    /// else `null`).
+    Invalid(Value),
 }
 
 /// Classify one line of input (without its line break).
 pub fn classify(line: &[u8]) -> Incoming {
+    let invalid = |id, code, why: String| Incoming::Invalid(error(&id, code, &why));
+    let null = |code, message| invalid(Value::Null, code, message);
     let text = match std::str::from_utf8(line) {
         Ok(t) => t,
         Err(e) => {
-            return invalid(
-                Value::Null,
-                PARSE_ERROR,
-                format!("the line is not UTF-8 (byte {})", e.valid_up_to()),
-            );
+            let why = format!("the line is not UTF-8 (byte {})", e.valid_up_to());
+            return null(PARSE_ERROR, why);
         }
     };
     if text.trim().is_empty() {
         return Incoming::Ignored;
     }
-    let value: Value = match serde_json::from_str(text) {
-        Ok(v) => v,
-        Err(e) => {
-            return invalid(
-                Value::Null,
-                PARSE_ERROR,
-                format!("the line is not JSON: {e}"),
-            );
+    let mut obj = match serde_json::from_str(text) {
+        Ok(Value::Object(o)) => o,
+        Ok(Value::Array(_)) => {
+            let why = "batches are not supported: send one JSON-RPC object per line";
+            return null(INVALID_REQUEST, why.into());
         }
-    };
-    let mut obj = match value {
-        Value::Object(o) => o,
-        Value::Array(_) => {
-            return invalid(
-                Value::Null,
-                INVALID_REQUEST,
-                "batches are not supported: send one JSON-RPC object per line".into(),
-            );
+        Ok(other) => {
+            let why = format!("expected a JSON-RPC object, got {}", kind(&other));
+            return null(INVALID_REQUEST, why);
         }
-        other => {
-            return invalid(
-                Value::Null,
-                INVALID_REQUEST,
-                format!("expected a JSON-RPC object, got {}", kind(&other)),
-            );
-        }
+        Err(e) => return null(PARSE_ERROR, format!("the line is not JSON: {e}")),
     };
     let id = obj.remove("id");
-    let id_ok = matches!(&id, None | Some(Value::String(_)) | Some(Value::Number(_)));
     let answer_id = match &id {
         Some(v @ (Value::String(_) | Value::Number(_))) => v.clone(),
         _ => Value::Null,
     };
     if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return invalid(
-            answer_id,
-            INVALID_REQUEST,
-            "`jsonrpc` must be \"2.0\"".into(),
-        );
+        let why = "`jsonrpc` must be \"2.0\"".into();
+        return invalid(answer_id, INVALID_REQUEST, why);
     }
     let method = match obj.remove("method") {
         Some(Value::String(m)) => m,
         Some(other) => {
-            return invalid(
-                answer_id,
-                INVALID_REQUEST,
-                format!("`method` must be a string, got {}", kind(&other)),
-            );
+            let why = format!("`method` must be a string, got {}", kind(&other));
+            return invalid(answer_id, INVALID_REQUEST, why);
         }
         None if obj.contains_key("result") || obj.contains_key("error") => {
             return Incoming::Ignored;
         }
         None => return invalid(answer_id, INVALID_REQUEST, "`method` is missing".into()),
     };
-    if !id_ok {
-        let got = id.as_ref().map(kind).unwrap_or("nothing");
-        return invalid(
-            Value::Null,
-            INVALID_REQUEST,
-            format!("`id` must be a string or a number, got {got}"),
-        );
+    if let Some(bad) = id.as_ref().filter(|_| answer_id.is_null()) {
+        let why = format!("`id` must be a string or a number, got {}", kind(bad));
+        return null(INVALID_REQUEST, why);
     }
     let params = match obj.remove("params") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(p)) => p,
+        Some(_) if id.is_none() => return Incoming::Ignored,
         Some(other) => {
-            if id.is_none() {
-                return Incoming::Ignored;
-            }
-            return invalid(
-                answer_id,
-                INVALID_PARAMS,
-                format!("`params` must be an object, got {}", kind(&other)),
-            );
+            let why = format!("`params` must be an object, got {}", kind(&other));
+            return invalid(answer_id, INVALID_PARAMS, why);
         }
     };
     match id {
         None => Incoming::Ignored,
         Some(id) => Incoming::Request(Request { id, method, params }),
     }
-}
-
-fn invalid(id: Value, code: i64, message: String) -> Incoming {
-    Incoming::Invalid { id, code, message }
 }
 
 /// The JSON type of a value, for messages.
@@ -163,10 +120,6 @@ pub fn result(id: &Value, result: Value) -> Value {
 }
 
 /// An error response.
-pub fn error(id: &Value, code: i64, message: &str, data: Option<Value>) -> Value {
-    let mut err = json!({"code": code, "message": message});
-    if let (Some(data), Some(obj)) = (data, err.as_object_mut()) {
-        obj.insert("data".into(), data);
-    }
-    json!({"jsonrpc": "2.0", "id": id, "error": err})
+pub fn error(id: &Value, code: i64, message: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})
 }

@@ -66,22 +66,16 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> 
             && let Ok(Value::Array(items)) = serde_json::from_slice::<Value>(line)
         {
             if items.is_empty() {
-                return Some(jsonrpc::error(
-                    &Value::Null,
-                    jsonrpc::INVALID_REQUEST,
-                    "an empty batch: send at least one request",
-                    None,
-                ));
+                let why = "an empty batch: send at least one request";
+                return Some(jsonrpc::error(&Value::Null, jsonrpc::INVALID_REQUEST, why));
             }
             let answers: Vec<Value> = items
                 .iter()
                 .filter_map(|item| match item {
-                    Value::Array(_) => Some(jsonrpc::error(
-                        &Value::Null,
-                        jsonrpc::INVALID_REQUEST,
-                        "a batch inside a batch",
-                        None,
-                    )),
+                    Value::Array(_) => {
+                        let why = "a batch inside a batch";
+                        Some(jsonrpc::error(&Value::Null, jsonrpc::INVALID_REQUEST, why))
+                    }
                     item => self.handle_one(item.to_string().as_bytes()),
                 })
                 .collect();
@@ -94,9 +88,7 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> 
         match jsonrpc::classify(line) {
             Incoming::Request(req) => Some(self.handle(req)),
             Incoming::Ignored => None,
-            Incoming::Invalid { id, code, message } => {
-                Some(jsonrpc::error(&id, code, &message, None))
-            }
+            Incoming::Invalid(answer) => Some(answer),
         }
     }
 
@@ -109,12 +101,10 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> 
             Some(Value::String(v)) if v == STATELESS_VERSION => true,
             Some(Value::String(v)) if VERSIONS.contains(&v.as_str()) => false,
             Some(v) => {
-                return jsonrpc::error(
-                    &id,
-                    jsonrpc::UNSUPPORTED_PROTOCOL_VERSION,
-                    "unsupported protocol version",
-                    Some(json!({"supported": all_versions(), "requested": v})),
-                );
+                let code = jsonrpc::UNSUPPORTED_PROTOCOL_VERSION;
+                let mut refusal = jsonrpc::error(&id, code, "unsupported protocol version");
+                refusal["error"]["data"] = json!({"supported": all_versions(), "requested": v});
+                return refusal;
             }
         };
         let outcome = match req.method.as_str() {
@@ -139,7 +129,7 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> 
                 }
                 jsonrpc::result(&id, result)
             }
-            Err((code, message)) => jsonrpc::error(&id, code, &message, None),
+            Err((code, message)) => jsonrpc::error(&id, code, &message),
         }
     }
 
@@ -153,11 +143,10 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> 
 
     fn initialize(&mut self, params: &Map<String, Value>) -> Value {
         let requested = params.get("protocolVersion").and_then(Value::as_str);
-        let version = VERSIONS
-            .iter()
-            .find(|v| Some(**v) == requested)
-            .copied()
-            .unwrap_or(VERSIONS[VERSIONS.len() - 1]);
+        let newest = VERSIONS[VERSIONS.len() - 1];
+        let version = (VERSIONS.iter().copied())
+            .find(|v| Some(*v) == requested)
+            .unwrap_or(newest);
         self.negotiated = Some(version);
         json!({
             "protocolVersion": version,
@@ -188,34 +177,25 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> 
     }
 
     fn call(&mut self, params: &Map<String, Value>) -> Result<Value, (i64, String)> {
-        let name = match params.get("name") {
-            Some(Value::String(n)) => n,
-            Some(other) => {
-                return Err((
-                    jsonrpc::INVALID_PARAMS,
-                    format!("`name` must be a string, got {}", jsonrpc::kind(other)),
-                ));
-            }
-            None => {
-                return Err((
-                    jsonrpc::INVALID_PARAMS,
-                    "`name` is missing: say which tool to call".into(),
-                ));
-            }
+        let tool = match params.get("name") {
+            Some(Value::String(name)) => tools::find(name).ok_or_else(|| {
+                let names: Vec<&str> = tools::TOOLS.iter().map(|t| t.name).collect();
+                format!("unknown tool `{name}` (tools: {})", names.join(", "))
+            }),
+            Some(other) => Err(format!(
+                "`name` must be a string, got {}",
+                jsonrpc::kind(other)
+            )),
+            None => Err("`name` is missing: say which tool to call".into()),
         };
-        let Some(tool) = tools::find(name) else {
-            let names: Vec<&str> = tools::TOOLS.iter().map(|t| t.name).collect();
-            return Err((
-                jsonrpc::INVALID_PARAMS,
-                format!("unknown tool `{name}` (tools: {})", names.join(", ")),
-            ));
-        };
+        let tool = tool.map_err(|why| (jsonrpc::INVALID_PARAMS, why))?;
         let outcome = match params.get("arguments") {
             None | Some(Value::Null) => (self.host)(tool, &Map::new()),
             Some(Value::Object(args)) => (self.host)(tool, args),
             Some(other) => ToolOutcome {
                 text: format!(
-                    "error: the arguments of tool `{name}` must be an object, got {}",
+                    "error: the arguments of tool `{}` must be an object, got {}",
+                    tool.name,
                     jsonrpc::kind(other)
                 ),
                 structured: None,
@@ -226,10 +206,8 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> 
             "content": [{"type": "text", "text": outcome.text}],
             "isError": outcome.is_error,
         });
-        if let (Some(s @ Value::Object(_)), Some(obj)) =
-            (outcome.structured, result.as_object_mut())
-        {
-            obj.insert("structuredContent".into(), s);
+        if let Some(s @ Value::Object(_)) = outcome.structured {
+            result["structuredContent"] = s;
         }
         Ok(result)
     }

@@ -223,26 +223,26 @@ impl<'a> Args<'a> {
                 names.as_deref().unwrap_or("none")
             )));
         }
-        for name in tool.required {
-            if map.get(*name).is_none_or(Value::is_null) {
-                return Err(Error::bad_input(format!(
-                    "tool `{}` needs the argument `{name}`",
-                    tool.name
-                )));
-            }
+        let args = Args { tool, map };
+        match tool.required.iter().find(|r| args.get(r).is_none()) {
+            Some(name) => Err(args.missing(name)),
+            None => Ok(args),
         }
-        Ok(Args { tool, map })
     }
 
     fn get(&self, name: &str) -> Option<&'a Value> {
         self.map.get(name).filter(|v| !v.is_null())
     }
 
+    fn missing(&self, name: &str) -> Error {
+        let tool = self.tool.name;
+        Error::bad_input(format!("tool `{tool}` needs the argument `{name}`"))
+    }
+
     fn wrong(&self, name: &str, want: &str, got: &Value) -> Error {
+        let (tool, got) = (self.tool.name, super::jsonrpc::kind(got));
         Error::bad_input(format!(
-            "argument `{name}` of tool `{}` must be {want}, got {}",
-            self.tool.name,
-            super::jsonrpc::kind(got)
+            "argument `{name}` of tool `{tool}` must be {want}, got {got}"
         ))
     }
 
@@ -266,12 +266,7 @@ impl<'a> Args<'a> {
 
     /// A required string argument (presence was checked by [`Args::new`]).
     pub fn req_str(&self, name: &str) -> Result<&'a str> {
-        self.str(name)?.ok_or_else(|| {
-            Error::bad_input(format!(
-                "tool `{}` needs the argument `{name}`",
-                self.tool.name
-            ))
-        })
+        self.str(name)?.ok_or_else(|| self.missing(name))
     }
 
     /// A boolean argument.
@@ -282,12 +277,13 @@ impl<'a> Args<'a> {
     /// An array of strings; a lone string is taken as an array of one.
     pub fn strings(&self, name: &str) -> Result<Option<Vec<String>>> {
         const WANT: &str = "an array of strings";
-        let items = match self.get(name) {
-            Some(Value::String(s)) if !s.is_empty() => return Ok(Some(vec![s.clone()])),
-            _ => match self.typed(name, WANT, Value::as_array)? {
-                Some(items) => items,
-                None => return Ok(None),
-            },
+        if let Some(Value::String(s)) = self.get(name)
+            && !s.is_empty()
+        {
+            return Ok(Some(vec![s.clone()]));
+        }
+        let Some(items) = self.typed(name, WANT, Value::as_array)? else {
+            return Ok(None);
         };
         let read = |v: &Value| {
             v.as_str()

@@ -58,24 +58,24 @@ pub struct McpArgs {
 struct Life {
     ws: Workspace,
     quiet: bool,
-    state: Mutex<LifeState>,
+    state: Mutex<Stage>,
 }
 
-#[derive(Default)]
-struct LifeState {
+enum Stage {
+    Idle,
     /// Clocked in: the tools, run as the agent in its stamp-card session.
-    started: Option<tools::Host>,
+    Serving(tools::Host),
     /// Clocked out: nothing more is done.
-    closed: bool,
+    Closed,
 }
 
 impl Life {
-    fn state(&self) -> std::sync::MutexGuard<'_, LifeState> {
+    fn state(&self) -> std::sync::MutexGuard<'_, Stage> {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Clock in (once, later calls get the same host): a stamp-card row recording this process, the presence. The agent is
-    /// the one given; else the session's, looked up now; else the fallback.
+    /// Clock in once (a stamp-card row for this process, the presence) as the agent given, else
+    /// the session's, looked up now, else the fallback.
     fn start(
         &self,
         explicit: Option<&AgentId>,
@@ -83,11 +83,10 @@ impl Life {
         task: Option<String>,
     ) -> anyhow::Result<tools::Host> {
         let mut state = self.state();
-        if let Some(started) = &state.started {
-            return Ok(started.clone());
-        }
-        if state.closed {
-            anyhow::bail!("the server is shutting down");
+        match &*state {
+            Stage::Serving(host) => return Ok(host.clone()),
+            Stage::Closed => anyhow::bail!("the server is shutting down"),
+            Stage::Idle => {}
         }
         let session = match explicit {
             Some(_) => None,
@@ -96,15 +95,12 @@ impl Life {
         let agent = (explicit.cloned())
             .or_else(|| session.as_ref().map(|s| s.agent.clone()))
             .unwrap_or_else(|| fallback.clone());
-        let started = stamp::startup(
-            &self.ws,
-            &StartupRequest {
-                partner: Partner::Named(agent.clone()),
-                task,
-                pid: Some(host::pid()),
-            },
-        )?;
-        let row = started.row.session_id;
+        let req = StartupRequest {
+            partner: Partner::Named(agent.clone()),
+            task,
+            pid: Some(host::pid()),
+        };
+        let row = stamp::startup(&self.ws, &req)?.row.session_id;
         // In an agent client's session, locks follow the client process (the session's hooks
         // and shell act as the same agent); else this process.
         let owner = match session.as_ref().and_then(|s| Some((s, s.process?.pid))) {
@@ -115,10 +111,9 @@ impl Life {
             let of = (session.as_ref())
                 .map(|s| format!(", the agent of {} session {}", s.client.as_str(), s.id))
                 .unwrap_or_default();
+            let (id, root) = (agent.id(), self.ws.root().display());
             output::diag(&format!(
-                "coord mcp: serving as agent {}{of} in {} (session {row})",
-                agent.id(),
-                self.ws.root().display(),
+                "coord mcp: serving as agent {id}{of} in {root} (session {row})"
             ));
         }
         let host = tools::Host {
@@ -127,18 +122,14 @@ impl Life {
             session: row,
             owner,
         };
-        state.started = Some(host.clone());
+        *state = Stage::Serving(host.clone());
         Ok(host)
     }
 
     /// Release the session's locks and clock out, once (end of input or a signal).
     fn close(&self, why: &str) {
         let mut state = self.state();
-        if state.closed {
-            return;
-        }
-        state.closed = true;
-        let Some(host) = &state.started else {
+        let Stage::Serving(host) = std::mem::replace(&mut *state, Stage::Closed) else {
             return;
         };
         // After a stop request (a signal, the client gone) too.
@@ -150,10 +141,9 @@ impl Life {
                 for line in release_lines(&closed.released) {
                     output::diag(&line);
                 }
+                let (id, session) = (host.agent.id(), &host.session);
                 output::diag(&format!(
-                    "coord mcp: {why}; clocked out {} (session {})",
-                    host.agent.id(),
-                    host.session
+                    "coord mcp: {why}; clocked out {id} (session {session})"
                 ));
             }
             Ok(_) => {}
@@ -186,16 +176,15 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let mut signals =
         Signals::new([SIGTERM, SIGINT, SIGHUP]).context("cannot install the signal handlers")?;
     if !ctx.quiet {
+        let (root, id) = (ws.root().display(), named.id());
         output::diag(&format!(
-            "coord mcp: ready in {} (agent {} from the first tool call)",
-            ws.root().display(),
-            named.id()
+            "coord mcp: ready in {root} (agent {id} from the first tool call)"
         ));
     }
     let life = Arc::new(Life {
         ws: ws.clone(),
         quiet: ctx.quiet,
-        state: Mutex::new(LifeState::default()),
+        state: Mutex::new(Stage::Idle),
     });
 
     let signal_life = Arc::clone(&life);
@@ -207,7 +196,15 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
     });
 
-    watch_client(Arc::clone(&life));
+    // Notice the client going away while a call may wait: any wait then ends as on `SIGHUP`. On
+    // stdin hung up the main loop finishes the input; with stdout or the parent gone, the server
+    // clocks out and exits once the running call has ended.
+    let (watch_life, parent) = (Arc::clone(&life), rustix::process::getppid());
+    std::thread::spawn(move || {
+        if let Some(why) = client_gone(parent) {
+            stop(&watch_life, SIGHUP, why);
+        }
+    });
 
     let (stop_beat, beats) = mpsc::channel::<()>();
     let beat_life = Arc::clone(&life);
@@ -271,18 +268,6 @@ const CALL_GRACE: Duration = Duration::from_secs(5);
 /// How often the client watch looks at the parent process when nothing happens on stdio.
 const CLIENT_CHECK: Duration = Duration::from_millis(500);
 
-/// Notice the client going away while a call may wait: any wait then ends as on `SIGHUP`. On
-/// stdin hung up the main loop finishes the input; with stdout or the parent gone, the server
-/// clocks out and exits once the running call has ended.
-fn watch_client(life: Arc<Life>) {
-    let parent = rustix::process::getppid();
-    std::thread::spawn(move || {
-        if let Some(why) = client_gone(parent) {
-            stop(&life, SIGHUP, why);
-        }
-    });
-}
-
 /// End the server: a waiting call ends cleanly first (as `sig` would end it), then clock out.
 fn stop(life: &Life, sig: i32, why: &str) -> ! {
     coord::wait::request_stop(sig);
@@ -310,10 +295,7 @@ fn client_gone(parent: Option<rustix::process::Pid>) -> Option<&'static str> {
         PollFd::new(&stdin, hangup),
         PollFd::new(&stdout, PollFlags::empty()),
     ];
-    let timeout = Timespec {
-        tv_sec: 0,
-        tv_nsec: i64::try_from(CLIENT_CHECK.as_nanos()).unwrap_or(500_000_000),
-    };
+    let timeout = Timespec::try_from(CLIENT_CHECK).unwrap_or_default();
     let gone = PollFlags::HUP | PollFlags::ERR | hangup;
     loop {
         match poll(&mut fds, Some(&timeout)) {
@@ -360,11 +342,11 @@ fn serve(mut handle_line: impl FnMut(&[u8]) -> Option<serde_json::Value>) -> &'s
             if input.skip_until(b'\n').is_err() {
                 return "stdin failed";
             }
+            let why = format!("the line is longer than {MAX_LINE} bytes");
             Some(jsonrpc::error(
                 &serde_json::Value::Null,
                 jsonrpc::PARSE_ERROR,
-                &format!("the line is longer than {MAX_LINE} bytes"),
-                None,
+                &why,
             ))
         } else {
             while matches!(line.last(), Some(b'\n' | b'\r')) {
@@ -372,30 +354,24 @@ fn serve(mut handle_line: impl FnMut(&[u8]) -> Option<serde_json::Value>) -> &'s
             }
             handle_line(&line)
         };
+        // One response, one line, flushed at once.
+        let mut out = std::io::stdout().lock();
         if let Some(response) = response
-            && send(&response).is_err()
+            && writeln!(out, "{response}")
+                .and_then(|()| out.flush())
+                .is_err()
         {
             return "stdout closed";
         }
     }
 }
 
-/// One response, one line, flushed at once.
-fn send(response: &serde_json::Value) -> std::io::Result<()> {
-    let mut text = serde_json::to_string(response).map_err(std::io::Error::other)?;
-    text.push('\n');
-    let mut out = std::io::stdout().lock();
-    out.write_all(text.as_bytes())?;
-    out.flush()
-}
-
 fn heartbeat(life: &Life, interval: Duration, stop: &mpsc::Receiver<()>) {
     while let Err(RecvTimeoutError::Timeout) = stop.recv_timeout(interval) {
-        let state = life.state();
-        let Some(host) = state.started.as_ref().filter(|_| !state.closed).cloned() else {
-            continue;
+        let host = match &*life.state() {
+            Stage::Serving(host) => host.clone(),
+            _ => continue,
         };
-        drop(state);
         if let Err(e) = stamp::heartbeat(&life.ws, &host.agent, &host.session) {
             output::diag(&format!("warning: heartbeat failed: {e}"));
         }

@@ -109,10 +109,8 @@ impl Host {
                 if let Some(err) = unlock::refusal(&results, agent) {
                     return Err(err.into());
                 }
-                done(
-                    unlock::release_lines(&results).join("\n"),
-                    &unlock::UnlockReport { results: &results },
-                )
+                let doc = serde_json::json!({ "results": results });
+                done(unlock::release_lines(&results).join("\n"), &doc)
             }
             "write" => {
                 let target = ws.one_file(ws.root(), args.req_str("file")?, "write")?;

@@ -276,13 +276,10 @@ pub fn run(args: ReviewArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         ReviewCommand::Show(a) => show::show(&reviews.show(&a.topic)?, ctx),
         ReviewCommand::Next(a) => show::next(&reviews.next(&a.topic)?, a.prompt, ctx)?,
         ReviewCommand::Step(a) => {
+            let why = "say who finishes the step with `--as A` (or `--agent A`, `COORD_AGENT=A`)";
             let actor = match &a.actor {
                 Some(name) => AgentId::parse(name)?,
-                None => ctx.agent().map_err(|_| {
-                    Error::bad_input(
-                        "say who finishes the step with `--as A` (or `--agent A`, `COORD_AGENT=A`)",
-                    )
-                })?,
+                None => ctx.agent().map_err(|_| Error::bad_input(why))?,
             };
             let next = AgentId::parse(&a.next).map_err(|e| {
                 Error::bad_input(format!("`--next` names exactly one next actor: {e}"))
@@ -321,25 +318,22 @@ pub fn run(args: ReviewArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 lines
             });
         }
-        ReviewCommand::Issue(a) => {
-            let (issue, added) = match a.op {
-                IssueOp::Add { severity, title } => {
-                    (reviews.add_issue(&a.topic, severity, &title)?, true)
-                }
-                IssueOp::Set {
-                    id,
-                    status,
-                    resolution,
-                } => {
-                    let resolution = resolution.as_deref();
-                    (reviews.set_issue(&a.topic, &id, status, resolution)?, false)
-                }
-            };
-            ctx.emit(&issue, || match added {
-                true => issue.id.clone(),
-                false => format!("{}: {}", issue.id, issue.status.as_str()),
-            });
-        }
+        ReviewCommand::Issue(a) => match a.op {
+            IssueOp::Add { severity, title } => {
+                let issue = reviews.add_issue(&a.topic, severity, &title)?;
+                ctx.emit(&issue, || issue.id.clone());
+            }
+            IssueOp::Set {
+                id,
+                status,
+                resolution: r,
+            } => {
+                let issue = reviews.set_issue(&a.topic, &id, status, r.as_deref())?;
+                ctx.emit(&issue, || {
+                    format!("{}: {}", issue.id, issue.status.as_str())
+                });
+            }
+        },
         ReviewCommand::Agree(a) => {
             let added = reviews.agree(&a.topic, &a.text, a.adopted.as_deref(), a.disputed)?;
             let mark = if added.disputed { "[DISPUTED] " } else { "" };

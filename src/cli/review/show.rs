@@ -13,11 +13,8 @@ pub(super) fn show(s: &Shown, ctx: &Ctx) {
         return;
     }
     let (v, color) = (&s.view, output::color_enabled());
-    let mut out = vec![format!(
-        "{} {}",
-        output::title(&format!("Review {}", s.topic), color),
-        output::clean(&s.tracker)
-    )];
+    let title = output::title(&format!("Review {}", s.topic), color);
+    let mut out = vec![format!("{title} {}", output::clean(&s.tracker))];
     let participants: Vec<String> = (v.meta.participants.iter())
         .map(|p| match &p.role {
             Some(r) => format!("{} ({r})", p.name),
@@ -33,10 +30,8 @@ pub(super) fn show(s: &Shown, ctx: &Ctx) {
         ("Next actor", Some(v.current.next_actor.clone())),
         ("Next action", v.current.next_action.clone()),
     ] {
-        out.push(format!(
-            "  {k:<13} {}",
-            output::clean(val.as_deref().unwrap_or("-"))
-        ));
+        let val = output::clean(val.as_deref().unwrap_or("-"));
+        out.push(format!("  {k:<13} {val}"));
     }
     out.extend([String::new(), output::title("Steps", color)]);
     out.extend(
@@ -93,11 +88,9 @@ pub(super) fn next(n: &Next, prompt_only: bool, ctx: &Ctx) -> Result<(), Error> 
         output::json(n);
     } else if prompt_only {
         let Some(p) = &n.prompt else {
-            return Err(Error::refused(
-                Refusal::NoOpenStep,
-                format!("review `{}` has no planned step, so no prompt", n.topic),
-                Some(format!("see `coord review show {}`", n.topic)),
-            ));
+            let why = format!("review `{}` has no planned step, so no prompt", n.topic);
+            let hint = format!("see `coord review show {}`", n.topic);
+            return Err(Error::refused(Refusal::NoOpenStep, why, Some(hint)));
         };
         output::line(&output::clean_block(p.strip_suffix('\n').unwrap_or(p)));
     } else if !ctx.quiet {
@@ -108,11 +101,7 @@ pub(super) fn next(n: &Next, prompt_only: bool, ctx: &Ctx) -> Result<(), Error> 
 
 /// Next actor, next action, tracker, output and the handoff prompt, as `review next` prints them.
 pub fn next_text(n: &Next, topic: &str) -> String {
-    let role = n
-        .role
-        .as_deref()
-        .map(|r| format!(" ({r})"))
-        .unwrap_or_default();
+    let role = (n.role.as_deref().map(|r| format!(" ({r})"))).unwrap_or_default();
     let action = match (n.action, n.step) {
         (Some(act), Some(step)) => format!("{} (step {step:02})", act.as_str()),
         _ => n.next_action.clone().unwrap_or_else(|| "-".into()),
