@@ -208,12 +208,9 @@ fn messages_folder(ws: &Workspace) -> Result<std::path::PathBuf> {
     Ok(dir)
 }
 
-/// Every message in the workspace, in sending order, and the files that are not messages.
-pub fn scan(root: &Path) -> (Vec<Message>, Vec<Unreadable>) {
-    try_scan(root).unwrap_or_default()
-}
-
-fn try_scan(root: &Path) -> Result<(Vec<Message>, Vec<Unreadable>)> {
+/// Every message in the workspace, in sending order, and the files that are not messages; an
+/// error when the message folder stands but cannot be listed.
+pub fn scan(root: &Path) -> Result<(Vec<Message>, Vec<Unreadable>)> {
     let dir = layout::messages_dir(&shared_root(root));
     let mut found = Vec::new();
     let mut skipped = Vec::new();
@@ -274,14 +271,9 @@ fn is_unread(m: &Message, agent: &str, marks: &HashSet<String>) -> bool {
     m.is_for(agent) && !(m.to == ALL && m.from == agent) && !marks.contains(&m.id)
 }
 
-/// `agent`'s inbox: messages to it or to `all`; empty when the folder cannot be listed.
-pub fn inbox(ws: &Workspace, agent: &AgentId) -> Inbox {
-    try_inbox(ws, agent).unwrap_or_default()
-}
-
-/// [`inbox`], failing when the message folder cannot be listed.
+/// `agent`'s inbox: messages to it or to `all`; an error when the folder cannot be listed.
 pub fn try_inbox(ws: &Workspace, agent: &AgentId) -> Result<Inbox> {
-    let (all, skipped) = try_scan(ws.root())?;
+    let (all, skipped) = scan(ws.root())?;
     let marks = read_marks(ws.root(), agent.id());
     let messages = all
         .into_iter()
@@ -300,7 +292,7 @@ pub fn unread_counts(
     ws: &Workspace,
     agents: &[String],
 ) -> (BTreeMap<String, usize>, Vec<Unreadable>) {
-    let (all, skipped) = scan(ws.root());
+    let (all, skipped) = scan(ws.root()).unwrap_or_default();
     let counts = agents
         .iter()
         .map(|agent| {
@@ -409,13 +401,11 @@ mod tests {
 
     #[test]
     fn recipients() {
-        assert_eq!(Recipient::parse("ALL").unwrap(), Recipient::All);
-        assert_eq!(
-            Recipient::parse("Gemini").unwrap(),
-            Recipient::Agent("gemini".into())
-        );
-        assert!(Recipient::parse("../x").is_err());
-        assert!(Recipient::parse("").is_err());
+        let gemini = Recipient::Agent("gemini".into());
+        for (text, want) in [("ALL", Some(Recipient::All)), ("Gemini", Some(gemini))] {
+            assert_eq!(Recipient::parse(text).ok(), want);
+        }
+        assert!(Recipient::parse("../x").is_err() && Recipient::parse("").is_err());
     }
 
     proptest::proptest! {
