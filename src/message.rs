@@ -306,8 +306,9 @@ pub fn unread_counts(
 
 /// Message `id`, marked read for `agent` when it is one of its recipients.
 pub fn read(ws: &Workspace, agent: &AgentId, id: &str) -> Result<InboxEntry> {
+    let (me, shared) = (agent.id(), shared_root(ws.root()));
     let key = id.trim().to_ascii_lowercase();
-    let path = layout::message_file(&shared_root(ws.root()), &key);
+    let path = layout::message_file(&shared, &key);
     // What is not an id is never read.
     let read = layout::is_valid_message_id(&key).then(|| fsutil::read_capped(&path, MESSAGE_CAP));
     let Some(read) = read.filter(|r| !r.as_ref().is_err_and(|e| e.kind() == NotFound)) else {
@@ -320,14 +321,12 @@ pub fn read(ws: &Workspace, agent: &AgentId, id: &str) -> Result<InboxEntry> {
         line: None,
         why,
     })?;
-    let unread = is_unread(&message, agent.id(), &read_marks(ws.root(), agent.id()));
+    let unread = is_unread(&message, me, &read_marks(ws.root(), me));
     if unread {
-        fsutil::ensure_dir(&layout::read_marks_dir(&shared_root(ws.root()), agent.id()))?;
+        fsutil::ensure_dir(&layout::read_marks_dir(&shared, me))?;
         // Already there (read twice at once): just as good.
-        fsutil::create_new(
-            &layout::read_mark(&shared_root(ws.root()), agent.id(), &key),
-            format!("{}\n", clock::now_string()).as_bytes(),
-        )?;
+        let when = format!("{}\n", clock::now_string());
+        fsutil::create_new(&layout::read_mark(&shared, me, &key), when.as_bytes())?;
     }
     Ok(InboxEntry { message, unread })
 }

@@ -196,10 +196,8 @@ fn read_rows(found: impl IntoIterator<Item = (u64, PathBuf)>) -> (Vec<Row>, Vec<
 /// Write `row` and keep the index of open rows in step: an entry while it is not clocked out,
 /// none once it is. Caller holds the mutex.
 fn write_row(root: &Path, row: &Row) -> Result<()> {
-    fsutil::replace(
-        &layout::partner_row(&shared_root(root), row.id),
-        row.render().as_bytes(),
-    )?;
+    let path = layout::partner_row(&shared_root(root), row.id);
+    fsutil::replace(&path, row.render().as_bytes())?;
     index_row(root, row)
 }
 
@@ -300,10 +298,8 @@ fn next_id(root: &Path) -> Result<u64> {
     let id = (counted.saturating_add(1)..=u64::MAX)
         .find(|id| !taken.contains(id))
         .unwrap_or(u64::MAX);
-    fsutil::replace(
-        &layout::partners_seq(&shared_root(root)),
-        format!("{id}\n").as_bytes(),
-    )?;
+    let counter = layout::partners_seq(&shared_root(root));
+    fsutil::replace(&counter, format!("{id}\n").as_bytes())?;
     Ok(id)
 }
 
