@@ -274,15 +274,8 @@ mod tests {
     fn the_reader_starts_over_when_the_file_shrinks() {
         let dir = tempfile::tempdir().unwrap();
         let f = dir.path().join("c.txt");
-        std::fs::write(
-            &f,
-            format!(
-                "{}\n\n{}\n",
-                render_line("a", "1", "t"),
-                render_line("b", "2", "t")
-            ),
-        )
-        .unwrap();
+        let (a, b) = (render_line("a", "1", "t"), render_line("b", "2", "t"));
+        std::fs::write(&f, format!("{a}\n\n{b}\n")).unwrap();
         let mut r = Reader::new(&f);
         assert_eq!(r.read_new(false).unwrap().entries[1].line, 3);
         std::fs::write(&f, render_line("c", "3", "t")).unwrap();

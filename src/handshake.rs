@@ -123,19 +123,15 @@ pub fn scan(root: &Path) -> (Vec<Block>, Vec<Unreadable>) {
     (blocks, bad)
 }
 
-/// Whether `a` and `b` have an established handshake among `blocks`: both directions exist and
-/// at least one says ACCEPTED.
-fn established(blocks: &[Block], a: &str, b: &str) -> bool {
+/// Whether Protocol V3 is active: at least one established pair (both directions exist, and at
+/// least one says ACCEPTED).
+pub fn v3_active(blocks: &[Block]) -> bool {
     let find = |from: &str, to: &str| {
         let block = blocks.iter().find(|x| x.from == from && x.to == to);
         block.map(|x| x.status)
     };
-    matches!((find(a, b), find(b, a)), (Some(x), Some(y)) if x == Accepted || y == Accepted)
-}
-
-/// Whether Protocol V3 is active: at least one established pair.
-pub fn v3_active(blocks: &[Block]) -> bool {
-    blocks.iter().any(|b| established(blocks, &b.from, &b.to))
+    let established = |a, b| matches!((find(a, b), find(b, a)), (Some(x), Some(y)) if x == Accepted || y == Accepted);
+    blocks.iter().any(|b| established(&b.from, &b.to))
 }
 
 /// One peer, after a round.

@@ -208,12 +208,9 @@ fn messages_folder(ws: &Workspace) -> Result<std::path::PathBuf> {
     Ok(dir)
 }
 
-/// Every message in the workspace, in sending order, and the files that are not messages.
-pub fn scan(root: &Path) -> (Vec<Message>, Vec<Unreadable>) {
-    try_scan(root).unwrap_or_default()
-}
-
-fn try_scan(root: &Path) -> Result<(Vec<Message>, Vec<Unreadable>)> {
+/// Every message in the workspace, in sending order, and the files that are not messages; an
+/// error when the message folder stands but cannot be listed.
+pub fn scan(root: &Path) -> Result<(Vec<Message>, Vec<Unreadable>)> {
     let dir = layout::messages_dir(&shared_root(root));
     let mut found = Vec::new();
     let mut skipped = Vec::new();
@@ -274,14 +271,9 @@ fn is_unread(m: &Message, agent: &str, marks: &HashSet<String>) -> bool {
     m.is_for(agent) && !(m.to == ALL && m.from == agent) && !marks.contains(&m.id)
 }
 
-/// `agent`'s inbox: messages to it or to `all`; empty when the folder cannot be listed.
-pub fn inbox(ws: &Workspace, agent: &AgentId) -> Inbox {
-    try_inbox(ws, agent).unwrap_or_default()
-}
-
-/// [`inbox`], failing when the message folder cannot be listed.
+/// `agent`'s inbox: messages to it or to `all`; an error when the folder cannot be listed.
 pub fn try_inbox(ws: &Workspace, agent: &AgentId) -> Result<Inbox> {
-    let (all, skipped) = try_scan(ws.root())?;
+    let (all, skipped) = scan(ws.root())?;
     let marks = read_marks(ws.root(), agent.id());
     let messages = all
         .into_iter()
@@ -300,7 +292,7 @@ pub fn unread_counts(
     ws: &Workspace,
     agents: &[String],
 ) -> (BTreeMap<String, usize>, Vec<Unreadable>) {
-    let (all, skipped) = scan(ws.root());
+    let (all, skipped) = scan(ws.root()).unwrap_or_default();
     let counts = agents
         .iter()
         .map(|agent| {
@@ -314,8 +306,9 @@ pub fn unread_counts(
 
 /// Message `id`, marked read for `agent` when it is one of its recipients.
 pub fn read(ws: &Workspace, agent: &AgentId, id: &str) -> Result<InboxEntry> {
+    let (me, shared) = (agent.id(), shared_root(ws.root()));
     let key = id.trim().to_ascii_lowercase();
-    let path = layout::message_file(&shared_root(ws.root()), &key);
+    let path = layout::message_file(&shared, &key);
     // What is not an id is never read.
     let read = layout::is_valid_message_id(&key).then(|| fsutil::read_capped(&path, MESSAGE_CAP));
     let Some(read) = read.filter(|r| !r.as_ref().is_err_and(|e| e.kind() == NotFound)) else {
@@ -328,14 +321,12 @@ pub fn read(ws: &Workspace, agent: &AgentId, id: &str) -> Result<InboxEntry> {
         line: None,
         why,
     })?;
-    let unread = is_unread(&message, agent.id(), &read_marks(ws.root(), agent.id()));
+    let unread = is_unread(&message, me, &read_marks(ws.root(), me));
     if unread {
-        fsutil::ensure_dir(&layout::read_marks_dir(&shared_root(ws.root()), agent.id()))?;
+        fsutil::ensure_dir(&layout::read_marks_dir(&shared, me))?;
         // Already there (read twice at once): just as good.
-        fsutil::create_new(
-            &layout::read_mark(&shared_root(ws.root()), agent.id(), &key),
-            format!("{}\n", clock::now_string()).as_bytes(),
-        )?;
+        let when = format!("{}\n", clock::now_string());
+        fsutil::create_new(&layout::read_mark(&shared, me, &key), when.as_bytes())?;
     }
     Ok(InboxEntry { message, unread })
 }
@@ -409,13 +400,11 @@ mod tests {
 
     #[test]
     fn recipients() {
-        assert_eq!(Recipient::parse("ALL").unwrap(), Recipient::All);
-        assert_eq!(
-            Recipient::parse("Gemini").unwrap(),
-            Recipient::Agent("gemini".into())
-        );
-        assert!(Recipient::parse("../x").is_err());
-        assert!(Recipient::parse("").is_err());
+        let gemini = Recipient::Agent("gemini".into());
+        for (text, want) in [("ALL", Some(Recipient::All)), ("Gemini", Some(gemini))] {
+            assert_eq!(Recipient::parse(text).ok(), want);
+        }
+        assert!(Recipient::parse("../x").is_err() && Recipient::parse("").is_err());
     }
 
     proptest::proptest! {

@@ -5,8 +5,7 @@ use serde::Serialize;
 
 use crate::clock::{self, Timestamp, Wait};
 use crate::edit::{process_lock, with_own_lock};
-use crate::error::Refusal;
-use crate::error::{Error, Result};
+use crate::error::{Error, Refusal, Result};
 use crate::fsutil;
 use crate::lock::{self, ClientSession, Fence, LockEvent};
 use crate::record::one_line;
@@ -67,22 +66,10 @@ pub fn note(
         true,
         req.runs_in.clone(),
     );
-    let ((line, took_lock), backup) = with_own_lock(ws, &lock, on_event, |fence, took| {
-        fenced_append(ws, req, fence).map(|line| (line, took))
-    })?;
-    Ok(Noted {
-        file: req.target.rel.clone(),
-        line,
-        took_lock,
-        backup,
-    })
-}
-
-/// Append the note while holding the workspace mutex and the lock with `token`; sync after.
-fn fenced_append(ws: &Workspace, req: &NoteRequest, fence: &Fence) -> Result<String> {
-    let line = format_line(&clock::now(), &req.agent, &req.text);
-    {
-        let _mutex = ws.lock_mutex()?;
+    // The line is appended under the workspace mutex, while the lock is still ours; synced after.
+    let append = |fence: &Fence, took_lock| {
+        let line = format_line(&clock::now(), &req.agent, &req.text);
+        let mutex = ws.lock_mutex()?;
         if !lock::holds_fence(&req.target, &req.agent, fence) {
             let (me, file) = (req.agent.id(), &req.target.rel);
             let why =
@@ -92,9 +79,17 @@ fn fenced_append(ws: &Workspace, req: &NoteRequest, fence: &Fence) -> Result<Str
             return Err(Error::refused(Refusal::LockTakenOver, why, Some(hint)));
         }
         fsutil::append_line(&req.target.abs, line.as_bytes())?;
-    }
-    fsutil::sync_file(&req.target.abs)?;
-    Ok(line)
+        drop(mutex);
+        fsutil::sync_file(&req.target.abs)?;
+        Ok((line, took_lock))
+    };
+    let ((line, took_lock), backup) = with_own_lock(ws, &lock, on_event, append)?;
+    Ok(Noted {
+        file: req.target.rel.clone(),
+        line,
+        took_lock,
+        backup,
+    })
 }
 
 #[cfg(test)]

@@ -617,7 +617,7 @@ pub fn collect(ws: &Workspace) -> Status {
     let (blocks, bad_handshakes) = handshake::scan(ws.root());
     unreadable.extend(bad_handshakes);
     // The online rows only: the card keeps every session ever.
-    let (rows, bad_rows) = stamp::open_rows_checked(ws.root());
+    let (rows, bad_rows) = stamp::open_rows(ws.root());
     unreadable.extend(bad_rows);
     let (reviews, bad_trackers) = review::rules::open_reviews(ws);
     unreadable.extend(bad_trackers);

@@ -74,7 +74,7 @@ pub fn refresh(
 ) -> Result<AgentView, coord::Error> {
     let written = {
         let _mutex = ws.lock_mutex()?;
-        stamp::refresh_partner(ws.root(), agent, session)?;
+        stamp::refresh_partner(ws.root(), agent, session, false)?;
         presence::write(ws.root(), agent, update)?
     };
     coord::workspace::nested::register(ws.root());

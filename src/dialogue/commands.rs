@@ -145,10 +145,8 @@ mod tests {
             (st.ended, st.paused, st.priority.as_deref()),
             (false, false, Some("tests"))
         );
-        assert_eq!(
-            judge("AGENT-2-ONLY\n", None, true).only.as_deref(),
-            Some("AGENT-2")
-        );
-        assert_eq!(judge("AGENT-2-ONLY\n", None, false).only, None);
+        for (newer, only) in [(true, Some("AGENT-2")), (false, None)] {
+            assert_eq!(judge("AGENT-2-ONLY\n", None, newer).only.as_deref(), only);
+        }
     }
 }

@@ -344,13 +344,10 @@ impl StatusDoc {
 
     /// `participants`, when it lists valid ids (`USER` left out).
     pub fn participants(&self) -> Option<Vec<String>> {
-        let list = self
-            .0
-            .get("participants")?
-            .as_array()?
-            .iter()
-            .filter_map(Value::as_str);
+        let list = self.0.get("participants")?.as_array()?;
         let ids: Vec<String> = list
+            .iter()
+            .filter_map(Value::as_str)
             .filter(|s| validate_id(s).is_ok() && !same_id(s, USER))
             .map(str::to_string)
             .collect();

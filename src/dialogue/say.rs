@@ -356,18 +356,13 @@ mod tests {
         let d = Dialogue::default_in(&crate::workspace::Workspace::init(&root).unwrap().0).unwrap();
         d.init("T", &[], None).unwrap();
         std::fs::write(d.path(DIALOGUE_LOCK), "AGENT-2\n").unwrap();
-        let (speaker, text) = ("AGENT-1".to_string(), "x".to_string());
-        let (markers, to, lock_wait) = (Vec::new(), None, Duration::ZERO);
-        let busy = say(
-            &d,
-            &SayRequest {
-                speaker,
-                text,
-                markers,
-                to,
-                lock_wait,
-            },
-        );
-        assert_eq!(busy.unwrap_err().kind(), "dialogue_busy");
+        let req = SayRequest {
+            speaker: "AGENT-1".into(),
+            text: "x".into(),
+            markers: Vec::new(),
+            to: None,
+            lock_wait: Duration::ZERO,
+        };
+        assert_eq!(say(&d, &req).unwrap_err().kind(), "dialogue_busy");
     }
 }

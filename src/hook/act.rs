@@ -119,7 +119,7 @@ fn heartbeat(ws: &Workspace, agent: &AgentId) -> Result<()> {
     }
     ws.ensure_state_dir()?;
     let _mutex = ws.lock_mutex()?;
-    stamp::refresh_partner(ws.root(), agent, None)?;
+    stamp::refresh_partner(ws.root(), agent, None, false)?;
     presence::write(ws.root(), agent, &Update::default())?;
     Ok(())
 }
@@ -132,6 +132,7 @@ fn heartbeat_fresh(ws: &Workspace, agent: &AgentId) -> bool {
         return false;
     }
     stamp::open_rows(ws.root())
+        .0
         .iter()
         .filter(|r| r.partner_name == agent.id() && r.status == stamp::RowStatus::Online)
         .all(|r| r.heartbeat().is_some_and(|hb| recent(&now, &hb)))
@@ -593,7 +594,8 @@ fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
 
 /// `ID from SENDER: first line` for each unread message of `agent`.
 fn unread_lines(ws: &Workspace, agent: &AgentId) -> Vec<String> {
-    message::inbox(ws, agent)
+    message::try_inbox(ws, agent)
+        .unwrap_or_default()
         .unread()
         .map(|e| {
             format!(

@@ -104,13 +104,11 @@ impl Tracker {
         if self.lines.last().is_some_and(|l| !l.trim().is_empty()) {
             block.push(String::new());
         }
-        if name == AGREEMENTS {
-            block.extend(
-                ["## Agreements Log", "Key positions agreed between LLMs:"].map(String::from),
-            );
-        } else {
-            block.push("## Handoff Prompts".to_string());
-        }
+        let head = match name {
+            AGREEMENTS => "## Agreements Log\nKey positions agreed between LLMs:",
+            _ => "## Handoff Prompts",
+        };
+        block.extend(head.lines().map(String::from));
         self.final_newline = true;
         self.splice(self.lines.len()..self.lines.len(), block)?;
         self.find(name).ok_or_else(|| Error::Failed {
@@ -131,14 +129,10 @@ impl Tracker {
             Block::Meta => (self.index.meta.clone(), heading(META) + 1),
             Block::Current => (self.index.current.clone(), heading(CURRENT) + 1),
             Block::Step(n) => {
-                let (h, fields) = self
-                    .index
-                    .steps
-                    .get((n as usize).wrapping_sub(1))
-                    .cloned()
-                    .ok_or_else(|| Error::Failed {
-                        message: format!("`{}` has no step {n:02}", self.path.display()),
-                    })?;
+                let step = self.index.steps.get((n as usize).wrapping_sub(1)).cloned();
+                let (h, fields) = step.ok_or_else(|| Error::Failed {
+                    message: format!("`{}` has no step {n:02}", self.path.display()),
+                })?;
                 (fields, h + 1)
             }
         };
@@ -219,10 +213,8 @@ impl Tracker {
             Some((*line, render_row(&cells)))
         });
         let Some((line, row)) = row else {
-            return Err(Error::bad_input(format!(
-                "`{}` has no issue `{id}`",
-                self.path.display()
-            )));
+            let path = self.path.display();
+            return Err(Error::bad_input(format!("`{path}` has no issue `{id}`")));
         };
         self.replace_line(line, row);
         self.reindex()
@@ -249,12 +241,8 @@ impl Tracker {
         block.push(fence);
         let for_actor =
             |a: &Option<String>| a.as_deref().is_some_and(|a| a.eq_ignore_ascii_case(actor));
-        match self
-            .view
-            .handoff_prompts
-            .iter()
-            .position(|p| for_actor(&p.actor))
-        {
+        let prompts = &self.view.handoff_prompts;
+        match prompts.iter().position(|p| for_actor(&p.actor)) {
             Some(i) => {
                 let (heading, end) = self.index.prompts[i];
                 let last = self.last_text(heading, end);

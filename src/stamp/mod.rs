@@ -196,10 +196,8 @@ fn read_rows(found: impl IntoIterator<Item = (u64, PathBuf)>) -> (Vec<Row>, Vec<
 /// Write `row` and keep the index of open rows in step: an entry while it is not clocked out,
 /// none once it is. Caller holds the mutex.
 fn write_row(root: &Path, row: &Row) -> Result<()> {
-    fsutil::replace(
-        &layout::partner_row(&shared_root(root), row.id),
-        row.render().as_bytes(),
-    )?;
+    let path = layout::partner_row(&shared_root(root), row.id);
+    fsutil::replace(&path, row.render().as_bytes())?;
     index_row(root, row)
 }
 
@@ -227,16 +225,11 @@ fn has_index(root: &Path) -> bool {
     meta.is_ok_and(|m| m.is_dir())
 }
 
-/// The rows not clocked out (`online` or `crashed`), by id.
-pub fn open_rows(root: &Path) -> Vec<Row> {
-    open_rows_checked(root).0
-}
-
-/// [`open_rows`], and the row files read that could not be read. The rows read are those the
-/// index of open rows names and those above the counter (written by hand, as the contract
-/// allows, with the next ids up); without a readable counter or without the index, every row.
-/// So the card's history is listed by name, never read.
-pub fn open_rows_checked(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
+/// The rows not clocked out (`online` or `crashed`), by id, and the row files read that could
+/// not be read. The rows read are those the index of open rows names and those above the
+/// counter (written by hand, as the contract allows, with the next ids up); without a readable
+/// counter or without the index, every row. So the card's history is listed by name, never read.
+pub fn open_rows(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
     let indexed = has_index(root)
         .then(|| fsutil::list_names(&layout::partners_open_dir(&shared_root(root))).ok())
         .flatten();
@@ -305,10 +298,8 @@ fn next_id(root: &Path) -> Result<u64> {
     let id = (counted.saturating_add(1)..=u64::MAX)
         .find(|id| !taken.contains(id))
         .unwrap_or(u64::MAX);
-    fsutil::replace(
-        &layout::partners_seq(&shared_root(root)),
-        format!("{id}\n").as_bytes(),
-    )?;
+    let counter = layout::partners_seq(&shared_root(root));
+    fsutil::replace(&counter, format!("{id}\n").as_bytes())?;
     Ok(id)
 }
 
@@ -394,7 +385,7 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
         Partner::Named(a) => (a.clone(), false),
         Partner::New => (AgentId::parse(&free_name(root, &scan(root).0))?, true),
     };
-    let rows = open_rows(root);
+    let (rows, _) = open_rows(root);
     // Open rows written by hand above the counter, which it is about to pass, join the index.
     rows.iter().try_for_each(|r| index_row(root, r))?;
     let now = clock::now();
@@ -485,22 +476,22 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
 /// marked crashed meanwhile (the machine slept) comes back `online`.
 pub fn heartbeat(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<()> {
     let _mutex = ws.lock_mutex()?;
-    touch(ws.root(), agent, Some(session_id), true)?;
+    refresh_partner(ws.root(), agent, Some(session_id), true)?;
     presence::write(ws.root(), agent, &Update::default()).map(drop)
 }
 
-/// Refresh `last_heartbeat` of `agent`'s `online` rows (only `session`'s when given). Caller
-/// holds the workspace mutex. Keeps `coord presence` and the stamp card in step, so an agent
-/// that heartbeats by hand is not marked crashed by its next startup.
-pub fn refresh_partner(root: &Path, agent: &AgentId, session: Option<&str>) -> Result<()> {
-    touch(root, agent, session, false)
-}
-
-/// Refresh `agent`'s open rows in scope: `online` ones, and crashed ones too when `revive`
-/// (they come back `online`).
-fn touch(root: &Path, agent: &AgentId, session: Option<&str>, revive: bool) -> Result<()> {
+/// Refresh `last_heartbeat` of `agent`'s `online` rows (only `session`'s when given), and of its
+/// crashed ones too when `revive` (they come back `online`). Caller holds the workspace mutex.
+/// Keeps `coord presence` and the stamp card in step, so an agent that heartbeats by hand is
+/// not marked crashed by its next startup.
+pub fn refresh_partner(
+    root: &Path,
+    agent: &AgentId,
+    session: Option<&str>,
+    revive: bool,
+) -> Result<()> {
     let now = clock::now_string();
-    for mut row in open_rows(root) {
+    for mut row in open_rows(root).0 {
         if row.partner_name == agent.id()
             && (revive || row.status == RowStatus::Online)
             && session.is_none_or(|s| row.session_id == s)
@@ -546,7 +537,7 @@ pub fn shutdown(ws: &Workspace, agent: &AgentId, scope: Scope<'_>) -> Result<Shu
     let _mutex = ws.lock_mutex()?;
     let now = clock::now();
     let now_s = clock::format_timestamp(&now);
-    let rows = open_rows(root);
+    let (rows, _) = open_rows(root);
     let mut closed = Vec::new();
     for row in rows.iter().filter(|r| r.partner_name == agent.id()) {
         let in_scope = match scope {

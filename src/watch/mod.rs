@@ -37,7 +37,7 @@ pub struct MessageHead {
 
 /// Look at the workspace now.
 pub fn snapshot(ws: &Workspace) -> Snapshot {
-    let (messages, _) = message::scan(ws.root());
+    let (messages, _) = message::scan(ws.root()).unwrap_or_default();
     Snapshot {
         status: status::collect(ws),
         messages: messages

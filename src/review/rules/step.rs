@@ -249,17 +249,14 @@ mod tests {
     fn the_usual_next_action() {
         use Action::{Fix, Implement, Response, Review, Verify};
         let (imp, rev) = (Some("implementer"), Some("reviewer"));
-        let cases = [
+        for (done, role, next) in [
             (Review, imp, Response),
             (Response, rev, Response),
             (Response, imp, Implement),
-        ];
-        let more = [
             (Implement, rev, Verify),
             (Verify, imp, Fix),
             (Fix, rev, Verify),
-        ];
-        for (done, role, next) in cases.into_iter().chain(more) {
+        ] {
             assert_eq!(usual_next(done, role), next, "{done:?} to the {role:?}");
         }
     }
@@ -267,12 +264,12 @@ mod tests {
     #[test]
     fn the_note_counts_the_archived_steps() {
         let notes = [
-            Some("Note: Steps 01-130 archived to a.md"),
-            None,
-            Some("Note: see below"),
+            "Note: Steps 01-130 archived to a.md",
+            "Note: see below",
+            "Note: Steps 01-x y",
         ];
-        assert_eq!(notes.map(noted), [130, 0, 0]);
-        assert_eq!(noted(Some("Note: Steps 01-x y")), 0);
+        assert_eq!(notes.map(|n| noted(Some(n))), [130, 0, 0]);
+        assert_eq!(noted(None), 0);
     }
 
     #[test]
@@ -295,11 +292,7 @@ mod tests {
         assert!(already_archived(archive, &taken, 10, 20));
         // Not a batch ahead of the note, or other steps at its end: archive them.
         assert!(!already_archived(archive, &taken, 10, 10));
-        assert!(!already_archived(
-            archive,
-            &lines("### 01\n- **Actor:** C"),
-            10,
-            20
-        ));
+        let other = lines("### 01\n- **Actor:** C");
+        assert!(!already_archived(archive, &other, 10, 20));
     }
 }
