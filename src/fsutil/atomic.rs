@@ -18,8 +18,10 @@ pub fn temp_in(dir: &Path) -> io::Result<NamedTempFile> {
     super::read::refuse_linked(dir, true)?;
     // 0666 less the umask, like any new file: state files are shared with agents that may run
     // as other users.
+    static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let prefix = PREFIX.get_or_init(|| layout::temp_prefix(host::host_tag(), host::pid()));
     let tmp = tempfile::Builder::new()
-        .prefix(layout_prefix())
+        .prefix(prefix)
         .suffix(layout::TEMP_SUFFIX)
         .rand_bytes(6)
         .permissions(std::fs::Permissions::from_mode(0o666))
@@ -40,12 +42,6 @@ fn bare(e: io::Error) -> io::Error {
         Some(cut) => io::Error::new(e.kind(), text[..cut].to_string()),
         None => e,
     }
-}
-
-/// This process's temporary-file prefix, built once.
-fn layout_prefix() -> &'static str {
-    static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    PREFIX.get_or_init(|| layout::temp_prefix(host::host_tag(), host::pid()))
 }
 
 /// A new temporary file in `dir`, its errors naming the folder.

@@ -46,7 +46,7 @@ pub fn remove_tree(dir: &Path) -> Result<bool> {
 /// Remove `path`, a file or a folder of files (one level: a folder inside stays, and so does
 /// `path` then), never following a link. Best effort.
 pub fn remove_flat(path: &Path) {
-    if fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+    if is_dir(path) {
         for name in super::list_names(path).unwrap_or_default() {
             let _ = super::raw::remove_file(&path.join(name));
         }
@@ -96,15 +96,18 @@ pub fn ensure_dir(dir: &Path) -> Result<()> {
             loop {
                 match create_dir_all_fitted(dir) {
                     Ok(()) => return Ok(()),
-                    Err(_) if fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) => {
-                        return Ok(());
-                    }
+                    Err(_) if is_dir(dir) => return Ok(()),
                     Err(_) if tries < 20 => tries += 1,
                     Err(e) => return Err(e).at("create folder", dir),
                 }
             }
         }
     }
+}
+
+/// Whether a folder (not a link to one) stands at `path`.
+fn is_dir(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
 }
 
 /// `create_dir_all`, each folder given the mode its parent's sharing asks for.
@@ -122,13 +125,7 @@ fn create_dir_all_fitted(dir: &Path) -> io::Result<()> {
             super::fit_dir_mode(dir);
             Ok(())
         }
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            if fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
-                Ok(())
-            } else {
-                Err(e)
-            }
-        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && is_dir(dir) => Ok(()),
         Err(e) => Err(e),
     }
 }

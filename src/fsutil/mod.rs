@@ -31,8 +31,8 @@ pub use entry::{
     rewrite_in_place, set_mtime_epoch, sync_dir, touch, touch_if_same,
 };
 pub use read::{
-    RECORD_CAP, Stat, for_each_name, forget_cached_pages, linked_ancestor, linked_state_folder,
-    list_names, mtime, ns_since_epoch, open_regular_nofollow, read_capped, read_capped_with_meta,
+    RECORD_CAP, Stat, forget_cached_pages, linked_ancestor, linked_state_folder, list_names, mtime,
+    ns_since_epoch, open_regular_nofollow, read_capped, read_capped_with_meta,
     read_capped_with_mtime, read_dir, read_past_cache, read_tail, read_text_capped, real_entry,
     refresh_attributes, refuse_linked, same_regular_files, take_link_warning,
 };
@@ -154,7 +154,8 @@ pub(crate) fn fit_dir_mode(dir: &Path) {
     }
 }
 
-fn parent_of(path: &Path) -> &Path {
+/// The folder holding `path` (`.` for a bare name).
+pub(crate) fn parent_of(path: &Path) -> &Path {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),
