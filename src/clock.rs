@@ -267,9 +267,8 @@ mod tests {
 
     #[test]
     fn ages_read_at_a_glance() {
-        assert_eq!(format_age(Duration::from_secs(12)), "12s");
-        assert_eq!(format_age(Duration::from_secs(200)), "3m");
-        assert_eq!(format_age(Duration::from_secs(7300)), "2h");
-        assert_eq!(format_age(Duration::from_secs(200_000)), "2d");
+        for (secs, want) in [(12, "12s"), (200, "3m"), (7300, "2h"), (200_000, "2d")] {
+            assert_eq!(format_age(Duration::from_secs(secs)), want);
+        }
     }
 }

@@ -105,7 +105,7 @@ pub fn config_files(common: Option<&Path>) -> Vec<PathBuf> {
         Some(global) => files.extend((!global.is_empty()).then(|| PathBuf::from(global))),
         None => {
             files.extend(config_home().map(|c| c.join("git").join("config")));
-            files.extend(home().map(|h| h.join(".gitconfig")));
+            files.extend(env_path("HOME").map(|h| h.join(".gitconfig")));
         }
     }
     files.extend(common.map(|c| c.join("config")));
@@ -129,7 +129,7 @@ pub fn excludes_file(common: Option<&Path>) -> Option<PathBuf> {
 
 /// `~/…` with the home folder put in.
 pub(crate) fn expand_home(value: &str) -> PathBuf {
-    match (value.strip_prefix("~/"), home()) {
+    match (value.strip_prefix("~/"), env_path("HOME")) {
         (Some(rest), Some(home)) => home.join(rest),
         _ => PathBuf::from(value),
     }
@@ -142,14 +142,9 @@ fn env_path(var: &str) -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-/// The user's home folder (`HOME`).
-fn home() -> Option<PathBuf> {
-    env_path("HOME")
-}
-
 /// `$XDG_CONFIG_HOME`, else `~/.config`.
 fn config_home() -> Option<PathBuf> {
-    env_path("XDG_CONFIG_HOME").or_else(|| home().map(|h| h.join(".config")))
+    env_path("XDG_CONFIG_HOME").or_else(|| env_path("HOME").map(|h| h.join(".config")))
 }
 
 #[cfg(test)]
@@ -201,7 +196,7 @@ mod tests {
 
     #[test]
     fn a_home_path_is_expanded() {
-        if let Some(h) = home() {
+        if let Some(h) = env_path("HOME") {
             assert_eq!(expand_home("~/ig"), h.join("ig"));
         }
         assert_eq!(expand_home("/abs/ig"), PathBuf::from("/abs/ig"));

@@ -229,7 +229,7 @@ fn publish(tmp: &Path, path: &Path, text: &[u8]) -> io::Result<bool> {
     }
 }
 
-/// Remove the record at `path` if `keep_going(bytes)` says so for the record actually moved:
+/// Remove the record at `path` if `judge(bytes)` says so for the record actually moved:
 /// it is renamed aside first (one process can move a given name), then judged, then dropped or
 /// put back.
 fn remove_if(path: &Path, judge: impl Fn(&[u8]) -> bool) -> io::Result<bool> {

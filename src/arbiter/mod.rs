@@ -427,23 +427,19 @@ mod tests {
 40 22 0:50 / /mnt/shared\\040dir rw,nosuid - fuse.sshfs me@host:/srv rw,user_id=0
 41 22 0:51 / /mnt/nfs rw - nfs4 srv:/export rw,vers=4.2
 ";
-        assert_eq!(
-            mount_type_of(table, Path::new("/mnt/shared dir/work")).as_deref(),
-            Some("fuse.sshfs")
-        );
-        assert_eq!(
-            mount_type_of(table, Path::new("/mnt/nfs")).as_deref(),
-            Some("nfs4")
-        );
-        assert_eq!(
-            mount_type_of(table, Path::new("/home/me")).as_deref(),
-            Some("ext4")
-        );
-        assert_eq!(
-            mount_type_of(table, Path::new("/mnt/nfsx")).as_deref(),
-            Some("ext4"),
-            "a mount point matches whole components only"
-        );
+        // The last: a mount point matches whole components only.
+        for (dir, want) in [
+            ("/mnt/shared dir/work", "fuse.sshfs"),
+            ("/mnt/nfs", "nfs4"),
+            ("/home/me", "ext4"),
+            ("/mnt/nfsx", "ext4"),
+        ] {
+            assert_eq!(
+                mount_type_of(table, Path::new(dir)).as_deref(),
+                Some(want),
+                "{dir}"
+            );
+        }
     }
 
     #[test]

@@ -132,30 +132,16 @@ fn filled(mut tmp: NamedTempFile, path: &Path, bytes: &[u8], lock: bool) -> Resu
 
 /// Replace (or create) `path` with `bytes` atomically. A symlink at `path` is replaced, not followed.
 pub fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
-    replace_staged(path, parent_of(path), bytes)
+    replace_staged(path, parent_of(path), bytes, false).map(drop)
 }
 
 /// [`replace`] through a temporary file made in `stage` rather than beside `path`: `path`'s
-/// folder sees no temporary name come and go, which wakes nobody watching it (a queue).
-pub fn replace_staged(path: &Path, stage: &Path, bytes: &[u8]) -> Result<()> {
-    replace_keeping(path, stage, bytes, false, |_| Ok(()))
-}
-
-/// [`replace_staged`], the file locked before it is published and returned open.
-pub fn replace_staged_held(path: &Path, stage: &Path, bytes: &[u8]) -> Result<File> {
+/// folder sees no temporary name come and go, which wakes nobody watching it (a queue). With
+/// `held`, the file is locked before it is published and returned open.
+pub fn replace_staged(path: &Path, stage: &Path, bytes: &[u8], held: bool) -> Result<Option<File>> {
+    let fill = |tmp| filled(tmp, path, bytes, held);
     // The same open file as the temporary one: its lock lasts as long as either is open.
-    replace_keeping(path, stage, bytes, true, File::try_clone)
-}
-
-/// [`replace_staged`], locked first when `lock`, returning what `keep` takes of the file.
-fn replace_keeping<T>(
-    path: &Path,
-    stage: &Path,
-    bytes: &[u8],
-    lock: bool,
-    keep: impl Fn(&File) -> io::Result<T>,
-) -> Result<T> {
-    let fill = |tmp| filled(tmp, path, bytes, lock);
+    let keep = |file: &File| held.then(|| file.try_clone()).transpose();
     publish_via(path, stage, fill, |tmp| {
         if on_network_fs() {
             // Renamed closed (see `put`), then opened again for the caller.

@@ -23,8 +23,7 @@ pub use append::{
 };
 pub use atomic::{
     copy_replace, copy_to_temp, create_new, create_new_held, mark_network_fs, persist,
-    persist_durable, persist_new, replace, replace_durable, replace_staged, replace_staged_held,
-    spool, temp_in,
+    persist_durable, persist_new, replace, replace_durable, replace_staged, spool, temp_in,
 };
 pub use entry::{
     empty_marker, ensure_dir, make_executable, remove, remove_flat, remove_tree, rename,
