@@ -73,17 +73,12 @@ fn publish_via<T>(
 
 /// Publish `bytes` at `path` only if nothing is there yet (no file, no link).
 pub fn create_new(path: &Path, bytes: &[u8]) -> Result<bool> {
-    Ok(create_new_with(path, bytes, false)?.is_some())
+    Ok(create_new_held(path, bytes, false)?.is_some())
 }
 
-/// [`create_new`], the file locked (`flock`, exclusive) before it is published: returns it
-/// open and locked (`Ok(None)` when `path` already exists).
-pub fn create_new_held(path: &Path, bytes: &[u8]) -> Result<Option<File>> {
-    create_new_with(path, bytes, true)
-}
-
-/// [`create_new`], the file published open (and locked first when `lock`).
-fn create_new_with(path: &Path, bytes: &[u8], lock: bool) -> Result<Option<File>> {
+/// [`create_new`], returning the file published open (`Ok(None)` when `path` already exists),
+/// locked (`flock`, exclusive) before it is published when `lock`.
+pub fn create_new_held(path: &Path, bytes: &[u8], lock: bool) -> Result<Option<File>> {
     let fill = |tmp| filled(tmp, path, bytes, lock);
     publish_via(path, parent_of(path), fill, |tmp| {
         if on_network_fs() {
