@@ -89,17 +89,16 @@ pub fn format_duration(d: Duration) -> String {
     }
     let mut secs = d.as_secs();
     let mut out = String::new();
-    let rest_ms = d.subsec_millis();
     for (unit, size) in [("d", 86_400), ("h", 3600), ("m", 60), ("s", 1)] {
         if secs >= size {
             out.push_str(&format!("{}{unit}", secs / size));
             secs %= size;
         }
     }
-    if rest_ms > 0 {
-        out.push_str(&format!("{rest_ms}ms"));
+    match d.subsec_millis() {
+        0 => out,
+        ms => out + &format!("{ms}ms"),
     }
-    out
 }
 
 /// A wait bound: a duration, or `forever`.

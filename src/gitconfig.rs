@@ -94,7 +94,7 @@ pub fn file_value(path: &Path, section: &str, key: &str) -> Option<Option<String
 /// is `common`, in the order git reads them (the last setting read wins): the system's, the
 /// global ones (`$XDG_CONFIG_HOME/git/config`, then `~/.gitconfig`; `GIT_CONFIG_GLOBAL`
 /// replaces both), the repository's.
-pub fn config_files(common: Option<&Path>) -> Vec<PathBuf> {
+pub fn config_files(common: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     if std::env::var_os("GIT_CONFIG_NOSYSTEM").is_none_or(|v| v.is_empty() || v == "0") {
         files
@@ -108,14 +108,14 @@ pub fn config_files(common: Option<&Path>) -> Vec<PathBuf> {
             files.extend(env_path("HOME").map(|h| h.join(".gitconfig")));
         }
     }
-    files.extend(common.map(|c| c.join("config")));
+    files.push(common.join("config"));
     files
 }
 
 /// The user's own ignore file, as git finds it for a repository whose config folder is
 /// `common`: `core.excludesFile` from its [`config_files`] (the last one read wins, as in
 /// git), else `$XDG_CONFIG_HOME/git/ignore` (`~/.config/git/ignore`).
-pub fn excludes_file(common: Option<&Path>) -> Option<PathBuf> {
+pub fn excludes_file(common: &Path) -> Option<PathBuf> {
     let set = config_files(common).iter().rev().find_map(|f| {
         file_value(f, "core", "excludesFile")
             .flatten()

@@ -15,7 +15,7 @@ pub mod raw;
 mod read;
 mod sweep;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use append::{
     FINISH_APPEND_ARG, append_durable, append_line, append_line_durable_numbered,

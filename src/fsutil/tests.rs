@@ -11,7 +11,7 @@ use super::*;
 use crate::{host, layout};
 
 /// A FIFO made at `path`.
-fn fifo_at(path: &Path) -> PathBuf {
+pub(crate) fn fifo_at(path: &Path) -> PathBuf {
     let (fifo, mode) = (rustix::fs::FileType::Fifo, Mode::from_raw_mode(0o600));
     rustix::fs::mknodat(rustix::fs::CWD, path, fifo, mode, 0).unwrap();
     path.to_path_buf()
