@@ -148,7 +148,6 @@ fn diagnosis(
     }
 }
 
-/// The warning about a sync tool.
 fn sync_warning(s: &SyncTool) -> String {
     format!(
         "this folder is synced by {} (`{}`): a sync tool copies files between machines with no atomicity, so locks cannot exclude agents on different machines; share the folder over NFS, SMB or sshfs instead",
@@ -180,7 +179,6 @@ fn sync_tool(root: &Path) -> Option<SyncTool> {
     })
 }
 
-/// Whether a file name is a sync tool's conflict copy.
 fn is_conflict_copy(name: &str) -> bool {
     name.contains(".sync-conflict-")
         || name.contains("conflicted copy")

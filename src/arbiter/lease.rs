@@ -160,8 +160,7 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
                     }
                 };
                 if stalled || holder_gone(&holder) {
-                    let judged = bytes.clone();
-                    match remove_if(path, |now| *now == judged[..]) {
+                    match remove_if(path, |now| *now == bytes[..]) {
                         Ok(_) => {
                             seen = None;
                             continue;

@@ -95,7 +95,6 @@ impl FsInfo {
         }
     }
 
-    /// Find out what `dir` is on.
     fn detect(dir: &Path) -> Result<FsInfo> {
         let st = rustix::fs::statfs(dir)
             .map_err(io::Error::from)
