@@ -149,8 +149,7 @@ pub fn replace_durable(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = filled(made_in(parent_of(path))?, path, bytes, false)?;
     keep_mode(path, tmp.as_file())?;
     tmp.as_file().sync_all().at("write", path)?;
-    persist(tmp, path)?;
-    sync_dir(parent_of(path))
+    persist_durable(tmp, path)
 }
 
 /// Give `file` the permissions of the regular file at `path`, when there is one.
