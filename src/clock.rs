@@ -89,17 +89,16 @@ pub fn format_duration(d: Duration) -> String {
     }
     let mut secs = d.as_secs();
     let mut out = String::new();
-    let rest_ms = d.subsec_millis();
     for (unit, size) in [("d", 86_400), ("h", 3600), ("m", 60), ("s", 1)] {
         if secs >= size {
             out.push_str(&format!("{}{unit}", secs / size));
             secs %= size;
         }
     }
-    if rest_ms > 0 {
-        out.push_str(&format!("{rest_ms}ms"));
+    match d.subsec_millis() {
+        0 => out,
+        ms => out + &format!("{ms}ms"),
     }
-    out
 }
 
 /// A wait bound: a duration, or `forever`.
@@ -267,9 +266,8 @@ mod tests {
 
     #[test]
     fn ages_read_at_a_glance() {
-        assert_eq!(format_age(Duration::from_secs(12)), "12s");
-        assert_eq!(format_age(Duration::from_secs(200)), "3m");
-        assert_eq!(format_age(Duration::from_secs(7300)), "2h");
-        assert_eq!(format_age(Duration::from_secs(200_000)), "2d");
+        for (secs, want) in [(12, "12s"), (200, "3m"), (7300, "2h"), (200_000, "2d")] {
+            assert_eq!(format_age(Duration::from_secs(secs)), want);
+        }
     }
 }

@@ -94,7 +94,7 @@ pub fn file_value(path: &Path, section: &str, key: &str) -> Option<Option<String
 /// is `common`, in the order git reads them (the last setting read wins): the system's, the
 /// global ones (`$XDG_CONFIG_HOME/git/config`, then `~/.gitconfig`; `GIT_CONFIG_GLOBAL`
 /// replaces both), the repository's.
-pub fn config_files(common: Option<&Path>) -> Vec<PathBuf> {
+pub fn config_files(common: &Path) -> Vec<PathBuf> {
     let mut files = Vec::new();
     if std::env::var_os("GIT_CONFIG_NOSYSTEM").is_none_or(|v| v.is_empty() || v == "0") {
         files
@@ -105,17 +105,17 @@ pub fn config_files(common: Option<&Path>) -> Vec<PathBuf> {
         Some(global) => files.extend((!global.is_empty()).then(|| PathBuf::from(global))),
         None => {
             files.extend(config_home().map(|c| c.join("git").join("config")));
-            files.extend(home().map(|h| h.join(".gitconfig")));
+            files.extend(env_path("HOME").map(|h| h.join(".gitconfig")));
         }
     }
-    files.extend(common.map(|c| c.join("config")));
+    files.push(common.join("config"));
     files
 }
 
 /// The user's own ignore file, as git finds it for a repository whose config folder is
 /// `common`: `core.excludesFile` from its [`config_files`] (the last one read wins, as in
 /// git), else `$XDG_CONFIG_HOME/git/ignore` (`~/.config/git/ignore`).
-pub fn excludes_file(common: Option<&Path>) -> Option<PathBuf> {
+pub fn excludes_file(common: &Path) -> Option<PathBuf> {
     let set = config_files(common).iter().rev().find_map(|f| {
         file_value(f, "core", "excludesFile")
             .flatten()
@@ -129,7 +129,7 @@ pub fn excludes_file(common: Option<&Path>) -> Option<PathBuf> {
 
 /// `~/…` with the home folder put in.
 pub(crate) fn expand_home(value: &str) -> PathBuf {
-    match (value.strip_prefix("~/"), home()) {
+    match (value.strip_prefix("~/"), env_path("HOME")) {
         (Some(rest), Some(home)) => home.join(rest),
         _ => PathBuf::from(value),
     }
@@ -142,14 +142,9 @@ fn env_path(var: &str) -> Option<PathBuf> {
         .map(PathBuf::from)
 }
 
-/// The user's home folder (`HOME`).
-fn home() -> Option<PathBuf> {
-    env_path("HOME")
-}
-
 /// `$XDG_CONFIG_HOME`, else `~/.config`.
 fn config_home() -> Option<PathBuf> {
-    env_path("XDG_CONFIG_HOME").or_else(|| home().map(|h| h.join(".config")))
+    env_path("XDG_CONFIG_HOME").or_else(|| env_path("HOME").map(|h| h.join(".config")))
 }
 
 #[cfg(test)]
@@ -201,7 +196,7 @@ mod tests {
 
     #[test]
     fn a_home_path_is_expanded() {
-        if let Some(h) = home() {
+        if let Some(h) = env_path("HOME") {
             assert_eq!(expand_home("~/ig"), h.join("ig"));
         }
         assert_eq!(expand_home("/abs/ig"), PathBuf::from("/abs/ig"));

@@ -505,11 +505,6 @@ pub const DIALOGUE_COMMANDS: &str = "user-commands.txt";
 /// The archive folder, in the dialogue folder.
 pub const DIALOGUE_ARCHIVE: &str = "archive";
 
-/// One of the dialogue folder's files (`name` is one of the `DIALOGUE_*` names).
-pub fn dialogue_file(folder: &Path, name: &str) -> PathBuf {
-    folder.join(name)
-}
-
 /// `archive/session-<stamp>` in the dialogue folder (`stamp` like `20260128-010000`), with a
 /// `-N` suffix for the N-th archive made in the same second.
 pub fn dialogue_archive_session(folder: &Path, stamp: &str, n: u32) -> PathBuf {

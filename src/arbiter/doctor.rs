@@ -87,15 +87,10 @@ fn diagnosis(
     if let Some(s) = &sync_tool {
         warnings.push(sync_warning(s));
     }
-    if !conflict_copies.is_empty() {
+    if let n @ 1.. = conflict_copies.len() {
+        let ending = if n == 1 { "y" } else { "ies" };
         warnings.push(format!(
-            "{} conflict cop{} of a sync tool found: two machines wrote the same file",
-            conflict_copies.len(),
-            if conflict_copies.len() == 1 {
-                "y"
-            } else {
-                "ies"
-            }
+            "{n} conflict cop{ending} of a sync tool found: two machines wrote the same file"
         ));
     }
     if policy.overridden && policy.arbitration == Arbitration::Kernel && !policy.fs.served_locally()
@@ -127,6 +122,11 @@ fn diagnosis(
             if s > 0.0 { "ahead of" } else { "behind" }
         ));
     }
+    let source = if policy.overridden {
+        super::ENV_ARBITRATION
+    } else {
+        "detected"
+    };
     Diagnosis {
         root: root.display().to_string(),
         filesystem: policy.fs.name.clone(),
@@ -135,11 +135,7 @@ fn diagnosis(
         kernel_locks_cross_machines: policy.fs.served_locally(),
         events_cross_machines: policy.fs.served_locally(),
         arbitration: policy.arbitration,
-        arbitration_source: if policy.overridden {
-            super::ENV_ARBITRATION.to_string()
-        } else {
-            "detected".to_string()
-        },
+        arbitration_source: source.to_string(),
         lease_ms: (policy.arbitration == Arbitration::Link)
             .then(|| lease::LEASE.as_millis() as u64),
         recheck_ms: policy.recheck.as_millis() as u64,
@@ -152,7 +148,6 @@ fn diagnosis(
     }
 }
 
-/// The warning about a sync tool.
 fn sync_warning(s: &SyncTool) -> String {
     format!(
         "this folder is synced by {} (`{}`): a sync tool copies files between machines with no atomicity, so locks cannot exclude agents on different machines; share the folder over NFS, SMB or sshfs instead",
@@ -169,29 +164,21 @@ fn sync_tool(root: &Path) -> Option<SyncTool> {
         (".tmp.drivedownload", "Google Drive"),
         (".849C9593-D756-4E56-8D6E-42412F2A707B", "Google Drive"),
     ];
-    for dir in root.ancestors() {
-        for (marker, tool) in MARKERS {
-            let p = dir.join(marker);
-            if crate::fsutil::real_entry(&p).is_some() {
-                return Some(SyncTool {
-                    tool: tool.to_string(),
-                    marker: p.display().to_string(),
-                });
-            }
-        }
-        if let Some(name) = dir.file_name().and_then(|n| n.to_str())
-            && (name == "OneDrive" || name.starts_with("OneDrive - "))
-        {
-            return Some(SyncTool {
-                tool: "OneDrive".to_string(),
-                marker: dir.display().to_string(),
-            });
-        }
-    }
-    None
+    root.ancestors().find_map(|dir| {
+        let name = dir.file_name().and_then(|n| n.to_str()).unwrap_or_default();
+        let onedrive = name == "OneDrive" || name.starts_with("OneDrive - ");
+        let (marker, tool) = MARKERS
+            .iter()
+            .map(|(marker, tool)| (dir.join(marker), *tool))
+            .find(|(p, _)| crate::fsutil::real_entry(p).is_some())
+            .or_else(|| onedrive.then(|| (dir.to_path_buf(), "OneDrive")))?;
+        Some(SyncTool {
+            tool: tool.to_string(),
+            marker: marker.display().to_string(),
+        })
+    })
 }
 
-/// Whether a file name is a sync tool's conflict copy.
 fn is_conflict_copy(name: &str) -> bool {
     name.contains(".sync-conflict-")
         || name.contains("conflicted copy")

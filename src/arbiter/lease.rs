@@ -68,10 +68,7 @@ impl Drop for LeaseGuard {
 
 /// Take the lease at `path` for `lease`, waiting at most `patience`.
 pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<LeaseGuard> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p,
-        _ => Path::new("."),
-    };
+    let dir = fsutil::parent_of(path);
     let token = format!("{:016x}", host::random_u64());
     let text = render(&token, lease);
     let deadline = Instant::now() + patience.min(super::mutex_patience());
@@ -163,8 +160,7 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
                     }
                 };
                 if stalled || holder_gone(&holder) {
-                    let judged = bytes.clone();
-                    match remove_if(path, |now| *now == judged[..]) {
+                    match remove_if(path, |now| *now == bytes[..]) {
                         Ok(_) => {
                             seen = None;
                             continue;
@@ -191,14 +187,11 @@ pub fn acquire_with(path: &Path, lease: Duration, patience: Duration) -> Result<
             });
         }
         if Instant::now() >= deadline {
-            if let Some(e) = last_error {
-                return Err(e).at("take the workspace lease", path);
-            }
-            return Err(io::Error::new(
+            let e = last_error.unwrap_or_else(|| io::Error::new(
                 io::ErrorKind::TimedOut,
                 "other processes kept the workspace lease for the whole wait (is the folder reachable and writable for them?)",
-            ))
-            .at("take the workspace lease", path);
+            ));
+            return Err(e).at("take the workspace lease", path);
         }
         // A little jitter keeps contenders from trying in lockstep.
         std::thread::sleep(pause + Duration::from_micros(host::random_u64() % 500));
@@ -235,7 +228,7 @@ fn publish(tmp: &Path, path: &Path, text: &[u8]) -> io::Result<bool> {
     }
 }
 
-/// Remove the record at `path` if `keep_going(bytes)` says so for the record actually moved:
+/// Remove the record at `path` if `judge(bytes)` says so for the record actually moved:
 /// it is renamed aside first (one process can move a given name), then judged, then dropped or
 /// put back.
 fn remove_if(path: &Path, judge: impl Fn(&[u8]) -> bool) -> io::Result<bool> {

@@ -95,7 +95,6 @@ impl FsInfo {
         }
     }
 
-    /// Find out what `dir` is on.
     fn detect(dir: &Path) -> Result<FsInfo> {
         let st = rustix::fs::statfs(dir)
             .map_err(io::Error::from)
@@ -131,23 +130,17 @@ impl FsInfo {
 /// The filesystem type of the mount holding `dir`, from a `/proc/self/mountinfo` table: the
 /// longest mount point that is an ancestor of `dir` wins.
 fn mount_type_of(table: &str, dir: &Path) -> Option<String> {
-    let mut best: Option<(usize, String)> = None;
-    for line in table.lines() {
-        let Some((left, right)) = line.split_once(" - ") else {
-            continue;
-        };
-        let (Some(point), Some(fstype)) = (left.split(' ').nth(4), right.split(' ').next()) else {
-            continue;
-        };
+    let mounts = table.lines().filter_map(|line| {
+        let (left, right) = line.split_once(" - ")?;
+        let (point, fstype) = (left.split(' ').nth(4)?, right.split(' ').next()?);
         let mount_point = unescape_mount(point);
-        if dir.starts_with(&mount_point) {
-            let len = mount_point.as_os_str().len();
-            if best.as_ref().is_none_or(|(l, _)| len >= *l) {
-                best = Some((len, fstype.to_string()));
-            }
-        }
-    }
-    best.map(|(_, t)| t)
+        let len = mount_point.as_os_str().len();
+        dir.starts_with(&mount_point).then_some((len, fstype))
+    });
+    // The last of the longest: a later mount over the same point hides the earlier one.
+    mounts
+        .max_by_key(|(len, _)| *len)
+        .map(|(_, t)| t.to_string())
 }
 
 /// Mount points escape space, tab, newline and backslash as `\ooo`.
@@ -234,14 +227,17 @@ impl Policy {
             (true, true) => Arbitration::Kernel,
             (true, false) => Arbitration::Link,
         };
-        let forced = match override_value.map(|v| (v, v.trim().to_ascii_lowercase())) {
-            None => None,
-            Some((_, w)) if w.is_empty() => None,
-            Some((_, w)) if w == "kernel" || w == "flock" => Some(Arbitration::Kernel),
-            Some((_, w)) if w == "link" || w == "lease" => Some(Arbitration::Link),
-            Some((v, _)) => {
+        let forced = match override_value
+            .map(|v| v.trim().to_ascii_lowercase())
+            .as_deref()
+        {
+            None | Some("") => None,
+            Some("kernel" | "flock") => Some(Arbitration::Kernel),
+            Some("link" | "lease") => Some(Arbitration::Link),
+            Some(_) => {
                 return Err(Error::bad_input(format!(
-                    "{ENV_ARBITRATION}={v} is not an arbitration: use `kernel` or `link`"
+                    "{ENV_ARBITRATION}={} is not an arbitration: use `kernel` or `link`",
+                    override_value.unwrap_or_default()
                 )));
             }
         };
@@ -320,18 +316,10 @@ pub enum Guard {
 }
 
 impl Guard {
-    /// Take the workspace mutex whose kernel-lock file is `mutex_path`, as `arbitration` says.
-    pub fn take(mutex_path: &Path, arbitration: Arbitration) -> Result<Guard> {
-        Guard::take_within(mutex_path, arbitration, MUTEX_PATIENCE)
-    }
-
-    /// [`Guard::take`], waiting at most `patience` (and never past
-    /// [`mutex_patience`]); a signal that asks this process to stop ends the wait.
-    pub fn take_within(
-        mutex_path: &Path,
-        arbitration: Arbitration,
-        patience: Duration,
-    ) -> Result<Guard> {
+    /// Take the workspace mutex whose kernel-lock file is `mutex_path`, as `arbitration` says,
+    /// waiting at most `patience` (and never past [`mutex_patience`]); a signal that asks this
+    /// process to stop ends the wait.
+    pub fn take(mutex_path: &Path, arbitration: Arbitration, patience: Duration) -> Result<Guard> {
         match arbitration {
             Arbitration::Kernel => lock_mutex_within(mutex_path, patience).map(Guard::Kernel),
             Arbitration::Link => {
@@ -438,23 +426,19 @@ mod tests {
 40 22 0:50 / /mnt/shared\\040dir rw,nosuid - fuse.sshfs me@host:/srv rw,user_id=0
 41 22 0:51 / /mnt/nfs rw - nfs4 srv:/export rw,vers=4.2
 ";
-        assert_eq!(
-            mount_type_of(table, Path::new("/mnt/shared dir/work")).as_deref(),
-            Some("fuse.sshfs")
-        );
-        assert_eq!(
-            mount_type_of(table, Path::new("/mnt/nfs")).as_deref(),
-            Some("nfs4")
-        );
-        assert_eq!(
-            mount_type_of(table, Path::new("/home/me")).as_deref(),
-            Some("ext4")
-        );
-        assert_eq!(
-            mount_type_of(table, Path::new("/mnt/nfsx")).as_deref(),
-            Some("ext4"),
-            "a mount point matches whole components only"
-        );
+        // The last: a mount point matches whole components only.
+        for (dir, want) in [
+            ("/mnt/shared dir/work", "fuse.sshfs"),
+            ("/mnt/nfs", "nfs4"),
+            ("/home/me", "ext4"),
+            ("/mnt/nfsx", "ext4"),
+        ] {
+            assert_eq!(
+                mount_type_of(table, Path::new(dir)).as_deref(),
+                Some(want),
+                "{dir}"
+            );
+        }
     }
 
     #[test]

@@ -116,9 +116,7 @@ mod tests {
     #[test]
     fn a_fifo_or_a_link_is_refused_not_waited_on_or_followed() {
         let dir = tempfile::tempdir().unwrap();
-        let fifo = dir.path().join("fifo");
-        let mode = rustix::fs::Mode::from_raw_mode(0o600);
-        rustix::fs::mknodat(rustix::fs::CWD, &fifo, rustix::fs::FileType::Fifo, mode, 0).unwrap();
+        let fifo = crate::fsutil::tests::fifo_at(&dir.path().join("fifo"));
         assert!(lock_mutex(&fifo).is_err());
         let link = dir.path().join("mutex");
         std::os::unix::fs::symlink(dir.path().join("elsewhere"), &link).unwrap();

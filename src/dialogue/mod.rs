@@ -71,7 +71,7 @@ impl Dialogue {
     }
 
     fn path(&self, name: &str) -> PathBuf {
-        layout::dialogue_file(&self.folder, name)
+        self.folder.join(name)
     }
 
     fn replace(&self, name: &str, text: &str) -> Result<()> {
@@ -86,7 +86,7 @@ impl Dialogue {
         Workspace::at(self.root.clone()).ensure_state_dir()?;
         let policy = crate::arbiter::policy(&self.root)?;
         let path = layout::dialogue_mutex(&crate::worktree::shared_root(&self.root), &self.rel);
-        crate::arbiter::Guard::take(&path, policy.arbitration)
+        crate::arbiter::Guard::take(&path, policy.arbitration, crate::arbiter::MUTEX_PATIENCE)
     }
 
     fn no_dialogue(&self) -> Error {

@@ -18,8 +18,10 @@ pub fn temp_in(dir: &Path) -> io::Result<NamedTempFile> {
     super::read::refuse_linked(dir, true)?;
     // 0666 less the umask, like any new file: state files are shared with agents that may run
     // as other users.
+    static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    let prefix = PREFIX.get_or_init(|| layout::temp_prefix(host::host_tag(), host::pid()));
     let tmp = tempfile::Builder::new()
-        .prefix(layout_prefix())
+        .prefix(prefix)
         .suffix(layout::TEMP_SUFFIX)
         .rand_bytes(6)
         .permissions(std::fs::Permissions::from_mode(0o666))
@@ -40,12 +42,6 @@ fn bare(e: io::Error) -> io::Error {
         Some(cut) => io::Error::new(e.kind(), text[..cut].to_string()),
         None => e,
     }
-}
-
-/// This process's temporary-file prefix, built once.
-fn layout_prefix() -> &'static str {
-    static PREFIX: std::sync::OnceLock<String> = std::sync::OnceLock::new();
-    PREFIX.get_or_init(|| layout::temp_prefix(host::host_tag(), host::pid()))
 }
 
 /// A new temporary file in `dir`, its errors naming the folder.
@@ -77,30 +73,31 @@ fn publish_via<T>(
 
 /// Publish `bytes` at `path` only if nothing is there yet (no file, no link).
 pub fn create_new(path: &Path, bytes: &[u8]) -> Result<bool> {
-    Ok(create_new_with(path, bytes, false)?.is_some())
+    Ok(create_new_held(path, bytes, false)?.is_some())
 }
 
-/// [`create_new`], the file locked (`flock`, exclusive) before it is published: returns it
-/// open and locked (`Ok(None)` when `path` already exists).
-pub fn create_new_held(path: &Path, bytes: &[u8]) -> Result<Option<File>> {
-    create_new_with(path, bytes, true)
-}
-
-/// [`create_new`], the file published open (and locked first when `lock`).
-fn create_new_with(path: &Path, bytes: &[u8], lock: bool) -> Result<Option<File>> {
+/// [`create_new`], returning the file published open (`Ok(None)` when `path` already exists),
+/// locked (`flock`, exclusive) before it is published when `lock`.
+pub fn create_new_held(path: &Path, bytes: &[u8], lock: bool) -> Result<Option<File>> {
     let fill = |tmp| filled(tmp, path, bytes, lock);
     publish_via(path, parent_of(path), fill, |tmp| {
         if on_network_fs() {
             // Renamed closed (see `put`), then opened again for the caller.
-            return match tmp.into_temp_path().persist_noclobber(path) {
-                Ok(()) => open_nofollow(path, Access::Read).map(|(file, _)| Some(file)),
-                Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => Ok(None),
+            let made = match tmp.into_temp_path().persist_noclobber(path) {
+                Ok(()) => true,
+                Err(e) if e.error.kind() == io::ErrorKind::AlreadyExists => false,
+                // Where a name cannot be published without replacing (SMB), an `O_EXCL` create
+                // of `path` itself, then the bytes: a reader may see it short for a moment,
+                // never a second one.
                 Err(e) if super::raw::no_hard_links(&e.error) => {
                     drop(e);
-                    create_exclusive_in_place(path, bytes)
+                    super::open_regular_nofollow(path).is_err()
+                        && super::raw::create_exclusive(path, bytes)?
                 }
-                Err(e) => Err(e.error),
+                Err(e) => return Err(e.error),
             };
+            let reopen = || open_nofollow(path, Access::Read).map(|(file, _)| file);
+            return made.then(reopen).transpose();
         }
         match tmp.persist_noclobber(path) {
             Ok(file) => Ok(Some(file)),
@@ -109,18 +106,6 @@ fn create_new_with(path: &Path, bytes: &[u8], lock: bool) -> Result<Option<File>
         }
     })?
     .at("create", path)
-}
-
-/// Where a name cannot be published without replacing (SMB), an `O_EXCL` create of `path`
-/// itself, then the bytes: a reader may see it short for a moment, never a second one.
-fn create_exclusive_in_place(path: &Path, bytes: &[u8]) -> io::Result<Option<File>> {
-    if super::open_regular_nofollow(path).is_ok() {
-        return Ok(None);
-    }
-    if !super::raw::create_exclusive(path, bytes)? {
-        return Ok(None);
-    }
-    open_nofollow(path, Access::Read).map(|(file, _)| Some(file))
 }
 
 /// `tmp` with `bytes` written to it, then locked when `lock` (best effort).
@@ -136,30 +121,16 @@ fn filled(mut tmp: NamedTempFile, path: &Path, bytes: &[u8], lock: bool) -> Resu
 
 /// Replace (or create) `path` with `bytes` atomically. A symlink at `path` is replaced, not followed.
 pub fn replace(path: &Path, bytes: &[u8]) -> Result<()> {
-    replace_staged(path, parent_of(path), bytes)
+    replace_staged(path, parent_of(path), bytes, false).map(drop)
 }
 
 /// [`replace`] through a temporary file made in `stage` rather than beside `path`: `path`'s
-/// folder sees no temporary name come and go, which wakes nobody watching it (a queue).
-pub fn replace_staged(path: &Path, stage: &Path, bytes: &[u8]) -> Result<()> {
-    replace_keeping(path, stage, bytes, false, |_| Ok(()))
-}
-
-/// [`replace_staged`], the file locked before it is published and returned open.
-pub fn replace_staged_held(path: &Path, stage: &Path, bytes: &[u8]) -> Result<File> {
+/// folder sees no temporary name come and go, which wakes nobody watching it (a queue). With
+/// `held`, the file is locked before it is published and returned open.
+pub fn replace_staged(path: &Path, stage: &Path, bytes: &[u8], held: bool) -> Result<Option<File>> {
+    let fill = |tmp| filled(tmp, path, bytes, held);
     // The same open file as the temporary one: its lock lasts as long as either is open.
-    replace_keeping(path, stage, bytes, true, File::try_clone)
-}
-
-/// [`replace_staged`], locked first when `lock`, returning what `keep` takes of the file.
-fn replace_keeping<T>(
-    path: &Path,
-    stage: &Path,
-    bytes: &[u8],
-    lock: bool,
-    keep: impl Fn(&File) -> io::Result<T>,
-) -> Result<T> {
-    let fill = |tmp| filled(tmp, path, bytes, lock);
+    let keep = |file: &File| held.then(|| file.try_clone()).transpose();
     publish_via(path, stage, fill, |tmp| {
         if on_network_fs() {
             // Renamed closed (see `put`), then opened again for the caller.
@@ -178,8 +149,7 @@ pub fn replace_durable(path: &Path, bytes: &[u8]) -> Result<()> {
     let tmp = filled(made_in(parent_of(path))?, path, bytes, false)?;
     keep_mode(path, tmp.as_file())?;
     tmp.as_file().sync_all().at("write", path)?;
-    persist(tmp, path)?;
-    sync_dir(parent_of(path))
+    persist_durable(tmp, path)
 }
 
 /// Give `file` the permissions of the regular file at `path`, when there is one.

@@ -18,7 +18,6 @@ pub fn sync_dir(dir: &Path) -> Result<()> {
 
 /// Remove `path` (a file or a link, never a link's target). `Ok(false)` when it was not there.
 pub fn remove(path: &Path) -> Result<bool> {
-    super::read::refuse_linked(path, false).at("remove", path)?;
     match super::raw::remove_file(path) {
         Ok(()) => Ok(true),
         Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
@@ -46,7 +45,7 @@ pub fn remove_tree(dir: &Path) -> Result<bool> {
 /// Remove `path`, a file or a folder of files (one level: a folder inside stays, and so does
 /// `path` then), never following a link. Best effort.
 pub fn remove_flat(path: &Path) {
-    if fs::symlink_metadata(path).is_ok_and(|m| m.is_dir()) {
+    if is_dir(path) {
         for name in super::list_names(path).unwrap_or_default() {
             let _ = super::raw::remove_file(&path.join(name));
         }
@@ -96,15 +95,18 @@ pub fn ensure_dir(dir: &Path) -> Result<()> {
             loop {
                 match create_dir_all_fitted(dir) {
                     Ok(()) => return Ok(()),
-                    Err(_) if fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) => {
-                        return Ok(());
-                    }
+                    Err(_) if is_dir(dir) => return Ok(()),
                     Err(_) if tries < 20 => tries += 1,
                     Err(e) => return Err(e).at("create folder", dir),
                 }
             }
         }
     }
+}
+
+/// Whether a folder (not a link to one) stands at `path`.
+fn is_dir(path: &Path) -> bool {
+    fs::symlink_metadata(path).is_ok_and(|m| m.is_dir())
 }
 
 /// `create_dir_all`, each folder given the mode its parent's sharing asks for.
@@ -122,13 +124,7 @@ fn create_dir_all_fitted(dir: &Path) -> io::Result<()> {
             super::fit_dir_mode(dir);
             Ok(())
         }
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {
-            if fs::symlink_metadata(dir).is_ok_and(|m| m.is_dir()) {
-                Ok(())
-            } else {
-                Err(e)
-            }
-        }
+        Err(e) if e.kind() == io::ErrorKind::AlreadyExists && is_dir(dir) => Ok(()),
         Err(e) => Err(e),
     }
 }

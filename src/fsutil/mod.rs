@@ -15,7 +15,7 @@ pub mod raw;
 mod read;
 mod sweep;
 #[cfg(test)]
-mod tests;
+pub(crate) mod tests;
 
 pub use append::{
     FINISH_APPEND_ARG, append_durable, append_line, append_line_durable_numbered,
@@ -23,16 +23,15 @@ pub use append::{
 };
 pub use atomic::{
     copy_replace, copy_to_temp, create_new, create_new_held, mark_network_fs, persist,
-    persist_durable, persist_new, replace, replace_durable, replace_staged, replace_staged_held,
-    spool, temp_in,
+    persist_durable, persist_new, replace, replace_durable, replace_staged, spool, temp_in,
 };
 pub use entry::{
     empty_marker, ensure_dir, make_executable, remove, remove_flat, remove_tree, rename,
     rewrite_in_place, set_mtime_epoch, sync_dir, touch, touch_if_same,
 };
 pub use read::{
-    RECORD_CAP, Stat, for_each_name, forget_cached_pages, linked_ancestor, linked_state_folder,
-    list_names, mtime, ns_since_epoch, open_regular_nofollow, read_capped, read_capped_with_meta,
+    RECORD_CAP, Stat, forget_cached_pages, linked_ancestor, linked_state_folder, list_names, mtime,
+    ns_since_epoch, open_regular_nofollow, read_capped, read_capped_with_meta,
     read_capped_with_mtime, read_dir, read_past_cache, read_tail, read_text_capped, real_entry,
     refresh_attributes, refuse_linked, same_regular_files, take_link_warning,
 };
@@ -83,14 +82,10 @@ pub(crate) fn open_nofollow(path: &Path, access: Access) -> io::Result<(File, fs
     Ok((file, meta))
 }
 
-/// The bits a new entry in `dir` must have beyond what the umask left: in a group-shared
-/// (setgid) folder, its group bits (`rw` for a file, `rwx` for a folder), so that everyone who
-/// can use the folder can use the entry; nothing elsewhere.
-fn shared_bits(dir: &Path, is_dir: bool) -> u32 {
-    fs::metadata(dir).map_or(0, |m| shared_bits_of(&m, is_dir))
-}
-
-fn shared_bits_of(m: &fs::Metadata, is_dir: bool) -> u32 {
+/// The bits a new entry in the folder `m` describes must have beyond what the umask left: in a
+/// group-shared (setgid) folder, its group bits (`rw` for a file, `rwx` for a folder), so that
+/// everyone who can use the folder can use the entry; nothing elsewhere.
+fn shared_bits(m: &fs::Metadata, is_dir: bool) -> u32 {
     use std::os::unix::fs::MetadataExt;
     if m.is_dir() && m.mode() & 0o2000 != 0 {
         m.mode() & if is_dir { 0o070 } else { 0o060 }
@@ -101,7 +96,8 @@ fn shared_bits_of(m: &fs::Metadata, is_dir: bool) -> u32 {
 
 /// Give `file`, just created in `dir`, the bits the folder's sharing asks for.
 pub(crate) fn fit_file_mode(file: &File, dir: &Path) {
-    add_bits(file, shared_bits(dir, false));
+    let bits = fs::metadata(dir).map_or(0, |m| shared_bits(&m, false));
+    add_bits(file, bits);
 }
 
 /// Add the permission `bits` to `file` (a file or a folder) when it lacks them and this user
@@ -139,13 +135,13 @@ pub(crate) fn fit_to_folder(file: &File, dir: &Path) -> bool {
     {
         return false;
     }
-    add_bits(file, shared_bits_of(&folder, false));
+    add_bits(file, shared_bits(&folder, false));
     true
 }
 
 /// [`fit_file_mode`] for the folder `dir`, just created (never through a symlink).
 pub(crate) fn fit_dir_mode(dir: &Path) {
-    let bits = shared_bits(parent_of(dir), true);
+    let bits = fs::metadata(parent_of(dir)).map_or(0, |m| shared_bits(&m, true));
     let flags = OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::RDONLY | OFlags::CLOEXEC;
     if bits != 0
         && let Ok(fd) = rustix::fs::open(dir, flags, rustix::fs::Mode::empty())
@@ -154,7 +150,8 @@ pub(crate) fn fit_dir_mode(dir: &Path) {
     }
 }
 
-fn parent_of(path: &Path) -> &Path {
+/// The folder holding `path` (`.` for a bare name).
+pub(crate) fn parent_of(path: &Path) -> &Path {
     match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p,
         _ => Path::new("."),

@@ -37,11 +37,6 @@ impl Stat {
     pub fn read(path: &Path) -> Option<Stat> {
         fs::symlink_metadata(path).ok().map(|m| Stat::of(&m))
     }
-
-    /// The stat data of what `path` names, following a link.
-    pub fn read_followed(path: &Path) -> Option<Stat> {
-        fs::metadata(path).ok().map(|m| Stat::of(&m))
-    }
 }
 
 /// `t` in nanoseconds since the epoch (negative before it), as [`Stat`] gives times.
@@ -237,14 +232,12 @@ pub fn refuse_linked(path: &Path, with_self: bool) -> io::Result<()> {
         Some(link) => {
             let why = crate::error::LinkedFolder(link);
             let mut noted = LINK_WARNING.lock().unwrap_or_else(|e| e.into_inner());
-            if noted.is_none() {
-                *noted = Some((
-                    why.0.clone(),
-                    format!(
-                        "{why}: nothing was read or written through it, and what belongs there was left out; remove it, and coord makes the folder again"
-                    ),
-                ));
-            }
+            noted.get_or_insert_with(|| {
+                let said = format!(
+                    "{why}: nothing was read or written through it, and what belongs there was left out; remove it, and coord makes the folder again"
+                );
+                (why.0.clone(), said)
+            });
             Err(io::Error::new(io::ErrorKind::InvalidData, why))
         }
     }
@@ -273,13 +266,4 @@ pub fn list_names(dir: &Path) -> io::Result<Vec<std::ffi::OsString>> {
     read_dir(dir)?
         .map(|entry| entry.map(|e| e.file_name()))
         .collect()
-}
-
-/// [`list_names`] handing each name to `each` as bytes.
-pub fn for_each_name(dir: &Path, mut each: impl FnMut(&[u8])) -> io::Result<()> {
-    use std::os::unix::ffi::OsStrExt;
-    for entry in read_dir(dir)? {
-        each(entry?.file_name().as_bytes());
-    }
-    Ok(())
 }

@@ -9,15 +9,13 @@ use crate::{host, layout};
 /// Remove coord's temporary files in `dir` whose writer is gone: at once when their process
 /// is known dead on this host, after an hour in any case. Returns how many were removed.
 pub fn sweep_temps(dir: &Path) -> usize {
-    let mut swept = 0;
-    let _ = super::for_each_name(dir, |name| {
-        if let Ok(name) = std::str::from_utf8(name)
-            && sweep_name(dir, name)
-        {
-            swept += 1;
-        }
-    });
-    swept
+    let Ok(entries) = super::read_dir(dir) else {
+        return 0;
+    };
+    let names = entries.map_while(Result::ok).map(|e| e.file_name());
+    names
+        .filter(|name| name.to_str().is_some_and(|name| sweep_name(dir, name)))
+        .count()
 }
 
 /// [`sweep_temps`] for one entry of a folder being listed anyway: removes it when it is one of

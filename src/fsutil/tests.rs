@@ -11,7 +11,7 @@ use super::*;
 use crate::{host, layout};
 
 /// A FIFO made at `path`.
-fn fifo_at(path: &Path) -> PathBuf {
+pub(crate) fn fifo_at(path: &Path) -> PathBuf {
     let (fifo, mode) = (rustix::fs::FileType::Fifo, Mode::from_raw_mode(0o600));
     rustix::fs::mknodat(rustix::fs::CWD, path, fifo, mode, 0).unwrap();
     path.to_path_buf()
@@ -214,8 +214,8 @@ fn a_staged_replace_leaves_no_temporary_file_anywhere() {
     fs::create_dir(&stage).unwrap();
     fs::create_dir(&target_dir).unwrap();
     let path = target_dir.join("00000000000000000001.claude");
-    replace_staged(&path, &stage, b"first\n").unwrap();
-    replace_staged(&path, &stage, b"second\n").unwrap();
+    replace_staged(&path, &stage, b"first\n", false).unwrap();
+    replace_staged(&path, &stage, b"second\n", false).unwrap();
     assert_eq!(fs::read(&path).unwrap(), b"second\n");
     assert_eq!(
         fs::read_dir(&stage).unwrap().count(),
@@ -228,7 +228,7 @@ fn a_staged_replace_leaves_no_temporary_file_anywhere() {
         "only the file"
     );
     let gone = dir.path().join("missing");
-    assert!(replace_staged(&path, &gone, b"x").is_err());
+    assert!(replace_staged(&path, &gone, b"x", false).is_err());
     assert_eq!(fs::read(&path).unwrap(), b"second\n", "unchanged on error");
 }
 

@@ -114,13 +114,11 @@ pub(crate) fn register(
         let path = dir.join(layout::ticket_name(seq, agent.id()));
         // Staged in the queues' own folder: the waiters already in line watch this queue for
         // tickets going away, and a temporary name going away there would wake them all.
-        let published = if hand_over {
-            // Kept locked while it stands: the waiter behind it sleeps on that (`handoff`).
-            fsutil::replace_staged_held(&path, &queue_root, rec.render().as_bytes())
-                .map(|file| handoff::keep(&path, file))
-        } else {
-            fsutil::replace_staged(&path, &queue_root, rec.render().as_bytes())
-        };
+        // Kept locked while it stands when handed over: the waiter behind it sleeps on that
+        // (`handoff`).
+        let published =
+            fsutil::replace_staged(&path, &queue_root, rec.render().as_bytes(), hand_over)
+                .map(|held| held.map(|file| handoff::keep(&path, file)));
         if let Err(e) = published {
             // All or nothing: the tickets made for the other files go too.
             leave(&Tickets {

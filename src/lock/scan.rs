@@ -281,7 +281,7 @@ fn walk_unignored(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
     use ignore::{WalkBuilder, overrides::OverrideBuilder};
     let root = ws.root();
     let excludes = crate::worktree::enclosing_common_dir(root)
-        .and_then(|common| crate::gitconfig::excludes_file(Some(&common)));
+        .and_then(|common| crate::gitconfig::excludes_file(&common));
     let start = root.join(rel_dir);
     if !fs::symlink_metadata(&start).is_ok_and(|m| m.is_dir()) {
         return Vec::new();

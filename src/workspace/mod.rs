@@ -246,7 +246,7 @@ impl Workspace {
         let mut tries = 0;
         loop {
             self.ensure_state_dir()?;
-            match arbiter::Guard::take_within(&mutex, self.policy()?.arbitration, patience) {
+            match arbiter::Guard::take(&mutex, self.policy()?.arbitration, patience) {
                 Err(Error::Io { source, .. })
                     if source.kind() == std::io::ErrorKind::NotFound && tries < 100 =>
                 {

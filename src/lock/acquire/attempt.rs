@@ -396,13 +396,9 @@ impl<'a> Try<'a> {
         // The index names the lock before it exists (the views find it without a walk).
         index::note(self.ws.root(), &target.rel, self.me())?;
         let made = mine.is_none()
-            && if hold {
-                (fsutil::create_new_held(&path, text.as_bytes())?)
-                    .map(|file| handoff::keep(&path, file))
-                    .is_some()
-            } else {
-                fsutil::create_new(&path, text.as_bytes())?
-            };
+            && (fsutil::create_new_held(&path, text.as_bytes(), hold)?)
+                .map(|file| hold.then(|| handoff::keep(&path, file)))
+                .is_some();
         if made {
             created.push((target.rel.clone(), path.clone()));
         } else {
