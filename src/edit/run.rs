@@ -83,14 +83,6 @@ impl RunEnd {
             RunEnd::NotStarted(_) => 126,
         }
     }
-
-    fn of(status: ExitStatus) -> RunEnd {
-        match (status.code(), status.signal()) {
-            (Some(code), _) => RunEnd::Exited(code),
-            (None, Some(sig)) => RunEnd::Signaled(sig),
-            (None, None) => RunEnd::Exited(1),
-        }
-    }
 }
 
 /// The outcome of a run whose locks were had.
@@ -152,10 +144,9 @@ pub fn run(
     // command does not start.
     if let Some(signal) = crate::wait::stop_requested() {
         let _ = release();
-        let first = req.targets.first().map(|t| t.rel.clone());
         return Err(Error::Interrupted {
             signal,
-            file: first
+            file: (req.targets.first().map(|t| t.rel.clone()))
                 .or_else(|| req.claims.first().map(|c| c.as_str().to_string()))
                 .unwrap_or_default(),
         });
@@ -212,7 +203,11 @@ fn supervise(
         .flatten();
     let status = wait_forwarding(&mut child, group, signals, || heartbeat(ws, &req.agent))
         .at("wait for", std::path::Path::new(program))?;
-    Ok(RunEnd::of(status))
+    Ok(match (status.code(), status.signal()) {
+        (Some(code), _) => RunEnd::Exited(code),
+        (None, Some(sig)) => RunEnd::Signaled(sig),
+        (None, None) => RunEnd::Exited(1),
+    })
 }
 
 /// Wait for `child`, forwarding the signals `signals` catches and calling `beat` every

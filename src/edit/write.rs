@@ -43,27 +43,20 @@ pub fn write(
         return Err(reject(ws, agent, target, tmp, Refusal::NotLocked));
     };
     let staged = backup::stage(ws.root(), target)?;
-    let committed = {
-        let _mutex = ws.lock_mutex()?;
-        if lock::holds_fence(target, agent, &fence) {
-            let backup = staged.map(backup::Staged::commit).transpose()?;
-            fsutil::persist(tmp, &target.abs)?;
-            Ok(backup)
-        } else {
-            Err(tmp)
-        }
-    };
-    match committed {
-        Ok(backup) => {
-            fsutil::sync_dir(dir)?;
-            Ok(Written {
-                file: target.rel.clone(),
-                bytes,
-                backup,
-            })
-        }
-        Err(tmp) => Err(reject(ws, agent, target, tmp, Refusal::LockTakenOver)),
+    let mutex = ws.lock_mutex()?;
+    if !lock::holds_fence(target, agent, &fence) {
+        drop(mutex);
+        return Err(reject(ws, agent, target, tmp, Refusal::LockTakenOver));
     }
+    let backup = staged.map(backup::Staged::commit).transpose()?;
+    fsutil::persist(tmp, &target.abs)?;
+    drop(mutex);
+    fsutil::sync_dir(dir)?;
+    Ok(Written {
+        file: target.rel.clone(),
+        bytes,
+        backup,
+    })
 }
 
 /// Keep refused content in `FILE.rejected.<agent>` and say why the write was refused.

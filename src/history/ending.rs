@@ -91,11 +91,6 @@ pub struct Endings {
 }
 
 impl Endings {
-    /// Nothing pushed yet.
-    pub fn new() -> Endings {
-        Endings::default()
-    }
-
     /// Push the next event; the lines that are complete now.
     pub fn push(&mut self, e: Event) -> Vec<Item> {
         let at = e.time();
@@ -136,7 +131,7 @@ impl Endings {
 
 /// `events` (oldest first) as the lines a person reads.
 pub fn fold(events: impl IntoIterator<Item = Event>) -> Vec<Item> {
-    let mut endings = Endings::new();
+    let mut endings = Endings::default();
     let mut lines: Vec<Item> = Vec::new();
     for e in events {
         lines.extend(endings.push(e));
@@ -224,7 +219,7 @@ mod tests {
 
     #[test]
     fn an_ending_is_given_out_once_over_or_another_event_comes() {
-        let mut endings = Endings::new();
+        let mut endings = Endings::default();
         assert!(
             endings
                 .push(at(Event::new(Kind::LockReleased, "c").file("a"), 0))
