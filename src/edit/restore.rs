@@ -83,7 +83,7 @@ pub fn restore(
     }
     let lock = process_lock(
         agent,
-        target,
+        std::slice::from_ref(target),
         wait,
         "restoring from its backup",
         false,

@@ -18,8 +18,8 @@ use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
 
 use crate::clock::Wait;
 use crate::error::{Error, IoResultExt, Result};
-use crate::host::{self, ProcessGroup};
-use crate::lock::{self, Acquisition, ClientSession, DEFAULT_TTL, LockEvent, LockRequest, Owner};
+use crate::host::ProcessGroup;
+use crate::lock::{self, Acquisition, ClientSession, LockEvent, LockRequest};
 use crate::pattern::Pattern;
 use crate::presence;
 use crate::session::{AGENT_ENV, DIR_ENV, HEARTBEAT_EVERY, KILL_GRACE};
@@ -103,16 +103,10 @@ pub fn run(
     let Some((program, args)) = req.command.split_first() else {
         return Err(Error::bad_input("no command to run"));
     };
+    let (reason, runs_in) = (reason(program), req.runs_in.clone());
     let lock_req = LockRequest {
-        agent: req.agent.clone(),
-        targets: req.targets.clone(),
-        wait: req.wait,
-        ttl: DEFAULT_TTL,
-        backup: true,
-        reason: Some(reason(program)),
-        owner: Some(Owner::process(host::pid(), None)),
         claims: req.claims.clone(),
-        runs_in: req.runs_in.clone(),
+        ..super::process_lock(&req.agent, &req.targets, req.wait, &reason, true, runs_in)
     };
     // Ready before the wait, so that the command starts as soon as the locks are had. Listening
     // this early also forwards a signal that arrives between the acquire and the start.

@@ -82,7 +82,7 @@ pub enum Kind {
 }
 
 /// One event, as one line of the log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     /// When, RFC 3339 with milliseconds and the local offset.
     pub at: String,
@@ -120,12 +120,7 @@ impl Event {
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_default(),
             agent: agent.to_string(),
-            file: None,
-            pattern: None,
-            client: None,
-            session: None,
-            worktree: None,
-            extra: Map::new(),
+            ..Event::default()
         }
     }
 
@@ -178,11 +173,7 @@ impl Event {
             if let Value::String(s) = value
                 && s.len() > 200
             {
-                let mut end = 200;
-                while !s.is_char_boundary(end) {
-                    end -= 1;
-                }
-                s.truncate(end);
+                s.truncate(s.floor_char_boundary(200));
                 s.push('…');
             }
         }
@@ -301,12 +292,8 @@ pub fn record(root: &Path, mut event: Event) {
         return;
     }
     let (client, session) = context();
-    if event.client.is_none() {
-        event.client.clone_from(client);
-    }
-    if event.session.is_none() {
-        event.session.clone_from(session);
-    }
+    event.client = event.client.or_else(|| client.clone());
+    event.session = event.session.or_else(|| session.clone());
     // In a linked worktree sharing the main tree's state, the event names its tree: `file` is
     // relative to that tree's top level.
     if event.worktree.is_none() && crate::worktree::shared_root(root) != root {

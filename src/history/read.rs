@@ -219,13 +219,11 @@ impl Tail {
             file: (m.dev(), m.ino()),
             offset: m.len(),
         });
-        let rotated = layout::history_rotated(&shared);
-        let partial = Vec::new();
         Tail {
             log,
-            rotated,
+            rotated: layout::history_rotated(&shared),
             at,
-            partial,
+            partial: Vec::new(),
         }
     }
 
