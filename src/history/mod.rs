@@ -163,36 +163,30 @@ impl Event {
 
     fn line(&self) -> Option<Vec<u8>> {
         let mut text = serde_json::to_vec(self).ok()?;
-        if text.len() < LINE_CAP {
-            text.push(b'\n');
-            return Some(text);
-        }
-        // Too long: cut every long text, then leave the extras out if still too long.
-        let mut short = self.clone();
-        for value in short.extra.values_mut() {
-            if let Value::String(s) = value
-                && s.len() > 200
-            {
-                s.truncate(s.floor_char_boundary(200));
-                s.push('…');
-            }
-        }
-        text = serde_json::to_vec(&short).ok()?;
         if text.len() >= LINE_CAP {
-            short.extra.clear();
-            short.file = short.file.map(|f| cut(&f, 1000));
-            short.pattern = short.pattern.map(|f| cut(&f, 1000));
+            // Too long: cut every long text, then leave the extras out if still too long.
+            let mut short = self.clone();
+            for value in short.extra.values_mut() {
+                if let Value::String(s) = value
+                    && s.len() > 200
+                {
+                    s.truncate(s.floor_char_boundary(200));
+                    s.push('…');
+                }
+            }
             text = serde_json::to_vec(&short).ok()?;
+            if text.len() >= LINE_CAP {
+                short.extra.clear();
+                short.file = short.file.map(|f| f.chars().take(1000).collect());
+                short.pattern = short.pattern.map(|f| f.chars().take(1000).collect());
+                text = serde_json::to_vec(&short).ok()?;
+            }
         }
         (text.len() < LINE_CAP).then(|| {
             text.push(b'\n');
             text
         })
     }
-}
-
-fn cut(s: &str, n: usize) -> String {
-    s.chars().take(n).collect()
 }
 
 fn now_ms() -> String {
