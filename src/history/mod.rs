@@ -335,12 +335,7 @@ fn append(root: &Path, line: &[u8]) -> crate::Result<()> {
 /// not regular, or over 8 MiB (where a hash is not cheap).
 pub fn file_hash(path: &Path) -> Option<String> {
     let bytes = fsutil::read_capped(path, 8 * 1024 * 1024).ok()?;
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    Some(format!("{h:016x}"))
+    Some(format!("{:016x}", crate::host::fnv1a64(&bytes)))
 }
 
 #[cfg(test)]
