@@ -64,10 +64,8 @@ pub enum RunEvent<'a> {
 /// How CMD ended.
 #[derive(Debug)]
 pub enum RunEnd {
-    /// It exited with this status.
-    Exited(i32),
-    /// It was killed by this signal.
-    Signaled(i32),
+    /// It ran and ended so.
+    Ended(ExitStatus),
     /// It could not be started.
     NotStarted(io::Error),
 }
@@ -77,8 +75,7 @@ impl RunEnd {
     /// it, 127 when it was not found, 126 when it could not be executed (as shells do).
     pub fn status(&self) -> u8 {
         match self {
-            RunEnd::Exited(code) => (*code & 0xff) as u8,
-            RunEnd::Signaled(sig) => (128 + (*sig & 0x7f)) as u8,
+            RunEnd::Ended(s) => crate::session::exit_code_of(s.code(), s.signal()) as u8,
             RunEnd::NotStarted(e) if e.kind() == io::ErrorKind::NotFound => 127,
             RunEnd::NotStarted(_) => 126,
         }
@@ -197,11 +194,7 @@ fn supervise(
         .flatten();
     let status = wait_forwarding(&mut child, group, signals, || heartbeat(ws, &req.agent))
         .at("wait for", std::path::Path::new(program))?;
-    Ok(match (status.code(), status.signal()) {
-        (Some(code), _) => RunEnd::Exited(code),
-        (None, Some(sig)) => RunEnd::Signaled(sig),
-        (None, None) => RunEnd::Exited(1),
-    })
+    Ok(RunEnd::Ended(status))
 }
 
 /// Wait for `child`, forwarding the signals `signals` catches and calling `beat` every
