@@ -227,26 +227,19 @@ impl StateCache {
 
     /// Agent `id`'s state, reading its presence on first use (`None`: no presence at all).
     pub fn state(&mut self, root: &Path, id: &str, now: &Timestamp) -> Option<AgentState> {
-        *self
-            .states
-            .entry(id.to_string())
-            .or_insert_with(|| judge(root, id, now))
-    }
-}
-
-/// Agent `id`'s state as of `now`; `None` only when it has no presence file at all.
-///
-/// A presence that exists but cannot be read (another user's file, mode 0600; a FIFO; a folder)
-/// is still a presence: it is judged by its mtime, as one whose heartbeat cannot be parsed is.
-/// Treating it as absent would let anyone take over a live holder's lock.
-pub fn judge(root: &Path, id: &str, now: &Timestamp) -> Option<AgentState> {
-    match read(root, id) {
-        Ok(found) => found.map(|p| p.state(now)),
-        Err(_) => {
-            let mtime = fsutil::mtime(&layout::presence(&shared_root(root), id))
-                .map(clock::from_system_time);
-            Some(Presence::parse(id, "", mtime).state(now))
-        }
+        let judge = || match read(root, id) {
+            Ok(found) => found.map(|p| p.state(now)),
+            // A presence that exists but cannot be read (another user's file, mode 0600; a FIFO;
+            // a folder) is still a presence: it is judged by its mtime, as one whose heartbeat
+            // cannot be parsed is. Treating it as absent would let anyone take over a live
+            // holder's lock.
+            Err(_) => {
+                let mtime = fsutil::mtime(&layout::presence(&shared_root(root), id))
+                    .map(clock::from_system_time);
+                Some(Presence::parse(id, "", mtime).state(now))
+            }
+        };
+        *self.states.entry(id.to_string()).or_insert_with(judge)
     }
 }
 
