@@ -71,10 +71,7 @@ fn reject(
     // A regular file or a symlink at the usual name is replaced (never followed); anything else
     // there (a folder, a FIFO) cannot be, and the content must not be lost with it: keep it
     // beside, under the first numbered name that is free.
-    let blocked = |p: &std::path::Path| {
-        std::fs::symlink_metadata(p).is_ok_and(|m| !m.is_file() && !m.is_symlink())
-    };
-    if blocked(&path)
+    if std::fs::symlink_metadata(&path).is_ok_and(|m| !m.is_file() && !m.is_symlink())
         && let Some(free) = (1..=99)
             .map(|n| layout::rejected_numbered(&target.abs, agent.id(), n))
             .find(|p| std::fs::symlink_metadata(p).is_err())

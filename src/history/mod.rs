@@ -298,11 +298,9 @@ pub fn record(root: &Path, mut event: Event) {
     };
     if let Err(e) = append(root, &line) {
         let mut w = WARNING.lock().unwrap_or_else(|e| e.into_inner());
-        if w.is_none() {
-            *w = Some(format!(
-                "the history was not written (the command itself went through): {e}"
-            ));
-        }
+        w.get_or_insert_with(|| {
+            format!("the history was not written (the command itself went through): {e}")
+        });
     }
 }
 
