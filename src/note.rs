@@ -60,7 +60,7 @@ pub fn note(
     }
     let lock = process_lock(
         &req.agent,
-        &req.target,
+        std::slice::from_ref(&req.target),
         req.wait,
         "writing a note",
         true,

@@ -378,20 +378,15 @@ fn chars_meet(a: &Tok, b: &Tok) -> bool {
                 .any(|&(l1, h1)| rb.iter().any(|&(l2, h2)| l1.max(l2) <= h1.min(h2)))
                 && !(ra == vec![slash] || rb == vec![slash])
         }
-        (false, true) => some_outside(&ra, &with(&rb, slash)),
-        (true, false) => some_outside(&rb, &with(&ra, slash)),
+        (false, true) => some_outside(&ra, &rb),
+        (true, false) => some_outside(&rb, &ra),
     }
 }
 
-fn with(r: &[(char, char)], extra: (char, char)) -> Vec<(char, char)> {
-    let mut v = r.to_vec();
-    v.push(extra);
-    v
-}
-
-/// Whether some character of `pos` is in none of `neg`.
+/// Whether some character of `pos` is in none of `neg` and is not `/`.
 fn some_outside(pos: &[(char, char)], neg: &[(char, char)]) -> bool {
     let mut neg = neg.to_vec();
+    neg.push(('/', '/'));
     neg.sort();
     pos.iter().any(|&(lo, hi)| {
         // Walk from lo upward over the covering ranges.

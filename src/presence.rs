@@ -227,26 +227,19 @@ impl StateCache {
 
     /// Agent `id`'s state, reading its presence on first use (`None`: no presence at all).
     pub fn state(&mut self, root: &Path, id: &str, now: &Timestamp) -> Option<AgentState> {
-        *self
-            .states
-            .entry(id.to_string())
-            .or_insert_with(|| judge(root, id, now))
-    }
-}
-
-/// Agent `id`'s state as of `now`; `None` only when it has no presence file at all.
-///
-/// A presence that exists but cannot be read (another user's file, mode 0600; a FIFO; a folder)
-/// is still a presence: it is judged by its mtime, as one whose heartbeat cannot be parsed is.
-/// Treating it as absent would let anyone take over a live holder's lock.
-pub fn judge(root: &Path, id: &str, now: &Timestamp) -> Option<AgentState> {
-    match read(root, id) {
-        Ok(found) => found.map(|p| p.state(now)),
-        Err(_) => {
-            let mtime = fsutil::mtime(&layout::presence(&shared_root(root), id))
-                .map(clock::from_system_time);
-            Some(Presence::parse(id, "", mtime).state(now))
-        }
+        let judge = || match read(root, id) {
+            Ok(found) => found.map(|p| p.state(now)),
+            // A presence that exists but cannot be read (another user's file, mode 0600; a FIFO;
+            // a folder) is still a presence: it is judged by its mtime, as one whose heartbeat
+            // cannot be parsed is. Treating it as absent would let anyone take over a live
+            // holder's lock.
+            Err(_) => {
+                let mtime = fsutil::mtime(&layout::presence(&shared_root(root), id))
+                    .map(clock::from_system_time);
+                Some(Presence::parse(id, "", mtime).state(now))
+            }
+        };
+        *self.states.entry(id.to_string()).or_insert_with(judge)
     }
 }
 
@@ -294,10 +287,9 @@ pub fn write_over(
     let started = old_field("started")
         .filter(|s| clock::parse_timestamp(s).is_some())
         .unwrap_or_else(|| now.clone());
-    let pick = |new: &Option<String>, key: &str| {
-        new.clone()
-            .or_else(|| old_field(key))
-            .unwrap_or_else(|| "-".to_string())
+    let pick = |new: Option<String>, key: &str, none: &str| {
+        new.or_else(|| old_field(key))
+            .unwrap_or_else(|| none.to_string())
     };
     // Releasing every lock or finishing ends work on a file: a `current_file` left over would
     // tell the others a file is being worked on when none is.
@@ -305,9 +297,8 @@ pub fn write_over(
         update.finished == Some(true) || matches!(update.lock_status, Some(LockStatus::Free));
     let current_file = match (&update.current_file, done_with_file) {
         (None, true) => "-".to_string(),
-        (new, _) => pick(new, "current_file"),
+        (new, _) => pick(new.clone(), "current_file", "-"),
     };
-    let lock_status = update.lock_status.map(|s| s.as_str().to_string());
 
     // A name given in lower case does not replace a display name of the same id (`Claude`).
     let name = match old_field("Agent") {
@@ -321,14 +312,13 @@ pub fn write_over(
     rec.set("status", if finished { "FINISHED" } else { "ACTIVE" });
     rec.set("started", started);
     rec.set("heartbeat", &now);
-    rec.set("working_on", pick(&update.working_on, "working_on"));
-    rec.set("current_file", current_file);
     rec.set(
-        "lock_status",
-        lock_status
-            .or_else(|| old_field("lock_status"))
-            .unwrap_or_else(|| "FREE".into()),
+        "working_on",
+        pick(update.working_on.clone(), "working_on", "-"),
     );
+    rec.set("current_file", current_file);
+    let lock_status = update.lock_status.map(|s| s.as_str().to_string());
+    rec.set("lock_status", pick(lock_status, "lock_status", "FREE"));
     if let Some(old) = old {
         for (k, v) in old.record.extras(&SEED_KEYS) {
             rec.set(k, v);
@@ -359,12 +349,11 @@ pub fn write_over(
                 && fsutil::rewrite_in_place(&path, bytes.as_bytes())? => {}
         Err(e) => return Err(e),
     }
-    // The file was written just now (no `stat` to ask: a round trip on a network filesystem).
-    let mtime = clock::parse_timestamp(&now);
     Ok(Presence {
         id: agent.id().to_string(),
         record: rec,
-        mtime,
+        // Written just now (no `stat` to ask: a round trip on a network filesystem).
+        mtime: clock::parse_timestamp(&now),
     })
 }
 

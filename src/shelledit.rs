@@ -137,10 +137,7 @@ fn holder_touched_after(ws: &Workspace, held: &Held, file: &Stat) -> bool {
 
 /// How long ago `since` (RFC 3339) was, as hints say it (`an unknown time` when unreadable).
 pub fn since_text(since: Option<&str>, now: &crate::clock::Timestamp) -> String {
-    since
-        .and_then(crate::clock::parse_timestamp)
-        .map(|t| lock::format_since(Some(&t), now))
-        .unwrap_or_else(|| "an unknown time".into())
+    lock::format_since(since.and_then(crate::clock::parse_timestamp).as_ref(), now)
 }
 
 /// The notice an agent gets after its shell command changed files others hold.

@@ -39,12 +39,7 @@ pub fn with_block(
     if text.is_empty() {
         return Ok(format!("{block}\n"));
     }
-    let sep = if text.ends_with("\n\n") {
-        ""
-    } else if text.ends_with('\n') {
-        "\n"
-    } else {
-        "\n\n"
-    };
-    Ok(format!("{text}{sep}{block}\n"))
+    // A blank line (at least) between the user's text and the block.
+    let newlines = text.bytes().rev().take_while(|b| *b == b'\n').count();
+    Ok(format!("{text}{}{block}\n", &"\n\n"[newlines.min(2)..]))
 }

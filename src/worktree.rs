@@ -161,9 +161,7 @@ fn main_top(common: &Path) -> Option<PathBuf> {
         return None;
     }
     let top = common.parent()?.to_path_buf();
-    fs::symlink_metadata(&top)
-        .is_ok_and(|m| m.is_dir())
-        .then_some(top)
+    (!is_gone(&top)).then_some(top)
 }
 
 /// Where the shared state of the workspace at `root` lives: the main work tree's top level

@@ -94,7 +94,7 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         said: VecDeque::new(),
         held: Vec::new(),
         places: log::Places::of(&ws),
-        endings: Endings::new(),
+        endings: Endings::default(),
         width: match mode {
             Mode::Screen => output::terminal_width().map(|w| w.saturating_sub(2)),
             _ => output::terminal_width(),

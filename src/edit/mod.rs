@@ -15,11 +15,11 @@ fn folder(target: &Target) -> &std::path::Path {
     target.abs.parent().unwrap_or(std::path::Path::new("/"))
 }
 
-/// A lock on one file for the life of this process, as an edit takes it when the agent holds
-/// none: tied to this process, so a crash leaves it STALE at once.
+/// Locks on files for the life of this process, as an edit takes them when the agent holds
+/// none: tied to this process, so a crash leaves them STALE at once.
 pub(crate) fn process_lock(
     agent: &AgentId,
-    target: &Target,
+    targets: &[Target],
     wait: Wait,
     reason: &str,
     backup: bool,
@@ -27,7 +27,7 @@ pub(crate) fn process_lock(
 ) -> LockRequest {
     LockRequest {
         agent: agent.clone(),
-        targets: vec![target.clone()],
+        targets: targets.to_vec(),
         wait,
         ttl: DEFAULT_TTL,
         backup,

@@ -83,7 +83,7 @@ pub fn restore(
     }
     let lock = process_lock(
         agent,
-        target,
+        std::slice::from_ref(target),
         wait,
         "restoring from its backup",
         false,
@@ -91,15 +91,12 @@ pub fn restore(
     );
     let generation = generation.max(1);
     let swap = |fence: &Fence, took_lock: bool| -> Result<Restored> {
-        let bak = layout::backup(&target.abs);
         let dir = folder(target);
         fsutil::sweep_temps(dir);
         let (restored, bytes) = fsutil::copy_to_temp(&source, dir, true)?;
-        let current = if target.regular_or_absent()? {
-            Some(fsutil::copy_to_temp(&target.abs, dir, true)?.0)
-        } else {
-            None
-        };
+        let current = (target.regular_or_absent()?)
+            .then(|| fsutil::copy_to_temp(&target.abs, dir, true).map(|(tmp, _)| tmp))
+            .transpose()?;
         let swapped = current.is_some();
         {
             let _mutex = ws.lock_mutex()?;

@@ -18,8 +18,8 @@ use signal_hook::consts::{SIGCHLD, SIGHUP, SIGINT, SIGTERM};
 
 use crate::clock::Wait;
 use crate::error::{Error, IoResultExt, Result};
-use crate::host::{self, ProcessGroup};
-use crate::lock::{self, Acquisition, ClientSession, DEFAULT_TTL, LockEvent, LockRequest, Owner};
+use crate::host::ProcessGroup;
+use crate::lock::{self, Acquisition, ClientSession, LockEvent, LockRequest};
 use crate::pattern::Pattern;
 use crate::presence;
 use crate::session::{AGENT_ENV, DIR_ENV, HEARTBEAT_EVERY, KILL_GRACE};
@@ -64,10 +64,8 @@ pub enum RunEvent<'a> {
 /// How CMD ended.
 #[derive(Debug)]
 pub enum RunEnd {
-    /// It exited with this status.
-    Exited(i32),
-    /// It was killed by this signal.
-    Signaled(i32),
+    /// It ran and ended so.
+    Ended(ExitStatus),
     /// It could not be started.
     NotStarted(io::Error),
 }
@@ -77,18 +75,9 @@ impl RunEnd {
     /// it, 127 when it was not found, 126 when it could not be executed (as shells do).
     pub fn status(&self) -> u8 {
         match self {
-            RunEnd::Exited(code) => (*code & 0xff) as u8,
-            RunEnd::Signaled(sig) => (128 + (*sig & 0x7f)) as u8,
+            RunEnd::Ended(s) => crate::session::exit_code_of(s.code(), s.signal()) as u8,
             RunEnd::NotStarted(e) if e.kind() == io::ErrorKind::NotFound => 127,
             RunEnd::NotStarted(_) => 126,
-        }
-    }
-
-    fn of(status: ExitStatus) -> RunEnd {
-        match (status.code(), status.signal()) {
-            (Some(code), _) => RunEnd::Exited(code),
-            (None, Some(sig)) => RunEnd::Signaled(sig),
-            (None, None) => RunEnd::Exited(1),
         }
     }
 }
@@ -111,16 +100,10 @@ pub fn run(
     let Some((program, args)) = req.command.split_first() else {
         return Err(Error::bad_input("no command to run"));
     };
+    let (reason, runs_in) = (reason(program), req.runs_in.clone());
     let lock_req = LockRequest {
-        agent: req.agent.clone(),
-        targets: req.targets.clone(),
-        wait: req.wait,
-        ttl: DEFAULT_TTL,
-        backup: true,
-        reason: Some(reason(program)),
-        owner: Some(Owner::process(host::pid(), None)),
         claims: req.claims.clone(),
-        runs_in: req.runs_in.clone(),
+        ..super::process_lock(&req.agent, &req.targets, req.wait, &reason, true, runs_in)
     };
     // Ready before the wait, so that the command starts as soon as the locks are had. Listening
     // this early also forwards a signal that arrives between the acquire and the start.
@@ -152,10 +135,9 @@ pub fn run(
     // command does not start.
     if let Some(signal) = crate::wait::stop_requested() {
         let _ = release();
-        let first = req.targets.first().map(|t| t.rel.clone());
         return Err(Error::Interrupted {
             signal,
-            file: first
+            file: (req.targets.first().map(|t| t.rel.clone()))
                 .or_else(|| req.claims.first().map(|c| c.as_str().to_string()))
                 .unwrap_or_default(),
         });
@@ -212,7 +194,7 @@ fn supervise(
         .flatten();
     let status = wait_forwarding(&mut child, group, signals, || heartbeat(ws, &req.agent))
         .at("wait for", std::path::Path::new(program))?;
-    Ok(RunEnd::of(status))
+    Ok(RunEnd::Ended(status))
 }
 
 /// Wait for `child`, forwarding the signals `signals` catches and calling `beat` every

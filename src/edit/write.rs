@@ -43,27 +43,20 @@ pub fn write(
         return Err(reject(ws, agent, target, tmp, Refusal::NotLocked));
     };
     let staged = backup::stage(ws.root(), target)?;
-    let committed = {
-        let _mutex = ws.lock_mutex()?;
-        if lock::holds_fence(target, agent, &fence) {
-            let backup = staged.map(backup::Staged::commit).transpose()?;
-            fsutil::persist(tmp, &target.abs)?;
-            Ok(backup)
-        } else {
-            Err(tmp)
-        }
-    };
-    match committed {
-        Ok(backup) => {
-            fsutil::sync_dir(dir)?;
-            Ok(Written {
-                file: target.rel.clone(),
-                bytes,
-                backup,
-            })
-        }
-        Err(tmp) => Err(reject(ws, agent, target, tmp, Refusal::LockTakenOver)),
+    let mutex = ws.lock_mutex()?;
+    if !lock::holds_fence(target, agent, &fence) {
+        drop(mutex);
+        return Err(reject(ws, agent, target, tmp, Refusal::LockTakenOver));
     }
+    let backup = staged.map(backup::Staged::commit).transpose()?;
+    fsutil::persist(tmp, &target.abs)?;
+    drop(mutex);
+    fsutil::sync_dir(dir)?;
+    Ok(Written {
+        file: target.rel.clone(),
+        bytes,
+        backup,
+    })
 }
 
 /// Keep refused content in `FILE.rejected.<agent>` and say why the write was refused.
@@ -78,10 +71,7 @@ fn reject(
     // A regular file or a symlink at the usual name is replaced (never followed); anything else
     // there (a folder, a FIFO) cannot be, and the content must not be lost with it: keep it
     // beside, under the first numbered name that is free.
-    let blocked = |p: &std::path::Path| {
-        std::fs::symlink_metadata(p).is_ok_and(|m| !m.is_file() && !m.is_symlink())
-    };
-    if blocked(&path)
+    if std::fs::symlink_metadata(&path).is_ok_and(|m| !m.is_file() && !m.is_symlink())
         && let Some(free) = (1..=99)
             .map(|n| layout::rejected_numbered(&target.abs, agent.id(), n))
             .find(|p| std::fs::symlink_metadata(p).is_err())

@@ -21,7 +21,7 @@ pub enum Item {
 }
 
 /// The events of one ending, summed up.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Ending {
     /// Its first event (its time, agent, work tree, client and session stand for all).
     pub first: Event,
@@ -59,11 +59,8 @@ fn close(events: Vec<Event>) -> Vec<Item> {
     }
     let mut ending = Ending {
         first: events[0].clone(),
-        released: Vec::new(),
-        claims: Vec::new(),
-        left: false,
-        waits: None,
         events: events.len(),
+        ..Ending::default()
     };
     for e in &events {
         match e.event.as_str() {
@@ -91,11 +88,6 @@ pub struct Endings {
 }
 
 impl Endings {
-    /// Nothing pushed yet.
-    pub fn new() -> Endings {
-        Endings::default()
-    }
-
     /// Push the next event; the lines that are complete now.
     pub fn push(&mut self, e: Event) -> Vec<Item> {
         let at = e.time();
@@ -136,7 +128,7 @@ impl Endings {
 
 /// `events` (oldest first) as the lines a person reads.
 pub fn fold(events: impl IntoIterator<Item = Event>) -> Vec<Item> {
-    let mut endings = Endings::new();
+    let mut endings = Endings::default();
     let mut lines: Vec<Item> = Vec::new();
     for e in events {
         lines.extend(endings.push(e));
@@ -150,30 +142,27 @@ mod tests {
     use super::*;
     use crate::history::Kind;
 
-    fn at(e: Event, ms: i64) -> Event {
+    fn at(kind: Kind, agent: &str, ms: i64) -> Event {
         let base = clock::parse_timestamp("2026-01-28T10:00:00+00:00").unwrap();
         Event {
             at: (base + chrono::Duration::milliseconds(ms))
                 .format("%Y-%m-%dT%H:%M:%S%.3f%:z")
                 .to_string(),
             session: Some("s1".into()),
-            ..e
+            ..Event::new(kind, agent)
         }
     }
 
     #[test]
     fn a_print_sessions_end_is_one_line() {
         let events = vec![
-            at(Event::new(Kind::LockTaken, "c").file("a.rs"), 0),
-            at(Event::new(Kind::LockReleased, "c").file("a.rs"), 900),
-            at(Event::new(Kind::LockReleased, "c").file("b.rs"), 901),
-            at(
-                Event::new(Kind::NeedsUser, "c").with("what", "its turn"),
-                960,
-            ),
-            at(Event::new(Kind::AgentLeft, "c"), 1500),
-            at(Event::new(Kind::UserAnswered, "c"), 1501),
-            at(Event::new(Kind::LockTaken, "d").file("a.rs"), 1600),
+            at(Kind::LockTaken, "c", 0).file("a.rs"),
+            at(Kind::LockReleased, "c", 900).file("a.rs"),
+            at(Kind::LockReleased, "c", 901).file("b.rs"),
+            at(Kind::NeedsUser, "c", 960).with("what", "its turn"),
+            at(Kind::AgentLeft, "c", 1500),
+            at(Kind::UserAnswered, "c", 1501),
+            at(Kind::LockTaken, "d", 1600).file("a.rs"),
         ];
         let lines = fold(events);
         assert_eq!(lines.len(), 3, "{lines:#?}");
@@ -187,9 +176,9 @@ mod tests {
         assert!(matches!(&lines[2], Item::One(e) if e.agent == "d"));
         // Another agent's event in the middle: read in the order written.
         let lines = fold(vec![
-            at(Event::new(Kind::LockReleased, "c").file("a.rs"), 0),
-            at(Event::new(Kind::LockTaken, "d").file("a.rs"), 10),
-            at(Event::new(Kind::AgentLeft, "c"), 20),
+            at(Kind::LockReleased, "c", 0).file("a.rs"),
+            at(Kind::LockTaken, "d", 10).file("a.rs"),
+            at(Kind::AgentLeft, "c", 20),
         ]);
         assert_eq!(lines.len(), 3, "{lines:#?}");
         assert!(lines.iter().all(|l| matches!(l, Item::One(_))));
@@ -198,19 +187,13 @@ mod tests {
     #[test]
     fn a_turn_that_ends_waiting_says_so_and_lone_events_stay_as_they_are() {
         let lines = fold(vec![
-            at(Event::new(Kind::LockReleased, "c").file("a.rs"), 0),
-            at(
-                Event::new(Kind::NeedsUser, "c").with("what", "its turn"),
-                10,
-            ),
+            at(Kind::LockReleased, "c", 0).file("a.rs"),
+            at(Kind::NeedsUser, "c", 10).with("what", "its turn"),
             // Much later: another ending.
-            at(Event::new(Kind::AgentLeft, "c"), 60_000),
+            at(Kind::AgentLeft, "c", 60_000),
             // A question answered: no release, no ending.
-            at(
-                Event::new(Kind::NeedsUser, "e").with("what", "permission"),
-                61_000,
-            ),
-            at(Event::new(Kind::UserAnswered, "e"), 61_100),
+            at(Kind::NeedsUser, "e", 61_000).with("what", "permission"),
+            at(Kind::UserAnswered, "e", 61_100),
         ]);
         assert_eq!(lines.len(), 4, "{lines:#?}");
         let Item::Ending(end) = &lines[0] else {
@@ -224,24 +207,20 @@ mod tests {
 
     #[test]
     fn an_ending_is_given_out_once_over_or_another_event_comes() {
-        let mut endings = Endings::new();
+        let mut endings = Endings::default();
         assert!(
             endings
-                .push(at(Event::new(Kind::LockReleased, "c").file("a"), 0))
+                .push(at(Kind::LockReleased, "c", 0).file("a"))
                 .is_empty()
         );
-        assert!(
-            endings
-                .push(at(Event::new(Kind::AgentLeft, "c"), 100))
-                .is_empty()
-        );
+        assert!(endings.push(at(Kind::AgentLeft, "c", 100)).is_empty());
         let soon = clock::parse_timestamp("2026-01-28T10:00:01+00:00").unwrap();
         assert!(endings.due(&soon).is_empty());
         let later = clock::parse_timestamp("2026-01-28T10:00:03+00:00").unwrap();
         assert!(matches!(endings.due(&later)[..], [Item::Ending(_)]));
         // Another event closes it at once, before that event.
-        endings.push(at(Event::new(Kind::LockReleased, "c").file("a"), 4000));
-        let out = endings.push(at(Event::new(Kind::LockTaken, "c").file("b"), 4100));
+        endings.push(at(Kind::LockReleased, "c", 4000).file("a"));
+        let out = endings.push(at(Kind::LockTaken, "c", 4100).file("b"));
         assert!(matches!(
             &out[..],
             [Item::One(r), Item::One(t)] if r.event == "lock_released" && t.event == "lock_taken"

@@ -82,7 +82,7 @@ pub enum Kind {
 }
 
 /// One event, as one line of the log.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
 pub struct Event {
     /// When, RFC 3339 with milliseconds and the local offset.
     pub at: String,
@@ -120,12 +120,7 @@ impl Event {
                 .and_then(|v| v.as_str().map(str::to_string))
                 .unwrap_or_default(),
             agent: agent.to_string(),
-            file: None,
-            pattern: None,
-            client: None,
-            session: None,
-            worktree: None,
-            extra: Map::new(),
+            ..Event::default()
         }
     }
 
@@ -168,40 +163,30 @@ impl Event {
 
     fn line(&self) -> Option<Vec<u8>> {
         let mut text = serde_json::to_vec(self).ok()?;
-        if text.len() < LINE_CAP {
-            text.push(b'\n');
-            return Some(text);
-        }
-        // Too long: cut every long text, then leave the extras out if still too long.
-        let mut short = self.clone();
-        for value in short.extra.values_mut() {
-            if let Value::String(s) = value
-                && s.len() > 200
-            {
-                let mut end = 200;
-                while !s.is_char_boundary(end) {
-                    end -= 1;
-                }
-                s.truncate(end);
-                s.push('…');
-            }
-        }
-        text = serde_json::to_vec(&short).ok()?;
         if text.len() >= LINE_CAP {
-            short.extra.clear();
-            short.file = short.file.map(|f| cut(&f, 1000));
-            short.pattern = short.pattern.map(|f| cut(&f, 1000));
+            // Too long: cut every long text, then leave the extras out if still too long.
+            let mut short = self.clone();
+            for value in short.extra.values_mut() {
+                if let Value::String(s) = value
+                    && s.len() > 200
+                {
+                    s.truncate(s.floor_char_boundary(200));
+                    s.push('…');
+                }
+            }
             text = serde_json::to_vec(&short).ok()?;
+            if text.len() >= LINE_CAP {
+                short.extra.clear();
+                short.file = short.file.map(|f| f.chars().take(1000).collect());
+                short.pattern = short.pattern.map(|f| f.chars().take(1000).collect());
+                text = serde_json::to_vec(&short).ok()?;
+            }
         }
         (text.len() < LINE_CAP).then(|| {
             text.push(b'\n');
             text
         })
     }
-}
-
-fn cut(s: &str, n: usize) -> String {
-    s.chars().take(n).collect()
 }
 
 fn now_ms() -> String {
@@ -301,12 +286,8 @@ pub fn record(root: &Path, mut event: Event) {
         return;
     }
     let (client, session) = context();
-    if event.client.is_none() {
-        event.client.clone_from(client);
-    }
-    if event.session.is_none() {
-        event.session.clone_from(session);
-    }
+    event.client = event.client.or_else(|| client.clone());
+    event.session = event.session.or_else(|| session.clone());
     // In a linked worktree sharing the main tree's state, the event names its tree: `file` is
     // relative to that tree's top level.
     if event.worktree.is_none() && crate::worktree::shared_root(root) != root {
@@ -317,11 +298,9 @@ pub fn record(root: &Path, mut event: Event) {
     };
     if let Err(e) = append(root, &line) {
         let mut w = WARNING.lock().unwrap_or_else(|e| e.into_inner());
-        if w.is_none() {
-            *w = Some(format!(
-                "the history was not written (the command itself went through): {e}"
-            ));
-        }
+        w.get_or_insert_with(|| {
+            format!("the history was not written (the command itself went through): {e}")
+        });
     }
 }
 
@@ -354,12 +333,7 @@ fn append(root: &Path, line: &[u8]) -> crate::Result<()> {
 /// not regular, or over 8 MiB (where a hash is not cheap).
 pub fn file_hash(path: &Path) -> Option<String> {
     let bytes = fsutil::read_capped(path, 8 * 1024 * 1024).ok()?;
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for b in bytes {
-        h ^= u64::from(b);
-        h = h.wrapping_mul(0x0100_0000_01b3);
-    }
-    Some(format!("{h:016x}"))
+    Some(format!("{:016x}", crate::host::fnv1a64(&bytes)))
 }
 
 #[cfg(test)]

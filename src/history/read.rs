@@ -29,14 +29,9 @@ pub struct Filter {
 impl Filter {
     /// Whether `e` passes.
     pub fn keeps(&self, e: &Event) -> bool {
-        if let Some(agent) = &self.agent
-            && !e.agent.eq_ignore_ascii_case(agent)
-        {
-            return false;
-        }
-        if let Some(since) = &self.since
-            && e.time().is_none_or(|t| t < *since)
-        {
+        let other_agent = |a: &String| !e.agent.eq_ignore_ascii_case(a);
+        let older = |since| e.time().is_none_or(|t| t < since);
+        if self.agent.as_ref().is_some_and(other_agent) || self.since.is_some_and(older) {
             return false;
         }
         if self.files.is_empty() && self.patterns.is_empty() {
@@ -219,13 +214,11 @@ impl Tail {
             file: (m.dev(), m.ino()),
             offset: m.len(),
         });
-        let rotated = layout::history_rotated(&shared);
-        let partial = Vec::new();
         Tail {
             log,
-            rotated,
+            rotated: layout::history_rotated(&shared),
             at,
-            partial,
+            partial: Vec::new(),
         }
     }
 

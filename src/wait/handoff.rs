@@ -141,14 +141,9 @@ impl Handoff {
 
     /// Block until the owner lets the file go or `max` has passed.
     pub fn wait(&self, max: Duration) -> Woken {
-        let outcome = self
-            .shared
-            .outcome
-            .lock()
-            .unwrap_or_else(|e| e.into_inner());
-        let (outcome, _) = self
-            .shared
-            .changed
+        let shared = &self.shared;
+        let outcome = shared.outcome.lock().unwrap_or_else(|e| e.into_inner());
+        let (outcome, _) = (shared.changed)
             .wait_timeout_while(outcome, max, |o| o.is_none())
             .unwrap_or_else(|e| e.into_inner());
         outcome.unwrap_or(Woken::TimedOut)

@@ -2,10 +2,8 @@
 
 use std::path::PathBuf;
 
-use serde::Serialize;
-
 use crate::layout;
-use crate::message;
+use crate::message::{self, Message};
 use crate::status::{self, Status};
 use crate::workspace::Workspace;
 
@@ -19,20 +17,7 @@ pub struct Snapshot {
     /// Everything `coord status` shows.
     pub status: Status,
     /// The messages sent so far (bodies left out).
-    pub messages: Vec<MessageHead>,
-}
-
-/// A message without its body.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct MessageHead {
-    /// Its id.
-    pub id: String,
-    /// The sender's id.
-    pub from: String,
-    /// The recipient's id, or `all`.
-    pub to: String,
-    /// When it was sent, as written.
-    pub time: String,
+    pub messages: Vec<Message>,
 }
 
 /// Look at the workspace now.
@@ -40,13 +25,10 @@ pub fn snapshot(ws: &Workspace) -> Snapshot {
     let (messages, _) = message::scan(ws.root()).unwrap_or_default();
     Snapshot {
         status: status::collect(ws),
-        messages: messages
-            .into_iter()
-            .map(|m| MessageHead {
-                id: m.id,
-                from: m.from,
-                to: m.to,
-                time: m.time,
+        messages: (messages.into_iter())
+            .map(|m| Message {
+                body: String::new(),
+                ..m
             })
             .collect(),
     }

@@ -80,21 +80,19 @@ impl Target {
     /// Whether the file exists as a regular file (`false`: it does not exist yet).
     pub fn regular_or_absent(&self) -> Result<bool> {
         self.not_coords_own()?;
-        match fs::symlink_metadata(&self.abs) {
-            Ok(meta) if meta.is_file() => Ok(true),
-            Ok(meta) if meta.is_dir() => Err(Error::BadPath {
-                path: self.rel.clone(),
-                why: format!(
-                    "it is not a regular file but a folder (`{}/`, with a trailing `/`, claims it with everything below)",
-                    self.rel
-                ),
-            }),
-            Ok(_) => Err(Error::BadPath {
-                path: self.rel.clone(),
-                why: "it is not a regular file".into(),
-            }),
-            Err(_) => Ok(false),
-        }
+        let why = match fs::symlink_metadata(&self.abs) {
+            Ok(meta) if meta.is_file() => return Ok(true),
+            Err(_) => return Ok(false),
+            Ok(meta) if meta.is_dir() => format!(
+                "it is not a regular file but a folder (`{}/`, with a trailing `/`, claims it with everything below)",
+                self.rel
+            ),
+            Ok(_) => "it is not a regular file".into(),
+        };
+        Err(Error::BadPath {
+            path: self.rel.clone(),
+            why,
+        })
     }
 
     /// Refuse one of coord's own files (`F.lock.claude`, `F.bak`, `F.rejected.bob`, a
@@ -335,14 +333,10 @@ impl Workspace {
 
     /// [`Workspace::file_arg`] of each argument: the files and the claims, each in the order
     /// given.
-    pub fn file_args<S: AsRef<str>>(
-        &self,
-        cwd: &Path,
-        args: &[S],
-    ) -> Result<(Vec<Target>, Vec<Pattern>)> {
+    pub fn file_args(&self, cwd: &Path, args: &[String]) -> Result<(Vec<Target>, Vec<Pattern>)> {
         let (mut files, mut claims) = (Vec::new(), Vec::new());
         for a in args {
-            match self.file_arg(cwd, a.as_ref())? {
+            match self.file_arg(cwd, a)? {
                 FileArg::File(t) => files.push(t),
                 FileArg::Claim(p) => claims.push(p),
             }
@@ -463,15 +457,14 @@ pub enum FileArg {
 
 /// `dir` with symlinks resolved, when it is an existing folder.
 fn canonical_dir(dir: &Path) -> Result<PathBuf> {
-    let canon = fs::canonicalize(dir).map_err(|e| Error::BadPath {
+    let bad = |why: String| Error::BadPath {
         path: dir.display().to_string(),
-        why: format!("the workspace folder cannot be used ({e})"),
-    })?;
+        why,
+    };
+    let canon = fs::canonicalize(dir)
+        .map_err(|e| bad(format!("the workspace folder cannot be used ({e})")))?;
     if !canon.is_dir() {
-        return Err(Error::BadPath {
-            path: dir.display().to_string(),
-            why: "the workspace must be a folder".into(),
-        });
+        return Err(bad("the workspace must be a folder".into()));
     }
     Ok(canon)
 }
@@ -554,27 +547,15 @@ mod tests {
         assert_eq!(t.rel, "SHARED.txt");
         assert_eq!(t.abs, root.join("SHARED.txt"));
         assert_eq!(ws.resolve(&root, "sub/x.md").unwrap().rel, "sub/x.md");
-        assert!(matches!(
-            ws.resolve(&root, "../outside"),
-            Err(Error::OutsideRoot { .. })
-        ));
-        assert!(matches!(
-            ws.resolve(&root, "/etc/passwd"),
-            Err(Error::OutsideRoot { .. })
-        ));
-        assert!(ws.resolve(&root, "sub/..").is_err());
-        assert!(ws.resolve(&root, ".coord/mutex").is_err());
-        assert!(ws.resolve(&root, "nope/x").is_err());
+        for bad in ["sub/..", ".coord/mutex", "nope/x"] {
+            assert!(ws.resolve(&root, bad).is_err(), "{bad}");
+        }
         std::os::unix::fs::symlink("/etc/passwd", root.join("evil")).unwrap();
-        assert!(matches!(
-            ws.resolve(&root, "evil"),
-            Err(Error::OutsideRoot { .. })
-        ));
         std::os::unix::fs::symlink("/etc", root.join("evildir")).unwrap();
-        assert!(matches!(
-            ws.resolve(&root, "evildir/passwd"),
-            Err(Error::OutsideRoot { .. })
-        ));
+        for outside in ["../outside", "/etc/passwd", "evil", "evildir/passwd"] {
+            let got = ws.resolve(&root, outside);
+            assert!(matches!(got, Err(Error::OutsideRoot { .. })), "{outside}");
+        }
     }
 
     #[test]

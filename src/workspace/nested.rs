@@ -16,12 +16,6 @@ fn is_workspace(dir: &Path) -> bool {
     fsutil::real_entry(&dir.join(layout::STATE_DIR)).is_some_and(|m| m.is_dir())
 }
 
-/// `path` with `/` separators (`None`: not UTF-8).
-fn relative(path: &Path) -> Option<String> {
-    path.to_str()
-        .map(|r| r.replace(std::path::MAIN_SEPARATOR, "/"))
-}
-
 /// If a workspace lies around `root`, note `root` in that workspace's register (once) so that
 /// its `status` can say it holds this one.
 pub fn register(root: &Path) {
@@ -39,13 +33,13 @@ pub fn register(root: &Path) {
     let Some(rel) = root
         .strip_prefix(outer)
         .ok()
-        .and_then(relative)
+        .and_then(Path::to_str)
         .filter(|r| !r.is_empty())
     else {
         return;
     };
     let shared = shared_root(outer);
-    let entry = layout::nested_entry(&shared, &rel);
+    let entry = layout::nested_entry(&shared, rel);
     if std::fs::symlink_metadata(&entry).is_ok() {
         return;
     }
@@ -80,7 +74,9 @@ pub fn roots(root: &Path, files: &[&str]) -> BTreeSet<String> {
     for file in files {
         let mut dir = Path::new(file).parent();
         while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
-            let Some(key) = relative(d) else { break };
+            let Some(key) = d.to_str().map(str::to_string) else {
+                break;
+            };
             if !seen.insert(key.clone()) {
                 break;
             }
