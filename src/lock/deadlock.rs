@@ -63,9 +63,15 @@ fn holders(
             .filter(|c| c.pattern.overlaps(&want))
             .map(|c| c.entry)
             .collect();
-        let locks = (crate::lock::indexed_files(root).into_iter())
+        // The files coord's index names, each once (verified by reading their lock files).
+        let mut files: Vec<String> = (super::index::entries(root).into_iter())
+            .map(|(rel, _)| rel)
             .filter(|rel| want.matches(rel))
-            .filter_map(|rel| ws.target_from_rel(&rel).ok())
+            .collect();
+        files.sort();
+        files.dedup();
+        let locks = (files.iter())
+            .filter_map(|rel| ws.target_from_rel(rel).ok())
             .flat_map(|t| locks_on(&t, cache))
             .collect();
         (claims, locks)

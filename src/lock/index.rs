@@ -44,8 +44,9 @@ pub(super) fn forget_removed(root: &Path, rel: &str, agent: &str, lock_path: &Pa
     }
 }
 
-/// Every entry: (the locked file relative to the root, the agent), unverified, in no order.
-pub(super) fn entries(root: &Path) -> Vec<(String, String)> {
+/// The locks coord made, as its index lists them: (the file relative to the root, the agent),
+/// unverified (each may be gone), in no order. Read without walking the tree.
+pub fn entries(root: &Path) -> Vec<(String, String)> {
     let dir = layout::held_dir(&crate::worktree::shared_root(root));
     let Ok(list) = crate::fsutil::read_dir(&dir) else {
         return Vec::new();
@@ -96,8 +97,7 @@ pub(super) fn gone(root: &Path) -> Vec<(String, String)> {
     if entries.is_empty() {
         return entries;
     }
-    let mut tops = vec![root.to_path_buf()];
-    tops.extend(crate::worktree::others(root).into_iter().map(|t| t.top));
+    let tops = super::scan::tops(root);
     entries
         .into_iter()
         .filter(|(rel, agent)| {

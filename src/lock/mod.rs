@@ -26,9 +26,10 @@ pub use acquire::{
     Acquired, Acquisition, Blocker, ClientSession, Follows, LockEvent, LockRequest, Owner,
     TakeOver, acquire, acquire_shared, format_since, seen_holder, working_text,
 };
+pub use index::entries as indexed;
 pub use judge::{classify, describe_problem, problems};
 pub use release::{
-    Fence, Release, ReleaseOutcome, holds, holds_fence, own_fence, own_token, release, release_all,
+    Fence, Release, ReleaseOutcome, holds_fence, own_fence, own_token, release, release_all,
     release_tokens, session_locks,
 };
 pub use remote_claim::{
@@ -41,12 +42,6 @@ pub(crate) use scan::join_roster;
 use scan::{list_locks_each, own_locks_listed};
 pub use scan::{locks_of, locks_of_each, scan_judged, scan_tree, try_locks_of, unreadable};
 use takeover::take_over;
-
-/// The locks coord made, as its index lists them: (the file relative to the root, the agent),
-/// unverified (each may be gone), in no order. Read without walking the tree.
-pub fn indexed(root: &std::path::Path) -> Vec<(String, String)> {
-    index::entries(root)
-}
 
 /// What this clone's agents are editing now, as its `working_on` on the remote: the files they
 /// hold locks on, from coord's index of locks (no walk of the tree), each agent's paths sorted.
@@ -292,16 +287,4 @@ pub fn forget_gone(root: &std::path::Path, dry_run: bool) -> Vec<PathBuf> {
             crate::layout::held_entry(&crate::worktree::shared_root(root), &rel, &agent).0
         })
         .collect()
-}
-
-/// The files (relative to the root) that coord's index of locks names, each once: a hint,
-/// verified by reading the lock files (see `index`).
-pub fn indexed_files(root: &std::path::Path) -> Vec<String> {
-    let mut files: Vec<String> = index::entries(root)
-        .into_iter()
-        .map(|(rel, _)| rel)
-        .collect();
-    files.sort();
-    files.dedup();
-    files
 }

@@ -166,15 +166,9 @@ pub struct Ahead {
     pub agent: String,
 }
 
-/// The live tickets of `target`'s queue, oldest first, removing dead ones on the way.
-/// Caller holds the mutex.
-pub fn live_tickets(root: &Path, target: &Target) -> Vec<Ahead> {
-    live_tickets_before(root, target, None)
-}
-
-/// [`live_tickets`] ahead of ticket `seq` only (all of them for `None`): a waiter deciding
-/// whether it is first in line reads no ticket behind its own.
-pub(crate) fn live_tickets_before(root: &Path, target: &Target, seq: Option<u64>) -> Vec<Ahead> {
+/// The live tickets of `target`'s queue ahead of ticket `seq` (all of them for `None`), oldest
+/// first, removing dead ones on the way. Caller holds the mutex.
+pub fn live_tickets(root: &Path, target: &Target, seq: Option<u64>) -> Vec<Ahead> {
     let dir = dir_of(root, &target.rel, false);
     let Some(mut tickets) = tickets_in(&dir) else {
         return Vec::new();

@@ -61,7 +61,7 @@ fn queue_numbers_only_grow_and_leaving_removes_the_tickets() {
     let second = queue::register(ws.root(), &agent("two"), std::slice::from_ref(&a), &[]).unwrap();
     assert!(second.seq > first.seq, "{} > {}", second.seq, first.seq);
     let line = || -> Vec<String> {
-        let tickets = queue::live_tickets(ws.root(), &a).into_iter();
+        let tickets = queue::live_tickets(ws.root(), &a, None).into_iter();
         tickets.map(|t| t.agent).collect()
     };
     assert_eq!(line(), ["one", "two"], "oldest first");
@@ -69,7 +69,7 @@ fn queue_numbers_only_grow_and_leaving_removes_the_tickets() {
     assert!(first.paths.iter().all(|p| !p.exists()));
     assert_eq!(line(), ["two"]);
     queue::leave(&second);
-    assert!(queue::live_tickets(ws.root(), &a).is_empty());
+    assert!(queue::live_tickets(ws.root(), &a, None).is_empty());
 }
 
 #[test]

@@ -318,11 +318,6 @@ pub fn own_token(target: &Target, agent: &AgentId) -> Option<String> {
         .map(str::to_string)
 }
 
-/// Whether `agent` still holds `target` with `token`. Caller holds the mutex.
-pub fn holds(target: &Target, agent: &AgentId, token: &str) -> bool {
-    own_token(target, agent).as_deref() == Some(token)
-}
-
 /// What proves that a lock is still the one an agent held when an operation began (`write`,
 /// `note`, `restore` commit only while it holds).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -370,7 +365,7 @@ pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
 /// Whether `agent` still holds `target` under `fence`. Caller holds the mutex.
 pub fn holds_fence(target: &Target, agent: &AgentId, fence: &Fence) -> bool {
     match fence {
-        Fence::Token(token) => holds(target, agent, token),
+        Fence::Token(token) => own_token(target, agent).as_ref() == Some(token),
         Fence::File {
             path,
             identity,

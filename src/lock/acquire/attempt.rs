@@ -10,7 +10,7 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use super::super::scan::{Listing, lookup_roster, scan_folder};
+use super::super::scan::{Listing, lookup_roster, scan_folder, tops};
 use super::super::{
     LockEntry, LockState, claim, classify, index, join_roster, list_locks_each, own_locks_listed,
     remote_claim, take_over,
@@ -250,7 +250,7 @@ impl<'a> Try<'a> {
     /// pattern matching it, stands in line before us.
     fn first_in_line(&self, target: &Target) -> Result<(), Blocker> {
         let (root, rel) = (self.ws.root(), target.rel.as_str());
-        let ahead: Vec<_> = (queue::live_tickets_before(root, target, self.my_seq).into_iter())
+        let ahead: Vec<_> = (queue::live_tickets(root, target, self.my_seq).into_iter())
             .filter(|t| !self.waits_for_me(t.seq))
             .collect();
         if let Some(first) = ahead.first() {
@@ -313,7 +313,7 @@ impl<'a> Try<'a> {
             .flat_map(|t| super::super::locks_of(&t))
             .collect();
         found.extend(
-            scan_folder(ws, &want.literal_prefix())
+            scan_folder(&tops(ws.root()), &want.literal_prefix())
                 .into_iter()
                 .filter(|e| want.matches(&e.file)),
         );
