@@ -111,8 +111,7 @@ pub struct LockEntry {
     pub record: Option<Record>,
     /// The raw bytes read (compared again before a stale takeover).
     raw: Option<Vec<u8>>,
-    /// The file's mtime as read (compared again before a stale takeover: a hand-made lock is
-    /// refreshed by touching it).
+    /// The file's mtime as read (compared again before a stale takeover: touching refreshes).
     mtime: Option<std::time::SystemTime>,
     /// Why the file could not be read.
     pub problem: Option<String>,
@@ -227,14 +226,13 @@ impl LockEntry {
         self.field("session")
     }
 
-    /// The start time of the recorded process (`pid_start`), when recorded.
+    /// The start time of the recorded process (`pid_start`).
     pub fn process_start(&self) -> Option<u64> {
         self.field("pid_start")?.parse().ok()
     }
 
-    /// The work tree a claim was taken in (`worktree`), when it was taken on this host: a path
-    /// another machine recorded may name nothing here (a shared folder is mounted elsewhere
-    /// there).
+    /// The work tree a claim was taken in (`worktree`), when taken on this host (a path another
+    /// machine recorded may name nothing here).
     pub fn tree_here(&self) -> Option<&str> {
         let tree = self.field("worktree")?;
         (self.field("host")? == crate::host::hostname()).then_some(tree)
@@ -246,9 +244,7 @@ impl LockEntry {
     }
 
     /// When the lock goes if nobody takes it over, in words after "released", by the kind of
-    /// holder: an agent client's session releases its locks when its turn ends (its Stop
-    /// hook); a lock that follows a process (`coord run`, `coord session`, `coord mcp`) goes
-    /// with it; any other lasts until its holder unlocks it.
+    /// holder (a client's session, a process, or none).
     pub fn released_when(&self) -> &'static str {
         if self.client_session().is_some() {
             "when its holder's turn ends"
@@ -274,9 +270,8 @@ const BAD_NAME: &str = "its name is not valid UTF-8 (shown with \u{FFFD} for the
 #[allow(clippy::disallowed_methods)] // tests plant files by hand
 mod tests;
 
-/// Forget the entries of coord's index of locks whose lock file no work tree holds any more (a
-/// lock file removed by hand, as the seed unlocks), returning each entry's path; with
-/// `dry_run`, only say which.
+/// Forget the entries of coord's index whose lock file no work tree holds any more, returning
+/// each entry's path; with `dry_run`, only say which.
 pub fn forget_gone(root: &std::path::Path, dry_run: bool) -> Vec<PathBuf> {
     index::gone(root)
         .into_iter()
