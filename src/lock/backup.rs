@@ -130,10 +130,8 @@ pub fn keep_generation(root: &Path, target: &Target) {
     }
 }
 
-/// `bak` kept at `path`: a hard link (its inode is never written again: backups are replaced
-/// by rename), else a copy published without replacing anything ([`fsutil::persist_new`]:
-/// also where neither hard links nor `RENAME_NOREPLACE` exist, SMB through smbnetfs, and with
-/// nothing left behind).
+/// `bak` kept at `path`: a hard link (backups are replaced by rename, never written), else a
+/// copy published without replacing anything ([`fsutil::persist_new`]).
 fn keep_as(bak: &Path, path: &Path, dir: &Path) -> io::Result<()> {
     match fsutil::raw::hard_link(bak, path) {
         Ok(()) => return Ok(()),

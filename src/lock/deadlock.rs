@@ -38,10 +38,9 @@ impl WaitEdge {
     }
 }
 
-/// The agents (id, display name) in the way of a waiter for `key`: for a file, a non-stale
-/// lock on it, then a non-stale claim matching it; for a claim pattern (`claim`), a non-stale
-/// claim overlapping it, then a non-stale lock (one coord made: in the index) on a path it
-/// matches.
+/// The agents (id, display name) in the way of a waiter for `key`, not stale: for a file, a lock
+/// on it, then a claim matching it; for a pattern (`claim`), a claim overlapping it, then a
+/// lock coord made (in the index) on a path it matches.
 fn holders(
     ws: &Workspace,
     key: &str,

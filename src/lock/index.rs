@@ -78,9 +78,8 @@ fn plain_relative(rel: &str) -> bool {
             .all(|c| !c.is_empty() && c != "." && c != "..")
 }
 
-/// Remove every entry whose lock file is gone from every work tree sharing the workspace (left
-/// by a process killed between the two, or a lock file removed by hand), and what earlier
-/// versions of coord left in `.coord/` ([`layout::leftovers`]).
+/// Remove every entry whose lock file no work tree holds ([`gone`]), and what earlier versions
+/// of coord left in `.coord/` ([`layout::leftovers`]).
 pub(super) fn prune(root: &Path) {
     for leftover in layout::leftovers(&crate::worktree::shared_root(root)) {
         fsutil::remove_flat(&leftover);

@@ -27,9 +27,8 @@ pub(crate) struct Tickets {
     keep_folders: bool,
 }
 
-/// Whether empty queue folders are kept rather than removed: where another machine's cache may
-/// still list a removed folder for a while, it could not create its ticket in it until the
-/// cache expires (a folder that exists is never wrong).
+/// Whether empty queue folders are kept: another machine's cache may still list a removed one,
+/// and could not create its ticket in it until the cache expires.
 pub fn keeps_folders(root: &Path) -> bool {
     crate::arbiter::policy(root).is_ok_and(|p| p.exact_lookups)
 }
@@ -65,8 +64,7 @@ fn queue_folders(root: &Path) -> Vec<fs::DirEntry> {
 }
 
 /// Register `agent` (this process) as waiting for `targets` and the claim patterns `claims`
-/// (one ticket each, all with one number; a claim's ticket says `claim: yes`). Caller holds
-/// the mutex.
+/// (one ticket each, all with one number). Caller holds the mutex.
 pub(crate) fn register(
     root: &Path,
     agent: &AgentId,
@@ -287,9 +285,8 @@ pub fn waiters(root: &Path) -> Vec<Waiter> {
     found
 }
 
-/// The ticket numbered last before `seq` in the queue folder `dir`, if one stands there (listed,
-/// and when `open` still there when opened; not judged live or dead, nothing removed; no mutex
-/// needed).
+/// The ticket numbered last before `seq` in the queue folder `dir` that stands (listed, and
+/// with `open` opened; not judged live or dead, nothing removed; no mutex needed).
 pub(crate) fn ticket_before(dir: &Path, seq: u64, open: bool) -> Option<PathBuf> {
     let mut before = tickets_in(dir)?;
     before.retain(|(s, _)| *s < seq);

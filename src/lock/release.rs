@@ -111,8 +111,7 @@ fn indexed_files(ws: &Workspace, agent: &AgentId) -> Vec<String> {
         .collect()
 }
 
-/// The locks `agent` took in session `session_id` (their `session:` line says so), each with
-/// its token, found through coord's index.
+/// The locks `agent` took in session `session_id`, each with its token, found through the index.
 pub fn session_locks(ws: &Workspace, agent: &AgentId, session_id: &str) -> Vec<(Target, String)> {
     index::entries(ws.root())
         .into_iter()
@@ -187,8 +186,7 @@ fn release_files(
 }
 
 /// What a release gathers: our lock files to remove (file, lock file), those of them published
-/// on the remote, and every lock file already released or removed (a file named twice sees
-/// them gone).
+/// on the remote, and every lock file already released or removed (seen gone if named twice).
 #[derive(Default)]
 struct Gathered {
     ours: Vec<(String, PathBuf)>,
@@ -409,38 +407,24 @@ fn remove_ours(ws: &Workspace, agent: &AgentId, ours: &[(String, PathBuf)]) -> R
 fn after_release(ws: &Workspace, agent: &AgentId, gone: &HashSet<&str>) -> Result<()> {
     // Only a regular presence file is brought up to date: the locks are already gone, and a
     // release must not fail (or follow a link) because something else stands there.
+    let path = || layout::presence(&crate::worktree::shared_root(ws.root()), agent.id());
     let old = match presence::read(ws.root(), agent.id()) {
         Ok(Some(p)) => Some(p),
-        Ok(None) => return Ok(()),
-        Err(_) => {
-            if !fs::symlink_metadata(layout::presence(
-                &crate::worktree::shared_root(ws.root()),
-                agent.id(),
-            ))
-            .is_ok_and(|m| m.is_file())
-            {
-                return Ok(());
-            }
-            None
-        }
+        Err(_) if fs::symlink_metadata(path()).is_ok_and(|m| m.is_file()) => None,
+        Ok(None) | Err(_) => return Ok(()),
     };
     let held: Vec<String> = own_locks_listed(ws, agent, old.as_ref())
         .into_iter()
         .filter(|rel| !gone.contains(&rel.as_str()))
         .collect();
-    presence::write_over(
-        ws.root(),
-        agent,
-        old.as_ref(),
-        &presence::Update {
-            releasing: true,
-            lock_status: Some(holding(&held)),
-            current_file: held.first().cloned(),
-            locks: Some(held),
-            ..Default::default()
-        },
-    )?;
-    Ok(())
+    let update = presence::Update {
+        releasing: true,
+        lock_status: Some(holding(&held)),
+        current_file: held.first().cloned(),
+        locks: Some(held),
+        ..Default::default()
+    };
+    presence::write_over(ws.root(), agent, old.as_ref(), &update).map(drop)
 }
 
 /// `LOCKED` while `held` lists a lock, else `FREE`.

@@ -265,18 +265,16 @@ pub(super) fn tops(root: &Path) -> Vec<PathBuf> {
     tops
 }
 
-/// The lock files under the folder `rel_dir` (relative to a work tree's top level; empty: the
-/// whole tree) in each of the work trees `tops`, keyed by the path relative to their own tree,
-/// found by the walk [`scan_tree`] makes (folders git ignores are not entered).
+/// The lock files under the folder `rel_dir` (empty: the whole tree) in each of the work trees
+/// `tops`, keyed by the path relative to their own tree, found by [`walk_unignored`].
 pub(super) fn scan_folder(tops: &[PathBuf], rel_dir: &str) -> Vec<LockEntry> {
     (tops.iter())
         .flat_map(|top| walk_unignored(&Workspace::at(top.clone()), rel_dir))
         .collect()
 }
 
-/// The lock files under the folder `rel_dir` (empty: the whole tree) that git does not ignore
-/// (every folder outside a git work tree), read by a walk (`ignore`, ripgrep's walker) that
-/// honours the user's own ignore file of the repository's config.
+/// The lock files under the folder `rel_dir` (empty: the whole tree) that git does not ignore,
+/// by a walk (`ignore`) that honours the ignore file of the repository's config.
 fn walk_unignored(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
     use ignore::{WalkBuilder, overrides::OverrideBuilder};
     let root = ws.root();

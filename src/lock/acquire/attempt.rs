@@ -300,8 +300,7 @@ impl<'a> Try<'a> {
     }
 
     /// The locks of others on the paths `want` matches, all stale (a live one stands in the
-    /// way): those coord made, from its index, and those made by hand, from a walk of the
-    /// folder every match lies in, in each work tree (folders git ignores left out).
+    /// way): from coord's index, and from a walk of the folder every match lies in.
     fn locks_under(&mut self, want: &Pattern) -> Result<Vec<LockEntry>, Blocker> {
         let (ws, me) = (self.ws, self.req.agent.id());
         let indexed = self
@@ -580,9 +579,8 @@ struct Plan<K> {
     stale_claims: Vec<LockEntry>,
 }
 
-/// The text of our record of `key`: a lock's file, or with `claim` (the work tree and branch
-/// it is taken in) a claim's pattern. The seed's keys first (a claim adds `id` and names its
-/// `pattern`), then coord's own, `reason` last.
+/// The text of our record of `key`: a lock's file, or with `claim` (its work tree and branch) a
+/// claim's pattern. The seed's keys first, then coord's own, `reason` last.
 fn record(
     req: &LockRequest,
     locked_at: &str,

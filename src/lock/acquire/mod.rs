@@ -14,7 +14,7 @@ use serde::Serialize;
 use self::attempt::attempt;
 use self::blocker::{Situation, blocked_error};
 use self::line::{Waiting, deadlock, settle};
-use self::wake::{Probe, Waits, sleep, watch_for};
+use self::wake::{Look, Probe, Waits, sleep, watch_for};
 use super::release::release_tokens;
 use super::remote_claim::{self, REREAD, Reach, Sharing};
 use crate::arbiter::{Guard, Policy};
@@ -38,8 +38,7 @@ pub struct Owner {
     pub pid: u32,
     /// The session id, when inside `coord session`.
     pub session: Option<String>,
-    /// The agent client's session the lock is taken in: the lock is
-    /// LIVE while `pid` (the client process) lives, whatever its age.
+    /// The agent client's session the lock is taken in: LIVE while `pid` lives, whatever its age.
     pub client: Option<ClientSession>,
 }
 
@@ -92,8 +91,7 @@ pub struct LockRequest {
 pub enum LockEvent {
     /// coord starts waiting (sent once).
     Waiting(Blocker),
-    /// While waiting, what stands in the way changed (see [`Blocker::situation`]): another
-    /// holder, the holder went INACTIVE, the lock became takeable at a known time.
+    /// While waiting, what stands in the way changed (see [`Blocker::situation`]).
     Changed(Blocker),
 }
 
@@ -210,10 +208,8 @@ pub fn acquire(
     acquire_shared(ws, req, &Reach::HERE, on_event)
 }
 
-/// [`acquire`], and in a clone that shares its claims through its remote (contract §13),
-/// publish there what `reach` says (the claims; with `files`, the file locks too) before
-/// answering: each try takes everything here first, then, with the workspace mutex free,
-/// publishes it (`remote_claim`).
+/// [`acquire`], and in a clone that shares its claims through its remote (contract §13), publish
+/// there what `reach` says: each try takes everything here, then publishes it, the mutex free.
 pub fn acquire_shared(
     ws: &Workspace,
     req: &LockRequest,
@@ -356,10 +352,8 @@ const MUTEX_FLOOR: Duration = Duration::from_millis(500);
 /// How often a wait that involves a claim looks again.
 const CLAIM_RECHECK: Duration = Duration::from_millis(20);
 
-/// A lock on one of `targets`, or a claim matching one (of this clone, or of another as last
-/// synced from the remote), that another agent holds (not stale), as read without the
-/// workspace mutex: what coord knows of a holder when it cannot decide
-/// under the mutex, or cannot lock at all (a file whose folder is not made yet).
+/// A lock on one of `targets`, or a claim matching one (here, or of another clone as last
+/// synced), that another agent holds (not stale), as read without the workspace mutex.
 pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Option<Blocker> {
     let now = crate::clock::now();
     let mut cache = presence::StateCache::default();
@@ -495,9 +489,8 @@ impl Tries<'_> {
         Ok(None)
     }
 
-    /// After a try found `blocker` in the way: give up when not waiting or past the deadline;
-    /// otherwise tell the user once, sleep until a new try is worth making, stop when asked
-    /// to, and keep our tickets alive.
+    /// After a try found `blocker` in the way: give up, or tell the user, sleep until a new try
+    /// is worth making, stop when asked to, and keep our tickets alive.
     fn wait_after(
         &mut self,
         mut blocker: Blocker,
@@ -532,7 +525,7 @@ impl Tries<'_> {
                 // What blocked the try may have gone before the watch was made: look once,
                 // without the mutex, and try again at once only if it did.
                 self.waits.watches = Some(watch_for(ws.root(), targets));
-                if probe.worth_a_try() {
+                if probe.look() == Look::Changed {
                     return Ok(());
                 }
             }
