@@ -153,12 +153,9 @@ fn stored(dir: &Path) -> Vec<(u64, PathBuf)> {
         .flatten()
         .flatten()
         .filter_map(|e| {
-            let name = e.file_name();
-            let name = name.to_str()?;
-            if name.len() != 8 || !name.bytes().all(|b| b.is_ascii_digit()) {
-                return None;
-            }
-            Some((name.parse().ok()?, e.path()))
+            let name = e.file_name().into_string().ok()?;
+            let digits = name.len() == 8 && name.bytes().all(|b| b.is_ascii_digit());
+            Some((name.parse().ok().filter(|_| digits)?, e.path()))
         })
         .collect();
     seqs.sort();

@@ -231,13 +231,6 @@ impl LockEntry {
         self.field("pid_start")?.parse().ok()
     }
 
-    /// The work tree a claim was taken in (`worktree`), when taken on this host (a path another
-    /// machine recorded may name nothing here).
-    pub fn tree_here(&self) -> Option<&str> {
-        let tree = self.field("worktree")?;
-        (self.field("host")? == crate::host::hostname()).then_some(tree)
-    }
-
     /// The agent client's session the lock was taken in (`client`, `client_session`).
     pub fn client_session(&self) -> Option<(&str, &str)> {
         Some((self.field("client")?, self.field("client_session")?))

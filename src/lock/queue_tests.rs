@@ -141,12 +141,8 @@ fn lock_and_unlock_list_a_folder_once_however_many_files_it_holds() {
     assert_eq!(released.len(), 300);
     assert_eq!(lock::folder_listings() - after_lock, 1);
     // The index followed: one entry per lock while held, none after.
-    let entries = std::fs::read_dir(crate::layout::held_dir(&crate::worktree::shared_root(
-        ws.root(),
-    )))
-    .unwrap()
-    .flatten()
-    .filter(|e| e.file_name().to_string_lossy().contains(".held."))
-    .count();
-    assert_eq!(entries, 0);
+    let held = crate::layout::held_dir(&crate::worktree::shared_root(ws.root()));
+    let entries = std::fs::read_dir(held).unwrap().flatten();
+    let held_entry = |e: &std::fs::DirEntry| e.file_name().to_string_lossy().contains(".held.");
+    assert_eq!(entries.filter(held_entry).count(), 0);
 }

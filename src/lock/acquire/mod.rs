@@ -81,8 +81,7 @@ pub struct LockRequest {
     pub owner: Option<Owner>,
     /// Claims on folders and patterns, all or nothing with `targets` (see `claim`).
     pub claims: Vec<crate::pattern::Pattern>,
-    /// The agent client's session this process runs in, as its environment names it: a lock
-    /// of ours taken in that session is ours, whatever process it follows.
+    /// The agent client's session this process runs in: a lock of ours taken in it is ours.
     pub runs_in: Option<ClientSession>,
 }
 
@@ -108,16 +107,14 @@ pub struct Acquired {
     pub token: String,
     /// Whether this refreshed a lock already held.
     pub refreshed: bool,
-    /// When a refreshed lock had been taken from another origin (another shell or session
-    /// using the same agent name): that origin. One name in two shells excludes nothing.
+    /// The other origin (shell or session of the same agent name) a refreshed lock was taken from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub held_from: Option<String>,
     /// Holders of stale locks taken over, with why they were stale.
     pub took_over: Vec<TakeOver>,
     /// The backup written, relative to the root; on a refresh or a takeover, the backup kept.
     pub backup: Option<String>,
-    /// Whether `backup` is the backup of the stale lock's holder, kept (not rewritten from a
-    /// file they may have left half-edited): `coord restore FILE` puts it back.
+    /// Whether `backup` is the stale holder's, kept (`coord restore FILE` puts it back).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub backup_kept: bool,
     /// Whether this is a claim (`file` is then its pattern).
@@ -126,8 +123,7 @@ pub struct Acquired {
     /// Published on the remote claims are shared through (contract §13): its name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub remote: Option<String>,
-    /// Published there: when its lease ends unless renewed (this clone renews it while its
-    /// holder here is live).
+    /// Published there: when its lease ends unless renewed (renewed while its holder is live).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lease_until: Option<String>,
 }
@@ -145,8 +141,7 @@ pub struct TakeOver {
     /// A stale lock taken over by a claim: the file it locked (the claim's pattern matches it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
-    /// A record of another clone taken over on the remote (its lease lapsed): the remote's
-    /// name (`from` then names its agent and host).
+    /// A record of another clone taken over on the remote (its lease lapsed): the remote's name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub remote: Option<String>,
 }
@@ -181,12 +176,12 @@ pub struct Acquisition {
     pub waited_ms: u64,
 }
 
-/// What a try read of our own: our presence and the locks it lists that we still hold.
+/// What a try read of our own: our presence, the locks it lists that we still hold, and the
+/// patterns of our claims (not stale).
 #[derive(Default)]
 struct Mine {
     presence: Option<presence::Presence>,
     held: Vec<String>,
-    /// The patterns of our claims (not stale).
     claims: Vec<String>,
 }
 
@@ -408,8 +403,7 @@ impl Tries<'_> {
     /// ticket and says `WAITING` in the presence (the first time).
     fn once(&mut self) -> Result<Attempt> {
         let (ws, req, targets) = (self.ws, self.req, self.targets);
-        // The mutex is held for microseconds; a holder that keeps it longer is stopped or
-        // stuck.
+        // The mutex is held for microseconds; a holder that keeps it longer is stopped or stuck.
         let patience = self
             .deadline
             .next_sleep(crate::arbiter::MUTEX_PATIENCE)
@@ -644,8 +638,7 @@ impl Tries<'_> {
                 && queue::touch(t).is_err()
             {
                 // Our ticket was judged dead (we were stopped too long): leave what is left of
-                // it and queue up again (the next attempt registers anew; the new queue folders
-                // get a fresh watch).
+                // it; the next attempt registers anew, its queue folders watched afresh.
                 let _mutex = ws.lock_mutex()?;
                 queue::leave(t);
                 self.waiting.tickets = None;
