@@ -488,6 +488,7 @@ impl<'a> Try<'a> {
         );
         let branch = (crate::worktree::trees(root).into_iter().next()).and_then(|t| t.branch());
         let file = layout::claims_file(&crate::worktree::shared_root(root));
+        let lock_file = (self.ws.rel(&file)).unwrap_or_else(|| file.display().to_string());
         let mut out = Vec::with_capacity(plans.len());
         for p in plans {
             let token =
@@ -495,23 +496,15 @@ impl<'a> Try<'a> {
             let place = Some((root, branch.as_deref()));
             let text = record(self.req, locked_at, &token, p.key.as_str(), place);
             records.push(remote_claim::keep_mark(text, p.mine.as_ref()));
-            let took_over = (p.stale_claims.iter().map(TakeOver::claim))
-                .chain(
-                    p.stale_locks
-                        .iter()
-                        .map(|e| TakeOver::lock(e, Some(&e.file))),
-                )
-                .collect();
+            let locks = (p.stale_locks.iter()).map(|e| TakeOver::lock(e, Some(&e.file)));
+            let took_over = (p.stale_claims.iter().map(TakeOver::claim)).chain(locks);
             out.push(Acquired {
                 file: p.key.as_str().to_string(),
-                lock_file: self
-                    .ws
-                    .rel(&file)
-                    .unwrap_or_else(|| file.display().to_string()),
+                lock_file: lock_file.clone(),
                 locked_at: locked_at.to_string(),
                 token,
                 refreshed: p.mine.is_some(),
-                took_over,
+                took_over: took_over.collect(),
                 claim: true,
                 ..Acquired::default()
             });
