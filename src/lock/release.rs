@@ -87,8 +87,8 @@ pub fn release(
         Some(t) => release_files(ws, agent, t.to_vec(), force, false),
         None => {
             let walked = scan_tree(ws).into_iter().filter(|e| e.agent == agent.id());
-            let files = walked.map(|e| e.file).chain(indexed_files(ws, agent));
-            release_files(ws, agent, unique_targets(ws, files), force, true)
+            let targets = held_targets(ws, agent, walked.map(|e| e.file));
+            release_files(ws, agent, targets, force, true)
         }
     }
 }
@@ -96,18 +96,26 @@ pub fn release(
 /// Release every lock `agent` took through coord, and its claims: those coord's index and the
 /// agent's presence list, without walking the tree (what a client's turn ending does).
 pub fn release_all(ws: &Workspace, agent: &AgentId) -> Result<Vec<Release>> {
-    let files = indexed_files(ws, agent).into_iter();
-    release_files(ws, agent, unique_targets(ws, files), false, true)
+    let targets = held_targets(ws, agent, std::iter::empty());
+    release_files(ws, agent, targets, false, true)
 }
 
-/// The files coord's index and `agent`'s presence say it holds (unverified).
-fn indexed_files(ws: &Workspace, agent: &AgentId) -> Vec<String> {
+/// `walked`, then the files coord's index and `agent`'s presence say it holds (unverified), as
+/// targets, each once.
+fn held_targets(
+    ws: &Workspace,
+    agent: &AgentId,
+    walked: impl Iterator<Item = String>,
+) -> Vec<Target> {
     let me = presence::read(ws.root(), agent.id()).ok().flatten();
-    index::entries(ws.root())
+    let indexed = index::entries(ws.root())
         .into_iter()
-        .filter(|(_, a)| a == agent.id())
-        .map(|(rel, _)| rel)
-        .chain(own_locks_listed(ws, agent, me.as_ref()))
+        .filter(|(_, a)| a == agent.id());
+    let listed = own_locks_listed(ws, agent, me.as_ref());
+    let mut seen = HashSet::new();
+    (walked.chain(indexed.map(|(rel, _)| rel)).chain(listed))
+        .filter(|f| seen.insert(f.clone()))
+        .filter_map(|f| ws.target_from_rel(&f).ok())
         .collect()
 }
 
@@ -122,15 +130,6 @@ pub fn session_locks(ws: &Workspace, agent: &AgentId, session_id: &str) -> Vec<(
             let token = entry.token()?.to_string();
             (entry.session() == Some(session_id)).then_some((target, token))
         })
-        .collect()
-}
-
-/// `files` as targets, each once.
-fn unique_targets(ws: &Workspace, files: impl Iterator<Item = String>) -> Vec<Target> {
-    let mut seen = HashSet::new();
-    files
-        .filter(|f| seen.insert(f.clone()))
-        .filter_map(|f| ws.target_from_rel(&f).ok())
         .collect()
 }
 
