@@ -251,38 +251,34 @@ pub(crate) fn waits_for_any(root: &Path, seq: u64, files: &[String], patterns: &
 pub fn waiters(root: &Path) -> Vec<Waiter> {
     let mut found = Vec::new();
     for dir in queue_folders(root) {
-        let Ok(entries) = fsutil::read_dir(dir.path()) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let name = e.file_name();
-            let Some((seq, agent)) = name.to_str().and_then(layout::parse_ticket) else {
-                continue;
-            };
-            let Some(rec) = live_record(&e.path()) else {
-                continue;
-            };
-            // A ticket must say which file it waits for, and that file must hash to the
-            // folder it stands in; anything else was not written by a waiter.
-            let Some(file) = rec.get_nonempty("file") else {
-                continue;
-            };
-            let claim = rec.get("claim") == Some("yes");
-            if dir_of(root, file, claim).file_name() != Some(dir.file_name().as_os_str()) {
-                continue;
-            }
-            found.push(Waiter {
-                seq,
-                agent: agent.to_string(),
-                name: rec.get_nonempty("agent").unwrap_or(agent).to_string(),
-                file: file.to_string(),
-                since: rec.get_nonempty("since").map(str::to_string),
-                claim,
-            });
-        }
+        let (name, entries) = (dir.file_name(), fsutil::read_dir(dir.path()));
+        let entries = entries.into_iter().flatten().flatten();
+        found.extend(entries.filter_map(|e| waiter(root, &name, &e)));
     }
     found.sort_by(|a, b| a.seq.cmp(&b.seq).then_with(|| a.file.cmp(&b.file)));
     found
+}
+
+/// The waiter of `e`, a live ticket in the queue folder named `dir`.
+fn waiter(root: &Path, dir: &std::ffi::OsStr, e: &fs::DirEntry) -> Option<Waiter> {
+    let name = e.file_name();
+    let (seq, agent) = name.to_str().and_then(layout::parse_ticket)?;
+    let rec = live_record(&e.path())?;
+    // A ticket must say which file it waits for, and that file must hash to the folder it
+    // stands in; anything else was not written by a waiter.
+    let file = rec.get_nonempty("file")?;
+    let claim = rec.get("claim") == Some("yes");
+    if dir_of(root, file, claim).file_name() != Some(dir) {
+        return None;
+    }
+    Some(Waiter {
+        seq,
+        agent: agent.to_string(),
+        name: rec.get_nonempty("agent").unwrap_or(agent).to_string(),
+        file: file.to_string(),
+        since: rec.get_nonempty("since").map(str::to_string),
+        claim,
+    })
 }
 
 /// The ticket numbered last before `seq` in the queue folder `dir` that stands (listed, and

@@ -17,12 +17,6 @@ pub(super) struct Waiting<'a> {
     pub(super) tickets: Option<Tickets>,
 }
 
-impl Waiting<'_> {
-    pub(super) fn done(mut self) {
-        self.tickets = None;
-    }
-}
-
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
         let Some(tickets) = self.tickets.take() else {

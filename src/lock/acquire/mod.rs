@@ -283,7 +283,7 @@ pub fn acquire_shared(
     // Recorded while the ticket still stands, so that a reader of the history never sees the
     // wait end before the lock it ended with.
     super::events::taken(ws.root(), req, &got, started);
-    tries.waiting.done();
+    tries.waiting.tickets = None;
     if tries.policy.exact_lookups {
         // A shared folder on a network filesystem: what this machine cached about the files
         // may predate the last holder's writes (fsutil::refresh_attributes).
