@@ -391,7 +391,7 @@ fn deny_reason(
         .map(|t| {
             // Only for a count: not worth waiting for a mutex held long.
             let _mutex = ws.lock_mutex_within(Duration::from_millis(100)).ok();
-            queue::live_tickets(ws.root(), t)
+            queue::live_tickets(ws.root(), t, None)
                 .into_iter()
                 .filter(|a| !a.agent.eq_ignore_ascii_case(agent.id()))
                 .count()

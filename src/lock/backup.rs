@@ -130,10 +130,8 @@ pub fn keep_generation(root: &Path, target: &Target) {
     }
 }
 
-/// `bak` kept at `path`: a hard link (its inode is never written again: backups are replaced
-/// by rename), else a copy published without replacing anything ([`fsutil::persist_new`]:
-/// also where neither hard links nor `RENAME_NOREPLACE` exist, SMB through smbnetfs, and with
-/// nothing left behind).
+/// `bak` kept at `path`: a hard link (backups are replaced by rename, never written), else a
+/// copy published without replacing anything ([`fsutil::persist_new`]).
 fn keep_as(bak: &Path, path: &Path, dir: &Path) -> io::Result<()> {
     match fsutil::raw::hard_link(bak, path) {
         Ok(()) => return Ok(()),
@@ -155,12 +153,9 @@ fn stored(dir: &Path) -> Vec<(u64, PathBuf)> {
         .flatten()
         .flatten()
         .filter_map(|e| {
-            let name = e.file_name();
-            let name = name.to_str()?;
-            if name.len() != 8 || !name.bytes().all(|b| b.is_ascii_digit()) {
-                return None;
-            }
-            Some((name.parse().ok()?, e.path()))
+            let name = e.file_name().into_string().ok()?;
+            let digits = name.len() == 8 && name.bytes().all(|b| b.is_ascii_digit());
+            Some((name.parse().ok().filter(|_| digits)?, e.path()))
         })
         .collect();
     seqs.sort();

@@ -38,10 +38,9 @@ impl WaitEdge {
     }
 }
 
-/// The agents (id, display name) in the way of a waiter for `key`: for a file, a non-stale
-/// lock on it, then a non-stale claim matching it; for a claim pattern (`claim`), a non-stale
-/// claim overlapping it, then a non-stale lock (one coord made: in the index) on a path it
-/// matches.
+/// The agents (id, display name) in the way of a waiter for `key`, not stale: for a file, a lock
+/// on it, then a claim matching it; for a pattern (`claim`), a claim overlapping it, then a
+/// lock coord made (in the index) on a path it matches.
 fn holders(
     ws: &Workspace,
     key: &str,
@@ -63,9 +62,15 @@ fn holders(
             .filter(|c| c.pattern.overlaps(&want))
             .map(|c| c.entry)
             .collect();
-        let locks = (crate::lock::indexed_files(root).into_iter())
+        // The files coord's index names, each once (verified by reading their lock files).
+        let mut files: Vec<String> = (super::index::entries(root).into_iter())
+            .map(|(rel, _)| rel)
             .filter(|rel| want.matches(rel))
-            .filter_map(|rel| ws.target_from_rel(&rel).ok())
+            .collect();
+        files.sort();
+        files.dedup();
+        let locks = (files.iter())
+            .filter_map(|rel| ws.target_from_rel(rel).ok())
             .flat_map(|t| locks_on(&t, cache))
             .collect();
         (claims, locks)

@@ -91,9 +91,8 @@ pub(super) fn released(root: &Path, agent: &AgentId, out: &[Release], claims: bo
     }
 }
 
-/// A claim (`claim`), or a lock shared with `--share`, on `text` that `agent` held here and
-/// published through `remote` was taken over there, by `by` when the remote says who: it was
-/// given back here (`claim_lost`, `lock_lost`).
+/// A claim (`claim`) or lock on `text` that `agent` published through `remote` was taken over
+/// there, by `by` when known: it was given back here (`claim_lost`, `lock_lost`).
 pub(super) fn remote_lost(
     root: &Path,
     agent: &str,

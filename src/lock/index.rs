@@ -44,8 +44,9 @@ pub(super) fn forget_removed(root: &Path, rel: &str, agent: &str, lock_path: &Pa
     }
 }
 
-/// Every entry: (the locked file relative to the root, the agent), unverified, in no order.
-pub(super) fn entries(root: &Path) -> Vec<(String, String)> {
+/// The locks coord made, as its index lists them: (the file relative to the root, the agent),
+/// unverified (each may be gone), in no order. Read without walking the tree.
+pub fn entries(root: &Path) -> Vec<(String, String)> {
     let dir = layout::held_dir(&crate::worktree::shared_root(root));
     let Ok(list) = crate::fsutil::read_dir(&dir) else {
         return Vec::new();
@@ -77,9 +78,8 @@ fn plain_relative(rel: &str) -> bool {
             .all(|c| !c.is_empty() && c != "." && c != "..")
 }
 
-/// Remove every entry whose lock file is gone from every work tree sharing the workspace (left
-/// by a process killed between the two, or a lock file removed by hand), and what earlier
-/// versions of coord left in `.coord/` ([`layout::leftovers`]).
+/// Remove every entry whose lock file no work tree holds ([`gone`]), and what earlier versions
+/// of coord left in `.coord/` ([`layout::leftovers`]).
 pub(super) fn prune(root: &Path) {
     for leftover in layout::leftovers(&crate::worktree::shared_root(root)) {
         fsutil::remove_flat(&leftover);
@@ -96,8 +96,7 @@ pub(super) fn gone(root: &Path) -> Vec<(String, String)> {
     if entries.is_empty() {
         return entries;
     }
-    let mut tops = vec![root.to_path_buf()];
-    tops.extend(crate::worktree::others(root).into_iter().map(|t| t.top));
+    let tops = super::scan::tops(root);
     entries
         .into_iter()
         .filter(|(rel, agent)| {

@@ -34,8 +34,10 @@ fn stale_reason(
     cache: &mut StateCache,
     now: &Timestamp,
 ) -> Option<String> {
-    // Taken in a work tree that is gone: what was held there went with it, whoever holds it.
-    if let Some(tree) = e.tree_here()
+    // Taken in a work tree that is gone: what was held there went with it, whoever holds it
+    // (a tree another machine recorded may name nothing here).
+    if let Some(tree) = e.field("worktree")
+        && e.field("host") == Some(host::hostname())
         && crate::worktree::is_gone(Path::new(tree))
     {
         return Some(format!(

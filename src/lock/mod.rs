@@ -26,9 +26,10 @@ pub use acquire::{
     Acquired, Acquisition, Blocker, ClientSession, Follows, LockEvent, LockRequest, Owner,
     TakeOver, acquire, acquire_shared, format_since, seen_holder, working_text,
 };
+pub use index::entries as indexed;
 pub use judge::{classify, describe_problem, problems};
 pub use release::{
-    Fence, Release, ReleaseOutcome, holds, holds_fence, own_fence, own_token, release, release_all,
+    Fence, Release, ReleaseOutcome, holds_fence, own_fence, own_token, release, release_all,
     release_tokens, session_locks,
 };
 pub use remote_claim::{
@@ -41,12 +42,6 @@ pub(crate) use scan::join_roster;
 use scan::{list_locks_each, own_locks_listed};
 pub use scan::{locks_of, locks_of_each, scan_judged, scan_tree, try_locks_of, unreadable};
 use takeover::take_over;
-
-/// The locks coord made, as its index lists them: (the file relative to the root, the agent),
-/// unverified (each may be gone), in no order. Read without walking the tree.
-pub fn indexed(root: &std::path::Path) -> Vec<(String, String)> {
-    index::entries(root)
-}
 
 /// What this clone's agents are editing now, as its `working_on` on the remote: the files they
 /// hold locks on, from coord's index of locks (no walk of the tree), each agent's paths sorted.
@@ -116,8 +111,7 @@ pub struct LockEntry {
     pub record: Option<Record>,
     /// The raw bytes read (compared again before a stale takeover).
     raw: Option<Vec<u8>>,
-    /// The file's mtime as read (compared again before a stale takeover: a hand-made lock is
-    /// refreshed by touching it).
+    /// The file's mtime as read (compared again before a stale takeover: touching refreshes).
     mtime: Option<std::time::SystemTime>,
     /// Why the file could not be read.
     pub problem: Option<String>,
@@ -232,17 +226,9 @@ impl LockEntry {
         self.field("session")
     }
 
-    /// The start time of the recorded process (`pid_start`), when recorded.
+    /// The start time of the recorded process (`pid_start`).
     pub fn process_start(&self) -> Option<u64> {
         self.field("pid_start")?.parse().ok()
-    }
-
-    /// The work tree a claim was taken in (`worktree`), when it was taken on this host: a path
-    /// another machine recorded may name nothing here (a shared folder is mounted elsewhere
-    /// there).
-    pub fn tree_here(&self) -> Option<&str> {
-        let tree = self.field("worktree")?;
-        (self.field("host")? == crate::host::hostname()).then_some(tree)
     }
 
     /// The agent client's session the lock was taken in (`client`, `client_session`).
@@ -251,9 +237,7 @@ impl LockEntry {
     }
 
     /// When the lock goes if nobody takes it over, in words after "released", by the kind of
-    /// holder: an agent client's session releases its locks when its turn ends (its Stop
-    /// hook); a lock that follows a process (`coord run`, `coord session`, `coord mcp`) goes
-    /// with it; any other lasts until its holder unlocks it.
+    /// holder (a client's session, a process, or none).
     pub fn released_when(&self) -> &'static str {
         if self.client_session().is_some() {
             "when its holder's turn ends"
@@ -279,9 +263,8 @@ const BAD_NAME: &str = "its name is not valid UTF-8 (shown with \u{FFFD} for the
 #[allow(clippy::disallowed_methods)] // tests plant files by hand
 mod tests;
 
-/// Forget the entries of coord's index of locks whose lock file no work tree holds any more (a
-/// lock file removed by hand, as the seed unlocks), returning each entry's path; with
-/// `dry_run`, only say which.
+/// Forget the entries of coord's index whose lock file no work tree holds any more, returning
+/// each entry's path; with `dry_run`, only say which.
 pub fn forget_gone(root: &std::path::Path, dry_run: bool) -> Vec<PathBuf> {
     index::gone(root)
         .into_iter()
@@ -292,16 +275,4 @@ pub fn forget_gone(root: &std::path::Path, dry_run: bool) -> Vec<PathBuf> {
             crate::layout::held_entry(&crate::worktree::shared_root(root), &rel, &agent).0
         })
         .collect()
-}
-
-/// The files (relative to the root) that coord's index of locks names, each once: a hint,
-/// verified by reading the lock files (see `index`).
-pub fn indexed_files(root: &std::path::Path) -> Vec<String> {
-    let mut files: Vec<String> = index::entries(root)
-        .into_iter()
-        .map(|(rel, _)| rel)
-        .collect();
-    files.sort();
-    files.dedup();
-    files
 }

@@ -27,9 +27,8 @@ pub(crate) struct Tickets {
     keep_folders: bool,
 }
 
-/// Whether empty queue folders are kept rather than removed: where another machine's cache may
-/// still list a removed folder for a while, it could not create its ticket in it until the
-/// cache expires (a folder that exists is never wrong).
+/// Whether empty queue folders are kept: another machine's cache may still list a removed one,
+/// and could not create its ticket in it until the cache expires.
 pub fn keeps_folders(root: &Path) -> bool {
     crate::arbiter::policy(root).is_ok_and(|p| p.exact_lookups)
 }
@@ -65,8 +64,7 @@ fn queue_folders(root: &Path) -> Vec<fs::DirEntry> {
 }
 
 /// Register `agent` (this process) as waiting for `targets` and the claim patterns `claims`
-/// (one ticket each, all with one number; a claim's ticket says `claim: yes`). Caller holds
-/// the mutex.
+/// (one ticket each, all with one number). Caller holds the mutex.
 pub(crate) fn register(
     root: &Path,
     agent: &AgentId,
@@ -164,15 +162,9 @@ pub struct Ahead {
     pub agent: String,
 }
 
-/// The live tickets of `target`'s queue, oldest first, removing dead ones on the way.
-/// Caller holds the mutex.
-pub fn live_tickets(root: &Path, target: &Target) -> Vec<Ahead> {
-    live_tickets_before(root, target, None)
-}
-
-/// [`live_tickets`] ahead of ticket `seq` only (all of them for `None`): a waiter deciding
-/// whether it is first in line reads no ticket behind its own.
-pub(crate) fn live_tickets_before(root: &Path, target: &Target, seq: Option<u64>) -> Vec<Ahead> {
+/// The live tickets of `target`'s queue ahead of ticket `seq` (all of them for `None`), oldest
+/// first, removing dead ones on the way. Caller holds the mutex.
+pub fn live_tickets(root: &Path, target: &Target, seq: Option<u64>) -> Vec<Ahead> {
     let dir = dir_of(root, &target.rel, false);
     let Some(mut tickets) = tickets_in(&dir) else {
         return Vec::new();
@@ -257,43 +249,38 @@ pub(crate) fn waits_for_any(root: &Path, seq: u64, files: &[String], patterns: &
 pub fn waiters(root: &Path) -> Vec<Waiter> {
     let mut found = Vec::new();
     for dir in queue_folders(root) {
-        let Ok(entries) = fsutil::read_dir(dir.path()) else {
-            continue;
-        };
-        for e in entries.flatten() {
-            let name = e.file_name();
-            let Some((seq, agent)) = name.to_str().and_then(layout::parse_ticket) else {
-                continue;
-            };
-            let Some(rec) = live_record(&e.path()) else {
-                continue;
-            };
-            // A ticket must say which file it waits for, and that file must hash to the
-            // folder it stands in; anything else was not written by a waiter.
-            let Some(file) = rec.get_nonempty("file") else {
-                continue;
-            };
-            let claim = rec.get("claim") == Some("yes");
-            if dir_of(root, file, claim).file_name() != Some(dir.file_name().as_os_str()) {
-                continue;
-            }
-            found.push(Waiter {
-                seq,
-                agent: agent.to_string(),
-                name: rec.get_nonempty("agent").unwrap_or(agent).to_string(),
-                file: file.to_string(),
-                since: rec.get_nonempty("since").map(str::to_string),
-                claim,
-            });
-        }
+        let (name, entries) = (dir.file_name(), fsutil::read_dir(dir.path()));
+        let entries = entries.into_iter().flatten().flatten();
+        found.extend(entries.filter_map(|e| waiter(root, &name, &e)));
     }
     found.sort_by(|a, b| a.seq.cmp(&b.seq).then_with(|| a.file.cmp(&b.file)));
     found
 }
 
-/// The ticket numbered last before `seq` in the queue folder `dir`, if one stands there (listed,
-/// and when `open` still there when opened; not judged live or dead, nothing removed; no mutex
-/// needed).
+/// The waiter of `e`, a live ticket in the queue folder named `dir`.
+fn waiter(root: &Path, dir: &std::ffi::OsStr, e: &fs::DirEntry) -> Option<Waiter> {
+    let name = e.file_name();
+    let (seq, agent) = name.to_str().and_then(layout::parse_ticket)?;
+    let rec = live_record(&e.path())?;
+    // A ticket must say which file it waits for, and that file must hash to the folder it
+    // stands in; anything else was not written by a waiter.
+    let file = rec.get_nonempty("file")?;
+    let claim = rec.get("claim") == Some("yes");
+    if dir_of(root, file, claim).file_name() != Some(dir) {
+        return None;
+    }
+    Some(Waiter {
+        seq,
+        agent: agent.to_string(),
+        name: rec.get_nonempty("agent").unwrap_or(agent).to_string(),
+        file: file.to_string(),
+        since: rec.get_nonempty("since").map(str::to_string),
+        claim,
+    })
+}
+
+/// The ticket numbered last before `seq` in the queue folder `dir` that stands (listed, and
+/// with `open` opened; not judged live or dead, nothing removed; no mutex needed).
 pub(crate) fn ticket_before(dir: &Path, seq: u64, open: bool) -> Option<PathBuf> {
     let mut before = tickets_in(dir)?;
     before.retain(|(s, _)| *s < seq);

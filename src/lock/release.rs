@@ -87,8 +87,8 @@ pub fn release(
         Some(t) => release_files(ws, agent, t.to_vec(), force, false),
         None => {
             let walked = scan_tree(ws).into_iter().filter(|e| e.agent == agent.id());
-            let files = walked.map(|e| e.file).chain(indexed_files(ws, agent));
-            release_files(ws, agent, unique_targets(ws, files), force, true)
+            let targets = held_targets(ws, agent, walked.map(|e| e.file));
+            release_files(ws, agent, targets, force, true)
         }
     }
 }
@@ -96,23 +96,30 @@ pub fn release(
 /// Release every lock `agent` took through coord, and its claims: those coord's index and the
 /// agent's presence list, without walking the tree (what a client's turn ending does).
 pub fn release_all(ws: &Workspace, agent: &AgentId) -> Result<Vec<Release>> {
-    let files = indexed_files(ws, agent).into_iter();
-    release_files(ws, agent, unique_targets(ws, files), false, true)
+    let targets = held_targets(ws, agent, std::iter::empty());
+    release_files(ws, agent, targets, false, true)
 }
 
-/// The files coord's index and `agent`'s presence say it holds (unverified).
-fn indexed_files(ws: &Workspace, agent: &AgentId) -> Vec<String> {
+/// `walked`, then the files coord's index and `agent`'s presence say it holds (unverified), as
+/// targets, each once.
+fn held_targets(
+    ws: &Workspace,
+    agent: &AgentId,
+    walked: impl Iterator<Item = String>,
+) -> Vec<Target> {
     let me = presence::read(ws.root(), agent.id()).ok().flatten();
-    index::entries(ws.root())
+    let indexed = index::entries(ws.root())
         .into_iter()
-        .filter(|(_, a)| a == agent.id())
-        .map(|(rel, _)| rel)
-        .chain(own_locks_listed(ws, agent, me.as_ref()))
+        .filter(|(_, a)| a == agent.id());
+    let listed = own_locks_listed(ws, agent, me.as_ref());
+    let mut seen = HashSet::new();
+    (walked.chain(indexed.map(|(rel, _)| rel)).chain(listed))
+        .filter(|f| seen.insert(f.clone()))
+        .filter_map(|f| ws.target_from_rel(&f).ok())
         .collect()
 }
 
-/// The locks `agent` took in session `session_id` (their `session:` line says so), each with
-/// its token, found through coord's index.
+/// The locks `agent` took in session `session_id`, each with its token, found through the index.
 pub fn session_locks(ws: &Workspace, agent: &AgentId, session_id: &str) -> Vec<(Target, String)> {
     index::entries(ws.root())
         .into_iter()
@@ -123,15 +130,6 @@ pub fn session_locks(ws: &Workspace, agent: &AgentId, session_id: &str) -> Vec<(
             let token = entry.token()?.to_string();
             (entry.session() == Some(session_id)).then_some((target, token))
         })
-        .collect()
-}
-
-/// `files` as targets, each once.
-fn unique_targets(ws: &Workspace, files: impl Iterator<Item = String>) -> Vec<Target> {
-    let mut seen = HashSet::new();
-    files
-        .filter(|f| seen.insert(f.clone()))
-        .filter_map(|f| ws.target_from_rel(&f).ok())
         .collect()
 }
 
@@ -187,8 +185,7 @@ fn release_files(
 }
 
 /// What a release gathers: our lock files to remove (file, lock file), those of them published
-/// on the remote, and every lock file already released or removed (a file named twice sees
-/// them gone).
+/// on the remote, and every lock file already released or removed (seen gone if named twice).
 #[derive(Default)]
 struct Gathered {
     ours: Vec<(String, PathBuf)>,
@@ -318,11 +315,6 @@ pub fn own_token(target: &Target, agent: &AgentId) -> Option<String> {
         .map(str::to_string)
 }
 
-/// Whether `agent` still holds `target` with `token`. Caller holds the mutex.
-pub fn holds(target: &Target, agent: &AgentId, token: &str) -> bool {
-    own_token(target, agent).as_deref() == Some(token)
-}
-
 /// What proves that a lock is still the one an agent held when an operation began (`write`,
 /// `note`, `restore` commit only while it holds).
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -370,7 +362,7 @@ pub fn own_fence(target: &Target, agent: &AgentId) -> Option<Fence> {
 /// Whether `agent` still holds `target` under `fence`. Caller holds the mutex.
 pub fn holds_fence(target: &Target, agent: &AgentId, fence: &Fence) -> bool {
     match fence {
-        Fence::Token(token) => holds(target, agent, token),
+        Fence::Token(token) => own_token(target, agent).as_ref() == Some(token),
         Fence::File {
             path,
             identity,
@@ -414,38 +406,24 @@ fn remove_ours(ws: &Workspace, agent: &AgentId, ours: &[(String, PathBuf)]) -> R
 fn after_release(ws: &Workspace, agent: &AgentId, gone: &HashSet<&str>) -> Result<()> {
     // Only a regular presence file is brought up to date: the locks are already gone, and a
     // release must not fail (or follow a link) because something else stands there.
+    let path = || layout::presence(&crate::worktree::shared_root(ws.root()), agent.id());
     let old = match presence::read(ws.root(), agent.id()) {
         Ok(Some(p)) => Some(p),
-        Ok(None) => return Ok(()),
-        Err(_) => {
-            if !fs::symlink_metadata(layout::presence(
-                &crate::worktree::shared_root(ws.root()),
-                agent.id(),
-            ))
-            .is_ok_and(|m| m.is_file())
-            {
-                return Ok(());
-            }
-            None
-        }
+        Err(_) if fs::symlink_metadata(path()).is_ok_and(|m| m.is_file()) => None,
+        Ok(None) | Err(_) => return Ok(()),
     };
     let held: Vec<String> = own_locks_listed(ws, agent, old.as_ref())
         .into_iter()
         .filter(|rel| !gone.contains(&rel.as_str()))
         .collect();
-    presence::write_over(
-        ws.root(),
-        agent,
-        old.as_ref(),
-        &presence::Update {
-            releasing: true,
-            lock_status: Some(holding(&held)),
-            current_file: held.first().cloned(),
-            locks: Some(held),
-            ..Default::default()
-        },
-    )?;
-    Ok(())
+    let update = presence::Update {
+        releasing: true,
+        lock_status: Some(holding(&held)),
+        current_file: held.first().cloned(),
+        locks: Some(held),
+        ..Default::default()
+    };
+    presence::write_over(ws.root(), agent, old.as_ref(), &update).map(drop)
 }
 
 /// `LOCKED` while `held` lists a lock, else `FREE`.

@@ -240,43 +240,41 @@ pub(crate) fn join_roster(root: &Path, ids: &[String], id: &str) -> Result<()> {
 
 /// Every lock file of the workspace, sorted by file then agent, unjudged. Nothing is written.
 pub fn scan_tree(ws: &Workspace) -> Vec<LockEntry> {
-    let mut found = Vec::new();
-    for tree in crate::worktree::others(ws.root()) {
-        found.extend(scan_one(&Workspace::at(tree.top)));
+    let tops = tops(ws.root());
+    let mut found = scan_folder(&tops, "");
+    let seen: HashSet<PathBuf> = found.iter().map(|e| e.lock_path.clone()).collect();
+    // The locks coord's index names, in every work tree, where the walk did not enter.
+    let indexed = index::entries(ws.root());
+    for top in &tops {
+        for (rel, agent) in &indexed {
+            let path = layout::lock_file(&top.join(rel), agent);
+            if !seen.contains(&path) {
+                found.extend(LockEntry::read(path, rel.clone(), agent.clone()));
+            }
+        }
     }
-    found.extend(scan_one(ws));
     found.sort_by_key(|e| (e.file.clone(), e.agent.clone(), e.lock_path.clone()));
     found.dedup_by(|a, b| a.lock_path == b.lock_path);
     found
 }
 
-/// The lock files of one work tree (unsorted).
-fn scan_one(ws: &Workspace) -> Vec<LockEntry> {
-    let mut found = walk_unignored(ws, "");
-    let seen: HashSet<PathBuf> = found.iter().map(|e| e.lock_path.clone()).collect();
-    for (rel, agent) in index::entries(ws.root()) {
-        let path = layout::lock_file(&ws.root().join(&rel), &agent);
-        if !seen.contains(&path) {
-            found.extend(LockEntry::read(path, rel, agent));
-        }
-    }
-    found
+/// The top level of every work tree sharing the workspace of `root`, `root` first.
+pub(super) fn tops(root: &Path) -> Vec<PathBuf> {
+    let mut tops = vec![root.to_path_buf()];
+    tops.extend(crate::worktree::others(root).into_iter().map(|t| t.top));
+    tops
 }
 
-/// The lock files under the folder `rel_dir` (relative to a work tree's top level; empty: the
-/// whole tree) in every work tree sharing the workspace, keyed by the path relative to their
-/// own tree, found by the walk [`scan_tree`] makes (folders git ignores are not entered).
-pub(super) fn scan_folder(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
-    let mut found = walk_unignored(ws, rel_dir);
-    for tree in crate::worktree::others(ws.root()) {
-        found.extend(walk_unignored(&Workspace::at(tree.top), rel_dir));
-    }
-    found
+/// The lock files under the folder `rel_dir` (empty: the whole tree) in each of the work trees
+/// `tops`, keyed by the path relative to their own tree, found by [`walk_unignored`].
+pub(super) fn scan_folder(tops: &[PathBuf], rel_dir: &str) -> Vec<LockEntry> {
+    (tops.iter())
+        .flat_map(|top| walk_unignored(&Workspace::at(top.clone()), rel_dir))
+        .collect()
 }
 
-/// The lock files under the folder `rel_dir` (empty: the whole tree) that git does not ignore
-/// (every folder outside a git work tree), read by a walk (`ignore`, ripgrep's walker) that
-/// honours the user's own ignore file of the repository's config.
+/// The lock files under the folder `rel_dir` (empty: the whole tree) that git does not ignore,
+/// by a walk (`ignore`) that honours the ignore file of the repository's config.
 fn walk_unignored(ws: &Workspace, rel_dir: &str) -> Vec<LockEntry> {
     use ignore::{WalkBuilder, overrides::OverrideBuilder};
     let root = ws.root();

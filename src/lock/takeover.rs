@@ -20,9 +20,8 @@ pub(super) fn take_over(root: &Path, e: &LockEntry) -> Result<bool> {
 
 fn take_over_file(e: &LockEntry) -> Result<bool> {
     let dir = e.lock_path.parent().unwrap_or(Path::new("."));
-    let meta = match fs::symlink_metadata(&e.lock_path) {
-        Ok(m) => m,
-        Err(_) => return Ok(true), // already gone
+    let Ok(meta) = fs::symlink_metadata(&e.lock_path) else {
+        return Ok(true); // already gone
     };
     if meta.is_dir() {
         return Err(Error::Failed {
@@ -35,8 +34,7 @@ fn take_over_file(e: &LockEntry) -> Result<bool> {
     let aside = fsutil::temp_in(dir)
         .at("create a temporary file in", dir)?
         .into_temp_path();
-    let aside_path = aside.to_path_buf();
-    match fsutil::rename(&e.lock_path, &aside_path) {
+    match fsutil::rename(&e.lock_path, &aside) {
         Ok(()) => {}
         Err(Error::Io { source, .. }) if source.kind() == std::io::ErrorKind::NotFound => {
             return Ok(true);
@@ -44,14 +42,14 @@ fn take_over_file(e: &LockEntry) -> Result<bool> {
         Err(Error::Io { source, .. }) => return Err(source).at("move aside", &e.lock_path),
         Err(other) => return Err(other),
     }
-    let now_bytes = fsutil::read_capped(&aside_path, RECORD_CAP).ok();
-    let touched = e.mtime.is_some() && fsutil::mtime(&aside_path) != e.mtime;
+    let now_bytes = fsutil::read_capped(&aside, RECORD_CAP).ok();
+    let touched = e.mtime.is_some() && fsutil::mtime(&aside) != e.mtime;
     if (now_bytes.is_some() && now_bytes != e.raw) || touched {
         // Refreshed by its holder in the meantime (rewritten, or touched as a hand-made lock is
         // refreshed): put it back and honour it (a copy where hard links do not exist). A new
         // record the holder made at the path meanwhile stands; the moved copy is dropped.
         fsutil::raw::put_back(
-            &aside_path,
+            &aside,
             &e.lock_path,
             now_bytes.as_deref().unwrap_or_default(),
         );

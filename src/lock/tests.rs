@@ -9,12 +9,18 @@ use crate::presence::StateCache;
 
 fn entry(file: &str, agent: &str, text: &str) -> LockEntry {
     let path = PathBuf::from(format!("/nonexistent/{file}.lock.{agent}"));
-    LockEntry::new(
-        path,
-        file.into(),
-        agent.into(),
-        Some(text.as_bytes().to_vec()),
-    )
+    LockEntry::new(path, file.into(), agent.into(), Some(text.into()))
+}
+
+/// `entries` judged as of `now`, in a root with no presence.
+fn judge(mut entries: Vec<LockEntry>, now: &Timestamp) -> Vec<LockState> {
+    classify(
+        Path::new("/nonexistent"),
+        &mut entries,
+        &mut StateCache::default(),
+        now,
+    );
+    entries.iter().map(|e| e.state).collect()
 }
 
 /// Age against the TTL (inclusive bounds, either way in time) decides, with no presence to
@@ -36,12 +42,8 @@ fn the_ttl_decides_staleness_both_ways_in_time() {
     for (locked_at, ttl, want) in cases {
         let text = format!("Agent: X\nlocked_at: {locked_at}\n{ttl}");
         let mut entries = vec![entry("a", "x", &text)];
-        classify(
-            Path::new("/nonexistent"),
-            &mut entries,
-            &mut StateCache::default(),
-            &now,
-        );
+        let root = Path::new("/nonexistent");
+        classify(root, &mut entries, &mut StateCache::default(), &now);
         assert_eq!(entries[0].state, want, "{locked_at} {ttl}");
         if locked_at.starts_with("2999") {
             assert!(entries[0].stale_why.as_deref().unwrap().contains("future"));
@@ -51,17 +53,14 @@ fn the_ttl_decides_staleness_both_ways_in_time() {
 
 #[test]
 fn two_live_locks_on_one_file_conflict() {
-    let root = Path::new("/nonexistent");
     let now = clock::parse_timestamp("2026-01-28T01:10:00+00:00").unwrap();
-    let mut entries = vec![
+    let entries = vec![
         entry("a", "claude", "locked_at: 2026-01-28T01:09:00+00:00\n"),
         entry("a", "gemini", "locked_at: 2026-01-28T01:09:30+00:00\n"),
         entry("b", "x", "locked_at: 2026-01-28T01:09:30+00:00\n"),
     ];
-    classify(root, &mut entries, &mut StateCache::default(), &now);
-    assert_eq!(entries[0].state, LockState::Conflict);
-    assert_eq!(entries[1].state, LockState::Conflict);
-    assert_eq!(entries[2].state, LockState::Live);
+    use LockState::{Conflict, Live};
+    assert_eq!(judge(entries, &now), [Conflict, Conflict, Live]);
 }
 
 #[test]
@@ -69,16 +68,14 @@ fn a_dead_process_makes_a_lock_stale_at_once() {
     let mut child = std::process::Command::new("true").spawn().unwrap();
     let pid = child.id();
     child.wait().unwrap();
-    let root = Path::new("/nonexistent");
     let now = clock::now();
     let text = format!(
         "locked_at: {}\npid: {pid}\nhost: {}\n",
         clock::format_timestamp(&now),
         host::hostname()
     );
-    let mut entries = vec![entry("a", "claude", &text)];
-    classify(root, &mut entries, &mut StateCache::default(), &now);
-    assert_eq!(entries[0].state, LockState::Stale);
+    let entries = vec![entry("a", "claude", &text)];
+    assert_eq!(judge(entries, &now), [LockState::Stale]);
 }
 
 fn real_entry(dir: &Path, text: &str) -> LockEntry {
@@ -93,29 +90,19 @@ fn real_entry(dir: &Path, text: &str) -> LockEntry {
 /// put back as a copy.
 #[test]
 fn take_over_removes_only_a_lock_unchanged_since_it_was_judged() {
-    const RENEWED: &str = "Agent: X\nlocked_at: 2026-01-28T01:09:59+00:00\n";
+    let renew = |p: &Path| std::fs::write(p, "Agent: X\nlocked_at: 2026-01-28T01:09:59+00:00\n");
     let touch = |p: &Path| {
         let f = std::fs::OpenOptions::new().write(true).open(p).unwrap();
         f.set_modified(std::time::SystemTime::now() + Duration::from_secs(5))
             .unwrap();
     };
-    type Change = fn(&Path);
+    type Change<'a> = &'a dyn Fn(&Path);
     let cases: [(&str, Change, bool, bool); 5] = [
-        ("unchanged", |_| {}, true, true),
-        ("gone", |p| std::fs::remove_file(p).unwrap(), true, true),
-        (
-            "renewed",
-            |p| std::fs::write(p, RENEWED).unwrap(),
-            true,
-            false,
-        ),
-        (
-            "renewed",
-            |p| std::fs::write(p, RENEWED).unwrap(),
-            false,
-            false,
-        ),
-        ("touched", touch, true, false),
+        ("unchanged", &|_| {}, true, true),
+        ("gone", &|p| std::fs::remove_file(p).unwrap(), true, true),
+        ("renewed", &|p| renew(p).unwrap(), true, false),
+        ("renewed", &|p| renew(p).unwrap(), false, false),
+        ("touched", &touch, true, false),
     ];
     for (what, change, hard_links, taken) in cases {
         let dir = tempfile::tempdir().unwrap();
@@ -201,15 +188,8 @@ fn the_index_reads_back_every_path_it_was_given() {
     }
     assert_eq!(index::entries(root), [("a.md".into(), "gemini".into())]);
     // An entry planted to make a reader look outside the workspace is not read.
-    std::fs::write(
-        crate::layout::held_dir(&crate::worktree::shared_root(root)).join("..%2Fetc%2Fx.held.eve"),
-        "",
-    )
-    .unwrap();
-    std::fs::write(
-        crate::layout::held_dir(&crate::worktree::shared_root(root)).join("=0123.held.eve"),
-        "/etc/x",
-    )
-    .unwrap();
+    let held = crate::layout::held_dir(&crate::worktree::shared_root(root));
+    std::fs::write(held.join("..%2Fetc%2Fx.held.eve"), "").unwrap();
+    std::fs::write(held.join("=0123.held.eve"), "/etc/x").unwrap();
     assert_eq!(index::entries(root).len(), 1);
 }

@@ -10,7 +10,7 @@
 use std::collections::HashSet;
 use std::path::PathBuf;
 
-use super::super::scan::{Listing, lookup_roster, scan_folder};
+use super::super::scan::{Listing, lookup_roster, scan_folder, tops};
 use super::super::{
     LockEntry, LockState, claim, classify, index, join_roster, list_locks_each, own_locks_listed,
     remote_claim, take_over,
@@ -250,7 +250,7 @@ impl<'a> Try<'a> {
     /// pattern matching it, stands in line before us.
     fn first_in_line(&self, target: &Target) -> Result<(), Blocker> {
         let (root, rel) = (self.ws.root(), target.rel.as_str());
-        let ahead: Vec<_> = (queue::live_tickets_before(root, target, self.my_seq).into_iter())
+        let ahead: Vec<_> = (queue::live_tickets(root, target, self.my_seq).into_iter())
             .filter(|t| !self.waits_for_me(t.seq))
             .collect();
         if let Some(first) = ahead.first() {
@@ -300,8 +300,7 @@ impl<'a> Try<'a> {
     }
 
     /// The locks of others on the paths `want` matches, all stale (a live one stands in the
-    /// way): those coord made, from its index, and those made by hand, from a walk of the
-    /// folder every match lies in, in each work tree (folders git ignores left out).
+    /// way): from coord's index, and from a walk of the folder every match lies in.
     fn locks_under(&mut self, want: &Pattern) -> Result<Vec<LockEntry>, Blocker> {
         let (ws, me) = (self.ws, self.req.agent.id());
         let indexed = self
@@ -313,7 +312,7 @@ impl<'a> Try<'a> {
             .flat_map(|t| super::super::locks_of(&t))
             .collect();
         found.extend(
-            scan_folder(ws, &want.literal_prefix())
+            scan_folder(&tops(ws.root()), &want.literal_prefix())
                 .into_iter()
                 .filter(|e| want.matches(&e.file)),
         );
@@ -485,6 +484,7 @@ impl<'a> Try<'a> {
         );
         let branch = (crate::worktree::trees(root).into_iter().next()).and_then(|t| t.branch());
         let file = layout::claims_file(&crate::worktree::shared_root(root));
+        let lock_file = (self.ws.rel(&file)).unwrap_or_else(|| file.display().to_string());
         let mut out = Vec::with_capacity(plans.len());
         for p in plans {
             let token =
@@ -492,23 +492,15 @@ impl<'a> Try<'a> {
             let place = Some((root, branch.as_deref()));
             let text = record(self.req, locked_at, &token, p.key.as_str(), place);
             records.push(remote_claim::keep_mark(text, p.mine.as_ref()));
-            let took_over = (p.stale_claims.iter().map(TakeOver::claim))
-                .chain(
-                    p.stale_locks
-                        .iter()
-                        .map(|e| TakeOver::lock(e, Some(&e.file))),
-                )
-                .collect();
+            let locks = (p.stale_locks.iter()).map(|e| TakeOver::lock(e, Some(&e.file)));
+            let took_over = (p.stale_claims.iter().map(TakeOver::claim)).chain(locks);
             out.push(Acquired {
                 file: p.key.as_str().to_string(),
-                lock_file: self
-                    .ws
-                    .rel(&file)
-                    .unwrap_or_else(|| file.display().to_string()),
+                lock_file: lock_file.clone(),
                 locked_at: locked_at.to_string(),
                 token,
                 refreshed: p.mine.is_some(),
-                took_over,
+                took_over: took_over.collect(),
                 claim: true,
                 ..Acquired::default()
             });
@@ -576,9 +568,8 @@ struct Plan<K> {
     stale_claims: Vec<LockEntry>,
 }
 
-/// The text of our record of `key`: a lock's file, or with `claim` (the work tree and branch
-/// it is taken in) a claim's pattern. The seed's keys first (a claim adds `id` and names its
-/// `pattern`), then coord's own, `reason` last.
+/// The text of our record of `key`: a lock's file, or with `claim` (its work tree and branch) a
+/// claim's pattern. The seed's keys first, then coord's own, `reason` last.
 fn record(
     req: &LockRequest,
     locked_at: &str,

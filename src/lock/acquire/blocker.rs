@@ -32,9 +32,8 @@ pub struct Blocker {
     /// The live process the lock follows, when it records one of this host: while it runs the
     /// lock is held, whatever its age (an agent client's session: always).
     pub follows: Option<Follows>,
-    /// When the lock turns STALE if nothing changes (its holder sends no heartbeat, refreshes
-    /// nothing), when that is known: the later of its TTL's end and two minutes after the
-    /// holder's last heartbeat.
+    /// When the lock turns STALE if nothing changes, when known: the later of its TTL's end and
+    /// two minutes after the holder's last heartbeat.
     pub takeable_at: Option<Timestamp>,
     /// The claim in the way (its pattern), when it is a claim or a claim's waiter.
     pub pattern: Option<String>,

@@ -17,12 +17,6 @@ pub(super) struct Waiting<'a> {
     pub(super) tickets: Option<Tickets>,
 }
 
-impl Waiting<'_> {
-    pub(super) fn done(mut self) {
-        self.tickets = None;
-    }
-}
-
 impl Drop for Waiting<'_> {
     fn drop(&mut self) {
         let Some(tickets) = self.tickets.take() else {
@@ -52,15 +46,11 @@ pub(super) fn settle(ws: &Workspace, agent: &AgentId, tickets: &Tickets) {
     queue::leave(tickets);
     let old = presence::read(ws.root(), agent.id()).ok().flatten();
     let held = own_locks_listed(ws, agent, old.as_ref());
-    let _ = presence::write_over(
-        ws.root(),
-        agent,
-        old.as_ref(),
-        &presence::Update {
-            lock_status: Some(super::super::release::holding(&held)),
-            ..Default::default()
-        },
-    );
+    let update = presence::Update {
+        lock_status: Some(super::super::release::holding(&held)),
+        ..Default::default()
+    };
+    let _ = presence::write_over(ws.root(), agent, old.as_ref(), &update);
 }
 
 /// The deadlock waiting for `targets` would close, if any: we would wait for the holders of

@@ -14,7 +14,7 @@ use serde::Serialize;
 use self::attempt::attempt;
 use self::blocker::{Situation, blocked_error};
 use self::line::{Waiting, deadlock, settle};
-use self::wake::{Probe, Waits, sleep, watch_for};
+use self::wake::{Look, Probe, Waits, sleep, watch_for};
 use super::release::release_tokens;
 use super::remote_claim::{self, REREAD, Reach, Sharing};
 use crate::arbiter::{Guard, Policy};
@@ -38,8 +38,7 @@ pub struct Owner {
     pub pid: u32,
     /// The session id, when inside `coord session`.
     pub session: Option<String>,
-    /// The agent client's session the lock is taken in: the lock is
-    /// LIVE while `pid` (the client process) lives, whatever its age.
+    /// The agent client's session the lock is taken in: LIVE while `pid` lives, whatever its age.
     pub client: Option<ClientSession>,
 }
 
@@ -82,8 +81,7 @@ pub struct LockRequest {
     pub owner: Option<Owner>,
     /// Claims on folders and patterns, all or nothing with `targets` (see `claim`).
     pub claims: Vec<crate::pattern::Pattern>,
-    /// The agent client's session this process runs in, as its environment names it: a lock
-    /// of ours taken in that session is ours, whatever process it follows.
+    /// The agent client's session this process runs in: a lock of ours taken in it is ours.
     pub runs_in: Option<ClientSession>,
 }
 
@@ -92,8 +90,7 @@ pub struct LockRequest {
 pub enum LockEvent {
     /// coord starts waiting (sent once).
     Waiting(Blocker),
-    /// While waiting, what stands in the way changed (see [`Blocker::situation`]): another
-    /// holder, the holder went INACTIVE, the lock became takeable at a known time.
+    /// While waiting, what stands in the way changed (see [`Blocker::situation`]).
     Changed(Blocker),
 }
 
@@ -110,16 +107,14 @@ pub struct Acquired {
     pub token: String,
     /// Whether this refreshed a lock already held.
     pub refreshed: bool,
-    /// When a refreshed lock had been taken from another origin (another shell or session
-    /// using the same agent name): that origin. One name in two shells excludes nothing.
+    /// The other origin (shell or session of the same agent name) a refreshed lock was taken from.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub held_from: Option<String>,
     /// Holders of stale locks taken over, with why they were stale.
     pub took_over: Vec<TakeOver>,
     /// The backup written, relative to the root; on a refresh or a takeover, the backup kept.
     pub backup: Option<String>,
-    /// Whether `backup` is the backup of the stale lock's holder, kept (not rewritten from a
-    /// file they may have left half-edited): `coord restore FILE` puts it back.
+    /// Whether `backup` is the stale holder's, kept (`coord restore FILE` puts it back).
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub backup_kept: bool,
     /// Whether this is a claim (`file` is then its pattern).
@@ -128,8 +123,7 @@ pub struct Acquired {
     /// Published on the remote claims are shared through (contract §13): its name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub remote: Option<String>,
-    /// Published there: when its lease ends unless renewed (this clone renews it while its
-    /// holder here is live).
+    /// Published there: when its lease ends unless renewed (renewed while its holder is live).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub lease_until: Option<String>,
 }
@@ -147,8 +141,7 @@ pub struct TakeOver {
     /// A stale lock taken over by a claim: the file it locked (the claim's pattern matches it).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub file: Option<String>,
-    /// A record of another clone taken over on the remote (its lease lapsed): the remote's
-    /// name (`from` then names its agent and host).
+    /// A record of another clone taken over on the remote (its lease lapsed): the remote's name.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub remote: Option<String>,
 }
@@ -183,12 +176,12 @@ pub struct Acquisition {
     pub waited_ms: u64,
 }
 
-/// What a try read of our own: our presence and the locks it lists that we still hold.
+/// What a try read of our own: our presence, the locks it lists that we still hold, and the
+/// patterns of our claims (not stale).
 #[derive(Default)]
 struct Mine {
     presence: Option<presence::Presence>,
     held: Vec<String>,
-    /// The patterns of our claims (not stale).
     claims: Vec<String>,
 }
 
@@ -210,10 +203,8 @@ pub fn acquire(
     acquire_shared(ws, req, &Reach::HERE, on_event)
 }
 
-/// [`acquire`], and in a clone that shares its claims through its remote (contract §13),
-/// publish there what `reach` says (the claims; with `files`, the file locks too) before
-/// answering: each try takes everything here first, then, with the workspace mutex free,
-/// publishes it (`remote_claim`).
+/// [`acquire`], and in a clone that shares its claims through its remote (contract §13), publish
+/// there what `reach` says: each try takes everything here, then publishes it, the mutex free.
 pub fn acquire_shared(
     ws: &Workspace,
     req: &LockRequest,
@@ -292,7 +283,7 @@ pub fn acquire_shared(
     // Recorded while the ticket still stands, so that a reader of the history never sees the
     // wait end before the lock it ended with.
     super::events::taken(ws.root(), req, &got, started);
-    tries.waiting.done();
+    tries.waiting.tickets = None;
     if tries.policy.exact_lookups {
         // A shared folder on a network filesystem: what this machine cached about the files
         // may predate the last holder's writes (fsutil::refresh_attributes).
@@ -356,10 +347,8 @@ const MUTEX_FLOOR: Duration = Duration::from_millis(500);
 /// How often a wait that involves a claim looks again.
 const CLAIM_RECHECK: Duration = Duration::from_millis(20);
 
-/// A lock on one of `targets`, or a claim matching one (of this clone, or of another as last
-/// synced from the remote), that another agent holds (not stale), as read without the
-/// workspace mutex: what coord knows of a holder when it cannot decide
-/// under the mutex, or cannot lock at all (a file whose folder is not made yet).
+/// A lock on one of `targets`, or a claim matching one (here, or of another clone as last
+/// synced), that another agent holds (not stale), as read without the workspace mutex.
 pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Option<Blocker> {
     let now = crate::clock::now();
     let mut cache = presence::StateCache::default();
@@ -414,8 +403,7 @@ impl Tries<'_> {
     /// ticket and says `WAITING` in the presence (the first time).
     fn once(&mut self) -> Result<Attempt> {
         let (ws, req, targets) = (self.ws, self.req, self.targets);
-        // The mutex is held for microseconds; a holder that keeps it longer is stopped or
-        // stuck.
+        // The mutex is held for microseconds; a holder that keeps it longer is stopped or stuck.
         let patience = self
             .deadline
             .next_sleep(crate::arbiter::MUTEX_PATIENCE)
@@ -495,9 +483,8 @@ impl Tries<'_> {
         Ok(None)
     }
 
-    /// After a try found `blocker` in the way: give up when not waiting or past the deadline;
-    /// otherwise tell the user once, sleep until a new try is worth making, stop when asked
-    /// to, and keep our tickets alive.
+    /// After a try found `blocker` in the way: give up, or tell the user, sleep until a new try
+    /// is worth making, stop when asked to, and keep our tickets alive.
     fn wait_after(
         &mut self,
         mut blocker: Blocker,
@@ -532,7 +519,7 @@ impl Tries<'_> {
                 // What blocked the try may have gone before the watch was made: look once,
                 // without the mutex, and try again at once only if it did.
                 self.waits.watches = Some(watch_for(ws.root(), targets));
-                if probe.worth_a_try() {
+                if probe.look() == Look::Changed {
                     return Ok(());
                 }
             }
@@ -651,8 +638,7 @@ impl Tries<'_> {
                 && queue::touch(t).is_err()
             {
                 // Our ticket was judged dead (we were stopped too long): leave what is left of
-                // it and queue up again (the next attempt registers anew; the new queue folders
-                // get a fresh watch).
+                // it; the next attempt registers anew, its queue folders watched afresh.
                 let _mutex = ws.lock_mutex()?;
                 queue::leave(t);
                 self.waiting.tickets = None;

@@ -5,12 +5,12 @@ use std::cell::RefCell;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
+use super::super::LockEntry;
 use crate::arbiter::Policy;
 use crate::fsutil;
 use crate::host;
 use crate::layout;
 use crate::lock::queue;
-use crate::record::Record;
 use crate::wait::handoff::{Handoff, Woken};
 use crate::wait::{Deadline, FolderWatch};
 use crate::workspace::Target;
@@ -46,7 +46,7 @@ pub(super) struct Probe {
 
 /// What a woken waiter sees before trying in full.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Look {
+pub(super) enum Look {
     /// A ticket numbered before ours stands in one of our queues.
     Behind,
     /// First in line, and the blocking lock is unchanged with its process (if it records one of
@@ -57,13 +57,8 @@ enum Look {
 }
 
 impl Probe {
-    /// Whether a full try may succeed now: what blocked the last one changed.
-    pub(super) fn worth_a_try(&self) -> bool {
-        self.look() == Look::Changed
-    }
-
     /// Whether a full try would surely still find us blocked, and why.
-    fn look(&self) -> Look {
+    pub(super) fn look(&self) -> Look {
         if let Some((dirs, seq)) = &self.queue {
             let last = self.ahead.take();
             let ahead = last
@@ -127,18 +122,14 @@ fn unchanged(path: &Path, raw: &[u8]) -> bool {
 
 /// Whether a lock record does not name a process of this host that is gone.
 fn process_alive(raw: &[u8]) -> bool {
-    let rec = Record::parse(&String::from_utf8_lossy(raw));
-    match (
-        rec.get_nonempty("pid").and_then(|p| p.parse::<u32>().ok()),
-        rec.get_nonempty("host"),
-    ) {
-        (Some(pid), Some(h)) => !host::recorded_process_gone_since(
-            pid,
-            h,
-            rec.get_nonempty("pid_start").and_then(|s| s.parse().ok()),
-        ),
-        _ => true,
-    }
+    let e = LockEntry::new(
+        PathBuf::new(),
+        String::new(),
+        String::new(),
+        Some(raw.to_vec()),
+    );
+    (e.process())
+        .is_none_or(|(pid, h)| !host::recorded_process_gone_since(pid, h, e.process_start()))
 }
 
 /// What a waiter for `targets` watches: its queue folders, and in each target's folder only its
