@@ -89,11 +89,8 @@ pub fn remote_branches(top: &Path, remote: &str, deadline: Instant) -> Vec<Remot
         .unwrap_or_default();
     let format = "--format=%(refname)%00%(objectname)%00%(committerdate:unix)%00%(symref)";
     let prefix = format!("refs/remotes/{remote}/");
-    let Some(listed) = git.run(
-        top,
-        &["for-each-ref", "--sort=-committerdate", format, &prefix],
-        &[],
-    ) else {
+    let args = ["for-each-ref", "--sort=-committerdate", format, &prefix];
+    let Some((_, listed)) = git.run(top, &args, &[]) else {
         return Vec::new();
     };
     let since = std::time::SystemTime::now()
@@ -101,7 +98,7 @@ pub fn remote_branches(top: &Path, remote: &str, deadline: Instant) -> Vec<Remot
         .unwrap_or_default()
         .saturating_sub(REMOTE_RECENT)
         .as_secs();
-    let text = String::from_utf8_lossy(&listed.stdout).into_owned();
+    let text = String::from_utf8_lossy(&listed).into_owned();
     let tips: Vec<(&str, &str)> = text
         .lines()
         .filter_map(|l| {
@@ -146,11 +143,6 @@ struct Git {
     diffs: HashMap<(String, String), BTreeSet<String>>,
 }
 
-struct Ran {
-    code: Option<i32>,
-    stdout: Vec<u8>,
-}
-
 impl Git {
     fn new(deadline: Instant) -> Git {
         Git {
@@ -160,7 +152,13 @@ impl Git {
         }
     }
 
-    fn run(&mut self, dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> Option<Ran> {
+    /// Git's exit code and stdout; `None` when it cannot run or runs out of time.
+    fn run(
+        &mut self,
+        dir: &Path,
+        args: &[&str],
+        env: &[(&str, &Path)],
+    ) -> Option<(Option<i32>, Vec<u8>)> {
         if self.timed_out || Instant::now() >= self.deadline {
             self.timed_out = true;
             return None;
@@ -198,17 +196,12 @@ impl Git {
             }
         };
         // Out of time: the reader is left behind (a child of git may still hold the pipe).
-        let status = status?;
-        let stdout = reader.join().unwrap_or_default();
-        Some(Ran {
-            code: status.code(),
-            stdout,
-        })
+        Some((status?.code(), reader.join().unwrap_or_default()))
     }
 
     fn line(&mut self, dir: &Path, args: &[&str]) -> Option<String> {
-        let ran = self.run(dir, args, &[])?;
-        (ran.code == Some(0)).then(|| String::from_utf8_lossy(&ran.stdout).trim().to_string())
+        let (code, out) = self.run(dir, args, &[])?;
+        (code == Some(0)).then(|| String::from_utf8_lossy(&out).trim().to_string())
     }
 
     /// The files `to` changed since `base`.
@@ -218,8 +211,8 @@ impl Git {
             return Some(found.clone());
         }
         let args = ["diff", "--name-only", "--no-renames", "-z", base, to, "--"];
-        let ran = self.run(top, &args, &[])?;
-        let found = (ran.code == Some(0)).then(|| names(&ran.stdout))?;
+        let (code, out) = self.run(top, &args, &[])?;
+        let found = (code == Some(0)).then(|| names(&out))?;
         self.diffs.insert(key, found.clone());
         Some(found)
     }
@@ -298,11 +291,11 @@ impl Scratch {
             a,
             b,
         ];
-        let ran = git.run(top, &args, &isolate)?;
-        match ran.code {
+        let (code, out) = git.run(top, &args, &isolate)?;
+        match code {
             Some(0) => Some(BTreeSet::new()),
             // The tree's id first, then the conflicted files.
-            Some(1) => Some(names(&ran.stdout).into_iter().skip(1).collect()),
+            Some(1) => Some(names(&out).into_iter().skip(1).collect()),
             _ => None,
         }
     }
@@ -356,12 +349,10 @@ fn compare(trees: &[Tree], deadline: Instant) -> View {
         .into_iter()
         .map(|(file, (sides, conflict, unknown))| Conflict {
             file,
-            state: if conflict {
-                "CONFLICT"
-            } else if unknown {
-                "UNKNOWN"
-            } else {
-                "CLEAN"
+            state: match (conflict, unknown) {
+                (true, _) => "CONFLICT",
+                (_, true) => "UNKNOWN",
+                _ => "CLEAN",
             },
             trees: sides.into_iter().collect(),
         })

@@ -261,13 +261,15 @@ fn script(name: &str, coord: &Path) -> String {
 
 /// The files git tracks in the work tree at `dir`, relative to its top folder.
 pub fn tracked(dir: &Path) -> Result<Vec<String>> {
-    Ok(split_names(&git(dir, &["ls-files", "-z", "--full-name"])?))
+    git_names(dir, &["ls-files", "-z", "--full-name"])
 }
 
 /// The staged paths (old and new names of renames), relative to the top folder.
 pub fn staged(dir: &Path) -> Result<Vec<String>> {
-    let args = ["diff", "--cached", "--name-only", "--no-renames", "-z"];
-    Ok(split_names(&git(dir, &args)?))
+    git_names(
+        dir,
+        &["diff", "--cached", "--name-only", "--no-renames", "-z"],
+    )
 }
 
 /// The paths with changes not staged (tracked files; untracked ones too when `untracked`),
@@ -277,7 +279,7 @@ pub fn unstaged(dir: &Path, untracked: bool) -> Result<Vec<String>> {
     if untracked {
         args.extend(["--others", "--exclude-standard"]);
     }
-    Ok(split_names(&git(dir, &args)?))
+    git_names(dir, &args)
 }
 
 /// The paths changed by the commits `revs` name (`A..B`, or `B --not --remotes=origin`), old
@@ -286,16 +288,18 @@ pub fn changed(dir: &Path, revs: &[String]) -> Result<Vec<String>> {
     let mut args = vec!["log", "--format=", "--name-only", "--no-renames", "-z"];
     args.extend(revs.iter().map(String::as_str));
     args.push("--");
-    Ok(split_names(&git(dir, &args)?))
+    git_names(dir, &args)
 }
 
-/// `-z` output: each name exactly as it is (a name may begin or end with a newline), once.
-fn split_names(out: &[u8]) -> Vec<String> {
+/// The names git's `-z` output lists: each exactly as it is (a name may begin or end with a
+/// newline), once.
+fn git_names(dir: &Path, args: &[&str]) -> Result<Vec<String>> {
     let mut seen = std::collections::HashSet::new();
-    out.split(|b| *b == 0)
+    Ok(git(dir, args)?
+        .split(|b| *b == 0)
         .map(|raw| String::from_utf8_lossy(raw).into_owned())
         .filter(|name| !name.is_empty() && seen.insert(name.clone()))
-        .collect()
+        .collect())
 }
 
 /// Of `paths` (relative to the git top folder `top`), those locked `LIVE` (or in conflict) by

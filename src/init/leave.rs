@@ -213,36 +213,19 @@ fn walk(top: &Path, dir: &Path, tops: &[PathBuf], tracked: &HashSet<String>, fou
         let Some(name) = name.to_str() else {
             continue;
         };
-        if meta.is_dir() {
-            if name == ".git" {
-                continue;
+        if !meta.is_dir() {
+            if meta.is_file() && !tracked.contains(&super::rel_of(top, &path)) {
+                classify_file(top, &path, name, found);
             }
-            if name == layout::STATE_DIR {
-                found.state_dirs.push(path);
-                continue;
+        } else if name == layout::STATE_DIR {
+            found.state_dirs.push(path);
+        } else if name != ".git" && !tops.contains(&path) {
+            match std::fs::symlink_metadata(path.join(".git")) {
+                Ok(git) if git.is_file() => walk(&path, &path, tops, &tracked_set(&path), found),
+                Ok(_) => {}
+                Err(_) => walk(top, &path, tops, tracked, found),
             }
-            if !tops.contains(&path) {
-                match std::fs::symlink_metadata(path.join(".git")) {
-                    Ok(git) if git.is_file() => {
-                        walk(&path, &path, tops, &tracked_set(&path), found)
-                    }
-                    Ok(_) => {}
-                    Err(_) => walk(top, &path, tops, tracked, found),
-                }
-            }
-            continue;
         }
-        if !meta.is_file() {
-            continue;
-        }
-        let rel = path
-            .strip_prefix(top)
-            .map(|r| r.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if tracked.contains(&rel) {
-            continue;
-        }
-        classify_file(top, &path, name, found);
     }
 }
 
@@ -264,26 +247,26 @@ fn classify_file(top: &Path, path: &Path, name: &str, found: &mut Found) {
     };
     // A name of coord's whose content is not coord's is the user's file.
     let what = if layout::parse_lock_name(name).is_some() {
-        (reads(["locked_at", "token"]), "a lock file")
+        reads(["locked_at", "token"]).then_some("a lock file")
     } else if layout::is_temp_name(name) {
-        (true, "a temporary file")
+        Some("a temporary file")
     } else if layout::presence_agent(name).is_some() {
-        (reads(["heartbeat", "status"]), "a presence file")
+        reads(["heartbeat", "status"]).then_some("a presence file")
     } else if layout::handshake_agent(name).is_some() {
-        (reads(["from", "protocol"]), "a handshake file")
+        reads(["from", "protocol"]).then_some("a handshake file")
     } else if let Some(twin) = copy_of(path, name) {
         if !same_bytes(path, &twin) {
             found.copies.push((path.to_path_buf(), twin));
             return;
         }
-        match layout::is_backup_name(name) {
-            true => (true, "a backup equal to its file"),
-            false => (true, "a refused write equal to its file"),
-        }
+        Some(match layout::is_backup_name(name) {
+            true => "a backup equal to its file",
+            false => "a refused write equal to its file",
+        })
     } else {
-        return;
+        None
     };
-    if let (true, what) = what {
+    if let Some(what) = what {
         if what == "a lock file" {
             found.locks.push((path.to_path_buf(), top.to_path_buf()));
         }

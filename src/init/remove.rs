@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::record::Record;
 use super::unterminated;
-use super::{find_block, has_command, is_command, not_utf8, read_regular, resolve, texts};
+use super::{find_block, has_command, is_command, not_utf8, read_regular, rel_of, resolve, texts};
 use crate::client::{COORD, Client, MARKER, Wire, command};
 use crate::error::{Error, Result};
 use crate::fsutil;
@@ -140,10 +140,7 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
         let Some(bytes) = read_regular(&path)? else {
             continue;
         };
-        let file = path
-            .strip_prefix(root)
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or(rel.to_string());
+        let file = rel_of(root, &path);
         let text = String::from_utf8(bytes).map_err(|_| not_utf8(&file))?;
         let shared = kept.contains(&path);
         let stripped = match kind {
@@ -213,11 +210,7 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
             continue;
         }
         changes.push(Undo {
-            action: if stripped.is_some() {
-                "update"
-            } else {
-                "delete"
-            },
+            action: stripped.as_ref().map_or("delete", |_| "update"),
             content: stripped.map(String::into_bytes),
             file,
             path,
@@ -585,30 +578,19 @@ fn strip_toml(text: &str, mcp: bool) -> std::result::Result<Option<String>, Stri
     let mut doc: toml_edit::DocumentMut = text
         .parse()
         .map_err(|e: toml_edit::TomlError| e.to_string())?;
-    if !mcp {
-        return Ok(Some(text.to_string()));
-    }
-    let mut cut = false;
-    if let Some(servers) = doc
+    let servers = doc
         .get_mut("mcp_servers")
-        .and_then(|i| i.as_table_like_mut())
-    {
-        let ours = servers
-            .get("coord")
-            .and_then(|c| c.as_table_like())
-            .and_then(|c| c.get("command"))
-            .and_then(|c| c.as_str())
-            == Some(COORD);
-        if ours {
-            servers.remove("coord");
-            cut = true;
-            if servers.is_empty() {
-                doc.remove("mcp_servers");
-            }
-        }
-    }
-    if !cut {
+        .and_then(|i| i.as_table_like_mut());
+    let command = |s: &dyn toml_edit::TableLike| {
+        let coord = s.get("coord").and_then(|c| c.as_table_like());
+        coord.and_then(|c| c.get("command")?.as_str()) == Some(COORD)
+    };
+    let Some(servers) = servers.filter(|s| mcp && command(&**s)) else {
         return Ok(Some(text.to_string()));
+    };
+    servers.remove("coord");
+    if servers.is_empty() {
+        doc.remove("mcp_servers");
     }
     let out = doc.to_string();
     Ok((!out.trim().is_empty()).then_some(out))
