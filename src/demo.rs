@@ -9,6 +9,8 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use serde_json::json;
+
 use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
 
@@ -85,7 +87,7 @@ fn clients(demo: &Demo, first: &str, second: &str) -> Result<()> {
     let claude = "cedd012c-f1ba-4d70-ad6d-1c65c16ba070";
     let codex = "01a20dbd-c053-7b63-9944-21d2369b8293";
     let event = |session: &str, name: &str, more: serde_json::Value| {
-        let mut e = serde_json::json!({
+        let mut e = json!({
             "session_id": session, "transcript_path": "/dev/null", "cwd": demo.dir,
             "hook_event_name": name,
         });
@@ -97,46 +99,36 @@ fn clients(demo: &Demo, first: &str, second: &str) -> Result<()> {
     let edit = event(
         claude,
         "PreToolUse",
-        serde_json::json!({"tool_name": "Edit",
+        json!({"tool_name": "Edit",
         "tool_input": {"file_path": file, "old_string": "fn main() {}",
             "new_string": "fn main() { run() }", "replace_all": false}}),
     );
     let patch = event(
         codex,
         "PreToolUse",
-        serde_json::json!({"tool_name": "apply_patch",
+        json!({"tool_name": "apply_patch",
         "tool_input": {"command": "*** Begin Patch\n*** Update File: src/app.rs\n@@\n-fn main() {}\n+fn main() { serve() }\n*** End Patch\n"}}),
     );
-    let stop = |session: &str| {
-        event(
-            session,
-            "Stop",
-            serde_json::json!({"stop_hook_active": false}),
-        )
-    };
-    let (claude_stop, codex_stop) = (stop(claude), stop(codex));
+    let stop = |session: &str| event(session, "Stop", json!({"stop_hook_active": false}));
 
-    let deny = demo.hook(first, "claude", "PreToolUse", &edit)?;
-    if let Some(why) = deny {
+    if let Some(why) = demo.hook(first, "claude", "PreToolUse", &edit)? {
         return Err(failed(format!("Claude Code's edit was denied: {why}")));
     }
     demo.say(
         first,
         "Claude Code: Edit src/app.rs -> allowed; claude holds src/app.rs while it edits",
     );
-    match demo.hook(second, "codex", "PreToolUse", &patch)? {
-        Some(why) => {
-            demo.say(
-                second,
-                "Codex: apply_patch src/app.rs -> denied; its agent reads:",
-            );
-            for l in wrap(&why, 92) {
-                demo.line(&format!("{:>19}{l}", ""));
-            }
-        }
-        None => return Err(failed("Codex's edit of a held file was allowed")),
+    let Some(why) = demo.hook(second, "codex", "PreToolUse", &patch)? else {
+        return Err(failed("Codex's edit of a held file was allowed"));
+    };
+    demo.say(
+        second,
+        "Codex: apply_patch src/app.rs -> denied; its agent reads:",
+    );
+    for l in wrap(&why, 92) {
+        demo.line(&format!("{:>19}{l}", ""));
     }
-    demo.hook(first, "claude", "Stop", &claude_stop)?;
+    demo.hook(first, "claude", "Stop", &stop(claude))?;
     demo.say(first, "Claude Code's turn ends -> its locks are released");
     if let Some(why) = demo.hook(second, "codex", "PreToolUse", &patch)? {
         return Err(failed(format!(
@@ -147,7 +139,7 @@ fn clients(demo: &Demo, first: &str, second: &str) -> Result<()> {
         second,
         "Codex: apply_patch src/app.rs -> allowed; codex holds it now",
     );
-    demo.hook(second, "codex", "Stop", &codex_stop)?;
+    demo.hook(second, "codex", "Stop", &stop(codex))?;
     demo.say(second, "Codex's turn ends -> released");
     Ok(())
 }

@@ -11,7 +11,7 @@ use crate::conflicts::Side;
 use crate::dialogue::{self, DialogueSummary};
 use crate::handshake;
 use crate::lock::deadlock::{self, WaitEdge};
-use crate::lock::queue;
+use crate::lock::queue::{self, Waiter};
 use crate::lock::{self, LockState};
 use crate::message;
 use crate::presence::{self, LockStatus, StateCache, Unreadable};
@@ -140,14 +140,6 @@ fn claim_view(e: &lock::LockEntry, now: &Timestamp) -> ClaimView {
     }
 }
 
-/// Every claim, judged, as `status` shows them.
-fn claims(ws: &Workspace, cache: &mut StateCache, now: &Timestamp) -> Vec<ClaimView> {
-    lock::claim::judged(ws.root(), cache, now)
-        .iter()
-        .map(|e| claim_view(e, now))
-        .collect()
-}
-
 /// One online session of the stamp card.
 #[derive(Debug, Clone, Serialize)]
 pub struct PartnerView {
@@ -254,12 +246,12 @@ impl Serialize for RemoteStatus {
 /// What a session's start tells its agent: agents, locks, claims, reviews and dialogue only.
 pub fn glance(ws: &Workspace) -> Status {
     let now = clock::now();
-    let (presences, _, mut cache, entries) = look(ws, &now);
+    let look = look(ws, &now);
     Status {
         root: ws.root().display().to_string(),
-        agents: presences.iter().map(|p| agent_view(p, &now)).collect(),
-        locks: lock_views(ws, &entries, &presences, &now),
-        claims: claims(ws, &mut cache, &now),
+        agents: look.presences.iter().map(|p| agent_view(p, &now)).collect(),
+        locks: look.locks,
+        claims: look.claims,
         reviews: review::rules::open_reviews(ws).0,
         dialogue: dialogue::summary(ws),
         ..Status::default()
@@ -267,31 +259,33 @@ pub fn glance(ws: &Workspace) -> Status {
 }
 
 /// What both views start from: the presences (and those unreadable), the agents' states, every
-/// lock judged.
-fn look(
-    ws: &Workspace,
-    now: &Timestamp,
-) -> (
-    Vec<presence::Presence>,
-    Vec<Unreadable>,
-    StateCache,
-    Vec<lock::LockEntry>,
-) {
+/// lock judged, every lock as the views show it (those of removed work trees included), and
+/// every claim judged.
+struct Look {
+    presences: Vec<presence::Presence>,
+    unreadable: Vec<Unreadable>,
+    cache: StateCache,
+    entries: Vec<lock::LockEntry>,
+    locks: Vec<LockView>,
+    claims: Vec<ClaimView>,
+}
+
+fn look(ws: &Workspace, now: &Timestamp) -> Look {
     let (presences, unreadable) = presence::scan(ws.root());
     let mut cache = StateCache::from_presences(&presences, now);
     let entries = lock::scan_judged(ws, &mut cache, now);
-    (presences, unreadable, cache, entries)
-}
-
-/// Every lock as the views show it, those of removed work trees included.
-fn lock_views(
-    ws: &Workspace,
-    entries: &[lock::LockEntry],
-    presences: &[presence::Presence],
-    now: &Timestamp,
-) -> Vec<LockView> {
     let locks = entries.iter().map(|e| lock_view(e, ws, now));
-    locks.chain(gone_tree_locks(presences, now)).collect()
+    let locks = locks.chain(gone_tree_locks(&presences, now)).collect();
+    let claims = lock::claim::judged(ws.root(), &mut cache, now);
+    let claims = claims.iter().map(|e| claim_view(e, now)).collect();
+    Look {
+        presences,
+        unreadable,
+        cache,
+        entries,
+        locks,
+        claims,
+    }
 }
 
 /// How long a FINISHED agent stays in the view.
@@ -391,13 +385,11 @@ fn agent_label(a: &AgentView, several: bool) -> String {
 }
 
 /// Correct each agent's `lock_status` where its presence is wrong (its writer killed, its locks
-/// taken over): `holding` have a lock or claim in any state, `waiting` a live ticket.
-fn settle_lock_status(agents: &mut [AgentView], holding: &HashSet<&str>, waiting: &HashSet<&str>) {
+/// taken over): `holding` have a lock or claim in any state, `waiters` hold a live ticket.
+fn settle_lock_status(agents: &mut [AgentView], holding: &HashSet<&str>, waiters: &[Waiter]) {
     for a in agents {
-        let (holds, waits) = (
-            holding.contains(a.agent.as_str()),
-            waiting.contains(a.agent.as_str()),
-        );
+        let holds = holding.contains(a.agent.as_str());
+        let waits = waiters.iter().any(|w| w.agent == a.agent);
         let true_now = match a.lock_status.as_deref() {
             Some(s) if s.eq_ignore_ascii_case(LockStatus::Locked.as_str()) => holds,
             Some(s) if s.eq_ignore_ascii_case(LockStatus::Waiting.as_str()) => waits,
@@ -406,14 +398,14 @@ fn settle_lock_status(agents: &mut [AgentView], holding: &HashSet<&str>, waiting
         if true_now {
             continue;
         }
-        let now = if holds {
-            LockStatus::Locked
-        } else if waits {
-            LockStatus::Waiting
-        } else {
-            a.current_file = None;
-            LockStatus::Free
+        let now = match (holds, waits) {
+            (true, _) => LockStatus::Locked,
+            (_, true) => LockStatus::Waiting,
+            _ => LockStatus::Free,
         };
+        if now == LockStatus::Free {
+            a.current_file = None;
+        }
         a.lock_status = Some(now.as_str().to_string());
     }
 }
@@ -427,14 +419,8 @@ pub fn settle_lock_status_of(
     now: &Timestamp,
 ) {
     let claims = lock::claim::judged(ws.root(), cache, now);
-    let waiters = queue::waiters(ws.root());
-    let holding: HashSet<&str> = entries
-        .iter()
-        .chain(claims.iter())
-        .map(|e| e.agent.as_str())
-        .collect();
-    let waiting: HashSet<&str> = waiters.iter().map(|w| w.agent.as_str()).collect();
-    settle_lock_status(agents, &holding, &waiting);
+    let holding = entries.iter().chain(&claims).map(|e| e.agent.as_str());
+    settle_lock_status(agents, &holding.collect(), &queue::waiters(ws.root()));
 }
 
 /// The locks an agent's presence lists in a work tree that is gone (`git worktree remove` while
@@ -587,10 +573,15 @@ pub fn who(ws: &Workspace, args: &[crate::workspace::FileArg]) -> Vec<FileHolder
 /// Read the whole workspace.
 pub fn collect(ws: &Workspace) -> Status {
     let now = clock::now();
-    let (presences, mut unreadable, mut cache, entries) = look(ws, &now);
-    let locks = lock_views(ws, &entries, &presences, &now);
+    let Look {
+        presences,
+        mut unreadable,
+        mut cache,
+        entries,
+        locks,
+        claims,
+    } = look(ws, &now);
     unreadable.extend(lock::unreadable(&entries, ws));
-    let claims = claims(ws, &mut cache, &now);
     let waiters = queue::waiters(ws.root());
     let edges = deadlock::edges(ws, &waiters, &mut cache, &now);
     let mut places: BTreeMap<&str, usize> = BTreeMap::new();
@@ -627,13 +618,9 @@ pub fn collect(ws: &Workspace) -> Status {
     );
     unreadable.extend(bad_messages);
     let mut agents: Vec<AgentView> = presences.iter().map(|p| agent_view(p, &now)).collect();
-    let holding: HashSet<&str> = locks
-        .iter()
-        .map(|l| l.agent.as_str())
-        .chain(claims.iter().map(|c| c.agent.as_str()))
-        .collect();
-    let waiting: HashSet<&str> = waiters.iter().map(|w| w.agent.as_str()).collect();
-    settle_lock_status(&mut agents, &holding, &waiting);
+    let holding = locks.iter().map(|l| l.agent.as_str());
+    let holding = holding.chain(claims.iter().map(|c| c.agent.as_str()));
+    settle_lock_status(&mut agents, &holding.collect(), &waiters);
     let trees = crate::worktree::trees(ws.root());
     let several = trees.len() > 1;
     for a in &mut agents {
