@@ -313,13 +313,6 @@ fn each_at_once(
     })
 }
 
-/// `line` cut at spaces, then `tail`.
-fn argv<'a>(line: &'a str, tail: &[&'a str]) -> Vec<&'a str> {
-    line.split_whitespace()
-        .chain(tail.iter().copied())
-        .collect()
-}
-
 /// Cut `text` into lines of at most `width` characters, at spaces.
 fn wrap(text: &str, width: usize) -> Vec<String> {
     let mut lines = vec![String::new()];
@@ -376,7 +369,10 @@ impl Demo {
     /// Run `coord LINE TAIL...` as `agent` (`line`: words without spaces in them; `tail`: any
     /// arguments) and return its stdout; its failure is the demo's.
     fn quiet(&self, agent: &str, line: &str, tail: &[&str]) -> Result<String> {
-        let args = argv(line, tail);
+        let args: Vec<&str> = line
+            .split_whitespace()
+            .chain(tail.iter().copied())
+            .collect();
         let out = self
             .command(agent, &args)
             .output()
@@ -394,7 +390,10 @@ impl Demo {
     /// Show `$ coord LINE TAIL...` as `agent`, run it, and show as they come the first `lines`
     /// lines it prints on stdout and every line on stderr (a waiter's news, a warning).
     fn show(&self, agent: &str, line: &str, tail: &[&str], lines: usize) -> Result<()> {
-        let args = argv(line, tail);
+        let args: Vec<&str> = line
+            .split_whitespace()
+            .chain(tail.iter().copied())
+            .collect();
         let shown: Vec<String> = args.iter().map(|a| crate::shell::arg(a)).collect();
         self.say(agent, &format!("$ coord {}", shown.join(" ")));
         let mut child = self

@@ -113,35 +113,31 @@ pub fn install(dir: &Path, coord: &Path) -> Result<Vec<Installed>> {
     let mut out = Vec::new();
     for name in HOOKS {
         let path = hooks.join(name);
-        let existing = fs::read(&path).ok();
         let script = script(name, coord);
-        // An older coord hook is rewritten in place; its chained hook stays.
-        let ours = existing
-            .as_deref()
-            .is_some_and(|b| String::from_utf8_lossy(b).contains(MARKER));
         let mut chained = None;
-        let outcome = if existing.as_deref() == Some(script.as_bytes()) {
-            "already installed"
-        } else if ours {
-            "updated"
-        } else {
-            if fs::symlink_metadata(&path).is_ok() {
-                let aside = hooks.join(format!("{name}{CHAINED_SUFFIX}"));
-                if fs::symlink_metadata(&aside).is_ok() {
-                    return Err(Error::refused(
-                        Refusal::Conflict,
-                        format!(
-                            "both `{}` and `{}` exist; coord does not know which to keep",
-                            path.display(),
-                            aside.display()
-                        ),
-                        Some(format!("merge them into `{}` by hand", aside.display())),
-                    ));
+        let outcome = match fs::read(&path) {
+            Ok(b) if b == script.as_bytes() => "already installed",
+            // An older coord hook is rewritten in place; its chained hook stays.
+            Ok(b) if String::from_utf8_lossy(&b).contains(MARKER) => "updated",
+            _ => {
+                if fs::symlink_metadata(&path).is_ok() {
+                    let aside = hooks.join(format!("{name}{CHAINED_SUFFIX}"));
+                    if fs::symlink_metadata(&aside).is_ok() {
+                        return Err(Error::refused(
+                            Refusal::Conflict,
+                            format!(
+                                "both `{}` and `{}` exist; coord does not know which to keep",
+                                path.display(),
+                                aside.display()
+                            ),
+                            Some(format!("merge them into `{}` by hand", aside.display())),
+                        ));
+                    }
+                    fsutil::rename(&path, &aside)?;
+                    chained = Some(aside.display().to_string());
                 }
-                fsutil::rename(&path, &aside)?;
-                chained = Some(aside.display().to_string());
+                "installed"
             }
-            "installed"
         };
         if outcome != "already installed" {
             fsutil::replace_durable(&path, script.as_bytes())?;
@@ -261,15 +257,13 @@ fn script(name: &str, coord: &Path) -> String {
 
 /// The files git tracks in the work tree at `dir`, relative to its top folder.
 pub fn tracked(dir: &Path) -> Result<Vec<String>> {
-    git_names(dir, &["ls-files", "-z", "--full-name"])
+    Ok(split_names(&git(dir, &["ls-files", "-z", "--full-name"])?))
 }
 
 /// The staged paths (old and new names of renames), relative to the top folder.
 pub fn staged(dir: &Path) -> Result<Vec<String>> {
-    git_names(
-        dir,
-        &["diff", "--cached", "--name-only", "--no-renames", "-z"],
-    )
+    let args = ["diff", "--cached", "--name-only", "--no-renames", "-z"];
+    Ok(split_names(&git(dir, &args)?))
 }
 
 /// The paths with changes not staged (tracked files; untracked ones too when `untracked`),
@@ -279,7 +273,7 @@ pub fn unstaged(dir: &Path, untracked: bool) -> Result<Vec<String>> {
     if untracked {
         args.extend(["--others", "--exclude-standard"]);
     }
-    git_names(dir, &args)
+    Ok(split_names(&git(dir, &args)?))
 }
 
 /// The paths changed by the commits `revs` name (`A..B`, or `B --not --remotes=origin`), old
@@ -288,18 +282,16 @@ pub fn changed(dir: &Path, revs: &[String]) -> Result<Vec<String>> {
     let mut args = vec!["log", "--format=", "--name-only", "--no-renames", "-z"];
     args.extend(revs.iter().map(String::as_str));
     args.push("--");
-    git_names(dir, &args)
+    Ok(split_names(&git(dir, &args)?))
 }
 
-/// The names git's `-z` output lists: each exactly as it is (a name may begin or end with a
-/// newline), once.
-fn git_names(dir: &Path, args: &[&str]) -> Result<Vec<String>> {
+/// `-z` output: each name exactly as it is (a name may begin or end with a newline), once.
+fn split_names(out: &[u8]) -> Vec<String> {
     let mut seen = std::collections::HashSet::new();
-    Ok(git(dir, args)?
-        .split(|b| *b == 0)
+    out.split(|b| *b == 0)
         .map(|raw| String::from_utf8_lossy(raw).into_owned())
         .filter(|name| !name.is_empty() && seen.insert(name.clone()))
-        .collect())
+        .collect()
 }
 
 /// Of `paths` (relative to the git top folder `top`), those locked `LIVE` (or in conflict) by
@@ -343,35 +335,31 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
     }
     let mut out = Vec::new();
     let mut push = |file: &String, holder: String, e: &lock::LockEntry| {
-        out.push(Held {
-            file: file.clone(),
-            holder,
-            state: e.state,
-            since: e.locked_at().map(str::to_string),
-            released: e.released_when(),
-        })
+        if e.state != LockState::Stale && me.is_none_or(|m| m.id() != e.agent) {
+            out.push(Held {
+                file: file.clone(),
+                holder,
+                state: e.state,
+                since: e.locked_at().map(str::to_string),
+                released: e.released_when(),
+            })
+        }
     };
     for (w, targets) in &groups {
         let cache = &mut StateCache::default();
         let claims = lock::claim::judged_patterns(w.root(), cache, &now);
         for target in targets {
-            for c in &claims {
-                let e = &c.entry;
-                if e.state == LockState::Stale
-                    || me.is_some_and(|m| m.id() == e.agent)
-                    || !c.pattern.matches(&target.rel)
-                {
-                    continue;
-                }
-                push(&target.rel, lock::claim::holder_text(w.root(), e), e);
+            for c in claims.iter().filter(|c| c.pattern.matches(&target.rel)) {
+                push(
+                    &target.rel,
+                    lock::claim::holder_text(w.root(), &c.entry),
+                    &c.entry,
+                );
             }
         }
         for (target, mut entries) in targets.iter().zip(lock::locks_of_each(targets)) {
             lock::classify(w.root(), &mut entries, cache, &now);
             for e in entries {
-                if e.state == LockState::Stale || me.is_some_and(|m| m.id() == e.agent) {
-                    continue;
-                }
                 push(&target.rel, e.holder().to_string(), &e);
             }
         }

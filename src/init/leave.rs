@@ -191,7 +191,7 @@ struct Found {
     files: Vec<(PathBuf, &'static str)>,
     /// Backups and refused writes that differ from their file: path, the file.
     copies: Vec<(PathBuf, PathBuf)>,
-    /// Lock files (read as locks), with their tree's top level.
+    /// The files of lock files (read as locks), with their tree's top level.
     locks: Vec<(PathBuf, PathBuf)>,
     /// `.coord/` folders.
     state_dirs: Vec<PathBuf>,
@@ -246,8 +246,14 @@ fn classify_file(top: &Path, path: &Path, name: &str, found: &mut Found) {
         })
     };
     // A name of coord's whose content is not coord's is the user's file.
-    let what = if layout::parse_lock_name(name).is_some() {
-        reads(["locked_at", "token"]).then_some("a lock file")
+    let what = if let Some((base, _)) = layout::parse_lock_name(name) {
+        let lock = reads(["locked_at", "token"]);
+        if lock {
+            found
+                .locks
+                .push((path.with_file_name(base), top.to_path_buf()));
+        }
+        lock.then_some("a lock file")
     } else if layout::is_temp_name(name) {
         Some("a temporary file")
     } else if layout::presence_agent(name).is_some() {
@@ -267,9 +273,6 @@ fn classify_file(top: &Path, path: &Path, name: &str, found: &mut Found) {
         None
     };
     if let Some(what) = what {
-        if what == "a lock file" {
-            found.locks.push((path.to_path_buf(), top.to_path_buf()));
-        }
         found.files.push((path.to_path_buf(), what));
     }
 }
@@ -304,7 +307,7 @@ fn copy_of(path: &Path, name: &str) -> Option<PathBuf> {
     Some(path.with_file_name(base))
 }
 
-/// Refuse (exit 3, `in_use`) when another agent than `me` holds a live lock among `locks` (lock
+/// Refuse (exit 3, `in_use`) when another agent than `me` holds a live lock among `locks` (locked
 /// files with their tree) or a live claim, naming each.
 fn refuse_live_locks(
     tops: &[PathBuf],
@@ -319,15 +322,8 @@ fn refuse_live_locks(
     for top in tops {
         let tree = Workspace::at(top.clone());
         let mut targets = Vec::new();
-        for (path, _) in locks.iter().filter(|(_, t)| t == top) {
-            let name = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default();
-            let Some((base, _)) = layout::parse_lock_name(name) else {
-                continue;
-            };
-            if let Some(rel) = tree.rel(&path.with_file_name(base))
+        for (file, _) in locks.iter().filter(|(_, t)| t == top) {
+            if let Some(rel) = tree.rel(file)
                 && let Ok(t) = tree.target_from_rel(&rel)
                 && !targets
                     .iter()

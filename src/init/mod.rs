@@ -71,9 +71,7 @@ pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
     let root = ws.root();
     let mut files = Wiring {
         root: root.to_path_buf(),
-        changes: Vec::new(),
-        skipped: Vec::new(),
-        client: None,
+        ..Wiring::default()
     };
     let mut wired = Vec::new();
     for &client in clients {
@@ -454,6 +452,7 @@ fn rel_of(root: &Path, path: &Path) -> String {
 
 /// The changes `init` plans, one per real file: what a client's [`Wire`]s write into. Every
 /// file is read once; a second change to one file builds on the first.
+#[derive(Default)]
 struct Wiring {
     root: PathBuf,
     changes: Vec<Change>,
