@@ -127,19 +127,10 @@ pub fn prune(ws: &Workspace, dry_run: bool) -> Result<Pruned> {
 
 /// Agents with a ticket in any wait queue.
 fn queue_agents(root: &Path) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for dir in read_dir(&layout::queue_root(&shared_root(root))) {
-        for t in read_dir(&dir) {
-            if let Some((_, agent)) = t
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(layout::parse_ticket)
-            {
-                out.insert(agent.to_string());
-            }
-        }
-    }
-    out
+    let queues = read_dir(&layout::queue_root(&shared_root(root)));
+    let tickets = queues.iter().flat_map(|q| read_dir(q));
+    let agent = |t: PathBuf| Some(layout::parse_ticket(t.file_name()?.to_str()?)?.1.to_owned());
+    tickets.filter_map(agent).collect()
 }
 
 fn empty_queue_dirs(root: &Path) -> Vec<PathBuf> {

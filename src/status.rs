@@ -542,9 +542,8 @@ pub fn who(ws: &Workspace, args: &[crate::workspace::FileArg]) -> Vec<FileHolder
         let hits = all_claims.iter().filter(|c| hit(&c.pattern));
         hits.map(|c| claim_view(&c.entry, &now)).collect()
     };
-    let mut out = Vec::with_capacity(args.len());
-    for a in args {
-        out.push(match a {
+    args.iter()
+        .map(|a| match a {
             FileArg::File(t) => {
                 let mut entries = of_files.next().unwrap_or_default();
                 lock::classify(ws.root(), &mut entries, &mut cache, &now);
@@ -565,9 +564,8 @@ pub fn who(ws: &Workspace, args: &[crate::workspace::FileArg]) -> Vec<FileHolder
                     .map(holder)
                     .collect(),
             },
-        });
-    }
-    out
+        })
+        .collect()
 }
 
 /// Read the whole workspace.
