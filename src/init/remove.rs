@@ -91,16 +91,14 @@ enum FileKind {
 /// The files `clients` wire (relative to the root), with their kind: theirs, then the texts.
 fn files_of(clients: &[Client]) -> Vec<(&'static str, FileKind)> {
     let wires = clients.iter().flat_map(|c| c.adapter().wiring);
-    let mut files: Vec<_> = wires
-        .map(|w| match *w {
-            Wire::Json { file, .. } => (file, FileKind::Json),
-            Wire::CodexToml(file) => (file, FileKind::Toml),
-            Wire::Generated(file, _) => (file, FileKind::Generated),
-        })
-        .collect();
+    let wires = wires.map(|w| match *w {
+        Wire::Json { file, .. } => (file, FileKind::Json),
+        Wire::CodexToml(file) => (file, FileKind::Toml),
+        Wire::Generated(file, _) => (file, FileKind::Generated),
+    });
     let texts = texts(clients).into_iter();
-    files.extend(texts.map(|(file, begin, end, _)| (file, FileKind::Text { begin, end })));
-    files
+    let texts = texts.map(|(file, begin, end, _)| (file, FileKind::Text { begin, end }));
+    wires.chain(texts).collect()
 }
 
 /// Compute what `init --remove` takes back for `clients`; nothing is written.
