@@ -394,16 +394,6 @@ pub(super) fn strip_block(
     Ok((!out.trim().is_empty()).then_some(out))
 }
 
-/// Whether a hook entry (its own `command` or `bash`) is the one `coord init` writes for one
-/// of `clients`.
-fn inits_hook(hook: &Value, clients: &[&str]) -> bool {
-    has_command(hook, |c| {
-        clients
-            .iter()
-            .any(|client| is_command(c, &command(client, None)))
-    })
-}
-
 /// JSON (with comments) without the hook entries `coord init` wrote for `clients` and, with
 /// `mcp`, without its `coord` MCP server; containers emptied by that go too. `None` when
 /// nothing else is left.
@@ -415,7 +405,11 @@ fn strip_json(
     if text.trim().is_empty() {
         return Ok(None);
     }
-    let ours = |v: &CstNode| inits_hook(&v.to_serde_value().unwrap_or(Value::Null), clients);
+    // A hook entry whose own `command` or `bash` is the one `coord init` writes for a client.
+    let ours = |v: &CstNode| {
+        let inits = |c: &str| clients.iter().any(|cl| is_command(c, &command(cl, None)));
+        has_command(&v.to_serde_value().unwrap_or(Value::Null), inits)
+    };
     let cut = |obj: &CstObject| {
         let mut cut = false;
         for prop in obj
