@@ -336,8 +336,7 @@ fn compare(trees: &[Tree], deadline: Instant) -> View {
             };
             for f in both {
                 let entry = files.entry(f.clone()).or_default();
-                entry.0.extend(at[*a].iter().cloned());
-                entry.0.extend(at[*b].iter().cloned());
+                entry.0.extend(at[*a].iter().chain(&at[*b]).cloned());
                 match &conflicted {
                     Some(c) => entry.1 |= c.contains(&f),
                     None => entry.2 = true,

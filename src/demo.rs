@@ -219,27 +219,22 @@ fn dialogue(demo: &Demo, first: &str, second: &str) -> Result<()> {
         &[topic, "--agents", &agents],
         1,
     )?;
-    let lines: [(&str, &[&str]); 4] = [
+    let lines = [
         (
             "One section per agent in SHARED.txt?",
-            &["QUESTION-CRITICAL"],
+            Some("QUESTION-CRITICAL"),
         ),
-        ("Agreed, and a summary at the top.", &["AGREEMENT"]),
-        ("I will write the summary after the review.", &[]),
-        ("Then we are done here.", &["PROPOSE-END"]),
+        ("Agreed, and a summary at the top.", Some("AGREEMENT")),
+        ("I will write the summary after the review.", None),
+        ("Then we are done here.", Some("PROPOSE-END")),
     ];
     let speakers = [first, second];
     each_at_once(demo, &speakers, |demo, who, agent| {
-        for (text, markers) in lines.iter().skip(who).step_by(2) {
-            demo.quiet(
-                agent,
-                &format!("dialogue wait --as {agent} --timeout 30s"),
-                &[],
-            )?;
+        for (text, marker) in lines.iter().skip(who).step_by(2) {
+            let wait = format!("dialogue wait --as {agent} --timeout 30s");
+            demo.quiet(agent, &wait, &[])?;
             let mut args = vec![*text];
-            for m in *markers {
-                args.extend(["--marker", m]);
-            }
+            args.extend(marker.iter().flat_map(|m| ["--marker", *m]));
             demo.quiet(agent, &format!("dialogue say --as {agent}"), &args)?;
             demo.say(agent, &format!("says: {text}"));
         }
