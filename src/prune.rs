@@ -98,8 +98,12 @@ pub fn prune(ws: &Workspace, dry_run: bool) -> Result<Pruned> {
             }
         }
         if marks.is_dir() {
+            // A folder of plain files, never following a link.
             if !dry_run {
-                remove_tree(&marks)?;
+                for p in read_dir(&marks) {
+                    fsutil::remove(&p)?;
+                }
+                fsutil::raw::remove_empty_dir(&marks);
             }
             gone.push(marks);
         }
@@ -150,13 +154,4 @@ fn read_dir(dir: &Path) -> Vec<PathBuf> {
     crate::fsutil::read_dir(dir)
         .map(|rd| rd.flatten().map(|e| e.path()).collect())
         .unwrap_or_default()
-}
-
-/// Remove a folder of plain files (read marks), never following a link.
-fn remove_tree(dir: &Path) -> Result<()> {
-    for p in read_dir(dir) {
-        fsutil::remove(&p)?;
-    }
-    fsutil::raw::remove_empty_dir(dir);
-    Ok(())
 }

@@ -127,9 +127,7 @@ pub fn workspace_at(dir: &Path) -> Result<Workspace> {
 pub fn apply(ws: &Workspace, plan: &Plan) -> Result<()> {
     let root = ws.root();
     let mut record = record::Record::load(root);
-    if plan.create_state_dir {
-        record.state_dir = true;
-    }
+    record.state_dir |= plan.create_state_dir;
     for change in &plan.changes {
         if let Some(dir) = change.path.parent() {
             record.note_dirs(root, dir);

@@ -69,7 +69,6 @@ struct RecordUpdate {
     /// Another work tree of the repository is still wired: the record, shared by the trees
     /// (keyed by the path in each), stays as it is for them.
     shared: bool,
-    files: Vec<String>,
     dirs: Vec<String>,
 }
 
@@ -240,7 +239,6 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
         record: RecordUpdate {
             drop_all: all_gone,
             shared: others_wired,
-            files: changes.iter().map(|u| u.file.clone()).collect(),
             dirs: record.dirs.clone(),
         },
         changes,
@@ -293,8 +291,8 @@ pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
         }
     } else if !up.shared {
         let mut record = Record::load(root);
-        for f in &up.files {
-            record.files.remove(f);
+        for u in &removal.changes {
+            record.files.remove(&u.file);
         }
         record.dirs.retain(|d| root.join(d).is_dir());
         if layout::state_dir(&crate::worktree::shared_root(root)).is_dir() {
