@@ -208,10 +208,6 @@ pub fn uninstall_in(hooks: &Path, dry_run: bool) -> Result<Vec<Uninstalled>> {
     Ok(out)
 }
 
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
 /// The hook script: coord's check, then the chained hook with the same arguments and input.
 fn script(name: &str, coord: &Path) -> String {
     let head = format!(
@@ -219,14 +215,14 @@ fn script(name: &str, coord: &Path) -> String {
          {MARKER} refuse a {what} touching a file another agent holds (COORD_GUARD=warn|off).\n\
          # An earlier hook, if any, was renamed {name}{CHAINED_SUFFIX} and runs after the check.\n\
          coord=coord\n\
-         command -v coord >/dev/null 2>&1 || coord={bin}\n\
+         command -v coord >/dev/null 2>&1 || coord='{bin}'\n\
          if ! command -v \"$coord\" >/dev/null 2>&1; then\n\
          \x20 echo \"warning: coord guard: coord not found; not checked\" >&2\n\
          \x20 coord=true\n\
          fi\n\
          chained=\"$(dirname \"$0\")/{name}{CHAINED_SUFFIX}\"\n",
         what = if name == "pre-push" { "push" } else { "commit" },
-        bin = shell_quote(&coord.display().to_string()),
+        bin = coord.display().to_string().replace('\'', r"'\''"),
     );
     if name == "pre-commit" {
         return format!(

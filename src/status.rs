@@ -6,6 +6,7 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde::Serialize;
 
+use crate::client::Client;
 use crate::clock::{self, Timestamp};
 use crate::conflicts::Side;
 use crate::dialogue::{self, DialogueSummary};
@@ -342,9 +343,10 @@ pub fn agent_view(p: &presence::Presence, now: &Timestamp) -> AgentView {
         needs_user: None,
         worktree: p.field(crate::worktree::PRESENCE_KEY).map(str::to_string),
         branch: None,
+        // Else the client a session agent's id names (`claude-3f2a9c1b` → `claude`).
         client: p
             .field("client")
-            .or_else(|| client_of_id(&p.id))
+            .or_else(|| Client::parse(p.id.split_once('-')?.0).map(Client::as_str))
             .map(str::to_string),
         prompt: p.field("prompt").filter(|v| *v != "-").map(str::to_string),
         holds: p.locks(),
@@ -352,12 +354,6 @@ pub fn agent_view(p: &presence::Presence, now: &Timestamp) -> AgentView {
     };
     view.label = agent_label(&view, false);
     view
-}
-
-/// The client named by a session agent's id (`claude-3f2a9c1b` → `claude`), if it is one.
-fn client_of_id(id: &str) -> Option<&'static str> {
-    let (prefix, _) = id.split_once('-')?;
-    crate::client::Client::parse(prefix).map(crate::client::Client::as_str)
 }
 
 /// The label of an agent (see [`AgentView::label`]); `several`: name its tree and branch.
