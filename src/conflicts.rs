@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::workspace::Workspace;
-use crate::worktree::{self, Tree};
+use crate::worktree;
 
 /// How long the whole view may take.
 pub const BUDGET: Duration = Duration::from_secs(5);
@@ -54,7 +54,78 @@ pub fn view(ws: &Workspace, deadline: Instant) -> View {
     if trees.len() < 2 {
         return View::default();
     }
-    compare(&trees, deadline)
+    let mut git = Git::new(deadline);
+    let top = trees[0].top.clone();
+    let Some(version) = git.line(&top, &["version"]) else {
+        return View {
+            conflicts: Vec::new(),
+            note: Some("git cannot be run: the branches of the work trees are not compared".into()),
+        };
+    };
+    let scratch = Scratch::new(&top, &version);
+    let why_unknown = scratch.as_ref().err().copied();
+    // The work trees at each commit (two trees on one commit changed the same).
+    let mut at: BTreeMap<String, Vec<Side>> = BTreeMap::new();
+    for t in &trees {
+        let Some(commit) = git.line(&t.top, &["rev-parse", "--verify", "-q", "HEAD"]) else {
+            continue;
+        };
+        at.entry(commit).or_default().push(Side {
+            worktree: t.top.display().to_string(),
+            branch: t.branch(),
+        });
+    }
+    let commits: Vec<&String> = at.keys().collect();
+    // file → (sides, any conflict, any unknown)
+    let mut files: BTreeMap<String, (BTreeSet<Side>, bool, bool)> = BTreeMap::new();
+    let mut skipped = 0usize;
+    for (i, a) in commits.iter().enumerate() {
+        for b in &commits[i + 1..] {
+            let Some((both, conflicted)) = git.both_changed(&top, scratch.as_ref().ok(), a, b)
+            else {
+                skipped += usize::from(git.timed_out);
+                continue;
+            };
+            for f in both {
+                let entry = files.entry(f.clone()).or_default();
+                entry.0.extend(at[*a].iter().chain(&at[*b]).cloned());
+                match &conflicted {
+                    Some(c) => entry.1 |= c.contains(&f),
+                    None => entry.2 = true,
+                }
+            }
+        }
+    }
+    let conflicts: Vec<Conflict> = files
+        .into_iter()
+        .map(|(file, (sides, conflict, unknown))| Conflict {
+            file,
+            state: match (conflict, unknown) {
+                (true, _) => "CONFLICT",
+                (_, true) => "UNKNOWN",
+                _ => "CLEAN",
+            },
+            trees: sides.into_iter().collect(),
+        })
+        .collect();
+    let mut notes = Vec::new();
+    if let Some(why) = why_unknown
+        && conflicts.iter().any(|c| c.state == "UNKNOWN")
+    {
+        notes.push(why.to_string());
+    }
+    if git.timed_out {
+        notes.push(format!(
+            "stopped after {}s: {} pair{} of branches not compared",
+            BUDGET.as_secs(),
+            skipped.max(1),
+            if skipped == 1 { "" } else { "s" }
+        ));
+    }
+    View {
+        conflicts,
+        note: (!notes.is_empty()).then(|| notes.join("; ")),
+    }
 }
 
 /// A branch of the remote (as last fetched) that changed files this work tree's branch
@@ -298,81 +369,6 @@ impl Scratch {
             Some(1) => Some(names(&out).into_iter().skip(1).collect()),
             _ => None,
         }
-    }
-}
-
-fn compare(trees: &[Tree], deadline: Instant) -> View {
-    let mut git = Git::new(deadline);
-    let top = trees[0].top.clone();
-    let Some(version) = git.line(&top, &["version"]) else {
-        return View {
-            conflicts: Vec::new(),
-            note: Some("git cannot be run: the branches of the work trees are not compared".into()),
-        };
-    };
-    let scratch = Scratch::new(&top, &version);
-    let why_unknown = scratch.as_ref().err().copied();
-    // The work trees at each commit (two trees on one commit changed the same).
-    let mut at: BTreeMap<String, Vec<Side>> = BTreeMap::new();
-    for t in trees {
-        let Some(commit) = git.line(&t.top, &["rev-parse", "--verify", "-q", "HEAD"]) else {
-            continue;
-        };
-        at.entry(commit).or_default().push(Side {
-            worktree: t.top.display().to_string(),
-            branch: t.branch(),
-        });
-    }
-    let commits: Vec<&String> = at.keys().collect();
-    // file → (sides, any conflict, any unknown)
-    let mut files: BTreeMap<String, (BTreeSet<Side>, bool, bool)> = BTreeMap::new();
-    let mut skipped = 0usize;
-    for (i, a) in commits.iter().enumerate() {
-        for b in &commits[i + 1..] {
-            let Some((both, conflicted)) = git.both_changed(&top, scratch.as_ref().ok(), a, b)
-            else {
-                skipped += usize::from(git.timed_out);
-                continue;
-            };
-            for f in both {
-                let entry = files.entry(f.clone()).or_default();
-                entry.0.extend(at[*a].iter().chain(&at[*b]).cloned());
-                match &conflicted {
-                    Some(c) => entry.1 |= c.contains(&f),
-                    None => entry.2 = true,
-                }
-            }
-        }
-    }
-    let conflicts: Vec<Conflict> = files
-        .into_iter()
-        .map(|(file, (sides, conflict, unknown))| Conflict {
-            file,
-            state: match (conflict, unknown) {
-                (true, _) => "CONFLICT",
-                (_, true) => "UNKNOWN",
-                _ => "CLEAN",
-            },
-            trees: sides.into_iter().collect(),
-        })
-        .collect();
-    let mut notes = Vec::new();
-    if let Some(why) = why_unknown
-        && conflicts.iter().any(|c| c.state == "UNKNOWN")
-    {
-        notes.push(why.to_string());
-    }
-    if git.timed_out {
-        notes.push(format!(
-            "stopped after {}s: {} pair{} of branches not compared",
-            BUDGET.as_secs(),
-            skipped.max(1),
-            if skipped == 1 { "" } else { "s" }
-        ));
-    }
-    View {
-        conflicts,
-        note: (!notes.is_empty()).then(|| notes.join("; ")),
     }
 }
 
