@@ -148,17 +148,17 @@ fn clients(demo: &Demo, first: &str, second: &str) -> Result<()> {
 /// hands it over in arrival order; `coord run` holds a lock as long as a command runs.
 fn take_turns(demo: &Demo, agents: &[&str]) -> Result<()> {
     demo.heading("From a shell, agents wait their turn: `coord lock --wait`, then `coord unlock`");
-    fsutil::replace(&demo.dir.join("SHARED.txt"), b"# Shared notes\n")?;
+    let shared = demo.dir.join("SHARED.txt");
+    fsutil::replace(&shared, b"# Shared notes\n")?;
     each_at_once(demo, agents, |demo, i, a| {
         std::thread::sleep(Duration::from_millis(60 * i as u64));
         let reason = format!("adding section {}", i + 1);
         demo.show(a, "lock SHARED.txt --wait 30s --reason", &[&reason], 1)?;
         let line = format!("- section {} by {a}\n", i + 1);
-        fsutil::append_line(&demo.dir.join("SHARED.txt"), line.as_bytes())?;
+        fsutil::append_line(&shared, line.as_bytes())?;
         std::thread::sleep(Duration::from_millis(300));
         demo.show(a, "unlock SHARED.txt", &[], 1)
     })?;
-    let shared = demo.dir.join("SHARED.txt");
     let text = std::fs::read_to_string(&shared).at("read", &shared)?;
     demo.line(&format!(
         "  SHARED.txt now holds {} sections, each written by one holder at a time",
@@ -168,13 +168,13 @@ fn take_turns(demo: &Demo, agents: &[&str]) -> Result<()> {
     demo.heading(
         "`coord run FILE -- CMD` holds the lock while CMD runs: a counter, no update lost",
     );
-    fsutil::replace(&demo.dir.join("COUNTER.txt"), b"0\n")?;
+    let counter = demo.dir.join("COUNTER.txt");
+    fsutil::replace(&counter, b"0\n")?;
     let script = "n=$(cat COUNTER.txt); sleep 0.05; echo $((n + 1)) > COUNTER.txt";
     each_at_once(demo, agents, |demo, _, a| {
         demo.quiet(a, "run COUNTER.txt --wait 30s -- sh -c", &[script])
             .map(drop)
     })?;
-    let counter = demo.dir.join("COUNTER.txt");
     let n = std::fs::read_to_string(&counter).at("read", &counter)?;
     demo.line(&format!(
         "  {} agents ran `coord run COUNTER.txt -- sh -c 'n=$(cat COUNTER.txt); echo $((n + 1)) > COUNTER.txt'` at once: COUNTER.txt = {}",

@@ -83,13 +83,9 @@ pub fn hooks_dir(dir: &Path) -> Result<PathBuf> {
     {
         return Ok(top.join(crate::gitconfig::expand_home(&path)));
     }
-    let common = PathBuf::from(git_line(dir, &["rev-parse", "--git-common-dir"])?);
-    Ok(if common.is_absolute() {
-        common
-    } else {
-        dir.join(common)
-    }
-    .join("hooks"))
+    // Relative to `dir` (an absolute path replaces it whole).
+    let common = git_line(dir, &["rev-parse", "--git-common-dir"])?;
+    Ok(dir.join(common).join("hooks"))
 }
 
 /// What `install` did with one hook.
