@@ -617,30 +617,23 @@ pub fn collect(ws: &Workspace) -> Status {
     settle_lock_status(&mut agents, &holding.collect(), &waiters);
     let trees = crate::worktree::trees(ws.root());
     let several = trees.len() > 1;
+    let shared = shared_root(ws.root()).display().to_string();
     for a in &mut agents {
         // An agent that clocked out waits for no one, whatever a file left behind says.
         a.needs_user = crate::history::needs_user(ws.root(), &a.agent)
             .filter(|_| a.status != presence::AgentState::Finished.as_str());
-        let top = a
-            .worktree
-            .clone()
-            .unwrap_or_else(|| shared_root(ws.root()).display().to_string());
+        let top = a.worktree.clone().unwrap_or_else(|| shared.clone());
         a.branch = trees
             .iter()
             .find(|t| t.top.as_os_str() == top.as_str())
             .and_then(crate::worktree::Tree::branch);
         a.worktree = Some(top);
-        a.holds = locks
+        let locked = locks
             .iter()
             .filter(|l| l.agent == a.agent)
-            .map(|l| l.file.clone())
-            .chain(
-                claims
-                    .iter()
-                    .filter(|c| c.agent == a.agent)
-                    .map(|c| c.pattern.clone()),
-            )
-            .collect();
+            .map(|l| l.file.clone());
+        let claimed = claims.iter().filter(|c| c.agent == a.agent);
+        a.holds = locked.chain(claimed.map(|c| c.pattern.clone())).collect();
         a.holds.dedup();
         a.label = agent_label(a, several);
     }
@@ -658,7 +651,7 @@ pub fn collect(ws: &Workspace) -> Status {
     });
     Status {
         root: ws.root().display().to_string(),
-        shared_root: shared_root(ws.root()).display().to_string(),
+        shared_root: shared,
         branch: worktrees.first().and_then(|t| t.branch.clone()),
         worktrees,
         agents,

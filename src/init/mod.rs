@@ -101,13 +101,11 @@ pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
 /// instructions, then `.gitignore`.
 fn texts(clients: &[Client]) -> Vec<(&'static str, &'static str, &'static str, String)> {
     let docs = clients.iter().filter_map(|c| c.adapter().instruction_file);
-    let mut texts: Vec<_> = std::iter::once("AGENTS.md")
-        .chain(docs)
-        .map(|doc| (doc, BLOCK_BEGIN, BLOCK_END, instructions()))
-        .collect();
+    let docs = std::iter::once("AGENTS.md").chain(docs);
+    let docs = docs.map(|doc| (doc, BLOCK_BEGIN, BLOCK_END, instructions()));
     let ignore = crate::layout::GITIGNORE_LINES.join("\n");
-    texts.push((".gitignore", IGNORE_BEGIN, IGNORE_END, ignore));
-    texts
+    docs.chain([(".gitignore", IGNORE_BEGIN, IGNORE_END, ignore)])
+        .collect()
 }
 
 /// The workspace `init` makes at `dir` itself, even inside another workspace.

@@ -2,7 +2,7 @@
 //! MCP server, its instructions and `.gitignore` blocks, and a file or folder init created that
 //! holds nothing else now — keeping everything else as it is.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use jsonc_parser::ParseOptions;
 use jsonc_parser::cst::{CstNode, CstObject, CstRootNode};
@@ -110,11 +110,8 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
         .filter(|c| !clients.contains(c) && c.adapter().wired(root))
         .collect();
     let names: Vec<&'static str> = clients.iter().map(|c| c.as_str()).collect();
-    let unwired: Vec<&'static str> = clients
-        .iter()
-        .filter(|c| c.adapter().wired(root))
-        .map(|c| c.as_str())
-        .collect();
+    let unwired = clients.iter().filter(|c| c.adapter().wired(root));
+    let unwired: Vec<&'static str> = unwired.map(|c| c.as_str()).collect();
     // The record and `.coord/` belong to the repository: another tree still wired keeps them.
     let others_wired = crate::worktree::others(root)
         .iter()
@@ -266,18 +263,11 @@ pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
     // Folders init created, and those that held a deleted file the record does not know,
     // deepest first, when empty.
     let mut dirs: Vec<PathBuf> = up.dirs.iter().map(|d| root.join(d)).collect();
-    for u in removal
-        .changes
-        .iter()
-        .filter(|u| u.content.is_none() && !u.created_by_init)
-    {
-        dirs.extend(
-            u.path
-                .ancestors()
-                .skip(1)
-                .take_while(|d| *d != root && d.starts_with(root))
-                .map(|d| d.to_path_buf()),
-        );
+    let deleted = removal.changes.iter().filter(|u| u.content.is_none());
+    for u in deleted.filter(|u| !u.created_by_init) {
+        let above = u.path.ancestors().skip(1);
+        let inside = above.take_while(|d| *d != root && d.starts_with(root));
+        dirs.extend(inside.map(Path::to_path_buf));
     }
     dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
     dirs.dedup();
@@ -552,9 +542,10 @@ fn cut_coords_names(obj: &CstObject, key: &str) -> bool {
 
 /// Remove `obj[key]` when it is an empty object or list (coord's entries were all it held).
 fn drop_empty(obj: &CstObject, key: &str) {
-    let empty = obj
+    let empty_object = obj
         .object_value(key)
-        .is_some_and(|o| o.properties().is_empty())
+        .is_some_and(|o| o.properties().is_empty());
+    let empty = empty_object
         || obj
             .array_value(key)
             .is_some_and(|a| a.elements().is_empty());
