@@ -116,10 +116,8 @@ pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> 
         if let Ok(dir) = guard::hooks_dir(top)
             && !hooks_dirs.contains(&dir)
         {
-            let ours: Vec<guard::Uninstalled> = guard::uninstall_in(&dir, true)?
-                .into_iter()
-                .filter(|h| matches!(h.outcome, "removed" | "restored"))
-                .collect();
+            let mut ours = guard::uninstall_in(&dir, true)?;
+            ours.retain(|h| matches!(h.outcome, "removed" | "restored"));
             if !ours.is_empty() {
                 hooks.extend(ours);
                 hooks_dirs.push(dir);
@@ -249,9 +247,8 @@ fn classify_file(top: &Path, path: &Path, name: &str, found: &mut Found) {
     let what = if let Some((base, _)) = layout::parse_lock_name(name) {
         let lock = reads(["locked_at", "token"]);
         if lock {
-            found
-                .locks
-                .push((path.with_file_name(base), top.to_path_buf()));
+            let file = path.with_file_name(base);
+            found.locks.push((file, top.to_path_buf()));
         }
         lock.then_some("a lock file")
     } else if layout::is_temp_name(name) {
@@ -321,33 +318,24 @@ fn refuse_live_locks(
         |e: &LockEntry| e.state != LockState::Stale && me.is_none_or(|m| m.id() != e.agent);
     for top in tops {
         let tree = Workspace::at(top.clone());
-        let mut targets = Vec::new();
+        let mut targets: Vec<crate::workspace::Target> = Vec::new();
         for (file, _) in locks.iter().filter(|(_, t)| t == top) {
             if let Some(rel) = tree.rel(file)
                 && let Ok(t) = tree.target_from_rel(&rel)
-                && !targets
-                    .iter()
-                    .any(|x: &crate::workspace::Target| x.abs == t.abs)
+                && !targets.iter().any(|x| x.abs == t.abs)
             {
                 targets.push(t);
             }
         }
         for mut group in lock::locks_of_each(&targets) {
-            group.retain(|e| {
-                e.record
-                    .as_ref()
-                    .is_some_and(|r| r.get("locked_at").is_some() || r.get("token").is_some())
-            });
+            let a_lock = |r: &Record| r.get("locked_at").is_some() || r.get("token").is_some();
+            group.retain(|e| e.record.as_ref().is_some_and(a_lock));
             lock::classify(top, &mut group, &mut cache, &now);
             live.extend(group.into_iter().filter(others).map(|e| (e, top.as_path())));
         }
         if crate::worktree::shared_root(top) == *top {
-            live.extend(
-                lock::claim::judged(top, &mut cache, &now)
-                    .into_iter()
-                    .filter(others)
-                    .map(|e| (e, top.as_path())),
-            );
+            let claims = lock::claim::judged(top, &mut cache, &now).into_iter();
+            live.extend(claims.filter(others).map(|e| (e, top.as_path())));
         }
     }
     if live.is_empty() {
