@@ -184,9 +184,8 @@ pub fn remote_branches(top: &Path, remote: &str, deadline: Instant) -> Vec<Remot
     if tips.is_empty() {
         return Vec::new();
     }
-    let scratch = git
-        .line(top, &["version"])
-        .and_then(|v| Scratch::new(top, &v).ok());
+    let version = git.line(top, &["version"]);
+    let scratch = version.and_then(|v| Scratch::new(top, &v).ok());
     let mut out = Vec::new();
     for (name, tip) in tips {
         let Some((files, conflicted)) = git.both_changed(top, scratch.as_ref(), &head, tip) else {

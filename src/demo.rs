@@ -294,13 +294,10 @@ fn each_at_once(
     step: impl Fn(&Demo, usize, &str) -> Result<()> + Sync,
 ) -> Result<()> {
     std::thread::scope(|s| {
+        let step = &step;
+        let agents = agents.iter().enumerate();
         let handles: Vec<_> = agents
-            .iter()
-            .enumerate()
-            .map(|(i, a)| {
-                let step = &step;
-                s.spawn(move || step(demo, i, a))
-            })
+            .map(|(i, a)| s.spawn(move || step(demo, i, a)))
             .collect();
         handles
             .into_iter()

@@ -120,12 +120,7 @@ pub struct ClaimView {
 
 /// A claim as `status` shows it.
 fn claim_view(e: &lock::LockEntry, now: &Timestamp) -> ClaimView {
-    let field = |k: &str| {
-        e.record
-            .as_ref()
-            .and_then(|r| r.get_nonempty(k))
-            .map(str::to_string)
-    };
+    let field = |k: &str| e.record.as_ref()?.get_nonempty(k).map(str::to_string);
     ClaimView {
         pattern: e.file.clone(),
         agent: e.agent.clone(),

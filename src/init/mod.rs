@@ -200,11 +200,8 @@ fn has_command(hook: &Value, test: impl Fn(&str) -> bool) -> bool {
 /// Whether a hook group (or entry), or a hook in it, has a `command` or `bash` line that
 /// `test` accepts.
 fn any_command(group: &Value, test: impl Fn(&str) -> bool) -> bool {
-    has_command(group, &test)
-        || group
-            .get("hooks")
-            .and_then(Value::as_array)
-            .is_some_and(|hs| hs.iter().any(|h| has_command(h, &test)))
+    let hooks = group.get("hooks").and_then(Value::as_array);
+    has_command(group, &test) || hooks.is_some_and(|hs| hs.iter().any(|h| has_command(h, &test)))
 }
 
 /// Whether a hook group (or a Copilot hook entry) already runs coord's hook for the client of
@@ -368,10 +365,8 @@ pub(crate) fn merge_hooks(
         {
             // coord's own group (coord's hook alone in it) follows coord's matcher, so a
             // tool coord learned to watch is added on the next run.
-            let alone = group
-                .get("hooks")
-                .and_then(Value::as_array)
-                .is_some_and(|hs| hs.len() == 1);
+            let hooks = group.get("hooks").and_then(Value::as_array);
+            let alone = hooks.is_some_and(|hs| hs.len() == 1);
             if let (Some(m), true, Some(g)) = (matcher, alone, group.as_object_mut())
                 && g.get("matcher").and_then(Value::as_str) != Some(m)
             {
