@@ -295,16 +295,11 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
     // whose holders' presence lies there). Group 0 is `ws`.
     let mut groups: Vec<(Workspace, Vec<crate::workspace::Target>)> =
         vec![(ws.clone(), Vec::new())];
-    let mut group_of_dir: std::collections::HashMap<PathBuf, usize> =
-        std::collections::HashMap::new();
+    let mut group_of_dir = std::collections::HashMap::new();
     for p in paths {
         let abs = top.join(p);
-        let Some(dir) = abs
-            .ancestors()
-            .skip(1)
-            .find(|d| d.is_dir())
-            .map(Path::to_path_buf)
-        else {
+        let mut above = abs.ancestors().skip(1);
+        let Some(dir) = above.find(|d| d.is_dir()).map(Path::to_path_buf) else {
             continue;
         };
         let g = *group_of_dir.entry(dir).or_insert_with_key(|dir| {
@@ -312,13 +307,11 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
                 .ok()
                 .filter(|w| w.root().starts_with(&top))
                 .unwrap_or_else(|| ws.clone());
-            groups
-                .iter()
-                .position(|(x, _)| x.root() == w.root())
-                .unwrap_or_else(|| {
-                    groups.push((w, Vec::new()));
-                    groups.len() - 1
-                })
+            let at = groups.iter().position(|(x, _)| x.root() == w.root());
+            at.unwrap_or_else(|| {
+                groups.push((w, Vec::new()));
+                groups.len() - 1
+            })
         });
         let w = &groups[g].0;
         if let Some(target) = w.rel(&abs).and_then(|rel| w.target_from_rel(&rel).ok()) {

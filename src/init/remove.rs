@@ -104,11 +104,8 @@ fn files_of(clients: &[Client]) -> Vec<(&'static str, FileKind)> {
 pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
     let root = ws.root();
     let record = Record::load(root);
-    let remaining: Vec<Client> = Client::ALL
-        .iter()
-        .copied()
-        .filter(|c| !clients.contains(c) && c.adapter().wired(root))
-        .collect();
+    let left = |c: &&Client| !clients.contains(c) && c.adapter().wired(root);
+    let remaining: Vec<Client> = Client::ALL.iter().filter(left).copied().collect();
     let names: Vec<&'static str> = clients.iter().map(|c| c.as_str()).collect();
     let unwired = clients.iter().filter(|c| c.adapter().wired(root));
     let unwired: Vec<&'static str> = unwired.map(|c| c.as_str()).collect();
