@@ -155,20 +155,15 @@ pub fn remote_branches(top: &Path, remote: &str, deadline: Instant) -> Vec<Remot
     let Some(head) = git.line(top, &["rev-parse", "--verify", "-q", "HEAD"]) else {
         return Vec::new();
     };
-    let tracked = git
-        .line(top, &["rev-parse", "--symbolic-full-name", "@{u}"])
-        .unwrap_or_default();
+    let tracked = git.line(top, &["rev-parse", "--symbolic-full-name", "@{u}"]);
     let format = "--format=%(refname)%00%(objectname)%00%(committerdate:unix)%00%(symref)";
     let prefix = format!("refs/remotes/{remote}/");
     let args = ["for-each-ref", "--sort=-committerdate", format, &prefix];
     let Some((_, listed)) = git.run(top, &args, &[]) else {
         return Vec::new();
     };
-    let since = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .saturating_sub(REMOTE_RECENT)
-        .as_secs();
+    let now = std::time::UNIX_EPOCH.elapsed().unwrap_or_default();
+    let since = now.saturating_sub(REMOTE_RECENT).as_secs();
     let text = String::from_utf8_lossy(&listed).into_owned();
     let tips: Vec<(&str, &str)> = text
         .lines()
@@ -176,7 +171,7 @@ pub fn remote_branches(top: &Path, remote: &str, deadline: Instant) -> Vec<Remot
             let mut f = l.split('\0');
             let (name, tip, date, symref) = (f.next()?, f.next()?, f.next()?, f.next()?);
             let recent = date.parse::<u64>().is_ok_and(|d| d >= since);
-            (recent && symref.is_empty() && name != tracked && tip != head)
+            (recent && symref.is_empty() && tracked.as_deref() != Some(name) && tip != head)
                 .then(|| (name.strip_prefix("refs/remotes/").unwrap_or(name), tip))
         })
         .take(REMOTE_BRANCHES)

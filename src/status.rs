@@ -618,10 +618,8 @@ pub fn collect(ws: &Workspace) -> Status {
         a.needs_user = crate::history::needs_user(ws.root(), &a.agent)
             .filter(|_| a.status != presence::AgentState::Finished.as_str());
         let top = a.worktree.clone().unwrap_or_else(|| shared.clone());
-        a.branch = trees
-            .iter()
-            .find(|t| t.top.as_os_str() == top.as_str())
-            .and_then(crate::worktree::Tree::branch);
+        let tree = trees.iter().find(|t| t.top.as_os_str() == top.as_str());
+        a.branch = tree.and_then(crate::worktree::Tree::branch);
         a.worktree = Some(top);
         let locked = locks
             .iter()
