@@ -266,11 +266,7 @@ fn review(demo: &Demo, reviewer: &str, implementer: &str) -> Result<()> {
         &crate::clock::now(),
     )?;
     fsutil::ensure_dir(file.parent().unwrap_or(&demo.dir))?;
-    let rel = file
-        .strip_prefix(&demo.dir)
-        .unwrap_or(&file)
-        .display()
-        .to_string();
+    let rel = file.strip_prefix(&demo.dir).unwrap_or(&file).display();
     fsutil::replace(
         &file,
         format!(
@@ -361,10 +357,8 @@ impl Demo {
     /// Run `coord LINE TAIL...` as `agent` (`line`: words without spaces in them; `tail`: any
     /// arguments) and return its stdout; its failure is the demo's.
     fn quiet(&self, agent: &str, line: &str, tail: &[&str]) -> Result<String> {
-        let args: Vec<&str> = line
-            .split_whitespace()
-            .chain(tail.iter().copied())
-            .collect();
+        let mut args: Vec<&str> = line.split_whitespace().collect();
+        args.extend(tail);
         let out = self
             .command(agent, &args)
             .output()
@@ -382,10 +376,8 @@ impl Demo {
     /// Show `$ coord LINE TAIL...` as `agent`, run it, and show as they come the first `lines`
     /// lines it prints on stdout and every line on stderr (a waiter's news, a warning).
     fn show(&self, agent: &str, line: &str, tail: &[&str], lines: usize) -> Result<()> {
-        let args: Vec<&str> = line
-            .split_whitespace()
-            .chain(tail.iter().copied())
-            .collect();
+        let mut args: Vec<&str> = line.split_whitespace().collect();
+        args.extend(tail);
         let shown: Vec<String> = args.iter().map(|a| crate::shell::arg(a)).collect();
         self.say(agent, &format!("$ coord {}", shown.join(" ")));
         let mut child = self
