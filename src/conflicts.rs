@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use crate::workspace::Workspace;
-use crate::worktree::{self, Tree};
+use crate::worktree;
 
 /// How long the whole view may take.
 pub const BUDGET: Duration = Duration::from_secs(5);
@@ -54,7 +54,78 @@ pub fn view(ws: &Workspace, deadline: Instant) -> View {
     if trees.len() < 2 {
         return View::default();
     }
-    compare(&trees, deadline)
+    let mut git = Git::new(deadline);
+    let top = trees[0].top.clone();
+    let Some(version) = git.line(&top, &["version"]) else {
+        return View {
+            conflicts: Vec::new(),
+            note: Some("git cannot be run: the branches of the work trees are not compared".into()),
+        };
+    };
+    let scratch = Scratch::new(&top, &version);
+    let why_unknown = scratch.as_ref().err().copied();
+    // The work trees at each commit (two trees on one commit changed the same).
+    let mut at: BTreeMap<String, Vec<Side>> = BTreeMap::new();
+    for t in &trees {
+        let Some(commit) = git.line(&t.top, &["rev-parse", "--verify", "-q", "HEAD"]) else {
+            continue;
+        };
+        at.entry(commit).or_default().push(Side {
+            worktree: t.top.display().to_string(),
+            branch: t.branch(),
+        });
+    }
+    let commits: Vec<&String> = at.keys().collect();
+    // file → (sides, any conflict, any unknown)
+    let mut files: BTreeMap<String, (BTreeSet<Side>, bool, bool)> = BTreeMap::new();
+    let mut skipped = 0usize;
+    for (i, a) in commits.iter().enumerate() {
+        for b in &commits[i + 1..] {
+            let Some((both, conflicted)) = git.both_changed(&top, scratch.as_ref().ok(), a, b)
+            else {
+                skipped += usize::from(git.timed_out);
+                continue;
+            };
+            for f in both {
+                let entry = files.entry(f.clone()).or_default();
+                entry.0.extend(at[*a].iter().chain(&at[*b]).cloned());
+                match &conflicted {
+                    Some(c) => entry.1 |= c.contains(&f),
+                    None => entry.2 = true,
+                }
+            }
+        }
+    }
+    let conflicts: Vec<Conflict> = files
+        .into_iter()
+        .map(|(file, (sides, conflict, unknown))| Conflict {
+            file,
+            state: match (conflict, unknown) {
+                (true, _) => "CONFLICT",
+                (_, true) => "UNKNOWN",
+                _ => "CLEAN",
+            },
+            trees: sides.into_iter().collect(),
+        })
+        .collect();
+    let mut notes = Vec::new();
+    if let Some(why) = why_unknown
+        && conflicts.iter().any(|c| c.state == "UNKNOWN")
+    {
+        notes.push(why.to_string());
+    }
+    if git.timed_out {
+        notes.push(format!(
+            "stopped after {}s: {} pair{} of branches not compared",
+            BUDGET.as_secs(),
+            skipped.max(1),
+            if skipped == 1 { "" } else { "s" }
+        ));
+    }
+    View {
+        conflicts,
+        note: (!notes.is_empty()).then(|| notes.join("; ")),
+    }
 }
 
 /// A branch of the remote (as last fetched) that changed files this work tree's branch
@@ -84,31 +155,23 @@ pub fn remote_branches(top: &Path, remote: &str, deadline: Instant) -> Vec<Remot
     let Some(head) = git.line(top, &["rev-parse", "--verify", "-q", "HEAD"]) else {
         return Vec::new();
     };
-    let tracked = git
-        .line(top, &["rev-parse", "--symbolic-full-name", "@{u}"])
-        .unwrap_or_default();
+    let tracked = git.line(top, &["rev-parse", "--symbolic-full-name", "@{u}"]);
     let format = "--format=%(refname)%00%(objectname)%00%(committerdate:unix)%00%(symref)";
     let prefix = format!("refs/remotes/{remote}/");
-    let Some(listed) = git.run(
-        top,
-        &["for-each-ref", "--sort=-committerdate", format, &prefix],
-        &[],
-    ) else {
+    let args = ["for-each-ref", "--sort=-committerdate", format, &prefix];
+    let Some((_, listed)) = git.run(top, &args, &[]) else {
         return Vec::new();
     };
-    let since = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .unwrap_or_default()
-        .saturating_sub(REMOTE_RECENT)
-        .as_secs();
-    let text = String::from_utf8_lossy(&listed.stdout).into_owned();
+    let now = std::time::UNIX_EPOCH.elapsed().unwrap_or_default();
+    let since = now.saturating_sub(REMOTE_RECENT).as_secs();
+    let text = String::from_utf8_lossy(&listed).into_owned();
     let tips: Vec<(&str, &str)> = text
         .lines()
         .filter_map(|l| {
             let mut f = l.split('\0');
             let (name, tip, date, symref) = (f.next()?, f.next()?, f.next()?, f.next()?);
             let recent = date.parse::<u64>().is_ok_and(|d| d >= since);
-            (recent && symref.is_empty() && name != tracked && tip != head)
+            (recent && symref.is_empty() && tracked.as_deref() != Some(name) && tip != head)
                 .then(|| (name.strip_prefix("refs/remotes/").unwrap_or(name), tip))
         })
         .take(REMOTE_BRANCHES)
@@ -116,9 +179,8 @@ pub fn remote_branches(top: &Path, remote: &str, deadline: Instant) -> Vec<Remot
     if tips.is_empty() {
         return Vec::new();
     }
-    let scratch = git
-        .line(top, &["version"])
-        .and_then(|v| Scratch::new(top, &v).ok());
+    let version = git.line(top, &["version"]);
+    let scratch = version.and_then(|v| Scratch::new(top, &v).ok());
     let mut out = Vec::new();
     for (name, tip) in tips {
         let Some((files, conflicted)) = git.both_changed(top, scratch.as_ref(), &head, tip) else {
@@ -146,11 +208,6 @@ struct Git {
     diffs: HashMap<(String, String), BTreeSet<String>>,
 }
 
-struct Ran {
-    code: Option<i32>,
-    stdout: Vec<u8>,
-}
-
 impl Git {
     fn new(deadline: Instant) -> Git {
         Git {
@@ -160,7 +217,13 @@ impl Git {
         }
     }
 
-    fn run(&mut self, dir: &Path, args: &[&str], env: &[(&str, &Path)]) -> Option<Ran> {
+    /// Git's exit code and stdout; `None` when it cannot run or runs out of time.
+    fn run(
+        &mut self,
+        dir: &Path,
+        args: &[&str],
+        env: &[(&str, &Path)],
+    ) -> Option<(Option<i32>, Vec<u8>)> {
         if self.timed_out || Instant::now() >= self.deadline {
             self.timed_out = true;
             return None;
@@ -198,17 +261,12 @@ impl Git {
             }
         };
         // Out of time: the reader is left behind (a child of git may still hold the pipe).
-        let status = status?;
-        let stdout = reader.join().unwrap_or_default();
-        Some(Ran {
-            code: status.code(),
-            stdout,
-        })
+        Some((status?.code(), reader.join().unwrap_or_default()))
     }
 
     fn line(&mut self, dir: &Path, args: &[&str]) -> Option<String> {
-        let ran = self.run(dir, args, &[])?;
-        (ran.code == Some(0)).then(|| String::from_utf8_lossy(&ran.stdout).trim().to_string())
+        let (code, out) = self.run(dir, args, &[])?;
+        (code == Some(0)).then(|| String::from_utf8_lossy(&out).trim().to_string())
     }
 
     /// The files `to` changed since `base`.
@@ -218,8 +276,8 @@ impl Git {
             return Some(found.clone());
         }
         let args = ["diff", "--name-only", "--no-renames", "-z", base, to, "--"];
-        let ran = self.run(top, &args, &[])?;
-        let found = (ran.code == Some(0)).then(|| names(&ran.stdout))?;
+        let (code, out) = self.run(top, &args, &[])?;
+        let found = (code == Some(0)).then(|| names(&out))?;
         self.diffs.insert(key, found.clone());
         Some(found)
     }
@@ -298,91 +356,13 @@ impl Scratch {
             a,
             b,
         ];
-        let ran = git.run(top, &args, &isolate)?;
-        match ran.code {
+        let (code, out) = git.run(top, &args, &isolate)?;
+        match code {
             Some(0) => Some(BTreeSet::new()),
             // The tree's id first, then the conflicted files.
-            Some(1) => Some(names(&ran.stdout).into_iter().skip(1).collect()),
+            Some(1) => Some(names(&out).into_iter().skip(1).collect()),
             _ => None,
         }
-    }
-}
-
-fn compare(trees: &[Tree], deadline: Instant) -> View {
-    let mut git = Git::new(deadline);
-    let top = trees[0].top.clone();
-    let Some(version) = git.line(&top, &["version"]) else {
-        return View {
-            conflicts: Vec::new(),
-            note: Some("git cannot be run: the branches of the work trees are not compared".into()),
-        };
-    };
-    let scratch = Scratch::new(&top, &version);
-    let why_unknown = scratch.as_ref().err().copied();
-    // The work trees at each commit (two trees on one commit changed the same).
-    let mut at: BTreeMap<String, Vec<Side>> = BTreeMap::new();
-    for t in trees {
-        let Some(commit) = git.line(&t.top, &["rev-parse", "--verify", "-q", "HEAD"]) else {
-            continue;
-        };
-        at.entry(commit).or_default().push(Side {
-            worktree: t.top.display().to_string(),
-            branch: t.branch(),
-        });
-    }
-    let commits: Vec<&String> = at.keys().collect();
-    // file → (sides, any conflict, any unknown)
-    let mut files: BTreeMap<String, (BTreeSet<Side>, bool, bool)> = BTreeMap::new();
-    let mut skipped = 0usize;
-    for (i, a) in commits.iter().enumerate() {
-        for b in &commits[i + 1..] {
-            let Some((both, conflicted)) = git.both_changed(&top, scratch.as_ref().ok(), a, b)
-            else {
-                skipped += usize::from(git.timed_out);
-                continue;
-            };
-            for f in both {
-                let entry = files.entry(f.clone()).or_default();
-                entry.0.extend(at[*a].iter().cloned());
-                entry.0.extend(at[*b].iter().cloned());
-                match &conflicted {
-                    Some(c) => entry.1 |= c.contains(&f),
-                    None => entry.2 = true,
-                }
-            }
-        }
-    }
-    let conflicts: Vec<Conflict> = files
-        .into_iter()
-        .map(|(file, (sides, conflict, unknown))| Conflict {
-            file,
-            state: if conflict {
-                "CONFLICT"
-            } else if unknown {
-                "UNKNOWN"
-            } else {
-                "CLEAN"
-            },
-            trees: sides.into_iter().collect(),
-        })
-        .collect();
-    let mut notes = Vec::new();
-    if let Some(why) = why_unknown
-        && conflicts.iter().any(|c| c.state == "UNKNOWN")
-    {
-        notes.push(why.to_string());
-    }
-    if git.timed_out {
-        notes.push(format!(
-            "stopped after {}s: {} pair{} of branches not compared",
-            BUDGET.as_secs(),
-            skipped.max(1),
-            if skipped == 1 { "" } else { "s" }
-        ));
-    }
-    View {
-        conflicts,
-        note: (!notes.is_empty()).then(|| notes.join("; ")),
     }
 }
 

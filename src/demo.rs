@@ -9,6 +9,8 @@ use std::process::{Command, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
+use serde_json::json;
+
 use crate::error::{Error, IoResultExt, Result};
 use crate::fsutil;
 
@@ -85,7 +87,7 @@ fn clients(demo: &Demo, first: &str, second: &str) -> Result<()> {
     let claude = "cedd012c-f1ba-4d70-ad6d-1c65c16ba070";
     let codex = "01a20dbd-c053-7b63-9944-21d2369b8293";
     let event = |session: &str, name: &str, more: serde_json::Value| {
-        let mut e = serde_json::json!({
+        let mut e = json!({
             "session_id": session, "transcript_path": "/dev/null", "cwd": demo.dir,
             "hook_event_name": name,
         });
@@ -97,46 +99,36 @@ fn clients(demo: &Demo, first: &str, second: &str) -> Result<()> {
     let edit = event(
         claude,
         "PreToolUse",
-        serde_json::json!({"tool_name": "Edit",
+        json!({"tool_name": "Edit",
         "tool_input": {"file_path": file, "old_string": "fn main() {}",
             "new_string": "fn main() { run() }", "replace_all": false}}),
     );
     let patch = event(
         codex,
         "PreToolUse",
-        serde_json::json!({"tool_name": "apply_patch",
+        json!({"tool_name": "apply_patch",
         "tool_input": {"command": "*** Begin Patch\n*** Update File: src/app.rs\n@@\n-fn main() {}\n+fn main() { serve() }\n*** End Patch\n"}}),
     );
-    let stop = |session: &str| {
-        event(
-            session,
-            "Stop",
-            serde_json::json!({"stop_hook_active": false}),
-        )
-    };
-    let (claude_stop, codex_stop) = (stop(claude), stop(codex));
+    let stop = |session: &str| event(session, "Stop", json!({"stop_hook_active": false}));
 
-    let deny = demo.hook(first, "claude", "PreToolUse", &edit)?;
-    if let Some(why) = deny {
+    if let Some(why) = demo.hook(first, "claude", "PreToolUse", &edit)? {
         return Err(failed(format!("Claude Code's edit was denied: {why}")));
     }
     demo.say(
         first,
         "Claude Code: Edit src/app.rs -> allowed; claude holds src/app.rs while it edits",
     );
-    match demo.hook(second, "codex", "PreToolUse", &patch)? {
-        Some(why) => {
-            demo.say(
-                second,
-                "Codex: apply_patch src/app.rs -> denied; its agent reads:",
-            );
-            for l in wrap(&why, 92) {
-                demo.line(&format!("{:>19}{l}", ""));
-            }
-        }
-        None => return Err(failed("Codex's edit of a held file was allowed")),
+    let Some(why) = demo.hook(second, "codex", "PreToolUse", &patch)? else {
+        return Err(failed("Codex's edit of a held file was allowed"));
+    };
+    demo.say(
+        second,
+        "Codex: apply_patch src/app.rs -> denied; its agent reads:",
+    );
+    for l in wrap(&why, 92) {
+        demo.line(&format!("{:>19}{l}", ""));
     }
-    demo.hook(first, "claude", "Stop", &claude_stop)?;
+    demo.hook(first, "claude", "Stop", &stop(claude))?;
     demo.say(first, "Claude Code's turn ends -> its locks are released");
     if let Some(why) = demo.hook(second, "codex", "PreToolUse", &patch)? {
         return Err(failed(format!(
@@ -147,7 +139,7 @@ fn clients(demo: &Demo, first: &str, second: &str) -> Result<()> {
         second,
         "Codex: apply_patch src/app.rs -> allowed; codex holds it now",
     );
-    demo.hook(second, "codex", "Stop", &codex_stop)?;
+    demo.hook(second, "codex", "Stop", &stop(codex))?;
     demo.say(second, "Codex's turn ends -> released");
     Ok(())
 }
@@ -156,17 +148,17 @@ fn clients(demo: &Demo, first: &str, second: &str) -> Result<()> {
 /// hands it over in arrival order; `coord run` holds a lock as long as a command runs.
 fn take_turns(demo: &Demo, agents: &[&str]) -> Result<()> {
     demo.heading("From a shell, agents wait their turn: `coord lock --wait`, then `coord unlock`");
-    fsutil::replace(&demo.dir.join("SHARED.txt"), b"# Shared notes\n")?;
+    let shared = demo.dir.join("SHARED.txt");
+    fsutil::replace(&shared, b"# Shared notes\n")?;
     each_at_once(demo, agents, |demo, i, a| {
         std::thread::sleep(Duration::from_millis(60 * i as u64));
         let reason = format!("adding section {}", i + 1);
         demo.show(a, "lock SHARED.txt --wait 30s --reason", &[&reason], 1)?;
         let line = format!("- section {} by {a}\n", i + 1);
-        fsutil::append_line(&demo.dir.join("SHARED.txt"), line.as_bytes())?;
+        fsutil::append_line(&shared, line.as_bytes())?;
         std::thread::sleep(Duration::from_millis(300));
         demo.show(a, "unlock SHARED.txt", &[], 1)
     })?;
-    let shared = demo.dir.join("SHARED.txt");
     let text = std::fs::read_to_string(&shared).at("read", &shared)?;
     demo.line(&format!(
         "  SHARED.txt now holds {} sections, each written by one holder at a time",
@@ -176,13 +168,13 @@ fn take_turns(demo: &Demo, agents: &[&str]) -> Result<()> {
     demo.heading(
         "`coord run FILE -- CMD` holds the lock while CMD runs: a counter, no update lost",
     );
-    fsutil::replace(&demo.dir.join("COUNTER.txt"), b"0\n")?;
+    let counter = demo.dir.join("COUNTER.txt");
+    fsutil::replace(&counter, b"0\n")?;
     let script = "n=$(cat COUNTER.txt); sleep 0.05; echo $((n + 1)) > COUNTER.txt";
     each_at_once(demo, agents, |demo, _, a| {
         demo.quiet(a, "run COUNTER.txt --wait 30s -- sh -c", &[script])
             .map(drop)
     })?;
-    let counter = demo.dir.join("COUNTER.txt");
     let n = std::fs::read_to_string(&counter).at("read", &counter)?;
     demo.line(&format!(
         "  {} agents ran `coord run COUNTER.txt -- sh -c 'n=$(cat COUNTER.txt); echo $((n + 1)) > COUNTER.txt'` at once: COUNTER.txt = {}",
@@ -227,27 +219,22 @@ fn dialogue(demo: &Demo, first: &str, second: &str) -> Result<()> {
         &[topic, "--agents", &agents],
         1,
     )?;
-    let lines: [(&str, &[&str]); 4] = [
+    let lines = [
         (
             "One section per agent in SHARED.txt?",
-            &["QUESTION-CRITICAL"],
+            Some("QUESTION-CRITICAL"),
         ),
-        ("Agreed, and a summary at the top.", &["AGREEMENT"]),
-        ("I will write the summary after the review.", &[]),
-        ("Then we are done here.", &["PROPOSE-END"]),
+        ("Agreed, and a summary at the top.", Some("AGREEMENT")),
+        ("I will write the summary after the review.", None),
+        ("Then we are done here.", Some("PROPOSE-END")),
     ];
     let speakers = [first, second];
     each_at_once(demo, &speakers, |demo, who, agent| {
-        for (text, markers) in lines.iter().skip(who).step_by(2) {
-            demo.quiet(
-                agent,
-                &format!("dialogue wait --as {agent} --timeout 30s"),
-                &[],
-            )?;
+        for (text, marker) in lines.iter().skip(who).step_by(2) {
+            let wait = format!("dialogue wait --as {agent} --timeout 30s");
+            demo.quiet(agent, &wait, &[])?;
             let mut args = vec![*text];
-            for m in *markers {
-                args.extend(["--marker", m]);
-            }
+            args.extend(marker.iter().flat_map(|m| ["--marker", *m]));
             demo.quiet(agent, &format!("dialogue say --as {agent}"), &args)?;
             demo.say(agent, &format!("says: {text}"));
         }
@@ -279,11 +266,7 @@ fn review(demo: &Demo, reviewer: &str, implementer: &str) -> Result<()> {
         &crate::clock::now(),
     )?;
     fsutil::ensure_dir(file.parent().unwrap_or(&demo.dir))?;
-    let rel = file
-        .strip_prefix(&demo.dir)
-        .unwrap_or(&file)
-        .display()
-        .to_string();
+    let rel = file.strip_prefix(&demo.dir).unwrap_or(&file).display();
     fsutil::replace(
         &file,
         format!(
@@ -307,25 +290,15 @@ fn each_at_once(
     step: impl Fn(&Demo, usize, &str) -> Result<()> + Sync,
 ) -> Result<()> {
     std::thread::scope(|s| {
+        let step = &step;
+        let agents = agents.iter().enumerate();
         let handles: Vec<_> = agents
-            .iter()
-            .enumerate()
-            .map(|(i, a)| {
-                let step = &step;
-                s.spawn(move || step(demo, i, a))
-            })
+            .map(|(i, a)| s.spawn(move || step(demo, i, a)))
             .collect();
         handles
             .into_iter()
             .try_for_each(|h| h.join().map_err(|_| failed("a demo agent panicked"))?)
     })
-}
-
-/// `line` cut at spaces, then `tail`.
-fn argv<'a>(line: &'a str, tail: &[&'a str]) -> Vec<&'a str> {
-    line.split_whitespace()
-        .chain(tail.iter().copied())
-        .collect()
 }
 
 /// Cut `text` into lines of at most `width` characters, at spaces.
@@ -384,7 +357,8 @@ impl Demo {
     /// Run `coord LINE TAIL...` as `agent` (`line`: words without spaces in them; `tail`: any
     /// arguments) and return its stdout; its failure is the demo's.
     fn quiet(&self, agent: &str, line: &str, tail: &[&str]) -> Result<String> {
-        let args = argv(line, tail);
+        let mut args: Vec<&str> = line.split_whitespace().collect();
+        args.extend(tail);
         let out = self
             .command(agent, &args)
             .output()
@@ -402,7 +376,8 @@ impl Demo {
     /// Show `$ coord LINE TAIL...` as `agent`, run it, and show as they come the first `lines`
     /// lines it prints on stdout and every line on stderr (a waiter's news, a warning).
     fn show(&self, agent: &str, line: &str, tail: &[&str], lines: usize) -> Result<()> {
-        let args = argv(line, tail);
+        let mut args: Vec<&str> = line.split_whitespace().collect();
+        args.extend(tail);
         let shown: Vec<String> = args.iter().map(|a| crate::shell::arg(a)).collect();
         self.say(agent, &format!("$ coord {}", shown.join(" ")));
         let mut child = self

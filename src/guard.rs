@@ -83,13 +83,9 @@ pub fn hooks_dir(dir: &Path) -> Result<PathBuf> {
     {
         return Ok(top.join(crate::gitconfig::expand_home(&path)));
     }
-    let common = PathBuf::from(git_line(dir, &["rev-parse", "--git-common-dir"])?);
-    Ok(if common.is_absolute() {
-        common
-    } else {
-        dir.join(common)
-    }
-    .join("hooks"))
+    // Relative to `dir` (an absolute path replaces it whole).
+    let common = git_line(dir, &["rev-parse", "--git-common-dir"])?;
+    Ok(dir.join(common).join("hooks"))
 }
 
 /// What `install` did with one hook.
@@ -113,35 +109,31 @@ pub fn install(dir: &Path, coord: &Path) -> Result<Vec<Installed>> {
     let mut out = Vec::new();
     for name in HOOKS {
         let path = hooks.join(name);
-        let existing = fs::read(&path).ok();
         let script = script(name, coord);
-        // An older coord hook is rewritten in place; its chained hook stays.
-        let ours = existing
-            .as_deref()
-            .is_some_and(|b| String::from_utf8_lossy(b).contains(MARKER));
         let mut chained = None;
-        let outcome = if existing.as_deref() == Some(script.as_bytes()) {
-            "already installed"
-        } else if ours {
-            "updated"
-        } else {
-            if fs::symlink_metadata(&path).is_ok() {
-                let aside = hooks.join(format!("{name}{CHAINED_SUFFIX}"));
-                if fs::symlink_metadata(&aside).is_ok() {
-                    return Err(Error::refused(
-                        Refusal::Conflict,
-                        format!(
-                            "both `{}` and `{}` exist; coord does not know which to keep",
-                            path.display(),
-                            aside.display()
-                        ),
-                        Some(format!("merge them into `{}` by hand", aside.display())),
-                    ));
+        let outcome = match fs::read(&path) {
+            Ok(b) if b == script.as_bytes() => "already installed",
+            // An older coord hook is rewritten in place; its chained hook stays.
+            Ok(b) if String::from_utf8_lossy(&b).contains(MARKER) => "updated",
+            _ => {
+                if fs::symlink_metadata(&path).is_ok() {
+                    let aside = hooks.join(format!("{name}{CHAINED_SUFFIX}"));
+                    if fs::symlink_metadata(&aside).is_ok() {
+                        return Err(Error::refused(
+                            Refusal::Conflict,
+                            format!(
+                                "both `{}` and `{}` exist; coord does not know which to keep",
+                                path.display(),
+                                aside.display()
+                            ),
+                            Some(format!("merge them into `{}` by hand", aside.display())),
+                        ));
+                    }
+                    fsutil::rename(&path, &aside)?;
+                    chained = Some(aside.display().to_string());
                 }
-                fsutil::rename(&path, &aside)?;
-                chained = Some(aside.display().to_string());
+                "installed"
             }
-            "installed"
         };
         if outcome != "already installed" {
             fsutil::replace_durable(&path, script.as_bytes())?;
@@ -212,10 +204,6 @@ pub fn uninstall_in(hooks: &Path, dry_run: bool) -> Result<Vec<Uninstalled>> {
     Ok(out)
 }
 
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
 /// The hook script: coord's check, then the chained hook with the same arguments and input.
 fn script(name: &str, coord: &Path) -> String {
     let head = format!(
@@ -223,14 +211,14 @@ fn script(name: &str, coord: &Path) -> String {
          {MARKER} refuse a {what} touching a file another agent holds (COORD_GUARD=warn|off).\n\
          # An earlier hook, if any, was renamed {name}{CHAINED_SUFFIX} and runs after the check.\n\
          coord=coord\n\
-         command -v coord >/dev/null 2>&1 || coord={bin}\n\
+         command -v coord >/dev/null 2>&1 || coord='{bin}'\n\
          if ! command -v \"$coord\" >/dev/null 2>&1; then\n\
          \x20 echo \"warning: coord guard: coord not found; not checked\" >&2\n\
          \x20 coord=true\n\
          fi\n\
          chained=\"$(dirname \"$0\")/{name}{CHAINED_SUFFIX}\"\n",
         what = if name == "pre-push" { "push" } else { "commit" },
-        bin = shell_quote(&coord.display().to_string()),
+        bin = coord.display().to_string().replace('\'', r"'\''"),
     );
     if name == "pre-commit" {
         return format!(
@@ -307,16 +295,11 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
     // whose holders' presence lies there). Group 0 is `ws`.
     let mut groups: Vec<(Workspace, Vec<crate::workspace::Target>)> =
         vec![(ws.clone(), Vec::new())];
-    let mut group_of_dir: std::collections::HashMap<PathBuf, usize> =
-        std::collections::HashMap::new();
+    let mut group_of_dir = std::collections::HashMap::new();
     for p in paths {
         let abs = top.join(p);
-        let Some(dir) = abs
-            .ancestors()
-            .skip(1)
-            .find(|d| d.is_dir())
-            .map(Path::to_path_buf)
-        else {
+        let mut above = abs.ancestors().skip(1);
+        let Some(dir) = above.find(|d| d.is_dir()).map(Path::to_path_buf) else {
             continue;
         };
         let g = *group_of_dir.entry(dir).or_insert_with_key(|dir| {
@@ -324,13 +307,11 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
                 .ok()
                 .filter(|w| w.root().starts_with(&top))
                 .unwrap_or_else(|| ws.clone());
-            groups
-                .iter()
-                .position(|(x, _)| x.root() == w.root())
-                .unwrap_or_else(|| {
-                    groups.push((w, Vec::new()));
-                    groups.len() - 1
-                })
+            let at = groups.iter().position(|(x, _)| x.root() == w.root());
+            at.unwrap_or_else(|| {
+                groups.push((w, Vec::new()));
+                groups.len() - 1
+            })
         });
         let w = &groups[g].0;
         if let Some(target) = w.rel(&abs).and_then(|rel| w.target_from_rel(&rel).ok()) {
@@ -339,35 +320,31 @@ pub fn held(ws: &Workspace, top: &Path, paths: &[String], me: Option<&AgentId>) 
     }
     let mut out = Vec::new();
     let mut push = |file: &String, holder: String, e: &lock::LockEntry| {
-        out.push(Held {
-            file: file.clone(),
-            holder,
-            state: e.state,
-            since: e.locked_at().map(str::to_string),
-            released: e.released_when(),
-        })
+        if e.state != LockState::Stale && me.is_none_or(|m| m.id() != e.agent) {
+            out.push(Held {
+                file: file.clone(),
+                holder,
+                state: e.state,
+                since: e.locked_at().map(str::to_string),
+                released: e.released_when(),
+            })
+        }
     };
     for (w, targets) in &groups {
         let cache = &mut StateCache::default();
         let claims = lock::claim::judged_patterns(w.root(), cache, &now);
         for target in targets {
-            for c in &claims {
-                let e = &c.entry;
-                if e.state == LockState::Stale
-                    || me.is_some_and(|m| m.id() == e.agent)
-                    || !c.pattern.matches(&target.rel)
-                {
-                    continue;
-                }
-                push(&target.rel, lock::claim::holder_text(w.root(), e), e);
+            for c in claims.iter().filter(|c| c.pattern.matches(&target.rel)) {
+                push(
+                    &target.rel,
+                    lock::claim::holder_text(w.root(), &c.entry),
+                    &c.entry,
+                );
             }
         }
         for (target, mut entries) in targets.iter().zip(lock::locks_of_each(targets)) {
             lock::classify(w.root(), &mut entries, cache, &now);
             for e in entries {
-                if e.state == LockState::Stale || me.is_some_and(|m| m.id() == e.agent) {
-                    continue;
-                }
                 push(&target.rel, e.holder().to_string(), &e);
             }
         }

@@ -98,8 +98,12 @@ pub fn prune(ws: &Workspace, dry_run: bool) -> Result<Pruned> {
             }
         }
         if marks.is_dir() {
+            // A folder of plain files, never following a link.
             if !dry_run {
-                remove_tree(&marks)?;
+                for p in read_dir(&marks) {
+                    fsutil::remove(&p)?;
+                }
+                fsutil::raw::remove_empty_dir(&marks);
             }
             gone.push(marks);
         }
@@ -127,19 +131,10 @@ pub fn prune(ws: &Workspace, dry_run: bool) -> Result<Pruned> {
 
 /// Agents with a ticket in any wait queue.
 fn queue_agents(root: &Path) -> BTreeSet<String> {
-    let mut out = BTreeSet::new();
-    for dir in read_dir(&layout::queue_root(&shared_root(root))) {
-        for t in read_dir(&dir) {
-            if let Some((_, agent)) = t
-                .file_name()
-                .and_then(|n| n.to_str())
-                .and_then(layout::parse_ticket)
-            {
-                out.insert(agent.to_string());
-            }
-        }
-    }
-    out
+    let queues = read_dir(&layout::queue_root(&shared_root(root)));
+    let tickets = queues.iter().flat_map(|q| read_dir(q));
+    let agent = |t: PathBuf| Some(layout::parse_ticket(t.file_name()?.to_str()?)?.1.to_owned());
+    tickets.filter_map(agent).collect()
 }
 
 fn empty_queue_dirs(root: &Path) -> Vec<PathBuf> {
@@ -159,13 +154,4 @@ fn read_dir(dir: &Path) -> Vec<PathBuf> {
     crate::fsutil::read_dir(dir)
         .map(|rd| rd.flatten().map(|e| e.path()).collect())
         .unwrap_or_default()
-}
-
-/// Remove a folder of plain files (read marks), never following a link.
-fn remove_tree(dir: &Path) -> Result<()> {
-    for p in read_dir(dir) {
-        fsutil::remove(&p)?;
-    }
-    fsutil::raw::remove_empty_dir(dir);
-    Ok(())
 }

@@ -6,12 +6,13 @@ use std::collections::{BTreeMap, HashSet};
 
 use serde::Serialize;
 
+use crate::client::Client;
 use crate::clock::{self, Timestamp};
 use crate::conflicts::Side;
 use crate::dialogue::{self, DialogueSummary};
 use crate::handshake;
 use crate::lock::deadlock::{self, WaitEdge};
-use crate::lock::queue;
+use crate::lock::queue::{self, Waiter};
 use crate::lock::{self, LockState};
 use crate::message;
 use crate::presence::{self, LockStatus, StateCache, Unreadable};
@@ -119,12 +120,7 @@ pub struct ClaimView {
 
 /// A claim as `status` shows it.
 fn claim_view(e: &lock::LockEntry, now: &Timestamp) -> ClaimView {
-    let field = |k: &str| {
-        e.record
-            .as_ref()
-            .and_then(|r| r.get_nonempty(k))
-            .map(str::to_string)
-    };
+    let field = |k: &str| e.record.as_ref()?.get_nonempty(k).map(str::to_string);
     ClaimView {
         pattern: e.file.clone(),
         agent: e.agent.clone(),
@@ -138,14 +134,6 @@ fn claim_view(e: &lock::LockEntry, now: &Timestamp) -> ClaimView {
         branch: field("branch"),
         pid: e.process().map(|(p, _)| p),
     }
-}
-
-/// Every claim, judged, as `status` shows them.
-fn claims(ws: &Workspace, cache: &mut StateCache, now: &Timestamp) -> Vec<ClaimView> {
-    lock::claim::judged(ws.root(), cache, now)
-        .iter()
-        .map(|e| claim_view(e, now))
-        .collect()
 }
 
 /// One online session of the stamp card.
@@ -254,12 +242,12 @@ impl Serialize for RemoteStatus {
 /// What a session's start tells its agent: agents, locks, claims, reviews and dialogue only.
 pub fn glance(ws: &Workspace) -> Status {
     let now = clock::now();
-    let (presences, _, mut cache, entries) = look(ws, &now);
+    let look = look(ws, &now);
     Status {
         root: ws.root().display().to_string(),
-        agents: presences.iter().map(|p| agent_view(p, &now)).collect(),
-        locks: lock_views(ws, &entries, &presences, &now),
-        claims: claims(ws, &mut cache, &now),
+        agents: look.presences.iter().map(|p| agent_view(p, &now)).collect(),
+        locks: look.locks,
+        claims: look.claims,
         reviews: review::rules::open_reviews(ws).0,
         dialogue: dialogue::summary(ws),
         ..Status::default()
@@ -267,31 +255,33 @@ pub fn glance(ws: &Workspace) -> Status {
 }
 
 /// What both views start from: the presences (and those unreadable), the agents' states, every
-/// lock judged.
-fn look(
-    ws: &Workspace,
-    now: &Timestamp,
-) -> (
-    Vec<presence::Presence>,
-    Vec<Unreadable>,
-    StateCache,
-    Vec<lock::LockEntry>,
-) {
+/// lock judged, every lock as the views show it (those of removed work trees included), and
+/// every claim judged.
+struct Look {
+    presences: Vec<presence::Presence>,
+    unreadable: Vec<Unreadable>,
+    cache: StateCache,
+    entries: Vec<lock::LockEntry>,
+    locks: Vec<LockView>,
+    claims: Vec<ClaimView>,
+}
+
+fn look(ws: &Workspace, now: &Timestamp) -> Look {
     let (presences, unreadable) = presence::scan(ws.root());
     let mut cache = StateCache::from_presences(&presences, now);
     let entries = lock::scan_judged(ws, &mut cache, now);
-    (presences, unreadable, cache, entries)
-}
-
-/// Every lock as the views show it, those of removed work trees included.
-fn lock_views(
-    ws: &Workspace,
-    entries: &[lock::LockEntry],
-    presences: &[presence::Presence],
-    now: &Timestamp,
-) -> Vec<LockView> {
     let locks = entries.iter().map(|e| lock_view(e, ws, now));
-    locks.chain(gone_tree_locks(presences, now)).collect()
+    let locks = locks.chain(gone_tree_locks(&presences, now)).collect();
+    let claims = lock::claim::judged(ws.root(), &mut cache, now);
+    let claims = claims.iter().map(|e| claim_view(e, now)).collect();
+    Look {
+        presences,
+        unreadable,
+        cache,
+        entries,
+        locks,
+        claims,
+    }
 }
 
 /// How long a FINISHED agent stays in the view.
@@ -348,9 +338,10 @@ pub fn agent_view(p: &presence::Presence, now: &Timestamp) -> AgentView {
         needs_user: None,
         worktree: p.field(crate::worktree::PRESENCE_KEY).map(str::to_string),
         branch: None,
+        // Else the client a session agent's id names (`claude-3f2a9c1b` → `claude`).
         client: p
             .field("client")
-            .or_else(|| client_of_id(&p.id))
+            .or_else(|| Client::parse(p.id.split_once('-')?.0).map(Client::as_str))
             .map(str::to_string),
         prompt: p.field("prompt").filter(|v| *v != "-").map(str::to_string),
         holds: p.locks(),
@@ -358,12 +349,6 @@ pub fn agent_view(p: &presence::Presence, now: &Timestamp) -> AgentView {
     };
     view.label = agent_label(&view, false);
     view
-}
-
-/// The client named by a session agent's id (`claude-3f2a9c1b` → `claude`), if it is one.
-fn client_of_id(id: &str) -> Option<&'static str> {
-    let (prefix, _) = id.split_once('-')?;
-    crate::client::Client::parse(prefix).map(crate::client::Client::as_str)
 }
 
 /// The label of an agent (see [`AgentView::label`]); `several`: name its tree and branch.
@@ -391,13 +376,11 @@ fn agent_label(a: &AgentView, several: bool) -> String {
 }
 
 /// Correct each agent's `lock_status` where its presence is wrong (its writer killed, its locks
-/// taken over): `holding` have a lock or claim in any state, `waiting` a live ticket.
-fn settle_lock_status(agents: &mut [AgentView], holding: &HashSet<&str>, waiting: &HashSet<&str>) {
+/// taken over): `holding` have a lock or claim in any state, `waiters` hold a live ticket.
+fn settle_lock_status(agents: &mut [AgentView], holding: &HashSet<&str>, waiters: &[Waiter]) {
     for a in agents {
-        let (holds, waits) = (
-            holding.contains(a.agent.as_str()),
-            waiting.contains(a.agent.as_str()),
-        );
+        let holds = holding.contains(a.agent.as_str());
+        let waits = waiters.iter().any(|w| w.agent == a.agent);
         let true_now = match a.lock_status.as_deref() {
             Some(s) if s.eq_ignore_ascii_case(LockStatus::Locked.as_str()) => holds,
             Some(s) if s.eq_ignore_ascii_case(LockStatus::Waiting.as_str()) => waits,
@@ -406,14 +389,14 @@ fn settle_lock_status(agents: &mut [AgentView], holding: &HashSet<&str>, waiting
         if true_now {
             continue;
         }
-        let now = if holds {
-            LockStatus::Locked
-        } else if waits {
-            LockStatus::Waiting
-        } else {
-            a.current_file = None;
-            LockStatus::Free
+        let now = match (holds, waits) {
+            (true, _) => LockStatus::Locked,
+            (_, true) => LockStatus::Waiting,
+            _ => LockStatus::Free,
         };
+        if now == LockStatus::Free {
+            a.current_file = None;
+        }
         a.lock_status = Some(now.as_str().to_string());
     }
 }
@@ -427,14 +410,8 @@ pub fn settle_lock_status_of(
     now: &Timestamp,
 ) {
     let claims = lock::claim::judged(ws.root(), cache, now);
-    let waiters = queue::waiters(ws.root());
-    let holding: HashSet<&str> = entries
-        .iter()
-        .chain(claims.iter())
-        .map(|e| e.agent.as_str())
-        .collect();
-    let waiting: HashSet<&str> = waiters.iter().map(|w| w.agent.as_str()).collect();
-    settle_lock_status(agents, &holding, &waiting);
+    let holding = entries.iter().chain(&claims).map(|e| e.agent.as_str());
+    settle_lock_status(agents, &holding.collect(), &queue::waiters(ws.root()));
 }
 
 /// The locks an agent's presence lists in a work tree that is gone (`git worktree remove` while
@@ -556,9 +533,8 @@ pub fn who(ws: &Workspace, args: &[crate::workspace::FileArg]) -> Vec<FileHolder
         let hits = all_claims.iter().filter(|c| hit(&c.pattern));
         hits.map(|c| claim_view(&c.entry, &now)).collect()
     };
-    let mut out = Vec::with_capacity(args.len());
-    for a in args {
-        out.push(match a {
+    args.iter()
+        .map(|a| match a {
             FileArg::File(t) => {
                 let mut entries = of_files.next().unwrap_or_default();
                 lock::classify(ws.root(), &mut entries, &mut cache, &now);
@@ -579,18 +555,22 @@ pub fn who(ws: &Workspace, args: &[crate::workspace::FileArg]) -> Vec<FileHolder
                     .map(holder)
                     .collect(),
             },
-        });
-    }
-    out
+        })
+        .collect()
 }
 
 /// Read the whole workspace.
 pub fn collect(ws: &Workspace) -> Status {
     let now = clock::now();
-    let (presences, mut unreadable, mut cache, entries) = look(ws, &now);
-    let locks = lock_views(ws, &entries, &presences, &now);
+    let Look {
+        presences,
+        mut unreadable,
+        mut cache,
+        entries,
+        locks,
+        claims,
+    } = look(ws, &now);
     unreadable.extend(lock::unreadable(&entries, ws));
-    let claims = claims(ws, &mut cache, &now);
     let waiters = queue::waiters(ws.root());
     let edges = deadlock::edges(ws, &waiters, &mut cache, &now);
     let mut places: BTreeMap<&str, usize> = BTreeMap::new();
@@ -627,39 +607,26 @@ pub fn collect(ws: &Workspace) -> Status {
     );
     unreadable.extend(bad_messages);
     let mut agents: Vec<AgentView> = presences.iter().map(|p| agent_view(p, &now)).collect();
-    let holding: HashSet<&str> = locks
-        .iter()
-        .map(|l| l.agent.as_str())
-        .chain(claims.iter().map(|c| c.agent.as_str()))
-        .collect();
-    let waiting: HashSet<&str> = waiters.iter().map(|w| w.agent.as_str()).collect();
-    settle_lock_status(&mut agents, &holding, &waiting);
+    let holding = locks.iter().map(|l| l.agent.as_str());
+    let holding = holding.chain(claims.iter().map(|c| c.agent.as_str()));
+    settle_lock_status(&mut agents, &holding.collect(), &waiters);
     let trees = crate::worktree::trees(ws.root());
     let several = trees.len() > 1;
+    let shared = shared_root(ws.root()).display().to_string();
     for a in &mut agents {
         // An agent that clocked out waits for no one, whatever a file left behind says.
         a.needs_user = crate::history::needs_user(ws.root(), &a.agent)
             .filter(|_| a.status != presence::AgentState::Finished.as_str());
-        let top = a
-            .worktree
-            .clone()
-            .unwrap_or_else(|| shared_root(ws.root()).display().to_string());
-        a.branch = trees
-            .iter()
-            .find(|t| t.top.as_os_str() == top.as_str())
-            .and_then(crate::worktree::Tree::branch);
+        let top = a.worktree.clone().unwrap_or_else(|| shared.clone());
+        let tree = trees.iter().find(|t| t.top.as_os_str() == top.as_str());
+        a.branch = tree.and_then(crate::worktree::Tree::branch);
         a.worktree = Some(top);
-        a.holds = locks
+        let locked = locks
             .iter()
             .filter(|l| l.agent == a.agent)
-            .map(|l| l.file.clone())
-            .chain(
-                claims
-                    .iter()
-                    .filter(|c| c.agent == a.agent)
-                    .map(|c| c.pattern.clone()),
-            )
-            .collect();
+            .map(|l| l.file.clone());
+        let claimed = claims.iter().filter(|c| c.agent == a.agent);
+        a.holds = locked.chain(claimed.map(|c| c.pattern.clone())).collect();
         a.holds.dedup();
         a.label = agent_label(a, several);
     }
@@ -677,7 +644,7 @@ pub fn collect(ws: &Workspace) -> Status {
     });
     Status {
         root: ws.root().display().to_string(),
-        shared_root: shared_root(ws.root()).display().to_string(),
+        shared_root: shared,
         branch: worktrees.first().and_then(|t| t.branch.clone()),
         worktrees,
         agents,

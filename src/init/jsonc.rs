@@ -46,26 +46,19 @@ pub(super) fn merge(
 /// Write into `obj` (whose value was `old`) what `new` adds or changes.
 fn add(obj: &CstObject, old: &Map<String, Value>, new: &Map<String, Value>) {
     for (key, value) in new {
-        match (old.get(key), value) {
-            (None, v) => {
-                obj.append(key, input(v));
-            }
-            (Some(o), v) if o == v => {}
-            (Some(Value::Object(o)), Value::Object(n)) if obj.object_value(key).is_some() => {
-                if let Some(child) = obj.object_value(key) {
-                    add(&child, o, n);
+        let before = old.get(key);
+        if before == Some(value) {
+            continue;
+        }
+        match (before, value, obj.object_value(key), obj.array_value(key)) {
+            (None, v, ..) => _ = obj.append(key, input(v)),
+            (Some(Value::Object(o)), Value::Object(n), Some(child), _) => add(&child, o, n),
+            (Some(Value::Array(o)), Value::Array(n), _, Some(array)) if n.starts_with(o) => {
+                for v in &n[o.len()..] {
+                    array.append(input(v));
                 }
             }
-            (Some(Value::Array(o)), Value::Array(n))
-                if n.starts_with(o) && obj.array_value(key).is_some() =>
-            {
-                if let Some(array) = obj.array_value(key) {
-                    for v in &n[o.len()..] {
-                        array.append(input(v));
-                    }
-                }
-            }
-            (Some(_), v) => {
+            (Some(_), v, ..) => {
                 if let Some(prop) = obj.get(key) {
                     prop.set_value(input(v));
                 }

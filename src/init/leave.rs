@@ -116,10 +116,8 @@ pub fn plan(ws: &Workspace, me: Option<&AgentId>, yes: bool) -> Result<Leaving> 
         if let Ok(dir) = guard::hooks_dir(top)
             && !hooks_dirs.contains(&dir)
         {
-            let ours: Vec<guard::Uninstalled> = guard::uninstall_in(&dir, true)?
-                .into_iter()
-                .filter(|h| matches!(h.outcome, "removed" | "restored"))
-                .collect();
+            let mut ours = guard::uninstall_in(&dir, true)?;
+            ours.retain(|h| matches!(h.outcome, "removed" | "restored"));
             if !ours.is_empty() {
                 hooks.extend(ours);
                 hooks_dirs.push(dir);
@@ -191,7 +189,7 @@ struct Found {
     files: Vec<(PathBuf, &'static str)>,
     /// Backups and refused writes that differ from their file: path, the file.
     copies: Vec<(PathBuf, PathBuf)>,
-    /// Lock files (read as locks), with their tree's top level.
+    /// The files of lock files (read as locks), with their tree's top level.
     locks: Vec<(PathBuf, PathBuf)>,
     /// `.coord/` folders.
     state_dirs: Vec<PathBuf>,
@@ -213,36 +211,19 @@ fn walk(top: &Path, dir: &Path, tops: &[PathBuf], tracked: &HashSet<String>, fou
         let Some(name) = name.to_str() else {
             continue;
         };
-        if meta.is_dir() {
-            if name == ".git" {
-                continue;
+        if !meta.is_dir() {
+            if meta.is_file() && !tracked.contains(&super::rel_of(top, &path)) {
+                classify_file(top, &path, name, found);
             }
-            if name == layout::STATE_DIR {
-                found.state_dirs.push(path);
-                continue;
+        } else if name == layout::STATE_DIR {
+            found.state_dirs.push(path);
+        } else if name != ".git" && !tops.contains(&path) {
+            match std::fs::symlink_metadata(path.join(".git")) {
+                Ok(git) if git.is_file() => walk(&path, &path, tops, &tracked_set(&path), found),
+                Ok(_) => {}
+                Err(_) => walk(top, &path, tops, tracked, found),
             }
-            if !tops.contains(&path) {
-                match std::fs::symlink_metadata(path.join(".git")) {
-                    Ok(git) if git.is_file() => {
-                        walk(&path, &path, tops, &tracked_set(&path), found)
-                    }
-                    Ok(_) => {}
-                    Err(_) => walk(top, &path, tops, tracked, found),
-                }
-            }
-            continue;
         }
-        if !meta.is_file() {
-            continue;
-        }
-        let rel = path
-            .strip_prefix(top)
-            .map(|r| r.to_string_lossy().into_owned())
-            .unwrap_or_default();
-        if tracked.contains(&rel) {
-            continue;
-        }
-        classify_file(top, &path, name, found);
     }
 }
 
@@ -263,30 +244,32 @@ fn classify_file(top: &Path, path: &Path, name: &str, found: &mut Found) {
         })
     };
     // A name of coord's whose content is not coord's is the user's file.
-    let what = if layout::parse_lock_name(name).is_some() {
-        (reads(["locked_at", "token"]), "a lock file")
+    let what = if let Some((base, _)) = layout::parse_lock_name(name) {
+        let lock = reads(["locked_at", "token"]);
+        if lock {
+            let file = path.with_file_name(base);
+            found.locks.push((file, top.to_path_buf()));
+        }
+        lock.then_some("a lock file")
     } else if layout::is_temp_name(name) {
-        (true, "a temporary file")
+        Some("a temporary file")
     } else if layout::presence_agent(name).is_some() {
-        (reads(["heartbeat", "status"]), "a presence file")
+        reads(["heartbeat", "status"]).then_some("a presence file")
     } else if layout::handshake_agent(name).is_some() {
-        (reads(["from", "protocol"]), "a handshake file")
+        reads(["from", "protocol"]).then_some("a handshake file")
     } else if let Some(twin) = copy_of(path, name) {
         if !same_bytes(path, &twin) {
             found.copies.push((path.to_path_buf(), twin));
             return;
         }
-        match layout::is_backup_name(name) {
-            true => (true, "a backup equal to its file"),
-            false => (true, "a refused write equal to its file"),
-        }
+        Some(match layout::is_backup_name(name) {
+            true => "a backup equal to its file",
+            false => "a refused write equal to its file",
+        })
     } else {
-        return;
+        None
     };
-    if let (true, what) = what {
-        if what == "a lock file" {
-            found.locks.push((path.to_path_buf(), top.to_path_buf()));
-        }
+    if let Some(what) = what {
         found.files.push((path.to_path_buf(), what));
     }
 }
@@ -321,7 +304,7 @@ fn copy_of(path: &Path, name: &str) -> Option<PathBuf> {
     Some(path.with_file_name(base))
 }
 
-/// Refuse (exit 3, `in_use`) when another agent than `me` holds a live lock among `locks` (lock
+/// Refuse (exit 3, `in_use`) when another agent than `me` holds a live lock among `locks` (locked
 /// files with their tree) or a live claim, naming each.
 fn refuse_live_locks(
     tops: &[PathBuf],
@@ -335,40 +318,24 @@ fn refuse_live_locks(
         |e: &LockEntry| e.state != LockState::Stale && me.is_none_or(|m| m.id() != e.agent);
     for top in tops {
         let tree = Workspace::at(top.clone());
-        let mut targets = Vec::new();
-        for (path, _) in locks.iter().filter(|(_, t)| t == top) {
-            let name = path
-                .file_name()
-                .and_then(|n| n.to_str())
-                .unwrap_or_default();
-            let Some((base, _)) = layout::parse_lock_name(name) else {
-                continue;
-            };
-            if let Some(rel) = tree.rel(&path.with_file_name(base))
+        let mut targets: Vec<crate::workspace::Target> = Vec::new();
+        for (file, _) in locks.iter().filter(|(_, t)| t == top) {
+            if let Some(rel) = tree.rel(file)
                 && let Ok(t) = tree.target_from_rel(&rel)
-                && !targets
-                    .iter()
-                    .any(|x: &crate::workspace::Target| x.abs == t.abs)
+                && !targets.iter().any(|x| x.abs == t.abs)
             {
                 targets.push(t);
             }
         }
         for mut group in lock::locks_of_each(&targets) {
-            group.retain(|e| {
-                e.record
-                    .as_ref()
-                    .is_some_and(|r| r.get("locked_at").is_some() || r.get("token").is_some())
-            });
+            let a_lock = |r: &Record| r.get("locked_at").is_some() || r.get("token").is_some();
+            group.retain(|e| e.record.as_ref().is_some_and(a_lock));
             lock::classify(top, &mut group, &mut cache, &now);
             live.extend(group.into_iter().filter(others).map(|e| (e, top.as_path())));
         }
         if crate::worktree::shared_root(top) == *top {
-            live.extend(
-                lock::claim::judged(top, &mut cache, &now)
-                    .into_iter()
-                    .filter(others)
-                    .map(|e| (e, top.as_path())),
-            );
+            let claims = lock::claim::judged(top, &mut cache, &now).into_iter();
+            live.extend(claims.filter(others).map(|e| (e, top.as_path())));
         }
     }
     if live.is_empty() {

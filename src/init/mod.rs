@@ -71,9 +71,7 @@ pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
     let root = ws.root();
     let mut files = Wiring {
         root: root.to_path_buf(),
-        changes: Vec::new(),
-        skipped: Vec::new(),
-        client: None,
+        ..Wiring::default()
     };
     let mut wired = Vec::new();
     for &client in clients {
@@ -103,13 +101,11 @@ pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
 /// instructions, then `.gitignore`.
 fn texts(clients: &[Client]) -> Vec<(&'static str, &'static str, &'static str, String)> {
     let docs = clients.iter().filter_map(|c| c.adapter().instruction_file);
-    let mut texts: Vec<_> = std::iter::once("AGENTS.md")
-        .chain(docs)
-        .map(|doc| (doc, BLOCK_BEGIN, BLOCK_END, instructions()))
-        .collect();
+    let docs = std::iter::once("AGENTS.md").chain(docs);
+    let docs = docs.map(|doc| (doc, BLOCK_BEGIN, BLOCK_END, instructions()));
     let ignore = crate::layout::GITIGNORE_LINES.join("\n");
-    texts.push((".gitignore", IGNORE_BEGIN, IGNORE_END, ignore));
-    texts
+    docs.chain([(".gitignore", IGNORE_BEGIN, IGNORE_END, ignore)])
+        .collect()
 }
 
 /// The workspace `init` makes at `dir` itself, even inside another workspace.
@@ -129,9 +125,7 @@ pub fn workspace_at(dir: &Path) -> Result<Workspace> {
 pub fn apply(ws: &Workspace, plan: &Plan) -> Result<()> {
     let root = ws.root();
     let mut record = record::Record::load(root);
-    if plan.create_state_dir {
-        record.state_dir = true;
-    }
+    record.state_dir |= plan.create_state_dir;
     for change in &plan.changes {
         if let Some(dir) = change.path.parent() {
             record.note_dirs(root, dir);
@@ -203,19 +197,11 @@ fn has_command(hook: &Value, test: impl Fn(&str) -> bool) -> bool {
         .any(|k| hook.get(*k).and_then(Value::as_str).is_some_and(&test))
 }
 
-/// Whether a hook group already runs `coord hook CLIENT` (any flags after it).
-fn runs(group: &Value, cmd: &str) -> bool {
-    any_command(group, |c| is_command(c, cmd))
-}
-
 /// Whether a hook group (or entry), or a hook in it, has a `command` or `bash` line that
 /// `test` accepts.
 fn any_command(group: &Value, test: impl Fn(&str) -> bool) -> bool {
-    has_command(group, &test)
-        || group
-            .get("hooks")
-            .and_then(Value::as_array)
-            .is_some_and(|hs| hs.iter().any(|h| has_command(h, &test)))
+    let hooks = group.get("hooks").and_then(Value::as_array);
+    has_command(group, &test) || hooks.is_some_and(|hs| hs.iter().any(|h| has_command(h, &test)))
 }
 
 /// Whether a hook group (or a Copilot hook entry) already runs coord's hook for the client of
@@ -256,21 +242,40 @@ fn wire(w: &mut Wiring, client: Client) -> Result<()> {
                 if let Some(style) = style {
                     merge_hooks(v, f, &hooks, style)?;
                 }
-                match mcp {
-                    Some(McpStyle::Servers) => merge_mcp(v, f, "mcpServers"),
-                    Some(McpStyle::Opencode) => {
-                        let servers = object_at(v, "mcp", f)?;
-                        if !servers.contains_key("coord") {
-                            let server = json!({"type": "local", "command": [COORD, "mcp"], "enabled": true});
-                            servers.insert("coord".into(), server);
-                        }
-                        Ok(())
+                // `{key: {coord: server}}`, unless a `coord` server is already registered.
+                let (key, server) = match mcp {
+                    Some(McpStyle::Servers) => {
+                        ("mcpServers", json!({"command": COORD, "args": ["mcp"]}))
                     }
-                    None => Ok(()),
+                    Some(McpStyle::Opencode) => (
+                        "mcp",
+                        json!({"type": "local", "command": [COORD, "mcp"], "enabled": true}),
+                    ),
+                    None => return Ok(()),
+                };
+                let servers = object_at(v, key, f)?;
+                if !servers.contains_key("coord") {
+                    servers.insert("coord".into(), server);
                 }
+                Ok(())
             })?,
-            Wire::CodexToml(file) => w.toml(file, codex_toml)?,
-            Wire::Generated(file, content) => w.generated(file, MARKER, content)?,
+            // Comments and layout are kept.
+            Wire::CodexToml(file) => w.edit_text(file, |text| {
+                let mut doc: toml_edit::DocumentMut = text
+                    .parse()
+                    .map_err(|e| invalid(file, "TOML", e, "coord init"))?;
+                codex_toml(&mut doc, file)?;
+                Ok(doc.to_string())
+            })?,
+            // Created, or replaced when it is coord's (it holds MARKER); another file is refused.
+            Wire::Generated(file, content) => w.edit_text(file, |old| {
+                if !old.is_empty() && !old.contains(MARKER) {
+                    return Err(Error::bad_input(format!(
+                        "`{file}` exists and was not written by coord; move it away, then run `coord init` again (nothing was written)"
+                    )));
+                }
+                Ok(content.to_string())
+            })?,
         }
     }
     Ok(())
@@ -349,16 +354,19 @@ pub(crate) fn merge_hooks(
     }
     let hooks = object_at(doc, "hooks", file)?;
     for (event, matcher, cmd) in set {
-        let groups = array_at(hooks, event, file, "hooks")?;
+        let groups = hooks.entry(*event).or_insert_with(|| json!([]));
+        let groups = groups.as_array_mut().ok_or_else(|| {
+            cannot_merge(&format!("`{file}`: `hooks.{event}` is not a JSON array"))
+        })?;
+        // Whether a group already runs `coord hook CLIENT` (any flags after it).
+        let runs = |g: &Value| any_command(g, |c| is_command(c, cmd));
         if let HookStyle::Claude { .. } = style
-            && let Some(group) = groups.iter_mut().find(|g| runs(g, cmd))
+            && let Some(group) = groups.iter_mut().find(|g| runs(g))
         {
             // coord's own group (coord's hook alone in it) follows coord's matcher, so a
             // tool coord learned to watch is added on the next run.
-            let alone = group
-                .get("hooks")
-                .and_then(Value::as_array)
-                .is_some_and(|hs| hs.len() == 1);
+            let hooks = group.get("hooks").and_then(Value::as_array);
+            let alone = hooks.is_some_and(|hs| hs.len() == 1);
             if let (Some(m), true, Some(g)) = (matcher, alone, group.as_object_mut())
                 && g.get("matcher").and_then(Value::as_str) != Some(m)
             {
@@ -366,18 +374,9 @@ pub(crate) fn merge_hooks(
             }
             continue;
         }
-        if !groups.iter().any(|g| runs(g, cmd) || runs_own(g, cmd)) {
+        if !groups.iter().any(|g| runs(g) || runs_own(g, cmd)) {
             groups.push(hook_entry(style, *matcher, cmd));
         }
-    }
-    Ok(())
-}
-
-/// `{key: {coord: {command, args}}}`, unless a `coord` server is already registered.
-fn merge_mcp(doc: &mut Map<String, Value>, file: &str, key: &str) -> Result<()> {
-    let servers = object_at(doc, key, file)?;
-    if !servers.contains_key("coord") {
-        servers.insert("coord".into(), json!({"command": COORD, "args": ["mcp"]}));
     }
     Ok(())
 }
@@ -391,18 +390,6 @@ fn object_at<'a>(
     let v = doc.entry(key).or_insert_with(|| json!({}));
     v.as_object_mut()
         .ok_or_else(|| cannot_merge(&format!("`{file}`: `{key}` is not a JSON object")))
-}
-
-/// The array at `map[key]` (inside `parent`), created empty when missing.
-fn array_at<'a>(
-    map: &'a mut Map<String, Value>,
-    key: &str,
-    file: &str,
-    parent: &str,
-) -> Result<&'a mut Vec<Value>> {
-    let v = map.entry(key).or_insert_with(|| json!([]));
-    v.as_array_mut()
-        .ok_or_else(|| cannot_merge(&format!("`{file}`: `{parent}.{key}` is not a JSON array")))
 }
 
 /// The refusal of a file (or part of one, `what`) coord cannot merge into.
@@ -448,8 +435,15 @@ fn resolve(root: &Path, rel: &str) -> std::result::Result<PathBuf, String> {
     }
 }
 
+/// `path` relative to `root` (whole when outside it).
+fn rel_of(root: &Path, path: &Path) -> String {
+    let rel = path.strip_prefix(root).map(|p| p.to_string_lossy());
+    rel.map_or_else(|_| path.display().to_string(), |p| p.into_owned())
+}
+
 /// The changes `init` plans, one per real file: what a client's [`Wire`]s write into. Every
 /// file is read once; a second change to one file builds on the first.
+#[derive(Default)]
 struct Wiring {
     root: PathBuf,
     changes: Vec<Change>,
@@ -484,18 +478,13 @@ impl Wiring {
         if old.as_deref() == Some(new.as_slice()) {
             return;
         }
-        let file = path
-            .strip_prefix(&self.root)
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or_else(|_| path.display().to_string());
-        let action = if old.is_some() { "update" } else { "create" };
         if let Some(c) = self.changes.iter_mut().find(|c| c.path == path) {
             c.content = new;
             return;
         }
         self.changes.push(Change {
-            file,
-            action,
+            file: rel_of(&self.root, &path),
+            action: if old.is_some() { "update" } else { "create" },
             content: new,
             path,
         });
@@ -543,35 +532,6 @@ impl Wiring {
         }
         self.record(path, old, pretty_json(&doc));
         Ok(())
-    }
-
-    /// Edit the TOML document in `rel` (created when missing) with `edit`; comments and layout
-    /// are kept.
-    fn toml(
-        &mut self,
-        rel: &str,
-        edit: impl FnOnce(&mut toml_edit::DocumentMut, &str) -> Result<()>,
-    ) -> Result<()> {
-        self.edit_text(rel, |text| {
-            let mut doc: toml_edit::DocumentMut = text
-                .parse()
-                .map_err(|e| invalid(rel, "TOML", e, "coord init"))?;
-            edit(&mut doc, rel)?;
-            Ok(doc.to_string())
-        })
-    }
-
-    /// Write coord's own generated file `rel` (a client plugin): created, or replaced when it is
-    /// coord's (it holds `marker`); a file of that name that is not coord's is refused.
-    fn generated(&mut self, rel: &str, marker: &'static str, content: &str) -> Result<()> {
-        self.edit_text(rel, |old| {
-            if !old.is_empty() && !old.contains(marker) {
-                return Err(Error::bad_input(format!(
-                    "`{rel}` exists and was not written by coord; move it away, then run `coord init` again (nothing was written)"
-                )));
-            }
-            Ok(content.to_string())
-        })
     }
 
     /// Set the text file `rel` to what `edit` makes of its old text (empty when missing).

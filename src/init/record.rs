@@ -34,13 +34,11 @@ pub(super) struct Entry {
 
 impl Record {
     pub fn load(root: &Path) -> Record {
-        fsutil::read_capped(
-            &layout::init_record(&crate::worktree::shared_root(root)),
-            64 * 1024 * 1024,
-        )
-        .ok()
-        .and_then(|b| serde_json::from_slice(&b).ok())
-        .unwrap_or_default()
+        let path = layout::init_record(&crate::worktree::shared_root(root));
+        let bytes = fsutil::read_capped(&path, 64 * 1024 * 1024).ok();
+        bytes
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
     }
 
     /// Note the folders from `dir` up to the root that do not exist yet.

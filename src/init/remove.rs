@@ -2,7 +2,7 @@
 //! MCP server, its instructions and `.gitignore` blocks, and a file or folder init created that
 //! holds nothing else now — keeping everything else as it is.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use jsonc_parser::ParseOptions;
 use jsonc_parser::cst::{CstNode, CstObject, CstRootNode};
@@ -11,7 +11,7 @@ use serde_json::Value;
 
 use super::record::Record;
 use super::unterminated;
-use super::{find_block, has_command, is_command, not_utf8, read_regular, resolve, texts};
+use super::{find_block, has_command, is_command, not_utf8, read_regular, rel_of, resolve, texts};
 use crate::client::{COORD, Client, MARKER, Wire, command};
 use crate::error::{Error, Result};
 use crate::fsutil;
@@ -69,7 +69,6 @@ struct RecordUpdate {
     /// Another work tree of the repository is still wired: the record, shared by the trees
     /// (keyed by the path in each), stays as it is for them.
     shared: bool,
-    files: Vec<String>,
     dirs: Vec<String>,
 }
 
@@ -91,33 +90,25 @@ enum FileKind {
 /// The files `clients` wire (relative to the root), with their kind: theirs, then the texts.
 fn files_of(clients: &[Client]) -> Vec<(&'static str, FileKind)> {
     let wires = clients.iter().flat_map(|c| c.adapter().wiring);
-    let mut files: Vec<_> = wires
-        .map(|w| match *w {
-            Wire::Json { file, .. } => (file, FileKind::Json),
-            Wire::CodexToml(file) => (file, FileKind::Toml),
-            Wire::Generated(file, _) => (file, FileKind::Generated),
-        })
-        .collect();
+    let wires = wires.map(|w| match *w {
+        Wire::Json { file, .. } => (file, FileKind::Json),
+        Wire::CodexToml(file) => (file, FileKind::Toml),
+        Wire::Generated(file, _) => (file, FileKind::Generated),
+    });
     let texts = texts(clients).into_iter();
-    files.extend(texts.map(|(file, begin, end, _)| (file, FileKind::Text { begin, end })));
-    files
+    let texts = texts.map(|(file, begin, end, _)| (file, FileKind::Text { begin, end }));
+    wires.chain(texts).collect()
 }
 
 /// Compute what `init --remove` takes back for `clients`; nothing is written.
 pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
     let root = ws.root();
     let record = Record::load(root);
-    let remaining: Vec<Client> = Client::ALL
-        .iter()
-        .copied()
-        .filter(|c| !clients.contains(c) && c.adapter().wired(root))
-        .collect();
+    let left = |c: &&Client| !clients.contains(c) && c.adapter().wired(root);
+    let remaining: Vec<Client> = Client::ALL.iter().filter(left).copied().collect();
     let names: Vec<&'static str> = clients.iter().map(|c| c.as_str()).collect();
-    let unwired: Vec<&'static str> = clients
-        .iter()
-        .filter(|c| c.adapter().wired(root))
-        .map(|c| c.as_str())
-        .collect();
+    let unwired = clients.iter().filter(|c| c.adapter().wired(root));
+    let unwired: Vec<&'static str> = unwired.map(|c| c.as_str()).collect();
     // The record and `.coord/` belong to the repository: another tree still wired keeps them.
     let others_wired = crate::worktree::others(root)
         .iter()
@@ -140,10 +131,7 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
         let Some(bytes) = read_regular(&path)? else {
             continue;
         };
-        let file = path
-            .strip_prefix(root)
-            .map(|p| p.to_string_lossy().into_owned())
-            .unwrap_or(rel.to_string());
+        let file = rel_of(root, &path);
         let text = String::from_utf8(bytes).map_err(|_| not_utf8(&file))?;
         let shared = kept.contains(&path);
         let stripped = match kind {
@@ -213,11 +201,7 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
             continue;
         }
         changes.push(Undo {
-            action: if stripped.is_some() {
-                "update"
-            } else {
-                "delete"
-            },
+            action: stripped.as_ref().map_or("delete", |_| "update"),
             content: stripped.map(String::into_bytes),
             file,
             path,
@@ -249,7 +233,6 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
         record: RecordUpdate {
             drop_all: all_gone,
             shared: others_wired,
-            files: changes.iter().map(|u| u.file.clone()).collect(),
             dirs: record.dirs.clone(),
         },
         changes,
@@ -277,18 +260,11 @@ pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
     // Folders init created, and those that held a deleted file the record does not know,
     // deepest first, when empty.
     let mut dirs: Vec<PathBuf> = up.dirs.iter().map(|d| root.join(d)).collect();
-    for u in removal
-        .changes
-        .iter()
-        .filter(|u| u.content.is_none() && !u.created_by_init)
-    {
-        dirs.extend(
-            u.path
-                .ancestors()
-                .skip(1)
-                .take_while(|d| *d != root && d.starts_with(root))
-                .map(|d| d.to_path_buf()),
-        );
+    let deleted = removal.changes.iter().filter(|u| u.content.is_none());
+    for u in deleted.filter(|u| !u.created_by_init) {
+        let above = u.path.ancestors().skip(1);
+        let inside = above.take_while(|d| *d != root && d.starts_with(root));
+        dirs.extend(inside.map(Path::to_path_buf));
     }
     dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
     dirs.dedup();
@@ -302,8 +278,8 @@ pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
         }
     } else if !up.shared {
         let mut record = Record::load(root);
-        for f in &up.files {
-            record.files.remove(f);
+        for u in &removal.changes {
+            record.files.remove(&u.file);
         }
         record.dirs.retain(|d| root.join(d).is_dir());
         if layout::state_dir(&crate::worktree::shared_root(root)).is_dir() {
@@ -403,16 +379,6 @@ pub(super) fn strip_block(
     Ok((!out.trim().is_empty()).then_some(out))
 }
 
-/// Whether a hook entry (its own `command` or `bash`) is the one `coord init` writes for one
-/// of `clients`.
-fn inits_hook(hook: &Value, clients: &[&str]) -> bool {
-    has_command(hook, |c| {
-        clients
-            .iter()
-            .any(|client| is_command(c, &command(client, None)))
-    })
-}
-
 /// JSON (with comments) without the hook entries `coord init` wrote for `clients` and, with
 /// `mcp`, without its `coord` MCP server; containers emptied by that go too. `None` when
 /// nothing else is left.
@@ -424,7 +390,11 @@ fn strip_json(
     if text.trim().is_empty() {
         return Ok(None);
     }
-    let ours = |v: &CstNode| inits_hook(&v.to_serde_value().unwrap_or(Value::Null), clients);
+    // A hook entry whose own `command` or `bash` is the one `coord init` writes for a client.
+    let ours = |v: &CstNode| {
+        let inits = |c: &str| clients.iter().any(|cl| is_command(c, &command(cl, None)));
+        has_command(&v.to_serde_value().unwrap_or(Value::Null), inits)
+    };
     let cut = |obj: &CstObject| {
         let mut cut = false;
         for prop in obj
@@ -569,9 +539,10 @@ fn cut_coords_names(obj: &CstObject, key: &str) -> bool {
 
 /// Remove `obj[key]` when it is an empty object or list (coord's entries were all it held).
 fn drop_empty(obj: &CstObject, key: &str) {
-    let empty = obj
+    let empty_object = obj
         .object_value(key)
-        .is_some_and(|o| o.properties().is_empty())
+        .is_some_and(|o| o.properties().is_empty());
+    let empty = empty_object
         || obj
             .array_value(key)
             .is_some_and(|a| a.elements().is_empty());
@@ -585,30 +556,19 @@ fn strip_toml(text: &str, mcp: bool) -> std::result::Result<Option<String>, Stri
     let mut doc: toml_edit::DocumentMut = text
         .parse()
         .map_err(|e: toml_edit::TomlError| e.to_string())?;
-    if !mcp {
-        return Ok(Some(text.to_string()));
-    }
-    let mut cut = false;
-    if let Some(servers) = doc
+    let servers = doc
         .get_mut("mcp_servers")
-        .and_then(|i| i.as_table_like_mut())
-    {
-        let ours = servers
-            .get("coord")
-            .and_then(|c| c.as_table_like())
-            .and_then(|c| c.get("command"))
-            .and_then(|c| c.as_str())
-            == Some(COORD);
-        if ours {
-            servers.remove("coord");
-            cut = true;
-            if servers.is_empty() {
-                doc.remove("mcp_servers");
-            }
-        }
-    }
-    if !cut {
+        .and_then(|i| i.as_table_like_mut());
+    let command = |s: &dyn toml_edit::TableLike| {
+        let coord = s.get("coord").and_then(|c| c.as_table_like());
+        coord.and_then(|c| c.get("command")?.as_str()) == Some(COORD)
+    };
+    let Some(servers) = servers.filter(|s| mcp && command(&**s)) else {
         return Ok(Some(text.to_string()));
+    };
+    servers.remove("coord");
+    if servers.is_empty() {
+        doc.remove("mcp_servers");
     }
     let out = doc.to_string();
     Ok((!out.trim().is_empty()).then_some(out))
