@@ -49,7 +49,7 @@ pub fn run(args: LogArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     // A folder (`src/`) or a pattern is a claim, as for every command that takes FILEs: the
     // events of the files it matches and of the claims it overlaps.
-    let (targets, patterns) = ctx.file_args(&ws, &args.files)?;
+    let (targets, patterns) = ws.file_args(ctx.cwd(), &args.files)?;
     let filter = Filter {
         files: targets.into_iter().map(|t| t.rel).collect(),
         patterns,
@@ -92,7 +92,8 @@ pub struct Places {
     /// The main work tree (events written there name no `worktree`).
     main: String,
     several: bool,
-    branches: HashMap<String, Option<String>>,
+    /// Each tree's branch, as read once (a long-running view clears it at each look).
+    pub branches: HashMap<String, Option<String>>,
 }
 
 impl Places {
@@ -104,11 +105,6 @@ impl Places {
             several: coord::worktree::trees(ws.root()).len() > 1,
             branches: HashMap::new(),
         }
-    }
-
-    /// Read the branches again (a long-running view: a tree may have switched since).
-    pub fn forget_branches(&mut self) {
-        self.branches.clear();
     }
 
     /// The agent of `e`, with its tree and branch where that tells something.

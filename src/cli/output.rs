@@ -29,7 +29,7 @@ pub fn json_printed() -> bool {
 
 /// `value` with `schema_version` first, as `--json` prints it. The version goes up when a field
 /// changes meaning or goes away; new fields do not change it.
-fn versioned<T: Serialize>(value: &T) -> serde_json::Result<serde_json::Value> {
+pub fn json_value<T: Serialize>(value: &T) -> serde_json::Result<serde_json::Value> {
     Ok(match serde_json::to_value(value)? {
         serde_json::Value::Object(fields) => {
             let mut doc = serde_json::Map::from_iter([("schema_version".into(), 1.into())]);
@@ -40,19 +40,14 @@ fn versioned<T: Serialize>(value: &T) -> serde_json::Result<serde_json::Value> {
     })
 }
 
-/// `value` as a JSON value with `schema_version` first.
-pub fn json_value<T: Serialize>(value: &T) -> Option<serde_json::Value> {
-    versioned(value).ok()
-}
-
 /// `value` as one JSON line with `schema_version` first.
 pub fn json_text<T: Serialize>(value: &T) -> serde_json::Result<String> {
-    serde_json::to_string(&versioned(value)?)
+    serde_json::to_string(&json_value(value)?)
 }
 
 /// `value` as `--json` prints it: pretty, with `schema_version` first.
 pub fn json_pretty<T: Serialize>(value: &T) -> serde_json::Result<String> {
-    serde_json::to_string_pretty(&versioned(value)?)
+    serde_json::to_string_pretty(&json_value(value)?)
 }
 
 pub fn json<T: Serialize>(value: &T) {

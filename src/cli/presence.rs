@@ -51,7 +51,7 @@ pub fn run(args: PresenceArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(dir.as_deref().map(Path::new))?;
     let agent = ctx.agent()?;
     let current_file = match &args.file {
-        Some(f) => Some(ctx.one_file(&ws, f, "presence")?.rel),
+        Some(f) => Some(ws.one_file(ctx.cwd(), f, "presence")?.rel),
         None => None,
     };
     let update = Update {

@@ -176,12 +176,11 @@ pub fn run(args: RemoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
         RemoteCommand::WorkingOn(a) => {
             let agent = ctx.agent()?.id().to_string();
-            let work = [AgentWork {
+            let work = (!a.paths.is_empty()).then_some(AgentWork {
                 agent,
                 working_on: a.paths,
-            }];
-            let none = work[0].working_on.is_empty();
-            let pushed = remote::publish_working_on(&ws, if none { &[] } else { &work })?;
+            });
+            let pushed = remote::publish_working_on(&ws, work.as_slice())?;
             if !ctx.quiet {
                 output::line(if pushed {
                     "Published what this clone's agents edit"
@@ -327,20 +326,17 @@ fn show(ws: &Workspace, view: Option<View>, ctx: &Ctx) {
                 ]
             })
             .collect();
+        let headers = [
+            "PATTERN",
+            "AGENT",
+            "HOST",
+            "STATE",
+            "SINCE",
+            "LEASE UNTIL",
+            "REASON",
+        ];
         output::line(&output::title("Claims", color));
-        output::line(&output::table(
-            &[
-                "PATTERN",
-                "AGENT",
-                "HOST",
-                "STATE",
-                "SINCE",
-                "LEASE UNTIL",
-                "REASON",
-            ],
-            rows,
-            color,
-        ));
+        output::line(&output::table(&headers, rows, color));
     }
     if !v.agents.is_empty() {
         let rows = v
@@ -355,12 +351,9 @@ fn show(ws: &Workspace, view: Option<View>, ctx: &Ctx) {
                 ]
             })
             .collect();
+        let headers = ["AGENT", "HOST", "WORKING ON", "SEEN"];
         output::line(&output::title("Agents", color));
-        output::line(&output::table(
-            &["AGENT", "HOST", "WORKING ON", "SEEN"],
-            rows,
-            color,
-        ));
+        output::line(&output::table(&headers, rows, color));
     }
 }
 

@@ -40,15 +40,6 @@ pub fn run(args: StatusArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-/// Where an agent is, for the "Needs you" list: its label, else its work tree's folder.
-fn where_of(a: &coord::status::AgentView) -> String {
-    if !a.label.is_empty() {
-        return a.label.clone();
-    }
-    let tree = a.worktree.as_deref();
-    tree.map_or("-", coord::worktree::short_name).to_string()
-}
-
 /// What a lock's NOTE says: why it is stale; else, for a hook's lock, the holder's prompt or
 /// task when known; else the reason its holder gave.
 fn lock_note(st: &Status, l: &coord::status::LockView) -> String {
@@ -107,9 +98,14 @@ pub fn render(st: &Status, color: bool) -> String {
     let needs = st.agents.iter().filter_map(|a| {
         let n = a.needs_user.as_ref()?;
         let asks = Some(n.what.as_str()).filter(|w| !w.is_empty());
+        // Where it is: its label, else its work tree's folder.
+        let place = match (a.label.as_str(), a.worktree.as_deref()) {
+            ("", tree) => tree.map_or("-", coord::worktree::short_name),
+            (label, _) => label,
+        };
         Some(vec![
             Cell::plain(&a.agent),
-            Cell::opt(Some(&where_of(a))),
+            Cell::opt(Some(place)),
             Cell::plain(ago_of(Some(&n.since))),
             Cell::opt(asks),
         ])
@@ -261,13 +257,11 @@ pub fn render(st: &Status, color: bool) -> String {
             Cell::state(h.status.as_str()),
         ]
     });
-    let v3 = if st.protocol_v3_active {
-        ""
-    } else {
-        "not yet "
+    let title = match st.protocol_v3_active {
+        true => "Handshakes (Protocol V3 active)",
+        false => "Handshakes (Protocol V3 not yet active)",
     };
-    let title = format!("Handshakes (Protocol V3 {v3}active)");
-    section(&title, &["FROM", "TO", "STATUS"], handshakes.collect());
+    section(title, &["FROM", "TO", "STATUS"], handshakes.collect());
     let unread = st.unread.iter().filter(|(_, n)| **n > 0);
     let unread = unread.map(|(agent, n)| vec![Cell::plain(agent), Cell::plain(n.to_string())]);
     section("Unread messages", &["AGENT", "UNREAD"], unread.collect());

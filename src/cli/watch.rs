@@ -146,7 +146,8 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 feed.poll(&mut tail);
             }
             let after = watch::snapshot(&ws);
-            feed.places.forget_branches();
+            // Read the branches again: a tree may have switched since.
+            feed.places.branches.clear();
             // The history is read again after the look: an event recorded before the change the
             // look saw (a lock taken before its waiter's ticket leaves) is printed before it.
             feed.poll(&mut tail);
@@ -421,24 +422,20 @@ fn describe(change: &Change) -> String {
             format!("{agent} took `{file}` over from {from}")
         }
         Change::LockStale { file, agent, why } => {
-            format!(
-                "the lock of {agent} on `{file}` is STALE{}",
-                paren(why.as_deref())
-            )
+            let why = paren(why.as_deref());
+            format!("the lock of {agent} on `{file}` is STALE{why}")
         }
         Change::Waiting {
             agent,
             file,
             waits_for,
-        } if waits_for.is_empty() => format!("{agent} waits in line for `{file}`"),
-        Change::Waiting {
-            agent,
-            file,
-            waits_for,
-        } => format!(
-            "{agent} waits for `{file}` held by {}",
-            waits_for.join(", ")
-        ),
+        } => match waits_for.is_empty() {
+            true => format!("{agent} waits in line for `{file}`"),
+            false => format!(
+                "{agent} waits for `{file}` held by {}",
+                waits_for.join(", ")
+            ),
+        },
         Change::WaitEnded { agent, file } => format!("{agent} no longer waits for `{file}`"),
         Change::Deadlock { cycle } => format!("DEADLOCK: {}", output::cycle(cycle)),
         Change::MessageSent { id, from, to } => format!("{from} sent message {id} to {to}"),
@@ -455,10 +452,8 @@ fn describe(change: &Change) -> String {
             next_action,
         } => {
             let action = next_action.as_deref().map(|a| format!(": {a}"));
-            format!(
-                "review `{topic}` waits for {next_actor}{}",
-                action.unwrap_or_default()
-            )
+            let action = action.unwrap_or_default();
+            format!("review `{topic}` waits for {next_actor}{action}")
         }
         Change::ReviewClosed { topic } => format!("review `{topic}` closed"),
     };
