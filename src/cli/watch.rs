@@ -121,13 +121,10 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         let replay: Vec<Event> = history::read(ws.root(), &filter);
         let first_in_log = tail.poll();
         let cut = first_in_log.first().map(|e| e.at.clone());
-        for e in replay
+        let rotated = replay
             .iter()
-            .filter(|e| cut.as_ref().is_none_or(|c| e.at < *c))
-        {
-            feed.history(e, false);
-        }
-        for e in first_in_log.iter().filter(|e| filter.keeps(e)) {
+            .filter(|e| cut.as_ref().is_none_or(|c| e.at < *c));
+        for e in rotated.chain(first_in_log.iter().filter(|e| filter.keeps(e))) {
             feed.history(e, false);
         }
     }
