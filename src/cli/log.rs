@@ -383,17 +383,11 @@ pub fn timeline(
     }
     let right = format!("{}|", hms(&end));
     put(&mut axis, bar_w.saturating_sub(right.len()), &right);
-    out.push_str(&format!(
-        "{:label_w$} │{}\n",
-        "",
-        axis.iter().collect::<String>()
-    ));
+    let axis: String = axis.into_iter().collect();
+    out.push_str(&format!("{:label_w$} │{axis}\n", ""));
     for (key, (row, waits)) in keys.iter().zip(&rows) {
-        out.push_str(&format!(
-            "{} │{}\n",
-            pad(&clean(key), label_w),
-            cells(row, color, false)
-        ));
+        let (label, row) = (pad(&clean(key), label_w), cells(row, color, false));
+        out.push_str(&format!("{label} │{row}\n"));
         if let Some(w) = waits {
             let line = format!("{} │{}", pad("  waits", label_w), cells(w, color, true));
             out.push_str(line.trim_end());

@@ -334,19 +334,13 @@ pub fn title(text: &str, color: bool) -> String {
 /// The one line said on stderr when a lock is busy and coord starts waiting: who holds it, since
 /// when, what they work on (or how many waiters stand in line first).
 pub fn waiting_line(b: &coord::lock::Blocker) -> String {
+    let holder = clean(&b.holder);
     let who = if b.queued_ahead > 0 {
-        format!(
-            "{} earlier waiter(s) stand in line ({} first)",
-            b.queued_ahead,
-            clean(&b.holder)
-        )
+        let ahead = b.queued_ahead;
+        format!("{ahead} earlier waiter(s) stand in line ({holder} first)")
     } else {
-        format!(
-            "held by {} since {}{}",
-            clean(&b.holder),
-            b.since,
-            working_on(b.working_on.as_deref())
-        )
+        let task = working_on(b.working_on.as_deref());
+        format!("held by {holder} since {}{task}", b.since)
     };
     format!("waiting for `{}`: {who}", b.file)
 }

@@ -196,13 +196,11 @@ pub fn run(args: RemoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 fn enable(ws: &Workspace, remote: Option<String>, ctx: &Ctx) -> anyhow::Result<()> {
     let name = remote.unwrap_or_else(|| "origin".into());
     let cfg = remote::enable(ws, &name)?;
-    let url = remote::remote_url(ws.root(), &name);
+    let url = remote::remote_url(ws.root(), &name).map(|u| format!(" ({u})"));
     if !ctx.quiet && !ctx.json {
         output::line(&format!(
             "Claims are shared through `{name}`{} from now on (this clone: {} on {})",
-            url.as_deref()
-                .map(|u| format!(" ({u})"))
-                .unwrap_or_default(),
+            url.unwrap_or_default(),
             cfg.clone_id.as_deref().unwrap_or("?"),
             coord::host::hostname()
         ));
@@ -302,10 +300,10 @@ fn show(ws: &Workspace, view: Option<View>, ctx: &Ctx) {
         Some(a) => format!("read {} ago", clock::format_age(a)),
         None => "never read yet".to_string(),
     };
+    let url = url.map(|u| format!(" ({u})")).unwrap_or_default();
     output::line(&format!(
-        "Claims shared through `{}`{}, {read}",
-        v.remote,
-        url.map(|u| format!(" ({u})")).unwrap_or_default()
+        "Claims shared through `{}`{url}, {read}",
+        v.remote
     ));
     let now = clock::now();
     if v.claims.is_empty() {
@@ -368,20 +366,14 @@ pub(crate) fn short_time(t: &Timestamp, now: &Timestamp) -> String {
 }
 
 fn parse_patterns(list: &[String], literal: bool) -> Result<Vec<Item>, Error> {
-    list.iter()
-        .map(|p| {
-            if literal {
-                Ok(Item::lock(p.trim_start_matches("./")))
-            } else {
-                Pattern::parse(p)
-                    .map(Item::claim)
-                    .map_err(|why| Error::BadPattern {
-                        pattern: p.clone(),
-                        why,
-                    })
-            }
-        })
-        .collect()
+    let parse = |p: &String| match literal {
+        true => Ok(Item::lock(p.trim_start_matches("./"))),
+        false => Pattern::parse(p).map(Item::claim).map_err(|why| {
+            let pattern = p.clone();
+            Error::BadPattern { pattern, why }
+        }),
+    };
+    list.iter().map(parse).collect()
 }
 
 fn claim(ws: &Workspace, a: ClaimArgs, ctx: &Ctx, hold: bool) -> anyhow::Result<()> {

@@ -187,10 +187,8 @@ pub fn render(st: &Status, color: bool) -> String {
     section("Waiting", &headers, waits.collect(), None);
     for cycle in &st.deadlocks {
         let deadlock = output::paint("DEADLOCK:", output::BAD, color);
-        out.push(format!(
-            "  {deadlock} {}",
-            output::clean(&output::cycle(cycle))
-        ));
+        let cycle = output::clean(&output::cycle(cycle));
+        out.push(format!("  {deadlock} {cycle}"));
     }
     let mut section = |title: &str, headers: &[&str], rows: Vec<Vec<Cell>>| {
         if !rows.is_empty() {
