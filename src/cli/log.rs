@@ -485,14 +485,11 @@ fn pad(s: &str, w: usize) -> String {
 /// `850ms`, `42s`, `5m27s`, `3h05m`.
 fn span_text(ms: i64) -> String {
     let s = ms / 1000;
-    if ms < 1000 {
-        format!("{ms}ms")
-    } else if ms < 60_000 {
-        format!("{s}s")
-    } else if ms < 3_600_000 {
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        format!("{}h{:02}m", s / 3600, s / 60 % 60)
+    match ms {
+        ..1000 => format!("{ms}ms"),
+        1000..60_000 => format!("{s}s"),
+        60_000..3_600_000 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, s / 60 % 60),
     }
 }
 

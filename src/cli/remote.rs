@@ -309,21 +309,17 @@ fn show(ws: &Workspace, view: Option<View>, ctx: &Ctx) {
     if v.claims.is_empty() {
         output::line("No claims there");
     } else {
-        let rows = v
-            .claims
-            .iter()
-            .map(|c| {
-                vec![
-                    Cell::plain(c.pattern.as_str()),
-                    Cell::plain(&c.holder.agent),
-                    Cell::plain(&c.holder.host),
-                    Cell::state(if c.stale { "STALE" } else { "LIVE" }),
-                    Cell::plain(short_time(&c.since, &now)),
-                    Cell::plain(short_time(&c.lease_until, &now)),
-                    Cell::opt(c.reason.as_deref()),
-                ]
-            })
-            .collect();
+        let rows = v.claims.iter().map(|c| {
+            vec![
+                Cell::plain(c.pattern.as_str()),
+                Cell::plain(&c.holder.agent),
+                Cell::plain(&c.holder.host),
+                Cell::state(if c.stale { "STALE" } else { "LIVE" }),
+                Cell::plain(short_time(&c.since, &now)),
+                Cell::plain(short_time(&c.lease_until, &now)),
+                Cell::opt(c.reason.as_deref()),
+            ]
+        });
         let headers = [
             "PATTERN",
             "AGENT",
@@ -334,24 +330,20 @@ fn show(ws: &Workspace, view: Option<View>, ctx: &Ctx) {
             "REASON",
         ];
         output::line(&output::title("Claims", color));
-        output::line(&output::table(&headers, rows, color));
+        output::line(&output::table(&headers, rows.collect(), color));
     }
     if !v.agents.is_empty() {
-        let rows = v
-            .agents
-            .iter()
-            .map(|a| {
-                vec![
-                    Cell::plain(&a.agent),
-                    Cell::plain(&a.host),
-                    Cell::plain(a.working_on.join(", ")),
-                    Cell::plain(short_time(&a.seen_at, &now)),
-                ]
-            })
-            .collect();
+        let rows = v.agents.iter().map(|a| {
+            vec![
+                Cell::plain(&a.agent),
+                Cell::plain(&a.host),
+                Cell::plain(a.working_on.join(", ")),
+                Cell::plain(short_time(&a.seen_at, &now)),
+            ]
+        });
         let headers = ["AGENT", "HOST", "WORKING ON", "SEEN"];
         output::line(&output::title("Agents", color));
-        output::line(&output::table(&headers, rows, color));
+        output::line(&output::table(&headers, rows.collect(), color));
     }
 }
 

@@ -291,17 +291,11 @@ pub fn render(st: &Status, color: bool) -> String {
             color,
         ));
         let conflicts = st.conflicts.iter().map(|c| {
-            let sides: Vec<String> = c
-                .trees
-                .iter()
-                .map(|t| {
-                    format!(
-                        "{} ({})",
-                        t.branch.as_deref().unwrap_or("detached"),
-                        t.worktree
-                    )
-                })
-                .collect();
+            let side = |t: &coord::conflicts::Side| {
+                let branch = t.branch.as_deref().unwrap_or("detached");
+                format!("{branch} ({})", t.worktree)
+            };
+            let sides: Vec<String> = c.trees.iter().map(side).collect();
             vec![
                 Cell::plain(&c.file),
                 Cell::state(c.state),
@@ -344,53 +338,42 @@ fn remote_section(r: &status::RemoteStatus, color: bool) -> Vec<String> {
         String::new(),
         output::title(&format!("Remote `{}` ({synced})", v.remote), color),
     ];
-    let claims: Vec<Vec<Cell>> = v
-        .claims
-        .iter()
-        .map(|c| {
-            vec![
-                Cell::plain(c.pattern.as_str()),
-                Cell::plain(format!("{}@{}", c.holder.agent, c.holder.host)),
-                Cell::plain(when(&c.since)),
-                Cell::opt(c.reason.as_deref()),
-                Cell::state(if c.stale { "STALE" } else { "LIVE" }),
-                Cell::plain(when(&c.lease_until)),
-            ]
-        })
-        .collect();
-    if claims.is_empty() {
+    let claims = v.claims.iter().map(|c| {
+        vec![
+            Cell::plain(c.pattern.as_str()),
+            Cell::plain(format!("{}@{}", c.holder.agent, c.holder.host)),
+            Cell::plain(when(&c.since)),
+            Cell::opt(c.reason.as_deref()),
+            Cell::state(if c.stale { "STALE" } else { "LIVE" }),
+            Cell::plain(when(&c.lease_until)),
+        ]
+    });
+    if v.claims.is_empty() {
         out.push("  no claims of other clones".into());
     } else {
         let headers = ["CLAIM", "HOLDER", "SINCE", "REASON", "STATE", "LEASE UNTIL"];
-        out.push(output::table(&headers, claims, color));
+        out.push(output::table(&headers, claims.collect(), color));
     }
-    let agents: Vec<Vec<Cell>> = v
-        .agents
-        .iter()
-        .map(|a| {
-            vec![
-                Cell::plain(format!("{}@{}", a.agent, a.host)),
-                Cell::plain(a.working_on.join(", ")),
-            ]
-        })
-        .collect();
-    if !agents.is_empty() {
-        out.push(output::table(&["AGENT", "WORKING ON"], agents, color));
-    }
-    let branches: Vec<Vec<Cell>> = r
-        .branches
-        .iter()
-        .map(|b| {
-            vec![
-                Cell::plain(&b.branch),
-                Cell::state(b.state),
-                Cell::plain(b.files.join(", ")),
-            ]
-        })
-        .collect();
-    if !branches.is_empty() {
-        let headers = ["REMOTE BRANCH", "MERGE", "FILES ALSO CHANGED HERE"];
-        out.push(output::table(&headers, branches, color));
+    let agents = v.agents.iter().map(|a| {
+        let who = format!("{}@{}", a.agent, a.host);
+        vec![Cell::plain(who), Cell::plain(a.working_on.join(", "))]
+    });
+    let branches = r.branches.iter().map(|b| {
+        let files = b.files.join(", ");
+        vec![
+            Cell::plain(&b.branch),
+            Cell::state(b.state),
+            Cell::plain(files),
+        ]
+    });
+    let branch_headers = ["REMOTE BRANCH", "MERGE", "FILES ALSO CHANGED HERE"];
+    for (headers, rows) in [
+        (&["AGENT", "WORKING ON"][..], agents.collect::<Vec<_>>()),
+        (&branch_headers[..], branches.collect()),
+    ] {
+        if !rows.is_empty() {
+            out.push(output::table(headers, rows, color));
+        }
     }
     for w in &v.warnings {
         out.push(format!("  warning: {}", output::clean(w)));

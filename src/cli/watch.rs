@@ -379,9 +379,7 @@ fn draw(st: &coord::status::Status, recent: &VecDeque<String>) {
         text.push_str(&output::title("Latest changes", color));
         text.push('\n');
         for line in recent.iter().flat_map(|l| l.lines()) {
-            text.push_str("  ");
-            text.push_str(line);
-            text.push('\n');
+            text.push_str(&format!("  {line}\n"));
         }
     }
     output::raw(text.as_bytes());
