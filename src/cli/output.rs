@@ -251,13 +251,9 @@ pub fn table(headers: &[&str], mut rows: Vec<Vec<Cell>>, color: bool) -> String 
             if w <= MIN {
                 break;
             }
-            let next = widths
-                .iter()
-                .enumerate()
-                .filter(|(j, _)| *j != i)
-                .map(|(_, w)| *w)
-                .max()
-                .unwrap_or(0);
+            let mut others = widths.clone();
+            others.remove(i);
+            let next = others.into_iter().max().unwrap_or(0);
             let cut = (w - (total(&widths) - limit)).max(next).max(MIN);
             widths[i] = if cut < w { cut } else { w - 1 };
         }
