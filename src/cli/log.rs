@@ -186,16 +186,13 @@ pub fn describe(e: &Event, who: &str) -> String {
         "lock_refused" => format!("{a} was refused `{f}`: {}", s("why")),
         "claim_taken" => format!("{a} claimed `{p}`"),
         "claim_released" => format!("{a} released the claim `{p}`"),
-        "claim_lost" | "lock_lost" => format!(
-            "{a} lost the {} `{}`: {} on remote `{}` (its lease lapsed)",
-            e.event.trim_end_matches("_lost"),
-            p,
-            match e.str("by") {
-                Some(by) => format!("taken over by {by}"),
-                None => "gone".to_string(),
-            },
-            s("remote")
-        ),
+        "claim_lost" | "lock_lost" => {
+            let (what, remote) = (e.event.trim_end_matches("_lost"), s("remote"));
+            let how = e
+                .str("by")
+                .map_or("gone".into(), |by| format!("taken over by {by}"));
+            format!("{a} lost the {what} `{p}`: {how} on remote `{remote}` (its lease lapsed)")
+        }
         "edit_denied" => format!("{a}'s edit of `{f}` was denied{via}"),
         "edit_made" => match (e.str("hash_before"), e.str("hash_after")) {
             // Hashed alike: the file is back as it was when it was locked (its backup).

@@ -255,10 +255,7 @@ impl Ctx {
             return None;
         }
         self.session
-            .get_or_init(|| {
-                let ws = Workspace::discover(self.dir.as_deref(), &self.cwd).ok()?;
-                coord::identity::current(ws.root())
-            })
+            .get_or_init(|| coord::identity::current(self.lock_workspace().ok()?.root()))
             .as_ref()
     }
 
