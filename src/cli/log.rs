@@ -201,25 +201,19 @@ pub fn describe(e: &Event, who: &str) -> String {
             }
             _ => format!("{a} edited `{f}`{via}"),
         },
-        "shell_edit" => format!(
-            "{a}'s shell command {} `{f}`, held by {}{via}",
-            s("how"),
-            s("holder")
-        ),
+        "shell_edit" => {
+            let (how, holder) = (s("how"), s("holder"));
+            format!("{a}'s shell command {how} `{f}`, held by {holder}{via}")
+        }
         "message_sent" => format!("{a} sent message {} to {}", s("id"), s("to")),
-        "dialogue_turn" => format!(
-            "{a} said message #{} in `{}`; {}'s turn",
-            n("number"),
-            s("folder"),
-            s("next")
-        ),
-        "review_step" => format!(
-            "{a} finished step {} ({}) of review `{}`; next {}",
-            n("step"),
-            s("action"),
-            s("topic"),
-            s("next")
-        ),
+        "dialogue_turn" => {
+            let (number, folder, next) = (n("number"), s("folder"), s("next"));
+            format!("{a} said message #{number} in `{folder}`; {next}'s turn")
+        }
+        "review_step" => {
+            let (step, action, topic, next) = (n("step"), s("action"), s("topic"), s("next"));
+            format!("{a} finished step {step} ({action}) of review `{topic}`; next {next}")
+        }
         "agent_arrived" => format!("{a} arrived{via}"),
         "agent_left" => format!("{a} left"),
         "agent_crashed" => format!("an earlier session of {a} crashed ({})", s("why")),
@@ -364,13 +358,9 @@ pub fn timeline(
         rows[row_of(f, *a)].0[col(t)] = *m;
     }
 
-    let head = format!(
-        "{} {} → {} ({})",
-        if by_agent { "agents" } else { "files" },
-        hms(&start),
-        hms(&end),
-        span_text(span_ms)
-    );
+    let rows_are = if by_agent { "agents" } else { "files" };
+    let (from, to, span) = (hms(&start), hms(&end), span_text(span_ms));
+    let head = format!("{rows_are} {from} → {to} ({span})");
     let mut out = format!("{}\n", output::title(&output::fit(&head, width), color));
     let axis_mid = hms(&(start + chrono::Duration::milliseconds(span_ms / 2)));
     let mut axis = vec![' '; bar_w];

@@ -67,11 +67,8 @@ pub fn render(st: &Status, color: bool) -> String {
         let t = since.and_then(coord::clock::parse_timestamp);
         output::ago(t.map(|t| coord::clock::age(&now, &t).as_secs()))
     };
-    let mut out = vec![format!(
-        "{} {}",
-        output::title("Workspace", color),
-        output::clean(&st.shared_root)
-    )];
+    let root = output::clean(&st.shared_root);
+    let mut out = vec![format!("{} {root}", output::title("Workspace", color))];
     // Each work tree of a repository shows the one shared workspace: say which tree this is.
     let several = st.worktrees.len() > 1;
     if several {

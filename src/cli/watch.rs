@@ -366,12 +366,9 @@ enum Mode {
 /// Clear the screen, then the view and the latest changes.
 fn draw(st: &coord::status::Status, recent: &VecDeque<String>) {
     let color = output::color_enabled();
-    let mut text = String::from("\x1b[H\x1b[2J");
-    text.push_str(&format!(
-        "{} {} (Ctrl-C to quit)\n\n",
-        output::title("coord watch", color),
-        time_of(&clock::now_string())
-    ));
+    let now = time_of(&clock::now_string());
+    let title = output::title("coord watch", color);
+    let mut text = format!("\x1b[H\x1b[2J{title} {now} (Ctrl-C to quit)\n\n");
     text.push_str(&status::render(st, color));
     text.push('\n');
     if !recent.is_empty() {
