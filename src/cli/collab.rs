@@ -62,7 +62,7 @@ pub fn run(args: CollabArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     let (CollabCommand::Write { file, .. } | CollabCommand::Read { file, .. }) = &args.command;
     let target = match file {
-        Some(f) => ctx.one_file(&ws, f, "collab")?,
+        Some(f) => ws.one_file(ctx.cwd(), f, "collab")?,
         None => ws.target_from_rel(layout::COLLAB_FILE)?,
     };
     match args.command {

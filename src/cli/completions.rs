@@ -95,11 +95,8 @@ fn synopsis(cmd: &clap::Command, name: &str) -> String {
             None if takes_value => format!(" {}", a.get_id().as_str().to_uppercase()),
             _ => String::new(),
         };
-        words.push(if a.is_required_set() {
-            format!("{flag}{value}")
-        } else {
-            format!("[{flag}{value}]")
-        });
+        let (word, required) = (format!("{flag}{value}"), a.is_required_set());
+        words.push(if required { word } else { format!("[{word}]") });
     }
     for a in cmd.get_positionals().filter(|a| !a.is_hide_set()) {
         let value = a
@@ -108,11 +105,9 @@ fn synopsis(cmd: &clap::Command, name: &str) -> String {
             .unwrap_or_else(|| a.get_id().as_str().to_uppercase());
         let many = a.get_num_args().is_some_and(|n| n.max_values() > 1);
         let dots = if many { "..." } else { "" };
-        words.push(if a.is_required_set() {
-            format!("<{value}>{dots}")
-        } else {
-            format!("[{value}]{dots}")
-        });
+        let required = a.is_required_set();
+        let (open, close) = if required { ("<", ">") } else { ("[", "]") };
+        words.push(format!("{open}{value}{close}{dots}"));
     }
     if cmd.has_subcommands() {
         words.push("<COMMAND>".into());

@@ -1,7 +1,6 @@
 //! `coord demo`: the scripted session of [`coord::demo`] in a fresh folder, narrated on stdout,
 //! ending in `coord status`.
 
-use std::path::PathBuf;
 use std::process::Command;
 use std::sync::Arc;
 
@@ -30,7 +29,30 @@ pub struct DemoArgs {
 }
 
 pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let dir = demo_dir(ctx)?;
+    let dir = match &ctx.dir {
+        // `-C DIR`: made before the command ran (see `cli::execute`), and resolved.
+        Some(d) => {
+            let busy = coord::fsutil::read_dir(d)
+                .with_context(|| format!("cannot read {}", d.display()))?
+                .next()
+                .is_some();
+            if busy {
+                return Err(Error::BadPath {
+                    path: d.display().to_string(),
+                    why: "the demo needs an empty or new folder".into(),
+                }
+                .into());
+            }
+            d.clone()
+        }
+        None => {
+            let t = tempfile::Builder::new()
+                .prefix("coord-demo-")
+                .tempdir()
+                .context("cannot create a temporary folder")?;
+            std::fs::canonicalize(t.keep())?
+        }
+    };
     let exe = std::env::current_exe().context("cannot find the coord binary")?;
     let out: coord::demo::Narrator = Arc::new(|line: &str| output::line(line));
     coord::demo::run(exe.clone(), dir.clone(), usize::from(args.agents), out)?;
@@ -51,31 +73,4 @@ pub fn run(args: DemoArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         d = dir.display()
     ));
     Ok(ExitCode::Success)
-}
-
-fn demo_dir(ctx: &Ctx) -> anyhow::Result<PathBuf> {
-    match &ctx.dir {
-        // `-C DIR`: made before the command ran (see `cli::run`), and resolved.
-        Some(d) => {
-            let busy = coord::fsutil::read_dir(d)
-                .with_context(|| format!("cannot read {}", d.display()))?
-                .next()
-                .is_some();
-            if busy {
-                return Err(Error::BadPath {
-                    path: d.display().to_string(),
-                    why: "the demo needs an empty or new folder".into(),
-                }
-                .into());
-            }
-            Ok(d.clone())
-        }
-        None => {
-            let t = tempfile::Builder::new()
-                .prefix("coord-demo-")
-                .tempdir()
-                .context("cannot create a temporary folder")?;
-            Ok(std::fs::canonicalize(t.keep())?)
-        }
-    }
 }

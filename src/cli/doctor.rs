@@ -72,78 +72,72 @@ pub fn run(args: DoctorArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-fn crossing(yes: bool, class: coord::arbiter::FsClass) -> &'static str {
-    match (yes, class) {
-        (true, coord::arbiter::FsClass::Local) => "reach every process (a local disk: one kernel)",
-        (true, _) => "cross machines",
+fn render(d: &Diagnosis) -> String {
+    let local = d.class == coord::arbiter::FsClass::Local;
+    let crossing = |yes: bool| match (yes, local) {
+        (true, true) => "reach every process (a local disk: one kernel)",
+        (true, false) => "cross machines",
         (false, _) => "do not cross machines",
-    }
-}
-
-/// How coord finds the lock files of a folder (`exact_lookups` in `--json`), in words.
-fn lookups(exact: bool) -> &'static str {
-    if exact {
+    };
+    // How coord finds the lock files of a folder (`exact_lookups` in `--json`), in words.
+    let lookups = if d.exact_lookups {
         "by the folder's listing and by each known agent's lock file name (a listing here may \
          lag a lock another machine just made; nothing to do)"
     } else {
         "by the folder's listing, which is always current here (nothing to do)"
-    }
-}
-
-fn render(d: &Diagnosis) -> String {
-    let mut out = vec![
-        format!("folder:        {}", d.root),
-        format!(
-            "filesystem:    {} ({:?}, magic {})",
-            d.filesystem, d.class, d.magic
-        )
-        .to_lowercase(),
-        format!(
-            "kernel locks:  {}",
-            crossing(d.kernel_locks_cross_machines, d.class)
+    };
+    let reads = match (d.reads_past_cache, local) {
+        (true, true) => "as the disk has them (one kernel)",
+        (true, false) => "past this machine's cache, as the server has them",
+        (false, _) => "from this machine's cache (it cannot be bypassed here)",
+    };
+    let lease = d.lease_ms.map(|l| format!(", lease {l} ms"));
+    let fields = [
+        ("folder", d.root.clone()),
+        (
+            "filesystem",
+            format!("{} ({:?}, magic {})", d.filesystem, d.class, d.magic).to_lowercase(),
         ),
-        format!(
-            "events:        {}",
-            crossing(d.events_cross_machines, d.class)
+        (
+            "kernel locks",
+            crossing(d.kernel_locks_cross_machines).into(),
         ),
-        format!(
-            "arbitration:   {} ({}){}",
-            d.arbitration.as_str(),
-            d.arbitration_source,
-            d.lease_ms
-                .map(|l| format!(", lease {l} ms"))
-                .unwrap_or_default()
+        ("events", crossing(d.events_cross_machines).into()),
+        (
+            "arbitration",
+            format!(
+                "{} ({}){}",
+                d.arbitration.as_str(),
+                d.arbitration_source,
+                lease.unwrap_or_default()
+            ),
         ),
-        format!("re-check:      every {} ms", d.recheck_ms),
-        format!("lock lookups:  {}", lookups(d.exact_lookups)),
-        format!(
-            "record reads:  {}",
-            match (d.reads_past_cache, d.class) {
-                (true, coord::arbiter::FsClass::Local) => "as the disk has them (one kernel)",
-                (true, _) => "past this machine's cache, as the server has them",
-                (false, _) => "from this machine's cache (it cannot be bypassed here)",
-            }
+        ("re-check", format!("every {} ms", d.recheck_ms)),
+        ("lock lookups", lookups.into()),
+        ("record reads", reads.into()),
+        (
+            "clock skew",
+            d.clock_skew_ms.map_or_else(
+                || "unknown (the folder cannot be written)".into(),
+                |ms| format!("{ms:+} ms (this clock minus the folder's)"),
+            ),
         ),
-        format!(
-            "clock skew:    {}",
-            d.clock_skew_ms
-                .map(|ms| format!("{ms:+} ms (this clock minus the folder's)"))
-                .unwrap_or_else(|| "unknown (the folder cannot be written)".into())
-        ),
-        format!(
-            "sync tool:     {}",
-            d.sync_tool
-                .as_ref()
-                .map(|s| format!("{} ({})", s.tool, s.marker))
-                .unwrap_or_else(|| "none found".into())
+        (
+            "sync tool",
+            d.sync_tool.as_ref().map_or_else(
+                || "none found".into(),
+                |s| format!("{} ({})", s.tool, s.marker),
+            ),
         ),
     ];
-    for c in &d.conflict_copies {
-        out.push(format!("conflict copy: {c}"));
-    }
-    for w in &d.warnings {
-        out.push(format!("warning: {w}"));
-    }
+    let conflicts = d
+        .conflict_copies
+        .iter()
+        .map(|c| ("conflict copy", c.to_string()));
+    let mut out: Vec<String> = (fields.into_iter().chain(conflicts))
+        .map(|(name, value)| format!("{:15}{value}", format!("{name}:")))
+        .collect();
+    out.extend(d.warnings.iter().map(|w| format!("warning: {w}")));
     out.join("\n")
 }
 

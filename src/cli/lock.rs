@@ -56,7 +56,7 @@ pub struct LockArgs {
 pub fn run(args: LockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.lock_workspace()?;
     let agent = ctx.agent()?;
-    let (targets, claims) = ctx.file_args(&ws, &args.files)?;
+    let (targets, claims) = ws.file_args(ctx.cwd(), &args.files)?;
     let wait = args.wait.wait()?;
     let ttl = args.ttl.as_deref();
     let given_ttl = ttl

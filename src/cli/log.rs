@@ -49,7 +49,7 @@ pub fn run(args: LogArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     // A folder (`src/`) or a pattern is a claim, as for every command that takes FILEs: the
     // events of the files it matches and of the claims it overlaps.
-    let (targets, patterns) = ctx.file_args(&ws, &args.files)?;
+    let (targets, patterns) = ws.file_args(ctx.cwd(), &args.files)?;
     let filter = Filter {
         files: targets.into_iter().map(|t| t.rel).collect(),
         patterns,
@@ -92,7 +92,8 @@ pub struct Places {
     /// The main work tree (events written there name no `worktree`).
     main: String,
     several: bool,
-    branches: HashMap<String, Option<String>>,
+    /// Each tree's branch, as read once (a long-running view clears it at each look).
+    pub branches: HashMap<String, Option<String>>,
 }
 
 impl Places {
@@ -104,11 +105,6 @@ impl Places {
             several: coord::worktree::trees(ws.root()).len() > 1,
             branches: HashMap::new(),
         }
-    }
-
-    /// Read the branches again (a long-running view: a tree may have switched since).
-    pub fn forget_branches(&mut self) {
-        self.branches.clear();
     }
 
     /// The agent of `e`, with its tree and branch where that tells something.
@@ -190,16 +186,13 @@ pub fn describe(e: &Event, who: &str) -> String {
         "lock_refused" => format!("{a} was refused `{f}`: {}", s("why")),
         "claim_taken" => format!("{a} claimed `{p}`"),
         "claim_released" => format!("{a} released the claim `{p}`"),
-        "claim_lost" | "lock_lost" => format!(
-            "{a} lost the {} `{}`: {} on remote `{}` (its lease lapsed)",
-            e.event.trim_end_matches("_lost"),
-            p,
-            match e.str("by") {
-                Some(by) => format!("taken over by {by}"),
-                None => "gone".to_string(),
-            },
-            s("remote")
-        ),
+        "claim_lost" | "lock_lost" => {
+            let (what, remote) = (e.event.trim_end_matches("_lost"), s("remote"));
+            let how = e
+                .str("by")
+                .map_or("gone".into(), |by| format!("taken over by {by}"));
+            format!("{a} lost the {what} `{p}`: {how} on remote `{remote}` (its lease lapsed)")
+        }
         "edit_denied" => format!("{a}'s edit of `{f}` was denied{via}"),
         "edit_made" => match (e.str("hash_before"), e.str("hash_after")) {
             // Hashed alike: the file is back as it was when it was locked (its backup).
@@ -208,25 +201,19 @@ pub fn describe(e: &Event, who: &str) -> String {
             }
             _ => format!("{a} edited `{f}`{via}"),
         },
-        "shell_edit" => format!(
-            "{a}'s shell command {} `{f}`, held by {}{via}",
-            s("how"),
-            s("holder")
-        ),
+        "shell_edit" => {
+            let (how, holder) = (s("how"), s("holder"));
+            format!("{a}'s shell command {how} `{f}`, held by {holder}{via}")
+        }
         "message_sent" => format!("{a} sent message {} to {}", s("id"), s("to")),
-        "dialogue_turn" => format!(
-            "{a} said message #{} in `{}`; {}'s turn",
-            n("number"),
-            s("folder"),
-            s("next")
-        ),
-        "review_step" => format!(
-            "{a} finished step {} ({}) of review `{}`; next {}",
-            n("step"),
-            s("action"),
-            s("topic"),
-            s("next")
-        ),
+        "dialogue_turn" => {
+            let (number, folder, next) = (n("number"), s("folder"), s("next"));
+            format!("{a} said message #{number} in `{folder}`; {next}'s turn")
+        }
+        "review_step" => {
+            let (step, action, topic, next) = (n("step"), s("action"), s("topic"), s("next"));
+            format!("{a} finished step {step} ({action}) of review `{topic}`; next {next}")
+        }
         "agent_arrived" => format!("{a} arrived{via}"),
         "agent_left" => format!("{a} left"),
         "agent_crashed" => format!("an earlier session of {a} crashed ({})", s("why")),
@@ -371,13 +358,9 @@ pub fn timeline(
         rows[row_of(f, *a)].0[col(t)] = *m;
     }
 
-    let head = format!(
-        "{} {} → {} ({})",
-        if by_agent { "agents" } else { "files" },
-        hms(&start),
-        hms(&end),
-        span_text(span_ms)
-    );
+    let rows_are = if by_agent { "agents" } else { "files" };
+    let (from, to, span) = (hms(&start), hms(&end), span_text(span_ms));
+    let head = format!("{rows_are} {from} → {to} ({span})");
     let mut out = format!("{}\n", output::title(&output::fit(&head, width), color));
     let axis_mid = hms(&(start + chrono::Duration::milliseconds(span_ms / 2)));
     let mut axis = vec![' '; bar_w];
@@ -387,17 +370,11 @@ pub fn timeline(
     }
     let right = format!("{}|", hms(&end));
     put(&mut axis, bar_w.saturating_sub(right.len()), &right);
-    out.push_str(&format!(
-        "{:label_w$} │{}\n",
-        "",
-        axis.iter().collect::<String>()
-    ));
+    let axis: String = axis.into_iter().collect();
+    out.push_str(&format!("{:label_w$} │{axis}\n", ""));
     for (key, (row, waits)) in keys.iter().zip(&rows) {
-        out.push_str(&format!(
-            "{} │{}\n",
-            pad(&clean(key), label_w),
-            cells(row, color, false)
-        ));
+        let (label, row) = (pad(&clean(key), label_w), cells(row, color, false));
+        out.push_str(&format!("{label} │{row}\n"));
         if let Some(w) = waits {
             let line = format!("{} │{}", pad("  waits", label_w), cells(w, color, true));
             out.push_str(line.trim_end());
@@ -495,14 +472,11 @@ fn pad(s: &str, w: usize) -> String {
 /// `850ms`, `42s`, `5m27s`, `3h05m`.
 fn span_text(ms: i64) -> String {
     let s = ms / 1000;
-    if ms < 1000 {
-        format!("{ms}ms")
-    } else if ms < 60_000 {
-        format!("{s}s")
-    } else if ms < 3_600_000 {
-        format!("{}m{:02}s", s / 60, s % 60)
-    } else {
-        format!("{}h{:02}m", s / 3600, s / 60 % 60)
+    match ms {
+        ..1000 => format!("{ms}ms"),
+        1000..60_000 => format!("{s}s"),
+        60_000..3_600_000 => format!("{}m{:02}s", s / 60, s % 60),
+        _ => format!("{}h{:02}m", s / 3600, s / 60 % 60),
     }
 }
 

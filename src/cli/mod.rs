@@ -6,7 +6,7 @@ use std::path::{Path, PathBuf};
 use anyhow::Context as _;
 use clap::{Args, CommandFactory, FromArgMatches, Parser, Subcommand};
 
-use coord::workspace::{AgentId, Target, Workspace};
+use coord::workspace::{AgentId, Workspace};
 use coord::{Error, ExitCode};
 
 mod check;
@@ -255,10 +255,7 @@ impl Ctx {
             return None;
         }
         self.session
-            .get_or_init(|| {
-                let ws = Workspace::discover(self.dir.as_deref(), &self.cwd).ok()?;
-                coord::identity::current(ws.root())
-            })
+            .get_or_init(|| coord::identity::current(self.lock_workspace().ok()?.root()))
             .as_ref()
     }
 
@@ -267,20 +264,7 @@ impl Ctx {
         self.agent.as_deref().filter(|name| !name.is_empty())
     }
 
-    /// FILE arguments: the files, and the claims (folders, patterns) among them.
-    pub fn file_args(
-        &self,
-        ws: &Workspace,
-        files: &[String],
-    ) -> Result<(Vec<Target>, Vec<coord::pattern::Pattern>), Error> {
-        ws.file_args(&self.cwd, files)
-    }
-
-    /// The one FILE argument of `command`: a claim is refused.
-    pub fn one_file(&self, ws: &Workspace, file: &str, command: &str) -> Result<Target, Error> {
-        ws.one_file(&self.cwd, file, command)
-    }
-
+    /// The directory relative FILE arguments are read from.
     pub fn cwd(&self) -> &Path {
         &self.cwd
     }
@@ -380,53 +364,16 @@ pub fn run() -> ExitCode {
     };
     let json = cli.global.json;
     output::set_color_choice(cli.global.color);
-    let result = current_dir_or_pwd()
-        .context("cannot read the current directory")
-        .and_then(|cwd| {
-            // `-C DIR` on the command line: like git, make and cargo, coord works as if started
-            // in DIR, so relative FILEs are read from there (`COORD_DIR` only names the root).
-            let Some(dir) = cli.global.dir.as_deref().filter(|_| dir_given) else {
-                return Ok(cwd);
-            };
-            // The demo's `--dir` may name a folder still to be made.
-            if let Command::Demo(_) = &cli.command {
-                coord::fsutil::ensure_dir(&cwd.join(dir))?;
-            }
-            let ws = coord::init::workspace_at(&cwd.join(dir))?;
-            Ok(ws.root().to_path_buf())
-        })
-        .and_then(|cwd| {
-            let ctx = Ctx {
-                // After `-C`, DIR is the current directory: keep it absolute.
-                dir: if dir_given {
-                    Some(cwd.clone())
-                } else if matches!(cli.command, Command::Demo(_)) {
-                    // The demo plays in a folder of its own unless `-C` names one: an exported
-                    // `COORD_DIR` names the user's workspace, never a place for the demo.
-                    None
-                } else {
-                    cli.global.dir
-                },
-                cwd,
-                agent: cli.global.agent,
-                agent_flag,
-                session: std::cell::OnceCell::new(),
-                json: cli.global.json,
-                quiet: cli.global.quiet,
-            };
-            dispatch(cli.command, &ctx)
-        });
-    for warning in coord::lock::remote_warnings() {
-        output::diag(&format!("warning: {warning}"));
-    }
+    let result = execute(cli, dir_given, agent_flag);
     let history = coord::history::take_warning();
-    if let Some(warning) = &history {
-        output::diag(&format!("warning: {warning}"));
-    }
     // Said once: the history's warning may be about the same link.
-    if let Some((link, warning)) = coord::fsutil::take_link_warning()
-        && !history.is_some_and(|h| h.contains(&*link.to_string_lossy()))
-    {
+    let link = coord::fsutil::take_link_warning().filter(|(link, _)| {
+        !history
+            .as_ref()
+            .is_some_and(|h| h.contains(&*link.to_string_lossy()))
+    });
+    let warnings = coord::lock::remote_warnings().into_iter().chain(history);
+    for warning in warnings.chain(link.map(|(_, warning)| warning)) {
         output::diag(&format!("warning: {warning}"));
     }
     // An error is said in one stream: the `error:` and `hint:` lines on stderr, or with `--json`
@@ -441,6 +388,40 @@ pub fn run() -> ExitCode {
         output::error_line(&err.message, err.hint.as_deref());
     }
     err.code
+}
+
+/// Run the parsed command line, in DIR after `-C DIR`.
+fn execute(cli: Cli, dir_given: bool, agent_flag: bool) -> anyhow::Result<ExitCode> {
+    let mut cwd = current_dir_or_pwd().context("cannot read the current directory")?;
+    let demo = matches!(cli.command, Command::Demo(_));
+    // `-C DIR` on the command line: like git, make and cargo, coord works as if started in DIR,
+    // so relative FILEs are read from there (`COORD_DIR` only names the root).
+    if let Some(dir) = cli.global.dir.as_deref().filter(|_| dir_given) {
+        // The demo's `--dir` may name a folder still to be made.
+        if demo {
+            coord::fsutil::ensure_dir(&cwd.join(dir))?;
+        }
+        cwd = coord::init::workspace_at(&cwd.join(dir))?
+            .root()
+            .to_path_buf();
+    }
+    let ctx = Ctx {
+        // After `-C`, DIR is the current directory: keep it absolute. The demo plays in a
+        // folder of its own unless `-C` names one: an exported `COORD_DIR` names the user's
+        // workspace, never a place for the demo.
+        dir: match (dir_given, demo) {
+            (true, _) => Some(cwd.clone()),
+            (false, true) => None,
+            (false, false) => cli.global.dir,
+        },
+        cwd,
+        agent: cli.global.agent,
+        agent_flag,
+        session: std::cell::OnceCell::new(),
+        json: cli.global.json,
+        quiet: cli.global.quiet,
+    };
+    dispatch(cli.command, &ctx)
 }
 
 /// Parse the command line; also says whether `-C/--dir` and `-a/--agent` stood on it (rather

@@ -31,7 +31,7 @@ pub struct NoteArgs {
 pub fn run(args: NoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     let agent = ctx.agent()?;
-    let target = ctx.one_file(&ws, &args.file, "note")?;
+    let target = ws.one_file(ctx.cwd(), &args.file, "note")?;
     let wait = args.wait.wait()?;
     let text = msg::text_or_stdin(&args.text)?;
     let req = NoteRequest {

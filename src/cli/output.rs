@@ -29,7 +29,7 @@ pub fn json_printed() -> bool {
 
 /// `value` with `schema_version` first, as `--json` prints it. The version goes up when a field
 /// changes meaning or goes away; new fields do not change it.
-fn versioned<T: Serialize>(value: &T) -> serde_json::Result<serde_json::Value> {
+pub fn json_value<T: Serialize>(value: &T) -> serde_json::Result<serde_json::Value> {
     Ok(match serde_json::to_value(value)? {
         serde_json::Value::Object(fields) => {
             let mut doc = serde_json::Map::from_iter([("schema_version".into(), 1.into())]);
@@ -40,19 +40,14 @@ fn versioned<T: Serialize>(value: &T) -> serde_json::Result<serde_json::Value> {
     })
 }
 
-/// `value` as a JSON value with `schema_version` first.
-pub fn json_value<T: Serialize>(value: &T) -> Option<serde_json::Value> {
-    versioned(value).ok()
-}
-
 /// `value` as one JSON line with `schema_version` first.
 pub fn json_text<T: Serialize>(value: &T) -> serde_json::Result<String> {
-    serde_json::to_string(&versioned(value)?)
+    serde_json::to_string(&json_value(value)?)
 }
 
 /// `value` as `--json` prints it: pretty, with `schema_version` first.
 pub fn json_pretty<T: Serialize>(value: &T) -> serde_json::Result<String> {
-    serde_json::to_string_pretty(&versioned(value)?)
+    serde_json::to_string_pretty(&json_value(value)?)
 }
 
 pub fn json<T: Serialize>(value: &T) {
@@ -256,13 +251,9 @@ pub fn table(headers: &[&str], mut rows: Vec<Vec<Cell>>, color: bool) -> String 
             if w <= MIN {
                 break;
             }
-            let next = widths
-                .iter()
-                .enumerate()
-                .filter(|(j, _)| *j != i)
-                .map(|(_, w)| *w)
-                .max()
-                .unwrap_or(0);
+            let mut others = widths.clone();
+            others.remove(i);
+            let next = others.into_iter().max().unwrap_or(0);
             let cut = (w - (total(&widths) - limit)).max(next).max(MIN);
             widths[i] = if cut < w { cut } else { w - 1 };
         }
@@ -339,19 +330,13 @@ pub fn title(text: &str, color: bool) -> String {
 /// The one line said on stderr when a lock is busy and coord starts waiting: who holds it, since
 /// when, what they work on (or how many waiters stand in line first).
 pub fn waiting_line(b: &coord::lock::Blocker) -> String {
+    let holder = clean(&b.holder);
     let who = if b.queued_ahead > 0 {
-        format!(
-            "{} earlier waiter(s) stand in line ({} first)",
-            b.queued_ahead,
-            clean(&b.holder)
-        )
+        let ahead = b.queued_ahead;
+        format!("{ahead} earlier waiter(s) stand in line ({holder} first)")
     } else {
-        format!(
-            "held by {} since {}{}",
-            clean(&b.holder),
-            b.since,
-            working_on(b.working_on.as_deref())
-        )
+        let task = working_on(b.working_on.as_deref());
+        format!("held by {holder} since {}{task}", b.since)
     };
     format!("waiting for `{}`: {who}", b.file)
 }

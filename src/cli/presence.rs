@@ -52,7 +52,7 @@ pub fn run(args: PresenceArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     };
     let ws = ctx.workspace(dir.as_deref().map(Path::new))?;
     let agent = ctx.agent()?;
-    let file = args.file.map(|f| ctx.one_file(&ws, &f, "presence"));
+    let file = args.file.map(|f| ws.one_file(ctx.cwd(), &f, "presence"));
     let update = Update {
         finished: args.status.map(|s| matches!(s, PresenceStatus::Finished)),
         working_on: task,

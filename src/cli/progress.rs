@@ -117,10 +117,8 @@ impl Drop for WaitProgress {
 
 /// The live line's text without the clock: who holds it and what is known.
 fn status(b: &Blocker) -> String {
-    match news(b) {
-        Some(n) => format!("{}; {n}", output::waiting_line(b)),
-        None => output::waiting_line(b),
-    }
+    let line = output::waiting_line(b);
+    news(b).map_or_else(|| line.clone(), |n| format!("{line}; {n}"))
 }
 
 fn draw(text: &str, started: Instant, wait: Wait) {

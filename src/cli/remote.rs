@@ -176,12 +176,11 @@ pub fn run(args: RemoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
         RemoteCommand::WorkingOn(a) => {
             let agent = ctx.agent()?.id().to_string();
-            let work = [AgentWork {
+            let work = (!a.paths.is_empty()).then_some(AgentWork {
                 agent,
                 working_on: a.paths,
-            }];
-            let none = work[0].working_on.is_empty();
-            let pushed = remote::publish_working_on(&ws, if none { &[] } else { &work })?;
+            });
+            let pushed = remote::publish_working_on(&ws, work.as_slice())?;
             if !ctx.quiet {
                 output::line(if pushed {
                     "Published what this clone's agents edit"
@@ -197,13 +196,11 @@ pub fn run(args: RemoteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 fn enable(ws: &Workspace, remote: Option<String>, ctx: &Ctx) -> anyhow::Result<()> {
     let name = remote.unwrap_or_else(|| "origin".into());
     let cfg = remote::enable(ws, &name)?;
-    let url = remote::remote_url(ws.root(), &name);
+    let url = remote::remote_url(ws.root(), &name).map(|u| format!(" ({u})"));
     if !ctx.quiet && !ctx.json {
         output::line(&format!(
             "Claims are shared through `{name}`{} from now on (this clone: {} on {})",
-            url.as_deref()
-                .map(|u| format!(" ({u})"))
-                .unwrap_or_default(),
+            url.unwrap_or_default(),
             cfg.clone_id.as_deref().unwrap_or("?"),
             coord::host::hostname()
         ));
@@ -303,64 +300,50 @@ fn show(ws: &Workspace, view: Option<View>, ctx: &Ctx) {
         Some(a) => format!("read {} ago", clock::format_age(a)),
         None => "never read yet".to_string(),
     };
+    let url = url.map(|u| format!(" ({u})")).unwrap_or_default();
     output::line(&format!(
-        "Claims shared through `{}`{}, {read}",
-        v.remote,
-        url.map(|u| format!(" ({u})")).unwrap_or_default()
+        "Claims shared through `{}`{url}, {read}",
+        v.remote
     ));
     let now = clock::now();
     if v.claims.is_empty() {
         output::line("No claims there");
     } else {
-        let rows = v
-            .claims
-            .iter()
-            .map(|c| {
-                vec![
-                    Cell::plain(c.pattern.as_str()),
-                    Cell::plain(&c.holder.agent),
-                    Cell::plain(&c.holder.host),
-                    Cell::state(if c.stale { "STALE" } else { "LIVE" }),
-                    Cell::plain(short_time(&c.since, &now)),
-                    Cell::plain(short_time(&c.lease_until, &now)),
-                    Cell::opt(c.reason.as_deref()),
-                ]
-            })
-            .collect();
+        let rows = v.claims.iter().map(|c| {
+            vec![
+                Cell::plain(c.pattern.as_str()),
+                Cell::plain(&c.holder.agent),
+                Cell::plain(&c.holder.host),
+                Cell::state(if c.stale { "STALE" } else { "LIVE" }),
+                Cell::plain(short_time(&c.since, &now)),
+                Cell::plain(short_time(&c.lease_until, &now)),
+                Cell::opt(c.reason.as_deref()),
+            ]
+        });
+        let headers = [
+            "PATTERN",
+            "AGENT",
+            "HOST",
+            "STATE",
+            "SINCE",
+            "LEASE UNTIL",
+            "REASON",
+        ];
         output::line(&output::title("Claims", color));
-        output::line(&output::table(
-            &[
-                "PATTERN",
-                "AGENT",
-                "HOST",
-                "STATE",
-                "SINCE",
-                "LEASE UNTIL",
-                "REASON",
-            ],
-            rows,
-            color,
-        ));
+        output::line(&output::table(&headers, rows.collect(), color));
     }
     if !v.agents.is_empty() {
-        let rows = v
-            .agents
-            .iter()
-            .map(|a| {
-                vec![
-                    Cell::plain(&a.agent),
-                    Cell::plain(&a.host),
-                    Cell::plain(a.working_on.join(", ")),
-                    Cell::plain(short_time(&a.seen_at, &now)),
-                ]
-            })
-            .collect();
+        let rows = v.agents.iter().map(|a| {
+            vec![
+                Cell::plain(&a.agent),
+                Cell::plain(&a.host),
+                Cell::plain(a.working_on.join(", ")),
+                Cell::plain(short_time(&a.seen_at, &now)),
+            ]
+        });
+        let headers = ["AGENT", "HOST", "WORKING ON", "SEEN"];
         output::line(&output::title("Agents", color));
-        output::line(&output::table(
-            &["AGENT", "HOST", "WORKING ON", "SEEN"],
-            rows,
-            color,
-        ));
+        output::line(&output::table(&headers, rows.collect(), color));
     }
 }
 
@@ -375,20 +358,14 @@ pub(crate) fn short_time(t: &Timestamp, now: &Timestamp) -> String {
 }
 
 fn parse_patterns(list: &[String], literal: bool) -> Result<Vec<Item>, Error> {
-    list.iter()
-        .map(|p| {
-            if literal {
-                Ok(Item::lock(p.trim_start_matches("./")))
-            } else {
-                Pattern::parse(p)
-                    .map(Item::claim)
-                    .map_err(|why| Error::BadPattern {
-                        pattern: p.clone(),
-                        why,
-                    })
-            }
-        })
-        .collect()
+    let parse = |p: &String| match literal {
+        true => Ok(Item::lock(p.trim_start_matches("./"))),
+        false => Pattern::parse(p).map(Item::claim).map_err(|why| {
+            let pattern = p.clone();
+            Error::BadPattern { pattern, why }
+        }),
+    };
+    list.iter().map(parse).collect()
 }
 
 fn claim(ws: &Workspace, a: ClaimArgs, ctx: &Ctx, hold: bool) -> anyhow::Result<()> {

@@ -41,7 +41,7 @@ pub struct RestoreArgs {
 
 pub fn run(args: RestoreArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
-    let target = ctx.one_file(&ws, &args.file, "restore")?;
+    let target = ws.one_file(ctx.cwd(), &args.file, "restore")?;
     if args.list {
         return list(&ws, &target, ctx);
     }

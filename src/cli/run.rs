@@ -39,7 +39,7 @@ pub struct RunArgs {
 pub fn run(args: RunArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.lock_workspace()?;
     let agent = ctx.agent()?;
-    let (targets, claims) = ctx.file_args(&ws, &args.files)?;
+    let (targets, claims) = ws.file_args(ctx.cwd(), &args.files)?;
     let wait = args.wait.wait()?;
     let req = RunRequest {
         agent,

@@ -64,24 +64,21 @@ pub fn partner_choice(partner: Option<&str>, ctx: &Ctx) -> Result<Partner, Error
     match (partner, agent) {
         (None, Some(a)) => Ok(Partner::Named(a)),
         (None, None) => Err(Error::MissingAgent),
-        (Some(p), agent) if p.eq_ignore_ascii_case(NEW_PARTNER) => match agent {
-            None => Ok(Partner::New),
-            Some(a) => Err(Error::bad_input(format!(
+        (Some(p), None) if p.eq_ignore_ascii_case(NEW_PARTNER) => Ok(Partner::New),
+        (Some(p), Some(a)) if p.eq_ignore_ascii_case(NEW_PARTNER) => {
+            Err(Error::bad_input(format!(
                 "`--partner new` asks for a fresh name, but the agent `{}` is also given (by `--agent` or `COORD_AGENT`); drop one of them",
                 a.id()
-            ))),
-        },
-        (Some(p), agent) => {
-            let p = AgentId::parse(p)?;
-            match agent {
-                Some(a) if a.id() != p.id() => Err(Error::bad_input(format!(
-                    "`--partner {}` and the agent `{}` (by `--agent` or `COORD_AGENT`) differ; give only one",
-                    p.id(),
-                    a.id()
-                ))),
-                _ => Ok(Partner::Named(p)),
-            }
+            )))
         }
+        (Some(p), agent) => match (AgentId::parse(p)?, agent) {
+            (p, Some(a)) if a.id() != p.id() => Err(Error::bad_input(format!(
+                "`--partner {}` and the agent `{}` (by `--agent` or `COORD_AGENT`) differ; give only one",
+                p.id(),
+                a.id()
+            ))),
+            (p, _) => Ok(Partner::Named(p)),
+        },
     }
 }
 

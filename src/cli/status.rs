@@ -40,15 +40,6 @@ pub fn run(args: StatusArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-/// Where an agent is, for the "Needs you" list: its label, else its work tree's folder.
-fn where_of(a: &coord::status::AgentView) -> String {
-    if !a.label.is_empty() {
-        return a.label.clone();
-    }
-    let tree = a.worktree.as_deref();
-    tree.map_or("-", coord::worktree::short_name).to_string()
-}
-
 /// What a lock's NOTE says: why it is stale; else, for a hook's lock, the holder's prompt or
 /// task when known; else the reason its holder gave.
 fn lock_note(st: &Status, l: &coord::status::LockView) -> String {
@@ -76,11 +67,8 @@ pub fn render(st: &Status, color: bool) -> String {
         let t = since.and_then(coord::clock::parse_timestamp);
         output::ago(t.map(|t| coord::clock::age(&now, &t).as_secs()))
     };
-    let mut out = vec![format!(
-        "{} {}",
-        output::title("Workspace", color),
-        output::clean(&st.shared_root)
-    )];
+    let root = output::clean(&st.shared_root);
+    let mut out = vec![format!("{} {root}", output::title("Workspace", color))];
     // Each work tree of a repository shows the one shared workspace: say which tree this is.
     let several = st.worktrees.len() > 1;
     if several {
@@ -107,9 +95,14 @@ pub fn render(st: &Status, color: bool) -> String {
     let needs = st.agents.iter().filter_map(|a| {
         let n = a.needs_user.as_ref()?;
         let asks = Some(n.what.as_str()).filter(|w| !w.is_empty());
+        // Where it is: its label, else its work tree's folder.
+        let place = match (a.label.as_str(), a.worktree.as_deref()) {
+            ("", tree) => tree.map_or("-", coord::worktree::short_name),
+            (label, _) => label,
+        };
         Some(vec![
             Cell::plain(&a.agent),
-            Cell::opt(Some(&where_of(a))),
+            Cell::opt(Some(place)),
             Cell::plain(ago_of(Some(&n.since))),
             Cell::opt(asks),
         ])
@@ -191,10 +184,8 @@ pub fn render(st: &Status, color: bool) -> String {
     section("Waiting", &headers, waits.collect(), None);
     for cycle in &st.deadlocks {
         let deadlock = output::paint("DEADLOCK:", output::BAD, color);
-        out.push(format!(
-            "  {deadlock} {}",
-            output::clean(&output::cycle(cycle))
-        ));
+        let cycle = output::clean(&output::cycle(cycle));
+        out.push(format!("  {deadlock} {cycle}"));
     }
     let mut section = |title: &str, headers: &[&str], rows: Vec<Vec<Cell>>| {
         if !rows.is_empty() {
@@ -261,13 +252,11 @@ pub fn render(st: &Status, color: bool) -> String {
             Cell::state(h.status.as_str()),
         ]
     });
-    let v3 = if st.protocol_v3_active {
-        ""
-    } else {
-        "not yet "
+    let title = match st.protocol_v3_active {
+        true => "Handshakes (Protocol V3 active)",
+        false => "Handshakes (Protocol V3 not yet active)",
     };
-    let title = format!("Handshakes (Protocol V3 {v3}active)");
-    section(&title, &["FROM", "TO", "STATUS"], handshakes.collect());
+    section(title, &["FROM", "TO", "STATUS"], handshakes.collect());
     let unread = st.unread.iter().filter(|(_, n)| **n > 0);
     let unread = unread.map(|(agent, n)| vec![Cell::plain(agent), Cell::plain(n.to_string())]);
     section("Unread messages", &["AGENT", "UNREAD"], unread.collect());
@@ -299,17 +288,11 @@ pub fn render(st: &Status, color: bool) -> String {
             color,
         ));
         let conflicts = st.conflicts.iter().map(|c| {
-            let sides: Vec<String> = c
-                .trees
-                .iter()
-                .map(|t| {
-                    format!(
-                        "{} ({})",
-                        t.branch.as_deref().unwrap_or("detached"),
-                        t.worktree
-                    )
-                })
-                .collect();
+            let side = |t: &coord::conflicts::Side| {
+                let branch = t.branch.as_deref().unwrap_or("detached");
+                format!("{branch} ({})", t.worktree)
+            };
+            let sides: Vec<String> = c.trees.iter().map(side).collect();
             vec![
                 Cell::plain(&c.file),
                 Cell::state(c.state),
@@ -352,53 +335,42 @@ fn remote_section(r: &status::RemoteStatus, color: bool) -> Vec<String> {
         String::new(),
         output::title(&format!("Remote `{}` ({synced})", v.remote), color),
     ];
-    let claims: Vec<Vec<Cell>> = v
-        .claims
-        .iter()
-        .map(|c| {
-            vec![
-                Cell::plain(c.pattern.as_str()),
-                Cell::plain(format!("{}@{}", c.holder.agent, c.holder.host)),
-                Cell::plain(when(&c.since)),
-                Cell::opt(c.reason.as_deref()),
-                Cell::state(if c.stale { "STALE" } else { "LIVE" }),
-                Cell::plain(when(&c.lease_until)),
-            ]
-        })
-        .collect();
-    if claims.is_empty() {
+    let claims = v.claims.iter().map(|c| {
+        vec![
+            Cell::plain(c.pattern.as_str()),
+            Cell::plain(format!("{}@{}", c.holder.agent, c.holder.host)),
+            Cell::plain(when(&c.since)),
+            Cell::opt(c.reason.as_deref()),
+            Cell::state(if c.stale { "STALE" } else { "LIVE" }),
+            Cell::plain(when(&c.lease_until)),
+        ]
+    });
+    if v.claims.is_empty() {
         out.push("  no claims of other clones".into());
     } else {
         let headers = ["CLAIM", "HOLDER", "SINCE", "REASON", "STATE", "LEASE UNTIL"];
-        out.push(output::table(&headers, claims, color));
+        out.push(output::table(&headers, claims.collect(), color));
     }
-    let agents: Vec<Vec<Cell>> = v
-        .agents
-        .iter()
-        .map(|a| {
-            vec![
-                Cell::plain(format!("{}@{}", a.agent, a.host)),
-                Cell::plain(a.working_on.join(", ")),
-            ]
-        })
-        .collect();
-    if !agents.is_empty() {
-        out.push(output::table(&["AGENT", "WORKING ON"], agents, color));
-    }
-    let branches: Vec<Vec<Cell>> = r
-        .branches
-        .iter()
-        .map(|b| {
-            vec![
-                Cell::plain(&b.branch),
-                Cell::state(b.state),
-                Cell::plain(b.files.join(", ")),
-            ]
-        })
-        .collect();
-    if !branches.is_empty() {
-        let headers = ["REMOTE BRANCH", "MERGE", "FILES ALSO CHANGED HERE"];
-        out.push(output::table(&headers, branches, color));
+    let agents = v.agents.iter().map(|a| {
+        let who = format!("{}@{}", a.agent, a.host);
+        vec![Cell::plain(who), Cell::plain(a.working_on.join(", "))]
+    });
+    let branches = r.branches.iter().map(|b| {
+        let files = b.files.join(", ");
+        vec![
+            Cell::plain(&b.branch),
+            Cell::state(b.state),
+            Cell::plain(files),
+        ]
+    });
+    let branch_headers = ["REMOTE BRANCH", "MERGE", "FILES ALSO CHANGED HERE"];
+    for (headers, rows) in [
+        (&["AGENT", "WORKING ON"][..], agents.collect::<Vec<_>>()),
+        (&branch_headers[..], branches.collect()),
+    ] {
+        if !rows.is_empty() {
+            out.push(output::table(headers, rows, color));
+        }
     }
     for w in &v.warnings {
         out.push(format!("  warning: {}", output::clean(w)));

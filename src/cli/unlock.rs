@@ -40,7 +40,7 @@ pub fn run(args: UnlockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         None if args.force && !args.files.is_empty() => human()?,
         None => return Err(Error::MissingAgent.into()),
     };
-    let (targets, patterns) = ctx.file_args(&ws, &args.files)?;
+    let (targets, patterns) = ws.file_args(ctx.cwd(), &args.files)?;
     let results = release(&ws, &agent, &args.files, &targets, &patterns, args.force)?;
     let doc = serde_json::json!({ "results": results });
     ctx.emit_lines(&doc, || release_lines(&results));

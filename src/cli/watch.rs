@@ -121,13 +121,10 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         let replay: Vec<Event> = history::read(ws.root(), &filter);
         let first_in_log = tail.poll();
         let cut = first_in_log.first().map(|e| e.at.clone());
-        for e in replay
+        let rotated = replay
             .iter()
-            .filter(|e| cut.as_ref().is_none_or(|c| e.at < *c))
-        {
-            feed.history(e, false);
-        }
-        for e in first_in_log.iter().filter(|e| filter.keeps(e)) {
+            .filter(|e| cut.as_ref().is_none_or(|c| e.at < *c));
+        for e in rotated.chain(first_in_log.iter().filter(|e| filter.keeps(e))) {
             feed.history(e, false);
         }
     }
@@ -146,7 +143,8 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 feed.poll(&mut tail);
             }
             let after = watch::snapshot(&ws);
-            feed.places.forget_branches();
+            // Read the branches again: a tree may have switched since.
+            feed.places.branches.clear();
             // The history is read again after the look: an event recorded before the change the
             // look saw (a lock taken before its waiter's ticket leaves) is printed before it.
             feed.poll(&mut tail);
@@ -368,12 +366,9 @@ enum Mode {
 /// Clear the screen, then the view and the latest changes.
 fn draw(st: &coord::status::Status, recent: &VecDeque<String>) {
     let color = output::color_enabled();
-    let mut text = String::from("\x1b[H\x1b[2J");
-    text.push_str(&format!(
-        "{} {} (Ctrl-C to quit)\n\n",
-        output::title("coord watch", color),
-        time_of(&clock::now_string())
-    ));
+    let now = time_of(&clock::now_string());
+    let title = output::title("coord watch", color);
+    let mut text = format!("\x1b[H\x1b[2J{title} {now} (Ctrl-C to quit)\n\n");
     text.push_str(&status::render(st, color));
     text.push('\n');
     if !recent.is_empty() {
@@ -381,9 +376,7 @@ fn draw(st: &coord::status::Status, recent: &VecDeque<String>) {
         text.push_str(&output::title("Latest changes", color));
         text.push('\n');
         for line in recent.iter().flat_map(|l| l.lines()) {
-            text.push_str("  ");
-            text.push_str(line);
-            text.push('\n');
+            text.push_str(&format!("  {line}\n"));
         }
     }
     output::raw(text.as_bytes());
@@ -421,24 +414,20 @@ fn describe(change: &Change) -> String {
             format!("{agent} took `{file}` over from {from}")
         }
         Change::LockStale { file, agent, why } => {
-            format!(
-                "the lock of {agent} on `{file}` is STALE{}",
-                paren(why.as_deref())
-            )
+            let why = paren(why.as_deref());
+            format!("the lock of {agent} on `{file}` is STALE{why}")
         }
         Change::Waiting {
             agent,
             file,
             waits_for,
-        } if waits_for.is_empty() => format!("{agent} waits in line for `{file}`"),
-        Change::Waiting {
-            agent,
-            file,
-            waits_for,
-        } => format!(
-            "{agent} waits for `{file}` held by {}",
-            waits_for.join(", ")
-        ),
+        } => match waits_for.is_empty() {
+            true => format!("{agent} waits in line for `{file}`"),
+            false => format!(
+                "{agent} waits for `{file}` held by {}",
+                waits_for.join(", ")
+            ),
+        },
         Change::WaitEnded { agent, file } => format!("{agent} no longer waits for `{file}`"),
         Change::Deadlock { cycle } => format!("DEADLOCK: {}", output::cycle(cycle)),
         Change::MessageSent { id, from, to } => format!("{from} sent message {id} to {to}"),
@@ -455,10 +444,8 @@ fn describe(change: &Change) -> String {
             next_action,
         } => {
             let action = next_action.as_deref().map(|a| format!(": {a}"));
-            format!(
-                "review `{topic}` waits for {next_actor}{}",
-                action.unwrap_or_default()
-            )
+            let action = action.unwrap_or_default();
+            format!("review `{topic}` waits for {next_actor}{action}")
         }
         Change::ReviewClosed { topic } => format!("review `{topic}` closed"),
     };

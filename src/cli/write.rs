@@ -35,7 +35,7 @@ pub struct WriteArgs {
 pub fn run(args: WriteArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     let agent = ctx.agent()?;
-    let target = ctx.one_file(&ws, &args.file, "write")?;
+    let target = ws.one_file(ctx.cwd(), &args.file, "write")?;
     let (mut input, name): (Box<dyn Read>, PathBuf) =
         match args.from.filter(|p| p.as_os_str() != "-") {
             Some(src) => {

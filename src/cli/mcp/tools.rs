@@ -186,7 +186,7 @@ impl Host {
 fn done(text: String, json: &impl Serialize) -> anyhow::Result<ToolOutcome> {
     Ok(ToolOutcome {
         text,
-        structured: output::json_value(json),
+        structured: output::json_value(json).ok(),
         is_error: false,
     })
 }
@@ -196,7 +196,7 @@ pub fn failed(err: &anyhow::Error) -> ToolOutcome {
     let d = Described::of(err);
     ToolOutcome {
         text: output::error_text(&d.message, d.hint.as_deref()),
-        structured: output::json_value(&d.json()),
+        structured: output::json_value(&d.json()).ok(),
         is_error: true,
     }
 }
