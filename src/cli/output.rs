@@ -254,7 +254,7 @@ pub fn table(headers: &[&str], mut rows: Vec<Vec<Cell>>, color: bool) -> String 
             let mut others = widths.clone();
             others.remove(i);
             let next = others.into_iter().max().unwrap_or(0);
-            let cut = (w - (total(&widths) - limit)).max(next).max(MIN);
+            let cut = w.saturating_sub(total(&widths) - limit).max(next).max(MIN);
             widths[i] = if cut < w { cut } else { w - 1 };
         }
         for row in &mut rows {

@@ -368,6 +368,11 @@ fn status_fits_the_width_and_colour_is_chosen() {
             "{line:?} is wider than 50\n{narrow}"
         );
     }
+    // Narrower than the columns can give way: the table is cut as far as it goes, never a crash.
+    for width in ["40", "24", "1"] {
+        let out = env.cmd().env("COLUMNS", width).args(["status"]).ok().stdout;
+        assert!(out.contains("a.md"), "COLUMNS={width}\n{out}");
+    }
     assert!(narrow.contains('…'), "{narrow}");
     let esc = |out: &str| out.contains('\u{1b}');
     assert!(esc(&env
