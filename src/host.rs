@@ -161,15 +161,10 @@ pub fn recorded_process_gone(pid: u32, host: &str) -> bool {
 /// [`recorded_process_gone`], or a process of that number runs but started at another time than
 /// `start` (the number was reused).
 pub fn recorded_process_gone_since(pid: u32, host: &str, start: Option<u64>) -> bool {
-    if recorded_process_gone(pid, host) {
-        return true;
-    }
-    match start {
-        Some(recorded) if host == hostname() && pid != self::pid() => {
-            start_time(pid).is_some_and(|now| now != recorded)
-        }
-        _ => false,
-    }
+    recorded_process_gone(pid, host)
+        || host == hostname()
+            && pid != self::pid()
+            && start.is_some_and(|recorded| start_time(pid).is_some_and(|now| now != recorded))
 }
 
 /// When process `pid` started, in clock ticks since boot (`/proc/<pid>/stat`, field 22): with
@@ -230,20 +225,23 @@ pub fn invoker() -> u32 {
 
 /// Whether `pid` is an ancestor of this process (`false` where there is no `/proc`).
 pub fn is_ancestor(pid: u32) -> bool {
-    let mut current = std::os::unix::process::parent_id();
-    for _ in 0..64 {
-        if current == pid {
-            return true;
-        }
-        if current <= 1 {
-            return false;
-        }
-        match parent_of_pid(current) {
-            Some(parent) => current = parent,
-            None => return false,
-        }
-    }
-    false
+    ancestors().any(|a| a == pid)
+}
+
+/// This process's parent, its parent, and so on, read as asked: at most 64, ending at pid 1 (or
+/// 0), or where `/proc` cannot be read.
+pub fn ancestors() -> impl Iterator<Item = u32> {
+    let mut last = None;
+    std::iter::from_fn(move || {
+        let pid = match last {
+            None => std::os::unix::process::parent_id(),
+            Some(p) if p > 1 => parent_of_pid(p)?,
+            Some(_) => return None,
+        };
+        last = Some(pid);
+        Some(pid)
+    })
+    .take(64)
 }
 
 /// The parent of process `pid`, from `/proc/<pid>/stat`; `None` when it cannot be read.
@@ -306,19 +304,17 @@ impl ProcessGroup {
     /// two seconds more (a process in uninterruptible sleep, or a zombie nobody reaps, may
     /// linger). Returns whether the group is gone.
     pub fn wait_gone(&self, deadline: std::time::Instant) -> bool {
-        let step = std::time::Duration::from_millis(20);
-        while self.alive() {
-            if std::time::Instant::now() >= deadline {
-                self.signal(rustix::process::Signal::KILL);
-                let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
-                while self.alive() && std::time::Instant::now() < until {
-                    std::thread::sleep(step);
-                }
-                return !self.alive();
+        let wait_until = |until| {
+            while self.alive() && std::time::Instant::now() < until {
+                std::thread::sleep(std::time::Duration::from_millis(20));
             }
-            std::thread::sleep(step);
+        };
+        wait_until(deadline);
+        if self.alive() {
+            self.signal(rustix::process::Signal::KILL);
+            wait_until(std::time::Instant::now() + std::time::Duration::from_secs(2));
         }
-        true
+        !self.alive()
     }
 }
 

@@ -254,7 +254,7 @@ pub fn write(dir: &Path, clients: &[Client], spec: &Spec) -> Result<Vec<Written>
     let mut out = Vec::new();
     for &client in clients {
         let adapter = client.adapter();
-        let folder = dir.join(adapter.name());
+        let folder = dir.join(adapter.name);
         let (Some(plugin), Some(files)) = (adapter.plugin, files(client, spec)) else {
             continue;
         };
@@ -272,8 +272,8 @@ pub fn write(dir: &Path, clients: &[Client], spec: &Spec) -> Result<Vec<Written>
                 .collect()
         };
         out.push(Written {
-            client: adapter.name(),
-            product: adapter.product(),
+            client: adapter.name,
+            product: adapter.product,
             dir: shown.clone(),
             files: files.iter().map(|(rel, _)| rel.to_string()).collect(),
             install: fill(plugin.install),

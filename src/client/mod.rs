@@ -195,13 +195,15 @@ pub struct Adapter {
     pub(crate) shell: fn(&str, &Value) -> Option<Shell>,
     pub(crate) render: fn(&Reply) -> Option<Value>,
     pub(crate) normalize: Option<fn(Value) -> Value>,
-    pub(crate) denies_by_exit_status: bool,
+    /// Whether the client is told "no" by its exit status.
+    pub denies_by_exit_status: bool,
     pub(crate) instruction_file: Option<&'static str>,
-    pub(crate) shell_git_hooks: (bool, &'static str),
+    /// Whether git runs its hooks for a commit made through the client's shell tool, and why.
+    pub shell_git_hooks: (bool, &'static str),
     pub(crate) wiring: &'static [Wire],
     pub(crate) approvals: Option<&'static str>,
     /// What other modes do where the trust gate applies only to interactive sessions.
-    pub(crate) trust_modes: Option<&'static str>,
+    pub trust_modes: Option<&'static str>,
     headless: fn(&[String], Option<bool>) -> bool,
     /// The command's names on `PATH`, when not just [`Adapter::name`].
     pub(crate) executables: &'static [&'static str],
@@ -211,16 +213,6 @@ pub struct Adapter {
 }
 
 impl Adapter {
-    /// The name used on the command line and in agent ids.
-    pub fn name(&self) -> &'static str {
-        self.name
-    }
-
-    /// The client's product name.
-    pub fn product(&self) -> &'static str {
-        self.product
-    }
-
     /// coord's hook registrations for this client: event, matcher, `coord hook NAME ...`.
     pub fn hooks(&self) -> HookSet {
         self.hooks
@@ -243,21 +235,6 @@ impl Adapter {
     /// it: one prompt, then it exits (`claude -p`, `codex exec`).
     pub fn headless(&self, args: &[String], stdin_terminal: Option<bool>) -> bool {
         (self.headless)(args, stdin_terminal)
-    }
-
-    /// Where the trust gate applies only to interactive sessions: what the other modes do.
-    pub fn trust_modes(&self) -> Option<&'static str> {
-        self.trust_modes
-    }
-
-    /// Whether git runs its hooks for a commit made through the client's shell tool, and why.
-    pub fn shell_git_hooks(&self) -> (bool, &'static str) {
-        self.shell_git_hooks
-    }
-
-    /// Whether the client is told "no" by its exit status.
-    pub fn denies_by_exit_status(&self) -> bool {
-        self.denies_by_exit_status
     }
 
     /// Whether coord writes a user-level plugin for it (`coord plugin write`).
@@ -728,12 +705,7 @@ const OPENCODE: Adapter = Adapter {
             "# OpenCode has no command for it: delete {dir} from \"plugin\" in ~/.config/opencode/opencode.jsonc",
         ],
     }),
-    trust: |_| {
-        Ok(Trust::new(
-            HooksRun::Yes,
-            "OpenCode loads .opencode/plugin/ in every folder (it has no folder trust)",
-        ))
-    },
+    trust: |_| no_gate("OpenCode loads .opencode/plugin/ in every folder (it has no folder trust)"),
     trust_step: |_| {
         "none: OpenCode loads the plugins of `.opencode/plugin/` in every folder".into()
     },
@@ -765,10 +737,7 @@ const CLINE: Adapter = Adapter {
         uninstall: &["cline plugin uninstall coord"],
     }),
     trust: |_| {
-        Ok(Trust::new(
-            HooksRun::Yes,
-            "Cline CLI loads .cline/plugins/ in every workspace (it has no folder trust)",
-        ))
+        no_gate("Cline CLI loads .cline/plugins/ in every workspace (it has no folder trust)")
     },
     trust_step: |_| {
         "none: Cline CLI loads the plugins of `.cline/plugins/` in every workspace".into()
@@ -843,10 +812,9 @@ const CURSOR: Adapter = Adapter {
     ],
     executables: &["cursor-agent", "cursor"],
     trust: |_| {
-        Ok(Trust::new(
-            HooksRun::Yes,
+        no_gate(
             "Cursor loads a project's .cursor/hooks.json and its docs name no trust gate; from the published format, not run end to end here",
-        ))
+        )
     },
     trust_step: |root| {
         format!(
@@ -893,10 +861,9 @@ const WINDSURF: Adapter = Adapter {
         None,
     )],
     trust: |_| {
-        Ok(Trust::new(
-            HooksRun::Yes,
+        no_gate(
             "Windsurf loads a workspace's .windsurf/hooks.json and its docs name no trust gate; from the published format, not run end to end here",
-        ))
+        )
     },
     trust_step: |root| {
         format!(
@@ -953,6 +920,11 @@ fn notice(event: &str, text: &str) -> Value {
         "systemMessage": text,
         "hookSpecificOutput": {"hookEventName": event, "additionalContext": text}
     })
+}
+
+/// The verdict for a client that runs every folder's hooks.
+fn no_gate(why: &'static str) -> Result<Trust, Trust> {
+    Ok(Trust::new(HooksRun::Yes, why))
 }
 
 impl Trust {

@@ -100,11 +100,9 @@ fn claude_config() -> Option<PathBuf> {
 }
 
 pub fn claude_step(root: &Path) -> String {
+    let (root, config) = (root.display(), shown(claude_config(), "~/.claude.json"));
     format!(
-        "run `claude` in {} once and accept the trust dialog (or set `projects[\"{}\"].hasTrustDialogAccepted: true` in {})",
-        root.display(),
-        root.display(),
-        shown(claude_config(), "~/.claude.json")
+        "run `claude` in {root} once and accept the trust dialog (or set `projects[\"{root}\"].hasTrustDialogAccepted: true` in {config})"
     )
 }
 
@@ -152,21 +150,15 @@ pub fn codex(root: &Path) -> Verdict {
         None => return Err(untrusted(&path)),
     }
     let keys = codex_hook_keys(root);
+    let state = doc.get("hooks").and_then(|h| h.get("state"));
     let trusted = keys
         .iter()
-        .filter(|k| {
-            let state = doc
-                .get("hooks")
-                .and_then(|h| h.get("state"))
-                .and_then(|s| s.get(k.as_str()));
-            state
-                .and_then(|s| s.get("trusted_hash"))
+        .filter_map(|k| state?.get(k.as_str()))
+        .filter(|s| {
+            s.get("trusted_hash")
                 .and_then(|h| h.as_str())
                 .is_some_and(|h| !h.is_empty())
-                && state
-                    .and_then(|s| s.get("enabled"))
-                    .and_then(|e| e.as_bool())
-                    != Some(false)
+                && s.get("enabled").and_then(|e| e.as_bool()) != Some(false)
         })
         .count();
     Ok(if trusted == keys.len() {
@@ -270,14 +262,10 @@ fn rule_folder<'a>(rule: &'a str, level: &str) -> &'a Path {
 }
 
 pub fn gemini_step(root: &Path) -> String {
+    let file = trusted_folders(GEMINI_TRUSTED, gemini_dir());
+    let (root, file) = (root.display(), shown(file, "~/.gemini/trustedFolders.json"));
     format!(
-        "run `gemini` in {} and choose \"Trust folder\" (or add `\"{}\": \"TRUST_FOLDER\"` to {})",
-        root.display(),
-        root.display(),
-        shown(
-            trusted_folders(GEMINI_TRUSTED, gemini_dir()),
-            "~/.gemini/trustedFolders.json"
-        )
+        "run `gemini` in {root} and choose \"Trust folder\" (or add `\"{root}\": \"TRUST_FOLDER\"` to {file})"
     )
 }
 
@@ -338,11 +326,10 @@ fn copilot_config() -> Option<PathBuf> {
 }
 
 pub fn copilot_step(root: &Path) -> String {
+    let config = shown(copilot_config(), "~/.copilot/config.json");
+    let root = root.display();
     format!(
-        "run `copilot` in {} and trust the folder for future sessions (or add `\"{}\"` to `trustedFolders` in {}; `copilot -p --trust-folder` trusts it for one run)",
-        root.display(),
-        root.display(),
-        shown(copilot_config(), "~/.copilot/config.json")
+        "run `copilot` in {root} and trust the folder for future sessions (or add `\"{root}\"` to `trustedFolders` in {config}; `copilot -p --trust-folder` trusts it for one run)"
     )
 }
 
@@ -374,14 +361,10 @@ fn qwen_dir() -> Option<PathBuf> {
 }
 
 pub fn qwen_step(root: &Path) -> String {
+    let file = trusted_folders(QWEN_TRUSTED, qwen_dir());
+    let (root, file) = (root.display(), shown(file, "~/.qwen/trustedFolders.json"));
     format!(
-        "folder trust is off by default in Qwen Code; where it is on, run `qwen` in {} and trust the folder (or add `\"{}\": \"TRUST_FOLDER\"` to {})",
-        root.display(),
-        root.display(),
-        shown(
-            trusted_folders(QWEN_TRUSTED, qwen_dir()),
-            "~/.qwen/trustedFolders.json"
-        )
+        "folder trust is off by default in Qwen Code; where it is on, run `qwen` in {root} and trust the folder (or add `\"{root}\": \"TRUST_FOLDER\"` to {file})"
     )
 }
 
