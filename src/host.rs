@@ -136,21 +136,21 @@ pub fn pid_alive(pid: u32) -> bool {
     if pid == self::pid() {
         return true;
     }
-    let Ok(raw) = i32::try_from(pid) else {
+    let Some(id) = i32::try_from(pid)
+        .ok()
+        .and_then(rustix::process::Pid::from_raw)
+    else {
         return false;
     };
-    let Some(pid) = rustix::process::Pid::from_raw(raw) else {
-        return false;
-    };
-    match rustix::process::test_kill_process(pid) {
-        Ok(()) => !zombie(raw),
+    match rustix::process::test_kill_process(id) {
+        Ok(()) => !zombie(pid),
         Err(e) => e == rustix::io::Errno::PERM,
     }
 }
 
 /// Whether process `pid` has ended and only waits to be reaped (a zombie): it is not alive.
-fn zombie(pid: i32) -> bool {
-    stat_field(pid.unsigned_abs(), 0).is_some_and(|state| state == "Z")
+fn zombie(pid: u32) -> bool {
+    stat_field(pid, 0).is_some_and(|state| state == "Z")
 }
 
 /// Whether a process recorded as (`pid`, `host`) is known to be gone.
@@ -322,6 +322,13 @@ impl ProcessGroup {
 mod tests {
     use super::*;
 
+    fn sleeper(secs: &str) -> std::process::Child {
+        std::process::Command::new("sleep")
+            .arg(secs)
+            .spawn()
+            .unwrap()
+    }
+
     #[test]
     fn this_process_is_alive_and_a_reaped_child_is_not() {
         assert!(pid_alive(pid()));
@@ -338,22 +345,18 @@ mod tests {
     #[test]
     #[cfg(target_os = "linux")]
     fn a_killed_unreaped_child_is_not_alive() {
-        let mut child = std::process::Command::new("sleep")
-            .arg("100")
-            .spawn()
-            .unwrap();
+        let mut child = sleeper("100");
         let pid = child.id();
         assert!(pid_alive(pid));
         child.kill().unwrap();
         // The kernel makes it a zombie at once after the signal is taken; not reaped yet.
-        let raw = i32::try_from(pid).unwrap();
         for _ in 0..10_000 {
-            if zombie(raw) {
+            if zombie(pid) {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
-        assert!(zombie(raw), "the child is a zombie");
+        assert!(zombie(pid), "the child is a zombie");
         assert!(!pid_alive(pid), "a zombie is not alive");
         child.wait().unwrap();
     }
@@ -367,10 +370,7 @@ mod tests {
         assert!(own.is_some());
         assert_eq!(start_time(pid()), own);
         std::thread::sleep(std::time::Duration::from_millis(30));
-        let mut child = std::process::Command::new("sleep")
-            .arg("5")
-            .spawn()
-            .unwrap();
+        let mut child = sleeper("5");
         let theirs = start_time(child.id());
         assert_eq!(
             theirs,
@@ -389,10 +389,7 @@ mod tests {
     fn ancestors_are_known() {
         assert!(is_ancestor(std::os::unix::process::parent_id()));
         assert!(!is_ancestor(pid()), "a process is not its own ancestor");
-        let mut child = std::process::Command::new("sleep")
-            .arg("5")
-            .spawn()
-            .unwrap();
+        let mut child = sleeper("5");
         assert!(!is_ancestor(child.id()), "a child is not an ancestor");
         child.kill().unwrap();
         child.wait().unwrap();

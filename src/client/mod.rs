@@ -886,7 +886,9 @@ fn render_claude(reply: &Reply) -> Option<Value> {
             }
         })),
         Reply::Block(reason) => Some(json!({"decision": "block", "reason": reason})),
-        Reply::Context(text) => Some(session_context(text)),
+        Reply::Context(text) => Some(json!({
+            "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}
+        })),
         // The agent reads `additionalContext`; the user sees `systemMessage`.
         Reply::Notice(event, text) => Some(notice(event, text)),
     }
@@ -909,10 +911,6 @@ fn render_plugin(reply: &Reply) -> Option<Value> {
         Reply::Block(reason) => Some(json!({"decision": "block", "reason": reason})),
         Reply::Context(text) | Reply::Notice(_, text) => Some(json!({"context": text})),
     }
-}
-
-fn session_context(text: &str) -> Value {
-    json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}})
 }
 
 fn notice(event: &str, text: &str) -> Value {

@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::HooksRun::{No, Unknown, Yes};
 use super::Trust;
@@ -241,24 +241,25 @@ fn folder_trust(var: &str, system: &str, dir: Option<PathBuf>) -> Vec<(PathBuf, 
         .collect()
 }
 
-/// The trusted-folders rules of `path` (`Err`: the verdict when they cannot be had;
-/// `missing`: the verdict when the file does not exist).
-fn folder_rules(path: &Path, missing: Trust) -> Result<Map<String, Value>, Trust> {
-    match config_value(read_config(path, true), missing)? {
-        Value::Object(rules) => Ok(rules),
-        _ => Err(Trust::new(
-            Unknown,
-            format!("{} is not a JSON object", path.display()),
-        )),
-    }
-}
-
-/// The folder a trusted-folders rule names: its own, or its parent's for `TRUST_PARENT`.
-fn rule_folder<'a>(rule: &'a str, level: &str) -> &'a Path {
-    match level {
-        "TRUST_PARENT" => Path::new(rule).parent().unwrap_or(Path::new(rule)),
-        _ => Path::new(rule),
-    }
+/// The rules of the trusted-folders file `path` whose folder holds `root` (its own, or its
+/// parent for `TRUST_PARENT`), in file order: rule and level (`Err`: the verdict when they
+/// cannot be had; `missing`: the verdict when the file does not exist).
+fn holding(root: &Path, path: &Path, missing: Trust) -> Result<Vec<(String, String)>, Trust> {
+    let Value::Object(rules) = config_value(read_config(path, true), missing)? else {
+        let why = format!("{} is not a JSON object", path.display());
+        return Err(Trust::new(Unknown, why));
+    };
+    let level = |v: Value| v.as_str().unwrap_or_default().to_string();
+    let holds = |(rule, level): &(String, String)| {
+        let own = Path::new(rule);
+        let folder = match level.as_str() {
+            "TRUST_PARENT" => own.parent().unwrap_or(own),
+            _ => own,
+        };
+        self_and_ancestors(root).any(|d| Path::new(&d) == folder)
+    };
+    let rules = rules.into_iter().map(|(rule, v)| (rule, level(v)));
+    Ok(rules.filter(holds).collect())
 }
 
 pub fn gemini_step(root: &Path) -> String {
@@ -296,23 +297,16 @@ pub fn gemini(root: &Path) -> Verdict {
         ));
     }
     let path = trusted_folders(GEMINI_TRUSTED, gemini_dir()).ok_or_else(|| no_home("~/.gemini"))?;
-    let rules = folder_rules(&path, missing(&path))?;
-    // The longest rule whose folder holds this one decides.
-    let mut best: Option<(usize, &str, &str)> = None;
-    for (rule, level) in &rules {
-        let level = level.as_str().unwrap_or_default();
-        let folder = rule_folder(rule, level);
-        if self_and_ancestors(root).any(|d| Path::new(&d) == folder)
-            && best.is_none_or(|(len, _, _)| rule.len() > len)
-        {
-            best = Some((rule.len(), rule, level));
-        }
-    }
-    Ok(match best {
-        Some((_, rule, "TRUST_FOLDER" | "TRUST_PARENT")) => {
+    let rules = holding(root, &path, missing(&path))?;
+    // The longest rule decides (the first of equal length).
+    let best = rules
+        .iter()
+        .min_by_key(|(rule, _)| std::cmp::Reverse(rule.len()));
+    Ok(match best.map(|(rule, level)| (rule, level.as_str())) {
+        Some((rule, "TRUST_FOLDER" | "TRUST_PARENT")) => {
             Trust::new(Yes, format!("{} trusts {rule}", path.display()))
         }
-        Some((_, rule, level)) => {
+        Some((rule, level)) => {
             Trust::new(No, format!("{} says {level} for {rule}", path.display()))
         }
         None => untrusted(&path),
@@ -384,15 +378,13 @@ pub fn qwen(root: &Path) -> Verdict {
         let why = format!("{} turns folder trust on and {what}", settings.display());
         Trust::new(No, why)
     };
-    let rules = folder_rules(&path, on(format!("{} does not exist", path.display())))?;
-    // Any trusting rule whose folder holds this one trusts it.
-    for (rule, level) in &rules {
-        let level = level.as_str().unwrap_or_default();
-        if matches!(level, "TRUST_FOLDER" | "TRUST_PARENT")
-            && self_and_ancestors(root).any(|d| Path::new(&d) == rule_folder(rule, level))
-        {
-            return Ok(Trust::new(Yes, format!("{} trusts {rule}", path.display())));
-        }
-    }
-    Ok(on(format!("{} does not trust this folder", path.display())))
+    let missing = on(format!("{} does not exist", path.display()));
+    let rules = holding(root, &path, missing)?;
+    // Any trusting rule trusts it.
+    let trusted =
+        (rules.iter()).find(|(_, l)| matches!(l.as_str(), "TRUST_FOLDER" | "TRUST_PARENT"));
+    Ok(match trusted {
+        Some((rule, _)) => Trust::new(Yes, format!("{} trusts {rule}", path.display())),
+        None => on(format!("{} does not trust this folder", path.display())),
+    })
 }
