@@ -166,7 +166,7 @@ fn files(client: Client, spec: &Spec) -> Option<Vec<File>> {
     let plugin = adapter.plugin?;
     let hooks = adapter.hooks();
     let version = env!("CARGO_PKG_VERSION");
-    let files = match plugin.kind {
+    let files = match plugin {
         PluginKind::Marketplace {
             marketplace,
             codex,
@@ -225,7 +225,7 @@ fn files(client: Client, spec: &Spec) -> Option<Vec<File>> {
                 (context, format!("{}\n", init::instructions()).into_bytes()),
             ]
         }
-        PluginKind::Js { package, mcp } => {
+        PluginKind::Js { package, mcp, .. } => {
             let doc = about(json!({"private": true, "type": "module"}));
             let doc = about_more(doc, serde_json::from_str(package).unwrap_or_default());
             let mcp = mcp.then(|| {
@@ -266,18 +266,45 @@ pub fn write(dir: &Path, clients: &[Client], spec: &Spec) -> Result<Vec<Written>
             fsutil::replace_durable(&path, content)?;
         }
         let shown = folder.display().to_string();
-        let fill = |cmds: &[&str]| -> Vec<String> {
-            cmds.iter()
-                .map(|c| c.replace("{dir}", &crate::shell::arg(&shown)))
-                .collect()
+        let (name, dir) = (adapter.name, crate::shell::arg(&shown));
+        let (install, uninstall) = match plugin {
+            PluginKind::Marketplace { codex, .. } => {
+                // Codex names the plugin commands `add` and `remove`.
+                let (add, remove) = if codex {
+                    ("add", "remove")
+                } else {
+                    ("install", "uninstall")
+                };
+                let market = format!("{name} plugin marketplace");
+                (
+                    vec![
+                        format!("{market} add {dir}"),
+                        format!("{name} plugin {add} {NAME}@{NAME}"),
+                    ],
+                    vec![
+                        format!("{name} plugin {remove} {NAME}@{NAME}"),
+                        format!("{market} remove {NAME}"),
+                    ],
+                )
+            }
+            PluginKind::Extension { .. } => (
+                vec![format!("{name} extensions install {dir}")],
+                vec![format!("{name} extensions uninstall {NAME}")],
+            ),
+            PluginKind::Js {
+                install, uninstall, ..
+            } => (
+                vec![install.replace("{dir}", &dir)],
+                vec![uninstall.replace("{dir}", &dir)],
+            ),
         };
         out.push(Written {
             client: adapter.name,
             product: adapter.product,
             dir: shown.clone(),
             files: files.iter().map(|(rel, _)| rel.to_string()).collect(),
-            install: fill(plugin.install),
-            uninstall: fill(plugin.uninstall),
+            install,
+            uninstall,
         });
     }
     Ok(out)

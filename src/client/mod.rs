@@ -151,7 +151,8 @@ pub const MARKER: &str = "coord:generated";
 
 /// What a client's user-level plugin (`coord plugin write`) is: a marketplace folder holding
 /// `coord/` (`codex`: Codex's layout; `paths`: named in the manifest), an extension folder, or
-/// a JS plugin package (`package` keys; `mcp`: it adds the MCP server).
+/// a JS plugin package (`package` keys; `mcp`: it adds the MCP server; the client's own commands
+/// that install it from its folder, `{dir}`, and remove it).
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum PluginKind {
     Marketplace {
@@ -168,16 +169,9 @@ pub(crate) enum PluginKind {
     Js {
         package: &'static str,
         mcp: bool,
+        install: &'static str,
+        uninstall: &'static str,
     },
-}
-
-/// A client's plugin: its kind, and the client's own commands that install it from its folder
-/// (`{dir}`) and remove it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Plugin {
-    pub kind: PluginKind,
-    pub install: &'static [&'static str],
-    pub uninstall: &'static [&'static str],
 }
 
 /// Everything coord knows about one agent client (see the module doc). `event_flag`: each
@@ -207,7 +201,7 @@ pub struct Adapter {
     headless: fn(&[String], Option<bool>) -> bool,
     /// The command's names on `PATH`, when not just [`Adapter::name`].
     pub(crate) executables: &'static [&'static str],
-    pub(crate) plugin: Option<Plugin>,
+    pub(crate) plugin: Option<PluginKind>,
     trust: fn(&Path) -> Result<Trust, Trust>,
     trust_step: fn(&Path) -> String,
 }
@@ -432,22 +426,12 @@ const CLAUDE: Adapter = Adapter {
     trust_modes: Some(
         "`claude -p` runs them in any folder, trusted or not; an interactive session also asks once whether to use the project's MCP server `coord` (.mcp.json): answer yes",
     ),
-    plugin: Some(Plugin {
-        kind: PluginKind::Marketplace {
-            marketplace: ".claude-plugin/marketplace.json",
-            codex: false,
-            manifest: "coord/.claude-plugin/plugin.json",
-            paths: None,
-            hooks: CLAUDE_STYLE,
-        },
-        install: &[
-            "claude plugin marketplace add {dir}",
-            "claude plugin install coord@coord",
-        ],
-        uninstall: &[
-            "claude plugin uninstall coord@coord",
-            "claude plugin marketplace remove coord",
-        ],
+    plugin: Some(PluginKind::Marketplace {
+        marketplace: ".claude-plugin/marketplace.json",
+        codex: false,
+        manifest: "coord/.claude-plugin/plugin.json",
+        paths: None,
+        hooks: CLAUDE_STYLE,
     }),
     trust: trust::claude,
     trust_step: trust::claude_step,
@@ -477,22 +461,12 @@ const CODEX: Adapter = Adapter {
     ],
     // `codex exec` (or its alias, `codex e …`): one task, then it exits.
     headless: |args, _| args.iter().any(|a| a == "exec") || args.first().is_some_and(|a| a == "e"),
-    plugin: Some(Plugin {
-        kind: PluginKind::Marketplace {
-            marketplace: ".agents/plugins/marketplace.json",
-            codex: true,
-            manifest: "coord/.codex-plugin/plugin.json",
-            paths: Some(["./hooks/hooks.json", "./.mcp.json", "./skills/"]),
-            hooks: CLAUDE_STYLE,
-        },
-        install: &[
-            "codex plugin marketplace add {dir}",
-            "codex plugin add coord@coord",
-        ],
-        uninstall: &[
-            "codex plugin remove coord@coord",
-            "codex plugin marketplace remove coord",
-        ],
+    plugin: Some(PluginKind::Marketplace {
+        marketplace: ".agents/plugins/marketplace.json",
+        codex: true,
+        manifest: "coord/.codex-plugin/plugin.json",
+        paths: Some(["./hooks/hooks.json", "./.mcp.json", "./skills/"]),
+        hooks: CLAUDE_STYLE,
     }),
     trust: trust::codex,
     trust_step: trust::codex_step,
@@ -543,13 +517,9 @@ const GEMINI: Adapter = Adapter {
         !has_option(args, "-i", "--prompt-interactive")
             && (has_option(args, "-p", "--prompt") || stdin_terminal == Some(false))
     },
-    plugin: Some(Plugin {
-        kind: PluginKind::Extension {
-            manifest: "gemini-extension.json",
-            context: "GEMINI.md",
-        },
-        install: &["gemini extensions install {dir}"],
-        uninstall: &["gemini extensions uninstall coord"],
+    plugin: Some(PluginKind::Extension {
+        manifest: "gemini-extension.json",
+        context: "GEMINI.md",
     }),
     trust: trust::gemini,
     trust_step: trust::gemini_step,
@@ -603,23 +573,13 @@ const COPILOT: Adapter = Adapter {
     ],
     // `copilot -p` (`--prompt`): one prompt, then it exits.
     headless: |args, _| has_option(args, "-p", "--prompt"),
-    plugin: Some(Plugin {
-        // Copilot loads it live from this folder: keep the folder.
-        kind: PluginKind::Marketplace {
-            marketplace: ".github/plugin/marketplace.json",
-            codex: false,
-            manifest: "coord/.github/plugin/plugin.json",
-            paths: Some(["hooks/hooks.json", ".mcp.json", "skills"]),
-            hooks: HookStyle::Copilot,
-        },
-        install: &[
-            "copilot plugin marketplace add {dir}",
-            "copilot plugin install coord@coord",
-        ],
-        uninstall: &[
-            "copilot plugin uninstall coord@coord",
-            "copilot plugin marketplace remove coord",
-        ],
+    // Copilot loads it live from this folder: keep the folder.
+    plugin: Some(PluginKind::Marketplace {
+        marketplace: ".github/plugin/marketplace.json",
+        codex: false,
+        manifest: "coord/.github/plugin/plugin.json",
+        paths: Some(["hooks/hooks.json", ".mcp.json", "skills"]),
+        hooks: HookStyle::Copilot,
     }),
     trust: trust::copilot,
     trust_step: trust::copilot_step,
@@ -654,13 +614,9 @@ const QWEN: Adapter = Adapter {
         Some(NAMED_STYLE),
         Some(McpStyle::Servers),
     )],
-    plugin: Some(Plugin {
-        kind: PluginKind::Extension {
-            manifest: "qwen-extension.json",
-            context: "QWEN.md",
-        },
-        install: &["qwen extensions install {dir}"],
-        uninstall: &["qwen extensions uninstall coord"],
+    plugin: Some(PluginKind::Extension {
+        manifest: "qwen-extension.json",
+        context: "QWEN.md",
     }),
     trust: trust::qwen,
     trust_step: trust::qwen_step,
@@ -695,15 +651,11 @@ const OPENCODE: Adapter = Adapter {
         Wire::Generated(".opencode/plugin/coord.js", OPENCODE_PLUGIN),
         Wire::json("opencode.json", true, None, Some(McpStyle::Opencode)),
     ],
-    plugin: Some(Plugin {
-        kind: PluginKind::Js {
-            package: r#"{"main": "coord.js"}"#,
-            mcp: true,
-        },
-        install: &["opencode plugin -g {dir}"],
-        uninstall: &[
-            "# OpenCode has no command for it: delete {dir} from \"plugin\" in ~/.config/opencode/opencode.jsonc",
-        ],
+    plugin: Some(PluginKind::Js {
+        package: r#"{"main": "coord.js"}"#,
+        mcp: true,
+        install: "opencode plugin -g {dir}",
+        uninstall: "# OpenCode has no command for it: delete {dir} from \"plugin\" in ~/.config/opencode/opencode.jsonc",
     }),
     trust: |_| no_gate("OpenCode loads .opencode/plugin/ in every folder (it has no folder trust)"),
     trust_step: |_| {
@@ -728,13 +680,11 @@ const CLINE: Adapter = Adapter {
     shell: tools::cline_shell,
     render: render_plugin,
     wiring: &[Wire::Generated(".cline/plugins/coord.js", CLINE_PLUGIN)],
-    plugin: Some(Plugin {
-        kind: PluginKind::Js {
-            package: r#"{"cline": {"plugins": [{"paths": ["./coord.js"]}]}}"#,
-            mcp: false,
-        },
-        install: &["cline plugin install {dir}"],
-        uninstall: &["cline plugin uninstall coord"],
+    plugin: Some(PluginKind::Js {
+        package: r#"{"cline": {"plugins": [{"paths": ["./coord.js"]}]}}"#,
+        mcp: false,
+        install: "cline plugin install {dir}",
+        uninstall: "cline plugin uninstall coord",
     }),
     trust: |_| {
         no_gate("Cline CLI loads .cline/plugins/ in every workspace (it has no folder trust)")
