@@ -145,17 +145,14 @@ pub fn script(template: &str, client: &str, spec: &Spec, mcp: Option<&Value>) ->
     text
 }
 
-/// The plugin's name, version and description, then the keys of `extra`.
-fn about(extra: Value) -> Value {
-    let doc =
+/// The plugin's name, version and description, then the keys of each of `extra`, in order.
+fn about(extra: Vec<Value>) -> Value {
+    let mut doc =
         json!({"name": NAME, "version": env!("CARGO_PKG_VERSION"), "description": DESCRIPTION});
-    about_more(doc, extra)
-}
-
-/// `doc` with the keys of `extra` added (in their order).
-fn about_more(mut doc: Value, extra: Value) -> Value {
-    if let (Some(doc), Value::Object(extra)) = (doc.as_object_mut(), extra) {
-        doc.extend(extra);
+    for extra in extra {
+        if let (Some(doc), Value::Object(extra)) = (doc.as_object_mut(), extra) {
+            doc.extend(extra);
+        }
     }
     doc
 }
@@ -195,13 +192,13 @@ fn files(client: Client, spec: &Spec) -> Option<Vec<File>> {
                     }],
                 })
             };
-            let mut man = about(json!({
-                "author": {"name": NAME},
-                "license": env!("CARGO_PKG_LICENSE"),
-            }));
-            if let Some([h, m, s]) = paths {
-                man = about_more(man, json!({"hooks": h, "mcpServers": m, "skills": s}));
-            }
+            let man = about(vec![
+                json!({"author": {"name": NAME}, "license": env!("CARGO_PKG_LICENSE")}),
+                paths.map_or(
+                    Value::Null,
+                    |[h, m, s]| json!({"hooks": h, "mcpServers": m, "skills": s}),
+                ),
+            ]);
             vec![
                 json_file(marketplace, &market),
                 json_file(manifest, &man),
@@ -214,10 +211,9 @@ fn files(client: Client, spec: &Spec) -> Option<Vec<File>> {
             ]
         }
         PluginKind::Extension { manifest, context } => {
-            let man = about(json!({
-                "contextFileName": context,
-                "mcpServers": spec.mcp_servers(),
-            }));
+            let man = about(vec![
+                json!({"contextFileName": context, "mcpServers": spec.mcp_servers()}),
+            ]);
             let style = HookStyle::Claude { named: true };
             vec![
                 json_file(manifest, &man),
@@ -226,8 +222,10 @@ fn files(client: Client, spec: &Spec) -> Option<Vec<File>> {
             ]
         }
         PluginKind::Js { package, mcp, .. } => {
-            let doc = about(json!({"private": true, "type": "module"}));
-            let doc = about_more(doc, serde_json::from_str(package).unwrap_or_default());
+            let doc = about(vec![
+                json!({"private": true, "type": "module"}),
+                serde_json::from_str(package).unwrap_or_default(),
+            ]);
             let mcp = mcp.then(|| {
                 json!({
                     "type": "local",
