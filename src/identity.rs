@@ -199,7 +199,6 @@ pub fn runs_in() -> Option<crate::lock::ClientSession> {
 /// The live client process registered for session `id` of `client` on this host.
 fn registered_process(root: &Path, client: Client, id: &str) -> Option<ClientProcess> {
     this_host(root).into_iter().find_map(|(_, reg)| {
-        let reg = reg?;
         (reg.client == client
             && reg.session == id
             && reg.host == host::hostname()
@@ -208,8 +207,8 @@ fn registered_process(root: &Path, client: Client, id: &str) -> Option<ClientPro
     })
 }
 
-/// The registration files of this host, each with what it holds when it can be read.
-fn this_host(root: &Path) -> Vec<(PathBuf, Option<Registration>)> {
+/// The registration files of this host that can be read, with what each holds.
+fn this_host(root: &Path) -> Vec<(PathBuf, Registration)> {
     let tag = host::host_tag();
     let dir = layout::sessions_dir(&crate::worktree::shared_root(root));
     let Ok(entries) = fsutil::read_dir(&dir) else {
@@ -223,7 +222,7 @@ fn this_host(root: &Path) -> Vec<(PathBuf, Option<Registration>)> {
                 .and_then(layout::parse_session_name)
                 .is_some_and(|(t, _)| t == tag)
         })
-        .map(|e| (e.path(), Registration::read(&e.path())))
+        .filter_map(|e| Some((e.path(), Registration::read(&e.path())?)))
         .collect()
 }
 
@@ -327,7 +326,7 @@ fn session_path(root: &Path, pid: u32) -> PathBuf {
 /// Remove the registrations of this host whose process is gone (best effort).
 fn sweep(root: &Path) {
     for (path, reg) in this_host(root) {
-        if reg.is_some_and(|r| !r.process.alive()) {
+        if !reg.process.alive() {
             let _ = fsutil::remove(&path);
         }
     }

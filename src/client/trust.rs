@@ -161,24 +161,15 @@ pub fn codex(root: &Path) -> Verdict {
                 && s.get("enabled").and_then(|e| e.as_bool()) != Some(false)
         })
         .count();
-    Ok(if trusted == keys.len() {
-        Trust::new(
-            Yes,
-            format!(
-                "{} trusts this folder and all {} of coord's hooks (Codex asks again for a hook that changed)",
-                path.display(),
-                keys.len()
-            ),
-        )
+    let (config, all) = (path.display(), keys.len());
+    Ok(if trusted == all {
+        let why = format!(
+            "{config} trusts this folder and all {all} of coord's hooks (Codex asks again for a hook that changed)"
+        );
+        Trust::new(Yes, why)
     } else {
-        Trust::new(
-            No,
-            format!(
-                "{} trusts this folder but only {trusted} of coord's {} hooks",
-                path.display(),
-                keys.len()
-            ),
-        )
+        let why = format!("{config} trusts this folder but only {trusted} of coord's {all} hooks");
+        Trust::new(No, why)
     })
 }
 
