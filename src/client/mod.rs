@@ -348,8 +348,8 @@ impl Client {
 
 const CLAUDE_EVENTS: &[(&str, Kind)] = &[
     ("PreToolUse", Kind::BeforeTool),
-    // A tool call that failed (Claude Code, Qwen Code): it may still have changed files.
     ("PostToolUse", Kind::AfterTool),
+    // A tool call that failed (Claude Code, Qwen Code): it may still have changed files.
     ("PostToolUseFailure", Kind::AfterTool),
     ("SessionStart", Kind::SessionStart),
     ("Stop", Kind::Stop),
