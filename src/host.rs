@@ -26,19 +26,16 @@ pub fn host_tag() -> &'static str {
 /// Where a command comes from, as a lock's `origin:` line says it: its coord session
 /// (`session ID`), else its POSIX session (`sid N`), else its pid namespace (`pidns N`).
 pub fn origin() -> String {
-    match std::env::var("COORD_SESSION") {
-        Ok(s) if !s.trim().is_empty() => format!("session {}", s.trim()),
-        _ => match own_ids().session {
-            Some(sid) => format!("sid {sid}"),
-            // The session's leader lives outside this pid namespace (a container or sandbox):
-            // every command started in it from outside shares that session, so the namespace
-            // stands for it.
-            None => match pid_namespace() {
-                Some(ns) => format!("pidns {ns}"),
-                None => format!("pid {}", pid()),
-            },
-        },
+    let session = std::env::var("COORD_SESSION").unwrap_or_default();
+    if !session.trim().is_empty() {
+        return format!("session {}", session.trim());
     }
+    if let Some(sid) = own_ids().session {
+        return format!("sid {sid}");
+    }
+    // The session's leader lives outside this pid namespace (a container or sandbox): every
+    // command started in it from outside shares that session, so the namespace stands for it.
+    pid_namespace().map_or_else(|| format!("pid {}", pid()), |ns| format!("pidns {ns}"))
 }
 
 /// The inode number of this process's pid namespace (from `/proc/self/ns/pid`).
@@ -136,10 +133,7 @@ pub fn pid_alive(pid: u32) -> bool {
     if pid == self::pid() {
         return true;
     }
-    let Some(id) = i32::try_from(pid)
-        .ok()
-        .and_then(rustix::process::Pid::from_raw)
-    else {
+    let Ok(Some(id)) = i32::try_from(pid).map(rustix::process::Pid::from_raw) else {
         return false;
     };
     match rustix::process::test_kill_process(id) {

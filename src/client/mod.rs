@@ -392,6 +392,8 @@ const BASE: Adapter = Adapter {
 
 const MCP_JSON: Wire = Wire::json(".mcp.json", false, None, Some(McpStyle::Servers));
 
+const CLAUDE_TOOLS: Option<&str> = Some("Edit|Write|MultiEdit|NotebookEdit|Bash");
+
 /// Claude Code: hooks in `.claude/settings.json`, the MCP server in `.mcp.json`.
 const CLAUDE: Adapter = Adapter {
     name: "claude",
@@ -400,11 +402,8 @@ const CLAUDE: Adapter = Adapter {
         ("SessionStart", None),
         // The shell too: a `git commit` through it is checked like the pre-commit guard, and
         // files others hold that a command changed are reported after it.
-        ("PreToolUse", Some("Edit|Write|MultiEdit|NotebookEdit|Bash")),
-        (
-            "PostToolUse",
-            Some("Edit|Write|MultiEdit|NotebookEdit|Bash"),
-        ),
+        ("PreToolUse", CLAUDE_TOOLS),
+        ("PostToolUse", CLAUDE_TOOLS),
         // Waiting for the user (a permission prompt, an idle prompt) and answered.
         ("Notification", None),
         ("UserPromptSubmit", None),

@@ -37,12 +37,10 @@ pub fn read(bytes: &[u8]) -> Result<Payload, String> {
         Err(cut) => (cut.unwrap_or_else(|| Value::Object(Map::new())), false),
     };
     // Why not, in serde_json's words (read without building anything, nor a limit on nesting).
-    let fault = (!whole).then(
-        || match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
-            Err(e) => e.to_string(),
-            Ok(_) => "it is not JSON".to_string(),
-        },
-    );
+    let fault = (!whole).then(|| {
+        let read = serde_json::from_slice::<serde::de::IgnoredAny>(bytes);
+        read.map_or_else(|e| e.to_string(), |_| "it is not JSON".to_string())
+    });
     Ok(Payload { value, fault })
 }
 

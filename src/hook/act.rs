@@ -46,14 +46,8 @@ pub fn handle(
                 if let Some(deny) = deny_seen(ws, agent, &unmade, wait, None) {
                     return Ok(deny);
                 }
-                before_edit(
-                    ws,
-                    agent,
-                    call,
-                    &targets(ws, cwd, files, false),
-                    wait,
-                    owner,
-                )
+                let made = targets(ws, cwd, files, false);
+                before_edit(ws, agent, call, &made, wait, owner)
             }
             (None, Some(shell)) => before_shell(ws, agent, shell, cwd),
             (None, None) => heartbeat(ws, agent).map(|()| Reply::Allow),
