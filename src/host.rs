@@ -26,19 +26,16 @@ pub fn host_tag() -> &'static str {
 /// Where a command comes from, as a lock's `origin:` line says it: its coord session
 /// (`session ID`), else its POSIX session (`sid N`), else its pid namespace (`pidns N`).
 pub fn origin() -> String {
-    match std::env::var("COORD_SESSION") {
-        Ok(s) if !s.trim().is_empty() => format!("session {}", s.trim()),
-        _ => match own_ids().session {
-            Some(sid) => format!("sid {sid}"),
-            // The session's leader lives outside this pid namespace (a container or sandbox):
-            // every command started in it from outside shares that session, so the namespace
-            // stands for it.
-            None => match pid_namespace() {
-                Some(ns) => format!("pidns {ns}"),
-                None => format!("pid {}", pid()),
-            },
-        },
+    let session = std::env::var("COORD_SESSION").unwrap_or_default();
+    if !session.trim().is_empty() {
+        return format!("session {}", session.trim());
     }
+    if let Some(sid) = own_ids().session {
+        return format!("sid {sid}");
+    }
+    // The session's leader lives outside this pid namespace (a container or sandbox): every
+    // command started in it from outside shares that session, so the namespace stands for it.
+    pid_namespace().map_or_else(|| format!("pid {}", pid()), |ns| format!("pidns {ns}"))
 }
 
 /// The inode number of this process's pid namespace (from `/proc/self/ns/pid`).
@@ -136,21 +133,18 @@ pub fn pid_alive(pid: u32) -> bool {
     if pid == self::pid() {
         return true;
     }
-    let Ok(raw) = i32::try_from(pid) else {
+    let Ok(Some(id)) = i32::try_from(pid).map(rustix::process::Pid::from_raw) else {
         return false;
     };
-    let Some(pid) = rustix::process::Pid::from_raw(raw) else {
-        return false;
-    };
-    match rustix::process::test_kill_process(pid) {
-        Ok(()) => !zombie(raw),
+    match rustix::process::test_kill_process(id) {
+        Ok(()) => !zombie(pid),
         Err(e) => e == rustix::io::Errno::PERM,
     }
 }
 
 /// Whether process `pid` has ended and only waits to be reaped (a zombie): it is not alive.
-fn zombie(pid: i32) -> bool {
-    stat_field(pid.unsigned_abs(), 0).is_some_and(|state| state == "Z")
+fn zombie(pid: u32) -> bool {
+    stat_field(pid, 0).is_some_and(|state| state == "Z")
 }
 
 /// Whether a process recorded as (`pid`, `host`) is known to be gone.
@@ -161,15 +155,10 @@ pub fn recorded_process_gone(pid: u32, host: &str) -> bool {
 /// [`recorded_process_gone`], or a process of that number runs but started at another time than
 /// `start` (the number was reused).
 pub fn recorded_process_gone_since(pid: u32, host: &str, start: Option<u64>) -> bool {
-    if recorded_process_gone(pid, host) {
-        return true;
-    }
-    match start {
-        Some(recorded) if host == hostname() && pid != self::pid() => {
-            start_time(pid).is_some_and(|now| now != recorded)
-        }
-        _ => false,
-    }
+    recorded_process_gone(pid, host)
+        || host == hostname()
+            && pid != self::pid()
+            && start.is_some_and(|recorded| start_time(pid).is_some_and(|now| now != recorded))
 }
 
 /// When process `pid` started, in clock ticks since boot (`/proc/<pid>/stat`, field 22): with
@@ -230,20 +219,23 @@ pub fn invoker() -> u32 {
 
 /// Whether `pid` is an ancestor of this process (`false` where there is no `/proc`).
 pub fn is_ancestor(pid: u32) -> bool {
-    let mut current = std::os::unix::process::parent_id();
-    for _ in 0..64 {
-        if current == pid {
-            return true;
-        }
-        if current <= 1 {
-            return false;
-        }
-        match parent_of_pid(current) {
-            Some(parent) => current = parent,
-            None => return false,
-        }
-    }
-    false
+    ancestors().any(|a| a == pid)
+}
+
+/// This process's parent, its parent, and so on, read as asked: at most 64, ending at pid 1 (or
+/// 0), or where `/proc` cannot be read.
+pub fn ancestors() -> impl Iterator<Item = u32> {
+    let mut last = None;
+    std::iter::from_fn(move || {
+        let pid = match last {
+            None => std::os::unix::process::parent_id(),
+            Some(p) if p > 1 => parent_of_pid(p)?,
+            Some(_) => return None,
+        };
+        last = Some(pid);
+        Some(pid)
+    })
+    .take(64)
 }
 
 /// The parent of process `pid`, from `/proc/<pid>/stat`; `None` when it cannot be read.
@@ -306,25 +298,30 @@ impl ProcessGroup {
     /// two seconds more (a process in uninterruptible sleep, or a zombie nobody reaps, may
     /// linger). Returns whether the group is gone.
     pub fn wait_gone(&self, deadline: std::time::Instant) -> bool {
-        let step = std::time::Duration::from_millis(20);
-        while self.alive() {
-            if std::time::Instant::now() >= deadline {
-                self.signal(rustix::process::Signal::KILL);
-                let until = std::time::Instant::now() + std::time::Duration::from_secs(2);
-                while self.alive() && std::time::Instant::now() < until {
-                    std::thread::sleep(step);
-                }
-                return !self.alive();
+        let wait_until = |until| {
+            while self.alive() && std::time::Instant::now() < until {
+                std::thread::sleep(std::time::Duration::from_millis(20));
             }
-            std::thread::sleep(step);
+        };
+        wait_until(deadline);
+        if self.alive() {
+            self.signal(rustix::process::Signal::KILL);
+            wait_until(std::time::Instant::now() + std::time::Duration::from_secs(2));
         }
-        true
+        !self.alive()
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn sleeper(secs: &str) -> std::process::Child {
+        std::process::Command::new("sleep")
+            .arg(secs)
+            .spawn()
+            .unwrap()
+    }
 
     #[test]
     fn this_process_is_alive_and_a_reaped_child_is_not() {
@@ -342,22 +339,18 @@ mod tests {
     #[test]
     #[cfg(target_os = "linux")]
     fn a_killed_unreaped_child_is_not_alive() {
-        let mut child = std::process::Command::new("sleep")
-            .arg("100")
-            .spawn()
-            .unwrap();
+        let mut child = sleeper("100");
         let pid = child.id();
         assert!(pid_alive(pid));
         child.kill().unwrap();
         // The kernel makes it a zombie at once after the signal is taken; not reaped yet.
-        let raw = i32::try_from(pid).unwrap();
         for _ in 0..10_000 {
-            if zombie(raw) {
+            if zombie(pid) {
                 break;
             }
             std::thread::sleep(std::time::Duration::from_millis(1));
         }
-        assert!(zombie(raw), "the child is a zombie");
+        assert!(zombie(pid), "the child is a zombie");
         assert!(!pid_alive(pid), "a zombie is not alive");
         child.wait().unwrap();
     }
@@ -371,10 +364,7 @@ mod tests {
         assert!(own.is_some());
         assert_eq!(start_time(pid()), own);
         std::thread::sleep(std::time::Duration::from_millis(30));
-        let mut child = std::process::Command::new("sleep")
-            .arg("5")
-            .spawn()
-            .unwrap();
+        let mut child = sleeper("5");
         let theirs = start_time(child.id());
         assert_eq!(
             theirs,
@@ -393,10 +383,7 @@ mod tests {
     fn ancestors_are_known() {
         assert!(is_ancestor(std::os::unix::process::parent_id()));
         assert!(!is_ancestor(pid()), "a process is not its own ancestor");
-        let mut child = std::process::Command::new("sleep")
-            .arg("5")
-            .spawn()
-            .unwrap();
+        let mut child = sleeper("5");
         assert!(!is_ancestor(child.id()), "a child is not an ancestor");
         child.kill().unwrap();
         child.wait().unwrap();

@@ -23,9 +23,6 @@ use crate::layout;
 use crate::record::Record;
 use crate::workspace::{AgentId, Workspace};
 
-/// How far up the process tree coord looks for a registered client.
-const MAX_DEPTH: usize = 64;
-
 /// The agent of a session: `CLIENT-` and 8 letters and digits of its id, lower-cased: its first 8,
 /// or its last 8 for ids that begin with a clock (UUID v7, OpenCode's `ses_`, Cline's `conv_`).
 pub fn agent_for(client: Client, session_id: &str) -> Option<AgentId> {
@@ -37,20 +34,15 @@ pub fn agent_for(client: Client, session_id: &str) -> Option<AgentId> {
     if alnum.is_empty() {
         return None;
     }
-    let short: String = if is_uuid_v7(session_id) || is_time_prefixed(client, session_id) {
+    let clock_first = is_uuid_v7(session_id)
+        || (client == Client::Opencode && session_id.starts_with("ses_"))
+        || (client == Client::Cline && session_id.starts_with("conv_"));
+    let short: String = if clock_first {
         alnum[alnum.len().saturating_sub(8)..].iter().collect()
     } else {
         alnum.iter().take(8).collect()
     };
     AgentId::parse(&format!("{}-{short}", client.as_str())).ok()
-}
-
-fn is_time_prefixed(client: Client, id: &str) -> bool {
-    match client {
-        Client::Opencode => id.starts_with("ses_"),
-        Client::Cline => id.starts_with("conv_"),
-        _ => false,
-    }
 }
 
 fn is_uuid_v7(id: &str) -> bool {
@@ -87,25 +79,6 @@ impl ClientProcess {
     }
 }
 
-/// Which signal told coord the session.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Via {
-    /// A registered client process among this process's ancestors.
-    Tree,
-    /// This environment variable.
-    Env(&'static str),
-}
-
-impl Via {
-    /// How it reads in `whoami`: `process tree`, `env CLAUDE_CODE_SESSION_ID`.
-    pub fn describe(&self) -> String {
-        match self {
-            Via::Tree => "process tree".to_string(),
-            Via::Env(var) => format!("env {var}"),
-        }
-    }
-}
-
 /// The client session a process runs in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Session {
@@ -115,8 +88,8 @@ pub struct Session {
     pub id: String,
     /// The session's agent.
     pub agent: AgentId,
-    /// How coord knows.
-    pub via: Via,
+    /// How coord knows: `process tree`, or `env VAR` for a session variable.
+    pub via: String,
     /// The client process, when known and alive: locks taken in the session follow it.
     pub process: Option<ClientProcess>,
 }
@@ -161,7 +134,7 @@ impl Registration {
         })
     }
 
-    fn session(self, via: Via) -> Session {
+    fn session(self, via: String) -> Session {
         Session {
             client: self.client,
             id: self.session,
@@ -183,21 +156,13 @@ fn from_tree(root: &Path) -> Option<Session> {
     if !dir.is_dir() {
         return None;
     }
-    let mut pid = std::os::unix::process::parent_id();
-    for _ in 0..MAX_DEPTH {
-        if pid <= 1 {
-            return None;
-        }
-        if let Some(reg) = Registration::read(&session_path(root, pid))
-            && reg.host == host::hostname()
-            && reg.process.pid == pid
-            && reg.process.alive()
-        {
-            return Some(reg.session(Via::Tree));
-        }
-        pid = host::parent_of_pid(pid)?;
-    }
-    None
+    host::ancestors()
+        .take_while(|&pid| pid > 1)
+        .find_map(|pid| {
+            let reg = Registration::read(&session_path(root, pid))?;
+            (reg.host == host::hostname() && reg.process.pid == pid && reg.process.alive())
+                .then(|| reg.session("process tree".into()))
+        })
 }
 
 /// The session named by a client's session variable, with its registered process if alive.
@@ -209,7 +174,7 @@ fn from_env(root: &Path) -> Option<Session> {
         client,
         id,
         agent,
-        via: Via::Env(var),
+        via: format!("env {var}"),
         process,
     })
 }
@@ -234,7 +199,6 @@ pub fn runs_in() -> Option<crate::lock::ClientSession> {
 /// The live client process registered for session `id` of `client` on this host.
 fn registered_process(root: &Path, client: Client, id: &str) -> Option<ClientProcess> {
     this_host(root).into_iter().find_map(|(_, reg)| {
-        let reg = reg?;
         (reg.client == client
             && reg.session == id
             && reg.host == host::hostname()
@@ -243,8 +207,8 @@ fn registered_process(root: &Path, client: Client, id: &str) -> Option<ClientPro
     })
 }
 
-/// The registration files of this host, each with what it holds when it can be read.
-fn this_host(root: &Path) -> Vec<(PathBuf, Option<Registration>)> {
+/// The registration files of this host that can be read, with what each holds.
+fn this_host(root: &Path) -> Vec<(PathBuf, Registration)> {
     let tag = host::host_tag();
     let dir = layout::sessions_dir(&crate::worktree::shared_root(root));
     let Ok(entries) = fsutil::read_dir(&dir) else {
@@ -258,7 +222,7 @@ fn this_host(root: &Path) -> Vec<(PathBuf, Option<Registration>)> {
                 .and_then(layout::parse_session_name)
                 .is_some_and(|(t, _)| t == tag)
         })
-        .map(|e| (e.path(), Registration::read(&e.path())))
+        .filter_map(|e| Some((e.path(), Registration::read(&e.path())?)))
         .collect()
 }
 
@@ -362,7 +326,7 @@ fn session_path(root: &Path, pid: u32) -> PathBuf {
 /// Remove the registrations of this host whose process is gone (best effort).
 fn sweep(root: &Path) {
     for (path, reg) in this_host(root) {
-        if reg.is_some_and(|r| !r.process.alive()) {
+        if !reg.process.alive() {
             let _ = fsutil::remove(&path);
         }
     }
@@ -453,7 +417,7 @@ mod tests {
         register(&ws, Client::Claude, "abcdef0123", &agent, parent).unwrap();
         let s = from_tree(ws.root()).unwrap();
         assert_eq!(s.agent.id(), "claude-abcdef01");
-        assert_eq!(s.via, Via::Tree);
+        assert_eq!(s.via, "process tree");
         assert_eq!(s.process, Some(parent));
         // A dead process's registration is never matched and is swept.
         let mut child = std::process::Command::new("true").spawn().unwrap();

@@ -145,17 +145,14 @@ pub fn script(template: &str, client: &str, spec: &Spec, mcp: Option<&Value>) ->
     text
 }
 
-/// The plugin's name, version and description, then the keys of `extra`.
-fn about(extra: Value) -> Value {
-    let doc =
+/// The plugin's name, version and description, then the keys of each of `extra`, in order.
+fn about(extra: Vec<Value>) -> Value {
+    let mut doc =
         json!({"name": NAME, "version": env!("CARGO_PKG_VERSION"), "description": DESCRIPTION});
-    about_more(doc, extra)
-}
-
-/// `doc` with the keys of `extra` added (in their order).
-fn about_more(mut doc: Value, extra: Value) -> Value {
-    if let (Some(doc), Value::Object(extra)) = (doc.as_object_mut(), extra) {
-        doc.extend(extra);
+    for extra in extra {
+        if let (Some(doc), Value::Object(extra)) = (doc.as_object_mut(), extra) {
+            doc.extend(extra);
+        }
     }
     doc
 }
@@ -166,7 +163,7 @@ fn files(client: Client, spec: &Spec) -> Option<Vec<File>> {
     let plugin = adapter.plugin?;
     let hooks = adapter.hooks();
     let version = env!("CARGO_PKG_VERSION");
-    let files = match plugin.kind {
+    let files = match plugin {
         PluginKind::Marketplace {
             marketplace,
             codex,
@@ -195,13 +192,13 @@ fn files(client: Client, spec: &Spec) -> Option<Vec<File>> {
                     }],
                 })
             };
-            let mut man = about(json!({
-                "author": {"name": NAME},
-                "license": env!("CARGO_PKG_LICENSE"),
-            }));
-            if let Some([h, m, s]) = paths {
-                man = about_more(man, json!({"hooks": h, "mcpServers": m, "skills": s}));
-            }
+            let man = about(vec![
+                json!({"author": {"name": NAME}, "license": env!("CARGO_PKG_LICENSE")}),
+                paths.map_or(
+                    Value::Null,
+                    |[h, m, s]| json!({"hooks": h, "mcpServers": m, "skills": s}),
+                ),
+            ]);
             vec![
                 json_file(marketplace, &market),
                 json_file(manifest, &man),
@@ -214,10 +211,9 @@ fn files(client: Client, spec: &Spec) -> Option<Vec<File>> {
             ]
         }
         PluginKind::Extension { manifest, context } => {
-            let man = about(json!({
-                "contextFileName": context,
-                "mcpServers": spec.mcp_servers(),
-            }));
+            let man = about(vec![
+                json!({"contextFileName": context, "mcpServers": spec.mcp_servers()}),
+            ]);
             let style = HookStyle::Claude { named: true };
             vec![
                 json_file(manifest, &man),
@@ -225,9 +221,11 @@ fn files(client: Client, spec: &Spec) -> Option<Vec<File>> {
                 (context, format!("{}\n", init::instructions()).into_bytes()),
             ]
         }
-        PluginKind::Js { package, mcp } => {
-            let doc = about(json!({"private": true, "type": "module"}));
-            let doc = about_more(doc, serde_json::from_str(package).unwrap_or_default());
+        PluginKind::Js { package, mcp, .. } => {
+            let doc = about(vec![
+                json!({"private": true, "type": "module"}),
+                serde_json::from_str(package).unwrap_or_default(),
+            ]);
             let mcp = mcp.then(|| {
                 json!({
                     "type": "local",
@@ -254,7 +252,7 @@ pub fn write(dir: &Path, clients: &[Client], spec: &Spec) -> Result<Vec<Written>
     let mut out = Vec::new();
     for &client in clients {
         let adapter = client.adapter();
-        let folder = dir.join(adapter.name());
+        let folder = dir.join(adapter.name);
         let (Some(plugin), Some(files)) = (adapter.plugin, files(client, spec)) else {
             continue;
         };
@@ -266,18 +264,45 @@ pub fn write(dir: &Path, clients: &[Client], spec: &Spec) -> Result<Vec<Written>
             fsutil::replace_durable(&path, content)?;
         }
         let shown = folder.display().to_string();
-        let fill = |cmds: &[&str]| -> Vec<String> {
-            cmds.iter()
-                .map(|c| c.replace("{dir}", &crate::shell::arg(&shown)))
-                .collect()
+        let (name, dir) = (adapter.name, crate::shell::arg(&shown));
+        let (install, uninstall) = match plugin {
+            PluginKind::Marketplace { codex, .. } => {
+                // Codex names the plugin commands `add` and `remove`.
+                let (add, remove) = if codex {
+                    ("add", "remove")
+                } else {
+                    ("install", "uninstall")
+                };
+                let market = format!("{name} plugin marketplace");
+                (
+                    vec![
+                        format!("{market} add {dir}"),
+                        format!("{name} plugin {add} {NAME}@{NAME}"),
+                    ],
+                    vec![
+                        format!("{name} plugin {remove} {NAME}@{NAME}"),
+                        format!("{market} remove {NAME}"),
+                    ],
+                )
+            }
+            PluginKind::Extension { .. } => (
+                vec![format!("{name} extensions install {dir}")],
+                vec![format!("{name} extensions uninstall {NAME}")],
+            ),
+            PluginKind::Js {
+                install, uninstall, ..
+            } => (
+                vec![install.replace("{dir}", &dir)],
+                vec![uninstall.replace("{dir}", &dir)],
+            ),
         };
         out.push(Written {
-            client: adapter.name(),
-            product: adapter.product(),
+            client: adapter.name,
+            product: adapter.product,
             dir: shown.clone(),
             files: files.iter().map(|(rel, _)| rel.to_string()).collect(),
-            install: fill(plugin.install),
-            uninstall: fill(plugin.uninstall),
+            install,
+            uninstall,
         });
     }
     Ok(out)

@@ -58,7 +58,7 @@ pub fn run(args: HookArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         Ok(reply) => {
             // A client told "no" by its exit status (Windsurf): status 2, the reason on stderr.
             if let Reply::Deny(reason) = &reply
-                && client.adapter().denies_by_exit_status()
+                && client.adapter().denies_by_exit_status
             {
                 output::diag(reason);
                 return Ok(ExitCode::Passthrough(2));

@@ -352,16 +352,16 @@ impl ClientTrust {
     pub(super) fn of(client: Client, root: &Path) -> ClientTrust {
         let a = client.adapter();
         let t = a.trust(root);
-        let (shell_git_hooks, shell_git_hooks_why) = a.shell_git_hooks();
+        let (shell_git_hooks, shell_git_hooks_why) = a.shell_git_hooks;
         ClientTrust {
             shell_git_hooks,
             shell_git_hooks_why,
-            client: a.name(),
-            product: a.product(),
+            client: a.name,
+            product: a.product,
             hooks_run: t.hooks_run,
             why: t.why,
             step: a.trust_step(root),
-            modes: a.trust_modes(),
+            modes: a.trust_modes,
         }
     }
 

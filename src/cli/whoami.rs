@@ -45,7 +45,7 @@ pub fn run(_args: WhoamiArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             source: "session",
             client: Some(s.client.as_str()),
             session_id: Some(s.id.clone()),
-            via: Some(s.via.describe()),
+            via: Some(s.via.clone()),
             client_process: s.process,
         },
         (None, None) => Whoami {

@@ -151,7 +151,8 @@ pub const MARKER: &str = "coord:generated";
 
 /// What a client's user-level plugin (`coord plugin write`) is: a marketplace folder holding
 /// `coord/` (`codex`: Codex's layout; `paths`: named in the manifest), an extension folder, or
-/// a JS plugin package (`package` keys; `mcp`: it adds the MCP server).
+/// a JS plugin package (`package` keys; `mcp`: it adds the MCP server; the client's own commands
+/// that install it from its folder, `{dir}`, and remove it).
 #[derive(Debug, Clone, Copy)]
 pub(crate) enum PluginKind {
     Marketplace {
@@ -168,16 +169,9 @@ pub(crate) enum PluginKind {
     Js {
         package: &'static str,
         mcp: bool,
+        install: &'static str,
+        uninstall: &'static str,
     },
-}
-
-/// A client's plugin: its kind, and the client's own commands that install it from its folder
-/// (`{dir}`) and remove it.
-#[derive(Debug, Clone, Copy)]
-pub(crate) struct Plugin {
-    pub kind: PluginKind,
-    pub install: &'static [&'static str],
-    pub uninstall: &'static [&'static str],
 }
 
 /// Everything coord knows about one agent client (see the module doc). `event_flag`: each
@@ -195,32 +189,24 @@ pub struct Adapter {
     pub(crate) shell: fn(&str, &Value) -> Option<Shell>,
     pub(crate) render: fn(&Reply) -> Option<Value>,
     pub(crate) normalize: Option<fn(Value) -> Value>,
-    pub(crate) denies_by_exit_status: bool,
+    /// Whether the client is told "no" by its exit status.
+    pub denies_by_exit_status: bool,
     pub(crate) instruction_file: Option<&'static str>,
-    pub(crate) shell_git_hooks: (bool, &'static str),
+    /// Whether git runs its hooks for a commit made through the client's shell tool, and why.
+    pub shell_git_hooks: (bool, &'static str),
     pub(crate) wiring: &'static [Wire],
     pub(crate) approvals: Option<&'static str>,
     /// What other modes do where the trust gate applies only to interactive sessions.
-    pub(crate) trust_modes: Option<&'static str>,
+    pub trust_modes: Option<&'static str>,
     headless: fn(&[String], Option<bool>) -> bool,
     /// The command's names on `PATH`, when not just [`Adapter::name`].
     pub(crate) executables: &'static [&'static str],
-    pub(crate) plugin: Option<Plugin>,
+    pub(crate) plugin: Option<PluginKind>,
     trust: fn(&Path) -> Result<Trust, Trust>,
     trust_step: fn(&Path) -> String,
 }
 
 impl Adapter {
-    /// The name used on the command line and in agent ids.
-    pub fn name(&self) -> &'static str {
-        self.name
-    }
-
-    /// The client's product name.
-    pub fn product(&self) -> &'static str {
-        self.product
-    }
-
     /// coord's hook registrations for this client: event, matcher, `coord hook NAME ...`.
     pub fn hooks(&self) -> HookSet {
         self.hooks
@@ -243,21 +229,6 @@ impl Adapter {
     /// it: one prompt, then it exits (`claude -p`, `codex exec`).
     pub fn headless(&self, args: &[String], stdin_terminal: Option<bool>) -> bool {
         (self.headless)(args, stdin_terminal)
-    }
-
-    /// Where the trust gate applies only to interactive sessions: what the other modes do.
-    pub fn trust_modes(&self) -> Option<&'static str> {
-        self.trust_modes
-    }
-
-    /// Whether git runs its hooks for a commit made through the client's shell tool, and why.
-    pub fn shell_git_hooks(&self) -> (bool, &'static str) {
-        self.shell_git_hooks
-    }
-
-    /// Whether the client is told "no" by its exit status.
-    pub fn denies_by_exit_status(&self) -> bool {
-        self.denies_by_exit_status
     }
 
     /// Whether coord writes a user-level plugin for it (`coord plugin write`).
@@ -377,8 +348,8 @@ impl Client {
 
 const CLAUDE_EVENTS: &[(&str, Kind)] = &[
     ("PreToolUse", Kind::BeforeTool),
-    // A tool call that failed (Claude Code, Qwen Code): it may still have changed files.
     ("PostToolUse", Kind::AfterTool),
+    // A tool call that failed (Claude Code, Qwen Code): it may still have changed files.
     ("PostToolUseFailure", Kind::AfterTool),
     ("SessionStart", Kind::SessionStart),
     ("Stop", Kind::Stop),
@@ -421,6 +392,8 @@ const BASE: Adapter = Adapter {
 
 const MCP_JSON: Wire = Wire::json(".mcp.json", false, None, Some(McpStyle::Servers));
 
+const CLAUDE_TOOLS: Option<&str> = Some("Edit|Write|MultiEdit|NotebookEdit|Bash");
+
 /// Claude Code: hooks in `.claude/settings.json`, the MCP server in `.mcp.json`.
 const CLAUDE: Adapter = Adapter {
     name: "claude",
@@ -429,11 +402,8 @@ const CLAUDE: Adapter = Adapter {
         ("SessionStart", None),
         // The shell too: a `git commit` through it is checked like the pre-commit guard, and
         // files others hold that a command changed are reported after it.
-        ("PreToolUse", Some("Edit|Write|MultiEdit|NotebookEdit|Bash")),
-        (
-            "PostToolUse",
-            Some("Edit|Write|MultiEdit|NotebookEdit|Bash"),
-        ),
+        ("PreToolUse", CLAUDE_TOOLS),
+        ("PostToolUse", CLAUDE_TOOLS),
         // Waiting for the user (a permission prompt, an idle prompt) and answered.
         ("Notification", None),
         ("UserPromptSubmit", None),
@@ -455,22 +425,12 @@ const CLAUDE: Adapter = Adapter {
     trust_modes: Some(
         "`claude -p` runs them in any folder, trusted or not; an interactive session also asks once whether to use the project's MCP server `coord` (.mcp.json): answer yes",
     ),
-    plugin: Some(Plugin {
-        kind: PluginKind::Marketplace {
-            marketplace: ".claude-plugin/marketplace.json",
-            codex: false,
-            manifest: "coord/.claude-plugin/plugin.json",
-            paths: None,
-            hooks: CLAUDE_STYLE,
-        },
-        install: &[
-            "claude plugin marketplace add {dir}",
-            "claude plugin install coord@coord",
-        ],
-        uninstall: &[
-            "claude plugin uninstall coord@coord",
-            "claude plugin marketplace remove coord",
-        ],
+    plugin: Some(PluginKind::Marketplace {
+        marketplace: ".claude-plugin/marketplace.json",
+        codex: false,
+        manifest: "coord/.claude-plugin/plugin.json",
+        paths: None,
+        hooks: CLAUDE_STYLE,
     }),
     trust: trust::claude,
     trust_step: trust::claude_step,
@@ -500,22 +460,12 @@ const CODEX: Adapter = Adapter {
     ],
     // `codex exec` (or its alias, `codex e …`): one task, then it exits.
     headless: |args, _| args.iter().any(|a| a == "exec") || args.first().is_some_and(|a| a == "e"),
-    plugin: Some(Plugin {
-        kind: PluginKind::Marketplace {
-            marketplace: ".agents/plugins/marketplace.json",
-            codex: true,
-            manifest: "coord/.codex-plugin/plugin.json",
-            paths: Some(["./hooks/hooks.json", "./.mcp.json", "./skills/"]),
-            hooks: CLAUDE_STYLE,
-        },
-        install: &[
-            "codex plugin marketplace add {dir}",
-            "codex plugin add coord@coord",
-        ],
-        uninstall: &[
-            "codex plugin remove coord@coord",
-            "codex plugin marketplace remove coord",
-        ],
+    plugin: Some(PluginKind::Marketplace {
+        marketplace: ".agents/plugins/marketplace.json",
+        codex: true,
+        manifest: "coord/.codex-plugin/plugin.json",
+        paths: Some(["./hooks/hooks.json", "./.mcp.json", "./skills/"]),
+        hooks: CLAUDE_STYLE,
     }),
     trust: trust::codex,
     trust_step: trust::codex_step,
@@ -566,13 +516,9 @@ const GEMINI: Adapter = Adapter {
         !has_option(args, "-i", "--prompt-interactive")
             && (has_option(args, "-p", "--prompt") || stdin_terminal == Some(false))
     },
-    plugin: Some(Plugin {
-        kind: PluginKind::Extension {
-            manifest: "gemini-extension.json",
-            context: "GEMINI.md",
-        },
-        install: &["gemini extensions install {dir}"],
-        uninstall: &["gemini extensions uninstall coord"],
+    plugin: Some(PluginKind::Extension {
+        manifest: "gemini-extension.json",
+        context: "GEMINI.md",
     }),
     trust: trust::gemini,
     trust_step: trust::gemini_step,
@@ -626,23 +572,13 @@ const COPILOT: Adapter = Adapter {
     ],
     // `copilot -p` (`--prompt`): one prompt, then it exits.
     headless: |args, _| has_option(args, "-p", "--prompt"),
-    plugin: Some(Plugin {
-        // Copilot loads it live from this folder: keep the folder.
-        kind: PluginKind::Marketplace {
-            marketplace: ".github/plugin/marketplace.json",
-            codex: false,
-            manifest: "coord/.github/plugin/plugin.json",
-            paths: Some(["hooks/hooks.json", ".mcp.json", "skills"]),
-            hooks: HookStyle::Copilot,
-        },
-        install: &[
-            "copilot plugin marketplace add {dir}",
-            "copilot plugin install coord@coord",
-        ],
-        uninstall: &[
-            "copilot plugin uninstall coord@coord",
-            "copilot plugin marketplace remove coord",
-        ],
+    // Copilot loads it live from this folder: keep the folder.
+    plugin: Some(PluginKind::Marketplace {
+        marketplace: ".github/plugin/marketplace.json",
+        codex: false,
+        manifest: "coord/.github/plugin/plugin.json",
+        paths: Some(["hooks/hooks.json", ".mcp.json", "skills"]),
+        hooks: HookStyle::Copilot,
     }),
     trust: trust::copilot,
     trust_step: trust::copilot_step,
@@ -677,13 +613,9 @@ const QWEN: Adapter = Adapter {
         Some(NAMED_STYLE),
         Some(McpStyle::Servers),
     )],
-    plugin: Some(Plugin {
-        kind: PluginKind::Extension {
-            manifest: "qwen-extension.json",
-            context: "QWEN.md",
-        },
-        install: &["qwen extensions install {dir}"],
-        uninstall: &["qwen extensions uninstall coord"],
+    plugin: Some(PluginKind::Extension {
+        manifest: "qwen-extension.json",
+        context: "QWEN.md",
     }),
     trust: trust::qwen,
     trust_step: trust::qwen_step,
@@ -718,22 +650,13 @@ const OPENCODE: Adapter = Adapter {
         Wire::Generated(".opencode/plugin/coord.js", OPENCODE_PLUGIN),
         Wire::json("opencode.json", true, None, Some(McpStyle::Opencode)),
     ],
-    plugin: Some(Plugin {
-        kind: PluginKind::Js {
-            package: r#"{"main": "coord.js"}"#,
-            mcp: true,
-        },
-        install: &["opencode plugin -g {dir}"],
-        uninstall: &[
-            "# OpenCode has no command for it: delete {dir} from \"plugin\" in ~/.config/opencode/opencode.jsonc",
-        ],
+    plugin: Some(PluginKind::Js {
+        package: r#"{"main": "coord.js"}"#,
+        mcp: true,
+        install: "opencode plugin -g {dir}",
+        uninstall: "# OpenCode has no command for it: delete {dir} from \"plugin\" in ~/.config/opencode/opencode.jsonc",
     }),
-    trust: |_| {
-        Ok(Trust::new(
-            HooksRun::Yes,
-            "OpenCode loads .opencode/plugin/ in every folder (it has no folder trust)",
-        ))
-    },
+    trust: |_| no_gate("OpenCode loads .opencode/plugin/ in every folder (it has no folder trust)"),
     trust_step: |_| {
         "none: OpenCode loads the plugins of `.opencode/plugin/` in every folder".into()
     },
@@ -756,19 +679,14 @@ const CLINE: Adapter = Adapter {
     shell: tools::cline_shell,
     render: render_plugin,
     wiring: &[Wire::Generated(".cline/plugins/coord.js", CLINE_PLUGIN)],
-    plugin: Some(Plugin {
-        kind: PluginKind::Js {
-            package: r#"{"cline": {"plugins": [{"paths": ["./coord.js"]}]}}"#,
-            mcp: false,
-        },
-        install: &["cline plugin install {dir}"],
-        uninstall: &["cline plugin uninstall coord"],
+    plugin: Some(PluginKind::Js {
+        package: r#"{"cline": {"plugins": [{"paths": ["./coord.js"]}]}}"#,
+        mcp: false,
+        install: "cline plugin install {dir}",
+        uninstall: "cline plugin uninstall coord",
     }),
     trust: |_| {
-        Ok(Trust::new(
-            HooksRun::Yes,
-            "Cline CLI loads .cline/plugins/ in every workspace (it has no folder trust)",
-        ))
+        no_gate("Cline CLI loads .cline/plugins/ in every workspace (it has no folder trust)")
     },
     trust_step: |_| {
         "none: Cline CLI loads the plugins of `.cline/plugins/` in every workspace".into()
@@ -843,10 +761,9 @@ const CURSOR: Adapter = Adapter {
     ],
     executables: &["cursor-agent", "cursor"],
     trust: |_| {
-        Ok(Trust::new(
-            HooksRun::Yes,
+        no_gate(
             "Cursor loads a project's .cursor/hooks.json and its docs name no trust gate; from the published format, not run end to end here",
-        ))
+        )
     },
     trust_step: |root| {
         format!(
@@ -893,10 +810,9 @@ const WINDSURF: Adapter = Adapter {
         None,
     )],
     trust: |_| {
-        Ok(Trust::new(
-            HooksRun::Yes,
+        no_gate(
             "Windsurf loads a workspace's .windsurf/hooks.json and its docs name no trust gate; from the published format, not run end to end here",
-        ))
+        )
     },
     trust_step: |root| {
         format!(
@@ -919,7 +835,9 @@ fn render_claude(reply: &Reply) -> Option<Value> {
             }
         })),
         Reply::Block(reason) => Some(json!({"decision": "block", "reason": reason})),
-        Reply::Context(text) => Some(session_context(text)),
+        Reply::Context(text) => Some(json!({
+            "hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}
+        })),
         // The agent reads `additionalContext`; the user sees `systemMessage`.
         Reply::Notice(event, text) => Some(notice(event, text)),
     }
@@ -944,15 +862,16 @@ fn render_plugin(reply: &Reply) -> Option<Value> {
     }
 }
 
-fn session_context(text: &str) -> Value {
-    json!({"hookSpecificOutput": {"hookEventName": "SessionStart", "additionalContext": text}})
-}
-
 fn notice(event: &str, text: &str) -> Value {
     json!({
         "systemMessage": text,
         "hookSpecificOutput": {"hookEventName": event, "additionalContext": text}
     })
+}
+
+/// The verdict for a client that runs every folder's hooks.
+fn no_gate(why: &'static str) -> Result<Trust, Trust> {
+    Ok(Trust::new(HooksRun::Yes, why))
 }
 
 impl Trust {

@@ -36,19 +36,12 @@ pub fn read(bytes: &[u8]) -> Result<Payload, String> {
         }
         Err(cut) => (cut.unwrap_or_else(|| Value::Object(Map::new())), false),
     };
-    Ok(Payload {
-        value,
-        fault: (!whole).then(|| why_not_json(bytes)),
-    })
-}
-
-/// Why `bytes` are not JSON, in serde_json's words (read without building anything, and
-/// without a limit on nesting).
-fn why_not_json(bytes: &[u8]) -> String {
-    match serde_json::from_slice::<serde::de::IgnoredAny>(bytes) {
-        Err(e) => e.to_string(),
-        Ok(_) => "it is not JSON".to_string(),
-    }
+    // Why not, in serde_json's words (read without building anything, nor a limit on nesting).
+    let fault = (!whole).then(|| {
+        let read = serde_json::from_slice::<serde::de::IgnoredAny>(bytes);
+        read.map_or_else(|e| e.to_string(), |_| "it is not JSON".to_string())
+    });
+    Ok(Payload { value, fault })
 }
 
 /// A JSON reader that keeps what it can (see the module doc).
@@ -109,10 +102,8 @@ impl Reader<'_> {
         loop {
             self.ws();
             let key = if object {
-                let key = match self.peek() {
-                    Some(b'"') => self.string().ok(),
-                    _ => None,
-                };
+                let key = (self.peek() == Some(b'"')).then(|| self.string().ok());
+                let key = key.flatten();
                 self.ws();
                 match key {
                     Some(key) if self.peek() == Some(b':') => {
@@ -125,11 +116,9 @@ impl Reader<'_> {
             } else {
                 None
             };
-            let (v, cut) = match self.value(depth) {
-                Ok(v) => (Some(v), false),
-                Err(cut) => (cut, true),
-            };
-            if let Some(v) = v {
+            let read = self.value(depth);
+            let cut = read.is_err();
+            if let Ok(v) | Err(Some(v)) = read {
                 match key {
                     Some(key) => drop(map.insert(key, v)),
                     None => items.push(v),

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use serde_json::{Value, json};
+use serde_json::{Map, Value, json};
 
 use super::{Shell, args_object, patch, str_field};
 
@@ -141,14 +141,10 @@ pub fn cursor_normalize(payload: Value) -> Value {
     let Value::Object(mut p) = payload else {
         return payload;
     };
-    if let Some(id) = str_field(&Value::Object(p.clone()), &["conversation_id"])
-        && !p.contains_key("session_id")
-    {
-        p.insert("session_id".into(), json!(id));
+    if let Some(id) = text(&p, "conversation_id") {
+        p.entry("session_id").or_insert(json!(id));
     }
-    if p.get("cwd")
-        .and_then(Value::as_str)
-        .is_none_or(str::is_empty)
+    if text(&p, "cwd").is_none()
         && let Some(root) = p["workspace_roots"]
             .as_array()
             .and_then(|r| r.first())
@@ -156,11 +152,7 @@ pub fn cursor_normalize(payload: Value) -> Value {
     {
         p.insert("cwd".into(), json!(root));
     }
-    let event = p
-        .get("hook_event_name")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_string();
+    let event = text(&p, "hook_event_name").unwrap_or_default();
     let mut tool = |name: &str, key: &str, from: &str| {
         let v = p.get(from).cloned().unwrap_or(Value::Null);
         p.insert("tool_name".into(), json!(name));
@@ -185,8 +177,7 @@ pub fn windsurf_normalize(payload: Value) -> Value {
     let Value::Object(mut p) = payload else {
         return payload;
     };
-    let whole = Value::Object(p.clone());
-    if let Some(event) = str_field(&whole, &["agent_action_name"]) {
+    if let Some(event) = text(&p, "agent_action_name") {
         p.entry("hook_event_name").or_insert(json!(event.clone()));
         let info = p.get("tool_info").cloned().unwrap_or(Value::Null);
         match event.as_str() {
@@ -210,8 +201,14 @@ pub fn windsurf_normalize(payload: Value) -> Value {
             _ => {}
         }
     }
-    if let Some(id) = str_field(&whole, &["trajectory_id"]) {
+    if let Some(id) = text(&p, "trajectory_id") {
         p.entry("session_id").or_insert(json!(id));
     }
     Value::Object(p)
+}
+
+/// The non-empty string under `key` of a payload.
+fn text(p: &Map<String, Value>, key: &str) -> Option<String> {
+    let s = p.get(key)?.as_str()?;
+    (!s.is_empty()).then(|| s.to_string())
 }

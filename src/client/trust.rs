@@ -3,7 +3,7 @@
 
 use std::path::{Path, PathBuf};
 
-use serde_json::{Map, Value};
+use serde_json::Value;
 
 use super::HooksRun::{No, Unknown, Yes};
 use super::Trust;
@@ -100,11 +100,9 @@ fn claude_config() -> Option<PathBuf> {
 }
 
 pub fn claude_step(root: &Path) -> String {
+    let (root, config) = (root.display(), shown(claude_config(), "~/.claude.json"));
     format!(
-        "run `claude` in {} once and accept the trust dialog (or set `projects[\"{}\"].hasTrustDialogAccepted: true` in {})",
-        root.display(),
-        root.display(),
-        shown(claude_config(), "~/.claude.json")
+        "run `claude` in {root} once and accept the trust dialog (or set `projects[\"{root}\"].hasTrustDialogAccepted: true` in {config})"
     )
 }
 
@@ -152,41 +150,26 @@ pub fn codex(root: &Path) -> Verdict {
         None => return Err(untrusted(&path)),
     }
     let keys = codex_hook_keys(root);
+    let state = doc.get("hooks").and_then(|h| h.get("state"));
     let trusted = keys
         .iter()
-        .filter(|k| {
-            let state = doc
-                .get("hooks")
-                .and_then(|h| h.get("state"))
-                .and_then(|s| s.get(k.as_str()));
-            state
-                .and_then(|s| s.get("trusted_hash"))
+        .filter_map(|k| state?.get(k.as_str()))
+        .filter(|s| {
+            s.get("trusted_hash")
                 .and_then(|h| h.as_str())
                 .is_some_and(|h| !h.is_empty())
-                && state
-                    .and_then(|s| s.get("enabled"))
-                    .and_then(|e| e.as_bool())
-                    != Some(false)
+                && s.get("enabled").and_then(|e| e.as_bool()) != Some(false)
         })
         .count();
-    Ok(if trusted == keys.len() {
-        Trust::new(
-            Yes,
-            format!(
-                "{} trusts this folder and all {} of coord's hooks (Codex asks again for a hook that changed)",
-                path.display(),
-                keys.len()
-            ),
-        )
+    let (config, all) = (path.display(), keys.len());
+    Ok(if trusted == all {
+        let why = format!(
+            "{config} trusts this folder and all {all} of coord's hooks (Codex asks again for a hook that changed)"
+        );
+        Trust::new(Yes, why)
     } else {
-        Trust::new(
-            No,
-            format!(
-                "{} trusts this folder but only {trusted} of coord's {} hooks",
-                path.display(),
-                keys.len()
-            ),
-        )
+        let why = format!("{config} trusts this folder but only {trusted} of coord's {all} hooks");
+        Trust::new(No, why)
     })
 }
 
@@ -249,35 +232,32 @@ fn folder_trust(var: &str, system: &str, dir: Option<PathBuf>) -> Vec<(PathBuf, 
         .collect()
 }
 
-/// The trusted-folders rules of `path` (`Err`: the verdict when they cannot be had;
-/// `missing`: the verdict when the file does not exist).
-fn folder_rules(path: &Path, missing: Trust) -> Result<Map<String, Value>, Trust> {
-    match config_value(read_config(path, true), missing)? {
-        Value::Object(rules) => Ok(rules),
-        _ => Err(Trust::new(
-            Unknown,
-            format!("{} is not a JSON object", path.display()),
-        )),
-    }
-}
-
-/// The folder a trusted-folders rule names: its own, or its parent's for `TRUST_PARENT`.
-fn rule_folder<'a>(rule: &'a str, level: &str) -> &'a Path {
-    match level {
-        "TRUST_PARENT" => Path::new(rule).parent().unwrap_or(Path::new(rule)),
-        _ => Path::new(rule),
-    }
+/// The rules of the trusted-folders file `path` whose folder holds `root` (its own, or its
+/// parent for `TRUST_PARENT`), in file order: rule and level (`Err`: the verdict when they
+/// cannot be had; `missing`: the verdict when the file does not exist).
+fn holding(root: &Path, path: &Path, missing: Trust) -> Result<Vec<(String, String)>, Trust> {
+    let Value::Object(rules) = config_value(read_config(path, true), missing)? else {
+        let why = format!("{} is not a JSON object", path.display());
+        return Err(Trust::new(Unknown, why));
+    };
+    let level = |v: Value| v.as_str().unwrap_or_default().to_string();
+    let holds = |(rule, level): &(String, String)| {
+        let own = Path::new(rule);
+        let folder = match level.as_str() {
+            "TRUST_PARENT" => own.parent().unwrap_or(own),
+            _ => own,
+        };
+        self_and_ancestors(root).any(|d| Path::new(&d) == folder)
+    };
+    let rules = rules.into_iter().map(|(rule, v)| (rule, level(v)));
+    Ok(rules.filter(holds).collect())
 }
 
 pub fn gemini_step(root: &Path) -> String {
+    let file = trusted_folders(GEMINI_TRUSTED, gemini_dir());
+    let (root, file) = (root.display(), shown(file, "~/.gemini/trustedFolders.json"));
     format!(
-        "run `gemini` in {} and choose \"Trust folder\" (or add `\"{}\": \"TRUST_FOLDER\"` to {})",
-        root.display(),
-        root.display(),
-        shown(
-            trusted_folders(GEMINI_TRUSTED, gemini_dir()),
-            "~/.gemini/trustedFolders.json"
-        )
+        "run `gemini` in {root} and choose \"Trust folder\" (or add `\"{root}\": \"TRUST_FOLDER\"` to {file})"
     )
 }
 
@@ -308,23 +288,16 @@ pub fn gemini(root: &Path) -> Verdict {
         ));
     }
     let path = trusted_folders(GEMINI_TRUSTED, gemini_dir()).ok_or_else(|| no_home("~/.gemini"))?;
-    let rules = folder_rules(&path, missing(&path))?;
-    // The longest rule whose folder holds this one decides.
-    let mut best: Option<(usize, &str, &str)> = None;
-    for (rule, level) in &rules {
-        let level = level.as_str().unwrap_or_default();
-        let folder = rule_folder(rule, level);
-        if self_and_ancestors(root).any(|d| Path::new(&d) == folder)
-            && best.is_none_or(|(len, _, _)| rule.len() > len)
-        {
-            best = Some((rule.len(), rule, level));
-        }
-    }
-    Ok(match best {
-        Some((_, rule, "TRUST_FOLDER" | "TRUST_PARENT")) => {
+    let rules = holding(root, &path, missing(&path))?;
+    // The longest rule decides (the first of equal length).
+    let best = rules
+        .iter()
+        .min_by_key(|(rule, _)| std::cmp::Reverse(rule.len()));
+    Ok(match best.map(|(rule, level)| (rule, level.as_str())) {
+        Some((rule, "TRUST_FOLDER" | "TRUST_PARENT")) => {
             Trust::new(Yes, format!("{} trusts {rule}", path.display()))
         }
-        Some((_, rule, level)) => {
+        Some((rule, level)) => {
             Trust::new(No, format!("{} says {level} for {rule}", path.display()))
         }
         None => untrusted(&path),
@@ -338,11 +311,10 @@ fn copilot_config() -> Option<PathBuf> {
 }
 
 pub fn copilot_step(root: &Path) -> String {
+    let config = shown(copilot_config(), "~/.copilot/config.json");
+    let root = root.display();
     format!(
-        "run `copilot` in {} and trust the folder for future sessions (or add `\"{}\"` to `trustedFolders` in {}; `copilot -p --trust-folder` trusts it for one run)",
-        root.display(),
-        root.display(),
-        shown(copilot_config(), "~/.copilot/config.json")
+        "run `copilot` in {root} and trust the folder for future sessions (or add `\"{root}\"` to `trustedFolders` in {config}; `copilot -p --trust-folder` trusts it for one run)"
     )
 }
 
@@ -374,14 +346,10 @@ fn qwen_dir() -> Option<PathBuf> {
 }
 
 pub fn qwen_step(root: &Path) -> String {
+    let file = trusted_folders(QWEN_TRUSTED, qwen_dir());
+    let (root, file) = (root.display(), shown(file, "~/.qwen/trustedFolders.json"));
     format!(
-        "folder trust is off by default in Qwen Code; where it is on, run `qwen` in {} and trust the folder (or add `\"{}\": \"TRUST_FOLDER\"` to {})",
-        root.display(),
-        root.display(),
-        shown(
-            trusted_folders(QWEN_TRUSTED, qwen_dir()),
-            "~/.qwen/trustedFolders.json"
-        )
+        "folder trust is off by default in Qwen Code; where it is on, run `qwen` in {root} and trust the folder (or add `\"{root}\": \"TRUST_FOLDER\"` to {file})"
     )
 }
 
@@ -401,15 +369,13 @@ pub fn qwen(root: &Path) -> Verdict {
         let why = format!("{} turns folder trust on and {what}", settings.display());
         Trust::new(No, why)
     };
-    let rules = folder_rules(&path, on(format!("{} does not exist", path.display())))?;
-    // Any trusting rule whose folder holds this one trusts it.
-    for (rule, level) in &rules {
-        let level = level.as_str().unwrap_or_default();
-        if matches!(level, "TRUST_FOLDER" | "TRUST_PARENT")
-            && self_and_ancestors(root).any(|d| Path::new(&d) == rule_folder(rule, level))
-        {
-            return Ok(Trust::new(Yes, format!("{} trusts {rule}", path.display())));
-        }
-    }
-    Ok(on(format!("{} does not trust this folder", path.display())))
+    let missing = on(format!("{} does not exist", path.display()));
+    let rules = holding(root, &path, missing)?;
+    // Any trusting rule trusts it.
+    let trusted =
+        (rules.iter()).find(|(_, l)| matches!(l.as_str(), "TRUST_FOLDER" | "TRUST_PARENT"));
+    Ok(match trusted {
+        Some((rule, _)) => Trust::new(Yes, format!("{} trusts {rule}", path.display())),
+        None => on(format!("{} does not trust this folder", path.display())),
+    })
 }

@@ -42,10 +42,12 @@ pub fn handle(
         Kind::BeforeTool => match (&call.files, &call.shell) {
             (Some(files), _) => {
                 // A file in a folder not made yet cannot be locked, but a claim may hold it.
-                if let Some(deny) = deny_seen(ws, agent, &unmade(ws, cwd, files), wait, None) {
+                let unmade = targets(ws, cwd, files, true);
+                if let Some(deny) = deny_seen(ws, agent, &unmade, wait, None) {
                     return Ok(deny);
                 }
-                before_edit(ws, agent, call, &targets(ws, cwd, files), wait, owner)
+                let made = targets(ws, cwd, files, false);
+                before_edit(ws, agent, call, &made, wait, owner)
             }
             (None, Some(shell)) => before_shell(ws, agent, shell, cwd),
             (None, None) => heartbeat(ws, agent).map(|()| Reply::Allow),
@@ -53,7 +55,7 @@ pub fn handle(
         Kind::AfterTool => {
             heartbeat(ws, agent)?;
             if let Some(files) = &call.files {
-                renew(ws, agent, call, &targets(ws, cwd, files), owner)?;
+                renew(ws, agent, call, &targets(ws, cwd, files, false), owner)?;
             }
             if call.shell.is_some() {
                 return Ok(after_shell(ws, agent, call));
@@ -70,21 +72,14 @@ pub fn handle(
     }
 }
 
-/// The files inside the workspace, not under `.coord/`, in folders that exist.
-fn targets(ws: &Workspace, cwd: &Path, files: &[String]) -> Vec<Target> {
-    inside(files, |f| ws.resolve(cwd, f).ok())
-}
-
-/// The files a tool creates together with their folder: nothing to lock, but what others hold
-/// of them denies all the same.
-fn unmade(ws: &Workspace, cwd: &Path, files: &[String]) -> Vec<Target> {
-    inside(files, |f| ws.resolve_unmade(cwd, f))
-}
-
-fn inside(files: &[String], resolve: impl Fn(&str) -> Option<Target>) -> Vec<Target> {
-    files
-        .iter()
-        .filter_map(|f| resolve(f))
+/// The files inside the workspace, not under `.coord/`: in folders that exist, or (`unmade`)
+/// created together with their folder (nothing to lock, but what others hold of them denies).
+fn targets(ws: &Workspace, cwd: &Path, files: &[String], unmade: bool) -> Vec<Target> {
+    let resolve = |f: &String| match unmade {
+        true => ws.resolve_unmade(cwd, f),
+        false => ws.resolve(cwd, f).ok(),
+    };
+    (files.iter().filter_map(resolve))
         .filter(|t| t.not_coords_own().is_ok())
         .collect()
 }
@@ -97,10 +92,10 @@ pub fn judge_unread(ws: &Workspace, agent: &AgentId, call: &HookCall, cwd: &Path
         return None;
     }
     let files = call.files.as_ref()?;
-    let mut targets = targets(ws, cwd, files);
-    targets.extend(unmade(ws, cwd, files));
+    let mut all = targets(ws, cwd, files, false);
+    all.extend(targets(ws, cwd, files, true));
     let why = format!("coord could read this request only in part, and took no lock: {why}");
-    deny_seen(ws, agent, &targets, Duration::ZERO, Some(&why))
+    deny_seen(ws, agent, &all, Duration::ZERO, Some(&why))
 }
 
 /// How recent a heartbeat or a lock renewal must be for a hook to leave it as it is: far below
@@ -657,7 +652,7 @@ mod tests {
             }
             text.push_str("*** End Patch\r\n");
             std::fs::create_dir_all(root.join(".coord")).unwrap();
-            let got: Vec<String> = targets(&ws, &root, &patch::paths(&text))
+            let got: Vec<String> = targets(&ws, &root, &patch::paths(&text), false)
                 .into_iter()
                 .map(|t| t.rel)
                 .collect();

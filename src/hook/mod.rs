@@ -13,9 +13,6 @@ use crate::workspace::AgentId;
 /// The agent of a client whose payload carries no session id: the client process that ran the
 /// hook stands for the session (`copilot-p4242`; past the `sh -c` it may run hooks through).
 pub fn agent_for_parent(client: Client) -> Option<AgentId> {
-    let pid = match crate::identity::hook_client_process() {
-        Some(p) => p.pid,
-        None => crate::host::invoker(),
-    };
+    let pid = crate::identity::hook_client_process().map_or_else(crate::host::invoker, |p| p.pid);
     AgentId::parse(&format!("{}-p{pid}", client.as_str())).ok()
 }

@@ -136,7 +136,6 @@ fn short_prompt(text: &str) -> String {
 /// `Some(Some(what))`: the client now waits for its user; `Some(None)`: it no longer does;
 /// `None`: nothing changed.
 fn waits(call: &HookCall, payload: &[u8], reply: Option<&Reply>) -> Option<Option<String>> {
-    let end_of_turn = "its turn is over: waiting for a prompt".to_string();
     match call.kind {
         Kind::BeforeTool | Kind::AfterTool | Kind::SessionStart | Kind::SessionEnd => {
             return Some(None);
@@ -145,7 +144,7 @@ fn waits(call: &HookCall, payload: &[u8], reply: Option<&Reply>) -> Option<Optio
         Kind::Stop if matches!(reply, Some(Reply::Block(_))) => return None,
         // Nobody to ask: the client exits (`claude -p`, `codex exec`).
         Kind::Stop if call.headless => return Some(None),
-        Kind::Stop => return Some(Some(end_of_turn)),
+        Kind::Stop => return Some(Some("its turn is over: waiting for a prompt".into())),
         Kind::Other => {}
     }
     // Read again only for the events that say what the client waits for (never a tool's
