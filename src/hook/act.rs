@@ -490,14 +490,14 @@ fn session_start(
     pid: Option<u32>,
 ) -> Result<Reply> {
     ws.ensure_state_dir()?;
-    stamp::startup(
-        ws,
-        &StartupRequest {
-            partner: Partner::Named(agent.clone()),
-            task: None,
-            pid,
-        },
-    )?;
+    if !pid
+        .map(|pid| stamp::rejoin(ws, agent, pid))
+        .transpose()?
+        .unwrap_or(false)
+    {
+        let (partner, task) = (Partner::Named(agent.clone()), None);
+        stamp::startup(ws, &StartupRequest { partner, task, pid })?;
+    }
     Ok(Reply::Context(context(ws, agent, client)))
 }
 

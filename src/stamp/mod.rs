@@ -472,6 +472,28 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
     })
 }
 
+/// Clock in again a session the card shows `online`: `agent`'s row of process `pid` on this host,
+/// if there is one, is refreshed and the presence made ACTIVE (`false`: none, the caller clocks
+/// in). A client that resumes or compacts a session it still runs starts it again: one session
+/// stays one row.
+pub fn rejoin(ws: &Workspace, agent: &AgentId, pid: u32) -> Result<bool> {
+    let _mutex = ws.lock_mutex()?;
+    let Some(row) = open_rows(ws.root()).0.into_iter().find(|r| {
+        r.partner_name == agent.id()
+            && r.status == RowStatus::Online
+            && r.pid == Some(pid)
+            && r.host.as_deref() == Some(host::hostname())
+    }) else {
+        return Ok(false);
+    };
+    refresh_partner(ws.root(), agent, Some(&row.session_id), false)?;
+    let active = Update {
+        finished: Some(false),
+        ..Default::default()
+    };
+    presence::write(ws.root(), agent, &active).map(|_| true)
+}
+
 /// Refresh session `session_id`'s `last_heartbeat` and `agent`'s presence heartbeat. A row
 /// marked crashed meanwhile (the machine slept) comes back `online`.
 pub fn heartbeat(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<()> {

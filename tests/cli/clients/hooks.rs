@@ -330,6 +330,45 @@ fn session_end_clocks_out_and_releases_everything() {
     );
 }
 
+/// One session, one row on the stamp card: a client that starts a session again while it runs
+/// (Claude Code's `resume` and `compact`) rejoins its row instead of clocking in twice.
+#[test]
+fn a_session_started_again_by_its_live_client_keeps_one_row() {
+    let env = Env::new();
+    let start = fixture_json(&env, &format!("{CLAUDE}/write_allow.SessionStart.json"));
+    let rows = |env: &Env| -> Vec<Value> {
+        let status: Value = env.cmd().args(["status", "--json"]).ok().json();
+        (status["partners"].as_array().unwrap().iter())
+            .filter(|p| p["partner_name"] == "claude-7684f1ed")
+            .cloned()
+            .collect()
+    };
+    hook(&env, "claude", &start.to_string(), &[]);
+    let first = rows(&env);
+    assert_eq!(first.len(), 1, "{first:?}");
+    for source in ["compact", "resume"] {
+        let mut again = start.clone();
+        again["source"] = source.into();
+        let ctx = json(&hook(&env, "claude", &again.to_string(), &[]));
+        assert!(ctx["hookSpecificOutput"]["additionalContext"].is_string());
+        let now = rows(&env);
+        assert_eq!(now.len(), 1, "after {source}: {now:?}");
+        assert_eq!(now[0]["session_id"], first[0]["session_id"]);
+    }
+    hook(
+        &env,
+        "claude",
+        &fixture(&env, &format!("{CLAUDE}/write_allow.SessionEnd.json")),
+        &[],
+    );
+    assert!(rows(&env).is_empty());
+    // A new session of the same client process after the end is a new row.
+    hook(&env, "claude", &start.to_string(), &[]);
+    let next = rows(&env);
+    assert_eq!(next.len(), 1, "{next:?}");
+    assert_ne!(next[0]["session_id"], first[0]["session_id"]);
+}
+
 /// The agents of `client` holding a lock on `file` (`file.lock.<client>-…`).
 pub(crate) fn session_locks(env: &Env, client: &str, file: &str) -> Vec<String> {
     env.files_ending("")
