@@ -149,8 +149,9 @@ pub fn cursor_normalize(payload: Value) -> Value {
     if p.get("cwd")
         .and_then(Value::as_str)
         .is_none_or(str::is_empty)
-        && let Some(root) = p["workspace_roots"]
-            .as_array()
+        && let Some(root) = p
+            .get("workspace_roots")
+            .and_then(Value::as_array)
             .and_then(|r| r.first())
             .and_then(Value::as_str)
     {
