@@ -21,6 +21,9 @@ pub mod edit;
 pub mod error;
 pub mod exit_code;
 pub mod fsutil;
+#[cfg(feature = "fuzzing")]
+#[doc(hidden)]
+pub mod fuzzing;
 pub mod gitconfig;
 pub mod guard;
 pub mod handshake;

@@ -5,9 +5,9 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 
 use coord::clock;
+use coord::lock;
+use coord::presence::StateCache;
 use coord::status::lock_view;
-use coord::v3::lock;
-use coord::v3::presence::StateCache;
 use coord::workspace::Workspace;
 use libfuzzer_sys::fuzz_target;
 

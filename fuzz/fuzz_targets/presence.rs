@@ -2,8 +2,8 @@
 #![no_main]
 
 use coord::clock;
+use coord::presence::Presence;
 use coord::status::agent_view;
-use coord::v3::presence::Presence;
 use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {

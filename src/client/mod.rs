@@ -1029,4 +1029,11 @@ mod tests {
             ));
         }
     }
+
+    #[test]
+    fn every_client_reads_an_object_without_cwd() {
+        for &client in Client::ALL {
+            let _ = parse(client, b"{}", None);
+        }
+    }
 }

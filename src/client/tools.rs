@@ -145,8 +145,9 @@ pub fn cursor_normalize(payload: Value) -> Value {
         p.entry("session_id").or_insert(json!(id));
     }
     if text(&p, "cwd").is_none()
-        && let Some(root) = p["workspace_roots"]
-            .as_array()
+        && let Some(root) = p
+            .get("workspace_roots")
+            .and_then(Value::as_array)
             .and_then(|r| r.first())
             .and_then(Value::as_str)
     {

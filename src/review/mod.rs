@@ -4,7 +4,7 @@
 mod markdown;
 pub mod paths;
 pub mod rules;
-mod tracker;
+pub(crate) mod tracker;
 
 use serde::Serialize;
 
