@@ -89,3 +89,32 @@ fn history_windows_past_the_calendar_read_everything() {
         .args(["unlock", "F"])
         .ok();
 }
+
+/// `COLUMNS` far wider than any terminal (u64::MAX, a hundred million) is taken as the widest a
+/// terminal reports: the timeline is drawn, neither a crash nor gigabytes of cells.
+#[test]
+fn a_huge_columns_draws_the_timeline() {
+    let env = Env::new();
+    env.write("F", "x\n");
+    env.agent("alice").args(["lock", "F"]).ok();
+    for columns in ["18446744073709551615", "100000000"] {
+        let started = std::time::Instant::now();
+        let out = env
+            .cmd()
+            .env("COLUMNS", columns)
+            .args(["log", "--timeline"])
+            .ok();
+        out.stdout_has("A alice");
+        assert!(out.stdout.lines().all(|l| l.chars().count() <= 65_535));
+        assert!(
+            started.elapsed() < std::time::Duration::from_secs(20),
+            "{columns}: {:?}",
+            started.elapsed()
+        );
+    }
+    env.cmd()
+        .env("COLUMNS", "18446744073709551615")
+        .args(["status"])
+        .ok()
+        .stdout_has("alice");
+}
