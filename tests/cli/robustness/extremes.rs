@@ -118,3 +118,32 @@ fn a_huge_columns_draws_the_timeline() {
         .ok()
         .stdout_has("alice");
 }
+
+/// A tracker whose issues already reach ISSUE-4294967295 has no number left for the next one:
+/// `review issue add` says so (exit 1) and leaves the tracker as it was.
+#[test]
+fn a_review_issue_number_at_the_max_is_refused() {
+    let env = Env::new();
+    env.write("t.md", "x\n");
+    env.agent("claude")
+        .args(["review", "new", "api", "--target", "t.md"])
+        .args(["--reviewer", "claude", "--implementer", "codex"])
+        .ok();
+    let path = ".metadata/reviews/active/api-tracker.md";
+    let tracker = env.read(path).replacen(
+        "|----|----------|-------|--------|------------|\n",
+        "|----|----------|-------|--------|------------|\n| ISSUE-4294967295 | high | t | open | - |\n",
+        1,
+    );
+    assert!(tracker.contains("ISSUE-4294967295"), "{tracker}");
+    env.write(path, &tracker);
+    let out = env
+        .agent("claude")
+        .args(["review", "issue", "api", "add", "--severity", "high"])
+        .args(["--title", "one more"])
+        .code(1);
+    out.stderr_has("error: ")
+        .stderr_has("ISSUE-4294967295: no number is left");
+    assert!(!out.stderr.contains("panicked"), "{}", out.stderr);
+    assert_eq!(env.read(path), tracker);
+}
