@@ -61,6 +61,22 @@ pub fn from_system_time(t: std::time::SystemTime) -> Timestamp {
     utc.with_timezone(&Local).fixed_offset()
 }
 
+/// The time `d` before `t`, or 0001-01-01 when that is further back than the calendar holds.
+pub fn back_from(t: &Timestamp, d: Duration) -> Timestamp {
+    chrono::Duration::from_std(d)
+        .ok()
+        .and_then(|d| t.checked_sub_signed(d))
+        .filter(|b| b.timestamp() >= FIRST_DAY)
+        .unwrap_or_else(|| {
+            DateTime::from_timestamp(FIRST_DAY, 0)
+                .unwrap_or_default()
+                .fixed_offset()
+        })
+}
+
+/// 0001-01-01T00:00:00Z in seconds since the epoch.
+const FIRST_DAY: i64 = -62_135_596_800;
+
 /// How long ago `then` was, as seen from `now` (zero when `then` is in the future).
 pub fn age(now: &Timestamp, then: &Timestamp) -> Duration {
     (*now - *then).to_std().unwrap_or(Duration::ZERO)

@@ -109,15 +109,15 @@ pub fn color_enabled() -> bool {
     }
 }
 
-/// How wide a line of a table may be: `COLUMNS` when set, else the terminal's width when
-/// stdout is one; `None` (no limit) into a pipe or file.
+/// How wide a line of a table may be: `COLUMNS` when set (at most 65,535, the widest a terminal
+/// reports), else the terminal's width when stdout is one; `None` (no limit) into a pipe or file.
 pub fn terminal_width() -> Option<usize> {
     if let Some(n) = std::env::var("COLUMNS")
         .ok()
         .and_then(|c| c.trim().parse::<usize>().ok())
         .filter(|n| *n > 0)
     {
-        return Some(n);
+        return Some(n.min(usize::from(u16::MAX)));
     }
     let out = std::io::stdout();
     if !out.is_terminal() {

@@ -222,7 +222,7 @@ fn repair_interrupted(
     };
     let by = |w: &str| same_id(&last.speaker, w);
     let by_writer = by(&stale.holder) || stale.interrupted.as_deref().is_some_and(by);
-    if snap.conv.count() != status.message_count() + 1 || !by_writer {
+    if status.message_count().checked_add(1) != Some(snap.conv.count()) || !by_writer {
         return Ok(None);
     }
     let (writer, number) = (last.speaker.clone(), last.number);

@@ -60,7 +60,7 @@ pub fn since(text: &str) -> Result<Timestamp> {
         return Ok(t);
     }
     let d = clock::parse_duration(text)?;
-    Ok(clock::now() - chrono::Duration::from_std(d).unwrap_or_default())
+    Ok(clock::back_from(&clock::now(), d))
 }
 
 /// The events in `bytes`, one JSON object a line. A line that is not an event (torn by a
@@ -86,9 +86,9 @@ fn parse_line(line: &[u8]) -> Option<Event> {
 fn generations(root: &Path) -> ([PathBuf; 2], u64, Timestamp) {
     let bounds = Bounds::of(root);
     let shared = crate::worktree::shared_root(root);
-    let oldest = clock::now() - chrono::Duration::from_std(bounds.max_age).unwrap_or_default();
+    let oldest = clock::back_from(&clock::now(), bounds.max_age);
     // A generation is rotated at half the bound; one written by hand may be larger.
-    let cap = bounds.max_size.max(1 << 20) * 2;
+    let cap = bounds.max_size.max(1 << 20).saturating_mul(2);
     let paths = [
         layout::history_rotated(&shared),
         layout::history_log(&shared),

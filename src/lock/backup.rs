@@ -112,7 +112,7 @@ pub fn keep_generation(root: &Path, target: &Target) {
     }
     fsutil::sweep_temps(&dir);
     let mut seqs = stored(&dir);
-    let mut next = seqs.last().map_or(1, |(s, _)| s + 1);
+    let mut next = seqs.last().map_or(1, |(s, _)| s.saturating_add(1));
     for _ in 0..16 {
         let path = dir.join(layout::generation_name(next));
         match keep_as(&bak, &path, &dir) {
@@ -120,7 +120,7 @@ pub fn keep_generation(root: &Path, target: &Target) {
                 seqs.push((next, path));
                 break;
             }
-            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => next += 1,
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => next = next.saturating_add(1),
             Err(_) => return,
         }
     }
@@ -154,7 +154,8 @@ fn stored(dir: &Path) -> Vec<(u64, PathBuf)> {
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().into_string().ok()?;
-            let digits = name.len() == 8 && name.bytes().all(|b| b.is_ascii_digit());
+            // Eight digits at least: past 99999999 the names grow (`generation_name`).
+            let digits = name.len() >= 8 && name.bytes().all(|b| b.is_ascii_digit());
             Some((name.parse().ok().filter(|_| digits)?, e.path()))
         })
         .collect();

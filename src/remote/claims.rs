@@ -450,7 +450,7 @@ pub(crate) fn decide_claim(
                 .unwrap_or_else(|| clock::format_timestamp(now)),
             reason: reason.map(record::clean),
             lease_s,
-            renewal: mine.map_or(0, |c| c.seen.record.renewal + 1),
+            renewal: mine.map_or(0, |c| c.seen.record.renewal.wrapping_add(1)),
             token: mine
                 .map(|c| c.seen.record.token.clone())
                 .unwrap_or_else(|| format!("{:016x}", crate::host::random_u64())),
@@ -573,7 +573,8 @@ pub(crate) fn decide_own(
             }
             Some(lease) => {
                 let mut rec = c.seen.record.clone();
-                rec.renewal += 1;
+                // A new version, told apart from the last: past u64::MAX it starts again at 0.
+                rec.renewal = rec.renewal.wrapping_add(1);
                 if let Some(l) = lease {
                     rec.lease_s = l.as_secs().clamp(1, record::MAX_LEASE_S);
                 }
@@ -769,6 +770,31 @@ mod tests {
             ),
             Plan::Write { .. }
         ));
+    }
+
+    #[test]
+    fn a_renewal_counter_at_the_max_starts_again_at_zero() {
+        let alice = holder("alice", "a");
+        let mut mine = claim(&alice, "src/**", T0, 900);
+        mine.seen.record.renewal = u64::MAX;
+        let claims = Claims {
+            commit: Some("c".into()),
+            generation: 0,
+            claims: vec![mine],
+        };
+        let plan = decide_own(
+            &claims,
+            &alice,
+            &["alice".into()],
+            None,
+            Some(None),
+            &at(T0),
+        );
+        let Plan::Write { put, .. } = plan else {
+            panic!("not written")
+        };
+        assert_eq!(put.len(), 1);
+        assert_eq!(put[0].1.renewal, 0);
     }
 
     #[test]

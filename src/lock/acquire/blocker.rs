@@ -141,16 +141,17 @@ pub(super) fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker
     });
     let takeable_at = match (follows, &e.since) {
         (Some(Follows { client: true, .. }), _) | (_, None) => None,
-        (_, Some(since)) => {
-            let expires = *since + chrono::Duration::from_std(e.ttl()).unwrap_or_default();
+        (_, Some(since)) => (|| {
+            // A TTL past the calendar's end never runs out: no time to name.
+            let expires = since.checked_add_signed(chrono::Duration::from_std(e.ttl()).ok()?)?;
             let inactive = match (holder_state, presence.as_ref().and_then(|p| p.heartbeat())) {
-                (Some(AgentState::Active), Some(hb)) => {
-                    hb + chrono::Duration::from_std(presence::HEARTBEAT_TIMEOUT).unwrap_or_default()
-                }
+                (Some(AgentState::Active), Some(hb)) => hb.checked_add_signed(
+                    chrono::Duration::from_std(presence::HEARTBEAT_TIMEOUT).ok()?,
+                )?,
                 _ => *now,
             };
             Some(expires.max(inactive))
-        }
+        })(),
     };
     Blocker {
         file: e.file.clone(),

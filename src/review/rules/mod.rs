@@ -286,7 +286,14 @@ impl Reviews {
             return Err(Error::bad_input("the issue title is empty"));
         }
         self.edit(topic, None, |t| {
-            let id = format!("ISSUE-{:02}", next_issue_number(&t.view));
+            let Some(n) = next_issue_number(&t.view) else {
+                return Err(Error::Corrupt {
+                    path: t.path.clone(),
+                    line: None,
+                    why: format!("its issues reach ISSUE-{}: no number is left", u32::MAX),
+                });
+            };
+            let id = format!("ISSUE-{n:02}");
             let issue = Issue {
                 id,
                 severity,
@@ -349,14 +356,15 @@ fn meta_date() -> String {
     clock::now().format("%Y-%m-%d").to_string()
 }
 
-fn next_issue_number(view: &View) -> u32 {
+/// One above the highest `ISSUE-NN`; `None` when that is `ISSUE-4294967295` already.
+fn next_issue_number(view: &View) -> Option<u32> {
     let number = |id: &str| {
         id.get(..6)?
             .eq_ignore_ascii_case("ISSUE-")
             .then(|| id[6..].parse::<u32>().ok())?
     };
     let numbers = view.issues.iter().filter_map(|i| number(&i.id));
-    numbers.max().unwrap_or(0) + 1
+    numbers.max().unwrap_or(0).checked_add(1)
 }
 
 /// Read a whole file as UTF-8 (capped, no symlink followed anywhere on its path). `Ok(None)`
@@ -449,11 +457,11 @@ pub(crate) mod tests {
 
     #[test]
     fn issues_are_numbered_above_the_highest() {
-        assert_eq!(next_issue_number(&view_with("", "")), 1);
+        assert_eq!(next_issue_number(&view_with("", "")), Some(1));
         let v = view_with(
             "ISSUE-07 open, issue-03 open, BUG-99 open, ISSUE-x open",
             "",
         );
-        assert_eq!(next_issue_number(&v), 8);
+        assert_eq!(next_issue_number(&v), Some(8));
     }
 }

@@ -110,3 +110,41 @@ fn older_backups_are_kept_listed_and_restored_byte_for_byte() {
     let none = env.cmd().args(["restore", "G", "--list"]).ok();
     assert!(none.stdout.contains("No backups"), "{}", none.stdout);
 }
+
+/// Past generation 99999999 the names grow a digit: a generation numbered 100000000 and above
+/// is still listed (and swept when too old), not written where no command sees it again.
+#[test]
+fn generations_past_eight_digits_are_still_listed() {
+    let env = Env::new();
+    env.write("F", "v1\n");
+    env.agent("a").args(["lock", "F"]).ok();
+    env.write("F", "v2\n");
+    env.agent("a").args(["unlock", "F"]).ok();
+    env.agent("a").args(["lock", "F"]).ok();
+    env.write("F", "v3\n");
+    env.agent("a").args(["unlock", "F"]).ok();
+    env.write(".coord/backups/F/99999999", "planted\n");
+    env.agent("a").args(["lock", "F"]).ok();
+    env.agent("a").args(["unlock", "F"]).ok();
+    assert!(env.exists(".coord/backups/F/100000000"));
+    let v: serde_json::Value = env
+        .cmd()
+        .args(["restore", "F", "--list", "--json"])
+        .ok()
+        .json();
+    let paths: Vec<&str> = v["generations"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|g| g["path"].as_str())
+        .collect();
+    assert_eq!(
+        paths[..3],
+        [
+            "F.bak",
+            ".coord/backups/F/100000000",
+            ".coord/backups/F/99999999"
+        ],
+        "{v}"
+    );
+}

@@ -7,6 +7,7 @@ mod crashes_dialogue;
 mod crashes_messages;
 pub(crate) mod crashes_protocols;
 mod crashes_review;
+mod extremes;
 mod faults;
 mod full_disk;
 mod netfs;
