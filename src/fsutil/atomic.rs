@@ -139,9 +139,32 @@ pub fn replace_staged(path: &Path, stage: &Path, bytes: &[u8], held: bool) -> Re
             return keep(&file);
         }
         let kept = keep(tmp.as_file())?;
-        put(tmp, path).map(|()| kept)
+        swap_in(tmp, path).map(|()| kept)
     })?
     .at("replace", path)
+}
+
+/// Publish the filled `tmp` over the regular file at `path`, exchanged with it and the old one
+/// removed: readers see the old content or the new, as with a rename, but ext4 does not start
+/// writing the new file out at once, as it does for a file renamed over another (its
+/// `auto_da_alloc`: a disk write at every heartbeat). [`replace_durable`] is the durable way.
+/// Anything else at `path` (nothing, a symlink), or a filesystem without exchange: a rename.
+fn swap_in(tmp: NamedTempFile, path: &Path) -> io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        use rustix::fs::{CWD, RenameFlags, renameat_with};
+        let regular = |p: &Path| fs::symlink_metadata(p).is_ok_and(|m| m.is_file());
+        if regular(path) && renameat_with(CWD, tmp.path(), CWD, path, RenameFlags::EXCHANGE).is_ok()
+        {
+            // What came out is the old file, unless `path` changed in between: put it back.
+            if !regular(tmp.path()) {
+                renameat_with(CWD, tmp.path(), CWD, path, RenameFlags::EXCHANGE)?;
+                return put(tmp, path);
+            }
+            return tmp.into_temp_path().close();
+        }
+    }
+    put(tmp, path)
 }
 
 /// Replace `path` durably (fsync, rename, fsync of the folder), keeping an existing file's mode.
