@@ -8,10 +8,10 @@ use clap::builder::TypedValueParser;
 
 use coord::ExitCode;
 use coord::clock;
-use coord::hook::{self, Client, HookCall, Kind, Reply, act};
+use coord::hook::{self, Client, Kind, Reply, act};
 use coord::identity;
 use coord::plugin;
-use coord::workspace::{AgentId, Workspace};
+use coord::workspace::Workspace;
 
 use super::{Ctx, output};
 
@@ -54,7 +54,7 @@ pub(super) fn client_arg() -> impl clap::builder::TypedValueParser<Value = Clien
 
 pub fn run(args: HookArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let client = args.client;
-    match answer(&args, client, ctx) {
+    match answer(&args, ctx) {
         Ok(reply) => {
             // A client told "no" by its exit status (Windsurf): status 2, the reason on stderr.
             if let Reply::Deny(reason) = &reply
@@ -77,7 +77,8 @@ fn warn(client: Client, why: &str) {
 }
 
 /// Everything that can fail, as a warning: a hook never stops the client for coord's sake.
-fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> anyhow::Result<Reply> {
+fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
+    let client = args.client;
     let (default, wait) = (act::DEFAULT_WAIT, args.wait.as_deref());
     let wait = wait
         .map_or(Ok(default), clock::parse_duration)
@@ -106,7 +107,15 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> anyhow::Result<Reply> {
         }
     };
     let explicit = ctx.agent_explicit()?;
-    let agent = agent(explicit.clone(), client, &call)?;
+    // Else the session's own agent (from the payload: it names the session this very call
+    // belongs to).
+    let of_session = || match call.session_id.as_deref() {
+        Some(sid) => hook::agent_for(client, sid),
+        None => hook::agent_for_parent(client),
+    };
+    let agent = (explicit.clone().or_else(of_session)).context(
+        "the payload has no usable `session_id`; give the agent with `-a` or COORD_AGENT",
+    )?;
     let ws = Workspace::discover(ctx.dir.as_deref(), &cwd)?;
     // The plugin's hook: nothing at all where coord stays out, before anything is written.
     if args.plugin {
@@ -168,14 +177,3 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> anyhow::Result<Reply> {
 
 /// A hook must not hang its client: waits are capped.
 const MAX_WAIT: Duration = Duration::from_secs(600);
-
-/// `-a`/`COORD_AGENT`, else the session's own agent (from the payload: it names the session
-/// this very call belongs to).
-fn agent(explicit: Option<AgentId>, client: Client, call: &HookCall) -> anyhow::Result<AgentId> {
-    let of_session = || match call.session_id.as_deref() {
-        Some(sid) => hook::agent_for(client, sid),
-        None => hook::agent_for_parent(client),
-    };
-    (explicit.or_else(of_session))
-        .context("the payload has no usable `session_id`; give the agent with `-a` or COORD_AGENT")
-}
