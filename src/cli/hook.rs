@@ -4,7 +4,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
-use clap::builder::TypedValueParser;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 
 use coord::ExitCode;
 use coord::clock;
@@ -30,7 +30,8 @@ use super::{Ctx, output};
 #[command(verbatim_doc_comment)]
 pub struct HookArgs {
     /// The client that runs the hook
-    #[arg(value_parser = client_arg())]
+    #[arg(value_parser = PossibleValuesParser::new(Client::names())
+        .map(|name| Client::parse(&name).unwrap_or(Client::ALL[0])))]
     client: Client,
     /// The event, where the client's payload does not name it (Copilot CLI)
     #[arg(long, value_name = "NAME")]
@@ -44,12 +45,6 @@ pub struct HookArgs {
     /// `git status` in a repository nobody set up
     #[arg(long)]
     plugin: bool,
-}
-
-/// A client named on the command line (`claude`, `codex`, ...), one of the known clients.
-pub(super) fn client_arg() -> impl clap::builder::TypedValueParser<Value = Client> {
-    clap::builder::PossibleValuesParser::new(Client::names())
-        .map(|name| Client::parse(&name).unwrap_or(Client::ALL[0]))
 }
 
 pub fn run(args: HookArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {

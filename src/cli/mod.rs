@@ -332,18 +332,15 @@ pub fn run() -> ExitCode {
     coord::remote::set_detacher(child_fence::detach);
     let (cli, dir_given, agent_flag) = match parse_args() {
         Ok(parsed) => parsed,
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print();
+            return ExitCode::Success;
+        }
+        // `--json` promises one document, a usage error included, and an error is said in one
+        // stream: the document on stdout with `--json`, the text on stderr without.
         Err(e) => {
-            if !e.use_stderr() {
-                let _ = e.print();
-                return ExitCode::Success;
-            }
-            // `--json` promises one document, a usage error included, and an error is said in
-            // one stream: the document on stdout with `--json`, the text on stderr without.
-            if std::env::args_os()
-                .skip(1)
-                .take_while(|a| a != "--")
-                .any(|a| a == "--json")
-            {
+            let mut args = std::env::args_os().skip(1).take_while(|a| a != "--");
+            if args.any(|a| a == "--json") {
                 let detail = e.render().to_string();
                 let first = detail
                     .lines()
