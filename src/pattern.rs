@@ -336,9 +336,13 @@ fn toks_meet(
     match (a, b) {
         // Both stars take one common character and stay.
         (Some(Tok::Star), Some(Tok::Star)) => !some && toks_meet(x, y, i, j, true, seen),
-        // A star takes the other side's next character and stays.
-        (Some(Tok::Star), Some(c)) => char_set_nonempty(c) && toks_meet(x, y, i, j + 1, true, seen),
-        (Some(c), Some(Tok::Star)) => char_set_nonempty(c) && toks_meet(x, y, i + 1, j, true, seen),
+        // A star takes the other side's next character (one it can match) and stays.
+        (Some(Tok::Star), Some(c)) => {
+            chars_meet(c, &Tok::Any) && toks_meet(x, y, i, j + 1, true, seen)
+        }
+        (Some(c), Some(Tok::Star)) => {
+            chars_meet(c, &Tok::Any) && toks_meet(x, y, i + 1, j, true, seen)
+        }
         (Some(c), Some(d)) => chars_meet(c, d) && toks_meet(x, y, i + 1, j + 1, true, seen),
         _ => false,
     }
@@ -351,17 +355,6 @@ fn ranges_of(t: &Tok) -> (Vec<(char, char)>, bool) {
         Tok::Lit(c) => (vec![(*c, *c)], false),
         Tok::Any | Tok::Star => (vec![('/', '/')], true),
         Tok::Class { ranges, negated } => (ranges.clone(), *negated),
-    }
-}
-
-fn char_set_nonempty(t: &Tok) -> bool {
-    match t {
-        Tok::Class {
-            ranges,
-            negated: false,
-        } => !ranges.is_empty(),
-        Tok::Lit(c) => *c != '/',
-        _ => true,
     }
 }
 

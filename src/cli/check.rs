@@ -43,14 +43,12 @@ pub struct CheckReport {
     pub ok: bool,
 }
 
-/// What `coord check` found: the report, and each problem described in words.
-pub struct Checked {
-    pub report: CheckReport,
-    pub problems: Vec<String>,
-}
-
-/// Look at the other agents (all of them when `me` is `None`) and the locks.
-pub fn collect(ws: &coord::workspace::Workspace, me: Option<&AgentId>) -> Checked {
+/// Look at the other agents (all of them when `me` is `None`) and the locks: the report, and
+/// each problem described in words.
+pub fn collect(
+    ws: &coord::workspace::Workspace,
+    me: Option<&AgentId>,
+) -> (CheckReport, Vec<String>) {
     let now = clock::now();
     let (presences, mut unreadable) = presence::scan(ws.root());
     let mut cache = StateCache::from_presences(&presences, &now);
@@ -63,18 +61,16 @@ pub fn collect(ws: &coord::workspace::Workspace, me: Option<&AgentId>) -> Checke
         .collect();
     settle_lock_status_of(ws, &mut agents, &entries, &mut cache, &now);
     let problems = lock::problems(&entries);
-    Checked {
-        problems: problems
-            .iter()
-            .map(|p| output::clean(&lock::describe_problem(p)))
-            .collect(),
-        report: CheckReport {
-            agents,
-            problems: problems.iter().map(|e| lock_view(e, ws, &now)).collect(),
-            unreadable,
-            ok: problems.is_empty(),
-        },
-    }
+    let described = problems
+        .iter()
+        .map(|p| output::clean(&lock::describe_problem(p)));
+    let report = CheckReport {
+        agents,
+        problems: problems.iter().map(|e| lock_view(e, ws, &now)).collect(),
+        unreadable,
+        ok: problems.is_empty(),
+    };
+    (report, described.collect())
 }
 
 /// `AGENT: STATUS (working on …, file …, heartbeat …)`, or `No other agents`.
@@ -101,7 +97,7 @@ pub fn agent_lines(agents: &[AgentView]) -> Vec<String> {
 pub fn run(args: CheckArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(args.dir.as_deref())?;
     let me = ctx.agent_opt()?;
-    let Checked { report, problems } = collect(&ws, me.as_ref());
+    let (report, problems) = collect(&ws, me.as_ref());
     let ok = report.ok;
     ctx.emit_lines(&report, || agent_lines(&report.agents));
     if !ctx.json {

@@ -8,12 +8,13 @@ use clap::Args;
 use serde::Serialize;
 
 use coord::arbiter::doctor::{self, Diagnosis};
+use coord::error::Refusal;
+use coord::hook::Client;
+use coord::workspace::Workspace;
 use coord::{Error, ExitCode, clock};
 
 use super::init::ClientTrust;
 use super::{Ctx, output};
-use coord::error::Refusal;
-use coord::hook::Client;
 
 /// Report what the folder is on and how coord keeps exclusion there
 ///
@@ -141,11 +142,7 @@ fn render(d: &Diagnosis) -> String {
     out.join("\n")
 }
 
-fn hold_mutex(
-    ws: &coord::workspace::Workspace,
-    d: Duration,
-    ctx: &Ctx,
-) -> anyhow::Result<ExitCode> {
+fn hold_mutex(ws: &Workspace, d: Duration, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let started = std::time::Instant::now();
     let guard = ws.lock_mutex()?;
     if !ctx.quiet && !ctx.json {

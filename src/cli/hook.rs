@@ -4,14 +4,14 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
-use clap::builder::TypedValueParser;
+use clap::builder::{PossibleValuesParser, TypedValueParser};
 
 use coord::ExitCode;
 use coord::clock;
-use coord::hook::{self, Client, HookCall, Kind, Reply, act};
+use coord::hook::{self, Client, Kind, Reply, act};
 use coord::identity;
 use coord::plugin;
-use coord::workspace::{AgentId, Workspace};
+use coord::workspace::Workspace;
 
 use super::{Ctx, output};
 
@@ -30,7 +30,8 @@ use super::{Ctx, output};
 #[command(verbatim_doc_comment)]
 pub struct HookArgs {
     /// The client that runs the hook
-    #[arg(value_parser = client_arg())]
+    #[arg(value_parser = PossibleValuesParser::new(Client::names())
+        .map(|name| Client::parse(&name).unwrap_or(Client::ALL[0])))]
     client: Client,
     /// The event, where the client's payload does not name it (Copilot CLI)
     #[arg(long, value_name = "NAME")]
@@ -46,15 +47,9 @@ pub struct HookArgs {
     plugin: bool,
 }
 
-/// A client named on the command line (`claude`, `codex`, ...), one of the known clients.
-pub(super) fn client_arg() -> impl clap::builder::TypedValueParser<Value = Client> {
-    clap::builder::PossibleValuesParser::new(Client::names())
-        .map(|name| Client::parse(&name).unwrap_or(Client::ALL[0]))
-}
-
 pub fn run(args: HookArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let client = args.client;
-    match answer(&args, client, ctx) {
+    match answer(&args, ctx) {
         Ok(reply) => {
             // A client told "no" by its exit status (Windsurf): status 2, the reason on stderr.
             if let Reply::Deny(reason) = &reply
@@ -77,7 +72,8 @@ fn warn(client: Client, why: &str) {
 }
 
 /// Everything that can fail, as a warning: a hook never stops the client for coord's sake.
-fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> anyhow::Result<Reply> {
+fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
+    let client = args.client;
     let (default, wait) = (act::DEFAULT_WAIT, args.wait.as_deref());
     let wait = wait
         .map_or(Ok(default), clock::parse_duration)
@@ -106,7 +102,15 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> anyhow::Result<Reply> {
         }
     };
     let explicit = ctx.agent_explicit()?;
-    let agent = agent(explicit.clone(), client, &call)?;
+    // Else the session's own agent (from the payload: it names the session this very call
+    // belongs to).
+    let of_session = || match call.session_id.as_deref() {
+        Some(sid) => hook::agent_for(client, sid),
+        None => hook::agent_for_parent(client),
+    };
+    let agent = (explicit.clone().or_else(of_session)).context(
+        "the payload has no usable `session_id`; give the agent with `-a` or COORD_AGENT",
+    )?;
     let ws = Workspace::discover(ctx.dir.as_deref(), &cwd)?;
     // The plugin's hook: nothing at all where coord stays out, before anything is written.
     if args.plugin {
@@ -168,14 +172,3 @@ fn answer(args: &HookArgs, client: Client, ctx: &Ctx) -> anyhow::Result<Reply> {
 
 /// A hook must not hang its client: waits are capped.
 const MAX_WAIT: Duration = Duration::from_secs(600);
-
-/// `-a`/`COORD_AGENT`, else the session's own agent (from the payload: it names the session
-/// this very call belongs to).
-fn agent(explicit: Option<AgentId>, client: Client, call: &HookCall) -> anyhow::Result<AgentId> {
-    let of_session = || match call.session_id.as_deref() {
-        Some(sid) => hook::agent_for(client, sid),
-        None => hook::agent_for_parent(client),
-    };
-    (explicit.or_else(of_session))
-        .context("the payload has no usable `session_id`; give the agent with `-a` or COORD_AGENT")
-}

@@ -332,18 +332,15 @@ pub fn run() -> ExitCode {
     coord::remote::set_detacher(child_fence::detach);
     let (cli, dir_given, agent_flag) = match parse_args() {
         Ok(parsed) => parsed,
+        Err(e) if !e.use_stderr() => {
+            let _ = e.print();
+            return ExitCode::Success;
+        }
+        // `--json` promises one document, a usage error included, and an error is said in one
+        // stream: the document on stdout with `--json`, the text on stderr without.
         Err(e) => {
-            if !e.use_stderr() {
-                let _ = e.print();
-                return ExitCode::Success;
-            }
-            // `--json` promises one document, a usage error included, and an error is said in
-            // one stream: the document on stdout with `--json`, the text on stderr without.
-            if std::env::args_os()
-                .skip(1)
-                .take_while(|a| a != "--")
-                .any(|a| a == "--json")
-            {
+            let mut args = std::env::args_os().skip(1).take_while(|a| a != "--");
+            if args.any(|a| a == "--json") {
                 let detail = e.render().to_string();
                 let first = detail
                     .lines()
@@ -392,7 +389,17 @@ pub fn run() -> ExitCode {
 
 /// Run the parsed command line, in DIR after `-C DIR`.
 fn execute(cli: Cli, dir_given: bool, agent_flag: bool) -> anyhow::Result<ExitCode> {
-    let mut cwd = current_dir_or_pwd().context("cannot read the current directory")?;
+    // Where the kernel cannot name the current directory any more (a FUSE mount that dropped
+    // and made anew the folder's inode, as smbnetfs does under load: `getcwd` then fails with
+    // `ENOENT`), the shell's `PWD` when that is an absolute path to a folder.
+    let mut cwd = std::env::current_dir()
+        .or_else(|e| {
+            std::env::var_os("PWD")
+                .map(PathBuf::from)
+                .filter(|p| p.is_absolute() && std::fs::metadata(p).is_ok_and(|m| m.is_dir()))
+                .ok_or(e)
+        })
+        .context("cannot read the current directory")?;
     let demo = matches!(cli.command, Command::Demo(_));
     // `-C DIR` on the command line: like git, make and cargo, coord works as if started in DIR,
     // so relative FILEs are read from there (`COORD_DIR` only names the root).
@@ -515,18 +522,6 @@ impl Described {
             }
         })
     }
-}
-
-/// The current directory; where the kernel cannot name it any more (a FUSE mount that dropped
-/// and made anew the folder's inode, as smbnetfs does under load: `getcwd` then fails with
-/// `ENOENT`), the shell's `PWD` when that is an absolute path to a folder.
-fn current_dir_or_pwd() -> std::io::Result<std::path::PathBuf> {
-    std::env::current_dir().or_else(|e| {
-        std::env::var_os("PWD")
-            .map(std::path::PathBuf::from)
-            .filter(|p| p.is_absolute() && std::fs::metadata(p).is_ok_and(|m| m.is_dir()))
-            .ok_or(e)
-    })
 }
 
 #[cfg(test)]

@@ -44,10 +44,7 @@ pub fn run(args: UnlockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let results = release(&ws, &agent, &args.files, &targets, &patterns, args.force)?;
     let doc = serde_json::json!({ "results": results });
     ctx.emit_lines(&doc, || release_lines(&results));
-    match refusal(&results, &agent) {
-        Some(err) => Err(err.into()),
-        None => Ok(ExitCode::Success),
-    }
+    refusal(&results, &agent).map_or(Ok(ExitCode::Success), |err| Err(err.into()))
 }
 
 /// Release `files` (the `targets` and claims on `patterns` among them), or every lock and claim

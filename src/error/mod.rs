@@ -250,33 +250,30 @@ impl Error {
 
     /// What the user can do next, when coord knows.
     pub fn hint(&self) -> Option<String> {
-        match self {
-            Error::MissingAgent => Some(
-                "say who is acting with `--agent NAME` (or `-a NAME`), or set `COORD_AGENT=NAME`"
-                    .into(),
-            ),
-            Error::InvalidAgent { .. } => Some(
-                "an agent name is 1-32 characters of a-z, 0-9, `_` and `-`, starting with a letter or digit (case is ignored)"
-                    .into(),
-            ),
-            Error::OutsideRoot { root, .. } => Some(format!(
+        let hint = match self {
+            Error::MissingAgent => {
+                "say who is acting with `--agent NAME` (or `-a NAME`), or set `COORD_AGENT=NAME`".into()
+            }
+            Error::InvalidAgent { .. } => {
+                "an agent name is 1-32 characters of a-z, 0-9, `_` and `-`, starting with a letter or digit (case is ignored)".into()
+            }
+            Error::OutsideRoot { root, .. } => format!(
                 "name a file inside `{}`, or choose another workspace with `--dir`",
                 root.display()
-            )),
-            Error::BadDuration { .. } => {
-                Some("write durations like `0`, `500ms`, `30s`, `5m`, `2h` or `forever`".into())
-            }
-            Error::BadPattern { .. } => Some(
-                "claim a folder with a trailing `/` (`src/auth/`) or a pattern with `*`, `?`, `[...]`, `**` (`'src/**/*.sql'`, quoted from the shell), relative to the current folder"
-                    .into(),
             ),
-            Error::NotOneFile { arg, .. } => Some(format!(
+            Error::BadDuration { .. } => {
+                "write durations like `0`, `500ms`, `30s`, `5m`, `2h` or `forever`".into()
+            }
+            Error::BadPattern { .. } => {
+                "claim a folder with a trailing `/` (`src/auth/`) or a pattern with `*`, `?`, `[...]`, `**` (`'src/**/*.sql'`, quoted from the shell), relative to the current folder".into()
+            }
+            Error::NotOneFile { arg, .. } => format!(
                 "name one file (a `\\` before `*`, `?` or `[` keeps it in the name, as in `'a\\[1\\].md'`); hold every file of a folder or pattern with `coord lock {a}`, or for one command with `coord run {a} -- CMD`",
                 a = quote::arg(arg),
-            )),
+            ),
             Error::LockHeld { file, holder, .. } | Error::WaitTimedOut { file, holder, .. } => {
                 let file = quote::arg(file);
-                Some(match remote_holder(holder) {
+                match remote_holder(holder) {
                     // A claim of another clone (`remote::Held::refusal`): its agent is on
                     // another machine, out of reach of `coord msg`.
                     Some(who) => format!(
@@ -286,81 +283,73 @@ impl Error {
                         "wait with `coord lock {file} --wait 5m`, or message them: `coord msg send {} \"…\"`",
                         quote::agent(holder)
                     ),
-                })
+                }
             }
             Error::Deadlock { cycle, .. } => {
                 let held = cycle.last().map_or(String::new(), |s| format!("`{}`", s.file));
-                Some(format!(
+                format!(
                     "nobody in a cycle can go on: release what you hold first (`coord unlock`, you hold {held}), then lock every file you need in one `coord lock` call"
-                ))
+                )
             }
-            Error::NotHolder { file, .. } => Some(format!(
+            Error::NotHolder { file, .. } => format!(
                 "take the lock first with `coord lock {}`; `coord unlock --force` only removes a STALE lock",
                 quote::arg(file)
-            )),
-            Error::Refused { hint, .. } => hint.clone(),
+            ),
+            Error::Refused { hint, .. } => return hint.clone(),
             Error::CheckFailed { .. } => {
-                Some("see `coord status` for details; `coord unlock FILE --force` removes a STALE lock".into())
+                "see `coord status` for details; `coord unlock FILE --force` removes a STALE lock".into()
             }
-            Error::ReviewUnfinished { topic, .. } => Some(format!(
+            Error::ReviewUnfinished { topic, .. } => format!(
                 "settle every issue (`coord review issue {t} set ISSUE-NN --status resolved`) and finish a verify step first; `coord review show {t}` shows where it stands",
                 t = quote::arg(topic)
-            )),
-            Error::NoArbitration { .. } => Some(
-                "share the folder over NFS, SMB or sshfs, or work in a local folder; `coord doctor` shows what coord found"
-                    .into(),
             ),
+            Error::NoArbitration { .. } => {
+                "share the folder over NFS, SMB or sshfs, or work in a local folder; `coord doctor` shows what coord found".into()
+            }
             Error::Remote {
                 remote,
                 credentials: true,
                 ..
-            } => Some(format!(
+            } => format!(
                 "check the credentials git uses for `{remote}` (`git ls-remote {}` must work without a prompt)",
                 quote::arg(remote)
-            )),
-            Error::Remote { remote, .. } => Some(format!(
+            ),
+            Error::Remote { remote, .. } => format!(
                 "check that `git ls-remote {}` works from here, or keep a claim to this clone with `--local`",
                 quote::arg(remote)
-            )),
-            Error::DialogueCorrupted { .. } => Some(
-                "fix conversation.md (message numbers 1..N, in step with status.json's message_count), then write the next speaker's id into current-turn.txt"
-                    .into(),
             ),
-            Error::Corrupt { path, .. } => Some(format!(
+            Error::DialogueCorrupted { .. } => {
+                "fix conversation.md (message numbers 1..N, in step with status.json's message_count), then write the next speaker's id into current-turn.txt".into()
+            }
+            Error::Corrupt { path, .. } => format!(
                 "repair or remove `{}` by hand; nothing was written",
                 path.display()
-            )),
-            // Something that is not what coord expects stands where coord keeps a file (a
-            // symlink, a FIFO, a folder where a file belongs, or the reverse).
-            Error::Io { path, source, .. } if source.kind() == io::ErrorKind::StorageFull => {
-                Some(format!(
-                    "the disk is full: `{}` was not written; free some space and run the command again",
-                    path.display()
-                ))
+            ),
+            Error::Io { path, source, .. } => {
+                use io::ErrorKind as K;
+                let path = path.display();
+                let link = source.get_ref().and_then(|e| e.downcast_ref::<LinkedFolder>());
+                match (source.kind(), link) {
+                    (K::StorageFull, _) => format!(
+                        "the disk is full: `{path}` was not written; free some space and run the command again"
+                    ),
+                    (_, Some(link)) => format!(
+                        "remove the symlink `{}`: coord makes its own folder there again",
+                        link.0.display()
+                    ),
+                    // Something that is not what coord expects stands where coord keeps a file
+                    // (a symlink, a FIFO, a folder where a file belongs, or the reverse).
+                    (K::InvalidData | K::AlreadyExists | K::IsADirectory | K::NotADirectory, _) => {
+                        format!(
+                            "look at `{path}`: move it out of the way if it is not yours (coord creates its own files again)"
+                        )
+                    }
+                    _ => return None,
+                }
             }
-            Error::Io { source, .. } if source.get_ref().is_some_and(|e| e.is::<LinkedFolder>()) => {
-                let link = source.get_ref()?.downcast_ref::<LinkedFolder>()?;
-                Some(format!(
-                    "remove the symlink `{}`: coord makes its own folder there again",
-                    link.0.display()
-                ))
-            }
-            Error::Io { path, source, .. }
-                if matches!(
-                    source.kind(),
-                    io::ErrorKind::InvalidData
-                        | io::ErrorKind::AlreadyExists
-                        | io::ErrorKind::IsADirectory
-                        | io::ErrorKind::NotADirectory
-                ) =>
-            {
-                Some(format!(
-                    "look at `{}`: move it out of the way if it is not yours (coord creates its own files again)",
-                    path.display()
-                ))
-            }
-            _ => None,
-        }
+            _ => return None,
+        };
+        Some(hint)
     }
 
     /// A short machine-readable name of the variant, for `--json` error output.

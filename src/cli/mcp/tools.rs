@@ -58,10 +58,10 @@ impl Host {
                 done(super::super::status::render(&st, false), &st)
             }
             "check" => {
-                let checked = check::collect(ws, Some(agent));
-                let mut lines = check::agent_lines(&checked.report.agents);
-                lines.extend(checked.problems.iter().map(|p| format!("warning: {p}")));
-                done(lines.join("\n"), &checked.report)
+                let (report, problems) = check::collect(ws, Some(agent));
+                let mut lines = check::agent_lines(&report.agents);
+                lines.extend(problems.iter().map(|p| format!("warning: {p}")));
+                done(lines.join("\n"), &report)
             }
             "presence" => {
                 let current_file = match args.str("file")? {
