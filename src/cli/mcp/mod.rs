@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
+use serde_json::Value;
 use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
@@ -323,7 +324,7 @@ fn client_gone(parent: Option<rustix::process::Pid>) -> Option<&'static str> {
 }
 
 /// Answer lines until end of input (or until the client stops reading); says why it stopped.
-fn serve(mut handle_line: impl FnMut(&[u8]) -> Option<serde_json::Value>) -> &'static str {
+fn serve(mut handle_line: impl FnMut(&[u8]) -> Option<Value>) -> &'static str {
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let mut line = Vec::new();
@@ -343,11 +344,7 @@ fn serve(mut handle_line: impl FnMut(&[u8]) -> Option<serde_json::Value>) -> &'s
                 return "stdin failed";
             }
             let why = format!("the line is longer than {MAX_LINE} bytes");
-            Some(jsonrpc::error(
-                &serde_json::Value::Null,
-                jsonrpc::PARSE_ERROR,
-                &why,
-            ))
+            Some(jsonrpc::error(&Value::Null, jsonrpc::PARSE_ERROR, &why))
         } else {
             while matches!(line.last(), Some(b'\n' | b'\r')) {
                 line.pop();
