@@ -127,7 +127,7 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> 
                     obj.entry("_meta")
                         .or_insert_with(|| json!({ META_SERVER_INFO: self.server_info() }));
                 }
-                jsonrpc::result(&id, result)
+                json!({"jsonrpc": "2.0", "id": id, "result": result})
             }
             Err((code, message)) => jsonrpc::error(&id, code, &message),
         }
@@ -178,10 +178,12 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> 
 
     fn call(&mut self, params: &Map<String, Value>) -> Result<Value, (i64, String)> {
         let tool = match params.get("name") {
-            Some(Value::String(name)) => tools::find(name).ok_or_else(|| {
-                let names: Vec<&str> = tools::TOOLS.iter().map(|t| t.name).collect();
-                format!("unknown tool `{name}` (tools: {})", names.join(", "))
-            }),
+            Some(Value::String(name)) => {
+                tools::TOOLS.iter().find(|t| t.name == name).ok_or_else(|| {
+                    let names: Vec<&str> = tools::TOOLS.iter().map(|t| t.name).collect();
+                    format!("unknown tool `{name}` (tools: {})", names.join(", "))
+                })
+            }
             Some(other) => Err(format!(
                 "`name` must be a string, got {}",
                 jsonrpc::kind(other)

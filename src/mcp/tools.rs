@@ -197,11 +197,6 @@ pub const TOOLS: &[ToolSpec] = &[
     },
 ];
 
-/// The tool called `name`.
-pub fn find(name: &str) -> Option<&'static ToolSpec> {
-    TOOLS.iter().find(|t| t.name == name)
-}
-
 /// A tool call's arguments, read against its spec: each getter says, in an `error:` line an
 /// agent can act on, what is wrong with an argument.
 #[derive(Debug)]
@@ -349,7 +344,7 @@ mod tests {
 
     #[test]
     fn arguments_are_checked() {
-        let lock = find("lock").unwrap();
+        let lock = TOOLS.iter().find(|t| t.name == "lock").unwrap();
         let m = args(json!({"files": ["a"], "bogus": 1}));
         let e = Args::new(lock, &m).unwrap_err().to_string();
         assert!(e.contains("no argument `bogus`"), "{e}");
