@@ -177,13 +177,10 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> 
     }
 
     fn call(&mut self, params: &Map<String, Value>) -> Result<Value, (i64, String)> {
+        let names = || tools::TOOLS.iter().map(|t| t.name).collect::<Vec<_>>();
         let tool = match params.get("name") {
-            Some(Value::String(name)) => {
-                tools::TOOLS.iter().find(|t| t.name == name).ok_or_else(|| {
-                    let names: Vec<&str> = tools::TOOLS.iter().map(|t| t.name).collect();
-                    format!("unknown tool `{name}` (tools: {})", names.join(", "))
-                })
-            }
+            Some(Value::String(name)) => (tools::TOOLS.iter().find(|t| t.name == name))
+                .ok_or_else(|| format!("unknown tool `{name}` (tools: {})", names().join(", "))),
             Some(other) => Err(format!(
                 "`name` must be a string, got {}",
                 jsonrpc::kind(other)
