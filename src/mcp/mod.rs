@@ -143,10 +143,9 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> 
 
     fn initialize(&mut self, params: &Map<String, Value>) -> Value {
         let requested = params.get("protocolVersion").and_then(Value::as_str);
-        let newest = VERSIONS[VERSIONS.len() - 1];
         let version = (VERSIONS.iter().copied())
             .find(|v| Some(*v) == requested)
-            .unwrap_or(newest);
+            .unwrap_or(VERSIONS[VERSIONS.len() - 1]);
         self.negotiated = Some(version);
         json!({
             "protocolVersion": version,

@@ -378,13 +378,11 @@ fn heartbeat(life: &Life, interval: Duration, stop: &mpsc::Receiver<()>) {
 /// `mcp-` and 6 random lowercase letters and digits.
 fn random_name() -> String {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-    let mut n = host::random_u64();
-    let mut name = String::from("mcp-");
-    for _ in 0..6 {
-        name.push(char::from(ALPHABET[(n % 36) as usize]));
-        n /= 36;
-    }
-    name
+    let n = host::random_u64();
+    let tail: String = (0..6)
+        .map(|i| char::from(ALPHABET[(n / 36u64.pow(i) % 36) as usize]))
+        .collect();
+    format!("mcp-{tail}")
 }
 
 /// What the client tells the model: who it is here and how the protocol goes, in a few lines.
