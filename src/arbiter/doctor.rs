@@ -180,10 +180,13 @@ fn sync_tool(root: &Path) -> Option<SyncTool> {
 }
 
 fn is_conflict_copy(name: &str) -> bool {
-    name.contains(".sync-conflict-")
-        || name.contains("conflicted copy")
-        || name.contains("Conflicted copy")
-        || name.contains("(Case Conflict")
+    const MARKS: [&str; 4] = [
+        ".sync-conflict-",
+        "conflicted copy",
+        "Conflicted copy",
+        "(Case Conflict",
+    ];
+    MARKS.iter().any(|m| name.contains(m))
 }
 
 fn conflict_copies(root: &Path, state_dir: &Path) -> Vec<String> {

@@ -146,26 +146,21 @@ fn mount_type_of(table: &str, dir: &Path) -> Option<String> {
 /// Mount points escape space, tab, newline and backslash as `\ooo`.
 fn unescape_mount(s: &str) -> PathBuf {
     use std::os::unix::ffi::OsStringExt;
-    let bytes = s.as_bytes();
-    let mut out = Vec::with_capacity(bytes.len());
-    let mut i = 0;
-    while i < bytes.len() {
-        let octal = bytes
-            .get(i + 1..i + 4)
-            .filter(|d| bytes[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
-        match octal {
-            Some(d) => {
-                out.push(
-                    d.iter()
-                        .fold(0u8, |v, c| v.wrapping_mul(8).wrapping_add(c - b'0')),
-                );
-                i += 4;
-            }
-            None => {
-                out.push(bytes[i]);
-                i += 1;
-            }
-        }
+    let mut out = Vec::with_capacity(s.len());
+    let mut rest = s.as_bytes();
+    while let Some((&b, tail)) = rest.split_first() {
+        let octal =
+            (tail.get(..3)).filter(|d| b == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        let (byte, skip) = match octal {
+            Some(d) => (
+                d.iter()
+                    .fold(0u8, |v, c| v.wrapping_mul(8).wrapping_add(c - b'0')),
+                3,
+            ),
+            None => (b, 0),
+        };
+        out.push(byte);
+        rest = &tail[skip..];
     }
     PathBuf::from(std::ffi::OsString::from_vec(out))
 }

@@ -67,19 +67,14 @@ fn list(ws: &Workspace, target: &Target, ctx: &Ctx) -> anyhow::Result<ExitCode> 
     let all = coord::lock::backup::generations(ws.root(), target)?;
     let doc = serde_json::json!({ "file": target.rel, "generations": all });
     ctx.emit_lines(&doc, || {
-        let mut lines: Vec<String> = all
-            .iter()
-            .map(|g| {
-                format!(
-                    "{:>3}  {}  {:>10} bytes  {}",
-                    g.n, g.saved_at, g.bytes, g.path
-                )
-            })
-            .collect();
         if all.is_empty() {
-            lines.push(format!("No backups of {}", target.rel));
+            return vec![format!("No backups of {}", target.rel)];
         }
-        lines
+        let line = |g: &coord::lock::backup::Generation| {
+            let (n, at, bytes, path) = (g.n, &g.saved_at, g.bytes, &g.path);
+            format!("{n:>3}  {at}  {bytes:>10} bytes  {path}")
+        };
+        all.iter().map(line).collect()
     });
     Ok(ExitCode::Success)
 }

@@ -10,11 +10,6 @@ use crate::host;
 use crate::lock::{self, ClientSession, DEFAULT_TTL, Fence, LockEvent, LockRequest, Owner};
 use crate::workspace::{AgentId, Target, Workspace};
 
-/// The folder holding `target`.
-fn folder(target: &Target) -> &std::path::Path {
-    target.abs.parent().unwrap_or(std::path::Path::new("/"))
-}
-
 /// Locks on files for the life of this process, as an edit takes them when the agent holds
 /// none: tied to this process, so a crash leaves them STALE at once.
 pub(crate) fn process_lock(

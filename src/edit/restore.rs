@@ -13,7 +13,7 @@ use crate::lock::backup;
 use crate::lock::{self, ClientSession, Fence, LockEvent};
 use crate::workspace::{AgentId, Target, Workspace};
 
-use super::{folder, process_lock, with_own_lock};
+use super::{process_lock, with_own_lock};
 
 /// The result of a restore.
 #[derive(Debug, Clone, Serialize)]
@@ -91,7 +91,7 @@ pub fn restore(
     );
     let generation = generation.max(1);
     let swap = |fence: &Fence, took_lock: bool| -> Result<Restored> {
-        let dir = folder(target);
+        let dir = fsutil::parent_of(&target.abs);
         fsutil::sweep_temps(dir);
         let (restored, bytes) = fsutil::copy_to_temp(&source, dir, true)?;
         let current = (target.regular_or_absent()?)

@@ -192,18 +192,19 @@ fn supervise(
     let group = own_group
         .then(|| ProcessGroup::led_by(child.id()))
         .flatten();
-    let status = wait_forwarding(&mut child, group, signals, || heartbeat(ws, &req.agent))
+    let status = wait_forwarding(&mut child, group, signals, ws, &req.agent)
         .at("wait for", std::path::Path::new(program))?;
     Ok(RunEnd::Ended(status))
 }
 
-/// Wait for `child`, forwarding the signals `signals` catches and calling `beat` every
-/// [`HEARTBEAT_EVERY`].
+/// Wait for `child`, forwarding the signals `signals` catches and refreshing the agent's
+/// presence heartbeat every [`HEARTBEAT_EVERY`].
 fn wait_forwarding(
     child: &mut Child,
     group: Option<ProcessGroup>,
     signals: &Signals,
-    beat: impl Fn(),
+    ws: &Workspace,
+    agent: &AgentId,
 ) -> io::Result<ExitStatus> {
     let pid = i32::try_from(child.id())
         .ok()
@@ -244,7 +245,10 @@ fn wait_forwarding(
             send(Signal::KILL);
         }
         if now >= next_beat {
-            beat();
+            // Best effort: a failure only risks staleness later.
+            if let Ok(_mutex) = ws.lock_mutex() {
+                let _ = presence::write(ws.root(), agent, &presence::Update::default());
+            }
             next_beat = now + HEARTBEAT_EVERY;
         }
         let mut until = next_beat;
@@ -252,13 +256,6 @@ fn wait_forwarding(
             until = until.min(t.max(now + Duration::from_millis(100)));
         }
         signals.wait(until.saturating_duration_since(now))?;
-    }
-}
-
-/// Refresh the agent's presence heartbeat (best effort: a failure only risks staleness later).
-fn heartbeat(ws: &Workspace, agent: &AgentId) {
-    if let Ok(_mutex) = ws.lock_mutex() {
-        let _ = presence::write(ws.root(), agent, &presence::Update::default());
     }
 }
 

@@ -12,8 +12,6 @@ use crate::lock;
 use crate::lock::backup;
 use crate::workspace::{AgentId, Target, Workspace};
 
-use super::folder;
-
 /// The result of a committed write.
 #[derive(Debug, Clone, Serialize)]
 pub struct Written {
@@ -36,7 +34,7 @@ pub fn write(
 ) -> Result<Written> {
     let fence = lock::own_fence(target, agent);
     target.regular_or_absent()?;
-    let dir = folder(target);
+    let dir = fsutil::parent_of(&target.abs);
     fsutil::sweep_temps(dir);
     let (tmp, bytes) = fsutil::spool(dir, input, input_name, &target.abs)?;
     let Some(fence) = fence else {

@@ -114,11 +114,6 @@ pub fn kind(v: &Value) -> &'static str {
     }
 }
 
-/// A success response.
-pub fn result(id: &Value, result: Value) -> Value {
-    json!({"jsonrpc": "2.0", "id": id, "result": result})
-}
-
 /// An error response.
 pub fn error(id: &Value, code: i64, message: &str) -> Value {
     json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}})

@@ -127,7 +127,7 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> 
                     obj.entry("_meta")
                         .or_insert_with(|| json!({ META_SERVER_INFO: self.server_info() }));
                 }
-                jsonrpc::result(&id, result)
+                json!({"jsonrpc": "2.0", "id": id, "result": result})
             }
             Err((code, message)) => jsonrpc::error(&id, code, &message),
         }
@@ -143,10 +143,9 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> 
 
     fn initialize(&mut self, params: &Map<String, Value>) -> Value {
         let requested = params.get("protocolVersion").and_then(Value::as_str);
-        let newest = VERSIONS[VERSIONS.len() - 1];
         let version = (VERSIONS.iter().copied())
             .find(|v| Some(*v) == requested)
-            .unwrap_or(newest);
+            .unwrap_or(VERSIONS[VERSIONS.len() - 1]);
         self.negotiated = Some(version);
         json!({
             "protocolVersion": version,
@@ -177,11 +176,10 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> 
     }
 
     fn call(&mut self, params: &Map<String, Value>) -> Result<Value, (i64, String)> {
+        let names = || tools::TOOLS.iter().map(|t| t.name).collect::<Vec<_>>();
         let tool = match params.get("name") {
-            Some(Value::String(name)) => tools::find(name).ok_or_else(|| {
-                let names: Vec<&str> = tools::TOOLS.iter().map(|t| t.name).collect();
-                format!("unknown tool `{name}` (tools: {})", names.join(", "))
-            }),
+            Some(Value::String(name)) => (tools::TOOLS.iter().find(|t| t.name == name))
+                .ok_or_else(|| format!("unknown tool `{name}` (tools: {})", names().join(", "))),
             Some(other) => Err(format!(
                 "`name` must be a string, got {}",
                 jsonrpc::kind(other)

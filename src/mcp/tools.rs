@@ -197,11 +197,6 @@ pub const TOOLS: &[ToolSpec] = &[
     },
 ];
 
-/// The tool called `name`.
-pub fn find(name: &str) -> Option<&'static ToolSpec> {
-    TOOLS.iter().find(|t| t.name == name)
-}
-
 /// A tool call's arguments, read against its spec: each getter says, in an `error:` line an
 /// agent can act on, what is wrong with an argument.
 #[derive(Debug)]
@@ -239,11 +234,14 @@ impl<'a> Args<'a> {
         Error::bad_input(format!("tool `{tool}` needs the argument `{name}`"))
     }
 
+    fn bad(&self, name: &str, what: impl std::fmt::Display) -> Error {
+        let tool = self.tool.name;
+        Error::bad_input(format!("argument `{name}` of tool `{tool}` {what}"))
+    }
+
     fn wrong(&self, name: &str, want: &str, got: &Value) -> Error {
-        let (tool, got) = (self.tool.name, super::jsonrpc::kind(got));
-        Error::bad_input(format!(
-            "argument `{name}` of tool `{tool}` must be {want}, got {got}"
-        ))
+        let got = super::jsonrpc::kind(got);
+        self.bad(name, format_args!("must be {want}, got {got}"))
     }
 
     /// The argument read by `read`, or the error saying it must be `want`; `None` when absent.
@@ -292,10 +290,7 @@ impl<'a> Args<'a> {
         };
         let out = items.iter().map(read).collect::<Result<Vec<_>>>()?;
         if out.is_empty() {
-            return Err(Error::bad_input(format!(
-                "argument `{name}` of tool `{}` is an empty list: name at least one",
-                self.tool.name
-            )));
+            return Err(self.bad(name, "is an empty list: name at least one"));
         }
         Ok(Some(out))
     }
@@ -306,10 +301,10 @@ impl<'a> Args<'a> {
             None => Ok(None),
             Some(Value::Number(n)) => match n.as_f64() {
                 Some(s) if (0.0..1e12).contains(&s) => Ok(Some(Duration::from_secs_f64(s))),
-                _ => Err(Error::bad_input(format!(
-                    "argument `{name}` of tool `{}` must be a number of seconds from 0 up, got {n}",
-                    self.tool.name
-                ))),
+                _ => Err(self.bad(
+                    name,
+                    format_args!("must be a number of seconds from 0 up, got {n}"),
+                )),
             },
             Some(Value::String(s)) => clock::parse_duration(s).map(Some),
             Some(v) => Err(self.wrong(name, "seconds or a duration like \"30s\"", v)),
@@ -349,7 +344,7 @@ mod tests {
 
     #[test]
     fn arguments_are_checked() {
-        let lock = find("lock").unwrap();
+        let lock = TOOLS.iter().find(|t| t.name == "lock").unwrap();
         let m = args(json!({"files": ["a"], "bogus": 1}));
         let e = Args::new(lock, &m).unwrap_err().to_string();
         assert!(e.contains("no argument `bogus`"), "{e}");

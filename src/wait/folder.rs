@@ -47,10 +47,7 @@ impl FolderWatch {
     pub fn add_removals(&mut self, dir: &Path, prefixes: Option<Vec<String>>) {
         let mut removals = self.removals.lock().unwrap_or_else(|e| e.into_inner());
         let merged = match (removals.remove(dir), prefixes) {
-            (Some(Some(mut a)), Some(b)) => Some({
-                a.extend(b);
-                a
-            }),
+            (Some(Some(a)), Some(b)) => Some([a, b].concat()),
             (None, p) => p,
             _ => None,
         };

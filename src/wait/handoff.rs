@@ -100,34 +100,34 @@ impl Handoff {
         let meta = file.metadata().ok()?;
         let key = (meta.dev(), meta.ino());
         let mut all = waiting();
-        if let Some((_, shared)) = all.iter().find(|(k, _)| *k == key) {
-            return Some(Handoff {
-                path: path.to_path_buf(),
-                shared: Arc::clone(shared),
-            });
-        }
-        let shared = Arc::new(Shared {
-            outcome: Mutex::new(None),
-            changed: Condvar::new(),
-        });
-        let theirs = Arc::clone(&shared);
-        // A thread blocks in `flock` for us; callers wait on `shared`, with a timeout. At exit
-        // the kernel ends a thread blocked there at once.
-        std::thread::Builder::new()
-            .name("handoff".into())
-            .stack_size(64 * 1024)
-            .spawn(move || {
-                let outcome = match file.lock_shared() {
-                    Ok(()) => Woken::LetGo,
-                    Err(_) => Woken::Refused,
-                };
-                drop(file);
-                waiting().retain(|(k, _)| *k != key);
-                *theirs.outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
-                theirs.changed.notify_all();
-            })
-            .ok()?;
-        all.push((key, Arc::clone(&shared)));
+        let shared = match all.iter().find(|(k, _)| *k == key) {
+            Some((_, shared)) => Arc::clone(shared),
+            None => {
+                let shared = Arc::new(Shared {
+                    outcome: Mutex::new(None),
+                    changed: Condvar::new(),
+                });
+                let theirs = Arc::clone(&shared);
+                // A thread blocks in `flock` for us; callers wait on `shared`, with a timeout. At
+                // exit the kernel ends a thread blocked there at once.
+                std::thread::Builder::new()
+                    .name("handoff".into())
+                    .stack_size(64 * 1024)
+                    .spawn(move || {
+                        let outcome = match file.lock_shared() {
+                            Ok(()) => Woken::LetGo,
+                            Err(_) => Woken::Refused,
+                        };
+                        drop(file);
+                        waiting().retain(|(k, _)| *k != key);
+                        *theirs.outcome.lock().unwrap_or_else(|e| e.into_inner()) = Some(outcome);
+                        theirs.changed.notify_all();
+                    })
+                    .ok()?;
+                all.push((key, Arc::clone(&shared)));
+                shared
+            }
+        };
         Some(Handoff {
             path: path.to_path_buf(),
             shared,

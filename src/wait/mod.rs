@@ -39,13 +39,9 @@ impl Deadline {
 /// Sleep `d`, waking early (within 100 ms) when the process is asked to stop
 /// ([`stop_requested`]).
 pub fn pause(d: Duration) {
-    let until = Instant::now() + d;
-    while Instant::now() < until && stop_requested().is_none() {
-        std::thread::sleep(
-            until
-                .saturating_duration_since(Instant::now())
-                .min(Duration::from_millis(100)),
-        );
+    let until = Deadline::after(Some(d));
+    while !until.passed() && stop_requested().is_none() {
+        std::thread::sleep(until.next_sleep(Duration::from_millis(100)));
     }
 }
 

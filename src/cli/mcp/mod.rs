@@ -10,6 +10,7 @@ use std::time::Duration;
 
 use anyhow::Context as _;
 use clap::Args;
+use serde_json::Value;
 use signal_hook::consts::signal::{SIGHUP, SIGINT, SIGTERM};
 use signal_hook::iterator::Signals;
 
@@ -323,7 +324,7 @@ fn client_gone(parent: Option<rustix::process::Pid>) -> Option<&'static str> {
 }
 
 /// Answer lines until end of input (or until the client stops reading); says why it stopped.
-fn serve(mut handle_line: impl FnMut(&[u8]) -> Option<serde_json::Value>) -> &'static str {
+fn serve(mut handle_line: impl FnMut(&[u8]) -> Option<Value>) -> &'static str {
     let stdin = std::io::stdin();
     let mut input = stdin.lock();
     let mut line = Vec::new();
@@ -343,11 +344,7 @@ fn serve(mut handle_line: impl FnMut(&[u8]) -> Option<serde_json::Value>) -> &'s
                 return "stdin failed";
             }
             let why = format!("the line is longer than {MAX_LINE} bytes");
-            Some(jsonrpc::error(
-                &serde_json::Value::Null,
-                jsonrpc::PARSE_ERROR,
-                &why,
-            ))
+            Some(jsonrpc::error(&Value::Null, jsonrpc::PARSE_ERROR, &why))
         } else {
             while matches!(line.last(), Some(b'\n' | b'\r')) {
                 line.pop();
@@ -381,13 +378,11 @@ fn heartbeat(life: &Life, interval: Duration, stop: &mpsc::Receiver<()>) {
 /// `mcp-` and 6 random lowercase letters and digits.
 fn random_name() -> String {
     const ALPHABET: &[u8] = b"abcdefghijklmnopqrstuvwxyz0123456789";
-    let mut n = host::random_u64();
-    let mut name = String::from("mcp-");
-    for _ in 0..6 {
-        name.push(char::from(ALPHABET[(n % 36) as usize]));
-        n /= 36;
-    }
-    name
+    let n = host::random_u64();
+    let tail: String = (0..6)
+        .map(|i| char::from(ALPHABET[(n / 36u64.pow(i) % 36) as usize]))
+        .collect();
+    format!("mcp-{tail}")
 }
 
 /// What the client tells the model: who it is here and how the protocol goes, in a few lines.
