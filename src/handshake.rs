@@ -175,13 +175,12 @@ pub fn step(ws: &Workspace, agent: &AgentId, also: &[String]) -> Result<Round> {
     let me = agent.id();
     let _mutex = ws.lock_mutex()?;
     let path = layout::handshake(&shared_root(root), me);
-    let old = read(root, me)
-        .map_err(|u| Error::Corrupt {
-            path: path.clone(),
-            line: None,
-            why: u.why,
-        })?
-        .unwrap_or_default();
+    let corrupt = |u: Unreadable| Error::Corrupt {
+        path: path.clone(),
+        line: None,
+        why: u.why,
+    };
+    let old = read(root, me).map_err(corrupt)?.unwrap_or_default();
     let (all, _) = scan(root);
     let now = clock::now();
     let mut peers: Vec<String> = crate::stamp::active_agents(root, &now)
@@ -255,14 +254,10 @@ pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Round> {
             let waited = wait.as_duration().map(clock::format_duration);
             let waited = waited.unwrap_or_else(|| "forever".into());
             let why = format!("handshake of {me} not answered by {pending} after {waited}");
-            let hint = format!(
+            let hint = Some(format!(
                 "ask them to run `coord handshake` (or wait longer with `--wait 5m`); `.handshake_{me}` keeps the request"
-            );
-            return Err(Error::refused(
-                Refusal::HandshakeUnanswered,
-                why,
-                Some(hint),
             ));
+            return Err(Error::refused(Refusal::HandshakeUnanswered, why, hint));
         }
         watch.wait(deadline.next_sleep(RECHECK));
         round = step(ws, agent, &wanted)?;
@@ -301,10 +296,8 @@ mod tests {
         };
         assert!(!v3_active(&[b("a", "b", Requested)]));
         assert!(!v3_active(&[b("a", "b", Accepted)]));
-        assert!(!v3_active(&[
-            b("a", "b", Requested),
-            b("b", "a", Requested)
-        ]));
-        assert!(v3_active(&[b("a", "b", Requested), b("b", "a", Accepted)]));
+        let (ab, ba) = (b("a", "b", Requested), b("b", "a", Requested));
+        assert!(!v3_active(&[ab.clone(), ba]));
+        assert!(v3_active(&[ab, b("b", "a", Accepted)]));
     }
 }

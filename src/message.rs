@@ -27,31 +27,12 @@ pub const MESSAGE_CAP: u64 = 1024 * 1024;
 /// The recipient name that addresses every agent.
 pub const ALL: &str = "all";
 
-/// Whom a message is for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Recipient {
-    /// One agent, by id.
-    Agent(String),
-    /// Every agent (`all`).
-    All,
-}
-
-impl Recipient {
-    /// Parse `all` or an agent name (case is ignored, as for `--agent`).
-    pub fn parse(text: &str) -> Result<Recipient> {
-        if text.eq_ignore_ascii_case(ALL) {
-            return Ok(Recipient::All);
-        }
-        AgentId::parse(text).map(|a| Recipient::Agent(a.id().to_string()))
+/// The `to:` of a message for `text`: `all`, or an agent's id (case is ignored, as for `--agent`).
+pub fn recipient(text: &str) -> Result<String> {
+    if text.eq_ignore_ascii_case(ALL) {
+        return Ok(ALL.to_string());
     }
-
-    /// The name written in the `to:` line.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Recipient::Agent(id) => id,
-            Recipient::All => ALL,
-        }
-    }
+    AgentId::parse(text).map(|a| a.id().to_string())
 }
 
 /// One message, as stored.
@@ -151,15 +132,12 @@ fn new_id() -> String {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0);
-    format!(
-        "{}{}",
-        base36(ms, 9),
-        base36(host::random_u64() % 36u64.pow(4), 4)
-    )
+    let random = base36(host::random_u64() % 36u64.pow(4), 4);
+    format!("{}{random}", base36(ms, 9))
 }
 
-/// Store a message from `from` to `to`; returns it with its new id.
-pub fn send(ws: &Workspace, from: &AgentId, to: &Recipient, body: &str) -> Result<Message> {
+/// Store a message from `from` to `to` (a [`recipient`]); returns it with its new id.
+pub fn send(ws: &Workspace, from: &AgentId, to: &str, body: &str) -> Result<Message> {
     if body.trim().is_empty() {
         return Err(Error::bad_input("the message is empty"));
     }
@@ -176,7 +154,7 @@ pub fn send(ws: &Workspace, from: &AgentId, to: &Recipient, body: &str) -> Resul
         id: String::new(),
         from: from.id().to_string(),
         from_name: from.name().to_string(),
-        to: to.as_str().to_string(),
+        to: to.to_string(),
         time: clock::now_string(),
         body: body.to_string(),
     };
@@ -192,12 +170,11 @@ pub fn send(ws: &Workspace, from: &AgentId, to: &Recipient, body: &str) -> Resul
             return Ok(msg);
         }
     }
-    Err(Error::Failed {
-        message: format!(
-            "cannot find a free message id in `{}` after 64 tries",
-            dir.display()
-        ),
-    })
+    let message = format!(
+        "cannot find a free message id in `{}` after 64 tries",
+        dir.display()
+    );
+    Err(Error::Failed { message })
 }
 
 fn messages_folder(ws: &Workspace) -> Result<std::path::PathBuf> {
@@ -348,10 +325,8 @@ pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Inbox> {
         if deadline.passed() {
             let me = agent.id();
             let waited = Duration::from_millis(started.elapsed().as_millis() as u64);
-            let why = format!(
-                "no unread message for {me} after {}",
-                clock::format_duration(waited)
-            );
+            let waited = clock::format_duration(waited);
+            let why = format!("no unread message for {me} after {waited}");
             let hint = format!(
                 "wait longer with `coord msg wait --timeout 10m`, or see older messages with `coord msg list`; others reach you with `coord msg send {me} \"…\"`"
             );
@@ -400,11 +375,10 @@ mod tests {
 
     #[test]
     fn recipients() {
-        let gemini = Recipient::Agent("gemini".into());
-        for (text, want) in [("ALL", Some(Recipient::All)), ("Gemini", Some(gemini))] {
-            assert_eq!(Recipient::parse(text).ok(), want);
+        for (text, want) in [("ALL", Some(ALL)), ("Gemini", Some("gemini"))] {
+            assert_eq!(recipient(text).ok().as_deref(), want);
         }
-        assert!(Recipient::parse("../x").is_err() && Recipient::parse("").is_err());
+        assert!(recipient("../x").is_err() && recipient("").is_err());
     }
 
     proptest::proptest! {

@@ -5,7 +5,7 @@ use clap::{Args, Subcommand};
 
 use coord::clock::{self, Wait};
 use coord::error::Refusal;
-use coord::message::{self, Inbox, InboxEntry, Recipient};
+use coord::message::{self, Inbox, InboxEntry};
 use coord::presence;
 use coord::{Error, ExitCode};
 
@@ -80,28 +80,28 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     match args.command {
         MsgCommand::Send { to, text } => {
-            let to = Recipient::parse(&to)?;
+            let to = message::recipient(&to)?;
             let agent = ctx.agent()?;
             // An agent that lives in a workspace inside this one reads its inbox there, never
             // here: refused before anything is written, rather than left unread.
-            if let Recipient::Agent(id) = &to
-                && let Some(home) = coord::status::nested_home(&ws, id)
+            if to != message::ALL
+                && let Some(home) = coord::status::nested_home(&ws, &to)
             {
                 let (root, quoted) = (&home.root, coord::shell::arg(&home.root));
                 let why = format!(
-                    "`{id}` works in the nested workspace `{root}/`, which keeps its own messages: it would never read this one"
+                    "`{to}` works in the nested workspace `{root}/`, which keeps its own messages: it would never read this one"
                 );
-                let hint = format!("send it there: `coord -C {quoted} msg send {id} …`");
+                let hint = format!("send it there: `coord -C {quoted} msg send {to} …`");
                 return Err(Error::refused(Refusal::AgentElsewhere, why, Some(hint)).into());
             }
             let body = text_or_stdin(&text)?;
             let sent = message::send(&ws, &agent, &to, &body)?;
-            if let Recipient::Agent(id) = &to
-                && matches!(presence::read(ws.root(), id), Ok(None))
+            if to != message::ALL
+                && matches!(presence::read(ws.root(), &to), Ok(None))
                 && !ctx.quiet
             {
                 output::diag(&format!(
-                    "note: `{id}` has no presence in this workspace yet; the message waits in its inbox"
+                    "note: `{to}` has no presence in this workspace yet; the message waits in its inbox"
                 ));
             }
             ctx.emit(&sent_json(&sent), || sent.id.clone());

@@ -171,10 +171,8 @@ impl Conversation {
     pub fn numbering_error(&self) -> Option<(usize, String)> {
         let mut numbered = self.messages.iter().zip(1..);
         let (m, n) = numbered.find(|(m, n)| m.number != *n)?;
-        Some((
-            m.line,
-            format!("expected message #{n}, found #{}", m.number),
-        ))
+        let why = format!("expected message #{n}, found #{}", m.number);
+        Some((m.line, why))
     }
 
     /// Whether the last message carries `marker` (one of the seed's, like `[NEEDS-USER]`).
@@ -230,11 +228,8 @@ pub(crate) fn render_message(
     text: &str,
     markers: &[String],
 ) -> String {
-    let time = now.format("%Y-%m-%d %H:%M:%S");
-    let mut block = format!(
-        "{}{HEADER_START}{number} [{speaker}] - {time}\n\n",
-        conv.lead
-    );
+    let (lead, time) = (conv.lead, now.format("%Y-%m-%d %H:%M:%S"));
+    let mut block = format!("{lead}{HEADER_START}{number} [{speaker}] - {time}\n\n");
     let text = text.replace("\r\n", "\n");
     for line in text.trim_end_matches('\n').split('\n') {
         let escape = line.starts_with(HEADER_START).then_some("\\");
@@ -330,12 +325,11 @@ impl StatusDoc {
         }
     }
 
-    fn number(&self, key: &str) -> Option<u64> {
-        self.0.get(key)?.as_u64()
-    }
-
     pub fn message_count(&self) -> u64 {
-        self.number("message_count").unwrap_or(0)
+        self.0
+            .get("message_count")
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
     }
 
     pub fn topic(&self) -> Option<&str> {
@@ -356,7 +350,7 @@ impl StatusDoc {
 
     /// How many lines of `user-commands.txt` the last message took into account.
     pub fn commands_read(&self) -> Option<usize> {
-        self.number("commands_read").map(|n| n as usize)
+        self.0.get("commands_read")?.as_u64().map(|n| n as usize)
     }
 
     pub fn set(&mut self, key: &str, value: impl Into<Value>) {
