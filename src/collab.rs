@@ -1,10 +1,7 @@
 //! The shared collaboration file of seed 000: one JSON object per line,
-//! `{"llm_id": "Claude", "response": "…", "time": "…"}`, appended by every participant and read
-//! back by all.
-//!
-//! Lines are written as Python's `json.dumps` writes them, so the seed's class and coord read
-//! each other's; each is appended whole, under a kernel lock, and fsynced; reading skips a bad
-//! line (naming it) and never goes through a symlink.
+//! `{"llm_id": "Claude", "response": "…", "time": "…"}`, written as Python's `json.dumps` writes
+//! it, appended whole under a kernel lock and fsynced; reading skips a bad line (naming it) and
+//! never goes through a symlink.
 
 use std::fmt::Write as _;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
@@ -215,9 +212,8 @@ pub fn read_all(path: &Path) -> Result<Batch> {
     Reader::default().read_new(path, true)
 }
 
-/// Print-as-you-go reading: hand every batch of new lines to `on_batch` (the existing ones
-/// first), woken by changes in the file's folder. A missing file is waited for; this returns
-/// only when the file cannot be read.
+/// Hand every batch of new lines to `on_batch` (the existing ones first), woken by changes in the
+/// file's folder; a missing file is waited for, and this returns only when it cannot be read.
 pub fn follow(path: &Path, on_batch: &mut dyn FnMut(Batch)) -> Result<()> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
     let watch = FolderWatch::new(&[dir.unwrap_or(Path::new(".")).to_path_buf()]);

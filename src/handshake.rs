@@ -1,5 +1,4 @@
 //! Handshakes: `<root>/.handshake_<agent>`, one block per peer, in the seed's `key: value` form.
-//!
 //! A round ([`step`]) runs under the workspace mutex and keeps a block's `time` while its status
 //! stays, so repeating it changes nothing. Reading is lenient: the files are also written by hand.
 
@@ -241,8 +240,7 @@ pub fn step(ws: &Workspace, agent: &AgentId, also: &[String]) -> Result<Round> {
     })
 }
 
-/// Rounds until every peer of the first round is established, waking on changes in the root
-/// (and every [`RECHECK`]).
+/// Rounds until every peer of the first round is established, woken by changes in the root.
 pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Round> {
     let watch = FolderWatch::new(&[ws.root().to_path_buf()]);
     let deadline = Deadline::after(wait.as_duration());

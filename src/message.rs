@@ -263,8 +263,7 @@ pub fn try_inbox(ws: &Workspace, agent: &AgentId) -> Result<Inbox> {
     Ok(Inbox { messages, skipped })
 }
 
-/// Unread counts of each agent in `agents` (every one gets an entry), and the files in the
-/// message folder that could not be read as messages (so that `coord status` lists them).
+/// Unread counts of each agent in `agents` (every one gets an entry), and the unreadable files.
 pub fn unread_counts(
     ws: &Workspace,
     agents: &[String],

@@ -115,11 +115,11 @@ fn print_batch(target: &Target, batch: &Batch, ctx: &Ctx, following: bool) {
                 Err(e) => output::diag(&format!("error: cannot render JSON: {e}")),
             }
         } else if !ctx.quiet {
-            let id = output::clean_block(&e.llm_id);
-            output::line(&format!(
-                "LLM ID: {id}, Response: {}",
-                output::clean_block(&e.response)
-            ));
+            let (id, response) = (
+                output::clean_block(&e.llm_id),
+                output::clean_block(&e.response),
+            );
+            output::line(&format!("LLM ID: {id}, Response: {response}"));
         }
     }
 }

@@ -163,10 +163,8 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             let id = validate_id(&speaker(as_id, ctx)?)?;
             let timeout = timeout.map(|t| Wait::parse(&t)).transpose()?;
             let v = d.wait(&id, timeout.and_then(Wait::as_duration))?;
-            let mut text = format!(
-                "It is {id}'s turn: message #{} is next.",
-                v.message_count + 1
-            );
+            let next = v.message_count + 1;
+            let mut text = format!("It is {id}'s turn: message #{next} is next.");
             if let Some(p) = &v.priority {
                 text.push_str(&format!("\nPRIORITY from the user: {}", output::clean(p)));
             }
@@ -314,11 +312,8 @@ fn message_text(text: Option<&str>, file: Option<&str>, ctx: &Ctx) -> Result<Str
             // Only read: a symlink (to anywhere) is followed, as any reader would.
             let path = ctx.cwd().join(f);
             let path = std::fs::canonicalize(&path).unwrap_or(path);
-            let bytes = fsutil::read_capped(&path, cap);
-            (
-                bytes.map_err(|e| Error::bad_input(format!("cannot read `{f}`: {e}")))?,
-                f,
-            )
+            let why = |e| Error::bad_input(format!("cannot read `{f}`: {e}"));
+            (fsutil::read_capped(&path, cap).map_err(why)?, f)
         }
         (None, None) => {
             let piped = !std::io::stdin().is_terminal();

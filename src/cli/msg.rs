@@ -112,7 +112,7 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 let (path, why) = (output::clean(&s.path), output::clean(&s.why));
                 output::diag(&format!("warning: skipped `{path}`: {why}"));
             }
-            print_list(&inbox, unread, ctx);
+            print_list(inbox, unread, ctx);
         }
         MsgCommand::Read { id } => {
             let mut entry = message::read(&ws, &ctx.agent()?, &id)?;
@@ -127,7 +127,7 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         MsgCommand::Wait { timeout } => {
             let wait = timeout.as_deref().map(Wait::parse).transpose()?;
             let inbox = message::wait(&ws, &ctx.agent()?, wait.unwrap_or(Wait::Forever))?;
-            print_list(&inbox, true, ctx);
+            print_list(inbox, true, ctx);
         }
     }
     Ok(ExitCode::Success)
@@ -169,17 +169,15 @@ pub fn read_text(entry: &InboxEntry) -> String {
 }
 
 /// The inbox as `msg list --json` shows it (only unread messages when `only_unread`).
-pub fn list_json(inbox: &Inbox, only_unread: bool) -> Inbox {
-    let mut shown = inbox.clone();
-    shown.messages.retain(|e| e.unread || !only_unread);
-    shown
+pub fn list_json(mut inbox: Inbox, only_unread: bool) -> Inbox {
+    inbox.messages.retain(|e| e.unread || !only_unread);
+    inbox
 }
 
-fn print_list(inbox: &Inbox, only_unread: bool, ctx: &Ctx) {
+fn print_list(inbox: Inbox, only_unread: bool, ctx: &Ctx) {
     let listed = list_json(inbox, only_unread);
-    ctx.emit(&listed, || {
-        list_text(&listed.messages, only_unread, output::color_enabled())
-    });
+    let color = output::color_enabled();
+    ctx.emit(&listed, || list_text(&listed.messages, only_unread, color));
 }
 
 /// The inbox as a table (ID, NEW, FROM, TO, TIME, MESSAGE), or `No (unread) messages`.

@@ -292,10 +292,7 @@ impl Dialogue {
             done: false,
         };
         loop {
-            let guard = match held.take() {
-                Some(g) => g,
-                None => self.lock_mutex()?,
-            };
+            let guard = held.take().map_or_else(|| self.lock_mutex(), Ok)?;
             let now = clock::now();
             if fsutil::create_new(&path, LockInfo::render(holder, &now, None).as_bytes())? {
                 return Ok(lock(guard, None));

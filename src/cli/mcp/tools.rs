@@ -139,7 +139,7 @@ impl Host {
             }
             "msg_list" => {
                 let only_unread = args.bool("unread_only")?.unwrap_or(false);
-                let listed = msg::list_json(&message::try_inbox(ws, agent)?, only_unread);
+                let listed = msg::list_json(message::try_inbox(ws, agent)?, only_unread);
                 let text = msg::list_text(&listed.messages, only_unread, false);
                 done(text, &listed)
             }
