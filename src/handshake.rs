@@ -182,14 +182,12 @@ pub fn step(ws: &Workspace, agent: &AgentId, also: &[String]) -> Result<Round> {
     let old = read(root, me).map_err(corrupt)?.unwrap_or_default();
     let (all, _) = scan(root);
     let now = clock::now();
-    let mut peers: Vec<String> = crate::stamp::active_agents(root, &now)
+    let peers: std::collections::BTreeSet<String> = crate::stamp::active_agents(root, &now)
         .into_iter()
         .chain(all.iter().filter(|b| b.to == me).map(|b| b.from.clone()))
         .chain(also.iter().cloned())
         .filter(|p| p != me)
         .collect();
-    peers.sort();
-    peers.dedup();
 
     // Blocks to agents outside the round stay as they are.
     let mut blocks: Vec<Block> = old

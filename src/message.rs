@@ -189,9 +189,8 @@ fn messages_folder(ws: &Workspace) -> Result<std::path::PathBuf> {
 /// error when the message folder stands but cannot be listed.
 pub fn scan(root: &Path) -> Result<(Vec<Message>, Vec<Unreadable>)> {
     let dir = layout::messages_dir(&shared_root(root));
-    let mut found = Vec::new();
-    let mut skipped = Vec::new();
-    let entries = match crate::fsutil::read_dir(&dir) {
+    let (mut found, mut skipped) = (Vec::new(), Vec::new());
+    let entries = match fsutil::read_dir(&dir) {
         Ok(entries) => entries,
         // Anything but a folder standing there (gone, a file, a FIFO) holds no message.
         Err(e) if fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) => {
@@ -230,12 +229,9 @@ fn message_of(id: &str, read: std::io::Result<Vec<u8>>) -> std::result::Result<M
 
 /// The ids `agent` has read. Temporary files of readers killed while marking are swept.
 fn read_marks(root: &Path, agent: &str) -> HashSet<String> {
-    let Ok(entries) = crate::fsutil::read_dir(layout::read_marks_dir(&shared_root(root), agent))
-    else {
-        return HashSet::new();
-    };
+    let dir = layout::read_marks_dir(&shared_root(root), agent);
+    let entries = fsutil::read_dir(dir).into_iter().flatten().flatten();
     entries
-        .flatten()
         .filter(|e| !fsutil::sweep_entry(e))
         .filter_map(|e| e.file_name().into_string().ok())
         .filter(|n| layout::is_valid_message_id(n))

@@ -116,12 +116,9 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
     let speaker = known.cloned().unwrap_or(speaker);
     snap.may_speak(&speaker)?;
 
-    let mut markers: Vec<String> = Vec::new();
-    for m in req.markers.iter().map(Marker::to_string) {
-        if !markers.contains(&m) {
-            markers.push(m);
-        }
-    }
+    let mut markers: Vec<String> = req.markers.iter().map(Marker::to_string).collect();
+    let mut seen = std::collections::HashSet::new();
+    markers.retain(|m| seen.insert(m.clone()));
     let needs_user = req.text.contains(NEEDS_USER) || markers.iter().any(|m| m == NEEDS_USER);
     let next = next_turn(&snap, &speaker, to.as_deref(), needs_user)?;
     let number = snap.conv.count() + 1;
