@@ -175,10 +175,9 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             let req = SayRequest {
                 speaker: speaker(a.as_id, ctx)?,
                 markers: markers.collect::<Result<_, _>>()?,
-                lock_wait: match a.lock_wait {
-                    Some(w) => clock::parse_duration(&w)?,
-                    None => DEFAULT_LOCK_WAIT,
-                },
+                lock_wait: a
+                    .lock_wait
+                    .map_or(Ok(DEFAULT_LOCK_WAIT), |w| clock::parse_duration(&w))?,
                 text: message_text(a.text.as_deref(), a.file.as_deref(), ctx)?,
                 to: a.to,
             };

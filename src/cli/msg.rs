@@ -118,8 +118,7 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             let mut entry = message::read(&ws, &ctx.agent()?, &id)?;
             // `unread` says whether it was unread until now; it is read from here on.
             let marked_read = std::mem::replace(&mut entry.unread, false);
-            // `--json`: the message as `msg list --json` shows it (now read), and whether this
-            // read marked it.
+            // `--json`: the message as `msg list --json` shows it (now read), and `marked_read`.
             let mut doc = serde_json::to_value(&entry)?;
             doc["marked_read"] = marked_read.into();
             ctx.emit(&doc, || read_text(&entry));
