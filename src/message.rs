@@ -141,11 +141,10 @@ pub fn send(ws: &Workspace, from: &AgentId, to: &str, body: &str) -> Result<Mess
     if body.trim().is_empty() {
         return Err(Error::bad_input("the message is empty"));
     }
-    if body.len() as u64 > MESSAGE_CAP - 4096 {
-        return Err(Error::bad_input(format!(
-            "the message is larger than {} KiB",
-            (MESSAGE_CAP - 4096) / 1024
-        )));
+    let cap = MESSAGE_CAP - 4096;
+    if body.len() as u64 > cap {
+        let why = format!("the message is larger than {} KiB", cap / 1024);
+        return Err(Error::bad_input(why));
     }
     let dir = messages_folder(ws)?;
     // What killed senders left here goes (listings sweep it too).
@@ -284,9 +283,8 @@ pub fn read(ws: &Workspace, agent: &AgentId, id: &str) -> Result<InboxEntry> {
     // What is not an id is never read.
     let read = layout::is_valid_message_id(&key).then(|| fsutil::read_capped(&path, MESSAGE_CAP));
     let Some(read) = read.filter(|r| !r.as_ref().is_err_and(|e| e.kind() == NotFound)) else {
-        return Err(Error::bad_input(format!(
-            "there is no message `{id}` (see the ids with `coord msg list`)"
-        )));
+        let why = format!("there is no message `{id}` (see the ids with `coord msg list`)");
+        return Err(Error::bad_input(why));
     };
     let message = message_of(&key, read).map_err(|why| Error::Corrupt {
         path,

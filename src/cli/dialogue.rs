@@ -194,9 +194,7 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             let file = d.shown(DIALOGUE_COMMANDS);
             let mut text = format!("Appended `{}` to {file}", output::clean(&cmd));
             if let Some(dir) = &archived {
-                text.push_str(&format!(
-                    "\nArchived the session to {dir}/ and started a fresh one"
-                ));
+                text += &format!("\nArchived the session to {dir}/ and started a fresh one");
             }
             let doc = serde_json::json!({ "command": cmd, "file": file, "archived": archived });
             ctx.emit(&doc, || text);

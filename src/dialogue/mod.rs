@@ -316,9 +316,8 @@ fn check_participants(list: &[String]) -> Result<Vec<String>> {
             return Err(Error::bad_input(why));
         }
         if out.iter().any(|o| same_id(o, &id)) {
-            return Err(Error::bad_input(format!(
-                "participant `{id}` is named twice"
-            )));
+            let why = format!("participant `{id}` is named twice");
+            return Err(Error::bad_input(why));
         }
         out.push(id);
     }

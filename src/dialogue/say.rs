@@ -67,12 +67,11 @@ fn speaker_id(id: &str) -> Result<String> {
 
 fn check_request(speaker: &str, text: &str) -> Result<String> {
     let speaker = speaker_id(speaker)?;
+    let too_big = || format!("the message text is larger than {MAX_TEXT} bytes");
     match () {
         _ if text.trim().is_empty() => Err(Error::bad_input("the message text is empty")),
         _ if text.contains('\0') => Err(Error::bad_input("the message text contains a NUL byte")),
-        _ if text.len() > MAX_TEXT => Err(Error::bad_input(format!(
-            "the message text is larger than {MAX_TEXT} bytes"
-        ))),
+        _ if text.len() > MAX_TEXT => Err(Error::bad_input(too_big())),
         _ => Ok(speaker),
     }
 }
@@ -234,9 +233,8 @@ fn repair_interrupted(
     status.record_message(number, &writer, now);
     d.replace(DIALOGUE_STATUS, &status.render())?;
     snap.status = Ok(status);
-    Ok(Some(format!(
-        "completed the interrupted write of message #{number} by {writer}"
-    )))
+    let done = format!("completed the interrupted write of message #{number} by {writer}");
+    Ok(Some(done))
 }
 
 /// A held `lock.txt`, with the dialogue's kernel lock; removed when dropped unreleased.
