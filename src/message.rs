@@ -184,8 +184,7 @@ fn messages_folder(ws: &Workspace) -> Result<std::path::PathBuf> {
     Ok(dir)
 }
 
-/// Every message in the workspace, in sending order, and the files that are not messages; an
-/// error when the message folder stands but cannot be listed.
+/// Every message in sending order, and the unreadable files; an error if the folder is unlistable.
 pub fn scan(root: &Path) -> Result<(Vec<Message>, Vec<Unreadable>)> {
     let dir = layout::messages_dir(&shared_root(root));
     let (mut found, mut skipped) = (Vec::new(), Vec::new());

@@ -239,10 +239,8 @@ pub fn render_view(v: &TurnView) -> String {
     let shown = output::clean(v.next.as_deref().unwrap_or(&v.turn_file));
     // `current-turn.txt` may name anyone (an agent that follows the files by hand can write
     // it): one who is neither a participant nor the user is said to be so.
-    let outsider = v
-        .next
-        .as_deref()
-        .filter(|id| !same_id(id, USER) && !v.participants.iter().any(|p| same_id(p, id)));
+    let known = |id: &str| same_id(id, USER) || v.participants.iter().any(|p| same_id(p, id));
+    let outsider = v.next.as_deref().filter(|id| !known(id));
     let last = match (&v.last_speaker, &v.last_time) {
         (Some(s), Some(t)) => format!(" (last: {} at {})", output::clean(s), output::clean(t)),
         _ => String::new(),
@@ -283,9 +281,8 @@ pub fn render_view(v: &TurnView) -> String {
 /// The `warning:` lines of a said message, and the `note:` of a repair.
 pub fn say_notes(o: &say::SayOutcome) -> Vec<String> {
     let warnings = o.warnings.iter().map(|w| format!("warning: {w}"));
-    warnings
-        .chain(o.repaired.iter().map(|r| format!("note: {r}")))
-        .collect()
+    let notes = o.repaired.iter().map(|r| format!("note: {r}"));
+    warnings.chain(notes).collect()
 }
 
 /// `Message #N written by ID. The turn is now with NEXT.`

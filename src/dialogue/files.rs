@@ -402,9 +402,8 @@ impl LockInfo {
     pub(crate) fn parse(text: &str, mtime: Option<Timestamp>, now: &Timestamp) -> LockInfo {
         let first = text.lines().map(str::trim).find(|l| !l.is_empty());
         let first = first.unwrap_or_default();
-        let label = ["Agent:", "agent:"]
-            .iter()
-            .find_map(|a| first.strip_prefix(a));
+        let strip = |label| first.strip_prefix(label);
+        let label = strip("Agent:").or_else(|| strip("agent:"));
         let holder = Some(label.unwrap_or(first).trim()).filter(|h| !h.is_empty());
         let rec = crate::record::Record::parse(text);
         let since = rec.get("since").and_then(clock::parse_timestamp).or(mtime);
