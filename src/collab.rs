@@ -72,12 +72,8 @@ pub fn render_line(llm_id: &str, response: &str, time: &str) -> String {
         }
         out
     };
-    format!(
-        "{{\"llm_id\": {}, \"response\": {}, \"time\": {}}}",
-        python(llm_id),
-        python(response),
-        python(time)
-    )
+    let (id, response, time) = (python(llm_id), python(response), python(time));
+    format!("{{\"llm_id\": {id}, \"response\": {response}, \"time\": {time}}}")
 }
 
 /// Append an entry by `agent` (its name as given) saying `response` to `target`.

@@ -169,10 +169,8 @@ pub fn send(ws: &Workspace, from: &AgentId, to: &str, body: &str) -> Result<Mess
             return Ok(msg);
         }
     }
-    let message = format!(
-        "cannot find a free message id in `{}` after 64 tries",
-        dir.display()
-    );
+    let dir = dir.display();
+    let message = format!("cannot find a free message id in `{dir}` after 64 tries");
     Err(Error::Failed { message })
 }
 

@@ -63,13 +63,10 @@ fn render(round: &Round) -> String {
     });
     let headers = ["PEER", "YOU SENT", "THEY SENT", "PAIR"];
     let table = output::table(&headers, rows.collect(), output::color_enabled());
-    let pending = round.pending();
+    let pending = round.pending().join(", ");
     let tail = match pending.is_empty() {
         true => "Protocol V3 active with every peer".to_string(),
-        false => format!(
-            "Waiting for {} to answer (they run `coord handshake`)",
-            pending.join(", ")
-        ),
+        false => format!("Waiting for {pending} to answer (they run `coord handshake`)"),
     };
     format!("Handshake of {}:\n{table}\n{tail}", round.agent)
 }

@@ -141,9 +141,9 @@ pub(super) fn text_or_stdin(text: &str) -> Result<String, Error> {
         .map_err(|e| Error::bad_input(format!("cannot read the text from stdin: {e}")))?;
     // Never cut silently: more than the limit is refused, nothing is written.
     if buf.len() as u64 > message::MESSAGE_CAP {
+        let mib = message::MESSAGE_CAP / (1024 * 1024);
         return Err(Error::bad_input(format!(
-            "the text on stdin is larger than {} MiB, the most coord takes from stdin",
-            message::MESSAGE_CAP / (1024 * 1024)
+            "the text on stdin is larger than {mib} MiB, the most coord takes from stdin"
         )));
     }
     let text =
@@ -157,13 +157,11 @@ pub(super) fn text_or_stdin(text: &str) -> Result<String, Error> {
 /// A message whole: `id:`, `from:`, `to:`, `time:`, a blank line, the body.
 pub fn read_text(entry: &InboxEntry) -> String {
     let m = &entry.message;
+    let (from, time) = (output::clean(&m.from_name), output::clean(&m.time));
+    let body = output::clean_block(m.body.trim_end_matches('\n'));
     format!(
-        "id: {}\nfrom: {}\nto: {}\ntime: {}\n\n{}",
-        m.id,
-        output::clean(&m.from_name),
-        m.to,
-        output::clean(&m.time),
-        output::clean_block(m.body.trim_end_matches('\n'))
+        "id: {}\nfrom: {from}\nto: {}\ntime: {time}\n\n{body}",
+        m.id, m.to
     )
 }
 

@@ -211,10 +211,9 @@ pub(crate) fn render_conversation_header(
     first: &str,
     now: &Timestamp,
 ) -> String {
+    let (started, list) = (now.format("%Y-%m-%d %H:%M:%S"), participants.join(", "));
     format!(
-        "# Agent Dialogue: {topic}\n\n- Started: {}\n- Participants: {}\n- First speaker: {first}\n\n---\n",
-        now.format("%Y-%m-%d %H:%M:%S"),
-        participants.join(", ")
+        "# Agent Dialogue: {topic}\n\n- Started: {started}\n- Participants: {list}\n- First speaker: {first}\n\n---\n"
     )
 }
 
@@ -425,11 +424,8 @@ impl LockInfo {
     /// The text coord writes: the id first (as the seed asks), then `since:`, `pid:`, `host:`.
     pub(crate) fn render(holder: &str, now: &Timestamp, interrupted: Option<&str>) -> String {
         let (since, pid, on) = (clock::format_timestamp(now), host::pid(), host::hostname());
-        let interrupted = interrupted.map(|w| format!("interrupted: {w}\n"));
-        format!(
-            "{holder}\nsince: {since}\npid: {pid}\nhost: {on}\n{}",
-            interrupted.unwrap_or_default()
-        )
+        let interrupted = interrupted.map_or(String::new(), |w| format!("interrupted: {w}\n"));
+        format!("{holder}\nsince: {since}\npid: {pid}\nhost: {on}\n{interrupted}")
     }
 }
 

@@ -308,11 +308,9 @@ impl Dialogue {
             drop(guard);
             if deadline.passed() {
                 let since = info.since.as_deref().unwrap_or("an unknown time");
-                let message = format!(
-                    "`{}` is held by {} since {since} (a write in progress)",
-                    self.shown(DIALOGUE_LOCK),
-                    info.holder
-                );
+                let (file, holder) = (self.shown(DIALOGUE_LOCK), &info.holder);
+                let message =
+                    format!("`{file}` is held by {holder} since {since} (a write in progress)");
                 let hint = "try again in a moment; a lock.txt older than 60 seconds is stale and taken over";
                 return Err(super::refused(Refusal::DialogueBusy, message, hint));
             }
