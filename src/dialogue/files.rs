@@ -138,10 +138,8 @@ impl Conversation {
             } else if let Some(t) = header.and_then(|l| l.strip_prefix("# Agent Dialogue:")) {
                 c.topic.get_or_insert_with(|| t.trim().to_string());
             } else if let Some(p) = header.and_then(|l| l.strip_prefix("- Participants:")) {
-                let ids = p
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|s| validate_id(s).is_ok());
+                let valid = |s: &&str| validate_id(s).is_ok();
+                let ids = p.split(',').map(str::trim).filter(valid);
                 let ids: Vec<String> = ids.map(str::to_string).collect();
                 if !ids.is_empty() {
                     c.participants.get_or_insert(ids);
@@ -364,13 +362,9 @@ impl StatusDoc {
 
     /// One key per line, the seed's keys first in the seed's order, then the others.
     pub fn render(&self) -> String {
-        let seed = SEED_STATUS_KEYS
-            .iter()
-            .filter_map(|k| self.0.get_key_value(*k));
-        let rest = self
-            .0
-            .iter()
-            .filter(|(k, _)| !SEED_STATUS_KEYS.contains(&k.as_str()));
+        let (keys, map) = (SEED_STATUS_KEYS, &self.0);
+        let seed = keys.iter().filter_map(|k| map.get_key_value(*k));
+        let rest = map.iter().filter(|(k, _)| !keys.contains(&k.as_str()));
         let lines: Vec<String> = seed
             .chain(rest)
             .map(|(k, v)| format!("  {}: {v}", Value::from(k.as_str())))
