@@ -203,11 +203,8 @@ pub fn step(ws: &Workspace, agent: &AgentId, also: &[String]) -> Result<Round> {
             .map(|b| b.status);
         let before = old.iter().find(|b| b.to == peer);
         // Asked by the peer, or accepted before: accepted. A pair is then established.
-        let mine = if theirs.is_some() || before.is_some_and(|b| b.status == Accepted) {
-            Accepted
-        } else {
-            Requested
-        };
+        let accepted = theirs.is_some() || before.is_some_and(|b| b.status == Accepted);
+        let mine = if accepted { Accepted } else { Requested };
         let time = match before {
             Some(b) if b.status == mine && b.time.is_some() => b.time.clone(),
             _ => Some(clock::format_timestamp(&now)),
