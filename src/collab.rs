@@ -151,13 +151,12 @@ impl Reader {
         }
         file.seek(SeekFrom::Start(self.offset)).at("read", path)?;
         let mut reader = BufReader::new(file.take(len - self.offset));
+        let mut piece =
+            |cap: u64, into: &mut Vec<u8>| (&mut reader).take(cap).read_until(b'\n', into);
         let mut buf = Vec::new();
         loop {
             buf.clear();
-            let mut n = (&mut reader)
-                .take(LINE_CAP + 1)
-                .read_until(b'\n', &mut buf)
-                .at("read", path)?;
+            let mut n = piece(LINE_CAP + 1, &mut buf).at("read", path)?;
             if n == 0 {
                 break;
             }
@@ -167,10 +166,7 @@ impl Reader {
             while too_long && !complete {
                 // Skip to the end of this line, a piece at a time.
                 rest.clear();
-                let more = (&mut reader)
-                    .take(LINE_CAP)
-                    .read_until(b'\n', &mut rest)
-                    .at("read", path)?;
+                let more = piece(LINE_CAP, &mut rest).at("read", path)?;
                 if more == 0 {
                     break;
                 }
