@@ -1,14 +1,11 @@
 //! The shared collaboration file of seed 000: one JSON object per line,
-//! `{"llm_id": "Claude", "response": "…", "time": "…"}`, appended by every participant and read
-//! back by all.
-//!
-//! Lines are written as Python's `json.dumps` writes them, so the seed's class and coord read
-//! each other's; each is appended whole, under a kernel lock, and fsynced; reading skips a bad
-//! line (naming it) and never goes through a symlink.
+//! `{"llm_id": "Claude", "response": "…", "time": "…"}`, written as Python's `json.dumps` writes
+//! it, appended whole under a kernel lock and fsynced; reading skips a bad line (naming it) and
+//! never goes through a symlink.
 
 use std::fmt::Write as _;
 use std::io::{self, BufRead, BufReader, Read, Seek, SeekFrom};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 use serde_json::Value;
@@ -19,8 +16,9 @@ use crate::fsutil;
 use crate::wait::{FolderWatch, RECHECK};
 use crate::workspace::{AgentId, Target};
 
-/// The longest line coord writes or reads (4 MiB).
-pub const LINE_CAP: u64 = 4 * 1024 * 1024;
+/// The longest line coord writes or reads.
+const LINE_CAP_MIB: u64 = 4;
+const LINE_CAP: u64 = LINE_CAP_MIB * 1024 * 1024;
 
 /// One entry of the collaboration file.
 #[derive(Debug, Clone, Serialize, PartialEq, Eq)]
@@ -74,12 +72,8 @@ pub fn render_line(llm_id: &str, response: &str, time: &str) -> String {
         }
         out
     };
-    format!(
-        "{{\"llm_id\": {}, \"response\": {}, \"time\": {}}}",
-        python(llm_id),
-        python(response),
-        python(time)
-    )
+    let (id, response, time) = (python(llm_id), python(response), python(time));
+    format!("{{\"llm_id\": {id}, \"response\": {response}, \"time\": {time}}}")
 }
 
 /// Append an entry by `agent` (its name as given) saying `response` to `target`.
@@ -87,10 +81,9 @@ pub fn write(target: &Target, agent: &AgentId, response: &str) -> Result<Entry> 
     let time = clock::now_string();
     let line = render_line(agent.name(), response, &time);
     if line.len() as u64 >= LINE_CAP {
+        let rel = &target.rel;
         return Err(Error::bad_input(format!(
-            "the response is too long for one line of `{}` (at most {} MiB once encoded)",
-            target.rel,
-            LINE_CAP / (1024 * 1024)
+            "the response is too long for one line of `{rel}` (at most {LINE_CAP_MIB} MiB once encoded)"
         )));
     }
     Ok(Entry {
@@ -139,25 +132,17 @@ pub fn parse_line(line: usize, bytes: &[u8]) -> std::result::Result<Entry, Probl
     })
 }
 
+/// Where the next read of one file starts: its byte offset, and the line number before it.
+#[derive(Default)]
 struct Reader {
-    path: PathBuf,
     offset: u64,
     line: usize,
 }
 
 impl Reader {
-    fn new(path: &Path) -> Reader {
-        Reader {
-            path: path.to_path_buf(),
-            offset: 0,
-            line: 0,
-        }
-    }
-
     /// Read what was appended since the last call. With `to_end`, a last line without its
     /// newline is read too; otherwise it is left for a later call (it may still be growing).
-    fn read_new(&mut self, to_end: bool) -> Result<Batch> {
-        let path = &self.path;
+    fn read_new(&mut self, path: &Path, to_end: bool) -> Result<Batch> {
         let mut file = fsutil::open_regular_nofollow(path).at("read", path)?;
         let len = file.metadata().at("read", path)?.len();
         let mut batch = Batch::default();
@@ -166,13 +151,12 @@ impl Reader {
         }
         file.seek(SeekFrom::Start(self.offset)).at("read", path)?;
         let mut reader = BufReader::new(file.take(len - self.offset));
+        let mut piece =
+            |cap: u64, into: &mut Vec<u8>| (&mut reader).take(cap).read_until(b'\n', into);
         let mut buf = Vec::new();
         loop {
             buf.clear();
-            let mut n = (&mut reader)
-                .take(LINE_CAP + 1)
-                .read_until(b'\n', &mut buf)
-                .at("read", path)?;
+            let mut n = piece(LINE_CAP + 1, &mut buf).at("read", path)?;
             if n == 0 {
                 break;
             }
@@ -182,23 +166,15 @@ impl Reader {
             while too_long && !complete {
                 // Skip to the end of this line, a piece at a time.
                 rest.clear();
-                let more = (&mut reader)
-                    .take(LINE_CAP)
-                    .read_until(b'\n', &mut rest)
-                    .at("read", path)?;
+                let more = piece(LINE_CAP, &mut rest).at("read", path)?;
                 if more == 0 {
                     break;
                 }
                 n += more;
                 complete = rest.last() == Some(&b'\n');
             }
-            let end = buf.len()
-                - buf
-                    .iter()
-                    .rev()
-                    .take_while(|b| matches!(b, b'\n' | b'\r'))
-                    .count();
-            let text = &buf[..end];
+            let end = buf.iter().rposition(|b| !matches!(b, b'\n' | b'\r'));
+            let text = &buf[..end.map_or(0, |i| i + 1)];
             // A last line without its newline is left for later unless reading to the end; then,
             // one that does not parse is an append still being written, not a corrupt line.
             if !complete && (!to_end || (!too_long && parse_line(self.line + 1, text).is_err())) {
@@ -207,7 +183,7 @@ impl Reader {
             self.offset += n as u64;
             self.line += 1;
             if too_long {
-                let why = format!("longer than {} MiB", LINE_CAP / (1024 * 1024));
+                let why = format!("longer than {LINE_CAP_MIB} MiB");
                 batch.problems.push(Problem {
                     line: self.line,
                     why,
@@ -225,21 +201,17 @@ impl Reader {
 
 /// Read the whole file.
 pub fn read_all(path: &Path) -> Result<Batch> {
-    Reader::new(path).read_new(true)
+    Reader::default().read_new(path, true)
 }
 
-/// Print-as-you-go reading: hand every batch of new lines to `on_batch` (the existing ones
-/// first), woken by changes in the file's folder. A missing file is waited for; this returns
-/// only when the file cannot be read.
+/// Hand every batch of new lines to `on_batch` (the existing ones first), woken by changes in the
+/// file's folder; a missing file is waited for, and this returns only when it cannot be read.
 pub fn follow(path: &Path, on_batch: &mut dyn FnMut(Batch)) -> Result<()> {
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => PathBuf::from("."),
-    };
-    let watch = FolderWatch::new(std::slice::from_ref(&dir));
-    let mut reader = Reader::new(path);
+    let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
+    let watch = FolderWatch::new(&[dir.unwrap_or(Path::new(".")).to_path_buf()]);
+    let mut reader = Reader::default();
     loop {
-        match reader.read_new(false) {
+        match reader.read_new(path, false) {
             Ok(b) if b.entries.is_empty() && b.problems.is_empty() && !b.restarted => {}
             Ok(batch) => on_batch(batch),
             Err(Error::Io { source, .. }) if source.kind() == io::ErrorKind::NotFound => {}
@@ -276,10 +248,10 @@ mod tests {
         let f = dir.path().join("c.txt");
         let (a, b) = (render_line("a", "1", "t"), render_line("b", "2", "t"));
         std::fs::write(&f, format!("{a}\n\n{b}\n")).unwrap();
-        let mut r = Reader::new(&f);
-        assert_eq!(r.read_new(false).unwrap().entries[1].line, 3);
+        let mut r = Reader::default();
+        assert_eq!(r.read_new(&f, false).unwrap().entries[1].line, 3);
         std::fs::write(&f, render_line("c", "3", "t")).unwrap();
-        let b = r.read_new(true).unwrap();
+        let b = r.read_new(&f, true).unwrap();
         assert!(b.restarted);
         assert_eq!((b.entries[0].line, b.entries[0].llm_id.as_str()), (1, "c"));
     }

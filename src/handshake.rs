@@ -1,5 +1,4 @@
 //! Handshakes: `<root>/.handshake_<agent>`, one block per peer, in the seed's `key: value` form.
-//!
 //! A round ([`step`]) runs under the workspace mutex and keeps a block's `time` while its status
 //! stays, so repeating it changes nothing. Reading is lenient: the files are also written by hand.
 
@@ -175,23 +174,20 @@ pub fn step(ws: &Workspace, agent: &AgentId, also: &[String]) -> Result<Round> {
     let me = agent.id();
     let _mutex = ws.lock_mutex()?;
     let path = layout::handshake(&shared_root(root), me);
-    let old = read(root, me)
-        .map_err(|u| Error::Corrupt {
-            path: path.clone(),
-            line: None,
-            why: u.why,
-        })?
-        .unwrap_or_default();
+    let corrupt = |u: Unreadable| Error::Corrupt {
+        path: path.clone(),
+        line: None,
+        why: u.why,
+    };
+    let old = read(root, me).map_err(corrupt)?.unwrap_or_default();
     let (all, _) = scan(root);
     let now = clock::now();
-    let mut peers: Vec<String> = crate::stamp::active_agents(root, &now)
+    let peers: std::collections::BTreeSet<String> = crate::stamp::active_agents(root, &now)
         .into_iter()
         .chain(all.iter().filter(|b| b.to == me).map(|b| b.from.clone()))
         .chain(also.iter().cloned())
         .filter(|p| p != me)
         .collect();
-    peers.sort();
-    peers.dedup();
 
     // Blocks to agents outside the round stay as they are.
     let mut blocks: Vec<Block> = old
@@ -207,11 +203,8 @@ pub fn step(ws: &Workspace, agent: &AgentId, also: &[String]) -> Result<Round> {
             .map(|b| b.status);
         let before = old.iter().find(|b| b.to == peer);
         // Asked by the peer, or accepted before: accepted. A pair is then established.
-        let mine = if theirs.is_some() || before.is_some_and(|b| b.status == Accepted) {
-            Accepted
-        } else {
-            Requested
-        };
+        let accepted = theirs.is_some() || before.is_some_and(|b| b.status == Accepted);
+        let mine = if accepted { Accepted } else { Requested };
         let time = match before {
             Some(b) if b.status == mine && b.time.is_some() => b.time.clone(),
             _ => Some(clock::format_timestamp(&now)),
@@ -242,8 +235,7 @@ pub fn step(ws: &Workspace, agent: &AgentId, also: &[String]) -> Result<Round> {
     })
 }
 
-/// Rounds until every peer of the first round is established, waking on changes in the root
-/// (and every [`RECHECK`]).
+/// Rounds until every peer of the first round is established, woken by changes in the root.
 pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Round> {
     let watch = FolderWatch::new(&[ws.root().to_path_buf()]);
     let deadline = Deadline::after(wait.as_duration());
@@ -255,14 +247,10 @@ pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Round> {
             let waited = wait.as_duration().map(clock::format_duration);
             let waited = waited.unwrap_or_else(|| "forever".into());
             let why = format!("handshake of {me} not answered by {pending} after {waited}");
-            let hint = format!(
+            let hint = Some(format!(
                 "ask them to run `coord handshake` (or wait longer with `--wait 5m`); `.handshake_{me}` keeps the request"
-            );
-            return Err(Error::refused(
-                Refusal::HandshakeUnanswered,
-                why,
-                Some(hint),
             ));
+            return Err(Error::refused(Refusal::HandshakeUnanswered, why, hint));
         }
         watch.wait(deadline.next_sleep(RECHECK));
         round = step(ws, agent, &wanted)?;
@@ -301,10 +289,8 @@ mod tests {
         };
         assert!(!v3_active(&[b("a", "b", Requested)]));
         assert!(!v3_active(&[b("a", "b", Accepted)]));
-        assert!(!v3_active(&[
-            b("a", "b", Requested),
-            b("b", "a", Requested)
-        ]));
-        assert!(v3_active(&[b("a", "b", Requested), b("b", "a", Accepted)]));
+        let (ab, ba) = (b("a", "b", Requested), b("b", "a", Requested));
+        assert!(!v3_active(&[ab.clone(), ba]));
+        assert!(v3_active(&[ab, b("b", "a", Accepted)]));
     }
 }

@@ -27,31 +27,12 @@ pub const MESSAGE_CAP: u64 = 1024 * 1024;
 /// The recipient name that addresses every agent.
 pub const ALL: &str = "all";
 
-/// Whom a message is for.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Recipient {
-    /// One agent, by id.
-    Agent(String),
-    /// Every agent (`all`).
-    All,
-}
-
-impl Recipient {
-    /// Parse `all` or an agent name (case is ignored, as for `--agent`).
-    pub fn parse(text: &str) -> Result<Recipient> {
-        if text.eq_ignore_ascii_case(ALL) {
-            return Ok(Recipient::All);
-        }
-        AgentId::parse(text).map(|a| Recipient::Agent(a.id().to_string()))
+/// The `to:` of a message for `text`: `all`, or an agent's id (case is ignored, as for `--agent`).
+pub fn recipient(text: &str) -> Result<String> {
+    if text.eq_ignore_ascii_case(ALL) {
+        return Ok(ALL.to_string());
     }
-
-    /// The name written in the `to:` line.
-    pub fn as_str(&self) -> &str {
-        match self {
-            Recipient::Agent(id) => id,
-            Recipient::All => ALL,
-        }
-    }
+    AgentId::parse(text).map(|a| a.id().to_string())
 }
 
 /// One message, as stored.
@@ -151,23 +132,19 @@ fn new_id() -> String {
         .duration_since(UNIX_EPOCH)
         .map(|d| d.as_millis() as u64)
         .unwrap_or(0);
-    format!(
-        "{}{}",
-        base36(ms, 9),
-        base36(host::random_u64() % 36u64.pow(4), 4)
-    )
+    let random = base36(host::random_u64() % 36u64.pow(4), 4);
+    format!("{}{random}", base36(ms, 9))
 }
 
-/// Store a message from `from` to `to`; returns it with its new id.
-pub fn send(ws: &Workspace, from: &AgentId, to: &Recipient, body: &str) -> Result<Message> {
+/// Store a message from `from` to `to` (a [`recipient`]); returns it with its new id.
+pub fn send(ws: &Workspace, from: &AgentId, to: &str, body: &str) -> Result<Message> {
     if body.trim().is_empty() {
         return Err(Error::bad_input("the message is empty"));
     }
-    if body.len() as u64 > MESSAGE_CAP - 4096 {
-        return Err(Error::bad_input(format!(
-            "the message is larger than {} KiB",
-            (MESSAGE_CAP - 4096) / 1024
-        )));
+    let cap = MESSAGE_CAP - 4096;
+    if body.len() as u64 > cap {
+        let why = format!("the message is larger than {} KiB", cap / 1024);
+        return Err(Error::bad_input(why));
     }
     let dir = messages_folder(ws)?;
     // What killed senders left here goes (listings sweep it too).
@@ -176,7 +153,7 @@ pub fn send(ws: &Workspace, from: &AgentId, to: &Recipient, body: &str) -> Resul
         id: String::new(),
         from: from.id().to_string(),
         from_name: from.name().to_string(),
-        to: to.as_str().to_string(),
+        to: to.to_string(),
         time: clock::now_string(),
         body: body.to_string(),
     };
@@ -192,12 +169,9 @@ pub fn send(ws: &Workspace, from: &AgentId, to: &Recipient, body: &str) -> Resul
             return Ok(msg);
         }
     }
-    Err(Error::Failed {
-        message: format!(
-            "cannot find a free message id in `{}` after 64 tries",
-            dir.display()
-        ),
-    })
+    let dir = dir.display();
+    let message = format!("cannot find a free message id in `{dir}` after 64 tries");
+    Err(Error::Failed { message })
 }
 
 fn messages_folder(ws: &Workspace) -> Result<std::path::PathBuf> {
@@ -208,13 +182,11 @@ fn messages_folder(ws: &Workspace) -> Result<std::path::PathBuf> {
     Ok(dir)
 }
 
-/// Every message in the workspace, in sending order, and the files that are not messages; an
-/// error when the message folder stands but cannot be listed.
+/// Every message in sending order, and the unreadable files; an error if the folder is unlistable.
 pub fn scan(root: &Path) -> Result<(Vec<Message>, Vec<Unreadable>)> {
     let dir = layout::messages_dir(&shared_root(root));
-    let mut found = Vec::new();
-    let mut skipped = Vec::new();
-    let entries = match crate::fsutil::read_dir(&dir) {
+    let (mut found, mut skipped) = (Vec::new(), Vec::new());
+    let entries = match fsutil::read_dir(&dir) {
         Ok(entries) => entries,
         // Anything but a folder standing there (gone, a file, a FIFO) holds no message.
         Err(e) if fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) => {
@@ -253,12 +225,9 @@ fn message_of(id: &str, read: std::io::Result<Vec<u8>>) -> std::result::Result<M
 
 /// The ids `agent` has read. Temporary files of readers killed while marking are swept.
 fn read_marks(root: &Path, agent: &str) -> HashSet<String> {
-    let Ok(entries) = crate::fsutil::read_dir(layout::read_marks_dir(&shared_root(root), agent))
-    else {
-        return HashSet::new();
-    };
+    let dir = layout::read_marks_dir(&shared_root(root), agent);
+    let entries = fsutil::read_dir(dir).into_iter().flatten().flatten();
     entries
-        .flatten()
         .filter(|e| !fsutil::sweep_entry(e))
         .filter_map(|e| e.file_name().into_string().ok())
         .filter(|n| layout::is_valid_message_id(n))
@@ -286,8 +255,7 @@ pub fn try_inbox(ws: &Workspace, agent: &AgentId) -> Result<Inbox> {
     Ok(Inbox { messages, skipped })
 }
 
-/// Unread counts of each agent in `agents` (every one gets an entry), and the files in the
-/// message folder that could not be read as messages (so that `coord status` lists them).
+/// Unread counts of each agent in `agents` (every one gets an entry), and the unreadable files.
 pub fn unread_counts(
     ws: &Workspace,
     agents: &[String],
@@ -312,9 +280,8 @@ pub fn read(ws: &Workspace, agent: &AgentId, id: &str) -> Result<InboxEntry> {
     // What is not an id is never read.
     let read = layout::is_valid_message_id(&key).then(|| fsutil::read_capped(&path, MESSAGE_CAP));
     let Some(read) = read.filter(|r| !r.as_ref().is_err_and(|e| e.kind() == NotFound)) else {
-        return Err(Error::bad_input(format!(
-            "there is no message `{id}` (see the ids with `coord msg list`)"
-        )));
+        let why = format!("there is no message `{id}` (see the ids with `coord msg list`)");
+        return Err(Error::bad_input(why));
     };
     let message = message_of(&key, read).map_err(|why| Error::Corrupt {
         path,
@@ -348,10 +315,8 @@ pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Inbox> {
         if deadline.passed() {
             let me = agent.id();
             let waited = Duration::from_millis(started.elapsed().as_millis() as u64);
-            let why = format!(
-                "no unread message for {me} after {}",
-                clock::format_duration(waited)
-            );
+            let waited = clock::format_duration(waited);
+            let why = format!("no unread message for {me} after {waited}");
             let hint = format!(
                 "wait longer with `coord msg wait --timeout 10m`, or see older messages with `coord msg list`; others reach you with `coord msg send {me} \"…\"`"
             );
@@ -400,11 +365,10 @@ mod tests {
 
     #[test]
     fn recipients() {
-        let gemini = Recipient::Agent("gemini".into());
-        for (text, want) in [("ALL", Some(Recipient::All)), ("Gemini", Some(gemini))] {
-            assert_eq!(Recipient::parse(text).ok(), want);
+        for (text, want) in [("ALL", Some(ALL)), ("Gemini", Some("gemini"))] {
+            assert_eq!(recipient(text).ok().as_deref(), want);
         }
-        assert!(Recipient::parse("../x").is_err() && Recipient::parse("").is_err());
+        assert!(recipient("../x").is_err() && recipient("").is_err());
     }
 
     proptest::proptest! {

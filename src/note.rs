@@ -41,12 +41,8 @@ pub struct Noted {
 
 /// The note line: `[HH:MM] [Agent] TEXT`, with the agent's name as given.
 pub fn format_line(now: &Timestamp, agent: &AgentId, text: &str) -> String {
-    format!(
-        "[{}] [{}] {}",
-        now.format("%H:%M"),
-        agent.name(),
-        one_line(text)
-    )
+    let (time, name, text) = (now.format("%H:%M"), agent.name(), one_line(text));
+    format!("[{time}] [{name}] {text}")
 }
 
 /// Append a note to `req.target` under its lock (see the module docs).

@@ -96,9 +96,8 @@ pub fn run(args: CollabArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 fn print_batch(target: &Target, batch: &Batch, ctx: &Ctx, following: bool) {
     let file = &target.rel;
     if batch.restarted {
-        output::diag(&format!(
-            "warning: {file} became shorter; reading it again from the start"
-        ));
+        let why = format!("warning: {file} became shorter; reading it again from the start");
+        output::diag(&why);
     }
     for p in &batch.problems {
         let why = output::clean(&p.why);
@@ -115,11 +114,11 @@ fn print_batch(target: &Target, batch: &Batch, ctx: &Ctx, following: bool) {
                 Err(e) => output::diag(&format!("error: cannot render JSON: {e}")),
             }
         } else if !ctx.quiet {
-            let id = output::clean_block(&e.llm_id);
-            output::line(&format!(
-                "LLM ID: {id}, Response: {}",
-                output::clean_block(&e.response)
-            ));
+            let (id, response) = (
+                output::clean_block(&e.llm_id),
+                output::clean_block(&e.response),
+            );
+            output::line(&format!("LLM ID: {id}, Response: {response}"));
         }
     }
 }

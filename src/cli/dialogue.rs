@@ -163,10 +163,8 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             let id = validate_id(&speaker(as_id, ctx)?)?;
             let timeout = timeout.map(|t| Wait::parse(&t)).transpose()?;
             let v = d.wait(&id, timeout.and_then(Wait::as_duration))?;
-            let mut text = format!(
-                "It is {id}'s turn: message #{} is next.",
-                v.message_count + 1
-            );
+            let next = v.message_count + 1;
+            let mut text = format!("It is {id}'s turn: message #{next} is next.");
             if let Some(p) = &v.priority {
                 text.push_str(&format!("\nPRIORITY from the user: {}", output::clean(p)));
             }
@@ -177,10 +175,9 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             let req = SayRequest {
                 speaker: speaker(a.as_id, ctx)?,
                 markers: markers.collect::<Result<_, _>>()?,
-                lock_wait: match a.lock_wait {
-                    Some(w) => clock::parse_duration(&w)?,
-                    None => DEFAULT_LOCK_WAIT,
-                },
+                lock_wait: a
+                    .lock_wait
+                    .map_or(Ok(DEFAULT_LOCK_WAIT), |w| clock::parse_duration(&w))?,
                 text: message_text(a.text.as_deref(), a.file.as_deref(), ctx)?,
                 to: a.to,
             };
@@ -197,9 +194,7 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             let file = d.shown(DIALOGUE_COMMANDS);
             let mut text = format!("Appended `{}` to {file}", output::clean(&cmd));
             if let Some(dir) = &archived {
-                text.push_str(&format!(
-                    "\nArchived the session to {dir}/ and started a fresh one"
-                ));
+                text += &format!("\nArchived the session to {dir}/ and started a fresh one");
             }
             let doc = serde_json::json!({ "command": cmd, "file": file, "archived": archived });
             ctx.emit(&doc, || text);
@@ -244,10 +239,8 @@ pub fn render_view(v: &TurnView) -> String {
     let shown = output::clean(v.next.as_deref().unwrap_or(&v.turn_file));
     // `current-turn.txt` may name anyone (an agent that follows the files by hand can write
     // it): one who is neither a participant nor the user is said to be so.
-    let outsider = v
-        .next
-        .as_deref()
-        .filter(|id| !same_id(id, USER) && !v.participants.iter().any(|p| same_id(p, id)));
+    let known = |id: &str| same_id(id, USER) || v.participants.iter().any(|p| same_id(p, id));
+    let outsider = v.next.as_deref().filter(|id| !known(id));
     let last = match (&v.last_speaker, &v.last_time) {
         (Some(s), Some(t)) => format!(" (last: {} at {})", output::clean(s), output::clean(t)),
         _ => String::new(),
@@ -288,9 +281,8 @@ pub fn render_view(v: &TurnView) -> String {
 /// The `warning:` lines of a said message, and the `note:` of a repair.
 pub fn say_notes(o: &say::SayOutcome) -> Vec<String> {
     let warnings = o.warnings.iter().map(|w| format!("warning: {w}"));
-    warnings
-        .chain(o.repaired.iter().map(|r| format!("note: {r}")))
-        .collect()
+    let notes = o.repaired.iter().map(|r| format!("note: {r}"));
+    warnings.chain(notes).collect()
 }
 
 /// `Message #N written by ID. The turn is now with NEXT.`
@@ -314,11 +306,8 @@ fn message_text(text: Option<&str>, file: Option<&str>, ctx: &Ctx) -> Result<Str
             // Only read: a symlink (to anywhere) is followed, as any reader would.
             let path = ctx.cwd().join(f);
             let path = std::fs::canonicalize(&path).unwrap_or(path);
-            let bytes = fsutil::read_capped(&path, cap);
-            (
-                bytes.map_err(|e| Error::bad_input(format!("cannot read `{f}`: {e}")))?,
-                f,
-            )
+            let why = |e| Error::bad_input(format!("cannot read `{f}`: {e}"));
+            (fsutil::read_capped(&path, cap).map_err(why)?, f)
         }
         (None, None) => {
             let piped = !std::io::stdin().is_terminal();

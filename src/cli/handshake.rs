@@ -6,7 +6,7 @@ use clap::Args;
 
 use coord::ExitCode;
 use coord::clock::Wait;
-use coord::handshake::{self, Round};
+use coord::handshake::{self, HandshakeStatus, Round};
 
 use super::Ctx;
 use super::output::{self, Cell};
@@ -47,36 +47,26 @@ fn render(round: &Round) -> String {
     if round.peers.is_empty() {
         return "No other active agents: nobody to hand-shake with".into();
     }
-    let rows = round
-        .peers
-        .iter()
-        .map(|p| {
-            vec![
-                Cell::plain(&p.peer),
-                Cell::state(p.mine.as_str()),
-                Cell::state(p.theirs.map(|s| s.as_str()).unwrap_or("-")),
-                Cell::state(if p.established {
-                    "ESTABLISHED"
-                } else {
-                    "PENDING"
-                }),
-            ]
-        })
-        .collect();
-    let mut out = format!("Handshake of {}:\n", round.agent);
-    out.push_str(&output::table(
-        &["PEER", "YOU SENT", "THEY SENT", "PAIR"],
-        rows,
-        output::color_enabled(),
-    ));
-    let pending = round.pending();
-    if pending.is_empty() {
-        out.push_str("\nProtocol V3 active with every peer");
-    } else {
-        out.push_str(&format!(
-            "\nWaiting for {} to answer (they run `coord handshake`)",
-            pending.join(", ")
-        ));
-    }
-    out
+    let rows = round.peers.iter().map(|p| {
+        let pair = if p.established {
+            "ESTABLISHED"
+        } else {
+            "PENDING"
+        };
+        let theirs = p.theirs.map_or("-", HandshakeStatus::as_str);
+        vec![
+            Cell::plain(&p.peer),
+            Cell::state(p.mine.as_str()),
+            Cell::state(theirs),
+            Cell::state(pair),
+        ]
+    });
+    let headers = ["PEER", "YOU SENT", "THEY SENT", "PAIR"];
+    let table = output::table(&headers, rows.collect(), output::color_enabled());
+    let pending = round.pending().join(", ");
+    let tail = match pending.is_empty() {
+        true => "Protocol V3 active with every peer".to_string(),
+        false => format!("Waiting for {pending} to answer (they run `coord handshake`)"),
+    };
+    format!("Handshake of {}:\n{table}\n{tail}", round.agent)
 }

@@ -5,7 +5,7 @@ use clap::{Args, Subcommand};
 
 use coord::clock::{self, Wait};
 use coord::error::Refusal;
-use coord::message::{self, Inbox, InboxEntry, Recipient};
+use coord::message::{self, Inbox, InboxEntry};
 use coord::presence;
 use coord::{Error, ExitCode};
 
@@ -80,28 +80,28 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     match args.command {
         MsgCommand::Send { to, text } => {
-            let to = Recipient::parse(&to)?;
+            let to = message::recipient(&to)?;
             let agent = ctx.agent()?;
             // An agent that lives in a workspace inside this one reads its inbox there, never
             // here: refused before anything is written, rather than left unread.
-            if let Recipient::Agent(id) = &to
-                && let Some(home) = coord::status::nested_home(&ws, id)
+            if to != message::ALL
+                && let Some(home) = coord::status::nested_home(&ws, &to)
             {
                 let (root, quoted) = (&home.root, coord::shell::arg(&home.root));
                 let why = format!(
-                    "`{id}` works in the nested workspace `{root}/`, which keeps its own messages: it would never read this one"
+                    "`{to}` works in the nested workspace `{root}/`, which keeps its own messages: it would never read this one"
                 );
-                let hint = format!("send it there: `coord -C {quoted} msg send {id} …`");
+                let hint = format!("send it there: `coord -C {quoted} msg send {to} …`");
                 return Err(Error::refused(Refusal::AgentElsewhere, why, Some(hint)).into());
             }
             let body = text_or_stdin(&text)?;
             let sent = message::send(&ws, &agent, &to, &body)?;
-            if let Recipient::Agent(id) = &to
-                && matches!(presence::read(ws.root(), id), Ok(None))
+            if to != message::ALL
+                && matches!(presence::read(ws.root(), &to), Ok(None))
                 && !ctx.quiet
             {
                 output::diag(&format!(
-                    "note: `{id}` has no presence in this workspace yet; the message waits in its inbox"
+                    "note: `{to}` has no presence in this workspace yet; the message waits in its inbox"
                 ));
             }
             ctx.emit(&sent_json(&sent), || sent.id.clone());
@@ -112,14 +112,13 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 let (path, why) = (output::clean(&s.path), output::clean(&s.why));
                 output::diag(&format!("warning: skipped `{path}`: {why}"));
             }
-            print_list(&inbox, unread, ctx);
+            print_list(inbox, unread, ctx);
         }
         MsgCommand::Read { id } => {
             let mut entry = message::read(&ws, &ctx.agent()?, &id)?;
             // `unread` says whether it was unread until now; it is read from here on.
             let marked_read = std::mem::replace(&mut entry.unread, false);
-            // `--json`: the message as `msg list --json` shows it (now read), and whether this
-            // read marked it.
+            // `--json`: the message as `msg list --json` shows it (now read), and `marked_read`.
             let mut doc = serde_json::to_value(&entry)?;
             doc["marked_read"] = marked_read.into();
             ctx.emit(&doc, || read_text(&entry));
@@ -127,7 +126,7 @@ pub fn run(args: MsgArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         MsgCommand::Wait { timeout } => {
             let wait = timeout.as_deref().map(Wait::parse).transpose()?;
             let inbox = message::wait(&ws, &ctx.agent()?, wait.unwrap_or(Wait::Forever))?;
-            print_list(&inbox, true, ctx);
+            print_list(inbox, true, ctx);
         }
     }
     Ok(ExitCode::Success)
@@ -142,9 +141,9 @@ pub(super) fn text_or_stdin(text: &str) -> Result<String, Error> {
         .map_err(|e| Error::bad_input(format!("cannot read the text from stdin: {e}")))?;
     // Never cut silently: more than the limit is refused, nothing is written.
     if buf.len() as u64 > message::MESSAGE_CAP {
+        let mib = message::MESSAGE_CAP / (1024 * 1024);
         return Err(Error::bad_input(format!(
-            "the text on stdin is larger than {} MiB, the most coord takes from stdin",
-            message::MESSAGE_CAP / (1024 * 1024)
+            "the text on stdin is larger than {mib} MiB, the most coord takes from stdin"
         )));
     }
     let text =
@@ -158,28 +157,24 @@ pub(super) fn text_or_stdin(text: &str) -> Result<String, Error> {
 /// A message whole: `id:`, `from:`, `to:`, `time:`, a blank line, the body.
 pub fn read_text(entry: &InboxEntry) -> String {
     let m = &entry.message;
+    let (from, time) = (output::clean(&m.from_name), output::clean(&m.time));
+    let body = output::clean_block(m.body.trim_end_matches('\n'));
     format!(
-        "id: {}\nfrom: {}\nto: {}\ntime: {}\n\n{}",
-        m.id,
-        output::clean(&m.from_name),
-        m.to,
-        output::clean(&m.time),
-        output::clean_block(m.body.trim_end_matches('\n'))
+        "id: {}\nfrom: {from}\nto: {}\ntime: {time}\n\n{body}",
+        m.id, m.to
     )
 }
 
 /// The inbox as `msg list --json` shows it (only unread messages when `only_unread`).
-pub fn list_json(inbox: &Inbox, only_unread: bool) -> Inbox {
-    let mut shown = inbox.clone();
-    shown.messages.retain(|e| e.unread || !only_unread);
-    shown
+pub fn list_json(mut inbox: Inbox, only_unread: bool) -> Inbox {
+    inbox.messages.retain(|e| e.unread || !only_unread);
+    inbox
 }
 
-fn print_list(inbox: &Inbox, only_unread: bool, ctx: &Ctx) {
+fn print_list(inbox: Inbox, only_unread: bool, ctx: &Ctx) {
     let listed = list_json(inbox, only_unread);
-    ctx.emit(&listed, || {
-        list_text(&listed.messages, only_unread, output::color_enabled())
-    });
+    let color = output::color_enabled();
+    ctx.emit(&listed, || list_text(&listed.messages, only_unread, color));
 }
 
 /// The inbox as a table (ID, NEW, FROM, TO, TIME, MESSAGE), or `No (unread) messages`.

@@ -141,10 +141,8 @@ mod tests {
             Some(0),
             false,
         );
-        assert_eq!(
-            (st.ended, st.paused, st.priority.as_deref()),
-            (false, false, Some("tests"))
-        );
+        let got = (st.ended, st.paused, st.priority.as_deref());
+        assert_eq!(got, (false, false, Some("tests")));
         for (newer, only) in [(true, Some("AGENT-2")), (false, None)] {
             assert_eq!(judge("AGENT-2-ONLY\n", None, newer).only.as_deref(), only);
         }

@@ -138,10 +138,8 @@ impl Conversation {
             } else if let Some(t) = header.and_then(|l| l.strip_prefix("# Agent Dialogue:")) {
                 c.topic.get_or_insert_with(|| t.trim().to_string());
             } else if let Some(p) = header.and_then(|l| l.strip_prefix("- Participants:")) {
-                let ids = p
-                    .split(',')
-                    .map(str::trim)
-                    .filter(|s| validate_id(s).is_ok());
+                let valid = |s: &&str| validate_id(s).is_ok();
+                let ids = p.split(',').map(str::trim).filter(valid);
                 let ids: Vec<String> = ids.map(str::to_string).collect();
                 if !ids.is_empty() {
                     c.participants.get_or_insert(ids);
@@ -171,10 +169,8 @@ impl Conversation {
     pub fn numbering_error(&self) -> Option<(usize, String)> {
         let mut numbered = self.messages.iter().zip(1..);
         let (m, n) = numbered.find(|(m, n)| m.number != *n)?;
-        Some((
-            m.line,
-            format!("expected message #{n}, found #{}", m.number),
-        ))
+        let why = format!("expected message #{n}, found #{}", m.number);
+        Some((m.line, why))
     }
 
     /// Whether the last message carries `marker` (one of the seed's, like `[NEEDS-USER]`).
@@ -213,10 +209,9 @@ pub(crate) fn render_conversation_header(
     first: &str,
     now: &Timestamp,
 ) -> String {
+    let (started, list) = (now.format("%Y-%m-%d %H:%M:%S"), participants.join(", "));
     format!(
-        "# Agent Dialogue: {topic}\n\n- Started: {}\n- Participants: {}\n- First speaker: {first}\n\n---\n",
-        now.format("%Y-%m-%d %H:%M:%S"),
-        participants.join(", ")
+        "# Agent Dialogue: {topic}\n\n- Started: {started}\n- Participants: {list}\n- First speaker: {first}\n\n---\n"
     )
 }
 
@@ -230,11 +225,8 @@ pub(crate) fn render_message(
     text: &str,
     markers: &[String],
 ) -> String {
-    let time = now.format("%Y-%m-%d %H:%M:%S");
-    let mut block = format!(
-        "{}{HEADER_START}{number} [{speaker}] - {time}\n\n",
-        conv.lead
-    );
+    let (lead, time) = (conv.lead, now.format("%Y-%m-%d %H:%M:%S"));
+    let mut block = format!("{lead}{HEADER_START}{number} [{speaker}] - {time}\n\n");
     let text = text.replace("\r\n", "\n");
     for line in text.trim_end_matches('\n').split('\n') {
         let escape = line.starts_with(HEADER_START).then_some("\\");
@@ -330,12 +322,11 @@ impl StatusDoc {
         }
     }
 
-    fn number(&self, key: &str) -> Option<u64> {
-        self.0.get(key)?.as_u64()
-    }
-
     pub fn message_count(&self) -> u64 {
-        self.number("message_count").unwrap_or(0)
+        self.0
+            .get("message_count")
+            .and_then(Value::as_u64)
+            .unwrap_or(0)
     }
 
     pub fn topic(&self) -> Option<&str> {
@@ -356,7 +347,7 @@ impl StatusDoc {
 
     /// How many lines of `user-commands.txt` the last message took into account.
     pub fn commands_read(&self) -> Option<usize> {
-        self.number("commands_read").map(|n| n as usize)
+        self.0.get("commands_read")?.as_u64().map(|n| n as usize)
     }
 
     pub fn set(&mut self, key: &str, value: impl Into<Value>) {
@@ -371,13 +362,9 @@ impl StatusDoc {
 
     /// One key per line, the seed's keys first in the seed's order, then the others.
     pub fn render(&self) -> String {
-        let seed = SEED_STATUS_KEYS
-            .iter()
-            .filter_map(|k| self.0.get_key_value(*k));
-        let rest = self
-            .0
-            .iter()
-            .filter(|(k, _)| !SEED_STATUS_KEYS.contains(&k.as_str()));
+        let (keys, map) = (SEED_STATUS_KEYS, &self.0);
+        let seed = keys.iter().filter_map(|k| map.get_key_value(*k));
+        let rest = map.iter().filter(|(k, _)| !keys.contains(&k.as_str()));
         let lines: Vec<String> = seed
             .chain(rest)
             .map(|(k, v)| format!("  {}: {v}", Value::from(k.as_str())))
@@ -408,9 +395,8 @@ impl LockInfo {
     pub(crate) fn parse(text: &str, mtime: Option<Timestamp>, now: &Timestamp) -> LockInfo {
         let first = text.lines().map(str::trim).find(|l| !l.is_empty());
         let first = first.unwrap_or_default();
-        let label = ["Agent:", "agent:"]
-            .iter()
-            .find_map(|a| first.strip_prefix(a));
+        let strip = |label| first.strip_prefix(label);
+        let label = strip("Agent:").or_else(|| strip("agent:"));
         let holder = Some(label.unwrap_or(first).trim()).filter(|h| !h.is_empty());
         let rec = crate::record::Record::parse(text);
         let since = rec.get("since").and_then(clock::parse_timestamp).or(mtime);
@@ -432,11 +418,8 @@ impl LockInfo {
     /// The text coord writes: the id first (as the seed asks), then `since:`, `pid:`, `host:`.
     pub(crate) fn render(holder: &str, now: &Timestamp, interrupted: Option<&str>) -> String {
         let (since, pid, on) = (clock::format_timestamp(now), host::pid(), host::hostname());
-        let interrupted = interrupted.map(|w| format!("interrupted: {w}\n"));
-        format!(
-            "{holder}\nsince: {since}\npid: {pid}\nhost: {on}\n{}",
-            interrupted.unwrap_or_default()
-        )
+        let interrupted = interrupted.map_or(String::new(), |w| format!("interrupted: {w}\n"));
+        format!("{holder}\nsince: {since}\npid: {pid}\nhost: {on}\n{interrupted}")
     }
 }
 
@@ -453,16 +436,11 @@ mod tests {
         assert_eq!(change.to_string(), "[PROPOSE-TOPIC-CHANGE: caching]");
         let head = parse_header("## Message #4 [b] \u{2013} 10:00", 1).unwrap();
         assert_eq!((head.speaker.as_str(), head.time.as_str()), ("b", "10:00"));
-        assert_eq!(
-            parse_header("## Message #3 [a]", 9).unwrap().time,
-            "",
-            "written by hand"
-        );
+        let by_hand = parse_header("## Message #3 [a]", 9).unwrap();
+        assert_eq!(by_hand.time, "", "written by hand");
         let mut s = StatusDoc::parse(r#"{"mood":"good","message_count":5}"#).unwrap();
         s.record_message(6, "AGENT-1", &clock::now());
-        assert!(
-            s.render().ends_with("\n  \"mood\": \"good\"\n}\n"),
-            "unknown keys are kept"
-        );
+        let kept = s.render().ends_with("\n  \"mood\": \"good\"\n}\n");
+        assert!(kept, "unknown keys are kept");
     }
 }

@@ -224,11 +224,9 @@ impl Dialogue {
         let watch = FolderWatch::new(std::slice::from_ref(&self.folder));
         loop {
             let snap = self.snapshot()?;
-            if snap.commands.ended {
-                return Err(ended_error());
-            }
-            if snap.may_speak(id).is_ok() {
-                return Ok(snap.view());
+            let may = snap.may_speak(id);
+            if may.is_ok() || snap.commands.ended {
+                return may.map(|()| snap.view());
             }
             if deadline.passed() {
                 let waited = timeout.map(clock::format_duration).unwrap_or_default();
@@ -318,9 +316,8 @@ fn check_participants(list: &[String]) -> Result<Vec<String>> {
             return Err(Error::bad_input(why));
         }
         if out.iter().any(|o| same_id(o, &id)) {
-            return Err(Error::bad_input(format!(
-                "participant `{id}` is named twice"
-            )));
+            let why = format!("participant `{id}` is named twice");
+            return Err(Error::bad_input(why));
         }
         out.push(id);
     }
@@ -338,12 +335,6 @@ fn participant(agents: &[String], flag: &str, id: &str) -> Result<String> {
     let found = agents.iter().find(|p| same_id(p, id)).cloned();
     let list = agents.join(", ");
     found.ok_or_else(|| Error::bad_input(format!("`--{flag} {id}` is not a participant ({list})")))
-}
-
-fn ended_error() -> Error {
-    let message = "the dialogue has ended (`END-SESSION` in `user-commands.txt`)";
-    let hint = "archive it with `coord dialogue archive`, or continue after `coord dialogue command RESUME`";
-    refused(Refusal::DialogueEnded, message, hint)
 }
 
 /// Everything the dialogue folder says at one moment.
@@ -371,7 +362,9 @@ impl Snapshot {
 
     fn may_speak(&self, id: &str) -> Result<()> {
         if self.commands.ended {
-            return Err(ended_error());
+            let message = "the dialogue has ended (`END-SESSION` in `user-commands.txt`)";
+            let hint = "archive it with `coord dialogue archive`, or continue after `coord dialogue command RESUME`";
+            return Err(refused(Refusal::DialogueEnded, message, hint));
         }
         if self.commands.paused {
             let message = "the dialogue is paused (`PAUSE` in `user-commands.txt`)";

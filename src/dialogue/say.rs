@@ -67,12 +67,11 @@ fn speaker_id(id: &str) -> Result<String> {
 
 fn check_request(speaker: &str, text: &str) -> Result<String> {
     let speaker = speaker_id(speaker)?;
+    let too_big = || format!("the message text is larger than {MAX_TEXT} bytes");
     match () {
         _ if text.trim().is_empty() => Err(Error::bad_input("the message text is empty")),
         _ if text.contains('\0') => Err(Error::bad_input("the message text contains a NUL byte")),
-        _ if text.len() > MAX_TEXT => Err(Error::bad_input(format!(
-            "the message text is larger than {MAX_TEXT} bytes"
-        ))),
+        _ if text.len() > MAX_TEXT => Err(Error::bad_input(too_big())),
         _ => Ok(speaker),
     }
 }
@@ -116,12 +115,9 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
     let speaker = known.cloned().unwrap_or(speaker);
     snap.may_speak(&speaker)?;
 
-    let mut markers: Vec<String> = Vec::new();
-    for m in req.markers.iter().map(Marker::to_string) {
-        if !markers.contains(&m) {
-            markers.push(m);
-        }
-    }
+    let mut markers: Vec<String> = req.markers.iter().map(Marker::to_string).collect();
+    let mut seen = std::collections::HashSet::new();
+    markers.retain(|m| seen.insert(m.clone()));
     let needs_user = req.text.contains(NEEDS_USER) || markers.iter().any(|m| m == NEEDS_USER);
     let next = next_turn(&snap, &speaker, to.as_deref(), needs_user)?;
     let number = snap.conv.count() + 1;
@@ -237,9 +233,8 @@ fn repair_interrupted(
     status.record_message(number, &writer, now);
     d.replace(DIALOGUE_STATUS, &status.render())?;
     snap.status = Ok(status);
-    Ok(Some(format!(
-        "completed the interrupted write of message #{number} by {writer}"
-    )))
+    let done = format!("completed the interrupted write of message #{number} by {writer}");
+    Ok(Some(done))
 }
 
 /// A held `lock.txt`, with the dialogue's kernel lock; removed when dropped unreleased.
@@ -292,10 +287,7 @@ impl Dialogue {
             done: false,
         };
         loop {
-            let guard = match held.take() {
-                Some(g) => g,
-                None => self.lock_mutex()?,
-            };
+            let guard = held.take().map_or_else(|| self.lock_mutex(), Ok)?;
             let now = clock::now();
             if fsutil::create_new(&path, LockInfo::render(holder, &now, None).as_bytes())? {
                 return Ok(lock(guard, None));
@@ -316,11 +308,9 @@ impl Dialogue {
             drop(guard);
             if deadline.passed() {
                 let since = info.since.as_deref().unwrap_or("an unknown time");
-                let message = format!(
-                    "`{}` is held by {} since {since} (a write in progress)",
-                    self.shown(DIALOGUE_LOCK),
-                    info.holder
-                );
+                let (file, holder) = (self.shown(DIALOGUE_LOCK), &info.holder);
+                let message =
+                    format!("`{file}` is held by {holder} since {since} (a write in progress)");
                 let hint = "try again in a moment; a lock.txt older than 60 seconds is stale and taken over";
                 return Err(super::refused(Refusal::DialogueBusy, message, hint));
             }

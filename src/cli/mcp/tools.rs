@@ -17,7 +17,7 @@ use coord::edit::write;
 use coord::lock::{self, DEFAULT_TTL, LockRequest, Owner};
 use coord::mcp::ToolOutcome;
 use coord::mcp::tools::{Args, ToolSpec};
-use coord::message::{self, Recipient};
+use coord::message;
 use coord::note::{self, NoteRequest};
 use coord::presence::Update;
 use coord::review::rules::Reviews;
@@ -132,14 +132,14 @@ impl Host {
                 done(note_cmd::noted_line(&noted), &noted)
             }
             "msg_send" => {
-                let to = Recipient::parse(args.req_str("to")?)?;
+                let to = message::recipient(args.req_str("to")?)?;
                 let sent = message::send(ws, agent, &to, args.req_str("text")?)?;
                 let doc = msg::sent_json(&sent);
                 done(format!("Sent to {}: {}", sent.to, sent.id), &doc)
             }
             "msg_list" => {
                 let only_unread = args.bool("unread_only")?.unwrap_or(false);
-                let listed = msg::list_json(&message::try_inbox(ws, agent)?, only_unread);
+                let listed = msg::list_json(message::try_inbox(ws, agent)?, only_unread);
                 let text = msg::list_text(&listed.messages, only_unread, false);
                 done(text, &listed)
             }
