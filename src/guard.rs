@@ -161,14 +161,9 @@ pub struct Uninstalled {
     pub outcome: &'static str,
 }
 
-/// Remove coord's hooks from the repository at `dir`, putting back a hook `install` had chained
-/// as it was. A hook that is not coord's is left alone.
-pub fn uninstall(dir: &Path) -> Result<Vec<Uninstalled>> {
-    uninstall_in(&hooks_dir(dir)?, false)
-}
-
-/// [`uninstall`] in the hooks folder `hooks` (see [`hooks_dir`]); with `dry_run`, only say
-/// what it would do.
+/// Remove coord's hooks from the hooks folder `hooks` (see [`hooks_dir`]), putting back a hook
+/// `install` had chained as it was; a hook that is not coord's is left alone. With `dry_run`,
+/// only say what it would do.
 pub fn uninstall_in(hooks: &Path, dry_run: bool) -> Result<Vec<Uninstalled>> {
     let mut out = Vec::new();
     for name in HOOKS {
@@ -249,13 +244,15 @@ fn script(name: &str, coord: &Path) -> String {
 
 /// The files git tracks in the work tree at `dir`, relative to its top folder.
 pub fn tracked(dir: &Path) -> Result<Vec<String>> {
-    Ok(split_names(&git(dir, &["ls-files", "-z", "--full-name"])?))
+    git_names(dir, &["ls-files", "-z", "--full-name"])
 }
 
 /// The staged paths (old and new names of renames), relative to the top folder.
 pub fn staged(dir: &Path) -> Result<Vec<String>> {
-    let args = ["diff", "--cached", "--name-only", "--no-renames", "-z"];
-    Ok(split_names(&git(dir, &args)?))
+    git_names(
+        dir,
+        &["diff", "--cached", "--name-only", "--no-renames", "-z"],
+    )
 }
 
 /// The paths with changes not staged (tracked files; untracked ones too when `untracked`),
@@ -265,7 +262,7 @@ pub fn unstaged(dir: &Path, untracked: bool) -> Result<Vec<String>> {
     if untracked {
         args.extend(["--others", "--exclude-standard"]);
     }
-    Ok(split_names(&git(dir, &args)?))
+    git_names(dir, &args)
 }
 
 /// The paths changed by the commits `revs` name (`A..B`, or `B --not --remotes=origin`), old
@@ -274,16 +271,20 @@ pub fn changed(dir: &Path, revs: &[String]) -> Result<Vec<String>> {
     let mut args = vec!["log", "--format=", "--name-only", "--no-renames", "-z"];
     args.extend(revs.iter().map(String::as_str));
     args.push("--");
-    Ok(split_names(&git(dir, &args)?))
+    git_names(dir, &args)
 }
 
-/// `-z` output: each name exactly as it is (a name may begin or end with a newline), once.
-fn split_names(out: &[u8]) -> Vec<String> {
+/// The names git's `-z` output lists, each exactly as it is (a name may begin or end with a
+/// newline), once.
+fn git_names(dir: &Path, args: &[&str]) -> Result<Vec<String>> {
     let mut seen = std::collections::HashSet::new();
-    out.split(|b| *b == 0)
-        .map(|raw| String::from_utf8_lossy(raw).into_owned())
-        .filter(|name| !name.is_empty() && seen.insert(name.clone()))
-        .collect()
+    let out = git(dir, args)?;
+    let names = out
+        .split(|b| *b == 0)
+        .map(|n| String::from_utf8_lossy(n).into_owned());
+    Ok(names
+        .filter(|n| !n.is_empty() && seen.insert(n.clone()))
+        .collect())
 }
 
 /// Of `paths` (relative to the git top folder `top`), those locked `LIVE` (or in conflict) by

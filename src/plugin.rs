@@ -1,14 +1,14 @@
 //! Installed once per user: coord as a plugin (or extension) of each agent client. Its hooks run
 //! in every repository; [`gate`] decides what a `--plugin` call does there.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::adopt;
 use crate::client::{COORD, Client, HookSet, HookStyle, PluginKind};
-use crate::error::{Error, IoResultExt, Result};
+use crate::error::{IoResultExt, Result};
 use crate::fsutil;
 use crate::init;
 use crate::layout;
@@ -29,14 +29,18 @@ pub const DESCRIPTION: &str = "Coordinate AI coding agents in one repository: fi
 /// What a plugin needs to know: the `coord` binary its commands call.
 #[derive(Debug, Clone)]
 pub struct Spec {
-    /// The absolute path of the `coord` binary.
-    pub coord: PathBuf,
+    /// The absolute path of the `coord` binary, as an argv entry (MCP `command`).
+    pub coord: String,
 }
 
 impl Spec {
-    /// The path as an argv entry (MCP `command`).
-    pub fn coord_path(&self) -> String {
-        self.coord.to_string_lossy().into_owned()
+    /// The running `coord`, by its absolute path.
+    pub fn current() -> Result<Spec> {
+        let exe = std::env::current_exe().at("find the running binary", Path::new("coord"))?;
+        let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
+        Ok(Spec {
+            coord: exe.to_string_lossy().into_owned(),
+        })
     }
 
     /// `coord hook NAME ...` as the plugin runs it: the absolute binary with `--plugin`, behind
@@ -46,15 +50,12 @@ impl Spec {
             .strip_prefix(COORD)
             .map(str::trim_start)
             .unwrap_or(init_command);
-        format!(
-            "exec {} {rest} {FLAG}",
-            crate::shell::arg(&self.coord_path())
-        )
+        format!("exec {} {rest} {FLAG}", crate::shell::arg(&self.coord))
     }
 
     /// `{"mcpServers": {"coord": {command, args}}}`.
     pub fn mcp_servers(&self) -> Value {
-        json!({"coord": {"command": self.coord_path(), "args": ["mcp", FLAG]}})
+        json!({"coord": {"command": self.coord, "args": ["mcp", FLAG]}})
     }
 
     /// `{"hooks": {...}}` (with `version` in Copilot's style) for `set`, run by the plugin.
@@ -120,7 +121,7 @@ pub fn script(template: &str, client: &str, spec: &Spec, mcp: Option<&Value>) ->
             "const COORD = process.env.COORD_BIN || \"coord\";".to_string(),
             format!(
                 "const COORD = process.env.COORD_BIN || {};",
-                quoted(&json!(spec.coord_path()))
+                quoted(&json!(spec.coord))
             ),
         ),
         (
@@ -229,7 +230,7 @@ fn files(client: Client, spec: &Spec) -> Option<Vec<File>> {
             let mcp = mcp.then(|| {
                 json!({
                     "type": "local",
-                    "command": [spec.coord_path(), "mcp", FLAG],
+                    "command": [spec.coord, "mcp", FLAG],
                     "enabled": true,
                 })
             });
@@ -342,20 +343,6 @@ pub fn gate(ws: &Workspace, client: Option<Client>) -> Gate {
     Gate::Go
 }
 
-/// The absolute path of the running `coord`.
-pub fn current_coord() -> Result<PathBuf> {
-    let exe = std::env::current_exe().at("find the running binary", Path::new("coord"))?;
-    Ok(std::fs::canonicalize(&exe).unwrap_or(exe))
-}
-
-/// A clear refusal for a plugin folder that cannot be used.
-pub fn bad_dir(dir: &Path, why: &str) -> Error {
-    Error::BadPath {
-        path: dir.display().to_string(),
-        why: why.to_string(),
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)]
 mod tests {
@@ -364,7 +351,7 @@ mod tests {
     #[test]
     fn a_js_plugin_runs_the_binary_with_the_flag_and_the_instructions() {
         let spec = Spec {
-            coord: PathBuf::from("/opt/my \"tools\"/coord"),
+            coord: r#"/opt/my "tools"/coord"#.into(),
         };
         let mcp = json!({"type": "local"});
         for (template, client, mcp) in [
@@ -391,7 +378,7 @@ mod tests {
     #[test]
     fn commands_run_the_binary_with_the_flag() {
         let spec = Spec {
-            coord: PathBuf::from("/opt/my tools/coord"),
+            coord: "/opt/my tools/coord".into(),
         };
         assert_eq!(
             spec.command("coord hook copilot --event preToolUse"),
