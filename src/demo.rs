@@ -252,19 +252,8 @@ fn review(demo: &Demo, reviewer: &str, implementer: &str) -> Result<()> {
     );
     demo.show(reviewer, &new, &[], 1)?;
     let meta = demo.dir.join(crate::layout::REVIEW_METADATA_DIR);
-    let file = crate::review::paths::conventional(
-        &meta,
-        &crate::review::paths::NameParts {
-            kind: crate::review::paths::Kind::Review,
-            topic,
-            llm: reviewer,
-            to: None,
-            step: None,
-            action: None,
-            description: None,
-        },
-        &crate::clock::now(),
-    )?;
+    let date = crate::clock::now().format("%Y_%m_%d").to_string();
+    let file = crate::layout::review_file(&meta, reviewer, topic, &date);
     fsutil::ensure_dir(file.parent().unwrap_or(&demo.dir))?;
     let rel = file.strip_prefix(&demo.dir).unwrap_or(&file).display();
     fsutil::replace(

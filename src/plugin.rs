@@ -99,7 +99,7 @@ pub struct Written {
 fn skill() -> String {
     format!(
         "---\nname: {NAME}\ndescription: \"How to work beside other agents in this repository with coord (locks on edited files, who is here, messages). Read when an edit is refused because another agent holds the file, or before editing files outside the edit tools.\"\n---\n\n{}\n",
-        init::instructions()
+        init::INSTRUCTIONS
     )
 }
 
@@ -132,7 +132,7 @@ pub fn script(template: &str, client: &str, spec: &Spec, mcp: Option<&Value>) ->
             "const INSTRUCTIONS = \"\";".to_string(),
             format!(
                 "const INSTRUCTIONS = {};",
-                quoted(&json!(init::instructions()))
+                quoted(&json!(init::INSTRUCTIONS))
             ),
         ),
         (
@@ -219,7 +219,7 @@ fn files(client: Client, spec: &Spec) -> Option<Vec<File>> {
             vec![
                 json_file(manifest, &man),
                 json_file("hooks/hooks.json", &spec.hooks_json(&hooks, style)),
-                (context, format!("{}\n", init::instructions()).into_bytes()),
+                (context, format!("{}\n", init::INSTRUCTIONS).into_bytes()),
             ]
         }
         PluginKind::Js { package, mcp, .. } => {

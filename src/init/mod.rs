@@ -102,7 +102,7 @@ pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
 fn texts(clients: &[Client]) -> Vec<(&'static str, &'static str, &'static str, String)> {
     let docs = clients.iter().filter_map(|c| c.adapter().instruction_file);
     let docs = std::iter::once("AGENTS.md").chain(docs);
-    let docs = docs.map(|doc| (doc, BLOCK_BEGIN, BLOCK_END, instructions()));
+    let docs = docs.map(|doc| (doc, BLOCK_BEGIN, BLOCK_END, INSTRUCTIONS.into()));
     let ignore = crate::layout::GITIGNORE_LINES.join("\n");
     docs.chain([(".gitignore", IGNORE_BEGIN, IGNORE_END, ignore)])
         .collect()
@@ -166,8 +166,7 @@ fn read_regular(path: &Path) -> Result<Option<Vec<u8>>> {
 }
 
 /// The instructions block: the protocol in a few lines.
-pub fn instructions() -> String {
-    "## Working with other agents in this folder (coord)\n\
+pub const INSTRUCTIONS: &str = "## Working with other agents in this folder (coord)\n\
      \n\
      Several agents may edit this folder at once; coord keeps them from overwriting each other.\n\
      \n\
@@ -180,9 +179,7 @@ pub fn instructions() -> String {
      - Editing outside your client's edit tools (a script, a shell command): take the lock first, \
      `coord lock FILE`, and `coord unlock FILE` after.\n\
      - Through MCP the same is available as the `coord` server's tools (`status`, `lock`, `unlock`, \
-     `msg_send`, ...)."
-        .to_string()
-}
+     `msg_send`, ...).";
 
 /// Whether the command line `line` is `cmd` (any flags after it).
 fn is_command(line: &str, cmd: &str) -> bool {

@@ -57,18 +57,12 @@ pub struct Removal {
     /// The state folder: `.coord/` in this tree, or the repository's (an absolute path) seen
     /// from a linked worktree, which has none of its own.
     pub state_dir: String,
-    #[serde(skip)]
-    record: RecordUpdate,
-}
-
-/// What becomes of init's record.
-#[derive(Debug, Clone)]
-struct RecordUpdate {
-    /// Nothing is wired any more: the record goes.
-    drop_all: bool,
-    /// Another work tree of the repository is still wired: the record, shared by the trees
+    /// Another work tree of the repository is still wired: init's record, shared by the trees
     /// (keyed by the path in each), stays as it is for them.
-    shared: bool,
+    #[serde(skip)]
+    others_wired: bool,
+    /// The folders init created, from its record.
+    #[serde(skip)]
     dirs: Vec<String>,
 }
 
@@ -121,10 +115,8 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
         .filter_map(|(f, _)| resolve(root, f).ok())
         .collect();
     let mut changes: Vec<Undo> = Vec::new();
-    for (rel, kind) in files_of(clients) {
-        let Ok(path) = resolve(root, rel) else {
-            continue;
-        };
+    let files = files_of(clients).into_iter();
+    for (kind, path) in files.filter_map(|(rel, kind)| Some((kind, resolve(root, rel).ok()?))) {
         if changes.iter().any(|u| u.path == path) {
             continue;
         }
@@ -183,13 +175,8 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
     }
     // What a client wrote itself because of coord (Claude Code's answer about coord's server):
     // coord's entries go, the user's others stay.
-    for c in clients {
-        let Some(rel) = c.adapter().approvals else {
-            continue;
-        };
-        let Ok(path) = resolve(root, rel) else {
-            continue;
-        };
+    let approvals = clients.iter().filter_map(|c| c.adapter().approvals);
+    for (rel, path) in approvals.filter_map(|rel| Some((rel, resolve(root, rel).ok()?))) {
         let Some(bytes) = read_regular(&path)? else {
             continue;
         };
@@ -230,11 +217,8 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
         } else {
             format!("{}/", state.display())
         },
-        record: RecordUpdate {
-            drop_all: all_gone,
-            shared: others_wired,
-            dirs: record.dirs.clone(),
-        },
+        others_wired,
+        dirs: record.dirs,
         changes,
     })
 }
@@ -256,10 +240,9 @@ pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
             }
         }
     }
-    let up = &removal.record;
     // Folders init created, and those that held a deleted file the record does not know,
     // deepest first, when empty.
-    let mut dirs: Vec<PathBuf> = up.dirs.iter().map(|d| root.join(d)).collect();
+    let mut dirs: Vec<PathBuf> = removal.dirs.iter().map(|d| root.join(d)).collect();
     let deleted = removal.changes.iter().filter(|u| u.content.is_none());
     for u in deleted.filter(|u| !u.created_by_init) {
         let above = u.path.ancestors().skip(1);
@@ -271,18 +254,20 @@ pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
     for d in &dirs {
         fsutil::raw::remove_empty_dir(d);
     }
-    if up.drop_all {
-        fsutil::remove(&layout::init_record(&crate::worktree::shared_root(root)))?;
+    let shared = crate::worktree::shared_root(root);
+    // Nothing is wired any more: the record goes.
+    if removal.remaining.is_empty() && !removal.others_wired {
+        fsutil::remove(&layout::init_record(&shared))?;
         if removal.remove_state_dir {
-            fsutil::raw::remove_empty_dir(&layout::state_dir(&crate::worktree::shared_root(root)));
+            fsutil::raw::remove_empty_dir(&layout::state_dir(&shared));
         }
-    } else if !up.shared {
+    } else if !removal.others_wired {
         let mut record = Record::load(root);
         for u in &removal.changes {
             record.files.remove(&u.file);
         }
         record.dirs.retain(|d| root.join(d).is_dir());
-        if layout::state_dir(&crate::worktree::shared_root(root)).is_dir() {
+        if layout::state_dir(&shared).is_dir() {
             record.save(root)?;
         }
     }
@@ -291,16 +276,12 @@ pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
 
 /// Whether the file cut down to `stripped` says what `before` said (`None`: no file).
 fn equivalent(kind: FileKind, stripped: Option<&str>, before: Option<&str>) -> bool {
-    match (stripped, before) {
-        (None, None) => true,
-        _ => match kind {
-            FileKind::Text { .. } => {
-                stripped.unwrap_or_default().trim_end() == before.unwrap_or_default().trim_end()
-            }
-            FileKind::Json => json_value(stripped).map(pruned) == json_value(before).map(pruned),
-            FileKind::Toml => toml_value(stripped).map(pruned) == toml_value(before).map(pruned),
-            FileKind::Generated => stripped == before,
-        },
+    let (s, b) = (stripped.unwrap_or_default(), before.unwrap_or_default());
+    match kind {
+        FileKind::Text { .. } => s.trim_end() == b.trim_end(),
+        FileKind::Json => json_value(stripped).map(pruned) == json_value(before).map(pruned),
+        FileKind::Toml => toml_value(stripped).map(pruned) == toml_value(before).map(pruned),
+        FileKind::Generated => stripped == before,
     }
 }
 
