@@ -158,13 +158,14 @@ fn about(extra: Vec<Value>) -> Value {
     doc
 }
 
-/// The files of `client`'s plugin, when coord writes one.
-fn files(client: Client, spec: &Spec) -> Option<Vec<File>> {
+/// `client`'s plugin in `folder`, when coord writes one: its files, and what it is.
+fn bundle(client: Client, spec: &Spec, folder: &Path) -> Option<(Vec<File>, Written)> {
     let adapter = client.adapter();
-    let plugin = adapter.plugin?;
     let hooks = adapter.hooks();
     let version = env!("CARGO_PKG_VERSION");
-    let files = match plugin {
+    let shown = folder.display().to_string();
+    let (name, dir) = (adapter.name, crate::shell::arg(&shown));
+    let (files, install, uninstall) = match adapter.plugin? {
         PluginKind::Marketplace {
             marketplace,
             codex,
@@ -200,7 +201,7 @@ fn files(client: Client, spec: &Spec) -> Option<Vec<File>> {
                     |[h, m, s]| json!({"hooks": h, "mcpServers": m, "skills": s}),
                 ),
             ]);
-            vec![
+            let files = vec![
                 json_file(marketplace, &market),
                 json_file(manifest, &man),
                 json_file("coord/hooks/hooks.json", &spec.hooks_json(&hooks, style)),
@@ -209,20 +210,44 @@ fn files(client: Client, spec: &Spec) -> Option<Vec<File>> {
                     &json!({"mcpServers": spec.mcp_servers()}),
                 ),
                 ("coord/skills/coord/SKILL.md", skill().into_bytes()),
-            ]
+            ];
+            // Codex names the plugin commands `add` and `remove`.
+            let (add, remove) = if codex {
+                ("add", "remove")
+            } else {
+                ("install", "uninstall")
+            };
+            let market = format!("{name} plugin marketplace");
+            let install = vec![
+                format!("{market} add {dir}"),
+                format!("{name} plugin {add} {NAME}@{NAME}"),
+            ];
+            let uninstall = vec![
+                format!("{name} plugin {remove} {NAME}@{NAME}"),
+                format!("{market} remove {NAME}"),
+            ];
+            (files, install, uninstall)
         }
         PluginKind::Extension { manifest, context } => {
             let man = about(vec![
                 json!({"contextFileName": context, "mcpServers": spec.mcp_servers()}),
             ]);
             let style = HookStyle::Claude { named: true };
-            vec![
+            let files = vec![
                 json_file(manifest, &man),
                 json_file("hooks/hooks.json", &spec.hooks_json(&hooks, style)),
                 (context, format!("{}\n", init::INSTRUCTIONS).into_bytes()),
-            ]
+            ];
+            let install = vec![format!("{name} extensions install {dir}")];
+            let uninstall = vec![format!("{name} extensions uninstall {NAME}")];
+            (files, install, uninstall)
         }
-        PluginKind::Js { package, mcp, .. } => {
+        PluginKind::Js {
+            package,
+            mcp,
+            install,
+            uninstall,
+        } => {
             let doc = about(vec![
                 json!({"private": true, "type": "module"}),
                 serde_json::from_str(package).unwrap_or_default(),
@@ -239,22 +264,31 @@ fn files(client: Client, spec: &Spec) -> Option<Vec<File>> {
                 _ => None,
             })?;
             let js = script(template, adapter.name, spec, mcp.as_ref());
-            vec![
+            let files = vec![
                 json_file("package.json", &doc),
                 ("coord.js", js.into_bytes()),
-            ]
+            ];
+            let at = |command: &str| vec![command.replace("{dir}", &dir)];
+            (files, at(install), at(uninstall))
         }
     };
-    Some(files)
+    let written = Written {
+        client: adapter.name,
+        product: adapter.product,
+        dir: shown,
+        files: files.iter().map(|(rel, _)| rel.to_string()).collect(),
+        install,
+        uninstall,
+    };
+    Some((files, written))
 }
 
 /// Write the plugin of each of `clients` into `dir/<client>/`.
 pub fn write(dir: &Path, clients: &[Client], spec: &Spec) -> Result<Vec<Written>> {
     let mut out = Vec::new();
     for &client in clients {
-        let adapter = client.adapter();
-        let folder = dir.join(adapter.name);
-        let (Some(plugin), Some(files)) = (adapter.plugin, files(client, spec)) else {
+        let folder = dir.join(client.adapter().name);
+        let Some((files, written)) = bundle(client, spec, &folder) else {
             continue;
         };
         for (rel, content) in &files {
@@ -264,47 +298,7 @@ pub fn write(dir: &Path, clients: &[Client], spec: &Spec) -> Result<Vec<Written>
             }
             fsutil::replace_durable(&path, content)?;
         }
-        let shown = folder.display().to_string();
-        let (name, dir) = (adapter.name, crate::shell::arg(&shown));
-        let (install, uninstall) = match plugin {
-            PluginKind::Marketplace { codex, .. } => {
-                // Codex names the plugin commands `add` and `remove`.
-                let (add, remove) = if codex {
-                    ("add", "remove")
-                } else {
-                    ("install", "uninstall")
-                };
-                let market = format!("{name} plugin marketplace");
-                (
-                    vec![
-                        format!("{market} add {dir}"),
-                        format!("{name} plugin {add} {NAME}@{NAME}"),
-                    ],
-                    vec![
-                        format!("{name} plugin {remove} {NAME}@{NAME}"),
-                        format!("{market} remove {NAME}"),
-                    ],
-                )
-            }
-            PluginKind::Extension { .. } => (
-                vec![format!("{name} extensions install {dir}")],
-                vec![format!("{name} extensions uninstall {NAME}")],
-            ),
-            PluginKind::Js {
-                install, uninstall, ..
-            } => (
-                vec![install.replace("{dir}", &dir)],
-                vec![uninstall.replace("{dir}", &dir)],
-            ),
-        };
-        out.push(Written {
-            client: adapter.name,
-            product: adapter.product,
-            dir: shown.clone(),
-            files: files.iter().map(|(rel, _)| rel.to_string()).collect(),
-            install,
-            uninstall,
-        });
+        out.push(written);
     }
     Ok(out)
 }
