@@ -171,10 +171,8 @@ fn take_turns(demo: &Demo, agents: &[&str]) -> Result<()> {
     let counter = demo.dir.join("COUNTER.txt");
     fsutil::replace(&counter, b"0\n")?;
     let script = "n=$(cat COUNTER.txt); sleep 0.05; echo $((n + 1)) > COUNTER.txt";
-    each_at_once(demo, agents, |demo, _, a| {
-        demo.quiet(a, "run COUNTER.txt --wait 30s -- sh -c", &[script])
-            .map(drop)
-    })?;
+    let run = "run COUNTER.txt --wait 30s -- sh -c";
+    each_at_once(demo, agents, |demo, _, a| demo.quiet(a, run, &[script]))?;
     let n = std::fs::read_to_string(&counter).at("read", &counter)?;
     demo.line(&format!(
         "  {} agents ran `coord run COUNTER.txt -- sh -c 'n=$(cat COUNTER.txt); echo $((n + 1)) > COUNTER.txt'` at once: COUNTER.txt = {}",
@@ -188,7 +186,7 @@ fn take_turns(demo: &Demo, agents: &[&str]) -> Result<()> {
 fn handshake(demo: &Demo, agents: &[&str]) -> Result<()> {
     demo.heading("They agree to follow the locking rules (a handshake with every other agent)");
     each_at_once(demo, agents, |demo, _, a| {
-        demo.quiet(a, "handshake --wait 30s", &[]).map(drop)
+        demo.quiet(a, "handshake --wait 30s", &[])
     })?;
     // Once everyone answered, the first agent's view of every pair.
     demo.show(agents[0], "handshake", &[], 1 + agents.len())
@@ -344,8 +342,8 @@ impl Demo {
     }
 
     /// Run `coord LINE TAIL...` as `agent` (`line`: words without spaces in them; `tail`: any
-    /// arguments) and return its stdout; its failure is the demo's.
-    fn quiet(&self, agent: &str, line: &str, tail: &[&str]) -> Result<String> {
+    /// arguments), its output unseen; its failure is the demo's.
+    fn quiet(&self, agent: &str, line: &str, tail: &[&str]) -> Result<()> {
         let mut args: Vec<&str> = line.split_whitespace().collect();
         args.extend(tail);
         let out = self
@@ -359,7 +357,7 @@ impl Demo {
                 String::from_utf8_lossy(&out.stderr).trim()
             )));
         }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        Ok(())
     }
 
     /// Show `$ coord LINE TAIL...` as `agent`, run it, and show as they come the first `lines`

@@ -47,20 +47,12 @@ pub const REMOTE_BUDGET: std::time::Duration = std::time::Duration::from_secs(10
 /// Run git in `dir` and return its stdout.
 fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>> {
     let shown = args.join(" ");
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .map_err(|e| Error::Failed {
-            message: format!("cannot run `git {shown}`: {e}"),
-        })?;
+    let failed = |message| Error::Failed { message };
+    let out = Command::new("git").args(args).current_dir(dir).output();
+    let out = out.map_err(|e| failed(format!("cannot run `git {shown}`: {e}")))?;
     if !out.status.success() {
-        return Err(Error::Failed {
-            message: format!(
-                "`git {shown}` failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ),
-        });
+        let why = String::from_utf8_lossy(&out.stderr);
+        return Err(failed(format!("`git {shown}` failed: {}", why.trim())));
     }
     Ok(out.stdout)
 }
@@ -115,23 +107,18 @@ pub fn install(dir: &Path, coord: &Path) -> Result<Vec<Installed>> {
             Ok(b) if b == script.as_bytes() => "already installed",
             // An older coord hook is rewritten in place; its chained hook stays.
             Ok(b) if String::from_utf8_lossy(&b).contains(MARKER) => "updated",
+            _ if fs::symlink_metadata(&path).is_err() => "installed",
             _ => {
-                if fs::symlink_metadata(&path).is_ok() {
-                    let aside = hooks.join(format!("{name}{CHAINED_SUFFIX}"));
-                    if fs::symlink_metadata(&aside).is_ok() {
-                        return Err(Error::refused(
-                            Refusal::Conflict,
-                            format!(
-                                "both `{}` and `{}` exist; coord does not know which to keep",
-                                path.display(),
-                                aside.display()
-                            ),
-                            Some(format!("merge them into `{}` by hand", aside.display())),
-                        ));
-                    }
-                    fsutil::rename(&path, &aside)?;
-                    chained = Some(aside.display().to_string());
+                let aside = hooks.join(format!("{name}{CHAINED_SUFFIX}"));
+                if fs::symlink_metadata(&aside).is_ok() {
+                    let (p, a) = (path.display(), aside.display());
+                    let why =
+                        format!("both `{p}` and `{a}` exist; coord does not know which to keep");
+                    let hint = Some(format!("merge them into `{a}` by hand"));
+                    return Err(Error::refused(Refusal::Conflict, why, hint));
                 }
+                fsutil::rename(&path, &aside)?;
+                chained = Some(aside.display().to_string());
                 "installed"
             }
         };

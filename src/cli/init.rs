@@ -75,13 +75,10 @@ pub(super) fn client_choice() -> impl clap::builder::TypedValueParser<Value = Op
 /// The clients `--client` names (`all`, or none given: every one), and whether that is all.
 pub(super) fn chosen(named: &[Option<Client>]) -> (bool, Vec<Client>) {
     let all = named.is_empty() || named.contains(&None);
-    let clients = Client::ALL.iter().copied();
-    (
-        all,
-        clients
-            .filter(|c| all || named.contains(&Some(*c)))
-            .collect(),
-    )
+    let clients = Client::ALL
+        .iter()
+        .filter(|c| all || named.contains(&Some(**c)));
+    (all, clients.copied().collect())
 }
 
 pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
