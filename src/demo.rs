@@ -62,11 +62,8 @@ pub fn run(exe: PathBuf, dir: PathBuf, agents: usize, out: Narrator) -> Result<(
 /// Every agent says it is here (its presence file and a row on the card of partners).
 fn arrive(demo: &Demo, agents: &[&str]) -> Result<()> {
     demo.heading("The agents arrive: each says who it is and what it works on");
-    for (i, a) in agents.iter().enumerate() {
-        let line = format!(
-            "startup --partner {a} --mode silent --task {}",
-            TASKS[i % TASKS.len()]
-        );
+    for (a, task) in agents.iter().zip(TASKS.iter().cycle()) {
+        let line = format!("startup --partner {a} --mode silent --task {task}");
         demo.show(a, &line, &[], 1)?;
     }
     Ok(())

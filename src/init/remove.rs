@@ -145,32 +145,24 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
             continue;
         }
         // Unchanged since init wrote it, and nothing of the user's lost: its bytes from before.
-        let (action, content, created_by_init) = match record.files.get(&file) {
-            Some(e)
-                if e.after == text
-                    && equivalent(kind, stripped.as_deref(), e.before.as_deref()) =>
-            {
-                match &e.before {
-                    Some(b) => ("restore", Some(b.clone().into_bytes()), false),
-                    None => ("delete", None, true),
-                }
-            }
-            // Cut out, and what is left is what the file held before init: that outcome is
-            // a restore, however it was reached.
-            Some(e) if stripped.is_some() && e.before == stripped => {
-                ("restore", stripped.map(String::into_bytes), false)
-            }
-            _ => match stripped {
-                Some(s) => ("update", Some(s.into_bytes()), false),
-                None => ("delete", None, false),
-            },
+        let entry = record.files.get(&file);
+        let as_written = entry.filter(|e| {
+            e.after == text && equivalent(kind, stripped.as_deref(), e.before.as_deref())
+        });
+        let content = as_written.map_or(stripped, |e| e.before.clone());
+        // What is left is what the file held before init: that outcome is a restore, however
+        // it was reached.
+        let action = match &content {
+            None => "delete",
+            Some(_) if entry.is_some_and(|e| e.before == content) => "restore",
+            Some(_) => "update",
         };
         changes.push(Undo {
             file,
             action,
-            content,
+            content: content.map(String::into_bytes),
             path,
-            created_by_init,
+            created_by_init: as_written.is_some_and(|e| e.before.is_none()),
         });
     }
     // What a client wrote itself because of coord (Claude Code's answer about coord's server):
