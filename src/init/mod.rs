@@ -250,10 +250,7 @@ fn wire(w: &mut Wiring, client: Client) -> Result<()> {
                     ),
                     None => return Ok(()),
                 };
-                let servers = object_at(v, key, f)?;
-                if !servers.contains_key("coord") {
-                    servers.insert("coord".into(), server);
-                }
+                object_at(v, key, f)?.entry("coord").or_insert(server);
                 Ok(())
             })?,
             // Comments and layout are kept.
@@ -294,9 +291,10 @@ fn codex_toml(doc: &mut toml_edit::DocumentMut, rel: &str) -> Result<()> {
     if !servers.contains_key("coord") {
         let mut t = toml_edit::Table::new();
         t.insert("command", toml_edit::value(COORD));
-        let mut args = toml_edit::Array::new();
-        args.push("mcp");
-        t.insert("args", toml_edit::value(args));
+        t.insert(
+            "args",
+            toml_edit::value(toml_edit::Array::from_iter(["mcp"])),
+        );
         servers.insert("coord", toml_edit::Item::Table(t));
     }
     if let Some(features) = doc.get_mut("features").and_then(|f| f.as_table_like_mut())
@@ -346,8 +344,8 @@ pub(crate) fn merge_hooks(
         style,
         HookStyle::Copilot | HookStyle::Flat { version: true }
     );
-    if versioned && !doc.contains_key("version") {
-        doc.insert("version".into(), json!(1));
+    if versioned {
+        doc.entry("version").or_insert(json!(1));
     }
     let hooks = object_at(doc, "hooks", file)?;
     for (event, matcher, cmd) in set {
