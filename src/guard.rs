@@ -159,24 +159,18 @@ pub fn uninstall_in(hooks: &Path, dry_run: bool) -> Result<Vec<Uninstalled>> {
         let ours = fs::symlink_metadata(&path).is_ok_and(|m| m.is_file())
             && fsutil::read_capped(&path, 1024 * 1024)
                 .is_ok_and(|b| String::from_utf8_lossy(&b).contains(MARKER));
-        let outcome = if ours {
-            if fs::symlink_metadata(&aside).is_ok() {
-                // The rename puts the chained hook back in one step: never a moment without it.
-                if !dry_run {
-                    fsutil::rename(&aside, &path)?;
-                }
-                "restored"
-            } else {
-                if !dry_run {
-                    fsutil::remove(&path)?;
-                }
-                "removed"
-            }
-        } else if fs::symlink_metadata(&path).is_ok() {
-            "not coord's"
-        } else {
-            "not installed"
+        let outcome = match (ours, fs::symlink_metadata(&aside).is_ok()) {
+            (true, true) => "restored",
+            (true, false) => "removed",
+            _ if fs::symlink_metadata(&path).is_ok() => "not coord's",
+            _ => "not installed",
         };
+        match outcome {
+            // The rename puts the chained hook back in one step: never a moment without it.
+            "restored" if !dry_run => fsutil::rename(&aside, &path)?,
+            "removed" if !dry_run => _ = fsutil::remove(&path)?,
+            _ => {}
+        }
         out.push(Uninstalled {
             hook: name.into(),
             path: path.display().to_string(),

@@ -521,11 +521,9 @@ impl Wiring {
             return Err(cannot_merge(&format!("`{rel}` is not a JSON object")));
         };
         merge(&mut doc, rel)?;
-        let doc = Value::Object(doc);
-        if old.is_some() && doc == parsed {
-            return Ok(());
+        if old.is_none() || parsed.as_object() != Some(&doc) {
+            self.record(path, old, pretty_json(&doc));
         }
-        self.record(path, old, pretty_json(&doc));
         Ok(())
     }
 

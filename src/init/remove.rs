@@ -227,9 +227,7 @@ pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
     for u in &removal.changes {
         match &u.content {
             Some(bytes) => fsutil::replace_durable(&u.path, bytes)?,
-            None => {
-                fsutil::remove(&u.path)?;
-            }
+            None => _ = fsutil::remove(&u.path)?,
         }
     }
     // Folders init created, and those that held a deleted file the record does not know,
