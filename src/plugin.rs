@@ -106,7 +106,6 @@ fn skill() -> String {
 /// A JS plugin `coord init` writes (`template`, for `client`) as the user-level plugin runs it:
 /// the absolute `coord` with `--plugin`, `const INSTRUCTIONS` and `const MCP` filled in.
 pub fn script(template: &str, client: &str, spec: &Spec, mcp: Option<&Value>) -> String {
-    let quoted = |v: &Value| serde_json::to_string(v).unwrap_or_default();
     let mut text = template.to_string();
     let edits = [
         (
@@ -121,7 +120,7 @@ pub fn script(template: &str, client: &str, spec: &Spec, mcp: Option<&Value>) ->
             "const COORD = process.env.COORD_BIN || \"coord\";".to_string(),
             format!(
                 "const COORD = process.env.COORD_BIN || {};",
-                quoted(&json!(spec.coord))
+                json!(spec.coord)
             ),
         ),
         (
@@ -130,14 +129,11 @@ pub fn script(template: &str, client: &str, spec: &Spec, mcp: Option<&Value>) ->
         ),
         (
             "const INSTRUCTIONS = \"\";".to_string(),
-            format!(
-                "const INSTRUCTIONS = {};",
-                quoted(&json!(init::INSTRUCTIONS))
-            ),
+            format!("const INSTRUCTIONS = {};", json!(init::INSTRUCTIONS)),
         ),
         (
             "const MCP = null;".to_string(),
-            format!("const MCP = {};", mcp.map_or("null".to_string(), quoted)),
+            format!("const MCP = {};", json!(mcp)),
         ),
     ];
     for (from, to) in edits {
