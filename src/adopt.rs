@@ -154,12 +154,6 @@ pub(crate) fn submodules(common: &Path) -> Vec<PathBuf> {
 mod tests {
     use super::*;
 
-    fn off(config: &str) -> bool {
-        let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("config"), config).unwrap();
-        switched_off(dir.path())
-    }
-
     /// A repository removed between its discovery and the write (a test folder torn down under
     /// a running hook) must not come back as a bare `.git/info/` that makes its parent folder
     /// look like a repository to every later coord.
@@ -180,19 +174,27 @@ mod tests {
 
     #[test]
     fn the_switch_reads_git_booleans() {
-        assert!(off("[coord]\n\tenabled = false\n"));
-        assert!(off(
-            "[core]\n\tbare = false\n[Coord]\n  Enabled=no ; mine\n"
-        ));
-        assert!(off("[coord] enabled = off\n"));
-        assert!(!off("[coord]\n\tenabled = true\n"));
-        assert!(!off("[coord]\n\tenabled\n"));
-        assert!(!off(
-            "[coord]\n\tenabled = false\n[coord]\n\tenabled = yes\n"
-        ));
-        assert!(!off("[core]\n\tenabled = false\n"));
-        assert!(!off("[coord \"x\"]\n\tenabled = false\n"));
-        assert!(!off(""));
+        for (config, off) in [
+            ("[coord]\n\tenabled = false\n", true),
+            (
+                "[core]\n\tbare = false\n[Coord]\n  Enabled=no ; mine\n",
+                true,
+            ),
+            ("[coord] enabled = off\n", true),
+            ("[coord]\n\tenabled = true\n", false),
+            ("[coord]\n\tenabled\n", false),
+            (
+                "[coord]\n\tenabled = false\n[coord]\n\tenabled = yes\n",
+                false,
+            ),
+            ("[core]\n\tenabled = false\n", false),
+            ("[coord \"x\"]\n\tenabled = false\n", false),
+            ("", false),
+        ] {
+            let dir = tempfile::tempdir().unwrap();
+            std::fs::write(dir.path().join("config"), config).unwrap();
+            assert_eq!(switched_off(dir.path()), off, "{config}");
+        }
     }
 
     #[test]
@@ -209,23 +211,17 @@ mod tests {
             std::fs::write(common.join(git).join("HEAD"), "ref: refs/heads/x\n").unwrap();
         }
         std::fs::create_dir_all(common.join("modules/empty")).unwrap();
-        let rel: Vec<_> = submodules(common)
+        let found = submodules(common);
+        let rel: Vec<_> = found
             .iter()
-            .map(|p| {
-                p.strip_prefix(common)
-                    .unwrap()
-                    .to_string_lossy()
-                    .into_owned()
-            })
+            .map(|p| p.strip_prefix(common).unwrap())
             .collect();
-        assert_eq!(
-            rel,
-            [
-                "modules/a",
-                "modules/a/modules/c",
-                "modules/libs/b",
-                "worktrees/w/modules/d"
-            ]
-        );
+        let want = [
+            "modules/a",
+            "modules/a/modules/c",
+            "modules/libs/b",
+            "worktrees/w/modules/d",
+        ];
+        assert_eq!(rel, want.map(Path::new));
     }
 }

@@ -62,11 +62,8 @@ pub fn run(exe: PathBuf, dir: PathBuf, agents: usize, out: Narrator) -> Result<(
 /// Every agent says it is here (its presence file and a row on the card of partners).
 fn arrive(demo: &Demo, agents: &[&str]) -> Result<()> {
     demo.heading("The agents arrive: each says who it is and what it works on");
-    for (i, a) in agents.iter().enumerate() {
-        let line = format!(
-            "startup --partner {a} --mode silent --task {}",
-            TASKS[i % TASKS.len()]
-        );
+    for (a, task) in agents.iter().zip(TASKS.iter().cycle()) {
+        let line = format!("startup --partner {a} --mode silent --task {task}");
         demo.show(a, &line, &[], 1)?;
     }
     Ok(())
@@ -171,10 +168,8 @@ fn take_turns(demo: &Demo, agents: &[&str]) -> Result<()> {
     let counter = demo.dir.join("COUNTER.txt");
     fsutil::replace(&counter, b"0\n")?;
     let script = "n=$(cat COUNTER.txt); sleep 0.05; echo $((n + 1)) > COUNTER.txt";
-    each_at_once(demo, agents, |demo, _, a| {
-        demo.quiet(a, "run COUNTER.txt --wait 30s -- sh -c", &[script])
-            .map(drop)
-    })?;
+    let run = "run COUNTER.txt --wait 30s -- sh -c";
+    each_at_once(demo, agents, |demo, _, a| demo.quiet(a, run, &[script]))?;
     let n = std::fs::read_to_string(&counter).at("read", &counter)?;
     demo.line(&format!(
         "  {} agents ran `coord run COUNTER.txt -- sh -c 'n=$(cat COUNTER.txt); echo $((n + 1)) > COUNTER.txt'` at once: COUNTER.txt = {}",
@@ -188,7 +183,7 @@ fn take_turns(demo: &Demo, agents: &[&str]) -> Result<()> {
 fn handshake(demo: &Demo, agents: &[&str]) -> Result<()> {
     demo.heading("They agree to follow the locking rules (a handshake with every other agent)");
     each_at_once(demo, agents, |demo, _, a| {
-        demo.quiet(a, "handshake --wait 30s", &[]).map(drop)
+        demo.quiet(a, "handshake --wait 30s", &[])
     })?;
     // Once everyone answered, the first agent's view of every pair.
     demo.show(agents[0], "handshake", &[], 1 + agents.len())
@@ -252,19 +247,8 @@ fn review(demo: &Demo, reviewer: &str, implementer: &str) -> Result<()> {
     );
     demo.show(reviewer, &new, &[], 1)?;
     let meta = demo.dir.join(crate::layout::REVIEW_METADATA_DIR);
-    let file = crate::review::paths::conventional(
-        &meta,
-        &crate::review::paths::NameParts {
-            kind: crate::review::paths::Kind::Review,
-            topic,
-            llm: reviewer,
-            to: None,
-            step: None,
-            action: None,
-            description: None,
-        },
-        &crate::clock::now(),
-    )?;
+    let date = crate::clock::now().format("%Y_%m_%d").to_string();
+    let file = crate::layout::review_file(&meta, reviewer, topic, &date);
     fsutil::ensure_dir(file.parent().unwrap_or(&demo.dir))?;
     let rel = file.strip_prefix(&demo.dir).unwrap_or(&file).display();
     fsutil::replace(
@@ -355,8 +339,8 @@ impl Demo {
     }
 
     /// Run `coord LINE TAIL...` as `agent` (`line`: words without spaces in them; `tail`: any
-    /// arguments) and return its stdout; its failure is the demo's.
-    fn quiet(&self, agent: &str, line: &str, tail: &[&str]) -> Result<String> {
+    /// arguments), its output unseen; its failure is the demo's.
+    fn quiet(&self, agent: &str, line: &str, tail: &[&str]) -> Result<()> {
         let mut args: Vec<&str> = line.split_whitespace().collect();
         args.extend(tail);
         let out = self
@@ -370,7 +354,7 @@ impl Demo {
                 String::from_utf8_lossy(&out.stderr).trim()
             )));
         }
-        Ok(String::from_utf8_lossy(&out.stdout).into_owned())
+        Ok(())
     }
 
     /// Show `$ coord LINE TAIL...` as `agent`, run it, and show as they come the first `lines`

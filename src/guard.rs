@@ -47,20 +47,12 @@ pub const REMOTE_BUDGET: std::time::Duration = std::time::Duration::from_secs(10
 /// Run git in `dir` and return its stdout.
 fn git(dir: &Path, args: &[&str]) -> Result<Vec<u8>> {
     let shown = args.join(" ");
-    let out = Command::new("git")
-        .args(args)
-        .current_dir(dir)
-        .output()
-        .map_err(|e| Error::Failed {
-            message: format!("cannot run `git {shown}`: {e}"),
-        })?;
+    let failed = |message| Error::Failed { message };
+    let out = Command::new("git").args(args).current_dir(dir).output();
+    let out = out.map_err(|e| failed(format!("cannot run `git {shown}`: {e}")))?;
     if !out.status.success() {
-        return Err(Error::Failed {
-            message: format!(
-                "`git {shown}` failed: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            ),
-        });
+        let why = String::from_utf8_lossy(&out.stderr);
+        return Err(failed(format!("`git {shown}` failed: {}", why.trim())));
     }
     Ok(out.stdout)
 }
@@ -115,23 +107,18 @@ pub fn install(dir: &Path, coord: &Path) -> Result<Vec<Installed>> {
             Ok(b) if b == script.as_bytes() => "already installed",
             // An older coord hook is rewritten in place; its chained hook stays.
             Ok(b) if String::from_utf8_lossy(&b).contains(MARKER) => "updated",
+            _ if fs::symlink_metadata(&path).is_err() => "installed",
             _ => {
-                if fs::symlink_metadata(&path).is_ok() {
-                    let aside = hooks.join(format!("{name}{CHAINED_SUFFIX}"));
-                    if fs::symlink_metadata(&aside).is_ok() {
-                        return Err(Error::refused(
-                            Refusal::Conflict,
-                            format!(
-                                "both `{}` and `{}` exist; coord does not know which to keep",
-                                path.display(),
-                                aside.display()
-                            ),
-                            Some(format!("merge them into `{}` by hand", aside.display())),
-                        ));
-                    }
-                    fsutil::rename(&path, &aside)?;
-                    chained = Some(aside.display().to_string());
+                let aside = hooks.join(format!("{name}{CHAINED_SUFFIX}"));
+                if fs::symlink_metadata(&aside).is_ok() {
+                    let (p, a) = (path.display(), aside.display());
+                    let why =
+                        format!("both `{p}` and `{a}` exist; coord does not know which to keep");
+                    let hint = Some(format!("merge them into `{a}` by hand"));
+                    return Err(Error::refused(Refusal::Conflict, why, hint));
                 }
+                fsutil::rename(&path, &aside)?;
+                chained = Some(aside.display().to_string());
                 "installed"
             }
         };
@@ -161,14 +148,9 @@ pub struct Uninstalled {
     pub outcome: &'static str,
 }
 
-/// Remove coord's hooks from the repository at `dir`, putting back a hook `install` had chained
-/// as it was. A hook that is not coord's is left alone.
-pub fn uninstall(dir: &Path) -> Result<Vec<Uninstalled>> {
-    uninstall_in(&hooks_dir(dir)?, false)
-}
-
-/// [`uninstall`] in the hooks folder `hooks` (see [`hooks_dir`]); with `dry_run`, only say
-/// what it would do.
+/// Remove coord's hooks from the hooks folder `hooks` (see [`hooks_dir`]), putting back a hook
+/// `install` had chained as it was; a hook that is not coord's is left alone. With `dry_run`,
+/// only say what it would do.
 pub fn uninstall_in(hooks: &Path, dry_run: bool) -> Result<Vec<Uninstalled>> {
     let mut out = Vec::new();
     for name in HOOKS {
@@ -177,24 +159,18 @@ pub fn uninstall_in(hooks: &Path, dry_run: bool) -> Result<Vec<Uninstalled>> {
         let ours = fs::symlink_metadata(&path).is_ok_and(|m| m.is_file())
             && fsutil::read_capped(&path, 1024 * 1024)
                 .is_ok_and(|b| String::from_utf8_lossy(&b).contains(MARKER));
-        let outcome = if ours {
-            if fs::symlink_metadata(&aside).is_ok() {
-                // The rename puts the chained hook back in one step: never a moment without it.
-                if !dry_run {
-                    fsutil::rename(&aside, &path)?;
-                }
-                "restored"
-            } else {
-                if !dry_run {
-                    fsutil::remove(&path)?;
-                }
-                "removed"
-            }
-        } else if fs::symlink_metadata(&path).is_ok() {
-            "not coord's"
-        } else {
-            "not installed"
+        let outcome = match (ours, fs::symlink_metadata(&aside).is_ok()) {
+            (true, true) => "restored",
+            (true, false) => "removed",
+            _ if fs::symlink_metadata(&path).is_ok() => "not coord's",
+            _ => "not installed",
         };
+        match outcome {
+            // The rename puts the chained hook back in one step: never a moment without it.
+            "restored" if !dry_run => fsutil::rename(&aside, &path)?,
+            "removed" if !dry_run => _ = fsutil::remove(&path)?,
+            _ => {}
+        }
         out.push(Uninstalled {
             hook: name.into(),
             path: path.display().to_string(),
@@ -249,13 +225,15 @@ fn script(name: &str, coord: &Path) -> String {
 
 /// The files git tracks in the work tree at `dir`, relative to its top folder.
 pub fn tracked(dir: &Path) -> Result<Vec<String>> {
-    Ok(split_names(&git(dir, &["ls-files", "-z", "--full-name"])?))
+    git_names(dir, &["ls-files", "-z", "--full-name"])
 }
 
 /// The staged paths (old and new names of renames), relative to the top folder.
 pub fn staged(dir: &Path) -> Result<Vec<String>> {
-    let args = ["diff", "--cached", "--name-only", "--no-renames", "-z"];
-    Ok(split_names(&git(dir, &args)?))
+    git_names(
+        dir,
+        &["diff", "--cached", "--name-only", "--no-renames", "-z"],
+    )
 }
 
 /// The paths with changes not staged (tracked files; untracked ones too when `untracked`),
@@ -265,7 +243,7 @@ pub fn unstaged(dir: &Path, untracked: bool) -> Result<Vec<String>> {
     if untracked {
         args.extend(["--others", "--exclude-standard"]);
     }
-    Ok(split_names(&git(dir, &args)?))
+    git_names(dir, &args)
 }
 
 /// The paths changed by the commits `revs` name (`A..B`, or `B --not --remotes=origin`), old
@@ -274,16 +252,20 @@ pub fn changed(dir: &Path, revs: &[String]) -> Result<Vec<String>> {
     let mut args = vec!["log", "--format=", "--name-only", "--no-renames", "-z"];
     args.extend(revs.iter().map(String::as_str));
     args.push("--");
-    Ok(split_names(&git(dir, &args)?))
+    git_names(dir, &args)
 }
 
-/// `-z` output: each name exactly as it is (a name may begin or end with a newline), once.
-fn split_names(out: &[u8]) -> Vec<String> {
+/// The names git's `-z` output lists, each exactly as it is (a name may begin or end with a
+/// newline), once.
+fn git_names(dir: &Path, args: &[&str]) -> Result<Vec<String>> {
     let mut seen = std::collections::HashSet::new();
-    out.split(|b| *b == 0)
-        .map(|raw| String::from_utf8_lossy(raw).into_owned())
-        .filter(|name| !name.is_empty() && seen.insert(name.clone()))
-        .collect()
+    let out = git(dir, args)?;
+    let names = out
+        .split(|b| *b == 0)
+        .map(|n| String::from_utf8_lossy(n).into_owned());
+    Ok(names
+        .filter(|n| !n.is_empty() && seen.insert(n.clone()))
+        .collect())
 }
 
 /// Of `paths` (relative to the git top folder `top`), those locked `LIVE` (or in conflict) by

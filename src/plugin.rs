@@ -1,14 +1,14 @@
 //! Installed once per user: coord as a plugin (or extension) of each agent client. Its hooks run
 //! in every repository; [`gate`] decides what a `--plugin` call does there.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
 use crate::adopt;
 use crate::client::{COORD, Client, HookSet, HookStyle, PluginKind};
-use crate::error::{Error, IoResultExt, Result};
+use crate::error::{IoResultExt, Result};
 use crate::fsutil;
 use crate::init;
 use crate::layout;
@@ -29,14 +29,18 @@ pub const DESCRIPTION: &str = "Coordinate AI coding agents in one repository: fi
 /// What a plugin needs to know: the `coord` binary its commands call.
 #[derive(Debug, Clone)]
 pub struct Spec {
-    /// The absolute path of the `coord` binary.
-    pub coord: PathBuf,
+    /// The absolute path of the `coord` binary, as an argv entry (MCP `command`).
+    pub coord: String,
 }
 
 impl Spec {
-    /// The path as an argv entry (MCP `command`).
-    pub fn coord_path(&self) -> String {
-        self.coord.to_string_lossy().into_owned()
+    /// The running `coord`, by its absolute path.
+    pub fn current() -> Result<Spec> {
+        let exe = std::env::current_exe().at("find the running binary", Path::new("coord"))?;
+        let exe = std::fs::canonicalize(&exe).unwrap_or(exe);
+        Ok(Spec {
+            coord: exe.to_string_lossy().into_owned(),
+        })
     }
 
     /// `coord hook NAME ...` as the plugin runs it: the absolute binary with `--plugin`, behind
@@ -46,15 +50,12 @@ impl Spec {
             .strip_prefix(COORD)
             .map(str::trim_start)
             .unwrap_or(init_command);
-        format!(
-            "exec {} {rest} {FLAG}",
-            crate::shell::arg(&self.coord_path())
-        )
+        format!("exec {} {rest} {FLAG}", crate::shell::arg(&self.coord))
     }
 
     /// `{"mcpServers": {"coord": {command, args}}}`.
     pub fn mcp_servers(&self) -> Value {
-        json!({"coord": {"command": self.coord_path(), "args": ["mcp", FLAG]}})
+        json!({"coord": {"command": self.coord, "args": ["mcp", FLAG]}})
     }
 
     /// `{"hooks": {...}}` (with `version` in Copilot's style) for `set`, run by the plugin.
@@ -98,14 +99,13 @@ pub struct Written {
 fn skill() -> String {
     format!(
         "---\nname: {NAME}\ndescription: \"How to work beside other agents in this repository with coord (locks on edited files, who is here, messages). Read when an edit is refused because another agent holds the file, or before editing files outside the edit tools.\"\n---\n\n{}\n",
-        init::instructions()
+        init::INSTRUCTIONS
     )
 }
 
 /// A JS plugin `coord init` writes (`template`, for `client`) as the user-level plugin runs it:
 /// the absolute `coord` with `--plugin`, `const INSTRUCTIONS` and `const MCP` filled in.
 pub fn script(template: &str, client: &str, spec: &Spec, mcp: Option<&Value>) -> String {
-    let quoted = |v: &Value| serde_json::to_string(v).unwrap_or_default();
     let mut text = template.to_string();
     let edits = [
         (
@@ -120,7 +120,7 @@ pub fn script(template: &str, client: &str, spec: &Spec, mcp: Option<&Value>) ->
             "const COORD = process.env.COORD_BIN || \"coord\";".to_string(),
             format!(
                 "const COORD = process.env.COORD_BIN || {};",
-                quoted(&json!(spec.coord_path()))
+                json!(spec.coord)
             ),
         ),
         (
@@ -129,14 +129,11 @@ pub fn script(template: &str, client: &str, spec: &Spec, mcp: Option<&Value>) ->
         ),
         (
             "const INSTRUCTIONS = \"\";".to_string(),
-            format!(
-                "const INSTRUCTIONS = {};",
-                quoted(&json!(init::instructions()))
-            ),
+            format!("const INSTRUCTIONS = {};", json!(init::INSTRUCTIONS)),
         ),
         (
             "const MCP = null;".to_string(),
-            format!("const MCP = {};", mcp.map_or("null".to_string(), quoted)),
+            format!("const MCP = {};", json!(mcp)),
         ),
     ];
     for (from, to) in edits {
@@ -157,13 +154,14 @@ fn about(extra: Vec<Value>) -> Value {
     doc
 }
 
-/// The files of `client`'s plugin, when coord writes one.
-fn files(client: Client, spec: &Spec) -> Option<Vec<File>> {
+/// `client`'s plugin in `folder`, when coord writes one: its files, and what it is.
+fn bundle(client: Client, spec: &Spec, folder: &Path) -> Option<(Vec<File>, Written)> {
     let adapter = client.adapter();
-    let plugin = adapter.plugin?;
     let hooks = adapter.hooks();
     let version = env!("CARGO_PKG_VERSION");
-    let files = match plugin {
+    let shown = folder.display().to_string();
+    let (name, dir) = (adapter.name, crate::shell::arg(&shown));
+    let (files, install, uninstall) = match adapter.plugin? {
         PluginKind::Marketplace {
             marketplace,
             codex,
@@ -199,7 +197,7 @@ fn files(client: Client, spec: &Spec) -> Option<Vec<File>> {
                     |[h, m, s]| json!({"hooks": h, "mcpServers": m, "skills": s}),
                 ),
             ]);
-            vec![
+            let files = vec![
                 json_file(marketplace, &market),
                 json_file(manifest, &man),
                 json_file("coord/hooks/hooks.json", &spec.hooks_json(&hooks, style)),
@@ -208,20 +206,44 @@ fn files(client: Client, spec: &Spec) -> Option<Vec<File>> {
                     &json!({"mcpServers": spec.mcp_servers()}),
                 ),
                 ("coord/skills/coord/SKILL.md", skill().into_bytes()),
-            ]
+            ];
+            // Codex names the plugin commands `add` and `remove`.
+            let (add, remove) = if codex {
+                ("add", "remove")
+            } else {
+                ("install", "uninstall")
+            };
+            let market = format!("{name} plugin marketplace");
+            let install = vec![
+                format!("{market} add {dir}"),
+                format!("{name} plugin {add} {NAME}@{NAME}"),
+            ];
+            let uninstall = vec![
+                format!("{name} plugin {remove} {NAME}@{NAME}"),
+                format!("{market} remove {NAME}"),
+            ];
+            (files, install, uninstall)
         }
         PluginKind::Extension { manifest, context } => {
             let man = about(vec![
                 json!({"contextFileName": context, "mcpServers": spec.mcp_servers()}),
             ]);
             let style = HookStyle::Claude { named: true };
-            vec![
+            let files = vec![
                 json_file(manifest, &man),
                 json_file("hooks/hooks.json", &spec.hooks_json(&hooks, style)),
-                (context, format!("{}\n", init::instructions()).into_bytes()),
-            ]
+                (context, format!("{}\n", init::INSTRUCTIONS).into_bytes()),
+            ];
+            let install = vec![format!("{name} extensions install {dir}")];
+            let uninstall = vec![format!("{name} extensions uninstall {NAME}")];
+            (files, install, uninstall)
         }
-        PluginKind::Js { package, mcp, .. } => {
+        PluginKind::Js {
+            package,
+            mcp,
+            install,
+            uninstall,
+        } => {
             let doc = about(vec![
                 json!({"private": true, "type": "module"}),
                 serde_json::from_str(package).unwrap_or_default(),
@@ -229,7 +251,7 @@ fn files(client: Client, spec: &Spec) -> Option<Vec<File>> {
             let mcp = mcp.then(|| {
                 json!({
                     "type": "local",
-                    "command": [spec.coord_path(), "mcp", FLAG],
+                    "command": [spec.coord, "mcp", FLAG],
                     "enabled": true,
                 })
             });
@@ -238,22 +260,31 @@ fn files(client: Client, spec: &Spec) -> Option<Vec<File>> {
                 _ => None,
             })?;
             let js = script(template, adapter.name, spec, mcp.as_ref());
-            vec![
+            let files = vec![
                 json_file("package.json", &doc),
                 ("coord.js", js.into_bytes()),
-            ]
+            ];
+            let at = |command: &str| vec![command.replace("{dir}", &dir)];
+            (files, at(install), at(uninstall))
         }
     };
-    Some(files)
+    let written = Written {
+        client: adapter.name,
+        product: adapter.product,
+        dir: shown,
+        files: files.iter().map(|(rel, _)| rel.to_string()).collect(),
+        install,
+        uninstall,
+    };
+    Some((files, written))
 }
 
 /// Write the plugin of each of `clients` into `dir/<client>/`.
 pub fn write(dir: &Path, clients: &[Client], spec: &Spec) -> Result<Vec<Written>> {
     let mut out = Vec::new();
     for &client in clients {
-        let adapter = client.adapter();
-        let folder = dir.join(adapter.name);
-        let (Some(plugin), Some(files)) = (adapter.plugin, files(client, spec)) else {
+        let folder = dir.join(client.adapter().name);
+        let Some((files, written)) = bundle(client, spec, &folder) else {
             continue;
         };
         for (rel, content) in &files {
@@ -263,47 +294,7 @@ pub fn write(dir: &Path, clients: &[Client], spec: &Spec) -> Result<Vec<Written>
             }
             fsutil::replace_durable(&path, content)?;
         }
-        let shown = folder.display().to_string();
-        let (name, dir) = (adapter.name, crate::shell::arg(&shown));
-        let (install, uninstall) = match plugin {
-            PluginKind::Marketplace { codex, .. } => {
-                // Codex names the plugin commands `add` and `remove`.
-                let (add, remove) = if codex {
-                    ("add", "remove")
-                } else {
-                    ("install", "uninstall")
-                };
-                let market = format!("{name} plugin marketplace");
-                (
-                    vec![
-                        format!("{market} add {dir}"),
-                        format!("{name} plugin {add} {NAME}@{NAME}"),
-                    ],
-                    vec![
-                        format!("{name} plugin {remove} {NAME}@{NAME}"),
-                        format!("{market} remove {NAME}"),
-                    ],
-                )
-            }
-            PluginKind::Extension { .. } => (
-                vec![format!("{name} extensions install {dir}")],
-                vec![format!("{name} extensions uninstall {NAME}")],
-            ),
-            PluginKind::Js {
-                install, uninstall, ..
-            } => (
-                vec![install.replace("{dir}", &dir)],
-                vec![uninstall.replace("{dir}", &dir)],
-            ),
-        };
-        out.push(Written {
-            client: adapter.name,
-            product: adapter.product,
-            dir: shown.clone(),
-            files: files.iter().map(|(rel, _)| rel.to_string()).collect(),
-            install,
-            uninstall,
-        });
+        out.push(written);
     }
     Ok(out)
 }
@@ -342,20 +333,6 @@ pub fn gate(ws: &Workspace, client: Option<Client>) -> Gate {
     Gate::Go
 }
 
-/// The absolute path of the running `coord`.
-pub fn current_coord() -> Result<PathBuf> {
-    let exe = std::env::current_exe().at("find the running binary", Path::new("coord"))?;
-    Ok(std::fs::canonicalize(&exe).unwrap_or(exe))
-}
-
-/// A clear refusal for a plugin folder that cannot be used.
-pub fn bad_dir(dir: &Path, why: &str) -> Error {
-    Error::BadPath {
-        path: dir.display().to_string(),
-        why: why.to_string(),
-    }
-}
-
 #[cfg(test)]
 #[allow(clippy::disallowed_methods)]
 mod tests {
@@ -364,7 +341,7 @@ mod tests {
     #[test]
     fn a_js_plugin_runs_the_binary_with_the_flag_and_the_instructions() {
         let spec = Spec {
-            coord: PathBuf::from("/opt/my \"tools\"/coord"),
+            coord: r#"/opt/my "tools"/coord"#.into(),
         };
         let mcp = json!({"type": "local"});
         for (template, client, mcp) in [
@@ -391,7 +368,7 @@ mod tests {
     #[test]
     fn commands_run_the_binary_with_the_flag() {
         let spec = Spec {
-            coord: PathBuf::from("/opt/my tools/coord"),
+            coord: "/opt/my tools/coord".into(),
         };
         assert_eq!(
             spec.command("coord hook copilot --event preToolUse"),

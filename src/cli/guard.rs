@@ -104,7 +104,7 @@ fn install(dir: &Path, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 }
 
 fn uninstall(dir: &Path, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let done = guard::uninstall(dir)?;
+    let done = guard::uninstall_in(&guard::hooks_dir(dir)?, false)?;
     ctx.emit_lines(&serde_json::json!({ "hooks": done }), || {
         let line = |h: &guard::Uninstalled| {
             let what = match h.outcome {

@@ -75,13 +75,10 @@ pub(super) fn client_choice() -> impl clap::builder::TypedValueParser<Value = Op
 /// The clients `--client` names (`all`, or none given: every one), and whether that is all.
 pub(super) fn chosen(named: &[Option<Client>]) -> (bool, Vec<Client>) {
     let all = named.is_empty() || named.contains(&None);
-    let clients = Client::ALL.iter().copied();
-    (
-        all,
-        clients
-            .filter(|c| all || named.contains(&Some(*c)))
-            .collect(),
-    )
+    let clients = Client::ALL
+        .iter()
+        .filter(|c| all || named.contains(&Some(**c)));
+    (all, clients.copied().collect())
 }
 
 pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
@@ -276,18 +273,13 @@ fn leave(ws: &Workspace, dry_run: bool, yes: bool, ctx: &Ctx) -> anyhow::Result<
         };
         done.push(("remove", format!("coord's {hook} hook {path}{back}")));
     }
-    for path in leaving.exclude.iter().chain(&leaving.submodule_excludes) {
-        done.push((
-            "remove",
-            format!("coord's block in {}", output::clean(path)),
-        ));
-    }
+    let excludes = leaving.exclude.iter().chain(&leaving.submodule_excludes);
+    done.extend(excludes.map(|p| ("remove", format!("coord's block in {}", output::clean(p)))));
     if let Some(remote) = &leaving.remote {
-        let what = "(this clone's records there released)";
-        done.push((
-            "stop",
-            format!("claims shared through remote `{remote}` {what}"),
-        ));
+        let what = format!(
+            "claims shared through remote `{remote}` (this clone's records there released)"
+        );
+        done.push(("stop", what));
     }
     for (action, what) in &done {
         output::line(&format!("{}: {what}", change_verb(dry_run, action)));

@@ -59,9 +59,7 @@ struct WriteArgs {
 pub fn run(args: PluginArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let PluginCommand::Write(args) = args.command;
     let (all, clients) = super::init::chosen(&args.client);
-    let spec = plugin::Spec {
-        coord: plugin::current_coord()?,
-    };
+    let spec = plugin::Spec::current()?;
     if !all && let Some(c) = clients.iter().find(|c| !c.adapter().has_plugin()) {
         let (product, name) = (c.product(), c.as_str());
         let why = format!(
@@ -71,14 +69,18 @@ pub fn run(args: PluginArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     }
     let dir = ctx.cwd().join(&args.folder);
     if std::fs::symlink_metadata(&dir).is_ok_and(|m| !m.is_dir()) {
-        return Err(plugin::bad_dir(&dir, "it exists and is not a folder").into());
+        let (path, why) = (
+            dir.display().to_string(),
+            "it exists and is not a folder".into(),
+        );
+        return Err(coord::Error::BadPath { path, why }.into());
     }
     coord::fsutil::ensure_dir(&dir)?;
     let dir = std::fs::canonicalize(&dir).unwrap_or(dir);
     let written = plugin::write(&dir, &clients, &spec)?;
     let doc = serde_json::json!({
         "dir": dir.display().to_string(),
-        "coord": spec.coord_path(),
+        "coord": spec.coord,
         "plugins": written,
     });
     if ctx.json_or_quiet(&doc) {
@@ -91,7 +93,7 @@ pub fn run(args: PluginArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     }
     output::line(&format!(
         "The plugins run {}; write them again after moving it. Turn coord off in one repository with `git config {} false`.",
-        spec.coord_path(),
+        spec.coord,
         plugin::SWITCH
     ));
     Ok(ExitCode::Success)

@@ -98,12 +98,9 @@ mod tests {
         })
         .unwrap()
         .unwrap();
-        assert!(
-            out.contains("// my theme")
-                && out.contains("/* inline */")
-                && out.contains("// none yet"),
-            "{out}"
-        );
+        for comment in ["// my theme", "/* inline */", "// none yet"] {
+            assert!(out.contains(comment), "{out}");
+        }
         let root = CstRootNode::parse(&out, &options()).unwrap();
         let back = root.to_serde_value().expect(&out);
         assert_eq!(back["hooks"]["BeforeTool"][0]["matcher"], "x");

@@ -171,9 +171,7 @@ pub fn apply(ws: &Workspace, leaving: &Leaving) -> Result<Option<String>> {
     for (path, left) in &leaving.excludes_left {
         match left {
             Some(left) => fsutil::replace_durable(path, left.as_bytes())?,
-            None => {
-                fsutil::remove(path)?;
-            }
+            None => _ = fsutil::remove(path)?,
         }
     }
     for gone in leaving.removed.iter().filter(|g| g.what == STATE) {

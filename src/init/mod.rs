@@ -102,7 +102,7 @@ pub fn plan(ws: &Workspace, clients: &[Client]) -> Result<Plan> {
 fn texts(clients: &[Client]) -> Vec<(&'static str, &'static str, &'static str, String)> {
     let docs = clients.iter().filter_map(|c| c.adapter().instruction_file);
     let docs = std::iter::once("AGENTS.md").chain(docs);
-    let docs = docs.map(|doc| (doc, BLOCK_BEGIN, BLOCK_END, instructions()));
+    let docs = docs.map(|doc| (doc, BLOCK_BEGIN, BLOCK_END, INSTRUCTIONS.into()));
     let ignore = crate::layout::GITIGNORE_LINES.join("\n");
     docs.chain([(".gitignore", IGNORE_BEGIN, IGNORE_END, ignore)])
         .collect()
@@ -166,8 +166,7 @@ fn read_regular(path: &Path) -> Result<Option<Vec<u8>>> {
 }
 
 /// The instructions block: the protocol in a few lines.
-pub fn instructions() -> String {
-    "## Working with other agents in this folder (coord)\n\
+pub const INSTRUCTIONS: &str = "## Working with other agents in this folder (coord)\n\
      \n\
      Several agents may edit this folder at once; coord keeps them from overwriting each other.\n\
      \n\
@@ -180,9 +179,7 @@ pub fn instructions() -> String {
      - Editing outside your client's edit tools (a script, a shell command): take the lock first, \
      `coord lock FILE`, and `coord unlock FILE` after.\n\
      - Through MCP the same is available as the `coord` server's tools (`status`, `lock`, `unlock`, \
-     `msg_send`, ...)."
-        .to_string()
-}
+     `msg_send`, ...).";
 
 /// Whether the command line `line` is `cmd` (any flags after it).
 fn is_command(line: &str, cmd: &str) -> bool {
@@ -253,10 +250,7 @@ fn wire(w: &mut Wiring, client: Client) -> Result<()> {
                     ),
                     None => return Ok(()),
                 };
-                let servers = object_at(v, key, f)?;
-                if !servers.contains_key("coord") {
-                    servers.insert("coord".into(), server);
-                }
+                object_at(v, key, f)?.entry("coord").or_insert(server);
                 Ok(())
             })?,
             // Comments and layout are kept.
@@ -297,9 +291,10 @@ fn codex_toml(doc: &mut toml_edit::DocumentMut, rel: &str) -> Result<()> {
     if !servers.contains_key("coord") {
         let mut t = toml_edit::Table::new();
         t.insert("command", toml_edit::value(COORD));
-        let mut args = toml_edit::Array::new();
-        args.push("mcp");
-        t.insert("args", toml_edit::value(args));
+        t.insert(
+            "args",
+            toml_edit::value(toml_edit::Array::from_iter(["mcp"])),
+        );
         servers.insert("coord", toml_edit::Item::Table(t));
     }
     if let Some(features) = doc.get_mut("features").and_then(|f| f.as_table_like_mut())
@@ -349,8 +344,8 @@ pub(crate) fn merge_hooks(
         style,
         HookStyle::Copilot | HookStyle::Flat { version: true }
     );
-    if versioned && !doc.contains_key("version") {
-        doc.insert("version".into(), json!(1));
+    if versioned {
+        doc.entry("version").or_insert(json!(1));
     }
     let hooks = object_at(doc, "hooks", file)?;
     for (event, matcher, cmd) in set {
@@ -526,11 +521,9 @@ impl Wiring {
             return Err(cannot_merge(&format!("`{rel}` is not a JSON object")));
         };
         merge(&mut doc, rel)?;
-        let doc = Value::Object(doc);
-        if old.is_some() && doc == parsed {
-            return Ok(());
+        if old.is_none() || parsed.as_object() != Some(&doc) {
+            self.record(path, old, pretty_json(&doc));
         }
-        self.record(path, old, pretty_json(&doc));
         Ok(())
     }
 

@@ -57,18 +57,12 @@ pub struct Removal {
     /// The state folder: `.coord/` in this tree, or the repository's (an absolute path) seen
     /// from a linked worktree, which has none of its own.
     pub state_dir: String,
-    #[serde(skip)]
-    record: RecordUpdate,
-}
-
-/// What becomes of init's record.
-#[derive(Debug, Clone)]
-struct RecordUpdate {
-    /// Nothing is wired any more: the record goes.
-    drop_all: bool,
-    /// Another work tree of the repository is still wired: the record, shared by the trees
+    /// Another work tree of the repository is still wired: init's record, shared by the trees
     /// (keyed by the path in each), stays as it is for them.
-    shared: bool,
+    #[serde(skip)]
+    others_wired: bool,
+    /// The folders init created, from its record.
+    #[serde(skip)]
     dirs: Vec<String>,
 }
 
@@ -121,10 +115,8 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
         .filter_map(|(f, _)| resolve(root, f).ok())
         .collect();
     let mut changes: Vec<Undo> = Vec::new();
-    for (rel, kind) in files_of(clients) {
-        let Ok(path) = resolve(root, rel) else {
-            continue;
-        };
+    let files = files_of(clients).into_iter();
+    for (kind, path) in files.filter_map(|(rel, kind)| Some((kind, resolve(root, rel).ok()?))) {
         if changes.iter().any(|u| u.path == path) {
             continue;
         }
@@ -153,43 +145,30 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
             continue;
         }
         // Unchanged since init wrote it, and nothing of the user's lost: its bytes from before.
-        let (action, content, created_by_init) = match record.files.get(&file) {
-            Some(e)
-                if e.after == text
-                    && equivalent(kind, stripped.as_deref(), e.before.as_deref()) =>
-            {
-                match &e.before {
-                    Some(b) => ("restore", Some(b.clone().into_bytes()), false),
-                    None => ("delete", None, true),
-                }
-            }
-            // Cut out, and what is left is what the file held before init: that outcome is
-            // a restore, however it was reached.
-            Some(e) if stripped.is_some() && e.before == stripped => {
-                ("restore", stripped.map(String::into_bytes), false)
-            }
-            _ => match stripped {
-                Some(s) => ("update", Some(s.into_bytes()), false),
-                None => ("delete", None, false),
-            },
+        let entry = record.files.get(&file);
+        let as_written = entry.filter(|e| {
+            e.after == text && equivalent(kind, stripped.as_deref(), e.before.as_deref())
+        });
+        let content = as_written.map_or(stripped, |e| e.before.clone());
+        // What is left is what the file held before init: that outcome is a restore, however
+        // it was reached.
+        let action = match &content {
+            None => "delete",
+            Some(_) if entry.is_some_and(|e| e.before == content) => "restore",
+            Some(_) => "update",
         };
         changes.push(Undo {
             file,
             action,
-            content,
+            content: content.map(String::into_bytes),
             path,
-            created_by_init,
+            created_by_init: as_written.is_some_and(|e| e.before.is_none()),
         });
     }
     // What a client wrote itself because of coord (Claude Code's answer about coord's server):
     // coord's entries go, the user's others stay.
-    for c in clients {
-        let Some(rel) = c.adapter().approvals else {
-            continue;
-        };
-        let Ok(path) = resolve(root, rel) else {
-            continue;
-        };
+    let approvals = clients.iter().filter_map(|c| c.adapter().approvals);
+    for (rel, path) in approvals.filter_map(|rel| Some((rel, resolve(root, rel).ok()?))) {
         let Some(bytes) = read_regular(&path)? else {
             continue;
         };
@@ -230,11 +209,8 @@ pub fn plan_removal(ws: &Workspace, clients: &[Client]) -> Result<Removal> {
         } else {
             format!("{}/", state.display())
         },
-        record: RecordUpdate {
-            drop_all: all_gone,
-            shared: others_wired,
-            dirs: record.dirs.clone(),
-        },
+        others_wired,
+        dirs: record.dirs,
         changes,
     })
 }
@@ -251,15 +227,12 @@ pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
     for u in &removal.changes {
         match &u.content {
             Some(bytes) => fsutil::replace_durable(&u.path, bytes)?,
-            None => {
-                fsutil::remove(&u.path)?;
-            }
+            None => _ = fsutil::remove(&u.path)?,
         }
     }
-    let up = &removal.record;
     // Folders init created, and those that held a deleted file the record does not know,
     // deepest first, when empty.
-    let mut dirs: Vec<PathBuf> = up.dirs.iter().map(|d| root.join(d)).collect();
+    let mut dirs: Vec<PathBuf> = removal.dirs.iter().map(|d| root.join(d)).collect();
     let deleted = removal.changes.iter().filter(|u| u.content.is_none());
     for u in deleted.filter(|u| !u.created_by_init) {
         let above = u.path.ancestors().skip(1);
@@ -271,18 +244,20 @@ pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
     for d in &dirs {
         fsutil::raw::remove_empty_dir(d);
     }
-    if up.drop_all {
-        fsutil::remove(&layout::init_record(&crate::worktree::shared_root(root)))?;
+    let shared = crate::worktree::shared_root(root);
+    // Nothing is wired any more: the record goes.
+    if removal.remaining.is_empty() && !removal.others_wired {
+        fsutil::remove(&layout::init_record(&shared))?;
         if removal.remove_state_dir {
-            fsutil::raw::remove_empty_dir(&layout::state_dir(&crate::worktree::shared_root(root)));
+            fsutil::raw::remove_empty_dir(&layout::state_dir(&shared));
         }
-    } else if !up.shared {
+    } else if !removal.others_wired {
         let mut record = Record::load(root);
         for u in &removal.changes {
             record.files.remove(&u.file);
         }
         record.dirs.retain(|d| root.join(d).is_dir());
-        if layout::state_dir(&crate::worktree::shared_root(root)).is_dir() {
+        if layout::state_dir(&shared).is_dir() {
             record.save(root)?;
         }
     }
@@ -291,16 +266,12 @@ pub fn apply_removal(ws: &Workspace, removal: &Removal) -> Result<()> {
 
 /// Whether the file cut down to `stripped` says what `before` said (`None`: no file).
 fn equivalent(kind: FileKind, stripped: Option<&str>, before: Option<&str>) -> bool {
-    match (stripped, before) {
-        (None, None) => true,
-        _ => match kind {
-            FileKind::Text { .. } => {
-                stripped.unwrap_or_default().trim_end() == before.unwrap_or_default().trim_end()
-            }
-            FileKind::Json => json_value(stripped).map(pruned) == json_value(before).map(pruned),
-            FileKind::Toml => toml_value(stripped).map(pruned) == toml_value(before).map(pruned),
-            FileKind::Generated => stripped == before,
-        },
+    let (s, b) = (stripped.unwrap_or_default(), before.unwrap_or_default());
+    match kind {
+        FileKind::Text { .. } => s.trim_end() == b.trim_end(),
+        FileKind::Json => json_value(stripped).map(pruned) == json_value(before).map(pruned),
+        FileKind::Toml => toml_value(stripped).map(pruned) == toml_value(before).map(pruned),
+        FileKind::Generated => stripped == before,
     }
 }
 
