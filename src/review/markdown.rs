@@ -66,8 +66,6 @@ pub(crate) struct Index {
     pub(crate) steps: Vec<(usize, Vec<Field>)>,
     pub(crate) table: Option<Table>,
     pub(crate) agreements: Vec<usize>,
-    /// Each handoff prompt's heading and the line after it.
-    pub(crate) prompts: Vec<(usize, usize)>,
 }
 
 /// A heading's level and text (`## Meta` → `(2, "Meta")`).
@@ -300,12 +298,16 @@ pub(crate) fn analyze(path: &Path, lines: &[String]) -> Result<(Index, View)> {
         fence: fenced(lines),
     };
     let sections = doc.sections()?;
-    let find = |name: &str| sections.iter().find(|s| s.name == name);
-    let require = |name: &str, title: &str| {
-        find(name).ok_or_else(|| doc.corrupt(None, format!("it has no `## {title}` section")))
+    let find = |title: &str| {
+        sections
+            .iter()
+            .find(|s| s.name == title.to_ascii_lowercase())
     };
-    let (meta_sec, cur_sec) = (require(META, "Meta")?, require(CURRENT, "Current State")?);
-    let (steps_sec, issues_sec) = (require(STEPS, "Steps")?, require(ISSUES, "Issues")?);
+    let require = |title: &str| {
+        find(title).ok_or_else(|| doc.corrupt(None, format!("it has no `## {title}` section")))
+    };
+    let (meta_sec, cur_sec) = (require("Meta")?, require("Current State")?);
+    let (steps_sec, issues_sec) = (require("Steps")?, require("Issues")?);
 
     let meta = doc.fields(meta_sec.heading + 1, meta_sec.end);
     let meta_view = read_meta(&doc, meta_sec, &meta)?;
@@ -316,9 +318,7 @@ pub(crate) fn analyze(path: &Path, lines: &[String]) -> Result<(Index, View)> {
     let (table, issues) = read_issues(&doc, issues_sec)?;
     let agreements = find(AGREEMENTS).map(|s| read_agreements(&doc, s));
     let (agreements, agreement_views) = agreements.unwrap_or_default();
-    let (prompts, handoff_prompts) = find(HANDOFFS)
-        .map(|s| read_prompts(&doc, s))
-        .unwrap_or_default();
+    let handoff_prompts = find(HANDOFFS).map_or_else(Vec::new, |s| read_prompts(&doc, s));
     let view = View {
         meta: meta_view,
         current: Current {
@@ -340,7 +340,6 @@ pub(crate) fn analyze(path: &Path, lines: &[String]) -> Result<(Index, View)> {
         steps,
         table,
         agreements,
-        prompts,
     };
     Ok((index, view))
 }
@@ -546,7 +545,7 @@ fn read_agreements(doc: &Doc<'_>, sec: &Section) -> (Vec<usize>, Vec<Agreement>)
 
 /// Handoff Prompts: `### For ACTOR (step NN)` entries; a body that is one fenced block gives
 /// the inside of its fence.
-fn read_prompts(doc: &Doc<'_>, sec: &Section) -> (Vec<(usize, usize)>, Vec<Prompt>) {
+fn read_prompts(doc: &Doc<'_>, sec: &Section) -> Vec<Prompt> {
     let heads: Vec<usize> = doc
         .body(sec)
         .filter(|&i| matches!(heading(&doc.lines[i]), Some((3, _))))
@@ -571,15 +570,15 @@ fn read_prompts(doc: &Doc<'_>, sec: &Section) -> (Vec<(usize, usize)>, Vec<Promp
                 }
                 _ => &body,
             };
-            let prompt = Prompt {
+            Prompt {
                 heading: text.to_string(),
                 actor: who.map(|(a, _)| a.trim().to_string()),
                 step: who.and_then(|(_, n)| n),
                 text: inner.join("\n"),
-            };
-            ((h, end), prompt)
+                lines: (h, end),
+            }
         })
-        .unzip()
+        .collect()
 }
 
 /// The body of the `## Handoff Prompt for Next Actor` section that ends an output file.

@@ -238,8 +238,10 @@ pub struct Prompt {
     /// For whom (`### For gemini (step 02)`).
     pub(crate) actor: Option<String>,
     pub(crate) step: Option<u32>,
-    /// The entry as written, without the bullet and the `[DISPUTED]` prefix.
     pub(crate) text: String,
+    /// Its heading's line and the line after it.
+    #[serde(skip)]
+    pub(crate) lines: (usize, usize),
 }
 
 /// Everything a tracker says, as read.

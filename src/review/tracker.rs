@@ -7,7 +7,7 @@ use super::markdown::{
     AGREEMENTS, CURRENT, HANDOFFS, ISSUES, Index, META, PROMPT_POINTER, STEPS, Section, analyze,
     decode_cell, encode_cell, fence_for, field_line, render_row, renumber_heading,
 };
-use super::{Action, Issue, IssueStatus, View};
+use super::{Action, Issue, IssueStatus, Prompt, View};
 use crate::error::{Error, Result};
 
 /// The fields of which part [`Tracker::set`] edits.
@@ -32,11 +32,9 @@ pub(crate) struct Tracker {
 impl Tracker {
     /// Parse the text of the tracker at `path` (the path only names it in errors).
     pub(crate) fn parse(path: &Path, text: &str) -> Result<Tracker> {
-        let mut lines: Vec<String> = text.split('\n').map(str::to_string).collect();
         let final_newline = text.ends_with('\n');
-        if final_newline {
-            lines.pop();
-        }
+        let body = text.strip_suffix('\n').unwrap_or(text);
+        let lines: Vec<String> = body.split('\n').map(str::to_string).collect();
         let crlf = lines.first().is_some_and(|l| l.ends_with('\r'));
         let (index, view) = analyze(path, &lines)?;
         Ok(Tracker {
@@ -50,11 +48,7 @@ impl Tracker {
     }
 
     pub(crate) fn render(&self) -> String {
-        let mut out = self.lines.join("\n");
-        if self.final_newline {
-            out.push('\n');
-        }
-        out
+        self.lines.join("\n") + if self.final_newline { "\n" } else { "" }
     }
 
     fn reindex(&mut self) -> Result<()> {
@@ -69,11 +63,6 @@ impl Tracker {
         let eol = if self.crlf { "\r" } else { "" };
         self.lines.splice(range, block.into_iter().map(|l| l + eol));
         self.reindex()
-    }
-
-    fn replace_line(&mut self, at: usize, text: String) {
-        let cr = self.lines[at].ends_with('\r').then_some("\r");
-        self.lines[at] = text + cr.unwrap_or_default();
     }
 
     fn last_text(&self, from: usize, to: usize) -> usize {
@@ -140,8 +129,8 @@ impl Tracker {
         for (key, value) in values {
             match fields.iter().find(|f| f.key.eq_ignore_ascii_case(key)) {
                 Some(f) => {
-                    let line = field_line(&self.lines[f.line][..f.value_at], value);
-                    self.replace_line(f.line, line);
+                    let line = &mut self.lines[f.line];
+                    put(line, field_line(&line[..f.value_at], value));
                 }
                 None => extra.push(field_line(&format!("- **{key}:**"), value)),
             }
@@ -216,7 +205,7 @@ impl Tracker {
             let path = self.path.display();
             return Err(Error::bad_input(format!("`{path}` has no issue `{id}`")));
         };
-        self.replace_line(line, row);
+        put(&mut self.lines[line], row);
         self.reindex()
     }
 
@@ -239,12 +228,13 @@ impl Tracker {
         ];
         block.extend(text.lines().map(|l| l.trim_end_matches('\r').to_string()));
         block.push(fence);
-        let for_actor =
-            |a: &Option<String>| a.as_deref().is_some_and(|a| a.eq_ignore_ascii_case(actor));
-        let prompts = &self.view.handoff_prompts;
-        match prompts.iter().position(|p| for_actor(&p.actor)) {
-            Some(i) => {
-                let (heading, end) = self.index.prompts[i];
+        let mine = |p: &&Prompt| {
+            p.actor
+                .as_deref()
+                .is_some_and(|a| a.eq_ignore_ascii_case(actor))
+        };
+        match self.view.handoff_prompts.iter().find(mine).map(|p| p.lines) {
+            Some((heading, end)) => {
                 let last = self.last_text(heading, end);
                 self.splice(heading..last + 1, block)
             }
@@ -264,17 +254,13 @@ impl Tracker {
             self.lines[h] = renumber_heading(&self.lines[h], i as u32 + 1);
         }
         let shift = count as u32;
-        let prompts: Vec<(usize, String)> =
-            (self.view.handoff_prompts.iter().zip(&self.index.prompts))
-                .filter_map(|(p, &(line, _))| match (&p.actor, p.step) {
-                    (Some(actor), Some(step)) if step > shift => {
-                        Some((line, format!("### For {actor} (step {:02})", step - shift)))
-                    }
-                    _ => None,
-                })
-                .collect();
-        for (line, text) in prompts {
-            self.replace_line(line, text);
+        for p in &self.view.handoff_prompts {
+            if let (Some(actor), Some(step)) = (&p.actor, p.step)
+                && step > shift
+            {
+                let text = format!("### For {actor} (step {:02})", step - shift);
+                put(&mut self.lines[p.lines.0], text);
+            }
         }
         let taken: Vec<String> = self.lines.drain(heads[0]..heads[count]).collect();
         self.reindex()?;
@@ -286,7 +272,7 @@ impl Tracker {
 
     pub(crate) fn set_steps_note(&mut self, note: &str) -> Result<()> {
         if let Some(line) = self.index.note {
-            self.replace_line(line, note.to_string());
+            put(&mut self.lines[line], note.to_string());
             return self.reindex();
         }
         let sec = self.section(STEPS)?;
@@ -296,6 +282,12 @@ impl Tracker {
         }
         self.splice(at..at, vec![note.to_string(), String::new()])
     }
+}
+
+/// Replace a line's text, keeping its `\r`.
+fn put(line: &mut String, text: String) {
+    let cr = line.ends_with('\r').then_some("\r");
+    *line = text + cr.unwrap_or_default();
 }
 
 const ISSUES_HEADER: &str = "| ID | Severity | Title | Status | Resolution |\n|----|----------|-------|--------|------------|";

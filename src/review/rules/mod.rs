@@ -396,15 +396,12 @@ fn read_text(path: &Path) -> Result<Option<String>> {
 pub fn open_reviews(ws: &Workspace) -> (Vec<ReviewSummary>, Vec<Unreadable>) {
     let reviews = Reviews::default_for(ws);
     let (mut found, mut bad) = (Vec::new(), Vec::new());
-    let Ok(entries) = crate::fsutil::read_dir(reviews.dir(false)) else {
-        return (found, bad);
-    };
-    let mut names: Vec<String> = entries
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-        .collect();
+    let mut names = fsutil::list_names(&reviews.dir(false)).unwrap_or_default();
     names.sort();
-    for topic in names.iter().filter_map(|n| layout::review_tracker_topic(n)) {
+    for topic in names
+        .iter()
+        .filter_map(|n| layout::review_tracker_topic(n.to_str()?))
+    {
         let path = reviews.tracker_path(topic, false);
         match reviews.read(&path) {
             Ok(Some(t)) if t.view.meta.status != "closed" => {
