@@ -638,13 +638,10 @@ mod tests {
 
     #[test]
     fn fields_headings_and_fences() {
-        let f = parse_field("- **Status:** done", 3).unwrap();
-        assert_eq!(
-            (f.key, f.value, f.line),
-            ("Status".into(), "done".into(), 3)
-        );
-        let f = parse_field("  * **Status**: done\r", 0).unwrap();
-        assert_eq!((f.key, f.value), ("Status".into(), "done".into()));
+        for (line, at) in [("- **Status:** done", 3), ("  * **Status**: done\r", 0)] {
+            let f = parse_field(line, at).unwrap();
+            assert_eq!((&*f.key, &*f.value, f.line), ("Status", "done", at));
+        }
         for not in ["- **Status** done", "- **:** x", "Status: done"] {
             assert!(parse_field(not, 0).is_none(), "{not}");
         }
@@ -653,33 +650,24 @@ mod tests {
         assert!(heading("    ## indented code").is_none() && heading("##no space").is_none());
         let fence = fenced(&lines("a\n````text\n```\n## x\n````\nb"));
         assert_eq!(fence, [false, true, true, true, true, false]);
-        assert_eq!(
-            (fence_for("no ticks"), fence_for("a ```` b")),
-            ("```".into(), "`````".into())
-        );
-        assert_eq!(
-            renumber_heading("### 12 - response", 2),
-            "### 02 - response"
-        );
+        assert_eq!(["no ticks", "a ```` b"].map(fence_for), ["```", "`````"]);
+        let renumbered = renumber_heading("### 12 - response", 2);
+        assert_eq!(renumbered, "### 02 - response");
         assert!(is_step_heading("### 03") && !is_step_heading("### For Codex (step 03)"));
         let p = parse_participants("Claude (reviewer), Codex ( implementer ),  Gemini, , X ()");
-        let roles = p
-            .iter()
-            .map(|p| format!("{}:{}", p.name, p.role.as_deref().unwrap_or("-")));
-        assert_eq!(
-            roles.collect::<Vec<_>>().join(","),
-            "Claude:reviewer,Codex:implementer,Gemini:-,X:-"
-        );
+        let roles: Vec<_> = (p.iter())
+            .map(|p| format!("{}:{}", p.name, p.role.as_deref().unwrap_or("-")))
+            .collect();
+        let want = ["Claude:reviewer", "Codex:implementer", "Gemini:-", "X:-"];
+        assert_eq!(roles, want);
     }
 
     #[test]
     fn handoff_sections() {
         let (p, h) = (Path::new("out.md"), "## Handoff Prompt for Next Actor");
         let ok = format!("# Review\nfindings\n\n{h}\n\nYou are next.\n### Details\nmore\n");
-        assert_eq!(
-            handoff_section(p, &ok).unwrap(),
-            "You are next.\n### Details\nmore"
-        );
+        let body = handoff_section(p, &ok).unwrap();
+        assert_eq!(body, "You are next.\n### Details\nmore");
         for bad in [
             "# Review\n".into(),
             format!("{h}\nx\n## Later\n"),
@@ -700,18 +688,13 @@ mod tests {
         let a: Vec<_> = (v.agreements.iter())
             .map(|a| (a.disputed, &*a.text, &*a.decision, a.adopted.as_deref()))
             .collect();
-        assert_eq!(
-            a,
-            [
-                (
-                    true,
-                    "Timelines - a - b - escalated to user",
-                    "Timelines - a - b",
-                    Some("escalated to user")
-                ),
-                (false, "Keep NPV -", "Keep NPV -", None)
-            ]
-        );
+        let (text, escalated) = ("Timelines - a - b", Some("escalated to user"));
+        let disputed = format!("{text} - escalated to user");
+        let want = [
+            (true, &*disputed, text, escalated),
+            (false, "Keep NPV -", "Keep NPV -", None),
+        ];
+        assert_eq!(a, want);
         let p: Vec<_> = (v.handoff_prompts.iter())
             .map(|p| (p.actor.as_deref(), p.step, &*p.text))
             .collect();
