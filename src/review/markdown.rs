@@ -26,7 +26,7 @@ pub(crate) const HANDOFFS: &str = "handoff prompts";
 const COLUMNS: [&str; 5] = ["id", "severity", "title", "status", "resolution"];
 
 /// A `- **Key:** value` line.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Field {
     pub(crate) key: String,
     pub(crate) value: String,
@@ -62,10 +62,7 @@ pub(crate) struct Index {
     pub(crate) current: Vec<Field>,
     /// The `Note: Steps 01-NN archived to …` line.
     pub(crate) note: Option<usize>,
-    /// Each step's heading and fields.
-    pub(crate) steps: Vec<(usize, Vec<Field>)>,
     pub(crate) table: Option<Table>,
-    pub(crate) agreements: Vec<usize>,
 }
 
 /// A heading's level and text (`## Meta` → `(2, "Meta")`).
@@ -292,19 +289,13 @@ impl Doc<'_> {
 }
 
 pub(crate) fn analyze(path: &Path, lines: &[String]) -> Result<(Index, View)> {
-    let doc = Doc {
-        path,
-        lines,
-        fence: fenced(lines),
-    };
+    let fence = fenced(lines);
+    let doc = Doc { path, lines, fence };
     let sections = doc.sections()?;
-    let find = |title: &str| {
-        sections
-            .iter()
-            .find(|s| s.name == title.to_ascii_lowercase())
-    };
+    let find = |name: &str| sections.iter().find(|s| s.name == name);
     let require = |title: &str| {
-        find(title).ok_or_else(|| doc.corrupt(None, format!("it has no `## {title}` section")))
+        let found = find(&title.to_ascii_lowercase());
+        found.ok_or_else(|| doc.corrupt(None, format!("it has no `## {title}` section")))
     };
     let (meta_sec, cur_sec) = (require("Meta")?, require("Current State")?);
     let (steps_sec, issues_sec) = (require("Steps")?, require("Issues")?);
@@ -314,10 +305,9 @@ pub(crate) fn analyze(path: &Path, lines: &[String]) -> Result<(Index, View)> {
     let current = doc.fields(cur_sec.heading + 1, cur_sec.end);
     let no_actor = || doc.corrupt(Some(cur_sec.heading), "Current State has no `Next actor`");
     let next_actor = value(&current, "Next actor").ok_or_else(no_actor)?;
-    let (note, steps, step_views) = read_steps(&doc, steps_sec)?;
+    let (note, steps) = read_steps(&doc, steps_sec)?;
     let (table, issues) = read_issues(&doc, issues_sec)?;
-    let agreements = find(AGREEMENTS).map(|s| read_agreements(&doc, s));
-    let (agreements, agreement_views) = agreements.unwrap_or_default();
+    let agreements = find(AGREEMENTS).map_or_else(Vec::new, |s| read_agreements(&doc, s));
     let handoff_prompts = find(HANDOFFS).map_or_else(Vec::new, |s| read_prompts(&doc, s));
     let view = View {
         meta: meta_view,
@@ -327,9 +317,9 @@ pub(crate) fn analyze(path: &Path, lines: &[String]) -> Result<(Index, View)> {
             prompt: value(&current, "Prompt for next actor"),
         },
         steps_note: note.map(|l| lines[l].trim().to_string()),
-        steps: step_views,
+        steps,
         issues,
-        agreements: agreement_views,
+        agreements,
         handoff_prompts,
     };
     let index = Index {
@@ -337,9 +327,7 @@ pub(crate) fn analyze(path: &Path, lines: &[String]) -> Result<(Index, View)> {
         meta,
         current,
         note,
-        steps,
         table,
-        agreements,
     };
     Ok((index, view))
 }
@@ -382,11 +370,9 @@ fn parse_participants(text: &str) -> Vec<Participant> {
     parts.map(participant).collect()
 }
 
-type Steps = (Option<usize>, Vec<(usize, Vec<Field>)>, Vec<Step>);
-
 /// Steps: an optional `Note:` line, then `### NN` entries numbered from 01 without gaps, each
 /// with an `Actor` and a known `Status` (and `Action` when given); prose is ignored.
-fn read_steps(doc: &Doc<'_>, sec: &Section) -> Result<Steps> {
+fn read_steps(doc: &Doc<'_>, sec: &Section) -> Result<(Option<usize>, Vec<Step>)> {
     let (mut note, mut heads) = (None, Vec::new());
     for i in doc.body(sec) {
         let line = &doc.lines[i];
@@ -396,7 +382,7 @@ fn read_steps(doc: &Doc<'_>, sec: &Section) -> Result<Steps> {
             note = Some(i);
         }
     }
-    let (mut spans, mut steps) = (Vec::new(), Vec::new());
+    let mut steps = Vec::new();
     for (k, &(head, text)) in heads.iter().enumerate() {
         let end = heads.get(k + 1).map_or(sec.end, |&(next, _)| next);
         let expected = u32::try_from(k + 1).unwrap_or(u32::MAX);
@@ -432,10 +418,11 @@ fn read_steps(doc: &Doc<'_>, sec: &Section) -> Result<Steps> {
             output: value(&fields, "Output"),
             summary: value(&fields, "Summary"),
             next: value(&fields, "Next"),
+            at: head,
+            fields,
         });
-        spans.push((head, fields));
     }
-    Ok((note, spans, steps))
+    Ok((note, steps))
 }
 
 /// Issues: one table, its header naming the five columns in any order (more are kept), then a
@@ -515,7 +502,7 @@ fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue
 
 /// Agreements Log: `- [DISPUTED] DECISION - ADOPTED POSITION` bullets (the prefix and the
 /// position optional); other lines are ignored.
-fn read_agreements(doc: &Doc<'_>, sec: &Section) -> (Vec<usize>, Vec<Agreement>) {
+fn read_agreements(doc: &Doc<'_>, sec: &Section) -> Vec<Agreement> {
     doc.body(sec)
         .filter_map(|i| {
             let t = doc.lines[i].trim_start();
@@ -532,15 +519,15 @@ fn read_agreements(doc: &Doc<'_>, sec: &Section) -> (Vec<usize>, Vec<Agreement>)
                 _ => (text, None),
             };
             let (text, decision) = (text.to_string(), decision.to_string());
-            let agreement = Agreement {
+            Some(Agreement {
                 text,
                 decision,
                 adopted,
                 disputed,
-            };
-            Some((i, agreement))
+                line: i,
+            })
         })
-        .unzip()
+        .collect()
 }
 
 /// Handoff Prompts: `### For ACTOR (step NN)` entries; a body that is one fenced block gives

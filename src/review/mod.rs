@@ -8,6 +8,7 @@ pub(crate) mod tracker;
 
 use serde::Serialize;
 
+use self::markdown::Field;
 use crate::error::{Error, Result};
 
 /// An enum of the seed's names: `NAMES` in order, `parse` (case and blanks ignored), `as_str`
@@ -201,6 +202,11 @@ pub struct Step {
     /// What it did, briefly.
     pub summary: Option<String>,
     pub(crate) next: Option<String>,
+    /// Its heading's line, and its fields.
+    #[serde(skip)]
+    pub(crate) at: usize,
+    #[serde(skip)]
+    pub(crate) fields: Vec<Field>,
 }
 
 /// One row of the Issues table.
@@ -229,6 +235,8 @@ pub struct Agreement {
     pub(crate) adopted: Option<String>,
     /// Marked `[DISPUTED]`.
     pub disputed: bool,
+    #[serde(skip)]
+    pub(crate) line: usize,
 }
 
 /// One `###` entry of the Handoff Prompts section.

@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use super::markdown::{
     AGREEMENTS, CURRENT, HANDOFFS, ISSUES, Index, META, PROMPT_POINTER, STEPS, Section, analyze,
-    decode_cell, encode_cell, fence_for, field_line, render_row, renumber_heading,
+    encode_cell, fence_for, field_line, render_row, renumber_heading,
 };
 use super::{Action, Issue, IssueStatus, Prompt, View};
 use crate::error::{Error, Result};
@@ -118,11 +118,11 @@ impl Tracker {
             Block::Meta => (self.index.meta.clone(), heading(META) + 1),
             Block::Current => (self.index.current.clone(), heading(CURRENT) + 1),
             Block::Step(n) => {
-                let step = self.index.steps.get((n as usize).wrapping_sub(1)).cloned();
-                let (h, fields) = step.ok_or_else(|| Error::Failed {
+                let step = self.view.steps.get((n as usize).wrapping_sub(1));
+                let step = step.ok_or_else(|| Error::Failed {
                     message: format!("`{}` has no step {n:02}", self.path.display()),
                 })?;
-                (fields, h + 1)
+                (step.fields.clone(), step.at + 1)
             }
         };
         let mut extra = Vec::new();
@@ -182,37 +182,37 @@ impl Tracker {
         self.splice(at..at, vec![render_row(&cells)])
     }
 
-    /// Update the status (and resolution, when given) of issue `id`.
+    /// Update the status (and resolution, when given) of issue `id`; returns it updated.
     pub(crate) fn set_issue(
         &mut self,
         id: &str,
         status: IssueStatus,
         resolution: Option<&str>,
-    ) -> Result<()> {
-        let row = self.index.table.as_ref().and_then(|t| {
-            let (line, cells) = t
-                .rows
-                .iter()
-                .find(|(_, c)| decode_cell(&c[t.cols[0]]).eq_ignore_ascii_case(id))?;
-            let mut cells = cells.clone();
-            cells[t.cols[3]] = encode_cell(status.as_str());
-            if let Some(r) = resolution {
-                cells[t.cols[4]] = encode_cell(r);
-            }
-            Some((*line, render_row(&cells)))
-        });
-        let Some((line, row)) = row else {
+    ) -> Result<Issue> {
+        // The table's rows and the view's issues are read together: row `k` is issue `k`.
+        let k = self
+            .view
+            .issues
+            .iter()
+            .position(|i| i.id.eq_ignore_ascii_case(id));
+        let (Some(k), Some(table)) = (k, &self.index.table) else {
             let path = self.path.display();
             return Err(Error::bad_input(format!("`{path}` has no issue `{id}`")));
         };
-        put(&mut self.lines[line], row);
-        self.reindex()
+        let (line, mut cells) = table.rows[k].clone();
+        cells[table.cols[3]] = encode_cell(status.as_str());
+        if let Some(r) = resolution {
+            cells[table.cols[4]] = encode_cell(r);
+        }
+        put(&mut self.lines[line], render_row(&cells));
+        self.reindex()?;
+        Ok(self.view.issues[k].clone())
     }
 
     pub(crate) fn add_agreement(&mut self, text: &str, disputed: bool) -> Result<()> {
         let sec = self.section(AGREEMENTS)?;
-        let at = match self.index.agreements.last() {
-            Some(&l) => l + 1,
+        let at = match self.view.agreements.last() {
+            Some(a) => a.line + 1,
             None => self.last_text(sec.heading, sec.end) + 1,
         };
         let mark = if disputed { "[DISPUTED] " } else { "" };
@@ -245,7 +245,7 @@ impl Tracker {
     /// Remove the first `count` steps and renumber the rest from 01 (step and prompt headings).
     /// Returns the removed steps' lines, as written.
     pub(crate) fn take_first_steps(&mut self, count: usize) -> Result<Vec<String>> {
-        let heads: Vec<usize> = self.index.steps.iter().map(|(h, _)| *h).collect();
+        let heads: Vec<usize> = self.view.steps.iter().map(|s| s.at).collect();
         if heads.len() <= count {
             return Ok(Vec::new());
         }

@@ -170,7 +170,7 @@ impl Host {
             }
             "review_next" => {
                 let topic = args.req_str("topic")?;
-                let reviews = Reviews::default_for(ws).acting_as(Some(agent.clone()));
+                let reviews = Reviews::new(ws, None, Some(agent.clone()));
                 let n = reviews.next(topic)?;
                 done(review::next_text(&n, topic), &n)
             }

@@ -255,11 +255,8 @@ struct PathArgs {
 
 pub fn run(args: ReviewArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
-    let reviews = match &args.metadata {
-        None => Reviews::default_for(&ws),
-        Some(dir) => Reviews::new(&ws, ws.resolve(ctx.cwd(), dir)?.abs),
-    }
-    .acting_as(ctx.agent_opt()?);
+    let meta = (args.metadata.as_deref()).map(|dir| ws.resolve(ctx.cwd(), dir));
+    let reviews = Reviews::new(&ws, meta.transpose()?.map(|t| t.abs), ctx.agent_opt()?);
     match args.command {
         ReviewCommand::New(a) => {
             let target = ws.resolve(ctx.cwd(), &a.target)?;

@@ -67,24 +67,13 @@ pub struct Shown {
 }
 
 impl Reviews {
-    /// The metadata folder `meta` (absolute, inside the workspace) of `ws`.
-    pub fn new(ws: &Workspace, meta: PathBuf) -> Reviews {
-        Reviews {
-            ws: ws.clone(),
-            meta,
-            actor: None,
-        }
-    }
-
-    /// The default metadata folder, `<root>/.metadata`.
-    pub fn default_for(ws: &Workspace) -> Reviews {
-        Reviews::new(ws, ws.root().join(layout::REVIEW_METADATA_DIR))
-    }
-
-    /// The agent running the commands: its own `coord lock` on a tracker does not stop it.
-    pub fn acting_as(mut self, actor: Option<AgentId>) -> Reviews {
-        self.actor = actor;
-        self
+    /// The metadata folder `meta` of `ws` (absolute, inside the workspace; default
+    /// `<root>/.metadata`), for commands run by `actor`: its own `coord lock` on a tracker does
+    /// not stop it.
+    pub fn new(ws: &Workspace, meta: Option<PathBuf>, actor: Option<AgentId>) -> Reviews {
+        let meta = meta.unwrap_or_else(|| ws.root().join(layout::REVIEW_METADATA_DIR));
+        let ws = ws.clone();
+        Reviews { ws, meta, actor }
     }
 
     fn dir(&self, closed: bool) -> PathBuf {
@@ -316,11 +305,7 @@ impl Reviews {
     ) -> Result<Issue> {
         let resolution = resolution.map(one_line);
         self.edit(topic, None, |t| {
-            t.set_issue(id, status, resolution.as_deref())?;
-            let found = t.view.issues.iter().find(|i| i.id.eq_ignore_ascii_case(id));
-            found
-                .cloned()
-                .ok_or_else(|| Error::bad_input(format!("no issue `{id}`")))
+            t.set_issue(id, status, resolution.as_deref())
         })
     }
 
@@ -394,7 +379,7 @@ fn read_text(path: &Path) -> Result<Option<String>> {
 
 /// Every open review under the default metadata folder, and the trackers that cannot be read.
 pub fn open_reviews(ws: &Workspace) -> (Vec<ReviewSummary>, Vec<Unreadable>) {
-    let reviews = Reviews::default_for(ws);
+    let reviews = Reviews::new(ws, None, None);
     let (mut found, mut bad) = (Vec::new(), Vec::new());
     let mut names = fsutil::list_names(&reviews.dir(false)).unwrap_or_default();
     names.sort();
