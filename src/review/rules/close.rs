@@ -228,31 +228,17 @@ mod tests {
 
     #[test]
     fn close_criteria() {
-        let cases = [
-            (
-                "I-1 open",
-                "review done, implement done, verify planned",
-                "I-1 is open|the last finished step 02 is implement, not a verify step",
-            ),
-            (
-                "I-1 wontfix",
-                "verify blocked, fix planned",
-                "the last verify step 01 is blocked, not done",
-            ),
-            ("I-1 resolved", "verify done, fix planned", ""),
-            (
-                "",
-                "review planned",
-                "no step is finished yet (a verify step must be done)",
-            ),
-            (
-                "",
-                "verify done, fix in_progress",
-                "step 02 is in progress (Claude)",
-            ),
-            ("", "verify done, fix no_action", ""),
-        ];
-        for (issues, steps, want) in cases {
+        // `ISSUES; STEPS => what is missing`, as `view_with` reads them.
+        for case in [
+            "I-1 open; review done, implement done, verify planned => I-1 is open|the last finished step 02 is implement, not a verify step",
+            "I-1 wontfix; verify blocked, fix planned => the last verify step 01 is blocked, not done",
+            "I-1 resolved; verify done, fix planned => ",
+            "; review planned => no step is finished yet (a verify step must be done)",
+            "; verify done, fix in_progress => step 02 is in progress (Claude)",
+            "; verify done, fix no_action => ",
+        ] {
+            let (given, want) = case.split_once(" => ").unwrap();
+            let (issues, steps) = given.split_once("; ").unwrap();
             assert_eq!(missing_for_close(&view_with(issues, steps)).join("|"), want);
         }
     }

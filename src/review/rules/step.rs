@@ -13,7 +13,7 @@ use crate::review::markdown::{
     PROMPT_POINTER, fenced, handoff_section, is_step_heading, lines, renumber_heading,
 };
 use crate::review::tracker::{Block, Tracker};
-use crate::review::{Action, Step, StepStatus, View, one_line};
+use crate::review::{Action, Participant, StepStatus, View, one_line};
 use crate::workspace::{AgentId, Target};
 
 const MAX_STEPS: usize = 20;
@@ -85,12 +85,10 @@ impl Reviews {
         let prompt = handoff_section(Path::new(&req.output.rel), &text)?;
         let done = self.edit(req.topic, Some(req.actor), |t| {
             let view = t.view.clone();
-            let finished = owned_open_step(&view, req)?.number;
+            let finished = owned_open_step(&view, req)?;
             // The next actor as the tracker spells it (its Participants spelling when listed).
-            let parts = &view.meta.participants;
-            let next = parts
-                .iter()
-                .find(|p| p.name.eq_ignore_ascii_case(req.next.id()));
+            let same = |p: &&Participant| p.name.eq_ignore_ascii_case(req.next.id());
+            let next = view.meta.participants.iter().find(same);
             let next = next.map_or(req.next.name(), |p| &p.name).to_string();
             let role = view.meta.role_of(req.next.id());
             let next_action = (req.next_action).unwrap_or_else(|| usual_next(req.action, role));
@@ -177,8 +175,8 @@ impl Reviews {
     }
 }
 
-/// The open step, which must be the caller's.
-fn owned_open_step<'v>(view: &'v View, req: &StepRequest<'_>) -> Result<&'v Step> {
+/// The number of the open step, which must be the caller's.
+fn owned_open_step(view: &View, req: &StepRequest<'_>) -> Result<u32> {
     let topic = req.topic;
     let Some(open) = view.open_step() else {
         let last = view.steps.last().map_or("missing", |s| s.status.as_str());
@@ -200,7 +198,7 @@ fn owned_open_step<'v>(view: &'v View, req: &StepRequest<'_>) -> Result<&'v Step
             format!("`coord review next {topic}` shows who is next and what to paste to them");
         return Err(Error::refused(Refusal::NotStepActor, why, Some(hint)));
     }
-    Ok(open)
+    Ok(open.number)
 }
 
 fn usual_next(done: Action, next_role: Option<&str>) -> Action {
