@@ -176,9 +176,8 @@ fn get<'a>(fields: &'a [Field], key: &str) -> Option<&'a Field> {
 }
 
 fn value(fields: &[Field], key: &str) -> Option<String> {
-    get(fields, key)
-        .map(|f| f.value.clone())
-        .filter(|v| !v.is_empty())
+    let f = get(fields, key)?;
+    (!f.value.is_empty()).then(|| f.value.clone())
 }
 
 /// Escape text for one Issues table cell: `|` as `\|`, and `\` as `\\` before `|`, `\` or the end.
@@ -228,14 +227,10 @@ pub(crate) fn split_row(line: &str) -> Option<Vec<String>> {
     Some(cells)
 }
 
+/// A table row of raw cells: an empty cell is two blanks.
 pub(crate) fn render_row(cells: &[String]) -> String {
-    cells.iter().fold("|".to_string(), |row, c| {
-        if c.is_empty() {
-            row + "  |"
-        } else {
-            format!("{row} {c} |")
-        }
-    })
+    let cells: String = cells.iter().map(|c| format!(" {c} |")).collect();
+    format!("|{cells}")
 }
 
 struct Doc<'a> {
@@ -255,6 +250,20 @@ impl Doc<'_> {
 
     fn body(&self, sec: &Section) -> impl Iterator<Item = usize> + '_ {
         (sec.heading + 1..sec.end).filter(|&i| !self.fence[i])
+    }
+
+    /// The `###` entries of `sec`: each one's heading line and text, and the line after it.
+    fn entries(&self, sec: &Section) -> Vec<(usize, &str, usize)> {
+        let mut entries: Vec<(usize, &str, usize)> = Vec::new();
+        for i in self.body(sec) {
+            if let Some((3, text)) = heading(&self.lines[i]) {
+                if let Some(last) = entries.last_mut() {
+                    last.2 = i;
+                }
+                entries.push((i, text, sec.end));
+            }
+        }
+        entries
     }
 
     fn fields(&self, from: usize, to: usize) -> Vec<Field> {
@@ -338,10 +347,8 @@ fn read_meta(doc: &Doc<'_>, sec: &Section, fields: &[Field]) -> Result<Meta> {
         .ok_or_else(|| doc.corrupt(Some(sec.heading), "Meta has no `Status`"))?;
     let status = sf.value.to_ascii_lowercase();
     if status != "in_progress" && status != "closed" {
-        let why = format!(
-            "Meta `Status` is `{}`, expected `in_progress` or `closed`",
-            sf.value
-        );
+        let v = &sf.value;
+        let why = format!("Meta `Status` is `{v}`, expected `in_progress` or `closed`");
         return Err(doc.corrupt(Some(sf.line), why));
     }
     Ok(Meta {
@@ -350,9 +357,7 @@ fn read_meta(doc: &Doc<'_>, sec: &Section, fields: &[Field]) -> Result<Meta> {
         created: value(fields, "Created"),
         last_updated: value(fields, "Last updated"),
         status,
-        participants: value(fields, "Participants")
-            .map(|p| parse_participants(&p))
-            .unwrap_or_default(),
+        participants: parse_participants(&value(fields, "Participants").unwrap_or_default()),
     })
 }
 
@@ -373,18 +378,11 @@ fn parse_participants(text: &str) -> Vec<Participant> {
 /// Steps: an optional `Note:` line, then `### NN` entries numbered from 01 without gaps, each
 /// with an `Actor` and a known `Status` (and `Action` when given); prose is ignored.
 fn read_steps(doc: &Doc<'_>, sec: &Section) -> Result<(Option<usize>, Vec<Step>)> {
-    let (mut note, mut heads) = (None, Vec::new());
-    for i in doc.body(sec) {
-        let line = &doc.lines[i];
-        if let Some((3, text)) = heading(line) {
-            heads.push((i, text));
-        } else if heads.is_empty() && note.is_none() && line.trim_start().starts_with("Note:") {
-            note = Some(i);
-        }
-    }
+    let before = |i: &usize| !matches!(heading(&doc.lines[*i]), Some((3, _)));
+    let is_note = |i: &usize| doc.lines[*i].trim_start().starts_with("Note:");
+    let note = doc.body(sec).take_while(before).find(is_note);
     let mut steps = Vec::new();
-    for (k, &(head, text)) in heads.iter().enumerate() {
-        let end = heads.get(k + 1).map_or(sec.end, |&(next, _)| next);
+    for (k, (head, text, end)) in doc.entries(sec).into_iter().enumerate() {
         let expected = u32::try_from(k + 1).unwrap_or(u32::MAX);
         let digits: String = text.chars().take_while(char::is_ascii_digit).collect();
         let number: u32 = digits.parse().map_err(|_| {
@@ -533,16 +531,8 @@ fn read_agreements(doc: &Doc<'_>, sec: &Section) -> Vec<Agreement> {
 /// Handoff Prompts: `### For ACTOR (step NN)` entries; a body that is one fenced block gives
 /// the inside of its fence.
 fn read_prompts(doc: &Doc<'_>, sec: &Section) -> Vec<Prompt> {
-    let heads: Vec<usize> = doc
-        .body(sec)
-        .filter(|&i| matches!(heading(&doc.lines[i]), Some((3, _))))
-        .collect();
-    heads
-        .iter()
-        .enumerate()
-        .map(|(k, &h)| {
-            let end = heads.get(k + 1).copied().unwrap_or(sec.end);
-            let text = heading(&doc.lines[h]).map(|(_, t)| t).unwrap_or_default();
+    (doc.entries(sec).into_iter())
+        .map(|(h, text, end)| {
             let who = text
                 .strip_prefix("For ")
                 .map(|r| match r.split_once(" (step ") {
