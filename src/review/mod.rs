@@ -126,11 +126,7 @@ pub fn check_topic(topic: &str) -> Result<()> {
 /// Text for one line of the tracker: control characters become spaces, surrounding blanks are
 /// trimmed (the tracker is line-based: a newline could forge a field).
 pub(crate) fn one_line(text: &str) -> String {
-    let flat: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    flat.trim().to_string()
+    text.replace(char::is_control, " ").trim().to_string()
 }
 
 /// A participant and its role, from Meta's `Participants` line.
@@ -161,18 +157,20 @@ pub struct Meta {
 impl Meta {
     /// The role of the participant named `name` (compared case-insensitively).
     pub fn role_of(&self, name: &str) -> Option<&str> {
-        self.participants
-            .iter()
-            .find(|p| p.name.eq_ignore_ascii_case(name))
-            .and_then(|p| p.role.as_deref())
+        let same = |p: &&Participant| p.name.eq_ignore_ascii_case(name);
+        self.participants.iter().find(same)?.role.as_deref()
     }
 
     /// The first participant not named `name`, lower-cased: the usual other party of a file.
     pub fn other_than(&self, name: &str) -> Option<String> {
-        self.participants
-            .iter()
-            .find(|p| !p.name.eq_ignore_ascii_case(name))
-            .map(|p| p.name.to_ascii_lowercase())
+        let other = |p: &&Participant| !p.name.eq_ignore_ascii_case(name);
+        Some(
+            self.participants
+                .iter()
+                .find(other)?
+                .name
+                .to_ascii_lowercase(),
+        )
     }
 }
 
@@ -278,12 +276,15 @@ impl View {
 
     /// The stored prompt for `actor` and step `number`, if any.
     pub fn prompt_for(&self, actor: &str, number: u32) -> Option<&Prompt> {
-        self.handoff_prompts.iter().rev().find(|p| {
-            p.step == Some(number)
-                && p.actor
-                    .as_deref()
-                    .is_some_and(|a| a.eq_ignore_ascii_case(actor))
-        })
+        let mine = |p: &&Prompt| p.step == Some(number) && p.is_for(actor);
+        self.handoff_prompts.iter().rev().find(mine)
+    }
+}
+
+impl Prompt {
+    pub(crate) fn is_for(&self, actor: &str) -> bool {
+        let mine = |a: &str| a.eq_ignore_ascii_case(actor);
+        self.actor.as_deref().is_some_and(mine)
     }
 }
 

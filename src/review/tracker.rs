@@ -228,11 +228,7 @@ impl Tracker {
         ];
         block.extend(text.lines().map(|l| l.trim_end_matches('\r').to_string()));
         block.push(fence);
-        let mine = |p: &&Prompt| {
-            p.actor
-                .as_deref()
-                .is_some_and(|a| a.eq_ignore_ascii_case(actor))
-        };
+        let mine = |p: &&Prompt| p.is_for(actor);
         match self.view.handoff_prompts.iter().find(mine).map(|p| p.lines) {
             Some((heading, end)) => {
                 let last = self.last_text(heading, end);

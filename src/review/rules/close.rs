@@ -90,13 +90,11 @@ impl Reviews {
         fsutil::remove(&active_path)?;
         fsutil::sync_dir(&active)?;
         drop(guard);
-        let commit = commit
-            .then(|| self.commit(topic, &t.view, summary))
-            .transpose()?;
+        let commit = commit.then(|| self.commit(topic, &t.view, summary));
         Ok(Closed {
             tracker: self.rel(&closed_path),
             archive,
-            commit,
+            commit: commit.transpose()?,
         })
     }
 

@@ -90,15 +90,13 @@ impl Reviews {
 
     /// A path relative to the root, for messages and output.
     pub fn rel(&self, path: &Path) -> String {
-        self.ws
-            .rel(path)
-            .unwrap_or_else(|| path.display().to_string())
+        let rel = self.ws.rel(path);
+        rel.unwrap_or_else(|| path.display().to_string())
     }
 
     fn read(&self, path: &Path) -> Result<Option<Tracker>> {
-        read_text(path)?
-            .map(|text| Tracker::parse(path, &text))
-            .transpose()
+        let text = read_text(path)?;
+        text.map(|text| Tracker::parse(path, &text)).transpose()
     }
 
     fn load(&self, topic: &str) -> Result<(Tracker, bool)> {
@@ -257,12 +255,11 @@ impl Reviews {
         let view = self.load(parts.topic).ok().map(|(t, _)| t.view.clone());
         let other = view.as_ref().and_then(|v| v.meta.other_than(parts.llm));
         let open = view.as_ref().and_then(View::open_step);
+        let action = open.and_then(|s| s.action).map(Action::as_str);
         let parts = NameParts {
             to: parts.to.or(other.as_deref()),
             step: parts.step.or(open.map(|s| s.number)),
-            action: parts
-                .action
-                .or(open.and_then(|s| s.action).map(Action::as_str)),
+            action: parts.action.or(action),
             ..parts
         };
         paths::conventional(&self.meta, &parts, &clock::now())

@@ -54,10 +54,8 @@ impl Reviews {
         let (mut output, mut prompt, mut from_tracker) = (None, None, false);
         if let Some(open) = open {
             let guide = self.guide(topic, &tracker, v, open);
-            let stored = v.prompt_for(&open.actor, open.number);
-            let stored = stored
-                .filter(|p| !p.text.trim().is_empty())
-                .map(|p| &p.text);
+            let stored = v.prompt_for(&open.actor, open.number).map(|p| &p.text);
+            let stored = stored.filter(|text| !text.trim().is_empty());
             prompt = Some(match stored {
                 Some(text) if text.contains("review step") => text.clone(),
                 Some(text) => format!("{text}\n\n{}", guide.note),
