@@ -504,10 +504,7 @@ fn read_agreements(doc: &Doc<'_>, sec: &Section) -> Vec<Agreement> {
     doc.body(sec)
         .filter_map(|i| {
             let t = doc.lines[i].trim_start();
-            let entry = t
-                .strip_prefix("- ")
-                .or_else(|| t.strip_prefix("* "))?
-                .trim();
+            let entry = t.strip_prefix("- ").or(t.strip_prefix("* "))?.trim();
             let (disputed, text) = match entry.strip_prefix("[DISPUTED]") {
                 Some(rest) => (true, rest.trim()),
                 None => (false, entry),

@@ -66,10 +66,8 @@ impl Tracker {
     }
 
     fn last_text(&self, from: usize, to: usize) -> usize {
-        (from..to)
-            .rev()
-            .find(|&i| !self.lines[i].trim().is_empty())
-            .unwrap_or(from)
+        let text = |i: &usize| !self.lines[*i].trim().is_empty();
+        (from..to).rev().find(text).unwrap_or(from)
     }
 
     /// Insert `block` at `at` in `sec`, a blank line after it when a section follows at once.
@@ -190,11 +188,8 @@ impl Tracker {
         resolution: Option<&str>,
     ) -> Result<Issue> {
         // The table's rows and the view's issues are read together: row `k` is issue `k`.
-        let k = self
-            .view
-            .issues
-            .iter()
-            .position(|i| i.id.eq_ignore_ascii_case(id));
+        let same = |i: &Issue| i.id.eq_ignore_ascii_case(id);
+        let k = self.view.issues.iter().position(same);
         let (Some(k), Some(table)) = (k, &self.index.table) else {
             let path = self.path.display();
             return Err(Error::bad_input(format!("`{path}` has no issue `{id}`")));
@@ -260,10 +255,8 @@ impl Tracker {
         }
         let taken: Vec<String> = self.lines.drain(heads[0]..heads[count]).collect();
         self.reindex()?;
-        Ok(taken
-            .into_iter()
-            .map(|l| l.trim_end_matches('\r').to_string())
-            .collect())
+        let no_cr = |l: String| l.trim_end_matches('\r').to_string();
+        Ok(taken.into_iter().map(no_cr).collect())
     }
 
     pub(crate) fn set_steps_note(&mut self, note: &str) -> Result<()> {

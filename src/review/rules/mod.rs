@@ -243,7 +243,7 @@ impl Reviews {
         let text = new_tracker_text(topic, &target, &date, reviewer, implementer);
         // Parsed before it is written: a tracker coord cannot read back is never written.
         let mut t = Tracker::parse(&path, &text)?;
-        let prompt = self.guide(topic, &rel, &t.view, &t.view.steps[0]).prompt;
+        let (_, prompt) = self.guide(topic, &rel, &t.view, &t.view.steps[0], None);
         t.set_prompt(reviewer, 1, &prompt)?;
         fsutil::replace_durable(&path, t.render().as_bytes())?;
         Ok(rel)
