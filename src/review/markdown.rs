@@ -603,10 +603,8 @@ mod tests {
         for s in "a|b,a\\|b,a\\,a\\\\b,C:\\path,|,\\,x \\| y | z".split(',') {
             assert_eq!(decode_cell(&encode_cell(s)), s, "{s:?}");
             let cells = split_row(&render_row(&[encode_cell(s), "x".into()])).unwrap();
-            assert_eq!(
-                (cells.len(), decode_cell(&cells[0])),
-                (2, s.trim().to_string())
-            );
+            let got = (cells.len(), decode_cell(&cells[0]));
+            assert_eq!(got, (2, s.trim().to_string()));
         }
     }
 

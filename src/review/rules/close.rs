@@ -60,10 +60,8 @@ impl Reviews {
         let (active, closed) = (self.dir(false), self.dir(true));
         let closed_path = self.tracker_path(topic, true);
         if fsutil::mtime(&closed_path).is_some() {
-            let why = format!(
-                "`{}` exists already: an earlier review `{topic}` was closed",
-                self.rel(&closed_path)
-            );
+            let shown = self.rel(&closed_path);
+            let why = format!("`{shown}` exists already: an earlier review `{topic}` was closed");
             let hint = Some("move that file aside, then close again".into());
             return Err(Error::refused(Refusal::ReviewExists, why, hint));
         }

@@ -189,15 +189,15 @@ impl Reviews {
         let other = |e: &&lock::LockEntry| {
             e.state != LockState::Stale && actor.is_none_or(|a| a.id() != e.agent)
         };
-        match entries.iter().find(other) {
-            None => Ok(()),
-            Some(e) => Err(Error::LockHeld {
-                file: target.rel.clone(),
-                holder: e.holder().to_string(),
-                since: lock::format_since(e.since.as_ref(), &now),
-                working_on: e.reason().map(str::to_string),
-            }),
-        }
+        let Some(e) = entries.iter().find(other) else {
+            return Ok(());
+        };
+        Err(Error::LockHeld {
+            file: target.rel,
+            holder: e.holder().to_string(),
+            since: lock::format_since(e.since.as_ref(), &now),
+            working_on: e.reason().map(str::to_string),
+        })
     }
 
     /// Start a review (and write the seed's template when missing); returns the tracker,

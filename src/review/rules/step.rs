@@ -180,10 +180,8 @@ fn owned_open_step(view: &View, req: &StepRequest<'_>) -> Result<u32> {
     let topic = req.topic;
     let Some(open) = view.open_step() else {
         let last = view.steps.last().map_or("missing", |s| s.status.as_str());
-        let why = format!(
-            "review `{topic}` has no planned step: step {:02} is {last}",
-            view.steps.len()
-        );
+        let n = view.steps.len();
+        let why = format!("review `{topic}` has no planned step: step {n:02} is {last}");
         let hint =
             format!("see `coord review show {topic}`; the tracker may have been edited by hand");
         return Err(Error::refused(Refusal::NoOpenStep, why, Some(hint)));
