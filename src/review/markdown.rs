@@ -454,12 +454,10 @@ fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue
         let why = "the Issues table header must be followed by a `|----|` separator row";
         return Err(doc.corrupt(Some(h + 1), why));
     }
-    let (mut issues, mut rows) = (Vec::<Issue>::new(), Vec::new());
-    let mut i = h + 2;
-    while let Some(cells) = (i < sec.end && !doc.fence[i])
-        .then(|| split_row(&doc.lines[i]))
-        .flatten()
-    {
+    let row = |i: usize| split_row(&doc.lines[i]).filter(|_| !doc.fence[i]);
+    let rows: Vec<_> = (h + 2..sec.end).map_while(|i| Some((i, row(i)?))).collect();
+    let mut issues = Vec::<Issue>::new();
+    for &(i, ref cells) in &rows {
         let (n, want) = (cells.len(), header.len());
         if n != want {
             let why = format!(
@@ -486,14 +484,13 @@ fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue
             status,
             resolution,
         });
-        rows.push((i, cells));
-        i += 1;
     }
+    let end = h + 2 + rows.len();
     let table = Table {
         cols,
         ncols: header.len(),
         rows,
-        end: i,
+        end,
     };
     Ok((Some(table), issues))
 }
