@@ -274,10 +274,9 @@ mod tests {
             "## Steps\n### 01\n```\n### 07 in a fence\n```\n### 02 - response\n### For A (step 03)";
         assert_eq!(step_heads(&lines(text)).count(), 2);
         let got = renumber_steps(&lines(text), 11).join("|");
-        assert_eq!(
-            got,
-            "## Steps|### 11|```|### 07 in a fence|```|### 12 - response|### For A (step 03)"
-        );
+        let want =
+            "## Steps|### 11|```|### 07 in a fence|```|### 12 - response|### For A (step 03)";
+        assert_eq!(got, want);
     }
 
     #[test]
