@@ -137,13 +137,9 @@ impl Tracker {
         self.splice(at..at, extra)
     }
 
-    pub(crate) fn push_step(
-        &mut self,
-        number: u32,
-        actor: &str,
-        action: Action,
-        input: &str,
-    ) -> Result<()> {
+    /// Plan the next step, numbered after the last.
+    pub(crate) fn push_step(&mut self, actor: &str, action: Action, input: &str) -> Result<()> {
+        let number = self.view.steps.len() + 1;
         let fields = [
             ("Actor", actor),
             ("Status", "planned"),

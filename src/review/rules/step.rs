@@ -103,7 +103,7 @@ impl Reviews {
                 ("Next", &next),
             ]);
             t.set(Block::Step(finished), &values)?;
-            t.push_step(finished + 1, &next, next_action, &req.output.rel)?;
+            t.push_step(&next, next_action, &req.output.rel)?;
             let archived_to = self.archive(req.topic, t)?;
             let next_step = t.view.steps.len() as u32;
             let next_action_text = format!("{} (step {next_step:02})", next_action.as_str());

@@ -141,7 +141,7 @@ proptest! {
         for (i, s) in summaries.iter().enumerate() {
             let (s, n) = (one_line(s), i as u32 + 1);
             t.set(Block::Step(n), &[("Status", "done"), ("Summary", &s)]).unwrap();
-            t.push_step(n + 1, "Gemini", Action::Response, "").unwrap();
+            t.push_step("Gemini", Action::Response, "").unwrap();
             prop_assert_eq!(t.view.steps[i].summary.clone(), Some(s).filter(|s| !s.is_empty()));
         }
         let agreements: Vec<(String, bool)> = agreements.iter().map(|(a, d)| (one_line(a), *d)).collect();
