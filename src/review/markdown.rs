@@ -26,7 +26,7 @@ pub(crate) const HANDOFFS: &str = "handoff prompts";
 const COLUMNS: [&str; 5] = ["id", "severity", "title", "status", "resolution"];
 
 /// A `- **Key:** value` line.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct Field {
     pub(crate) key: String,
     pub(crate) value: String,
@@ -62,12 +62,7 @@ pub(crate) struct Index {
     pub(crate) current: Vec<Field>,
     /// The `Note: Steps 01-NN archived to …` line.
     pub(crate) note: Option<usize>,
-    /// Each step's heading and fields.
-    pub(crate) steps: Vec<(usize, Vec<Field>)>,
     pub(crate) table: Option<Table>,
-    pub(crate) agreements: Vec<usize>,
-    /// Each handoff prompt's heading and the line after it.
-    pub(crate) prompts: Vec<(usize, usize)>,
 }
 
 /// A heading's level and text (`## Meta` → `(2, "Meta")`).
@@ -181,9 +176,8 @@ fn get<'a>(fields: &'a [Field], key: &str) -> Option<&'a Field> {
 }
 
 fn value(fields: &[Field], key: &str) -> Option<String> {
-    get(fields, key)
-        .map(|f| f.value.clone())
-        .filter(|v| !v.is_empty())
+    let f = get(fields, key)?;
+    (!f.value.is_empty()).then(|| f.value.clone())
 }
 
 /// Escape text for one Issues table cell: `|` as `\|`, and `\` as `\\` before `|`, `\` or the end.
@@ -233,14 +227,10 @@ pub(crate) fn split_row(line: &str) -> Option<Vec<String>> {
     Some(cells)
 }
 
+/// A table row of raw cells: an empty cell is two blanks.
 pub(crate) fn render_row(cells: &[String]) -> String {
-    cells.iter().fold("|".to_string(), |row, c| {
-        if c.is_empty() {
-            row + "  |"
-        } else {
-            format!("{row} {c} |")
-        }
-    })
+    let cells: String = cells.iter().map(|c| format!(" {c} |")).collect();
+    format!("|{cells}")
 }
 
 struct Doc<'a> {
@@ -260,6 +250,20 @@ impl Doc<'_> {
 
     fn body(&self, sec: &Section) -> impl Iterator<Item = usize> + '_ {
         (sec.heading + 1..sec.end).filter(|&i| !self.fence[i])
+    }
+
+    /// The `###` entries of `sec`: each one's heading line and text, and the line after it.
+    fn entries(&self, sec: &Section) -> Vec<(usize, &str, usize)> {
+        let mut entries: Vec<(usize, &str, usize)> = Vec::new();
+        for i in self.body(sec) {
+            if let Some((3, text)) = heading(&self.lines[i]) {
+                if let Some(last) = entries.last_mut() {
+                    last.2 = i;
+                }
+                entries.push((i, text, sec.end));
+            }
+        }
+        entries
     }
 
     fn fields(&self, from: usize, to: usize) -> Vec<Field> {
@@ -294,31 +298,26 @@ impl Doc<'_> {
 }
 
 pub(crate) fn analyze(path: &Path, lines: &[String]) -> Result<(Index, View)> {
-    let doc = Doc {
-        path,
-        lines,
-        fence: fenced(lines),
-    };
+    let fence = fenced(lines);
+    let doc = Doc { path, lines, fence };
     let sections = doc.sections()?;
     let find = |name: &str| sections.iter().find(|s| s.name == name);
-    let require = |name: &str, title: &str| {
-        find(name).ok_or_else(|| doc.corrupt(None, format!("it has no `## {title}` section")))
+    let require = |title: &str| {
+        let found = find(&title.to_ascii_lowercase());
+        found.ok_or_else(|| doc.corrupt(None, format!("it has no `## {title}` section")))
     };
-    let (meta_sec, cur_sec) = (require(META, "Meta")?, require(CURRENT, "Current State")?);
-    let (steps_sec, issues_sec) = (require(STEPS, "Steps")?, require(ISSUES, "Issues")?);
+    let (meta_sec, cur_sec) = (require("Meta")?, require("Current State")?);
+    let (steps_sec, issues_sec) = (require("Steps")?, require("Issues")?);
 
     let meta = doc.fields(meta_sec.heading + 1, meta_sec.end);
     let meta_view = read_meta(&doc, meta_sec, &meta)?;
     let current = doc.fields(cur_sec.heading + 1, cur_sec.end);
     let no_actor = || doc.corrupt(Some(cur_sec.heading), "Current State has no `Next actor`");
     let next_actor = value(&current, "Next actor").ok_or_else(no_actor)?;
-    let (note, steps, step_views) = read_steps(&doc, steps_sec)?;
+    let (note, steps) = read_steps(&doc, steps_sec)?;
     let (table, issues) = read_issues(&doc, issues_sec)?;
-    let agreements = find(AGREEMENTS).map(|s| read_agreements(&doc, s));
-    let (agreements, agreement_views) = agreements.unwrap_or_default();
-    let (prompts, handoff_prompts) = find(HANDOFFS)
-        .map(|s| read_prompts(&doc, s))
-        .unwrap_or_default();
+    let agreements = find(AGREEMENTS).map_or_else(Vec::new, |s| read_agreements(&doc, s));
+    let handoff_prompts = find(HANDOFFS).map_or_else(Vec::new, |s| read_prompts(&doc, s));
     let view = View {
         meta: meta_view,
         current: Current {
@@ -327,9 +326,9 @@ pub(crate) fn analyze(path: &Path, lines: &[String]) -> Result<(Index, View)> {
             prompt: value(&current, "Prompt for next actor"),
         },
         steps_note: note.map(|l| lines[l].trim().to_string()),
-        steps: step_views,
+        steps,
         issues,
-        agreements: agreement_views,
+        agreements,
         handoff_prompts,
     };
     let index = Index {
@@ -337,10 +336,7 @@ pub(crate) fn analyze(path: &Path, lines: &[String]) -> Result<(Index, View)> {
         meta,
         current,
         note,
-        steps,
         table,
-        agreements,
-        prompts,
     };
     Ok((index, view))
 }
@@ -351,10 +347,8 @@ fn read_meta(doc: &Doc<'_>, sec: &Section, fields: &[Field]) -> Result<Meta> {
         .ok_or_else(|| doc.corrupt(Some(sec.heading), "Meta has no `Status`"))?;
     let status = sf.value.to_ascii_lowercase();
     if status != "in_progress" && status != "closed" {
-        let why = format!(
-            "Meta `Status` is `{}`, expected `in_progress` or `closed`",
-            sf.value
-        );
+        let v = &sf.value;
+        let why = format!("Meta `Status` is `{v}`, expected `in_progress` or `closed`");
         return Err(doc.corrupt(Some(sf.line), why));
     }
     Ok(Meta {
@@ -363,9 +357,7 @@ fn read_meta(doc: &Doc<'_>, sec: &Section, fields: &[Field]) -> Result<Meta> {
         created: value(fields, "Created"),
         last_updated: value(fields, "Last updated"),
         status,
-        participants: value(fields, "Participants")
-            .map(|p| parse_participants(&p))
-            .unwrap_or_default(),
+        participants: parse_participants(&value(fields, "Participants").unwrap_or_default()),
     })
 }
 
@@ -383,23 +375,14 @@ fn parse_participants(text: &str) -> Vec<Participant> {
     parts.map(participant).collect()
 }
 
-type Steps = (Option<usize>, Vec<(usize, Vec<Field>)>, Vec<Step>);
-
 /// Steps: an optional `Note:` line, then `### NN` entries numbered from 01 without gaps, each
 /// with an `Actor` and a known `Status` (and `Action` when given); prose is ignored.
-fn read_steps(doc: &Doc<'_>, sec: &Section) -> Result<Steps> {
-    let (mut note, mut heads) = (None, Vec::new());
-    for i in doc.body(sec) {
-        let line = &doc.lines[i];
-        if let Some((3, text)) = heading(line) {
-            heads.push((i, text));
-        } else if heads.is_empty() && note.is_none() && line.trim_start().starts_with("Note:") {
-            note = Some(i);
-        }
-    }
-    let (mut spans, mut steps) = (Vec::new(), Vec::new());
-    for (k, &(head, text)) in heads.iter().enumerate() {
-        let end = heads.get(k + 1).map_or(sec.end, |&(next, _)| next);
+fn read_steps(doc: &Doc<'_>, sec: &Section) -> Result<(Option<usize>, Vec<Step>)> {
+    let before = |i: &usize| !matches!(heading(&doc.lines[*i]), Some((3, _)));
+    let is_note = |i: &usize| doc.lines[*i].trim_start().starts_with("Note:");
+    let note = doc.body(sec).take_while(before).find(is_note);
+    let mut steps = Vec::new();
+    for (k, (head, text, end)) in doc.entries(sec).into_iter().enumerate() {
         let expected = u32::try_from(k + 1).unwrap_or(u32::MAX);
         let digits: String = text.chars().take_while(char::is_ascii_digit).collect();
         let number: u32 = digits.parse().map_err(|_| {
@@ -433,10 +416,11 @@ fn read_steps(doc: &Doc<'_>, sec: &Section) -> Result<Steps> {
             output: value(&fields, "Output"),
             summary: value(&fields, "Summary"),
             next: value(&fields, "Next"),
+            at: head,
+            fields,
         });
-        spans.push((head, fields));
     }
-    Ok((note, spans, steps))
+    Ok((note, steps))
 }
 
 /// Issues: one table, its header naming the five columns in any order (more are kept), then a
@@ -470,12 +454,10 @@ fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue
         let why = "the Issues table header must be followed by a `|----|` separator row";
         return Err(doc.corrupt(Some(h + 1), why));
     }
-    let (mut issues, mut rows) = (Vec::<Issue>::new(), Vec::new());
-    let mut i = h + 2;
-    while let Some(cells) = (i < sec.end && !doc.fence[i])
-        .then(|| split_row(&doc.lines[i]))
-        .flatten()
-    {
+    let row = |i: usize| split_row(&doc.lines[i]).filter(|_| !doc.fence[i]);
+    let rows: Vec<_> = (h + 2..sec.end).map_while(|i| Some((i, row(i)?))).collect();
+    let mut issues = Vec::<Issue>::new();
+    for &(i, ref cells) in &rows {
         let (n, want) = (cells.len(), header.len());
         if n != want {
             let why = format!(
@@ -502,28 +484,24 @@ fn read_issues(doc: &Doc<'_>, sec: &Section) -> Result<(Option<Table>, Vec<Issue
             status,
             resolution,
         });
-        rows.push((i, cells));
-        i += 1;
     }
+    let end = h + 2 + rows.len();
     let table = Table {
         cols,
         ncols: header.len(),
         rows,
-        end: i,
+        end,
     };
     Ok((Some(table), issues))
 }
 
 /// Agreements Log: `- [DISPUTED] DECISION - ADOPTED POSITION` bullets (the prefix and the
 /// position optional); other lines are ignored.
-fn read_agreements(doc: &Doc<'_>, sec: &Section) -> (Vec<usize>, Vec<Agreement>) {
+fn read_agreements(doc: &Doc<'_>, sec: &Section) -> Vec<Agreement> {
     doc.body(sec)
         .filter_map(|i| {
             let t = doc.lines[i].trim_start();
-            let entry = t
-                .strip_prefix("- ")
-                .or_else(|| t.strip_prefix("* "))?
-                .trim();
+            let entry = t.strip_prefix("- ").or(t.strip_prefix("* "))?.trim();
             let (disputed, text) = match entry.strip_prefix("[DISPUTED]") {
                 Some(rest) => (true, rest.trim()),
                 None => (false, entry),
@@ -533,30 +511,22 @@ fn read_agreements(doc: &Doc<'_>, sec: &Section) -> (Vec<usize>, Vec<Agreement>)
                 _ => (text, None),
             };
             let (text, decision) = (text.to_string(), decision.to_string());
-            let agreement = Agreement {
+            Some(Agreement {
                 text,
                 decision,
                 adopted,
                 disputed,
-            };
-            Some((i, agreement))
+                line: i,
+            })
         })
-        .unzip()
+        .collect()
 }
 
 /// Handoff Prompts: `### For ACTOR (step NN)` entries; a body that is one fenced block gives
 /// the inside of its fence.
-fn read_prompts(doc: &Doc<'_>, sec: &Section) -> (Vec<(usize, usize)>, Vec<Prompt>) {
-    let heads: Vec<usize> = doc
-        .body(sec)
-        .filter(|&i| matches!(heading(&doc.lines[i]), Some((3, _))))
-        .collect();
-    heads
-        .iter()
-        .enumerate()
-        .map(|(k, &h)| {
-            let end = heads.get(k + 1).copied().unwrap_or(sec.end);
-            let text = heading(&doc.lines[h]).map(|(_, t)| t).unwrap_or_default();
+fn read_prompts(doc: &Doc<'_>, sec: &Section) -> Vec<Prompt> {
+    (doc.entries(sec).into_iter())
+        .map(|(h, text, end)| {
             let who = text
                 .strip_prefix("For ")
                 .map(|r| match r.split_once(" (step ") {
@@ -571,15 +541,15 @@ fn read_prompts(doc: &Doc<'_>, sec: &Section) -> (Vec<(usize, usize)>, Vec<Promp
                 }
                 _ => &body,
             };
-            let prompt = Prompt {
+            Prompt {
                 heading: text.to_string(),
                 actor: who.map(|(a, _)| a.trim().to_string()),
                 step: who.and_then(|(_, n)| n),
                 text: inner.join("\n"),
-            };
-            ((h, end), prompt)
+                lines: (h, end),
+            }
         })
-        .unzip()
+        .collect()
 }
 
 /// The body of the `## Handoff Prompt for Next Actor` section that ends an output file.
@@ -630,22 +600,17 @@ mod tests {
         for s in "a|b,a\\|b,a\\,a\\\\b,C:\\path,|,\\,x \\| y | z".split(',') {
             assert_eq!(decode_cell(&encode_cell(s)), s, "{s:?}");
             let cells = split_row(&render_row(&[encode_cell(s), "x".into()])).unwrap();
-            assert_eq!(
-                (cells.len(), decode_cell(&cells[0])),
-                (2, s.trim().to_string())
-            );
+            let got = (cells.len(), decode_cell(&cells[0]));
+            assert_eq!(got, (2, s.trim().to_string()));
         }
     }
 
     #[test]
     fn fields_headings_and_fences() {
-        let f = parse_field("- **Status:** done", 3).unwrap();
-        assert_eq!(
-            (f.key, f.value, f.line),
-            ("Status".into(), "done".into(), 3)
-        );
-        let f = parse_field("  * **Status**: done\r", 0).unwrap();
-        assert_eq!((f.key, f.value), ("Status".into(), "done".into()));
+        for (line, at) in [("- **Status:** done", 3), ("  * **Status**: done\r", 0)] {
+            let f = parse_field(line, at).unwrap();
+            assert_eq!((&*f.key, &*f.value, f.line), ("Status", "done", at));
+        }
         for not in ["- **Status** done", "- **:** x", "Status: done"] {
             assert!(parse_field(not, 0).is_none(), "{not}");
         }
@@ -654,33 +619,24 @@ mod tests {
         assert!(heading("    ## indented code").is_none() && heading("##no space").is_none());
         let fence = fenced(&lines("a\n````text\n```\n## x\n````\nb"));
         assert_eq!(fence, [false, true, true, true, true, false]);
-        assert_eq!(
-            (fence_for("no ticks"), fence_for("a ```` b")),
-            ("```".into(), "`````".into())
-        );
-        assert_eq!(
-            renumber_heading("### 12 - response", 2),
-            "### 02 - response"
-        );
+        assert_eq!(["no ticks", "a ```` b"].map(fence_for), ["```", "`````"]);
+        let renumbered = renumber_heading("### 12 - response", 2);
+        assert_eq!(renumbered, "### 02 - response");
         assert!(is_step_heading("### 03") && !is_step_heading("### For Codex (step 03)"));
         let p = parse_participants("Claude (reviewer), Codex ( implementer ),  Gemini, , X ()");
-        let roles = p
-            .iter()
-            .map(|p| format!("{}:{}", p.name, p.role.as_deref().unwrap_or("-")));
-        assert_eq!(
-            roles.collect::<Vec<_>>().join(","),
-            "Claude:reviewer,Codex:implementer,Gemini:-,X:-"
-        );
+        let roles: Vec<_> = (p.iter())
+            .map(|p| format!("{}:{}", p.name, p.role.as_deref().unwrap_or("-")))
+            .collect();
+        let want = ["Claude:reviewer", "Codex:implementer", "Gemini:-", "X:-"];
+        assert_eq!(roles, want);
     }
 
     #[test]
     fn handoff_sections() {
         let (p, h) = (Path::new("out.md"), "## Handoff Prompt for Next Actor");
         let ok = format!("# Review\nfindings\n\n{h}\n\nYou are next.\n### Details\nmore\n");
-        assert_eq!(
-            handoff_section(p, &ok).unwrap(),
-            "You are next.\n### Details\nmore"
-        );
+        let body = handoff_section(p, &ok).unwrap();
+        assert_eq!(body, "You are next.\n### Details\nmore");
         for bad in [
             "# Review\n".into(),
             format!("{h}\nx\n## Later\n"),
@@ -701,18 +657,13 @@ mod tests {
         let a: Vec<_> = (v.agreements.iter())
             .map(|a| (a.disputed, &*a.text, &*a.decision, a.adopted.as_deref()))
             .collect();
-        assert_eq!(
-            a,
-            [
-                (
-                    true,
-                    "Timelines - a - b - escalated to user",
-                    "Timelines - a - b",
-                    Some("escalated to user")
-                ),
-                (false, "Keep NPV -", "Keep NPV -", None)
-            ]
-        );
+        let (text, escalated) = ("Timelines - a - b", Some("escalated to user"));
+        let disputed = format!("{text} - escalated to user");
+        let want = [
+            (true, &*disputed, text, escalated),
+            (false, "Keep NPV -", "Keep NPV -", None),
+        ];
+        assert_eq!(a, want);
         let p: Vec<_> = (v.handoff_prompts.iter())
             .map(|p| (p.actor.as_deref(), p.step, &*p.text))
             .collect();

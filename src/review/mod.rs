@@ -8,6 +8,7 @@ pub(crate) mod tracker;
 
 use serde::Serialize;
 
+use self::markdown::Field;
 use crate::error::{Error, Result};
 
 /// An enum of the seed's names: `NAMES` in order, `parse` (case and blanks ignored), `as_str`
@@ -125,11 +126,7 @@ pub fn check_topic(topic: &str) -> Result<()> {
 /// Text for one line of the tracker: control characters become spaces, surrounding blanks are
 /// trimmed (the tracker is line-based: a newline could forge a field).
 pub(crate) fn one_line(text: &str) -> String {
-    let flat: String = text
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    flat.trim().to_string()
+    text.replace(char::is_control, " ").trim().to_string()
 }
 
 /// A participant and its role, from Meta's `Participants` line.
@@ -160,18 +157,20 @@ pub struct Meta {
 impl Meta {
     /// The role of the participant named `name` (compared case-insensitively).
     pub fn role_of(&self, name: &str) -> Option<&str> {
-        self.participants
-            .iter()
-            .find(|p| p.name.eq_ignore_ascii_case(name))
-            .and_then(|p| p.role.as_deref())
+        let same = |p: &&Participant| p.name.eq_ignore_ascii_case(name);
+        self.participants.iter().find(same)?.role.as_deref()
     }
 
     /// The first participant not named `name`, lower-cased: the usual other party of a file.
     pub fn other_than(&self, name: &str) -> Option<String> {
-        self.participants
-            .iter()
-            .find(|p| !p.name.eq_ignore_ascii_case(name))
-            .map(|p| p.name.to_ascii_lowercase())
+        let other = |p: &&Participant| !p.name.eq_ignore_ascii_case(name);
+        Some(
+            self.participants
+                .iter()
+                .find(other)?
+                .name
+                .to_ascii_lowercase(),
+        )
     }
 }
 
@@ -201,6 +200,11 @@ pub struct Step {
     /// What it did, briefly.
     pub summary: Option<String>,
     pub(crate) next: Option<String>,
+    /// Its heading's line, and its fields.
+    #[serde(skip)]
+    pub(crate) at: usize,
+    #[serde(skip)]
+    pub(crate) fields: Vec<Field>,
 }
 
 /// One row of the Issues table.
@@ -229,6 +233,8 @@ pub struct Agreement {
     pub(crate) adopted: Option<String>,
     /// Marked `[DISPUTED]`.
     pub disputed: bool,
+    #[serde(skip)]
+    pub(crate) line: usize,
 }
 
 /// One `###` entry of the Handoff Prompts section.
@@ -238,8 +244,10 @@ pub struct Prompt {
     /// For whom (`### For gemini (step 02)`).
     pub(crate) actor: Option<String>,
     pub(crate) step: Option<u32>,
-    /// The entry as written, without the bullet and the `[DISPUTED]` prefix.
     pub(crate) text: String,
+    /// Its heading's line and the line after it.
+    #[serde(skip)]
+    pub(crate) lines: (usize, usize),
 }
 
 /// Everything a tracker says, as read.
@@ -268,12 +276,15 @@ impl View {
 
     /// The stored prompt for `actor` and step `number`, if any.
     pub fn prompt_for(&self, actor: &str, number: u32) -> Option<&Prompt> {
-        self.handoff_prompts.iter().rev().find(|p| {
-            p.step == Some(number)
-                && p.actor
-                    .as_deref()
-                    .is_some_and(|a| a.eq_ignore_ascii_case(actor))
-        })
+        let mine = |p: &&Prompt| p.step == Some(number) && p.is_for(actor);
+        self.handoff_prompts.iter().rev().find(mine)
+    }
+}
+
+impl Prompt {
+    pub(crate) fn is_for(&self, actor: &str) -> bool {
+        let mine = |a: &str| a.eq_ignore_ascii_case(actor);
+        self.actor.as_deref().is_some_and(mine)
     }
 }
 

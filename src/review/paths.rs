@@ -101,10 +101,8 @@ mod tests {
             description: Some("Agree with most points!"),
         };
         let want = "m/changelog/claude_codex_rfd_agree_with_most_points_2026_01_28.md";
-        assert_eq!(
-            conventional(Path::new("m"), &p, &now).unwrap(),
-            Path::new(want)
-        );
+        let got = conventional(Path::new("m"), &p, &now).unwrap();
+        assert_eq!(got, Path::new(want));
         p.description = Some("!!!");
         assert!(conventional(Path::new("m"), &p, &now).is_err());
         let snaked = ["Align design-docs, v2", "__x__", "../.."].map(snake_case);

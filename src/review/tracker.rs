@@ -5,9 +5,9 @@ use std::path::{Path, PathBuf};
 
 use super::markdown::{
     AGREEMENTS, CURRENT, HANDOFFS, ISSUES, Index, META, PROMPT_POINTER, STEPS, Section, analyze,
-    decode_cell, encode_cell, fence_for, field_line, render_row, renumber_heading,
+    encode_cell, fence_for, field_line, render_row, renumber_heading,
 };
-use super::{Action, Issue, IssueStatus, View};
+use super::{Action, Issue, IssueStatus, Prompt, View};
 use crate::error::{Error, Result};
 
 /// The fields of which part [`Tracker::set`] edits.
@@ -32,11 +32,9 @@ pub(crate) struct Tracker {
 impl Tracker {
     /// Parse the text of the tracker at `path` (the path only names it in errors).
     pub(crate) fn parse(path: &Path, text: &str) -> Result<Tracker> {
-        let mut lines: Vec<String> = text.split('\n').map(str::to_string).collect();
         let final_newline = text.ends_with('\n');
-        if final_newline {
-            lines.pop();
-        }
+        let body = text.strip_suffix('\n').unwrap_or(text);
+        let lines: Vec<String> = body.split('\n').map(str::to_string).collect();
         let crlf = lines.first().is_some_and(|l| l.ends_with('\r'));
         let (index, view) = analyze(path, &lines)?;
         Ok(Tracker {
@@ -50,11 +48,7 @@ impl Tracker {
     }
 
     pub(crate) fn render(&self) -> String {
-        let mut out = self.lines.join("\n");
-        if self.final_newline {
-            out.push('\n');
-        }
-        out
+        self.lines.join("\n") + if self.final_newline { "\n" } else { "" }
     }
 
     fn reindex(&mut self) -> Result<()> {
@@ -71,16 +65,9 @@ impl Tracker {
         self.reindex()
     }
 
-    fn replace_line(&mut self, at: usize, text: String) {
-        let cr = self.lines[at].ends_with('\r').then_some("\r");
-        self.lines[at] = text + cr.unwrap_or_default();
-    }
-
     fn last_text(&self, from: usize, to: usize) -> usize {
-        (from..to)
-            .rev()
-            .find(|&i| !self.lines[i].trim().is_empty())
-            .unwrap_or(from)
+        let text = |i: &usize| !self.lines[*i].trim().is_empty();
+        (from..to).rev().find(text).unwrap_or(from)
     }
 
     /// Insert `block` at `at` in `sec`, a blank line after it when a section follows at once.
@@ -129,19 +116,19 @@ impl Tracker {
             Block::Meta => (self.index.meta.clone(), heading(META) + 1),
             Block::Current => (self.index.current.clone(), heading(CURRENT) + 1),
             Block::Step(n) => {
-                let step = self.index.steps.get((n as usize).wrapping_sub(1)).cloned();
-                let (h, fields) = step.ok_or_else(|| Error::Failed {
+                let step = self.view.steps.get((n as usize).wrapping_sub(1));
+                let step = step.ok_or_else(|| Error::Failed {
                     message: format!("`{}` has no step {n:02}", self.path.display()),
                 })?;
-                (fields, h + 1)
+                (step.fields.clone(), step.at + 1)
             }
         };
         let mut extra = Vec::new();
         for (key, value) in values {
             match fields.iter().find(|f| f.key.eq_ignore_ascii_case(key)) {
                 Some(f) => {
-                    let line = field_line(&self.lines[f.line][..f.value_at], value);
-                    self.replace_line(f.line, line);
+                    let line = &mut self.lines[f.line];
+                    put(line, field_line(&line[..f.value_at], value));
                 }
                 None => extra.push(field_line(&format!("- **{key}:**"), value)),
             }
@@ -150,13 +137,9 @@ impl Tracker {
         self.splice(at..at, extra)
     }
 
-    pub(crate) fn push_step(
-        &mut self,
-        number: u32,
-        actor: &str,
-        action: Action,
-        input: &str,
-    ) -> Result<()> {
+    /// Plan the next step, numbered after the last.
+    pub(crate) fn push_step(&mut self, actor: &str, action: Action, input: &str) -> Result<()> {
+        let number = self.view.steps.len() + 1;
         let fields = [
             ("Actor", actor),
             ("Status", "planned"),
@@ -193,37 +176,34 @@ impl Tracker {
         self.splice(at..at, vec![render_row(&cells)])
     }
 
-    /// Update the status (and resolution, when given) of issue `id`.
+    /// Update the status (and resolution, when given) of issue `id`; returns it updated.
     pub(crate) fn set_issue(
         &mut self,
         id: &str,
         status: IssueStatus,
         resolution: Option<&str>,
-    ) -> Result<()> {
-        let row = self.index.table.as_ref().and_then(|t| {
-            let (line, cells) = t
-                .rows
-                .iter()
-                .find(|(_, c)| decode_cell(&c[t.cols[0]]).eq_ignore_ascii_case(id))?;
-            let mut cells = cells.clone();
-            cells[t.cols[3]] = encode_cell(status.as_str());
-            if let Some(r) = resolution {
-                cells[t.cols[4]] = encode_cell(r);
-            }
-            Some((*line, render_row(&cells)))
-        });
-        let Some((line, row)) = row else {
+    ) -> Result<Issue> {
+        // The table's rows and the view's issues are read together: row `k` is issue `k`.
+        let same = |i: &Issue| i.id.eq_ignore_ascii_case(id);
+        let k = self.view.issues.iter().position(same);
+        let (Some(k), Some(table)) = (k, &self.index.table) else {
             let path = self.path.display();
             return Err(Error::bad_input(format!("`{path}` has no issue `{id}`")));
         };
-        self.replace_line(line, row);
-        self.reindex()
+        let (line, mut cells) = table.rows[k].clone();
+        cells[table.cols[3]] = encode_cell(status.as_str());
+        if let Some(r) = resolution {
+            cells[table.cols[4]] = encode_cell(r);
+        }
+        put(&mut self.lines[line], render_row(&cells));
+        self.reindex()?;
+        Ok(self.view.issues[k].clone())
     }
 
     pub(crate) fn add_agreement(&mut self, text: &str, disputed: bool) -> Result<()> {
         let sec = self.section(AGREEMENTS)?;
-        let at = match self.index.agreements.last() {
-            Some(&l) => l + 1,
+        let at = match self.view.agreements.last() {
+            Some(a) => a.line + 1,
             None => self.last_text(sec.heading, sec.end) + 1,
         };
         let mark = if disputed { "[DISPUTED] " } else { "" };
@@ -239,12 +219,9 @@ impl Tracker {
         ];
         block.extend(text.lines().map(|l| l.trim_end_matches('\r').to_string()));
         block.push(fence);
-        let for_actor =
-            |a: &Option<String>| a.as_deref().is_some_and(|a| a.eq_ignore_ascii_case(actor));
-        let prompts = &self.view.handoff_prompts;
-        match prompts.iter().position(|p| for_actor(&p.actor)) {
-            Some(i) => {
-                let (heading, end) = self.index.prompts[i];
+        let mine = |p: &&Prompt| p.is_for(actor);
+        match self.view.handoff_prompts.iter().find(mine).map(|p| p.lines) {
+            Some((heading, end)) => {
                 let last = self.last_text(heading, end);
                 self.splice(heading..last + 1, block)
             }
@@ -255,7 +232,7 @@ impl Tracker {
     /// Remove the first `count` steps and renumber the rest from 01 (step and prompt headings).
     /// Returns the removed steps' lines, as written.
     pub(crate) fn take_first_steps(&mut self, count: usize) -> Result<Vec<String>> {
-        let heads: Vec<usize> = self.index.steps.iter().map(|(h, _)| *h).collect();
+        let heads: Vec<usize> = self.view.steps.iter().map(|s| s.at).collect();
         if heads.len() <= count {
             return Ok(Vec::new());
         }
@@ -264,29 +241,23 @@ impl Tracker {
             self.lines[h] = renumber_heading(&self.lines[h], i as u32 + 1);
         }
         let shift = count as u32;
-        let prompts: Vec<(usize, String)> =
-            (self.view.handoff_prompts.iter().zip(&self.index.prompts))
-                .filter_map(|(p, &(line, _))| match (&p.actor, p.step) {
-                    (Some(actor), Some(step)) if step > shift => {
-                        Some((line, format!("### For {actor} (step {:02})", step - shift)))
-                    }
-                    _ => None,
-                })
-                .collect();
-        for (line, text) in prompts {
-            self.replace_line(line, text);
+        for p in &self.view.handoff_prompts {
+            if let (Some(actor), Some(step)) = (&p.actor, p.step)
+                && step > shift
+            {
+                let text = format!("### For {actor} (step {:02})", step - shift);
+                put(&mut self.lines[p.lines.0], text);
+            }
         }
         let taken: Vec<String> = self.lines.drain(heads[0]..heads[count]).collect();
         self.reindex()?;
-        Ok(taken
-            .into_iter()
-            .map(|l| l.trim_end_matches('\r').to_string())
-            .collect())
+        let no_cr = |l: String| l.trim_end_matches('\r').to_string();
+        Ok(taken.into_iter().map(no_cr).collect())
     }
 
     pub(crate) fn set_steps_note(&mut self, note: &str) -> Result<()> {
         if let Some(line) = self.index.note {
-            self.replace_line(line, note.to_string());
+            put(&mut self.lines[line], note.to_string());
             return self.reindex();
         }
         let sec = self.section(STEPS)?;
@@ -296,6 +267,12 @@ impl Tracker {
         }
         self.splice(at..at, vec![note.to_string(), String::new()])
     }
+}
+
+/// Replace a line's text, keeping its `\r`.
+fn put(line: &mut String, text: String) {
+    let cr = line.ends_with('\r').then_some("\r");
+    *line = text + cr.unwrap_or_default();
 }
 
 const ISSUES_HEADER: &str = "| ID | Severity | Title | Status | Resolution |\n|----|----------|-------|--------|------------|";

@@ -170,9 +170,9 @@ impl Host {
             }
             "review_next" => {
                 let topic = args.req_str("topic")?;
-                let reviews = Reviews::default_for(ws).acting_as(Some(agent.clone()));
+                let reviews = Reviews::new(ws, None, Some(agent.clone()));
                 let n = reviews.next(topic)?;
-                done(review::next_text(&n, topic), &n)
+                done(review::next_text(&n), &n)
             }
             other => Err(Error::Failed {
                 message: format!("tool `{other}` has no implementation"),

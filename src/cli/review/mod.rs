@@ -255,11 +255,8 @@ struct PathArgs {
 
 pub fn run(args: ReviewArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
-    let reviews = match &args.metadata {
-        None => Reviews::default_for(&ws),
-        Some(dir) => Reviews::new(&ws, ws.resolve(ctx.cwd(), dir)?.abs),
-    }
-    .acting_as(ctx.agent_opt()?);
+    let meta = (args.metadata.as_deref()).map(|dir| ws.resolve(ctx.cwd(), dir));
+    let reviews = Reviews::new(&ws, meta.transpose()?.map(|t| t.abs), ctx.agent_opt()?);
     match args.command {
         ReviewCommand::New(a) => {
             let target = ws.resolve(ctx.cwd(), &a.target)?;
@@ -301,21 +298,16 @@ pub fn run(args: ReviewArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 output::diag(&format!("warning: {}", output::clean(w)));
             }
             ctx.emit_lines(&done, || {
-                let mut lines = vec![format!(
-                    "Step {:02} {} by {}; step {:02} planned for {} ({})",
-                    done.finished,
-                    done.status.as_str(),
-                    actor.name(),
-                    done.next_step,
-                    output::clean(&done.next_actor),
-                    done.next_action.as_str()
-                )];
-                lines.extend(done.archived_to.iter().map(|arch| {
-                    format!(
-                        "Steps 01-10 archived to {arch}; the remaining steps are renumbered from 01"
-                    )
-                }));
-                lines
+                let (n, status, by) = (done.finished, done.status.as_str(), actor.name());
+                let (next, who) = (done.next_step, output::clean(&done.next_actor));
+                let action = done.next_action.as_str();
+                let step = format!(
+                    "Step {n:02} {status} by {by}; step {next:02} planned for {who} ({action})"
+                );
+                let renumbered = "the remaining steps are renumbered from 01";
+                let note = |to: &String| format!("Steps 01-10 archived to {to}; {renumbered}");
+                let archived = done.archived_to.iter().map(note);
+                std::iter::once(step).chain(archived).collect()
             });
         }
         ReviewCommand::Issue(a) => match a.op {
@@ -329,17 +321,15 @@ pub fn run(args: ReviewArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 resolution: r,
             } => {
                 let issue = reviews.set_issue(&a.topic, &id, status, r.as_deref())?;
-                ctx.emit(&issue, || {
-                    format!("{}: {}", issue.id, issue.status.as_str())
-                });
+                let text = format!("{}: {}", issue.id, issue.status.as_str());
+                ctx.emit(&issue, || text);
             }
         },
         ReviewCommand::Agree(a) => {
             let added = reviews.agree(&a.topic, &a.text, a.adopted.as_deref(), a.disputed)?;
             let mark = if added.disputed { "[DISPUTED] " } else { "" };
-            ctx.emit(&added, || {
-                format!("Logged: - {mark}{}", output::clean(&added.text))
-            });
+            let text = format!("Logged: - {mark}{}", output::clean(&added.text));
+            ctx.emit(&added, || text);
         }
         ReviewCommand::Close(a) => {
             let closed = reviews.close(&a.topic, a.commit, a.summary.as_deref())?;

@@ -34,11 +34,9 @@ pub(super) fn show(s: &Shown, ctx: &Ctx) {
         out.push(format!("  {k:<13} {val}"));
     }
     out.extend([String::new(), output::title("Steps", color)]);
-    out.extend(
-        v.steps_note
-            .iter()
-            .map(|note| format!("  {}", output::clean(note))),
-    );
+    if let Some(note) = &v.steps_note {
+        out.push(format!("  {}", output::clean(note)));
+    }
     let rows = (v.steps.iter())
         .map(|st| {
             vec![
@@ -94,38 +92,35 @@ pub(super) fn next(n: &Next, prompt_only: bool, ctx: &Ctx) -> Result<(), Error> 
         };
         output::line(&output::clean_block(p.strip_suffix('\n').unwrap_or(p)));
     } else if !ctx.quiet {
-        output::line(&next_text(n, &n.topic));
+        output::line(&next_text(n));
     }
     Ok(())
 }
 
 /// Next actor, next action, tracker, output and the handoff prompt, as `review next` prints them.
-pub fn next_text(n: &Next, topic: &str) -> String {
+pub fn next_text(n: &Next) -> String {
     let role = (n.role.as_deref().map(|r| format!(" ({r})"))).unwrap_or_default();
     let action = match (n.action, n.step) {
         (Some(act), Some(step)) => format!("{} (step {step:02})", act.as_str()),
         _ => n.next_action.clone().unwrap_or_else(|| "-".into()),
     };
     let mut out = vec![
-        format!(
-            "Next actor:  {}{}",
-            output::clean(&n.next_actor),
-            output::clean(&role)
-        ),
-        format!("Next action: {}", output::clean(&action)),
-        format!("Tracker:     {}", output::clean(&n.tracker)),
+        format!("Next actor:  {}{role}", n.next_actor),
+        format!("Next action: {action}"),
+        format!("Tracker:     {}", n.tracker),
     ];
     out.extend(
         n.suggested_output
             .iter()
-            .map(|o| format!("Output:      {}", output::clean(o))),
+            .map(|o| format!("Output:      {o}")),
     );
+    let mut out: Vec<String> = out.iter().map(|l| output::clean(l)).collect();
     match &n.prompt {
         Some(p) => {
             out.push("\nHandoff prompt (paste it to them as is):\n".into());
             out.push(output::clean_block(p.strip_suffix('\n').unwrap_or(p)));
         }
-        None => out.push(format!("\nReview `{topic}` is {}.", n.status)),
+        None => out.push(format!("\nReview `{}` is {}.", n.topic, n.status)),
     }
     out.join("\n")
 }

@@ -11,7 +11,7 @@ use crate::error::{Error, Refusal, Result};
 use crate::fsutil;
 use crate::layout;
 use crate::review::tracker::Block;
-use crate::review::{Action, IssueStatus, Step, StepStatus, View, one_line};
+use crate::review::{Action, Issue, IssueStatus, Step, StepStatus, View, one_line};
 
 /// What `close` did.
 #[derive(Debug, Clone, Serialize)]
@@ -60,10 +60,8 @@ impl Reviews {
         let (active, closed) = (self.dir(false), self.dir(true));
         let closed_path = self.tracker_path(topic, true);
         if fsutil::mtime(&closed_path).is_some() {
-            let why = format!(
-                "`{}` exists already: an earlier review `{topic}` was closed",
-                self.rel(&closed_path)
-            );
+            let shown = self.rel(&closed_path);
+            let why = format!("`{shown}` exists already: an earlier review `{topic}` was closed");
             let hint = Some("move that file aside, then close again".into());
             return Err(Error::refused(Refusal::ReviewExists, why, hint));
         }
@@ -81,23 +79,20 @@ impl Reviews {
         fsutil::ensure_dir(&closed)?;
         t.path = closed_path.clone();
         self.finish(&mut t)?;
-        let mut archive = None;
         let from = layout::review_archive(&active, topic);
-        if fsutil::mtime(&from).is_some() {
-            let to = layout::review_archive(&closed, topic);
+        let to = layout::review_archive(&closed, topic);
+        let archive = fsutil::mtime(&from).map(|_| self.rel(&to));
+        if archive.is_some() {
             fsutil::rename(&from, &to)?;
-            archive = Some(self.rel(&to));
         }
         fsutil::remove(&active_path)?;
         fsutil::sync_dir(&active)?;
         drop(guard);
-        let commit = commit
-            .then(|| self.commit(topic, &t.view, summary))
-            .transpose()?;
+        let commit = commit.then(|| self.commit(topic, &t.view, summary));
         Ok(Closed {
             tracker: self.rel(&closed_path),
             archive,
-            commit,
+            commit: commit.transpose()?,
         })
     }
 
@@ -163,11 +158,8 @@ fn missing_for_close(view: &View) -> Vec<String> {
         )),
         Some(_) => {}
     }
-    let in_progress = view
-        .steps
-        .last()
-        .filter(|s| s.status == StepStatus::InProgress);
-    if let Some(s) = in_progress {
+    let last = view.steps.last();
+    if let Some(s) = last.filter(|s| s.status == StepStatus::InProgress) {
         missing.push(format!("step {:02} is in progress ({})", s.number, s.actor));
     }
     missing
@@ -175,11 +167,8 @@ fn missing_for_close(view: &View) -> Vec<String> {
 
 /// The seed's commit message: summary, one line per issue, a `Co-Authored-By:` per known agent.
 fn commit_message(topic: &str, view: &View, summary: Option<&str>) -> String {
-    let resolved = view
-        .issues
-        .iter()
-        .filter(|i| i.status == IssueStatus::Resolved);
-    let resolved = resolved.count();
+    let resolved = |i: &&Issue| i.status == IssueStatus::Resolved;
+    let resolved = view.issues.iter().filter(resolved).count();
     let summary = summary
         .map(one_line)
         .filter(|s| !s.is_empty())
@@ -200,12 +189,8 @@ fn commit_message(topic: &str, view: &View, summary: Option<&str>) -> String {
         let text = i.resolution.as_ref().unwrap_or(&i.title);
         msg += &format!("- {}: {text}{}\n", i.id, wontfix.unwrap_or_default());
     }
-    let authors = view
-        .meta
-        .participants
-        .iter()
-        .filter_map(|p| co_author(&p.name));
-    for (k, a) in authors.enumerate() {
+    let authors = view.meta.participants.iter();
+    for (k, a) in authors.filter_map(|p| co_author(&p.name)).enumerate() {
         msg += &format!("{}Co-Authored-By: {a}\n", if k == 0 { "\n" } else { "" });
     }
     msg
@@ -239,31 +224,17 @@ mod tests {
 
     #[test]
     fn close_criteria() {
-        let cases = [
-            (
-                "I-1 open",
-                "review done, implement done, verify planned",
-                "I-1 is open|the last finished step 02 is implement, not a verify step",
-            ),
-            (
-                "I-1 wontfix",
-                "verify blocked, fix planned",
-                "the last verify step 01 is blocked, not done",
-            ),
-            ("I-1 resolved", "verify done, fix planned", ""),
-            (
-                "",
-                "review planned",
-                "no step is finished yet (a verify step must be done)",
-            ),
-            (
-                "",
-                "verify done, fix in_progress",
-                "step 02 is in progress (Claude)",
-            ),
-            ("", "verify done, fix no_action", ""),
-        ];
-        for (issues, steps, want) in cases {
+        // `ISSUES; STEPS => what is missing`, as `view_with` reads them.
+        for case in [
+            "I-1 open; review done, implement done, verify planned => I-1 is open|the last finished step 02 is implement, not a verify step",
+            "I-1 wontfix; verify blocked, fix planned => the last verify step 01 is blocked, not done",
+            "I-1 resolved; verify done, fix planned => ",
+            "; review planned => no step is finished yet (a verify step must be done)",
+            "; verify done, fix in_progress => step 02 is in progress (Claude)",
+            "; verify done, fix no_action => ",
+        ] {
+            let (given, want) = case.split_once(" => ").unwrap();
+            let (issues, steps) = given.split_once("; ").unwrap();
             assert_eq!(missing_for_close(&view_with(issues, steps)).join("|"), want);
         }
     }

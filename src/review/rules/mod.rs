@@ -67,24 +67,13 @@ pub struct Shown {
 }
 
 impl Reviews {
-    /// The metadata folder `meta` (absolute, inside the workspace) of `ws`.
-    pub fn new(ws: &Workspace, meta: PathBuf) -> Reviews {
-        Reviews {
-            ws: ws.clone(),
-            meta,
-            actor: None,
-        }
-    }
-
-    /// The default metadata folder, `<root>/.metadata`.
-    pub fn default_for(ws: &Workspace) -> Reviews {
-        Reviews::new(ws, ws.root().join(layout::REVIEW_METADATA_DIR))
-    }
-
-    /// The agent running the commands: its own `coord lock` on a tracker does not stop it.
-    pub fn acting_as(mut self, actor: Option<AgentId>) -> Reviews {
-        self.actor = actor;
-        self
+    /// The metadata folder `meta` of `ws` (absolute, inside the workspace; default
+    /// `<root>/.metadata`), for commands run by `actor`: its own `coord lock` on a tracker does
+    /// not stop it.
+    pub fn new(ws: &Workspace, meta: Option<PathBuf>, actor: Option<AgentId>) -> Reviews {
+        let meta = meta.unwrap_or_else(|| ws.root().join(layout::REVIEW_METADATA_DIR));
+        let ws = ws.clone();
+        Reviews { ws, meta, actor }
     }
 
     fn dir(&self, closed: bool) -> PathBuf {
@@ -101,15 +90,13 @@ impl Reviews {
 
     /// A path relative to the root, for messages and output.
     pub fn rel(&self, path: &Path) -> String {
-        self.ws
-            .rel(path)
-            .unwrap_or_else(|| path.display().to_string())
+        let rel = self.ws.rel(path);
+        rel.unwrap_or_else(|| path.display().to_string())
     }
 
     fn read(&self, path: &Path) -> Result<Option<Tracker>> {
-        read_text(path)?
-            .map(|text| Tracker::parse(path, &text))
-            .transpose()
+        let text = read_text(path)?;
+        text.map(|text| Tracker::parse(path, &text)).transpose()
     }
 
     fn load(&self, topic: &str) -> Result<(Tracker, bool)> {
@@ -202,15 +189,15 @@ impl Reviews {
         let other = |e: &&lock::LockEntry| {
             e.state != LockState::Stale && actor.is_none_or(|a| a.id() != e.agent)
         };
-        match entries.iter().find(other) {
-            None => Ok(()),
-            Some(e) => Err(Error::LockHeld {
-                file: target.rel.clone(),
-                holder: e.holder().to_string(),
-                since: lock::format_since(e.since.as_ref(), &now),
-                working_on: e.reason().map(str::to_string),
-            }),
-        }
+        let Some(e) = entries.iter().find(other) else {
+            return Ok(());
+        };
+        Err(Error::LockHeld {
+            file: target.rel,
+            holder: e.holder().to_string(),
+            since: lock::format_since(e.since.as_ref(), &now),
+            working_on: e.reason().map(str::to_string),
+        })
     }
 
     /// Start a review (and write the seed's template when missing); returns the tracker,
@@ -256,7 +243,7 @@ impl Reviews {
         let text = new_tracker_text(topic, &target, &date, reviewer, implementer);
         // Parsed before it is written: a tracker coord cannot read back is never written.
         let mut t = Tracker::parse(&path, &text)?;
-        let prompt = self.guide(topic, &rel, &t.view, &t.view.steps[0]).prompt;
+        let (_, prompt) = self.guide(topic, &rel, &t.view, &t.view.steps[0], None);
         t.set_prompt(reviewer, 1, &prompt)?;
         fsutil::replace_durable(&path, t.render().as_bytes())?;
         Ok(rel)
@@ -268,12 +255,11 @@ impl Reviews {
         let view = self.load(parts.topic).ok().map(|(t, _)| t.view.clone());
         let other = view.as_ref().and_then(|v| v.meta.other_than(parts.llm));
         let open = view.as_ref().and_then(View::open_step);
+        let action = open.and_then(|s| s.action).map(Action::as_str);
         let parts = NameParts {
             to: parts.to.or(other.as_deref()),
             step: parts.step.or(open.map(|s| s.number)),
-            action: parts
-                .action
-                .or(open.and_then(|s| s.action).map(Action::as_str)),
+            action: parts.action.or(action),
             ..parts
         };
         paths::conventional(&self.meta, &parts, &clock::now())
@@ -316,11 +302,7 @@ impl Reviews {
     ) -> Result<Issue> {
         let resolution = resolution.map(one_line);
         self.edit(topic, None, |t| {
-            t.set_issue(id, status, resolution.as_deref())?;
-            let found = t.view.issues.iter().find(|i| i.id.eq_ignore_ascii_case(id));
-            found
-                .cloned()
-                .ok_or_else(|| Error::bad_input(format!("no issue `{id}`")))
+            t.set_issue(id, status, resolution.as_deref())
         })
     }
 
@@ -394,17 +376,14 @@ fn read_text(path: &Path) -> Result<Option<String>> {
 
 /// Every open review under the default metadata folder, and the trackers that cannot be read.
 pub fn open_reviews(ws: &Workspace) -> (Vec<ReviewSummary>, Vec<Unreadable>) {
-    let reviews = Reviews::default_for(ws);
+    let reviews = Reviews::new(ws, None, None);
     let (mut found, mut bad) = (Vec::new(), Vec::new());
-    let Ok(entries) = crate::fsutil::read_dir(reviews.dir(false)) else {
-        return (found, bad);
-    };
-    let mut names: Vec<String> = entries
-        .flatten()
-        .filter_map(|e| e.file_name().into_string().ok())
-        .collect();
+    let mut names = fsutil::list_names(&reviews.dir(false)).unwrap_or_default();
     names.sort();
-    for topic in names.iter().filter_map(|n| layout::review_tracker_topic(n)) {
+    for topic in names
+        .iter()
+        .filter_map(|n| layout::review_tracker_topic(n.to_str()?))
+    {
         let path = reviews.tracker_path(topic, false);
         match reviews.read(&path) {
             Ok(Some(t)) if t.view.meta.status != "closed" => {

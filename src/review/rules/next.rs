@@ -38,13 +38,6 @@ pub struct Next {
     pub(crate) prompt_from_tracker: bool,
 }
 
-/// For an open step: its output file, how to record it, and coord's own prompt.
-pub(super) struct Guide {
-    pub(super) output: Option<String>,
-    note: String,
-    pub(super) prompt: String,
-}
-
 impl Reviews {
     /// Who is next, what to do, and the prompt to paste to them.
     pub fn next(&self, topic: &str) -> Result<Next> {
@@ -53,17 +46,10 @@ impl Reviews {
         let open = v.open_step().filter(|_| v.meta.status != "closed");
         let (mut output, mut prompt, mut from_tracker) = (None, None, false);
         if let Some(open) = open {
-            let guide = self.guide(topic, &tracker, v, open);
-            let stored = v.prompt_for(&open.actor, open.number);
-            let stored = stored
-                .filter(|p| !p.text.trim().is_empty())
-                .map(|p| &p.text);
-            prompt = Some(match stored {
-                Some(text) if text.contains("review step") => text.clone(),
-                Some(text) => format!("{text}\n\n{}", guide.note),
-                None => guide.prompt,
-            });
-            (output, from_tracker) = (guide.output, stored.is_some());
+            let stored = v.prompt_for(&open.actor, open.number).map(|p| &*p.text);
+            let stored = stored.filter(|text| !text.trim().is_empty());
+            let (out, text) = self.guide(topic, &tracker, v, open, stored);
+            (output, prompt, from_tracker) = (out, Some(text), stored.is_some());
         }
         let actor = open.map_or(&v.current.next_actor, |s| &s.actor);
         Ok(Next {
@@ -81,8 +67,16 @@ impl Reviews {
         })
     }
 
-    /// The [`Guide`] for step `open` of the tracker `tracker` (relative to the root).
-    pub(super) fn guide(&self, topic: &str, tracker: &str, v: &View, open: &Step) -> Guide {
+    /// For step `open` of the tracker `tracker` (relative to the root): its output file, and the
+    /// prompt to paste: the `stored` one with how to record the step added, or coord's own.
+    pub(super) fn guide(
+        &self,
+        topic: &str,
+        tracker: &str,
+        v: &View,
+        open: &Step,
+        stored: Option<&str>,
+    ) -> (Option<String>, String) {
         let (actor, action) = (&open.actor, open.action.unwrap_or(Action::Review));
         let actor_id =
             AgentId::parse(actor).map_or_else(|_| paths::snake_case(actor), |a| a.id().to_string());
@@ -131,20 +125,20 @@ impl Reviews {
             output.as_deref().unwrap_or("OUTPUT.md"),
         );
         let role = v.meta.role_of(actor).map(|r| format!(", the {r},"));
-        let prompt = format!(
-            "You are {actor}{} in the review `{topic}` of `{}`.\n\
+        let prompt = match stored {
+            Some(text) if text.contains("review step") => text.to_string(),
+            Some(text) => format!("{text}\n\n{note}"),
+            None => format!(
+                "You are {actor}{} in the review `{topic}` of `{}`.\n\
 Read the tracker `{tracker}` first: it is the single source of truth. Do not edit other participants' output files.\n\
 Your task is step {:02} ({}): {}.\n\n{note}",
-            role.unwrap_or_default(),
-            v.meta.target.as_deref().unwrap_or("the target"),
-            open.number,
-            action.as_str(),
-            what.replace("TOPIC", topic),
-        );
-        Guide {
-            output,
-            note,
-            prompt,
-        }
+                role.unwrap_or_default(),
+                v.meta.target.as_deref().unwrap_or("the target"),
+                open.number,
+                action.as_str(),
+                what.replace("TOPIC", topic),
+            ),
+        };
+        (output, prompt)
     }
 }

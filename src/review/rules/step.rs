@@ -13,7 +13,7 @@ use crate::review::markdown::{
     PROMPT_POINTER, fenced, handoff_section, is_step_heading, lines, renumber_heading,
 };
 use crate::review::tracker::{Block, Tracker};
-use crate::review::{Action, Step, StepStatus, View, one_line};
+use crate::review::{Action, Participant, StepStatus, View, one_line};
 use crate::workspace::{AgentId, Target};
 
 const MAX_STEPS: usize = 20;
@@ -85,12 +85,10 @@ impl Reviews {
         let prompt = handoff_section(Path::new(&req.output.rel), &text)?;
         let done = self.edit(req.topic, Some(req.actor), |t| {
             let view = t.view.clone();
-            let finished = owned_open_step(&view, req)?.number;
+            let finished = owned_open_step(&view, req)?;
             // The next actor as the tracker spells it (its Participants spelling when listed).
-            let parts = &view.meta.participants;
-            let next = parts
-                .iter()
-                .find(|p| p.name.eq_ignore_ascii_case(req.next.id()));
+            let same = |p: &&Participant| p.name.eq_ignore_ascii_case(req.next.id());
+            let next = view.meta.participants.iter().find(same);
             let next = next.map_or(req.next.name(), |p| &p.name).to_string();
             let role = view.meta.role_of(req.next.id());
             let next_action = (req.next_action).unwrap_or_else(|| usual_next(req.action, role));
@@ -105,7 +103,7 @@ impl Reviews {
                 ("Next", &next),
             ]);
             t.set(Block::Step(finished), &values)?;
-            t.push_step(finished + 1, &next, next_action, &req.output.rel)?;
+            t.push_step(&next, next_action, &req.output.rel)?;
             let archived_to = self.archive(req.topic, t)?;
             let next_step = t.view.steps.len() as u32;
             let next_action_text = format!("{} (step {next_step:02})", next_action.as_str());
@@ -177,15 +175,13 @@ impl Reviews {
     }
 }
 
-/// The open step, which must be the caller's.
-fn owned_open_step<'v>(view: &'v View, req: &StepRequest<'_>) -> Result<&'v Step> {
+/// The number of the open step, which must be the caller's.
+fn owned_open_step(view: &View, req: &StepRequest<'_>) -> Result<u32> {
     let topic = req.topic;
     let Some(open) = view.open_step() else {
         let last = view.steps.last().map_or("missing", |s| s.status.as_str());
-        let why = format!(
-            "review `{topic}` has no planned step: step {:02} is {last}",
-            view.steps.len()
-        );
+        let n = view.steps.len();
+        let why = format!("review `{topic}` has no planned step: step {n:02} is {last}");
         let hint =
             format!("see `coord review show {topic}`; the tracker may have been edited by hand");
         return Err(Error::refused(Refusal::NoOpenStep, why, Some(hint)));
@@ -200,7 +196,7 @@ fn owned_open_step<'v>(view: &'v View, req: &StepRequest<'_>) -> Result<&'v Step
             format!("`coord review next {topic}` shows who is next and what to paste to them");
         return Err(Error::refused(Refusal::NotStepActor, why, Some(hint)));
     }
-    Ok(open)
+    Ok(open.number)
 }
 
 fn usual_next(done: Action, next_role: Option<&str>) -> Action {
@@ -278,10 +274,9 @@ mod tests {
             "## Steps\n### 01\n```\n### 07 in a fence\n```\n### 02 - response\n### For A (step 03)";
         assert_eq!(step_heads(&lines(text)).count(), 2);
         let got = renumber_steps(&lines(text), 11).join("|");
-        assert_eq!(
-            got,
-            "## Steps|### 11|```|### 07 in a fence|```|### 12 - response|### For A (step 03)"
-        );
+        let want =
+            "## Steps|### 11|```|### 07 in a fence|```|### 12 - response|### For A (step 03)";
+        assert_eq!(got, want);
     }
 
     #[test]

@@ -26,15 +26,11 @@ fn a_hand_written_tracker_round_trips_byte_for_byte() {
     let next = v.current.next_action.as_deref();
     assert_eq!(next, Some("implement the agreed changes"));
     let step = &v.steps[1];
-    assert_eq!(
-        (step.number, &*step.actor, step.status),
-        (2, "Codex", StepStatus::Done)
-    );
+    let got = (step.number, &*step.actor, step.status);
+    assert_eq!(got, (2, "Codex", StepStatus::Done));
     let summary = v.steps[0].summary.as_deref();
-    assert_eq!(
-        summary,
-        Some("Found 4 issues; see `ISSUE-01`..`ISSUE-04` | with a pipe")
-    );
+    let want = "Found 4 issues; see `ISSUE-01`..`ISSUE-04` | with a pipe";
+    assert_eq!(summary, Some(want));
     assert_eq!(v.open_step().unwrap().number, 3);
     let titles: Vec<&str> = v.issues.iter().map(|i| &*i.title).collect();
     let want = [
@@ -46,11 +42,8 @@ fn a_hand_written_tracker_round_trips_byte_for_byte() {
     assert_eq!(titles, want);
     let issue = &v.issues[1];
     assert_eq!((issue.severity, &issue.resolution), (Severity::High, &None));
-    let adopted = v.agreements[0].adopted.as_deref();
-    assert_eq!(
-        (adopted, v.agreements[1].disputed),
-        (Some("Claude's position adopted"), true)
-    );
+    let adopted = (v.agreements[0].adopted.as_deref(), v.agreements[1].disputed);
+    assert_eq!(adopted, (Some("Claude's position adopted"), true));
     let prompt = &v.handoff_prompts[0];
     assert_eq!((v.handoff_prompts.len(), prompt.step), (1, Some(3)));
     assert!(prompt.text.ends_with("## Not a heading: inside the fence"));
@@ -59,11 +52,10 @@ fn a_hand_written_tracker_round_trips_byte_for_byte() {
 #[test]
 fn an_edit_changes_only_its_lines_in_their_own_style() {
     let mut t = parse(HAND).unwrap();
-    let resolution = Some("two-key | done");
+    let (resolution, updated) = (Some("two-key | done"), ("Last updated", "2026-01-28"));
     t.set_issue("ISSUE-02", IssueStatus::Resolved, resolution)
         .unwrap();
-    t.set(Block::Meta, &[("Last updated", "2026-01-28")])
-        .unwrap();
+    t.set(Block::Meta, &[updated]).unwrap();
     t.set(Block::Step(2), &[("Summary", "changed")]).unwrap();
     let out = t.render();
     let diff = HAND.lines().zip(out.lines()).filter(|(a, b)| a != b);
@@ -110,10 +102,7 @@ fn corrupt_trackers_name_the_line() {
         ("\u{0}\u{1}binary", None),
         (TEMPLATE, Some(8)),
     ];
-    for (text, line) in cases
-        .into_iter()
-        .chain(others.map(|(t, l)| (t.to_string(), l)))
-    {
+    for (text, line) in cases.into_iter().chain(others.map(|(t, l)| (t.into(), l))) {
         match parse(&text) {
             Err(Error::Corrupt { line: l, .. }) => assert_eq!(l, line, "{text}"),
             other => panic!("expected Corrupt at {line:?}, got {other:?}"),
@@ -152,7 +141,7 @@ proptest! {
         for (i, s) in summaries.iter().enumerate() {
             let (s, n) = (one_line(s), i as u32 + 1);
             t.set(Block::Step(n), &[("Status", "done"), ("Summary", &s)]).unwrap();
-            t.push_step(n + 1, "Gemini", Action::Response, "").unwrap();
+            t.push_step("Gemini", Action::Response, "").unwrap();
             prop_assert_eq!(t.view.steps[i].summary.clone(), Some(s).filter(|s| !s.is_empty()));
         }
         let agreements: Vec<(String, bool)> = agreements.iter().map(|(a, d)| (one_line(a), *d)).collect();
