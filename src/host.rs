@@ -57,8 +57,8 @@ struct OwnIds {
 fn own_ids() -> OwnIds {
     #[cfg(target_os = "linux")]
     {
-        std::fs::read_to_string("/proc/self/stat")
-            .ok()
+        read_proc("/proc/self/stat")
+            .and_then(|stat| String::from_utf8(stat).ok())
             .map(|stat| parse_stat_ids(&stat))
             .unwrap_or_default()
     }
@@ -169,21 +169,33 @@ pub fn start_time(pid: u32) -> Option<u64> {
 
 /// The `n`th field of `/proc/<pid>/stat` after the command name (see [`stat_fields`]).
 fn stat_field(pid: u32, n: usize) -> Option<String> {
-    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
+    let stat = read_proc(&format!("/proc/{pid}/stat"))?;
     stat_fields(&String::from_utf8_lossy(&stat))
         .nth(n)
         .map(str::to_string)
 }
 
+/// A `/proc` file whole. It tells no size ahead, so it is read into room enough for the usual
+/// line at once (`fs::read` would grow its buffer from nothing, one read call per step).
+fn read_proc(path: &str) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::with_capacity(1024);
+    std::fs::File::open(path)
+        .ok()?
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(bytes)
+}
+
 /// The command name of process `pid` (`/proc/<pid>/comm`), when it can be read.
 pub fn command_name(pid: u32) -> Option<String> {
-    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    let comm = String::from_utf8(read_proc(&format!("/proc/{pid}/comm"))?).ok()?;
     Some(comm.trim_end_matches('\n').to_string())
 }
 
 /// The arguments of process `pid` (`/proc/<pid>/cmdline`), when they can be read.
 pub fn command_line(pid: u32) -> Option<Vec<String>> {
-    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let raw = read_proc(&format!("/proc/{pid}/cmdline"))?;
     Some(
         raw.split(|b| *b == 0)
             .filter(|a| !a.is_empty())
