@@ -130,19 +130,32 @@ pub fn pid() -> u32 {
 
 /// Whether process `pid` exists on this host.
 pub fn pid_alive(pid: u32) -> bool {
+    probe(pid).is_some()
+}
+
+/// `Some` when process `pid` exists on this host ([`pid_alive`]), with its `/proc` stat line
+/// when that was read to tell (a process this one may signal could be a zombie; another
+/// user's is alive without a look).
+fn probe(pid: u32) -> Option<Option<String>> {
     if pid == self::pid() {
-        return true;
+        return Some(None);
     }
     let Ok(Some(id)) = i32::try_from(pid).map(rustix::process::Pid::from_raw) else {
-        return false;
+        return None;
     };
     match rustix::process::test_kill_process(id) {
-        Ok(()) => !zombie(pid),
-        Err(e) => e == rustix::io::Errno::PERM,
+        Ok(()) => {
+            let stat = stat_line(pid);
+            let state = stat.as_deref().and_then(|s| stat_fields(s).next());
+            (state != Some("Z")).then_some(stat)
+        }
+        Err(e) if e == rustix::io::Errno::PERM => Some(None),
+        Err(_) => None,
     }
 }
 
 /// Whether process `pid` has ended and only waits to be reaped (a zombie): it is not alive.
+#[cfg(test)]
 fn zombie(pid: u32) -> bool {
     stat_field(pid, 0).is_some_and(|state| state == "Z")
 }
@@ -155,10 +168,18 @@ pub fn recorded_process_gone(pid: u32, host: &str) -> bool {
 /// [`recorded_process_gone`], or a process of that number runs but started at another time than
 /// `start` (the number was reused).
 pub fn recorded_process_gone_since(pid: u32, host: &str, start: Option<u64>) -> bool {
-    recorded_process_gone(pid, host)
-        || host == hostname()
-            && pid != self::pid()
-            && start.is_some_and(|recorded| start_time(pid).is_some_and(|now| now != recorded))
+    if host != hostname() {
+        return false;
+    }
+    let Some(stat) = probe(pid) else {
+        return true;
+    };
+    // The stat line read to tell a zombie tells the start time too.
+    let started = || {
+        let stat = stat.or_else(|| stat_line(pid))?;
+        stat_fields(&stat).nth(19)?.parse::<u64>().ok()
+    };
+    pid != self::pid() && start.is_some_and(|recorded| started().is_some_and(|now| now != recorded))
 }
 
 /// When process `pid` started, in clock ticks since boot (`/proc/<pid>/stat`, field 22): with
@@ -169,10 +190,13 @@ pub fn start_time(pid: u32) -> Option<u64> {
 
 /// The `n`th field of `/proc/<pid>/stat` after the command name (see [`stat_fields`]).
 fn stat_field(pid: u32, n: usize) -> Option<String> {
+    stat_fields(&stat_line(pid)?).nth(n).map(str::to_string)
+}
+
+/// The `/proc/<pid>/stat` line of process `pid`, when it can be read.
+fn stat_line(pid: u32) -> Option<String> {
     let stat = read_proc(&format!("/proc/{pid}/stat"))?;
-    stat_fields(&String::from_utf8_lossy(&stat))
-        .nth(n)
-        .map(str::to_string)
+    Some(String::from_utf8_lossy(&stat).into_owned())
 }
 
 /// A `/proc` file whole. It tells no size ahead, so it is read into room enough for the usual
