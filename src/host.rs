@@ -57,8 +57,8 @@ struct OwnIds {
 fn own_ids() -> OwnIds {
     #[cfg(target_os = "linux")]
     {
-        std::fs::read_to_string("/proc/self/stat")
-            .ok()
+        read_proc("/proc/self/stat")
+            .and_then(|stat| String::from_utf8(stat).ok())
             .map(|stat| parse_stat_ids(&stat))
             .unwrap_or_default()
     }
@@ -130,19 +130,32 @@ pub fn pid() -> u32 {
 
 /// Whether process `pid` exists on this host.
 pub fn pid_alive(pid: u32) -> bool {
+    probe(pid).is_some()
+}
+
+/// `Some` when process `pid` exists on this host ([`pid_alive`]), with its `/proc` stat line
+/// when that was read to tell (a process this one may signal could be a zombie; another
+/// user's is alive without a look).
+fn probe(pid: u32) -> Option<Option<String>> {
     if pid == self::pid() {
-        return true;
+        return Some(None);
     }
     let Ok(Some(id)) = i32::try_from(pid).map(rustix::process::Pid::from_raw) else {
-        return false;
+        return None;
     };
     match rustix::process::test_kill_process(id) {
-        Ok(()) => !zombie(pid),
-        Err(e) => e == rustix::io::Errno::PERM,
+        Ok(()) => {
+            let stat = stat_line(pid);
+            let state = stat.as_deref().and_then(|s| stat_fields(s).next());
+            (state != Some("Z")).then_some(stat)
+        }
+        Err(e) if e == rustix::io::Errno::PERM => Some(None),
+        Err(_) => None,
     }
 }
 
 /// Whether process `pid` has ended and only waits to be reaped (a zombie): it is not alive.
+#[cfg(test)]
 fn zombie(pid: u32) -> bool {
     stat_field(pid, 0).is_some_and(|state| state == "Z")
 }
@@ -155,10 +168,18 @@ pub fn recorded_process_gone(pid: u32, host: &str) -> bool {
 /// [`recorded_process_gone`], or a process of that number runs but started at another time than
 /// `start` (the number was reused).
 pub fn recorded_process_gone_since(pid: u32, host: &str, start: Option<u64>) -> bool {
-    recorded_process_gone(pid, host)
-        || host == hostname()
-            && pid != self::pid()
-            && start.is_some_and(|recorded| start_time(pid).is_some_and(|now| now != recorded))
+    if host != hostname() {
+        return false;
+    }
+    let Some(stat) = probe(pid) else {
+        return true;
+    };
+    // The stat line read to tell a zombie tells the start time too.
+    let started = || {
+        let stat = stat.or_else(|| stat_line(pid))?;
+        stat_fields(&stat).nth(19)?.parse::<u64>().ok()
+    };
+    pid != self::pid() && start.is_some_and(|recorded| started().is_some_and(|now| now != recorded))
 }
 
 /// When process `pid` started, in clock ticks since boot (`/proc/<pid>/stat`, field 22): with
@@ -169,21 +190,36 @@ pub fn start_time(pid: u32) -> Option<u64> {
 
 /// The `n`th field of `/proc/<pid>/stat` after the command name (see [`stat_fields`]).
 fn stat_field(pid: u32, n: usize) -> Option<String> {
-    let stat = std::fs::read(format!("/proc/{pid}/stat")).ok()?;
-    stat_fields(&String::from_utf8_lossy(&stat))
-        .nth(n)
-        .map(str::to_string)
+    stat_fields(&stat_line(pid)?).nth(n).map(str::to_string)
+}
+
+/// The `/proc/<pid>/stat` line of process `pid`, when it can be read.
+fn stat_line(pid: u32) -> Option<String> {
+    let stat = read_proc(&format!("/proc/{pid}/stat"))?;
+    Some(String::from_utf8_lossy(&stat).into_owned())
+}
+
+/// A `/proc` file whole. It tells no size ahead, so it is read into room enough for the usual
+/// line at once (`fs::read` would grow its buffer from nothing, one read call per step).
+fn read_proc(path: &str) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut bytes = Vec::with_capacity(1024);
+    std::fs::File::open(path)
+        .ok()?
+        .read_to_end(&mut bytes)
+        .ok()?;
+    Some(bytes)
 }
 
 /// The command name of process `pid` (`/proc/<pid>/comm`), when it can be read.
 pub fn command_name(pid: u32) -> Option<String> {
-    let comm = std::fs::read_to_string(format!("/proc/{pid}/comm")).ok()?;
+    let comm = String::from_utf8(read_proc(&format!("/proc/{pid}/comm"))?).ok()?;
     Some(comm.trim_end_matches('\n').to_string())
 }
 
 /// The arguments of process `pid` (`/proc/<pid>/cmdline`), when they can be read.
 pub fn command_line(pid: u32) -> Option<Vec<String>> {
-    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let raw = read_proc(&format!("/proc/{pid}/cmdline"))?;
     Some(
         raw.split(|b| *b == 0)
             .filter(|a| !a.is_empty())

@@ -124,15 +124,18 @@ pub fn common_dir(top: &Path) -> Option<PathBuf> {
 }
 
 /// The work tree the folder `dir` is in: `dir` itself when it is a top level, else the nearest
-/// folder above it holding a `.git`.
-fn enclosing_top(dir: &Path) -> Option<&Path> {
+/// folder above it holding a `.git`; with whether that `.git` is a folder (a main work tree).
+fn enclosing_top(dir: &Path) -> Option<(&Path, bool)> {
     dir.ancestors()
-        .find(|a| fs::symlink_metadata(a.join(".git")).is_ok())
+        .find_map(|a| Some((a, fs::symlink_metadata(a.join(".git")).ok()?.is_dir())))
 }
 
 /// The [`common_dir`] of the work tree the folder `dir` is in.
 pub fn enclosing_common_dir(dir: &Path) -> Option<PathBuf> {
-    common_dir(enclosing_top(dir)?)
+    match enclosing_top(dir)? {
+        (top, true) => Some(top.join(".git")),
+        (top, false) => linked_common_dir(top),
+    }
 }
 
 /// The git folder holding the repository of the work tree at `top`, whose `config` and
@@ -144,8 +147,12 @@ pub fn repository_dir(top: &Path) -> Option<PathBuf> {
 
 /// The work tree the folder `dir` is in and its [`repository_dir`].
 pub fn enclosing_repository(dir: &Path) -> Option<(PathBuf, PathBuf)> {
-    let top = enclosing_top(dir)?;
-    Some((top.to_path_buf(), repository_dir(top)?))
+    let (top, main) = enclosing_top(dir)?;
+    let repository = match main {
+        true => top.join(".git"),
+        false => linked_common_dir(top).or_else(|| gitfile_target(top))?,
+    };
+    Some((top.to_path_buf(), repository))
 }
 
 /// The common git folder a linked worktree at `top` names (its `gitdir`'s `commondir`).

@@ -76,6 +76,8 @@ pub(super) fn read_open_capped(file: &File, meta: &fs::Metadata, cap: u64) -> io
     }
     let mut buf = Vec::new();
     if meta.len() <= cap {
+        // Room for the whole file: one read takes it, the next one finds its end.
+        buf.reserve_exact(meta.len() as usize + 1);
         file.take(cap + 1).read_to_end(&mut buf)?;
     }
     if meta.len() > cap || buf.len() as u64 > cap {

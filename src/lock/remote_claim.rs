@@ -365,6 +365,10 @@ pub(super) fn held_elsewhere(
     claims: &[Pattern],
     reread: Option<Duration>,
 ) -> Option<Blocker> {
+    // Nothing asked for: neither the repository nor its config is read.
+    if targets.is_empty() && claims.is_empty() {
+        return None;
+    }
     let (top, _) = crate::worktree::enclosing_repository(ws.root())?;
     let clone = Workspace::at(top.clone());
     let cfg = remote::config(&clone)?;

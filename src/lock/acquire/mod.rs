@@ -350,6 +350,10 @@ const CLAIM_RECHECK: Duration = Duration::from_millis(20);
 /// A lock on one of `targets`, or a claim matching one (here, or of another clone as last
 /// synced), that another agent holds (not stale), as read without the workspace mutex.
 pub fn seen_holder(ws: &Workspace, agent: &AgentId, targets: &[Target]) -> Option<Blocker> {
+    // No file: nothing to read here nor of the other clones.
+    if targets.is_empty() {
+        return None;
+    }
     let now = crate::clock::now();
     let mut cache = presence::StateCache::default();
     let root = ws.root();
