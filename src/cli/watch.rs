@@ -198,9 +198,7 @@ impl Feed {
     fn history(&mut self, e: &Event, live: bool) {
         let now = Instant::now();
         self.said.retain(|(t, _)| now.duration_since(*t) < REMEMBER);
-        for key in history_keys(e) {
-            self.said.push_back((now, key));
-        }
+        self.said.extend(history_key(e).map(|key| (now, key)));
         let mode = self.mode;
         self.held.retain(|(_, c)| {
             !change_key(c, mode).is_some_and(|k| self.said.iter().any(|(_, s)| *s == k))
@@ -307,36 +305,36 @@ impl Feed {
     }
 }
 
-/// The keys under which a history event matches a change a look sees.
-fn history_keys(e: &Event) -> Vec<String> {
+/// The key under which a history event matches a change a look sees.
+fn history_key(e: &Event) -> Option<String> {
     let f = e.file.as_deref().unwrap_or("");
-    match e.event.as_str() {
-        "lock_taken" | "lock_taken_over" => vec![format!("taken|{f}")],
-        "lock_released" => vec![format!("released|{f}")],
-        "message_sent" => vec![format!("message|{}", e.str("id").unwrap_or(""))],
-        "agent_arrived" => vec![format!("arrived|{}", e.agent)],
-        "lock_waiting" => vec![format!("waiting|{}|{f}", e.agent)],
-        "agent_left" => vec![format!("left|{}", e.agent)],
-        _ => Vec::new(),
-    }
+    Some(match e.event.as_str() {
+        "lock_taken" | "lock_taken_over" => format!("taken|{f}"),
+        "lock_released" => format!("released|{f}"),
+        "message_sent" => format!("message|{}", e.str("id").unwrap_or("")),
+        "agent_arrived" => format!("arrived|{}", e.agent),
+        "lock_waiting" => format!("waiting|{}|{f}", e.agent),
+        "agent_left" => format!("left|{}", e.agent),
+        _ => return None,
+    })
 }
 
 /// The key of a change the history also says (so the lines people read say it once), `None`
 /// for one only a look sees.
 fn change_key(c: &Change, mode: Mode) -> Option<String> {
-    match c {
+    Some(match c {
         Change::LockTaken { file, .. } | Change::LockTakenOver { file, .. } => {
-            Some(format!("taken|{file}"))
+            format!("taken|{file}")
         }
-        Change::LockReleased { file, .. } => Some(format!("released|{file}")),
-        Change::MessageSent { id, .. } => Some(format!("message|{id}")),
-        Change::AgentArrived { agent, .. } => Some(format!("arrived|{agent}")),
+        Change::LockReleased { file, .. } => format!("released|{file}"),
+        Change::MessageSent { id, .. } => format!("message|{id}"),
+        Change::AgentArrived { agent, .. } => format!("arrived|{agent}"),
         Change::Waiting { agent, file, .. } if mode != Mode::Json => {
-            Some(format!("waiting|{agent}|{file}"))
+            format!("waiting|{agent}|{file}")
         }
-        Change::AgentFinished { agent } if mode != Mode::Json => Some(format!("left|{agent}")),
-        _ => None,
-    }
+        Change::AgentFinished { agent } if mode != Mode::Json => format!("left|{agent}"),
+        _ => return None,
+    })
 }
 
 /// Ring the bell and send an OSC 9 notification on the terminal (never into `--json`): an

@@ -46,15 +46,10 @@ fn ends(e: &Event) -> bool {
 }
 
 /// The events of one run of endings as lines: one [`Ending`] when there are two or more and
-/// one of them releases, else each on its own.
+/// one of them releases (is more than a user's question asked or answered), else each on its own.
 fn close(events: Vec<Event>) -> Vec<Item> {
-    let releases = |e: &Event| {
-        matches!(
-            e.event.as_str(),
-            "lock_released" | "claim_released" | "agent_left"
-        )
-    };
-    if events.len() < 2 || !events.iter().any(releases) {
+    let asks = |e: &Event| matches!(e.event.as_str(), "needs_user" | "user_answered");
+    if events.len() < 2 || events.iter().all(asks) {
         return events.into_iter().map(Item::One).collect();
     }
     let mut ending = Ending {
