@@ -118,7 +118,6 @@ pub struct ClaimView {
     pub pid: Option<u32>,
 }
 
-/// A claim as `status` shows it.
 fn claim_view(e: &lock::LockEntry, now: &Timestamp) -> ClaimView {
     let field = |k: &str| e.record.as_ref()?.get_nonempty(k).map(str::to_string);
     ClaimView {

@@ -107,12 +107,8 @@ pub fn render(st: &Status, color: bool) -> String {
             Cell::opt(asks),
         ])
     });
-    section(
-        "Needs you",
-        &["AGENT", "WHERE", "WAITING", "ASKS"],
-        needs.collect(),
-        None,
-    );
+    let headers = ["AGENT", "WHERE", "WAITING", "ASKS"];
+    section("Needs you", &headers, needs.collect(), None);
     let agents = st.agents.iter().map(|a| {
         vec![
             Cell::plain(&a.agent),
@@ -211,11 +207,8 @@ pub fn render(st: &Status, color: bool) -> String {
             Cell::plain(see),
         ]
     });
-    section(
-        "Nested workspaces (their own agents, locks and messages)",
-        &["FOLDER", "AGENTS", "SEE"],
-        nested.collect(),
-    );
+    let title = "Nested workspaces (their own agents, locks and messages)";
+    section(title, &["FOLDER", "AGENTS", "SEE"], nested.collect());
     // An agent's one session says nothing its row in the agents table does not: only the
     // others are shown.
     let sessions_of = |name: &str| {
@@ -240,11 +233,8 @@ pub fn render(st: &Status, color: bool) -> String {
         ])
     });
     let headers = ["AGENT", "HEARTBEAT", "TASK", "SESSION", "NOTE"];
-    section(
-        "More clocked-in sessions (all of them: `coord partners`)",
-        &headers,
-        sessions.collect(),
-    );
+    let title = "More clocked-in sessions (all of them: `coord partners`)";
+    section(title, &headers, sessions.collect());
     let handshakes = st.handshakes.iter().map(|h| {
         vec![
             Cell::plain(&h.from),
@@ -281,31 +271,25 @@ pub fn render(st: &Status, color: bool) -> String {
     });
     let headers = ["TOPIC", "NEXT ACTOR", "NEXT ACTION", "OPEN ISSUES"];
     section("Open reviews", &headers, reviews.collect());
-    if !st.conflicts.is_empty() || st.conflicts_note.is_some() {
-        out.push(String::new());
-        out.push(output::title(
-            "Changed on two or more branches (before the merge)",
-            color,
-        ));
-        let conflicts = st.conflicts.iter().map(|c| {
-            let side = |t: &coord::conflicts::Side| {
-                let branch = t.branch.as_deref().unwrap_or("detached");
-                format!("{branch} ({})", t.worktree)
-            };
-            let sides: Vec<String> = c.trees.iter().map(side).collect();
-            vec![
-                Cell::plain(&c.file),
-                Cell::state(c.state),
-                Cell::plain(sides.join(", ")),
-            ]
-        });
-        if !st.conflicts.is_empty() {
-            let headers = ["FILE", "MERGE", "BRANCHES"];
-            out.push(output::table(&headers, conflicts.collect(), color));
+    let conflicts = st.conflicts.iter().map(|c| {
+        let side = |t: &coord::conflicts::Side| {
+            let branch = t.branch.as_deref().unwrap_or("detached");
+            format!("{branch} ({})", t.worktree)
+        };
+        let sides: Vec<String> = c.trees.iter().map(side).collect();
+        vec![
+            Cell::plain(&c.file),
+            Cell::state(c.state),
+            Cell::plain(sides.join(", ")),
+        ]
+    });
+    let title = "Changed on two or more branches (before the merge)";
+    section(title, &["FILE", "MERGE", "BRANCHES"], conflicts.collect());
+    if let Some(note) = &st.conflicts_note {
+        if st.conflicts.is_empty() {
+            out.extend([String::new(), output::title(title, color)]);
         }
-        if let Some(note) = &st.conflicts_note {
-            out.push(format!("  note: {}", output::clean(note)));
-        }
+        out.push(format!("  note: {}", output::clean(note)));
     }
     if let Some(r) = &st.remote {
         out.extend(remote_section(r, color));
