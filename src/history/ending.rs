@@ -203,11 +203,8 @@ mod tests {
     #[test]
     fn an_ending_is_given_out_once_over_or_another_event_comes() {
         let mut endings = Endings::default();
-        assert!(
-            endings
-                .push(at(Kind::LockReleased, "c", 0).file("a"))
-                .is_empty()
-        );
+        let first = at(Kind::LockReleased, "c", 0).file("a");
+        assert!(endings.push(first).is_empty());
         assert!(endings.push(at(Kind::AgentLeft, "c", 100)).is_empty());
         let soon = clock::parse_timestamp("2026-01-28T10:00:01+00:00").unwrap();
         assert!(endings.due(&soon).is_empty());
