@@ -162,7 +162,11 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
         let now = Instant::now();
         changed |= feed.show_held(|t, _| now.duration_since(*t) >= HOLD);
-        changed |= feed.endings_over();
+        let over = feed.endings.due(&clock::now());
+        for item in &over {
+            feed.say_item(item);
+        }
+        changed |= !over.is_empty();
         if changed && mode == Mode::Screen {
             // Redrawn on every look, not only on changes: ages move.
             draw(&before.status, &feed.recent);
@@ -213,22 +217,22 @@ impl Feed {
                 self.say_item(&item);
             }
         }
-        self.end_waits(e);
+        // A lock taken or refused concludes its taker's wait: the wait's held end is shown now.
+        if matches!(
+            e.event.as_str(),
+            "lock_taken" | "lock_taken_over" | "lock_refused"
+        ) {
+            self.show_held(|_, c| {
+                matches!(c, Change::WaitEnded { agent, file }
+                    if *agent == e.agent && Some(file.as_str()) == e.file.as_deref())
+            });
+        }
     }
 
     fn say_item(&mut self, item: &Item) {
         let text = log::say(item, &mut self.places);
         let at = log::first_of(item).at.clone();
         self.say(Ok(String::new()), &at, || text);
-    }
-
-    /// Say the endings that are over. Whether any was said.
-    fn endings_over(&mut self) -> bool {
-        let over = self.endings.due(&clock::now());
-        for item in &over {
-            self.say_item(item);
-        }
-        !over.is_empty()
     }
 
     fn looked(&mut self, change: Change) {
@@ -242,20 +246,6 @@ impl Feed {
             }
             None => self.show(&change),
         }
-    }
-
-    /// Show the held ends of waits that `e` (a lock taken or refused) concludes.
-    fn end_waits(&mut self, e: &Event) {
-        if !matches!(
-            e.event.as_str(),
-            "lock_taken" | "lock_taken_over" | "lock_refused"
-        ) {
-            return;
-        }
-        self.show_held(|_, c| {
-            matches!(c, Change::WaitEnded { agent, file }
-                if *agent == e.agent && Some(file.as_str()) == e.file.as_deref())
-        });
     }
 
     /// Show (and stop holding) the held changes `due` picks. Whether any was shown.

@@ -37,14 +37,6 @@ pub struct Ending {
     pub events: usize,
 }
 
-fn ends(e: &Event) -> bool {
-    match e.event.as_str() {
-        "lock_released" => !e.extra.contains_key("forced"),
-        "claim_released" | "needs_user" | "user_answered" | "agent_left" => true,
-        _ => false,
-    }
-}
-
 /// The events of one run of endings as lines: one [`Ending`] when there are two or more and
 /// one of them releases (is more than a user's question asked or answered), else each on its own.
 fn close(events: Vec<Event>) -> Vec<Item> {
@@ -86,7 +78,11 @@ impl Endings {
     /// Push the next event; the lines that are complete now.
     pub fn push(&mut self, e: Event) -> Vec<Item> {
         let at = e.time();
-        let ending = ends(&e);
+        let ending = match e.event.as_str() {
+            "lock_released" => !e.extra.contains_key("forced"),
+            "claim_released" | "needs_user" | "user_answered" | "agent_left" => true,
+            _ => false,
+        };
         let same_run = self.open.first().is_some_and(|first| {
             first.agent == e.agent
                 && first.session == e.session
