@@ -37,34 +37,6 @@ pub struct Ending {
     pub events: usize,
 }
 
-/// The events of one run of endings as lines: one [`Ending`] when there are two or more and
-/// one of them releases (is more than a user's question asked or answered), else each on its own.
-fn close(events: Vec<Event>) -> Vec<Item> {
-    let asks = |e: &Event| matches!(e.event.as_str(), "needs_user" | "user_answered");
-    if events.len() < 2 || events.iter().all(asks) {
-        return events.into_iter().map(Item::One).collect();
-    }
-    let mut ending = Ending {
-        first: events[0].clone(),
-        events: events.len(),
-        ..Ending::default()
-    };
-    for e in &events {
-        match e.event.as_str() {
-            "lock_released" => ending.released.extend(e.file.clone()),
-            "claim_released" => ending.claims.extend(e.pattern.clone()),
-            "agent_left" => ending.left = true,
-            "needs_user" => ending.waits = Some(e.str("what").unwrap_or("").to_string()),
-            "user_answered" => ending.waits = None,
-            _ => {}
-        }
-    }
-    if ending.left {
-        ending.waits = None;
-    }
-    vec![Item::Ending(ending)]
-}
-
 /// Events in, lines out: each event is pushed as it comes; an ending is given out once it is
 /// over (another event came, or [`WINDOW`] passed), an event that cannot be part of one at once.
 #[derive(Debug, Default)]
@@ -111,9 +83,33 @@ impl Endings {
         if over { self.finish() } else { Vec::new() }
     }
 
-    /// The run still open, closed.
+    /// The run still open, closed: one [`Ending`] when it has two or more events and one of them
+    /// releases (is more than a user's question asked or answered), else each event on its own.
     pub fn finish(&mut self) -> Vec<Item> {
-        close(std::mem::take(&mut self.open))
+        let events = std::mem::take(&mut self.open);
+        let asks = |e: &Event| matches!(e.event.as_str(), "needs_user" | "user_answered");
+        if events.len() < 2 || events.iter().all(asks) {
+            return events.into_iter().map(Item::One).collect();
+        }
+        let mut ending = Ending {
+            first: events[0].clone(),
+            events: events.len(),
+            ..Ending::default()
+        };
+        for e in &events {
+            match e.event.as_str() {
+                "lock_released" => ending.released.extend(e.file.clone()),
+                "claim_released" => ending.claims.extend(e.pattern.clone()),
+                "agent_left" => ending.left = true,
+                "needs_user" => ending.waits = Some(e.str("what").unwrap_or("").to_string()),
+                "user_answered" => ending.waits = None,
+                _ => {}
+            }
+        }
+        if ending.left {
+            ending.waits = None;
+        }
+        vec![Item::Ending(ending)]
     }
 }
 
