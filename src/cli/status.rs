@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use coord::ExitCode;
-use coord::status::{self, Status};
+use coord::status::{self, LockView, Status};
 
 use super::Ctx;
 use super::output::{self, Cell};
@@ -42,7 +42,7 @@ pub fn run(args: StatusArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 
 /// What a lock's NOTE says: why it is stale; else, for a hook's lock, the holder's prompt or
 /// task when known; else the reason its holder gave.
-fn lock_note(st: &Status, l: &coord::status::LockView) -> String {
+fn lock_note(st: &Status, l: &LockView) -> String {
     if let Some(why) = &l.stale_reason {
         return why.clone();
     }
@@ -123,11 +123,8 @@ pub fn render(st: &Status, color: bool) -> String {
     section("Agents", &headers, agents.collect(), Some("No agents"));
     // Where the repository has several work trees (or a lock lies in one that is gone): which
     // tree and branch each lock is in.
-    let trees = several
-        || st
-            .locks
-            .iter()
-            .any(|l| l.worktree.as_ref().is_some_and(|w| *w != st.shared_root));
+    let elsewhere = |l: &LockView| l.worktree.as_ref().is_some_and(|w| *w != st.shared_root);
+    let trees = several || st.locks.iter().any(elsewhere);
     let locks = st.locks.iter().map(|l| {
         let mut row = vec![Cell::plain(&l.file), Cell::plain(&l.agent)];
         if trees {

@@ -70,12 +70,10 @@ struct Line<'a> {
 pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(args.dir.as_deref())?;
     let since = args.since.as_deref().map(history::since).transpose()?;
-    let mode = if ctx.json {
-        Mode::Json
-    } else if std::io::stdout().is_terminal() {
-        Mode::Screen
-    } else {
-        Mode::Lines
+    let mode = match (ctx.json, std::io::stdout().is_terminal()) {
+        (true, _) => Mode::Json,
+        (false, true) => Mode::Screen,
+        (false, false) => Mode::Lines,
     };
     // Subscribe first, then look: a change between the two is still seen.
     let mut events = FolderWatch::new(&watch::watched_folders(&ws, None));
@@ -107,7 +105,7 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 "at": clock::now_string(),
                 "root": before.status.root,
             });
-            feed.say(output::json_text(&started), "", String::new);
+            feed.say(output::json_text(&started), "", String::new());
         }
         Mode::Screen => {}
         Mode::Lines => output::line(&status::render(&before.status, false)),
@@ -211,7 +209,7 @@ impl Feed {
             ring(&e.agent, e.str("what").unwrap_or(""), self.mode);
         }
         if self.mode == Mode::Json {
-            self.say(serde_json::to_string(e), &e.at, String::new);
+            self.say(serde_json::to_string(e), &e.at, String::new());
         } else {
             for item in self.endings.push(e.clone()) {
                 self.say_item(&item);
@@ -232,7 +230,7 @@ impl Feed {
     fn say_item(&mut self, item: &Item) {
         let text = log::say(item, &mut self.places);
         let at = log::first_of(item).at.clone();
-        self.say(Ok(String::new()), &at, || text);
+        self.say(Ok(String::new()), &at, text);
     }
 
     fn looked(&mut self, change: Change) {
@@ -266,19 +264,16 @@ impl Feed {
             at: at.clone(),
             change,
         };
-        self.say(output::json_text(&line), &at, || describe(change));
+        self.say(output::json_text(&line), &at, describe(change));
     }
 
     /// One event or change: its `json` line, or `HH:MM:SS text` wrapped at word boundaries to
     /// the terminal's width (printed, or kept on screen).
-    fn say(&mut self, json: serde_json::Result<String>, at: &str, text: impl FnOnce() -> String) {
-        let width = self.width;
-        let line = || {
-            let line = format!("{} {}", time_of(at), text());
-            match width {
-                Some(w) => output::wrap(&line, w, TIME_WIDTH + 1),
-                None => line,
-            }
+    fn say(&mut self, json: serde_json::Result<String>, at: &str, text: String) {
+        let line = format!("{} {text}", time_of(at));
+        let line = match self.width {
+            Some(w) => output::wrap(&line, w, TIME_WIDTH + 1),
+            None => line,
         };
         match self.mode {
             Mode::Json => {
@@ -286,9 +281,9 @@ impl Feed {
                     output::line(&text);
                 }
             }
-            Mode::Lines => output::line(&line()),
+            Mode::Lines => output::line(&line),
             Mode::Screen => {
-                self.recent.push_front(line());
+                self.recent.push_front(line);
                 self.recent.truncate(RECENT);
             }
         }
