@@ -22,7 +22,7 @@ use crate::workspace::Workspace;
 use crate::worktree::shared_root;
 
 /// One agent, as `status` shows it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, Default, Serialize)]
 pub struct AgentView {
     /// The id.
     pub agent: String,
@@ -118,7 +118,6 @@ pub struct ClaimView {
     pub pid: Option<u32>,
 }
 
-/// A claim as `status` shows it.
 fn claim_view(e: &lock::LockEntry, now: &Timestamp) -> ClaimView {
     let field = |k: &str| e.record.as_ref()?.get_nonempty(k).map(str::to_string);
     ClaimView {
@@ -241,68 +240,49 @@ impl Serialize for RemoteStatus {
 
 /// What a session's start tells its agent: agents, locks, claims, reviews and dialogue only.
 pub fn glance(ws: &Workspace) -> Status {
-    let now = clock::now();
-    let look = look(ws, &now);
     Status {
-        root: ws.root().display().to_string(),
-        agents: look.presences.iter().map(|p| agent_view(p, &now)).collect(),
-        locks: look.locks,
-        claims: look.claims,
         reviews: review::rules::open_reviews(ws).0,
-        dialogue: dialogue::summary(ws),
-        ..Status::default()
+        ..look(ws, &clock::now()).0
     }
 }
 
-/// What both views start from: the presences (and those unreadable), the agents' states, every
-/// lock judged, every lock as the views show it (those of removed work trees included), and
-/// every claim judged.
-struct Look {
-    presences: Vec<presence::Presence>,
-    unreadable: Vec<Unreadable>,
-    cache: StateCache,
-    entries: Vec<lock::LockEntry>,
-    locks: Vec<LockView>,
-    claims: Vec<ClaimView>,
-}
-
-fn look(ws: &Workspace, now: &Timestamp) -> Look {
+/// What both views start from: the root, the agents as their presences say, every lock (those
+/// of removed work trees included), every claim, the dialogue and the unreadable presences; and
+/// the presences, the agents' states and every lock judged.
+fn look(
+    ws: &Workspace,
+    now: &Timestamp,
+) -> (
+    Status,
+    Vec<presence::Presence>,
+    StateCache,
+    Vec<lock::LockEntry>,
+) {
     let (presences, unreadable) = presence::scan(ws.root());
     let mut cache = StateCache::from_presences(&presences, now);
     let entries = lock::scan_judged(ws, &mut cache, now);
     let locks = entries.iter().map(|e| lock_view(e, ws, now));
-    let locks = locks.chain(gone_tree_locks(&presences, now)).collect();
     let claims = lock::claim::judged(ws.root(), &mut cache, now);
-    let claims = claims.iter().map(|e| claim_view(e, now)).collect();
-    Look {
-        presences,
+    let st = Status {
+        root: ws.root().display().to_string(),
+        agents: presences.iter().map(|p| agent_view(p, now)).collect(),
+        locks: locks.chain(gone_tree_locks(&presences, now)).collect(),
+        claims: claims.iter().map(|e| claim_view(e, now)).collect(),
         unreadable,
-        cache,
-        entries,
-        locks,
-        claims,
-    }
+        dialogue: dialogue::summary(ws),
+        ..Status::default()
+    };
+    (st, presences, cache, entries)
 }
 
 /// How long a FINISHED agent stays in the view.
 const FADE_AFTER_S: u64 = 3600;
 
-/// The document `coord status` shows: [`collect`] with the conflicts, without agents finished
+/// The document `coord status` shows: [`collect`] with the conflicts and the remote (as last
+/// synced; never the network, within [`crate::conflicts::BUDGET`]), without agents finished
 /// over [`FADE_AFTER_S`] ago unless `all`.
 pub fn document(ws: &Workspace, all: bool) -> Status {
     let mut st = collect(ws);
-    add_conflicts(&mut st, ws);
-    if !all {
-        st.agents.retain(|a| {
-            a.status != "FINISHED" || a.heartbeat_age_s.is_none_or(|age| age <= FADE_AFTER_S)
-        });
-    }
-    st
-}
-
-/// Fill in `conflicts` and `remote` (as last synced; never the network) within
-/// [`crate::conflicts::BUDGET`].
-pub fn add_conflicts(st: &mut Status, ws: &Workspace) {
     let deadline = std::time::Instant::now() + crate::conflicts::BUDGET;
     let view = crate::conflicts::view(ws, deadline);
     st.conflicts = view.conflicts;
@@ -317,6 +297,12 @@ pub fn add_conflicts(st: &mut Status, ws: &Workspace) {
             view
         },
     });
+    if !all {
+        st.agents.retain(|a| {
+            a.status != "FINISHED" || a.heartbeat_age_s.is_none_or(|age| age <= FADE_AFTER_S)
+        });
+    }
+    st
 }
 
 /// Build an [`AgentView`] from a presence.
@@ -335,9 +321,7 @@ pub fn agent_view(p: &presence::Presence, now: &Timestamp) -> AgentView {
         working_on: p.field("working_on").map(str::to_string),
         current_file: p.field("current_file").map(str::to_string),
         lock_status: p.field("lock_status").map(str::to_string),
-        needs_user: None,
         worktree: p.field(crate::worktree::PRESENCE_KEY).map(str::to_string),
-        branch: None,
         // Else the client a session agent's id names (`claude-3f2a9c1b` → `claude`).
         client: p
             .field("client")
@@ -345,7 +329,7 @@ pub fn agent_view(p: &presence::Presence, now: &Timestamp) -> AgentView {
             .map(str::to_string),
         prompt: p.field("prompt").filter(|v| *v != "-").map(str::to_string),
         holds: p.locks(),
-        label: String::new(),
+        ..AgentView::default()
     };
     view.label = agent_label(&view, false);
     view
@@ -562,19 +546,12 @@ pub fn who(ws: &Workspace, args: &[crate::workspace::FileArg]) -> Vec<FileHolder
 /// Read the whole workspace.
 pub fn collect(ws: &Workspace) -> Status {
     let now = clock::now();
-    let Look {
-        presences,
-        mut unreadable,
-        mut cache,
-        entries,
-        locks,
-        claims,
-    } = look(ws, &now);
-    unreadable.extend(lock::unreadable(&entries, ws));
+    let (mut st, presences, mut cache, entries) = look(ws, &now);
+    st.unreadable.extend(lock::unreadable(&entries, ws));
     let waiters = queue::waiters(ws.root());
     let edges = deadlock::edges(ws, &waiters, &mut cache, &now);
     let mut places: BTreeMap<&str, usize> = BTreeMap::new();
-    let waits = waiters
+    st.waits = waiters
         .iter()
         .map(|w| {
             let place = places.entry(w.file.as_str()).or_insert(0);
@@ -593,90 +570,70 @@ pub fn collect(ws: &Workspace) -> Status {
             }
         })
         .collect();
-    let deadlocks = deadlock::cycles(&edges);
+    st.deadlocks = deadlock::cycles(&edges);
     let (blocks, bad_handshakes) = handshake::scan(ws.root());
-    unreadable.extend(bad_handshakes);
+    st.unreadable.extend(bad_handshakes);
+    st.protocol_v3_active = handshake::v3_active(&blocks);
+    st.handshakes = blocks;
     // The online rows only: the card keeps every session ever.
     let (rows, bad_rows) = stamp::open_rows(ws.root());
-    unreadable.extend(bad_rows);
+    st.unreadable.extend(bad_rows);
+    st.partners = (rows.into_iter())
+        .filter(|r| r.status == RowStatus::Online)
+        .map(|r| PartnerView {
+            heartbeat_age_s: r.heartbeat_age(&now).map(|a| a.as_secs()),
+            id: r.id,
+            partner_name: r.partner_name,
+            session_id: r.session_id,
+            clocked_in: r.clocked_in,
+            last_heartbeat: r.last_heartbeat,
+            current_task: r.current_task,
+        })
+        .collect();
     let (reviews, bad_trackers) = review::rules::open_reviews(ws);
-    unreadable.extend(bad_trackers);
-    let (unread, bad_messages) = message::unread_counts(
-        ws,
-        &presences.iter().map(|p| p.id.clone()).collect::<Vec<_>>(),
-    );
-    unreadable.extend(bad_messages);
-    let mut agents: Vec<AgentView> = presences.iter().map(|p| agent_view(p, &now)).collect();
-    let holding = locks.iter().map(|l| l.agent.as_str());
-    let holding = holding.chain(claims.iter().map(|c| c.agent.as_str()));
-    settle_lock_status(&mut agents, &holding.collect(), &waiters);
+    st.unreadable.extend(bad_trackers);
+    st.reviews = reviews;
+    let ids: Vec<String> = presences.iter().map(|p| p.id.clone()).collect();
+    let (unread, bad_messages) = message::unread_counts(ws, &ids);
+    st.unreadable.extend(bad_messages);
+    st.unread = unread;
+    let holding = st.locks.iter().map(|l| l.agent.as_str());
+    let holding = holding.chain(st.claims.iter().map(|c| c.agent.as_str()));
+    settle_lock_status(&mut st.agents, &holding.collect(), &waiters);
     let trees = crate::worktree::trees(ws.root());
     let several = trees.len() > 1;
-    let shared = shared_root(ws.root()).display().to_string();
-    for a in &mut agents {
+    st.shared_root = shared_root(ws.root()).display().to_string();
+    for a in &mut st.agents {
         // An agent that clocked out waits for no one, whatever a file left behind says.
         a.needs_user = crate::history::needs_user(ws.root(), &a.agent)
             .filter(|_| a.status != presence::AgentState::Finished.as_str());
-        let top = a.worktree.clone().unwrap_or_else(|| shared.clone());
+        let top = a.worktree.clone().unwrap_or_else(|| st.shared_root.clone());
         let tree = trees.iter().find(|t| t.top.as_os_str() == top.as_str());
         a.branch = tree.and_then(crate::worktree::Tree::branch);
         a.worktree = Some(top);
-        let locked = locks
-            .iter()
+        let locked = (st.locks.iter())
             .filter(|l| l.agent == a.agent)
             .map(|l| l.file.clone());
-        let claimed = claims.iter().filter(|c| c.agent == a.agent);
+        let claimed = st.claims.iter().filter(|c| c.agent == a.agent);
         a.holds = locked.chain(claimed.map(|c| c.pattern.clone())).collect();
         a.holds.dedup();
         a.label = agent_label(a, several);
     }
-    let worktrees: Vec<Side> = trees
-        .iter()
-        .map(|t| Side {
-            worktree: t.top.display().to_string(),
-            branch: t.branch(),
-        })
-        .collect();
+    let side = |t: &crate::worktree::Tree| Side {
+        worktree: t.top.display().to_string(),
+        branch: t.branch(),
+    };
+    st.worktrees = trees.iter().map(side).collect();
+    st.branch = st.worktrees.first().and_then(|t| t.branch.clone());
     // Those waiting for their user first, in the order they started waiting (a stable sort).
-    agents.sort_by(|a, b| match (&a.needs_user, &b.needs_user) {
-        (Some(x), Some(y)) => x.since.cmp(&y.since),
-        (x, y) => y.is_some().cmp(&x.is_some()),
-    });
-    Status {
-        root: ws.root().display().to_string(),
-        shared_root: shared,
-        branch: worktrees.first().and_then(|t| t.branch.clone()),
-        worktrees,
-        agents,
-        locks,
-        claims,
-        waits,
-        deadlocks,
-        protocol_v3_active: handshake::v3_active(&blocks),
-        handshakes: blocks,
-        partners: rows
-            .into_iter()
-            .filter(|r| r.status == RowStatus::Online)
-            .map(|r| PartnerView {
-                heartbeat_age_s: r.heartbeat_age(&now).map(|a| a.as_secs()),
-                id: r.id,
-                partner_name: r.partner_name,
-                session_id: r.session_id,
-                clocked_in: r.clocked_in,
-                last_heartbeat: r.last_heartbeat,
-                current_task: r.current_task,
-            })
-            .collect(),
-        unread,
-        reviews,
-        unreadable,
-        dialogue: dialogue::summary(ws),
-        nested: nested(
-            ws,
-            &entries.iter().map(|e| e.file.as_str()).collect::<Vec<_>>(),
-        ),
-        ..Status::default()
-    }
+    st.agents
+        .sort_by(|a, b| match (&a.needs_user, &b.needs_user) {
+            (Some(x), Some(y)) => x.since.cmp(&y.since),
+            (x, y) => y.is_some().cmp(&x.is_some()),
+        });
+    let files: Vec<&str> = entries.iter().map(|e| e.file.as_str()).collect();
+    st.nested = nested(ws, &files);
+    st
 }
 
 /// A workspace inside this one (see [`crate::workspace::nested`]).

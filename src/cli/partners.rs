@@ -5,7 +5,7 @@ use clap::Args;
 use coord::ExitCode;
 use coord::clock;
 use coord::lock::format_since;
-use coord::stamp::{self, Row};
+use coord::stamp;
 
 use super::Ctx;
 use super::output::{self, Cell};
@@ -26,45 +26,42 @@ pub fn run(_args: PartnersArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         output::diag(&format!("warning: cannot read `{path}`: {why}"));
     }
     ctx.emit(&serde_json::json!({ "partners": rows }), || {
-        match rows.is_empty() {
-            true => "No sessions on the stamp card (clock in with `coord startup --partner NAME`)"
-                .into(),
-            false => table(&rows),
+        if rows.is_empty() {
+            let none =
+                "No sessions on the stamp card (clock in with `coord startup --partner NAME`)";
+            return none.to_string();
         }
+        let now = clock::now();
+        let when = |t: &str| match clock::parse_timestamp(t) {
+            Some(ts) => format_since(Some(&ts), &now),
+            None => t.to_string(),
+        };
+        let table = rows
+            .iter()
+            .map(|r| {
+                vec![
+                    Cell::plain(r.id.to_string()),
+                    Cell::plain(&r.partner_name),
+                    Cell::state(r.status.as_str()),
+                    Cell::plain(when(&r.clocked_in)),
+                    Cell::opt(r.clocked_out.as_deref().map(when).as_deref()),
+                    Cell::plain(output::ago(r.heartbeat_age(&now).map(|a| a.as_secs()))),
+                    Cell::opt(r.current_task.as_deref()),
+                    Cell::plain(&r.session_id),
+                ]
+            })
+            .collect();
+        let headers = [
+            "ID",
+            "PARTNER",
+            "STATUS",
+            "CLOCKED IN",
+            "CLOCKED OUT",
+            "HEARTBEAT",
+            "TASK",
+            "SESSION",
+        ];
+        output::table(&headers, table, output::color_enabled())
     });
     Ok(ExitCode::Success)
-}
-
-fn table(rows: &[Row]) -> String {
-    let now = clock::now();
-    let when = |t: &str| match clock::parse_timestamp(t) {
-        Some(ts) => format_since(Some(&ts), &now),
-        None => t.to_string(),
-    };
-    let table = rows
-        .iter()
-        .map(|r| {
-            vec![
-                Cell::plain(r.id.to_string()),
-                Cell::plain(&r.partner_name),
-                Cell::state(r.status.as_str()),
-                Cell::plain(when(&r.clocked_in)),
-                Cell::opt(r.clocked_out.as_deref().map(when).as_deref()),
-                Cell::plain(output::ago(r.heartbeat_age(&now).map(|a| a.as_secs()))),
-                Cell::opt(r.current_task.as_deref()),
-                Cell::plain(&r.session_id),
-            ]
-        })
-        .collect();
-    let headers = [
-        "ID",
-        "PARTNER",
-        "STATUS",
-        "CLOCKED IN",
-        "CLOCKED OUT",
-        "HEARTBEAT",
-        "TASK",
-        "SESSION",
-    ];
-    output::table(&headers, table, output::color_enabled())
 }

@@ -100,11 +100,7 @@ impl WaitProgress {
             let _ = live.ticker.join();
             let text = live.text.lock().unwrap_or_else(|e| e.into_inner()).clone();
             let mut err = std::io::stderr().lock();
-            let _ = writeln!(
-                err,
-                "\r\x1b[K{text} [waited {}]",
-                clock::format_duration(round(self.started.elapsed()))
-            );
+            let _ = writeln!(err, "\r\x1b[K{text} [waited {}]", waited(self.started));
         }
     }
 }
@@ -133,15 +129,16 @@ fn draw(text: &str, started: Instant, wait: Wait) {
 
 /// `waited 12s of 2m`, or `waited 12s` with no deadline.
 fn elapsed(started: Instant, wait: Wait) -> String {
-    let waited = clock::format_duration(round(started.elapsed()));
+    let waited = waited(started);
     match wait.as_duration() {
         Some(d) => format!("waited {waited} of {}", clock::format_duration(d)),
         None => format!("waited {waited}"),
     }
 }
 
-fn round(d: Duration) -> Duration {
-    Duration::from_secs(d.as_secs())
+/// How long since `started`, in whole seconds (`12s`).
+fn waited(started: Instant) -> String {
+    clock::format_duration(Duration::from_secs(started.elapsed().as_secs()))
 }
 
 /// What is known beyond who holds it: the process the lock follows, the holder's state, when

@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use clap::Args;
 
 use coord::ExitCode;
-use coord::status::{self, Status};
+use coord::status::{self, LockView, Status};
 
 use super::Ctx;
 use super::output::{self, Cell};
@@ -42,7 +42,7 @@ pub fn run(args: StatusArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
 
 /// What a lock's NOTE says: why it is stale; else, for a hook's lock, the holder's prompt or
 /// task when known; else the reason its holder gave.
-fn lock_note(st: &Status, l: &coord::status::LockView) -> String {
+fn lock_note(st: &Status, l: &LockView) -> String {
     if let Some(why) = &l.stale_reason {
         return why.clone();
     }
@@ -107,12 +107,8 @@ pub fn render(st: &Status, color: bool) -> String {
             Cell::opt(asks),
         ])
     });
-    section(
-        "Needs you",
-        &["AGENT", "WHERE", "WAITING", "ASKS"],
-        needs.collect(),
-        None,
-    );
+    let headers = ["AGENT", "WHERE", "WAITING", "ASKS"];
+    section("Needs you", &headers, needs.collect(), None);
     let agents = st.agents.iter().map(|a| {
         vec![
             Cell::plain(&a.agent),
@@ -127,11 +123,8 @@ pub fn render(st: &Status, color: bool) -> String {
     section("Agents", &headers, agents.collect(), Some("No agents"));
     // Where the repository has several work trees (or a lock lies in one that is gone): which
     // tree and branch each lock is in.
-    let trees = several
-        || st
-            .locks
-            .iter()
-            .any(|l| l.worktree.as_ref().is_some_and(|w| *w != st.shared_root));
+    let elsewhere = |l: &LockView| l.worktree.as_ref().is_some_and(|w| *w != st.shared_root);
+    let trees = several || st.locks.iter().any(elsewhere);
     let locks = st.locks.iter().map(|l| {
         let mut row = vec![Cell::plain(&l.file), Cell::plain(&l.agent)];
         if trees {
@@ -211,11 +204,8 @@ pub fn render(st: &Status, color: bool) -> String {
             Cell::plain(see),
         ]
     });
-    section(
-        "Nested workspaces (their own agents, locks and messages)",
-        &["FOLDER", "AGENTS", "SEE"],
-        nested.collect(),
-    );
+    let title = "Nested workspaces (their own agents, locks and messages)";
+    section(title, &["FOLDER", "AGENTS", "SEE"], nested.collect());
     // An agent's one session says nothing its row in the agents table does not: only the
     // others are shown.
     let sessions_of = |name: &str| {
@@ -240,11 +230,8 @@ pub fn render(st: &Status, color: bool) -> String {
         ])
     });
     let headers = ["AGENT", "HEARTBEAT", "TASK", "SESSION", "NOTE"];
-    section(
-        "More clocked-in sessions (all of them: `coord partners`)",
-        &headers,
-        sessions.collect(),
-    );
+    let title = "More clocked-in sessions (all of them: `coord partners`)";
+    section(title, &headers, sessions.collect());
     let handshakes = st.handshakes.iter().map(|h| {
         vec![
             Cell::plain(&h.from),
@@ -281,31 +268,25 @@ pub fn render(st: &Status, color: bool) -> String {
     });
     let headers = ["TOPIC", "NEXT ACTOR", "NEXT ACTION", "OPEN ISSUES"];
     section("Open reviews", &headers, reviews.collect());
-    if !st.conflicts.is_empty() || st.conflicts_note.is_some() {
-        out.push(String::new());
-        out.push(output::title(
-            "Changed on two or more branches (before the merge)",
-            color,
-        ));
-        let conflicts = st.conflicts.iter().map(|c| {
-            let side = |t: &coord::conflicts::Side| {
-                let branch = t.branch.as_deref().unwrap_or("detached");
-                format!("{branch} ({})", t.worktree)
-            };
-            let sides: Vec<String> = c.trees.iter().map(side).collect();
-            vec![
-                Cell::plain(&c.file),
-                Cell::state(c.state),
-                Cell::plain(sides.join(", ")),
-            ]
-        });
-        if !st.conflicts.is_empty() {
-            let headers = ["FILE", "MERGE", "BRANCHES"];
-            out.push(output::table(&headers, conflicts.collect(), color));
+    let conflicts = st.conflicts.iter().map(|c| {
+        let side = |t: &coord::conflicts::Side| {
+            let branch = t.branch.as_deref().unwrap_or("detached");
+            format!("{branch} ({})", t.worktree)
+        };
+        let sides: Vec<String> = c.trees.iter().map(side).collect();
+        vec![
+            Cell::plain(&c.file),
+            Cell::state(c.state),
+            Cell::plain(sides.join(", ")),
+        ]
+    });
+    let title = "Changed on two or more branches (before the merge)";
+    section(title, &["FILE", "MERGE", "BRANCHES"], conflicts.collect());
+    if let Some(note) = &st.conflicts_note {
+        if st.conflicts.is_empty() {
+            out.extend([String::new(), output::title(title, color)]);
         }
-        if let Some(note) = &st.conflicts_note {
-            out.push(format!("  note: {}", output::clean(note)));
-        }
+        out.push(format!("  note: {}", output::clean(note)));
     }
     if let Some(r) = &st.remote {
         out.extend(remote_section(r, color));

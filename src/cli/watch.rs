@@ -70,12 +70,10 @@ struct Line<'a> {
 pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(args.dir.as_deref())?;
     let since = args.since.as_deref().map(history::since).transpose()?;
-    let mode = if ctx.json {
-        Mode::Json
-    } else if std::io::stdout().is_terminal() {
-        Mode::Screen
-    } else {
-        Mode::Lines
+    let mode = match (ctx.json, std::io::stdout().is_terminal()) {
+        (true, _) => Mode::Json,
+        (false, true) => Mode::Screen,
+        (false, false) => Mode::Lines,
     };
     // Subscribe first, then look: a change between the two is still seen.
     let mut events = FolderWatch::new(&watch::watched_folders(&ws, None));
@@ -107,7 +105,7 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 "at": clock::now_string(),
                 "root": before.status.root,
             });
-            feed.say(output::json_text(&started), "", String::new);
+            feed.say(output::json_text(&started), "", String::new());
         }
         Mode::Screen => {}
         Mode::Lines => output::line(&status::render(&before.status, false)),
@@ -162,7 +160,11 @@ pub fn run(args: WatchArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         }
         let now = Instant::now();
         changed |= feed.show_held(|t, _| now.duration_since(*t) >= HOLD);
-        changed |= feed.endings_over();
+        let over = feed.endings.due(&clock::now());
+        for item in &over {
+            feed.say_item(item);
+        }
+        changed |= !over.is_empty();
         if changed && mode == Mode::Screen {
             // Redrawn on every look, not only on changes: ages move.
             draw(&before.status, &feed.recent);
@@ -198,9 +200,7 @@ impl Feed {
     fn history(&mut self, e: &Event, live: bool) {
         let now = Instant::now();
         self.said.retain(|(t, _)| now.duration_since(*t) < REMEMBER);
-        for key in history_keys(e) {
-            self.said.push_back((now, key));
-        }
+        self.said.extend(history_key(e).map(|key| (now, key)));
         let mode = self.mode;
         self.held.retain(|(_, c)| {
             !change_key(c, mode).is_some_and(|k| self.said.iter().any(|(_, s)| *s == k))
@@ -209,28 +209,28 @@ impl Feed {
             ring(&e.agent, e.str("what").unwrap_or(""), self.mode);
         }
         if self.mode == Mode::Json {
-            self.say(serde_json::to_string(e), &e.at, String::new);
+            self.say(serde_json::to_string(e), &e.at, String::new());
         } else {
             for item in self.endings.push(e.clone()) {
                 self.say_item(&item);
             }
         }
-        self.end_waits(e);
+        // A lock taken or refused concludes its taker's wait: the wait's held end is shown now.
+        if matches!(
+            e.event.as_str(),
+            "lock_taken" | "lock_taken_over" | "lock_refused"
+        ) {
+            self.show_held(|_, c| {
+                matches!(c, Change::WaitEnded { agent, file }
+                    if *agent == e.agent && Some(file.as_str()) == e.file.as_deref())
+            });
+        }
     }
 
     fn say_item(&mut self, item: &Item) {
         let text = log::say(item, &mut self.places);
         let at = log::first_of(item).at.clone();
-        self.say(Ok(String::new()), &at, || text);
-    }
-
-    /// Say the endings that are over. Whether any was said.
-    fn endings_over(&mut self) -> bool {
-        let over = self.endings.due(&clock::now());
-        for item in &over {
-            self.say_item(item);
-        }
-        !over.is_empty()
+        self.say(Ok(String::new()), &at, text);
     }
 
     fn looked(&mut self, change: Change) {
@@ -244,20 +244,6 @@ impl Feed {
             }
             None => self.show(&change),
         }
-    }
-
-    /// Show the held ends of waits that `e` (a lock taken or refused) concludes.
-    fn end_waits(&mut self, e: &Event) {
-        if !matches!(
-            e.event.as_str(),
-            "lock_taken" | "lock_taken_over" | "lock_refused"
-        ) {
-            return;
-        }
-        self.show_held(|_, c| {
-            matches!(c, Change::WaitEnded { agent, file }
-                if *agent == e.agent && Some(file.as_str()) == e.file.as_deref())
-        });
     }
 
     /// Show (and stop holding) the held changes `due` picks. Whether any was shown.
@@ -278,19 +264,16 @@ impl Feed {
             at: at.clone(),
             change,
         };
-        self.say(output::json_text(&line), &at, || describe(change));
+        self.say(output::json_text(&line), &at, describe(change));
     }
 
     /// One event or change: its `json` line, or `HH:MM:SS text` wrapped at word boundaries to
     /// the terminal's width (printed, or kept on screen).
-    fn say(&mut self, json: serde_json::Result<String>, at: &str, text: impl FnOnce() -> String) {
-        let width = self.width;
-        let line = || {
-            let line = format!("{} {}", time_of(at), text());
-            match width {
-                Some(w) => output::wrap(&line, w, TIME_WIDTH + 1),
-                None => line,
-            }
+    fn say(&mut self, json: serde_json::Result<String>, at: &str, text: String) {
+        let line = format!("{} {text}", time_of(at));
+        let line = match self.width {
+            Some(w) => output::wrap(&line, w, TIME_WIDTH + 1),
+            None => line,
         };
         match self.mode {
             Mode::Json => {
@@ -298,45 +281,45 @@ impl Feed {
                     output::line(&text);
                 }
             }
-            Mode::Lines => output::line(&line()),
+            Mode::Lines => output::line(&line),
             Mode::Screen => {
-                self.recent.push_front(line());
+                self.recent.push_front(line);
                 self.recent.truncate(RECENT);
             }
         }
     }
 }
 
-/// The keys under which a history event matches a change a look sees.
-fn history_keys(e: &Event) -> Vec<String> {
+/// The key under which a history event matches a change a look sees.
+fn history_key(e: &Event) -> Option<String> {
     let f = e.file.as_deref().unwrap_or("");
-    match e.event.as_str() {
-        "lock_taken" | "lock_taken_over" => vec![format!("taken|{f}")],
-        "lock_released" => vec![format!("released|{f}")],
-        "message_sent" => vec![format!("message|{}", e.str("id").unwrap_or(""))],
-        "agent_arrived" => vec![format!("arrived|{}", e.agent)],
-        "lock_waiting" => vec![format!("waiting|{}|{f}", e.agent)],
-        "agent_left" => vec![format!("left|{}", e.agent)],
-        _ => Vec::new(),
-    }
+    Some(match e.event.as_str() {
+        "lock_taken" | "lock_taken_over" => format!("taken|{f}"),
+        "lock_released" => format!("released|{f}"),
+        "message_sent" => format!("message|{}", e.str("id").unwrap_or("")),
+        "agent_arrived" => format!("arrived|{}", e.agent),
+        "lock_waiting" => format!("waiting|{}|{f}", e.agent),
+        "agent_left" => format!("left|{}", e.agent),
+        _ => return None,
+    })
 }
 
 /// The key of a change the history also says (so the lines people read say it once), `None`
 /// for one only a look sees.
 fn change_key(c: &Change, mode: Mode) -> Option<String> {
-    match c {
+    Some(match c {
         Change::LockTaken { file, .. } | Change::LockTakenOver { file, .. } => {
-            Some(format!("taken|{file}"))
+            format!("taken|{file}")
         }
-        Change::LockReleased { file, .. } => Some(format!("released|{file}")),
-        Change::MessageSent { id, .. } => Some(format!("message|{id}")),
-        Change::AgentArrived { agent, .. } => Some(format!("arrived|{agent}")),
+        Change::LockReleased { file, .. } => format!("released|{file}"),
+        Change::MessageSent { id, .. } => format!("message|{id}"),
+        Change::AgentArrived { agent, .. } => format!("arrived|{agent}"),
         Change::Waiting { agent, file, .. } if mode != Mode::Json => {
-            Some(format!("waiting|{agent}|{file}"))
+            format!("waiting|{agent}|{file}")
         }
-        Change::AgentFinished { agent } if mode != Mode::Json => Some(format!("left|{agent}")),
-        _ => None,
-    }
+        Change::AgentFinished { agent } if mode != Mode::Json => format!("left|{agent}"),
+        _ => return None,
+    })
 }
 
 /// Ring the bell and send an OSC 9 notification on the terminal (never into `--json`): an

@@ -53,12 +53,7 @@ pub fn run(_args: WhoamiArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             ..Default::default()
         },
     };
-    ctx.emit(&me, || text(&me));
-    Ok(ExitCode::Success)
-}
-
-fn text(me: &Whoami) -> String {
-    match (me.source, &me.agent) {
+    ctx.emit(&me, || match (me.source, &me.agent) {
         ("flag", Some(a)) => format!("{a} (from -a)"),
         ("env", Some(a)) => format!("{a} (from COORD_AGENT)"),
         ("session", Some(a)) => {
@@ -73,5 +68,6 @@ fn text(me: &Whoami) -> String {
             )
         }
         _ => "no agent: give one with `-a NAME` or `COORD_AGENT=NAME`, or run coord inside an agent client's session".to_string(),
-    }
+    });
+    Ok(ExitCode::Success)
 }

@@ -37,47 +37,6 @@ pub struct Ending {
     pub events: usize,
 }
 
-fn ends(e: &Event) -> bool {
-    match e.event.as_str() {
-        "lock_released" => !e.extra.contains_key("forced"),
-        "claim_released" | "needs_user" | "user_answered" | "agent_left" => true,
-        _ => false,
-    }
-}
-
-/// The events of one run of endings as lines: one [`Ending`] when there are two or more and
-/// one of them releases, else each on its own.
-fn close(events: Vec<Event>) -> Vec<Item> {
-    let releases = |e: &Event| {
-        matches!(
-            e.event.as_str(),
-            "lock_released" | "claim_released" | "agent_left"
-        )
-    };
-    if events.len() < 2 || !events.iter().any(releases) {
-        return events.into_iter().map(Item::One).collect();
-    }
-    let mut ending = Ending {
-        first: events[0].clone(),
-        events: events.len(),
-        ..Ending::default()
-    };
-    for e in &events {
-        match e.event.as_str() {
-            "lock_released" => ending.released.extend(e.file.clone()),
-            "claim_released" => ending.claims.extend(e.pattern.clone()),
-            "agent_left" => ending.left = true,
-            "needs_user" => ending.waits = Some(e.str("what").unwrap_or("").to_string()),
-            "user_answered" => ending.waits = None,
-            _ => {}
-        }
-    }
-    if ending.left {
-        ending.waits = None;
-    }
-    vec![Item::Ending(ending)]
-}
-
 /// Events in, lines out: each event is pushed as it comes; an ending is given out once it is
 /// over (another event came, or [`WINDOW`] passed), an event that cannot be part of one at once.
 #[derive(Debug, Default)]
@@ -91,7 +50,11 @@ impl Endings {
     /// Push the next event; the lines that are complete now.
     pub fn push(&mut self, e: Event) -> Vec<Item> {
         let at = e.time();
-        let ending = ends(&e);
+        let ending = match e.event.as_str() {
+            "lock_released" => !e.extra.contains_key("forced"),
+            "claim_released" | "needs_user" | "user_answered" | "agent_left" => true,
+            _ => false,
+        };
         let same_run = self.open.first().is_some_and(|first| {
             first.agent == e.agent
                 && first.session == e.session
@@ -120,9 +83,33 @@ impl Endings {
         if over { self.finish() } else { Vec::new() }
     }
 
-    /// The run still open, closed.
+    /// The run still open, closed: one [`Ending`] when it has two or more events and one of them
+    /// releases (is more than a user's question asked or answered), else each event on its own.
     pub fn finish(&mut self) -> Vec<Item> {
-        close(std::mem::take(&mut self.open))
+        let events = std::mem::take(&mut self.open);
+        let asks = |e: &Event| matches!(e.event.as_str(), "needs_user" | "user_answered");
+        if events.len() < 2 || events.iter().all(asks) {
+            return events.into_iter().map(Item::One).collect();
+        }
+        let mut ending = Ending {
+            first: events[0].clone(),
+            events: events.len(),
+            ..Ending::default()
+        };
+        for e in &events {
+            match e.event.as_str() {
+                "lock_released" => ending.released.extend(e.file.clone()),
+                "claim_released" => ending.claims.extend(e.pattern.clone()),
+                "agent_left" => ending.left = true,
+                "needs_user" => ending.waits = Some(e.str("what").unwrap_or("").to_string()),
+                "user_answered" => ending.waits = None,
+                _ => {}
+            }
+        }
+        if ending.left {
+            ending.waits = None;
+        }
+        vec![Item::Ending(ending)]
     }
 }
 
@@ -208,11 +195,8 @@ mod tests {
     #[test]
     fn an_ending_is_given_out_once_over_or_another_event_comes() {
         let mut endings = Endings::default();
-        assert!(
-            endings
-                .push(at(Kind::LockReleased, "c", 0).file("a"))
-                .is_empty()
-        );
+        let first = at(Kind::LockReleased, "c", 0).file("a");
+        assert!(endings.push(first).is_empty());
         assert!(endings.push(at(Kind::AgentLeft, "c", 100)).is_empty());
         let soon = clock::parse_timestamp("2026-01-28T10:00:01+00:00").unwrap();
         assert!(endings.due(&soon).is_empty());

@@ -176,15 +176,13 @@ impl std::str::FromStr for Position {
     type Err = ();
 
     fn from_str(text: &str) -> std::result::Result<Position, ()> {
-        let mut parts = text.split('-').map(|p| p.parse::<u64>().map_err(|_| ()));
-        let mut next = || parts.next().ok_or(())?;
-        let pos = Position {
-            file: (next()?, next()?),
-            offset: next()?,
-        };
-        match parts.next() {
-            None => Ok(pos),
-            Some(_) => Err(()),
+        let parts = text.split('-').map(|p| p.parse::<u64>().map_err(|_| ()));
+        match parts.collect::<std::result::Result<Vec<_>, ()>>()?[..] {
+            [dev, inode, offset] => Ok(Position {
+                file: (dev, inode),
+                offset,
+            }),
+            _ => Err(()),
         }
     }
 }

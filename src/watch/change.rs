@@ -3,8 +3,9 @@
 use serde::Serialize;
 
 use super::Snapshot;
+use crate::dialogue::DialogueSummary;
 use crate::lock::deadlock::WaitEdge;
-use crate::status::Status;
+use crate::status::{Status, WaitView};
 
 /// One change, as `coord watch --json` prints it (`event` names the kind). The fields of each
 /// are listed in docs/protocol.md (`coord watch`).
@@ -88,13 +89,51 @@ pub fn diff(before: &Snapshot, after: &Snapshot) -> Vec<Change> {
     let (b, a) = (&before.status, &after.status);
     agents(b, a, &mut out);
     locks(b, a, &mut out);
-    waits(b, a, &mut out);
-    for m in only_in(&after.messages, &before.messages, |x, y| x.id == y.id) {
-        let (id, from, to) = (m.id.clone(), m.from.clone(), m.to.clone());
-        out.push(Change::MessageSent { id, from, to });
+    // Waits begun and ended; new deadlocks.
+    let same = |x: &WaitView, y: &WaitView| x.agent == y.agent && x.file == y.file;
+    out.extend(only_in(&a.waits, &b.waits, same).map(|w| Change::Waiting {
+        agent: w.agent.clone(),
+        file: w.file.clone(),
+        waits_for: w.waits_for.clone(),
+    }));
+    out.extend(
+        only_in(&b.waits, &a.waits, same).map(|w| Change::WaitEnded {
+            agent: w.agent.clone(),
+            file: w.file.clone(),
+        }),
+    );
+    let cycles = only_in(&a.deadlocks, &b.deadlocks, |x, y| x == y).cloned();
+    out.extend(cycles.map(|cycle| Change::Deadlock { cycle }));
+    let sent = only_in(&after.messages, &before.messages, |x, y| x.id == y.id);
+    out.extend(sent.map(|m| Change::MessageSent {
+        id: m.id.clone(),
+        from: m.from.clone(),
+        to: m.to.clone(),
+    }));
+    // The dialogue's turn passed.
+    let (bd, ad) = (b.dialogue.as_ref(), a.dialogue.as_ref());
+    let turn = |d: &DialogueSummary| (d.folder.clone(), d.turn.clone());
+    if bd.map(turn) != ad.map(turn) {
+        out.push(Change::TurnPassed {
+            folder: ad.or(bd).map(|d| d.folder.clone()).unwrap_or_default(),
+            from: bd.and_then(|d| d.turn.clone()),
+            to: ad.and_then(|d| d.turn.clone()),
+            state: ad.map(|d| d.state.clone()),
+        });
     }
-    dialogue(b, a, &mut out);
-    reviews(b, a, &mut out);
+    // Reviews waiting for their next actor, and closed.
+    let waiting = only_in(&a.reviews, &b.reviews, |x, y| {
+        x.topic == y.topic && x.next_actor == y.next_actor && x.next_action == y.next_action
+    });
+    out.extend(waiting.map(|r| Change::ReviewWaiting {
+        topic: r.topic.clone(),
+        next_actor: r.next_actor.clone(),
+        next_action: r.next_action.clone(),
+    }));
+    let closed = only_in(&b.reviews, &a.reviews, |x, y| x.topic == y.topic);
+    out.extend(closed.map(|r| Change::ReviewClosed {
+        topic: r.topic.clone(),
+    }));
     out
 }
 
@@ -178,61 +217,5 @@ fn locks(b: &Status, a: &Status, out: &mut Vec<Change>) {
             let (file, agent) = (was.file.clone(), was.agent.clone());
             out.push(Change::LockReleased { file, agent });
         }
-    }
-}
-
-/// Waits begun and ended; new deadlocks.
-fn waits(b: &Status, a: &Status, out: &mut Vec<Change>) {
-    let same = |x: &crate::status::WaitView, y: &crate::status::WaitView| {
-        x.agent == y.agent && x.file == y.file
-    };
-    for w in only_in(&a.waits, &b.waits, same) {
-        out.push(Change::Waiting {
-            agent: w.agent.clone(),
-            file: w.file.clone(),
-            waits_for: w.waits_for.clone(),
-        });
-    }
-    for w in only_in(&b.waits, &a.waits, same) {
-        let (agent, file) = (w.agent.clone(), w.file.clone());
-        out.push(Change::WaitEnded { agent, file });
-    }
-    for cycle in only_in(&a.deadlocks, &b.deadlocks, |x, y| x == y) {
-        let cycle = cycle.clone();
-        out.push(Change::Deadlock { cycle });
-    }
-}
-
-/// The dialogue's turn passed.
-fn dialogue(b: &Status, a: &Status, out: &mut Vec<Change>) {
-    let (b, a) = (b.dialogue.as_ref(), a.dialogue.as_ref());
-    let turn = |d: Option<&crate::dialogue::DialogueSummary>| {
-        d.map(|d| (d.folder.clone(), d.turn.clone()))
-    };
-    if turn(b) != turn(a) {
-        out.push(Change::TurnPassed {
-            folder: a.or(b).map(|d| d.folder.clone()).unwrap_or_default(),
-            from: b.and_then(|d| d.turn.clone()),
-            to: a.and_then(|d| d.turn.clone()),
-            state: a.map(|d| d.state.clone()),
-        });
-    }
-}
-
-/// Reviews waiting for their next actor, and closed.
-fn reviews(b: &Status, a: &Status, out: &mut Vec<Change>) {
-    let waiting = only_in(&a.reviews, &b.reviews, |x, y| {
-        x.topic == y.topic && x.next_actor == y.next_actor && x.next_action == y.next_action
-    });
-    for r in waiting {
-        out.push(Change::ReviewWaiting {
-            topic: r.topic.clone(),
-            next_actor: r.next_actor.clone(),
-            next_action: r.next_action.clone(),
-        });
-    }
-    for r in only_in(&b.reviews, &a.reviews, |x, y| x.topic == y.topic) {
-        let topic = r.topic.clone();
-        out.push(Change::ReviewClosed { topic });
     }
 }

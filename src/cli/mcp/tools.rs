@@ -53,8 +53,7 @@ impl Host {
         let (ws, agent) = (&self.ws, &self.agent);
         match tool.name {
             "status" => {
-                let mut st = status::collect(ws);
-                status::add_conflicts(&mut st, ws);
+                let st = status::document(ws, true);
                 done(super::super::status::render(&st, false), &st)
             }
             "check" => {
