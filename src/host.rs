@@ -25,17 +25,21 @@ pub fn host_tag() -> &'static str {
 
 /// Where a command comes from, as a lock's `origin:` line says it: its coord session
 /// (`session ID`), else its POSIX session (`sid N`), else its pid namespace (`pidns N`).
-pub fn origin() -> String {
-    let session = std::env::var("COORD_SESSION").unwrap_or_default();
-    if !session.trim().is_empty() {
-        return format!("session {}", session.trim());
-    }
-    if let Some(sid) = own_ids().session {
-        return format!("sid {sid}");
-    }
-    // The session's leader lives outside this pid namespace (a container or sandbox): every
-    // command started in it from outside shares that session, so the namespace stands for it.
-    pid_namespace().map_or_else(|| format!("pid {}", pid()), |ns| format!("pidns {ns}"))
+/// Found once: none of them changes in a process's life.
+pub fn origin() -> &'static str {
+    static ORIGIN: OnceLock<String> = OnceLock::new();
+    ORIGIN.get_or_init(|| {
+        let session = std::env::var("COORD_SESSION").unwrap_or_default();
+        if !session.trim().is_empty() {
+            return format!("session {}", session.trim());
+        }
+        if let Some(sid) = own_ids().session {
+            return format!("sid {sid}");
+        }
+        // The session's leader lives outside this pid namespace (a container or sandbox): every
+        // command started in it from outside shares that session, so the namespace stands for it.
+        pid_namespace().map_or_else(|| format!("pid {}", pid()), |ns| format!("pidns {ns}"))
+    })
 }
 
 /// The inode number of this process's pid namespace (from `/proc/self/ns/pid`).
@@ -185,7 +189,12 @@ pub fn recorded_process_gone_since(pid: u32, host: &str, start: Option<u64>) -> 
 /// When process `pid` started, in clock ticks since boot (`/proc/<pid>/stat`, field 22): with
 /// the pid, it names one process for the life of the machine.
 pub fn start_time(pid: u32) -> Option<u64> {
-    stat_field(pid, 19)?.parse().ok()
+    let read = |pid| stat_field(pid, 19)?.parse().ok();
+    if pid != self::pid() {
+        return read(pid);
+    }
+    static OWN: OnceLock<Option<u64>> = OnceLock::new();
+    *OWN.get_or_init(|| read(pid))
 }
 
 /// The `n`th field of `/proc/<pid>/stat` after the command name (see [`stat_fields`]).
