@@ -65,7 +65,7 @@ pub fn handle(
         Kind::SessionStart => session_start(ws, agent, call.client, owner.map(|o| o.pid)),
         Kind::Stop => stop(ws, agent, call.stop_hook_active),
         Kind::SessionEnd => {
-            stamp::shutdown(ws, agent, Scope::Partner)?;
+            stamp::shutdown(ws, agent, Scope::Client)?;
             Ok(Reply::Allow)
         }
         Kind::Other => Ok(Reply::Allow),

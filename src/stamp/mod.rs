@@ -531,6 +531,9 @@ pub fn refresh_partner(
 pub enum Scope<'a> {
     /// Every open session of the partner, and all its locks.
     Partner,
+    /// Every open session of the partner, and the locks coord's index and its presence list
+    /// (a client's session end, as its turn's end: the tree is not walked).
+    Client,
     /// One session, and only the locks taken in it.
     Session(&'a str),
 }
@@ -553,6 +556,7 @@ pub struct Shutdown {
 pub fn shutdown(ws: &Workspace, agent: &AgentId, scope: Scope<'_>) -> Result<Shutdown> {
     let released = match scope {
         Scope::Partner => lock::release(ws, agent, None, false)?,
+        Scope::Client => lock::release_all(ws, agent)?,
         Scope::Session(id) => session::release_locks(ws, agent, id)?,
     };
     let root = ws.root();
@@ -563,7 +567,7 @@ pub fn shutdown(ws: &Workspace, agent: &AgentId, scope: Scope<'_>) -> Result<Shu
     let mut closed = Vec::new();
     for row in rows.iter().filter(|r| r.partner_name == agent.id()) {
         let in_scope = match scope {
-            Scope::Partner => row.status == RowStatus::Online,
+            Scope::Partner | Scope::Client => row.status == RowStatus::Online,
             Scope::Session(id) => row.session_id == id,
         };
         if in_scope {
