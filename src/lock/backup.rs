@@ -24,14 +24,18 @@ pub fn write(root: &Path, target: &Target) -> Result<Option<String>> {
         keep_generation(root, target);
         fsutil::copy_replace(&target.abs, &dst)?;
     }
-    Ok(Some(format!("{}{}", target.rel, layout::BACKUP_SUFFIX)))
+    Ok(Some(rel(target)))
+}
+
+/// Where `target`'s backup is, relative to the root.
+fn rel(target: &Target) -> String {
+    format!("{}{}", target.rel, layout::BACKUP_SUFFIX)
 }
 
 /// The backup of `target` as it stands (a regular `FILE.bak`), relative to the root; `None`
 /// when there is none.
 pub fn existing(target: &Target) -> Option<String> {
-    regular(&layout::backup(&target.abs))
-        .then(|| format!("{}{}", target.rel, layout::BACKUP_SUFFIX))
+    regular(&layout::backup(&target.abs)).then(|| rel(target))
 }
 
 /// Whether `path` is a regular file (not through a link).
@@ -46,8 +50,6 @@ pub struct Staged {
     root: PathBuf,
     target: Target,
     tmp: tempfile::NamedTempFile,
-    dst: std::path::PathBuf,
-    rel: String,
 }
 
 /// Copy `target` aside for a backup when it is a regular file; `None` when there is nothing
@@ -57,14 +59,12 @@ pub fn stage(root: &Path, target: &Target) -> Result<Option<Staged>> {
         return Ok(None);
     }
     let dst = layout::backup(&target.abs);
-    let dir = dst.parent().unwrap_or(std::path::Path::new("."));
+    let dir = dst.parent().unwrap_or(Path::new("."));
     let (tmp, _) = fsutil::copy_to_temp(&target.abs, dir, true)?;
     Ok(Some(Staged {
         root: root.to_path_buf(),
         target: target.clone(),
         tmp,
-        dst,
-        rel: format!("{}{}", target.rel, layout::BACKUP_SUFFIX),
     }))
 }
 
@@ -72,11 +72,12 @@ impl Staged {
     /// Publish the copy at `FILE.bak` (replacing it, never following a link there). Returns
     /// the backup's path relative to the root.
     pub fn commit(self) -> Result<String> {
-        if !fsutil::same_regular_files(self.tmp.path(), &self.dst) {
+        let dst = layout::backup(&self.target.abs);
+        if !fsutil::same_regular_files(self.tmp.path(), &dst) {
             keep_generation(&self.root, &self.target);
         }
-        fsutil::persist(self.tmp, &self.dst)?;
-        Ok(self.rel)
+        fsutil::persist(self.tmp, &dst)?;
+        Ok(rel(&self.target))
     }
 }
 

@@ -234,24 +234,21 @@ pub fn release_tokens(
     agent: &crate::workspace::AgentId,
     held: &[(String, String)],
 ) -> Result<Vec<Release>> {
-    let (mut out, marked) = give_back(ws, agent, held, true)?;
-    remote_claim::release(ws, agent, &marked, &mut out);
-    Ok(out)
+    give_back(ws, agent, held, true)
 }
 
-/// [`release_tokens`] here only (in the history when `record`): what was released, and which
-/// of the records released were published on the remote.
+/// [`release_tokens`]; without `record`, here only and not in the history.
 pub(super) fn give_back(
     ws: &Workspace,
     agent: &crate::workspace::AgentId,
     held: &[(String, String)],
     record: bool,
-) -> Result<(Vec<Release>, Vec<Marked>)> {
+) -> Result<Vec<Release>> {
     if held.is_empty() {
-        return Ok((Vec::new(), Vec::new()));
+        return Ok(Vec::new());
     }
     let root = ws.root();
-    let _mutex = ws.lock_mutex()?;
+    let mutex = ws.lock_mutex()?;
     let all = read_all(root);
     let mut gone = vec![false; all.len()];
     let mut out = Vec::with_capacity(held.len());
@@ -269,7 +266,12 @@ pub(super) fn give_back(
         };
         out.push(Release::new(pattern, true, outcome));
     }
-    finish(root, agent, (&all, &gone), out, marked, record)
+    let (mut out, marked) = finish(root, agent, (&all, &gone), out, marked, record)?;
+    drop(mutex);
+    if record {
+        remote_claim::release(ws, agent, &marked, &mut out);
+    }
+    Ok(out)
 }
 
 /// Add `keys` to `agent`'s claims taken with these tokens, each `(pattern, token)`. Caller

@@ -10,7 +10,7 @@ use crate::lock::queue::Waiter;
 use crate::lock::{LockEntry, LockState, claim, classify, locks_of};
 use crate::pattern::Pattern;
 use crate::presence::StateCache;
-use crate::workspace::{Target, Workspace};
+use crate::workspace::Workspace;
 
 /// One edge of the graph: `agent` waits for `file`, which `holder` holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize)]
@@ -49,40 +49,38 @@ fn holders(
     now: &Timestamp,
 ) -> Vec<(String, String)> {
     let root = ws.root();
-    let locks_on = |t: &Target, cache: &mut StateCache| {
-        let mut entries = locks_of(t);
-        classify(root, &mut entries, cache, now);
-        entries
-    };
-    let (first, then): (Vec<LockEntry>, Vec<LockEntry>) = if claim {
+    // A pattern is in the way of the locks on the files coord's index names that it matches,
+    // each once (verified by reading their lock files); a file, of the locks on it.
+    let (want, files) = if claim {
         let Ok(want) = Pattern::parse(key) else {
             return Vec::new();
         };
-        let claims = (claim::judged_patterns(root, cache, now).into_iter())
-            .filter(|c| c.pattern.overlaps(&want))
-            .map(|c| c.entry)
-            .collect();
-        // The files coord's index names, each once (verified by reading their lock files).
         let mut files: Vec<String> = (super::index::entries(root).into_iter())
             .map(|(rel, _)| rel)
             .filter(|rel| want.matches(rel))
             .collect();
         files.sort();
         files.dedup();
-        let locks = (files.iter())
-            .filter_map(|rel| ws.target_from_rel(rel).ok())
-            .flat_map(|t| locks_on(&t, cache))
-            .collect();
+        (Some(want), files)
+    } else if ws.target_from_rel(key).is_err() {
+        return Vec::new();
+    } else {
+        (None, vec![key.to_string()])
+    };
+    let mut locks: Vec<LockEntry> = (files.iter())
+        .filter_map(|rel| ws.target_from_rel(rel).ok())
+        .flat_map(|t| locks_of(&t))
+        .collect();
+    classify(root, &mut locks, cache, now);
+    let claims = (claim::judged_patterns(root, cache, now).into_iter())
+        .filter(|c| {
+            (want.as_ref()).map_or_else(|| c.pattern.matches(key), |w| c.pattern.overlaps(w))
+        })
+        .map(|c| c.entry)
+        .collect();
+    let (first, then) = if claim {
         (claims, locks)
     } else {
-        let Ok(target) = ws.target_from_rel(key) else {
-            return Vec::new();
-        };
-        let locks = locks_on(&target, cache);
-        let claims = (claim::judged_patterns(root, cache, now).into_iter())
-            .filter(|c| c.pattern.matches(key))
-            .map(|c| c.entry)
-            .collect();
         (locks, claims)
     };
     let mut out = Vec::new();

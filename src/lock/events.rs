@@ -74,20 +74,17 @@ pub(super) fn refused(root: &Path, req: &LockRequest, err: crate::Error) -> crat
 /// Locks (or, with `claims`, claims) given back: one event for each removed (a forced STALE
 /// one names its holder).
 pub(super) fn released(root: &Path, agent: &AgentId, out: &[Release], claims: bool) {
-    let kind = if claims {
-        Kind::ClaimReleased
-    } else {
-        Kind::LockReleased
-    };
+    let kinds = (Kind::LockReleased, Kind::ClaimReleased);
     for r in out {
+        let event = about(kinds, claims, agent.id(), &r.file);
         let event = match &r.outcome {
-            ReleaseOutcome::Released => Event::new(kind, agent.id()),
-            ReleaseOutcome::ForcedStale { from } => Event::new(kind, agent.id())
-                .with("from", from.as_str())
-                .with("forced", true),
+            ReleaseOutcome::Released => event,
+            ReleaseOutcome::ForcedStale { from } => {
+                event.with("from", from.as_str()).with("forced", true)
+            }
             _ => continue,
         };
-        history::record(root, about(event, claims, &r.file));
+        history::record(root, event);
     }
 }
 
@@ -101,22 +98,18 @@ pub(super) fn remote_lost(
     by: Option<&str>,
     remote: &str,
 ) {
-    let kind = if claim {
-        Kind::ClaimLost
-    } else {
-        Kind::LockLost
-    };
-    let event = Event::new(kind, agent)
+    let event = about((Kind::LockLost, Kind::ClaimLost), claim, agent, text)
         .with("remote", remote)
         .with_null("by", by.map(str::to_string));
-    history::record(root, about(event, claim, text));
+    history::record(root, event);
 }
 
-/// `event` about the claim on pattern `text` when `claim`, else about the file `text`.
-fn about(event: Event, claim: bool, text: &str) -> Event {
+/// An event of `agent` about the claim on pattern `text` (of kind `kinds.1`) when `claim`, else
+/// about the file `text` (of kind `kinds.0`).
+fn about(kinds: (Kind, Kind), claim: bool, agent: &str, text: &str) -> Event {
     if claim {
-        event.pattern(text)
+        Event::new(kinds.1, agent).pattern(text)
     } else {
-        event.file(text)
+        Event::new(kinds.0, agent).file(text)
     }
 }

@@ -268,19 +268,16 @@ pub fn release_tokens(
     agent: &AgentId,
     held: &[(Target, String)],
 ) -> Result<Vec<Release>> {
-    let (mut out, marked) = give_back(ws, agent, held, true)?;
-    remote_claim::release(ws, agent, &marked, &mut out);
-    Ok(out)
+    give_back(ws, agent, held, true)
 }
 
-/// [`release_tokens`] here only (in the history when `record`): what was released, and which
-/// of the locks released were published on the remote.
+/// [`release_tokens`]; without `record`, here only and not in the history.
 pub(super) fn give_back(
     ws: &Workspace,
     agent: &AgentId,
     held: &[(Target, String)],
     record: bool,
-) -> Result<(Vec<Release>, Vec<Marked>)> {
+) -> Result<Vec<Release>> {
     let mutex = ws.lock_mutex()?;
     let mut out = Vec::with_capacity(held.len());
     let mut g = Gathered::default();
@@ -304,7 +301,10 @@ pub(super) fn give_back(
         handoff::let_go(&layout::lock_file(&target.abs, agent.id()));
     }
     removed?;
-    Ok((out, g.marked))
+    if record {
+        remote_claim::release(ws, agent, &g.marked, &mut out);
+    }
+    Ok(out)
 }
 
 /// The token of `agent`'s lock on `target`, when it holds one.

@@ -318,17 +318,13 @@ fn back_up(
         } else if let Some(kept) = kept.filter(|_| a.took_over.iter().any(|t| t.claim.is_none())) {
             a.backup = Some(kept);
             a.backup_kept = true;
-        } else {
-            match backup::write(ws.root(), target) {
-                Ok(b) => a.backup = b,
-                Err(e) => {
-                    let tokens = acquired.iter().map(|a| a.token.clone());
-                    let tokens: Vec<(Target, String)> =
-                        targets.iter().cloned().zip(tokens).collect();
-                    let _ = release_tokens(ws, &req.agent, &tokens);
-                    return Err(e);
-                }
-            }
+        } else if let Err(e) = backup::write(ws.root(), target).map(|b| a.backup = b) {
+            let tokens = targets
+                .iter()
+                .cloned()
+                .zip(acquired.iter().map(|a| a.token.clone()));
+            let _ = release_tokens(ws, &req.agent, &tokens.collect::<Vec<_>>());
+            return Err(e);
         }
     }
     Ok(())
