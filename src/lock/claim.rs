@@ -143,8 +143,7 @@ pub fn release(
     Ok(out)
 }
 
-/// [`release`] here only: what was released, and which of `agent`'s records released were
-/// published on the remote.
+/// [`release`] here only, with the records released that were published on the remote.
 pub(super) fn release_here(
     ws: &Workspace,
     agent: &crate::workspace::AgentId,
@@ -207,8 +206,7 @@ fn ours(
     ReleaseOutcome::Released
 }
 
-/// Rewrite `.coord/claims` without the claims `gone`, and (when `record`) record the releases
-/// `out` in the history.
+/// Rewrite `.coord/claims` without the claims `gone`; with `record`, record `out` in the history.
 fn finish(
     root: &Path,
     agent: &crate::workspace::AgentId,

@@ -104,8 +104,7 @@ pub(super) fn remote_lost(
     history::record(root, event);
 }
 
-/// An event of `agent` about the claim on pattern `text` (of kind `kinds.1`) when `claim`, else
-/// about the file `text` (of kind `kinds.0`).
+/// An event of `agent` about the claim on pattern `text` (`kinds.1`) if `claim`, else the file.
 fn about(kinds: (Kind, Kind), claim: bool, agent: &str, text: &str) -> Event {
     if claim {
         Event::new(kinds.1, agent).pattern(text)

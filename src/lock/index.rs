@@ -36,8 +36,7 @@ pub(super) fn forget(root: &Path, rel: &str, agent: &str) {
     );
 }
 
-/// Forget the entry of the lock file `lock_path` of `agent` on `rel`, just removed, in whichever
-/// work tree it lay.
+/// Forget the entry of `agent`'s lock file `lock_path` on `rel`, just removed, in any work tree.
 pub(super) fn forget_removed(root: &Path, rel: &str, agent: &str, lock_path: &Path) {
     if lock_path.file_name() == layout::lock_file(Path::new(rel), agent).file_name() {
         forget(root, rel, agent);

@@ -43,8 +43,7 @@ fn dir_of(root: &Path, key: &str, claim: bool) -> PathBuf {
     }
 }
 
-/// The tickets in the queue folder `dir`, (number, path) unsorted; `None` when it cannot be
-/// listed.
+/// The tickets (number, path) in the queue folder `dir`, unsorted; `None` if it cannot be listed.
 fn tickets_in(dir: &Path) -> Option<Vec<(u64, PathBuf)>> {
     let entries = fsutil::read_dir(dir).ok()?.flatten();
     let number = |e: &fs::DirEntry| e.file_name().to_str().and_then(layout::parse_ticket_name);
@@ -71,8 +70,8 @@ pub(crate) fn register(
     targets: &[Target],
     claims: &[String],
 ) -> Result<Tickets> {
-    let seq_path = layout::queue_seq(&crate::worktree::shared_root(root));
-    let queue_root = layout::queue_root(&crate::worktree::shared_root(root));
+    let shared = crate::worktree::shared_root(root);
+    let (seq_path, queue_root) = (layout::queue_seq(&shared), layout::queue_root(&shared));
     fsutil::ensure_dir(&queue_root)?;
     // `seq` may be missing, garbage, huge or not a file at all. The next number is also above
     // every ticket still queued, so a damaged counter cannot let a new waiter jump the line.

@@ -23,8 +23,11 @@ pub fn locks_of(target: &Target) -> Vec<LockEntry> {
 /// [`locks_of`], with an error when the folder cannot be listed (a folder coord cannot read is
 /// not a folder without locks).
 pub fn try_locks_of(target: &Target) -> Result<Vec<LockEntry>> {
-    let roster = roster_of(std::slice::from_ref(target));
-    list_locks(target, Listing::of(&roster))
+    let one = std::slice::from_ref(target);
+    let roster = roster_of(one);
+    Ok(list_locks_each(one, Listing::of(&roster))?
+        .pop()
+        .unwrap_or_default())
 }
 
 /// The roster to look up for `targets` ([`lookup_roster`] of their root).
@@ -34,7 +37,7 @@ fn roster_of(targets: &[Target]) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// How [`list_locks`] lists one target's locks.
+/// How [`list_locks_each`] lists the locks of targets.
 #[derive(Debug, Default, Clone, Copy)]
 pub(super) struct Listing<'a> {
     /// Also remove coord's temporary files left in the folder by killed processes, in the same
@@ -57,13 +60,6 @@ impl<'a> Listing<'a> {
             ..Listing::default()
         }
     }
-}
-
-/// List the lock files of `target` as `how` says.
-pub(super) fn list_locks(target: &Target, how: Listing<'_>) -> Result<Vec<LockEntry>> {
-    Ok(list_locks_each(std::slice::from_ref(target), how)?
-        .pop()
-        .unwrap_or_default())
 }
 
 #[cfg(test)]
@@ -190,13 +186,9 @@ fn list_other_trees(root: &Path, targets: &[Target], out: &mut [Vec<LockEntry>])
 /// folder listed once. A folder that cannot be listed gives its targets no locks.
 pub fn locks_of_each(targets: &[Target]) -> Vec<Vec<LockEntry>> {
     let roster = roster_of(targets);
-    let how = Listing::of(&roster);
-    list_locks_each(targets, how).unwrap_or_else(|_| {
+    list_locks_each(targets, Listing::of(&roster)).unwrap_or_else(|_| {
         // One folder could not be listed: the others still count.
-        targets
-            .iter()
-            .map(|t| list_locks(t, how).unwrap_or_default())
-            .collect()
+        targets.iter().map(locks_of).collect()
     })
 }
 

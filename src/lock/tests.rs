@@ -134,21 +134,19 @@ fn take_over_fails_when_the_lock_cannot_be_moved_aside() {
         dir.path(),
         "Agent: X\nlocked_at: 2026-01-28T01:00:00+00:00\n",
     );
+    let chattr = |flag| {
+        std::process::Command::new("chattr")
+            .args([flag])
+            .arg(&e.lock_path)
+            .status()
+    };
     // An immutable file cannot be renamed, even by root (ext4, xfs, btrfs; not tmpfs).
-    let immutable = std::process::Command::new("chattr")
-        .arg("+i")
-        .arg(&e.lock_path)
-        .status()
-        .is_ok_and(|s| s.success());
-    if !immutable {
+    if !chattr("+i").is_ok_and(|s| s.success()) {
         eprintln!("skipped: `chattr +i` is not available on this filesystem");
         return;
     }
     let result = take_over(dir.path(), &e);
-    let _ = std::process::Command::new("chattr")
-        .arg("-i")
-        .arg(&e.lock_path)
-        .status();
+    let _ = chattr("-i");
     assert!(
         result.is_err(),
         "a lock still in place was reported taken over"

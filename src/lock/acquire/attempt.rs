@@ -273,9 +273,7 @@ impl<'a> Try<'a> {
         {
             return Err(claim_blocker(root, c, text, &self.now));
         }
-        let mut stale_locks = self.locks_under(want)?;
-        let mut seen = HashSet::new();
-        stale_locks.retain(|e| seen.insert(e.lock_path.clone()));
+        let stale_locks = self.locks_under(want)?;
         if !self.mine.claims.iter().any(|c| c == text) {
             let ahead = self.ahead(|w| match w.claim {
                 true => Pattern::parse(&w.file).is_ok_and(|p| p.overlaps(want)),
@@ -299,8 +297,8 @@ impl<'a> Try<'a> {
         })
     }
 
-    /// The locks of others on the paths `want` matches, all stale (a live one stands in the
-    /// way): from coord's index, and from a walk of the folder every match lies in.
+    /// The locks of others on the paths `want` matches, each once, all stale (a live one stands
+    /// in the way): from coord's index, and from a walk of the folder every match lies in.
     fn locks_under(&mut self, want: &Pattern) -> Result<Vec<LockEntry>, Blocker> {
         let (ws, me) = (self.ws, self.req.agent.id());
         let indexed = self
@@ -316,7 +314,8 @@ impl<'a> Try<'a> {
                 .into_iter()
                 .filter(|e| want.matches(&e.file)),
         );
-        found.retain(|e| e.agent != me);
+        let mut seen = HashSet::new();
+        found.retain(|e| e.agent != me && seen.insert(e.lock_path.clone()));
         classify(ws.root(), &mut found, &mut self.cache, &self.now);
         match found.iter().find(|e| e.state != LockState::Stale) {
             Some(live) => {
