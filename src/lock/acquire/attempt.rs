@@ -47,7 +47,13 @@ pub(super) fn attempt(
     };
     // Every folder is listed once, however many of the targets it holds.
     let listed = list_locks_each(targets, listing)?;
-    let (plans, claim_plans) = match t.plan(listed) {
+    // Every file, then every claim asked for, judged in order: the first in the way ends the try.
+    let plans = (targets.iter().zip(listed)).map(|(target, entries)| t.plan_lock(target, entries));
+    let planned = plans.collect::<Result<Vec<_>, _>>().and_then(|plans| {
+        let claims = req.claims.iter().map(|want| t.plan_claim(want));
+        Ok((plans, claims.collect::<Result<Vec<_>, _>>()?))
+    });
+    let (plans, claim_plans) = match planned {
         Ok(both) => both,
         Err(b) => return Ok(Attempt::Busy(b)),
     };
@@ -147,20 +153,6 @@ impl<'a> Try<'a> {
             my_seq: tickets.map(|t| t.seq),
             indexed: None,
         }
-    }
-
-    /// Judge every file and claim asked for, in order; the first that stands in the way.
-    #[allow(clippy::type_complexity)]
-    fn plan(
-        &mut self,
-        listed: Vec<Vec<LockEntry>>,
-    ) -> Result<(Vec<Plan<&'a Target>>, Vec<Plan<&'a Pattern>>), Blocker> {
-        let (targets, req) = (self.targets, self.req);
-        let plans = (targets.iter().zip(listed))
-            .map(|(target, entries)| self.plan_lock(target, entries))
-            .collect::<Result<_, _>>()?;
-        let claims = req.claims.iter().map(|w| self.plan_claim(w));
-        Ok((plans, claims.collect::<Result<_, _>>()?))
     }
 
     fn me(&self) -> &str {
