@@ -54,13 +54,8 @@ pub fn entries(root: &Path) -> Vec<(String, String)> {
         .filter_map(|entry| {
             let name = entry.file_name();
             let (rel, agent) = layout::parse_held_entry(name.to_str()?)?;
-            let rel = match rel {
-                Some(rel) => rel,
-                None => {
-                    let bytes = fsutil::read_capped(&entry.path(), RECORD_CAP).ok()?;
-                    String::from_utf8(bytes).ok()?
-                }
-            };
+            let read = || fsutil::read_capped(&entry.path(), RECORD_CAP).ok();
+            let rel = rel.or_else(|| String::from_utf8(read()?).ok())?;
             plain_relative(&rel).then_some((rel, agent))
         })
         .collect()

@@ -158,12 +158,11 @@ pub(super) fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker
         holder: holder_where(root, e),
         since: format_since(e.since.as_ref(), now),
         working_on,
-        queued_ahead: 0,
         record: e.raw.clone().map(|raw| (e.lock_path.clone(), raw)),
         holder_state,
         follows,
         takeable_at,
-        pattern: None,
+        ..Blocker::default()
     }
 }
 
