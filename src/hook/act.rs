@@ -107,9 +107,15 @@ fn recent(now: &clock::Timestamp, then: &clock::Timestamp) -> bool {
     clock::age(now, then) <= FRESH && clock::age(then, now) <= FRESH
 }
 
-/// Presence heartbeat and stamp-card row, unless both are [`FRESH`] already.
+/// Presence heartbeat and stamp-card row, unless both are [`FRESH`] already (read without the
+/// mutex: a stale answer costs one write).
 fn heartbeat(ws: &Workspace, agent: &AgentId) -> Result<()> {
-    if heartbeat_fresh(ws, agent) {
+    let now = clock::now();
+    if presence_fresh(ws, agent, &now)
+        && (stamp::open_rows(ws.root()).0.iter())
+            .filter(|r| r.partner_name == agent.id() && r.status == stamp::RowStatus::Online)
+            .all(|r| r.heartbeat().is_some_and(|hb| recent(&now, &hb)))
+    {
         return Ok(());
     }
     ws.ensure_state_dir()?;
@@ -117,20 +123,6 @@ fn heartbeat(ws: &Workspace, agent: &AgentId) -> Result<()> {
     stamp::refresh_partner(ws.root(), agent, None, false)?;
     presence::write(ws.root(), agent, &Update::default())?;
     Ok(())
-}
-
-/// Whether `agent`'s presence and its online stamp-card rows are [`FRESH`]. Read without the
-/// mutex: a stale answer costs one write.
-fn heartbeat_fresh(ws: &Workspace, agent: &AgentId) -> bool {
-    let now = clock::now();
-    if !presence_fresh(ws, agent, &now) {
-        return false;
-    }
-    stamp::open_rows(ws.root())
-        .0
-        .iter()
-        .filter(|r| r.partner_name == agent.id() && r.status == stamp::RowStatus::Online)
-        .all(|r| r.heartbeat().is_some_and(|hb| recent(&now, &hb)))
 }
 
 /// Whether `agent`'s presence says ACTIVE with a heartbeat within [`FRESH`] of `now`.

@@ -25,25 +25,24 @@ pub fn record(
     reply: Option<&Reply>,
 ) {
     let root = ws.root();
-    let files = || -> Vec<String> {
-        call.files
-            .iter()
-            .flatten()
-            .filter_map(|f| {
-                ws.resolve(cwd, f)
-                    .ok()
-                    .or_else(|| ws.resolve_unmade(cwd, f))
-            })
-            .map(|t| t.rel)
-            .collect()
-    };
     let edit = match (call.kind, reply) {
         (Kind::BeforeTool, Some(Reply::Deny(why))) => Some((history::Kind::EditDenied, Some(why))),
         (Kind::AfterTool, _) => Some((history::Kind::EditMade, None)),
         _ => None,
     };
     if let Some((kind, why)) = edit {
-        for file in files() {
+        let resolve = |f: &String| {
+            ws.resolve(cwd, f)
+                .ok()
+                .or_else(|| ws.resolve_unmade(cwd, f))
+        };
+        for file in call
+            .files
+            .iter()
+            .flatten()
+            .filter_map(resolve)
+            .map(|t| t.rel)
+        {
             let event = Event::new(kind, agent.id())
                 .file(&file)
                 .with("tool", call.tool.clone());
