@@ -249,7 +249,6 @@ pub fn headless(client: Client, process: ClientProcess) -> bool {
         .headless(args, host::stdin_is_terminal(process.pid))
 }
 
-/// Shells, by command name.
 const SHELLS: [&str; 9] = [
     "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "fish",
 ];
@@ -313,7 +312,6 @@ pub fn end(ws: &Workspace, client: Client, id: &str, process: ClientProcess) -> 
     }
 }
 
-/// The registration file of process `pid` on this host.
 fn session_path(root: &Path, pid: u32) -> PathBuf {
     layout::session_file(&crate::worktree::shared_root(root), host::host_tag(), pid)
 }

@@ -793,9 +793,9 @@ const WINDSURF: Adapter = Adapter {
         ("post_run_command", None),
         ("post_cascade_response", None),
     ],
-    edited: |tool, input| {
-        (tool == tools::WINDSURF_WRITE)
-            .then(|| tools::path_of(input, &["file_path"]).unwrap_or_default())
+    edited: |tool, input| match tool {
+        tools::WINDSURF_WRITE => tools::path_of(input, &["file_path"]),
+        _ => None,
     },
     shell: |t, i| tools::shell_call(t, tools::WINDSURF_RUN, i, None),
     // Cascade reads no JSON: a denial is exit status 2 with the reason on stderr.

@@ -493,7 +493,6 @@ fn session_start(
     Ok(Reply::Context(context(ws, agent, client)))
 }
 
-/// The text a session starts with.
 fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
     let me = agent.id();
     let st = status::glance(ws);
@@ -503,47 +502,40 @@ fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
         st.root,
         client.product()
     )];
-    let others: Vec<String> = st
-        .agents
-        .iter()
-        .filter(|a| a.agent != me && a.status == AgentState::Active.as_str())
-        .map(|a| match a.working_on.as_deref().filter(|w| *w != "-") {
-            Some(w) => format!("{} (working on {w})", a.agent),
-            None => a.agent.clone(),
-        })
-        .collect();
-    let list = |out: &mut Vec<String>, head: &str, items: Vec<String>| {
+    let mut list = |head: &str, items: Vec<String>| {
         if !items.is_empty() {
             out.push(format!("{head}: {}.", items.join(", ")));
         }
     };
-    list(&mut out, "Other agents active", others);
+    let (active, live) = (AgentState::Active.as_str(), lock::LockState::Live);
+    let others = (st.agents.iter()).filter(|a| a.agent != me && a.status == active);
+    list(
+        "Other agents active",
+        (others.map(|a| match a.working_on.as_deref().filter(|w| *w != "-") {
+            Some(w) => format!("{} (working on {w})", a.agent),
+            None => a.agent.clone(),
+        }))
+        .collect(),
+    );
     let now = clock::now();
-    let locks: Vec<String> = st
-        .locks
-        .iter()
-        .filter(|l| l.agent != me && l.state == lock::LockState::Live)
-        .map(|l| {
+    let locks = st.locks.iter().filter(|l| l.agent != me && l.state == live);
+    list(
+        "Files locked by others",
+        (locks.map(|l| {
             let since = shelledit::since_text(l.locked_at.as_deref(), &now);
             format!("{} (held by {} since {since})", l.file, l.name)
-        })
-        .collect();
-    list(&mut out, "Files locked by others", locks);
-    let claims: Vec<String> = st
-        .claims
-        .iter()
-        .filter(|c| c.agent != me && c.state == lock::LockState::Live)
-        .map(|c| {
-            let reason = c
-                .reason
-                .as_deref()
-                .map(|r| format!(", {r}"))
-                .unwrap_or_default();
+        }))
+        .collect(),
+    );
+    let claims = (st.claims.iter()).filter(|c| c.agent != me && c.state == live);
+    list(
+        "Folders and patterns claimed by others (every file they match is held)",
+        (claims.map(|c| {
+            let reason = (c.reason.as_deref().map(|r| format!(", {r}"))).unwrap_or_default();
             format!("`{}` (claimed by {}{reason})", c.pattern, c.name)
-        })
-        .collect();
-    let held = "Folders and patterns claimed by others (every file they match is held)";
-    list(&mut out, held, claims);
+        }))
+        .collect(),
+    );
     let unread = unread_lines(ws, agent);
     if !unread.is_empty() {
         out.push(format!(

@@ -10,11 +10,6 @@ use crate::history::{self, Event};
 use crate::layout;
 use crate::workspace::{AgentId, Workspace};
 
-/// Before the call is handled: every event of this process names the client and session.
-pub fn begin(call: &HookCall) {
-    history::set_context(call.client.as_str(), call.session_id.as_deref());
-}
-
 /// After the call was handled (`reply`, `None` when coord failed): record what it did.
 pub fn record(
     ws: &Workspace,
@@ -78,7 +73,6 @@ fn prompted(call: &HookCall) -> bool {
     )
 }
 
-/// How many characters of the first prompt are kept.
 const PROMPT_CHARS: usize = 40;
 
 /// Keep the session's first prompt in its presence, once (best effort: a label, nothing more).
