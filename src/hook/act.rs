@@ -50,10 +50,10 @@ pub fn handle(
                 before_edit(ws, agent, call, &made, wait, owner)
             }
             (None, Some(shell)) => before_shell(ws, agent, shell, cwd),
-            (None, None) => heartbeat(ws, agent).map(|()| Reply::Allow),
+            (None, None) => heartbeat(ws, agent, true).map(|()| Reply::Allow),
         },
         Kind::AfterTool => {
-            heartbeat(ws, agent)?;
+            heartbeat(ws, agent, true)?;
             if let Some(files) = &call.files {
                 renew(ws, agent, call, &targets(ws, cwd, files, false), owner)?;
             }
@@ -107,32 +107,29 @@ fn recent(now: &clock::Timestamp, then: &clock::Timestamp) -> bool {
     clock::age(now, then) <= FRESH && clock::age(then, now) <= FRESH
 }
 
-/// Presence heartbeat and stamp-card row, unless both are [`FRESH`] already (read without the
-/// mutex: a stale answer costs one write).
-fn heartbeat(ws: &Workspace, agent: &AgentId) -> Result<()> {
+/// Presence heartbeat and (`card`) stamp-card row, unless [`FRESH`] already: the presence ACTIVE
+/// (read without the mutex: a stale answer costs one write).
+fn heartbeat(ws: &Workspace, agent: &AgentId, card: bool) -> Result<()> {
     let now = clock::now();
-    if presence_fresh(ws, agent, &now)
-        && (stamp::open_rows(ws.root()).0.iter())
+    let me = presence::read(ws.root(), agent.id()).ok().flatten();
+    let active = me.is_some_and(|me| {
+        me.state(&now) == AgentState::Active && me.heartbeat().is_some_and(|hb| recent(&now, &hb))
+    });
+    let rows_fresh = || {
+        (stamp::open_rows(ws.root()).0.iter())
             .filter(|r| r.partner_name == agent.id() && r.status == stamp::RowStatus::Online)
             .all(|r| r.heartbeat().is_some_and(|hb| recent(&now, &hb)))
-    {
+    };
+    if active && (!card || rows_fresh()) {
         return Ok(());
     }
     ws.ensure_state_dir()?;
     let _mutex = ws.lock_mutex()?;
-    stamp::refresh_partner(ws.root(), agent, None, false)?;
+    if card {
+        stamp::refresh_partner(ws.root(), agent, None, false)?;
+    }
     presence::write(ws.root(), agent, &Update::default())?;
     Ok(())
-}
-
-/// Whether `agent`'s presence says ACTIVE with a heartbeat within [`FRESH`] of `now`.
-fn presence_fresh(ws: &Workspace, agent: &AgentId, now: &clock::Timestamp) -> bool {
-    presence::read(ws.root(), agent.id())
-        .ok()
-        .flatten()
-        .is_some_and(|me| {
-            me.state(now) == AgentState::Active && me.heartbeat().is_some_and(|hb| recent(now, &hb))
-        })
 }
 
 /// Lock every edited file, all or nothing: a refresh for files this agent already holds.
@@ -145,7 +142,7 @@ fn before_edit(
     owner: Option<&Owner>,
 ) -> Result<Reply> {
     if targets.is_empty() {
-        heartbeat(ws, agent)?;
+        heartbeat(ws, agent, true)?;
         return Ok(Reply::Allow);
     }
     // Files this session locked seconds ago, with no other lock beside: nothing to refresh.
@@ -154,12 +151,7 @@ fn before_edit(
         renewed_lately(t, agent, owner, &now)
             && lock::try_locks_of(t).is_ok_and(|found| found.iter().all(|e| e.agent == agent.id()))
     }) {
-        if !presence_fresh(ws, agent, &now) {
-            ws.ensure_state_dir()?;
-            let _mutex = ws.lock_mutex()?;
-            presence::write(ws.root(), agent, &Update::default())?;
-        }
-        return Ok(Reply::Allow);
+        return heartbeat(ws, agent, false).map(|()| Reply::Allow);
     }
     let req = request(agent, call, targets.to_vec(), wait, true, owner);
     match lock::acquire(ws, &req, &mut |_| {}) {
@@ -190,7 +182,7 @@ fn before_shell(
     shell: &crate::client::Shell,
     cwd: &Path,
 ) -> Result<Reply> {
-    heartbeat(ws, agent)?;
+    heartbeat(ws, agent, true)?;
     if let Err(e) = shelledit::start(ws, agent) {
         eprintln!("warning: coord cannot note the start of this shell command: {e}");
     }
