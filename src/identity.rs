@@ -320,8 +320,7 @@ fn session_path(root: &Path, pid: u32) -> PathBuf {
 mod tests {
     use super::*;
 
-    /// 8 letters and digits of the id: its first, or its last for ids that begin with a clock
-    /// (UUID v7, OpenCode's `ses_`, Cline's `conv_`), so sessions started together differ.
+    /// Ids that begin with a clock keep their last 8, so sessions started together differ.
     #[test]
     fn agent_ids_take_eight_letters_and_digits() {
         // The client is the agent's prefix.

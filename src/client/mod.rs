@@ -1,6 +1,6 @@
 //! Everything coord knows about each agent client, as one table ([`Client::adapter`]): how it
 //! names events, which tools edit which files, how a reply is written back, what `coord init`
-//! registers for it ([`Wire`]) and its plugin ([`Plugin`]), and what makes it run a folder's
+//! registers for it ([`Wire`]) and its plugin ([`PluginKind`]), and what makes it run a folder's
 //! hooks at all. The doors ([`crate::hook`], [`crate::init`], [`crate::plugin`], `coord doctor`)
 //! read this table; nothing here imports them. A new client is one entry in [`clients!`].
 
