@@ -65,16 +65,8 @@ pub fn codex_edited(tool: &str, input: &Value) -> Option<Vec<String>> {
         (Value::Null, Value::String(s)) => return Some(patch::paths(s)),
         (v, _) => v,
     };
-    let text = match input.get("command").or_else(|| input.get("patch")) {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(words)) => words
-            .iter()
-            .filter_map(Value::as_str)
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    };
-    Some(patch::paths(&text))
+    let text = input.get("command").or_else(|| input.get("patch"));
+    Some(patch::paths(&text.and_then(lines).unwrap_or_default()))
 }
 
 /// Copilot CLI: `edit`, `create`, `str_replace_editor` (every command but `view` writes) and
@@ -121,16 +113,20 @@ pub fn cline_shell(tool: &str, input: &Value) -> Option<Shell> {
         return None;
     }
     let args = args_object(input);
-    let command = match &args["commands"] {
-        Value::Array(cmds) => cmds
-            .iter()
-            .filter_map(Value::as_str)
-            .collect::<Vec<_>>()
-            .join("\n"),
-        Value::String(s) => s.clone(),
-        _ => str_field(&args, &["command"])?,
-    };
+    let command = lines(&args["commands"]).or_else(|| str_field(&args, &["command"]))?;
     Some(Shell { command, dir: None })
+}
+
+/// A string, or the strings of an array a line each.
+fn lines(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(words) => {
+            let words: Vec<&str> = words.iter().filter_map(Value::as_str).collect();
+            Some(words.join("\n"))
+        }
+        _ => None,
+    }
 }
 
 /// Cursor's payload in the shape coord reads: `conversation_id` is the session, the first
