@@ -133,21 +133,29 @@ impl Registration {
             host: rec.get_nonempty("host")?.to_string(),
         })
     }
-
-    fn session(self, via: String) -> Session {
-        Session {
-            client: self.client,
-            id: self.session,
-            agent: self.agent,
-            via,
-            process: Some(self.process),
-        }
-    }
 }
 
-/// The session this process runs in, if any: [`from_tree`], else [`from_env`].
+/// The session this process runs in, if any: [`from_tree`], else the client's session variable,
+/// with the live process registered for that session on this host.
 pub fn current(root: &Path) -> Option<Session> {
-    from_tree(root).or_else(|| from_env(root))
+    from_tree(root).or_else(|| {
+        let (var, client, id) = env_session()?;
+        let agent = agent_for(client, &id)?;
+        let process = this_host(root).into_iter().find_map(|(_, reg)| {
+            (reg.client == client
+                && reg.session == id
+                && reg.host == host::hostname()
+                && reg.process.alive())
+            .then_some(reg.process)
+        });
+        Some(Session {
+            client,
+            id,
+            agent,
+            via: format!("env {var}"),
+            process,
+        })
+    })
 }
 
 /// The nearest ancestor of this process registered in the workspace at `root`, if still alive.
@@ -160,23 +168,16 @@ fn from_tree(root: &Path) -> Option<Session> {
         .take_while(|&pid| pid > 1)
         .find_map(|pid| {
             let reg = Registration::read(&session_path(root, pid))?;
-            (reg.host == host::hostname() && reg.process.pid == pid && reg.process.alive())
-                .then(|| reg.session("process tree".into()))
+            (reg.host == host::hostname() && reg.process.pid == pid && reg.process.alive()).then(
+                || Session {
+                    client: reg.client,
+                    id: reg.session,
+                    agent: reg.agent,
+                    via: "process tree".into(),
+                    process: Some(reg.process),
+                },
+            )
         })
-}
-
-/// The session named by a client's session variable, with its registered process if alive.
-fn from_env(root: &Path) -> Option<Session> {
-    let (var, client, id) = env_session()?;
-    let agent = agent_for(client, &id)?;
-    let process = registered_process(root, client, &id);
-    Some(Session {
-        client,
-        id,
-        agent,
-        via: format!("env {var}"),
-        process,
-    })
 }
 
 /// The first client session variable set: the variable, its client and the session id.
@@ -193,17 +194,6 @@ pub fn runs_in() -> Option<crate::lock::ClientSession> {
     env_session().map(|(_, client, session)| crate::lock::ClientSession {
         client: client.as_str().to_string(),
         session,
-    })
-}
-
-/// The live client process registered for session `id` of `client` on this host.
-fn registered_process(root: &Path, client: Client, id: &str) -> Option<ClientProcess> {
-    this_host(root).into_iter().find_map(|(_, reg)| {
-        (reg.client == client
-            && reg.session == id
-            && reg.host == host::hostname()
-            && reg.process.alive())
-        .then_some(reg.process)
     })
 }
 
@@ -259,7 +249,6 @@ pub fn headless(client: Client, process: ClientProcess) -> bool {
         .headless(args, host::stdin_is_terminal(process.pid))
 }
 
-/// Shells, by command name.
 const SHELLS: [&str; 9] = [
     "sh", "bash", "dash", "zsh", "ksh", "mksh", "ash", "busybox", "fish",
 ];
@@ -305,7 +294,12 @@ pub fn register(
         host: host::hostname().to_string(),
     };
     fsutil::replace(&path, reg.render().as_bytes())?;
-    sweep(root);
+    // Registrations of this host whose process is gone (best effort).
+    for (path, reg) in this_host(root) {
+        if !reg.process.alive() {
+            let _ = fsutil::remove(&path);
+        }
+    }
     Ok(())
 }
 
@@ -318,26 +312,15 @@ pub fn end(ws: &Workspace, client: Client, id: &str, process: ClientProcess) -> 
     }
 }
 
-/// The registration file of process `pid` on this host.
 fn session_path(root: &Path, pid: u32) -> PathBuf {
     layout::session_file(&crate::worktree::shared_root(root), host::host_tag(), pid)
-}
-
-/// Remove the registrations of this host whose process is gone (best effort).
-fn sweep(root: &Path) {
-    for (path, reg) in this_host(root) {
-        if !reg.process.alive() {
-            let _ = fsutil::remove(&path);
-        }
-    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// 8 letters and digits of the id: its first, or its last for ids that begin with a clock
-    /// (UUID v7, OpenCode's `ses_`, Cline's `conv_`), so sessions started together differ.
+    /// Ids that begin with a clock keep their last 8, so sessions started together differ.
     #[test]
     fn agent_ids_take_eight_letters_and_digits() {
         // The client is the agent's prefix.

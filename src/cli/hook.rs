@@ -153,7 +153,7 @@ fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
     {
         warn(client, &format!("cannot register the session: {e}"));
     }
-    hook::trail::begin(&call);
+    coord::history::set_context(client.as_str(), call.session_id.as_deref());
     // The end of a turn never waits on the network: the clone's renewer releases there.
     coord::lock::leave_releases_to_renewer();
     let reply = act::handle(&ws, &agent, &call, &cwd, wait.min(MAX_WAIT), owner.as_ref());

@@ -1,6 +1,6 @@
 //! Everything coord knows about each agent client, as one table ([`Client::adapter`]): how it
 //! names events, which tools edit which files, how a reply is written back, what `coord init`
-//! registers for it ([`Wire`]) and its plugin ([`Plugin`]), and what makes it run a folder's
+//! registers for it ([`Wire`]) and its plugin ([`PluginKind`]), and what makes it run a folder's
 //! hooks at all. The doors ([`crate::hook`], [`crate::init`], [`crate::plugin`], `coord doctor`)
 //! read this table; nothing here imports them. A new client is one entry in [`clients!`].
 
@@ -128,7 +128,6 @@ pub(crate) enum Wire {
 }
 
 const CLAUDE_STYLE: HookStyle = HookStyle::Claude { named: false };
-const NAMED_STYLE: HookStyle = HookStyle::Claude { named: true };
 
 impl Wire {
     const fn json(
@@ -143,6 +142,17 @@ impl Wire {
             hooks,
             mcp,
         }
+    }
+
+    /// Hooks alone, in plain JSON.
+    const fn hooks(file: &'static str, style: HookStyle) -> Wire {
+        Wire::json(file, false, Some(style), None)
+    }
+
+    /// Named hooks and the MCP server, in JSON with comments (Gemini CLI, Qwen Code).
+    const fn settings(file: &'static str) -> Wire {
+        let named = HookStyle::Claude { named: true };
+        Wire::json(file, true, Some(named), Some(McpStyle::Servers))
     }
 }
 
@@ -413,10 +423,7 @@ const CLAUDE: Adapter = Adapter {
     edited: tools::claude_edited,
     shell: |t, i| tools::shell_call(t, "Bash", i, None),
     instruction_file: Some("CLAUDE.md"),
-    wiring: &[
-        Wire::json(".claude/settings.json", false, Some(CLAUDE_STYLE), None),
-        MCP_JSON,
-    ],
+    wiring: &[Wire::hooks(".claude/settings.json", CLAUDE_STYLE), MCP_JSON],
     // Its answer to "use this project's MCP server?" (`enabledMcpjsonServers`), and a tool
     // allowed for good (`permissions.allow`: `mcp__coord__lock`).
     approvals: Some(".claude/settings.local.json"),
@@ -455,7 +462,7 @@ const CODEX: Adapter = Adapter {
     edited: tools::codex_edited,
     shell: |t, i| tools::shell_call(t, "Bash", i, Some("workdir")),
     wiring: &[
-        Wire::json(".codex/hooks.json", false, Some(CLAUDE_STYLE), None),
+        Wire::hooks(".codex/hooks.json", CLAUDE_STYLE),
         Wire::CodexToml(".codex/config.toml"),
     ],
     // `codex exec` (or its alias, `codex e …`): one task, then it exits.
@@ -504,12 +511,7 @@ const GEMINI: Adapter = Adapter {
         false,
         "its shell tool runs git with core.hooksPath empty (GIT_CONFIG_COUNT): no git hook runs; coord's BeforeTool hook checks those commits instead",
     ),
-    wiring: &[Wire::json(
-        ".gemini/settings.json",
-        true,
-        Some(NAMED_STYLE),
-        Some(McpStyle::Servers),
-    )],
+    wiring: &[Wire::settings(".gemini/settings.json")],
     // `gemini -p` (`--prompt`), or its input not a terminal (`echo … | gemini`): one prompt,
     // then it exits; `-i` (`--prompt-interactive`) stays at the terminal.
     headless: |args, stdin_terminal| {
@@ -562,12 +564,7 @@ const COPILOT: Adapter = Adapter {
         "its shell tool sets only safe.bareRepository and core.fsmonitor through GIT_CONFIG_*; git hooks run",
     ),
     wiring: &[
-        Wire::json(
-            ".github/hooks/coord.json",
-            false,
-            Some(HookStyle::Copilot),
-            None,
-        ),
+        Wire::hooks(".github/hooks/coord.json", HookStyle::Copilot),
         MCP_JSON,
     ],
     // `copilot -p` (`--prompt`): one prompt, then it exits.
@@ -607,12 +604,7 @@ const QWEN: Adapter = Adapter {
     },
     shell: |t, i| tools::shell_call(t, "run_shell_command", i, Some("directory")),
     instruction_file: Some("QWEN.md"),
-    wiring: &[Wire::json(
-        ".qwen/settings.json",
-        true,
-        Some(NAMED_STYLE),
-        Some(McpStyle::Servers),
-    )],
+    wiring: &[Wire::settings(".qwen/settings.json")],
     plugin: Some(PluginKind::Extension {
         manifest: "qwen-extension.json",
         context: "QWEN.md",
@@ -751,12 +743,7 @@ const CURSOR: Adapter = Adapter {
     normalize: Some(tools::cursor_normalize),
     shell_git_hooks: EDITOR_GIT,
     wiring: &[
-        Wire::json(
-            ".cursor/hooks.json",
-            false,
-            Some(HookStyle::Flat { version: true }),
-            None,
-        ),
+        Wire::hooks(".cursor/hooks.json", HookStyle::Flat { version: true }),
         Wire::json(".cursor/mcp.json", false, None, Some(McpStyle::Servers)),
     ],
     executables: &["cursor-agent", "cursor"],
@@ -793,9 +780,9 @@ const WINDSURF: Adapter = Adapter {
         ("post_run_command", None),
         ("post_cascade_response", None),
     ],
-    edited: |tool, input| {
-        (tool == tools::WINDSURF_WRITE)
-            .then(|| tools::path_of(input, &["file_path"]).unwrap_or_default())
+    edited: |tool, input| match tool {
+        tools::WINDSURF_WRITE => tools::path_of(input, &["file_path"]),
+        _ => None,
     },
     shell: |t, i| tools::shell_call(t, tools::WINDSURF_RUN, i, None),
     // Cascade reads no JSON: a denial is exit status 2 with the reason on stderr.
@@ -803,11 +790,9 @@ const WINDSURF: Adapter = Adapter {
     normalize: Some(tools::windsurf_normalize),
     denies_by_exit_status: true,
     shell_git_hooks: EDITOR_GIT,
-    wiring: &[Wire::json(
+    wiring: &[Wire::hooks(
         ".windsurf/hooks.json",
-        false,
-        Some(HookStyle::Flat { version: false }),
-        None,
+        HookStyle::Flat { version: false },
     )],
     trust: |_| {
         no_gate(

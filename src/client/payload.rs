@@ -87,31 +87,28 @@ impl Reader<'_> {
     /// The object or array at `{` or `[`, its members read at `depth`.
     fn container(&mut self, depth: usize) -> Result<Value, Cut> {
         let object = self.peek() == Some(b'{');
-        let close = if object { b'}' } else { b']' };
-        self.i += 1;
-        let (mut map, mut items) = (Map::new(), Vec::new());
-        let done = |map, items| match object {
-            true => Value::Object(map),
-            false => Value::Array(items),
+        let (close, mut out) = match object {
+            true => (b'}', Value::Object(Map::new())),
+            false => (b']', Value::Array(Vec::new())),
         };
+        self.i += 1;
         self.ws();
         if self.peek() == Some(close) {
             self.i += 1;
-            return Ok(done(map, items));
+            return Ok(out);
         }
         loop {
             self.ws();
             let key = if object {
                 let key = (self.peek() == Some(b'"')).then(|| self.string().ok());
-                let key = key.flatten();
                 self.ws();
-                match key {
+                match key.flatten() {
                     Some(key) if self.peek() == Some(b':') => {
                         self.i += 1;
                         self.ws();
                         Some(key)
                     }
-                    _ => return Err(Some(done(map, items))),
+                    _ => return Err(Some(out)),
                 }
             } else {
                 None
@@ -119,22 +116,21 @@ impl Reader<'_> {
             let read = self.value(depth);
             let cut = read.is_err();
             if let Ok(v) | Err(Some(v)) = read {
-                match key {
-                    Some(key) => drop(map.insert(key, v)),
-                    None => items.push(v),
+                match (&mut out, key) {
+                    (Value::Object(map), Some(key)) => drop(map.insert(key, v)),
+                    (Value::Array(items), _) => items.push(v),
+                    _ => {}
                 }
-            }
-            if cut {
-                return Err(Some(done(map, items)));
             }
             self.ws();
             match self.peek() {
+                _ if cut => return Err(Some(out)),
                 Some(b',') => self.i += 1,
                 Some(c) if c == close => {
                     self.i += 1;
-                    return Ok(done(map, items));
+                    return Ok(out);
                 }
-                _ => return Err(Some(done(map, items))),
+                _ => return Err(Some(out)),
             }
         }
     }

@@ -3,7 +3,7 @@
 
 use std::path::Path;
 
-use serde_json::{Map, Value, json};
+use serde_json::{Value, json};
 
 use super::{Shell, args_object, patch, str_field};
 
@@ -65,16 +65,8 @@ pub fn codex_edited(tool: &str, input: &Value) -> Option<Vec<String>> {
         (Value::Null, Value::String(s)) => return Some(patch::paths(s)),
         (v, _) => v,
     };
-    let text = match input.get("command").or_else(|| input.get("patch")) {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Array(words)) => words
-            .iter()
-            .filter_map(Value::as_str)
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    };
-    Some(patch::paths(&text))
+    let text = input.get("command").or_else(|| input.get("patch"));
+    Some(patch::paths(&text.and_then(lines).unwrap_or_default()))
 }
 
 /// Copilot CLI: `edit`, `create`, `str_replace_editor` (every command but `view` writes) and
@@ -121,16 +113,20 @@ pub fn cline_shell(tool: &str, input: &Value) -> Option<Shell> {
         return None;
     }
     let args = args_object(input);
-    let command = match &args["commands"] {
-        Value::Array(cmds) => cmds
-            .iter()
-            .filter_map(Value::as_str)
-            .collect::<Vec<_>>()
-            .join("\n"),
-        Value::String(s) => s.clone(),
-        _ => str_field(&args, &["command"])?,
-    };
+    let command = lines(&args["commands"]).or_else(|| str_field(&args, &["command"]))?;
     Some(Shell { command, dir: None })
+}
+
+/// A string, or the strings of an array a line each.
+fn lines(value: &Value) -> Option<String> {
+    match value {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(words) => {
+            let words: Vec<&str> = words.iter().filter_map(Value::as_str).collect();
+            Some(words.join("\n"))
+        }
+        _ => None,
+    }
 }
 
 /// Cursor's payload in the shape coord reads: `conversation_id` is the session, the first
@@ -138,22 +134,25 @@ pub fn cline_shell(tool: &str, input: &Value) -> Option<Shell> {
 /// tool call, `afterFileEdit` a `Write`, `stop`'s `loop_count` above 0 a stop already
 /// continued.
 pub fn cursor_normalize(payload: Value) -> Value {
+    let field = |key| str_field(&payload, &[key]);
+    let (id, cwd, event) = (
+        field("conversation_id"),
+        field("cwd"),
+        field("hook_event_name"),
+    );
+    let root = payload["workspace_roots"][0].as_str().map(str::to_string);
     let Value::Object(mut p) = payload else {
         return payload;
     };
-    if let Some(id) = text(&p, "conversation_id") {
+    if let Some(id) = id {
         p.entry("session_id").or_insert(json!(id));
     }
-    if text(&p, "cwd").is_none()
-        && let Some(root) = p
-            .get("workspace_roots")
-            .and_then(Value::as_array)
-            .and_then(|r| r.first())
-            .and_then(Value::as_str)
+    if cwd.is_none()
+        && let Some(root) = root
     {
         p.insert("cwd".into(), json!(root));
     }
-    let event = text(&p, "hook_event_name").unwrap_or_default();
+    let event = event.unwrap_or_default();
     let mut tool = |name: &str, key: &str, from: &str| {
         let v = p.get(from).cloned().unwrap_or(Value::Null);
         p.insert("tool_name".into(), json!(name));
@@ -175,10 +174,12 @@ pub fn cursor_normalize(payload: Value) -> Value {
 /// `trajectory_id` the session, `tool_info` the tool's arguments; the folder is the command's
 /// `cwd`, else the written file's folder.
 pub fn windsurf_normalize(payload: Value) -> Value {
+    let event = str_field(&payload, &["agent_action_name"]);
+    let id = str_field(&payload, &["trajectory_id"]);
     let Value::Object(mut p) = payload else {
         return payload;
     };
-    if let Some(event) = text(&p, "agent_action_name") {
+    if let Some(event) = event {
         p.entry("hook_event_name").or_insert(json!(event.clone()));
         let info = p.get("tool_info").cloned().unwrap_or(Value::Null);
         match event.as_str() {
@@ -202,14 +203,8 @@ pub fn windsurf_normalize(payload: Value) -> Value {
             _ => {}
         }
     }
-    if let Some(id) = text(&p, "trajectory_id") {
+    if let Some(id) = id {
         p.entry("session_id").or_insert(json!(id));
     }
     Value::Object(p)
-}
-
-/// The non-empty string under `key` of a payload.
-fn text(p: &Map<String, Value>, key: &str) -> Option<String> {
-    let s = p.get(key)?.as_str()?;
-    (!s.is_empty()).then(|| s.to_string())
 }

@@ -23,26 +23,28 @@ fn dir_from_env(var: &str, under_home: &str) -> Option<PathBuf> {
     env_path(var).or_else(|| env_path("HOME").map(|h| h.join(under_home)))
 }
 
-/// Read and parse a client's config file of at most `cap` bytes: `Ok(None)` when it is missing,
-/// `Err` with why when it cannot be read or parsed.
+/// Read and parse a client's config file of at most `cap` bytes: the verdict `missing` when it
+/// does not exist, `Unknown` with why when it cannot be read or parsed.
 fn read_file<T>(
     path: &Path,
     cap: u64,
+    missing: Trust,
     parse: impl FnOnce(&str) -> std::result::Result<T, String>,
-) -> Result<Option<T>, String> {
-    let bytes = match crate::fsutil::read_capped(path, cap) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(None),
-        Err(e) => return Err(format!("cannot read {}: {e}", path.display())),
+) -> Result<T, Trust> {
+    let why = match crate::fsutil::read_capped(path, cap) {
+        Ok(b) => match parse(&String::from_utf8_lossy(&b)) {
+            Ok(v) => return Ok(v),
+            Err(e) => format!("{} cannot be parsed: {e}", path.display()),
+        },
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Err(missing),
+        Err(e) => format!("cannot read {}: {e}", path.display()),
     };
-    parse(&String::from_utf8_lossy(&bytes))
-        .map(Some)
-        .map_err(|e| format!("{} cannot be parsed: {e}", path.display()))
+    Err(Trust::new(Unknown, why))
 }
 
 /// Read a client's JSON config file (`comments`: JSON with `//` and `/* */` comments).
-fn read_config(path: &Path, comments: bool) -> Result<Option<Value>, String> {
-    read_file(path, 256 * 1024 * 1024, |text| {
+fn read_config(path: &Path, comments: bool, missing: Trust) -> Result<Value, Trust> {
+    read_file(path, 256 * 1024 * 1024, missing, |text| {
         if !comments {
             return serde_json::from_str(text).map_err(|e| e.to_string());
         }
@@ -56,21 +58,11 @@ fn read_config(path: &Path, comments: bool) -> Result<Option<Value>, String> {
     })
 }
 
-/// The value of a config file, or the verdict when it is missing (`missing`) or bad.
-fn config_value<T>(read: Result<Option<T>, String>, missing: Trust) -> Result<T, Trust> {
-    match read {
-        Ok(Some(v)) => Ok(v),
-        Ok(None) => Err(missing),
-        Err(why) => Err(Trust::new(Unknown, why)),
-    }
-}
-
 /// `path` and each folder above it, nearest first, as strings.
 fn self_and_ancestors(path: &Path) -> impl Iterator<Item = String> + '_ {
     path.ancestors().map(|p| p.to_string_lossy().into_owned())
 }
 
-/// The verdict for a config file that does not exist.
 fn missing(path: &Path) -> Trust {
     Trust::new(
         No,
@@ -110,7 +102,7 @@ pub fn claude_step(root: &Path) -> String {
 /// `projects[PATH].hasTrustDialogAccepted` in its global config.
 pub fn claude(root: &Path) -> Verdict {
     let path = claude_config().ok_or_else(|| no_home("~/.claude.json"))?;
-    let config = config_value(read_config(&path, false), missing(&path))?;
+    let config = read_config(&path, false, missing(&path))?;
     for dir in self_and_ancestors(root) {
         if config["projects"][&dir]["hasTrustDialogAccepted"] == Value::Bool(true) {
             return Ok(Trust::new(Yes, format!("{} trusts {dir}", path.display())));
@@ -132,11 +124,10 @@ pub fn codex_step(root: &Path) -> String {
 pub fn codex(root: &Path) -> Verdict {
     let path = dir_from_env("CODEX_HOME", ".codex").ok_or_else(|| no_home("~/.codex"))?;
     let path = path.join("config.toml");
-    let read = read_file(&path, 64 * 1024 * 1024, |text| {
+    let doc = read_file(&path, 64 * 1024 * 1024, missing(&path), |text| {
         text.parse::<toml_edit::DocumentMut>()
             .map_err(|e| e.to_string())
-    });
-    let doc = config_value(read, missing(&path))?;
+    })?;
     let level = self_and_ancestors(root).find_map(|d| {
         let level = doc.get("projects")?.get(d.as_str())?.get("trust_level")?;
         Some((d.clone(), level.as_str()?.to_string()))
@@ -177,7 +168,7 @@ pub fn codex(root: &Path) -> Verdict {
 /// `.codex/hooks.json`: `/abs/.codex/hooks.json:pre_tool_use:GROUP:HOOK`.
 fn codex_hook_keys(root: &Path) -> Vec<String> {
     let file = root.join(".codex/hooks.json");
-    let Ok(Some(doc)) = read_config(&file, false) else {
+    let Ok(doc) = read_config(&file, false, missing(&file)) else {
         return Vec::new();
     };
     let mut keys = Vec::new();
@@ -226,7 +217,7 @@ fn folder_trust(var: &str, system: &str, dir: Option<PathBuf>) -> Vec<(PathBuf, 
         .into_iter()
         .flatten()
         .filter_map(|path| {
-            let v = read_config(&path, true).ok()??;
+            let v = read_config(&path, true, missing(&path)).ok()?;
             Some((path, v["security"]["folderTrust"]["enabled"].clone()))
         })
         .collect()
@@ -236,7 +227,7 @@ fn folder_trust(var: &str, system: &str, dir: Option<PathBuf>) -> Vec<(PathBuf, 
 /// parent for `TRUST_PARENT`), in file order: rule and level (`Err`: the verdict when they
 /// cannot be had; `missing`: the verdict when the file does not exist).
 fn holding(root: &Path, path: &Path, missing: Trust) -> Result<Vec<(String, String)>, Trust> {
-    let Value::Object(rules) = config_value(read_config(path, true), missing)? else {
+    let Value::Object(rules) = read_config(path, true, missing)? else {
         let why = format!("{} is not a JSON object", path.display());
         return Err(Trust::new(Unknown, why));
     };
@@ -325,7 +316,7 @@ pub fn copilot(root: &Path) -> Verdict {
         return Ok(Trust::new(Yes, "COPILOT_ALLOW_ALL=true"));
     }
     let path = copilot_config().ok_or_else(|| no_home("~/.copilot"))?;
-    let config = config_value(read_config(&path, true), missing(&path))?;
+    let config = read_config(&path, true, missing(&path))?;
     let trusted: Vec<&str> = config["trustedFolders"]
         .as_array()
         .map(|a| a.iter().filter_map(Value::as_str).collect())

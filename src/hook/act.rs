@@ -50,10 +50,10 @@ pub fn handle(
                 before_edit(ws, agent, call, &made, wait, owner)
             }
             (None, Some(shell)) => before_shell(ws, agent, shell, cwd),
-            (None, None) => heartbeat(ws, agent).map(|()| Reply::Allow),
+            (None, None) => heartbeat(ws, agent, true).map(|()| Reply::Allow),
         },
         Kind::AfterTool => {
-            heartbeat(ws, agent)?;
+            heartbeat(ws, agent, true)?;
             if let Some(files) = &call.files {
                 renew(ws, agent, call, &targets(ws, cwd, files, false), owner)?;
             }
@@ -107,40 +107,29 @@ fn recent(now: &clock::Timestamp, then: &clock::Timestamp) -> bool {
     clock::age(now, then) <= FRESH && clock::age(then, now) <= FRESH
 }
 
-/// Presence heartbeat and stamp-card row, unless both are [`FRESH`] already.
-fn heartbeat(ws: &Workspace, agent: &AgentId) -> Result<()> {
-    if heartbeat_fresh(ws, agent) {
+/// Presence heartbeat and (`card`) stamp-card row, unless [`FRESH`] already: the presence ACTIVE
+/// (read without the mutex: a stale answer costs one write).
+fn heartbeat(ws: &Workspace, agent: &AgentId, card: bool) -> Result<()> {
+    let now = clock::now();
+    let me = presence::read(ws.root(), agent.id()).ok().flatten();
+    let active = me.is_some_and(|me| {
+        me.state(&now) == AgentState::Active && me.heartbeat().is_some_and(|hb| recent(&now, &hb))
+    });
+    let rows_fresh = || {
+        (stamp::open_rows(ws.root()).0.iter())
+            .filter(|r| r.partner_name == agent.id() && r.status == stamp::RowStatus::Online)
+            .all(|r| r.heartbeat().is_some_and(|hb| recent(&now, &hb)))
+    };
+    if active && (!card || rows_fresh()) {
         return Ok(());
     }
     ws.ensure_state_dir()?;
     let _mutex = ws.lock_mutex()?;
-    stamp::refresh_partner(ws.root(), agent, None, false)?;
+    if card {
+        stamp::refresh_partner(ws.root(), agent, None, false)?;
+    }
     presence::write(ws.root(), agent, &Update::default())?;
     Ok(())
-}
-
-/// Whether `agent`'s presence and its online stamp-card rows are [`FRESH`]. Read without the
-/// mutex: a stale answer costs one write.
-fn heartbeat_fresh(ws: &Workspace, agent: &AgentId) -> bool {
-    let now = clock::now();
-    if !presence_fresh(ws, agent, &now) {
-        return false;
-    }
-    stamp::open_rows(ws.root())
-        .0
-        .iter()
-        .filter(|r| r.partner_name == agent.id() && r.status == stamp::RowStatus::Online)
-        .all(|r| r.heartbeat().is_some_and(|hb| recent(&now, &hb)))
-}
-
-/// Whether `agent`'s presence says ACTIVE with a heartbeat within [`FRESH`] of `now`.
-fn presence_fresh(ws: &Workspace, agent: &AgentId, now: &clock::Timestamp) -> bool {
-    presence::read(ws.root(), agent.id())
-        .ok()
-        .flatten()
-        .is_some_and(|me| {
-            me.state(now) == AgentState::Active && me.heartbeat().is_some_and(|hb| recent(now, &hb))
-        })
 }
 
 /// Lock every edited file, all or nothing: a refresh for files this agent already holds.
@@ -153,7 +142,7 @@ fn before_edit(
     owner: Option<&Owner>,
 ) -> Result<Reply> {
     if targets.is_empty() {
-        heartbeat(ws, agent)?;
+        heartbeat(ws, agent, true)?;
         return Ok(Reply::Allow);
     }
     // Files this session locked seconds ago, with no other lock beside: nothing to refresh.
@@ -162,12 +151,7 @@ fn before_edit(
         renewed_lately(t, agent, owner, &now)
             && lock::try_locks_of(t).is_ok_and(|found| found.iter().all(|e| e.agent == agent.id()))
     }) {
-        if !presence_fresh(ws, agent, &now) {
-            ws.ensure_state_dir()?;
-            let _mutex = ws.lock_mutex()?;
-            presence::write(ws.root(), agent, &Update::default())?;
-        }
-        return Ok(Reply::Allow);
+        return heartbeat(ws, agent, false).map(|()| Reply::Allow);
     }
     let req = request(agent, call, targets.to_vec(), wait, true, owner);
     match lock::acquire(ws, &req, &mut |_| {}) {
@@ -198,7 +182,7 @@ fn before_shell(
     shell: &crate::client::Shell,
     cwd: &Path,
 ) -> Result<Reply> {
-    heartbeat(ws, agent)?;
+    heartbeat(ws, agent, true)?;
     if let Err(e) = shelledit::start(ws, agent) {
         eprintln!("warning: coord cannot note the start of this shell command: {e}");
     }
@@ -501,7 +485,6 @@ fn session_start(
     Ok(Reply::Context(context(ws, agent, client)))
 }
 
-/// The text a session starts with.
 fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
     let me = agent.id();
     let st = status::glance(ws);
@@ -511,47 +494,40 @@ fn context(ws: &Workspace, agent: &AgentId, client: Client) -> String {
         st.root,
         client.product()
     )];
-    let others: Vec<String> = st
-        .agents
-        .iter()
-        .filter(|a| a.agent != me && a.status == AgentState::Active.as_str())
-        .map(|a| match a.working_on.as_deref().filter(|w| *w != "-") {
-            Some(w) => format!("{} (working on {w})", a.agent),
-            None => a.agent.clone(),
-        })
-        .collect();
-    let list = |out: &mut Vec<String>, head: &str, items: Vec<String>| {
+    let mut list = |head: &str, items: Vec<String>| {
         if !items.is_empty() {
             out.push(format!("{head}: {}.", items.join(", ")));
         }
     };
-    list(&mut out, "Other agents active", others);
+    let (active, live) = (AgentState::Active.as_str(), lock::LockState::Live);
+    let others = (st.agents.iter()).filter(|a| a.agent != me && a.status == active);
+    list(
+        "Other agents active",
+        (others.map(|a| match a.working_on.as_deref().filter(|w| *w != "-") {
+            Some(w) => format!("{} (working on {w})", a.agent),
+            None => a.agent.clone(),
+        }))
+        .collect(),
+    );
     let now = clock::now();
-    let locks: Vec<String> = st
-        .locks
-        .iter()
-        .filter(|l| l.agent != me && l.state == lock::LockState::Live)
-        .map(|l| {
+    let locks = st.locks.iter().filter(|l| l.agent != me && l.state == live);
+    list(
+        "Files locked by others",
+        (locks.map(|l| {
             let since = shelledit::since_text(l.locked_at.as_deref(), &now);
             format!("{} (held by {} since {since})", l.file, l.name)
-        })
-        .collect();
-    list(&mut out, "Files locked by others", locks);
-    let claims: Vec<String> = st
-        .claims
-        .iter()
-        .filter(|c| c.agent != me && c.state == lock::LockState::Live)
-        .map(|c| {
-            let reason = c
-                .reason
-                .as_deref()
-                .map(|r| format!(", {r}"))
-                .unwrap_or_default();
+        }))
+        .collect(),
+    );
+    let claims = (st.claims.iter()).filter(|c| c.agent != me && c.state == live);
+    list(
+        "Folders and patterns claimed by others (every file they match is held)",
+        (claims.map(|c| {
+            let reason = (c.reason.as_deref().map(|r| format!(", {r}"))).unwrap_or_default();
             format!("`{}` (claimed by {}{reason})", c.pattern, c.name)
-        })
-        .collect();
-    let held = "Folders and patterns claimed by others (every file they match is held)";
-    list(&mut out, held, claims);
+        }))
+        .collect(),
+    );
     let unread = unread_lines(ws, agent);
     if !unread.is_empty() {
         out.push(format!(

@@ -10,11 +10,6 @@ use crate::history::{self, Event};
 use crate::layout;
 use crate::workspace::{AgentId, Workspace};
 
-/// Before the call is handled: every event of this process names the client and session.
-pub fn begin(call: &HookCall) {
-    history::set_context(call.client.as_str(), call.session_id.as_deref());
-}
-
 /// After the call was handled (`reply`, `None` when coord failed): record what it did.
 pub fn record(
     ws: &Workspace,
@@ -25,25 +20,24 @@ pub fn record(
     reply: Option<&Reply>,
 ) {
     let root = ws.root();
-    let files = || -> Vec<String> {
-        call.files
-            .iter()
-            .flatten()
-            .filter_map(|f| {
-                ws.resolve(cwd, f)
-                    .ok()
-                    .or_else(|| ws.resolve_unmade(cwd, f))
-            })
-            .map(|t| t.rel)
-            .collect()
-    };
     let edit = match (call.kind, reply) {
         (Kind::BeforeTool, Some(Reply::Deny(why))) => Some((history::Kind::EditDenied, Some(why))),
         (Kind::AfterTool, _) => Some((history::Kind::EditMade, None)),
         _ => None,
     };
     if let Some((kind, why)) = edit {
-        for file in files() {
+        let resolve = |f: &String| {
+            ws.resolve(cwd, f)
+                .ok()
+                .or_else(|| ws.resolve_unmade(cwd, f))
+        };
+        for file in call
+            .files
+            .iter()
+            .flatten()
+            .filter_map(resolve)
+            .map(|t| t.rel)
+        {
             let event = Event::new(kind, agent.id())
                 .file(&file)
                 .with("tool", call.tool.clone());
@@ -79,7 +73,6 @@ fn prompted(call: &HookCall) -> bool {
     )
 }
 
-/// How many characters of the first prompt are kept.
 const PROMPT_CHARS: usize = 40;
 
 /// Keep the session's first prompt in its presence, once (best effort: a label, nothing more).
