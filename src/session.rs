@@ -6,7 +6,6 @@ use std::time::Duration;
 
 use crate::clock;
 use crate::error::Result;
-use crate::lock::{self, Release};
 use crate::workspace::{AgentId, Workspace};
 
 /// The session id, exported to the child.
@@ -62,16 +61,6 @@ pub fn child_env(
         (SESSION_ENV, session_id.to_string()),
         (SESSION_PID_ENV, pid.to_string()),
     ]
-}
-
-/// Release `agent`'s locks taken in session `session_id` (their `session:` line says so), each
-/// only if its token is unchanged.
-pub fn release_locks(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<Vec<Release>> {
-    let held = lock::session_locks(ws, agent, session_id);
-    if held.is_empty() {
-        return Ok(Vec::new());
-    }
-    lock::release_tokens(ws, agent, &held)
 }
 
 /// How a child ended, as a shell reports it: its exit code, or 128 + the signal that killed it.

@@ -34,51 +34,30 @@ pub const DEFAULT_MAX_SIZE: u64 = 8 * 1024 * 1024;
 /// The default age after which events are dropped.
 pub const DEFAULT_MAX_AGE: Duration = Duration::from_secs(30 * 86_400);
 
-/// What happened; its `event` field is the variant's name in snake case.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Kind {
-    /// A lock was taken.
-    LockTaken,
-    /// A lock was released (by its holder, or a STALE one with `--force`).
-    LockReleased,
-    /// A STALE lock was taken over.
-    LockTakenOver,
-    /// An agent started waiting for a lock another holds.
-    LockWaiting,
-    /// A lock was refused (held by another, a wait that timed out, a deadlock).
-    LockRefused,
-    /// A claim on a folder or pattern was taken.
-    ClaimTaken,
-    /// A claim was released.
-    ClaimReleased,
-    /// A claim published on the remote was found taken over there (its lease lapsed while
-    /// this clone did not renew it): given back here.
-    ClaimLost,
-    /// A lock shared on the remote (`--share`) was found taken over there: given back here.
-    LockLost,
-    /// A client's hook denied an edit (the file is held by another agent).
-    EditDenied,
-    /// A client's hook saw an edit made.
-    EditMade,
-    /// A shell command changed a file another agent holds (seen by the post-tool hook).
-    ShellEdit,
-    /// A message was sent.
-    MessageSent,
-    /// A dialogue turn was said.
-    DialogueTurn,
-    /// A review step was finished.
-    ReviewStep,
-    /// An agent clocked in.
-    AgentArrived,
-    /// An agent clocked out.
-    AgentLeft,
-    /// An earlier session of an agent was found crashed.
-    AgentCrashed,
-    /// An agent's client waits for its user.
-    NeedsUser,
-    /// An agent's client no longer waits for its user.
-    UserAnswered,
+crate::review::names! {
+    /// What happened; its `event` field is the variant's name in snake case.
+    Kind {
+        LockTaken = "lock_taken": "A lock was taken.",
+        LockReleased = "lock_released": "Released by its holder, or STALE with `--force`.",
+        LockTakenOver = "lock_taken_over": "A STALE lock was taken over.",
+        LockWaiting = "lock_waiting": "An agent started waiting for a lock another holds.",
+        LockRefused = "lock_refused": "Refused: held by another, a wait timed out, a deadlock.",
+        ClaimTaken = "claim_taken": "A claim on a folder or pattern was taken.",
+        ClaimReleased = "claim_released": "A claim was released.",
+        ClaimLost = "claim_lost": "A remote claim was found taken over there: given back here.",
+        LockLost = "lock_lost": "A lock shared on the remote was taken over there: given back.",
+        EditDenied = "edit_denied": "A client's hook denied an edit (held by another agent).",
+        EditMade = "edit_made": "A client's hook saw an edit made.",
+        ShellEdit = "shell_edit": "A shell command changed a file another agent holds.",
+        MessageSent = "message_sent": "A message was sent.",
+        DialogueTurn = "dialogue_turn": "A dialogue turn was said.",
+        ReviewStep = "review_step": "A review step was finished.",
+        AgentArrived = "agent_arrived": "An agent clocked in.",
+        AgentLeft = "agent_left": "An agent clocked out.",
+        AgentCrashed = "agent_crashed": "An earlier session of an agent was found crashed.",
+        NeedsUser = "needs_user": "An agent's client waits for its user.",
+        UserAnswered = "user_answered": "An agent's client no longer waits for its user.",
+    }
 }
 
 /// One event, as one line of the log.
@@ -115,10 +94,7 @@ impl Event {
     pub fn new(kind: Kind, agent: &str) -> Event {
         Event {
             at: now_ms(),
-            event: serde_json::to_value(kind)
-                .ok()
-                .and_then(|v| v.as_str().map(str::to_string))
-                .unwrap_or_default(),
+            event: kind.as_str().to_string(),
             agent: agent.to_string(),
             ..Event::default()
         }
@@ -202,17 +178,6 @@ pub fn set_context(client: &str, session: Option<&str>) {
     let _ = CONTEXT.set((Some(client.to_string()), session.map(str::to_string)));
 }
 
-fn context() -> &'static (Option<String>, Option<String>) {
-    CONTEXT.get_or_init(|| {
-        (
-            None,
-            std::env::var("COORD_SESSION")
-                .ok()
-                .filter(|s| !s.is_empty()),
-        )
-    })
-}
-
 /// The warning to print, once, when the history could not be written.
 pub fn take_warning() -> Option<String> {
     WARNING.lock().unwrap_or_else(|e| e.into_inner()).take()
@@ -271,21 +236,19 @@ pub fn parse_size(text: &str) -> Option<u64> {
     n.checked_mul(scale)
 }
 
-fn off() -> bool {
-    std::env::var("COORD_HISTORY").is_ok_and(|v| v.eq_ignore_ascii_case("off"))
-}
-
-/// Append `event` to the history of the workspace at `root`, naming the process's client and
-/// session unless it names its own. Best effort: a failure is kept for [`take_warning`], never
-/// returned.
+/// Append `event` to the history at `root`, naming the process's client and session unless it
+/// names its own. Best effort: a failure is kept for [`take_warning`], never returned.
 pub fn record(root: &Path, mut event: Event) {
     if acts(&event.event) {
         let _ = needs::forget(root, &event.agent);
     }
-    if off() {
+    if std::env::var("COORD_HISTORY").is_ok_and(|v| v.eq_ignore_ascii_case("off")) {
         return;
     }
-    let (client, session) = context();
+    let (client, session) = CONTEXT.get_or_init(|| {
+        let session = std::env::var("COORD_SESSION").ok();
+        (None, session.filter(|s| !s.is_empty()))
+    });
     event.client = event.client.or_else(|| client.clone());
     event.session = event.session.or_else(|| session.clone());
     // In a linked worktree sharing the main tree's state, the event names its tree: `file` is
@@ -304,10 +267,9 @@ pub fn record(root: &Path, mut event: Event) {
     }
 }
 
-/// Whether an event of this kind is its agent acting (taking, waiting, editing, sending,
-/// arriving, leaving, ...): then it no longer waits for its user, and the event says so. Not
-/// the waits for the user themselves, a crash found by another session, nor a release (the end
-/// of a turn releases, then waits).
+/// Whether an event of this kind is its agent acting, so it no longer waits for its user. Not
+/// the waits themselves, a crash found by another session, nor a release (a turn's end
+/// releases, then waits).
 fn acts(event: &str) -> bool {
     !matches!(
         event,
