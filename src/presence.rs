@@ -264,8 +264,7 @@ pub fn write_over(
         new.or_else(|| old_field(key))
             .unwrap_or_else(|| none.to_string())
     };
-    // Releasing every lock or finishing ends work on a file: a `current_file` left over would
-    // tell the others a file is being worked on when none is.
+    // Releasing every lock or finishing ends work on a file: no `current_file` is left over.
     let done_with_file =
         update.finished == Some(true) || matches!(update.lock_status, Some(LockStatus::Free));
     let current_file = match (&update.current_file, done_with_file) {

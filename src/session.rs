@@ -31,21 +31,18 @@ pub const KILL_GRACE: Duration = Duration::from_secs(10);
 
 /// The heartbeat interval: [`HEARTBEAT_ENV`] when set, else [`HEARTBEAT_EVERY`].
 pub fn heartbeat_interval() -> Result<Duration> {
-    match std::env::var(HEARTBEAT_ENV) {
-        Ok(text) if !text.trim().is_empty() => {
-            let bad = |why: String| crate::Error::BadDuration {
-                text: text.clone(),
-                why: format!("{why} (in `{HEARTBEAT_ENV}`)"),
-            };
-            match clock::parse_duration(&text) {
-                Ok(d) if d.is_zero() => Err(bad("the interval must be above zero".into())),
-                Ok(d) => Ok(d),
-                Err(crate::Error::BadDuration { why, .. }) => Err(bad(why)),
-                Err(e) => Err(e),
-            }
-        }
-        _ => Ok(HEARTBEAT_EVERY),
-    }
+    let text = match std::env::var(HEARTBEAT_ENV) {
+        Ok(text) if !text.trim().is_empty() => text,
+        _ => return Ok(HEARTBEAT_EVERY),
+    };
+    let why = match clock::parse_duration(&text) {
+        Ok(d) if !d.is_zero() => return Ok(d),
+        Ok(_) => "the interval must be above zero".to_string(),
+        Err(crate::Error::BadDuration { why, .. }) => why,
+        Err(e) => return Err(e),
+    };
+    let why = format!("{why} (in `{HEARTBEAT_ENV}`)");
+    Err(crate::Error::BadDuration { text, why })
 }
 
 /// The environment a session's child gets: agent, workspace, session id and session pid.

@@ -172,22 +172,19 @@ pub fn scan(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
 fn read_rows(found: impl IntoIterator<Item = (u64, PathBuf)>) -> (Vec<Row>, Vec<Unreadable>) {
     let (mut rows, mut bad) = (Vec::new(), Vec::new());
     for (id, path) in found {
-        let why = match fsutil::read_text_capped(&path, RECORD_CAP) {
-            Ok((text, _)) => match Row::parse(id, &text) {
-                Ok(row) => {
-                    rows.push(row);
-                    continue;
-                }
-                Err(why) => why,
-            },
+        let read = match fsutil::read_text_capped(&path, RECORD_CAP) {
+            Ok((text, _)) => Row::parse(id, &text),
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => e.to_string(),
+            Err(e) => Err(e.to_string()),
         };
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
-        bad.push(Unreadable {
-            path: format!("{}/partners/{name}", layout::STATE_DIR),
-            why,
-        });
+        match read {
+            Ok(row) => rows.push(row),
+            Err(why) => {
+                let name = path.file_name().unwrap_or_default().to_string_lossy();
+                let path = format!("{}/partners/{name}", layout::STATE_DIR);
+                bad.push(Unreadable { path, why });
+            }
+        }
     }
     (rows, bad)
 }
@@ -427,8 +424,7 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
             ),
         });
     }
-    // All or nothing: a startup that cannot write the presence (a full disk) withdraws its
-    // online row, rather than leave a session on the card that never started.
+    // All or nothing: a startup that cannot write the presence withdraws its online row.
     let presence = Update {
         finished: Some(false),
         working_on: Some(task.unwrap_or_else(|| "-".into())),

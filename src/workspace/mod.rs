@@ -167,9 +167,8 @@ impl Workspace {
         // The root was resolved (no symlink above it), so a real folder at `.coord` is all
         // there is to check; anything else (missing, a symlink, a file) takes the careful path.
         if !fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
-            // `.coord/` is made in the root, never the root itself: a workspace removed while
-            // a coord process still ran in it (`rm -rf`, a temporary folder cleaned up) is not
-            // brought back by that process.
+            // Never the root itself: a workspace removed (`rm -rf`) while a coord process still
+            // ran in it is not brought back by that process.
             if !fs::symlink_metadata(&self.root).is_ok_and(|m| m.is_dir()) {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::NotFound,
@@ -182,8 +181,7 @@ impl Workspace {
             nested::register(&self.root);
         }
         self.sweep_temps_once();
-        // Detected now, before the first file is published: on a network filesystem, coord's
-        // writes and reads take more care from the first one on.
+        // Detected before the first file is published: a network filesystem needs care from it.
         let _ = self.policy();
         self.adopt()?;
         Ok(dir)
