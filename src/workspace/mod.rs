@@ -97,9 +97,8 @@ impl Target {
         })
     }
 
-    /// Refuse one of coord's own files (`F.lock.claude`, `F.bak`, `F.rejected.bob`, a
-    /// presence, a handshake, a temporary file) as a file to lock or write: locking a lock
-    /// file makes a lock on a lock, writing one forges it.
+    /// Refuse one of coord's own files (`F.lock.claude`, `F.bak`, a presence, a temporary file)
+    /// as a file to lock or write: that would make a lock on a lock, or forge one.
     pub fn not_coords_own(&self) -> Result<()> {
         let name = self.abs.file_name().and_then(|n| n.to_str()).unwrap_or("");
         match layout::own_file_kind(name) {
@@ -159,9 +158,8 @@ impl Workspace {
         &self.root
     }
 
-    /// Create `.coord/` when missing, sweep temporary files left in the root, learn what the
-    /// folder is on ([`Workspace::policy`]) and, in a git work tree nobody set up, keep coord's
-    /// files out of `git status` ([`Workspace::adopt`]).
+    /// Create `.coord/` when missing, sweep temporary files left in the root, learn the
+    /// [`Workspace::policy`] and, in a git work tree nobody set up, [`Workspace::adopt`] it.
     pub fn ensure_state_dir(&self) -> Result<PathBuf> {
         let dir = layout::state_dir(&shared_root(&self.root));
         // The root was resolved (no symlink above it), so a real folder at `.coord` is all
@@ -187,9 +185,8 @@ impl Workspace {
         Ok(dir)
     }
 
-    /// Keep coord's files out of `git status` where the workspace lies in a git work tree
-    /// nobody set up ([`adopt`]: coord's block in the repository's `info/exclude`, then
-    /// `.coord/.gitignore`), before coord writes anything there.
+    /// Keep coord's files out of `git status` in a git work tree nobody set up ([`adopt`]),
+    /// before coord writes anything there.
     pub fn adopt(&self) -> Result<()> {
         static LOOKED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
         {
@@ -236,8 +233,7 @@ impl Workspace {
 
     /// [`Workspace::lock_mutex`], waiting at most `patience` for a holder to let go.
     pub fn lock_mutex_within(&self, patience: std::time::Duration) -> Result<arbiter::Guard> {
-        // `.coord/` removed (`rm -rf .coord`, `git clean`) between creating it and opening the
-        // mutex: create it again and go on.
+        // `.coord/` removed (`git clean`) between creating it and opening the mutex: made again.
         self.require_arbitration()?;
         let mutex = layout::mutex(&shared_root(&self.root));
         let mut tries = 0;
