@@ -284,10 +284,8 @@ pub fn write_over(
     rec.set("status", if finished { "FINISHED" } else { "ACTIVE" });
     rec.set("started", started);
     rec.set("heartbeat", &now);
-    rec.set(
-        "working_on",
-        pick(update.working_on.clone(), "working_on", "-"),
-    );
+    let working_on = pick(update.working_on.clone(), "working_on", "-");
+    rec.set("working_on", working_on);
     rec.set("current_file", current_file);
     let lock_status = update.lock_status.map(|s| s.as_str().to_string());
     rec.set("lock_status", pick(lock_status, "lock_status", "FREE"));
