@@ -1,6 +1,5 @@
-//! The protocol side of `coord session`: what a child learns from its environment, how often
-//! the session beats, which locks belong to a session, and how a child's end becomes an exit
-//! status. Supervising the child process itself is the binary's job.
+//! The protocol side of `coord session`: the child's environment, how often the session beats,
+//! and how a child's end becomes an exit status. Supervising the child is the binary's job.
 
 use std::time::Duration;
 

@@ -522,7 +522,7 @@ pub enum Scope<'a> {
     /// Every open session of the partner, and all its locks.
     Partner,
     /// Every open session of the partner, and the locks coord's index and its presence list
-    /// (a client's session end, as its turn's end: the tree is not walked).
+    /// (a client's session end: the tree is not walked).
     Client,
     /// One session, and only the locks taken in it.
     Session(&'a str),
