@@ -62,9 +62,8 @@ mod proptests;
 pub use error::{Error, Result};
 pub use exit_code::ExitCode;
 
-// coord keeps mutual exclusion with POSIX file semantics (hard links and link counts, inode
-// identity, `O_NOFOLLOW`, renames over a name, process groups and signals); Windows has none of
-// them in that form. One clear line instead of a screen of missing `std::os::unix` items.
+// coord keeps mutual exclusion with POSIX file semantics (hard links, inode identity,
+// `O_NOFOLLOW`, renames, process groups, signals) that Windows lacks: one clear line instead.
 #[cfg(windows)]
 compile_error!(
     "coord runs on Linux and macOS, not on Windows: use it inside WSL (Windows Subsystem for Linux)"

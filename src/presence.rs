@@ -291,8 +291,7 @@ pub fn write_over(
         new.or_else(|| old_field(key))
             .unwrap_or_else(|| none.to_string())
     };
-    // Releasing every lock or finishing ends work on a file: a `current_file` left over would
-    // tell the others a file is being worked on when none is.
+    // Releasing every lock or finishing ends work on a file: no `current_file` is left over.
     let done_with_file =
         update.finished == Some(true) || matches!(update.lock_status, Some(LockStatus::Free));
     let current_file = match (&update.current_file, done_with_file) {
@@ -312,10 +311,8 @@ pub fn write_over(
     rec.set("status", if finished { "FINISHED" } else { "ACTIVE" });
     rec.set("started", started);
     rec.set("heartbeat", &now);
-    rec.set(
-        "working_on",
-        pick(update.working_on.clone(), "working_on", "-"),
-    );
+    let working_on = pick(update.working_on.clone(), "working_on", "-");
+    rec.set("working_on", working_on);
     rec.set("current_file", current_file);
     let lock_status = update.lock_status.map(|s| s.as_str().to_string());
     rec.set("lock_status", pick(lock_status, "lock_status", "FREE"));

@@ -1,12 +1,10 @@
-//! The protocol side of `coord session`: what a child learns from its environment, how often
-//! the session beats, which locks belong to a session, and how a child's end becomes an exit
-//! status. Supervising the child process itself is the binary's job.
+//! The protocol side of `coord session`: the child's environment, how often the session beats,
+//! and how a child's end becomes an exit status. Supervising the child is the binary's job.
 
 use std::time::Duration;
 
 use crate::clock;
 use crate::error::Result;
-use crate::lock::{self, Release};
 use crate::workspace::{AgentId, Workspace};
 
 /// The session id, exported to the child.
@@ -32,21 +30,18 @@ pub const KILL_GRACE: Duration = Duration::from_secs(10);
 
 /// The heartbeat interval: [`HEARTBEAT_ENV`] when set, else [`HEARTBEAT_EVERY`].
 pub fn heartbeat_interval() -> Result<Duration> {
-    match std::env::var(HEARTBEAT_ENV) {
-        Ok(text) if !text.trim().is_empty() => {
-            let bad = |why: String| crate::Error::BadDuration {
-                text: text.clone(),
-                why: format!("{why} (in `{HEARTBEAT_ENV}`)"),
-            };
-            match clock::parse_duration(&text) {
-                Ok(d) if d.is_zero() => Err(bad("the interval must be above zero".into())),
-                Ok(d) => Ok(d),
-                Err(crate::Error::BadDuration { why, .. }) => Err(bad(why)),
-                Err(e) => Err(e),
-            }
-        }
-        _ => Ok(HEARTBEAT_EVERY),
-    }
+    let text = match std::env::var(HEARTBEAT_ENV) {
+        Ok(text) if !text.trim().is_empty() => text,
+        _ => return Ok(HEARTBEAT_EVERY),
+    };
+    let why = match clock::parse_duration(&text) {
+        Ok(d) if !d.is_zero() => return Ok(d),
+        Ok(_) => "the interval must be above zero".to_string(),
+        Err(crate::Error::BadDuration { why, .. }) => why,
+        Err(e) => return Err(e),
+    };
+    let why = format!("{why} (in `{HEARTBEAT_ENV}`)");
+    Err(crate::Error::BadDuration { text, why })
 }
 
 /// The environment a session's child gets: agent, workspace, session id and session pid.
@@ -62,16 +57,6 @@ pub fn child_env(
         (SESSION_ENV, session_id.to_string()),
         (SESSION_PID_ENV, pid.to_string()),
     ]
-}
-
-/// Release `agent`'s locks taken in session `session_id` (their `session:` line says so), each
-/// only if its token is unchanged.
-pub fn release_locks(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<Vec<Release>> {
-    let held = lock::session_locks(ws, agent, session_id);
-    if held.is_empty() {
-        return Ok(Vec::new());
-    }
-    lock::release_tokens(ws, agent, &held)
 }
 
 /// How a child ended, as a shell reports it: its exit code, or 128 + the signal that killed it.

@@ -202,17 +202,6 @@ pub fn set_context(client: &str, session: Option<&str>) {
     let _ = CONTEXT.set((Some(client.to_string()), session.map(str::to_string)));
 }
 
-fn context() -> &'static (Option<String>, Option<String>) {
-    CONTEXT.get_or_init(|| {
-        (
-            None,
-            std::env::var("COORD_SESSION")
-                .ok()
-                .filter(|s| !s.is_empty()),
-        )
-    })
-}
-
 /// The warning to print, once, when the history could not be written.
 pub fn take_warning() -> Option<String> {
     WARNING.lock().unwrap_or_else(|e| e.into_inner()).take()
@@ -271,21 +260,19 @@ pub fn parse_size(text: &str) -> Option<u64> {
     n.checked_mul(scale)
 }
 
-fn off() -> bool {
-    std::env::var("COORD_HISTORY").is_ok_and(|v| v.eq_ignore_ascii_case("off"))
-}
-
-/// Append `event` to the history of the workspace at `root`, naming the process's client and
-/// session unless it names its own. Best effort: a failure is kept for [`take_warning`], never
-/// returned.
+/// Append `event` to the history at `root`, naming the process's client and session unless it
+/// names its own. Best effort: a failure is kept for [`take_warning`], never returned.
 pub fn record(root: &Path, mut event: Event) {
     if acts(&event.event) {
         let _ = needs::forget(root, &event.agent);
     }
-    if off() {
+    if std::env::var("COORD_HISTORY").is_ok_and(|v| v.eq_ignore_ascii_case("off")) {
         return;
     }
-    let (client, session) = context();
+    let (client, session) = CONTEXT.get_or_init(|| {
+        let session = std::env::var("COORD_SESSION").ok();
+        (None, session.filter(|s| !s.is_empty()))
+    });
     event.client = event.client.or_else(|| client.clone());
     event.session = event.session.or_else(|| session.clone());
     // In a linked worktree sharing the main tree's state, the event names its tree: `file` is
@@ -304,10 +291,9 @@ pub fn record(root: &Path, mut event: Event) {
     }
 }
 
-/// Whether an event of this kind is its agent acting (taking, waiting, editing, sending,
-/// arriving, leaving, ...): then it no longer waits for its user, and the event says so. Not
-/// the waits for the user themselves, a crash found by another session, nor a release (the end
-/// of a turn releases, then waits).
+/// Whether an event of this kind is its agent acting, so it no longer waits for its user. Not
+/// the waits themselves, a crash found by another session, nor a release (a turn's end
+/// releases, then waits).
 fn acts(event: &str) -> bool {
     !matches!(
         event,

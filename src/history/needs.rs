@@ -18,8 +18,7 @@ pub struct NeedsUser {
     pub what: String,
 }
 
-/// What `agent` waits for its user for, if it does. Never fails: an unreadable file is no
-/// waiting.
+/// What `agent` waits for its user for, if it does (an unreadable file is no waiting).
 pub fn needs_user(root: &Path, agent: &str) -> Option<NeedsUser> {
     let bytes = fsutil::read_capped(&file(root, agent), 16 * 1024).ok()?;
     serde_json::from_slice(&bytes).ok()
@@ -29,9 +28,8 @@ fn file(root: &Path, agent: &str) -> PathBuf {
     layout::needs_user(&crate::worktree::shared_root(root), agent)
 }
 
-/// `agent`'s client waits for its user for `what`. A wait already recorded keeps its `since`
-/// (a second prompt while the first is open is the same wait, with the newer question).
-/// Best effort, like every history write.
+/// `agent`'s client waits for its user for `what`; a wait already open keeps its `since` (a
+/// second prompt is the same wait, with the newer question). Best effort.
 pub fn set_needs_user(root: &Path, agent: &str, what: &str) {
     let old = needs_user(root, agent);
     let what: String = what.chars().take(500).collect();
@@ -54,8 +52,7 @@ pub fn set_needs_user(root: &Path, agent: &str, what: &str) {
     }
 }
 
-/// `agent` acted: it no longer waits, as the event of its act says (no event of its own).
-/// Whether it waited.
+/// `agent` acted, so it no longer waits (no event of its own); whether it waited.
 pub(super) fn forget(root: &Path, agent: &str) -> bool {
     fsutil::remove(&file(root, agent)).unwrap_or(false)
 }

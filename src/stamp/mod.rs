@@ -17,7 +17,6 @@ use crate::layout;
 use crate::lock::{self, Release};
 use crate::presence::{self, AgentState, Unreadable, Update};
 use crate::record::Record;
-use crate::session;
 use crate::workspace::{AgentId, Workspace, is_valid_agent_id};
 use crate::worktree::shared_root;
 
@@ -150,8 +149,8 @@ impl Row {
     }
 }
 
-/// Every row on the stamp card, by id, and the row files that could not be read. Temporary
-/// files left by killed writers are swept on the way.
+/// Every row on the stamp card, by id, and the row files that could not be read (temporary
+/// files left by killed writers are swept).
 pub fn scan(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
     let mut found = Vec::new();
     for entry in crate::fsutil::read_dir(layout::partners_dir(&shared_root(root)))
@@ -173,22 +172,19 @@ pub fn scan(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
 fn read_rows(found: impl IntoIterator<Item = (u64, PathBuf)>) -> (Vec<Row>, Vec<Unreadable>) {
     let (mut rows, mut bad) = (Vec::new(), Vec::new());
     for (id, path) in found {
-        let why = match fsutil::read_text_capped(&path, RECORD_CAP) {
-            Ok((text, _)) => match Row::parse(id, &text) {
-                Ok(row) => {
-                    rows.push(row);
-                    continue;
-                }
-                Err(why) => why,
-            },
+        let read = match fsutil::read_text_capped(&path, RECORD_CAP) {
+            Ok((text, _)) => Row::parse(id, &text),
             Err(e) if e.kind() == io::ErrorKind::NotFound => continue,
-            Err(e) => e.to_string(),
+            Err(e) => Err(e.to_string()),
         };
-        let name = path.file_name().unwrap_or_default().to_string_lossy();
-        bad.push(Unreadable {
-            path: format!("{}/partners/{name}", layout::STATE_DIR),
-            why,
-        });
+        match read {
+            Ok(row) => rows.push(row),
+            Err(why) => {
+                let name = path.file_name().unwrap_or_default().to_string_lossy();
+                let path = format!("{}/partners/{name}", layout::STATE_DIR);
+                bad.push(Unreadable { path, why });
+            }
+        }
     }
     (rows, bad)
 }
@@ -225,10 +221,9 @@ fn has_index(root: &Path) -> bool {
     meta.is_ok_and(|m| m.is_dir())
 }
 
-/// The rows not clocked out (`online` or `crashed`), by id, and the row files read that could
-/// not be read. The rows read are those the index of open rows names and those above the
-/// counter (written by hand, as the contract allows, with the next ids up); without a readable
-/// counter or without the index, every row. So the card's history is listed by name, never read.
+/// The rows not clocked out (`online` or `crashed`), by id, and the row files that could not be
+/// read. Only the rows the index names and those above the counter (written by hand) are read;
+/// without the index or a readable counter, every row.
 pub fn open_rows(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
     let indexed = has_index(root)
         .then(|| fsutil::list_names(&layout::partners_open_dir(&shared_root(root))).ok())
@@ -289,9 +284,8 @@ fn ensure_index(root: &Path) -> Result<()> {
     fsutil::rename(&tmp, &dir)
 }
 
-/// The next row id, bumping the counter. Caller holds the mutex. The first id above the
-/// counter without a row file (rows written by hand take the next ids up); a lost or damaged
-/// counter is recounted from the whole card, so it cannot hand out an id twice.
+/// The next row id, bumping the counter: the first id above it without a row file (a lost
+/// counter is recounted from the card, so no id is handed out twice). Caller holds the mutex.
 fn next_id(root: &Path) -> Result<u64> {
     let taken: Vec<u64> = row_ids(root).collect();
     let counted = read_counter(root).unwrap_or_else(|| taken.iter().copied().max().unwrap_or(0));
@@ -430,8 +424,7 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
             ),
         });
     }
-    // All or nothing: a startup that cannot write the presence (a full disk) withdraws its
-    // online row, rather than leave a session on the card that never started.
+    // All or nothing: a startup that cannot write the presence withdraws its online row.
     let presence = Update {
         finished: Some(false),
         working_on: Some(task.unwrap_or_else(|| "-".into())),
@@ -472,10 +465,8 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
     })
 }
 
-/// Clock in again a session the card shows `online`: `agent`'s row of process `pid` on this host,
-/// if there is one, is refreshed and the presence made ACTIVE (`false`: none, the caller clocks
-/// in). A client that resumes or compacts a session it still runs starts it again: one session
-/// stays one row.
+/// Clock in again `agent`'s `online` row of process `pid` on this host, so that a resumed
+/// session stays one row: refreshed, presence ACTIVE (`false`: none, the caller clocks in).
 pub fn rejoin(ws: &Workspace, agent: &AgentId, pid: u32) -> Result<bool> {
     let _mutex = ws.lock_mutex()?;
     let Some(row) = open_rows(ws.root()).0.into_iter().find(|r| {
@@ -502,10 +493,9 @@ pub fn heartbeat(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<()
     presence::write(ws.root(), agent, &Update::default()).map(drop)
 }
 
-/// Refresh `last_heartbeat` of `agent`'s `online` rows (only `session`'s when given), and of its
-/// crashed ones too when `revive` (they come back `online`). Caller holds the workspace mutex.
-/// Keeps `coord presence` and the stamp card in step, so an agent that heartbeats by hand is
-/// not marked crashed by its next startup.
+/// Refresh `last_heartbeat` of `agent`'s `online` rows (only `session`'s when given), and of
+/// its crashed ones too when `revive` (back `online`), so that an agent that heartbeats by hand
+/// is not marked crashed by its next startup. Caller holds the workspace mutex.
 pub fn refresh_partner(
     root: &Path,
     agent: &AgentId,
@@ -532,7 +522,7 @@ pub enum Scope<'a> {
     /// Every open session of the partner, and all its locks.
     Partner,
     /// Every open session of the partner, and the locks coord's index and its presence list
-    /// (a client's session end, as its turn's end: the tree is not walked).
+    /// (a client's session end: the tree is not walked).
     Client,
     /// One session, and only the locks taken in it.
     Session(&'a str),
@@ -557,7 +547,11 @@ pub fn shutdown(ws: &Workspace, agent: &AgentId, scope: Scope<'_>) -> Result<Shu
     let released = match scope {
         Scope::Partner => lock::release(ws, agent, None, false)?,
         Scope::Client => lock::release_all(ws, agent)?,
-        Scope::Session(id) => session::release_locks(ws, agent, id)?,
+        // Only the locks whose `session:` line names it; none to release takes no mutex.
+        Scope::Session(id) => match lock::session_locks(ws, agent, id) {
+            held if held.is_empty() => Vec::new(),
+            held => lock::release_tokens(ws, agent, &held)?,
+        },
     };
     let root = ws.root();
     let _mutex = ws.lock_mutex()?;

@@ -25,29 +25,31 @@ pub struct AgentId {
 impl AgentId {
     /// Validate a name as given (`Claude` → id `claude`, display `Claude`).
     pub fn parse(name: &str) -> Result<AgentId> {
-        let bad = |why: &str| Error::InvalidAgent {
-            name: name.to_string(),
-            why: why.to_string(),
-        };
-        if name.is_empty() {
-            return Err(bad("it is empty"));
-        }
-        if !name.is_ascii() {
-            return Err(bad("only ASCII letters, digits, `_` and `-` are allowed"));
-        }
-        if name.len() > 32 {
-            return Err(bad("it is longer than 32 characters"));
-        }
         let id = name.to_ascii_lowercase();
-        if !is_valid_agent_id(&id) {
-            return Err(bad(
+        let why = [
+            (name.is_empty(), "it is empty"),
+            (
+                !name.is_ascii(),
+                "only ASCII letters, digits, `_` and `-` are allowed",
+            ),
+            (name.len() > 32, "it is longer than 32 characters"),
+            (
+                !is_valid_agent_id(&id),
                 "only letters, digits, `_` and `-` are allowed, starting with a letter or digit",
-            ));
+            ),
+        ]
+        .into_iter()
+        .find_map(|(bad, why)| bad.then_some(why));
+        match why {
+            Some(why) => Err(Error::InvalidAgent {
+                name: name.to_string(),
+                why: why.to_string(),
+            }),
+            None => Ok(AgentId {
+                id,
+                name: name.to_string(),
+            }),
         }
-        Ok(AgentId {
-            id,
-            name: name.to_string(),
-        })
     }
 
     /// The id: lower-case, safe in file names.
@@ -95,9 +97,8 @@ impl Target {
         })
     }
 
-    /// Refuse one of coord's own files (`F.lock.claude`, `F.bak`, `F.rejected.bob`, a
-    /// presence, a handshake, a temporary file) as a file to lock or write: locking a lock
-    /// file makes a lock on a lock, writing one forges it.
+    /// Refuse one of coord's own files (`F.lock.claude`, `F.bak`, a presence, a temporary file)
+    /// as a file to lock or write: that would make a lock on a lock, or forge one.
     pub fn not_coords_own(&self) -> Result<()> {
         let name = self.abs.file_name().and_then(|n| n.to_str()).unwrap_or("");
         match layout::own_file_kind(name) {
@@ -157,17 +158,15 @@ impl Workspace {
         &self.root
     }
 
-    /// Create `.coord/` when missing, sweep temporary files left in the root, learn what the
-    /// folder is on ([`Workspace::policy`]) and, in a git work tree nobody set up, keep coord's
-    /// files out of `git status` ([`Workspace::adopt`]).
+    /// Create `.coord/` when missing, sweep temporary files left in the root, learn the
+    /// [`Workspace::policy`] and, in a git work tree nobody set up, [`Workspace::adopt`] it.
     pub fn ensure_state_dir(&self) -> Result<PathBuf> {
         let dir = layout::state_dir(&shared_root(&self.root));
         // The root was resolved (no symlink above it), so a real folder at `.coord` is all
         // there is to check; anything else (missing, a symlink, a file) takes the careful path.
         if !fs::symlink_metadata(&dir).is_ok_and(|m| m.is_dir()) {
-            // `.coord/` is made in the root, never the root itself: a workspace removed while
-            // a coord process still ran in it (`rm -rf`, a temporary folder cleaned up) is not
-            // brought back by that process.
+            // Never the root itself: a workspace removed (`rm -rf`) while a coord process still
+            // ran in it is not brought back by that process.
             if !fs::symlink_metadata(&self.root).is_ok_and(|m| m.is_dir()) {
                 return Err(std::io::Error::new(
                     std::io::ErrorKind::NotFound,
@@ -180,16 +179,14 @@ impl Workspace {
             nested::register(&self.root);
         }
         self.sweep_temps_once();
-        // Detected now, before the first file is published: on a network filesystem, coord's
-        // writes and reads take more care from the first one on.
+        // Detected before the first file is published: a network filesystem needs care from it.
         let _ = self.policy();
         self.adopt()?;
         Ok(dir)
     }
 
-    /// Keep coord's files out of `git status` where the workspace lies in a git work tree
-    /// nobody set up ([`adopt`]: coord's block in the repository's `info/exclude`, then
-    /// `.coord/.gitignore`), before coord writes anything there.
+    /// Keep coord's files out of `git status` in a git work tree nobody set up ([`adopt`]),
+    /// before coord writes anything there.
     pub fn adopt(&self) -> Result<()> {
         static LOOKED: std::sync::Mutex<Vec<PathBuf>> = std::sync::Mutex::new(Vec::new());
         {
@@ -217,8 +214,7 @@ impl Workspace {
         let shared = shared_root(&self.root);
         fsutil::sweep_temps(&self.root);
         fsutil::sweep_temps(&layout::state_dir(&shared));
-        // `.coord/queue/` and its queue folders (only folders: a symlink there is not entered),
-        // in one listing.
+        // `.coord/queue/` and its queue folders (a symlink there is not entered), in one listing.
         if let Ok(entries) = fsutil::read_dir(layout::queue_root(&shared)) {
             for entry in entries.flatten() {
                 if entry.file_type().is_ok_and(|t| t.is_dir()) {
@@ -237,8 +233,7 @@ impl Workspace {
 
     /// [`Workspace::lock_mutex`], waiting at most `patience` for a holder to let go.
     pub fn lock_mutex_within(&self, patience: std::time::Duration) -> Result<arbiter::Guard> {
-        // `.coord/` removed (`rm -rf .coord`, `git clean`) between creating it and opening the
-        // mutex: create it again and go on.
+        // `.coord/` removed (`git clean`) between creating it and opening the mutex: made again.
         self.require_arbitration()?;
         let mutex = layout::mutex(&shared_root(&self.root));
         let mut tries = 0;
@@ -273,9 +268,8 @@ impl Workspace {
         arbiter::policy(&self.root)
     }
 
-    /// Resolve a path to one file given relative to `cwd`, taken literally (a path a client's
-    /// tool names, a path read from a record); a FILE argument goes through
-    /// [`Workspace::file_arg`] first.
+    /// Resolve a path to one file given relative to `cwd`, taken literally (a tool's path, a
+    /// record's); a FILE argument goes through [`Workspace::file_arg`] first.
     pub fn resolve(&self, cwd: &Path, arg: &str) -> Result<Target> {
         let bad = |why: &str| Error::BadPath {
             path: arg.to_string(),
@@ -331,8 +325,7 @@ impl Workspace {
             .map(FileArg::File)
     }
 
-    /// [`Workspace::file_arg`] of each argument: the files and the claims, each in the order
-    /// given.
+    /// [`Workspace::file_arg`] of each argument: the files and the claims, each in order.
     pub fn file_args(&self, cwd: &Path, args: &[String]) -> Result<(Vec<Target>, Vec<Pattern>)> {
         let (mut files, mut claims) = (Vec::new(), Vec::new());
         for a in args {
@@ -396,9 +389,8 @@ impl Workspace {
         Pattern::parse(&text).map_err(bad)
     }
 
-    /// Where a path to one file, given relative to `cwd`, would be once its folder is made:
-    /// for a path whose folder does not exist yet, as a client's tool may create it with the
-    /// file.
+    /// Where a path given relative to `cwd`, whose folder does not exist yet, would be once a
+    /// client's tool made its folder with the file.
     pub fn resolve_unmade(&self, cwd: &Path, path: &str) -> Option<Target> {
         if path.is_empty() || path.contains('\0') {
             return None;
@@ -496,10 +488,8 @@ fn trusted_from_below(meta: &fs::Metadata) -> bool {
         || rustix::process::getgroups().is_ok_and(|groups| groups.iter().any(|g| g.as_raw() == gid))
 }
 
-/// The top level of the git work tree holding `dir`: the nearest ancestor with a `.git` entry
-/// (a folder, or the file a linked worktree or submodule has); for a submodule, the top level
-/// of its superproject (of the outermost one, for a submodule of a submodule): a submodule is a
-/// folder of the superproject's workspace, as its files are paths of the superproject's tree.
+/// The top level of the git work tree holding `dir` (the nearest ancestor with a `.git` entry);
+/// for a submodule, that of its outermost superproject, whose workspace it is a folder of.
 fn git_top_level(dir: &Path) -> Option<PathBuf> {
     let mut top = dir
         .ancestors()
@@ -574,12 +564,8 @@ mod tests {
         let (ws, created) = Workspace::init(&root.join("a")).unwrap();
         assert!(created);
         assert_eq!(ws.root(), root.join("a"));
-        assert_eq!(
-            Workspace::discover(Some(Path::new("a")), &root)
-                .unwrap()
-                .root(),
-            root.join("a")
-        );
+        let ws = Workspace::discover(Some(Path::new("a")), &root).unwrap();
+        assert_eq!(ws.root(), root.join("a"));
         assert!(!Workspace::init(&root.join("a")).unwrap().1);
     }
 

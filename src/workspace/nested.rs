@@ -72,18 +72,16 @@ pub fn roots(root: &Path, files: &[&str]) -> BTreeSet<String> {
     // Each folder is looked at once, however many files lie in it.
     let mut seen = BTreeSet::new();
     for file in files {
-        let mut dir = Path::new(file).parent();
-        while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
-            let Some(key) = d.to_str().map(str::to_string) else {
+        for d in Path::new(file).ancestors().skip(1) {
+            let Some(key) = d.to_str().filter(|k| !k.is_empty()) else {
                 break;
             };
-            if !seen.insert(key.clone()) {
+            if !seen.insert(key.to_string()) {
                 break;
             }
-            if plain_relative(&key) && is_workspace(&root.join(d)) {
-                roots.insert(key);
+            if plain_relative(key) && is_workspace(&root.join(d)) {
+                roots.insert(key.to_string());
             }
-            dir = d.parent();
         }
     }
     roots
