@@ -158,15 +158,9 @@ fn probe(pid: u32) -> Option<Option<String>> {
     }
 }
 
-/// Whether process `pid` has ended and only waits to be reaped (a zombie): it is not alive.
-#[cfg(test)]
-fn zombie(pid: u32) -> bool {
-    stat_field(pid, 0).is_some_and(|state| state == "Z")
-}
-
 /// Whether a process recorded as (`pid`, `host`) is known to be gone.
 pub fn recorded_process_gone(pid: u32, host: &str) -> bool {
-    host == hostname() && !pid_alive(pid)
+    recorded_process_gone_since(pid, host, None)
 }
 
 /// [`recorded_process_gone`], or a process of that number runs but started at another time than
@@ -386,6 +380,8 @@ mod tests {
     fn a_killed_unreaped_child_is_not_alive() {
         let mut child = sleeper("100");
         let pid = child.id();
+        // Ended, and only waiting to be reaped.
+        let zombie = |pid| stat_field(pid, 0).is_some_and(|state| state == "Z");
         assert!(pid_alive(pid));
         child.kill().unwrap();
         // The kernel makes it a zombie at once after the signal is taken; not reaped yet.

@@ -13,10 +13,8 @@ pub const STATE_DIR: &str = ".coord";
 
 /// The infix between a file's name and the agent in a lock file name.
 pub const LOCK_INFIX: &str = ".lock.";
-
 /// The suffix of a backup.
 pub const BACKUP_SUFFIX: &str = ".bak";
-
 /// The suffix of coord's temporary files.
 pub const TEMP_SUFFIX: &str = ".tmp";
 
@@ -486,22 +484,16 @@ pub fn parse_partner_row_name(file_name: &str) -> Option<u64> {
 
 /// The default dialogue folder, relative to the root.
 pub const DIALOGUE_DIR: &str = "agent-dialogue";
-
 /// The dialogue log, in the dialogue folder.
 pub const DIALOGUE_CONVERSATION: &str = "conversation.md";
-
 /// Whose turn it is, in the dialogue folder.
 pub const DIALOGUE_TURN: &str = "current-turn.txt";
-
 /// Session metadata, in the dialogue folder.
 pub const DIALOGUE_STATUS: &str = "status.json";
-
 /// The writer's lock, in the dialogue folder.
 pub const DIALOGUE_LOCK: &str = "lock.txt";
-
 /// The user's command channel, in the dialogue folder.
 pub const DIALOGUE_COMMANDS: &str = "user-commands.txt";
-
 /// The archive folder, in the dialogue folder.
 pub const DIALOGUE_ARCHIVE: &str = "archive";
 
@@ -620,7 +612,6 @@ pub fn shell_start(root: &Path, agent: &str) -> PathBuf {
 
 /// The ref on the remote holding every shared claim (one commit; its tree one blob a claim).
 pub const REMOTE_CLAIMS_REF: &str = "refs/coord/claims";
-
 /// The folder of refs on the remote holding each clone's `working_on`, one ref a clone.
 pub const REMOTE_CLONES_PREFIX: &str = "refs/coord/clones/";
 
@@ -650,18 +641,19 @@ mod tests {
 
     #[test]
     fn seed_names() {
-        let root = Path::new("/w");
-        assert_eq!(presence(root, "claude"), Path::new("/w/.claude_presence"));
-        assert_eq!(handshake(root, "gemini"), Path::new("/w/.handshake_gemini"));
-        assert_eq!(
-            lock_file(Path::new("/w/PROTOKOL.md"), "claude"),
-            Path::new("/w/PROTOKOL.md.lock.claude")
-        );
-        assert_eq!(backup(Path::new("/w/a/b.txt")), Path::new("/w/a/b.txt.bak"));
-        assert_eq!(
-            rejected(Path::new("/w/a/b.txt"), "claude"),
-            Path::new("/w/a/b.txt.rejected.claude")
-        );
+        let (root, file) = (Path::new("/w"), Path::new("/w/a/b.txt"));
+        for (got, want) in [
+            (presence(root, "claude"), "/w/.claude_presence"),
+            (handshake(root, "gemini"), "/w/.handshake_gemini"),
+            (
+                lock_file(Path::new("/w/PROTOKOL.md"), "claude"),
+                "/w/PROTOKOL.md.lock.claude",
+            ),
+            (backup(file), "/w/a/b.txt.bak"),
+            (rejected(file, "claude"), "/w/a/b.txt.rejected.claude"),
+        ] {
+            assert_eq!(got, Path::new(want));
+        }
     }
 
     #[test]

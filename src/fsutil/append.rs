@@ -90,7 +90,7 @@ pub fn append_line_rotating(
             _ => continue,
         }
         let len = meta.len();
-        let (buf, _) = framed(&file, path, len, line)?;
+        let (buf, led) = framed(&file, path, len, line)?;
         // A plain write: this log's readers skip a line a kill tore, and it is written on every
         // transition, so it does not pay for a finisher.
         if let Err(e) = (&file).write_all(&buf) {
@@ -101,8 +101,7 @@ pub fn append_line_rotating(
         if end >= rotate_at {
             if len >= rotate_at {
                 // Where this line starts: after the newline written in front of it, if any.
-                let line_at = end - line_len(line);
-                cut_to_newest(&file, path, end, line_at, rotate_at)?;
+                cut_to_newest(&file, path, end, len + u64::from(led), rotate_at)?;
             }
             fs::rename(path, rotated).at("rotate", path)?;
         }
@@ -139,11 +138,6 @@ fn framed(file: &File, path: &Path, len: u64, line: &[u8]) -> Result<(Vec<u8>, b
         buf.push(b'\n');
     }
     Ok((buf, led))
-}
-
-/// The length of `line` as written (with its newline).
-fn line_len(line: &[u8]) -> u64 {
-    line.len() as u64 + u64::from(line.last() != Some(&b'\n'))
 }
 
 /// Replace the log at `path` (`file`, locked, `end` bytes long) by its newest whole lines

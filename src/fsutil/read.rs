@@ -23,19 +23,16 @@ pub struct Stat {
 }
 
 impl Stat {
-    fn of(meta: &fs::Metadata) -> Stat {
+    /// The stat data of `path` (not following a link), `None` when nothing is there.
+    pub fn read(path: &Path) -> Option<Stat> {
         use std::os::unix::fs::MetadataExt;
-        Stat {
+        let meta = fs::symlink_metadata(path).ok()?;
+        Some(Stat {
             ino: meta.ino(),
             size: meta.size(),
             mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
             ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
-        }
-    }
-
-    /// The stat data of `path` (not following a link), `None` when nothing is there.
-    pub fn read(path: &Path) -> Option<Stat> {
-        fs::symlink_metadata(path).ok().map(|m| Stat::of(&m))
+        })
     }
 }
 
