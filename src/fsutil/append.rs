@@ -48,20 +48,19 @@ fn append_inner(path: &Path, line: &[u8], count: bool) -> Result<(File, bool, us
     file.lock().at("lock", path)?;
     // Under the lock the length is final.
     let len = file.metadata().at("inspect", path)?.len();
-    let mut number = 0;
+    // One more than the newlines there.
+    let mut number = usize::from(count);
     if count {
         let mut chunk = vec![0u8; 64 * 1024];
         let mut at = 0u64;
-        let mut newlines = 0usize;
         while at < len {
             let n = file.read_at(&mut chunk, at).at("read", path)?;
             if n == 0 {
                 break;
             }
-            newlines += memchr::memchr_iter(b'\n', &chunk[..n]).count();
+            number += memchr::memchr_iter(b'\n', &chunk[..n]).count();
             at += n as u64;
         }
-        number = newlines + 1;
     }
     let (buf, led) = framed(&file, path, len, line)?;
     number += usize::from(count && led);

@@ -160,19 +160,12 @@ pub fn set_mtime_epoch(path: &Path) -> Result<()> {
 /// Set an open file's modification time (`nanos` 0: the epoch, or `UTIME_NOW`).
 fn set_mtime(file: &File, nanos: rustix::fs::Nsecs) -> rustix::io::Result<()> {
     use rustix::fs::{Timespec, Timestamps, UTIME_OMIT};
-    rustix::fs::futimens(
-        file,
-        &Timestamps {
-            last_access: Timespec {
-                tv_sec: 0,
-                tv_nsec: UTIME_OMIT,
-            },
-            last_modification: Timespec {
-                tv_sec: 0,
-                tv_nsec: nanos,
-            },
-        },
-    )
+    let at = |tv_nsec| Timespec { tv_sec: 0, tv_nsec };
+    let times = Timestamps {
+        last_access: at(UTIME_OMIT),
+        last_modification: at(nanos),
+    };
+    rustix::fs::futimens(file, &times)
 }
 
 /// Rewrite the small regular file at `path` with `bytes` in place, making it when missing.
