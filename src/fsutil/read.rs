@@ -220,20 +220,18 @@ pub fn linked_state_folder(path: &Path, with_self: bool) -> Option<PathBuf> {
 /// Refuse a path that [`linked_state_folder`] finds a symlink on the way to: `InvalidData`,
 /// naming the link, noted for [`take_link_warning`].
 pub fn refuse_linked(path: &Path, with_self: bool) -> io::Result<()> {
-    match linked_state_folder(path, with_self) {
-        None => Ok(()),
-        Some(link) => {
-            let why = crate::error::LinkedFolder(link);
-            let mut noted = LINK_WARNING.lock().unwrap_or_else(|e| e.into_inner());
-            noted.get_or_insert_with(|| {
-                let said = format!(
-                    "{why}: nothing was read or written through it, and what belongs there was left out; remove it, and coord makes the folder again"
-                );
-                (why.0.clone(), said)
-            });
-            Err(io::Error::new(io::ErrorKind::InvalidData, why))
-        }
-    }
+    let Some(link) = linked_state_folder(path, with_self) else {
+        return Ok(());
+    };
+    let why = crate::error::LinkedFolder(link);
+    let mut noted = LINK_WARNING.lock().unwrap_or_else(|e| e.into_inner());
+    noted.get_or_insert_with(|| {
+        let said = format!(
+            "{why}: nothing was read or written through it, and what belongs there was left out; remove it, and coord makes the folder again"
+        );
+        (why.0.clone(), said)
+    });
+    Err(io::Error::new(io::ErrorKind::InvalidData, why))
 }
 
 static LINK_WARNING: std::sync::Mutex<Option<(PathBuf, String)>> = std::sync::Mutex::new(None);

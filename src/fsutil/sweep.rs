@@ -9,9 +9,7 @@ use crate::{host, layout};
 /// Remove coord's temporary files in `dir` whose writer is gone: at once when their process
 /// is known dead on this host, after an hour in any case. Returns how many were removed.
 pub fn sweep_temps(dir: &Path) -> usize {
-    let Ok(entries) = super::read_dir(dir) else {
-        return 0;
-    };
+    let entries = super::read_dir(dir).into_iter().flatten();
     let names = entries.map_while(Result::ok).map(|e| e.file_name());
     names
         .filter(|name| name.to_str().is_some_and(|name| sweep_name(dir, name)))
