@@ -81,27 +81,21 @@ pub fn ensure_dir(dir: &Path) -> Result<()> {
     if let Some(link) = linked_ancestor(dir) {
         return Err(super::symlink_refused()).at("create folder", &link);
     }
-    match fs::symlink_metadata(dir) {
-        Ok(meta) if meta.is_dir() => Ok(()),
-        Ok(_) => Err(io::Error::new(
-            io::ErrorKind::AlreadyExists,
-            "exists and is not a folder",
-        ))
-        .at("create folder", dir),
-        Err(_) => {
-            // Someone may be removing the folder while it is created (`rm -rf .coord` while
-            // agents wait): mkdir then finds it "exists" and it is gone a moment later.
-            let mut tries = 0;
-            loop {
-                match create_dir_all_fitted(dir) {
-                    Ok(()) => return Ok(()),
-                    Err(_) if is_dir(dir) => return Ok(()),
-                    Err(_) if tries < 20 => tries += 1,
-                    Err(e) => return Err(e).at("create folder", dir),
-                }
+    // Someone may be removing the folder while it is created (`rm -rf .coord` while agents
+    // wait): mkdir then finds it "exists" and it is gone a moment later.
+    let mut tries = 0;
+    let e = loop {
+        match create_dir_all_fitted(dir) {
+            Ok(()) => return Ok(()),
+            Err(_) if is_dir(dir) => return Ok(()),
+            Err(_) if fs::symlink_metadata(dir).is_ok() => {
+                break io::Error::new(io::ErrorKind::AlreadyExists, "exists and is not a folder");
             }
+            Err(_) if tries < 20 => tries += 1,
+            Err(e) => break e,
         }
-    }
+    };
+    Err(e).at("create folder", dir)
 }
 
 /// Whether a folder (not a link to one) stands at `path`.
