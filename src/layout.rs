@@ -122,10 +122,14 @@ pub fn session_file(root: &Path, tag: &str, pid: u32) -> PathBuf {
 pub fn parse_session_name(file_name: &str) -> Option<(&str, u32)> {
     let (tag, pid) = file_name.split_once('-')?;
     let hex = tag.len() == 8 && tag.bytes().all(|b| b.is_ascii_hexdigit());
-    (hex && pid.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| pid.parse().ok())
-        .flatten()
-        .map(|pid| (tag, pid))
+    Some((tag, number(pid).filter(|_| hex)?))
+}
+
+/// `text` as a number when it is ASCII digits only (no sign, no blank).
+fn number<T: std::str::FromStr>(text: &str) -> Option<T> {
+    text.bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| text.parse().ok())?
 }
 
 /// The register entry of the nested workspace at `rel` (relative to `root`, `/` separators):
@@ -473,11 +477,7 @@ pub fn partner_open(root: &Path, id: u64) -> PathBuf {
 
 /// The row id of a stamp-card row file name.
 pub fn parse_partner_row_name(file_name: &str) -> Option<u64> {
-    let digits = file_name.strip_suffix(ROW_SUFFIX)?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
+    number(file_name.strip_suffix(ROW_SUFFIX)?)
 }
 
 // ---- Dialogue (seed 002) -------------------------------------------------------------------

@@ -14,9 +14,7 @@ pub fn hard_link(from: &Path, to: &Path) -> io::Result<()> {
     refuse_linked(from, false)?;
     refuse_linked(to, false)?;
     if no_links_here() {
-        return Err(io::Error::from_raw_os_error(
-            rustix::io::Errno::PERM.raw_os_error(),
-        ));
+        return Err(rustix::io::Errno::PERM.into());
     }
     fs::hard_link(from, to)
 }
