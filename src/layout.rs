@@ -318,14 +318,12 @@ const HELD_NAME_MAX: usize = 200;
 /// The index entry of `agent`'s lock on `rel` (a path relative to the root), and whether it is
 /// named by a hash (then it holds `rel` as its content).
 pub fn held_entry(root: &Path, rel: &str, agent: &str) -> (PathBuf, bool) {
-    let (mut name, hashed) = escaped_name(
-        rel,
-        "=",
-        HELD_NAME_MAX.saturating_sub(HELD_INFIX.len() + agent.len()),
-    );
-    name.push_str(HELD_INFIX);
-    name.push_str(agent);
-    (held_dir(root).join(name), hashed)
+    let max = HELD_NAME_MAX.saturating_sub(HELD_INFIX.len() + agent.len());
+    let (name, hashed) = escaped_name(rel, "=", max);
+    (
+        held_dir(root).join(format!("{name}{HELD_INFIX}{agent}")),
+        hashed,
+    )
 }
 
 /// What an index entry's name says: the locked file (relative to the root; `None` when the
@@ -358,10 +356,7 @@ pub fn parse_held_entry(file_name: &str) -> Option<(Option<String>, String)> {
 /// relative to the shared root (absolute when outside, in a linked worktree) as one name
 /// ([`escaped_name`]).
 pub fn backup_generations(root: &Path, file: &Path) -> PathBuf {
-    let key = match file.strip_prefix(root) {
-        Ok(rel) => rel.to_string_lossy().into_owned(),
-        Err(_) => file.to_string_lossy().into_owned(),
-    };
+    let key = file.strip_prefix(root).unwrap_or(file).to_string_lossy();
     state_dir(root)
         .join("backups")
         .join(escaped_name(&key, "", HELD_NAME_MAX).0)
