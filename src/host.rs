@@ -246,13 +246,9 @@ pub fn stdin_is_terminal(pid: u32) -> Option<bool> {
 /// `COORD_LAUNCHER_PID`), the launcher's parent: the launcher is only a step on the way.
 pub fn invoker() -> u32 {
     let parent = std::os::unix::process::parent_id();
-    let launcher = std::env::var("COORD_LAUNCHER_PID")
-        .ok()
-        .and_then(|v| v.parse::<u32>().ok());
-    if launcher == Some(parent) {
-        parent_of_pid(parent).unwrap_or(parent)
-    } else {
-        parent
+    match std::env::var("COORD_LAUNCHER_PID") {
+        Ok(v) if v.parse() == Ok(parent) => parent_of_pid(parent).unwrap_or(parent),
+        _ => parent,
     }
 }
 
