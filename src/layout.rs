@@ -235,11 +235,9 @@ pub fn parse_temp_name(file_name: &str) -> Option<(&str, u32)> {
     let rest = file_name
         .strip_prefix(TEMP_START)?
         .strip_suffix(TEMP_SUFFIX)?;
-    let mut parts = rest.splitn(3, '-');
-    let tag = parts.next()?;
-    let pid = parts.next()?.parse().ok()?;
-    parts.next()?;
-    Some((tag, pid))
+    let (tag, rest) = rest.split_once('-')?;
+    let (pid, _random) = rest.split_once('-')?;
+    Some((tag, pid.parse().ok()?))
 }
 
 /// Whether a name is a FUSE leftover (`.fuse_hidden…`): a file removed while still open through
