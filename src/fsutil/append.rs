@@ -189,14 +189,12 @@ pub fn finish_appends() {
 /// Write `buf` at the end of `file` (`len` bytes, locked) as one whole: one `write` when it fits
 /// in one chunk, else through the finisher when there is one.
 fn write_whole(file: &File, buf: &[u8], len: u64) -> io::Result<()> {
-    let fits = len % CHUNK + buf.len() as u64 <= CHUNK;
-    if fits || !cfg!(target_os = "linux") || !FINISHER.load(Ordering::Relaxed) {
-        return (&*file).write_all(buf);
-    }
-    match spawn_finisher(file) {
+    let spans = len % CHUNK + buf.len() as u64 > CHUNK;
+    let finisher = spans && cfg!(target_os = "linux") && FINISHER.load(Ordering::Relaxed);
+    match finisher.then(|| spawn_finisher(file)).flatten() {
         Some(child) => feed_finisher(child, buf),
-        // No helper to be had (the executable is gone): the plain write is still whole unless
-        // this very process is killed during it.
+        // Within one chunk, a plain write is whole; across chunks with no helper to be had (the
+        // executable is gone), it still is unless this very process is killed during it.
         None => (&*file).write_all(buf),
     }
 }
