@@ -397,16 +397,14 @@ mod tests {
     #[test]
     #[cfg(target_os = "linux")]
     fn start_times_are_each_process_own() {
-        let own = stat_field(pid(), 19).and_then(|f| f.parse::<u64>().ok());
+        let in_proc = |pid| stat_field(pid, 19).and_then(|f| f.parse::<u64>().ok());
+        let own = in_proc(pid());
         assert!(own.is_some());
         assert_eq!(start_time(pid()), own);
         std::thread::sleep(std::time::Duration::from_millis(30));
         let mut child = sleeper("5");
         let theirs = start_time(child.id());
-        assert_eq!(
-            theirs,
-            stat_field(child.id(), 19).and_then(|f| f.parse::<u64>().ok())
-        );
+        assert_eq!(theirs, in_proc(child.id()));
         assert!(
             theirs > own,
             "the child started later: {theirs:?} vs {own:?}"

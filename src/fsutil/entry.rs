@@ -165,12 +165,10 @@ fn set_mtime(file: &File, nanos: rustix::fs::Nsecs) -> rustix::io::Result<()> {
 /// Rewrite the small regular file at `path` with `bytes` in place, making it when missing.
 pub fn rewrite_in_place(path: &Path, bytes: &[u8]) -> Result<bool> {
     use std::os::unix::fs::{FileExt, MetadataExt};
-    let Ok((file, meta)) = open_nofollow(path, Access::ReadWriteOrCreate) else {
+    let opened = open_nofollow(path, Access::ReadWriteOrCreate).ok();
+    let Some((file, _)) = opened.filter(|(_, meta)| meta.nlink() == 1) else {
         return Ok(false);
     };
-    if meta.nlink() != 1 {
-        return Ok(false);
-    }
     file.write_all_at(bytes, 0).at("write", path)?;
     file.set_len(bytes.len() as u64).at("write", path)?;
     Ok(true)
