@@ -19,11 +19,9 @@ pub fn sweep_temps(dir: &Path) -> usize {
 /// [`sweep_temps`] for one entry of a folder being listed anyway: removes it when it is one of
 /// coord's temporary files whose writer is gone. Returns whether it was removed.
 pub fn sweep_entry(entry: &fs::DirEntry) -> bool {
-    let path = entry.path();
-    match (path.parent(), entry.file_name().to_str()) {
-        (Some(dir), Some(name)) => sweep_name(dir, name),
-        _ => false,
-    }
+    let (path, name) = (entry.path(), entry.file_name());
+    let found = path.parent().zip(name.to_str());
+    found.is_some_and(|(dir, name)| sweep_name(dir, name))
 }
 
 /// Remove `dir/name` when it is one of coord's temporary files whose writer is gone, or a
