@@ -158,15 +158,9 @@ fn probe(pid: u32) -> Option<Option<String>> {
     }
 }
 
-/// Whether process `pid` has ended and only waits to be reaped (a zombie): it is not alive.
-#[cfg(test)]
-fn zombie(pid: u32) -> bool {
-    stat_field(pid, 0).is_some_and(|state| state == "Z")
-}
-
 /// Whether a process recorded as (`pid`, `host`) is known to be gone.
 pub fn recorded_process_gone(pid: u32, host: &str) -> bool {
-    host == hostname() && !pid_alive(pid)
+    recorded_process_gone_since(pid, host, None)
 }
 
 /// [`recorded_process_gone`], or a process of that number runs but started at another time than
@@ -252,13 +246,9 @@ pub fn stdin_is_terminal(pid: u32) -> Option<bool> {
 /// `COORD_LAUNCHER_PID`), the launcher's parent: the launcher is only a step on the way.
 pub fn invoker() -> u32 {
     let parent = std::os::unix::process::parent_id();
-    let launcher = std::env::var("COORD_LAUNCHER_PID")
-        .ok()
-        .and_then(|v| v.parse::<u32>().ok());
-    if launcher == Some(parent) {
-        parent_of_pid(parent).unwrap_or(parent)
-    } else {
-        parent
+    match std::env::var("COORD_LAUNCHER_PID") {
+        Ok(v) if v.parse() == Ok(parent) => parent_of_pid(parent).unwrap_or(parent),
+        _ => parent,
     }
 }
 
@@ -386,6 +376,8 @@ mod tests {
     fn a_killed_unreaped_child_is_not_alive() {
         let mut child = sleeper("100");
         let pid = child.id();
+        // Ended, and only waiting to be reaped.
+        let zombie = |pid| stat_field(pid, 0).is_some_and(|state| state == "Z");
         assert!(pid_alive(pid));
         child.kill().unwrap();
         // The kernel makes it a zombie at once after the signal is taken; not reaped yet.
@@ -405,16 +397,14 @@ mod tests {
     #[test]
     #[cfg(target_os = "linux")]
     fn start_times_are_each_process_own() {
-        let own = stat_field(pid(), 19).and_then(|f| f.parse::<u64>().ok());
+        let in_proc = |pid| stat_field(pid, 19).and_then(|f| f.parse::<u64>().ok());
+        let own = in_proc(pid());
         assert!(own.is_some());
         assert_eq!(start_time(pid()), own);
         std::thread::sleep(std::time::Duration::from_millis(30));
         let mut child = sleeper("5");
         let theirs = start_time(child.id());
-        assert_eq!(
-            theirs,
-            stat_field(child.id(), 19).and_then(|f| f.parse::<u64>().ok())
-        );
+        assert_eq!(theirs, in_proc(child.id()));
         assert!(
             theirs > own,
             "the child started later: {theirs:?} vs {own:?}"

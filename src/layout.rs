@@ -13,10 +13,8 @@ pub const STATE_DIR: &str = ".coord";
 
 /// The infix between a file's name and the agent in a lock file name.
 pub const LOCK_INFIX: &str = ".lock.";
-
 /// The suffix of a backup.
 pub const BACKUP_SUFFIX: &str = ".bak";
-
 /// The suffix of coord's temporary files.
 pub const TEMP_SUFFIX: &str = ".tmp";
 
@@ -124,10 +122,14 @@ pub fn session_file(root: &Path, tag: &str, pid: u32) -> PathBuf {
 pub fn parse_session_name(file_name: &str) -> Option<(&str, u32)> {
     let (tag, pid) = file_name.split_once('-')?;
     let hex = tag.len() == 8 && tag.bytes().all(|b| b.is_ascii_hexdigit());
-    (hex && pid.bytes().all(|b| b.is_ascii_digit()))
-        .then(|| pid.parse().ok())
-        .flatten()
-        .map(|pid| (tag, pid))
+    Some((tag, number(pid).filter(|_| hex)?))
+}
+
+/// `text` as a number when it is ASCII digits only (no sign, no blank).
+fn number<T: std::str::FromStr>(text: &str) -> Option<T> {
+    text.bytes()
+        .all(|b| b.is_ascii_digit())
+        .then(|| text.parse().ok())?
 }
 
 /// The register entry of the nested workspace at `rel` (relative to `root`, `/` separators):
@@ -233,11 +235,9 @@ pub fn parse_temp_name(file_name: &str) -> Option<(&str, u32)> {
     let rest = file_name
         .strip_prefix(TEMP_START)?
         .strip_suffix(TEMP_SUFFIX)?;
-    let mut parts = rest.splitn(3, '-');
-    let tag = parts.next()?;
-    let pid = parts.next()?.parse().ok()?;
-    parts.next()?;
-    Some((tag, pid))
+    let (tag, rest) = rest.split_once('-')?;
+    let (pid, _random) = rest.split_once('-')?;
+    Some((tag, pid.parse().ok()?))
 }
 
 /// Whether a name is a FUSE leftover (`.fuse_hidden…`): a file removed while still open through
@@ -316,14 +316,12 @@ const HELD_NAME_MAX: usize = 200;
 /// The index entry of `agent`'s lock on `rel` (a path relative to the root), and whether it is
 /// named by a hash (then it holds `rel` as its content).
 pub fn held_entry(root: &Path, rel: &str, agent: &str) -> (PathBuf, bool) {
-    let (mut name, hashed) = escaped_name(
-        rel,
-        "=",
-        HELD_NAME_MAX.saturating_sub(HELD_INFIX.len() + agent.len()),
-    );
-    name.push_str(HELD_INFIX);
-    name.push_str(agent);
-    (held_dir(root).join(name), hashed)
+    let max = HELD_NAME_MAX.saturating_sub(HELD_INFIX.len() + agent.len());
+    let (name, hashed) = escaped_name(rel, "=", max);
+    (
+        held_dir(root).join(format!("{name}{HELD_INFIX}{agent}")),
+        hashed,
+    )
 }
 
 /// What an index entry's name says: the locked file (relative to the root; `None` when the
@@ -356,10 +354,7 @@ pub fn parse_held_entry(file_name: &str) -> Option<(Option<String>, String)> {
 /// relative to the shared root (absolute when outside, in a linked worktree) as one name
 /// ([`escaped_name`]).
 pub fn backup_generations(root: &Path, file: &Path) -> PathBuf {
-    let key = match file.strip_prefix(root) {
-        Ok(rel) => rel.to_string_lossy().into_owned(),
-        Err(_) => file.to_string_lossy().into_owned(),
-    };
+    let key = file.strip_prefix(root).unwrap_or(file).to_string_lossy();
     state_dir(root)
         .join("backups")
         .join(escaped_name(&key, "", HELD_NAME_MAX).0)
@@ -475,33 +470,23 @@ pub fn partner_open(root: &Path, id: u64) -> PathBuf {
 
 /// The row id of a stamp-card row file name.
 pub fn parse_partner_row_name(file_name: &str) -> Option<u64> {
-    let digits = file_name.strip_suffix(ROW_SUFFIX)?;
-    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-        return None;
-    }
-    digits.parse().ok()
+    number(file_name.strip_suffix(ROW_SUFFIX)?)
 }
 
 // ---- Dialogue (seed 002) -------------------------------------------------------------------
 
 /// The default dialogue folder, relative to the root.
 pub const DIALOGUE_DIR: &str = "agent-dialogue";
-
 /// The dialogue log, in the dialogue folder.
 pub const DIALOGUE_CONVERSATION: &str = "conversation.md";
-
 /// Whose turn it is, in the dialogue folder.
 pub const DIALOGUE_TURN: &str = "current-turn.txt";
-
 /// Session metadata, in the dialogue folder.
 pub const DIALOGUE_STATUS: &str = "status.json";
-
 /// The writer's lock, in the dialogue folder.
 pub const DIALOGUE_LOCK: &str = "lock.txt";
-
 /// The user's command channel, in the dialogue folder.
 pub const DIALOGUE_COMMANDS: &str = "user-commands.txt";
-
 /// The archive folder, in the dialogue folder.
 pub const DIALOGUE_ARCHIVE: &str = "archive";
 
@@ -620,7 +605,6 @@ pub fn shell_start(root: &Path, agent: &str) -> PathBuf {
 
 /// The ref on the remote holding every shared claim (one commit; its tree one blob a claim).
 pub const REMOTE_CLAIMS_REF: &str = "refs/coord/claims";
-
 /// The folder of refs on the remote holding each clone's `working_on`, one ref a clone.
 pub const REMOTE_CLONES_PREFIX: &str = "refs/coord/clones/";
 
@@ -650,18 +634,19 @@ mod tests {
 
     #[test]
     fn seed_names() {
-        let root = Path::new("/w");
-        assert_eq!(presence(root, "claude"), Path::new("/w/.claude_presence"));
-        assert_eq!(handshake(root, "gemini"), Path::new("/w/.handshake_gemini"));
-        assert_eq!(
-            lock_file(Path::new("/w/PROTOKOL.md"), "claude"),
-            Path::new("/w/PROTOKOL.md.lock.claude")
-        );
-        assert_eq!(backup(Path::new("/w/a/b.txt")), Path::new("/w/a/b.txt.bak"));
-        assert_eq!(
-            rejected(Path::new("/w/a/b.txt"), "claude"),
-            Path::new("/w/a/b.txt.rejected.claude")
-        );
+        let (root, file) = (Path::new("/w"), Path::new("/w/a/b.txt"));
+        for (got, want) in [
+            (presence(root, "claude"), "/w/.claude_presence"),
+            (handshake(root, "gemini"), "/w/.handshake_gemini"),
+            (
+                lock_file(Path::new("/w/PROTOKOL.md"), "claude"),
+                "/w/PROTOKOL.md.lock.claude",
+            ),
+            (backup(file), "/w/a/b.txt.bak"),
+            (rejected(file, "claude"), "/w/a/b.txt.rejected.claude"),
+        ] {
+            assert_eq!(got, Path::new(want));
+        }
     }
 
     #[test]

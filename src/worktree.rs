@@ -124,18 +124,15 @@ pub fn common_dir(top: &Path) -> Option<PathBuf> {
 }
 
 /// The work tree the folder `dir` is in: `dir` itself when it is a top level, else the nearest
-/// folder above it holding a `.git`; with whether that `.git` is a folder (a main work tree).
-fn enclosing_top(dir: &Path) -> Option<(&Path, bool)> {
+/// folder above it holding a `.git`.
+fn enclosing_top(dir: &Path) -> Option<&Path> {
     dir.ancestors()
-        .find_map(|a| Some((a, fs::symlink_metadata(a.join(".git")).ok()?.is_dir())))
+        .find(|a| fs::symlink_metadata(a.join(".git")).is_ok())
 }
 
 /// The [`common_dir`] of the work tree the folder `dir` is in.
 pub fn enclosing_common_dir(dir: &Path) -> Option<PathBuf> {
-    match enclosing_top(dir)? {
-        (top, true) => Some(top.join(".git")),
-        (top, false) => linked_common_dir(top),
-    }
+    common_dir(enclosing_top(dir)?)
 }
 
 /// The git folder holding the repository of the work tree at `top`, whose `config` and
@@ -147,12 +144,8 @@ pub fn repository_dir(top: &Path) -> Option<PathBuf> {
 
 /// The work tree the folder `dir` is in and its [`repository_dir`].
 pub fn enclosing_repository(dir: &Path) -> Option<(PathBuf, PathBuf)> {
-    let (top, main) = enclosing_top(dir)?;
-    let repository = match main {
-        true => top.join(".git"),
-        false => linked_common_dir(top).or_else(|| gitfile_target(top))?,
-    };
-    Some((top.to_path_buf(), repository))
+    let top = enclosing_top(dir)?;
+    Some((top.to_path_buf(), repository_dir(top)?))
 }
 
 /// The common git folder a linked worktree at `top` names (its `gitdir`'s `commondir`).
@@ -227,6 +220,7 @@ fn branch_of(gitdir: &Path) -> Option<String> {
 /// first; just `root` when it shares with none.
 pub fn trees(root: &Path) -> Vec<Tree> {
     let shared = shared_root(root);
+    let tree = |top, gitdir| Tree { top, gitdir };
     let mut all = Vec::new();
     if let Some(common) = common_dir(&shared) {
         // A tree removed by hand took its locks with it; a worktree with a `.coord/` of its
@@ -234,19 +228,14 @@ pub fn trees(root: &Path) -> Vec<Tree> {
         let linked = read_linked(&common)
             .into_iter()
             .filter(|(top, _)| *top != shared && !is_gone(top) && !has_own_state(top));
-        all.push((shared.clone(), common));
-        all.extend(linked);
+        let found = std::iter::once((shared.clone(), common)).chain(linked);
+        all.extend(found.map(|(top, gitdir)| tree(top, Some(gitdir))));
     }
-    let own = all.iter().position(|(top, _)| top == root);
-    let own = own.map_or((root.to_path_buf(), None), |i| {
-        let (top, gitdir) = all.remove(i);
-        (top, Some(gitdir))
-    });
-    let rest = all.into_iter().map(|(top, gitdir)| (top, Some(gitdir)));
-    std::iter::once(own)
-        .chain(rest)
-        .map(|(top, gitdir)| Tree { top, gitdir })
-        .collect()
+    match all.iter().position(|t| t.top == root) {
+        Some(own) => all[..=own].rotate_right(1),
+        None => all.insert(0, tree(root.to_path_buf(), None)),
+    }
+    all
 }
 
 /// The linked worktrees named in `<common>/worktrees/*/gitdir`, whatever their state: each one's

@@ -48,20 +48,19 @@ fn append_inner(path: &Path, line: &[u8], count: bool) -> Result<(File, bool, us
     file.lock().at("lock", path)?;
     // Under the lock the length is final.
     let len = file.metadata().at("inspect", path)?.len();
-    let mut number = 0;
+    // One more than the newlines there.
+    let mut number = usize::from(count);
     if count {
         let mut chunk = vec![0u8; 64 * 1024];
         let mut at = 0u64;
-        let mut newlines = 0usize;
         while at < len {
             let n = file.read_at(&mut chunk, at).at("read", path)?;
             if n == 0 {
                 break;
             }
-            newlines += memchr::memchr_iter(b'\n', &chunk[..n]).count();
+            number += memchr::memchr_iter(b'\n', &chunk[..n]).count();
             at += n as u64;
         }
-        number = newlines + 1;
     }
     let (buf, led) = framed(&file, path, len, line)?;
     number += usize::from(count && led);
@@ -90,7 +89,7 @@ pub fn append_line_rotating(
             _ => continue,
         }
         let len = meta.len();
-        let (buf, _) = framed(&file, path, len, line)?;
+        let (buf, led) = framed(&file, path, len, line)?;
         // A plain write: this log's readers skip a line a kill tore, and it is written on every
         // transition, so it does not pay for a finisher.
         if let Err(e) = (&file).write_all(&buf) {
@@ -101,8 +100,7 @@ pub fn append_line_rotating(
         if end >= rotate_at {
             if len >= rotate_at {
                 // Where this line starts: after the newline written in front of it, if any.
-                let line_at = end - line_len(line);
-                cut_to_newest(&file, path, end, line_at, rotate_at)?;
+                cut_to_newest(&file, path, end, len + u64::from(led), rotate_at)?;
             }
             fs::rename(path, rotated).at("rotate", path)?;
         }
@@ -139,11 +137,6 @@ fn framed(file: &File, path: &Path, len: u64, line: &[u8]) -> Result<(Vec<u8>, b
         buf.push(b'\n');
     }
     Ok((buf, led))
-}
-
-/// The length of `line` as written (with its newline).
-fn line_len(line: &[u8]) -> u64 {
-    line.len() as u64 + u64::from(line.last() != Some(&b'\n'))
 }
 
 /// Replace the log at `path` (`file`, locked, `end` bytes long) by its newest whole lines
@@ -196,14 +189,12 @@ pub fn finish_appends() {
 /// Write `buf` at the end of `file` (`len` bytes, locked) as one whole: one `write` when it fits
 /// in one chunk, else through the finisher when there is one.
 fn write_whole(file: &File, buf: &[u8], len: u64) -> io::Result<()> {
-    let fits = len % CHUNK + buf.len() as u64 <= CHUNK;
-    if fits || !cfg!(target_os = "linux") || !FINISHER.load(Ordering::Relaxed) {
-        return (&*file).write_all(buf);
-    }
-    match spawn_finisher(file) {
+    let spans = len % CHUNK + buf.len() as u64 > CHUNK;
+    let finisher = spans && cfg!(target_os = "linux") && FINISHER.load(Ordering::Relaxed);
+    match finisher.then(|| spawn_finisher(file)).flatten() {
         Some(child) => feed_finisher(child, buf),
-        // No helper to be had (the executable is gone): the plain write is still whole unless
-        // this very process is killed during it.
+        // Within one chunk, a plain write is whole; across chunks with no helper to be had (the
+        // executable is gone), it still is unless this very process is killed during it.
         None => (&*file).write_all(buf),
     }
 }

@@ -191,14 +191,11 @@ fn keep_mode(path: &Path, file: &File) -> Result<()> {
 pub fn copy_replace(src: &Path, dst: &Path) -> Result<u64> {
     // Opened before any temporary file is made: a missing source makes none. Opened again only
     // when the copy has to be made a second time (see `publish_via`).
-    let opened = Cell::new(Some(open_nofollow(src, Access::Read).at("read", src)?));
+    let open = || open_nofollow(src, Access::Read).at("read", src);
+    let opened = Cell::new(Some(open()?));
     let copied = Cell::new(0);
     let fill = |tmp| {
-        let input = match opened.take() {
-            Some(input) => input,
-            None => open_nofollow(src, Access::Read).at("read", src)?,
-        };
-        let (tmp, n) = copy_into(src, input, tmp, false)?;
+        let (tmp, n) = copy_into(src, opened.take().map_or_else(open, Ok)?, tmp, false)?;
         copied.set(n);
         Ok(tmp)
     };

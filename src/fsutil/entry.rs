@@ -81,27 +81,21 @@ pub fn ensure_dir(dir: &Path) -> Result<()> {
     if let Some(link) = linked_ancestor(dir) {
         return Err(super::symlink_refused()).at("create folder", &link);
     }
-    match fs::symlink_metadata(dir) {
-        Ok(meta) if meta.is_dir() => Ok(()),
-        Ok(_) => Err(io::Error::new(
-            io::ErrorKind::AlreadyExists,
-            "exists and is not a folder",
-        ))
-        .at("create folder", dir),
-        Err(_) => {
-            // Someone may be removing the folder while it is created (`rm -rf .coord` while
-            // agents wait): mkdir then finds it "exists" and it is gone a moment later.
-            let mut tries = 0;
-            loop {
-                match create_dir_all_fitted(dir) {
-                    Ok(()) => return Ok(()),
-                    Err(_) if is_dir(dir) => return Ok(()),
-                    Err(_) if tries < 20 => tries += 1,
-                    Err(e) => return Err(e).at("create folder", dir),
-                }
+    // Someone may be removing the folder while it is created (`rm -rf .coord` while agents
+    // wait): mkdir then finds it "exists" and it is gone a moment later.
+    let mut tries = 0;
+    let e = loop {
+        match create_dir_all_fitted(dir) {
+            Ok(()) => return Ok(()),
+            Err(_) if is_dir(dir) => return Ok(()),
+            Err(_) if fs::symlink_metadata(dir).is_ok() => {
+                break io::Error::new(io::ErrorKind::AlreadyExists, "exists and is not a folder");
             }
+            Err(_) if tries < 20 => tries += 1,
+            Err(e) => break e,
         }
-    }
+    };
+    Err(e).at("create folder", dir)
 }
 
 /// Whether a folder (not a link to one) stands at `path`.
@@ -160,30 +154,21 @@ pub fn set_mtime_epoch(path: &Path) -> Result<()> {
 /// Set an open file's modification time (`nanos` 0: the epoch, or `UTIME_NOW`).
 fn set_mtime(file: &File, nanos: rustix::fs::Nsecs) -> rustix::io::Result<()> {
     use rustix::fs::{Timespec, Timestamps, UTIME_OMIT};
-    rustix::fs::futimens(
-        file,
-        &Timestamps {
-            last_access: Timespec {
-                tv_sec: 0,
-                tv_nsec: UTIME_OMIT,
-            },
-            last_modification: Timespec {
-                tv_sec: 0,
-                tv_nsec: nanos,
-            },
-        },
-    )
+    let at = |tv_nsec| Timespec { tv_sec: 0, tv_nsec };
+    let times = Timestamps {
+        last_access: at(UTIME_OMIT),
+        last_modification: at(nanos),
+    };
+    rustix::fs::futimens(file, &times)
 }
 
 /// Rewrite the small regular file at `path` with `bytes` in place, making it when missing.
 pub fn rewrite_in_place(path: &Path, bytes: &[u8]) -> Result<bool> {
     use std::os::unix::fs::{FileExt, MetadataExt};
-    let Ok((file, meta)) = open_nofollow(path, Access::ReadWriteOrCreate) else {
+    let opened = open_nofollow(path, Access::ReadWriteOrCreate).ok();
+    let Some((file, _)) = opened.filter(|(_, meta)| meta.nlink() == 1) else {
         return Ok(false);
     };
-    if meta.nlink() != 1 {
-        return Ok(false);
-    }
     file.write_all_at(bytes, 0).at("write", path)?;
     file.set_len(bytes.len() as u64).at("write", path)?;
     Ok(true)

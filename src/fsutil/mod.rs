@@ -104,12 +104,10 @@ pub(crate) fn fit_file_mode(file: &File, dir: &Path) {
 /// owns it. Best effort: only bits are added.
 fn add_bits(file: &File, bits: u32) {
     use std::os::unix::fs::{MetadataExt, PermissionsExt};
-    if bits == 0 {
-        return;
-    }
     // Through std's `File`: its mode is a `u32` on every Unix (`st_mode` is 16 bits wide on
     // macOS).
-    if let Ok(m) = file.metadata()
+    if bits != 0
+        && let Ok(m) = file.metadata()
         && m.mode() & bits != bits
         && m.uid() == rustix::process::geteuid().as_raw()
     {

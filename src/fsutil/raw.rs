@@ -14,9 +14,7 @@ pub fn hard_link(from: &Path, to: &Path) -> io::Result<()> {
     refuse_linked(from, false)?;
     refuse_linked(to, false)?;
     if no_links_here() {
-        return Err(io::Error::from_raw_os_error(
-            rustix::io::Errno::PERM.raw_os_error(),
-        ));
+        return Err(rustix::io::Errno::PERM.into());
     }
     fs::hard_link(from, to)
 }
@@ -71,12 +69,10 @@ pub fn create_exclusive(path: &Path, bytes: &[u8]) -> io::Result<bool> {
 /// Put the record moved aside to `aside` back at `path`, never over a record standing there: a
 /// link, else (no hard links, as on SMB) an exclusive create of the same bytes.
 pub fn put_back(aside: &Path, path: &Path, bytes: &[u8]) {
-    match hard_link(aside, path) {
-        Ok(()) => {}
-        Err(e) if e.kind() == io::ErrorKind::AlreadyExists => {}
-        Err(_) => {
-            let _ = create_exclusive(path, bytes);
-        }
+    if let Err(e) = hard_link(aside, path)
+        && e.kind() != io::ErrorKind::AlreadyExists
+    {
+        let _ = create_exclusive(path, bytes);
     }
 }
 
@@ -97,13 +93,9 @@ pub(crate) fn without_hard_links<T>(f: impl FnOnce() -> T) -> T {
 
 fn no_links_here() -> bool {
     #[cfg(test)]
-    {
-        NO_LINKS.with(std::cell::Cell::get)
-    }
+    return NO_LINKS.with(std::cell::Cell::get);
     #[cfg(not(test))]
-    {
-        false
-    }
+    false
 }
 
 /// Whether a failed `link(2)` says the filesystem has no hard links rather than that the name

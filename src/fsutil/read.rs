@@ -23,19 +23,16 @@ pub struct Stat {
 }
 
 impl Stat {
-    fn of(meta: &fs::Metadata) -> Stat {
+    /// The stat data of `path` (not following a link), `None` when nothing is there.
+    pub fn read(path: &Path) -> Option<Stat> {
         use std::os::unix::fs::MetadataExt;
-        Stat {
+        let meta = fs::symlink_metadata(path).ok()?;
+        Some(Stat {
             ino: meta.ino(),
             size: meta.size(),
             mtime_ns: i128::from(meta.mtime()) * 1_000_000_000 + i128::from(meta.mtime_nsec()),
             ctime_ns: i128::from(meta.ctime()) * 1_000_000_000 + i128::from(meta.ctime_nsec()),
-        }
-    }
-
-    /// The stat data of `path` (not following a link), `None` when nothing is there.
-    pub fn read(path: &Path) -> Option<Stat> {
-        fs::symlink_metadata(path).ok().map(|m| Stat::of(&m))
+        })
     }
 }
 
@@ -138,15 +135,9 @@ pub fn read_past_cache() {
 /// server; whether this system can.
 pub fn forget_cached_pages(file: &File) -> io::Result<bool> {
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    {
-        rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed)?;
-        Ok(true)
-    }
-    #[cfg(not(any(target_os = "linux", target_os = "android")))]
-    {
-        let _ = file;
-        Ok(false)
-    }
+    rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed)?;
+    let _ = file;
+    Ok(cfg!(any(target_os = "linux", target_os = "android")))
 }
 
 /// The metadata of `path` itself (not a link's target) when something really stands there.
@@ -229,20 +220,18 @@ pub fn linked_state_folder(path: &Path, with_self: bool) -> Option<PathBuf> {
 /// Refuse a path that [`linked_state_folder`] finds a symlink on the way to: `InvalidData`,
 /// naming the link, noted for [`take_link_warning`].
 pub fn refuse_linked(path: &Path, with_self: bool) -> io::Result<()> {
-    match linked_state_folder(path, with_self) {
-        None => Ok(()),
-        Some(link) => {
-            let why = crate::error::LinkedFolder(link);
-            let mut noted = LINK_WARNING.lock().unwrap_or_else(|e| e.into_inner());
-            noted.get_or_insert_with(|| {
-                let said = format!(
-                    "{why}: nothing was read or written through it, and what belongs there was left out; remove it, and coord makes the folder again"
-                );
-                (why.0.clone(), said)
-            });
-            Err(io::Error::new(io::ErrorKind::InvalidData, why))
-        }
-    }
+    let Some(link) = linked_state_folder(path, with_self) else {
+        return Ok(());
+    };
+    let why = crate::error::LinkedFolder(link);
+    let mut noted = LINK_WARNING.lock().unwrap_or_else(|e| e.into_inner());
+    noted.get_or_insert_with(|| {
+        let said = format!(
+            "{why}: nothing was read or written through it, and what belongs there was left out; remove it, and coord makes the folder again"
+        );
+        (why.0.clone(), said)
+    });
+    Err(io::Error::new(io::ErrorKind::InvalidData, why))
 }
 
 static LINK_WARNING: std::sync::Mutex<Option<(PathBuf, String)>> = std::sync::Mutex::new(None);

@@ -9,9 +9,7 @@ use crate::{host, layout};
 /// Remove coord's temporary files in `dir` whose writer is gone: at once when their process
 /// is known dead on this host, after an hour in any case. Returns how many were removed.
 pub fn sweep_temps(dir: &Path) -> usize {
-    let Ok(entries) = super::read_dir(dir) else {
-        return 0;
-    };
+    let entries = super::read_dir(dir).into_iter().flatten();
     let names = entries.map_while(Result::ok).map(|e| e.file_name());
     names
         .filter(|name| name.to_str().is_some_and(|name| sweep_name(dir, name)))
@@ -21,11 +19,9 @@ pub fn sweep_temps(dir: &Path) -> usize {
 /// [`sweep_temps`] for one entry of a folder being listed anyway: removes it when it is one of
 /// coord's temporary files whose writer is gone. Returns whether it was removed.
 pub fn sweep_entry(entry: &fs::DirEntry) -> bool {
-    let path = entry.path();
-    match (path.parent(), entry.file_name().to_str()) {
-        (Some(dir), Some(name)) => sweep_name(dir, name),
-        _ => false,
-    }
+    let (path, name) = (entry.path(), entry.file_name());
+    let found = path.parent().zip(name.to_str());
+    found.is_some_and(|(dir, name)| sweep_name(dir, name))
 }
 
 /// Remove `dir/name` when it is one of coord's temporary files whose writer is gone, or a

@@ -243,21 +243,17 @@ fn a_link_in_place_of_a_state_folder_is_found_and_refused() {
     std::os::unix::fs::symlink(&outside, state.join("queue/q-1")).unwrap();
     let log = state.join("history/events.jsonl");
     // Below `.coord/` only; the path's own last component only when asked.
-    assert_eq!(
-        linked_state_folder(&log, false),
-        Some(state.join("history"))
-    );
-    assert_eq!(linked_state_folder(&state.join("history"), false), None);
-    assert_eq!(
-        linked_state_folder(&state.join("history"), true),
-        Some(state.join("history"))
-    );
-    assert_eq!(
-        linked_state_folder(&state.join("queue/q-1/t"), false),
-        Some(state.join("queue/q-1"))
-    );
-    assert_eq!(linked_state_folder(&state.join("queue/x"), false), None);
-    assert_eq!(linked_state_folder(&outside.join("q-1/t"), false), None);
+    let (history, q1) = (state.join("history"), state.join("queue/q-1"));
+    for (path, with_self, want) in [
+        (log.clone(), false, Some(history.clone())),
+        (history.clone(), false, None),
+        (history.clone(), true, Some(history.clone())),
+        (q1.join("t"), false, Some(q1.clone())),
+        (state.join("queue/x"), false, None),
+        (outside.join("q-1/t"), false, None),
+    ] {
+        assert_eq!(linked_state_folder(&path, with_self), want, "{path:?}");
+    }
     // Nothing is made, listed or removed through it.
     assert!(append_line(&log, b"x").is_err());
     assert!(create_new(&state.join("queue/q-1/t"), b"x").is_err());
