@@ -161,7 +161,10 @@ fn swap_in(tmp: NamedTempFile, path: &Path) -> io::Result<()> {
                 renameat_with(CWD, tmp.path(), CWD, path, RenameFlags::EXCHANGE)?;
                 return put(tmp, path);
             }
-            return tmp.into_temp_path().close();
+            // Published: the old file left under the temporary name, should its removal fail,
+            // is swept as a temporary file is.
+            let _ = tmp.into_temp_path().close();
+            return Ok(());
         }
     }
     put(tmp, path)
