@@ -173,22 +173,24 @@ pub fn recorded_process_gone_since(pid: u32, host: &str, start: Option<u64>) -> 
         return true;
     };
     // The stat line read to tell a zombie tells the start time too.
-    let started = || {
-        let stat = stat.or_else(|| stat_line(pid))?;
-        stat_fields(&stat).nth(19)?.parse::<u64>().ok()
-    };
-    pid != self::pid() && start.is_some_and(|recorded| started().is_some_and(|now| now != recorded))
+    let now = || started(&stat.or_else(|| stat_line(pid))?);
+    pid != self::pid() && start.is_some_and(|recorded| now().is_some_and(|now| now != recorded))
 }
 
 /// When process `pid` started, in clock ticks since boot (`/proc/<pid>/stat`, field 22): with
 /// the pid, it names one process for the life of the machine.
 pub fn start_time(pid: u32) -> Option<u64> {
-    let read = |pid| stat_field(pid, 19)?.parse().ok();
+    let read = |pid| started(&stat_line(pid)?);
     if pid != self::pid() {
         return read(pid);
     }
     static OWN: OnceLock<Option<u64>> = OnceLock::new();
     *OWN.get_or_init(|| read(pid))
+}
+
+/// The start time a `/proc/<pid>/stat` line gives (see [`start_time`]).
+fn started(stat: &str) -> Option<u64> {
+    stat_fields(stat).nth(19)?.parse().ok()
 }
 
 /// The `n`th field of `/proc/<pid>/stat` after the command name (see [`stat_fields`]).

@@ -135,9 +135,15 @@ pub fn read_past_cache() {
 /// server; whether this system can.
 pub fn forget_cached_pages(file: &File) -> io::Result<bool> {
     #[cfg(any(target_os = "linux", target_os = "android"))]
-    rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed)?;
-    let _ = file;
-    Ok(cfg!(any(target_os = "linux", target_os = "android")))
+    {
+        rustix::fs::fadvise(file, 0, None, rustix::fs::Advice::DontNeed)?;
+        Ok(true)
+    }
+    #[cfg(not(any(target_os = "linux", target_os = "android")))]
+    {
+        let _ = file;
+        Ok(false)
+    }
 }
 
 /// The metadata of `path` itself (not a link's target) when something really stands there.
