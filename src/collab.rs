@@ -208,7 +208,7 @@ pub fn read_all(path: &Path) -> Result<Batch> {
 /// file's folder; a missing file is waited for, and this returns only when it cannot be read.
 pub fn follow(path: &Path, on_batch: &mut dyn FnMut(Batch)) -> Result<()> {
     let dir = path.parent().filter(|p| !p.as_os_str().is_empty());
-    let watch = FolderWatch::new(&[dir.unwrap_or(Path::new(".")).to_path_buf()]);
+    let mut watch = FolderWatch::new(&[dir.unwrap_or(Path::new(".")).to_path_buf()]);
     let mut reader = Reader::default();
     loop {
         match reader.read_new(path, false) {

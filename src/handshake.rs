@@ -237,7 +237,7 @@ pub fn step(ws: &Workspace, agent: &AgentId, also: &[String]) -> Result<Round> {
 
 /// Rounds until every peer of the first round is established, woken by changes in the root.
 pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Round> {
-    let watch = FolderWatch::new(&[ws.root().to_path_buf()]);
+    let mut watch = FolderWatch::new(&[ws.root().to_path_buf()]);
     let deadline = Deadline::after(wait.as_duration());
     let mut round = step(ws, agent, &[])?;
     let wanted: Vec<String> = round.peers.iter().map(|p| p.peer.clone()).collect();

@@ -306,7 +306,7 @@ pub fn wait(ws: &Workspace, agent: &AgentId, wait: Wait) -> Result<Inbox> {
     // Where events do not cross machines, look again sooner.
     let recheck = crate::arbiter::recheck_for(&dir);
     // Subscribed before the first look: a message sent in between is still seen.
-    let watch = FolderWatch::new(std::slice::from_ref(&dir));
+    let mut watch = FolderWatch::new(std::slice::from_ref(&dir));
     loop {
         let inbox = try_inbox(ws, agent)?;
         if inbox.unread().next().is_some() {

@@ -322,7 +322,7 @@ fn message_text(text: Option<&str>, file: Option<&str>, ctx: &Ctx) -> Result<Str
 
 /// `show --follow`: print whole lines as they are appended, until the process is ended.
 fn follow_conversation(d: &Dialogue) -> ! {
-    let watch = FolderWatch::new(&[d.folder().to_path_buf()]);
+    let mut watch = FolderWatch::new(&[d.folder().to_path_buf()]);
     let mut printed = 0;
     loop {
         if let Ok(bytes) = d.conversation_bytes() {

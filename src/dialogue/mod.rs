@@ -221,7 +221,7 @@ impl Dialogue {
     /// Block until `id` may speak, woken by file events in the folder.
     pub fn wait(&self, id: &str, timeout: Option<Duration>) -> Result<TurnView> {
         let deadline = Deadline::after(timeout);
-        let watch = FolderWatch::new(std::slice::from_ref(&self.folder));
+        let mut watch = FolderWatch::new(std::slice::from_ref(&self.folder));
         loop {
             let snap = self.snapshot()?;
             let may = snap.may_speak(id);

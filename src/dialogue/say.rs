@@ -314,7 +314,7 @@ impl Dialogue {
                 let hint = "try again in a moment; a lock.txt older than 60 seconds is stale and taken over";
                 return Err(super::refused(Refusal::DialogueBusy, message, hint));
             }
-            match &watch {
+            match &mut watch {
                 // Subscribe first, then look again, then wait.
                 None => watch = Some(FolderWatch::new(std::slice::from_ref(&self.folder))),
                 Some(w) => {

@@ -19,6 +19,9 @@ type Interests = Arc<Mutex<HashMap<PathBuf, Option<Vec<String>>>>>;
 pub struct FolderWatch {
     inner: Option<(RecommendedWatcher, Receiver<()>)>,
     removals: Interests,
+    /// Every folder watched, and whether the watches are removed until the next wait.
+    dirs: Vec<PathBuf>,
+    paused: bool,
 }
 
 impl FolderWatch {
@@ -35,6 +38,8 @@ impl FolderWatch {
         let mut w = FolderWatch {
             inner: watcher.ok().map(|w| (w, rx)),
             removals,
+            dirs: Vec::new(),
+            paused: false,
         };
         for dir in dirs {
             w.add(dir);
@@ -58,18 +63,35 @@ impl FolderWatch {
 
     /// Add another folder to the subscription (any change there wakes the waiter).
     pub fn add(&mut self, dir: &Path) {
-        if let Some((w, _)) = self.inner.as_mut() {
+        if let Some((w, _)) = self.inner.as_mut()
+            && !self.paused
+        {
             let _ = w.watch(dir, RecursiveMode::NonRecursive);
+        }
+        if !self.dirs.iter().any(|d| d == dir) {
+            self.dirs.push(dir.to_path_buf());
         }
     }
 
     /// Block until a change is seen or `max` has passed (never longer than [`RECHECK`] when the
     /// watch could not start). Returns whether an event arrived. Pending events are drained.
-    pub fn wait(&self, max: Duration) -> bool {
-        let Some((_, rx)) = &self.inner else {
+    ///
+    /// A wait that an event ended removes the watches, and the next wait puts them back and
+    /// returns at once (what changed in between was not seen: the caller looks again). A woken
+    /// waiter most often takes what it waited for and exits, and on Linux the exit would wait
+    /// for the kernel to retire watches still in place (milliseconds when events came in
+    /// lately); watches removed before the waiter's look are retired while it looks.
+    pub fn wait(&mut self, max: Duration) -> bool {
+        let Some((w, rx)) = &mut self.inner else {
             std::thread::sleep(max.min(RECHECK));
             return false;
         };
+        if std::mem::take(&mut self.paused) {
+            for dir in &self.dirs {
+                let _ = w.watch(dir, RecursiveMode::NonRecursive);
+            }
+            return true;
+        }
         let got = match rx.recv_timeout(max) {
             Ok(()) => true,
             Err(RecvTimeoutError::Timeout) => false,
@@ -78,6 +100,12 @@ impl FolderWatch {
                 false
             }
         };
+        if got {
+            for dir in &self.dirs {
+                let _ = w.unwatch(dir);
+            }
+            self.paused = true;
+        }
         while rx.try_recv().is_ok() {}
         got
     }
@@ -153,7 +181,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let p = dir.path().join("x");
         std::fs::write(&p, b"1").unwrap();
-        let w = FolderWatch::new(&[dir.path().to_path_buf()]);
+        let mut w = FolderWatch::new(&[dir.path().to_path_buf()]);
         let _ = std::fs::read(&p).unwrap();
         assert!(
             !w.wait(Duration::from_millis(300)),
@@ -161,5 +189,15 @@ mod tests {
         );
         std::fs::write(dir.path().join("y"), b"1").unwrap();
         assert!(w.wait(Duration::from_secs(10)), "a new name is");
+        // Woken, the watch stands down until the next wait, which reports at once that a
+        // change may have been missed, then sleeps again until the next one.
+        std::fs::write(dir.path().join("z"), b"1").unwrap();
+        assert!(
+            w.wait(Duration::from_secs(10)),
+            "a change between two waits"
+        );
+        assert!(!w.wait(Duration::from_millis(300)), "nothing changed since");
+        std::fs::remove_file(dir.path().join("z")).unwrap();
+        assert!(w.wait(Duration::from_secs(10)), "watched again");
     }
 }

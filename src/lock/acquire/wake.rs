@@ -239,7 +239,7 @@ pub(super) fn sleep(
                 }
             }
         } else {
-            let Some(w) = &waits.watches else {
+            let Some(w) = &mut waits.watches else {
                 waits.watches = Some(watch_for(root, targets));
                 // Watched from now on: what we looked at may have changed before.
                 match at_once(probe.look()) {
@@ -249,9 +249,9 @@ pub(super) fn sleep(
                 continue;
             };
             let watch = if look == Look::Behind {
-                &w.queue
+                &mut w.queue
             } else {
-                &w.locks
+                &mut w.locks
             };
             watch.wait(deadline.next_sleep(step));
         }
