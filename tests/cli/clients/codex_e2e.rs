@@ -89,7 +89,13 @@ trust_level = "trusted"
         let mut c = repo.client_cmd(&self.bin);
         c.arg("exec");
         if self.sandboxed {
+            // `/tmp` (and `$TMPDIR`) not writable: Codex's sandbox would otherwise mount over
+            // `/tmp/.git`, making that folder on the host for the session's length, and every
+            // other test under `/tmp` would take `/tmp` for a git work tree.
             c.args(["-s", "workspace-write"]);
+            for key in ["exclude_slash_tmp", "exclude_tmpdir_env_var"] {
+                c.args(["-c", &format!("sandbox_workspace_write.{key}=true")]);
+            }
         } else {
             c.arg("--dangerously-bypass-approvals-and-sandbox");
         }
