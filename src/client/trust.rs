@@ -102,13 +102,26 @@ pub fn claude_step(root: &Path) -> String {
 /// `projects[PATH].hasTrustDialogAccepted` in its global config.
 pub fn claude(root: &Path) -> Verdict {
     let path = claude_config().ok_or_else(|| no_home("~/.claude.json"))?;
-    let config = read_config(&path, false, missing(&path))?;
-    for dir in self_and_ancestors(root) {
-        if config["projects"][&dir]["hasTrustDialogAccepted"] == Value::Bool(true) {
-            return Ok(Trust::new(Yes, format!("{} trusts {dir}", path.display())));
-        }
-    }
-    Ok(untrusted(&path))
+    trusted_in(root, &path, false, |config, dir| {
+        config["projects"][dir]["hasTrustDialogAccepted"] == Value::Bool(true)
+    })
+}
+
+/// The verdict of the JSON config `path` (`comments`: with comments) that trusts `root` when
+/// `trusts` says so of it or a folder above it.
+fn trusted_in(
+    root: &Path,
+    path: &Path,
+    comments: bool,
+    trusts: impl Fn(&Value, &str) -> bool,
+) -> Verdict {
+    let config = read_config(path, comments, missing(path))?;
+    Ok(
+        match self_and_ancestors(root).find(|d| trusts(&config, d)) {
+            Some(dir) => Trust::new(Yes, format!("{} trusts {dir}", path.display())),
+            None => untrusted(path),
+        },
+    )
 }
 
 pub fn codex_step(root: &Path) -> String {
@@ -316,19 +329,10 @@ pub fn copilot(root: &Path) -> Verdict {
         return Ok(Trust::new(Yes, "COPILOT_ALLOW_ALL=true"));
     }
     let path = copilot_config().ok_or_else(|| no_home("~/.copilot"))?;
-    let config = read_config(&path, true, missing(&path))?;
-    let trusted: Vec<&str> = config["trustedFolders"]
-        .as_array()
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    Ok(
-        match self_and_ancestors(root)
-            .find(|d| trusted.iter().any(|t| Path::new(t) == Path::new(d)))
-        {
-            Some(dir) => Trust::new(Yes, format!("{} trusts {dir}", path.display())),
-            None => untrusted(&path),
-        },
-    )
+    trusted_in(root, &path, true, |config, dir| {
+        let trusted = config["trustedFolders"].as_array().into_iter().flatten();
+        (trusted.filter_map(Value::as_str)).any(|t| Path::new(t) == Path::new(dir))
+    })
 }
 
 /// `~/.qwen` (`QWEN_HOME` replaces it).

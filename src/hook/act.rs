@@ -317,7 +317,7 @@ fn deny_seen(
         since: b.since,
         working_on: b.working_on,
     };
-    let reason = deny_reason(ws, agent, targets, &held, wait).unwrap_or_else(|| held.to_string());
+    let reason = deny_reason(ws, agent, targets, &held, wait)?;
     Some(Reply::Deny(match why {
         Some(why) => format!("{reason} ({why})"),
         None => reason,
