@@ -379,11 +379,6 @@ const CLAUDE_EVENTS: &[(&str, Kind)] = &[
     ("SessionEnd", Kind::SessionEnd),
 ];
 
-const GIT_OWN_CONFIG: (bool, &str) = (
-    true,
-    "its shell tool runs git with the repository's own config",
-);
-
 const EDITOR_GIT: (bool, &str) = (
     true,
     "its terminal runs git with the repository's own config, as far as its docs show (not run here)",
@@ -402,7 +397,10 @@ const BASE: Adapter = Adapter {
     normalize: None,
     denies_by_exit_status: false,
     instruction_file: None,
-    shell_git_hooks: GIT_OWN_CONFIG,
+    shell_git_hooks: (
+        true,
+        "its shell tool runs git with the repository's own config",
+    ),
     wiring: &[],
     approvals: None,
     trust_modes: None,
@@ -560,13 +558,12 @@ const COPILOT: Adapter = Adapter {
     edited: tools::copilot_edited,
     shell: |t, i| tools::shell_call(t, "bash", i, None),
     render: |reply| match reply {
-        Reply::Allow => None,
         Reply::Deny(reason) => Some(json!({
             "permissionDecision": "deny",
             "permissionDecisionReason": reason,
         })),
-        Reply::Block(reason) => Some(json!({"decision": "block", "reason": reason})),
         Reply::Context(text) | Reply::Notice(_, text) => Some(json!({"additionalContext": text})),
+        other => render_claude(other),
     },
     shell_git_hooks: (
         true,
@@ -831,10 +828,8 @@ fn render_gemini(reply: &Reply) -> Option<Value> {
 /// The reply a coord JS plugin reads: `{"decision": "deny"|"block", "reason"}` or `{"context"}`.
 fn render_plugin(reply: &Reply) -> Option<Value> {
     match reply {
-        Reply::Allow => None,
-        Reply::Deny(reason) => Some(json!({"decision": "deny", "reason": reason})),
-        Reply::Block(reason) => Some(json!({"decision": "block", "reason": reason})),
         Reply::Context(text) | Reply::Notice(_, text) => Some(json!({"context": text})),
+        other => render_gemini(other),
     }
 }
 

@@ -64,13 +64,11 @@ fn self_and_ancestors(path: &Path) -> impl Iterator<Item = String> + '_ {
 }
 
 fn missing(path: &Path) -> Trust {
-    Trust::new(
-        No,
-        format!(
-            "{} does not exist: no folder is trusted yet",
-            path.display()
-        ),
-    )
+    let why = format!(
+        "{} does not exist: no folder is trusted yet",
+        path.display()
+    );
+    Trust::new(No, why)
 }
 
 fn untrusted(path: &Path) -> Trust {
@@ -286,10 +284,8 @@ pub fn gemini(root: &Path) -> Verdict {
         gemini_dir(),
     );
     if let Some((off, _)) = settings.iter().find(|(_, on)| *on == Value::Bool(false)) {
-        return Err(Trust::new(
-            Yes,
-            format!("folder trust is off in {}", off.display()),
-        ));
+        let why = format!("folder trust is off in {}", off.display());
+        return Err(Trust::new(Yes, why));
     }
     let path = trusted_folders(GEMINI_TRUSTED, gemini_dir()).ok_or_else(|| no_home("~/.gemini"))?;
     let rules = holding(root, &path, missing(&path))?;
