@@ -114,12 +114,11 @@ fn trusted_in(
     trusts: impl Fn(&Value, &str) -> bool,
 ) -> Verdict {
     let config = read_config(path, comments, missing(path))?;
-    Ok(
-        match self_and_ancestors(root).find(|d| trusts(&config, d)) {
-            Some(dir) => Trust::new(Yes, format!("{} trusts {dir}", path.display())),
-            None => untrusted(path),
-        },
-    )
+    let trusted = self_and_ancestors(root).find(|d| trusts(&config, d));
+    Ok(match trusted {
+        Some(dir) => Trust::new(Yes, format!("{} trusts {dir}", path.display())),
+        None => untrusted(path),
+    })
 }
 
 pub fn codex_step(root: &Path) -> String {
