@@ -94,45 +94,25 @@ pub struct Session {
     pub process: Option<ClientProcess>,
 }
 
-/// One registration file, as read.
-#[derive(Debug, Clone)]
-struct Registration {
-    client: Client,
-    session: String,
-    agent: AgentId,
-    process: ClientProcess,
-    host: String,
-}
-
-impl Registration {
-    fn render(&self) -> String {
-        let mut rec = Record::new();
-        rec.set("client", self.client.as_str());
-        rec.set("session", &self.session);
-        rec.set("agent", self.agent.id());
-        rec.set("pid", self.process.pid.to_string());
-        rec.set("pid_start", self.process.start.to_string());
-        rec.set("host", &self.host);
-        rec.set("registered_at", clock::now_string());
-        rec.render()
-    }
-
-    fn read(path: &Path) -> Option<Registration> {
-        let bytes = fsutil::read_capped(path, RECORD_CAP).ok()?;
-        let rec = Record::parse(&String::from_utf8_lossy(&bytes));
-        let client = Client::parse(rec.get_nonempty("client")?)?;
-        let session = rec.get_nonempty("session")?.to_string();
-        Some(Registration {
-            agent: agent_for(client, &session)?,
-            client,
-            session,
-            process: ClientProcess {
-                pid: rec.get_nonempty("pid")?.parse().ok()?,
-                start: rec.get_nonempty("pid_start")?.parse().ok()?,
-            },
-            host: rec.get_nonempty("host")?.to_string(),
-        })
-    }
+/// One registration file, as read: the session it names (found by the process tree), its
+/// process and its host.
+fn registration(path: &Path) -> Option<(Session, ClientProcess, String)> {
+    let bytes = fsutil::read_capped(path, RECORD_CAP).ok()?;
+    let rec = Record::parse(&String::from_utf8_lossy(&bytes));
+    let client = Client::parse(rec.get_nonempty("client")?)?;
+    let id = rec.get_nonempty("session")?.to_string();
+    let process = ClientProcess {
+        pid: rec.get_nonempty("pid")?.parse().ok()?,
+        start: rec.get_nonempty("pid_start")?.parse().ok()?,
+    };
+    let session = Session {
+        agent: agent_for(client, &id)?,
+        client,
+        id,
+        via: "process tree".into(),
+        process: Some(process),
+    };
+    Some((session, process, rec.get_nonempty("host")?.to_string()))
 }
 
 /// The session this process runs in, if any: [`from_tree`], else the client's session variable,
@@ -141,13 +121,12 @@ pub fn current(root: &Path) -> Option<Session> {
     from_tree(root).or_else(|| {
         let (var, client, id) = env_session()?;
         let agent = agent_for(client, &id)?;
-        let process = this_host(root).into_iter().find_map(|(_, reg)| {
-            (reg.client == client
-                && reg.session == id
-                && reg.host == host::hostname()
-                && reg.process.alive())
-            .then_some(reg.process)
-        });
+        let process = this_host(root)
+            .into_iter()
+            .find_map(|(_, (s, process, host))| {
+                (s.client == client && s.id == id && host == host::hostname() && process.alive())
+                    .then_some(process)
+            });
         Some(Session {
             client,
             id,
@@ -167,16 +146,8 @@ fn from_tree(root: &Path) -> Option<Session> {
     host::ancestors()
         .take_while(|&pid| pid > 1)
         .find_map(|pid| {
-            let reg = Registration::read(&session_path(root, pid))?;
-            (reg.host == host::hostname() && reg.process.pid == pid && reg.process.alive()).then(
-                || Session {
-                    client: reg.client,
-                    id: reg.session,
-                    agent: reg.agent,
-                    via: "process tree".into(),
-                    process: Some(reg.process),
-                },
-            )
+            let (session, process, host) = registration(&session_path(root, pid))?;
+            (host == host::hostname() && process.pid == pid && process.alive()).then_some(session)
         })
 }
 
@@ -198,7 +169,7 @@ pub fn runs_in() -> Option<crate::lock::ClientSession> {
 }
 
 /// The registration files of this host that can be read, with what each holds.
-fn this_host(root: &Path) -> Vec<(PathBuf, Registration)> {
+fn this_host(root: &Path) -> Vec<(PathBuf, (Session, ClientProcess, String))> {
     let tag = host::host_tag();
     let dir = layout::sessions_dir(&crate::worktree::shared_root(root));
     let Ok(entries) = fsutil::read_dir(&dir) else {
@@ -212,7 +183,7 @@ fn this_host(root: &Path) -> Vec<(PathBuf, Registration)> {
                 .and_then(layout::parse_session_name)
                 .is_some_and(|(t, _)| t == tag)
         })
-        .filter_map(|e| Some((e.path(), Registration::read(&e.path())?)))
+        .filter_map(|e| Some((e.path(), registration(&e.path())?)))
         .collect()
 }
 
@@ -277,26 +248,27 @@ pub fn register(
 ) -> Result<()> {
     let root = ws.root();
     let path = session_path(root, process.pid);
-    if let Some(reg) = Registration::read(&path)
-        && reg.client == client
-        && reg.session == id
-        && reg.process == process
+    if let Some((s, p, _)) = registration(&path)
+        && s.client == client
+        && s.id == id
+        && p == process
     {
         return Ok(());
     }
     ws.ensure_state_dir()?;
     fsutil::ensure_dir(&layout::sessions_dir(&crate::worktree::shared_root(root)))?;
-    let reg = Registration {
-        client,
-        session: id.to_string(),
-        agent: agent.clone(),
-        process,
-        host: host::hostname().to_string(),
-    };
-    fsutil::replace(&path, reg.render().as_bytes())?;
+    let mut rec = Record::new();
+    rec.set("client", client.as_str());
+    rec.set("session", id);
+    rec.set("agent", agent.id());
+    rec.set("pid", process.pid.to_string());
+    rec.set("pid_start", process.start.to_string());
+    rec.set("host", host::hostname());
+    rec.set("registered_at", clock::now_string());
+    fsutil::replace(&path, rec.render().as_bytes())?;
     // Registrations of this host whose process is gone (best effort).
-    for (path, reg) in this_host(root) {
-        if !reg.process.alive() {
+    for (path, (_, process, _)) in this_host(root) {
+        if !process.alive() {
             let _ = fsutil::remove(&path);
         }
     }
@@ -306,8 +278,8 @@ pub fn register(
 /// The session `id` of `client` ended in `process`: its registration goes, if still its own.
 pub fn end(ws: &Workspace, client: Client, id: &str, process: ClientProcess) -> Result<()> {
     let path = session_path(ws.root(), process.pid);
-    match Registration::read(&path) {
-        Some(reg) if reg.client == client && reg.session == id => fsutil::remove(&path).map(drop),
+    match registration(&path) {
+        Some((s, ..)) if s.client == client && s.id == id => fsutil::remove(&path).map(drop),
         _ => Ok(()),
     }
 }

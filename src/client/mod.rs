@@ -212,8 +212,15 @@ pub struct Adapter {
     /// The command's names on `PATH`, when not just [`Adapter::name`].
     pub(crate) executables: &'static [&'static str],
     pub(crate) plugin: Option<PluginKind>,
-    trust: fn(&Path) -> Result<Trust, Trust>,
-    trust_step: fn(&Path) -> String,
+    gate: Gate,
+}
+
+/// What makes a client run a folder's hooks: nothing (why, and the step, `{root}` for the
+/// folder), or its config, read by the first function (`Err`: a verdict reached early), with the
+/// step the second says.
+enum Gate {
+    Open(&'static str, &'static str),
+    Config(fn(&Path) -> Result<Trust, Trust>, fn(&Path) -> String),
 }
 
 impl Adapter {
@@ -227,12 +234,18 @@ impl Adapter {
 
     /// Whether the client will run the hooks of `root`, as far as its config shows.
     pub fn trust(&self, root: &Path) -> Trust {
-        (self.trust)(root).unwrap_or_else(|early| early)
+        match self.gate {
+            Gate::Open(why, _) => Trust::new(HooksRun::Yes, why),
+            Gate::Config(trust, _) => trust(root).unwrap_or_else(|early| early),
+        }
     }
 
     /// The one step that makes the client run this folder's hooks.
     pub fn trust_step(&self, root: &Path) -> String {
-        (self.trust_step)(root)
+        match self.gate {
+            Gate::Open(_, step) => step.replace("{root}", &root.display().to_string()),
+            Gate::Config(_, step) => step(root),
+        }
     }
 
     /// Whether a client process started with `args` (after the program) runs without anyone at
@@ -366,11 +379,6 @@ const CLAUDE_EVENTS: &[(&str, Kind)] = &[
     ("SessionEnd", Kind::SessionEnd),
 ];
 
-const GIT_OWN_CONFIG: (bool, &str) = (
-    true,
-    "its shell tool runs git with the repository's own config",
-);
-
 const EDITOR_GIT: (bool, &str) = (
     true,
     "its terminal runs git with the repository's own config, as far as its docs show (not run here)",
@@ -389,15 +397,17 @@ const BASE: Adapter = Adapter {
     normalize: None,
     denies_by_exit_status: false,
     instruction_file: None,
-    shell_git_hooks: GIT_OWN_CONFIG,
+    shell_git_hooks: (
+        true,
+        "its shell tool runs git with the repository's own config",
+    ),
     wiring: &[],
     approvals: None,
     trust_modes: None,
     headless: |_, _| false,
     executables: &[],
     plugin: None,
-    trust: |_| Ok(Trust::new(HooksRun::Unknown, "")),
-    trust_step: |_| String::new(),
+    gate: Gate::Config(|_| Ok(Trust::new(HooksRun::Unknown, "")), |_| String::new()),
 };
 
 const MCP_JSON: Wire = Wire::json(".mcp.json", false, None, Some(McpStyle::Servers));
@@ -439,8 +449,7 @@ const CLAUDE: Adapter = Adapter {
         paths: None,
         hooks: CLAUDE_STYLE,
     }),
-    trust: trust::claude,
-    trust_step: trust::claude_step,
+    gate: Gate::Config(trust::claude, trust::claude_step),
     ..BASE
 };
 
@@ -474,8 +483,7 @@ const CODEX: Adapter = Adapter {
         paths: Some(["./hooks/hooks.json", "./.mcp.json", "./skills/"]),
         hooks: CLAUDE_STYLE,
     }),
-    trust: trust::codex,
-    trust_step: trust::codex_step,
+    gate: Gate::Config(trust::codex, trust::codex_step),
     ..BASE
 };
 
@@ -522,8 +530,7 @@ const GEMINI: Adapter = Adapter {
         manifest: "gemini-extension.json",
         context: "GEMINI.md",
     }),
-    trust: trust::gemini,
-    trust_step: trust::gemini_step,
+    gate: Gate::Config(trust::gemini, trust::gemini_step),
     ..BASE
 };
 
@@ -551,13 +558,12 @@ const COPILOT: Adapter = Adapter {
     edited: tools::copilot_edited,
     shell: |t, i| tools::shell_call(t, "bash", i, None),
     render: |reply| match reply {
-        Reply::Allow => None,
         Reply::Deny(reason) => Some(json!({
             "permissionDecision": "deny",
             "permissionDecisionReason": reason,
         })),
-        Reply::Block(reason) => Some(json!({"decision": "block", "reason": reason})),
         Reply::Context(text) | Reply::Notice(_, text) => Some(json!({"additionalContext": text})),
+        other => render_claude(other),
     },
     shell_git_hooks: (
         true,
@@ -577,8 +583,7 @@ const COPILOT: Adapter = Adapter {
         paths: Some(["hooks/hooks.json", ".mcp.json", "skills"]),
         hooks: HookStyle::Copilot,
     }),
-    trust: trust::copilot,
-    trust_step: trust::copilot_step,
+    gate: Gate::Config(trust::copilot, trust::copilot_step),
     ..BASE
 };
 
@@ -609,8 +614,7 @@ const QWEN: Adapter = Adapter {
         manifest: "qwen-extension.json",
         context: "QWEN.md",
     }),
-    trust: trust::qwen,
-    trust_step: trust::qwen_step,
+    gate: Gate::Config(trust::qwen, trust::qwen_step),
     ..BASE
 };
 
@@ -648,10 +652,10 @@ const OPENCODE: Adapter = Adapter {
         install: "opencode plugin -g {dir}",
         uninstall: "# OpenCode has no command for it: delete {dir} from \"plugin\" in ~/.config/opencode/opencode.jsonc",
     }),
-    trust: |_| no_gate("OpenCode loads .opencode/plugin/ in every folder (it has no folder trust)"),
-    trust_step: |_| {
-        "none: OpenCode loads the plugins of `.opencode/plugin/` in every folder".into()
-    },
+    gate: Gate::Open(
+        "OpenCode loads .opencode/plugin/ in every folder (it has no folder trust)",
+        "none: OpenCode loads the plugins of `.opencode/plugin/` in every folder",
+    ),
     ..BASE
 };
 
@@ -677,12 +681,10 @@ const CLINE: Adapter = Adapter {
         install: "cline plugin install {dir}",
         uninstall: "cline plugin uninstall coord",
     }),
-    trust: |_| {
-        no_gate("Cline CLI loads .cline/plugins/ in every workspace (it has no folder trust)")
-    },
-    trust_step: |_| {
-        "none: Cline CLI loads the plugins of `.cline/plugins/` in every workspace".into()
-    },
+    gate: Gate::Open(
+        "Cline CLI loads .cline/plugins/ in every workspace (it has no folder trust)",
+        "none: Cline CLI loads the plugins of `.cline/plugins/` in every workspace",
+    ),
     ..BASE
 };
 
@@ -747,17 +749,10 @@ const CURSOR: Adapter = Adapter {
         Wire::json(".cursor/mcp.json", false, None, Some(McpStyle::Servers)),
     ],
     executables: &["cursor-agent", "cursor"],
-    trust: |_| {
-        no_gate(
-            "Cursor loads a project's .cursor/hooks.json and its docs name no trust gate; from the published format, not run end to end here",
-        )
-    },
-    trust_step: |root| {
-        format!(
-            "open {} in Cursor and check that Cursor's Hooks settings list the hooks of `.cursor/hooks.json`",
-            root.display()
-        )
-    },
+    gate: Gate::Open(
+        "Cursor loads a project's .cursor/hooks.json and its docs name no trust gate; from the published format, not run end to end here",
+        "open {root} in Cursor and check that Cursor's Hooks settings list the hooks of `.cursor/hooks.json`",
+    ),
     ..BASE
 };
 
@@ -794,17 +789,10 @@ const WINDSURF: Adapter = Adapter {
         ".windsurf/hooks.json",
         HookStyle::Flat { version: false },
     )],
-    trust: |_| {
-        no_gate(
-            "Windsurf loads a workspace's .windsurf/hooks.json and its docs name no trust gate; from the published format, not run end to end here",
-        )
-    },
-    trust_step: |root| {
-        format!(
-            "open {} in Windsurf; Cascade loads the workspace's `.windsurf/hooks.json`",
-            root.display()
-        )
-    },
+    gate: Gate::Open(
+        "Windsurf loads a workspace's .windsurf/hooks.json and its docs name no trust gate; from the published format, not run end to end here",
+        "open {root} in Windsurf; Cascade loads the workspace's `.windsurf/hooks.json`",
+    ),
     ..BASE
 };
 
@@ -840,10 +828,8 @@ fn render_gemini(reply: &Reply) -> Option<Value> {
 /// The reply a coord JS plugin reads: `{"decision": "deny"|"block", "reason"}` or `{"context"}`.
 fn render_plugin(reply: &Reply) -> Option<Value> {
     match reply {
-        Reply::Allow => None,
-        Reply::Deny(reason) => Some(json!({"decision": "deny", "reason": reason})),
-        Reply::Block(reason) => Some(json!({"decision": "block", "reason": reason})),
         Reply::Context(text) | Reply::Notice(_, text) => Some(json!({"context": text})),
+        other => render_gemini(other),
     }
 }
 
@@ -852,11 +838,6 @@ fn notice(event: &str, text: &str) -> Value {
         "systemMessage": text,
         "hookSpecificOutput": {"hookEventName": event, "additionalContext": text}
     })
-}
-
-/// The verdict for a client that runs every folder's hooks.
-fn no_gate(why: &'static str) -> Result<Trust, Trust> {
-    Ok(Trust::new(HooksRun::Yes, why))
 }
 
 impl Trust {

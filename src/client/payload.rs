@@ -198,10 +198,7 @@ impl Reader<'_> {
             out.extend_from_slice(&rest[..n]);
             self.i += n + 1;
             if rest[n] == b'"' {
-                return Ok(match String::from_utf8(out) {
-                    Ok(s) => s,
-                    Err(e) => String::from_utf8_lossy(e.as_bytes()).into_owned(),
-                });
+                return Ok(String::from_utf8_lossy(&out).into_owned());
             }
             let esc = self.peek().ok_or(())?;
             self.i += 1;

@@ -64,13 +64,11 @@ fn self_and_ancestors(path: &Path) -> impl Iterator<Item = String> + '_ {
 }
 
 fn missing(path: &Path) -> Trust {
-    Trust::new(
-        No,
-        format!(
-            "{} does not exist: no folder is trusted yet",
-            path.display()
-        ),
-    )
+    let why = format!(
+        "{} does not exist: no folder is trusted yet",
+        path.display()
+    );
+    Trust::new(No, why)
 }
 
 fn untrusted(path: &Path) -> Trust {
@@ -102,13 +100,25 @@ pub fn claude_step(root: &Path) -> String {
 /// `projects[PATH].hasTrustDialogAccepted` in its global config.
 pub fn claude(root: &Path) -> Verdict {
     let path = claude_config().ok_or_else(|| no_home("~/.claude.json"))?;
-    let config = read_config(&path, false, missing(&path))?;
-    for dir in self_and_ancestors(root) {
-        if config["projects"][&dir]["hasTrustDialogAccepted"] == Value::Bool(true) {
-            return Ok(Trust::new(Yes, format!("{} trusts {dir}", path.display())));
-        }
-    }
-    Ok(untrusted(&path))
+    trusted_in(root, &path, false, |config, dir| {
+        config["projects"][dir]["hasTrustDialogAccepted"] == Value::Bool(true)
+    })
+}
+
+/// The verdict of the JSON config `path` (`comments`: with comments) that trusts `root` when
+/// `trusts` says so of it or a folder above it.
+fn trusted_in(
+    root: &Path,
+    path: &Path,
+    comments: bool,
+    trusts: impl Fn(&Value, &str) -> bool,
+) -> Verdict {
+    let config = read_config(path, comments, missing(path))?;
+    let trusted = self_and_ancestors(root).find(|d| trusts(&config, d));
+    Ok(match trusted {
+        Some(dir) => Trust::new(Yes, format!("{} trusts {dir}", path.display())),
+        None => untrusted(path),
+    })
 }
 
 pub fn codex_step(root: &Path) -> String {
@@ -273,10 +283,8 @@ pub fn gemini(root: &Path) -> Verdict {
         gemini_dir(),
     );
     if let Some((off, _)) = settings.iter().find(|(_, on)| *on == Value::Bool(false)) {
-        return Err(Trust::new(
-            Yes,
-            format!("folder trust is off in {}", off.display()),
-        ));
+        let why = format!("folder trust is off in {}", off.display());
+        return Err(Trust::new(Yes, why));
     }
     let path = trusted_folders(GEMINI_TRUSTED, gemini_dir()).ok_or_else(|| no_home("~/.gemini"))?;
     let rules = holding(root, &path, missing(&path))?;
@@ -316,19 +324,10 @@ pub fn copilot(root: &Path) -> Verdict {
         return Ok(Trust::new(Yes, "COPILOT_ALLOW_ALL=true"));
     }
     let path = copilot_config().ok_or_else(|| no_home("~/.copilot"))?;
-    let config = read_config(&path, true, missing(&path))?;
-    let trusted: Vec<&str> = config["trustedFolders"]
-        .as_array()
-        .map(|a| a.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    Ok(
-        match self_and_ancestors(root)
-            .find(|d| trusted.iter().any(|t| Path::new(t) == Path::new(d)))
-        {
-            Some(dir) => Trust::new(Yes, format!("{} trusts {dir}", path.display())),
-            None => untrusted(&path),
-        },
-    )
+    trusted_in(root, &path, true, |config, dir| {
+        let trusted = config["trustedFolders"].as_array().into_iter().flatten();
+        (trusted.filter_map(Value::as_str)).any(|t| Path::new(t) == Path::new(dir))
+    })
 }
 
 /// `~/.qwen` (`QWEN_HOME` replaces it).

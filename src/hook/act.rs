@@ -190,10 +190,7 @@ fn before_shell(
     if mode.eq_ignore_ascii_case("off") || mode.eq_ignore_ascii_case("warn") {
         return Ok(Reply::Allow);
     }
-    let start = match &shell.dir {
-        Some(d) => cwd.join(d),
-        None => cwd.to_path_buf(),
-    };
+    let start = (shell.dir.as_ref()).map_or_else(|| cwd.to_path_buf(), |d| cwd.join(d));
     let mut refused: Vec<(&'static str, guard::Held)> = Vec::new();
     for call in gitcmd::calls(&shell.command) {
         let dir = call.dir.iter().fold(start.clone(), |d, step| d.join(step));
@@ -317,7 +314,7 @@ fn deny_seen(
         since: b.since,
         working_on: b.working_on,
     };
-    let reason = deny_reason(ws, agent, targets, &held, wait).unwrap_or_else(|| held.to_string());
+    let reason = deny_reason(ws, agent, targets, &held, wait)?;
     Some(Reply::Deny(match why {
         Some(why) => format!("{reason} ({why})"),
         None => reason,
