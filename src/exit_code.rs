@@ -1,7 +1,5 @@
-//! The exit-code table of the command-line contract, in one place.
-//!
-//! Call sites never pick a number: they return an [`Error`], and
-//! [`ExitCode::from`] maps its variant here.
+//! How a `coord` process ends. Call sites never pick a number: they return an [`Error`], whose
+//! [`Error::class`] gives its status.
 
 use crate::error::Error;
 
@@ -39,31 +37,12 @@ impl ExitCode {
 
 impl From<&Error> for ExitCode {
     fn from(err: &Error) -> ExitCode {
-        match err {
-            Error::InvalidAgent { .. }
-            | Error::MissingAgent
-            | Error::OutsideRoot { .. }
-            | Error::BadPath { .. }
-            | Error::BadDuration { .. }
-            | Error::BadPattern { .. }
-            | Error::NotOneFile { .. }
-            | Error::BadInput { .. } => ExitCode::Usage,
-            Error::LockHeld { .. }
-            | Error::WaitTimedOut { .. }
-            | Error::Deadlock { .. }
-            | Error::NotHolder { .. }
-            | Error::Refused { .. } => ExitCode::Refused,
-            Error::CheckFailed { .. } | Error::ReviewUnfinished { .. } => ExitCode::CheckFailed,
-            Error::Corrupt { .. }
-            | Error::DialogueCorrupted { .. }
-            | Error::Io { .. }
-            | Error::NoArbitration { .. }
-            | Error::Remote { .. }
-            | Error::Failed { .. } => ExitCode::Failure,
-            // As a shell reports a process killed by that signal: 130 for SIGINT, 143 for SIGTERM.
-            Error::Interrupted { signal, .. } => {
-                ExitCode::Passthrough(u8::try_from(128 + signal).unwrap_or(1))
-            }
+        match err.class().1 {
+            1 => ExitCode::Failure,
+            2 => ExitCode::Usage,
+            3 => ExitCode::Refused,
+            4 => ExitCode::CheckFailed,
+            code => ExitCode::Passthrough(code),
         }
     }
 }
