@@ -62,15 +62,6 @@ fn resolve(base: &Path, p: &str) -> PathBuf {
     fs::canonicalize(&joined).unwrap_or(joined)
 }
 
-/// The per-worktree git folder of a linked worktree at `top` (`<common>/worktrees/NAME`), when
-/// `top/.git` is a file naming one that has a `commondir`.
-fn linked_gitdir(top: &Path) -> Option<PathBuf> {
-    let gitdir = gitfile_target(top)?;
-    fs::symlink_metadata(gitdir.join("commondir"))
-        .is_ok_and(|m| m.is_file())
-        .then_some(gitdir)
-}
-
 /// The git folder a `.git` *file* at `top` names (`gitdir: PATH`, resolved): a linked
 /// worktree's or a submodule's. `None` when `top/.git` is no such file.
 fn gitfile_target(top: &Path) -> Option<PathBuf> {
@@ -110,7 +101,7 @@ pub fn superproject_of(top: &Path) -> Option<PathBuf> {
 
 /// Whether `top` is the top level of a linked worktree (a `.git` file with a `commondir`).
 pub fn is_linked(top: &Path) -> bool {
-    linked_gitdir(top).is_some()
+    linked_common_dir(top).is_some()
 }
 
 /// The repository's common git folder for the work tree at `top`: `top/.git` for a main work
@@ -148,9 +139,10 @@ pub fn enclosing_repository(dir: &Path) -> Option<(PathBuf, PathBuf)> {
     Some((top.to_path_buf(), repository_dir(top)?))
 }
 
-/// The common git folder a linked worktree at `top` names (its `gitdir`'s `commondir`).
+/// The common git folder a linked worktree at `top` names: the `commondir` of the git folder
+/// its `.git` file names (`<common>/worktrees/NAME`).
 fn linked_common_dir(top: &Path) -> Option<PathBuf> {
-    let gitdir = linked_gitdir(top)?;
+    let gitdir = gitfile_target(top)?;
     let common = read_small(&gitdir.join("commondir"))?;
     Some(resolve(&gitdir, &common))
 }

@@ -151,16 +151,12 @@ fn unescape_mount(s: &str) -> PathBuf {
     while let Some((&b, tail)) = rest.split_first() {
         let octal =
             (tail.get(..3)).filter(|d| b == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
-        let (byte, skip) = match octal {
-            Some(d) => (
-                d.iter()
-                    .fold(0u8, |v, c| v.wrapping_mul(8).wrapping_add(c - b'0')),
-                3,
-            ),
-            None => (b, 0),
-        };
-        out.push(byte);
-        rest = &tail[skip..];
+        let byte = octal.map(|d| {
+            d.iter()
+                .fold(0u8, |v, c| v.wrapping_mul(8).wrapping_add(c - b'0'))
+        });
+        out.push(byte.unwrap_or(b));
+        rest = &tail[octal.map_or(0, <[u8]>::len)..];
     }
     PathBuf::from(std::ffi::OsString::from_vec(out))
 }
