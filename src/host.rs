@@ -366,7 +366,8 @@ mod tests {
         assert!(!recorded_process_gone(child_pid, "another-host.example"));
     }
 
-    /// A zombie holds up no deadlock check, and its lock goes STALE.
+    /// Issue 26 item 17: a process killed with -9 and not yet reaped (a zombie) is not alive:
+    /// a waiter in that state does not hold up a deadlock check, a holder's lock goes STALE.
     #[test]
     #[cfg(target_os = "linux")]
     fn a_killed_unreaped_child_is_not_alive() {

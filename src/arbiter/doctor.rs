@@ -250,7 +250,9 @@ mod tests {
         assert_eq!(sync_warning_once(&ws, &ws), None, "and only once");
     }
 
-    /// A mount keeping contents across opens could show a re-taken lock as the one before.
+    /// #45: where this system cannot read a network folder's files past its own cache of
+    /// their contents, `doctor` says so (a mount keeping contents across opens could show a
+    /// re-taken lock as the one before); where it can, or on a local disk, it says nothing.
     #[test]
     fn doctor_says_when_records_cannot_be_read_past_the_cache() {
         use super::super::{FUSE, FsInfo};

@@ -341,6 +341,8 @@ mod tests {
         assert!(!f(&["sr"]).keeps(&e));
     }
 
+    /// #45: a pattern given to `coord log` keeps the events of the files it matches and of
+    /// the claims it overlaps.
     #[test]
     fn patterns_match_files_and_overlapping_claims() {
         use super::super::{Event, Kind};
