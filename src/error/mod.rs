@@ -352,43 +352,6 @@ impl Error {
         Some(hint)
     }
 
-    /// A short machine-readable name of the variant, for `--json` error output.
-    pub fn kind(&self) -> &'static str {
-        self.class().0
-    }
-
-    /// The variant's `kind` and the exit status of the command-line contract it ends with: 1 a
-    /// failure, 2 usage or bad input, 3 a protocol refusal, 4 a failed check; a signal's
-    /// `128 + N`, as a shell reports a process it killed.
-    pub fn class(&self) -> (&'static str, u8) {
-        match self {
-            Error::InvalidAgent { .. } => ("invalid_agent", 2),
-            Error::MissingAgent => ("missing_agent", 2),
-            Error::OutsideRoot { .. } => ("outside_root", 2),
-            Error::BadPath { .. } => ("bad_path", 2),
-            Error::BadDuration { .. } => ("bad_duration", 2),
-            Error::BadPattern { .. } => ("bad_pattern", 2),
-            Error::NotOneFile { .. } => ("not_one_file", 2),
-            Error::BadInput { .. } => ("bad_input", 2),
-            Error::LockHeld { .. } => ("lock_held", 3),
-            Error::WaitTimedOut { .. } => ("wait_timed_out", 3),
-            Error::Deadlock { .. } => ("deadlock", 3),
-            Error::NotHolder { .. } => ("not_holder", 3),
-            Error::Refused { why, .. } => (why.kind(), 3),
-            Error::CheckFailed { .. } => ("check_failed", 4),
-            Error::ReviewUnfinished { .. } => ("review_unfinished", 4),
-            Error::Corrupt { .. } => ("corrupt", 1),
-            Error::DialogueCorrupted { .. } => ("dialogue_corrupted", 1),
-            Error::Io { .. } => ("io", 1),
-            Error::NoArbitration { .. } => ("no_arbitration", 1),
-            Error::Remote { .. } => ("remote", 1),
-            Error::Failed { .. } => ("failed", 1),
-            Error::Interrupted { signal, .. } => {
-                ("interrupted", u8::try_from(128 + signal).unwrap_or(1))
-            }
-        }
-    }
-
     /// A refusal by rule `why`, with a message and an optional hint.
     pub fn refused(why: Refusal, message: impl Into<String>, hint: Option<String>) -> Error {
         Error::Refused {
