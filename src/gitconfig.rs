@@ -71,8 +71,7 @@ fn unquoted(raw: &str) -> String {
     }
 }
 
-/// The value of `section.key` in the config file at `path` (see [`last_value`]); `None` when
-/// the file cannot be read.
+/// The value of `section.key` in the config file at `path` ([`last_value`]); `None`: unreadable.
 pub fn file_value(path: &Path, section: &str, key: &str) -> Option<Option<String>> {
     let bytes = fsutil::read_capped(path, MAX_CONFIG).ok()?;
     last_value(&String::from_utf8_lossy(&bytes), section, key)

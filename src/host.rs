@@ -49,8 +49,7 @@ fn pid_namespace() -> Option<u64> {
     link.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
 }
 
-/// This process's group, session and terminal foreground group, each `None` where it is not
-/// known.
+/// This process's group, session and terminal foreground group (`None`: not known).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 struct OwnIds {
     group: Option<i32>,

@@ -242,8 +242,7 @@ impl Policy {
     }
 }
 
-/// The policy for the workspace at `root` (honouring `COORD_ARBITRATION`), detected once per
-/// process.
+/// The policy for the workspace at `root` (honouring `COORD_ARBITRATION`), found once a process.
 pub fn policy(root: &Path) -> Result<Policy> {
     static CACHE: PerRoot<Policy> = OnceLock::new();
     per_root(&CACHE, root, || {
