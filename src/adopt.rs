@@ -113,10 +113,8 @@ fn exclude(repository: &Path) -> Result<()> {
     Ok(())
 }
 
-/// The git folders of the submodules checked out in the repository whose common git folder is
-/// `common`: below its `modules/` and each linked worktree's (`worktrees/W/modules/`), a
-/// submodule's name may hold slashes (`modules/libs/x`) and a submodule has its own
-/// `modules/`.
+/// The git folders of the submodules of the repository at `common`, at any depth below its
+/// `modules/` and each linked worktree's (a name may hold slashes; submodules nest).
 pub(crate) fn submodules(common: &Path) -> Vec<PathBuf> {
     let mut todo = vec![common.join("modules")];
     if let Ok(entries) = fsutil::read_dir(common.join("worktrees")) {

@@ -32,29 +32,17 @@ pub fn last_value(text: &str, section: &str, key: &str) -> Option<Option<String>
     found
 }
 
-/// `key = VALUE` (or a bare `key`): the value, `Some(None)` when bare; `None` for another key.
+/// `key = VALUE` (or a bare `key`, read up to its comment): the value, `Some(None)` when bare;
+/// `None` for another key.
 fn setting(line: &str, key: &str) -> Option<Option<String>> {
     let (name, value) = match line.split_once('=') {
-        Some((name, value)) => (name.trim(), Some(value)),
-        None => (uncommented(line).trim(), None),
+        Some((name, value)) => (name.trim().to_string(), Some(value)),
+        None => (unquoted(line), None),
     };
     if name.is_empty() || !name.eq_ignore_ascii_case(key) {
         return None;
     }
     Some(value.map(unquoted))
-}
-
-/// `line` up to its comment (`#` or `;`), outside quotes.
-fn uncommented(line: &str) -> &str {
-    let mut quoted = false;
-    for (i, c) in line.char_indices() {
-        match c {
-            '"' => quoted = !quoted,
-            '#' | ';' if !quoted => return &line[..i],
-            _ => {}
-        }
-    }
-    line
 }
 
 /// A value as git reads it: comments cut, surrounding blanks trimmed, quotes removed and the
@@ -83,8 +71,7 @@ fn unquoted(raw: &str) -> String {
     }
 }
 
-/// The value of `section.key` in the config file at `path` (see [`last_value`]); `None` when
-/// the file cannot be read.
+/// The value of `section.key` in the config file at `path` ([`last_value`]); `None`: unreadable.
 pub fn file_value(path: &Path, section: &str, key: &str) -> Option<Option<String>> {
     let bytes = fsutil::read_capped(path, MAX_CONFIG).ok()?;
     last_value(&String::from_utf8_lossy(&bytes), section, key)

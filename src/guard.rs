@@ -148,9 +148,8 @@ pub struct Uninstalled {
     pub outcome: &'static str,
 }
 
-/// Remove coord's hooks from the hooks folder `hooks` (see [`hooks_dir`]), putting back a hook
-/// `install` had chained as it was; a hook that is not coord's is left alone. With `dry_run`,
-/// only say what it would do.
+/// Remove coord's hooks from `hooks` ([`hooks_dir`]), putting back a hook `install` chained; a
+/// hook that is not coord's is left alone. With `dry_run`, only say what it would do.
 pub fn uninstall_in(hooks: &Path, dry_run: bool) -> Result<Vec<Uninstalled>> {
     let mut out = Vec::new();
     for name in HOOKS {

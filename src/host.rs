@@ -49,8 +49,7 @@ fn pid_namespace() -> Option<u64> {
     link.strip_prefix("pid:[")?.strip_suffix(']')?.parse().ok()
 }
 
-/// This process's group, session and terminal foreground group, each `None` where it is not
-/// known.
+/// This process's group, session and terminal foreground group (`None`: not known).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 struct OwnIds {
     group: Option<i32>,
@@ -193,11 +192,6 @@ fn started(stat: &str) -> Option<u64> {
     stat_fields(stat).nth(19)?.parse().ok()
 }
 
-/// The `n`th field of `/proc/<pid>/stat` after the command name (see [`stat_fields`]).
-fn stat_field(pid: u32, n: usize) -> Option<String> {
-    stat_fields(&stat_line(pid)?).nth(n).map(str::to_string)
-}
-
 /// The `/proc/<pid>/stat` line of process `pid`, when it can be read.
 fn stat_line(pid: u32) -> Option<String> {
     let stat = read_proc(&format!("/proc/{pid}/stat"))?;
@@ -277,7 +271,7 @@ pub fn ancestors() -> impl Iterator<Item = u32> {
 
 /// The parent of process `pid`, from `/proc/<pid>/stat`; `None` when it cannot be read.
 pub fn parent_of_pid(pid: u32) -> Option<u32> {
-    stat_field(pid, 1)?.parse().ok()
+    stat_fields(&stat_line(pid)?).nth(1)?.parse().ok()
 }
 
 /// 64-bit FNV-1a: a small, stable hash for names on disk (not for security).
@@ -379,7 +373,7 @@ mod tests {
         let mut child = sleeper("100");
         let pid = child.id();
         // Ended, and only waiting to be reaped.
-        let zombie = |pid| stat_field(pid, 0).is_some_and(|state| state == "Z");
+        let zombie = |pid| stat_line(pid).is_some_and(|s| stat_fields(&s).next() == Some("Z"));
         assert!(pid_alive(pid));
         child.kill().unwrap();
         // The kernel makes it a zombie at once after the signal is taken; not reaped yet.
@@ -399,7 +393,7 @@ mod tests {
     #[test]
     #[cfg(target_os = "linux")]
     fn start_times_are_each_process_own() {
-        let in_proc = |pid| stat_field(pid, 19).and_then(|f| f.parse::<u64>().ok());
+        let in_proc = |pid| started(&stat_line(pid)?);
         let own = in_proc(pid());
         assert!(own.is_some());
         assert_eq!(start_time(pid()), own);

@@ -106,14 +106,12 @@ names! {
     remote_renewer_pid = remote_dir / "renewer.pid";
 }
 
-/// The lease file beside a kernel-mutex file (`mutex` → `mutex.lease`): the arbitration where
-/// kernel locks do not cross machines.
+/// The lease file beside a kernel-mutex file (`mutex` → `mutex.lease`), for network folders.
 pub fn lease_of(mutex_path: &Path) -> PathBuf {
     with_suffix(mutex_path, ".lease")
 }
 
-/// `<root>/.coord/sessions/<host>-<pid>`: the session registered by client process `pid` of
-/// the host tagged `tag`.
+/// `<root>/.coord/sessions/<tag>-<pid>`: the session of client process `pid` on host `tag`.
 pub fn session_file(root: &Path, tag: &str, pid: u32) -> PathBuf {
     sessions_dir(root).join(format!("{tag}-{pid}"))
 }
@@ -132,8 +130,7 @@ fn number<T: std::str::FromStr>(text: &str) -> Option<T> {
         .then(|| text.parse().ok())?
 }
 
-/// The register entry of the nested workspace at `rel` (relative to `root`, `/` separators):
-/// `<root>/.coord/nested/<16 hex digits of its path's FNV-1a hash>`.
+/// `<root>/.coord/nested/<FNV-1a hash of rel>`: the register entry of the nested workspace `rel`.
 pub fn nested_entry(root: &Path, rel: &str) -> PathBuf {
     nested_register(root).join(hashed("", rel, ""))
 }
@@ -240,8 +237,7 @@ pub fn parse_temp_name(file_name: &str) -> Option<(&str, u32)> {
     Some((tag, pid.parse().ok()?))
 }
 
-/// Whether a name is a FUSE leftover (`.fuse_hidden…`): a file removed while still open through
-/// the same FUSE mount.
+/// Whether a name is a FUSE leftover (`.fuse_hidden…`: removed while open through the mount).
 pub fn is_fuse_hidden(file_name: &str) -> bool {
     file_name.starts_with(".fuse_hidden")
 }
@@ -350,9 +346,8 @@ pub fn parse_held_entry(file_name: &str) -> Option<(Option<String>, String)> {
     Some((Some(rel), agent))
 }
 
-/// `<root>/.coord/backups/<name>`, the folder of `file`'s older backup generations: its path
-/// relative to the shared root (absolute when outside, in a linked worktree) as one name
-/// ([`escaped_name`]).
+/// `<root>/.coord/backups/<name>`: `file`'s older backup generations, named by its path relative
+/// to the shared root (absolute when outside, in a linked worktree) escaped as one name.
 pub fn backup_generations(root: &Path, file: &Path) -> PathBuf {
     let key = file.strip_prefix(root).unwrap_or(file).to_string_lossy();
     state_dir(root)
@@ -490,8 +485,7 @@ pub const DIALOGUE_COMMANDS: &str = "user-commands.txt";
 /// The archive folder, in the dialogue folder.
 pub const DIALOGUE_ARCHIVE: &str = "archive";
 
-/// `archive/session-<stamp>` in the dialogue folder (`stamp` like `20260128-010000`), with a
-/// `-N` suffix for the N-th archive made in the same second.
+/// `archive/session-<stamp>[-N]` in the dialogue folder: the N-th archive made in that second.
 pub fn dialogue_archive_session(folder: &Path, stamp: &str, n: u32) -> PathBuf {
     let name = if n <= 1 {
         format!("session-{stamp}")
@@ -501,8 +495,7 @@ pub fn dialogue_archive_session(folder: &Path, stamp: &str, n: u32) -> PathBuf {
     folder.join(DIALOGUE_ARCHIVE).join(name)
 }
 
-/// `<root>/.coord/dialogue-<hash>.mutex`: the kernel lock serialising coord's writers of one
-/// dialogue folder (named after a hash of the folder's path relative to the root).
+/// `<root>/.coord/dialogue-<hash of folder_rel>.mutex`: the kernel lock of one dialogue's writers.
 pub fn dialogue_mutex(root: &Path, folder_rel: &str) -> PathBuf {
     state_dir(root).join(hashed("dialogue-", folder_rel, ".mutex"))
 }

@@ -8,8 +8,7 @@ use std::sync::{Mutex, OnceLock};
 
 use crate::fsutil::{self, RECORD_CAP};
 
-/// The extra presence key naming the work tree an agent last acted in, written where the
-/// repository has more than one.
+/// The presence key naming the work tree an agent last acted in (where there are several).
 pub const PRESENCE_KEY: &str = "worktree";
 
 /// A value found once per process for each workspace root.
@@ -55,24 +54,14 @@ fn read_small(path: &Path) -> Option<String> {
     Some(String::from_utf8_lossy(&bytes).trim().to_string())
 }
 
-/// Resolve `p` (as written in a git file) against `base`, as `canonicalize` does when the
-/// path exists.
+/// `p` (as written in a git file) resolved against `base`, canonical when it exists.
 fn resolve(base: &Path, p: &str) -> PathBuf {
     let joined = base.join(p);
     fs::canonicalize(&joined).unwrap_or(joined)
 }
 
-/// The per-worktree git folder of a linked worktree at `top` (`<common>/worktrees/NAME`), when
-/// `top/.git` is a file naming one that has a `commondir`.
-fn linked_gitdir(top: &Path) -> Option<PathBuf> {
-    let gitdir = gitfile_target(top)?;
-    fs::symlink_metadata(gitdir.join("commondir"))
-        .is_ok_and(|m| m.is_file())
-        .then_some(gitdir)
-}
-
-/// The git folder a `.git` *file* at `top` names (`gitdir: PATH`, resolved): a linked
-/// worktree's or a submodule's. `None` when `top/.git` is no such file.
+/// The git folder a `.git` *file* at `top` names (`gitdir: PATH`): a linked worktree's or a
+/// submodule's.
 fn gitfile_target(top: &Path) -> Option<PathBuf> {
     let dot_git = top.join(".git");
     if !fs::symlink_metadata(&dot_git).ok()?.is_file() {
@@ -110,11 +99,10 @@ pub fn superproject_of(top: &Path) -> Option<PathBuf> {
 
 /// Whether `top` is the top level of a linked worktree (a `.git` file with a `commondir`).
 pub fn is_linked(top: &Path) -> bool {
-    linked_gitdir(top).is_some()
+    linked_common_dir(top).is_some()
 }
 
-/// The repository's common git folder for the work tree at `top`: `top/.git` for a main work
-/// tree, the `commondir` of a linked one.
+/// The common git folder of the work tree at `top`: its `.git`, or a linked one's `commondir`.
 pub fn common_dir(top: &Path) -> Option<PathBuf> {
     let dot_git = top.join(".git");
     if fs::symlink_metadata(&dot_git).is_ok_and(|m| m.is_dir()) {
@@ -123,8 +111,7 @@ pub fn common_dir(top: &Path) -> Option<PathBuf> {
     linked_common_dir(top)
 }
 
-/// The work tree the folder `dir` is in: `dir` itself when it is a top level, else the nearest
-/// folder above it holding a `.git`.
+/// The work tree the folder `dir` is in: the nearest of it and its ancestors holding a `.git`.
 fn enclosing_top(dir: &Path) -> Option<&Path> {
     dir.ancestors()
         .find(|a| fs::symlink_metadata(a.join(".git")).is_ok())
@@ -148,9 +135,9 @@ pub fn enclosing_repository(dir: &Path) -> Option<(PathBuf, PathBuf)> {
     Some((top.to_path_buf(), repository_dir(top)?))
 }
 
-/// The common git folder a linked worktree at `top` names (its `gitdir`'s `commondir`).
+/// The common git folder a linked worktree at `top` names (its git folder's `commondir`).
 fn linked_common_dir(top: &Path) -> Option<PathBuf> {
-    let gitdir = linked_gitdir(top)?;
+    let gitdir = gitfile_target(top)?;
     let common = read_small(&gitdir.join("commondir"))?;
     Some(resolve(&gitdir, &common))
 }
@@ -254,8 +241,7 @@ fn read_linked(common: &Path) -> Vec<(PathBuf, PathBuf)> {
     linked.collect()
 }
 
-/// Whether the work tree whose top level was `top` is gone (`git worktree remove`, or removed by
-/// hand): its folder is no longer there.
+/// Whether the work tree whose top level was `top` is gone: its folder is no longer there.
 pub fn is_gone(top: &Path) -> bool {
     !fs::symlink_metadata(top).is_ok_and(|m| m.is_dir())
 }
@@ -288,8 +274,7 @@ pub fn repository_tops(top: &Path) -> Vec<PathBuf> {
     all
 }
 
-/// The work tree (of those sharing `root`'s workspace) holding `path`: the deepest top level
-/// that `path` lies under.
+/// The work tree sharing `root`'s workspace whose top level `path` lies deepest under.
 pub fn tree_of(root: &Path, path: &Path) -> Option<Tree> {
     trees(root)
         .into_iter()

@@ -151,16 +151,12 @@ fn unescape_mount(s: &str) -> PathBuf {
     while let Some((&b, tail)) = rest.split_first() {
         let octal =
             (tail.get(..3)).filter(|d| b == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
-        let (byte, skip) = match octal {
-            Some(d) => (
-                d.iter()
-                    .fold(0u8, |v, c| v.wrapping_mul(8).wrapping_add(c - b'0')),
-                3,
-            ),
-            None => (b, 0),
-        };
-        out.push(byte);
-        rest = &tail[skip..];
+        let byte = octal.map(|d| {
+            d.iter()
+                .fold(0u8, |v, c| v.wrapping_mul(8).wrapping_add(c - b'0'))
+        });
+        out.push(byte.unwrap_or(b));
+        rest = &tail[octal.map_or(0, <[u8]>::len)..];
     }
     PathBuf::from(std::ffi::OsString::from_vec(out))
 }
@@ -246,8 +242,7 @@ impl Policy {
     }
 }
 
-/// The policy for the workspace at `root` (honouring `COORD_ARBITRATION`), detected once per
-/// process.
+/// The policy for the workspace at `root` (honouring `COORD_ARBITRATION`), found once a process.
 pub fn policy(root: &Path) -> Result<Policy> {
     static CACHE: PerRoot<Policy> = OnceLock::new();
     per_root(&CACHE, root, || {
@@ -371,47 +366,39 @@ mod tests {
     }
 
     #[test]
-    fn the_arbitration_follows_the_filesystem() {
-        let local = Policy::choose(FsInfo::from_magic(EXT4, None), None).unwrap();
-        assert_eq!(local.arbitration, Arbitration::Kernel);
+    fn the_arbitration_follows_the_filesystem_unless_overridden() {
+        let choose = |m, mount, forced| Policy::choose(FsInfo::from_magic(m, mount), forced);
+        let local = choose(EXT4, None, None).unwrap();
         assert_eq!(local.recheck, RECHECK_LOCAL);
         assert!(!local.exact_lookups && !local.overridden);
         for m in [NFS, 0x517B, 0xFF53_4D42, 0xFE53_4D42, FUSE, 0x1234] {
-            let p = Policy::choose(FsInfo::from_magic(m, Some("fuse.sshfs")), None).unwrap();
+            let p = choose(m, Some("fuse.sshfs"), None).unwrap();
             assert_eq!(p.arbitration, Arbitration::Link, "magic {m:#x}");
             assert!(!p.fs.served_locally());
             assert!(p.recheck <= Duration::from_millis(100));
             assert!(p.exact_lookups);
         }
-    }
-
-    #[test]
-    fn no_arbitration_holds_on_an_rclone_mount() {
-        let rclone = FsInfo::from_magic(FUSE, Some("fuse.rclone"));
-        assert!(!rclone.arbitrable());
-        let p = Policy::choose(rclone.clone(), None).unwrap();
-        assert_eq!(p.arbitration, Arbitration::None);
-        assert_eq!(p.arbitration.as_str(), "none");
-        // Forced by the user: their choice.
-        let p = Policy::choose(rclone, Some("link")).unwrap();
-        assert_eq!(p.arbitration, Arbitration::Link);
+        // No arbitration holds on an rclone mount, unless the user forces one.
+        let rclone = Some("fuse.rclone");
+        for (m, mount, forced, want, overridden) in [
+            (EXT4, None, None, Arbitration::Kernel, false),
+            (FUSE, rclone, None, Arbitration::None, false),
+            (FUSE, rclone, Some("link"), Arbitration::Link, true),
+            (EXT4, None, Some("link"), Arbitration::Link, true),
+            (NFS, None, Some("kernel"), Arbitration::Kernel, true),
+            (NFS, None, Some(""), Arbitration::Link, false),
+        ] {
+            let p = choose(m, mount, forced).unwrap();
+            let got = (p.arbitration, p.overridden);
+            assert_eq!(got, (want, overridden), "{m:#x} {forced:?}");
+        }
+        assert_eq!(Arbitration::None.as_str(), "none");
+        assert!(!FsInfo::from_magic(FUSE, rclone).arbitrable());
         // sshfs and a name that only looks like rclone on a local disk are unaffected.
         assert!(FsInfo::from_magic(FUSE, Some("fuse.sshfs")).arbitrable());
         assert!(FsInfo::from_magic(EXT4, Some("rclone")).arbitrable());
-    }
-
-    #[test]
-    fn the_override_wins_and_bad_values_are_refused() {
-        let p = Policy::choose(FsInfo::from_magic(EXT4, None), Some("link")).unwrap();
-        assert_eq!(p.arbitration, Arbitration::Link);
-        assert!(p.overridden);
-        let p = Policy::choose(FsInfo::from_magic(NFS, None), Some("kernel")).unwrap();
-        assert_eq!(p.arbitration, Arbitration::Kernel);
-        let p = Policy::choose(FsInfo::from_magic(NFS, None), Some("")).unwrap();
-        assert_eq!(p.arbitration, Arbitration::Link);
-        assert!(!p.overridden);
-        let err = Policy::choose(FsInfo::from_magic(EXT4, None), Some("maybe"));
-        assert!(err.unwrap_err().to_string().contains("COORD_ARBITRATION"));
+        let err = choose(EXT4, None, Some("maybe")).unwrap_err();
+        assert!(err.to_string().contains("COORD_ARBITRATION"));
     }
 
     #[test]

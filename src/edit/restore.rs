@@ -93,9 +93,9 @@ pub fn restore(
     let swap = |fence: &Fence, took_lock: bool| -> Result<Restored> {
         let dir = fsutil::parent_of(&target.abs);
         fsutil::sweep_temps(dir);
-        let (restored, bytes) = fsutil::copy_to_temp(&source, dir, true)?;
+        let (restored, bytes) = fsutil::copy_to_temp(&source, dir)?;
         let current = (target.regular_or_absent()?)
-            .then(|| fsutil::copy_to_temp(&target.abs, dir, true).map(|(tmp, _)| tmp))
+            .then(|| fsutil::copy_to_temp(&target.abs, dir).map(|(tmp, _)| tmp))
             .transpose()?;
         let swapped = current.is_some();
         {

@@ -352,34 +352,6 @@ impl Error {
         Some(hint)
     }
 
-    /// A short machine-readable name of the variant, for `--json` error output.
-    pub fn kind(&self) -> &'static str {
-        match self {
-            Error::InvalidAgent { .. } => "invalid_agent",
-            Error::MissingAgent => "missing_agent",
-            Error::OutsideRoot { .. } => "outside_root",
-            Error::BadPath { .. } => "bad_path",
-            Error::BadDuration { .. } => "bad_duration",
-            Error::BadPattern { .. } => "bad_pattern",
-            Error::NotOneFile { .. } => "not_one_file",
-            Error::BadInput { .. } => "bad_input",
-            Error::LockHeld { .. } => "lock_held",
-            Error::WaitTimedOut { .. } => "wait_timed_out",
-            Error::Deadlock { .. } => "deadlock",
-            Error::NotHolder { .. } => "not_holder",
-            Error::Refused { why, .. } => why.kind(),
-            Error::CheckFailed { .. } => "check_failed",
-            Error::ReviewUnfinished { .. } => "review_unfinished",
-            Error::Corrupt { .. } => "corrupt",
-            Error::DialogueCorrupted { .. } => "dialogue_corrupted",
-            Error::Io { .. } => "io",
-            Error::NoArbitration { .. } => "no_arbitration",
-            Error::Remote { .. } => "remote",
-            Error::Failed { .. } => "failed",
-            Error::Interrupted { .. } => "interrupted",
-        }
-    }
-
     /// A refusal by rule `why`, with a message and an optional hint.
     pub fn refused(why: Refusal, message: impl Into<String>, hint: Option<String>) -> Error {
         Error::Refused {

@@ -206,11 +206,11 @@ pub fn copy_replace(src: &Path, dst: &Path) -> Result<u64> {
     Ok(copied.get())
 }
 
-/// A temporary copy of the regular file `src` in `dir`, with its mode, fsynced when `durable`
-/// (publish it with [`persist`]). Returns it and its size.
-pub fn copy_to_temp(src: &Path, dir: &Path, durable: bool) -> Result<(NamedTempFile, u64)> {
+/// A temporary copy of the regular file `src` in `dir`, with its mode, fsynced (publish it with
+/// [`persist`]). Returns it and its size.
+pub fn copy_to_temp(src: &Path, dir: &Path) -> Result<(NamedTempFile, u64)> {
     let input = open_nofollow(src, Access::Read).at("read", src)?;
-    copy_into(src, input, made_in(dir)?, durable)
+    copy_into(src, input, made_in(dir)?, true)
 }
 
 /// [`copy_to_temp`] from `src` opened (with its metadata) into a temporary file already made.

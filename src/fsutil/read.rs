@@ -209,12 +209,10 @@ pub fn linked_ancestor(path: &Path) -> Option<PathBuf> {
 pub fn linked_state_folder(path: &Path, with_self: bool) -> Option<PathBuf> {
     let state = std::ffi::OsStr::new(crate::layout::STATE_DIR);
     let start = if with_self { path } else { path.parent()? };
+    // Nothing is looked up on a path with no `.coord` among its ancestors.
     let below = start
         .ancestors()
-        .take_while(|a| a.file_name() != Some(state))
-        .count();
-    // No `.coord` among the ancestors: the walk reached the top.
-    start.ancestors().nth(below)?;
+        .position(|a| a.file_name() == Some(state))?;
     start
         .ancestors()
         .take(below)

@@ -17,6 +17,11 @@ pub(crate) fn fifo_at(path: &Path) -> PathBuf {
     path.to_path_buf()
 }
 
+/// How many entries the folder `dir` holds.
+fn entries(dir: &Path) -> usize {
+    fs::read_dir(dir).unwrap().count()
+}
+
 #[test]
 fn create_new_never_replaces() {
     let dir = tempfile::tempdir().unwrap();
@@ -24,7 +29,7 @@ fn create_new_never_replaces() {
     assert!(create_new(&p, b"one").unwrap());
     assert!(!create_new(&p, b"two").unwrap());
     assert_eq!(fs::read(&p).unwrap(), b"one");
-    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 1, "no temp left");
+    assert_eq!(entries(dir.path()), 1, "no temp left");
 }
 
 #[test]
@@ -141,14 +146,14 @@ fn replace_over_an_existing_file_leaves_nothing_behind() {
         b"old",
         "other links keep the old content"
     );
-    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 2, "no temp left");
+    assert_eq!(entries(dir.path()), 2, "no temp left");
     let sub = dir.path().join("sub");
     fs::create_dir(&sub).unwrap();
     fs::write(sub.join("inside"), b"kept").unwrap();
     assert!(replace(&sub, b"x").is_err(), "a folder is never replaced");
     assert_eq!(fs::read(sub.join("inside")).unwrap(), b"kept");
     assert_eq!(
-        fs::read_dir(dir.path()).unwrap().count(),
+        entries(dir.path()),
         3,
         "the folder is back at its name, no temp left"
     );
@@ -156,7 +161,7 @@ fn replace_over_an_existing_file_leaves_nothing_behind() {
     let fifo = fifo_at(&dir.path().join("fifo"));
     replace(&fifo, b"now a file").unwrap();
     assert_eq!(fs::read(&fifo).unwrap(), b"now a file");
-    assert_eq!(fs::read_dir(dir.path()).unwrap().count(), 4, "no temp left");
+    assert_eq!(entries(dir.path()), 4, "no temp left");
 }
 
 #[test]
@@ -217,16 +222,8 @@ fn a_staged_replace_leaves_no_temporary_file_anywhere() {
     replace_staged(&path, &stage, b"first\n", false).unwrap();
     replace_staged(&path, &stage, b"second\n", false).unwrap();
     assert_eq!(fs::read(&path).unwrap(), b"second\n");
-    assert_eq!(
-        fs::read_dir(&stage).unwrap().count(),
-        0,
-        "nothing left in the stage"
-    );
-    assert_eq!(
-        fs::read_dir(&target_dir).unwrap().count(),
-        1,
-        "only the file"
-    );
+    assert_eq!(entries(&stage), 0, "nothing left in the stage");
+    assert_eq!(entries(&target_dir), 1, "only the file");
     let gone = dir.path().join("missing");
     assert!(replace_staged(&path, &gone, b"x", false).is_err());
     assert_eq!(fs::read(&path).unwrap(), b"second\n", "unchanged on error");
@@ -260,11 +257,7 @@ fn a_link_in_place_of_a_state_folder_is_found_and_refused() {
     assert!(read_dir(state.join("history")).is_err());
     assert!(list_names(&state.join("queue/q-1")).is_err());
     assert!(ensure_dir(&state.join("history/sub")).is_err());
-    assert_eq!(
-        fs::read_dir(&outside).unwrap().count(),
-        1,
-        "written outside"
-    );
+    assert_eq!(entries(&outside), 1, "written outside");
     // Noted for the command to say (another test's link may have been noted first).
     let (_, said) = take_link_warning().unwrap();
     assert!(said.contains("is a symlink"), "{said}");

@@ -105,8 +105,7 @@ fn read_file(path: &Path, cap: u64) -> Vec<Event> {
     parse_lines(&bytes[whole.filter(|_| cut).map_or(0, |at| at + 1)..])
 }
 
-/// The events kept that pass `filter`, oldest first (both generations; events older than the
-/// age bound left out).
+/// The events kept that pass `filter`, oldest first (both generations, within the age bound).
 pub fn read(root: &Path, filter: &Filter) -> Vec<Event> {
     let (paths, cap, oldest) = generations(root);
     let mut timed: Vec<(Timestamp, Event)> = paths
@@ -187,8 +186,7 @@ impl std::str::FromStr for Position {
     }
 }
 
-/// Following the log as it grows, across rotations: every event appended after the start,
-/// each once.
+/// Following the log as it grows, across rotations: each event appended after the start, once.
 #[derive(Debug)]
 pub struct Tail {
     log: PathBuf,

@@ -60,7 +60,7 @@ pub fn stage(root: &Path, target: &Target) -> Result<Option<Staged>> {
     }
     let dst = layout::backup(&target.abs);
     let dir = dst.parent().unwrap_or(Path::new("."));
-    let (tmp, _) = fsutil::copy_to_temp(&target.abs, dir, true)?;
+    let (tmp, _) = fsutil::copy_to_temp(&target.abs, dir)?;
     Ok(Some(Staged {
         root: root.to_path_buf(),
         target: target.clone(),
@@ -139,7 +139,7 @@ fn keep_as(bak: &Path, path: &Path, dir: &Path) -> io::Result<()> {
         Err(e) if e.kind() == io::ErrorKind::AlreadyExists => return Err(e),
         Err(_) => {}
     }
-    let (tmp, _) = fsutil::copy_to_temp(bak, dir, true).map_err(io::Error::other)?;
+    let (tmp, _) = fsutil::copy_to_temp(bak, dir).map_err(io::Error::other)?;
     if fsutil::persist_new(tmp, path)? {
         Ok(())
     } else {
