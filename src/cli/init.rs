@@ -309,18 +309,18 @@ fn leave(ws: &Workspace, dry_run: bool, yes: bool, ctx: &Ctx) -> anyhow::Result<
 
 /// The past of `action` (`create` → `Created`), or `Would create` with `--dry-run`.
 fn change_verb(dry_run: bool, action: &str) -> String {
-    let (done, todo) = match action {
-        "create" => ("Created", "create"),
-        "restore" => ("Restored", "restore"),
-        "delete" => ("Deleted", "delete"),
-        "remove" => ("Removed", "remove"),
-        "stop" => ("Stopped", "stop"),
-        _ => ("Updated", "update"),
-    };
-    match dry_run {
-        true => format!("Would {todo}"),
-        false => done.to_string(),
+    if dry_run {
+        return format!("Would {action}");
     }
+    match action {
+        "create" => "Created",
+        "restore" => "Restored",
+        "delete" => "Deleted",
+        "remove" => "Removed",
+        "stop" => "Stopped",
+        _ => "Updated",
+    }
+    .to_string()
 }
 
 /// Whether a client runs this folder's hooks, and the step that makes it (for `init` and
