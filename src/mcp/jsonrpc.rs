@@ -13,21 +13,19 @@ pub const INVALID_PARAMS: i64 = -32602;
 /// The request names a protocol version the server does not speak (2026-07-28 revision).
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
-/// A request: it has an id and expects exactly one response.
+/// A request: it has an id (a string or a number) and expects exactly one response; `params`
+/// are empty when absent.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Request {
-    /// The id, echoed in the response (a string or a number).
+pub(crate) struct Request {
     pub id: Value,
-    /// The method.
     pub method: String,
-    /// The params object (empty when absent).
     pub params: Map<String, Value>,
 }
 
 /// Classify one line of input (without its line break): a request to answer, `None` for a
 /// notification (no id), a response from the client (this server sends no requests) or a blank
 /// line, or the error response to send (with the request's id when it could be read, else `null`).
-pub fn classify(line: &[u8]) -> Result<Option<Request>, Value> {
+pub(crate) fn classify(line: &[u8]) -> Result<Option<Request>, Value> {
     let invalid = |id, code, why: String| Err(error(&id, code, &why));
     let null = |code, message| invalid(Value::Null, code, message);
     let text = match std::str::from_utf8(line) {
