@@ -164,11 +164,9 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     };
     let explicit = ctx.agent_explicit()?;
     // Who the server will be, for the instructions: nobody is clocked in before a tool call.
-    let named = match (&explicit, ctx.session()) {
-        (Some(a), _) => a.clone(),
-        (None, Some(s)) => s.agent.clone(),
-        (None, None) => AgentId::parse(&random_name())?,
-    };
+    let named = ctx
+        .agent_opt()?
+        .map_or_else(|| AgentId::parse(&random_name()), Ok)?;
     let interval = session::heartbeat_interval()?;
     // Listen before anything else, so a signal that arrives meanwhile is not lost.
     let mut signals =
