@@ -149,13 +149,11 @@ impl Host {
             }
             "dialogue_say" => {
                 let markers = args.strings("markers")?.unwrap_or_default();
+                let markers = markers.iter().map(|m| Marker::parse(m));
                 let req = SayRequest {
                     speaker: args.req_str("as")?.to_string(),
                     text: args.req_str("text")?.to_string(),
-                    markers: markers
-                        .iter()
-                        .map(|m| Marker::parse(m))
-                        .collect::<Result<_, _>>()?,
+                    markers: markers.collect::<Result<_, _>>()?,
                     to: None,
                     lock_wait: DEFAULT_LOCK_WAIT,
                 };
