@@ -47,9 +47,8 @@ pub fn run(args: UnlockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     refusal(&results, &agent).map_or(Ok(ExitCode::Success), |err| Err(err.into()))
 }
 
-/// Release `files` (relative to `base`: locks, and claims on folders and patterns), or every lock
-/// and claim of `agent` when `files` is empty; then tell the remote when that changed what this
-/// clone edits.
+/// Release `files` (relative to `base`; folders and patterns are claims), or every lock and claim
+/// of `agent` when `files` is empty; then tell the remote when that changed what this clone edits.
 pub fn release(
     ws: &Workspace,
     agent: &AgentId,
@@ -63,15 +62,10 @@ pub fn release(
         results = lock::release(ws, agent, None, force)?;
     }
     if !targets.is_empty() {
-        results = lock::release(ws, agent, Some(targets.as_slice()), force)?;
+        results = lock::release(ws, agent, Some(&targets[..]), force)?;
     }
     if !patterns.is_empty() {
-        results.extend(lock::claim::release(
-            ws,
-            agent,
-            Some(patterns.as_slice()),
-            force,
-        )?);
+        results.extend(lock::claim::release(ws, agent, Some(&patterns[..]), force)?);
     }
     super::remote::start_sync_if_working_on_changed(ws);
     Ok(results)
