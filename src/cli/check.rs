@@ -98,7 +98,6 @@ pub fn run(args: CheckArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(args.dir.as_deref())?;
     let me = ctx.agent_opt()?;
     let (report, problems) = collect(&ws, me.as_ref());
-    let ok = report.ok;
     ctx.emit_lines(&report, || agent_lines(&report.agents));
     if !ctx.json {
         for u in &report.unreadable {
@@ -111,7 +110,7 @@ pub fn run(args: CheckArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             }
         }
     }
-    if args.strict && !ok {
+    if args.strict && !report.ok {
         let n = problems.len();
         let s = if n == 1 { "" } else { "s" };
         let message = format!("{n} lock problem{s}:\n  {}", problems.join("\n  "));

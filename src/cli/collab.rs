@@ -114,10 +114,8 @@ fn print_batch(target: &Target, batch: &Batch, ctx: &Ctx, following: bool) {
                 Err(e) => output::diag(&format!("error: cannot render JSON: {e}")),
             }
         } else if !ctx.quiet {
-            let (id, response) = (
-                output::clean_block(&e.llm_id),
-                output::clean_block(&e.response),
-            );
+            let id = output::clean_block(&e.llm_id);
+            let response = output::clean_block(&e.response);
             output::line(&format!("LLM ID: {id}, Response: {response}"));
         }
     }

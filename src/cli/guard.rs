@@ -57,22 +57,19 @@ enum GuardCommand {
     ///   coord guard check --staged               # what the pre-commit hook runs
     ///   coord guard check origin/main..HEAD      # what the pre-push hook runs
     #[command(verbatim_doc_comment)]
-    Check(CheckArgs),
-}
-
-#[derive(Debug, Args)]
-struct CheckArgs {
-    /// Check the staged paths (what the pre-commit hook runs)
-    #[arg(long, conflicts_with = "revs")]
-    staged: bool,
-    /// The commits to check, as `git log` takes them (`A..B`, or `SHA --not --remotes=origin`)
-    #[arg(
-        value_name = "REV-RANGE",
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        required_unless_present = "staged"
-    )]
-    revs: Vec<String>,
+    Check {
+        /// Check the staged paths (what the pre-commit hook runs)
+        #[arg(long, conflicts_with = "revs")]
+        staged: bool,
+        /// The commits to check, as `git log` takes them (`A..B`, or `SHA --not --remotes=origin`)
+        #[arg(
+            value_name = "REV-RANGE",
+            trailing_var_arg = true,
+            allow_hyphen_values = true,
+            required_unless_present = "staged"
+        )]
+        revs: Vec<String>,
+    },
 }
 
 pub fn run(args: GuardArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
@@ -80,7 +77,7 @@ pub fn run(args: GuardArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     match args.command {
         GuardCommand::Install => install(&dir, ctx),
         GuardCommand::Uninstall => uninstall(&dir, ctx),
-        GuardCommand::Check(c) => check(c, ctx),
+        GuardCommand::Check { staged, revs } => check(staged, &revs, ctx),
     }
 }
 
@@ -119,7 +116,7 @@ fn uninstall(dir: &Path, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     Ok(ExitCode::Success)
 }
 
-fn check(args: CheckArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
+fn check(staged: bool, revs: &[String], ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let mode = std::env::var("COORD_GUARD").unwrap_or_default();
     if mode.eq_ignore_ascii_case("off") {
         if !ctx.quiet {
@@ -130,13 +127,13 @@ fn check(args: CheckArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let ws = ctx.workspace(None)?;
     let me = ctx.agent_opt()?;
     let top = guard::toplevel(ctx.cwd())?;
-    let paths = if args.staged {
+    let paths = if staged {
         guard::staged(ctx.cwd())?
     } else {
-        guard::changed(ctx.cwd(), &args.revs)?
+        guard::changed(ctx.cwd(), revs)?
     };
     let mut held = guard::held(&ws, &top, &paths, me.as_ref());
-    if !args.staged && coord::remote::config(&ws).is_some() {
+    if !staged && coord::remote::config(&ws).is_some() {
         // A push honours the other clones' claims as the remote holds them now; when it cannot
         // be read, as last read.
         if let Err(e) =
@@ -164,7 +161,7 @@ fn check(args: CheckArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         output::json(&doc);
     }
     let now = clock::now();
-    let what = if args.staged { "commit" } else { "push" };
+    let what = if staged { "commit" } else { "push" };
     let n = held.len();
     let s = if n == 1 { "" } else { "s" };
     let mut lines = vec![format!("{what} touches {n} file{s} another agent holds:")];

@@ -142,10 +142,9 @@ fn answer(args: &HookArgs, ctx: &Ctx) -> anyhow::Result<Reply> {
         .flatten();
     // Who is asked at the end of the turn: nobody, when the client runs one prompt and exits.
     call.headless = stop && process.is_some_and(|p| identity::headless(client, p));
-    let session = match (&explicit, call.session_id.as_deref()) {
-        (None, Some(sid)) => process.map(|p| (sid, p)),
-        _ => None,
-    };
+    let session = (call.session_id.as_deref())
+        .filter(|_| explicit.is_none())
+        .zip(process);
     let owner = session.map(|(sid, p)| super::lock::client_owner(client, sid, p.pid, None));
     if let Some((sid, process)) = session
         && call.kind != Kind::SessionEnd

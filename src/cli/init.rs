@@ -138,13 +138,10 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 .collect();
             output::line(&format!("Found on PATH: {}.", found.join(", ")));
         }
-        "default" => {
-            let names: Vec<&str> = Client::DEFAULT.iter().map(|c| c.as_str()).collect();
-            output::line(&format!(
-                "No agent client found on PATH: wiring {}, the clients coord wires by default.",
-                names.join(", ")
-            ));
-        }
+        "default" => output::line(&format!(
+            "No agent client found on PATH: wiring {}, the clients coord wires by default.",
+            names(Client::DEFAULT)
+        )),
         _ => {}
     }
     if plan.create_state_dir {
@@ -185,17 +182,18 @@ pub fn run(args: InitArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         );
     }
     if chosen_by != "flag" {
-        let others: Vec<&str> = Client::ALL
-            .iter()
-            .filter(|c| !clients.contains(c))
-            .map(|c| c.as_str())
-            .collect();
+        let others = names(Client::ALL.iter().filter(|c| !clients.contains(c)));
         output::line(&format!(
-            "Add another client with `coord init --client NAME` ({}), or every one with `--client all`.",
-            others.join(", ")
+            "Add another client with `coord init --client NAME` ({others}), or every one with `--client all`."
         ));
     }
     Ok(ExitCode::Success)
+}
+
+/// The clients' names, separated by commas.
+fn names<'a>(clients: impl IntoIterator<Item = &'a Client>) -> String {
+    let names: Vec<&str> = clients.into_iter().map(|c| c.as_str()).collect();
+    names.join(", ")
 }
 
 fn remove(ws: &Workspace, named: &[Client], dry_run: bool, ctx: &Ctx) -> anyhow::Result<ExitCode> {
@@ -309,18 +307,18 @@ fn leave(ws: &Workspace, dry_run: bool, yes: bool, ctx: &Ctx) -> anyhow::Result<
 
 /// The past of `action` (`create` → `Created`), or `Would create` with `--dry-run`.
 fn change_verb(dry_run: bool, action: &str) -> String {
-    let (done, todo) = match action {
-        "create" => ("Created", "create"),
-        "restore" => ("Restored", "restore"),
-        "delete" => ("Deleted", "delete"),
-        "remove" => ("Removed", "remove"),
-        "stop" => ("Stopped", "stop"),
-        _ => ("Updated", "update"),
-    };
-    match dry_run {
-        true => format!("Would {todo}"),
-        false => done.to_string(),
+    if dry_run {
+        return format!("Would {action}");
     }
+    match action {
+        "create" => "Created",
+        "restore" => "Restored",
+        "delete" => "Deleted",
+        "remove" => "Removed",
+        "stop" => "Stopped",
+        _ => "Updated",
+    }
+    .to_string()
 }
 
 /// Whether a client runs this folder's hooks, and the step that makes it (for `init` and

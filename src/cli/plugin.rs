@@ -35,30 +35,27 @@ pub struct PluginArgs {
 
 #[derive(Debug, Subcommand)]
 enum PluginCommand {
-    Write(WriteArgs),
-}
-
-/// Write each client's plugin into DIR/<client>/
-///
-/// Each folder is in the client's own format and installs with the client's own commands,
-/// which are printed (with --json: `install` and `uninstall` of each plugin).
-///
-///   coord plugin write ~/.local/share/coord/plugins
-///   coord plugin write --client claude,codex ./plugins --json
-#[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
-struct WriteArgs {
-    /// The clients (repeat or separate with commas; default: all)
-    #[arg(long, value_parser = client_choice(), value_delimiter = ',', value_name = "CLIENT")]
-    client: Vec<Option<Client>>,
-    /// The folder to write into (created when missing)
-    #[arg(value_name = "DIR")]
-    folder: PathBuf,
+    /// Write each client's plugin into DIR/<client>/
+    ///
+    /// Each folder is in the client's own format and installs with the client's own commands,
+    /// which are printed (with --json: `install` and `uninstall` of each plugin).
+    ///
+    ///   coord plugin write ~/.local/share/coord/plugins
+    ///   coord plugin write --client claude,codex ./plugins --json
+    #[command(verbatim_doc_comment)]
+    Write {
+        /// The clients (repeat or separate with commas; default: all)
+        #[arg(long, value_parser = client_choice(), value_delimiter = ',', value_name = "CLIENT")]
+        client: Vec<Option<Client>>,
+        /// The folder to write into (created when missing)
+        #[arg(value_name = "DIR")]
+        folder: PathBuf,
+    },
 }
 
 pub fn run(args: PluginArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
-    let PluginCommand::Write(args) = args.command;
-    let (all, clients) = super::init::chosen(&args.client);
+    let PluginCommand::Write { client, folder } = args.command;
+    let (all, clients) = super::init::chosen(&client);
     let spec = plugin::Spec::current()?;
     if !all && let Some(c) = clients.iter().find(|c| !c.adapter().has_plugin()) {
         let (product, name) = (c.product(), c.as_str());
@@ -67,12 +64,10 @@ pub fn run(args: PluginArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         );
         return Err(coord::Error::bad_input(why).into());
     }
-    let dir = ctx.cwd().join(&args.folder);
+    let dir = ctx.cwd().join(&folder);
     if std::fs::symlink_metadata(&dir).is_ok_and(|m| !m.is_dir()) {
-        let (path, why) = (
-            dir.display().to_string(),
-            "it exists and is not a folder".into(),
-        );
+        let path = dir.display().to_string();
+        let why = "it exists and is not a folder".into();
         return Err(coord::Error::BadPath { path, why }.into());
     }
     coord::fsutil::ensure_dir(&dir)?;

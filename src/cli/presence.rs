@@ -2,7 +2,7 @@
 
 use std::path::Path;
 
-use clap::{Args, ValueEnum};
+use clap::Args;
 
 use coord::ExitCode;
 use coord::presence::{self, Update};
@@ -33,14 +33,8 @@ pub struct PresenceArgs {
     #[arg(long, value_name = "F")]
     file: Option<String>,
     /// ACTIVE (default) or FINISHED
-    #[arg(long, value_enum)]
-    status: Option<PresenceStatus>,
-}
-
-#[derive(Debug, Clone, Copy, ValueEnum)]
-enum PresenceStatus {
-    Active,
-    Finished,
+    #[arg(long, value_parser = ["active", "finished"])]
+    status: Option<String>,
 }
 
 pub fn run(args: PresenceArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
@@ -54,7 +48,7 @@ pub fn run(args: PresenceArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let agent = ctx.agent()?;
     let file = args.file.map(|f| ws.one_file(ctx.cwd(), &f, "presence"));
     let update = Update {
-        finished: args.status.map(|s| matches!(s, PresenceStatus::Finished)),
+        finished: args.status.map(|s| s == "finished"),
         working_on: task,
         current_file: file.transpose()?.map(|t| t.rel),
         ..Default::default()

@@ -1,14 +1,15 @@
 //! `coord unlock [FILE...] [--force]`: release own locks (all of them without FILE).
 
+use std::path::Path;
+
 use clap::Args;
 
+use coord::error::Refusal;
 use coord::lock::{self, LockState, Release, ReleaseOutcome};
-use coord::pattern::Pattern;
-use coord::workspace::{AgentId, Target, Workspace};
+use coord::workspace::{AgentId, Workspace};
 use coord::{Error, ExitCode};
 
 use super::{Ctx, output};
-use coord::error::Refusal;
 
 /// Release your locks and claims (all of them without FILE)
 ///
@@ -40,32 +41,31 @@ pub fn run(args: UnlockArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
         None if args.force && !args.files.is_empty() => human()?,
         None => return Err(Error::MissingAgent.into()),
     };
-    let (targets, patterns) = ws.file_args(ctx.cwd(), &args.files)?;
-    let results = release(&ws, &agent, &args.files, &targets, &patterns, args.force)?;
+    let results = release(&ws, &agent, ctx.cwd(), &args.files, args.force)?;
     let doc = serde_json::json!({ "results": results });
     ctx.emit_lines(&doc, || release_lines(&results));
     refusal(&results, &agent).map_or(Ok(ExitCode::Success), |err| Err(err.into()))
 }
 
-/// Release `files` (the `targets` and claims on `patterns` among them), or every lock and claim
+/// Release `files` (relative to `base`; folders and patterns are claims), or every lock and claim
 /// of `agent` when `files` is empty; then tell the remote when that changed what this clone edits.
 pub fn release(
     ws: &Workspace,
     agent: &AgentId,
+    base: &Path,
     files: &[String],
-    targets: &[Target],
-    patterns: &[Pattern],
     force: bool,
 ) -> Result<Vec<Release>, Error> {
+    let (targets, patterns) = ws.file_args(base, files)?;
     let mut results = Vec::new();
     if files.is_empty() {
         results = lock::release(ws, agent, None, force)?;
     }
     if !targets.is_empty() {
-        results = lock::release(ws, agent, Some(targets), force)?;
+        results = lock::release(ws, agent, Some(&targets[..]), force)?;
     }
     if !patterns.is_empty() {
-        results.extend(lock::claim::release(ws, agent, Some(patterns), force)?);
+        results.extend(lock::claim::release(ws, agent, Some(&patterns[..]), force)?);
     }
     super::remote::start_sync_if_working_on_changed(ws);
     Ok(results)

@@ -13,33 +13,20 @@ pub const INVALID_PARAMS: i64 = -32602;
 /// The request names a protocol version the server does not speak (2026-07-28 revision).
 pub const UNSUPPORTED_PROTOCOL_VERSION: i64 = -32022;
 
-/// A request: it has an id and expects exactly one response.
+/// A request: it has an id (a string or a number) and expects exactly one response; `params`
+/// are empty when absent.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Request {
-    /// The id, echoed in the response (a string or a number).
+pub(crate) struct Request {
     pub id: Value,
-    /// The method.
     pub method: String,
-    /// The params object (empty when absent).
     pub params: Map<String, Value>,
 }
 
-/// What one input line is.
-#[derive(Debug, Clone, PartialEq)]
-pub enum Incoming {
-    /// A request to answer.
-    Request(Request),
-    /// A notification (no id), a response from the client (this server sends no requests), or
-    /// a blank line: never answered.
-    Ignored,
-    /// A line answered with this error response (with the request's id when it could be read,
-    /// else `null`).
-    Invalid(Value),
-}
-
-/// Classify one line of input (without its line break).
-pub fn classify(line: &[u8]) -> Incoming {
-    let invalid = |id, code, why: String| Incoming::Invalid(error(&id, code, &why));
+/// Classify one line of input (without its line break): a request to answer, `None` for a
+/// notification (no id), a response from the client (this server sends no requests) or a blank
+/// line, or the error response to send (with the request's id when it could be read, else `null`).
+pub(crate) fn classify(line: &[u8]) -> Result<Option<Request>, Value> {
+    let invalid = |id, code, why: String| Err(error(&id, code, &why));
     let null = |code, message| invalid(Value::Null, code, message);
     let text = match std::str::from_utf8(line) {
         Ok(t) => t,
@@ -49,7 +36,7 @@ pub fn classify(line: &[u8]) -> Incoming {
         }
     };
     if text.trim().is_empty() {
-        return Incoming::Ignored;
+        return Ok(None);
     }
     let mut obj = match serde_json::from_str(text) {
         Ok(Value::Object(o)) => o,
@@ -78,9 +65,7 @@ pub fn classify(line: &[u8]) -> Incoming {
             let why = format!("`method` must be a string, got {}", kind(&other));
             return invalid(answer_id, INVALID_REQUEST, why);
         }
-        None if obj.contains_key("result") || obj.contains_key("error") => {
-            return Incoming::Ignored;
-        }
+        None if obj.contains_key("result") || obj.contains_key("error") => return Ok(None),
         None => return invalid(answer_id, INVALID_REQUEST, "`method` is missing".into()),
     };
     if let Some(bad) = id.as_ref().filter(|_| answer_id.is_null()) {
@@ -90,16 +75,13 @@ pub fn classify(line: &[u8]) -> Incoming {
     let params = match obj.remove("params") {
         None | Some(Value::Null) => Map::new(),
         Some(Value::Object(p)) => p,
-        Some(_) if id.is_none() => return Incoming::Ignored,
+        Some(_) if id.is_none() => return Ok(None),
         Some(other) => {
             let why = format!("`params` must be an object, got {}", kind(&other));
             return invalid(answer_id, INVALID_PARAMS, why);
         }
     };
-    match id {
-        None => Incoming::Ignored,
-        Some(id) => Incoming::Request(Request { id, method, params }),
-    }
+    Ok(id.map(|id| Request { id, method, params }))
 }
 
 /// The JSON type of a value, for messages.

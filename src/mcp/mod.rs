@@ -5,7 +5,7 @@ pub mod tools;
 
 use serde_json::{Map, Value, json};
 
-use self::jsonrpc::{Incoming, Request};
+use self::jsonrpc::Request;
 use self::tools::ToolSpec;
 
 /// The protocol versions of the `initialize` handshake, oldest first.
@@ -86,9 +86,8 @@ impl<H: FnMut(&'static ToolSpec, &Map<String, Value>) -> ToolOutcome> Server<H> 
 
     fn handle_one(&mut self, line: &[u8]) -> Option<Value> {
         match jsonrpc::classify(line) {
-            Incoming::Request(req) => Some(self.handle(req)),
-            Incoming::Ignored => None,
-            Incoming::Invalid(answer) => Some(answer),
+            Ok(req) => req.map(|req| self.handle(req)),
+            Err(answer) => Some(answer),
         }
     }
 
@@ -233,6 +232,17 @@ mod tests {
             .unwrap_or(Value::Null)
     }
 
+    /// A server that negotiated `version`.
+    fn at(version: &str) -> Server<Echo> {
+        let mut s = server();
+        let params = json!({ "protocolVersion": version });
+        ask(
+            &mut s,
+            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":params}),
+        );
+        s
+    }
+
     #[test]
     fn batches_are_answered_under_the_revision_that_allows_them() {
         let batch = json!([
@@ -241,36 +251,26 @@ mod tests {
             {"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"status"}},
             {"jsonrpc":"2.0","id":3,"method":"nope"}
         ]);
-        let mut s = server();
+        let code = |r: Value| r["error"]["code"].clone();
         assert_eq!(
-            ask(&mut s, batch.clone())["error"]["code"],
+            code(ask(&mut server(), batch.clone())),
             jsonrpc::INVALID_REQUEST
         );
-        ask(
-            &mut s,
-            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-03-26"}}),
-        );
+        let mut s = at("2025-03-26");
         let r = ask(&mut s, batch);
         let r = r.as_array().unwrap_or_else(|| panic!("{r}"));
         assert_eq!(r.len(), 3, "{r:?}");
         assert_eq!(r[0]["id"], 1);
         assert_eq!(r[1]["result"]["content"][0]["text"], "status");
         assert_eq!(r[2]["error"]["code"], jsonrpc::METHOD_NOT_FOUND);
-        assert_eq!(
-            ask(&mut s, json!([]))["error"]["code"],
-            jsonrpc::INVALID_REQUEST
-        );
+        assert_eq!(code(ask(&mut s, json!([]))), jsonrpc::INVALID_REQUEST);
         assert_eq!(
             s.handle_line(br#"[{"jsonrpc":"2.0","method":"notifications/x"}]"#),
             None
         );
-        let mut s = server();
-        ask(
-            &mut s,
-            json!({"jsonrpc":"2.0","id":0,"method":"initialize","params":{"protocolVersion":"2025-06-18"}}),
-        );
+        let ping = json!([{"jsonrpc":"2.0","id":1,"method":"ping"}]);
         assert_eq!(
-            ask(&mut s, json!([{"jsonrpc":"2.0","id":1,"method":"ping"}]))["error"]["code"],
+            code(ask(&mut at("2025-06-18"), ping)),
             jsonrpc::INVALID_REQUEST
         );
     }

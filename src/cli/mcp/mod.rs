@@ -55,15 +55,19 @@ pub struct McpArgs {
 }
 
 /// The server's life as an agent: nobody until the first tool call (a health check leaves
-/// nothing behind), then clocked in until the end.
+/// nothing behind), then clocked in until the end as the agent given, else the session's
+/// (looked up then), else `named`.
 struct Life {
     ws: Workspace,
     quiet: bool,
+    explicit: Option<AgentId>,
+    named: AgentId,
     state: Mutex<Stage>,
 }
 
 enum Stage {
-    Idle,
+    /// Not clocked in yet; the task to clock in with.
+    Idle(Option<String>),
     /// Clocked in: the tools, run as the agent in its stamp-card session.
     Serving(tools::Host),
     /// Clocked out: nothing more is done.
@@ -75,27 +79,20 @@ impl Life {
         self.state.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Clock in once (a stamp-card row for this process, the presence) as the agent given, else
-    /// the session's, looked up now, else the fallback.
-    fn start(
-        &self,
-        explicit: Option<&AgentId>,
-        fallback: &AgentId,
-        task: Option<String>,
-    ) -> anyhow::Result<tools::Host> {
+    /// Clock in once: a stamp-card row for this process, the presence.
+    fn start(&self) -> anyhow::Result<tools::Host> {
         let mut state = self.state();
-        match &*state {
+        let task = match &mut *state {
             Stage::Serving(host) => return Ok(host.clone()),
             Stage::Closed => anyhow::bail!("the server is shutting down"),
-            Stage::Idle => {}
-        }
-        let session = match explicit {
-            Some(_) => None,
-            None => identity::current(self.ws.root()),
+            Stage::Idle(task) => task.take(),
         };
-        let agent = (explicit.cloned())
+        let session = (self.explicit.is_none())
+            .then(|| identity::current(self.ws.root()))
+            .flatten();
+        let agent = (self.explicit.clone())
             .or_else(|| session.as_ref().map(|s| s.agent.clone()))
-            .unwrap_or_else(|| fallback.clone());
+            .unwrap_or_else(|| self.named.clone());
         let req = StartupRequest {
             partner: Partner::Named(agent.clone()),
             task,
@@ -167,11 +164,9 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     };
     let explicit = ctx.agent_explicit()?;
     // Who the server will be, for the instructions: nobody is clocked in before a tool call.
-    let named = match (&explicit, ctx.session()) {
-        (Some(a), _) => a.clone(),
-        (None, Some(s)) => s.agent.clone(),
-        (None, None) => AgentId::parse(&random_name())?,
-    };
+    let named = ctx
+        .agent_opt()?
+        .map_or_else(|| AgentId::parse(&random_name()), Ok)?;
     let interval = session::heartbeat_interval()?;
     // Listen before anything else, so a signal that arrives meanwhile is not lost.
     let mut signals =
@@ -182,10 +177,13 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             "coord mcp: ready in {root} (agent {id} from the first tool call)"
         ));
     }
+    let instructions = instructions(&named, &ws);
     let life = Arc::new(Life {
-        ws: ws.clone(),
+        ws,
         quiet: ctx.quiet,
-        state: Mutex::new(Stage::Idle),
+        explicit,
+        named,
+        state: Mutex::new(Stage::Idle(args.task)),
     });
 
     let signal_life = Arc::clone(&life);
@@ -211,18 +209,17 @@ pub fn run(args: McpArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
     let beat_life = Arc::clone(&life);
     let beat_thread = std::thread::spawn(move || heartbeat(&beat_life, interval, &beats));
 
-    let mut task = args.task;
     let mut server = Server::new(
         |tool, args| {
             IN_CALL.store(true, Ordering::SeqCst);
-            let outcome = match life.start(explicit.as_ref(), &named, task.take()) {
+            let outcome = match life.start() {
                 Ok(host) => host.call(tool, args),
                 Err(e) => tools::failed(&e),
             };
             IN_CALL.store(false, Ordering::SeqCst);
             outcome
         },
-        instructions(&named, &ws),
+        instructions,
     );
     let why = serve(|line| server.handle_line(line));
 

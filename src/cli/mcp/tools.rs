@@ -8,7 +8,6 @@ use std::path::Path;
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use coord::Error;
 use coord::clock::Wait;
 use coord::dialogue::Dialogue;
 use coord::dialogue::files::Marker;
@@ -63,13 +62,12 @@ impl Host {
                 done(lines.join("\n"), &report)
             }
             "presence" => {
-                let current_file = match args.str("file")? {
-                    Some(f) => Some(ws.one_file(ws.root(), f, "presence")?.rel),
-                    None => None,
-                };
+                let file = args
+                    .str("file")?
+                    .map(|f| ws.one_file(ws.root(), f, "presence"));
                 let update = Update {
+                    current_file: file.transpose()?.map(|t| t.rel),
                     working_on: args.str("task")?.map(str::to_string),
-                    current_file,
                     ..Default::default()
                 };
                 let view = presence::refresh(ws, agent, &update, Some(&self.session))?;
@@ -103,8 +101,7 @@ impl Host {
             }
             "unlock" => {
                 let files = args.strings("files")?.unwrap_or_default();
-                let (targets, claims) = ws.file_args(ws.root(), &files)?;
-                let results = unlock::release(ws, agent, &files, &targets, &claims, false)?;
+                let results = unlock::release(ws, agent, ws.root(), &files, false)?;
                 if let Some(err) = unlock::refusal(&results, agent) {
                     return Err(err.into());
                 }
@@ -152,13 +149,11 @@ impl Host {
             }
             "dialogue_say" => {
                 let markers = args.strings("markers")?.unwrap_or_default();
+                let markers = markers.iter().map(|m| Marker::parse(m));
                 let req = SayRequest {
                     speaker: args.req_str("as")?.to_string(),
                     text: args.req_str("text")?.to_string(),
-                    markers: markers
-                        .iter()
-                        .map(|m| Marker::parse(m))
-                        .collect::<Result<_, _>>()?,
+                    markers: markers.collect::<Result<_, _>>()?,
                     to: None,
                     lock_wait: DEFAULT_LOCK_WAIT,
                 };
@@ -173,10 +168,7 @@ impl Host {
                 let n = reviews.next(topic)?;
                 done(review::next_text(&n), &n)
             }
-            other => Err(Error::Failed {
-                message: format!("tool `{other}` has no implementation"),
-            }
-            .into()),
+            other => anyhow::bail!("tool `{other}` has no implementation"),
         }
     }
 }

@@ -42,8 +42,27 @@ pub struct ReviewArgs {
 #[derive(Debug, Subcommand)]
 enum ReviewCommand {
     New(NewArgs),
-    Show(ShowArgs),
-    Next(NextArgs),
+    /// Show a tracker: meta, current state, steps, issues, agreements
+    ///
+    ///   coord review show api
+    ///   coord review show api --json
+    #[command(verbatim_doc_comment)]
+    Show {
+        /// The topic
+        topic: String,
+    },
+    /// Say who is next, what they do, and print the prompt to paste to them
+    ///
+    ///   coord review next api
+    ///   coord review next api --prompt | pbcopy
+    #[command(verbatim_doc_comment)]
+    Next {
+        /// The topic
+        topic: String,
+        /// Print only the prompt (to pipe it to a clipboard or an agent)
+        #[arg(long)]
+        prompt: bool,
+    },
     Step(StepArgs),
     Issue(IssueArgs),
     Agree(AgreeArgs),
@@ -76,31 +95,6 @@ struct NewArgs {
     /// Who responds and implements
     #[arg(long, value_name = "B")]
     implementer: String,
-}
-
-/// Show a tracker: meta, current state, steps, issues, agreements
-///
-///   coord review show api
-///   coord review show api --json
-#[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
-struct ShowArgs {
-    /// The topic
-    topic: String,
-}
-
-/// Say who is next, what they do, and print the prompt to paste to them
-///
-///   coord review next api
-///   coord review next api --prompt | pbcopy
-#[derive(Debug, Args)]
-#[command(verbatim_doc_comment)]
-struct NextArgs {
-    /// The topic
-    topic: String,
-    /// Print only the prompt (to pipe it to a clipboard or an agent)
-    #[arg(long)]
-    prompt: bool,
 }
 
 /// Finish your planned step and hand over to exactly one next actor
@@ -270,8 +264,8 @@ pub fn run(args: ReviewArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
                 format!("Next: {name} (review, step 01). `coord review next {topic}` prints the prompt to paste to them."),
             ]);
         }
-        ReviewCommand::Show(a) => show::show(&reviews.show(&a.topic)?, ctx),
-        ReviewCommand::Next(a) => show::next(&reviews.next(&a.topic)?, a.prompt, ctx)?,
+        ReviewCommand::Show { topic } => show::show(&reviews.show(&topic)?, ctx),
+        ReviewCommand::Next { topic, prompt } => show::next(&reviews.next(&topic)?, prompt, ctx)?,
         ReviewCommand::Step(a) => {
             let why = "say who finishes the step with `--as A` (or `--agent A`, `COORD_AGENT=A`)";
             let actor = match &a.actor {
