@@ -305,7 +305,6 @@ impl StatusDoc {
         doc.set("last_update", clock::format_timestamp(now));
         doc.set("last_speaker", Value::Null);
         doc.set("participants", participants);
-        doc.set("commands_read", 0);
         doc
     }
 

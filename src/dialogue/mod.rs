@@ -350,14 +350,14 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    fn corruption(&self) -> Option<(Option<usize>, String)> {
-        if let Some((line, why)) = self.conv.numbering_error() {
-            return Some((Some(line), why));
+    fn corruption(&self) -> Option<String> {
+        if let Some((_, why)) = self.conv.numbering_error() {
+            return Some(why);
         }
         let counted = self.status.as_ref().ok()?.message_count();
         let count = self.conv.count();
         let why = format!("it holds {count} message(s) but `status.json` counts {counted}");
-        (counted != count).then_some((None, why))
+        (counted != count).then_some(why)
     }
 
     fn may_speak(&self, id: &str) -> Result<()> {
@@ -409,7 +409,7 @@ impl Snapshot {
         // progress, not corruption.
         let corrupt = match &self.lock {
             Some(l) if !l.stale => self.conv.numbering_error().map(|(_, w)| w),
-            _ => self.corruption().map(|(_, w)| w),
+            _ => self.corruption(),
         };
         let error = match (&self.turn, corrupt) {
             (Turn::Error(line), _) => Some(line.clone()),

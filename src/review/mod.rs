@@ -164,13 +164,8 @@ impl Meta {
     /// The first participant not named `name`, lower-cased: the usual other party of a file.
     pub fn other_than(&self, name: &str) -> Option<String> {
         let other = |p: &&Participant| !p.name.eq_ignore_ascii_case(name);
-        Some(
-            self.participants
-                .iter()
-                .find(other)?
-                .name
-                .to_ascii_lowercase(),
-        )
+        let found = self.participants.iter().find(other)?;
+        Some(found.name.to_ascii_lowercase())
     }
 }
 

@@ -90,8 +90,7 @@ impl Reviews {
 
     /// A path relative to the root, for messages and output.
     pub fn rel(&self, path: &Path) -> String {
-        let rel = self.ws.rel(path);
-        rel.unwrap_or_else(|| path.display().to_string())
+        (self.ws.rel(path)).unwrap_or_else(|| path.display().to_string())
     }
 
     fn read(&self, path: &Path) -> Result<Option<Tracker>> {
@@ -279,9 +278,8 @@ impl Reviews {
                     why: format!("its issues reach ISSUE-{}: no number is left", u32::MAX),
                 });
             };
-            let id = format!("ISSUE-{n:02}");
             let issue = Issue {
-                id,
+                id: format!("ISSUE-{n:02}"),
                 severity,
                 title,
                 status: IssueStatus::Open,
