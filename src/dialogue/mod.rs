@@ -1,7 +1,5 @@
-//! The turn-based dialogue of seed 002, enforced: `conversation.md`, `current-turn.txt`,
-//! `status.json`, `lock.txt`, `user-commands.txt` and `archive/` in one dialogue folder
-//! (default `agent-dialogue/`). The files keep the seed's formats ([`files`]), so agents
-//! following the seed by hand take part in the same dialogue as agents using coord.
+//! The turn-based dialogue of seed 002, enforced, in one folder (default `agent-dialogue/`). The
+//! files keep the seed's formats ([`files`]): agents following the seed by hand take part too.
 
 pub(crate) mod commands;
 pub mod files;

@@ -478,9 +478,8 @@ pub fn heartbeat(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<()
     presence::write(ws.root(), agent, &Update::default()).map(drop)
 }
 
-/// Refresh `last_heartbeat` of `agent`'s `online` rows (only `session`'s when given), and of
-/// its crashed ones too when `revive` (back `online`), so that an agent that heartbeats by hand
-/// is not marked crashed by its next startup. Caller holds the workspace mutex.
+/// Refresh `last_heartbeat` of `agent`'s `online` rows (only `session`'s when given; its crashed
+/// ones too, back `online`, when `revive`). Caller holds the workspace mutex.
 pub fn refresh_partner(
     root: &Path,
     agent: &AgentId,

@@ -33,8 +33,8 @@ pub struct CommitInfo {
 }
 
 impl Reviews {
-    /// Close a review: check the completion criteria, mark it closed, move it (and its archive)
-    /// to `reviews/closed/`, and with `commit` commit it (`summary` after `{topic} review: `).
+    /// Close a review: check the completion criteria, mark it closed, move it to `reviews/closed/`,
+    /// and with `commit` commit it (`summary` after `{topic} review: `).
     pub fn close(&self, topic: &str, commit: bool, summary: Option<&str>) -> Result<Closed> {
         let root = self.ws.root();
         if commit {
