@@ -5,7 +5,7 @@ pub(crate) mod commands;
 pub mod files;
 pub mod say;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -34,8 +34,10 @@ fn refused(why: Refusal, message: impl Into<String>, hint: impl Into<String>) ->
 #[derive(Debug, Clone)]
 pub struct Dialogue {
     root: PathBuf,
-    folder: PathBuf,
-    rel: String,
+    /// The folder, absolute.
+    pub folder: PathBuf,
+    /// The folder, relative to the root.
+    pub rel: String,
 }
 
 impl Dialogue {
@@ -51,16 +53,6 @@ impl Dialogue {
     /// The default folder, `agent-dialogue/` under the root.
     pub fn default_in(ws: &Workspace) -> Result<Dialogue> {
         Ok(Dialogue::new(ws, ws.target_from_rel(layout::DIALOGUE_DIR)?))
-    }
-
-    /// The folder, absolute.
-    pub fn folder(&self) -> &Path {
-        &self.folder
-    }
-
-    /// The folder, relative to the root.
-    pub fn rel(&self) -> &str {
-        &self.rel
     }
 
     /// A file of the folder, relative to the root, for messages.
@@ -145,11 +137,14 @@ impl Dialogue {
             Err(e) => Turn::Garbled(e.to_string()),
         };
         let (commands, mtime) = self.read_small(COMMANDS)?.unwrap_or_default();
-        let last_time = conv.last().and_then(|m| clock::parse_timestamp(&m.time));
+        let last_time = conv
+            .messages
+            .last()
+            .and_then(|m| clock::parse_timestamp(&m.time));
         // Whether an `-ONLY` came after the last message, when `status.json` cannot say.
         let newer = match (mtime, last_time) {
             (Some(c), Some(l)) => c > l,
-            _ => conv.last().is_none(),
+            _ => conv.messages.is_empty(),
         };
         let doc = status.as_ref().ok();
         let commands = commands::judge(&commands, doc.and_then(StatusDoc::commands_read), newer);
@@ -426,7 +421,7 @@ impl Snapshot {
             _ => "open",
         };
         let turn = self.turn.id().map(str::to_string);
-        let last = self.conv.last();
+        let last = self.conv.messages.last();
         TurnView {
             topic: self.topic.clone(),
             next: c.only.clone().or(turn.clone()).filter(|_| error.is_none()),

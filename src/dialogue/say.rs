@@ -212,7 +212,8 @@ fn repair_interrupted(
     stale: Option<&LockInfo>,
     now: &Timestamp,
 ) -> Result<Option<String>> {
-    let (Some(stale), Ok(mut status), Some(last)) = (stale, snap.status.clone(), snap.conv.last())
+    let (Some(stale), Ok(mut status), Some(last)) =
+        (stale, snap.status.clone(), snap.conv.messages.last())
     else {
         return Ok(None);
     };

@@ -169,15 +169,13 @@ fn missing_for_close(view: &View) -> Vec<String> {
 fn commit_message(topic: &str, view: &View, summary: Option<&str>) -> String {
     let resolved = |i: &&Issue| i.status == IssueStatus::Resolved;
     let resolved = view.issues.iter().filter(resolved).count();
+    let s = if resolved == 1 { "" } else { "s" };
     let summary = summary
         .map(one_line)
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| match view.issues.len() {
             0 => "reviewed, no issues found".to_string(),
-            n if n == resolved => format!(
-                "{resolved} issue{} resolved",
-                if resolved == 1 { "" } else { "s" }
-            ),
+            n if n == resolved => format!("{resolved} issue{s} resolved"),
             n => format!("{resolved} of {n} issues resolved"),
         });
     let mut msg = format!("{topic} review: {summary}\n");
