@@ -137,14 +137,12 @@ impl Dialogue {
             Err(e) => Turn::Garbled(e.to_string()),
         };
         let (commands, mtime) = self.read_small(COMMANDS)?.unwrap_or_default();
-        let last_time = conv
-            .messages
-            .last()
-            .and_then(|m| clock::parse_timestamp(&m.time));
+        let last = conv.messages.last();
+        let last_time = last.and_then(|m| clock::parse_timestamp(&m.time));
         // Whether an `-ONLY` came after the last message, when `status.json` cannot say.
         let newer = match (mtime, last_time) {
             (Some(c), Some(l)) => c > l,
-            _ => conv.messages.is_empty(),
+            _ => last.is_none(),
         };
         let doc = status.as_ref().ok();
         let commands = commands::judge(&commands, doc.and_then(StatusDoc::commands_read), newer);

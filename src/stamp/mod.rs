@@ -232,10 +232,8 @@ pub fn open_rows(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
             ids.sort_unstable();
             ids.dedup();
             let shared = shared_root(root);
-            read_rows(
-                ids.into_iter()
-                    .map(|id| (id, layout::partner_row(&shared, id))),
-            )
+            let path = |id| (id, layout::partner_row(&shared, id));
+            read_rows(ids.into_iter().map(path))
         }
     };
     let open = rows.into_iter().filter(|r| r.status != RowStatus::Offline);
