@@ -122,8 +122,7 @@ pub fn scan(root: &Path) -> (Vec<Block>, Vec<Unreadable>) {
     (blocks, bad)
 }
 
-/// Whether Protocol V3 is active: at least one established pair (both directions exist, and at
-/// least one says ACCEPTED).
+/// Whether Protocol V3 is active: some pair has blocks both ways, one of them ACCEPTED.
 pub fn v3_active(blocks: &[Block]) -> bool {
     let find = |from: &str, to: &str| {
         let block = blocks.iter().find(|x| x.from == from && x.to == to);

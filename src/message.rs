@@ -1,5 +1,4 @@
-//! Messages between agents (seed 001's `msg send / list / read`): one file per message under
-//! `.coord/messages/`, and read marks kept per reader (docs/protocol.md shows the format).
+//! Messages between agents (seed 001): one file each in `.coord/messages/`, read marks per reader.
 
 use std::collections::{BTreeMap, HashSet};
 use std::fs;

@@ -73,7 +73,7 @@ proptest! {
         prop_assert_eq!(conv.count(), texts.len() as u64);
         prop_assert!(conv.numbering_error().is_none());
         prop_assert_eq!(conv.topic.as_deref(), Some(topic.as_str()));
-        if let Some(last) = conv.last() {
+        if let Some(last) = conv.messages.last() {
             prop_assert_eq!(&last.speaker, &who[(texts.len() - 1) % 2]);
         }
     }

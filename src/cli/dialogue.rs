@@ -150,7 +150,7 @@ pub fn run(args: DialogueArgs, ctx: &Ctx) -> anyhow::Result<ExitCode> {
             let v = d.init(&topic, &agents, first.as_deref())?;
             let (topic, agents) = (output::clean(&v.topic), v.participants.join(", "));
             let first = v.turn.as_deref().unwrap_or("-");
-            let rel = d.rel();
+            let rel = &d.rel;
             ctx.emit(&v, || {
                 format!("Dialogue started in {rel}/: {topic} ({agents}). {first} speaks first.")
             });
@@ -322,7 +322,7 @@ fn message_text(text: Option<&str>, file: Option<&str>, ctx: &Ctx) -> Result<Str
 
 /// `show --follow`: print whole lines as they are appended, until the process is ended.
 fn follow_conversation(d: &Dialogue) -> ! {
-    let mut watch = FolderWatch::new(&[d.folder().to_path_buf()]);
+    let mut watch = FolderWatch::new(std::slice::from_ref(&d.folder));
     let mut printed = 0;
     loop {
         if let Ok(bytes) = d.conversation_bytes() {

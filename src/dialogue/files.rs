@@ -149,8 +149,7 @@ impl Conversation {
         let body = text.lines().skip(body_from).collect::<Vec<_>>().join("\n");
         c.last_markers = MARKERS.into_iter().filter(|m| body.contains(m)).collect();
         c.lead = match text {
-            "" => "",
-            t if t.ends_with("\n\n") => "",
+            t if t.is_empty() || t.ends_with("\n\n") => "",
             t if t.ends_with('\n') => "\n",
             _ => "\n\n",
         };
@@ -159,10 +158,6 @@ impl Conversation {
 
     pub fn count(&self) -> u64 {
         self.messages.len() as u64
-    }
-
-    pub fn last(&self) -> Option<&MessageHead> {
-        self.messages.last()
     }
 
     /// The first place where the numbers stop running 1, 2, 3, …: `(line, why)`.
@@ -305,7 +300,6 @@ impl StatusDoc {
         doc.set("last_update", clock::format_timestamp(now));
         doc.set("last_speaker", Value::Null);
         doc.set("participants", participants);
-        doc.set("commands_read", 0);
         doc
     }
 

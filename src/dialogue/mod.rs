@@ -1,13 +1,11 @@
-//! The turn-based dialogue of seed 002, enforced: `conversation.md`, `current-turn.txt`,
-//! `status.json`, `lock.txt`, `user-commands.txt` and `archive/` in one dialogue folder
-//! (default `agent-dialogue/`). The files keep the seed's formats ([`files`]), so agents
-//! following the seed by hand take part in the same dialogue as agents using coord.
+//! The turn-based dialogue of seed 002, enforced, in one folder (default `agent-dialogue/`). The
+//! files keep the seed's formats ([`files`]): agents following the seed by hand take part too.
 
 pub(crate) mod commands;
 pub mod files;
 pub mod say;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use serde::Serialize;
@@ -36,8 +34,10 @@ fn refused(why: Refusal, message: impl Into<String>, hint: impl Into<String>) ->
 #[derive(Debug, Clone)]
 pub struct Dialogue {
     root: PathBuf,
-    folder: PathBuf,
-    rel: String,
+    /// The folder, absolute.
+    pub folder: PathBuf,
+    /// The folder, relative to the root.
+    pub rel: String,
 }
 
 impl Dialogue {
@@ -53,16 +53,6 @@ impl Dialogue {
     /// The default folder, `agent-dialogue/` under the root.
     pub fn default_in(ws: &Workspace) -> Result<Dialogue> {
         Ok(Dialogue::new(ws, ws.target_from_rel(layout::DIALOGUE_DIR)?))
-    }
-
-    /// The folder, absolute.
-    pub fn folder(&self) -> &Path {
-        &self.folder
-    }
-
-    /// The folder, relative to the root.
-    pub fn rel(&self) -> &str {
-        &self.rel
     }
 
     /// A file of the folder, relative to the root, for messages.
@@ -147,11 +137,12 @@ impl Dialogue {
             Err(e) => Turn::Garbled(e.to_string()),
         };
         let (commands, mtime) = self.read_small(COMMANDS)?.unwrap_or_default();
-        let last_time = conv.last().and_then(|m| clock::parse_timestamp(&m.time));
+        let last = conv.messages.last();
+        let last_time = last.and_then(|m| clock::parse_timestamp(&m.time));
         // Whether an `-ONLY` came after the last message, when `status.json` cannot say.
         let newer = match (mtime, last_time) {
             (Some(c), Some(l)) => c > l,
-            _ => conv.last().is_none(),
+            _ => last.is_none(),
         };
         let doc = status.as_ref().ok();
         let commands = commands::judge(&commands, doc.and_then(StatusDoc::commands_read), newer);
@@ -350,14 +341,14 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    fn corruption(&self) -> Option<(Option<usize>, String)> {
-        if let Some((line, why)) = self.conv.numbering_error() {
-            return Some((Some(line), why));
+    fn corruption(&self) -> Option<String> {
+        if let Some((_, why)) = self.conv.numbering_error() {
+            return Some(why);
         }
         let counted = self.status.as_ref().ok()?.message_count();
         let count = self.conv.count();
         let why = format!("it holds {count} message(s) but `status.json` counts {counted}");
-        (counted != count).then_some((None, why))
+        (counted != count).then_some(why)
     }
 
     fn may_speak(&self, id: &str) -> Result<()> {
@@ -409,7 +400,7 @@ impl Snapshot {
         // progress, not corruption.
         let corrupt = match &self.lock {
             Some(l) if !l.stale => self.conv.numbering_error().map(|(_, w)| w),
-            _ => self.corruption().map(|(_, w)| w),
+            _ => self.corruption(),
         };
         let error = match (&self.turn, corrupt) {
             (Turn::Error(line), _) => Some(line.clone()),
@@ -428,7 +419,7 @@ impl Snapshot {
             _ => "open",
         };
         let turn = self.turn.id().map(str::to_string);
-        let last = self.conv.last();
+        let last = self.conv.messages.last();
         TurnView {
             topic: self.topic.clone(),
             next: c.only.clone().or(turn.clone()).filter(|_| error.is_none()),

@@ -99,7 +99,7 @@ pub fn say(d: &Dialogue, req: &SayRequest) -> Result<SayOutcome> {
         warnings.push(format!(
             "status.json needs repair ({problem}); continuing with conversation.md only"
         ));
-    } else if let Some((_, why)) = snap.corruption() {
+    } else if let Some(why) = snap.corruption() {
         repaired = repair_interrupted(d, &mut snap, lock.took_over.as_ref(), &now)?;
         if repaired.is_none() {
             return Err(mark_corrupted(d, None, &why));
@@ -212,7 +212,8 @@ fn repair_interrupted(
     stale: Option<&LockInfo>,
     now: &Timestamp,
 ) -> Result<Option<String>> {
-    let (Some(stale), Ok(mut status), Some(last)) = (stale, snap.status.clone(), snap.conv.last())
+    let (Some(stale), Ok(mut status), Some(last)) =
+        (stale, snap.status.clone(), snap.conv.messages.last())
     else {
         return Ok(None);
     };

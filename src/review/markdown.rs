@@ -105,17 +105,14 @@ pub(crate) fn fenced(lines: &[String]) -> Vec<bool> {
     let mut open: Option<(char, usize)> = None;
     lines
         .iter()
-        .map(|line| match open {
-            Some(fence) => {
-                if fence_closes(line, fence) {
-                    open = None;
-                }
-                true
-            }
-            None => {
-                open = fence_open(line);
-                open.is_some()
-            }
+        .map(|line| {
+            let inside = open.is_some();
+            open = match open {
+                Some(fence) if fence_closes(line, fence) => None,
+                Some(fence) => Some(fence),
+                None => fence_open(line),
+            };
+            inside || open.is_some()
         })
         .collect()
 }

@@ -11,8 +11,7 @@ use serde::Serialize;
 use self::markdown::Field;
 use crate::error::{Error, Result};
 
-/// An enum of the seed's names: `NAMES` in order, `parse` (case and blanks ignored), `as_str`
-/// (also its JSON), and `expected`, the complaint about a name that is none of them.
+/// An enum of the seed's names, with `NAMES` in order, `parse`, `as_str` (its JSON) and `expected`.
 macro_rules! names {
     ($(#[$doc:meta])* $name:ident { $($var:ident = $s:literal: $vdoc:literal,)+ }) => {
         $(#[$doc])*
@@ -107,8 +106,7 @@ impl IssueStatus {
     }
 }
 
-/// Check a review topic: it becomes part of file names, so 1-64 characters of `a-z`, `0-9`,
-/// `-` and `_`, starting with a letter or digit (`regional-federalism-design`).
+/// Check a review topic, which becomes part of file names (`regional-federalism-design`).
 pub fn check_topic(topic: &str) -> Result<()> {
     let ok = |c: u8| c.is_ascii_lowercase() || c.is_ascii_digit();
     let b = topic.as_bytes();
@@ -164,13 +162,8 @@ impl Meta {
     /// The first participant not named `name`, lower-cased: the usual other party of a file.
     pub fn other_than(&self, name: &str) -> Option<String> {
         let other = |p: &&Participant| !p.name.eq_ignore_ascii_case(name);
-        Some(
-            self.participants
-                .iter()
-                .find(other)?
-                .name
-                .to_ascii_lowercase(),
-        )
+        let found = self.participants.iter().find(other)?;
+        Some(found.name.to_ascii_lowercase())
     }
 }
 

@@ -229,8 +229,7 @@ impl Tracker {
         }
     }
 
-    /// Remove the first `count` steps and renumber the rest from 01 (step and prompt headings).
-    /// Returns the removed steps' lines, as written.
+    /// Remove (and return) the first `count` steps, renumbering the rest and their prompts from 01.
     pub(crate) fn take_first_steps(&mut self, count: usize) -> Result<Vec<String>> {
         let heads: Vec<usize> = self.view.steps.iter().map(|s| s.at).collect();
         if heads.len() <= count {

@@ -1,5 +1,4 @@
-//! The stamp card: seed 001's `partner_presence` table, one plain file per row under
-//! `.coord/partners/` (docs/protocol.md, "Stamp card and sessions", shows a row).
+//! The stamp card: seed 001's `partner_presence` table, one file per row under `.coord/partners/`.
 
 use std::fs;
 use std::io;
@@ -149,15 +148,11 @@ impl Row {
     }
 }
 
-/// Every row on the stamp card, by id, and the row files that could not be read (temporary
-/// files left by killed writers are swept).
+/// Every row on the stamp card, by id, and the row files that could not be read.
 pub fn scan(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
     let mut found = Vec::new();
-    for entry in crate::fsutil::read_dir(layout::partners_dir(&shared_root(root)))
-        .into_iter()
-        .flatten()
-        .flatten()
-    {
+    let dir = layout::partners_dir(&shared_root(root));
+    for entry in fsutil::read_dir(dir).into_iter().flatten().flatten() {
         let name = entry.file_name();
         match name.to_str().and_then(layout::parse_partner_row_name) {
             Some(id) => found.push((id, entry.path())),
@@ -221,9 +216,8 @@ fn has_index(root: &Path) -> bool {
     meta.is_ok_and(|m| m.is_dir())
 }
 
-/// The rows not clocked out (`online` or `crashed`), by id, and the row files that could not be
-/// read. Only the rows the index names and those above the counter (written by hand) are read;
-/// without the index or a readable counter, every row.
+/// The rows not clocked out, by id, and the unreadable row files: those the index names and
+/// those above the counter (written by hand); without the index, every row.
 pub fn open_rows(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
     let indexed = has_index(root)
         .then(|| fsutil::list_names(&layout::partners_open_dir(&shared_root(root))).ok())
@@ -232,24 +226,18 @@ pub fn open_rows(root: &Path) -> (Vec<Row>, Vec<Unreadable>) {
         None => scan(root),
         Some(names) => {
             let counted = read_counter(root);
-            let mut ids: Vec<u64> = names
-                .iter()
-                .filter_map(|name| name.to_str()?.parse().ok())
-                .chain(row_ids(root).filter(|&id| counted.is_none_or(|c| id > c)))
-                .collect();
+            let listed = names.iter().filter_map(|name| name.to_str()?.parse().ok());
+            let above = row_ids(root).filter(|&id| counted.is_none_or(|c| id > c));
+            let mut ids: Vec<u64> = listed.chain(above).collect();
             ids.sort_unstable();
             ids.dedup();
-            let paths = ids
-                .into_iter()
-                .map(|id| (id, layout::partner_row(&shared_root(root), id)));
-            read_rows(paths)
+            let shared = shared_root(root);
+            let path = |id| (id, layout::partner_row(&shared, id));
+            read_rows(ids.into_iter().map(path))
         }
     };
-    let open = rows
-        .into_iter()
-        .filter(|r| r.status != RowStatus::Offline)
-        .collect();
-    (open, bad)
+    let open = rows.into_iter().filter(|r| r.status != RowStatus::Offline);
+    (open.collect(), bad)
 }
 
 fn row_ids(root: &Path) -> impl Iterator<Item = u64> {
@@ -366,8 +354,7 @@ pub struct Crashed {
     pub why: String,
 }
 
-/// Clock in: mark this partner's dead sessions crashed, add an `online` row, write the presence
-/// (ACTIVE, `working_on` = task), and look who else is around. All under the workspace mutex.
+/// Clock in: mark this partner's dead sessions crashed, add an `online` row, write the presence.
 pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
     let root = ws.root();
     let _mutex = ws.lock_mutex()?;
@@ -396,11 +383,8 @@ pub fn startup(ws: &Workspace, req: &StartupRequest) -> Result<Startup> {
     }
 
     let id = next_id(root)?;
-    let task = req
-        .task
-        .as_deref()
-        .map(crate::record::one_line)
-        .filter(|t| !t.is_empty());
+    let task = req.task.as_deref().map(crate::record::one_line);
+    let task = task.filter(|t| !t.is_empty());
     let row = Row {
         id,
         partner_name: agent.id().to_string(),
@@ -485,17 +469,15 @@ pub fn rejoin(ws: &Workspace, agent: &AgentId, pid: u32) -> Result<bool> {
     presence::write(ws.root(), agent, &active).map(|_| true)
 }
 
-/// Refresh session `session_id`'s `last_heartbeat` and `agent`'s presence heartbeat. A row
-/// marked crashed meanwhile (the machine slept) comes back `online`.
+/// Refresh session `session_id`'s `last_heartbeat` (a crashed row comes back) and the presence.
 pub fn heartbeat(ws: &Workspace, agent: &AgentId, session_id: &str) -> Result<()> {
     let _mutex = ws.lock_mutex()?;
     refresh_partner(ws.root(), agent, Some(session_id), true)?;
     presence::write(ws.root(), agent, &Update::default()).map(drop)
 }
 
-/// Refresh `last_heartbeat` of `agent`'s `online` rows (only `session`'s when given), and of
-/// its crashed ones too when `revive` (back `online`), so that an agent that heartbeats by hand
-/// is not marked crashed by its next startup. Caller holds the workspace mutex.
+/// Refresh `last_heartbeat` of `agent`'s `online` rows (only `session`'s when given; its crashed
+/// ones too, back `online`, when `revive`). Caller holds the workspace mutex.
 pub fn refresh_partner(
     root: &Path,
     agent: &AgentId,
@@ -541,8 +523,8 @@ pub struct Shutdown {
     pub finished: bool,
 }
 
-/// Clock out: release the locks in scope, set the rows in scope `offline` with `clocked_out`,
-/// and mark the presence FINISHED unless another session of the partner is still online.
+/// Clock out: release the locks in scope, set its rows `offline`, and the presence FINISHED
+/// unless another session of the partner is still online.
 pub fn shutdown(ws: &Workspace, agent: &AgentId, scope: Scope<'_>) -> Result<Shutdown> {
     let released = match scope {
         Scope::Partner => lock::release(ws, agent, None, false)?,

@@ -33,8 +33,8 @@ pub struct CommitInfo {
 }
 
 impl Reviews {
-    /// Close a review: check the completion criteria, mark it closed, move it (and its archive)
-    /// to `reviews/closed/`, and with `commit` commit it (`summary` after `{topic} review: `).
+    /// Close a review: check the completion criteria, mark it closed, move it to `reviews/closed/`,
+    /// and with `commit` commit it (`summary` after `{topic} review: `).
     pub fn close(&self, topic: &str, commit: bool, summary: Option<&str>) -> Result<Closed> {
         let root = self.ws.root();
         if commit {
@@ -169,15 +169,13 @@ fn missing_for_close(view: &View) -> Vec<String> {
 fn commit_message(topic: &str, view: &View, summary: Option<&str>) -> String {
     let resolved = |i: &&Issue| i.status == IssueStatus::Resolved;
     let resolved = view.issues.iter().filter(resolved).count();
+    let s = if resolved == 1 { "" } else { "s" };
     let summary = summary
         .map(one_line)
         .filter(|s| !s.is_empty())
         .unwrap_or_else(|| match view.issues.len() {
             0 => "reviewed, no issues found".to_string(),
-            n if n == resolved => format!(
-                "{resolved} issue{} resolved",
-                if resolved == 1 { "" } else { "s" }
-            ),
+            n if n == resolved => format!("{resolved} issue{s} resolved"),
             n => format!("{resolved} of {n} issues resolved"),
         });
     let mut msg = format!("{topic} review: {summary}\n");

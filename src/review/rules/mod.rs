@@ -1,6 +1,5 @@
-//! The review protocol: [`Reviews`], the handle on one metadata folder, with one `impl` block a
-//! command: here `create`, `show`, issues and agreements; `step` (and the archive policy),
-//! `next` (the prompt to paste), `close` (completion criteria, the move, the commit).
+//! The review protocol: [`Reviews`], the handle on one metadata folder, one `impl` block a command
+//! (here `create`, `show`, issues and agreements; `step`, `next` and `close` in their files).
 
 mod close;
 mod next;
@@ -90,8 +89,7 @@ impl Reviews {
 
     /// A path relative to the root, for messages and output.
     pub fn rel(&self, path: &Path) -> String {
-        let rel = self.ws.rel(path);
-        rel.unwrap_or_else(|| path.display().to_string())
+        (self.ws.rel(path)).unwrap_or_else(|| path.display().to_string())
     }
 
     fn read(&self, path: &Path) -> Result<Option<Tracker>> {
@@ -138,12 +136,9 @@ impl Reviews {
             if fsutil::mtime(&self.tracker_path(topic, true)).is_none() {
                 return Err(self.no_review(topic));
             }
+            let why = format!("review `{topic}` is closed");
             let hint = Some(format!("see it with `coord review show {topic}`"));
-            return Err(Error::refused(
-                Refusal::ReviewClosed,
-                format!("review `{topic}` is closed"),
-                hint,
-            ));
+            return Err(Error::refused(Refusal::ReviewClosed, why, hint));
         };
         if t.view.meta.status == "closed" {
             let why = format!(
@@ -200,8 +195,7 @@ impl Reviews {
         })
     }
 
-    /// Start a review (and write the seed's template when missing); returns the tracker,
-    /// relative to the root.
+    /// Start a review (and write the seed's template when missing); returns the tracker's path.
     pub fn create(
         &self,
         topic: &str,
@@ -279,9 +273,8 @@ impl Reviews {
                     why: format!("its issues reach ISSUE-{}: no number is left", u32::MAX),
                 });
             };
-            let id = format!("ISSUE-{n:02}");
             let issue = Issue {
-                id,
+                id: format!("ISSUE-{n:02}"),
                 severity,
                 title,
                 status: IssueStatus::Open,
@@ -349,8 +342,7 @@ fn next_issue_number(view: &View) -> Option<u32> {
     numbers.max().unwrap_or(0).checked_add(1)
 }
 
-/// Read a whole file as UTF-8 (capped, no symlink followed anywhere on its path). `Ok(None)`
-/// when it does not exist.
+/// Read a whole file as UTF-8 (capped, no symlink followed on its path); `None` when missing.
 fn read_text(path: &Path) -> Result<Option<String>> {
     // O_NOFOLLOW guards only the last component: a symlinked `.metadata` or `reviews/active`
     // would still lead the read (and the replace that follows it) outside the workspace.

@@ -11,6 +11,15 @@ use crate::review::paths::{self, Kind, NameParts};
 use crate::review::{Action, Step, View};
 use crate::workspace::AgentId;
 
+/// The task each action gives, in `Action` order.
+const TASKS: [&str; 5] = [
+    "analyse the target documents: findings, open questions, suggestions; record each problem with `coord review issue TOPIC add --severity S --title T`",
+    "reply to the previous step: agreements, disagreements, proposals (log key decisions with `coord review agree TOPIC TEXT`)",
+    "make the agreed changes to the source files and write a changelog entry",
+    "check the implementation for correctness, citing file paths and sections; acknowledge, or list the issues found",
+    "address the issues found in verification and update the changelog, citing file paths and sections",
+];
+
 /// Who is next and what to paste to them.
 #[derive(Debug, Clone, Serialize)]
 pub struct Next {
@@ -81,32 +90,12 @@ impl Reviews {
         let actor_id =
             AgentId::parse(actor).map_or_else(|_| paths::snake_case(actor), |a| a.id().to_string());
         let other_id = v.meta.other_than(actor).unwrap_or_else(|| "other".into());
-        let (kind, description, what) = match action {
-            Action::Review => (
-                Kind::Review,
-                None,
-                "analyse the target documents: findings, open questions, suggestions; record each problem with `coord review issue TOPIC add --severity S --title T`",
-            ),
-            Action::Response => (
-                Kind::Response,
-                Some("reply"),
-                "reply to the previous step: agreements, disagreements, proposals (log key decisions with `coord review agree TOPIC TEXT`)",
-            ),
-            Action::Implement => (
-                Kind::Changelog,
-                Some("implementation"),
-                "make the agreed changes to the source files and write a changelog entry",
-            ),
-            Action::Verify => (
-                Kind::Response,
-                Some("verification"),
-                "check the implementation for correctness, citing file paths and sections; acknowledge, or list the issues found",
-            ),
-            Action::Fix => (
-                Kind::Changelog,
-                Some("fixes"),
-                "address the issues found in verification and update the changelog, citing file paths and sections",
-            ),
+        let (kind, description) = match action {
+            Action::Review => (Kind::Review, None),
+            Action::Response => (Kind::Response, Some("reply")),
+            Action::Implement => (Kind::Changelog, Some("implementation")),
+            Action::Verify => (Kind::Response, Some("verification")),
+            Action::Fix => (Kind::Changelog, Some("fixes")),
         };
         let name = NameParts {
             kind,
@@ -136,7 +125,7 @@ Your task is step {:02} ({}): {}.\n\n{note}",
                 v.meta.target.as_deref().unwrap_or("the target"),
                 open.number,
                 action.as_str(),
-                what.replace("TOPIC", topic),
+                TASKS[action as usize].replace("TOPIC", topic),
             ),
         };
         (output, prompt)
