@@ -11,7 +11,7 @@ use crate::host;
 use crate::presence::{self, AgentState};
 
 /// Who or what stands in the way of a lock.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, PartialEq)]
 pub struct Blocker {
     /// The file.
     pub file: String,
@@ -49,33 +49,31 @@ pub struct Follows {
     pub client: bool,
 }
 
-/// What a waiter is told about: who is in the way, in what state, until when. A change in any
-/// of these is worth a line.
-pub(super) type Situation = (
-    String,
-    usize,
-    Option<AgentState>,
-    Option<Follows>,
-    Option<Timestamp>,
-);
-
 impl Blocker {
-    pub(super) fn situation(&self) -> Situation {
-        (
-            self.holder.clone(),
-            self.queued_ahead,
-            self.holder_state,
-            self.follows,
+    /// What a waiter is told about: who is in the way, in what state, until when. A change in
+    /// any of these is worth a line.
+    pub(super) fn situation(&self) -> Blocker {
+        Blocker {
+            holder: self.holder.clone(),
+            queued_ahead: self.queued_ahead,
+            holder_state: self.holder_state,
+            follows: self.follows,
             // While the holder is ACTIVE, the time moves with each of its heartbeats: not news.
-            self.takeable_at
+            takeable_at: (self.takeable_at)
                 .filter(|_| self.holder_state != Some(AgentState::Active)),
-        )
+            ..Blocker::default()
+        }
     }
 }
 
 /// The refusal of a request `b` stands in the way of, after a wait of `elapsed` if `waited`.
 pub(super) fn blocked_error(b: Blocker, waited: bool, elapsed: Duration) -> Error {
-    let waited_for = clock::format_duration(round_wait(elapsed));
+    // Whole seconds from one second on, milliseconds below.
+    let waited_for = clock::format_duration(if elapsed >= Duration::from_secs(1) {
+        Duration::from_secs(elapsed.as_secs_f64().round() as u64)
+    } else {
+        Duration::from_millis(elapsed.as_millis() as u64)
+    });
     if b.queued_ahead > 0 {
         let one = b.queued_ahead == 1;
         let (s, verb_s) = if one { ("", "s") } else { ("s", "") };
@@ -104,15 +102,6 @@ pub(super) fn blocked_error(b: Blocker, waited: bool, elapsed: Duration) -> Erro
             since: b.since,
             working_on: b.working_on,
         }
-    }
-}
-
-/// A wait as a person reads it: whole seconds from one second on, milliseconds below.
-fn round_wait(d: Duration) -> Duration {
-    if d >= Duration::from_secs(1) {
-        Duration::from_secs(d.as_secs_f64().round() as u64)
-    } else {
-        Duration::from_millis(d.as_millis() as u64)
     }
 }
 

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use serde::Serialize;
 
 use self::attempt::attempt;
-use self::blocker::{Situation, blocked_error};
+use self::blocker::blocked_error;
 use self::line::{Waiting, deadlock, settle};
 use self::wake::{Look, Probe, Waits, sleep, watch_for};
 use super::release::release_tokens;
@@ -391,7 +391,7 @@ struct Tries<'a> {
     /// Our tickets in the queue; leaves it if the acquire ends without the lock.
     waiting: Waiting<'a>,
     /// What the user was last told stands in the way (`None`: not told we wait yet).
-    told: Option<Situation>,
+    told: Option<Blocker>,
     /// When our tickets were last kept alive.
     last_touch: Instant,
     mine: Mine,
