@@ -154,21 +154,19 @@ fn release_files(
     for (target, mut entries) in targets.iter().zip(list_for_release(ws, agent, &targets)?) {
         entries.retain(|e| !g.done.contains(&e.lock_path));
         classify(ws.root(), &mut entries, &mut cache, &now);
-        let outcome = if let Some(mine) = entries.iter().find(|e| e.agent == agent.id()) {
-            g.ours(&target.rel, mine)
-        } else if entries.is_empty() {
+        let outcome = match verdict(&entries, |e| e, agent.id(), force) {
+            Ok(i) => g.ours(&target.rel, &entries[i]),
             // No lock file in any work tree: an entry of ours left for it (its lock file
             // removed by hand, or never published by a process killed in between) goes.
-            index::forget(ws.root(), &target.rel, agent.id());
-            ReleaseOutcome::NotLocked
-        } else if let Some(held) = (entries.iter()).find(|e| !force || e.state != LockState::Stale)
-        {
-            ReleaseOutcome::HeldByOther {
-                holder: held.holder().to_string(),
-                state: held.state,
+            Err(ReleaseOutcome::NotLocked) => {
+                index::forget(ws.root(), &target.rel, agent.id());
+                ReleaseOutcome::NotLocked
             }
-        } else {
-            force_stale(ws, &entries, &mut g.done)?
+            Err(forced @ ReleaseOutcome::ForcedStale { .. }) => {
+                force_stale(ws, &entries, &mut g.done)?;
+                forced
+            }
+            Err(other) => other,
         };
         out.push(Release::new(&target.rel, false, outcome));
     }
@@ -236,13 +234,36 @@ fn list_for_release(
     Ok(listed)
 }
 
+/// What releasing the judged records `entries` of one file (or pattern) by `me` comes to: ours
+/// (`Ok`, its index), else nothing there, held by another, or with `force` only STALE records
+/// of others, for the caller to remove.
+pub(super) fn verdict<'e, T>(
+    entries: &'e [T],
+    entry: impl Fn(&'e T) -> &'e LockEntry,
+    me: &str,
+    force: bool,
+) -> Result<usize, ReleaseOutcome> {
+    if let Some(i) = entries.iter().position(|e| entry(e).agent == me) {
+        return Ok(i);
+    }
+    let mut all = entries.iter().map(&entry);
+    Err(if entries.is_empty() {
+        ReleaseOutcome::NotLocked
+    } else if let Some(held) = all.find(|e| !force || e.state != LockState::Stale) {
+        ReleaseOutcome::HeldByOther {
+            holder: held.holder().to_string(),
+            state: held.state,
+        }
+    } else {
+        let from: Vec<&str> = entries.iter().map(|e| entry(e).holder()).collect();
+        ReleaseOutcome::ForcedStale {
+            from: from.join(", "),
+        }
+    })
+}
+
 /// Remove the STALE locks of others `entries` (`--force`), each only if unchanged.
-fn force_stale(
-    ws: &Workspace,
-    entries: &[LockEntry],
-    done: &mut HashSet<PathBuf>,
-) -> Result<ReleaseOutcome> {
-    let from: Vec<String> = entries.iter().map(|e| e.holder().to_string()).collect();
+fn force_stale(ws: &Workspace, entries: &[LockEntry], done: &mut HashSet<PathBuf>) -> Result<()> {
     for e in entries {
         if !take_over(ws.root(), e)? {
             return Err(Error::refused(
@@ -257,9 +278,7 @@ fn force_stale(
         }
         done.insert(e.lock_path.clone());
     }
-    Ok(ReleaseOutcome::ForcedStale {
-        from: from.join(", "),
-    })
+    Ok(())
 }
 
 /// Release locks this process took, each only if its token is unchanged (compare-and-delete).
