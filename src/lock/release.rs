@@ -162,8 +162,19 @@ fn release_files(
                 index::forget(ws.root(), &target.rel, agent.id());
                 ReleaseOutcome::NotLocked
             }
+            // Removed only if unchanged since judged STALE.
             Err(forced @ ReleaseOutcome::ForcedStale { .. }) => {
-                force_stale(ws, &entries, &mut g.done)?;
+                for e in &entries {
+                    if !take_over(ws.root(), e)? {
+                        let message = format!(
+                            "the lock of {} on `{}` changed while being removed",
+                            e.holder(),
+                            e.file
+                        );
+                        return Err(Error::refused(Refusal::LockChanged, message, None));
+                    }
+                    g.done.insert(e.lock_path.clone());
+                }
                 forced
             }
             Err(other) => other,
@@ -260,25 +271,6 @@ pub(super) fn verdict<'e, T>(
             from: from.join(", "),
         }
     })
-}
-
-/// Remove the STALE locks of others `entries` (`--force`), each only if unchanged.
-fn force_stale(ws: &Workspace, entries: &[LockEntry], done: &mut HashSet<PathBuf>) -> Result<()> {
-    for e in entries {
-        if !take_over(ws.root(), e)? {
-            return Err(Error::refused(
-                Refusal::LockChanged,
-                format!(
-                    "the lock of {} on `{}` changed while being removed",
-                    e.holder(),
-                    e.file
-                ),
-                None,
-            ));
-        }
-        done.insert(e.lock_path.clone());
-    }
-    Ok(())
 }
 
 /// Release locks this process took, each only if its token is unchanged (compare-and-delete).

@@ -142,9 +142,19 @@ pub(super) fn blocker_of(root: &Path, e: &LockEntry, now: &Timestamp) -> Blocker
             Some(expires.max(inactive))
         })(),
     };
+    // Where the lock lies, when that is another work tree of the repository:
+    // `Claude (worktree /repo-b, branch feature)`.
+    let holder = match crate::worktree::tree_of(root, &e.lock_path) {
+        Some(t) if t.top != root => format!(
+            "{} ({})",
+            e.holder(),
+            crate::worktree::place(t.top.display(), t.branch().as_deref())
+        ),
+        _ => e.holder().to_string(),
+    };
     Blocker {
         file: e.file.clone(),
-        holder: holder_where(root, e),
+        holder,
         since: format_since(e.since.as_ref(), now),
         working_on,
         record: e.raw.clone().map(|raw| (e.lock_path.clone(), raw)),
@@ -169,19 +179,6 @@ pub(super) fn claim_blocker(
     b.holder = super::super::claim::holder_text(root, &c.entry);
     b.pattern = Some(c.entry.file.clone());
     b
-}
-
-/// The holder's display name, and where its lock lies when that is another work tree of the
-/// repository: `Claude (worktree /repo-b, branch feature)`.
-pub fn holder_where(root: &Path, e: &LockEntry) -> String {
-    match crate::worktree::tree_of(root, &e.lock_path) {
-        Some(t) if t.top != root => format!(
-            "{} ({})",
-            e.holder(),
-            crate::worktree::place(t.top.display(), t.branch().as_deref())
-        ),
-        _ => e.holder().to_string(),
-    }
 }
 
 /// What a holder works on, as shown after "held by X since T": its presence's task, and the
