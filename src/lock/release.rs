@@ -223,7 +223,8 @@ fn list_for_release(
     let listing = Listing {
         sweep: true,
         this_tree_only: true,
-        ..Listing::of(&roster)
+        roster: &roster,
+        ..Listing::default()
     };
     let mut listed = list_locks_each(targets, listing)?;
     let elsewhere: Vec<usize> = (0..targets.len())

@@ -40,7 +40,11 @@ pub fn locks_of_each(targets: &[Target]) -> Vec<Vec<LockEntry>> {
 fn try_locks_each(targets: &[Target]) -> Result<Vec<Vec<LockEntry>>> {
     let root = targets.first().and_then(root_of);
     let roster = root.map(|root| lookup_roster(&root)).unwrap_or_default();
-    list_locks_each(targets, Listing::of(&roster))
+    let how = Listing {
+        roster: &roster,
+        ..Listing::default()
+    };
+    list_locks_each(targets, how)
 }
 
 /// How [`list_locks_each`] lists the locks of targets.
@@ -56,16 +60,6 @@ pub(super) struct Listing<'a> {
     /// Leave out the same paths in the repository's other work trees (a caller that looks
     /// there itself only when this tree did not answer).
     pub(super) this_tree_only: bool,
-}
-
-impl<'a> Listing<'a> {
-    /// A plain listing that also looks up `roster` by exact name.
-    pub(super) fn of(roster: &'a [String]) -> Self {
-        Listing {
-            roster,
-            ..Listing::default()
-        }
-    }
 }
 
 #[cfg(test)]
