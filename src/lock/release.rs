@@ -151,7 +151,15 @@ fn release_files(
     let mut cache = StateCache::default();
     let mut out = Vec::with_capacity(targets.len());
     let mut g = Gathered::default();
-    for (target, mut entries) in targets.iter().zip(list_for_release(ws, agent, &targets)?) {
+    // Each folder listed once, in every work tree (temporary files of killed processes swept in
+    // the same pass, as `acquire` does).
+    let roster = lookup_roster(ws.root());
+    let listing = Listing {
+        sweep: true,
+        roster: &roster,
+        ..Listing::default()
+    };
+    for (target, mut entries) in targets.iter().zip(list_locks_each(&targets, listing)?) {
         entries.retain(|e| !g.done.contains(&e.lock_path));
         classify(ws.root(), &mut entries, &mut cache, &now);
         let outcome = match verdict(&entries, |e| e, agent.id(), force) {
@@ -210,40 +218,6 @@ impl Gathered {
         self.marked.extend(Marked::of(e, false));
         ReleaseOutcome::Released
     }
-}
-
-/// The lock files of each of `targets`, each folder listed once (temporary files of killed
-/// processes swept in the same pass, as `acquire` does).
-fn list_for_release(
-    ws: &Workspace,
-    agent: &AgentId,
-    targets: &[Target],
-) -> Result<Vec<Vec<LockEntry>>> {
-    let roster = lookup_roster(ws.root());
-    let listing = Listing {
-        sweep: true,
-        this_tree_only: true,
-        roster: &roster,
-        ..Listing::default()
-    };
-    let mut listed = list_locks_each(targets, listing)?;
-    let elsewhere: Vec<usize> = (0..targets.len())
-        .filter(|&i| !listed[i].iter().any(|e| e.agent == agent.id()))
-        .collect();
-    if !elsewhere.is_empty() && !crate::worktree::others(ws.root()).is_empty() {
-        let again: Vec<Target> = elsewhere.iter().map(|&i| targets[i].clone()).collect();
-        let everywhere = Listing {
-            this_tree_only: false,
-            ..listing
-        };
-        for (i, entries) in elsewhere
-            .into_iter()
-            .zip(list_locks_each(&again, everywhere)?)
-        {
-            listed[i] = entries;
-        }
-    }
-    Ok(listed)
 }
 
 /// What releasing the judged records `entries` of one file (or pattern) by `me` comes to: ours

@@ -57,8 +57,7 @@ pub(super) struct Listing<'a> {
     pub(super) roster: &'a [String],
     /// An agent whose locks are left unread: the caller knows what it wrote itself.
     pub(super) except: Option<&'a str>,
-    /// Leave out the same paths in the repository's other work trees (a caller that looks
-    /// there itself only when this tree did not answer).
+    /// Leave out the same paths in the repository's other work trees.
     pub(super) this_tree_only: bool,
 }
 
@@ -143,13 +142,16 @@ fn list_folders(
     for (dir, bases) in &folders {
         #[cfg(test)]
         LISTINGS.with(|n| n.set(n.get() + 1));
-        let listed = crate::fsutil::read_dir(dir).and_then(Iterator::collect::<io::Result<Vec<_>>>);
-        let entries = match listed {
+        let entries = match crate::fsutil::read_dir(dir) {
             // A folder not made yet holds no lock (here; the other trees are looked at apart).
             Err(e) if tree.is_some() || e.kind() == io::ErrorKind::NotFound => continue,
             listed => listed.at("list", dir)?,
         };
         for entry in entries {
+            let entry = match entry {
+                Err(_) if tree.is_some() => break,
+                entry => entry.at("list", dir)?,
+            };
             let name = entry.file_name();
             match name.to_str().and_then(layout::parse_lock_name) {
                 Some((b, agent)) if how.except != Some(agent.as_str()) => {
