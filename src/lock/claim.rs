@@ -210,7 +210,7 @@ fn finish(
         write_all(root, &keep.map(|(e, _)| raw_text(e)).collect::<Vec<_>>())?;
     }
     if record {
-        super::events::released(root, agent, &out, true);
+        super::events::released(root, agent, &out);
     }
     Ok((out, marked))
 }

@@ -190,7 +190,7 @@ fn release_files(
         out.push(Release::new(&target.rel, false, outcome));
     }
     remove_ours(ws, agent, &g.ours)?;
-    super::events::released(ws.root(), agent, &out, false);
+    super::events::released(ws.root(), agent, &out);
     drop(mutex);
     if all {
         let (claims, more) = super::claim::release_here(ws, agent, None, false)?;
@@ -279,7 +279,7 @@ pub(super) fn give_back(
     }
     let removed = remove_ours(ws, agent, &g.ours);
     if removed.is_ok() && record {
-        super::events::released(ws.root(), agent, &out, false);
+        super::events::released(ws.root(), agent, &out);
     }
     // Whoever sleeps on a lock file this process kept locked wakes once the mutex is free.
     drop(mutex);

@@ -249,7 +249,7 @@ pub fn acquire_shared(
         &req.claims
     };
     let mut reread = None;
-    let got = loop {
+    let mut acquired = loop {
         let held = remote_claim::held_elsewhere(ws, &req.agent, files, claims, reread);
         if let Some(blocker) = held {
             // Paused at most [`REREAD`] before the remote is read again; a place in line here,
@@ -278,7 +278,7 @@ pub fn acquire_shared(
     };
     // Recorded while the ticket still stands, so that a reader of the history never sees the
     // wait end before the lock it ended with.
-    super::events::taken(ws.root(), req, &got, started);
+    super::events::taken(ws.root(), req, &acquired, started);
     tries.tickets = None;
     if tries.policy.exact_lookups {
         // A shared folder on a network filesystem: what this machine cached about the files
@@ -287,7 +287,6 @@ pub fn acquire_shared(
             fsutil::refresh_attributes(&t.abs);
         }
     }
-    let mut acquired = got;
     if req.backup {
         back_up(ws, req, &targets, &mut acquired)?;
     }
